@@ -1,0 +1,42 @@
+# minik8s. `make up` starts a single-node cluster on this host; `make test` runs every test.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := $(CURDIR)/bin
+IMAGES := $(CURDIR)/images/out
+PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
+COMMANDS := miniapi minilet miniproxy minilab
+
+.PHONY: all deps images build up down test unit e2e lint clean
+
+all: build
+
+deps:
+	@bash hack/install-deps.sh
+
+# Our own images (pause, netexec, busybox) as OCI tarballs; minilet embeds the pause one.
+images:
+	$(GO) run ./images/build -o $(IMAGES)
+	@install -D -m 0644 $(IMAGES)/pause.tar $(PAUSE_EMBED)
+
+build: images
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(COMMANDS))
+
+up: deps build
+	@bash hack/up.sh
+
+down:
+	@bash hack/down.sh
+
+lint:
+	@out=$$(gofmt -l cmd pkg images test 2>/dev/null); if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Unit tests, integration tests against real containerd/CNI/netns/kubectl, and the e2e on a
+# minilab cluster. Tests needing root skip with a reason elsewhere; here they all run.
+test: deps build lint
+	MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
+
+clean:
+	rm -rf $(BIN) $(IMAGES) $(PAUSE_EMBED)

@@ -1,0 +1,79 @@
+// Command miniapi is the control plane: the Kubernetes API server on an embedded store,
+// the scheduler and the controllers, in one process.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/daemon"
+	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var o controlplane.Options
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:           "miniapi",
+		Short:         "Kubernetes API server, scheduler and controllers in one process",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Log = daemon.Logger(verbose)
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			return controlplane.Run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", "/var/lib/miniapi", "directory for the store, the CA and admin.kubeconfig")
+	f.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "IP address to serve on")
+	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port")
+	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
+	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db)`)
+	f.StringVar(&o.ServiceRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which Service cluster IPs are allocated")
+	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	cmd.AddCommand(newKubeconfigCommand())
+	return cmd
+}
+
+func newKubeconfigCommand() *cobra.Command {
+	var dataDir, user, server, out string
+	var groups []string
+	cmd := &cobra.Command{
+		Use:          "kubeconfig",
+		Short:        "Issue a client certificate signed by the cluster CA and write a kubeconfig for it",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ca, err := pki.EnsureCA(controlplane.PKIDir(dataDir))
+			if err != nil {
+				return err
+			}
+			if err := ca.WriteKubeconfig(out, server, user, groups); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s for user %q\n", out, user)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", "/var/lib/miniapi", "miniapi's data directory (holds pki/)")
+	f.StringVar(&user, "user", "", "user name, e.g. system:node:node-1")
+	f.StringSliceVar(&groups, "group", nil, "group (repeatable), e.g. system:nodes")
+	f.StringVar(&server, "server", "", "API server URL, e.g. https://10.0.0.1:6443")
+	f.StringVar(&out, "out", "", "kubeconfig file to write")
+	for _, name := range []string{"user", "server", "out"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Starts a single-node minik8s on this host: containerd (when not already running), miniapi
+# on the embedded store and minilet, then runs a demo pod and shows it. `make down` undoes it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$PWD/bin
+STATE=${MINIK8S_STATE:-/var/lib/minik8s}
+RUN=/run/minik8s/up
+LOGS=$STATE/logs
+DATA=$STATE/miniapi
+NODE=$(hostname -s | tr 'A-Z_' 'a-z-')
+POD_CIDR=${POD_CIDR:-10.244.0.0/24}
+CONTAINERD_SOCK=/run/containerd/containerd.sock
+KUBECONFIG_ADMIN=$DATA/admin.kubeconfig
+mkdir -p "$RUN" "$LOGS"
+
+say() { printf '==> %s\n' "$*"; }
+running() { [[ -f $RUN/$1.pid ]] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+start() { # name, command...
+  local name=$1; shift
+  if running "$name"; then say "$name already running (pid $(cat "$RUN/$name.pid"))"; return; fi
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
+  echo $! >"$RUN/$name.pid"
+  say "started $name (pid $!, log $LOGS/$name.log)"
+}
+wait_for() { # description, seconds, command...
+  local what=$1 secs=$2; shift 2
+  for ((i = 0; i < secs; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 1
+  done
+  echo "timed out after ${secs}s waiting for $what; see the logs in $LOGS" >&2
+  return 1
+}
+
+if ! ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; then
+  if command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+    say "starting containerd (systemd)"
+    systemctl start containerd
+  else
+    start containerd containerd
+  fi
+  wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
+fi
+
+start miniapi "$BIN/miniapi" --data-dir "$DATA" --bind-address 0.0.0.0 --secure-port 6443
+wait_for "miniapi" 30 test -s "$KUBECONFIG_ADMIN"
+wait_for "miniapi to serve" 30 kubectl --kubeconfig "$KUBECONFIG_ADMIN" get --raw /readyz
+
+"$BIN/miniapi" kubeconfig --data-dir "$DATA" --user "system:node:$NODE" --group system:nodes \
+  --server https://127.0.0.1:6443 --out "$STATE/minilet.kubeconfig" >/dev/null
+NODE_IP=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-name "$NODE" \
+  --node-ip "${NODE_IP:-127.0.0.1}" --pod-cidr "$POD_CIDR" --containerd "$CONTAINERD_SOCK"
+
+k() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+say "waiting for node $NODE to be Ready"
+k wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null
+
+say "running the demo pod"
+k apply --validate=false -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: demo
+  labels: {app: demo}
+spec:
+  containers:
+  - name: netexec
+    image: localhost/minik8s/netexec:v1
+    imagePullPolicy: IfNotPresent
+YAML
+k wait --for=condition=Ready pod/demo --timeout=120s >/dev/null
+k get nodes,pods -A -o wide
+cat <<MSG
+
+minik8s is up. Look around with:
+  kubectl --kubeconfig $KUBECONFIG_ADMIN get nodes,pods -A
+Logs: $LOGS   Stop and remove everything: make down
+MSG

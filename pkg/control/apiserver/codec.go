@@ -1,0 +1,185 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// MaxBodyBytes is the largest request body accepted, as in Kubernetes (3 MiB).
+const MaxBodyBytes = 3 << 20
+
+// readBody reads a request body as JSON, converting YAML, and refusing oversized bodies
+// and media types we cannot decode.
+func readBody(r *http.Request) ([]byte, error) {
+	mediaType := "application/json"
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, unsupportedMediaType(ct)
+		}
+		mediaType = mt
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) > MaxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+	}
+	switch {
+	case mediaType == runtime.ContentTypeProtobuf:
+		return protobufToJSON(data)
+	case strings.HasSuffix(mediaType, "json"):
+		if !json.Valid(data) {
+			return nil, apierrors.NewBadRequest(jsonSyntaxError(data))
+		}
+		return data, nil
+	case strings.HasSuffix(mediaType, "yaml"):
+		out, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: error converting YAML to JSON: %v", err))
+		}
+		return out, nil
+	default:
+		return nil, unsupportedMediaType(mediaType)
+	}
+}
+
+// protobufToJSON decodes a Kubernetes protobuf body (client-go's default for built-in
+// types) and re-encodes it as JSON, so the rest of the request path has one wire format.
+func protobufToJSON(data []byte) ([]byte, error) {
+	obj, gvk, err := protobufDecoder.Decode(data, nil, nil)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(*gvk)
+	return json.Marshal(obj)
+}
+
+var protobufDecoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+
+func jsonSyntaxError(data []byte) string {
+	var v any
+	err := json.Unmarshal(data, &v)
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("the body of the request could not be decoded as JSON: %v (at byte %d)", syn, syn.Offset)
+	}
+	return fmt.Sprintf("the body of the request could not be decoded as JSON: %v", err)
+}
+
+// fieldValidation is the ?fieldValidation= directive: what to do with unknown or duplicate fields.
+type fieldValidation string
+
+const (
+	validationIgnore fieldValidation = "Ignore"
+	validationWarn   fieldValidation = "Warn"
+	validationStrict fieldValidation = "Strict"
+)
+
+func parseFieldValidation(r *http.Request) (fieldValidation, error) {
+	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
+	case "":
+		return validationWarn, nil
+	case validationIgnore, validationWarn, validationStrict:
+		return v, nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, not %q", v))
+	}
+}
+
+// decodeInto decodes JSON into obj; unknown and duplicate fields are handled per directive,
+// returning the warnings to send for Warn.
+func decodeInto(data []byte, obj runtime.Object, directive fieldValidation) ([]string, error) {
+	strictErrs, err := kjson.UnmarshalStrict(data, obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: %v", err))
+	}
+	if len(strictErrs) == 0 || directive == validationIgnore {
+		return nil, nil
+	}
+	msgs := make([]string, len(strictErrs))
+	for i, e := range strictErrs {
+		msgs[i] = e.Error()
+	}
+	if directive == validationStrict {
+		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	}
+	return msgs, nil
+}
+
+// checkTypeMeta refuses a body whose apiVersion/kind name another type than the URL's.
+func checkTypeMeta(data []byte, want schema.GroupVersionKind) error {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: %v", err))
+	}
+	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, want.GroupVersion()))
+	}
+	if tm.Kind != "" && tm.Kind != want.Kind {
+		return apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, want.Kind))
+	}
+	return nil
+}
+
+// writeJSON writes v as the response body.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v) // the client going away mid-body is not ours to report
+}
+
+// writeError writes err as a metav1.Status, the body every Kubernetes client understands.
+func writeError(w http.ResponseWriter, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		status = apierrors.NewInternalError(err)
+	}
+	st := status.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	code := int(st.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, st)
+}
+
+// wantsTable tells whether the client asked for a server-side Table (kubectl get does).
+func wantsTable(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if mt == "application/json" && params["as"] == "Table" && params["g"] == "meta.k8s.io" {
+			return true
+		}
+		if mt == "application/json" || mt == "*/*" {
+			return false
+		}
+	}
+	return false
+}
+
+func unsupportedMediaType(mediaType string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the media type %q is not supported here; accepted: application/json, application/yaml, and for PATCH application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", mediaType),
+	}}
+}

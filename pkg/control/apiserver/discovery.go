@@ -1,0 +1,105 @@
+package apiserver
+
+import (
+	"net/http"
+	"runtime"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// KubernetesVersion is the Kubernetes API level miniapi reports on /version.
+const KubernetesVersion = "v1.32.0"
+
+func serveVersion(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, version.Info{
+		Major: "1", Minor: "32", GitVersion: KubernetesVersion + "-minik8s",
+		GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	})
+}
+
+func (s *Server) serveLegacyVersions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, metav1.APIVersions{
+		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+		Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host},
+		},
+	})
+}
+
+func (s *Server) apiGroups() []metav1.APIGroup {
+	var groups []metav1.APIGroup
+	index := map[string]int{}
+	for _, gv := range s.reg.GroupVersions() {
+		if gv.Group == "" {
+			continue
+		}
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if i, ok := index[gv.Group]; ok {
+			groups[i].Versions = append(groups[i].Versions, v)
+			continue
+		}
+		index[gv.Group] = len(groups)
+		groups = append(groups, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
+	return groups
+}
+
+func (s *Server) serveGroups(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, metav1.APIGroupList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		Groups:   s.apiGroups(),
+	})
+}
+
+func (s *Server) serveGroup(w http.ResponseWriter, _ *http.Request, name string) {
+	for _, g := range s.apiGroups() {
+		if g.Name == name {
+			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+			writeJSON(w, http.StatusOK, g)
+			return
+		}
+	}
+	writeError(w, apierrors.NewNotFound(schema.GroupResource{}, name))
+}
+
+func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
+	list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+	for _, res := range s.reg.Resources() {
+		if res.GroupVersion() != gv {
+			continue
+		}
+		list.APIResources = append(list.APIResources, apiResources(res)...)
+	}
+	if list.APIResources == nil {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, gv.String()))
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// apiResources is the discovery entry of a resource and of each of its subresources.
+func apiResources(res *registry.Resource) []metav1.APIResource {
+	out := []metav1.APIResource{{
+		Name: res.Resource, SingularName: res.Singular, Namespaced: res.Namespaced, Kind: res.Kind,
+		Verbs:      metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
+		ShortNames: res.ShortNames, Categories: res.Categories,
+	}}
+	for _, sub := range res.Subresources {
+		entry := metav1.APIResource{Name: res.Resource + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind}
+		switch sub {
+		case "binding":
+			entry.Kind, entry.Verbs = "Binding", metav1.Verbs{"create"}
+		case "finalize":
+			entry.Verbs = metav1.Verbs{"update"}
+		default:
+			entry.Verbs = metav1.Verbs{"get", "patch", "update"}
+		}
+		out = append(out, entry)
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	watchers prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_total", Help: "API requests by verb, resource and HTTP code.",
+		}, []string{"verb", "group", "resource", "subresource", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "apiserver_request_duration_seconds", Help: "API request latency by verb and resource (watches excluded).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"verb", "group", "resource"}),
+		watchers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "apiserver_registered_watchers", Help: "Open watch streams.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.watchers)
+	return m
+}
+
+type requestLabelsKey struct{}
+
+// recorder captures the status code of a response.
+type recorder struct {
+	http.ResponseWriter
+	code int
+	info *requestInfo
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// instrument counts and times every resource request.
+func (m *metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(withRecorder(r, rec)))
+		if rec.info == nil {
+			return
+		}
+		code := rec.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		i := rec.info
+		m.requests.WithLabelValues(i.Verb, i.GroupVersion.Group, i.Resource, i.Subresource, strconv.Itoa(code)).Inc()
+		if i.Verb != "watch" {
+			m.latency.WithLabelValues(i.Verb, i.GroupVersion.Group, i.Resource).Observe(time.Since(start).Seconds())
+		}
+	})
+}
+
+func withRecorder(r *http.Request, rec *recorder) context.Context {
+	return context.WithValue(r.Context(), requestLabelsKey{}, rec)
+}
+
+// observeResource tells the instrumenting wrapper which resource a request addressed.
+func (m *metrics) observeResource(r *http.Request, info requestInfo) {
+	if rec, ok := r.Context().Value(requestLabelsKey{}).(*recorder); ok {
+		rec.info = &info
+	}
+}

@@ -1,0 +1,99 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		writeError(w, unsupportedMediaType(r.Header.Get("Content-Type")))
+		return
+	}
+	patchType := types.PatchType(mediaType)
+	switch patchType {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	default:
+		writeError(w, unsupportedMediaType(mediaType))
+		return
+	}
+	directive, err := parseFieldValidation(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	dry, err := dryRun(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	patch, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if len(patch) > MaxBodyBytes {
+		writeError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes)))
+		return
+	}
+	var warnings []string
+	opts := updateOptions{subresource: info.Subresource, dryRun: dry}
+	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
+		patched, err := applyPatch(res, patchType, cur, patch)
+		if err != nil {
+			return nil, err
+		}
+		out, err := res.New()
+		if err != nil {
+			return nil, err
+		}
+		if warnings, err = decodeInto(patched, out, directive); err != nil {
+			return nil, err
+		}
+		return out, checkNames(res, out, info)
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	setWarnings(w, warnings)
+	s.respond(w, r, res, http.StatusOK, obj)
+}
+
+// applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON.
+func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, patch []byte) ([]byte, error) {
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	switch pt {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err == nil {
+			out, err = p.Apply(orig)
+		}
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(orig, patch)
+	case types.StrategicMergePatchType:
+		var schema runtime.Object
+		if schema, err = res.New(); err == nil {
+			out, err = strategicpatch.StrategicMergePatch(orig, patch, schema)
+		}
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the %s patch could not be applied: %v", pt, err))
+	}
+	return out, nil
+}

@@ -1,0 +1,74 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// selectors are a request's labelSelector and fieldSelector.
+type selectors struct {
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func parseSelectors(r *http.Request, res *registry.Resource) (selectors, error) {
+	q := r.URL.Query()
+	ls, err := labels.Parse(q.Get("labelSelector"))
+	if err != nil {
+		return selectors{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
+	if err != nil {
+		return selectors{}, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	}
+	known := fieldSet(res, nil)
+	for _, req := range fs.Requirements() {
+		if _, ok := known[req.Field]; !ok {
+			return selectors{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return selectors{labels: ls, fields: fs}, nil
+}
+
+func (s selectors) matches(res *registry.Resource, obj runtime.Object) bool {
+	m := mustMeta(obj)
+	if !s.labels.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	return s.fields.Empty() || s.fields.Matches(fieldSet(res, obj))
+}
+
+// fieldSet is the selectable fields of obj; with a nil obj, the set of field names.
+func fieldSet(res *registry.Resource, obj runtime.Object) fields.Set {
+	set := fields.Set{"metadata.name": "", "metadata.namespace": ""}
+	if obj == nil {
+		if res.Rules.Fields != nil {
+			probe, err := res.New()
+			if err == nil {
+				for k := range res.Rules.Fields(probe) {
+					set[k] = ""
+				}
+			}
+		}
+		return set
+	}
+	m := mustMeta(obj)
+	set["metadata.name"], set["metadata.namespace"] = m.GetName(), m.GetNamespace()
+	if res.Rules.Fields != nil {
+		for k, v := range res.Rules.Fields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+// andName narrows a field selector to one object name.
+func andName(s selectors, name string) fields.Selector {
+	return fields.AndSelectors(s.fields, fields.OneTermEqualSelector("metadata.name", name))
+}

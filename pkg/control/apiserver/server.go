@@ -1,0 +1,130 @@
+// Package apiserver serves the Kubernetes REST API over the store: discovery, CRUD, patch,
+// watch and server-side tables for the resources of the registry, on TLS with x509 client
+// authentication, so kubectl and client-go work unmodified.
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Config is what a Server needs.
+type Config struct {
+	Store    store.Interface
+	Registry *registry.Registry
+	// Metrics is where request metrics go; the server also serves it on /metrics.
+	Metrics *prometheus.Registry
+	Log     *slog.Logger
+}
+
+// Server is the API server's HTTP handler.
+type Server struct {
+	store   store.Interface
+	reg     *registry.Registry
+	log     *slog.Logger
+	metrics *metrics
+	handler http.Handler
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics)}
+	mux := http.NewServeMux()
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		mux.HandleFunc(p, s.serveHealth)
+	}
+	mux.HandleFunc("/version", serveVersion)
+	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/api", s.serveLegacyVersions)
+	mux.HandleFunc("/apis", s.serveGroups)
+	mux.HandleFunc("/api/", s.serveAPI)
+	mux.HandleFunc("/apis/", s.serveAPI)
+	s.handler = s.metrics.instrument(mux)
+	return s
+}
+
+// Handler returns the unauthenticated handler (tests and the authenticating wrapper use it).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, _, err := s.store.List(ctx, "/registry/core/namespaces/default"); err != nil {
+		http.Error(w, "store: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write([]byte("ok"))
+}
+
+// serveAPI routes /api/... and /apis/... to discovery or to a resource.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	parts := splitPath(r.URL.Path)
+	switch {
+	case len(parts) == 2 && parts[0] == "api":
+		s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
+		return
+	case len(parts) == 2 && parts[0] == "apis":
+		s.serveGroup(w, r, parts[1])
+		return
+	case len(parts) == 3 && parts[0] == "apis":
+		s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+		return
+	}
+	info, ok := parseResourcePath(r)
+	if !ok {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
+	if !found || (info.Subresource != "" && !res.HasSubresource(info.Subresource)) {
+		writeError(w, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name))
+		return
+	}
+	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
+		writeError(w, apierrors.NewNotFound(res.GroupResource(), info.Name))
+		return
+	}
+	s.metrics.observeResource(r, info)
+	s.serveResource(w, r, res, info)
+}
+
+// ListenAndServeTLS serves the API on addr until ctx ends.
+func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
+		// Requests (watches above all) end when the server stops.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// bookmarkInterval is how often an idle watch that allows bookmarks is told the current
+// revision, so a client resuming later does not fall off the retained history.
+const bookmarkInterval = 30 * time.Second
+
+// initialEventsEnd marks the bookmark that ends the initial events of sendInitialEvents.
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+type watchParams struct {
+	fromRevision      int64
+	initialEvents     bool
+	bookmarks         bool
+	initialEventsDone bool // send the initial-events-end bookmark
+	timeout           time.Duration
+}
+
+func parseWatchParams(r *http.Request) (watchParams, error) {
+	q := r.URL.Query()
+	p := watchParams{bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
+	rv := q.Get("resourceVersion")
+	if rv != "" {
+		n, err := strconv.ParseInt(rv, 10, 64)
+		if err != nil || n < 0 {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion must be an integer, not %q", rv))
+		}
+		p.fromRevision = n
+	}
+	// Without a resourceVersion (or "0") a watch starts with the current state as ADDED events.
+	p.initialEvents = rv == "" || rv == "0"
+	if v := q.Get("sendInitialEvents"); v != "" {
+		p.initialEvents = isTrue(v)
+		p.initialEventsDone = p.initialEvents && p.bookmarks
+	}
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds must be a non-negative integer, not %q", v))
+		}
+		p.timeout = time.Duration(n) * time.Second
+	}
+	return p, nil
+}
+
+// watchStream writes watch events as newline-delimited JSON, flushing each one.
+type watchStream struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	res   *registry.Resource
+	enc   *json.Encoder
+	table bool
+}
+
+func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
+	var payload any = obj
+	if ws.table && t != watch.Bookmark && t != watch.Error {
+		tbl, err := buildTable(ws.r, ws.res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
+		if err != nil {
+			return err
+		}
+		payload = tbl
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	if err := ws.enc.Encode(metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}}); err != nil {
+		return err
+	}
+	if f, ok := ws.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return nil
+}
+
+func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error {
+	obj, err := ws.res.New()
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(ws.res.GVK())
+	m := mustMeta(obj)
+	setResourceVersion(obj, rev)
+	m.SetAnnotations(annotations)
+	return ws.send(watch.Bookmark, obj)
+}
+
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+	sel, err := parseSelectors(r, res)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	params, err := parseWatchParams(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if info.Name != "" { // a watch on one object is a watch with a metadata.name selector
+		sel.fields = andName(sel, info.Name)
+	}
+	ctx := r.Context()
+	if params.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, params.timeout)
+		defer cancel()
+	}
+	prefix := listPrefix(res, info.Namespace)
+
+	var initial []store.KV
+	from := params.fromRevision
+	if params.initialEvents {
+		if initial, from, err = s.store.List(ctx, prefix); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	events, err := s.store.Watch(ctx, prefix, from)
+	ws := &watchStream{w: w, r: r, res: res, enc: json.NewEncoder(w), table: wantsTable(r)}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if errors.Is(err, store.ErrCompacted) {
+		// client-go's reflector relists when it gets this 410 Expired error event.
+		st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())).Status()
+		_ = ws.send(watch.Error, &st)
+		return
+	}
+	if err != nil {
+		st := apierrors.NewInternalError(err).Status()
+		_ = ws.send(watch.Error, &st)
+		return
+	}
+	s.metrics.watchers.Inc()
+	defer s.metrics.watchers.Dec()
+
+	for _, kv := range initial {
+		obj, err := decodeStored(res, kv.Value, kv.Revision)
+		if err != nil || !sel.matches(res, obj) {
+			continue
+		}
+		if ws.send(watch.Added, obj) != nil {
+			return
+		}
+	}
+	if params.initialEventsDone && ws.bookmark(from, map[string]string{initialEventsEnd: "true"}) != nil {
+		return
+	}
+	s.streamEvents(ctx, ws, sel, events, params.bookmarks, from)
+}
+
+func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selectors, events <-chan store.Event, bookmarks bool, last int64) {
+	ticker := time.NewTicker(bookmarkInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			if bookmarks && ws.bookmark(last, nil) != nil {
+				return
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return // the store dropped a slow watcher: the client resumes from its last revision
+			}
+			last = ev.Revision
+			t, obj, err := s.translate(ws.res, sel, ev)
+			if err != nil {
+				s.log.Warn("watch: skipping undecodable event", "key", ev.Key, "err", err)
+				continue
+			}
+			if obj != nil && ws.send(t, obj) != nil {
+				return
+			}
+		}
+	}
+}
+
+// translate turns a store event into the watch event a client with these selectors sees:
+// an object entering the selection is ADDED, one leaving it is DELETED.
+func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event) (watch.EventType, runtime.Object, error) {
+	obj, err := decodeStored(res, ev.Value, ev.Revision)
+	if err != nil {
+		return "", nil, err
+	}
+	matches := sel.matches(res, obj)
+	switch ev.Type {
+	case store.Added:
+		if matches {
+			return watch.Added, obj, nil
+		}
+	case store.Deleted:
+		if matches {
+			return watch.Deleted, obj, nil
+		}
+	case store.Modified:
+		wasMatching := true
+		if ev.PrevValue != nil {
+			prev, err := decodeStored(res, ev.PrevValue, ev.Revision)
+			if err != nil {
+				return "", nil, err
+			}
+			wasMatching = sel.matches(res, prev)
+		}
+		switch {
+		case matches && wasMatching:
+			return watch.Modified, obj, nil
+		case matches:
+			return watch.Added, obj, nil
+		case wasMatching:
+			return watch.Deleted, obj, nil
+		}
+	}
+	return "", nil, nil
+}

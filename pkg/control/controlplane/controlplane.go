@@ -1,0 +1,202 @@
+// Package controlplane assembles miniapi: the store, the API server on TLS, and the
+// in-process clients of it (scheduler, controllers), each talking to the API through
+// client-go over loopback like any other client.
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/scheduler"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+)
+
+// Options are miniapi's settings.
+type Options struct {
+	DataDir      string
+	BindAddress  string
+	SecurePort   int
+	TLSSANs      []string
+	Store        string // "bolt" or "etcd://host:port,..."
+	ServiceRange string
+	Log          *slog.Logger
+}
+
+// AdminKubeconfig is the admin kubeconfig's path inside the data dir.
+func AdminKubeconfig(dataDir string) string { return filepath.Join(dataDir, "admin.kubeconfig") }
+
+// PKIDir is where the cluster CA lives inside the data dir.
+func PKIDir(dataDir string) string { return filepath.Join(dataDir, "pki") }
+
+// Validate checks options before anything is touched.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required"))
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress))
+	}
+	if o.SecurePort < 1 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port %d is not between 1 and 65535", o.SecurePort))
+	}
+	if _, _, err := net.ParseCIDR(o.ServiceRange); err != nil {
+		errs = append(errs, fmt.Errorf("--service-cluster-ip-range %q: %w", o.ServiceRange, err))
+	}
+	if o.Store != "bolt" {
+		errs = append(errs, fmt.Errorf("--store %q: only \"bolt\" is available in this build", o.Store))
+	}
+	return errors.Join(errs...)
+}
+
+// ServerURL is the URL clients on this host use to reach the API.
+func (o *Options) ServerURL() string {
+	host := o.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
+}
+
+// Run serves the API and runs the in-process components until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	log := o.Log
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	ca, err := pki.EnsureCA(PKIDir(o.DataDir))
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenBolt(filepath.Join(o.DataDir, "state.db"), store.BoltOptions{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics.MustRegister(st.Collectors()...)
+	reg, err := registry.Builtin()
+	if err != nil {
+		return err
+	}
+	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log})
+	if err := srv.Bootstrap(ctx); err != nil {
+		return err
+	}
+
+	tlsCfg, err := servingTLS(ca, o)
+	if err != nil {
+		return err
+	}
+	if err := ca.WriteKubeconfig(AdminKubeconfig(o.DataDir), o.ServerURL(), "admin", []string{"system:masters"}); err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, apiserver.Authenticate(srv.Handler())) }()
+	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
+
+	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:kube-scheduler")
+	if err != nil {
+		return err
+	}
+	if err := runComponents(ctx, loopback, log); err != nil {
+		return err
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return <-errc
+	}
+}
+
+// runComponents starts the scheduler (and, later, controllers) as API clients.
+func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: scheduler.Name})
+	sched, err := scheduler.New(client, factory, recorder, log.With("component", "scheduler"))
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	go sched.Run(ctx)
+	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
+	return nil
+}
+
+// servingTLS issues the serving certificate for the bind address, loopback and --tls-san
+// names (re-issued at every start so new names take effect) and asks clients for
+// certificates signed by the cluster CA.
+func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
+	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, o.BindAddress)
+	}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	for _, san := range o.TLSSANs {
+		hosts = append(hosts, strings.TrimSpace(san))
+	}
+	pair, err := ca.IssueServing("miniapi", hosts)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := pair.TLSCertificate()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    ca.CertPool(),
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+// loopbackConfig is an in-memory client identity for in-process components.
+func loopbackConfig(ca *pki.CA, server, user string) (*rest.Config, error) {
+	pair, err := ca.IssueClient(user, []string{"system:masters"})
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: pair.CertPEM, KeyData: pair.KeyPEM},
+		QPS:             200,
+		Burst:           400,
+		UserAgent:       user,
+	}, nil
+}

@@ -1,0 +1,340 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// cluster is a miniapi running in-process on a loopback port.
+type cluster struct {
+	kubeconfig string
+	url        string
+	client     kubernetes.Interface
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	o := Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
+		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("miniapi stopped with error: %v", err)
+		}
+	})
+	c := &cluster{kubeconfig: AdminKubeconfig(dir), url: o.ServerURL()}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+		if err == nil {
+			c.client, err = kubernetes.NewForConfig(cfg)
+		}
+		if err == nil {
+			_, err = c.client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		}
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("miniapi did not come up: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl not installed")
+	}
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (c *cluster) mustKubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, err := c.kubectl(t, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+func readyNode(name string, pods int64) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Allocatable: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("2")},
+			Capacity:    corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI)},
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.32.0-minik8s"},
+		},
+	}
+}
+
+func (c *cluster) createReadyNode(t *testing.T, name string, pods int64) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := c.client.CoreV1().Nodes().Create(ctx, readyNode(name, pods), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Status is cleared on create for kinds with a status subresource? Nodes keep it in
+	// Kubernetes; write it through /status as minilet does, to exercise that path.
+	n.Status = readyNode(name, pods).Status
+	if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKubectlAndSchedulerAgainstMiniapi(t *testing.T) {
+	c := startCluster(t)
+	c.createReadyNode(t, "node-a", 110)
+
+	out := c.mustKubectl(t, "", "get", "namespaces")
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if !strings.Contains(out, ns) {
+			t.Errorf("kubectl get namespaces lacks %s:\n%s", ns, out)
+		}
+	}
+	out = c.mustKubectl(t, "", "get", "nodes")
+	if !strings.Contains(out, "STATUS") || !regexpLine(out, `node-a\s+Ready\s+<none>`) {
+		t.Errorf("kubectl get nodes should show node-a Ready:\n%s", out)
+	}
+
+	pod := `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  containers:
+  - name: c
+    image: localhost/minik8s/netexec:v1
+`
+	c.mustKubectl(t, pod, "apply", "--validate=false", "-f", "-")
+	waitFor(t, "pod bound by the scheduler", func() bool {
+		p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == "node-a"
+	})
+	p, _ := c.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if p.Spec.RestartPolicy != corev1.RestartPolicyAlways || p.Spec.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("pod not defaulted: restartPolicy=%q pullPolicy=%q", p.Spec.RestartPolicy, p.Spec.Containers[0].ImagePullPolicy)
+	}
+	if p.Status.Phase != corev1.PodPending || p.UID == "" || p.CreationTimestamp.IsZero() {
+		t.Errorf("pod metadata/status not set on create: %+v", p.ObjectMeta)
+	}
+
+	out = c.mustKubectl(t, "", "get", "pods", "-o", "wide", "-A")
+	if !regexpLine(out, `default\s+web\s+0/1\s+Pending\s+0\s+\S+\s+<none>\s+node-a`) {
+		t.Errorf("kubectl get pods -o wide:\n%s", out)
+	}
+	out = c.mustKubectl(t, "", "get", "pod", "web", "-o", "jsonpath={.spec.nodeName}")
+	if out != "node-a" {
+		t.Errorf("jsonpath nodeName = %q", out)
+	}
+	c.mustKubectl(t, "", "label", "pod", "web", "tier=front")
+	out = c.mustKubectl(t, "", "get", "pods", "-l", "tier=front", "-o", "name")
+	if strings.TrimSpace(out) != "pod/web" {
+		t.Errorf("label selector: %q", out)
+	}
+	out = c.mustKubectl(t, "", "get", "pods", "--field-selector", "spec.nodeName=node-b", "-o", "name")
+	if strings.TrimSpace(out) != "" {
+		t.Errorf("field selector should match nothing: %q", out)
+	}
+
+	// Bound pods are deleted gracefully: marked, then removed by the node's final delete.
+	if err := c.client.CoreV1().Pods("default").Delete(context.Background(), "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil || *p.DeletionGracePeriodSeconds != 30 {
+		t.Fatalf("pod should be terminating with 30s grace: %v %+v", err, p)
+	}
+	zero := int64(0)
+	if err := c.client.CoreV1().Pods("default").Delete(context.Background(), "web", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("pod should be gone after a zero-grace delete: %v", err)
+	}
+}
+
+func TestConflictsAndBadInput(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"a": "1"}}
+	created, err := c.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("second create: want AlreadyExists, got %v", err)
+	}
+	update := created.DeepCopy()
+	update.Data["a"] = "2"
+	if _, err := c.client.CoreV1().ConfigMaps("default").Update(ctx, update, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := created.DeepCopy()
+	stale.Data["a"] = "3"
+	if _, err := c.client.CoreV1().ConfigMaps("default").Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("stale update: want Conflict, got %v", err)
+	}
+	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "Not_A_Name"}}
+	_, err = c.client.CoreV1().ConfigMaps("default").Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name") {
+		t.Errorf("invalid name: want 422 naming metadata.name, got %v", err)
+	}
+	if _, err := c.client.CoreV1().ConfigMaps("nope").Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("create in missing namespace: want NotFound, got %v", err)
+	}
+
+	out, err := c.kubectl(t, "{not json", "create", "--validate=false", "-f", "-")
+	if err == nil {
+		t.Errorf("kubectl create of malformed input should fail: %s", out)
+	}
+	hc := c.httpClient(t)
+	resp, err := hc.Post(c.url+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(`{"metadata": {"name": "x"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st metav1.Status
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || st.Kind != "Status" {
+		t.Errorf("malformed JSON: want 400 Status, got %d %+v", resp.StatusCode, st)
+	}
+	big := `{"metadata":{"name":"big"},"data":{"x":"` + strings.Repeat("a", 4<<20) + `"}}`
+	resp, err = hc.Post(c.url+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized body: want 413, got %d", resp.StatusCode)
+	}
+}
+
+func TestAnonymousAccess(t *testing.T) {
+	c := startCluster(t)
+	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for path, want := range map[string]int{"/healthz": 200, "/version": 200, "/api/v1/pods": 401, "/api": 401} {
+		resp, err := anon.Get(c.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("anonymous GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestInformerSeesChangesInOrder(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.namespace", "default").String() }))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	seen := make(chan string, 100)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { seen <- "add " + o.(*corev1.ConfigMap).Name },
+		UpdateFunc: func(_, o any) { seen <- "update " + o.(*corev1.ConfigMap).Data["v"] },
+		DeleteFunc: func(o any) { seen <- "delete" },
+	})
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	cm, err := c.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Data: map[string]string{"v": "0"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		cm.Data["v"] = fmt.Sprint(i)
+		if cm, err = c.client.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.client.CoreV1().ConfigMaps("default").Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"add w", "update 1", "update 2", "update 3", "delete"}
+	for _, w := range want {
+		select {
+		case got := <-seen:
+			if got != w {
+				t.Fatalf("informer event %q, want %q", got, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("informer: no event, want %q", w)
+		}
+	}
+}
+
+func (c *cluster) httpClient(t *testing.T) *http.Client {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// regexpLine tells whether some line of out matches pattern.
+func regexpLine(out, pattern string) bool {
+	return regexp.MustCompile(`(?m)` + pattern).MatchString(out)
+}

@@ -1,0 +1,61 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// NamespaceFinalizer is the finalizer the namespace controller removes once a namespace is empty.
+const NamespaceFinalizer corev1.FinalizerName = "kubernetes"
+
+var namespaceRules = Rules{
+	Default: func(obj runtime.Object) {
+		ns := obj.(*corev1.Namespace)
+		if ns.Status.Phase == "" {
+			ns.Status.Phase = corev1.NamespaceActive
+		}
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		// Kubernetes labels every namespace with its own name so selectors can match it.
+		ns.Labels[corev1.LabelMetadataName] = ns.Name
+	},
+	PrepareCreate: func(obj runtime.Object) {
+		ns := obj.(*corev1.Namespace)
+		ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+		if !hasFinalizer(ns.Spec.Finalizers, NamespaceFinalizer) {
+			ns.Spec.Finalizers = append(ns.Spec.Finalizers, NamespaceFinalizer)
+		}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		ns := obj.(*corev1.Namespace)
+		return validation.ValidateObjectMeta(&ns.ObjectMeta, false, validation.ValidateNamespaceName, field.NewPath("metadata"))
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			column("Name", "string", "Name of the namespace", false),
+			column("Status", "string", "The status of the namespace", false),
+			column("Age", "string", "Time since creation", false),
+		},
+		Row: func(obj runtime.Object) []any {
+			ns := obj.(*corev1.Namespace)
+			return []any{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp)}
+		},
+	},
+}
+
+func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
+	for _, x := range list {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,318 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// DefaultTerminationGracePeriod is Kubernetes' default for spec.terminationGracePeriodSeconds.
+const DefaultTerminationGracePeriod int64 = 30
+
+var podRules = Rules{
+	Default:       func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
+	PrepareCreate: func(obj runtime.Object) { obj.(*corev1.Pod).Status = corev1.PodStatus{Phase: corev1.PodPending} },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		p := obj.(*corev1.Pod)
+		return fields.Set{
+			"spec.nodeName":            p.Spec.NodeName,
+			"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+			"spec.schedulerName":       p.Spec.SchedulerName,
+			"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+			"spec.hostNetwork":         boolText(p.Spec.HostNetwork),
+			"status.phase":             string(p.Status.Phase),
+			"status.podIP":             p.Status.PodIP,
+			"status.nominatedNodeName": p.Status.NominatedNodeName,
+		}
+	},
+	Table: podTable,
+	GracefulDelete: func(obj runtime.Object, requested *int64) (int64, bool) {
+		p := obj.(*corev1.Pod)
+		// An unscheduled or finished pod has nothing running to stop: delete it now.
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return 0, false
+		}
+		grace := DefaultTerminationGracePeriod
+		if p.Spec.TerminationGracePeriodSeconds != nil {
+			grace = *p.Spec.TerminationGracePeriodSeconds
+		}
+		if requested != nil {
+			grace = *requested
+		}
+		return grace, grace > 0
+	},
+}
+
+func defaultPod(p *corev1.Pod) {
+	s := &p.Spec
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		g := DefaultTerminationGracePeriod
+		s.TerminationGracePeriodSeconds = &g
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if s.EnableServiceLinks == nil {
+		t := true
+		s.EnableServiceLinks = &t
+	}
+	if s.ServiceAccountName == "" && s.DeprecatedServiceAccount != "" {
+		s.ServiceAccountName = s.DeprecatedServiceAccount
+	}
+	if s.Priority == nil {
+		var zero int32
+		s.Priority = &zero
+	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i])
+	}
+}
+
+func defaultContainer(c *corev1.Container) {
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = defaultPullPolicy(c.Image)
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+}
+
+// defaultPullPolicy follows Kubernetes: Always for ":latest" or an untagged image, else IfNotPresent.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if !strings.Contains(name, ":") || strings.HasSuffix(name, ":latest") {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+func validatePod(p *corev1.Pod) field.ErrorList {
+	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	spec := field.NewPath("spec")
+	if len(p.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(spec.Child("containers"), "must have at least one container"))
+	}
+	names := sets.New[string]()
+	errs = append(errs, validateContainers(p.Spec.InitContainers, spec.Child("initContainers"), names)...)
+	errs = append(errs, validateContainers(p.Spec.Containers, spec.Child("containers"), names)...)
+	switch p.Spec.RestartPolicy {
+	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p.Spec.RestartPolicy,
+			[]corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
+	}
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
+	}
+	return errs
+}
+
+func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range cs {
+		p := path.Index(i)
+		switch {
+		case c.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		case names.Has(c.Name):
+			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+		default:
+			for _, msg := range utilvalidation.IsDNS1123Label(c.Name) {
+				errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+			}
+		}
+		names.Insert(c.Name)
+		if strings.TrimSpace(c.Image) == "" {
+			errs = append(errs, field.Required(p.Child("image"), ""))
+		}
+		for j, port := range c.Ports {
+			if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+				errs = append(errs, field.Invalid(p.Child("ports").Index(j).Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
+			}
+		}
+	}
+	return errs
+}
+
+// validatePodUpdate enforces that a pod's spec is immutable except for the fields Kubernetes
+// allows to change (images, activeDeadlineSeconds, tolerations additions) and nodeName once set.
+func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
+	errs := validatePod(p)
+	if old.Spec.NodeName != "" && p.Spec.NodeName != old.Spec.NodeName {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "may not be changed once set"))
+	}
+	mutable := old.Spec.DeepCopy()
+	mutable.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
+	mutable.Tolerations = p.Spec.Tolerations
+	mutable.NodeName = p.Spec.NodeName
+	if len(mutable.Containers) == len(p.Spec.Containers) {
+		for i := range mutable.Containers {
+			mutable.Containers[i].Image = p.Spec.Containers[i].Image
+		}
+	}
+	if len(mutable.InitContainers) == len(p.Spec.InitContainers) {
+		for i := range mutable.InitContainers {
+			mutable.InitContainers[i].Image = p.Spec.InitContainers[i].Image
+		}
+	}
+	if !equality.Semantic.DeepEqual(mutable, &p.Spec) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)"))
+	}
+	return errs
+}
+
+var podTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{
+		column("Name", "string", "Name of the pod", false),
+		column("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", false),
+		column("Status", "string", "The aggregate status of the containers in this pod.", false),
+		column("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", false),
+		column("Age", "string", "Time since creation", false),
+		column("IP", "string", "The IP address assigned to the pod", true),
+		column("Node", "string", "The node the pod is assigned to", true),
+		column("Nominated Node", "string", "The node the pod is nominated to", true),
+		column("Readiness Gates", "string", "The readiness gates of the pod", true),
+	},
+	Row: func(obj runtime.Object) []any {
+		p := obj.(*corev1.Pod)
+		ready, total, restarts := 0, len(p.Spec.Containers), int32(0)
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += cs.RestartCount
+			if cs.Ready && cs.State.Running != nil {
+				ready++
+			}
+		}
+		restartText := fmt.Sprint(restarts)
+		if last := lastRestart(p); !last.IsZero() && restarts > 0 {
+			restartText = fmt.Sprintf("%d (%s ago)", restarts, Age(last))
+		}
+		return []any{p.Name, fmt.Sprintf("%d/%d", ready, total), PodStatusText(p), restartText, Age(p.CreationTimestamp),
+			orNone(p.Status.PodIP), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), readinessGates(p)}
+	},
+}
+
+func lastRestart(p *corev1.Pod) metav1.Time {
+	var last metav1.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.LastTerminationState.Terminated; t != nil && t.FinishedAt.After(last.Time) {
+			last = t.FinishedAt
+		}
+	}
+	return last
+}
+
+// PodStatusText is the STATUS column of `kubectl get pods`, following kubectl's printer.
+func PodStatusText(p *corev1.Pod) string {
+	reason := string(p.Status.Phase)
+	if p.Status.Reason != "" {
+		reason = p.Status.Reason
+	}
+	initializing := false
+	for i, cs := range p.Status.InitContainerStatuses {
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
+			continue
+		case cs.State.Terminated != nil:
+			reason = "Init:" + terminatedText(cs.State.Terminated)
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
+			reason = "Init:" + cs.State.Waiting.Reason
+		default:
+			reason = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
+		}
+		initializing = true
+		break
+	}
+	if !initializing {
+		hasRunning := false
+		for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
+			cs := p.Status.ContainerStatuses[i]
+			switch {
+			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+				reason = cs.State.Waiting.Reason
+			case cs.State.Terminated != nil:
+				reason = terminatedText(cs.State.Terminated)
+			case cs.Ready && cs.State.Running != nil:
+				hasRunning = true
+			}
+		}
+		if reason == "Completed" && hasRunning {
+			reason = "Running"
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		if p.Status.Reason == "NodeLost" {
+			return "Unknown"
+		}
+		return "Terminating"
+	}
+	return reason
+}
+
+func terminatedText(t *corev1.ContainerStateTerminated) string {
+	switch {
+	case t.Reason != "":
+		return t.Reason
+	case t.Signal != 0:
+		return fmt.Sprintf("Signal:%d", t.Signal)
+	default:
+		return fmt.Sprintf("ExitCode:%d", t.ExitCode)
+	}
+}
+
+func readinessGates(p *corev1.Pod) string {
+	if len(p.Spec.ReadinessGates) == 0 {
+		return "<none>"
+	}
+	ready := 0
+	for _, g := range p.Spec.ReadinessGates {
+		for _, c := range p.Status.Conditions {
+			if c.Type == g.ConditionType && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return fmt.Sprintf("%d/%d", ready, len(p.Spec.ReadinessGates))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
