@@ -275,7 +275,9 @@ func TestInformerSeesChangesInOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.namespace", "default").String() }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.namespace", "default").String()
+		}))
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	seen := make(chan string, 100)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
