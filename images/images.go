@@ -1,0 +1,177 @@
+// Package images builds the project's own container images from source: pause (the pod
+// sandbox), netexec (the test server, with busybox) and busybox. There is no registry on
+// the machines minik8s runs on, so each image is written as an OCI image-layout tarball
+// that minilet imports.
+package images
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/ociimage"
+	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// References of the images Build writes.
+const (
+	PauseRef   = pauseimage.Ref
+	NetexecRef = "localhost/minik8s/netexec:v1"
+	BusyboxRef = "localhost/minik8s/busybox:v1"
+)
+
+// Tarball file names Build writes in its output directory, by image reference.
+var Tarballs = map[string]string{
+	PauseRef:   "pause.tar",
+	NetexecRef: "netexec.tar",
+	BusyboxRef: "busybox.tar",
+}
+
+// DefaultBusybox is where Debian's busybox-static package installs its binary.
+const DefaultBusybox = "/bin/busybox"
+
+const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Options configure Build.
+type Options struct {
+	// OutDir receives pause.tar, netexec.tar and busybox.tar.
+	OutDir string
+	// Busybox is a statically linked busybox binary copied into the images
+	// (default DefaultBusybox).
+	Busybox string
+	// Log receives one line per step (default: discarded).
+	Log *slog.Logger
+}
+
+// Build compiles the Go programs of the images (the working directory must lie inside
+// the minik8s module) and writes every image tarball into opts.OutDir.
+func Build(ctx context.Context, opts Options) error {
+	if opts.Busybox == "" {
+		opts.Busybox = DefaultBusybox
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	binDir, err := os.MkdirTemp("", "minik8s-images-")
+	if err != nil {
+		return fmt.Errorf("creating build directory: %w", err)
+	}
+	defer os.RemoveAll(binDir)
+
+	busybox, err := readBusybox(ctx, opts.Busybox)
+	if err != nil {
+		return err
+	}
+	pause, err := goBuild(ctx, opts.Log, binDir, "pause")
+	if err != nil {
+		return err
+	}
+	netexec, err := goBuild(ctx, opts.Log, binDir, "netexec")
+	if err != nil {
+		return err
+	}
+
+	pauseLayer := baseLayer()
+	pauseLayer.File("/pause", 0o755, pause)
+	netexecLayer := baseLayer()
+	busybox.addTo(netexecLayer)
+	netexecLayer.File("/netexec", 0o755, netexec)
+	busyboxLayer := baseLayer()
+	busybox.addTo(busyboxLayer)
+
+	for _, img := range []ociimage.Image{
+		{Name: PauseRef, Layer: pauseLayer, Config: ocispec.ImageConfig{
+			Entrypoint: []string{"/pause"}, Env: []string{defaultPath}, WorkingDir: "/",
+			StopSignal: "SIGTERM",
+		}},
+		{Name: NetexecRef, Layer: netexecLayer, Config: ocispec.ImageConfig{
+			Entrypoint: []string{"/netexec"}, Env: []string{defaultPath}, WorkingDir: "/",
+			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8081/udp": {}},
+		}},
+		{Name: BusyboxRef, Layer: busyboxLayer, Config: ocispec.ImageConfig{
+			Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/",
+		}},
+	} {
+		if err := writeTarball(opts.Log, filepath.Join(opts.OutDir, Tarballs[img.Name]), img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseLayer holds what every image needs: the mount points a runtime expects and a
+// root user.
+func baseLayer() *ociimage.Layer {
+	l := ociimage.NewLayer()
+	for _, dir := range []string{"/dev", "/proc", "/sys", "/etc", "/root", "/var"} {
+		l.Dir(dir, 0o755)
+	}
+	l.Dir("/tmp", 0o1777)
+	l.File("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
+	l.File("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
+	return l
+}
+
+// busyboxFiles is a busybox binary and the applet links it names itself.
+type busyboxFiles struct {
+	binary  []byte
+	applets []string // paths relative to the root, e.g. bin/sh
+}
+
+func readBusybox(ctx context.Context, path string) (busyboxFiles, error) {
+	binary, err := os.ReadFile(path)
+	if err != nil {
+		return busyboxFiles{}, fmt.Errorf("reading busybox (install Debian's busybox-static): %w", err)
+	}
+	out, err := exec.CommandContext(ctx, path, "--list-full").Output()
+	if err != nil {
+		return busyboxFiles{}, fmt.Errorf("listing applets of %s: %w", path, err)
+	}
+	return busyboxFiles{binary: binary, applets: strings.Fields(string(out))}, nil
+}
+
+func (b busyboxFiles) addTo(l *ociimage.Layer) {
+	l.File("/bin/busybox", 0o755, b.binary)
+	for _, applet := range b.applets {
+		if applet != "bin/busybox" {
+			l.Symlink(applet, "/bin/busybox")
+		}
+	}
+}
+
+// goBuild compiles ./images/NAME statically into dir and returns the binary.
+func goBuild(ctx context.Context, log *slog.Logger, dir, name string) ([]byte, error) {
+	out := filepath.Join(dir, name)
+	pkg := "github.com/minik8s/minik8s/images/" + name
+	log.Info("compiling", "package", pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(stderr.String()))
+	}
+	return os.ReadFile(out)
+}
+
+func writeTarball(log *slog.Logger, path string, img ociimage.Image) error {
+	var buf bytes.Buffer
+	manifest, err := ociimage.WriteLayout(&buf, img)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	log.Info("wrote image", "image", img.Name, "file", path, "manifest", manifest.Digest.String(), "bytes", buf.Len())
+	return nil
+}

@@ -1,0 +1,289 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// killTimeout bounds the wait for a task to die after SIGKILL.
+const killTimeout = 10 * time.Second
+
+// ContainerConfig describes an app container of a pod.
+type ContainerConfig struct {
+	PodUID string // default: the sandbox's; must match it when set
+	Name   string
+	Image  string
+	// Command replaces the image's Entrypoint and Args its Cmd, as in Kubernetes.
+	Command    []string
+	Args       []string
+	Env        []string // NAME=value, over the image's environment
+	WorkingDir string   // default: the image's
+	SandboxID  string   // the pod's pause container, whose namespaces the container joins
+	LogPath    string   // receives stdout and stderr; "" discards them
+	Labels     map[string]string
+	SpecHash   string // hash of the pod's container spec, to detect changes
+}
+
+// CreateContainer creates (but does not start) an app container in the network, IPC and
+// UTS namespaces of its pod's sandbox, which must be running.
+func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Container, error) {
+	if cfg.Name == "" || cfg.SandboxID == "" {
+		return Container{}, fmt.Errorf("container %q of sandbox %q: name and sandbox ID are required", cfg.Name, cfg.SandboxID)
+	}
+	ctx = r.nsContext(ctx)
+	sandbox, err := r.ContainerStatus(ctx, cfg.SandboxID)
+	if err != nil {
+		return Container{}, fmt.Errorf("container %s: sandbox: %w", cfg.Name, err)
+	}
+	switch {
+	case !sandbox.Sandbox:
+		return Container{}, fmt.Errorf("container %s: %s is not a sandbox", cfg.Name, cfg.SandboxID)
+	case cfg.PodUID != "" && cfg.PodUID != sandbox.PodUID:
+		return Container{}, fmt.Errorf("container %s of pod %s: sandbox %s belongs to pod %s", cfg.Name, cfg.PodUID, cfg.SandboxID, sandbox.PodUID)
+	case sandbox.State != StateRunning:
+		return Container{}, fmt.Errorf("container %s: sandbox %s is %s, not running", cfg.Name, cfg.SandboxID, sandbox.State)
+	}
+
+	img, err := r.image(ctx, cfg.Image)
+	if err != nil {
+		return Container{}, fmt.Errorf("container %s: %w", cfg.Name, err)
+	}
+	imgSpec, err := img.Spec(ctx)
+	if err != nil {
+		return Container{}, fmt.Errorf("container %s: reading the config of image %s: %w", cfg.Name, img.Name(), err)
+	}
+	args := processArgs(imgSpec.Config.Entrypoint, imgSpec.Config.Cmd, cfg.Command, cfg.Args)
+	if len(args) == 0 {
+		return Container{}, fmt.Errorf("container %s: no command given and image %s has neither Entrypoint nor Cmd", cfg.Name, img.Name())
+	}
+
+	// Join the pod's network by its bind-mounted path (runc refuses some /proc/PID/ns/net
+	// paths); IPC and UTS exist only in the running pause process.
+	spec := []oci.SpecOpts{
+		oci.WithImageConfig(img),
+		oci.WithProcessArgs(args...),
+		oci.WithEnv(cfg.Env),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: nsPath(sandbox.PID, "ipc")}),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: nsPath(sandbox.PID, "uts")}),
+	}
+	if sandbox.NetNSPath == "" {
+		spec = append(spec, oci.WithHostNamespace(specs.NetworkNamespace))
+	} else {
+		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sandbox.NetNSPath}))
+	}
+	if cfg.WorkingDir != "" {
+		spec = append(spec, oci.WithProcessCwd(cfg.WorkingDir))
+	}
+	labels := maps.Clone(cfg.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, map[string]string{
+		LabelPodUID:        sandbox.PodUID,
+		LabelPodNamespace:  sandbox.PodNamespace,
+		LabelPodName:       sandbox.PodName,
+		LabelContainerName: cfg.Name,
+		LabelSandboxID:     cfg.SandboxID,
+		LabelSpecHash:      cfg.SpecHash,
+		LabelNetNS:         sandbox.NetNSPath,
+		LabelLogPath:       cfg.LogPath,
+	})
+
+	id := newContainerID(sandbox.PodUID, cfg.Name)
+	c, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithImageStopSignal(img, "SIGTERM"),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithNewSpec(spec...),
+		containerd.WithContainerLabels(labels))
+	if err != nil {
+		return Container{}, fmt.Errorf("creating container %s of pod %s: %w", cfg.Name, sandbox.PodUID, err)
+	}
+	return r.status(ctx, c)
+}
+
+// processArgs applies Kubernetes' rules: a command replaces the image's Entrypoint and
+// drops its Cmd; args replace the Cmd.
+func processArgs(entrypoint, cmd, command, args []string) []string {
+	switch {
+	case len(command) > 0:
+		return slices.Concat(command, args)
+	case len(args) > 0:
+		return slices.Concat(entrypoint, args)
+	default:
+		return slices.Concat(entrypoint, cmd)
+	}
+}
+
+func nsPath(pid uint32, ns string) string {
+	return fmt.Sprintf("/proc/%d/ns/%s", pid, ns)
+}
+
+// StartContainer starts a created container, its output going to its log path.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	ctx = r.nsContext(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("loading container %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	switch {
+	case err == nil:
+		// A task left in "created" by an interrupted start is replaced; any other is in use.
+		st, err := task.Status(ctx)
+		if err != nil {
+			return fmt.Errorf("status of task %s: %w", id, err)
+		}
+		if st.Status != containerd.Created {
+			return fmt.Errorf("container %s was already started (task %s)", id, st.Status)
+		}
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil {
+			return fmt.Errorf("deleting the unstarted task of %s: %w", id, err)
+		}
+	case !errdefs.IsNotFound(err):
+		return fmt.Errorf("task of container %s: %w", id, err)
+	}
+
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return fmt.Errorf("labels of container %s: %w", id, err)
+	}
+	output := cio.NullIO
+	if logPath := labels[LabelLogPath]; logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			return fmt.Errorf("log directory of container %s: %w", id, err)
+		}
+		output = cio.LogFile(logPath)
+	}
+	return r.startTask(ctx, c, output)
+}
+
+// startTask creates and starts c's task and records the start time.
+func (r *Runtime) startTask(ctx context.Context, c containerd.Container, output cio.Creator) error {
+	task, err := c.NewTask(ctx, output)
+	if err != nil {
+		return fmt.Errorf("creating task of container %s: %w", c.ID(), err)
+	}
+	if err := task.Start(ctx); err != nil {
+		_, delErr := task.Delete(ctx, containerd.WithProcessKill)
+		return errors.Join(fmt.Errorf("starting container %s: %w", c.ID(), err), delErr)
+	}
+	started := time.Now().UTC().Format(time.RFC3339Nano)
+	if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: started}); err != nil {
+		return fmt.Errorf("recording the start of container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// StopContainer sends the container its stop signal (the image's, default SIGTERM),
+// then SIGKILL when it has not exited after grace. Stopping a container that is not
+// running, or does not exist, does nothing.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx = r.nsContext(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("loading container %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("task of container %s: %w", id, err)
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("status of task %s: %w", id, err)
+	}
+	switch st.Status {
+	case containerd.Stopped:
+		_, err := r.status(ctx, c) // records the exit if nobody has yet
+		return err
+	case containerd.Created:
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("deleting the unstarted task of %s: %w", id, err)
+		}
+		return nil
+	}
+
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	exited, err := task.Wait(waitCtx)
+	if err != nil {
+		return fmt.Errorf("waiting for container %s: %w", id, err)
+	}
+	stopSignal, err := containerd.GetStopSignal(ctx, c, syscall.SIGTERM)
+	if err != nil {
+		return fmt.Errorf("stop signal of container %s: %w", id, err)
+	}
+	if err := task.Kill(ctx, stopSignal); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("signalling container %s: %w", id, err)
+	}
+
+	var exit containerd.ExitStatus
+	select {
+	case exit = <-exited:
+	case <-ctx.Done():
+		return fmt.Errorf("stopping container %s: %w", id, ctx.Err())
+	case <-time.After(grace):
+		if err := task.Kill(ctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("killing container %s: %w", id, err)
+		}
+		select {
+		case exit = <-exited:
+		case <-ctx.Done():
+			return fmt.Errorf("stopping container %s: %w", id, ctx.Err())
+		case <-time.After(killTimeout):
+			return fmt.Errorf("container %s did not exit within %s of SIGKILL", id, killTimeout)
+		}
+	}
+	code, at, err := exit.Result()
+	if err != nil {
+		return fmt.Errorf("exit status of container %s: %w", id, err)
+	}
+	return recordExit(ctx, c, code, at)
+}
+
+// RemoveContainer kills the container's task if it still runs, then deletes the task,
+// the container and its snapshot. Removing a container that does not exist does nothing.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	ctx = r.nsContext(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("loading container %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	switch {
+	case err == nil:
+		killCtx, cancel := context.WithTimeout(ctx, killTimeout)
+		defer cancel()
+		if _, err := task.Delete(killCtx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("deleting the task of container %s: %w", id, err)
+		}
+	case !errdefs.IsNotFound(err):
+		return fmt.Errorf("task of container %s: %w", id, err)
+	}
+	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("deleting container %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+)
+
+// normalizeRef turns an image reference as users write it ("busybox") into the full
+// name containerd stores images under ("docker.io/library/busybox:latest").
+func normalizeRef(ref string) (string, error) {
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w", ref, err)
+	}
+	return named.String(), nil
+}
+
+// ImportImage imports an OCI image-layout (or docker save) tarball and unpacks every
+// image in it into the default snapshotter, so containers can be created from them.
+// It returns the names of the imported images.
+func (r *Runtime) ImportImage(ctx context.Context, tar io.Reader) ([]string, error) {
+	ctx = r.nsContext(ctx)
+	imgs, err := r.client.Import(ctx, tar)
+	if err != nil {
+		return nil, fmt.Errorf("importing image tarball: %w", err)
+	}
+	names := make([]string, 0, len(imgs))
+	for _, img := range imgs {
+		if err := containerd.NewImage(r.client, img).Unpack(ctx, ""); err != nil {
+			return nil, fmt.Errorf("unpacking imported image %s: %w", img.Name, err)
+		}
+		names = append(names, img.Name)
+	}
+	return names, nil
+}
+
+// EnsureImage makes sure ref is present and unpacked, importing the tarball that tar
+// opens only when it is not.
+func (r *Runtime) EnsureImage(ctx context.Context, ref string, tar func() (io.ReadCloser, error)) error {
+	name, err := normalizeRef(ref)
+	if err != nil {
+		return err
+	}
+	ctx = r.nsContext(ctx)
+	img, err := r.client.GetImage(ctx, name)
+	switch {
+	case err == nil:
+		return unpackIfNeeded(ctx, img)
+	case !errdefs.IsNotFound(err):
+		return fmt.Errorf("looking up image %s: %w", name, err)
+	}
+	rc, err := tar()
+	if err != nil {
+		return fmt.Errorf("opening the tarball of image %s: %w", name, err)
+	}
+	defer rc.Close()
+	names, err := r.ImportImage(ctx, rc)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	if !slices.Contains(names, name) {
+		return fmt.Errorf("the tarball for image %s holds %v instead", name, names)
+	}
+	return nil
+}
+
+// HasImage reports whether an image named ref is stored in containerd.
+func (r *Runtime) HasImage(ctx context.Context, ref string) (bool, error) {
+	name, err := normalizeRef(ref)
+	if err != nil {
+		return false, err
+	}
+	_, err = r.client.ImageService().Get(r.nsContext(ctx), name)
+	if errdefs.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up image %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// PullImage pulls ref from its registry and unpacks it. Registries on localhost are
+// spoken to over plain HTTP, every other one over HTTPS.
+func (r *Runtime) PullImage(ctx context.Context, ref string) error {
+	name, err := normalizeRef(ref)
+	if err != nil {
+		return err
+	}
+	_, err = r.client.Pull(r.nsContext(ctx), name,
+		containerd.WithPullUnpack,
+		containerd.WithResolver(docker.NewResolver(docker.ResolverOptions{})))
+	if err != nil {
+		return fmt.Errorf("pulling image %s: %w", name, err)
+	}
+	return nil
+}
+
+// image returns the stored image ref, unpacked and ready for a container snapshot.
+func (r *Runtime) image(ctx context.Context, ref string) (containerd.Image, error) {
+	name, err := normalizeRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	img, err := r.client.GetImage(ctx, name)
+	if errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("image %s is not present on this node: pull or import it first: %w", name, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up image %s: %w", name, err)
+	}
+	if err := unpackIfNeeded(ctx, img); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+func unpackIfNeeded(ctx context.Context, img containerd.Image) error {
+	unpacked, err := img.IsUnpacked(ctx, "")
+	if err != nil {
+		return fmt.Errorf("checking whether image %s is unpacked: %w", img.Name(), err)
+	}
+	if unpacked {
+		return nil
+	}
+	if err := img.Unpack(ctx, ""); err != nil {
+		return fmt.Errorf("unpacking image %s: %w", img.Name(), err)
+	}
+	return nil
+}

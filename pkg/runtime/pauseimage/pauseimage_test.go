@@ -1,0 +1,45 @@
+package pauseimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func TestTarball(t *testing.T) {
+	data, err := Tarball()
+	if err != nil {
+		// Not built yet (`make build` copies it in): the error must say what to do.
+		if !strings.Contains(err.Error(), "make build") {
+			t.Errorf("error without the embedded image = %q; it should tell to run make build", err)
+		}
+		t.Skipf("minilet's pause image is not embedded in this build: %v", err)
+	}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			t.Fatalf("the embedded tarball has no readable index.json: %v", err)
+		}
+		if hdr.Name != ocispec.ImageIndexFile {
+			continue
+		}
+		raw, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var index ocispec.Index
+		if err := json.Unmarshal(raw, &index); err != nil {
+			t.Fatal(err)
+		}
+		if len(index.Manifests) != 1 || index.Manifests[0].Annotations["io.containerd.image.name"] != Ref {
+			t.Errorf("embedded index = %s; want one manifest named %s", raw, Ref)
+		}
+		return
+	}
+}

@@ -1,0 +1,534 @@
+package runtime_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
+)
+
+func TestNewFailsFastWhenContainerdIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	// A socket file left behind by a containerd that died: nobody listens on it.
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+
+	for _, address := range []string{filepath.Join(dir, "missing.sock"), stale} {
+		start := time.Now()
+		rt, err := runtime.New(context.Background(), address, "minilet")
+		if err == nil {
+			rt.Close()
+			t.Fatalf("New(%s) succeeded without a containerd", address)
+		}
+		if !strings.Contains(err.Error(), address) {
+			t.Errorf("error %q does not name the address %s", err, address)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("New(%s) took %s to fail; want a fast failure", address, took)
+		}
+	}
+}
+
+// env is a private containerd with the project's images imported into a namespace.
+type env struct {
+	rt      *runtime.Runtime
+	client  *containerd.Client // the raw client, to check what is left in containerd
+	address string
+	ns      string
+	imgDir  string
+	logsDir string
+}
+
+// setup starts containerd and imports the pause and netexec images.
+func setup(t *testing.T) *env {
+	e := newEnv(t)
+	for _, ref := range []string{images.PauseRef, images.NetexecRef} {
+		e.importImage(t, ref)
+	}
+	return e
+}
+
+// newEnv starts containerd, with no image imported yet.
+func newEnv(t *testing.T) *env {
+	runtimetest.RequireRoot(t, "ip", "busybox")
+	address := runtimetest.StartContainerd(t)
+	ctx := context.Background()
+	e := &env{address: address, ns: "test-" + randomHex(4), imgDir: runtimetest.ImageDir(t), logsDir: t.TempDir()}
+	var err error
+	e.rt, err = runtime.New(ctx, address, e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.Close() })
+	e.client, err = containerd.New(address, containerd.WithDefaultNamespace(e.ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.client.Close() })
+	return e
+}
+
+func (e *env) importImage(t *testing.T, ref string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(e.imgDir, images.Tarballs[ref]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names, err := e.rt.ImportImage(context.Background(), f)
+	if err != nil {
+		t.Fatalf("importing %s: %v", ref, err)
+	}
+	if len(names) != 1 || names[0] != ref {
+		t.Fatalf("importing %s gave images %v", ref, names)
+	}
+}
+
+func TestImages(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	for _, ref := range []string{images.PauseRef, images.NetexecRef} {
+		if ok, err := e.rt.HasImage(ctx, ref); err != nil || !ok {
+			t.Errorf("HasImage(%s) = %v, %v after import", ref, ok, err)
+		}
+	}
+	if ok, err := e.rt.HasImage(ctx, images.BusyboxRef); err != nil || ok {
+		t.Errorf("HasImage(%s) = %v, %v before import", images.BusyboxRef, ok, err)
+	}
+
+	opened := 0
+	open := func() (io.ReadCloser, error) {
+		opened++
+		return os.Open(filepath.Join(e.imgDir, images.Tarballs[images.BusyboxRef]))
+	}
+	for range 2 {
+		if err := e.rt.EnsureImage(ctx, images.BusyboxRef, open); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opened != 1 {
+		t.Errorf("EnsureImage opened the tarball %d times; want once (only while missing)", opened)
+	}
+	img, err := e.client.GetImage(ctx, images.BusyboxRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unpacked, err := img.IsUnpacked(ctx, ""); err != nil || !unpacked {
+		t.Errorf("%s unpacked = %v, %v; ImportImage must unpack", images.BusyboxRef, unpacked, err)
+	}
+
+	wrong := func() (io.ReadCloser, error) {
+		return os.Open(filepath.Join(e.imgDir, images.Tarballs[images.NetexecRef]))
+	}
+	if err := e.rt.EnsureImage(ctx, "localhost/minik8s/missing:v1", wrong); err == nil {
+		t.Error("EnsureImage accepted a tarball that does not hold the image")
+	}
+}
+
+func TestPodLifecycle(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	netns := newNetNS(t)
+	podUID := "5f0c2a7e-" + randomHex(4) + "-4d1e-9b3a-" + randomHex(6)
+
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{
+		PodUID: podUID, PodNamespace: "default", PodName: "web", Hostname: "web-host",
+		NetNSPath: netns.path, Labels: map[string]string{"app": "web"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sandbox.Sandbox || sandbox.State != runtime.StateRunning || sandbox.PID == 0 || sandbox.StartedAt.IsZero() {
+		t.Fatalf("sandbox = %+v; want a running sandbox with a PID and start time", sandbox)
+	}
+	if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", sandbox.PID), netns.path) {
+		t.Errorf("pause is not in the pod network namespace %s", netns.path)
+	}
+
+	logPath := filepath.Join(e.logsDir, podUID, "server", "0.log")
+	server, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		PodUID: podUID, Name: "server", Image: images.NetexecRef,
+		Args:      []string{"--http-port=8080", "--udp-port=0"},
+		SandboxID: sandbox.ID, LogPath: logPath, SpecHash: "hash-1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if server.State != runtime.StateCreated || server.Sandbox || server.SandboxID != sandbox.ID {
+		t.Fatalf("created container = %+v", server)
+	}
+	if err := e.rt.StartContainer(ctx, server.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.StartContainer(ctx, server.ID); err == nil {
+		t.Error("starting a running container again succeeded")
+	}
+	server = status(t, e, server.ID)
+	if server.State != runtime.StateRunning || server.PID == 0 {
+		t.Fatalf("started container = %+v", server)
+	}
+	for _, ns := range []string{"net", "ipc", "uts"} {
+		if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/%s", server.PID, ns), fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns)) {
+			t.Errorf("container does not share the sandbox's %s namespace", ns)
+		}
+	}
+	if sameNamespace(t, fmt.Sprintf("/proc/%d/ns/pid", server.PID), fmt.Sprintf("/proc/%d/ns/pid", sandbox.PID)) {
+		t.Error("container shares the sandbox's PID namespace; pods do not by default")
+	}
+
+	if got := netns.get(t, "http://127.0.0.1:8080/hostname"); got != "web-host" {
+		t.Errorf("/hostname inside the pod = %q, want the pod host name web-host", got)
+	}
+	if got := netns.get(t, "http://127.0.0.1:8080/echo?msg=hello"); got != "hello" {
+		t.Errorf("/echo = %q, want hello", got)
+	}
+	if logs, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(logs), "/echo?msg=hello") {
+		t.Errorf("container log %s = %q, %v; want the server's request lines", logPath, logs, err)
+	}
+
+	list, err := e.rt.ListContainers(ctx, podUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]runtime.Container{}
+	for _, c := range list {
+		byName[c.Name] = c
+	}
+	if len(list) != 2 || !byName["sandbox"].Sandbox || byName["server"].SpecHash != "hash-1" ||
+		byName["server"].PodName != "web" || byName["server"].PodNamespace != "default" ||
+		byName["server"].Image != images.NetexecRef {
+		t.Errorf("ListContainers(%s) = %+v", podUID, list)
+	}
+	if other, err := e.rt.ListContainers(ctx, "some-other-pod"); err != nil || len(other) != 0 {
+		t.Errorf("ListContainers(other pod) = %v, %v; want none", other, err)
+	}
+
+	// An exit the container chooses itself is reported with its code.
+	netns.get(t, "http://127.0.0.1:8080/exit?code=3")
+	server = waitState(t, e, server.ID, runtime.StateExited)
+	if server.ExitCode != 3 || server.FinishedAt.Before(server.StartedAt) || server.PID != 0 {
+		t.Errorf("after /exit?code=3: %+v", server)
+	}
+	if err := e.rt.StopContainer(ctx, server.ID, time.Second); err != nil {
+		t.Errorf("stopping an exited container: %v", err)
+	}
+
+	if v, err := e.rt.Version(ctx); err != nil || !strings.HasPrefix(v, "1.") && !strings.HasPrefix(v, "2.") {
+		t.Errorf("Version() = %q, %v", v, err)
+	}
+
+	// A restarted minilet (a new connection) sees the same pod.
+	restarted, err := runtime.New(ctx, e.address, e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	again, err := restarted.ContainerStatus(ctx, server.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != server {
+		t.Errorf("after reconnecting: %+v\nbefore: %+v", again, server)
+	}
+
+	if err := e.rt.StopContainer(ctx, sandbox.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if sandbox = status(t, e, sandbox.ID); sandbox.State != runtime.StateExited || sandbox.ExitCode != 0 {
+		t.Errorf("stopped sandbox = %+v; want exited with 0 (pause exits 0 on SIGTERM)", sandbox)
+	}
+
+	for _, id := range []string{server.ID, sandbox.ID, server.ID} { // the second removal is a no-op
+		if err := e.rt.RemoveContainer(ctx, id); err != nil {
+			t.Fatalf("removing %s: %v", id, err)
+		}
+	}
+	e.expectNothingLeft(t, server.ID, sandbox.ID)
+}
+
+func TestCommandEnvAndStop(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.importImage(t, images.BusyboxRef)
+	netns := newNetNS(t)
+	podUID := randomHex(16)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "jobs", NetNSPath: netns.path})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(name, image string, command, args, env []string) runtime.Container {
+		t.Helper()
+		c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+			Name: name, Image: image, Command: command, Args: args, Env: env,
+			SandboxID: sandbox.ID, LogPath: filepath.Join(e.logsDir, podUID, name+".log"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rt.StartContainer(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	// Command replaces the image's Cmd; env reaches the process; output goes to the log.
+	echo := run("echo", images.BusyboxRef, []string{"sh", "-c"}, []string{`echo "greeting=$GREETING host=$(hostname)"; exit 7`}, []string{"GREETING=hi"})
+	echo = waitState(t, e, echo.ID, runtime.StateExited)
+	if echo.ExitCode != 7 {
+		t.Errorf("exit code = %d, want 7", echo.ExitCode)
+	}
+	if logs, _ := os.ReadFile(echo.LogPath); !strings.Contains(string(logs), "greeting=hi host=jobs") {
+		t.Errorf("log = %q, want the greeting and the pod host name", logs)
+	}
+
+	// The netexec image carries the busybox tools tests run inside pods.
+	tools := run("tools", images.NetexecRef, []string{"sh", "-c", "for t in wget nc ls cat sleep; do command -v $t || exit 1; done"}, nil, nil)
+	if tools = waitState(t, e, tools.ID, runtime.StateExited); tools.ExitCode != 0 {
+		logs, _ := os.ReadFile(tools.LogPath)
+		t.Errorf("tools missing from %s: exit %d, output %q", images.NetexecRef, tools.ExitCode, logs)
+	}
+
+	// A process that handles SIGTERM stops within the grace period with its own code.
+	polite := run("polite", images.BusyboxRef, []string{"sh", "-c", "trap 'exit 42' TERM; while true; do sleep 0.2; done"}, nil, nil)
+	// A PID 1 without a SIGTERM handler ignores it, so only SIGKILL ends it.
+	stubborn := run("stubborn", images.BusyboxRef, []string{"sleep", "1000"}, nil, nil)
+	waitState(t, e, polite.ID, runtime.StateRunning)
+	time.Sleep(300 * time.Millisecond) // let sh install its trap
+
+	start := time.Now()
+	if err := e.rt.StopContainer(ctx, polite.ID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("stopping a container that handles SIGTERM took %s", took)
+	}
+	if polite = status(t, e, polite.ID); polite.State != runtime.StateExited || polite.ExitCode != 42 {
+		t.Errorf("polite container after stop = %+v, want exited with 42", polite)
+	}
+
+	start = time.Now()
+	if err := e.rt.StopContainer(ctx, stubborn.ID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("stubborn container was stopped after %s, before its grace period", took)
+	}
+	if stubborn = status(t, e, stubborn.ID); stubborn.State != runtime.StateExited || stubborn.ExitCode != 128+int32(syscall.SIGKILL) {
+		t.Errorf("stubborn container after stop = %+v, want exited with 137", stubborn)
+	}
+
+	// Removing a pod with everything still running kills it all.
+	ids := []string{echo.ID, tools.ID, polite.ID, stubborn.ID, sandbox.ID}
+	for _, id := range ids {
+		if err := e.rt.RemoveContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.expectNothingLeft(t, ids...)
+}
+
+func TestHostNetworkSandbox(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "host-pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.RemoveContainer(ctx, sandbox.ID) })
+	for _, ns := range []string{"net", "uts"} {
+		if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns), "/proc/self/ns/"+ns) {
+			t.Errorf("host-network sandbox is not in the host's %s namespace", ns)
+		}
+	}
+	if sameNamespace(t, fmt.Sprintf("/proc/%d/ns/ipc", sandbox.PID), "/proc/self/ns/ipc") {
+		t.Error("host-network sandbox shares the host's IPC namespace")
+	}
+}
+
+func TestSandboxImportsTheEmbeddedPauseImage(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	netns := newNetNS(t)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "p", NetNSPath: netns.path})
+	if _, embedErr := pauseimage.Tarball(); embedErr != nil {
+		if err == nil || !strings.Contains(err.Error(), "make build") {
+			t.Fatalf("RunSandbox without pause image or embedded copy: %v; want an error telling to run make build", err)
+		}
+		t.Skipf("no embedded pause image in this build; checked the error only")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.RemoveContainer(ctx, sandbox.ID) })
+	if ok, err := e.rt.HasImage(ctx, pauseimage.Ref); err != nil || !ok || sandbox.State != runtime.StateRunning {
+		t.Errorf("after RunSandbox: image present %v (%v), sandbox %+v", ok, err, sandbox)
+	}
+}
+
+func TestCreateContainerErrors(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	netns := newNetNS(t)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: "pod-a", PodName: "a", NetNSPath: netns.path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.RemoveContainer(ctx, sandbox.ID) })
+	for name, cfg := range map[string]runtime.ContainerConfig{
+		"missing image":   {Name: "c", Image: "localhost/minik8s/absent:v1", SandboxID: sandbox.ID},
+		"missing sandbox": {Name: "c", Image: images.NetexecRef, SandboxID: "no-such-sandbox"},
+		"other pod":       {Name: "c", Image: images.NetexecRef, SandboxID: sandbox.ID, PodUID: "pod-b"},
+		"no name":         {Image: images.NetexecRef, SandboxID: sandbox.ID},
+	} {
+		if c, err := e.rt.CreateContainer(ctx, cfg); err == nil {
+			t.Errorf("%s: CreateContainer succeeded: %+v", name, c)
+		}
+	}
+	list, err := e.rt.ListContainers(ctx, "")
+	if err != nil || len(list) != 1 {
+		t.Errorf("after failed creations: %v, %v; want only the sandbox", list, err)
+	}
+}
+
+// expectNothingLeft checks that containerd holds no container, task or container
+// snapshot any more (image layers stay).
+func (e *env) expectNothingLeft(t *testing.T, ids ...string) {
+	t.Helper()
+	ctx := namespaces.WithNamespace(context.Background(), e.ns)
+	if list, err := e.client.Containers(ctx); err != nil || len(list) != 0 {
+		t.Errorf("containers left: %d (%v)", len(list), err)
+	}
+	tasks, err := e.client.TaskService().List(ctx, nil)
+	if err != nil || len(tasks.GetTasks()) != 0 {
+		t.Errorf("tasks left: %v (%v)", tasks.GetTasks(), err)
+	}
+	err = e.client.SnapshotService("").Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if info.Kind == snapshots.KindActive {
+			t.Errorf("active snapshot left: %s", info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	for _, id := range ids {
+		if _, err := e.rt.ContainerStatus(ctx, id); err == nil {
+			t.Errorf("container %s still has a status after removal", id)
+		}
+	}
+}
+
+func status(t *testing.T, e *env, id string) runtime.Container {
+	t.Helper()
+	c, err := e.rt.ContainerStatus(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitState(t *testing.T, e *env, id string, want runtime.State) runtime.Container {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c := status(t, e, id)
+		if c.State == want {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s is %s after 15s, want %s: %+v", id, c.State, want, c)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// netNS is a named network namespace the test made, with loopback up.
+type netNS struct {
+	name, path string
+}
+
+func newNetNS(t *testing.T) netNS {
+	t.Helper()
+	n := netNS{name: "mk-rt-" + randomHex(4)}
+	n.path = "/var/run/netns/" + n.name
+	if err := ip("netns", "add", n.name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ip("netns", "delete", n.name); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ip("-n", n.name, "link", "set", "lo", "up"); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// get fetches url from inside the namespace, retrying while the server starts. (Debian's
+// busybox 1.35 wget crashes on a refused connection when given -T, so the context
+// bounds each try instead.)
+func (n netNS) get(t *testing.T, url string) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", n.name, "busybox", "wget", "-qO-", url).CombinedOutput()
+		cancel()
+		if err == nil {
+			return string(out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s in %s: %v: %s", url, n.name, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func ip(args ...string) error {
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+func sameNamespace(t *testing.T, a, b string) bool {
+	t.Helper()
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		t.Fatal(err)
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+func randomHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}

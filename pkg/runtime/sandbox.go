@@ -1,0 +1,96 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// SandboxConfig describes a pod's pause container.
+type SandboxConfig struct {
+	PodUID       string
+	PodNamespace string
+	PodName      string
+	// Hostname of the pod (default: PodName).
+	Hostname string
+	// NetNSPath is the bind-mounted network namespace the pod lives in. "" puts the pod in
+	// the host's network and UTS namespaces, as hostNetwork pods are.
+	NetNSPath string
+	// Labels are added to the container's labels (pod labels, for people using ctr).
+	Labels map[string]string
+}
+
+// RunSandbox starts a pod's pause container: it holds the pod's network namespace (the
+// one at NetNSPath) and gets its own IPC and UTS namespaces with the pod's host name.
+// The pause image is imported from the copy embedded in minilet when it is missing.
+func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container, error) {
+	if cfg.PodUID == "" {
+		return Container{}, errors.New("sandbox: pod UID must not be empty")
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname = cfg.PodName
+	}
+	ctx = r.nsContext(ctx)
+	if err := r.EnsureImage(ctx, pauseimage.Ref, embeddedPause); err != nil {
+		return Container{}, fmt.Errorf("sandbox of pod %s: %w", cfg.PodUID, err)
+	}
+	img, err := r.image(ctx, pauseimage.Ref)
+	if err != nil {
+		return Container{}, err
+	}
+
+	spec := []oci.SpecOpts{oci.WithImageConfig(img)}
+	if cfg.NetNSPath == "" {
+		spec = append(spec,
+			oci.WithHostNamespace(specs.NetworkNamespace),
+			oci.WithHostNamespace(specs.UTSNamespace))
+	} else {
+		spec = append(spec,
+			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNSPath}),
+			oci.WithHostname(cfg.Hostname))
+	}
+	labels := maps.Clone(cfg.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, map[string]string{
+		LabelPodUID:        cfg.PodUID,
+		LabelPodNamespace:  cfg.PodNamespace,
+		LabelPodName:       cfg.PodName,
+		LabelContainerName: sandboxName,
+		LabelSandbox:       "true",
+		LabelNetNS:         cfg.NetNSPath,
+	})
+
+	id := newContainerID(cfg.PodUID, sandboxName)
+	c, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithImageStopSignal(img, "SIGTERM"),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithNewSpec(spec...),
+		containerd.WithContainerLabels(labels))
+	if err != nil {
+		return Container{}, fmt.Errorf("creating sandbox of pod %s: %w", cfg.PodUID, err)
+	}
+	if err := r.startTask(ctx, c, cio.NullIO); err != nil {
+		return Container{}, errors.Join(err, r.RemoveContainer(ctx, id))
+	}
+	return r.ContainerStatus(ctx, id) // reloaded: c does not see the labels the start set
+}
+
+func embeddedPause() (io.ReadCloser, error) {
+	data, err := pauseimage.Tarball()
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
