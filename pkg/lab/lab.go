@@ -1,0 +1,219 @@
+// Package lab builds a minik8s cluster's network on one Linux host out of network namespaces,
+// and supervises the processes that run in it. minilab and the end-to-end tests use it.
+//
+// A lab NAME is:
+//   - a switch namespace mk-NAME-sw holding bridge br0;
+//   - a control-plane namespace mk-NAME-cp and one namespace mk-NAME-node-i per node, each
+//     with eth0 cabled to br0 by a veth pair whose switch end is named after the member
+//     (cp, node-i): cp is 10.200.0.2/24, node-i is 10.200.0.(10+i)/24 with pod CIDR
+//     10.244.i.0/24, IP forwarding on, and a route to every other node's pod CIDR via that
+//     node (the control plane has them too, so it can reach pods);
+//   - no default route anywhere, and nothing added to the host namespace: veths are created
+//     with their ends directly in the lab namespaces.
+//   - state in /var/lib/minik8s/labs/NAME (lab.json, logs/, per-node static pod dirs) and
+//     runtime files in /run/minik8s/labs/NAME (per-node run dirs, for minilet --root-dir).
+//
+// The API:
+//
+//	Create(Spec) (*Lab, error)            topology, dirs and lab.json; undone when it fails
+//	Load(name) (*Lab, error)              read lab.json
+//	(*Lab).Save() error                   write lab.json (after changing Kubeconfig, say)
+//	(*Lab).Start(Process) (int, error)    run a daemon in a lab namespace, logged and recorded
+//	(*Lab).Stop(name, grace) error        SIGTERM, wait up to grace, SIGKILL
+//	Command(ctx, netns, prog, args...)    an *exec.Cmd running prog in a lab namespace
+//	Destroy(name) error                   remove everything, also after a crash; idempotent
+//	Sweep() ([]string, error)             destroy labs whose recorded processes all died
+//
+// Processes run in a lab namespace through nsenter --net, which keeps them in the host mount
+// namespace: the pod namespaces a minilet bind-mounts are then visible to containerd.
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+)
+
+// Where labs live on the host.
+const (
+	StateRoot = "/var/lib/minik8s/labs"
+	RunRoot   = "/run/minik8s/labs"
+	NetNSDir  = "/run/netns" // where `ip netns` finds namespaces, so `ip netns exec` works too
+)
+
+// Fixed addressing (docs/contracts.md).
+const (
+	Subnet          = "10.200.0.0/24"
+	ClusterCIDR     = "10.244.0.0/16"
+	ServiceCIDR     = "10.96.0.0/12"
+	ControlPlaneIP  = "10.200.0.2"
+	BridgeName      = "br0"
+	MemberInterface = "eth0"
+)
+
+// MaxNameLen keeps socket paths under /run/minik8s/labs/NAME well inside the 108-byte limit
+// of unix socket addresses and namespace names short enough to type.
+const MaxNameLen = 20
+
+// MaxNodes keeps node addresses 10.200.0.(10+i) inside the /24.
+const MaxNodes = 200
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateName checks a lab name: lower-case letters, digits and inner hyphens, at most
+// MaxNameLen characters.
+func ValidateName(name string) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("lab name %q is longer than %d characters", name, MaxNameLen)
+	}
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("lab name %q must be lower-case letters, digits and inner hyphens ([a-z0-9]([-a-z0-9]*[a-z0-9])?)", name)
+	}
+	return nil
+}
+
+// Spec is what to build.
+type Spec struct {
+	Name  string
+	Nodes int
+}
+
+// Lab describes a lab; it is what lab.json holds.
+type Lab struct {
+	Name         string          `json:"name"`
+	StateDir     string          `json:"stateDir"`
+	RunDir       string          `json:"runDir"`
+	Subnet       string          `json:"subnet"`
+	ClusterCIDR  string          `json:"clusterCIDR"`
+	ServiceCIDR  string          `json:"serviceCIDR"`
+	SwitchNetNS  string          `json:"switchNetNS"`
+	ControlPlane Member          `json:"controlPlane"`
+	Nodes        []Node          `json:"nodes"`
+	Kubeconfig   string          `json:"kubeconfig"` // admin kubeconfig; miniapi --data-dir=StateDir writes it here
+	Processes    []ProcessRecord `json:"processes"`
+
+	mu sync.Mutex // guards Processes and lab.json writes
+}
+
+// Member is a namespace on the lab switch.
+type Member struct {
+	Name  string `json:"name"`  // also the switch-side veth name
+	NetNS string `json:"netns"` // namespace name, in NetNSDir
+	IP    string `json:"ip"`
+}
+
+// Node is a lab node.
+type Node struct {
+	Name        string `json:"name"`  // node-i: node name and switch-side veth name
+	NetNS       string `json:"netns"` // mk-NAME-node-i
+	IP          string `json:"ip"`
+	PodCIDR     string `json:"podCIDR"`
+	ManifestDir string `json:"manifestDir"` // static pods (minilet --pod-manifest-path)
+	RunDir      string `json:"runDir"`      // minilet --root-dir: pod netns mounts, CNI state
+}
+
+// NetNSPath is where the lab namespace name is mounted.
+func NetNSPath(name string) string { return filepath.Join(NetNSDir, name) }
+
+// describe fills in every name and path of a lab from its spec.
+func describe(spec Spec) *Lab {
+	l := &Lab{
+		Name:        spec.Name,
+		StateDir:    filepath.Join(StateRoot, spec.Name),
+		RunDir:      filepath.Join(RunRoot, spec.Name),
+		Subnet:      Subnet,
+		ClusterCIDR: ClusterCIDR,
+		ServiceCIDR: ServiceCIDR,
+		SwitchNetNS: netnsName(spec.Name, "sw"),
+		ControlPlane: Member{
+			Name: "cp", NetNS: netnsName(spec.Name, "cp"), IP: ControlPlaneIP,
+		},
+		Processes: []ProcessRecord{},
+	}
+	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
+	for i := 1; i <= spec.Nodes; i++ {
+		name := fmt.Sprintf("node-%d", i)
+		l.Nodes = append(l.Nodes, Node{
+			Name:        name,
+			NetNS:       netnsName(spec.Name, name),
+			IP:          fmt.Sprintf("10.200.0.%d", 10+i),
+			PodCIDR:     fmt.Sprintf("10.244.%d.0/24", i),
+			ManifestDir: filepath.Join(l.StateDir, name, "manifests"),
+			RunDir:      filepath.Join(l.RunDir, name),
+		})
+	}
+	return l
+}
+
+func netnsName(lab, member string) string { return "mk-" + lab + "-" + member }
+
+// netnsPattern matches exactly the namespace names of lab name. It does not match other
+// labs' names even where one lab name prefixes another ("a" vs "a-b").
+func netnsPattern(name string) *regexp.Regexp {
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw|cp|node-[0-9]+)$`)
+}
+
+// labNetNS lists the lab namespaces present in NetNSDir.
+func labNetNS(name string) ([]string, error) {
+	entries, err := os.ReadDir(NetNSDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list network namespaces: %w", err)
+	}
+	re := netnsPattern(name)
+	var names []string
+	for _, e := range entries {
+		if re.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+func labFile(name string) string { return filepath.Join(StateRoot, name, "lab.json") }
+
+// Load reads the lab.json of lab name. A missing lab gives an error matching fs.ErrNotExist.
+func Load(name string) (*Lab, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(labFile(name))
+	if err != nil {
+		return nil, fmt.Errorf("load lab %q: %w", name, err)
+	}
+	l := &Lab{}
+	if err := json.Unmarshal(raw, l); err != nil {
+		return nil, fmt.Errorf("load lab %q: %s is corrupt: %w", name, labFile(name), err)
+	}
+	return l, nil
+}
+
+// Save writes lab.json atomically.
+func (l *Lab) Save() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.save()
+}
+
+func (l *Lab) save() error {
+	raw, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode lab %q: %w", l.Name, err)
+	}
+	path := labFile(l.Name)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save lab %q: %w", l.Name, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("save lab %q: %w", l.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a long-running program to run inside a lab namespace.
+type Process struct {
+	Name  string   // unique in the lab; the log is StateDir/logs/Name.log
+	NetNS string   // namespace name, e.g. lab.Nodes[0].NetNS; "" runs it in ours
+	Args  []string // program and its arguments
+	Env   []string // added to this process's environment
+}
+
+// ProcessRecord is a started process as lab.json remembers it.
+type ProcessRecord struct {
+	Name      string   `json:"name"`
+	NetNS     string   `json:"netns"`
+	Args      []string `json:"args"`
+	PID       int      `json:"pid"`
+	StartTime uint64   `json:"startTime"` // clock ticks after boot (/proc/PID/stat): tells our process from a reused PID
+	Log       string   `json:"log"`
+}
+
+var processNameRE = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_.]*$`)
+
+func logDir(l *Lab) string { return filepath.Join(l.StateDir, "logs") }
+
+// Command returns a command that runs program with args in the lab namespace netns (a name
+// in NetNSDir; "" for our own namespace) but in our mount namespace, unlike `ip netns exec`.
+// The caller wires its stdio and runs it.
+func Command(ctx context.Context, netns, program string, args ...string) *exec.Cmd {
+	if netns == "" {
+		return exec.CommandContext(ctx, program, args...)
+	}
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + NetNSPath(netns), "--", program}, args...)...)
+}
+
+// Start runs p detached (own session, outliving us) with stdout and stderr appended to its
+// log, records it in lab.json and returns its PID. nsenter execs the program in place, so
+// the PID is the program's.
+func (l *Lab) Start(p Process) (int, error) {
+	if !processNameRE.MatchString(p.Name) {
+		return 0, fmt.Errorf("process name %q: want letters, digits, '-', '_' or '.'", p.Name)
+	}
+	if len(p.Args) == 0 {
+		return 0, fmt.Errorf("process %q: no command given", p.Name)
+	}
+	if p.NetNS != "" {
+		if _, err := os.Stat(NetNSPath(p.NetNS)); err != nil {
+			return 0, fmt.Errorf("process %q: network namespace %q: %w", p.Name, p.NetNS, err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.Processes {
+		if r.Name == p.Name && alive(r.PID, r.StartTime) {
+			return 0, fmt.Errorf("process %q is already running as PID %d", p.Name, r.PID)
+		}
+	}
+
+	logPath := filepath.Join(logDir(l), p.Name+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("process %q: open log: %w", p.Name, err)
+	}
+	defer log.Close()
+	cmd := Command(context.Background(), p.NetNS, p.Args[0], p.Args[1:]...)
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %q (%s): %w", p.Name, strings.Join(p.Args, " "), err)
+	}
+	go cmd.Wait() // reap it should it exit while we run; otherwise it outlives us
+	pid := cmd.Process.Pid
+	// A process that died at once has no start time; its record (0) then never matches a live
+	// process, and its log is still found.
+	start, _, _ := procStat(pid)
+
+	rec := ProcessRecord{Name: p.Name, NetNS: p.NetNS, Args: p.Args, PID: pid, StartTime: start, Log: logPath}
+	l.Processes = append(without(l.Processes, p.Name), rec)
+	if err := l.save(); err != nil {
+		return pid, fmt.Errorf("started %q as PID %d but could not record it: %w", p.Name, pid, err)
+	}
+	return pid, nil
+}
+
+// Stop ends the recorded process name: SIGTERM, up to grace to exit, then SIGKILL. Stopping
+// a process that already ended only drops its record.
+func (l *Lab) Stop(name string, grace time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var target []ProcessRecord
+	for _, r := range l.Processes {
+		if r.Name == name {
+			target = append(target, r)
+		}
+	}
+	if len(target) == 0 {
+		return fmt.Errorf("lab %q has no process %q", l.Name, name)
+	}
+	if err := terminate(target, grace); err != nil {
+		return fmt.Errorf("stop %q: %w", name, err)
+	}
+	l.Processes = without(l.Processes, name)
+	return l.save()
+}
+
+func without(recs []ProcessRecord, name string) []ProcessRecord {
+	out := make([]ProcessRecord, 0, len(recs))
+	for _, r := range recs {
+		if r.Name != name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// terminate sends SIGTERM to every live process in procs, waits up to grace for them to exit,
+// then SIGKILLs the rest and waits a little for the kernel to finish them.
+func terminate(procs []ProcessRecord, grace time.Duration) error {
+	signal := func(sig syscall.Signal) (running []ProcessRecord) {
+		for _, p := range procs {
+			if alive(p.PID, p.StartTime) {
+				syscall.Kill(p.PID, sig)
+				running = append(running, p)
+			}
+		}
+		return running
+	}
+	if waitGone(signal(syscall.SIGTERM), grace) {
+		return nil
+	}
+	if left := signal(syscall.SIGKILL); !waitGone(left, 5*time.Second) {
+		var pids []string
+		for _, p := range left {
+			if alive(p.PID, p.StartTime) {
+				pids = append(pids, strconv.Itoa(p.PID))
+			}
+		}
+		return fmt.Errorf("processes %s survived SIGKILL", strings.Join(pids, ", "))
+	}
+	return nil
+}
+
+func waitGone(procs []ProcessRecord, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		running := false
+		for _, p := range procs {
+			running = running || alive(p.PID, p.StartTime)
+		}
+		if !running {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// alive tells whether pid is still the process that started at start. Zombies count as gone:
+// they have exited and only wait for their parent.
+func alive(pid int, start uint64) bool {
+	got, state, err := procStat(pid)
+	return err == nil && state != 'Z' && state != 'X' && got == start
+}
+
+// procStat reads a process's start time and state from /proc/PID/stat.
+func procStat(pid int) (start uint64, state byte, err error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces; fields after it
+	// start with field 3, the state. The start time is field 22.
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return 0, 0, errors.New("unexpected /proc stat format")
+	}
+	fields := strings.Fields(string(raw[i+1:]))
+	if len(fields) < 20 {
+		return 0, 0, errors.New("unexpected /proc stat format")
+	}
+	start, err = strconv.ParseUint(fields[19], 10, 64)
+	return start, fields[0][0], err
+}

@@ -1,0 +1,215 @@
+package network
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+const debianCNIDir = "/usr/lib/cni"
+
+func TestNewCNIRejectsBadConfig(t *testing.T) {
+	empty := t.TempDir()
+	base := Config{PluginDirs: []string{empty}, BridgeName: "cni0", PodCIDR: "10.244.1.0/24",
+		CacheDir: filepath.Join(empty, "cache"), IPAMDataDir: filepath.Join(empty, "networks")}
+
+	_, err := NewCNI(base)
+	if err == nil || !strings.Contains(err.Error(), `"bridge"`) || !strings.Contains(err.Error(), empty) {
+		t.Errorf("missing plugins: err = %v, want one naming the plugin and %s", err, empty)
+	}
+
+	if _, err := os.Stat(filepath.Join(debianCNIDir, "bridge")); err != nil {
+		t.Skipf("CNI plugins not installed in %s: %v", debianCNIDir, err)
+	}
+	base.PluginDirs = []string{debianCNIDir}
+	for name, mutate := range map[string]func(*Config){
+		"bad CIDR":      func(c *Config) { c.PodCIDR = "10.244.1.0/33" },
+		"no cache dir":  func(c *Config) { c.CacheDir = "" },
+		"no IPAM dir":   func(c *Config) { c.IPAMDataDir = "" },
+		"long bridge":   func(c *Config) { c.BridgeName = "a-very-long-bridge-name" },
+		"negative MTU":  func(c *Config) { c.MTU = -1 },
+		"no plugin dir": func(c *Config) { c.PluginDirs = nil },
+	} {
+		cfg := base
+		mutate(&cfg)
+		if _, err := NewCNI(cfg); err == nil {
+			t.Errorf("%s: NewCNI accepted %+v", name, cfg)
+		}
+	}
+	if _, err := NewCNI(base); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "net.d", "10-minik8s.conflist")); err != nil {
+		t.Errorf("conflist copy not written: %v", err)
+	}
+}
+
+// TestPodNetwork plays a node inside a namespace of its own: two pods on its bridge reach
+// each other, a hostPort reaches a pod, and tear-down frees addresses and rules.
+func TestPodNetwork(t *testing.T) {
+	requireRoot(t)
+	if _, err := os.Stat(filepath.Join(debianCNIDir, "bridge")); err != nil {
+		t.Skipf("CNI plugins not installed in %s: %v", debianCNIDir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	root := t.TempDir()
+	nsDir := netnsDir(t)
+	node := newTestNetNS(t, nsDir, "node")
+	podA := newTestNetNS(t, nsDir, "pod-a")
+	podB := newTestNetNS(t, nsDir, "pod-b")
+	inNode := func(fn func() error) {
+		t.Helper()
+		if err := InNetNS(node, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inNode(func() error { return setLinkUp("lo") }) // local delivery (hostPort on the node) needs lo
+
+	cfg := Config{PluginDirs: []string{debianCNIDir}, BridgeName: "cni0", PodCIDR: "10.244.7.0/24",
+		CacheDir: filepath.Join(root, "cni", "cache"), IPAMDataDir: filepath.Join(root, "cni", "networks"), MTU: 1400}
+	cni, err := NewCNI(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refA := PodRef{Namespace: "default", Name: "a", UID: "uid-a"}
+	refB := PodRef{Namespace: "default", Name: "b", UID: "uid-b"}
+	var ipA, ipB net.IP
+	inNode(func() (err error) {
+		ipA, err = cni.SetUp(ctx, "sandbox-a", podA, refA)
+		return err
+	})
+	t.Cleanup(func() { InNetNS(node, func() error { return cni.TearDown(ctx, "sandbox-a", podA, refA) }) })
+	inNode(func() (err error) {
+		ipB, err = cni.SetUp(ctx, "sandbox-b", podB, refB, PortMapping{HostPort: 18080, ContainerPort: 8080, Protocol: "TCP"})
+		return err
+	})
+	t.Cleanup(func() { InNetNS(node, func() error { return cni.TearDown(ctx, "sandbox-b", podB, refB) }) })
+
+	_, podNet, _ := net.ParseCIDR(cfg.PodCIDR)
+	gateway := net.ParseIP("10.244.7.1")
+	for _, ip := range []net.IP{ipA, ipB} {
+		if !podNet.Contains(ip) || ip.Equal(gateway) {
+			t.Errorf("pod IP %v is not a pod address in %s", ip, podNet)
+		}
+	}
+	if ipA.Equal(ipB) {
+		t.Fatalf("both pods got %v", ipA)
+	}
+	ipamFile := func(ip net.IP) string { return filepath.Join(cfg.IPAMDataDir, NetworkName, ip.String()) }
+	if _, err := os.Stat(ipamFile(ipB)); err != nil {
+		t.Errorf("host-local has no record of %v: %v", ipB, err)
+	}
+
+	if err := InNetNS(podA, func() error {
+		for _, name := range []string{"eth0", "lo"} {
+			l, err := netlink.LinkByName(name)
+			if err != nil {
+				return err
+			}
+			if l.Attrs().Flags&net.FlagUp == 0 {
+				t.Errorf("pod interface %s is down", name)
+			}
+			if name == "eth0" && l.Attrs().MTU != cfg.MTU {
+				t.Errorf("pod eth0 MTU = %d, want %d", l.Attrs().MTU, cfg.MTU)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	if out, err := exec.CommandContext(ctx, "nsenter", "--net="+podA, "busybox", "ping", "-c", "1", "-W", "2", ipB.String()).CombinedOutput(); err != nil {
+		t.Errorf("ping pod B from pod A: %v\n%s", err, out)
+	}
+
+	serveHello(t, podB, net.JoinHostPort(ipB.String(), "8080"))
+	if got := dialHello(t, podA, net.JoinHostPort(ipB.String(), "8080")); got != "hello" {
+		t.Errorf("pod A → pod B over TCP read %q", got)
+	}
+	if got := dialHello(t, node, net.JoinHostPort(gateway.String(), "18080")); got != "hello" {
+		t.Errorf("node hostPort 18080 → pod B read %q", got)
+	}
+
+	// Tear-down: B normally (twice: DEL is idempotent), A after its namespace is gone.
+	inNode(func() error { return cni.TearDown(ctx, "sandbox-b", podB, refB) })
+	inNode(func() error { return cni.TearDown(ctx, "sandbox-b", podB, refB) })
+	if _, err := os.Stat(ipamFile(ipB)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("IP %v still allocated after TearDown: %v", ipB, err)
+	}
+	if out, err := exec.CommandContext(ctx, "nsenter", "--net="+node, "iptables-save", "-t", "nat").CombinedOutput(); err != nil {
+		t.Errorf("iptables-save in node: %v\n%s", err, out)
+	} else if strings.Contains(string(out), "18080") {
+		t.Errorf("hostPort rule left after TearDown:\n%s", out)
+	}
+
+	if err := RemoveNetNS(podA); err != nil {
+		t.Fatal(err)
+	}
+	inNode(func() error { return cni.TearDown(ctx, "sandbox-a", podA, refA) })
+	if _, err := os.Stat(ipamFile(ipA)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("IP %v still allocated after TearDown without namespace: %v", ipA, err)
+	}
+}
+
+func setLinkUp(name string) error {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	return netlink.LinkSetUp(l)
+}
+
+// serveHello answers every connection to addr, inside the namespace nsPath, with "hello".
+func serveHello(t *testing.T, nsPath, addr string) {
+	t.Helper()
+	var ln net.Listener
+	if err := InNetNS(nsPath, func() (err error) {
+		ln, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+}
+
+// dialHello connects to addr from inside nsPath and returns the first line it reads.
+func dialHello(t *testing.T, nsPath, addr string) string {
+	t.Helper()
+	var c net.Conn
+	if err := InNetNS(nsPath, func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, 5*time.Second)
+		return err
+	}); err != nil {
+		t.Errorf("dial %s: %v", addr, err)
+		return ""
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Errorf("read from %s: %v", addr, err)
+	}
+	return strings.TrimSpace(line)
+}

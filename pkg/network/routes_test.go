@@ -1,0 +1,106 @@
+package network
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+func TestSyncPodCIDRRoutes(t *testing.T) {
+	requireRoot(t)
+	node := newTestNetNS(t, netnsDir(t), "node")
+	err := InNetNS(node, func() error {
+		// A veth pair inside the test namespace puts 10.200.9.0/24 on-link for the gateways.
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "v0"}, PeerName: "v1"}); err != nil {
+			return err
+		}
+		v0, err := netlink.LinkByName("v0")
+		if err != nil {
+			return err
+		}
+		addr, _ := netlink.ParseAddr("10.200.9.1/24")
+		if err := netlink.AddrAdd(v0, addr); err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(v0); err != nil {
+			return err
+		}
+		if err := setLinkUp("v1"); err != nil {
+			return err
+		}
+		_, foreignDst, _ := net.ParseCIDR("10.244.9.0/24")
+		foreign := &netlink.Route{Dst: foreignDst, Gw: net.ParseIP("10.200.9.9"), Protocol: unix.RTPROT_STATIC}
+		if err := netlink.RouteAdd(foreign); err != nil {
+			return err
+		}
+
+		if err := SyncPodCIDRRoutes(map[string]net.IP{
+			"10.244.2.0/24": net.ParseIP("10.200.9.2"),
+			"10.244.3.0/24": net.ParseIP("10.200.9.3"),
+		}); err != nil {
+			return fmt.Errorf("first sync: %w", err)
+		}
+		checkRoutes(t, map[string]string{"10.244.2.0/24": "10.200.9.2", "10.244.3.0/24": "10.200.9.3"})
+
+		// Node 2 moved, node 3 left; the foreign route must survive, also when asked for.
+		err = SyncPodCIDRRoutes(map[string]net.IP{
+			"10.244.2.0/24": net.ParseIP("10.200.9.4"),
+			"10.244.9.0/24": net.ParseIP("10.200.9.5"),
+		})
+		if err == nil || !strings.Contains(err.Error(), "10.244.9.0/24") {
+			t.Errorf("sync over a foreign route: err = %v, want one naming 10.244.9.0/24", err)
+		}
+		checkRoutes(t, map[string]string{"10.244.2.0/24": "10.200.9.4"})
+		routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: foreignDst}, netlink.RT_FILTER_DST)
+		if err != nil {
+			return err
+		}
+		if len(routes) != 1 || !routes[0].Gw.Equal(foreign.Gw) || routes[0].Protocol != unix.RTPROT_STATIC {
+			t.Errorf("foreign route changed: %v", routes)
+		}
+
+		if err := SyncPodCIDRRoutes(nil); err != nil {
+			t.Errorf("empty sync: %v", err)
+		}
+		checkRoutes(t, map[string]string{})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := SyncPodCIDRRoutes(map[string]net.IP{"10.244.2.0/24": net.ParseIP("fd00::1")}); err == nil {
+		t.Error("sync accepted an IPv6 gateway for an IPv4 CIDR")
+	}
+	if err := SyncPodCIDRRoutes(map[string]net.IP{"10.244.2.0/33": net.ParseIP("10.0.0.1")}); err == nil {
+		t.Error("sync accepted a bad CIDR")
+	}
+}
+
+// checkRoutes compares the routes marked with RouteProtocol in the current namespace to want
+// (destination → gateway). It runs inside InNetNS, off the test goroutine, so it never calls
+// t.Fatal.
+func checkRoutes(t *testing.T, want map[string]string) {
+	t.Helper()
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: RouteProtocol}, netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		t.Errorf("list routes: %v", err)
+		return
+	}
+	got := map[string]string{}
+	for _, r := range routes {
+		got[r.Dst.String()] = r.Gw.String()
+	}
+	if len(got) != len(want) {
+		t.Errorf("routes = %v, want %v", got, want)
+	}
+	for dst, gw := range want {
+		if got[dst] != gw {
+			t.Errorf("route to %s via %s, want via %s", dst, got[dst], gw)
+		}
+	}
+}
