@@ -1,0 +1,67 @@
+// Command minilet is the node agent: it registers the node and runs the pods bound to it
+// through containerd and CNI.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/minik8s/minik8s/pkg/agent"
+	"github.com/minik8s/minik8s/pkg/daemon"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var cfg agent.Config
+	var kubeconfig string
+	var healthzAddr string
+	var healthzPort int
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:          "minilet",
+		Short:        "Node agent: registers the node and runs its pods through containerd and CNI",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			daemon.Logger(verbose)
+			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+			}
+			restCfg.UserAgent = "minilet/" + cfg.NodeName
+			client, err := kubernetes.NewForConfig(restCfg)
+			if err != nil {
+				return err
+			}
+			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			return agent.Run(ctx, cfg, client)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with this node's credentials")
+	f.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name)")
+	f.StringVar(&cfg.NodeIP, "node-ip", "", "IP address of this node (InternalIP)")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "CIDR for this node's pod IPs, e.g. 10.244.1.0/24")
+	f.StringVar(&cfg.ContainerdAddress, "containerd", "/run/containerd/containerd.sock", "containerd socket")
+	f.StringVar(&cfg.ContainerdNamespace, "containerd-namespace", "minilet", "containerd namespace for this node's containers")
+	f.StringVar(&cfg.RootDir, "root-dir", "/var/lib/minilet", "directory for pod network namespaces, CNI state and logs")
+	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "/usr/lib/cni", "directory of the CNI plugin binaries")
+	f.StringVar(&cfg.CNIBridge, "cni-bridge", "cni0", "name of the pod bridge")
+	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests")
+	f.StringVar(&healthzAddr, "healthz-bind-address", "127.0.0.1", "address for /healthz and /metrics")
+	f.IntVar(&healthzPort, "healthz-port", 10248, "port for /healthz and /metrics")
+	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	_ = cmd.MarkFlagRequired("pod-cidr")
+	return cmd
+}

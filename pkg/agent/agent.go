@@ -1,0 +1,256 @@
+// Package agent is minilet's brain: it registers the node and keeps its
+// status and lease fresh, and runs the pods bound to the node through the
+// container runtime and CNI, reporting their status back to the API.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+)
+
+const (
+	// housekeepingPeriod: every pod is synced again and orphans are removed this often.
+	housekeepingPeriod = 10 * time.Second
+	// relistPeriod: container exits are noticed this fast (the kubelet's PLEG period).
+	relistPeriod = time.Second
+	// pauseImageRetry: how often importing the pause image is retried.
+	pauseImageRetry = 5 * time.Second
+)
+
+// Agent is one node's agent.
+type Agent struct {
+	cfg      Config
+	client   kubernetes.Interface
+	rt       Runtime
+	net      Network
+	recorder record.EventRecorder
+	clock    clock.Clock
+	backoff  *flowcontrol.Backoff
+	metrics  *metrics
+
+	capacity         corev1.ResourceList
+	pauseImageReady  atomic.Bool
+	lastHousekeeping atomic.Int64 // unix nanoseconds
+	podLister        corelisters.PodLister
+	workers          *podWorkers
+}
+
+// New makes an agent for the node cfg describes, driving rt and net.
+func New(cfg Config, client kubernetes.Interface, rt Runtime, net Network) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := clock.RealClock{}
+	return &Agent{
+		cfg:     cfg,
+		client:  client,
+		rt:      rt,
+		net:     net,
+		clock:   c,
+		backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, c),
+		metrics: newMetrics(),
+	}, nil
+}
+
+// Run registers the node and runs its pods until ctx ends. Pods keep
+// running when it returns; a new Run adopts them.
+func (a *Agent) Run(ctx context.Context) error {
+	for _, dir := range []string{a.cfg.netnsDir(), a.cfg.logsDir(), a.cfg.cniCacheDir(), a.cfg.cniNetworksDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	capacity, err := hostCapacity(a.cfg.RootDir)
+	if err != nil {
+		return err
+	}
+	a.capacity = capacity
+	if a.recorder == nil {
+		rec, stop := newEventRecorder(a.client, a.cfg.NodeName)
+		defer stop()
+		a.recorder = rec
+	}
+	if a.cfg.HealthzAddr != "" {
+		if err := a.serveHealth(ctx, a.cfg.HealthzAddr); err != nil {
+			return err
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	if err := a.registerNode(ctx); err != nil {
+		return ignoreCanceled(ctx, err)
+	}
+	wg.Go(func() { a.runNodeStatus(ctx) })
+	wg.Go(func() { a.runNodeLease(ctx) })
+	if err := a.ensurePauseImage(ctx); err != nil {
+		return ignoreCanceled(ctx, err)
+	}
+
+	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+		informers.WithTweakListOptions(func(o *v1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
+		}))
+	podInformer := factory.Core().V1().Pods()
+	informer := podInformer.Informer()
+	a.podLister = podInformer.Lister()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return ignoreCanceled(ctx, fmt.Errorf("pod informer of node %s did not sync", a.cfg.NodeName))
+	}
+
+	a.workers = newPodWorkers(ctx, a, a.metrics, func(pod *corev1.Pod) *podState {
+		return newPodState(pod, apiTime(a.clock.Now()))
+	})
+	// Startup reconciliation: what belongs to no pod of this node goes
+	// before the workers adopt the rest.
+	if err := a.cleanupOrphans(ctx); err != nil {
+		slog.Error("clean up after earlier runs", "err", err)
+	}
+	if _, err := informer.AddEventHandler(a.podEventHandler()); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	wg.Go(func() { a.runRelist(ctx) })
+	a.runHousekeeping(ctx)
+	a.workers.wait()
+	return nil
+}
+
+func (a *Agent) podEventHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.podChanged(obj) },
+		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				a.workers.remove(pod.UID)
+			}
+		},
+	}
+}
+
+func (a *Agent) podChanged(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.cfg.NodeName {
+		a.workers.update(pod)
+	}
+}
+
+// nodePods lists the pods bound to this node, as the informer knows them.
+func (a *Agent) nodePods() []*corev1.Pod {
+	all, _ := a.podLister.List(labels.Everything()) // a lister's List never fails
+	var pods []*corev1.Pod
+	for _, pod := range all {
+		if pod.Spec.NodeName == a.cfg.NodeName {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
+}
+
+// runHousekeeping periodically syncs every pod again (so nothing depends on
+// an event arriving), retires workers of pods that vanished, removes
+// orphans and forgets expired back-offs; each pass proves the loop alive.
+func (a *Agent) runHousekeeping(ctx context.Context) {
+	tick := time.NewTicker(housekeepingPeriod)
+	defer tick.Stop()
+	for {
+		a.lastHousekeeping.Store(time.Now().UnixNano())
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		workers := a.workers.uids() // before the listing: a pod added later is not in it
+		present := map[string]bool{}
+		for _, pod := range a.nodePods() {
+			present[string(pod.UID)] = true
+			a.workers.update(pod)
+		}
+		for uid := range workers {
+			if !present[string(uid)] {
+				a.workers.remove(uid)
+			}
+		}
+		if err := a.cleanupOrphans(ctx); err != nil && ctx.Err() == nil {
+			slog.Error("clean up orphaned pods", "err", err)
+		}
+		a.backoff.GC()
+	}
+}
+
+func (a *Agent) runRelist(ctx context.Context) {
+	var r relister
+	tick := time.NewTicker(relistPeriod)
+	defer tick.Stop()
+	for {
+		if err := r.relist(ctx, a); err != nil && ctx.Err() == nil {
+			slog.Error("relist", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ensurePauseImage imports the embedded pause image when the runtime lacks
+// it, retrying until it works; the node is NotReady until then.
+func (a *Agent) ensurePauseImage(ctx context.Context) error {
+	for {
+		err := a.rt.EnsureImage(ctx, pauseimage.Ref, pauseTarball)
+		if err == nil {
+			a.pauseImageReady.Store(true)
+			return nil
+		}
+		slog.Error("import pause image, will retry", "image", pauseimage.Ref, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("import pause image %s: %w", pauseimage.Ref, err)
+		case <-time.After(pauseImageRetry):
+		}
+	}
+}
+
+func pauseTarball() (io.ReadCloser, error) {
+	data, err := pauseimage.Tarball()
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// ignoreCanceled turns an error caused by ctx ending into a clean stop.
+func ignoreCanceled(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

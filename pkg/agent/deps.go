@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"net"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// Runtime is the part of pkg/runtime (containerd) the agent drives. It is an
+// interface so the sync logic can be tested against a fake.
+type Runtime interface {
+	// Version is the runtime's version; an error means the runtime is not reachable.
+	Version(ctx context.Context) (string, error)
+	EnsureImage(ctx context.Context, ref string, tar func() (io.ReadCloser, error)) error
+	HasImage(ctx context.Context, ref string) (bool, error)
+	PullImage(ctx context.Context, ref string) error
+	RunSandbox(ctx context.Context, cfg runtime.SandboxConfig) (runtime.Container, error)
+	CreateContainer(ctx context.Context, cfg runtime.ContainerConfig) (runtime.Container, error)
+	StartContainer(ctx context.Context, id string) error
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	RemoveContainer(ctx context.Context, id string) error
+	// ListContainers lists the containers of one pod, or of every pod when podUID is "".
+	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
+}
+
+// Network is the part of pkg/network the agent drives: pod network
+// namespaces and the CNI plugins that wire them.
+type Network interface {
+	NewNetNS(dir, name string) (path string, err error)
+	RemoveNetNS(path string) error
+	SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, ports ...network.PortMapping) (net.IP, error)
+	TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error
+}

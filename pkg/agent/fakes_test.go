@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// fakeRuntime keeps containers in memory and logs every call that changes them.
+type fakeRuntime struct {
+	clock clock.Clock
+
+	mu         sync.Mutex
+	containers []*runtime.Container // in creation order
+	images     map[string]bool
+	calls      []string
+	nextID     int
+	pullErr    error
+	startErr   error
+	versionErr error
+	stopGrace  map[string]time.Duration
+}
+
+func newFakeRuntime(c clock.Clock) *fakeRuntime {
+	return &fakeRuntime{clock: c, images: map[string]bool{}, stopGrace: map[string]time.Duration{}}
+}
+
+func (f *fakeRuntime) find(id string) *runtime.Container {
+	for _, c := range f.containers {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *fakeRuntime) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+// takeCalls returns the calls made since the last takeCalls.
+func (f *fakeRuntime) takeCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	calls := f.calls
+	f.calls = nil
+	return calls
+}
+
+func (f *fakeRuntime) Version(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return "1.6.20", f.versionErr
+}
+
+func (f *fakeRuntime) EnsureImage(_ context.Context, ref string, tar func() (io.ReadCloser, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.images[ref] {
+		r, err := tar()
+		if err != nil {
+			return err
+		}
+		r.Close()
+		f.images[ref] = true
+		f.record("import %s", ref)
+	}
+	return nil
+}
+
+func (f *fakeRuntime) HasImage(_ context.Context, ref string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.images[ref], nil
+}
+
+func (f *fakeRuntime) PullImage(_ context.Context, ref string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("pull %s", ref)
+	if f.pullErr != nil {
+		return f.pullErr
+	}
+	f.images[ref] = true
+	return nil
+}
+
+func (f *fakeRuntime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (runtime.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := os.Stat(cfg.NetNSPath); err != nil {
+		return runtime.Container{}, fmt.Errorf("netns: %w", err)
+	}
+	f.nextID++
+	c := &runtime.Container{
+		ID: fmt.Sprintf("sb%d", f.nextID), PodUID: cfg.PodUID, PodNamespace: cfg.PodNamespace, PodName: cfg.PodName,
+		Name: "sandbox", Sandbox: true, NetNSPath: cfg.NetNSPath, State: runtime.StateRunning, StartedAt: f.clock.Now(),
+	}
+	f.containers = append(f.containers, c)
+	f.record("sandbox %s", cfg.PodName)
+	return *c, nil
+}
+
+func (f *fakeRuntime) CreateContainer(_ context.Context, cfg runtime.ContainerConfig) (runtime.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb := f.find(cfg.SandboxID)
+	if sb == nil || sb.State != runtime.StateRunning {
+		return runtime.Container{}, fmt.Errorf("sandbox %s is not running", cfg.SandboxID)
+	}
+	if !f.images[cfg.Image] {
+		return runtime.Container{}, fmt.Errorf("image %s not present", cfg.Image)
+	}
+	f.nextID++
+	c := &runtime.Container{
+		ID: fmt.Sprintf("c%d", f.nextID), PodUID: cfg.PodUID, Name: cfg.Name, Image: cfg.Image, SpecHash: cfg.SpecHash,
+		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated,
+	}
+	f.containers = append(f.containers, c)
+	f.record("create %s", cfg.Name)
+	return *c, nil
+}
+
+func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.find(id)
+	if c == nil {
+		return fmt.Errorf("no container %s", id)
+	}
+	f.record("start %s", c.Name)
+	if f.startErr != nil {
+		return f.startErr
+	}
+	c.State, c.StartedAt = runtime.StateRunning, f.clock.Now()
+	return nil
+}
+
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, grace time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.find(id)
+	if c == nil || c.State != runtime.StateRunning {
+		return nil
+	}
+	f.record("stop %s", c.Name)
+	f.stopGrace[c.Name] = grace
+	c.State, c.ExitCode, c.FinishedAt = runtime.StateExited, 143, f.clock.Now()
+	return nil
+}
+
+func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.find(id); c != nil {
+		f.record("remove %s", c.Name)
+		f.containers = slices.DeleteFunc(f.containers, func(c *runtime.Container) bool { return c.ID == id })
+	}
+	return nil
+}
+
+func (f *fakeRuntime) ListContainers(_ context.Context, podUID string) ([]runtime.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []runtime.Container
+	for _, c := range f.containers {
+		if podUID == "" || c.PodUID == podUID {
+			out = append(out, *c)
+		}
+	}
+	return out, nil
+}
+
+// exit makes the running container called name of a pod exit with code.
+func (f *fakeRuntime) exit(podUID, name string, code int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.containers {
+		if c.PodUID == podUID && c.Name == name && c.State == runtime.StateRunning {
+			c.State, c.ExitCode, c.FinishedAt = runtime.StateExited, code, f.clock.Now()
+			return
+		}
+	}
+	panic("no running container " + name)
+}
+
+// named returns the containers of a pod called name.
+func (f *fakeRuntime) named(podUID, name string) []runtime.Container {
+	all, _ := f.ListContainers(context.Background(), podUID)
+	return slices.DeleteFunc(all, func(c runtime.Container) bool { return c.Name != name })
+}
+
+// fakeNetwork makes netns as plain files and hands out addresses from 10.244.1.0/24.
+type fakeNetwork struct {
+	mu       sync.Mutex
+	attached map[string]string // sandbox id -> netns path
+	nextIP   int
+	setUpErr error
+	calls    []string
+}
+
+func newFakeNetwork() *fakeNetwork { return &fakeNetwork{attached: map[string]string{}} }
+
+func (n *fakeNetwork) NewNetNS(dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return "", err
+	}
+	return path, f.Close()
+}
+
+func (n *fakeNetwork) RemoveNetNS(path string) error { return os.Remove(path) }
+
+func (n *fakeNetwork) SetUp(_ context.Context, id, netnsPath string, _ network.PodRef, _ ...network.PortMapping) (net.IP, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = append(n.calls, "setup "+id)
+	if n.setUpErr != nil {
+		return nil, n.setUpErr
+	}
+	if _, err := os.Stat(netnsPath); err != nil {
+		return nil, errors.New("netns missing")
+	}
+	n.nextIP++
+	n.attached[id] = netnsPath
+	return net.IPv4(10, 244, 1, byte(1+n.nextIP)), nil
+}
+
+func (n *fakeNetwork) TearDown(_ context.Context, id, _ string, _ network.PodRef) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = append(n.calls, "teardown "+id)
+	delete(n.attached, id)
+	return nil
+}
+
+func (n *fakeNetwork) attachedCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.attached)
+}

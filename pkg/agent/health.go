@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// housekeepingStall is how long the sync loop may go without a housekeeping
+// pass before /healthz reports minilet unhealthy.
+const housekeepingStall = 2 * time.Minute
+
+// healthy says whether the sync loop is running and recently made a pass.
+func (a *Agent) healthy() error {
+	last := a.lastHousekeeping.Load()
+	if last == 0 {
+		return errors.New("sync loop has not started yet")
+	}
+	if since := time.Since(time.Unix(0, last)); since > housekeepingStall {
+		return fmt.Errorf("sync loop made no pass for %s", since.Round(time.Second))
+	}
+	return nil
+}
+
+func (a *Agent) healthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := a.healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// serveHealth serves /healthz and /metrics on addr until ctx ends.
+func (a *Agent) serveHealth(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen for healthz on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: a.healthHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("healthz server stopped", "addr", addr, "err", err)
+		}
+	}()
+	return nil
+}

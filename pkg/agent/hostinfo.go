@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// KubeletVersion is what minilet reports as status.nodeInfo.kubeletVersion.
+const KubeletVersion = "v1.32.0-minik8s"
+
+// maxPods is the kubelet's default --max-pods.
+const maxPods = 110
+
+// hostCapacity measures what the host offers to pods. allocatable is the same:
+// minilet reserves nothing for system daemons.
+func hostCapacity(rootDir string) (corev1.ResourceList, error) {
+	mem, err := memTotal("/proc/meminfo")
+	if err != nil {
+		return nil, err
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(rootDir, &fs); err != nil {
+		return nil, fmt.Errorf("statfs %s: %w", rootDir, err)
+	}
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI),
+	}, nil
+}
+
+// memTotal reads MemTotal (in bytes) from a meminfo file.
+func memTotal(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("read memory size: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s: bad MemTotal %q: %w", path, fields[1], err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return 0, fmt.Errorf("%s has no MemTotal line", path)
+}
+
+// hostNodeInfo describes the host the way the kubelet does in status.nodeInfo.
+func hostNodeInfo(runtimeVersion string) corev1.NodeSystemInfo {
+	var uts unix.Utsname
+	kernel := "unknown"
+	if err := unix.Uname(&uts); err == nil {
+		kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	return corev1.NodeSystemInfo{
+		MachineID:               readTrimmed("/etc/machine-id"),
+		SystemUUID:              readTrimmed("/sys/class/dmi/id/product_uuid"),
+		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
+		KernelVersion:           kernel,
+		OSImage:                 osImage("/etc/os-release"),
+		ContainerRuntimeVersion: "containerd://" + runtimeVersion,
+		KubeletVersion:          KubeletVersion,
+		OperatingSystem:         goruntime.GOOS,
+		Architecture:            goruntime.GOARCH,
+	}
+}
+
+// osImage is PRETTY_NAME of an os-release file, as the kubelet reports it.
+func osImage(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "unknown"
+	}
+	for line := range bytes.Lines(data) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "PRETTY_NAME="); ok {
+			if unquoted, err := strconv.Unquote(v); err == nil {
+				return unquoted
+			}
+			return strings.Trim(v, `'"`)
+		}
+	}
+	return "unknown"
+}
+
+// readTrimmed returns a small identity file's content, or "" where the host has none.
+func readTrimmed(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,0 +1,43 @@
+package agent
+
+import (
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// podState is what the agent remembers about one pod between syncs. Only the
+// pod's worker goroutine touches it. It starts from the pod's last reported
+// status, so a restarted minilet adopts running pods instead of recreating them.
+type podState struct {
+	podIP         net.IP
+	startTime     metav1.Time
+	restartCounts map[string]int32
+	// waiting says why a container is not running now (ErrImagePull,
+	// CrashLoopBackOff ...); a started container clears its entry.
+	waiting map[string]corev1.ContainerStateWaiting
+	// lastStatus is the status last written, so an informer that has not
+	// caught up yet does not cause a second identical write.
+	lastStatus *corev1.PodStatus
+	// released: the sandbox and network of a finished pod are gone.
+	released bool
+	// terminated: everything of a deleted pod is gone.
+	terminated bool
+}
+
+func newPodState(pod *corev1.Pod, now metav1.Time) *podState {
+	st := &podState{
+		podIP:         net.ParseIP(pod.Status.PodIP),
+		startTime:     now,
+		restartCounts: map[string]int32{},
+		waiting:       map[string]corev1.ContainerStateWaiting{},
+	}
+	if pod.Status.StartTime != nil {
+		st.startTime = *pod.Status.StartTime
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		st.restartCounts[cs.Name] = cs.RestartCount
+	}
+	return st
+}

@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Retries of a failing sync back off from errorRetryMin to errorRetryMax.
+const (
+	errorRetryMin = 2 * time.Second
+	errorRetryMax = time.Minute
+)
+
+// podHandler does the work for one pod; podWorkers calls it from that pod's
+// goroutine only, so a pod is never synced twice at once.
+type podHandler interface {
+	// syncPod converges a pod that should run; a positive duration asks to
+	// be called again after it (a back-off ending).
+	syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (time.Duration, error)
+	// terminatePod stops and removes everything of a pod being deleted
+	// (gone: the API object no longer exists).
+	terminatePod(ctx context.Context, st *podState, pod *corev1.Pod, gone bool) error
+}
+
+// podWorkers runs one goroutine per pod, like the kubelet's pod workers:
+// updates for a pod coalesce, and its goroutine always works on the newest.
+type podWorkers struct {
+	ctx      context.Context
+	handler  podHandler
+	metrics  *metrics
+	newState func(*corev1.Pod) *podState
+
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	wg      sync.WaitGroup
+}
+
+type podWorker struct {
+	wake chan struct{}
+	// guarded by podWorkers.mu
+	pod  *corev1.Pod
+	gone bool
+}
+
+func newPodWorkers(ctx context.Context, h podHandler, m *metrics, newState func(*corev1.Pod) *podState) *podWorkers {
+	return &podWorkers{ctx: ctx, handler: h, metrics: m, newState: newState, workers: map[types.UID]*podWorker{}}
+}
+
+// update hands the newest version of a pod to its worker, starting one for a new pod.
+func (p *podWorkers) update(pod *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[pod.UID]
+	if !ok {
+		w = &podWorker{wake: make(chan struct{}, 1)}
+		p.workers[pod.UID] = w
+		p.wg.Add(1)
+		go p.run(pod.UID, w, p.newState(pod))
+	}
+	if !w.gone {
+		w.pod = pod
+	}
+	poke(w.wake)
+}
+
+// remove tells a pod's worker that the API object is gone; the worker tears
+// the pod down and exits.
+func (p *podWorkers) remove(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.workers[uid]; ok {
+		w.gone = true
+		poke(w.wake)
+	}
+}
+
+// wake asks a pod's worker for a sync without new pod data (its containers changed).
+func (p *podWorkers) wake(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.workers[uid]; ok {
+		poke(w.wake)
+	}
+}
+
+// uids lists the pods that have a worker.
+func (p *podWorkers) uids() map[types.UID]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[types.UID]bool, len(p.workers))
+	for uid := range p.workers {
+		out[uid] = true
+	}
+	return out
+}
+
+// wait blocks until every worker has stopped (they stop when ctx ends).
+func (p *podWorkers) wait() { p.wg.Wait() }
+
+func (p *podWorkers) run(uid types.UID, w *podWorker, st *podState) {
+	defer p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop() // armed only when a sync asks to be repeated
+	retry := time.Duration(0)
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		p.mu.Lock()
+		pod, gone := w.pod, w.gone
+		p.mu.Unlock()
+
+		var after time.Duration
+		var err error
+		start := time.Now()
+		if gone || pod.DeletionTimestamp != nil {
+			err = p.handler.terminatePod(p.ctx, st, pod, gone)
+			p.metrics.observeSync("terminate", start, err)
+			if err == nil && gone {
+				p.retire(uid)
+				return
+			}
+		} else {
+			after, err = p.handler.syncPod(p.ctx, st, pod)
+			p.metrics.observeSync("sync", start, err)
+		}
+		if err != nil && p.ctx.Err() == nil {
+			slog.Error("sync pod", "pod", podKey(pod), "err", err)
+			retry = min(max(2*retry, errorRetryMin), errorRetryMax)
+			if after == 0 {
+				after = retry
+			}
+		} else {
+			retry = 0
+		}
+		timer.Stop()
+		if after > 0 {
+			timer.Reset(after)
+		}
+	}
+}
+
+// retire forgets the worker of a pod that is gone for good (UIDs are never reused).
+func (p *podWorkers) retire(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.workers, uid)
+}
+
+// poke wakes a worker without blocking; a pending wake-up already covers this one.
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

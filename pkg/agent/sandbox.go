@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// ensureSandbox returns the pod's running sandbox, making a new one (with a
+// new netns and network) when there is none, as the kubelet does: a pod
+// whose sandbox died, or whose address is unknown, is killed and started
+// again. A nil sandbox without error means the pod must not start again
+// (restartPolicy Never after its sandbox died); its containers were stopped.
+func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod, all []runtime.Container) (*runtime.Container, error) {
+	sandboxes := sandboxesOf(all)
+	if len(sandboxes) > 0 && isRunning(sandboxes[0]) && st.podIP != nil {
+		return &sandboxes[0], nil
+	}
+	apps := appContainersOf(all)
+	grace := gracePeriod(pod)
+	if len(sandboxes) > 0 && len(apps) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		slog.Info("sandbox of pod is gone and restartPolicy is Never; stopping its containers", "pod", podKey(pod))
+		return nil, a.stopContainers(ctx, pod, apps, grace)
+	}
+	if len(all) > 0 {
+		slog.Info("sandbox of pod is gone or has no address; starting the pod over", "pod", podKey(pod))
+		if err := a.stopContainers(ctx, pod, apps, grace); err != nil {
+			return nil, err
+		}
+		if err := a.removeContainers(ctx, apps); err != nil {
+			return nil, err
+		}
+		// The new containers restart the old ones.
+		for _, c := range pod.Spec.Containers {
+			if len(containersNamed(apps, c.Name)) > 0 {
+				st.restartCounts[c.Name]++
+			}
+		}
+	}
+	if err := a.releaseSandbox(ctx, podRef(pod), sandboxes); err != nil {
+		return nil, err
+	}
+	sb, err := a.createSandbox(ctx, st, pod)
+	if err != nil {
+		a.podEvent(pod, corev1.EventTypeWarning, eventFailedSandbox, "Failed to create pod sandbox: %v", err)
+		return nil, fmt.Errorf("create sandbox of pod %s: %w", podKey(pod), err)
+	}
+	return sb, nil
+}
+
+// createSandbox makes the pod's netns, its pause container holding it, and
+// wires the network through CNI. What it made is undone when a later step fails.
+func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod) (*runtime.Container, error) {
+	nsPath, err := a.net.NewNetNS(a.cfg.netnsDir(), string(pod.UID))
+	if err != nil {
+		return nil, fmt.Errorf("create network namespace: %w", err)
+	}
+	sb, err := a.rt.RunSandbox(ctx, runtime.SandboxConfig{
+		PodUID:       string(pod.UID),
+		PodNamespace: pod.Namespace,
+		PodName:      pod.Name,
+		Hostname:     podHostname(pod),
+		NetNSPath:    nsPath,
+		Labels:       podLabels(pod),
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("run pause container: %w", err), a.removeNetNS(nsPath))
+	}
+	ip, err := a.net.SetUp(ctx, sb.ID, nsPath, podRef(pod), hostPorts(pod)...)
+	if err != nil {
+		undo := a.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb})
+		return nil, errors.Join(fmt.Errorf("set up pod network: %w", err), undo)
+	}
+	st.podIP = ip
+	return &sb, nil
+}
+
+// hostPorts are the pod's containers' hostPorts, for the portmap plugin.
+func hostPorts(pod *corev1.Pod) []network.PortMapping {
+	var ports []network.PortMapping
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				ports = append(ports, network.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: string(p.Protocol), HostIP: p.HostIP})
+			}
+		}
+	}
+	return ports
+}
+
+// podHostname is spec.hostname, else the pod's name, cut to a DNS label as the kubelet does.
+func podHostname(pod *corev1.Pod) string {
+	name := pod.Spec.Hostname
+	if name == "" {
+		name = pod.Name
+	}
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}
+
+// podLabels are the kubelet's labels on every container of a pod, so tools
+// looking at containerd can tell which pod a container belongs to.
+func podLabels(pod *corev1.Pod) map[string]string {
+	return map[string]string{
+		"io.kubernetes.pod.name":      pod.Name,
+		"io.kubernetes.pod.namespace": pod.Namespace,
+		"io.kubernetes.pod.uid":       string(pod.UID),
+	}
+}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// podStatus computes a pod's status from its runtime containers, the way the
+// kubelet's generateAPIPodStatus does. Fields minilet does not own (other
+// writers' conditions, nominatedNodeName, qosClass) are kept.
+func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container, sandboxReady bool) corev1.PodStatus {
+	s := *pod.Status.DeepCopy()
+	s.HostIP = a.cfg.NodeIP
+	s.HostIPs = []corev1.HostIP{{IP: a.cfg.NodeIP}}
+	if st.podIP != nil {
+		s.PodIP = st.podIP.String()
+		s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
+	}
+	startTime := st.startTime
+	s.StartTime = &startTime
+	s.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		spec := &pod.Spec.Containers[i]
+		var waiting *corev1.ContainerStateWaiting
+		if w, ok := st.waiting[spec.Name]; ok {
+			waiting = &w
+		}
+		s.ContainerStatuses = append(s.ContainerStatuses,
+			containerStatus(spec, containersNamed(all, spec.Name), waiting, st.restartCounts[spec.Name]))
+	}
+	s.Phase = podPhase(pod.Spec.RestartPolicy, s.ContainerStatuses)
+	s.Reason, s.Message = "", ""
+	if st.lastStatus != nil {
+		// The pod as given may predate our last write (the informer lags):
+		// start the conditions we own from what we wrote, for their times.
+		for _, c := range st.lastStatus.Conditions {
+			if ownedConditions[c.Type] {
+				setPodCondition(&s, c, c.LastTransitionTime)
+			}
+		}
+	}
+	a.setPodConditions(&s, sandboxReady)
+	return s
+}
+
+// ownedConditions are the pod conditions the kubelet sets.
+var ownedConditions = map[corev1.PodConditionType]bool{
+	corev1.PodReadyToStartContainers: true,
+	corev1.PodInitialized:            true,
+	corev1.PodReady:                  true,
+	corev1.ContainersReady:           true,
+	corev1.PodScheduled:              true,
+}
+
+// containerStatus reports one container from its runtime history (newest first).
+func containerStatus(spec *corev1.Container, history []runtime.Container, waiting *corev1.ContainerStateWaiting, restarts int32) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: spec.Name, Image: spec.Image, RestartCount: restarts, Started: ptr.To(false)}
+	if len(history) == 0 || history[0].State == runtime.StateCreated || history[0].State == runtime.StateUnknown {
+		if waiting == nil {
+			waiting = &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
+		}
+		cs.State.Waiting = waiting
+		return cs
+	}
+	cur := history[0]
+	cs.ContainerID = "containerd://" + cur.ID
+	cs.ImageID = cur.Image
+	if len(history) > 1 && history[1].State == runtime.StateExited {
+		cs.LastTerminationState.Terminated = terminatedState(history[1])
+	}
+	switch {
+	case isRunning(cur):
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: apiTime(cur.StartedAt)}
+		cs.Ready, cs.Started = true, ptr.To(true)
+	case waiting != nil: // exited, and held back from restarting
+		cs.State.Waiting = waiting
+		cs.LastTerminationState.Terminated = terminatedState(cur)
+	default:
+		cs.State.Terminated = terminatedState(cur)
+	}
+	return cs
+}
+
+func terminatedState(c runtime.Container) *corev1.ContainerStateTerminated {
+	reason := "Completed"
+	if c.ExitCode != 0 {
+		reason = "Error"
+	}
+	return &corev1.ContainerStateTerminated{
+		ExitCode:    c.ExitCode,
+		Reason:      reason,
+		StartedAt:   apiTime(c.StartedAt),
+		FinishedAt:  apiTime(c.FinishedAt),
+		ContainerID: "containerd://" + c.ID,
+	}
+}
+
+// podPhase is the kubelet's getPhase for a pod without init containers.
+func podPhase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) corev1.PodPhase {
+	var running, waiting, stopped, succeeded int
+	for _, cs := range statuses {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.LastTerminationState.Terminated != nil: // waiting to restart
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case waiting > 0 || len(statuses) == 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case policy == corev1.RestartPolicyAlways:
+		return corev1.PodRunning // all exited, restarting
+	case stopped == succeeded:
+		return corev1.PodSucceeded
+	case policy == corev1.RestartPolicyNever:
+		return corev1.PodFailed
+	default:
+		return corev1.PodRunning // OnFailure: failed ones restart
+	}
+}
+
+// setPodConditions sets the conditions the kubelet owns; each keeps its
+// lastTransitionTime while its status stays the same.
+func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool) {
+	var unready []string
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	ready := corev1.PodCondition{Status: corev1.ConditionTrue}
+	switch {
+	case s.Phase == corev1.PodSucceeded:
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
+	case len(unready) > 0:
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+	}
+	sandbox := corev1.ConditionFalse
+	if sandboxReady {
+		sandbox = corev1.ConditionTrue
+	}
+	now := apiTime(a.clock.Now())
+	set := func(typ corev1.PodConditionType, c corev1.PodCondition) {
+		c.Type = typ
+		setPodCondition(s, c, now)
+	}
+	set(corev1.PodReadyToStartContainers, corev1.PodCondition{Status: sandbox})
+	set(corev1.PodInitialized, corev1.PodCondition{Status: corev1.ConditionTrue})
+	set(corev1.PodReady, ready)
+	set(corev1.ContainersReady, ready)
+	if podCondition(s, corev1.PodScheduled) == nil {
+		set(corev1.PodScheduled, corev1.PodCondition{Status: corev1.ConditionTrue})
+	}
+}
+
+// setPodCondition sets c in s; its transition time is now unless the
+// condition already had c's status.
+func setPodCondition(s *corev1.PodStatus, c corev1.PodCondition, now metav1.Time) {
+	c.LastTransitionTime = now
+	if old := podCondition(s, c.Type); old != nil {
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		*old = c
+		return
+	}
+	s.Conditions = append(s.Conditions, c)
+}
+
+func podCondition(s *corev1.PodStatus, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == typ {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// apiTime is t as the API stores it (whole seconds), so a status read back
+// compares equal to the one computed.
+func apiTime(t time.Time) metav1.Time {
+	if t.IsZero() {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t).Rfc3339Copy()
+}
+
+func isTerminal(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// syncPod converges one pod that should run: its sandbox, then its
+// containers in spec order, then its status. A pod that has finished
+// (Succeeded/Failed) only gets its sandbox and network released.
+func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (time.Duration, error) {
+	if isTerminal(pod.Status.Phase) {
+		return 0, a.releaseFinishedPod(ctx, st, pod)
+	}
+	all, err := a.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
+	}
+	var (
+		after time.Duration
+		errs  []error
+	)
+	sandbox, err := a.ensureSandbox(ctx, st, pod, all)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if sandbox != nil && !slices.ContainsFunc(all, func(c runtime.Container) bool { return c.ID == sandbox.ID }) {
+		// A new sandbox: the pod's old containers are gone.
+		if all, err = a.rt.ListContainers(ctx, string(pod.UID)); err != nil {
+			return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
+		}
+	}
+	if sandbox != nil {
+		for i := range pod.Spec.Containers {
+			d, err := a.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], sandbox, all)
+			errs = append(errs, err)
+			if d > 0 && (after == 0 || d < after) {
+				after = d
+			}
+		}
+	}
+
+	if all, err = a.rt.ListContainers(ctx, string(pod.UID)); err != nil {
+		return after, errors.Join(append(errs, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err))...)
+	}
+	status := a.podStatus(st, pod, all, sandbox != nil)
+	errs = append(errs, a.updatePodStatus(ctx, st, pod, status))
+	if isTerminal(status.Phase) {
+		errs = append(errs, a.releaseFinishedPod(ctx, st, pod))
+	}
+	errs = append(errs, a.removeDeadContainers(ctx, pod, all))
+	return after, errors.Join(errs...)
+}
+
+// releaseFinishedPod frees what a finished pod no longer needs — running
+// containers (if something else ended the pod), sandbox, network — and keeps
+// its exited containers for their status and logs, as the kubelet does.
+func (a *Agent) releaseFinishedPod(ctx context.Context, st *podState, pod *corev1.Pod) error {
+	if st.released {
+		return nil
+	}
+	all, err := a.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
+	}
+	if err := a.stopContainers(ctx, pod, appContainersOf(all), gracePeriod(pod)); err != nil {
+		return err
+	}
+	if err := a.releaseSandbox(ctx, podRef(pod), sandboxesOf(all)); err != nil {
+		return err
+	}
+	st.released = true
+	return nil
+}
+
+// removeDeadContainers keeps, per container name, the current container and
+// the one before it (the source of lastState), like the kubelet's container
+// GC; older exited ones and stopped sandboxes other than the newest go.
+func (a *Agent) removeDeadContainers(ctx context.Context, pod *corev1.Pod, all []runtime.Container) error {
+	var dead []runtime.Container
+	for _, c := range pod.Spec.Containers {
+		history := containersNamed(all, c.Name)
+		for _, old := range history[min(2, len(history)):] {
+			if old.State == runtime.StateExited {
+				dead = append(dead, old)
+			}
+		}
+	}
+	return a.removeContainers(ctx, dead)
+}

@@ -1,0 +1,455 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+func TestNewPodRunsSandboxThenContainersInOrder(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "first", "second"))
+	st := newPodState(pod, apiTime(h.clock.Now()))
+
+	h.sync(st, pod)
+
+	want := []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first", "create second", "start second"}
+	if got := h.rt.takeCalls(); !slices.Equal(got, want) {
+		t.Fatalf("runtime calls:\n got %q\nwant %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(h.agent.cfg.netnsDir(), string(pod.UID))); err != nil {
+		t.Errorf("pod netns: %v", err)
+	}
+	if h.net.attachedCount() != 1 {
+		t.Errorf("%d sandboxes attached to the network, want 1", h.net.attachedCount())
+	}
+	logPath := h.rt.named(string(pod.UID), "first")[0].LogPath
+	if want := filepath.Join(h.agent.cfg.RootDir, "logs", "default_web_uid-web", "first", "0.log"); logPath != want {
+		t.Errorf("log path %s, want %s", logPath, want)
+	}
+
+	got := h.apiPod(pod)
+	if got.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s, want Running", got.Status.Phase)
+	}
+	if got.Status.PodIP != "10.244.1.2" || got.Status.HostIP != "10.200.0.11" || got.Status.StartTime == nil {
+		t.Errorf("podIP %q hostIP %q startTime %v", got.Status.PodIP, got.Status.HostIP, got.Status.StartTime)
+	}
+	for _, name := range []string{"first", "second"} {
+		cs := containerStatusOf(got, name)
+		if cs.State.Running == nil || !cs.Ready || cs.ContainerID == "" || cs.RestartCount != 0 || cs.Started == nil || !*cs.Started {
+			t.Errorf("status of %s: %+v", name, cs)
+		}
+	}
+	for _, c := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady, corev1.PodInitialized, corev1.PodScheduled, corev1.PodReadyToStartContainers} {
+		if s := conditionStatus(got, c); s != corev1.ConditionTrue {
+			t.Errorf("condition %s is %q, want True", c, s)
+		}
+	}
+	events := h.takeEvents()
+	for _, e := range []string{"Normal Pulling", "Normal Pulled", "Normal Created", "Normal Started"} {
+		if !hasEvent(events, e) {
+			t.Errorf("no %q event in %q", e, events)
+		}
+	}
+}
+
+func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.net.setUpErr = os.ErrPermission
+
+	if _, err := h.agent.syncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync succeeded without a network")
+	}
+	if !hasEvent(h.takeEvents(), "Warning FailedCreatePodSandBox") {
+		t.Error("no FailedCreatePodSandBox event")
+	}
+	if left, _ := h.rt.ListContainers(h.ctx, ""); len(left) != 0 {
+		t.Errorf("failed sandbox left containers behind: %+v", left)
+	}
+	got := h.apiPod(pod)
+	if got.Status.Phase != corev1.PodPending || containerStatusOf(got, "app").State.Waiting == nil ||
+		containerStatusOf(got, "app").State.Waiting.Reason != reasonContainerCreating {
+		t.Errorf("status after a failed sandbox: %+v", got.Status)
+	}
+
+	h.net.setUpErr = nil
+	h.sync(st, pod)
+	if got := h.apiPod(pod); got.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s after the retry, want Running", got.Status.Phase)
+	}
+}
+
+func TestRestartPolicyAlwaysRestartsWithBackOff(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("crash", corev1.RestartPolicyAlways, "app"))
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.sync(st, pod)
+
+	// The first exit restarts at once, as the kubelet does.
+	h.clock.Step(time.Second)
+	h.rt.exit(uid, "app", 1)
+	h.clock.Step(time.Second)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.RestartCount != 1 || cs.State.Running == nil ||
+		cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
+		t.Fatalf("after the first exit: %+v", cs)
+	}
+	current := h.rt.named(uid, "app")
+	if !newestLogsTo(current, "1.log") {
+		t.Errorf("restarted container logs to %v, want .../1.log", current)
+	}
+
+	// The second exit backs off 10 s.
+	h.clock.Step(time.Second)
+	h.rt.exit(uid, "app", 2)
+	h.clock.Step(time.Second)
+	h.rt.takeCalls()
+	after := h.sync(st, pod)
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Fatalf("restarted during back-off: %q", calls)
+	}
+	if after <= 0 || after > backoffInitial {
+		t.Errorf("requeue after %s, want within the 10s back-off", after)
+	}
+	got := h.apiPod(pod)
+	cs := containerStatusOf(got, "app")
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff || cs.LastTerminationState.Terminated == nil ||
+		cs.LastTerminationState.Terminated.ExitCode != 2 || cs.Ready {
+		t.Errorf("status during back-off: %+v", cs)
+	}
+	if got.Status.Phase != corev1.PodRunning || conditionStatus(got, corev1.PodReady) != corev1.ConditionFalse {
+		t.Errorf("phase %s ready %s during back-off, want Running and not ready", got.Status.Phase, conditionStatus(got, corev1.PodReady))
+	}
+	if !hasEvent(h.takeEvents(), "Warning BackOff") {
+		t.Error("no BackOff event")
+	}
+
+	// After the back-off the container starts again.
+	h.clock.Step(backoffInitial)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.RestartCount != 2 || cs.State.Running == nil {
+		t.Fatalf("after the back-off: %+v", cs)
+	}
+	// Dead containers are collected: the current one and the one before it stay.
+	if n := len(h.rt.named(uid, "app")); n > 2 {
+		t.Errorf("%d containers kept for app, want at most 2", n)
+	}
+
+	// The next back-off is twice as long.
+	h.clock.Step(time.Second)
+	h.rt.exit(uid, "app", 1)
+	h.clock.Step(backoffInitial + time.Second)
+	h.rt.takeCalls()
+	h.sync(st, pod)
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Errorf("restarted 11s after the third exit, want a 20s back-off: %q", calls)
+	}
+}
+
+// newestLogsTo says whether the newest of cs (in creation order) logs to a file called base.
+func newestLogsTo(cs []runtime.Container, base string) bool {
+	return len(cs) > 0 && filepath.Base(cs[len(cs)-1].LogPath) == base
+}
+
+func TestRestartPolicyNeverEndsThePod(t *testing.T) {
+	for _, tc := range []struct {
+		exit  int32
+		phase corev1.PodPhase
+	}{{0, corev1.PodSucceeded}, {1, corev1.PodFailed}} {
+		t.Run(string(tc.phase), func(t *testing.T) {
+			h := newHarness(t)
+			pod := h.createPod(testPod("job", corev1.RestartPolicyNever, "app"))
+			uid := string(pod.UID)
+			st := newPodState(pod, apiTime(h.clock.Now()))
+			h.sync(st, pod)
+			h.clock.Step(time.Second)
+			h.rt.exit(uid, "app", tc.exit)
+			h.rt.takeCalls()
+			h.sync(st, pod)
+
+			got := h.apiPod(pod)
+			if got.Status.Phase != tc.phase {
+				t.Fatalf("phase %s, want %s", got.Status.Phase, tc.phase)
+			}
+			cs := containerStatusOf(got, "app")
+			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != tc.exit || cs.RestartCount != 0 {
+				t.Errorf("container status %+v", cs)
+			}
+			// The finished pod's sandbox and network are released; its container stays for logs.
+			if calls := h.rt.takeCalls(); !slices.Equal(calls, []string{"stop sandbox", "remove sandbox"}) {
+				t.Errorf("runtime calls after the exit: %q", calls)
+			}
+			if h.net.attachedCount() != 0 {
+				t.Error("network of the finished pod not torn down")
+			}
+			if len(h.rt.named(uid, "app")) != 1 {
+				t.Error("exited container of the finished pod removed")
+			}
+			updates := h.statusUpdates()
+			h.sync(st, pod)
+			if calls := h.rt.takeCalls(); len(calls) != 0 || h.statusUpdates() != updates {
+				t.Errorf("finished pod touched again: calls %q", calls)
+			}
+		})
+	}
+}
+
+func TestRestartPolicyOnFailure(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("job", corev1.RestartPolicyOnFailure, "app"))
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.sync(st, pod)
+
+	h.clock.Step(time.Second)
+	h.rt.exit(uid, "app", 3)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.RestartCount != 1 || cs.State.Running == nil {
+		t.Fatalf("failed container not restarted: %+v", cs)
+	}
+	h.clock.Step(time.Second)
+	h.rt.exit(uid, "app", 0)
+	h.sync(st, pod)
+	if got := h.apiPod(pod); got.Status.Phase != corev1.PodSucceeded || conditionStatus(got, corev1.PodReady) != corev1.ConditionFalse {
+		t.Errorf("phase %s after success, want Succeeded", got.Status.Phase)
+	}
+}
+
+func TestImagePullFailureBacksOff(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.rt.pullErr = os.ErrNotExist
+
+	if _, err := h.agent.syncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync succeeded without the image")
+	}
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImagePull {
+		t.Fatalf("status after a failed pull: %+v", cs)
+	}
+	h.rt.takeCalls()
+	h.clock.Step(time.Second)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonImagePullBackOff {
+		t.Fatalf("status during pull back-off: %+v", cs)
+	}
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Errorf("pulled again during the back-off: %q", calls)
+	}
+	h.rt.pullErr = nil
+	h.clock.Step(backoffInitial)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil {
+		t.Errorf("not running after the back-off: %+v", cs)
+	}
+}
+
+func TestPullPolicies(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("web", corev1.RestartPolicyAlways, "never", "always")
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	pod.Spec.Containers[1].ImagePullPolicy = corev1.PullAlways
+	pod.Spec.Containers[1].Image = "localhost/minik8s/netexec:v1"
+	pod = h.createPod(pod)
+	h.rt.images["localhost/minik8s/netexec:v1"] = true
+	st := newPodState(pod, apiTime(h.clock.Now()))
+
+	if _, err := h.agent.syncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("a missing image with pull policy Never did not fail")
+	}
+	if cs := containerStatusOf(h.apiPod(pod), "never"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImageNeverPull {
+		t.Errorf("status of the Never container: %+v", cs)
+	}
+	if calls := h.rt.takeCalls(); !slices.Contains(calls, "pull localhost/minik8s/netexec:v1") {
+		t.Errorf("a present image with pull policy Always was not pulled: %q", calls)
+	}
+}
+
+func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "first", "second"))
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.sync(st, pod)
+	logDir := h.agent.podLogDir(pod.Namespace, pod.Name, uid)
+	if _, err := os.Stat(logDir); err != nil {
+		t.Fatalf("pod log dir: %v", err)
+	}
+
+	// What the API server does on a graceful delete.
+	deleting := h.apiPod(pod)
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](5)
+	h.rt.takeCalls()
+	if err := h.agent.terminatePod(h.ctx, st, deleting, false); err != nil {
+		t.Fatal(err)
+	}
+
+	calls := h.rt.takeCalls()
+	stopSandbox := slices.Index(calls, "stop sandbox")
+	for _, c := range []string{"first", "second"} {
+		i := slices.Index(calls, "stop "+c)
+		if i < 0 || i > stopSandbox || !slices.Contains(calls, "remove "+c) {
+			t.Errorf("container %s not stopped before the sandbox and removed: %q", c, calls)
+		}
+		if g := h.rt.stopGrace[c]; g != 5*time.Second {
+			t.Errorf("container %s stopped with grace %s, want the deletion's 5s", c, g)
+		}
+	}
+	if left, _ := h.rt.ListContainers(h.ctx, uid); len(left) != 0 {
+		t.Errorf("containers left: %+v", left)
+	}
+	if h.net.attachedCount() != 0 {
+		t.Error("network not torn down")
+	}
+	if _, err := os.Stat(filepath.Join(h.agent.cfg.netnsDir(), uid)); !os.IsNotExist(err) {
+		t.Errorf("netns still there: %v", err)
+	}
+	if _, err := os.Stat(logDir); !os.IsNotExist(err) {
+		t.Errorf("log dir still there: %v", err)
+	}
+	if !hasEvent(h.takeEvents(), "Normal Killing") {
+		t.Error("no Killing event")
+	}
+
+	var deleted bool
+	for _, a := range h.client.Actions() {
+		if d, ok := a.(interface{ GetDeleteOptions() metav1.DeleteOptions }); ok && a.GetVerb() == "delete" {
+			opts := d.GetDeleteOptions()
+			deleted = opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds == 0 &&
+				opts.Preconditions != nil && opts.Preconditions.UID != nil && *opts.Preconditions.UID == pod.UID
+		}
+	}
+	if !deleted {
+		t.Error("no final delete with grace period 0 and a UID precondition")
+	}
+	if _, err := h.client.CoreV1().Pods(pod.Namespace).Get(h.ctx, pod.Name, metav1.GetOptions{}); err == nil {
+		t.Error("pod object still exists")
+	}
+
+	// Once the pod is gone, terminating again has nothing left to do.
+	if err := h.agent.terminatePod(h.ctx, st, deleting, true); err != nil {
+		t.Fatal(err)
+	}
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Errorf("second termination touched the runtime: %q", calls)
+	}
+}
+
+func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "first", "second"))
+	uid := string(pod.UID)
+	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
+	h.clock.Step(time.Second)
+	h.rt.exit(uid, "first", 1)
+	h.sync(newPodStateFromAPI(h, pod), pod) // restartCount 1
+	h.rt.takeCalls()
+
+	// A new minilet: state comes only from the API and the runtime.
+	h.agent = h.newAgent()
+	st := newPodStateFromAPI(h, pod)
+	updates := h.statusUpdates()
+	h.sync(st, pod)
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Fatalf("restarted agent changed running containers: %q", calls)
+	}
+	if h.statusUpdates() != updates {
+		t.Error("adopting an unchanged pod wrote its status")
+	}
+	if cs := containerStatusOf(h.apiPod(pod), "first"); cs.RestartCount != 1 {
+		t.Errorf("restartCount %d after adoption, want 1", cs.RestartCount)
+	}
+
+	// A changed spec restarts that container only.
+	changed := h.apiPod(pod)
+	changed.Spec.Containers[1].Image = "localhost/minik8s/netexec:v1"
+	if _, err := h.client.CoreV1().Pods(pod.Namespace).Update(h.ctx, changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Step(time.Second)
+	h.sync(st, pod)
+	want := []string{"stop second", "pull localhost/minik8s/netexec:v1", "create second", "start second"}
+	if calls := h.rt.takeCalls(); !slices.Equal(calls, want) {
+		t.Errorf("after a spec change:\n got %q\nwant %q", calls, want)
+	}
+	got := h.apiPod(pod)
+	if cs := containerStatusOf(got, "second"); cs.RestartCount != 1 || cs.State.Running == nil || cs.Image != "localhost/minik8s/netexec:v1" {
+		t.Errorf("status of the changed container: %+v", cs)
+	}
+	if !hasEvent(h.takeEvents(), "Normal Killing Container second definition changed") {
+		t.Error("no Killing event for the changed container")
+	}
+}
+
+func newPodStateFromAPI(h *harness, pod *corev1.Pod) *podState {
+	return newPodState(h.apiPod(pod), apiTime(h.clock.Now()))
+}
+
+func TestAdoptedPodWithoutAddressGetsNewSandbox(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
+	uid := string(pod.UID)
+	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
+
+	// Status was never written (say minilet died first): the IP is unknown.
+	lost := h.apiPod(pod)
+	lost.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, lost, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.agent = h.newAgent()
+	h.rt.takeCalls()
+	h.clock.Step(time.Second)
+	h.sync(newPodStateFromAPI(h, pod), pod)
+	want := []string{"stop app", "stop sandbox", "remove sandbox", "remove app", "sandbox web", "create app", "start app"}
+	calls := h.rt.takeCalls()
+	slices.Sort(calls)
+	slices.Sort(want)
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls %q, want %q", calls, want)
+	}
+	got := h.apiPod(pod)
+	if got.Status.PodIP == "" || containerStatusOf(got, "app").RestartCount != 1 {
+		t.Errorf("status after a new sandbox: %+v", got.Status)
+	}
+	if n := len(h.rt.named(uid, "sandbox")); n != 1 {
+		t.Errorf("%d sandboxes, want 1", n)
+	}
+}
+
+func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
+	h := newHarness(t)
+	original := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(original, apiTime(h.clock.Now()))
+	h.sync(st, original)
+	if n := h.statusUpdates(); n != 1 {
+		t.Fatalf("%d status updates for a new pod, want 1", n)
+	}
+	h.clock.Step(time.Minute)
+	h.sync(st, original)
+	// An informer that has not caught up still shows the old status.
+	if _, err := h.agent.syncPod(h.ctx, st, original); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.statusUpdates(); n != 1 {
+		t.Errorf("%d status updates without a change, want 1", n)
+	}
+	h.rt.exit(string(original.UID), "app", 1)
+	h.sync(st, original)
+	if n := h.statusUpdates(); n != 2 {
+		t.Errorf("%d status updates after a container exit, want 2", n)
+	}
+}
