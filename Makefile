@@ -5,7 +5,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 IMAGES := $(CURDIR)/images/out
 PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
-COMMANDS := miniapi minilet miniproxy minilab
+COMMANDS := miniapi minilet minilab
 
 .PHONY: all deps images build up down test unit e2e lint clean
 
@@ -14,10 +14,10 @@ all: build
 deps:
 	@bash hack/install-deps.sh
 
-# Our own images (pause, netexec, busybox) as OCI tarballs; minilet embeds the pause one.
+# Our own images (pause, netexec, busybox) as OCI tarballs; the builder also copies pause.tar
+# into $(PAUSE_EMBED) for minilet to embed.
 images:
 	$(GO) run ./images/build -o $(IMAGES)
-	@install -D -m 0644 $(IMAGES)/pause.tar $(PAUSE_EMBED)
 
 build: images
 	@mkdir -p $(BIN)

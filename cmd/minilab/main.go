@@ -1,0 +1,210 @@
+// Command minilab runs a multi-node minik8s cluster on one host, one network namespace per
+// node, for labs without VMs and for end-to-end tests.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/daemon"
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	err := newCommand().Execute()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		os.Exit(exit.ExitCode()) // kubectl/exec: pass the command's own exit code through
+	case err != nil:
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var name string
+	root := &cobra.Command{
+		Use:           "minilab",
+		Short:         "A multi-node minik8s cluster on one host, one network namespace per node",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.ValidateName(name)
+		},
+	}
+	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name))
+	root.SetErr(os.Stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
+	})
+	return withErrorPrinting(root)
+}
+
+// withErrorPrinting prints errors once, except a command's exit status, which speaks for itself.
+func withErrorPrinting(root *cobra.Command) *cobra.Command {
+	for _, c := range root.Commands() {
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			var exit *exec.ExitError
+			if err != nil && !errors.As(err, &exit) {
+				fmt.Fprintln(os.Stderr, "minilab:", err)
+			}
+			return err
+		}
+	}
+	return root
+}
+
+func upCommand(name *string) *cobra.Command {
+	var o cluster.Options
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Create the lab and start a cluster on it; waits until every node is Ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
+				return fmt.Errorf("--nodes must be between 1 and %d, not %d", lab.MaxNodes, o.Nodes)
+			}
+			o.Name, o.Progress = *name, cmd.OutOrStdout()
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			l, err := cluster.Up(ctx, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up: minilab kubectl --name %s -- get nodes\n", l.Name, l.Name)
+			return nil
+		},
+	}
+	exe, _ := os.Executable()
+	binDir := filepath.Dir(exe)
+	cmd.Flags().IntVar(&o.Nodes, "nodes", 2, "number of nodes")
+	cmd.Flags().StringVar(&o.BinDir, "bin-dir", binDir, "directory holding miniapi and minilet")
+	cmd.Flags().StringVar(&o.ImagesDir, "images-dir", filepath.Join(binDir, "..", "images", "out"), "directory of the image tarballs from `make images`")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
+	return cmd
+}
+
+func downCommand(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the cluster and remove every namespace, link, mount, container and file of the lab",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cluster.Down(context.Background(), *name); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %q removed\n", *name)
+			return nil
+		},
+	}
+}
+
+// info is what `minilab info -o json` prints.
+type info struct {
+	Name       string     `json:"name"`
+	Kubeconfig string     `json:"kubeconfig"`
+	APIServer  string     `json:"apiServer"`
+	NetNS      string     `json:"controlPlaneNetns"`
+	Nodes      []nodeInfo `json:"nodes"`
+}
+
+type nodeInfo struct {
+	Name        string `json:"name"`
+	IP          string `json:"ip"`
+	NetNS       string `json:"netns"`
+	PodCIDR     string `json:"podCIDR"`
+	ManifestDir string `json:"podManifestPath"`
+}
+
+func infoCommand(name *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Show the lab: kubeconfig and, per node, name, IP, network namespace and pod manifest directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return fmt.Errorf("lab %q: %w", *name, err)
+			}
+			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS}
+			for _, n := range l.Nodes {
+				in.Nodes = append(in.Nodes, nodeInfo{Name: n.Name, IP: n.IP, NetNS: n.NetNS, PodCIDR: n.PodCIDR, ManifestDir: n.ManifestDir})
+			}
+			out := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(in)
+			case "":
+				fmt.Fprintf(out, "lab %s: API %s (netns %s), kubeconfig %s\n", in.Name, in.APIServer, in.NetNS, in.Kubeconfig)
+				for _, n := range in.Nodes {
+					fmt.Fprintf(out, "  %-8s %-12s netns %-20s pods %-14s manifests %s\n", n.Name, n.IP, n.NetNS, n.PodCIDR, n.ManifestDir)
+				}
+				return nil
+			default:
+				return fmt.Errorf("-o %q: only json is supported", output)
+			}
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	return cmd
+}
+
+func kubectlCommand(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubectl -- ARGS...",
+		Short: "Run kubectl against the lab, from inside the lab",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return fmt.Errorf("lab %q: %w", *name, err)
+			}
+			return runAttached(cluster.KubectlCommand(context.Background(), l, args...))
+		},
+	}
+}
+
+func execCommand(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "exec NODE -- COMMAND...",
+		Short: "Run a command in a node's network namespace (NODE may also be cp)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return fmt.Errorf("lab %q: %w", *name, err)
+			}
+			netns := ""
+			if args[0] == "cp" {
+				netns = l.ControlPlane.NetNS
+			}
+			for _, n := range l.Nodes {
+				if n.Name == args[0] {
+					netns = n.NetNS
+				}
+			}
+			if netns == "" {
+				return fmt.Errorf("lab %q has no node %q", *name, args[0])
+			}
+			return runAttached(lab.Command(context.Background(), netns, args[1], args[2:]...))
+		},
+	}
+}
+
+func runAttached(cmd *exec.Cmd) error {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	return cmd.Run()
+}

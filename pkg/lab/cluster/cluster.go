@@ -1,0 +1,282 @@
+// Package cluster brings up a minik8s cluster on a lab (pkg/lab): a containerd for the lab,
+// miniapi in the control-plane namespace, one minilet per node namespace, images preloaded;
+// and takes it down again. minilab and the end-to-end tests use it.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/pki"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// APIPort is the lab API server's port on the control-plane address.
+const APIPort = 6443
+
+// Images preloaded on every node (the pause image minilet imports itself).
+var Images = []string{"netexec.tar", "busybox.tar"}
+
+// Options say what to bring up and with which binaries.
+type Options struct {
+	Name      string
+	Nodes     int
+	BinDir    string    // miniapi and minilet
+	ImagesDir string    // OCI tarballs from `make images`
+	Progress  io.Writer // one line per step
+	Timeout   time.Duration
+}
+
+// ContainerdSocket is the lab containerd's socket.
+func ContainerdSocket(l *lab.Lab) string {
+	return filepath.Join(l.RunDir, "containerd", "containerd.sock")
+}
+
+// ContainerdNamespace is a node's containerd namespace: the node's netns name, unique per
+// lab and node, so two labs' cgroups never mix either.
+func ContainerdNamespace(n lab.Node) string { return n.NetNS }
+
+func apiDataDir(l *lab.Lab) string { return filepath.Join(l.StateDir, "miniapi") }
+
+func serverURL() string { return fmt.Sprintf("https://%s:%d", lab.ControlPlaneIP, APIPort) }
+
+// Up builds the lab and starts the cluster on it; on failure it removes what it made.
+func Up(ctx context.Context, o Options) (*lab.Lab, error) {
+	if o.Timeout == 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	for _, bin := range []string{"miniapi", "minilet"} {
+		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
+		}
+	}
+	for _, img := range Images {
+		if _, err := os.Stat(filepath.Join(o.ImagesDir, img)); err != nil {
+			return nil, fmt.Errorf("image %s not found in %s (run `make images`): %w", img, o.ImagesDir, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	step(o.Progress, "creating lab %q: switch, control plane and %d node namespaces", o.Name, o.Nodes)
+	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes})
+	if err != nil {
+		return nil, err
+	}
+	if err := start(ctx, l, o); err != nil {
+		if derr := Down(context.Background(), o.Name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("cleaning up: %w", derr))
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+func start(ctx context.Context, l *lab.Lab, o Options) error {
+	step(o.Progress, "starting containerd for the lab")
+	if err := startContainerd(ctx, l); err != nil {
+		return err
+	}
+	if err := preloadImages(ctx, l, o); err != nil {
+		return err
+	}
+
+	step(o.Progress, "starting miniapi in %s (%s)", l.ControlPlane.NetNS, serverURL())
+	ca, err := pki.EnsureCA(controlplane.PKIDir(apiDataDir(l)))
+	if err != nil {
+		return err
+	}
+	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: []string{
+		filepath.Join(o.BinDir, "miniapi"), "--data-dir", apiDataDir(l),
+		"--bind-address", lab.ControlPlaneIP, "--secure-port", fmt.Sprint(APIPort),
+		"--service-cluster-ip-range", l.ServiceCIDR,
+	}})
+	if err != nil {
+		return err
+	}
+	l.Kubeconfig = controlplane.AdminKubeconfig(apiDataDir(l))
+	if err := l.Save(); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, "miniapi to serve", func() bool {
+		_, err := Kubectl(ctx, l, "get", "--raw", "/readyz")
+		return err == nil
+	}); err != nil {
+		return err
+	}
+
+	for _, n := range l.Nodes {
+		step(o.Progress, "starting minilet on %s (%s, pods %s)", n.Name, n.IP, n.PodCIDR)
+		kubeconfig := filepath.Join(l.StateDir, n.Name+".kubeconfig")
+		if err := ca.WriteKubeconfig(kubeconfig, serverURL(), "system:node:"+n.Name, []string{"system:nodes"}); err != nil {
+			return err
+		}
+		_, err := l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
+			filepath.Join(o.BinDir, "minilet"), "--kubeconfig", kubeconfig,
+			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
+			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
+			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
+		}})
+		if err != nil {
+			return err
+		}
+	}
+	return waitNodesReady(ctx, l, o.Progress)
+}
+
+func startContainerd(ctx context.Context, l *lab.Lab) error {
+	root := filepath.Join(l.StateDir, "containerd")
+	state := filepath.Join(l.RunDir, "containerd")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
+	config := filepath.Join(root, "config.toml")
+	if err := os.WriteFile(config, runtime.DaemonConfig(root, filepath.Join(state, "state"), ContainerdSocket(l)), 0o644); err != nil {
+		return err
+	}
+	if _, err := l.Start(lab.Process{Name: "containerd", Args: []string{"containerd", "--config", config}}); err != nil {
+		return err
+	}
+	return waitFor(ctx, "containerd", func() bool {
+		rt, err := runtime.New(ctx, ContainerdSocket(l), "default")
+		if err != nil {
+			return false
+		}
+		rt.Close()
+		return true
+	})
+}
+
+// preloadImages imports our images into every node's containerd namespace: there is no
+// registry, and a lab node should start pods as fast as a node with a warm image cache.
+func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
+	for _, n := range l.Nodes {
+		rt, err := runtime.New(ctx, ContainerdSocket(l), ContainerdNamespace(n))
+		if err != nil {
+			return err
+		}
+		for _, img := range Images {
+			step(o.Progress, "importing %s into %s", img, n.Name)
+			f, err := os.Open(filepath.Join(o.ImagesDir, img))
+			if err != nil {
+				rt.Close()
+				return err
+			}
+			_, err = rt.ImportImage(ctx, f)
+			f.Close()
+			if err != nil {
+				rt.Close()
+				return fmt.Errorf("import %s on %s: %w", img, n.Name, err)
+			}
+		}
+		rt.Close()
+	}
+	return nil
+}
+
+func waitNodesReady(ctx context.Context, l *lab.Lab, progress io.Writer) error {
+	last := ""
+	return waitFor(ctx, fmt.Sprintf("%d nodes to be Ready", len(l.Nodes)), func() bool {
+		out, err := Kubectl(ctx, l, "get", "nodes", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{" "}{end}`)
+		if err != nil {
+			return false
+		}
+		if out != last {
+			step(progress, "nodes: %s", strings.TrimSpace(out))
+			last = out
+		}
+		return strings.Count(out, "=True") == len(l.Nodes)
+	})
+}
+
+// Down stops the cluster of lab name and removes the lab, also after a crash: the lab's
+// containers are purged through its containerd (restarted if it died) before the lab's
+// namespaces, links, mounts and directories go.
+func Down(ctx context.Context, name string) error {
+	l, err := lab.Load(name)
+	if err != nil {
+		return errors.Join(ignoreMissing(err), lab.Destroy(name))
+	}
+	var errs []error
+	for _, p := range l.Processes {
+		if strings.HasPrefix(p.Name, "minilet-") || p.Name == "miniapi" {
+			if err := l.Stop(p.Name, 10*time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(l.StateDir, "containerd", "config.toml")); err == nil {
+		if rt, err := runtime.New(ctx, ContainerdSocket(l), "default"); err != nil {
+			// containerd is gone: bring it back so its shims and containers are cleaned up properly.
+			_ = l.Stop("containerd", time.Second)
+			if err := startContainerd(ctx, l); err != nil {
+				errs = append(errs, fmt.Errorf("restarting the lab's containerd to purge it: %w", err))
+			}
+		} else {
+			rt.Close()
+		}
+		purgeCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		if err := runtime.Purge(purgeCtx, ContainerdSocket(l)); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	return errors.Join(append(errs, lab.Destroy(name))...)
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Kubectl runs kubectl against the lab's API from inside the control-plane namespace (the
+// host has no route into the lab) and returns its output.
+func Kubectl(ctx context.Context, l *lab.Lab, args ...string) (string, error) {
+	cmd := KubectlCommand(ctx, l, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// KubectlCommand is kubectl against the lab, ready for the caller to wire its stdio.
+func KubectlCommand(ctx context.Context, l *lab.Lab, args ...string) *exec.Cmd {
+	return lab.Command(ctx, l.ControlPlane.NetNS, "kubectl", append([]string{"--kubeconfig", l.Kubeconfig}, args...)...)
+}
+
+func waitFor(ctx context.Context, what string, ok func() bool) error {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func step(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "==> "+format+"\n", args...)
+}
