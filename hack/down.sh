@@ -2,7 +2,7 @@
 # Stops what `make up` started and removes its pods, state and network pieces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE=${MINIK8S_STATE:-/var/lib/minik8s}
+STATE=${MINIK8S_STATE:-/var/lib/minik8s/host}
 RUN=/run/minik8s/up
 KUBECONFIG_ADMIN=$STATE/miniapi/admin.kubeconfig
 say() { printf '==> %s\n' "$*"; }
@@ -42,6 +42,7 @@ if [[ -d /var/lib/minilet/netns ]]; then
     umount "$ns" 2>/dev/null || true
     rm -f "$ns"
   done
+  umount /var/lib/minilet/netns 2>/dev/null || true # minilet makes the dir a shared mount
 fi
 ip link del cni0 2>/dev/null || true
 rm -rf "$STATE" /var/lib/minilet "$RUN"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
-STATE=${MINIK8S_STATE:-/var/lib/minik8s}
+STATE=${MINIK8S_STATE:-/var/lib/minik8s/host}
 RUN=/run/minik8s/up
 LOGS=$STATE/logs
 DATA=$STATE/miniapi
@@ -43,6 +43,13 @@ if ! ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; then
   wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
 fi
 
+# No registry here: load our images into minilet's containerd namespace (the pause image
+# is embedded in minilet itself).
+for img in netexec busybox; do
+  say "importing localhost/minik8s/$img:v1"
+  ctr --address "$CONTAINERD_SOCK" -n minilet images import "$PWD/images/out/$img.tar" >/dev/null
+done
+
 start miniapi "$BIN/miniapi" --data-dir "$DATA" --bind-address 0.0.0.0 --secure-port 6443
 wait_for "miniapi" 30 test -s "$KUBECONFIG_ADMIN"
 wait_for "miniapi to serve" 30 kubectl --kubeconfig "$KUBECONFIG_ADMIN" get --raw /readyz
@@ -55,6 +62,7 @@ start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-nam
 
 k() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 say "waiting for node $NODE to be Ready"
+wait_for "node $NODE to register" 60 k get node "$NODE"
 k wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null
 
 say "running the demo pod"
@@ -70,7 +78,11 @@ spec:
     image: localhost/minik8s/netexec:v1
     imagePullPolicy: IfNotPresent
 YAML
-k wait --for=condition=Ready pod/demo --timeout=120s >/dev/null
+if ! k wait --for=condition=Ready pod/demo --timeout=120s >/dev/null; then
+  k get pods -o wide >&2
+  echo "the demo pod did not become Ready; see $LOGS/minilet.log" >&2
+  exit 1
+fi
 k get nodes,pods -A -o wide
 cat <<MSG
 
