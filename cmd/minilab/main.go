@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ func main() {
 	case errors.As(err, &exit):
 		os.Exit(exit.ExitCode()) // kubectl/exec: pass the command's own exit code through
 	case err != nil:
+		fmt.Fprintln(os.Stderr, "minilab:", err)
 		os.Exit(1)
 	}
 }
@@ -46,23 +48,16 @@ func newCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
 	})
-	return withErrorPrinting(root)
+	return root
 }
 
-// withErrorPrinting prints errors once, except a command's exit status, which speaks for itself.
-func withErrorPrinting(root *cobra.Command) *cobra.Command {
-	for _, c := range root.Commands() {
-		run := c.RunE
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			err := run(cmd, args)
-			var exit *exec.ExitError
-			if err != nil && !errors.As(err, &exit) {
-				fmt.Fprintln(os.Stderr, "minilab:", err)
-			}
-			return err
-		}
+// loadLab reads an existing lab, saying plainly when there is none.
+func loadLab(name string) (*lab.Lab, error) {
+	l, err := lab.Load(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("lab %q does not exist; start one with: minilab up --name %s", name, name)
 	}
-	return root
+	return l, err
 }
 
 func upCommand(name *string) *cobra.Command {
@@ -134,9 +129,9 @@ func infoCommand(name *string) *cobra.Command {
 		Short: "Show the lab: kubeconfig and, per node, name, IP, network namespace and pod manifest directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := lab.Load(*name)
+			l, err := loadLab(*name)
 			if err != nil {
-				return fmt.Errorf("lab %q: %w", *name, err)
+				return err
 			}
 			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS}
 			for _, n := range l.Nodes {
@@ -168,9 +163,9 @@ func kubectlCommand(name *string) *cobra.Command {
 		Use:   "kubectl -- ARGS...",
 		Short: "Run kubectl against the lab, from inside the lab",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := lab.Load(*name)
+			l, err := loadLab(*name)
 			if err != nil {
-				return fmt.Errorf("lab %q: %w", *name, err)
+				return err
 			}
 			return runAttached(cluster.KubectlCommand(context.Background(), l, args...))
 		},
@@ -183,9 +178,9 @@ func execCommand(name *string) *cobra.Command {
 		Short: "Run a command in a node's network namespace (NODE may also be cp)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := lab.Load(*name)
+			l, err := loadLab(*name)
 			if err != nil {
-				return fmt.Errorf("lab %q: %w", *name, err)
+				return err
 			}
 			netns := ""
 			if args[0] == "cp" {

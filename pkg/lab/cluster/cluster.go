@@ -67,6 +67,9 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 			return nil, fmt.Errorf("image %s not found in %s (run `make images`): %w", img, o.ImagesDir, err)
 		}
 	}
+	if _, err := lab.Load(o.Name); err == nil {
+		return nil, fmt.Errorf("lab %q already exists; remove it first with: minilab down --name %s", o.Name, o.Name)
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	step(o.Progress, "creating lab %q: switch, control plane and %d node namespaces", o.Name, o.Nodes)
