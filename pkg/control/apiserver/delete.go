@@ -93,7 +93,7 @@ func (s *Server) delete(ctx context.Context, res *registry.Resource, ns, name st
 				return s.markForDeletion(ctx, res, ns, name, opts.Preconditions, grace, dry)
 			}
 		}
-		if len(mustMeta(obj).GetFinalizers()) > 0 {
+		if finalizing(res, obj) {
 			return s.markForDeletion(ctx, res, ns, name, opts.Preconditions, 0, dry)
 		}
 		if dry {

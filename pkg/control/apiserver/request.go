@@ -33,8 +33,8 @@ func parseResourcePath(r *http.Request) (requestInfo, bool) {
 		return info, false
 	}
 	// namespaces/NS/RESOURCE/... addresses namespaced resources; namespaces[/NAME[/SUB]] the
-	// namespace objects themselves.
-	if parts[0] == "namespaces" && len(parts) >= 3 {
+	// namespace objects themselves, whose subresources are status and finalize.
+	if parts[0] == "namespaces" && len(parts) >= 3 && !namespaceSubresources[parts[2]] {
 		info.Namespace = parts[1]
 		parts = parts[2:]
 	}
@@ -51,6 +51,8 @@ func parseResourcePath(r *http.Request) (requestInfo, bool) {
 	info.Verb = verbFor(r, info.Name != "")
 	return info, true
 }
+
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
 func verbFor(r *http.Request, named bool) string {
 	switch r.Method {

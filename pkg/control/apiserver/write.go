@@ -247,7 +247,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 			setResourceVersion(obj, kv.Revision)
 			return obj, nil
 		}
-		if finalized(obj) {
+		if finalized(res, obj) {
 			_, _, err = s.store.Delete(ctx, key, kv.Revision)
 		} else {
 			var rev int64
@@ -311,11 +311,16 @@ func prepareUpdate(res *registry.Resource, opts updateOptions, obj, old runtime.
 	return obj, nil
 }
 
+// finalizing tells whether finalizers (metadata's or the kind's own) hold the object.
+func finalizing(res *registry.Resource, obj runtime.Object) bool {
+	return len(mustMeta(obj).GetFinalizers()) > 0 || (res.Rules.Finalizing != nil && res.Rules.Finalizing(obj))
+}
+
 // finalized tells whether an object marked for deletion has no finalizer and no grace
 // period left, so the update that got it there completes the deletion.
-func finalized(obj runtime.Object) bool {
+func finalized(res *registry.Resource, obj runtime.Object) bool {
 	m := mustMeta(obj)
-	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+	if m.GetDeletionTimestamp() == nil || finalizing(res, obj) {
 		return false
 	}
 	g := m.GetDeletionGracePeriodSeconds()

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -136,7 +138,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
-// runComponents starts the scheduler (and, later, controllers) as API clients.
+// runComponents starts the scheduler and the controllers as API clients.
 func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -150,8 +152,17 @@ func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	nsController, err := namespace.New(client, dyn, factory.Core().V1().Namespaces(), log.With("component", "namespace-controller"))
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
 	go sched.Run(ctx)
+	go nsController.Run(ctx)
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 	return nil
 }

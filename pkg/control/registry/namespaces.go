@@ -15,7 +15,10 @@ const NamespaceFinalizer corev1.FinalizerName = "kubernetes"
 var namespaceRules = Rules{
 	Default: func(obj runtime.Object) {
 		ns := obj.(*corev1.Namespace)
-		if ns.Status.Phase == "" {
+		switch {
+		case ns.DeletionTimestamp != nil:
+			ns.Status.Phase = corev1.NamespaceTerminating
+		case ns.Status.Phase == "":
 			ns.Status.Phase = corev1.NamespaceActive
 		}
 		if ns.Labels == nil {
@@ -38,6 +41,7 @@ var namespaceRules = Rules{
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 	},
+	Finalizing: func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			column("Name", "string", "Name of the namespace", false),

@@ -41,6 +41,9 @@ type Rules struct {
 	PrepareCreate func(obj runtime.Object)
 	// GracefulDelete returns the grace period to apply on delete, or false to delete now.
 	GracefulDelete func(obj runtime.Object, requested *int64) (int64, bool)
+	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
+	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
+	Finalizing func(obj runtime.Object) bool
 }
 
 // GVK returns the group/version/kind of the resource's objects.

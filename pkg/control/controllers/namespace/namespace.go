@@ -1,0 +1,197 @@
+// Package namespace finalizes deleted namespaces: it deletes everything in a Terminating
+// namespace, and once nothing is left removes the "kubernetes" finalizer so the API server
+// deletes the namespace itself (the seeds' Namespace Controller).
+package namespace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// contentRetry is how soon a namespace whose content is still going away is looked at again.
+const contentRetry = 2 * time.Second
+
+// Controller deletes the content of terminating namespaces.
+type Controller struct {
+	client    kubernetes.Interface
+	dynamic   dynamic.Interface
+	discovery discovery.DiscoveryInterface
+	lister    listers.NamespaceLister
+	synced    cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	log       *slog.Logger
+}
+
+// New wires the controller to a namespace informer.
+func New(client kubernetes.Interface, dyn dynamic.Interface, informer coreinformers.NamespaceInformer, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, dynamic: dyn, discovery: client.Discovery(),
+		lister: informer.Lister(), synced: informer.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		log:   log,
+	}
+	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+	})
+	return c, err
+}
+
+func (c *Controller) enqueue(obj any) {
+	if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
+		c.queue.Add(ns.Name)
+	}
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	go func() { <-ctx.Done(); c.queue.ShutDown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	remaining, err := c.sync(ctx, name)
+	switch {
+	case err != nil:
+		c.log.Info("namespace cleanup failed, will retry", "namespace", name, "err", err)
+		c.queue.AddRateLimited(name)
+	case remaining > 0:
+		c.queue.AddAfter(name, contentRetry)
+	default:
+		c.queue.Forget(name)
+	}
+	return true
+}
+
+// sync deletes what is left in a terminating namespace and finalizes it once it is empty;
+// it returns how many objects are still there.
+func (c *Controller) sync(ctx context.Context, name string) (int, error) {
+	ns, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil || ns.DeletionTimestamp == nil {
+		return 0, err
+	}
+	resources, err := c.namespacedResources()
+	if err != nil {
+		return 0, err
+	}
+	remaining := 0
+	for _, gvr := range resources {
+		n, err := c.deleteAll(ctx, gvr, name)
+		if err != nil {
+			return 0, err
+		}
+		remaining += n
+	}
+	if remaining > 0 {
+		return remaining, nil
+	}
+	return 0, c.finalize(ctx, ns)
+}
+
+// namespacedResources are the resources that can be listed and deleted in a namespace.
+func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error) {
+	lists, err := c.discovery.ServerPreferredNamespacedResources()
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("discovering namespaced resources: %w", err)
+	}
+	var out []schema.GroupVersionResource
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if has(r.Verbs, "list") && has(r.Verbs, "delete") {
+				out = append(out, gv.WithResource(r.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+// deleteAll asks to delete every object of a resource in the namespace and returns how
+// many are still there (graceful pods take their time; finalizers hold others).
+func (c *Controller) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, ns string) (int, error) {
+	client := c.dynamic.Resource(gvr).Namespace(ns)
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("list %s in %s: %w", gvr.Resource, ns, err)
+	}
+	background := metav1.DeletePropagationBackground
+	for _, item := range list.Items {
+		if item.GetDeletionTimestamp() != nil {
+			continue
+		}
+		err := client.Delete(ctx, item.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.GetName(), err)
+		}
+	}
+	if len(list.Items) == 0 {
+		return 0, nil
+	}
+	left, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return len(left.Items), nil
+}
+
+// finalize removes our finalizer through the namespace's finalize subresource.
+func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
+	out := ns.DeepCopy()
+	out.Spec.Finalizers = nil
+	for _, f := range ns.Spec.Finalizers {
+		if f != corev1.FinalizerKubernetes {
+			out.Spec.Finalizers = append(out.Spec.Finalizers, f)
+		}
+	}
+	_, err := c.client.CoreV1().Namespaces().Finalize(ctx, out, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil {
+		c.log.Info("namespace finalized", "namespace", ns.Name)
+	}
+	return err
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,61 @@
+package controlplane
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Deleting a namespace makes it Terminating, refuses new content, deletes what is in it,
+// and then the namespace itself goes away.
+func TestNamespaceDeletionRemovesContent(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := c.client.CoreV1().ConfigMaps("team").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A finalizer on one object keeps the namespace Terminating until someone removes it.
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}
+	if _, err := c.client.CoreV1().ConfigMaps("team").Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	c.mustKubectl(t, "", "delete", "namespace", "team", "--wait=false")
+	got, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+	if err != nil || got.Status.Phase != corev1.NamespaceTerminating || got.DeletionTimestamp == nil {
+		t.Fatalf("namespace should be Terminating: %v %+v", err, got.Status)
+	}
+	_, err = c.client.CoreV1().ConfigMaps("team").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("create in a terminating namespace: want Forbidden, got %v", err)
+	}
+	waitFor(t, "content deleted", func() bool {
+		list, err := c.client.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 1 && list.Items[0].Name == "held" && list.Items[0].DeletionTimestamp != nil
+	})
+	if _, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{}); err != nil {
+		t.Fatalf("namespace must wait for the held object: %v", err)
+	}
+	cm, err := c.client.CoreV1().ConfigMaps("team").Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Finalizers = nil
+	if _, err := c.client.CoreV1().ConfigMaps("team").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "namespace gone", func() bool {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
