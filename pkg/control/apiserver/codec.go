@@ -141,8 +141,7 @@ func checkTypeMeta(data []byte, want schema.GroupVersionKind) error {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v) // the client going away mid-body is not ours to report
+	_ = json.NewEncoder(w).Encode(v) // the client going away mid-body is not ours to report
 }
 
 // writeError writes err as a metav1.Status, the body every Kubernetes client understands.

@@ -22,6 +22,10 @@ func serveVersion(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) serveLegacyVersions(w http.ResponseWriter, r *http.Request) {
+	if wantsAggregated(r) {
+		s.serveAggregated(w, true)
+		return
+	}
 	writeJSON(w, http.StatusOK, metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
@@ -49,7 +53,11 @@ func (s *Server) apiGroups() []metav1.APIGroup {
 	return groups
 }
 
-func (s *Server) serveGroups(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveGroups(w http.ResponseWriter, r *http.Request) {
+	if wantsAggregated(r) {
+		s.serveAggregated(w, false)
+		return
+	}
 	writeJSON(w, http.StatusOK, metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 		Groups:   s.apiGroups(),

@@ -1,0 +1,80 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// aggregatedMediaType is the content type of aggregated discovery (one response describes
+// every group, version and resource), which kubectl and client-go ask for first.
+const aggregatedMediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// wantsAggregated tells whether the client accepts aggregated discovery v2.
+func wantsAggregated(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == "application/json" && params["g"] == "apidiscovery.k8s.io" && params["v"] == "v2" && params["as"] == "APIGroupDiscoveryList" {
+			return true
+		}
+	}
+	return false
+}
+
+// serveAggregated answers /api (legacy: true) or /apis with an APIGroupDiscoveryList.
+func (s *Server) serveAggregated(w http.ResponseWriter, legacy bool) {
+	list := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
+	index := map[string]int{}
+	for _, gv := range s.reg.GroupVersions() {
+		if (gv.Group == "") != legacy {
+			continue
+		}
+		version := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+		for _, res := range s.reg.Resources() {
+			if res.GroupVersion() == gv {
+				version.Resources = append(version.Resources, resourceDiscovery(res))
+			}
+		}
+		i, ok := index[gv.Group]
+		if !ok {
+			i = len(list.Items)
+			index[gv.Group] = i
+			list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: gv.Group}})
+		}
+		list.Items[i].Versions = append(list.Items[i].Versions, version)
+	}
+	w.Header().Set("Content-Type", aggregatedMediaType)
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(list)
+}
+
+// resourceDiscovery is the aggregated form of the same entries legacy discovery serves.
+func resourceDiscovery(res *registry.Resource) apidiscoveryv2.APIResourceDiscovery {
+	entries := apiResources(res)
+	main := entries[0]
+	scope := apidiscoveryv2.ScopeCluster
+	if main.Namespaced {
+		scope = apidiscoveryv2.ScopeNamespace
+	}
+	gvk := res.GVK()
+	out := apidiscoveryv2.APIResourceDiscovery{
+		Resource: main.Name, SingularResource: main.SingularName, Scope: scope, Verbs: main.Verbs,
+		ShortNames: main.ShortNames, Categories: main.Categories,
+		ResponseKind: &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+	}
+	for _, sub := range entries[1:] {
+		kind := &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: sub.Kind}
+		if sub.Group != "" || sub.Version != "" {
+			kind.Group, kind.Version = sub.Group, sub.Version
+		}
+		out.Subresources = append(out.Subresources, apidiscoveryv2.APISubresourceDiscovery{
+			Subresource: strings.TrimPrefix(sub.Name, main.Name+"/"), ResponseKind: kind, Verbs: sub.Verbs,
+		})
+	}
+	return out
+}

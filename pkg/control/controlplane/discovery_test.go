@@ -1,0 +1,57 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// client-go's discovery uses aggregated discovery (v2) when the server offers it: one
+// request for /api and one for /apis instead of one per group version.
+func TestDiscovery(t *testing.T) {
+	c := startCluster(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, resources, err := dc.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, g := range groups {
+		names[g.Name] = true
+	}
+	if !names[""] || !names["coordination.k8s.io"] {
+		t.Errorf("groups %v lack the core or coordination group", names)
+	}
+	found := map[string]bool{}
+	for _, list := range resources {
+		for _, r := range list.APIResources {
+			found[list.GroupVersion+"/"+r.Name] = true
+		}
+	}
+	for _, want := range []string{"v1/pods", "v1/pods/status", "v1/pods/binding", "v1/nodes", "v1/namespaces/finalize", "coordination.k8s.io/v1/leases"} {
+		if !found[want] {
+			t.Errorf("discovery lacks %s", want)
+		}
+	}
+	out := c.mustKubectl(t, "", "api-resources", "--api-group=")
+	if !regexpLine(out, `pods\s+po\s+v1\s+true\s+Pod`) {
+		t.Errorf("kubectl api-resources:\n%s", out)
+	}
+	// kubectl -v=6 logs each request; with aggregated discovery it never asks for /api/v1.
+	out = c.mustKubectl(t, "", "get", "pods", "-v=6", "--cache-dir", t.TempDir())
+	if !strings.Contains(out, "GET https://") {
+		t.Fatalf("kubectl -v=6 did not log its requests:\n%s", out)
+	}
+	if strings.Contains(out, "/api/v1?timeout") || strings.Contains(out, "/api/v1 200") {
+		t.Errorf("kubectl fell back to legacy per-group discovery:\n%s", out)
+	}
+}
