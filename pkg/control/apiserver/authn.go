@@ -2,7 +2,14 @@ package apiserver
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -13,6 +20,7 @@ var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": t
 // User is an authenticated client.
 type User struct {
 	Name   string
+	UID    string
 	Groups []string
 }
 
@@ -27,13 +35,72 @@ func UserFrom(ctx context.Context) (User, bool) {
 	return u, ok
 }
 
-// Authenticate wraps h: a verified client certificate names the user (CN) and groups (O), as
-// in Kubernetes' x509 authenticator; anonymous requests reach only the public paths.
-func Authenticate(h http.Handler) http.Handler {
+// Tokens maps bearer tokens to users.
+type Tokens map[string]User
+
+// LoadTokenFile reads a static token file in Kubernetes' format: one
+// `token,user,uid[,"group1,group2"]` line per token.
+func LoadTokenFile(path string) (Tokens, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	tokens := Tokens{}
+	for line := 1; ; line++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return tokens, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("token file %s: %w", path, err)
+		}
+		if len(rec) < 3 || rec[0] == "" || rec[1] == "" {
+			return nil, fmt.Errorf("token file %s line %d: want token,user,uid[,\"groups\"]", path, line)
+		}
+		u := User{Name: rec[1], UID: rec[2]}
+		if len(rec) > 3 && rec[3] != "" {
+			for _, g := range strings.Split(rec[3], ",") {
+				u.Groups = append(u.Groups, strings.TrimSpace(g))
+			}
+		}
+		tokens[rec[0]] = u
+	}
+}
+
+func (t Tokens) lookup(header string) (User, bool) {
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || token == "" {
+		return User{}, false
+	}
+	for known, u := range t {
+		if subtle.ConstantTimeCompare([]byte(known), []byte(token)) == 1 {
+			return u, true
+		}
+	}
+	return User{}, false
+}
+
+// Authenticate wraps h: a verified client certificate names the user (CN) and groups (O),
+// as in Kubernetes' x509 authenticator; else a known bearer token does; anonymous requests
+// reach only the public paths, and a wrong token is refused even there.
+func Authenticate(h http.Handler, tokens Tokens) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := User{}, false
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 			cert := r.TLS.VerifiedChains[0][0]
-			u := User{Name: cert.Subject.CommonName, Groups: append(cert.Subject.Organization, allAuthenticated)}
+			u, ok = User{Name: cert.Subject.CommonName, Groups: cert.Subject.Organization}, true
+		} else if auth := r.Header.Get("Authorization"); auth != "" {
+			if u, ok = tokens.lookup(auth); !ok {
+				writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+				return
+			}
+		}
+		if ok {
+			u.Groups = append(append([]string(nil), u.Groups...), allAuthenticated)
 			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 			return
 		}

@@ -41,6 +41,7 @@ type Options struct {
 	TLSSANs      []string
 	Store        string // "bolt" or "etcd://host:port,..."
 	ServiceRange string
+	TokenFile    string // static bearer tokens (--token-auth-file)
 	Log          *slog.Logger
 }
 
@@ -111,6 +112,12 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	tokens := apiserver.Tokens{}
+	if o.TokenFile != "" {
+		if tokens, err = apiserver.LoadTokenFile(o.TokenFile); err != nil {
+			return fmt.Errorf("--token-auth-file: %w", err)
+		}
+	}
 	tlsCfg, err := servingTLS(ca, o)
 	if err != nil {
 		return err
@@ -120,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, apiserver.Authenticate(srv.Handler())) }()
+	go func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, apiserver.Authenticate(srv.Handler(), tokens)) }()
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 
 	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:kube-scheduler")

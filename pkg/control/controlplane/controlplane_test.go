@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -34,11 +35,15 @@ type cluster struct {
 	client     kubernetes.Interface
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T) *cluster { return startClusterWith(t, func(*Options) {}) }
+
+// startClusterWith lets a test change the options before miniapi starts.
+func startClusterWith(t *testing.T, change func(*Options)) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	o := Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	change(&o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, o) }()
@@ -255,18 +260,45 @@ func TestConflictsAndBadInput(t *testing.T) {
 	}
 }
 
-func TestAnonymousAccess(t *testing.T) {
-	c := startCluster(t)
-	anon := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	for path, want := range map[string]int{"/healthz": 200, "/version": 200, "/api/v1/pods": 401, "/api": 401} {
-		resp, err := anon.Get(c.url + path)
+func TestAuthentication(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte("s3cret,alice,1001,\"dev,ops\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterWith(t, func(o *Options) { o.TokenFile = tokenFile })
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(path, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, c.url+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("anonymous GET %s = %d, want %d", path, resp.StatusCode, want)
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/healthz", "", 200}, {"/version", "", 200}, {"/readyz", "", 200},
+		{"/api/v1/pods", "", 401}, {"/api", "", 401},
+		{"/api/v1/pods", "s3cret", 200}, {"/api/v1/pods", "wrong", 401}, {"/healthz", "wrong", 401},
+	} {
+		if got := get(tc.path, tc.token); got != tc.want {
+			t.Errorf("GET %s with token %q = %d, want %d", tc.path, tc.token, got, tc.want)
 		}
+	}
+	// kubectl with only a token (an empty kubeconfig, so no client certificate is sent).
+	empty := filepath.Join(t.TempDir(), "empty.kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("kubectl", "--kubeconfig", empty, "--server", c.url, "--insecure-skip-tls-verify", "--token", "s3cret", "get", "ns", "default").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "default") {
+		t.Errorf("kubectl with a bearer token: %v\n%s", err, out)
 	}
 }
 
