@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -41,6 +42,9 @@ func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 	if v := q.Get("propagationPolicy"); v != "" {
 		p := metav1.DeletionPropagation(v)
 		opts.PropagationPolicy = &p
+	}
+	if p := opts.PropagationPolicy; p != nil && *p != metav1.DeletePropagationBackground && *p != metav1.DeletePropagationForeground && *p != metav1.DeletePropagationOrphan {
+		return opts, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy must be Background, Foreground or Orphan, not %q", *p))
 	}
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
 		zero := int64(0)
@@ -88,13 +92,13 @@ func (s *Server) delete(ctx context.Context, res *registry.Resource, ns, name st
 		if err := checkPreconditions(res, obj, opts.Preconditions); err != nil {
 			return nil, err
 		}
+		grace, graceful := int64(0), false
 		if res.Rules.GracefulDelete != nil {
-			if grace, graceful := res.Rules.GracefulDelete(obj, opts.GracePeriodSeconds); graceful {
-				return s.markForDeletion(ctx, res, ns, name, opts.Preconditions, grace, dry)
-			}
+			grace, graceful = res.Rules.GracefulDelete(obj, opts.GracePeriodSeconds)
 		}
-		if finalizing(res, obj) {
-			return s.markForDeletion(ctx, res, ns, name, opts.Preconditions, 0, dry)
+		gc := propagationFinalizer(opts)
+		if graceful || gc != "" || finalizing(res, obj) {
+			return s.markForDeletion(ctx, res, ns, name, opts.Preconditions, grace, gc, dry)
 		}
 		if dry {
 			return obj, nil
@@ -108,14 +112,35 @@ func (s *Server) delete(ctx context.Context, res *registry.Resource, ns, name st
 	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
 }
 
-func (s *Server) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, pre *metav1.Preconditions, grace int64, dry bool) (runtime.Object, error) {
+// markForDeletion sets deletionTimestamp (now+grace) and adds the garbage collector's
+// finalizer, if any, leaving the rest of the deletion to the node agent, the finalizers'
+// owners or the garbage collector.
+func (s *Server) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, pre *metav1.Preconditions, grace int64, finalizer string, dry bool) (runtime.Object, error) {
 	return s.update(ctx, res, ns, name, updateOptions{dryRun: dry, deleting: true}, func(cur runtime.Object) (runtime.Object, error) {
 		if err := checkPreconditions(res, cur, pre); err != nil {
 			return nil, err
 		}
+		m := mustMeta(cur)
+		if finalizer != "" && !slices.Contains(m.GetFinalizers(), finalizer) {
+			m.SetFinalizers(append(m.GetFinalizers(), finalizer))
+		}
 		markDeleting(cur, grace)
 		return cur, nil
 	})
+}
+
+// propagationFinalizer is the finalizer that makes the garbage collector delete an object's
+// dependents first (Foreground) or orphan them (Orphan); Background needs none: the
+// collector deletes dependents whose owners are gone.
+func propagationFinalizer(opts metav1.DeleteOptions) string {
+	switch {
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground:
+		return metav1.FinalizerDeleteDependents
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan,
+		opts.PropagationPolicy == nil && opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.FinalizerOrphanDependents
+	}
+	return ""
 }
 
 func checkPreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {

@@ -117,6 +117,7 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, obj runtime
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
 	}
+	obj = s.fields.track(ctx, res, "", nil, obj)
 	if err := validateCreate(res, obj); err != nil {
 		return nil, err
 	}
@@ -238,6 +239,7 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if err != nil {
 			return nil, err
 		}
+		obj = s.fields.track(ctx, res, opts.subresource, old, obj)
 		data, err := encodeForStore(res, obj)
 		if err != nil {
 			return nil, err
@@ -294,9 +296,10 @@ func prepareUpdate(res *registry.Resource, opts updateOptions, obj, old runtime.
 		m.Generation++
 	}
 	oldMeta := om
-	if opts.deleting { // the delete path itself moved these; nothing else may
+	if opts.deleting { // the delete path itself set these; nothing else may
 		oldMeta = om.DeepCopy()
 		oldMeta.DeletionTimestamp, oldMeta.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
+		oldMeta.Finalizers = m.Finalizers // the garbage collector's finalizer comes with the deletion
 	}
 	errs := validation.ValidateObjectMetaUpdate(m, oldMeta, field.NewPath("metadata"))
 	switch {

@@ -47,10 +47,12 @@ type Scheduler struct {
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, log *slog.Logger) (*Scheduler, error) {
 	podInf, nodeInf := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	s := &Scheduler{
-		client:   client,
-		pods:     podInf.Lister(),
-		nodes:    nodeInf.Lister(),
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]()),
+		client: client,
+		pods:   podInf.Lister(),
+		nodes:  nodeInf.Lister(),
+		// Like kube-scheduler's backoff: a pod that did not fit waits 1s, doubling to 60s;
+		// node changes requeue it at once (requeuePending).
+		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](time.Second, time.Minute)),
 		recorder: recorder,
 		log:      log,
 		assumed:  map[types.UID]string{},

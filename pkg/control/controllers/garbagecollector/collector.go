@@ -1,0 +1,314 @@
+// Package garbagecollector deletes objects whose owners are gone, as Kubernetes' garbage
+// collector does with ownerReferences: Background deletion removes the owner at once and the
+// collector then deletes its dependents; Foreground (finalizer foregroundDeletion) deletes
+// the dependents first and the owner last; Orphan (finalizer orphan) strips the owner
+// reference from the dependents and keeps them.
+package garbagecollector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// foregroundRetry is how soon an owner waiting for its dependents is looked at again.
+const foregroundRetry = time.Second
+
+// Collector is the garbage collector.
+type Collector struct {
+	dynamic   dynamic.Interface
+	discovery discovery.DiscoveryInterface
+	mapper    meta.RESTMapper
+	graph     *graph
+	queue     workqueue.TypedRateLimitingInterface[types.UID]
+	log       *slog.Logger
+}
+
+// New makes a collector; Run starts its informers.
+func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, log *slog.Logger) *Collector {
+	return &Collector{
+		dynamic: dyn, discovery: disc, log: log, graph: newGraph(),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.UID]()),
+	}
+}
+
+// Run watches every resource that can be listed, watched and deleted, and collects garbage
+// until ctx ends.
+func (c *Collector) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	go func() { <-ctx.Done(); c.queue.ShutDown() }()
+	groups, err := restmapper.GetAPIGroupResources(c.discovery)
+	if err != nil {
+		return fmt.Errorf("garbage collector discovery: %w", err)
+	}
+	c.mapper = restmapper.NewDiscoveryRESTMapper(groups)
+	resources, err := c.watchable()
+	if err != nil {
+		return err
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.dynamic, 0)
+	var synced []cache.InformerSynced
+	for _, gvr := range resources {
+		inf := factory.ForResource(gvr).Informer()
+		if _, err := inf.AddEventHandler(c.handler(gvr)); err != nil {
+			return err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil
+	}
+	c.log.Info("garbage collector started", "resources", len(resources))
+	for c.next(ctx) {
+	}
+	return nil
+}
+
+func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
+	lists, err := c.discovery.ServerPreferredResources()
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("garbage collector discovery: %w", err)
+	}
+	var out []schema.GroupVersionResource
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			verbs := strings.Join(r.Verbs, ",")
+			if !strings.Contains(r.Name, "/") && strings.Contains(verbs, "list") && strings.Contains(verbs, "watch") && strings.Contains(verbs, "delete") {
+				out = append(out, gv.WithResource(r.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	upsert := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		o := objectFrom(gvr, u)
+		c.graph.upsert(o)
+		// An owner being deleted with a collector finalizer, or a dependent whose owner may
+		// already be gone, needs a look.
+		if (o.deleting && (o.hasFinalizer(metav1.FinalizerDeleteDependents) || o.hasFinalizer(metav1.FinalizerOrphanDependents))) || (!o.deleting && len(o.owners) > 0) {
+			c.queue.Add(o.uid)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    upsert,
+		UpdateFunc: func(_, obj any) { upsert(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return
+			}
+			for _, dep := range c.graph.remove(u.GetUID()) {
+				c.queue.Add(dep)
+			}
+		},
+	}
+}
+
+func (c *Collector) next(ctx context.Context) bool {
+	uid, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(uid)
+	retry, err := c.process(ctx, uid)
+	switch {
+	case err != nil:
+		c.log.Info("garbage collection failed, will retry", "uid", uid, "err", err)
+		c.queue.AddRateLimited(uid)
+	case retry:
+		c.queue.AddAfter(uid, foregroundRetry)
+	default:
+		c.queue.Forget(uid)
+	}
+	return true
+}
+
+// process handles one object; retry asks for another look later.
+func (c *Collector) process(ctx context.Context, uid types.UID) (retry bool, err error) {
+	o := c.graph.get(uid)
+	if o == nil {
+		return false, nil
+	}
+	switch {
+	case o.deleting && o.hasFinalizer(metav1.FinalizerOrphanDependents):
+		return false, c.orphanDependents(ctx, o)
+	case o.deleting && o.hasFinalizer(metav1.FinalizerDeleteDependents):
+		return c.deleteDependentsFirst(ctx, o)
+	case !o.deleting && len(o.owners) > 0:
+		return false, c.deleteIfOrphaned(ctx, o)
+	}
+	return false, nil
+}
+
+// deleteIfOrphaned deletes a dependent none of whose owners exists any more.
+func (c *Collector) deleteIfOrphaned(ctx context.Context, o *object) error {
+	for _, ref := range o.owners {
+		exists, err := c.ownerExists(ctx, ref, o.namespace)
+		if err != nil || exists {
+			return err
+		}
+	}
+	c.log.Info("deleting object whose owners are gone", "resource", o.gvr.Resource, "namespace", o.namespace, "name", o.name)
+	background := metav1.DeletePropagationBackground
+	return c.delete(ctx, o, background)
+}
+
+// ownerExists checks the graph and, when the graph has not seen the owner, the API (the
+// graph may lag behind), matching the UID so a re-created namesake does not count.
+func (c *Collector) ownerExists(ctx context.Context, ref metav1.OwnerReference, namespace string) (bool, error) {
+	if owner := c.graph.get(ref.UID); owner != nil {
+		return true, nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false, nil // an owner reference no API could serve: treat the owner as gone
+	}
+	mapping, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return false, nil
+	}
+	client := c.dynamic.Resource(mapping.Resource)
+	var got *unstructured.Unstructured
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		got, err = client.Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	} else {
+		got, err = client.Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return got.GetUID() == ref.UID, nil
+}
+
+// deleteDependentsFirst deletes an owner's dependents (foreground, recursively) and removes
+// its foregroundDeletion finalizer once none is left.
+func (c *Collector) deleteDependentsFirst(ctx context.Context, o *object) (bool, error) {
+	deps := c.graph.dependentsOf(o.uid)
+	foreground := metav1.DeletePropagationForeground
+	for _, uid := range deps {
+		if d := c.graph.get(uid); d != nil && !d.deleting {
+			if err := c.delete(ctx, d, foreground); err != nil {
+				return false, err
+			}
+		}
+	}
+	if len(deps) > 0 {
+		return true, nil
+	}
+	return false, c.removeFinalizer(ctx, o, metav1.FinalizerDeleteDependents)
+}
+
+// orphanDependents strips the owner reference from every dependent, then lets the owner go.
+func (c *Collector) orphanDependents(ctx context.Context, o *object) error {
+	for _, uid := range c.graph.dependentsOf(o.uid) {
+		d := c.graph.get(uid)
+		if d == nil {
+			continue
+		}
+		err := c.updateObject(ctx, d, func(u *unstructured.Unstructured) bool {
+			refs := u.GetOwnerReferences()
+			kept := refs[:0]
+			for _, r := range refs {
+				if r.UID != o.uid {
+					kept = append(kept, r)
+				}
+			}
+			if len(kept) == len(refs) {
+				return false
+			}
+			u.SetOwnerReferences(kept)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return c.removeFinalizer(ctx, o, metav1.FinalizerOrphanDependents)
+}
+
+func (c *Collector) removeFinalizer(ctx context.Context, o *object, finalizer string) error {
+	return c.updateObject(ctx, o, func(u *unstructured.Unstructured) bool {
+		fs := u.GetFinalizers()
+		kept := fs[:0]
+		for _, f := range fs {
+			if f != finalizer {
+				kept = append(kept, f)
+			}
+		}
+		if len(kept) == len(fs) {
+			return false
+		}
+		u.SetFinalizers(kept)
+		return true
+	})
+}
+
+// updateObject reads the object, lets change edit it and writes it back, retrying on conflicts.
+func (c *Collector) updateObject(ctx context.Context, o *object, change func(*unstructured.Unstructured) bool) error {
+	client := c.dynamic.Resource(o.gvr).Namespace(o.namespace)
+	for attempt := 0; attempt < 5; attempt++ {
+		u, err := client.Get(ctx, o.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if u.GetUID() != o.uid || !change(u) {
+			return nil
+		}
+		_, err = client.Update(ctx, u, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+	}
+	return fmt.Errorf("update %s %s/%s: too many conflicts", o.gvr.Resource, o.namespace, o.name)
+}
+
+func (c *Collector) delete(ctx context.Context, o *object, policy metav1.DeletionPropagation) error {
+	uid := o.uid
+	err := c.dynamic.Resource(o.gvr).Namespace(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{
+		PropagationPolicy: &policy,
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone already, or a namesake with another UID
+	}
+	return err
+}
