@@ -15,7 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -36,6 +36,8 @@ const (
 	relistPeriod = time.Second
 	// pauseImageRetry: how often importing the pause image is retried.
 	pauseImageRetry = 5 * time.Second
+	// finishedMemory: how long a torn-down pod is remembered, so stale events cannot restart it.
+	finishedMemory = 10 * time.Minute
 )
 
 // Agent is one node's agent.
@@ -57,7 +59,7 @@ type Agent struct {
 }
 
 // New makes an agent for the node cfg describes, driving rt and net.
-func New(cfg Config, client kubernetes.Interface, rt Runtime, net Network) (*Agent, error) {
+func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -66,7 +68,7 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, net Network) (*Age
 		cfg:     cfg,
 		client:  client,
 		rt:      rt,
-		net:     net,
+		net:     nw,
 		clock:   c,
 		backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, c),
 		metrics: newMetrics(),
@@ -112,7 +114,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
-		informers.WithTweakListOptions(func(o *v1.ListOptions) {
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
 		}))
 	podInformer := factory.Core().V1().Pods()
@@ -202,6 +204,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 			slog.Error("clean up orphaned pods", "err", err)
 		}
 		a.backoff.GC()
+		a.workers.forgetFinished(time.Now().Add(-finishedMemory))
 	}
 }
 

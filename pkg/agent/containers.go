@@ -45,7 +45,7 @@ func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod
 			return 0, nil
 		}
 		a.containerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
-		if err := a.stopContainers(ctx, pod, []runtime.Container{cur}, gracePeriod(pod)); err != nil {
+		if err := a.stopContainers(ctx, nil, []runtime.Container{cur}, gracePeriod(pod)); err != nil { // nil: the event is above
 			return 0, err
 		}
 		return a.startContainer(ctx, st, pod, spec, sandbox, hash, true)

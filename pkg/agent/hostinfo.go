@@ -35,7 +35,7 @@ func hostCapacity(rootDir string) (corev1.ResourceList, error) {
 		corev1.ResourceCPU:              *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(fs.Blocks)*fs.Bsize, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(fs.Blocks)*int64(fs.Bsize), resource.BinarySI),
 	}, nil
 }
 

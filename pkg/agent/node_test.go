@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -112,7 +113,9 @@ func TestNodeNotReadyUntilPauseImageImported(t *testing.T) {
 	if _, err := h.agent.runtimeStatus(h.ctx); err == nil || !strings.Contains(err.Error(), "pause image") {
 		t.Errorf("runtime status before the pause image: %v", err)
 	}
-	if err := h.agent.ensurePauseImage(h.ctx); err != nil {
+	ctx, cancel := context.WithTimeout(h.ctx, 20*time.Second) // it retries until imported
+	defer cancel()
+	if err := h.agent.ensurePauseImage(ctx); err != nil || ctx.Err() != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.agent.runtimeStatus(h.ctx); err != nil {

@@ -37,7 +37,10 @@ type podWorkers struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
-	wg      sync.WaitGroup
+	// finished remembers when pods were torn down for good, so a late update
+	// (an informer event or a resync racing the deletion) cannot start them again.
+	finished map[types.UID]time.Time
+	wg       sync.WaitGroup
 }
 
 type podWorker struct {
@@ -48,13 +51,17 @@ type podWorker struct {
 }
 
 func newPodWorkers(ctx context.Context, h podHandler, m *metrics, newState func(*corev1.Pod) *podState) *podWorkers {
-	return &podWorkers{ctx: ctx, handler: h, metrics: m, newState: newState, workers: map[types.UID]*podWorker{}}
+	return &podWorkers{ctx: ctx, handler: h, metrics: m, newState: newState,
+		workers: map[types.UID]*podWorker{}, finished: map[types.UID]time.Time{}}
 }
 
 // update hands the newest version of a pod to its worker, starting one for a new pod.
 func (p *podWorkers) update(pod *corev1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if _, done := p.finished[pod.UID]; done {
+		return
+	}
 	w, ok := p.workers[pod.UID]
 	if !ok {
 		w = &podWorker{wake: make(chan struct{}, 1)}
@@ -153,6 +160,19 @@ func (p *podWorkers) retire(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.workers, uid)
+	p.finished[uid] = time.Now()
+}
+
+// forgetFinished drops the memory of pods finished before cutoff; by then no
+// stale event about them is in flight.
+func (p *podWorkers) forgetFinished(cutoff time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid, at := range p.finished {
+		if at.Before(cutoff) {
+			delete(p.finished, uid)
+		}
+	}
 }
 
 // poke wakes a worker without blocking; a pending wake-up already covers this one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -55,20 +56,31 @@ func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 }
 
 // createSandbox makes the pod's netns, its pause container holding it, and
-// wires the network through CNI. What it made is undone when a later step fails.
+// wires the network through CNI. What it made is undone when a later step
+// fails. A hostNetwork pod gets neither netns nor CNI: it shares the node's
+// network and address.
 func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod) (*runtime.Container, error) {
-	nsPath, err := a.net.NewNetNS(a.cfg.netnsDir(), string(pod.UID))
-	if err != nil {
-		return nil, fmt.Errorf("create network namespace: %w", err)
-	}
-	sb, err := a.rt.RunSandbox(ctx, runtime.SandboxConfig{
+	cfg := runtime.SandboxConfig{
 		PodUID:       string(pod.UID),
 		PodNamespace: pod.Namespace,
 		PodName:      pod.Name,
 		Hostname:     podHostname(pod),
-		NetNSPath:    nsPath,
 		Labels:       podLabels(pod),
-	})
+	}
+	if pod.Spec.HostNetwork {
+		sb, err := a.rt.RunSandbox(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("run pause container: %w", err)
+		}
+		st.podIP = net.ParseIP(a.cfg.NodeIP)
+		return &sb, nil
+	}
+	nsPath, err := a.net.NewNetNS(a.cfg.netnsDir(), string(pod.UID))
+	if err != nil {
+		return nil, fmt.Errorf("create network namespace: %w", err)
+	}
+	cfg.NetNSPath = nsPath
+	sb, err := a.rt.RunSandbox(ctx, cfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run pause container: %w", err), a.removeNetNS(nsPath))
 	}

@@ -31,13 +31,13 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if sandbox != nil && !slices.ContainsFunc(all, func(c runtime.Container) bool { return c.ID == sandbox.ID }) {
-		// A new sandbox: the pod's old containers are gone.
-		if all, err = a.rt.ListContainers(ctx, string(pod.UID)); err != nil {
-			return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
-		}
-	}
 	if sandbox != nil {
+		if !slices.ContainsFunc(all, func(c runtime.Container) bool { return c.ID == sandbox.ID }) {
+			// A new sandbox: the pod's old containers are gone.
+			if all, err = a.rt.ListContainers(ctx, string(pod.UID)); err != nil {
+				return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
+			}
+		}
 		for i := range pod.Spec.Containers {
 			d, err := a.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], sandbox, all)
 			errs = append(errs, err)

@@ -453,3 +453,57 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 		t.Errorf("%d status updates after a container exit, want 2", n)
 	}
 }
+
+func TestStartFailureIsReportedAndLeavesNothing(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.rt.startErr = os.ErrPermission
+
+	if _, err := h.agent.syncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync succeeded although the container did not start")
+	}
+	cs := containerStatusOf(h.apiPod(pod), "app")
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonRunContainerError {
+		t.Errorf("status after a failed start: %+v", cs)
+	}
+	if n := len(h.rt.named(string(pod.UID), "app")); n != 0 {
+		t.Errorf("%d half-made containers left", n)
+	}
+	if !hasEvent(h.takeEvents(), "Warning Failed") {
+		t.Error("no Failed event")
+	}
+	h.rt.startErr = nil
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil {
+		t.Errorf("not running after the retry: %+v", cs)
+	}
+}
+
+func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("proxy", corev1.RestartPolicyAlways, "app")
+	pod.Spec.HostNetwork = true
+	pod = h.createPod(pod)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.sync(st, pod)
+
+	got := h.apiPod(pod)
+	if got.Status.Phase != corev1.PodRunning || got.Status.PodIP != "10.200.0.11" {
+		t.Errorf("phase %s podIP %q, want Running on the node IP", got.Status.Phase, got.Status.PodIP)
+	}
+	if len(h.net.calls) != 0 {
+		t.Errorf("CNI called for a hostNetwork pod: %q", h.net.calls)
+	}
+	if _, err := os.Stat(filepath.Join(h.agent.cfg.netnsDir(), string(pod.UID))); !os.IsNotExist(err) {
+		t.Errorf("netns made for a hostNetwork pod: %v", err)
+	}
+	deleting := got.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
+	if err := h.agent.terminatePod(h.ctx, st, deleting, false); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := h.rt.ListContainers(h.ctx, string(pod.UID)); len(left) != 0 || len(h.net.calls) != 0 {
+		t.Errorf("after deletion: containers %+v, CNI calls %q", left, h.net.calls)
+	}
+}

@@ -83,9 +83,11 @@ func (a *Agent) releaseSandbox(ctx context.Context, ref network.PodRef, sandboxe
 	nsPath := a.netnsPath(ref.UID)
 	var errs []error
 	for _, sb := range sandboxes {
-		if err := a.net.TearDown(ctx, sb.ID, nsPath, ref); err != nil {
-			errs = append(errs, fmt.Errorf("tear down network of sandbox %s: %w", sb.ID, err))
-			continue
+		if sb.NetNSPath != "" { // a hostNetwork sandbox has no pod network
+			if err := a.net.TearDown(ctx, sb.ID, nsPath, ref); err != nil {
+				errs = append(errs, fmt.Errorf("tear down network of sandbox %s: %w", sb.ID, err))
+				continue
+			}
 		}
 		if err := a.stopContainers(ctx, nil, []runtime.Container{sb}, sandboxStopGrace); err != nil {
 			errs = append(errs, err)

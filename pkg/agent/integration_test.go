@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
+)
+
+const cniBinDir = "/usr/lib/cni"
+
+// nodeNetwork runs CNI inside the test's node namespace, so the bridge,
+// veths and rules land there and never in the host's namespace.
+type nodeNetwork struct {
+	cniNetwork
+	nodeNS string
+}
+
+func (n nodeNetwork) SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, ports ...network.PortMapping) (ip net.IP, err error) {
+	err = network.InNetNS(n.nodeNS, func() error {
+		ip, err = n.cniNetwork.SetUp(ctx, id, netnsPath, pod, ports...)
+		return err
+	})
+	return ip, err
+}
+
+func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error {
+	return network.InNetNS(n.nodeNS, func() error { return n.cniNetwork.TearDown(ctx, id, netnsPath, pod) })
+}
+
+// TestIntegrationPodOnContainerdAndCNI runs one pod through the real runtime
+// (a private containerd) and the real CNI plugins, in a node namespace the
+// test makes, with the fake clientset feeding the pod: it starts, serves
+// HTTP on its pod IP, logs to its log file, and is torn down on deletion.
+func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(cniBinDir, "bridge")); err != nil {
+		t.Skipf("CNI plugins not installed in %s (apt-get install containernetworking-plugins): %v", cniBinDir, err)
+	}
+	address := runtimetest.StartContainerd(t) // skips when not root or containerd is missing
+	imageDir := runtimetest.ImageDir(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+
+	root := t.TempDir()
+	nodeNS := testNodeNamespace(t, root)
+	t.Cleanup(func() { unmountDir(t, filepath.Join(root, "netns")) }) // NewNetNS made it a mount point
+
+	rt, err := newContainerdRuntime(ctx, address, "minilet-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	busybox := filepath.Join(imageDir, images.Tarballs[images.BusyboxRef])
+	if err := rt.EnsureImage(ctx, images.BusyboxRef, func() (io.ReadCloser, error) { return os.Open(busybox) }); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: root,
+		ContainerdAddress: address, ContainerdNamespace: "minilet-test", CNIBinDir: cniBinDir, CNIBridge: "cni0",
+	}
+	cni, err := network.NewCNI(network.Config{PluginDirs: []string{cniBinDir}, BridgeName: cfg.CNIBridge, PodCIDR: cfg.PodCIDR,
+		CacheDir: cfg.cniCacheDir(), IPAMDataDir: cfg.cniNetworksDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	a, err := New(cfg, client, rt, nodeNetwork{cniNetwork{cni}, nodeNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.recorder = record.NewFakeRecorder(1000)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+
+	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo hello from $POD_NAME; echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"}
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var podIP string
+	waitFor(t, "pod Running", func() bool {
+		got, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		podIP = got.Status.PodIP
+		return err == nil && got.Status.Phase == corev1.PodRunning
+	})
+	if !strings.HasPrefix(podIP, "10.244.1.") {
+		t.Fatalf("pod IP %q is not in the node's pod CIDR", podIP)
+	}
+	if err := network.InNetNS(nodeNS, func() error { _, err := netlink.LinkByName(cfg.CNIBridge); return err }); err != nil {
+		t.Errorf("bridge %s is not in the node namespace: %v", cfg.CNIBridge, err)
+	}
+	allocation := filepath.Join(cfg.cniNetworksDir(), network.NetworkName, podIP)
+	if _, err := os.Stat(allocation); err != nil {
+		t.Errorf("pod IP not recorded by host-local IPAM: %v", err)
+	}
+
+	var reply string
+	waitFor(t, "HTTP answer from the pod", func() bool {
+		reply, err = httpGetInNetNS(nodeNS, podIP+":8080", "/index.html")
+		return err == nil && strings.Contains(reply, "ok")
+	})
+	logFile := filepath.Join(root, "logs", "default_web_"+string(pod.UID), "app", "0.log")
+	waitFor(t, "the container's log", func() bool {
+		data, _ := os.ReadFile(logFile)
+		return strings.Contains(string(data), "hello from web")
+	})
+
+	deleting, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](1)
+	if _, err := client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "final delete", func() bool {
+		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if left, err := rt.ListContainers(ctx, string(pod.UID)); err != nil || len(left) != 0 {
+		t.Errorf("containers left after deletion: %+v (%v)", left, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.netnsDir(), string(pod.UID))); !os.IsNotExist(err) {
+		t.Errorf("pod netns left after deletion: %v", err)
+	}
+	if _, err := os.Stat(allocation); err == nil {
+		t.Errorf("pod IP %s still allocated after deletion", podIP)
+	}
+}
+
+// testNodeNamespace makes the namespace playing the node, with lo up.
+func testNodeNamespace(t *testing.T, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "test-node")
+	path, err := network.NewNetNS(dir, "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := network.RemoveNetNS(path); err != nil {
+			t.Error(err)
+		}
+		unmountDir(t, dir)
+	})
+	err = network.InNetNS(path, func() error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lo)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func unmountDir(t *testing.T, dir string) {
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+		t.Errorf("unmount %s: %v", dir, err)
+	}
+}
+
+// httpGetInNetNS fetches path from addr with a client inside the namespace at nsPath.
+func httpGetInNetNS(nsPath, addr, path string) (string, error) {
+	var reply []byte
+	err := network.InNetNS(nsPath, func() error {
+		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\n\r\n", path); err != nil {
+			return err
+		}
+		reply, err = io.ReadAll(conn)
+		return err
+	})
+	return string(reply), err
+}

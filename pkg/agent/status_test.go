@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestPodPhase(t *testing.T) {
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	creating := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}}}
+	exited := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	backingOff := corev1.ContainerStatus{
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
+	}
+	for _, tc := range []struct {
+		name     string
+		policy   corev1.RestartPolicy
+		statuses []corev1.ContainerStatus
+		want     corev1.PodPhase
+	}{
+		{"one still creating", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, creating}, corev1.PodPending},
+		{"all running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, running}, corev1.PodRunning},
+		{"one running one exited", corev1.RestartPolicyNever, []corev1.ContainerStatus{running, exited(1)}, corev1.PodRunning},
+		{"crash loop", corev1.RestartPolicyAlways, []corev1.ContainerStatus{backingOff}, corev1.PodRunning},
+		{"always, all exited", corev1.RestartPolicyAlways, []corev1.ContainerStatus{exited(0)}, corev1.PodRunning},
+		{"never, all succeeded", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(0)}, corev1.PodSucceeded},
+		{"never, one failed", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(2)}, corev1.PodFailed},
+		{"on failure, succeeded", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(0)}, corev1.PodSucceeded},
+		{"on failure, failed restarts", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(1)}, corev1.PodRunning},
+	} {
+		if got := podPhase(tc.policy, tc.statuses); got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestContainerHashFollowsTheSpec(t *testing.T) {
+	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	c := pod.Spec.Containers[0]
+	before := containerHash(&c)
+	if containerHash(c.DeepCopy()) != before {
+		t.Fatal("hash of an identical spec differs")
+	}
+	c.Image = "localhost/minik8s/netexec:v1"
+	if containerHash(&c) == before {
+		t.Error("hash did not change with the image")
+	}
+}
+
+func TestContainerEnvResolvesFieldRefs(t *testing.T) {
+	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	pod.Labels = map[string]string{"app": "shop"}
+	c := &pod.Spec.Containers[0]
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	c.Env = []corev1.EnvVar{
+		{Name: "PLAIN", Value: "v"},
+		{Name: "POD_NAME", ValueFrom: field("metadata.name")},
+		{Name: "POD_IP", ValueFrom: field("status.podIP")},
+		{Name: "NODE_IP", ValueFrom: field("status.hostIP")},
+		{Name: "APP", ValueFrom: field("metadata.labels['app']")},
+	}
+	env, err := containerEnv(pod, c, "10.244.1.5", "10.200.0.11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PLAIN=v", "POD_NAME=web", "POD_IP=10.244.1.5", "NODE_IP=10.200.0.11", "APP=shop"}
+	for i := range want {
+		if env[i] != want[i] {
+			t.Errorf("env[%d] = %q, want %q", i, env[i], want[i])
+		}
+	}
+	c.Env = []corev1.EnvVar{{Name: "SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}}
+	if _, err := containerEnv(pod, c, "", ""); err == nil {
+		t.Error("a secret reference was accepted")
+	}
+}
+
+func TestConfigValidateNamesFlags(t *testing.T) {
+	err := Config{NodeIP: "x", PodCIDR: "10.0.0.0", RootDir: "rel"}.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd"} {
+		if !strings.Contains(err.Error(), flag) {
+			t.Errorf("error does not name %s: %v", flag, err)
+		}
+	}
+}
