@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/daemon"
@@ -32,6 +33,13 @@ func newCommand() *cobra.Command {
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			daemon.Logger(verbose)
+			if cfg.NodeName == "" {
+				host, err := os.Hostname()
+				if err != nil {
+					return fmt.Errorf("--node-name not given and the host name is unknown: %w", err)
+				}
+				cfg.NodeName = strings.ToLower(host)
+			}
 			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
@@ -63,5 +71,6 @@ func newCommand() *cobra.Command {
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	_ = cmd.MarkFlagRequired("pod-cidr")
+	_ = cmd.MarkFlagRequired("node-ip")
 	return cmd
 }
