@@ -22,6 +22,7 @@ import (
 
 	"github.com/minik8s/minik8s/images"
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
 )
 
@@ -63,7 +64,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	nodeNS := testNodeNamespace(t, root)
 	t.Cleanup(func() { unmountDir(t, filepath.Join(root, "netns")) }) // NewNetNS made it a mount point
 
-	rt, err := newContainerdRuntime(ctx, address, "minilet-test")
+	rt, err := runtime.New(ctx, address, "minilet-test")
 	if err != nil {
 		t.Fatal(err)
 	}

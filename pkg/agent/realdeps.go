@@ -2,10 +2,8 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/network"
@@ -17,7 +15,7 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	rt, err := newContainerdRuntime(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace)
+	rt, err := runtime.New(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace)
 	if err != nil {
 		return err
 	}
@@ -37,37 +35,6 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 		return err
 	}
 	return a.Run(ctx)
-}
-
-// containerdRuntime is pkg/runtime plus the daemon's version, which the
-// node reports and whose answer tells whether containerd is up.
-type containerdRuntime struct {
-	*runtime.Runtime
-	client *containerd.Client
-}
-
-func newContainerdRuntime(ctx context.Context, address, namespace string) (*containerdRuntime, error) {
-	rt, err := runtime.New(ctx, address, namespace)
-	if err != nil {
-		return nil, err
-	}
-	client, err := containerd.New(address, containerd.WithTimeout(runtimeTimeout))
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("containerd at %s: %w", address, err), rt.Close())
-	}
-	return &containerdRuntime{Runtime: rt, client: client}, nil
-}
-
-func (r *containerdRuntime) Version(ctx context.Context) (string, error) {
-	v, err := r.client.Version(ctx)
-	if err != nil {
-		return "", err
-	}
-	return v.Version, nil
-}
-
-func (r *containerdRuntime) Close() error {
-	return errors.Join(r.client.Close(), r.Runtime.Close())
 }
 
 // cniNetwork is pkg/network's CNI plus its network namespace functions.
