@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -15,17 +20,115 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // systemNamespaces exist in every cluster; miniapi creates them when missing.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// Bootstrap creates what every Kubernetes cluster has from the start.
+// kubernetesService is the Service (with its Endpoints and EndpointSlice) in default through
+// which pods reach the API server.
+const kubernetesService = "kubernetes"
+
+// Bootstrap creates what every Kubernetes cluster has from the start: the system namespaces
+// and priority classes, and the `kubernetes` Service pointing at this API server.
 func (s *Server) Bootstrap(ctx context.Context) error {
-	nsRes, ok := s.reg.Lookup(namespacesGVR)
-	if !ok {
-		return fmt.Errorf("registry has no namespaces resource")
-	}
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if _, err := s.create(ctx, nsRes, ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", name, err)
+		if err := s.ensure(ctx, namespacesGVR, ns, nil); err != nil {
+			return err
 		}
+	}
+	for _, pc := range registry.SystemPriorityClasses() {
+		if err := s.ensure(ctx, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), pc, nil); err != nil {
+			return err
+		}
+	}
+	return s.reconcileKubernetesService(ctx)
+}
+
+// reconcileKubernetesService makes the `kubernetes` Service hold the first IP of the range
+// and send port 443 to this server's secure port, through Endpoints and an EndpointSlice
+// naming this server's address.
+func (s *Server) reconcileKubernetesService(ctx context.Context) error {
+	https := corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(s.advertise.Port()))}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{ClusterIP: s.ranges.ServiceIPs.First().String(), Ports: []corev1.ServicePort{https}},
+	}
+	err := s.ensure(ctx, corev1.SchemeGroupVersion.WithResource("services"), svc, func(cur runtime.Object) {
+		cur.(*corev1.Service).Spec.Ports = svc.Spec.Ports
+	})
+	if apierrors.IsInvalid(err) { // say the first IP was taken: the cluster still works without it
+		s.log.Error("the kubernetes Service could not be created", "err", err)
+	} else if err != nil {
+		return err
+	}
+	ip := s.advertise.Addr()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsUnspecified() {
+		s.log.Info("the kubernetes Service gets no endpoints: the API server has no address pods can reach", "address", ip)
+		return nil
+	}
+	port := int32(s.advertise.Port())
+	ep := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: ip.String()}},
+			Ports:     []corev1.EndpointPort{{Name: https.Name, Port: port, Protocol: corev1.ProtocolTCP}},
+		}},
+	}
+	if err := s.ensure(ctx, corev1.SchemeGroupVersion.WithResource("endpoints"), ep, func(cur runtime.Object) {
+		cur.(*corev1.Endpoints).Subsets = ep.Subsets
+	}); err != nil {
+		return err
+	}
+	ready, family := true, discoveryv1.AddressTypeIPv4
+	if ip.Is6() {
+		family = discoveryv1.AddressTypeIPv6
+	}
+	name, protocol := https.Name, corev1.ProtocolTCP
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{discoveryv1.LabelServiceName: kubernetesService}},
+		AddressType: family,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &protocol}},
+	}
+	gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
+	err = s.ensure(ctx, gvr, slice, func(cur runtime.Object) {
+		c := cur.(*discoveryv1.EndpointSlice)
+		c.Endpoints, c.Ports = slice.Endpoints, slice.Ports
+	})
+	if apierrors.IsInvalid(err) { // the address family changed: addressType is immutable
+		res, _ := s.reg.Lookup(gvr)
+		if _, err = s.delete(ctx, res, slice.Namespace, slice.Name, metav1.DeleteOptions{}); err == nil {
+			err = s.ensure(ctx, gvr, slice, nil)
+		}
+	}
+	return err
+}
+
+// ensure creates obj if it is missing, else brings the stored object in line with
+// reconcile (nil: leaves it as it is).
+func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object, reconcile func(cur runtime.Object)) error {
+	res, ok := s.reg.Lookup(gvr)
+	if !ok {
+		return fmt.Errorf("registry has no %s", gvr)
+	}
+	m := mustMeta(obj)
+	// Update first: a create of what exists could fail on other grounds than existing (the
+	// cluster IP it asks for is held by the existing Service).
+	var err error = apierrors.NewNotFound(res.GroupResource(), m.GetName())
+	if reconcile != nil {
+		_, err = s.update(ctx, res, m.GetNamespace(), m.GetName(), updateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+			reconcile(cur)
+			return cur, nil
+		})
+	}
+	if apierrors.IsNotFound(err) {
+		_, err = s.create(ctx, res, obj.DeepCopyObject(), false)
+		if apierrors.IsAlreadyExists(err) && reconcile == nil {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap %s %s: %w", res.Resource, m.GetName(), err)
 	}
 	return nil
 }

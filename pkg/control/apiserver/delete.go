@@ -78,14 +78,7 @@ func (s *Server) delete(ctx context.Context, res *registry.Resource, ns, name st
 	dry := len(opts.DryRun) > 0
 	key := objectKey(res, ns, name)
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
-		kv, err := s.store.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, apierrors.NewNotFound(res.GroupResource(), name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		obj, err := decodeStored(res, kv.Value, kv.Revision)
+		obj, kv, err := s.current(ctx, res, name, key)
 		if err != nil {
 			return nil, err
 		}
@@ -106,6 +99,9 @@ func (s *Server) delete(ctx context.Context, res *registry.Resource, ns, name st
 		_, _, err = s.store.Delete(ctx, key, kv.Revision)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			continue
+		}
+		if err == nil {
+			s.release(ctx, res, nil, obj, false)
 		}
 		return obj, err
 	}

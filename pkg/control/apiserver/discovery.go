@@ -104,6 +104,9 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 			entry.Kind, entry.Verbs = "Binding", metav1.Verbs{"create"}
 		case "finalize":
 			entry.Verbs = metav1.Verbs{"update"}
+		case "scale":
+			entry.Group, entry.Version, entry.Kind = "autoscaling", "v1", "Scale"
+			entry.Verbs = metav1.Verbs{"get", "patch", "update"}
 		default:
 			entry.Verbs = metav1.Verbs{"get", "patch", "update"}
 		}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +50,38 @@ func decodeStored(res *registry.Resource, value []byte, rev int64) (runtime.Obje
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
 	setResourceVersion(obj, rev)
 	return obj, nil
+}
+
+// storedObject is one version of a stored object as readers send it: decoded once, and
+// encoded as JSON once, however many GET, LIST and WATCH requests read that version (the
+// store's watch cache gives each version one store.Memo). It is shared: never modify obj.
+type storedObject struct {
+	obj      runtime.Object
+	jsonOnce sync.Once
+	json     []byte
+	jsonErr  error
+}
+
+// sharedObject is decodeStored through the memo of the value's version: the first reader
+// decodes, the others share the result. With a nil memo (an engine read) it decodes.
+func sharedObject(res *registry.Resource, memo *store.Memo, value []byte, rev int64) (*storedObject, error) {
+	v, err := memo.Do(func() (any, error) {
+		obj, err := decodeStored(res, value, rev)
+		if err != nil {
+			return nil, err
+		}
+		return &storedObject{obj: obj}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*storedObject), nil
+}
+
+// JSON is the object's JSON encoding, as a response or a watch event carries it.
+func (o *storedObject) JSON() ([]byte, error) {
+	o.jsonOnce.Do(func() { o.json, o.jsonErr = json.Marshal(o.obj) })
+	return o.json, o.jsonErr
 }
 
 // encodeForStore serialises an object without its resourceVersion.

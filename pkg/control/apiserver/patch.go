@@ -24,6 +24,9 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	patchType := types.PatchType(mediaType)
 	switch patchType {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.ApplyYAMLPatchType:
+		s.serveApply(w, r, res, info)
+		return
 	default:
 		writeError(w, unsupportedMediaType(mediaType))
 		return

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,31 +13,40 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// serveGet sends the object's shared encoding, or a Table built from it.
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
-	obj, _, err := s.load(r, res, info.Namespace, info.Name)
+	kv, err := s.store.Get(r.Context(), objectKey(res, info.Namespace, info.Name))
+	if errors.Is(err, store.ErrNotFound) {
+		err = apierrors.NewNotFound(res.GroupResource(), info.Name)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	s.respond(w, r, res, http.StatusOK, obj)
-}
-
-// load reads one object and the revision of its key.
-func (s *Server) load(r *http.Request, res *registry.Resource, ns, name string) (runtime.Object, store.KV, error) {
-	kv, err := s.store.Get(r.Context(), objectKey(res, ns, name))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, kv, apierrors.NewNotFound(res.GroupResource(), name)
-	}
+	obj, err := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
 	if err != nil {
-		return nil, kv, err
+		writeError(w, err)
+		return
 	}
-	obj, err := decodeStored(res, kv.Value, kv.Revision)
-	return obj, kv, err
+	if wantsTable(r) {
+		s.respond(w, r, res, http.StatusOK, obj.obj)
+		return
+	}
+	body, err := obj.JSON()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	// The body is shared with other readers: write it as it is. A client going away mid-body
+	// is not ours to report.
+	_, _ = w.Write(body)
+	_, _ = w.Write([]byte("\n"))
 }
 
 // continueToken is the opaque ?continue= of a paginated list: where the next page starts.
@@ -71,19 +81,18 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		writeError(w, err)
 		return
 	}
-	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
-	var items []runtime.Object
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
-	for i, kv := range kvs {
-		if kv.Key <= startAfter {
-			continue
-		}
-		obj, err := decodeStored(res, kv.Value, kv.Revision)
+	// The store lists in key order: a page starts after the key the last one ended at.
+	first := sort.Search(len(kvs), func(i int) bool { return kvs[i].Key > startAfter })
+	var items []*storedObject
+	for i := first; i < len(kvs); i++ {
+		kv := kvs[i]
+		obj, err := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if !sel.matches(res, obj) {
+		if !sel.matches(res, obj.obj) {
 			continue
 		}
 		if limit > 0 && int64(len(items)) == limit {
@@ -93,7 +102,11 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		items = append(items, obj)
 	}
 	if wantsTable(r) {
-		table, err := buildTable(r, res, items, listMeta)
+		objs := make([]runtime.Object, len(items))
+		for i, item := range items {
+			objs[i] = item.obj
+		}
+		table, err := buildTable(r, res, objs, listMeta)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -101,20 +114,46 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		writeJSON(w, http.StatusOK, table)
 		return
 	}
-	list, err := res.NewList()
+	writeList(w, res, listMeta, items)
+}
+
+// writeList writes what encoding the resource's typed list would, but puts the items'
+// shared encodings in the list envelope instead of encoding every object again.
+func writeList(w http.ResponseWriter, res *registry.Resource, listMeta metav1.ListMeta, items []*storedObject) {
+	bodies := make([][]byte, len(items))
+	for i, item := range items {
+		var err error
+		if bodies[i], err = item.JSON(); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	typeMeta, err := json.Marshal(metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := meta.SetList(list, items); err != nil {
+	metadata, err := json.Marshal(listMeta)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	lm, _ := meta.ListAccessor(list)
-	lm.SetResourceVersion(listMeta.ResourceVersion)
-	lm.SetContinue(listMeta.Continue)
-	list.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind + "List"))
-	writeJSON(w, http.StatusOK, list)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	// Errors below are the client going away mid-body, not ours to report.
+	out := bufio.NewWriterSize(w, 64<<10)
+	_, _ = out.Write(typeMeta[:len(typeMeta)-1]) // {"kind":...,"apiVersion":... without the closing brace
+	_, _ = out.WriteString(`,"metadata":`)
+	_, _ = out.Write(metadata)
+	_, _ = out.WriteString(`,"items":[`)
+	for i, body := range bodies {
+		if i > 0 {
+			_ = out.WriteByte(',')
+		}
+		_, _ = out.Write(body)
+	}
+	_, _ = out.WriteString("]}\n")
+	_ = out.Flush()
 }
 
 func parseLimit(v string) (int64, error) {

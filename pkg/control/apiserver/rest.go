@@ -28,6 +28,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
 			return
 		}
+	case "scale":
+		s.serveScale(w, r, res, info)
+		return
 	}
 	switch info.Verb {
 	case "get":

@@ -36,7 +36,13 @@ func parseSelectors(r *http.Request, res *registry.Resource) (selectors, error) 
 	return selectors{labels: ls, fields: fs}, nil
 }
 
+// empty tells whether the selectors select everything.
+func (s selectors) empty() bool { return s.labels.Empty() && s.fields.Empty() }
+
 func (s selectors) matches(res *registry.Resource, obj runtime.Object) bool {
+	if s.empty() {
+		return true
+	}
 	m := mustMeta(obj)
 	if !s.labels.Matches(labels.Set(m.GetLabels())) {
 		return false

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +29,13 @@ type Config struct {
 	// Metrics is where request metrics go; the server also serves it on /metrics.
 	Metrics *prometheus.Registry
 	Log     *slog.Logger
+	// Ranges are the Service cluster IP and node port ranges; by default 10.96.0.0/12 and
+	// 30000-32767 in Store.
+	Ranges allocator.Ranges
+	// AdvertiseAddress and SecurePort are where the `kubernetes` Service sends clients in
+	// pods; without an address it gets no endpoints.
+	AdvertiseAddress netip.Addr
+	SecurePort       int
 }
 
 // Server is the API server's HTTP handler.
@@ -35,7 +44,11 @@ type Server struct {
 	reg     *registry.Registry
 	log     *slog.Logger
 	metrics *metrics
+	fields  *fieldManagers
 	handler http.Handler
+	ranges  allocator.Ranges
+	// advertise is where the `kubernetes` Service's endpoints point.
+	advertise netip.AddrPort
 }
 
 // New builds the server.
@@ -46,7 +59,11 @@ func New(cfg Config) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics)}
+	if cfg.Ranges.ServiceIPs == nil {
+		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
+	}
+	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
+	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		mux.HandleFunc(p, s.serveHealth)
@@ -57,7 +74,8 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/apis", s.serveGroups)
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
-	s.handler = s.metrics.instrument(mux)
+	newOpenAPIHandler(cfg.Registry, cfg.Log).register(mux) // /openapi/v2, /openapi/v3/...
+	s.handler = s.metrics.instrument(withFieldOwner(mux))
 	return s
 }
 

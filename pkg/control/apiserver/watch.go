@@ -59,15 +59,29 @@ func parseWatchParams(r *http.Request) (watchParams, error) {
 	return p, nil
 }
 
-// watchStream writes watch events as newline-delimited JSON, flushing each one.
+// watchStream writes watch events as newline-delimited JSON. Events are flushed by the
+// caller once no more are waiting, so a burst goes out in few TLS records.
 type watchStream struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	res   *registry.Resource
-	enc   *json.Encoder
 	table bool
+	frame []byte // reused for each event
 }
 
+// sendStored writes a stored object's event using its shared encoding.
+func (ws *watchStream) sendStored(t watch.EventType, obj *storedObject) error {
+	if ws.table {
+		return ws.send(t, obj.obj)
+	}
+	raw, err := obj.JSON()
+	if err != nil {
+		return err
+	}
+	return ws.write(t, raw)
+}
+
+// send writes an event of an object that has no shared encoding (a Status, a bookmark).
 func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
 	var payload any = obj
 	if ws.table && t != watch.Bookmark && t != watch.Error {
@@ -81,13 +95,33 @@ func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	if err := ws.enc.Encode(metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}}); err != nil {
-		return err
+	return ws.write(t, raw)
+}
+
+// write frames raw as a metav1.WatchEvent: {"type":T,"object":RAW}.
+func (ws *watchStream) write(t watch.EventType, raw []byte) error {
+	ws.frame = append(ws.frame[:0], `{"type":"`...)
+	ws.frame = append(ws.frame, t...)
+	ws.frame = append(ws.frame, `","object":`...)
+	ws.frame = append(ws.frame, raw...)
+	ws.frame = append(ws.frame, "}\n"...)
+	_, err := ws.w.Write(ws.frame)
+	return err
+}
+
+// sendError ends a stream with an ERROR event carrying the Status of err.
+func (ws *watchStream) sendError(err apierrors.APIStatus) {
+	st := err.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"} // clients decode the event by its kind
+	if ws.send(watch.Error, &st) == nil {
+		ws.flush()
 	}
+}
+
+func (ws *watchStream) flush() {
 	if f, ok := ws.w.(http.Flusher); ok {
 		f.Flush()
 	}
-	return nil
 }
 
 func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error {
@@ -99,7 +133,11 @@ func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error 
 	m := mustMeta(obj)
 	setResourceVersion(obj, rev)
 	m.SetAnnotations(annotations)
-	return ws.send(watch.Bookmark, obj)
+	if err := ws.send(watch.Bookmark, obj); err != nil {
+		return err
+	}
+	ws.flush()
+	return nil
 }
 
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
@@ -133,32 +171,31 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		}
 	}
 	events, err := s.store.Watch(ctx, prefix, from)
-	ws := &watchStream{w: w, r: r, res: res, enc: json.NewEncoder(w), table: wantsTable(r)}
+	ws := &watchStream{w: w, r: r, res: res, table: wantsTable(r)}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if errors.Is(err, store.ErrCompacted) {
 		// client-go's reflector relists when it gets this 410 Expired error event.
-		st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())).Status()
-		_ = ws.send(watch.Error, &st)
+		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())))
 		return
 	}
 	if err != nil {
-		st := apierrors.NewInternalError(err).Status()
-		_ = ws.send(watch.Error, &st)
+		ws.sendError(apierrors.NewInternalError(err))
 		return
 	}
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
 
 	for _, kv := range initial {
-		obj, err := decodeStored(res, kv.Value, kv.Revision)
-		if err != nil || !sel.matches(res, obj) {
+		obj, err := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+		if err != nil || !sel.matches(res, obj.obj) {
 			continue
 		}
-		if ws.send(watch.Added, obj) != nil {
+		if ws.sendStored(watch.Added, obj) != nil {
 			return
 		}
 	}
+	ws.flush()
 	if params.initialEventsDone && ws.bookmark(from, map[string]string{initialEventsEnd: "true"}) != nil {
 		return
 	}
@@ -186,21 +223,25 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 				s.log.Warn("watch: skipping undecodable event", "key", ev.Key, "err", err)
 				continue
 			}
-			if obj != nil && ws.send(t, obj) != nil {
+			if obj != nil && ws.sendStored(t, obj) != nil {
 				return
+			}
+			if len(events) == 0 {
+				ws.flush()
 			}
 		}
 	}
 }
 
 // translate turns a store event into the watch event a client with these selectors sees:
-// an object entering the selection is ADDED, one leaving it is DELETED.
-func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event) (watch.EventType, runtime.Object, error) {
-	obj, err := decodeStored(res, ev.Value, ev.Revision)
+// an object entering the selection is ADDED, one leaving it is DELETED. Objects are decoded
+// through the events' memos, once for all the watchers of the event.
+func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event) (watch.EventType, *storedObject, error) {
+	obj, err := sharedObject(res, ev.Memo, ev.Value, ev.Revision)
 	if err != nil {
 		return "", nil, err
 	}
-	matches := sel.matches(res, obj)
+	matches := sel.matches(res, obj.obj)
 	switch ev.Type {
 	case store.Added:
 		if matches {
@@ -212,12 +253,12 @@ func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event
 		}
 	case store.Modified:
 		wasMatching := true
-		if ev.PrevValue != nil {
-			prev, err := decodeStored(res, ev.PrevValue, ev.Revision)
+		if !sel.empty() && ev.PrevValue != nil {
+			prev, err := sharedObject(res, ev.PrevMemo, ev.PrevValue, ev.Revision)
 			if err != nil {
 				return "", nil, err
 			}
-			wasMatching = sel.matches(res, prev)
+			wasMatching = sel.matches(res, prev.obj)
 		}
 		switch {
 		case matches && wasMatching:

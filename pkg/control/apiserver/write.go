@@ -121,14 +121,22 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, obj runtime
 	if err := validateCreate(res, obj); err != nil {
 		return nil, err
 	}
+	undo, err := s.claim(ctx, res, obj, nil, dry)
+	if err != nil {
+		return nil, err
+	}
 	data, err := encodeForStore(res, obj)
 	if err != nil {
+		undo()
 		return nil, err
 	}
 	if dry {
 		return obj, nil
 	}
 	rev, err := s.store.Create(ctx, objectKey(res, m.GetNamespace(), m.GetName()), data)
+	if err != nil {
+		undo()
+	}
 	if errors.Is(err, store.ErrExists) {
 		return nil, apierrors.NewAlreadyExists(res.GroupResource(), m.GetName())
 	}
@@ -217,14 +225,7 @@ type updateOptions struct {
 func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name string, opts updateOptions, tryUpdate updateFunc) (runtime.Object, error) {
 	key := objectKey(res, ns, name)
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
-		kv, err := s.store.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, apierrors.NewNotFound(res.GroupResource(), name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		old, err := decodeStored(res, kv.Value, kv.Revision)
+		old, kv, err := s.current(ctx, res, name, key)
 		if err != nil {
 			return nil, err
 		}
@@ -239,9 +240,14 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		if err != nil {
 			return nil, err
 		}
+		undo, err := s.claim(ctx, res, obj, old, opts.dryRun)
+		if err != nil {
+			return nil, err
+		}
 		obj = s.fields.track(ctx, res, opts.subresource, old, obj)
 		data, err := encodeForStore(res, obj)
 		if err != nil {
+			undo()
 			return nil, err
 		}
 		if bytes.Equal(data, kv.Value) || opts.dryRun {
@@ -249,19 +255,39 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 			setResourceVersion(obj, kv.Revision)
 			return obj, nil
 		}
-		if finalized(res, obj) {
+		deleted := finalized(res, obj)
+		if deleted {
 			_, _, err = s.store.Delete(ctx, key, kv.Revision)
 		} else {
 			var rev int64
 			rev, err = s.store.Update(ctx, key, data, kv.Revision)
 			setResourceVersion(obj, rev)
 		}
+		if err != nil {
+			undo()
+		}
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			continue
+		}
+		if err == nil {
+			s.release(ctx, res, obj, old, deleted)
 		}
 		return obj, err
 	}
 	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+}
+
+// current reads the object at key as it is now, with its store revision.
+func (s *Server) current(ctx context.Context, res *registry.Resource, name, key string) (runtime.Object, store.KV, error) {
+	kv, err := s.store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, kv, apierrors.NewNotFound(res.GroupResource(), name)
+	}
+	if err != nil {
+		return nil, kv, err
+	}
+	obj, err := decodeStored(res, kv.Value, kv.Revision)
+	return obj, kv, err
 }
 
 func conflict(res *registry.Resource, name string) error {
@@ -289,6 +315,9 @@ func prepareUpdate(res *registry.Resource, opts updateOptions, obj, old runtime.
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
 	}
 	m.ResourceVersion = om.ResourceVersion
+	if res.Rules.PrepareUpdate != nil {
+		res.Rules.PrepareUpdate(obj, old)
+	}
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
 	}

@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
@@ -40,6 +43,7 @@ type Options struct {
 	SecurePort   int
 	TLSSANs      []string
 	Store        string // "bolt" or "etcd://host:port,..."
+	WatchHistory int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
 	ServiceRange string
 	TokenFile    string // static bearer tokens (--token-auth-file)
 	Log          *slog.Logger
@@ -66,10 +70,100 @@ func (o *Options) Validate() error {
 	if _, _, err := net.ParseCIDR(o.ServiceRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-cluster-ip-range %q: %w", o.ServiceRange, err))
 	}
-	if o.Store != "bolt" {
-		errs = append(errs, fmt.Errorf("--store %q: only \"bolt\" is available in this build", o.Store))
+	if _, err := etcdEndpoints(o.Store); err != nil {
+		errs = append(errs, err)
+	}
+	if o.WatchHistory < 0 {
+		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
 	}
 	return errors.Join(errs...)
+}
+
+// etcdStorePrefix is "etcd://": --store=etcd://HOST:PORT[,HOST:PORT...] selects etcd.
+const etcdStorePrefix = "etcd://"
+
+// etcdEndpoints reads --store: nil for "bolt", the endpoints for "etcd://HOST:PORT,...".
+func etcdEndpoints(flag string) ([]string, error) {
+	if flag == "bolt" {
+		return nil, nil
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("--store %q: %s; want \"bolt\" or \"%sHOST:PORT[,HOST:PORT...]\"", flag, why, etcdStorePrefix)
+	}
+	list, ok := strings.CutPrefix(flag, etcdStorePrefix)
+	if !ok {
+		return nil, bad("unknown store")
+	}
+	var endpoints []string
+	for _, ep := range strings.Split(list, ",") {
+		host, port, err := net.SplitHostPort(ep)
+		if err != nil || host == "" {
+			return nil, bad(fmt.Sprintf("endpoint %q is not HOST:PORT", ep))
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, bad(fmt.Sprintf("endpoint %q has no valid port", ep))
+		}
+		endpoints = append(endpoints, ep)
+	}
+	return endpoints, nil
+}
+
+// openStore opens the engine --store names under the watch cache the API server reads
+// through. Keys are stored as they are (/registry/...), in etcd as in Kubernetes.
+func openStore(o Options, log *slog.Logger) (*store.Cache, error) {
+	endpoints, err := etcdEndpoints(o.Store)
+	if err != nil {
+		return nil, err
+	}
+	var engine store.Interface
+	if endpoints == nil {
+		engine, err = store.OpenBolt(filepath.Join(o.DataDir, "state.db"), store.BoltOptions{HistoryLimit: o.WatchHistory, Logger: log})
+	} else {
+		engine, err = store.OpenEtcd(endpoints, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	cache, err := store.NewCache(engine, store.CacheOptions{RingSize: o.WatchHistory, Logger: log})
+	if err != nil {
+		_ = engine.Close()
+		return nil, err
+	}
+	return cache, nil
+}
+
+// serviceRanges are the ranges Services draw cluster IPs (--service-cluster-ip-range) and
+// node ports from, held in st.
+func serviceRanges(st store.Interface, cidr string) (allocator.Ranges, error) {
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return allocator.Ranges{}, fmt.Errorf("--service-cluster-ip-range %q: %w", cidr, err)
+	}
+	ranges, err := allocator.NewRanges(st, prefix, allocator.DefaultNodePorts)
+	if err != nil {
+		return allocator.Ranges{}, fmt.Errorf("--service-cluster-ip-range %q: %w", cidr, err)
+	}
+	return ranges, nil
+}
+
+// advertiseAddress is where pods reach this server (the `kubernetes` Service's endpoint):
+// the bind address, or with a wildcard bind the host's first global unicast address of
+// the same family.
+func (o *Options) advertiseAddress() netip.Addr {
+	bind, err := netip.ParseAddr(o.BindAddress)
+	if err != nil || !bind.IsUnspecified() {
+		return bind.Unmap()
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().IsGlobalUnicast() && p.Addr().Is4() == bind.Is4() {
+			return p.Addr()
+		}
+	}
+	return netip.Addr{}
 }
 
 // ServerURL is the URL clients on this host use to reach the API.
@@ -94,7 +188,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenBolt(filepath.Join(o.DataDir, "state.db"), store.BoltOptions{})
+	st, err := openStore(o, log)
 	if err != nil {
 		return err
 	}
@@ -107,7 +201,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log})
+	ranges, err := serviceRanges(st, o.ServiceRange)
+	if err != nil {
+		return err
+	}
+	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
@@ -167,9 +266,15 @@ func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
+	gc := garbagecollector.New(dyn, client.Discovery(), log.With("component", "garbage-collector"))
 	factory.Start(ctx.Done())
 	go sched.Run(ctx)
 	go nsController.Run(ctx)
+	go func() {
+		if err := gc.Run(ctx); err != nil {
+			log.Error("garbage collector stopped", "err", err)
+		}
+	}()
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 	return nil
 }

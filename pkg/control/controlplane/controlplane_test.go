@@ -359,7 +359,7 @@ func (c *cluster) httpClient(t *testing.T) *http.Client {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous: CI runs packages side by side on 2 cores
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

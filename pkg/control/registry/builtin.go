@@ -3,57 +3,94 @@ package registry
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Builtin returns the registry of every resource miniapi serves.
+// Builtin returns the registry of every resource miniapi serves, with the short names and
+// categories Kubernetes gives them (`kubectl get all` lists the "all" category).
 func Builtin() (*Registry, error) {
-	core := func(plural, kind string, namespaced bool, rules Rules, shortNames []string, sub ...string) *Resource {
-		return res(schema.GroupVersion{Version: "v1"}, plural, kind, namespaced, rules, shortNames, sub...)
-	}
+	core := schema.GroupVersion{Version: "v1"}
+	all := []string{"all"}
 	return New(
-		core("namespaces", "Namespace", false, namespaceRules, []string{"ns"}, "status", "finalize"),
-		core("nodes", "Node", false, nodeRules, []string{"no"}, "status"),
-		core("pods", "Pod", true, podRules, []string{"po"}, "status", "binding"),
-		core("events", "Event", true, eventRules, []string{"ev"}),
-		core("configmaps", "ConfigMap", true, Rules{}, []string{"cm"}),
-		core("secrets", "Secret", true, Rules{}, nil),
-		core("serviceaccounts", "ServiceAccount", true, Rules{}, []string{"sa"}),
-		res(schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}, "leases", "Lease", true, Rules{}, nil),
+		res(core, "namespaces", "Namespace", false, namespaceRules, []string{"ns"}, nil, "status", "finalize"),
+		res(core, "nodes", "Node", false, nodeRules, []string{"no"}, nil, "status"),
+		res(core, "pods", "Pod", true, podRules, []string{"po"}, all, "status", "binding"),
+		res(core, "services", "Service", true, serviceRules, []string{"svc"}, all, "status"),
+		res(core, "endpoints", "Endpoints", true, endpointsRules, []string{"ep"}, nil),
+		res(core, "configmaps", "ConfigMap", true, configMapRules, []string{"cm"}, nil),
+		res(core, "secrets", "Secret", true, secretRules, nil, nil),
+		res(core, "serviceaccounts", "ServiceAccount", true, serviceAccountRules, []string{"sa"}, nil),
+		res(core, "events", "Event", true, eventRules, []string{"ev"}, nil),
+		res(core, "limitranges", "LimitRange", true, limitRangeRules, []string{"limits"}, nil),
+		res(core, "resourcequotas", "ResourceQuota", true, resourceQuotaRules, []string{"quota"}, nil, "status"),
+		res(core, "persistentvolumes", "PersistentVolume", false, persistentVolumeRules, []string{"pv"}, nil, "status"),
+		res(core, "persistentvolumeclaims", "PersistentVolumeClaim", true, persistentVolumeClaimRules, []string{"pvc"}, nil, "status"),
+		res(core, "replicationcontrollers", "ReplicationController", true, replicationControllerRules, []string{"rc"}, all, "scale", "status"),
+		res(appsv1.SchemeGroupVersion, "deployments", "Deployment", true, deploymentRules, []string{"deploy"}, all, "scale", "status"),
+		res(appsv1.SchemeGroupVersion, "replicasets", "ReplicaSet", true, replicaSetRules, []string{"rs"}, all, "scale", "status"),
+		res(appsv1.SchemeGroupVersion, "statefulsets", "StatefulSet", true, statefulSetRules, []string{"sts"}, all, "scale", "status"),
+		res(appsv1.SchemeGroupVersion, "daemonsets", "DaemonSet", true, daemonSetRules, []string{"ds"}, all, "status"),
+		res(appsv1.SchemeGroupVersion, "controllerrevisions", "ControllerRevision", true, controllerRevisionRules, nil, nil),
+		res(eventsv1.SchemeGroupVersion, "events", "Event", true, eventsV1Rules, []string{"ev"}, nil),
+		res(batchv1.SchemeGroupVersion, "jobs", "Job", true, jobRules, nil, all, "status"),
+		res(batchv1.SchemeGroupVersion, "cronjobs", "CronJob", true, cronJobRules, []string{"cj"}, all, "status"),
+		res(policyv1.SchemeGroupVersion, "poddisruptionbudgets", "PodDisruptionBudget", true, podDisruptionBudgetRules, []string{"pdb"}, nil, "status"),
+		res(rbacv1.SchemeGroupVersion, "clusterrolebindings", "ClusterRoleBinding", false, clusterRoleBindingRules, nil, nil),
+		res(rbacv1.SchemeGroupVersion, "clusterroles", "ClusterRole", false, clusterRoleRules, nil, nil),
+		res(rbacv1.SchemeGroupVersion, "rolebindings", "RoleBinding", true, roleBindingRules, nil, nil),
+		res(rbacv1.SchemeGroupVersion, "roles", "Role", true, roleRules, nil, nil),
+		res(schedulingv1.SchemeGroupVersion, "priorityclasses", "PriorityClass", false, priorityClassRules, []string{"pc"}, nil),
+		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, leaseRules, nil, nil),
+		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, endpointSliceRules, nil, nil),
 	)
 }
 
-func res(gv schema.GroupVersion, plural, kind string, namespaced bool, rules Rules, shortNames []string, sub ...string) *Resource {
-	singular := strings.ToLower(kind)
+func res(gv schema.GroupVersion, plural, kind string, namespaced bool, rules Rules, shortNames, categories []string, sub ...string) *Resource {
 	return &Resource{
 		GroupVersionResource: gv.WithResource(plural),
 		Kind:                 kind,
-		Singular:             singular,
+		Singular:             strings.ToLower(kind),
 		Namespaced:           namespaced,
 		ShortNames:           shortNames,
+		Categories:           categories,
 		Subresources:         sub,
 		Rules:                rules,
 	}
 }
 
-var eventRules = Rules{
-	Fields: func(obj runtime.Object) fields.Set {
-		e := obj.(*corev1.Event)
-		return fields.Set{
-			"involvedObject.kind":            e.InvolvedObject.Kind,
-			"involvedObject.namespace":       e.InvolvedObject.Namespace,
-			"involvedObject.name":            e.InvolvedObject.Name,
-			"involvedObject.uid":             string(e.InvolvedObject.UID),
-			"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
-			"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
-			"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
-			"reason":                         e.Reason,
-			"reportingComponent":             e.ReportingController,
-			"source":                         e.Source.Component,
-			"type":                           e.Type,
-		}
+var leaseRules = Rules{
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn, column("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"], false), ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			l := obj.(*coordinationv1.Lease)
+			return []any{l.Name, stringOr(l.Spec.HolderIdentity, ""), Age(l.CreationTimestamp)}
+		},
+	},
+}
+
+// ScaleTable is what `kubectl get --subresource=scale` shows of an autoscaling/v1 Scale.
+var ScaleTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+		integerColumn("Desired", autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]),
+		integerColumn("Available", autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]),
+		ageColumn,
+	},
+	Row: func(obj runtime.Object) []any {
+		s := obj.(*autoscalingv1.Scale)
+		return []any{s.Name, int64(s.Spec.Replicas), int64(s.Status.Replicas), Age(s.CreationTimestamp)}
 	},
 }

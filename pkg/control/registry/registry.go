@@ -4,9 +4,11 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
+	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +46,27 @@ type Rules struct {
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
 	Finalizing func(obj runtime.Object) bool
+	// PrepareUpdate carries over from old what a client may leave out of an update (such
+	// as the cluster IP a Service was given), before defaulting and validation.
+	PrepareUpdate func(obj, old runtime.Object)
+	// Claim takes from the cluster-wide ranges what obj needs and old (nil on create) does
+	// not hold yet, such as a Service's cluster IP and node ports, and fills it into obj. It
+	// runs after validation, just before obj is stored; undo gives everything back if obj is
+	// not stored after all, and is never nil when err is nil.
+	Claim func(ctx context.Context, ranges allocator.Ranges, obj, old runtime.Object) (undo func() error, err error)
+	// Release gives back what old held and obj no longer does; obj is nil once old is deleted.
+	Release func(ctx context.Context, ranges allocator.Ranges, obj, old runtime.Object) error
+	// Scale serves the kind's scale subresource.
+	Scale *ScaleDef
+}
+
+// ScaleDef maps a kind to the autoscaling/v1 Scale of its scale subresource.
+type ScaleDef struct {
+	// Replicas returns spec.replicas, status.replicas and the selector of the counted pods
+	// in label-selector syntax.
+	Replicas func(obj runtime.Object) (spec, status int32, selector string)
+	// SetReplicas sets spec.replicas.
+	SetReplicas func(obj runtime.Object, replicas int32)
 }
 
 // GVK returns the group/version/kind of the resource's objects.

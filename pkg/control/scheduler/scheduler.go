@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,7 +140,6 @@ func (s *Scheduler) requeuePending() {
 // Run schedules until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	defer s.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return
 	}
@@ -157,24 +157,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 			}
 		}
 	}()
-	go func() { <-ctx.Done(); s.queue.ShutDown() }()
-	for s.next(ctx) {
-	}
-}
-
-func (s *Scheduler) next(ctx context.Context) bool {
-	key, quit := s.queue.Get()
-	if quit {
-		return false
-	}
-	defer s.queue.Done(key)
-	if err := s.scheduleOne(ctx, key); err != nil {
-		s.log.Info("scheduling failed, will retry", "pod", key, "err", err)
-		s.queue.AddRateLimited(key)
-		return true
-	}
-	s.queue.Forget(key)
-	return true
+	workloop.Run(ctx, s.queue, s.log, func(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+		return 0, s.scheduleOne(ctx, key)
+	})
 }
 
 func (s *Scheduler) scheduleOne(ctx context.Context, key types.NamespacedName) error {

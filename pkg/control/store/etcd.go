@@ -69,8 +69,13 @@ func (s *Etcd) seen(h interface{ GetRevision() int64 }) int64 {
 	}
 }
 
+// probeKey is a key that reads ask for only for the revision in the response header: one
+// key, so the read stays cheap, and never empty (etcd refuses an empty key), whatever the
+// prefix is.
+func (s *Etcd) probeKey() string { return s.prefix + "/" }
+
 func (s *Etcd) currentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithCountOnly())
+	resp, err := s.client.Get(ctx, s.probeKey(), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, err
 	}
@@ -207,7 +212,7 @@ func (s *Etcd) Watch(ctx context.Context, prefix string, fromRevision int64) (<-
 		}
 		fromRevision = rev
 	} else {
-		_, err := s.client.Get(ctx, s.prefix+prefix, clientv3.WithCountOnly(), clientv3.WithRev(fromRevision+1))
+		_, err := s.client.Get(ctx, s.probeKey(), clientv3.WithCountOnly(), clientv3.WithRev(fromRevision+1))
 		switch {
 		case errors.Is(err, rpctypes.ErrCompacted):
 			return nil, fmt.Errorf("watch %q from revision %d: %w", prefix, fromRevision, ErrCompacted)

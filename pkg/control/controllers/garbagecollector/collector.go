@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +53,6 @@ func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, log *slog.Log
 // until ctx ends.
 func (c *Collector) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
 	groups, err := restmapper.GetAPIGroupResources(c.discovery)
 	if err != nil {
 		return fmt.Errorf("garbage collector discovery: %w", err)
@@ -76,8 +76,7 @@ func (c *Collector) Run(ctx context.Context) error {
 		return nil
 	}
 	c.log.Info("garbage collector started", "resources", len(resources))
-	for c.next(ctx) {
-	}
+	workloop.Run(ctx, c.queue, c.log, c.process)
 	return nil
 }
 
@@ -134,40 +133,21 @@ func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEvent
 	}
 }
 
-func (c *Collector) next(ctx context.Context) bool {
-	uid, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(uid)
-	retry, err := c.process(ctx, uid)
-	switch {
-	case err != nil:
-		c.log.Info("garbage collection failed, will retry", "uid", uid, "err", err)
-		c.queue.AddRateLimited(uid)
-	case retry:
-		c.queue.AddAfter(uid, foregroundRetry)
-	default:
-		c.queue.Forget(uid)
-	}
-	return true
-}
-
-// process handles one object; retry asks for another look later.
-func (c *Collector) process(ctx context.Context, uid types.UID) (retry bool, err error) {
+// process handles one object, asking for another look while an owner waits for its dependents.
+func (c *Collector) process(ctx context.Context, uid types.UID) (time.Duration, error) {
 	o := c.graph.get(uid)
 	if o == nil {
-		return false, nil
+		return 0, nil
 	}
 	switch {
 	case o.deleting && o.hasFinalizer(metav1.FinalizerOrphanDependents):
-		return false, c.orphanDependents(ctx, o)
+		return 0, c.orphanDependents(ctx, o)
 	case o.deleting && o.hasFinalizer(metav1.FinalizerDeleteDependents):
 		return c.deleteDependentsFirst(ctx, o)
 	case !o.deleting && len(o.owners) > 0:
-		return false, c.deleteIfOrphaned(ctx, o)
+		return 0, c.deleteIfOrphaned(ctx, o)
 	}
-	return false, nil
+	return 0, nil
 }
 
 // deleteIfOrphaned deletes a dependent none of whose owners exists any more.
@@ -215,20 +195,20 @@ func (c *Collector) ownerExists(ctx context.Context, ref metav1.OwnerReference, 
 
 // deleteDependentsFirst deletes an owner's dependents (foreground, recursively) and removes
 // its foregroundDeletion finalizer once none is left.
-func (c *Collector) deleteDependentsFirst(ctx context.Context, o *object) (bool, error) {
+func (c *Collector) deleteDependentsFirst(ctx context.Context, o *object) (time.Duration, error) {
 	deps := c.graph.dependentsOf(o.uid)
 	foreground := metav1.DeletePropagationForeground
 	for _, uid := range deps {
 		if d := c.graph.get(uid); d != nil && !d.deleting {
 			if err := c.delete(ctx, d, foreground); err != nil {
-				return false, err
+				return 0, err
 			}
 		}
 	}
 	if len(deps) > 0 {
-		return true, nil
+		return foregroundRetry, nil
 	}
-	return false, c.removeFinalizer(ctx, o, metav1.FinalizerDeleteDependents)
+	return 0, c.removeFinalizer(ctx, o, metav1.FinalizerDeleteDependents)
 }
 
 // orphanDependents strips the owner reference from every dependent, then lets the owner go.

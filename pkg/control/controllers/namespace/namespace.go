@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,36 +62,15 @@ func (c *Controller) enqueue(obj any) {
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return
 	}
-	for c.next(ctx) {
-	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
 }
 
-func (c *Controller) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	remaining, err := c.sync(ctx, name)
-	switch {
-	case err != nil:
-		c.log.Info("namespace cleanup failed, will retry", "namespace", name, "err", err)
-		c.queue.AddRateLimited(name)
-	case remaining > 0:
-		c.queue.AddAfter(name, contentRetry)
-	default:
-		c.queue.Forget(name)
-	}
-	return true
-}
-
-// sync deletes what is left in a terminating namespace and finalizes it once it is empty;
-// it returns how many objects are still there.
-func (c *Controller) sync(ctx context.Context, name string) (int, error) {
+// sync deletes what is left in a terminating namespace and finalizes it once it is empty,
+// asking for another look while content is still going away.
+func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	ns, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
@@ -111,7 +91,7 @@ func (c *Controller) sync(ctx context.Context, name string) (int, error) {
 		remaining += n
 	}
 	if remaining > 0 {
-		return remaining, nil
+		return contentRetry, nil
 	}
 	return 0, c.finalize(ctx, ns)
 }

@@ -1,0 +1,710 @@
+// Command apibench measures miniapi in-process on loopback: pod creates/s and latency with
+// 1, 16 and 64 concurrent client-go clients, LIST of many pods, and create latency at a fixed
+// offered load, on bbolt and on etcd. It also measures baselines in the same run (the raw
+// store's create throughput, a trivial HTTPS round trip) and prints ratios against them, so
+// figures from machines of different speed can be compared. See docs/performance.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	_ "net/http/pprof"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type config struct {
+	duration   time.Duration
+	listPods   int
+	listRounds int
+	rate       int
+	stores     []string
+	cpuProfile string
+	pprofAddr  string
+}
+
+func main() {
+	var cfg config
+	var stores string
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each throughput and fixed-rate phase runs")
+	flag.IntVar(&cfg.listPods, "list-pods", 10000, "pods in the namespace the LIST phase reads")
+	flag.IntVar(&cfg.listRounds, "list-rounds", 5, "LIST requests timed per client kind")
+	flag.IntVar(&cfg.rate, "rate", 1000, "offered creates/s of the fixed-rate phase")
+	flag.StringVar(&stores, "stores", "bolt,etcd", "comma-separated engines to measure: bolt, etcd")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&cfg.pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address during the run (e.g. 127.0.0.1:6060)")
+	flag.Parse()
+	cfg.stores = strings.Split(stores, ",")
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "apibench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg config) error {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if cfg.pprofAddr != "" {
+		runtime.SetBlockProfileRate(int(time.Millisecond))
+		runtime.SetMutexProfileFraction(10)
+		go func() { _ = http.ListenAndServe(cfg.pprofAddr, nil) }() // the default mux has net/http/pprof
+	}
+	work, err := os.MkdirTemp("", "apibench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered\n\n", cfg.duration, cfg.listPods, cfg.rate)
+	rtt, err := trivialHTTPS(cfg.duration)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("baseline  trivial HTTPS round trip, 64 clients: %s\n", rtt)
+	for _, kind := range cfg.stores {
+		if err := benchStore(cfg, kind, filepath.Join(work, kind), rtt); err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+// benchStore runs every phase on one engine.
+func benchStore(cfg config, kind, dir string, rtt result) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	storeFlag := "bolt"
+	var engine func() (store.Interface, error)
+	switch kind {
+	case "bolt":
+		engine = func() (store.Interface, error) {
+			return store.OpenBolt(filepath.Join(dir, "raw.db"), store.BoltOptions{})
+		}
+	case "etcd":
+		etcd, err := etcdtest.Start(dir)
+		if err != nil {
+			return err
+		}
+		defer etcd.Stop()
+		storeFlag = "etcd://" + strings.Join(etcd.HostPorts, ",")
+		engine = func() (store.Interface, error) { return store.OpenEtcd(etcd.Endpoints, "/apibench-raw") }
+	default:
+		return fmt.Errorf("unknown store %q (bolt or etcd)", kind)
+	}
+	fmt.Printf("\n## %s\n", kind)
+	raw, err := rawStoreCreates(engine, cfg.duration)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("baseline  raw store creates, 64 writers: %s\n", raw)
+
+	if kind == "bolt" {
+		handler, err := handlerCreates(filepath.Join(dir, "handler.db"), cfg.duration)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("baseline  API handler creates alone (no TLS, client, informers), 64 callers: %s\n", handler)
+	}
+
+	api, err := startMiniapi(filepath.Join(dir, "miniapi"), storeFlag)
+	if err != nil {
+		return err
+	}
+	defer api.stop()
+	for _, n := range []int{1, 16, 64} {
+		clients, err := api.clients(n)
+		if err != nil {
+			return err
+		}
+		before, err := api.stats()
+		if err != nil {
+			return err
+		}
+		r, err := closedLoop(clients, fmt.Sprintf("c%d", n), cfg.duration)
+		if err != nil {
+			return err
+		}
+		after, err := api.stats()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("create    %2d clients: %s\n          %s\n", n, r, after.since(before, r.elapsed))
+		if n == 64 {
+			fmt.Printf("ratio     creates/s vs raw store: %.2f; p50 vs trivial HTTPS p50: %.1fx\n",
+				r.perSecond()/raw.perSecond(), float64(r.p(50))/float64(rtt.p(50)))
+		}
+	}
+	clients, err := api.clients(64)
+	if err != nil {
+		return err
+	}
+	before, err := api.stats()
+	if err != nil {
+		return err
+	}
+	r, err := openLoop(clients, cfg.rate, cfg.duration)
+	if err != nil {
+		return err
+	}
+	after, err := api.stats()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("create    at %d/s offered: %s\n          %s\n", cfg.rate, r, after.since(before, r.elapsed))
+	return benchList(cfg, api, clients)
+}
+
+// benchList fills a namespace with pods and times LIST of it: raw HTTP (the server's work
+// and the transfer) and client-go's typed List (adding the client's decoding).
+func benchList(cfg config, api *miniapi, clients []*kubernetes.Clientset) error {
+	const ns = "bench-list"
+	ctx := context.Background()
+	if err := ensureNamespace(clients[0], ns); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := fill(clients, ns, cfg.listPods); err != nil {
+		return err
+	}
+	fmt.Printf("list      filled %d pods in %s\n", cfg.listPods, time.Since(start).Round(time.Millisecond))
+	hc, err := api.httpClient()
+	if err != nil {
+		return err
+	}
+	url := api.url + "/api/v1/namespaces/" + ns + "/pods"
+	timeRaw := func() (time.Duration, int, error) {
+		start := time.Now()
+		resp, err := hc.Get(url)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("LIST answered %s", resp.Status)
+		}
+		return time.Since(start), int(n), err
+	}
+	first, size, err := timeRaw()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("list      first raw LIST of %d pods (%.1f MiB): %s\n", cfg.listPods, float64(size)/(1<<20), first.Round(time.Millisecond))
+	var rawTimes, typedTimes []time.Duration
+	for range cfg.listRounds {
+		d, _, err := timeRaw()
+		if err != nil {
+			return err
+		}
+		rawTimes = append(rawTimes, d)
+	}
+	for range cfg.listRounds {
+		start := time.Now()
+		list, err := clients[0].CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != cfg.listPods {
+			return fmt.Errorf("LIST returned %d pods, want %d", len(list.Items), cfg.listPods)
+		}
+		typedTimes = append(typedTimes, time.Since(start))
+	}
+	fmt.Printf("list      raw LIST of %d pods: %s\n", cfg.listPods, spread(rawTimes))
+	fmt.Printf("list      client-go List of %d pods (with decoding): %s\n", cfg.listPods, spread(typedTimes))
+	return nil
+}
+
+// spread prints the median and the extremes of a few timings.
+func spread(ds []time.Duration) string {
+	slices.Sort(ds)
+	return fmt.Sprintf("median %s (min %s, max %s, n=%d)", ds[len(ds)/2].Round(time.Millisecond),
+		ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), len(ds))
+}
+
+// result is what a load phase measured.
+type result struct {
+	ops       int
+	errors    int
+	elapsed   time.Duration
+	cpu       time.Duration   // CPU time of this process (clients and server) during the phase
+	latencies []time.Duration // sorted
+}
+
+// cpuTime is the user and system CPU time this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (r result) perSecond() float64 { return float64(r.ops) / r.elapsed.Seconds() }
+
+func (r result) p(q int) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return r.latencies[min(len(r.latencies)-1, len(r.latencies)*q/100)]
+}
+
+func (r result) String() string {
+	s := fmt.Sprintf("%7.0f/s  p50 %-8s p99 %-8s max %-8s (n=%d", r.perSecond(),
+		r.p(50).Round(10*time.Microsecond), r.p(99).Round(10*time.Microsecond),
+		r.p(100).Round(10*time.Microsecond), r.ops)
+	if r.errors > 0 {
+		s += fmt.Sprintf(", %d errors", r.errors)
+	}
+	if r.ops > 0 {
+		s += fmt.Sprintf(", CPU %s/op, %.0f%% of %d cores", (r.cpu / time.Duration(r.ops)).Round(time.Microsecond),
+			100*r.cpu.Seconds()/r.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
+	}
+	return s + ")"
+}
+
+// recorder collects latencies from concurrent workers.
+type recorder struct {
+	cpuStart  time.Duration
+	mu        sync.Mutex
+	latencies []time.Duration
+	errors    int
+	firstErr  error
+}
+
+func (rec *recorder) add(d time.Duration, err error) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if err != nil {
+		rec.errors++
+		if rec.firstErr == nil {
+			rec.firstErr = err
+		}
+		return
+	}
+	rec.latencies = append(rec.latencies, d)
+}
+
+func (rec *recorder) result(elapsed time.Duration) (result, error) {
+	slices.Sort(rec.latencies)
+	r := result{ops: len(rec.latencies), errors: rec.errors, elapsed: elapsed, cpu: cpuTime() - rec.cpuStart, latencies: rec.latencies}
+	if rec.errors > len(rec.latencies)/100 {
+		return r, fmt.Errorf("%d of %d operations failed, first: %w", rec.errors, rec.errors+r.ops, rec.firstErr)
+	}
+	return r, nil
+}
+
+// closedLoop runs one worker per client, each creating pods back to back, for d.
+func closedLoop(clients []*kubernetes.Clientset, tag string, d time.Duration) (result, error) {
+	ns := "bench-" + tag
+	if err := ensureNamespace(clients[0], ns); err != nil {
+		return result{}, err
+	}
+	rec := &recorder{cpuStart: cpuTime()}
+	var seq atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				err := createPod(c, ns, seq.Add(1))
+				rec.add(time.Since(t), err)
+			}
+		})
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+// openLoop offers creates at a fixed rate whatever the latency, spread over the clients;
+// latency counts from when a create was due, so queueing shows (no coordinated omission).
+func openLoop(clients []*kubernetes.Clientset, rate int, d time.Duration) (result, error) {
+	const ns = "bench-rate"
+	if err := ensureNamespace(clients[0], ns); err != nil {
+		return result{}, err
+	}
+	rec := &recorder{cpuStart: cpuTime()}
+	interval := time.Second / time.Duration(rate)
+	total := int(d / interval)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range total {
+		due := start.Add(time.Duration(i) * interval)
+		time.Sleep(time.Until(due))
+		wg.Go(func() {
+			err := createPod(clients[i%len(clients)], ns, int64(i))
+			rec.add(time.Since(due), err)
+		})
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+// fill creates n pods in ns with all clients at once.
+func fill(clients []*kubernetes.Clientset, ns string, n int) error {
+	var next atomic.Int64
+	errs := make(chan error, len(clients))
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if err := createPod(c, ns, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// benchPod is a pod as a workload controller would create it: labels, one container with
+// requests, a schedulerName no scheduler serves (the benchmark measures the API, not
+// scheduling).
+func benchPod(ns string, i int64) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + strconv.FormatInt(i, 10), Namespace: ns,
+			Labels: map[string]string{"app": "bench", "shard": strconv.FormatInt(i%16, 10)}},
+		Spec: corev1.PodSpec{
+			SchedulerName: "apibench-none",
+			Containers: []corev1.Container{{
+				Name: "app", Image: "localhost/minik8s/netexec:v1",
+				Args:  []string{"--http-port=8080"},
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080, Name: "http"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+			}},
+		},
+	}
+}
+
+func createPod(c *kubernetes.Clientset, ns string, i int64) error {
+	_, err := c.CoreV1().Pods(ns).Create(context.Background(), benchPod(ns, i), metav1.CreateOptions{})
+	return err
+}
+
+func ensureNamespace(c *kubernetes.Clientset, name string) error {
+	_, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		return err
+	}
+	return nil
+}
+
+// rawStoreCreates is the store's own create throughput with 64 writers and pod-sized values:
+// the ceiling the API's creates are compared with.
+func rawStoreCreates(open func() (store.Interface, error), d time.Duration) (result, error) {
+	s, err := open()
+	if err != nil {
+		return result{}, err
+	}
+	defer s.Close()
+	value, err := benchPodJSON()
+	if err != nil {
+		return result{}, err
+	}
+	rec := &recorder{cpuStart: cpuTime()}
+	var seq atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				_, err := s.Create(context.Background(), fmt.Sprintf("/registry/core/pods/raw/pod-%d", seq.Add(1)), value)
+				rec.add(time.Since(t), err)
+			}
+		})
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+// handlerCreates calls the API server's handler in-process, without TLS, client-go or the
+// control plane's informers: the server's own share of a create.
+func handlerCreates(path string, d time.Duration) (result, error) {
+	engine, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		return result{}, err
+	}
+	st, err := store.NewCache(engine, store.CacheOptions{})
+	if err != nil {
+		_ = engine.Close()
+		return result{}, err
+	}
+	defer st.Close()
+	reg, err := registry.Builtin()
+	if err != nil {
+		return result{}, err
+	}
+	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Log: slog.New(slog.DiscardHandler)})
+	if err := srv.Bootstrap(context.Background()); err != nil {
+		return result{}, err
+	}
+	h := srv.Handler()
+	rec := &recorder{cpuStart: cpuTime()}
+	var seq atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				body, err := json.Marshal(benchPod("default", seq.Add(1)))
+				if err != nil {
+					rec.add(0, err)
+					continue
+				}
+				t := time.Now()
+				req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("User-Agent", "apibench")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusCreated {
+					err = fmt.Errorf("create answered %d: %s", w.Code, w.Body)
+				}
+				rec.add(time.Since(t), err)
+			}
+		})
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+func benchPodJSON() ([]byte, error) {
+	return json.Marshal(benchPod("raw", 1))
+}
+
+// trivialHTTPS is the round trip of an HTTPS handler that does nothing, over HTTP/2 like
+// client-go, with 64 concurrent requesters: the transport's share of every API request.
+func trivialHTTPS(d time.Duration) (result, error) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("{}"))
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	hc := srv.Client()
+	rec := &recorder{cpuStart: cpuTime()}
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				resp, err := hc.Post(srv.URL, "application/json", strings.NewReader(`{"kind":"Pod"}`))
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				rec.add(time.Since(t), err)
+			}
+		})
+	}
+	wg.Wait()
+	return rec.result(time.Since(start))
+}
+
+// miniapi is a control plane running in this process.
+type miniapi struct {
+	url        string
+	kubeconfig string
+	stop       func()
+}
+
+func startMiniapi(dir, storeFlag string) (*miniapi, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: storeFlag,
+		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- controlplane.Run(ctx, o) }()
+	api := &miniapi{url: o.ServerURL(), kubeconfig: controlplane.AdminKubeconfig(dir), stop: func() { cancel(); <-done }}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		clients, err := api.clients(1)
+		if err == nil {
+			_, err = clients[0].CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		}
+		if err == nil {
+			return api, nil
+		}
+		select {
+		case err := <-done:
+			cancel()
+			return nil, fmt.Errorf("miniapi stopped: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			api.stop()
+			return nil, fmt.Errorf("miniapi did not come up: %w", err)
+		}
+	}
+}
+
+// clients returns n clientsets, each with its own connection as separate programs would
+// have (client-go shares one transport between identical configs), and no rate limit.
+func (a *miniapi) clients(n int) ([]*kubernetes.Clientset, error) {
+	var out []*kubernetes.Clientset
+	for range n {
+		cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg.QPS = -1 // no client-side rate limit
+		cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// httpClient authenticates as the admin with a plain HTTP client.
+func (a *miniapi) httpClient() (*http.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}}, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("listener has no TCP address")
+	}
+	return addr.Port, nil
+}
+
+// serverStats are sums and counts from miniapi's /metrics that tell where a phase's time went.
+type serverStats struct {
+	createSum, createCount float64 // apiserver_request_duration_seconds of pod creates
+	commitSum, commitCount float64 // minik8s_store_commit_duration_seconds (bolt only)
+	batchSum               float64 // minik8s_store_commit_batch_writes
+}
+
+func (a *miniapi) stats() (serverStats, error) {
+	hc, err := a.httpClient()
+	if err != nil {
+		return serverStats{}, err
+	}
+	resp, err := hc.Get(a.url + "/metrics")
+	if err != nil {
+		return serverStats{}, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return serverStats{}, fmt.Errorf("read miniapi metrics: %w", err)
+	}
+	var st serverStats
+	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
+		if hasLabels(m, "verb", "create", "resource", "pods") {
+			st.createSum, st.createCount = m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	for _, m := range families["minik8s_store_commit_duration_seconds"].GetMetric() {
+		st.commitSum, st.commitCount = m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
+	}
+	for _, m := range families["minik8s_store_commit_batch_writes"].GetMetric() {
+		st.batchSum = m.GetHistogram().GetSampleSum()
+	}
+	return st, nil
+}
+
+func hasLabels(m *dto.Metric, pairs ...string) bool {
+	want := map[string]string{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		want[pairs[i]] = pairs[i+1]
+	}
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			delete(want, l.GetName())
+		}
+	}
+	return len(want) == 0
+}
+
+// describe tells what the server saw between two scrapes spanning a phase of length d.
+func (st serverStats) since(before serverStats, d time.Duration) string {
+	creates := st.createCount - before.createCount
+	out := fmt.Sprintf("server: mean create %s", meanDuration(st.createSum-before.createSum, creates))
+	if commits := st.commitCount - before.commitCount; commits > 0 {
+		busy := (st.commitSum - before.commitSum) / d.Seconds()
+		out += fmt.Sprintf(", %.0f commits of %.1f writes, mean %s, committer busy %.0f%%",
+			commits, (st.batchSum-before.batchSum)/commits, meanDuration(st.commitSum-before.commitSum, commits), 100*busy)
+	}
+	return out
+}
+
+func meanDuration(sum, count float64) time.Duration {
+	if count == 0 {
+		return 0
+	}
+	return time.Duration(sum / count * float64(time.Second)).Round(10 * time.Microsecond)
+}

@@ -1,0 +1,174 @@
+// Package allocator hands out values that must be unique across the cluster — Service
+// cluster IPs and node ports — from a range. Each value held is one store key, created with
+// store.Create, which refuses a key that exists: two requests (or two API servers on one
+// etcd) can never hold the same value, and what is held survives a restart with the store.
+package allocator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrFull: every value of the range is held.
+var ErrFull = errors.New("range is full")
+
+// errTaken: a value claimNext tried was taken meanwhile; it tries the next.
+var errTaken = errors.New("taken")
+
+// maxReleaseAttempts bounds the get-and-delete retries of one release under write races.
+const maxReleaseAttempts = 8
+
+// space is a range of size values; value number i is held while the key prefix+name(i) exists.
+// The first static values are a band left to explicit requests: dynamic allocation takes
+// them only when the rest is full (KEP-3070), so a Service asking for a fixed IP or port
+// rarely finds it taken.
+type space struct {
+	store  store.Interface
+	prefix string
+	size   uint64
+	static uint64
+	name   func(i uint64) string
+	// dry checks without writing, for dryRun requests.
+	dry bool
+}
+
+// staticBand is Kubernetes' size of the band reserved for explicit requests:
+// min(max(min, size/step), max).
+func staticBand(size, low, step, high uint64) uint64 {
+	return min(max(low, size/step), high)
+}
+
+// claim takes value i for owner; errAllocated when it is held already.
+func (s *space) claim(ctx context.Context, i uint64, owner *corev1.ObjectReference, errAllocated error) error {
+	key := s.prefix + s.name(i)
+	if s.dry {
+		_, err := s.store.Get(ctx, key)
+		switch {
+		case err == nil:
+			return errAllocated
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		}
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	value, err := json.Marshal(owner)
+	if err != nil {
+		return err
+	}
+	_, err = s.store.Create(ctx, key, value)
+	if errors.Is(err, store.ErrExists) {
+		return errAllocated
+	}
+	if err != nil {
+		return fmt.Errorf("hold %s: %w", key, err)
+	}
+	return nil
+}
+
+// claimNext takes a free value for owner: from a random point of the dynamic band onwards,
+// then the static band. Values taken by others between the listing and the claim are
+// skipped, since their keys exist by then.
+func (s *space) claimNext(ctx context.Context, owner *corev1.ObjectReference) (uint64, error) {
+	kvs, _, err := s.store.List(ctx, s.prefix)
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", s.prefix, err)
+	}
+	held := make(map[string]bool, len(kvs))
+	for _, kv := range kvs {
+		held[kv.Key[len(s.prefix):]] = true
+	}
+	try := func(from, to uint64) (uint64, bool, error) {
+		if from >= to {
+			return 0, false, nil
+		}
+		start := from + rand.Uint64N(to-from)
+		for n := uint64(0); n < to-from; n++ {
+			i := from + (start-from+n)%(to-from)
+			if held[s.name(i)] {
+				continue
+			}
+			err := s.claim(ctx, i, owner, errTaken)
+			if errors.Is(err, errTaken) {
+				continue
+			}
+			return i, err == nil, err
+		}
+		return 0, false, nil
+	}
+	for _, band := range [][2]uint64{{s.static, s.size}, {0, s.static}} {
+		i, ok, err := try(band[0], band[1])
+		if err != nil || ok {
+			return i, err
+		}
+	}
+	return 0, ErrFull
+}
+
+// release gives value i back, unless another owner than uid holds it now.
+func (s *space) release(ctx context.Context, i uint64, uid types.UID) error {
+	if s.dry {
+		return nil
+	}
+	key := s.prefix + s.name(i)
+	for attempt := 0; attempt < maxReleaseAttempts; attempt++ {
+		kv, err := s.store.Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", key, err)
+		}
+		var holder corev1.ObjectReference
+		if err := json.Unmarshal(kv.Value, &holder); err != nil {
+			return fmt.Errorf("%s holds a corrupt owner: %w", key, err)
+		}
+		if uid != "" && holder.UID != uid {
+			return nil
+		}
+		_, _, err = s.store.Delete(ctx, key, kv.Revision)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("release %s: %w", key, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("release %s: too many concurrent writers", key)
+}
+
+// Ranges are the cluster-wide ranges objects draw unique values from.
+type Ranges struct {
+	ServiceIPs *IPRange
+	NodePorts  *PortRange
+}
+
+// DefaultServiceRange is Kubernetes' default --service-cluster-ip-range.
+var DefaultServiceRange = netip.MustParsePrefix("10.96.0.0/12")
+
+// NewRanges returns the cluster IP range serviceCIDR and the node port range nodePorts,
+// held in st.
+func NewRanges(st store.Interface, serviceCIDR netip.Prefix, nodePorts PortSpan) (Ranges, error) {
+	ips, err := NewIPRange(st, serviceCIDR)
+	if err != nil {
+		return Ranges{}, err
+	}
+	ports, err := NewPortRange(st, nodePorts)
+	if err != nil {
+		return Ranges{}, err
+	}
+	return Ranges{ServiceIPs: ips, NodePorts: ports}, nil
+}
+
+// DryRun returns ranges that check requests without holding anything, for dryRun writes.
+func (r Ranges) DryRun() Ranges {
+	return Ranges{ServiceIPs: r.ServiceIPs.dryRun(), NodePorts: r.NodePorts.dryRun()}
+}

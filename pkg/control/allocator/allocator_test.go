@@ -1,0 +1,233 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func openStore(t *testing.T, path string) *store.Bolt {
+	t.Helper()
+	st, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func newStore(t *testing.T) *store.Bolt {
+	st := openStore(t, filepath.Join(t.TempDir(), "state.db"))
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func owner(n int) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Service", Namespace: "default", Name: fmt.Sprint("svc-", n), UID: types.UID(fmt.Sprint("uid-", n))}
+}
+
+func mustRange(t *testing.T, st store.Interface, cidr string) *IPRange {
+	t.Helper()
+	r, err := NewIPRange(st, netip.MustParsePrefix(cidr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestIPRangeBounds(t *testing.T) {
+	st := newStore(t)
+	for _, tc := range []struct {
+		cidr, first string
+		size        uint64
+	}{
+		{"10.96.0.0/12", "10.96.0.1", 1<<20 - 2},
+		{"10.0.0.0/30", "10.0.0.1", 2},
+		{"fd00::/120", "fd00::1", 255},
+	} {
+		r := mustRange(t, st, tc.cidr)
+		if r.First().String() != tc.first || r.size != tc.size {
+			t.Errorf("%s: first %s size %d, want %s %d", tc.cidr, r.First(), r.size, tc.first, tc.size)
+		}
+	}
+	if _, err := NewIPRange(st, netip.MustParsePrefix("10.0.0.0/31")); err == nil {
+		t.Error("a /31 has no usable service address and should be refused")
+	}
+}
+
+func TestIPAllocateRequested(t *testing.T) {
+	ctx := context.Background()
+	r := mustRange(t, newStore(t), "10.0.0.0/24")
+	ip := netip.MustParseAddr("10.0.0.10")
+	if err := r.Allocate(ctx, ip, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Allocate(ctx, ip, owner(2)); !errors.Is(err, ErrIPAllocated) {
+		t.Errorf("second allocation of %s: %v, want %v", ip, err, ErrIPAllocated)
+	}
+	for _, bad := range []string{"10.0.1.1", "10.0.0.0", "10.0.0.255"} {
+		var notIn *NotInRangeError
+		if err := r.Allocate(ctx, netip.MustParseAddr(bad), owner(3)); !errors.As(err, &notIn) {
+			t.Errorf("allocate %s: %v, want not in range", bad, err)
+		}
+	}
+	// Only the holder can release it.
+	if err := r.Release(ctx, ip, "uid-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Allocate(ctx, ip, owner(2)); !errors.Is(err, ErrIPAllocated) {
+		t.Errorf("a release by a non-holder freed %s: %v", ip, err)
+	}
+	if err := r.Release(ctx, ip, "uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Allocate(ctx, ip, owner(2)); err != nil {
+		t.Errorf("after release by its holder, %s should be free: %v", ip, err)
+	}
+}
+
+func TestIPAllocateNextFillsTheRangeWithoutDuplicates(t *testing.T) {
+	ctx := context.Background()
+	r := mustRange(t, newStore(t), "10.0.0.0/26") // 62 usable, static band 16
+	var mu sync.Mutex
+	seen := map[netip.Addr]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 62)
+	for n := 0; n < 62; n++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ip, err := r.AllocateNext(ctx, owner(n))
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			seen[ip]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(seen) != 62 {
+		t.Errorf("62 concurrent allocations got %d distinct IPs", len(seen))
+	}
+	for ip, n := range seen {
+		if n != 1 || !r.CIDR().Contains(ip) || ip == r.CIDR().Addr() {
+			t.Errorf("IP %s handed out %d times", ip, n)
+		}
+	}
+	if _, err := r.AllocateNext(ctx, owner(99)); !errors.Is(err, ErrFull) {
+		t.Errorf("allocation from a full range: %v, want %v", err, ErrFull)
+	}
+}
+
+func TestIPAllocateNextPrefersTheDynamicBand(t *testing.T) {
+	ctx := context.Background()
+	r := mustRange(t, newStore(t), "10.0.0.0/24") // 254 usable, the first 16 are static
+	for n := 0; n < 50; n++ {
+		ip, err := r.AllocateNext(ctx, owner(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i, _ := r.offset(ip); i < r.static {
+			t.Errorf("dynamic allocation %d took %s from the static band while the rest was free", n, ip)
+		}
+	}
+}
+
+func TestAllocationsSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	st := openStore(t, path)
+	r := mustRange(t, st, "10.96.0.0/12")
+	ip, err := r.AllocateNext(ctx, owner(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := NewPortRange(st, DefaultNodePorts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := ports.AllocateNext(ctx, owner(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st = openStore(t, path)
+	defer st.Close()
+	r = mustRange(t, st, "10.96.0.0/12")
+	if err := r.Allocate(ctx, ip, owner(2)); !errors.Is(err, ErrIPAllocated) {
+		t.Errorf("after a restart %s should still be held: %v", ip, err)
+	}
+	ports, _ = NewPortRange(st, DefaultNodePorts)
+	if err := ports.Allocate(ctx, port, owner(2)); !errors.Is(err, ErrPortAllocated) {
+		t.Errorf("after a restart port %d should still be held: %v", port, err)
+	}
+}
+
+func TestDryRunHoldsNothing(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	ports, err := NewPortRange(st, PortSpan{Base: 30000, Size: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := Ranges{ServiceIPs: mustRange(t, st, "10.0.0.0/29"), NodePorts: ports}
+	dry := ranges.DryRun()
+	if _, err := dry.ServiceIPs.AllocateNext(ctx, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dry.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if kvs, _, err := st.List(ctx, "/registry/ranges/"); err != nil || len(kvs) != 0 {
+		t.Errorf("dry run wrote %d keys (%v)", len(kvs), err)
+	}
+	if err := ranges.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dry.NodePorts.Allocate(ctx, 30001, owner(2)); !errors.Is(err, ErrPortAllocated) {
+		t.Errorf("dry run of a held port: %v, want %v", err, ErrPortAllocated)
+	}
+}
+
+func TestPortRange(t *testing.T) {
+	ctx := context.Background()
+	ports, err := NewPortRange(newStore(t), PortSpan{Base: 30000, Size: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notIn *PortNotInRangeError
+	if err := ports.Allocate(ctx, 29999, owner(1)); !errors.As(err, &notIn) || notIn.Error() != "provided port is not in the valid range. The range of valid ports is 30000-30039" {
+		t.Errorf("port below the range: %v", err)
+	}
+	got := map[int]bool{}
+	for n := 0; n < 40; n++ {
+		p, err := ports.AllocateNext(ctx, owner(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[p] || p < 30000 || p > 30039 {
+			t.Fatalf("port %d handed out twice or out of range", p)
+		}
+		got[p] = true
+	}
+	if _, err := ports.AllocateNext(ctx, owner(41)); !errors.Is(err, ErrFull) {
+		t.Errorf("full port range: %v", err)
+	}
+	if _, err := NewPortRange(newStore(t), PortSpan{Base: 65000, Size: 1000}); err == nil {
+		t.Error("a range past 65535 should be refused")
+	}
+}

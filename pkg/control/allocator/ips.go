@@ -1,0 +1,133 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/netip"
+
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrIPAllocated: the requested cluster IP is held by another Service.
+var ErrIPAllocated = errors.New("provided IP is already allocated")
+
+// serviceIPsPrefix holds one key per cluster IP in use, named by the IP.
+const serviceIPsPrefix = "/registry/ranges/serviceips/"
+
+// maxRangeSize caps the size of huge (IPv6) ranges so offsets fit an int64.
+const maxRangeSize = uint64(1) << 62
+
+// IPRange is the Service cluster IP range (--service-cluster-ip-range). As in Kubernetes,
+// the network address (and for IPv4 the broadcast address) is never handed out, and the
+// first usable address is the `kubernetes` Service's.
+type IPRange struct {
+	space
+	cidr netip.Prefix
+	base netip.Addr // first usable address, offset 0
+}
+
+// NewIPRange returns the cluster IP range cidr, held in st.
+func NewIPRange(st store.Interface, cidr netip.Prefix) (*IPRange, error) {
+	cidr = cidr.Masked()
+	hostBits := cidr.Addr().BitLen() - cidr.Bits()
+	if !cidr.IsValid() {
+		return nil, fmt.Errorf("service IP range %q is not a CIDR", cidr)
+	}
+	size := maxRangeSize
+	if hostBits < 62 {
+		total, reserved := uint64(1)<<hostBits, uint64(1) // the network address
+		if cidr.Addr().Is4() {
+			reserved++ // and the broadcast address
+		}
+		if total <= reserved {
+			return nil, fmt.Errorf("service IP range %s has no usable address", cidr)
+		}
+		size = total - reserved
+	}
+	r := &IPRange{cidr: cidr, base: cidr.Addr().Next()}
+	r.space = space{store: st, prefix: serviceIPsPrefix, size: size, static: staticBand(size, 16, 16, 256),
+		name: func(i uint64) string { return r.addr(i).String() }}
+	return r, nil
+}
+
+// CIDR is the range.
+func (r *IPRange) CIDR() netip.Prefix { return r.cidr }
+
+// First is the first usable address, the `kubernetes` Service's.
+func (r *IPRange) First() netip.Addr { return r.base }
+
+// Family is the range's IP family.
+func (r *IPRange) Family() corev1.IPFamily {
+	if r.cidr.Addr().Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// NotInRangeError: a requested cluster IP is outside the range.
+type NotInRangeError struct {
+	IP    netip.Addr
+	Range netip.Prefix
+}
+
+func (e *NotInRangeError) Error() string {
+	return fmt.Sprintf("the provided IP (%s) is not in the valid range. The range of valid IPs is %s", e.IP, e.Range)
+}
+
+// Allocate holds ip for owner: ErrIPAllocated if another Service holds it, a
+// *NotInRangeError if it is outside the range (or the network or broadcast address).
+func (r *IPRange) Allocate(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
+	i, ok := r.offset(ip)
+	if !ok {
+		return &NotInRangeError{IP: ip, Range: r.cidr}
+	}
+	return r.claim(ctx, i, owner, ErrIPAllocated)
+}
+
+// AllocateNext holds a free IP for owner.
+func (r *IPRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReference) (netip.Addr, error) {
+	i, err := r.claimNext(ctx, owner)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return r.addr(i), nil
+}
+
+// Release gives ip back unless a Service other than uid holds it.
+func (r *IPRange) Release(ctx context.Context, ip netip.Addr, uid types.UID) error {
+	i, ok := r.offset(ip)
+	if !ok {
+		return nil // never handed out from this range (the range may have changed since)
+	}
+	return r.release(ctx, i, uid)
+}
+
+func (r *IPRange) addr(i uint64) netip.Addr {
+	n := new(big.Int).SetBytes(r.base.AsSlice())
+	n.Add(n, new(big.Int).SetUint64(i))
+	buf := make([]byte, r.base.BitLen()/8)
+	addr, _ := netip.AddrFromSlice(n.FillBytes(buf))
+	return addr
+}
+
+func (r *IPRange) offset(ip netip.Addr) (uint64, bool) {
+	ip = ip.Unmap()
+	if !r.cidr.Contains(ip) || ip.Less(r.base) {
+		return 0, false
+	}
+	d := new(big.Int).Sub(new(big.Int).SetBytes(ip.AsSlice()), new(big.Int).SetBytes(r.base.AsSlice()))
+	if !d.IsUint64() || d.Uint64() >= r.size {
+		return 0, false
+	}
+	return d.Uint64(), true
+}
+
+func (r *IPRange) dryRun() *IPRange {
+	dry := *r
+	dry.dry = true
+	return &dry
+}

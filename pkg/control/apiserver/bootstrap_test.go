@@ -1,0 +1,113 @@
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// newTestServer is a Server on a bbolt store of its own (no network: tests call it directly).
+func newTestServer(t *testing.T, st store.Interface, cidr string, advertise string, port int) *Server {
+	t.Helper()
+	reg, err := registry.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := allocator.NewRanges(st, netip.MustParsePrefix(cidr), allocator.DefaultNodePorts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr netip.Addr
+	if advertise != "" {
+		addr = netip.MustParseAddr(advertise)
+	}
+	return New(Config{Store: st, Registry: reg, Ranges: ranges, AdvertiseAddress: addr, SecurePort: port,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+}
+
+func openTestStore(t *testing.T) *store.Bolt {
+	t.Helper()
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// read gets a stored object through the server's own read path.
+func read[T runtime.Object](t *testing.T, s *Server, gvr schema.GroupVersionResource, ns, name string) T {
+	t.Helper()
+	res, _ := s.reg.Lookup(gvr)
+	obj, _, err := s.current(context.Background(), res, name, objectKey(res, ns, name))
+	if err != nil {
+		t.Fatalf("read %s %s/%s: %v", gvr.Resource, ns, name, err)
+	}
+	return obj.(T)
+}
+
+func TestBootstrapPointsTheKubernetesServiceAtTheServer(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	s := newTestServer(t, st, "10.100.0.0/16", "10.200.0.2", 6443)
+	if err := s.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc := read[*corev1.Service](t, s, corev1.SchemeGroupVersion.WithResource("services"), "default", "kubernetes")
+	if svc.Spec.ClusterIP != "10.100.0.1" || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.IntValue() != 6443 {
+		t.Errorf("kubernetes Service: %+v", svc.Spec)
+	}
+	ep := read[*corev1.Endpoints](t, s, corev1.SchemeGroupVersion.WithResource("endpoints"), "default", "kubernetes")
+	if a := ep.Subsets[0]; a.Addresses[0].IP != "10.200.0.2" || a.Ports[0].Port != 6443 || a.Ports[0].Name != "https" {
+		t.Errorf("kubernetes Endpoints: %+v", ep.Subsets)
+	}
+	slice := read[*discoveryv1.EndpointSlice](t, s, discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), "default", "kubernetes")
+	if slice.Labels[discoveryv1.LabelServiceName] != "kubernetes" || slice.Endpoints[0].Addresses[0] != "10.200.0.2" || *slice.Ports[0].Port != 6443 {
+		t.Errorf("kubernetes EndpointSlice: %+v", slice)
+	}
+	for _, name := range []string{"system-node-critical", "system-cluster-critical"} {
+		pc := read[*schedulingv1.PriorityClass](t, s, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), "", name)
+		if pc.Value < 2000000000 {
+			t.Errorf("%s has value %d", name, pc.Value)
+		}
+	}
+
+	// A restart on another address and port moves the endpoints; the cluster IP stays held.
+	s = newTestServer(t, st, "10.100.0.0/16", "10.200.0.3", 7443)
+	if err := s.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc = read[*corev1.Service](t, s, corev1.SchemeGroupVersion.WithResource("services"), "default", "kubernetes")
+	ep = read[*corev1.Endpoints](t, s, corev1.SchemeGroupVersion.WithResource("endpoints"), "default", "kubernetes")
+	if svc.Spec.ClusterIP != "10.100.0.1" || svc.Spec.Ports[0].TargetPort.IntValue() != 7443 || ep.Subsets[0].Addresses[0].IP != "10.200.0.3" {
+		t.Errorf("after the restart: service %+v, endpoints %+v", svc.Spec, ep.Subsets)
+	}
+	if err := s.ranges.ServiceIPs.Allocate(ctx, netip.MustParseAddr("10.100.0.1"), &corev1.ObjectReference{UID: "other"}); err == nil {
+		t.Error("the kubernetes Service's IP should be held")
+	}
+}
+
+func TestBootstrapWithALoopbackAddressMakesNoEndpoints(t *testing.T) {
+	s := newTestServer(t, openTestStore(t), "10.96.0.0/12", "127.0.0.1", 6443)
+	if err := s.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	read[*corev1.Service](t, s, corev1.SchemeGroupVersion.WithResource("services"), "default", "kubernetes")
+	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("endpoints"))
+	if _, _, err := s.current(context.Background(), res, "kubernetes", objectKey(res, "default", "kubernetes")); !apierrors.IsNotFound(err) {
+		t.Errorf("loopback endpoints are useless to pods and invalid in Kubernetes, want none: %v", err)
+	}
+}

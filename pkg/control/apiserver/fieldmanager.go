@@ -1,0 +1,326 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/minik8s/minik8s/pkg/control/openapi"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/yaml"
+)
+
+// fieldManagers keep metadata.managedFields (who set which field) and run server-side apply,
+// with apimachinery's managedfields on the type converter built from the generated OpenAPI
+// definitions: one field manager per resource and per status subresource.
+type fieldManagers struct {
+	types    managedfields.TypeConverter
+	managers map[fieldManagerKey]*managedfields.FieldManager
+	// unavailable are the resources served without managed fields, and why.
+	unavailable map[schema.GroupVersionResource]error
+}
+
+type fieldManagerKey struct {
+	gvr         schema.GroupVersionResource
+	subresource string // "" or "status"
+}
+
+// newFieldManagers builds the field managers of reg's resources; a resource whose kind has no
+// generated definition is served without managed fields, and logged.
+func newFieldManagers(reg *registry.Registry, log *slog.Logger) *fieldManagers {
+	tc, tcErr := openapi.TypeConverter()
+	f := &fieldManagers{types: tc, managers: map[fieldManagerKey]*managedfields.FieldManager{}, unavailable: map[schema.GroupVersionResource]error{}}
+	for _, res := range reg.Resources() {
+		err := tcErr
+		if err == nil {
+			err = f.add(res)
+		}
+		if err != nil {
+			log.Error("managed fields and server-side apply unavailable", "resource", res.GroupVersionResource.String(), "err", err)
+			f.unavailable[res.GroupVersionResource] = err
+		}
+	}
+	return f
+}
+
+func (f *fieldManagers) add(res *registry.Resource) error {
+	obj, err := res.New()
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
+	if _, err := f.types.ObjectToTyped(obj); err != nil {
+		return fmt.Errorf("kind %s has no OpenAPI definition (add its package to hack/update-openapi.sh): %w", res.GVK(), err)
+	}
+	for _, sub := range []string{"", "status"} {
+		if sub == "status" && !res.HasSubresource(sub) {
+			continue
+		}
+		m, err := managedfields.NewDefaultFieldManager(f.types, scheme.Scheme, registryDefaulter{res}, scheme.Scheme,
+			res.GVK(), res.GroupVersion(), sub, resetFields(res, sub))
+		if err != nil {
+			return err
+		}
+		f.managers[fieldManagerKey{res.GroupVersionResource, sub}] = m
+	}
+	return nil
+}
+
+// resetFields are the fields a write through (sub)resource cannot change, so nobody comes to
+// own them by it: the status through the main resource, the spec through status.
+func resetFields(res *registry.Resource, subresource string) map[fieldpath.APIVersion]fieldpath.Filter {
+	var reset string
+	switch {
+	case subresource == "status":
+		reset = "spec"
+	case res.HasSubresource("status"):
+		reset = "status"
+	default:
+		return nil
+	}
+	return map[fieldpath.APIVersion]fieldpath.Filter{
+		fieldpath.APIVersion(res.GroupVersion().String()): fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie(reset))),
+	}
+}
+
+// registryDefaulter defaults what server-side apply merged, as the scheme's defaulting
+// functions do in Kubernetes.
+type registryDefaulter struct{ res *registry.Resource }
+
+func (d registryDefaulter) Default(obj runtime.Object) {
+	if d.res.Rules.Default != nil {
+		d.res.Rules.Default(obj)
+	}
+}
+
+func (f *fieldManagers) manager(res *registry.Resource, subresource string) *managedfields.FieldManager {
+	return f.managers[fieldManagerKey{res.GroupVersionResource, subresource}]
+}
+
+type fieldOwnerKey struct{}
+
+// fieldOwner is who a write request writes as.
+type fieldOwner struct {
+	manager string
+	// apply marks server-side apply; applied holds the managed fields its merge computed,
+	// which the write keeps even where it takes the rest of the metadata from the stored
+	// object (the status subresource).
+	apply   bool
+	applied []metav1.ManagedFieldsEntry
+}
+
+// withFieldOwner tells the write path who a POST, PUT or PATCH writes as: ?fieldManager=, or
+// else the program name of the User-Agent, as in Kubernetes.
+func withFieldOwner(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var options string
+		switch r.Method {
+		case http.MethodPost:
+			options = "CreateOptions"
+		case http.MethodPut:
+			options = "UpdateOptions"
+		case http.MethodPatch:
+			options = "PatchOptions"
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		manager := r.URL.Query().Get("fieldManager")
+		if errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager")); len(errs) > 0 {
+			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs))
+			return
+		}
+		if manager == "" {
+			manager = managerFromUserAgent(r.UserAgent())
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fieldOwnerKey{}, &fieldOwner{manager: manager})))
+	})
+}
+
+// managerFromUserAgent is the User-Agent up to its first "/", printable and at most as long
+// as a field manager may be.
+func managerFromUserAgent(ua string) string {
+	name, _, _ := strings.Cut(ua, "/")
+	var b strings.Builder
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > metav1validation.FieldManagerMaxLength {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// track records a write in obj's managedFields: an Update by the request's field manager, or
+// what server-side apply merged. live is the stored object, nil on create. Writes the server
+// makes on its own (deletion, bootstrap) and subresources without a field manager (binding)
+// leave managedFields as they are.
+func (f *fieldManagers) track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
+	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)
+	m := f.manager(res, subresource)
+	if !ok || m == nil {
+		return obj
+	}
+	if owner.apply {
+		objectMeta(obj).ManagedFields = owner.applied
+		if live != nil {
+			keepTimestampsOfNoOp(live, obj)
+		}
+		return obj
+	}
+	if live == nil {
+		empty, err := res.New()
+		if err != nil {
+			return obj
+		}
+		live = empty
+	}
+	return m.UpdateNoErrors(live, obj, owner.manager)
+}
+
+// keepTimestampsOfNoOp keeps the stored managedFields when an apply changed nothing but their
+// timestamps, so that re-applying the same configuration writes nothing, as in Kubernetes.
+func keepTimestampsOfNoOp(live, obj runtime.Object) {
+	lm, om := objectMeta(live), objectMeta(obj)
+	if len(lm.ManagedFields) != len(om.ManagedFields) {
+		return
+	}
+	for i := range lm.ManagedFields {
+		a, b := lm.ManagedFields[i], om.ManagedFields[i]
+		a.Time, b.Time = nil, nil
+		if !equality.Semantic.DeepEqual(a, b) {
+			return
+		}
+	}
+	applied := om.ManagedFields
+	om.ManagedFields = lm.ManagedFields
+	if !equality.Semantic.DeepEqual(live, obj) {
+		om.ManagedFields = applied
+	}
+}
+
+// serveApply is server-side apply (PATCH application/apply-patch+yaml): the applied
+// configuration is merged into the stored object by field ownership, conflicting with other
+// managers' fields unless forced; an object that does not exist yet is created.
+func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+	var opts metav1.PatchOptions
+	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.Unversioned, &opts); err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
+		writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
+		return
+	}
+	m := s.fields.manager(res, info.Subresource)
+	if m == nil {
+		if err := s.fields.unavailable[res.GroupVersionResource]; err != nil {
+			writeError(w, apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err)))
+		} else {
+			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource))
+		}
+		return
+	}
+	patch, warnings, err := s.decodeApplyConfiguration(r, res, opts.FieldValidation)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	owner := &fieldOwner{manager: opts.FieldManager, apply: true}
+	ctx := context.WithValue(r.Context(), fieldOwnerKey{}, owner)
+	force := opts.Force != nil && *opts.Force
+	dry := len(opts.DryRun) > 0
+	apply := func(live runtime.Object) (runtime.Object, error) {
+		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
+		if err != nil {
+			return nil, err
+		}
+		owner.applied = mustMeta(merged).GetManagedFields()
+		return merged, checkNames(res, merged, info)
+	}
+	// Apply to a missing object creates it; one that appears meanwhile is applied to.
+	for range 2 {
+		obj, err := s.update(ctx, res, info.Namespace, info.Name, updateOptions{subresource: info.Subresource, dryRun: dry}, apply)
+		if err == nil {
+			setWarnings(w, warnings)
+			s.respond(w, r, res, http.StatusOK, obj)
+			return
+		}
+		if !apierrors.IsNotFound(err) || info.Subresource != "" {
+			writeError(w, err)
+			return
+		}
+		empty, err := res.New()
+		if err == nil {
+			obj, err = apply(empty)
+		}
+		if err == nil {
+			obj, err = s.create(ctx, res, obj, dry)
+		}
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		setWarnings(w, warnings)
+		s.respond(w, r, res, http.StatusCreated, obj)
+		return
+	}
+	writeError(w, apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again")))
+}
+
+// decodeApplyConfiguration reads an apply configuration (YAML or JSON): it must be of the
+// resource's kind and fit its schema; duplicate fields fail or warn per ?fieldValidation=.
+func (s *Server) decodeApplyConfiguration(r *http.Request, res *registry.Resource, validation string) (*unstructured.Unstructured, []string, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) > MaxBodyBytes {
+		return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+	}
+	patch := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if gvk := patch.GroupVersionKind(); gvk != res.GVK() {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the applied configuration is apiVersion %q kind %q, but %s takes apiVersion %q kind %q",
+			patch.GetAPIVersion(), patch.GetKind(), res.Resource, res.GVK().GroupVersion(), res.Kind))
+	}
+	if _, err := s.fields.types.ObjectToTyped(patch); err != nil {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("failed to create typed patch object (%s): %v", res.GVK(), err))
+	}
+	var warnings []string
+	if validation != metav1.FieldValidationIgnore {
+		if err := yaml.UnmarshalStrict(data, &map[string]any{}); err != nil {
+			if validation == metav1.FieldValidationStrict {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
+	return patch, warnings, nil
+}

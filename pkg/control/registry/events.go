@@ -1,0 +1,169 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Events are served in two versions: core/v1 and events.k8s.io/v1. Kubernetes stores them
+// once and converts; miniapi keeps each version in its own storage, so an event written
+// through one API is not listed by the other.
+
+var eventRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		e := obj.(*corev1.Event)
+		errs := validateMeta(e, true, validation.NameIsDNSSubdomain)
+		if ns := e.InvolvedObject.Namespace; ns != "" && ns != e.Namespace {
+			errs = append(errs, field.Invalid(field.NewPath("involvedObject", "namespace"), ns, "does not match event.namespace"))
+		}
+		return errs
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		e := obj.(*corev1.Event)
+		return fields.Set{
+			"involvedObject.kind":            e.InvolvedObject.Kind,
+			"involvedObject.namespace":       e.InvolvedObject.Namespace,
+			"involvedObject.name":            e.InvolvedObject.Name,
+			"involvedObject.uid":             string(e.InvolvedObject.UID),
+			"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
+			"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+			"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
+			"reason":                         e.Reason,
+			"reportingComponent":             e.ReportingController,
+			"source":                         e.Source.Component,
+			"type":                           e.Type,
+		}
+	},
+	Table: eventTable(func(obj runtime.Object) eventRow {
+		e := obj.(*corev1.Event)
+		first := e.FirstTimestamp.Time
+		if first.IsZero() {
+			first = e.EventTime.Time
+		}
+		last, count := e.LastTimestamp.Time, e.Count
+		if last.IsZero() {
+			last = first
+		}
+		if e.Series != nil {
+			last, count = e.Series.LastObservedTime.Time, e.Series.Count
+		}
+		source := e.Source.Component
+		if source == "" {
+			source = e.ReportingController
+		}
+		host := e.Source.Host
+		if host == "" {
+			host = e.ReportingInstance
+		}
+		return eventRow{e.Name, first, last, count, e.Type, e.Reason, e.InvolvedObject, source, host, e.Message}
+	}),
+}
+
+var eventsV1Rules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		e := obj.(*eventsv1.Event)
+		errs := validateMeta(e, true, validation.NameIsDNSSubdomain)
+		if e.EventTime.IsZero() {
+			errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
+		}
+		if e.ReportingController == "" {
+			errs = append(errs, field.Required(field.NewPath("reportingController"), ""))
+		}
+		if ns := e.Regarding.Namespace; ns != "" && ns != e.Namespace {
+			errs = append(errs, field.Invalid(field.NewPath("regarding", "namespace"), ns, "does not match event.namespace"))
+		}
+		return errs
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		e := obj.(*eventsv1.Event)
+		return fields.Set{
+			"regarding.kind":            e.Regarding.Kind,
+			"regarding.namespace":       e.Regarding.Namespace,
+			"regarding.name":            e.Regarding.Name,
+			"regarding.uid":             string(e.Regarding.UID),
+			"regarding.apiVersion":      e.Regarding.APIVersion,
+			"regarding.resourceVersion": e.Regarding.ResourceVersion,
+			"regarding.fieldPath":       e.Regarding.FieldPath,
+			"reason":                    e.Reason,
+			"reportingController":       e.ReportingController,
+			"type":                      e.Type,
+		}
+	},
+	Table: eventTable(func(obj runtime.Object) eventRow {
+		e := obj.(*eventsv1.Event)
+		first := e.DeprecatedFirstTimestamp.Time
+		if first.IsZero() {
+			first = e.EventTime.Time
+		}
+		last, count := e.DeprecatedLastTimestamp.Time, e.DeprecatedCount
+		if last.IsZero() {
+			last = first
+		}
+		if e.Series != nil {
+			last, count = e.Series.LastObservedTime.Time, e.Series.Count
+		}
+		source := e.DeprecatedSource.Component
+		if source == "" {
+			source = e.ReportingController
+		}
+		host := e.DeprecatedSource.Host
+		if host == "" {
+			host = e.ReportingInstance
+		}
+		return eventRow{e.Name, first, last, count, e.Type, e.Reason, e.Regarding, source, host, e.Note}
+	}),
+}
+
+// eventRow is what `kubectl get events` shows of an event of either version.
+type eventRow struct {
+	name         string
+	first, last  time.Time
+	count        int32
+	typ, reason  string
+	regarding    corev1.ObjectReference
+	source, host string
+	message      string
+}
+
+func eventTable(row func(runtime.Object) eventRow) *TableDef {
+	doc := corev1.Event{}.SwaggerDoc()
+	return &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			column("Last Seen", "string", doc["lastTimestamp"], false),
+			column("Type", "string", doc["type"], false),
+			column("Reason", "string", doc["reason"], false),
+			column("Object", "string", doc["involvedObject"], false),
+			column("Subobject", "string", corev1.ObjectReference{}.SwaggerDoc()["fieldPath"], true),
+			column("Source", "string", doc["source"], true),
+			column("Message", "string", doc["message"], false),
+			column("First Seen", "string", doc["firstTimestamp"], true),
+			column("Count", "string", doc["count"], true),
+			{Name: "Name", Type: "string", Format: "name", Priority: 1, Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+		},
+		Row: func(obj runtime.Object) []any {
+			r := row(obj)
+			if r.count == 0 {
+				r.count = 1 // singleton events of the new API have no count
+			}
+			target := strings.ToLower(r.regarding.Kind)
+			if r.regarding.Name != "" {
+				target = fmt.Sprintf("%s/%s", target, r.regarding.Name)
+			}
+			source := r.source
+			if r.host != "" {
+				source += ", " + r.host
+			}
+			return []any{Age(metav1.NewTime(r.last)), r.typ, r.reason, target, r.regarding.FieldPath, source,
+				strings.TrimSpace(r.message), Age(metav1.NewTime(r.first)), int64(r.count), r.name}
+		},
+	}
+}

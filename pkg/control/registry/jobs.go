@@ -1,0 +1,308 @@
+package registry
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// legacyJobNameLabel and legacyControllerUIDLabel are the unprefixed labels Kubernetes
+// still sets beside batch.kubernetes.io/job-name and batch.kubernetes.io/controller-uid.
+const (
+	legacyJobNameLabel       = "job-name"
+	legacyControllerUIDLabel = "controller-uid"
+)
+
+var jobRules = Rules{
+	// Defaulting copies the template's labels to the Job, so the selector is generated first.
+	PrepareCreate: func(obj runtime.Object) {
+		j := obj.(*batchv1.Job)
+		j.Status = batchv1.JobStatus{}
+		generateJobSelector(j)
+	},
+	Default:  func(obj runtime.Object) { defaultJob(obj.(*batchv1.Job)) },
+	Validate: func(obj runtime.Object) field.ErrorList { return validateJob(obj.(*batchv1.Job)) },
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		j, o := obj.(*batchv1.Job), old.(*batchv1.Job)
+		spec := field.NewPath("spec")
+		errs := validateJob(j)
+		errs = append(errs, immutable(j.Spec.Selector, o.Spec.Selector, spec.Child("selector"))...)
+		errs = append(errs, immutable(j.Spec.Template, o.Spec.Template, spec.Child("template"))...)
+		errs = append(errs, immutable(j.Spec.CompletionMode, o.Spec.CompletionMode, spec.Child("completionMode"))...)
+		return append(errs, immutable(j.Spec.Completions, o.Spec.Completions, spec.Child("completions"))...)
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Status", "string", "Status of the job.", false),
+			column("Completions", "string", batchv1.JobStatus{}.SwaggerDoc()["succeeded"], false),
+			column("Duration", "string", "Time required to complete the job.", false),
+			ageColumn, containersColumn, imagesColumn,
+			column("Selector", "string", batchv1.JobSpec{}.SwaggerDoc()["selector"], true),
+		},
+		Row: func(obj runtime.Object) []any {
+			j := obj.(*batchv1.Job)
+			names, images := containerCells(&j.Spec.Template)
+			return []any{j.Name, jobStatusText(j), jobCompletions(j), jobDuration(j), Age(j.CreationTimestamp), names, images, selectorText(j.Spec.Selector)}
+		},
+	},
+}
+
+// generateJobSelector gives a Job without a manual selector the selector Kubernetes
+// generates: its pods carry the job's name and uid, and the selector picks the uid.
+func generateJobSelector(j *batchv1.Job) {
+	if j.Spec.ManualSelector != nil && *j.Spec.ManualSelector {
+		return
+	}
+	if j.Spec.Template.Labels == nil {
+		j.Spec.Template.Labels = map[string]string{}
+	}
+	generated := map[string]string{
+		legacyJobNameLabel: j.Name, batchv1.JobNameLabel: j.Name,
+		legacyControllerUIDLabel: string(j.UID), batchv1.ControllerUidLabel: string(j.UID),
+	}
+	for k, v := range generated {
+		if _, set := j.Spec.Template.Labels[k]; !set { // a conflicting label fails validation
+			j.Spec.Template.Labels[k] = v
+		}
+	}
+	if j.Spec.Selector == nil {
+		j.Spec.Selector = &metav1.LabelSelector{}
+	}
+	if j.Spec.Selector.MatchLabels == nil {
+		j.Spec.Selector.MatchLabels = map[string]string{}
+	}
+	if _, set := j.Spec.Selector.MatchLabels[batchv1.ControllerUidLabel]; !set {
+		j.Spec.Selector.MatchLabels[batchv1.ControllerUidLabel] = string(j.UID)
+	}
+}
+
+// defaultJob is Kubernetes' batch/v1 Job defaulting.
+func defaultJob(j *batchv1.Job) {
+	s := &j.Spec
+	if s.Completions == nil && s.Parallelism == nil {
+		s.Completions = int32Ptr(1)
+	}
+	defaultInt32(&s.Parallelism, 1)
+	if s.BackoffLimitPerIndex != nil {
+		defaultInt32(&s.BackoffLimit, 1<<31-1)
+	}
+	defaultInt32(&s.BackoffLimit, 6)
+	if len(j.Labels) == 0 && s.Template.Labels != nil {
+		j.Labels = maps.Clone(s.Template.Labels)
+	}
+	if s.CompletionMode == nil {
+		mode := batchv1.NonIndexedCompletion
+		s.CompletionMode = &mode
+	}
+	if s.Suspend == nil {
+		f := false
+		s.Suspend = &f
+	}
+	if s.PodReplacementPolicy == nil {
+		policy := batchv1.TerminatingOrFailed
+		if s.PodFailurePolicy != nil {
+			policy = batchv1.Failed
+		}
+		s.PodReplacementPolicy = &policy
+	}
+	defaultPodTemplate(&s.Template)
+}
+
+func validateJob(j *batchv1.Job) field.ErrorList {
+	errs := validateMeta(j, true, validation.NameIsDNSSubdomain)
+	spec := field.NewPath("spec")
+	if j.Spec.Selector == nil {
+		errs = append(errs, field.Required(spec.Child("selector"), ""))
+	} else {
+		errs = append(errs, metav1validation.ValidateLabelSelector(j.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
+		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && !sel.Matches(labels.Set(j.Spec.Template.Labels)) {
+			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), j.Spec.Template.Labels, "`selector` does not match template `labels`"))
+		}
+	}
+	if j.Spec.ManualSelector == nil || !*j.Spec.ManualSelector {
+		if uid, ok := j.Spec.Template.Labels[batchv1.ControllerUidLabel]; ok && uid != string(j.UID) {
+			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels").Key(batchv1.ControllerUidLabel), uid, fmt.Sprintf("must be '%s'", j.UID)))
+		}
+	}
+	return append(errs, validateJobSpec(&j.Spec, spec)...)
+}
+
+func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
+	errs := nonNegative(s.Parallelism, path.Child("parallelism"))
+	errs = append(errs, nonNegative(s.Completions, path.Child("completions"))...)
+	errs = append(errs, nonNegative(s.BackoffLimit, path.Child("backoffLimit"))...)
+	errs = append(errs, nonNegative(s.TTLSecondsAfterFinished, path.Child("ttlSecondsAfterFinished"))...)
+	if a := s.ActiveDeadlineSeconds; a != nil && *a <= 0 {
+		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *a, "must be greater than 0"))
+	}
+	if m := s.CompletionMode; m != nil {
+		switch *m {
+		case batchv1.NonIndexedCompletion:
+		case batchv1.IndexedCompletion:
+			if s.Completions == nil {
+				errs = append(errs, field.Required(path.Child("completions"), "when completion mode is Indexed"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(path.Child("completionMode"), *m, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
+		}
+	}
+	return append(errs, validatePodTemplate(&s.Template, path.Child("template"), corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
+}
+
+func hasJobCondition(j *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// jobStatusText is the STATUS column of `kubectl get jobs`.
+func jobStatusText(j *batchv1.Job) string {
+	switch {
+	case hasJobCondition(j, batchv1.JobComplete):
+		return "Complete"
+	case hasJobCondition(j, batchv1.JobFailed):
+		return "Failed"
+	case j.DeletionTimestamp != nil:
+		return "Terminating"
+	case hasJobCondition(j, batchv1.JobSuspended):
+		return "Suspended"
+	case hasJobCondition(j, batchv1.JobFailureTarget):
+		return "FailureTarget"
+	}
+	return "Running"
+}
+
+// jobCompletions is the COMPLETIONS column: "1/3", or "1/1 of 4" for a work queue.
+func jobCompletions(j *batchv1.Job) string {
+	if c := j.Spec.Completions; c != nil {
+		return fmt.Sprintf("%d/%d", j.Status.Succeeded, *c)
+	}
+	if p := deref(j.Spec.Parallelism); p > 1 {
+		return fmt.Sprintf("%d/1 of %d", j.Status.Succeeded, p)
+	}
+	return fmt.Sprintf("%d/1", j.Status.Succeeded)
+}
+
+func jobDuration(j *batchv1.Job) string {
+	switch st := j.Status; {
+	case st.StartTime == nil:
+		return ""
+	case st.CompletionTime == nil:
+		return duration.HumanDuration(time.Since(st.StartTime.Time))
+	default:
+		return duration.HumanDuration(st.CompletionTime.Sub(st.StartTime.Time))
+	}
+}
+
+var cronJobRules = Rules{
+	Default:       func(obj runtime.Object) { defaultCronJob(obj.(*batchv1.CronJob)) },
+	PrepareCreate: func(obj runtime.Object) { obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validateCronJob(obj.(*batchv1.CronJob)) },
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Schedule", "string", batchv1.CronJobSpec{}.SwaggerDoc()["schedule"], false),
+			column("Timezone", "string", batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"], false),
+			column("Suspend", "boolean", batchv1.CronJobSpec{}.SwaggerDoc()["suspend"], false),
+			integerColumn("Active", batchv1.CronJobStatus{}.SwaggerDoc()["active"]),
+			column("Last Schedule", "string", batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"], false),
+			ageColumn, containersColumn, imagesColumn,
+			column("Selector", "string", batchv1.JobSpec{}.SwaggerDoc()["selector"], true),
+		},
+		Row: func(obj runtime.Object) []any {
+			c := obj.(*batchv1.CronJob)
+			last, tz, suspend := "<none>", "<none>", "<unset>"
+			if t := c.Status.LastScheduleTime; t != nil {
+				last = Age(*t)
+			}
+			if c.Spec.TimeZone != nil {
+				tz = *c.Spec.TimeZone
+			}
+			if c.Spec.Suspend != nil {
+				suspend = map[bool]string{true: "True", false: "False"}[*c.Spec.Suspend]
+			}
+			t := &c.Spec.JobTemplate.Spec
+			names, images := containerCells(&t.Template)
+			return []any{c.Name, c.Spec.Schedule, tz, suspend, int64(len(c.Status.Active)), last, Age(c.CreationTimestamp), names, images, selectorText(t.Selector)}
+		},
+	},
+}
+
+func defaultCronJob(c *batchv1.CronJob) {
+	s := &c.Spec
+	if s.ConcurrencyPolicy == "" {
+		s.ConcurrencyPolicy = batchv1.AllowConcurrent
+	}
+	if s.Suspend == nil {
+		f := false
+		s.Suspend = &f
+	}
+	defaultInt32(&s.SuccessfulJobsHistoryLimit, 3)
+	defaultInt32(&s.FailedJobsHistoryLimit, 1)
+	defaultPodTemplate(&s.JobTemplate.Spec.Template)
+}
+
+// cronJobNameMax leaves room for the 11-character suffix of the Jobs a CronJob creates.
+const cronJobNameMax = 52
+
+func validateCronJob(c *batchv1.CronJob) field.ErrorList {
+	errs := validateMeta(c, true, validation.NameIsDNSSubdomain)
+	if len(c.Name) > cronJobNameMax {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, fmt.Sprintf("must be no more than %d characters", cronJobNameMax)))
+	}
+	spec, s := field.NewPath("spec"), &c.Spec
+	switch {
+	case s.Schedule == "":
+		errs = append(errs, field.Required(spec.Child("schedule"), ""))
+	case strings.Contains(s.Schedule, "TZ"):
+		errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+	default:
+		if _, err := cron.ParseStandard(s.Schedule); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, err.Error()))
+		}
+	}
+	if tz := s.TimeZone; tz != nil {
+		if strings.EqualFold(*tz, "Local") {
+			errs = append(errs, field.Invalid(spec.Child("timeZone"), *tz, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
+		} else if _, err := time.LoadLocation(*tz); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("timeZone"), *tz, err.Error()))
+		}
+	}
+	switch s.ConcurrencyPolicy {
+	case batchv1.AllowConcurrent, batchv1.ForbidConcurrent, batchv1.ReplaceConcurrent:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("concurrencyPolicy"), s.ConcurrencyPolicy,
+			[]batchv1.ConcurrencyPolicy{batchv1.AllowConcurrent, batchv1.ForbidConcurrent, batchv1.ReplaceConcurrent}))
+	}
+	if d := s.StartingDeadlineSeconds; d != nil {
+		errs = append(errs, validation.ValidateNonnegativeField(*d, spec.Child("startingDeadlineSeconds"))...)
+	}
+	errs = append(errs, nonNegative(s.SuccessfulJobsHistoryLimit, spec.Child("successfulJobsHistoryLimit"))...)
+	errs = append(errs, nonNegative(s.FailedJobsHistoryLimit, spec.Child("failedJobsHistoryLimit"))...)
+	jt := spec.Child("jobTemplate", "spec")
+	if t := &s.JobTemplate.Spec; (t.ManualSelector == nil || !*t.ManualSelector) && t.Selector != nil {
+		errs = append(errs, field.Invalid(jt.Child("selector"), t.Selector, "`selector` will be auto-generated"))
+	}
+	return append(errs, validateJobSpec(&s.JobTemplate.Spec, jt)...)
+}

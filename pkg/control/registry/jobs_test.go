@@ -1,0 +1,95 @@
+package registry
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func job() *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: objMeta("pi"), Spec: batchv1.JobSpec{Template: template(map[string]string{"run": "pi"})}}
+	j.UID = "0a1b"
+	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return j
+}
+
+func TestJobDefaultsAndGeneratedSelector(t *testing.T) {
+	j := job()
+	if errs := createSteps(jobRules, j); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	s := j.Spec
+	if *s.Completions != 1 || *s.Parallelism != 1 || *s.BackoffLimit != 6 || *s.CompletionMode != batchv1.NonIndexedCompletion || *s.Suspend {
+		t.Errorf("job spec not defaulted: %+v", s)
+	}
+	if s.Selector.MatchLabels[batchv1.ControllerUidLabel] != "0a1b" || len(s.Selector.MatchLabels) != 1 {
+		t.Errorf("generated selector: %v", s.Selector.MatchLabels)
+	}
+	for k, v := range map[string]string{"controller-uid": "0a1b", batchv1.ControllerUidLabel: "0a1b", "job-name": "pi", batchv1.JobNameLabel: "pi", "run": "pi"} {
+		if s.Template.Labels[k] != v || j.Labels[k] != v {
+			t.Errorf("label %s: template %q, job %q, want %q", k, s.Template.Labels[k], j.Labels[k], v)
+		}
+	}
+	if jobCompletions(j) != "0/1" || jobStatusText(j) != "Running" {
+		t.Errorf("columns: %q %q", jobCompletions(j), jobStatusText(j))
+	}
+}
+
+func TestJobValidation(t *testing.T) {
+	j := job()
+	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	j.Spec.Parallelism = int32Ptr(-2)
+	errs := createSteps(jobRules, j)
+	expectErrors(t, "job", errs, "spec.template.spec.restartPolicy: FieldValueNotSupported", "spec.parallelism: FieldValueInvalid")
+
+	j = job()
+	manual := true
+	j.Spec.ManualSelector = &manual
+	expectErrors(t, "manual selector left out", createSteps(jobRules, j), "spec.selector: FieldValueRequired")
+
+	old := job()
+	if errs := createSteps(jobRules, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	changed := old.DeepCopy()
+	changed.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+	errs = updateSteps(jobRules, changed, old)
+	expectErrors(t, "new template", errs, "spec.template: FieldValueInvalid")
+	expectMessage(t, errs, "spec.template", "field is immutable")
+}
+
+func TestJobColumns(t *testing.T) {
+	j := job()
+	start := metav1.NewTime(time.Now().Add(-90 * time.Second))
+	end := metav1.NewTime(start.Add(30 * time.Second))
+	j.Spec.Completions = int32Ptr(3)
+	j.Status = batchv1.JobStatus{Succeeded: 3, StartTime: &start, CompletionTime: &end,
+		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
+	if jobStatusText(j) != "Complete" || jobCompletions(j) != "3/3" || jobDuration(j) != "30s" {
+		t.Errorf("columns: %q %q %q", jobStatusText(j), jobCompletions(j), jobDuration(j))
+	}
+	j.Spec.Completions, j.Spec.Parallelism = nil, int32Ptr(4)
+	if jobCompletions(j) != "3/1 of 4" {
+		t.Errorf("work queue completions: %q", jobCompletions(j))
+	}
+}
+
+func TestCronJobRules(t *testing.T) {
+	c := &batchv1.CronJob{ObjectMeta: objMeta("nightly"), Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *"}}
+	c.Spec.JobTemplate.Spec.Template = template(nil)
+	c.Spec.JobTemplate.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	if errs := createSteps(cronJobRules, c); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if c.Spec.ConcurrencyPolicy != batchv1.AllowConcurrent || *c.Spec.SuccessfulJobsHistoryLimit != 3 || *c.Spec.FailedJobsHistoryLimit != 1 || *c.Spec.Suspend {
+		t.Errorf("cronjob not defaulted: %+v", c.Spec)
+	}
+	tz := "Mars/Olympus"
+	c.Spec.Schedule, c.Spec.TimeZone = "every day", &tz
+	c.Name = "a-name-that-is-longer-than-fifty-two-characters-for-sure"
+	expectErrors(t, "bad cronjob", cronJobRules.Validate(c),
+		"spec.schedule: FieldValueInvalid", "spec.timeZone: FieldValueInvalid", "metadata.name: FieldValueInvalid")
+}

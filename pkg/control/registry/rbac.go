@@ -1,0 +1,162 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// RBAC objects are stored and validated, not enforced: miniapi authorizes every
+// authenticated user.
+
+var roleRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		r := obj.(*rbacv1.Role)
+		return append(validateMeta(r, true, path.ValidatePathSegmentName), validatePolicyRules(r.Rules)...)
+	},
+	Table: createdAtTable,
+}
+
+var clusterRoleRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		r := obj.(*rbacv1.ClusterRole)
+		errs := validateMeta(r, false, path.ValidatePathSegmentName)
+		if r.AggregationRule != nil { // the aggregation controller fills the rules in
+			return errs
+		}
+		return append(errs, validatePolicyRules(r.Rules)...)
+	},
+	Table: createdAtTable,
+}
+
+func validatePolicyRules(rules []rbacv1.PolicyRule) field.ErrorList {
+	var errs field.ErrorList
+	for i, r := range rules {
+		p := field.NewPath("rules").Index(i)
+		if len(r.Verbs) == 0 {
+			errs = append(errs, field.Required(p.Child("verbs"), "verbs must contain at least one value"))
+		}
+		if len(r.NonResourceURLs) > 0 {
+			if len(r.APIGroups) > 0 || len(r.Resources) > 0 || len(r.ResourceNames) > 0 {
+				errs = append(errs, field.Invalid(p.Child("nonResourceURLs"), r.NonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"))
+			}
+			continue
+		}
+		if len(r.APIGroups) == 0 {
+			errs = append(errs, field.Required(p.Child("apiGroups"), "resource rules must supply at least one api group"))
+		}
+		if len(r.Resources) == 0 {
+			errs = append(errs, field.Required(p.Child("resources"), "resource rules must supply at least one resource"))
+		}
+	}
+	return errs
+}
+
+var roleBindingRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		b := obj.(*rbacv1.RoleBinding)
+		errs := validateMeta(b, true, path.ValidatePathSegmentName)
+		return append(errs, validateBinding(b.RoleRef, b.Subjects, "Role", "ClusterRole")...)
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		b, o := obj.(*rbacv1.RoleBinding), old.(*rbacv1.RoleBinding)
+		errs := validateMeta(b, true, path.ValidatePathSegmentName)
+		return append(errs, validateBindingUpdate(b.RoleRef, o.RoleRef, b.Subjects, "Role", "ClusterRole")...)
+	},
+	Table: bindingTable(func(obj runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef, []rbacv1.Subject) {
+		b := obj.(*rbacv1.RoleBinding)
+		return b.ObjectMeta, b.RoleRef, b.Subjects
+	}),
+}
+
+var clusterRoleBindingRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		b := obj.(*rbacv1.ClusterRoleBinding)
+		return append(validateMeta(b, false, path.ValidatePathSegmentName), validateBinding(b.RoleRef, b.Subjects, "ClusterRole")...)
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		b, o := obj.(*rbacv1.ClusterRoleBinding), old.(*rbacv1.ClusterRoleBinding)
+		errs := validateMeta(b, false, path.ValidatePathSegmentName)
+		return append(errs, validateBindingUpdate(b.RoleRef, o.RoleRef, b.Subjects, "ClusterRole")...)
+	},
+	Table: bindingTable(func(obj runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef, []rbacv1.Subject) {
+		b := obj.(*rbacv1.ClusterRoleBinding)
+		return b.ObjectMeta, b.RoleRef, b.Subjects
+	}),
+}
+
+func validateBindingUpdate(ref, oldRef rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
+	errs := validateBinding(ref, subjects, kinds...)
+	if ref != oldRef {
+		errs = append(errs, field.Invalid(field.NewPath("roleRef"), ref, "cannot change roleRef"))
+	}
+	return errs
+}
+
+func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
+	var errs field.ErrorList
+	rp := field.NewPath("roleRef")
+	if ref.APIGroup != rbacv1.GroupName {
+		errs = append(errs, field.NotSupported(rp.Child("apiGroup"), ref.APIGroup, []string{rbacv1.GroupName}))
+	}
+	if !slices.Contains(kinds, ref.Kind) {
+		errs = append(errs, field.NotSupported(rp.Child("kind"), ref.Kind, kinds))
+	}
+	if ref.Name == "" {
+		errs = append(errs, field.Required(rp.Child("name"), ""))
+	}
+	subjectKinds := []string{rbacv1.ServiceAccountKind, rbacv1.UserKind, rbacv1.GroupKind}
+	for i, s := range subjects {
+		p := field.NewPath("subjects").Index(i)
+		if s.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		}
+		switch s.Kind {
+		case rbacv1.ServiceAccountKind:
+			if s.APIGroup != "" {
+				errs = append(errs, field.NotSupported(p.Child("apiGroup"), s.APIGroup, []string{""}))
+			}
+		case rbacv1.UserKind, rbacv1.GroupKind:
+			if s.APIGroup != rbacv1.GroupName {
+				errs = append(errs, field.NotSupported(p.Child("apiGroup"), s.APIGroup, []string{rbacv1.GroupName}))
+			}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("kind"), s.Kind, subjectKinds))
+		}
+	}
+	return errs
+}
+
+func bindingTable(parts func(runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef, []rbacv1.Subject)) *TableDef {
+	return &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Role", "string", rbacv1.RoleBinding{}.SwaggerDoc()["roleRef"], false),
+			ageColumn,
+			column("Users", "string", "Users in the roleBinding", true),
+			column("Groups", "string", "Groups in the roleBinding", true),
+			column("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", true),
+		},
+		Row: func(obj runtime.Object) []any {
+			meta, ref, subjects := parts(obj)
+			var users, groups, sas []string
+			for _, s := range subjects {
+				switch s.Kind {
+				case rbacv1.UserKind:
+					users = append(users, s.Name)
+				case rbacv1.GroupKind:
+					groups = append(groups, s.Name)
+				case rbacv1.ServiceAccountKind:
+					sas = append(sas, s.Namespace+"/"+s.Name)
+				}
+			}
+			return []any{meta.Name, ref.Kind + "/" + ref.Name, Age(meta.CreationTimestamp),
+				strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
+		},
+	}
+}

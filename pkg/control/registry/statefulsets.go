@@ -1,0 +1,119 @@
+package registry
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var statefulSetRules = Rules{
+	Default:       func(obj runtime.Object) { defaultStatefulSet(obj.(*appsv1.StatefulSet)) },
+	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validateStatefulSet(obj.(*appsv1.StatefulSet)) },
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		s, o := obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet)
+		errs := validateStatefulSet(s)
+		// Only these may change; the rest of the spec is fixed at creation.
+		fixed := o.Spec.DeepCopy()
+		fixed.Replicas, fixed.Ordinals, fixed.Template = s.Spec.Replicas, s.Spec.Ordinals, s.Spec.Template
+		fixed.UpdateStrategy, fixed.RevisionHistoryLimit = s.Spec.UpdateStrategy, s.Spec.RevisionHistoryLimit
+		fixed.PersistentVolumeClaimRetentionPolicy, fixed.MinReadySeconds = s.Spec.PersistentVolumeClaimRetentionPolicy, s.Spec.MinReadySeconds
+		if !equality.Semantic.DeepEqual(fixed, &s.Spec) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+		}
+		return errs
+	},
+	Scale: &ScaleDef{
+		Replicas: func(obj runtime.Object) (int32, int32, string) {
+			s := obj.(*appsv1.StatefulSet)
+			return deref(s.Spec.Replicas), s.Status.Replicas, selectorText(s.Spec.Selector)
+		},
+		SetReplicas: func(obj runtime.Object, n int32) { obj.(*appsv1.StatefulSet).Spec.Replicas = &n },
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Ready", "string", "Number of the pod with ready state", false),
+			ageColumn, containersColumn, imagesColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			s := obj.(*appsv1.StatefulSet)
+			names, images := containerCells(&s.Spec.Template)
+			return []any{s.Name, ratio(s.Status.ReadyReplicas, deref(s.Spec.Replicas)), Age(s.CreationTimestamp), names, images}
+		},
+	},
+}
+
+func defaultStatefulSet(s *appsv1.StatefulSet) {
+	spec := &s.Spec
+	if spec.PodManagementPolicy == "" {
+		spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+	}
+	if spec.UpdateStrategy.Type == "" {
+		spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+		if spec.UpdateStrategy.RollingUpdate == nil {
+			spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
+		}
+	}
+	if ru := spec.UpdateStrategy.RollingUpdate; spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && ru != nil {
+		defaultInt32(&ru.Partition, 0)
+	}
+	if spec.PersistentVolumeClaimRetentionPolicy == nil {
+		spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted == "" {
+		p.WhenDeleted = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p.WhenScaled == "" {
+		p.WhenScaled = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	defaultInt32(&spec.Replicas, 1)
+	defaultInt32(&spec.RevisionHistoryLimit, 10)
+	defaultPodTemplate(&spec.Template)
+	for i := range spec.VolumeClaimTemplates {
+		defaultClaimSpec(&spec.VolumeClaimTemplates[i].Spec)
+	}
+}
+
+func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
+	errs := validateMeta(s, true, validation.NameIsDNSSubdomain)
+	spec, path := &s.Spec, field.NewPath("spec")
+	switch spec.PodManagementPolicy {
+	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("podManagementPolicy"), spec.PodManagementPolicy,
+			[]appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement}))
+	}
+	us := path.Child("updateStrategy")
+	switch spec.UpdateStrategy.Type {
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		if spec.UpdateStrategy.RollingUpdate != nil {
+			errs = append(errs, field.Invalid(us.Child("rollingUpdate"), spec.UpdateStrategy.RollingUpdate, "only allowed for updateStrategy 'RollingUpdate'"))
+		}
+	case appsv1.RollingUpdateStatefulSetStrategyType:
+		if ru := spec.UpdateStrategy.RollingUpdate; ru != nil {
+			errs = append(errs, nonNegative(ru.Partition, us.Child("rollingUpdate", "partition"))...)
+		}
+	default:
+		errs = append(errs, field.NotSupported(us.Child("type"), spec.UpdateStrategy.Type,
+			[]appsv1.StatefulSetUpdateStrategyType{appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType}))
+	}
+	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil {
+		policies := []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
+		rp := path.Child("persistentVolumeClaimRetentionPolicy")
+		for name, v := range map[string]appsv1.PersistentVolumeClaimRetentionPolicyType{"whenDeleted": p.WhenDeleted, "whenScaled": p.WhenScaled} {
+			if v != policies[0] && v != policies[1] {
+				errs = append(errs, field.NotSupported(rp.Child(name), v, policies))
+			}
+		}
+	}
+	errs = append(errs, nonNegative(spec.Replicas, path.Child("replicas"))...)
+	errs = append(errs, validation.ValidateNonnegativeField(int64(spec.MinReadySeconds), path.Child("minReadySeconds"))...)
+	if spec.Ordinals != nil {
+		errs = append(errs, validation.ValidateNonnegativeField(int64(spec.Ordinals.Start), path.Child("ordinals", "start"))...)
+	}
+	return append(errs, validateWorkloadSelector(spec.Selector, &spec.Template, path, "statefulset")...)
+}

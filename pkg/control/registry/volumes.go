@@ -1,0 +1,276 @@
+package registry
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// betaStorageClassAnnotation is the storage class annotation older clients still set.
+const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
+
+var accessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
+
+var persistentVolumeRules = Rules{
+	Default: func(obj runtime.Object) {
+		pv := obj.(*corev1.PersistentVolume)
+		if pv.Status.Phase == "" {
+			pv.Status.Phase = corev1.VolumePending
+		}
+		if pv.Spec.PersistentVolumeReclaimPolicy == "" {
+			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+		}
+		defaultVolumeMode(&pv.Spec.VolumeMode)
+	},
+	PrepareCreate: func(obj runtime.Object) {
+		now := metav1.Now()
+		obj.(*corev1.PersistentVolume).Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending, LastPhaseTransitionTime: &now}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validatePersistentVolume(obj.(*corev1.PersistentVolume))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		pv, o := obj.(*corev1.PersistentVolume), old.(*corev1.PersistentVolume)
+		errs := validatePersistentVolume(pv)
+		if !equality.Semantic.DeepEqual(pv.Spec.PersistentVolumeSource, o.Spec.PersistentVolumeSource) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation"))
+		}
+		return append(errs, immutable(pv.Spec.VolumeMode, o.Spec.VolumeMode, field.NewPath("spec", "volumeMode"))...)
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Capacity", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["capacity"], false),
+			column("Access Modes", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["accessModes"], false),
+			column("Reclaim Policy", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["persistentVolumeReclaimPolicy"], false),
+			column("Status", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["phase"], false),
+			column("Claim", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["claimRef"], false),
+			column("StorageClass", "string", "StorageClass of the pv", false),
+			column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv", false),
+			column("Reason", "string", corev1.PersistentVolumeStatus{}.SwaggerDoc()["reason"], false),
+			ageColumn,
+			column("VolumeMode", "string", corev1.PersistentVolumeSpec{}.SwaggerDoc()["volumeMode"], true),
+		},
+		Row: func(obj runtime.Object) []any {
+			pv := obj.(*corev1.PersistentVolume)
+			claim := ""
+			if ref := pv.Spec.ClaimRef; ref != nil {
+				claim = ref.Namespace + "/" + ref.Name
+			}
+			phase := string(pv.Status.Phase)
+			if pv.DeletionTimestamp != nil {
+				phase = "Terminating"
+			}
+			class := pv.Spec.StorageClassName
+			if c, ok := pv.Annotations[betaStorageClassAnnotation]; ok {
+				class = c
+			}
+			capacity := pv.Spec.Capacity[corev1.ResourceStorage]
+			return []any{pv.Name, capacity.String(), accessModesText(pv.Spec.AccessModes), string(pv.Spec.PersistentVolumeReclaimPolicy),
+				phase, claim, class, stringOr(pv.Spec.VolumeAttributesClassName, "<unset>"), pv.Status.Reason, Age(pv.CreationTimestamp),
+				volumeModeText(pv.Spec.VolumeMode)}
+		},
+	},
+}
+
+func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
+	errs := validateMeta(pv, false, validation.NameIsDNSSubdomain)
+	spec, s := field.NewPath("spec"), &pv.Spec
+	errs = append(errs, validateAccessModes(s.AccessModes, spec.Child("accessModes"))...)
+	if len(s.Capacity) == 0 {
+		errs = append(errs, field.Required(spec.Child("capacity"), ""))
+	}
+	for name, q := range s.Capacity {
+		if name != corev1.ResourceStorage {
+			errs = append(errs, field.NotSupported(spec.Child("capacity"), name, []corev1.ResourceName{corev1.ResourceStorage}))
+		}
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(spec.Child("capacity").Key(string(name)), q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	switch n := volumeSources(&s.PersistentVolumeSource); {
+	case n == 0:
+		errs = append(errs, field.Required(spec, "must specify a volume type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(spec, "may not specify more than 1 volume type"))
+	}
+	policies := []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRecycle, corev1.PersistentVolumeReclaimRetain}
+	if !slices.Contains(policies, s.PersistentVolumeReclaimPolicy) {
+		errs = append(errs, field.NotSupported(spec.Child("persistentVolumeReclaimPolicy"), s.PersistentVolumeReclaimPolicy, policies))
+	}
+	errs = append(errs, validateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
+	if s.StorageClassName != "" {
+		errs = append(errs, validateClassName(s.StorageClassName, spec.Child("storageClassName"))...)
+	}
+	return errs
+}
+
+// volumeSources counts the volume sources set in a PersistentVolumeSource (all pointers).
+func volumeSources(src *corev1.PersistentVolumeSource) int {
+	v, n := reflect.ValueOf(src).Elem(), 0
+	for i := range v.NumField() {
+		if !v.Field(i).IsNil() {
+			n++
+		}
+	}
+	return n
+}
+
+var persistentVolumeClaimRules = Rules{
+	Default: func(obj runtime.Object) {
+		pvc := obj.(*corev1.PersistentVolumeClaim)
+		if pvc.Status.Phase == "" {
+			pvc.Status.Phase = corev1.ClaimPending
+		}
+		defaultClaimSpec(&pvc.Spec)
+	},
+	PrepareCreate: func(obj runtime.Object) {
+		obj.(*corev1.PersistentVolumeClaim).Status = corev1.PersistentVolumeClaimStatus{}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		pvc := obj.(*corev1.PersistentVolumeClaim)
+		return append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), validateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		pvc, o := obj.(*corev1.PersistentVolumeClaim), old.(*corev1.PersistentVolumeClaim)
+		spec := field.NewPath("spec")
+		errs := append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), validateClaimSpec(&pvc.Spec, spec)...)
+		// A claim may only grow (when bound), change its attributes class, or be bound.
+		mutable := o.Spec.DeepCopy()
+		mutable.Resources.Requests, mutable.VolumeAttributesClassName = pvc.Spec.Resources.Requests, pvc.Spec.VolumeAttributesClassName
+		if o.Spec.VolumeName == "" {
+			mutable.VolumeName = pvc.Spec.VolumeName
+		}
+		if !equality.Semantic.DeepEqual(mutable, &pvc.Spec) {
+			errs = append(errs, field.Forbidden(spec, "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))
+		}
+		if o.Status.Phase == corev1.ClaimBound {
+			requested, capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage], o.Status.Capacity[corev1.ResourceStorage]
+			if requested.Cmp(capacity) < 0 {
+				errs = append(errs, field.Forbidden(spec.Child("resources", "requests", "storage"), "field can not be less than status.capacity"))
+			}
+		}
+		return errs
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Status", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["phase"], false),
+			column("Volume", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeName"], false),
+			column("Capacity", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["capacity"], false),
+			column("Access Modes", "string", corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()["accessModes"], false),
+			column("StorageClass", "string", "StorageClass of the pvc", false),
+			column("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc", false),
+			ageColumn,
+			column("VolumeMode", "string", corev1.PersistentVolumeClaimSpec{}.SwaggerDoc()["volumeMode"], true),
+		},
+		Row: func(obj runtime.Object) []any {
+			pvc := obj.(*corev1.PersistentVolumeClaim)
+			phase := string(pvc.Status.Phase)
+			if pvc.DeletionTimestamp != nil {
+				phase = "Terminating"
+			}
+			var capacity, modes string
+			if pvc.Spec.VolumeName != "" {
+				q := pvc.Status.Capacity[corev1.ResourceStorage]
+				capacity, modes = q.String(), accessModesText(pvc.Status.AccessModes)
+			}
+			class := stringOr(pvc.Spec.StorageClassName, "")
+			if c, ok := pvc.Annotations[betaStorageClassAnnotation]; ok {
+				class = c
+			}
+			return []any{pvc.Name, phase, pvc.Spec.VolumeName, capacity, modes, class,
+				stringOr(pvc.Spec.VolumeAttributesClassName, "<unset>"), Age(pvc.CreationTimestamp), volumeModeText(pvc.Spec.VolumeMode)}
+		},
+	},
+}
+
+// defaultClaimSpec defaults a claim, also one in a StatefulSet's volumeClaimTemplates.
+func defaultClaimSpec(s *corev1.PersistentVolumeClaimSpec) { defaultVolumeMode(&s.VolumeMode) }
+
+func validateClaimSpec(s *corev1.PersistentVolumeClaimSpec, spec *field.Path) field.ErrorList {
+	errs := validateAccessModes(s.AccessModes, spec.Child("accessModes"))
+	requests := spec.Child("resources", "requests")
+	if q, ok := s.Resources.Requests[corev1.ResourceStorage]; !ok {
+		errs = append(errs, field.Required(requests.Key(string(corev1.ResourceStorage)), ""))
+	} else if q.Sign() <= 0 {
+		errs = append(errs, field.Invalid(requests.Key(string(corev1.ResourceStorage)), q.String(), "must be greater than zero"))
+	}
+	errs = append(errs, validateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
+	if c := s.StorageClassName; c != nil && *c != "" {
+		errs = append(errs, validateClassName(*c, spec.Child("storageClassName"))...)
+	}
+	return errs
+}
+
+func validateAccessModes(modes []corev1.PersistentVolumeAccessMode, path *field.Path) field.ErrorList {
+	if len(modes) == 0 {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, m := range modes {
+		if !slices.Contains(accessModes, m) {
+			errs = append(errs, field.NotSupported(path, m, accessModes))
+		}
+	}
+	if slices.Contains(modes, corev1.ReadWriteOncePod) && len(modes) > 1 {
+		errs = append(errs, field.Forbidden(path, "may not use ReadWriteOncePod with other access modes"))
+	}
+	return errs
+}
+
+func defaultVolumeMode(m **corev1.PersistentVolumeMode) {
+	if *m == nil {
+		fs := corev1.PersistentVolumeFilesystem
+		*m = &fs
+	}
+}
+
+func validateVolumeMode(m *corev1.PersistentVolumeMode, path *field.Path) field.ErrorList {
+	modes := []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}
+	if m != nil && !slices.Contains(modes, *m) {
+		return field.ErrorList{field.NotSupported(path, *m, modes)}
+	}
+	return nil
+}
+
+func validateClassName(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.NameIsDNSSubdomain(name, false) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	return errs
+}
+
+// accessModesText is the ACCESS MODES column: "RWO,ROX,RWX,RWOP" in this order.
+func accessModesText(modes []corev1.PersistentVolumeAccessMode) string {
+	short := map[corev1.PersistentVolumeAccessMode]string{corev1.ReadWriteOnce: "RWO", corev1.ReadOnlyMany: "ROX", corev1.ReadWriteMany: "RWX", corev1.ReadWriteOncePod: "RWOP"}
+	var out []string
+	for _, m := range accessModes {
+		if slices.Contains(modes, m) {
+			out = append(out, short[m])
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func volumeModeText(m *corev1.PersistentVolumeMode) string {
+	if m == nil {
+		return "<unset>"
+	}
+	return string(*m)
+}
+
+func stringOr(s *string, otherwise string) string {
+	if s == nil {
+		return otherwise
+	}
+	return *s
+}

@@ -1,0 +1,110 @@
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// What the workload kinds (Deployment, ReplicaSet, StatefulSet, DaemonSet,
+// ReplicationController, Job, CronJob) share: a pod template, a selector of its pods, and
+// the columns that show them.
+
+// defaultPodTemplate applies the pod defaults to a pod template, as Kubernetes' defaulters
+// do for every embedded PodTemplateSpec.
+func defaultPodTemplate(t *corev1.PodTemplateSpec) {
+	pod := corev1.Pod{Spec: t.Spec}
+	defaultPod(&pod)
+	// A pod gets its priority from its priority class when it is created, a template none.
+	pod.Spec.Priority = t.Spec.Priority
+	t.Spec = pod.Spec
+}
+
+// validatePodTemplate checks a pod template: its metadata, its containers, and a restart
+// policy among those the workload allows.
+func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPolicies ...corev1.RestartPolicy) field.ErrorList {
+	meta := path.Child("metadata")
+	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
+	errs = append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
+	spec := path.Child("spec")
+	if len(t.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(spec.Child("containers"), "must have at least one container"))
+	}
+	names := sets.New[string]()
+	errs = append(errs, validateContainers(t.Spec.InitContainers, spec.Child("initContainers"), names)...)
+	errs = append(errs, validateContainers(t.Spec.Containers, spec.Child("containers"), names)...)
+	if !slices.Contains(restartPolicies, t.Spec.RestartPolicy) {
+		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), t.Spec.RestartPolicy, restartPolicies))
+	}
+	if g := t.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
+	}
+	return errs
+}
+
+// validateReplicatedTemplate checks the template of a kind that keeps pods running
+// (ReplicaSet, Deployment, StatefulSet, DaemonSet, ReplicationController): the selector
+// must select it, and its pods restart always and never time out.
+func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selector, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !selector.Empty() && !selector.Matches(labels.Set(t.Labels)) {
+		errs = append(errs, field.Invalid(path.Child("metadata", "labels"), t.Labels, "`selector` does not match template `labels`"))
+	}
+	errs = append(errs, validatePodTemplate(t, path, corev1.RestartPolicyAlways)...)
+	if t.Spec.ActiveDeadlineSeconds != nil {
+		errs = append(errs, field.Forbidden(path.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
+	}
+	return errs
+}
+
+// validateWorkloadSelector checks a required, non-empty label selector and the template it
+// must select. kind names the workload in the message about an empty selector.
+func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, spec *field.Path, kind string) field.ErrorList {
+	path := spec.Child("selector")
+	if sel == nil {
+		return append(field.ErrorList{field.Required(path, "")}, validateReplicatedTemplate(t, labels.Nothing(), spec.Child("template"))...)
+	}
+	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path)
+	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		errs = append(errs, field.Invalid(path, sel, "empty selector is invalid for "+kind))
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return append(errs, field.Invalid(path, sel, "invalid label selector"))
+	}
+	return append(errs, validateReplicatedTemplate(t, selector, spec.Child("template"))...)
+}
+
+// containerCells are the CONTAINERS and IMAGES columns of a workload.
+func containerCells(t *corev1.PodTemplateSpec) (names, images string) {
+	var n, i []string
+	for _, c := range t.Spec.Containers {
+		n, i = append(n, c.Name), append(i, c.Image)
+	}
+	return strings.Join(n, ","), strings.Join(i, ",")
+}
+
+// selectorText is a label selector as kubectl shows it, "<invalid>" if it is not one.
+func selectorText(sel *metav1.LabelSelector) string {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return "<invalid>"
+	}
+	return s.String()
+}
+
+var (
+	containersColumn = column("Containers", "string", "Names of each container in the template.", true)
+	imagesColumn     = column("Images", "string", "Images referenced by each container in the template.", true)
+)
+
+// ratio is a READY-style cell: "ready/desired".
+func ratio(a, b int32) string { return fmt.Sprintf("%d/%d", a, b) }

@@ -1,0 +1,163 @@
+package registry
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func deployment(labels map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: objMeta("web"), Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: template(labels),
+	}}
+}
+
+func TestDeploymentDefaults(t *testing.T) {
+	d := deployment(map[string]string{"app": "web"})
+	d.Status.Replicas = 7
+	if errs := createSteps(deploymentRules, d); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	s := d.Spec
+	quarter := intstr.FromString("25%")
+	switch {
+	case *s.Replicas != 1, *s.RevisionHistoryLimit != 10, *s.ProgressDeadlineSeconds != 600,
+		s.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType,
+		*s.Strategy.RollingUpdate.MaxSurge != quarter, *s.Strategy.RollingUpdate.MaxUnavailable != quarter:
+		t.Errorf("deployment spec not defaulted as Kubernetes does: %+v", s)
+	}
+	c := s.Template.Spec
+	if c.RestartPolicy != corev1.RestartPolicyAlways || c.DNSPolicy != corev1.DNSClusterFirst || *c.TerminationGracePeriodSeconds != 30 ||
+		c.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent || c.Priority != nil {
+		t.Errorf("pod template not defaulted like a pod (and without a priority): %+v", c)
+	}
+	if d.Status.Replicas != 0 {
+		t.Error("status must be reset on create")
+	}
+}
+
+func TestDeploymentValidation(t *testing.T) {
+	d := deployment(map[string]string{"app": "other"})
+	d.Spec.Replicas = int32Ptr(-1)
+	d.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	errs := createSteps(deploymentRules, d)
+	expectErrors(t, "bad deployment", errs,
+		"spec.replicas: FieldValueInvalid",
+		"spec.template.metadata.labels: FieldValueInvalid",
+		"spec.template.spec.restartPolicy: FieldValueNotSupported")
+	expectMessage(t, errs, "spec.template.metadata.labels", "`selector` does not match template `labels`")
+
+	d = deployment(map[string]string{"app": "web"})
+	d.Spec.Selector = &metav1.LabelSelector{}
+	zero := intstr.FromInt32(0)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &zero, MaxUnavailable: &zero}}
+	d.Spec.MinReadySeconds = 700
+	errs = createSteps(deploymentRules, d)
+	expectErrors(t, "empty selector, no room to roll, deadline", errs,
+		"spec.selector: FieldValueInvalid", "spec.strategy.rollingUpdate.maxUnavailable: FieldValueInvalid",
+		"spec.progressDeadlineSeconds: FieldValueInvalid")
+	expectMessage(t, errs, "spec.selector", "empty selector is invalid for deployment")
+
+	d = deployment(map[string]string{"app": "web"})
+	d.Spec.Selector = nil
+	// As in Kubernetes, a missing selector selects nothing, not the template.
+	expectErrors(t, "no selector", createSteps(deploymentRules, d), "spec.selector: FieldValueRequired", "spec.template.metadata.labels: FieldValueInvalid")
+}
+
+func TestDeploymentSelectorIsImmutable(t *testing.T) {
+	old := deployment(map[string]string{"app": "web", "tier": "a"})
+	if errs := createSteps(deploymentRules, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	d := old.DeepCopy()
+	d.Spec.Selector.MatchLabels["tier"] = "a"
+	errs := updateSteps(deploymentRules, d, old)
+	expectErrors(t, "changed selector", errs, "spec.selector: FieldValueInvalid")
+	expectMessage(t, errs, "spec.selector", "field is immutable")
+	d = old.DeepCopy()
+	d.Spec.Replicas = int32Ptr(5)
+	expectErrors(t, "scaling", updateSteps(deploymentRules, d, old))
+}
+
+func TestScaleRules(t *testing.T) {
+	d := deployment(map[string]string{"app": "web"})
+	d.Status.Replicas = 2
+	deploymentRules.Scale.SetReplicas(d, 4)
+	if spec, status, sel := deploymentRules.Scale.Replicas(d); spec != 4 || status != 2 || sel != "app=web" {
+		t.Errorf("deployment scale: %d %d %q", spec, status, sel)
+	}
+	rc := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"a": "b", "c": "d"}}}
+	replicationControllerRules.Scale.SetReplicas(rc, 3)
+	if spec, _, sel := replicationControllerRules.Scale.Replicas(rc); spec != 3 || sel != "a=b,c=d" {
+		t.Errorf("replication controller scale: %d %q", spec, sel)
+	}
+}
+
+func TestReplicationControllerTakesItsTemplateLabels(t *testing.T) {
+	tpl := template(map[string]string{"app": "db"})
+	rc := &corev1.ReplicationController{ObjectMeta: objMeta("db"), Spec: corev1.ReplicationControllerSpec{Template: &tpl}}
+	if errs := createSteps(replicationControllerRules, rc); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if rc.Spec.Selector["app"] != "db" || rc.Labels["app"] != "db" || *rc.Spec.Replicas != 1 {
+		t.Errorf("rc not defaulted from its template: %+v %v", rc.Spec.Selector, rc.Labels)
+	}
+	rc.Spec.Template = nil
+	expectErrors(t, "rc without a template", replicationControllerRules.Validate(rc), "spec.template: FieldValueRequired")
+}
+
+func TestReplicaSetValidation(t *testing.T) {
+	rs := &appsv1.ReplicaSet{ObjectMeta: objMeta("rs"), Spec: appsv1.ReplicaSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: template(map[string]string{"app": "x"}),
+	}}
+	rs.Spec.Template.Spec.ActiveDeadlineSeconds = new(int64)
+	expectErrors(t, "replica set with a deadline", createSteps(replicaSetRules, rs), "spec.template.spec.activeDeadlineSeconds: FieldValueForbidden")
+}
+
+func TestStatefulSetRules(t *testing.T) {
+	s := &appsv1.StatefulSet{ObjectMeta: objMeta("db"), Spec: appsv1.StatefulSetSpec{
+		ServiceName:          "db",
+		Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:             template(map[string]string{"app": "db"}),
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
+	}}
+	if errs := createSteps(statefulSetRules, s); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	spec := s.Spec
+	if spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement || *spec.Replicas != 1 || *spec.UpdateStrategy.RollingUpdate.Partition != 0 ||
+		spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
+		*spec.VolumeClaimTemplates[0].Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+		t.Errorf("statefulset not defaulted: %+v", spec)
+	}
+	scaled := s.DeepCopy()
+	scaled.Spec.Replicas = int32Ptr(3)
+	scaled.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+	expectErrors(t, "scale and new image", updateSteps(statefulSetRules, scaled, s))
+	renamed := s.DeepCopy()
+	renamed.Spec.ServiceName = "other"
+	errs := updateSteps(statefulSetRules, renamed, s)
+	expectErrors(t, "new service name", errs, "spec: FieldValueForbidden")
+}
+
+func TestDaemonSetRules(t *testing.T) {
+	d := &appsv1.DaemonSet{ObjectMeta: objMeta("agent"), Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+		Template: template(map[string]string{"app": "agent"}),
+	}}
+	if errs := createSteps(daemonSetRules, d); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	ru := d.Spec.UpdateStrategy.RollingUpdate
+	if d.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru.MaxUnavailable.IntValue() != 1 || ru.MaxSurge.IntValue() != 0 {
+		t.Errorf("daemonset strategy not defaulted: %+v", d.Spec.UpdateStrategy)
+	}
+	two := intstr.FromInt32(2)
+	ru.MaxSurge = &two
+	expectErrors(t, "surge and unavailable both set", daemonSetRules.Validate(d), "spec.updateStrategy.rollingUpdate.maxSurge: FieldValueInvalid")
+}

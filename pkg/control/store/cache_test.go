@@ -1,0 +1,236 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func openCache(t *testing.T, engine Interface, opts CacheOptions) *Cache {
+	t.Helper()
+	c, err := NewCache(engine, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func cachedBolt(boltOpts BoltOptions, cacheOpts CacheOptions) func(t *testing.T) openFunc {
+	return func(t *testing.T) openFunc {
+		path := filepath.Join(t.TempDir(), "state.db")
+		return func(t *testing.T) Interface { return openCache(t, openBolt(t, path, boltOpts), cacheOpts) }
+	}
+}
+
+func TestCacheConformance(t *testing.T) {
+	t.Run("Bolt", func(t *testing.T) { runConformance(t, cachedBolt(BoltOptions{}, CacheOptions{})) })
+	// A ring of 4 events sends resuming watches to the engine.
+	t.Run("BoltSmallRing", func(t *testing.T) { runConformance(t, cachedBolt(BoltOptions{}, CacheOptions{RingSize: 4})) })
+	t.Run("Etcd", func(t *testing.T) {
+		endpoints := etcdtest.ForTest(t).Endpoints
+		cases := 0
+		runConformance(t, func(t *testing.T) openFunc {
+			cases++
+			prefix := fmt.Sprintf("/cache-conformance-%d/", cases)
+			return func(t *testing.T) Interface {
+				engine, err := OpenEtcd(endpoints, prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = engine.Close() })
+				return openCache(t, engine, CacheOptions{})
+			}
+		})
+	})
+}
+
+// Reads of one version share its Memo; a new version gets a new one, which its watch event
+// shares with the state.
+func TestCacheMemos(t *testing.T) {
+	c := openCache(t, openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{}), CacheOptions{})
+	ctx := t.Context()
+	r1 := mustCreate(t, c, "/registry/m/a", "a1")
+	kvs, _, err := c.List(ctx, "/registry/m/") // waits until the cache has the create
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Get(ctx, "/registry/m/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Memo == nil || kvs[0].Memo != first.Memo {
+		t.Fatalf("two reads of one version have memos %p and %p, want one shared", first.Memo, kvs[0].Memo)
+	}
+	derived := 0
+	for range 3 {
+		v, err := kvs[0].Memo.Do(func() (any, error) { derived++; return "decoded", nil })
+		if err != nil || v != "decoded" {
+			t.Fatalf("memo: %v %v", v, err)
+		}
+	}
+	if derived != 1 {
+		t.Fatalf("memo derived %d times, want once", derived)
+	}
+
+	ch := mustWatch(t, c, "/registry/m/", r1)
+	mustUpdate(t, c, "/registry/m/a", "a2", r1)
+	ev := receive(t, ch, 1)[0]
+	kvs, _, err = c.List(ctx, "/registry/m/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second := kvs[0]; second.Memo == first.Memo || ev.Memo != second.Memo || ev.PrevMemo == nil || ev.PrevMemo == ev.Memo {
+		t.Fatalf("after an update: state memo %p (old %p), event memo %p, prev memo %p", second.Memo, first.Memo, ev.Memo, ev.PrevMemo)
+	}
+}
+
+// Many watchers share the one engine watch of the cache.
+func TestCacheFanOutUsesOneEngineWatch(t *testing.T) {
+	engine := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{})
+	c := openCache(t, engine, CacheOptions{})
+	const watchers, writes = 200, 20
+	var chans []<-chan Event
+	for range watchers {
+		chans = append(chans, mustWatch(t, c, "/registry/f/", 0))
+	}
+	if n := engine.watch.count(); n != 1 {
+		t.Fatalf("%d watchers of the cache opened %d engine watches, want 1", watchers, n)
+	}
+	var revs []int64
+	for i := range writes {
+		revs = append(revs, mustCreate(t, c, fmt.Sprintf("/registry/f/%02d", i), "v"))
+	}
+	for i, ch := range chans {
+		got := receive(t, ch, writes)
+		for j, ev := range got {
+			if ev.Revision != revs[j] {
+				t.Fatalf("watcher %d: event %d at revision %d, want %d", i, j, ev.Revision, revs[j])
+			}
+		}
+	}
+}
+
+// A watch from before the cache's ring is served by the engine.
+func TestCacheOldWatchGoesToEngine(t *testing.T) {
+	c := openCache(t, openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{}), CacheOptions{RingSize: 2})
+	var revs []int64
+	for i := range 5 {
+		revs = append(revs, mustCreate(t, c, fmt.Sprintf("/registry/o/%d", i), "v"))
+	}
+	got := receive(t, mustWatch(t, c, "/registry/o/", revs[0]), 4)
+	if got[0].Revision != revs[1] || got[3].Revision != revs[4] {
+		t.Fatalf("old watch got revisions %d..%d, want %d..%d", got[0].Revision, got[3].Revision, revs[1], revs[4])
+	}
+	if n := testutil.ToFloat64(c.metrics.engineWatches); n != 1 {
+		t.Fatalf("engine watches = %v, want 1", n)
+	}
+}
+
+// aheadEngine claims a revision its watchers have not been given, as an engine whose
+// watch lags would.
+type aheadEngine struct{ Interface }
+
+func (e aheadEngine) Revision() int64 { return e.Interface.Revision() + 1 }
+
+// A cache that cannot catch up reads the engine, after CatchUpTimeout for List and at once
+// for Get, so reads stay consistent.
+func TestCacheBehindReadsEngine(t *testing.T) {
+	engine := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{})
+	mustCreate(t, engine, "/registry/b/x", "v")
+	c := openCache(t, aheadEngine{engine}, CacheOptions{CatchUpTimeout: 100 * time.Millisecond})
+	start := time.Now()
+	kvs, _, err := c.List(t.Context(), "/registry/b/")
+	if err != nil || len(kvs) != 1 || kvs[0].Memo != nil {
+		t.Fatalf("list from a cache behind the store: %v %v (want one engine KV without memo)", kvs, err)
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("list read the engine after %s, before the catch-up timeout", waited)
+	}
+	if kv, err := c.Get(t.Context(), "/registry/b/x"); err != nil || kv.Memo != nil {
+		t.Fatalf("get from a cache behind the store: %+v %v", kv, err)
+	}
+	if n := testutil.ToFloat64(c.metrics.engineReads); n != 2 {
+		t.Fatalf("engine reads = %v, want 2", n)
+	}
+}
+
+// A cache that missed changes the engine no longer has reloads the state; its watchers are
+// closed, and resuming from their old revision reports the compaction.
+func TestCacheReloadsAfterCompaction(t *testing.T) {
+	engine := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{HistoryLimit: 10, RingSize: 4, WatchBuffer: 8})
+	c := openCache(t, engine, CacheOptions{})
+	ctx := t.Context()
+	r0 := mustCreate(t, c, "/registry/r/gone", "v")
+	watcher := mustWatch(t, c, "/registry/r/", r0)
+
+	// Hold the feeding goroutine while the engine drops the cache's watch as too slow and
+	// trims its history past the cache's revision.
+	c.mu.Lock()
+	if _, _, err := engine.Delete(ctx, "/registry/r/gone", 0); err != nil {
+		c.mu.Unlock()
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 100 {
+		key := fmt.Sprintf("/registry/r/%03d", i)
+		if _, err := engine.Create(ctx, key, []byte("v")); err != nil {
+			c.mu.Unlock()
+			t.Fatal(err)
+		}
+		want = append(want, key)
+	}
+	c.mu.Unlock()
+
+	deadline := time.Now().Add(eventTimeout)
+	for testutil.ToFloat64(c.metrics.reloads) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache did not reload after its history was compacted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	kvs, rev, err := c.List(ctx, "/registry/r/")
+	if err != nil || !slices.Equal(keysOf(kvs), want) || rev != engine.Revision() {
+		t.Fatalf("after reload: %d keys at %d (store at %d), %v", len(kvs), rev, engine.Revision(), err)
+	}
+	var last int64
+	for ev := range watcher { // closed by the reload
+		last = ev.Revision
+	}
+	if _, err := c.Watch(ctx, "/registry/r/", max(last, r0)); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("resuming a watch closed by the reload at %d: got %v, want ErrCompacted", max(last, r0), err)
+	}
+}
+
+func TestCacheCloseEndsWatchesAndEngine(t *testing.T) {
+	engine := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{})
+	c, err := NewCache(engine, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := mustWatch(t, c, "/registry/c/", 0)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("event after close")
+		}
+	case <-time.After(eventTimeout):
+		t.Fatal("watch still open after the cache closed")
+	}
+	if _, err := engine.Create(context.Background(), "/registry/c/x", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("engine after the cache closed: %v, want ErrClosed", err)
+	}
+	if _, err := c.Watch(context.Background(), "/registry/c/", 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("watch after close: %v, want ErrClosed", err)
+	}
+}
