@@ -33,12 +33,9 @@ func readBody(r *http.Request) ([]byte, error) {
 		}
 		mediaType = mt
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	data, err := readRaw(r)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
-	}
-	if len(data) > MaxBodyBytes {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+		return nil, err
 	}
 	switch {
 	case mediaType == runtime.ContentTypeProtobuf:
@@ -57,6 +54,18 @@ func readBody(r *http.Request) ([]byte, error) {
 	default:
 		return nil, unsupportedMediaType(mediaType)
 	}
+}
+
+// readRaw reads the request body as it is, refusing one over MaxBodyBytes with 413.
+func readRaw(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+	}
+	if len(data) > MaxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+	}
+	return data, nil
 }
 
 // protobufToJSON decodes a Kubernetes protobuf body (client-go's default for built-in
@@ -179,6 +188,6 @@ func wantsTable(r *http.Request) bool {
 func unsupportedMediaType(mediaType string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the media type %q is not supported here; accepted: application/json, application/yaml, and for PATCH application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json", mediaType),
+		Message: fmt.Sprintf("the media type %q is not supported here; accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf, and for PATCH application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml", mediaType),
 	}}
 }

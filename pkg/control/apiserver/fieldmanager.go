@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -295,12 +294,9 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 // decodeApplyConfiguration reads an apply configuration (YAML or JSON): it must be of the
 // resource's kind and fit its schema; duplicate fields fail or warn per ?fieldValidation=.
 func (s *Server) decodeApplyConfiguration(r *http.Request, res *registry.Resource, validation string) (*unstructured.Unstructured, []string, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	data, err := readRaw(r)
 	if err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
-	}
-	if len(data) > MaxBodyBytes {
-		return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+		return nil, nil, err
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(data, &patch.Object); err != nil {

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 
@@ -41,13 +40,9 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		writeError(w, err)
 		return
 	}
-	patch, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	patch, err := readRaw(r)
 	if err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
-		return
-	}
-	if len(patch) > MaxBodyBytes {
-		writeError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes)))
+		writeError(w, err)
 		return
 	}
 	var warnings []string

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 
@@ -49,9 +48,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 			writeError(w, unsupportedMediaType(r.Header.Get("Content-Type")))
 			return
 		}
-		patch, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-		if err != nil || len(patch) > MaxBodyBytes {
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("reading the patch (at most %d bytes): %v", MaxBodyBytes, err)))
+		patch, err := readRaw(r)
+		if err != nil {
+			writeError(w, err)
 			return
 		}
 		s.setScale(w, r, res, info, func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {

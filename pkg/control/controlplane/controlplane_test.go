@@ -87,7 +87,14 @@ func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) (string, e
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Skip("kubectl not installed")
 	}
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
+	return c.kubectlAt(t, "kubectl", stdin, args...)
+}
+
+// kubectlAt runs one kubectl binary against the cluster with its own cache directory, so
+// that nothing cached by another test or version is reused.
+func (c *cluster) kubectlAt(t *testing.T, bin, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", c.kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

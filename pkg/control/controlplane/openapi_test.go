@@ -24,18 +24,6 @@ import (
 // kubectlBinDir holds kubectl.1.27 ... kubectl.1.33 beside the default kubectl.
 const kubectlBinDir = "/usr/lib/google-cloud-sdk/bin"
 
-// kubectlAt runs one kubectl binary against the cluster with its own cache directory, so
-// that nothing cached by another test or version is reused.
-func (c *cluster) kubectlAt(t *testing.T, bin, stdin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", c.kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
 // kubectlVersions are the kubectl binaries to check: the default one, and the oldest and
 // newest supported versions where installed.
 func kubectlVersions(t *testing.T) map[string]string {
