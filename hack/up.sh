@@ -66,7 +66,7 @@ wait_for "node $NODE to register" 60 k get node "$NODE"
 k wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null
 
 say "running the demo pod"
-k apply --validate=false -f - >/dev/null <<YAML
+k apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
 metadata:

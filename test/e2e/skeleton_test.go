@@ -62,7 +62,7 @@ func TestWalkingSkeleton(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(twoPods), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := cluster.Kubectl(ctx, l, "apply", "--validate=false", "-f", manifest); err != nil {
+	if out, err := cluster.Kubectl(ctx, l, "apply", "-f", manifest); err != nil {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 	a := waitRunning(t, l, "a")

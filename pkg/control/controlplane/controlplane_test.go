@@ -163,7 +163,7 @@ spec:
   - name: c
     image: localhost/minik8s/netexec:v1
 `
-	c.mustKubectl(t, pod, "apply", "--validate=false", "-f", "-")
+	c.mustKubectl(t, pod, "apply", "-f", "-")
 	waitFor(t, "pod bound by the scheduler", func() bool {
 		p, err := c.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == "node-a"

@@ -39,7 +39,7 @@ spec:
 func TestKubectlEverydayVerbs(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	out := c.mustKubectl(t, appManifest, "apply", "--validate=false", "-f", "-")
+	out := c.mustKubectl(t, appManifest, "apply", "-f", "-")
 	if !strings.Contains(out, "configmap/app-config created") || !strings.Contains(out, "pod/shop created") {
 		t.Fatalf("apply of a multi-document manifest:\n%s", out)
 	}
@@ -93,7 +93,7 @@ func TestKubectlEverydayVerbs(t *testing.T) {
 
 	// apply again with a field dropped: the 3-way merge removes it
 	dropped := strings.Replace(appManifest, "  size: large\n", "", 1)
-	c.mustKubectl(t, dropped, "apply", "--validate=false", "-f", "-")
+	c.mustKubectl(t, dropped, "apply", "-f", "-")
 	got, _ = c.client.CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{})
 	if _, still := got.Data["size"]; still {
 		t.Errorf("apply should remove a key dropped from the manifest: %v", got.Data)
