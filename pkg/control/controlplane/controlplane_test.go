@@ -53,7 +53,7 @@ func startClusterWith(t *testing.T, change func(*Options)) *cluster {
 			t.Errorf("miniapi stopped with error: %v", err)
 		}
 	})
-	c := &cluster{kubeconfig: AdminKubeconfig(dir), url: o.ServerURL()}
+	c := &cluster{kubeconfig: AdminKubeconfig(o.DataDir), url: o.ServerURL()}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
