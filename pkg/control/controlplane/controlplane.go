@@ -226,7 +226,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, apiserver.Authenticate(srv.Handler(), tokens)) }()
+	go func() {
+		errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, apiserver.Authenticate(srv.Handler(), tokens))
+	}()
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 
 	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:kube-scheduler")
