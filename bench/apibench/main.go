@@ -1,8 +1,9 @@
 // Command apibench measures miniapi in-process on loopback: pod creates/s and latency with
-// 1, 16 and 64 concurrent client-go clients, LIST of many pods, and create latency at a fixed
-// offered load, on bbolt and on etcd. It also measures baselines in the same run (the raw
-// store's create throughput, a trivial HTTPS round trip) and prints ratios against them, so
-// figures from machines of different speed can be compared. See docs/performance.md.
+// 1, 16 and 64 concurrent client-go clients, create latency at a fixed offered load, and LIST
+// of many pods, on bbolt and on etcd. It measures baselines in the same run (a trivial HTTPS
+// round trip, the raw store's creates, the API handler called without TLS or clients, an
+// HTTPS transfer of a LIST's size) and prints ratios against them, so that figures taken on
+// machines of different speed, or on a busy machine, can be compared. See docs/performance.md.
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	_ "net/http/pprof"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -87,6 +90,9 @@ func run(cfg config) error {
 		defer pprof.StopCPUProfile()
 	}
 	if cfg.pprofAddr != "" {
+		if ap, err := netip.ParseAddrPort(cfg.pprofAddr); err != nil || !ap.Addr().IsLoopback() {
+			return fmt.Errorf("-pprof %q: want a loopback IP:PORT such as 127.0.0.1:6060", cfg.pprofAddr)
+		}
 		runtime.SetBlockProfileRate(int(time.Millisecond))
 		runtime.SetMutexProfileFraction(10)
 		go func() { _ = http.ListenAndServe(cfg.pprofAddr, nil) }() // the default mux has net/http/pprof
@@ -97,7 +103,9 @@ func run(cfg config) error {
 	}
 	defer os.RemoveAll(work)
 
-	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered\n\n", cfg.duration, cfg.listPods, cfg.rate)
+	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered; %d CPUs, load average %s\n\n",
+		cfg.duration, cfg.listPods, cfg.rate, runtime.NumCPU(), loadAverage())
+	defer func() { fmt.Printf("\n# load average at the end: %s\n", loadAverage()) }()
 	rtt, err := trivialHTTPS(cfg.duration)
 	if err != nil {
 		return err
@@ -117,91 +125,97 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 		return err
 	}
 	storeFlag := "bolt"
-	var engine func() (store.Interface, error)
+	var open func(name string) (store.Interface, error) // a fresh engine for a baseline
 	switch kind {
 	case "bolt":
-		engine = func() (store.Interface, error) {
-			return store.OpenBolt(filepath.Join(dir, "raw.db"), store.BoltOptions{})
+		open = func(name string) (store.Interface, error) {
+			return store.OpenBolt(filepath.Join(dir, name+".db"), store.BoltOptions{})
 		}
 	case "etcd":
+		if _, err := exec.LookPath("etcd"); err != nil {
+			fmt.Printf("\n## etcd: skipped, no etcd binary (Debian package etcd-server)\n")
+			return nil
+		}
 		etcd, err := etcdtest.Start(dir)
 		if err != nil {
 			return err
 		}
 		defer etcd.Stop()
 		storeFlag = "etcd://" + strings.Join(etcd.HostPorts, ",")
-		engine = func() (store.Interface, error) { return store.OpenEtcd(etcd.Endpoints, "/apibench-raw") }
+		open = func(name string) (store.Interface, error) { return store.OpenEtcd(etcd.Endpoints, "/apibench-"+name) }
 	default:
 		return fmt.Errorf("unknown store %q (bolt or etcd)", kind)
 	}
 	fmt.Printf("\n## %s\n", kind)
-	raw, err := rawStoreCreates(engine, cfg.duration)
+	raw, err := rawStoreCreates(open, cfg.duration)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("baseline  raw store creates, 64 writers: %s\n", raw)
-
-	if kind == "bolt" {
-		handler, err := handlerCreates(filepath.Join(dir, "handler.db"), cfg.duration)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("baseline  API handler creates alone (no TLS, client, informers), 64 callers: %s\n", handler)
+	handler, err := handlerCreates(open, cfg.duration)
+	if err != nil {
+		return err
 	}
+	fmt.Printf("baseline  API handler alone (no TLS, client-go, informers), 64 callers: %s\n", handler)
 
 	api, err := startMiniapi(filepath.Join(dir, "miniapi"), storeFlag)
 	if err != nil {
 		return err
 	}
-	defer api.stop()
+	defer func() { api.stop() }()
 	for _, n := range []int{1, 16, 64} {
-		clients, err := api.clients(n)
+		r, err := api.measure(fmt.Sprintf("%2d clients", n), n, func(clients []*kubernetes.Clientset) (result, error) {
+			return closedLoop(clients, fmt.Sprintf("c%d", n), cfg.duration)
+		})
 		if err != nil {
 			return err
 		}
-		before, err := api.stats()
-		if err != nil {
-			return err
-		}
-		r, err := closedLoop(clients, fmt.Sprintf("c%d", n), cfg.duration)
-		if err != nil {
-			return err
-		}
-		after, err := api.stats()
-		if err != nil {
-			return err
-		}
-		fmt.Printf("create    %2d clients: %s\n          %s\n", n, r, after.since(before, r.elapsed))
 		if n == 64 {
-			fmt.Printf("ratio     creates/s vs raw store: %.2f; p50 vs trivial HTTPS p50: %.1fx\n",
-				r.perSecond()/raw.perSecond(), float64(r.p(50))/float64(rtt.p(50)))
+			fmt.Printf("ratio     64 clients vs baselines: creates/s %.2f of the raw store's, %.2f of the handler's; CPU/op %.1fx the handler's; p50 %.1fx the trivial round trip's\n",
+				r.perSecond()/raw.perSecond(), r.perSecond()/handler.perSecond(),
+				r.cpuPerOp().Seconds()/handler.cpuPerOp().Seconds(), float64(r.p(50))/float64(rtt.p(50)))
 		}
 	}
-	clients, err := api.clients(64)
+	_, err = api.measure(fmt.Sprintf("at %d/s offered", cfg.rate), 64, func(clients []*kubernetes.Clientset) (result, error) {
+		return openLoop(clients, cfg.rate, cfg.duration)
+	})
 	if err != nil {
 		return err
 	}
-	before, err := api.stats()
+	return benchList(cfg, api)
+}
+
+// measure runs one create phase with n clients and prints it with what the server saw.
+func (a *miniapi) measure(name string, n int, phase func([]*kubernetes.Clientset) (result, error)) (result, error) {
+	clients, err := a.clients(n)
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	r, err := openLoop(clients, cfg.rate, cfg.duration)
+	before, err := a.stats()
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	after, err := api.stats()
+	r, err := phase(clients)
 	if err != nil {
-		return err
+		return result{}, err
 	}
-	fmt.Printf("create    at %d/s offered: %s\n          %s\n", cfg.rate, r, after.since(before, r.elapsed))
-	return benchList(cfg, api, clients)
+	after, err := a.stats()
+	if err != nil {
+		return result{}, err
+	}
+	fmt.Printf("create    %s: %s\n          %s\n", name, r, after.since(before, r.elapsed))
+	return r, nil
 }
 
 // benchList fills a namespace with pods and times LIST of it: raw HTTP (the server's work
 // and the transfer) and client-go's typed List (adding the client's decoding).
-func benchList(cfg config, api *miniapi, clients []*kubernetes.Clientset) error {
+func benchList(cfg config, api *miniapi) error {
 	const ns = "bench-list"
 	ctx := context.Background()
+	clients, err := api.clients(64)
+	if err != nil {
+		return err
+	}
 	if err := ensureNamespace(clients[0], ns); err != nil {
 		return err
 	}
@@ -210,32 +224,14 @@ func benchList(cfg config, api *miniapi, clients []*kubernetes.Clientset) error 
 		return err
 	}
 	fmt.Printf("list      filled %d pods in %s\n", cfg.listPods, time.Since(start).Round(time.Millisecond))
-	hc, err := api.httpClient()
-	if err != nil {
-		return err
-	}
-	url := api.url + "/api/v1/namespaces/" + ns + "/pods"
-	timeRaw := func() (time.Duration, int, error) {
-		start := time.Now()
-		resp, err := hc.Get(url)
-		if err != nil {
-			return 0, 0, err
-		}
-		defer resp.Body.Close()
-		n, err := io.Copy(io.Discard, resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("LIST answered %s", resp.Status)
-		}
-		return time.Since(start), int(n), err
-	}
-	first, size, err := timeRaw()
+	first, size, err := api.timeList(ns)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("list      first raw LIST of %d pods (%.1f MiB): %s\n", cfg.listPods, float64(size)/(1<<20), first.Round(time.Millisecond))
 	var rawTimes, typedTimes []time.Duration
 	for range cfg.listRounds {
-		d, _, err := timeRaw()
+		d, _, err := api.timeList(ns)
 		if err != nil {
 			return err
 		}
@@ -252,16 +248,79 @@ func benchList(cfg config, api *miniapi, clients []*kubernetes.Clientset) error 
 		}
 		typedTimes = append(typedTimes, time.Since(start))
 	}
+	transfer, err := transferHTTPS(size, cfg.listRounds)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("list      raw LIST of %d pods: %s\n", cfg.listPods, spread(rawTimes))
+	fmt.Printf("baseline  HTTPS transfer of as many bytes from a static handler: %s\n", spread(transfer))
+	fmt.Printf("ratio     raw LIST vs that transfer: %.1fx\n", float64(median(rawTimes))/float64(median(transfer)))
+
+	// After a restart the watch cache holds every value but no decoded object yet: the first
+	// LIST decodes and encodes each pod once (racing the control plane's own informers).
+	if err := api.restart(); err != nil {
+		return err
+	}
+	cold, _, err := api.timeList(ns)
+	if err != nil {
+		return err
+	}
+	warm, _, err := api.timeList(ns)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("list      raw LIST of %d pods right after a restart: %s, then %s\n", cfg.listPods, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
 	fmt.Printf("list      client-go List of %d pods (with decoding): %s\n", cfg.listPods, spread(typedTimes))
 	return nil
+}
+
+// loadAverage is the 1, 5 and 15 minute load average: how busy the machine was besides us.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	fields := strings.Fields(string(data))
+	return strings.Join(fields[:min(3, len(fields))], " ")
 }
 
 // spread prints the median and the extremes of a few timings.
 func spread(ds []time.Duration) string {
 	slices.Sort(ds)
-	return fmt.Sprintf("median %s (min %s, max %s, n=%d)", ds[len(ds)/2].Round(time.Millisecond),
+	return fmt.Sprintf("median %s (min %s, max %s, n=%d)", median(ds).Round(time.Millisecond),
 		ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), len(ds))
+}
+
+func median(ds []time.Duration) time.Duration {
+	sorted := slices.Sorted(slices.Values(ds))
+	return sorted[len(sorted)/2]
+}
+
+// transferHTTPS times GETs of a size-byte body from a handler that only writes it: the
+// transport's share of a LIST of that size.
+func transferHTTPS(size, rounds int) ([]time.Duration, error) {
+	body := bytes.Repeat([]byte("x"), size)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(body)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	var times []time.Duration
+	for range rounds {
+		start := time.Now()
+		resp, err := srv.Client().Get(srv.URL)
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		times = append(times, time.Since(start))
+	}
+	return times, nil
 }
 
 // result is what a load phase measured.
@@ -284,6 +343,8 @@ func cpuTime() time.Duration {
 
 func (r result) perSecond() float64 { return float64(r.ops) / r.elapsed.Seconds() }
 
+func (r result) cpuPerOp() time.Duration { return r.cpu / time.Duration(max(r.ops, 1)) }
+
 func (r result) p(q int) time.Duration {
 	if len(r.latencies) == 0 {
 		return 0
@@ -299,7 +360,7 @@ func (r result) String() string {
 		s += fmt.Sprintf(", %d errors", r.errors)
 	}
 	if r.ops > 0 {
-		s += fmt.Sprintf(", CPU %s/op, %.0f%% of %d cores", (r.cpu / time.Duration(r.ops)).Round(time.Microsecond),
+		s += fmt.Sprintf(", CPU %s/op, %.0f%% of %d cores", r.cpuPerOp().Round(time.Microsecond),
 			100*r.cpu.Seconds()/r.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 	}
 	return s + ")"
@@ -439,8 +500,8 @@ func ensureNamespace(c *kubernetes.Clientset, name string) error {
 
 // rawStoreCreates is the store's own create throughput with 64 writers and pod-sized values:
 // the ceiling the API's creates are compared with.
-func rawStoreCreates(open func() (store.Interface, error), d time.Duration) (result, error) {
-	s, err := open()
+func rawStoreCreates(open func(name string) (store.Interface, error), d time.Duration) (result, error) {
+	s, err := open("raw")
 	if err != nil {
 		return result{}, err
 	}
@@ -469,8 +530,8 @@ func rawStoreCreates(open func() (store.Interface, error), d time.Duration) (res
 
 // handlerCreates calls the API server's handler in-process, without TLS, client-go or the
 // control plane's informers: the server's own share of a create.
-func handlerCreates(path string, d time.Duration) (result, error) {
-	engine, err := store.OpenBolt(path, store.BoltOptions{})
+func handlerCreates(open func(name string) (store.Interface, error), d time.Duration) (result, error) {
+	engine, err := open("handler")
 	if err != nil {
 		return result{}, err
 	}
@@ -556,42 +617,73 @@ func trivialHTTPS(d time.Duration) (result, error) {
 
 // miniapi is a control plane running in this process.
 type miniapi struct {
-	url        string
-	kubeconfig string
-	stop       func()
+	dir, storeFlag string
+	url            string
+	kubeconfig     string
+	http           *http.Client // the admin's, without client-go
+	stop           func()       // stops it; safe to call more than once
 }
 
 func startMiniapi(dir, storeFlag string) (*miniapi, error) {
+	api := &miniapi{dir: dir, storeFlag: storeFlag, kubeconfig: controlplane.AdminKubeconfig(dir)}
+	return api, api.start()
+}
+
+// restart stops miniapi and starts it again on the same data dir, as a restart of the daemon.
+func (a *miniapi) restart() error {
+	a.stop()
+	return a.start()
+}
+
+func (a *miniapi) start() error {
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: storeFlag,
+	o := controlplane.Options{DataDir: a.dir, BindAddress: "127.0.0.1", SecurePort: port, Store: a.storeFlag,
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(ctx, o) }()
-	api := &miniapi{url: o.ServerURL(), kubeconfig: controlplane.AdminKubeconfig(dir), stop: func() { cancel(); <-done }}
+	var once sync.Once
+	a.url, a.stop = o.ServerURL(), func() { once.Do(func() { cancel(); <-done }) }
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		clients, err := api.clients(1)
+		clients, err := a.clients(1)
 		if err == nil {
 			_, err = clients[0].CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		}
 		if err == nil {
-			return api, nil
+			a.http, err = a.httpClient()
+			return err
 		}
 		select {
 		case err := <-done:
 			cancel()
-			return nil, fmt.Errorf("miniapi stopped: %w", err)
+			return fmt.Errorf("miniapi stopped: %w", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			api.stop()
-			return nil, fmt.Errorf("miniapi did not come up: %w", err)
+			a.stop()
+			return fmt.Errorf("miniapi did not come up: %w", err)
 		}
 	}
+}
+
+// timeList times a LIST of the pods of ns with a plain HTTP client, reading the whole body
+// without decoding it, and returns the body's size.
+func (a *miniapi) timeList(ns string) (time.Duration, int, error) {
+	start := time.Now()
+	resp, err := a.http.Get(a.url + "/api/v1/namespaces/" + ns + "/pods")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("LIST answered %s", resp.Status)
+	}
+	return time.Since(start), int(n), err
 }
 
 // clients returns n clientsets, each with its own connection as separate programs would
@@ -648,11 +740,7 @@ type serverStats struct {
 }
 
 func (a *miniapi) stats() (serverStats, error) {
-	hc, err := a.httpClient()
-	if err != nil {
-		return serverStats{}, err
-	}
-	resp, err := hc.Get(a.url + "/metrics")
+	resp, err := a.http.Get(a.url + "/metrics")
 	if err != nil {
 		return serverStats{}, err
 	}

@@ -39,7 +39,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "IP address to serve on")
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port")
 	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
-	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db)`)
+	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db) or "etcd://HOST:PORT[,HOST:PORT...]"`)
 	f.StringVar(&o.ServiceRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which Service cluster IPs are allocated")
 	f.StringVar(&o.TokenFile, "token-auth-file", "", `static bearer tokens, one "token,user,uid[,\"group1,group2\"]" line each`)
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -52,36 +53,92 @@ func decodeStored(res *registry.Resource, value []byte, rev int64) (runtime.Obje
 	return obj, nil
 }
 
-// storedObject is one version of a stored object as readers send it: decoded once, and
-// encoded as JSON once, however many GET, LIST and WATCH requests read that version (the
-// store's watch cache gives each version one store.Memo). It is shared: never modify obj.
+// storedObject is one version of a stored object as readers send it, shared through the
+// store's memo of that version (the watch cache gives each version one) by every GET, LIST and
+// WATCH that reads it. Its JSON is the stored JSON with the resourceVersion put in, with no
+// decoding; it is decoded, once, only for what needs the typed object (selectors, tables).
+// What it returns is shared: never modify it.
 type storedObject struct {
-	obj      runtime.Object
+	res   *registry.Resource
+	value []byte
+	rev   int64
+
 	jsonOnce sync.Once
 	json     []byte
 	jsonErr  error
+
+	objOnce sync.Once
+	obj     runtime.Object
+	objErr  error
 }
 
-// sharedObject is decodeStored through the memo of the value's version: the first reader
-// decodes, the others share the result. With a nil memo (an engine read) it decodes.
-func sharedObject(res *registry.Resource, memo *store.Memo, value []byte, rev int64) (*storedObject, error) {
-	v, err := memo.Do(func() (any, error) {
-		obj, err := decodeStored(res, value, rev)
-		if err != nil {
-			return nil, err
-		}
-		return &storedObject{obj: obj}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*storedObject), nil
+// sharedObject returns the storedObject of a value's version: the memo's, or a new one with a
+// nil memo (a value read from the engine, not the cache).
+func sharedObject(res *registry.Resource, memo *store.Memo, value []byte, rev int64) *storedObject {
+	v, _ := memo.Do(func() (any, error) { return &storedObject{res: res, value: value, rev: rev}, nil })
+	return v.(*storedObject)
 }
 
-// JSON is the object's JSON encoding, as a response or a watch event carries it.
+// Object is the decoded object, with its resourceVersion.
+func (o *storedObject) Object() (runtime.Object, error) {
+	o.objOnce.Do(func() { o.obj, o.objErr = decodeStored(o.res, o.value, o.rev) })
+	return o.obj, o.objErr
+}
+
+// JSON is the object as a response or a watch event carries it.
 func (o *storedObject) JSON() ([]byte, error) {
-	o.jsonOnce.Do(func() { o.json, o.jsonErr = json.Marshal(o.obj) })
+	o.jsonOnce.Do(func() {
+		var ok bool
+		if o.json, ok = withResourceVersion(o.value, o.rev); ok {
+			return
+		}
+		obj, err := o.Object()
+		if err != nil {
+			o.jsonErr = err
+			return
+		}
+		o.json, o.jsonErr = json.Marshal(obj)
+	})
 	return o.json, o.jsonErr
+}
+
+// withResourceVersion puts metadata.resourceVersion into a stored object's JSON (which never
+// holds it) as the first field of its metadata: the object decoding and encoding again would
+// give, but for the order of its fields, at the cost of a copy. ok is false when value is
+// not a JSON object with a metadata object.
+func withResourceVersion(value []byte, rev int64) (out []byte, ok bool) {
+	if !json.Valid(value) {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		if key != "metadata" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, false
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, false
+		}
+		at := int(dec.InputOffset()) // just after the metadata's opening brace
+		field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
+		if dec.More() { // more metadata fields follow
+			field += ","
+		}
+		out = make([]byte, 0, len(value)+len(field))
+		out = append(append(append(out, value[:at]...), field...), value[at:]...)
+		return out, true
+	}
+	return nil, false
 }
 
 // encodeForStore serialises an object without its resourceVersion.

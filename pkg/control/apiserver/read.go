@@ -27,16 +27,17 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 		writeError(w, err)
 		return
 	}
-	obj, err := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	stored := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
 	if wantsTable(r) {
-		s.respond(w, r, res, http.StatusOK, obj.obj)
+		obj, err := stored.Object()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.respond(w, r, res, http.StatusOK, obj)
 		return
 	}
-	body, err := obj.JSON()
+	body, err := stored.JSON()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -87,24 +88,28 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 	var items []*storedObject
 	for i := first; i < len(kvs); i++ {
 		kv := kvs[i]
-		obj, err := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+		item := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+		matches, err := sel.matchesStored(res, item)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if !sel.matches(res, obj.obj) {
+		if !matches {
 			continue
 		}
 		if limit > 0 && int64(len(items)) == limit {
 			listMeta.Continue = encodeContinue(continueToken{ResourceVersion: rev, StartAfter: kvs[i-1].Key})
 			break
 		}
-		items = append(items, obj)
+		items = append(items, item)
 	}
 	if wantsTable(r) {
 		objs := make([]runtime.Object, len(items))
 		for i, item := range items {
-			objs[i] = item.obj
+			if objs[i], err = item.Object(); err != nil {
+				writeError(w, err)
+				return
+			}
 		}
 		table, err := buildTable(r, res, objs, listMeta)
 		if err != nil {
@@ -118,7 +123,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 }
 
 // writeList writes what encoding the resource's typed list would, but puts the items'
-// shared encodings in the list envelope instead of encoding every object again.
+// shared encodings in the list envelope instead of encoding every object.
 func writeList(w http.ResponseWriter, res *registry.Resource, listMeta metav1.ListMeta, items []*storedObject) {
 	bodies := make([][]byte, len(items))
 	for i, item := range items {

@@ -39,6 +39,18 @@ func parseSelectors(r *http.Request, res *registry.Resource) (selectors, error) 
 // empty tells whether the selectors select everything.
 func (s selectors) empty() bool { return s.labels.Empty() && s.fields.Empty() }
 
+// matchesStored is matches for a stored object, which it decodes only when a selector needs it.
+func (s selectors) matchesStored(res *registry.Resource, o *storedObject) (bool, error) {
+	if s.empty() {
+		return true, nil
+	}
+	obj, err := o.Object()
+	if err != nil {
+		return false, err
+	}
+	return s.matches(res, obj), nil
+}
+
 func (s selectors) matches(res *registry.Resource, obj runtime.Object) bool {
 	if s.empty() {
 		return true

@@ -69,29 +69,26 @@ type watchStream struct {
 	frame []byte // reused for each event
 }
 
-// sendStored writes a stored object's event using its shared encoding.
-func (ws *watchStream) sendStored(t watch.EventType, obj *storedObject) error {
-	if ws.table {
-		return ws.send(t, obj.obj)
+// payload is what the event of a stored object carries: the object's shared encoding, or for
+// kubectl a Table of it. An error here is the object's: the stream goes on without it.
+func (ws *watchStream) payload(stored *storedObject) ([]byte, error) {
+	if !ws.table {
+		return stored.JSON()
 	}
-	raw, err := obj.JSON()
+	obj, err := stored.Object()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ws.write(t, raw)
+	tbl, err := buildTable(ws.r, ws.res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(tbl)
 }
 
-// send writes an event of an object that has no shared encoding (a Status, a bookmark).
+// send writes the event of an object that is not stored: a bookmark or a Status.
 func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
-	var payload any = obj
-	if ws.table && t != watch.Bookmark && t != watch.Error {
-		tbl, err := buildTable(ws.r, ws.res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
-		if err != nil {
-			return err
-		}
-		payload = tbl
-	}
-	raw, err := json.Marshal(payload)
+	raw, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
@@ -187,11 +184,17 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 	defer s.metrics.watchers.Dec()
 
 	for _, kv := range initial {
-		obj, err := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
-		if err != nil || !sel.matches(res, obj.obj) {
+		obj := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+		matches, err := sel.matchesStored(res, obj)
+		var raw []byte
+		if err == nil && matches {
+			raw, err = ws.payload(obj)
+		}
+		if err != nil {
+			s.log.Warn("watch: skipping an undecodable object", "key", kv.Key, "err", err)
 			continue
 		}
-		if ws.sendStored(watch.Added, obj) != nil {
+		if matches && ws.write(watch.Added, raw) != nil {
 			return
 		}
 	}
@@ -219,11 +222,14 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 			}
 			last = ev.Revision
 			t, obj, err := s.translate(ws.res, sel, ev)
-			if err != nil {
-				s.log.Warn("watch: skipping undecodable event", "key", ev.Key, "err", err)
-				continue
+			var raw []byte
+			if err == nil && obj != nil {
+				raw, err = ws.payload(obj)
 			}
-			if obj != nil && ws.sendStored(t, obj) != nil {
+			switch {
+			case err != nil:
+				s.log.Warn("watch: skipping an undecodable event", "key", ev.Key, "err", err)
+			case obj != nil && ws.write(t, raw) != nil:
 				return
 			}
 			if len(events) == 0 {
@@ -234,14 +240,14 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 }
 
 // translate turns a store event into the watch event a client with these selectors sees:
-// an object entering the selection is ADDED, one leaving it is DELETED. Objects are decoded
-// through the events' memos, once for all the watchers of the event.
+// an object entering the selection is ADDED, one leaving it is DELETED. Objects are shared
+// through the events' memos: decoded, when a selector needs it, once for all watchers.
 func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event) (watch.EventType, *storedObject, error) {
-	obj, err := sharedObject(res, ev.Memo, ev.Value, ev.Revision)
+	obj := sharedObject(res, ev.Memo, ev.Value, ev.Revision)
+	matches, err := sel.matchesStored(res, obj)
 	if err != nil {
 		return "", nil, err
 	}
-	matches := sel.matches(res, obj.obj)
 	switch ev.Type {
 	case store.Added:
 		if matches {
@@ -253,12 +259,10 @@ func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event
 		}
 	case store.Modified:
 		wasMatching := true
-		if !sel.empty() && ev.PrevValue != nil {
-			prev, err := sharedObject(res, ev.PrevMemo, ev.PrevValue, ev.Revision)
-			if err != nil {
+		if ev.PrevValue != nil {
+			if wasMatching, err = sel.matchesStored(res, sharedObject(res, ev.PrevMemo, ev.PrevValue, ev.Revision)); err != nil {
 				return "", nil, err
 			}
-			wasMatching = sel.matches(res, prev.obj)
 		}
 		switch {
 		case matches && wasMatching:

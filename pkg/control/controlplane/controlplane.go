@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
@@ -78,6 +79,10 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// etcdCompactionInterval is how much etcd history watches can resume from, as in
+// kube-apiserver (--etcd-compaction-interval).
+const etcdCompactionInterval = 5 * time.Minute
 
 // etcdStorePrefix is "etcd://": --store=etcd://HOST:PORT[,HOST:PORT...] selects etcd.
 const etcdStorePrefix = "etcd://"
@@ -193,6 +198,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
+	if o.Store != "bolt" { // bolt trims its own history; etcd keeps all until compacted
+		go st.CompactHistory(ctx, etcdCompactionInterval)
+	}
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -377,6 +377,29 @@ func (c *Cache) Compact(ctx context.Context, rev int64) error {
 	return nil
 }
 
+// CompactHistory compacts the engine every interval to the revision it had one interval
+// earlier, so watches can resume from at least that long ago and no further back, as
+// kube-apiserver does for etcd, which otherwise keeps every revision until it runs out of
+// space. It runs until ctx ends; failures are logged and retried at the next tick.
+func (c *Cache) CompactHistory(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	var previous int64 // the revision at the last tick
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if previous > 0 {
+			if err := c.Compact(ctx, previous); err != nil && ctx.Err() == nil {
+				c.opts.Logger.Warn("watch cache: compacting the store's history failed", "revision", previous, "err", err)
+			}
+		}
+		previous = c.Revision()
+	}
+}
+
 // Collectors returns the cache's prometheus metrics and the engine's, for the caller to register.
 func (c *Cache) Collectors() []prometheus.Collector {
 	out := c.metrics.collectors()

@@ -179,13 +179,17 @@ func TestCacheReloadsAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for i := range 100 {
-		key := fmt.Sprintf("/registry/r/%03d", i)
-		if _, err := engine.Create(ctx, key, []byte("v")); err != nil {
+	afterDrop := 0 // writes since the engine dropped the cache's watch
+	for i := 0; afterDrop <= 10; i++ {
+		key := fmt.Sprintf("/registry/r/%05d", i)
+		if _, err := engine.Create(ctx, key, []byte("v")); err != nil || i == 10000 {
 			c.mu.Unlock()
-			t.Fatal(err)
+			t.Fatalf("%d writes without the engine dropping the cache's watch: %v", i, err)
 		}
 		want = append(want, key)
+		if testutil.ToFloat64(engine.metrics.slowWatchers) > 0 {
+			afterDrop++
+		}
 	}
 	c.mu.Unlock()
 
@@ -232,5 +236,56 @@ func TestCacheCloseEndsWatchesAndEngine(t *testing.T) {
 	}
 	if _, err := c.Watch(context.Background(), "/registry/c/", 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("watch after close: %v, want ErrClosed", err)
+	}
+}
+
+// CompactHistory keeps about one interval of history.
+func TestCacheCompactHistory(t *testing.T) {
+	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/compact-history/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = engine.Close() })
+	c := openCache(t, engine, CacheOptions{RingSize: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const interval = 300 * time.Millisecond
+	go c.CompactHistory(ctx, interval)
+	old := mustCreate(t, c, "/registry/h/old", "v")
+	mustCreate(t, c, "/registry/h/new", "v") // pushes old out of the cache's ring of 1
+	deadline := time.Now().Add(eventTimeout)
+	for {
+		ch, err := c.Watch(ctx, "/registry/h/", old-1)
+		if errors.Is(err, ErrCompacted) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history at revision %d still there %s after it was written", old, eventTimeout)
+		}
+		// Not compacted yet. Compaction may still land during the replay; the watch is then
+		// closed early, which is what a client re-watching must see, so just look again.
+		drain(ch, 2, eventTimeout)
+		time.Sleep(interval / 2)
+	}
+	if kvs, _, err := c.List(ctx, "/registry/h/"); err != nil || len(kvs) != 2 {
+		t.Fatalf("objects after compaction: %v %v", keysOf(kvs), err)
+	}
+}
+
+// drain reads up to n events or until ch closes or timeout passes.
+func drain(ch <-chan Event, n int, timeout time.Duration) {
+	deadline := time.After(timeout)
+	for i := 0; i < n; i++ {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			return
+		}
 	}
 }

@@ -1,0 +1,222 @@
+package apiserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "sigs.k8s.io/json"
+)
+
+// newCachedServer is a Server reading through the watch cache, as miniapi's is.
+func newCachedServer(t *testing.T) (*Server, *store.Cache) {
+	t.Helper()
+	engine, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.NewCache(engine, store.CacheOptions{})
+	if err != nil {
+		_ = engine.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := newTestServer(t, st, "10.96.0.0/12", "", 0)
+	if err := s.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, st
+}
+
+func do(t *testing.T, h http.Handler, method, path string, body any) *httptest.ResponseRecorder {
+	t.Helper()
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := httptest.NewRequest(method, path, bytes.NewReader(data))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func podNamed(name, app string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+}
+
+// decodeStrict decodes a response body, failing on fields the type does not have.
+func decodeStrict(t *testing.T, body []byte, into any) {
+	t.Helper()
+	strict, err := kjson.UnmarshalStrict(body, into)
+	if err != nil || len(strict) > 0 {
+		t.Fatalf("decode %T: %v %v\n%s", into, err, strict, body)
+	}
+}
+
+// LIST and GET send the shared encodings of the objects in exactly the bytes encoding the
+// typed objects would give, and pages cover every object once.
+func TestListAndGetEncoding(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	var names []string
+	for i := range 7 {
+		name := fmt.Sprintf("p%d", i)
+		if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed(name, []string{"a", "b"}[i%2])); w.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, w.Code, w.Body)
+		}
+		names = append(names, name)
+	}
+
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods", nil)
+	var list corev1.PodList
+	decodeStrict(t, w.Body.Bytes(), &list)
+	if list.Kind != "PodList" || list.APIVersion != "v1" || list.ResourceVersion == "" || len(list.Items) != len(names) {
+		t.Fatalf("list: kind %q apiVersion %q resourceVersion %q, %d items", list.Kind, list.APIVersion, list.ResourceVersion, len(list.Items))
+	}
+	typed, err := json.Marshal(&list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(typed, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("list body differs from the typed list's encoding:\n got %s\nwant %s", w.Body, typed)
+	}
+
+	g1 := do(t, h, "GET", "/api/v1/namespaces/default/pods/p3", nil)
+	var pod corev1.Pod
+	decodeStrict(t, g1.Body.Bytes(), &pod)
+	if pod.Name != "p3" || pod.Kind != "Pod" || pod.ResourceVersion != list.Items[3].ResourceVersion {
+		t.Fatalf("get p3: %s/%s %s at %s, listed at %s", pod.APIVersion, pod.Kind, pod.Name, pod.ResourceVersion, list.Items[3].ResourceVersion)
+	}
+	if g2 := do(t, h, "GET", "/api/v1/namespaces/default/pods/p3", nil); !bytes.Equal(g1.Body.Bytes(), g2.Body.Bytes()) {
+		t.Fatal("two GETs of one version answered different bytes")
+	}
+
+	var paged []string
+	next := ""
+	for page := 0; ; page++ {
+		w := do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=3&continue="+url.QueryEscape(next), nil)
+		var l corev1.PodList
+		decodeStrict(t, w.Body.Bytes(), &l)
+		for _, p := range l.Items {
+			paged = append(paged, p.Name)
+		}
+		if next = l.Continue; next == "" || page > len(names) {
+			break
+		}
+	}
+	if !slices.Equal(paged, names) {
+		t.Fatalf("pages of 3 listed %v, want %v", paged, names)
+	}
+
+	w = do(t, h, "GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Da", nil)
+	var selected corev1.PodList
+	decodeStrict(t, w.Body.Bytes(), &selected)
+	if len(selected.Items) != 4 || selected.Items[1].Name != "p2" {
+		t.Fatalf("labelSelector app=a listed %d pods", len(selected.Items))
+	}
+}
+
+// watchLines reads a watch stream's events, one JSON object a line.
+func watchLines(t *testing.T, srv *httptest.Server, path string) <-chan metav1.WatchEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan metav1.WatchEvent, 100)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		lines := bufio.NewScanner(resp.Body)
+		lines.Buffer(nil, 1<<20)
+		for lines.Scan() {
+			var ev metav1.WatchEvent
+			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+				t.Errorf("watch line %q: %v", lines.Text(), err)
+				return
+			}
+			out <- ev
+		}
+	}()
+	return out
+}
+
+func nextEvent(t *testing.T, events <-chan metav1.WatchEvent) (string, map[string]any) {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(ev.Object.Raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+		return ev.Type, obj
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event in 10s")
+	}
+	return "", nil
+}
+
+// A watch with a label selector sees an object leave the selection as DELETED; a watch from a
+// compacted revision gets a 410 Status client-go can decode.
+func TestWatchSelectorsAndExpiry(t *testing.T) {
+	s, st := newCachedServer(t)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close) // after the watches' cleanups, which end them
+	h := s.Handler()
+	w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("web", "a"))
+	var pod corev1.Pod
+	decodeStrict(t, w.Body.Bytes(), &pod)
+
+	events := watchLines(t, srv, "/api/v1/namespaces/default/pods?watch=1&labelSelector=app%3Da&resourceVersion="+pod.ResourceVersion)
+	pod.Labels["app"] = "b"
+	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/web", &pod); w.Code != http.StatusOK {
+		t.Fatalf("update: %d %s", w.Code, w.Body)
+	}
+	if typ, obj := nextEvent(t, events); typ != "DELETED" || obj["metadata"].(map[string]any)["name"] != "web" {
+		t.Fatalf("pod leaving the selection: %s %v", typ, obj)
+	}
+
+	rev := st.Revision()
+	if err := st.Compact(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	expired := watchLines(t, srv, fmt.Sprintf("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%d", rev-1))
+	typ, obj := nextEvent(t, expired)
+	if typ != "ERROR" || obj["kind"] != "Status" || obj["apiVersion"] != "v1" || obj["code"] != float64(http.StatusGone) || obj["reason"] != "Expired" {
+		t.Fatalf("watch from a compacted revision: %s %v", typ, obj)
+	}
+}
