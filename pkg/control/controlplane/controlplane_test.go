@@ -40,20 +40,44 @@ func startCluster(t *testing.T) *cluster { return startClusterWith(t, func(*Opti
 // startClusterWith lets a test change the options before miniapi starts.
 func startClusterWith(t *testing.T, change func(*Options)) *cluster {
 	t.Helper()
-	dir := t.TempDir()
-	o := Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
+	return newRestartable(t, change).start()
+}
+
+// restartable is a miniapi that a test stops and starts again on the same data dir and
+// port, as a restart of the daemon would.
+type restartable struct {
+	t    *testing.T
+	o    Options
+	stop func()
+}
+
+func newRestartable(t *testing.T, change func(*Options)) *restartable {
+	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	change(&o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o) }()
+	m := &restartable{t: t, o: o}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("miniapi stopped with error: %v", err)
+		if m.stop != nil {
+			m.stop()
 		}
 	})
-	c := &cluster{kubeconfig: AdminKubeconfig(o.DataDir), url: o.ServerURL()}
+	return m
+}
+
+// start runs miniapi and waits until it answers.
+func (m *restartable) start() *cluster {
+	m.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, m.o) }()
+	m.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			m.t.Errorf("miniapi stopped with error: %v", err)
+		}
+		m.stop = nil
+	}
+	c := &cluster{kubeconfig: AdminKubeconfig(m.o.DataDir), url: m.o.ServerURL()}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
@@ -67,7 +91,7 @@ func startClusterWith(t *testing.T, change func(*Options)) *cluster {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("miniapi did not come up: %v", err)
+			m.t.Fatalf("miniapi did not come up: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -3,9 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,60 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
-
-// restartable is a miniapi that a test stops and starts again on the same data dir and
-// port, as a restart of the daemon would.
-type restartable struct {
-	t    *testing.T
-	o    Options
-	stop func()
-}
-
-func newRestartable(t *testing.T, change func(*Options)) *restartable {
-	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
-		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	change(&o)
-	m := &restartable{t: t, o: o}
-	t.Cleanup(func() {
-		if m.stop != nil {
-			m.stop()
-		}
-	})
-	return m
-}
-
-// start runs miniapi and waits until it answers.
-func (m *restartable) start() *cluster {
-	m.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, m.o) }()
-	m.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			m.t.Errorf("miniapi stopped with error: %v", err)
-		}
-		m.stop = nil
-	}
-	c := &cluster{kubeconfig: AdminKubeconfig(m.o.DataDir), url: m.o.ServerURL()}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-		if err == nil {
-			c.client, err = kubernetes.NewForConfig(cfg)
-		}
-		if err == nil {
-			_, err = c.client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
-		}
-		if err == nil {
-			return c
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("miniapi did not come up: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // gate sits in a client's transport: while closed it holds the client's requests, so a
 // test decides when an informer reconnects. It logs the requests it lets through.
