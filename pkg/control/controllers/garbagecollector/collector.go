@@ -9,9 +9,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/discovered"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -85,20 +85,7 @@ func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("garbage collector discovery: %w", err)
 	}
-	var out []schema.GroupVersionResource
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			verbs := strings.Join(r.Verbs, ",")
-			if !strings.Contains(r.Name, "/") && strings.Contains(verbs, "list") && strings.Contains(verbs, "watch") && strings.Contains(verbs, "delete") {
-				out = append(out, gv.WithResource(r.Name))
-			}
-		}
-	}
-	return out, nil
+	return discovered.Supporting(lists, "list", "watch", "delete"), nil
 }
 
 func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {

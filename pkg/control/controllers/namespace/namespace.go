@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/discovered"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,19 +103,7 @@ func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("discovering namespaced resources: %w", err)
 	}
-	var out []schema.GroupVersionResource
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			if has(r.Verbs, "list") && has(r.Verbs, "delete") {
-				out = append(out, gv.WithResource(r.Name))
-			}
-		}
-	}
-	return out, nil
+	return discovered.Supporting(lists, "list", "delete"), nil
 }
 
 // deleteAll asks to delete every object of a resource in the namespace and returns how
@@ -165,13 +154,4 @@ func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
 		c.log.Info("namespace finalized", "namespace", ns.Name)
 	}
 	return err
-}
-
-func has(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
