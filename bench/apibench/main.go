@@ -397,28 +397,34 @@ func (rec *recorder) result(elapsed time.Duration) (result, error) {
 	return r, nil
 }
 
-// closedLoop runs one worker per client, each creating pods back to back, for d.
-func closedLoop(clients []*kubernetes.Clientset, tag string, d time.Duration) (result, error) {
-	ns := "bench-" + tag
-	if err := ensureNamespace(clients[0], ns); err != nil {
-		return result{}, err
-	}
+// backToBack runs op from each of workers goroutines, one call after another, for d, and
+// records each call's latency; i numbers the calls across workers from 1.
+func backToBack(workers int, d time.Duration, op func(worker int, i int64) error) (result, error) {
 	rec := &recorder{cpuStart: cpuTime()}
 	var seq atomic.Int64
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
-	for _, c := range clients {
+	for w := range workers {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
 				t := time.Now()
-				err := createPod(c, ns, seq.Add(1))
+				err := op(w, seq.Add(1))
 				rec.add(time.Since(t), err)
 			}
 		})
 	}
 	wg.Wait()
 	return rec.result(time.Since(start))
+}
+
+// closedLoop runs one worker per client, each creating pods back to back, for d.
+func closedLoop(clients []*kubernetes.Clientset, tag string, d time.Duration) (result, error) {
+	ns := "bench-" + tag
+	if err := ensureNamespace(clients[0], ns); err != nil {
+		return result{}, err
+	}
+	return backToBack(len(clients), d, func(w int, i int64) error { return createPod(clients[w], ns, i) })
 }
 
 // openLoop offers creates at a fixed rate whatever the latency, spread over the clients;
@@ -510,22 +516,10 @@ func rawStoreCreates(open func(name string) (store.Interface, error), d time.Dur
 	if err != nil {
 		return result{}, err
 	}
-	rec := &recorder{cpuStart: cpuTime()}
-	var seq atomic.Int64
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				t := time.Now()
-				_, err := s.Create(context.Background(), fmt.Sprintf("/registry/core/pods/raw/pod-%d", seq.Add(1)), value)
-				rec.add(time.Since(t), err)
-			}
-		})
-	}
-	wg.Wait()
-	return rec.result(time.Since(start))
+	return backToBack(64, d, func(_ int, i int64) error {
+		_, err := s.Create(context.Background(), fmt.Sprintf("/registry/core/pods/raw/pod-%d", i), value)
+		return err
+	})
 }
 
 // handlerCreates calls the API server's handler in-process, without TLS, client-go or the
@@ -550,34 +544,21 @@ func handlerCreates(open func(name string) (store.Interface, error), d time.Dura
 		return result{}, err
 	}
 	h := srv.Handler()
-	rec := &recorder{cpuStart: cpuTime()}
-	var seq atomic.Int64
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				body, err := json.Marshal(benchPod("default", seq.Add(1)))
-				if err != nil {
-					rec.add(0, err)
-					continue
-				}
-				t := time.Now()
-				req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("User-Agent", "apibench")
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != http.StatusCreated {
-					err = fmt.Errorf("create answered %d: %s", w.Code, w.Body)
-				}
-				rec.add(time.Since(t), err)
-			}
-		})
-	}
-	wg.Wait()
-	return rec.result(time.Since(start))
+	return backToBack(64, d, func(_ int, i int64) error {
+		body, err := json.Marshal(benchPod("default", i))
+		if err != nil {
+			return err
+		}
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("User-Agent", "apibench")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusCreated {
+			return fmt.Errorf("create answered %d: %s", w.Code, w.Body)
+		}
+		return nil
+	})
 }
 
 func benchPodJSON() ([]byte, error) {
@@ -594,25 +575,15 @@ func trivialHTTPS(d time.Duration) (result, error) {
 	srv.StartTLS()
 	defer srv.Close()
 	hc := srv.Client()
-	rec := &recorder{cpuStart: cpuTime()}
-	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				t := time.Now()
-				resp, err := hc.Post(srv.URL, "application/json", strings.NewReader(`{"kind":"Pod"}`))
-				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				rec.add(time.Since(t), err)
-			}
-		})
-	}
-	wg.Wait()
-	return rec.result(time.Since(start))
+	return backToBack(64, d, func(int, int64) error {
+		resp, err := hc.Post(srv.URL, "application/json", strings.NewReader(`{"kind":"Pod"}`))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return err
+	})
 }
 
 // miniapi is a control plane running in this process.
