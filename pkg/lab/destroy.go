@@ -21,6 +21,9 @@ import (
 // destroyGrace is how long Destroy lets lab processes exit after SIGTERM.
 const destroyGrace = 10 * time.Second
 
+// rescanPause separates Destroy's scans for lab processes.
+const rescanPause = 50 * time.Millisecond
+
 // Destroy removes lab name: it stops its processes, unmounts everything under its
 // directories (pod namespaces, container root filesystems), deletes its links and
 // namespaces and removes its directories. It works from what is on the host, not only from
@@ -46,15 +49,19 @@ func Destroy(name string) error {
 		return err
 	}
 	// Scan again after each round: a dying daemon may just have started another process, and
-	// one being started may not have entered its namespace yet.
-	for range 3 {
+	// one being started (mid-exec, not yet in its namespace) can slip past one scan. Only two
+	// empty scans in a row, a moment apart, mean nothing is left.
+	for round, empty := 0, 0; round < 5 && empty < 2; round++ {
 		found, err := labProcesses(l, namespaces)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if len(procs)+len(found) == 0 {
-			break
+			empty++
+			time.Sleep(rescanPause)
+			continue
 		}
+		empty = 0
 		if err := terminate(append(procs, found...), destroyGrace); err != nil {
 			errs = append(errs, fmt.Errorf("destroy lab %q: %w", name, err))
 			break
