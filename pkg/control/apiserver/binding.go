@@ -13,13 +13,8 @@ import (
 
 // serveBinding assigns a pod to a node (POST pods/NAME/binding), what the scheduler does.
 func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
-	data, err := readBody(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var b corev1.Binding
-	if _, err := decodeInto(data, &b, validationIgnore); err != nil {
+	if _, err := decodeBody(r, &b, corev1.SchemeGroupVersion.WithKind("Binding"), validationIgnore); err != nil {
 		writeError(w, err)
 		return
 	}

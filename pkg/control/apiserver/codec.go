@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -22,9 +22,12 @@ import (
 // MaxBodyBytes is the largest request body accepted, as in Kubernetes (3 MiB).
 const MaxBodyBytes = 3 << 20
 
-// readBody reads a request body as JSON, converting YAML, and refusing oversized bodies
-// and media types we cannot decode.
-func readBody(r *http.Request) ([]byte, error) {
+// decodeBody decodes a request body into obj, an object of kind want (any kind when want is
+// empty): JSON, YAML, or Kubernetes protobuf (client-go's default for built-in kinds, decoded
+// straight into obj). It refuses oversized bodies, media types we cannot decode, and a body
+// naming another kind. Unknown and duplicate JSON fields are handled per directive, returning
+// the warnings for Warn (protobuf has neither).
+func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation) ([]string, error) {
 	mediaType := "application/json"
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -33,27 +36,38 @@ func readBody(r *http.Request) ([]byte, error) {
 		}
 		mediaType = mt
 	}
+	if mediaType != runtime.ContentTypeProtobuf && !strings.HasSuffix(mediaType, "json") && !strings.HasSuffix(mediaType, "yaml") {
+		return nil, unsupportedMediaType(mediaType)
+	}
 	data, err := readRaw(r)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case mediaType == runtime.ContentTypeProtobuf:
-		return protobufToJSON(data)
-	case strings.HasSuffix(mediaType, "json"):
+		return nil, decodeProtobuf(data, obj, want)
+	case strings.HasSuffix(mediaType, "yaml"):
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: error converting YAML to JSON: %v", err))
+		}
+	}
+	warnings, err := decodeInto(data, obj, directive)
+	if err != nil || len(warnings) > 0 {
+		// A body of another kind fails on its fields: say what is really wrong.
 		if !json.Valid(data) {
 			return nil, apierrors.NewBadRequest(jsonSyntaxError(data))
 		}
-		return data, nil
-	case strings.HasSuffix(mediaType, "yaml"):
-		out, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: error converting YAML to JSON: %v", err))
+		var tm metav1.TypeMeta
+		if json.Unmarshal(data, &tm) == nil {
+			if kindErr := checkKind(tm, want); kindErr != nil {
+				return nil, kindErr
+			}
 		}
-		return out, nil
-	default:
-		return nil, unsupportedMediaType(mediaType)
+		return warnings, err
 	}
+	var tm metav1.TypeMeta
+	tm.APIVersion, tm.Kind = obj.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+	return nil, checkKind(tm, want)
 }
 
 // readRaw reads the request body as it is, refusing one over MaxBodyBytes with 413.
@@ -68,18 +82,19 @@ func readRaw(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// protobufToJSON decodes a Kubernetes protobuf body (client-go's default for built-in
-// types) and re-encodes it as JSON, so the rest of the request path has one wire format.
-func protobufToJSON(data []byte) ([]byte, error) {
-	obj, gvk, err := protobufDecoder.Decode(data, nil, nil)
+// decodeProtobuf decodes a Kubernetes protobuf body (an envelope naming the kind) into obj.
+func decodeProtobuf(data []byte, obj runtime.Object, want schema.GroupVersionKind) error {
+	out, gvk, err := protobufSerializer.Decode(data, nil, obj)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as protobuf: %v", err))
 	}
-	obj.GetObjectKind().SetGroupVersionKind(*gvk)
-	return json.Marshal(obj)
+	if out != obj { // the envelope named a kind obj is not
+		return checkKind(metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, want)
+	}
+	return nil
 }
 
-var protobufDecoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
 
 func jsonSyntaxError(data []byte) string {
 	var v any
@@ -131,11 +146,10 @@ func decodeInto(data []byte, obj runtime.Object, directive fieldValidation) ([]s
 	return msgs, nil
 }
 
-// checkTypeMeta refuses a body whose apiVersion/kind name another type than the URL's.
-func checkTypeMeta(data []byte, want schema.GroupVersionKind) error {
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: %v", err))
+// checkKind refuses a body whose apiVersion/kind name another type than want.
+func checkKind(tm metav1.TypeMeta, want schema.GroupVersionKind) error {
+	if want.Empty() {
+		return nil
 	}
 	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
 		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, want.GroupVersion()))

@@ -1,10 +1,11 @@
 package apiserver
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,20 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // deleteOptions reads DeleteOptions from the body (kubectl sends one) and the query.
 func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 	var opts metav1.DeleteOptions
-	if r.ContentLength != 0 {
-		data, err := readBody(r)
-		if err != nil {
+	body := bufio.NewReader(r.Body)
+	if _, err := body.Peek(1); err == nil { // an empty body is no options
+		r.Body = io.NopCloser(body)
+		if _, err := decodeBody(r, &opts, schema.GroupVersionKind{}, validationIgnore); err != nil {
 			return opts, err
-		}
-		if len(data) > 0 {
-			if err := json.Unmarshal(data, &opts); err != nil {
-				return opts, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: %v", err))
-			}
 		}
 	}
 	q := r.URL.Query()

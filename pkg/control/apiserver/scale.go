@@ -116,15 +116,8 @@ func decodeScale(r *http.Request, info requestInfo) (*autoscalingv1.Scale, error
 	if err != nil {
 		return nil, err
 	}
-	data, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkTypeMeta(data, autoscalingv1.SchemeGroupVersion.WithKind("Scale")); err != nil {
-		return nil, err
-	}
 	var scale autoscalingv1.Scale
-	if _, err := decodeInto(data, &scale, directive); err != nil {
+	if _, err := decodeBody(r, &scale, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), directive); err != nil {
 		return nil, err
 	}
 	return &scale, checkScaleNames(&scale, info)

@@ -50,18 +50,11 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := readBody(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkTypeMeta(data, res.GVK()); err != nil {
-		return nil, nil, err
-	}
 	obj, err := res.New()
 	if err != nil {
 		return nil, nil, err
 	}
-	warnings, err := decodeInto(data, obj, directive)
+	warnings, err := decodeBody(r, obj, res.GVK(), directive)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -174,7 +167,7 @@ func (s *Server) admitNamespace(ctx context.Context, ns string) error {
 	if err != nil {
 		return err
 	}
-	obj, err := decodeStored(nsRes, kv.Value, kv.Revision)
+	obj, err := sharedObject(nsRes, kv.Memo, kv.Value, kv.Revision).Object() // decoded once per version
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,101 @@
+package apiserver
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func bodyRequest(contentType string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(body))
+	r.Header.Set("Content-Type", contentType)
+	return r
+}
+
+func protobufBody(t *testing.T, obj runtime.Object) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := protobufSerializer.Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+func TestDecodeBodyProtobufGoesStraightIntoTheObject(t *testing.T) {
+	sent := podNamed("p", "web")
+	sent.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	var got corev1.Pod
+	warnings, err := decodeBody(bodyRequest(runtime.ContentTypeProtobuf, protobufBody(t, sent)), &got, podGVK, validationStrict)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("decodeBody: %v, warnings %v", err, warnings)
+	}
+	if got.Name != "p" || got.Labels["app"] != "web" || len(got.Spec.Containers) != 1 {
+		t.Errorf("decoded %+v", got.ObjectMeta)
+	}
+}
+
+func TestDecodeBodyRefusesAnotherKind(t *testing.T) {
+	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	for _, tc := range []struct {
+		contentType string
+		body        []byte
+	}{
+		{runtime.ContentTypeProtobuf, protobufBody(t, svc)},
+		{"application/json", []byte(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80}]}}`)},
+		{"application/yaml", []byte("apiVersion: apps/v1\nkind: Pod\nmetadata:\n  name: s\n")},
+	} {
+		var pod corev1.Pod
+		_, err := decodeBody(bodyRequest(tc.contentType, tc.body), &pod, podGVK, validationStrict)
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "does not match the expected") {
+			t.Errorf("%s: got %v, want 400 naming the kind or version mismatch", tc.contentType, err)
+		}
+	}
+}
+
+func TestDecodeBodyJSONErrorsAndWarnings(t *testing.T) {
+	var pod corev1.Pod
+	_, err := decodeBody(bodyRequest("application/json", []byte(`{"metadata":{"name":"p"`)), &pod, podGVK, validationWarn)
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "could not be decoded as JSON") {
+		t.Errorf("truncated JSON: got %v", err)
+	}
+	body := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"bogus":1}}`)
+	warnings, err := decodeBody(bodyRequest("application/json", body), &pod, podGVK, validationWarn)
+	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "bogus") {
+		t.Errorf("Warn: got %v, warnings %v; want one warning naming the field", err, warnings)
+	}
+	_, err = decodeBody(bodyRequest("application/json", body), &pod, podGVK, validationStrict)
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("Strict: got %v, want 400 naming the field", err)
+	}
+	_, err = decodeBody(bodyRequest("text/plain", body), &pod, podGVK, validationWarn)
+	if !apierrors.IsUnsupportedMediaType(err) {
+		t.Errorf("text/plain: got %v, want 415", err)
+	}
+}
+
+func TestDeleteOptionsFromAnyBody(t *testing.T) {
+	background := metav1.DeletePropagationBackground
+	sent := &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, PropagationPolicy: &background}
+	for name, r := range map[string]*http.Request{
+		"protobuf": bodyRequest(runtime.ContentTypeProtobuf, protobufBody(t, sent)),
+		"json":     bodyRequest("application/json", []byte(`{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/v1","propagationPolicy":"Background"}`)),
+	} {
+		opts, err := deleteOptions(r)
+		if err != nil || opts.PropagationPolicy == nil || *opts.PropagationPolicy != background {
+			t.Errorf("%s: got %+v, %v", name, opts, err)
+		}
+	}
+	r := httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/default/pods/p?gracePeriodSeconds=3", nil)
+	if opts, err := deleteOptions(r); err != nil || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 3 {
+		t.Errorf("no body: got %+v, %v", opts, err)
+	}
+}
