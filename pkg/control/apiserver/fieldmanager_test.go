@@ -3,13 +3,17 @@ package apiserver
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 func TestManagerFromUserAgent(t *testing.T) {
@@ -101,5 +105,73 @@ func BenchmarkTrackPodStatusUpdate(b *testing.B) {
 		obj := live.DeepCopy()
 		obj.Status.Message = string(rune('a' + i%26))
 		f.track(ctx, pods, "status", live, obj)
+	}
+}
+
+// Converting Go objects without validating them must not change what is recorded: the same
+// writes tracked with validation (the library's own conversion) give the same managed fields.
+func TestGoTypesTrackAsTheValidatingConverter(t *testing.T) {
+	fast, pods := podFieldManagers(t)
+	validating, _ := podFieldManagers(t)
+	validating.types.kinds = map[schema.GroupVersionKind]*typed.TypedValue{} // every conversion validates
+
+	rich := trackedPod()
+	rich.Annotations = map[string]string{"note": "x"}
+	rich.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u1"}}
+	rich.Spec.Containers = append(rich.Spec.Containers, corev1.Container{
+		Name: "side", Image: "netexec", Args: []string{"--port=8080"},
+		Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP, Name: "http"}, {ContainerPort: 8081, Protocol: corev1.ProtocolUDP}},
+		Env:   []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}},
+	})
+	rich.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	rich.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}
+	nameless := trackedPod()
+	nameless.Spec.Containers = append(nameless.Spec.Containers, corev1.Container{Image: "no name"}) // a list key missing
+
+	for name, pod := range map[string]*corev1.Pod{"small": trackedPod(), "rich": rich, "nameless container": nameless} {
+		fastCreated := fast.track(withOwner("creator"), pods, "", nil, pod.DeepCopy()).(*corev1.Pod)
+		slowCreated := validating.track(withOwner("creator"), pods, "", nil, pod.DeepCopy()).(*corev1.Pod)
+		sameManagedFields(t, name+": create", fastCreated, slowCreated)
+
+		changed := fastCreated.DeepCopy()
+		changed.Labels["tier"] = "web"
+		changed.Spec.Containers[0].Image = "busybox:2"
+		changed.Status.Phase = corev1.PodRunning
+		sameManagedFields(t, name+": update",
+			fast.track(withOwner("editor"), pods, "", fastCreated, changed.DeepCopy()).(*corev1.Pod),
+			validating.track(withOwner("editor"), pods, "", fastCreated, changed.DeepCopy()).(*corev1.Pod))
+		sameManagedFields(t, name+": status update",
+			fast.track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod),
+			validating.track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod))
+	}
+	if len(mustMeta(fast.track(withOwner("creator"), pods, "", nil, rich.DeepCopy())).GetManagedFields()) != 1 {
+		t.Error("the rich pod's create recorded no managed fields")
+	}
+}
+
+func sameManagedFields(t *testing.T, what string, got, want *corev1.Pod) {
+	t.Helper()
+	strip := func(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+		out := make([]metav1.ManagedFieldsEntry, len(entries))
+		for i, e := range entries {
+			e.Time = nil
+			out[i] = e
+		}
+		return out
+	}
+	if g, w := strip(got.ManagedFields), strip(want.ManagedFields); !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: managed fields differ from the validating converter's:\n got  %+v\n want %+v", what, g, w)
+	}
+}
+
+// BenchmarkTrackPodCreate is the cost managed fields add to a pod create.
+func BenchmarkTrackPodCreate(b *testing.B) {
+	f, pods := podFieldManagers(b)
+	ctx := withOwner("creator")
+	for b.Loop() {
+		f.track(ctx, pods, "", nil, trackedPod())
 	}
 }
