@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -71,6 +72,7 @@ func main() {
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address during the run (e.g. 127.0.0.1:6060)")
 	flag.Parse()
 	cfg.stores = strings.Split(stores, ",")
+	controlplane.TuneRuntime() // as cmd/miniapi does
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "apibench:", err)
 		os.Exit(1)
@@ -103,8 +105,8 @@ func run(cfg config) error {
 	}
 	defer os.RemoveAll(work)
 
-	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered; %d CPUs, load average %s\n\n",
-		cfg.duration, cfg.listPods, cfg.rate, runtime.NumCPU(), loadAverage())
+	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered; %d CPUs, GOMAXPROCS %d, GOGC %d; load average %s\n\n",
+		cfg.duration, cfg.listPods, cfg.rate, runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), loadAverage())
 	defer func() { fmt.Printf("\n# load average at the end: %s\n", loadAverage()) }()
 	rtt, err := trivialHTTPS(cfg.duration)
 	if err != nil {
@@ -272,6 +274,13 @@ func benchList(cfg config, api *miniapi) error {
 	fmt.Printf("list      raw LIST of %d pods right after a restart: %s, then %s\n", cfg.listPods, cold.Round(time.Millisecond), warm.Round(time.Millisecond))
 	fmt.Printf("list      client-go List of %d pods (with decoding): %s\n", cfg.listPods, spread(typedTimes))
 	return nil
+}
+
+// gcPercent is the collector's GOGC setting.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }
 
 // loadAverage is the 1, 5 and 15 minute load average: how busy the machine was besides us.

@@ -29,6 +29,7 @@ func newCommand() *cobra.Command {
 		SilenceErrors: false,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = daemon.Logger(verbose)
+			controlplane.TuneRuntime()
 			ctx, stop := daemon.SignalContext()
 			defer stop()
 			return controlplane.Run(ctx, o)
