@@ -182,23 +182,6 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, code, st)
 }
 
-// wantsTable tells whether the client asked for a server-side Table (kubectl get does).
-func wantsTable(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		if mt == "application/json" && params["as"] == "Table" && params["g"] == "meta.k8s.io" {
-			return true
-		}
-		if mt == "application/json" || mt == "*/*" {
-			return false
-		}
-	}
-	return false
-}
-
 func unsupportedMediaType(mediaType string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,

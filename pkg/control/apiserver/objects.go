@@ -70,6 +70,11 @@ type storedObject struct {
 	objOnce sync.Once
 	obj     runtime.Object
 	objErr  error
+
+	partialOnce sync.Once
+	partial     []byte // the PartialObjectMetadata of meta.k8s.io/v1
+	metadata    []byte // the metadata in it, for other versions
+	partialErr  error
 }
 
 // sharedObject returns the storedObject of a value's version: the memo's, or a new one with a
@@ -100,6 +105,75 @@ func (o *storedObject) JSON() ([]byte, error) {
 		o.json, o.jsonErr = json.Marshal(obj)
 	})
 	return o.json, o.jsonErr
+}
+
+// PartialMetadata is the object as a PartialObjectMetadata of meta.k8s.io version (v1 or
+// v1beta1), what metadata-only clients such as the garbage collector read: the stored
+// metadata with the resourceVersion put in, with no decoding of the rest. The v1 form is
+// shared like JSON's.
+func (o *storedObject) PartialMetadata(version string) ([]byte, error) {
+	o.partialOnce.Do(func() {
+		md, ok := storedMetadata(o.value, o.rev)
+		if !ok {
+			obj, err := o.Object()
+			if err == nil {
+				md, err = json.Marshal(objectMeta(obj))
+			}
+			if err != nil {
+				o.partialErr = err
+				return
+			}
+		}
+		o.partial = partialJSON("v1", md)
+		o.metadata = o.partial[len(o.partial)-1-len(md) : len(o.partial)-1] // one copy held
+	})
+	if o.partialErr != nil || version == "v1" {
+		return o.partial, o.partialErr
+	}
+	return partialJSON(version, o.metadata), nil
+}
+
+// partialJSON is the PartialObjectMetadata of meta.k8s.io version with this metadata JSON,
+// as encoding the typed object would give it.
+func partialJSON(version string, metadata []byte) []byte {
+	const head, mid = `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/`, `","metadata":`
+	out := make([]byte, 0, len(head)+len(version)+len(mid)+len(metadata)+1)
+	out = append(append(append(append(out, head...), version...), mid...), metadata...)
+	return append(out, '}')
+}
+
+// storedMetadata is the metadata object of a stored object's JSON with the resourceVersion
+// put in as its first field, as withResourceVersion puts it in the whole object. Only the
+// fields up to metadata (kind and apiVersion, as encodeForStore writes them) are read; what
+// follows is not. ok is false when value is not a JSON object with a metadata object.
+func storedMetadata(value []byte, rev int64) (md []byte, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, false
+		}
+		if key != "metadata" {
+			continue
+		}
+		if len(raw) < 2 || raw[0] != '{' {
+			return nil, false
+		}
+		field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
+		if rest := bytes.TrimSpace(raw[1:]); rest[0] != '}' { // more metadata fields follow
+			field += ","
+		}
+		md = make([]byte, 0, len(raw)+len(field))
+		return append(append(append(md, '{'), field...), raw[1:]...), true
+	}
+	return nil, false
 }
 
 // withResourceVersion puts metadata.resourceVersion into a stored object's JSON (which never

@@ -17,8 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// serveGet sends the object's shared encoding, or a Table built from it.
-func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+// serveGet sends the object's shared encoding or shared PartialObjectMetadata, or a Table
+// built from it.
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
 	kv, err := s.store.Get(r.Context(), objectKey(res, info.Namespace, info.Name))
 	if errors.Is(err, store.ErrNotFound) {
 		err = apierrors.NewNotFound(res.GroupResource(), info.Name)
@@ -28,7 +29,13 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 		return
 	}
 	stored := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
-	if wantsTable(r) {
+	var body []byte
+	switch rep.as {
+	case "":
+		body, err = stored.JSON()
+	case asPartialMetadata:
+		body, err = stored.PartialMetadata(rep.version)
+	default: // a Table, or a PartialObjectMetadataList, which respond refuses
 		obj, err := stored.Object()
 		if err != nil {
 			writeError(w, err)
@@ -37,7 +44,6 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 		s.respond(w, r, res, http.StatusOK, obj)
 		return
 	}
-	body, err := stored.JSON()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -56,7 +62,7 @@ type continueToken struct {
 	StartAfter      string `json:"start"`
 }
 
-func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
 	sel, err := parseSelectors(r, res)
 	if err != nil {
 		writeError(w, err)
@@ -103,7 +109,12 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		}
 		items = append(items, item)
 	}
-	if wantsTable(r) {
+	if err := rep.suits(res, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	switch rep.as {
+	case asTable:
 		objs := make([]runtime.Object, len(items))
 		for i, item := range items {
 			if objs[i], err = item.Object(); err != nil {
@@ -117,23 +128,26 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 			return
 		}
 		writeJSON(w, http.StatusOK, table)
-		return
+	case asPartialMetadataList:
+		partial := func(item *storedObject) ([]byte, error) { return item.PartialMetadata(rep.version) }
+		writeList(w, metav1.TypeMeta{Kind: asPartialMetadataList, APIVersion: rep.apiVersion()}, listMeta, items, partial)
+	default:
+		writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).JSON)
 	}
-	writeList(w, res, listMeta, items)
 }
 
-// writeList writes what encoding the resource's typed list would, but puts the items'
-// shared encodings in the list envelope instead of encoding every object.
-func writeList(w http.ResponseWriter, res *registry.Resource, listMeta metav1.ListMeta, items []*storedObject) {
+// writeList writes what encoding a typed list would, but puts the items' shared encodings
+// (encode's) in the list envelope instead of encoding every object.
+func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) ([]byte, error)) {
 	bodies := make([][]byte, len(items))
 	for i, item := range items {
 		var err error
-		if bodies[i], err = item.JSON(); err != nil {
+		if bodies[i], err = encode(item); err != nil {
 			writeError(w, err)
 			return
 		}
 	}
-	typeMeta, err := json.Marshal(metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()})
+	head, err := json.Marshal(typeMeta)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -147,7 +161,7 @@ func writeList(w http.ResponseWriter, res *registry.Resource, listMeta metav1.Li
 	w.WriteHeader(http.StatusOK)
 	// Errors below are the client going away mid-body, not ours to report.
 	out := bufio.NewWriterSize(w, 64<<10)
-	_, _ = out.Write(typeMeta[:len(typeMeta)-1]) // {"kind":...,"apiVersion":... without the closing brace
+	_, _ = out.Write(head[:len(head)-1]) // {"kind":...,"apiVersion":... without the closing brace
 	_, _ = out.WriteString(`,"metadata":`)
 	_, _ = out.Write(metadata)
 	_, _ = out.WriteString(`,"items":[`)

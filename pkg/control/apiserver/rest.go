@@ -5,6 +5,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -13,6 +14,12 @@ import (
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
 	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 		writeError(w, apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for "+res.Resource))
+		return
+	}
+	// What cannot be produced is refused before anything is read or written, as in Kubernetes.
+	rep, err := negotiate(r)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	switch info.Subresource {
@@ -34,11 +41,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 	}
 	switch info.Verb {
 	case "get":
-		s.serveGet(w, r, res, info)
+		s.serveGet(w, r, res, info, rep)
 	case "list":
-		s.serveList(w, r, res, info)
+		s.serveList(w, r, res, info, rep)
 	case "watch":
-		s.serveWatch(w, r, res, info)
+		s.serveWatch(w, r, res, info, rep)
 	case "create":
 		s.serveCreate(w, r, res, info)
 	case "update":
@@ -54,18 +61,36 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 	}
 }
 
-// respond writes one object, as a Table when the client asked for one.
+// respond writes one object in the representation the client asked for.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) {
-	if wantsTable(r) {
+	rep, err := negotiate(r)
+	if err == nil {
+		err = rep.suits(res, false)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	switch rep.as {
+	case asTable:
 		table, err := buildTable(r, res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		writeJSON(w, code, table)
-		return
+	case asPartialMetadata:
+		writeJSON(w, code, partialMetadata(obj, rep))
+	default:
+		writeJSON(w, code, obj)
 	}
-	writeJSON(w, code, obj)
+}
+
+// partialMetadata is obj's metadata as a PartialObjectMetadata of rep's version.
+func partialMetadata(obj runtime.Object, rep representation) *metav1.PartialObjectMetadata {
+	partial := meta.AsPartialObjectMetadata(mustMeta(obj))
+	partial.TypeMeta = metav1.TypeMeta{Kind: asPartialMetadata, APIVersion: rep.apiVersion()}
+	return partial
 }
 
 func dryRun(r *http.Request) (bool, error) {

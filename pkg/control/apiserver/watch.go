@@ -65,25 +65,30 @@ type watchStream struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	res   *registry.Resource
-	table bool
+	rep   representation
 	frame []byte // reused for each event
 }
 
-// payload is what the event of a stored object carries: the object's shared encoding, or for
-// kubectl a Table of it. An error here is the object's: the stream goes on without it.
+// payload is what the event of a stored object carries: the object's shared encoding or
+// shared PartialObjectMetadata, or for kubectl a Table of it. A PartialObjectMetadataList
+// cannot be an event: Kubernetes sends the object as it is. An error here is the object's:
+// the stream goes on without it.
 func (ws *watchStream) payload(stored *storedObject) ([]byte, error) {
-	if !ws.table {
-		return stored.JSON()
+	switch ws.rep.as {
+	case asPartialMetadata:
+		return stored.PartialMetadata(ws.rep.version)
+	case asTable:
+		obj, err := stored.Object()
+		if err != nil {
+			return nil, err
+		}
+		tbl, err := buildTable(ws.r, ws.res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(tbl)
 	}
-	obj, err := stored.Object()
-	if err != nil {
-		return nil, err
-	}
-	tbl, err := buildTable(ws.r, ws.res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(tbl)
+	return stored.JSON()
 }
 
 // send writes the event of an object that is not stored: a bookmark or a Status.
@@ -130,6 +135,9 @@ func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error 
 	m := mustMeta(obj)
 	setResourceVersion(obj, rev)
 	m.SetAnnotations(annotations)
+	if ws.rep.as == asPartialMetadata { // a metadata-only client could not decode the object
+		obj = partialMetadata(obj, ws.rep)
+	}
 	if err := ws.send(watch.Bookmark, obj); err != nil {
 		return err
 	}
@@ -137,7 +145,7 @@ func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error 
 	return nil
 }
 
-func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
 	sel, err := parseSelectors(r, res)
 	if err != nil {
 		writeError(w, err)
@@ -168,7 +176,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		}
 	}
 	events, err := s.store.Watch(ctx, prefix, from)
-	ws := &watchStream{w: w, r: r, res: res, table: wantsTable(r)}
+	ws := &watchStream{w: w, r: r, res: res, rep: rep}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if errors.Is(err, store.ErrCompacted) {

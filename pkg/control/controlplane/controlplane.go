@@ -28,11 +28,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 )
@@ -268,15 +268,15 @@ func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	nsController, err := namespace.New(client, dyn, factory.Core().V1().Namespaces(), log.With("component", "namespace-controller"))
+	nsController, err := namespace.New(client, md, factory.Core().V1().Namespaces(), log.With("component", "namespace-controller"))
 	if err != nil {
 		return err
 	}
-	gc := garbagecollector.New(dyn, client.Discovery(), log.With("component", "garbage-collector"))
+	gc := garbagecollector.New(md, client.Discovery(), log.With("component", "garbage-collector"))
 	factory.Start(ctx.Done())
 	go sched.Run(ctx)
 	go nsController.Run(ctx)

@@ -2,11 +2,13 @@
 // collector does with ownerReferences: Background deletion removes the owner at once and the
 // collector then deletes its dependents; Foreground (finalizer foregroundDeletion) deletes
 // the dependents first and the owner last; Orphan (finalizer orphan) strips the owner
-// reference from the dependents and keeps them.
+// reference from the dependents and keeps them. Like Kubernetes' collector it reads and writes
+// only metadata (PartialObjectMetadata), whatever the kind.
 package garbagecollector
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,13 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -33,7 +34,7 @@ const foregroundRetry = time.Second
 
 // Collector is the garbage collector.
 type Collector struct {
-	dynamic   dynamic.Interface
+	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
 	mapper    meta.RESTMapper
 	graph     *graph
@@ -42,9 +43,9 @@ type Collector struct {
 }
 
 // New makes a collector; Run starts its informers.
-func New(dyn dynamic.Interface, disc discovery.DiscoveryInterface, log *slog.Logger) *Collector {
+func New(md metadata.Interface, disc discovery.DiscoveryInterface, log *slog.Logger) *Collector {
 	return &Collector{
-		dynamic: dyn, discovery: disc, log: log, graph: newGraph(),
+		metadata: md, discovery: disc, log: log, graph: newGraph(),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.UID]()),
 	}
 }
@@ -62,7 +63,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.dynamic, 0)
+	factory := metadatainformer.NewSharedInformerFactory(c.metadata, 0)
 	var synced []cache.InformerSynced
 	for _, gvr := range resources {
 		inf := factory.ForResource(gvr).Informer()
@@ -90,11 +91,11 @@ func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
 
 func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	upsert := func(obj any) {
-		u, ok := obj.(*unstructured.Unstructured)
+		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
 			return
 		}
-		o := objectFrom(gvr, u)
+		o := objectFrom(gvr, m)
 		c.graph.upsert(o)
 		// An owner being deleted with a collector finalizer, or a dependent whose owner may
 		// already be gone, needs a look.
@@ -109,11 +110,11 @@ func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEvent
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			u, ok := obj.(*unstructured.Unstructured)
+			m, ok := obj.(*metav1.PartialObjectMetadata)
 			if !ok {
 				return
 			}
-			for _, dep := range c.graph.remove(u.GetUID()) {
+			for _, dep := range c.graph.remove(m.UID) {
 				c.queue.Add(dep)
 			}
 		},
@@ -164,20 +165,17 @@ func (c *Collector) ownerExists(ctx context.Context, ref metav1.OwnerReference, 
 	if err != nil {
 		return false, nil
 	}
-	client := c.dynamic.Resource(mapping.Resource)
-	var got *unstructured.Unstructured
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		got, err = client.Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	} else {
-		got, err = client.Get(ctx, ref.Name, metav1.GetOptions{})
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		namespace = ""
 	}
+	got, err := c.metadata.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return got.GetUID() == ref.UID, nil
+	return got.UID == ref.UID, nil
 }
 
 // deleteDependentsFirst deletes an owner's dependents (foreground, recursively) and removes
@@ -205,18 +203,17 @@ func (c *Collector) orphanDependents(ctx context.Context, o *object) error {
 		if d == nil {
 			continue
 		}
-		err := c.updateObject(ctx, d, func(u *unstructured.Unstructured) bool {
-			refs := u.GetOwnerReferences()
-			kept := refs[:0]
-			for _, r := range refs {
+		err := c.patchMetadata(ctx, d, func(m *metav1.ObjectMeta) bool {
+			kept := m.OwnerReferences[:0]
+			for _, r := range m.OwnerReferences {
 				if r.UID != o.uid {
 					kept = append(kept, r)
 				}
 			}
-			if len(kept) == len(refs) {
+			if len(kept) == len(m.OwnerReferences) {
 				return false
 			}
-			u.SetOwnerReferences(kept)
+			m.OwnerReferences = kept
 			return true
 		})
 		if err != nil {
@@ -227,37 +224,54 @@ func (c *Collector) orphanDependents(ctx context.Context, o *object) error {
 }
 
 func (c *Collector) removeFinalizer(ctx context.Context, o *object, finalizer string) error {
-	return c.updateObject(ctx, o, func(u *unstructured.Unstructured) bool {
-		fs := u.GetFinalizers()
-		kept := fs[:0]
-		for _, f := range fs {
+	return c.patchMetadata(ctx, o, func(m *metav1.ObjectMeta) bool {
+		kept := m.Finalizers[:0]
+		for _, f := range m.Finalizers {
 			if f != finalizer {
 				kept = append(kept, f)
 			}
 		}
-		if len(kept) == len(fs) {
+		if len(kept) == len(m.Finalizers) {
 			return false
 		}
-		u.SetFinalizers(kept)
+		m.Finalizers = kept
 		return true
 	})
 }
 
-// updateObject reads the object, lets change edit it and writes it back, retrying on conflicts.
-func (c *Collector) updateObject(ctx context.Context, o *object, change func(*unstructured.Unstructured) bool) error {
-	client := c.dynamic.Resource(o.gvr).Namespace(o.namespace)
+// metadataPatch is a merge patch of the owner references and finalizers the collector
+// edits, applied only to the resourceVersion they were read at.
+type metadataPatch struct {
+	Metadata struct {
+		ResourceVersion string                  `json:"resourceVersion"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+		Finalizers      []string                `json:"finalizers"`
+	} `json:"metadata"`
+}
+
+// patchMetadata reads the object's metadata, lets change edit its owner references or
+// finalizers and patches them back, retrying when the object changed in between.
+func (c *Collector) patchMetadata(ctx context.Context, o *object, change func(*metav1.ObjectMeta) bool) error {
+	client := c.metadata.Resource(o.gvr).Namespace(o.namespace)
 	for attempt := 0; attempt < 5; attempt++ {
-		u, err := client.Get(ctx, o.name, metav1.GetOptions{})
+		m, err := client.Get(ctx, o.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if u.GetUID() != o.uid || !change(u) {
+		if m.UID != o.uid || !change(&m.ObjectMeta) {
 			return nil
 		}
-		_, err = client.Update(ctx, u, metav1.UpdateOptions{})
+		var patch metadataPatch
+		patch.Metadata.ResourceVersion = m.ResourceVersion
+		patch.Metadata.OwnerReferences, patch.Metadata.Finalizers = m.OwnerReferences, m.Finalizers
+		data, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		_, err = client.Patch(ctx, o.name, types.MergePatchType, data, metav1.PatchOptions{})
 		if !apierrors.IsConflict(err) {
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -265,12 +279,12 @@ func (c *Collector) updateObject(ctx context.Context, o *object, change func(*un
 			return err
 		}
 	}
-	return fmt.Errorf("update %s %s/%s: too many conflicts", o.gvr.Resource, o.namespace, o.name)
+	return fmt.Errorf("patch %s %s/%s: too many conflicts", o.gvr.Resource, o.namespace, o.name)
 }
 
 func (c *Collector) delete(ctx context.Context, o *object, policy metav1.DeletionPropagation) error {
 	uid := o.uid
-	err := c.dynamic.Resource(o.gvr).Namespace(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{
+	err := c.metadata.Resource(o.gvr).Namespace(o.namespace).Delete(ctx, o.name, metav1.DeleteOptions{
 		PropagationPolicy: &policy,
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 	})

@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -20,10 +19,10 @@ type object struct {
 	deleting   bool
 }
 
-func objectFrom(gvr schema.GroupVersionResource, u *unstructured.Unstructured) *object {
+func objectFrom(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) *object {
 	return &object{
-		gvr: gvr, namespace: u.GetNamespace(), name: u.GetName(), uid: u.GetUID(),
-		owners: u.GetOwnerReferences(), finalizers: u.GetFinalizers(), deleting: u.GetDeletionTimestamp() != nil,
+		gvr: gvr, namespace: m.Namespace, name: m.Name, uid: m.UID,
+		owners: m.OwnerReferences, finalizers: m.Finalizers, deleting: m.DeletionTimestamp != nil,
 	}
 }
 

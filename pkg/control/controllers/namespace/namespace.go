@@ -17,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -31,7 +31,7 @@ const contentRetry = 2 * time.Second
 // Controller deletes the content of terminating namespaces.
 type Controller struct {
 	client    kubernetes.Interface
-	dynamic   dynamic.Interface
+	metadata  metadata.Interface // the content is listed and deleted by name: metadata is enough
 	discovery discovery.DiscoveryInterface
 	lister    listers.NamespaceLister
 	synced    cache.InformerSynced
@@ -40,9 +40,9 @@ type Controller struct {
 }
 
 // New wires the controller to a namespace informer.
-func New(client kubernetes.Interface, dyn dynamic.Interface, informer coreinformers.NamespaceInformer, log *slog.Logger) (*Controller, error) {
+func New(client kubernetes.Interface, md metadata.Interface, informer coreinformers.NamespaceInformer, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		client: client, dynamic: dyn, discovery: client.Discovery(),
+		client: client, metadata: md, discovery: client.Discovery(),
 		lister: informer.Lister(), synced: informer.Informer().HasSynced,
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		log:   log,
@@ -109,7 +109,7 @@ func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error
 // deleteAll asks to delete every object of a resource in the namespace and returns how
 // many are still there (graceful pods take their time; finalizers hold others).
 func (c *Controller) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, ns string) (int, error) {
-	client := c.dynamic.Resource(gvr).Namespace(ns)
+	client := c.metadata.Resource(gvr).Namespace(ns)
 	list, err := client.List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
 		return 0, nil
@@ -119,12 +119,12 @@ func (c *Controller) deleteAll(ctx context.Context, gvr schema.GroupVersionResou
 	}
 	background := metav1.DeletePropagationBackground
 	for _, item := range list.Items {
-		if item.GetDeletionTimestamp() != nil {
+		if item.DeletionTimestamp != nil {
 			continue
 		}
-		err := client.Delete(ctx, item.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
+		err := client.Delete(ctx, item.Name, metav1.DeleteOptions{PropagationPolicy: &background})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.GetName(), err)
+			return 0, fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.Name, err)
 		}
 	}
 	if len(list.Items) == 0 {

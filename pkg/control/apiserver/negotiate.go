@@ -1,0 +1,96 @@
+package apiserver
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The meta.k8s.io views of an object a client may ask for with Accept's as= parameter.
+const (
+	asTable               = "Table"
+	asPartialMetadata     = "PartialObjectMetadata"
+	asPartialMetadataList = "PartialObjectMetadataList"
+)
+
+// representation is what a response carries: the object (or list) itself when as is empty,
+// else its meta.k8s.io view named by as, of version v1 or v1beta1.
+type representation struct {
+	as      string
+	version string
+}
+
+func (rep representation) apiVersion() string { return "meta.k8s.io/" + rep.version }
+
+// negotiate picks, from the Accept header, the representation to answer with: that of the
+// media type with the highest q (the first of equal ones) that we can produce. We speak only
+// JSON, so other media types (client-go's protobuf first choice, YAML) are skipped, as are
+// views Kubernetes does not have; a header naming nothing we can produce gets 406 as from
+// Kubernetes. No header asks for the object itself.
+func negotiate(r *http.Request) (representation, error) {
+	header := r.Header.Get("Accept")
+	if header == "" {
+		return representation{}, nil
+	}
+	var best representation
+	bestQ := -1.0
+	for _, part := range strings.Split(header, ",") {
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil || (mt != "application/json" && mt != "application/*" && mt != "*/*") {
+			continue
+		}
+		rep, ok := viewOf(params)
+		q := 1.0
+		if v, found := params["q"]; found {
+			q, _ = strconv.ParseFloat(v, 64) // an unreadable q is 0, as in Kubernetes
+		}
+		if ok && q > bestQ {
+			best, bestQ = rep, q
+		}
+	}
+	if bestQ < 0 {
+		return representation{}, notAcceptable("only the following media types are accepted: application/json")
+	}
+	return best, nil
+}
+
+// viewOf reads the as=, g= and v= parameters of a media type; ok is false for a view we cannot
+// produce.
+func viewOf(params map[string]string) (rep representation, ok bool) {
+	as, g, v := params["as"], params["g"], params["v"]
+	if as == "" && g == "" && v == "" {
+		return representation{}, true
+	}
+	if g != "meta.k8s.io" || (v != "v1" && v != "v1beta1") {
+		return representation{}, false
+	}
+	switch as {
+	case asTable, asPartialMetadata, asPartialMetadataList:
+		return representation{as: as, version: v}, true
+	}
+	return representation{}, false
+}
+
+// suits refuses, as Kubernetes does, a PartialObjectMetadata of a list or a
+// PartialObjectMetadataList of one object.
+func (rep representation) suits(res *registry.Resource, list bool) error {
+	switch {
+	case list && rep.as == asPartialMetadata:
+		return notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%sList)", res.Kind))
+	case !list && rep.as == asPartialMetadataList:
+		return notAcceptable(fmt.Sprintf("you requested PartialObjectMetadataList, but the requested object is not a list (%s)", res.Kind))
+	}
+	return nil
+}
+
+func notAcceptable(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: msg,
+	}}
+}

@@ -1,0 +1,195 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// What client-go's metadata client sends: protobuf first, which miniapi does not speak.
+const (
+	metadataAccept     = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+
+// withAccept sends every request to h with this Accept header.
+func withAccept(accept string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Accept", accept)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func ownedPod(name string) *corev1.Pod {
+	pod := podNamed(name, "web")
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs-uid"}}
+	return pod
+}
+
+// checkPartial checks a PartialObjectMetadata body is what converting the typed object
+// gives, in version, with no spec.
+func checkPartial(t *testing.T, body []byte, pod *corev1.Pod, version string) {
+	t.Helper()
+	var got metav1.PartialObjectMetadata
+	decodeStrict(t, body, &got) // a spec or status would be an unknown field
+	want := meta.AsPartialObjectMetadata(pod)
+	want.TypeMeta = metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version}
+	if !reflect.DeepEqual(&got, want) {
+		t.Fatalf("PartialObjectMetadata:\n got %+v\nwant %+v", got, want)
+	}
+	if got.ResourceVersion == "" || got.Labels["app"] != "web" || len(got.OwnerReferences) != 1 {
+		t.Fatalf("PartialObjectMetadata lacks resourceVersion, labels or ownerReferences: %s", body)
+	}
+}
+
+func TestPartialObjectMetadataGetAndList(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	var pods []*corev1.Pod
+	for _, name := range []string{"a", "b"} {
+		w := do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod(name))
+		var pod corev1.Pod
+		decodeStrict(t, w.Body.Bytes(), &pod)
+		pods = append(pods, &pod)
+	}
+
+	g1 := do(t, withAccept(metadataAccept, h), "GET", "/api/v1/namespaces/default/pods/a", nil)
+	if g1.Code != http.StatusOK || g1.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET as PartialObjectMetadata: %d %s %s", g1.Code, g1.Header().Get("Content-Type"), g1.Body)
+	}
+	checkPartial(t, g1.Body.Bytes(), pods[0], "v1")
+	if g2 := do(t, withAccept(metadataAccept, h), "GET", "/api/v1/namespaces/default/pods/a", nil); !bytes.Equal(g1.Body.Bytes(), g2.Body.Bytes()) {
+		t.Fatal("two GETs of one version answered different bytes")
+	}
+	beta := do(t, withAccept("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", h), "GET", "/api/v1/namespaces/default/pods/a", nil)
+	checkPartial(t, beta.Body.Bytes(), pods[0], "v1beta1")
+
+	w := do(t, withAccept(metadataListAccept, h), "GET", "/api/v1/namespaces/default/pods", nil)
+	var list metav1.PartialObjectMetadataList
+	decodeStrict(t, w.Body.Bytes(), &list)
+	if w.Code != http.StatusOK || list.Kind != "PartialObjectMetadataList" || list.APIVersion != "meta.k8s.io/v1" || list.ResourceVersion == "" || len(list.Items) != 2 {
+		t.Fatalf("LIST as PartialObjectMetadataList: %d %s", w.Code, w.Body)
+	}
+	for i, item := range list.Items {
+		raw, err := json.Marshal(item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPartial(t, raw, pods[i], "v1")
+	}
+
+	// A write answers with the metadata of the typed object it wrote.
+	patch := httptest.NewRequest("PATCH", "/api/v1/namespaces/default/pods/b", bytes.NewReader([]byte(`{"metadata":{"labels":{"tier":"front"}}}`)))
+	patch.Header.Set("Content-Type", "application/merge-patch+json")
+	patch.Header.Set("Accept", metadataAccept)
+	pw := httptest.NewRecorder()
+	h.ServeHTTP(pw, patch)
+	var patched metav1.PartialObjectMetadata
+	decodeStrict(t, pw.Body.Bytes(), &patched)
+	if pw.Code != http.StatusOK || patched.Kind != "PartialObjectMetadata" || patched.Labels["tier"] != "front" || patched.ResourceVersion == pods[1].ResourceVersion {
+		t.Fatalf("PATCH answered as PartialObjectMetadata: %d %s", pw.Code, pw.Body)
+	}
+	stored := do(t, withAccept(metadataAccept, h), "GET", "/api/v1/namespaces/default/pods/b", nil)
+	var got any
+	if err := json.Unmarshal(stored.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	var want any
+	if err := json.Unmarshal(pw.Body.Bytes(), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("GET and PATCH disagree on the metadata:\n got %s\nwant %s", stored.Body, pw.Body)
+	}
+}
+
+func TestPartialObjectMetadataWatch(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	srv := httptest.NewServer(withAccept(metadataAccept, h))
+	t.Cleanup(srv.Close)
+	w := do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a"))
+	var pod corev1.Pod
+	decodeStrict(t, w.Body.Bytes(), &pod)
+
+	events := watchLines(t, srv, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan")
+	typ, obj := nextEvent(t, events)
+	raw, _ := json.Marshal(obj)
+	if typ != "ADDED" {
+		t.Fatalf("initial event %s %s", typ, raw)
+	}
+	checkPartial(t, raw, &pod, "v1")
+	typ, obj = nextEvent(t, events)
+	md, _ := obj["metadata"].(map[string]any)
+	if typ != "BOOKMARK" || obj["kind"] != "PartialObjectMetadata" || md["annotations"].(map[string]any)[initialEventsEnd] != "true" {
+		t.Fatalf("initial-events-end bookmark: %s %v", typ, obj)
+	}
+
+	pod.Labels["tier"] = "front"
+	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/a", &pod); w.Code != http.StatusOK {
+		t.Fatalf("update: %d %s", w.Code, w.Body)
+	}
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
+	typ, obj = nextEvent(t, events)
+	raw, _ = json.Marshal(obj)
+	if typ != "MODIFIED" {
+		t.Fatalf("update event %s %s", typ, raw)
+	}
+	checkPartial(t, raw, &pod, "v1")
+}
+
+// An Accept naming only what miniapi cannot produce gets 406 before anything is written, and a
+// view of the wrong shape (a list's of one object, one object's of a list) gets 406 too.
+func TestNotAcceptable(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a"))
+	cases := []struct{ method, path, accept string }{
+		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
+		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2"},
+		{"GET", "/api/v1/namespaces/default/pods", "application/vnd.kubernetes.protobuf"},
+		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/yaml"},
+		{"POST", "/api/v1/namespaces/default/pods", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
+		{"GET", "/api/v1/namespaces/default/pods/a", metadataListAccept},
+		{"GET", "/api/v1/namespaces/default/pods", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"},
+	}
+	for _, c := range cases {
+		var body any
+		if c.method == "POST" {
+			body = ownedPod("b")
+		}
+		w := do(t, withAccept(c.accept, h), c.method, c.path, body)
+		var status metav1.Status
+		decodeStrict(t, w.Body.Bytes(), &status)
+		if w.Code != http.StatusNotAcceptable || status.Kind != "Status" || status.Code != http.StatusNotAcceptable || status.Reason != metav1.StatusReasonNotAcceptable {
+			t.Errorf("%s %s with Accept %q: %d %s, want a 406 Status", c.method, c.path, c.accept, w.Code, w.Body)
+		}
+	}
+	if w := do(t, h, "GET", "/api/v1/namespaces/default/pods/b", nil); w.Code != http.StatusNotFound {
+		t.Errorf("a POST refused with 406 created the pod: %d", w.Code)
+	}
+}
+
+func TestStoredMetadata(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`: `{"resourceVersion":"42","name":"a"}`,
+		`{"metadata":{}}`: `{"resourceVersion":"42"}`,
+		`{ "spec": {"metadata": {"x": 1}}, "metadata" : { "n": 1 } }`: `{"resourceVersion":"42", "n": 1 }`,
+		`{"kind":"Pod"}`:          "",
+		`{"metadata":"a"}`:        "",
+		`{"metadata":{"name":"a"`: "",
+		`["metadata",{}]`:         "",
+	} {
+		got, ok := storedMetadata([]byte(in), 42)
+		if ok != (want != "") || string(got) != want {
+			t.Errorf("storedMetadata(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+}
