@@ -147,33 +147,11 @@ func partialJSON(version string, metadata []byte) []byte {
 // fields up to metadata (kind and apiVersion, as encodeForStore writes them) are read; what
 // follows is not. ok is false when value is not a JSON object with a metadata object.
 func storedMetadata(value []byte, rev int64) (md []byte, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(value))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	start, end, ok := metadataSpan(value)
+	if !ok {
 		return nil, false
 	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, false
-		}
-		if key != "metadata" {
-			continue
-		}
-		if len(raw) < 2 || raw[0] != '{' {
-			return nil, false
-		}
-		field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
-		if rest := bytes.TrimSpace(raw[1:]); rest[0] != '}' { // more metadata fields follow
-			field += ","
-		}
-		md = make([]byte, 0, len(raw)+len(field))
-		return append(append(append(md, '{'), field...), raw[1:]...), true
-	}
-	return nil, false
+	return withResourceVersionAt(value[start:end], 1, rev), true
 }
 
 // withResourceVersion puts metadata.resourceVersion into a stored object's JSON (which never
@@ -184,35 +162,46 @@ func withResourceVersion(value []byte, rev int64) (out []byte, ok bool) {
 	if !json.Valid(value) {
 		return nil, false
 	}
+	start, _, ok := metadataSpan(value)
+	if !ok {
+		return nil, false
+	}
+	return withResourceVersionAt(value, start+1, rev), true
+}
+
+// metadataSpan finds the top-level "metadata" object of a JSON object: value[start:end]. The
+// fields after it are not read.
+func metadataSpan(value []byte) (start, end int, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(value))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, false
+		return 0, 0, false
 	}
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return nil, false
+			return 0, 0, false
 		}
-		if key != "metadata" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, false
-			}
-			continue
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return 0, 0, false
 		}
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			return nil, false
+		if key == "metadata" {
+			end := int(dec.InputOffset())
+			return end - len(raw), end, len(raw) >= 2 && raw[0] == '{'
 		}
-		at := int(dec.InputOffset()) // just after the metadata's opening brace
-		field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
-		if dec.More() { // more metadata fields follow
-			field += ","
-		}
-		out = make([]byte, 0, len(value)+len(field))
-		out = append(append(append(out, value[:at]...), field...), value[at:]...)
-		return out, true
 	}
-	return nil, false
+	return 0, 0, false
+}
+
+// withResourceVersionAt copies b with a resourceVersion field put at at, just after the
+// opening brace of a metadata object.
+func withResourceVersionAt(b []byte, at int, rev int64) []byte {
+	field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
+	if rest := bytes.TrimSpace(b[at:]); len(rest) > 0 && rest[0] != '}' { // more metadata fields follow
+		field += ","
+	}
+	out := make([]byte, 0, len(b)+len(field))
+	return append(append(append(out, b[:at]...), field...), b[at:]...)
 }
 
 // encodeForStore serialises an object without its resourceVersion.
