@@ -45,37 +45,19 @@ func NewNetNS(dir, name string) (string, error) {
 	}
 	f.Close()
 
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("open current network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
+	err = onSwitchedThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("unshare network namespace: %w", err)
-			return
+			return fmt.Errorf("unshare network namespace: %w", err)
 		}
+		return nil
+	}, func() error {
 		self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-		mountErr := unix.Mount(self, path, "none", unix.MS_BIND, "")
-		if mountErr != nil {
-			mountErr = fmt.Errorf("bind-mount %s: %w", self, mountErr)
+		if err := unix.Mount(self, path, "none", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mount %s: %w", self, err)
 		}
-		// Switch back rather than let Go discard the thread: Go cannot discard the main
-		// thread, which would then sit in the new namespace for good (and /proc/PID/ns/net
-		// would show that namespace as the process's).
-		if err := netns.Set(orig); err != nil {
-			errc <- errors.Join(mountErr, fmt.Errorf("return to the original network namespace: %w", err))
-			return // the thread stays locked, so it is never reused in the wrong namespace
-		}
-		runtime.UnlockOSThread()
-		errc <- mountErr
-	}()
-	if err := <-errc; err != nil {
+		return nil
+	})
+	if err != nil {
 		os.Remove(path)
 		return "", fmt.Errorf("create network namespace %s: %w", path, err)
 	}
@@ -135,6 +117,20 @@ func InNetNS(path string, fn func() error) error {
 	}
 	defer target.Close()
 
+	return onSwitchedThread(func() error {
+		if err := netns.Set(target); err != nil {
+			return fmt.Errorf("enter network namespace %s: %w", path, err)
+		}
+		return nil
+	}, fn)
+}
+
+// onSwitchedThread runs fn on a fresh goroutine locked to its OS thread after enter has
+// switched that thread into another network namespace, then switches it back. Switching back
+// rather than letting Go discard the thread matters: Go cannot discard the main thread, which
+// would then sit in the other namespace for good (and /proc/PID/ns/net would show it as the
+// process's). A thread that cannot switch back stays locked, so it is never reused.
+func onSwitchedThread(enter, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -145,15 +141,14 @@ func InNetNS(path string, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		if err := netns.Set(target); err != nil {
+		if err := enter(); err != nil {
 			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("enter network namespace %s: %w", path, err)
+			errc <- err
 			return
 		}
 		fnErr := fn()
-		// A thread that cannot switch back stays locked, so Go discards it with the goroutine.
 		if err := netns.Set(orig); err != nil {
-			errc <- errors.Join(fnErr, fmt.Errorf("leave network namespace %s: %w", path, err))
+			errc <- errors.Join(fnErr, fmt.Errorf("return to the original network namespace: %w", err))
 			return
 		}
 		runtime.UnlockOSThread()
