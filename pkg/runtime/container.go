@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,11 +86,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	if cfg.WorkingDir != "" {
 		spec = append(spec, oci.WithProcessCwd(cfg.WorkingDir))
 	}
-	labels := maps.Clone(cfg.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, map[string]string{
+	labels := withOwnLabels(cfg.Labels, map[string]string{
 		LabelPodUID:        sandbox.PodUID,
 		LabelPodNamespace:  sandbox.PodNamespace,
 		LabelPodName:       sandbox.PodName,

@@ -58,11 +58,7 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNSPath}),
 			oci.WithHostname(cfg.Hostname))
 	}
-	labels := maps.Clone(cfg.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, map[string]string{
+	labels := withOwnLabels(cfg.Labels, map[string]string{
 		LabelPodUID:        cfg.PodUID,
 		LabelPodNamespace:  cfg.PodNamespace,
 		LabelPodName:       cfg.PodName,
@@ -93,4 +89,13 @@ func embeddedPause() (io.ReadCloser, error) {
 		return nil, err
 	}
 	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// withOwnLabels is a container's labels: the caller's, with ours (which identify the pod and
+// the container to us) over any of the same name.
+func withOwnLabels(theirs, ours map[string]string) map[string]string {
+	labels := make(map[string]string, len(theirs)+len(ours))
+	maps.Copy(labels, theirs)
+	maps.Copy(labels, ours)
+	return labels
 }
