@@ -86,6 +86,20 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	}
 }
 
+// Our controllers' informers drop managedFields (as Kubernetes' do), so their writes carry
+// none: the stored entries must survive them, with the writer's own added.
+func TestTrackKeepsStoredEntriesWhenAWriteCarriesNone(t *testing.T) {
+	f, pods := podFieldManagers(t)
+	created := f.track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
+	fromCache := created.DeepCopy()
+	fromCache.ManagedFields = nil
+	fromCache.Status.Message = "scheduled"
+	updated := f.track(withOwner("scheduler"), pods, "status", created, fromCache).(*corev1.Pod)
+	if managedBy(updated, "creator") == nil || managedBy(updated, "scheduler") == nil {
+		t.Errorf("want the creator's and the scheduler's entries, got %+v", updated.ManagedFields)
+	}
+}
+
 func managedBy(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
 	for _, m := range obj.GetManagedFields() {
 		if m.Manager == manager {

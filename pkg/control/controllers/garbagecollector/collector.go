@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/discovered"
+	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -63,7 +64,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	factory := metadatainformer.NewSharedInformerFactory(c.metadata, 0)
+	factory := metadatainformer.NewSharedInformerFactoryWithOptions(c.metadata, 0, metadatainformer.WithTransform(trim.ManagedFields))
 	var synced []cache.InformerSynced
 	for _, gvr := range resources {
 		inf := factory.ForResource(gvr).Informer()
