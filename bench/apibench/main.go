@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -165,6 +166,19 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 		return err
 	}
 	defer func() { api.stop() }()
+	// The fixed-rate phase runs twice: into the empty store, and after the other phases have
+	// stored some 30 000 pods, whose cached copies make each Go collection longer.
+	stored := 0
+	atRate := func() error {
+		r, err := api.measure(fmt.Sprintf("at %d/s offered, %d pods stored", cfg.rate, stored), 64, func(clients []*kubernetes.Clientset) (result, error) {
+			return openLoop(clients, fmt.Sprintf("rate-after-%d", stored), cfg.rate, cfg.duration)
+		})
+		stored += r.ops
+		return err
+	}
+	if err := atRate(); err != nil {
+		return err
+	}
 	for _, n := range []int{1, 16, 64} {
 		r, err := api.measure(fmt.Sprintf("%2d clients", n), n, func(clients []*kubernetes.Clientset) (result, error) {
 			return closedLoop(clients, fmt.Sprintf("c%d", n), cfg.duration)
@@ -172,16 +186,14 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 		if err != nil {
 			return err
 		}
+		stored += r.ops
 		if n == 64 {
 			fmt.Printf("ratio     64 clients vs baselines: creates/s %.2f of the raw store's, %.2f of the handler's; CPU/op %.1fx the handler's; p50 %.1fx the trivial round trip's\n",
 				r.perSecond()/raw.perSecond(), r.perSecond()/handler.perSecond(),
 				r.cpuPerOp().Seconds()/handler.cpuPerOp().Seconds(), float64(r.p(50))/float64(rtt.p(50)))
 		}
 	}
-	_, err = api.measure(fmt.Sprintf("at %d/s offered", cfg.rate), 64, func(clients []*kubernetes.Clientset) (result, error) {
-		return openLoop(clients, cfg.rate, cfg.duration)
-	})
-	if err != nil {
+	if err := atRate(); err != nil {
 		return err
 	}
 	return benchList(cfg, api)
@@ -197,6 +209,7 @@ func (a *miniapi) measure(name string, n int, phase func([]*kubernetes.Clientset
 	if err != nil {
 		return result{}, err
 	}
+	gcBefore := readGC()
 	r, err := phase(clients)
 	if err != nil {
 		return result{}, err
@@ -205,7 +218,7 @@ func (a *miniapi) measure(name string, n int, phase func([]*kubernetes.Clientset
 	if err != nil {
 		return result{}, err
 	}
-	fmt.Printf("create    %s: %s\n          %s\n", name, r, after.since(before, r.elapsed))
+	fmt.Printf("create    %s: %s\n          %s\n          %s\n", name, r, after.since(before, r.elapsed), readGC().since(gcBefore, r.cpu))
 	return r, nil
 }
 
@@ -438,8 +451,8 @@ func closedLoop(clients []*kubernetes.Clientset, tag string, d time.Duration) (r
 
 // openLoop offers creates at a fixed rate whatever the latency, spread over the clients;
 // latency counts from when a create was due, so queueing shows (no coordinated omission).
-func openLoop(clients []*kubernetes.Clientset, rate int, d time.Duration) (result, error) {
-	const ns = "bench-rate"
+func openLoop(clients []*kubernetes.Clientset, tag string, rate int, d time.Duration) (result, error) {
+	ns := "bench-" + tag
 	if err := ensureNamespace(clients[0], ns); err != nil {
 		return result{}, err
 	}
@@ -768,6 +781,32 @@ func (st serverStats) since(before serverStats, d time.Duration) string {
 			commits, (st.batchSum-before.batchSum)/commits, meanDuration(st.commitSum-before.commitSum, commits), 100*busy)
 	}
 	return out
+}
+
+// gcStats is what the Go collector of this process (miniapi and the clients) has done.
+type gcStats struct {
+	cycles   uint64
+	markCPU  float64 // seconds of CPU spent marking: background workers and allocation assists
+	liveHeap uint64  // bytes reachable at the end of the last cycle
+}
+
+func readGC() gcStats {
+	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"},
+		{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
+	metrics.Read(samples)
+	st := gcStats{cycles: samples[0].Value.Uint64(), liveHeap: samples[1].Value.Uint64()}
+	for _, m := range samples[2:] {
+		st.markCPU += m.Value.Float64()
+	}
+	return st
+}
+
+// since says how much of a phase's CPU went to marking: with many objects cached, one
+// collection takes long enough to queue the creates arriving meanwhile.
+func (st gcStats) since(before gcStats, cpu time.Duration) string {
+	mark := st.markCPU - before.markCPU
+	return fmt.Sprintf("Go GC: %d cycles, marking %.2fs CPU (%.0f%% of the phase's), live heap %d MiB",
+		st.cycles-before.cycles, mark, 100*mark/max(cpu.Seconds(), 1e-9), st.liveHeap>>20)
 }
 
 func meanDuration(sum, count float64) time.Duration {
