@@ -125,6 +125,10 @@ func TestCacheOldWatchGoesToEngine(t *testing.T) {
 	for i := range 5 {
 		revs = append(revs, mustCreate(t, c, fmt.Sprintf("/registry/o/%d", i), "v"))
 	}
+	// A LIST waits until the cache has applied every write, so its ring has moved past revs[1].
+	if _, _, err := c.List(context.Background(), "/registry/o/"); err != nil {
+		t.Fatal(err)
+	}
 	got := receive(t, mustWatch(t, c, "/registry/o/", revs[0]), 4)
 	if got[0].Revision != revs[1] || got[3].Revision != revs[4] {
 		t.Fatalf("old watch got revisions %d..%d, want %d..%d", got[0].Revision, got[3].Revision, revs[1], revs[4])
