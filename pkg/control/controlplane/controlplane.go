@@ -29,12 +29,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -277,7 +279,10 @@ func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
-	gc := garbagecollector.New(md, client.Discovery(), log.With("component", "garbage-collector"))
+	gc := garbagecollector.New(md, client.Discovery(), map[schema.GroupVersionResource]cache.SharedIndexInformer{
+		corev1.SchemeGroupVersion.WithResource("pods"):       factory.Core().V1().Pods().Informer(),
+		corev1.SchemeGroupVersion.WithResource("namespaces"): factory.Core().V1().Namespaces().Informer(),
+	}, log.With("component", "garbage-collector"))
 	factory.Start(ctx.Done())
 	go sched.Run(ctx)
 	go nsController.Run(ctx)

@@ -10,11 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// kubectl delete --cascade=background|foreground|orphan on an owner with dependents.
+// kubectl delete --cascade=background|foreground|orphan on an owner with dependents: config
+// maps, which the collector watches through metadata informers, and a pod, which it watches
+// through the scheduler's typed informer.
 func TestCascadingDeletion(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	cms := c.client.CoreV1().ConfigMaps("default")
+	pods := c.client.CoreV1().Pods("default")
 	ownerWithDependents := func(owner string, n int) {
 		o, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner}}, metav1.CreateOptions{})
 		if err != nil {
@@ -27,22 +30,35 @@ func TestCascadingDeletion(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: owner + "-pod", OwnerReferences: []metav1.OwnerReference{ref}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+		}
+		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	gone := func(name string) bool {
 		_, err := cms.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}
+	podGone := func(name string) bool {
+		_, err := pods.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}
 
 	ownerWithDependents("bg", 2)
 	c.mustKubectl(t, "", "delete", "cm", "bg", "--cascade=background")
-	waitFor(t, "background: dependents collected", func() bool { return gone("bg") && gone("bg-dep-a") && gone("bg-dep-b") })
+	waitFor(t, "background: dependents collected", func() bool {
+		return gone("bg") && gone("bg-dep-a") && gone("bg-dep-b") && podGone("bg-pod")
+	})
 
 	ownerWithDependents("fg", 2)
 	// kubectl waits for the owner, which foreground deletion removes only after its dependents.
 	start := time.Now()
 	c.mustKubectl(t, "", "delete", "cm", "fg", "--cascade=foreground", "--timeout=30s")
 	t.Logf("foreground took %v", time.Since(start))
-	if !gone("fg") || !gone("fg-dep-a") || !gone("fg-dep-b") {
+	if !gone("fg") || !gone("fg-dep-a") || !gone("fg-dep-b") || !podGone("fg-pod") {
 		t.Errorf("foreground: owner and dependents should all be gone")
 	}
 
@@ -54,6 +70,9 @@ func TestCascadingDeletion(t *testing.T) {
 		if err != nil || len(dep.OwnerReferences) != 0 {
 			t.Errorf("orphan: %s should remain without its owner reference: %v %+v", name, err, dep)
 		}
+	}
+	if pod, err := pods.Get(ctx, "or-pod", metav1.GetOptions{}); err != nil || len(pod.OwnerReferences) != 0 {
+		t.Errorf("orphan: or-pod should remain without its owner reference: %v %+v", err, pod)
 	}
 
 	// A dependent created after its owner is gone is collected too.

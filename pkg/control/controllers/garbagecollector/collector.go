@@ -3,7 +3,8 @@
 // collector then deletes its dependents; Foreground (finalizer foregroundDeletion) deletes
 // the dependents first and the owner last; Orphan (finalizer orphan) strips the owner
 // reference from the dependents and keeps them. Like Kubernetes' collector it reads and writes
-// only metadata (PartialObjectMetadata), whatever the kind.
+// only metadata, whatever the kind: through metadata informers (PartialObjectMetadata), or
+// through the typed informers other components of the process already run.
 package garbagecollector
 
 import (
@@ -38,15 +39,19 @@ type Collector struct {
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
 	mapper    meta.RESTMapper
+	shared    map[schema.GroupVersionResource]cache.SharedIndexInformer
 	graph     *graph
 	queue     workqueue.TypedRateLimitingInterface[types.UID]
 	log       *slog.Logger
 }
 
-// New makes a collector; Run starts its informers.
-func New(md metadata.Interface, disc discovery.DiscoveryInterface, log *slog.Logger) *Collector {
+// New makes a collector; Run starts its informers. shared are typed informers that other
+// components run (and start) anyway: the collector watches those resources through them
+// rather than through a second watch and cache of its own, as kube-controller-manager's
+// collector uses the shared typed informers where they exist.
+func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[schema.GroupVersionResource]cache.SharedIndexInformer, log *slog.Logger) *Collector {
 	return &Collector{
-		metadata: md, discovery: disc, log: log, graph: newGraph(),
+		metadata: md, discovery: disc, shared: shared, log: log, graph: newGraph(),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.UID]()),
 	}
 }
@@ -67,7 +72,10 @@ func (c *Collector) Run(ctx context.Context) error {
 	factory := metadatainformer.NewSharedInformerFactoryWithOptions(c.metadata, 0, metadatainformer.WithTransform(trim.ManagedFields))
 	var synced []cache.InformerSynced
 	for _, gvr := range resources {
-		inf := factory.ForResource(gvr).Informer()
+		inf, ok := c.shared[gvr]
+		if !ok {
+			inf = factory.ForResource(gvr).Informer()
+		}
 		if _, err := inf.AddEventHandler(c.handler(gvr)); err != nil {
 			return err
 		}
@@ -92,8 +100,8 @@ func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
 
 func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	upsert := func(obj any) {
-		m, ok := obj.(*metav1.PartialObjectMetadata)
-		if !ok {
+		m, err := meta.Accessor(obj)
+		if err != nil {
 			return
 		}
 		o := objectFrom(gvr, m)
@@ -111,11 +119,11 @@ func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEvent
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			m, ok := obj.(*metav1.PartialObjectMetadata)
-			if !ok {
+			m, err := meta.Accessor(obj)
+			if err != nil {
 				return
 			}
-			for _, dep := range c.graph.remove(m.UID) {
+			for _, dep := range c.graph.remove(m.GetUID()) {
 				c.queue.Add(dep)
 			}
 		},

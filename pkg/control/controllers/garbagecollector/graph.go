@@ -19,10 +19,10 @@ type object struct {
 	deleting   bool
 }
 
-func objectFrom(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) *object {
+func objectFrom(gvr schema.GroupVersionResource, m metav1.Object) *object {
 	return &object{
-		gvr: gvr, namespace: m.Namespace, name: m.Name, uid: m.UID,
-		owners: m.OwnerReferences, finalizers: m.Finalizers, deleting: m.DeletionTimestamp != nil,
+		gvr: gvr, namespace: m.GetNamespace(), name: m.GetName(), uid: m.GetUID(),
+		owners: m.GetOwnerReferences(), finalizers: m.GetFinalizers(), deleting: m.GetDeletionTimestamp() != nil,
 	}
 }
 
