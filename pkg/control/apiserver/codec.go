@@ -167,6 +167,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client going away mid-body is not ours to report
 }
 
+// writeProtobuf writes obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind.
+// The caller checked it is protobufEncodable.
+func writeProtobuf(w http.ResponseWriter, code int, obj runtime.Object) {
+	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+	w.WriteHeader(code)
+	_ = protobufSerializer.Encode(obj, w) // the client going away mid-body is not ours to report
+}
+
 // writeError writes err as a metav1.Status, the body every Kubernetes client understands.
 func writeError(w http.ResponseWriter, err error) {
 	var status apierrors.APIStatus

@@ -9,11 +9,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// What client-go's metadata client sends: protobuf first, which miniapi does not speak.
+// What client-go's metadata client sends: protobuf first, which miniapi answers only for
+// whole objects.
 const (
 	metadataAccept     = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 	metadataListAccept = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -155,6 +158,8 @@ func TestNotAcceptable(t *testing.T) {
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2"},
 		{"GET", "/api/v1/namespaces/default/pods", "application/vnd.kubernetes.protobuf"},
+		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/vnd.kubernetes.protobuf"},
+		{"GET", "/api/v1/namespaces/default/pods/a", "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/yaml"},
 		{"POST", "/api/v1/namespaces/default/pods", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", metadataListAccept},
@@ -174,6 +179,59 @@ func TestNotAcceptable(t *testing.T) {
 	}
 	if w := do(t, h, "GET", "/api/v1/namespaces/default/pods/b", nil); w.Code != http.StatusNotFound {
 		t.Errorf("a POST refused with 406 created the pod: %d", w.Code)
+	}
+}
+
+// What client-go's typed clients send: protobuf first, then JSON.
+const clientGoAccept = "application/vnd.kubernetes.protobuf,application/json"
+
+// One object goes as protobuf to a client that asks for it first, and is the object JSON
+// gives; lists, watches, views and errors go as JSON, which such a client accepts too.
+func TestProtobufResponses(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	pb := withAccept(clientGoAccept, h)
+	fromProtobuf := func(w *httptest.ResponseRecorder, what string) *corev1.Pod {
+		t.Helper()
+		if ct := w.Header().Get("Content-Type"); ct != runtime.ContentTypeProtobuf {
+			t.Fatalf("%s: %d Content-Type %q, want protobuf: %s", what, w.Code, ct, w.Body)
+		}
+		var pod corev1.Pod
+		if err := decodeProtobuf(w.Body.Bytes(), &pod, corev1.SchemeGroupVersion.WithKind("Pod")); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return &pod
+	}
+	created := do(t, pb, "POST", "/api/v1/namespaces/default/pods", ownedPod("a"))
+	if created.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Code, created.Body)
+	}
+	pod := fromProtobuf(created, "create")
+	var asJSON corev1.Pod
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &asJSON)
+	if !equality.Semantic.DeepEqual(pod, &asJSON) || pod.UID == "" || pod.ResourceVersion == "" {
+		t.Fatalf("protobuf and JSON disagree:\n got %+v\nwant %+v", pod, &asJSON)
+	}
+	if got := fromProtobuf(do(t, pb, "GET", "/api/v1/namespaces/default/pods/a", nil), "get"); !equality.Semantic.DeepEqual(got, &asJSON) {
+		t.Fatalf("GET in protobuf:\n got %+v\nwant %+v", got, &asJSON)
+	}
+	asJSON.Labels["tier"] = "front"
+	if got := fromProtobuf(do(t, pb, "PUT", "/api/v1/namespaces/default/pods/a", &asJSON), "update"); got.Labels["tier"] != "front" {
+		t.Fatalf("update in protobuf: %+v", got)
+	}
+
+	for _, c := range []struct{ what, method, path string }{
+		{"list", "GET", "/api/v1/namespaces/default/pods"},
+		{"error", "GET", "/api/v1/namespaces/default/pods/missing"},
+		{"deletecollection", "DELETE", "/api/v1/namespaces/default/pods"},
+	} {
+		if w := do(t, pb, c.method, c.path, nil); w.Header().Get("Content-Type") != "application/json" || !json.Valid(w.Body.Bytes()) {
+			t.Errorf("%s: Content-Type %q, want JSON: %s", c.what, w.Header().Get("Content-Type"), w.Body)
+		}
+	}
+	table := do(t, withAccept("application/json;as=Table;g=meta.k8s.io;v=v1,"+clientGoAccept, h), "GET", "/api/v1/namespaces/default/pods", nil)
+	if table.Header().Get("Content-Type") != "application/json" || !bytes.Contains(table.Body.Bytes(), []byte(`"kind":"Table"`)) {
+		t.Errorf("a Table asked for first: %s", table.Body)
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// serveGet sends the object's shared encoding or shared PartialObjectMetadata, or a Table
-// built from it.
+// serveGet sends the object's shared JSON or shared PartialObjectMetadata, or the decoded
+// object as protobuf or a Table.
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
 	kv, err := s.store.Get(r.Context(), objectKey(res, info.Namespace, info.Name))
 	if errors.Is(err, store.ErrNotFound) {
@@ -30,12 +30,12 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 	}
 	stored := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
 	var body []byte
-	switch rep.as {
-	case "":
+	switch {
+	case rep.as == "" && !rep.protobuf:
 		body, err = stored.JSON()
-	case asPartialMetadata:
+	case rep.as == asPartialMetadata:
 		body, err = stored.PartialMetadata(rep.version)
-	default: // a Table, or a PartialObjectMetadataList, which respond refuses
+	default: // protobuf, a Table, or a PartialObjectMetadataList, which respond refuses
 		obj, err := stored.Object()
 		if err != nil {
 			writeError(w, err)

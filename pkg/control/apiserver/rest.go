@@ -17,7 +17,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		return
 	}
 	// What cannot be produced is refused before anything is read or written, as in Kubernetes.
-	rep, err := negotiate(r)
+	rep, err := negotiate(r, protobufVerb(info.Verb))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -63,7 +63,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 
 // respond writes one object in the representation the client asked for.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) {
-	rep, err := negotiate(r)
+	rep, err := negotiate(r, protobufEncodable(obj))
 	if err == nil {
 		err = rep.suits(res, false)
 	}
@@ -82,6 +82,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 	case asPartialMetadata:
 		writeJSON(w, code, partialMetadata(obj, rep))
 	default:
+		if rep.protobuf {
+			writeProtobuf(w, code, obj)
+			return
+		}
 		writeJSON(w, code, obj)
 	}
 }
