@@ -131,7 +131,7 @@ func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: onWarmStacks(h, time.Minute), TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
 		// Requests (watches above all) end when the server stops.
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
