@@ -33,9 +33,9 @@ func (rep representation) apiVersion() string { return "meta.k8s.io/" + rep.vers
 
 // negotiate picks, from the Accept header, the representation to answer with: that of the
 // media type with the highest q (the first of equal ones) that we can produce. We answer in
-// JSON, and one object (not a list, a watch or a meta.k8s.io view) also in protobuf when
-// protobuf says so, which client-go asks for first: decoding it costs clients a fraction of
-// decoding JSON. Other media types (YAML) are skipped, as are views Kubernetes does not have;
+// JSON, and one object or a watch's events (not a list or a meta.k8s.io view) also in
+// protobuf when protobuf says so, which client-go asks for first: decoding it costs clients a
+// fraction of decoding JSON. Other media types (YAML) are skipped, as are views Kubernetes does not have;
 // a header naming nothing we can produce gets 406 as from Kubernetes. No header asks for the
 // object itself, in JSON.
 func negotiate(r *http.Request, protobuf bool) (representation, error) {
@@ -102,9 +102,11 @@ func (rep representation) suits(res *registry.Resource, list bool) error {
 	return nil
 }
 
-// protobufVerb says whether a verb answers with one object, which may go as protobuf.
+// protobufVerb says whether a verb answers with one object or a stream of events of one
+// object each, which may go as protobuf. Lists go as JSON: the server holds each object's
+// JSON, and encoding thousands of objects again would cost it more than clients save.
 func protobufVerb(verb string) bool {
-	return verb != "list" && verb != "watch" && verb != "deletecollection"
+	return verb != "list" && verb != "deletecollection"
 }
 
 // protobufEncodable says whether obj can go as protobuf: it has protobuf marshalling, as

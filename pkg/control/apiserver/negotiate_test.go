@@ -2,17 +2,27 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	restwatch "k8s.io/client-go/rest/watch"
 )
 
 // What client-go's metadata client sends: protobuf first, which miniapi answers only for
@@ -158,7 +168,7 @@ func TestNotAcceptable(t *testing.T) {
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2"},
 		{"GET", "/api/v1/namespaces/default/pods", "application/vnd.kubernetes.protobuf"},
-		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/vnd.kubernetes.protobuf"},
+		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/yaml"},
 		{"POST", "/api/v1/namespaces/default/pods", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
@@ -186,7 +196,7 @@ func TestNotAcceptable(t *testing.T) {
 const clientGoAccept = "application/vnd.kubernetes.protobuf,application/json"
 
 // One object goes as protobuf to a client that asks for it first, and is the object JSON
-// gives; lists, watches, views and errors go as JSON, which such a client accepts too.
+// gives; lists, views and errors go as JSON, which such a client accepts too.
 func TestProtobufResponses(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
@@ -250,4 +260,85 @@ func TestStoredMetadata(t *testing.T) {
 			t.Errorf("storedMetadata(%s) = %s, %v; want %s", in, got, ok, want)
 		}
 	}
+}
+
+// A watch goes as length-prefixed protobuf WatchEvents to a client that asks for protobuf
+// first, and client-go's own stream decoder reads from it the objects JSON gives: initial
+// events, the initial-events-end bookmark, changes, and the 410 Status of an expired watch.
+func TestProtobufWatch(t *testing.T) {
+	s, st := newCachedServer(t)
+	h := s.Handler()
+	srv := httptest.NewServer(withAccept(clientGoAccept, h))
+	t.Cleanup(srv.Close)
+	var pod corev1.Pod
+	decodeStrict(t, do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a")).Body.Bytes(), &pod)
+	pod.TypeMeta = metav1.TypeMeta{} // client-go's decoder clears it, as for every typed object
+
+	events := protobufWatch(t, srv, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan")
+	if ev := nextTyped(t, events); ev.Type != watch.Added || !equality.Semantic.DeepEqual(ev.Object, &pod) {
+		t.Fatalf("initial event %s %+v, want ADDED %+v", ev.Type, ev.Object, &pod)
+	}
+	if ev := nextTyped(t, events); ev.Type != watch.Bookmark || ev.Object.(*corev1.Pod).Annotations[initialEventsEnd] != "true" {
+		t.Fatalf("initial-events-end bookmark: %s %+v", ev.Type, ev.Object)
+	}
+	pod.Labels["tier"] = "front"
+	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/a", &pod); w.Code != http.StatusOK {
+		t.Fatalf("update: %d %s", w.Code, w.Body)
+	}
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
+	pod.TypeMeta = metav1.TypeMeta{}
+	if ev := nextTyped(t, events); ev.Type != watch.Modified || !equality.Semantic.DeepEqual(ev.Object, &pod) {
+		t.Fatalf("update event %s %+v, want MODIFIED %+v", ev.Type, ev.Object, &pod)
+	}
+
+	rev := st.Revision()
+	if err := st.Compact(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	expired := protobufWatch(t, srv, fmt.Sprintf("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%d", rev-1))
+	if ev := nextTyped(t, expired); ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		t.Fatalf("watch from a compacted revision: %s %+v", ev.Type, ev.Object)
+	}
+}
+
+// protobufWatch reads a watch stream as client-go does: the decoder its REST client picks
+// for the response's Content-Type.
+func protobufWatch(t *testing.T, srv *httptest.Server, path string) <-chan watch.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mediaType, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil || mediaType != runtime.ContentTypeProtobuf || params["stream"] != "watch" {
+		t.Fatalf("watch Content-Type %q, want protobuf;stream=watch", resp.Header.Get("Content-Type"))
+	}
+	codecs := rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion()
+	objects, framing, framer, err := runtime.NewClientNegotiator(codecs, corev1.SchemeGroupVersion).StreamDecoder(mediaType, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watch.NewStreamWatcher(restwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(resp.Body), framing), objects), apierrors.NewClientErrorReporter(500, "GET", "test"))
+	t.Cleanup(w.Stop)
+	return w.ResultChan()
+}
+
+func nextTyped(t *testing.T, events <-chan watch.Event) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event in 10s")
+	}
+	return watch.Event{}
 }

@@ -71,6 +71,10 @@ type storedObject struct {
 	obj     runtime.Object
 	objErr  error
 
+	protobufOnce sync.Once
+	protobuf     []byte
+	protobufErr  error
+
 	partialOnce sync.Once
 	partial     []byte // the PartialObjectMetadata of meta.k8s.io/v1
 	metadata    []byte // the metadata in it, for other versions
@@ -105,6 +109,23 @@ func (o *storedObject) JSON() ([]byte, error) {
 		o.json, o.jsonErr = json.Marshal(obj)
 	})
 	return o.json, o.jsonErr
+}
+
+// Protobuf is the object as Kubernetes protobuf, as a watch event carries it to client-go.
+// The object it is encoded from is not kept (unless Object was called): what the memo holds
+// is then bytes, which the garbage collector does not scan.
+func (o *storedObject) Protobuf() ([]byte, error) {
+	o.protobufOnce.Do(func() {
+		obj, err := decodeStored(o.res, o.value, o.rev)
+		if err != nil {
+			o.protobufErr = err
+			return
+		}
+		var buf bytes.Buffer
+		o.protobufErr = protobufSerializer.Encode(obj, &buf)
+		o.protobuf = buf.Bytes()
+	})
+	return o.protobuf, o.protobufErr
 }
 
 // PartialMetadata is the object as a PartialObjectMetadata of meta.k8s.io version (v1 or

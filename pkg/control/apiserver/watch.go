@@ -1,11 +1,14 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -59,14 +63,31 @@ func parseWatchParams(r *http.Request) (watchParams, error) {
 	return p, nil
 }
 
-// watchStream writes watch events as newline-delimited JSON. Events are flushed by the
-// caller once no more are waiting, so a burst goes out in few TLS records.
+// watchStream writes watch events as newline-delimited JSON, or for a protobuf client as
+// length-prefixed protobuf metav1.WatchEvents. Events are flushed by the caller once no more
+// are waiting, so a burst goes out in few TLS records.
 type watchStream struct {
-	w     http.ResponseWriter
-	r     *http.Request
-	res   *registry.Resource
-	rep   representation
-	frame []byte // reused for each event
+	w      http.ResponseWriter
+	r      *http.Request
+	res    *registry.Resource
+	rep    representation
+	frame  []byte    // reused for each event
+	frames io.Writer // writes protobuf frames to w
+}
+
+func newWatchStream(w http.ResponseWriter, r *http.Request, res *registry.Resource, rep representation) *watchStream {
+	ws := &watchStream{w: w, r: r, res: res, rep: rep}
+	if rep.protobuf {
+		ws.frames = protobuf.LengthDelimitedFramer.NewFrameWriter(w)
+	}
+	return ws
+}
+
+func (ws *watchStream) contentType() string {
+	if ws.rep.protobuf {
+		return runtime.ContentTypeProtobuf + ";stream=watch"
+	}
+	return "application/json"
 }
 
 // payload is what the event of a stored object carries: the object's shared encoding or
@@ -88,11 +109,21 @@ func (ws *watchStream) payload(stored *storedObject) ([]byte, error) {
 		}
 		return json.Marshal(tbl)
 	}
+	if ws.rep.protobuf {
+		return stored.Protobuf()
+	}
 	return stored.JSON()
 }
 
 // send writes the event of an object that is not stored: a bookmark or a Status.
 func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
+	if ws.rep.protobuf {
+		var buf bytes.Buffer
+		if err := protobufSerializer.Encode(obj, &buf); err != nil {
+			return err
+		}
+		return ws.write(t, buf.Bytes())
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -100,8 +131,17 @@ func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
 	return ws.write(t, raw)
 }
 
-// write frames raw as a metav1.WatchEvent: {"type":T,"object":RAW}.
+// write frames raw as a metav1.WatchEvent: {"type":T,"object":RAW}, or its protobuf.
 func (ws *watchStream) write(t watch.EventType, raw []byte) error {
+	if ws.rep.protobuf {
+		ev := metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}}
+		ws.frame = slices.Grow(ws.frame[:0], ev.Size())[:ev.Size()]
+		if _, err := ev.MarshalToSizedBuffer(ws.frame); err != nil {
+			return err
+		}
+		_, err := ws.frames.Write(ws.frame)
+		return err
+	}
 	ws.frame = append(ws.frame[:0], `{"type":"`...)
 	ws.frame = append(ws.frame, t...)
 	ws.frame = append(ws.frame, `","object":`...)
@@ -176,8 +216,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		}
 	}
 	events, err := s.store.Watch(ctx, prefix, from)
-	ws := &watchStream{w: w, r: r, res: res, rep: rep}
-	w.Header().Set("Content-Type", "application/json")
+	ws := newWatchStream(w, r, res, rep)
+	w.Header().Set("Content-Type", ws.contentType())
 	w.WriteHeader(http.StatusOK)
 	if errors.Is(err, store.ErrCompacted) {
 		// client-go's reflector relists when it gets this 410 Expired error event.
