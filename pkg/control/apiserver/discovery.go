@@ -102,6 +102,9 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		switch sub {
 		case "binding":
 			entry.Kind, entry.Verbs = "Binding", metav1.Verbs{"create"}
+		case "eviction": // kubectl drain finds the Eviction's group and version here
+			entry.Group, entry.Version, entry.Kind = "policy", "v1", "Eviction"
+			entry.Verbs = metav1.Verbs{"create"}
 		case "finalize":
 			entry.Verbs = metav1.Verbs{"update"}
 		case "scale":

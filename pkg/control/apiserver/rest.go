@@ -38,6 +38,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 	case "scale":
 		s.serveScale(w, r, res, info)
 		return
+	case "eviction":
+		if info.Verb != "create" {
+			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
+			return
+		}
+		s.serveEviction(w, r, res, info)
+		return
 	}
 	switch info.Verb {
 	case "get":

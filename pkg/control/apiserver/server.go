@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -113,8 +115,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
-	if !found || (info.Subresource != "" && !res.HasSubresource(info.Subresource)) {
+	if !found {
 		writeError(w, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name))
+		return
+	}
+	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
+		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec).
+		writeError(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}})
 		return
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 const appManifest = `apiVersion: v1
@@ -177,4 +179,61 @@ func TestKubectlGetWatch(t *testing.T) {
 	next(`^MODIFIED\s+watched\s+2\s`)
 	c.mustKubectl(t, "", "delete", "cm", "watched")
 	next(`^DELETED\s+watched\s`)
+}
+
+// kubectl drain cordons a node and evicts its pods through the eviction subresource: a pod
+// its PodDisruptionBudget protects stays (kubectl retries the 429 until its timeout), and
+// goes once the budget allows a disruption.
+func TestKubectlDrain(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	c.createReadyNode(t, "node-1", 10)
+	for _, name := range []string{"free", "guarded"} {
+		pod, err := c.client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+			Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "localhost/minik8s/netexec:v1"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if _, err := c.client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := intstr.FromInt32(1)
+	pdb, err := c.client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setBudget := func(allowed int32) { // what the disruption controller would write
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+		if pdb, err = c.client.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setBudget(0)
+
+	out, err := c.kubectl(t, "", "drain", "node-1", "--force", "--grace-period=0", "--timeout=3s")
+	if err == nil || !strings.Contains(out, "evicting pod default/free") || !strings.Contains(out, "violate the pod's disruption budget") {
+		t.Fatalf("drain with a budget allowing nothing should evict the free pod and give up on the guarded one: %v\n%s", err, out)
+	}
+	node, _ := c.client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+	_, freeErr := c.client.CoreV1().Pods("default").Get(ctx, "free", metav1.GetOptions{})
+	_, guardedErr := c.client.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{})
+	if !node.Spec.Unschedulable || !apierrors.IsNotFound(freeErr) || guardedErr != nil {
+		t.Fatalf("after the first drain: node unschedulable %v, free pod %v, guarded pod %v", node.Spec.Unschedulable, freeErr, guardedErr)
+	}
+
+	setBudget(1)
+	if out := c.mustKubectl(t, "", "drain", "node-1", "--force", "--grace-period=0", "--timeout=10s"); !strings.Contains(out, "node/node-1 drained") {
+		t.Fatalf("drain once the budget allows it:\n%s", out)
+	}
+	if _, err := c.client.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("guarded pod after the second drain: %v", err)
+	}
 }

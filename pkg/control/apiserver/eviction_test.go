@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func eviction(name string) *policyv1.Eviction {
+	return &policyv1.Eviction{TypeMeta: metav1.TypeMeta{Kind: "Eviction", APIVersion: "policy/v1"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+}
+
+// runningPod stores a pod bound to a node, Running and Ready (or not).
+func runningPod(t *testing.T, h http.Handler, name string, ready bool) {
+	t.Helper()
+	pod := podNamed(name, "web")
+	pod.Spec.NodeName = "node-1"
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", pod); w.Code != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", name, w.Code, w.Body)
+	}
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/"+name, nil).Body.Bytes(), pod)
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/"+name+"/status", pod); w.Code != http.StatusOK {
+		t.Fatalf("status of %s: %d %s", name, w.Code, w.Body)
+	}
+}
+
+func podState(t *testing.T, h http.Handler, name string) (exists, deleting bool) {
+	t.Helper()
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/"+name, nil)
+	if w.Code == http.StatusNotFound {
+		return false, false
+	}
+	var pod corev1.Pod
+	decodeStrict(t, w.Body.Bytes(), &pod)
+	return true, pod.DeletionTimestamp != nil
+}
+
+func budgetStatus(t *testing.T, h http.Handler) policyv1.PodDisruptionBudgetStatus {
+	t.Helper()
+	var pdb policyv1.PodDisruptionBudget
+	decodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), &pdb)
+	return pdb.Status
+}
+
+// Evictions delete pods as kubectl drain needs: freely without a budget, and with one only
+// while it allows a disruption, which each eviction spends; refusals are 429 naming the
+// budget. Pending pods, and with IfHealthyBudget unready pods of a healthy budget, go freely.
+func TestEviction(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	evict := func(name, query string) (int, string) {
+		w := do(t, h, "POST", "/api/v1/namespaces/default/pods/"+name+"/eviction"+query, eviction(name))
+		return w.Code, w.Body.String()
+	}
+
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods/a/eviction", eviction("b")); w.Code != http.StatusBadRequest {
+		t.Errorf("eviction naming another pod: %d %s", w.Code, w.Body)
+	}
+	if code, body := evict("missing", ""); code != http.StatusNotFound {
+		t.Errorf("eviction of a missing pod: %d %s", code, body)
+	}
+	runningPod(t, h, "free", true)
+	if code, body := evict("free", ""); code != http.StatusCreated {
+		t.Fatalf("eviction without a budget: %d %s", code, body)
+	}
+	if _, deleting := podState(t, h, "free"); !deleting {
+		t.Error("an evicted running pod is not being deleted gracefully")
+	}
+
+	min := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if w := do(t, h, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb); w.Code != http.StatusCreated {
+		t.Fatalf("create budget: %d %s", w.Code, w.Body)
+	}
+	runningPod(t, h, "web-1", true)
+	runningPod(t, h, "web-2", true)
+	if code, body := evict("web-1", ""); code != http.StatusTooManyRequests || !strings.Contains(body, "still being processed") || !strings.Contains(body, string(policyv1.DisruptionBudgetCause)) {
+		t.Fatalf("eviction under a budget no controller has processed: %d %s", code, body)
+	}
+
+	// What the disruption controller would write: 2 healthy, 1 needed, 1 disruption allowed.
+	decodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), pdb)
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2}
+	if w := do(t, h, "PUT", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web/status", pdb); w.Code != http.StatusOK {
+		t.Fatalf("budget status: %d %s", w.Code, w.Body)
+	}
+	if code, body := evict("web-1", "?dryRun=All"); code != http.StatusCreated {
+		t.Fatalf("dry-run eviction: %d %s", code, body)
+	}
+	if _, deleting := podState(t, h, "web-1"); deleting || budgetStatus(t, h).DisruptionsAllowed != 1 {
+		t.Fatal("a dry-run eviction deleted the pod or spent the budget")
+	}
+	if code, body := evict("web-1", ""); code != http.StatusCreated {
+		t.Fatalf("eviction the budget allows: %d %s", code, body)
+	}
+	st := budgetStatus(t, h)
+	if _, deleting := podState(t, h, "web-1"); !deleting || st.DisruptionsAllowed != 0 || st.DisruptedPods["web-1"].Time.IsZero() {
+		t.Fatalf("after an allowed eviction: pod deleting %v, budget %+v", deleting, st)
+	}
+	if code, body := evict("web-2", ""); code != http.StatusTooManyRequests || !strings.Contains(body, "needs 1 healthy pods and has 2 currently") {
+		t.Fatalf("eviction beyond the budget: %d %s", code, body)
+	}
+	if _, deleting := podState(t, h, "web-2"); deleting {
+		t.Fatal("a refused eviction deleted the pod")
+	}
+
+	runningPod(t, h, "web-unready", false) // the budget is healthy: an unready pod goes free
+	if code, body := evict("web-unready", ""); code != http.StatusCreated || budgetStatus(t, h).DisruptionsAllowed != 0 {
+		t.Fatalf("eviction of an unready pod under a healthy budget: %d %s", code, body)
+	}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("web-pending", "web")); w.Code != http.StatusCreated {
+		t.Fatalf("create pending pod: %d %s", w.Code, w.Body)
+	}
+	if code, body := evict("web-pending", ""); code != http.StatusCreated {
+		t.Fatalf("eviction of a pending pod: %d %s", code, body)
+	}
+	if exists, _ := podState(t, h, "web-pending"); exists {
+		t.Fatal("an evicted pending pod still exists")
+	}
+}
+
+// kubectl drain finds the eviction subresource and its group/version in discovery; a
+// subresource miniapi does not serve is a 404 that says so, not "pod not found".
+func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	var list metav1.APIResourceList
+	decodeStrict(t, do(t, h, "GET", "/api/v1", nil).Body.Bytes(), &list)
+	found := false
+	for _, r := range list.APIResources {
+		if r.Name == "pods/eviction" {
+			found = r.Group == "policy" && r.Version == "v1" && r.Kind == "Eviction" && len(r.Verbs) == 1 && r.Verbs[0] == "create"
+		}
+	}
+	if !found {
+		t.Errorf("/api/v1 has no pods/eviction of policy/v1 Eviction: %+v", list.APIResources)
+	}
+	runningPod(t, h, "a", true)
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a/log", nil)
+	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/log") {
+		t.Errorf("GET pods/a/log: %d %s", w.Code, w.Body)
+	}
+}
