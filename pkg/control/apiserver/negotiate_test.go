@@ -305,16 +305,7 @@ func TestProtobufWatch(t *testing.T) {
 // for the response's Content-Type.
 func protobufWatch(t *testing.T, srv *httptest.Server, path string) <-chan watch.Event {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := openWatch(t, srv, path)
 	mediaType, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mediaType != runtime.ContentTypeProtobuf || params["stream"] != "watch" {
 		t.Fatalf("watch Content-Type %q, want protobuf;stream=watch", resp.Header.Get("Content-Type"))

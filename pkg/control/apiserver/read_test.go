@@ -141,8 +141,8 @@ func TestListAndGetEncoding(t *testing.T) {
 	}
 }
 
-// watchLines reads a watch stream's events, one JSON object a line.
-func watchLines(t *testing.T, srv *httptest.Server, path string) <-chan metav1.WatchEvent {
+// openWatch starts a watch request; the test's end ends it.
+func openWatch(t *testing.T, srv *httptest.Server, path string) *http.Response {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -154,6 +154,13 @@ func watchLines(t *testing.T, srv *httptest.Server, path string) <-chan metav1.W
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// watchLines reads a watch stream's events, one JSON object a line.
+func watchLines(t *testing.T, srv *httptest.Server, path string) <-chan metav1.WatchEvent {
+	t.Helper()
+	resp := openWatch(t, srv, path)
 	out := make(chan metav1.WatchEvent, 100)
 	go func() {
 		defer resp.Body.Close()

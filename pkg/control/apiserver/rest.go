@@ -11,6 +11,9 @@ import (
 )
 
 // serveResource dispatches a resource request by verb and subresource.
+// subresourceVerbs are the subresources that serve one verb only.
+var subresourceVerbs = map[string]string{"binding": "create", "eviction": "create", "finalize": "update"}
+
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
 	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 		writeError(w, apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for "+res.Resource))
@@ -22,28 +25,19 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		writeError(w, err)
 		return
 	}
+	if verb, only := subresourceVerbs[info.Subresource]; only && info.Verb != verb {
+		writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
+		return
+	}
 	switch info.Subresource {
 	case "binding":
-		if info.Verb != "create" {
-			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
-			return
-		}
 		s.serveBinding(w, r, res, info)
 		return
-	case "finalize":
-		if info.Verb != "update" {
-			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
-			return
-		}
+	case "eviction":
+		s.serveEviction(w, r, res, info)
+		return
 	case "scale":
 		s.serveScale(w, r, res, info)
-		return
-	case "eviction":
-		if info.Verb != "create" {
-			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
-			return
-		}
-		s.serveEviction(w, r, res, info)
 		return
 	}
 	switch info.Verb {
