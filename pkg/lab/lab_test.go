@@ -82,6 +82,7 @@ func testLab(t *testing.T, nodes int) *Lab {
 
 func TestLabLifecycle(t *testing.T) {
 	hostLinksBefore := linkNames(t)
+	hostRoutesBefore := routesInto(t, Subnet, ClusterCIDR) // e.g. `make up`'s cluster on this host
 	l := testLab(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -166,17 +167,8 @@ func TestLabLifecycle(t *testing.T) {
 	if after := linkNames(t); fmt.Sprint(after) != fmt.Sprint(hostLinksBefore) {
 		t.Errorf("host links changed: %v → %v", hostLinksBefore, after)
 	}
-	hostRoutes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range hostRoutes {
-		for _, cidr := range []string{Subnet, ClusterCIDR} {
-			_, lab, _ := net.ParseCIDR(cidr)
-			if r.Dst != nil && !r.Dst.IP.IsUnspecified() && (lab.Contains(r.Dst.IP) || r.Dst.Contains(lab.IP)) {
-				t.Errorf("host has a route into %s: %v", cidr, r)
-			}
-		}
+	if after := routesInto(t, Subnet, ClusterCIDR); fmt.Sprint(after) != fmt.Sprint(hostRoutesBefore) {
+		t.Errorf("the lab changed the host's routes into %s and %s: %v → %v", Subnet, ClusterCIDR, hostRoutesBefore, after)
 	}
 
 	// lab.json.
@@ -395,4 +387,23 @@ func checkGone(t *testing.T, name string) {
 	if err != nil || len(mounts) > 0 {
 		t.Errorf("mounts left: %v (err %v)", mounts, err)
 	}
+}
+
+// routesInto lists the host namespace's IPv4 routes into (or around) these ranges.
+func routesInto(t *testing.T, cidrs ...string) []string {
+	t.Helper()
+	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var into []string
+	for _, r := range routes {
+		for _, cidr := range cidrs {
+			_, lab, _ := net.ParseCIDR(cidr)
+			if r.Dst != nil && !r.Dst.IP.IsUnspecified() && (lab.Contains(r.Dst.IP) || r.Dst.Contains(lab.IP)) {
+				into = append(into, r.String())
+			}
+		}
+	}
+	return into
 }
