@@ -102,11 +102,17 @@ func (rep representation) suits(res *registry.Resource, list bool) error {
 	return nil
 }
 
-// protobufVerb says whether a verb answers with one object or a stream of events of one
-// object each, which may go as protobuf. Lists go as JSON: the server holds each object's
-// JSON, and encoding thousands of objects again would cost it more than clients save.
-func protobufVerb(verb string) bool {
-	return verb != "list" && verb != "deletecollection"
+// protobufAnswers says whether a request answers with one object or a stream of events of
+// one object each, of a kind with protobuf marshalling, which may go as protobuf. Lists go
+// as JSON: the server holds each object's JSON, and encoding thousands of objects again
+// would cost it more than clients save.
+func protobufAnswers(res *registry.Resource, verb string) bool {
+	if verb == "list" || verb == "deletecollection" {
+		return false
+	}
+	obj, err := res.New()
+	_, ok := obj.(runtime.ProtobufMarshaller)
+	return err == nil && ok
 }
 
 // protobufEncodable says whether obj can go as protobuf: it has protobuf marshalling, as
