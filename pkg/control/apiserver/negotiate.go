@@ -35,9 +35,9 @@ func (rep representation) apiVersion() string { return "meta.k8s.io/" + rep.vers
 // media type with the highest q (the first of equal ones) that we can produce. We answer in
 // JSON, and one object or a watch's events (not a list or a meta.k8s.io view) also in
 // protobuf when protobuf says so, which client-go asks for first: decoding it costs clients a
-// fraction of decoding JSON. Other media types (YAML) are skipped, as are views Kubernetes does not have;
-// a header naming nothing we can produce gets 406 as from Kubernetes. No header asks for the
-// object itself, in JSON.
+// fraction of decoding JSON. Other media types (YAML) are skipped, as are views Kubernetes
+// does not have; a header naming nothing we can produce gets 406 as from Kubernetes. No
+// header asks for the object itself, in JSON.
 func negotiate(r *http.Request, protobuf bool) (representation, error) {
 	header := r.Header.Get("Accept")
 	if header == "" {

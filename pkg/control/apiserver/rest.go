@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// serveResource dispatches a resource request by verb and subresource.
 // subresourceVerbs are the subresources that serve one verb only.
 var subresourceVerbs = map[string]string{"binding": "create", "eviction": "create", "finalize": "update"}
 
+// serveResource dispatches a resource request by verb and subresource.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
 	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
 		writeError(w, apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for "+res.Resource))
