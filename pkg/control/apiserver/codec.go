@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,6 +166,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v) // the client going away mid-body is not ours to report
+}
+
+// encodeProtobuf is obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind.
+func encodeProtobuf(obj runtime.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	err := protobufSerializer.Encode(obj, &buf)
+	return buf.Bytes(), err
 }
 
 // writeProtobuf writes obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind.

@@ -106,13 +106,20 @@ func (rep representation) suits(res *registry.Resource, list bool) error {
 // one object each, of a kind with protobuf marshalling, which may go as protobuf. Lists go
 // as JSON: the server holds each object's JSON, and encoding thousands of objects again
 // would cost it more than clients save.
-func protobufAnswers(res *registry.Resource, verb string) bool {
-	if verb == "list" || verb == "deletecollection" {
-		return false
+func (s *Server) protobufAnswers(res *registry.Resource, verb string) bool {
+	return verb != "list" && verb != "deletecollection" && s.protobufKinds[res]
+}
+
+// protobufResources are the resources whose kind has protobuf marshalling, as every
+// k8s.io/api kind has: found once, not per request.
+func protobufResources(reg *registry.Registry) map[*registry.Resource]bool {
+	out := map[*registry.Resource]bool{}
+	for _, res := range reg.Resources() {
+		obj, err := res.New()
+		_, ok := obj.(runtime.ProtobufMarshaller)
+		out[res] = err == nil && ok
 	}
-	obj, err := res.New()
-	_, ok := obj.(runtime.ProtobufMarshaller)
-	return err == nil && ok
+	return out
 }
 
 // protobufEncodable says whether obj can go as protobuf: it has protobuf marshalling, as

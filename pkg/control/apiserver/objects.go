@@ -121,9 +121,7 @@ func (o *storedObject) Protobuf() ([]byte, error) {
 			o.protobufErr = err
 			return
 		}
-		var buf bytes.Buffer
-		o.protobufErr = protobufSerializer.Encode(obj, &buf)
-		o.protobuf = buf.Bytes()
+		o.protobuf, o.protobufErr = encodeProtobuf(obj)
 	})
 	return o.protobuf, o.protobufErr
 }

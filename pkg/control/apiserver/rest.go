@@ -20,7 +20,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		return
 	}
 	// What cannot be produced is refused before anything is read or written, as in Kubernetes.
-	rep, err := negotiate(r, protobufAnswers(res, info.Verb))
+	rep, err := negotiate(r, s.protobufAnswers(res, info.Verb))
 	if err != nil {
 		writeError(w, err)
 		return

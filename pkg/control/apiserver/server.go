@@ -49,6 +49,8 @@ type Server struct {
 	fields  *fieldManagers
 	handler http.Handler
 	ranges  allocator.Ranges
+	// protobufKinds are the resources that may answer in protobuf.
+	protobufKinds map[*registry.Resource]bool
 	// advertise is where the `kubernetes` Service's endpoints point.
 	advertise netip.AddrPort
 }
@@ -65,6 +67,7 @@ func New(cfg Config) *Server {
 		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
+	s.protobufKinds = protobufResources(cfg.Registry)
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,11 +117,11 @@ func (ws *watchStream) payload(stored *storedObject) ([]byte, error) {
 // send writes the event of an object that is not stored: a bookmark or a Status.
 func (ws *watchStream) send(t watch.EventType, obj runtime.Object) error {
 	if ws.rep.protobuf {
-		var buf bytes.Buffer
-		if err := protobufSerializer.Encode(obj, &buf); err != nil {
+		raw, err := encodeProtobuf(obj)
+		if err != nil {
 			return err
 		}
-		return ws.write(t, buf.Bytes())
+		return ws.write(t, raw)
 	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
