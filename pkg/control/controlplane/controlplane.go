@@ -19,8 +19,6 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
-	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
-	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
@@ -28,15 +26,11 @@ import (
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -49,7 +43,8 @@ type Options struct {
 	Store        string // "bolt" or "etcd://host:port,..."
 	WatchHistory int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
 	ServiceRange string
-	TokenFile    string // static bearer tokens (--token-auth-file)
+	TokenFile    string   // static bearer tokens (--token-auth-file)
+	Controllers  []string // --controllers: "*", "name", "-name"
 	Log          *slog.Logger
 }
 
@@ -75,6 +70,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--service-cluster-ip-range %q: %w", o.ServiceRange, err))
 	}
 	if _, err := etcdEndpoints(o.Store); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := enabledControllers(o.Controllers); err != nil {
 		errs = append(errs, err)
 	}
 	if o.WatchHistory < 0 {
@@ -246,7 +244,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, loopback, log); err != nil {
+	if err := runComponents(ctx, loopback, o, log); err != nil {
 		return err
 	}
 	select {
@@ -258,16 +256,12 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // runComponents starts the scheduler and the controllers as API clients.
-func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
-	client, err := kubernetes.NewForConfig(cfg)
+func runComponents(ctx context.Context, cfg *rest.Config, o Options, log *slog.Logger) error {
+	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.ManagedFields))
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: scheduler.Name})
-	sched, err := scheduler.New(client, factory, recorder, log.With("component", "scheduler"))
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -275,23 +269,20 @@ func runComponents(ctx context.Context, cfg *rest.Config, log *slog.Logger) erro
 	if err != nil {
 		return err
 	}
-	nsController, err := namespace.New(client, md, factory.Core().V1().Namespaces(), log.With("component", "namespace-controller"))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.ManagedFields))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
+	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, broadcaster: broadcaster}
+	sched, err := scheduler.New(client, factory, cc.Recorder(scheduler.Name), log.With("component", "scheduler"))
 	if err != nil {
 		return err
 	}
-	gc := garbagecollector.New(md, client.Discovery(), map[schema.GroupVersionResource]cache.SharedIndexInformer{
-		corev1.SchemeGroupVersion.WithResource("pods"):       factory.Core().V1().Pods().Informer(),
-		corev1.SchemeGroupVersion.WithResource("namespaces"): factory.Core().V1().Namespaces().Informer(),
-	}, log.With("component", "garbage-collector"))
+	if err := startControllers(ctx, cc, enabled); err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
 	go sched.Run(ctx)
-	go nsController.Run(ctx)
-	go func() {
-		if err := gc.Run(ctx); err != nil {
-			log.Error("garbage collector stopped", "err", err)
-		}
-	}()
-	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 	return nil
 }
 

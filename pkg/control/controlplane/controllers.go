@@ -1,0 +1,133 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
+	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+)
+
+// ControllerContext is what every controller starts from: one client, one informer
+// factory (one watch and one cache per kind, shared by every controller and the
+// scheduler), one event broadcaster.
+type ControllerContext struct {
+	Client    kubernetes.Interface
+	Metadata  metadata.Interface
+	Informers informers.SharedInformerFactory
+	Options   Options
+	Log       *slog.Logger
+
+	broadcaster record.EventBroadcaster
+}
+
+// Recorder emits Events with component as their source, as kube-controller-manager's
+// controllers do (source "deployment-controller", "replicaset-controller", ...).
+func (c *ControllerContext) Recorder(component string) record.EventRecorder {
+	return c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+}
+
+// controllerStart asks for the informers a controller needs and starts it. It runs before
+// the factory starts, so the controller waits for its caches in its own goroutine.
+type controllerStart func(ctx context.Context, c *ControllerContext) error
+
+// controller is one entry of --controllers.
+type controller struct {
+	name  string
+	start controllerStart
+}
+
+// controllers are the controllers miniapi runs, by kube-controller-manager's names.
+var controllers = []controller{
+	{"namespace", startNamespace},
+	{"garbagecollector", startGarbageCollector},
+}
+
+// ControllerNames lists every controller --controllers can name.
+func ControllerNames() []string {
+	names := make([]string, len(controllers))
+	for i, c := range controllers {
+		names[i] = c.name
+	}
+	return names
+}
+
+// enabledControllers reads --controllers as kube-controller-manager does: "*" turns on
+// every controller, "name" turns one on, "-name" turns one off; the last word about a
+// name wins over "*".
+func enabledControllers(flag []string) (map[string]bool, error) {
+	known := ControllerNames()
+	all := false
+	explicit := map[string]bool{}
+	for _, word := range flag {
+		word = strings.TrimSpace(word)
+		switch {
+		case word == "*":
+			all = true
+		case strings.HasPrefix(word, "-"):
+			name := word[1:]
+			if !slices.Contains(known, name) {
+				return nil, fmt.Errorf("--controllers: unknown controller %q; known: %s", name, strings.Join(known, ", "))
+			}
+			explicit[name] = false
+		default:
+			if !slices.Contains(known, word) {
+				return nil, fmt.Errorf("--controllers: unknown controller %q; known: %s", word, strings.Join(known, ", "))
+			}
+			explicit[word] = true
+		}
+	}
+	enabled := map[string]bool{}
+	for _, name := range known {
+		on, said := explicit[name]
+		enabled[name] = (all && !said) || on
+	}
+	return enabled, nil
+}
+
+// startControllers starts the controllers --controllers turns on.
+func startControllers(ctx context.Context, c *ControllerContext, enabled map[string]bool) error {
+	for _, ctrl := range controllers {
+		if !enabled[ctrl.name] {
+			c.Log.Info("controller disabled", "controller", ctrl.name)
+			continue
+		}
+		if err := ctrl.start(ctx, c); err != nil {
+			return fmt.Errorf("start %s controller: %w", ctrl.name, err)
+		}
+	}
+	return nil
+}
+
+func startNamespace(ctx context.Context, c *ControllerContext) error {
+	ns, err := namespace.New(c.Client, c.Metadata, c.Informers.Core().V1().Namespaces(), c.Log.With("component", "namespace-controller"))
+	if err != nil {
+		return err
+	}
+	go ns.Run(ctx)
+	return nil
+}
+
+func startGarbageCollector(ctx context.Context, c *ControllerContext) error {
+	gc := garbagecollector.New(c.Metadata, c.Client.Discovery(), map[schema.GroupVersionResource]cache.SharedIndexInformer{
+		corev1.SchemeGroupVersion.WithResource("pods"):       c.Informers.Core().V1().Pods().Informer(),
+		corev1.SchemeGroupVersion.WithResource("namespaces"): c.Informers.Core().V1().Namespaces().Informer(),
+	}, c.Log.With("component", "garbage-collector"))
+	go func() {
+		if err := gc.Run(ctx); err != nil {
+			c.Log.Error("garbage collector stopped", "err", err)
+		}
+	}()
+	return nil
+}
