@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -52,9 +54,7 @@ func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod net
 // test makes, with the fake clientset feeding the pod: it starts, serves
 // HTTP on its pod IP, logs to its log file, and is torn down on deletion.
 func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(cniBinDir, "bridge")); err != nil {
-		t.Skipf("CNI plugins not installed in %s (apt-get install containernetworking-plugins): %v", cniBinDir, err)
-	}
+	testenv.RequireFile(t, filepath.Join(cniBinDir, "bridge"), "CNI plugins: Debian's containernetworking-plugins")
 	address := runtimetest.StartContainerd(t) // skips when not root or containerd is missing
 	imageDir := runtimetest.ImageDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/moby/sys/mountinfo"
 	"github.com/vishvananda/netlink"
@@ -58,12 +60,8 @@ func TestNetNSPatternKeepsLabsApart(t *testing.T) {
 // testLab creates a lab with a unique name that is destroyed when the test ends.
 func testLab(t *testing.T, nodes int) *Lab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces, links and mounts")
-	}
-	if _, err := os.Stat("/usr/bin/nsenter"); err != nil {
-		t.Skipf("nsenter (util-linux) missing: %v", err)
-	}
+	testenv.RequireRoot(t, "creates network namespaces, links and mounts")
+	testenv.RequireFile(t, "/usr/bin/nsenter", "Debian's util-linux")
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "t" + hex.EncodeToString(b)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/vishvananda/netlink"
 )
 
@@ -28,9 +30,7 @@ func TestNewCNIRejectsBadConfig(t *testing.T) {
 		t.Errorf("missing plugins: err = %v, want one naming the plugin and %s", err, empty)
 	}
 
-	if _, err := os.Stat(filepath.Join(debianCNIDir, "bridge")); err != nil {
-		t.Skipf("CNI plugins not installed in %s: %v", debianCNIDir, err)
-	}
+	testenv.RequireFile(t, filepath.Join(debianCNIDir, "bridge"), "CNI plugins: Debian's containernetworking-plugins")
 	base.PluginDirs = []string{debianCNIDir}
 	for name, mutate := range map[string]func(*Config){
 		"bad CIDR":      func(c *Config) { c.PodCIDR = "10.244.1.0/33" },
@@ -58,9 +58,7 @@ func TestNewCNIRejectsBadConfig(t *testing.T) {
 // each other, a hostPort reaches a pod, and tear-down frees addresses and rules.
 func TestPodNetwork(t *testing.T) {
 	requireRoot(t)
-	if _, err := os.Stat(filepath.Join(debianCNIDir, "bridge")); err != nil {
-		t.Skipf("CNI plugins not installed in %s: %v", debianCNIDir, err)
-	}
+	testenv.RequireFile(t, filepath.Join(debianCNIDir, "bridge"), "CNI plugins: Debian's containernetworking-plugins")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

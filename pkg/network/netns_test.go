@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/moby/sys/mountinfo"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -16,9 +18,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces and mounts")
-	}
+	testenv.RequireRoot(t, "creates network namespaces and mounts")
 }
 
 // netnsDir returns a fresh directory for test namespaces and undoes the shared self-bind

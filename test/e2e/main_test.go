@@ -7,9 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 // env says where the binaries and images built by `make build` are.
@@ -19,14 +20,8 @@ type env struct {
 
 func requireEnv(t *testing.T) env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("end-to-end tests need root (network namespaces, containerd)")
-	}
-	for _, bin := range []string{"containerd", "runc", "kubectl", "nsenter"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (make test installs it)", bin)
-		}
-	}
+	testenv.RequireRoot(t, "end-to-end tests make network namespaces and run containerd")
+	testenv.RequireTools(t, "containerd", "runc", "kubectl", "nsenter")
 	e := env{binDir: envOr("MINIK8S_BIN", "../../bin"), imagesDir: envOr("MINIK8S_IMAGES", "../../images/out")}
 	for _, p := range []string{filepath.Join(e.binDir, "miniapi"), filepath.Join(e.binDir, "minilet"), filepath.Join(e.imagesDir, "netexec.tar")} {
 		if _, err := os.Stat(p); err != nil {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -108,9 +110,7 @@ func freePort(t *testing.T) int {
 
 func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl not installed")
-	}
+	testenv.RequireTools(t, "kubectl")
 	return c.kubectlAt(t, "kubectl", stdin, args...)
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +41,7 @@ func kubectlVersions(t *testing.T) map[string]string {
 		}
 	}
 	if len(bins) == 0 {
-		t.Skip("kubectl not installed")
+		testenv.Missing(t, "kubectl is not on PATH")
 	}
 	return bins
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -30,14 +32,8 @@ const (
 // RequireRoot skips the test unless it runs as root with every named binary on PATH.
 func RequireRoot(t testing.TB, binaries ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (containers, network namespaces, mounts)")
-	}
-	for _, bin := range binaries {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("needs %s on PATH (apt-get install containerd runc iproute2): %v", bin, err)
-		}
-	}
+	testenv.RequireRoot(t, "containers, network namespaces, mounts")
+	testenv.RequireTools(t, binaries...)
 }
 
 // StartContainerd starts a containerd of the test's own (root, state and socket in

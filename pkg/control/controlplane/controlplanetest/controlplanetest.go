@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/testenv"
+
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -92,9 +94,10 @@ func FreePort(t testing.TB) int {
 // Kubectl runs the real kubectl against the cluster with a cache directory of its own.
 func (c *Cluster) Kubectl(t testing.TB, stdin string, args ...string) (string, error) {
 	t.Helper()
+	testenv.RequireTools(t, "kubectl")
 	bin, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Fatalf("kubectl is not on PATH (make test installs it): %v", err)
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)

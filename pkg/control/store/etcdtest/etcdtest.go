@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 // readyTimeout bounds the wait for a new etcd to elect itself and serve.
@@ -73,9 +75,7 @@ func Start(dir string) (*Server, error) {
 // stops it when t ends.
 func ForTest(t testing.TB) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Skipf("etcd binary not found (Debian package etcd-server): %v", err)
-	}
+	testenv.RequireTools(t, "etcd")
 	s, err := Start(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

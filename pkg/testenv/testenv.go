@@ -1,0 +1,51 @@
+// Package testenv decides what a test does when something it needs is missing. Under
+// `make test` (which sets MINIK8S_MAKE_TEST=1 after installing everything the tests need)
+// a missing piece is a failure: a skip there would hide a capability nobody tested. Run
+// any other way (a plain `go test ./...`, non-root) the test skips and says why.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// UnderMakeTest reports whether the tests run under `make test`.
+func UnderMakeTest() bool { return os.Getenv("MINIK8S_MAKE_TEST") == "1" }
+
+// Missing stops t for want of something: a failure under `make test`, a skip elsewhere.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if UnderMakeTest() {
+		t.Fatalf("%s (make test provides it: this is a failure there)", msg)
+	}
+	t.Skip(msg)
+}
+
+// RequireRoot stops t unless it runs as root, for why (what the test does as root).
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "needs root: %s", why)
+	}
+}
+
+// RequireTools stops t unless every named program is on PATH.
+func RequireTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			Missing(t, "%s is not on PATH (make deps installs it): %v", tool, err)
+		}
+	}
+}
+
+// RequireFile stops t unless path exists; what says what it is and how to get it.
+func RequireFile(t testing.TB, path, what string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, "%s missing (%s): %v", path, what, err)
+	}
+}

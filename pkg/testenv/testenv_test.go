@@ -1,0 +1,32 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestMissingFailsUnderMakeTest runs a test that lacks a tool twice in a child process:
+// it must skip in a plain run and fail under make test.
+func TestMissingFailsUnderMakeTest(t *testing.T) {
+	if os.Getenv("TESTENV_CHILD") == "1" {
+		RequireTools(t, "no-such-tool-minik8s")
+		return
+	}
+	for _, tc := range []struct {
+		makeTest string
+		wantFail bool
+		wantText string
+	}{
+		{"", false, "--- SKIP"},
+		{"1", true, "--- FAIL"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingFailsUnderMakeTest$", "-test.v")
+		cmd.Env = append(os.Environ(), "TESTENV_CHILD=1", "MINIK8S_MAKE_TEST="+tc.makeTest)
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != tc.wantFail || !strings.Contains(string(out), tc.wantText) || !strings.Contains(string(out), "no-such-tool-minik8s") {
+			t.Errorf("MINIK8S_MAKE_TEST=%q: err=%v, want fail=%v and %q naming the tool:\n%s", tc.makeTest, err, tc.wantFail, tc.wantText, out)
+		}
+	}
+}
