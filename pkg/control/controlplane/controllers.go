@@ -9,6 +9,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -52,6 +53,8 @@ type controller struct {
 var controllers = []controller{
 	{"namespace", startNamespace},
 	{"garbagecollector", startGarbageCollector},
+	{"replicaset", startReplicaSet},
+	{"replicationcontroller", startReplicationController},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -129,5 +132,25 @@ func startGarbageCollector(ctx context.Context, c *ControllerContext) error {
 			c.Log.Error("garbage collector stopped", "err", err)
 		}
 	}()
+	return nil
+}
+
+func startReplicaSet(ctx context.Context, c *ControllerContext) error {
+	rs, err := replicaset.NewReplicaSet(c.Client, c.Informers.Apps().V1().ReplicaSets(), c.Informers.Core().V1().Pods(),
+		c.Recorder("replicaset-controller"), c.Log.With("component", "replicaset-controller"))
+	if err != nil {
+		return err
+	}
+	go rs.Run(ctx)
+	return nil
+}
+
+func startReplicationController(ctx context.Context, c *ControllerContext) error {
+	rc, err := replicaset.NewReplicationController(c.Client, c.Informers.Core().V1().ReplicationControllers(), c.Informers.Core().V1().Pods(),
+		c.Recorder("replication-controller"), c.Log.With("component", "replication-controller"))
+	if err != nil {
+		return err
+	}
+	go rc.Run(ctx)
 	return nil
 }

@@ -1,0 +1,262 @@
+package replicaset_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+func template(app string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "localhost/minik8s/netexec:v1"}}},
+	}
+}
+
+func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: template(name)},
+	}
+}
+
+// ownedPods lists the active pods whose controller has uid, sorted by name.
+func ownedPods(t *testing.T, c kubernetes.Interface, uid string) []corev1.Pod {
+	t.Helper()
+	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && string(ref.UID) == uid && p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last: %s", what, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitOwned(t *testing.T, c kubernetes.Interface, uid string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	eventually(t, fmt.Sprintf("%d owned pods", n), func() (bool, string) {
+		pods = ownedPods(t, c, uid)
+		return len(pods) == n, fmt.Sprintf("%d pods", len(pods))
+	})
+	return pods
+}
+
+// markReady plays the kubelet: the pod runs and is Ready.
+func markReady(t *testing.T, c kubernetes.Interface, pod corev1.Pod) {
+	t.Helper()
+	p, err := c.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	if _, err := c.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReplicaSetScalesAndRanks(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	rsClient := cl.Client.AppsV1().ReplicaSets("default")
+	rs, err := rsClient.Create(ctx, replicaSet("web", 3), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(rs.UID)
+	pods := waitOwned(t, cl.Client, uid, 3)
+	for _, p := range pods {
+		if !strings.HasPrefix(p.Name, "web-") || p.Labels["app"] != "web" {
+			t.Errorf("pod %s labels %v: want a name after the set and the template's labels", p.Name, p.Labels)
+		}
+		ref := metav1.GetControllerOf(&p)
+		if ref.Kind != "ReplicaSet" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+			t.Errorf("pod %s controller ref %+v", p.Name, ref)
+		}
+	}
+	// Two pods become ready; scaling to 2 must delete the one that is not.
+	markReady(t, cl.Client, pods[0])
+	markReady(t, cl.Client, pods[2])
+	eventually(t, "status with 2 ready", func() (bool, string) {
+		got, _ := rsClient.Get(ctx, "web", metav1.GetOptions{})
+		return got.Status.Replicas == 3 && got.Status.ReadyReplicas == 2 && got.Status.AvailableReplicas == 2 &&
+			got.Status.FullyLabeledReplicas == 3 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
+	})
+	cl.MustKubectl(t, "", "scale", "rs/web", "--replicas=2")
+	left := waitOwned(t, cl.Client, uid, 2)
+	if left[0].Name != pods[0].Name || left[1].Name != pods[2].Name {
+		t.Errorf("scale-down kept %s and %s, want the ready %s and %s", left[0].Name, left[1].Name, pods[0].Name, pods[2].Name)
+	}
+	out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=web")
+	for _, want := range []string{"SuccessfulCreate", "Created pod: web-", "SuccessfulDelete", "Deleted pod: " + pods[1].Name} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events lack %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestReplicaSetAdoptsAndReleases(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", Labels: map[string]string{"app": "api"}}, Spec: template("api").Spec}
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, replicaSet("api", 2), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := waitOwned(t, cl.Client, string(rs.UID), 2)
+	adopted := false
+	for _, p := range pods {
+		adopted = adopted || p.Name == "orphan"
+	}
+	if !adopted {
+		t.Fatalf("the matching orphan was not adopted: owned %v", names(pods))
+	}
+	// Relabel the adopted pod out of the selector: released, and replaced.
+	patch := []byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`)
+	if _, err := cl.Client.CoreV1().Pods("default").Patch(ctx, "orphan", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the relabelled pod released", func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "orphan", metav1.GetOptions{})
+		return err == nil && metav1.GetControllerOf(p) == nil, fmt.Sprintf("%v %v", err, p.OwnerReferences)
+	})
+	after := waitOwned(t, cl.Client, string(rs.UID), 2)
+	for _, p := range after {
+		if p.Name == "orphan" {
+			t.Errorf("released pod still owned")
+		}
+	}
+}
+
+// TestReplicationControllerBurst checks the ReplicationController path and that a burst of
+// creations never makes more pods than asked: every pod the controller creates is watched
+// and counted.
+func TestReplicationControllerBurst(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := cl.Client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](40), Selector: map[string]string{"app": "burst"},
+			Template: ptr.To(template("burst"))},
+	}
+	created, err := cl.Client.CoreV1().ReplicationControllers("default").Create(ctx, rc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, cl.Client, string(created.UID), 40)
+	time.Sleep(2 * time.Second) // room for a late, wrong extra creation
+	if got := len(ownedPods(t, cl.Client, string(created.UID))); got != 40 {
+		t.Fatalf("%d pods after the burst settled, want exactly 40", got)
+	}
+	adds := 0
+	for drained := false; !drained; {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type == "ADDED" {
+				adds++
+			}
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
+	if adds != 40 {
+		t.Errorf("%d pods were created in all, want 40 (no extra creation)", adds)
+	}
+	eventually(t, "RC status", func() (bool, string) {
+		got, _ := cl.Client.CoreV1().ReplicationControllers("default").Get(ctx, "burst", metav1.GetOptions{})
+		return got.Status.Replicas == 40 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
+	})
+	cl.MustKubectl(t, "", "scale", "rc/burst", "--replicas=0")
+	waitOwned(t, cl.Client, string(created.UID), 0)
+}
+
+// TestReplicaFailure: a template the pod validation refuses (a finalizer that is no
+// qualified name: templates do not validate finalizers, pods do, as in Kubernetes) gives
+// the ReplicaFailure condition and a FailedCreate event, and few attempts (slow start).
+func TestReplicaFailure(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	rs := replicaSet("broken", 8)
+	rs.Spec.Template.Finalizers = []string{"not a finalizer"}
+	if _, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ReplicaFailure condition", func() (bool, string) {
+		got, _ := cl.Client.AppsV1().ReplicaSets("default").Get(ctx, "broken", metav1.GetOptions{})
+		for _, c := range got.Status.Conditions {
+			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate" && strings.Contains(c.Message, "finalizer") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", got.Status.Conditions)
+	})
+	failures := func() int32 {
+		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "broken").String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int32
+		for _, e := range events.Items {
+			if e.Reason == "FailedCreate" && strings.HasPrefix(e.Message, "Error creating: ") {
+				n += e.Count
+			}
+		}
+		return n
+	}
+	first := failures()
+	time.Sleep(3 * time.Second)
+	// Each sync tries one pod (slow start stops at the first failure) and the retries back
+	// off exponentially: a few more in three seconds, not a hot loop.
+	if more := failures() - first; first == 0 || more > 4 {
+		t.Errorf("FailedCreate events: %d at first, %d more in 3 s; want some, then a back-off", first, more)
+	}
+}
+
+func names(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package replicaset
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// calculateStatus counts set's pods: all, fully labelled (every template label), ready, and
+// available (ready for minReadySeconds); a failed create or delete shows as the
+// ReplicaFailure condition with the API's error, cleared once managing succeeds.
+func (c *Controller) calculateStatus(set *appsv1.ReplicaSet, owned []*corev1.Pod, manageErr error) appsv1.ReplicaSetStatus {
+	st := *set.Status.DeepCopy()
+	st.Replicas = int32(len(owned))
+	st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0
+	templateLabels := labels.Set(set.Spec.Template.Labels).AsSelectorPreValidated()
+	now := c.clock.Now()
+	for _, pod := range owned {
+		if templateLabels.Matches(labels.Set(pod.Labels)) {
+			st.FullyLabeledReplicas++
+		}
+		if podReady(pod) {
+			st.ReadyReplicas++
+			if podAvailable(pod, set.Spec.MinReadySeconds, now) {
+				st.AvailableReplicas++
+			}
+		}
+	}
+	st.ObservedGeneration = set.Generation
+	failure := replicaFailure(set, len(owned), manageErr)
+	st.Conditions = setFailureCondition(st.Conditions, failure)
+	return st
+}
+
+// replicaFailure is the ReplicaFailure condition a failed manageReplicas calls for, or nil.
+func replicaFailure(set *appsv1.ReplicaSet, have int, manageErr error) *appsv1.ReplicaSetCondition {
+	if manageErr == nil {
+		return nil
+	}
+	reason := "FailedCreate"
+	if have > int(ptrOr(set.Spec.Replicas, 1)) {
+		reason = "FailedDelete"
+	}
+	return &appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
+		Reason: reason, Message: manageErr.Error(), LastTransitionTime: metav1.Now()}
+}
+
+// setFailureCondition puts cond in place of the ReplicaFailure condition (keeping its
+// transition time when only the message changes), or removes it when cond is nil.
+func setFailureCondition(conds []appsv1.ReplicaSetCondition, cond *appsv1.ReplicaSetCondition) []appsv1.ReplicaSetCondition {
+	var out []appsv1.ReplicaSetCondition
+	for _, c := range conds {
+		if c.Type != appsv1.ReplicaSetReplicaFailure {
+			out = append(out, c)
+			continue
+		}
+		if cond != nil && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+			cond = &c
+		} else if cond != nil && c.Status == cond.Status {
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	if cond != nil {
+		out = append(out, *cond)
+	}
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	ready, _ := readiness(p)
+	return ready
+}
+
+// podAvailable: ready for at least minReadySeconds.
+func podAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	ready, since := readiness(p)
+	if !ready {
+		return false
+	}
+	return minReadySeconds == 0 || (!since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now))
+}
