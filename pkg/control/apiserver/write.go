@@ -303,6 +303,11 @@ func prepareUpdate(res *registry.Resource, opts updateOptions, obj, old runtime.
 		return nil, err
 	}
 	m, om := objectMeta(obj), objectMeta(old)
+	if m.UID != "" && m.UID != om.UID {
+		// A uid in the body is a precondition (controllers adopting by patch rely on it).
+		return nil, apierrors.NewConflict(res.GroupResource(), om.Name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, om.UID))
+	}
 	m.UID, m.CreationTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.Generation
 	if !opts.deleting {
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds

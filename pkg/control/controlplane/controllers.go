@@ -68,8 +68,11 @@ func ControllerNames() []string {
 
 // enabledControllers reads --controllers as kube-controller-manager does: "*" turns on
 // every controller, "name" turns one on, "-name" turns one off; the last word about a
-// name wins over "*".
+// name wins over "*". Nothing said means "*".
 func enabledControllers(flag []string) (map[string]bool, error) {
+	if len(flag) == 0 {
+		flag = []string{"*"} // the default, as for kube-controller-manager
+	}
 	known := ControllerNames()
 	all := false
 	explicit := map[string]bool{}

@@ -13,7 +13,8 @@ func TestEnabledControllers(t *testing.T) {
 		{[]string{"*"}, map[string]bool{"namespace": true, "garbagecollector": true}},
 		{[]string{"*", "-garbagecollector"}, map[string]bool{"namespace": true, "garbagecollector": false}},
 		{[]string{"namespace"}, map[string]bool{"namespace": true, "garbagecollector": false}},
-		{nil, map[string]bool{"namespace": false, "garbagecollector": false}},
+		{nil, map[string]bool{"namespace": true, "garbagecollector": true}},
+		{[]string{"-namespace"}, map[string]bool{"namespace": false, "garbagecollector": false}},
 		{[]string{"*", "-replicaset"}, map[string]bool{"replicaset": false, "replicationcontroller": true}},
 	} {
 		got, err := enabledControllers(tc.flag)

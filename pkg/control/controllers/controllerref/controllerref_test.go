@@ -1,0 +1,63 @@
+package controllerref_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestClaimAgainstMiniapi adopts a matching orphan, releases a non-matching child, and
+// refuses to adopt a namesake: the orphan it saw was deleted and created again (new uid)
+// before the adoption patch, which miniapi must refuse as kube-apiserver does.
+func TestClaimAgainstMiniapi(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cms := cl.Client.CoreV1().ConfigMaps("default")
+	owner, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	mk := func(name, app string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}, OwnerReferences: refs}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	orphan := mk("orphan", "x")
+	child := mk("child", "y", *metav1.NewControllerRef(owner, kind))
+	stale := mk("stale", "x")
+	if err := cms.Delete(ctx, "stale", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mk("stale", "x")
+	patch := func(ctx context.Context, cm *corev1.ConfigMap, body []byte) error {
+		_, err := cms.Patch(ctx, cm.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+		return err
+	}
+	sel := labels.SelectorFromSet(labels.Set{"app": "x"})
+	owned, err := controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{orphan, child}, patch)
+	if err != nil || len(owned) != 1 || owned[0].Name != "orphan" {
+		t.Fatalf("Claim = %v, %v; want the orphan only", owned, err)
+	}
+	got, _ := cms.Get(ctx, "orphan", metav1.GetOptions{})
+	if ref := metav1.GetControllerOf(got); ref == nil || ref.UID != owner.UID {
+		t.Errorf("orphan not adopted: %v", got.OwnerReferences)
+	}
+	got, _ = cms.Get(ctx, "child", metav1.GetOptions{})
+	if len(got.OwnerReferences) != 0 {
+		t.Errorf("non-matching child not released: %v", got.OwnerReferences)
+	}
+	_, err = controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{stale}, patch)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("adopting a recreated namesake: err %v, want a 409 uid precondition failure", err)
+	}
+}
