@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
@@ -55,6 +56,7 @@ var controllers = []controller{
 	{"garbagecollector", startGarbageCollector},
 	{"replicaset", startReplicaSet},
 	{"replicationcontroller", startReplicationController},
+	{"deployment", startDeployment},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -155,5 +157,15 @@ func startReplicationController(ctx context.Context, c *ControllerContext) error
 		return err
 	}
 	go rc.Run(ctx)
+	return nil
+}
+
+func startDeployment(ctx context.Context, c *ControllerContext) error {
+	d, err := deployment.New(c.Client, c.Informers.Apps().V1().Deployments(), c.Informers.Apps().V1().ReplicaSets(),
+		c.Informers.Core().V1().Pods(), c.Recorder("deployment-controller"), c.Log.With("component", "deployment-controller"))
+	if err != nil {
+		return err
+	}
+	go d.Run(ctx)
 	return nil
 }

@@ -1,0 +1,271 @@
+package deployment_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// fakeKubelet plays every node: a new pod runs and turns Ready a moment later, unless its
+// image says it never will.
+func fakeKubelet(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory := informers.NewSharedInformerFactory(c, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	ready := func(obj any) {
+		pod := obj.(*corev1.Pod)
+		if pod.Status.Phase == corev1.PodRunning || pod.DeletionTimestamp != nil || strings.Contains(pod.Spec.Containers[0].Image, "never-ready") {
+			return
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return
+			}
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			_, _ = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		}()
+	}
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ready}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+}
+
+// readyPods counts the pods of app that are Ready and not being deleted.
+func readyPods(ctx context.Context, c kubernetes.Interface, app string) (int, map[string]int, error) {
+	list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"app": app}.String()})
+	if err != nil {
+		return 0, nil, err
+	}
+	n, images := 0, map[string]int{}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		images[p.Spec.Containers[0].Image]++
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n, images, nil
+}
+
+// sample watches app's pods during a rollout and reports the fewest ready ones seen and
+// whether two images ever ran side by side.
+func sample(t *testing.T, c kubernetes.Interface, app string) (stop func() (minReady int, mixed bool)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var least atomic.Int64
+	var both atomic.Bool
+	least.Store(1 << 30)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if n, images, err := readyPods(ctx, c, app); err == nil {
+				least.Store(min(least.Load(), int64(n)))
+				if len(images) > 1 {
+					both.Store(true)
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() (int, bool) {
+		cancel()
+		<-done
+		return int(least.Load()), both.Load()
+	}
+}
+
+func replicaSetsOf(t *testing.T, c kubernetes.Interface, app string) map[string]*appsv1.ReplicaSet {
+	t.Helper()
+	list, err := c.AppsV1().ReplicaSets("default").List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": app}.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRevision := map[string]*appsv1.ReplicaSet{}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		byRevision[rs.Annotations["deployment.kubernetes.io/revision"]] = rs
+	}
+	return byRevision
+}
+
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: "localhost/minik8s/netexec:v1"}]
+`
+
+func TestRollingUpdateUndoAndStatus(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	fakeKubelet(t, cl.Client)
+	cl.MustKubectl(t, webDeployment, "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+	out := cl.MustKubectl(t, "", "get", "deploy", "web")
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "web 3/3 3 3") {
+		t.Errorf("kubectl get deploy after the rollout:\n%s", out)
+	}
+
+	stop := sample(t, cl.Client, "web")
+	cl.MustKubectl(t, "", "set", "image", "deployment/web", "c=localhost/minik8s/netexec:v2")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+	if least, _ := stop(); least < 3 {
+		t.Errorf("ready pods fell to %d during a maxUnavailable=0 rollout, want never below 3", least)
+	}
+	sets := replicaSetsOf(t, cl.Client, "web")
+	if len(sets) != 2 || *sets["1"].Spec.Replicas != 0 || *sets["2"].Spec.Replicas != 3 {
+		t.Fatalf("after the rollout: replica sets by revision %v", summary(sets))
+	}
+	if sets["2"].Spec.Template.Spec.Containers[0].Image != "localhost/minik8s/netexec:v2" || !strings.HasPrefix(sets["2"].Name, "web-") ||
+		sets["2"].Labels["pod-template-hash"] == "" || !strings.HasSuffix(sets["2"].Name, sets["2"].Labels["pod-template-hash"]) {
+		t.Errorf("new replica set %s labels %v", sets["2"].Name, sets["2"].Labels)
+	}
+	events := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.kind=Deployment")
+	for _, want := range []string{"ScalingReplicaSet", "Scaled up replica set " + sets["2"].Name + " from 0 to 1", "Scaled down replica set " + sets["1"].Name} {
+		if !strings.Contains(events, want) {
+			t.Errorf("deployment events lack %q:\n%s", want, events)
+		}
+	}
+	history := cl.MustKubectl(t, "", "rollout", "history", "deployment/web")
+	if !strings.Contains(history, "1 ") || !strings.Contains(history, "2 ") {
+		t.Errorf("rollout history:\n%s", history)
+	}
+
+	// Undo returns to revision 1's ReplicaSet (which becomes revision 3).
+	cl.MustKubectl(t, "", "rollout", "undo", "deployment/web")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+	sets = replicaSetsOf(t, cl.Client, "web")
+	if len(sets) != 2 || sets["3"] == nil || sets["3"].Spec.Template.Spec.Containers[0].Image != "localhost/minik8s/netexec:v1" || *sets["3"].Spec.Replicas != 3 {
+		t.Fatalf("after undo: %v", summary(sets))
+	}
+	cl.MustKubectl(t, "", "rollout", "undo", "deployment/web", "--to-revision=2")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+	d, err := cl.Client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "localhost/minik8s/netexec:v2" || d.Annotations["deployment.kubernetes.io/revision"] != "4" {
+		t.Errorf("after undo --to-revision=2: image %s, revision %s", img, d.Annotations["deployment.kubernetes.io/revision"])
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && (c.Status != corev1.ConditionTrue || c.Reason != "NewReplicaSetAvailable") {
+			t.Errorf("Progressing condition %+v after a complete rollout", c)
+		}
+		if c.Type == appsv1.DeploymentAvailable && c.Reason != "MinimumReplicasAvailable" {
+			t.Errorf("Available condition %+v", c)
+		}
+	}
+	if d.Status.ObservedGeneration != d.Generation || d.Status.UpdatedReplicas != 3 || d.Status.AvailableReplicas != 3 || d.Status.UnavailableReplicas != 0 {
+		t.Errorf("status %+v", d.Status)
+	}
+}
+
+func TestRecreatePauseAndHistoryLimit(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	fakeKubelet(t, cl.Client)
+	manifest := strings.NewReplacer("name: web", "name: db", "app: web", "app: db",
+		"type: RollingUpdate\n    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}", "type: Recreate",
+		"replicas: 3", "replicas: 2\n  revisionHistoryLimit: 1").Replace(webDeployment)
+	cl.MustKubectl(t, manifest, "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
+
+	stop := sample(t, cl.Client, "db")
+	cl.MustKubectl(t, "", "set", "image", "deployment/db", "c=localhost/minik8s/netexec:v2")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
+	if _, mixed := stop(); mixed {
+		t.Errorf("Recreate ran old and new pods side by side")
+	}
+
+	// Paused: a new template rolls nothing out, a new size still applies.
+	cl.MustKubectl(t, "", "rollout", "pause", "deployment/db")
+	cl.MustKubectl(t, "", "set", "image", "deployment/db", "c=localhost/minik8s/netexec:v3")
+	cl.MustKubectl(t, "", "scale", "deployment/db", "--replicas=4")
+	waitFor(t, "paused deployment scaled to 4 on its current template", func() (bool, string) {
+		n, images, err := readyPods(context.Background(), cl.Client, "db")
+		return err == nil && n == 4 && images["localhost/minik8s/netexec:v2"] == 4, fmt.Sprint(n, images, err)
+	})
+	if sets := replicaSetsOf(t, cl.Client, "db"); sets["3"] != nil {
+		t.Errorf("a paused deployment created a replica set: %v", summary(sets))
+	}
+	cl.MustKubectl(t, "", "rollout", "resume", "deployment/db")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
+	// revisionHistoryLimit 1: the new set and one old one are kept.
+	waitFor(t, "history limited to one old replica set", func() (bool, string) {
+		sets := replicaSetsOf(t, cl.Client, "db")
+		return len(sets) == 2 && sets["3"] != nil && sets["2"] != nil, fmt.Sprint(summary(sets))
+	})
+}
+
+func TestProgressDeadlineAndBadSelector(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	fakeKubelet(t, cl.Client)
+	manifest := strings.NewReplacer("replicas: 3", "replicas: 2\n  progressDeadlineSeconds: 2", "netexec:v1", "never-ready:v1").Replace(webDeployment)
+	cl.MustKubectl(t, manifest, "apply", "-f", "-")
+	out, err := cl.Kubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+	if err == nil || !strings.Contains(out, "exceeded its progress deadline") {
+		t.Errorf("rollout status of a stuck deployment: err %v\n%s", err, out)
+	}
+	desc := cl.MustKubectl(t, "", "describe", "deployment", "web")
+	if !strings.Contains(desc, "ProgressDeadlineExceeded") {
+		t.Errorf("describe lacks ProgressDeadlineExceeded:\n%s", desc)
+	}
+
+	bad := strings.Replace(webDeployment, "selector: {matchLabels: {app: web}}", "selector: {matchLabels: {app: other}}", 1)
+	bad = strings.Replace(bad, "name: web", "name: bad", 1)
+	out, err = cl.Kubectl(t, bad, "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "selector") || !strings.Contains(out, "does not match template") {
+		t.Errorf("a selector that misses its template must be refused: err %v\n%s", err, out)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last: %s", what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func summary(sets map[string]*appsv1.ReplicaSet) map[string]string {
+	out := map[string]string{}
+	for rev, rs := range sets {
+		out[rev] = fmt.Sprintf("%s replicas=%d image=%s", rs.Name, *rs.Spec.Replicas, rs.Spec.Template.Spec.Containers[0].Image)
+	}
+	return out
+}
