@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
+	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
+	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
@@ -57,6 +59,8 @@ var controllers = []controller{
 	{"replicaset", startReplicaSet},
 	{"replicationcontroller", startReplicationController},
 	{"deployment", startDeployment},
+	{"endpointslice", startEndpointSlice},
+	{"endpoint", startEndpoints},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -167,5 +171,26 @@ func startDeployment(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go d.Run(ctx)
+	return nil
+}
+
+func startEndpointSlice(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	es, err := endpointslice.New(c.Client, core.Services(), core.Pods(), core.Nodes(), c.Informers.Discovery().V1().EndpointSlices(),
+		c.Log.With("component", "endpointslice-controller"))
+	if err != nil {
+		return err
+	}
+	go es.Run(ctx)
+	return nil
+}
+
+func startEndpoints(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	ep, err := endpoints.New(c.Client, core.Services(), core.Pods(), core.Endpoints(), c.Log.With("component", "endpoint-controller"))
+	if err != nil {
+		return err
+	}
+	go ep.Run(ctx)
 	return nil
 }

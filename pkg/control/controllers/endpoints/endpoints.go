@@ -1,0 +1,177 @@
+// Package endpoints keeps the core/v1 Endpoints of every Service with a selector, as
+// kube-controller-manager's endpoint controller: ready pods in addresses, the others in
+// notReadyAddresses, one subset per set of resolved ports. Clients that predate
+// EndpointSlices (and `kubectl get endpoints`) read them.
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/servicepods"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// skipMirrorLabel tells the EndpointSlice mirroring controller these Endpoints have slices.
+const skipMirrorLabel = "endpointslice.kubernetes.io/skip-mirror"
+
+// Controller is the endpoint controller.
+type Controller struct {
+	client    kubernetes.Interface
+	services  corelisters.ServiceLister
+	pods      corelisters.PodLister
+	endpoints corelisters.EndpointsLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	log       *slog.Logger
+}
+
+// New wires the controller to the shared informers.
+func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer,
+	endpoints coreinformers.EndpointsInformer, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, services: services.Lister(), pods: pods.Lister(), endpoints: endpoints.Lister(),
+		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint"}),
+		log: log,
+	}
+	w := &servicepods.Watcher{Services: c.services, Queue: c.queue}
+	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	for range 5 {
+		go workloop.Run(ctx, c.queue, c.log, c.sync)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	client := c.client.CoreV1().Endpoints(ns)
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		if _, err := c.endpoints.Endpoints(ns).Get(name); err == nil {
+			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return 0, err
+			}
+		}
+		return 0, nil
+	}
+	if err != nil || !servicepods.Managed(svc) {
+		return 0, err
+	}
+	pods, err := servicepods.Selected(c.pods, svc)
+	if err != nil {
+		return 0, err
+	}
+	want := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{skipMirrorLabel: "true"}},
+		Subsets:    subsets(svc, pods),
+	}
+	for k, v := range svc.Labels {
+		want.Labels[k] = v
+	}
+	cur, err := c.endpoints.Endpoints(ns).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = client.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return 0, fmt.Errorf("endpoints %s exist already: the cache is behind, retrying", key)
+		}
+		return 0, err
+	case err != nil:
+		return 0, err
+	case equality.Semantic.DeepEqual(cur.Subsets, want.Subsets) && equality.Semantic.DeepEqual(cur.Labels, want.Labels):
+		return 0, nil
+	}
+	updated := cur.DeepCopy()
+	updated.Labels, updated.Subsets = want.Labels, want.Subsets
+	_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
+	return 0, err
+}
+
+// subsets groups the pods by resolved ports: ready ones in addresses, the others (unless
+// terminating) in notReadyAddresses; with publishNotReadyAddresses all are addresses.
+func subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
+	byPorts := map[string]*corev1.EndpointSubset{}
+	var order []string
+	for _, pod := range pods {
+		ready, _, terminating := servicepods.Conditions(svc, pod)
+		if terminating && !ready {
+			continue
+		}
+		var ports []corev1.EndpointPort
+		key := ""
+		for i := range svc.Spec.Ports {
+			sp := &svc.Spec.Ports[i]
+			port, err := servicepods.TargetPort(pod, sp)
+			if err != nil {
+				continue
+			}
+			ports = append(ports, corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol})
+			key += sp.Name + "/" + string(sp.Protocol) + "/" + strconv.Itoa(int(port)) + ","
+		}
+		if len(ports) == 0 && len(svc.Spec.Ports) > 0 {
+			continue
+		}
+		ss := byPorts[key]
+		if ss == nil {
+			ss = &corev1.EndpointSubset{Ports: ports}
+			byPorts[key] = ss
+			order = append(order, key)
+		}
+		addr := corev1.EndpointAddress{IP: pod.Status.PodIP,
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+		if pod.Spec.NodeName != "" {
+			addr.NodeName = &pod.Spec.NodeName
+		}
+		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
+			addr.Hostname = pod.Spec.Hostname
+		}
+		if ready {
+			ss.Addresses = append(ss.Addresses, addr)
+		} else {
+			ss.NotReadyAddresses = append(ss.NotReadyAddresses, addr)
+		}
+	}
+	sort.Strings(order)
+	var out []corev1.EndpointSubset
+	for _, k := range order {
+		ss := byPorts[k]
+		sortAddresses(ss.Addresses)
+		sortAddresses(ss.NotReadyAddresses)
+		out = append(out, *ss)
+	}
+	return out
+}
+
+func sortAddresses(a []corev1.EndpointAddress) {
+	sort.Slice(a, func(i, j int) bool { return a[i].IP < a[j].IP })
+}

@@ -1,0 +1,273 @@
+// Package endpointslice keeps the EndpointSlices of every Service with a selector: one
+// endpoint per selected pod with an IP, its ready/serving/terminating conditions, node and
+// zone, grouped by the ports it resolves to and at most 100 to a slice, as
+// kube-controller-manager's endpointslice controller. miniproxy and CoreDNS read them.
+package endpointslice
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/servicepods"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	// ManagedBy is the managed-by label value of the slices this controller owns.
+	ManagedBy = "endpointslice-controller.k8s.io"
+	// maxEndpoints per slice (--max-endpoints-per-slice).
+	maxEndpoints = 100
+)
+
+// Controller is the endpointslice controller.
+type Controller struct {
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	slices   discoverylisters.EndpointSliceLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	log      *slog.Logger
+}
+
+// New wires the controller to the shared informers.
+func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
+	slices discoveryinformers.EndpointSliceInformer, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, services: services.Lister(), pods: pods.Lister(), nodes: nodes.Lister(), slices: slices.Lister(),
+		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, slices.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint_slice"}),
+		log: log,
+	}
+	w := &servicepods.Watcher{Services: c.services, Queue: c.queue}
+	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
+		return nil, err
+	}
+	// A slice changed or deleted by someone else is put back.
+	onSlice := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
+			c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+		}
+	}
+	_, err := slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onSlice, UpdateFunc: func(_, obj any) { onSlice(obj) }, DeleteFunc: onSlice,
+	})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	for range 5 {
+		go workloop.Run(ctx, c.queue, c.log, c.sync)
+	}
+	<-ctx.Done()
+}
+
+// group is the endpoints that resolve a Service's ports to the same pod ports.
+type group struct {
+	ports     []discoveryv1.EndpointPort
+	endpoints []discoveryv1.Endpoint
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil // its slices go with it: the Service owns them
+	}
+	if err != nil {
+		return 0, err
+	}
+	existing, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}))
+	if err != nil {
+		return 0, err
+	}
+	if !servicepods.Managed(svc) {
+		return 0, c.deleteSlices(ctx, existing)
+	}
+	pods, err := servicepods.Selected(c.pods, svc)
+	if err != nil {
+		return 0, err
+	}
+	return 0, c.reconcile(ctx, svc, c.desired(svc, pods), existing)
+}
+
+// desired groups the endpoints of svc's pods by resolved ports, each group sorted.
+func (c *Controller) desired(svc *corev1.Service, pods []*corev1.Pod) []group {
+	byPorts := map[string]*group{}
+	for _, pod := range pods {
+		var ports []discoveryv1.EndpointPort
+		for i := range svc.Spec.Ports {
+			sp := &svc.Spec.Ports[i]
+			port, err := servicepods.TargetPort(pod, sp)
+			if err != nil {
+				c.log.Debug("service port not found on pod", "service", svc.Namespace+"/"+svc.Name, "err", err)
+				continue
+			}
+			ports = append(ports, discoveryv1.EndpointPort{Name: &sp.Name, Port: &port, Protocol: &sp.Protocol, AppProtocol: sp.AppProtocol})
+		}
+		k := portsKey(ports)
+		g := byPorts[k]
+		if g == nil {
+			g = &group{ports: ports}
+			byPorts[k] = g
+		}
+		g.endpoints = append(g.endpoints, c.endpoint(svc, pod))
+	}
+	keys := make([]string, 0, len(byPorts))
+	for k := range byPorts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	groups := make([]group, 0, len(keys))
+	for _, k := range keys {
+		g := byPorts[k]
+		sort.Slice(g.endpoints, func(i, j int) bool { return g.endpoints[i].Addresses[0] < g.endpoints[j].Addresses[0] })
+		groups = append(groups, *g)
+	}
+	return groups
+}
+
+func portsKey(ports []discoveryv1.EndpointPort) string {
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = fmt.Sprintf("%s/%s/%d", ptr.Deref(p.Name, ""), ptr.Deref(p.Protocol, ""), ptr.Deref(p.Port, 0))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (c *Controller) endpoint(svc *corev1.Service, pod *corev1.Pod) discoveryv1.Endpoint {
+	ready, serving, terminating := servicepods.Conditions(svc, pod)
+	ep := discoveryv1.Endpoint{
+		Addresses:  []string{pod.Status.PodIP},
+		Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &serving, Terminating: &terminating},
+		TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+	}
+	if pod.Spec.NodeName != "" {
+		ep.NodeName = &pod.Spec.NodeName
+		if node, err := c.nodes.Get(pod.Spec.NodeName); err == nil {
+			if zone, ok := node.Labels[corev1.LabelTopologyZone]; ok {
+				ep.Zone = &zone
+			}
+		}
+	}
+	if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
+		ep.Hostname = &pod.Spec.Hostname
+	}
+	return ep
+}
+
+// reconcile makes the stored slices hold the groups: slices of a group's ports are reused
+// in order and rewritten only when their content differs; what is left over goes. A Service
+// with no endpoints keeps one empty slice, as Kubernetes does.
+func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups []group, existing []*discoveryv1.EndpointSlice) error {
+	if len(groups) == 0 {
+		groups = []group{{}}
+	}
+	byPorts := map[string][]*discoveryv1.EndpointSlice{}
+	sort.Slice(existing, func(i, j int) bool { return existing[i].Name < existing[j].Name })
+	for _, s := range existing {
+		k := portsKey(s.Ports)
+		byPorts[k] = append(byPorts[k], s)
+	}
+	for _, g := range groups {
+		k := portsKey(g.ports)
+		for start := 0; start == 0 || start < len(g.endpoints); start += maxEndpoints {
+			chunk := g.endpoints[start:min(start+maxEndpoints, len(g.endpoints))]
+			var reuse *discoveryv1.EndpointSlice
+			if list := byPorts[k]; len(list) > 0 {
+				reuse, byPorts[k] = list[0], list[1:]
+			}
+			if err := c.write(ctx, svc, reuse, g.ports, chunk); err != nil {
+				return err
+			}
+		}
+	}
+	var leftover []*discoveryv1.EndpointSlice
+	for _, list := range byPorts {
+		leftover = append(leftover, list...)
+	}
+	return c.deleteSlices(ctx, leftover)
+}
+
+// write creates a slice, or updates cur when its content differs.
+func (c *Controller) write(ctx context.Context, svc *corev1.Service, cur *discoveryv1.EndpointSlice, ports []discoveryv1.EndpointPort, endpoints []discoveryv1.Endpoint) error {
+	want := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    svc.Name + "-",
+			Namespace:       svc.Namespace,
+			Labels:          sliceLabels(svc),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       ports,
+		Endpoints:   endpoints,
+	}
+	slices := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	if cur == nil {
+		_, err := slices.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	}
+	if equality.Semantic.DeepEqual(cur.Ports, want.Ports) && equality.Semantic.DeepEqual(cur.Endpoints, want.Endpoints) &&
+		equality.Semantic.DeepEqual(cur.Labels, want.Labels) {
+		return nil
+	}
+	updated := cur.DeepCopy()
+	updated.Labels, updated.Ports, updated.Endpoints = want.Labels, want.Ports, want.Endpoints
+	_, err := slices.Update(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// sliceLabels are the Service's labels and the two that tie a slice to it and to us.
+func sliceLabels(svc *corev1.Service) map[string]string {
+	out := map[string]string{}
+	for k, v := range svc.Labels {
+		out[k] = v
+	}
+	out[discoveryv1.LabelServiceName] = svc.Name
+	out[discoveryv1.LabelManagedBy] = ManagedBy
+	return out
+}
+
+func (c *Controller) deleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
+	for _, s := range slices {
+		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package endpointslice_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+type podSpec struct {
+	name, ip, node string
+	ready          bool
+	httpPort       int32
+	phase          corev1.PodPhase
+}
+
+// runPod creates a pod and writes the status a kubelet would.
+func runPod(t *testing.T, c kubernetes.Interface, app string, p podSpec) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: "default", Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "img",
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: p.httpPort}}}}},
+	}
+	created, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := p.phase
+	if phase == "" {
+		phase = corev1.PodRunning
+	}
+	created.Status = corev1.PodStatus{Phase: phase, PodIP: p.ip}
+	if p.ip != "" {
+		created.Status.PodIPs = []corev1.PodIP{{IP: p.ip}}
+	}
+	setReady(created, p.ready)
+	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setReady(p *corev1.Pod, ready bool) {
+	s := corev1.ConditionFalse
+	if ready {
+		s = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: s, LastTransitionTime: metav1.Now()}}
+}
+
+func service(name string, publishNotReady bool, ports ...corev1.ServicePort) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"tier": "front"}},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: ports, PublishNotReadyAddresses: publishNotReady},
+	}
+}
+
+// slicesState renders the managed slices of a service: "ports|ip:ready/serving/terminating@node/zone ..." sorted.
+func slicesState(t *testing.T, c kubernetes.Interface, svc string) []string {
+	t.Helper()
+	list, err := c.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		if s.Labels[discoveryv1.LabelManagedBy] != "endpointslice-controller.k8s.io" || s.Labels["tier"] != "front" || metav1.GetControllerOf(&s) == nil {
+			t.Errorf("slice %s labels %v owners %v", s.Name, s.Labels, s.OwnerReferences)
+		}
+		var ports []string
+		for _, p := range s.Ports {
+			ports = append(ports, fmt.Sprintf("%s=%d", *p.Name, *p.Port))
+		}
+		sort.Strings(ports)
+		var eps []string
+		for _, e := range s.Endpoints {
+			c := e.Conditions
+			eps = append(eps, fmt.Sprintf("%s:%v/%v/%v@%s/%s", e.Addresses[0], *c.Ready, *c.Serving, *c.Terminating, ptr.Deref(e.NodeName, ""), ptr.Deref(e.Zone, "")))
+		}
+		out = append(out, strings.Join(ports, ",")+"|"+strings.Join(eps, " "))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func endpointsState(t *testing.T, c kubernetes.Interface, svc string) string {
+	ep, err := c.CoreV1().Endpoints("default").Get(context.Background(), svc, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, ss := range ep.Subsets {
+		var s []string
+		for _, a := range ss.Addresses {
+			s = append(s, "ready:"+a.IP)
+		}
+		for _, a := range ss.NotReadyAddresses {
+			s = append(s, "notready:"+a.IP)
+		}
+		for _, p := range ss.Ports {
+			s = append(s, fmt.Sprintf("%s=%d", p.Name, p.Port))
+		}
+		sort.Strings(s)
+		parts = append(parts, strings.Join(s, ","))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func eventually(t *testing.T, what string, got func() string, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		g := got()
+		if g == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s:\n got %s\nwant %s", what, g, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	c := cl.Client
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-a", 10, map[string]string{corev1.LabelTopologyZone: "zone-1"})
+	ports := []corev1.ServicePort{
+		{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
+		{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9090)},
+	}
+	if _, err := c.CoreV1().Services("default").Create(ctx, service("web", false, ports...), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runPod(t, c, "web", podSpec{name: "a", ip: "10.244.1.1", node: "node-a", ready: true, httpPort: 8080})
+	runPod(t, c, "web", podSpec{name: "b", ip: "10.244.1.2", node: "node-a", ready: false, httpPort: 8081})
+	runPod(t, c, "web", podSpec{name: "no-ip", httpPort: 8080})
+	runPod(t, c, "web", podSpec{name: "done", ip: "10.244.1.9", phase: corev1.PodSucceeded, httpPort: 8080})
+
+	slices := func() string { return strings.Join(slicesState(t, c, "web"), "\n") }
+	eventually(t, "slices of web (the named port differs per pod: two slices)", slices,
+		"http=8080,metrics=9090|10.244.1.1:true/true/false@node-a/zone-1\nhttp=8081,metrics=9090|10.244.1.2:false/false/false@node-a/zone-1")
+	eventually(t, "endpoints of web", func() string { return endpointsState(t, c, "web") },
+		"http=8080,metrics=9090,ready:10.244.1.1 http=8081,metrics=9090,notready:10.244.1.2")
+
+	// b turns ready; a starts terminating.
+	b, _ := c.CoreV1().Pods("default").Get(ctx, "b", metav1.GetOptions{})
+	setReady(b, true)
+	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Pods("default").Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "slices after b ready and a terminating", slices,
+		"http=8080,metrics=9090|10.244.1.1:false/true/true@node-a/zone-1\nhttp=8081,metrics=9090|10.244.1.2:true/true/false@node-a/zone-1")
+	eventually(t, "endpoints without the terminating pod", func() string { return endpointsState(t, c, "web") },
+		"http=8081,metrics=9090,ready:10.244.1.2")
+
+	out := cl.MustKubectl(t, "", "get", "endpoints", "web")
+	if !strings.Contains(out, "10.244.1.2:8081") {
+		t.Errorf("kubectl get endpoints web:\n%s", out)
+	}
+	out = cl.MustKubectl(t, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=web")
+	if !strings.Contains(out, "10.244.1.2") || !strings.Contains(out, "IPv4") {
+		t.Errorf("kubectl get endpointslices:\n%s", out)
+	}
+
+	// Deleting the Service takes its Endpoints and (by ownership) its slices.
+	if err := c.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "slices gone with the service", slices, "")
+	eventually(t, "endpoints gone with the service", func() string { return endpointsState(t, c, "web") }, `endpoints "web" not found`)
+}
+
+func TestEndpointSlicesSplitPublishAndLeaveOthersAlone(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	c := cl.Client
+	ctx := context.Background()
+	if _, err := c.CoreV1().Services("default").Create(ctx, service("many", true, corev1.ServicePort{Name: "http", Port: 80}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		runPod(t, c, "many", podSpec{name: fmt.Sprintf("p%03d", i), ip: fmt.Sprintf("10.244.%d.%d", 2+i/200, 1+i%200), httpPort: 80, ready: i%2 == 0})
+	}
+	eventually(t, "150 endpoints in slices of at most 100, all ready (publishNotReadyAddresses)", func() string {
+		var sizes []string
+		ready := 0
+		for _, s := range slicesState(t, c, "many") {
+			eps := strings.Fields(strings.SplitN(s, "|", 2)[1])
+			sizes = append(sizes, fmt.Sprint(len(eps)))
+			ready += strings.Count(s, ":true/true/false")
+		}
+		sort.Strings(sizes)
+		return fmt.Sprintf("%v ready=%d", sizes, ready)
+	}, "[100 50] ready=150")
+
+	// A Service without selector: its slices are its owner's, never touched.
+	manual := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := c.CoreV1().Services("default").Create(ctx, manual, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "external-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "external", discoveryv1.LabelManagedBy: "someone-else"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}}},
+	}
+	if _, err := c.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	list, err := c.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=external"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Endpoints[0].Addresses[0] != "192.0.2.10" {
+		t.Errorf("the selectorless service's slices changed: %v %+v", err, list)
+	}
+	if _, err := c.CoreV1().Endpoints("default").Get(ctx, "external", metav1.GetOptions{}); err == nil {
+		t.Errorf("an Endpoints object was made for a selectorless service")
+	}
+}

@@ -1,0 +1,140 @@
+// Package servicepods is what the endpoint and endpointslice controllers share: which
+// Services select a pod, whether and how a pod is an endpoint, and the port a Service port
+// reaches on a pod.
+package servicepods
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Watcher queues the key of every Service whose endpoints a change can affect: the
+// Service itself, and the Services selecting a pod before or after it changed.
+type Watcher struct {
+	Services corelisters.ServiceLister
+	Queue    workqueue.TypedRateLimitingInterface[string]
+}
+
+// Register adds the handlers to the service and pod informers.
+func (w *Watcher) Register(services, pods cache.SharedIndexInformer) error {
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			w.Queue.Add(key)
+		}
+	}
+	if _, err := services.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return err
+	}
+	_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.enqueueSelecting(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			old, cur := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
+			if old.ResourceVersion == cur.ResourceVersion {
+				return
+			}
+			w.enqueueSelecting(cur)
+			if !labels.Equals(old.Labels, cur.Labels) {
+				w.enqueueSelecting(old)
+			}
+		},
+		DeleteFunc: w.enqueueSelecting,
+	})
+	return err
+}
+
+func (w *Watcher) enqueueSelecting(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	services, err := w.Services.Services(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, svc := range services {
+		if svc.Spec.Selector != nil && labels.SelectorFromValidatedSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			w.Queue.Add(pod.Namespace + "/" + svc.Name)
+		}
+	}
+}
+
+// Managed says whether the controllers keep this Service's endpoints: it selects pods and
+// is not an ExternalName. A Service without a selector belongs to whoever writes its
+// endpoints.
+func Managed(svc *corev1.Service) bool {
+	return svc.Spec.Selector != nil && svc.Spec.Type != corev1.ServiceTypeExternalName
+}
+
+// Selected lists the pods the Service selects that can be endpoints: with an IP and not
+// finished (terminating ones included: their conditions say so).
+func Selected(pods corelisters.PodLister, svc *corev1.Service) ([]*corev1.Pod, error) {
+	list, err := pods.Pods(svc.Namespace).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.Pod
+	for _, p := range list {
+		if p.Status.PodIP != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Conditions are an endpoint's ready, serving and terminating, as Kubernetes computes them:
+// serving is the pod's readiness, ready is serving and not terminating; with
+// publishNotReadyAddresses every pod is ready and serving.
+func Conditions(svc *corev1.Service, pod *corev1.Pod) (ready, serving, terminating bool) {
+	terminating = pod.DeletionTimestamp != nil
+	serving = PodReady(pod) || svc.Spec.PublishNotReadyAddresses
+	ready = serving && (!terminating || svc.Spec.PublishNotReadyAddresses)
+	return ready, serving, terminating
+}
+
+// PodReady reads the pod's Ready condition.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TargetPort is the pod port a Service port sends to: a number as it is, a name looked up
+// among the pod's container ports of the same protocol.
+func TargetPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, error) {
+	if sp.TargetPort.Type == intstr.Int {
+		if sp.TargetPort.IntVal == 0 {
+			return sp.Port, nil
+		}
+		return sp.TargetPort.IntVal, nil
+	}
+	name := sp.TargetPort.StrVal
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name && protocolOf(p.Protocol) == protocolOf(sp.Protocol) {
+				return p.ContainerPort, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no container port named %q (%s) in pod %s/%s", name, protocolOf(sp.Protocol), pod.Namespace, pod.Name)
+}
+
+func protocolOf(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}
