@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
+	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -61,6 +62,7 @@ var controllers = []controller{
 	{"deployment", startDeployment},
 	{"endpointslice", startEndpointSlice},
 	{"endpoint", startEndpoints},
+	{"serviceaccount", startServiceAccount},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -192,5 +194,15 @@ func startEndpoints(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go ep.Run(ctx)
+	return nil
+}
+
+func startServiceAccount(ctx context.Context, c *ControllerContext) error {
+	sa, err := serviceaccount.New(c.Client, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ServiceAccounts(),
+		c.Log.With("component", "serviceaccount-controller"))
+	if err != nil {
+		return err
+	}
+	go sa.Run(ctx)
 	return nil
 }
