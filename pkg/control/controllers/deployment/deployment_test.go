@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 )
 
 // fakeKubelet plays every node: a new pod runs and turns Ready a moment later, unless its
@@ -33,13 +34,17 @@ func fakeKubelet(t *testing.T, c kubernetes.Interface) {
 		}
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return
-			}
-			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-			_, _ = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			// The scheduler writes the status of unbound pods too: retry on conflict.
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+				return err
+			})
 		}()
 	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ready}); err != nil {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -33,20 +34,28 @@ func runPod(t *testing.T, c kubernetes.Interface, app string, p podSpec) {
 		Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "img",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: p.httpPort}}}}},
 	}
-	created, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	phase := p.phase
 	if phase == "" {
 		phase = corev1.PodRunning
 	}
-	created.Status = corev1.PodStatus{Phase: phase, PodIP: p.ip}
-	if p.ip != "" {
-		created.Status.PodIPs = []corev1.PodIP{{IP: p.ip}}
-	}
-	setReady(created, p.ready)
-	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The scheduler may write the status of an unbound pod meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.CoreV1().Pods("default").Get(ctx, p.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status = corev1.PodStatus{Phase: phase, PodIP: p.ip}
+		if p.ip != "" {
+			cur.Status.PodIPs = []corev1.PodIP{{IP: p.ip}}
+		}
+		setReady(cur, p.ready)
+		_, err = c.CoreV1().Pods("default").UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
