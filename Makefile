@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 export PATH := /usr/local/go/bin:$(PATH):$(BIN)
 IMAGES := $(CURDIR)/images/out
 PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
-COMMANDS := miniapi minilet minilab
+COMMANDS := miniapi minilet miniproxy minilab
 
 .PHONY: all deps images kubectl build up down test lint bench clean
 

@@ -1,0 +1,320 @@
+package iptables
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/testenv"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// testNet is a node namespace (where the proxier runs and clients connect from) and two
+// endpoint namespaces behind veth pairs, each serving its own name on TCP 8080. Nothing in
+// it routes to the host; it is deleted when the test ends.
+type testNet struct {
+	node string // path of the node namespace
+	eps  []string
+}
+
+func run(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newTestNet(t *testing.T) *testNet {
+	t.Helper()
+	testenv.RequireRoot(t, "creates network namespaces and iptables rules in them")
+	testenv.RequireTools(t, "ip", "iptables", "iptables-save", "iptables-restore", "conntrack")
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	tn := &testNet{node: "/run/netns/mkpx-" + id + "-node"}
+	names := []string{"mkpx-" + id + "-node"}
+	t.Cleanup(func() {
+		for _, n := range names {
+			_ = exec.Command("ip", "netns", "del", n).Run()
+		}
+	})
+	run(t, "ip", "netns", "add", names[0])
+	run(t, "ip", "-n", names[0], "link", "set", "lo", "up")
+	for i := 1; i <= 2; i++ {
+		ep := fmt.Sprintf("mkpx-%s-ep%d", id, i)
+		names = append(names, ep)
+		run(t, "ip", "netns", "add", ep)
+		run(t, "ip", "-n", names[0], "link", "add", fmt.Sprintf("ep%d", i), "type", "veth", "peer", "name", "eth0", "netns", ep)
+		run(t, "ip", "-n", names[0], "addr", "add", fmt.Sprintf("10.99.%d.1/24", i), "dev", fmt.Sprintf("ep%d", i))
+		run(t, "ip", "-n", names[0], "link", "set", fmt.Sprintf("ep%d", i), "up")
+		run(t, "ip", "-n", ep, "addr", "add", fmt.Sprintf("10.99.%d.2/24", i), "dev", "eth0")
+		run(t, "ip", "-n", ep, "link", "set", "eth0", "up")
+		run(t, "ip", "-n", ep, "link", "set", "lo", "up")
+		run(t, "ip", "-n", ep, "route", "add", "10.99.0.0/16", "via", fmt.Sprintf("10.99.%d.1", i))
+		tn.eps = append(tn.eps, "/run/netns/"+ep)
+		serveName(t, "/run/netns/"+ep, fmt.Sprintf("ep%d", i))
+	}
+	// Service addresses need a route for the first routing decision; the DNAT reroutes.
+	run(t, "ip", "-n", names[0], "route", "add", "10.96.0.0/12", "dev", "ep1")
+	return tn
+}
+
+// serveName answers every connection on :8080 in the namespace with name.
+func serveName(t *testing.T, netns, name string) {
+	t.Helper()
+	var l net.Listener
+	err := network.InNetNS(netns, func() error {
+		var err error
+		l, err = net.Listen("tcp", ":8080")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, name)
+			c.Close()
+		}
+	}()
+}
+
+// dial connects from the node namespace and returns what the server said.
+func (tn *testNet) dial(addr string) (string, error) {
+	var got string
+	err := network.InNetNS(tn.node, func() error {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		b, err := io.ReadAll(c)
+		got = string(b)
+		return err
+	})
+	return got, err
+}
+
+func (tn *testNet) save(t *testing.T, table string) string {
+	t.Helper()
+	var out []byte
+	err := network.InNetNS(tn.node, func() error {
+		var err error
+		out, err = exec.Command("iptables-save", "-c", "-t", table).Output()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func TestProxierAgainstTheKernel(t *testing.T) {
+	tn := newTestNet(t)
+	cl := controlplanetest.Start(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(cl.Client, 0)
+	services, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := New(Config{ClusterCIDR: "10.244.0.0/16"}, services.Lister(), slices.Lister(), "node-1", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
+	sync := func(wantFull bool) SyncResult {
+		t.Helper()
+		// Let the informers see what the test just wrote.
+		time.Sleep(300 * time.Millisecond)
+		var res SyncResult
+		err := network.InNetNS(tn.node, func() error {
+			var err error
+			res, err = p.Sync(ctx)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Full != wantFull {
+			t.Fatalf("sync full=%v, want %v", res.Full, wantFull)
+		}
+		return res
+	}
+	web := mkService(t, cl.Client, "web", "10.96.0.50", 80, corev1.ServiceAffinityNone)
+	mkSlice(t, cl.Client, "web", "10.99.1.2", "10.99.2.2")
+	mkService(t, cl.Client, "empty", "10.96.0.51", 80, corev1.ServiceAffinityNone)
+	sync(true)
+
+	nat := tn.save(t, "nat")
+	for _, want := range []string{":KUBE-SERVICES", ":KUBE-SVC-", ":KUBE-SEP-", ":KUBE-MARK-MASQ", ":KUBE-POSTROUTING", ":KUBE-NODEPORTS",
+		`"default/web:http cluster IP"`, "--probability 0.5000000000", "-j DNAT --to-destination 10.99.2.2:8080",
+		"! -s 10.244.0.0/16 -d 10.96.0.50/32", "-m addrtype --dst-type LOCAL -j KUBE-NODEPORTS"} {
+		if !strings.Contains(nat, want) {
+			t.Errorf("nat table lacks %q:\n%s", want, nat)
+		}
+	}
+	if !strings.Contains(tn.save(t, "filter"), `"default/empty:http has no endpoints"`) {
+		t.Errorf("filter table lacks the REJECT of the service without endpoints")
+	}
+
+	// Both endpoints answer the cluster IP.
+	seen := map[string]int{}
+	for range 30 {
+		got, err := tn.dial("10.96.0.50:80")
+		if err != nil {
+			t.Fatalf("dial the cluster IP: %v", err)
+		}
+		seen[got]++
+	}
+	if len(seen) != 2 {
+		t.Errorf("answers through the cluster IP: %v, want both endpoints", seen)
+	}
+	// No endpoints: refused at once, not a timeout.
+	start := time.Now()
+	_, err = tn.dial("10.96.0.51:80")
+	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > time.Second {
+		t.Errorf("dial a service without endpoints: %v after %v, want connection refused at once", err, time.Since(start))
+	}
+
+	// Partial sync: only the changed service's chains are written; web's keep their counters.
+	mkSlice(t, cl.Client, "empty", "10.99.1.2")
+	res := sync(false)
+	if got, err := tn.dial("10.96.0.51:80"); err != nil || got != "ep1" {
+		t.Errorf("service with its new endpoint: %q %v", got, err)
+	}
+	webChain := svcChain(&proxy.ServicePort{Name: "default/web:http", Protocol: corev1.ProtocolTCP})
+	if !hasCountedRule(tn.save(t, "nat"), webChain) {
+		t.Errorf("partial sync (%d chains written) reset the counters of the unchanged %s", res.ChainsWritten, webChain)
+	}
+
+	// ClientIP affinity pins a client to one endpoint.
+	web.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	if _, err := cl.Client.CoreV1().Services("default").Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sync(false)
+	pinned := map[string]int{}
+	for range 15 {
+		got, err := tn.dial("10.96.0.50:80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned[got]++
+	}
+	if len(pinned) != 1 {
+		t.Errorf("ClientIP affinity: answers %v, want one endpoint", pinned)
+	}
+
+	// Someone flushes the tables: the canary notices, the next sync is full and repairs.
+	err = network.InNetNS(tn.node, func() error {
+		for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "mangle", "-F"}, {"-t", "mangle", "-X"}} {
+			if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync(true)
+	if _, err := tn.dial("10.96.0.50:80"); err != nil {
+		t.Errorf("after an external flush and resync: %v", err)
+	}
+
+	// A deleted service's chains go.
+	if err := cl.Client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sync(false)
+	if strings.Contains(tn.save(t, "nat"), webChain) {
+		t.Errorf("chain %s of the deleted service is still there", webChain)
+	}
+
+	// --cleanup leaves no chain of ours.
+	err = network.InNetNS(tn.node, func() error { return Cleanup(ctx) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"nat", "filter", "mangle"} {
+		if out := tn.save(t, table); strings.Contains(out, "KUBE-") {
+			t.Errorf("after cleanup the %s table still has KUBE- chains:\n%s", table, out)
+		}
+	}
+}
+
+// hasCountedRule: a rule of chain has matched packets ([packets:bytes] with packets > 0).
+func hasCountedRule(save, chain string) bool {
+	for _, line := range strings.Split(save, "\n") {
+		if strings.Contains(line, "-A "+chain+" ") && strings.HasPrefix(line, "[") && !strings.HasPrefix(line, "[0:") {
+			return true
+		}
+	}
+	return false
+}
+
+func mkService(t *testing.T, c kubernetes.Interface, name, ip string, port int32, affinity corev1.ServiceAffinity) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, SessionAffinity: affinity,
+			Ports: []corev1.ServicePort{{Name: "http", Port: port, Protocol: corev1.ProtocolTCP}}},
+	}
+	created, err := c.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// mkSlice writes the EndpointSlice a controller would for a selectorless service.
+func mkSlice(t *testing.T, c kubernetes.Interface, svc string, ips ...string) {
+	t.Helper()
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: svc + "-test", Namespace: "default",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: "proxier-test"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, ip := range ips {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	slices := c.DiscoveryV1().EndpointSlices("default")
+	if cur, err := slices.Get(context.Background(), s.Name, metav1.GetOptions{}); err == nil {
+		cur.Endpoints = s.Endpoints
+		if _, err := slices.Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := slices.Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,259 @@
+// Package iptables is miniproxy's iptables proxier: Services become kube-proxy's chains
+// (KUBE-SERVICES, KUBE-SVC-*, KUBE-SEP-*, KUBE-EXT-*, KUBE-SVL-*, KUBE-NODEPORTS,
+// KUBE-MARK-MASQ, KUBE-POSTROUTING in nat; KUBE-SERVICES, KUBE-EXTERNAL-SERVICES,
+// KUBE-FORWARD, KUBE-NODEPORTS, KUBE-PROXY-FIREWALL in filter), written by one
+// iptables-restore per sync.
+package iptables
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/proxy"
+)
+
+// Chains and marks with kube-proxy's names, so iptables-save reads as on any cluster.
+const (
+	kubeServices         = "KUBE-SERVICES"
+	kubeNodePorts        = "KUBE-NODEPORTS"
+	kubePostrouting      = "KUBE-POSTROUTING"
+	kubeMarkMasq         = "KUBE-MARK-MASQ"
+	kubeExternalServices = "KUBE-EXTERNAL-SERVICES"
+	kubeForward          = "KUBE-FORWARD"
+	kubeProxyFirewall    = "KUBE-PROXY-FIREWALL"
+	kubeProxyCanary      = "KUBE-PROXY-CANARY"
+	masqMark             = "0x4000/0x4000"
+)
+
+// hash16 is kube-proxy's chain-name hash: base32 of sha256, 16 characters.
+func hash16(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return base32.StdEncoding.EncodeToString(sum[:])[:16]
+}
+
+func protocol(sp *proxy.ServicePort) string { return strings.ToLower(string(sp.Protocol)) }
+
+func svcChain(sp *proxy.ServicePort) string { return "KUBE-SVC-" + hash16(sp.Name+protocol(sp)) }
+func extChain(sp *proxy.ServicePort) string { return "KUBE-EXT-" + hash16(sp.Name+protocol(sp)) }
+func svlChain(sp *proxy.ServicePort) string { return "KUBE-SVL-" + hash16(sp.Name+protocol(sp)) }
+func sepChain(sp *proxy.ServicePort, ep proxy.Endpoint) string {
+	return "KUBE-SEP-" + hash16(sp.Name+protocol(sp)+ep.String())
+}
+
+// Config is what shapes the rules beyond the Services themselves.
+type Config struct {
+	ClusterCIDR   string // traffic from outside it to a ClusterIP is masqueraded
+	MasqueradeAll bool
+}
+
+// table is one iptables table: its chains in order, each with its rules.
+type table struct {
+	name   string
+	order  []string
+	chains map[string][]string
+}
+
+func newTable(name string, chains ...string) *table {
+	t := &table{name: name, chains: map[string][]string{}}
+	for _, c := range chains {
+		t.chain(c)
+	}
+	return t
+}
+
+// chain declares c (once) so it is written even when empty.
+func (t *table) chain(c string) {
+	if _, ok := t.chains[c]; !ok {
+		t.order = append(t.order, c)
+		t.chains[c] = nil
+	}
+}
+
+// add appends a rule to chain c; args are joined as iptables-restore reads them.
+func (t *table) add(c string, args ...string) {
+	t.chain(c)
+	t.chains[c] = append(t.chains[c], "-A "+c+" "+strings.Join(args, " "))
+}
+
+func comment(text string) string { return `-m comment --comment "` + text + `"` }
+
+func (t *table) rules() int {
+	n := 0
+	for _, r := range t.chains {
+		n += len(r)
+	}
+	return n
+}
+
+// ruleSet is the whole desired state of both tables.
+type ruleSet struct {
+	filter, nat *table
+}
+
+// buildRules lays out every service port as kube-proxy's iptables proxier does.
+func buildRules(cfg Config, ports []proxy.ServicePort) ruleSet {
+	filter := newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall)
+	nat := newTable("nat", kubeServices, kubeNodePorts, kubePostrouting, kubeMarkMasq)
+
+	nat.add(kubePostrouting, "-m mark ! --mark "+masqMark, "-j RETURN")
+	nat.add(kubePostrouting, "-j MARK --xor-mark 0x4000")
+	nat.add(kubePostrouting, comment("kubernetes service traffic requiring SNAT"), "-j MASQUERADE --random-fully")
+	nat.add(kubeMarkMasq, "-j MARK --or-mark 0x4000")
+	filter.add(kubeForward, "-m conntrack --ctstate INVALID", "-j DROP")
+	filter.add(kubeForward, comment("kubernetes forwarding rules"), "-m mark --mark "+masqMark, "-j ACCEPT")
+	filter.add(kubeForward, comment("kubernetes forwarding conntrack rule"), "-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT")
+
+	for i := range ports {
+		addServicePort(cfg, filter, nat, &ports[i])
+	}
+	nat.add(kubeServices, comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"),
+		"-m addrtype --dst-type LOCAL", "-j", kubeNodePorts)
+	return ruleSet{filter: filter, nat: nat}
+}
+
+func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
+	proto := protocol(sp)
+	match := func(dst string, port int32) string {
+		return fmt.Sprintf("-m %s -p %s -d %s/32 --dport %d", proto, proto, dst, port)
+	}
+	clusterEPs := sp.Usable(sp.InternalLocal)
+	allEPs := sp.Usable(false)
+	externalEPs := sp.Usable(sp.ExternalLocal)
+	svc, ext := svcChain(sp), extChain(sp)
+	// Where traffic to the cluster IP goes: the cluster chain, or the local-endpoints chain
+	// for internalTrafficPolicy Local.
+	clusterTarget := svc
+	if sp.InternalLocal {
+		clusterTarget = svlChain(sp)
+	}
+	hasExternal := sp.NodePort != 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0
+
+	// Cluster IP.
+	if len(clusterEPs) > 0 {
+		nat.add(kubeServices, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "-j", clusterTarget)
+	} else {
+		reason := "has no endpoints"
+		if sp.InternalLocal && len(allEPs) > 0 {
+			reason = "has no local endpoints"
+		}
+		filter.add(kubeServices, comment(sp.Name+" "+reason), match(sp.ClusterIP, sp.Port), "-j REJECT")
+	}
+	// External addresses (external IPs, load balancer IPs) and the node port.
+	externalTarget := ext
+	if len(externalEPs) == 0 {
+		externalTarget = ""
+	}
+	for _, ip := range sp.ExternalIPs {
+		addExternal(filter, nat, sp, comment(sp.Name+" external IP"), match(ip, sp.Port), externalTarget, allEPs)
+	}
+	for _, ip := range sp.LoadBalancerIPs {
+		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), externalTarget, allEPs)
+	}
+	if sp.NodePort != 0 {
+		m := fmt.Sprintf("-m %s -p %s --dport %d", proto, proto, sp.NodePort)
+		if externalTarget != "" {
+			nat.add(kubeNodePorts, comment(sp.Name), m, "-j", externalTarget)
+		} else {
+			filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, allEPs)), "-m addrtype --dst-type LOCAL", m, "-j", refusal(sp, allEPs))
+		}
+	}
+
+	// KUBE-SVC: masquerade what does not come from a pod, then pick an endpoint.
+	if len(allEPs) > 0 {
+		if cfg.MasqueradeAll {
+			nat.add(svc, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "-j", kubeMarkMasq)
+		} else if cfg.ClusterCIDR != "" {
+			nat.add(svc, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "! -s "+cfg.ClusterCIDR, "-j", kubeMarkMasq)
+		}
+		addBalancing(nat, sp, svc, allEPs)
+	}
+	if sp.InternalLocal || sp.ExternalLocal {
+		if local := sp.Usable(true); len(local) > 0 {
+			addBalancing(nat, sp, svlChain(sp), local)
+		}
+	}
+	// KUBE-EXT: masquerade external traffic unless the policy is Local (client IP kept).
+	if hasExternal && externalTarget != "" {
+		if !sp.ExternalLocal {
+			nat.add(ext, comment("masquerade traffic for "+sp.Name+" external destinations"), "-j", kubeMarkMasq)
+			nat.add(ext, "-j", svc)
+		} else {
+			if cfg.ClusterCIDR != "" {
+				nat.add(ext, comment("pod traffic for "+sp.Name+" external destinations"), "-s "+cfg.ClusterCIDR, "-j", svc)
+			}
+			nat.add(ext, comment("masquerade LOCAL traffic for "+sp.Name+" external destinations"), "-m addrtype --src-type LOCAL", "-j", kubeMarkMasq)
+			nat.add(ext, comment("route LOCAL traffic for "+sp.Name+" external destinations"), "-m addrtype --src-type LOCAL", "-j", svc)
+			nat.add(ext, "-j", svlChain(sp))
+		}
+	}
+	// KUBE-SEP: hairpin masquerade, then DNAT (remembering the client for affinity).
+	for _, ep := range allEPs {
+		addEndpoint(nat, sp, ep)
+	}
+	if sp.InternalLocal || sp.ExternalLocal {
+		for _, ep := range sp.Usable(true) {
+			addEndpoint(nat, sp, ep)
+		}
+	}
+}
+
+func noEndpoints(sp *proxy.ServicePort, all []proxy.Endpoint) string {
+	if sp.ExternalLocal && len(all) > 0 {
+		return "has no local endpoints"
+	}
+	return "has no endpoints"
+}
+
+// refusal is what external traffic without endpoints meets: REJECT, so clients fail at
+// once; DROP when only this node lacks endpoints (externalTrafficPolicy Local), so a load
+// balancer's health check moves traffic to a node that has some.
+func refusal(sp *proxy.ServicePort, all []proxy.Endpoint) string {
+	if sp.ExternalLocal && len(all) > 0 {
+		return "DROP"
+	}
+	return "REJECT"
+}
+
+func addExternal(filter, nat *table, sp *proxy.ServicePort, cmt, match, target string, all []proxy.Endpoint) {
+	if target != "" {
+		nat.add(kubeServices, cmt, match, "-j", target)
+		return
+	}
+	filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, all)), match, "-j", refusal(sp, all))
+}
+
+// addBalancing sends chain's traffic to one of eps: affinity first, then at random with
+// probability 1/(n-i) for the i-th, so each is equally likely.
+func addBalancing(nat *table, sp *proxy.ServicePort, chain string, eps []proxy.Endpoint) {
+	nat.chain(chain)
+	if sp.AffinitySeconds > 0 {
+		for _, ep := range eps {
+			sep := sepChain(sp, ep)
+			nat.add(chain, comment(sp.Name+" -> "+ep.String()), fmt.Sprintf("-m recent --name %s --rcheck --seconds %d --reap", sep, sp.AffinitySeconds), "-j", sep)
+		}
+	}
+	n := len(eps)
+	for i, ep := range eps {
+		args := []string{comment(sp.Name + " -> " + ep.String())}
+		if i < n-1 {
+			args = append(args, fmt.Sprintf("-m statistic --mode random --probability %0.10f", 1.0/float64(n-i)))
+		}
+		nat.add(chain, append(args, "-j", sepChain(sp, ep))...)
+	}
+}
+
+func addEndpoint(nat *table, sp *proxy.ServicePort, ep proxy.Endpoint) {
+	sep := sepChain(sp, ep)
+	if _, done := nat.chains[sep]; done {
+		return
+	}
+	proto := protocol(sp)
+	nat.add(sep, comment(sp.Name), "-s "+ep.IP+"/32", "-j", kubeMarkMasq)
+	affinity := ""
+	if sp.AffinitySeconds > 0 {
+		affinity = "-m recent --name " + sep + " --set "
+	}
+	nat.add(sep, comment(sp.Name), fmt.Sprintf("-m %s -p %s", proto, proto), affinity+"-j DNAT --to-destination "+ep.String())
+}

@@ -1,0 +1,77 @@
+package iptables
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/proxy"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func render(rs ruleSet) string {
+	var b strings.Builder
+	for _, t := range []*table{rs.filter, rs.nat} {
+		for _, c := range t.order {
+			b.WriteString(":" + c + "\n")
+			for _, r := range t.chains[c] {
+				b.WriteString(r + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+func TestRulesForExternalTraffic(t *testing.T) {
+	local := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true, Local: true}
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	np := proxy.ServicePort{Name: "default/np", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
+		Endpoints: []proxy.Endpoint{local, remote}}
+	lb := proxy.ServicePort{Name: "default/lb", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.11", Port: 80, NodePort: 30081,
+		LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true, Endpoints: []proxy.Endpoint{local, remote}}
+	farOnly := proxy.ServicePort{Name: "default/far", Protocol: corev1.ProtocolUDP, ClusterIP: "10.96.0.12", Port: 53, NodePort: 30082,
+		ExternalLocal: true, Endpoints: []proxy.Endpoint{remote}}
+	none := proxy.ServicePort{Name: "default/none", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.13", Port: 80, NodePort: 30083}
+	terminating := proxy.ServicePort{Name: "default/drain", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.14", Port: 80,
+		Endpoints: []proxy.Endpoint{{IP: "10.244.3.5", Port: 8080, Serving: true, Terminating: true}}}
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{np, lb, farOnly, none, terminating}))
+	for _, want := range []string{
+		// NodePort, cluster policy: through KUBE-EXT, masqueraded, to every endpoint.
+		"-A KUBE-NODEPORTS " + comment("default/np") + " -m tcp -p tcp --dport 30080 -j " + extChain(&np),
+		"-A " + extChain(&np) + " " + comment("masquerade traffic for default/np external destinations") + " -j KUBE-MARK-MASQ",
+		"-A " + extChain(&np) + " -j " + svcChain(&np),
+		// LoadBalancer IP with policy Local: client IP kept, only the local endpoint.
+		"-A KUBE-SERVICES " + comment("default/lb loadbalancer IP") + " -m tcp -p tcp -d 10.200.0.200/32 --dport 80 -j " + extChain(&lb),
+		"-A " + extChain(&lb) + " -j " + svlChain(&lb),
+		"-A " + svlChain(&lb) + " " + comment("default/lb -> 10.244.1.5:8080") + " -j " + sepChain(&lb, local),
+		// Local policy with no local endpoint: dropped on this node, still served in the cluster.
+		"-A KUBE-EXTERNAL-SERVICES " + comment("default/far has no local endpoints") + " -m addrtype --dst-type LOCAL -m udp -p udp --dport 30082 -j DROP",
+		"-A KUBE-SERVICES " + comment("default/far cluster IP") + " -m udp -p udp -d 10.96.0.12/32 --dport 53 -j " + svcChain(&farOnly),
+		// No endpoints at all: rejected.
+		"-A KUBE-SERVICES " + comment("default/none has no endpoints") + " -m tcp -p tcp -d 10.96.0.13/32 --dport 80 -j REJECT",
+		"-A KUBE-EXTERNAL-SERVICES " + comment("default/none has no endpoints") + " -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30083 -j REJECT",
+		// Only a terminating but serving endpoint: used as a fallback.
+		"-j DNAT --to-destination 10.244.3.5:8080",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("rules lack\n  %s\nin\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "-A "+svlChain(&lb)+" "+comment("default/lb -> 10.244.2.5:8080")) {
+		t.Errorf("the local-endpoints chain sends to a remote endpoint")
+	}
+	if last := strings.LastIndex(out, "-A KUBE-SERVICES "); !strings.HasPrefix(out[last:], "-A KUBE-SERVICES "+comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain")) {
+		t.Errorf("the KUBE-NODEPORTS jump is not the last rule of KUBE-SERVICES")
+	}
+}
+
+func TestChainNamesMatchKubeProxy(t *testing.T) {
+	// The names kube-proxy's own tests expect for service port "ns1/svc1:p80" over TCP and
+	// its endpoint 10.180.0.1:80, so iptables-save reads the same on both.
+	sp := &proxy.ServicePort{Name: "ns1/svc1:p80", Protocol: corev1.ProtocolTCP}
+	if got := svcChain(sp); got != "KUBE-SVC-XPGD46QRK7WJZT7O" {
+		t.Errorf("service chain %s, want KUBE-SVC-XPGD46QRK7WJZT7O", got)
+	}
+	if got := sepChain(sp, proxy.Endpoint{IP: "10.180.0.1", Port: 80}); got != "KUBE-SEP-SXIVWICOYRO3J4NJ" {
+		t.Errorf("endpoint chain %s, want KUBE-SEP-SXIVWICOYRO3J4NJ", got)
+	}
+}

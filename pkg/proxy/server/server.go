@@ -1,0 +1,289 @@
+// Package server is the miniproxy daemon: informers on Services and EndpointSlices feed a
+// bounded-frequency runner that syncs the proxier, with kube-proxy's /healthz and metrics.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy/runner"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Options are miniproxy's settings, by kube-proxy's flag names.
+type Options struct {
+	HostnameOverride string
+	ClusterCIDR      string
+	ProxyMode        string
+	MinSyncPeriod    time.Duration
+	SyncPeriod       time.Duration
+	MasqueradeAll    bool
+	MetricsAddress   string
+	HealthzAddress   string
+}
+
+// Validate checks the options before anything is touched.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.ProxyMode != "iptables" && o.ProxyMode != "" {
+		errs = append(errs, fmt.Errorf("--proxy-mode %q: only \"iptables\" is built so far", o.ProxyMode))
+	}
+	if o.ClusterCIDR != "" {
+		if _, _, err := net.ParseCIDR(o.ClusterCIDR); err != nil {
+			errs = append(errs, fmt.Errorf("--cluster-cidr %q: %w", o.ClusterCIDR, err))
+		}
+	}
+	if o.MinSyncPeriod < 0 || o.SyncPeriod <= 0 || o.MinSyncPeriod > o.SyncPeriod {
+		errs = append(errs, fmt.Errorf("--min-sync-period %v and --sync-period %v: want 0 <= min <= sync, sync > 0", o.MinSyncPeriod, o.SyncPeriod))
+	}
+	if o.HostnameOverride == "" {
+		errs = append(errs, errors.New("--hostname-override is empty and the host name could not be read"))
+	}
+	for flag, addr := range map[string]string{"--metrics-bind-address": o.MetricsAddress, "--healthz-bind-address": o.HealthzAddress} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", flag, addr, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run proxies until ctx ends.
+func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.Logger) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := enableBridgeNetfilter(); err != nil {
+		return err
+	}
+	// Services another proxy serves (service.kubernetes.io/service-proxy-name) are not ours.
+	noOtherProxy, err := labels.NewRequirement("service.kubernetes.io/service-proxy-name", selection.DoesNotExist, nil)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }))
+	services := factory.Core().V1().Services()
+	slices := factory.Discovery().V1().EndpointSlices()
+	proxier, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll},
+		services.Lister(), slices.Lister(), o.HostnameOverride, log)
+	if err != nil {
+		return err
+	}
+	m := newMetrics()
+	h := &health{period: o.SyncPeriod}
+	var lastFull time.Time
+	var pendingSince time.Time
+	var mu sync.Mutex
+	syncRules := func() {
+		mu.Lock()
+		since := pendingSince
+		pendingSince = time.Time{}
+		mu.Unlock()
+		if time.Since(lastFull) >= o.SyncPeriod {
+			proxier.ForceFull()
+		}
+		res, err := proxier.Sync(ctx)
+		if err != nil {
+			m.restoreFailures.Inc()
+			log.Error("sync of proxy rules failed", "err", err)
+			return
+		}
+		if res.Full {
+			lastFull = time.Now()
+			m.fullDuration.Observe(res.Duration.Seconds())
+		} else {
+			m.partialDuration.Observe(res.Duration.Seconds())
+		}
+		m.duration.Observe(res.Duration.Seconds())
+		m.lastTimestamp.SetToCurrentTime()
+		m.rules.WithLabelValues("filter").Set(float64(res.FilterRules))
+		m.rules.WithLabelValues("nat").Set(float64(res.NATRules))
+		if !since.IsZero() {
+			m.programming.Observe(time.Since(since).Seconds())
+		}
+		h.synced(time.Now())
+		log.Debug("synced proxy rules", "full", res.Full, "duration", res.Duration, "servicePorts", res.ServicePorts,
+			"chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes)
+	}
+	r := runner.New(syncRules, o.MinSyncPeriod, o.SyncPeriod)
+	changed := func(counter prometheus.Counter) func(any) {
+		return func(any) {
+			counter.Inc()
+			mu.Lock()
+			if pendingSince.IsZero() {
+				pendingSince = time.Now()
+			}
+			mu.Unlock()
+			h.queued(time.Now())
+			r.Run()
+		}
+	}
+	for _, inf := range []struct {
+		informer cache.SharedIndexInformer
+		counter  prometheus.Counter
+	}{{services.Informer(), m.serviceChanges}, {slices.Informer(), m.endpointChanges}} {
+		on := changed(inf.counter)
+		if _, err := inf.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: on, DeleteFunc: on, UpdateFunc: func(_, obj any) { on(obj) },
+		}); err != nil {
+			return err
+		}
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced) {
+		return ctx.Err()
+	}
+	errc := make(chan error, 2)
+	if o.MetricsAddress != "" {
+		go func() { errc <- serve(ctx, o.MetricsAddress, m.handler(h)) }()
+	}
+	if o.HealthzAddress != "" {
+		go func() { errc <- serve(ctx, o.HealthzAddress, h.handler()) }()
+	}
+	log.Info("miniproxy syncing Services", "mode", "iptables", "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
+	go r.Loop(ctx)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func serve(ctx context.Context, addr string, h http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// health answers /healthz as kube-proxy does: healthy unless a change has waited for a sync
+// longer than twice the sync period.
+type health struct {
+	period time.Duration
+	mu     sync.Mutex
+	last   time.Time // last successful sync
+	oldest time.Time // oldest change not yet synced (zero: none)
+}
+
+func (h *health) queued(t time.Time) {
+	h.mu.Lock()
+	if h.oldest.IsZero() {
+		h.oldest = t
+	}
+	h.mu.Unlock()
+}
+
+func (h *health) synced(t time.Time) {
+	h.mu.Lock()
+	h.last, h.oldest = t, time.Time{}
+	h.mu.Unlock()
+}
+
+func (h *health) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		h.mu.Lock()
+		last, oldest := h.last, h.oldest
+		h.mu.Unlock()
+		now := time.Now()
+		healthy := !last.IsZero() && (oldest.IsZero() || now.Sub(oldest) < 2*h.period)
+		w.Header().Set("Content-Type", "application/json")
+		if !healthy {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"lastUpdated": last, "currentTime": now, "nodeEligible": true})
+	})
+	return mux
+}
+
+// metrics are kube-proxy's, by name.
+type metrics struct {
+	registry                                         *prometheus.Registry
+	duration, fullDuration, partialDuration          prometheus.Histogram
+	programming                                      prometheus.Histogram
+	lastTimestamp                                    prometheus.Gauge
+	rules                                            *prometheus.GaugeVec
+	serviceChanges, endpointChanges, restoreFailures prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	buckets := prometheus.ExponentialBuckets(0.001, 2, 15)
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_sync_proxy_rules_duration_seconds",
+			Help: "SyncProxyRules latency in seconds", Buckets: buckets}),
+		fullDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_sync_full_proxy_rules_duration_seconds",
+			Help: "SyncProxyRules latency in seconds for full resyncs", Buckets: buckets}),
+		partialDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_sync_partial_proxy_rules_duration_seconds",
+			Help: "SyncProxyRules latency in seconds for partial resyncs", Buckets: buckets}),
+		programming: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_network_programming_duration_seconds",
+			Help: "In Cluster Network Programming Latency in seconds", Buckets: buckets}),
+		lastTimestamp: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+			Help: "The last time proxy rules were successfully synced"}),
+		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_iptables_total",
+			Help: "Total number of iptables rules owned by kube-proxy"}, []string{"table"}),
+		serviceChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_total",
+			Help: "Cumulative proxy rules Service changes"}),
+		endpointChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_endpoint_changes_total",
+			Help: "Cumulative proxy rules Endpoint changes"}),
+		restoreFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+			Help: "Cumulative proxy iptables restore failures"}),
+	}
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.duration, m.fullDuration, m.partialDuration, m.programming, m.lastTimestamp, m.rules,
+		m.serviceChanges, m.endpointChanges, m.restoreFailures)
+	return m
+}
+
+func (m *metrics) handler(h *health) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", h.handler())
+	return mux
+}
+
+// bridgeNetfilter makes bridged traffic pass iptables: a pod reaching a Service whose
+// endpoint sits on the same bridge is DNATed only if it does.
+const bridgeNetfilter = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+func enableBridgeNetfilter() error {
+	cur, err := os.ReadFile(bridgeNetfilter)
+	if err != nil {
+		return fmt.Errorf("%s: %w (load the br_netfilter module: modprobe br_netfilter)", bridgeNetfilter, err)
+	}
+	if strings.TrimSpace(string(cur)) == "1" {
+		return nil
+	}
+	if err := os.WriteFile(bridgeNetfilter, []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("enable %s: %w", bridgeNetfilter, err)
+	}
+	return nil
+}
