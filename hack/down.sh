@@ -25,6 +25,8 @@ if [[ -s $KUBECONFIG_ADMIN ]] && kubectl --kubeconfig "$KUBECONFIG_ADMIN" get --
   say "deleting all pods"
   kubectl --kubeconfig "$KUBECONFIG_ADMIN" delete pods --all -A --timeout=60s >/dev/null 2>&1 || true
 fi
+stop miniproxy
+[[ -x bin/miniproxy ]] && bin/miniproxy --cleanup >/dev/null 2>&1 || true
 stop minilet
 stop miniapi
 # Whatever minilet left behind (it was killed, or crashed): containers, netns, bridge.

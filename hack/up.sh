@@ -60,6 +60,9 @@ NODE_IP=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1];
 start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-name "$NODE" \
   --node-ip "${NODE_IP:-127.0.0.1}" --pod-cidr "$POD_CIDR" --containerd "$CONTAINERD_SOCK"
 
+start miniproxy "$BIN/miniproxy" --kubeconfig "$STATE/minilet.kubeconfig" --hostname-override "$NODE" \
+  --cluster-cidr "${CLUSTER_CIDR:-10.244.0.0/16}"
+
 k() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 say "waiting for node $NODE to be Ready"
 wait_for "node $NODE to register" 60 k get node "$NODE"
@@ -83,7 +86,11 @@ if ! k wait --for=condition=Ready pod/demo --timeout=120s >/dev/null; then
   echo "the demo pod did not become Ready; see $LOGS/minilet.log" >&2
   exit 1
 fi
-k get nodes,pods -A -o wide
+# A Service in front of it: the endpointslice controller finds the pod, miniproxy writes the rules.
+k expose pod demo --port 80 --target-port 8080 >/dev/null 2>&1 || true
+wait_for "the demo Service's endpoints" 30 bash -c \
+  "kubectl --kubeconfig '$KUBECONFIG_ADMIN' get endpointslices -l kubernetes.io/service-name=demo -o jsonpath='{.items[*].endpoints[*].addresses[0]}' | grep -q ."
+k get nodes,pods,services,endpointslices -A -o wide
 cat <<MSG
 
 minik8s is up. Look around with:

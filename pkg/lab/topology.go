@@ -105,6 +105,9 @@ func (l *Lab) build() error {
 				if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 					return fmt.Errorf("enable IP forwarding: %w", err)
 				}
+				if err := routeServiceCIDR(l.ServiceCIDR); err != nil {
+					return err
+				}
 			}
 			return network.SyncPodCIDRRoutes(routes)
 		})
@@ -192,4 +195,22 @@ func newNamespace(name string) (*namespace, error) {
 func (ns *namespace) close() {
 	ns.h.Close()
 	ns.fd.Close()
+}
+
+// routeServiceCIDR routes the Service range onto the lab segment, as a host's default route
+// would: a connection to a ClusterIP needs a route before miniproxy's DNAT picks the real
+// destination. Anything not DNATed dies on the lab switch; nothing leaves the lab.
+func routeServiceCIDR(cidr string) error {
+	_, dst, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return fmt.Errorf("service CIDR %q: %w", cidr, err)
+	}
+	link, err := netlink.LinkByName(MemberInterface)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", MemberInterface, err)
+	}
+	if err := netlink.RouteReplace(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK}); err != nil {
+		return fmt.Errorf("route %s via %s: %w", cidr, MemberInterface, err)
+	}
+	return nil
 }

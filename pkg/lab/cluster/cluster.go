@@ -1,5 +1,6 @@
 // Package cluster brings up a minik8s cluster on a lab (pkg/lab): a containerd for the lab,
-// miniapi in the control-plane namespace, one minilet per node namespace, images preloaded;
+// miniapi in the control-plane namespace, one minilet and one miniproxy per node namespace,
+// images preloaded;
 // and takes it down again. minilab and the end-to-end tests use it.
 package cluster
 
@@ -30,7 +31,7 @@ var Images = []string{"netexec.tar", "busybox.tar"}
 type Options struct {
 	Name      string
 	Nodes     int
-	BinDir    string    // miniapi and minilet
+	BinDir    string    // miniapi, minilet and miniproxy
 	ImagesDir string    // OCI tarballs from `make images`
 	Progress  io.Writer // one line per step
 	Timeout   time.Duration
@@ -57,7 +58,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	for _, bin := range []string{"miniapi", "minilet"} {
+	for _, bin := range []string{"miniapi", "minilet", "miniproxy"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
 			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
 		}
@@ -130,6 +131,15 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
+		}})
+		if err != nil {
+			return err
+		}
+		step(o.Progress, "starting miniproxy on %s", n.Name)
+		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Args: []string{
+			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", kubeconfig,
+			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
+			"--healthz-bind-address", n.IP + ":10256",
 		}})
 		if err != nil {
 			return err
@@ -217,7 +227,7 @@ func Down(ctx context.Context, name string) error {
 	}
 	var errs []error
 	for _, p := range l.Processes {
-		if strings.HasPrefix(p.Name, "minilet-") || p.Name == "miniapi" {
+		if strings.HasPrefix(p.Name, "minilet-") || strings.HasPrefix(p.Name, "miniproxy-") || p.Name == "miniapi" {
 			if err := l.Stop(p.Name, 10*time.Second); err != nil {
 				errs = append(errs, err)
 			}

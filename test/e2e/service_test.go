@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+const webApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: netexec, image: localhost/minik8s/netexec:v1, ports: [{name: http, containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http, nodePort: 30080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nobody}
+spec:
+  selector: {app: nobody}
+  ports: [{port: 80, targetPort: 8080}]
+`
+
+// TestDeploymentBehindAService is what a user does first: a Deployment (scheduled, not
+// pinned), a Service in front of it, traffic to its ClusterIP and NodePort from pods and
+// nodes, and a rolling update that keeps every replica serving.
+func TestDeploymentBehindAService(t *testing.T) {
+	e := requireEnv(t)
+	name := uniqueName("e2e-svc")
+	ctx := context.Background()
+	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatalf("minilab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Down(context.Background(), name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	dumpLogsOnFailure(t, l)
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := cluster.Kubectl(ctx, l, args...)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		return out
+	}
+	manifest := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(manifest, []byte(webApp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl("apply", "-f", manifest)
+	kubectl("rollout", "status", "deployment/web", "--timeout=120s")
+	if out := kubectl("get", "deployment", "web"); !strings.Contains(strings.Join(strings.Fields(out), " "), "web 4/4 4 4") {
+		t.Errorf("kubectl get deployment web:\n%s", out)
+	}
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(kubectl("get", "service", "web", "-o", "json")), &svc); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyEndpoints(t, l, "web", 4)
+
+	n1, n2 := l.Nodes[0], l.Nodes[1]
+	clusterURL := fmt.Sprintf("http://%s:80/hostname", svc.Spec.ClusterIP)
+	// miniproxy programs the rules within its sync period of the endpoints appearing.
+	if got, err := getEventually(lab.NetNSPath(n1.NetNS), clusterURL, 15*time.Second); err != nil {
+		t.Fatalf("node-1 → %s: %q %v", clusterURL, got, err)
+	}
+	// From a node: several replicas answer the ClusterIP.
+	names := map[string]bool{}
+	for range 24 {
+		got, err := httpGetIn(lab.NetNSPath(n1.NetNS), clusterURL)
+		if err != nil {
+			t.Fatalf("node-1 → %s: %v", clusterURL, err)
+		}
+		names[got] = true
+	}
+	if len(names) < 2 {
+		t.Errorf("the ClusterIP reached %v from node-1; want at least 2 replicas", names)
+	}
+	// From a pod: the ClusterIP works too.
+	pod, node := runningPod(t, l, "web")
+	if got, err := httpGetIn(filepath.Join(node.RunDir, "netns", string(pod.UID)), clusterURL); err != nil || !strings.HasPrefix(got, "web-") {
+		t.Errorf("pod %s → %s = %q, %v", pod.Name, clusterURL, got, err)
+	}
+	// The NodePort on the other node's address.
+	nodePortURL := fmt.Sprintf("http://%s:30080/hostname", n2.IP)
+	if got, err := httpGetIn(lab.NetNSPath(n1.NetNS), nodePortURL); err != nil || !strings.HasPrefix(got, "web-") {
+		t.Errorf("node-1 → %s = %q, %v", nodePortURL, got, err)
+	}
+	// A Service without endpoints refuses at once.
+	var nobody corev1.Service
+	if err := json.Unmarshal([]byte(kubectl("get", "service", "nobody", "-o", "json")), &nobody); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = httpGetIn(lab.NetNSPath(n1.NetNS), fmt.Sprintf("http://%s:80/", nobody.Spec.ClusterIP))
+	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 2*time.Second {
+		t.Errorf("a Service without endpoints: %v after %v; want connection refused at once", err, time.Since(start))
+	}
+	// kube-proxy's layout in the node's iptables.
+	save, err := lab.Command(ctx, n1.NetNS, "iptables-save", "-t", "nat").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-j KUBE-SERVICES", "default/web:http cluster IP", "-j KUBE-SVC-", "-j DNAT --to-destination 10.244.", "KUBE-NODEPORTS"} {
+		if !strings.Contains(string(save), want) {
+			t.Errorf("node-1's nat table lacks %q", want)
+		}
+	}
+
+	// A rolling update with maxUnavailable 0: the Service never has fewer than 4 ready endpoints.
+	var least atomic.Int64
+	least.Store(99)
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			if n, err := readyEndpoints(l, "web"); err == nil {
+				least.Store(min(least.Load(), int64(n)))
+			}
+		}
+	}()
+	kubectl("set", "env", "deployment/web", "GENERATION=2")
+	kubectl("rollout", "status", "deployment/web", "--timeout=180s")
+	close(stop)
+	<-sampled
+	if n := least.Load(); n < 4 {
+		t.Errorf("ready endpoints fell to %d during the rolling update; want never below 4", n)
+	}
+	kubectl("rollout", "undo", "deployment/web")
+	kubectl("rollout", "status", "deployment/web", "--timeout=180s")
+	if out := kubectl("get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].env}"); strings.Contains(out, "GENERATION") {
+		t.Errorf("after rollout undo the template still has the new env: %s", out)
+	}
+	waitReadyEndpoints(t, l, "web", 4)
+	if got, err := getEventually(lab.NetNSPath(n2.NetNS), clusterURL, 15*time.Second); err != nil || !strings.HasPrefix(got, "web-") {
+		t.Errorf("node-2 → %s after the rollouts = %q, %v", clusterURL, got, err)
+	}
+}
+
+// readyEndpoints counts the ready endpoints in the Service's EndpointSlices.
+func readyEndpoints(l *lab.Lab, svc string) (int, error) {
+	out, err := cluster.Kubectl(context.Background(), l, "get", "endpointslices", "-l", "kubernetes.io/service-name="+svc, "-o", "json")
+	if err != nil {
+		return 0, err
+	}
+	var list discoveryv1.EndpointSliceList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+func waitReadyEndpoints(t *testing.T, l *lab.Lab, svc string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, err := readyEndpoints(l, svc)
+		if err == nil && n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service %s has %d ready endpoints (%v), want %d", svc, n, err, want)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// runningPod finds a Running pod of app and the lab node it runs on.
+func runningPod(t *testing.T, l *lab.Lab, app string) (corev1.Pod, lab.Node) {
+	t.Helper()
+	out, err := cluster.Kubectl(context.Background(), l, "get", "pods", "-l", "app="+app, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		for _, n := range l.Nodes {
+			if p.Spec.NodeName == n.Name && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				return p, n
+			}
+		}
+	}
+	t.Fatalf("no Running %s pod", app)
+	return corev1.Pod{}, lab.Node{}
+}
+
+// getEventually retries a GET from a namespace for a bounded time (rules and endpoints
+// propagate within a sync period) and returns the last answer.
+func getEventually(netns, url string, within time.Duration) (string, error) {
+	deadline := time.Now().Add(within)
+	for {
+		got, err := httpGetIn(netns, url)
+		if err == nil || time.Now().After(deadline) {
+			return got, err
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
