@@ -11,6 +11,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
+	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
@@ -63,6 +64,7 @@ var controllers = []controller{
 	{"endpointslice", startEndpointSlice},
 	{"endpoint", startEndpoints},
 	{"serviceaccount", startServiceAccount},
+	{"job", startJob},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -204,5 +206,15 @@ func startServiceAccount(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go sa.Run(ctx)
+	return nil
+}
+
+func startJob(ctx context.Context, c *ControllerContext) error {
+	j, err := job.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Informers.Core().V1().Pods(),
+		c.Recorder("job-controller"), c.Log.With("component", "job-controller"))
+	if err != nil {
+		return err
+	}
+	go j.Run(ctx)
 	return nil
 }

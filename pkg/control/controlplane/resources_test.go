@@ -331,7 +331,8 @@ spec:
 }
 
 func TestKubectlScale(t *testing.T) {
-	c := startCluster(t)
+	// The scale subresource as stored: no workload controller acts on the objects.
+	c := startClusterWith(t, func(o *Options) { o.Controllers = []string{"namespace", "garbagecollector"} })
 	c.mustKubectl(t, everyKind, "apply", "-f", "-")
 	ctx := context.Background()
 	for _, target := range []string{"deployment/web", "replicaset/front", "statefulset/db", "rc/legacy"} {
