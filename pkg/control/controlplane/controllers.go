@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // ControllerContext is what every controller starts from: one client, one informer
@@ -65,6 +67,7 @@ var controllers = []controller{
 	{"endpoint", startEndpoints},
 	{"serviceaccount", startServiceAccount},
 	{"job", startJob},
+	{"cronjob", startCronJob},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -216,5 +219,15 @@ func startJob(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go j.Run(ctx)
+	return nil
+}
+
+func startCronJob(ctx context.Context, c *ControllerContext) error {
+	cj, err := cronjob.New(c.Client, c.Informers.Batch().V1().CronJobs(), c.Informers.Batch().V1().Jobs(),
+		c.Recorder("cronjob-controller"), clock.RealClock{}, c.Log.With("component", "cronjob-controller"))
+	if err != nil {
+		return err
+	}
+	go cj.Run(ctx)
 	return nil
 }
