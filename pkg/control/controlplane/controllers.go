@@ -16,6 +16,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -68,6 +69,7 @@ var controllers = []controller{
 	{"serviceaccount", startServiceAccount},
 	{"job", startJob},
 	{"cronjob", startCronJob},
+	{"ttl-after-finished", startTTLAfterFinished},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -229,5 +231,14 @@ func startCronJob(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go cj.Run(ctx)
+	return nil
+}
+
+func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
+	ttl, err := ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Log.With("component", "ttl-after-finished-controller"))
+	if err != nil {
+		return err
+	}
+	go ttl.Run(ctx)
 	return nil
 }
