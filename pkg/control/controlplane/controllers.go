@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
+	"github.com/minik8s/minik8s/pkg/control/controllers/daemonset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
@@ -70,6 +71,7 @@ var controllers = []controller{
 	{"job", startJob},
 	{"cronjob", startCronJob},
 	{"ttl-after-finished", startTTLAfterFinished},
+	{"daemonset", startDaemonSet},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -240,5 +242,16 @@ func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go ttl.Run(ctx)
+	return nil
+}
+
+func startDaemonSet(ctx context.Context, c *ControllerContext) error {
+	apps := c.Informers.Apps().V1()
+	ds, err := daemonset.New(c.Client, apps.DaemonSets(), c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(),
+		apps.ControllerRevisions(), c.Recorder("daemonset-controller"), c.Log.With("component", "daemonset-controller"))
+	if err != nil {
+		return err
+	}
+	go ds.Run(ctx)
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 )
 
@@ -37,8 +37,11 @@ func nodeSchedulable(_ *corev1.Pod, n *nodeInfo) string {
 	return ""
 }
 
+// nodeSelectorMatches is kube-scheduler's NodeAffinity filter: the pod's nodeSelector and
+// its required node affinity (label expressions and matchFields, which DaemonSet pods use
+// to name their node), through component-helpers as kube-scheduler evaluates them.
 func nodeSelectorMatches(pod *corev1.Pod, n *nodeInfo) string {
-	if len(pod.Spec.NodeSelector) > 0 && !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(n.node.Labels)) {
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n.node); err != nil || !ok {
 		return "node(s) didn't match Pod's node affinity/selector"
 	}
 	return ""

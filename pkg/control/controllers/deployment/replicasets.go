@@ -2,19 +2,16 @@ package deployment
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/dump"
-	"k8s.io/apimachinery/pkg/util/rand"
 )
 
 // The annotations Kubernetes' deployment controller and kubectl rollout read.
@@ -36,19 +33,6 @@ type rollout struct {
 	c   *Controller
 	d   *appsv1.Deployment
 	all []*appsv1.ReplicaSet
-}
-
-// templateHash names a pod template as Kubernetes' ComputeHash does: FNV-32a of the
-// template's deep printout and the collision count, as safe characters.
-func templateHash(t *corev1.PodTemplateSpec, collisionCount *int32) string {
-	h := fnv.New32a()
-	fmt.Fprintf(h, "%v", dump.ForHash(*t))
-	if collisionCount != nil {
-		b := make([]byte, 4)
-		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
-		h.Write(b)
-	}
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
 // sameTemplate compares two templates ignoring the pod-template-hash label.
@@ -204,7 +188,7 @@ func (r *rollout) setReplicasAnnotations(rs *appsv1.ReplicaSet) bool {
 // template is a hash collision: the collision count goes up and the next sync tries again.
 func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.ReplicaSet, error) {
 	d := r.d
-	hash := templateHash(&d.Spec.Template, d.Status.CollisionCount)
+	hash := templatehash.Of(&d.Spec.Template, d.Status.CollisionCount)
 	template := *d.Spec.Template.DeepCopy()
 	if template.Labels == nil {
 		template.Labels = map[string]string{}

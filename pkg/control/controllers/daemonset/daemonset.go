@@ -1,0 +1,518 @@
+// Package daemonset runs one pod of each DaemonSet on every node that should have one, as
+// kube-controller-manager's daemonset controller does: eligibility by nodeSelector, required
+// node affinity and taints (with the tolerations DaemonSet pods get automatically), pods
+// pinned to their node by node affinity for the scheduler to bind, RollingUpdate within
+// maxUnavailable or OnDelete, ControllerRevisions for `kubectl rollout history`, and the
+// status `kubectl rollout status ds` reads.
+package daemonset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/templatehash"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+var kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// Controller is the daemonset controller.
+type Controller struct {
+	client    kubernetes.Interface
+	sets      appslisters.DaemonSetLister
+	pods      corelisters.PodLister
+	nodes     corelisters.NodeLister
+	revisions appslisters.ControllerRevisionLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	recorder  record.EventRecorder
+	log       *slog.Logger
+	mu        sync.Mutex
+	pending   map[string]int // creations per DaemonSet not yet seen by the informer
+}
+
+// New wires the controller to the shared informers.
+func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
+	revisions appsinformers.ControllerRevisionInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, sets: sets.Lister(), pods: pods.Lister(), nodes: nodes.Lister(), revisions: revisions.Lister(),
+		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, revisions.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonset"}),
+		recorder: recorder, log: log, pending: map[string]int{},
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	if _, err := sets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	// Any node change may change where a DaemonSet belongs.
+	enqueueAll := func(any) {
+		list, err := c.sets.List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, ds := range list {
+			enqueue(ds)
+		}
+	}
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueueAll, DeleteFunc: enqueueAll,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, n := oldObj.(*corev1.Node), newObj.(*corev1.Node)
+			if !equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable {
+				enqueueAll(n)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	onPod := func(obj any, created bool) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
+			key := pod.Namespace + "/" + ref.Name
+			if created {
+				c.observed(key)
+			}
+			c.queue.Add(key)
+		}
+	}
+	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { onPod(obj, true) },
+		UpdateFunc: func(_, obj any) { onPod(obj, false) },
+		DeleteFunc: func(obj any) { onPod(obj, false) },
+	})
+	return c, err
+}
+
+func (c *Controller) observed(key string) {
+	c.mu.Lock()
+	if c.pending[key] > 0 {
+		c.pending[key]--
+	}
+	c.mu.Unlock()
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	for range 2 {
+		go workloop.Run(ctx, c.queue, c.log, c.sync)
+	}
+	<-ctx.Done()
+}
+
+// automaticTolerations are the ones every DaemonSet pod gets, so it runs where ordinary
+// pods are kept away: on nodes that are not ready, unreachable, under pressure, or cordoned.
+func automaticTolerations(spec *corev1.PodSpec) {
+	add := func(key string, effect corev1.TaintEffect) {
+		for _, t := range spec.Tolerations {
+			if t.Key == key && t.Effect == effect {
+				return
+			}
+		}
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect})
+	}
+	add(corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute)
+	add(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)
+	add(corev1.TaintNodeDiskPressure, corev1.TaintEffectNoSchedule)
+	add(corev1.TaintNodeMemoryPressure, corev1.TaintEffectNoSchedule)
+	add(corev1.TaintNodePIDPressure, corev1.TaintEffectNoSchedule)
+	add(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)
+	if spec.HostNetwork {
+		add(corev1.TaintNodeNetworkUnavailable, corev1.TaintEffectNoSchedule)
+	}
+}
+
+// shouldRun says whether the DaemonSet's pod belongs on node: its node selector and
+// required affinity match, and it tolerates every NoSchedule and NoExecute taint.
+func shouldRun(template *corev1.Pod, node *corev1.Node) bool {
+	if ok, err := nodeaffinity.GetRequiredNodeAffinity(template).Match(node); err != nil || !ok {
+		return false
+	}
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		tolerated := false
+		for j := range template.Spec.Tolerations {
+			if template.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return false
+		}
+	}
+	return true
+}
+
+// podFor is the DaemonSet's pod for node: the template with the automatic tolerations,
+// the revision hash, and a required node affinity naming only that node.
+func podFor(ds *appsv1.DaemonSet, hash, node string) *corev1.Pod {
+	t := ds.Spec.Template.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: ds.Name + "-", Namespace: ds.Namespace, Labels: t.Labels, Annotations: t.Annotations,
+			Finalizers: t.Finalizers, OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, kind)}},
+		Spec: t.Spec,
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+	automaticTolerations(&pod.Spec)
+	if node == "" {
+		return pod
+	}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.NodeAffinity == nil {
+		pod.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+	}}}
+	return pod
+}
+
+// nodeOf is the node a pod is for: where it runs, or the node its affinity names.
+func nodeOf(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if f.Key == metav1.ObjectNameField && len(f.Values) == 1 {
+					return f.Values[0]
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func podReady(p *corev1.Pod) (bool, time.Time) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	cached, err := c.sets.DaemonSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ds := cached.DeepCopy()
+	hash := templatehash.Of(&ds.Spec.Template, ds.Status.CollisionCount)
+	if err := c.ensureRevision(ctx, ds, hash); err != nil {
+		return 0, err
+	}
+	nodes, err := c.nodes.List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	pods, err := c.pods.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID && p.DeletionTimestamp == nil {
+			byNode[nodeOf(p)] = append(byNode[nodeOf(p)], p)
+		}
+	}
+	template := podFor(ds, hash, "")
+	var create []string
+	var remove []*corev1.Pod
+	eligible := map[string]bool{}
+	for _, node := range nodes {
+		run := shouldRun(template, node)
+		eligible[node.Name] = run
+		have := byNode[node.Name]
+		switch {
+		case !run:
+			remove = append(remove, have...)
+		case len(have) == 0:
+			create = append(create, node.Name)
+		default:
+			// One pod per node: the oldest stays; a failed one is replaced.
+			sort.Slice(have, func(i, j int) bool { return have[i].CreationTimestamp.Before(&have[j].CreationTimestamp) })
+			remove = append(remove, have[1:]...)
+			if have[0].Status.Phase == corev1.PodFailed {
+				remove = append(remove, have[0])
+			}
+		}
+	}
+	for n, have := range byNode { // pods for nodes that are gone
+		if _, known := eligible[n]; !known {
+			remove = append(remove, have...)
+		}
+	}
+	c.mu.Lock()
+	waiting := c.pending[key] > 0
+	c.mu.Unlock()
+	if !waiting {
+		if err := c.createPods(ctx, key, ds, hash, create); err != nil {
+			return 0, err
+		}
+		if err := c.deletePods(ctx, ds, remove); err != nil {
+			return 0, err
+		}
+		if err := c.rollingUpdate(ctx, ds, hash, byNode, eligible); err != nil {
+			return 0, err
+		}
+	}
+	st := status(ds, hash, byNode, eligible)
+	if !equality.Semantic.DeepEqual(st, cached.Status) {
+		ds.Status = st
+		if _, err := c.client.AppsV1().DaemonSets(ns).UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+	}
+	if ds.Spec.MinReadySeconds > 0 && st.NumberAvailable < st.NumberReady {
+		return time.Duration(ds.Spec.MinReadySeconds) * time.Second, nil
+	}
+	return 0, nil
+}
+
+func (c *Controller) createPods(ctx context.Context, key string, ds *appsv1.DaemonSet, hash string, nodes []string) error {
+	c.mu.Lock()
+	c.pending[key] += len(nodes)
+	c.mu.Unlock()
+	for i, node := range nodes {
+		created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, podFor(ds, hash, node), metav1.CreateOptions{})
+		if err != nil {
+			for range len(nodes) - i {
+				c.observed(key)
+			}
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			return err
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", created.Name)
+	}
+	return nil
+}
+
+func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+			return err
+		}
+		c.recorder.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+	}
+	return nil
+}
+
+// rollingUpdate deletes pods of old revisions (unavailable ones first) while no more than
+// maxUnavailable of the eligible nodes lack an available pod; the next syncs replace them.
+func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, eligible map[string]bool) error {
+	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return nil
+	}
+	desired := 0
+	for _, run := range eligible {
+		if run {
+			desired++
+		}
+	}
+	maxUnavailable := 1
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
+		v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, desired, true)
+		if err == nil {
+			maxUnavailable = max(v, 0)
+		}
+	}
+	now := time.Now()
+	unavailable := 0
+	var oldAvailable, oldUnavailable []*corev1.Pod
+	for node, run := range eligible {
+		if !run {
+			continue
+		}
+		have := byNode[node]
+		if len(have) == 0 {
+			unavailable++
+			continue
+		}
+		p := have[0]
+		ok := available(p, ds.Spec.MinReadySeconds, now)
+		if !ok {
+			unavailable++
+		}
+		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash {
+			if ok {
+				oldAvailable = append(oldAvailable, p)
+			} else {
+				oldUnavailable = append(oldUnavailable, p)
+			}
+		}
+	}
+	remove := oldUnavailable // replacing these costs no availability
+	for _, p := range oldAvailable {
+		if unavailable >= maxUnavailable {
+			break
+		}
+		remove = append(remove, p)
+		unavailable++
+	}
+	return c.deletePods(ctx, ds, remove)
+}
+
+func available(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	ready, since := podReady(p)
+	return ready && (minReadySeconds == 0 || !since.Add(time.Duration(minReadySeconds)*time.Second).After(now))
+}
+
+// status counts the nodes and pods as `kubectl rollout status ds` reads them.
+func status(ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, eligible map[string]bool) appsv1.DaemonSetStatus {
+	st := appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, CollisionCount: ds.Status.CollisionCount, Conditions: ds.Status.Conditions}
+	now := time.Now()
+	for node, run := range eligible {
+		have := byNode[node]
+		if !run {
+			if len(have) > 0 {
+				st.NumberMisscheduled++
+			}
+			continue
+		}
+		st.DesiredNumberScheduled++
+		if len(have) == 0 {
+			continue
+		}
+		st.CurrentNumberScheduled++
+		p := have[0]
+		if ready, _ := podReady(p); ready {
+			st.NumberReady++
+		}
+		if available(p, ds.Spec.MinReadySeconds, now) {
+			st.NumberAvailable++
+		}
+		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+			st.UpdatedNumberScheduled++
+		}
+	}
+	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
+	return st
+}
+
+// ensureRevision keeps a ControllerRevision for the current template (numbered after the
+// newest) and at most revisionHistoryLimit older ones, for `kubectl rollout history|undo`.
+func (c *Controller) ensureRevision(ctx context.Context, ds *appsv1.DaemonSet, hash string) error {
+	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var owned []*appsv1.ControllerRevision
+	var newest int64
+	var current *appsv1.ControllerRevision
+	for _, r := range all {
+		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == ds.UID {
+			owned = append(owned, r)
+			newest = max(newest, r.Revision)
+			if r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+				current = r
+			}
+		}
+	}
+	if current == nil {
+		// The same patch kube-controller-manager records: the template, for undo to apply.
+		data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": ds.Spec.Template, "$patch": "replace"}})
+		if err != nil {
+			return err
+		}
+		rev := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + hash, Namespace: ds.Namespace,
+				Labels:          map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+				Annotations:     map[string]string{"deprecated.daemonset.template.generation": strconv.FormatInt(ds.Generation, 10)},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, kind)}},
+			Data:     runtime.RawExtension{Raw: data},
+			Revision: newest + 1,
+		}
+		for k, v := range ds.Spec.Template.Labels {
+			rev.Labels[k] = v
+		}
+		if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create controller revision: %w", err)
+		}
+	} else if current.Revision < newest {
+		// Back to an older template (rollout undo): it becomes the newest revision.
+		updated := current.DeepCopy()
+		updated.Revision = newest + 1
+		if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	limit := int(ptr.Deref(ds.Spec.RevisionHistoryLimit, 10))
+	if len(owned) <= limit+1 {
+		return nil
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Revision < owned[j].Revision })
+	for _, r := range owned[:len(owned)-limit-1] {
+		if r == current {
+			continue
+		}
+		if err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package daemonset_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+)
+
+// fakeKubelet marks every pod Running and Ready once the scheduler has bound it.
+func fakeKubelet(t *testing.T, c kubernetes.Interface) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory := informers.NewSharedInformerFactory(c, 0)
+	run := func(obj any) {
+		pod := obj.(*corev1.Pod)
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning || pod.DeletionTimestamp != nil {
+			return
+		}
+		go func() {
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+				return err
+			})
+		}()
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: run, UpdateFunc: func(_, obj any) { run(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+}
+
+// placement lists "node" for every live pod of the DaemonSet, sorted.
+func placement(t *testing.T, c kubernetes.Interface) string {
+	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(nodes)
+	return strings.Join(nodes, ",")
+}
+
+func waitPlacement(t *testing.T, c kubernetes.Interface, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := placement(t, c)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemonset pods on %q, want %q", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const agent = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {role: edge}
+      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
+`
+
+func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	fakeKubelet(t, cl.Client)
+	edge := map[string]string{"role": "edge"}
+	cl.CreateReadyNode(t, "node-a", 10, edge)
+	cl.CreateReadyNode(t, "node-b", 10, edge)
+	cl.CreateReadyNode(t, "node-c", 10, nil)
+	tainted := cl.CreateReadyNode(t, "node-d", 10, edge)
+	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	if _, err := cl.Client.CoreV1().Nodes().Update(ctx, tainted, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.MustKubectl(t, agent, "apply", "-f", "-")
+	// Scheduled by the scheduler through the node affinity the controller sets.
+	waitPlacement(t, cl.Client, "node-a,node-b")
+	cl.MustKubectl(t, "", "rollout", "status", "ds/agent", "--timeout=60s")
+	out := cl.MustKubectl(t, "", "get", "ds", "agent")
+	if row := strings.Join(strings.Fields(out), " "); !strings.Contains(row, "agent 2 2 2 2 2 role=edge") {
+		t.Errorf("kubectl get ds:\n%s", out)
+	}
+
+	// A new eligible node gets a pod; a node that stops matching loses its pod.
+	cl.CreateReadyNode(t, "node-e", 10, edge)
+	waitPlacement(t, cl.Client, "node-a,node-b,node-e")
+	cl.MustKubectl(t, "", "label", "node", "node-a", "role-")
+	waitPlacement(t, cl.Client, "node-b,node-e")
+
+	// A rolling update replaces every pod; the history shows both revisions.
+	cl.MustKubectl(t, "", "set", "env", "ds/agent", "GENERATION=2")
+	cl.MustKubectl(t, "", "rollout", "status", "ds/agent", "--timeout=60s")
+	list, err := cl.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && (len(p.Spec.Containers[0].Env) == 0 || p.Spec.Containers[0].Env[0].Name != "GENERATION") {
+			t.Errorf("pod %s on %s still runs the old template", p.Name, p.Spec.NodeName)
+		}
+	}
+	history := cl.MustKubectl(t, "", "rollout", "history", "ds/agent")
+	if !strings.Contains(history, "1 ") || !strings.Contains(history, "2 ") {
+		t.Errorf("rollout history:\n%s", history)
+	}
+	events := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.kind=DaemonSet")
+	for _, want := range []string{"SuccessfulCreate", "Created pod: agent-", "SuccessfulDelete"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("events lack %q:\n%s", want, events)
+		}
+	}
+}
