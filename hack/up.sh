@@ -57,8 +57,12 @@ wait_for "miniapi to serve" 30 kubectl --kubeconfig "$KUBECONFIG_ADMIN" get --ra
 "$BIN/miniapi" kubeconfig --data-dir "$DATA" --user "system:node:$NODE" --group system:nodes \
   --server https://127.0.0.1:6443 --out "$STATE/minilet.kubeconfig" >/dev/null
 NODE_IP=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+"$BIN/miniapi" serving-cert --data-dir "$DATA" --name minilet --host "${NODE_IP:-127.0.0.1}" --host "$NODE" \
+  --out-dir "$STATE/minilet-pki" >/dev/null
 start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-name "$NODE" \
-  --node-ip "${NODE_IP:-127.0.0.1}" --pod-cidr "$POD_CIDR" --containerd "$CONTAINERD_SOCK"
+  --node-ip "${NODE_IP:-127.0.0.1}" --pod-cidr "$POD_CIDR" --containerd "$CONTAINERD_SOCK" \
+  --tls-cert-file "$STATE/minilet-pki/minilet.crt" --tls-private-key-file "$STATE/minilet-pki/minilet.key" \
+  --client-ca-file "$STATE/minilet-pki/ca.crt"
 
 start miniproxy "$BIN/miniproxy" --kubeconfig "$STATE/minilet.kubeconfig" --hostname-override "$NODE" \
   --cluster-cidr "${CLUSTER_CIDR:-10.244.0.0/16}"

@@ -46,7 +46,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.TokenFile, "token-auth-file", "", `static bearer tokens, one "token,user,uid[,\"group1,group2\"]" line each`)
 	f.StringSliceVar(&o.Controllers, "controllers", []string{"*"}, "controllers to run: '*' for all, 'name' to enable one, '-name' to disable one; known: "+strings.Join(controlplane.ControllerNames(), ", "))
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
-	cmd.AddCommand(newKubeconfigCommand())
+	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
 	return cmd
 }
 
@@ -78,6 +78,38 @@ func newKubeconfigCommand() *cobra.Command {
 	f.StringVar(&out, "out", "", "kubeconfig file to write")
 	for _, name := range []string{"user", "server", "out"} {
 		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+func newServingCertCommand() *cobra.Command {
+	var dataDir, name, outDir string
+	var hosts []string
+	cmd := &cobra.Command{
+		Use:          "serving-cert",
+		Short:        "Issue a serving certificate signed by the cluster CA (a node API's: minilet --tls-cert-file)",
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ca, err := pki.EnsureCA(controlplane.PKIDir(dataDir))
+			if err != nil {
+				return err
+			}
+			cert, key, caFile, err := ca.WriteServing(outDir, name, hosts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s, %s and %s\n", cert, key, caFile)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", "/var/lib/miniapi", "miniapi's data directory (holds pki/)")
+	f.StringVar(&name, "name", "", "certificate name: writes NAME.crt and NAME.key")
+	f.StringSliceVar(&hosts, "host", nil, "IP or DNS name the certificate is valid for (repeatable)")
+	f.StringVar(&outDir, "out-dir", "", "directory to write the certificate, its key and ca.crt")
+	for _, flag := range []string{"name", "host", "out-dir"} {
+		_ = cmd.MarkFlagRequired(flag)
 	}
 	return cmd
 }

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/agent/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 )
 
@@ -95,6 +98,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.HealthzAddr != "" {
 		if err := a.serveHealth(ctx, a.cfg.HealthzAddr); err != nil {
+			return err
+		}
+	}
+	if a.cfg.NodeAPI.CertFile != "" {
+		api := a.cfg.NodeAPI
+		api.Address = net.JoinHostPort(a.cfg.NodeIP, strconv.Itoa(a.cfg.Port))
+		if err := nodeapi.Serve(ctx, api, a, slog.Default()); err != nil {
 			return err
 		}
 	}

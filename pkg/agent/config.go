@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+
+	"github.com/minik8s/minik8s/pkg/agent/nodeapi"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -19,6 +21,10 @@ type Config struct {
 	CNIBridge           string // --cni-bridge
 	PodManifestPath     string // --pod-manifest-path (static pods; not read yet)
 	HealthzAddr         string // host:port of /healthz and /metrics; empty serves nothing
+	// NodeAPI is the kubelet-style HTTPS API (--port, --tls-cert-file, ...) the API server
+	// calls for `kubectl logs`; no certificate serves nothing.
+	NodeAPI nodeapi.Config
+	Port    int // --port: where NodeAPI listens on NodeIP, reported as daemonEndpoints
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -46,6 +52,12 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.HealthzAddr); err != nil {
 			errs = append(errs, fmt.Errorf("healthz address %q is not host:port: %w", c.HealthzAddr, err))
 		}
+	}
+	if c.NodeAPI.CertFile != "" && (c.Port < 1 || c.Port > 65535) {
+		errs = append(errs, fmt.Errorf("node API port (--port) %d is not between 1 and 65535", c.Port))
+	}
+	if (c.NodeAPI.CertFile == "") != (c.NodeAPI.KeyFile == "") || (c.NodeAPI.CertFile != "" && c.NodeAPI.ClientCAFile == "") {
+		errs = append(errs, errors.New("the node API needs --tls-cert-file, --tls-private-key-file and --client-ca-file together"))
 	}
 	return errors.Join(errs...)
 }

@@ -234,3 +234,24 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 	}
 	return nil
 }
+
+// WriteServing issues a serving certificate for hosts and writes it as dir/name.crt and
+// dir/name.key, with the CA's certificate as dir/ca.crt for verifying clients (a node's
+// API: --tls-cert-file, --tls-private-key-file, --client-ca-file).
+func (ca *CA) WriteServing(dir, name string, hosts []string) (certPath, keyPath, caPath string, err error) {
+	pair, err := ca.IssueServing(name, hosts)
+	if err != nil {
+		return "", "", "", err
+	}
+	certPath, keyPath, caPath = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"), filepath.Join(dir, CACertFile)
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{certPath, pair.CertPEM, 0o644}, {keyPath, pair.KeyPEM, 0o600}, {caPath, ca.CertPEM, 0o644}} {
+		if err := writeFile(f.path, f.data, f.mode); err != nil {
+			return "", "", "", err
+		}
+	}
+	return certPath, keyPath, caPath, nil
+}

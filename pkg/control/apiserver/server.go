@@ -38,10 +38,14 @@ type Config struct {
 	// pods; without an address it gets no endpoints.
 	AdvertiseAddress netip.Addr
 	SecurePort       int
+	// Kubelet calls nodes' APIs (pods/log) with the API server's kubelet-client identity;
+	// nil answers those requests with 503.
+	Kubelet *http.Client
 }
 
 // Server is the API server's HTTP handler.
 type Server struct {
+	kubelet *http.Client
 	store   store.Interface
 	reg     *registry.Registry
 	log     *slog.Logger
@@ -69,6 +73,7 @@ func New(cfg Config) *Server {
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
 	s.protobufKinds = protobufResources(cfg.Registry)
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
+	s.kubelet = cfg.Kubelet
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		mux.HandleFunc(p, s.serveHealth)

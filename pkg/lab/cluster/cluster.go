@@ -126,11 +126,17 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		if err := ca.WriteKubeconfig(kubeconfig, serverURL(), "system:node:"+n.Name, []string{"system:nodes"}); err != nil {
 			return err
 		}
-		_, err := l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
+		// The node API's certificate (kubectl logs reaches minilet through miniapi).
+		cert, key, caFile, err := ca.WriteServing(filepath.Join(l.StateDir, n.Name+"-pki"), "minilet", []string{n.IP, n.Name})
+		if err != nil {
+			return err
+		}
+		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
 			filepath.Join(o.BinDir, "minilet"), "--kubeconfig", kubeconfig,
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
+			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
 		}})
 		if err != nil {
 			return err
