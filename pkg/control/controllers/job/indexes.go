@@ -1,0 +1,63 @@
+package job
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// parseIndexes reads status.completedIndexes ("1,3-5,7"), ignoring what is out of
+// [0, completions) or unreadable, as Kubernetes does for a hand-edited status.
+func parseIndexes(s string, completions int) map[int]bool {
+	set := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		for i := max(first, 0); i <= last && i < completions; i++ {
+			set[i] = true
+		}
+	}
+	return set
+}
+
+// formatIndexes writes a set of indexes as Kubernetes does: ascending, consecutive runs
+// of more than one index as "a-b", runs joined by commas.
+func formatIndexes(set map[int]bool) string {
+	sorted := make([]int, 0, len(set))
+	for i, in := range set {
+		if in {
+			sorted = append(sorted, i)
+		}
+	}
+	slices.Sort(sorted)
+	var b strings.Builder
+	for i := 0; i < len(sorted); {
+		j := i
+		for j+1 < len(sorted) && sorted[j+1] == sorted[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", sorted[i], sorted[j])
+		} else {
+			b.WriteString(strconv.Itoa(sorted[i]))
+		}
+		i = j + 1
+	}
+	return b.String()
+}

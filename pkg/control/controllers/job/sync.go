@@ -1,0 +1,340 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// Back-off between the recreations of failed pods: 10s, 20s, 40s, ... at most six minutes.
+const (
+	podFailureBackoff    = 10 * time.Second
+	maxPodFailureBackoff = 6 * time.Minute
+)
+
+// backoff is how long after the last failure the next pod may be created.
+func backoff(failures int) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
+	d := podFailureBackoff
+	for i := 1; i < failures && d < maxPodFailureBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxPodFailureBackoff)
+}
+
+// syncCtx is one look at a Job: its pods and what they count for.
+type syncCtx struct {
+	job         *batchv1.Job
+	st          *jobState
+	pods        []*corev1.Pod
+	indexed     bool
+	completions int
+	completed   map[int]bool // Indexed: the indexes that succeeded
+	active      []*corev1.Pod
+	now         metav1.Time
+}
+
+func (s *syncCtx) activeCount() int { return len(s.active) + len(s.st.creating) }
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	shared, err := c.jobs.Jobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.forget(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	pods, err := c.ownedPods(shared)
+	if err != nil {
+		return 0, err
+	}
+	if finished(shared) {
+		return 0, c.releaseAll(ctx, pods)
+	}
+	s := &syncCtx{job: shared.DeepCopy(), st: c.state(key, shared.UID), pods: pods, now: metav1.NewTime(c.clock.Now())}
+	s.indexed = ptr.Deref(s.job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
+	s.completions = int(ptr.Deref(s.job.Spec.Completions, 0))
+	s.completed = parseIndexes(s.job.Status.CompletedIndexes, s.completions)
+	s.st.prune(pods, s.now.Time)
+
+	if err := c.countFinished(ctx, s); err != nil {
+		return 0, err
+	}
+	for _, p := range pods {
+		if podActive(p) {
+			if _, deleting := s.st.deleting[p.Name]; !deleting {
+				s.active = append(s.active, p)
+			}
+		}
+	}
+	suspended := ptr.Deref(s.job.Spec.Suspend, false)
+	st := &s.job.Status
+	if !suspended && conditionTrue(s.job, batchv1.JobSuspended) {
+		setCondition(s.job, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", s.now)
+		st.StartTime = &s.now // a resumed Job's deadline counts from now
+		c.recorder.Event(s.job, corev1.EventTypeNormal, "Resumed", "Job resumed")
+	}
+	if !suspended && st.StartTime == nil {
+		st.StartTime = &s.now
+	}
+
+	var again time.Duration
+	c.judge(s, suspended, &again)
+	var final *batchv1.JobCondition
+	switch {
+	case conditionTrue(s.job, batchv1.JobFailureTarget) || conditionTrue(s.job, batchv1.JobSuccessCriteriaMet):
+		final = c.finish(ctx, s)
+	case suspended:
+		c.deletePods(ctx, s, s.active)
+		if !conditionTrue(s.job, batchv1.JobSuspended) {
+			setCondition(s.job, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", s.now)
+			c.recorder.Event(s.job, corev1.EventTypeNormal, "Suspended", "Job suspended")
+		}
+	default:
+		if wait := c.managePods(ctx, s); wait > 0 && (again == 0 || wait < again) {
+			again = wait
+		}
+	}
+
+	ready := int32(0)
+	terminating := int32(0)
+	for _, p := range s.active {
+		if podReady(p) {
+			ready++
+		}
+	}
+	for _, p := range pods {
+		if podTerminating(p) {
+			terminating++
+		}
+	}
+	st.Active = int32(s.activeCount())
+	st.Ready = &ready
+	st.Terminating = &terminating
+	if s.indexed {
+		st.CompletedIndexes = formatIndexes(s.completed)
+		st.Succeeded = int32(len(s.completed))
+	}
+	if apiequality.Semantic.DeepEqual(shared.Status, s.job.Status) {
+		return again, nil
+	}
+	if _, err := c.client.BatchV1().Jobs(ns).UpdateStatus(ctx, s.job, metav1.UpdateOptions{}); err != nil {
+		return 0, fmt.Errorf("update status of job %s: %w", key, err)
+	}
+	if final != nil {
+		if final.Type == batchv1.JobComplete {
+			c.recorder.Event(s.job, corev1.EventTypeNormal, "Completed", "Job completed")
+		} else {
+			c.recorder.Event(s.job, corev1.EventTypeWarning, final.Reason, final.Message)
+		}
+	}
+	return again, nil
+}
+
+// ownedPods are the pods the Job controls.
+func (c *Controller) ownedPods(job *batchv1.Job) ([]*corev1.Pod, error) {
+	all, err := c.pods.Pods(job.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var owned []*corev1.Pod
+	for _, p := range all {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
+			owned = append(owned, p)
+		}
+	}
+	return owned, nil
+}
+
+// countFinished moves every newly finished pod into the Job's counts exactly once: its uid
+// is first written to status.uncountedTerminatedPods, then its finalizer goes, then the
+// counters take it. A crash between the steps finds the uid recorded and finishes the move.
+func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
+	job := s.job
+	if job.Status.UncountedTerminatedPods == nil {
+		job.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
+	}
+	unc := job.Status.UncountedTerminatedPods
+	byUID := map[types.UID]*corev1.Pod{}
+	var release []*corev1.Pod
+	failJob := ""
+	suspended := ptr.Deref(job.Spec.Suspend, false)
+	for _, p := range s.pods {
+		byUID[p.UID] = p
+		if _, done := s.st.finalized[p.UID]; done || !hasTrackingFinalizer(p) {
+			continue
+		}
+		if slices.Contains(unc.Succeeded, p.UID) || slices.Contains(unc.Failed, p.UID) {
+			release = append(release, p)
+			continue
+		}
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded:
+			unc.Succeeded = append(unc.Succeeded, p.UID)
+			s.st.failures = 0
+		case podFailed(p, job):
+			action, msg := matchFailurePolicy(job.Spec.PodFailurePolicy, p)
+			switch {
+			case action != nil && *action == batchv1.PodFailurePolicyActionIgnore:
+			case suspended && p.Status.Phase != corev1.PodFailed: // deleted by the suspension, not a failure
+			default:
+				if action != nil && *action == batchv1.PodFailurePolicyActionFailJob && failJob == "" {
+					failJob = msg
+				}
+				unc.Failed = append(unc.Failed, p.UID)
+				s.st.failures++
+				s.st.lastFailure = s.now.Time
+			}
+		default:
+			continue // still running, or deleted with a phase the Job waits for
+		}
+		release = append(release, p)
+	}
+	if failJob != "" && !conditionTrue(job, batchv1.JobFailureTarget) {
+		setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonPodFailurePolicy, failJob, s.now)
+	}
+	if len(unc.Succeeded)+len(unc.Failed) > 0 {
+		updated, err := c.client.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("record finished pods of job %s/%s: %w", job.Namespace, job.Name, err)
+		}
+		job.ResourceVersion = updated.ResourceVersion
+	}
+	var errs []error
+	for _, p := range release {
+		if err := c.removeFinalizer(ctx, p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.st.finalized[p.UID] = struct{}{}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err // the uids stay recorded; the next sync finishes the move
+	}
+	for _, uid := range unc.Succeeded {
+		job.Status.Succeeded++
+		if p := byUID[uid]; p != nil && s.indexed {
+			if i := podIndex(p, s.completions); i >= 0 {
+				s.completed[i] = true
+			}
+		}
+	}
+	job.Status.Failed += int32(len(unc.Failed))
+	unc.Succeeded, unc.Failed = nil, nil
+	return nil
+}
+
+// judge decides whether the Job has failed or succeeded, setting FailureTarget or
+// SuccessCriteriaMet; the terminal condition follows once its pods are gone. again is set to
+// when the active deadline runs out.
+func (c *Controller) judge(s *syncCtx, suspended bool, again *time.Duration) {
+	job := s.job
+	if conditionTrue(job, batchv1.JobFailureTarget) || conditionTrue(job, batchv1.JobSuccessCriteriaMet) {
+		return
+	}
+	if job.Status.Failed > ptr.Deref(job.Spec.BackoffLimit, 6) || c.pastBackoffLimitOnFailure(s) {
+		setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonBackoffLimitExceeded, msgBackoffLimitExceeded, s.now)
+		return
+	}
+	if ads := job.Spec.ActiveDeadlineSeconds; ads != nil && !suspended && job.Status.StartTime != nil {
+		left := job.Status.StartTime.Add(time.Duration(*ads) * time.Second).Sub(s.now.Time)
+		if left <= 0 {
+			setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonDeadlineExceeded, msgDeadlineExceeded, s.now)
+			return
+		}
+		*again = left
+	}
+	succeeded := int(job.Status.Succeeded)
+	var done bool
+	switch {
+	case s.indexed:
+		done = len(s.completed) >= s.completions
+	case job.Spec.Completions != nil:
+		done = succeeded >= s.completions
+	default:
+		done = succeeded > 0 && s.activeCount() == 0
+	}
+	if done {
+		setCondition(job, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, reasonCompletionsReached, msgCompletionsReached, s.now)
+	}
+}
+
+// pastBackoffLimitOnFailure counts the container restarts of active pods against
+// backoffLimit when containers restart in place.
+func (c *Controller) pastBackoffLimitOnFailure(s *syncCtx) bool {
+	if s.job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return false
+	}
+	var n int32
+	for _, p := range s.active {
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
+			n += restarts(p)
+		}
+	}
+	limit := ptr.Deref(s.job.Spec.BackoffLimit, 6)
+	if limit == 0 {
+		return n > 0
+	}
+	return n >= limit
+}
+
+// finish deletes what still runs of a Job that failed or succeeded, and once no pod of it
+// is left running or terminating, sets Failed or Complete; it returns that condition.
+func (c *Controller) finish(ctx context.Context, s *syncCtx) *batchv1.JobCondition {
+	idle := s.activeCount() == 0
+	for _, p := range s.pods {
+		if podTerminating(p) {
+			idle = false
+		}
+	}
+	if !idle {
+		c.deletePods(ctx, s, s.active)
+		return nil
+	}
+	if t := condition(s.job, batchv1.JobFailureTarget); t != nil && t.Status == corev1.ConditionTrue {
+		setCondition(s.job, batchv1.JobFailed, corev1.ConditionTrue, t.Reason, t.Message, s.now)
+		return condition(s.job, batchv1.JobFailed)
+	}
+	setCondition(s.job, batchv1.JobComplete, corev1.ConditionTrue, reasonCompletionsReached, msgCompletionsReached, s.now)
+	s.job.Status.CompletionTime = &s.now
+	return condition(s.job, batchv1.JobComplete)
+}
+
+// releaseAll removes our finalizer from the pods of a finished Job.
+func (c *Controller) releaseAll(ctx context.Context, pods []*corev1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		if hasTrackingFinalizer(p) {
+			errs = append(errs, c.removeFinalizer(ctx, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, pod *corev1.Pod) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"$deleteFromPrimitiveList/finalizers":[%q]}}`, batchv1.JobTrackingFinalizer)
+	_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove the job-tracking finalizer of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
