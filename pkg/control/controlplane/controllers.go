@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
+	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // ControllerContext is what every controller starts from: one client, one informer
@@ -52,6 +55,8 @@ type controller struct {
 var controllers = []controller{
 	{"namespace", startNamespace},
 	{"garbagecollector", startGarbageCollector},
+	{"job", startJob},
+	{"cronjob", startCronJob},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -129,5 +134,24 @@ func startGarbageCollector(ctx context.Context, c *ControllerContext) error {
 			c.Log.Error("garbage collector stopped", "err", err)
 		}
 	}()
+	return nil
+}
+
+func startJob(ctx context.Context, c *ControllerContext) error {
+	jc, err := job.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Informers.Core().V1().Pods(), c.Recorder(job.Name), clock.RealClock{}, c.Log.With("component", job.Name))
+	if err != nil {
+		return err
+	}
+	go jc.Run(ctx)
+	return nil
+}
+
+func startCronJob(ctx context.Context, c *ControllerContext) error {
+	batch := c.Informers.Batch().V1()
+	cc, err := cronjob.New(c.Client, batch.CronJobs(), batch.Jobs(), c.Recorder(cronjob.Name), clock.RealClock{}, c.Log.With("component", cronjob.Name))
+	if err != nil {
+		return err
+	}
+	go cc.Run(ctx)
 	return nil
 }
