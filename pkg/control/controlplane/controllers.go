@@ -11,6 +11,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -57,6 +58,7 @@ var controllers = []controller{
 	{"garbagecollector", startGarbageCollector},
 	{"job", startJob},
 	{"cronjob", startCronJob},
+	{"ttl-after-finished", startTTLAfterFinished},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -153,5 +155,14 @@ func startCronJob(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go cc.Run(ctx)
+	return nil
+}
+
+func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
+	tc, err := ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), clock.RealClock{}, c.Log.With("component", ttlafterfinished.Name))
+	if err != nil {
+		return err
+	}
+	go tc.Run(ctx)
 	return nil
 }
