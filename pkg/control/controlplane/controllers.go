@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
+	"github.com/minik8s/minik8s/pkg/control/controllers/disruption"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
@@ -59,6 +60,7 @@ var controllers = []controller{
 	{"job", startJob},
 	{"cronjob", startCronJob},
 	{"ttl-after-finished", startTTLAfterFinished},
+	{"disruption", startDisruption},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -164,5 +166,14 @@ func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go tc.Run(ctx)
+	return nil
+}
+
+func startDisruption(ctx context.Context, c *ControllerContext) error {
+	dc, err := disruption.New(c.Client, c.Informers, c.Recorder(disruption.Name), clock.RealClock{}, c.Log.With("component", disruption.Name))
+	if err != nil {
+		return err
+	}
+	go dc.Run(ctx)
 	return nil
 }
