@@ -344,4 +344,3 @@ func podReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
-
