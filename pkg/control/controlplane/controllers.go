@@ -12,6 +12,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,6 +62,7 @@ var controllers = []controller{
 	{"cronjob", startCronJob},
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"disruption", startDisruption},
+	{"resourcequota", startResourceQuota},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -175,5 +177,14 @@ func startDisruption(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go dc.Run(ctx)
+	return nil
+}
+
+func startResourceQuota(ctx context.Context, c *ControllerContext) error {
+	rq, err := resourcequota.New(c.Client, c.Informers, c.Log.With("component", resourcequota.Name))
+	if err != nil {
+		return err
+	}
+	go rq.Run(ctx)
 	return nil
 }
