@@ -12,6 +12,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,7 @@ var controllers = []controller{
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
+	{"persistentvolume-binder", startPVBinder},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -186,5 +188,15 @@ func startResourceQuota(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go rq.Run(ctx)
+	return nil
+}
+
+func startPVBinder(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	pb, err := pvbinder.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), c.Recorder(pvbinder.Name), c.Log.With("component", pvbinder.Name))
+	if err != nil {
+		return err
+	}
+	go pb.Run(ctx)
 	return nil
 }
