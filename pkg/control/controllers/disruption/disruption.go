@@ -205,7 +205,7 @@ func (c *Controller) writeStatus(ctx context.Context, shared, pdb *policyv1.PodD
 	if apiequality.Semantic.DeepEqual(shared.Status, pdb.Status) {
 		return nil
 	}
-	_, err := c.client.PolicyV1().PodDisruptionBudgets(pdb.Namespace).UpdateStatus(context.WithoutCancel(ctx), pdb, metav1.UpdateOptions{})
+	_, err := c.client.PolicyV1().PodDisruptionBudgets(pdb.Namespace).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("update status of poddisruptionbudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
 	}
