@@ -367,11 +367,21 @@ func TestPodFailurePolicy(t *testing.T) {
 // A pod of a deleted Job loses the job-tracking finalizer, so it does not linger.
 func TestDeletedJobReleasesPods(t *testing.T) {
 	c, ctx := start(t)
-	j := newJob("gone")
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, newJob("gone"), metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a pod", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "gone"))) == 1 })
 	c.MustKubectl(t, "", "delete", "job", "gone", "--cascade=foreground", "--timeout=30s")
 	waitFor(t, "its pods to go", 20*time.Second, func() bool { return len(jobPods(t, ctx, c, "gone")) == 0 })
+	// The pod the garbage collector deleted was not replaced while the Job was going.
+	created := 0
+	for _, e := range events(t, ctx, c, j) {
+		if e.Reason == "SuccessfulCreate" {
+			created += int(e.Count)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d pods created for a Job deleted with its one pod", created)
+	}
 }

@@ -67,7 +67,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	if finished(shared) {
+	if finished(shared) || shared.DeletionTimestamp != nil {
+		// Nothing more to count or to start: a Job being deleted leaves its pods to the
+		// garbage collector, without finalizers that would hold them.
 		return 0, c.releaseAll(ctx, pods)
 	}
 	s := &syncCtx{job: shared.DeepCopy(), st: c.state(key, shared.UID), pods: pods, now: metav1.NewTime(c.clock.Now())}
