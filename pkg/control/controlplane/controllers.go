@@ -10,12 +10,15 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controllers/daemonset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
+	"github.com/minik8s/minik8s/pkg/control/controllers/disruption"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
+	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +75,9 @@ var controllers = []controller{
 	{"cronjob", startCronJob},
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"daemonset", startDaemonSet},
+	{"disruption", startDisruption},
+	{"resourcequota", startResourceQuota},
+	{"persistentvolume-binder", startPVBinder},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -216,35 +222,6 @@ func startServiceAccount(ctx context.Context, c *ControllerContext) error {
 	return nil
 }
 
-func startJob(ctx context.Context, c *ControllerContext) error {
-	j, err := job.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Informers.Core().V1().Pods(),
-		c.Recorder("job-controller"), c.Log.With("component", "job-controller"))
-	if err != nil {
-		return err
-	}
-	go j.Run(ctx)
-	return nil
-}
-
-func startCronJob(ctx context.Context, c *ControllerContext) error {
-	cj, err := cronjob.New(c.Client, c.Informers.Batch().V1().CronJobs(), c.Informers.Batch().V1().Jobs(),
-		c.Recorder("cronjob-controller"), clock.RealClock{}, c.Log.With("component", "cronjob-controller"))
-	if err != nil {
-		return err
-	}
-	go cj.Run(ctx)
-	return nil
-}
-
-func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
-	ttl, err := ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Log.With("component", "ttl-after-finished-controller"))
-	if err != nil {
-		return err
-	}
-	go ttl.Run(ctx)
-	return nil
-}
-
 func startDaemonSet(ctx context.Context, c *ControllerContext) error {
 	apps := c.Informers.Apps().V1()
 	ds, err := daemonset.New(c.Client, apps.DaemonSets(), c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(),
@@ -253,5 +230,61 @@ func startDaemonSet(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go ds.Run(ctx)
+	return nil
+}
+
+func startJob(ctx context.Context, c *ControllerContext) error {
+	jc, err := job.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Informers.Core().V1().Pods(), c.Recorder(job.Name), clock.RealClock{}, c.Log.With("component", job.Name))
+	if err != nil {
+		return err
+	}
+	go jc.Run(ctx)
+	return nil
+}
+
+func startCronJob(ctx context.Context, c *ControllerContext) error {
+	batch := c.Informers.Batch().V1()
+	cc, err := cronjob.New(c.Client, batch.CronJobs(), batch.Jobs(), c.Recorder(cronjob.Name), clock.RealClock{}, c.Log.With("component", cronjob.Name))
+	if err != nil {
+		return err
+	}
+	go cc.Run(ctx)
+	return nil
+}
+
+func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
+	tc, err := ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), clock.RealClock{}, c.Log.With("component", ttlafterfinished.Name))
+	if err != nil {
+		return err
+	}
+	go tc.Run(ctx)
+	return nil
+}
+
+func startDisruption(ctx context.Context, c *ControllerContext) error {
+	dc, err := disruption.New(c.Client, c.Informers, c.Recorder(disruption.Name), clock.RealClock{}, c.Log.With("component", disruption.Name))
+	if err != nil {
+		return err
+	}
+	go dc.Run(ctx)
+	return nil
+}
+
+func startResourceQuota(ctx context.Context, c *ControllerContext) error {
+	rq, err := resourcequota.New(c.Client, c.Informers, c.Log.With("component", resourcequota.Name))
+	if err != nil {
+		return err
+	}
+	go rq.Run(ctx)
+	return nil
+}
+
+func startPVBinder(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	pb, err := pvbinder.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), c.Recorder(pvbinder.Name), c.Log.With("component", pvbinder.Name))
+	if err != nil {
+		return err
+	}
+	go pb.Run(ctx)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -203,20 +204,21 @@ func TestKubectlDrain(t *testing.T) {
 		}
 	}
 	one := intstr.FromInt32(1)
-	pdb, err := c.client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+	if _, err := c.client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	setBudget := func(allowed int32) { // what the disruption controller would write
-		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
-		if pdb, err = c.client.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+	// The disruption controller keeps the budget's status: one healthy pod of one needed.
+	waitBudget := func(allowed int32) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("the budget to allow %d disruptions", allowed), func() bool {
+			pdb, err := c.client.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guard", metav1.GetOptions{})
+			return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == allowed
+		})
 	}
-	setBudget(0)
+	waitBudget(0)
 
 	out, err := c.kubectl(t, "", "drain", "node-1", "--force", "--grace-period=0", "--timeout=3s")
 	if err == nil || !strings.Contains(out, "evicting pod default/free") || !strings.Contains(out, "violate the pod's disruption budget") {
@@ -229,7 +231,8 @@ func TestKubectlDrain(t *testing.T) {
 		t.Fatalf("after the first drain: node unschedulable %v, free pod %v, guarded pod %v", node.Spec.Unschedulable, freeErr, guardedErr)
 	}
 
-	setBudget(1)
+	c.mustKubectl(t, "", "patch", "pdb", "guard", "--type=merge", "-p", `{"spec":{"minAvailable":0}}`)
+	waitBudget(1)
 	if out := c.mustKubectl(t, "", "drain", "node-1", "--force", "--grace-period=0", "--timeout=10s"); !strings.Contains(out, "node/node-1 drained") {
 		t.Fatalf("drain once the budget allows it:\n%s", out)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,163 +16,239 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
-// TestScheduleAgainstMiniapi drives the controller's sync with a fake clock against a real
-// miniapi (whose own cronjob controller is off): one Job per schedule time, named by it;
-// Forbid skips while one runs, Replace replaces it; history limits; suspend.
-func TestScheduleAgainstMiniapi(t *testing.T) {
-	cl := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"*", "-cronjob"} })
+// startWithFakeClock runs miniapi (with its job controller) and, in the test, a cronjob
+// controller on a fake clock against it, so minutes pass in a Step.
+func startWithFakeClock(t *testing.T) (*controlplanetest.Cluster, *testingclock.FakeClock, context.Context) {
+	c := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"*", "-cronjob"} })
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory := informers.NewSharedInformerFactory(cl.Client, 0)
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.Client.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	c, err := cronjob.New(cl.Client, factory.Batch().V1().CronJobs(), factory.Batch().V1().Jobs(),
-		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "cronjob-controller"}), clk,
+	t.Cleanup(cancel)
+	clk := testingclock.NewFakeClock(time.Now())
+	factory := informers.NewSharedInformerFactory(c.Client, 0)
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
+	t.Cleanup(broadcaster.Shutdown)
+	ctrl, err := cronjob.New(c.Client, factory.Batch().V1().CronJobs(), factory.Batch().V1().Jobs(),
+		broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cronjob.Name}), clk,
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	go c.Run(ctx)
+	go ctrl.Run(ctx)
+	return c, clk, ctx
+}
 
-	cj := &batchv1.CronJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "tick", Namespace: "default"},
-		Spec: batchv1.CronJobSpec{Schedule: "*/1 * * * *", ConcurrencyPolicy: batchv1.ForbidConcurrent,
-			SuccessfulJobsHistoryLimit: ptr.To[int32](1),
-			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "localhost/minik8s/busybox:v1"}}}}}}},
-	}
-	created, err := cl.Client.BatchV1().CronJobs("default").Create(ctx, cj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fake clock starts where the CronJob was created.
-	clk.SetTime(created.CreationTimestamp.Time)
-	// settle wakes the controller after the fake clock moved (a touch of the CronJob is an
-	// event) and waits for its writes to land.
-	pokes := 0
-	settle := func() {
-		t.Helper()
-		pokes++
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test/poke":"%d"}}}`, pokes)
-		if _, err := cl.Client.BatchV1().CronJobs("default").Patch(ctx, "tick", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(700 * time.Millisecond)
-	}
-	jobNames := func() []string {
-		list, err := cl.Client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, j := range list.Items {
-			if j.DeletionTimestamp == nil {
-				names = append(names, j.Name)
-			}
-		}
-		return names
-	}
-	// waitNames polls for the Jobs to be exactly want (writes and caches take a moment).
-	waitNames := func(want, why string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			got := strings.Join(jobNames(), ",")
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: jobs %q, want %q", why, got, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	settle()
-	if n := jobNames(); len(n) != 0 {
-		t.Fatalf("jobs before the first schedule time: %v", n)
-	}
-	first := created.CreationTimestamp.Time.Truncate(time.Minute).Add(time.Minute)
-	clk.SetTime(first.Add(5 * time.Second))
-	settle()
-	waitNames(fmt.Sprintf("tick-%d", first.Unix()/60), "after the first schedule time")
-	names := jobNames()
-	// Forbid: the next minute starts nothing while the first job runs.
-	clk.SetTime(first.Add(65 * time.Second))
-	settle()
-	if n := jobNames(); len(n) != 1 {
-		t.Fatalf("Forbid started another job while one runs: %v", n)
-	}
-	// The job completes: the schedule time Forbid skipped is started now (it is still
-	// within the schedule), as Kubernetes does.
-	base := first.Unix() / 60
-	completeJob(t, cl, names[0])
-	settle()
-	waitNames(fmt.Sprintf("tick-%d,tick-%d", base, base+1), "after the first job completed, the skipped time starts")
-	names = jobNames()
-	// The second completes too: the history keeps one successful job; the next minute starts.
-	completeJob(t, cl, names[1])
-	clk.SetTime(first.Add(125 * time.Second))
-	settle()
-	waitNames(fmt.Sprintf("tick-%d,tick-%d", base+1, base+2), "after two completions (history limit 1)")
-	got, _ := cl.Client.BatchV1().CronJobs("default").Get(ctx, "tick", metav1.GetOptions{})
-	if got.Status.LastScheduleTime == nil || !got.Status.LastScheduleTime.Time.Equal(first.Add(2*time.Minute)) || len(got.Status.Active) != 1 || got.Status.LastSuccessfulTime == nil {
-		t.Errorf("status %+v (first %v)", got.Status, first)
-	}
-	// Replace: the running job is replaced by the next one.
-	got.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent
-	if _, err := cl.Client.BatchV1().CronJobs("default").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	clk.SetTime(first.Add(185 * time.Second))
-	settle()
-	waitNames(fmt.Sprintf("tick-%d,tick-%d", base+1, base+3), "Replace replaces the running job")
-	names = jobNames()
-	// Suspended: nothing new.
-	cl.MustKubectl(t, "", "patch", "cronjob", "tick", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
-	clk.SetTime(first.Add(245 * time.Second))
-	settle()
-	if n := jobNames(); strings.Join(n, ",") != strings.Join(names, ",") {
-		t.Errorf("a suspended cronjob started a job: %v", n)
-	}
-	out := cl.MustKubectl(t, "", "get", "cronjob", "tick")
-	if !strings.Contains(out, "*/1 * * * *") || !strings.Contains(out, "True") {
-		t.Errorf("kubectl get cronjob:\n%s", out)
-	}
-	events := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=tick")
-	for _, want := range []string{"SuccessfulCreate", "Created job tick-", "SawCompletedJob", "SuccessfulDelete"} {
-		if !strings.Contains(events, want) {
-			t.Errorf("events lack %q:\n%s", want, events)
-		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func completeJob(t *testing.T, cl *controlplanetest.Cluster, name string) {
+func newCronJob(name string, policy batchv1.ConcurrencyPolicy) *batchv1.CronJob {
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: batchv1.CronJobSpec{Schedule: "*/1 * * * *", ConcurrencyPolicy: policy, JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "work", Image: "localhost/minik8s/busybox:v1"}}}},
+		}}},
+	}
+}
+
+// jobs are the CronJob's Jobs not being deleted, oldest first.
+func jobs(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, cj string) []batchv1.Job {
 	t.Helper()
-	ctx := context.Background()
-	j, err := cl.Client.BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+	list, err := c.Client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := metav1.Now()
-	j.Status.StartTime, j.Status.CompletionTime, j.Status.Succeeded = &now, &now, 1
-	j.Status.Conditions = []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	var out []batchv1.Job
+	for _, j := range list.Items {
+		if ref := metav1.GetControllerOf(&j); ref != nil && ref.Name == cj && j.DeletionTimestamp == nil {
+			out = append(out, j)
+		}
 	}
-	if _, err := cl.Client.BatchV1().Jobs("default").UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil {
+	slices.SortFunc(out, func(a, b batchv1.Job) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// completeJob plays the kubelet for the Job's pod: it succeeds, and the job controller
+// completes the Job.
+func completeJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job string) {
+	t.Helper()
+	waitFor(t, "a pod of "+job, 10*time.Second, func() bool {
+		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+		if err != nil || len(pods.Items) == 0 {
+			return false
+		}
+		p := pods.Items[0]
+		p.Status.Phase = corev1.PodSucceeded
+		_, err = c.Client.CoreV1().Pods("default").UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+		return err == nil
+	})
+	waitFor(t, job+" to complete", 10*time.Second, func() bool {
+		j, err := c.Client.BatchV1().Jobs("default").Get(ctx, job, metav1.GetOptions{})
+		return err == nil && j.Status.CompletionTime != nil
+	})
+}
+
+func getCronJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, name string) *batchv1.CronJob {
+	t.Helper()
+	cj, err := c.Client.BatchV1().CronJobs("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	return cj
+}
+
+func hasEvent(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, cj *batchv1.CronJob, reason, message string) bool {
+	evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(cj.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+		return e.Reason == reason && strings.HasPrefix(e.Message, message) && e.Source.Component == cronjob.Name
+	})
+}
+
+// Forbid: one Job per minute, named by its minute, none while the previous runs; history
+// limits keep the newest finished Jobs; status follows.
+func TestCronJobForbidAndHistory(t *testing.T) {
+	c, clk, ctx := startWithFakeClock(t)
+	cj := newCronJob("tick", batchv1.ForbidConcurrent)
+	cj.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](1)
+	cj, err := c.Client.BatchV1().CronJobs("default").Create(ctx, cj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // nothing is due before the first minute
+	if n := len(jobs(t, ctx, c, "tick")); n != 0 {
+		t.Fatalf("%d jobs before any start time", n)
+	}
+	clk.Step(time.Minute)
+	waitFor(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "tick")) == 1 })
+	first := jobs(t, ctx, c, "tick")[0]
+	scheduled := cronStart(clk.Now())
+	if want := fmt.Sprintf("tick-%d", scheduled.Unix()/60); first.Name != want {
+		t.Errorf("job name %s, want %s", first.Name, want)
+	}
+	if got := first.Annotations[cronjob.ScheduledTimestampAnnotation]; got != scheduled.Local().Format(time.RFC3339) {
+		t.Errorf("scheduled-timestamp annotation %q, want %q", got, scheduled.Local().Format(time.RFC3339))
+	}
+	waitFor(t, "status", 10*time.Second, func() bool {
+		st := getCronJob(t, ctx, c, "tick").Status
+		return len(st.Active) == 1 && st.Active[0].Name == first.Name && st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: scheduled})
+	})
+	waitFor(t, "SuccessfulCreate", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulCreate", "Created job "+first.Name) })
+
+	clk.Step(time.Minute) // the first still runs: Forbid skips this minute
+	waitFor(t, "JobAlreadyActive", 10*time.Second, func() bool {
+		return hasEvent(t, ctx, c, cj, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
+	})
+	if n := len(jobs(t, ctx, c, "tick")); n != 1 {
+		t.Fatalf("%d jobs under Forbid while one runs", n)
+	}
+	completeJob(t, ctx, c, first.Name)
+	waitFor(t, "SawCompletedJob and lastSuccessfulTime", 10*time.Second, func() bool {
+		return getCronJob(t, ctx, c, "tick").Status.LastSuccessfulTime != nil && hasEvent(t, ctx, c, cj, "SawCompletedJob", "Saw completed job: "+first.Name+", condition: Complete")
+	})
+	// The minute Forbid skipped is still due (lastScheduleTime did not move): it starts now.
+	skipped := fmt.Sprintf("tick-%d", scheduled.Unix()/60+1)
+	waitFor(t, "the job of the skipped minute", 10*time.Second, func() bool {
+		return slices.ContainsFunc(jobs(t, ctx, c, "tick"), func(j batchv1.Job) bool { return j.Name == skipped })
+	})
+	second := jobs(t, ctx, c, "tick")
+	completeJob(t, ctx, c, second[len(second)-1].Name)
+	// successfulJobsHistoryLimit 1: the first Job goes.
+	waitFor(t, "history cleanup", 20*time.Second, func() bool {
+		js := jobs(t, ctx, c, "tick")
+		return len(js) == 1 && js[0].Name != first.Name
+	})
+	waitFor(t, "SuccessfulDelete", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulDelete", "Deleted job "+first.Name) })
+}
+
+// cronStart is the start of the minute t is in: "*/1 * * * *" fires then.
+func cronStart(t time.Time) time.Time { return t.Truncate(time.Minute) }
+
+// Replace: a new start time deletes the running Job and starts another.
+func TestCronJobReplace(t *testing.T) {
+	c, clk, ctx := startWithFakeClock(t)
+	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("swap", batchv1.ReplaceConcurrent), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	waitFor(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "swap")) == 1 })
+	first := jobs(t, ctx, c, "swap")[0].Name
+	clk.Step(time.Minute)
+	waitFor(t, "the replacement", 10*time.Second, func() bool {
+		js := jobs(t, ctx, c, "swap")
+		return len(js) == 1 && js[0].Name != first
+	})
+	waitFor(t, "status names only the new job", 10*time.Second, func() bool {
+		st := getCronJob(t, ctx, c, "swap").Status
+		return len(st.Active) == 1 && st.Active[0].Name != first
+	})
+}
+
+// suspend and startingDeadlineSeconds: nothing starts while suspended, and a start time
+// missed by more than the deadline is skipped.
+func TestCronJobSuspendAndDeadline(t *testing.T) {
+	c, clk, ctx := startWithFakeClock(t)
+	cj := newCronJob("late", batchv1.AllowConcurrent)
+	cj.Spec.Suspend = ptr.To(true)
+	cj.Spec.StartingDeadlineSeconds = ptr.To[int64](10)
+	cj, err := c.Client.BatchV1().CronJobs("default").Create(ctx, cj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(why string) {
+		t.Helper()
+		time.Sleep(2 * time.Second)
+		if n := len(jobs(t, ctx, c, "late")); n != 0 {
+			t.Fatalf("%d jobs started %s", n, why)
+		}
+	}
+	// 2 s past a start time: due, but suspended.
+	boundary := cronStart(clk.Now()).Add(2 * time.Minute)
+	clk.SetTime(boundary.Add(2 * time.Second))
+	c.MustKubectl(t, "", "annotate", "cronjob", "late", "wake=1") // a sync now, not at the next minute
+	none("while suspended")
+	// Resumed 30 s past it: the start time is older than the 10 s deadline, and skipped.
+	clk.SetTime(boundary.Add(30 * time.Second))
+	c.MustKubectl(t, "", "patch", "cronjob", "late", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+	none("past their deadline")
+	clk.SetTime(cronStart(clk.Now()).Add(time.Minute + 2*time.Second))
+	waitFor(t, "a job within the deadline", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "late")) == 1 })
+	if got, want := jobs(t, ctx, c, "late")[0].Name, fmt.Sprintf("late-%d", cronStart(clk.Now()).Unix()/60); got != want {
+		t.Errorf("job %s, want %s (the minute within the deadline)", got, want)
+	}
+}
+
+// kubectl create cronjob, and kubectl get cronjob reads it; the in-process controller
+// (real clock) runs it.
+func TestKubectlCronJob(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	c.MustKubectl(t, "", "create", "cronjob", "hello", "--image=localhost/minik8s/busybox:v1", "--schedule=@hourly", "--", "date")
+	out := c.MustKubectl(t, "", "get", "cronjob", "hello")
+	for _, want := range []string{"SCHEDULE", "@hourly", "False", "<none>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get cronjob lacks %q:\n%s", want, out)
+		}
+	}
+	out = c.MustKubectl(t, "", "create", "job", "now", "--from=cronjob/hello")
+	if !strings.Contains(out, "job.batch/now created") {
+		t.Errorf("kubectl create job --from: %s", out)
 	}
 }

@@ -1,8 +1,8 @@
-// Package job runs Jobs to completion as kube-controller-manager's job controller does:
-// pods from the template up to parallelism until completions succeed (NonIndexed or
-// Indexed), failures retried with exponential back-off up to backoffLimit, under
-// activeDeadlineSeconds, a podFailurePolicy and suspend; finished pods are counted through
-// the batch.kubernetes.io/job-tracking finalizer so none is lost or counted twice.
+// Package job runs Jobs to completion, as kube-controller-manager's job controller does:
+// pods from the template (Indexed or not) up to parallelism until enough succeed, failed pods
+// replaced with exponential back-off until backoffLimit, activeDeadlineSeconds, suspend,
+// podFailurePolicy, and every finished pod counted exactly once through the job-tracking
+// finalizer and status.uncountedTerminatedPods.
 package job
 
 import (
@@ -14,7 +14,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -27,111 +30,199 @@ import (
 	"k8s.io/utils/clock"
 )
 
-var kind = batchv1.SchemeGroupVersion.WithKind("Job")
+// Name is the controller's name in Events and --controllers.
+const Name = "job-controller"
 
-// Controller is the job controller.
+// expectationTimeout is how long a pod we created counts as active before the cache shows
+// it; after that the cache is trusted again (the create may have been undone).
+const expectationTimeout = time.Minute
+
+// Controller reconciles Jobs with their pods.
 type Controller struct {
 	client   kubernetes.Interface
 	jobs     batchlisters.JobLister
 	pods     corelisters.PodLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
+	orphans  workqueue.TypedRateLimitingInterface[string] // pods holding our finalizer whose Job is gone
 	recorder record.EventRecorder
 	clock    clock.Clock
 	log      *slog.Logger
-	// pending counts pod creations per Job not yet seen in the informer, so a burst of
-	// events does not create a pod twice.
-	mu      sync.Mutex
-	pending map[string]int
+
+	mu     sync.Mutex
+	states map[string]*jobState
 }
 
-// New wires the controller to the shared informers.
-func New(client kubernetes.Interface, jobs batchinformers.JobInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+// jobState is what the controller remembers of a Job between syncs: the writes the cache
+// has not shown yet (so a burst of events never creates or counts twice) and the back-off.
+type jobState struct {
+	uid       types.UID
+	creating  map[string]pendingPod  // pods created, not yet in the cache
+	deleting  map[string]time.Time   // pods deleted, still shown as active by the cache
+	finalized map[types.UID]struct{} // pods counted and released, the cache still shows our finalizer
+	// failures since the last success, and when the last one was seen: the back-off.
+	failures    int
+	lastFailure time.Time
+}
+
+type pendingPod struct {
+	index int
+	at    time.Time
+}
+
+// New wires the controller to the shared Job and Pod informers.
+func New(client kubernetes.Interface, jobs batchinformers.JobInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, clk clock.Clock, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, jobs: jobs.Lister(), pods: pods.Lister(),
-		synced: []cache.InformerSynced{jobs.Informer().HasSynced, pods.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "job"}),
-		recorder: recorder, clock: clock.RealClock{}, log: log, pending: map[string]int{},
-	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
+		synced:   []cache.InformerSynced{jobs.Informer().HasSynced, pods.Informer().HasSynced},
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "job"}),
+		orphans:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "job_orphan_pod"}),
+		recorder: recorder, clock: clk, log: log,
+		states: map[string]*jobState{},
 	}
 	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+		AddFunc:    c.enqueueJob,
+		UpdateFunc: func(_, obj any) { c.enqueueJob(obj) },
+		DeleteFunc: c.jobDeleted,
 	}); err != nil {
 		return nil, err
 	}
-	onPod := func(obj any, created bool) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return
-		}
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
-			key := pod.Namespace + "/" + ref.Name
-			if created {
-				c.mu.Lock()
-				if c.pending[key] > 0 {
-					c.pending[key]--
-				}
-				c.mu.Unlock()
-			}
-			c.queue.Add(key)
-		}
-	}
 	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { onPod(obj, true) },
-		UpdateFunc: func(_, obj any) { onPod(obj, false) },
-		DeleteFunc: func(obj any) { onPod(obj, false) },
+		AddFunc:    c.podChanged,
+		UpdateFunc: func(_, obj any) { c.podChanged(obj) },
+		DeleteFunc: c.podChanged,
 	})
 	return c, err
 }
 
-// Run works the queue until ctx ends.
+// Run works the queues until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	for range 5 {
-		go workloop.Run(ctx, c.queue, c.log, c.sync)
+	go workloop.Run(ctx, c.orphans, c.log, c.releaseOrphan)
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+func (c *Controller) enqueueJob(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
 	}
-	<-ctx.Done()
 }
 
-func (c *Controller) expectCreates(key string, n int) {
-	c.mu.Lock()
-	c.pending[key] += n
-	c.mu.Unlock()
+// jobDeleted forgets the Job and hands its pods to the orphan queue, which releases them.
+func (c *Controller) jobDeleted(obj any) {
+	c.enqueueJob(obj)
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
+		if job, ok = tomb.Obj.(*batchv1.Job); !isTomb || !ok {
+			return
+		}
+	}
+	pods, _ := c.pods.Pods(job.Namespace).List(labels.Everything())
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID && hasTrackingFinalizer(p) {
+			c.orphans.Add(job.Namespace + "/" + p.Name)
+		}
+	}
 }
 
-func (c *Controller) creationsPending(key string) bool {
+// podChanged wakes the pod's Job, or the orphan queue for a pod that holds our finalizer
+// without a Job to count it.
+func (c *Controller) podChanged(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	deleted := false
+	if !ok {
+		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
+		if pod, ok = tomb.Obj.(*corev1.Pod); !isTomb || !ok {
+			return
+		}
+		deleted = true
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
+		if hasTrackingFinalizer(pod) && !deleted {
+			c.orphans.Add(pod.Namespace + "/" + pod.Name)
+		}
+		return
+	}
+	job, err := c.jobs.Jobs(pod.Namespace).Get(ref.Name)
+	if err != nil || job.UID != ref.UID {
+		if hasTrackingFinalizer(pod) && !deleted {
+			c.orphans.Add(pod.Namespace + "/" + pod.Name)
+		}
+		return
+	}
+	c.queue.Add(pod.Namespace + "/" + ref.Name)
+}
+
+// state is the memory of a Job, fresh when the Job was replaced by one of the same name.
+func (c *Controller) state(key string, uid types.UID) *jobState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pending[key] > 0
+	st := c.states[key]
+	if st == nil || st.uid != uid {
+		st = &jobState{uid: uid, creating: map[string]pendingPod{}, deleting: map[string]time.Time{}, finalized: map[types.UID]struct{}{}}
+		c.states[key] = st
+	}
+	return st
 }
 
-func (c *Controller) creationFailed(key string) {
+func (c *Controller) forget(key string) {
 	c.mu.Lock()
-	if c.pending[key] > 0 {
-		c.pending[key]--
-	}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	delete(c.states, key)
 }
 
-// backoff is the delay before the next pod after failures: 10 s doubling, at most 6 min.
-func backoff(failures int32) time.Duration {
-	if failures <= 0 {
-		return 0
+// prune drops the writes the cache now shows, and those it never showed in time.
+func (st *jobState) prune(pods []*corev1.Pod, now time.Time) {
+	byName := map[string]*corev1.Pod{}
+	byUID := map[types.UID]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name], byUID[p.UID] = p, p
 	}
-	d := 10 * time.Second
-	for i := int32(1); i < failures && d < 6*time.Minute; i++ {
-		d *= 2
+	for name, p := range st.creating {
+		if _, seen := byName[name]; seen || now.Sub(p.at) > expectationTimeout {
+			delete(st.creating, name)
+		}
 	}
-	return min(d, 6*time.Minute)
+	for name, at := range st.deleting {
+		if p, ok := byName[name]; !ok || p.DeletionTimestamp != nil || now.Sub(at) > expectationTimeout {
+			delete(st.deleting, name)
+		}
+	}
+	for uid := range st.finalized {
+		if p, ok := byUID[uid]; !ok || !hasTrackingFinalizer(p) {
+			delete(st.finalized, uid)
+		}
+	}
+}
+
+// releaseOrphan removes our finalizer from a pod whose Job is gone (checked against the
+// API, not only the cache), so the pod can be deleted.
+func (c *Controller) releaseOrphan(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	pod, err := c.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && !hasTrackingFinalizer(pod)) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == jobKind.Kind {
+		job, err := c.client.BatchV1().Jobs(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err == nil && job.UID == ref.UID {
+			c.queue.Add(ns + "/" + ref.Name)
+			return 0, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+	}
+	return 0, c.removeFinalizer(ctx, pod)
 }

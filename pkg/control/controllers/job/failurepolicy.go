@@ -8,51 +8,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// matchFailurePolicy applies the Job's podFailurePolicy to a failed pod: the action of the
-// first rule that matches (its exit codes or its pod conditions), and for FailJob the
-// message Kubernetes gives. No policy or no match: "" (count the failure).
-func matchFailurePolicy(job *batchv1.Job, pod *corev1.Pod) (batchv1.PodFailurePolicyAction, string) {
-	policy := job.Spec.PodFailurePolicy
+// matchFailurePolicy finds the first rule of the Job's podFailurePolicy that a Failed pod
+// matches, and says why in Kubernetes' words. nil when no rule matches (the failure counts).
+func matchFailurePolicy(policy *batchv1.PodFailurePolicy, pod *corev1.Pod) (*batchv1.PodFailurePolicyAction, string) {
 	if policy == nil || pod.Status.Phase != corev1.PodFailed {
-		return "", ""
+		return nil, ""
 	}
 	for i, rule := range policy.Rules {
 		if r := rule.OnExitCodes; r != nil {
-			if cs := failedContainer(pod, r); cs != nil {
-				return rule.Action, fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %v rule at index %d",
-					cs.Name, pod.Namespace, pod.Name, cs.State.Terminated.ExitCode, rule.Action, i)
+			if c, code, ok := matchExitCodes(r, pod); ok {
+				return &rule.Action, fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %v rule at index %d", c, pod.Namespace, pod.Name, code, rule.Action, i)
 			}
 		}
-		for _, pc := range rule.OnPodConditions {
+		for _, want := range rule.OnPodConditions {
+			status := want.Status
+			if status == "" {
+				status = corev1.ConditionTrue
+			}
 			for _, c := range pod.Status.Conditions {
-				status := pc.Status
-				if status == "" {
-					status = corev1.ConditionTrue
-				}
-				if c.Type == pc.Type && c.Status == status {
-					return rule.Action, fmt.Sprintf("Pod %s/%s has condition %v matching %v rule at index %d", pod.Namespace, pod.Name, c.Type, rule.Action, i)
+				if c.Type == want.Type && c.Status == status {
+					return &rule.Action, fmt.Sprintf("Pod %s/%s has condition %v matching %v rule at index %d", pod.Namespace, pod.Name, c.Type, rule.Action, i)
 				}
 			}
 		}
 	}
-	return "", ""
+	return nil, ""
 }
 
-// failedContainer is the first container that ended with a non-zero exit code the rule
-// names (In) or does not name (NotIn).
-func failedContainer(pod *corev1.Pod, r *batchv1.PodFailurePolicyOnExitCodesRequirement) *corev1.ContainerStatus {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
-		for i := range list {
-			cs := &list[i]
-			t := cs.State.Terminated
-			if t == nil || t.ExitCode == 0 || (r.ContainerName != nil && *r.ContainerName != cs.Name) {
-				continue
-			}
-			in := slices.Contains(r.Values, t.ExitCode)
-			if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
-				return cs
-			}
+// matchExitCodes finds a container that exited non-zero with a code the requirement names
+// (In) or does not name (NotIn); exit code 0 never matches.
+func matchExitCodes(r *batchv1.PodFailurePolicyOnExitCodesRequirement, pod *corev1.Pod) (string, int32, bool) {
+	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
+	for _, s := range statuses {
+		if s.State.Terminated == nil || s.State.Terminated.ExitCode == 0 {
+			continue
+		}
+		if r.ContainerName != nil && *r.ContainerName != s.Name {
+			continue
+		}
+		code := s.State.Terminated.ExitCode
+		in := slices.Contains(r.Values, code)
+		if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
+			return s.Name, code, true
 		}
 	}
-	return nil
+	return "", 0, false
 }

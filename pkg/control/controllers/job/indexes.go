@@ -2,13 +2,14 @@ package job
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// parseIndexes reads completedIndexes ("1,3-5,7") into a set; malformed parts are skipped.
-func parseIndexes(s string) map[int]bool {
+// parseIndexes reads status.completedIndexes ("1,3-5,7"), ignoring what is out of
+// [0, completions) or unreadable, as Kubernetes does for a hand-edited status.
+func parseIndexes(s string, completions int) map[int]bool {
 	set := map[int]bool{}
 	for _, part := range strings.Split(s, ",") {
 		if part == "" {
@@ -25,32 +26,38 @@ func parseIndexes(s string) map[int]bool {
 				continue
 			}
 		}
-		for i := first; i <= last; i++ {
+		for i := max(first, 0); i <= last && i < completions; i++ {
 			set[i] = true
 		}
 	}
 	return set
 }
 
-// formatIndexes writes a set as Kubernetes does: sorted, runs as "first-last".
+// formatIndexes writes a set of indexes as Kubernetes does: ascending, consecutive runs
+// of more than one index as "a-b", runs joined by commas.
 func formatIndexes(set map[int]bool) string {
-	idx := make([]int, 0, len(set))
-	for i := range set {
-		idx = append(idx, i)
+	sorted := make([]int, 0, len(set))
+	for i, in := range set {
+		if in {
+			sorted = append(sorted, i)
+		}
 	}
-	sort.Ints(idx)
-	var parts []string
-	for i := 0; i < len(idx); {
+	slices.Sort(sorted)
+	var b strings.Builder
+	for i := 0; i < len(sorted); {
 		j := i
-		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+		for j+1 < len(sorted) && sorted[j+1] == sorted[j]+1 {
 			j++
 		}
-		if j == i {
-			parts = append(parts, strconv.Itoa(idx[i]))
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", sorted[i], sorted[j])
 		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+			b.WriteString(strconv.Itoa(sorted[i]))
 		}
 		i = j + 1
 	}
-	return strings.Join(parts, ",")
+	return b.String()
 }

@@ -2,8 +2,9 @@ package job_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,252 +12,386 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
-// kubelet plays the nodes for the Job's pods: each new pod runs, and after a moment ends
-// with the exit code outcome gives (nil: it keeps running). It reports the most pods it
-// saw running at once.
-type kubelet struct {
-	mu      sync.Mutex
-	running map[string]bool
-	most    int
-	pods    []*corev1.Pod
-}
+// The tests play the kubelet: pods do not run, the test writes their status, and finishes
+// the deletion of pods being deleted as a kubelet does once their containers stopped.
 
-func startKubelet(t *testing.T, c kubernetes.Interface, outcome func(*corev1.Pod) *int32) *kubelet {
-	t.Helper()
-	k := &kubelet{running: map[string]bool{}}
+func start(t *testing.T) (*controlplanetest.Cluster, context.Context) {
+	c := controlplanetest.Start(t, nil)
+	c.CreateReadyNode(t, "node-1", 110, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactory(c, 0)
-	inf := factory.Core().V1().Pods().Informer()
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		pod := obj.(*corev1.Pod)
-		k.mu.Lock()
-		k.pods = append(k.pods, pod)
-		k.running[pod.Name] = true
-		k.most = max(k.most, len(k.running))
-		k.mu.Unlock()
-		code := outcome(pod)
-		go func() {
-			time.Sleep(150 * time.Millisecond)
-			setPhase(ctx, c, pod, code)
-			if code != nil {
-				k.mu.Lock()
-				delete(k.running, pod.Name)
-				k.mu.Unlock()
-			}
-		}()
-	}, DeleteFunc: func(obj any) {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			k.mu.Lock()
-			delete(k.running, pod.Name)
-			k.mu.Unlock()
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	return k
+	go kubeletDeletes(ctx, c.Client)
+	return c, ctx
 }
 
-func setPhase(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod, code *int32) {
-	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		p.Status.Phase = corev1.PodRunning
-		state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
-		if code != nil {
-			p.Status.Phase = corev1.PodSucceeded
-			if *code != 0 {
-				p.Status.Phase = corev1.PodFailed
-			}
-			state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: *code, FinishedAt: now}}
-		}
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: state}}
-		_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		return err
-	})
-}
-
-func exits(code int32) func(*corev1.Pod) *int32 { return func(*corev1.Pod) *int32 { return &code } }
-
-func job(name string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "localhost/minik8s/busybox:v1"}}}}},
-	}
-}
-
-func waitCondition(t *testing.T, c kubernetes.Interface, name string, ct batchv1.JobConditionType, reason string) *batchv1.Job {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j, err := c.BatchV1().Jobs("default").Get(context.Background(), name, metav1.GetOptions{})
+// kubeletDeletes removes pods being deleted gracefully, as their kubelet would.
+func kubeletDeletes(ctx context.Context, client kubernetes.Interface) {
+	for ctx.Err() == nil {
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		if err == nil {
-			for _, cond := range j.Status.Conditions {
-				if cond.Type == ct && cond.Status == corev1.ConditionTrue && cond.Reason == reason {
-					return j
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 0) {
+					_ = client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: no %s condition with reason %s: %v %+v", name, ct, reason, err, j.Status)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func TestIndexedJobCompletes(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
-	k := startKubelet(t, cl.Client, exits(0))
-	j := job("indexed")
-	j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](5), ptr.To[int32](2)
-	j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
-	if _, err := cl.Client.BatchV1().Jobs("default").Create(context.Background(), j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cl.MustKubectl(t, "", "wait", "--for=condition=complete", "job/indexed", "--timeout=60s")
-	done := waitCondition(t, cl.Client, "indexed", batchv1.JobComplete, "CompletionsReached")
-	if done.Status.CompletedIndexes != "0-4" || done.Status.Succeeded != 5 || done.Status.Active != 0 || done.Status.CompletionTime == nil {
-		t.Errorf("status %+v", done.Status)
-	}
-	k.mu.Lock()
-	most, pods := k.most, k.pods
-	k.mu.Unlock()
-	if most > 2 {
-		t.Errorf("%d pods ran at once with parallelism 2", most)
-	}
-	if len(pods) != 5 {
-		t.Errorf("%d pods created for 5 completions", len(pods))
-	}
-	for _, p := range pods {
-		idx := p.Annotations[batchv1.JobCompletionIndexAnnotation]
-		if p.Spec.Hostname != "indexed-"+idx || !strings.HasPrefix(p.Name, "indexed-"+idx+"-") || len(p.Spec.Containers[0].Env) == 0 ||
-			p.Spec.Containers[0].Env[0].Name != "JOB_COMPLETION_INDEX" {
-			t.Errorf("pod %s: index %q hostname %q env %v", p.Name, idx, p.Spec.Hostname, p.Spec.Containers[0].Env)
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	// Counted pods are released: no finalizer is left.
-	list, err := cl.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=indexed"})
+}
+
+func newJob(name string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "work", Image: "localhost/minik8s/busybox:v1"}},
+		}}},
+	}
+}
+
+func jobPods(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job string) []corev1.Pod {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range list.Items {
-		if len(p.Finalizers) != 0 {
-			t.Errorf("pod %s keeps finalizers %v", p.Name, p.Finalizers)
-		}
-	}
-	out := cl.MustKubectl(t, "", "get", "job", "indexed")
-	if row := strings.Join(strings.Fields(out), " "); !strings.Contains(row, "indexed Complete 5/5") {
-		t.Errorf("kubectl get job:\n%s", out)
-	}
-	events := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=indexed")
-	for _, want := range []string{"SuccessfulCreate", "Created pod: indexed-0-", "Completed", "Job completed"} {
-		if !strings.Contains(events, want) {
-			t.Errorf("events lack %q:\n%s", want, events)
-		}
-	}
+	return pods.Items
 }
 
-func TestJobFailures(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
-	startKubelet(t, cl.Client, func(p *corev1.Pod) *int32 {
-		switch {
-		case strings.HasPrefix(p.Name, "policy-"):
-			return ptr.To[int32](42)
-		case strings.HasPrefix(p.Name, "backoff-"):
-			return ptr.To[int32](1)
-		}
-		return nil // deadline-: runs for ever
+// running are the pods neither finished nor being deleted.
+func running(pods []corev1.Pod) []corev1.Pod {
+	return slices.DeleteFunc(pods, func(p corev1.Pod) bool {
+		return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
-	ctx := context.Background()
-	backoff := job("backoff")
-	backoff.Spec.BackoffLimit = ptr.To[int32](0)
-	policy := job("policy")
-	policy.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-		Action:      batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}},
-	}}}
-	deadline := job("deadline")
-	deadline.Spec.ActiveDeadlineSeconds = ptr.To[int64](2)
-	for _, j := range []*batchv1.Job{backoff, policy, deadline} {
-		if _, err := cl.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+}
+
+// finishPod writes the status a kubelet writes when the pod's only container exited.
+func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, pod corev1.Pod, exitCode int32, conditions ...corev1.PodCondition) {
+	t.Helper()
+	phase := corev1.PodSucceeded
+	if exitCode != 0 {
+		phase = corev1.PodFailed
+	}
+	// The scheduler writes the status of unbound pods too: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	if j := waitCondition(t, cl.Client, "backoff", batchv1.JobFailed, "BackoffLimitExceeded"); j.Status.Failed != 1 {
-		t.Errorf("backoff: failed %d", j.Status.Failed)
-	}
-	j := waitCondition(t, cl.Client, "policy", batchv1.JobFailed, "PodFailurePolicy")
-	for _, c := range j.Status.Conditions {
-		if c.Type == batchv1.JobFailed && !strings.Contains(c.Message, "failed with exit code 42 matching FailJob rule at index 0") {
-			t.Errorf("policy failure message %q", c.Message)
-		}
-	}
-	waitCondition(t, cl.Client, "deadline", batchv1.JobFailed, "DeadlineExceeded")
-	deadline2, _ := cl.Client.BatchV1().Jobs("default").Get(ctx, "deadline", metav1.GetOptions{})
-	if deadline2.Status.Active != 0 {
-		t.Errorf("a job past its deadline keeps %d active pods", deadline2.Status.Active)
-	}
-	out := cl.MustKubectl(t, "", "get", "jobs")
-	if strings.Count(out, "Failed") != 3 {
-		t.Errorf("kubectl get jobs:\n%s", out)
+		cur.Status.Phase = phase
+		cur.Status.Conditions = append(cur.Status.Conditions, conditions...)
+		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, FinishedAt: metav1.Now()}}}}
+		_, err = c.Client.CoreV1().Pods("default").UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("finish pod %s: %v", pod.Name, err)
 	}
 }
 
-func TestSuspendAndResume(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
-	startKubelet(t, cl.Client, func(*corev1.Pod) *int32 { return nil })
-	ctx := context.Background()
-	j := job("later")
-	j.Spec.Suspend = ptr.To(true)
-	j.Spec.Parallelism = ptr.To[int32](2)
-	j.Spec.Completions = ptr.To[int32](2)
-	if _, err := cl.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+func getJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, name string) *batchv1.Job {
+	t.Helper()
+	j, err := c.Client.BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, cl.Client, "later", batchv1.JobSuspended, "JobSuspended")
-	active := func() int {
-		list, _ := cl.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=later"})
-		n := 0
-		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil {
-				n++
+	return j
+}
+
+func jobCondition(j *batchv1.Job, ct batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range j.Status.Conditions {
+		if j.Status.Conditions[i].Type == ct && j.Status.Conditions[i].Status == corev1.ConditionTrue {
+			return &j.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func events(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job *batchv1.Job) []corev1.Event {
+	t.Helper()
+	evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(job.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs.Items
+}
+
+func hasEvent(evs []corev1.Event, reason, messagePrefix string) bool {
+	return slices.ContainsFunc(evs, func(e corev1.Event) bool {
+		return e.Reason == reason && strings.HasPrefix(e.Message, messagePrefix) && e.Source.Component == "job-controller"
+	})
+}
+
+// An Indexed Job of 5 completions with parallelism 2: never more than 2 pods run, each
+// carries its index (annotation, label, JOB_COMPLETION_INDEX, hostname), and the Job
+// completes with completedIndexes 0-4 as kubectl reads it.
+func TestIndexedJob(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("idx")
+	j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](5), ptr.To[int32](2)
+	j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	finished := map[string]bool{}
+	maxRunning := 0
+	waitFor(t, "5 indexes to succeed", 60*time.Second, func() bool {
+		run := running(jobPods(t, ctx, c, "idx"))
+		maxRunning = max(maxRunning, len(run))
+		for _, p := range run {
+			idx := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+			if seen[p.Name] {
+				continue
+			}
+			seen[p.Name] = true
+			if p.Labels[batchv1.JobCompletionIndexAnnotation] != idx || p.Spec.Hostname != "idx-"+idx || !strings.HasPrefix(p.Name, "idx-"+idx+"-") {
+				t.Errorf("pod %s: index label %q, hostname %q, want index %s", p.Name, p.Labels[batchv1.JobCompletionIndexAnnotation], p.Spec.Hostname, idx)
+			}
+			env := p.Spec.Containers[0].Env
+			if len(env) != 1 || env[0].Name != "JOB_COMPLETION_INDEX" || env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+				t.Errorf("pod %s env = %+v", p.Name, env)
+			}
+			if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || p.Labels[batchv1.ControllerUidLabel] != string(j.UID) || p.Labels["job-name"] != "idx" {
+				t.Errorf("pod %s: finalizers %v labels %v", p.Name, p.Finalizers, p.Labels)
+			}
+			if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != j.UID {
+				t.Errorf("pod %s is not controlled by the job: %v", p.Name, p.OwnerReferences)
 			}
 		}
-		return n
-	}
-	if n := active(); n != 0 {
-		t.Fatalf("a suspended job has %d pods", n)
-	}
-	cl.MustKubectl(t, "", "patch", "job", "later", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
-	deadline := time.Now().Add(20 * time.Second)
-	for active() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("resumed job has %d pods, want 2", active())
+		// Finish one pod at a time, so the controller has to start the next index.
+		if len(run) > 0 && !finished[run[0].Name] {
+			finished[run[0].Name] = true
+			finishPod(t, ctx, c, run[0], 0)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return getJob(t, ctx, c, "idx").Status.Succeeded == 5
+	})
+	if maxRunning > 2 {
+		t.Errorf("%d pods ran at once, parallelism is 2", maxRunning)
 	}
-	cl.MustKubectl(t, "", "patch", "job", "later", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
-	for active() != 0 {
-		if time.Now().After(deadline.Add(10 * time.Second)) {
-			t.Fatalf("suspended again, the job keeps %d pods", active())
+	c.MustKubectl(t, "", "wait", "--for=condition=complete", "job/idx", "--timeout=30s")
+	j = getJob(t, ctx, c, "idx")
+	if j.Status.CompletedIndexes != "0-4" || j.Status.Active != 0 || j.Status.CompletionTime == nil || jobCondition(j, batchv1.JobSuccessCriteriaMet) == nil {
+		t.Errorf("status = %+v", j.Status)
+	}
+	if cond := jobCondition(j, batchv1.JobComplete); cond == nil || cond.Reason != "CompletionsReached" {
+		t.Errorf("Complete condition = %+v", cond)
+	}
+	if u := j.Status.UncountedTerminatedPods; u == nil || len(u.Succeeded)+len(u.Failed) != 0 {
+		t.Errorf("uncountedTerminatedPods = %+v", u)
+	}
+	out := c.MustKubectl(t, "", "get", "jobs", "idx")
+	if !strings.Contains(out, "Complete") || !strings.Contains(out, "5/5") {
+		t.Errorf("kubectl get jobs:\n%s", out)
+	}
+	waitFor(t, "finalizers released", 10*time.Second, func() bool {
+		for _, p := range jobPods(t, ctx, c, "idx") {
+			if slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
+				return false
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return true
+	})
+	evs := events(t, ctx, c, j)
+	if !hasEvent(evs, "SuccessfulCreate", "Created pod: idx-") || !hasEvent(evs, "Completed", "Job completed") {
+		t.Errorf("events: %+v", evs)
 	}
-	got, _ := cl.Client.BatchV1().Jobs("default").Get(ctx, "later", metav1.GetOptions{})
-	if got.Status.Failed != 0 {
-		t.Errorf("pods deleted for suspension counted as %d failures", got.Status.Failed)
+	if len(seen) != 5 {
+		t.Errorf("%d pods were created, want 5", len(seen))
+	}
+}
+
+// backoffLimit 1: the first failure is replaced after the 10 s back-off, the second fails
+// the Job with BackoffLimitExceeded.
+func TestBackoffLimit(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("fails")
+	j.Spec.BackoffLimit = ptr.To[int32](1)
+	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first corev1.Pod
+	waitFor(t, "the first pod", 20*time.Second, func() bool {
+		run := running(jobPods(t, ctx, c, "fails"))
+		if len(run) == 1 {
+			first = run[0]
+		}
+		return len(run) == 1
+	})
+	failedAt := time.Now()
+	finishPod(t, ctx, c, first, 1)
+	var second corev1.Pod
+	waitFor(t, "a replacement pod", 30*time.Second, func() bool {
+		run := running(jobPods(t, ctx, c, "fails"))
+		if len(run) == 1 && run[0].Name != first.Name {
+			second = run[0]
+			return true
+		}
+		return false
+	})
+	if waited := second.CreationTimestamp.Sub(failedAt); waited < 9*time.Second {
+		t.Errorf("replacement created %v after the failure, want the 10s back-off", waited)
+	}
+	if got := getJob(t, ctx, c, "fails").Status.Failed; got != 1 {
+		t.Errorf("failed = %d after one failure", got)
+	}
+	finishPod(t, ctx, c, second, 1)
+	waitFor(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "fails"), batchv1.JobFailed) != nil })
+	j = getJob(t, ctx, c, "fails")
+	cond := jobCondition(j, batchv1.JobFailed)
+	if cond.Reason != "BackoffLimitExceeded" || cond.Message != "Job has reached the specified backoff limit" || j.Status.Failed != 2 {
+		t.Errorf("failed job: condition %+v, failed %d", cond, j.Status.Failed)
+	}
+	if ft := jobCondition(j, batchv1.JobFailureTarget); ft == nil || ft.Reason != "BackoffLimitExceeded" {
+		t.Errorf("FailureTarget = %+v", ft)
+	}
+	waitFor(t, "the BackoffLimitExceeded event", 10*time.Second, func() bool {
+		return hasEvent(events(t, ctx, c, j), "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+	})
+	if out := c.MustKubectl(t, "", "get", "job", "fails"); !strings.Contains(out, "Failed") || !strings.Contains(out, "0/1") {
+		t.Errorf("kubectl get job:\n%s", out)
+	}
+}
+
+// activeDeadlineSeconds: running pods are deleted and the Job fails with DeadlineExceeded.
+func TestActiveDeadline(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("slow")
+	j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](2), ptr.To[int32](4)
+	j.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
+	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "slow"))) == 2 })
+	waitFor(t, "the deadline", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "slow"), batchv1.JobFailed) != nil })
+	j = getJob(t, ctx, c, "slow")
+	if cond := jobCondition(j, batchv1.JobFailed); cond.Reason != "DeadlineExceeded" || cond.Message != "Job was active longer than specified deadline" {
+		t.Errorf("Failed condition = %+v", cond)
+	}
+	if n := len(jobPods(t, ctx, c, "slow")); n != 0 || j.Status.Active != 0 {
+		t.Errorf("%d pods left, active %d", n, j.Status.Active)
+	}
+	if took := j.Status.Conditions[len(j.Status.Conditions)-1].LastTransitionTime.Sub(j.Status.StartTime.Time); took < 3*time.Second {
+		t.Errorf("failed %v after start, before the 3s deadline", took)
+	}
+}
+
+// suspend deletes the running pods without counting them as failures; resume starts again.
+func TestSuspend(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("pause")
+	j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
+	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
+	c.MustKubectl(t, "", "patch", "job", "pause", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
+	waitFor(t, "suspension", 20*time.Second, func() bool {
+		j := getJob(t, ctx, c, "pause")
+		return jobCondition(j, batchv1.JobSuspended) != nil && len(jobPods(t, ctx, c, "pause")) == 0 && j.Status.Active == 0
+	})
+	j = getJob(t, ctx, c, "pause")
+	if j.Status.Failed != 0 || jobCondition(j, batchv1.JobSuspended).Reason != "JobSuspended" {
+		t.Errorf("suspended status = %+v", j.Status)
+	}
+	if out := c.MustKubectl(t, "", "get", "job", "pause"); !strings.Contains(out, "Suspended") {
+		t.Errorf("kubectl get job:\n%s", out)
+	}
+	c.MustKubectl(t, "", "patch", "job", "pause", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+	waitFor(t, "resumption", 20*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
+	for _, p := range running(jobPods(t, ctx, c, "pause")) {
+		finishPod(t, ctx, c, p, 0)
+	}
+	waitFor(t, "completion", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "pause"), batchv1.JobComplete) != nil })
+	j = getJob(t, ctx, c, "pause")
+	if !hasEvent(events(t, ctx, c, j), "Suspended", "Job suspended") || !hasEvent(events(t, ctx, c, j), "Resumed", "Job resumed") {
+		t.Errorf("events: %+v", events(t, ctx, c, j))
+	}
+	for _, cond := range j.Status.Conditions {
+		if cond.Type == batchv1.JobSuspended && (cond.Status != corev1.ConditionFalse || cond.Reason != "JobResumed") {
+			t.Errorf("Suspended condition after resume = %+v", cond)
+		}
+	}
+}
+
+// podFailurePolicy: a disruption is ignored (not counted, replaced at once), exit code 42
+// fails the Job with reason PodFailurePolicy.
+func TestPodFailurePolicy(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("policy")
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+	}}
+	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	one := func(exclude string) func() bool {
+		return func() bool {
+			run := running(jobPods(t, ctx, c, "policy"))
+			if len(run) == 1 && run[0].Name != exclude {
+				pod = run[0]
+				return true
+			}
+			return false
+		}
+	}
+	waitFor(t, "a pod", 10*time.Second, one(""))
+	finishPod(t, ctx, c, pod, 137, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+	waitFor(t, "a replacement without back-off", 5*time.Second, one(pod.Name))
+	if f := getJob(t, ctx, c, "policy").Status.Failed; f != 0 {
+		t.Errorf("an ignored failure was counted: failed = %d", f)
+	}
+	finishPod(t, ctx, c, pod, 42)
+	waitFor(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed) != nil })
+	cond := jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed)
+	want := fmt.Sprintf("Container work for pod default/%s failed with exit code 42 matching FailJob rule at index 0", pod.Name)
+	if cond.Reason != "PodFailurePolicy" || cond.Message != want {
+		t.Errorf("Failed condition = %+v, want message %q", cond, want)
+	}
+}
+
+// A pod of a deleted Job loses the job-tracking finalizer, so it does not linger.
+func TestDeletedJobReleasesPods(t *testing.T) {
+	c, ctx := start(t)
+	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, newJob("gone"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a pod", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "gone"))) == 1 })
+	c.MustKubectl(t, "", "delete", "job", "gone", "--cascade=foreground", "--timeout=30s")
+	waitFor(t, "its pods to go", 20*time.Second, func() bool { return len(jobPods(t, ctx, c, "gone")) == 0 })
+	// The pod the garbage collector deleted was not replaced while the Job was going.
+	created := 0
+	for _, e := range events(t, ctx, c, j) {
+		if e.Reason == "SuccessfulCreate" {
+			created += int(e.Count)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d pods created for a Job deleted with its one pod", created)
 	}
 }

@@ -141,6 +141,9 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Let the controller's pod cache see the orphan before the set appears, as it would
+	// have long before on a live cluster; otherwise the set may create both pods first.
+	time.Sleep(500 * time.Millisecond)
 	rs, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, replicaSet("api", 2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

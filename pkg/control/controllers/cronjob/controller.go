@@ -1,0 +1,365 @@
+// Package cronjob creates Jobs on a schedule, as kube-controller-manager's cronjob
+// controller does: cron syntax and macros in a time zone, concurrencyPolicy,
+// startingDeadlineSeconds, history limits and suspend.
+package cronjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// Name is the controller's name in Events.
+const Name = "cronjob-controller"
+
+// ScheduledTimestampAnnotation records on a Job the start time it was created for.
+const ScheduledTimestampAnnotation = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+
+// nextDelta is added to the wait for the next start time, so the clock has passed it.
+const nextDelta = 100 * time.Millisecond
+
+var cronJobKind = batchv1.SchemeGroupVersion.WithKind("CronJob")
+
+// Controller reconciles CronJobs with their Jobs.
+type Controller struct {
+	client   kubernetes.Interface
+	cronJobs batchlisters.CronJobLister
+	jobs     batchlisters.JobLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	clock    clock.WithTicker
+	log      *slog.Logger
+}
+
+// New wires the controller to the shared CronJob and Job informers; clk tells the time and
+// runs the queue's delays, so a test can move time on.
+func New(client kubernetes.Interface, cronJobs batchinformers.CronJobInformer, jobs batchinformers.JobInformer, recorder record.EventRecorder, clk clock.WithTicker, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, cronJobs: cronJobs.Lister(), jobs: jobs.Lister(),
+		synced: []cache.InformerSynced{cronJobs.Informer().HasSynced, jobs.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cronjob", Clock: clk}),
+		recorder: recorder, clock: clk, log: log,
+	}
+	if _, err := cronJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	_, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.jobChanged,
+		UpdateFunc: func(_, obj any) { c.jobChanged(obj) },
+		DeleteFunc: c.jobChanged,
+	})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) jobChanged(obj any) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
+		if job, ok = tomb.Obj.(*batchv1.Job); !isTomb || !ok {
+			return
+		}
+	}
+	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == cronJobKind.Kind && ref.APIVersion == cronJobKind.GroupVersion().String() {
+		c.queue.Add(job.Namespace + "/" + ref.Name)
+	}
+}
+
+func jobFinished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.Type, true
+		}
+	}
+	return "", false
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	shared, err := c.cronJobs.CronJobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	cj := shared.DeepCopy()
+	jobs, err := c.ownedJobs(cj)
+	if err != nil {
+		return 0, err
+	}
+	c.trackActive(cj, jobs)
+	again, err := c.schedule(ctx, cj, jobs)
+	if err != nil {
+		return 0, err
+	}
+	if !apiequality.Semantic.DeepEqual(shared.Status, cj.Status) {
+		if _, err := c.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("update status of cronjob %s: %w", key, err)
+		}
+	}
+	if err := c.cleanupHistory(ctx, cj, jobs); err != nil {
+		return 0, err
+	}
+	return again, nil
+}
+
+func (c *Controller) ownedJobs(cj *batchv1.CronJob) ([]*batchv1.Job, error) {
+	all, err := c.jobs.Jobs(cj.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var owned []*batchv1.Job
+	for _, j := range all {
+		if ref := metav1.GetControllerOf(j); ref != nil && ref.UID == cj.UID {
+			owned = append(owned, j)
+		}
+	}
+	return owned, nil
+}
+
+// trackActive brings status.active and lastSuccessfulTime up to date with the Jobs.
+func (c *Controller) trackActive(cj *batchv1.CronJob, jobs []*batchv1.Job) {
+	byUID := map[string]*batchv1.Job{}
+	for _, j := range jobs {
+		byUID[string(j.UID)] = j
+		inActive := slices.ContainsFunc(cj.Status.Active, func(r corev1.ObjectReference) bool { return r.UID == j.UID })
+		condition, done := jobFinished(j)
+		switch {
+		case !done && !inActive && j.DeletionTimestamp == nil:
+			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
+			cj.Status.Active = append(cj.Status.Active, jobRef(j))
+		case done && inActive:
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, condition)
+		}
+		if condition == batchv1.JobComplete && j.Status.CompletionTime != nil {
+			if last := cj.Status.LastSuccessfulTime; last == nil || last.Before(j.Status.CompletionTime) {
+				cj.Status.LastSuccessfulTime = j.Status.CompletionTime.DeepCopy()
+			}
+		}
+	}
+	cj.Status.Active = slices.DeleteFunc(cj.Status.Active, func(r corev1.ObjectReference) bool {
+		j, ok := byUID[string(r.UID)]
+		if !ok {
+			return true
+		}
+		_, done := jobFinished(j)
+		return done
+	})
+	if len(cj.Status.Active) == 0 {
+		cj.Status.Active = nil
+	}
+}
+
+// schedule starts the Job due now, if any, and says how long until the next start time.
+func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) (time.Duration, error) {
+	if cj.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	sched, loc, err := schedule(cj)
+	if err != nil {
+		reason := "UnparseableSchedule"
+		if errors.Is(err, errTimeZone) {
+			reason = "UnknownTimeZone"
+		}
+		c.recorder.Event(cj, corev1.EventTypeWarning, reason, err.Error())
+		return 0, nil // no retry: an update of the spec wakes the CronJob
+	}
+	if ptr.Deref(cj.Spec.Suspend, false) {
+		return 0, nil
+	}
+	now := c.clock.Now()
+	earliest := cj.CreationTimestamp.Time
+	if cj.Status.LastScheduleTime != nil {
+		earliest = cj.Status.LastScheduleTime.Time
+	}
+	if d := cj.Spec.StartingDeadlineSeconds; d != nil {
+		earliest = latest(earliest, now.Add(-time.Duration(*d)*time.Second))
+	}
+	next := sched.Next(now.In(loc)).Sub(now) + nextDelta
+	scheduled, missed := mostRecent(sched, loc, earliest, now)
+	if scheduled.IsZero() {
+		return next, nil
+	}
+	if missed > tooManyMissed {
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes", "too many missed start times: %d. Set or decrease .spec.startingDeadlineSeconds or check clock skew", missed)
+	}
+	if d := cj.Spec.StartingDeadlineSeconds; d != nil && scheduled.Add(time.Duration(*d)*time.Second).Before(now) {
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
+		return next, nil
+	}
+	name := jobName(cj, scheduled)
+	if slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name }) {
+		return next, nil // already started, the status update was lost
+	}
+	switch cj.Spec.ConcurrencyPolicy {
+	case batchv1.ForbidConcurrent:
+		if len(cj.Status.Active) > 0 {
+			c.recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
+			return next, nil
+		}
+	case batchv1.ReplaceConcurrent:
+		for _, ref := range cj.Status.Active {
+			if err := c.deleteJob(ctx, cj, ref.Name); err != nil {
+				return 0, err
+			}
+		}
+		cj.Status.Active = nil
+	}
+	job, err := c.client.BatchV1().Jobs(cj.Namespace).Create(ctx, newJob(cj, name, scheduled.In(loc)), metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		existing, getErr := c.client.BatchV1().Jobs(cj.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if getErr != nil {
+			return 0, getErr
+		}
+		if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != cj.UID {
+			return next, nil // someone else's Job of that name: never adopt it
+		}
+		job = existing
+	case err != nil:
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
+		return 0, fmt.Errorf("create job %s/%s: %w", cj.Namespace, name, err)
+	default:
+		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", job.Name)
+	}
+	cj.Status.Active = append(cj.Status.Active, jobRef(job))
+	cj.Status.LastScheduleTime = &metav1.Time{Time: scheduled}
+	return next, nil
+}
+
+// jobRef is how status.active names a Job.
+func jobRef(j *batchv1.Job) corev1.ObjectReference {
+	return corev1.ObjectReference{Kind: "Job", APIVersion: batchv1.SchemeGroupVersion.String(), Namespace: j.Namespace, Name: j.Name, UID: j.UID, ResourceVersion: j.ResourceVersion}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// newJob is the Job of one start time, from the CronJob's template.
+func newJob(cj *batchv1.CronJob, name string, scheduled time.Time) *batchv1.Job {
+	t := &cj.Spec.JobTemplate
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: cj.Namespace,
+			Labels:          copyMap(t.Labels),
+			Annotations:     copyMap(t.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, cronJobKind)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	job.Annotations[ScheduledTimestampAnnotation] = scheduled.Format(time.RFC3339)
+	return job
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// cleanupHistory deletes the oldest finished Jobs beyond the history limits.
+func (c *Controller) cleanupHistory(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) error {
+	var succeeded, failed []*batchv1.Job
+	for _, j := range jobs {
+		if j.DeletionTimestamp != nil {
+			continue
+		}
+		switch condition, _ := jobFinished(j); condition {
+		case batchv1.JobComplete:
+			succeeded = append(succeeded, j)
+		case batchv1.JobFailed:
+			failed = append(failed, j)
+		}
+	}
+	var errs []error
+	for _, set := range []struct {
+		jobs  []*batchv1.Job
+		limit *int32
+	}{{succeeded, cj.Spec.SuccessfulJobsHistoryLimit}, {failed, cj.Spec.FailedJobsHistoryLimit}} {
+		if set.limit == nil || len(set.jobs) <= int(*set.limit) {
+			continue
+		}
+		slices.SortFunc(set.jobs, func(a, b *batchv1.Job) int { return startOf(a).Compare(startOf(b)) })
+		for _, j := range set.jobs[:len(set.jobs)-int(*set.limit)] {
+			errs = append(errs, c.deleteJob(ctx, cj, j.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func startOf(j *batchv1.Job) time.Time {
+	if j.Status.StartTime != nil {
+		return j.Status.StartTime.Time
+	}
+	return j.CreationTimestamp.Time
+}
+
+// deleteJob deletes a Job and, in the background, its pods.
+func (c *Controller) deleteJob(ctx context.Context, cj *batchv1.CronJob, name string) error {
+	err := c.client.BatchV1().Jobs(cj.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
+		return fmt.Errorf("delete job %s/%s: %w", cj.Namespace, name, err)
+	}
+	c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", name)
+	return nil
+}

@@ -1,0 +1,346 @@
+// Package disruption keeps PodDisruptionBudgets' status, as kube-controller-manager's
+// disruption controller does: how many pods are expected (from their controllers' scale),
+// healthy and needed, and so how many disruptions the eviction subresource may allow.
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// Name is the controller's name in Events.
+const Name = "disruption-controller"
+
+// deletionTimeout is how long a pod the eviction subresource recorded as disrupted counts
+// as gone before the controller stops waiting for its deletion to show.
+const deletionTimeout = 2 * time.Minute
+
+// Controller computes PodDisruptionBudget status.
+type Controller struct {
+	client      kubernetes.Interface
+	pdbs        policylisters.PodDisruptionBudgetLister
+	pods        corelisters.PodLister
+	rss         appslisters.ReplicaSetLister
+	deployments appslisters.DeploymentLister
+	sets        appslisters.StatefulSetLister
+	rcs         corelisters.ReplicationControllerLister
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	recorder    record.EventRecorder
+	clock       clock.Clock
+	log         *slog.Logger
+}
+
+// New wires the controller to the shared informers: budgets, pods, and the controllers
+// whose scale says how many pods a budget expects.
+func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorder record.EventRecorder, clk clock.Clock, log *slog.Logger) (*Controller, error) {
+	pdbs, pods := f.Policy().V1().PodDisruptionBudgets(), f.Core().V1().Pods()
+	rss, deps, sets, rcs := f.Apps().V1().ReplicaSets(), f.Apps().V1().Deployments(), f.Apps().V1().StatefulSets(), f.Core().V1().ReplicationControllers()
+	c := &Controller{
+		client: client, pdbs: pdbs.Lister(), pods: pods.Lister(),
+		rss: rss.Lister(), deployments: deps.Lister(), sets: sets.Lister(), rcs: rcs.Lister(),
+		synced: []cache.InformerSynced{pdbs.Informer().HasSynced, pods.Informer().HasSynced, rss.Informer().HasSynced,
+			deps.Informer().HasSynced, sets.Informer().HasSynced, rcs.Informer().HasSynced},
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "disruption"}),
+		recorder: recorder, clock: clk, log: log,
+	}
+	if _, err := pdbs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.podChanged,
+		UpdateFunc: func(old, obj any) { c.podChanged(old); c.podChanged(obj) },
+		DeleteFunc: c.podChanged,
+	}); err != nil {
+		return nil, err
+	}
+	// A scale change moves expectedPods: look again at the budgets of the namespace.
+	for _, inf := range []cache.SharedIndexInformer{rss.Informer(), deps.Informer(), sets.Informer(), rcs.Informer()} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.namespaceChanged,
+			UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
+			DeleteFunc: c.namespaceChanged,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+func objectOf(obj any) metav1.Object {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, _ := apimeta.Accessor(obj)
+	return o
+}
+
+// podChanged wakes the budgets whose selector matches the pod.
+func (c *Controller) podChanged(obj any) {
+	pod := objectOf(obj)
+	if pod == nil {
+		return
+	}
+	pdbs, _ := c.pdbs.PodDisruptionBudgets(pod.GetNamespace()).List(labels.Everything())
+	for _, pdb := range pdbs {
+		if sel, err := selector(pdb); err == nil && sel.Matches(labels.Set(pod.GetLabels())) {
+			c.enqueue(pdb)
+		}
+	}
+}
+
+func (c *Controller) namespaceChanged(obj any) {
+	o := objectOf(obj)
+	if o == nil {
+		return
+	}
+	pdbs, _ := c.pdbs.PodDisruptionBudgets(o.GetNamespace()).List(labels.Everything())
+	for _, pdb := range pdbs {
+		c.enqueue(pdb)
+	}
+}
+
+// selector is the budget's pod selector; a budget without one selects nothing.
+func selector(pdb *policyv1.PodDisruptionBudget) (labels.Selector, error) {
+	if pdb.Spec.Selector == nil {
+		return labels.Nothing(), nil
+	}
+	return metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	shared, err := c.pdbs.PodDisruptionBudgets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	pdb := shared.DeepCopy()
+	pods, err := c.matchingPods(pdb)
+	if err != nil {
+		return 0, err
+	}
+	if len(pods) == 0 {
+		c.recorder.Event(pdb, corev1.EventTypeNormal, "NoPods", "No matching pods found")
+	}
+	expected, desired, err := c.expectations(pdb, pods)
+	if err != nil {
+		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
+		pdb.Status.DisruptionsAllowed = 0
+		pdb.Status.ObservedGeneration = pdb.Generation
+		apimeta.SetStatusCondition(&pdb.Status.Conditions, metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
+			Reason: policyv1.SyncFailedReason, Message: err.Error(), ObservedGeneration: pdb.Generation})
+		return 0, c.writeStatus(ctx, shared, pdb)
+	}
+	again := c.pruneDisrupted(pdb, pods)
+	healthy := int32(0)
+	for _, p := range pods {
+		if _, disrupted := pdb.Status.DisruptedPods[p.Name]; p.DeletionTimestamp == nil && !disrupted && podReady(p) {
+			healthy++
+		}
+	}
+	allowed := healthy - desired
+	if expected <= 0 || allowed < 0 {
+		allowed = 0
+	}
+	st := &pdb.Status
+	st.ExpectedPods, st.DesiredHealthy, st.CurrentHealthy, st.DisruptionsAllowed = expected, desired, healthy, allowed
+	st.ObservedGeneration = pdb.Generation
+	cond := metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionTrue, Reason: policyv1.SufficientPodsReason, ObservedGeneration: pdb.Generation}
+	if allowed == 0 {
+		cond.Status, cond.Reason = metav1.ConditionFalse, policyv1.InsufficientPodsReason
+	}
+	apimeta.SetStatusCondition(&st.Conditions, cond)
+	return again, c.writeStatus(ctx, shared, pdb)
+}
+
+func (c *Controller) writeStatus(ctx context.Context, shared, pdb *policyv1.PodDisruptionBudget) error {
+	if apiequality.Semantic.DeepEqual(shared.Status, pdb.Status) {
+		return nil
+	}
+	_, err := c.client.PolicyV1().PodDisruptionBudgets(pdb.Namespace).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update status of poddisruptionbudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
+	}
+	return nil
+}
+
+func (c *Controller) matchingPods(pdb *policyv1.PodDisruptionBudget) ([]*corev1.Pod, error) {
+	sel, err := selector(pdb)
+	if err != nil {
+		return nil, nil // validation refuses such selectors; nothing to count
+	}
+	return c.pods.Pods(pdb.Namespace).List(sel)
+}
+
+// pruneDisrupted forgets the pods the eviction subresource recorded once their deletion
+// shows, or once they were not deleted in time; it returns when to look at the next one.
+func (c *Controller) pruneDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) time.Duration {
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	now := c.clock.Now()
+	var next time.Duration
+	for name, at := range pdb.Status.DisruptedPods {
+		p, ok := byName[name]
+		left := at.Add(deletionTimeout).Sub(now)
+		if !ok || p.DeletionTimestamp != nil || left <= 0 {
+			delete(pdb.Status.DisruptedPods, name)
+			continue
+		}
+		if next == 0 || left < next {
+			next = left
+		}
+	}
+	if len(pdb.Status.DisruptedPods) == 0 {
+		pdb.Status.DisruptedPods = nil
+	}
+	return next
+}
+
+// expectations are how many pods the budget expects and how many must stay healthy. A
+// minAvailable number counts the matching pods; maxUnavailable and percentages scale with
+// the replicas of the pods' controllers.
+func (c *Controller) expectations(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (expected, desired int32, err error) {
+	switch {
+	case pdb.Spec.MaxUnavailable != nil:
+		if expected, err = c.scaleOf(pods); err != nil {
+			return 0, 0, err
+		}
+		unavailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), true)
+		if err != nil {
+			return 0, 0, err
+		}
+		return expected, max(expected-int32(unavailable), 0), nil
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int:
+		return int32(len(pods)), pdb.Spec.MinAvailable.IntVal, nil
+	case pdb.Spec.MinAvailable != nil:
+		if expected, err = c.scaleOf(pods); err != nil {
+			return 0, 0, err
+		}
+		available, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
+		return expected, int32(available), err
+	}
+	return 0, 0, nil
+}
+
+// scaleOf sums the replicas of the pods' controllers, each counted once; a ReplicaSet of a
+// Deployment counts as the Deployment.
+func (c *Controller) scaleOf(pods []*corev1.Pod) (int32, error) {
+	seen := map[types.UID]bool{}
+	var total int32
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil {
+			return 0, fmt.Errorf("found no controller ref for pod %q", p.Name)
+		}
+		uid, replicas, err := c.controllerScale(p.Namespace, ref)
+		if err != nil {
+			return 0, err
+		}
+		if !seen[uid] {
+			seen[uid] = true
+			total += replicas
+		}
+	}
+	return total, nil
+}
+
+var errNoController = errors.New("found no controllers")
+
+func (c *Controller) controllerScale(ns string, ref *metav1.OwnerReference) (types.UID, int32, error) {
+	replicas := func(r *int32) int32 {
+		if r == nil {
+			return 1
+		}
+		return *r
+	}
+	missing := fmt.Errorf("%w for %s %q", errNoController, ref.Kind, ref.Name)
+	switch ref.Kind {
+	case "ReplicaSet":
+		rs, err := c.rss.ReplicaSets(ns).Get(ref.Name)
+		if err != nil || rs.UID != ref.UID {
+			return "", 0, missing
+		}
+		if owner := metav1.GetControllerOf(rs); owner != nil && owner.Kind == "Deployment" {
+			return c.controllerScale(ns, owner)
+		}
+		return rs.UID, replicas(rs.Spec.Replicas), nil
+	case "Deployment":
+		d, err := c.deployments.Deployments(ns).Get(ref.Name)
+		if err != nil || d.UID != ref.UID {
+			return "", 0, missing
+		}
+		return d.UID, replicas(d.Spec.Replicas), nil
+	case "StatefulSet":
+		s, err := c.sets.StatefulSets(ns).Get(ref.Name)
+		if err != nil || s.UID != ref.UID {
+			return "", 0, missing
+		}
+		return s.UID, replicas(s.Spec.Replicas), nil
+	case "ReplicationController":
+		rc, err := c.rcs.ReplicationControllers(ns).Get(ref.Name)
+		if err != nil || rc.UID != ref.UID {
+			return "", 0, missing
+		}
+		return rc.UID, replicas(rc.Spec.Replicas), nil
+	}
+	return "", 0, missing
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,168 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last: %s", what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// readyPod is a running, ready pod of the ReplicaSet on node-1, as its kubelet reports it.
+func readyPod(t *testing.T, c *controlplanetest.Cluster, rs *appsv1.ReplicaSet, name string) {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "web", Image: "localhost/minik8s/netexec:v1"}}},
+	}
+	p, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if _, err := c.Client.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func statusOf(t *testing.T, c *controlplanetest.Cluster, name string) *policyv1.PodDisruptionBudget {
+	t.Helper()
+	pdb, err := c.Client.PolicyV1().PodDisruptionBudgets("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pdb
+}
+
+func summary(p *policyv1.PodDisruptionBudget) string {
+	s := p.Status
+	cond := apimeta.FindStatusCondition(s.Conditions, policyv1.DisruptionAllowedCondition)
+	reason := ""
+	if cond != nil {
+		reason = string(cond.Status) + "/" + cond.Reason
+	}
+	return fmt.Sprintf("expected=%d desired=%d healthy=%d allowed=%d gen=%d/%d %s", s.ExpectedPods, s.DesiredHealthy, s.CurrentHealthy, s.DisruptionsAllowed, s.ObservedGeneration, p.Generation, reason)
+}
+
+// Four ready pods of a ReplicaSet of 4: maxUnavailable 1 allows one disruption; kubectl
+// drain evicts exactly one pod, is then refused by the budget, and a replacement becomes
+// ready, allowing one again. A 50% minAvailable budget scales with the ReplicaSet.
+func TestBudgetStatusAndEviction(t *testing.T) {
+	// The test places the ReplicaSet's pods itself, one by one, as it needs them.
+	c := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"*", "-replicaset"} })
+	c.CreateReadyNode(t, "node-1", 110, nil)
+	ctx := context.Background()
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](4), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "localhost/minik8s/netexec:v1"}}}}},
+	}
+	rs, err := c.Client.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		readyPod(t, c, rs, fmt.Sprintf("web-%d", i))
+	}
+	c.MustKubectl(t, "", "create", "pdb", "web", "--selector=app=web", "--max-unavailable=1")
+	c.MustKubectl(t, "", "create", "pdb", "half", "--selector=app=web", "--min-available=50%")
+	waitFor(t, "budget status", func() (bool, string) {
+		p := statusOf(t, c, "web")
+		return summary(p) == "expected=4 desired=3 healthy=4 allowed=1 gen=1/1 True/SufficientPods", summary(p)
+	})
+	waitFor(t, "percentage budget status", func() (bool, string) {
+		p := statusOf(t, c, "half")
+		return summary(p) == "expected=4 desired=2 healthy=4 allowed=2 gen=1/1 True/SufficientPods", summary(p)
+	})
+	out := c.MustKubectl(t, "", "get", "pdb", "web")
+	// NAME MIN-AVAILABLE MAX-UNAVAILABLE ALLOWED-DISRUPTIONS AGE
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "ALLOWED DISRUPTIONS") ||
+		len(strings.Fields(lines[1])) < 4 || strings.Join(strings.Fields(lines[1])[:4], " ") != "web N/A 1 1" {
+		t.Errorf("kubectl get pdb:\n%s", out)
+	}
+	// Two budgets cover these pods, which the eviction subresource refuses: keep one.
+	c.MustKubectl(t, "", "delete", "pdb", "half")
+
+	out, err = c.Kubectl(t, "", "drain", "node-1", "--pod-selector=app=web", "--timeout=4s")
+	if err == nil || !strings.Contains(out, "Cannot evict pod as it would violate the pod's disruption budget") {
+		t.Errorf("drain with one allowed disruption for four pods: err %v\n%s", err, out)
+	}
+	pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evicted := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			evicted++
+		}
+	}
+	if evicted != 1 {
+		t.Errorf("%d pods evicted, the budget allowed 1", evicted)
+	}
+	waitFor(t, "budget spent", func() (bool, string) {
+		p := statusOf(t, c, "web")
+		return summary(p) == "expected=4 desired=3 healthy=3 allowed=0 gen=1/1 False/InsufficientPods" && len(p.Status.DisruptedPods) == 0, summary(p)
+	})
+	readyPod(t, c, rs, "web-4")
+	waitFor(t, "budget restored by a replacement", func() (bool, string) {
+		p := statusOf(t, c, "web")
+		return summary(p) == "expected=4 desired=3 healthy=4 allowed=1 gen=1/1 True/SufficientPods", summary(p)
+	})
+	// A scale change of the ReplicaSet moves what the budget expects.
+	c.MustKubectl(t, "", "scale", "rs", "web", "--replicas=6")
+	waitFor(t, "budget following the scale", func() (bool, string) {
+		p := statusOf(t, c, "web")
+		return summary(p) == "expected=6 desired=5 healthy=4 allowed=0 gen=1/1 False/InsufficientPods", summary(p)
+	})
+}
+
+// Pods without a controller cannot be scaled against: maxUnavailable fails the sync.
+func TestBudgetWithoutControllers(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lone", Labels: map[string]string{"app": "lone"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "lone"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "lone"}}}}
+	if _, err := c.Client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "SyncFailed", func() (bool, string) {
+		p := statusOf(t, c, "lone")
+		cond := apimeta.FindStatusCondition(p.Status.Conditions, policyv1.DisruptionAllowedCondition)
+		return cond != nil && cond.Reason == policyv1.SyncFailedReason && strings.Contains(cond.Message, `found no controller ref for pod "lone"`), summary(p)
+	})
+}

@@ -1,0 +1,52 @@
+package job
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reasons and messages of the Job's conditions and Events, as Kubernetes writes them.
+const (
+	reasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	reasonDeadlineExceeded     = "DeadlineExceeded"
+	reasonPodFailurePolicy     = "PodFailurePolicy"
+	reasonCompletionsReached   = "CompletionsReached"
+
+	msgBackoffLimitExceeded = "Job has reached the specified backoff limit"
+	msgDeadlineExceeded     = "Job was active longer than specified deadline"
+	msgCompletionsReached   = "Reached expected number of succeeded pods"
+)
+
+func condition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range job.Status.Conditions {
+		if job.Status.Conditions[i].Type == t {
+			return &job.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func conditionTrue(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	c := condition(job, t)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// finished says whether the Job reached Complete or Failed, after which nothing changes.
+func finished(job *batchv1.Job) bool {
+	return conditionTrue(job, batchv1.JobComplete) || conditionTrue(job, batchv1.JobFailed)
+}
+
+// setCondition sets a condition, keeping its transition time when its status stays.
+func setCondition(job *batchv1.Job, t batchv1.JobConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
+	if c := condition(job, t); c != nil {
+		if c.Status != status {
+			c.LastTransitionTime = now
+		}
+		c.Status, c.Reason, c.Message, c.LastProbeTime = status, reason, message, now
+		return
+	}
+	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{
+		Type: t, Status: status, Reason: reason, Message: message, LastProbeTime: now, LastTransitionTime: now,
+	})
+}

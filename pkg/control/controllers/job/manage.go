@@ -1,0 +1,136 @@
+package job
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// managePods creates or deletes pods so that as many run as the Job wants now. It returns
+// how long to wait when the back-off holds the creation of replacements back.
+func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
+	job := s.job
+	parallelism := int(ptr.Deref(job.Spec.Parallelism, 1))
+	var want int
+	switch {
+	case s.indexed:
+		want = min(parallelism, s.completions-len(s.completed))
+	case job.Spec.Completions != nil:
+		want = min(parallelism, max(s.completions-int(job.Status.Succeeded), 0))
+	case job.Status.Succeeded > 0:
+		want = s.activeCount() // one success ends a work queue: let the others finish
+	default:
+		want = parallelism
+	}
+	if s.indexed {
+		c.deletePods(ctx, s, s.surplusIndexed())
+	}
+	if extra := s.activeCount() - want; extra > 0 {
+		victims := slices.Clone(s.active)
+		slices.SortFunc(victims, deletionRank)
+		c.deletePods(ctx, s, victims[:min(extra, len(victims))])
+		return 0
+	}
+	missing := want - s.activeCount()
+	if missing <= 0 {
+		return 0
+	}
+	if wait := s.st.lastFailure.Add(backoff(s.st.failures)).Sub(s.now.Time); s.st.failures > 0 && wait > 0 {
+		return wait
+	}
+	indexes := make([]int, missing)
+	for i := range indexes {
+		indexes[i] = -1
+	}
+	if s.indexed {
+		indexes = s.freeIndexes(missing)
+	}
+	c.createPods(ctx, s, indexes)
+	return 0
+}
+
+// surplusIndexed are the active pods of an Indexed Job that must go: without a valid index,
+// for an index already completed, or a second one for an index; they leave s.active.
+func (s *syncCtx) surplusIndexed() []*corev1.Pod {
+	seen := map[int]bool{}
+	var keep, surplus []*corev1.Pod
+	for _, p := range s.active {
+		i := podIndex(p, s.completions)
+		if i < 0 || s.completed[i] || seen[i] {
+			surplus = append(surplus, p)
+			continue
+		}
+		seen[i] = true
+		keep = append(keep, p)
+	}
+	s.active = keep
+	return surplus
+}
+
+// freeIndexes are the n lowest indexes neither completed nor held by a running or
+// just-created pod.
+func (s *syncCtx) freeIndexes(n int) []int {
+	held := map[int]bool{}
+	for _, p := range s.active {
+		held[podIndex(p, s.completions)] = true
+	}
+	for _, p := range s.st.creating {
+		held[p.index] = true
+	}
+	var free []int
+	for i := 0; i < s.completions && len(free) < n; i++ {
+		if !s.completed[i] && !held[i] {
+			free = append(free, i)
+		}
+	}
+	return free
+}
+
+// createPods creates pods in batches of 1, 2, 4, ... as kube-controller-manager does, so a
+// template the API refuses fails once rather than parallelism times.
+func (c *Controller) createPods(ctx context.Context, s *syncCtx, indexes []int) {
+	for batch := 1; len(indexes) > 0; batch *= 2 {
+		n := min(batch, len(indexes))
+		for _, index := range indexes[:n] {
+			if !c.createPod(ctx, s, index) {
+				return
+			}
+		}
+		indexes = indexes[n:]
+	}
+}
+
+func (c *Controller) createPod(ctx context.Context, s *syncCtx, index int) bool {
+	pod, err := c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, newPod(s.job, index), metav1.CreateOptions{})
+	if err != nil {
+		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+		}
+		c.log.Info("create pod failed", "job", s.job.Namespace+"/"+s.job.Name, "err", err)
+		return false
+	}
+	s.st.creating[pod.Name] = pendingPod{index: index, at: s.now.Time}
+	c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", pod.Name)
+	return true
+}
+
+// deletePods deletes pods of the Job; they leave s.active at once.
+func (c *Controller) deletePods(ctx context.Context, s *syncCtx, pods []*corev1.Pod) {
+	for _, p := range slices.Clone(pods) { // pods may be s.active, which shrinks
+		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+			continue
+		}
+		s.st.deleting[p.Name] = s.now.Time
+		s.active = slices.DeleteFunc(s.active, func(a *corev1.Pod) bool { return a.UID == p.UID })
+		if err == nil {
+			c.recorder.Eventf(s.job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", p.Name)
+		}
+	}
+}

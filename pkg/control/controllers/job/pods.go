@@ -1,0 +1,164 @@
+package job
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// completionIndexEnv is the variable Indexed Jobs' containers read their index from.
+const completionIndexEnv = "JOB_COMPLETION_INDEX"
+
+// maxGeneratedNameLength leaves room for the 5 random characters the API server appends.
+const maxGeneratedNameLength = 58
+
+var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
+
+// newPod is a pod of the Job from its template, owned by the Job and held by the
+// job-tracking finalizer until the controller has counted it. index < 0 for NonIndexed Jobs.
+// An Indexed pod carries its index in an annotation and a label, reads it from the
+// JOB_COMPLETION_INDEX variable (through the downward API, as Kubernetes injects it) and
+// gets the hostname <job>-<index>.
+func newPod(job *batchv1.Job, index int) *corev1.Pod {
+	t := &job.Spec.Template
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    job.Name + "-",
+			Namespace:       job.Namespace,
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
+			Finalizers:      append(slices.Clone(t.Finalizers), batchv1.JobTrackingFinalizer),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, jobKind)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	if index < 0 {
+		return pod
+	}
+	idx := strconv.Itoa(index)
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[batchv1.JobCompletionIndexAnnotation] = idx
+	pod.Annotations[batchv1.JobCompletionIndexAnnotation] = idx
+	prefix := fmt.Sprintf("%s-%d-", job.Name, index)
+	if over := len(prefix) - maxGeneratedNameLength; over > 0 {
+		prefix = fmt.Sprintf("%s-%d-", job.Name[:len(job.Name)-over], index)
+	}
+	pod.GenerateName = prefix
+	if pod.Spec.Hostname == "" {
+		pod.Spec.Hostname = fmt.Sprintf("%s-%d", job.Name, index)
+	}
+	for i := range pod.Spec.InitContainers {
+		addIndexEnv(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		addIndexEnv(&pod.Spec.Containers[i])
+	}
+	return pod
+}
+
+func addIndexEnv(c *corev1.Container) {
+	for _, e := range c.Env {
+		if e.Name == completionIndexEnv {
+			return
+		}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: completionIndexEnv, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.annotations['%s']", batchv1.JobCompletionIndexAnnotation)},
+	}})
+}
+
+// podIndex is an Indexed pod's completion index, or -1 when it has none in [0, completions).
+func podIndex(pod *corev1.Pod, completions int) int {
+	v, ok := pod.Annotations[batchv1.JobCompletionIndexAnnotation]
+	if !ok {
+		v, ok = pod.Labels[batchv1.JobCompletionIndexAnnotation]
+	}
+	i, err := strconv.Atoi(v)
+	if !ok || err != nil || i < 0 || i >= completions {
+		return -1
+	}
+	return i
+}
+
+func hasTrackingFinalizer(pod *corev1.Pod) bool {
+	return slices.Contains(pod.Finalizers, batchv1.JobTrackingFinalizer)
+}
+
+// podFailed says whether the Job counts pod as failed: its phase says so, or (unless the
+// Job replaces only Failed pods) it is being deleted before it succeeded, as an orphan on a
+// lost node never reaches the Failed phase.
+func podFailed(pod *corev1.Pod, job *batchv1.Job) bool {
+	if pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	if p := job.Spec.PodReplacementPolicy; p != nil && *p == batchv1.Failed {
+		return false
+	}
+	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded
+}
+
+func podFinished(pod *corev1.Pod, job *batchv1.Job) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || podFailed(pod, job)
+}
+
+// podActive is a pod that is neither finished nor being deleted.
+func podActive(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// podTerminating is a pod being deleted that has not reached a terminal phase yet.
+func podTerminating(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// restarts sums the container restarts of a pod, which count against backoffLimit when the
+// template restarts containers in place (restartPolicy OnFailure).
+func restarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, s := range pod.Status.InitContainerStatuses {
+		n += s.RestartCount
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+// deletionRank orders pods to delete when there are too many: unscheduled first, then
+// pending, then not ready, then the newest, as kube-controller-manager ranks them.
+func deletionRank(a, b *corev1.Pod) int {
+	rank := func(p *corev1.Pod) int {
+		switch {
+		case p.Spec.NodeName == "":
+			return 0
+		case p.Status.Phase == corev1.PodPending:
+			return 1
+		case !podReady(p):
+			return 2
+		}
+		return 3
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
+}

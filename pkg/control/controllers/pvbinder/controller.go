@@ -1,0 +1,282 @@
+// Package pvbinder binds PersistentVolumeClaims to PersistentVolumes, as
+// kube-controller-manager's persistentvolume-binder does for statically provisioned
+// volumes: a Pending claim gets the smallest Available volume that fits (class, access
+// modes, size, selector), both sides marked Bound; a volume whose claim is deleted becomes
+// Released (Retain) or is deleted (Delete).
+package pvbinder
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Name is the controller's name in Events.
+const Name = "persistentvolume-controller"
+
+// Annotations Kubernetes' binder writes.
+const (
+	annBindCompleted     = "pv.kubernetes.io/bind-completed"
+	annBoundByController = "pv.kubernetes.io/bound-by-controller"
+)
+
+// resync looks at every claim and volume again now and then, as the binder's periodic
+// sync does, for what no event announced (a volume freed while a claim waited).
+const resync = 15 * time.Second
+
+// Controller binds claims and reclaims volumes.
+type Controller struct {
+	client   kubernetes.Interface
+	pvs      corelisters.PersistentVolumeLister
+	pvcs     corelisters.PersistentVolumeClaimLister
+	synced   []cache.InformerSynced
+	claims   workqueue.TypedRateLimitingInterface[string]
+	volumes  workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	log      *slog.Logger
+}
+
+// New wires the controller to the shared volume and claim informers.
+func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, pvcs coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(),
+		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced},
+		claims:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "claims"}),
+		volumes:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "volumes"}),
+		recorder: recorder, log: log,
+	}
+	if _, err := pvcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(c.claims, obj) },
+		UpdateFunc: func(_, obj any) { enqueue(c.claims, obj) },
+		DeleteFunc: func(obj any) { c.claimDeleted(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	_, err := pvs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(c.volumes, obj) },
+		UpdateFunc: func(_, obj any) { enqueue(c.volumes, obj) },
+	})
+	return c, err
+}
+
+func enqueue(q workqueue.TypedRateLimitingInterface[string], obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		q.Add(key)
+	}
+}
+
+// claimDeleted wakes the volume the claim was bound to.
+func (c *Controller) claimDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
+		c.volumes.Add(pvc.Spec.VolumeName)
+	}
+}
+
+// Run works the queues until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	go workloop.Run(ctx, c.volumes, c.log, c.syncVolume)
+	workloop.Run(ctx, c.claims, c.log, c.syncClaim)
+}
+
+func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	pvc, err := c.pvcs.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil || pvc.DeletionTimestamp != nil {
+		return 0, err
+	}
+	if pvc.Spec.VolumeName != "" {
+		return 0, c.syncBoundClaim(ctx, pvc)
+	}
+	pvs, err := c.pvs.List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	pv := bestVolume(pvs, pvc)
+	if pv == nil {
+		msg := "no persistent volumes available for this claim and no storage class is set"
+		if claimClass(pvc) != "" {
+			msg = fmt.Sprintf("storageclass.storage.k8s.io %q not found", claimClass(pvc))
+		}
+		c.recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", msg)
+		return resync, nil
+	}
+	return 0, c.bind(ctx, pv, pvc)
+}
+
+// syncBoundClaim finishes a binding half done (or asked by the user through volumeName),
+// and marks a claim whose volume is gone Lost.
+func (c *Controller) syncBoundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
+	if apierrors.IsNotFound(err) {
+		if pvc.Status.Phase == corev1.ClaimBound {
+			c.recorder.Event(pvc, corev1.EventTypeWarning, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+			return c.claimPhase(ctx, pvc, corev1.ClaimLost, nil)
+		}
+		return nil // a claim waiting for the volume it names
+	}
+	if err != nil {
+		return err
+	}
+	switch r := pv.Spec.ClaimRef; {
+	case r == nil && fits(pv, pvc):
+		return c.bind(ctx, pv, pvc)
+	case r != nil && r.UID == pvc.UID:
+		return c.bind(ctx, pv, pvc) // idempotent: completes what a crash interrupted
+	}
+	return nil
+}
+
+// bind points the volume at the claim and the claim at the volume, then marks both Bound;
+// each step is idempotent, so a failure part way is finished by the next sync.
+func (c *Controller) bind(ctx context.Context, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) error {
+	if r := pv.Spec.ClaimRef; r == nil || r.UID != pvc.UID {
+		pv = pv.DeepCopy()
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID, ResourceVersion: pvc.ResourceVersion}
+		if pv.Annotations == nil {
+			pv.Annotations = map[string]string{}
+		}
+		pv.Annotations[annBoundByController] = "yes"
+		var err error
+		if pv, err = c.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("bind volume %s to claim %s/%s: %w", pv.Name, pvc.Namespace, pvc.Name, err)
+		}
+	}
+	if pv.Status.Phase != corev1.VolumeBound {
+		pv = pv.DeepCopy()
+		pv.Status.Phase = corev1.VolumeBound
+		if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("mark volume %s bound: %w", pv.Name, err)
+		}
+	}
+	if pvc.Spec.VolumeName != pv.Name || pvc.Annotations[annBindCompleted] != "yes" {
+		pvc = pvc.DeepCopy()
+		byController := pvc.Spec.VolumeName == ""
+		pvc.Spec.VolumeName = pv.Name
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[annBindCompleted] = "yes"
+		if byController {
+			pvc.Annotations[annBoundByController] = "yes"
+		}
+		var err error
+		if pvc, err = c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("bind claim %s/%s to volume %s: %w", pvc.Namespace, pvc.Name, pv.Name, err)
+		}
+	}
+	if pvc.Status.Phase != corev1.ClaimBound {
+		return c.claimPhase(ctx, pvc, corev1.ClaimBound, pv)
+	}
+	return nil
+}
+
+// claimPhase writes a claim's phase, with the volume's access modes and capacity when bound.
+func (c *Controller) claimPhase(ctx context.Context, pvc *corev1.PersistentVolumeClaim, phase corev1.PersistentVolumeClaimPhase, pv *corev1.PersistentVolume) error {
+	pvc = pvc.DeepCopy()
+	pvc.Status.Phase = phase
+	if pv != nil {
+		pvc.Status.AccessModes = pv.Spec.AccessModes
+		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: pv.Spec.Capacity[corev1.ResourceStorage]}
+	}
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("write phase %s of claim %s/%s: %w", phase, pvc.Namespace, pvc.Name, err)
+	}
+	return nil
+}
+
+func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration, error) {
+	pv, err := c.pvs.Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil || pv.DeletionTimestamp != nil {
+		return 0, err
+	}
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		if pv.Status.Phase != corev1.VolumeAvailable {
+			return 0, c.volumePhase(ctx, pv, corev1.VolumeAvailable)
+		}
+		return 0, nil
+	}
+	if ref.UID == "" {
+		c.claims.Add(ref.Namespace + "/" + ref.Name) // pre-bound: the claim's sync binds it
+		if pv.Status.Phase != corev1.VolumeAvailable {
+			return 0, c.volumePhase(ctx, pv, corev1.VolumeAvailable)
+		}
+		return 0, nil
+	}
+	pvc, err := c.pvcs.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
+	if err == nil && pvc.UID == ref.UID {
+		c.claims.Add(ref.Namespace + "/" + ref.Name)
+		return 0, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	// The cache says the claim is gone: ask the API before releasing its data.
+	live, err := c.client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err == nil && live.UID == ref.UID {
+		return 0, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, err
+	}
+	return 0, c.reclaim(ctx, pv)
+}
+
+// reclaim applies the volume's reclaim policy once its claim is gone.
+func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if pv.Status.Phase != corev1.VolumeReleased && pv.Status.Phase != corev1.VolumeFailed {
+		if err := c.volumePhase(ctx, pv, corev1.VolumeReleased); err != nil {
+			return err
+		}
+	}
+	switch pv.Spec.PersistentVolumeReclaimPolicy {
+	case corev1.PersistentVolumeReclaimDelete:
+		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+			return fmt.Errorf("delete released volume %s: %w", pv.Name, err)
+		}
+	case corev1.PersistentVolumeReclaimRecycle:
+		c.recorder.Event(pv, corev1.EventTypeWarning, "VolumeFailedRecycle", "Recycle is not supported: the volume stays Released")
+	}
+	return nil
+}
+
+func (c *Controller) volumePhase(ctx context.Context, pv *corev1.PersistentVolume, phase corev1.PersistentVolumePhase) error {
+	pv = pv.DeepCopy()
+	pv.Status.Phase = phase
+	if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write phase %s of volume %s: %w", phase, pv.Name, err)
+	}
+	return nil
+}

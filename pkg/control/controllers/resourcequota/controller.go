@@ -1,0 +1,184 @@
+// Package resourcequota keeps ResourceQuotas' status.hard and status.used, as
+// kube-controller-manager's resource quota controller does: object counts (pods, services,
+// configmaps, ..., count/<resource>.<group>) and the compute resources of pods, recomputed
+// when the objects change and periodically. Enforcement at admission is not its job.
+package resourcequota
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Name is the controller's name.
+const Name = "resourcequota-controller"
+
+// ResyncPeriod is how often every quota is recomputed from scratch, as
+// kube-controller-manager's --resource-quota-sync-period (5m) does.
+const ResyncPeriod = 5 * time.Minute
+
+// Controller computes ResourceQuota status.
+type Controller struct {
+	client  kubernetes.Interface
+	factory informers.SharedInformerFactory
+	quotas  corelisters.ResourceQuotaLister
+	synced  cache.InformerSynced
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	queue   workqueue.TypedRateLimitingInterface[string]
+	log     *slog.Logger
+
+	// monitors are the shared informers of the resources some quota counts, started on
+	// first need as kube-controller-manager's quota monitor does.
+	mu       sync.Mutex
+	monitors map[schema.GroupVersionResource]cache.SharedIndexInformer
+	stop     <-chan struct{}
+}
+
+// New wires the controller to the shared informer factory: quotas now, the informers of
+// the resources quotas name when a quota first names them.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, log *slog.Logger) (*Controller, error) {
+	quotas := factory.Core().V1().ResourceQuotas()
+	c := &Controller{
+		client: client, factory: factory, quotas: quotas.Lister(), synced: quotas.Informer().HasSynced,
+		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "resourcequota"}),
+		log:      log,
+		monitors: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+	}
+	_, err := quotas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(old, obj any) {
+			// Our own status writes come back as updates: only a spec change needs a look.
+			if o, n := old.(*corev1.ResourceQuota), obj.(*corev1.ResourceQuota); !apiequality.Semantic.DeepEqual(o.Spec, n.Spec) || !apiequality.Semantic.DeepEqual(n.Spec.Hard, n.Status.Hard) {
+				c.enqueue(obj)
+			}
+		},
+	})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	c.stop = ctx.Done()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// objectChanged wakes the quotas of the object's namespace.
+func (c *Controller) objectChanged(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	quotas, _ := c.quotas.ResourceQuotas(o.GetNamespace()).List(labels.Everything())
+	for _, q := range quotas {
+		c.enqueue(q)
+	}
+}
+
+// monitor is the shared informer of a resource, started and synced on first use.
+func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer, error) {
+	gvr, err := c.mapper.ResourceFor(gr.WithVersion(""))
+	if err != nil {
+		c.mapper.Reset()
+		return nil, fmt.Errorf("resource %s: %w", gr, err)
+	}
+	c.mu.Lock()
+	inf, ok := c.monitors[gvr]
+	if !ok {
+		generic, err := c.factory.ForResource(gvr)
+		if err != nil {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("no informer for %s: %w", gr, err)
+		}
+		inf = generic.Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.objectChanged,
+			UpdateFunc: func(_, obj any) { c.objectChanged(obj) },
+			DeleteFunc: c.objectChanged,
+		}); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		c.monitors[gvr] = inf
+		c.factory.Start(c.stop) // starts only the informers not yet running
+	}
+	c.mu.Unlock()
+	if !cache.WaitForCacheSync(c.stop, inf.HasSynced) {
+		return nil, fmt.Errorf("informer of %s did not sync", gr)
+	}
+	return inf, nil
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	shared, err := c.quotas.ResourceQuotas(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	q := shared.DeepCopy()
+	reqs := scopeRequirements(q)
+	matches := func(p *corev1.Pod) bool { return podMatches(reqs, p) }
+	used := corev1.ResourceList{}
+	for rn := range q.Spec.Hard {
+		gr, ok := resourceOf(rn)
+		if !ok || (len(reqs) > 0 && gr != (schema.GroupResource{Resource: "pods"})) {
+			continue // not computed here, or a resource pod scopes do not apply to
+		}
+		inf, err := c.monitor(gr)
+		if err != nil {
+			c.log.Info("quota names a resource it cannot count", "quota", key, "resource", rn, "err", err)
+			continue
+		}
+		objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		if err != nil {
+			return 0, err
+		}
+		used[rn] = usage(rn, gr, objs, matches)
+	}
+	q.Status.Hard = q.Spec.Hard.DeepCopy()
+	q.Status.Used = used
+	if !apiequality.Semantic.DeepEqual(shared.Status, q.Status) {
+		if _, err := c.client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("update status of resourcequota %s: %w", key, err)
+		}
+	}
+	return ResyncPeriod, nil
+}

@@ -1,0 +1,115 @@
+package resourcequota_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func used(t *testing.T, c *controlplanetest.Cluster, name string) string {
+	t.Helper()
+	q, err := c.Client.CoreV1().ResourceQuotas("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for rn, v := range q.Status.Used {
+		if hard, ok := q.Status.Hard[rn]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s/%s", rn, v.String(), hard.String()))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func waitUsed(t *testing.T, c *controlplanetest.Cluster, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := used(t, c, name)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("quota %s used:\n got  %s\n want %s", name, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func pod(name, cpu, memory string, phase corev1.PodPhase) *corev1.Pod {
+	res := corev1.ResourceRequirements{}
+	if cpu != "" {
+		res.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		res.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x", Resources: res}}}}
+}
+
+// Usage follows creates and deletes of pods (counts and compute), config maps, secrets,
+// services and Jobs (count/jobs.batch); a BestEffort-scoped quota counts only pods without
+// requests; kubectl reads it.
+func TestQuotaUsage(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cms, _ := c.Client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	baseCMs := len(cms.Items)
+	svcs, _ := c.Client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	baseSvcs := len(svcs.Items) // the "kubernetes" Service counts too
+	c.MustKubectl(t, "", "create", "quota", "all",
+		"--hard=pods=10,services=5,configmaps=20,secrets=10,count/jobs.batch=3,requests.cpu=2,requests.memory=1Gi,limits.cpu=4,limits.memory=2Gi")
+	c.MustKubectl(t, "", "create", "quota", "besteffort", "--hard=pods=5", "--scopes=BestEffort")
+	want := func(pods, cpu, mem string, cm, secrets, services, jobs int) string {
+		return fmt.Sprintf("configmaps=%d/20 count/jobs.batch=%d/3 limits.cpu=%s/4 limits.memory=%s/2Gi pods=%s/10 requests.cpu=%s/2 requests.memory=%s/1Gi secrets=%d/10 services=%d/5",
+			cm, jobs, cpu, mem, pods, cpu, mem, secrets, baseSvcs+services)
+	}
+	waitUsed(t, c, "all", want("0", "0", "0", baseCMs, 0, 0, 0))
+	waitUsed(t, c, "besteffort", "pods=0/5")
+
+	pods := c.Client.CoreV1().Pods("default")
+	for _, p := range []*corev1.Pod{pod("a", "250m", "128Mi", ""), pod("b", "500m", "256Mi", ""), pod("be", "", "", "")} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUsed(t, c, "all", want("3", "750m", "384Mi", baseCMs, 0, 0, 0))
+	waitUsed(t, c, "besteffort", "pods=1/5")
+
+	c.MustKubectl(t, "", "create", "configmap", "one", "--from-literal=k=v")
+	c.MustKubectl(t, "", "create", "secret", "generic", "s", "--from-literal=k=v")
+	c.MustKubectl(t, "", "create", "service", "clusterip", "svc", "--tcp=80:80")
+	c.MustKubectl(t, "", "create", "job", "j", "--image=x")
+	waitUsed(t, c, "all", want("4", "750m", "384Mi", baseCMs+1, 1, 1, 1))
+
+	// A finished pod no longer uses quota; a deleted one neither.
+	a, err := pods.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Status.Phase = corev1.PodSucceeded
+	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.MustKubectl(t, "", "delete", "pod", "be", "--wait=false")
+	c.MustKubectl(t, "", "delete", "configmap", "one")
+	c.MustKubectl(t, "", "delete", "job", "j")
+	waitUsed(t, c, "besteffort", "pods=0/5")
+	// The job's pod (no requests) goes with the job.
+	waitUsed(t, c, "all", want("1", "500m", "256Mi", baseCMs, 1, 1, 0))
+
+	out := c.MustKubectl(t, "", "describe", "quota", "all")
+	for _, line := range []string{"requests.cpu", "500m", "2"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("kubectl describe quota lacks %q:\n%s", line, out)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package resourcequota
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// objectCounts are the quota names that count objects of a core resource ("pods" and
+// "count/pods" alike), as Kubernetes' evaluators do.
+var objectCounts = map[corev1.ResourceName]string{
+	corev1.ResourcePods:                   "pods",
+	corev1.ResourceServices:               "services",
+	corev1.ResourceConfigMaps:             "configmaps",
+	corev1.ResourceSecrets:                "secrets",
+	corev1.ResourcePersistentVolumeClaims: "persistentvolumeclaims",
+	corev1.ResourceReplicationControllers: "replicationcontrollers",
+	corev1.ResourceQuotas:                 "resourcequotas",
+}
+
+// computeNames are the pod resources a quota can name, and whether they sum requests or
+// limits of which resource.
+var computeNames = map[corev1.ResourceName]struct {
+	limits   bool
+	resource corev1.ResourceName
+}{
+	corev1.ResourceCPU:                      {false, corev1.ResourceCPU},
+	corev1.ResourceMemory:                   {false, corev1.ResourceMemory},
+	corev1.ResourceEphemeralStorage:         {false, corev1.ResourceEphemeralStorage},
+	corev1.ResourceRequestsCPU:              {false, corev1.ResourceCPU},
+	corev1.ResourceRequestsMemory:           {false, corev1.ResourceMemory},
+	corev1.ResourceRequestsEphemeralStorage: {false, corev1.ResourceEphemeralStorage},
+	corev1.ResourceLimitsCPU:                {true, corev1.ResourceCPU},
+	corev1.ResourceLimitsMemory:             {true, corev1.ResourceMemory},
+	corev1.ResourceLimitsEphemeralStorage:   {true, corev1.ResourceEphemeralStorage},
+}
+
+// resourceOf is the group and resource whose objects a quota name is about; ok is false for
+// names this controller does not compute (they keep no usage, as with an unknown evaluator).
+func resourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
+	if r, ok := objectCounts[name]; ok {
+		return schema.GroupResource{Resource: r}, true
+	}
+	if _, ok := computeNames[name]; ok {
+		return schema.GroupResource{Resource: "pods"}, true
+	}
+	switch name {
+	case corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers:
+		return schema.GroupResource{Resource: "services"}, true
+	case corev1.ResourceRequestsStorage:
+		return schema.GroupResource{Resource: "persistentvolumeclaims"}, true
+	}
+	if rest, ok := strings.CutPrefix(string(name), "count/"); ok && rest != "" {
+		return schema.ParseGroupResource(rest), true
+	}
+	return schema.GroupResource{}, false
+}
+
+// podCounts says whether a pod uses quota: a pod that finished no longer does.
+func podCounts(pod *corev1.Pod) bool {
+	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// usage is what objects of one group-resource in the namespace use of a quota name.
+func usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matches func(*corev1.Pod) bool) resource.Quantity {
+	// The sum keeps the format of its first term ("128Mi" stays binary), as Kubernetes' quota sums do.
+	var sum *resource.Quantity
+	add := func(q resource.Quantity) {
+		if sum == nil {
+			q = q.DeepCopy()
+			sum = &q
+			return
+		}
+		sum.Add(q)
+	}
+	count := func(n int64) { add(*resource.NewQuantity(n, resource.DecimalSI)) }
+	total := func() resource.Quantity {
+		if sum == nil {
+			return resource.Quantity{Format: resource.DecimalSI}
+		}
+		return *sum
+	}
+	if gr == (schema.GroupResource{Resource: "pods"}) {
+		for _, o := range objs {
+			pod, ok := o.(*corev1.Pod)
+			if !ok || !podCounts(pod) || !matches(pod) {
+				continue
+			}
+			c, compute := computeNames[name]
+			if !compute {
+				count(1)
+				continue
+			}
+			list := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+			if c.limits {
+				list = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+			}
+			if q, ok := list[c.resource]; ok {
+				add(q)
+			}
+		}
+		return total()
+	}
+	for _, o := range objs {
+		switch name {
+		case corev1.ResourceServicesNodePorts:
+			if svc, ok := o.(*corev1.Service); ok {
+				for _, p := range svc.Spec.Ports {
+					if p.NodePort != 0 {
+						count(1)
+					}
+				}
+			}
+		case corev1.ResourceServicesLoadBalancers:
+			if svc, ok := o.(*corev1.Service); ok && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+				count(1)
+			}
+		case corev1.ResourceRequestsStorage:
+			if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok {
+				if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+					add(q)
+				}
+			}
+		default:
+			count(1)
+		}
+	}
+	return total()
+}

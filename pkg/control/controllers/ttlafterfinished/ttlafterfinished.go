@@ -1,0 +1,132 @@
+// Package ttlafterfinished deletes finished Jobs once their ttlSecondsAfterFinished has
+// passed, as kube-controller-manager's ttl-after-finished controller does.
+package ttlafterfinished
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// Name is the controller's name.
+const Name = "ttl-after-finished-controller"
+
+// Controller deletes expired finished Jobs.
+type Controller struct {
+	client kubernetes.Interface
+	jobs   batchlisters.JobLister
+	synced cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
+	clock  clock.WithTicker
+	log    *slog.Logger
+}
+
+// New wires the controller to the shared Job informer.
+func New(client kubernetes.Interface, jobs batchinformers.JobInformer, clk clock.WithTicker, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, jobs: jobs.Lister(), synced: jobs.Informer().HasSynced,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ttl_jobs_to_delete", Clock: clk}),
+		clock: clk, log: log,
+	}
+	_, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+	})
+	return c, err
+}
+
+func (c *Controller) enqueue(obj any) {
+	if j, ok := obj.(*batchv1.Job); ok && needsCleanup(j) {
+		if key, err := cache.MetaNamespaceKeyFunc(j); err == nil {
+			c.queue.Add(key)
+		}
+	}
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+// needsCleanup: a finished Job with a TTL that is not already being deleted.
+func needsCleanup(j *batchv1.Job) bool {
+	_, done := finishedAt(j)
+	return j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil && done
+}
+
+// finishedAt is when the Job got its Complete or Failed condition.
+func finishedAt(j *batchv1.Job) (time.Time, bool) {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// left is how long the Job has to live; <= 0 once expired.
+func (c *Controller) left(j *batchv1.Job) time.Duration {
+	at, _ := finishedAt(j)
+	return at.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second).Sub(c.clock.Now())
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	j, err := c.jobs.Jobs(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil || !needsCleanup(j) {
+		return 0, err
+	}
+	if left := c.left(j); left > 0 {
+		return left, nil
+	}
+	// The cache may be behind a change of the TTL: decide on the Job as it is now.
+	fresh, err := c.client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !needsCleanup(fresh) {
+		return 0, nil
+	}
+	if left := c.left(fresh); left > 0 {
+		return left, nil
+	}
+	// Foreground, as Kubernetes does: the Job goes once its pods are gone.
+	err = c.client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
+		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+		Preconditions:     &metav1.Preconditions{UID: &fresh.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("delete expired job %s: %w", key, err)
+	}
+	c.log.Info("deleted finished job after its TTL", "job", key)
+	return 0, nil
+}

@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const indexedJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: idx}
+spec:
+  completions: 5
+  parallelism: 2
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: work
+        image: localhost/minik8s/busybox:v1
+        # Succeeds only where the index the controller gave (JOB_COMPLETION_INDEX, from the
+        # pod's annotation) is the one in its hostname idx-<index>.
+        command: ["sh", "-c", "sleep 2; test \"$(hostname)\" = \"idx-$JOB_COMPLETION_INDEX\""]
+`
+
+// TestJobs on a two-node minilab: an Indexed Job of 5 completions with parallelism 2 runs
+// real containers, never more than 2 at once, each finding its index in
+// JOB_COMPLETION_INDEX and its hostname, and completes without a failure; a CronJob every minute creates a Job within ~70 s.
+func TestJobs(t *testing.T) {
+	e := requireEnv(t)
+	name := uniqueName("job")
+	ctx := context.Background()
+	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatalf("minilab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Down(context.Background(), name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	dumpLogsOnFailure(t, l)
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := cluster.Kubectl(ctx, l, args...)
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	manifest := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(manifest, []byte(indexedJob), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl("apply", "-f", manifest)
+
+	start := time.Now()
+	maxRunning := 0
+	var job batchv1.Job
+	for {
+		var pods corev1.PodList
+		if err := json.Unmarshal([]byte(kubectl("get", "pods", "-l", "job-name=idx", "-o", "json")), &pods); err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running++
+			}
+		}
+		maxRunning = max(maxRunning, running)
+		if err := json.Unmarshal([]byte(kubectl("get", "job", "idx", "-o", "json")), &job); err != nil {
+			t.Fatal(err)
+		}
+		if job.Status.CompletionTime != nil {
+			break
+		}
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("job not complete after 3 min: %+v", job.Status)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("indexed job of 5 completed in %v", time.Since(start).Round(time.Second))
+	if maxRunning > 2 {
+		t.Errorf("%d pods ran at once, parallelism is 2", maxRunning)
+	}
+	if job.Status.CompletedIndexes != "0-4" || job.Status.Succeeded != 5 || job.Status.Failed != 0 {
+		t.Errorf("job status %+v", job.Status)
+	}
+	kubectl("wait", "--for=condition=complete", "job/idx", "--timeout=10s")
+	kubectl("create", "cronjob", "tick", "--image=localhost/minik8s/busybox:v1", "--schedule=*/1 * * * *", "--", "sh", "-c", "exit 0")
+	start = time.Now()
+	for {
+		var jobs batchv1.JobList
+		if err := json.Unmarshal([]byte(kubectl("get", "jobs", "-o", "json")), &jobs); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, j := range jobs.Items {
+			if strings.HasPrefix(j.Name, "tick-") && j.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"] != "" {
+				found = true
+			}
+		}
+		if found {
+			break
+		}
+		if time.Since(start) > 75*time.Second {
+			t.Fatalf("no job from the cronjob after 75 s:\n%s", kubectl("get", "cronjob,jobs,events"))
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("cronjob created a job after %v", time.Since(start).Round(time.Second))
+}
