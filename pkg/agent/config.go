@@ -3,8 +3,8 @@ package agent
 import (
 	"errors"
 
-	"github.com/minik8s/minik8s/pkg/agent/nodeapi"
 	"fmt"
+	"github.com/minik8s/minik8s/pkg/agent/nodeapi"
 	"net"
 	"path/filepath"
 )

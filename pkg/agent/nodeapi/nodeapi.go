@@ -236,4 +236,3 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
-
