@@ -13,7 +13,7 @@ import (
 func TestLogContainer(t *testing.T) {
 	pod := func(statuses ...corev1.ContainerStatus) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
-			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}, InitContainers: []corev1.Container{{Name: "init"}}},
+			Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}, InitContainers: []corev1.Container{{Name: "init"}}},
 			Status: corev1.PodStatus{ContainerStatuses: statuses}}
 	}
 	running := corev1.ContainerStatus{Name: "a", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
