@@ -634,7 +634,9 @@ func (a *miniapi) start() error {
 		return err
 	}
 	o := controlplane.Options{DataDir: a.dir, BindAddress: "127.0.0.1", SecurePort: port, Store: a.storeFlag,
-		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The benchmark's nodes post no heartbeats: they must not turn unreachable mid-run.
+		Controllers: []string{"*", "-nodelifecycle"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(ctx, o) }()

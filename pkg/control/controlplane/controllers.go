@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controllers/daemonset"
@@ -16,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
@@ -75,6 +77,7 @@ var controllers = []controller{
 	{"cronjob", startCronJob},
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"daemonset", startDaemonSet},
+	{"nodelifecycle", startNodeLifecycle},
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
@@ -286,5 +289,18 @@ func startPVBinder(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go pb.Run(ctx)
+	return nil
+}
+
+func startNodeLifecycle(ctx context.Context, c *ControllerContext) error {
+	opts := nodelifecycle.Options{MonitorPeriod: c.Options.NodeMonitorPeriod, GracePeriod: c.Options.NodeMonitorGracePeriod}
+	if opts.MonitorPeriod == 0 {
+		opts.MonitorPeriod = 5 * time.Second
+	}
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = 40 * time.Second
+	}
+	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
+	go nl.Run(ctx)
 	return nil
 }

@@ -46,6 +46,9 @@ type Options struct {
 	ServiceRange string
 	TokenFile    string   // static bearer tokens (--token-auth-file)
 	Controllers  []string // --controllers: "*", "name", "-name"
+	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
+	// (0: 5 s and 40 s, kube-controller-manager's defaults).
+	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
 	Log          *slog.Logger
 }
 
@@ -75,6 +78,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := enabledControllers(o.Controllers); err != nil {
 		errs = append(errs, err)
+	}
+	if o.NodeMonitorPeriod < 0 || o.NodeMonitorGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--node-monitor-period %v and --node-monitor-grace-period %v must not be negative", o.NodeMonitorPeriod, o.NodeMonitorGracePeriod))
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))

@@ -20,7 +20,11 @@ const DefaultTerminationGracePeriod int64 = 30
 
 var podRules = Rules{
 	Default:       func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
-	PrepareCreate: func(obj runtime.Object) { obj.(*corev1.Pod).Status = corev1.PodStatus{Phase: corev1.PodPending} },
+	PrepareCreate: func(obj runtime.Object) {
+		pod := obj.(*corev1.Pod)
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		addDefaultTolerationSeconds(pod)
+	},
 	Validate:      func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
@@ -315,4 +319,30 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// defaultTolerationSeconds is how long a pod stays on a node that became not-ready or
+// unreachable before the node lifecycle controller evicts it (kube-apiserver's
+// --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds).
+const defaultTolerationSeconds = 300
+
+// addDefaultTolerationSeconds is the DefaultTolerationSeconds admission plugin: a pod that
+// does not tolerate the not-ready and unreachable NoExecute taints itself gets tolerations of
+// them for 300 s.
+func addDefaultTolerationSeconds(pod *corev1.Pod) {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		taint := corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute}
+		tolerated := false
+		for i := range pod.Spec.Tolerations {
+			t := &pod.Spec.Tolerations[i]
+			if (t.Key == key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)) && (t.Effect == "" || t.Effect == taint.Effect) {
+				tolerated = true
+			}
+		}
+		if !tolerated {
+			seconds := int64(defaultTolerationSeconds)
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+		}
+	}
 }

@@ -1,0 +1,291 @@
+// Package nodelifecycle watches nodes' heartbeats as kube-controller-manager's node
+// lifecycle controller does: a node whose minilet stops posting status and renewing its
+// Lease for the grace period gets Ready=Unknown, its pods are marked not ready, and it is
+// tainted unreachable (not-ready when Ready is False) with NoSchedule and NoExecute; pods on
+// a NoExecute-tainted node are evicted once their toleration of the taint runs out. The
+// taints go when the node reports Ready again.
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Options are kube-controller-manager's flags of this controller.
+type Options struct {
+	MonitorPeriod time.Duration // --node-monitor-period (5s)
+	GracePeriod   time.Duration // --node-monitor-grace-period (40s)
+}
+
+// Controller is the node lifecycle controller.
+type Controller struct {
+	client   kubernetes.Interface
+	nodes    corelisters.NodeLister
+	pods     corelisters.PodLister
+	leases   coordinationlisters.LeaseLister
+	synced   []cache.InformerSynced
+	recorder record.EventRecorder
+	clock    clock.Clock
+	opts     Options
+	log      *slog.Logger
+}
+
+// New wires the controller to the shared informers.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, opts Options, log *slog.Logger) *Controller {
+	nodes, pods := factory.Core().V1().Nodes(), factory.Core().V1().Pods()
+	leases := factory.Coordination().V1().Leases()
+	return &Controller{
+		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
+		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
+		recorder: recorder, clock: clock.RealClock{}, opts: opts, log: log,
+	}
+}
+
+// Run checks every node each monitor period until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	// A controller that just started has seen no heartbeat yet: give every node a full
+	// grace period from now before judging it, as Kubernetes does.
+	started := c.clock.Now()
+	tick := time.NewTicker(c.opts.MonitorPeriod)
+	defer tick.Stop()
+	for {
+		nodes, _ := c.nodes.List(labels.Everything())
+		for _, n := range nodes {
+			if err := c.monitor(ctx, n, started); err != nil {
+				c.log.Info("node check failed, will retry", "node", n.Name, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// lastHeartbeat is when the node last showed life: its Ready heartbeat or its Lease renewal.
+func (c *Controller) lastHeartbeat(n *corev1.Node, started time.Time) time.Time {
+	last := started
+	if ready := condition(n, corev1.NodeReady); ready != nil && ready.LastHeartbeatTime.After(last) {
+		last = ready.LastHeartbeatTime.Time
+	}
+	if lease, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last) {
+		last = lease.Spec.RenewTime.Time
+	}
+	return last
+}
+
+
+func condition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node, started time.Time) error {
+	now := c.clock.Now()
+	ready := condition(n, corev1.NodeReady)
+	if now.Sub(c.lastHeartbeat(n, started)) > c.opts.GracePeriod && (ready == nil || ready.Status != corev1.ConditionUnknown) {
+		if err := c.markUnknown(ctx, n, now); err != nil {
+			return err
+		}
+		return nil // the next round sees the new status and taints the node
+	}
+	if err := c.syncTaints(ctx, n, now); err != nil {
+		return err
+	}
+	return c.evict(ctx, n, now)
+}
+
+// markUnknown sets every condition the kubelet posts to Unknown, and the node's pods not
+// ready (they may be running, but nobody knows).
+func (c *Controller) markUnknown(ctx context.Context, n *corev1.Node, now time.Time) error {
+	node := n.DeepCopy()
+	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+		cond := condition(node, t)
+		if cond == nil {
+			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: t})
+			cond = &node.Status.Conditions[len(node.Status.Conditions)-1]
+		}
+		cond.Status, cond.Reason, cond.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+		cond.LastTransitionTime = metav1.NewTime(now)
+	}
+	if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	c.recorder.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
+	pods, err := c.podsOn(n.Name)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		pod := p.DeepCopy()
+		changed := false
+		for i := range pod.Status.Conditions {
+			if cond := &pod.Status.Conditions[i]; cond.Type == corev1.PodReady && cond.Status != corev1.ConditionFalse {
+				cond.Status, cond.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(now)
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return err
+		}
+		c.recorder.Eventf(pod, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
+	}
+	return nil
+}
+
+func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {
+	all, err := c.pods.List(labels.Everything())
+	var out []*corev1.Pod
+	for _, p := range all {
+		if p.Spec.NodeName == node {
+			out = append(out, p)
+		}
+	}
+	return out, err
+}
+
+// syncTaints puts the taints Ready calls for (unreachable for Unknown, not-ready for False,
+// none for True) with NoSchedule and NoExecute, keeping when each was added.
+func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Time) error {
+	want := ""
+	if ready := condition(n, corev1.NodeReady); ready != nil {
+		switch ready.Status {
+		case corev1.ConditionUnknown:
+			want = corev1.TaintNodeUnreachable
+		case corev1.ConditionFalse:
+			want = corev1.TaintNodeNotReady
+		}
+	}
+	var taints []corev1.Taint
+	have := map[string]bool{}
+	for _, t := range n.Spec.Taints {
+		ours := t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady
+		if ours && t.Key != want {
+			continue // the node's state moved on
+		}
+		if ours {
+			have[string(t.Effect)] = true
+		}
+		taints = append(taints, t)
+	}
+	added := metav1.NewTime(now)
+	for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+		if want != "" && !have[string(effect)] {
+			t := corev1.Taint{Key: want, Effect: effect}
+			if effect == corev1.TaintEffectNoExecute {
+				t.TimeAdded = &added
+			}
+			taints = append(taints, t)
+		}
+	}
+	if len(taints) == len(n.Spec.Taints) && sameTaints(taints, n.Spec.Taints) {
+		return nil
+	}
+	node := n.DeepCopy()
+	node.Spec.Taints = taints
+	_, err := c.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	return err
+}
+
+func sameTaints(a, b []corev1.Taint) bool {
+	for i := range a {
+		if a[i].Key != b[i].Key || a[i].Effect != b[i].Effect || a[i].Value != b[i].Value {
+			return false
+		}
+	}
+	return true
+}
+
+// evict deletes the pods on a NoExecute-tainted node whose tolerations have run out (or
+// that tolerate the taint not at all), as the taint manager does.
+func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) error {
+	var noExecute []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			noExecute = append(noExecute, t)
+		}
+	}
+	if len(noExecute) == 0 {
+		return nil
+	}
+	pods, err := c.podsOn(n.Name)
+	if err != nil {
+		return err
+	}
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		deadline, forever := evictionTime(pod, noExecute)
+		if forever || now.Before(deadline) {
+			continue
+		}
+		c.recorder.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
+		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	return nil
+}
+
+// evictionTime is when the pod must go: at once for a taint it does not tolerate, else when
+// the shortest tolerationSeconds among the taints runs out; forever when no toleration sets
+// one.
+func evictionTime(pod *corev1.Pod, taints []corev1.Taint) (time.Time, bool) {
+	var deadline time.Time
+	forever := true
+	for i := range taints {
+		t := &taints[i]
+		var match *corev1.Toleration
+		for j := range pod.Spec.Tolerations {
+			if pod.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
+				match = &pod.Spec.Tolerations[j]
+				break
+			}
+		}
+		if match == nil {
+			return time.Time{}, false
+		}
+		if match.TolerationSeconds == nil {
+			continue
+		}
+		added := time.Time{}
+		if t.TimeAdded != nil {
+			added = t.TimeAdded.Time
+		}
+		at := added.Add(time.Duration(max(*match.TolerationSeconds, 0)) * time.Second)
+		if forever || at.Before(deadline) {
+			deadline, forever = at, false
+		}
+	}
+	return deadline, forever
+}

@@ -1,0 +1,119 @@
+package nodelifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+)
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last: %s", what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSilentNodeIsTaintedAndEvicted: a node that stops posting status becomes Unknown and
+// unreachable-tainted after the grace period; its pods go as their tolerations run out
+// (DefaultTolerationSeconds gave every pod 300 s unless it says otherwise); the taints go
+// when it posts Ready again.
+func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, 2*time.Second
+	})
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 10, nil)
+	mk := func(name string, tolerate *int64, forever bool) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+		if tolerate != nil || forever {
+			pod.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: tolerate}}
+		}
+		if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("short", ptr.To[int64](1), false)
+	mk("forever", nil, true)
+	mk("default", nil, false)
+	got, _ := cl.Client.CoreV1().Pods("default").Get(ctx, "default", metav1.GetOptions{})
+	if len(got.Spec.Tolerations) != 2 || *got.Spec.Tolerations[0].TolerationSeconds != 300 {
+		t.Errorf("DefaultTolerationSeconds: tolerations %+v, want not-ready and unreachable for 300 s", got.Spec.Tolerations)
+	}
+
+	waitFor(t, "node Unknown and tainted unreachable", 15*time.Second, func() (bool, string) {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var ready corev1.ConditionStatus
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status
+			}
+		}
+		var taints []string
+		for _, tn := range n.Spec.Taints {
+			taints = append(taints, tn.Key+":"+string(tn.Effect))
+		}
+		joined := strings.Join(taints, ",")
+		return ready == corev1.ConditionUnknown && joined == "node.kubernetes.io/unreachable:NoSchedule,node.kubernetes.io/unreachable:NoExecute",
+			fmt.Sprintf("ready=%s taints=%s", ready, joined)
+	})
+	waitFor(t, "the pod tolerating 1 s evicted", 10*time.Second, func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), fmt.Sprint(err)
+	})
+	for _, name := range []string{"forever", "default"} {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil {
+			t.Errorf("pod %s should stay (tolerates the taint longer): %v", name, err)
+		}
+	}
+	out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=short")
+	if !strings.Contains(out, "TaintManagerEviction") || !strings.Contains(out, "Marking for deletion Pod default/short") {
+		t.Errorf("events of the evicted pod:\n%s", out)
+	}
+
+	// The node posts Ready again: the taints go.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status = corev1.ConditionTrue
+				n.Status.Conditions[i].LastHeartbeatTime = metav1.Now()
+			}
+		}
+		_, err = cl.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "taints removed", 10*time.Second, func() (bool, string) {
+		n, _ := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+		return len(n.Spec.Taints) == 0, fmt.Sprint(n.Spec.Taints)
+	})
+}
