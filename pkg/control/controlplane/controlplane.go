@@ -49,7 +49,7 @@ type Options struct {
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
 	// (0: 5 s and 40 s, kube-controller-manager's defaults).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
-	Log          *slog.Logger
+	Log                                       *slog.Logger
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.

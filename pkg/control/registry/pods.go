@@ -19,13 +19,13 @@ import (
 const DefaultTerminationGracePeriod int64 = 30
 
 var podRules = Rules{
-	Default:       func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
+	Default: func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
 	PrepareCreate: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
 		addDefaultTolerationSeconds(pod)
 	},
-	Validate:      func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
+	Validate: func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
 	},

@@ -95,7 +95,6 @@ func (c *Controller) lastHeartbeat(n *corev1.Node, started time.Time) time.Time 
 	return last
 }
 
-
 func condition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == t {
