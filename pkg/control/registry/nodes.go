@@ -45,16 +45,15 @@ var nodeRules = Rules{
 	},
 }
 
-// NodeStatusText is the STATUS column of `kubectl get nodes`.
+// NodeStatusText is the STATUS column of `kubectl get nodes`, as Kubernetes' printer has it:
+// Ready, NotReady for a Ready condition False or Unknown, Unknown without one.
 func NodeStatusText(n *corev1.Node) string {
 	status := "Unknown"
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			switch c.Status {
-			case corev1.ConditionTrue:
+			status = "NotReady"
+			if c.Status == corev1.ConditionTrue {
 				status = "Ready"
-			case corev1.ConditionFalse:
-				status = "NotReady"
 			}
 		}
 	}

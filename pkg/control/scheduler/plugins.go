@@ -30,8 +30,10 @@ func nodeReady(_ *corev1.Pod, n *nodeInfo) string {
 	return "node(s) were not ready"
 }
 
-func nodeSchedulable(_ *corev1.Pod, n *nodeInfo) string {
-	if n.node.Spec.Unschedulable {
+// nodeSchedulable is kube-scheduler's NodeUnschedulable filter: a cordoned node takes only
+// pods that tolerate the unschedulable taint (DaemonSet pods do).
+func nodeSchedulable(pod *corev1.Pod, n *nodeInfo) string {
+	if n.node.Spec.Unschedulable && !tolerates(pod.Spec.Tolerations, &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
 		return "node(s) were unschedulable"
 	}
 	return ""

@@ -26,6 +26,8 @@ func TestFilters(t *testing.T) {
 	zoned := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
 			{Key: "zone", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"b"}}}}}}}}
+	cordoned := node("n1", nil)
+	cordoned.node.Spec.Unschedulable = true
 	full := node("n1", nil)
 	full.pods = 2
 	busy := node("n1", nil)
@@ -48,6 +50,9 @@ func TestFilters(t *testing.T) {
 		{"tolerated taint", corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}},
 			node("n1", nil, gpu), ""},
 		{"pod slots full", corev1.PodSpec{}, full, "Too many pods"},
+		{"cordoned", corev1.PodSpec{}, cordoned, "node(s) were unschedulable"},
+		{"cordoned, tolerated (a DaemonSet pod)", corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}},
+			cordoned, ""},
 		{"cpu short", cpuPod, busy, "Insufficient cpu"},
 		{"init container request counts only as a maximum", cpuPod, node("n1", nil), ""},
 	} {

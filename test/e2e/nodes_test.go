@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const agentAndSurvivor = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: netexec, image: localhost/minik8s/netexec:v1}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: survivor}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: survivor}}
+  template:
+    metadata: {labels: {app: survivor}}
+    spec:
+      tolerations:
+      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+      - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
+      containers: [{name: netexec, image: localhost/minik8s/netexec:v1}]
+`
+
+// TestDaemonSetAndNodeFailure: a DaemonSet runs one pod per node and none on a node tainted
+// NoSchedule (until the taint goes); when a node's minilet stops, the node turns
+// NotReady/Unknown after the grace period and a Deployment's pods there are replaced on the
+// other node once their 5 s toleration runs out.
+func TestDaemonSetAndNodeFailure(t *testing.T) {
+	e := requireEnv(t)
+	name := uniqueName("e2e-nodes")
+	ctx := context.Background()
+	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatalf("minilab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Down(context.Background(), name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	dumpLogsOnFailure(t, l)
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := cluster.Kubectl(ctx, l, args...)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		return out
+	}
+	// node-2 is tainted; node-1 cordoned so the Deployment's pods all start on node-2.
+	kubectl("taint", "node", "node-2", "dedicated=gpu:NoSchedule")
+	kubectl("cordon", "node-1")
+	manifest := filepath.Join(t.TempDir(), "apps.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.Replace(agentAndSurvivor, "      tolerations:\n",
+		"      tolerations:\n      - {key: dedicated, operator: Exists, effect: NoSchedule}\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl("apply", "-f", manifest)
+	kubectl("rollout", "status", "deployment/survivor", "--timeout=120s")
+	kubectl("rollout", "status", "ds/agent", "--timeout=120s")
+	if got := runningOn(t, l, "agent"); got != "node-1" {
+		t.Errorf("DaemonSet pods on %q; want node-1 only (node-2 is tainted NoSchedule; DaemonSet pods still run on a cordoned node)", got)
+	}
+	if got := runningOn(t, l, "survivor"); got != "node-2,node-2" {
+		t.Fatalf("survivor pods on %q; want both on node-2", got)
+	}
+	kubectl("taint", "node", "node-2", "dedicated-")
+	kubectl("uncordon", "node-1")
+	waitRunningOn(t, l, "agent", "node-1,node-2", 60*time.Second)
+
+	// node-2's minilet stops; its containers keep running, but nobody reports them.
+	if err := l.Stop("minilet-node-2", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node-2 Unknown and tainted unreachable", 90*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(ctx, l, "get", "node", "node-2", "-o", "json")
+		var node corev1.Node
+		if err != nil || json.Unmarshal([]byte(out), &node) != nil {
+			return false, fmt.Sprint(err)
+		}
+		unreachable := false
+		for _, tn := range node.Spec.Taints {
+			unreachable = unreachable || (tn.Key == corev1.TaintNodeUnreachable && tn.Effect == corev1.TaintEffectNoExecute)
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionUnknown && unreachable, fmt.Sprintf("Ready=%s taints=%v", c.Status, node.Spec.Taints)
+			}
+		}
+		return false, "no Ready condition"
+	})
+	if out := kubectl("get", "nodes"); !strings.Contains(out, "NotReady") {
+		t.Errorf("kubectl get nodes shows no NotReady node:\n%s", out)
+	}
+	waitRunningOn(t, l, "survivor", "node-1,node-1", 60*time.Second)
+	if out := kubectl("get", "events", "--field-selector", "reason=TaintManagerEviction"); !strings.Contains(out, "Marking for deletion Pod default/survivor-") {
+		t.Errorf("no TaintManagerEviction event for the survivor pods:\n%s", out)
+	}
+}
+
+// runningOn lists the nodes of app's Running pods not being deleted, sorted.
+func runningOn(t *testing.T, l *lab.Lab, app string) string {
+	t.Helper()
+	out, err := cluster.Kubectl(context.Background(), l, "get", "pods", "-l", "app="+app, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(nodes)
+	return strings.Join(nodes, ",")
+}
+
+func waitRunningOn(t *testing.T, l *lab.Lab, app, want string, within time.Duration) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s running on %s", app, want), within, func() (bool, string) {
+		got := runningOn(t, l, app)
+		return got == want, got
+	})
+}
+
+func waitFor(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last: %s", within, what, state)
+		}
+		time.Sleep(time.Second)
+	}
+}
