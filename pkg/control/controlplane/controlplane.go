@@ -49,6 +49,7 @@ type Options struct {
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
 	// (0: 5 s and 40 s, kube-controller-manager's defaults).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
+	LeaderElection                            LeaderElection
 	Log                                       *slog.Logger
 }
 
@@ -81,6 +82,10 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeMonitorPeriod < 0 || o.NodeMonitorGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--node-monitor-period %v and --node-monitor-grace-period %v must not be negative", o.NodeMonitorPeriod, o.NodeMonitorGracePeriod))
+	}
+	if le := o.LeaderElection; le.Enabled && !(le.LeaseDuration > le.RenewDeadline && float64(le.RenewDeadline) > 1.2*float64(le.RetryPeriod) && le.RetryPeriod > 0) {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration %v must exceed --leader-elect-renew-deadline %v, which must exceed 1.2 x --leader-elect-retry-period %v (> 0)",
+			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
@@ -285,15 +290,25 @@ func runComponents(ctx context.Context, cfg *rest.Config, o Options, log *slog.L
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, broadcaster: broadcaster}
-	sched, err := scheduler.New(client, factory, cc.Recorder(scheduler.Name), log.With("component", "scheduler"))
-	if err != nil {
-		return err
-	}
-	if err := startControllers(ctx, cc, enabled); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	go sched.Run(ctx)
+	identity := electionIdentity()
+	// Informers run for the whole process (a standby's caches stay warm); the components
+	// run while this miniapi leads, and start afresh if it leads again.
+	whileLeading(ctx, client, o.LeaderElection, "kube-controller-manager", identity, log, func(lctx context.Context) {
+		if err := startControllers(lctx, cc, enabled); err != nil {
+			log.Error("controllers did not start", "err", err)
+			return
+		}
+		factory.Start(ctx.Done())
+	})
+	whileLeading(ctx, client, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
+		sched, err := scheduler.New(client, factory, cc.Recorder(scheduler.Name), log.With("component", "scheduler"))
+		if err != nil {
+			log.Error("scheduler did not start", "err", err)
+			return
+		}
+		factory.Start(ctx.Done())
+		sched.Run(lctx)
+	})
 	return nil
 }
 
