@@ -8,14 +8,12 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/history"
 	"github.com/minik8s/minik8s/pkg/control/controllers/templatehash"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,7 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -258,7 +255,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	ds := cached.DeepCopy()
 	hash := templatehash.Of(&ds.Spec.Template, ds.Status.CollisionCount)
-	if err := c.ensureRevision(ctx, ds, hash); err != nil {
+	if _, _, err := history.Ensure(ctx, c.client, c.revisions, history.Owner{Object: ds, Kind: kind, Template: &ds.Spec.Template,
+		Hash: hash, Limit: int(ptr.Deref(ds.Spec.RevisionHistoryLimit, 10))}); err != nil {
 		return 0, err
 	}
 	nodes, err := c.nodes.List(labels.Everything())
@@ -452,67 +450,4 @@ func status(ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, 
 	}
 	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
 	return st
-}
-
-// ensureRevision keeps a ControllerRevision for the current template (numbered after the
-// newest) and at most revisionHistoryLimit older ones, for `kubectl rollout history|undo`.
-func (c *Controller) ensureRevision(ctx context.Context, ds *appsv1.DaemonSet, hash string) error {
-	all, err := c.revisions.ControllerRevisions(ds.Namespace).List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	var owned []*appsv1.ControllerRevision
-	var newest int64
-	var current *appsv1.ControllerRevision
-	for _, r := range all {
-		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == ds.UID {
-			owned = append(owned, r)
-			newest = max(newest, r.Revision)
-			if r.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
-				current = r
-			}
-		}
-	}
-	if current == nil {
-		// The same patch kube-controller-manager records: the template, for undo to apply.
-		data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": ds.Spec.Template, "$patch": "replace"}})
-		if err != nil {
-			return err
-		}
-		rev := &appsv1.ControllerRevision{
-			ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + hash, Namespace: ds.Namespace,
-				Labels:          map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
-				Annotations:     map[string]string{"deprecated.daemonset.template.generation": strconv.FormatInt(ds.Generation, 10)},
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, kind)}},
-			Data:     runtime.RawExtension{Raw: data},
-			Revision: newest + 1,
-		}
-		for k, v := range ds.Spec.Template.Labels {
-			rev.Labels[k] = v
-		}
-		if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, rev, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create controller revision: %w", err)
-		}
-	} else if current.Revision < newest {
-		// Back to an older template (rollout undo): it becomes the newest revision.
-		updated := current.DeepCopy()
-		updated.Revision = newest + 1
-		if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	}
-	limit := int(ptr.Deref(ds.Spec.RevisionHistoryLimit, 10))
-	if len(owned) <= limit+1 {
-		return nil
-	}
-	sort.Slice(owned, func(i, j int) bool { return owned[i].Revision < owned[j].Revision })
-	for _, r := range owned[:len(owned)-limit-1] {
-		if r == current {
-			continue
-		}
-		if err := c.client.AppsV1().ControllerRevisions(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	return nil
 }

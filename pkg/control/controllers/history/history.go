@@ -1,0 +1,112 @@
+// Package history keeps the ControllerRevisions of a DaemonSet or StatefulSet as
+// Kubernetes' controller history does: one revision per pod template (named
+// <owner>-<hash>, labelled controller-revision-hash), numbered after the newest, the
+// template stored as the patch `kubectl rollout undo` applies, and at most
+// revisionHistoryLimit older ones kept.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+)
+
+// HashLabel is the label naming a revision, on the revision and on its pods.
+const HashLabel = appsv1.ControllerRevisionHashLabelKey
+
+// Owner is the set whose history is kept.
+type Owner struct {
+	Object   metav1.Object
+	Kind     schema.GroupVersionKind
+	Template *corev1.PodTemplateSpec
+	Hash     string // of Template
+	Limit    int    // revisionHistoryLimit
+	Keep     string // a revision still in use (a StatefulSet's currentRevision), never pruned
+}
+
+// Ensure makes sure the current template has the newest revision and prunes old ones; it
+// returns the current revision and every revision of the owner, oldest first.
+func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters.ControllerRevisionLister, o Owner) (*appsv1.ControllerRevision, []*appsv1.ControllerRevision, error) {
+	ns := o.Object.GetNamespace()
+	all, err := lister.ControllerRevisions(ns).List(labels.Everything())
+	if err != nil {
+		return nil, nil, err
+	}
+	var owned []*appsv1.ControllerRevision
+	var newest int64
+	var current *appsv1.ControllerRevision
+	for _, r := range all {
+		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == o.Object.GetUID() {
+			owned = append(owned, r)
+			newest = max(newest, r.Revision)
+			if r.Labels[HashLabel] == o.Hash {
+				current = r
+			}
+		}
+	}
+	switch {
+	case current == nil:
+		data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": o.Template, "$patch": "replace"}})
+		if err != nil {
+			return nil, nil, err
+		}
+		rev := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: o.Object.GetName() + "-" + o.Hash, Namespace: ns,
+				Labels:          map[string]string{HashLabel: o.Hash},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(o.Object, o.Kind)}},
+			Data:     runtime.RawExtension{Raw: data},
+			Revision: newest + 1,
+		}
+		for k, v := range o.Template.Labels {
+			rev.Labels[k] = v
+		}
+		created, err := client.AppsV1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			created, err = client.AppsV1().ControllerRevisions(ns).Get(ctx, rev.Name, metav1.GetOptions{})
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("create controller revision: %w", err)
+		}
+		current = created
+		owned = append(owned, created)
+	case current.Revision < newest:
+		// Back to an older template (rollout undo): it becomes the newest revision.
+		updated := current.DeepCopy()
+		updated.Revision = newest + 1
+		if current, err = client.AppsV1().ControllerRevisions(ns).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return nil, nil, err
+		}
+		for i := range owned {
+			if owned[i].UID == current.UID {
+				owned[i] = current
+			}
+		}
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Revision < owned[j].Revision })
+	if excess := len(owned) - o.Limit - 1; excess > 0 {
+		var kept []*appsv1.ControllerRevision
+		for _, r := range owned {
+			if excess > 0 && r.UID != current.UID && r.Name != o.Keep {
+				if err := client.AppsV1().ControllerRevisions(ns).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return nil, nil, err
+				}
+				excess--
+				continue
+			}
+			kept = append(kept, r)
+		}
+		owned = kept
+	}
+	return current, owned, nil
+}
