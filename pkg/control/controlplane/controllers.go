@@ -22,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/controllers/statefulset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,6 +79,7 @@ var controllers = []controller{
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"daemonset", startDaemonSet},
 	{"nodelifecycle", startNodeLifecycle},
+	{"statefulset", startStatefulSet},
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
@@ -302,5 +304,16 @@ func startNodeLifecycle(ctx context.Context, c *ControllerContext) error {
 	}
 	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
 	go nl.Run(ctx)
+	return nil
+}
+
+func startStatefulSet(ctx context.Context, c *ControllerContext) error {
+	apps := c.Informers.Apps().V1()
+	ss, err := statefulset.New(c.Client, apps.StatefulSets(), c.Informers.Core().V1().Pods(), apps.ControllerRevisions(),
+		c.Recorder("statefulset-controller"), c.Log.With("component", "statefulset-controller"))
+	if err != nil {
+		return err
+	}
+	go ss.Run(ctx)
 	return nil
 }

@@ -1,0 +1,378 @@
+// Package statefulset runs StatefulSets as kube-controller-manager's statefulset controller
+// does: pods <set>-<ordinal> with stable names, hostnames and claims from
+// volumeClaimTemplates; OrderedReady (one at a time, each Running and Ready before the next;
+// scale-down from the highest ordinal) or Parallel; RollingUpdate from the highest ordinal
+// down to the partition, or OnDelete; ControllerRevisions for current and update revisions.
+package statefulset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/history"
+	"github.com/minik8s/minik8s/pkg/control/controllers/templatehash"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+)
+
+var kind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+
+// Controller is the statefulset controller.
+type Controller struct {
+	client    kubernetes.Interface
+	sets      appslisters.StatefulSetLister
+	pods      corelisters.PodLister
+	revisions appslisters.ControllerRevisionLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	recorder  record.EventRecorder
+	log       *slog.Logger
+}
+
+// New wires the controller to the shared informers.
+func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, pods coreinformers.PodInformer,
+	revisions appsinformers.ControllerRevisionInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	c := &Controller{
+		client: client, sets: sets.Lister(), pods: pods.Lister(), revisions: revisions.Lister(),
+		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, revisions.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "statefulset"}),
+		recorder: recorder, log: log,
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	if _, err := sets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	onPod := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok {
+			if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
+				c.queue.Add(pod.Namespace + "/" + ref.Name)
+			}
+		}
+	}
+	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) }, DeleteFunc: onPod,
+	})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	for range 2 {
+		go workloop.Run(ctx, c.queue, c.log, c.sync)
+	}
+	<-ctx.Done()
+}
+
+// ordinal of a pod of set, or -1.
+func ordinal(set *appsv1.StatefulSet, pod *corev1.Pod) int {
+	suffix, ok := strings.CutPrefix(pod.Name, set.Name+"-")
+	if !ok {
+		return -1
+	}
+	n, err := strconv.Atoi(suffix)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+func runningAndReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	cached, err := c.sets.StatefulSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	set := cached.DeepCopy()
+	hash := templatehash.Of(&set.Spec.Template, set.Status.CollisionCount)
+	update, revs, err := history.Ensure(ctx, c.client, c.revisions, history.Owner{Object: set, Kind: kind, Template: &set.Spec.Template,
+		Hash: hash, Limit: int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10)), Keep: set.Status.CurrentRevision})
+	if err != nil {
+		return 0, err
+	}
+	current := update
+	for _, r := range revs {
+		if r.Name == set.Status.CurrentRevision {
+			current = r
+		}
+	}
+	all, err := c.pods.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	pods := map[int]*corev1.Pod{}
+	for _, p := range all {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
+			if i := ordinal(set, p); i >= 0 {
+				pods[i] = p
+			}
+		}
+	}
+	if set.DeletionTimestamp == nil {
+		if err := c.manage(ctx, set, pods, current, update); err != nil {
+			return 0, err
+		}
+	}
+	st := status(set, pods, current, update)
+	if !equality.Semantic.DeepEqual(st, cached.Status) {
+		set.Status = st
+		if _, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, set, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+	}
+	return 0, nil
+}
+
+// manage takes one step towards the spec: create, replace or delete pods in ordinal order.
+func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision) error {
+	replicas := int(ptr.Deref(set.Spec.Replicas, 1))
+	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	partition := 0
+	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		partition = int(*ru.Partition)
+	}
+	// Up to replicas: create what is missing, replace what failed.
+	for i := 0; i < replicas; i++ {
+		pod := pods[i]
+		switch {
+		case pod == nil:
+			rev := update
+			if i < partition && set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+				rev = current
+			}
+			if err := c.createPod(ctx, set, i, rev); err != nil {
+				return err
+			}
+			if ordered {
+				return nil
+			}
+		case pod.Status.Phase == corev1.PodFailed && pod.DeletionTimestamp == nil:
+			if err := c.deletePod(ctx, set, pod); err != nil {
+				return err
+			}
+			if ordered {
+				return nil
+			}
+		case ordered && !runningAndReady(pod):
+			return nil // wait for this one before the next
+		}
+	}
+	// Beyond replicas: delete, highest first (one at a time when ordered).
+	var condemned []int
+	for i := range pods {
+		if i >= replicas {
+			condemned = append(condemned, i)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(condemned)))
+	for _, i := range condemned {
+		if pods[i].DeletionTimestamp != nil {
+			if ordered {
+				return nil
+			}
+			continue
+		}
+		if err := c.deletePod(ctx, set, pods[i]); err != nil {
+			return err
+		}
+		if ordered {
+			return nil
+		}
+	}
+	// RollingUpdate: the highest pod not at the update revision, down to the partition, once
+	// every pod is Running and Ready.
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return nil
+	}
+	for i := 0; i < replicas; i++ {
+		if pods[i] == nil || !runningAndReady(pods[i]) {
+			return nil
+		}
+	}
+	for i := replicas - 1; i >= partition; i-- {
+		if pods[i].Labels[history.HashLabel] != update.Labels[history.HashLabel] {
+			return c.deletePod(ctx, set, pods[i])
+		}
+	}
+	return nil
+}
+
+// templateOf is the pod template a revision recorded.
+func templateOf(rev *appsv1.ControllerRevision) (corev1.PodTemplateSpec, error) {
+	var patch struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	err := json.Unmarshal(rev.Data.Raw, &patch)
+	return patch.Spec.Template, err
+}
+
+// createPod makes pod <set>-<i> of revision rev, its claims first.
+func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i int, rev *appsv1.ControllerRevision) error {
+	template, err := templateOf(rev)
+	if err != nil {
+		return fmt.Errorf("revision %s: %w", rev.Name, err)
+	}
+	name := fmt.Sprintf("%s-%d", set.Name, i)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: set.Namespace, Labels: map[string]string{}, Annotations: template.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)}},
+		Spec: template.Spec,
+	}
+	for k, v := range template.Labels {
+		pod.Labels[k] = v
+	}
+	pod.Labels[history.HashLabel] = rev.Labels[history.HashLabel]
+	pod.Labels[appsv1.StatefulSetPodNameLabel] = name
+	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(i)
+	pod.Spec.Hostname, pod.Spec.Subdomain = name, set.Spec.ServiceName
+	for _, tmpl := range set.Spec.VolumeClaimTemplates {
+		claim := fmt.Sprintf("%s-%s", tmpl.Name, name)
+		if err := c.createClaim(ctx, set, tmpl, claim, name); err != nil {
+			return err
+		}
+		volume := corev1.Volume{Name: tmpl.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+		replaced := false
+		for j := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[j].Name == tmpl.Name {
+				pod.Spec.Volumes[j], replaced = volume, true
+			}
+		}
+		if !replaced {
+			pod.Spec.Volumes = append(pod.Spec.Volumes, volume)
+		}
+	}
+	_, err = c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil // our cache is behind
+	}
+	if err != nil {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", name, set.Name, err)
+		return err
+	}
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", name, set.Name)
+	return nil
+}
+
+// createClaim makes a pod's claim from its template; a claim that exists is kept (claims
+// outlive their pods: scale down and up finds the same data).
+func (c *Controller) createClaim(ctx context.Context, set *appsv1.StatefulSet, tmpl corev1.PersistentVolumeClaim, claim, pod string) error {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: set.Namespace, Labels: map[string]string{}, Annotations: tmpl.Annotations},
+		Spec:       tmpl.Spec,
+	}
+	for k, v := range tmpl.Labels {
+		pvc.Labels[k] = v
+	}
+	if set.Spec.Selector != nil {
+		for k, v := range set.Spec.Selector.MatchLabels {
+			pvc.Labels[k] = v
+		}
+	}
+	_, err := c.client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case err != nil:
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim, pod, set.Name, err)
+		return err
+	}
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", claim, pod, set.Name)
+	return nil
+}
+
+func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, set.Name, err)
+		return err
+	}
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, set.Name)
+	return nil
+}
+
+// status counts the pods as `kubectl get sts` and `kubectl rollout status sts` read them;
+// once every pod runs the update revision it becomes the current one.
+func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision) appsv1.StatefulSetStatus {
+	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount, Conditions: set.Status.Conditions,
+		CurrentRevision: current.Name, UpdateRevision: update.Name}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		st.Replicas++
+		if runningAndReady(p) {
+			st.ReadyReplicas++
+			st.AvailableReplicas++
+		}
+		switch p.Labels[history.HashLabel] {
+		case update.Labels[history.HashLabel]:
+			st.UpdatedReplicas++
+			if current.Name == update.Name {
+				st.CurrentReplicas++
+			}
+		case current.Labels[history.HashLabel]:
+			st.CurrentReplicas++
+		}
+	}
+	if want := ptr.Deref(set.Spec.Replicas, 1); st.UpdatedReplicas == want && st.Replicas == want {
+		st.CurrentRevision, st.CurrentReplicas = update.Name, st.UpdatedReplicas
+	}
+	return st
+}

@@ -1,0 +1,189 @@
+package statefulset_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+)
+
+// kubelet makes every bound pod Running and Ready after a moment, and records the order of
+// pod additions and deletions, and which pods were ready when each was added.
+type kubelet struct {
+	mu      sync.Mutex
+	ready   map[string]bool
+	events  []string // "+web-0", "-web-2"
+	readyAt map[string][]string
+}
+
+func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
+	k := &kubelet{ready: map[string]bool{}, readyAt: map[string][]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory := informers.NewSharedInformerFactory(c, 0)
+	run := func(pod *corev1.Pod) {
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning || pod.DeletionTimestamp != nil {
+			return
+		}
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil || p.UID != pod.UID {
+					return err
+				}
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+				if err == nil {
+					k.mu.Lock()
+					k.ready[p.Name] = true
+					k.mu.Unlock()
+				}
+				return err
+			})
+		}()
+	}
+	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			pod := obj.(*corev1.Pod)
+			k.mu.Lock()
+			k.events = append(k.events, "+"+pod.Name)
+			var ready []string
+			for n, r := range k.ready {
+				if r {
+					ready = append(ready, n)
+				}
+			}
+			k.readyAt[pod.Name] = ready
+			k.mu.Unlock()
+			run(pod)
+		},
+		UpdateFunc: func(_, obj any) {
+			pod := obj.(*corev1.Pod)
+			if pod.DeletionTimestamp != nil { // the containers stopped: the pod goes
+				zero := int64(0)
+				_ = c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				return
+			}
+			run(pod)
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				k.mu.Lock()
+				k.events = append(k.events, "-"+pod.Name)
+				k.ready[pod.Name] = false
+				k.mu.Unlock()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	return k
+}
+
+const web = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
+  volumeClaimTemplates:
+  - metadata: {name: www}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+`
+
+func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	k := startKubelet(t, cl.Client)
+	cl.MustKubectl(t, web, "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
+	k.mu.Lock()
+	events := strings.Join(k.events, " ")
+	web1ReadyBefore, web2ReadyBefore := strings.Join(k.readyAt["web-1"], ","), k.readyAt["web-2"]
+	k.mu.Unlock()
+	if events != "+web-0 +web-1 +web-2" || !strings.Contains(web1ReadyBefore, "web-0") || len(web2ReadyBefore) != 2 {
+		t.Errorf("OrderedReady: events %q; ready when web-1 came: %q, when web-2 came: %v", events, web1ReadyBefore, web2ReadyBefore)
+	}
+	for _, claim := range []string{"www-web-0", "www-web-1", "www-web-2"} {
+		if _, err := cl.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{}); err != nil {
+			t.Errorf("claim %s: %v", claim, err)
+		}
+	}
+	pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "web-1", metav1.GetOptions{})
+	if err != nil || pod.Spec.Hostname != "web-1" || pod.Spec.Subdomain != "web" || pod.Labels["statefulset.kubernetes.io/pod-name"] != "web-1" ||
+		pod.Labels["apps.kubernetes.io/pod-index"] != "1" || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "www-web-1" {
+		t.Errorf("pod web-1: %v %+v", err, pod)
+	}
+
+	// Scale down goes from the top, one at a time.
+	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=1")
+	waitFor(t, "scale down to web-0", func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return strings.HasSuffix(strings.Join(k.events, " "), "-web-2 -web-1")
+	})
+	if _, err := cl.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "www-web-2", metav1.GetOptions{}); err != nil {
+		t.Errorf("claims outlive their pods on scale down: %v", err)
+	}
+
+	// A partitioned rolling update changes only the ordinals at or above the partition.
+	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=3")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
+	cl.MustKubectl(t, "", "patch", "sts", "web", "--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}}}}`)
+	cl.MustKubectl(t, "", "set", "env", "sts/web", "GENERATION=2")
+	waitFor(t, "web-2 updated, web-0 and web-1 kept", func() bool {
+		envs := map[string]int{}
+		for _, name := range []string{"web-0", "web-1", "web-2"} {
+			p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				return false
+			}
+			envs[name] = len(p.Spec.Containers[0].Env)
+		}
+		return envs["web-0"] == 0 && envs["web-1"] == 0 && envs["web-2"] == 1
+	})
+	sts, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || sts.Status.UpdatedReplicas != 1 || sts.Status.CurrentRevision == sts.Status.UpdateRevision || sts.Status.ReadyReplicas != 3 {
+		t.Errorf("status during the partitioned update: %v %+v", err, sts.Status)
+	}
+	history := cl.MustKubectl(t, "", "rollout", "history", "sts/web")
+	if !strings.Contains(history, "1 ") || !strings.Contains(history, "2 ") {
+		t.Errorf("rollout history:\n%s", history)
+	}
+	out := cl.MustKubectl(t, "", "get", "sts", "web")
+	if row := strings.Join(strings.Fields(out), " "); !strings.Contains(row, "web 3/3") {
+		t.Errorf("kubectl get sts:\n%s", out)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
