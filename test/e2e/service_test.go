@@ -136,6 +136,17 @@ func TestDeploymentBehindAService(t *testing.T) {
 		}
 	}
 
+	// A LoadBalancer Service gets an address from the lab's pool and answers on it.
+	kubectl("expose", "deployment", "web", "--name", "web-lb", "--type", "LoadBalancer", "--port", "80", "--target-port", "8080")
+	var lbIP string
+	waitFor(t, "web-lb's load balancer address", 30*time.Second, func() (bool, string) {
+		lbIP = strings.TrimSpace(kubectl("get", "svc", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}"))
+		return strings.HasPrefix(lbIP, "10.200.0.2"), lbIP
+	})
+	if got, err := getEventually(lab.NetNSPath(n2.NetNS), "http://"+lbIP+":80/hostname", 15*time.Second); err != nil || !strings.HasPrefix(got, "web-") {
+		t.Errorf("node-2 → load balancer %s = %q, %v", lbIP, got, err)
+	}
+
 	// A rolling update with maxUnavailable 0: the Service never has fewer than 4 ready endpoints.
 	var least atomic.Int64
 	least.Store(99)

@@ -16,6 +16,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
+	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
@@ -80,6 +81,7 @@ var controllers = []controller{
 	{"daemonset", startDaemonSet},
 	{"nodelifecycle", startNodeLifecycle},
 	{"statefulset", startStatefulSet},
+	{"service-lb-controller", startLoadBalancer},
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
@@ -315,5 +317,22 @@ func startStatefulSet(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go ss.Run(ctx)
+	return nil
+}
+
+func startLoadBalancer(ctx context.Context, c *ControllerContext) error {
+	var pool loadbalancer.Pool
+	if c.Options.LoadBalancerIPPool != "" {
+		var err error
+		if pool, err = loadbalancer.ParsePool(c.Options.LoadBalancerIPPool); err != nil {
+			return err
+		}
+	}
+	lb, err := loadbalancer.New(c.Client, c.Informers.Core().V1().Services(), pool, c.Recorder("service-controller"),
+		c.Log.With("component", "service-lb-controller"))
+	if err != nil {
+		return err
+	}
+	go lb.Run(ctx)
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
@@ -50,6 +51,7 @@ type Options struct {
 	// (0: 5 s and 40 s, kube-controller-manager's defaults).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
 	LeaderElection                            LeaderElection
+	LoadBalancerIPPool                        string // --loadbalancer-ip-pool: CIDR or FIRST-LAST; "" gives none
 	Log                                       *slog.Logger
 }
 
@@ -86,6 +88,11 @@ func (o *Options) Validate() error {
 	if le := o.LeaderElection; le.Enabled && !(le.LeaseDuration > le.RenewDeadline && float64(le.RenewDeadline) > 1.2*float64(le.RetryPeriod) && le.RetryPeriod > 0) {
 		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration %v must exceed --leader-elect-renew-deadline %v, which must exceed 1.2 x --leader-elect-retry-period %v (> 0)",
 			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
+	}
+	if o.LoadBalancerIPPool != "" {
+		if _, err := loadbalancer.ParsePool(o.LoadBalancerIPPool); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))

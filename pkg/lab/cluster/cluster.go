@@ -24,6 +24,10 @@ import (
 // APIPort is the lab API server's port on the control-plane address.
 const APIPort = 6443
 
+// LoadBalancerPool is where the lab's LoadBalancer Services get their addresses: the top
+// of the lab segment, reachable from every lab node, routed nowhere else.
+const LoadBalancerPool = "10.200.0.200-10.200.0.250"
+
 // Images preloaded on every node (the pause image minilet imports itself).
 var Images = []string{"netexec.tar", "busybox.tar"}
 
@@ -104,7 +108,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: []string{
 		filepath.Join(o.BinDir, "miniapi"), "--data-dir", apiDataDir(l),
 		"--bind-address", lab.ControlPlaneIP, "--secure-port", fmt.Sprint(APIPort),
-		"--service-cluster-ip-range", l.ServiceCIDR,
+		"--service-cluster-ip-range", l.ServiceCIDR, "--loadbalancer-ip-pool", LoadBalancerPool,
 	}})
 	if err != nil {
 		return err

@@ -1,0 +1,167 @@
+// Package loadbalancer gives type=LoadBalancer Services an address on bare metal, the role a
+// cloud's service controller plays: status.loadBalancer.ingress from --loadbalancer-ip-pool
+// (spec.loadBalancerIP honoured when it is in the pool and free), released when the
+// Service is deleted or stops being a LoadBalancer. miniproxy then answers on the address.
+// Without a pool, or with the pool exhausted, the Service stays pending with a Warning
+// Event saying why.
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+)
+
+// Controller is the LoadBalancer address controller.
+type Controller struct {
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	synced   cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	pool     Pool // zero: no pool
+	log      *slog.Logger
+	// used maps each handed-out address to its Service key. One worker owns it, so two
+	// Services never get the same address while the cache lags behind our writes.
+	used map[netip.Addr]string
+}
+
+// New wires the controller to the shared Service informer.
+func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pool Pool, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	c := &Controller{client: client, services: services.Lister(), synced: services.Informer().HasSynced, pool: pool, recorder: recorder, log: log,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"})}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	_, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	})
+	return c, err
+}
+
+// Run works the queue with one worker until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	// The addresses already handed out, from the Services themselves (survives restarts).
+	c.used = map[netip.Addr]string{}
+	all, _ := c.services.List(labels.Everything())
+	for _, svc := range all {
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			if ip, err := netip.ParseAddr(ing.IP); err == nil && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
+				c.used[ip] = svc.Namespace + "/" + svc.Name
+			}
+		}
+	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+// release frees key's address and looks again at the Services still waiting for one.
+func (c *Controller) release(key string) {
+	freed := false
+	for ip, owner := range c.used {
+		if owner == key {
+			delete(c.used, ip)
+			freed = true
+		}
+	}
+	if !freed {
+		return
+	}
+	all, _ := c.services.List(labels.Everything())
+	for _, svc := range all {
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && len(svc.Status.LoadBalancer.Ingress) == 0 {
+			c.queue.Add(svc.Namespace + "/" + svc.Name)
+		}
+	}
+}
+
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.release(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		c.release(key)
+		if len(svc.Status.LoadBalancer.Ingress) > 0 { // no longer a LoadBalancer: its address goes
+			return 0, c.writeIngress(ctx, svc, nil)
+		}
+		return 0, nil
+	}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ip, err := netip.ParseAddr(ing.IP); err == nil && c.used[ip] == key {
+			return 0, nil // has its address
+		}
+	}
+	ip, reason, msg := c.choose(svc, key)
+	if reason != "" {
+		c.recorder.Event(svc, corev1.EventTypeWarning, reason, msg)
+		return 0, nil // pending until the Service or the pool changes
+	}
+	c.recorder.Event(svc, corev1.EventTypeNormal, "EnsuringLoadBalancer", "Ensuring load balancer")
+	c.used[ip] = key
+	if err := c.writeIngress(ctx, svc, []corev1.LoadBalancerIngress{{IP: ip.String(), IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}}); err != nil {
+		delete(c.used, ip)
+		return 0, err
+	}
+	c.recorder.Eventf(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer with IP %s", ip)
+	return 0, nil
+}
+
+// choose picks the Service's address, or says why it has none.
+func (c *Controller) choose(svc *corev1.Service, key string) (netip.Addr, string, string) {
+	if !c.pool.first.IsValid() {
+		return netip.Addr{}, "NoLoadBalancerIPPool", "no --loadbalancer-ip-pool is configured on miniapi: the Service stays pending"
+	}
+	if want := svc.Spec.LoadBalancerIP; want != "" {
+		ip, err := netip.ParseAddr(want)
+		switch {
+		case err != nil || !c.pool.Contains(ip):
+			return netip.Addr{}, "LoadBalancerIPNotInPool", fmt.Sprintf("spec.loadBalancerIP %s is not in the pool %s-%s", want, c.pool.first, c.pool.last)
+		case c.used[ip] != "" && c.used[ip] != key:
+			return netip.Addr{}, "LoadBalancerIPInUse", fmt.Sprintf("spec.loadBalancerIP %s is used by Service %s", want, c.used[ip])
+		}
+		return ip, "", ""
+	}
+	ip, ok := c.pool.Free(c.used)
+	if !ok {
+		return netip.Addr{}, "LoadBalancerIPPoolExhausted", fmt.Sprintf("every address of the pool %s-%s is in use", c.pool.first, c.pool.last)
+	}
+	return ip, "", ""
+}
+
+func (c *Controller) writeIngress(ctx context.Context, svc *corev1.Service, ingress []corev1.LoadBalancerIngress) error {
+	updated := svc.DeepCopy()
+	updated.Status.LoadBalancer.Ingress = ingress
+	_, err := c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	return err
+}

@@ -1,0 +1,107 @@
+package loadbalancer_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestParsePool(t *testing.T) {
+	for _, tc := range []struct {
+		in, err string
+		first   string
+	}{
+		{"10.200.0.200-10.200.0.201", "", "10.200.0.200"},
+		{"192.0.2.0/30", "", "192.0.2.1"},
+		{"10.0.0.9-10.0.0.1", "FIRST <= LAST", ""},
+		{"192.0.2.0/31", "at least 4 addresses", ""},
+		{"nonsense", "want an IPv4 CIDR", ""},
+	} {
+		_, err := loadbalancer.ParsePool(tc.in)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParsePool(%q) = %v, want error %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+func lbService(name, ip string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerIP: ip, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Port: 80}}}}
+}
+
+func ingressOf(c kubernetes.Interface, name string) string {
+	svc, err := c.CoreV1().Services("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		return ""
+	}
+	return svc.Status.LoadBalancer.Ingress[0].IP
+}
+
+func waitIngress(t *testing.T, c kubernetes.Interface, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for ingressOf(c, name) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("service %s ingress %q, want %q", name, ingressOf(c, name), want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestAddressesFromThePool(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) { o.LoadBalancerIPPool = "10.200.0.200-10.200.0.201" })
+	ctx := context.Background()
+	svcs := cl.Client.CoreV1().Services("default")
+	for _, s := range []*corev1.Service{lbService("asks", "10.200.0.201"), lbService("first", ""), lbService("third", "")} {
+		if _, err := svcs.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	waitIngress(t, cl.Client, "asks", "10.200.0.201")
+	waitIngress(t, cl.Client, "first", "10.200.0.200")
+	time.Sleep(500 * time.Millisecond)
+	if ip := ingressOf(cl.Client, "third"); ip != "" {
+		t.Errorf("a third Service got %s from a pool of two", ip)
+	}
+	if out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=third"); !strings.Contains(out, "LoadBalancerIPPoolExhausted") {
+		t.Errorf("no event saying the pool is exhausted:\n%s", out)
+	}
+	if out := cl.MustKubectl(t, "", "get", "svc", "first"); !strings.Contains(out, "10.200.0.200") {
+		t.Errorf("kubectl get svc shows no EXTERNAL-IP:\n%s", out)
+	}
+	// Freed by turning "first" into a ClusterIP Service, the address goes to "third".
+	cl.MustKubectl(t, "", "patch", "svc", "first", "--type=merge", "-p", `{"spec":{"type":"ClusterIP"}}`)
+	waitIngress(t, cl.Client, "first", "")
+	waitIngress(t, cl.Client, "third", "10.200.0.200")
+}
+
+func TestNoPoolStaysPending(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	if _, err := cl.Client.CoreV1().Services("default").Create(context.Background(), lbService("lonely", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=lonely")
+		if strings.Contains(out, "NoLoadBalancerIPPool") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Warning event for a LoadBalancer Service without a pool:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out := cl.MustKubectl(t, "", "get", "svc", "lonely"); !strings.Contains(out, "<pending>") {
+		t.Errorf("kubectl get svc:\n%s", out)
+	}
+}
