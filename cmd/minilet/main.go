@@ -59,7 +59,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with this node's credentials")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "IP address of this node (InternalIP)")
-	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "CIDR for this node's pod IPs, e.g. 10.244.1.0/24")
+	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "CIDR for this node's pod IPs, e.g. 10.244.1.0/24 (default: the one miniapi's node IPAM assigns)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd", "/run/containerd/containerd.sock", "containerd socket")
 	f.StringVar(&cfg.ContainerdNamespace, "containerd-namespace", "minilet", "containerd namespace for this node's containers")
 	f.StringVar(&cfg.RootDir, "root-dir", "/var/lib/minilet", "directory for pod network namespaces, CNI state and logs")
@@ -74,7 +74,6 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.NodeAPI.ClientCAFile, "client-ca-file", "", "CA that signs the certificates of clients allowed on the node API")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("kubeconfig")
-	_ = cmd.MarkFlagRequired("pod-cidr")
 	_ = cmd.MarkFlagRequired("node-ip")
 	return cmd
 }

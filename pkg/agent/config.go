@@ -13,7 +13,7 @@ import (
 type Config struct {
 	NodeName            string // --node-name
 	NodeIP              string // --node-ip: InternalIP of the node and hostIP of its pods
-	PodCIDR             string // --pod-cidr: the node's spec.podCIDR, the range CNI hands out
+	PodCIDR             string // --pod-cidr: the node's spec.podCIDR, the range CNI hands out ("": the one miniapi assigns)
 	RootDir             string // --root-dir: everything minilet makes on disk lives below it
 	ContainerdAddress   string // --containerd
 	ContainerdNamespace string // --containerd-namespace
@@ -36,7 +36,7 @@ func (c Config) Validate() error {
 	if net.ParseIP(c.NodeIP) == nil {
 		errs = append(errs, fmt.Errorf("node IP (--node-ip) %q is not an IP address", c.NodeIP))
 	}
-	if _, _, err := net.ParseCIDR(c.PodCIDR); err != nil {
+	if _, _, err := net.ParseCIDR(c.PodCIDR); c.PodCIDR != "" && err != nil {
 		errs = append(errs, fmt.Errorf("pod CIDR (--pod-cidr) %q is not a CIDR", c.PodCIDR))
 	}
 	if !filepath.IsAbs(c.RootDir) {

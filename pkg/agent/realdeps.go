@@ -15,6 +15,13 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if cfg.PodCIDR == "" {
+		cidr, err := awaitPodCIDR(ctx, client, cfg.NodeName)
+		if err != nil {
+			return err
+		}
+		cfg.PodCIDR = cidr
+	}
 	rt, err := runtime.New(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace)
 	if err != nil {
 		return err

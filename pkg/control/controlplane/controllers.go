@@ -18,6 +18,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
+	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
@@ -82,6 +83,7 @@ var controllers = []controller{
 	{"nodelifecycle", startNodeLifecycle},
 	{"statefulset", startStatefulSet},
 	{"service-lb-controller", startLoadBalancer},
+	{"nodeipam", startNodeIPAM},
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
@@ -334,5 +336,18 @@ func startLoadBalancer(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go lb.Run(ctx)
+	return nil
+}
+
+func startNodeIPAM(ctx context.Context, c *ControllerContext) error {
+	ranges, err := c.Options.nodeRanges()
+	if err != nil {
+		return err
+	}
+	ipam, err := nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder("node-controller"), c.Log.With("component", "nodeipam"))
+	if err != nil {
+		return err
+	}
+	go ipam.Run(ctx)
 	return nil
 }

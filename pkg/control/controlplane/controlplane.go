@@ -21,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
+	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
@@ -52,6 +53,9 @@ type Options struct {
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
 	LeaderElection                            LeaderElection
 	LoadBalancerIPPool                        string // --loadbalancer-ip-pool: CIDR or FIRST-LAST; "" gives none
+	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"": 10.244.0.0/16, /24).
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 	Log                                       *slog.Logger
 }
 
@@ -88,6 +92,9 @@ func (o *Options) Validate() error {
 	if le := o.LeaderElection; le.Enabled && !(le.LeaseDuration > le.RenewDeadline && float64(le.RenewDeadline) > 1.2*float64(le.RetryPeriod) && le.RetryPeriod > 0) {
 		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration %v must exceed --leader-elect-renew-deadline %v, which must exceed 1.2 x --leader-elect-retry-period %v (> 0)",
 			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod))
+	}
+	if _, err := o.nodeRanges(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.LoadBalancerIPPool != "" {
 		if _, err := loadbalancer.ParsePool(o.LoadBalancerIPPool); err != nil {
@@ -382,4 +389,17 @@ func kubeletClient(ca *pki.CA) (*http.Client, error) {
 		ResponseHeaderTimeout: 30 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 	}}, nil
+}
+
+// nodeRanges are the node IPAM ranges the options give, with kube-controller-manager's
+// defaults filled in.
+func (o *Options) nodeRanges() (nodeipam.Ranges, error) {
+	cidr, size := o.ClusterCIDR, o.NodeCIDRMaskSize
+	if cidr == "" {
+		cidr = "10.244.0.0/16"
+	}
+	if size == 0 {
+		size = 24
+	}
+	return nodeipam.ParseRanges(cidr, size)
 }

@@ -1,0 +1,142 @@
+// Package nodeipam gives every Node a pod CIDR of its own from --cluster-cidr, as
+// kube-controller-manager's node IPAM controller (range allocator) does: subnets of
+// --node-cidr-mask-size bits, never overlapping, the taken ones read back from the Nodes
+// at start so restarts keep them. A node that already has one keeps it; an exhausted range
+// gives the node a CIDRNotAvailable Event. minilet started without --pod-cidr waits for it.
+package nodeipam
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net/netip"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Ranges are the cluster CIDR cut into node subnets.
+type Ranges struct {
+	cluster netip.Prefix
+	bits    int
+}
+
+// ParseRanges reads --cluster-cidr and --node-cidr-mask-size.
+func ParseRanges(clusterCIDR string, maskSize int) (Ranges, error) {
+	p, err := netip.ParsePrefix(clusterCIDR)
+	if err != nil || !p.Addr().Is4() {
+		return Ranges{}, fmt.Errorf("--cluster-cidr %q is not an IPv4 CIDR", clusterCIDR)
+	}
+	if maskSize < p.Bits() || maskSize > 30 {
+		return Ranges{}, fmt.Errorf("--node-cidr-mask-size %d must be between the cluster CIDR's /%d and 30", maskSize, p.Bits())
+	}
+	return Ranges{cluster: p.Masked(), bits: maskSize}, nil
+}
+
+// subnet is the i-th node subnet, if there is one.
+func (r Ranges) subnet(i int) (netip.Prefix, bool) {
+	count := 1 << (r.bits - r.cluster.Bits())
+	if i < 0 || i >= count {
+		return netip.Prefix{}, false
+	}
+	base := new(big.Int).SetBytes(r.cluster.Addr().AsSlice())
+	base.Add(base, new(big.Int).Lsh(big.NewInt(int64(i)), uint(32-r.bits)))
+	b := make([]byte, 4)
+	base.FillBytes(b)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte(b)), r.bits), true
+}
+
+// Controller is the node IPAM controller.
+type Controller struct {
+	client   kubernetes.Interface
+	nodes    corelisters.NodeLister
+	synced   cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	recorder record.EventRecorder
+	ranges   Ranges
+	log      *slog.Logger
+	used     map[netip.Prefix]string // subnet -> node; one worker owns it
+}
+
+// New wires the controller to the shared Node informer.
+func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, ranges Ranges, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	c := &Controller{client: client, nodes: nodes.Lister(), synced: nodes.Informer().HasSynced, ranges: ranges, recorder: recorder, log: log,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeipam"})}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	_, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue})
+	return c, err
+}
+
+// Run works the queue with one worker until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	c.used = map[netip.Prefix]string{}
+	nodes, _ := c.nodes.List(labels.Everything())
+	for _, n := range nodes {
+		if p, err := netip.ParsePrefix(n.Spec.PodCIDR); err == nil {
+			c.used[p.Masked()] = n.Name
+		}
+	}
+	workloop.Run(ctx, c.queue, c.log, c.sync)
+}
+
+func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
+	node, err := c.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		for p, owner := range c.used {
+			if owner == name {
+				delete(c.used, p)
+			}
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if node.Spec.PodCIDR != "" {
+		if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err == nil {
+			c.used[p.Masked()] = name // set by minilet's --pod-cidr, or by us earlier
+		}
+		return 0, nil
+	}
+	var free netip.Prefix
+	for i := 0; ; i++ {
+		p, ok := c.ranges.subnet(i)
+		if !ok {
+			c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
+			return 0, fmt.Errorf("no pod CIDR left in %s for node %s", c.ranges.cluster, name)
+		}
+		if owner, taken := c.used[p]; !taken || owner == name {
+			free = p
+			break
+		}
+	}
+	updated := node.DeepCopy()
+	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = free.String(), []string{free.String()}
+	if _, err := c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return 0, err
+	}
+	c.used[free] = name
+	c.log.Info("assigned a pod CIDR", "node", name, "podCIDR", free)
+	return 0, nil
+}

@@ -1,0 +1,86 @@
+package nodeipam_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestParseRanges(t *testing.T) {
+	for _, tc := range []struct {
+		cidr string
+		size int
+		err  string
+	}{
+		{"10.244.0.0/16", 24, ""},
+		{"10.244.0.0/16", 8, "must be between"},
+		{"fd00::/64", 80, "not an IPv4 CIDR"},
+	} {
+		_, err := nodeipam.ParseRanges(tc.cidr, tc.size)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("ParseRanges(%s, %d) = %v, want %q", tc.cidr, tc.size, err, tc.err)
+		}
+	}
+}
+
+// TestNodesGetDistinctPodCIDRs: new nodes get the free /26s of a /24 in order, a node that
+// brought its own keeps it (and it is not handed out twice), and the range runs out with
+// an Event.
+func TestNodesGetDistinctPodCIDRs(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) { o.ClusterCIDR, o.NodeCIDRMaskSize = "10.50.0.0/24", 26 })
+	ctx := context.Background()
+	nodes := cl.Client.CoreV1().Nodes()
+	mk := func(name, cidr string) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if cidr != "" {
+			n.Spec.PodCIDR, n.Spec.PodCIDRs = cidr, []string{cidr}
+		}
+		if _, err := nodes.Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // in creation order
+	}
+	mk("own", "10.50.0.64/26")
+	for _, n := range []string{"a", "b", "c", "d"} {
+		mk(n, "")
+	}
+	want := map[string]string{"own": "10.50.0.64/26", "a": "10.50.0.0/26", "b": "10.50.0.128/26", "c": "10.50.0.192/26", "d": ""}
+	deadline := time.Now().Add(15 * time.Second)
+	for name, cidr := range want {
+		for {
+			n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			if err == nil && n.Spec.PodCIDR == cidr && (cidr == "" || n.Spec.PodCIDRs[0] == cidr) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s podCIDR %q, want %q", name, n.Spec.PodCIDR, cidr)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=d"); !strings.Contains(out, "CIDRNotAvailable") {
+		t.Errorf("no CIDRNotAvailable event for the node left without a range:\n%s", out)
+	}
+	// Deleting a node frees its range: the node that was waiting gets it.
+	if err := nodes.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		n, _ := nodes.Get(ctx, "d", metav1.GetOptions{})
+		if n != nil && n.Spec.PodCIDR == "10.50.0.0/26" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting node d got %q, want the freed 10.50.0.0/26", n.Spec.PodCIDR)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
