@@ -56,7 +56,7 @@ type Options struct {
 	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"": 10.244.0.0/16, /24).
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
-	Log                                       *slog.Logger
+	Log              *slog.Logger
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
