@@ -270,11 +270,17 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 
-	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:kube-scheduler")
+	// Each in-process component has its own identity, as kube-controller-manager and
+	// kube-scheduler do (system:masters until authorization is enforced).
+	controllerManager, err := loopbackConfig(ca, o.ServerURL(), "system:kube-controller-manager")
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, loopback, o, log); err != nil {
+	schedulerCfg, err := loopbackConfig(ca, o.ServerURL(), "system:kube-scheduler")
+	if err != nil {
+		return err
+	}
+	if err := runComponents(ctx, controllerManager, schedulerCfg, o, log); err != nil {
 		return err
 	}
 	select {
@@ -286,7 +292,9 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // runComponents starts the scheduler and the controllers as API clients.
-func runComponents(ctx context.Context, cfg *rest.Config, o Options, log *slog.Logger) error {
+// The shared informer factory reads as the controller manager; the scheduler writes (its
+// bindings, pod status and leases) as itself.
+func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, o Options, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -314,8 +322,12 @@ func runComponents(ctx context.Context, cfg *rest.Config, o Options, log *slog.L
 		}
 		factory.Start(ctx.Done())
 	})
-	whileLeading(ctx, client, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
-		sched, err := scheduler.New(client, factory, cc.Recorder(scheduler.Name), log.With("component", "scheduler"))
+	schedClient, err := kubernetes.NewForConfig(schedulerCfg)
+	if err != nil {
+		return err
+	}
+	whileLeading(ctx, schedClient, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
+		sched, err := scheduler.New(schedClient, factory, cc.Recorder(scheduler.Name), log.With("component", "scheduler"))
 		if err != nil {
 			log.Error("scheduler did not start", "err", err)
 			return
