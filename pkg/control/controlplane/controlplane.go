@@ -377,8 +377,8 @@ func loopbackConfig(ca *pki.CA, server, user string) (*rest.Config, error) {
 	return &rest.Config{
 		Host:            server,
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: pair.CertPEM, KeyData: pair.KeyPEM},
-		QPS:             200,
-		Burst:           400,
+		QPS:             2000,
+		Burst:           4000,
 		UserAgent:       user,
 	}, nil
 }
