@@ -298,7 +298,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	for range 2 {
 		obj, err := s.update(ctx, res, info.Namespace, info.Name, updateOptions{subresource: info.Subresource, dryRun: dry}, apply)
 		if err == nil {
-			setWarnings(w, warnings)
+			setWarnings(w, res, info.Subresource, obj, warnings)
 			s.respond(w, r, res, http.StatusOK, obj)
 			return
 		}
@@ -320,7 +320,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 			writeError(w, err)
 			return
 		}
-		setWarnings(w, warnings)
+		setWarnings(w, res, info.Subresource, obj, warnings)
 		s.respond(w, r, res, http.StatusCreated, obj)
 		return
 	}

@@ -65,7 +65,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		writeError(w, err)
 		return
 	}
-	setWarnings(w, warnings)
+	setWarnings(w, res, info.Subresource, obj, warnings)
 	s.respond(w, r, res, http.StatusOK, obj)
 }
 

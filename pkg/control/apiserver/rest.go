@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,8 +112,13 @@ func dryRun(r *http.Request) (bool, error) {
 	return len(values) > 0, nil
 }
 
-func setWarnings(w http.ResponseWriter, warnings []string) {
+// setWarnings sends the decoding warnings and, for a write of the object itself (not its
+// status), what the kind's rules say minik8s does not act on yet, as `Warning:` headers.
+func setWarnings(w http.ResponseWriter, res *registry.Resource, subresource string, obj runtime.Object, warnings []string) {
+	if subresource == "" && res.Rules.Warnings != nil && obj != nil {
+		warnings = append(warnings, res.Rules.Warnings(obj)...)
+	}
 	for _, msg := range warnings {
-		w.Header().Add("Warning", `299 - "`+msg+`"`)
+		w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(msg, `"`, `'`)+`"`)
 	}
 }

@@ -39,7 +39,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 		writeError(w, err)
 		return
 	}
-	setWarnings(w, warnings)
+	setWarnings(w, res, info.Subresource, created, warnings)
 	s.respond(w, r, res, http.StatusCreated, created)
 }
 
@@ -197,7 +197,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 		writeError(w, err)
 		return
 	}
-	setWarnings(w, warnings)
+	setWarnings(w, res, info.Subresource, obj, warnings)
 	s.respond(w, r, res, http.StatusOK, obj)
 }
 

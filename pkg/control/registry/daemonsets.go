@@ -12,6 +12,9 @@ import (
 )
 
 var daemonSetRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return templateWarnings(&obj.(*appsv1.DaemonSet).Spec.Template, field.NewPath("spec"))
+	},
 	Default:       func(obj runtime.Object) { defaultDaemonSet(obj.(*appsv1.DaemonSet)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.DaemonSet).Status = appsv1.DaemonSetStatus{} },
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateDaemonSet(obj.(*appsv1.DaemonSet)) },

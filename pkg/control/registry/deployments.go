@@ -10,6 +10,9 @@ import (
 )
 
 var deploymentRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return templateWarnings(&obj.(*appsv1.Deployment).Spec.Template, field.NewPath("spec"))
+	},
 	Default:       func(obj runtime.Object) { defaultDeployment(obj.(*appsv1.Deployment)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{} },
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateDeployment(obj.(*appsv1.Deployment)) },

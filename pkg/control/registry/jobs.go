@@ -28,6 +28,9 @@ const (
 )
 
 var jobRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return templateWarnings(&obj.(*batchv1.Job).Spec.Template, field.NewPath("spec"))
+	},
 	// Defaulting copies the template's labels to the Job, so the selector is generated first.
 	PrepareCreate: func(obj runtime.Object) {
 		j := obj.(*batchv1.Job)
@@ -216,6 +219,9 @@ func jobDuration(j *batchv1.Job) string {
 }
 
 var cronJobRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return templateWarnings(&obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template, field.NewPath("spec", "jobTemplate", "spec"))
+	},
 	Default:       func(obj runtime.Object) { defaultCronJob(obj.(*batchv1.CronJob)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} },
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateCronJob(obj.(*batchv1.CronJob)) },

@@ -19,6 +19,9 @@ import (
 const DefaultTerminationGracePeriod int64 = 30
 
 var podRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return podSpecWarnings(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
+	},
 	Default: func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
 	PrepareCreate: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)

@@ -39,6 +39,10 @@ type Rules struct {
 	Fields func(obj runtime.Object) fields.Set
 	// Table renders server-side `kubectl get` columns.
 	Table *TableDef
+	// Warnings name what the object asks for that minik8s does not act on yet, sent as
+	// `Warning:` headers on create and update (kubectl prints them), as Kubernetes'
+	// strategies' WarningsOnCreate do: a field is never silently ignored.
+	Warnings func(obj runtime.Object) []string
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)
 	// GracefulDelete returns the grace period to apply on delete, or false to delete now.

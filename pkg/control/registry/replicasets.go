@@ -16,6 +16,9 @@ import (
 )
 
 var replicaSetRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return templateWarnings(&obj.(*appsv1.ReplicaSet).Spec.Template, field.NewPath("spec"))
+	},
 	Default: func(obj runtime.Object) {
 		rs := obj.(*appsv1.ReplicaSet)
 		defaultInt32(&rs.Spec.Replicas, 1)
@@ -53,6 +56,12 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 }
 
 var replicationControllerRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		if t := obj.(*corev1.ReplicationController).Spec.Template; t != nil {
+			return templateWarnings(t, field.NewPath("spec"))
+		}
+		return nil
+	},
 	Default: func(obj runtime.Object) { defaultReplicationController(obj.(*corev1.ReplicationController)) },
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*corev1.ReplicationController).Status = corev1.ReplicationControllerStatus{}

@@ -10,6 +10,9 @@ import (
 )
 
 var statefulSetRules = Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return templateWarnings(&obj.(*appsv1.StatefulSet).Spec.Template, field.NewPath("spec"))
+	},
 	Default:       func(obj runtime.Object) { defaultStatefulSet(obj.(*appsv1.StatefulSet)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateStatefulSet(obj.(*appsv1.StatefulSet)) },

@@ -1,0 +1,46 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUnimplementedFieldsWarn: a pod (or a workload's template) asking for what minilet does
+// not do yet is accepted with kubectl showing a Warning that names the field.
+func TestUnimplementedFieldsWarn(t *testing.T) {
+	c := startCluster(t)
+	pod := `apiVersion: v1
+kind: Pod
+metadata: {name: ambitious}
+spec:
+  initContainers: [{name: setup, image: localhost/minik8s/busybox:v1}]
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: app
+    image: localhost/minik8s/netexec:v1
+    readinessProbe: {httpGet: {path: /healthz, port: 8080}}
+    resources: {limits: {memory: 64Mi}}
+`
+	out := c.mustKubectl(t, pod, "apply", "-f", "-")
+	for _, want := range []string{
+		"Warning: spec.initContainers: minilet does not run init containers yet",
+		`Warning: spec.volumes[0]: volume 'data' is not mounted`,
+		"Warning: spec.containers[0].readinessProbe: not run",
+		"Warning: spec.containers[0].resources.limits: not enforced",
+		"pod/ambitious created",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl apply output lacks %q:\n%s", want, out)
+		}
+	}
+	deploy := strings.NewReplacer("apiVersion: v1\nkind: Pod\nmetadata: {name: ambitious}\nspec:",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ambitious}\nspec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec:",
+		"\n  ", "\n      ").Replace(pod)
+	out = c.mustKubectl(t, deploy, "apply", "-f", "-")
+	if !strings.Contains(out, "Warning: spec.template.spec.initContainers: minilet does not run init containers yet") {
+		t.Errorf("a Deployment's template gets no warning:\n%s", out)
+	}
+	if out := c.mustKubectl(t, "", "run", "plain", "--image=localhost/minik8s/netexec:v1"); strings.Contains(out, "Warning") {
+		t.Errorf("a plain pod got warnings:\n%s", out)
+	}
+}
