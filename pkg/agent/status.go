@@ -46,7 +46,11 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 			}
 		}
 	}
-	a.setPodConditions(&s, sandboxReady)
+	var notRun []string // init containers, which minilet does not run yet (the API warns at create)
+	for _, c := range pod.Spec.InitContainers {
+		notRun = append(notRun, c.Name)
+	}
+	a.setPodConditions(&s, sandboxReady, notRun)
 	return s
 }
 
@@ -138,7 +142,7 @@ func podPhase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) co
 
 // setPodConditions sets the conditions the kubelet owns; each keeps its
 // lastTransitionTime while its status stays the same.
-func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool) {
+func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uninitialized []string) {
 	var unready []string
 	for _, cs := range s.ContainerStatuses {
 		if !cs.Ready {
@@ -163,7 +167,12 @@ func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool) {
 		setPodCondition(s, c, now)
 	}
 	set(corev1.PodReadyToStartContainers, corev1.PodCondition{Status: sandbox})
-	set(corev1.PodInitialized, corev1.PodCondition{Status: corev1.ConditionTrue})
+	initialized := corev1.PodCondition{Status: corev1.ConditionTrue}
+	if len(uninitialized) > 0 { // honest: they never ran
+		initialized = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized",
+			Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(uninitialized, " "))}
+	}
+	set(corev1.PodInitialized, initialized)
 	set(corev1.PodReady, ready)
 	set(corev1.ContainersReady, ready)
 	if podCondition(s, corev1.PodScheduled) == nil {

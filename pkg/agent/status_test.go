@@ -3,8 +3,10 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestPodPhase(t *testing.T) {
@@ -90,6 +92,27 @@ func TestConfigValidateNamesFlags(t *testing.T) {
 	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd"} {
 		if !strings.Contains(err.Error(), flag) {
 			t.Errorf("error does not name %s: %v", flag, err)
+		}
+	}
+}
+
+// TestInitializedIsHonest: minilet does not run init containers yet, so a pod that has
+// some is not reported Initialized.
+func TestInitializedIsHonest(t *testing.T) {
+	a := &Agent{clock: clocktesting.NewFakeClock(time.Now())}
+	for _, tc := range []struct {
+		uninitialized []string
+		want          corev1.ConditionStatus
+		message       string
+	}{
+		{nil, corev1.ConditionTrue, ""},
+		{[]string{"setup", "migrate"}, corev1.ConditionFalse, "containers with incomplete status: [setup migrate]"},
+	} {
+		var s corev1.PodStatus
+		a.setPodConditions(&s, true, tc.uninitialized)
+		c := podCondition(&s, corev1.PodInitialized)
+		if c == nil || c.Status != tc.want || c.Message != tc.message {
+			t.Errorf("init containers %v: Initialized %+v, want %s %q", tc.uninitialized, c, tc.want, tc.message)
 		}
 	}
 }
