@@ -59,6 +59,7 @@ type Agent struct {
 	lastHousekeeping atomic.Int64 // unix nanoseconds
 	podLister        corelisters.PodLister
 	workers          *podWorkers
+	probes           *prober
 }
 
 // New makes an agent for the node cfg describes, driving rt and net.
@@ -136,6 +137,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return ignoreCanceled(ctx, fmt.Errorf("pod informer of node %s did not sync", a.cfg.NodeName))
 	}
 
+	a.probes = newProber(ctx, a)
 	a.workers = newPodWorkers(ctx, a, a.metrics, func(pod *corev1.Pod) *podState {
 		return newPodState(pod, apiTime(a.clock.Now()))
 	})

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
@@ -13,6 +14,8 @@ type metrics struct {
 	runningPods  prometheus.Gauge
 	syncDuration *prometheus.HistogramVec
 	syncErrors   *prometheus.CounterVec
+	probes       *prometheus.CounterVec
+	probeTime    *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -31,8 +34,18 @@ func newMetrics() *metrics {
 			Name: "minilet_pod_sync_errors_total",
 			Help: "Number of pod syncs that failed, by operation (sync, terminate).",
 		}, []string{"operation"}),
+		// The kubelet's prober metrics, by name.
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "prober_probe_total",
+			Help: "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+		}, []string{"probe_type", "result", "container", "pod", "namespace"}),
+		probeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "prober_probe_duration_seconds",
+			Help:    "Duration in seconds for a probe response.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"probe_type", "container", "pod", "namespace"}),
 	}
-	m.registry.MustRegister(m.runningPods, m.syncDuration, m.syncErrors,
+	m.registry.MustRegister(m.runningPods, m.syncDuration, m.syncErrors, m.probes, m.probeTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -42,4 +55,9 @@ func (m *metrics) observeSync(operation string, start time.Time, err error) {
 	if err != nil {
 		m.syncErrors.WithLabelValues(operation).Inc()
 	}
+}
+
+func (m *metrics) observeProbe(kind, result string, pod *corev1.Pod, container string, took time.Duration) {
+	m.probes.WithLabelValues(kind, result, container, pod.Name, pod.Namespace).Inc()
+	m.probeTime.WithLabelValues(kind, container, pod.Name, pod.Namespace).Observe(took.Seconds())
 }

@@ -35,6 +35,15 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 		s.ContainerStatuses = append(s.ContainerStatuses,
 			containerStatus(spec, containersNamed(all, spec.Name), waiting, st.restartCounts[spec.Name]))
 	}
+	if a.probes != nil { // probes decide readiness; without them a running container is ready
+		for i := range s.ContainerStatuses {
+			cs, spec := &s.ContainerStatuses[i], &pod.Spec.Containers[i]
+			if cs.State.Running != nil {
+				cs.Ready = a.probes.ready(pod.UID, spec)
+				cs.Started = ptr.To(a.probes.started(pod.UID, spec.Name))
+			}
+		}
+	}
 	s.Phase = podPhase(pod.Spec.RestartPolicy, s.ContainerStatuses)
 	s.Reason, s.Message = "", ""
 	if st.lastStatus != nil {

@@ -51,6 +51,11 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 		return after, errors.Join(append(errs, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err))...)
 	}
 	status := a.podStatus(st, pod, all, sandbox != nil)
+	if a.probes != nil {
+		probed := pod.DeepCopy()
+		probed.Status.PodIP = status.PodIP
+		a.probes.sync(probed, status.ContainerStatuses)
+	}
 	errs = append(errs, a.updatePodStatus(ctx, st, pod, status))
 	if isTerminal(status.Phase) {
 		errs = append(errs, a.releaseFinishedPod(ctx, st, pod))

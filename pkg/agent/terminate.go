@@ -18,6 +18,9 @@ import (
 // already gone from the API), then deletes a gracefully deleted pod for good
 // (grace period 0), as the kubelet does once its containers have stopped.
 func (a *Agent) terminatePod(ctx context.Context, st *podState, pod *corev1.Pod, gone bool) error {
+	if a.probes != nil {
+		a.probes.forget(pod.UID) // probes of a terminating pod stop
+	}
 	if !st.terminated {
 		if err := a.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
 			return fmt.Errorf("stop pod %s: %w", podKey(pod), err)

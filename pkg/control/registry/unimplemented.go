@@ -23,8 +23,8 @@ func podSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 		c := &spec.Containers[i]
 		p := path.Child("containers").Index(i)
 		for name, probe := range map[string]*corev1.Probe{"livenessProbe": c.LivenessProbe, "readinessProbe": c.ReadinessProbe, "startupProbe": c.StartupProbe} {
-			if probe != nil {
-				warn(p.Child(name), "not run: minilet has no probes yet (a running container counts as ready)")
+			if probe != nil && probe.Exec != nil {
+				warn(p.Child(name, "exec"), "exec probes are not run by minilet yet: the probe never succeeds")
 			}
 		}
 		if len(c.Resources.Limits) > 0 {

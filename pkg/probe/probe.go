@@ -1,0 +1,185 @@
+// Package probe runs a container probe's handler as the kubelet's prober does: httpGet
+// (success for 200-399, redirects to the same host followed, no TLS verification,
+// keep-alives off, the kubelet's User-Agent), tcpSocket (a connection opens) and grpc
+// (grpc.health.v1 Health/Check). exec probes need the runtime and are not run yet.
+package probe
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Result of one probe.
+type Result int
+
+const (
+	Unknown Result = iota
+	Success
+	Failure
+)
+
+func (r Result) String() string {
+	return [...]string{"unknown", "success", "failure"}[r]
+}
+
+// userAgent is what the kubelet sends, so probed servers cannot tell the difference.
+const userAgent = "kube-probe/1.32"
+
+// maxBody is how much of a response (or command output) the kubelet reads and reports.
+const maxBody = 10 << 10
+
+// Run runs the probe's handler against the container (its pod at podIP) and returns the
+// result with the output Kubernetes reports on failure.
+func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string) (Result, string) {
+	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch h := p.ProbeHandler; {
+	case h.HTTPGet != nil:
+		port, err := resolvePort(h.HTTPGet.Port, c)
+		if err != nil {
+			return Failure, err.Error()
+		}
+		host := h.HTTPGet.Host
+		if host == "" {
+			host = podIP
+		}
+		scheme := strings.ToLower(string(h.HTTPGet.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		path := h.HTTPGet.Path
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		u, err := url.Parse(scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path)
+		if err != nil {
+			return Failure, err.Error()
+		}
+		return HTTP(ctx, u, h.HTTPGet.HTTPHeaders)
+	case h.TCPSocket != nil:
+		port, err := resolvePort(h.TCPSocket.Port, c)
+		if err != nil {
+			return Failure, err.Error()
+		}
+		host := h.TCPSocket.Host
+		if host == "" {
+			host = podIP
+		}
+		return TCP(ctx, net.JoinHostPort(host, strconv.Itoa(port)))
+	case h.GRPC != nil:
+		service := ""
+		if h.GRPC.Service != nil {
+			service = *h.GRPC.Service
+		}
+		return GRPC(ctx, net.JoinHostPort(podIP, strconv.Itoa(int(h.GRPC.Port))), service)
+	case h.Exec != nil:
+		return Unknown, "exec probes are not run by minilet yet"
+	}
+	return Unknown, "the probe has no handler"
+}
+
+// resolvePort is a port number, or a container port's number by its name.
+func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		if p.IntVal < 1 || p.IntVal > 65535 {
+			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)
+		}
+		return int(p.IntVal), nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	return 0, fmt.Errorf("couldn't find port: %s in %s", p.StrVal, c.Name)
+}
+
+// HTTP is the httpGet handler.
+func HTTP(ctx context.Context, u *url.URL, headers []corev1.HTTPHeader) (Result, string) {
+	client := &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true, Proxy: nil},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Hostname() != via[0].URL.Hostname() {
+				return http.ErrUseLastResponse // another host: not followed, the redirect counts as success
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return Failure, err.Error()
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
+	for _, h := range headers {
+		if strings.EqualFold(h.Name, "Host") {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Failure, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		return Success, string(body)
+	}
+	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
+}
+
+// TCP is the tcpSocket handler: success when a connection opens.
+func TCP(ctx context.Context, addr string) (Result, string) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return Failure, err.Error()
+	}
+	conn.Close()
+	return Success, ""
+}
+
+// GRPC is the grpc handler: grpc.health.v1 Health/Check must answer SERVING.
+func GRPC(ctx context.Context, addr, service string) (Result, string) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(userAgent))
+	if err != nil {
+		return Failure, err.Error()
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		return Failure, fmt.Sprintf("failed to connect service %q within %v: %v", addr, deadlineOf(ctx), err)
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return Failure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus())
+	}
+	return Success, ""
+}
+
+func deadlineOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d).Round(time.Second)
+	}
+	return 0
+}

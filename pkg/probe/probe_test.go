@@ -1,0 +1,172 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestHTTPHandler(t *testing.T) {
+	var agent, host string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agent, host = r.UserAgent(), r.Host
+		switch r.URL.Path {
+		case "/ok":
+			w.Write([]byte("fine"))
+		case "/bad":
+			w.WriteHeader(500)
+		case "/same":
+			http.Redirect(w, r, "/bad", http.StatusFound)
+		case "/away":
+			http.Redirect(w, r, "http://elsewhere.invalid/x", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for _, tc := range []struct {
+		path string
+		want Result
+		out  string
+	}{
+		{"/ok", Success, "fine"},
+		{"/bad", Failure, "HTTP probe failed with statuscode: 500"},
+		{"/same", Failure, "HTTP probe failed with statuscode: 500"}, // same host: followed
+		{"/away", Success, "Found"},                               // another host: not followed, success
+	} {
+		r, out := HTTP(context.Background(), u.JoinPath(tc.path), []corev1.HTTPHeader{{Name: "Host", Value: "probe.example"}})
+		if r != tc.want || !strings.Contains(out, tc.out) {
+			t.Errorf("GET %s = %v %q, want %v %q", tc.path, r, out, tc.want, tc.out)
+		}
+	}
+	if agent != "kube-probe/1.32" || host != "probe.example" {
+		t.Errorf("User-Agent %q, Host %q", agent, host)
+	}
+	// Through Run: the port by the container port's name, the host from the pod IP.
+	_, port, _ := net.SplitHostPort(u.Host)
+	n, _ := strconv.Atoi(port)
+	c := &corev1.Container{Name: "c", Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: int32(n)}}}
+	p := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ok", Port: intstr.FromString("web")}}}
+	if r, out := Run(context.Background(), p, c, "127.0.0.1"); r != Success {
+		t.Errorf("Run httpGet by port name = %v %q", r, out)
+	}
+	p.HTTPGet.Port = intstr.FromString("nope")
+	if r, out := Run(context.Background(), p, c, "127.0.0.1"); r != Failure || !strings.Contains(out, "couldn't find port: nope") {
+		t.Errorf("unknown port name = %v %q", r, out)
+	}
+}
+
+func TestTCPAndGRPCHandlers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if r, _ := TCP(context.Background(), addr); r != Success {
+		t.Errorf("TCP to a listener = %v", r)
+	}
+	l.Close()
+	if r, out := TCP(context.Background(), addr); r != Failure || !strings.Contains(out, "refused") {
+		t.Errorf("TCP to a closed port = %v %q", r, out)
+	}
+
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(s, hs)
+	go s.Serve(gl)
+	defer s.Stop()
+	hs.SetServingStatus("db", healthpb.HealthCheckResponse_NOT_SERVING)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r, out := GRPC(ctx, gl.Addr().String(), ""); r != Success {
+		t.Errorf("grpc health of the server = %v %q", r, out)
+	}
+	if r, out := GRPC(ctx, gl.Addr().String(), "db"); r != Failure || !strings.Contains(out, "NOT_SERVING") {
+		t.Errorf("grpc health of a service not serving = %v %q", r, out)
+	}
+}
+
+// TestWorkerThresholds drives a worker step by step: failureThreshold failures in a row flip
+// it to failure, successThreshold successes back; a readiness worker starts at failure.
+func TestWorkerThresholds(t *testing.T) {
+	results := []Result{Success, Failure, Failure, Success, Failure, Failure, Failure, Success, Success}
+	i := 0
+	var flips []string
+	w := &Worker{Kind: Readiness, Probe: &corev1.Probe{FailureThreshold: 3, SuccessThreshold: 2}, Clock: clocktesting.NewFakeClock(time.Now()),
+		Run: func(context.Context) (Result, string) { i++; return results[i-1], "" },
+		Report: func(r Result, _ string, current Result, changed bool) {
+			if changed {
+				flips = append(flips, strconv.Itoa(i)+":"+current.String())
+			}
+		}}
+	w.result = Initial(Readiness)
+	for range results {
+		w.Step(context.Background())
+	}
+	// 1 success (needs 2), 2 failures (already failure), success+failure reset,
+	// 3 failures at step 7 (already failure: no flip), 2 successes at steps 8-9: flip.
+	if strings.Join(flips, " ") != "9:success" {
+		t.Errorf("flips %v", flips)
+	}
+	if Initial(Liveness) != Success || Initial(Startup) != Unknown {
+		t.Errorf("initial results: liveness %v, startup %v", Initial(Liveness), Initial(Startup))
+	}
+}
+
+// TestWorkerTiming: with a fake clock, nothing runs before initialDelaySeconds, then one
+// probe per period; a closed gate (startup not yet succeeded) holds the probe back.
+func TestWorkerTiming(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	runs := make(chan struct{}, 10)
+	var gate atomic.Bool
+	w := &Worker{Kind: Liveness, Probe: &corev1.Probe{InitialDelaySeconds: 5, PeriodSeconds: 1}, Clock: clk,
+		Gate: gate.Load,
+		Run:  func(context.Context) (Result, string) { runs <- struct{}{}; return Success, "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Loop(ctx)
+	waitTimer := func() {
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitTimer()
+	clk.Step(4 * time.Second)
+	waitTimer()
+	select {
+	case <-runs:
+		t.Fatal("probed before initialDelaySeconds")
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Step(2 * time.Second) // past the delay and the jitter (< 1 period): gate closed
+	waitTimer()
+	select {
+	case <-runs:
+		t.Fatal("probed while the gate was closed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	gate.Store(true)
+	clk.Step(time.Second)
+	select {
+	case <-runs:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no probe one period after the gate opened")
+	}
+}
