@@ -45,7 +45,7 @@ func TestHTTPHandler(t *testing.T) {
 		{"/ok", Success, "fine"},
 		{"/bad", Failure, "HTTP probe failed with statuscode: 500"},
 		{"/same", Failure, "HTTP probe failed with statuscode: 500"}, // same host: followed
-		{"/away", Success, "Found"},                               // another host: not followed, success
+		{"/away", Success, "Found"},                                  // another host: not followed, success
 	} {
 		r, out := HTTP(context.Background(), u.JoinPath(tc.path), []corev1.HTTPHeader{{Name: "Host", Value: "probe.example"}})
 		if r != tc.want || !strings.Contains(out, tc.out) {
