@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -36,32 +32,9 @@ spec:
 // real containers, never more than 2 at once, each finding its index in
 // JOB_COMPLETION_INDEX and its hostname, and completes without a failure; a CronJob every minute creates a Job within ~70 s.
 func TestJobs(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("job")
-	ctx := context.Background()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatalf("minilab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	dumpLogsOnFailure(t, l)
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := cluster.Kubectl(ctx, l, args...)
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		return out
-	}
-	manifest := filepath.Join(t.TempDir(), "job.yaml")
-	if err := os.WriteFile(manifest, []byte(indexedJob), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kubectl("apply", "-f", manifest)
+	l := upLab(t, "job", 2)
+	kubectl := func(args ...string) string { t.Helper(); return mustKubectl(t, l, args...) }
+	applyYAML(t, l, indexedJob)
 
 	start := time.Now()
 	maxRunning := 0

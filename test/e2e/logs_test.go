@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,26 +37,9 @@ spec:
 // TestKubectlLogs: kubectl logs through miniapi's pods/log and minilet's node API, with
 // its options, and the errors kube-apiserver gives.
 func TestKubectlLogs(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("e2e-logs")
+	l := upLab(t, "e2e-logs", 1)
 	ctx := context.Background()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatalf("minilab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	dumpLogsOnFailure(t, l)
-	manifest := filepath.Join(t.TempDir(), "pods.yaml")
-	if err := os.WriteFile(manifest, []byte(loggers), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := cluster.Kubectl(ctx, l, "apply", "-f", manifest); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
-	}
+	applyYAML(t, l, loggers)
 	waitRunning(t, l, "talker")
 	time.Sleep(time.Second)
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -46,36 +44,14 @@ spec:
 // NotReady/Unknown after the grace period and a Deployment's pods there are replaced on the
 // other node once their 5 s toleration runs out.
 func TestDaemonSetAndNodeFailure(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("e2e-nodes")
+	l := upLab(t, "e2e-nodes", 2)
 	ctx := context.Background()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatalf("minilab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	dumpLogsOnFailure(t, l)
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := cluster.Kubectl(ctx, l, args...)
-		if err != nil {
-			t.Fatalf("%v", err)
-		}
-		return out
-	}
+	kubectl := func(args ...string) string { t.Helper(); return mustKubectl(t, l, args...) }
 	// node-2 is tainted; node-1 cordoned so the Deployment's pods all start on node-2.
 	kubectl("taint", "node", "node-2", "dedicated=gpu:NoSchedule")
 	kubectl("cordon", "node-1")
-	manifest := filepath.Join(t.TempDir(), "apps.yaml")
-	if err := os.WriteFile(manifest, []byte(strings.Replace(agentAndSurvivor, "      tolerations:\n",
-		"      tolerations:\n      - {key: dedicated, operator: Exists, effect: NoSchedule}\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kubectl("apply", "-f", manifest)
+	applyYAML(t, l, strings.Replace(agentAndSurvivor, "      tolerations:\n",
+		"      tolerations:\n      - {key: dedicated, operator: Exists, effect: NoSchedule}\n", 1))
 	kubectl("rollout", "status", "deployment/survivor", "--timeout=120s")
 	kubectl("rollout", "status", "ds/agent", "--timeout=120s")
 	if got := runningOn(t, l, "agent"); got != "node-1" {

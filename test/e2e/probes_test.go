@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,26 +64,9 @@ spec:
 // of its Service's ready endpoints and back, a TCP probe keeps a pod Ready, and a startup
 // probe keeps a slow container from being killed by its liveness probe.
 func TestProbes(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("e2e-probe")
+	l := upLab(t, "e2e-probe", 1)
 	ctx := context.Background()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatalf("minilab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	dumpLogsOnFailure(t, l)
-	manifest := filepath.Join(t.TempDir(), "pods.yaml")
-	if err := os.WriteFile(manifest, []byte(probedPods), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := cluster.Kubectl(ctx, l, "apply", "-f", manifest); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
-	}
+	applyYAML(t, l, probedPods)
 	node := lab.NetNSPath(l.Nodes[0].NetNS)
 	pod := func(name string) corev1.Pod {
 		out, err := cluster.Kubectl(ctx, l, "get", "pod", name, "-o", "json")

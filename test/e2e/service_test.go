@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -51,32 +50,10 @@ spec:
 // pinned), a Service in front of it, traffic to its ClusterIP and NodePort from pods and
 // nodes, and a rolling update that keeps every replica serving.
 func TestDeploymentBehindAService(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("e2e-svc")
+	l := upLab(t, "e2e-svc", 2)
 	ctx := context.Background()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatalf("minilab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	dumpLogsOnFailure(t, l)
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := cluster.Kubectl(ctx, l, args...)
-		if err != nil {
-			t.Fatalf("%v", err)
-		}
-		return out
-	}
-	manifest := filepath.Join(t.TempDir(), "web.yaml")
-	if err := os.WriteFile(manifest, []byte(webApp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kubectl("apply", "-f", manifest)
+	kubectl := func(args ...string) string { t.Helper(); return mustKubectl(t, l, args...) }
+	applyYAML(t, l, webApp)
 	kubectl("rollout", "status", "deployment/web", "--timeout=120s")
 	if out := kubectl("get", "deployment", "web"); !strings.Contains(strings.Join(strings.Fields(out), " "), "web 4/4 4 4") {
 		t.Errorf("kubectl get deployment web:\n%s", out)
@@ -121,7 +98,7 @@ func TestDeploymentBehindAService(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = httpGetIn(lab.NetNSPath(n1.NetNS), fmt.Sprintf("http://%s:80/", nobody.Spec.ClusterIP))
+	_, err := httpGetIn(lab.NetNSPath(n1.NetNS), fmt.Sprintf("http://%s:80/", nobody.Spec.ClusterIP))
 	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 2*time.Second {
 		t.Errorf("a Service without endpoints: %v after %v; want connection refused at once", err, time.Since(start))
 	}
