@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 )
 
 // cluster is a miniapi running in-process on a loopback port.
@@ -150,14 +151,22 @@ func readyNode(name string, pods int64) *corev1.Node {
 func (c *cluster) createReadyNode(t *testing.T, name string, pods int64) {
 	t.Helper()
 	ctx := context.Background()
-	n, err := c.client.CoreV1().Nodes().Create(ctx, readyNode(name, pods), metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.client.CoreV1().Nodes().Create(ctx, readyNode(name, pods), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Status is cleared on create for kinds with a status subresource? Nodes keep it in
-	// Kubernetes; write it through /status as minilet does, to exercise that path.
-	n.Status = readyNode(name, pods).Status
-	if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// Kubernetes; write it through /status as minilet does, to exercise that path. The node
+	// IPAM controller writes the new node's podCIDR meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status = readyNode(name, pods).Status
+		_, err = c.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

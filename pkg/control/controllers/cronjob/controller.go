@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -79,11 +78,7 @@ func New(client kubernetes.Interface, cronJobs batchinformers.CronJobInformer, j
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 
 func (c *Controller) enqueue(obj any) {

@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -129,14 +128,7 @@ func (c *Controller) observed(key string) {
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	for range 2 {
-		go workloop.Run(ctx, c.queue, c.log, c.sync)
-	}
-	<-ctx.Done()
+	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
 }
 
 // automaticTolerations are the ones every DaemonSet pod gets, so it runs where ordinary

@@ -8,7 +8,6 @@ package deployment
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
@@ -19,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -132,19 +130,7 @@ func (c *Controller) enqueueOwnerOrMatching(ns string, lbls map[string]string, r
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			workloop.Run(ctx, c.queue, c.log, c.sync)
-		}()
-	}
-	wg.Wait()
+	workloop.RunWorkers(ctx, workers, c.queue, c.log, c.sync, c.synced...)
 }
 
 // sync rolls one Deployment a step further and writes its status; it asks for another look

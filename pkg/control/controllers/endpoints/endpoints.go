@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -59,14 +58,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	for range 5 {
-		go workloop.Run(ctx, c.queue, c.log, c.sync)
-	}
-	<-ctx.Done()
+	workloop.RunWorkers(ctx, 5, c.queue, c.log, c.sync, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {

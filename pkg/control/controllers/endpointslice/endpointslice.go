@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
@@ -81,14 +80,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	for range 5 {
-		go workloop.Run(ctx, c.queue, c.log, c.sync)
-	}
-	<-ctx.Done()
+	workloop.RunWorkers(ctx, 5, c.queue, c.log, c.sync, c.synced...)
 }
 
 // group is the endpoints that resolve a Service's ports to the same pod ports.

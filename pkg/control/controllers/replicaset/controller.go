@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -176,19 +175,7 @@ func (c *Controller) deletePod(obj any) {
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			workloop.Run(ctx, c.queue, c.log, c.sync)
-		}()
-	}
-	wg.Wait()
+	workloop.RunWorkers(ctx, workers, c.queue, c.log, c.sync, c.synced...)
 }
 
 // sync brings one set to its replica count and writes its status.

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -61,11 +60,7 @@ func New(client kubernetes.Interface, namespaces coreinformers.NamespaceInformer
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error) {

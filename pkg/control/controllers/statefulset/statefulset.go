@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -88,14 +87,7 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	for range 2 {
-		go workloop.Run(ctx, c.queue, c.log, c.sync)
-	}
-	<-ctx.Done()
+	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
 }
 
 // ordinal of a pod of set, or -1.

@@ -4,7 +4,11 @@ package workloop
 import (
 	"context"
 	"log/slog"
+	gosync "sync"
 	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/client-go/util/workqueue"
 )
@@ -34,4 +38,22 @@ func Run[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterfa
 		}
 		q.Done(key)
 	}
+}
+
+// RunWorkers waits for the informers' caches, then works q with n workers until ctx ends:
+// every controller's Run.
+func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, sync SyncFunc[T], synced ...cache.InformerSynced) {
+	defer utilruntime.HandleCrash()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return
+	}
+	var wg gosync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Run(ctx, q, log, sync)
+		}()
+	}
+	wg.Wait()
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 )
 
 // Cluster is a running miniapi.
@@ -128,12 +129,21 @@ func (c *Cluster) CreateReadyNode(t testing.TB, name string, pods int64, labels 
 		Capacity:    corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(pods, resource.DecimalSI), corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")},
 		NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.32.0-minik8s"},
 	}
-	n, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n.Status = status
-	if n, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The node IPAM controller writes a new node's podCIDR meanwhile: retry on conflict.
+	var n *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status = status
+		n, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return n
