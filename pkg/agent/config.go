@@ -19,6 +19,9 @@ type Config struct {
 	CNIBridge           string // --cni-bridge
 	PodManifestPath     string // --pod-manifest-path (static pods; not read yet)
 	HealthzAddr         string // host:port of /healthz and /metrics; empty serves nothing
+	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
+	Port                                         int    // --port
+	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -46,6 +49,10 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.HealthzAddr); err != nil {
 			errs = append(errs, fmt.Errorf("healthz address %q is not host:port: %w", c.HealthzAddr, err))
 		}
+	}
+	if (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&
+		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {
+		errs = append(errs, errors.New("the node API needs all of --tls-cert-file, --tls-private-key-file and --client-ca-file"))
 	}
 	return errors.Join(errs...)
 }
