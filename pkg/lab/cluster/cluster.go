@@ -125,8 +125,19 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		if err := ca.WriteKubeconfig(kubeconfig, serverURL(), "system:node:"+n.Name, []string{"system:nodes"}); err != nil {
 			return err
 		}
-		_, err := l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
+		// The node API's serving certificate, for the node's IP and name (pkg/nodeapi).
+		serving, err := ca.IssueServing(n.Name, []string{n.IP, n.Name})
+		if err != nil {
+			return err
+		}
+		certFile, keyFile := filepath.Join(l.StateDir, n.Name+".crt"), filepath.Join(l.StateDir, n.Name+".key")
+		if err := serving.WriteFiles(certFile, keyFile); err != nil {
+			return err
+		}
+		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
 			filepath.Join(o.BinDir, "minilet"), "--kubeconfig", kubeconfig,
+			"--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
+			"--client-ca-file", filepath.Join(controlplane.PKIDir(apiDataDir(l)), pki.CACertFile),
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
