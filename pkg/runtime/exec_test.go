@@ -33,7 +33,10 @@ func TestExec(t *testing.T) {
 	if err := e.rt.StartContainer(ctx, c.ID); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.rt.RemoveContainer(context.Background(), c.ID); _ = e.rt.RemoveContainer(context.Background(), sandbox.ID) })
+	t.Cleanup(func() {
+		_ = e.rt.RemoveContainer(context.Background(), c.ID)
+		_ = e.rt.RemoveContainer(context.Background(), sandbox.ID)
+	})
 
 	var out, errOut bytes.Buffer
 	code, err := e.rt.Exec(ctx, c.ID, runtime.ExecOptions{
