@@ -214,8 +214,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	nodeTransport, err := kubeletClientTransport(ca)
+	if err != nil {
+		return err
+	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort})
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
