@@ -62,7 +62,23 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		}
 		path += "/" + container
 	}
+	if sub == "exec" || sub == "attach" {
+		r.URL.RawQuery = streamQuery(r.URL.Query()).Encode()
+	}
 	s.proxyToNode(w, r, pod.Spec.NodeName, path)
+}
+
+// streamQuery turns PodExecOptions/PodAttachOptions parameters into the node API's
+// (input, output, error, tty, command), as kube-apiserver does.
+func streamQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for from, to := range map[string]string{"stdin": "input", "stdout": "output", "stderr": "error", "tty": "tty"} {
+		if v := q.Get(from); v == "true" || v == "1" {
+			out.Set(to, "1")
+		}
+	}
+	out["command"] = q["command"]
+	return out
 }
 
 // podContainer is the container a request names, checked as kube-apiserver checks it: it
