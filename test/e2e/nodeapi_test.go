@@ -113,4 +113,27 @@ func TestNodeAPI(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(body)) != "web" {
 		t.Errorf("wget through port-forward: %v\n%s\nport-forward: %s", err, body, pfOut.String())
 	}
+
+	// A follow ends cleanly when its pod is deleted.
+	follow := cluster.KubectlCommand(ctx, l, "logs", "-f", "web", "-c", "talker")
+	var followOut strings.Builder
+	follow.Stdout, follow.Stderr = &followOut, &followOut
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if out, err := cluster.Kubectl(ctx, l, "delete", "pod", "web", "--grace-period=1", "--wait=false"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- follow.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil || !strings.Contains(followOut.String(), "line-5") {
+			t.Errorf("kubectl logs -f of a deleted pod: %v\n%s", err, followOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = follow.Process.Kill()
+		t.Errorf("kubectl logs -f still runs 60s after its pod was deleted:\n%s", followOut.String())
+	}
 }
