@@ -94,6 +94,16 @@ func TestNodeAPI(t *testing.T) {
 		}
 	}
 
+	// exec -it on a pseudo-terminal (script gives kubectl one): the process gets a terminal
+	// and its exit code comes back.
+	ttyCtx, ttyCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer ttyCancel()
+	it := lab.Command(ttyCtx, l.ControlPlane.NetNS, "script", "-qec",
+		"kubectl --kubeconfig "+l.Kubeconfig+" exec -it web -c talker -- sh -c 'tty; exit 4'", "/dev/null")
+	if b, _ := it.CombinedOutput(); it.ProcessState == nil || it.ProcessState.ExitCode() != 4 || !strings.Contains(string(b), "/dev/pts/") {
+		t.Errorf("kubectl exec -it: exit %v, want 4 and a /dev/pts terminal:\n%s", it.ProcessState, b)
+	}
+
 	// Port-forward, reached from the same (control-plane) namespace.
 	pf := cluster.KubectlCommand(ctx, l, "port-forward", "pod/web", "18080:8080")
 	var pfOut strings.Builder
