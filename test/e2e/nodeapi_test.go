@@ -22,6 +22,14 @@ spec:
   - name: talker
     image: localhost/minik8s/busybox:v1
     command: [sh, -c, 'for i in 1 2 3 4 5; do echo line-$i; done; sleep 3600']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: crasher}
+spec:
+  nodeName: node-1
+  containers:
+  - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 2; exit 1']}
 `
 
 // TestNodeAPI: kubectl logs, exec (stdin, exit code, SPDY and WebSocket kubectl) and
@@ -122,6 +130,19 @@ func TestNodeAPI(t *testing.T) {
 	}
 	if err != nil || strings.TrimSpace(string(body)) != "web" {
 		t.Errorf("wget through port-forward: %v\n%s\nport-forward: %s", err, body, pfOut.String())
+	}
+
+	// --previous is the run before the current one, after a crash.
+	var prev string
+	for range 60 {
+		if prev, err = cluster.Kubectl(ctx, l, "logs", "crasher", "--previous"); err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	cur, _ := cluster.Kubectl(ctx, l, "logs", "crasher")
+	if err != nil || !strings.HasPrefix(prev, "run-at-") || prev == cur {
+		t.Errorf("kubectl logs --previous after a crash: %v\nprevious %q, current %q", err, prev, cur)
 	}
 
 	// A follow ends cleanly when its pod is deleted.
