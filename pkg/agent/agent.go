@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +26,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
-	"github.com/minik8s/minik8s/pkg/agent/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 )
 
@@ -99,13 +96,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.HealthzAddr != "" {
 		if err := a.serveHealth(ctx, a.cfg.HealthzAddr); err != nil {
-			return err
-		}
-	}
-	if a.cfg.NodeAPI.CertFile != "" {
-		api := a.cfg.NodeAPI
-		api.Address = net.JoinHostPort(a.cfg.NodeIP, strconv.Itoa(a.cfg.Port))
-		if err := nodeapi.Serve(ctx, api, a, slog.Default()); err != nil {
 			return err
 		}
 	}

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"errors"
-
 	"fmt"
-	"github.com/minik8s/minik8s/pkg/agent/nodeapi"
 	"net"
 	"path/filepath"
 )
@@ -21,10 +19,9 @@ type Config struct {
 	CNIBridge           string // --cni-bridge
 	PodManifestPath     string // --pod-manifest-path (static pods; not read yet)
 	HealthzAddr         string // host:port of /healthz and /metrics; empty serves nothing
-	// NodeAPI is the kubelet-style HTTPS API (--port, --tls-cert-file, ...) the API server
-	// calls for `kubectl logs`; no certificate serves nothing.
-	NodeAPI nodeapi.Config
-	Port    int // --port: where NodeAPI listens on NodeIP, reported as daemonEndpoints
+	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
+	Port                                         int    // --port
+	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -53,11 +50,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("healthz address %q is not host:port: %w", c.HealthzAddr, err))
 		}
 	}
-	if c.NodeAPI.CertFile != "" && (c.Port < 1 || c.Port > 65535) {
-		errs = append(errs, fmt.Errorf("node API port (--port) %d is not between 1 and 65535", c.Port))
-	}
-	if (c.NodeAPI.CertFile == "") != (c.NodeAPI.KeyFile == "") || (c.NodeAPI.CertFile != "" && c.NodeAPI.ClientCAFile == "") {
-		errs = append(errs, errors.New("the node API needs --tls-cert-file, --tls-private-key-file and --client-ca-file together"))
+	if (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&
+		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {
+		errs = append(errs, errors.New("the node API needs all of --tls-cert-file, --tls-private-key-file and --client-ca-file"))
 	}
 	return errors.Join(errs...)
 }

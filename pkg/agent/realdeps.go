@@ -3,10 +3,13 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -40,6 +43,13 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	a, err := New(cfg, client, rt, cniNetwork{cni})
 	if err != nil {
 		return err
+	}
+	if cfg.TLSCertFile != "" {
+		api := nodeapi.New(nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}, rt, client, a.healthy)
+		if err := api.ListenAndServe(ctx); err != nil {
+			return err
+		}
 	}
 	return a.Run(ctx)
 }

@@ -107,8 +107,6 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 			entry.Verbs = metav1.Verbs{"create"}
 		case "finalize":
 			entry.Verbs = metav1.Verbs{"update"}
-		case "log":
-			entry.Verbs = metav1.Verbs{"get"}
 		case "scale":
 			entry.Group, entry.Version, entry.Kind = "autoscaling", "v1", "Scale"
 			entry.Verbs = metav1.Verbs{"get", "patch", "update"}

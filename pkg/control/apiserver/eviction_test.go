@@ -148,8 +148,8 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 		t.Errorf("/api/v1 has no pods/eviction of policy/v1 Eviction: %+v", list.APIResources)
 	}
 	runningPod(t, h, "a", true)
-	w := do(t, h, "POST", "/api/v1/namespaces/default/pods/a/exec", nil)
-	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/exec") {
-		t.Errorf("POST pods/a/exec: %d %s", w.Code, w.Body)
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a/ephemeralcontainers", nil)
+	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/ephemeralcontainers") {
+		t.Errorf("GET pods/a/ephemeralcontainers: %d %s", w.Code, w.Body)
 	}
 }

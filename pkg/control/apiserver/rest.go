@@ -12,7 +12,7 @@ import (
 )
 
 // subresourceVerbs are the subresources that serve one verb only.
-var subresourceVerbs = map[string]string{"binding": "create", "eviction": "create", "finalize": "update", "log": "get"}
+var subresourceVerbs = map[string]string{"binding": "create", "eviction": "create", "finalize": "update"}
 
 // serveResource dispatches a resource request by verb and subresource.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
@@ -39,9 +39,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		return
 	case "scale":
 		s.serveScale(w, r, res, info)
-		return
-	case "log":
-		s.servePodLog(w, r, res, info)
 		return
 	}
 	switch info.Verb {

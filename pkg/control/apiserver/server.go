@@ -38,14 +38,13 @@ type Config struct {
 	// pods; without an address it gets no endpoints.
 	AdvertiseAddress netip.Addr
 	SecurePort       int
-	// Kubelet calls nodes' APIs (pods/log) with the API server's kubelet-client identity;
-	// nil answers those requests with 503.
-	Kubelet *http.Client
+	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
+	// miniapi's kubelet-client certificate; nil answers them 503.
+	NodeTransport http.RoundTripper
 }
 
 // Server is the API server's HTTP handler.
 type Server struct {
-	kubelet *http.Client
 	store   store.Interface
 	reg     *registry.Registry
 	log     *slog.Logger
@@ -57,6 +56,8 @@ type Server struct {
 	protobufKinds map[*registry.Resource]bool
 	// advertise is where the `kubernetes` Service's endpoints point.
 	advertise netip.AddrPort
+	// nodeTransport reaches the nodes' API.
+	nodeTransport http.RoundTripper
 }
 
 // New builds the server.
@@ -72,8 +73,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
 	s.protobufKinds = protobufResources(cfg.Registry)
+	s.nodeTransport = cfg.NodeTransport
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
-	s.kubelet = cfg.Kubelet
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		mux.HandleFunc(p, s.serveHealth)
@@ -105,6 +106,9 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 // serveAPI routes /api/... and /apis/... to discovery or to a resource.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if s.serveConnect(w, r) {
+		return
+	}
 	parts := splitPath(r.URL.Path)
 	switch {
 	case len(parts) == 2 && parts[0] == "api":

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -240,12 +239,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	kubelet, err := kubeletClient(ca)
+	nodeTransport, err := kubeletClientTransport(ca)
 	if err != nil {
 		return err
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, Kubelet: kubelet})
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
@@ -381,26 +380,6 @@ func loopbackConfig(ca *pki.CA, server, user string) (*rest.Config, error) {
 		Burst:           4000,
 		UserAgent:       user,
 	}, nil
-}
-
-// kubeletClient calls the nodes' APIs as kube-apiserver does: with a client certificate
-// of its own (kube-apiserver-kubelet-client), trusting node certificates the cluster CA
-// signed. No overall timeout: `kubectl logs -f` streams for as long as the user wants.
-func kubeletClient(ca *pki.CA) (*http.Client, error) {
-	pair, err := ca.IssueClient("kube-apiserver-kubelet-client", []string{"system:masters"})
-	if err != nil {
-		return nil, err
-	}
-	cert, err := pair.TLSCertificate()
-	if err != nil {
-		return nil, err
-	}
-	return &http.Client{Transport: &http.Transport{
-		TLSClientConfig:       &tls.Config{RootCAs: ca.CertPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		ResponseHeaderTimeout: 30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-	}}, nil
 }
 
 // nodeRanges are the node IPAM ranges the options give, with kube-controller-manager's

@@ -1,0 +1,156 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+var (
+	podsGVR  = corev1.SchemeGroupVersion.WithResource("pods")
+	nodesGVR = corev1.SchemeGroupVersion.WithResource("nodes")
+)
+
+// connectSubresources are the pod subresources served by the pod's node (pkg/nodeapi), and
+// the node API path each goes to.
+var connectSubresources = map[string]string{
+	"log": "containerLogs", "exec": "exec", "attach": "attach", "portforward": "portForward",
+}
+
+// serveConnect proxies pods/{log,exec,attach,portforward} and nodes/NAME/proxy/... to the
+// node's API, as kube-apiserver does; ok is false for any other path.
+func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request) bool {
+	parts := splitPath(r.URL.Path)
+	switch {
+	case len(parts) >= 5 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "nodes" && parts[4] == "proxy":
+		s.proxyToNode(w, r, parts[3], "/"+strings.Join(parts[5:], "/"))
+		return true
+	case len(parts) == 7 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "pods" && connectSubresources[parts[6]] != "":
+		s.proxyPodSubresource(w, r, parts[3], parts[5], parts[6])
+		return true
+	}
+	return false
+}
+
+func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns, name, sub string) {
+	pods, _ := s.reg.Lookup(podsGVR)
+	obj, _, err := s.current(r.Context(), pods, name, objectKey(pods, ns, name))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName == "" {
+		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
+		return
+	}
+	path := "/" + connectSubresources[sub] + "/" + ns + "/" + name
+	if sub != "portforward" {
+		container, err := podContainer(pod, r.URL.Query().Get("container"), sub == "log" && r.URL.Query().Get("previous") == "true")
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		path += "/" + container
+	}
+	if sub == "exec" || sub == "attach" {
+		r.URL.RawQuery = streamQuery(r.URL.Query()).Encode()
+	}
+	s.proxyToNode(w, r, pod.Spec.NodeName, path)
+}
+
+// streamQuery turns PodExecOptions/PodAttachOptions parameters into the node API's
+// (input, output, error, tty, command), as kube-apiserver does.
+func streamQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for from, to := range map[string]string{"stdin": "input", "stdout": "output", "stderr": "error", "tty": "tty"} {
+		if v := q.Get(from); v == "true" || v == "1" {
+			out.Set(to, "1")
+		}
+	}
+	out["command"] = q["command"]
+	return out
+}
+
+// podContainer is the container a request names, checked as kube-apiserver checks it: it
+// must be one of the pod's, and running unless its previous run is asked for.
+func podContainer(pod *corev1.Pod, name string, previous bool) (string, error) {
+	if name == "" {
+		if len(pod.Spec.Containers) != 1 {
+			var names []string
+			for _, c := range pod.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
+		}
+		name = pod.Spec.Containers[0].Name
+	}
+	if !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
+	}
+	if previous {
+		return name, nil
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Name == name && st.State.Waiting != nil {
+			return "", apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, st.State.Waiting.Reason))
+		}
+	}
+	return name, nil
+}
+
+// proxyToNode sends the request to path on the node's API at its InternalIP and
+// daemonEndpoints port, upgrades (SPDY, WebSocket) included.
+func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, path string) {
+	target, err := s.nodeURL(r.Context(), nodeName)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if s.nodeTransport == nil {
+		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+		return
+	}
+	target.Path, target.RawQuery = path, r.URL.RawQuery
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = target
+			pr.Out.Host = target.Host
+			pr.Out.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
+		},
+		Transport:     s.nodeTransport,
+		FlushInterval: -1, // follows and streams go through at once
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", nodeName, target.Host, err)))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {
+	nodes, _ := s.reg.Lookup(nodesGVR)
+	obj, _, err := s.current(ctx, nodes, nodeName, objectKey(nodes, "", nodeName))
+	if err != nil {
+		return nil, err
+	}
+	node := obj.(*corev1.Node)
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if port == 0 {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no node API port (status.daemonEndpoints)", nodeName))
+	}
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return &url.URL{Scheme: "https", Host: net.JoinHostPort(a.Address, strconv.Itoa(int(port)))}, nil
+		}
+	}
+	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s has no InternalIP", nodeName))
+}

@@ -1,0 +1,107 @@
+package nodeapi
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// httpError is an error with the HTTP status it answers with.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &httpError{code: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
+}
+
+// writeError answers with err's status (500 for plain errors) and message.
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	if he, ok := err.(*httpError); ok {
+		code = he.code
+	}
+	http.Error(w, err.Error(), code)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// podContainers are the containerd containers of the pod namespace/name on this node,
+// newest first; the pod's sandbox among them.
+func (s *Server) podContainers(r *http.Request, namespace, pod string) ([]runtime.Container, error) {
+	all, err := s.rt.ListContainers(r.Context(), "")
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Container
+	for _, c := range all {
+		if c.PodNamespace == namespace && c.PodName == pod {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, notFound("pod %s/%s has no containers on node %s", namespace, pod, s.cfg.NodeName)
+	}
+	// A pod deleted and created again under the same name: only the newest sandbox's
+	// containers are the pod's.
+	slices.SortFunc(out, newestFirst)
+	return out, nil
+}
+
+// runningContainer finds the running container name of pod namespace/name, for exec and
+// attach.
+func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
+	list, err := s.podContainers(r, namespace, pod)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	var names []string
+	for _, c := range list {
+		if c.Sandbox {
+			continue
+		}
+		if c.Name == name && c.State == runtime.StateRunning {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	if slices.Contains(names, name) {
+		return runtime.Container{}, badRequest("container %s is not running", name)
+	}
+	slices.Sort(names)
+	return runtime.Container{}, notFound("container %q not found in pod %s/%s; its containers: %s", name, namespace, pod, strings.Join(slices.Compact(names), ", "))
+}
+
+// sandbox is the running pause container of the pod namespace/name.
+func (s *Server) sandbox(r *http.Request, namespace, pod string) (runtime.Container, error) {
+	list, err := s.podContainers(r, namespace, pod)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	for _, c := range list {
+		if c.Sandbox && c.State == runtime.StateRunning {
+			return c, nil
+		}
+	}
+	return runtime.Container{}, badRequest("pod %s/%s has no running sandbox", namespace, pod)
+}
+
+// newestFirst orders containers of one name by start, newest first; never-started ones last.
+func newestFirst(a, b runtime.Container) int {
+	return cmp.Or(b.StartedAt.Compare(a.StartedAt), strings.Compare(b.ID, a.ID))
+}

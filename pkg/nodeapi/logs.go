@@ -1,0 +1,265 @@
+package nodeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+const (
+	// followPoll is how often a follow looks for new output.
+	followPoll = 200 * time.Millisecond
+	// followStatusPeriod is how often a follow checks that its container still runs.
+	followStatusPeriod = time.Second
+)
+
+// logOptions are the kubelet's /containerLogs query parameters (PodLogOptions).
+type logOptions struct {
+	follow, previous bool
+	tailLines        int64 // -1: all
+	limitBytes       int64 // 0: no limit
+}
+
+func parseLogOptions(q map[string][]string) (logOptions, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	o := logOptions{tailLines: -1}
+	var err error
+	if o.follow, err = parseBool(get("follow"), "follow"); err != nil {
+		return o, err
+	}
+	if o.previous, err = parseBool(get("previous"), "previous"); err != nil {
+		return o, err
+	}
+	if v := get("tailLines"); v != "" {
+		if o.tailLines, err = strconv.ParseInt(v, 10, 64); err != nil || o.tailLines < 0 {
+			return o, badRequest("tailLines %q must be a non-negative integer", v)
+		}
+	}
+	if v := get("limitBytes"); v != "" {
+		if o.limitBytes, err = strconv.ParseInt(v, 10, 64); err != nil || o.limitBytes < 1 {
+			return o, badRequest("limitBytes %q must be a positive integer", v)
+		}
+	}
+	// minilet's log files hold the raw output (the runtime writes them, not a CRI logger),
+	// so there is no time of each line to filter or print by.
+	for _, k := range []string{"sinceSeconds", "sinceTime", "timestamps"} {
+		if v := get(k); v != "" && v != "false" {
+			return o, badRequest("%s is not supported: minilet's container logs carry no timestamps", k)
+		}
+	}
+	return o, nil
+}
+
+func parseBool(v, name string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest("%s %q is not a boolean", name, v)
+	}
+	return b, nil
+}
+
+// serveLogs answers /containerLogs/{namespace}/{pod}/{container}.
+func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
+	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, err := parseLogOptions(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := s.namedContainer(r, namespace, pod, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	path := c.LogPath
+	if opts.previous {
+		if path, err = previousLog(c.LogPath); err != nil {
+			writeError(w, badRequest("previous terminated container %q in pod %q not found", name, pod))
+			return
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		writeError(w, fmt.Errorf("log of container %s in pod %s/%s: %w", name, namespace, pod, err))
+		return
+	}
+	defer f.Close()
+	if opts.tailLines >= 0 {
+		if err := seekTail(f, opts.tailLines); err != nil {
+			writeError(w, fmt.Errorf("log of container %s in pod %s/%s: %w", name, namespace, pod, err))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	var out io.Writer = w
+	if opts.limitBytes > 0 {
+		out = &limitWriter{w: w, left: opts.limitBytes}
+	}
+	if _, err := io.Copy(out, f); err != nil || !opts.follow || opts.previous || c.State != runtime.StateRunning {
+		return
+	}
+	s.follow(r.Context(), w, out, f, c.ID)
+}
+
+// follow copies what is appended to f until the container stops running (or is gone), the
+// client leaves or the byte limit is reached.
+func (s *Server) follow(ctx context.Context, w http.ResponseWriter, out io.Writer, f *os.File, id string) {
+	flush := http.NewResponseController(w)
+	_ = flush.Flush()
+	poll := time.NewTicker(followPoll)
+	defer poll.Stop()
+	lastCheck := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+		n, err := io.Copy(out, f)
+		if err != nil {
+			return // the limit is reached or the client went away
+		}
+		if n > 0 {
+			_ = flush.Flush()
+		}
+		if time.Since(lastCheck) < followStatusPeriod {
+			continue
+		}
+		lastCheck = time.Now()
+		if !s.stillRunning(ctx, id) {
+			_, _ = io.Copy(out, f) // what it wrote last
+			return
+		}
+	}
+}
+
+func (s *Server) stillRunning(ctx context.Context, id string) bool {
+	list, err := s.rt.ListContainers(ctx, "")
+	if err != nil {
+		return ctx.Err() == nil // a runtime hiccup does not end the follow
+	}
+	for _, c := range list {
+		if c.ID == id {
+			return c.State == runtime.StateRunning
+		}
+	}
+	return false
+}
+
+// namedContainer is the newest container name of pod namespace/name, in any state.
+func (s *Server) namedContainer(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
+	list, err := s.podContainers(r, namespace, pod)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	var names []string
+	for _, c := range list {
+		if c.Sandbox {
+			continue
+		}
+		if c.Name == name {
+			if c.LogPath == "" {
+				return runtime.Container{}, badRequest("container %s in pod %s/%s keeps no log", name, namespace, pod)
+			}
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	return runtime.Container{}, notFound("container %q not found in pod %s/%s; its containers: %s", name, namespace, pod, strings.Join(slices.Compact(names), ", "))
+}
+
+// previousLog is the log of the run before the one logging to current: logs are
+// DIR/<restart count>.log, one per run (see pkg/agent's containerLogPath).
+func previousLog(current string) (string, error) {
+	dir := filepath.Dir(current)
+	n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(current), ".log"))
+	if err != nil {
+		return "", fmt.Errorf("log %s is not named by its restart count", current)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	best := -1
+	for _, e := range entries {
+		m, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
+		if err == nil && strings.HasSuffix(e.Name(), ".log") && m < n && m > best {
+			best = m
+		}
+	}
+	if best < 0 {
+		return "", errors.New("no earlier run")
+	}
+	return filepath.Join(dir, strconv.Itoa(best)+".log"), nil
+}
+
+// seekTail positions f at the start of its last n lines (a last line without a newline
+// counts), reading backwards in blocks so a long log is not read whole.
+func seekTail(f *os.File, n int64) error {
+	const block = 32 << 10
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil || n == 0 {
+		return err
+	}
+	buf := make([]byte, block)
+	var newlines int64
+	for pos := end; pos > 0; {
+		size := min(int64(block), pos)
+		pos -= size
+		if _, err := f.ReadAt(buf[:size], pos); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		for i := size - 1; i >= 0; i-- {
+			// The newline ending the file ends the last line; it does not start one.
+			if buf[i] != '\n' || pos+i == end-1 {
+				continue
+			}
+			if newlines++; newlines == n {
+				_, err := f.Seek(pos+i+1, io.SeekStart)
+				return err
+			}
+		}
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return err
+}
+
+// limitWriter writes at most left bytes, then fails.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+var errLimit = errors.New("limitBytes reached")
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errLimit
+	}
+	cut := p[:min(int64(len(p)), l.left)]
+	n, err := l.w.Write(cut)
+	l.left -= int64(n)
+	if err == nil && len(cut) < len(p) {
+		err = errLimit
+	}
+	return n, err
+}

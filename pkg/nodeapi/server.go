@@ -1,0 +1,142 @@
+// Package nodeapi is minilet's node API, the kubelet's "server": HTTPS on --port (10250) for
+// clients holding a certificate of the cluster CA (miniapi above all), serving /healthz,
+// /pods, /containerLogs, and the streaming /exec, /attach, /portForward and /run through
+// the kubelet's own streaming library (k8s.io/cri-streaming) over containerd.
+package nodeapi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// Runtime is the part of pkg/runtime the node API uses.
+type Runtime interface {
+	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
+	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
+}
+
+// Config says where and how the node API serves.
+type Config struct {
+	NodeName string
+	Addr     string // host:port
+	// CertFile and KeyFile are the serving certificate (--tls-cert-file,
+	// --tls-private-key-file); ClientCAFile is the CA client certificates must chain to
+	// (--client-ca-file).
+	CertFile, KeyFile, ClientCAFile string
+}
+
+// Server is the node API's HTTP handler.
+type Server struct {
+	cfg     Config
+	rt      Runtime
+	client  kubernetes.Interface
+	healthy func() error
+	mux     *http.ServeMux
+}
+
+// New makes the handler. healthy answers /healthz.
+func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() error) *Server {
+	s := &Server{cfg: cfg, rt: rt, client: client, healthy: healthy, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
+	s.mux.HandleFunc("GET /pods", s.servePods)
+	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveLogs)
+	for _, method := range []string{"GET", "POST"} {
+		s.mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", s.serveExec)
+		s.mux.HandleFunc(method+" /attach/{namespace}/{pod}/{container}", s.serveAttach)
+		s.mux.HandleFunc(method+" /portForward/{namespace}/{pod}", s.servePortForward)
+	}
+	s.mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.serveRun)
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// TLSConfig loads the serving certificate and requires clients to present a certificate
+// signed by the client CA: the node API runs commands in containers, so nobody anonymous
+// gets in.
+func TLSConfig(cfg Config) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate (--tls-cert-file %s, --tls-private-key-file %s): %w", cfg.CertFile, cfg.KeyFile, err)
+	}
+	caPEM, err := os.ReadFile(cfg.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA (--client-ca-file): %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("client CA (--client-ca-file) %s holds no PEM certificate", cfg.ClientCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+// ListenAndServe serves on cfg.Addr with TLSConfig until ctx ends. It returns once the
+// listener is open; serving errors are logged.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	tlsCfg, err := TLSConfig(s.cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("node API: listen on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: s, TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }, // follows and streams end with minilet
+		ErrorLog:    slog.NewLogLogger(slog.Default().Handler(), slog.LevelDebug)}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("node API stopped", "addr", s.cfg.Addr, "err", err)
+		}
+	}()
+	slog.Info("serving the node API", "address", s.cfg.Addr)
+	return nil
+}
+
+func (s *Server) serveHealthz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.healthy(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprint(w, "ok")
+}
+
+// servePods lists the pods bound to this node, as the kubelet's /pods does.
+func (s *Server) servePods(w http.ResponseWriter, r *http.Request) {
+	list, err := s.client.CoreV1().Pods(metav1.NamespaceAll).List(r.Context(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.cfg.NodeName).String()})
+	if err != nil {
+		http.Error(w, fmt.Sprintf("listing the pods of node %s: %v", s.cfg.NodeName, err), http.StatusInternalServerError)
+		return
+	}
+	list.APIVersion, list.Kind = "v1", "PodList"
+	for i := range list.Items {
+		list.Items[i].APIVersion, list.Items[i].Kind = "v1", "Pod"
+	}
+	writeJSON(w, list)
+}

@@ -1,0 +1,200 @@
+package nodeapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"k8s.io/cri-streaming/pkg/streaming/portforward"
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	utilexec "k8s.io/utils/exec"
+
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+const (
+	// streamIdleTimeout ends a stream connection nothing went through for this long (the
+	// kubelet's --streaming-connection-idle-timeout default).
+	streamIdleTimeout = 4 * time.Hour
+	// dialTimeout bounds a port-forward's connection to the pod.
+	dialTimeout = 10 * time.Second
+)
+
+// The SPDY protocols the kubelet serves; WebSocket clients (kubectl 1.30+) reach it through
+// miniapi, which translates them to SPDY as kube-apiserver does.
+var (
+	execProtocols        = remotecommand.SupportedStreamingProtocols
+	portForwardProtocols = portforward.SupportedProtocols
+)
+
+// serveExec answers /exec/{namespace}/{pod}/{container}?command=...&input=1&output=1&tty=1.
+func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
+	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	cmd := r.URL.Query()["command"]
+	if len(cmd) == 0 {
+		writeError(w, badRequest("exec needs a command (query parameter command)"))
+		return
+	}
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		writeError(w, badRequest("%v", err))
+		return
+	}
+	c, err := s.runningContainer(r, namespace, pod, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	remotecommand.ServeExec(w, r, executor{s.rt}, namespace+"/"+pod, c.PodUID, c.ID, cmd, opts,
+		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, execProtocols)
+}
+
+// serveAttach answers /attach/...: not served, since the runtime hands a container's output
+// straight to its log file and keeps no stream to attach to.
+func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
+	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	if _, err := s.runningContainer(r, namespace, pod, name); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeError(w, badRequest("attach to container %s in pod %s/%s is not supported by minilet yet: its output goes straight to its log file; use kubectl logs -f or kubectl exec", name, namespace, pod))
+}
+
+// servePortForward answers /portForward/{namespace}/{pod}: each stream is a connection to a
+// port on the pod's loopback, inside its network namespace.
+func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
+	namespace, pod := r.PathValue("namespace"), r.PathValue("pod")
+	opts, err := portforward.NewV4Options(r)
+	if err != nil {
+		writeError(w, badRequest("%v", err))
+		return
+	}
+	sb, err := s.sandbox(r, namespace, pod)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	portforward.ServePortForward(w, r, podDialer{netns: sb.NetNSPath}, namespace+"/"+pod, sb.PodUID, opts,
+		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, portForwardProtocols)
+}
+
+// serveRun answers POST /run/{namespace}/{pod}/{container}?cmd=...: the command's combined
+// output, as the kubelet's /run does.
+func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
+	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	cmd := r.URL.Query()["cmd"]
+	if len(cmd) == 0 {
+		writeError(w, badRequest("run needs a command (query parameter cmd)"))
+		return
+	}
+	c, err := s.runningContainer(r, namespace, pod, name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var out bytes.Buffer
+	code, err := s.rt.Exec(r.Context(), c.ID, runtime.ExecOptions{Cmd: cmd, Stdout: &out, Stderr: &out})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if code != 0 {
+		writeError(w, fmt.Errorf("command terminated with exit code %d: %s", code, out.Bytes()))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write(out.Bytes())
+}
+
+// executor runs the streaming library's exec requests on the runtime. The container
+// argument is the containerd ID serveExec resolved.
+type executor struct{ rt Runtime }
+
+func (e executor) ExecInContainer(ctx context.Context, _, _, id string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
+	opts := runtime.ExecOptions{Cmd: cmd, TTY: tty}
+	// Typed nils would look like streams to the runtime.
+	if in != nil {
+		opts.Stdin = in
+	}
+	if out != nil {
+		opts.Stdout = out
+	}
+	if errw != nil && !tty {
+		opts.Stderr = errw
+	}
+	if resize != nil {
+		sizes := make(chan runtime.TerminalSize)
+		defer close(sizes)
+		opts.Resize = sizes
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case size, ok := <-resize:
+					if !ok {
+						return
+					}
+					select {
+					case sizes <- runtime.TerminalSize{Width: size.Width, Height: size.Height}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+		}()
+	}
+	code, err := e.rt.Exec(ctx, id, opts)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
+	}
+	return nil
+}
+
+// podDialer connects port-forward streams to the pod's loopback.
+type podDialer struct{ netns string } // "" for host-network pods
+
+func (d podDialer) PortForward(ctx context.Context, pod, _ string, port int32, stream io.ReadWriteCloser) error {
+	defer stream.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	var conn net.Conn
+	dial := func() (err error) {
+		conn, err = (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "tcp", addr)
+		return err
+	}
+	var err error
+	if d.netns == "" {
+		err = dial()
+	} else {
+		err = network.InNetNS(d.netns, dial) // the socket stays in the pod's namespace
+	}
+	if err != nil {
+		return fmt.Errorf("port-forward to pod %s, port %d: %w", pod, port, err)
+	}
+	defer conn.Close()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(conn, stream); closeWrite(conn); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(stream, conn); done <- struct{}{} }()
+	select { // either side ending ends the forward, as the kubelet's does
+	case <-done:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func closeWrite(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+}

@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+)
+
+const nodeAPIPods = `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  nodeName: node-1
+  containers:
+  - {name: netexec, image: localhost/minik8s/netexec:v1}
+  - name: talker
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, 'for i in 1 2 3 4 5; do echo line-$i; done; sleep 3600']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: crasher}
+spec:
+  nodeName: node-1
+  containers:
+  - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 2; exit 1']}
+`
+
+// TestNodeAPI: kubectl logs, exec (stdin, exit code, SPDY and WebSocket kubectl) and
+// port-forward go through miniapi to minilet's node API on a real lab.
+func TestNodeAPI(t *testing.T) {
+	e := requireEnv(t)
+	name := uniqueName("napi")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatalf("minilab up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Down(context.Background(), name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	dumpLogsOnFailure(t, l)
+	apply := cluster.KubectlCommand(ctx, l, "apply", "-f", "-")
+	apply.Stdin = strings.NewReader(nodeAPIPods)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	waitRunning(t, l, "web")
+
+	// Logs: all, --tail, and a wrong container named with the pod's.
+	var out string
+	for range 20 {
+		if out, err = cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker"); err == nil && strings.Contains(out, "line-5") {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !strings.Contains(out, "line-1\n") || !strings.Contains(out, "line-5\n") {
+		t.Fatalf("kubectl logs: %v\n%s", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker", "--tail", "2"); err != nil || out != "line-4\nline-5\n" {
+		t.Errorf("kubectl logs --tail 2: %v\n%q", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "nope"); err == nil || !strings.Contains(out, "container nope is not valid for pod web") {
+		t.Errorf("kubectl logs -c nope: %v\n%s", err, out)
+	}
+
+	// Exec: stdin piped in, exit code passed through.
+	cmd := cluster.KubectlCommand(ctx, l, "exec", "-i", "web", "-c", "talker", "--", "tr", "a-z", "A-Z")
+	cmd.Stdin = strings.NewReader("hello\n")
+	if b, err := cmd.CombinedOutput(); err != nil || string(b) != "HELLO\n" {
+		t.Errorf("kubectl exec -i tr: %v\n%q", err, b)
+	}
+	cmd = cluster.KubectlCommand(ctx, l, "exec", "web", "-c", "talker", "--", "sh", "-c", "exit 3")
+	if b, err := cmd.CombinedOutput(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Errorf("kubectl exec sh -c 'exit 3': exit %v, %v\n%s", cmd.ProcessState, err, b)
+	}
+
+	// Old (SPDY) and new (WebSocket first) kubectl both exec.
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(kubectl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"kubectl.1.27", "kubectl.1.33"} {
+		bin := filepath.Join(filepath.Dir(real), v)
+		c := lab.Command(ctx, l.ControlPlane.NetNS, bin, "--kubeconfig", l.Kubeconfig, "exec", "web", "-c", "talker", "--", "echo", "hi-"+v)
+		if b, err := c.CombinedOutput(); err != nil || string(b) != "hi-"+v+"\n" {
+			t.Errorf("%s exec: %v\n%s", v, err, b)
+		}
+	}
+
+	// exec -it on a pseudo-terminal (script gives kubectl one): the process gets a terminal
+	// and its exit code comes back.
+	ttyCtx, ttyCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer ttyCancel()
+	it := lab.Command(ttyCtx, l.ControlPlane.NetNS, "script", "-qec",
+		"kubectl --kubeconfig "+l.Kubeconfig+" exec -it web -c talker -- sh -c 'tty; exit 4'", "/dev/null")
+	if b, _ := it.CombinedOutput(); it.ProcessState == nil || it.ProcessState.ExitCode() != 4 || !strings.Contains(string(b), "/dev/pts/") {
+		t.Errorf("kubectl exec -it: exit %v, want 4 and a /dev/pts terminal:\n%s", it.ProcessState, b)
+	}
+
+	// Port-forward, reached from the same (control-plane) namespace.
+	pf := cluster.KubectlCommand(ctx, l, "port-forward", "pod/web", "18080:8080")
+	var pfOut strings.Builder
+	pf.Stdout, pf.Stderr = &pfOut, &pfOut
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pf.Process.Kill(); _ = pf.Wait() }()
+	var body []byte
+	for range 40 {
+		time.Sleep(250 * time.Millisecond)
+		get := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "http://127.0.0.1:18080/hostname")
+		if body, err = get.CombinedOutput(); err == nil {
+			break
+		}
+	}
+	if err != nil || strings.TrimSpace(string(body)) != "web" {
+		t.Errorf("wget through port-forward: %v\n%s\nport-forward: %s", err, body, pfOut.String())
+	}
+
+	// --previous is the run before the current one, after a crash.
+	var prev string
+	for range 60 {
+		if prev, err = cluster.Kubectl(ctx, l, "logs", "crasher", "--previous"); err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	cur, _ := cluster.Kubectl(ctx, l, "logs", "crasher")
+	if err != nil || !strings.HasPrefix(prev, "run-at-") || prev == cur {
+		t.Errorf("kubectl logs --previous after a crash: %v\nprevious %q, current %q", err, prev, cur)
+	}
+
+	// A follow ends cleanly when its pod is deleted.
+	follow := cluster.KubectlCommand(ctx, l, "logs", "-f", "web", "-c", "talker")
+	var followOut strings.Builder
+	follow.Stdout, follow.Stderr = &followOut, &followOut
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if out, err := cluster.Kubectl(ctx, l, "delete", "pod", "web", "--grace-period=1", "--wait=false"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- follow.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil || !strings.Contains(followOut.String(), "line-5") {
+			t.Errorf("kubectl logs -f of a deleted pod: %v\n%s", err, followOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = follow.Process.Kill()
+		t.Errorf("kubectl logs -f still runs 60s after its pod was deleted:\n%s", followOut.String())
+	}
+}
