@@ -35,29 +35,15 @@ spec:
 // TestNodeAPI: kubectl logs, exec (stdin, exit code, SPDY and WebSocket kubectl) and
 // port-forward go through miniapi to minilet's node API on a real lab.
 func TestNodeAPI(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("napi")
+	l := upLab(t, "napi", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
-	if err != nil {
-		t.Fatalf("minilab up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	dumpLogsOnFailure(t, l)
-	apply := cluster.KubectlCommand(ctx, l, "apply", "-f", "-")
-	apply.Stdin = strings.NewReader(nodeAPIPods)
-	if out, err := apply.CombinedOutput(); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
-	}
+	applyYAML(t, l, nodeAPIPods)
 	waitRunning(t, l, "web")
 
 	// Logs: all, --tail, and a wrong container named with the pod's.
 	var out string
+	var err error
 	for range 20 {
 		if out, err = cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker"); err == nil && strings.Contains(out, "line-5") {
 			break
