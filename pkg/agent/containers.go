@@ -32,7 +32,7 @@ const (
 // syncContainer brings one container of the pod in line with its spec:
 // starts it if it never ran, restarts it after an exit when the restart
 // policy says so (with back-off), and replaces it when its spec changed.
-func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, all []runtime.Container) (time.Duration, error) {
+func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod, spec *corev1.Container, policy corev1.RestartPolicy, sandbox *runtime.Container, all []runtime.Container) (time.Duration, error) {
 	hash := containerHash(spec)
 	history := containersNamed(all, spec.Name)
 	if len(history) == 0 {
@@ -56,7 +56,7 @@ func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod
 		}
 		return a.startContainer(ctx, st, pod, spec, sandbox, hash, false)
 	case runtime.StateExited:
-		if !shouldRestart(pod.Spec.RestartPolicy, cur.ExitCode) {
+		if !shouldRestart(policy, cur.ExitCode) {
 			delete(st.waiting, spec.Name)
 			return 0, nil
 		}
@@ -139,7 +139,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 	}
 	delete(st.waiting, spec.Name)
 	a.containerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", spec.Name)
-	return 0, nil
+	return 0, a.runPostStart(ctx, st, pod, spec, c.ID)
 }
 
 // containerFailed records why a container could not be made or started, for

@@ -23,6 +23,8 @@ type Runtime interface {
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	RemoveContainer(ctx context.Context, id string) error
+	// Exec runs a process in a running container (exec probes and lifecycle hooks).
+	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
 	// ListContainers lists the containers of one pod, or of every pod when podUID is "".
 	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
 }

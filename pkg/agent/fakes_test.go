@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,8 @@ type fakeRuntime struct {
 	startErr   error
 	versionErr error
 	stopGrace  map[string]time.Duration
+	// execs: what Exec runs, answered by execFn (exit 0 without one).
+	execFn func(container string, cmd []string) (int, string)
 }
 
 func newFakeRuntime(c clock.Clock) *fakeRuntime {
@@ -161,6 +164,26 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, grace time.Dur
 	f.stopGrace[c.Name] = grace
 	c.State, c.ExitCode, c.FinishedAt = runtime.StateExited, 143, f.clock.Now()
 	return nil
+}
+
+func (f *fakeRuntime) Exec(_ context.Context, id string, opts runtime.ExecOptions) (int, error) {
+	f.mu.Lock()
+	c := f.find(id)
+	if c == nil || c.State != runtime.StateRunning {
+		f.mu.Unlock()
+		return 0, fmt.Errorf("container %s is not running", id)
+	}
+	f.record("exec %s %s", c.Name, strings.Join(opts.Cmd, " "))
+	name, fn := c.Name, f.execFn
+	f.mu.Unlock()
+	if fn == nil {
+		return 0, nil
+	}
+	code, out := fn(name, opts.Cmd)
+	if opts.Stdout != nil {
+		io.WriteString(opts.Stdout, out)
+	}
+	return code, nil
 }
 
 func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,7 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *podState {
 	if pod.Status.StartTime != nil {
 		st.startTime = *pod.Status.StartTime
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		st.restartCounts[cs.Name] = cs.RestartCount
 	}
 	return st

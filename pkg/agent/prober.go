@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/probe"
+	"github.com/minik8s/minik8s/pkg/runtime"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -50,12 +52,21 @@ func probesOf(c *corev1.Container) map[probe.Kind]*corev1.Probe {
 
 // sync starts workers for the running containers' probes (afresh for a new instance) and
 // stops those of containers that no longer run.
-func (p *prober) sync(pod *corev1.Pod, statuses []corev1.ContainerStatus) {
+func (p *prober) sync(pod *corev1.Pod, status corev1.PodStatus) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	want := map[probeKey]string{}
+	var probed []*corev1.Container // app containers and sidecars
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			probed = append(probed, &pod.Spec.InitContainers[i])
+		}
+	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+		probed = append(probed, &pod.Spec.Containers[i])
+	}
+	statuses := slices.Concat(status.InitContainerStatuses, status.ContainerStatuses)
+	for _, c := range probed {
 		for _, cs := range statuses {
 			if cs.Name != c.Name || cs.State.Running == nil || pod.DeletionTimestamp != nil {
 				continue
@@ -92,7 +103,7 @@ func (p *prober) start(key probeKey, pod *corev1.Pod, c *corev1.Container, pr *c
 		Kind: key.kind, Probe: pr, Clock: p.a.clock,
 		Run: func(ctx context.Context) (probe.Result, string) {
 			start := time.Now()
-			r, out := probe.Run(ctx, pr, container, podIP)
+			r, out := probe.Run(ctx, pr, container, podIP, p.a.execIn(containerID))
 			p.a.metrics.observeProbe(string(key.kind), r.String(), podRef, container.Name, time.Since(start))
 			return r, out
 		},
@@ -127,9 +138,9 @@ func (p *prober) report(ctx context.Context, key probeKey, pod *corev1.Pod, c *c
 		if pr.TerminationGracePeriodSeconds != nil {
 			grace = time.Duration(*pr.TerminationGracePeriodSeconds) * time.Second
 		}
-		id := trimRuntimePrefix(containerID)
+		rc := runtime.Container{ID: trimRuntimePrefix(containerID), Name: c.Name}
 		go func() {
-			if err := p.a.rt.StopContainer(p.ctx, id, grace); err != nil {
+			if err := p.a.stopContainers(p.ctx, nil, []runtime.Container{rc}, p.a.runPreStop(p.ctx, pod, rc, grace)); err != nil {
 				p.a.containerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedKillPod", "error killing container %s: %v", c.Name, err)
 			}
 			p.a.workers.wake(pod.UID)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -38,7 +39,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 			return nil, err
 		}
 		// The new containers restart the old ones.
-		for _, c := range pod.Spec.Containers {
+		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 			if len(containersNamed(apps, c.Name)) > 0 {
 				st.restartCounts[c.Name]++
 			}

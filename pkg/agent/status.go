@@ -25,26 +25,48 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 	}
 	startTime := st.startTime
 	s.StartTime = &startTime
-	s.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
-	for i := range pod.Spec.Containers {
-		spec := &pod.Spec.Containers[i]
+	statusOf := func(spec *corev1.Container) corev1.ContainerStatus {
 		var waiting *corev1.ContainerStateWaiting
 		if w, ok := st.waiting[spec.Name]; ok {
 			waiting = &w
 		}
-		s.ContainerStatuses = append(s.ContainerStatuses,
-			containerStatus(spec, containersNamed(all, spec.Name), waiting, st.restartCounts[spec.Name]))
+		cs := containerStatus(spec, containersNamed(all, spec.Name), waiting, st.restartCounts[spec.Name])
+		if a.probes != nil && cs.State.Running != nil { // probes decide readiness; without them a running container is ready
+			cs.Ready = a.probes.ready(pod.UID, spec)
+			cs.Started = ptr.To(a.probes.started(pod.UID, spec.Name))
+		}
+		return cs
 	}
-	if a.probes != nil { // probes decide readiness; without them a running container is ready
-		for i := range s.ContainerStatuses {
-			cs, spec := &s.ContainerStatuses[i], &pod.Spec.Containers[i]
-			if cs.State.Running != nil {
-				cs.Ready = a.probes.ready(pod.UID, spec)
-				cs.Started = ptr.To(a.probes.started(pod.UID, spec.Name))
+	s.InitContainerStatuses = nil
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		cs := statusOf(spec)
+		if !isSidecar(spec) { // a regular init container is ready once it has succeeded
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
+		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+	}
+	s.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		s.ContainerStatuses = append(s.ContainerStatuses, statusOf(&pod.Spec.Containers[i]))
+	}
+	uninitialized := incompleteInitContainers(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	if len(uninitialized) > 0 { // what has not started yet waits for the init containers
+		for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+			for i := range list {
+				if w := list[i].State.Waiting; w != nil && w.Reason == reasonContainerCreating {
+					list[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: reasonPodInitializing}
+				}
 			}
 		}
 	}
 	s.Phase = podPhase(pod.Spec.RestartPolicy, s.ContainerStatuses)
+	switch {
+	case initFailed(pod, s.InitContainerStatuses):
+		s.Phase = corev1.PodFailed
+	case len(uninitialized) > 0:
+		s.Phase = corev1.PodPending
+	}
 	s.Reason, s.Message = "", ""
 	if st.lastStatus != nil {
 		// The pod as given may predate our last write (the informer lags):
@@ -55,11 +77,7 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 			}
 		}
 	}
-	var notRun []string // init containers, which minilet does not run yet (the API warns at create)
-	for _, c := range pod.Spec.InitContainers {
-		notRun = append(notRun, c.Name)
-	}
-	a.setPodConditions(&s, sandboxReady, notRun)
+	a.setPodConditions(&s, sandboxReady, uninitialized)
 	return s
 }
 
@@ -158,6 +176,11 @@ func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uniniti
 			unready = append(unready, cs.Name)
 		}
 	}
+	for _, cs := range s.InitContainerStatuses { // sidecars count for readiness
+		if cs.State.Running != nil && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
 	ready := corev1.PodCondition{Status: corev1.ConditionTrue}
 	switch {
 	case s.Phase == corev1.PodSucceeded:
@@ -177,7 +200,7 @@ func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uniniti
 	}
 	set(corev1.PodReadyToStartContainers, corev1.PodCondition{Status: sandbox})
 	initialized := corev1.PodCondition{Status: corev1.ConditionTrue}
-	if len(uninitialized) > 0 { // honest: they never ran
+	if len(uninitialized) > 0 {
 		initialized = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized",
 			Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(uninitialized, " "))}
 	}

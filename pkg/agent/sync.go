@@ -12,12 +12,16 @@ import (
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
-// syncPod converges one pod that should run: its sandbox, then its
-// containers in spec order, then its status. A pod that has finished
+// syncPod converges one pod that should run: its sandbox, then its init
+// containers one by one, then its containers in spec order, then its status. A pod that has finished
 // (Succeeded/Failed) only gets its sandbox and network released.
 func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (time.Duration, error) {
 	if isTerminal(pod.Status.Phase) {
 		return 0, a.releaseFinishedPod(ctx, st, pod)
+	}
+	deadline, hasDeadline := a.activeDeadlineLeft(st, pod)
+	if hasDeadline && deadline <= 0 {
+		return 0, a.failPastDeadline(ctx, st, pod)
 	}
 	all, err := a.rt.ListContainers(ctx, string(pod.UID))
 	if err != nil {
@@ -38,8 +42,14 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 				return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
 			}
 		}
+		initialized, d, err := a.syncInitContainers(ctx, st, pod, sandbox, all)
+		errs = append(errs, err)
+		after = d
 		for i := range pod.Spec.Containers {
-			d, err := a.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], sandbox, all)
+			if !initialized {
+				break
+			}
+			d, err := a.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], pod.Spec.RestartPolicy, sandbox, all)
 			errs = append(errs, err)
 			if d > 0 && (after == 0 || d < after) {
 				after = d
@@ -54,14 +64,44 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 	if a.probes != nil {
 		probed := pod.DeepCopy()
 		probed.Status.PodIP = status.PodIP
-		a.probes.sync(probed, status.ContainerStatuses)
+		a.probes.sync(probed, status)
 	}
 	errs = append(errs, a.updatePodStatus(ctx, st, pod, status))
 	if isTerminal(status.Phase) {
 		errs = append(errs, a.releaseFinishedPod(ctx, st, pod))
 	}
 	errs = append(errs, a.removeDeadContainers(ctx, pod, all))
+	if hasDeadline && (after == 0 || deadline < after) {
+		after = deadline
+	}
 	return after, errors.Join(errs...)
+}
+
+// activeDeadlineLeft is how long the pod may still be active on the node, when its
+// spec sets activeDeadlineSeconds.
+func (a *Agent) activeDeadlineLeft(st *podState, pod *corev1.Pod) (time.Duration, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return 0, false
+	}
+	deadline := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
+	return deadline - a.clock.Since(st.startTime.Time), true
+}
+
+// failPastDeadline ends a pod that outlived its activeDeadlineSeconds: its containers
+// are stopped and it fails with the kubelet's reason and message.
+func (a *Agent) failPastDeadline(ctx context.Context, st *podState, pod *corev1.Pod) error {
+	const msg = "Pod was active on the node longer than the specified deadline"
+	a.podEvent(pod, corev1.EventTypeNormal, "DeadlineExceeded", msg)
+	if err := a.releaseFinishedPod(ctx, st, pod); err != nil {
+		return err
+	}
+	all, err := a.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
+	}
+	status := a.podStatus(st, pod, all, false)
+	status.Phase, status.Reason, status.Message = corev1.PodFailed, "DeadlineExceeded", msg
+	return a.updatePodStatus(ctx, st, pod, status)
 }
 
 // releaseFinishedPod frees what a finished pod no longer needs — running
@@ -90,7 +130,7 @@ func (a *Agent) releaseFinishedPod(ctx context.Context, st *podState, pod *corev
 // GC; older exited ones and stopped sandboxes other than the newest go.
 func (a *Agent) removeDeadContainers(ctx context.Context, pod *corev1.Pod, all []runtime.Container) error {
 	var dead []runtime.Container
-	for _, c := range pod.Spec.Containers {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 		history := containersNamed(all, c.Name)
 		for _, old := range history[min(2, len(history)):] {
 			if old.State == runtime.StateExited {

@@ -507,3 +507,29 @@ func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
 		t.Errorf("after deletion: containers %+v, CNI calls %q", left, h.net.calls)
 	}
 }
+
+// TestActiveDeadlineFailsThePod: past activeDeadlineSeconds the containers stop and the
+// pod fails with DeadlineExceeded; before it, the sync asks to come back at the deadline.
+func TestActiveDeadlineFailsThePod(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("job", corev1.RestartPolicyNever, "app")
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
+	pod = h.createPod(pod)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	if after := h.sync(st, pod); after != 30*time.Second {
+		t.Errorf("sync asks to come back after %s, want the 30 s deadline", after)
+	}
+	h.clock.Step(31 * time.Second)
+	h.rt.takeCalls()
+	h.sync(st, pod)
+	got := h.apiPod(pod)
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "DeadlineExceeded" {
+		t.Errorf("phase %s reason %q, want Failed DeadlineExceeded", got.Status.Phase, got.Status.Reason)
+	}
+	if calls := h.rt.takeCalls(); !slices.Contains(calls, "stop app") {
+		t.Errorf("calls %q: the container was not stopped", calls)
+	}
+	if !hasEvent(h.takeEvents(), "Normal DeadlineExceeded") {
+		t.Error("no DeadlineExceeded event")
+	}
+}

@@ -39,7 +39,8 @@ func gracePeriod(pod *corev1.Pod) time.Duration {
 }
 
 // stopContainers stops the running containers among cs in parallel, each
-// with SIGTERM then SIGKILL after grace. pod is nil for orphans (no events).
+// with its preStop hook, then SIGTERM, then SIGKILL when grace is over. pod is
+// nil for orphans (no events, no hooks: their specs are unknown).
 func (a *Agent) stopContainers(ctx context.Context, pod *corev1.Pod, cs []runtime.Container, grace time.Duration) error {
 	var (
 		wg   sync.WaitGroup
@@ -54,6 +55,10 @@ func (a *Agent) stopContainers(ctx context.Context, pod *corev1.Pod, cs []runtim
 			a.containerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "Stopping container %s", c.Name)
 		}
 		wg.Go(func() {
+			grace := grace
+			if pod != nil && !c.Sandbox {
+				grace = a.runPreStop(ctx, pod, c, grace)
+			}
 			if err := a.rt.StopContainer(ctx, c.ID, grace); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err))

@@ -1,7 +1,8 @@
 // Package probe runs a container probe's handler as the kubelet's prober does: httpGet
 // (success for 200-399, redirects to the same host followed, no TLS verification,
 // keep-alives off, the kubelet's User-Agent), tcpSocket (a connection opens) and grpc
-// (grpc.health.v1 Health/Check). exec probes need the runtime and are not run yet.
+// (grpc.health.v1 Health/Check) and exec (a command in the container, through the
+// runtime the caller hands in: success for exit code 0).
 package probe
 
 import (
@@ -43,9 +44,13 @@ const userAgent = "kube-probe/1.32"
 // maxBody is how much of a response (or command output) the kubelet reads and reports.
 const maxBody = 10 << 10
 
-// Run runs the probe's handler against the container (its pod at podIP) and returns the
-// result with the output Kubernetes reports on failure.
-func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string) (Result, string) {
+// Execer runs cmd in the probed container and returns its exit code and output; an
+// error means the command could not be run at all.
+type Execer func(ctx context.Context, cmd []string, output io.Writer) (exitCode int, err error)
+
+// Run runs the probe's handler against the container (its pod at podIP; exec probes
+// through exec) and returns the result with the output Kubernetes reports on failure.
+func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string, exec Execer) (Result, string) {
 	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -89,7 +94,7 @@ func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string
 		}
 		return GRPC(ctx, net.JoinHostPort(podIP, strconv.Itoa(int(h.GRPC.Port))), service)
 	case h.Exec != nil:
-		return Unknown, "exec probes are not run by minilet yet"
+		return Exec(ctx, h.Exec.Command, exec)
 	}
 	return Unknown, "the probe has no handler"
 }
@@ -148,6 +153,41 @@ func HTTP(ctx context.Context, u *url.URL, headers []corev1.HTTPHeader) (Result,
 	}
 	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 }
+
+// Exec is the exec handler: the command must exit 0 before ctx's deadline. Its output
+// (the first maxBody bytes) is what a failure reports, as the kubelet does.
+func Exec(ctx context.Context, cmd []string, exec Execer) (Result, string) {
+	if exec == nil {
+		return Unknown, "exec probes need a container runtime"
+	}
+	out := &limitedBuffer{max: maxBody}
+	code, err := exec(ctx, cmd, out)
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return Failure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " "))
+	case err != nil:
+		return Unknown, err.Error()
+	case code != 0:
+		return Failure, out.String()
+	}
+	return Success, out.String()
+}
+
+// limitedBuffer keeps the first max bytes written to it and drops the rest, so a
+// chatty probe command cannot grow minilet's memory.
+type limitedBuffer struct {
+	buf strings.Builder
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string { return b.buf.String() }
 
 // TCP is the tcpSocket handler: success when a connection opens.
 func TCP(ctx context.Context, addr string) (Result, string) {

@@ -2,6 +2,8 @@ package probe
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -60,11 +62,11 @@ func TestHTTPHandler(t *testing.T) {
 	n, _ := strconv.Atoi(port)
 	c := &corev1.Container{Name: "c", Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: int32(n)}}}
 	p := &corev1.Probe{TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ok", Port: intstr.FromString("web")}}}
-	if r, out := Run(context.Background(), p, c, "127.0.0.1"); r != Success {
+	if r, out := Run(context.Background(), p, c, "127.0.0.1", nil); r != Success {
 		t.Errorf("Run httpGet by port name = %v %q", r, out)
 	}
 	p.HTTPGet.Port = intstr.FromString("nope")
-	if r, out := Run(context.Background(), p, c, "127.0.0.1"); r != Failure || !strings.Contains(out, "couldn't find port: nope") {
+	if r, out := Run(context.Background(), p, c, "127.0.0.1", nil); r != Failure || !strings.Contains(out, "couldn't find port: nope") {
 		t.Errorf("unknown port name = %v %q", r, out)
 	}
 }
@@ -168,5 +170,40 @@ func TestWorkerTiming(t *testing.T) {
 	case <-runs:
 	case <-time.After(2 * time.Second):
 		t.Fatal("no probe one period after the gate opened")
+	}
+}
+
+func TestExecHandler(t *testing.T) {
+	run := func(code int, out string, err error, wait bool) Execer {
+		return func(ctx context.Context, cmd []string, w io.Writer) (int, error) {
+			w.Write([]byte(out))
+			if wait {
+				<-ctx.Done()
+			}
+			return code, err
+		}
+	}
+	p := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}}, TimeoutSeconds: 1}
+	c := &corev1.Container{Name: "app"}
+	cases := []struct {
+		name   string
+		exec   Execer
+		result Result
+		output string
+	}{
+		{"exit 0", run(0, "ok", nil, false), Success, "ok"},
+		{"exit 1 reports the output", run(1, "cat: can't open '/tmp/healthy'", nil, false), Failure, "cat: can't open '/tmp/healthy'"},
+		{"timeout", run(0, "", nil, true), Failure, `command "cat /tmp/healthy" timed out`},
+		{"cannot run", run(0, "", errors.New("no task"), false), Unknown, "no task"},
+		{"output is cut", run(1, strings.Repeat("x", maxBody+100), nil, false), Failure, strings.Repeat("x", maxBody)},
+		{"no runtime", nil, Unknown, "exec probes need a container runtime"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, out := Run(context.Background(), p, c, "127.0.0.1", tc.exec)
+			if r != tc.result || out != tc.output {
+				t.Errorf("Run = %v, %.60q; want %v, %.60q", r, out, tc.result, tc.output)
+			}
+		})
 	}
 }
