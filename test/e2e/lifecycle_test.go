@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const lifecyclePods = `apiVersion: v1
+kind: Pod
+metadata: {name: init}
+spec:
+  initContainers:
+  - {name: first, image: localhost/minik8s/busybox:v1, command: [sleep, "3"]}
+  - {name: second, image: localhost/minik8s/busybox:v1, command: [sleep, "1"]}
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: badinit}
+spec:
+  initContainers:
+  - {name: setup, image: localhost/minik8s/busybox:v1, command: [sh, -c, "exit 3"]}
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hooks}
+spec:
+  containers:
+  - name: app
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, 'trap "echo got TERM; exit 0" TERM; echo started; while true; do sleep 1; done']
+    lifecycle:
+      postStart: {exec: {command: [touch, /tmp/healthy]}}
+      preStop: {exec: {command: [sh, -c, "echo prestop > /proc/1/fd/1"]}}
+    readinessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 1}
+    livenessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 1, failureThreshold: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  restartPolicy: Never
+  activeDeadlineSeconds: 5
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+`
+
+// TestPodLifecycle: init containers run one after the other before the app (kubectl
+// shows Init:N/M, then Running; a failing one Init:CrashLoopBackOff); postStart runs
+// before the exec probes look, a failed exec liveness probe runs preStop before the
+// stop signal (seen in the previous container's log), and activeDeadlineSeconds fails a pod.
+func TestPodLifecycle(t *testing.T) {
+	l := upLab(t, "e2e-life", 1)
+	ctx := context.Background()
+	applyYAML(t, l, lifecyclePods)
+	pod := func(name string) corev1.Pod {
+		var p corev1.Pod
+		if out, err := cluster.Kubectl(ctx, l, "get", "pod", name, "-o", "json"); err == nil {
+			_ = json.Unmarshal([]byte(out), &p)
+		}
+		return p
+	}
+	status := func(name string) string { // the STATUS column of kubectl get pod
+		out, _ := cluster.Kubectl(ctx, l, "get", "pod", name, "--no-headers")
+		if f := strings.Fields(out); len(f) > 2 {
+			return f[2]
+		}
+		return out
+	}
+
+	seen := map[string]bool{}
+	waitFor(t, "the init pod Running", 90*time.Second, func() (bool, string) {
+		s := status("init")
+		seen[s] = true
+		return s == "Running", s
+	})
+	if !seen["Init:0/2"] {
+		t.Errorf("kubectl never showed Init:0/2 for the init pod; it showed %v", seen)
+	}
+	p := pod("init")
+	first, second := p.Status.InitContainerStatuses[0].State.Terminated, p.Status.InitContainerStatuses[1].State.Terminated
+	if first == nil || second == nil || first.Reason != "Completed" || second.Reason != "Completed" {
+		t.Fatalf("init container statuses %+v", p.Status.InitContainerStatuses)
+	}
+	if second.StartedAt.Before(&first.FinishedAt) {
+		t.Errorf("second init container started at %s, before the first finished at %s", second.StartedAt, first.FinishedAt)
+	}
+	if app := p.Status.ContainerStatuses[0].State.Running; app == nil || app.StartedAt.Before(&second.FinishedAt) {
+		t.Errorf("app container %+v started before the init containers finished (%s)", app, second.FinishedAt)
+	}
+
+	waitFor(t, "the bad init pod in Init:CrashLoopBackOff", 60*time.Second, func() (bool, string) {
+		s := status("badinit")
+		return s == "Init:CrashLoopBackOff", s
+	})
+	if p := pod("badinit"); p.Status.Phase != corev1.PodPending || p.Status.ContainerStatuses[0].State.Waiting == nil {
+		t.Errorf("bad init pod: phase %s, app %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
+	}
+
+	// postStart made /tmp/healthy, so the exec readiness probe passes.
+	waitFor(t, "the hooks pod Ready", 60*time.Second, func() (bool, string) {
+		for _, c := range pod("hooks").Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue, string(c.Status)
+			}
+		}
+		return false, "no Ready condition"
+	})
+	mustKubectl(t, l, "exec", "hooks", "--", "rm", "/tmp/healthy")
+	waitFor(t, "the hooks container restarted by its exec liveness probe", 60*time.Second, func() (bool, string) {
+		cs := pod("hooks").Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].RestartCount >= 1, fmt.Sprint(cs)
+	})
+	prev := mustKubectl(t, l, "logs", "hooks", "--previous")
+	if i, j := strings.Index(prev, "prestop"), strings.Index(prev, "got TERM"); i < 0 || j < 0 || i > j {
+		t.Errorf("previous log of the hooks container should show preStop before SIGTERM:\n%s", prev)
+	}
+	events := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=hooks")
+	if !strings.Contains(events, "Liveness probe failed") {
+		t.Errorf("events of the hooks pod lack the failed exec liveness probe:\n%s", events)
+	}
+
+	waitFor(t, "the deadline pod failed", 60*time.Second, func() (bool, string) {
+		p := pod("deadline")
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded", fmt.Sprint(p.Status.Phase, " ", p.Status.Reason)
+	})
+}
