@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 )
 
 // Config is everything minilet's flags decide.
@@ -18,6 +19,7 @@ type Config struct {
 	CNIBinDir           string // --cni-bin-dir
 	CNIBridge           string // --cni-bridge
 	PodManifestPath     string // --pod-manifest-path (static pods; not read yet)
+	InsecureRegistries  []string // --insecure-registry: registries pulled from over plain HTTP
 	HealthzAddr         string // host:port of /healthz and /metrics; empty serves nothing
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
@@ -48,6 +50,11 @@ func (c Config) Validate() error {
 	if c.HealthzAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HealthzAddr); err != nil {
 			errs = append(errs, fmt.Errorf("healthz address %q is not host:port: %w", c.HealthzAddr, err))
+		}
+	}
+	for _, r := range c.InsecureRegistries {
+		if r == "" || strings.ContainsAny(r, "/ ") {
+			errs = append(errs, fmt.Errorf("insecure registry (--insecure-registry) %q must be host or host:port, without scheme or path", r))
 		}
 	}
 	if (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&

@@ -89,7 +89,7 @@ func (f *fakeRuntime) HasImage(_ context.Context, ref string) (bool, error) {
 	return f.images[ref], nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, ref string) error {
+func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ runtime.PullOptions) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("pull %s", ref)

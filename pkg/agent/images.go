@@ -44,7 +44,7 @@ func (a *Agent) ensureImage(ctx context.Context, st *podState, pod *corev1.Pod, 
 	}
 	a.containerEvent(pod, c.Name, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
 	start := a.clock.Now()
-	if err := a.rt.PullImage(ctx, c.Image); err != nil {
+	if err := a.rt.PullImage(ctx, c.Image, a.pullOptions(ctx, pod)); err != nil {
 		a.backoff.Next(key, a.clock.Now())
 		st.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonErrImagePull, Message: err.Error()}
 		a.containerEvent(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)

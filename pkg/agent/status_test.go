@@ -85,19 +85,19 @@ func TestContainerEnvResolvesFieldRefs(t *testing.T) {
 }
 
 func TestConfigValidateNamesFlags(t *testing.T) {
-	err := Config{NodeIP: "x", PodCIDR: "10.0.0.0", RootDir: "rel"}.Validate()
+	err := Config{NodeIP: "x", PodCIDR: "10.0.0.0", RootDir: "rel", InsecureRegistries: []string{"http://r.lab/x"}}.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd"} {
+	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd", "--insecure-registry"} {
 		if !strings.Contains(err.Error(), flag) {
 			t.Errorf("error does not name %s: %v", flag, err)
 		}
 	}
 }
 
-// TestInitializedIsHonest: minilet does not run init containers yet, so a pod that has
-// some is not reported Initialized.
+// TestInitializedIsHonest: a pod whose init containers are not done is not Initialized,
+// and the condition names them.
 func TestInitializedIsHonest(t *testing.T) {
 	a := &Agent{clock: clocktesting.NewFakeClock(time.Now())}
 	for _, tc := range []struct {

@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // normalizeRef turns an image reference as users write it ("busybox") into the full
@@ -87,20 +92,66 @@ func (r *Runtime) HasImage(ctx context.Context, ref string) (bool, error) {
 	return true, nil
 }
 
-// PullImage pulls ref from its registry and unpacks it. Registries on localhost are
-// spoken to over plain HTTP, every other one over HTTPS.
-func (r *Runtime) PullImage(ctx context.Context, ref string) error {
+// RegistryAuth is a user name and password for one registry (from imagePullSecrets).
+type RegistryAuth struct {
+	Host     string // host[:port] as image references name it; docker.io for Docker Hub
+	Username string
+	Password string
+}
+
+// PullOptions say how to reach the registries a pull talks to.
+type PullOptions struct {
+	Auths []RegistryAuth
+	// InsecureRegistries are hosts (host[:port]) spoken to over plain HTTP; registries
+	// on localhost always are. Every other one is spoken to over HTTPS.
+	InsecureRegistries []string
+}
+
+// PullImage pulls ref from its registry and unpacks it, logging each layer as it comes.
+func (r *Runtime) PullImage(ctx context.Context, ref string, opts PullOptions) error {
 	name, err := normalizeRef(ref)
 	if err != nil {
 		return err
 	}
+	hosts := docker.ConfigureDefaultRegistries(
+		docker.WithPlainHTTP(plainHTTP(opts.InsecureRegistries)),
+		docker.WithAuthorizer(docker.NewDockerAuthorizer(docker.WithAuthCreds(func(host string) (string, string, error) {
+			for _, a := range opts.Auths {
+				if a.Host == host || (a.Host == "docker.io" && host == "registry-1.docker.io") {
+					return a.Username, a.Password, nil
+				}
+			}
+			return "", "", nil
+		}))))
+	var layers, size atomic.Int64
+	progress := images.HandlerFunc(func(_ context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+		if images.IsLayerType(desc.MediaType) {
+			layers.Add(1)
+			size.Add(desc.Size)
+			slog.Info("pulling image layer", "image", name, "layer", desc.Digest.String(), "bytes", desc.Size)
+		}
+		return nil, nil
+	})
+	start := time.Now()
 	_, err = r.client.Pull(r.nsContext(ctx), name,
 		containerd.WithPullUnpack,
-		containerd.WithResolver(docker.NewResolver(docker.ResolverOptions{})))
+		containerd.WithResolver(docker.NewResolver(docker.ResolverOptions{Hosts: hosts})),
+		containerd.WithImageHandler(progress))
 	if err != nil {
 		return fmt.Errorf("pulling image %s: %w", name, err)
 	}
+	slog.Info("pulled image", "image", name, "layers", layers.Load(), "bytes", size.Load(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// plainHTTP says which registry hosts are spoken to over HTTP: the insecure ones and localhost.
+func plainHTTP(insecure []string) func(host string) (bool, error) {
+	return func(host string) (bool, error) {
+		if slices.Contains(insecure, host) {
+			return true, nil
+		}
+		return docker.MatchLocalhost(host)
+	}
 }
 
 // image returns the stored image ref, unpacked and ready for a container snapshot.
