@@ -9,6 +9,7 @@ PACKAGES=(
   busybox-static                               # copied into the images we build
   util-linux                                   # nsenter, for daemons inside lab namespaces
   etcd-server                                  # the etcd store engine's tests
+  docker-registry                              # image pull tests: a registry on loopback
 )
 
 missing=()

@@ -67,6 +67,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", "cni0", "name of the pod bridge")
 	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests")
 	f.StringSliceVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable; localhost always is)")
+	f.IntVar(&cfg.ImageGCHighThreshold, "image-gc-high-threshold", 85, "percent of the image filesystem above which unused images are removed (100 disables)")
+	f.IntVar(&cfg.ImageGCLowThreshold, "image-gc-low-threshold", 80, "percent of the image filesystem that image garbage collection frees down to")
 	f.StringVar(&healthzAddr, "healthz-bind-address", "127.0.0.1", "address for /healthz and /metrics")
 	f.IntVar(&healthzPort, "healthz-port", 10248, "port for /healthz and /metrics")
 	f.IntVar(&cfg.Port, "port", 10250, "port of the node API (logs, exec, port-forward), served on --node-ip")

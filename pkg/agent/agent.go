@@ -140,6 +140,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("watch pods: %w", err)
 	}
 	wg.Go(func() { a.runRelist(ctx) })
+	wg.Go(func() { a.runImageGC(ctx) })
 	a.runHousekeeping(ctx)
 	a.workers.wait()
 	return nil

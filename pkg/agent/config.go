@@ -6,21 +6,25 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+
+	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 )
 
 // Config is everything minilet's flags decide.
 type Config struct {
-	NodeName            string // --node-name
-	NodeIP              string // --node-ip: InternalIP of the node and hostIP of its pods
-	PodCIDR             string // --pod-cidr: the node's spec.podCIDR, the range CNI hands out ("": the one miniapi assigns)
-	RootDir             string // --root-dir: everything minilet makes on disk lives below it
-	ContainerdAddress   string // --containerd
-	ContainerdNamespace string // --containerd-namespace
-	CNIBinDir           string // --cni-bin-dir
-	CNIBridge           string // --cni-bridge
-	PodManifestPath     string // --pod-manifest-path (static pods; not read yet)
+	NodeName            string   // --node-name
+	NodeIP              string   // --node-ip: InternalIP of the node and hostIP of its pods
+	PodCIDR             string   // --pod-cidr: the node's spec.podCIDR, the range CNI hands out ("": the one miniapi assigns)
+	RootDir             string   // --root-dir: everything minilet makes on disk lives below it
+	ContainerdAddress   string   // --containerd
+	ContainerdNamespace string   // --containerd-namespace
+	CNIBinDir           string   // --cni-bin-dir
+	CNIBridge           string   // --cni-bridge
+	PodManifestPath     string   // --pod-manifest-path (static pods; not read yet)
 	InsecureRegistries  []string // --insecure-registry: registries pulled from over plain HTTP
-	HealthzAddr         string // host:port of /healthz and /metrics; empty serves nothing
+	// --image-gc-high-threshold, --image-gc-low-threshold: percent of the image filesystem.
+	ImageGCHighThreshold, ImageGCLowThreshold int
+	HealthzAddr                               string // host:port of /healthz and /metrics; empty serves nothing
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
@@ -56,6 +60,9 @@ func (c Config) Validate() error {
 		if r == "" || strings.ContainsAny(r, "/ ") {
 			errs = append(errs, fmt.Errorf("insecure registry (--insecure-registry) %q must be host or host:port, without scheme or path", r))
 		}
+	}
+	if err := imagegc.CheckThresholds(c.ImageGCHighThreshold, c.ImageGCLowThreshold); err != nil {
+		errs = append(errs, err)
 	}
 	if (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&
 		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {

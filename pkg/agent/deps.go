@@ -23,6 +23,9 @@ type Runtime interface {
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 	RemoveContainer(ctx context.Context, id string) error
+	ListImages(ctx context.Context) ([]runtime.Image, error)
+	RemoveImage(ctx context.Context, name string) error
+	ImageFsUsage(ctx context.Context) (used, capacity uint64, err error)
 	// Exec runs a process in a running container (exec probes and lifecycle hooks).
 	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
 	// ListContainers lists the containers of one pod, or of every pod when podUID is "".

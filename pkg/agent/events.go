@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -59,3 +60,10 @@ func (a *Agent) podEvent(pod *corev1.Pod, eventType, reason, format string, args
 }
 
 func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// nodeEvent records an event about this node, referring to it as the kubelet does (by
+// name, with the name as UID).
+func (a *Agent) nodeEvent(eventType, reason, format string, args ...any) {
+	ref := &corev1.ObjectReference{Kind: "Node", Name: a.cfg.NodeName, UID: types.UID(a.cfg.NodeName)}
+	a.recorder.Eventf(ref, eventType, reason, format, args...)
+}

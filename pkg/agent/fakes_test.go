@@ -186,6 +186,25 @@ func (f *fakeRuntime) Exec(_ context.Context, id string, opts runtime.ExecOption
 	return code, nil
 }
 
+func (f *fakeRuntime) ListImages(context.Context) ([]runtime.Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []runtime.Image
+	for name := range f.images {
+		out = append(out, runtime.Image{Name: name})
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) RemoveImage(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.images, name)
+	return nil
+}
+
+func (f *fakeRuntime) ImageFsUsage(context.Context) (uint64, uint64, error) { return 1, 100, nil }
+
 func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

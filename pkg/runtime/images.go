@@ -12,9 +12,12 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/defaults"
+	"github.com/containerd/containerd/v2/plugins"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sys/unix"
 )
 
 // normalizeRef turns an image reference as users write it ("busybox") into the full
@@ -185,4 +188,58 @@ func unpackIfNeeded(ctx context.Context, img containerd.Image) error {
 		return fmt.Errorf("unpacking image %s: %w", img.Name(), err)
 	}
 	return nil
+}
+
+// Image is an image stored in the runtime's namespace.
+type Image struct {
+	Name      string
+	Size      int64 // bytes of its content (compressed layers, config, manifests)
+	CreatedAt time.Time
+}
+
+// ListImages lists the images of the runtime's namespace.
+func (r *Runtime) ListImages(ctx context.Context) ([]Image, error) {
+	ctx = r.nsContext(ctx)
+	imgs, err := r.client.ListImages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	out := make([]Image, 0, len(imgs))
+	for _, img := range imgs {
+		size, err := img.Size(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("size of image %s: %w", img.Name(), err)
+		}
+		out = append(out, Image{Name: img.Name(), Size: size, CreatedAt: img.Metadata().CreatedAt})
+	}
+	return out, nil
+}
+
+// RemoveImage deletes an image; containerd then frees its content and snapshots unless
+// another image or namespace still uses them. A missing image is not an error.
+func (r *Runtime) RemoveImage(ctx context.Context, name string) error {
+	err := r.client.ImageService().Delete(r.nsContext(ctx), name, images.SynchronousDelete())
+	if err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("removing image %s: %w", name, err)
+	}
+	return nil
+}
+
+// ImageFsUsage is how full the filesystem holding containerd's snapshots (unpacked
+// images) is, in bytes, as the kubelet measures its image filesystem.
+func (r *Runtime) ImageFsUsage(ctx context.Context) (used, capacity uint64, err error) {
+	resp, err := r.client.IntrospectionService().Plugins(ctx, `type=="io.containerd.snapshotter.v1",id=="`+defaults.DefaultSnapshotter+`"`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("asking containerd for its snapshotter: %w", err)
+	}
+	if len(resp.Plugins) == 0 || resp.Plugins[0].Exports[plugins.SnapshotterRootDir] == "" {
+		return 0, 0, fmt.Errorf("containerd did not say where snapshotter %s keeps its data", defaults.DefaultSnapshotter)
+	}
+	root := resp.Plugins[0].Exports[plugins.SnapshotterRootDir]
+	var fs unix.Statfs_t
+	if err := unix.Statfs(root, &fs); err != nil {
+		return 0, 0, fmt.Errorf("statfs %s: %w", root, err)
+	}
+	capacity = fs.Blocks * uint64(fs.Bsize)
+	return capacity - fs.Bfree*uint64(fs.Bsize), capacity, nil
 }

@@ -1,0 +1,142 @@
+// Package imagegc frees the node's image filesystem as the kubelet's image garbage
+// collector does: when usage passes the high threshold, images no container uses are
+// removed, least recently used first, until usage is under the low threshold.
+package imagegc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// MinAge is the kubelet's --minimum-image-ttl-duration default: younger images stay,
+// so an image pulled for a pod about to start is not removed under it.
+const MinAge = 2 * time.Minute
+
+// Runtime is what the collector needs from pkg/runtime.
+type Runtime interface {
+	ListImages(ctx context.Context) ([]runtime.Image, error)
+	RemoveImage(ctx context.Context, name string) error
+	ImageFsUsage(ctx context.Context) (used, capacity uint64, err error)
+	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
+}
+
+// Collector remembers when each image was last used by a container and removes unused
+// ones when the disk fills. It is safe for concurrent use.
+type Collector struct {
+	rt                      Runtime
+	highPercent, lowPercent int
+	pinned                  map[string]bool
+	clock                   clock.Clock
+	mu                      sync.Mutex
+	lastUsed                map[string]time.Time
+}
+
+// New makes a collector for thresholds in percent of the image filesystem; pinned
+// images (the pause image) are never removed. A high threshold of 100 disables it.
+func New(rt Runtime, highPercent, lowPercent int, clk clock.Clock, pinned ...string) *Collector {
+	p := map[string]bool{}
+	for _, name := range pinned {
+		p[name] = true
+	}
+	return &Collector{rt: rt, highPercent: highPercent, lowPercent: lowPercent, pinned: p, clock: clk, lastUsed: map[string]time.Time{}}
+}
+
+// CheckThresholds reports thresholds the kubelet would refuse, naming its flags.
+func CheckThresholds(high, low int) error {
+	switch {
+	case high < 0 || high > 100:
+		return fmt.Errorf("--image-gc-high-threshold %d must be in [0, 100]", high)
+	case low < 0 || low > 100:
+		return fmt.Errorf("--image-gc-low-threshold %d must be in [0, 100]", low)
+	case low > high:
+		return fmt.Errorf("--image-gc-low-threshold %d must not be above --image-gc-high-threshold %d", low, high)
+	}
+	return nil
+}
+
+// GarbageCollect frees space when usage is at or above the high threshold and returns
+// the bytes freed. An error says it could not get under the low threshold.
+func (c *Collector) GarbageCollect(ctx context.Context) (int64, error) {
+	inUse, err := c.noteUse(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if c.highPercent >= 100 {
+		return 0, nil
+	}
+	used, capacity, err := c.rt.ImageFsUsage(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if capacity == 0 || used*100 < uint64(c.highPercent)*capacity {
+		return 0, nil
+	}
+	toFree := int64(used) - int64(capacity*uint64(c.lowPercent)/100)
+	images, err := c.rt.ListImages(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	var candidates []runtime.Image
+	for _, img := range images {
+		if !inUse[img.Name] && !c.pinned[img.Name] && now.Sub(img.CreatedAt) >= MinAge {
+			candidates = append(candidates, img)
+		}
+	}
+	lastUsed := func(img runtime.Image) time.Time {
+		if t, ok := c.lastUsed[img.Name]; ok {
+			return t
+		}
+		return img.CreatedAt
+	}
+	slices.SortFunc(candidates, func(a, b runtime.Image) int { return lastUsed(a).Compare(lastUsed(b)) })
+	c.mu.Unlock()
+
+	var freed, eligible int64
+	for _, img := range candidates {
+		eligible += img.Size
+	}
+	for _, img := range candidates {
+		if freed >= toFree {
+			break
+		}
+		slog.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size, "usedPercent", used*100/capacity)
+		if err := c.rt.RemoveImage(ctx, img.Name); err != nil {
+			return freed, err
+		}
+		freed += img.Size
+		c.mu.Lock()
+		delete(c.lastUsed, img.Name)
+		c.mu.Unlock()
+	}
+	if freed < toFree {
+		return freed, fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", toFree, eligible)
+	}
+	return freed, nil
+}
+
+// noteUse records the images containers use now and returns them.
+func (c *Collector) noteUse(ctx context.Context) (map[string]bool, error) {
+	containers, err := c.rt.ListContainers(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	now := c.clock.Now()
+	inUse := map[string]bool{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ctr := range containers {
+		inUse[ctr.Image] = true
+		c.lastUsed[ctr.Image] = now
+	}
+	return inUse, nil
+}

@@ -1,0 +1,97 @@
+package imagegc
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+type fakeRuntime struct {
+	images         []runtime.Image
+	containers     []runtime.Container
+	used, capacity uint64
+	removed        []string
+}
+
+func (f *fakeRuntime) ListImages(context.Context) ([]runtime.Image, error) { return f.images, nil }
+func (f *fakeRuntime) ListContainers(context.Context, string) ([]runtime.Container, error) {
+	return f.containers, nil
+}
+func (f *fakeRuntime) ImageFsUsage(context.Context) (uint64, uint64, error) {
+	return f.used, f.capacity, nil
+}
+func (f *fakeRuntime) RemoveImage(_ context.Context, name string) error {
+	f.removed = append(f.removed, name)
+	for _, img := range f.images {
+		if img.Name == name {
+			f.used -= uint64(img.Size)
+		}
+	}
+	f.images = slices.DeleteFunc(f.images, func(img runtime.Image) bool { return img.Name == name })
+	return nil
+}
+
+func TestGarbageCollect(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(now)
+	old := now.Add(-time.Hour)
+	rt := &fakeRuntime{
+		capacity: 1000, used: 900, // 90% > 85%: free down to 80% = 100 bytes
+		images: []runtime.Image{
+			{Name: "pause", Size: 300, CreatedAt: old.Add(-time.Hour)},
+			{Name: "running", Size: 300, CreatedAt: old.Add(-time.Hour)},
+			{Name: "used-recently", Size: 60, CreatedAt: old.Add(-2 * time.Hour)},
+			{Name: "oldest", Size: 60, CreatedAt: old},
+			{Name: "newer", Size: 60, CreatedAt: old.Add(time.Minute)},
+			{Name: "just-pulled", Size: 500, CreatedAt: now},
+		},
+		containers: []runtime.Container{{Image: "running"}, {Image: "used-recently"}},
+	}
+	c := New(rt, 85, 80, clk, "pause")
+	if _, err := c.GarbageCollect(context.Background()); err != nil { // at 90%, but it notes the use first
+		t.Fatal(err)
+	}
+	// That first pass removed the two least recently used: oldest, then newer (120 >= 100).
+	if !slices.Equal(rt.removed, []string{"oldest", "newer"}) {
+		t.Errorf("removed %q, want oldest then newer", rt.removed)
+	}
+
+	rt.removed, rt.used = nil, 950
+	rt.containers = []runtime.Container{{Image: "running"}}
+	clk.Step(time.Minute)
+	freed, err := c.GarbageCollect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "Attempted to free 150 bytes, but only found 60 bytes eligible to free") {
+		t.Errorf("err = %v; want the kubelet's message about too little to free", err)
+	}
+	// used-recently (no container now) goes; pause is pinned, running in use, just-pulled too young.
+	if freed != 60 || !slices.Equal(rt.removed, []string{"used-recently"}) {
+		t.Errorf("freed %d by removing %q", freed, rt.removed)
+	}
+
+	rt.removed, rt.used = nil, 700
+	if freed, err := c.GarbageCollect(context.Background()); err != nil || freed != 0 || len(rt.removed) != 0 {
+		t.Errorf("below the high threshold: freed %d, removed %q, err %v", freed, rt.removed, err)
+	}
+	rt.used = 1000
+	if _, err := New(rt, 100, 80, clk).GarbageCollect(context.Background()); err != nil || len(rt.removed) != 0 {
+		t.Errorf("threshold 100 must disable the collector: removed %q, err %v", rt.removed, err)
+	}
+}
+
+func TestCheckThresholds(t *testing.T) {
+	for _, tc := range []struct {
+		high, low int
+		flag      string
+	}{{85, 80, ""}, {101, 80, "--image-gc-high-threshold"}, {85, -1, "--image-gc-low-threshold"}, {70, 80, "must not be above"}} {
+		err := CheckThresholds(tc.high, tc.low)
+		if (tc.flag == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("CheckThresholds(%d, %d) = %v; want %q", tc.high, tc.low, err, tc.flag)
+		}
+	}
+}
