@@ -18,7 +18,7 @@ import (
 // counted on the image filesystem and removed.
 func TestPullFromRegistry(t *testing.T) {
 	e := newEnv(t)
-	registry := runtimetest.StartRegistry(t, "lab", "s3cret")
+	registry := runtimetest.StartRegistry(t, "lab", "s3cret").Addr
 	ctx := namespaces.WithNamespace(context.Background(), e.ns)
 	remote := registry + "/lab/busybox:v1"
 	runtimetest.PushImage(t, e.address, filepath.Join(e.imgDir, images.Tarballs[images.BusyboxRef]), remote, "lab", "s3cret")

@@ -41,6 +41,10 @@ type Options struct {
 	Timeout   time.Duration
 }
 
+// RegistryAddr is where a lab's own image registry listens, in the control-plane
+// namespace; its nodes pull from it over plain HTTP (--insecure-registry).
+const RegistryAddr = lab.ControlPlaneIP + ":5000"
+
 // ContainerdSocket is the lab containerd's socket.
 func ContainerdSocket(l *lab.Lab) string {
 	return filepath.Join(l.RunDir, "containerd", "containerd.sock")
@@ -141,6 +145,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
 			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
+			"--insecure-registry", RegistryAddr,
 		}})
 		if err != nil {
 			return err

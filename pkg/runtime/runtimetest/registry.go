@@ -21,48 +21,84 @@ import (
 	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
-// StartRegistry starts Debian's docker-registry (the CNCF distribution registry) on a
-// free loopback port, storing into a temporary directory, and returns its host:port.
-// With a user, it asks for that user and password (htpasswd). The registry is stopped
-// when the test ends.
-func StartRegistry(t testing.TB, user, password string) string {
+// Registry is a docker-registry (Debian's package of the CNCF distribution registry)
+// a test runs, storing into a directory of the test.
+type Registry struct {
+	Addr string // host:port on the host's loopback
+	dir  string
+}
+
+// StartRegistry starts a registry on a free loopback port and waits until it answers.
+// With a user, it asks for that user and password (htpasswd). It is stopped when the
+// test ends.
+func StartRegistry(t testing.TB, user, password string) *Registry {
 	t.Helper()
 	testenv.RequireTools(t, "docker-registry")
-	dir := t.TempDir()
+	r := &Registry{dir: t.TempDir()}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	r.Addr = l.Addr().String()
 	l.Close()
-
-	config := fmt.Sprintf("version: 0.1\nlog: {level: warn}\nstorage: {filesystem: {rootdirectory: %s}, delete: {enabled: true}}\nhttp: {addr: %s}\n", filepath.Join(dir, "data"), addr)
 	if user != "" {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 		if err != nil {
 			t.Fatal(err)
 		}
-		htpasswd := filepath.Join(dir, "htpasswd")
-		if err := os.WriteFile(htpasswd, []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(r.dir, "htpasswd"), []byte(user+":"+string(hash)+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	exited := r.serve(t, "loopback", r.Addr, exec.Command)
+	for deadline := time.Now().Add(startTimeout); ; {
+		resp, err := http.Get("http://" + r.Addr + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			return r
+		}
+		select {
+		case <-exited:
+			t.Fatalf("docker-registry exited:\n%s", tail(filepath.Join(r.dir, "loopback.log"), 40))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("docker-registry on %s did not answer within %s: %v", r.Addr, startTimeout, err)
+		}
+	}
+}
+
+// ServeAlso starts a second registry process on addr, serving the same storage and
+// users, through command (which may run it in a lab namespace, where the first one
+// cannot be reached). It does not wait: the caller checks from where addr is reachable.
+func (r *Registry) ServeAlso(t testing.TB, name, addr string, command func(program string, args ...string) *exec.Cmd) {
+	t.Helper()
+	r.serve(t, name, addr, command)
+}
+
+// serve runs docker-registry on addr with a config written for it; the returned channel
+// closes when it exits.
+func (r *Registry) serve(t testing.TB, name, addr string, command func(program string, args ...string) *exec.Cmd) <-chan struct{} {
+	t.Helper()
+	config := fmt.Sprintf("version: 0.1\nlog: {level: warn}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: %q}\n", filepath.Join(r.dir, "data"), addr)
+	if htpasswd := filepath.Join(r.dir, "htpasswd"); fileExists(htpasswd) {
 		config += fmt.Sprintf("auth: {htpasswd: {realm: minik8s-test, path: %s}}\n", htpasswd)
 	}
-	configPath := filepath.Join(dir, "config.yml")
+	configPath := filepath.Join(r.dir, name+".yml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "registry.log")
+	logPath := filepath.Join(r.dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command("docker-registry", "serve", configPath)
+	cmd := command("docker-registry", "serve", configPath)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting docker-registry: %v", err)
+		t.Fatalf("starting docker-registry on %s: %v", addr, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -70,24 +106,15 @@ func StartRegistry(t testing.TB, user, password string) string {
 		_ = cmd.Process.Kill()
 		<-exited
 		if t.Failed() {
-			t.Logf("registry log:\n%s", tail(logPath, 40))
+			t.Logf("registry log (%s):\n%s", addr, tail(logPath, 40))
 		}
 	})
-	for deadline := time.Now().Add(startTimeout); ; {
-		resp, err := http.Get("http://" + addr + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			return addr
-		}
-		select {
-		case <-exited:
-			t.Fatalf("docker-registry exited:\n%s", tail(logPath, 40))
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("docker-registry on %s did not answer within %s: %v", addr, startTimeout, err)
-		}
-	}
+	return exited
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // PushImage imports the OCI tarball into a scratch namespace of the containerd at
