@@ -20,7 +20,8 @@ const orphanGrace = minGracePeriod
 
 // cleanupOrphans removes what belongs to no pod this node knows: containers,
 // netns and log directories of pods that were deleted while minilet was
-// down, or are not bound to this node any more. Pods that are known keep
+// down, or are not bound to this node any more, and pod addresses held by
+// sandboxes that are gone. Pods that are known keep
 // theirs, which is how a restarted minilet adopts running pods.
 func (a *Agent) cleanupOrphans(ctx context.Context) error {
 	// Look at the disk and the runtime before asking what is known: a pod
@@ -57,6 +58,18 @@ func (a *Agent) cleanupOrphans(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("clean up pod %s: %w", uid, err))
 		}
 	}
+	freed, err := network.ReleaseOrphanedIPs(a.cfg.cniNetworksDir(), func() (map[string]bool, error) {
+		all, err := a.rt.ListContainers(ctx, "")
+		ids := map[string]bool{}
+		for _, c := range sandboxesOf(all) {
+			ids[c.ID] = true
+		}
+		return ids, err
+	})
+	if len(freed) > 0 {
+		slog.Info("freed the pod addresses of sandboxes that are gone", "ips", freed)
+	}
+	errs = append(errs, err)
 	for _, dir := range logDirs {
 		uid := dir[strings.LastIndex(dir, "_")+1:]
 		if !known[types.UID(uid)] {

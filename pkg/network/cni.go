@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -242,7 +241,7 @@ func (c *CNI) TearDown(ctx context.Context, id, netnsPath string, pod PodRef) er
 	if _, cached, err := c.lib.GetNetworkListCachedConfig(c.list, rt); err == nil && cached != nil {
 		rt = cached
 	}
-	if _, err := os.Stat(netnsPath); errors.Is(err, fs.ErrNotExist) {
+	if !IsNetNS(netnsPath) { // gone, or a stale file after a reboot
 		rt.NetNS = "" // the spec lets DEL go without a namespace: plugins then only free state
 	}
 	if err := c.lib.DelNetworkList(ctx, c.list, rt); err != nil {

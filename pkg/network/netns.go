@@ -36,6 +36,9 @@ func NewNetNS(dir, name string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, name)
+	if err := removeStale(path); err != nil {
+		return "", err
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -62,6 +65,29 @@ func NewNetNS(dir, name string) (string, error) {
 		return "", fmt.Errorf("create network namespace %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// IsNetNS reports whether path holds a network namespace (a bind mount of nsfs). After a
+// reboot the mount points under a persistent directory are plain empty files.
+func IsNetNS(path string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(path, &fs) == nil && int64(fs.Type) == unix.NSFS_MAGIC
+}
+
+// removeStale removes a file left at path by a namespace that no longer exists (its
+// mount went with a reboot), so the name can be used again.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && (fi.IsDir() || IsNetNS(path))) {
+		return nil // nothing there, or something NewNetNS must not touch
+	}
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove stale network namespace file %s: %w", path, err)
+	}
+	return nil
 }
 
 // makeSharedDir makes dir a mount point with shared propagation, bind-mounting it onto itself

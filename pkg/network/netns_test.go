@@ -166,3 +166,31 @@ func TestInNetNS(t *testing.T) {
 		t.Error("InNetNS into a missing namespace succeeded")
 	}
 }
+
+// TestNewNetNSOverAStaleFile: after a reboot the bind mount is gone but its file stays;
+// it is not a namespace, and NewNetNS uses the name again.
+func TestNewNetNSOverAStaleFile(t *testing.T) {
+	requireRoot(t)
+	dir := netnsDir(t)
+	path, err := NewNetNS(dir, "pod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { RemoveNetNS(path) })
+	if !IsNetNS(path) {
+		t.Fatal("IsNetNS is false for a live namespace")
+	}
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil { // what a reboot does
+		t.Fatal(err)
+	}
+	if IsNetNS(path) {
+		t.Fatal("IsNetNS is true for the file a gone namespace left")
+	}
+	again, err := NewNetNS(dir, "pod")
+	if err != nil {
+		t.Fatalf("NewNetNS over the stale file: %v", err)
+	}
+	if !IsNetNS(again) {
+		t.Error("no namespace after NewNetNS over the stale file")
+	}
+}
