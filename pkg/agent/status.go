@@ -77,7 +77,7 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 			}
 		}
 	}
-	a.setPodConditions(&s, sandboxReady, uninitialized)
+	a.setPodConditions(&s, sandboxReady, uninitialized, pod.Spec.ReadinessGates)
 	return s
 }
 
@@ -169,7 +169,7 @@ func podPhase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) co
 
 // setPodConditions sets the conditions the kubelet owns; each keeps its
 // lastTransitionTime while its status stays the same.
-func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uninitialized []string) {
+func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uninitialized []string, gates []corev1.PodReadinessGate) {
 	var unready []string
 	for _, cs := range s.ContainerStatuses {
 		if !cs.Ready {
@@ -181,13 +181,17 @@ func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uniniti
 			unready = append(unready, cs.Name)
 		}
 	}
-	ready := corev1.PodCondition{Status: corev1.ConditionTrue}
+	containersReady := corev1.PodCondition{Status: corev1.ConditionTrue}
 	switch {
 	case s.Phase == corev1.PodSucceeded:
-		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
 	case len(unready) > 0:
-		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
 			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+	}
+	ready := containersReady
+	if unmet := unmetReadinessGates(s, gates); ready.Status == corev1.ConditionTrue && len(unmet) > 0 {
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: strings.Join(unmet, ", ")}
 	}
 	sandbox := corev1.ConditionFalse
 	if sandboxReady {
@@ -206,10 +210,26 @@ func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uniniti
 	}
 	set(corev1.PodInitialized, initialized)
 	set(corev1.PodReady, ready)
-	set(corev1.ContainersReady, ready)
+	set(corev1.ContainersReady, containersReady)
 	if podCondition(s, corev1.PodScheduled) == nil {
 		set(corev1.PodScheduled, corev1.PodCondition{Status: corev1.ConditionTrue})
 	}
+}
+
+// unmetReadinessGates says, in the kubelet's words, which of the pod's readiness gates
+// (conditions other controllers set) are not True.
+func unmetReadinessGates(s *corev1.PodStatus, gates []corev1.PodReadinessGate) []string {
+	var unmet []string
+	for _, g := range gates {
+		c := podCondition(s, g.ConditionType)
+		switch {
+		case c == nil:
+			unmet = append(unmet, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case c.Status != corev1.ConditionTrue:
+			unmet = append(unmet, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, c.Status))
+		}
+	}
+	return unmet
 }
 
 // setPodCondition sets c in s; its transition time is now unless the

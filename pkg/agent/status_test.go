@@ -109,10 +109,33 @@ func TestInitializedIsHonest(t *testing.T) {
 		{[]string{"setup", "migrate"}, corev1.ConditionFalse, "containers with incomplete status: [setup migrate]"},
 	} {
 		var s corev1.PodStatus
-		a.setPodConditions(&s, true, tc.uninitialized)
+		a.setPodConditions(&s, true, tc.uninitialized, nil)
 		c := podCondition(&s, corev1.PodInitialized)
 		if c == nil || c.Status != tc.want || c.Message != tc.message {
 			t.Errorf("init containers %v: Initialized %+v, want %s %q", tc.uninitialized, c, tc.want, tc.message)
 		}
+	}
+}
+
+// TestReadinessGates: a running, ready pod is Ready only once every readiness gate's
+// condition (set by someone else) is True; ContainersReady does not wait for them.
+func TestReadinessGates(t *testing.T) {
+	a := &Agent{clock: clocktesting.NewFakeClock(time.Now())}
+	gates := []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: "example.com/dns"}}
+	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: "example.com/dns", Status: corev1.ConditionFalse}}}
+	a.setPodConditions(&s, true, nil, gates)
+	ready := podCondition(&s, corev1.PodReady)
+	want := `corresponding condition of pod readiness gate "example.com/lb" does not exist., the status of pod readiness gate "example.com/dns" is not "True", but False`
+	if ready.Status != corev1.ConditionFalse || ready.Reason != "ReadinessGatesNotReady" || ready.Message != want {
+		t.Errorf("Ready = %+v", ready)
+	}
+	if c := podCondition(&s, corev1.ContainersReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("ContainersReady = %+v, want True", c)
+	}
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
+	podCondition(&s, "example.com/dns").Status = corev1.ConditionTrue
+	a.setPodConditions(&s, true, nil, gates)
+	if c := podCondition(&s, corev1.PodReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("Ready with both gates True = %+v", c)
 	}
 }

@@ -22,7 +22,7 @@ func (a *Agent) updatePodStatus(ctx context.Context, st *podState, pod *corev1.P
 	base := pod
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		updated := base.DeepCopy()
-		updated.Status = status
+		updated.Status = withTheirConditions(status, base.Status)
 		_, err := pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 		if !apierrors.IsConflict(err) {
 			return err
@@ -45,4 +45,23 @@ func (a *Agent) updatePodStatus(ctx context.Context, st *podState, pod *corev1.P
 	}
 	st.lastStatus = status.DeepCopy()
 	return nil
+}
+
+// withTheirConditions is our status with the conditions other writers own (readiness
+// gates, DisruptionTarget ...) as the API has them now: a status computed from an older
+// copy of the pod must not undo their writes.
+func withTheirConditions(ours, current corev1.PodStatus) corev1.PodStatus {
+	out := ours
+	out.Conditions = nil
+	for _, c := range ours.Conditions {
+		if ownedConditions[c.Type] {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	for _, c := range current.Conditions {
+		if !ownedConditions[c.Type] {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
 }

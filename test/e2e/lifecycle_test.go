@@ -47,6 +47,14 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: gated}
+spec:
+  readinessGates: [{conditionType: example.com/load-balancer}]
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: deadline}
 spec:
   restartPolicy: Never
@@ -129,6 +137,32 @@ func TestPodLifecycle(t *testing.T) {
 	if !strings.Contains(events, "Liveness probe failed") {
 		t.Errorf("events of the hooks pod lack the failed exec liveness probe:\n%s", events)
 	}
+
+	// A readiness gate holds Ready back until its condition, set by someone else, is True.
+	conditions := func() (ready, containersReady string) {
+		for _, c := range pod("gated").Status.Conditions {
+			switch c.Type {
+			case corev1.PodReady:
+				ready = string(c.Status) + " " + c.Reason
+			case corev1.ContainersReady:
+				containersReady = string(c.Status)
+			}
+		}
+		return
+	}
+	waitFor(t, "the gated pod's containers ready", 60*time.Second, func() (bool, string) {
+		r, c := conditions()
+		return c == "True", r + "/" + c
+	})
+	if r, _ := conditions(); r != "False ReadinessGatesNotReady" {
+		t.Errorf("gated pod Ready = %q, want False ReadinessGatesNotReady", r)
+	}
+	mustKubectl(t, l, "patch", "pod", "gated", "--subresource=status", "--type=json",
+		"-p", `[{"op":"add","path":"/status/conditions/-","value":{"type":"example.com/load-balancer","status":"True"}}]`)
+	waitFor(t, "the gated pod Ready once its gate is True", 30*time.Second, func() (bool, string) {
+		r, _ := conditions()
+		return r == "True ", r
+	})
 
 	waitFor(t, "the deadline pod failed", 60*time.Second, func() (bool, string) {
 		p := pod("deadline")
