@@ -8,6 +8,9 @@
 //	/sethealth?code=N  makes /healthz answer N from now on
 //	/exit?code=N       replies, then exits with status N
 //
+// gRPC (--grpc-port, default 8082, 0 disables): grpc.health.v1 Health, SERVING while
+// /healthz answers 2xx or 3xx, NOT_SERVING otherwise.
+//
 // UDP (--udp-port, default 8081, 0 disables): "hostname" is answered with the host name,
 // anything else is echoed back. Every request is logged to stdout. SIGTERM and SIGINT
 // shut the server down gracefully with status 0.
@@ -28,11 +31,16 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func main() {
 	httpPort := flag.Int("http-port", 8080, "TCP port of the HTTP server")
 	udpPort := flag.Int("udp-port", 8081, "UDP port of the echo server (0 disables it)")
+	grpcPort := flag.Int("grpc-port", 8082, "TCP port of the gRPC health server (0 disables it)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stdout, nil))
 
@@ -49,8 +57,19 @@ func main() {
 		context.AfterFunc(ctx, func() { conn.Close() })
 	}
 
-	s := &server{log: log, exit: make(chan int, 1)}
-	s.health.Store(http.StatusOK)
+	s := &server{log: log, exit: make(chan int, 1), grpcHealth: health.NewServer()}
+	s.setHealth(http.StatusOK)
+	if *grpcPort != 0 {
+		lis, err := net.Listen("tcp", fmt.Sprintf(":%d", *grpcPort))
+		if err != nil {
+			log.Error("grpc listen", "err", err)
+			os.Exit(1)
+		}
+		g := grpc.NewServer()
+		healthpb.RegisterHealthServer(g, s.grpcHealth)
+		go g.Serve(lis)
+		context.AfterFunc(ctx, g.Stop)
+	}
 	srv := &http.Server{Addr: fmt.Sprintf(":%d", *httpPort), Handler: s.routes()}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ListenAndServe() }()
@@ -76,9 +95,20 @@ func main() {
 }
 
 type server struct {
-	log    *slog.Logger
-	health atomic.Int32
-	exit   chan int
+	log        *slog.Logger
+	health     atomic.Int32
+	grpcHealth *health.Server
+	exit       chan int
+}
+
+// setHealth sets what /healthz answers, and the gRPC health status to match.
+func (s *server) setHealth(code int) {
+	s.health.Store(int32(code))
+	status := healthpb.HealthCheckResponse_NOT_SERVING
+	if code >= 200 && code < 400 {
+		status = healthpb.HealthCheckResponse_SERVING
+	}
+	s.grpcHealth.SetServingStatus("", status)
 }
 
 func (s *server) routes() http.Handler {
@@ -111,7 +141,7 @@ func (s *server) routes() http.Handler {
 		if !ok {
 			return
 		}
-		s.health.Store(int32(code))
+		s.setHealth(code)
 		fmt.Fprintf(w, "healthz now answers %d", code)
 	})
 	mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {

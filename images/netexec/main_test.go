@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -27,8 +30,8 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestHTTP(t *testing.T) {
-	s := &server{log: slog.New(slog.DiscardHandler), exit: make(chan int, 1)}
-	s.health.Store(http.StatusOK)
+	s := &server{log: slog.New(slog.DiscardHandler), exit: make(chan int, 1), grpcHealth: health.NewServer()}
+	s.setHealth(http.StatusOK)
 	srv := httptest.NewServer(s.routes())
 	defer srv.Close()
 	hostname, _ := os.Hostname()
@@ -89,5 +92,25 @@ func TestUDP(t *testing.T) {
 		if err != nil || string(buf[:n]) != want {
 			t.Errorf("UDP %q answered %q, %v; want %q", send, buf[:n], err, want)
 		}
+	}
+}
+
+// TestGRPCHealthFollowsSetHealth: the gRPC health status is what /healthz answers.
+func TestGRPCHealthFollowsSetHealth(t *testing.T) {
+	s := &server{log: slog.New(slog.DiscardHandler), exit: make(chan int, 1), grpcHealth: health.NewServer()}
+	check := func() healthpb.HealthCheckResponse_ServingStatus {
+		resp, err := s.grpcHealth.Check(t.Context(), &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Status
+	}
+	s.setHealth(http.StatusOK)
+	if got := check(); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("after 200: %s", got)
+	}
+	s.setHealth(http.StatusServiceUnavailable)
+	if got := check(); got != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("after 503: %s", got)
 	}
 }

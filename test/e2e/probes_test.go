@@ -50,6 +50,24 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: grpc}
+spec:
+  containers:
+  - name: netexec
+    image: localhost/minik8s/netexec:v1
+    readinessProbe: {grpc: {port: 8082}, periodSeconds: 1, failureThreshold: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: exec}
+spec:
+  containers:
+  - name: netexec
+    image: localhost/minik8s/netexec:v1
+    readinessProbe: {exec: {command: [wget, -q, -O, /dev/null, "http://127.0.0.1:8080/healthz"]}, periodSeconds: 1, failureThreshold: 1}
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: slow}
 spec:
   containers:
@@ -84,9 +102,18 @@ func TestProbes(t *testing.T) {
 		}
 		return false
 	}
-	waitFor(t, "the ready and tcp pods Ready through their probes", 60*time.Second, func() (bool, string) {
-		return ready(pod("ready")) && ready(pod("tcp")), fmt.Sprintf("ready=%v tcp=%v", ready(pod("ready")), ready(pod("tcp")))
+	waitFor(t, "the ready, tcp, grpc and exec pods Ready through their probes", 60*time.Second, func() (bool, string) {
+		r, tcp, grpc, exec := ready(pod("ready")), ready(pod("tcp")), ready(pod("grpc")), ready(pod("exec"))
+		return r && tcp && grpc && exec, fmt.Sprintf("ready=%v tcp=%v grpc=%v exec=%v", r, tcp, grpc, exec)
 	})
+	// The gRPC and exec probes also fail when the server turns unhealthy.
+	node0 := lab.NetNSPath(l.Nodes[0].NetNS)
+	for _, name := range []string{"grpc", "exec"} {
+		if _, err := httpGetIn(node0, "http://"+pod(name).Status.PodIP+":8080/sethealth?code=503"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the "+name+" pod NotReady", 20*time.Second, func() (bool, string) { return !ready(pod(name)), "still Ready" })
+	}
 	waitReadyEndpoints(t, l, "ready", 1)
 
 	// Readiness: /healthz answers 500, the pod leaves the Service's ready endpoints; back.
