@@ -6,9 +6,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/containerd/containerd/api/services/tasks/v1"
+	tasktypes "github.com/containerd/containerd/api/types/task"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 )
 
 // Labels minilet keeps on its containerd containers.
@@ -64,6 +67,8 @@ type Container struct {
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
+// Two calls to containerd answer it however many containers there are: the containers,
+// then all of the namespace's tasks (minilet relists every second).
 func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]Container, error) {
 	ctx = r.nsContext(ctx)
 	filter := fmt.Sprintf("labels.%q", LabelPodUID)
@@ -74,9 +79,17 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]Containe
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
+	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing tasks: %w", errgrpc.ToNative(err))
+	}
+	taskOf := make(map[string]*tasktypes.Process, len(resp.Tasks))
+	for _, t := range resp.Tasks {
+		taskOf[t.ID] = t
+	}
 	out := make([]Container, 0, len(list))
 	for _, c := range list {
-		status, err := r.status(ctx, c)
+		status, err := r.statusWith(ctx, c, taskOf[c.ID()])
 		if errdefs.IsNotFound(err) {
 			continue // removed while we were listing
 		}
@@ -98,17 +111,28 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (Container, er
 	return r.status(ctx, c)
 }
 
-// status combines the container's labels with its task's state, recording an exit the
-// first time it is seen.
+// status is statusWith the container's task, asked of containerd.
 func (r *Runtime) status(ctx context.Context, c containerd.Container) (Container, error) {
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: c.ID()})
+	if err = errgrpc.ToNative(err); err != nil && !errdefs.IsNotFound(err) {
+		return Container{}, fmt.Errorf("task of container %s: %w", c.ID(), err)
+	}
+	var task *tasktypes.Process
+	if err == nil {
+		task = resp.Process
+	}
+	return r.statusWith(ctx, c, task)
+}
+
+// statusWith combines the container's labels with its task's state (nil: it has no
+// task), recording an exit the first time it is seen.
+func (r *Runtime) statusWith(ctx context.Context, c containerd.Container, task *tasktypes.Process) (Container, error) {
 	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 	if err != nil {
 		return Container{}, fmt.Errorf("container %s: %w", c.ID(), err)
 	}
 	out := fromLabels(info)
-
-	task, err := c.Task(ctx, nil)
-	if errdefs.IsNotFound(err) {
+	if task == nil {
 		switch {
 		case !out.FinishedAt.IsZero():
 			out.State = StateExited
@@ -119,25 +143,22 @@ func (r *Runtime) status(ctx context.Context, c containerd.Container) (Container
 		}
 		return out, nil
 	}
-	if err != nil {
-		return Container{}, fmt.Errorf("task of container %s: %w", c.ID(), err)
-	}
-	st, err := task.Status(ctx)
-	if err != nil {
-		return Container{}, fmt.Errorf("status of task %s: %w", c.ID(), err)
-	}
-	switch st.Status {
-	case containerd.Created:
+	switch task.Status {
+	case tasktypes.Status_CREATED:
 		out.State = StateCreated
-	case containerd.Running:
+	case tasktypes.Status_RUNNING:
 		out.State = StateRunning
-		out.PID = task.Pid()
-	case containerd.Stopped:
+		out.PID = task.Pid
+	case tasktypes.Status_STOPPED:
+		var exitedAt time.Time
+		if task.ExitedAt != nil {
+			exitedAt = task.ExitedAt.AsTime()
+		}
 		out.State = StateExited
-		out.ExitCode = int32(st.ExitStatus)
-		out.FinishedAt = st.ExitTime
+		out.ExitCode = int32(task.ExitStatus)
+		out.FinishedAt = exitedAt
 		if _, recorded := info.Labels[LabelFinishedAt]; !recorded {
-			if err := recordExit(ctx, c, st.ExitStatus, st.ExitTime); err != nil {
+			if err := recordExit(ctx, c, task.ExitStatus, exitedAt); err != nil {
 				return Container{}, err
 			}
 		}

@@ -1,0 +1,194 @@
+// Command probebench measures what probing costs minilet: on a one-node minilab cluster it
+// runs N pods with three probes each at periodSeconds=1 (liveness httpGet, readiness gRPC,
+// and a second container's readiness tcpSocket) and, as the baseline from the same run,
+// the same pods without probes, printing minilet's CPU use (share of one core over a
+// window) and RSS for both. Probing's cost is the difference.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+)
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU times.
+const clockTicks = 100
+
+func main() {
+	pods := flag.Int("pods", 100, "pods (each with 3 probes in the probed phase)")
+	window := flag.Duration("window", 30*time.Second, "how long CPU use is measured in each phase")
+	bin := flag.String("bin", "bin", "directory of miniapi, minilet, miniproxy")
+	images := flag.String("images", "images/out", "directory of the image tarballs")
+	flag.Parse()
+	if err := run(*pods, *window, *bin, *images); err != nil {
+		fmt.Fprintln(os.Stderr, "probebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(pods int, window time.Duration, bin, images string) error {
+	ctx := context.Background()
+	name := fmt.Sprintf("probebench-%d", os.Getpid()%10000)
+	fmt.Printf("probebench: bringing up lab %s (1 node)\n", name)
+	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: bin, ImagesDir: images, Progress: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cluster.Down(context.Background(), name); err != nil {
+			fmt.Fprintln(os.Stderr, "probebench: lab down:", err)
+		}
+	}()
+	pid, err := processPID(l, "minilet-"+l.Nodes[0].Name)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-28s %10s %12s %10s\n", "phase", "pods", "minilet CPU", "RSS MiB")
+	var results [2]float64
+	for i, probed := range []bool{false, true} {
+		label := "baseline (no probes)"
+		if probed {
+			label = "3 probes per pod, 1 s"
+		}
+		if err := apply(ctx, l, manifest(pods, probed)); err != nil {
+			return err
+		}
+		if err := waitReady(ctx, l, pods, 5*time.Minute); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Second) // let start-up work settle
+		cpu, err := cpuShare(pid, window)
+		if err != nil {
+			return err
+		}
+		rss, err := rssMiB(pid)
+		if err != nil {
+			return err
+		}
+		results[i] = cpu
+		fmt.Printf("%-28s %10d %11.1f%% %10.1f\n", label, pods, 100*cpu, rss)
+		if _, err := cluster.Kubectl(ctx, l, "delete", "pods", "--all", "--wait=true", "--timeout=5m"); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("probing costs minilet %.1f%% of one core for %d probes/s (target <= 5%%)\n", 100*(results[1]-results[0]), 3*pods)
+	return nil
+}
+
+func manifest(pods int, probed bool) string {
+	var b strings.Builder
+	for i := range pods {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n", i)
+		b.WriteString("  - name: netexec\n    image: localhost/minik8s/netexec:v1\n")
+		if probed {
+			b.WriteString("    livenessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}\n")
+			b.WriteString("    readinessProbe: {grpc: {port: 8082}, periodSeconds: 1}\n")
+		}
+		b.WriteString("  - name: sidecar\n    image: localhost/minik8s/busybox:v1\n    command: [sleep, \"3600\"]\n")
+		if probed {
+			b.WriteString("    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}\n")
+		}
+	}
+	return b.String()
+}
+
+func apply(ctx context.Context, l *lab.Lab, manifest string) error {
+	f, err := os.CreateTemp("", "probebench-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(manifest); err != nil {
+		return err
+	}
+	f.Close()
+	_, err = cluster.Kubectl(ctx, l, "apply", "-f", f.Name())
+	return err
+}
+
+// waitReady waits until n pods are Ready, printing progress.
+func waitReady(ctx context.Context, l *lab.Lab, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	last := -1
+	for time.Now().Before(deadline) {
+		out, err := cluster.Kubectl(ctx, l, "get", "pods", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}`)
+		if err == nil {
+			ready := strings.Count(out, "True")
+			if ready != last {
+				fmt.Printf("probebench: %d/%d pods Ready\n", ready, n)
+				last = ready
+			}
+			if ready == n {
+				return nil
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	return fmt.Errorf("%d pods not Ready within %s", n, within)
+}
+
+// cpuShare is the process's CPU time over window divided by window: 1.0 is one core.
+func cpuShare(pid int, window time.Duration) (float64, error) {
+	before, err := cpuTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	after, err := cpuTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / clockTicks / time.Since(start).Seconds(), nil
+}
+
+// cpuTicks is utime+stime of the process from /proc/PID/stat.
+func cpuTicks(pid int) (uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after the last ')'.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
+	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return utime + stime, nil
+}
+
+func rssMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+func processPID(l *lab.Lab, name string) (int, error) {
+	fresh, err := lab.Load(l.Name)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range fresh.Processes {
+		if p.Name == name {
+			return p.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("no process %s in lab %s (%s)", name, l.Name, filepath.Join(lab.StateRoot, l.Name))
+}
