@@ -26,6 +26,8 @@ func newCommand() *cobra.Command {
 	var healthzAddr string
 	var healthzPort int
 	var verbose bool
+	var apiQPS float32
+	var apiBurst int
 	cmd := &cobra.Command{
 		Use:          "minilet",
 		Short:        "Node agent: registers the node and runs its pods through containerd and CNI",
@@ -45,6 +47,10 @@ func newCommand() *cobra.Command {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
 			restCfg.UserAgent = "minilet/" + cfg.NodeName
+			if apiQPS <= 0 || apiBurst <= 0 {
+				return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", apiQPS, apiBurst)
+			}
+			restCfg.QPS, restCfg.Burst = apiQPS, apiBurst
 			client, err := kubernetes.NewForConfig(restCfg)
 			if err != nil {
 				return err
@@ -75,6 +81,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the node API; without it the node API is not served")
 	f.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA that node API clients' certificates must be signed by")
+	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
+	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	_ = cmd.MarkFlagRequired("node-ip")

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 )
 
@@ -51,6 +52,7 @@ type Agent struct {
 	backoff  *flowcontrol.Backoff
 	metrics  *metrics
 
+	volumes          *volumes.Manager
 	capacity         corev1.ResourceList
 	pauseImageReady  atomic.Bool
 	lastHousekeeping atomic.Int64 // unix nanoseconds
@@ -65,7 +67,7 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agen
 		return nil, err
 	}
 	c := clock.RealClock{}
-	return &Agent{
+	a := &Agent{
 		cfg:     cfg,
 		client:  client,
 		rt:      rt,
@@ -73,7 +75,9 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agen
 		clock:   c,
 		backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, c),
 		metrics: newMetrics(),
-	}, nil
+	}
+	a.volumes = volumes.New(cfg.podsDir(), client, func() corev1.ResourceList { return a.capacity })
+	return a, nil
 }
 
 // Run registers the node and runs its pods until ctx ends. Pods keep

@@ -38,6 +38,10 @@ func (a *Agent) cleanupOrphans(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	volumeDirs, err := a.volumes.PodUIDs()
+	if err != nil {
+		return err
+	}
 	known := a.knownPods()
 
 	var errs []error
@@ -56,6 +60,11 @@ func (a *Agent) cleanupOrphans(ctx context.Context) error {
 		slog.Info("removing containers and network of a pod that is not on this node", "podUID", uid)
 		if err := a.killPod(ctx, nil, network.PodRef{UID: uid}, orphanGrace); err != nil {
 			errs = append(errs, fmt.Errorf("clean up pod %s: %w", uid, err))
+		}
+	}
+	for _, uid := range volumeDirs {
+		if !known[types.UID(uid)] {
+			errs = append(errs, a.volumes.TearDown(uid))
 		}
 	}
 	freed, err := network.ReleaseOrphanedIPs(a.cfg.cniNetworksDir(), func() (map[string]bool, error) {

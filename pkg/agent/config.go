@@ -74,5 +74,6 @@ func (c Config) Validate() error {
 // The layout below RootDir (docs/contracts.md).
 func (c Config) netnsDir() string       { return filepath.Join(c.RootDir, "netns") }
 func (c Config) logsDir() string        { return filepath.Join(c.RootDir, "logs") }
+func (c Config) podsDir() string        { return filepath.Join(c.RootDir, "pods") }
 func (c Config) cniCacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
 func (c Config) cniNetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -100,9 +101,13 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 	if after, err := a.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
 		return after, err
 	}
-	env, err := containerEnv(pod, spec, st.podIP.String(), a.cfg.NodeIP)
+	env, err := a.containerEnv(ctx, pod, spec, st.podIP.String())
 	if err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
+	}
+	mounts, err := volumes.ContainerMounts(spec, st.volumes)
+	if err != nil {
+		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
 	count := st.restartCounts[spec.Name]
 	if restart {
@@ -118,14 +123,15 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		PodUID:     string(pod.UID),
 		Name:       spec.Name,
 		Image:      spec.Image,
-		Command:    spec.Command,
-		Args:       spec.Args,
+		Command:    expandAll(spec.Command, env),
+		Args:       expandAll(spec.Args, env),
 		Env:        env,
 		WorkingDir: spec.WorkingDir,
 		SandboxID:  sandbox.ID,
 		LogPath:    logPath,
 		Labels:     labels,
 		SpecHash:   hash,
+		Mounts:     mounts,
 	})
 	if err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
 )
 
 // podState is what the agent remembers about one pod between syncs. Only the
@@ -25,6 +27,8 @@ type podState struct {
 	released bool
 	// terminated: everything of a deleted pod is gone.
 	terminated bool
+	// volumes are the pod's volumes as the last sync set them up.
+	volumes map[string]volumes.Volume
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *podState {

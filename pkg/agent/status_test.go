@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 func TestPodPhase(t *testing.T) {
@@ -54,33 +57,59 @@ func TestContainerHashFollowsTheSpec(t *testing.T) {
 	}
 }
 
-func TestContainerEnvResolvesFieldRefs(t *testing.T) {
+func TestContainerEnv(t *testing.T) {
+	h := newHarness(t)
+	ctx := h.ctx
+	h.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}, metav1.CreateOptions{})
+	h.client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{})
 	pod := testPod("web", corev1.RestartPolicyAlways, "app")
 	pod.Labels = map[string]string{"app": "shop"}
 	c := &pod.Spec.Containers[0]
 	field := func(path string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
 	}
+	c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
 	c.Env = []corev1.EnvVar{
 		{Name: "PLAIN", Value: "v"},
 		{Name: "POD_NAME", ValueFrom: field("metadata.name")},
 		{Name: "POD_IP", ValueFrom: field("status.podIP")},
 		{Name: "NODE_IP", ValueFrom: field("status.hostIP")},
 		{Name: "APP", ValueFrom: field("metadata.labels['app']")},
+		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
+		{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "MODE"}}},
+		{Name: "URL", Value: "http://$(POD_IP):8080/$(MODE)?x=$$(MODE)&y=$(NOPE)"},
+		{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "k", Optional: ptr.To(true)}}},
 	}
-	env, err := containerEnv(pod, c, "10.244.1.5", "10.200.0.11")
+	env, err := h.agent.containerEnv(ctx, pod, c, "10.244.1.5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"PLAIN=v", "POD_NAME=web", "POD_IP=10.244.1.5", "NODE_IP=10.200.0.11", "APP=shop"}
-	for i := range want {
-		if env[i] != want[i] {
-			t.Errorf("env[%d] = %q, want %q", i, env[i], want[i])
+	want := []string{"CFG_LEVEL=3", "CFG_MODE=fast", "PLAIN=v", "POD_NAME=web", "POD_IP=10.244.1.5", "NODE_IP=10.200.0.11", "APP=shop",
+		"PASSWORD=s3cret", "MODE=fast", "URL=http://10.244.1.5:8080/fast?x=$(MODE)&y=$(NOPE)"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env\n got %q\nwant %q", env, want)
+	}
+	for _, tc := range []struct {
+		from corev1.EnvVarSource
+		want string
+	}{
+		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "k"}}, `configmap "gone" not found`},
+		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "k"}}, "couldn't find key k in ConfigMap default/cfg"},
+		{corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "k"}}, "couldn't find key k in Secret default/creds"},
+	} {
+		c.EnvFrom, c.Env = nil, []corev1.EnvVar{{Name: "X", ValueFrom: &tc.from}}
+		if _, err := h.agent.containerEnv(ctx, pod, c, ""); err == nil || err.Error() != tc.want {
+			t.Errorf("err = %v, want %q", err, tc.want)
 		}
 	}
-	c.Env = []corev1.EnvVar{{Name: "SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}}}
-	if _, err := containerEnv(pod, c, "", ""); err == nil {
-		t.Error("a secret reference was accepted")
+}
+
+func TestExpandCommand(t *testing.T) {
+	got := expandAll([]string{"echo", "$(GREETING) $(NAME)", "$$(NAME)", "$(MISSING)"}, []string{"GREETING=hello", "NAME=world"})
+	if want := []string{"echo", "hello world", "$(NAME)", "$(MISSING)"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 

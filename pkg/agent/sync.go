@@ -31,6 +31,16 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 		after time.Duration
 		errs  []error
 	)
+	// Volumes first, as the kubelet waits for them before the sandbox: a pod whose
+	// ConfigMap is missing stays ContainerCreating, with FailedMount events.
+	vols, err := a.volumes.SetUp(ctx, pod)
+	st.volumes = vols
+	if err != nil {
+		a.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
+		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", podKey(pod), err))
+		status := a.podStatus(st, pod, all, false)
+		return 0, errors.Join(append(errs, a.updatePodStatus(ctx, st, pod, status))...)
+	}
 	sandbox, err := a.ensureSandbox(ctx, st, pod, all)
 	if err != nil {
 		errs = append(errs, err)

@@ -25,6 +25,9 @@ func (a *Agent) terminatePod(ctx context.Context, st *podState, pod *corev1.Pod,
 		if err := a.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
 			return fmt.Errorf("stop pod %s: %w", podKey(pod), err)
 		}
+		if err := a.volumes.TearDown(string(pod.UID)); err != nil {
+			return fmt.Errorf("tear down volumes of pod %s: %w", podKey(pod), err)
+		}
 		if err := os.RemoveAll(a.podLogDir(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
 			return fmt.Errorf("remove logs of pod %s: %w", podKey(pod), err)
 		}

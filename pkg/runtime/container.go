@@ -34,6 +34,31 @@ type ContainerConfig struct {
 	LogPath    string   // receives stdout and stderr; "" discards them
 	Labels     map[string]string
 	SpecHash   string // hash of the pod's container spec, to detect changes
+	Mounts     []Mount
+}
+
+// Mount is a host path bind-mounted into a container.
+type Mount struct {
+	HostPath, ContainerPath string
+	ReadOnly                bool
+	Propagation             string // rprivate (default), rslave or rshared
+}
+
+// ociMounts are the bind mounts of ms in the runtime spec's terms.
+func ociMounts(ms []Mount) []specs.Mount {
+	out := make([]specs.Mount, 0, len(ms))
+	for _, m := range ms {
+		prop := m.Propagation
+		if prop == "" {
+			prop = "rprivate"
+		}
+		rw := "rw"
+		if m.ReadOnly {
+			rw = "ro"
+		}
+		out = append(out, specs.Mount{Destination: m.ContainerPath, Type: "bind", Source: m.HostPath, Options: []string{"rbind", prop, rw}})
+	}
+	return out
 }
 
 // CreateContainer creates (but does not start) an app container in the network, IPC and
@@ -85,6 +110,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	}
 	if cfg.WorkingDir != "" {
 		spec = append(spec, oci.WithProcessCwd(cfg.WorkingDir))
+	}
+	if len(cfg.Mounts) > 0 {
+		spec = append(spec, oci.WithMounts(ociMounts(cfg.Mounts)))
 	}
 	labels := withOwnLabels(cfg.Labels, map[string]string{
 		LabelPodUID:        sandbox.PodUID,

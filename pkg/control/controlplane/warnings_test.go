@@ -14,7 +14,7 @@ kind: Pod
 metadata: {name: ambitious}
 spec:
   initContainers: [{name: setup, image: localhost/minik8s/busybox:v1}]
-  volumes: [{name: data, emptyDir: {}}]
+  volumes: [{name: data, nfs: {server: nfs.example, path: /}}]
   containers:
   - name: app
     image: localhost/minik8s/netexec:v1
@@ -29,7 +29,7 @@ spec:
 		}
 	}
 	for _, want := range []string{
-		`Warning: spec.volumes[0]: volume 'data' is not mounted`,
+		`Warning: spec.volumes[0]: volume 'data' is of a type minilet does not mount`,
 		"Warning: spec.containers[0].resources.limits: not enforced",
 		"pod/ambitious created",
 	} {
@@ -41,7 +41,7 @@ spec:
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ambitious}\nspec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec:",
 		"\n  ", "\n      ").Replace(pod)
 	out = c.mustKubectl(t, deploy, "apply", "-f", "-")
-	if !strings.Contains(out, "Warning: spec.template.spec.volumes[0]: volume 'data' is not mounted") {
+	if !strings.Contains(out, "Warning: spec.template.spec.volumes[0]: volume 'data' is of a type minilet does not mount") {
 		t.Errorf("a Deployment's template gets no warning:\n%s", out)
 	}
 	if out := c.mustKubectl(t, "", "run", "plain", "--image=localhost/minik8s/netexec:v1"); strings.Contains(out, "Warning") {

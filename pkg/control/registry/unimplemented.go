@@ -14,7 +14,10 @@ func podSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 	var out []string
 	warn := func(p *field.Path, what string) { out = append(out, fmt.Sprintf("%s: %s", p, what)) }
 	for i, v := range spec.Volumes {
-		warn(path.Child("volumes").Index(i), fmt.Sprintf("volume %q is not mounted: minilet has no volumes yet", v.Name))
+		if s := v.VolumeSource; s.EmptyDir == nil && s.HostPath == nil && s.ConfigMap == nil && s.Secret == nil &&
+			s.DownwardAPI == nil && s.Projected == nil && s.PersistentVolumeClaim == nil {
+			warn(path.Child("volumes").Index(i), fmt.Sprintf("volume %q is of a type minilet does not mount; the pod will not start", v.Name))
+		}
 	}
 	for i := range spec.Containers {
 		c := &spec.Containers[i]

@@ -1,0 +1,81 @@
+package volumes
+
+import (
+	"fmt"
+	"io/fs"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
+)
+
+// defaultMode is Kubernetes' mode for volume files when none is given.
+const defaultMode = 0o644
+
+func mode(m *int32, fallback fs.FileMode) fs.FileMode {
+	if m == nil {
+		return fallback
+	}
+	return fs.FileMode(*m) & fs.ModePerm
+}
+
+// keyedPayload builds the files of a configMap or secret volume: every key, or the
+// items listed. A listed key the object lacks is an error unless the volume is optional.
+func keyedPayload(kind string, data map[string][]byte, items []corev1.KeyToPath, dflt fs.FileMode, optional bool) (map[string]File, error) {
+	out := map[string]File{}
+	if len(items) == 0 {
+		for k, v := range data {
+			out[k] = File{Data: v, Mode: dflt}
+		}
+		return out, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if optional {
+				continue
+			}
+			return nil, fmt.Errorf("%s references non-existent %s key: %s", kind, map[string]string{"configmap": "config", "secret": "secret"}[kind], it.Key)
+		}
+		out[it.Path] = File{Data: v, Mode: mode(it.Mode, dflt)}
+	}
+	return out, nil
+}
+
+func configMapData(cm *corev1.ConfigMap) map[string][]byte {
+	data := map[string][]byte{}
+	if cm == nil {
+		return data
+	}
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = v
+	}
+	return data
+}
+
+// downwardAPIPayload builds the files of a downwardAPI volume (or projection).
+func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, dflt fs.FileMode, allocatable corev1.ResourceList) (map[string]File, error) {
+	out := map[string]File{}
+	for _, it := range items {
+		var (
+			value string
+			err   error
+		)
+		switch {
+		case it.FieldRef != nil:
+			value, err = fieldpath.Value(pod, it.FieldRef.FieldPath, fieldpath.Addresses{})
+		case it.ResourceFieldRef != nil:
+			value, err = fieldpath.ResourceValue(pod, "", it.ResourceFieldRef, allocatable)
+		default:
+			err = fmt.Errorf("downwardAPI item %s has neither fieldRef nor resourceFieldRef", it.Path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[it.Path] = File{Data: []byte(value), Mode: mode(it.Mode, dflt)}
+	}
+	return out, nil
+}

@@ -1,0 +1,244 @@
+// Package volumes is minilet's volume manager: it lays out a pod's volumes under
+// ROOT/pods/UID/volumes/kubernetes.io~PLUGIN/NAME as the kubelet does (emptyDir,
+// configMap, secret, downwardAPI, projected; hostPath and persistentVolumeClaims bound to
+// hostPath or local volumes are the host's own paths), keeps configMap, secret and
+// downward API files up to date, turns volumeMounts into container mounts and removes
+// everything with the pod.
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Volume is a pod volume set up on the node.
+type Volume struct {
+	Path     string // on the host
+	ReadOnly bool   // configMap, secret, downwardAPI and projected volumes are read-only
+	// Writable: subPaths may be created in it (emptyDir, hostPath, claims).
+	Writable bool
+}
+
+// Manager sets up and tears down the volumes of one node's pods.
+type Manager struct {
+	dir         string // ROOT/pods
+	client      kubernetes.Interface
+	allocatable func() corev1.ResourceList
+}
+
+// New makes a manager keeping pod volumes under podsDir (ROOT/pods), reading
+// ConfigMaps, Secrets and claims through client; allocatable is the node's, for
+// resourceFieldRefs of containers without limits.
+func New(podsDir string, client kubernetes.Interface, allocatable func() corev1.ResourceList) *Manager {
+	return &Manager{dir: podsDir, client: client, allocatable: allocatable}
+}
+
+// PodDir is where everything of one pod lives on the node.
+func (m *Manager) PodDir(uid string) string { return filepath.Join(m.dir, uid) }
+
+func (m *Manager) pluginDir(pod *corev1.Pod, plugin, name string) string {
+	return filepath.Join(m.PodDir(string(pod.UID)), "volumes", "kubernetes.io~"+plugin, name)
+}
+
+// MountError says which volumes could not be set up, worded as the kubelet's
+// FailedMount events are.
+type MountError struct{ errs []error }
+
+func (e *MountError) Error() string { return errors.Join(e.errs...).Error() }
+
+// SetUp makes every volume of the pod ready, refreshing configMap, secret and
+// downwardAPI contents that changed; it is called on every sync of the pod. The volumes
+// it could set up are returned even when others failed (a *MountError).
+func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume, error) {
+	vols := map[string]Volume{}
+	var errs []error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		vol, err := m.setUp(ctx, pod, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err))
+			continue
+		}
+		vols[v.Name] = vol
+	}
+	if len(errs) > 0 {
+		return vols, &MountError{errs}
+	}
+	return vols, nil
+}
+
+func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (Volume, error) {
+	switch s := v.VolumeSource; {
+	case s.EmptyDir != nil:
+		dir := m.pluginDir(pod, "empty-dir", v.Name)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return Volume{}, err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil { // world-writable, as the kubelet makes it
+			return Volume{}, err
+		}
+		if s.EmptyDir.Medium == corev1.StorageMediumMemory {
+			opts := "mode=0777"
+			if s.EmptyDir.SizeLimit != nil && !s.EmptyDir.SizeLimit.IsZero() {
+				opts += ",size=" + strconv.FormatInt(s.EmptyDir.SizeLimit.Value(), 10)
+			}
+			if err := ensureTmpfs(dir, opts); err != nil {
+				return Volume{}, err
+			}
+		}
+		return Volume{Path: dir, Writable: true}, nil
+	case s.HostPath != nil:
+		if err := checkHostPath(s.HostPath); err != nil {
+			return Volume{}, err
+		}
+		return Volume{Path: s.HostPath.Path, Writable: true}, nil
+	case s.ConfigMap != nil:
+		files, err := m.configMapFiles(ctx, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, mode(s.ConfigMap.DefaultMode, defaultMode), isTrue(s.ConfigMap.Optional))
+		if err != nil {
+			return Volume{}, err
+		}
+		return m.writeFiles(pod, "configmap", v.Name, files, false)
+	case s.Secret != nil:
+		files, err := m.secretFiles(ctx, pod.Namespace, s.Secret.SecretName, s.Secret.Items, mode(s.Secret.DefaultMode, defaultMode), isTrue(s.Secret.Optional))
+		if err != nil {
+			return Volume{}, err
+		}
+		return m.writeFiles(pod, "secret", v.Name, files, true)
+	case s.DownwardAPI != nil:
+		files, err := downwardAPIPayload(pod, s.DownwardAPI.Items, mode(s.DownwardAPI.DefaultMode, defaultMode), m.allocatable())
+		if err != nil {
+			return Volume{}, err
+		}
+		return m.writeFiles(pod, "downward-api", v.Name, files, false)
+	case s.Projected != nil:
+		files, err := m.projectedFiles(ctx, pod, s.Projected)
+		if err != nil {
+			return Volume{}, err
+		}
+		return m.writeFiles(pod, "projected", v.Name, files, true)
+	case s.PersistentVolumeClaim != nil:
+		path, err := m.claimPath(ctx, pod.Namespace, s.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			return Volume{}, err
+		}
+		return Volume{Path: path, ReadOnly: s.PersistentVolumeClaim.ReadOnly, Writable: true}, nil
+	}
+	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)")
+}
+
+// writeFiles writes a volume's files atomically; secrets (and projections, which may
+// hold them) live on a tmpfs so they never reach the node's disk.
+func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[string]File, secret bool) (Volume, error) {
+	dir := m.pluginDir(pod, plugin, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Volume{}, err
+	}
+	if secret {
+		if err := ensureTmpfs(dir, "mode=0755"); err != nil {
+			return Volume{}, err
+		}
+	}
+	if _, err := writeAtomically(dir, files); err != nil {
+		return Volume{}, fmt.Errorf("write volume files: %w", err)
+	}
+	return Volume{Path: dir, ReadOnly: true}, nil
+}
+
+func (m *Manager) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, dflt os.FileMode, optional bool) (map[string]File, error) {
+	cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && optional:
+		return map[string]File{}, nil
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("configmap %q not found", name)
+	case err != nil:
+		return nil, fmt.Errorf("get configmap %q: %w", name, err)
+	}
+	return keyedPayload("configmap", configMapData(cm), items, dflt, optional)
+}
+
+func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, dflt os.FileMode, optional bool) (map[string]File, error) {
+	secret, err := m.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && optional:
+		return map[string]File{}, nil
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("secret %q not found", name)
+	case err != nil:
+		return nil, fmt.Errorf("get secret %q: %w", name, err)
+	}
+	return keyedPayload("secret", secret.Data, items, dflt, optional)
+}
+
+func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (map[string]File, error) {
+	dflt := mode(p.DefaultMode, defaultMode)
+	out := map[string]File{}
+	for _, src := range p.Sources {
+		var (
+			files map[string]File
+			err   error
+		)
+		switch {
+		case src.ConfigMap != nil:
+			files, err = m.configMapFiles(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, dflt, isTrue(src.ConfigMap.Optional))
+		case src.Secret != nil:
+			files, err = m.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, dflt, isTrue(src.Secret.Optional))
+		case src.DownwardAPI != nil:
+			files, err = downwardAPIPayload(pod, src.DownwardAPI.Items, dflt, m.allocatable())
+		case src.ServiceAccountToken != nil:
+			err = errors.New("serviceAccountToken projections need the TokenRequest API, which miniapi does not serve yet")
+		default:
+			err = errors.New("unsupported projected volume source")
+		}
+		if err != nil {
+			return nil, err
+		}
+		for p, f := range files {
+			out[p] = f
+		}
+	}
+	return out, nil
+}
+
+// claimPath is the host path of the PersistentVolume a claim is bound to (hostPath or
+// local volumes: the storage of one node).
+func (m *Manager) claimPath(ctx context.Context, ns, claim string) (string, error) {
+	pvc, err := m.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("persistentvolumeclaim %q not found", claim)
+		}
+		return "", fmt.Errorf("get persistentvolumeclaim %q: %w", claim, err)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
+	}
+	pv, err := m.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		if err := checkHostPath(pv.Spec.HostPath); err != nil {
+			return "", err
+		}
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		if _, err := os.Stat(pv.Spec.Local.Path); err != nil {
+			return "", fmt.Errorf("local volume %q: %w", pv.Name, err)
+		}
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("persistentvolume %q is neither hostPath nor local, the kinds minilet mounts", pv.Name)
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }

@@ -1,0 +1,192 @@
+package volumes
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+func testManager(t *testing.T, objects ...any) (*Manager, string) {
+	t.Helper()
+	client := fake.NewClientset()
+	ctx := context.Background()
+	for _, o := range objects {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			client.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Secret:
+			client.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.PersistentVolumeClaim:
+			client.CoreV1().PersistentVolumeClaims(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.PersistentVolume:
+			client.CoreV1().PersistentVolumes().Create(ctx, o, metav1.CreateOptions{})
+		}
+	}
+	dir := t.TempDir()
+	return New(filepath.Join(dir, "pods"), client, func() corev1.ResourceList { return nil }), dir
+}
+
+func volumePod(vols ...corev1.Volume) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Volumes: vols, Containers: []corev1.Container{{Name: "app"}}},
+	}
+}
+
+func TestSetUpLaysOutVolumesAsTheKubelet(t *testing.T) {
+	host := t.TempDir()
+	m, root := testManager(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"app.conf": "x=1", "other": "o"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"password": []byte("s3cret")}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}},
+	)
+	pod := volumePod(
+		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "app.conf", Path: "conf/app.conf", Mode: ptr.To[int32](0o600)}}}}},
+		corev1.Volume{Name: "labels", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+		corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+		corev1.Volume{Name: "both", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "other", Path: "other"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+		}}}},
+	)
+	vols, err := m.SetUp(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	volDir := filepath.Join(root, "pods", "uid-1", "volumes")
+	if got := vols["scratch"].Path; got != filepath.Join(volDir, "kubernetes.io~empty-dir", "scratch") || vols["scratch"].ReadOnly {
+		t.Errorf("emptyDir at %s", got)
+	}
+	conf := filepath.Join(volDir, "kubernetes.io~configmap", "config", "conf", "app.conf")
+	if data, err := os.ReadFile(conf); err != nil || string(data) != "x=1" {
+		t.Errorf("configMap item: %q, %v", data, err)
+	}
+	if fi, err := os.Stat(conf); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("configMap item mode %v, %v", fi, err)
+	}
+	if !vols["config"].ReadOnly {
+		t.Error("configMap volume not read-only")
+	}
+	if data, _ := os.ReadFile(filepath.Join(vols["labels"].Path, "labels")); string(data) != `app="web"` {
+		t.Errorf("downwardAPI labels: %q", data)
+	}
+	if vols["claim"].Path != host {
+		t.Errorf("claim at %s, want the PV's hostPath %s", vols["claim"].Path, host)
+	}
+	for name, want := range map[string]string{"other": "o", "name": "web"} {
+		if data, _ := os.ReadFile(filepath.Join(vols["both"].Path, name)); string(data) != want {
+			t.Errorf("projected %s: %q", name, data)
+		}
+	}
+
+	if err := m.TearDown("uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pods", "uid-1")); !os.IsNotExist(err) {
+		t.Errorf("pod directory left after TearDown: %v", err)
+	}
+}
+
+func TestSetUpFailuresAreWordedAsTheKubelet(t *testing.T) {
+	m, _ := testManager(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"a": "1"}})
+	pod := volumePod(
+		corev1.Volume{Name: "missing", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}}}},
+		corev1.Volume{Name: "optional", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Optional: ptr.To(true)}}},
+		corev1.Volume{Name: "badkey", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "zz", Path: "zz"}}}}},
+		corev1.Volume{Name: "nodir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/nonexistent/minik8s", Type: ptr.To(corev1.HostPathDirectory)}}},
+		corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "nope"}}},
+	)
+	vols, err := m.SetUp(context.Background(), pod)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`MountVolume.SetUp failed for volume "missing" : configmap "nope" not found`,
+		`MountVolume.SetUp failed for volume "badkey" : configmap references non-existent config key: zz`,
+		`hostPath type check failed: /nonexistent/minik8s does not exist`,
+		`persistentvolumeclaim "nope" not found`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if _, ok := vols["optional"]; !ok || strings.Contains(err.Error(), `"optional"`) {
+		t.Error("a missing optional configMap must give an empty volume")
+	}
+}
+
+func TestHostPathTypes(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct {
+		path string
+		typ  corev1.HostPathType
+		want string // "" = ok
+	}{
+		{filepath.Join(dir, "new/dir"), corev1.HostPathDirectoryOrCreate, ""},
+		{filepath.Join(dir, "new/file"), corev1.HostPathFileOrCreate, ""},
+		{file, corev1.HostPathDirectoryOrCreate, "is not a directory"},
+		{file, corev1.HostPathFile, ""},
+		{dir, corev1.HostPathFile, "is not a file"},
+		{file, corev1.HostPathSocket, "is not a socket file"},
+		{"/dev/null", corev1.HostPathCharDev, ""},
+		{file, corev1.HostPathBlockDev, "is not a block device"},
+		{"relative", corev1.HostPathUnset, "not an absolute path"},
+	} {
+		err := checkHostPath(&corev1.HostPathVolumeSource{Path: tc.path, Type: &tc.typ})
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s as %q: %v, want %q", tc.path, tc.typ, err, tc.want)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "new/file")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("FileOrCreate made %v, %v", fi, err)
+	}
+}
+
+func TestContainerMountsAndSubPaths(t *testing.T) {
+	vol := t.TempDir()
+	outside := t.TempDir()
+	os.Symlink(outside, filepath.Join(vol, "escape"))
+	vols := map[string]Volume{"data": {Path: vol, Writable: true}, "cfg": {Path: t.TempDir(), ReadOnly: true}}
+	c := &corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{
+		{Name: "data", MountPath: "/data", SubPath: "app/logs", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+		{Name: "cfg", MountPath: "/etc/app"},
+	}}
+	mounts, err := ContainerMounts(c, vols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mounts[0].HostPath != filepath.Join(vol, "app/logs") || mounts[0].ReadOnly || mounts[0].Propagation != "rslave" {
+		t.Errorf("subPath mount %+v", mounts[0])
+	}
+	if fi, err := os.Stat(filepath.Join(vol, "app/logs")); err != nil || !fi.IsDir() {
+		t.Error("missing subPath not made in a writable volume")
+	}
+	if !mounts[1].ReadOnly || mounts[1].Propagation != "rprivate" {
+		t.Errorf("configMap mount %+v", mounts[1])
+	}
+	for _, sub := range []string{"../x", "/abs", "escape"} {
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/d", SubPath: sub}}
+		if _, err := ContainerMounts(c, vols); err == nil {
+			t.Errorf("subPath %q accepted", sub)
+		}
+	}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "/d"}}
+	if _, err := ContainerMounts(c, vols); err == nil {
+		t.Error("mount of an unknown volume accepted")
+	}
+}
