@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/daemon"
@@ -71,10 +72,13 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.RootDir, "root-dir", "/var/lib/minilet", "directory for pod network namespaces, CNI state and logs")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "/usr/lib/cni", "directory of the CNI plugin binaries")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", "cni0", "name of the pod bridge")
-	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests")
+	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (one pod per YAML or JSON file)")
+	f.DurationVar(&cfg.FileCheckFrequency, "file-check-frequency", 20*time.Second, "how often --pod-manifest-path is rescanned (changes are also watched)")
 	f.StringSliceVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable; localhost always is)")
 	f.IntVar(&cfg.ImageGCHighThreshold, "image-gc-high-threshold", 85, "percent of the image filesystem above which unused images are removed (100 disables)")
 	f.IntVar(&cfg.ImageGCLowThreshold, "image-gc-low-threshold", 80, "percent of the image filesystem that image garbage collection frees down to")
+	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "/minik8s", "cgroup under which pods' cgroups go (ROOT/kubepods/...)")
+	f.Int64Var(&cfg.PodMaxPids, "pod-max-pids", -1, "most processes a container may have (-1: no limit)")
 	f.StringVar(&healthzAddr, "healthz-bind-address", "127.0.0.1", "address for /healthz and /metrics")
 	f.IntVar(&healthzPort, "healthz-port", 10248, "port for /healthz and /metrics")
 	f.IntVar(&cfg.Port, "port", 10250, "port of the node API (logs, exec, port-forward), served on --node-ip")

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 )
@@ -53,10 +55,13 @@ type Agent struct {
 	metrics  *metrics
 
 	volumes          *volumes.Manager
+	oomFloor         int // the lowest oom_score_adj containers may get here
 	capacity         corev1.ResourceList
 	pauseImageReady  atomic.Bool
 	lastHousekeeping atomic.Int64 // unix nanoseconds
 	podLister        corelisters.PodLister
+	apiSynced        atomic.Bool // the pod informer has synced: podLister may be read
+	static           staticPods
 	workers          *podWorkers
 	probes           *prober
 }
@@ -75,6 +80,7 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agen
 		clock:   c,
 		backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, c),
 		metrics: newMetrics(),
+		static:  staticPods{kick: make(chan struct{}, 1)},
 	}
 	a.volumes = volumes.New(cfg.podsDir(), client, func() corev1.ResourceList { return a.capacity })
 	return a, nil
@@ -88,11 +94,19 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
+	floor, err := cm.ProtectSelf()
+	if err != nil {
+		slog.Warn("OOM scores of containers are kept at 0 or above", "err", err)
+	}
+	a.oomFloor = floor
 	capacity, err := hostCapacity(a.cfg.RootDir)
 	if err != nil {
 		return err
 	}
 	a.capacity = capacity
+	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, capacity.Cpu().MilliValue()); err != nil {
+		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
+	}
 	if a.recorder == nil {
 		rec, stop := newEventRecorder(a.client, a.cfg.NodeName)
 		defer stop()
@@ -109,15 +123,36 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel()
 
-	if err := a.registerNode(ctx); err != nil {
-		return ignoreCanceled(ctx, err)
-	}
-	wg.Go(func() { a.runNodeStatus(ctx) })
-	wg.Go(func() { a.runNodeLease(ctx) })
 	if err := a.ensurePauseImage(ctx); err != nil {
 		return ignoreCanceled(ctx, err)
 	}
+	a.probes = newProber(ctx, a)
+	a.workers = newPodWorkers(ctx, a, a.metrics, func(pod *corev1.Pod) *podState {
+		return newPodState(pod, apiTime(a.clock.Now()))
+	})
+	// Static pods start without the API server (how a control plane bootstraps); pods
+	// from the API once the node is registered and the informer has synced.
+	if a.cfg.PodManifestPath != "" {
+		wg.Go(func() { a.runStaticPods(ctx) })
+	}
+	wg.Go(func() { a.runAPI(ctx) })
+	wg.Go(func() { a.runMirrors(ctx) })
+	wg.Go(func() { a.runRelist(ctx) })
+	wg.Go(func() { a.runImageGC(ctx) })
+	wg.Go(func() { a.watchOOM(ctx) })
+	a.runHousekeeping(ctx)
+	a.workers.wait()
+	return nil
+}
 
+// runAPI registers the node (retrying while the API server is away), keeps its status
+// and lease fresh, and feeds the pods bound to it to the workers.
+func (a *Agent) runAPI(ctx context.Context) {
+	if err := a.registerNode(ctx); err != nil {
+		return // ctx ended
+	}
+	go a.runNodeStatus(ctx)
+	go a.runNodeLease(ctx)
 	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
@@ -128,26 +163,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return ignoreCanceled(ctx, fmt.Errorf("pod informer of node %s did not sync", a.cfg.NodeName))
+		return
 	}
-
-	a.probes = newProber(ctx, a)
-	a.workers = newPodWorkers(ctx, a, a.metrics, func(pod *corev1.Pod) *podState {
-		return newPodState(pod, apiTime(a.clock.Now()))
-	})
-	// Startup reconciliation: what belongs to no pod of this node goes
-	// before the workers adopt the rest.
+	a.apiSynced.Store(true) // publishes podLister to the other goroutines
+	// Startup reconciliation: what belongs to no pod of this node goes before the
+	// workers adopt the rest.
 	if err := a.cleanupOrphans(ctx); err != nil {
 		slog.Error("clean up after earlier runs", "err", err)
 	}
 	if _, err := informer.AddEventHandler(a.podEventHandler()); err != nil {
-		return fmt.Errorf("watch pods: %w", err)
+		slog.Error("watch pods", "err", err)
+		return
 	}
-	wg.Go(func() { a.runRelist(ctx) })
-	wg.Go(func() { a.runImageGC(ctx) })
-	a.runHousekeeping(ctx)
-	a.workers.wait()
-	return nil
+	a.syncMirrorPods(ctx)
+	<-ctx.Done()
 }
 
 func (a *Agent) podEventHandler() cache.ResourceEventHandler {
@@ -158,7 +187,12 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
 			}
-			if pod, ok := obj.(*corev1.Pod); ok {
+			pod, ok := obj.(*corev1.Pod)
+			switch {
+			case !ok:
+			case staticpod.IsMirror(pod):
+				a.mirrorsChanged() // a deleted mirror comes back
+			default:
 				a.workers.remove(pod.UID)
 			}
 		},
@@ -166,17 +200,28 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 }
 
 func (a *Agent) podChanged(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.cfg.NodeName {
+	pod, ok := obj.(*corev1.Pod)
+	switch {
+	case !ok || pod.Spec.NodeName != a.cfg.NodeName:
+	case staticpod.IsMirror(pod): // its static pod runs; the mirror only shows it
+		if pod.DeletionTimestamp != nil {
+			a.mirrorsChanged()
+		}
+	default:
 		a.workers.update(pod)
 	}
 }
 
-// nodePods lists the pods bound to this node, as the informer knows them.
+// nodePods lists the pods this node runs: its static pods, and the pods bound to it as
+// the informer knows them (none before it has synced); mirror pods are not among them.
 func (a *Agent) nodePods() []*corev1.Pod {
+	pods := a.staticPodList()
+	if !a.apiSynced.Load() {
+		return pods
+	}
 	all, _ := a.podLister.List(labels.Everything()) // a lister's List never fails
-	var pods []*corev1.Pod
 	for _, pod := range all {
-		if pod.Spec.NodeName == a.cfg.NodeName {
+		if pod.Spec.NodeName == a.cfg.NodeName && !staticpod.IsMirror(pod) {
 			pods = append(pods, pod)
 		}
 	}
@@ -207,8 +252,11 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 				a.workers.remove(uid)
 			}
 		}
-		if err := a.cleanupOrphans(ctx); err != nil && ctx.Err() == nil {
-			slog.Error("clean up orphaned pods", "err", err)
+		if a.apiSynced.Load() { // until then, every API pod would look like an orphan
+			if err := a.cleanupOrphans(ctx); err != nil && ctx.Err() == nil {
+				slog.Error("clean up orphaned pods", "err", err)
+			}
+			a.syncMirrorPods(ctx)
 		}
 		a.backoff.GC()
 		a.workers.forgetFinished(time.Now().Add(-finishedMemory))
@@ -263,4 +311,18 @@ func ignoreCanceled(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
+}
+
+// watchOOM keeps the runtime's OOM watch running, restarting it when containerd's event
+// stream breaks (containerd restarted, say).
+func (a *Agent) watchOOM(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := a.rt.WatchOOM(ctx); err != nil {
+			slog.Error("watch OOM kills, will retry", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pauseImageRetry):
+		}
+	}
 }

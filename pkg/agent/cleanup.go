@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/network"
 )
 
@@ -60,7 +61,9 @@ func (a *Agent) cleanupOrphans(ctx context.Context) error {
 		slog.Info("removing containers and network of a pod that is not on this node", "podUID", uid)
 		if err := a.killPod(ctx, nil, network.PodRef{UID: uid}, orphanGrace); err != nil {
 			errs = append(errs, fmt.Errorf("clean up pod %s: %w", uid, err))
+			continue
 		}
+		errs = append(errs, cm.RemovePodCgroup(a.cfg.CgroupRoot, uid))
 	}
 	for _, uid := range volumeDirs {
 		if !known[types.UID(uid)] {

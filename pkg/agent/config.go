@@ -6,24 +6,28 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 )
 
 // Config is everything minilet's flags decide.
 type Config struct {
-	NodeName            string   // --node-name
-	NodeIP              string   // --node-ip: InternalIP of the node and hostIP of its pods
-	PodCIDR             string   // --pod-cidr: the node's spec.podCIDR, the range CNI hands out ("": the one miniapi assigns)
-	RootDir             string   // --root-dir: everything minilet makes on disk lives below it
-	ContainerdAddress   string   // --containerd
-	ContainerdNamespace string   // --containerd-namespace
-	CNIBinDir           string   // --cni-bin-dir
-	CNIBridge           string   // --cni-bridge
-	PodManifestPath     string   // --pod-manifest-path (static pods; not read yet)
-	InsecureRegistries  []string // --insecure-registry: registries pulled from over plain HTTP
+	NodeName            string        // --node-name
+	NodeIP              string        // --node-ip: InternalIP of the node and hostIP of its pods
+	PodCIDR             string        // --pod-cidr: the node's spec.podCIDR, the range CNI hands out ("": the one miniapi assigns)
+	RootDir             string        // --root-dir: everything minilet makes on disk lives below it
+	ContainerdAddress   string        // --containerd
+	ContainerdNamespace string        // --containerd-namespace
+	CNIBinDir           string        // --cni-bin-dir
+	CNIBridge           string        // --cni-bridge
+	PodManifestPath     string        // --pod-manifest-path: static pods
+	FileCheckFrequency  time.Duration // --file-check-frequency: rescan of PodManifestPath
+	InsecureRegistries  []string      // --insecure-registry: registries pulled from over plain HTTP
 	// --image-gc-high-threshold, --image-gc-low-threshold: percent of the image filesystem.
 	ImageGCHighThreshold, ImageGCLowThreshold int
+	CgroupRoot                                string // --cgroup-root: pods' cgroups go below it
+	PodMaxPids                                int64  // --pod-max-pids: per container; <= 0 is no limit
 	HealthzAddr                               string // host:port of /healthz and /metrics; empty serves nothing
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
@@ -63,6 +67,12 @@ func (c Config) Validate() error {
 	}
 	if err := imagegc.CheckThresholds(c.ImageGCHighThreshold, c.ImageGCLowThreshold); err != nil {
 		errs = append(errs, err)
+	}
+	if c.PodManifestPath != "" && (!filepath.IsAbs(c.PodManifestPath) || c.FileCheckFrequency <= 0) {
+		errs = append(errs, fmt.Errorf("static pods need an absolute --pod-manifest-path (%q) and a positive --file-check-frequency (%s)", c.PodManifestPath, c.FileCheckFrequency))
+	}
+	if !filepath.IsAbs(c.CgroupRoot) {
+		errs = append(errs, fmt.Errorf("cgroup root (--cgroup-root) %q must be an absolute path", c.CgroupRoot))
 	}
 	if (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&
 		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {

@@ -11,6 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -132,6 +135,11 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		Labels:     labels,
 		SpecHash:   hash,
 		Mounts:     mounts,
+		Linux: runtime.Linux{
+			CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod),
+			Resources:    cm.ContainerResources(spec, a.cfg.PodMaxPids),
+			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, a.capacity.Memory().Value()), a.oomFloor)),
+		},
 	})
 	if err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)

@@ -26,6 +26,8 @@ type Runtime interface {
 	ListImages(ctx context.Context) ([]runtime.Image, error)
 	RemoveImage(ctx context.Context, name string) error
 	ImageFsUsage(ctx context.Context) (used, capacity uint64, err error)
+	// WatchOOM marks OOM-killed containers until ctx ends or the event stream fails.
+	WatchOOM(ctx context.Context) error
 	// Exec runs a process in a running container (exec probes and lifecycle hooks).
 	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
 	// ListContainers lists the containers of one pod, or of every pod when podUID is "".

@@ -186,6 +186,11 @@ func (f *fakeRuntime) Exec(_ context.Context, id string, opts runtime.ExecOption
 	return code, nil
 }
 
+func (f *fakeRuntime) WatchOOM(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
 func (f *fakeRuntime) ListImages(context.Context) ([]runtime.Image, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,10 +48,12 @@ func (h *harness) newAgent() *Agent {
 	h.t.Helper()
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: h.t.TempDir(),
-		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0",
+		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: "/minik8s-test-" + filepath.Base(h.t.TempDir()),
 	}
 	if h.agent != nil {
-		cfg.RootDir = h.agent.cfg.RootDir
+		cfg.RootDir, cfg.CgroupRoot = h.agent.cfg.RootDir, h.agent.cfg.CgroupRoot
+	} else {
+		h.t.Cleanup(func() { cm.RemoveRoot(cfg.CgroupRoot) })
 	}
 	a, err := New(cfg, h.client, h.rt, h.net)
 	if err != nil {

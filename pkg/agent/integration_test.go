@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -76,7 +77,13 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: root,
 		ContainerdAddress: address, ContainerdNamespace: "minilet-test", CNIBinDir: cniBinDir, CNIBridge: "cni0",
+		CgroupRoot: "/minik8s-test-" + filepath.Base(root),
 	}
+	t.Cleanup(func() {
+		if err := cm.RemoveRoot(cfg.CgroupRoot); err != nil {
+			t.Errorf("remove test cgroups: %v", err)
+		}
+	})
 	cni, err := network.NewCNI(network.Config{PluginDirs: []string{cniBinDir}, BridgeName: cfg.CNIBridge, PodCIDR: cfg.PodCIDR,
 		CacheDir: cfg.cniCacheDir(), IPAMDataDir: cfg.cniNetworksDir()})
 	if err != nil {

@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -67,6 +69,7 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		PodName:      pod.Name,
 		Hostname:     podHostname(pod),
 		Labels:       podLabels(pod),
+		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, a.oomFloor))},
 	}
 	if pod.Spec.HostNetwork {
 		sb, err := a.rt.RunSandbox(ctx, cfg)

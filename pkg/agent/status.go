@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/qos"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -18,6 +19,9 @@ import (
 func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container, sandboxReady bool) corev1.PodStatus {
 	s := *pod.Status.DeepCopy()
 	s.HostIP = a.cfg.NodeIP
+	if s.QOSClass == "" { // set by the API server at create; static pods come without
+		s.QOSClass = qos.Class(pod)
+	}
 	s.HostIPs = []corev1.HostIP{{IP: a.cfg.NodeIP}}
 	if st.podIP != nil {
 		s.PodIP = st.podIP.String()
@@ -121,7 +125,10 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 
 func terminatedState(c runtime.Container) *corev1.ContainerStateTerminated {
 	reason := "Completed"
-	if c.ExitCode != 0 {
+	switch {
+	case c.OOMKilled:
+		reason = "OOMKilled"
+	case c.ExitCode != 0:
 		reason = "Error"
 	}
 	return &corev1.ContainerStateTerminated{

@@ -9,13 +9,23 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 )
 
 // updatePodStatus writes a pod's status through pods/status, only when it
 // differs from both the pod as last seen and the status last written.
 func (a *Agent) updatePodStatus(ctx context.Context, st *podState, pod *corev1.Pod, status corev1.PodStatus) error {
+	// A static pod's status shows on its mirror, once there is one; a mirror made anew
+	// starts empty, so only what it holds counts.
+	static := staticpod.IsStatic(pod)
+	if static {
+		if pod = a.mirrorOf(pod); pod == nil {
+			return nil
+		}
+	}
 	if apiequality.Semantic.DeepEqual(pod.Status, status) ||
-		(st.lastStatus != nil && apiequality.Semantic.DeepEqual(*st.lastStatus, status)) {
+		(!static && st.lastStatus != nil && apiequality.Semantic.DeepEqual(*st.lastStatus, status)) {
 		return nil
 	}
 	pods := a.client.CoreV1().Pods(pod.Namespace)

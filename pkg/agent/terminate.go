@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/network"
 )
 
@@ -24,6 +25,9 @@ func (a *Agent) terminatePod(ctx context.Context, st *podState, pod *corev1.Pod,
 	if !st.terminated {
 		if err := a.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
 			return fmt.Errorf("stop pod %s: %w", podKey(pod), err)
+		}
+		if err := cm.RemovePodCgroup(a.cfg.CgroupRoot, string(pod.UID)); err != nil {
+			return fmt.Errorf("remove cgroups of pod %s: %w", podKey(pod), err)
 		}
 		if err := a.volumes.TearDown(string(pod.UID)); err != nil {
 			return fmt.Errorf("tear down volumes of pod %s: %w", podKey(pod), err)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
@@ -35,6 +37,43 @@ type ContainerConfig struct {
 	Labels     map[string]string
 	SpecHash   string // hash of the pod's container spec, to detect changes
 	Mounts     []Mount
+	Linux      Linux
+}
+
+// Linux are a container's (or sandbox's) cgroup and kernel settings.
+type Linux struct {
+	// CgroupParent is the pod's cgroup (cgroupfs layout, e.g.
+	// /minik8s/kubepods/burstable/podUID); the container's is CgroupParent/ID. ""
+	// leaves it to containerd's default.
+	CgroupParent string
+	Resources    *specs.LinuxResources
+	OOMScoreAdj  *int
+}
+
+// specOpts are the OCI spec options for l, for the container id.
+func (l Linux) specOpts(id string) []oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if l.CgroupParent != "" {
+		opts = append(opts, oci.WithCgroup(path.Join(l.CgroupParent, id)))
+	}
+	opts = append(opts, func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		if r := l.Resources; r != nil {
+			if s.Linux == nil {
+				s.Linux = &specs.Linux{}
+			}
+			if s.Linux.Resources == nil {
+				s.Linux.Resources = &specs.LinuxResources{}
+			}
+			// The default spec's device rules stay; the rest is ours.
+			s.Linux.Resources.CPU, s.Linux.Resources.Memory, s.Linux.Resources.Pids = r.CPU, r.Memory, r.Pids
+		}
+		if l.OOMScoreAdj != nil {
+			adj := *l.OOMScoreAdj
+			s.Process.OOMScoreAdj = &adj
+		}
+		return nil
+	})
+	return opts
 }
 
 // Mount is a host path bind-mounted into a container.
@@ -114,6 +153,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	if len(cfg.Mounts) > 0 {
 		spec = append(spec, oci.WithMounts(ociMounts(cfg.Mounts)))
 	}
+	id := newContainerID(sandbox.PodUID, cfg.Name)
+	spec = append(spec, cfg.Linux.specOpts(id)...)
 	labels := withOwnLabels(cfg.Labels, map[string]string{
 		LabelPodUID:        sandbox.PodUID,
 		LabelPodNamespace:  sandbox.PodNamespace,
@@ -125,7 +166,6 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelLogPath:       cfg.LogPath,
 	})
 
-	id := newContainerID(sandbox.PodUID, cfg.Name)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithImageStopSignal(img, "SIGTERM"),

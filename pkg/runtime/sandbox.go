@@ -27,6 +27,7 @@ type SandboxConfig struct {
 	NetNSPath string
 	// Labels are added to the container's labels (pod labels, for people using ctr).
 	Labels map[string]string
+	Linux  Linux
 }
 
 // RunSandbox starts a pod's pause container: it holds the pod's network namespace (the
@@ -48,7 +49,8 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		return Container{}, err
 	}
 
-	spec := []oci.SpecOpts{oci.WithImageConfig(img)}
+	id := newContainerID(cfg.PodUID, sandboxName)
+	spec := append([]oci.SpecOpts{oci.WithImageConfig(img)}, cfg.Linux.specOpts(id)...)
 	if cfg.NetNSPath == "" {
 		spec = append(spec,
 			oci.WithHostNamespace(specs.NetworkNamespace),
@@ -67,7 +69,6 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		LabelNetNS:         cfg.NetNSPath,
 	})
 
-	id := newContainerID(cfg.PodUID, sandboxName)
 	c, err := r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithImageStopSignal(img, "SIGTERM"),

@@ -64,6 +64,7 @@ type Container struct {
 	StartedAt    time.Time
 	FinishedAt   time.Time
 	PID          uint32 // of the running task; 0 otherwise
+	OOMKilled    bool   // the OOM killer ended it (seen by WatchOOM)
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
@@ -195,6 +196,7 @@ func fromLabels(info containers.Container) Container {
 		LogPath:      l[LabelLogPath],
 		StartedAt:    parseTime(l[LabelStartedAt]),
 		FinishedAt:   parseTime(l[LabelFinishedAt]),
+		OOMKilled:    l[LabelOOMKilled] == "true",
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)

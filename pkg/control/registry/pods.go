@@ -13,19 +13,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-)
 
-// DefaultTerminationGracePeriod is Kubernetes' default for spec.terminationGracePeriodSeconds.
-const DefaultTerminationGracePeriod int64 = 30
+	"github.com/minik8s/minik8s/pkg/poddefaults"
+	"github.com/minik8s/minik8s/pkg/qos"
+)
 
 var podRules = Rules{
 	Warnings: func(obj runtime.Object) []string {
 		return podSpecWarnings(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
 	},
-	Default: func(obj runtime.Object) { defaultPod(obj.(*corev1.Pod)) },
+	Default: func(obj runtime.Object) { poddefaults.Pod(obj.(*corev1.Pod)) },
 	PrepareCreate: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
-		pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 		addDefaultTolerationSeconds(pod)
 	},
 	Validate: func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
@@ -52,7 +53,7 @@ var podRules = Rules{
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return 0, false
 		}
-		grace := DefaultTerminationGracePeriod
+		grace := poddefaults.TerminationGracePeriod
 		if p.Spec.TerminationGracePeriodSeconds != nil {
 			grace = *p.Spec.TerminationGracePeriodSeconds
 		}
@@ -61,72 +62,6 @@ var podRules = Rules{
 		}
 		return grace, grace > 0
 	},
-}
-
-func defaultPod(p *corev1.Pod) {
-	s := &p.Spec
-	if s.RestartPolicy == "" {
-		s.RestartPolicy = corev1.RestartPolicyAlways
-	}
-	if s.DNSPolicy == "" {
-		s.DNSPolicy = corev1.DNSClusterFirst
-	}
-	if s.SchedulerName == "" {
-		s.SchedulerName = corev1.DefaultSchedulerName
-	}
-	if s.TerminationGracePeriodSeconds == nil {
-		g := DefaultTerminationGracePeriod
-		s.TerminationGracePeriodSeconds = &g
-	}
-	if s.SecurityContext == nil {
-		s.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	if s.EnableServiceLinks == nil {
-		t := true
-		s.EnableServiceLinks = &t
-	}
-	if s.ServiceAccountName == "" && s.DeprecatedServiceAccount != "" {
-		s.ServiceAccountName = s.DeprecatedServiceAccount
-	}
-	if s.Priority == nil {
-		var zero int32
-		s.Priority = &zero
-	}
-	for i := range s.InitContainers {
-		defaultContainer(&s.InitContainers[i])
-	}
-	for i := range s.Containers {
-		defaultContainer(&s.Containers[i])
-	}
-}
-
-func defaultContainer(c *corev1.Container) {
-	if c.TerminationMessagePath == "" {
-		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
-	}
-	if c.TerminationMessagePolicy == "" {
-		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-	}
-	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = defaultPullPolicy(c.Image)
-	}
-	for i := range c.Ports {
-		if c.Ports[i].Protocol == "" {
-			c.Ports[i].Protocol = corev1.ProtocolTCP
-		}
-	}
-}
-
-// defaultPullPolicy follows Kubernetes: Always for ":latest" or an untagged image, else IfNotPresent.
-func defaultPullPolicy(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") {
-		return corev1.PullIfNotPresent
-	}
-	name := image[strings.LastIndex(image, "/")+1:]
-	if !strings.Contains(name, ":") || strings.HasSuffix(name, ":latest") {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
 }
 
 func validatePod(p *corev1.Pod) field.ErrorList {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ import (
 // do for every embedded PodTemplateSpec.
 func defaultPodTemplate(t *corev1.PodTemplateSpec) {
 	pod := corev1.Pod{Spec: t.Spec}
-	defaultPod(&pod)
+	poddefaults.Pod(&pod)
 	// A pod gets its priority from its priority class when it is created, a template none.
 	pod.Spec.Priority = t.Spec.Priority
 	t.Spec = pod.Spec

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -44,6 +45,10 @@ type Options struct {
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
 // namespace; its nodes pull from it over plain HTTP (--insecure-registry).
 const RegistryAddr = lab.ControlPlaneIP + ":5000"
+
+// CgroupRoot is where a lab node's pods get their cgroups: apart from every other
+// node's and the host's own.
+func CgroupRoot(n lab.Node) string { return "/minik8s/" + n.NetNS }
 
 // ContainerdSocket is the lab containerd's socket.
 func ContainerdSocket(l *lab.Lab) string {
@@ -145,7 +150,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
 			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
-			"--insecure-registry", RegistryAddr,
+			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
 		}})
 		if err != nil {
 			return err
@@ -263,6 +268,14 @@ func Down(ctx context.Context, name string) error {
 			errs = append(errs, err)
 		}
 		cancel()
+	}
+	for _, n := range l.Nodes {
+		errs = append(errs, cm.RemoveRoot(CgroupRoot(n)))
+	}
+	// Their parent goes only when empty: a host cluster or another lab may use it.
+	parents, _ := filepath.Glob("/sys/fs/cgroup/*/minik8s")
+	for _, dir := range append(parents, "/sys/fs/cgroup/minik8s") {
+		_ = os.Remove(dir)
 	}
 	return errors.Join(append(errs, lab.Destroy(name))...)
 }

@@ -1,0 +1,204 @@
+// Package cm is minilet's container manager for resources, after the kubelet's: each pod
+// gets a cgroup in the kubelet's cgroupfs layout under the cgroup root
+// (ROOT/kubepods/pod<UID> for Guaranteed pods, ROOT/kubepods/burstable/pod<UID> and
+// ROOT/kubepods/besteffort/pod<UID> for the others), each container one below it, with
+// CPU shares from requests, a CFS quota and a memory limit from limits, and an OOM score
+// ranked by QoS class.
+package cm
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/qos"
+)
+
+// The kubelet's constants.
+const (
+	cfsPeriod    = 100000 // microseconds
+	minShares    = 2
+	minQuota     = 1000
+	sharesPerCPU = 1024
+	// SandboxOOMScoreAdj keeps the pause container, which holds the pod's namespaces,
+	// the last thing the OOM killer picks in a pod.
+	SandboxOOMScoreAdj    = -998
+	guaranteedOOMScoreAdj = -997
+	bestEffortOOMScoreAdj = 1000
+)
+
+// PodCgroup is the cgroup path (cgroupfs, relative to each hierarchy's root) of a pod.
+func PodCgroup(root string, pod *corev1.Pod) string {
+	parent := filepath.Join(root, "kubepods")
+	switch qos.Class(pod) {
+	case corev1.PodQOSBurstable:
+		parent = filepath.Join(parent, "burstable")
+	case corev1.PodQOSBestEffort:
+		parent = filepath.Join(parent, "besteffort")
+	}
+	return filepath.Join(parent, "pod"+string(pod.UID))
+}
+
+// ContainerResources are a container's cgroup settings: CPU shares from its request
+// (2 without one), a CFS quota from its CPU limit, a memory limit, and the pod's pids limit
+// (pidsLimit <= 0: none).
+func ContainerResources(c *corev1.Container, pidsLimit int64) *specs.LinuxResources {
+	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
+	cpuReq, cpuLim := c.Resources.Requests.Cpu(), c.Resources.Limits.Cpu()
+	shares := uint64(minShares)
+	if m := cpuReq.MilliValue(); m > 0 {
+		shares = max(uint64(m)*sharesPerCPU/1000, minShares)
+	} else if m := cpuLim.MilliValue(); m > 0 { // the API defaults requests to limits; be safe
+		shares = max(uint64(m)*sharesPerCPU/1000, minShares)
+	}
+	r.CPU.Shares = &shares
+	if m := cpuLim.MilliValue(); m > 0 {
+		quota, period := max(m*cfsPeriod/1000, minQuota), uint64(cfsPeriod)
+		r.CPU.Quota, r.CPU.Period = &quota, &period
+	}
+	if mem := c.Resources.Limits.Memory().Value(); mem > 0 {
+		r.Memory = &specs.LinuxMemory{Limit: &mem}
+	}
+	if pidsLimit > 0 {
+		r.Pids = &specs.LinuxPids{Limit: &pidsLimit}
+	}
+	return r
+}
+
+// OOMScoreAdj ranks a container for the OOM killer as the kubelet does: Guaranteed pods
+// last, BestEffort first, Burstable by how much of the node's memory it requested.
+func OOMScoreAdj(pod *corev1.Pod, c *corev1.Container, nodeMemory int64) int {
+	switch qos.Class(pod) {
+	case corev1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case corev1.PodQOSBestEffort:
+		return bestEffortOOMScoreAdj
+	}
+	if nodeMemory <= 0 {
+		return 999
+	}
+	adj := 1000 - int(1000*c.Resources.Requests.Memory().Value()/nodeMemory)
+	switch {
+	case adj < 2:
+		return 2 // above Guaranteed pods and the system
+	case adj >= 1000:
+		return 999 // below BestEffort pods
+	}
+	return adj
+}
+
+// cgroupMounts are where the cgroup hierarchies are: the v2 unified one, or each v1
+// controller's (this host's hybrid layout has both; runc uses v1 controllers there).
+func cgroupMounts() []string {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*")
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dirs = append(dirs, "/sys/fs/cgroup") // v2 only
+	}
+	return dirs
+}
+
+// RemovePodCgroup removes a pod's cgroup directories (its containers' went with them)
+// from every hierarchy; runc leaves the parents it made. Missing ones are fine.
+func RemovePodCgroup(root, uid string) error {
+	var errs []error
+	for _, mnt := range cgroupMounts() {
+		for _, qosDir := range []string{"", "burstable", "besteffort"} {
+			dir := filepath.Join(mnt, root, "kubepods", qosDir, "pod"+uid)
+			if err := removeTree(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveRoot removes the cgroup root from every hierarchy once no pod runs below it
+// (minilab down, tests).
+func RemoveRoot(root string) error {
+	var errs []error
+	for _, mnt := range cgroupMounts() {
+		errs = append(errs, removeTree(filepath.Join(mnt, root)))
+	}
+	return errors.Join(errs...)
+}
+
+// removeTree rmdirs a cgroup and its children, deepest first (cgroup directories hold
+// only control files, which rmdir takes with them).
+func removeTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove cgroup %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ownOOMScoreAdj is the kubelet's score for itself: the OOM killer spares the node agent.
+const ownOOMScoreAdj = -999
+
+// ProtectSelf gives minilet the kubelet's own OOM score and reports the lowest score it
+// may hand its containers: without CAP_SYS_RESOURCE (some sandboxed hosts) scores cannot
+// go below 0, and asking runc for one would fail every container.
+func ProtectSelf() (floor int, err error) {
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(fmt.Sprint(ownOOMScoreAdj)), 0o644); err != nil {
+		return 0, fmt.Errorf("lower minilet's own oom_score_adj to %d (CAP_SYS_RESOURCE missing?): %w", ownOOMScoreAdj, err)
+	}
+	return -1000, nil
+}
+
+// EnsureNodeCgroup makes ROOT/kubepods, the cgroup every pod is under, and gives it the
+// node's CPU capacity as its CPU weight, as the kubelet does: without it all pods
+// together would weigh as much as one busy host process.
+func EnsureNodeCgroup(root string, cpuMillis int64) error {
+	shares := max(uint64(cpuMillis)*sharesPerCPU/1000, minShares)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dir := filepath.Join("/sys/fs/cgroup", root, "kubepods")
+		if err := enableControllers(root); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		weight := 1 + ((shares-2)*9999)/262142 // the kernel's and runc's shares-to-weight conversion
+		return os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(fmt.Sprint(weight)), 0o644)
+	}
+	dir := filepath.Join("/sys/fs/cgroup/cpu", root, "kubepods")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(fmt.Sprint(shares)), 0o644)
+}
+
+// enableControllers turns the cpu controller on for the children of each cgroup from the
+// unified root down to ROOT (cgroup v2 hands controllers down level by level).
+func enableControllers(root string) error {
+	dir := "/sys/fs/cgroup"
+	for _, part := range filepath.SplitList(strings.ReplaceAll(strings.Trim(root, "/"), "/", string(filepath.ListSeparator))) {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +memory +pids"), 0o644); err != nil {
+			return fmt.Errorf("enable cgroup controllers in %s: %w", dir, err)
+		}
+		dir = filepath.Join(dir, part)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +memory +pids"), 0o644)
+}

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+)
+
+const resourcePods = `apiVersion: v1
+kind: Pod
+metadata: {name: guaranteed}
+spec:
+  containers:
+  - name: app
+    image: localhost/minik8s/busybox:v1
+    command: [sleep, "3600"]
+    resources: {limits: {cpu: 500m, memory: 64Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  containers:
+  - name: hog
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, 'x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done']
+    resources: {requests: {memory: 16Mi}, limits: {memory: 32Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: besteffort}
+spec:
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+`
+
+// TestResources: a Guaranteed pod's container cgroup carries its CPU quota and memory
+// limit and the pod reports its QoS class; a container over its memory limit is
+// OOMKilled (137) and restarted.
+func TestResources(t *testing.T) {
+	l := upLab(t, "e2e-res", 1)
+	applyYAML(t, l, resourcePods)
+	pod := func(name string) corev1.Pod {
+		var p corev1.Pod
+		_ = json.Unmarshal([]byte(mustKubectl(t, l, "get", "pod", name, "-o", "json")), &p)
+		return p
+	}
+	waitFor(t, "the guaranteed pod Running", 60*time.Second, func() (bool, string) {
+		p := pod("guaranteed")
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+	})
+	for name, want := range map[string]corev1.PodQOSClass{"guaranteed": corev1.PodQOSGuaranteed, "hog": corev1.PodQOSBurstable, "besteffort": corev1.PodQOSBestEffort} {
+		if got := pod(name).Status.QOSClass; got != want {
+			t.Errorf("qosClass of %s = %q, want %q", name, got, want)
+		}
+	}
+	p := pod("guaranteed")
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	dir := filepath.Join(cluster.CgroupRoot(l.Nodes[0]), "kubepods", "pod"+string(p.UID), id)
+	memory, cpu := cgroupLimits(t, dir)
+	if memory != "67108864" || cpu != "50000 100000" {
+		t.Errorf("cgroup %s: memory limit %q, cpu quota/period %q; want 67108864 and 50000 100000", dir, memory, cpu)
+	}
+
+	waitFor(t, "the hog OOMKilled and restarted", 90*time.Second, func() (bool, string) {
+		cs := pod("hog").Status.ContainerStatuses
+		if len(cs) == 0 || cs[0].LastTerminationState.Terminated == nil {
+			return false, fmt.Sprint(cs)
+		}
+		last := cs[0].LastTerminationState.Terminated
+		return cs[0].RestartCount >= 1 && last.Reason == "OOMKilled" && last.ExitCode == 137, fmt.Sprintf("restarts %d last %+v", cs[0].RestartCount, *last)
+	})
+}
+
+// cgroupLimits reads a container cgroup's memory limit and CPU quota and period from
+// cgroup v1 (memory.limit_in_bytes, cpu.cfs_quota_us/cfs_period_us) or v2 (memory.max,
+// cpu.max).
+func cgroupLimits(t *testing.T, dir string) (memory, cpu string) {
+	t.Helper()
+	read := func(path string) string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("cgroup file: %v", err)
+		}
+		return strings.TrimSpace(string(data))
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return read(filepath.Join("/sys/fs/cgroup", dir, "memory.max")), read(filepath.Join("/sys/fs/cgroup", dir, "cpu.max"))
+	}
+	return read(filepath.Join("/sys/fs/cgroup/memory", dir, "memory.limit_in_bytes")),
+		read(filepath.Join("/sys/fs/cgroup/cpu", dir, "cpu.cfs_quota_us")) + " " + read(filepath.Join("/sys/fs/cgroup/cpu", dir, "cpu.cfs_period_us"))
+}
