@@ -43,7 +43,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name))
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name))
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -87,6 +87,35 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", binDir, "directory holding miniapi and minilet")
 	cmd.Flags().StringVar(&o.ImagesDir, "images-dir", filepath.Join(binDir, "..", "images", "out"), "directory of the image tarballs from `make images`")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
+	return cmd
+}
+
+func restartCommand(name *string) *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "restart node-i|containerd|miniapi|PROCESS",
+		Short: "Stop a daemon of the lab and start it again with the same arguments (a node name restarts its minilet)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return err
+			}
+			process := args[0]
+			for _, n := range l.Nodes {
+				if n.Name == process {
+					process = "minilet-" + n.Name
+				}
+			}
+			pid, err := l.Restart(process, grace)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s restarted as PID %d\n", process, pid)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 0, "time between SIGTERM and SIGKILL (0: killed at once, as in a crash)")
 	return cmd
 }
 

@@ -197,3 +197,27 @@ func procStat(pid int) (start uint64, state byte, err error) {
 	start, err = strconv.ParseUint(fields[19], 10, 64)
 	return start, fields[0][0], err
 }
+
+// Restart stops the recorded process name (SIGTERM, then SIGKILL after grace; 0 is a
+// crash) and starts it again with the same namespace and arguments, returning its PID.
+func (l *Lab) Restart(name string, grace time.Duration) (int, error) {
+	l.mu.Lock()
+	var rec *ProcessRecord
+	for i := range l.Processes {
+		if l.Processes[i].Name == name {
+			rec = &l.Processes[i]
+		}
+	}
+	var p Process
+	if rec != nil {
+		p = Process{Name: rec.Name, NetNS: rec.NetNS, Args: rec.Args}
+	}
+	l.mu.Unlock()
+	if rec == nil {
+		return 0, fmt.Errorf("lab %q has no process %q", l.Name, name)
+	}
+	if err := l.Stop(name, grace); err != nil {
+		return 0, err
+	}
+	return l.Start(p)
+}
