@@ -57,6 +57,7 @@ type Agent struct {
 	volumes          *volumes.Manager
 	oomFloor         int // the lowest oom_score_adj containers may get here
 	capacity         corev1.ResourceList
+	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
 	pauseImageReady  atomic.Bool
 	lastHousekeeping atomic.Int64 // unix nanoseconds
 	podLister        corelisters.PodLister
@@ -82,7 +83,7 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agen
 		metrics: newMetrics(),
 		static:  staticPods{kick: make(chan struct{}, 1)},
 	}
-	a.volumes = volumes.New(cfg.podsDir(), client, func() corev1.ResourceList { return a.capacity })
+	a.volumes = volumes.New(cfg.podsDir(), client, func() corev1.ResourceList { return a.allocatable })
 	return a, nil
 }
 
@@ -104,7 +105,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	a.capacity = capacity
-	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, capacity.Cpu().MilliValue()); err != nil {
+	systemReserved, _ := parseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
+	kubeReserved, _ := parseReserved("kube-reserved", a.cfg.KubeReserved)
+	a.allocatable = allocatable(capacity, systemReserved, kubeReserved)
+	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
 	if a.recorder == nil {

@@ -28,7 +28,9 @@ type Config struct {
 	ImageGCHighThreshold, ImageGCLowThreshold int
 	CgroupRoot                                string // --cgroup-root: pods' cgroups go below it
 	PodMaxPids                                int64  // --pod-max-pids: per container; <= 0 is no limit
-	HealthzAddr                               string // host:port of /healthz and /metrics; empty serves nothing
+	// --system-reserved, --kube-reserved: resources name=quantity kept from pods.
+	SystemReserved, KubeReserved map[string]string
+	HealthzAddr                  string // host:port of /healthz and /metrics; empty serves nothing
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
@@ -71,6 +73,11 @@ func (c Config) Validate() error {
 	if c.PodManifestPath != "" && (!filepath.IsAbs(c.PodManifestPath) || c.FileCheckFrequency <= 0) {
 		errs = append(errs, fmt.Errorf("static pods need an absolute --pod-manifest-path (%q) and a positive --file-check-frequency (%s)", c.PodManifestPath, c.FileCheckFrequency))
 	}
+	for flag, m := range map[string]map[string]string{"system-reserved": c.SystemReserved, "kube-reserved": c.KubeReserved} {
+		if _, err := parseReserved(flag, m); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if !filepath.IsAbs(c.CgroupRoot) {
 		errs = append(errs, fmt.Errorf("cgroup root (--cgroup-root) %q must be an absolute path", c.CgroupRoot))
 	}
@@ -85,5 +92,6 @@ func (c Config) Validate() error {
 func (c Config) netnsDir() string       { return filepath.Join(c.RootDir, "netns") }
 func (c Config) logsDir() string        { return filepath.Join(c.RootDir, "logs") }
 func (c Config) podsDir() string        { return filepath.Join(c.RootDir, "pods") }
+func (c Config) seccompDir() string     { return filepath.Join(c.RootDir, "seccomp") }
 func (c Config) cniCacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
 func (c Config) cniNetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }

@@ -135,12 +135,17 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		Labels:     labels,
 		SpecHash:   hash,
 		Mounts:     mounts,
+		Security:   securityOf(pod, spec, a.cfg.seccompDir()),
+		Namespaces: namespacesOf(pod),
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod),
 			Resources:    cm.ContainerResources(spec, a.cfg.PodMaxPids),
 			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, a.capacity.Memory().Value()), a.oomFloor)),
 		},
 	})
+	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {
+		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
+	}
 	if err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}

@@ -101,7 +101,7 @@ func (a *Agent) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		v, err := fieldpath.Value(pod, from.FieldRef.FieldPath, addrs)
 		return v, err == nil, err
 	case from.ResourceFieldRef != nil:
-		v, err := fieldpath.ResourceValue(pod, c.Name, from.ResourceFieldRef, a.capacity)
+		v, err := fieldpath.ResourceValue(pod, c.Name, from.ResourceFieldRef, a.allocatable)
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef

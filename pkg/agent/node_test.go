@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -19,6 +20,11 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.capacity = capacity
+	reserved, err := parseReserved("system-reserved", map[string]string{"memory": "512Mi", "cpu": "100m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.allocatable = allocatable(capacity, reserved)
 	a.pauseImageReady.Store(true)
 	if err := a.registerNode(h.ctx); err != nil {
 		t.Fatal(err)
@@ -41,6 +47,10 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 	}
 	if node.Status.Capacity.Cpu().Value() < 1 || node.Status.Capacity.Memory().Value() < 1<<20 || node.Status.Allocatable.Pods().Value() != 110 {
 		t.Errorf("capacity %v allocatable %v", node.Status.Capacity, node.Status.Allocatable)
+	}
+	wantMemory := capacity.Memory().Value() - 512<<20
+	if got := node.Status.Allocatable.Memory().Value(); got != wantMemory || node.Status.Allocatable.Cpu().MilliValue() != capacity.Cpu().MilliValue()-100 {
+		t.Errorf("allocatable %v with 512Mi and 100m reserved from capacity %v", node.Status.Allocatable, node.Status.Capacity)
 	}
 	info := node.Status.NodeInfo
 	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != KubeletVersion || info.KernelVersion == "" || info.OSImage == "" {
@@ -150,5 +160,26 @@ func TestMemTotalAndOSImage(t *testing.T) {
 	writeFile(t, osRelease, "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n")
 	if got := osImage(osRelease); got != "Debian GNU/Linux 12 (bookworm)" {
 		t.Errorf("osImage = %q", got)
+	}
+}
+
+func TestReservedResources(t *testing.T) {
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	system, err := parseReserved("system-reserved", map[string]string{"cpu": "500m", "memory": "256Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := parseReserved("kube-reserved", map[string]string{"memory": "1Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := allocatable(capacity, system, kube)
+	if got.Cpu().MilliValue() != 1500 || got.Memory().Value() != 0 || got.Pods().Value() != 110 {
+		t.Errorf("allocatable %v, want cpu 1500m, memory 0 (never negative), pods 110", got)
+	}
+	for _, bad := range []map[string]string{{"gpu": "1"}, {"memory": "lots"}, {"cpu": "-1"}} {
+		if _, err := parseReserved("kube-reserved", bad); err == nil || !strings.Contains(err.Error(), "--kube-reserved") {
+			t.Errorf("parseReserved(%v) = %v, want an error naming the flag", bad, err)
+		}
 	}
 }

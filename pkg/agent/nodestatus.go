@@ -68,7 +68,7 @@ func (a *Agent) setNodeStatus(status *corev1.NodeStatus, runtimeVersion string, 
 		status.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.Port)
 	}
 	status.Capacity = a.capacity
-	status.Allocatable = a.capacity
+	status.Allocatable = a.allocatable
 	info := hostNodeInfo(runtimeVersion)
 	if runtimeVersion == "" { // keep the last known version while the runtime is down
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion

@@ -69,6 +69,7 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		PodName:      pod.Name,
 		Hostname:     podHostname(pod),
 		Labels:       podLabels(pod),
+		Namespaces:   namespacesOf(pod),
 		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, a.oomFloor))},
 	}
 	if pod.Spec.HostNetwork {

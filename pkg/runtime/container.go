@@ -38,6 +38,8 @@ type ContainerConfig struct {
 	SpecHash   string // hash of the pod's container spec, to detect changes
 	Mounts     []Mount
 	Linux      Linux
+	Security   Security
+	Namespaces Namespaces // as the pod's sandbox was given
 }
 
 // Linux are a container's (or sandbox's) cgroup and kernel settings.
@@ -139,8 +141,18 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		oci.WithImageConfig(img),
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(cfg.Env),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: nsPath(sandbox.PID, "ipc")}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: nsPath(sandbox.PID, "uts")}),
+	}
+	if cfg.Namespaces.HostIPC {
+		spec = append(spec, oci.WithHostNamespace(specs.IPCNamespace))
+	} else {
+		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: nsPath(sandbox.PID, "ipc")}))
+	}
+	switch {
+	case cfg.Namespaces.HostPID:
+		spec = append(spec, oci.WithHostNamespace(specs.PIDNamespace))
+	case cfg.Namespaces.SharePID:
+		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath(sandbox.PID, "pid")}))
 	}
 	if sandbox.NetNSPath == "" {
 		spec = append(spec, oci.WithHostNamespace(specs.NetworkNamespace))
@@ -155,6 +167,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	}
 	id := newContainerID(sandbox.PodUID, cfg.Name)
 	spec = append(spec, cfg.Linux.specOpts(id)...)
+	security, err := cfg.Security.specOpts(imgSpec.Config.User)
+	if err != nil {
+		return Container{}, err
+	}
+	spec = append(spec, security...)
 	labels := withOwnLabels(cfg.Labels, map[string]string{
 		LabelPodUID:        sandbox.PodUID,
 		LabelPodNamespace:  sandbox.PodNamespace,

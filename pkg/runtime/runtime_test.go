@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -533,4 +534,68 @@ func randomHex(n int) string {
 	b := make([]byte, (n+1)/2)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)[:n]
+}
+
+func TestPodNamespacesAndSeccomp(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.importImage(t, images.BusyboxRef)
+	hostIPC := runtime.Namespaces{HostIPC: true, SharePID: true}
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "ns", NetNSPath: newNetNS(t).path, Namespaces: hostIPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{sandbox.ID}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			e.rt.RemoveContainer(ctx, id)
+		}
+	})
+	run := func(name string, ns runtime.Namespaces, sec runtime.Security) runtime.Container {
+		t.Helper()
+		c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+			Name: name, Image: images.BusyboxRef, Command: []string{"sleep", "1000"},
+			SandboxID: sandbox.ID, Namespaces: ns, Security: sec,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+		if err := e.rt.StartContainer(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		return waitState(t, e, c.ID, runtime.StateRunning)
+	}
+	nsOf := func(pid uint32, ns string) string { return fmt.Sprintf("/proc/%d/ns/%s", pid, ns) }
+
+	shared := run("shared", hostIPC, runtime.Security{Seccomp: runtime.SeccompRuntimeDefault})
+	if !sameNamespace(t, nsOf(sandbox.PID, "ipc"), "/proc/self/ns/ipc") || !sameNamespace(t, nsOf(shared.PID, "ipc"), "/proc/self/ns/ipc") {
+		t.Error("hostIPC: the sandbox or its container is not in the host's IPC namespace")
+	}
+	if !sameNamespace(t, nsOf(shared.PID, "pid"), nsOf(sandbox.PID, "pid")) {
+		t.Error("shareProcessNamespace: the container is not in the sandbox's PID namespace")
+	}
+	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", shared.PID)); !strings.Contains(string(status), "Seccomp:\t2") {
+		t.Error("RuntimeDefault: the container runs without a seccomp filter")
+	}
+
+	own := run("own", runtime.Namespaces{}, runtime.Security{})
+	if sameNamespace(t, nsOf(own.PID, "pid"), nsOf(sandbox.PID, "pid")) || sameNamespace(t, nsOf(own.PID, "pid"), "/proc/self/ns/pid") {
+		t.Error("a container without shared PIDs is not in its own PID namespace")
+	}
+	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", own.PID)); !strings.Contains(string(status), "Seccomp:\t0") {
+		t.Error("a container without a seccomp profile is filtered")
+	}
+	host := run("host", runtime.Namespaces{HostPID: true}, runtime.Security{})
+	if !sameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
+		t.Error("hostPID: the container is not in the host's PID namespace")
+	}
+
+	_, err = e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		Name: "missing-profile", Image: images.BusyboxRef, SandboxID: sandbox.ID,
+		Security: runtime.Security{Seccomp: filepath.Join(t.TempDir(), "nope.json")},
+	})
+	if cfgErr := (*runtime.ConfigError)(nil); !errors.As(err, &cfgErr) {
+		t.Errorf("a missing Localhost seccomp profile: %v, want a ConfigError", err)
+	}
 }

@@ -26,8 +26,18 @@ type SandboxConfig struct {
 	// the host's network and UTS namespaces, as hostNetwork pods are.
 	NetNSPath string
 	// Labels are added to the container's labels (pod labels, for people using ctr).
-	Labels map[string]string
-	Linux  Linux
+	Labels     map[string]string
+	Linux      Linux
+	Namespaces Namespaces
+}
+
+// Namespaces are the pod's choices of shared namespaces (hostIPC, hostPID,
+// shareProcessNamespace), applied to the sandbox and every container of the pod.
+type Namespaces struct {
+	HostIPC, HostPID bool
+	// SharePID puts the pod's containers in the sandbox's PID namespace, so they see
+	// each other's processes and the pause process is PID 1.
+	SharePID bool
 }
 
 // RunSandbox starts a pod's pause container: it holds the pod's network namespace (the
@@ -59,6 +69,12 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		spec = append(spec,
 			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNSPath}),
 			oci.WithHostname(cfg.Hostname))
+	}
+	if cfg.Namespaces.HostIPC {
+		spec = append(spec, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	if cfg.Namespaces.HostPID {
+		spec = append(spec, oci.WithHostNamespace(specs.PIDNamespace))
 	}
 	labels := withOwnLabels(cfg.Labels, map[string]string{
 		LabelPodUID:        cfg.PodUID,

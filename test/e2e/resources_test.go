@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -33,6 +34,26 @@ spec:
     image: localhost/minik8s/busybox:v1
     command: [sh, -c, 'x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done']
     resources: {requests: {memory: 16Mi}, limits: {memory: 32Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: secure}
+spec:
+  securityContext: {runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000], fsGroup: 2000, seccompProfile: {type: RuntimeDefault}}
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: app
+    image: localhost/minik8s/busybox:v1
+    command: [sleep, "3600"]
+    volumeMounts: [{name: data, mountPath: /data}]
+    securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: nonroot}
+spec:
+  securityContext: {runAsNonRoot: true}
+  containers: [{name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}]
 ---
 apiVersion: v1
 kind: Pod
@@ -69,6 +90,37 @@ func TestResources(t *testing.T) {
 	if memory != "67108864" || cpu != "50000 100000" {
 		t.Errorf("cgroup %s: memory limit %q, cpu quota/period %q; want 67108864 and 50000 100000", dir, memory, cpu)
 	}
+
+	// securityContext: user and groups (fsGroup among them, owning the emptyDir), a
+	// read-only root, no capabilities, seccomp; a root image under runAsNonRoot is refused
+	// as the kubelet refuses it.
+	waitFor(t, "the secure pod Running", 60*time.Second, func() (bool, string) {
+		p := pod("secure")
+		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
+	})
+	if out := strings.Fields(mustKubectl(t, l, "exec", "secure", "--", "sh", "-c", "id -u; id -g; id -G | tr ' ' '\\n' | sort | tr '\\n' ,")); strings.Join(out, " ") != "1000 3000 2000,3000,4000," {
+		t.Errorf("uid, gid and groups in the secure pod: %q, want 1000 3000 2000,3000,4000,", out)
+	}
+	if out := strings.TrimSpace(mustKubectl(t, l, "exec", "secure", "--", "sh", "-c", "touch /data/f && stat -c %g /data/f")); out != "2000" {
+		t.Errorf("a file made in the fsGroup's emptyDir has group %q, want 2000", out)
+	}
+	if out := strings.TrimSpace(mustKubectl(t, l, "exec", "secure", "--", "grep", "Seccomp:", "/proc/self/status")); !strings.HasSuffix(out, "2") {
+		t.Errorf("seccomp RuntimeDefault: %q, want mode 2 (filter)", out)
+	}
+	if out, _ := cluster.Kubectl(context.Background(), l, "exec", "secure", "--", "touch", "/x"); !strings.Contains(out, "Read-only file system") {
+		t.Errorf("touch on a read-only root: %q", out)
+	}
+	if out := strings.TrimSpace(mustKubectl(t, l, "exec", "secure", "--", "grep", "CapEff", "/proc/self/status")); !strings.HasSuffix(out, "0000000000000000") {
+		t.Errorf("capabilities after dropping ALL: %q", out)
+	}
+	waitFor(t, "the nonroot pod refused", 60*time.Second, func() (bool, string) {
+		cs := pod("nonroot").Status.ContainerStatuses
+		if len(cs) == 0 || cs[0].State.Waiting == nil {
+			return false, fmt.Sprint(cs)
+		}
+		w := cs[0].State.Waiting
+		return w.Reason == "CreateContainerConfigError" && w.Message == "container has runAsNonRoot and image will run as root", w.Reason + ": " + w.Message
+	})
 
 	waitFor(t, "the hog OOMKilled and restarted", 90*time.Second, func() (bool, string) {
 		cs := pod("hog").Status.ContainerStatuses

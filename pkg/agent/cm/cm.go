@@ -164,10 +164,12 @@ func ProtectSelf() (floor int, err error) {
 	return -1000, nil
 }
 
-// EnsureNodeCgroup makes ROOT/kubepods, the cgroup every pod is under, and gives it the
-// node's CPU capacity as its CPU weight, as the kubelet does: without it all pods
-// together would weigh as much as one busy host process.
-func EnsureNodeCgroup(root string, cpuMillis int64) error {
+// EnsureNodeCgroup makes ROOT/kubepods, the cgroup every pod is under, and sizes it to
+// the node's allocatable resources as the kubelet does (enforce-node-allocatable=pods):
+// its CPU weight is the allocatable CPU (without it all pods together would weigh as much
+// as one busy host process) and its memory limit the allocatable memory, so pods
+// together cannot eat what --system-reserved and --kube-reserved keep back.
+func EnsureNodeCgroup(root string, cpuMillis, memoryBytes int64) error {
 	shares := max(uint64(cpuMillis)*sharesPerCPU/1000, minShares)
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 		dir := filepath.Join("/sys/fs/cgroup", root, "kubepods")
@@ -178,13 +180,23 @@ func EnsureNodeCgroup(root string, cpuMillis int64) error {
 			return err
 		}
 		weight := 1 + ((shares-2)*9999)/262142 // the kernel's and runc's shares-to-weight conversion
-		return os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(fmt.Sprint(weight)), 0o644)
+		return errors.Join(
+			os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(fmt.Sprint(weight)), 0o644),
+			os.WriteFile(filepath.Join(dir, "memory.max"), []byte(fmt.Sprint(memoryBytes)), 0o644))
 	}
-	dir := filepath.Join("/sys/fs/cgroup/cpu", root, "kubepods")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	for _, c := range []struct{ controller, file, value string }{
+		{"cpu", "cpu.shares", fmt.Sprint(shares)},
+		{"memory", "memory.limit_in_bytes", fmt.Sprint(memoryBytes)},
+	} {
+		dir := filepath.Join("/sys/fs/cgroup", c.controller, root, "kubepods")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.file), []byte(c.value), 0o644); err != nil {
+			return fmt.Errorf("set %s of %s: %w", c.file, dir, err)
+		}
 	}
-	return os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(fmt.Sprint(shares)), 0o644)
+	return nil
 }
 
 // enableControllers turns the cpu controller on for the children of each cgroup from the

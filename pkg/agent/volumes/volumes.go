@@ -95,6 +95,9 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 				return Volume{}, err
 			}
 		}
+		if err := ensureOwnership(pod, dir); err != nil {
+			return Volume{}, fmt.Errorf("fsGroup: %w", err)
+		}
 		return Volume{Path: dir, Writable: true}, nil
 	case s.HostPath != nil:
 		if err := checkHostPath(s.HostPath); err != nil {
@@ -126,9 +129,14 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		}
 		return m.writeFiles(pod, "projected", v.Name, files, true)
 	case s.PersistentVolumeClaim != nil:
-		path, err := m.claimPath(ctx, pod.Namespace, s.PersistentVolumeClaim.ClaimName)
+		path, managed, err := m.claimPath(ctx, pod.Namespace, s.PersistentVolumeClaim.ClaimName)
 		if err != nil {
 			return Volume{}, err
+		}
+		if managed && !s.PersistentVolumeClaim.ReadOnly {
+			if err := ensureOwnership(pod, path); err != nil {
+				return Volume{}, fmt.Errorf("fsGroup: %w", err)
+			}
 		}
 		return Volume{Path: path, ReadOnly: s.PersistentVolumeClaim.ReadOnly, Writable: true}, nil
 	}
@@ -147,8 +155,14 @@ func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[str
 			return Volume{}, err
 		}
 	}
-	if _, err := writeAtomically(dir, files); err != nil {
+	changed, err := writeAtomically(dir, files)
+	if err != nil {
 		return Volume{}, fmt.Errorf("write volume files: %w", err)
+	}
+	if gid := fsGroupOf(pod); gid != nil && changed {
+		if err := setOwnership(dir, *gid, true); err != nil {
+			return Volume{}, fmt.Errorf("fsGroup: %w", err)
+		}
 	}
 	return Volume{Path: dir, ReadOnly: true}, nil
 }
@@ -210,35 +224,36 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 }
 
 // claimPath is the host path of the PersistentVolume a claim is bound to (hostPath or
-// local volumes: the storage of one node).
-func (m *Manager) claimPath(ctx context.Context, ns, claim string) (string, error) {
+// local volumes: the storage of one node), and whether the kubelet manages its
+// ownership (local volumes; a hostPath is left as the host has it).
+func (m *Manager) claimPath(ctx context.Context, ns, claim string) (path string, managed bool, err error) {
 	pvc, err := m.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("persistentvolumeclaim %q not found", claim)
+			return "", false, fmt.Errorf("persistentvolumeclaim %q not found", claim)
 		}
-		return "", fmt.Errorf("get persistentvolumeclaim %q: %w", claim, err)
+		return "", false, fmt.Errorf("get persistentvolumeclaim %q: %w", claim, err)
 	}
 	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
-		return "", fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
+		return "", false, fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
 	}
 	pv, err := m.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("get persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
+		return "", false, fmt.Errorf("get persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
 		if err := checkHostPath(pv.Spec.HostPath); err != nil {
-			return "", err
+			return "", false, err
 		}
-		return pv.Spec.HostPath.Path, nil
+		return pv.Spec.HostPath.Path, false, nil
 	case pv.Spec.Local != nil:
 		if _, err := os.Stat(pv.Spec.Local.Path); err != nil {
-			return "", fmt.Errorf("local volume %q: %w", pv.Name, err)
+			return "", false, fmt.Errorf("local volume %q: %w", pv.Name, err)
 		}
-		return pv.Spec.Local.Path, nil
+		return pv.Spec.Local.Path, true, nil
 	}
-	return "", fmt.Errorf("persistentvolume %q is neither hostPath nor local, the kinds minilet mounts", pv.Name)
+	return "", false, fmt.Errorf("persistentvolume %q is neither hostPath nor local, the kinds minilet mounts", pv.Name)
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -188,5 +189,42 @@ func TestContainerMountsAndSubPaths(t *testing.T) {
 	c.VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "/d"}}
 	if _, err := ContainerMounts(c, vols); err == nil {
 		t.Error("mount of an unknown volume accepted")
+	}
+}
+
+func TestFSGroupOwnsThePodsVolumes(t *testing.T) {
+	host := t.TempDir()
+	m, _ := testManager(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"app.conf": "x=1"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}},
+	)
+	pod := volumePod(
+		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, DefaultMode: ptr.To[int32](0o600)}}},
+		corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+	)
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](4321)}
+	vols, err := m.SetUp(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(path string, wantGid int64, wantMode os.FileMode) {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gid := int64(fi.Sys().(*syscall.Stat_t).Gid); gid != wantGid || fi.Mode()&wantMode != wantMode {
+			t.Errorf("%s: gid %d mode %v, want gid %d and mode bits %v", path, gid, fi.Mode(), wantGid, wantMode)
+		}
+	}
+	check(vols["scratch"].Path, 4321, os.ModeSetgid|0o770)
+	check(filepath.Join(vols["config"].Path, "app.conf"), 4321, 0o640) // 0600 plus the group's read
+	if fi, _ := os.Stat(host); fi.Sys().(*syscall.Stat_t).Gid == 4321 {
+		t.Error("a hostPath PV was given to the fsGroup; the kubelet leaves hostPaths alone")
 	}
 }

@@ -88,7 +88,7 @@ func jobs(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, cj str
 // completes the Job.
 func completeJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job string) {
 	t.Helper()
-	waitFor(t, "a pod of "+job, 10*time.Second, func() bool {
+	waitFor(t, "a pod of "+job, 30*time.Second, func() bool {
 		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 		if err != nil || len(pods.Items) == 0 {
 			return false
@@ -98,7 +98,7 @@ func completeJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster,
 		_, err = c.Client.CoreV1().Pods("default").UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 		return err == nil
 	})
-	waitFor(t, job+" to complete", 10*time.Second, func() bool {
+	waitFor(t, job+" to complete", 30*time.Second, func() bool {
 		j, err := c.Client.BatchV1().Jobs("default").Get(ctx, job, metav1.GetOptions{})
 		return err == nil && j.Status.CompletionTime != nil
 	})

@@ -1,0 +1,68 @@
+package volumes
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// fsGroupOf is the group a pod's volumes are given (securityContext.fsGroup), or nil.
+func fsGroupOf(pod *corev1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
+}
+
+// setOwnership gives everything under dir to group gid, readable (and, unless
+// readOnly, writable) by the group, with setgid directories so new files inherit it:
+// the kubelet's SetVolumeOwnership. Symlinks are not followed.
+func setOwnership(dir string, gid int64, readOnly bool) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(path, -1, int(gid)); err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mask := fs.FileMode(0o660)
+		if readOnly {
+			mask = 0o440
+		}
+		if d.IsDir() {
+			mask |= fs.ModeSetgid | 0o110
+		}
+		return os.Chmod(path, info.Mode()|mask)
+	})
+}
+
+// ownedBy reports whether dir already belongs to gid with setgid set, so a volume that
+// was given to the group once is not walked again on every sync (the kubelet's
+// OnRootMismatch policy).
+func ownedBy(dir string, gid int64) bool {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int64(st.Gid) == gid && info.Mode()&fs.ModeSetgid != 0
+}
+
+// ensureOwnership gives a writable volume to the pod's fsGroup once.
+func ensureOwnership(pod *corev1.Pod, dir string) error {
+	gid := fsGroupOf(pod)
+	if gid == nil || ownedBy(dir, *gid) {
+		return nil
+	}
+	return setOwnership(dir, *gid, false)
+}
