@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -25,7 +27,7 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 		}
 		cfg.PodCIDR = cidr
 	}
-	rt, err := runtime.New(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace)
+	rt, err := connectRuntime(ctx, cfg, runtimeStartWait)
 	if err != nil {
 		return err
 	}
@@ -52,6 +54,27 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 		}
 	}
 	return a.Run(ctx)
+}
+
+// runtimeStartWait is how long minilet waits at start for containerd: on a booting host the
+// two start together, and a socket that never answers is a wrong flag or a dead runtime.
+const runtimeStartWait = time.Minute
+
+// connectRuntime connects to containerd, retrying for up to wait while it starts.
+func connectRuntime(ctx context.Context, cfg Config, wait time.Duration) (*runtime.Runtime, error) {
+	deadline := time.Now().Add(wait)
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		rt, err := runtime.New(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace)
+		if err == nil || time.Now().Add(delay).After(deadline) {
+			return rt, err
+		}
+		slog.Warn("waiting for containerd", "address", cfg.ContainerdAddress, "err", err, "giveUpIn", time.Until(deadline).Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 }
 
 // cniNetwork is pkg/network's CNI plus its network namespace functions.
