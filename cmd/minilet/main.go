@@ -78,6 +78,8 @@ func newCommand() *cobra.Command {
 	f.IntVar(&cfg.ImageGCHighThreshold, "image-gc-high-threshold", 85, "percent of the image filesystem above which unused images are removed (100 disables)")
 	f.IntVar(&cfg.ImageGCLowThreshold, "image-gc-low-threshold", 80, "percent of the image filesystem that image garbage collection frees down to")
 	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "/minik8s", "cgroup under which pods' cgroups go (ROOT/kubepods/...)")
+	f.StringVar(&cfg.ContainerLogMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
+	f.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 	f.StringToStringVar(&cfg.SystemReserved, "system-reserved", nil, "resources kept for the system, not for pods: cpu=500m,memory=1Gi,ephemeral-storage=1Gi")
 	f.StringToStringVar(&cfg.KubeReserved, "kube-reserved", nil, "resources kept for minilet and containerd, not for pods (as --system-reserved)")
 	f.Int64Var(&cfg.PodMaxPids, "pod-max-pids", -1, "most processes a container may have (-1: no limit)")

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // Config is everything minilet's flags decide.
@@ -28,6 +31,9 @@ type Config struct {
 	ImageGCHighThreshold, ImageGCLowThreshold int
 	CgroupRoot                                string // --cgroup-root: pods' cgroups go below it
 	PodMaxPids                                int64  // --pod-max-pids: per container; <= 0 is no limit
+	// --container-log-max-size, --container-log-max-files: rotation of container logs.
+	ContainerLogMaxSize  string
+	ContainerLogMaxFiles int
 	// --system-reserved, --kube-reserved: resources name=quantity kept from pods.
 	SystemReserved, KubeReserved map[string]string
 	HealthzAddr                  string // host:port of /healthz and /metrics; empty serves nothing
@@ -73,6 +79,12 @@ func (c Config) Validate() error {
 	if c.PodManifestPath != "" && (!filepath.IsAbs(c.PodManifestPath) || c.FileCheckFrequency <= 0) {
 		errs = append(errs, fmt.Errorf("static pods need an absolute --pod-manifest-path (%q) and a positive --file-check-frequency (%s)", c.PodManifestPath, c.FileCheckFrequency))
 	}
+	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
+		errs = append(errs, fmt.Errorf("--container-log-max-size %q is not a positive quantity such as 10Mi", c.ContainerLogMaxSize))
+	}
+	if c.ContainerLogMaxFiles < 2 {
+		errs = append(errs, fmt.Errorf("--container-log-max-files %d must be at least 2 (the current file and one rotated)", c.ContainerLogMaxFiles))
+	}
 	for flag, m := range map[string]map[string]string{"system-reserved": c.SystemReserved, "kube-reserved": c.KubeReserved} {
 		if _, err := parseReserved(flag, m); err != nil {
 			errs = append(errs, err)
@@ -92,6 +104,13 @@ func (c Config) Validate() error {
 func (c Config) netnsDir() string       { return filepath.Join(c.RootDir, "netns") }
 func (c Config) logsDir() string        { return filepath.Join(c.RootDir, "logs") }
 func (c Config) podsDir() string        { return filepath.Join(c.RootDir, "pods") }
+func (c Config) fifoDir() string        { return filepath.Join(c.RootDir, "fifo") }
 func (c Config) seccompDir() string     { return filepath.Join(c.RootDir, "seccomp") }
 func (c Config) cniCacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
 func (c Config) cniNetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }
+
+// logConfig is how the runtime logs containers' output.
+func (c Config) logConfig() runtime.LogConfig {
+	size := resource.MustParse(c.ContainerLogMaxSize) // checked by Validate
+	return runtime.LogConfig{FIFODir: c.fifoDir(), MaxSize: size.Value(), MaxFiles: c.ContainerLogMaxFiles}
+}

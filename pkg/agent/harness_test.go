@@ -48,7 +48,7 @@ func (h *harness) newAgent() *Agent {
 	h.t.Helper()
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: h.t.TempDir(),
-		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: "/minik8s-test-" + filepath.Base(h.t.TempDir()),
+		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: "/minik8s-test-" + filepath.Base(h.t.TempDir()), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
 	}
 	if h.agent != nil {
 		cfg.RootDir, cfg.CgroupRoot = h.agent.cfg.RootDir, h.agent.cfg.CgroupRoot

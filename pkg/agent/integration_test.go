@@ -77,8 +77,9 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: root,
 		ContainerdAddress: address, ContainerdNamespace: "minilet-test", CNIBinDir: cniBinDir, CNIBridge: "cni0",
-		CgroupRoot: "/minik8s-test-" + filepath.Base(root),
+		CgroupRoot: "/minik8s-test-" + filepath.Base(root), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
 	}
+	rt.SetLogConfig(cfg.logConfig())
 	t.Cleanup(func() {
 		if err := cm.RemoveRoot(cfg.CgroupRoot); err != nil {
 			t.Errorf("remove test cgroups: %v", err)

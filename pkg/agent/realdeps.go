@@ -32,6 +32,10 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 		return err
 	}
 	defer rt.Close()
+	rt.SetLogConfig(cfg.logConfig())
+	if err := rt.AttachLogs(ctx); err != nil { // the output of containers a former minilet started
+		return err
+	}
 	cni, err := network.NewCNI(network.Config{
 		PluginDirs:  []string{cfg.CNIBinDir},
 		BridgeName:  cfg.CNIBridge,

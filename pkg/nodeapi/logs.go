@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -26,18 +27,18 @@ const (
 // logOptions are the kubelet's /containerLogs query parameters (PodLogOptions).
 type logOptions struct {
 	follow, previous bool
-	tailLines        int64 // -1: all
 	limitBytes       int64 // 0: no limit
+	read             crilog.ReadOptions
 }
 
-func parseLogOptions(q map[string][]string) (logOptions, error) {
+func parseLogOptions(q map[string][]string, now time.Time) (logOptions, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
 		}
 		return ""
 	}
-	o := logOptions{tailLines: -1}
+	o := logOptions{read: crilog.ReadOptions{Tail: -1}}
 	var err error
 	if o.follow, err = parseBool(get("follow"), "follow"); err != nil {
 		return o, err
@@ -45,8 +46,11 @@ func parseLogOptions(q map[string][]string) (logOptions, error) {
 	if o.previous, err = parseBool(get("previous"), "previous"); err != nil {
 		return o, err
 	}
+	if o.read.Timestamps, err = parseBool(get("timestamps"), "timestamps"); err != nil {
+		return o, err
+	}
 	if v := get("tailLines"); v != "" {
-		if o.tailLines, err = strconv.ParseInt(v, 10, 64); err != nil || o.tailLines < 0 {
+		if o.read.Tail, err = strconv.ParseInt(v, 10, 64); err != nil || o.read.Tail < 0 {
 			return o, badRequest("tailLines %q must be a non-negative integer", v)
 		}
 	}
@@ -55,11 +59,19 @@ func parseLogOptions(q map[string][]string) (logOptions, error) {
 			return o, badRequest("limitBytes %q must be a positive integer", v)
 		}
 	}
-	// minilet's log files hold the raw output (the runtime writes them, not a CRI logger),
-	// so there is no time of each line to filter or print by.
-	for _, k := range []string{"sinceSeconds", "sinceTime", "timestamps"} {
-		if v := get(k); v != "" && v != "false" {
-			return o, badRequest("%s is not supported: minilet's container logs carry no timestamps", k)
+	since, sinceTime := get("sinceSeconds"), get("sinceTime")
+	switch {
+	case since != "" && sinceTime != "":
+		return o, badRequest("at most one of sinceSeconds or sinceTime may be specified")
+	case since != "":
+		secs, err := strconv.ParseInt(since, 10, 64)
+		if err != nil || secs < 1 {
+			return o, badRequest("sinceSeconds %q must be a positive integer", since)
+		}
+		o.read.Since = now.Add(-time.Duration(secs) * time.Second)
+	case sinceTime != "":
+		if o.read.Since, err = time.Parse(time.RFC3339, sinceTime); err != nil {
+			return o, badRequest("sinceTime %q is not an RFC 3339 time", sinceTime)
 		}
 	}
 	return o, nil
@@ -79,7 +91,7 @@ func parseBool(v, name string) (bool, error) {
 // serveLogs answers /containerLogs/{namespace}/{pod}/{container}.
 func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	opts, err := parseLogOptions(r.URL.Query())
+	opts, err := parseLogOptions(r.URL.Query(), time.Now())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -96,32 +108,26 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f, err := os.Open(path)
+	logs, err := crilog.OpenReader(path, opts.read)
 	if err != nil {
 		writeError(w, fmt.Errorf("log of container %s in pod %s/%s: %w", name, namespace, pod, err))
 		return
 	}
-	defer f.Close()
-	if opts.tailLines >= 0 {
-		if err := seekTail(f, opts.tailLines); err != nil {
-			writeError(w, fmt.Errorf("log of container %s in pod %s/%s: %w", name, namespace, pod, err))
-			return
-		}
-	}
+	defer logs.Close()
 	w.Header().Set("Content-Type", "text/plain")
 	var out io.Writer = w
 	if opts.limitBytes > 0 {
 		out = &limitWriter{w: w, left: opts.limitBytes}
 	}
-	if _, err := io.Copy(out, f); err != nil || !opts.follow || opts.previous || c.State != runtime.StateRunning {
+	if _, err := logs.CopyTo(out); err != nil || !opts.follow || opts.previous || c.State != runtime.StateRunning {
 		return
 	}
-	s.follow(r.Context(), w, out, f, c.ID)
+	s.follow(r.Context(), w, out, logs, c.ID)
 }
 
-// follow copies what is appended to f until the container stops running (or is gone), the
-// client leaves or the byte limit is reached.
-func (s *Server) follow(ctx context.Context, w http.ResponseWriter, out io.Writer, f *os.File, id string) {
+// follow copies what is appended to the log (across rotations) until the container stops
+// running (or is gone), the client leaves or the byte limit is reached.
+func (s *Server) follow(ctx context.Context, w http.ResponseWriter, out io.Writer, logs *crilog.Reader, id string) {
 	flush := http.NewResponseController(w)
 	_ = flush.Flush()
 	poll := time.NewTicker(followPoll)
@@ -133,7 +139,7 @@ func (s *Server) follow(ctx context.Context, w http.ResponseWriter, out io.Write
 			return
 		case <-poll.C:
 		}
-		n, err := io.Copy(out, f)
+		n, err := logs.CopyTo(out)
 		if err != nil {
 			return // the limit is reached or the client went away
 		}
@@ -145,7 +151,8 @@ func (s *Server) follow(ctx context.Context, w http.ResponseWriter, out io.Write
 		}
 		lastCheck = time.Now()
 		if !s.stillRunning(ctx, id) {
-			_, _ = io.Copy(out, f) // what it wrote last
+			time.Sleep(followPoll) // its last words reach the file after it exits
+			_, _ = logs.CopyTo(out)
 			return
 		}
 	}
@@ -210,37 +217,6 @@ func previousLog(current string) (string, error) {
 		return "", errors.New("no earlier run")
 	}
 	return filepath.Join(dir, strconv.Itoa(best)+".log"), nil
-}
-
-// seekTail positions f at the start of its last n lines (a last line without a newline
-// counts), reading backwards in blocks so a long log is not read whole.
-func seekTail(f *os.File, n int64) error {
-	const block = 32 << 10
-	end, err := f.Seek(0, io.SeekEnd)
-	if err != nil || n == 0 {
-		return err
-	}
-	buf := make([]byte, block)
-	var newlines int64
-	for pos := end; pos > 0; {
-		size := min(int64(block), pos)
-		pos -= size
-		if _, err := f.ReadAt(buf[:size], pos); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		for i := size - 1; i >= 0; i-- {
-			// The newline ending the file ends the last line; it does not start one.
-			if buf[i] != '\n' || pos+i == end-1 {
-				continue
-			}
-			if newlines++; newlines == n {
-				_, err := f.Seek(pos+i+1, io.SeekStart)
-				return err
-			}
-		}
-	}
-	_, err = f.Seek(0, io.SeekStart)
-	return err
 }
 
 // limitWriter writes at most left bytes, then fails.

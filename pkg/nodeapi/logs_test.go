@@ -1,42 +1,10 @@
 package nodeapi
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 )
-
-func TestSeekTail(t *testing.T) {
-	for _, tc := range []struct {
-		content string
-		n       int64
-		want    string
-	}{
-		{"a\nb\nc\n", 2, "b\nc\n"},
-		{"a\nb\nc", 2, "b\nc"},
-		{"a\nb\nc\n", 5, "a\nb\nc\n"},
-		{"a\nb\nc\n", 0, ""},
-		{"", 3, ""},
-	} {
-		path := filepath.Join(t.TempDir(), "0.log")
-		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := seekTail(f, tc.n); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(f)
-		f.Close()
-		if string(got) != tc.want {
-			t.Errorf("tail %d of %q = %q, want %q", tc.n, tc.content, got, tc.want)
-		}
-	}
-}
 
 func TestPreviousLog(t *testing.T) {
 	dir := t.TempDir()

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -243,10 +241,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	output := cio.NullIO
 	if logPath := labels[LabelLogPath]; logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			return fmt.Errorf("log directory of container %s: %w", id, err)
-		}
-		output = cio.LogFile(logPath)
+		output = r.logs.creator(logPath)
 	}
 	return r.startTask(ctx, c, output)
 }
@@ -365,5 +360,5 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting container %s: %w", id, err)
 	}
-	return nil
+	return r.logs.removeLogPipes(id)
 }

@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
 
@@ -26,6 +28,7 @@ type Runtime struct {
 	client    *containerd.Client
 	address   string
 	namespace string
+	logs      *containerLogs
 }
 
 // New connects to the containerd socket at address and checks that it answers.
@@ -49,11 +52,22 @@ func New(ctx context.Context, address, namespace string) (*Runtime, error) {
 		client.Close()
 		return nil, fmt.Errorf("containerd at %s is not reachable: %w", address, err)
 	}
-	return &Runtime{client: client, address: address, namespace: namespace}, nil
+	logs := &containerLogs{cfg: DefaultLogConfig(filepath.Join(os.TempDir(), "minik8s-fifo", namespace)), copied: map[string]cio.IO{}}
+	return &Runtime{client: client, address: address, namespace: namespace, logs: logs}, nil
 }
 
-// Close closes the connection to containerd; containers keep running.
+// SetLogConfig sets where the pipes of containers started from now on are, and how
+// their logs rotate. Call it before starting containers.
+func (r *Runtime) SetLogConfig(cfg LogConfig) {
+	r.logs.mu.Lock()
+	defer r.logs.mu.Unlock()
+	r.logs.cfg = cfg
+}
+
+// Close stops copying containers' output and closes the connection to containerd;
+// containers keep running, their output held until a new Runtime attaches (AttachLogs).
 func (r *Runtime) Close() error {
+	r.logs.stop()
 	return r.client.Close()
 }
 

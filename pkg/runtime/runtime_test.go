@@ -22,6 +22,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -597,5 +598,86 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	})
 	if cfgErr := (*runtime.ConfigError)(nil); !errors.As(err, &cfgErr) {
 		t.Errorf("a missing Localhost seccomp profile: %v, want a ConfigError", err)
+	}
+}
+
+// TestLogsRotateAndOutliveTheRuntime: a container's output lands in a CRI log rotated at
+// its size limit; output written while no Runtime copies it is held by the shim and
+// copied by the next Runtime that attaches.
+func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.importImage(t, images.BusyboxRef)
+	fifoDir := t.TempDir()
+	e.rt.SetLogConfig(runtime.LogConfig{FIFODir: fifoDir, MaxSize: 4096, MaxFiles: 3})
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "logs", NetNSPath: newNetNS(t).path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signals := t.TempDir()
+	logPath := filepath.Join(e.logsDir, "chatty", "0.log")
+	script := `i=0; while [ $i -lt 300 ]; do echo "line $i of the first burst"; i=$((i+1)); done; echo before;
+		until [ -e /signals/go ]; do sleep 0.1; done; echo during; echo oops >&2;
+		until [ -e /signals/go2 ]; do sleep 0.1; done; echo after; sleep 1000`
+	c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		Name: "chatty", Image: images.BusyboxRef, Command: []string{"sh", "-c", script}, SandboxID: sandbox.ID, LogPath: logPath,
+		Mounts: []runtime.Mount{{HostPath: signals, ContainerPath: "/signals"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.rt.RemoveContainer(ctx, c.ID)
+		e.rt.RemoveContainer(ctx, sandbox.ID)
+	})
+	if err := e.rt.StartContainer(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	logHas := func(what string) bool {
+		data, _ := os.ReadFile(logPath)
+		return strings.Contains(string(data), what)
+	}
+	waitUntil(t, "the first burst logged", func() bool { return logHas(" stdout F before\n") })
+	rotated, err := crilog.Rotated(logPath)
+	if err != nil || len(rotated) != 2 {
+		t.Errorf("rotated logs %v (%v), want the 2 newest kept", rotated, err)
+	}
+	for _, p := range append(rotated, logPath) {
+		if fi, err := os.Stat(p); err != nil || fi.Size() > 4096 {
+			t.Errorf("log file %s: %v %v, want at most 4096 bytes", p, fi, err)
+		}
+	}
+
+	// The runtime goes (minilet stops); the container writes on; a new one attaches.
+	e.rt.Close()
+	os.WriteFile(filepath.Join(signals, "go"), nil, 0o644)
+	time.Sleep(500 * time.Millisecond)
+	if logHas("during") {
+		t.Fatal("output was copied after the runtime closed")
+	}
+	rt2, err := runtime.New(ctx, e.address, e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt2.Close()
+	rt2.SetLogConfig(runtime.LogConfig{FIFODir: fifoDir, MaxSize: 4096, MaxFiles: 3})
+	e.rt = rt2 // for the cleanup
+	if err := rt2.AttachLogs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(signals, "go2"), nil, 0o644)
+	waitUntil(t, "the output after the restart logged", func() bool { return logHas(" stdout F after\n") })
+	data, _ := os.ReadFile(logPath)
+	if !logHas(" stdout F during\n") || !logHas(" stderr F oops\n") || strings.Index(string(data), "during") > strings.Index(string(data), "after") {
+		t.Errorf("log after the restart:\n%s\nwant 'during' and 'oops' (held while nobody copied) before 'after'", data)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

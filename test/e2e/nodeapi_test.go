@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"regexp"
 	"context"
 	"os"
 	"os/exec"
@@ -33,6 +34,9 @@ spec:
   - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 2; exit 1']}
 `
 
+// timestamped is one line of `kubectl logs --timestamps`: RFC 3339 time, then the output.
+var timestamped = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z line-5\n$`)
+
 // TestNodeAPI: kubectl logs, exec (stdin, exit code, SPDY and WebSocket kubectl) and
 // port-forward go through miniapi to minilet's node API on a real lab.
 func TestNodeAPI(t *testing.T) {
@@ -56,6 +60,15 @@ func TestNodeAPI(t *testing.T) {
 	}
 	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker", "--tail", "2"); err != nil || out != "line-4\nline-5\n" {
 		t.Errorf("kubectl logs --tail 2: %v\n%q", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker", "--tail", "1", "--timestamps"); err != nil || !timestamped.MatchString(out) {
+		t.Errorf("kubectl logs --tail 1 --timestamps: %v\n%q", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker", "--since", "1h"); err != nil || !strings.Contains(out, "line-5\n") {
+		t.Errorf("kubectl logs --since 1h: %v\n%q", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker", "--since-time", "2099-01-01T00:00:00Z"); err != nil || out != "" {
+		t.Errorf("kubectl logs --since-time in the future: %v\n%q", err, out)
 	}
 	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "nope"); err == nil || !strings.Contains(out, "container nope is not valid for pod web") {
 		t.Errorf("kubectl logs -c nope: %v\n%s", err, out)

@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+
+	"github.com/minik8s/minik8s/pkg/crilog"
+)
+
+// LogConfig is where and how containers' output is logged.
+type LogConfig struct {
+	// FIFODir holds the named pipes between the containers' shims and this process, one
+	// directory per container (as containerd's CRI plugin keeps them).
+	FIFODir  string
+	MaxSize  int64 // a log file is rotated before it grows past this (<= 0: never)
+	MaxFiles int   // files kept per log, the current one included
+}
+
+// DefaultLogConfig are the kubelet's rotation defaults (10 MiB, 5 files).
+func DefaultLogConfig(fifoDir string) LogConfig {
+	return LogConfig{FIFODir: fifoDir, MaxSize: 10 << 20, MaxFiles: 5}
+}
+
+// containerLogs copies containers' output from their shims' pipes into CRI log files,
+// at most once per container. The shim keeps its pipes open while nobody reads them, so
+// a container only blocks (it is not killed) on output written while this process is
+// down; a new process attaches again and copies what was held.
+type containerLogs struct {
+	cfg LogConfig
+
+	mu      sync.Mutex
+	copied  map[string]cio.IO // by container ID
+	stopped bool
+}
+
+func (l *containerLogs) fifoDir(id string) string { return filepath.Join(l.cfg.FIFODir, id) }
+
+// creator is the IO of a new task of container id, logging to path.
+func (l *containerLogs) creator(path string) cio.Creator {
+	return func(id string) (cio.IO, error) { return l.attach(id, path)(nil) }
+}
+
+// attach copies the output of container id into the log at path; it declines (with
+// no IO) when the container is copied already or logs through other pipes.
+func (l *containerLogs) attach(id, path string) cio.Attach {
+	return func(existing *cio.FIFOSet) (cio.IO, error) {
+		dir := l.fifoDir(id)
+		cfg := cio.Config{Stdout: filepath.Join(dir, "stdout"), Stderr: filepath.Join(dir, "stderr")}
+		if existing != nil && (existing.Stdout != cfg.Stdout || existing.Stderr != cfg.Stderr) {
+			return nil, fmt.Errorf("container %s does not log through %s", id, dir)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.copied[id] != nil {
+			return nil, fmt.Errorf("output of container %s is copied already", id)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("pipes of container %s: %w", id, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("log directory of container %s: %w", id, err)
+		}
+		w, err := crilog.Open(path, l.cfg.MaxSize, l.cfg.MaxFiles)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", id, err)
+		}
+		stdout, stderr := crilog.NewStream(w, crilog.Stdout), crilog.NewStream(w, crilog.Stderr)
+		fifos := cio.NewFIFOSet(cfg, func() error { return os.RemoveAll(dir) })
+		io, err := cio.NewAttach(cio.WithStreams(nil, stdout, stderr))(fifos)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("pipes of container %s: %w", id, err)
+		}
+		l.copied[id] = io
+		go func() {
+			io.Wait() // the container has exited (the shim closed the pipes), or stop
+			if err := errors.Join(stdout.Close(), stderr.Close(), w.Close()); err != nil {
+				slog.Warn("writing container log", "container", id, "log", path, "err", err)
+			}
+			l.mu.Lock()
+			stopped := l.stopped
+			delete(l.copied, id)
+			l.mu.Unlock()
+			if !stopped { // the pipes are kept for the next process to attach to
+				io.Close()
+			}
+		}()
+		return io, nil
+	}
+}
+
+// AttachLogs copies again the output of every container that logs and is not copied
+// by this process: what a restarted minilet does for the containers it finds.
+func (r *Runtime) AttachLogs(ctx context.Context) error {
+	ctx = r.nsContext(ctx)
+	list, err := r.client.Containers(ctx)
+	if err != nil {
+		return fmt.Errorf("listing containers: %w", err)
+	}
+	for _, c := range list {
+		labels, err := c.Labels(ctx)
+		if err != nil || labels[LabelLogPath] == "" {
+			continue
+		}
+		r.logs.mu.Lock()
+		copied := r.logs.copied[c.ID()] != nil
+		r.logs.mu.Unlock()
+		if copied {
+			continue
+		}
+		// Only running containers: an exited one's pipes are closed, its output copied
+		// (or, written in its last moments while nobody read, lost).
+		if st, err := r.ContainerStatus(ctx, c.ID()); err != nil || st.State != StateRunning {
+			continue
+		}
+		_, err = c.Task(ctx, r.logs.attach(c.ID(), labels[LabelLogPath]))
+		if err != nil && !errdefs.IsNotFound(err) {
+			slog.Warn("attaching to a container's output", "container", c.ID(), "err", err)
+		}
+	}
+	return nil
+}
+
+// stop stops copying, as the end of this process would: the shims hold the output
+// until another process attaches.
+func (l *containerLogs) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	for _, io := range l.copied {
+		io.Cancel()
+	}
+}
+
+// removeLogPipes removes a container's pipes (left by a reboot, or never opened).
+func (l *containerLogs) removeLogPipes(id string) error {
+	return os.RemoveAll(l.fifoDir(id))
+}
