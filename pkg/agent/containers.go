@@ -120,23 +120,28 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
+	terminationLog, mounts, err := a.terminationLog(pod, spec, count, mounts)
+	if err != nil {
+		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
+	}
 	labels := podLabels(pod)
 	labels["io.kubernetes.container.name"] = spec.Name
 	c, err := a.rt.CreateContainer(ctx, runtime.ContainerConfig{
-		PodUID:     string(pod.UID),
-		Name:       spec.Name,
-		Image:      spec.Image,
-		Command:    expandAll(spec.Command, env),
-		Args:       expandAll(spec.Args, env),
-		Env:        env,
-		WorkingDir: spec.WorkingDir,
-		SandboxID:  sandbox.ID,
-		LogPath:    logPath,
-		Labels:     labels,
-		SpecHash:   hash,
-		Mounts:     mounts,
-		Security:   securityOf(pod, spec, a.cfg.seccompDir()),
-		Namespaces: namespacesOf(pod),
+		PodUID:         string(pod.UID),
+		Name:           spec.Name,
+		Image:          spec.Image,
+		Command:        expandAll(spec.Command, env),
+		Args:           expandAll(spec.Args, env),
+		Env:            env,
+		WorkingDir:     spec.WorkingDir,
+		SandboxID:      sandbox.ID,
+		LogPath:        logPath,
+		TerminationLog: terminationLog,
+		Labels:         labels,
+		SpecHash:       hash,
+		Mounts:         mounts,
+		Security:       securityOf(pod, spec, a.cfg.seccompDir()),
+		Namespaces:     namespacesOf(pod),
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod),
 			Resources:    cm.ContainerResources(spec, a.cfg.PodMaxPids),

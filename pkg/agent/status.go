@@ -108,7 +108,7 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	cs.ContainerID = "containerd://" + cur.ID
 	cs.ImageID = cur.Image
 	if len(history) > 1 && history[1].State == runtime.StateExited {
-		cs.LastTerminationState.Terminated = terminatedState(history[1])
+		cs.LastTerminationState.Terminated = terminatedState(spec, history[1])
 	}
 	switch {
 	case isRunning(cur):
@@ -116,14 +116,14 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 		cs.Ready, cs.Started = true, ptr.To(true)
 	case waiting != nil: // exited, and held back from restarting
 		cs.State.Waiting = waiting
-		cs.LastTerminationState.Terminated = terminatedState(cur)
+		cs.LastTerminationState.Terminated = terminatedState(spec, cur)
 	default:
-		cs.State.Terminated = terminatedState(cur)
+		cs.State.Terminated = terminatedState(spec, cur)
 	}
 	return cs
 }
 
-func terminatedState(c runtime.Container) *corev1.ContainerStateTerminated {
+func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.ContainerStateTerminated {
 	reason := "Completed"
 	switch {
 	case c.OOMKilled:
@@ -134,6 +134,7 @@ func terminatedState(c runtime.Container) *corev1.ContainerStateTerminated {
 	return &corev1.ContainerStateTerminated{
 		ExitCode:    c.ExitCode,
 		Reason:      reason,
+		Message:     terminationMessage(spec, c),
 		StartedAt:   apiTime(c.StartedAt),
 		FinishedAt:  apiTime(c.FinishedAt),
 		ContainerID: "containerd://" + c.ID,

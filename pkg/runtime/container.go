@@ -32,12 +32,15 @@ type ContainerConfig struct {
 	WorkingDir string   // default: the image's
 	SandboxID  string   // the pod's pause container, whose namespaces the container joins
 	LogPath    string   // receives stdout and stderr; "" discards them
-	Labels     map[string]string
-	SpecHash   string // hash of the pod's container spec, to detect changes
-	Mounts     []Mount
-	Linux      Linux
-	Security   Security
-	Namespaces Namespaces // as the pod's sandbox was given
+	// TerminationLog is the host file the container writes its termination message to
+	// (mounted by the caller); recorded for the caller to read after the exit.
+	TerminationLog string
+	Labels         map[string]string
+	SpecHash       string // hash of the pod's container spec, to detect changes
+	Mounts         []Mount
+	Linux          Linux
+	Security       Security
+	Namespaces     Namespaces // as the pod's sandbox was given
 }
 
 // Linux are a container's (or sandbox's) cgroup and kernel settings.
@@ -171,14 +174,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	}
 	spec = append(spec, security...)
 	labels := withOwnLabels(cfg.Labels, map[string]string{
-		LabelPodUID:        sandbox.PodUID,
-		LabelPodNamespace:  sandbox.PodNamespace,
-		LabelPodName:       sandbox.PodName,
-		LabelContainerName: cfg.Name,
-		LabelSandboxID:     cfg.SandboxID,
-		LabelSpecHash:      cfg.SpecHash,
-		LabelNetNS:         sandbox.NetNSPath,
-		LabelLogPath:       cfg.LogPath,
+		LabelPodUID:         sandbox.PodUID,
+		LabelPodNamespace:   sandbox.PodNamespace,
+		LabelPodName:        sandbox.PodName,
+		LabelContainerName:  cfg.Name,
+		LabelSandboxID:      cfg.SandboxID,
+		LabelSpecHash:       cfg.SpecHash,
+		LabelNetNS:          sandbox.NetNSPath,
+		LabelLogPath:        cfg.LogPath,
+		LabelTerminationLog: cfg.TerminationLog,
 	})
 
 	c, err := r.client.NewContainer(ctx, id,

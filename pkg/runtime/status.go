@@ -16,16 +16,17 @@ import (
 
 // Labels minilet keeps on its containerd containers.
 const (
-	labelPrefix        = "io.minik8s."
-	LabelPodUID        = labelPrefix + "pod-uid"
-	LabelPodNamespace  = labelPrefix + "pod-namespace"
-	LabelPodName       = labelPrefix + "pod-name"
-	LabelContainerName = labelPrefix + "container-name"
-	LabelSandbox       = labelPrefix + "sandbox"    // "true" on pause containers
-	LabelSandboxID     = labelPrefix + "sandbox-id" // the pod's pause container
-	LabelSpecHash      = labelPrefix + "spec-hash"
-	LabelNetNS         = labelPrefix + "netns" // network namespace path; "" is the host's
-	LabelLogPath       = labelPrefix + "log-path"
+	labelPrefix         = "io.minik8s."
+	LabelPodUID         = labelPrefix + "pod-uid"
+	LabelPodNamespace   = labelPrefix + "pod-namespace"
+	LabelPodName        = labelPrefix + "pod-name"
+	LabelContainerName  = labelPrefix + "container-name"
+	LabelSandbox        = labelPrefix + "sandbox"    // "true" on pause containers
+	LabelSandboxID      = labelPrefix + "sandbox-id" // the pod's pause container
+	LabelSpecHash       = labelPrefix + "spec-hash"
+	LabelNetNS          = labelPrefix + "netns" // network namespace path; "" is the host's
+	LabelLogPath        = labelPrefix + "log-path"
+	LabelTerminationLog = labelPrefix + "termination-log"
 	// Lifecycle labels: set when minilet starts a task and when it first sees it exit,
 	// so the exit survives the task's deletion (a containerd restart deletes dead tasks).
 	LabelStartedAt  = labelPrefix + "started-at"
@@ -59,12 +60,14 @@ type Container struct {
 	SandboxID    string // for app containers: the pod's pause container
 	NetNSPath    string
 	LogPath      string
-	State        State
-	ExitCode     int32
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	PID          uint32 // of the running task; 0 otherwise
-	OOMKilled    bool   // the OOM killer ended it (seen by WatchOOM)
+	// TerminationLog is the host file mounted at the container's terminationMessagePath.
+	TerminationLog string
+	State          State
+	ExitCode       int32
+	StartedAt      time.Time
+	FinishedAt     time.Time
+	PID            uint32 // of the running task; 0 otherwise
+	OOMKilled      bool   // the OOM killer ended it (seen by WatchOOM)
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
@@ -183,20 +186,21 @@ func recordExit(ctx context.Context, c containerd.Container, code uint32, at tim
 func fromLabels(info containers.Container) Container {
 	l := info.Labels
 	out := Container{
-		ID:           info.ID,
-		PodUID:       l[LabelPodUID],
-		PodNamespace: l[LabelPodNamespace],
-		PodName:      l[LabelPodName],
-		Name:         l[LabelContainerName],
-		Image:        info.Image,
-		SpecHash:     l[LabelSpecHash],
-		Sandbox:      l[LabelSandbox] == "true",
-		SandboxID:    l[LabelSandboxID],
-		NetNSPath:    l[LabelNetNS],
-		LogPath:      l[LabelLogPath],
-		StartedAt:    parseTime(l[LabelStartedAt]),
-		FinishedAt:   parseTime(l[LabelFinishedAt]),
-		OOMKilled:    l[LabelOOMKilled] == "true",
+		ID:             info.ID,
+		PodUID:         l[LabelPodUID],
+		PodNamespace:   l[LabelPodNamespace],
+		PodName:        l[LabelPodName],
+		Name:           l[LabelContainerName],
+		Image:          info.Image,
+		SpecHash:       l[LabelSpecHash],
+		Sandbox:        l[LabelSandbox] == "true",
+		SandboxID:      l[LabelSandboxID],
+		NetNSPath:      l[LabelNetNS],
+		LogPath:        l[LabelLogPath],
+		TerminationLog: l[LabelTerminationLog],
+		StartedAt:      parseTime(l[LabelStartedAt]),
+		FinishedAt:     parseTime(l[LabelFinishedAt]),
+		OOMKilled:      l[LabelOOMKilled] == "true",
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)

@@ -61,6 +61,19 @@ spec:
   activeDeadlineSeconds: 5
   containers:
   - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: last-words}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000}
+  containers:
+  - {name: file, image: localhost/minik8s/busybox:v1, command: [sh, -c, "echo goodbye > /dev/termination-log; exit 3"]}
+  - name: logs
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, "echo first; echo it broke; exit 4"]
+    terminationMessagePolicy: FallbackToLogsOnError
 `
 
 // TestPodLifecycle: init containers run one after the other before the app (kubectl
@@ -167,5 +180,15 @@ func TestPodLifecycle(t *testing.T) {
 	waitFor(t, "the deadline pod failed", 60*time.Second, func() (bool, string) {
 		p := pod("deadline")
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded", fmt.Sprint(p.Status.Phase, " ", p.Status.Reason)
+	})
+
+	waitFor(t, "the last words of both containers", 60*time.Second, func() (bool, string) {
+		got := map[string]string{}
+		for _, cs := range pod("last-words").Status.ContainerStatuses {
+			if cs.State.Terminated != nil {
+				got[cs.Name] = cs.State.Terminated.Message
+			}
+		}
+		return got["file"] == "goodbye\n" && got["logs"] == "first\nit broke\n", fmt.Sprintf("%q", got)
 	})
 }
