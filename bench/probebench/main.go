@@ -12,17 +12,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU times.
-const clockTicks = 100
 
 func main() {
 	pods := flag.Int("pods", 100, "pods (each with 3 probes in the probed phase)")
@@ -49,7 +45,7 @@ func run(pods int, window time.Duration, bin, images string) error {
 			fmt.Fprintln(os.Stderr, "probebench: lab down:", err)
 		}
 	}()
-	pid, err := processPID(l, "minilet-"+l.Nodes[0].Name)
+	pid, err := proc.LabPID(l, "minilet-"+l.Nodes[0].Name)
 	if err != nil {
 		return err
 	}
@@ -67,11 +63,11 @@ func run(pods int, window time.Duration, bin, images string) error {
 			return err
 		}
 		time.Sleep(5 * time.Second) // let start-up work settle
-		cpu, err := cpuShare(pid, window)
+		cpu, err := proc.CPUShare(pid, window)
 		if err != nil {
 			return err
 		}
-		rss, err := rssMiB(pid)
+		rss, err := proc.RSSMiB(pid)
 		if err != nil {
 			return err
 		}
@@ -135,62 +131,4 @@ func waitReady(ctx context.Context, l *lab.Lab, n int, within time.Duration) err
 		time.Sleep(2 * time.Second)
 	}
 	return fmt.Errorf("%d pods not Ready within %s", n, within)
-}
-
-// cpuShare is the process's CPU time over window divided by window: 1.0 is one core.
-func cpuShare(pid int, window time.Duration) (float64, error) {
-	before, err := cpuTicks(pid)
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	time.Sleep(window)
-	after, err := cpuTicks(pid)
-	if err != nil {
-		return 0, err
-	}
-	return float64(after-before) / clockTicks / time.Since(start).Seconds(), nil
-}
-
-// cpuTicks is utime+stime of the process from /proc/PID/stat.
-func cpuTicks(pid int) (uint64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces) start after the last ')'.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
-	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return utime + stime, nil
-}
-
-func rssMiB(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
-}
-
-func processPID(l *lab.Lab, name string) (int, error) {
-	fresh, err := lab.Load(l.Name)
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range fresh.Processes {
-		if p.Name == name {
-			return p.PID, nil
-		}
-	}
-	return 0, fmt.Errorf("no process %s in lab %s (%s)", name, l.Name, filepath.Join(lab.StateRoot, l.Name))
 }

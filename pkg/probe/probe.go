@@ -202,6 +202,7 @@ func TCP(ctx context.Context, addr string) (Result, string) {
 
 // GRPC is the grpc handler: grpc.health.v1 Health/Check must answer SERVING.
 func GRPC(ctx context.Context, addr, service string) (Result, string) {
+	timeout := deadlineOf(ctx) // the probe's timeout, for the message, before it runs out
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(userAgent))
 	if err != nil {
 		return Failure, err.Error()
@@ -209,7 +210,7 @@ func GRPC(ctx context.Context, addr, service string) (Result, string) {
 	defer conn.Close()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 	if err != nil {
-		return Failure, fmt.Sprintf("failed to connect service %q within %v: %v", addr, deadlineOf(ctx), err)
+		return Failure, fmt.Sprintf("failed to connect service %q within %v: %v", addr, timeout, err)
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return Failure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus())

@@ -103,6 +103,17 @@ func TestTCPAndGRPCHandlers(t *testing.T) {
 	if r, out := GRPC(ctx, gl.Addr().String(), "db"); r != Failure || !strings.Contains(out, "NOT_SERVING") {
 		t.Errorf("grpc health of a service not serving = %v %q", r, out)
 	}
+	// A server that never answers: the message names the probe's timeout, as the kubelet's.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
+	defer cancelShort()
+	if r, out := GRPC(short, silent.Addr().String(), ""); r != Failure || !strings.Contains(out, "within 1s") {
+		t.Errorf("grpc health of a silent server = %v %q, want a failure within 1s", r, out)
+	}
 }
 
 // TestWorkerThresholds drives a worker step by step: failureThreshold failures in a row flip

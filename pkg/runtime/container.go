@@ -142,6 +142,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		oci.WithImageConfig(img),
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(cfg.Env),
+		inShimOf(cfg.SandboxID),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: nsPath(sandbox.PID, "uts")}),
 	}
 	if cfg.Namespaces.HostIPC {

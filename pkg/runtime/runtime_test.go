@@ -591,6 +591,9 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	if !sameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
 		t.Error("hostPID: the container is not in the host's PID namespace")
 	}
+	if shims := shimsOf(t, e.ns); shims != 1 {
+		t.Errorf("a sandbox and its 3 containers run under %d shims, want one for the pod", shims)
+	}
 
 	_, err = e.rt.CreateContainer(ctx, runtime.ContainerConfig{
 		Name: "missing-profile", Image: images.BusyboxRef, SandboxID: sandbox.ID,
@@ -680,4 +683,21 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// shimsOf counts the containerd shims serving containerd namespace ns.
+func shimsOf(t *testing.T, ns string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), "-namespace\x00"+ns+"\x00") {
+			n++
+		}
+	}
+	return n
 }

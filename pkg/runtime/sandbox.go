@@ -60,7 +60,7 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 	}
 
 	id := newContainerID(cfg.PodUID, sandboxName)
-	spec := append([]oci.SpecOpts{oci.WithImageConfig(img)}, cfg.Linux.specOpts(id)...)
+	spec := append([]oci.SpecOpts{oci.WithImageConfig(img), inShimOf(id)}, cfg.Linux.specOpts(id)...)
 	if cfg.NetNSPath == "" {
 		spec = append(spec,
 			oci.WithHostNamespace(specs.NetworkNamespace),
@@ -98,6 +98,17 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		return Container{}, errors.Join(err, r.RemoveContainer(ctx, id))
 	}
 	return r.ContainerStatus(ctx, id) // reloaded: c does not see the labels the start set
+}
+
+// shimGroup is the OCI annotation by which containerd's runc shim serves several
+// containers from one shim process.
+const shimGroup = "io.containerd.runc.v2.group"
+
+// inShimOf has a container served by the shim of the pod whose sandbox is sandboxID, as
+// containerd's CRI plugin does: one shim per pod instead of one per container (each is a
+// process of ~10 MiB, and starting it is a good part of starting a container).
+func inShimOf(sandboxID string) oci.SpecOpts {
+	return oci.WithAnnotations(map[string]string{shimGroup: sandboxID})
 }
 
 func embeddedPause() (io.ReadCloser, error) {

@@ -71,8 +71,9 @@ type Container struct {
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
-// Two calls to containerd answer it however many containers there are: the containers,
-// then all of the namespace's tasks (minilet relists every second).
+// Every pod's (minilet's relist, every second) takes two calls to containerd however many
+// containers there are: the containers, then all of the namespace's tasks. One pod's asks
+// for its few tasks one by one instead: containerd asks every shim when it lists tasks.
 func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]Container, error) {
 	ctx = r.nsContext(ctx)
 	filter := fmt.Sprintf("labels.%q", LabelPodUID)
@@ -83,17 +84,25 @@ func (r *Runtime) ListContainers(ctx context.Context, podUID string) ([]Containe
 	if err != nil {
 		return nil, fmt.Errorf("listing containers: %w", err)
 	}
-	resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("listing tasks: %w", errgrpc.ToNative(err))
-	}
-	taskOf := make(map[string]*tasktypes.Process, len(resp.Tasks))
-	for _, t := range resp.Tasks {
-		taskOf[t.ID] = t
+	var taskOf map[string]*tasktypes.Process
+	if podUID == "" {
+		resp, err := r.client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("listing tasks: %w", errgrpc.ToNative(err))
+		}
+		taskOf = make(map[string]*tasktypes.Process, len(resp.Tasks))
+		for _, t := range resp.Tasks {
+			taskOf[t.ID] = t
+		}
 	}
 	out := make([]Container, 0, len(list))
 	for _, c := range list {
-		status, err := r.statusWith(ctx, c, taskOf[c.ID()])
+		var status Container
+		if taskOf != nil {
+			status, err = r.statusWith(ctx, c, taskOf[c.ID()])
+		} else {
+			status, err = r.status(ctx, c)
+		}
 		if errdefs.IsNotFound(err) {
 			continue // removed while we were listing
 		}

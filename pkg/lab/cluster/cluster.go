@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +19,11 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // APIPort is the lab API server's port on the control-plane address.
@@ -298,6 +302,26 @@ func Kubectl(ctx context.Context, l *lab.Lab, args ...string) (string, error) {
 		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
 	}
 	return out.String(), nil
+}
+
+// RESTConfig is the lab admin's client configuration for client-go, its connections
+// dialed from inside the control-plane namespace (the host has no route into the lab).
+func RESTConfig(l *lab.Lab) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("lab kubeconfig: %w", err)
+	}
+	nsPath := lab.NetNSPath(l.ControlPlane.NetNS)
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	cfg.Dial = func(ctx context.Context, proto, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := network.InNetNS(nsPath, func() (err error) {
+			conn, err = dialer.DialContext(ctx, proto, addr)
+			return err
+		})
+		return conn, err
+	}
+	return cfg, nil
 }
 
 // KubectlCommand is kubectl against the lab, ready for the caller to wire its stdio.

@@ -1,0 +1,104 @@
+// Package proc reads what benchmarks print about a process: CPU use and RSS from /proc,
+// and the PIDs of a lab's daemons.
+package proc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab"
+)
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU times.
+const clockTicks = 100
+
+// CPUShare is the process's CPU time over window divided by window: 1.0 is one core.
+func CPUShare(pid int, window time.Duration) (float64, error) {
+	before, err := cpuTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	after, err := cpuTicks(pid)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / clockTicks / time.Since(start).Seconds(), nil
+}
+
+// cpuTicks is utime+stime of the process from /proc/PID/stat.
+func cpuTicks(pid int) (uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after the last ')'.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
+	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return utime + stime, nil
+}
+
+// RSSMiB is the process's resident set size.
+func RSSMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// LabPID is the PID of the lab's process called name (minilet-node-1, miniapi, ...).
+func LabPID(l *lab.Lab, name string) (int, error) {
+	fresh, err := lab.Load(l.Name)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range fresh.Processes {
+		if p.Name == name {
+			return p.PID, nil
+		}
+	}
+	return 0, fmt.Errorf("no process %s in lab %s (%s)", name, l.Name, filepath.Join(lab.StateRoot, l.Name))
+}
+
+// HostCPU is the CPU time the whole host has spent busy (user, system, interrupts), and
+// how many CPUs it has.
+func HostCPU() (time.Duration, int, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	var busy uint64
+	cpus := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 8 && f[0] == "cpu":
+			for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					return 0, 0, fmt.Errorf("parse /proc/stat: %w", err)
+				}
+				busy += v
+			}
+		case len(f) > 0 && strings.HasPrefix(f[0], "cpu"):
+			cpus++
+		}
+	}
+	return time.Duration(busy) * time.Second / clockTicks, cpus, nil
+}
