@@ -1,11 +1,11 @@
 package e2e
 
 import (
-	"regexp"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
