@@ -82,7 +82,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 	f.StringToStringVar(&cfg.SystemReserved, "system-reserved", nil, "resources kept for the system, not for pods: cpu=500m,memory=1Gi,ephemeral-storage=1Gi")
 	f.StringToStringVar(&cfg.KubeReserved, "kube-reserved", nil, "resources kept for minilet and containerd, not for pods (as --system-reserved)")
-	f.Int64Var(&cfg.PodMaxPids, "pod-max-pids", -1, "most processes a container may have (-1: no limit)")
+	f.Int64Var(&cfg.PodMaxPids, "pod-max-pids", -1, "most processes a pod may have (-1: no limit)")
 	f.StringVar(&healthzAddr, "healthz-bind-address", "127.0.0.1", "address for /healthz and /metrics")
 	f.IntVar(&healthzPort, "healthz-port", 10248, "port for /healthz and /metrics")
 	f.IntVar(&cfg.Port, "port", 10250, "port of the node API (logs, exec, port-forward), served on --node-ip")

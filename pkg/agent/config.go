@@ -30,7 +30,7 @@ type Config struct {
 	// --image-gc-high-threshold, --image-gc-low-threshold: percent of the image filesystem.
 	ImageGCHighThreshold, ImageGCLowThreshold int
 	CgroupRoot                                string // --cgroup-root: pods' cgroups go below it
-	PodMaxPids                                int64  // --pod-max-pids: per container; <= 0 is no limit
+	PodMaxPids                                int64  // --pod-max-pids: per pod; <= 0 is no limit
 	// --container-log-max-size, --container-log-max-files: rotation of container logs.
 	ContainerLogMaxSize  string
 	ContainerLogMaxFiles int

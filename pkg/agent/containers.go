@@ -144,7 +144,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		Namespaces:     namespacesOf(pod),
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod),
-			Resources:    cm.ContainerResources(spec, a.cfg.PodMaxPids),
+			Resources:    cm.ContainerResources(spec),
 			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, a.capacity.Memory().Value()), a.oomFloor)),
 		},
 	})

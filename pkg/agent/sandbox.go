@@ -72,6 +72,9 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		Namespaces:   namespacesOf(pod),
 		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, a.oomFloor))},
 	}
+	if err := cm.EnsurePodCgroup(a.cfg.CgroupRoot, pod, a.cfg.PodMaxPids); err != nil {
+		return nil, fmt.Errorf("pod cgroup: %w", err)
+	}
 	if pod.Spec.HostNetwork {
 		sb, err := a.rt.RunSandbox(ctx, cfg)
 		if err != nil {

@@ -90,6 +90,10 @@ func TestResources(t *testing.T) {
 	if memory != "67108864" || cpu != "50000 100000" {
 		t.Errorf("cgroup %s: memory limit %q, cpu quota/period %q; want 67108864 and 50000 100000", dir, memory, cpu)
 	}
+	podDir := filepath.Dir(dir) // the pod's own cgroup is bounded by the sum of its containers'
+	if memory, cpu := cgroupLimits(t, podDir); memory != "67108864" || cpu != "50000 100000" {
+		t.Errorf("pod cgroup %s: memory limit %q, cpu quota/period %q; want 67108864 and 50000 100000", podDir, memory, cpu)
+	}
 
 	// securityContext: user and groups (fsGroup among them, owning the emptyDir), a
 	// read-only root, no capabilities, seccomp; a root image under runAsNonRoot is refused

@@ -46,9 +46,9 @@ func PodCgroup(root string, pod *corev1.Pod) string {
 }
 
 // ContainerResources are a container's cgroup settings: CPU shares from its request
-// (2 without one), a CFS quota from its CPU limit, a memory limit, and the pod's pids limit
-// (pidsLimit <= 0: none).
-func ContainerResources(c *corev1.Container, pidsLimit int64) *specs.LinuxResources {
+// (2 without one), a CFS quota from its CPU limit, and a memory limit. The pids limit is
+// the pod's (EnsurePodCgroup).
+func ContainerResources(c *corev1.Container) *specs.LinuxResources {
 	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
 	cpuReq, cpuLim := c.Resources.Requests.Cpu(), c.Resources.Limits.Cpu()
 	shares := uint64(minShares)
@@ -64,9 +64,6 @@ func ContainerResources(c *corev1.Container, pidsLimit int64) *specs.LinuxResour
 	}
 	if mem := c.Resources.Limits.Memory().Value(); mem > 0 {
 		r.Memory = &specs.LinuxMemory{Limit: &mem}
-	}
-	if pidsLimit > 0 {
-		r.Pids = &specs.LinuxPids{Limit: &pidsLimit}
 	}
 	return r
 }
@@ -179,9 +176,8 @@ func EnsureNodeCgroup(root string, cpuMillis, memoryBytes int64) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		weight := 1 + ((shares-2)*9999)/262142 // the kernel's and runc's shares-to-weight conversion
 		return errors.Join(
-			os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(fmt.Sprint(weight)), 0o644),
+			os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte(fmt.Sprint(sharesToWeight(shares))), 0o644),
 			os.WriteFile(filepath.Join(dir, "memory.max"), []byte(fmt.Sprint(memoryBytes)), 0o644))
 	}
 	for _, c := range []struct{ controller, file, value string }{

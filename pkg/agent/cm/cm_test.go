@@ -25,17 +25,17 @@ func list(cpu, mem string) corev1.ResourceList {
 
 func TestContainerResources(t *testing.T) {
 	c := withResources(list("250m", "64Mi"), list("500m", "128Mi"))
-	r := ContainerResources(&c, 100)
-	if *r.CPU.Shares != 256 || *r.CPU.Quota != 50000 || *r.CPU.Period != 100000 || *r.Memory.Limit != 128<<20 || *r.Pids.Limit != 100 {
-		t.Errorf("shares %d quota %d period %d memory %d pids %d", *r.CPU.Shares, *r.CPU.Quota, *r.CPU.Period, *r.Memory.Limit, *r.Pids.Limit)
+	r := ContainerResources(&c)
+	if *r.CPU.Shares != 256 || *r.CPU.Quota != 50000 || *r.CPU.Period != 100000 || *r.Memory.Limit != 128<<20 || r.Pids != nil {
+		t.Errorf("shares %d quota %d period %d memory %d pids %v", *r.CPU.Shares, *r.CPU.Quota, *r.CPU.Period, *r.Memory.Limit, r.Pids)
 	}
 	none := withResources(nil, nil)
-	r = ContainerResources(&none, -1)
+	r = ContainerResources(&none)
 	if *r.CPU.Shares != 2 || r.CPU.Quota != nil || r.Memory != nil || r.Pids != nil {
 		t.Errorf("best effort: %+v %+v", r.CPU, r.Memory)
 	}
 	tiny := withResources(nil, list("1m", ""))
-	if r := ContainerResources(&tiny, 0); *r.CPU.Quota != 1000 || *r.CPU.Shares != 2 {
+	if r := ContainerResources(&tiny); *r.CPU.Quota != 1000 || *r.CPU.Shares != 2 {
 		t.Errorf("1m limit: quota %d shares %d, want the kubelet's minimums 1000 and 2", *r.CPU.Quota, *r.CPU.Shares)
 	}
 }
@@ -64,5 +64,32 @@ func TestPodCgroupAndOOMScore(t *testing.T) {
 		if got := OOMScoreAdj(p, &p.Spec.Containers[0], 4*gi); got != tc.adj {
 			t.Errorf("%s: oom_score_adj %d, want %d", tc.name, got, tc.adj)
 		}
+	}
+}
+
+func TestPodResources(t *testing.T) {
+	pod := func(cs ...corev1.Container) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}, Spec: corev1.PodSpec{Containers: cs}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want PodLimits
+	}{
+		{"best effort", pod(withResources(nil, nil)), PodLimits{CPUShares: 2, PidsLimit: 100}},
+		{"guaranteed, two containers", pod(withResources(list("500m", "64Mi"), list("500m", "64Mi")), withResources(list("250m", "32Mi"), list("250m", "32Mi"))),
+			PodLimits{CPUShares: 768, CPUQuota: 75000, MemoryLimit: 96 << 20, PidsLimit: 100}},
+		{"burstable, one container without limits", pod(withResources(list("500m", "64Mi"), list("1", "128Mi")), withResources(list("100m", ""), nil)),
+			PodLimits{CPUShares: 614, PidsLimit: 100}},
+	} {
+		if got := PodResources(tc.pod, 100); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	// An init container asking for more than the app containers sets the pod's request.
+	p := pod(withResources(list("100m", ""), nil))
+	p.Spec.InitContainers = []corev1.Container{withResources(list("1", ""), nil)}
+	if got := PodResources(p, 0); got.CPUShares != 1024 {
+		t.Errorf("init container of 1 CPU: shares %d, want 1024", got.CPUShares)
 	}
 }
