@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
@@ -63,7 +64,7 @@ type Agent struct {
 	podLister        corelisters.PodLister
 	apiSynced        atomic.Bool // the pod informer has synced: podLister may be read
 	static           staticPods
-	workers          *podWorkers
+	workers          *podworkers.Workers[*podState]
 	probes           *prober
 }
 
@@ -131,7 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return ignoreCanceled(ctx, err)
 	}
 	a.probes = newProber(ctx, a)
-	a.workers = newPodWorkers(ctx, a, a.metrics, func(pod *corev1.Pod) *podState {
+	a.workers = podworkers.New(ctx, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
 		return newPodState(pod, apiTime(a.clock.Now()))
 	})
 	// Static pods start without the API server (how a control plane bootstraps); pods
@@ -145,7 +146,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.runImageGC(ctx) })
 	wg.Go(func() { a.watchOOM(ctx) })
 	a.runHousekeeping(ctx)
-	a.workers.wait()
+	a.workers.Wait()
 	return nil
 }
 
@@ -197,7 +198,7 @@ func (a *Agent) podEventHandler() cache.ResourceEventHandler {
 			case staticpod.IsMirror(pod):
 				a.mirrorsChanged() // a deleted mirror comes back
 			default:
-				a.workers.remove(pod.UID)
+				a.workers.Remove(pod.UID)
 			}
 		},
 	}
@@ -212,7 +213,7 @@ func (a *Agent) podChanged(obj any) {
 			a.mirrorsChanged()
 		}
 	default:
-		a.workers.update(pod)
+		a.workers.Update(pod)
 	}
 }
 
@@ -245,15 +246,15 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		workers := a.workers.uids() // before the listing: a pod added later is not in it
+		workers := a.workers.UIDs() // before the listing: a pod added later is not in it
 		present := map[string]bool{}
 		for _, pod := range a.nodePods() {
 			present[string(pod.UID)] = true
-			a.workers.update(pod)
+			a.workers.Update(pod)
 		}
 		for uid := range workers {
 			if !present[string(uid)] {
-				a.workers.remove(uid)
+				a.workers.Remove(uid)
 			}
 		}
 		if a.apiSynced.Load() { // until then, every API pod would look like an orphan
@@ -263,7 +264,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 			a.syncMirrorPods(ctx)
 		}
 		a.backoff.GC()
-		a.workers.forgetFinished(time.Now().Add(-finishedMemory))
+		a.workers.ForgetFinished(time.Now().Add(-finishedMemory))
 	}
 }
 

@@ -100,7 +100,7 @@ func (a *Agent) knownPods() map[types.UID]bool {
 	for _, pod := range a.nodePods() {
 		known[pod.UID] = true
 	}
-	for uid := range a.workers.uids() {
+	for uid := range a.workers.UIDs() {
 		known[uid] = true
 	}
 	return known

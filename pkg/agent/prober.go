@@ -143,10 +143,10 @@ func (p *prober) report(ctx context.Context, key probeKey, pod *corev1.Pod, c *c
 			if err := p.a.stopContainers(p.ctx, nil, []runtime.Container{rc}, p.a.runPreStop(p.ctx, pod, rc, grace)); err != nil {
 				p.a.containerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedKillPod", "error killing container %s: %v", c.Name, err)
 			}
-			p.a.workers.wake(pod.UID)
+			p.a.workers.Wake(pod.UID)
 		}()
 	}
-	p.a.workers.wake(pod.UID) // the pod's status changes
+	p.a.workers.Wake(pod.UID) // the pod's status changes
 }
 
 func lower(k probe.Kind) string {

@@ -26,12 +26,12 @@ func (r *relister) relist(ctx context.Context, a *Agent) error {
 	now := fingerprints(containers)
 	for uid, fp := range now {
 		if r.last[uid] != fp {
-			a.workers.wake(uid)
+			a.workers.Wake(uid)
 		}
 	}
 	for uid := range r.last {
 		if _, ok := now[uid]; !ok {
-			a.workers.wake(uid)
+			a.workers.Wake(uid)
 		}
 	}
 	r.last = now

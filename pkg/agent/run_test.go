@@ -98,7 +98,7 @@ func TestRunPodLifecycle(t *testing.T) {
 		cs, _ := h.rt.ListContainers(ctx, string(pod.UID))
 		return len(cs) == 0 && h.net.attachedCount() == 0
 	})
-	waitFor(t, "worker retired", func() bool { return !a.workers.uids()[pod.UID] })
+	waitFor(t, "worker retired", func() bool { return !a.workers.UIDs()[pod.UID] })
 }
 
 // TestRunCleansUpOrphansAndAdoptsKnownPods starts an agent on a runtime that
@@ -135,7 +135,7 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	if _, err := os.Stat(strayLogs); !os.IsNotExist(err) {
 		t.Errorf("logs of an unknown pod kept: %v", err)
 	}
-	waitFor(t, "known pod synced", func() bool { return h.agent.workers != nil && h.agent.workers.uids()[known.UID] })
+	waitFor(t, "known pod synced", func() bool { return h.agent.workers != nil && h.agent.workers.UIDs()[known.UID] })
 	time.Sleep(200 * time.Millisecond) // let its first sync finish
 	if got := containerIDs(h.rt, string(known.UID)); strings.Join(got, ",") != strings.Join(knownIDs, ",") {
 		t.Errorf("containers of the known pod changed from %v to %v", knownIDs, got)

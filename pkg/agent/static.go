@@ -48,14 +48,14 @@ func (a *Agent) setStaticPods(pods []*corev1.Pod) {
 	a.static.mu.Unlock()
 	for uid := range old {
 		if _, ok := a.static.pods[uid]; !ok {
-			a.workers.remove(uid)
+			a.workers.Remove(uid)
 		}
 	}
 	for _, p := range pods {
 		if _, ok := old[p.UID]; !ok {
 			slog.Info("static pod", "pod", podKey(p), "uid", p.UID)
 		}
-		a.workers.update(p)
+		a.workers.Update(p)
 	}
 	a.mirrorsChanged()
 }

@@ -150,3 +150,14 @@ func (a *Agent) removeDeadContainers(ctx context.Context, pod *corev1.Pod, all [
 	}
 	return a.removeContainers(ctx, dead)
 }
+
+// podHandler is the agent as its pod workers see it.
+type podHandler struct{ a *Agent }
+
+func (h podHandler) SyncPod(ctx context.Context, st *podState, pod *corev1.Pod) (time.Duration, error) {
+	return h.a.syncPod(ctx, st, pod)
+}
+
+func (h podHandler) TerminatePod(ctx context.Context, st *podState, pod *corev1.Pod, gone bool) error {
+	return h.a.terminatePod(ctx, st, pod, gone)
+}

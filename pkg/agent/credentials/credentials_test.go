@@ -1,4 +1,4 @@
-package agent
+package credentials
 
 import (
 	"slices"
@@ -9,10 +9,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
-func TestRegistryAuths(t *testing.T) {
+func TestFromSecret(t *testing.T) {
 	secret := &corev1.Secret{Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(
 		`{"auths":{"127.0.0.1:5000":{"username":"lab","password":"secret"},"https://index.docker.io/v1/":{"auth":"bWU6cHc="}}}`)}}
-	got, err := registryAuths(secret)
+	got, err := FromSecret(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestRegistryAuths(t *testing.T) {
 		"bad json": {Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte("{")}},
 		"bad auth": {Type: corev1.SecretTypeDockercfg, Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"r.lab":{"auth":"bm9jb2xvbg=="}}`)}},
 	} {
-		if _, err := registryAuths(bad); err == nil {
+		if _, err := FromSecret(bad); err == nil {
 			t.Errorf("%s secret accepted", name)
 		}
 	}

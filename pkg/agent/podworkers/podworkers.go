@@ -1,4 +1,7 @@
-package agent
+// Package podworkers runs one goroutine per pod, like the kubelet's pod workers: updates
+// for a pod coalesce, its goroutine always works on the newest version, a pod is never
+// worked on twice at once, and failing syncs retry with back-off.
+package podworkers
 
 import (
 	"context"
@@ -16,24 +19,27 @@ const (
 	errorRetryMax = time.Minute
 )
 
-// podHandler does the work for one pod; podWorkers calls it from that pod's
-// goroutine only, so a pod is never synced twice at once.
-type podHandler interface {
-	// syncPod converges a pod that should run; a positive duration asks to
-	// be called again after it (a back-off ending).
-	syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (time.Duration, error)
-	// terminatePod stops and removes everything of a pod being deleted
-	// (gone: the API object no longer exists).
-	terminatePod(ctx context.Context, st *podState, pod *corev1.Pod, gone bool) error
+// Handler does the work for one pod, keeping what it knows of the pod in a state of
+// type S (made by Workers' newState when the pod's worker starts); Workers calls it from
+// that pod's goroutine only.
+type Handler[S any] interface {
+	// SyncPod converges a pod that should run; a positive duration asks to be called
+	// again after it (a back-off ending).
+	SyncPod(ctx context.Context, st S, pod *corev1.Pod) (time.Duration, error)
+	// TerminatePod stops and removes everything of a pod being deleted (gone: the API
+	// object no longer exists).
+	TerminatePod(ctx context.Context, st S, pod *corev1.Pod, gone bool) error
 }
 
-// podWorkers runs one goroutine per pod, like the kubelet's pod workers:
-// updates for a pod coalesce, and its goroutine always works on the newest.
-type podWorkers struct {
+// Observer hears of every sync ("sync" or "terminate"), for metrics.
+type Observer func(operation string, start time.Time, err error)
+
+// Workers are the pods' workers.
+type Workers[S any] struct {
 	ctx      context.Context
-	handler  podHandler
-	metrics  *metrics
-	newState func(*corev1.Pod) *podState
+	handler  Handler[S]
+	observe  Observer
+	newState func(*corev1.Pod) S
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -50,13 +56,15 @@ type podWorker struct {
 	gone bool
 }
 
-func newPodWorkers(ctx context.Context, h podHandler, m *metrics, newState func(*corev1.Pod) *podState) *podWorkers {
-	return &podWorkers{ctx: ctx, handler: h, metrics: m, newState: newState,
+// New starts no worker yet; each pod's starts at its first Update and runs until ctx ends
+// or the pod is gone.
+func New[S any](ctx context.Context, h Handler[S], observe Observer, newState func(*corev1.Pod) S) *Workers[S] {
+	return &Workers[S]{ctx: ctx, handler: h, observe: observe, newState: newState,
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]time.Time{}}
 }
 
-// update hands the newest version of a pod to its worker, starting one for a new pod.
-func (p *podWorkers) update(pod *corev1.Pod) {
+// Update hands the newest version of a pod to its worker, starting one for a new pod.
+func (p *Workers[S]) Update(pod *corev1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, done := p.finished[pod.UID]; done {
@@ -75,9 +83,9 @@ func (p *podWorkers) update(pod *corev1.Pod) {
 	poke(w.wake)
 }
 
-// remove tells a pod's worker that the API object is gone; the worker tears
+// Remove tells a pod's worker that the API object is gone; the worker tears
 // the pod down and exits.
-func (p *podWorkers) remove(uid types.UID) {
+func (p *Workers[S]) Remove(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w, ok := p.workers[uid]; ok {
@@ -86,8 +94,8 @@ func (p *podWorkers) remove(uid types.UID) {
 	}
 }
 
-// wake asks a pod's worker for a sync without new pod data (its containers changed).
-func (p *podWorkers) wake(uid types.UID) {
+// Wake asks a pod's worker for a sync without new pod data (its containers changed).
+func (p *Workers[S]) Wake(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w, ok := p.workers[uid]; ok {
@@ -95,8 +103,8 @@ func (p *podWorkers) wake(uid types.UID) {
 	}
 }
 
-// uids lists the pods that have a worker.
-func (p *podWorkers) uids() map[types.UID]bool {
+// UIDs lists the pods that have a worker.
+func (p *Workers[S]) UIDs() map[types.UID]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make(map[types.UID]bool, len(p.workers))
@@ -106,10 +114,10 @@ func (p *podWorkers) uids() map[types.UID]bool {
 	return out
 }
 
-// wait blocks until every worker has stopped (they stop when ctx ends).
-func (p *podWorkers) wait() { p.wg.Wait() }
+// Wait blocks until every worker has stopped (they stop when ctx ends).
+func (p *Workers[S]) Wait() { p.wg.Wait() }
 
-func (p *podWorkers) run(uid types.UID, w *podWorker, st *podState) {
+func (p *Workers[S]) run(uid types.UID, w *podWorker, st S) {
 	defer p.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop() // armed only when a sync asks to be repeated
@@ -129,18 +137,18 @@ func (p *podWorkers) run(uid types.UID, w *podWorker, st *podState) {
 		var err error
 		start := time.Now()
 		if gone || pod.DeletionTimestamp != nil {
-			err = p.handler.terminatePod(p.ctx, st, pod, gone)
-			p.metrics.observeSync("terminate", start, err)
+			err = p.handler.TerminatePod(p.ctx, st, pod, gone)
+			p.observe("terminate", start, err)
 			if err == nil && gone {
 				p.retire(uid)
 				return
 			}
 		} else {
-			after, err = p.handler.syncPod(p.ctx, st, pod)
-			p.metrics.observeSync("sync", start, err)
+			after, err = p.handler.SyncPod(p.ctx, st, pod)
+			p.observe("sync", start, err)
 		}
 		if err != nil && p.ctx.Err() == nil {
-			slog.Error("sync pod", "pod", podKey(pod), "err", err)
+			slog.Error("sync pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 			retry = min(max(2*retry, errorRetryMin), errorRetryMax)
 			if after == 0 {
 				after = retry
@@ -156,16 +164,16 @@ func (p *podWorkers) run(uid types.UID, w *podWorker, st *podState) {
 }
 
 // retire forgets the worker of a pod that is gone for good (UIDs are never reused).
-func (p *podWorkers) retire(uid types.UID) {
+func (p *Workers[S]) retire(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.workers, uid)
 	p.finished[uid] = time.Now()
 }
 
-// forgetFinished drops the memory of pods finished before cutoff; by then no
+// ForgetFinished drops the memory of pods finished before cutoff; by then no
 // stale event about them is in flight.
-func (p *podWorkers) forgetFinished(cutoff time.Time) {
+func (p *Workers[S]) ForgetFinished(cutoff time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid, at := range p.finished {

@@ -1,4 +1,4 @@
-package agent
+package podworkers
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // recordingHandler notes what the workers ask of it and fails when a pod is
@@ -31,7 +32,7 @@ func (r *recordingHandler) enter(pod *corev1.Pod) func() {
 	return func() { r.busy.Delete(pod.UID) }
 }
 
-func (r *recordingHandler) syncPod(_ context.Context, _ *podState, pod *corev1.Pod) (time.Duration, error) {
+func (r *recordingHandler) SyncPod(_ context.Context, _ struct{}, pod *corev1.Pod) (time.Duration, error) {
 	defer r.enter(pod)()
 	r.syncs.Add(1)
 	r.lastSeen.Store(pod.ResourceVersion)
@@ -42,7 +43,7 @@ func (r *recordingHandler) syncPod(_ context.Context, _ *podState, pod *corev1.P
 	return 0, nil
 }
 
-func (r *recordingHandler) terminatePod(_ context.Context, _ *podState, pod *corev1.Pod, gone bool) error {
+func (r *recordingHandler) TerminatePod(_ context.Context, _ struct{}, pod *corev1.Pod, gone bool) error {
 	defer r.enter(pod)()
 	if gone {
 		r.terminal <- pod.Name
@@ -52,22 +53,22 @@ func (r *recordingHandler) terminatePod(_ context.Context, _ *podState, pod *cor
 
 func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
-	w := newPodWorkers(t.Context(), h, newMetrics(), func(p *corev1.Pod) *podState { return newPodState(p, metav1.Now()) })
-	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	w := New(t.Context(), h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
+	pod := testPod("web")
 	for i := range 50 {
 		p := pod.DeepCopy()
 		p.ResourceVersion = string(rune('a' + i%26))
-		w.update(p)
+		w.Update(p)
 	}
 	last := pod.DeepCopy()
 	last.ResourceVersion = "final"
-	w.update(last)
+	w.Update(last)
 	waitFor(t, "the newest version synced", func() bool { return h.lastSeen.Load() == "final" })
 	if n := h.syncs.Load(); n >= 51 {
 		t.Errorf("%d syncs for 51 updates; updates were not coalesced", n)
 	}
 
-	w.remove(pod.UID)
+	w.Remove(pod.UID)
 	select {
 	case name := <-h.terminal:
 		if name != "web" {
@@ -76,13 +77,13 @@ func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("removed pod not terminated")
 	}
-	waitFor(t, "worker retired", func() bool { return !w.uids()[pod.UID] })
+	waitFor(t, "worker retired", func() bool { return !w.UIDs()[pod.UID] })
 
 	// A late update about the finished pod does not start it again.
 	syncs := h.syncs.Load()
-	w.update(last)
+	w.Update(last)
 	time.Sleep(50 * time.Millisecond)
-	if w.uids()[pod.UID] || h.syncs.Load() != syncs {
+	if w.UIDs()[pod.UID] || h.syncs.Load() != syncs {
 		t.Error("a late update restarted a finished pod")
 	}
 }
@@ -90,8 +91,21 @@ func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 func TestPodWorkersRetryFailedSyncs(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
 	h.failures.Store(1)
-	w := newPodWorkers(t.Context(), h, newMetrics(), func(p *corev1.Pod) *podState { return newPodState(p, metav1.Now()) })
-	w.update(testPod("web", corev1.RestartPolicyAlways, "app"))
+	w := New(t.Context(), h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
+	w.Update(testPod("web"))
 	// errorRetryMin later the failed sync runs again by itself.
 	waitFor(t, "a retry", func() bool { return h.syncs.Load() >= 2 })
+}
+
+func testPod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)}}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
