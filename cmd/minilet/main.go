@@ -85,6 +85,7 @@ func newCommand() *cobra.Command {
 	f.Int64Var(&cfg.PodMaxPids, "pod-max-pids", -1, "most processes a pod may have (-1: no limit)")
 	f.StringVar(&healthzAddr, "healthz-bind-address", "127.0.0.1", "address for /healthz and /metrics")
 	f.IntVar(&healthzPort, "healthz-port", 10248, "port for /healthz and /metrics")
+	f.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's /debug/pprof on the healthz address (keep it on loopback)")
 	f.IntVar(&cfg.Port, "port", 10250, "port of the node API (logs, exec, port-forward), served on --node-ip")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate of the node API; without it the node API is not served")
 	f.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "private key of --tls-cert-file")

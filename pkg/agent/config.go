@@ -37,6 +37,7 @@ type Config struct {
 	// --system-reserved, --kube-reserved: resources name=quantity kept from pods.
 	SystemReserved, KubeReserved map[string]string
 	HealthzAddr                  string // host:port of /healthz and /metrics; empty serves nothing
+	Profiling                    bool   // --profiling: /debug/pprof beside /healthz
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
