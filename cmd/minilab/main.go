@@ -70,6 +70,12 @@ func upCommand(name *string) *cobra.Command {
 			if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
 				return fmt.Errorf("--nodes must be between 1 and %d, not %d", lab.MaxNodes, o.Nodes)
 			}
+			if o.Segments < 1 || o.Segments > lab.MaxSegments {
+				return fmt.Errorf("--segments must be between 1 and %d, not %d", lab.MaxSegments, o.Segments)
+			}
+			if o.PodNetwork != "host-gw" && o.PodNetwork != "vxlan" {
+				return fmt.Errorf("--pod-network must be host-gw or vxlan, not %q", o.PodNetwork)
+			}
 			o.Name, o.Progress = *name, cmd.OutOrStdout()
 			ctx, stop := daemon.SignalContext()
 			defer stop()
@@ -87,6 +93,8 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", binDir, "directory holding miniapi and minilet")
 	cmd.Flags().StringVar(&o.ImagesDir, "images-dir", filepath.Join(binDir, "..", "images", "out"), "directory of the image tarballs from `make images`")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
+	cmd.Flags().StringVar(&o.PodNetwork, "pod-network", "host-gw", "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
+	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
 	return cmd
 }
 

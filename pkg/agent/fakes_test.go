@@ -273,7 +273,9 @@ func (n *fakeNetwork) NewNetNS(dir, name string) (string, error) {
 
 func (n *fakeNetwork) RemoveNetNS(path string) error { return os.Remove(path) }
 
-func (n *fakeNetwork) SetUp(_ context.Context, id, netnsPath string, _ network.PodRef, _ ...network.PortMapping) (net.IP, error) {
+func (n *fakeNetwork) Check(context.Context, string, string, network.PodRef) error { return nil }
+
+func (n *fakeNetwork) SetUp(_ context.Context, id, netnsPath string, _ network.PodRef, _ network.PodOptions) (net.IP, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls = append(n.calls, "setup "+id)
