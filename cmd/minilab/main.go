@@ -43,7 +43,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name))
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name))
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -95,6 +95,31 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
 	cmd.Flags().StringVar(&o.PodNetwork, "pod-network", "host-gw", "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
 	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
+	return cmd
+}
+
+func netCommand(name *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "net node-i",
+		Short: "Show a node's pod network (minilet network in its namespace): bridge, veth pairs, routes, VXLAN entries",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			exe, _ := os.Executable()
+			for _, n := range l.Nodes {
+				if n.Name == args[0] {
+					return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), "minilet"),
+						"network", "--root-dir", n.RunDir, "-o", output))
+				}
+			}
+			return fmt.Errorf("lab %q has no node %q", *name, args[0])
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
 

@@ -96,6 +96,7 @@ func newCommand() *cobra.Command {
 	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	cmd.AddCommand(networkCommand())
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	_ = cmd.MarkFlagRequired("node-ip")
 	return cmd
