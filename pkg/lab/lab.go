@@ -6,8 +6,11 @@
 //   - a control-plane namespace mk-NAME-cp and one namespace mk-NAME-node-i per node, each
 //     with eth0 cabled to br0 by a veth pair whose switch end is named after the member
 //     (cp, node-i): cp is 10.200.0.2/24, node-i is 10.200.0.(10+i)/24 with pod CIDR
-//     10.244.i.0/24, IP forwarding on, and a route to every other node's pod CIDR via that
-//     node (the control plane has them too, so it can reach pods);
+//     10.244.i.0/24. Routes between nodes' pods are minilet's (--pod-network), not the lab's;
+//   - with Spec.Segments = S > 1: switches mk-NAME-sw, mk-NAME-sw1 ... for segments
+//     10.200.SEG.0/24, node-i on segment (i-1) mod S at 10.200.SEG.(10+i), the control plane
+//     on segment 0, and a router namespace mk-NAME-rt (eth<SEG> at 10.200.SEG.1, forwarding
+//     on) as the only way between segments;
 //   - no default route anywhere, and nothing added to the host namespace: veths are created
 //     with their ends directly in the lab namespaces.
 //   - state in /var/lib/minik8s/labs/NAME (lab.json, logs/, per-node static pod dirs) and
