@@ -59,16 +59,14 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	return a.Run(ctx)
 }
 
-// setUpNodeNetwork prepares the node's side of the pod network (forwarding, the overlay
-// device, what could clash with the bridge) and the CNI network of its pods.
+// setUpNodeNetwork prepares the CNI network of the node's pods (every plugin present), then
+// the node's side of the pod network (what could clash with the bridge, forwarding, the
+// overlay device), so a missing plugin stops minilet before it changes the node.
 func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
 	_, podCIDR, _ := net.ParseCIDR(cfg.PodCIDR) // checked by Validate and node IPAM
-	bridge := cfg.CNIBridge
-	if cfg.CNIConfig == network.ConfigFile {
-		bridge = "" // the operator's network may not use it at all
-	}
-	nodeNet, err := nodenet.Prepare(nodenet.Config{NodeName: cfg.NodeName, NodeIP: net.ParseIP(cfg.NodeIP), PodCIDR: podCIDR,
-		Mode: cmp.Or(cfg.PodNetwork, nodenet.ModeHostGW), Bridge: bridge})
+	nodeIP := net.ParseIP(cfg.NodeIP)
+	mode := cmp.Or(cfg.PodNetwork, nodenet.ModeHostGW)
+	mtu, err := nodenet.PodMTU(mode, nodeIP)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,12 +78,20 @@ func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
 		PodCIDR:     cfg.PodCIDR,
 		CacheDir:    cfg.cniCacheDir(),
 		IPAMDataDir: cfg.cniNetworksDir(),
-		MTU:         nodeNet.MTU(),
+		MTU:         mtu,
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	slog.Info("pod network", "mode", cfg.PodNetwork, "podCIDR", cfg.PodCIDR, "cniConfig", cni.ConfPath(), "mtu", nodeNet.MTU())
+	bridge := cfg.CNIBridge
+	if cfg.CNIConfig == network.ConfigFile {
+		bridge = "" // the operator's network may not use it at all
+	}
+	nodeNet, err := nodenet.Prepare(nodenet.Config{NodeName: cfg.NodeName, NodeIP: nodeIP, PodCIDR: podCIDR, Mode: mode, Bridge: bridge})
+	if err != nil {
+		return nil, nil, err
+	}
+	slog.Info("pod network", "mode", mode, "podCIDR", cfg.PodCIDR, "cniConfig", cni.ConfPath(), "mtu", mtu)
 	return nodeNet, cni, nil
 }
 

@@ -126,13 +126,17 @@ func Prepare(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// MTU is the most the pods' interfaces may carry: the overlay's (vxlan), else 0 (the
-// plugin's default).
-func (n *Node) MTU() int {
-	if n.dev != nil {
-		return n.dev.MTU()
+// PodMTU is the most pods' interfaces may carry in mode: the overlay's, uplink MTU less the
+// VXLAN headers (vxlan), else 0 (the plugin's default).
+func PodMTU(mode string, nodeIP net.IP) (int, error) {
+	if mode != ModeVXLAN {
+		return 0, nil
 	}
-	return 0
+	mtu, err := vxlan.UplinkMTU(nodeIP)
+	if err != nil {
+		return 0, err
+	}
+	return mtu - vxlan.Overhead, nil
 }
 
 // checkBridge refuses a bridge that already exists as something else or holds an address
