@@ -194,6 +194,16 @@ func enableForwarding() error {
 	return nil
 }
 
+// Cleanup removes what minilet made between nodes in the current network namespace: its
+// routes, the VXLAN device, the egress chains and set. Pods' own interfaces are CNI's.
+func Cleanup() error {
+	var errs []error
+	for cidr, err := range network.SyncPodRoutes(nil) {
+		errs = append(errs, fmt.Errorf("%s: %w", cidr, err))
+	}
+	return errors.Join(append(errs, vxlan.Remove(), masq.Remove())...)
+}
+
 // Run keeps the node's routes or overlay and egress rules in line with the Node objects
 // until ctx ends.
 func (n *Node) Run(ctx context.Context, client kubernetes.Interface, rec record.EventRecorder) {

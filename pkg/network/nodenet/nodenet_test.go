@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -114,6 +115,17 @@ func TestHostGWSync(t *testing.T) {
 	self, _ = client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 	if len(self.Status.Conditions) != 1 || self.Status.Conditions[0].Status != corev1.ConditionFalse {
 		t.Errorf("conditions %+v, want NetworkUnavailable False", self.Status.Conditions)
+	}
+
+	// Cleanup takes minilet's chains and set away and leaves the rest.
+	_ = indexer.Add(nodes[1])
+	sync()
+	nettest.In(t, ns, Cleanup)
+	if routes := ownedRoutes(t, ns); len(routes) != 0 {
+		t.Errorf("routes left after Cleanup: %v", routes)
+	}
+	if out, _ := exec.Command("nsenter", "--net="+ns, "sh", "-c", "iptables-save; ipset list -n").CombinedOutput(); strings.Contains(string(out), "MINIK8S") {
+		t.Errorf("rules left after Cleanup:\n%s", out)
 	}
 }
 
