@@ -56,6 +56,7 @@ func SyncPodRoutes(want []PodRoute) map[string]error {
 		return failed
 	}
 	foreign := map[string]bool{}
+	current := map[string]netlink.Route{}
 	for _, r := range existing {
 		if r.Dst == nil {
 			continue
@@ -65,6 +66,7 @@ func SyncPodRoutes(want []PodRoute) map[string]error {
 			foreign[key] = true
 			continue
 		}
+		current[key] = r
 		if _, keep := wanted[key]; !keep {
 			if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
 				failed[key] = fmt.Errorf("delete stale route to pod CIDR %s: %w", key, err)
@@ -75,6 +77,9 @@ func SyncPodRoutes(want []PodRoute) map[string]error {
 		if foreign[key] {
 			failed[key] = fmt.Errorf("pod CIDR %s is already routed by something else; not replacing that route", key)
 			continue
+		}
+		if cur, ok := current[key]; ok && same(cur, r) {
+			continue // in place: a resync of an unchanged cluster makes no netlink call per route
 		}
 		if !r.OnLink {
 			if err := checkOnLink(r.Gw); err != nil {
@@ -87,6 +92,12 @@ func SyncPodRoutes(want []PodRoute) map[string]error {
 		}
 	}
 	return failed
+}
+
+// same says whether route cur already is what r asks for.
+func same(cur netlink.Route, r PodRoute) bool {
+	onlink := cur.Flags&int(netlink.FLAG_ONLINK) != 0
+	return cur.Gw.Equal(r.Gw) && onlink == r.OnLink && (r.LinkIndex == 0 || cur.LinkIndex == r.LinkIndex)
 }
 
 // checkOnLink fails unless gw is reachable without another router in between.
