@@ -173,6 +173,8 @@ type info struct {
 	Kubeconfig string     `json:"kubeconfig"`
 	APIServer  string     `json:"apiServer"`
 	NetNS      string     `json:"controlPlaneNetns"`
+	PodNetwork string     `json:"podNetwork"`
+	Segments   int        `json:"segments"`
 	Nodes      []nodeInfo `json:"nodes"`
 }
 
@@ -195,7 +197,8 @@ func infoCommand(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS}
+			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS,
+				PodNetwork: l.PodNetwork, Segments: len(l.Switches)}
 			for _, n := range l.Nodes {
 				in.Nodes = append(in.Nodes, nodeInfo{Name: n.Name, IP: n.IP, NetNS: n.NetNS, PodCIDR: n.PodCIDR, ManifestDir: n.ManifestDir})
 			}
@@ -206,7 +209,7 @@ func infoCommand(name *string) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(in)
 			case "":
-				fmt.Fprintf(out, "lab %s: API %s (netns %s), kubeconfig %s\n", in.Name, in.APIServer, in.NetNS, in.Kubeconfig)
+				fmt.Fprintf(out, "lab %s: API %s (netns %s), kubeconfig %s, pod network %s on %d segment(s)\n", in.Name, in.APIServer, in.NetNS, in.Kubeconfig, in.PodNetwork, in.Segments)
 				for _, n := range in.Nodes {
 					fmt.Fprintf(out, "  %-8s %-12s netns %-20s pods %-14s manifests %s\n", n.Name, n.IP, n.NetNS, n.PodCIDR, n.ManifestDir)
 				}

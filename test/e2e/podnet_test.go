@@ -108,6 +108,16 @@ func testPodNetwork(t *testing.T, mode string, segments int) {
 		}
 	})
 
+	t.Run("NodesToPods", func(t *testing.T) {
+		for _, n := range l.Nodes {
+			for i := range l.Nodes {
+				if got, err := httpGetIn(lab.NetNSPath(n.NetNS), "http://"+podIP(i)+":8080/hostname"); err != nil || got != fmt.Sprintf("pn-%d", i+1) {
+					t.Errorf("%s → pn-%d (%s) /hostname = %q, %v", n.Name, i+1, podIP(i), got, err)
+				}
+			}
+		}
+	})
+
 	t.Run("HostPortFromOtherNode", func(t *testing.T) {
 		got, err := httpGetIn(lab.NetNSPath(l.Nodes[0].NetNS), "http://"+l.Nodes[1].IP+":18081/hostname")
 		if err != nil || got != "pn-2" {
