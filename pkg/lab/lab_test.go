@@ -404,6 +404,8 @@ func routesInto(t *testing.T, cidrs ...string) []string {
 
 // TestLabSegments: nodes on two switches reach each other only through the router.
 func TestLabSegments(t *testing.T) {
+	hostLinksBefore := linkNames(t)
+	hostRoutesBefore := routesInto(t, "10.200.0.0/16", ClusterCIDR)
 	l := testLabSpec(t, Spec{Nodes: 3, Segments: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -428,6 +430,21 @@ func TestLabSegments(t *testing.T) {
 		if out, err := Command(ctx, hop.from, "busybox", "ping", "-c", "1", "-W", "2", hop.to).CombinedOutput(); err != nil {
 			t.Errorf("ping %s from %s: %v\n%s", hop.to, hop.from, err, out)
 		}
+	}
+	inNS(t, l.Router.NetNS, func() error {
+		routes, err := netlink.RouteList(nil, netlink.FAMILY_ALL)
+		for _, r := range routes {
+			if r.Dst == nil || r.Dst.IP.IsUnspecified() {
+				t.Errorf("the router has a default route: %v", r)
+			}
+		}
+		return err
+	})
+	if after := linkNames(t); fmt.Sprint(after) != fmt.Sprint(hostLinksBefore) {
+		t.Errorf("host links changed: %v → %v", hostLinksBefore, after)
+	}
+	if after := routesInto(t, "10.200.0.0/16", ClusterCIDR); fmt.Sprint(after) != fmt.Sprint(hostRoutesBefore) {
+		t.Errorf("the lab changed the host's routes: %v → %v", hostRoutesBefore, after)
 	}
 	if err := Destroy(l.Name); err != nil {
 		t.Fatal(err)
