@@ -192,9 +192,6 @@ func cachedPods(cacheDir string) ([]Pod, error) {
 			continue // not a result file
 		}
 		p := Pod{Sandbox: e.ContainerID, PodIf: e.IfName}
-		if len(p.Sandbox) > 12 {
-			p.Sandbox = p.Sandbox[:12]
-		}
 		for _, a := range e.CNIArgs {
 			switch a[0] {
 			case "K8S_POD_NAMESPACE":
