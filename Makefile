@@ -15,7 +15,9 @@ all: build
 deps:
 	@bash hack/install-deps.sh
 
-# Our own images (pause, netexec, busybox) as OCI tarballs; the builder also copies pause.tar
+# Our own images (pause, netexec, busybox, coredns) as OCI tarballs, rewritten only when their
+# content changes (CoreDNS compiles for minutes once, then comes from the go build cache);
+# the builder also copies pause.tar
 # into $(PAUSE_EMBED) for minilet to embed.
 images:
 	$(GO) run ./images/build -o $(IMAGES)
