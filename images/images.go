@@ -1,6 +1,7 @@
 // Package images builds the project's own container images from source: pause (the pod
-// sandbox), netexec (the test server, with busybox), busybox and coredns (cluster DNS,
-// built from the CoreDNS module by images/coredns, a Go module of its own). There is no registry on
+// sandbox), netexec (the test server, with busybox), busybox, coredns (cluster DNS, built
+// from the CoreDNS module by images/coredns, a Go module of its own) and dnsutils (busybox
+// with an nslookup that follows resolv.conf's search list, images/dnsutils). There is no registry on
 // the machines minik8s runs on, so each image is written as an OCI image-layout tarball
 // that minilet imports.
 package images
@@ -24,18 +25,20 @@ import (
 
 // References of the images Build writes.
 const (
-	PauseRef   = pauseimage.Ref
-	NetexecRef = "localhost/minik8s/netexec:v1"
-	BusyboxRef = "localhost/minik8s/busybox:v1"
-	CoreDNSRef = "localhost/minik8s/coredns:v1"
+	PauseRef    = pauseimage.Ref
+	NetexecRef  = "localhost/minik8s/netexec:v1"
+	BusyboxRef  = "localhost/minik8s/busybox:v1"
+	CoreDNSRef  = "localhost/minik8s/coredns:v1"
+	DNSUtilsRef = "localhost/minik8s/dnsutils:v1"
 )
 
 // Tarball file names Build writes in its output directory, by image reference.
 var Tarballs = map[string]string{
-	PauseRef:   "pause.tar",
-	NetexecRef: "netexec.tar",
-	BusyboxRef: "busybox.tar",
-	CoreDNSRef: "coredns.tar",
+	PauseRef:    "pause.tar",
+	NetexecRef:  "netexec.tar",
+	BusyboxRef:  "busybox.tar",
+	CoreDNSRef:  "coredns.tar",
+	DNSUtilsRef: "dnsutils.tar",
 }
 
 // DefaultBusybox is where Debian's busybox-static package installs its binary.
@@ -45,7 +48,7 @@ const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 
 // Options configure Build.
 type Options struct {
-	// OutDir receives pause.tar, netexec.tar, busybox.tar and coredns.tar.
+	// OutDir receives the tarballs named in Tarballs.
 	OutDir string
 	// Busybox is a statically linked busybox binary copied into the images
 	// (default DefaultBusybox).
@@ -84,6 +87,10 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	nslookup, err := goBuild(ctx, opts.Log, binDir, "dnsutils")
+	if err != nil {
+		return err
+	}
 	coredns, err := buildCoreDNS(ctx, opts.Log, binDir)
 	if err != nil {
 		return err
@@ -96,6 +103,9 @@ func Build(ctx context.Context, opts Options) error {
 	netexecLayer.File("/netexec", 0o755, netexec)
 	busyboxLayer := baseLayer()
 	busybox.addTo(busyboxLayer)
+	dnsutilsLayer := baseLayer()
+	busybox.addTo(dnsutilsLayer)
+	dnsutilsLayer.File("/usr/bin/nslookup", 0o755, nslookup) // in place of busybox's applet
 	corednsLayer := baseLayer()
 	corednsLayer.File("/coredns", 0o755, coredns)
 
@@ -109,6 +119,9 @@ func Build(ctx context.Context, opts Options) error {
 			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8081/udp": {}},
 		}},
 		{Name: BusyboxRef, Layer: busyboxLayer, Config: ocispec.ImageConfig{
+			Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/",
+		}},
+		{Name: DNSUtilsRef, Layer: dnsutilsLayer, Config: ocispec.ImageConfig{
 			Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/",
 		}},
 		{Name: CoreDNSRef, Layer: corednsLayer, Config: ocispec.ImageConfig{

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/deploy/addons"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
@@ -44,6 +45,7 @@ type Options struct {
 	ImagesDir string    // OCI tarballs from `make images`
 	Progress  io.Writer // one line per step
 	Timeout   time.Duration
+	DNS       bool // deploy cluster DNS (the CoreDNS add-on, dns.go) once the nodes are Ready
 }
 
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
@@ -80,7 +82,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
 		}
 	}
-	for _, img := range Images {
+	for _, img := range o.images() {
 		if _, err := os.Stat(filepath.Join(o.ImagesDir, img)); err != nil {
 			return nil, fmt.Errorf("image %s not found in %s (run `make images`): %w", img, o.ImagesDir, err)
 		}
@@ -155,6 +157,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
 			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
+			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
 		}})
 		if err != nil {
 			return err
@@ -169,7 +172,13 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			return err
 		}
 	}
-	return waitNodesReady(ctx, l, o.Progress)
+	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
+		return err
+	}
+	if o.DNS {
+		return deployDNS(ctx, l, ca, o.Progress)
+	}
+	return nil
 }
 
 func startContainerd(ctx context.Context, l *lab.Lab) error {
@@ -206,7 +215,7 @@ func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
 		if err != nil {
 			return err
 		}
-		for _, img := range Images {
+		for _, img := range o.images() {
 			step(o.Progress, "importing %s into %s", img, n.Name)
 			f, err := os.Open(filepath.Join(o.ImagesDir, img))
 			if err != nil {
