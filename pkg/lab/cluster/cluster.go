@@ -335,7 +335,26 @@ func RESTConfig(l *lab.Lab) (*rest.Config, error) {
 
 // KubectlCommand is kubectl against the lab, ready for the caller to wire its stdio.
 func KubectlCommand(ctx context.Context, l *lab.Lab, args ...string) *exec.Cmd {
-	return lab.Command(ctx, l.ControlPlane.NetNS, "kubectl", append([]string{"--kubeconfig", l.Kubeconfig}, args...)...)
+	return lab.Command(ctx, l.ControlPlane.NetNS, kubectlPath(), append([]string{"--kubeconfig", l.Kubeconfig}, args...)...)
+}
+
+// kubectlPath is the kubectl on PATH, else the one `make` builds beside minilab
+// (bin/kubectl) on a host that has none.
+func kubectlPath() string {
+	if path, err := exec.LookPath("kubectl"); err == nil {
+		return path
+	}
+	if exe, err := os.Executable(); err == nil {
+		if path := filepath.Join(filepath.Dir(exe), "kubectl"); isExecutable(path) {
+			return path
+		}
+	}
+	return "kubectl" // not found: the error names it
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 func waitFor(ctx context.Context, what string, ok func() bool) error {
