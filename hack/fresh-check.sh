@@ -54,8 +54,8 @@ while IFS= read -r cmd; do
   (cd "$scratch/tree" && "${fresh[@]}" bash -c "$cmd") || fail "README command failed: $cmd"
   if [[ $cmd == make* ]]; then
     [[ -x $scratch/tree/bin/kubectl ]] || fail "make build left no bin/kubectl on a host without kubectl"
-    "$scratch/tree/bin/kubectl" version --client | grep -q '^Client Version: v' ||
-      fail "bin/kubectl does not run"
+    version=$("$scratch/tree/bin/kubectl" version --client) || fail "bin/kubectl does not run"
+    [[ $version == "Client Version: v"* ]] || fail "bin/kubectl version --client said: $version"
   fi
 done <<<"$readme_cmds"
 if ip netns list 2>/dev/null | grep -q "^mk-$lab-"; then fail "minilab down left namespaces of lab $lab"; fi
