@@ -82,6 +82,10 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 	if err := cm.EnsurePodCgroup(a.cfg.CgroupRoot, pod, a.cfg.PodMaxPids); err != nil {
 		return nil, fmt.Errorf("pod cgroup: %w", err)
 	}
+	// A new sandbox has a new address: its containers get fresh DNS files.
+	if err := a.removePodDNSFiles(pod); err != nil {
+		return nil, err
+	}
 	if pod.Spec.HostNetwork {
 		sb, err := a.rt.RunSandbox(ctx, cfg)
 		if err != nil {
