@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/network"
 )
 
@@ -38,7 +40,7 @@ spec:
 // node and reports the node's address as the caller's; the host namespace gets no listener
 // on its port (read with ss, no traffic) and no link. It survives a minilet restart whose
 // node-namespace mount was lost (a reboot's plain file), and deleting it leaves the node's
-// interfaces alone (no CNI DEL in the node's namespace).
+// interfaces alone (no CNI DEL in the node's namespace); down leaves nothing behind.
 func TestHostNetworkPodInTheLabNode(t *testing.T) {
 	hostLinks := linkNames(t)
 	if hostListens(t, hostNetworkPort) {
@@ -119,6 +121,12 @@ func TestHostNetworkPodInTheLabNode(t *testing.T) {
 	if out := ssListening(t, nodeNS, hostNetworkPort); strings.Contains(out, fmt.Sprintf(":%d", hostNetworkPort)) {
 		t.Errorf("port %d still listened on in the node namespace after the deletion:\n%s", hostNetworkPort, out)
 	}
+
+	// Down leaves no mount behind, the node namespace's bind mount included.
+	if err := cluster.Down(context.Background(), l.Name); err != nil {
+		t.Fatalf("minilab down: %v", err)
+	}
+	assertNothingLeft(t, l, hostLinks)
 }
 
 // hostListens tells whether a TCP socket listens on port in the host's network namespace
