@@ -127,7 +127,7 @@ func (a *Agent) checkNetwork(ctx context.Context, st *podState, pod *corev1.Pod,
 		return a.checkHostNetwork(sb)
 	}
 	if !a.hasPodNetwork(sb) || a.clock.Since(st.netChecked) < netCheckPeriod {
-		return nil // checked lately
+		return nil // no pod network of its own, or checked lately
 	}
 	if err := a.net.Check(ctx, sb.ID, a.netnsPath(string(pod.UID)), podRef(pod)); err != nil {
 		return err
