@@ -12,6 +12,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 // Config is everything minilet's flags decide.
@@ -41,6 +42,10 @@ type Config struct {
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
+	// --eviction-hard (the kubelet's syntax, e.g. memory.available<100Mi,nodefs.available<10%)
+	// and --eviction-pressure-transition-period: the node's pressure conditions.
+	EvictionHard                     string
+	EvictionPressureTransitionPeriod time.Duration
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -54,6 +59,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.ParseCIDR(c.PodCIDR); c.PodCIDR != "" && err != nil {
 		errs = append(errs, fmt.Errorf("pod CIDR (--pod-cidr) %q is not a CIDR", c.PodCIDR))
+	}
+	if _, err := stats.ParseThresholds(c.EvictionHard); err != nil {
+		errs = append(errs, fmt.Errorf("--eviction-hard: %w", err))
 	}
 	if !filepath.IsAbs(c.RootDir) {
 		errs = append(errs, fmt.Errorf("root dir (--root-dir) %q must be an absolute path", c.RootDir))
