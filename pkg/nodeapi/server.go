@@ -27,6 +27,7 @@ import (
 type Runtime interface {
 	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
 	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
+	Attach(ctx context.Context, id string, opts runtime.AttachOptions) error
 }
 
 // Config says where and how the node API serves.

@@ -224,13 +224,14 @@ func (c *Collector) podStats(ctx context.Context, now time.Time, pod podContaine
 			}
 		}
 		seen[ctr.ID], seen[ctr.LogPath] = true, true
-		if walkFs {
+		// Disk usage is walked every FsInterval, and at once for what is new.
+		if _, known := c.fs[ctr.ID]; walkFs || !known {
 			if u, err := c.rt.ContainerFsUsage(ctx, ctr.ID); err == nil {
 				c.fs[ctr.ID] = fsUsage{bytes: u.Bytes, inodes: u.Inodes}
 			}
-			if ctr.LogPath != "" {
-				c.fs[ctr.LogPath] = diskUsage(filepath.Dir(ctr.LogPath))
-			}
+		}
+		if _, known := c.fs[ctr.LogPath]; ctr.LogPath != "" && (walkFs || !known) {
+			c.fs[ctr.LogPath] = diskUsage(filepath.Dir(ctr.LogPath))
 		}
 		if u, ok := c.fs[ctr.ID]; ok {
 			cs.Rootfs = u.fsStats(t)
@@ -276,7 +277,7 @@ func (c *Collector) volumeStats(uid string, t metav1.Time, walkFs bool, seen map
 	var total fsUsage
 	for _, dir := range dirs {
 		seen[dir] = true
-		if walkFs {
+		if _, known := c.fs[dir]; walkFs || !known {
 			c.fs[dir] = diskUsage(dir)
 		}
 		u, ok := c.fs[dir]
