@@ -69,7 +69,9 @@ func TestAttach(t *testing.T) {
 	inR, inW := io.Pipe()
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- e.rt.Attach(ctx, c.ID, runtime.AttachOptions{Stdin: inR, Stdout: &out, Stderr: &errOut}) }()
+	go func() {
+		done <- e.rt.Attach(ctx, c.ID, runtime.AttachOptions{Stdin: inR, Stdout: &out, Stderr: &errOut})
+	}()
 	_, _ = io.WriteString(inW, "hello\n")
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "HELLO") && time.Now().Before(deadline) {

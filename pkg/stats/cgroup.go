@@ -34,7 +34,9 @@ func newCgroupReader() *cgroupReader {
 	r := &cgroupReader{unified: cgroups.Mode() == cgroups.Unified}
 	root := "/sys/fs/cgroup"
 	r.hierarchy = func() ([]cgroup1.Subsystem, error) {
-		return []cgroup1.Subsystem{cgroup1.NewCpuacct(root), cgroup1.NewMemory(root), cgroup1.NewPids(root)}, nil
+		// Swap and kernel memory are not reported: their 12 files per cgroup are skipped.
+		memory := cgroup1.NewMemory(root, cgroup1.IgnoreModules("memsw", "kmem", "kmem.tcp"))
+		return []cgroup1.Subsystem{cgroup1.NewCpuacct(root), memory, cgroup1.NewPids(root)}, nil
 	}
 	return r
 }

@@ -32,6 +32,19 @@ spec:
   nodeName: node-1
   containers:
   - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 2; exit 1']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: asker}
+spec:
+  nodeName: node-1
+  restartPolicy: Never
+  containers:
+  - name: ask
+    image: localhost/minik8s/busybox:v1
+    stdin: true
+    stdinOnce: true
+    command: [sh, -c, 'echo started; read name; echo hello-$name; sleep 1']
 `
 
 // timestamped is one line of `kubectl logs --timestamps`: RFC 3339 time, then the output.
@@ -107,6 +120,24 @@ func TestNodeAPI(t *testing.T) {
 		}
 	}
 
+	// kubectl 1.30+ speaks WebSocket (v5.channel.k8s.io) first: miniapi translates it to
+	// SPDY for the node, so kubectl does not fall back (it says so at -v=4).
+	cmd = cluster.KubectlCommand(ctx, l, "-v=4", "exec", "-i", "web", "-c", "talker", "--", "sh", "-c", "cat; exit 5")
+	cmd.Stdin = strings.NewReader("over-websocket\n")
+	b, _ := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 5 || !strings.Contains(string(b), "over-websocket") || strings.Contains(string(b), "fallback") {
+		t.Errorf("kubectl exec over WebSocket: exit %v, want 5, the input echoed and no fallback to SPDY:\n%s", cmd.ProcessState, b)
+	}
+
+	// kubectl attach -i: the input reaches the waiting container's stdin (stdinOnce), its
+	// answer comes back, and the end of the input ends the attach.
+	waitRunning(t, l, "asker")
+	cmd = cluster.KubectlCommand(ctx, l, "-v=4", "attach", "-i", "asker")
+	cmd.Stdin = strings.NewReader("world\n")
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "hello-world") || strings.Contains(string(b), "fallback") {
+		t.Errorf("kubectl attach -i: %v\n%s", err, b)
+	}
+
 	// exec -it on a pseudo-terminal (script gives kubectl one): the process gets a terminal
 	// and its exit code comes back.
 	ttyCtx, ttyCancel := context.WithTimeout(ctx, 30*time.Second)
@@ -118,7 +149,7 @@ func TestNodeAPI(t *testing.T) {
 	}
 
 	// Port-forward, reached from the same (control-plane) namespace.
-	pf := cluster.KubectlCommand(ctx, l, "port-forward", "pod/web", "18080:8080")
+	pf := cluster.KubectlCommand(ctx, l, "-v=4", "port-forward", "pod/web", "18080:8080", "18081:9999")
 	var pfOut strings.Builder
 	pf.Stdout, pf.Stderr = &pfOut, &pfOut
 	if err := pf.Start(); err != nil {
@@ -135,6 +166,18 @@ func TestNodeAPI(t *testing.T) {
 	}
 	if err != nil || strings.TrimSpace(string(body)) != "web" {
 		t.Errorf("wget through port-forward: %v\n%s\nport-forward: %s", err, body, pfOut.String())
+	}
+	// A connection to a closed port fails alone: the tunnel keeps forwarding.
+	closed := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "-T", "5", "http://127.0.0.1:18081/")
+	if b, err := closed.CombinedOutput(); err == nil {
+		t.Errorf("wget to a closed port through port-forward succeeded: %s", b)
+	}
+	get := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "http://127.0.0.1:18080/hostname")
+	if body, err := get.CombinedOutput(); err != nil || strings.TrimSpace(string(body)) != "web" {
+		t.Errorf("port-forward after a connection to a closed port: %v\n%s\nport-forward: %s", err, body, pfOut.String())
+	}
+	if strings.Contains(pfOut.String(), "fallback") {
+		t.Errorf("port-forward fell back to SPDY:\n%s", pfOut.String())
 	}
 
 	// --previous is the run before the current one, after a crash.

@@ -1,9 +1,12 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 )
@@ -15,6 +18,7 @@ import (
 // (TunnelingHandler). ok is false for requests left to the plain proxy (SPDY, older
 // WebSocket protocols, logs).
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName, sub, path string, podQuery url.Values) bool {
+	w = hijacker(w) // the WebSocket servers assert http.Hijacker instead of unwrapping
 	switch {
 	case (sub == "exec" || sub == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r):
 		target, err := s.nodeURL(r.Context(), nodeName)
@@ -28,10 +32,40 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 		apiproxy.NewStreamTranslatorHandler(target, s.nodeTransport, 0, opts).ServeHTTP(w, r)
 		return true
 	case sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r):
-		apiproxy.NewTunnelingHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.proxyToNode(w, r, nodeName, path)
-		})).ServeHTTP(w, r)
+		target, err := s.nodeURL(r.Context(), nodeName)
+		if err != nil {
+			writeError(w, err)
+			return true
+		}
+		target.Path, target.RawQuery = path, r.URL.RawQuery
+		r.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
+		// The tunnelling writer hands over its connection without a bufio.ReadWriter, which
+		// only apimachinery's upgrade-aware proxy (kube-apiserver's) expects.
+		upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, nodeResponder{nodeName, target.Host})
+		apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
 		return true
 	}
 	return false
+}
+
+// hijacker is the innermost of w's wrappers (request metrics, ...) that can hijack the
+// connection, or w.
+func hijacker(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		if _, ok := w.(http.Hijacker); ok {
+			return w
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// nodeResponder answers a failed proxy to the node as proxyToNode does.
+type nodeResponder struct{ node, addr string }
+
+func (n nodeResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", n.node, n.addr, err)))
 }
