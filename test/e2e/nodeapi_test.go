@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,7 +151,7 @@ func TestNodeAPI(t *testing.T) {
 
 	// Port-forward, reached from the same (control-plane) namespace.
 	pf := cluster.KubectlCommand(ctx, l, "-v=4", "port-forward", "pod/web", "18080:8080", "18081:9999")
-	var pfOut strings.Builder
+	var pfOut lockedBuffer // read while kubectl writes
 	pf.Stdout, pf.Stderr = &pfOut, &pfOut
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -167,15 +168,17 @@ func TestNodeAPI(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(body)) != "web" {
 		t.Errorf("wget through port-forward: %v\n%s\nport-forward: %s", err, body, pfOut.String())
 	}
-	// A connection to a closed port fails alone: the tunnel keeps forwarding.
+	// A connection to a closed port is refused on its own stream, and kubectl reports it
+	// for that connection (kubectl since 1.30 then drops the whole tunnel itself; that the
+	// node keeps it is TestStreamsOverWebSocketAndSPDY's).
 	closed := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "-T", "5", "http://127.0.0.1:18081/")
 	if b, err := closed.CombinedOutput(); err == nil {
 		t.Errorf("wget to a closed port through port-forward succeeded: %s", b)
 	}
-	get := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "http://127.0.0.1:18080/hostname")
-	if body, err := get.CombinedOutput(); err != nil || strings.TrimSpace(string(body)) != "web" {
-		t.Errorf("port-forward after a connection to a closed port: %v\n%s\nport-forward: %s", err, body, pfOut.String())
-	}
+	waitFor(t, "kubectl port-forward to report the refused connection", 10*time.Second, func() (bool, string) {
+		out := pfOut.String()
+		return strings.Contains(out, "port 9999") && strings.Contains(out, "connection refused"), out
+	})
 	if strings.Contains(pfOut.String(), "fallback") {
 		t.Errorf("port-forward fell back to SPDY:\n%s", pfOut.String())
 	}
@@ -215,4 +218,22 @@ func TestNodeAPI(t *testing.T) {
 		_ = follow.Process.Kill()
 		t.Errorf("kubectl logs -f still runs 60s after its pod was deleted:\n%s", followOut.String())
 	}
+}
+
+// lockedBuffer is a strings.Builder a command's output goroutine and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
