@@ -171,7 +171,7 @@ func TestNodeAPI(t *testing.T) {
 	// A connection to a closed port is refused on its own stream, and kubectl reports it
 	// for that connection (kubectl since 1.30 then drops the whole tunnel itself; that the
 	// node keeps it is TestStreamsOverWebSocketAndSPDY's).
-	closed := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "-T", "5", "http://127.0.0.1:18081/")
+	closed := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "http://127.0.0.1:18081/")
 	if b, err := closed.CombinedOutput(); err == nil {
 		t.Errorf("wget to a closed port through port-forward succeeded: %s", b)
 	}
