@@ -46,6 +46,15 @@ spec:
     stdin: true
     stdinOnce: true
     command: [sh, -c, 'echo started; read name; echo hello-$name; sleep 1']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shell}
+spec:
+  nodeName: node-1
+  restartPolicy: Never
+  containers:
+  - {name: sh, image: localhost/minik8s/busybox:v1, stdin: true, tty: true, command: [sh]}
 `
 
 // timestamped is one line of `kubectl logs --timestamps`: RFC 3339 time, then the output.
@@ -137,6 +146,17 @@ func TestNodeAPI(t *testing.T) {
 	cmd.Stdin = strings.NewReader("world\n")
 	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "hello-world") || strings.Contains(string(b), "fallback") {
 		t.Errorf("kubectl attach -i: %v\n%s", err, b)
+	}
+
+	// kubectl attach -it to a shell on a terminal: what is typed runs, its output comes back,
+	// and exit ends the attach.
+	waitRunning(t, l, "shell")
+	ttyAttachCtx, ttyAttachCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer ttyAttachCancel()
+	attach := lab.Command(ttyAttachCtx, l.ControlPlane.NetNS, "script", "-qec", "kubectl --kubeconfig "+l.Kubeconfig+" attach -it shell", "/dev/null")
+	attach.Stdin = strings.NewReader("tty; echo sum-$((40+2))\nexit\n")
+	if b, err := attach.CombinedOutput(); err != nil || !strings.Contains(string(b), "sum-42") || !strings.Contains(string(b), "/dev/pts/") {
+		t.Errorf("kubectl attach -it: %v, want the shell's terminal and sum-42:\n%s", err, b)
 	}
 
 	// exec -it on a pseudo-terminal (script gives kubectl one): the process gets a terminal

@@ -65,6 +65,11 @@ func TestTopAndStats(t *testing.T) {
 		t.Errorf("kubectl top pod -l app=idler:\n%s", out)
 	}
 
+	// Discovery lists the group, as kubectl top requires.
+	if out := mustKubectl(t, l, "api-resources", "--api-group=metrics.k8s.io", "--no-headers"); !strings.Contains(out, "NodeMetrics") || !strings.Contains(out, "PodMetrics") {
+		t.Errorf("kubectl api-resources --api-group=metrics.k8s.io:\n%s", out)
+	}
+
 	// The node API's figures, through miniapi's nodes/proxy.
 	raw := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/stats/summary")
 	var summary statsapi.Summary
