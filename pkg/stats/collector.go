@@ -138,7 +138,7 @@ func (c *Collector) Sample(ctx context.Context) {
 	if err != nil {
 		slog.Warn("stats: listing containers", "err", err)
 	}
-	seen := map[string]bool{}
+	seen := map[string]bool{"": true, c.podsCgroup(): true} // the node's and the pods' own
 	for _, pod := range groupPods(list) {
 		ps, infos, cgroup := c.podStats(ctx, now, pod, walkFs, seen)
 		snap.PodCgroups[ps.PodRef.UID] = cgroup
@@ -147,7 +147,7 @@ func (c *Collector) Sample(ctx context.Context) {
 	}
 	// Forget what is gone, so the maps do not grow with every container ever run.
 	for k := range c.prevCPU {
-		if k != "" && !seen[k] {
+		if !seen[k] {
 			delete(c.prevCPU, k)
 		}
 	}
@@ -378,14 +378,21 @@ func (c *Collector) nodeStats(ctx context.Context, now time.Time) statsapi.NodeS
 			ns.Rlimit = &statsapi.RlimitStats{Time: t, MaxPID: &maxPID, NumOfRunningProcesses: &procs}
 		}
 	}
-	if c.cfg.CgroupRoot != "" {
-		pods := filepath.Join("/", c.cfg.CgroupRoot, "kubepods")
+	if pods := c.podsCgroup(); pods != "" {
 		if u, err := c.cg.read(pods); err == nil {
 			ns.SystemContainers = append(ns.SystemContainers, statsapi.ContainerStats{Name: statsapi.SystemContainerPods,
 				StartTime: ns.StartTime, CPU: c.cpuStats(pods, u, now), Memory: memoryStats(u, t, nil)})
 		}
 	}
 	return ns
+}
+
+// podsCgroup is ROOT/kubepods, the cgroup all pods are under ("" without a cgroup root).
+func (c *Collector) podsCgroup() string {
+	if c.cfg.CgroupRoot == "" {
+		return ""
+	}
+	return filepath.Join("/", c.cfg.CgroupRoot, "kubepods")
 }
 
 func fsInfoStats(fs runtime.FsInfo, t metav1.Time) *statsapi.FsStats {
