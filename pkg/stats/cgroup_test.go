@@ -54,9 +54,16 @@ func TestCgroupReader(t *testing.T) {
 		t.Fatalf("processCgroup = %q, %v; want %q", got, err, name)
 	}
 	c := &Collector{cg: r, prevCPU: map[string]cpuPoint{}}
-	u1, err := r.read(name)
-	if err != nil {
-		t.Fatal(err)
+	// The shell holds its 20 MB once it has read it all (slow on a loaded machine).
+	var u1 usage
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if u1, err = r.read(name); err != nil {
+			t.Fatal(err)
+		}
+		if u1.rss >= 10<<20 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	first := c.cpuStats(name, u1, time.Now())
 	if first.UsageNanoCores != nil {
@@ -68,7 +75,9 @@ func TestCgroupReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := c.cpuStats(name, u2, time.Now())
-	if st.UsageNanoCores == nil || *st.UsageNanoCores < 2e8 || *st.UsageNanoCores > 2.2e9 {
+	// A spinning shell gets a share of a core however loaded the machine is; no more than
+	// the two cores there are.
+	if st.UsageNanoCores == nil || *st.UsageNanoCores < 2e7 || *st.UsageNanoCores > 2.2e9 {
 		t.Errorf("a spinning shell uses %v nanocores", st.UsageNanoCores)
 	}
 	if u2.workingSet < 10<<20 || u2.memoryUsage < u2.workingSet || u2.rss < 10<<20 || u2.pids < 1 {
