@@ -18,34 +18,34 @@ import (
 // (TunnelingHandler). ok is false for requests left to the plain proxy (SPDY, older
 // WebSocket protocols, logs).
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName, sub, path string, podQuery url.Values) bool {
+	translate := (sub == "exec" || sub == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r)
+	tunnel := sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r)
+	if !translate && !tunnel {
+		return false
+	}
+	if s.nodeTransport == nil {
+		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+		return true
+	}
+	target, err := s.nodeURL(r.Context(), nodeName)
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	target.Path, target.RawQuery = path, r.URL.RawQuery
 	w = hijacker(w) // the WebSocket servers assert http.Hijacker instead of unwrapping
-	switch {
-	case (sub == "exec" || sub == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r):
-		target, err := s.nodeURL(r.Context(), nodeName)
-		if err != nil {
-			writeError(w, err)
-			return true
-		}
-		target.Path, target.RawQuery = path, r.URL.RawQuery
+	if translate {
 		on := func(name string) bool { v := podQuery.Get(name); return v == "true" || v == "1" }
 		opts := apiproxy.Options{Stdin: on("stdin"), Stdout: on("stdout"), Stderr: on("stderr"), Tty: on("tty")}
 		apiproxy.NewStreamTranslatorHandler(target, s.nodeTransport, 0, opts).ServeHTTP(w, r)
 		return true
-	case sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r):
-		target, err := s.nodeURL(r.Context(), nodeName)
-		if err != nil {
-			writeError(w, err)
-			return true
-		}
-		target.Path, target.RawQuery = path, r.URL.RawQuery
-		r.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
-		// The tunnelling writer hands over its connection without a bufio.ReadWriter, which
-		// only apimachinery's upgrade-aware proxy (kube-apiserver's) expects.
-		upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, nodeResponder{nodeName, target.Host})
-		apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
-		return true
 	}
-	return false
+	r.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
+	// The tunnelling writer hands over its connection without a bufio.ReadWriter, which
+	// only apimachinery's upgrade-aware proxy (kube-apiserver's) expects.
+	upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, nodeResponder{nodeName, target.Host})
+	apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
+	return true
 }
 
 // hijacker is the innermost of w's wrappers (request metrics, ...) that can hijack the
