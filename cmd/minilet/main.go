@@ -10,6 +10,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/daemon"
+	"github.com/minik8s/minik8s/pkg/stats"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -96,6 +97,8 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "IP of the cluster DNS Service (comma-separated for several): the nameserver of ClusterFirst pods (kube-dns is 10.96.0.10)")
 	f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, searched by ClusterFirst pods")
 	f.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration that Default pods get and ClusterFirst pods take search domains from (\"\" for none)")
+	f.StringVar(&cfg.EvictionHard, "eviction-hard", stats.DefaultEvictionHard, "thresholds (signal<quantity or signal<percent%) below which the node reports MemoryPressure, DiskPressure or PIDPressure; signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available (pods are not evicted)")
+	f.DurationVar(&cfg.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", stats.DefaultPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last crossed")
 	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")

@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 const (
@@ -71,6 +72,8 @@ type Agent struct {
 	// whether that namespace is the host's (hostnetwork.go).
 	nodeNetNS  string
 	nodeIsHost bool
+	stats      statsSource     // nil: no usage figures (tests)
+	pressure   *stats.Pressure // --eviction-hard
 }
 
 // New makes an agent for the node cfg describes, driving rt and net.
@@ -89,6 +92,7 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agen
 		metrics: newMetrics(),
 		static:  staticPods{kick: make(chan struct{}, 1)},
 	}
+	a.pressure = newPressure(cfg)
 	a.volumes = volumes.New(cfg.podsDir(), client, func() corev1.ResourceList { return a.allocatable })
 	return a, nil
 }

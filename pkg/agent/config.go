@@ -14,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 // Config is everything minilet's flags decide.
@@ -49,6 +50,10 @@ type Config struct {
 	// Pods' resolv.conf (poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
 	ClusterDNS                []string
 	ClusterDomain, ResolvConf string
+	// --eviction-hard (the kubelet's syntax, e.g. memory.available<100Mi,nodefs.available<10%)
+	// and --eviction-pressure-transition-period: the node's pressure conditions.
+	EvictionHard                     string
+	EvictionPressureTransitionPeriod time.Duration
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -71,6 +76,9 @@ func (c Config) Validate() error {
 	}
 	if err := nodenet.ValidateMode(c.PodNetwork); c.PodNetwork != "" && err != nil {
 		errs = append(errs, fmt.Errorf("--pod-network: %w", err))
+	}
+	if _, err := stats.ParseThresholds(c.EvictionHard); err != nil {
+		errs = append(errs, fmt.Errorf("--eviction-hard: %w", err))
 	}
 	if !filepath.IsAbs(c.RootDir) {
 		errs = append(errs, fmt.Errorf("root dir (--root-dir) %q must be an absolute path", c.RootDir))

@@ -145,6 +145,9 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		Mounts:         mounts,
 		Security:       securityOf(pod, spec, a.cfg.seccompDir()),
 		Namespaces:     namespacesOf(pod),
+		Stdin:          spec.Stdin,
+		StdinOnce:      spec.StdinOnce,
+		TTY:            spec.TTY,
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(a.cfg.CgroupRoot, pod),
 			Resources:    cm.ContainerResources(spec),

@@ -74,9 +74,7 @@ func (a *Agent) setNodeStatus(status *corev1.NodeStatus, runtimeVersion string, 
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
 	}
 	status.NodeInfo = info
-	setNodeCondition(status, now, corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available")
-	setNodeCondition(status, now, corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure")
-	setNodeCondition(status, now, corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available")
+	a.setPressureConditions(status, now)
 	if runtimeErr != nil {
 		setNodeCondition(status, now, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", runtimeErr.Error())
 	} else {

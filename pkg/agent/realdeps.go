@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 // Run runs minilet's agent on containerd and the CNI plugins until ctx ends.
@@ -49,9 +51,16 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	rec, stopEvents := newEventRecorder(client, cfg.NodeName)
 	defer stopEvents()
 	go nodeNet.Run(ctx, client, rec)
+	collector, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodsDir: cfg.podsDir(), CgroupRoot: cfg.CgroupRoot}, rt)
+	if err != nil {
+		return fmt.Errorf("stats: %w", err)
+	}
+	go collector.Run(ctx)
+	a.stats = collector
 	if cfg.TLSCertFile != "" {
 		api := nodeapi.New(nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
-			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}, rt, client, a.healthy)
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}, rt, client, a.healthy,
+			collector, promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
 		if err := api.ListenAndServe(ctx); err != nil {
 			return err
 		}

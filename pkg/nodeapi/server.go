@@ -1,6 +1,6 @@
 // Package nodeapi is minilet's node API, the kubelet's "server": HTTPS on --port (10250) for
 // clients holding a certificate of the cluster CA (miniapi above all), serving /healthz,
-// /pods, /containerLogs, and the streaming /exec, /attach, /portForward and /run through
+// /pods, /containerLogs, /stats/summary, /metrics/resource, /metrics/cadvisor and the streaming /exec, /attach, /portForward and /run through
 // the kubelet's own streaming library (k8s.io/cri-streaming) over containerd.
 package nodeapi
 
@@ -27,6 +27,7 @@ import (
 type Runtime interface {
 	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
 	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
+	Attach(ctx context.Context, id string, opts runtime.AttachOptions) error
 }
 
 // Config says where and how the node API serves.
@@ -48,8 +49,9 @@ type Server struct {
 	mux     *http.ServeMux
 }
 
-// New makes the handler. healthy answers /healthz.
-func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() error) *Server {
+// New makes the handler. healthy answers /healthz; st (may be nil) serves /stats/summary,
+// /metrics/resource and /metrics/cadvisor; metrics (may be nil) is minilet's /metrics.
+func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() error, st Stats, metrics http.Handler) *Server {
 	s := &Server{cfg: cfg, rt: rt, client: client, healthy: healthy, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
 	s.mux.HandleFunc("GET /pods", s.servePods)
@@ -60,6 +62,12 @@ func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() err
 		s.mux.HandleFunc(method+" /portForward/{namespace}/{pod}", s.servePortForward)
 	}
 	s.mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.serveRun)
+	if st != nil {
+		s.handleStats(st)
+	}
+	if metrics != nil {
+		s.mux.Handle("GET /metrics", metrics)
+	}
 	return s
 }
 

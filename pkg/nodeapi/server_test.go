@@ -37,7 +37,7 @@ func TestClientCertificateRequired(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := New(cfg, nil, nil, func() error { return nil }).ListenAndServe(ctx); err != nil {
+	if err := New(cfg, nil, nil, func() error { return nil }, nil, nil).ListenAndServe(ctx); err != nil {
 		t.Fatal(err)
 	}
 

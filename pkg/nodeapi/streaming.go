@@ -55,15 +55,22 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, execProtocols)
 }
 
-// serveAttach answers /attach/...: not served, since the runtime hands a container's output
-// straight to its log file and keeps no stream to attach to.
+// serveAttach answers /attach/{namespace}/{pod}/{container}?input=1&output=1&tty=1: the
+// client joins the running container's streams (runtime.Attach).
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	if _, err := s.runningContainer(r, namespace, pod, name); err != nil {
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		writeError(w, badRequest("%v", err))
+		return
+	}
+	c, err := s.runningContainer(r, namespace, pod, name)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeError(w, badRequest("attach to container %s in pod %s/%s is not supported by minilet yet: its output goes straight to its log file; use kubectl logs -f or kubectl exec", name, namespace, pod))
+	remotecommand.ServeAttach(w, r, attacher{s.rt}, namespace+"/"+pod, c.PodUID, c.ID, opts,
+		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, execProtocols)
 }
 
 // servePortForward answers /portForward/{namespace}/{pod}: each stream is a connection to a
@@ -129,28 +136,9 @@ func (e executor) ExecInContainer(ctx context.Context, _, _, id string, cmd []st
 		opts.Stderr = errw
 	}
 	if resize != nil {
-		sizes := make(chan runtime.TerminalSize)
-		defer close(sizes)
-		opts.Resize = sizes
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case size, ok := <-resize:
-					if !ok {
-						return
-					}
-					select {
-					case sizes <- runtime.TerminalSize{Width: size.Width, Height: size.Height}:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
-		}()
+		opts.Resize = terminalSizes(ctx, resize)
 	}
 	code, err := e.rt.Exec(ctx, id, opts)
 	if err != nil {
@@ -160,6 +148,54 @@ func (e executor) ExecInContainer(ctx context.Context, _, _, id string, cmd []st
 		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: code}
 	}
 	return nil
+}
+
+// attacher attaches the streaming library's clients to containers; the container
+// argument is the containerd ID serveAttach resolved.
+type attacher struct{ rt Runtime }
+
+func (a attacher) AttachContainer(ctx context.Context, _, _, id string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+	opts := runtime.AttachOptions{TTY: tty}
+	if in != nil { // typed nils would look like streams to the runtime
+		opts.Stdin = in
+	}
+	if out != nil {
+		opts.Stdout = out
+	}
+	if errw != nil {
+		opts.Stderr = errw
+	}
+	if resize != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		opts.Resize = terminalSizes(ctx, resize)
+	}
+	return a.rt.Attach(ctx, id, opts)
+}
+
+// terminalSizes passes the streaming library's resizes on in the runtime's type until ctx
+// ends.
+func terminalSizes(ctx context.Context, resize <-chan remotecommand.TerminalSize) <-chan runtime.TerminalSize {
+	sizes := make(chan runtime.TerminalSize)
+	go func() {
+		defer close(sizes)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case size, ok := <-resize:
+				if !ok {
+					return
+				}
+				select {
+				case sizes <- runtime.TerminalSize{Width: size.Width, Height: size.Height}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return sizes
 }
 
 // podDialer connects port-forward streams to the pod's loopback.

@@ -42,6 +42,9 @@ type ContainerConfig struct {
 	Linux          Linux
 	Security       Security
 	Namespaces     Namespaces // as the pod's sandbox was given
+	// Stdin keeps the container's stdin open for `kubectl attach` (stdin: true); with
+	// StdinOnce the first attach's end of input closes it. TTY gives it a terminal.
+	Stdin, StdinOnce, TTY bool
 }
 
 // Linux are a container's (or sandbox's) cgroup and kernel settings.
@@ -163,6 +166,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	if cfg.WorkingDir != "" {
 		spec = append(spec, oci.WithProcessCwd(cfg.WorkingDir))
 	}
+	if cfg.TTY {
+		spec = append(spec, oci.WithTTY)
+	}
 	if len(cfg.Mounts) > 0 {
 		spec = append(spec, oci.WithMounts(ociMounts(cfg.Mounts)))
 	}
@@ -184,6 +190,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelHostNetwork:    strconv.FormatBool(sandbox.HostNetwork),
 		LabelLogPath:        cfg.LogPath,
 		LabelTerminationLog: cfg.TerminationLog,
+		LabelStdin:          stdinLabel(cfg.Stdin, cfg.StdinOnce),
+		LabelTTY:            strconv.FormatBool(cfg.TTY),
 	})
 
 	c, err := r.client.NewContainer(ctx, id,
@@ -246,7 +254,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	output := cio.NullIO
 	if logPath := labels[LabelLogPath]; logPath != "" {
-		output = r.logs.creator(logPath)
+		output = r.logs.creator(logPath, stdioOf(labels))
 	}
 	return r.startTask(ctx, c, output)
 }

@@ -12,12 +12,9 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
-	"github.com/containerd/containerd/v2/defaults"
-	"github.com/containerd/containerd/v2/plugins"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"golang.org/x/sys/unix"
 )
 
 // normalizeRef turns an image reference as users write it ("busybox") into the full
@@ -228,18 +225,6 @@ func (r *Runtime) RemoveImage(ctx context.Context, name string) error {
 // ImageFsUsage is how full the filesystem holding containerd's snapshots (unpacked
 // images) is, in bytes, as the kubelet measures its image filesystem.
 func (r *Runtime) ImageFsUsage(ctx context.Context) (used, capacity uint64, err error) {
-	resp, err := r.client.IntrospectionService().Plugins(ctx, `type=="io.containerd.snapshotter.v1",id=="`+defaults.DefaultSnapshotter+`"`)
-	if err != nil {
-		return 0, 0, fmt.Errorf("asking containerd for its snapshotter: %w", err)
-	}
-	if len(resp.Plugins) == 0 || resp.Plugins[0].Exports[plugins.SnapshotterRootDir] == "" {
-		return 0, 0, fmt.Errorf("containerd did not say where snapshotter %s keeps its data", defaults.DefaultSnapshotter)
-	}
-	root := resp.Plugins[0].Exports[plugins.SnapshotterRootDir]
-	var fs unix.Statfs_t
-	if err := unix.Statfs(root, &fs); err != nil {
-		return 0, 0, fmt.Errorf("statfs %s: %w", root, err)
-	}
-	capacity = fs.Blocks * uint64(fs.Bsize)
-	return capacity - fs.Bfree*uint64(fs.Bsize), capacity, nil
+	fs, err := r.ImageFs(ctx)
+	return fs.Used, fs.Capacity, err
 }

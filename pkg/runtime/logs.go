@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,24 +38,43 @@ type containerLogs struct {
 	cfg LogConfig
 
 	mu      sync.Mutex
-	copied  map[string]cio.IO // by container ID
+	copied  map[string]*copied // by container ID
 	stopped bool
+}
+
+// copied is a container whose output this process copies, and the streams attach uses.
+type copied struct {
+	io      cio.IO
+	streams *streams
 }
 
 func (l *containerLogs) fifoDir(id string) string { return filepath.Join(l.cfg.FIFODir, id) }
 
-// creator is the IO of a new task of container id, logging to path.
-func (l *containerLogs) creator(path string) cio.Creator {
-	return func(id string) (cio.IO, error) { return l.attach(id, path)(nil) }
+// creator is the IO of a new task of container id, logging to path, with a stdin pipe
+// and a terminal as the container asks.
+func (l *containerLogs) creator(path string, in stdio) cio.Creator {
+	return func(id string) (cio.IO, error) { return l.attach(id, path, in)(nil) }
+}
+
+// stdio is how a container's process is connected besides its output: a stdin kept
+// open for attaching (once: closed after the first attach's input ends), a terminal.
+type stdio struct {
+	stdin, stdinOnce, tty bool
 }
 
 // attach copies the output of container id into the log at path; it declines (with
 // no IO) when the container is copied already or logs through other pipes.
-func (l *containerLogs) attach(id, path string) cio.Attach {
+func (l *containerLogs) attach(id, path string, in stdio) cio.Attach {
 	return func(existing *cio.FIFOSet) (cio.IO, error) {
 		dir := l.fifoDir(id)
-		cfg := cio.Config{Stdout: filepath.Join(dir, "stdout"), Stderr: filepath.Join(dir, "stderr")}
-		if existing != nil && (existing.Stdout != cfg.Stdout || existing.Stderr != cfg.Stderr) {
+		cfg := cio.Config{Stdout: filepath.Join(dir, "stdout"), Stderr: filepath.Join(dir, "stderr"), Terminal: in.tty}
+		if in.stdin {
+			cfg.Stdin = filepath.Join(dir, "stdin")
+		}
+		if in.tty {
+			cfg.Stderr = "" // a terminal has one output
+		}
+		if existing != nil && (existing.Stdout != cfg.Stdout || existing.Stderr != cfg.Stderr || existing.Stdin != cfg.Stdin) {
 			return nil, fmt.Errorf("container %s does not log through %s", id, dir)
 		}
 		l.mu.Lock()
@@ -72,17 +92,26 @@ func (l *containerLogs) attach(id, path string) cio.Attach {
 		if err != nil {
 			return nil, fmt.Errorf("container %s: %w", id, err)
 		}
-		stdout, stderr := crilog.NewStream(w, crilog.Stdout), crilog.NewStream(w, crilog.Stderr)
+		st := newStreams(crilog.NewStream(w, crilog.Stdout), crilog.NewStream(w, crilog.Stderr), in)
+		var stdinR io.Reader
+		if st.stdin != nil {
+			stdinR = st.stdinR
+		}
+		var stderr io.Writer = st.stderr
+		if in.tty {
+			stderr = nil
+		}
 		fifos := cio.NewFIFOSet(cfg, func() error { return os.RemoveAll(dir) })
-		io, err := cio.NewAttach(cio.WithStreams(nil, stdout, stderr))(fifos)
+		pipes, err := cio.NewAttach(cio.WithStreams(stdinR, st.stdout, stderr))(fifos)
 		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("pipes of container %s: %w", id, err)
 		}
-		l.copied[id] = io
+		l.copied[id] = &copied{io: pipes, streams: st}
 		go func() {
-			io.Wait() // the container has exited (the shim closed the pipes), or stop
-			if err := errors.Join(stdout.Close(), stderr.Close(), w.Close()); err != nil {
+			pipes.Wait() // the container has exited (the shim closed the pipes), or stop
+			close(st.exited)
+			if err := errors.Join(st.close(), w.Close()); err != nil {
 				slog.Warn("writing container log", "container", id, "log", path, "err", err)
 			}
 			l.mu.Lock()
@@ -90,10 +119,10 @@ func (l *containerLogs) attach(id, path string) cio.Attach {
 			delete(l.copied, id)
 			l.mu.Unlock()
 			if !stopped { // the pipes are kept for the next process to attach to
-				io.Close()
+				pipes.Close()
 			}
 		}()
-		return io, nil
+		return pipes, nil
 	}
 }
 
@@ -111,9 +140,9 @@ func (r *Runtime) AttachLogs(ctx context.Context) error {
 			continue
 		}
 		r.logs.mu.Lock()
-		copied := r.logs.copied[c.ID()] != nil
+		known := r.logs.copied[c.ID()] != nil
 		r.logs.mu.Unlock()
-		if copied {
+		if known {
 			continue
 		}
 		// Only running containers: an exited one's pipes are closed, its output copied
@@ -121,7 +150,7 @@ func (r *Runtime) AttachLogs(ctx context.Context) error {
 		if st, err := r.ContainerStatus(ctx, c.ID()); err != nil || st.State != StateRunning {
 			continue
 		}
-		_, err = c.Task(ctx, r.logs.attach(c.ID(), labels[LabelLogPath]))
+		_, err = c.Task(ctx, r.logs.attach(c.ID(), labels[LabelLogPath], stdioOf(labels)))
 		if err != nil && !errdefs.IsNotFound(err) {
 			slog.Warn("attaching to a container's output", "container", c.ID(), "err", err)
 		}
@@ -135,8 +164,8 @@ func (l *containerLogs) stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
-	for _, io := range l.copied {
-		io.Cancel()
+	for _, c := range l.copied {
+		c.io.Cancel()
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
 
@@ -52,7 +51,7 @@ func New(ctx context.Context, address, namespace string) (*Runtime, error) {
 		client.Close()
 		return nil, fmt.Errorf("containerd at %s is not reachable: %w", address, err)
 	}
-	logs := &containerLogs{cfg: DefaultLogConfig(filepath.Join(os.TempDir(), "minik8s-fifo", namespace)), copied: map[string]cio.IO{}}
+	logs := &containerLogs{cfg: DefaultLogConfig(filepath.Join(os.TempDir(), "minik8s-fifo", namespace)), copied: map[string]*copied{}}
 	return &Runtime{client: client, address: address, namespace: namespace, logs: logs}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,28 @@ spec:
   nodeName: node-1
   containers:
   - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 2; exit 1']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: asker}
+spec:
+  nodeName: node-1
+  restartPolicy: Never
+  containers:
+  - name: ask
+    image: localhost/minik8s/busybox:v1
+    stdin: true
+    stdinOnce: true
+    command: [sh, -c, 'echo started; read name; echo hello-$name; sleep 1']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: shell}
+spec:
+  nodeName: node-1
+  restartPolicy: Never
+  containers:
+  - {name: sh, image: localhost/minik8s/busybox:v1, stdin: true, tty: true, command: [sh]}
 `
 
 // timestamped is one line of `kubectl logs --timestamps`: RFC 3339 time, then the output.
@@ -107,6 +130,35 @@ func TestNodeAPI(t *testing.T) {
 		}
 	}
 
+	// kubectl 1.30+ speaks WebSocket (v5.channel.k8s.io) first: miniapi translates it to
+	// SPDY for the node, so kubectl does not fall back (it says so at -v=4).
+	cmd = cluster.KubectlCommand(ctx, l, "-v=4", "exec", "-i", "web", "-c", "talker", "--", "sh", "-c", "cat; exit 5")
+	cmd.Stdin = strings.NewReader("over-websocket\n")
+	b, _ := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 5 || !strings.Contains(string(b), "over-websocket") || strings.Contains(string(b), "fallback") {
+		t.Errorf("kubectl exec over WebSocket: exit %v, want 5, the input echoed and no fallback to SPDY:\n%s", cmd.ProcessState, b)
+	}
+
+	// kubectl attach -i: the input reaches the waiting container's stdin (stdinOnce), its
+	// answer comes back, and the end of the input ends the attach.
+	waitRunning(t, l, "asker")
+	cmd = cluster.KubectlCommand(ctx, l, "-v=4", "attach", "-i", "asker")
+	cmd.Stdin = strings.NewReader("world\n")
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "hello-world") || strings.Contains(string(b), "fallback") {
+		t.Errorf("kubectl attach -i: %v\n%s", err, b)
+	}
+
+	// kubectl attach -it to a shell on a terminal: what is typed runs, its output comes back,
+	// and exit ends the attach.
+	waitRunning(t, l, "shell")
+	ttyAttachCtx, ttyAttachCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer ttyAttachCancel()
+	attach := lab.Command(ttyAttachCtx, l.ControlPlane.NetNS, "script", "-qec", "kubectl --kubeconfig "+l.Kubeconfig+" attach -it shell", "/dev/null")
+	attach.Stdin = strings.NewReader("tty; echo sum-$((40+2))\nexit\n")
+	if b, err := attach.CombinedOutput(); err != nil || !strings.Contains(string(b), "sum-42") || !strings.Contains(string(b), "/dev/pts/") {
+		t.Errorf("kubectl attach -it: %v, want the shell's terminal and sum-42:\n%s", err, b)
+	}
+
 	// exec -it on a pseudo-terminal (script gives kubectl one): the process gets a terminal
 	// and its exit code comes back.
 	ttyCtx, ttyCancel := context.WithTimeout(ctx, 30*time.Second)
@@ -118,8 +170,8 @@ func TestNodeAPI(t *testing.T) {
 	}
 
 	// Port-forward, reached from the same (control-plane) namespace.
-	pf := cluster.KubectlCommand(ctx, l, "port-forward", "pod/web", "18080:8080")
-	var pfOut strings.Builder
+	pf := cluster.KubectlCommand(ctx, l, "-v=4", "port-forward", "pod/web", "18080:8080", "18081:9999")
+	var pfOut lockedBuffer // read while kubectl writes
 	pf.Stdout, pf.Stderr = &pfOut, &pfOut
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -135,6 +187,20 @@ func TestNodeAPI(t *testing.T) {
 	}
 	if err != nil || strings.TrimSpace(string(body)) != "web" {
 		t.Errorf("wget through port-forward: %v\n%s\nport-forward: %s", err, body, pfOut.String())
+	}
+	// A connection to a closed port is refused on its own stream, and kubectl reports it
+	// for that connection (kubectl since 1.30 then drops the whole tunnel itself; that the
+	// node keeps it is TestStreamsOverWebSocketAndSPDY's).
+	closed := lab.Command(ctx, l.ControlPlane.NetNS, "busybox", "wget", "-qO-", "http://127.0.0.1:18081/")
+	if b, err := closed.CombinedOutput(); err == nil {
+		t.Errorf("wget to a closed port through port-forward succeeded: %s", b)
+	}
+	waitFor(t, "kubectl port-forward to report the refused connection", 10*time.Second, func() (bool, string) {
+		out := pfOut.String()
+		return strings.Contains(out, "port 9999") && strings.Contains(out, "connection refused"), out
+	})
+	if strings.Contains(pfOut.String(), "fallback") {
+		t.Errorf("port-forward fell back to SPDY:\n%s", pfOut.String())
 	}
 
 	// --previous is the run before the current one, after a crash.
@@ -172,4 +238,22 @@ func TestNodeAPI(t *testing.T) {
 		_ = follow.Process.Kill()
 		t.Errorf("kubectl logs -f still runs 60s after its pod was deleted:\n%s", followOut.String())
 	}
+}
+
+// lockedBuffer is a strings.Builder a command's output goroutine and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

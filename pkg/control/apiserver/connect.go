@@ -62,8 +62,12 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		}
 		path += "/" + container
 	}
+	podQuery := r.URL.Query()
 	if sub == "exec" || sub == "attach" {
-		r.URL.RawQuery = streamQuery(r.URL.Query()).Encode()
+		r.URL.RawQuery = streamQuery(podQuery).Encode()
+	}
+	if s.serveWebSocket(w, r, pod.Spec.NodeName, sub, path, podQuery) {
+		return
 	}
 	s.proxyToNode(w, r, pod.Spec.NodeName, path)
 }

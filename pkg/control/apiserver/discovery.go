@@ -50,7 +50,7 @@ func (s *Server) apiGroups() []metav1.APIGroup {
 		index[gv.Group] = len(groups)
 		groups = append(groups, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
 	}
-	return groups
+	return append(groups, s.extensionGroups()...)
 }
 
 func (s *Server) serveGroups(w http.ResponseWriter, r *http.Request) {

@@ -48,6 +48,9 @@ func (s *Server) serveAggregated(w http.ResponseWriter, legacy bool) {
 		}
 		list.Items[i].Versions = append(list.Items[i].Versions, version)
 	}
+	if !legacy {
+		list.Items = append(list.Items, s.extensionDiscovery()...)
+	}
 	w.Header().Set("Content-Type", aggregatedMediaType)
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(list)

@@ -41,6 +41,8 @@ type Config struct {
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
 	// miniapi's kubelet-client certificate; nil answers them 503.
 	NodeTransport http.RoundTripper
+	// Extensions are API groups served by handlers of their own (metrics.k8s.io).
+	Extensions []Extension
 }
 
 // Server is the API server's HTTP handler.
@@ -58,6 +60,7 @@ type Server struct {
 	advertise netip.AddrPort
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
+	extensions    []Extension
 }
 
 // New builds the server.
@@ -73,7 +76,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
 	s.protobufKinds = protobufResources(cfg.Registry)
-	s.nodeTransport = cfg.NodeTransport
+	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
@@ -106,7 +109,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 // serveAPI routes /api/... and /apis/... to discovery or to a resource.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if s.serveConnect(w, r) {
+	if s.serveConnect(w, r) || s.serveExtension(w, r) {
 		return
 	}
 	parts := splitPath(r.URL.Path)

@@ -243,8 +243,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	metricsAPI, err := metricsExtension(ca, o, nodeTransport, log)
+	if err != nil {
+		return err
+	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport})
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport,
+		Extensions: []apiserver.Extension{metricsAPI}})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}

@@ -2,9 +2,14 @@ package controlplane
 
 import (
 	"crypto/tls"
+	"log/slog"
 	"net/http"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/metricsapi"
 	"github.com/minik8s/minik8s/pkg/pki"
 )
 
@@ -25,4 +30,19 @@ func kubeletClientTransport(ca *pki.CA) (http.RoundTripper, error) {
 		TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout:     90 * time.Second,
 	}, nil
+}
+
+// metricsExtension is metrics.k8s.io (pkg/control/metricsapi), reading nodes and pods
+// over loopback as its own user and the nodes' figures with the kubelet-client transport.
+func metricsExtension(ca *pki.CA, o Options, nodeTransport http.RoundTripper, log *slog.Logger) (apiserver.Extension, error) {
+	cfg, err := loopbackConfig(ca, o.ServerURL(), "system:metrics-server")
+	if err != nil {
+		return apiserver.Extension{}, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return apiserver.Extension{}, err
+	}
+	return apiserver.Extension{GroupVersion: metricsapi.GroupVersion, Resources: metricsapi.Resources,
+		Handler: metricsapi.New(client, nodeTransport, log.With("component", "metrics"))}, nil
 }

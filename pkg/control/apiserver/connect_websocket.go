@@ -1,0 +1,71 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
+	apiproxy "k8s.io/apiserver/pkg/util/proxy"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
+)
+
+// serveWebSocket answers the WebSocket requests kubectl 1.30+ makes first, as
+// kube-apiserver does, since the node API (like the kubelet) speaks only SPDY to
+// apiservers: exec and attach over v5.channel.k8s.io are translated to SPDY streams
+// (StreamTranslatorHandler), port-forward's SPDY is tunnelled through the WebSocket
+// (TunnelingHandler). ok is false for requests left to the plain proxy (SPDY, older
+// WebSocket protocols, logs).
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName, sub, path string, podQuery url.Values) bool {
+	translate := (sub == "exec" || sub == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r)
+	tunnel := sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r)
+	if !translate && !tunnel {
+		return false
+	}
+	if s.nodeTransport == nil {
+		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+		return true
+	}
+	target, err := s.nodeURL(r.Context(), nodeName)
+	if err != nil {
+		writeError(w, err)
+		return true
+	}
+	target.Path, target.RawQuery = path, r.URL.RawQuery
+	w = hijacker(w) // the WebSocket servers assert http.Hijacker instead of unwrapping
+	if translate {
+		on := func(name string) bool { v := podQuery.Get(name); return v == "true" || v == "1" }
+		opts := apiproxy.Options{Stdin: on("stdin"), Stdout: on("stdout"), Stderr: on("stderr"), Tty: on("tty")}
+		apiproxy.NewStreamTranslatorHandler(target, s.nodeTransport, 0, opts).ServeHTTP(w, r)
+		return true
+	}
+	r.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
+	// The tunnelling writer hands over its connection without a bufio.ReadWriter, which
+	// only apimachinery's upgrade-aware proxy (kube-apiserver's) expects.
+	upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, nodeResponder{nodeName, target.Host})
+	apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
+	return true
+}
+
+// hijacker is the innermost of w's wrappers (request metrics, ...) that can hijack the
+// connection, or w.
+func hijacker(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		if _, ok := w.(http.Hijacker); ok {
+			return w
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// nodeResponder answers a failed proxy to the node as proxyToNode does.
+type nodeResponder struct{ node, addr string }
+
+func (n nodeResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", n.node, n.addr, err)))
+}

@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+)
+
+// burner spins until /tmp/stop exists, then idles.
+const topPods = `apiVersion: v1
+kind: Pod
+metadata: {name: burner, labels: {app: burner}}
+spec:
+  nodeName: node-1
+  containers:
+  - name: burn
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, 'while [ ! -f /tmp/stop ]; do :; done; exec sleep 3600']
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: idler, labels: {app: idler}}
+spec:
+  nodeName: node-1
+  containers:
+  - {name: idle, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+`
+
+// TestTopAndStats: minilet's /stats/summary parses into the kubelet's types with real
+// figures, /metrics/resource and /metrics/cadvisor carry the kubelet's metric names, and
+// `kubectl top` (miniapi's own metrics.k8s.io) follows a pod that burns CPU and stops.
+func TestTopAndStats(t *testing.T) {
+	l := upLab(t, "top", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	applyYAML(t, l, topPods)
+	waitRunning(t, l, "burner")
+	waitRunning(t, l, "idler")
+
+	// kubectl top pod: the burner uses a good part of a core (at least 0.1 on a loaded
+	// machine), the idler next to nothing.
+	var burn, idle int
+	waitFor(t, "kubectl top pod to show the burner busy", 90*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(ctx, l, "top", "pod", "-A", "--no-headers")
+		if err != nil {
+			return false, out
+		}
+		burn, idle = topCPU(out, "burner"), topCPU(out, "idler")
+		return burn >= 100 && idle >= 0 && idle < 50, out
+	})
+	out := mustKubectl(t, l, "top", "node", "--no-headers")
+	if f := strings.Fields(out); len(f) < 5 || f[0] != "node-1" || milli(f[1]) < 200 || !strings.HasSuffix(f[3], "Mi") {
+		t.Errorf("kubectl top node: want node-1 with >= 200m CPU and its memory:\n%s", out)
+	}
+	if out := mustKubectl(t, l, "top", "pod", "-l", "app=idler", "--no-headers"); strings.Contains(out, "burner") || !strings.Contains(out, "idler") {
+		t.Errorf("kubectl top pod -l app=idler:\n%s", out)
+	}
+
+	// Discovery lists the group, as kubectl top requires.
+	if out := mustKubectl(t, l, "api-resources", "--api-group=metrics.k8s.io", "--no-headers"); !strings.Contains(out, "NodeMetrics") || !strings.Contains(out, "PodMetrics") {
+		t.Errorf("kubectl api-resources --api-group=metrics.k8s.io:\n%s", out)
+	}
+
+	// The node API's figures, through miniapi's nodes/proxy.
+	raw := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/stats/summary")
+	var summary statsapi.Summary
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&summary); err != nil {
+		t.Fatalf("/stats/summary does not parse into statsapi.Summary: %v\n%s", err, raw)
+	}
+	checkSummary(t, &summary)
+	metrics := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/metrics/resource")
+	checkMetric(t, metrics, "container_cpu_usage_seconds_total", map[string]string{"container": "burn", "pod": "burner", "namespace": "default"})
+	checkMetric(t, metrics, "node_memory_working_set_bytes", nil)
+	cadvisor := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/metrics/cadvisor")
+	checkMetric(t, cadvisor, "container_memory_working_set_bytes", map[string]string{"container": "burn", "pod": "burner"})
+	checkMetric(t, cadvisor, "container_network_receive_bytes_total", map[string]string{"pod": "burner", "interface": "eth0"})
+
+	// The node's pressure conditions are measured, not constant.
+	conds := mustKubectl(t, l, "get", "node", "node-1", "-o", `jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason} {end}`)
+	for _, want := range []string{"MemoryPressure=False/KubeletHasSufficientMemory", "DiskPressure=False/KubeletHasNoDiskPressure", "PIDPressure=False/KubeletHasSufficientPID"} {
+		if !strings.Contains(conds, want) {
+			t.Errorf("node conditions %q lack %s", conds, want)
+		}
+	}
+
+	// Stop burning: top follows down.
+	mustKubectl(t, l, "exec", "burner", "--", "touch", "/tmp/stop")
+	waitFor(t, "kubectl top pod to show the burner idle", 90*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(ctx, l, "top", "pod", "burner", "--no-headers")
+		if err != nil {
+			return false, out
+		}
+		c := topCPU(out, "burner")
+		return c >= 0 && c < 50, out
+	})
+	if out, err := cluster.Kubectl(ctx, l, "top", "pod", "nope"); err == nil || !strings.Contains(out, "not found") {
+		t.Errorf("kubectl top pod nope: %v\n%s", err, out)
+	}
+}
+
+// topCPU is the millicores of pod in `kubectl top pod --no-headers` output (-A or not);
+// -1 when it is not listed.
+func topCPU(out, pod string) int {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == pod {
+				return milli(f[i+1])
+			}
+		}
+	}
+	return -1
+}
+
+func milli(s string) int {
+	if v, ok := strings.CutSuffix(s, "m"); ok {
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n * 1000
+}
+
+func checkSummary(t *testing.T, s *statsapi.Summary) {
+	t.Helper()
+	n := s.Node
+	if n.NodeName != "node-1" || n.CPU == nil || n.CPU.UsageNanoCores == nil || *n.CPU.UsageNanoCores == 0 ||
+		n.Memory == nil || n.Memory.WorkingSetBytes == nil || *n.Memory.WorkingSetBytes == 0 || n.Memory.AvailableBytes == nil ||
+		n.Fs == nil || n.Fs.CapacityBytes == nil || n.Runtime == nil || n.Runtime.ImageFs == nil || n.Rlimit == nil || n.Rlimit.MaxPID == nil {
+		b, _ := json.Marshal(n)
+		t.Errorf("node stats incomplete: %s", b)
+	}
+	var found bool
+	for _, p := range s.Pods {
+		if p.PodRef.Name != "burner" {
+			continue
+		}
+		found = true
+		b, _ := json.Marshal(p)
+		if len(p.Containers) != 1 || p.Containers[0].Name != "burn" {
+			t.Fatalf("burner's containers: %s", b)
+		}
+		c := p.Containers[0]
+		switch {
+		case c.CPU == nil || c.CPU.UsageNanoCores == nil || *c.CPU.UsageNanoCores < 5e7:
+			t.Errorf("burner's container CPU: %s", b)
+		case c.Memory == nil || c.Memory.WorkingSetBytes == nil || *c.Memory.WorkingSetBytes == 0:
+			t.Errorf("burner's container memory: %s", b)
+		case c.Rootfs == nil || c.Rootfs.UsedBytes == nil || c.Logs == nil || c.Logs.UsedBytes == nil:
+			t.Errorf("burner's container filesystems: %s", b)
+		case p.CPU == nil || p.CPU.UsageNanoCores == nil || *p.CPU.UsageNanoCores < *c.CPU.UsageNanoCores/2:
+			t.Errorf("burner's pod CPU: %s", b)
+		case p.Network == nil || p.Network.Name != "eth0" || p.Network.RxBytes == nil:
+			t.Errorf("burner's network: %s", b)
+		case p.ProcessStats == nil || p.ProcessStats.ProcessCount == nil || *p.ProcessStats.ProcessCount < 2:
+			t.Errorf("burner's processes (sandbox and shell): %s", b)
+		case p.EphemeralStorage == nil || p.EphemeralStorage.UsedBytes == nil:
+			t.Errorf("burner's ephemeral storage: %s", b)
+		}
+	}
+	if !found {
+		t.Errorf("no burner in /stats/summary")
+	}
+}
+
+// checkMetric finds a sample of name with labels in a Prometheus text exposition.
+func checkMetric(t *testing.T, text, name string, labels map[string]string) {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewBufferString(text))
+	if err != nil {
+		t.Errorf("metrics do not parse: %v", err)
+		return
+	}
+	fam := families[name]
+	if fam == nil {
+		t.Errorf("no %s in the metrics", name)
+		return
+	}
+next:
+	for _, m := range fam.Metric {
+		got := model.LabelSet{}
+		for _, lp := range m.Label {
+			got[model.LabelName(lp.GetName())] = model.LabelValue(lp.GetValue())
+		}
+		for k, v := range labels {
+			if string(got[model.LabelName(k)]) != v {
+				continue next
+			}
+		}
+		return
+	}
+	t.Errorf("no %s sample with labels %v", name, labels)
+}
