@@ -72,15 +72,24 @@ func Snapshot(services corelisters.ServiceLister, slices discoverylisters.Endpoi
 	if err != nil {
 		return nil, err
 	}
-	var out []ServicePort
+	// One pass over every slice, grouped by service: a label-selector list per service
+	// would scan every slice of the namespace each time, quadratic at 10 000 services.
+	all, err := slices.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	byService := make(map[string][]*discoveryv1.EndpointSlice, len(svcs))
+	for _, s := range all {
+		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+			byService[s.Namespace+"/"+name] = append(byService[s.Namespace+"/"+name], s)
+		}
+	}
+	out := make([]ServicePort, 0, len(svcs))
 	for _, svc := range svcs {
 		if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
 			continue
 		}
-		list, err := slices.EndpointSlices(svc.Namespace).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}))
-		if err != nil {
-			return nil, err
-		}
+		list := byService[svc.Namespace+"/"+svc.Name]
 		for i := range svc.Spec.Ports {
 			out = append(out, servicePort(svc, &svc.Spec.Ports[i], list, nodeName))
 		}

@@ -9,6 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
@@ -78,6 +80,17 @@ func (t *table) add(c string, args ...string) {
 }
 
 func comment(text string) string { return `-m comment --comment "` + text + `"` }
+
+// sum is a hash of chain c's rules: what a partial sync compares to skip unchanged chains
+// (a hash, not the text, so the proxier does not hold a second copy of the table).
+func (t *table) sum(c string) uint64 {
+	h := fnv.New64a()
+	for _, r := range t.chains[c] {
+		_, _ = io.WriteString(h, r)
+		_, _ = h.Write([]byte{'\n'})
+	}
+	return h.Sum64()
+}
 
 func (t *table) rules() int {
 	n := 0
