@@ -338,11 +338,8 @@ func (tp *tablePlan) writeTo(buf *bytes.Buffer, wholeCache bool) int {
 		lines += len(list)
 	}
 	for _, c := range tp.write {
-		for _, r := range tp.t.chains[c] {
-			buf.WriteString(r)
-			buf.WriteByte('\n')
-		}
-		lines += len(tp.t.chains[c])
+		buf.Write(tp.t.chains[c].text)
+		lines += tp.t.chains[c].rules
 	}
 	for _, c := range tp.stale {
 		buf.WriteString("-X " + c + "\n")

@@ -13,9 +13,7 @@ func render(rs ruleSet) string {
 	for _, t := range []*table{rs.filter, rs.nat} {
 		for _, c := range t.order {
 			b.WriteString(":" + c + "\n")
-			for _, r := range t.chains[c] {
-				b.WriteString(r + "\n")
-			}
+			b.Write(t.chains[c].text)
 		}
 	}
 	return b.String()
