@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -27,6 +28,9 @@ type ServicePort struct {
 	NodePort        int32
 	ExternalIPs     []string
 	LoadBalancerIPs []string
+	// SourceRanges are the CIDRs allowed to reach the load balancer IPs
+	// (spec.loadBalancerSourceRanges); empty allows everyone.
+	SourceRanges []string
 	// AffinitySeconds > 0 pins a client IP to one endpoint that long (ClientIP affinity).
 	AffinitySeconds int32
 	ExternalLocal   bool // externalTrafficPolicy: Local
@@ -129,6 +133,7 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 				sp.LoadBalancerIPs = append(sp.LoadBalancerIPs, ing.IP)
 			}
 		}
+		sp.SourceRanges = sourceRanges(svc)
 	}
 	seen := map[string]bool{}
 	for _, s := range slices {
@@ -161,6 +166,24 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 	}
 	sort.Slice(sp.Endpoints, func(i, j int) bool { return sp.Endpoints[i].String() < sp.Endpoints[j].String() })
 	return sp
+}
+
+// sourceRanges are a LoadBalancer Service's allowed client CIDRs: the spec field, or when it
+// is empty the older annotation, as kube-proxy reads them; malformed ones are left out.
+func sourceRanges(svc *corev1.Service) []string {
+	ranges := svc.Spec.LoadBalancerSourceRanges
+	if len(ranges) == 0 {
+		if a := svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]; a != "" {
+			ranges = strings.Split(a, ",")
+		}
+	}
+	var out []string
+	for _, r := range ranges {
+		if _, cidr, err := net.ParseCIDR(strings.TrimSpace(r)); err == nil && cidr.IP.To4() != nil {
+			out = append(out, cidr.String())
+		}
+	}
+	return out
 }
 
 // externallyReachable: NodePort and LoadBalancer Services, or any with external IPs, are

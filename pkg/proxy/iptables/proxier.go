@@ -22,7 +22,7 @@ import (
 )
 
 // serviceChain matches the per-service chains a sync may leave stale.
-var serviceChain = regexp.MustCompile(`^KUBE-(SVC|SEP|EXT|SVL)-[A-Z2-7]{16}$`)
+var serviceChain = regexp.MustCompile(`^KUBE-(SVC|SEP|EXT|SVL|FW)-[A-Z2-7]{16}$`)
 
 // jump is a rule in a built-in chain that sends traffic into ours.
 type jump struct {

@@ -42,6 +42,7 @@ func protocol(sp *proxy.ServicePort) string { return strings.ToLower(string(sp.P
 func svcChain(sp *proxy.ServicePort) string { return "KUBE-SVC-" + hash16(sp.Name+protocol(sp)) }
 func extChain(sp *proxy.ServicePort) string { return "KUBE-EXT-" + hash16(sp.Name+protocol(sp)) }
 func svlChain(sp *proxy.ServicePort) string { return "KUBE-SVL-" + hash16(sp.Name+protocol(sp)) }
+func fwChain(sp *proxy.ServicePort) string  { return "KUBE-FW-" + hash16(sp.Name+protocol(sp)) }
 func sepChain(sp *proxy.ServicePort, ep proxy.Endpoint) string {
 	return "KUBE-SEP-" + hash16(sp.Name+protocol(sp)+ep.String())
 }
@@ -181,8 +182,25 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 	for _, ip := range sp.ExternalIPs {
 		addExternal(filter, nat, sp, comment(sp.Name+" external IP"), match(ip, sp.Port), externalTarget, allEPs)
 	}
+	// loadBalancerSourceRanges: the load balancer IPs go through KUBE-FW, which sends the
+	// allowed sources on to KUBE-EXT; what it does not DNAT meets the DROP in the filter
+	// table's KUBE-PROXY-FIREWALL (kube-proxy's layout).
+	usesFW := externalTarget != "" && len(sp.LoadBalancerIPs) > 0 && len(sp.SourceRanges) > 0
+	lbTarget := externalTarget
+	if usesFW {
+		lbTarget = fwChain(sp)
+	}
 	for _, ip := range sp.LoadBalancerIPs {
-		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), externalTarget, allEPs)
+		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), lbTarget, allEPs)
+		if usesFW {
+			filter.add(kubeProxyFirewall, comment(sp.Name+" traffic not accepted by "+lbTarget), match(ip, sp.Port), "-j DROP")
+		}
+	}
+	if usesFW {
+		for _, cidr := range sp.SourceRanges {
+			nat.add(lbTarget, comment(sp.Name+" loadbalancer IP"), "-s "+cidr, "-j", ext)
+		}
+		nat.add(lbTarget, comment("other traffic to "+sp.Name+" will be dropped by KUBE-PROXY-FIREWALL"))
 	}
 	if sp.NodePort != 0 {
 		m := fmt.Sprintf("-m %s -p %s --dport %d", proto, proto, sp.NodePort)

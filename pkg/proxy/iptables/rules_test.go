@@ -73,3 +73,36 @@ func TestChainNamesMatchKubeProxy(t *testing.T) {
 		t.Errorf("endpoint chain %s, want KUBE-SEP-SXIVWICOYRO3J4NJ", got)
 	}
 }
+
+func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
+	ep := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true}
+	lb := proxy.ServicePort{Name: "default/lb:http", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.20", Port: 80, NodePort: 30090,
+		LoadBalancerIPs: []string{"10.200.0.200"}, SourceRanges: []string{"192.168.0.0/16", "10.1.0.0/24"}, Endpoints: []proxy.Endpoint{ep}}
+	open := lb
+	open.Name, open.ClusterIP, open.LoadBalancerIPs, open.SourceRanges = "default/open:http", "10.96.0.21", []string{"10.200.0.201"}, nil
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{lb, open}))
+	fw, ext := fwChain(&lb), extChain(&lb)
+	if !strings.HasPrefix(fw, "KUBE-FW-") || len(fw) != len("KUBE-FW-")+16 {
+		t.Fatalf("firewall chain name %q", fw)
+	}
+	for _, want := range []string{
+		"-A KUBE-SERVICES " + comment("default/lb:http loadbalancer IP") + " -m tcp -p tcp -d 10.200.0.200/32 --dport 80 -j " + fw,
+		"-A " + fw + " " + comment("default/lb:http loadbalancer IP") + " -s 192.168.0.0/16 -j " + ext,
+		"-A " + fw + " " + comment("default/lb:http loadbalancer IP") + " -s 10.1.0.0/24 -j " + ext,
+		"-A " + fw + " " + comment("other traffic to default/lb:http will be dropped by KUBE-PROXY-FIREWALL") + "\n",
+		"-A KUBE-PROXY-FIREWALL " + comment("default/lb:http traffic not accepted by "+fw) + " -m tcp -p tcp -d 10.200.0.200/32 --dport 80 -j DROP",
+		// Without ranges the load balancer IP goes straight to KUBE-EXT.
+		"-A KUBE-SERVICES " + comment("default/open:http loadbalancer IP") + " -m tcp -p tcp -d 10.200.0.201/32 --dport 80 -j " + extChain(&open),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rules lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, fwChain(&open)) {
+		t.Errorf("a service without source ranges got a firewall chain")
+	}
+	// The node port is not filtered: kube-proxy applies the ranges to the load balancer IPs.
+	if !strings.Contains(out, "-A KUBE-NODEPORTS "+comment("default/lb:http")+" -m tcp -p tcp --dport 30090 -j "+ext) {
+		t.Errorf("node port does not go to %s:\n%s", ext, out)
+	}
+}
