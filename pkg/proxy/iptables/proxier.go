@@ -82,6 +82,7 @@ type Proxier struct {
 	written   map[chainKey]uint64 // every chain of ours -> hash of its rules as last written
 	lastBytes int                 // size of the last restore input, to size the next buffer
 	needFull  bool
+	builder   *builder // remembers the last layout, so a partial sync lays out only changes
 	udp       map[string]udpState // UDP service port -> what conntrack cleanup compares
 }
 
@@ -98,7 +99,7 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
 	}
 	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt,
-		wholeCache: nftBacked(), written: map[chainKey]uint64{}, needFull: true, udp: map[string]udpState{}}, nil
+		wholeCache: nftBacked(), builder: &builder{cfg: cfg}, written: map[chainKey]uint64{}, needFull: true, udp: map[string]udpState{}}, nil
 }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
@@ -127,12 +128,16 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	if err != nil {
 		return SyncResult{}, err
 	}
-	rs := buildRules(p.cfg, ports)
+	if p.needFull {
+		p.builder = &builder{cfg: p.cfg} // a full sync writes every chain: lay out all anew
+	}
+	rs := p.builder.build(ports)
 	built := time.Since(start)
 	res, err := p.write(ctx, rs, p.needFull)
 	if err != nil && !res.Full {
 		p.log.Warn("partial sync failed, doing a full one", "err", err)
-		res, err = p.write(ctx, rs, true)
+		p.builder = &builder{cfg: p.cfg}
+		res, err = p.write(ctx, p.builder.build(ports), true)
 	}
 	if err != nil {
 		p.needFull = true
@@ -268,6 +273,10 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult,
 			newWritten[k] = sum
 			delete(stale, c)
 			if prev, ok := p.written[k]; full || !ok || prev != sum {
+				if t.chains[c].reused {
+					// Reused from the last layout yet not what the kernel got: lay out anew.
+					return res, fmt.Errorf("chain %s/%s differs from the last write but was not laid out again", t.name, c)
+				}
 				plan[i].write = append(plan[i].write, c)
 			}
 		}

@@ -66,6 +66,11 @@ type table struct {
 type chainText struct {
 	text  []byte
 	rules int
+	// sum, once summed, is the hash of text; a chain reused from an earlier build keeps
+	// only its sum and rule count (text nil): it is unchanged, so a partial sync skips it.
+	sum    uint64
+	summed bool
+	reused bool
 }
 
 func newTable(name string, chains ...string) *table {
@@ -108,9 +113,13 @@ func comment(text string) string { return `-m comment --comment "` + text + `"` 
 // sum is a hash of chain c's rules: what a partial sync compares to skip unchanged chains
 // (a hash, not the text, so the proxier does not hold a second copy of the table).
 func (t *table) sum(c string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write(t.chains[c].text)
-	return h.Sum64()
+	ct := t.chains[c]
+	if !ct.summed {
+		h := fnv.New64a()
+		_, _ = h.Write(ct.text)
+		ct.sum, ct.summed = h.Sum64(), true
+	}
+	return ct.sum
 }
 
 func (t *table) rules() int {
@@ -128,9 +137,13 @@ type ruleSet struct {
 
 // buildRules lays out every service port as kube-proxy's iptables proxier does.
 func buildRules(cfg Config, ports []proxy.ServicePort) ruleSet {
-	filter := newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall)
-	nat := newTable("nat", kubeServices, kubeNodePorts, kubePostrouting, kubeMarkMasq)
+	return (&builder{cfg: cfg}).build(ports)
+}
 
+// baseTables are both tables with our top-level chains and their fixed rules.
+func baseTables() (filter, nat *table) {
+	filter = newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall)
+	nat = newTable("nat", kubeServices, kubeNodePorts, kubePostrouting, kubeMarkMasq)
 	nat.add(kubePostrouting, "-m mark ! --mark "+masqMark, "-j RETURN")
 	nat.add(kubePostrouting, "-j MARK --xor-mark 0x4000")
 	nat.add(kubePostrouting, comment("kubernetes service traffic requiring SNAT"), "-j MASQUERADE --random-fully")
@@ -138,13 +151,7 @@ func buildRules(cfg Config, ports []proxy.ServicePort) ruleSet {
 	filter.add(kubeForward, "-m conntrack --ctstate INVALID", "-j DROP")
 	filter.add(kubeForward, comment("kubernetes forwarding rules"), "-m mark --mark "+masqMark, "-j ACCEPT")
 	filter.add(kubeForward, comment("kubernetes forwarding conntrack rule"), "-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT")
-
-	for i := range ports {
-		addServicePort(cfg, filter, nat, &ports[i])
-	}
-	nat.add(kubeServices, comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"),
-		"-m addrtype --dst-type LOCAL", "-j", kubeNodePorts)
-	return ruleSet{filter: filter, nat: nat}
+	return filter, nat
 }
 
 func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {

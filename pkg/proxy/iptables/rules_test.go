@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -104,5 +105,38 @@ func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
 	// The node port is not filtered: kube-proxy applies the ranges to the load balancer IPs.
 	if !strings.Contains(out, "-A KUBE-NODEPORTS "+comment("default/lb:http")+" -m tcp -p tcp --dport 30090 -j "+ext) {
 		t.Errorf("node port does not go to %s:\n%s", ext, out)
+	}
+}
+
+// A builder reusing its last layout gives the same tables as one laying out from scratch,
+// and lays out only the ports that changed.
+func TestBuilderReusesUnchangedPorts(t *testing.T) {
+	port := func(i int, ip string) proxy.ServicePort {
+		return proxy.ServicePort{Name: fmt.Sprintf("default/s%d:http", i), Protocol: corev1.ProtocolTCP, ClusterIP: fmt.Sprintf("10.96.0.%d", i+1), Port: 80,
+			NodePort: int32(30000 + i), Endpoints: []proxy.Endpoint{{IP: ip, Port: 8080, Ready: true, Serving: true}}}
+	}
+	ports := []proxy.ServicePort{port(0, "10.244.1.1"), port(1, "10.244.1.2"), port(2, "10.244.1.3")}
+	b := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
+	b.build(ports)
+	ports[1] = port(1, "10.244.9.9")
+	ports = ports[:2] // s2 deleted
+	got := b.build(ports)
+	want := buildRules(b.cfg, ports)
+	for _, tb := range [][2]*table{{got.filter, want.filter}, {got.nat, want.nat}} {
+		g, w := tb[0], tb[1]
+		if strings.Join(g.order, ",") != strings.Join(w.order, ",") {
+			t.Fatalf("%s chains %v, want %v", g.name, g.order, w.order)
+		}
+		for _, c := range w.order {
+			if g.sum(c) != w.sum(c) || g.chains[c].rules != w.chains[c].rules {
+				t.Errorf("%s chain %s differs from a fresh layout", g.name, c)
+			}
+		}
+	}
+	if sep := sepChain(&ports[0], ports[0].Endpoints[0]); !got.nat.chains[sep].reused {
+		t.Errorf("unchanged port's chain %s was laid out again", sep)
+	}
+	if sep := sepChain(&ports[1], ports[1].Endpoints[0]); got.nat.chains[sep].reused || len(got.nat.chains[sep].text) == 0 {
+		t.Errorf("changed port's chain %s was not laid out again", sep)
 	}
 }
