@@ -82,7 +82,7 @@ type Proxier struct {
 	written   map[chainKey]uint64 // every chain of ours -> hash of its rules as last written
 	lastBytes int                 // size of the last restore input, to size the next buffer
 	needFull  bool
-	builder   *builder // remembers the last layout, so a partial sync lays out only changes
+	builder   *builder            // remembers the last layout, so a partial sync lays out only changes
 	udp       map[string]udpState // UDP service port -> what conntrack cleanup compares
 }
 
