@@ -135,7 +135,11 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 		}
 		sp.SourceRanges = sourceRanges(svc)
 	}
-	seen := map[string]bool{}
+	type ipPort struct {
+		ip   string
+		port int32
+	}
+	seen := map[ipPort]bool{}
 	for _, s := range slices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -158,13 +162,19 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 				Serving:     ptr.Deref(ep.Conditions.Serving, ptr.Deref(ep.Conditions.Ready, true)),
 				Terminating: ptr.Deref(ep.Conditions.Terminating, false),
 				Local:       ptr.Deref(ep.NodeName, "") == nodeName && nodeName != ""}
-			if !seen[e.String()] { // the same endpoint in two slices (mid-update) counts once
-				seen[e.String()] = true
+			if k := (ipPort{e.IP, e.Port}); !seen[k] { // the same endpoint in two slices (mid-update) counts once
+				seen[k] = true
 				sp.Endpoints = append(sp.Endpoints, e)
 			}
 		}
 	}
-	sort.Slice(sp.Endpoints, func(i, j int) bool { return sp.Endpoints[i].String() < sp.Endpoints[j].String() })
+	sort.Slice(sp.Endpoints, func(i, j int) bool {
+		a, b := sp.Endpoints[i], sp.Endpoints[j]
+		if a.IP != b.IP {
+			return a.IP < b.IP
+		}
+		return a.Port < b.Port
+	})
 	return sp
 }
 

@@ -121,9 +121,6 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := time.Now()
-	if err := p.checkCanary(); err != nil {
-		return SyncResult{}, err
-	}
 	ports, err := proxy.Snapshot(p.services, p.slices, p.nodeName)
 	if err != nil {
 		return SyncResult{}, err
@@ -135,7 +132,7 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	built := time.Since(start)
 	res, err := p.write(ctx, rs, p.needFull)
 	if err != nil && !res.Full {
-		p.log.Warn("partial sync failed, doing a full one", "err", err)
+		p.log.Warn("partial sync failed (the canary chain is gone when someone flushed the tables), doing a full one", "err", err)
 		p.builder = &builder{cfg: p.cfg}
 		res, err = p.write(ctx, p.builder.build(ports), true)
 	}
@@ -149,21 +146,6 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	res.BuildDuration = built
 	res.Duration = time.Since(start)
 	return res, nil
-}
-
-// checkCanary: a flush of the tables by someone else removes the canary chain (made by
-// every full sync), and the next sync is then a full one. One cheap look at the small
-// mangle table, so partial syncs stay cheap.
-func (p *Proxier) checkCanary() error {
-	exists, err := p.ipt.ChainExists("mangle", kubeProxyCanary)
-	if err != nil {
-		return fmt.Errorf("iptables: %w", err)
-	}
-	if !exists && !p.needFull {
-		p.log.Warn("canary chain gone: the tables were flushed by someone else; resyncing in full")
-		p.needFull = true
-	}
-	return nil
 }
 
 // ensureBase makes the canary, our top-level chains and the jumps into them from the
@@ -287,6 +269,12 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult,
 	sort.Strings(plan[1].stale)
 	var buf bytes.Buffer
 	buf.Grow(p.lastBytes)
+	if !full {
+		// The canary, checked inside the same restore: when someone flushed the tables it
+		// is gone, listing it fails the whole restore, and the sync is redone in full.
+		buf.WriteString("*mangle\n-S " + kubeProxyCanary + "\nCOMMIT\n")
+		res.RestoreLines += 3
+	}
 	for _, tp := range plan {
 		res.ChainsWritten += len(tp.write)
 		res.RestoreLines += tp.writeTo(&buf, p.wholeCache)
