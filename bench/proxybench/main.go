@@ -164,12 +164,12 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	if err != nil {
 		return err
 	}
+	firstCPU := selfCPU
 	p.ForceFull()
 	again, err := sync()
 	if err != nil {
 		return err
 	}
-	firstCPU := selfCPU
 	fmt.Printf("%-8d %-9d %-11d %-36s %-36s\n", n, first.RestoreLines, first.RestoreBytes,
 		fmt.Sprintf("%v (%v + %v)", ms(first.Duration), ms(firstCPU), ms(first.RestoreCPU)),
 		fmt.Sprintf("%v (%v + %v)", ms(again.Duration), ms(selfCPU), ms(again.RestoreCPU)))

@@ -70,11 +70,18 @@ func Walk(t Tables, q Query) Path {
 		}
 		entry = "KUBE-NODEPORTS"
 	}
+	distinct := func() int {
+		seen := map[string]bool{}
+		for _, e := range w.p.Endpoints {
+			seen[e.Chain] = true
+		}
+		return len(seen)
+	}
 	if w.walk(entry, "", 1) {
-		w.p.Verdict = fmt.Sprintf("DNAT to one of %d endpoints", len(w.p.Endpoints))
+		w.p.Verdict = fmt.Sprintf("DNAT to one of %d endpoints", distinct())
 	}
 	if len(w.p.Endpoints) > 0 && w.p.Verdict == "" {
-		w.p.Verdict = fmt.Sprintf("DNAT to one of %d endpoints, depending on the source", len(w.p.Endpoints))
+		w.p.Verdict = fmt.Sprintf("DNAT to one of %d endpoints, depending on the source", distinct())
 	}
 	if w.p.Verdict == "" {
 		w.refused()

@@ -15,6 +15,7 @@ import (
 type builder struct {
 	cfg   Config
 	ports map[portKey]*fragment
+	sizes [2]int // chains per table last time, to size the next build's maps
 }
 
 type portKey struct {
@@ -45,6 +46,15 @@ type ownChain struct {
 func (b *builder) build(ports []proxy.ServicePort) ruleSet {
 	filter, nat := baseTables()
 	tables := [2]*table{filter, nat}
+	for i, t := range tables {
+		// Sized once: growing a 30 000-chain map costs more than the rest of a partial sync.
+		grown := make(map[string]*chainText, b.sizes[i])
+		for c, ct := range t.chains {
+			grown[c] = ct
+		}
+		t.chains = grown
+		t.order = append(make([]string, 0, b.sizes[i]), t.order...)
+	}
 	next := make(map[portKey]*fragment, len(ports))
 	for i := range ports {
 		sp := &ports[i]
@@ -76,6 +86,7 @@ func (b *builder) build(ports []proxy.ServicePort) ruleSet {
 		next[key] = f
 	}
 	b.ports = next
+	b.sizes = [2]int{len(filter.order), len(nat.order)}
 	nat.add(kubeServices, comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"),
 		"-m addrtype --dst-type LOCAL", "-j", kubeNodePorts)
 	return ruleSet{filter: filter, nat: nat}
@@ -90,9 +101,11 @@ func (f *fragment) mergeInto(tables [2]*table) {
 			top.text = append(top.text, s.text...)
 			top.rules += s.rules
 		}
-		for _, o := range f.own[ti] {
+		placeholders := make([]chainText, len(f.own[ti]))
+		for i, o := range f.own[ti] {
+			placeholders[i] = chainText{rules: o.rules, sum: o.sum, summed: true, reused: true}
 			dst.order = append(dst.order, o.chain)
-			dst.chains[o.chain] = &chainText{rules: o.rules, sum: o.sum, summed: true, reused: true}
+			dst.chains[o.chain] = &placeholders[i]
 		}
 	}
 }
