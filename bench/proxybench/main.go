@@ -397,6 +397,9 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB\n",
 		n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
 		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm)
+	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
+		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
+		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
 	// One endpoint change through the API, timed until miniproxy has programmed it.
 	s, err := client.DiscoveryV1().EndpointSlices("bench").Get(ctx, slice(n/2, 0).Name, metav1.GetOptions{})
 	if err != nil {

@@ -79,7 +79,7 @@ type Proxier struct {
 	wholeCache bool
 
 	mu       sync.Mutex
-	written  map[chainKey]uint64 // every chain of ours -> hash of its rules as last written
+	written  [2]map[string]uint64 // filter, nat: every chain of ours -> hash of its rules as last written
 	needFull bool
 	builder  *builder            // remembers the last layout, so a partial sync lays out only changes
 	udp      map[string]udpState // UDP service port -> what conntrack cleanup compares
@@ -98,7 +98,7 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
 	}
 	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt,
-		wholeCache: nftBacked(), builder: &builder{cfg: cfg}, written: map[chainKey]uint64{}, needFull: true, udp: map[string]udpState{}}, nil
+		wholeCache: nftBacked(), builder: &builder{cfg: cfg}, written: [2]map[string]uint64{{}, {}}, needFull: true, udp: map[string]udpState{}}, nil
 }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
@@ -239,7 +239,21 @@ func readTables(ctx context.Context) (map[string]*savedTable, error) {
 // endpoint change costs a few chains, not the whole table.
 func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult, error) {
 	res := SyncResult{Full: full, FilterRules: rs.filter.rules(), NATRules: rs.nat.rules()}
-	stale := map[string]bool{}
+	tables := [2]*table{rs.filter, rs.nat}
+	var plan [2]tablePlan
+	for i, t := range tables {
+		plan[i].t = t
+		for _, c := range t.order {
+			if prev, ok := p.written[i][c]; full || !ok || prev != t.sum(c) {
+				if t.chains[c].reused {
+					// Reused from the last layout yet not what the kernel got: lay out anew.
+					return res, fmt.Errorf("chain %s/%s differs from the last write but was not laid out again", t.name, c)
+				}
+				plan[i].write = append(plan[i].write, c)
+			}
+		}
+	}
+	// Stale per-service chains: in the kernel (full) or last written (partial), not wanted now.
 	if full {
 		saved, err := readTables(ctx)
 		if err != nil {
@@ -249,37 +263,16 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult,
 			return res, err
 		}
 		for c := range saved["nat"].chains {
-			if serviceChain.MatchString(c) {
-				stale[c] = true
+			if _, want := rs.nat.chains[c]; !want && serviceChain.MatchString(c) {
+				plan[1].stale = append(plan[1].stale, c)
 			}
 		}
 	} else {
-		for k := range p.written {
-			if k.table == "nat" && serviceChain.MatchString(k.chain) {
-				stale[k.chain] = true
+		for c := range p.written[1] {
+			if _, want := rs.nat.chains[c]; !want && strings.HasPrefix(c, "KUBE-") && serviceChain.MatchString(c) {
+				plan[1].stale = append(plan[1].stale, c)
 			}
 		}
-	}
-	newWritten := make(map[chainKey]uint64, len(rs.filter.order)+len(rs.nat.order))
-	var plan [2]tablePlan
-	for i, t := range []*table{rs.filter, rs.nat} {
-		plan[i].t = t
-		for _, c := range t.order {
-			k := chainKey{t.name, c}
-			sum := t.sum(c)
-			newWritten[k] = sum
-			delete(stale, c)
-			if prev, ok := p.written[k]; full || !ok || prev != sum {
-				if t.chains[c].reused {
-					// Reused from the last layout yet not what the kernel got: lay out anew.
-					return res, fmt.Errorf("chain %s/%s differs from the last write but was not laid out again", t.name, c)
-				}
-				plan[i].write = append(plan[i].write, c)
-			}
-		}
-	}
-	for c := range stale {
-		plan[1].stale = append(plan[1].stale, c)
 	}
 	sort.Strings(plan[1].stale)
 	// The input is streamed into iptables-restore as it is written: at 10 000 services it
@@ -318,7 +311,21 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult,
 	if err != nil {
 		return res, fmt.Errorf("iptables-restore: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	p.written = newWritten
+	// What the kernel holds now, by chain: all of it after a full write, the changes after
+	// a partial one (no 30 000-entry map rebuilt per sync).
+	if full {
+		for i, t := range tables {
+			p.written[i] = make(map[string]uint64, len(t.order))
+		}
+	}
+	for i, tp := range plan {
+		for _, c := range tp.write {
+			p.written[i][c] = tp.t.sum(c)
+		}
+		for _, c := range tp.stale {
+			delete(p.written[i], c)
+		}
+	}
 	return res, nil
 }
 
@@ -333,9 +340,6 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
-
-// chainKey names a chain of a table.
-type chainKey struct{ table, chain string }
 
 // tablePlan is what one restore writes of a table: the chains to (re)write, the stale ones
 // to delete.
