@@ -72,32 +72,71 @@ func (sp *ServicePort) Usable(local bool) []Endpoint {
 // Snapshot reads every Service with a cluster IP and its EndpointSlices into service ports,
 // sorted by name. nodeName says which endpoints are local.
 func Snapshot(services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string) ([]ServicePort, error) {
-	svcs, err := services.List(labels.Everything())
+	return (&Snapshotter{Services: services, Slices: slices, NodeName: nodeName}).Snapshot()
+}
+
+// Snapshotter takes snapshots with memory of the last one: a Service whose object and
+// EndpointSlices are the very objects it read last time (informer caches replace objects,
+// never change them) keeps the service ports it had, so a snapshot after one change
+// builds one Service's ports, not 10 000.
+type Snapshotter struct {
+	Services corelisters.ServiceLister
+	Slices   discoverylisters.EndpointSliceLister
+	NodeName string
+	last     map[nsName]snapshotEntry
+}
+
+type nsName struct{ namespace, name string }
+
+type snapshotEntry struct {
+	svc    *corev1.Service
+	slices []*discoveryv1.EndpointSlice
+	ports  []ServicePort
+}
+
+// Snapshot reads every Service with a cluster IP and its EndpointSlices into service
+// ports, sorted by name. The ports' endpoint lists may be shared with earlier snapshots:
+// read them, do not change them.
+func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
+	svcs, err := sn.Services.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
 	// One pass over every slice, grouped by service: a label-selector list per service
 	// would scan every slice of the namespace each time, quadratic at 10 000 services.
-	all, err := slices.List(labels.Everything())
+	all, err := sn.Slices.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	byService := make(map[string][]*discoveryv1.EndpointSlice, len(svcs))
+	byService := make(map[nsName][]*discoveryv1.EndpointSlice, len(svcs))
 	for _, s := range all {
 		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-			byService[s.Namespace+"/"+name] = append(byService[s.Namespace+"/"+name], s)
+			k := nsName{s.Namespace, name}
+			byService[k] = append(byService[k], s)
 		}
 	}
+	next := make(map[nsName]snapshotEntry, len(svcs))
 	out := make([]ServicePort, 0, len(svcs))
 	for _, svc := range svcs {
 		if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
 			continue
 		}
-		list := byService[svc.Namespace+"/"+svc.Name]
-		for i := range svc.Spec.Ports {
-			out = append(out, servicePort(svc, &svc.Spec.Ports[i], list, nodeName))
+		k := nsName{svc.Namespace, svc.Name}
+		list := byService[k]
+		if len(list) > 1 {
+			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 		}
+		e, ok := sn.last[k]
+		if !ok || e.svc != svc || !sameObjects(e.slices, list) {
+			e = snapshotEntry{svc: svc, slices: list, ports: make([]ServicePort, 0, len(svc.Spec.Ports))}
+			for i := range svc.Spec.Ports {
+				e.ports = append(e.ports, servicePort(svc, &svc.Spec.Ports[i], list, sn.NodeName))
+			}
+		}
+		next[k] = e
+		out = append(out, e.ports...)
 	}
+	sn.last = next
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {
 			return out[i].Name < out[j].Name
@@ -105,6 +144,18 @@ func Snapshot(services corelisters.ServiceLister, slices discoverylisters.Endpoi
 		return out[i].Protocol < out[j].Protocol
 	})
 	return out, nil
+}
+
+func sameObjects(a, b []*discoveryv1.EndpointSlice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {

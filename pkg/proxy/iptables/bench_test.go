@@ -53,11 +53,12 @@ func BenchmarkPartialLayout(b *testing.B) {
 	}
 	services, slices := corelisters.NewServiceLister(svcIdx), discoverylisters.NewEndpointSliceLister(sliceIdx)
 	bld := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
-	ports, _ := proxy.Snapshot(services, slices, "node-1")
+	snap := &proxy.Snapshotter{Services: services, Slices: slices, NodeName: "node-1"}
+	ports, _ := snap.Snapshot()
 	bld.build(ports)
 	b.ReportAllocs()
 	for b.Loop() {
-		ports, err := proxy.Snapshot(services, slices, "node-1")
+		ports, err := snap.Snapshot()
 		if err != nil {
 			b.Fatal(err)
 		}

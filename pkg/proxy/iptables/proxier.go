@@ -82,6 +82,7 @@ type Proxier struct {
 	written  [2]map[string]uint64 // filter, nat: every chain of ours -> hash of its rules as last written
 	needFull bool
 	builder  *builder            // remembers the last layout, so a partial sync lays out only changes
+	snap     *proxy.Snapshotter  // remembers the last snapshot, so it re-reads only changed Services
 	udp      map[string]udpState // UDP service port -> what conntrack cleanup compares
 }
 
@@ -98,7 +99,8 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
 	}
 	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt,
-		wholeCache: nftBacked(), builder: &builder{cfg: cfg}, written: [2]map[string]uint64{{}, {}}, needFull: true, udp: map[string]udpState{}}, nil
+		wholeCache: nftBacked(), builder: &builder{cfg: cfg},
+		snap: &proxy.Snapshotter{Services: services, Slices: slices, NodeName: nodeName}, written: [2]map[string]uint64{{}, {}}, needFull: true, udp: map[string]udpState{}}, nil
 }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
@@ -120,12 +122,14 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := time.Now()
-	ports, err := proxy.Snapshot(p.services, p.slices, p.nodeName)
+	if p.needFull {
+		// A full sync reads and lays out everything anew, trusting no memory of earlier ones.
+		p.snap = &proxy.Snapshotter{Services: p.services, Slices: p.slices, NodeName: p.nodeName}
+		p.builder = &builder{cfg: p.cfg}
+	}
+	ports, err := p.snap.Snapshot()
 	if err != nil {
 		return SyncResult{}, err
-	}
-	if p.needFull {
-		p.builder = &builder{cfg: p.cfg} // a full sync writes every chain: lay out all anew
 	}
 	rs := p.builder.build(ports)
 	built := time.Since(start)
