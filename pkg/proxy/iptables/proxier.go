@@ -99,8 +99,7 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
 	}
 	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt,
-		wholeCache: nftBacked(), builder: &builder{cfg: cfg},
-		snap: &proxy.Snapshotter{Services: services, Slices: slices, NodeName: nodeName}, written: [2]map[string]uint64{{}, {}}, needFull: true, udp: map[string]udpState{}}, nil
+		wholeCache: nftBacked(), written: [2]map[string]uint64{{}, {}}, needFull: true, udp: map[string]udpState{}}, nil
 }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
@@ -116,13 +115,13 @@ func (p *Proxier) ForceFull() {
 	p.mu.Unlock()
 }
 
-// Sync writes the rules: everything on a full sync, otherwise only the per-service chains
-// that changed (kube-proxy's partial sync); a failed partial sync is retried in full.
+// Sync writes the rules: everything on a full sync, otherwise only the chains that changed
+// (kube-proxy's partial sync, KEP-3453); a failed partial sync is retried in full.
 func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := time.Now()
-	if p.needFull {
+	if p.needFull { // the first sync too
 		// A full sync reads and lays out everything anew, trusting no memory of earlier ones.
 		p.snap = &proxy.Snapshotter{Services: p.services, Slices: p.slices, NodeName: p.nodeName}
 		p.builder = &builder{cfg: p.cfg}
