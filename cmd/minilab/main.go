@@ -43,7 +43,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name))
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name))
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -263,6 +263,42 @@ func execCommand(name *string) *cobra.Command {
 			return runAttached(lab.Command(context.Background(), netns, args[1], args[2:]...))
 		},
 	}
+}
+
+func explainCommand(name *string) *cobra.Command {
+	var service, from, output string
+	var port int32
+	cmd := &cobra.Command{
+		Use:   "explain NODE --service NAMESPACE/NAME [--from IP] [--port PORT] [-o json]",
+		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			for _, n := range l.Nodes {
+				if n.Name != args[0] {
+					continue
+				}
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				argv := []string{"explain", "--kubeconfig", filepath.Join(l.StateDir, n.Name+".kubeconfig"), "--service", service,
+					"--from", from, "--port", fmt.Sprint(port), "--output", output}
+				return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), "miniproxy"), argv...))
+			}
+			return fmt.Errorf("lab %q has no node %q", *name, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&service, "service", "", "the Service, NAMESPACE/NAME")
+	f.StringVar(&from, "from", "", "source address of the packet (default: any)")
+	f.Int32Var(&port, "port", 0, "a service port or node port (default: every port)")
+	f.StringVarP(&output, "output", "o", "", "output format: json")
+	_ = cmd.MarkFlagRequired("service")
+	return cmd
 }
 
 func runAttached(cmd *exec.Cmd) error {

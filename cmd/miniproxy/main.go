@@ -72,5 +72,6 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.HealthzAddress, "healthz-bind-address", "0.0.0.0:10256", "address of /healthz (empty: off)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove every chain and rule miniproxy made, then exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	cmd.AddCommand(explainCommand())
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -27,6 +28,9 @@ type ServicePort struct {
 	NodePort        int32
 	ExternalIPs     []string
 	LoadBalancerIPs []string
+	// SourceRanges are the CIDRs allowed to reach the load balancer IPs
+	// (spec.loadBalancerSourceRanges); empty allows everyone.
+	SourceRanges []string
 	// AffinitySeconds > 0 pins a client IP to one endpoint that long (ClientIP affinity).
 	AffinitySeconds int32
 	ExternalLocal   bool // externalTrafficPolicy: Local
@@ -68,23 +72,71 @@ func (sp *ServicePort) Usable(local bool) []Endpoint {
 // Snapshot reads every Service with a cluster IP and its EndpointSlices into service ports,
 // sorted by name. nodeName says which endpoints are local.
 func Snapshot(services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string) ([]ServicePort, error) {
-	svcs, err := services.List(labels.Everything())
+	return (&Snapshotter{Services: services, Slices: slices, NodeName: nodeName}).Snapshot()
+}
+
+// Snapshotter takes snapshots with memory of the last one: a Service whose object and
+// EndpointSlices are the very objects it read last time (informer caches replace objects,
+// never change them) keeps the service ports it had, so a snapshot after one change
+// builds one Service's ports, not 10 000.
+type Snapshotter struct {
+	Services corelisters.ServiceLister
+	Slices   discoverylisters.EndpointSliceLister
+	NodeName string
+	last     map[nsName]snapshotEntry
+}
+
+type nsName struct{ namespace, name string }
+
+type snapshotEntry struct {
+	svc    *corev1.Service
+	slices []*discoveryv1.EndpointSlice
+	ports  []ServicePort
+}
+
+// Snapshot reads every Service with a cluster IP and its EndpointSlices into service
+// ports, sorted by name. The ports' endpoint lists may be shared with earlier snapshots:
+// read them, do not change them.
+func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
+	svcs, err := sn.Services.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	var out []ServicePort
+	// One pass over every slice, grouped by service: a label-selector list per service
+	// would scan every slice of the namespace each time, quadratic at 10 000 services.
+	all, err := sn.Slices.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	byService := make(map[nsName][]*discoveryv1.EndpointSlice, len(svcs))
+	for _, s := range all {
+		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+			k := nsName{s.Namespace, name}
+			byService[k] = append(byService[k], s)
+		}
+	}
+	next := make(map[nsName]snapshotEntry, len(svcs))
+	out := make([]ServicePort, 0, len(svcs))
 	for _, svc := range svcs {
 		if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
 			continue
 		}
-		list, err := slices.EndpointSlices(svc.Namespace).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}))
-		if err != nil {
-			return nil, err
+		k := nsName{svc.Namespace, svc.Name}
+		list := byService[k]
+		if len(list) > 1 {
+			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 		}
-		for i := range svc.Spec.Ports {
-			out = append(out, servicePort(svc, &svc.Spec.Ports[i], list, nodeName))
+		e, ok := sn.last[k]
+		if !ok || e.svc != svc || !sameObjects(e.slices, list) {
+			e = snapshotEntry{svc: svc, slices: list, ports: make([]ServicePort, 0, len(svc.Spec.Ports))}
+			for i := range svc.Spec.Ports {
+				e.ports = append(e.ports, servicePort(svc, &svc.Spec.Ports[i], list, sn.NodeName))
+			}
 		}
+		next[k] = e
+		out = append(out, e.ports...)
 	}
+	sn.last = next
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {
 			return out[i].Name < out[j].Name
@@ -92,6 +144,18 @@ func Snapshot(services corelisters.ServiceLister, slices discoverylisters.Endpoi
 		return out[i].Protocol < out[j].Protocol
 	})
 	return out, nil
+}
+
+func sameObjects(a, b []*discoveryv1.EndpointSlice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {
@@ -120,8 +184,13 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 				sp.LoadBalancerIPs = append(sp.LoadBalancerIPs, ing.IP)
 			}
 		}
+		sp.SourceRanges = sourceRanges(svc)
 	}
-	seen := map[string]bool{}
+	type ipPort struct {
+		ip   string
+		port int32
+	}
+	seen := map[ipPort]bool{}
 	for _, s := range slices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -144,14 +213,38 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 				Serving:     ptr.Deref(ep.Conditions.Serving, ptr.Deref(ep.Conditions.Ready, true)),
 				Terminating: ptr.Deref(ep.Conditions.Terminating, false),
 				Local:       ptr.Deref(ep.NodeName, "") == nodeName && nodeName != ""}
-			if !seen[e.String()] { // the same endpoint in two slices (mid-update) counts once
-				seen[e.String()] = true
+			if k := (ipPort{e.IP, e.Port}); !seen[k] { // the same endpoint in two slices (mid-update) counts once
+				seen[k] = true
 				sp.Endpoints = append(sp.Endpoints, e)
 			}
 		}
 	}
-	sort.Slice(sp.Endpoints, func(i, j int) bool { return sp.Endpoints[i].String() < sp.Endpoints[j].String() })
+	sort.Slice(sp.Endpoints, func(i, j int) bool {
+		a, b := sp.Endpoints[i], sp.Endpoints[j]
+		if a.IP != b.IP {
+			return a.IP < b.IP
+		}
+		return a.Port < b.Port
+	})
 	return sp
+}
+
+// sourceRanges are a LoadBalancer Service's allowed client CIDRs: the spec field, or when it
+// is empty the older annotation, as kube-proxy reads them; malformed ones are left out.
+func sourceRanges(svc *corev1.Service) []string {
+	ranges := svc.Spec.LoadBalancerSourceRanges
+	if len(ranges) == 0 {
+		if a := svc.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]; a != "" {
+			ranges = strings.Split(a, ",")
+		}
+	}
+	var out []string
+	for _, r := range ranges {
+		if _, cidr, err := net.ParseCIDR(strings.TrimSpace(r)); err == nil && cidr.IP.To4() != nil {
+			out = append(out, cidr.String())
+		}
+	}
+	return out
 }
 
 // externallyReachable: NodePort and LoadBalancer Services, or any with external IPs, are

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -316,5 +317,74 @@ func mkSlice(t *testing.T, c kubernetes.Interface, svc string, ips ...string) {
 	}
 	if _, err := slices.Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLoadBalancerSourceRangesAgainstTheKernel(t *testing.T) {
+	tn := newTestNet(t)
+	run(t, "ip", "-n", filepath.Base(tn.node), "route", "add", "10.200.0.0/24", "dev", "ep1")
+	cl := controlplanetest.Start(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := informers.NewSharedInformerFactory(cl.Client, 0)
+	services, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := New(Config{ClusterCIDR: "10.244.0.0/16"}, services.Lister(), slices.Lister(), "node-1", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
+	sync := func() {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond) // let the informers see the change
+		if err := network.InNetNS(tn.node, func() error { _, err := p.Sync(ctx); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The node's own address towards the endpoints (10.99.1.1) is the client here.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerSourceRanges: []string{"10.99.1.0/24"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	svc, err = cl.Client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.200.0.200"}}
+	if svc, err = cl.Client.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mkSlice(t, cl.Client, "lb", "10.99.2.2")
+	sync()
+	if got, err := tn.dial("10.200.0.200:80"); err != nil || got != "ep2" {
+		t.Fatalf("from an allowed source: %q %v, want ep2", got, err)
+	}
+	fw := fwChain(&proxy.ServicePort{Name: "default/lb:http", Protocol: corev1.ProtocolTCP})
+	if nat := tn.save(t, "nat"); !strings.Contains(nat, ":"+fw) {
+		t.Errorf("nat table lacks %s:\n%s", fw, nat)
+	}
+
+	// A range without this client: dropped (a timeout, not a refusal).
+	svc.Spec.LoadBalancerSourceRanges = []string{"10.50.0.0/16"}
+	if _, err := cl.Client.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	if got, err := tn.dial("10.200.0.200:80"); err == nil || errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("from a source outside the ranges: %q %v, want the connection dropped", got, err)
+	}
+	if !hasCountedRule(tn.save(t, "filter"), "KUBE-PROXY-FIREWALL") {
+		t.Errorf("the DROP in KUBE-PROXY-FIREWALL counted no packet:\n%s", tn.save(t, "filter"))
+	}
+	// The cluster IP is not filtered.
+	if got, err := tn.dial(net.JoinHostPort(svc.Spec.ClusterIP, "80")); err != nil || got != "ep2" {
+		t.Errorf("cluster IP of a firewalled service: %q %v", got, err)
+	}
+
+	// A full resync adds no second copy of the jumps into our chains.
+	p.ForceFull()
+	sync()
+	if n := strings.Count(tn.save(t, "filter"), "-j KUBE-PROXY-FIREWALL"); n != 3 {
+		t.Errorf("%d jumps to KUBE-PROXY-FIREWALL after two full syncs, want 3 (INPUT, OUTPUT, FORWARD)", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
@@ -27,10 +28,13 @@ const (
 	masqMark             = "0x4000/0x4000"
 )
 
-// hash16 is kube-proxy's chain-name hash: base32 of sha256, 16 characters.
+// hash16 is kube-proxy's chain-name hash: base32 of sha256, 16 characters (which are the
+// encoding of the first 10 bytes alone: base32 works in independent 5-byte groups).
 func hash16(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	return base32.StdEncoding.EncodeToString(sum[:])[:16]
+	var out [16]byte
+	base32.StdEncoding.Encode(out[:], sum[:10])
+	return string(out[:])
 }
 
 func protocol(sp *proxy.ServicePort) string { return strings.ToLower(string(sp.Protocol)) }
@@ -38,6 +42,7 @@ func protocol(sp *proxy.ServicePort) string { return strings.ToLower(string(sp.P
 func svcChain(sp *proxy.ServicePort) string { return "KUBE-SVC-" + hash16(sp.Name+protocol(sp)) }
 func extChain(sp *proxy.ServicePort) string { return "KUBE-EXT-" + hash16(sp.Name+protocol(sp)) }
 func svlChain(sp *proxy.ServicePort) string { return "KUBE-SVL-" + hash16(sp.Name+protocol(sp)) }
+func fwChain(sp *proxy.ServicePort) string  { return "KUBE-FW-" + hash16(sp.Name+protocol(sp)) }
 func sepChain(sp *proxy.ServicePort, ep proxy.Endpoint) string {
 	return "KUBE-SEP-" + hash16(sp.Name+protocol(sp)+ep.String())
 }
@@ -52,11 +57,24 @@ type Config struct {
 type table struct {
 	name   string
 	order  []string
-	chains map[string][]string
+	chains map[string]*chainText
+}
+
+// chainText is a chain's rules as iptables-restore reads them, one per line: built in one
+// growing buffer per chain rather than a string per rule (a 10 000-service sync is 80 000
+// rules; this keeps the proxier's garbage, and so its RSS, small).
+type chainText struct {
+	text  []byte
+	rules int
+	// sum, once summed, is the hash of text; a chain reused from an earlier build keeps
+	// only its sum and rule count (text nil): it is unchanged, so a partial sync skips it.
+	sum    uint64
+	summed bool
+	reused bool
 }
 
 func newTable(name string, chains ...string) *table {
-	t := &table{name: name, chains: map[string][]string{}}
+	t := &table{name: name, chains: map[string]*chainText{}}
 	for _, c := range chains {
 		t.chain(c)
 	}
@@ -64,25 +82,50 @@ func newTable(name string, chains ...string) *table {
 }
 
 // chain declares c (once) so it is written even when empty.
-func (t *table) chain(c string) {
-	if _, ok := t.chains[c]; !ok {
+func (t *table) chain(c string) *chainText {
+	ct, ok := t.chains[c]
+	if !ok {
+		ct = &chainText{text: make([]byte, 0, 256)} // a per-service chain's rules fit
 		t.order = append(t.order, c)
-		t.chains[c] = nil
+		t.chains[c] = ct
 	}
+	return ct
 }
 
 // add appends a rule to chain c; args are joined as iptables-restore reads them.
 func (t *table) add(c string, args ...string) {
-	t.chain(c)
-	t.chains[c] = append(t.chains[c], "-A "+c+" "+strings.Join(args, " "))
+	ct := t.chain(c)
+	ct.text = append(append(ct.text, "-A "...), c...)
+	for _, a := range args {
+		ct.text = append(append(ct.text, ' '), a...)
+	}
+	ct.text = append(ct.text, '\n')
+	ct.rules++
+}
+
+// lines are chain c's rules, one string each (for tests and explain's recorded input).
+func (t *table) lines(c string) []string {
+	return strings.Split(strings.TrimSuffix(string(t.chains[c].text), "\n"), "\n")
 }
 
 func comment(text string) string { return `-m comment --comment "` + text + `"` }
 
+// sum is a hash of chain c's rules: what a partial sync compares to skip unchanged chains
+// (a hash, not the text, so the proxier does not hold a second copy of the table).
+func (t *table) sum(c string) uint64 {
+	ct := t.chains[c]
+	if !ct.summed {
+		h := fnv.New64a()
+		_, _ = h.Write(ct.text)
+		ct.sum, ct.summed = h.Sum64(), true
+	}
+	return ct.sum
+}
+
 func (t *table) rules() int {
 	n := 0
-	for _, r := range t.chains {
-		n += len(r)
+	for _, ct := range t.chains {
+		n += ct.rules
 	}
 	return n
 }
@@ -94,9 +137,13 @@ type ruleSet struct {
 
 // buildRules lays out every service port as kube-proxy's iptables proxier does.
 func buildRules(cfg Config, ports []proxy.ServicePort) ruleSet {
-	filter := newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall)
-	nat := newTable("nat", kubeServices, kubeNodePorts, kubePostrouting, kubeMarkMasq)
+	return (&builder{cfg: cfg}).build(ports)
+}
 
+// baseTables are both tables with our top-level chains and their fixed rules.
+func baseTables() (filter, nat *table) {
+	filter = newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall)
+	nat = newTable("nat", kubeServices, kubeNodePorts, kubePostrouting, kubeMarkMasq)
 	nat.add(kubePostrouting, "-m mark ! --mark "+masqMark, "-j RETURN")
 	nat.add(kubePostrouting, "-j MARK --xor-mark 0x4000")
 	nat.add(kubePostrouting, comment("kubernetes service traffic requiring SNAT"), "-j MASQUERADE --random-fully")
@@ -104,13 +151,7 @@ func buildRules(cfg Config, ports []proxy.ServicePort) ruleSet {
 	filter.add(kubeForward, "-m conntrack --ctstate INVALID", "-j DROP")
 	filter.add(kubeForward, comment("kubernetes forwarding rules"), "-m mark --mark "+masqMark, "-j ACCEPT")
 	filter.add(kubeForward, comment("kubernetes forwarding conntrack rule"), "-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT")
-
-	for i := range ports {
-		addServicePort(cfg, filter, nat, &ports[i])
-	}
-	nat.add(kubeServices, comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain"),
-		"-m addrtype --dst-type LOCAL", "-j", kubeNodePorts)
-	return ruleSet{filter: filter, nat: nat}
+	return filter, nat
 }
 
 func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
@@ -148,8 +189,25 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 	for _, ip := range sp.ExternalIPs {
 		addExternal(filter, nat, sp, comment(sp.Name+" external IP"), match(ip, sp.Port), externalTarget, allEPs)
 	}
+	// loadBalancerSourceRanges: the load balancer IPs go through KUBE-FW, which sends the
+	// allowed sources on to KUBE-EXT; what it does not DNAT meets the DROP in the filter
+	// table's KUBE-PROXY-FIREWALL (kube-proxy's layout).
+	usesFW := externalTarget != "" && len(sp.LoadBalancerIPs) > 0 && len(sp.SourceRanges) > 0
+	lbTarget := externalTarget
+	if usesFW {
+		lbTarget = fwChain(sp)
+	}
 	for _, ip := range sp.LoadBalancerIPs {
-		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), externalTarget, allEPs)
+		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), lbTarget, allEPs)
+		if usesFW {
+			filter.add(kubeProxyFirewall, comment(sp.Name+" traffic not accepted by "+lbTarget), match(ip, sp.Port), "-j DROP")
+		}
+	}
+	if usesFW {
+		for _, cidr := range sp.SourceRanges {
+			nat.add(lbTarget, comment(sp.Name+" loadbalancer IP"), "-s "+cidr, "-j", ext)
+		}
+		nat.add(lbTarget, comment("other traffic to "+sp.Name+" will be dropped by KUBE-PROXY-FIREWALL"))
 	}
 	if sp.NodePort != 0 {
 		m := fmt.Sprintf("-m %s -p %s --dport %d", proto, proto, sp.NodePort)

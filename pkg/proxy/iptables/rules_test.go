@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,9 +14,7 @@ func render(rs ruleSet) string {
 	for _, t := range []*table{rs.filter, rs.nat} {
 		for _, c := range t.order {
 			b.WriteString(":" + c + "\n")
-			for _, r := range t.chains[c] {
-				b.WriteString(r + "\n")
-			}
+			b.Write(t.chains[c].text)
 		}
 	}
 	return b.String()
@@ -73,5 +72,71 @@ func TestChainNamesMatchKubeProxy(t *testing.T) {
 	}
 	if got := sepChain(sp, proxy.Endpoint{IP: "10.180.0.1", Port: 80}); got != "KUBE-SEP-SXIVWICOYRO3J4NJ" {
 		t.Errorf("endpoint chain %s, want KUBE-SEP-SXIVWICOYRO3J4NJ", got)
+	}
+}
+
+func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
+	ep := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true}
+	lb := proxy.ServicePort{Name: "default/lb:http", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.20", Port: 80, NodePort: 30090,
+		LoadBalancerIPs: []string{"10.200.0.200"}, SourceRanges: []string{"192.168.0.0/16", "10.1.0.0/24"}, Endpoints: []proxy.Endpoint{ep}}
+	open := lb
+	open.Name, open.ClusterIP, open.LoadBalancerIPs, open.SourceRanges = "default/open:http", "10.96.0.21", []string{"10.200.0.201"}, nil
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{lb, open}))
+	fw, ext := fwChain(&lb), extChain(&lb)
+	if !strings.HasPrefix(fw, "KUBE-FW-") || len(fw) != len("KUBE-FW-")+16 {
+		t.Fatalf("firewall chain name %q", fw)
+	}
+	for _, want := range []string{
+		"-A KUBE-SERVICES " + comment("default/lb:http loadbalancer IP") + " -m tcp -p tcp -d 10.200.0.200/32 --dport 80 -j " + fw,
+		"-A " + fw + " " + comment("default/lb:http loadbalancer IP") + " -s 192.168.0.0/16 -j " + ext,
+		"-A " + fw + " " + comment("default/lb:http loadbalancer IP") + " -s 10.1.0.0/24 -j " + ext,
+		"-A " + fw + " " + comment("other traffic to default/lb:http will be dropped by KUBE-PROXY-FIREWALL") + "\n",
+		"-A KUBE-PROXY-FIREWALL " + comment("default/lb:http traffic not accepted by "+fw) + " -m tcp -p tcp -d 10.200.0.200/32 --dport 80 -j DROP",
+		// Without ranges the load balancer IP goes straight to KUBE-EXT.
+		"-A KUBE-SERVICES " + comment("default/open:http loadbalancer IP") + " -m tcp -p tcp -d 10.200.0.201/32 --dport 80 -j " + extChain(&open),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rules lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, fwChain(&open)) {
+		t.Errorf("a service without source ranges got a firewall chain")
+	}
+	// The node port is not filtered: kube-proxy applies the ranges to the load balancer IPs.
+	if !strings.Contains(out, "-A KUBE-NODEPORTS "+comment("default/lb:http")+" -m tcp -p tcp --dport 30090 -j "+ext) {
+		t.Errorf("node port does not go to %s:\n%s", ext, out)
+	}
+}
+
+// A builder reusing its last layout gives the same tables as one laying out from scratch,
+// and lays out only the ports that changed.
+func TestBuilderReusesUnchangedPorts(t *testing.T) {
+	port := func(i int, ip string) proxy.ServicePort {
+		return proxy.ServicePort{Name: fmt.Sprintf("default/s%d:http", i), Protocol: corev1.ProtocolTCP, ClusterIP: fmt.Sprintf("10.96.0.%d", i+1), Port: 80,
+			NodePort: int32(30000 + i), Endpoints: []proxy.Endpoint{{IP: ip, Port: 8080, Ready: true, Serving: true}}}
+	}
+	ports := []proxy.ServicePort{port(0, "10.244.1.1"), port(1, "10.244.1.2"), port(2, "10.244.1.3")}
+	b := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
+	b.build(ports)
+	ports[1] = port(1, "10.244.9.9")
+	ports = ports[:2] // s2 deleted
+	got := b.build(ports)
+	want := buildRules(b.cfg, ports)
+	for _, tb := range [][2]*table{{got.filter, want.filter}, {got.nat, want.nat}} {
+		g, w := tb[0], tb[1]
+		if strings.Join(g.order, ",") != strings.Join(w.order, ",") {
+			t.Fatalf("%s chains %v, want %v", g.name, g.order, w.order)
+		}
+		for _, c := range w.order {
+			if g.sum(c) != w.sum(c) || g.chains[c].rules != w.chains[c].rules {
+				t.Errorf("%s chain %s differs from a fresh layout", g.name, c)
+			}
+		}
+	}
+	if sep := sepChain(&ports[0], ports[0].Endpoints[0]); !got.nat.chains[sep].reused {
+		t.Errorf("unchanged port's chain %s was laid out again", sep)
+	}
+	if sep := sepChain(&ports[1], ports[1].Endpoints[0]); got.nat.chains[sep].reused || len(got.nat.chains[sep].text) == 0 {
+		t.Errorf("changed port's chain %s was not laid out again", sep)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,7 +83,8 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }))
+		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }),
+		informers.WithTransform(proxy.Trim))
 	services := factory.Core().V1().Services()
 	slices := factory.Discovery().V1().EndpointSlices()
 	proxier, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll},

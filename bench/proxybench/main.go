@@ -1,0 +1,622 @@
+// Command proxybench measures miniproxy's iptables proxier at scale: N Services x 2
+// endpoints synced into network namespaces the benchmark makes (never the host's tables).
+// For each N it prints the full-sync time (into empty tables, and a resync into the full
+// ones) and the size of the iptables-restore input; at the largest N the time to program
+// one endpoint change (a partial sync) against a full sync, and in the same run the floors:
+// the same rules restored raw into an empty namespace, a one-chain --noflush restore into the
+// full table, and both again with iptables-legacy for comparison. Last, the real
+// bin/miniproxy is run against an in-process miniapi holding the largest N, and its RSS is
+// read once it has synced.
+//
+// It re-executes itself inside a namespace of its own (so the API server and miniproxy talk
+// over that namespace's loopback) and removes every namespace it made.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+const childEnv = "PROXYBENCH_ID" // set in the re-executed child: the run's id
+
+func main() {
+	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Services (x 2 endpoints) to sync")
+	changes := flag.Int("changes", 5, "one-endpoint changes to time at the largest size")
+	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure (empty: skip)")
+	flag.Parse()
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "proxybench: -sizes %q: %q is not a positive number\n", *sizes, f)
+			os.Exit(2)
+		}
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	var err error
+	if id := os.Getenv(childEnv); id != "" {
+		err = run(id, ns, *changes, *miniproxy)
+	} else {
+		err = reexec()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "proxybench:", err)
+		os.Exit(1)
+	}
+}
+
+// reexec runs this program again inside a fresh namespace and removes every namespace of
+// the run afterwards, even when the child failed.
+func reexec() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("needs root: it makes network namespaces and iptables rules in them")
+	}
+	for _, tool := range []string{"ip", "iptables-restore", "iptables-save", "iptables-legacy-restore"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found (Debian packages iproute2, iptables)", tool)
+		}
+	}
+	id := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	top := "mkpb-" + id
+	defer sweep(top)
+	if out, err := exec.Command("ip", "netns", "add", top).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns add %s: %v: %s", top, err, out)
+	}
+	if out, err := exec.Command("ip", "-n", top, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("lo up in %s: %v: %s", top, err, out)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", top, self}, os.Args[1:]...)...)
+	cmd.Env = append(os.Environ(), childEnv+"="+id)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
+// sweep deletes the namespace top and every one named after it.
+func sweep(top string) {
+	names, _ := filepath.Glob("/run/netns/" + top + "*")
+	for _, n := range names {
+		_ = exec.Command("ip", "netns", "del", filepath.Base(n)).Run()
+	}
+}
+
+func run(id string, sizes []int, changes int, miniproxy string) error {
+	ctx := context.Background()
+	ver, _ := exec.Command("iptables-restore", "--version").CombinedOutput()
+	fmt.Printf("proxybench: %s; %d CPUs, load average %s\n", strings.TrimSpace(string(ver)), nproc(), loadAverage())
+	fmt.Println("times are wall clock (the machine is shared) and, for iptables-restore, its own CPU time (user+sys)")
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	largest := sizes[len(sizes)-1]
+	fmt.Println("CPU is the proxier's own (laying out, hashing, reading tables, GC) + iptables-restore's")
+	fmt.Printf("\n%-8s %-9s %-11s %-36s %-36s\n", "services", "lines", "bytes", "full sync wall (CPU)", "resync into the full table (CPU)")
+	for _, n := range sizes {
+		if err := syncSize(ctx, id, n, log, n == largest, changes); err != nil {
+			return fmt.Errorf("%d services: %w", n, err)
+		}
+	}
+	if miniproxy == "" {
+		return nil
+	}
+	return daemonRSS(ctx, largest, miniproxy)
+}
+
+// syncSize syncs n services into a fresh namespace with the proxier and prints the figures;
+// at the largest size also the partial syncs and the floors.
+func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest bool, changes int) error {
+	ns, err := newNetns(fmt.Sprintf("mkpb-%s-n%d", id, n))
+	if err != nil {
+		return err
+	}
+	defer delNetns(ns)
+	w := newWorld(n)
+	p, err := iptables.New(iptables.Config{ClusterCIDR: "10.244.0.0/16"}, w.services, w.slices, "node-1", log)
+	if err != nil {
+		return err
+	}
+	// selfCPU is the proxier's own CPU time in the last sync (this process does nothing
+	// else meanwhile): with the restore's CPU, figures that the machine's load does not
+	// inflate the way it inflates wall clock.
+	var selfCPU time.Duration
+	sync := func() (iptables.SyncResult, error) {
+		var res iptables.SyncResult
+		before := processCPU()
+		err := network.InNetNS(ns, func() error {
+			var err error
+			res, err = p.Sync(ctx)
+			return err
+		})
+		selfCPU = processCPU() - before
+		return res, err
+	}
+	first, err := sync()
+	if err != nil {
+		return err
+	}
+	firstCPU := selfCPU
+	p.ForceFull()
+	again, err := sync()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%-8d %-9d %-11d %-36s %-36s\n", n, first.RestoreLines, first.RestoreBytes,
+		fmt.Sprintf("%v (%v + %v)", ms(first.Duration), ms(firstCPU), ms(first.RestoreCPU)),
+		fmt.Sprintf("%v (%v + %v)", ms(again.Duration), ms(selfCPU), ms(again.RestoreCPU)))
+	if !largest {
+		return nil
+	}
+
+	fmt.Printf("\none endpoint change at %d services (partial sync), %d times:\n", n, changes)
+	for i := range changes {
+		w.replaceEndpoint(i * (n / max(changes, 1)))
+		res, err := sync()
+		if err != nil {
+			return err
+		}
+		if res.Full {
+			return fmt.Errorf("change %d: the sync was a full one", i)
+		}
+		fmt.Printf("  %v (CPU %v + %v; restore wall %v; %d chains, %d lines, %d bytes)\n", ms(res.Duration), ms(selfCPU),
+			ms(res.RestoreCPU), ms(res.RestoreDuration), res.ChainsWritten, res.RestoreLines, res.RestoreBytes)
+	}
+	p.ForceFull()
+	full, err := sync()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  against a full sync of the same state: %v (CPU %v + %v)\n", ms(full.Duration), ms(selfCPU), ms(full.RestoreCPU))
+	return floors(id, ns, n)
+}
+
+// floors restores what the proxier wrote, as iptables-save prints it, without the proxier:
+// raw into an empty namespace (the cost of the rules themselves), and one chain with
+// --noflush into the full table (the cost of touching a big table at all); then the same
+// with iptables-legacy.
+func floors(id, full string, n int) error {
+	var save bytes.Buffer
+	for _, table := range []string{"filter", "nat"} {
+		out, err := inNS(full, nil, "iptables-save", "-t", table)
+		if err != nil {
+			return err
+		}
+		save.Write(out)
+	}
+	lines := bytes.Count(save.Bytes(), []byte("\n"))
+	one := oneChain(save.String())
+	fmt.Printf("\nfloors at %d services (%d lines as iptables-save prints them):\n", n, lines)
+	for _, backend := range []string{"iptables-restore", "iptables-legacy-restore"} {
+		empty, err := newNetns(fmt.Sprintf("mkpb-%s-%s", id, strings.TrimSuffix(backend, "-restore")))
+		if err != nil {
+			return err
+		}
+		raw, err := timeRestore(empty, save.Bytes())
+		if err != nil {
+			delNetns(empty)
+			return fmt.Errorf("%s raw: %w", backend, err)
+		}
+		target := full
+		if backend != "iptables-restore" {
+			target = empty // legacy tables: the one just filled
+		}
+		chain, err := timeRestore(target, []byte(one), "--noflush")
+		delNetns(empty)
+		if err != nil {
+			return fmt.Errorf("%s one chain: %w", backend, err)
+		}
+		fmt.Printf("  %-24s raw into an empty namespace %s; one chain --noflush into the full table %s\n", backend, raw, chain)
+	}
+	return nil
+}
+
+// restoreTime is a restore's wall clock and CPU time.
+type restoreTime struct{ wall, cpu time.Duration }
+
+func (r restoreTime) String() string { return fmt.Sprintf("%v (CPU %v)", ms(r.wall), ms(r.cpu)) }
+
+func timeRestore(ns string, input []byte, args ...string) (restoreTime, error) {
+	tool := "iptables-restore"
+	if strings.Contains(ns, "legacy") {
+		tool = "iptables-legacy-restore"
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(ns), tool, "-w", "5"}, args...)...)
+	cmd.Stdin = bytes.NewReader(input)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return restoreTime{}, fmt.Errorf("%v: %s", err, out)
+	}
+	return restoreTime{time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
+}
+
+// oneChain is a restore input rewriting the first KUBE-SVC chain of save with its rules.
+func oneChain(save string) string {
+	var chain string
+	var rules []string
+	for _, line := range strings.Split(save, "\n") {
+		if chain == "" && strings.HasPrefix(line, ":KUBE-SVC-") {
+			chain = strings.Fields(line[1:])[0]
+		}
+		if chain != "" && strings.HasPrefix(line, "-A "+chain+" ") {
+			rules = append(rules, line)
+		}
+	}
+	return "*nat\n:" + chain + " - [0:0]\n" + strings.Join(rules, "\n") + "\nCOMMIT\n"
+}
+
+// world is n services with 2 ready endpoints each, in listers the proxier reads.
+type world struct {
+	svcIdx, sliceIdx cache.Indexer
+	services         corelisters.ServiceLister
+	slices           discoverylisters.EndpointSliceLister
+	gen              int
+}
+
+func newWorld(n int) *world {
+	w := &world{
+		svcIdx:   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		sliceIdx: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+	}
+	w.services, w.slices = corelisters.NewServiceLister(w.svcIdx), discoverylisters.NewEndpointSliceLister(w.sliceIdx)
+	for i := range n {
+		_ = w.svcIdx.Add(service(i, clusterIP(i)))
+		_ = w.sliceIdx.Add(slice(i, 0))
+	}
+	return w
+}
+
+// replaceEndpoint gives service i a new second endpoint, as a rolling update would.
+func (w *world) replaceEndpoint(i int) {
+	w.gen++
+	_ = w.sliceIdx.Update(slice(i, w.gen))
+}
+
+func clusterIP(i int) string { return fmt.Sprintf("10.96.%d.%d", i/250, i%250+1) }
+
+// service is service i; ip "" lets the API server allocate the cluster IP.
+func service(i int, ip string) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%05d", i), Namespace: "bench"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	if ip != "" {
+		svc.Spec.ClusterIPs = []string{ip}
+	}
+	return svc
+}
+
+// slice is service i's EndpointSlice: two endpoints, the second one's address moved by gen.
+func slice(i, gen int) *discoveryv1.EndpointSlice {
+	ep := func(ip string) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("node-2"),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}}
+	}
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%05d-abcde", i), Namespace: "bench",
+			Labels: map[string]string{discoveryv1.LabelServiceName: fmt.Sprintf("svc-%05d", i), discoveryv1.LabelManagedBy: "proxybench"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Endpoints: []discoveryv1.Endpoint{ep(fmt.Sprintf("10.244.%d.%d", i/250, i%250+1)),
+			ep(fmt.Sprintf("10.245.%d.%d", (i+gen*7)/250%256, (i+gen*7)%250+1))},
+	}
+}
+
+// daemonRSS runs bin/miniproxy against an in-process miniapi holding n services and prints
+// its RSS once its first sync wrote all of them, and after one endpoint change.
+func daemonRSS(ctx context.Context, n int, miniproxy string) error {
+	if _, err := os.Stat(miniproxy); err != nil {
+		return fmt.Errorf("-miniproxy %s: %w (go build -o bin/ ./cmd/miniproxy, or -miniproxy '' to skip)", miniproxy, err)
+	}
+	dir, err := os.MkdirTemp("", "proxybench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: "10.96.0.0/12",
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- controlplane.Run(apiCtx, o) }()
+	defer func() { stopAPI(); <-done }()
+	client, err := connect(ctx, controlplane.AdminKubeconfig(dir))
+	if err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	create := func(from, to int) error {
+		return parallel(32, to-from, func(i int) error {
+			i += from
+			if _, err := client.CoreV1().Services("bench").Create(ctx, service(i, ""), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			_, err := client.DiscoveryV1().EndpointSlices("bench").Create(ctx, slice(i, 0), metav1.CreateOptions{})
+			return err
+		})
+	}
+	// Baseline: the same binary with 10 services (its floor: Go runtime, client-go, metrics).
+	const few = 10
+	if err := create(0, few); err != nil {
+		return err
+	}
+	base, err := startMiniproxy(miniproxy, dir, few)
+	if err != nil {
+		return err
+	}
+	rss, hwm := rssOf(base.cmd.Process.Pid)
+	base.stop()
+	fmt.Printf("\nminiproxy daemon (RSS read after its first sync):\n  baseline at %d services: RSS %.1f MiB, peak %.1f MiB\n", few, rss, hwm)
+	start := time.Now()
+	if err := create(few, n); err != nil {
+		return err
+	}
+	fmt.Printf("  (%d services and EndpointSlices created through the API in %v)\n", n, time.Since(start).Round(time.Second))
+	mp, err := startMiniproxy(miniproxy, dir, n)
+	if err != nil {
+		return err
+	}
+	defer mp.stop()
+	m := mp.metrics
+	rss, hwm = rssOf(mp.cmd.Process.Pid)
+	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB\n",
+		n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
+		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm)
+	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
+		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
+		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
+	// One endpoint change through the API, timed until miniproxy has programmed it.
+	s, err := client.DiscoveryV1().EndpointSlices("bench").Get(ctx, slice(n/2, 0).Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Endpoints = slice(n/2, 1).Endpoints
+	partials := m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"]
+	changed := time.Now()
+	if _, err := client.DiscoveryV1().EndpointSlices("bench").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	m2, err := waitMetrics(mp.addr, time.Minute, func(m map[string]float64) bool {
+		return m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"] > partials
+	})
+	if err != nil {
+		return err
+	}
+	programmed := time.Since(changed)
+	rss, hwm = rssOf(mp.cmd.Process.Pid)
+	fmt.Printf("  one endpoint change: partial sync %v, update call to rules written %v (min-sync-period 100ms; polled every 10ms); RSS %.1f MiB, peak %.1f MiB\n",
+		ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
+		programmed.Round(time.Millisecond), rss, hwm)
+	return nil
+}
+
+// daemon is a running bin/miniproxy.
+type daemon struct {
+	cmd     *exec.Cmd
+	addr    string // its /metrics
+	logs    *bytes.Buffer
+	synced  time.Duration      // start to first full sync
+	metrics map[string]float64 // right after it
+}
+
+// startMiniproxy runs miniproxy against the API in dir until it has written n services.
+func startMiniproxy(miniproxy, dir string, n int) (*daemon, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", port), logs: &bytes.Buffer{}}
+	d.cmd = exec.Command(miniproxy, "--kubeconfig", controlplane.AdminKubeconfig(dir), "--hostname-override", "node-1",
+		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms")
+	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	started := time.Now()
+	if err := d.cmd.Start(); err != nil {
+		return nil, err
+	}
+	d.metrics, err = waitMetrics(d.addr, 10*time.Minute, func(m map[string]float64) bool {
+		return m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`] >= float64(n) // one rule per service at least
+	})
+	if err != nil {
+		d.stop()
+		return nil, fmt.Errorf("%w\nminiproxy's log:\n%s", err, d.logs.String())
+	}
+	d.synced = time.Since(started)
+	return d, nil
+}
+
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(os.Interrupt)
+	_ = d.cmd.Wait()
+	_ = exec.Command(d.cmd.Path, "--cleanup").Run()
+}
+
+func rssOf(pid int) (rss, hwm float64) {
+	rss, _ = proc.RSSMiB(pid)
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			hwm = kb / 1024
+		}
+	}
+	return rss, hwm
+}
+
+// waitMetrics scrapes /metrics until ok says yes.
+func waitMetrics(addr string, timeout time.Duration, ok func(map[string]float64) bool) (map[string]float64, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		m, err := scrape(addr)
+		if err == nil && ok(m) {
+			return m, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("miniproxy's metrics on %s did not get there in %v (last error: %v)", addr, timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func scrape(addr string) (map[string]float64, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(c)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(line[i+1:]), 64); err == nil {
+				m[line[:i]] = v
+			}
+		}
+	}
+	return m, nil
+}
+
+func connect(ctx context.Context, kubeconfig string) (*kubernetes.Clientset, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err == nil {
+			cfg.QPS, cfg.Burst = 5000, 5000
+			var c *kubernetes.Clientset
+			if c, err = kubernetes.NewForConfig(cfg); err == nil {
+				if _, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
+					return c, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("miniapi did not come up: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func parallel(workers, n int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+func newNetns(name string) (string, error) {
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
+	}
+	return "/run/netns/" + name, nil
+}
+
+func delNetns(path string) { _ = exec.Command("ip", "netns", "del", filepath.Base(path)).Run() }
+
+func inNS(ns string, stdin io.Reader, args ...string) ([]byte, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(ns)}, args...)...)
+	cmd.Stdin = stdin
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond / 10) }
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// processCPU is this process's user+system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func nproc() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}

@@ -1,0 +1,161 @@
+package explain
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// testdata/node.save is iptables-save -c of a test namespace after miniproxy's proxier
+// wrote five services and 6 connections went to default/web's cluster IP.
+func recorded(t *testing.T) Tables {
+	t.Helper()
+	text, err := os.ReadFile("testdata/node.save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := ParseSave(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tables
+}
+
+func nodeLocal(ip string) bool { return ip == "10.99.1.1" || ip == "10.99.2.1" }
+
+func chains(p Path) []string {
+	var out []string
+	for _, e := range p.Endpoints {
+		out = append(out, e.Chain+"="+e.DNAT)
+	}
+	return out
+}
+
+func TestClusterIPFromAPod(t *testing.T) {
+	p := Walk(recorded(t), Query{Service: "default/web:http", Protocol: "tcp", Kind: "cluster IP", DstIP: "10.96.0.50", DstPort: 80, From: "10.244.1.5", Local: nodeLocal})
+	want := []string{"KUBE-SEP-L4D75WS3YKC3VQTJ=10.99.1.2:8080", "KUBE-SEP-TYWNFS3QWJJ5E6M6=10.99.2.2:8080"}
+	if got := chains(p); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("endpoints %v, want %v", got, want)
+	}
+	for _, e := range p.Endpoints {
+		if e.Probability != 0.5 || e.Packets != 3 || e.Via != "KUBE-SVC-CDGGSHYLG3RE2FKL" {
+			t.Errorf("endpoint %+v: want probability 0.5, 3 packets, via KUBE-SVC-CDGGSHYLG3RE2FKL", e)
+		}
+	}
+	if p.Verdict != "DNAT to one of 2 endpoints" {
+		t.Errorf("verdict %q", p.Verdict)
+	}
+	if len(p.Masquerade) != 1 || !strings.HasPrefix(p.Masquerade[0], "not masqueraded") {
+		t.Errorf("a pod's packet: masquerade %q, want not masqueraded", p.Masquerade)
+	}
+	if len(p.Hops) == 0 || p.Hops[0].Chain != "KUBE-SERVICES" || p.Hops[0].Packets != 6 {
+		t.Errorf("first hop %+v, want the KUBE-SERVICES rule with its 6 packets", p.Hops)
+	}
+}
+
+func TestClusterIPMasqueradeDecision(t *testing.T) {
+	q := Query{Service: "default/web:http", Protocol: "tcp", Kind: "cluster IP", DstIP: "10.96.0.50", DstPort: 80, Local: nodeLocal}
+	q.From = "10.99.1.1" // the node itself: outside the cluster CIDR
+	if p := Walk(recorded(t), q); len(p.Masquerade) != 1 || !strings.HasPrefix(p.Masquerade[0], "masqueraded: ") {
+		t.Errorf("from the node: masquerade %q", p.Masquerade)
+	}
+	q.From = ""
+	p := Walk(recorded(t), q)
+	if len(p.Masquerade) != 1 || !strings.Contains(p.Masquerade[0], "if the source is outside 10.244.0.0/16") {
+		t.Errorf("unknown source: masquerade %q, want the condition", p.Masquerade)
+	}
+	if len(p.Endpoints) != 2 || p.Endpoints[0].Hairpin == "" {
+		t.Errorf("endpoints %+v, want 2 with their hairpin masquerade", p.Endpoints)
+	}
+}
+
+func TestNoEndpointsRejects(t *testing.T) {
+	tables := recorded(t)
+	p := Walk(tables, Query{Service: "default/empty:http", Protocol: "tcp", Kind: "cluster IP", DstIP: "10.96.0.51", DstPort: 80})
+	if p.Verdict != "REJECT: default/empty:http has no endpoints" || len(p.Endpoints) != 0 {
+		t.Errorf("cluster IP without endpoints: %q %v", p.Verdict, p.Endpoints)
+	}
+	p = Walk(tables, Query{Service: "default/empty:http", Protocol: "tcp", Kind: "node port", DstPort: 30081})
+	if p.Verdict != "REJECT: default/empty:http has no endpoints" {
+		t.Errorf("node port without endpoints: %q", p.Verdict)
+	}
+	p = Walk(tables, Query{Service: "default/x", Protocol: "tcp", Kind: "cluster IP", DstIP: "10.96.0.99", DstPort: 80})
+	if !strings.HasPrefix(p.Verdict, "no rule for this destination") {
+		t.Errorf("unknown destination: %q", p.Verdict)
+	}
+}
+
+func TestAffinity(t *testing.T) {
+	p := Walk(recorded(t), Query{Service: "default/sticky", Protocol: "tcp", Kind: "cluster IP", DstIP: "10.96.0.52", DstPort: 80, From: "10.244.1.5"})
+	if !strings.Contains(p.Affinity, "10800s") || len(p.Endpoints) != 2 || p.Endpoints[0].Probability != 0.5 {
+		t.Errorf("affinity %q, endpoints %+v", p.Affinity, p.Endpoints)
+	}
+}
+
+func TestLoadBalancerSourceRanges(t *testing.T) {
+	q := Query{Service: "default/lb:http", Protocol: "tcp", Kind: "load balancer IP", DstIP: "10.200.0.200", DstPort: 80, Local: nodeLocal}
+	q.From = "192.168.7.7"
+	p := Walk(recorded(t), q)
+	if got := chains(p); len(got) != 1 || got[0] != "KUBE-SEP-5I57NUTB4JU5M4FS=10.99.2.2:8080" {
+		t.Errorf("allowed source: endpoints %v", got)
+	}
+	if len(p.Masquerade) != 1 || !strings.HasPrefix(p.Masquerade[0], "masqueraded: masquerade traffic for default/lb:http external destinations") {
+		t.Errorf("allowed source: masquerade %q", p.Masquerade)
+	}
+	q.From = "10.1.1.1"
+	p = Walk(recorded(t), q)
+	if len(p.Endpoints) != 0 || p.Verdict != "DROP: default/lb:http traffic not accepted by KUBE-FW-JSLCNGWSGB5JPS5Q" {
+		t.Errorf("other source: endpoints %v, verdict %q", chains(p), p.Verdict)
+	}
+}
+
+func TestNodePortExternalTrafficPolicyLocal(t *testing.T) {
+	q := Query{Service: "default/local:http", Protocol: "tcp", Kind: "node port", DstPort: 30084, From: "203.0.113.9", Local: nodeLocal}
+	p := Walk(recorded(t), q)
+	if got := chains(p); len(got) != 1 || got[0] != "KUBE-SEP-TR7ZC2QT5VY2AUAI=10.99.1.2:8080" || p.Endpoints[0].Via != "KUBE-SVL-3ENVKKDUT2EZ6WIE" {
+		t.Errorf("external client: endpoints %+v, want only the local one via KUBE-SVL", p.Endpoints)
+	}
+	if len(p.Masquerade) != 1 || !strings.HasPrefix(p.Masquerade[0], "not masqueraded") {
+		t.Errorf("external client under Local policy: masquerade %q, want the client address kept", p.Masquerade)
+	}
+	q.From = "10.244.3.3" // a pod: the whole cluster
+	if p := Walk(recorded(t), q); len(p.Endpoints) != 2 || p.Endpoints[0].Via != "KUBE-SVC-3ENVKKDUT2EZ6WIE" {
+		t.Errorf("pod client: endpoints %+v, want both via KUBE-SVC", p.Endpoints)
+	}
+}
+
+func TestQueriesAndOutput(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.50", Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}}}
+	qs, err := Queries(svc, 0, "")
+	if err != nil || len(qs) != 2 || qs[0].Kind != "cluster IP" || qs[1].Kind != "node port" || qs[1].DstPort != 30080 {
+		t.Fatalf("queries %+v %v", qs, err)
+	}
+	if qs, err := Queries(svc, 30080, ""); err != nil || len(qs) != 1 || qs[0].Kind != "node port" {
+		t.Errorf("--port 30080: %+v %v", qs, err)
+	}
+	if _, err := Queries(svc, 81, ""); err == nil || !strings.Contains(err.Error(), "no port or node port 81 (it has 80, 30080 (node port))") {
+		t.Errorf("--port 81: %v", err)
+	}
+	var text bytes.Buffer
+	Render(&text, Walk(recorded(t), qs[0]))
+	for _, want := range []string{"default/web:http (tcp) cluster IP 10.96.0.50:80", "KUBE-SEP-L4D75WS3YKC3VQTJ", "[6 pkts, 360 bytes]", "verdict: DNAT to one of 2 endpoints"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+	b, err := json.Marshal(Walk(recorded(t), qs[0]))
+	if err != nil || !strings.Contains(string(b), `"chain":"KUBE-SEP-TYWNFS3QWJJ5E6M6"`) {
+		t.Errorf("json: %s %v", b, err)
+	}
+	for _, bad := range []Options{{Service: "web"}, {Service: "default/web", From: "x"}, {Service: "default/web", Output: "yaml"}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("options %+v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Options are miniproxy explain's flags.
+type Options struct {
+	Service string // namespace/name
+	From    string // source address; "" unknown
+	Port    int32  // a service port or node port; 0: every port
+	Output  string // "" (text) or "json"
+}
+
+// Validate checks the options before anything is read.
+func (o *Options) Validate() error {
+	ns, name, ok := strings.Cut(o.Service, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return fmt.Errorf("--service %q: want NAMESPACE/NAME", o.Service)
+	}
+	if o.From != "" && net.ParseIP(o.From).To4() == nil {
+		return fmt.Errorf("--from %q: not an IPv4 address", o.From)
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return fmt.Errorf("--port %d: out of range", o.Port)
+	}
+	if o.Output != "" && o.Output != "json" {
+		return fmt.Errorf("-o %q: only json is supported", o.Output)
+	}
+	return nil
+}
+
+// Run explains the Service's paths from the rules this network namespace holds now.
+func Run(ctx context.Context, client kubernetes.Interface, o Options, out io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ns, name, _ := strings.Cut(o.Service, "/")
+	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("service %s: %w", o.Service, err)
+	}
+	queries, err := Queries(svc, o.Port, o.From)
+	if err != nil {
+		return err
+	}
+	var save strings.Builder
+	for _, table := range []string{"nat", "filter"} {
+		text, err := exec.CommandContext(ctx, "iptables-save", "-c", "-t", table).Output()
+		if err != nil {
+			return fmt.Errorf("iptables-save -c -t %s: %w", table, err)
+		}
+		save.Write(text)
+	}
+	tables, err := ParseSave(save.String())
+	if err != nil {
+		return fmt.Errorf("reading iptables-save: %w", err)
+	}
+	local := localAddresses()
+	var paths []Path
+	for _, q := range queries {
+		q.Local = local
+		paths = append(paths, Walk(tables, q))
+	}
+	if o.Output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(paths)
+	}
+	for i, p := range paths {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		Render(out, p)
+	}
+	return nil
+}
+
+// Queries are the packets to explain for svc: to each port's cluster IP, external IPs,
+// load balancer IPs and node port; port (a service port or a node port) picks some.
+func Queries(svc *corev1.Service, port int32, from string) ([]Query, error) {
+	var out []Query
+	var known []string
+	for _, p := range svc.Spec.Ports {
+		spName := svc.Namespace + "/" + svc.Name
+		if p.Name != "" {
+			spName += ":" + p.Name
+		}
+		proto := strings.ToLower(string(p.Protocol))
+		if proto == "" {
+			proto = "tcp"
+		}
+		q := Query{Service: spName, Protocol: proto, DstPort: p.Port, From: from}
+		known = append(known, fmt.Sprint(p.Port))
+		if port == 0 || port == p.Port {
+			if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+				q.Kind, q.DstIP = "cluster IP", ip
+				out = append(out, q)
+			}
+			for _, ip := range svc.Spec.ExternalIPs {
+				q.Kind, q.DstIP = "external IP", ip
+				out = append(out, q)
+			}
+			for _, ing := range svc.Status.LoadBalancer.Ingress {
+				if ing.IP != "" {
+					q.Kind, q.DstIP = "load balancer IP", ing.IP
+					out = append(out, q)
+				}
+			}
+		}
+		if p.NodePort != 0 {
+			known = append(known, fmt.Sprintf("%d (node port)", p.NodePort))
+			if port == 0 || port == p.NodePort {
+				q.Kind, q.DstIP, q.DstPort = "node port", "", p.NodePort
+				out = append(out, q)
+			}
+		}
+	}
+	if len(out) == 0 {
+		if port != 0 {
+			return nil, fmt.Errorf("service %s/%s has no port or node port %d (it has %s)", svc.Namespace, svc.Name, port, strings.Join(known, ", "))
+		}
+		return nil, fmt.Errorf("service %s/%s has no cluster IP, external or load balancer IP, or node port to explain", svc.Namespace, svc.Name)
+	}
+	return out, nil
+}
+
+// localAddresses says whether an IP is one of this network namespace's own addresses.
+func localAddresses() func(string) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			set[n.IP.String()] = true
+		}
+	}
+	return func(ip string) bool { return set[ip] || strings.HasPrefix(ip, "127.") }
+}
+
+// Render prints p for people.
+func Render(out io.Writer, p Path) {
+	dst := fmt.Sprintf("%s:%d", p.DstIP, p.DstPort)
+	if p.Kind == "node port" {
+		dst = fmt.Sprintf("any local address:%d", p.DstPort)
+	}
+	from := "any source"
+	if p.From != "" {
+		from = p.From
+	}
+	fmt.Fprintf(out, "%s (%s) %s %s, from %s\n", p.Service, p.Protocol, p.Kind, dst, from)
+	for _, h := range p.Hops {
+		note := ""
+		if h.Note != "" {
+			note = "   <- " + h.Note
+		}
+		fmt.Fprintf(out, "  %-6s %-26s [%d pkts, %d bytes] %s%s\n", h.Table, h.Chain, h.Packets, h.Bytes, h.Rule, note)
+	}
+	for _, m := range p.Masquerade {
+		fmt.Fprintf(out, "  source NAT: %s\n", m)
+	}
+	if p.Affinity != "" {
+		fmt.Fprintf(out, "  affinity: %s\n", p.Affinity)
+	}
+	if len(p.Endpoints) > 0 {
+		fmt.Fprintln(out, "  endpoints (picked at random by the statistic rules):")
+	}
+	for _, e := range p.Endpoints {
+		when := ""
+		if e.When != "" {
+			when = " if " + e.When
+		}
+		fmt.Fprintf(out, "    %5.1f%%  %s via %s [%d pkts]  DNAT to %s%s\n", e.Probability*100, e.Chain, e.Via, e.Packets, e.DNAT, when)
+		if e.Hairpin != "" {
+			fmt.Fprintf(out, "            %s\n", e.Hairpin)
+		}
+	}
+	fmt.Fprintf(out, "  verdict: %s\n", p.Verdict)
+}

@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+func TestSnapshotterReusesUnchangedServices(t *testing.T) {
+	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	svc := func(name, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	}
+	slice := func(svcName, ip string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-x", Namespace: "ns",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, NodeName: ptr.To("node-1")}}}
+	}
+	_ = svcIdx.Add(svc("a", "10.96.0.1"))
+	_ = svcIdx.Add(svc("b", "10.96.0.2"))
+	_ = sliceIdx.Add(slice("a", "10.244.0.1"))
+	_ = sliceIdx.Add(slice("b", "10.244.0.2"))
+	sn := &Snapshotter{Services: corelisters.NewServiceLister(svcIdx), Slices: discoverylisters.NewEndpointSliceLister(sliceIdx), NodeName: "node-1"}
+	first, err := sn.Snapshot()
+	if err != nil || len(first) != 2 {
+		t.Fatalf("first snapshot %v %v", first, err)
+	}
+	_ = sliceIdx.Update(slice("b", "10.244.0.9")) // b's endpoint replaced
+	second, err := sn.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &second[0].Endpoints[0] != &first[0].Endpoints[0] {
+		t.Errorf("unchanged service a was read again")
+	}
+	if got := second[1].Endpoints[0]; got.IP != "10.244.0.9" || !got.Local || !got.Ready {
+		t.Errorf("changed service b: endpoint %+v, want 10.244.0.9, local and ready", got)
+	}
+	// Whatever it remembers, it says what a fresh snapshot says.
+	fresh, err := Snapshot(sn.Services, sn.Slices, "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range fresh {
+		if fresh[i].Name != second[i].Name || fresh[i].Endpoints[0] != second[i].Endpoints[0] {
+			t.Errorf("port %d: remembered %+v, fresh %+v", i, second[i], fresh[i])
+		}
+	}
+	_ = svcIdx.Delete(svc("a", ""))
+	if third, _ := sn.Snapshot(); len(third) != 1 || third[0].Name != "ns/b:http" {
+		t.Errorf("after deleting a: %+v", third)
+	}
+}
