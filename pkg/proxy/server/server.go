@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -33,6 +34,7 @@ type Options struct {
 	HostnameOverride string
 	ClusterCIDR      string
 	ProxyMode        string
+	IPVSScheduler    string
 	MinSyncPeriod    time.Duration
 	SyncPeriod       time.Duration
 	MasqueradeAll    bool
@@ -43,8 +45,17 @@ type Options struct {
 // Validate checks the options before anything is touched.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.ProxyMode != "iptables" && o.ProxyMode != "" {
-		errs = append(errs, fmt.Errorf("--proxy-mode %q: only \"iptables\" is built so far", o.ProxyMode))
+	switch o.ProxyMode {
+	case ModeIPTables, "":
+		if o.IPVSScheduler != "" {
+			errs = append(errs, fmt.Errorf("--ipvs-scheduler %q: only used with --proxy-mode ipvs", o.IPVSScheduler))
+		}
+	case ModeIPVS:
+		if err := (ipvs.Config{Scheduler: o.IPVSScheduler}).Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS))
 	}
 	if o.ClusterCIDR != "" {
 		if _, _, err := net.ParseCIDR(o.ClusterCIDR); err != nil {
@@ -85,8 +96,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }))
 	services := factory.Core().V1().Services()
 	slices := factory.Discovery().V1().EndpointSlices()
-	proxier, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll},
-		services.Lister(), slices.Lister(), o.HostnameOverride, log)
+	proxier, err := newProxier(o, services.Lister(), slices.Lister(), log)
 	if err != nil {
 		return err
 	}
@@ -109,22 +119,21 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			log.Error("sync of proxy rules failed", "err", err)
 			return
 		}
-		if res.Full {
+		if res.full {
 			lastFull = time.Now()
-			m.fullDuration.Observe(res.Duration.Seconds())
+			m.fullDuration.Observe(res.duration.Seconds())
 		} else {
-			m.partialDuration.Observe(res.Duration.Seconds())
+			m.partialDuration.Observe(res.duration.Seconds())
 		}
-		m.duration.Observe(res.Duration.Seconds())
+		m.duration.Observe(res.duration.Seconds())
 		m.lastTimestamp.SetToCurrentTime()
-		m.rules.WithLabelValues("filter").Set(float64(res.FilterRules))
-		m.rules.WithLabelValues("nat").Set(float64(res.NATRules))
+		m.rules.WithLabelValues("filter").Set(float64(res.filterRules))
+		m.rules.WithLabelValues("nat").Set(float64(res.natRules))
 		if !since.IsZero() {
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
-		log.Debug("synced proxy rules", "full", res.Full, "duration", res.Duration, "servicePorts", res.ServicePorts,
-			"chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes)
+		log.Debug("synced proxy rules", append([]any{"full", res.full, "duration", res.duration}, res.log...)...)
 	}
 	r := runner.New(syncRules, o.MinSyncPeriod, o.SyncPeriod)
 	changed := func(counter prometheus.Counter) func(any) {
@@ -161,7 +170,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	if o.HealthzAddress != "" {
 		go func() { errc <- serve(ctx, o.HealthzAddress, h.handler()) }()
 	}
-	log.Info("miniproxy syncing Services", "mode", "iptables", "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
+	log.Info("miniproxy syncing Services", "mode", cmp.Or(o.ProxyMode, ModeIPTables), "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
 	go r.Loop(ctx)
 	select {
 	case <-ctx.Done():

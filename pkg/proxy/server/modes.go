@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+)
+
+// Proxy modes, by kube-proxy's --proxy-mode names.
+const (
+	ModeIPTables = "iptables"
+	ModeIPVS     = "ipvs"
+)
+
+// syncResult is what the server needs from one sync of either mode.
+type syncResult struct {
+	full                  bool
+	duration              time.Duration
+	filterRules, natRules int
+	log                   []any // mode-specific figures for the debug log
+}
+
+// proxier is a mode's proxier as the server drives it.
+type proxier interface {
+	Sync(context.Context) (syncResult, error)
+	ForceFull()
+}
+
+func newProxier(o Options, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, log *slog.Logger) (proxier, error) {
+	switch o.ProxyMode {
+	case ModeIPTables, "":
+		p, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, services, slices, o.HostnameOverride, log)
+		return iptablesMode{p}, err
+	case ModeIPVS:
+		p, err := ipvs.New(ipvs.Config{Scheduler: o.IPVSScheduler, ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, services, slices, o.HostnameOverride, log)
+		return ipvsMode{p}, err
+	}
+	return nil, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS)
+}
+
+type iptablesMode struct{ *iptables.Proxier }
+
+func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
+	res, err := m.Proxier.Sync(ctx)
+	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+		log: []any{"servicePorts", res.ServicePorts, "chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes}}, err
+}
+
+type ipvsMode struct{ *ipvs.Proxier }
+
+func (m ipvsMode) Sync(ctx context.Context) (syncResult, error) {
+	res, err := m.Proxier.Sync(ctx)
+	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+		log: []any{"servicePorts", res.ServicePorts, "virtualServers", res.VirtualServers, "realServers", res.RealServers,
+			"ipvsCalls", res.IPVSCalls, "ipsetLines", res.SetLines, "rulesWritten", res.RulesWritten}}, err
+}
