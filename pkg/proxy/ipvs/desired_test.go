@@ -151,3 +151,16 @@ func TestConfigValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestMissingJumpsGoFirstInTheirTable(t *testing.T) {
+	st := desiredState(Config{}, ports(), nil)
+	text := withJumps(buildRules(Config{}, st.sets).restore(), []jump{jumps[0], jumps[3]})
+	nat := text[strings.Index(text, "*nat"):]
+	filter := text[:strings.Index(text, "*nat")]
+	if !strings.Contains(nat, `-I OUTPUT 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES`+"\nCOMMIT") {
+		t.Errorf("nat jump missing or misplaced:\n%s", nat)
+	}
+	if !strings.Contains(filter, `-I FORWARD 1 -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD`+"\nCOMMIT") {
+		t.Errorf("filter jump missing or misplaced:\n%s", filter)
+	}
+}

@@ -38,6 +38,8 @@ type SyncResult struct {
 	NATRules       int
 	FilterRules    int
 	RulesWritten   bool
+	// Where the time went, within Duration.
+	IPVSTime, SetsTime, RulesTime time.Duration
 }
 
 // Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
@@ -49,7 +51,6 @@ type Proxier struct {
 	slices   discoverylisters.EndpointSliceLister
 	nodeName string
 	log      *slog.Logger
-	ipt      *goipt.IPTables
 	ipvs     *libipvs.Handle
 
 	mu       sync.Mutex
@@ -70,16 +71,13 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 	if err != nil {
 		return nil, err
 	}
-	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
-	if err != nil {
-		h.Close()
-		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
+	for _, tool := range []string{"iptables-restore", "iptables-save", "ipset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("%s: %w (Debian packages iptables and ipset)", tool, err)
+		}
 	}
-	if _, err := exec.LookPath("ipset"); err != nil {
-		h.Close()
-		return nil, fmt.Errorf("ipset: %w (Debian package ipset)", err)
-	}
-	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt, ipvs: h, needFull: true}, nil
+	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipvs: h, needFull: true}, nil
 }
 
 // Validate checks the configuration.
@@ -156,9 +154,6 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	if err != nil {
 		return res, err
 	}
-	if err := p.ensureJumps(); err != nil {
-		return res, err
-	}
 	nodeIPs, err := p.nodeIPs(dummy)
 	if err != nil {
 		return res, err
@@ -188,6 +183,7 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 			res.AddrCalls++
 		}
 	}
+	t0 := time.Now()
 	calls, err := p.syncIPVS(st.services)
 	res.IPVSCalls = calls
 	if err != nil {
@@ -202,14 +198,26 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 			res.AddrCalls++
 		}
 	}
+	res.IPVSTime = time.Since(t0)
+	t0 = time.Now()
 	if res.SetLines, err = p.sets.Sync(ctx, st.orderedSets()); err != nil {
 		return res, err
 	}
+	res.SetsTime = time.Since(t0)
+	t0 = time.Now()
 	r := buildRules(p.cfg, st.sets)
 	res.NATRules, res.FilterRules = count(r.nat), count(r.filter)
+	// The rules are constant in size: rewritten whole when they change, and on a full sync,
+	// which also puts back any jump from the built-in chains someone removed.
 	if text := r.restore(); full || text != p.rules {
+		var missing []jump
+		if full {
+			if missing, err = missingJumps(ctx); err != nil {
+				return res, err
+			}
+		}
 		cmd := exec.CommandContext(ctx, "iptables-restore", "-w", "5", "--noflush")
-		cmd.Stdin = strings.NewReader(text)
+		cmd.Stdin = strings.NewReader(withJumps(text, missing))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			p.rules = ""
 			return res, fmt.Errorf("iptables-restore: %w: %s", err, strings.TrimSpace(string(out)))
@@ -217,7 +225,43 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 		p.rules = text
 		res.RulesWritten = true
 	}
+	res.RulesTime = time.Since(t0)
 	return res, nil
+}
+
+// missingJumps reads the tables (one iptables-save) for the jumps into our chains.
+func missingJumps(ctx context.Context) ([]jump, error) {
+	out, err := exec.CommandContext(ctx, "iptables-save").Output()
+	if err != nil {
+		return nil, fmt.Errorf("iptables-save: %w", err)
+	}
+	have := map[string]bool{}
+	table := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "*") {
+			table = line[1:]
+		} else if strings.HasPrefix(line, "-A ") {
+			have[table+" "+line] = true
+		}
+	}
+	var missing []jump
+	for _, j := range jumps {
+		if !have[j.table+" -A "+j.chain+" "+j.text()] {
+			missing = append(missing, j)
+		}
+	}
+	return missing, nil
+}
+
+// withJumps adds to the restore input the missing jumps, first in their built-in chains.
+func withJumps(text string, missing []jump) string {
+	for _, j := range missing {
+		marker := "*" + j.table + "\n"
+		i := strings.Index(text, marker)
+		commit := i + strings.Index(text[i:], "COMMIT\n")
+		text = text[:commit] + "-I " + j.chain + " 1 " + j.text() + "\n" + text[commit:]
+	}
+	return text
 }
 
 // syncIPVS turns p.applied into want: new virtual servers made, changed ones updated, real
@@ -399,29 +443,6 @@ func (p *Proxier) nodeIPs(dummy netlink.Link) ([]net.IP, error) {
 	return out, nil
 }
 
-// ensureJumps makes our chains and the jumps from the built-in chains into them.
-func (p *Proxier) ensureJumps() error {
-	for table, chains := range map[string][]string{tablesNat: natChains, tablesFilter: filterChains} {
-		for _, c := range chains {
-			ok, err := p.ipt.ChainExists(table, c)
-			if err != nil {
-				return fmt.Errorf("iptables: %w", err)
-			}
-			if !ok {
-				if err := p.ipt.NewChain(table, c); err != nil {
-					return fmt.Errorf("create chain %s/%s: %w", table, c, err)
-				}
-			}
-		}
-	}
-	for _, j := range jumps {
-		if err := p.ipt.InsertUnique(j.table, j.chain, 1, j.rule()...); err != nil {
-			return fmt.Errorf("jump from %s/%s to %s: %w", j.table, j.chain, j.target, err)
-		}
-	}
-	return nil
-}
-
 // sysctls kube-proxy sets in IPVS mode: conntrack for IPVS connections (masquerade needs
 // it), expire connections to removed real servers and their persistence templates, and
 // forwarding.
@@ -482,7 +503,7 @@ func Cleanup(ctx context.Context) error {
 		return fmt.Errorf("iptables: %w", err)
 	}
 	for _, j := range jumps {
-		if err := ipt.DeleteIfExists(j.table, j.chain, j.rule()...); err != nil {
+		if err := ipt.DeleteIfExists(j.table, j.chain, j.args()...); err != nil {
 			errs = append(errs, fmt.Errorf("remove jump %s/%s -> %s: %w", j.table, j.chain, j.target, err))
 		}
 	}

@@ -48,9 +48,13 @@ var jumps = []jump{
 	{tablesFilter, "OUTPUT", kubeIPVSOutFilter, "kubernetes ipvs access filter"},
 }
 
-func (j jump) rule() []string {
+// args is the jump's rule as arguments of the iptables command.
+func (j jump) args() []string {
 	return []string{"-m", "comment", "--comment", j.comment, "-j", j.target}
 }
+
+// text is the jump's rule as iptables-save prints it and iptables-restore reads it.
+func (j jump) text() string { return `-m comment --comment "` + j.comment + `" -j ` + j.target }
 
 // setRules are the rules that are one set match each, written only when their set has
 // entries (kube-proxy's ipsetWithIptablesChain); local sets come before their general one.
