@@ -117,7 +117,7 @@ func InVM() bool { return os.Getenv(InVMEnv) == "1" }
 type Options struct {
 	Modules  []string          // kernel modules by name; dependencies are added
 	Binaries []string          // host programs, copied with their shared libraries
-	Files    map[string]string // more files: path inside the VM -> host path
+	Files    map[string]string // more files: path inside the VM -> host path (ELF ones with their libraries)
 	Env      []string          // KEY=value for the test inside
 	MemoryMB int               // default 1024
 	Timeout  time.Duration     // default 3 minutes
@@ -191,6 +191,11 @@ func buildTestInitramfs(k *Kernel, o Options, test, file string) error {
 		if err := r.File(dst, src); err != nil {
 			return err
 		}
+		if isELF(src) { // a plugin (iptables' extensions, say) needs its libraries too
+			if err := r.Libraries(src); err != nil {
+				return err
+			}
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -206,4 +211,15 @@ func buildTestInitramfs(k *Kernel, o Options, test, file string) error {
 	cmd := fmt.Sprintf("/vmtest/test -test.run '^%s$' -test.v -test.count=1", regexp.QuoteMeta(test))
 	r.Bytes("/init", InitScript(inVM, env, cmd), 0o755)
 	return r.WriteFile(file)
+}
+
+func isELF(file string) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == "\x7fELF"
 }

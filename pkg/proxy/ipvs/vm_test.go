@@ -39,6 +39,7 @@ var vmModules = []string{
 	"ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_lc", "ip_vs_sh", "dummy", "veth",
 	"nf_conntrack", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
 	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT",
+	"xt_statistic", "xt_nat", "xt_recent", "xt_tcpudp", // the iptables mode, the benchmark's baseline
 	"ip_set_hash_ip", "ip_set_hash_ipport", "ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port",
 }
 
