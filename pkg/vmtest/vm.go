@@ -145,10 +145,20 @@ func RunTest(t *testing.T, o Options) {
 	if vm.MemoryMB == 0 {
 		vm.MemoryMB = 1024
 	}
+	// With -v the console streams as it comes (long runs show progress); otherwise it is
+	// logged at the end, which go test shows when the test fails.
+	var w io.Writer = &console
+	if testing.Verbose() {
+		w = io.MultiWriter(&console, os.Stdout)
+	}
 	start := time.Now()
-	runErr := vm.Run(context.Background(), &console)
+	runErr := vm.Run(context.Background(), w)
 	out := strings.ReplaceAll(console.String(), "\r\n", "\n")
-	t.Logf("VM console (kernel %s, %v):\n%s", k.Version, time.Since(start).Round(time.Millisecond), out)
+	if testing.Verbose() {
+		t.Logf("VM (kernel %s) ran %v", k.Version, time.Since(start).Round(time.Millisecond))
+	} else {
+		t.Logf("VM console (kernel %s, %v):\n%s", k.Version, time.Since(start).Round(time.Millisecond), out)
+	}
 	if runErr != nil {
 		t.Fatal(runErr)
 	}

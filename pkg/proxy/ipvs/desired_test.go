@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 )
 
 func ports() []proxy.ServicePort {
@@ -162,5 +165,43 @@ func TestMissingJumpsGoFirstInTheirTable(t *testing.T) {
 	}
 	if !strings.Contains(filter, `-I FORWARD 1 -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD`+"\nCOMMIT") {
 		t.Errorf("filter jump missing or misplaced:\n%s", filter)
+	}
+}
+
+// BenchmarkWantedState is the part of a sync that runs in the proxier, not the kernel:
+// snapshot of the listers, wanted state, and the ip set difference from the previous sync,
+// for N Services x 2 endpoints with one endpoint moved. The VM benchmark
+// (TestIPVSBenchInVM) measures whole syncs, kernel included, in emulation; this gives the
+// native figure of the same work on this host.
+func BenchmarkWantedState(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			svcs, slices := benchObjects(n)
+			services, sliceLister := corelisters.NewServiceLister(svcs), discoverylisters.NewEndpointSliceLister(slices)
+			ports, err := proxy.Snapshot(services, sliceLister, "vm")
+			if err != nil {
+				b.Fatal(err)
+			}
+			prev := desiredState(Config{}, ports, nil)
+			have := map[string]map[string]bool{}
+			for name, s := range prev.sets {
+				have[name] = s.Entries
+			}
+			g := 0
+			b.ResetTimer()
+			for b.Loop() {
+				g++
+				i := (g * 7919) % n
+				if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, g%5)); err != nil {
+					b.Fatal(err)
+				}
+				ports, err := proxy.Snapshot(services, sliceLister, "vm")
+				if err != nil {
+					b.Fatal(err)
+				}
+				st := desiredState(Config{}, ports, nil)
+				_ = ipset.Script(st.orderedSets(), have)
+			}
+		})
 	}
 }
