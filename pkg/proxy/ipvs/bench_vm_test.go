@@ -83,13 +83,16 @@ func TestIPVSBenchInVM(t *testing.T) {
 			if res.Full || res.IPVSCalls != 2 {
 				t.Fatalf("one endpoint change: full=%v, %d IPVS calls (want a partial sync: one real server added, one removed)", res.Full, res.IPVSCalls)
 			}
-			return res.Duration, fmt.Sprintf("ipvs %v, sets %v, rules %v", res.IPVSTime.Round(time.Microsecond), res.SetsTime.Round(time.Microsecond), res.RulesTime.Round(time.Microsecond))
+			return res.Duration, fmt.Sprintf("snapshot %v, ipvs %v, sets %v, rules %v", res.Snapshot.Round(time.Microsecond),
+				res.IPVSTime.Round(time.Microsecond), res.SetsTime.Round(time.Microsecond), res.RulesTime.Round(time.Microsecond))
 		})
 		rss := rssMB()
-		fmt.Fprintf(&report, "%-6d %-9s %12v %12v %14v VS %d, RS %d; full: snapshot %v, ipvs %v, sets %v, rules %v; change: %s; RSS %.0f MB\n",
-			n, "ipvs", first.Duration.Round(time.Millisecond), resync.Duration.Round(time.Millisecond), changes.d.Round(time.Microsecond),
-			first.VirtualServers, first.RealServers, first.Snapshot.Round(time.Millisecond), first.IPVSTime.Round(time.Millisecond),
-			first.SetsTime.Round(time.Millisecond), first.RulesTime.Round(time.Millisecond), changes.detail, rss)
+		ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+		fmt.Fprintf(&report, "%-6d %-9s %12v %12v %14v VS %d, RS %d; full: snapshot %v, addresses %v, ipvs %v, sets %v, rules %v; "+
+			"resync: read %v; change: %s; RSS %.0f MB\n",
+			n, "ipvs", ms(first.Duration), ms(resync.Duration), changes.d.Round(time.Microsecond),
+			first.VirtualServers, first.RealServers, ms(first.Snapshot), ms(first.AddrTime), ms(first.IPVSTime),
+			ms(first.SetsTime), ms(first.RulesTime), ms(resync.ReadTime), changes.detail, rss)
 		p.Close()
 		must(t, Cleanup(ctx))
 

@@ -38,8 +38,9 @@ type SyncResult struct {
 	NATRules       int
 	FilterRules    int
 	RulesWritten   bool
-	// Where the time went, within Duration.
-	IPVSTime, SetsTime, RulesTime time.Duration
+	// Where the time went, within Duration: reading the kernel (full syncs), binding
+	// addresses, programming IPVS, the ip sets, the rules.
+	ReadTime, AddrTime, IPVSTime, SetsTime, RulesTime time.Duration
 }
 
 // Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
@@ -52,6 +53,7 @@ type Proxier struct {
 	nodeName string
 	log      *slog.Logger
 	ipvs     *libipvs.Handle
+	nl       *netlink.Handle // one socket for the address changes, not one per request
 
 	mu       sync.Mutex
 	needFull bool
@@ -77,7 +79,12 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 			return nil, fmt.Errorf("%s: %w (Debian packages iptables and ipset)", tool, err)
 		}
 	}
-	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipvs: h, needFull: true}, nil
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipvs: h, nl: nl, needFull: true}, nil
 }
 
 // Validate checks the configuration.
@@ -111,8 +118,11 @@ func openIPVS() (*libipvs.Handle, error) {
 	return h, nil
 }
 
-// Close releases the IPVS handle.
-func (p *Proxier) Close() { p.ipvs.Close() }
+// Close releases the netlink handles.
+func (p *Proxier) Close() {
+	p.ipvs.Close()
+	p.nl.Close()
+}
 
 // ForceFull makes the next Sync a full one (the periodic resync).
 func (p *Proxier) ForceFull() {
@@ -164,6 +174,7 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	for _, vs := range st.services {
 		res.RealServers += len(vs.Dests)
 	}
+	t0 := time.Now()
 	if full || p.applied == nil || p.bound == nil {
 		if p.bound, err = boundAddresses(dummy); err != nil {
 			return res, err
@@ -173,32 +184,37 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 		}
 		p.sets.Reset()
 	}
+	res.ReadTime = time.Since(t0)
 	// Addresses first: a virtual server on an address the node does not own gets nothing.
+	t0 = time.Now()
 	for ip := range st.addrs {
 		if !p.bound[ip] {
-			if err := netlink.AddrAdd(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EEXIST) {
+			if err := p.nl.AddrAdd(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EEXIST) {
 				return res, fmt.Errorf("bind %s to %s: %w", ip, DummyDevice, err)
 			}
 			p.bound[ip] = true
 			res.AddrCalls++
 		}
 	}
-	t0 := time.Now()
+	res.AddrTime = time.Since(t0)
+	t0 = time.Now()
 	calls, err := p.syncIPVS(st.services)
 	res.IPVSCalls = calls
 	if err != nil {
 		return res, err
 	}
+	res.IPVSTime = time.Since(t0)
+	t0 = time.Now()
 	for ip := range p.bound {
 		if !st.addrs[ip] {
-			if err := netlink.AddrDel(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			if err := p.nl.AddrDel(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 				return res, fmt.Errorf("unbind %s from %s: %w", ip, DummyDevice, err)
 			}
 			delete(p.bound, ip)
 			res.AddrCalls++
 		}
 	}
-	res.IPVSTime = time.Since(t0)
+	res.AddrTime += time.Since(t0)
 	t0 = time.Now()
 	if res.SetLines, err = p.sets.Sync(ctx, st.orderedSets()); err != nil {
 		return res, err
@@ -269,8 +285,7 @@ func withJumps(text string, missing []jump) string {
 // requests it sends.
 func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer) (int, error) {
 	calls := 0
-	for _, k := range sortedKeys(want) {
-		w := want[k]
+	for k, w := range want {
 		have, ok := p.applied[k]
 		svc := toIPVS(w)
 		switch {
