@@ -180,14 +180,20 @@ func buildTestInitramfs(k *Kernel, o Options, test, file string) error {
 	if err != nil {
 		return err
 	}
+	// Where modprobe looks, with a modules.dep naming them (all loaded at boot, so without
+	// dependencies): programs that modprobe what they need (moby/ipvs does) find them.
 	var inVM []string
+	var dep strings.Builder
 	for _, m := range mods {
-		dst := "/lib/modules/" + filepath.Base(m)
+		rel := "kernel/" + filepath.Base(m)
+		dst := "/lib/modules/" + k.Version + "/" + rel
 		if err := r.File(dst, m); err != nil {
 			return err
 		}
 		inVM = append(inVM, dst)
+		dep.WriteString(rel + ":\n")
 	}
+	r.Bytes("/lib/modules/"+k.Version+"/modules.dep", []byte(dep.String()), 0o644)
 	for _, b := range o.Binaries {
 		p, err := exec.LookPath(b)
 		if err != nil {
