@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	goipt "github.com/coreos/go-iptables/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
+	"github.com/vishvananda/netlink"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 )
@@ -42,6 +44,33 @@ func newProxier(o Options, services corelisters.ServiceLister, slices discoveryl
 		return ipvsMode{p}, err
 	}
 	return nil, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS)
+}
+
+// cleanupOtherMode removes what the other mode left on this node (miniproxy ran in it
+// before), as kube-proxy does when a node changes modes: the iptables mode's per-service
+// chains would otherwise still reject or redirect Service traffic under IPVS, and IPVS
+// would still answer on kube-ipvs0's addresses under iptables. Each mode's own trace says
+// whether it ran: the iptables mode's canary chain, the IPVS mode's dummy device.
+func cleanupOtherMode(ctx context.Context, mode string, log *slog.Logger) error {
+	switch mode {
+	case ModeIPVS:
+		ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
+		if err != nil {
+			return fmt.Errorf("iptables: %w", err)
+		}
+		if ok, err := ipt.ChainExists("mangle", "KUBE-PROXY-CANARY"); err != nil || !ok {
+			return err
+		}
+		log.Info("removing the iptables mode's rules left on this node")
+		return iptables.Cleanup(ctx)
+	case ModeIPTables, "":
+		if _, err := netlink.LinkByName(ipvs.DummyDevice); err != nil {
+			return nil
+		}
+		log.Info("removing the IPVS mode's virtual servers, sets and rules left on this node")
+		return ipvs.Cleanup(ctx)
+	}
+	return nil
 }
 
 type iptablesMode struct{ *iptables.Proxier }

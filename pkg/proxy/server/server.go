@@ -96,6 +96,9 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }))
 	services := factory.Core().V1().Services()
 	slices := factory.Discovery().V1().EndpointSlices()
+	if err := cleanupOtherMode(ctx, o.ProxyMode, log); err != nil {
+		return err
+	}
 	proxier, err := newProxier(o, services.Lister(), slices.Lister(), log)
 	if err != nil {
 		return err
