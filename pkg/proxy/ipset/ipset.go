@@ -173,7 +173,8 @@ type Syncer struct {
 // Reset forgets what was written: the next Sync compares with the kernel.
 func (s *Syncer) Reset() { s.written = nil }
 
-// Sync makes the kernel's sets equal want; it returns the number of lines written.
+// Sync makes the kernel's sets equal want; it returns the number of lines written. The
+// entry maps of want are kept as the record of what was written: do not change them after.
 func (s *Syncer) Sync(ctx context.Context, want []*Set) (int, error) {
 	current := s.written
 	if current == nil {
