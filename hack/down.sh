@@ -47,5 +47,6 @@ if [[ -d /var/lib/minilet/netns ]]; then
   umount /var/lib/minilet/netns 2>/dev/null || true # minilet makes the dir a shared mount
 fi
 ip link del cni0 2>/dev/null || true
+"$PWD/bin/minilet" network --cleanup 2>/dev/null || true # routes, VXLAN device, egress rules
 rm -rf "$STATE" /var/lib/minilet "$RUN"
 say "minik8s is down"

@@ -72,6 +72,9 @@ func newCommand() *cobra.Command {
 	f.StringVar(&cfg.RootDir, "root-dir", "/var/lib/minilet", "directory for pod network namespaces, CNI state and logs")
 	f.StringVar(&cfg.CNIBinDir, "cni-bin-dir", "/usr/lib/cni", "directory of the CNI plugin binaries")
 	f.StringVar(&cfg.CNIBridge, "cni-bridge", "cni0", "name of the pod bridge")
+	f.StringVar(&cfg.CNIConfig, "cni-config", "auto", "auto: generate the CNI network from the pod CIDR into --cni-conf-dir; file: use the operator's conflist found there as is")
+	f.StringVar(&cfg.CNIConfDir, "cni-conf-dir", "", "directory of the CNI network configuration (default: ROOT_DIR/cni/net.d)")
+	f.StringVar(&cfg.PodNetwork, "pod-network", "host-gw", "how pods reach other nodes' pods: host-gw (routes via node IPs, one L2 segment), vxlan (overlay), none (the CNI network does it)")
 	f.StringVar(&cfg.PodManifestPath, "pod-manifest-path", "", "directory of static pod manifests (one pod per YAML or JSON file)")
 	f.DurationVar(&cfg.FileCheckFrequency, "file-check-frequency", 20*time.Second, "how often --pod-manifest-path is rescanned (changes are also watched)")
 	f.StringSliceVar(&cfg.InsecureRegistries, "insecure-registry", nil, "registry host[:port] to pull from over plain HTTP (repeatable; localhost always is)")
@@ -93,6 +96,7 @@ func newCommand() *cobra.Command {
 	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	cmd.AddCommand(networkCommand())
 	_ = cmd.MarkFlagRequired("kubeconfig")
 	_ = cmd.MarkFlagRequired("node-ip")
 	return cmd

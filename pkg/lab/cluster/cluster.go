@@ -44,6 +44,10 @@ type Options struct {
 	ImagesDir string    // OCI tarballs from `make images`
 	Progress  io.Writer // one line per step
 	Timeout   time.Duration
+	// PodNetwork is minilet's --pod-network on every node (host-gw when empty); Segments
+	// puts the nodes on that many switches joined by a router (lab.Spec).
+	PodNetwork string
+	Segments   int
 }
 
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
@@ -91,7 +95,10 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	step(o.Progress, "creating lab %q: switch, control plane and %d node namespaces", o.Name, o.Nodes)
-	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes})
+	if o.PodNetwork == "" {
+		o.PodNetwork = "host-gw"
+	}
+	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork})
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +162,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
 			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
+			"--pod-network", l.PodNetwork,
 		}})
 		if err != nil {
 			return err
