@@ -11,6 +11,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
@@ -35,6 +36,12 @@ type Config struct {
 	// NodeIPs lists the addresses NodePorts answer on; nil reads this node's interfaces
 	// (every address but loopback, link-local and kube-ipvs0's).
 	NodeIPs func() ([]net.IP, error)
+	// IPVS connection timeouts (--ipvs-tcp-timeout, --ipvs-tcpfin-timeout,
+	// --ipvs-udp-timeout); 0 leaves the kernel's.
+	TCPTimeout, TCPFinTimeout, UDPTimeout time.Duration
+	// StrictARP (--ipvs-strict-arp): the node answers ARP only for addresses of the
+	// interface asked, not for kube-ipvs0's (arp_ignore=1, arp_announce=2).
+	StrictARP bool
 }
 
 // vsKey names a virtual server as IPVS does: protocol, address, port.

@@ -97,6 +97,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("--cluster-cidr %q: %w", c.ClusterCIDR, err)
 		}
 	}
+	for flag, d := range map[string]time.Duration{"--ipvs-tcp-timeout": c.TCPTimeout, "--ipvs-tcpfin-timeout": c.TCPFinTimeout, "--ipvs-udp-timeout": c.UDPTimeout} {
+		if d < 0 || (d > 0 && d < time.Second) {
+			return fmt.Errorf("%s %v: want 0 (the kernel's) or at least 1s", flag, d)
+		}
+	}
 	return nil
 }
 
@@ -156,8 +161,14 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res SyncResult) (SyncResult, error) {
 	full := res.Full
 	if full {
-		if err := ensureSysctls(p.log); err != nil {
+		if err := ensureSysctls(p.cfg, p.log); err != nil {
 			return res, err
+		}
+		if c := p.cfg; c.TCPTimeout > 0 || c.TCPFinTimeout > 0 || c.UDPTimeout > 0 {
+			// The kernel leaves a timeout given as 0 as it is.
+			if err := p.ipvs.SetConfig(&libipvs.Config{TimeoutTCP: c.TCPTimeout, TimeoutTCPFin: c.TCPFinTimeout, TimeoutUDP: c.UDPTimeout}); err != nil {
+				return res, fmt.Errorf("set IPVS timeouts: %w", err)
+			}
 		}
 	}
 	dummy, err := ensureDummy()
@@ -468,10 +479,14 @@ var sysctls = map[string]string{
 	"net/ipv4/ip_forward":                   "1",
 }
 
-func ensureSysctls(log *slog.Logger) error {
+func ensureSysctls(cfg Config, log *slog.Logger) error {
 	want := map[string]string{}
 	for k, v := range sysctls {
 		want[k] = v
+	}
+	if cfg.StrictARP {
+		want["net/ipv4/conf/all/arp_ignore"] = "1"
+		want["net/ipv4/conf/all/arp_announce"] = "2"
 	}
 	// Kernels before 5.9 stall reused connections to removed real servers by a second
 	// unless conn_reuse_mode is 0; later ones fixed it, and 0 would break graceful rollouts.

@@ -80,15 +80,16 @@ func TestIPVSInVM(t *testing.T) {
 	must(t, slices.Add(slice("web", corev1.ProtocolTCP, 8080, b1, b2)))
 	must(t, svcs.Add(service("dns", "10.96.0.53", corev1.ProtocolUDP, 53, 0, 600)))
 	must(t, slices.Add(slice("dns", corev1.ProtocolUDP, 5353, b1)))
-	newProxier := func(sched string) *Proxier {
-		p, err := New(Config{Scheduler: sched, ClusterCIDR: "10.244.0.0/16"}, corelisters.NewServiceLister(svcs),
+	newProxier := func(cfg Config) *Proxier {
+		cfg.ClusterCIDR = "10.244.0.0/16"
+		p, err := New(cfg, corelisters.NewServiceLister(svcs),
 			discoverylisters.NewEndpointSliceLister(slices), "vm", log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	p := newProxier("")
+	p := newProxier(Config{})
 	sync := func(p *Proxier, full bool) {
 		t.Helper()
 		res, err := p.Sync(ctx)
@@ -148,11 +149,19 @@ func TestIPVSInVM(t *testing.T) {
 	}
 
 	// Another scheduler: a new proxier (a restart with --ipvs-scheduler sh) reads the kernel
-	// and updates the virtual servers in place.
+	// and updates the virtual servers in place; the timeouts and strict ARP are set.
 	p.Close()
-	p = newProxier("sh")
+	p = newProxier(Config{Scheduler: "sh", TCPTimeout: 1200 * time.Second, StrictARP: true})
 	defer p.Close()
 	sync(p, true)
+	if c, err := h.GetConfig(); err != nil || c.TimeoutTCP != 1200*time.Second {
+		t.Errorf("IPVS timeouts %+v (%v), want TCP 20m0s (the kernel default is 15m)", c, err)
+	}
+	for k, v := range map[string]string{"arp_ignore": "1", "arp_announce": "2"} {
+		if got, _ := os.ReadFile("/proc/sys/net/ipv4/conf/all/" + k); strings.TrimSpace(string(got)) != v {
+			t.Errorf("--ipvs-strict-arp: %s = %q, want %s", k, got, v)
+		}
+	}
 	checkIPVS(t, h, map[string]string{
 		"TCP 10.96.0.10:80 sh":             strings.Join(web, " "),
 		"TCP 10.0.1.1:30080 sh":            strings.Join(web, " "),

@@ -40,7 +40,7 @@ func newProxier(o Options, services corelisters.ServiceLister, slices discoveryl
 		p, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, services, slices, o.HostnameOverride, log)
 		return iptablesMode{p}, err
 	case ModeIPVS:
-		p, err := ipvs.New(ipvs.Config{Scheduler: o.IPVSScheduler, ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, services, slices, o.HostnameOverride, log)
+		p, err := ipvs.New(o.ipvsConfig(), services, slices, o.HostnameOverride, log)
 		return ipvsMode{p}, err
 	}
 	return nil, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS)
@@ -71,6 +71,18 @@ func cleanupOtherMode(ctx context.Context, mode string, log *slog.Logger) error 
 		return ipvs.Cleanup(ctx)
 	}
 	return nil
+}
+
+// IPVSOptions are the --ipvs-* flags.
+type IPVSOptions struct {
+	Scheduler                             string
+	TCPTimeout, TCPFinTimeout, UDPTimeout time.Duration
+	StrictARP                             bool
+}
+
+func (o *Options) ipvsConfig() ipvs.Config {
+	return ipvs.Config{Scheduler: o.IPVS.Scheduler, ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll,
+		TCPTimeout: o.IPVS.TCPTimeout, TCPFinTimeout: o.IPVS.TCPFinTimeout, UDPTimeout: o.IPVS.UDPTimeout, StrictARP: o.IPVS.StrictARP}
 }
 
 type iptablesMode struct{ *iptables.Proxier }

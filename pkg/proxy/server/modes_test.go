@@ -28,11 +28,18 @@ func TestValidateProxyModes(t *testing.T) {
 		{"ipvs", "sh", ""},
 		{"ipvs", "fastest", `--ipvs-scheduler "fastest"`},
 		{"iptables", "rr", "only used with --proxy-mode ipvs"},
+		{"ipvs", "rr", ""},
 		{"nftables", "", `--proxy-mode "nftables"`},
 	} {
 		o := base
-		o.ProxyMode, o.IPVSScheduler = c.mode, c.sched
+		o.ProxyMode, o.IPVS.Scheduler = c.mode, c.sched
 		err := o.Validate()
+		if c.mode == "ipvs" && c.sched == "rr" {
+			o.IPVS.TCPTimeout = time.Millisecond
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--ipvs-tcp-timeout") {
+				t.Errorf("--ipvs-tcp-timeout 1ms: %v", err)
+			}
+		}
 		if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("mode %q scheduler %q: %v, want %q", c.mode, c.sched, err, c.wantErr)
 		}

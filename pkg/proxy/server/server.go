@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,7 +33,7 @@ type Options struct {
 	HostnameOverride string
 	ClusterCIDR      string
 	ProxyMode        string
-	IPVSScheduler    string
+	IPVS             IPVSOptions // the --ipvs-* flags, for --proxy-mode ipvs
 	MinSyncPeriod    time.Duration
 	SyncPeriod       time.Duration
 	MasqueradeAll    bool
@@ -47,11 +46,11 @@ func (o *Options) Validate() error {
 	var errs []error
 	switch o.ProxyMode {
 	case ModeIPTables, "":
-		if o.IPVSScheduler != "" {
-			errs = append(errs, fmt.Errorf("--ipvs-scheduler %q: only used with --proxy-mode ipvs", o.IPVSScheduler))
+		if o.IPVS != (IPVSOptions{}) {
+			errs = append(errs, errors.New("--ipvs-scheduler, --ipvs-*-timeout and --ipvs-strict-arp are only used with --proxy-mode ipvs"))
 		}
 	case ModeIPVS:
-		if err := (ipvs.Config{Scheduler: o.IPVSScheduler}).Validate(); err != nil {
+		if err := o.ipvsConfig().Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	default:
