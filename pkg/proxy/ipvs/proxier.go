@@ -171,9 +171,12 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 			}
 		}
 	}
-	dummy, err := ensureDummy()
+	dummy, created, err := ensureDummy()
 	if err != nil {
 		return res, err
+	}
+	if created && p.bound != nil {
+		p.bound = map[string]bool{} // deleted behind our back: none of its addresses remain
 	}
 	nodeIPs, err := p.nodeIPs(dummy)
 	if err != nil {
@@ -190,7 +193,7 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 		if p.bound, err = boundAddresses(dummy); err != nil {
 			return res, err
 		}
-		if p.applied, err = p.readIPVS(p.bound, nodeIPs); err != nil {
+		if p.applied, err = p.readIPVS(p.bound, nodeIPs, st.addrs); err != nil {
 			return res, err
 		}
 		p.sets.Reset()
@@ -363,9 +366,10 @@ func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer) (int, error) {
 	return calls, nil
 }
 
-// readIPVS reads the virtual servers that are ours (on an address of kube-ipvs0 or a node
-// address) with their real servers.
-func (p *Proxier) readIPVS(bound map[string]bool, nodeIPs []net.IP) (map[vsKey]*virtualServer, error) {
+// readIPVS reads the virtual servers that are ours (on an address of kube-ipvs0, a node
+// address, or an address we want: kube-ipvs0 may have been deleted under them) with their
+// real servers.
+func (p *Proxier) readIPVS(bound map[string]bool, nodeIPs []net.IP, wanted map[string]bool) (map[vsKey]*virtualServer, error) {
 	svcs, err := p.ipvs.GetServices()
 	if err != nil {
 		return nil, fmt.Errorf("list IPVS virtual servers: %w", err)
@@ -376,7 +380,8 @@ func (p *Proxier) readIPVS(bound map[string]bool, nodeIPs []net.IP) (map[vsKey]*
 	}
 	out := map[vsKey]*virtualServer{}
 	for _, s := range svcs {
-		if s.Address == nil || s.FWMark != 0 || (!bound[s.Address.String()] && !node[s.Address.String()]) {
+		addr := s.Address.String()
+		if s.Address == nil || s.FWMark != 0 || (!bound[addr] && !node[addr] && !wanted[addr]) {
 			continue
 		}
 		k := vsKey{Proto: s.Protocol, IP: s.Address.String(), Port: s.Port}
@@ -424,18 +429,19 @@ func host(ip string) *net.IPNet {
 
 // ensureDummy makes kube-ipvs0 if missing. It stays down, as kube-proxy leaves it: the
 // kernel still treats its addresses as local.
-func ensureDummy() (netlink.Link, error) {
+func ensureDummy() (link netlink.Link, created bool, err error) {
 	l, err := netlink.LinkByName(DummyDevice)
 	if err == nil {
-		return l, nil
+		return l, false, nil
 	}
 	if !errors.As(err, new(netlink.LinkNotFoundError)) {
-		return nil, fmt.Errorf("look up %s: %w", DummyDevice, err)
+		return nil, false, fmt.Errorf("look up %s: %w", DummyDevice, err)
 	}
 	if err := netlink.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: DummyDevice}}); err != nil && !errors.Is(err, unix.EEXIST) {
-		return nil, fmt.Errorf("create dummy device %s (needs the dummy module): %w", DummyDevice, err)
+		return nil, false, fmt.Errorf("create dummy device %s (needs the dummy module): %w", DummyDevice, err)
 	}
-	return netlink.LinkByName(DummyDevice)
+	l, err = netlink.LinkByName(DummyDevice)
+	return l, true, err
 }
 
 func boundAddresses(dummy netlink.Link) (map[string]bool, error) {

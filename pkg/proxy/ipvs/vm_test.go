@@ -152,7 +152,7 @@ func TestIPVSInVM(t *testing.T) {
 	// and updates the virtual servers in place; the timeouts and strict ARP are set.
 	p.Close()
 	p = newProxier(Config{Scheduler: "sh", TCPTimeout: 1200 * time.Second, StrictARP: true})
-	defer p.Close()
+	defer func() { p.Close() }()
 	sync(p, true)
 	if c, err := h.GetConfig(); err != nil || c.TimeoutTCP != 1200*time.Second {
 		t.Errorf("IPVS timeouts %+v (%v), want TCP 20m0s (the kernel default is 15m)", c, err)
@@ -182,6 +182,25 @@ func TestIPVSInVM(t *testing.T) {
 	if got := answers(t, "10.96.0.10:80", 4); !got["b1"] || got["b2"] {
 		t.Errorf("after removing b2 the ClusterIP answered by %v, want b1 only", got)
 	}
+
+	// Someone deletes kube-ipvs0: the next sync, even a partial one, makes it again with its
+	// addresses.
+	l, err := netlink.LinkByName(DummyDevice)
+	must(t, err)
+	must(t, netlink.LinkDel(l))
+	sync(p, false)
+	checkBound(t, "10.96.0.10", "10.96.0.53")
+	if got := answers(t, "10.96.0.10:80", 1); !got["b1"] {
+		t.Errorf("after kube-ipvs0 came back the ClusterIP answered %v, want b1", got)
+	}
+	// The same while miniproxy is down: the restarted one adopts the virtual servers.
+	l, err = netlink.LinkByName(DummyDevice)
+	must(t, err)
+	must(t, netlink.LinkDel(l))
+	p.Close()
+	p = newProxier(Config{Scheduler: "sh", TCPTimeout: 1200 * time.Second, StrictARP: true})
+	sync(p, true)
+	checkBound(t, "10.96.0.10", "10.96.0.53")
 
 	// Someone deletes a virtual server behind our back: the next full sync puts it back.
 	must(t, h.DelService(&libipvs.Service{Address: net.ParseIP("10.96.0.53").To4(), Protocol: 17, Port: 53, AddressFamily: 2}))
