@@ -2,6 +2,7 @@
 # Stops what `make up` started and removes its pods, state and network pieces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH=$PATH:$PWD/bin # bin/kubectl (`make kubectl`) when the host has none
 STATE=${MINIK8S_STATE:-/var/lib/minik8s/host}
 RUN=/run/minik8s/up
 KUBECONFIG_ADMIN=$STATE/miniapi/admin.kubeconfig

@@ -95,6 +95,7 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
 	cmd.Flags().StringVar(&o.PodNetwork, "pod-network", "host-gw", "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
 	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
+	cmd.Flags().BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at 10.96.0.10, docs/dns.md)")
 	return cmd
 }
 

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/network/inspect"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 )
@@ -21,7 +23,7 @@ func networkCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cleanup {
-				return nodenet.Cleanup()
+				return errors.Join(nodenet.Cleanup(), agent.RemoveNodeNetNS(rootDir))
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)
@@ -39,6 +41,6 @@ func networkCommand() *cobra.Command {
 	cmd.Flags().StringVar(&rootDir, "root-dir", "/var/lib/minilet", "minilet's --root-dir (CNI results are cached below it)")
 	cmd.Flags().StringVar(&bridge, "cni-bridge", "cni0", "minilet's --cni-bridge")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove what minilet made between nodes (its routes, the VXLAN device, the egress rules and set) and exit")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove what minilet made between nodes (its routes, the VXLAN device, the egress rules and set) and the bind mount of the node's network namespace under --root-dir, and exit")
 	return cmd
 }

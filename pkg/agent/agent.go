@@ -66,6 +66,11 @@ type Agent struct {
 	static           staticPods
 	workers          *podworkers.Workers[*podState]
 	probes           *prober
+
+	// The bind mount of the node's network namespace, which hostNetwork pods join, and
+	// whether that namespace is the host's (hostnetwork.go).
+	nodeNetNS  string
+	nodeIsHost bool
 }
 
 // New makes an agent for the node cfg describes, driving rt and net.
@@ -95,6 +100,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
+	}
+	if err := a.bindNodeNetNS(); err != nil {
+		return err
 	}
 	floor, err := cm.ProtectSelf()
 	if err != nil {

@@ -46,6 +46,9 @@ type Config struct {
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
+	// Pods' resolv.conf (poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
+	ClusterDNS                []string
+	ClusterDomain, ResolvConf string
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -112,6 +115,7 @@ func (c Config) Validate() error {
 		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {
 		errs = append(errs, errors.New("the node API needs all of --tls-cert-file, --tls-private-key-file and --client-ca-file"))
 	}
+	errs = append(errs, c.validateDNS())
 	return errors.Join(errs...)
 }
 

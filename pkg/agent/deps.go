@@ -38,6 +38,9 @@ type Runtime interface {
 // namespaces and the CNI plugins that wire them.
 type Network interface {
 	NewNetNS(dir, name string) (path string, err error)
+	// BindNodeNetNS bind-mounts the caller's network namespace (the node's) at dir/name
+	// and tells whether it is the host's.
+	BindNodeNetNS(dir, name string) (path string, isHost bool, err error)
 	RemoveNetNS(path string) error
 	SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, opts network.PodOptions) (net.IP, error)
 	// Check is CNI CHECK: is the sandbox's network still as SetUp left it?

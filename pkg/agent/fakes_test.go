@@ -32,6 +32,8 @@ type fakeRuntime struct {
 	startErr   error
 	versionErr error
 	stopGrace  map[string]time.Duration
+	// sandboxConfigs: what RunSandbox was asked for, in order.
+	sandboxConfigs []runtime.SandboxConfig
 	// execs: what Exec runs, answered by execFn (exit 0 without one).
 	execFn func(container string, cmd []string) (int, string)
 }
@@ -103,17 +105,16 @@ func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ runtime.PullOpt
 func (f *fakeRuntime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (runtime.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if cfg.NetNSPath != "" { // "" is the host's network
-		if _, err := os.Stat(cfg.NetNSPath); err != nil {
-			return runtime.Container{}, fmt.Errorf("netns: %w", err)
-		}
+	if _, err := os.Stat(cfg.NetNSPath); err != nil {
+		return runtime.Container{}, fmt.Errorf("netns: %w", err)
 	}
 	f.nextID++
 	c := &runtime.Container{
 		ID: fmt.Sprintf("sb%d", f.nextID), PodUID: cfg.PodUID, PodNamespace: cfg.PodNamespace, PodName: cfg.PodName,
-		Name: "sandbox", Sandbox: true, NetNSPath: cfg.NetNSPath, State: runtime.StateRunning, StartedAt: f.clock.Now(),
+		Name: "sandbox", Sandbox: true, NetNSPath: cfg.NetNSPath, HostNetwork: cfg.HostNetwork, State: runtime.StateRunning, StartedAt: f.clock.Now(),
 	}
 	f.containers = append(f.containers, c)
+	f.sandboxConfigs = append(f.sandboxConfigs, cfg)
 	f.record("sandbox %s", cfg.PodName)
 	return *c, nil
 }
@@ -261,6 +262,7 @@ type fakeNetwork struct {
 	tearDownErr, checkErr error
 	checks                int
 	calls                 []string
+	nodeIsHost            bool
 }
 
 func newFakeNetwork() *fakeNetwork { return &fakeNetwork{attached: map[string]string{}} }
@@ -275,6 +277,18 @@ func (n *fakeNetwork) NewNetNS(dir, name string) (string, error) {
 }
 
 func (n *fakeNetwork) RemoveNetNS(path string) error { return os.Remove(path) }
+
+// BindNodeNetNS makes a plain file where the node's namespace would be bound, and tells
+// the node is the host when nodeIsHost is set.
+func (n *fakeNetwork) BindNodeNetNS(dir, name string) (string, bool, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, err
+	}
+	path := filepath.Join(dir, name)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return path, n.nodeIsHost, os.WriteFile(path, nil, 0o444)
+}
 
 func (n *fakeNetwork) Check(_ context.Context, id, _ string, _ network.PodRef) error {
 	n.mu.Lock()

@@ -62,6 +62,9 @@ func (h *harness) newAgent() *Agent {
 	a.clock = h.clock
 	a.backoff = flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, h.clock)
 	a.recorder = h.events
+	if err := a.bindNodeNetNS(); err != nil {
+		h.t.Fatal(err)
+	}
 	for _, dir := range []string{cfg.netnsDir(), cfg.logsDir()} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			h.t.Fatal(err)

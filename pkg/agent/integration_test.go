@@ -50,6 +50,15 @@ func (n nodeNetwork) Check(ctx context.Context, id, netnsPath string, pod networ
 	return network.InNetNS(n.nodeNS, func() error { return n.cniNetwork.Check(ctx, id, netnsPath, pod) })
 }
 
+// BindNodeNetNS binds the test's node namespace, as a minilet running in it would.
+func (n nodeNetwork) BindNodeNetNS(dir, name string) (path string, isHost bool, err error) {
+	err = network.InNetNS(n.nodeNS, func() error {
+		path, isHost, err = n.cniNetwork.BindNodeNetNS(dir, name)
+		return err
+	})
+	return path, isHost, err
+}
+
 func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error {
 	return network.InNetNS(n.nodeNS, func() error { return n.cniNetwork.TearDown(ctx, id, netnsPath, pod) })
 }
@@ -68,6 +77,11 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	root := t.TempDir()
 	nodeNS := testNodeNamespace(t, root)
 	t.Cleanup(func() { unmountDir(t, filepath.Join(root, "netns")) }) // NewNetNS made it a mount point
+	t.Cleanup(func() {
+		if err := RemoveNodeNetNS(root); err != nil {
+			t.Error(err)
+		}
+	})
 
 	rt, err := runtime.New(ctx, address, "minilet-test")
 	if err != nil {
@@ -139,6 +153,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		reply, err = httpGetInNetNS(nodeNS, podIP+":8080", "/index.html")
 		return err == nil && strings.Contains(reply, "ok")
 	})
+	testHostNetworkPod(ctx, t, client, rt, nodeNS)
 	logFile := filepath.Join(root, "logs", "default_web_"+string(pod.UID), "app", "0.log")
 	waitFor(t, "the container's log", func() bool {
 		data, _ := os.ReadFile(logFile)
@@ -219,4 +234,68 @@ func httpGetInNetNS(nsPath, addr, path string) (string, error) {
 		return err
 	})
 	return string(reply), err
+}
+
+// testHostNetworkPod runs a hostNetwork pod serving its hostname on port 18080: it answers
+// on the loopback of the node namespace (minilet's, which the test stands in for), not in
+// the test's own namespace (the host's, where containerd runs), and is named after the node.
+func testHostNetworkPod(ctx context.Context, t *testing.T, client *fake.Clientset, rt *runtime.Runtime, nodeNS string) {
+	t.Helper()
+	pod := testPod("host", corev1.RestartPolicyAlways, "app")
+	pod.Spec.HostNetwork = true
+	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", "hostname > /tmp/index.html; exec httpd -f -p 18080 -h /tmp"}
+	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	waitFor(t, "HTTP answer from the hostNetwork pod in the node namespace", func() bool {
+		var err error
+		reply, err = httpGetInNetNS(nodeNS, "127.0.0.1:18080", "/index.html")
+		return err == nil
+	})
+	if !strings.Contains(reply, "\r\n\r\n"+testNode+"\n") {
+		t.Errorf("hostNetwork pod's hostname: reply %q, want %s", reply, testNode)
+	}
+	if listening(t, 18080) {
+		t.Error("the hostNetwork pod listens in the host's namespace")
+	}
+	deleting, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](1)
+	if _, err := client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "hostNetwork pod's final delete", func() bool {
+		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if left, err := rt.ListContainers(ctx, string(pod.UID)); err != nil || len(left) != 0 {
+		t.Errorf("containers left after deletion: %+v (%v)", left, err)
+	}
+	if err := network.InNetNS(nodeNS, func() error { _, err := netlink.LinkByName("cni0"); return err }); err != nil {
+		t.Errorf("the node's bridge is gone after the hostNetwork pod: %v", err)
+	}
+}
+
+// listening tells whether a TCP socket listens on port in the test process's network
+// namespace (read from /proc, without touching the port).
+func listening(t *testing.T, port int) bool {
+	t.Helper()
+	for _, file := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line) // sl local_address rem_address st ...
+			if len(f) > 3 && f[3] == "0A" && strings.HasSuffix(f[1], fmt.Sprintf(":%04X", port)) {
+				return true
+			}
+		}
+	}
+	return false
 }

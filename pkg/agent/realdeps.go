@@ -121,3 +121,6 @@ type cniNetwork struct{ *network.CNI }
 
 func (cniNetwork) NewNetNS(dir, name string) (string, error) { return network.NewNetNS(dir, name) }
 func (cniNetwork) RemoveNetNS(path string) error             { return network.RemoveNetNS(path) }
+func (cniNetwork) BindNodeNetNS(dir, name string) (string, bool, error) {
+	return network.BindCurrentNetNS(dir, name)
+}

@@ -67,8 +67,8 @@ func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 
 // createSandbox makes the pod's netns, its pause container holding it, and
 // wires the network through CNI. What it made is undone when a later step
-// fails. A hostNetwork pod gets neither netns nor CNI: it shares the node's
-// network and address.
+// fails. A hostNetwork pod gets neither netns nor CNI: it joins the node's
+// network namespace and shares its address.
 func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod) (*runtime.Container, error) {
 	cfg := runtime.SandboxConfig{
 		PodUID:       string(pod.UID),
@@ -82,7 +82,14 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 	if err := cm.EnsurePodCgroup(a.cfg.CgroupRoot, pod, a.cfg.PodMaxPids); err != nil {
 		return nil, fmt.Errorf("pod cgroup: %w", err)
 	}
+	// A new sandbox has a new address: its containers get fresh DNS files.
+	if err := a.removePodDNSFiles(pod); err != nil {
+		return nil, err
+	}
 	if pod.Spec.HostNetwork {
+		if err := a.hostNetworkSandbox(&cfg); err != nil {
+			return nil, err
+		}
 		sb, err := a.rt.RunSandbox(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("run pause container: %w", err)
@@ -120,8 +127,11 @@ const netCheckPeriod = time.Minute
 // checkNetwork runs CNI CHECK on a running sandbox when its last check is older than
 // netCheckPeriod; an error means the pod's network is no longer what ADD made.
 func (a *Agent) checkNetwork(ctx context.Context, st *podState, pod *corev1.Pod, sb runtime.Container) error {
-	if sb.NetNSPath == "" || a.clock.Since(st.netChecked) < netCheckPeriod {
-		return nil // hostNetwork, or checked lately
+	if pod.Spec.HostNetwork {
+		return a.checkHostNetwork(sb)
+	}
+	if !a.hasPodNetwork(sb) || a.clock.Since(st.netChecked) < netCheckPeriod {
+		return nil // no pod network of its own, or checked lately
 	}
 	if err := a.net.Check(ctx, sb.ID, a.netnsPath(string(pod.UID)), podRef(pod)); err != nil {
 		return err
@@ -149,6 +159,11 @@ func podHostname(pod *corev1.Pod) string {
 	if name == "" {
 		name = pod.Name
 	}
+	return truncateHostname(name)
+}
+
+// truncateHostname cuts a hostname to a DNS label's 63 characters.
+func truncateHostname(name string) string {
 	if len(name) > 63 {
 		name = name[:63]
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -480,6 +481,11 @@ func TestStartFailureIsReportedAndLeavesNothing(t *testing.T) {
 	}
 }
 
+// TestHostNetworkPodUsesTheNodeNetwork: a hostNetwork pod's sandbox joins the node's
+// network namespace (the one minilet bound at start), is named after the node, gets the
+// node's IP and never sees CNI: not when it starts, not when a sandbox left by an older
+// minilet in the runtime's namespace is replaced, not when it is deleted, not when it is
+// torn down as an orphan (no pod spec: the sandbox's own labels tell).
 func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("proxy", corev1.RestartPolicyAlways, "app")
@@ -492,19 +498,66 @@ func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
 	if got.Status.Phase != corev1.PodRunning || got.Status.PodIP != "10.200.0.11" {
 		t.Errorf("phase %s podIP %q, want Running on the node IP", got.Status.Phase, got.Status.PodIP)
 	}
+	nodeNS := filepath.Join(h.agent.cfg.RootDir, "nodens", "net")
+	if n := len(h.rt.sandboxConfigs); n != 1 {
+		t.Fatalf("%d sandboxes made, want 1", n)
+	}
+	if cfg := h.rt.sandboxConfigs[0]; cfg.NetNSPath != nodeNS || !cfg.HostNetwork || cfg.HostUTS || cfg.Hostname != testNode {
+		t.Errorf("sandbox config %+v, want HostNetwork in %s with hostname %s in a UTS namespace of its own", cfg, nodeNS, testNode)
+	}
 	if len(h.net.calls) != 0 {
 		t.Errorf("CNI called for a hostNetwork pod: %q", h.net.calls)
 	}
 	if _, err := os.Stat(filepath.Join(h.agent.cfg.netnsDir(), string(pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("netns made for a hostNetwork pod: %v", err)
 	}
-	deleting := got.DeepCopy()
+
+	// A sandbox an older minilet left in the runtime's namespace is replaced.
+	h.rt.mu.Lock()
+	for _, c := range h.rt.containers {
+		if c.Sandbox {
+			c.NetNSPath, c.HostNetwork = "", false
+		}
+	}
+	h.rt.mu.Unlock()
+	h.sync(st, pod)
+	if n := len(h.rt.sandboxConfigs); n != 2 || h.rt.sandboxConfigs[1].NetNSPath != nodeNS {
+		t.Errorf("sandbox outside the node's namespace not replaced: %d sandboxes made", n)
+	}
+
+	deleting := h.apiPod(pod).DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
 	if err := h.agent.terminatePod(h.ctx, st, deleting, false); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := h.rt.ListContainers(h.ctx, string(pod.UID)); len(left) != 0 || len(h.net.calls) != 0 {
 		t.Errorf("after deletion: containers %+v, CNI calls %q", left, h.net.calls)
+	}
+
+	// An orphan: torn down from what the runtime shows, without its pod.
+	orphan := testPod("agent", corev1.RestartPolicyAlways, "app")
+	orphan.Spec.HostNetwork = true
+	orphan = h.createPod(orphan)
+	h.sync(newPodState(orphan, apiTime(h.clock.Now())), orphan)
+	if err := h.agent.killPod(h.ctx, nil, network.PodRef{UID: string(orphan.UID)}, minGracePeriod); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := h.rt.ListContainers(h.ctx, string(orphan.UID)); len(left) != 0 || len(h.net.calls) != 0 {
+		t.Errorf("after orphan teardown: containers %+v, CNI calls %q", left, h.net.calls)
+	}
+	if _, err := os.Stat(nodeNS); err != nil {
+		t.Errorf("the node's namespace went with a pod: %v", err)
+	}
+
+	// On a node that is the host, the pod shares the host's UTS namespace, as the kubelet's do.
+	h.net.nodeIsHost = true
+	h.agent = h.newAgent()
+	onHost := testPod("on-host", corev1.RestartPolicyAlways, "app")
+	onHost.Spec.HostNetwork = true
+	onHost = h.createPod(onHost)
+	h.sync(newPodState(onHost, apiTime(h.clock.Now())), onHost)
+	if cfg := h.rt.sandboxConfigs[len(h.rt.sandboxConfigs)-1]; cfg.NetNSPath != nodeNS || !cfg.HostUTS {
+		t.Errorf("sandbox config on the host %+v, want HostUTS in %s", cfg, nodeNS)
 	}
 }
 

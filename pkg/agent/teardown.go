@@ -88,7 +88,7 @@ func (a *Agent) releaseSandbox(ctx context.Context, ref network.PodRef, sandboxe
 	nsPath := a.netnsPath(ref.UID)
 	var errs []error
 	for _, sb := range sandboxes {
-		if sb.NetNSPath != "" { // a hostNetwork sandbox has no pod network
+		if a.hasPodNetwork(sb) { // never for a hostNetwork sandbox
 			if err := a.net.TearDown(ctx, sb.ID, nsPath, ref); err != nil {
 				errs = append(errs, fmt.Errorf("tear down network of sandbox %s: %w", sb.ID, err))
 				continue

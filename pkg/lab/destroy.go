@@ -117,6 +117,12 @@ func labProcesses(l *Lab, namespaces []string) ([]ProcessRecord, error) {
 			inodes[st.Ino] = true
 		}
 	}
+	// Never our own namespace (the host's): were it bound below a lab directory (minilet
+	// binds its own at ROOT_DIR/nodens/net), every process of the host would count.
+	var self unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &self); err == nil {
+		delete(inodes, self.Ino)
+	}
 
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -121,6 +122,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		return Container{}, fmt.Errorf("container %s of pod %s: sandbox %s belongs to pod %s", cfg.Name, cfg.PodUID, cfg.SandboxID, sandbox.PodUID)
 	case sandbox.State != StateRunning:
 		return Container{}, fmt.Errorf("container %s: sandbox %s is %s, not running", cfg.Name, cfg.SandboxID, sandbox.State)
+	case sandbox.NetNSPath == "": // never inherit the runtime's namespace (see SandboxConfig)
+		return Container{}, fmt.Errorf("container %s: sandbox %s has no network namespace path", cfg.Name, cfg.SandboxID)
 	}
 
 	img, err := r.image(ctx, cfg.Image)
@@ -156,11 +159,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	case cfg.Namespaces.SharePID:
 		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath(sandbox.PID, "pid")}))
 	}
-	if sandbox.NetNSPath == "" {
-		spec = append(spec, oci.WithHostNamespace(specs.NetworkNamespace))
-	} else {
-		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sandbox.NetNSPath}))
-	}
+	spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sandbox.NetNSPath}))
 	if cfg.WorkingDir != "" {
 		spec = append(spec, oci.WithProcessCwd(cfg.WorkingDir))
 	}
@@ -182,6 +181,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelSandboxID:      cfg.SandboxID,
 		LabelSpecHash:       cfg.SpecHash,
 		LabelNetNS:          sandbox.NetNSPath,
+		LabelHostNetwork:    strconv.FormatBool(sandbox.HostNetwork),
 		LabelLogPath:        cfg.LogPath,
 		LabelTerminationLog: cfg.TerminationLog,
 	})

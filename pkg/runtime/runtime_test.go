@@ -354,21 +354,64 @@ func TestCommandEnvAndStop(t *testing.T) {
 	e.expectNothingLeft(t, ids...)
 }
 
+// TestHostNetworkSandbox: a hostNetwork pod joins the node's network namespace by its
+// path (here a namespace the test made, standing in for the one minilet binds), never the
+// runtime's own; so do its containers. Its hostname is the one given, or the host's with
+// HostUTS. A sandbox without a namespace path is refused.
 func TestHostNetworkSandbox(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "host-pod"})
+	node := newNetNS(t)
+	podUID := randomHex(16)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "host-pod", Hostname: "node-1", NetNSPath: node.path, HostNetwork: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rt.RemoveContainer(ctx, sandbox.ID) })
-	for _, ns := range []string{"net", "uts"} {
-		if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns), "/proc/self/ns/"+ns) {
-			t.Errorf("host-network sandbox is not in the host's %s namespace", ns)
+	if !sandbox.HostNetwork || sandbox.NetNSPath != node.path {
+		t.Errorf("sandbox = %+v; want HostNetwork in %s", sandbox, node.path)
+	}
+	pauseNS := func(ns string) string { return fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns) }
+	if !sameNamespace(t, pauseNS("net"), node.path) {
+		t.Error("host-network sandbox is not in the node's network namespace")
+	}
+	for _, ns := range []string{"net", "uts", "ipc"} {
+		if sameNamespace(t, pauseNS(ns), "/proc/self/ns/"+ns) {
+			t.Errorf("host-network sandbox shares the runtime's %s namespace", ns)
 		}
 	}
-	if sameNamespace(t, fmt.Sprintf("/proc/%d/ns/ipc", sandbox.PID), "/proc/self/ns/ipc") {
-		t.Error("host-network sandbox shares the host's IPC namespace")
+
+	app, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		PodUID: podUID, Name: "server", Image: images.NetexecRef, Args: []string{"--http-port=18080", "--udp-port=0"},
+		SandboxID: sandbox.ID, LogPath: filepath.Join(e.logsDir, podUID, "server.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.RemoveContainer(ctx, app.ID) })
+	if err := e.rt.StartContainer(ctx, app.ID); err != nil {
+		t.Fatal(err)
+	}
+	app = status(t, e, app.ID)
+	if !app.HostNetwork || !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", app.PID), node.path) {
+		t.Errorf("container %+v is not in the node's network namespace", app)
+	}
+	if got := node.get(t, "http://127.0.0.1:18080/hostname"); got != "node-1" {
+		t.Errorf("hostname in the pod = %q, want node-1", got)
+	}
+
+	hostUTS, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "on-host", NetNSPath: node.path, HostNetwork: true, HostUTS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.RemoveContainer(ctx, hostUTS.ID) })
+	if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/uts", hostUTS.PID), "/proc/self/ns/uts") {
+		t.Error("HostUTS sandbox is not in the host's UTS namespace")
+	}
+
+	if sb, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "nowhere", HostNetwork: true}); err == nil {
+		e.rt.RemoveContainer(ctx, sb.ID)
+		t.Error("RunSandbox without a network namespace path succeeded")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strconv"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -22,9 +23,17 @@ type SandboxConfig struct {
 	PodName      string
 	// Hostname of the pod (default: PodName).
 	Hostname string
-	// NetNSPath is the bind-mounted network namespace the pod lives in. "" puts the pod in
-	// the host's network and UTS namespaces, as hostNetwork pods are.
+	// NetNSPath is the bind-mounted network namespace the pod joins: its own, or the
+	// node's for a hostNetwork pod. It is required: a container without a namespace path
+	// would inherit the runtime's namespace, which is not the node's when minilet runs in
+	// a namespace of its own (a lab node) and containerd does not.
 	NetNSPath string
+	// HostNetwork marks a pod in the node's network: NetNSPath is the node's namespace,
+	// shared with the node and never to be wired or torn down by CNI.
+	HostNetwork bool
+	// HostUTS puts the pod in the runtime's UTS namespace, with the host's hostname (a
+	// hostNetwork pod on a node that is the host); Hostname is then unused.
+	HostUTS bool
 	// Labels are added to the container's labels (pod labels, for people using ctr).
 	Labels     map[string]string
 	Linux      Linux
@@ -40,12 +49,15 @@ type Namespaces struct {
 	SharePID bool
 }
 
-// RunSandbox starts a pod's pause container: it holds the pod's network namespace (the
-// one at NetNSPath) and gets its own IPC and UTS namespaces with the pod's host name.
+// RunSandbox starts a pod's pause container: it joins the network namespace at NetNSPath
+// and gets its own IPC and UTS namespaces with the pod's host name (unless HostUTS).
 // The pause image is imported from the copy embedded in minilet when it is missing.
 func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container, error) {
 	if cfg.PodUID == "" {
 		return Container{}, errors.New("sandbox: pod UID must not be empty")
+	}
+	if cfg.NetNSPath == "" {
+		return Container{}, fmt.Errorf("sandbox of pod %s: no network namespace path", cfg.PodUID)
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = cfg.PodName
@@ -60,15 +72,13 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 	}
 
 	id := newContainerID(cfg.PodUID, sandboxName)
-	spec := append([]oci.SpecOpts{oci.WithImageConfig(img), inShimOf(id)}, cfg.Linux.specOpts(id)...)
-	if cfg.NetNSPath == "" {
-		spec = append(spec,
-			oci.WithHostNamespace(specs.NetworkNamespace),
-			oci.WithHostNamespace(specs.UTSNamespace))
+	spec := append([]oci.SpecOpts{oci.WithImageConfig(img), inShimOf(id),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNSPath})},
+		cfg.Linux.specOpts(id)...)
+	if cfg.HostUTS {
+		spec = append(spec, oci.WithHostNamespace(specs.UTSNamespace))
 	} else {
-		spec = append(spec,
-			oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNSPath}),
-			oci.WithHostname(cfg.Hostname))
+		spec = append(spec, oci.WithHostname(cfg.Hostname))
 	}
 	if cfg.Namespaces.HostIPC {
 		spec = append(spec, oci.WithHostNamespace(specs.IPCNamespace))
@@ -83,6 +93,7 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		LabelContainerName: sandboxName,
 		LabelSandbox:       "true",
 		LabelNetNS:         cfg.NetNSPath,
+		LabelHostNetwork:   strconv.FormatBool(cfg.HostNetwork),
 	})
 
 	c, err := r.client.NewContainer(ctx, id,

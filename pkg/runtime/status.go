@@ -24,7 +24,8 @@ const (
 	LabelSandbox        = labelPrefix + "sandbox"    // "true" on pause containers
 	LabelSandboxID      = labelPrefix + "sandbox-id" // the pod's pause container
 	LabelSpecHash       = labelPrefix + "spec-hash"
-	LabelNetNS          = labelPrefix + "netns" // network namespace path; "" is the host's
+	LabelNetNS          = labelPrefix + "netns"        // the network namespace joined (the pod's or, hostNetwork, the node's)
+	LabelHostNetwork    = labelPrefix + "host-network" // "true": in the node's network, not wired by CNI
 	LabelLogPath        = labelPrefix + "log-path"
 	LabelTerminationLog = labelPrefix + "termination-log"
 	// Lifecycle labels: set when minilet starts a task and when it first sees it exit,
@@ -59,7 +60,10 @@ type Container struct {
 	Sandbox      bool
 	SandboxID    string // for app containers: the pod's pause container
 	NetNSPath    string
-	LogPath      string
+	// HostNetwork: NetNSPath is the node's namespace (a hostNetwork pod), which CNI must
+	// never touch; otherwise it is the pod's own.
+	HostNetwork bool
+	LogPath     string
 	// TerminationLog is the host file mounted at the container's terminationMessagePath.
 	TerminationLog string
 	State          State
@@ -205,6 +209,7 @@ func fromLabels(info containers.Container) Container {
 		Sandbox:        l[LabelSandbox] == "true",
 		SandboxID:      l[LabelSandboxID],
 		NetNSPath:      l[LabelNetNS],
+		HostNetwork:    l[LabelHostNetwork] == "true",
 		LogPath:        l[LabelLogPath],
 		TerminationLog: l[LabelTerminationLog],
 		StartedAt:      parseTime(l[LabelStartedAt]),
