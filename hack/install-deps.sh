@@ -11,6 +11,7 @@ PACKAGES=(
   e2fsprogs                                    # chattr, for the store's permission test as root
   etcd-server                                  # the etcd store engine's tests
   docker-registry                              # image pull tests: a registry on loopback
+  qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
 )
 
 missing=()
@@ -27,6 +28,28 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's kernel for the VM tests (pkg/vmtest), unpacked into a cache directory: downloaded
+# with `apt-get download` and extracted with `dpkg-deb -x`, never installed as this host's
+# kernel. MINIK8S_VM_KERNEL points the tests elsewhere.
+VMKERNEL_CACHE=/var/cache/minik8s/vmkernel
+if ! ls "$VMKERNEL_CACHE"/root/boot/vmlinuz-* >/dev/null 2>&1; then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "install-deps: Debian's kernel for the VM tests is missing in $VMKERNEL_CACHE; run as root to fetch it" >&2
+    exit 1
+  fi
+  # linux-image-amd64 is a metapackage: the kernel is the linux-image-*-amd64 it depends on.
+  image=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  if [[ -z $image ]]; then
+    apt-get update -qq
+    image=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  fi
+  [[ -n $image ]] || { echo "install-deps: cannot resolve linux-image-amd64 to a kernel package" >&2; exit 1; }
+  echo "install-deps: fetching $image for the VM tests into $VMKERNEL_CACHE"
+  mkdir -p "$VMKERNEL_CACHE" && rm -rf "$VMKERNEL_CACHE/root.tmp"
+  (cd "$VMKERNEL_CACHE" && apt-get download -qq -o APT::Sandbox::User=root "$image" && dpkg-deb -x "$image"_*.deb root.tmp && rm -f "$image"_*.deb)
+  mv "$VMKERNEL_CACHE/root.tmp" "$VMKERNEL_CACHE/root"
 fi
 
 if ! command -v go >/dev/null 2>&1; then

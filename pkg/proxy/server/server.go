@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +17,6 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
-	"github.com/minik8s/minik8s/pkg/proxy/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,6 +34,7 @@ type Options struct {
 	HostnameOverride string
 	ClusterCIDR      string
 	ProxyMode        string
+	IPVS             IPVSOptions // the --ipvs-* flags, for --proxy-mode ipvs
 	MinSyncPeriod    time.Duration
 	SyncPeriod       time.Duration
 	MasqueradeAll    bool
@@ -44,8 +45,17 @@ type Options struct {
 // Validate checks the options before anything is touched.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.ProxyMode != "iptables" && o.ProxyMode != "" {
-		errs = append(errs, fmt.Errorf("--proxy-mode %q: only \"iptables\" is built so far", o.ProxyMode))
+	switch o.ProxyMode {
+	case ModeIPTables, "":
+		if o.IPVS != (IPVSOptions{}) {
+			errs = append(errs, errors.New("--ipvs-scheduler, --ipvs-*-timeout and --ipvs-strict-arp are only used with --proxy-mode ipvs"))
+		}
+	case ModeIPVS:
+		if err := o.ipvsConfig().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS))
 	}
 	if o.ClusterCIDR != "" {
 		if _, _, err := net.ParseCIDR(o.ClusterCIDR); err != nil {
@@ -87,8 +97,10 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		informers.WithTransform(proxy.Trim))
 	services := factory.Core().V1().Services()
 	slices := factory.Discovery().V1().EndpointSlices()
-	proxier, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll},
-		services.Lister(), slices.Lister(), o.HostnameOverride, log)
+	if err := cleanupOtherMode(ctx, o.ProxyMode, log); err != nil {
+		return err
+	}
+	proxier, err := newProxier(o, services.Lister(), slices.Lister(), log)
 	if err != nil {
 		return err
 	}
@@ -111,22 +123,21 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			log.Error("sync of proxy rules failed", "err", err)
 			return
 		}
-		if res.Full {
+		if res.full {
 			lastFull = time.Now()
-			m.fullDuration.Observe(res.Duration.Seconds())
+			m.fullDuration.Observe(res.duration.Seconds())
 		} else {
-			m.partialDuration.Observe(res.Duration.Seconds())
+			m.partialDuration.Observe(res.duration.Seconds())
 		}
-		m.duration.Observe(res.Duration.Seconds())
+		m.duration.Observe(res.duration.Seconds())
 		m.lastTimestamp.SetToCurrentTime()
-		m.rules.WithLabelValues("filter").Set(float64(res.FilterRules))
-		m.rules.WithLabelValues("nat").Set(float64(res.NATRules))
+		m.rules.WithLabelValues("filter").Set(float64(res.filterRules))
+		m.rules.WithLabelValues("nat").Set(float64(res.natRules))
 		if !since.IsZero() {
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
-		log.Debug("synced proxy rules", "full", res.Full, "duration", res.Duration, "servicePorts", res.ServicePorts,
-			"chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes)
+		log.Debug("synced proxy rules", append([]any{"full", res.full, "duration", res.duration}, res.log...)...)
 	}
 	r := runner.New(syncRules, o.MinSyncPeriod, o.SyncPeriod)
 	changed := func(counter prometheus.Counter) func(any) {
@@ -163,7 +174,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	if o.HealthzAddress != "" {
 		go func() { errc <- serve(ctx, o.HealthzAddress, h.handler()) }()
 	}
-	log.Info("miniproxy syncing Services", "mode", "iptables", "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
+	log.Info("miniproxy syncing Services", "mode", cmp.Or(o.ProxyMode, ModeIPTables), "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
 	go r.Loop(ctx)
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,212 @@
+// Package ipvs is miniproxy's IPVS proxier, laid out as kube-proxy's IPVS mode: an IPVS
+// virtual server for every ClusterIP, externalIP, LoadBalancer IP and nodeIP:NodePort with a
+// real server per usable endpoint; the virtual addresses bound to the dummy device
+// kube-ipvs0 (so the node accepts their packets); kube-proxy's ip sets (pkg/proxy/ipset)
+// and the constant handful of iptables rules matching them, for masquerade and filtering.
+// This file computes the wanted state from the service snapshot; proxier.go applies it.
+package ipvs
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/proxy/ipset"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// DummyDevice holds every virtual address, as kube-proxy names it.
+const DummyDevice = "kube-ipvs0"
+
+// flagPersistent is IP_VS_SVC_F_PERSISTENT: ClientIP affinity.
+const flagPersistent = 0x1
+
+// Schedulers are the IPVS schedulers --ipvs-scheduler accepts (ip_vs_<name> modules).
+var Schedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"}
+
+// Config is what shapes the IPVS state beyond the Services themselves.
+type Config struct {
+	Scheduler     string // "" is rr
+	ClusterCIDR   string // traffic to a ClusterIP from outside it is masqueraded
+	MasqueradeAll bool
+	// NodeIPs lists the addresses NodePorts answer on; nil reads this node's interfaces
+	// (every address but loopback, link-local and kube-ipvs0's).
+	NodeIPs func() ([]net.IP, error)
+	// IPVS connection timeouts (--ipvs-tcp-timeout, --ipvs-tcpfin-timeout,
+	// --ipvs-udp-timeout); 0 leaves the kernel's.
+	TCPTimeout, TCPFinTimeout, UDPTimeout time.Duration
+	// StrictARP (--ipvs-strict-arp): the node answers ARP only for addresses of the
+	// interface asked, not for kube-ipvs0's (arp_ignore=1, arp_announce=2).
+	StrictARP bool
+}
+
+// vsKey names a virtual server as IPVS does: protocol, address, port.
+type vsKey struct {
+	Proto uint16
+	IP    string
+	Port  uint16
+}
+
+func (k vsKey) String() string {
+	return fmt.Sprintf("%s %s", protoName(k.Proto), net.JoinHostPort(k.IP, fmt.Sprint(k.Port)))
+}
+
+// virtualServer is one IPVS service with its real servers ("ip:port" -> weight).
+type virtualServer struct {
+	Key        vsKey
+	Scheduler  string
+	Persistent uint32 // ClientIP affinity timeout in seconds, 0 for none
+	Dests      map[string]int
+	Service    string // the service port it serves, for logs
+}
+
+// state is everything a sync wants in the kernel.
+type state struct {
+	services map[vsKey]*virtualServer
+	addrs    map[string]bool // on kube-ipvs0
+	sets     map[string]*ipset.Set
+}
+
+func protoNumber(p corev1.Protocol) uint16 {
+	switch p {
+	case corev1.ProtocolUDP:
+		return unix.IPPROTO_UDP
+	case corev1.ProtocolSCTP:
+		return unix.IPPROTO_SCTP
+	}
+	return unix.IPPROTO_TCP
+}
+
+func protoName(p uint16) string {
+	switch p {
+	case unix.IPPROTO_UDP:
+		return "UDP"
+	case unix.IPPROTO_SCTP:
+		return "SCTP"
+	}
+	return "TCP"
+}
+
+// desiredState turns the snapshot into virtual servers, bound addresses and set entries.
+func desiredState(cfg Config, ports []proxy.ServicePort, nodeIPs []net.IP) *state {
+	sched := cfg.Scheduler
+	if sched == "" {
+		sched = "rr"
+	}
+	st := &state{services: map[vsKey]*virtualServer{}, addrs: map[string]bool{}, sets: ipset.KubeSets()}
+	sets := st.sets
+	for i := range ports {
+		sp := &ports[i]
+		if net.ParseIP(sp.ClusterIP).To4() == nil {
+			continue // IPv4 only, as the rest of miniproxy
+		}
+		proto := protoNumber(sp.Protocol)
+		proto4set := strings.ToLower(string(sp.Protocol))
+		dests := func(local bool) map[string]int {
+			out := map[string]int{}
+			for _, e := range sp.Usable(local) {
+				out[e.String()] = 1
+			}
+			return out
+		}
+		clusterDests, externalDests := dests(sp.InternalLocal), dests(sp.ExternalLocal)
+		add := func(ip string, port int32, d map[string]int) {
+			k := vsKey{Proto: proto, IP: ip, Port: uint16(port)}
+			st.services[k] = &virtualServer{Key: k, Scheduler: sched, Persistent: uint32(max(sp.AffinitySeconds, 0)), Dests: d, Service: sp.Name}
+		}
+		bind := func(ip string) {
+			st.addrs[ip] = true
+			sets[ipset.IPVSIPs].Add(ip)
+		}
+
+		add(sp.ClusterIP, sp.Port, clusterDests)
+		bind(sp.ClusterIP)
+		sets[ipset.ClusterIP].Add(ipset.IPPort(sp.ClusterIP, proto4set, sp.Port))
+		for _, ip := range sp.ExternalIPs {
+			if net.ParseIP(ip).To4() == nil {
+				continue
+			}
+			add(ip, sp.Port, externalDests)
+			bind(ip)
+			set := ipset.ExternalIP
+			if sp.ExternalLocal {
+				set = ipset.ExternalIPLocal
+			}
+			sets[set].Add(ipset.IPPort(ip, proto4set, sp.Port))
+		}
+		for _, ip := range sp.LoadBalancerIPs {
+			if net.ParseIP(ip).To4() == nil {
+				continue
+			}
+			add(ip, sp.Port, externalDests)
+			bind(ip)
+			sets[ipset.LoadBalancer].Add(ipset.IPPort(ip, proto4set, sp.Port))
+			if sp.ExternalLocal {
+				sets[ipset.LoadBalancerLocal].Add(ipset.IPPort(ip, proto4set, sp.Port))
+			}
+		}
+		if sp.NodePort != 0 {
+			for _, ip := range nodeIPs {
+				add(ip.String(), sp.NodePort, externalDests)
+			}
+			switch sp.Protocol {
+			case corev1.ProtocolTCP, corev1.ProtocolUDP:
+				set := map[bool]string{false: ipset.NodePortTCP, true: ipset.NodePortLocalTCP}
+				if sp.Protocol == corev1.ProtocolUDP {
+					set = map[bool]string{false: ipset.NodePortUDP, true: ipset.NodePortLocalUDP}
+				}
+				sets[set[false]].Add(fmt.Sprint(sp.NodePort))
+				if sp.ExternalLocal {
+					sets[set[true]].Add(fmt.Sprint(sp.NodePort))
+				}
+			case corev1.ProtocolSCTP:
+				for _, ip := range nodeIPs {
+					sets[ipset.NodePortSCTP].Add(ipset.IPPort(ip.String(), "sctp", sp.NodePort))
+					if sp.ExternalLocal {
+						sets[ipset.NodePortLocalSCTP].Add(ipset.IPPort(ip.String(), "sctp", sp.NodePort))
+					}
+				}
+			}
+		}
+		// Hairpin: an endpoint on this node reaching its own service through the virtual
+		// address must be masqueraded, or it answers itself directly.
+		for _, e := range sp.Endpoints {
+			if e.Local {
+				sets[ipset.LoopBack].Add(ipset.IPPortIP(e.IP, proto4set, e.Port, e.IP))
+			}
+		}
+	}
+	return st
+}
+
+// orderedSets lists the state's sets in kube-proxy's order.
+func (st *state) orderedSets() []*ipset.Set {
+	var out []*ipset.Set
+	for _, n := range ipset.KubeSetNames() {
+		out = append(out, st.sets[n])
+	}
+	return out
+}
+
+// sortedKeys lists virtual servers in a stable order (logs, tests, ipvsadm-like output).
+func sortedKeys[V any](m map[vsKey]V) []vsKey {
+	keys := make([]vsKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.IP != b.IP {
+			return a.IP < b.IP
+		}
+		if a.Port != b.Port {
+			return a.Port < b.Port
+		}
+		return a.Proto < b.Proto
+	})
+	return keys
+}

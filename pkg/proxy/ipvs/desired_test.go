@@ -1,0 +1,220 @@
+package ipvs
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/proxy/ipset"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+)
+
+func ports() []proxy.ServicePort {
+	return []proxy.ServicePort{
+		{Name: "default/web:http", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
+			ExternalIPs: []string{"192.0.2.7"}, LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true,
+			Endpoints: []proxy.Endpoint{
+				{IP: "10.244.1.2", Port: 8080, Ready: true, Serving: true, Local: true},
+				{IP: "10.244.2.2", Port: 8080, Ready: true, Serving: true},
+				{IP: "10.244.3.2", Port: 8080, Serving: true, Terminating: true},
+			}},
+		{Name: "kube-system/dns:dns", Protocol: corev1.ProtocolUDP, ClusterIP: "10.96.0.53", Port: 53, AffinitySeconds: 600,
+			Endpoints: []proxy.Endpoint{{IP: "10.244.2.3", Port: 53, Serving: true, Terminating: true}}},
+	}
+}
+
+func TestDesiredVirtualServers(t *testing.T) {
+	st := desiredState(Config{Scheduler: "lc"}, ports(), []net.IP{net.ParseIP("10.200.0.11")})
+	want := map[vsKey]string{
+		{unix.IPPROTO_TCP, "10.96.0.10", 80}:     "10.244.1.2:8080,10.244.2.2:8080", // ready ones, whole cluster
+		{unix.IPPROTO_TCP, "192.0.2.7", 80}:      "10.244.1.2:8080",                 // externalTrafficPolicy Local
+		{unix.IPPROTO_TCP, "10.200.0.200", 80}:   "10.244.1.2:8080",
+		{unix.IPPROTO_TCP, "10.200.0.11", 30080}: "10.244.1.2:8080",
+		{unix.IPPROTO_UDP, "10.96.0.53", 53}:     "10.244.2.3:53", // only terminating: the fallback
+	}
+	if len(st.services) != len(want) {
+		t.Fatalf("%d virtual servers, want %d: %v", len(st.services), len(want), sortedKeys(st.services))
+	}
+	for k, dests := range want {
+		vs := st.services[k]
+		if vs == nil {
+			t.Fatalf("no virtual server %s", k)
+		}
+		var got []string
+		for d, w := range vs.Dests {
+			if w != 1 {
+				t.Errorf("%s -> %s weight %d", k, d, w)
+			}
+			got = append(got, d)
+		}
+		if len(got) != len(strings.Split(dests, ",")) {
+			t.Errorf("%s real servers %v, want %s", k, got, dests)
+		}
+		for _, d := range strings.Split(dests, ",") {
+			if _, ok := vs.Dests[d]; !ok {
+				t.Errorf("%s real servers %v, want %s", k, got, dests)
+			}
+		}
+		if vs.Scheduler != "lc" {
+			t.Errorf("%s scheduler %q", k, vs.Scheduler)
+		}
+	}
+	if p := st.services[vsKey{unix.IPPROTO_UDP, "10.96.0.53", 53}].Persistent; p != 600 {
+		t.Errorf("ClientIP affinity: persistence %d, want 600", p)
+	}
+	if p := st.services[vsKey{unix.IPPROTO_TCP, "10.96.0.10", 80}].Persistent; p != 0 {
+		t.Errorf("no affinity, yet persistence %d", p)
+	}
+	for _, ip := range []string{"10.96.0.10", "10.96.0.53", "192.0.2.7", "10.200.0.200"} {
+		if !st.addrs[ip] {
+			t.Errorf("%s not bound to kube-ipvs0", ip)
+		}
+	}
+	if st.addrs["10.200.0.11"] {
+		t.Error("the node's own address bound to kube-ipvs0")
+	}
+}
+
+func TestDesiredSets(t *testing.T) {
+	st := desiredState(Config{}, ports(), []net.IP{net.ParseIP("10.200.0.11")})
+	want := map[string][]string{
+		ipset.ClusterIP:         {"10.96.0.10,tcp:80", "10.96.0.53,udp:53"},
+		ipset.ExternalIPLocal:   {"192.0.2.7,tcp:80"},
+		ipset.ExternalIP:        nil,
+		ipset.LoadBalancer:      {"10.200.0.200,tcp:80"},
+		ipset.LoadBalancerLocal: {"10.200.0.200,tcp:80"},
+		ipset.NodePortTCP:       {"30080"},
+		ipset.NodePortLocalTCP:  {"30080"},
+		ipset.NodePortUDP:       nil,
+		ipset.LoopBack:          {"10.244.1.2,tcp:8080,10.244.1.2"},
+		ipset.IPVSIPs:           {"10.96.0.10", "10.96.0.53", "192.0.2.7", "10.200.0.200"},
+	}
+	for name, entries := range want {
+		got := st.sets[name].Entries
+		if len(got) != len(entries) {
+			t.Errorf("%s: %v, want %v", name, got, entries)
+		}
+		for _, e := range entries {
+			if !got[e] {
+				t.Errorf("%s: %v, want %v", name, got, entries)
+			}
+		}
+	}
+	if st.services[vsKey{unix.IPPROTO_TCP, "10.96.0.10", 80}].Scheduler != "rr" {
+		t.Error("the default scheduler is not rr")
+	}
+}
+
+func TestRulesAreKubeProxysAndConstant(t *testing.T) {
+	st := desiredState(Config{ClusterCIDR: "10.244.0.0/16"}, ports(), []net.IP{net.ParseIP("10.200.0.11")})
+	text := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, st.sets).restore()
+	for _, line := range []string{
+		`-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ`,
+		`-A KUBE-SERVICES -m comment --comment "Kubernetes service lb portal" -m set --match-set KUBE-LOAD-BALANCER dst,dst -j KUBE-LOAD-BALANCER`,
+		`-A KUBE-NODE-PORT -p tcp -m comment --comment "Kubernetes nodeport TCP port with externalTrafficPolicy=local" -m set --match-set KUBE-NODE-PORT-LOCAL-TCP dst -j RETURN`,
+		`-A KUBE-NODE-PORT -p tcp -m comment --comment "Kubernetes nodeport TCP port for masquerade purpose" -m set --match-set KUBE-NODE-PORT-TCP dst -j KUBE-MARK-MASQ`,
+		`-A KUBE-POSTROUTING -m comment --comment "Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose" -m set --match-set KUBE-LOOP-BACK dst,dst,src -j MASQUERADE`,
+		`-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODE-PORT`,
+		`-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT`,
+		`-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000`,
+		`-A KUBE-IPVS-FILTER -m conntrack --ctstate NEW -m set --match-set KUBE-IPVS-IPS dst -j REJECT`,
+		`-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("rules lack\n%s\nin\n%s", line, text)
+		}
+	}
+	if strings.Contains(text, "KUBE-NODE-PORT-UDP") {
+		t.Error("a rule for the empty KUBE-NODE-PORT-UDP set")
+	}
+	// The rule count does not grow with the Services: 10 000 more give the same rules.
+	var many []proxy.ServicePort
+	for i := range 10000 {
+		sp := ports()[0]
+		sp.Name = "default/web" + string(rune('a'+i%26))
+		sp.ClusterIP = net.IPv4(10, 96, byte(i/256), byte(i%256)).String()
+		many = append(many, sp)
+	}
+	st2 := desiredState(Config{ClusterCIDR: "10.244.0.0/16"}, append(ports(), many...), []net.IP{net.ParseIP("10.200.0.11")})
+	if text2 := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, st2.sets).restore(); text2 != text {
+		t.Errorf("rules changed with the number of Services:\n%s", text2)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (Config{Scheduler: "fastest"}).Validate(); err == nil || !strings.Contains(err.Error(), "--ipvs-scheduler") {
+		t.Errorf("bad scheduler: %v", err)
+	}
+	if err := (Config{Scheduler: "sh", ClusterCIDR: "10.244.0.0/16"}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestMissingJumpsGoFirstInTheirTable(t *testing.T) {
+	st := desiredState(Config{}, ports(), nil)
+	text := withJumps(buildRules(Config{}, st.sets).restore(), []jump{jumps[0], jumps[3]})
+	nat := text[strings.Index(text, "*nat"):]
+	filter := text[:strings.Index(text, "*nat")]
+	if !strings.Contains(nat, `-I OUTPUT 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES`+"\nCOMMIT") {
+		t.Errorf("nat jump missing or misplaced:\n%s", nat)
+	}
+	if !strings.Contains(filter, `-I FORWARD 1 -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD`+"\nCOMMIT") {
+		t.Errorf("filter jump missing or misplaced:\n%s", filter)
+	}
+}
+
+// BenchmarkWantedState is the part of a sync that runs in the proxier, not the kernel:
+// snapshot of the listers, wanted state, and the ip set difference from the previous sync,
+// for N Services x 2 endpoints with one endpoint moved. The VM benchmark
+// (TestIPVSBenchInVM) measures whole syncs, kernel included, in emulation; this gives the
+// native figure of the same work on this host.
+func BenchmarkWantedState(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			svcs, slices := benchObjects(n)
+			services, sliceLister := corelisters.NewServiceLister(svcs), discoverylisters.NewEndpointSliceLister(slices)
+			ports, err := proxy.Snapshot(services, sliceLister, "vm")
+			if err != nil {
+				b.Fatal(err)
+			}
+			prev := desiredState(Config{}, ports, nil)
+			have := map[string]map[string]bool{}
+			for name, s := range prev.sets {
+				have[name] = s.Entries
+			}
+			g := 0
+			cpu0 := cpuTime()
+			b.ResetTimer()
+			for b.Loop() {
+				g++
+				i := (g * 7919) % n
+				if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, g%5)); err != nil {
+					b.Fatal(err)
+				}
+				ports, err := proxy.Snapshot(services, sliceLister, "vm")
+				if err != nil {
+					b.Fatal(err)
+				}
+				st := desiredState(Config{}, ports, nil)
+				_ = ipset.Script(st.orderedSets(), have)
+			}
+			// CPU time per sync: on a shared host the wall time mostly measures the queue.
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

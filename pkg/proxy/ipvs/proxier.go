@@ -1,0 +1,584 @@
+package ipvs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goipt "github.com/coreos/go-iptables/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/proxy/ipset"
+	libipvs "github.com/moby/ipvs"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+)
+
+// SyncResult says what one sync did, for metrics, logs and the benchmark.
+type SyncResult struct {
+	Full           bool
+	Duration       time.Duration
+	Snapshot       time.Duration // reading Services and EndpointSlices, within Duration
+	ServicePorts   int
+	VirtualServers int
+	RealServers    int
+	IPVSCalls      int // netlink requests changing IPVS
+	AddrCalls      int // addresses bound or unbound on kube-ipvs0
+	SetLines       int // ipset restore lines
+	NATRules       int
+	FilterRules    int
+	RulesWritten   bool
+	// Where the time went, within Duration: reading the kernel (full syncs), binding
+	// addresses, programming IPVS, the ip sets, the rules.
+	ReadTime, AddrTime, IPVSTime, SetsTime, RulesTime time.Duration
+}
+
+// Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
+// EndpointSlices it reads. After a full sync (the first, the periodic one, after an error)
+// it remembers what it wrote and the next syncs send only the differences.
+type Proxier struct {
+	cfg      Config
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+	nodeName string
+	log      *slog.Logger
+	ipvs     *libipvs.Handle
+	nl       *netlink.Handle // one socket for the address changes, not one per request
+
+	mu       sync.Mutex
+	needFull bool
+	applied  map[vsKey]*virtualServer // what IPVS holds, as of the last sync
+	bound    map[string]bool          // addresses on kube-ipvs0, as of the last sync
+	sets     ipset.Syncer
+	rules    string // the iptables-restore input last written
+}
+
+// New checks that the kernel has IPVS and the scheduler, and makes a proxier whose first Sync
+// is a full one.
+func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string, log *slog.Logger) (*Proxier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h, err := openIPVS()
+	if err != nil {
+		return nil, err
+	}
+	for _, tool := range []string{"iptables-restore", "iptables-save", "ipset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("%s: %w (Debian packages iptables and ipset)", tool, err)
+		}
+	}
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipvs: h, nl: nl, needFull: true}, nil
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.Scheduler != "" && !slices.Contains(Schedulers, c.Scheduler) {
+		return fmt.Errorf("--ipvs-scheduler %q: not an IPVS scheduler (want one of %s)", c.Scheduler, strings.Join(Schedulers, ", "))
+	}
+	if c.ClusterCIDR != "" {
+		if _, _, err := net.ParseCIDR(c.ClusterCIDR); err != nil {
+			return fmt.Errorf("--cluster-cidr %q: %w", c.ClusterCIDR, err)
+		}
+	}
+	for flag, d := range map[string]time.Duration{"--ipvs-tcp-timeout": c.TCPTimeout, "--ipvs-tcpfin-timeout": c.TCPFinTimeout, "--ipvs-udp-timeout": c.UDPTimeout} {
+		if d < 0 || (d > 0 && d < time.Second) {
+			return fmt.Errorf("%s %v: want 0 (the kernel's) or at least 1s", flag, d)
+		}
+	}
+	return nil
+}
+
+// openIPVS opens a netlink handle to IPVS and proves it answers: without the ip_vs module
+// moby/ipvs hands out a handle whose requests silently do nothing.
+func openIPVS() (*libipvs.Handle, error) {
+	h, err := libipvs.New("")
+	if err != nil {
+		return nil, fmt.Errorf("IPVS netlink handle: %w", err)
+	}
+	if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("this kernel has no IPVS (load the ip_vs module: modprobe ip_vs): %w", err)
+	}
+	if _, err := h.GetServices(); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("IPVS does not answer: %w", err)
+	}
+	return h, nil
+}
+
+// Close releases the netlink handles.
+func (p *Proxier) Close() {
+	p.ipvs.Close()
+	p.nl.Close()
+}
+
+// ForceFull makes the next Sync a full one (the periodic resync).
+func (p *Proxier) ForceFull() {
+	p.mu.Lock()
+	p.needFull = true
+	p.mu.Unlock()
+}
+
+// Sync programs the kernel for the current Services and EndpointSlices.
+func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := time.Now()
+	res := SyncResult{Full: p.needFull}
+	ports, err := proxy.Snapshot(p.services, p.slices, p.nodeName)
+	if err != nil {
+		return res, err
+	}
+	res.Snapshot = time.Since(start)
+	res, err = p.apply(ctx, ports, res)
+	if err != nil {
+		p.needFull = true
+		return res, err
+	}
+	p.needFull = false
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// apply writes the wanted state of ports; on a full sync the kernel is read first.
+func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res SyncResult) (SyncResult, error) {
+	full := res.Full
+	if full {
+		if err := ensureSysctls(p.cfg, p.log); err != nil {
+			return res, err
+		}
+		if c := p.cfg; c.TCPTimeout > 0 || c.TCPFinTimeout > 0 || c.UDPTimeout > 0 {
+			// The kernel leaves a timeout given as 0 as it is.
+			if err := p.ipvs.SetConfig(&libipvs.Config{TimeoutTCP: c.TCPTimeout, TimeoutTCPFin: c.TCPFinTimeout, TimeoutUDP: c.UDPTimeout}); err != nil {
+				return res, fmt.Errorf("set IPVS timeouts: %w", err)
+			}
+		}
+	}
+	dummy, created, err := ensureDummy()
+	if err != nil {
+		return res, err
+	}
+	if created && p.bound != nil {
+		p.bound = map[string]bool{} // deleted behind our back: none of its addresses remain
+	}
+	nodeIPs, err := p.nodeIPs(dummy)
+	if err != nil {
+		return res, err
+	}
+	st := desiredState(p.cfg, ports, nodeIPs)
+	res.ServicePorts = len(ports)
+	res.VirtualServers = len(st.services)
+	for _, vs := range st.services {
+		res.RealServers += len(vs.Dests)
+	}
+	t0 := time.Now()
+	if full || p.applied == nil || p.bound == nil {
+		if p.bound, err = boundAddresses(dummy); err != nil {
+			return res, err
+		}
+		if p.applied, err = p.readIPVS(p.bound, nodeIPs, st.addrs); err != nil {
+			return res, err
+		}
+		p.sets.Reset()
+	}
+	res.ReadTime = time.Since(t0)
+	// Addresses first: a virtual server on an address the node does not own gets nothing.
+	t0 = time.Now()
+	for ip := range st.addrs {
+		if !p.bound[ip] {
+			if err := p.nl.AddrAdd(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EEXIST) {
+				return res, fmt.Errorf("bind %s to %s: %w", ip, DummyDevice, err)
+			}
+			p.bound[ip] = true
+			res.AddrCalls++
+		}
+	}
+	res.AddrTime = time.Since(t0)
+	t0 = time.Now()
+	calls, err := p.syncIPVS(st.services)
+	res.IPVSCalls = calls
+	if err != nil {
+		return res, err
+	}
+	res.IPVSTime = time.Since(t0)
+	t0 = time.Now()
+	for ip := range p.bound {
+		if !st.addrs[ip] {
+			if err := p.nl.AddrDel(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+				return res, fmt.Errorf("unbind %s from %s: %w", ip, DummyDevice, err)
+			}
+			delete(p.bound, ip)
+			res.AddrCalls++
+		}
+	}
+	res.AddrTime += time.Since(t0)
+	t0 = time.Now()
+	if res.SetLines, err = p.sets.Sync(ctx, st.orderedSets()); err != nil {
+		return res, err
+	}
+	res.SetsTime = time.Since(t0)
+	t0 = time.Now()
+	r := buildRules(p.cfg, st.sets)
+	res.NATRules, res.FilterRules = count(r.nat), count(r.filter)
+	// The rules are constant in size: rewritten whole when they change, and on a full sync,
+	// which also puts back any jump from the built-in chains someone removed.
+	if text := r.restore(); full || text != p.rules {
+		var missing []jump
+		if full {
+			if missing, err = missingJumps(ctx); err != nil {
+				return res, err
+			}
+		}
+		cmd := exec.CommandContext(ctx, "iptables-restore", "-w", "5", "--noflush")
+		cmd.Stdin = strings.NewReader(withJumps(text, missing))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			p.rules = ""
+			return res, fmt.Errorf("iptables-restore: %w: %s", err, strings.TrimSpace(string(out)))
+		}
+		p.rules = text
+		res.RulesWritten = true
+	}
+	res.RulesTime = time.Since(t0)
+	return res, nil
+}
+
+// missingJumps reads the tables (one iptables-save) for the jumps into our chains.
+func missingJumps(ctx context.Context) ([]jump, error) {
+	out, err := exec.CommandContext(ctx, "iptables-save").Output()
+	if err != nil {
+		return nil, fmt.Errorf("iptables-save: %w", err)
+	}
+	have := map[string]bool{}
+	table := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "*") {
+			table = line[1:]
+		} else if strings.HasPrefix(line, "-A ") {
+			have[table+" "+line] = true
+		}
+	}
+	var missing []jump
+	for _, j := range jumps {
+		if !have[j.table+" -A "+j.chain+" "+j.text()] {
+			missing = append(missing, j)
+		}
+	}
+	return missing, nil
+}
+
+// withJumps adds to the restore input the missing jumps, first in their built-in chains.
+func withJumps(text string, missing []jump) string {
+	for _, j := range missing {
+		marker := "*" + j.table + "\n"
+		i := strings.Index(text, marker)
+		commit := i + strings.Index(text[i:], "COMMIT\n")
+		text = text[:commit] + "-I " + j.chain + " 1 " + j.text() + "\n" + text[commit:]
+	}
+	return text
+}
+
+// syncIPVS turns p.applied into want: new virtual servers made, changed ones updated, real
+// servers added, reweighted and removed, stale virtual servers deleted. It counts the
+// requests it sends.
+func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer) (int, error) {
+	calls := 0
+	for k, w := range want {
+		have, ok := p.applied[k]
+		svc := toIPVS(w)
+		switch {
+		case !ok:
+			if err := p.ipvs.NewService(svc); err != nil {
+				return calls, fmt.Errorf("add virtual server %s (%s): %w", k, w.Service, err)
+			}
+			have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Dests: map[string]int{}}
+			p.applied[k] = have
+			calls++
+		case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent:
+			if err := p.ipvs.UpdateService(svc); err != nil {
+				return calls, fmt.Errorf("update virtual server %s (%s): %w", k, w.Service, err)
+			}
+			have.Scheduler, have.Persistent = w.Scheduler, w.Persistent
+			calls++
+		}
+		have.Service = w.Service
+		for d, weight := range w.Dests {
+			cur, exists := have.Dests[d]
+			if exists && cur == weight {
+				continue
+			}
+			dst, err := toDest(d, weight)
+			if err != nil {
+				return calls, err
+			}
+			if exists {
+				err = p.ipvs.UpdateDestination(svc, dst)
+			} else {
+				err = p.ipvs.NewDestination(svc, dst)
+			}
+			if err != nil {
+				return calls, fmt.Errorf("real server %s of %s (%s): %w", d, k, w.Service, err)
+			}
+			have.Dests[d] = weight
+			calls++
+		}
+		for d := range have.Dests {
+			if _, keep := w.Dests[d]; keep {
+				continue
+			}
+			dst, err := toDest(d, 0)
+			if err != nil {
+				return calls, err
+			}
+			if err := p.ipvs.DelDestination(svc, dst); err != nil && !errors.Is(err, unix.ENOENT) {
+				return calls, fmt.Errorf("remove real server %s of %s: %w", d, k, err)
+			}
+			delete(have.Dests, d)
+			calls++
+		}
+	}
+	for k, have := range p.applied {
+		if _, keep := want[k]; keep {
+			continue
+		}
+		if err := p.ipvs.DelService(toIPVS(have)); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+			return calls, fmt.Errorf("remove virtual server %s: %w", k, err)
+		}
+		delete(p.applied, k)
+		calls++
+	}
+	return calls, nil
+}
+
+// readIPVS reads the virtual servers that are ours (on an address of kube-ipvs0, a node
+// address, or an address we want: kube-ipvs0 may have been deleted under them) with their
+// real servers.
+func (p *Proxier) readIPVS(bound map[string]bool, nodeIPs []net.IP, wanted map[string]bool) (map[vsKey]*virtualServer, error) {
+	svcs, err := p.ipvs.GetServices()
+	if err != nil {
+		return nil, fmt.Errorf("list IPVS virtual servers: %w", err)
+	}
+	node := map[string]bool{}
+	for _, ip := range nodeIPs {
+		node[ip.String()] = true
+	}
+	out := map[vsKey]*virtualServer{}
+	for _, s := range svcs {
+		addr := s.Address.String()
+		if s.Address == nil || s.FWMark != 0 || (!bound[addr] && !node[addr] && !wanted[addr]) {
+			continue
+		}
+		k := vsKey{Proto: s.Protocol, IP: s.Address.String(), Port: s.Port}
+		vs := &virtualServer{Key: k, Scheduler: s.SchedName, Dests: map[string]int{}}
+		if s.Flags&flagPersistent != 0 {
+			vs.Persistent = s.Timeout
+		}
+		dests, err := p.ipvs.GetDestinations(s)
+		if err != nil {
+			return nil, fmt.Errorf("list real servers of %s: %w", k, err)
+		}
+		for _, d := range dests {
+			vs.Dests[net.JoinHostPort(d.Address.String(), strconv.Itoa(int(d.Port)))] = d.Weight
+		}
+		out[k] = vs
+	}
+	return out, nil
+}
+
+func toIPVS(vs *virtualServer) *libipvs.Service {
+	s := &libipvs.Service{Address: net.ParseIP(vs.Key.IP).To4(), Protocol: vs.Key.Proto, Port: vs.Key.Port,
+		SchedName: vs.Scheduler, AddressFamily: unix.AF_INET, Netmask: 0xffffffff}
+	if vs.Persistent > 0 {
+		s.Flags, s.Timeout = flagPersistent, vs.Persistent
+	}
+	return s
+}
+
+func toDest(hostPort string, weight int) (*libipvs.Destination, error) {
+	h, ps, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.ParseUint(ps, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("real server %s: %w", hostPort, err)
+	}
+	return &libipvs.Destination{Address: net.ParseIP(h).To4(), Port: uint16(port), Weight: weight,
+		AddressFamily: unix.AF_INET, ConnectionFlags: libipvs.ConnectionFlagMasq}, nil
+}
+
+func host(ip string) *net.IPNet {
+	return &net.IPNet{IP: net.ParseIP(ip).To4(), Mask: net.CIDRMask(32, 32)}
+}
+
+// ensureDummy makes kube-ipvs0 if missing. It stays down, as kube-proxy leaves it: the
+// kernel still treats its addresses as local.
+func ensureDummy() (link netlink.Link, created bool, err error) {
+	l, err := netlink.LinkByName(DummyDevice)
+	if err == nil {
+		return l, false, nil
+	}
+	if !errors.As(err, new(netlink.LinkNotFoundError)) {
+		return nil, false, fmt.Errorf("look up %s: %w", DummyDevice, err)
+	}
+	if err := netlink.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: DummyDevice}}); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, false, fmt.Errorf("create dummy device %s (needs the dummy module): %w", DummyDevice, err)
+	}
+	l, err = netlink.LinkByName(DummyDevice)
+	return l, true, err
+}
+
+func boundAddresses(dummy netlink.Link) (map[string]bool, error) {
+	addrs, err := netlink.AddrList(dummy, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("addresses of %s: %w", DummyDevice, err)
+	}
+	out := map[string]bool{}
+	for _, a := range addrs {
+		out[a.IP.String()] = true
+	}
+	return out, nil
+}
+
+// nodeIPs are the addresses NodePorts answer on.
+func (p *Proxier) nodeIPs(dummy netlink.Link) ([]net.IP, error) {
+	if p.cfg.NodeIPs != nil {
+		return p.cfg.NodeIPs()
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("node addresses: %w", err)
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if a.LinkIndex == dummy.Attrs().Index || a.IP.IsLoopback() || a.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		out = append(out, a.IP)
+	}
+	return out, nil
+}
+
+// sysctls kube-proxy sets in IPVS mode: conntrack for IPVS connections (masquerade needs
+// it), expire connections to removed real servers and their persistence templates, and
+// forwarding.
+var sysctls = map[string]string{
+	"net/ipv4/vs/conntrack":                 "1",
+	"net/ipv4/vs/expire_nodest_conn":        "1",
+	"net/ipv4/vs/expire_quiescent_template": "1",
+	"net/ipv4/ip_forward":                   "1",
+}
+
+func ensureSysctls(cfg Config, log *slog.Logger) error {
+	want := map[string]string{}
+	for k, v := range sysctls {
+		want[k] = v
+	}
+	if cfg.StrictARP {
+		want["net/ipv4/conf/all/arp_ignore"] = "1"
+		want["net/ipv4/conf/all/arp_announce"] = "2"
+	}
+	// Kernels before 5.9 stall reused connections to removed real servers by a second
+	// unless conn_reuse_mode is 0; later ones fixed it, and 0 would break graceful rollouts.
+	if old, err := kernelBefore(5, 9); err != nil {
+		log.Warn("kernel version unknown; leaving net/ipv4/vs/conn_reuse_mode as it is", "err", err)
+	} else if old {
+		want["net/ipv4/vs/conn_reuse_mode"] = "0"
+	}
+	for k, v := range want {
+		path := "/proc/sys/" + k
+		cur, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("sysctl %s: %w", k, err)
+		}
+		if strings.TrimSpace(string(cur)) == v {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(v), 0o644); err != nil {
+			return fmt.Errorf("set sysctl %s=%s: %w", k, v, err)
+		}
+	}
+	return nil
+}
+
+func kernelBefore(major, minor int) (bool, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return false, err
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi); err != nil {
+		return false, fmt.Errorf("kernel release %q: %w", unix.ByteSliceToString(u.Release[:]), err)
+	}
+	return ma < major || (ma == major && mi < minor), nil
+}
+
+// Cleanup removes what IPVS mode makes (miniproxy --cleanup): the jumps and our chains, the
+// ip sets, every IPVS virtual server (as kube-proxy does) and kube-ipvs0. Each part missing
+// (a kernel without IPVS, tables never written) is no error.
+func Cleanup(ctx context.Context) error {
+	var errs []error
+	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
+	if err != nil {
+		return fmt.Errorf("iptables: %w", err)
+	}
+	for _, j := range jumps {
+		if err := ipt.DeleteIfExists(j.table, j.chain, j.args()...); err != nil {
+			errs = append(errs, fmt.Errorf("remove jump %s/%s -> %s: %w", j.table, j.chain, j.target, err))
+		}
+	}
+	for table, chains := range map[string][]string{tablesNat: natChains, tablesFilter: filterChains} {
+		for _, c := range chains {
+			if ok, _ := ipt.ChainExists(table, c); ok {
+				if err := ipt.ClearChain(table, c); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		for _, c := range chains {
+			if ok, _ := ipt.ChainExists(table, c); ok {
+				if err := ipt.DeleteChain(table, c); err != nil {
+					errs = append(errs, fmt.Errorf("delete chain %s/%s: %w", table, c, err))
+				}
+			}
+		}
+	}
+	if _, err := exec.LookPath("ipset"); err == nil {
+		if err := ipset.Destroy(ctx, ipset.KubeSetNames()...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := os.Stat("/proc/net/ip_vs"); err == nil {
+		h, err := libipvs.New("")
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			if err := h.Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("flush IPVS: %w", err))
+			}
+			h.Close()
+		}
+	}
+	if l, err := netlink.LinkByName(DummyDevice); err == nil {
+		if err := netlink.LinkDel(l); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", DummyDevice, err))
+		}
+	}
+	return errors.Join(errs...)
+}

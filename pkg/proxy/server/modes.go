@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	goipt "github.com/coreos/go-iptables/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
+	"github.com/vishvananda/netlink"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+)
+
+// Proxy modes, by kube-proxy's --proxy-mode names.
+const (
+	ModeIPTables = "iptables"
+	ModeIPVS     = "ipvs"
+)
+
+// syncResult is what the server needs from one sync of either mode.
+type syncResult struct {
+	full                  bool
+	duration              time.Duration
+	filterRules, natRules int
+	log                   []any // mode-specific figures for the debug log
+}
+
+// proxier is a mode's proxier as the server drives it.
+type proxier interface {
+	Sync(context.Context) (syncResult, error)
+	ForceFull()
+}
+
+func newProxier(o Options, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, log *slog.Logger) (proxier, error) {
+	switch o.ProxyMode {
+	case ModeIPTables, "":
+		p, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, services, slices, o.HostnameOverride, log)
+		return iptablesMode{p}, err
+	case ModeIPVS:
+		p, err := ipvs.New(o.ipvsConfig(), services, slices, o.HostnameOverride, log)
+		return ipvsMode{p}, err
+	}
+	return nil, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS)
+}
+
+// cleanupOtherMode removes what the other mode left on this node (miniproxy ran in it
+// before), as kube-proxy does when a node changes modes: the iptables mode's per-service
+// chains would otherwise still reject or redirect Service traffic under IPVS, and IPVS
+// would still answer on kube-ipvs0's addresses under iptables. Each mode's own trace says
+// whether it ran: the iptables mode's canary chain, the IPVS mode's dummy device.
+func cleanupOtherMode(ctx context.Context, mode string, log *slog.Logger) error {
+	switch mode {
+	case ModeIPVS:
+		ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
+		if err != nil {
+			return fmt.Errorf("iptables: %w", err)
+		}
+		if ok, err := ipt.ChainExists("mangle", "KUBE-PROXY-CANARY"); err != nil || !ok {
+			return err
+		}
+		log.Info("removing the iptables mode's rules left on this node")
+		return iptables.Cleanup(ctx)
+	case ModeIPTables, "":
+		if _, err := netlink.LinkByName(ipvs.DummyDevice); err != nil {
+			return nil
+		}
+		log.Info("removing the IPVS mode's virtual servers, sets and rules left on this node")
+		return ipvs.Cleanup(ctx)
+	}
+	return nil
+}
+
+// IPVSOptions are the --ipvs-* flags.
+type IPVSOptions struct {
+	Scheduler                             string
+	TCPTimeout, TCPFinTimeout, UDPTimeout time.Duration
+	StrictARP                             bool
+}
+
+func (o *Options) ipvsConfig() ipvs.Config {
+	return ipvs.Config{Scheduler: o.IPVS.Scheduler, ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll,
+		TCPTimeout: o.IPVS.TCPTimeout, TCPFinTimeout: o.IPVS.TCPFinTimeout, UDPTimeout: o.IPVS.UDPTimeout, StrictARP: o.IPVS.StrictARP}
+}
+
+type iptablesMode struct{ *iptables.Proxier }
+
+func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
+	res, err := m.Proxier.Sync(ctx)
+	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+		log: []any{"servicePorts", res.ServicePorts, "chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes}}, err
+}
+
+type ipvsMode struct{ *ipvs.Proxier }
+
+func (m ipvsMode) Sync(ctx context.Context) (syncResult, error) {
+	res, err := m.Proxier.Sync(ctx)
+	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+		log: []any{"servicePorts", res.ServicePorts, "virtualServers", res.VirtualServers, "realServers", res.RealServers,
+			"ipvsCalls", res.IPVSCalls, "ipsetLines", res.SetLines, "rulesWritten", res.RulesWritten}}, err
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/proxy/iptables"
+	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/vishvananda/netns"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestValidateProxyModes(t *testing.T) {
+	base := Options{HostnameOverride: "n", MinSyncPeriod: time.Second, SyncPeriod: 30 * time.Second}
+	for _, c := range []struct {
+		mode, sched, wantErr string
+	}{
+		{"iptables", "", ""},
+		{"ipvs", "", ""},
+		{"ipvs", "sh", ""},
+		{"ipvs", "fastest", `--ipvs-scheduler "fastest"`},
+		{"iptables", "rr", "only used with --proxy-mode ipvs"},
+		{"ipvs", "rr", ""},
+		{"nftables", "", `--proxy-mode "nftables"`},
+	} {
+		o := base
+		o.ProxyMode, o.IPVS.Scheduler = c.mode, c.sched
+		err := o.Validate()
+		if c.mode == "ipvs" && c.sched == "rr" {
+			o.IPVS.TCPTimeout = time.Millisecond
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--ipvs-tcp-timeout") {
+				t.Errorf("--ipvs-tcp-timeout 1ms: %v", err)
+			}
+		}
+		if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("mode %q scheduler %q: %v, want %q", c.mode, c.sched, err, c.wantErr)
+		}
+	}
+}
+
+// TestSwitchingToIPVSRemovesTheIPTablesModesRules: in a network namespace made for the test,
+// the iptables mode syncs (empty cluster: its base chains and canary), then starting in IPVS
+// mode removes them; starting in iptables mode again leaves them alone.
+func TestSwitchingToIPVSRemovesTheIPTablesModesRules(t *testing.T) {
+	testenv.RequireRoot(t, "creates a network namespace with iptables chains in it")
+	testenv.RequireTools(t, "iptables", "iptables-restore", "iptables-save")
+	runtime.LockOSThread() // programs run from here inherit the test's namespace
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			t.Error(err)
+		}
+		ns.Close()
+	}()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	idx := func() cache.Indexer {
+		return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	}
+	p, err := iptables.New(iptables.Config{}, corelisters.NewServiceLister(idx()), discoverylisters.NewEndpointSliceLister(idx()), "n", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	save := func() string {
+		out, err := exec.Command("iptables-save").CombinedOutput()
+		if err != nil {
+			t.Fatalf("iptables-save: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	if err := cleanupOtherMode(ctx, ModeIPTables, log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(save(), ":KUBE-PROXY-CANARY") {
+		t.Fatal("starting in iptables mode removed the iptables mode's own chains")
+	}
+	if err := cleanupOtherMode(ctx, ModeIPVS, log); err != nil {
+		t.Fatal(err)
+	}
+	if out := save(); strings.Contains(out, "KUBE-") {
+		t.Errorf("the iptables mode's chains are left after starting in IPVS mode:\n%s", out)
+	}
+}
