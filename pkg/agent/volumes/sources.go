@@ -1,10 +1,13 @@
 package volumes
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
 )
@@ -78,4 +81,25 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		out[it.Path] = File{Data: []byte(value), Mode: mode(it.Mode, dflt)}
 	}
 	return out, nil
+}
+
+// tokenFile asks the API (TokenRequest) for a token of the pod's service account bound
+// to the pod, as the kubelet's projected serviceAccountToken volumes do.
+func (m *Manager) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, dflt fs.FileMode) (map[string]File, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		ExpirationSeconds: src.ExpirationSeconds,
+		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if src.Audience != "" {
+		req.Spec.Audiences = []string{src.Audience}
+	}
+	resp, err := m.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get service account token for pod %q: %w", pod.Namespace+"/"+pod.Name, err)
+	}
+	return map[string]File{src.Path: {Data: []byte(resp.Status.Token), Mode: dflt}}, nil
 }

@@ -209,7 +209,7 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 		case src.DownwardAPI != nil:
 			files, err = downwardAPIPayload(pod, src.DownwardAPI.Items, dflt, m.allocatable())
 		case src.ServiceAccountToken != nil:
-			err = errors.New("serviceAccountToken projections need the TokenRequest API, which miniapi does not serve yet")
+			files, err = m.tokenFile(ctx, pod, src.ServiceAccountToken, dflt)
 		default:
 			err = errors.New("unsupported projected volume source")
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/pki"
 )
 
@@ -12,7 +13,7 @@ import (
 // kubelets: with its own client certificate (user kube-apiserver-kubelet-client) and
 // trusting only serving certificates of the cluster CA.
 func kubeletClientTransport(ca *pki.CA) (http.RoundTripper, error) {
-	pair, err := ca.IssueClient("kube-apiserver-kubelet-client", []string{"system:masters"})
+	pair, err := ca.IssueClient(auth.KubeletClientUser, nil) // authorized by system:kubelet-api-admin
 	if err != nil {
 		return nil, err
 	}
