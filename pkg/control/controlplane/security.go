@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
@@ -50,6 +51,7 @@ func (s *Security) modes() []string {
 // guard is the authentication, authorization and the handlers outside the registry
 // (access reviews, TokenRequest, OIDC discovery) around the API server's handler.
 type guard struct {
+	ready   atomic.Bool // the caches are filled and the policy reconciled
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
 	reviews *auth.Reviews
@@ -92,6 +94,13 @@ func newGuard(o Options, ca *pki.CA, privileged kubernetes.Interface, api http.H
 	routes := http.NewServeMux()
 	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.ServerURL()+serviceaccount.JWKSPath))
 	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
+	routes.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.ready.Load() { // as kube-apiserver's rbac/bootstrap-roles post-start hook holds /readyz
+			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusInternalServerError)
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
 	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.reviews.Match(w, r) {
 			return
@@ -109,11 +118,15 @@ func newGuard(o Options, ca *pki.CA, privileged kubernetes.Interface, api http.H
 // start fills the authorization caches and reconciles the bootstrap policy; until the
 // caches are filled only system:masters gets in.
 func (g *guard) start(ctx context.Context, privileged kubernetes.Interface, o Options) error {
-	if err := g.authz.Start(ctx); err != nil {
-		return err
+	err := g.authz.Start(ctx)
+	if err == nil {
+		if err = auth.ReconcilePolicy(ctx, privileged, o.Log); err != nil {
+			err = fmt.Errorf("bootstrap RBAC policy: %w", err)
+		}
 	}
-	if err := auth.ReconcilePolicy(ctx, privileged, o.Log); err != nil {
-		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+	if ctx.Err() != nil {
+		return nil // stopped while starting: not a failure
 	}
-	return nil
+	g.ready.Store(err == nil)
+	return err
 }
