@@ -79,12 +79,17 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	incluster, err := goBuild(ctx, opts.Log, binDir, "incluster")
+	if err != nil {
+		return err
+	}
 
 	pauseLayer := baseLayer()
 	pauseLayer.File("/pause", 0o755, pause)
 	netexecLayer := baseLayer()
 	busybox.addTo(netexecLayer)
 	netexecLayer.File("/netexec", 0o755, netexec)
+	netexecLayer.File("/incluster", 0o755, incluster) // a client-go program for in-cluster access tests
 	busyboxLayer := baseLayer()
 	busybox.addTo(busyboxLayer)
 
