@@ -371,6 +371,10 @@ func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
 	if h, err := os.Hostname(); err == nil {
 		hosts = append(hosts, h)
 	}
+	// Pods reach the API at the `kubernetes` Service's cluster IP, the range's first.
+	if p, err := netip.ParsePrefix(o.ServiceRange); err == nil {
+		hosts = append(hosts, p.Masked().Addr().Next().String())
+	}
 	for _, san := range o.TLSSANs {
 		hosts = append(hosts, strings.TrimSpace(san))
 	}
