@@ -189,7 +189,7 @@ func selectsNode(a authorizer.Attributes, node string) bool {
 func (n *Node) authorizeNode(node string, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	switch a.GetVerb() {
 	case "get", "list", "watch":
-		if a.GetSubresource() == "" {
+		if a.GetSubresource() == "" || a.GetSubresource() == "status" {
 			return authorizer.DecisionAllow, "", nil
 		}
 	case "create":

@@ -84,6 +84,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"update another node", res(node1, "update", "", "nodes", "", "", "node-2"), false},
 		{"delete another node", res(node1, "delete", "", "nodes", "", "", "node-2"), false},
 		{"read nodes (routes to their pod CIDRs)", res(node1, "list", "", "nodes", "", "", ""), true},
+		{"read another node's status", res(node1, "get", "", "nodes", "status", "", "node-2"), true},
 		{"register", res(node1, "create", "", "nodes", "", "", ""), true},
 		{"its lease", res(node1, "update", coordGroup, "leases", "", corev1.NamespaceNodeLease, "node-1"), true},
 		{"another node's lease", res(node1, "update", coordGroup, "leases", "", corev1.NamespaceNodeLease, "node-2"), false},
