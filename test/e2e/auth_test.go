@@ -140,6 +140,16 @@ func TestAuthorization(t *testing.T) {
 		t.Errorf("node-1 cannot patch its own status: %v\n%s", as.err, out)
 	}
 
+	// minilet's node API asks the API server (SubjectAccessReview) who may call it: node-1
+	// may not reach node-2's, the API server's own client may (kubectl logs works).
+	node2API := "https://" + l.Nodes[1].IP + ":10250"
+	if out := as.run("node-1", "--server", node2API, "get", "--raw", "/pods"); as.err == nil || !strings.Contains(out, "Forbidden") {
+		t.Errorf("node-1 called node-2's node API: %v\n%s", as.err, out)
+	}
+	if out, err := cluster.Kubectl(context.Background(), l, "logs", "-n", "team", "on-2"); err != nil {
+		t.Errorf("kubectl logs through the node API: %v\n%s", err, out)
+	}
+
 	// a pod's own token, from inside the pod
 	incluster := func() string {
 		out, _ := cluster.Kubectl(context.Background(), l, "exec", "-n", "team", "on-1", "--", "/incluster")
