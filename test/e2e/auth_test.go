@@ -30,6 +30,12 @@ metadata: {name: editors, namespace: team}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
 subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: ed}]
 ---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: admins, namespace: team}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}
+subjects: [{kind: User, apiGroup: rbac.authorization.k8s.io, name: ada}]
+---
 apiVersion: v1
 kind: Secret
 metadata: {name: only-1, namespace: team}
@@ -62,7 +68,8 @@ spec:
 `
 
 // TestAuthorization runs the real kubectl as different users against a two-node lab: a
-// view user reads pods but not secrets; an edit user writes secrets but not RBAC;
+// view user reads pods but not secrets; an edit user writes secrets but not RBAC; an
+// admin user binds view but cannot escalate to cluster-admin;
 // `kubectl auth can-i (--list)` and `kubectl auth whoami` answer as the roles say; node-1's
 // credentials read the secret of its own pod but not one used only on node-2, and patch
 // only their own Node's status; a pod's projected token works with client-go's
@@ -115,6 +122,20 @@ func TestAuthorization(t *testing.T) {
 		out := as.run("ed", args...)
 		if as.err == nil || !strings.Contains(strings.ToLower(out), "forbidden") || !strings.Contains(out, `User "ed" cannot`) {
 			t.Errorf("edit user: kubectl %v: want Forbidden, got %v\n%s", args, as.err, out)
+		}
+	}
+
+	// admin: RBAC in its namespace, without escalating
+	if out := as.run("ada", "create", "rolebinding", "more-viewers", "--clusterrole=view", "--user=eve", "-n", "team"); as.err != nil {
+		t.Errorf("admin user cannot bind view in its namespace: %v\n%s", as.err, out)
+	}
+	for _, args := range [][]string{
+		{"create", "rolebinding", "root", "--clusterrole=cluster-admin", "--user=ada", "-n", "team"},
+		{"create", "role", "nodes", "--verb=list", "--resource=nodes", "-n", "team"},
+	} {
+		out := as.run("ada", args...)
+		if as.err == nil || !strings.Contains(out, "attempting to grant RBAC permissions not currently held") {
+			t.Errorf("admin user: kubectl %v: want an escalation refusal, got %v\n%s", args, as.err, out)
 		}
 	}
 

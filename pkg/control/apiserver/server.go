@@ -58,6 +58,7 @@ type Server struct {
 	advertise netip.AddrPort
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
+	writeGuard    WriteGuard
 }
 
 // New builds the server.

@@ -59,6 +59,8 @@ type Authorizers struct {
 	authorizer.Authorizer
 	// Rules lists what a user may do (SelfSubjectRulesReview); nil without RBAC.
 	Rules authorizer.RuleResolver
+	// Escalation guards writes of RBAC objects; nil without RBAC.
+	Escalation *Escalation
 	// Pods are every pod, trimmed to what authorization reads, keyed namespace/name.
 	Pods     cache.Indexer
 	accounts corelisters.ServiceAccountLister
@@ -85,6 +87,7 @@ func New(modes []string, client kubernetes.Interface) (*Authorizers, error) {
 	a.synced = append(a.synced, podInformer.HasSynced)
 	chain := []union.NamedAuthorizer{{AuthorizerName: "privileged", Authorizer: privilegedGroups{}}}
 	var resolvers []authorizer.RuleResolver
+	var rbacAuthz *RBAC
 	for _, m := range modes {
 		var az authorizer.Authorizer
 		switch m {
@@ -100,6 +103,7 @@ func New(modes []string, client kubernetes.Interface) (*Authorizers, error) {
 				rbac.ClusterRoles().Informer().HasSynced, rbac.ClusterRoleBindings().Informer().HasSynced)
 			r := NewRBAC(l)
 			az, resolvers = r, append(resolvers, r)
+			rbacAuthz = r
 		case ModeAlwaysAllow:
 			az = constant(authorizer.DecisionAllow)
 		case ModeAlwaysDeny:
@@ -114,6 +118,9 @@ func New(modes []string, client kubernetes.Interface) (*Authorizers, error) {
 	a.Authorizer = u
 	if len(resolvers) > 0 {
 		a.Rules = union.NewRuleResolvers(resolvers...)
+	}
+	if rbacAuthz != nil {
+		a.Escalation = NewEscalation(rbacAuthz, u)
 	}
 	return a, nil
 }

@@ -277,7 +277,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	g, err := newGuard(o, ca, privileged, srv.Handler(), tokens)
+	g, err := newGuard(o, ca, privileged, srv, tokens)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,8 @@ type guard struct {
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
 // (system:masters) its caches read through.
-func newGuard(o Options, ca *pki.CA, privileged kubernetes.Interface, api http.Handler, static apiserver.Tokens) (*guard, error) {
+func newGuard(o Options, ca *pki.CA, privileged kubernetes.Interface, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
+	api := srv.Handler()
 	sec := o.Security
 	authz, err := auth.New(sec.modes(), privileged)
 	if err != nil {
@@ -89,6 +90,9 @@ func newGuard(o Options, ca *pki.CA, privileged kubernetes.Interface, api http.H
 	tokens, err := serviceaccount.New(issuer, sec.APIAudiences, key, pubs, authz)
 	if err != nil {
 		return nil, err
+	}
+	if authz.Escalation != nil {
+		srv.SetWriteGuard(authz.Escalation.Check)
 	}
 	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules}}
 	routes := http.NewServeMux()
