@@ -29,7 +29,9 @@ func TestEscalation(t *testing.T) {
 	}
 	podsRead := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}
 	nodesRead := rbacv1.PolicyRule{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"nodes"}}
-	gr := func(res string) schema.GroupResource { return schema.GroupResource{Group: rbacv1.GroupName, Resource: res} }
+	gr := func(res string) schema.GroupResource {
+		return schema.GroupResource{Group: rbacv1.GroupName, Resource: res}
+	}
 	for _, tc := range []struct {
 		name     string
 		ctx      context.Context
