@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,13 +34,14 @@ type Manager struct {
 	dir         string // ROOT/pods
 	client      kubernetes.Interface
 	allocatable func() corev1.ResourceList
+	tokens      tokenCache
 }
 
 // New makes a manager keeping pod volumes under podsDir (ROOT/pods), reading
 // ConfigMaps, Secrets and claims through client; allocatable is the node's, for
 // resourceFieldRefs of containers without limits.
 func New(podsDir string, client kubernetes.Interface, allocatable func() corev1.ResourceList) *Manager {
-	return &Manager{dir: podsDir, client: client, allocatable: allocatable}
+	return &Manager{dir: podsDir, client: client, allocatable: allocatable, tokens: tokenCache{now: time.Now}}
 }
 
 // PodDir is where everything of one pod lives on the node.
