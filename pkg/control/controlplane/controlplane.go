@@ -277,7 +277,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	g, err := newGuard(o, ca, privileged, srv, tokens)
+	g, err := newGuard(o, privileged, srv, tokens)
 	if err != nil {
 		return err
 	}

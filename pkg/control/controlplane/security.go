@@ -11,7 +11,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
-	"github.com/minik8s/minik8s/pkg/pki"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -60,7 +59,7 @@ type guard struct {
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
 // (system:masters) its caches read through.
-func newGuard(o Options, ca *pki.CA, privileged kubernetes.Interface, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
+func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
 	api := srv.Handler()
 	sec := o.Security
 	authz, err := auth.New(sec.modes(), privileged)
