@@ -2,6 +2,7 @@
 # Stops what `make up` started and removes its pods, state and network pieces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH=$PATH:$PWD/bin # bin/kubectl (`make kubectl`) when the host has none
 STATE=${MINIK8S_STATE:-/var/lib/minik8s/host}
 RUN=/run/minik8s/up
 KUBECONFIG_ADMIN=$STATE/miniapi/admin.kubeconfig
@@ -47,5 +48,6 @@ if [[ -d /var/lib/minilet/netns ]]; then
   umount /var/lib/minilet/netns 2>/dev/null || true # minilet makes the dir a shared mount
 fi
 ip link del cni0 2>/dev/null || true
+"$PWD/bin/minilet" network --cleanup 2>/dev/null || true # routes, VXLAN device, egress rules
 rm -rf "$STATE" /var/lib/minilet "$RUN"
 say "minik8s is down"

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
+export PATH=$PATH:$BIN # bin/kubectl (`make kubectl`) when the host has none
 STATE=${MINIK8S_STATE:-/var/lib/minik8s/host}
 RUN=/run/minik8s/up
 LOGS=$STATE/logs
@@ -45,24 +46,26 @@ fi
 
 # No registry here: load our images into minilet's containerd namespace (the pause image
 # is embedded in minilet itself).
-for img in netexec busybox; do
+for img in netexec busybox coredns dnsutils; do
   say "importing localhost/minik8s/$img:v1"
   ctr --address "$CONTAINERD_SOCK" -n minilet images import "$PWD/images/out/$img.tar" >/dev/null
 done
 
-start miniapi "$BIN/miniapi" --data-dir "$DATA" --bind-address 0.0.0.0 --secure-port 6443
+NODE_IP=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}')
+# Pods (CoreDNS) reach the API at the node's address: it must be in the serving certificate.
+start miniapi "$BIN/miniapi" --data-dir "$DATA" --bind-address 0.0.0.0 --secure-port 6443 \
+  ${NODE_IP:+--tls-san "$NODE_IP"}
 wait_for "miniapi" 30 test -s "$KUBECONFIG_ADMIN"
 wait_for "miniapi to serve" 30 kubectl --kubeconfig "$KUBECONFIG_ADMIN" get --raw /readyz
 
 "$BIN/miniapi" kubeconfig --data-dir "$DATA" --user "system:node:$NODE" --group system:nodes \
   --server https://127.0.0.1:6443 --out "$STATE/minilet.kubeconfig" >/dev/null
-NODE_IP=$(ip -4 -o addr show scope global | awk '{split($4, a, "/"); print a[1]; exit}')
 "$BIN/miniapi" serving-cert --data-dir "$DATA" --name minilet --host "${NODE_IP:-127.0.0.1}" --host "$NODE" \
   --out-dir "$STATE/minilet-pki" >/dev/null
 start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-name "$NODE" \
   --node-ip "${NODE_IP:-127.0.0.1}" --pod-cidr "$POD_CIDR" --containerd "$CONTAINERD_SOCK" \
   --tls-cert-file "$STATE/minilet-pki/minilet.crt" --tls-private-key-file "$STATE/minilet-pki/minilet.key" \
-  --client-ca-file "$STATE/minilet-pki/ca.crt"
+  --client-ca-file "$STATE/minilet-pki/ca.crt" --cluster-dns 10.96.0.10 --cluster-domain cluster.local
 
 "$BIN/miniapi" kubeconfig --data-dir "$DATA" --user system:kube-proxy \
   --server https://127.0.0.1:6443 --out "$STATE/miniproxy.kubeconfig" >/dev/null
@@ -73,6 +76,21 @@ k() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 say "waiting for node $NODE to be Ready"
 wait_for "node $NODE to register" 60 k get node "$NODE"
 k wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null
+
+# Cluster DNS (deploy/addons/coredns.yaml, docs/dns.md). CoreDNS's credentials until
+# ServiceAccount tokens exist: a client certificate for its ServiceAccount's user name.
+say "deploying cluster DNS (CoreDNS at 10.96.0.10)"
+"$BIN/miniapi" kubeconfig --data-dir "$DATA" --user system:serviceaccount:kube-system:coredns \
+  --group system:serviceaccounts --group system:serviceaccounts:kube-system \
+  --server "https://${NODE_IP:-127.0.0.1}:6443" --out "$STATE/coredns.kubeconfig" >/dev/null
+k -n kube-system create secret generic coredns-kubeconfig --from-file=kubeconfig="$STATE/coredns.kubeconfig" \
+  --dry-run=client -o yaml | k apply -f - >/dev/null
+k apply -f deploy/addons/coredns.yaml >/dev/null
+if ! k -n kube-system rollout status deployment/coredns --timeout=120s >/dev/null; then
+  k -n kube-system get pods -o wide >&2
+  echo "CoreDNS did not become ready; see $LOGS/minilet.log and: kubectl -n kube-system logs deployment/coredns" >&2
+  exit 1
+fi
 
 say "running the demo pod"
 k apply -f - >/dev/null <<YAML
@@ -101,5 +119,8 @@ cat <<MSG
 
 minik8s is up. Look around with:
   kubectl --kubeconfig $KUBECONFIG_ADMIN get nodes,pods -A
+Service names resolve in pods (docs/dns.md):
+  kubectl --kubeconfig $KUBECONFIG_ADMIN run dnsutils --image localhost/minik8s/dnsutils:v1 --restart=Never -- sleep 3600
+  kubectl --kubeconfig $KUBECONFIG_ADMIN exec dnsutils -- nslookup demo.default
 Logs: $LOGS   Stop and remove everything: make down
 MSG

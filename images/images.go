@@ -1,5 +1,7 @@
 // Package images builds the project's own container images from source: pause (the pod
-// sandbox), netexec (the test server, with busybox) and busybox. There is no registry on
+// sandbox), netexec (the test server, with busybox), busybox, coredns (cluster DNS, built
+// from the CoreDNS module by images/coredns, a Go module of its own) and dnsutils (busybox
+// with an nslookup that follows resolv.conf's search list, images/dnsutils). There is no registry on
 // the machines minik8s runs on, so each image is written as an OCI image-layout tarball
 // that minilet imports.
 package images
@@ -7,6 +9,7 @@ package images
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,21 +19,26 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/ociimage"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // References of the images Build writes.
 const (
-	PauseRef   = pauseimage.Ref
-	NetexecRef = "localhost/minik8s/netexec:v1"
-	BusyboxRef = "localhost/minik8s/busybox:v1"
+	PauseRef    = pauseimage.Ref
+	NetexecRef  = "localhost/minik8s/netexec:v1"
+	BusyboxRef  = "localhost/minik8s/busybox:v1"
+	CoreDNSRef  = "localhost/minik8s/coredns:v1"
+	DNSUtilsRef = "localhost/minik8s/dnsutils:v1"
 )
 
 // Tarball file names Build writes in its output directory, by image reference.
 var Tarballs = map[string]string{
-	PauseRef:   "pause.tar",
-	NetexecRef: "netexec.tar",
-	BusyboxRef: "busybox.tar",
+	PauseRef:    "pause.tar",
+	NetexecRef:  "netexec.tar",
+	BusyboxRef:  "busybox.tar",
+	CoreDNSRef:  "coredns.tar",
+	DNSUtilsRef: "dnsutils.tar",
 }
 
 // DefaultBusybox is where Debian's busybox-static package installs its binary.
@@ -40,7 +48,7 @@ const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 
 // Options configure Build.
 type Options struct {
-	// OutDir receives pause.tar, netexec.tar and busybox.tar.
+	// OutDir receives the tarballs named in Tarballs.
 	OutDir string
 	// Busybox is a statically linked busybox binary copied into the images
 	// (default DefaultBusybox).
@@ -83,6 +91,14 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	nslookup, err := goBuild(ctx, opts.Log, binDir, "dnsutils")
+	if err != nil {
+		return err
+	}
+	coredns, err := buildCoreDNS(ctx, opts.Log, binDir)
+	if err != nil {
+		return err
+	}
 
 	pauseLayer := baseLayer()
 	pauseLayer.File("/pause", 0o755, pause)
@@ -92,6 +108,11 @@ func Build(ctx context.Context, opts Options) error {
 	netexecLayer.File("/incluster", 0o755, incluster) // a client-go program for in-cluster access tests
 	busyboxLayer := baseLayer()
 	busybox.addTo(busyboxLayer)
+	dnsutilsLayer := baseLayer()
+	busybox.addTo(dnsutilsLayer)
+	dnsutilsLayer.File("/usr/bin/nslookup", 0o755, nslookup) // in place of busybox's applet
+	corednsLayer := baseLayer()
+	corednsLayer.File("/coredns", 0o755, coredns)
 
 	for _, img := range []ociimage.Image{
 		{Name: PauseRef, Layer: pauseLayer, Config: ocispec.ImageConfig{
@@ -104,6 +125,13 @@ func Build(ctx context.Context, opts Options) error {
 		}},
 		{Name: BusyboxRef, Layer: busyboxLayer, Config: ocispec.ImageConfig{
 			Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/",
+		}},
+		{Name: DNSUtilsRef, Layer: dnsutilsLayer, Config: ocispec.ImageConfig{
+			Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/",
+		}},
+		{Name: CoreDNSRef, Layer: corednsLayer, Config: ocispec.ImageConfig{
+			Entrypoint: []string{"/coredns"}, Env: []string{defaultPath}, WorkingDir: "/",
+			ExposedPorts: map[string]struct{}{"53/udp": {}, "53/tcp": {}, "9153/tcp": {}},
 		}},
 	} {
 		if err := writeTarball(opts.Log, filepath.Join(opts.OutDir, Tarballs[img.Name]), img); err != nil {
@@ -168,7 +196,63 @@ func goBuild(ctx context.Context, log *slog.Logger, dir, name string) ([]byte, e
 	return os.ReadFile(out)
 }
 
+// buildCoreDNS compiles images/coredns, a module of its own (CoreDNS's dependencies stay out
+// of ours), statically into dir. The first build takes minutes; the go build cache makes
+// later ones take about a second until its sources change.
+func buildCoreDNS(ctx context.Context, log *slog.Logger, dir string) ([]byte, error) {
+	out := filepath.Join(dir, "coredns")
+	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "github.com/minik8s/minik8s/images")
+	imagesDir, err := list.Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding the images directory: %w", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(imagesDir)), "coredns")
+	log.Info("compiling CoreDNS (minutes the first time, then cached)", "module", src)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w: %s", src, err, strings.TrimSpace(stderr.String()))
+	}
+	return os.ReadFile(out)
+}
+
+// writeTarball writes img to path unless the tarball there was written from the same
+// image: compressing a large layer (coredns) costs seconds on every `make images`.
 func writeTarball(log *slog.Logger, path string, img ociimage.Image) error {
+	key, err := imageKey(img)
+	if err != nil {
+		return err
+	}
+	keyPath := path + ".key"
+	if old, err := os.ReadFile(keyPath); err == nil && string(old) == key {
+		if _, err := os.Stat(path); err == nil {
+			log.Info("image unchanged", "image", img.Name, "file", path)
+			return nil
+		}
+	}
+	if err := writeLayout(log, path, img); err != nil {
+		return err
+	}
+	return os.WriteFile(keyPath, []byte(key), 0o644)
+}
+
+// imageKey digests everything an image tarball is made from.
+func imageKey(img ociimage.Image) (string, error) {
+	layer, err := img.Layer.DiffID()
+	if err != nil {
+		return "", err
+	}
+	config, err := json.Marshal(img.Config)
+	if err != nil {
+		return "", err
+	}
+	return digest.FromString(img.Name + "\n" + layer.String() + "\n" + string(config)).String(), nil
+}
+
+func writeLayout(log *slog.Logger, path string, img ociimage.Image) error {
 	var buf bytes.Buffer
 	manifest, err := ociimage.WriteLayout(&buf, img)
 	if err != nil {

@@ -43,7 +43,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name))
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name))
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -70,6 +70,12 @@ func upCommand(name *string) *cobra.Command {
 			if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
 				return fmt.Errorf("--nodes must be between 1 and %d, not %d", lab.MaxNodes, o.Nodes)
 			}
+			if o.Segments < 1 || o.Segments > lab.MaxSegments {
+				return fmt.Errorf("--segments must be between 1 and %d, not %d", lab.MaxSegments, o.Segments)
+			}
+			if o.PodNetwork != "host-gw" && o.PodNetwork != "vxlan" {
+				return fmt.Errorf("--pod-network must be host-gw or vxlan, not %q", o.PodNetwork)
+			}
 			o.Name, o.Progress = *name, cmd.OutOrStdout()
 			ctx, stop := daemon.SignalContext()
 			defer stop()
@@ -87,6 +93,34 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.BinDir, "bin-dir", binDir, "directory holding miniapi and minilet")
 	cmd.Flags().StringVar(&o.ImagesDir, "images-dir", filepath.Join(binDir, "..", "images", "out"), "directory of the image tarballs from `make images`")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
+	cmd.Flags().StringVar(&o.PodNetwork, "pod-network", "host-gw", "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
+	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
+	cmd.Flags().BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at 10.96.0.10, docs/dns.md)")
+	return cmd
+}
+
+func netCommand(name *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "net node-i",
+		Short: "Show a node's pod network (minilet network in its namespace): bridge, veth pairs, routes, VXLAN entries",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			exe, _ := os.Executable()
+			for _, n := range l.Nodes {
+				if n.Name == args[0] {
+					return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), "minilet"),
+						"network", "--root-dir", n.RunDir, "-o", output))
+				}
+			}
+			return fmt.Errorf("lab %q has no node %q", *name, args[0])
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
 
@@ -140,6 +174,8 @@ type info struct {
 	Kubeconfig string     `json:"kubeconfig"`
 	APIServer  string     `json:"apiServer"`
 	NetNS      string     `json:"controlPlaneNetns"`
+	PodNetwork string     `json:"podNetwork"`
+	Segments   int        `json:"segments"`
 	Nodes      []nodeInfo `json:"nodes"`
 }
 
@@ -162,7 +198,8 @@ func infoCommand(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS}
+			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS,
+				PodNetwork: l.PodNetwork, Segments: len(l.Switches)}
 			for _, n := range l.Nodes {
 				in.Nodes = append(in.Nodes, nodeInfo{Name: n.Name, IP: n.IP, NetNS: n.NetNS, PodCIDR: n.PodCIDR, ManifestDir: n.ManifestDir})
 			}
@@ -173,7 +210,7 @@ func infoCommand(name *string) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(in)
 			case "":
-				fmt.Fprintf(out, "lab %s: API %s (netns %s), kubeconfig %s\n", in.Name, in.APIServer, in.NetNS, in.Kubeconfig)
+				fmt.Fprintf(out, "lab %s: API %s (netns %s), kubeconfig %s, pod network %s on %d segment(s)\n", in.Name, in.APIServer, in.NetNS, in.Kubeconfig, in.PodNetwork, in.Segments)
 				for _, n := range in.Nodes {
 					fmt.Fprintf(out, "  %-8s %-12s netns %-20s pods %-14s manifests %s\n", n.Name, n.IP, n.NetNS, n.PodCIDR, n.ManifestDir)
 				}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -24,6 +26,9 @@ type Config struct {
 	ContainerdNamespace string        // --containerd-namespace
 	CNIBinDir           string        // --cni-bin-dir
 	CNIBridge           string        // --cni-bridge
+	CNIConfig           string        // --cni-config: auto (generated from the pod CIDR) or file (the operator's, from CNIConfDir)
+	CNIConfDir          string        // --cni-conf-dir ("": RootDir/cni/net.d)
+	PodNetwork          string        // --pod-network: how pods reach other nodes' pods (host-gw, vxlan, none)
 	PodManifestPath     string        // --pod-manifest-path: static pods
 	FileCheckFrequency  time.Duration // --file-check-frequency: rescan of PodManifestPath
 	InsecureRegistries  []string      // --insecure-registry: registries pulled from over plain HTTP
@@ -41,6 +46,9 @@ type Config struct {
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
+	// Pods' resolv.conf (poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
+	ClusterDNS                []string
+	ClusterDomain, ResolvConf string
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
@@ -54,6 +62,15 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.ParseCIDR(c.PodCIDR); c.PodCIDR != "" && err != nil {
 		errs = append(errs, fmt.Errorf("pod CIDR (--pod-cidr) %q is not a CIDR", c.PodCIDR))
+	}
+	if c.CNIConfig != "" && c.CNIConfig != network.ConfigAuto && c.CNIConfig != network.ConfigFile {
+		errs = append(errs, fmt.Errorf("--cni-config %q: want %s or %s", c.CNIConfig, network.ConfigAuto, network.ConfigFile))
+	}
+	if c.CNIConfDir != "" && !filepath.IsAbs(c.CNIConfDir) {
+		errs = append(errs, fmt.Errorf("--cni-conf-dir %q must be an absolute path", c.CNIConfDir))
+	}
+	if err := nodenet.ValidateMode(c.PodNetwork); c.PodNetwork != "" && err != nil {
+		errs = append(errs, fmt.Errorf("--pod-network: %w", err))
 	}
 	if !filepath.IsAbs(c.RootDir) {
 		errs = append(errs, fmt.Errorf("root dir (--root-dir) %q must be an absolute path", c.RootDir))
@@ -98,6 +115,7 @@ func (c Config) Validate() error {
 		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {
 		errs = append(errs, errors.New("the node API needs all of --tls-cert-file, --tls-private-key-file and --client-ca-file"))
 	}
+	errs = append(errs, c.validateDNS())
 	return errors.Join(errs...)
 }
 
@@ -109,6 +127,14 @@ func (c Config) fifoDir() string        { return filepath.Join(c.RootDir, "fifo"
 func (c Config) seccompDir() string     { return filepath.Join(c.RootDir, "seccomp") }
 func (c Config) cniCacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
 func (c Config) cniNetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }
+
+// cniConfDir is where the conflist is written (auto) or read (file).
+func (c Config) cniConfDir() string {
+	if c.CNIConfDir != "" {
+		return c.CNIConfDir
+	}
+	return filepath.Join(c.RootDir, "cni", "net.d")
+}
 
 // logConfig is how the runtime logs containers' output.
 func (c Config) logConfig() runtime.LogConfig {

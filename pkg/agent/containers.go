@@ -109,6 +109,9 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}
 	mounts, err := volumes.ContainerMounts(spec, st.volumes)
+	if err == nil {
+		mounts, err = a.podDNSMounts(pod, st.podIP, mounts)
+	}
 	if err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}

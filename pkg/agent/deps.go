@@ -39,6 +39,8 @@ type Runtime interface {
 type Network interface {
 	NewNetNS(dir, name string) (path string, err error)
 	RemoveNetNS(path string) error
-	SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, ports ...network.PortMapping) (net.IP, error)
+	SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, opts network.PodOptions) (net.IP, error)
+	// Check is CNI CHECK: is the sandbox's network still as SetUp left it?
+	Check(ctx context.Context, id, netnsPath string, pod network.PodRef) error
 	TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error
 }

@@ -22,6 +22,7 @@ const (
 	eventBackOff           = "BackOff"
 	eventErrImageNeverPull = "ErrImageNeverPull"
 	eventFailedSandbox     = "FailedCreatePodSandBox"
+	eventSandboxChanged    = "SandboxChanged"
 )
 
 // eventComponent is the source component of minilet's events; tools filter

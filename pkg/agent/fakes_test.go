@@ -257,7 +257,10 @@ type fakeNetwork struct {
 	attached map[string]string // sandbox id -> netns path
 	nextIP   int
 	setUpErr error
-	calls    []string
+	// tearDownErr fails CNI DEL, checkErr CNI CHECK, while set.
+	tearDownErr, checkErr error
+	checks                int
+	calls                 []string
 }
 
 func newFakeNetwork() *fakeNetwork { return &fakeNetwork{attached: map[string]string{}} }
@@ -273,7 +276,14 @@ func (n *fakeNetwork) NewNetNS(dir, name string) (string, error) {
 
 func (n *fakeNetwork) RemoveNetNS(path string) error { return os.Remove(path) }
 
-func (n *fakeNetwork) SetUp(_ context.Context, id, netnsPath string, _ network.PodRef, _ ...network.PortMapping) (net.IP, error) {
+func (n *fakeNetwork) Check(_ context.Context, id, _ string, _ network.PodRef) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.checks++
+	return n.checkErr
+}
+
+func (n *fakeNetwork) SetUp(_ context.Context, id, netnsPath string, _ network.PodRef, _ network.PodOptions) (net.IP, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls = append(n.calls, "setup "+id)
@@ -292,6 +302,9 @@ func (n *fakeNetwork) TearDown(_ context.Context, id, _ string, _ network.PodRef
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.calls = append(n.calls, "teardown "+id)
+	if n.tearDownErr != nil {
+		return n.tearDownErr
+	}
 	delete(n.attached, id)
 	return nil
 }

@@ -38,12 +38,16 @@ type nodeNetwork struct {
 	nodeNS string
 }
 
-func (n nodeNetwork) SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, ports ...network.PortMapping) (ip net.IP, err error) {
+func (n nodeNetwork) SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, opts network.PodOptions) (ip net.IP, err error) {
 	err = network.InNetNS(n.nodeNS, func() error {
-		ip, err = n.cniNetwork.SetUp(ctx, id, netnsPath, pod, ports...)
+		ip, err = n.cniNetwork.SetUp(ctx, id, netnsPath, pod, opts)
 		return err
 	})
 	return ip, err
+}
+
+func (n nodeNetwork) Check(ctx context.Context, id, netnsPath string, pod network.PodRef) error {
+	return network.InNetNS(n.nodeNS, func() error { return n.cniNetwork.Check(ctx, id, netnsPath, pod) })
 }
 
 func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error {
@@ -86,7 +90,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		}
 	})
 	cni, err := network.NewCNI(network.Config{PluginDirs: []string{cniBinDir}, BridgeName: cfg.CNIBridge, PodCIDR: cfg.PodCIDR,
-		CacheDir: cfg.cniCacheDir(), IPAMDataDir: cfg.cniNetworksDir()})
+		CacheDir: cfg.cniCacheDir(), IPAMDataDir: cfg.cniNetworksDir(), ConfDir: cfg.cniConfDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"net"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,8 @@ type podState struct {
 	terminated bool
 	// volumes are the pod's volumes as the last sync set them up.
 	volumes map[string]volumes.Volume
+	// netChecked is when CNI CHECK last found the sandbox's network intact.
+	netChecked time.Time
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *podState {

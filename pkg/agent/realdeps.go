@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -36,13 +38,7 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	if err := rt.AttachLogs(ctx); err != nil { // the output of containers a former minilet started
 		return err
 	}
-	cni, err := network.NewCNI(network.Config{
-		PluginDirs:  []string{cfg.CNIBinDir},
-		BridgeName:  cfg.CNIBridge,
-		PodCIDR:     cfg.PodCIDR,
-		CacheDir:    cfg.cniCacheDir(),
-		IPAMDataDir: cfg.cniNetworksDir(),
-	})
+	nodeNet, cni, err := setUpNodeNetwork(cfg)
 	if err != nil {
 		return fmt.Errorf("pod network: %w", err)
 	}
@@ -50,6 +46,9 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	rec, stopEvents := newEventRecorder(client, cfg.NodeName)
+	defer stopEvents()
+	go nodeNet.Run(ctx, client, rec)
 	if cfg.TLSCertFile != "" {
 		api := nodeapi.New(nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
 			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}, rt, client, a.healthy)
@@ -58,6 +57,42 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 		}
 	}
 	return a.Run(ctx)
+}
+
+// setUpNodeNetwork prepares the CNI network of the node's pods (every plugin present), then
+// the node's side of the pod network (what could clash with the bridge, forwarding, the
+// overlay device), so a missing plugin stops minilet before it changes the node.
+func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
+	_, podCIDR, _ := net.ParseCIDR(cfg.PodCIDR) // checked by Validate and node IPAM
+	nodeIP := net.ParseIP(cfg.NodeIP)
+	mode := cmp.Or(cfg.PodNetwork, nodenet.ModeHostGW)
+	mtu, err := nodenet.PodMTU(mode, nodeIP)
+	if err != nil {
+		return nil, nil, err
+	}
+	cni, err := network.NewCNI(network.Config{
+		Source:      cfg.CNIConfig,
+		ConfDir:     cfg.cniConfDir(),
+		PluginDirs:  []string{cfg.CNIBinDir},
+		BridgeName:  cfg.CNIBridge,
+		PodCIDR:     cfg.PodCIDR,
+		CacheDir:    cfg.cniCacheDir(),
+		IPAMDataDir: cfg.cniNetworksDir(),
+		MTU:         mtu,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	bridge := cfg.CNIBridge
+	if cfg.CNIConfig == network.ConfigFile {
+		bridge = "" // the operator's network may not use it at all
+	}
+	nodeNet, err := nodenet.Prepare(nodenet.Config{NodeName: cfg.NodeName, NodeIP: nodeIP, PodCIDR: podCIDR, Mode: mode, Bridge: bridge})
+	if err != nil {
+		return nil, nil, err
+	}
+	slog.Info("pod network", "mode", mode, "podCIDR", cfg.PodCIDR, "cniConfig", cni.ConfPath(), "mtu", mtu)
+	return nodeNet, cni, nil
 }
 
 // runtimeStartWait is how long minilet waits at start for containerd: on a booting host the

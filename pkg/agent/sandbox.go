@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/cniconf"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -24,7 +26,12 @@ import (
 func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod, all []runtime.Container) (*runtime.Container, error) {
 	sandboxes := sandboxesOf(all)
 	if len(sandboxes) > 0 && isRunning(sandboxes[0]) && st.podIP != nil {
-		return &sandboxes[0], nil
+		err := a.checkNetwork(ctx, st, pod, sandboxes[0])
+		if err == nil {
+			return &sandboxes[0], nil
+		}
+		slog.Warn("pod network is broken; starting the pod over", "pod", podKey(pod), "err", err)
+		a.podEvent(pod, corev1.EventTypeWarning, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created: %v", err)
 	}
 	apps := appContainersOf(all)
 	grace := gracePeriod(pod)
@@ -75,6 +82,10 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 	if err := cm.EnsurePodCgroup(a.cfg.CgroupRoot, pod, a.cfg.PodMaxPids); err != nil {
 		return nil, fmt.Errorf("pod cgroup: %w", err)
 	}
+	// A new sandbox has a new address: its containers get fresh DNS files.
+	if err := a.removePodDNSFiles(pod); err != nil {
+		return nil, err
+	}
 	if pod.Spec.HostNetwork {
 		sb, err := a.rt.RunSandbox(ctx, cfg)
 		if err != nil {
@@ -92,13 +103,35 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run pause container: %w", err), a.removeNetNS(nsPath))
 	}
-	ip, err := a.net.SetUp(ctx, sb.ID, nsPath, podRef(pod), hostPorts(pod)...)
+	bandwidth, err := cniconf.PodBandwidth(pod.Annotations)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("pod network: %w", err), a.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb}))
+	}
+	ip, err := a.net.SetUp(ctx, sb.ID, nsPath, podRef(pod), network.PodOptions{Ports: hostPorts(pod), Bandwidth: bandwidth})
 	if err != nil {
 		undo := a.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb})
 		return nil, errors.Join(fmt.Errorf("set up pod network: %w", err), undo)
 	}
 	st.podIP = ip
+	st.netChecked = a.clock.Now()
 	return &sb, nil
+}
+
+// netCheckPeriod is how often a running pod's network is checked (CNI CHECK runs every
+// plugin of the network once: a few processes per pod).
+const netCheckPeriod = time.Minute
+
+// checkNetwork runs CNI CHECK on a running sandbox when its last check is older than
+// netCheckPeriod; an error means the pod's network is no longer what ADD made.
+func (a *Agent) checkNetwork(ctx context.Context, st *podState, pod *corev1.Pod, sb runtime.Container) error {
+	if sb.NetNSPath == "" || a.clock.Since(st.netChecked) < netCheckPeriod {
+		return nil // hostNetwork, or checked lately
+	}
+	if err := a.net.Check(ctx, sb.ID, a.netnsPath(string(pod.UID)), podRef(pod)); err != nil {
+		return err
+	}
+	st.netChecked = a.clock.Now()
+	return nil
 }
 
 // hostPorts are the pod's containers' hostPorts, for the portmap plugin.

@@ -69,9 +69,11 @@ func Destroy(name string) error {
 		procs = nil
 	}
 
-	if slices.Contains(namespaces, l.SwitchNetNS) {
-		if err := unplugAll(l.SwitchNetNS); err != nil {
-			errs = append(errs, err)
+	for _, ns := range namespaces {
+		if switchPattern(name).MatchString(ns) {
+			if err := unplugAll(ns); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	for _, ns := range namespaces {

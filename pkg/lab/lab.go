@@ -6,8 +6,11 @@
 //   - a control-plane namespace mk-NAME-cp and one namespace mk-NAME-node-i per node, each
 //     with eth0 cabled to br0 by a veth pair whose switch end is named after the member
 //     (cp, node-i): cp is 10.200.0.2/24, node-i is 10.200.0.(10+i)/24 with pod CIDR
-//     10.244.i.0/24, IP forwarding on, and a route to every other node's pod CIDR via that
-//     node (the control plane has them too, so it can reach pods);
+//     10.244.i.0/24. Routes between nodes' pods are minilet's (--pod-network), not the lab's;
+//   - with Spec.Segments = S > 1: switches mk-NAME-sw, mk-NAME-sw1 ... for segments
+//     10.200.SEG.0/24, node-i on segment (i-1) mod S at 10.200.SEG.(10+i), the control plane
+//     on segment 0, and a router namespace mk-NAME-rt (eth<SEG> at 10.200.SEG.1, forwarding
+//     on) as the only way between segments;
 //   - no default route anywhere, and nothing added to the host namespace: veths are created
 //     with their ends directly in the lab namespaces.
 //   - state in /var/lib/minik8s/labs/NAME (lab.json, logs/, per-node static pod dirs) and
@@ -81,7 +84,16 @@ func ValidateName(name string) error {
 type Spec struct {
 	Name  string
 	Nodes int
+	// Segments > 1 puts the nodes on that many switches (node-i on segment (i-1) mod
+	// Segments, 10.200.SEG.0/24) joined only by a router namespace; the control plane stays
+	// on segment 0.
+	Segments int
+	// PodNetwork is how nodes' pods reach each other (minilet --pod-network); recorded only.
+	PodNetwork string
 }
+
+// MaxSegments keeps segment subnets 10.200.SEG.0/24 apart from the Service range.
+const MaxSegments = 8
 
 // Lab describes a lab; it is what lab.json holds.
 type Lab struct {
@@ -91,7 +103,10 @@ type Lab struct {
 	Subnet       string          `json:"subnet"`
 	ClusterCIDR  string          `json:"clusterCIDR"`
 	ServiceCIDR  string          `json:"serviceCIDR"`
-	SwitchNetNS  string          `json:"switchNetNS"`
+	SwitchNetNS  string          `json:"switchNetNS"`          // segment 0's switch
+	Switches     []string        `json:"switches,omitempty"`   // every segment's switch, segment 0 first
+	Router       *Router         `json:"router,omitempty"`     // joins the segments
+	PodNetwork   string          `json:"podNetwork,omitempty"` // minilet --pod-network
 	ControlPlane Member          `json:"controlPlane"`
 	Nodes        []Node          `json:"nodes"`
 	Kubeconfig   string          `json:"kubeconfig"` // admin kubeconfig; miniapi --data-dir=StateDir writes it here
@@ -107,11 +122,18 @@ type Member struct {
 	IP    string `json:"ip"`
 }
 
+// Router is the namespace routing between the lab segments: eth<SEG> at 10.200.SEG.1.
+type Router struct {
+	NetNS string   `json:"netns"`
+	IPs   []string `json:"ips"` // one per segment, in order
+}
+
 // Node is a lab node.
 type Node struct {
 	Name        string `json:"name"`  // node-i: node name and switch-side veth name
 	NetNS       string `json:"netns"` // mk-NAME-node-i
 	IP          string `json:"ip"`
+	Segment     int    `json:"segment"` // which switch it is cabled to
 	PodCIDR     string `json:"podCIDR"`
 	ManifestDir string `json:"manifestDir"` // static pods (minilet --pod-manifest-path)
 	RunDir      string `json:"runDir"`      // minilet --root-dir: pod netns mounts, CNI state
@@ -130,18 +152,32 @@ func describe(spec Spec) *Lab {
 		ClusterCIDR: ClusterCIDR,
 		ServiceCIDR: ServiceCIDR,
 		SwitchNetNS: netnsName(spec.Name, "sw"),
+		PodNetwork:  spec.PodNetwork,
 		ControlPlane: Member{
 			Name: "cp", NetNS: netnsName(spec.Name, "cp"), IP: ControlPlaneIP,
 		},
 		Processes: []ProcessRecord{},
 	}
 	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
+	segments := max(spec.Segments, 1)
+	l.Switches = []string{l.SwitchNetNS}
+	if segments > 1 {
+		l.Router = &Router{NetNS: netnsName(spec.Name, "rt")}
+		for s := range segments {
+			if s > 0 {
+				l.Switches = append(l.Switches, netnsName(spec.Name, fmt.Sprintf("sw%d", s)))
+			}
+			l.Router.IPs = append(l.Router.IPs, fmt.Sprintf("10.200.%d.1", s))
+		}
+	}
 	for i := 1; i <= spec.Nodes; i++ {
 		name := fmt.Sprintf("node-%d", i)
+		seg := (i - 1) % segments
 		l.Nodes = append(l.Nodes, Node{
 			Name:        name,
 			NetNS:       netnsName(spec.Name, name),
-			IP:          fmt.Sprintf("10.200.0.%d", 10+i),
+			IP:          fmt.Sprintf("10.200.%d.%d", seg, 10+i),
+			Segment:     seg,
 			PodCIDR:     fmt.Sprintf("10.244.%d.0/24", i),
 			ManifestDir: filepath.Join(l.StateDir, name, "manifests"),
 			RunDir:      filepath.Join(l.RunDir, name),
@@ -155,7 +191,12 @@ func netnsName(lab, member string) string { return "mk-" + lab + "-" + member }
 // netnsPattern matches exactly the namespace names of lab name. It does not match other
 // labs' names even where one lab name prefixes another ("a" vs "a-b").
 func netnsPattern(name string) *regexp.Regexp {
-	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw|cp|node-[0-9]+)$`)
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|node-[0-9]+)$`)
+}
+
+// switchPattern matches the switch namespaces of lab name.
+func switchPattern(name string) *regexp.Regexp {
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-sw[0-9]*$`)
 }
 
 // labNetNS lists the lab namespaces present in NetNSDir.

@@ -48,7 +48,7 @@ func TestValidateName(t *testing.T) {
 func TestNetNSPatternKeepsLabsApart(t *testing.T) {
 	re := netnsPattern("a")
 	for name, want := range map[string]bool{
-		"mk-a-sw": true, "mk-a-cp": true, "mk-a-node-12": true,
+		"mk-a-sw": true, "mk-a-cp": true, "mk-a-node-12": true, "mk-a-sw1": true, "mk-a-rt": true,
 		"mk-a-b-sw": false, "mk-a-node-1-cp": false, "mk-a-node-x": false, "mk-ab-sw": false,
 	} {
 		if got := re.MatchString(name); got != want {
@@ -60,12 +60,18 @@ func TestNetNSPatternKeepsLabsApart(t *testing.T) {
 // testLab creates a lab with a unique name that is destroyed when the test ends.
 func testLab(t *testing.T, nodes int) *Lab {
 	t.Helper()
+	return testLabSpec(t, Spec{Nodes: nodes})
+}
+
+func testLabSpec(t *testing.T, spec Spec) *Lab {
+	t.Helper()
 	testenv.RequireRoot(t, "creates network namespaces, links and mounts")
 	testenv.RequireFile(t, "/usr/bin/nsenter", "Debian's util-linux")
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "t" + hex.EncodeToString(b)
-	l, err := Create(Spec{Name: name, Nodes: nodes})
+	spec.Name = name
+	l, err := Create(spec)
 	if err != nil {
 		Destroy(name)
 		t.Fatalf("Create: %v", err)
@@ -136,19 +142,9 @@ func TestLabLifecycle(t *testing.T) {
 		})
 	}
 	inNS(t, n1.NetNS, func() error {
-		fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(string(fwd)) != "1" {
-			t.Errorf("ip_forward in %s = %s", n1.NetNS, fwd)
-		}
-		routes, err := netlink.RouteGet(net.ParseIP("10.244.2.5"))
-		if err != nil {
-			return err
-		}
-		if len(routes) != 1 || !routes[0].Gw.Equal(net.ParseIP(n2.IP)) {
-			t.Errorf("node-1 routes node-2's pods via %v, want %s", routes, n2.IP)
+		// Pod CIDRs are minilet's to route (--pod-network), not the lab's.
+		if routes, err := netlink.RouteGet(net.ParseIP("10.244.2.5")); err == nil {
+			t.Errorf("the lab routes node-2's pods itself: %v", routes)
 		}
 		return nil
 	})
@@ -404,4 +400,56 @@ func routesInto(t *testing.T, cidrs ...string) []string {
 		}
 	}
 	return into
+}
+
+// TestLabSegments: nodes on two switches reach each other only through the router.
+func TestLabSegments(t *testing.T) {
+	hostLinksBefore := linkNames(t)
+	hostRoutesBefore := routesInto(t, "10.200.0.0/16", ClusterCIDR)
+	l := testLabSpec(t, Spec{Nodes: 3, Segments: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n1, n2, n3 := l.Nodes[0], l.Nodes[1], l.Nodes[2]
+	if n1.IP != "10.200.0.11" || n2.IP != "10.200.1.12" || n3.IP != "10.200.0.13" || n2.Segment != 1 {
+		t.Errorf("addressing: %+v", l.Nodes)
+	}
+	if l.Router == nil || len(l.Switches) != 2 || l.Switches[1] != "mk-"+l.Name+"-sw1" {
+		t.Fatalf("router %+v, switches %v", l.Router, l.Switches)
+	}
+	inNS(t, n1.NetNS, func() error {
+		routes, err := netlink.RouteGet(net.ParseIP(n2.IP))
+		if err != nil {
+			return err
+		}
+		if len(routes) != 1 || !routes[0].Gw.Equal(net.ParseIP("10.200.0.1")) {
+			t.Errorf("node-1 reaches node-2 via %v, want the router 10.200.0.1", routes)
+		}
+		return nil
+	})
+	for _, hop := range []struct{ from, to string }{{n1.NetNS, n2.IP}, {n2.NetNS, n3.IP}, {l.ControlPlane.NetNS, n2.IP}} {
+		if out, err := Command(ctx, hop.from, "busybox", "ping", "-c", "1", "-W", "2", hop.to).CombinedOutput(); err != nil {
+			t.Errorf("ping %s from %s: %v\n%s", hop.to, hop.from, err, out)
+		}
+	}
+	inNS(t, l.Router.NetNS, func() error {
+		routes, err := netlink.RouteList(nil, netlink.FAMILY_ALL)
+		for _, r := range routes {
+			if r.Dst == nil || r.Dst.IP.IsUnspecified() {
+				t.Errorf("the router has a default route: %v", r)
+			}
+		}
+		return err
+	})
+	if after := linkNames(t); fmt.Sprint(after) != fmt.Sprint(hostLinksBefore) {
+		t.Errorf("host links changed: %v → %v", hostLinksBefore, after)
+	}
+	if after := routesInto(t, "10.200.0.0/16", ClusterCIDR); fmt.Sprint(after) != fmt.Sprint(hostRoutesBefore) {
+		t.Errorf("the lab changed the host's routes: %v → %v", hostRoutesBefore, after)
+	}
+	if err := Destroy(l.Name); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := labNetNS(l.Name); len(left) > 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
 }

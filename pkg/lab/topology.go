@@ -21,6 +21,9 @@ func Create(spec Spec) (*Lab, error) {
 	if spec.Nodes < 1 || spec.Nodes > MaxNodes {
 		return nil, fmt.Errorf("lab %q: %d nodes requested, want 1 to %d", spec.Name, spec.Nodes, MaxNodes)
 	}
+	if spec.Segments < 0 || spec.Segments > MaxSegments {
+		return nil, fmt.Errorf("lab %q: %d segments requested, want 1 to %d", spec.Name, spec.Segments, MaxSegments)
+	}
 	leftovers, err := labNetNS(spec.Name)
 	if err != nil {
 		return nil, err
@@ -63,53 +66,70 @@ func (l *Lab) build() error {
 		return err
 	}
 
-	sw, err := newNamespace(l.SwitchNetNS)
-	if err != nil {
-		return err
-	}
-	defer sw.close()
-	if err := sw.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName}}); err != nil {
-		return fmt.Errorf("create bridge %s in %s: %w", BridgeName, l.SwitchNetNS, err)
-	}
-	br, err := sw.h.LinkByName(BridgeName)
-	if err != nil {
-		return fmt.Errorf("find bridge %s in %s: %w", BridgeName, l.SwitchNetNS, err)
-	}
-	if err := sw.h.LinkSetUp(br); err != nil {
-		return fmt.Errorf("bring up bridge %s in %s: %w", BridgeName, l.SwitchNetNS, err)
+	// One switch per segment: a namespace holding bridge br0.
+	var switches []*namespace
+	defer func() {
+		for _, sw := range switches {
+			sw.close()
+		}
+	}()
+	var bridges []netlink.Link
+	for _, name := range l.Switches {
+		sw, err := newNamespace(name)
+		if err != nil {
+			return err
+		}
+		switches = append(switches, sw)
+		if err := sw.h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName}}); err != nil {
+			return fmt.Errorf("create bridge %s in %s: %w", BridgeName, name, err)
+		}
+		br, err := sw.h.LinkByName(BridgeName)
+		if err == nil {
+			err = sw.h.LinkSetUp(br)
+		}
+		if err != nil {
+			return fmt.Errorf("bring up bridge %s in %s: %w", BridgeName, name, err)
+		}
+		bridges = append(bridges, br)
 	}
 
 	members := []Member{l.ControlPlane}
+	segment := map[string]int{l.ControlPlane.Name: 0}
 	for _, n := range l.Nodes {
 		members = append(members, Member{Name: n.Name, NetNS: n.NetNS, IP: n.IP})
+		segment[n.Name] = n.Segment
 	}
 	for _, m := range members {
-		if err := l.plugIn(sw, br, m); err != nil {
+		s := segment[m.Name]
+		if err := l.plugIn(switches[s], l.Switches[s], bridges[s], m, MemberInterface); err != nil {
+			return err
+		}
+	}
+	if l.Router != nil {
+		if err := l.buildRouter(switches, bridges); err != nil {
 			return err
 		}
 	}
 
-	// Routes to pod CIDRs go through the node owning them (host-gw), the same routes minilet
-	// keeps with network.SyncPodCIDRRoutes.
+	// Pod CIDRs are routed by minilet (--pod-network), not by the lab. Members reach the
+	// other segments through the router; nodes route the Service range onto their segment.
 	for _, m := range members {
-		routes := map[string]net.IP{}
-		for _, other := range l.Nodes {
-			if other.Name != m.Name {
-				routes[other.PodCIDR] = net.ParseIP(other.IP)
-			}
-		}
 		isNode := m.Name != l.ControlPlane.Name
+		s := segment[m.Name]
 		err := network.InNetNS(NetNSPath(m.NetNS), func() error {
-			if isNode {
-				// /proc/sys/net shows the namespace of the thread that opens it.
-				if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
-					return fmt.Errorf("enable IP forwarding: %w", err)
-				}
-				if err := routeServiceCIDR(l.ServiceCIDR); err != nil {
-					return err
+			if l.Router != nil {
+				for other := range l.Switches {
+					if other != s {
+						if err := routeVia(fmt.Sprintf("10.200.%d.0/24", other), l.Router.IPs[s]); err != nil {
+							return err
+						}
+					}
 				}
 			}
-			return network.SyncPodCIDRRoutes(routes)
+			if isNode {
+				return routeServiceCIDR(l.ServiceCIDR)
+			}
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("set up routing in %s: %w", m.NetNS, err)
@@ -118,43 +138,81 @@ func (l *Lab) build() error {
 	return nil
 }
 
-// plugIn creates member m's namespace and cables its eth0 to the bridge. The veth is created
-// from the switch namespace with its peer placed straight into m's namespace, so neither end
-// ever exists in the host namespace.
-func (l *Lab) plugIn(sw *namespace, br netlink.Link, m Member) error {
-	ns, err := newNamespace(m.NetNS)
+// buildRouter cables the router namespace to every segment's switch (eth<SEG> at
+// 10.200.SEG.1) and turns on forwarding in it, so lab segments reach each other through it
+// and nowhere else.
+func (l *Lab) buildRouter(switches []*namespace, bridges []netlink.Link) error {
+	for s := range l.Switches {
+		m := Member{Name: "rt", NetNS: l.Router.NetNS, IP: l.Router.IPs[s]}
+		if err := l.plugIn(switches[s], l.Switches[s], bridges[s], m, fmt.Sprintf("eth%d", s)); err != nil {
+			return err
+		}
+	}
+	return network.InNetNS(NetNSPath(l.Router.NetNS), func() error {
+		// /proc/sys/net shows the namespace of the thread that opens it.
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("enable IP forwarding in %s: %w", l.Router.NetNS, err)
+		}
+		return nil
+	})
+}
+
+// routeVia routes cidr through gw (another lab segment through the router).
+func routeVia(cidr, gw string) error {
+	_, dst, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return err
+	}
+	if err := netlink.RouteReplace(&netlink.Route{Dst: dst, Gw: net.ParseIP(gw)}); err != nil {
+		return fmt.Errorf("route %s via %s: %w", cidr, gw, err)
+	}
+	return nil
+}
+
+// plugIn cables member m's interface ifName to the bridge of switch swName, creating m's
+// namespace first unless it exists (the router has one cable per segment). The veth is
+// created from the switch namespace with its peer placed straight into m's namespace, so
+// neither end ever exists in the host namespace.
+func (l *Lab) plugIn(sw *namespace, swName string, br netlink.Link, m Member, ifName string) error {
+	var ns *namespace
+	var err error
+	if _, statErr := os.Stat(NetNSPath(m.NetNS)); statErr == nil {
+		ns, err = openNamespace(m.NetNS)
+	} else {
+		ns, err = newNamespace(m.NetNS)
+	}
 	if err != nil {
 		return err
 	}
 	defer ns.close()
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: m.Name, MasterIndex: br.Attrs().Index},
-		PeerName:      MemberInterface,
+		PeerName:      ifName,
 		PeerNamespace: netlink.NsFd(ns.fd),
 	}
 	if err := sw.h.LinkAdd(veth); err != nil {
-		return fmt.Errorf("cable %s to %s: %w", m.NetNS, l.SwitchNetNS, err)
+		return fmt.Errorf("cable %s to %s: %w", m.NetNS, swName, err)
 	}
 	swEnd, err := sw.h.LinkByName(m.Name)
 	if err == nil {
 		err = sw.h.LinkSetUp(swEnd)
 	}
 	if err != nil {
-		return fmt.Errorf("bring up %s in %s: %w", m.Name, l.SwitchNetNS, err)
+		return fmt.Errorf("bring up %s in %s: %w", m.Name, swName, err)
 	}
-	eth0, err := ns.h.LinkByName(MemberInterface)
+	eth0, err := ns.h.LinkByName(ifName)
 	if err != nil {
-		return fmt.Errorf("find %s in %s: %w", MemberInterface, m.NetNS, err)
+		return fmt.Errorf("find %s in %s: %w", ifName, m.NetNS, err)
 	}
 	addr, err := netlink.ParseAddr(m.IP + "/24")
 	if err != nil {
 		return fmt.Errorf("address of %s: %w", m.Name, err)
 	}
 	if err := ns.h.AddrAdd(eth0, addr); err != nil {
-		return fmt.Errorf("address %s on %s in %s: %w", addr, MemberInterface, m.NetNS, err)
+		return fmt.Errorf("address %s on %s in %s: %w", addr, ifName, m.NetNS, err)
 	}
 	if err := ns.h.LinkSetUp(eth0); err != nil {
-		return fmt.Errorf("bring up %s in %s: %w", MemberInterface, m.NetNS, err)
+		return fmt.Errorf("bring up %s in %s: %w", ifName, m.NetNS, err)
 	}
 	return nil
 }
@@ -167,10 +225,15 @@ type namespace struct {
 
 // newNamespace creates the named namespace with lo up and opens a netlink handle in it.
 func newNamespace(name string) (*namespace, error) {
-	path, err := network.NewNetNS(NetNSDir, name)
-	if err != nil {
+	if _, err := network.NewNetNS(NetNSDir, name); err != nil {
 		return nil, err
 	}
+	return openNamespace(name)
+}
+
+// openNamespace opens a netlink handle in the named lab namespace and brings its lo up.
+func openNamespace(name string) (*namespace, error) {
+	path := NetNSPath(name)
 	fd, err := netns.GetFromPath(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

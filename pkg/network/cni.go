@@ -2,43 +2,57 @@ package network
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	cniversion "github.com/containernetworking/cni/pkg/version"
+
+	"github.com/minik8s/minik8s/pkg/network/cniconf"
 )
 
-// NetworkName names the CNI network in the generated conflist, in libcni's result cache and
-// in host-local's data directory (IPAMDataDir/NetworkName/IP).
-const NetworkName = "minik8s"
+// NetworkName names the generated CNI network, in libcni's result cache and in host-local's
+// data directory (IPAMDataDir/NetworkName/IP).
+const NetworkName = cniconf.NetworkName
 
 // podIfName is the pod's interface, as in Kubernetes.
 const podIfName = "eth0"
 
-// requiredPlugins are the plugin binaries the generated conflist uses.
-var requiredPlugins = []string{"bridge", "host-local", "portmap", "loopback"}
+// Where the node's network configuration comes from (minilet --cni-config).
+const (
+	ConfigAuto = "auto" // generated from the pod CIDR and written to ConfDir
+	ConfigFile = "file" // the operator's own, read from ConfDir and used as is
+)
 
 // Config describes one node's pod network.
 type Config struct {
+	Source      string   // ConfigAuto (default) or ConfigFile
+	ConfDir     string   // where the conflist is written (auto) or read (file)
 	PluginDirs  []string // where CNI plugin binaries live, e.g. /usr/lib/cni
-	BridgeName  string   // the node's pod bridge, e.g. cni0
-	PodCIDR     string   // the node's pod range; the bridge takes its first address
+	BridgeName  string   // auto: the node's pod bridge, e.g. cni0
+	PodCIDR     string   // auto: the node's pod range; the bridge takes its first address
 	CacheDir    string   // libcni result cache; per node, never the shared /var/lib/cni
-	IPAMDataDir string   // host-local allocations; per node, never the shared /var/lib/cni
-	MTU         int      // pod and bridge MTU; 0 keeps the plugin's default
+	IPAMDataDir string   // auto: host-local allocations; per node, never the shared /var/lib/cni
+	MTU         int      // auto: pod and bridge MTU; 0 keeps the plugin's default
 }
 
 // PodRef identifies the pod a sandbox belongs to; it reaches the plugins as CNI_ARGS.
 type PodRef struct {
 	Namespace, Name, UID string
+}
+
+// PodOptions are a pod's per-sandbox network settings, handed to the plugins as capability
+// arguments.
+type PodOptions struct {
+	Ports     []PortMapping      // hostPorts (portmap's portMappings)
+	Bandwidth *cniconf.Bandwidth // traffic shaping (bandwidth's bandwidth)
 }
 
 // PortMapping is a hostPort of a pod container, handed to the portmap plugin in the
@@ -50,52 +64,75 @@ type PortMapping struct {
 	HostIP        string `json:"hostIP,omitempty"`
 }
 
-// CNI wires pod sandboxes into the node's bridge network through libcni.
+// CNI wires pod sandboxes into the node's network through libcni.
 type CNI struct {
-	lib  *libcni.CNIConfig
-	list *libcni.NetworkConfigList
+	lib      *libcni.CNIConfig
+	list     *libcni.NetworkConfigList
+	confPath string
 }
 
-// NewCNI checks cfg (plugin binaries present, pod CIDR valid, per-node directories set) and
-// prepares the network configuration. It also writes the conflist to
-// CacheDir/../net.d/10-minik8s.conflist for people to read; nothing reads it back.
+// NewCNI checks cfg and prepares the network configuration: generated from the pod CIDR and
+// written to ConfDir (auto), or the operator's conflist read from ConfDir (file). Every
+// plugin binary the configuration runs must be present.
 func NewCNI(cfg Config) (*CNI, error) {
 	if len(cfg.PluginDirs) == 0 {
 		return nil, errors.New("CNI: no plugin directory given")
 	}
-	for _, name := range requiredPlugins {
-		if !pluginPresent(cfg.PluginDirs, name) {
-			return nil, fmt.Errorf("CNI plugin %q not found in %s (Debian: apt-get install containernetworking-plugins)",
-				name, strings.Join(cfg.PluginDirs, ":"))
+	if cfg.CacheDir == "" || cfg.ConfDir == "" {
+		return nil, errors.New("CNI cache and configuration directories must be set (per node, not /var/lib/cni)")
+	}
+	c := &CNI{lib: libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, cfg.CacheDir, nil)}
+	switch cfg.Source {
+	case ConfigAuto, "":
+		if cfg.IPAMDataDir == "" {
+			return nil, errors.New("CNI: host-local data directory must be set (per node, not /var/lib/cni)")
+		}
+		raw, err := cniconf.Generate(cniconf.Params{BridgeName: cfg.BridgeName, PodCIDR: cfg.PodCIDR, IPAMDataDir: cfg.IPAMDataDir, MTU: cfg.MTU})
+		if err != nil {
+			return nil, err
+		}
+		if c.list, err = libcni.ConfListFromBytes(raw); err != nil {
+			return nil, fmt.Errorf("parse generated CNI conflist: %w", err)
+		}
+		if err := checkPlugins(cfg.PluginDirs, cniconf.PluginTypes(c.list)); err != nil {
+			return nil, err
+		}
+		if c.confPath, err = cniconf.Write(cfg.ConfDir, raw); err != nil {
+			return nil, err
+		}
+	case ConfigFile:
+		list, path, err := cniconf.Load(cfg.ConfDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPlugins(cfg.PluginDirs, cniconf.PluginTypes(list)); err != nil {
+			return nil, fmt.Errorf("CNI configuration %s: %w", path, err)
+		}
+		c.list, c.confPath = list, path
+	default:
+		return nil, fmt.Errorf("CNI configuration source %q: want %q or %q", cfg.Source, ConfigAuto, ConfigFile)
+	}
+	return c, nil
+}
+
+// ConfPath is the conflist the network runs from.
+func (c *CNI) ConfPath() string { return c.confPath }
+
+// Name is the network's name (host-local keeps its allocations under IPAMDataDir/Name).
+func (c *CNI) Name() string { return c.list.Name }
+
+func checkPlugins(dirs, types []string) error {
+	var missing []string
+	for _, name := range types {
+		if !pluginPresent(dirs, name) {
+			missing = append(missing, strconv.Quote(name))
 		}
 	}
-	if cfg.BridgeName == "" || len(cfg.BridgeName) > 15 {
-		return nil, fmt.Errorf("CNI bridge name %q must have 1 to 15 characters", cfg.BridgeName)
+	if len(missing) > 0 {
+		return fmt.Errorf("CNI plugin %s not found in %s (--cni-bin-dir; Debian: apt-get install containernetworking-plugins)",
+			strings.Join(missing, ", "), strings.Join(dirs, ":"))
 	}
-	_, subnet, err := net.ParseCIDR(cfg.PodCIDR)
-	if err != nil {
-		return nil, fmt.Errorf("pod CIDR %q: %w", cfg.PodCIDR, err)
-	}
-	if cfg.CacheDir == "" || cfg.IPAMDataDir == "" {
-		return nil, errors.New("CNI cache and IPAM data directories must be set (per node, not /var/lib/cni)")
-	}
-	if cfg.MTU < 0 {
-		return nil, fmt.Errorf("MTU %d is negative", cfg.MTU)
-	}
-
-	raw, err := json.MarshalIndent(confList(cfg, subnet), "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode CNI conflist: %w", err)
-	}
-	list, err := libcni.ConfListFromBytes(raw)
-	if err != nil {
-		return nil, fmt.Errorf("parse generated CNI conflist: %w", err)
-	}
-	writeConfListCopy(filepath.Join(filepath.Dir(filepath.Clean(cfg.CacheDir)), "net.d", "10-minik8s.conflist"), raw)
-	return &CNI{
-		lib:  libcni.NewCNIConfigWithCacheDir(cfg.PluginDirs, cfg.CacheDir, nil),
-		list: list,
-	}, nil
+	return nil
 }
 
 func pluginPresent(dirs []string, name string) bool {
@@ -105,75 +142,6 @@ func pluginPresent(dirs []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// writeConfListCopy leaves the conflist where people look for one; failing to is only worth
-// a warning because the network runs from the in-memory copy.
-func writeConfListCopy(path string, raw []byte) {
-	err := os.MkdirAll(filepath.Dir(path), 0o755)
-	if err == nil {
-		err = os.WriteFile(path, append(raw, '\n'), 0o644)
-	}
-	if err != nil {
-		slog.Warn("could not write a copy of the CNI conflist", "path", path, "err", err)
-	}
-}
-
-type confListJSON struct {
-	CNIVersion string `json:"cniVersion"`
-	Name       string `json:"name"`
-	Plugins    []any  `json:"plugins"`
-}
-
-type bridgeJSON struct {
-	Type        string   `json:"type"`
-	Bridge      string   `json:"bridge"`
-	IsGateway   bool     `json:"isGateway"`
-	HairpinMode bool     `json:"hairpinMode"`
-	MTU         int      `json:"mtu,omitempty"`
-	IPAM        ipamJSON `json:"ipam"`
-}
-
-type ipamJSON struct {
-	Type    string                `json:"type"`
-	Ranges  [][]map[string]string `json:"ranges"`
-	Routes  []map[string]string   `json:"routes"`
-	DataDir string                `json:"dataDir"`
-}
-
-type portmapJSON struct {
-	Type         string          `json:"type"`
-	Capabilities map[string]bool `json:"capabilities"`
-}
-
-type loopbackJSON struct {
-	Type string `json:"type"`
-}
-
-// confList is the node network: a bridge whose address is the pods' default gateway,
-// host-local addresses from the pod CIDR, portmap for hostPorts, and lo up in every pod.
-func confList(cfg Config, subnet *net.IPNet) confListJSON {
-	defaultDst := "0.0.0.0/0"
-	if subnet.IP.To4() == nil {
-		defaultDst = "::/0"
-	}
-	return confListJSON{
-		CNIVersion: "1.0.0",
-		Name:       NetworkName,
-		Plugins: []any{
-			bridgeJSON{
-				Type: "bridge", Bridge: cfg.BridgeName, IsGateway: true, HairpinMode: true, MTU: cfg.MTU,
-				IPAM: ipamJSON{
-					Type:    "host-local",
-					Ranges:  [][]map[string]string{{{"subnet": subnet.String()}}},
-					Routes:  []map[string]string{{"dst": defaultDst}},
-					DataDir: cfg.IPAMDataDir,
-				},
-			},
-			portmapJSON{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}},
-			loopbackJSON{Type: "loopback"},
-		},
-	}
 }
 
 // runtimeConf is what kubelet passes for a sandbox: its id, netns, eth0 and the pod identity.
@@ -193,17 +161,21 @@ func runtimeConf(id, netnsPath string, pod PodRef) *libcni.RuntimeConf {
 }
 
 // SetUp attaches the sandbox id, whose network namespace is at netnsPath, to the node network
-// (eth0 on the bridge, lo up, hostPorts from ports) and returns the pod's IP. On failure it
+// (eth0 on the bridge, lo up, hostPorts and traffic shaping from opts) and returns the pod's IP. On failure it
 // releases whatever the plugins had already set up.
-func (c *CNI) SetUp(ctx context.Context, id, netnsPath string, pod PodRef, ports ...PortMapping) (net.IP, error) {
+func (c *CNI) SetUp(ctx context.Context, id, netnsPath string, pod PodRef, opts PodOptions) (net.IP, error) {
 	rt := runtimeConf(id, netnsPath, pod)
-	if len(ports) > 0 {
-		mappings := make([]PortMapping, len(ports))
-		for i, p := range ports {
+	rt.CapabilityArgs = map[string]any{}
+	if len(opts.Ports) > 0 {
+		mappings := make([]PortMapping, len(opts.Ports))
+		for i, p := range opts.Ports {
 			p.Protocol = strings.ToLower(p.Protocol)
 			mappings[i] = p
 		}
-		rt.CapabilityArgs = map[string]any{"portMappings": mappings}
+		rt.CapabilityArgs["portMappings"] = mappings
+	}
+	if opts.Bandwidth != nil {
+		rt.CapabilityArgs["bandwidth"] = opts.Bandwidth
 	}
 	res, err := c.lib.AddNetworkList(ctx, c.list, rt)
 	if err == nil {
@@ -248,4 +220,37 @@ func (c *CNI) TearDown(ctx context.Context, id, netnsPath string, pod PodRef) er
 		return fmt.Errorf("tear down network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
 	}
 	return nil
+}
+
+// Check asks the plugins whether the sandbox's network is still as ADD left it (CNI CHECK:
+// the pod's interface, address and routes, the bridge, hostPort rules, shaping). A network
+// whose cniVersion predates CHECK, or that disables it, passes.
+func (c *CNI) Check(ctx context.Context, id, netnsPath string, pod PodRef) error {
+	if ok, _ := cniversion.GreaterThanOrEqualTo(c.list.CNIVersion, "0.4.0"); !ok || c.list.DisableCheck {
+		return nil
+	}
+	rt := runtimeConf(id, netnsPath, pod)
+	if _, cached, err := c.lib.GetNetworkListCachedConfig(c.list, rt); err == nil && cached != nil {
+		rt = cached // with the capability arguments of ADD, which portmap and bandwidth check
+	}
+	if err := c.lib.CheckNetworkList(ctx, c.checkList(rt), rt); err != nil {
+		return fmt.Errorf("check network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
+	}
+	return nil
+}
+
+// checkList is the network without the plugins whose CHECK is broken in the plugin releases
+// minilet runs with (Debian's 1.1.x): portmap checks an IPv6 DNAT chain even for an
+// IPv4-only pod ("could not check ipv6 dnat") wherever ip6tables exists, and bandwidth
+// dereferences a nil limit for a pod without one.
+func (c *CNI) checkList(rt *libcni.RuntimeConf) *libcni.NetworkConfigList {
+	_, shaped := rt.CapabilityArgs["bandwidth"]
+	list := *c.list
+	list.Plugins = nil
+	for _, p := range c.list.Plugins {
+		if p.Network.Type != "portmap" && (p.Network.Type != "bandwidth" || shaped) {
+			list.Plugins = append(list.Plugins, p)
+		}
+	}
+	return &list
 }

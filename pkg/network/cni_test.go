@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/network/cniconf"
 	"github.com/minik8s/minik8s/pkg/testenv"
 
 	"github.com/vishvananda/netlink"
@@ -23,7 +25,7 @@ const debianCNIDir = "/usr/lib/cni"
 func TestNewCNIRejectsBadConfig(t *testing.T) {
 	empty := t.TempDir()
 	base := Config{PluginDirs: []string{empty}, BridgeName: "cni0", PodCIDR: "10.244.1.0/24",
-		CacheDir: filepath.Join(empty, "cache"), IPAMDataDir: filepath.Join(empty, "networks")}
+		CacheDir: filepath.Join(empty, "cache"), IPAMDataDir: filepath.Join(empty, "networks"), ConfDir: filepath.Join(empty, "net.d")}
 
 	_, err := NewCNI(base)
 	if err == nil || !strings.Contains(err.Error(), `"bridge"`) || !strings.Contains(err.Error(), empty) {
@@ -39,6 +41,8 @@ func TestNewCNIRejectsBadConfig(t *testing.T) {
 		"long bridge":   func(c *Config) { c.BridgeName = "a-very-long-bridge-name" },
 		"negative MTU":  func(c *Config) { c.MTU = -1 },
 		"no plugin dir": func(c *Config) { c.PluginDirs = nil },
+		"no conf dir":   func(c *Config) { c.ConfDir = "" },
+		"bad source":    func(c *Config) { c.Source = "magic" },
 	} {
 		cfg := base
 		mutate(&cfg)
@@ -50,7 +54,32 @@ func TestNewCNIRejectsBadConfig(t *testing.T) {
 		t.Fatalf("valid config: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(empty, "net.d", "10-minik8s.conflist")); err != nil {
-		t.Errorf("conflist copy not written: %v", err)
+		t.Errorf("conflist not written: %v", err)
+	}
+
+	// An operator's conflist is used as is; a plugin it names must be there.
+	opDir := t.TempDir()
+	file := Config{Source: ConfigFile, ConfDir: opDir, PluginDirs: []string{debianCNIDir}, CacheDir: filepath.Join(empty, "cache")}
+	if _, err := NewCNI(file); err == nil || !strings.Contains(err.Error(), opDir) {
+		t.Errorf("empty --cni-conf-dir: err = %v, want one naming %s", err, opDir)
+	}
+	conf := `{"cniVersion":"1.0.0","name":"ops","plugins":[{"type":"bridge","bridge":"br-ops","ipam":{"type":"host-local","subnet":"10.9.0.0/24"}},{"type":"no-such-plugin"}]}`
+	if err := os.WriteFile(filepath.Join(opDir, "50-ops.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCNI(file); err == nil || !strings.Contains(err.Error(), `"no-such-plugin"`) || !strings.Contains(err.Error(), "50-ops.conflist") {
+		t.Errorf("operator conflist with a missing plugin: err = %v, want one naming the plugin and the file", err)
+	}
+	conf = strings.Replace(conf, `,{"type":"no-such-plugin"}`, "", 1)
+	if err := os.WriteFile(filepath.Join(opDir, "50-ops.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cni, err := NewCNI(file)
+	if err != nil {
+		t.Fatalf("operator conflist: %v", err)
+	}
+	if cni.Name() != "ops" || cni.ConfPath() != filepath.Join(opDir, "50-ops.conflist") {
+		t.Errorf("operator conflist: network %q from %s", cni.Name(), cni.ConfPath())
 	}
 }
 
@@ -76,7 +105,8 @@ func TestPodNetwork(t *testing.T) {
 	inNode(func() error { return setLinkUp("lo") }) // local delivery (hostPort on the node) needs lo
 
 	cfg := Config{PluginDirs: []string{debianCNIDir}, BridgeName: "cni0", PodCIDR: "10.244.7.0/24",
-		CacheDir: filepath.Join(root, "cni", "cache"), IPAMDataDir: filepath.Join(root, "cni", "networks"), MTU: 1400}
+		CacheDir: filepath.Join(root, "cni", "cache"), IPAMDataDir: filepath.Join(root, "cni", "networks"), MTU: 1400,
+		ConfDir: filepath.Join(root, "cni", "net.d")}
 	cni, err := NewCNI(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -85,12 +115,12 @@ func TestPodNetwork(t *testing.T) {
 	refB := PodRef{Namespace: "default", Name: "b", UID: "uid-b"}
 	var ipA, ipB net.IP
 	inNode(func() (err error) {
-		ipA, err = cni.SetUp(ctx, "sandbox-a", podA, refA)
+		ipA, err = cni.SetUp(ctx, "sandbox-a", podA, refA, PodOptions{Bandwidth: &cniconf.Bandwidth{IngressRate: 8_000_000, IngressBurst: math.MaxInt32}})
 		return err
 	})
 	t.Cleanup(func() { InNetNS(node, func() error { return cni.TearDown(ctx, "sandbox-a", podA, refA) }) })
 	inNode(func() (err error) {
-		ipB, err = cni.SetUp(ctx, "sandbox-b", podB, refB, PortMapping{HostPort: 18080, ContainerPort: 8080, Protocol: "TCP"})
+		ipB, err = cni.SetUp(ctx, "sandbox-b", podB, refB, PodOptions{Ports: []PortMapping{{HostPort: 18080, ContainerPort: 8080, Protocol: "TCP"}}})
 		return err
 	})
 	t.Cleanup(func() { InNetNS(node, func() error { return cni.TearDown(ctx, "sandbox-b", podB, refB) }) })
@@ -138,6 +168,27 @@ func TestPodNetwork(t *testing.T) {
 	}
 	if got := dialHello(t, node, net.JoinHostPort(gateway.String(), "18080")); got != "hello" {
 		t.Errorf("node hostPort 18080 → pod B read %q", got)
+	}
+
+	// Pod A's ingress is shaped on its host-side veth.
+	if out, err := exec.CommandContext(ctx, "nsenter", "--net="+node, "tc", "qdisc", "show").CombinedOutput(); err != nil || !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), "8Mbit") {
+		t.Errorf("no 8Mbit tbf qdisc for pod A's ingress-bandwidth in the node: %v\n%s", err, out)
+	}
+
+	// CHECK passes on an intact pod network and fails once its default route is gone.
+	for _, c := range []struct {
+		id, ns string
+		ref    PodRef
+	}{{"sandbox-a", podA, refA}, {"sandbox-b", podB, refB}} {
+		if err := InNetNS(node, func() error { return cni.Check(ctx, c.id, c.ns, c.ref) }); err != nil {
+			t.Errorf("CHECK of intact %s: %v", c.id, err)
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "nsenter", "--net="+podA, "ip", "route", "del", "default").CombinedOutput(); err != nil {
+		t.Fatalf("delete pod A's default route: %v\n%s", err, out)
+	}
+	if err := InNetNS(node, func() error { return cni.Check(ctx, "sandbox-a", podA, refA) }); err == nil {
+		t.Errorf("CHECK passed with pod A's default route gone")
 	}
 
 	// Tear-down: B normally (twice: DEL is idempotent), A after its namespace is gone.

@@ -1,7 +1,9 @@
 // Package network gives a node its pod networking: network namespaces bind-mounted at a path
 // (NewNetNS, RemoveNetNS, InNetNS), pod interfaces through CNI with the standard plugins
-// (NewCNI, CNI.SetUp, CNI.TearDown) and host-gw routes to other nodes' pod CIDRs
-// (SyncPodCIDRRoutes).
+// (NewCNI, CNI.SetUp, CNI.Check, CNI.TearDown) and the routes to other nodes' pod CIDRs it
+// owns (SyncPodRoutes). Its sub-packages: cniconf (the conflist), vxlan (the overlay
+// device), masq (egress masquerade), nodenet (minilet's controller tying them to the Node
+// objects), inspect (`minilet network`).
 //
 // Everything acts on the network namespace of the calling process (or, inside InNetNS, of
 // the calling thread): a minilet running in a lab node's namespace wires that node only.

@@ -1,6 +1,7 @@
 package network
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestSyncPodCIDRRoutes(t *testing.T) {
+func TestSyncPodRoutes(t *testing.T) {
 	requireRoot(t)
 	node := newTestNetNS(t, netnsDir(t), "node")
 	err := InNetNS(node, func() error {
@@ -38,21 +39,21 @@ func TestSyncPodCIDRRoutes(t *testing.T) {
 			return err
 		}
 
-		if err := SyncPodCIDRRoutes(map[string]net.IP{
-			"10.244.2.0/24": net.ParseIP("10.200.9.2"),
-			"10.244.3.0/24": net.ParseIP("10.200.9.3"),
-		}); err != nil {
-			return fmt.Errorf("first sync: %w", err)
+		if failed := SyncPodRoutes(hostGW(map[string]string{
+			"10.244.2.0/24": "10.200.9.2",
+			"10.244.3.0/24": "10.200.9.3",
+		})); len(failed) > 0 {
+			return fmt.Errorf("first sync: %v", failed)
 		}
 		checkRoutes(t, map[string]string{"10.244.2.0/24": "10.200.9.2", "10.244.3.0/24": "10.200.9.3"})
 
 		// Node 2 moved, node 3 left; the foreign route must survive, also when asked for.
-		err = SyncPodCIDRRoutes(map[string]net.IP{
-			"10.244.2.0/24": net.ParseIP("10.200.9.4"),
-			"10.244.9.0/24": net.ParseIP("10.200.9.5"),
-		})
-		if err == nil || !strings.Contains(err.Error(), "10.244.9.0/24") {
-			t.Errorf("sync over a foreign route: err = %v, want one naming 10.244.9.0/24", err)
+		failed := SyncPodRoutes(hostGW(map[string]string{
+			"10.244.2.0/24": "10.200.9.4",
+			"10.244.9.0/24": "10.200.9.5",
+		}))
+		if err := failed["10.244.9.0/24"]; len(failed) != 1 || err == nil || !strings.Contains(err.Error(), "something else") {
+			t.Errorf("sync over a foreign route: failed = %v, want only 10.244.9.0/24", failed)
 		}
 		checkRoutes(t, map[string]string{"10.244.2.0/24": "10.200.9.4"})
 		routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: foreignDst}, netlink.RT_FILTER_DST)
@@ -63,8 +64,19 @@ func TestSyncPodCIDRRoutes(t *testing.T) {
 			t.Errorf("foreign route changed: %v", routes)
 		}
 
-		if err := SyncPodCIDRRoutes(nil); err != nil {
-			t.Errorf("empty sync: %v", err)
+		// A next hop behind a router cannot carry host-gw routes; the rest goes on.
+		_, beyond, _ := net.ParseCIDR("10.201.0.0/24")
+		if err := netlink.RouteAdd(&netlink.Route{Dst: beyond, Gw: net.ParseIP("10.200.9.254")}); err != nil {
+			return err
+		}
+		failed = SyncPodRoutes(hostGW(map[string]string{"10.244.2.0/24": "10.200.9.4", "10.244.5.0/24": "10.201.0.5"}))
+		if err := failed["10.244.5.0/24"]; len(failed) != 1 || !errors.Is(err, ErrNextHopNotOnLink) {
+			t.Errorf("next hop behind a router: failed = %v, want ErrNextHopNotOnLink for 10.244.5.0/24", failed)
+		}
+		checkRoutes(t, map[string]string{"10.244.2.0/24": "10.200.9.4"})
+
+		if failed := SyncPodRoutes(nil); len(failed) > 0 {
+			t.Errorf("empty sync: %v", failed)
 		}
 		checkRoutes(t, map[string]string{})
 		return nil
@@ -73,11 +85,8 @@ func TestSyncPodCIDRRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := SyncPodCIDRRoutes(map[string]net.IP{"10.244.2.0/24": net.ParseIP("fd00::1")}); err == nil {
+	if failed := SyncPodRoutes(hostGW(map[string]string{"10.244.2.0/24": "fd00::1"})); len(failed) != 1 {
 		t.Error("sync accepted an IPv6 gateway for an IPv4 CIDR")
-	}
-	if err := SyncPodCIDRRoutes(map[string]net.IP{"10.244.2.0/33": net.ParseIP("10.0.0.1")}); err == nil {
-		t.Error("sync accepted a bad CIDR")
 	}
 }
 
@@ -103,4 +112,13 @@ func checkRoutes(t *testing.T, want map[string]string) {
 			t.Errorf("route to %s via %s, want via %s", dst, got[dst], gw)
 		}
 	}
+}
+
+func hostGW(routes map[string]string) []PodRoute {
+	var out []PodRoute
+	for cidr, gw := range routes {
+		_, dst, _ := net.ParseCIDR(cidr)
+		out = append(out, PodRoute{Dst: dst, Gw: net.ParseIP(gw)})
+	}
+	return out
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/opencontainers/go-digest"
 )
 
 // Epoch is the modification time of every file in the images we build, so rebuilds give
@@ -114,4 +116,14 @@ func (l *Layer) tar() ([]byte, error) {
 		return nil, fmt.Errorf("closing layer tar: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// DiffID is the digest of the uncompressed layer: equal for equal content, so a builder
+// can tell that a tarball it wrote before still holds this layer.
+func (l *Layer) DiffID() (digest.Digest, error) {
+	data, err := l.tar()
+	if err != nil {
+		return "", err
+	}
+	return digest.FromBytes(data), nil
 }

@@ -158,3 +158,36 @@ func TestWriteLayoutNeedsATag(t *testing.T) {
 		}
 	}
 }
+
+func TestDiffIDNamesTheContent(t *testing.T) {
+	id := func(img Image) digest.Digest {
+		t.Helper()
+		d, err := img.Layer.DiffID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	same, changed := testImage(), testImage()
+	changed.Layer.File("/usr/bin/tool", 0o755, []byte("#!/bin/sh\necho bye\n"))
+	if id(testImage()) != id(same) {
+		t.Error("equal layers have different DiffIDs")
+	}
+	if id(testImage()) == id(changed) {
+		t.Error("a changed file kept the DiffID")
+	}
+	// The DiffID is what the image config records for the layer.
+	var buf bytes.Buffer
+	manifest, err := WriteLayout(&buf, testImage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files := readTar(t, &buf)
+	var m ocispec.Manifest
+	decode(t, blob(t, files, manifest.Digest), &m)
+	var cfg ocispec.Image
+	decode(t, blob(t, files, m.Config.Digest), &cfg)
+	if cfg.RootFS.DiffIDs[0] != id(testImage()) {
+		t.Errorf("config diff_ids %v, DiffID %s", cfg.RootFS.DiffIDs, id(testImage()))
+	}
+}

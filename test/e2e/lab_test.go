@@ -14,9 +14,16 @@ import (
 // test fails, and takes it down when the test ends.
 func upLab(t *testing.T, prefix string, nodes int) *lab.Lab {
 	t.Helper()
+	return upLabWith(t, prefix, cluster.Options{Nodes: nodes})
+}
+
+// upLabWith is upLab with more of cluster.Options (o.Nodes and the like).
+func upLabWith(t *testing.T, prefix string, o cluster.Options) *lab.Lab {
+	t.Helper()
 	e := requireEnv(t)
 	name := uniqueName(prefix)
-	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: nodes, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
+	o.Name, o.BinDir, o.ImagesDir, o.Progress = name, e.binDir, e.imagesDir, testWriter{t}
+	l, err := cluster.Up(context.Background(), o)
 	if err != nil {
 		t.Fatalf("minilab up: %v", err)
 	}

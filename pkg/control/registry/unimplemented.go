@@ -22,8 +22,8 @@ func podSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		p := path.Child("containers").Index(i)
-		if len(c.Resources.Limits) > 0 {
-			warn(p.Child("resources", "limits"), "not enforced: minilet sets no cgroup limits yet")
+		if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+			warn(p.Child("resources", "limits", string(corev1.ResourceEphemeralStorage)), "not enforced: minilet does not evict pods over their local storage limit")
 		}
 	}
 	return out

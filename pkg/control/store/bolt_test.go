@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 func openBolt(t testing.TB, path string, opts BoltOptions) *Bolt {
@@ -219,7 +221,7 @@ func TestBoltOpenErrors(t *testing.T) {
 		if os.Geteuid() == 0 {
 			chattr, err := exec.LookPath("chattr")
 			if err != nil {
-				t.Skip("running as root and chattr is missing: cannot make a file root may not write")
+				testenv.Missing(t, "running as root and chattr (e2fsprogs) is missing: cannot make a file root may not write")
 			}
 			if out, err := exec.Command(chattr, "+i", path).CombinedOutput(); err != nil {
 				t.Skipf("running as root and chattr +i failed (file system without attributes?): %v: %s", err, out)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/deploy/addons"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
@@ -44,6 +45,11 @@ type Options struct {
 	ImagesDir string    // OCI tarballs from `make images`
 	Progress  io.Writer // one line per step
 	Timeout   time.Duration
+	// PodNetwork is minilet's --pod-network on every node (host-gw when empty); Segments
+	// puts the nodes on that many switches joined by a router (lab.Spec).
+	PodNetwork string
+	Segments   int
+	DNS        bool // deploy cluster DNS (the CoreDNS add-on, dns.go) once the nodes are Ready
 }
 
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
@@ -80,7 +86,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
 		}
 	}
-	for _, img := range Images {
+	for _, img := range o.images() {
 		if _, err := os.Stat(filepath.Join(o.ImagesDir, img)); err != nil {
 			return nil, fmt.Errorf("image %s not found in %s (run `make images`): %w", img, o.ImagesDir, err)
 		}
@@ -91,7 +97,10 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	step(o.Progress, "creating lab %q: switch, control plane and %d node namespaces", o.Name, o.Nodes)
-	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes})
+	if o.PodNetwork == "" {
+		o.PodNetwork = "host-gw"
+	}
+	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork})
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +164,8 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
 			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
+			"--pod-network", l.PodNetwork,
+			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
 		}})
 		if err != nil {
 			return err
@@ -174,7 +185,13 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			return err
 		}
 	}
-	return waitNodesReady(ctx, l, o.Progress)
+	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
+		return err
+	}
+	if o.DNS {
+		return deployDNS(ctx, l, ca, o.Progress)
+	}
+	return nil
 }
 
 func startContainerd(ctx context.Context, l *lab.Lab) error {
@@ -211,7 +228,7 @@ func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
 		if err != nil {
 			return err
 		}
-		for _, img := range Images {
+		for _, img := range o.images() {
 			step(o.Progress, "importing %s into %s", img, n.Name)
 			f, err := os.Open(filepath.Join(o.ImagesDir, img))
 			if err != nil {
@@ -331,7 +348,26 @@ func RESTConfig(l *lab.Lab) (*rest.Config, error) {
 
 // KubectlCommand is kubectl against the lab, ready for the caller to wire its stdio.
 func KubectlCommand(ctx context.Context, l *lab.Lab, args ...string) *exec.Cmd {
-	return lab.Command(ctx, l.ControlPlane.NetNS, "kubectl", append([]string{"--kubeconfig", l.Kubeconfig}, args...)...)
+	return lab.Command(ctx, l.ControlPlane.NetNS, kubectlPath(), append([]string{"--kubeconfig", l.Kubeconfig}, args...)...)
+}
+
+// kubectlPath is the kubectl on PATH, else the one `make` builds beside minilab
+// (bin/kubectl) on a host that has none.
+func kubectlPath() string {
+	if path, err := exec.LookPath("kubectl"); err == nil {
+		return path
+	}
+	if exe, err := os.Executable(); err == nil {
+		if path := filepath.Join(filepath.Dir(exe), "kubectl"); isExecutable(path) {
+			return path
+		}
+	}
+	return "kubectl" // not found: the error names it
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 func waitFor(ctx context.Context, what string, ok func() bool) error {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/discovered"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -60,12 +62,7 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[sc
 // until ctx ends.
 func (c *Collector) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
-	groups, err := restmapper.GetAPIGroupResources(c.discovery)
-	if err != nil {
-		return fmt.Errorf("garbage collector discovery: %w", err)
-	}
-	c.mapper = restmapper.NewDiscoveryRESTMapper(groups)
-	resources, err := c.watchable()
+	resources, err := c.discover(ctx)
 	if err != nil {
 		return err
 	}
@@ -88,6 +85,27 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.log.Info("garbage collector started", "resources", len(resources))
 	workloop.Run(ctx, c.queue, c.log, c.process)
 	return nil
+}
+
+// discover reads the server's resources, retrying with back-off while the server cannot
+// answer (it may still be starting, or be restarting): one failed discovery must not leave
+// the cluster without a collector, as kube-controller-manager's collector also waits for it.
+func (c *Collector) discover(ctx context.Context) ([]schema.GroupVersionResource, error) {
+	var resources []schema.GroupVersionResource
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
+		groups, err := restmapper.GetAPIGroupResources(c.discovery)
+		if err == nil {
+			c.mapper = restmapper.NewDiscoveryRESTMapper(groups)
+			resources, err = c.watchable()
+		}
+		if err != nil {
+			c.log.Warn("garbage collector discovery failed; retrying", "err", err)
+			return false, nil
+		}
+		return true, nil
+	})
+	return resources, err
 }
 
 func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minik8s/minik8s/pkg/network/inspect"
+	"github.com/minik8s/minik8s/pkg/network/nodenet"
+)
+
+// networkCommand prints the node's pod network: `minilet network`.
+func networkCommand() *cobra.Command {
+	var rootDir, bridge, output string
+	var cleanup bool
+	cmd := &cobra.Command{
+		Use:   "network",
+		Short: "Show this node's pod network: the bridge, each pod's veth pair, routes to other nodes' pods, the VXLAN device",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cleanup {
+				return nodenet.Cleanup()
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %q: want text or json", output)
+			}
+			r, err := inspect.Collect(bridge, filepath.Join(rootDir, "cni", "cache"))
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return r.WriteJSON(os.Stdout)
+			}
+			return r.WriteText(os.Stdout)
+		},
+	}
+	cmd.Flags().StringVar(&rootDir, "root-dir", "/var/lib/minilet", "minilet's --root-dir (CNI results are cached below it)")
+	cmd.Flags().StringVar(&bridge, "cni-bridge", "cni0", "minilet's --cni-bridge")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove what minilet made between nodes (its routes, the VXLAN device, the egress rules and set) and exit")
+	return cmd
+}

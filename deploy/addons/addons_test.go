@@ -1,0 +1,96 @@
+package addons
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/minik8s/minik8s/images"
+)
+
+// TestCoreDNSManifestFitsTogether: the manifest's pieces name each other and the
+// constants minilet and the installers use.
+func TestCoreDNSManifestFitsTogether(t *testing.T) {
+	objs := decodeAll(t, CoreDNS)
+	var (
+		svc     *corev1.Service
+		cm      *corev1.ConfigMap
+		deploy  *appsv1.Deployment
+		binding *rbacv1.ClusterRoleBinding
+	)
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Service:
+			svc = o
+		case *corev1.ConfigMap:
+			cm = o
+		case *appsv1.Deployment:
+			deploy = o
+		case *rbacv1.ClusterRoleBinding:
+			binding = o
+		}
+	}
+	if svc == nil || cm == nil || deploy == nil || binding == nil {
+		t.Fatalf("manifest lacks a Service, ConfigMap, Deployment or ClusterRoleBinding: %d objects", len(objs))
+	}
+	if svc.Spec.ClusterIP != ClusterDNSIP || svc.Name != "kube-dns" {
+		t.Errorf("Service %s at %s, want kube-dns at %s", svc.Name, svc.Spec.ClusterIP, ClusterDNSIP)
+	}
+	corefile := cm.Data["Corefile"]
+	if !strings.Contains(corefile, "kubernetes "+ClusterDomain+" ") || strings.Contains(corefile, "forward") {
+		t.Errorf("Corefile must serve %s and forward nowhere:\n%s", ClusterDomain, corefile)
+	}
+	pod := deploy.Spec.Template.Spec
+	if pod.Containers[0].Image != images.CoreDNSRef {
+		t.Errorf("image %s, want %s", pod.Containers[0].Image, images.CoreDNSRef)
+	}
+	secret := ""
+	for _, v := range pod.Volumes {
+		if v.Secret != nil {
+			secret = v.Secret.SecretName
+		}
+	}
+	if secret != CoreDNSSecret {
+		t.Errorf("kubeconfig volume from Secret %q, want %q", secret, CoreDNSSecret)
+	}
+	s := binding.Subjects[0]
+	if user := "system:serviceaccount:" + s.Namespace + ":" + s.Name; s.Kind != rbacv1.ServiceAccountKind || user != CoreDNSUser {
+		t.Errorf("binding subject %+v is not the user %s", s, CoreDNSUser)
+	}
+	if !strings.Contains(corefile, "kubeconfig /etc/coredns-kubeconfig/kubeconfig") {
+		t.Errorf("Corefile does not use the mounted kubeconfig:\n%s", corefile)
+	}
+}
+
+func decodeAll(t *testing.T, manifest []byte) []runtime.Object {
+	t.Helper()
+	var objs []runtime.Object
+	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decoding %s: %v", doc, err)
+		}
+		objs = append(objs, obj)
+	}
+}

@@ -1,0 +1,67 @@
+package images
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/ociimage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// TestWriteTarballOnlyWhenChanged: an image whose content did not change is not written
+// again (coredns.tar takes seconds to compress); any change to it is.
+func TestWriteTarballOnlyWhenChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tool.tar")
+	img := func(data, entrypoint string) ociimage.Image {
+		l := baseLayer()
+		l.File("/tool", 0o755, []byte(data))
+		return ociimage.Image{Name: "localhost/test/tool:v1", Layer: l, Config: ocispec.ImageConfig{Entrypoint: []string{entrypoint}}}
+	}
+	log := slog.New(slog.DiscardHandler)
+	written := func() time.Time {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	if err := writeTarball(log, path, img("v1", "/tool")); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeTarball(log, path, img("v1", "/tool")); err != nil {
+		t.Fatal(err)
+	}
+	if !written().Equal(old) {
+		t.Error("an unchanged image was written again")
+	}
+	for name, changed := range map[string]ociimage.Image{
+		"file":   img("v2", "/tool"),
+		"config": img("v1", "/other"),
+	} {
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeTarball(log, path, changed); err != nil {
+			t.Fatal(err)
+		}
+		if written().Equal(old) {
+			t.Errorf("an image with a changed %s was not written", name)
+		}
+	}
+	// A tarball that went missing is written even though its key is still there.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeTarball(log, path, img("v1", "/other")); err != nil {
+		t.Fatal(err)
+	}
+	written()
+}

@@ -1,0 +1,49 @@
+package masq
+
+import (
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/network/nettest"
+	"github.com/minik8s/minik8s/pkg/testenv"
+)
+
+func TestRules(t *testing.T) {
+	ns := nettest.NetNS(t, "node")[0]
+	testenv.RequireTools(t, "iptables", "ipset")
+	_, cidr, _ := net.ParseCIDR("10.244.1.0/24")
+	r, err := New(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save := func() string {
+		out, err := exec.Command("nsenter", "--net="+ns, "sh", "-c", "iptables-save; ipset list "+NoMasqSet).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return string(out)
+	}
+	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.0.0/24", "10.244.1.0/24", "10.200.0.11"}) })
+	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.1.0/24", "10.200.0.12"}) }) // again, changed
+	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.1.0/24", "10.200.0.12"}) }) // unchanged
+	out := save()
+	for _, want := range []string{
+		"-A POSTROUTING -m comment --comment \"minik8s pod egress\" -j MINIK8S-POSTROUTING",
+		"-A MINIK8S-POSTROUTING -s 10.244.1.0/24 -m set ! --match-set MINIK8S-NOMASQ dst -m comment --comment \"minik8s pod egress\" -j MASQUERADE --random-fully",
+		"-A MINIK8S-FORWARD -d 10.244.1.0/24",
+		"10.200.0.12",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "-j MASQUERADE") != 1 || strings.Count(out, "-j MINIK8S-POSTROUTING") != 1 || strings.Contains(out, "10.244.0.0") {
+		t.Errorf("rules or set not exactly as wanted after three syncs:\n%s", out)
+	}
+	nettest.In(t, ns, Remove)
+	if out, _ := exec.Command("nsenter", "--net="+ns, "sh", "-c", "iptables-save; ipset list -n").CombinedOutput(); strings.Contains(string(out), "MINIK8S") {
+		t.Errorf("left after Remove:\n%s", out)
+	}
+}

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
+)
+
+const dnsApp = `apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: netexec, image: localhost/minik8s/netexec:v1, ports: [{name: http, containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-headless, namespace: shop}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers: [{name: sh, image: localhost/minik8s/dnsutils:v1, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: shop}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers: [{name: sh, image: localhost/minik8s/dnsutils:v1, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: custom, namespace: shop}
+spec:
+  terminationGracePeriodSeconds: 0
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [10.96.0.10]
+    searches: [svc.cluster.local]
+    options: [{name: ndots, value: "2"}, {name: edns0}]
+  hostAliases: [{ip: 192.0.2.7, hostnames: [db.example, db]}]
+  containers: [{name: sh, image: localhost/minik8s/dnsutils:v1, command: [sleep, "3600"]}]
+`
+
+// TestClusterDNS: CoreDNS, unmodified, serves the cluster's names from miniapi's Services
+// and EndpointSlices; minilet gives pods a resolv.conf that points at it.
+func TestClusterDNS(t *testing.T) {
+	l := upLabWith(t, "e2e-dns", cluster.Options{Nodes: 2, DNS: true})
+	kubectl := func(args ...string) string { t.Helper(); return mustKubectl(t, l, args...) }
+	applyYAML(t, l, dnsApp)
+	kubectl("-n", "shop", "rollout", "status", "deployment/web", "--timeout=120s")
+	kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s")
+	kubectl("-n", "shop", "wait", "--for=condition=Ready", "pod/client", "pod/custom", "--timeout=120s")
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(kubectl("-n", "shop", "get", "service", "web", "-o", "json")), &svc); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := json.Unmarshal([]byte(kubectl("-n", "shop", "get", "pods", "-l", "app=web", "-o", "json")), &pods); err != nil {
+		t.Fatal(err)
+	}
+	var webIPs []string
+	for _, p := range pods.Items {
+		webIPs = append(webIPs, p.Status.PodIP)
+	}
+
+	// What minilet wrote, as the kubelet would (the node's search domains may follow).
+	resolv := kubectl("exec", "client", "--", "cat", "/etc/resolv.conf")
+	if lines := strings.Split(strings.TrimSpace(resolv), "\n"); len(lines) != 3 ||
+		!strings.HasPrefix(lines[0], "search default.svc.cluster.local svc.cluster.local cluster.local") ||
+		lines[1] != "nameserver 10.96.0.10" || lines[2] != "options ndots:5" {
+		t.Errorf("client's /etc/resolv.conf:\n%s", resolv)
+	}
+	if got, want := kubectl("-n", "shop", "exec", "custom", "--", "cat", "/etc/resolv.conf"),
+		"search svc.cluster.local\nnameserver 10.96.0.10\noptions edns0 ndots:2\n"; got != want {
+		t.Errorf("dnsPolicy None pod's /etc/resolv.conf:\n%s\nwant:\n%s", got, want)
+	}
+	hosts := kubectl("-n", "shop", "exec", "custom", "--", "cat", "/etc/hosts")
+	if !strings.HasPrefix(hosts, "# Kubernetes-managed hosts file.\n") || !strings.Contains(hosts, "\tcustom\n") ||
+		!strings.Contains(hosts, "192.0.2.7\tdb.example\tdb\n") {
+		t.Errorf("custom's /etc/hosts:\n%s", hosts)
+	}
+
+	// Names resolve through CoreDNS: short names by the search list, across namespaces,
+	// the API's own Service, and a headless Service to its pods.
+	lookup := func(ns, pod, name string, want ...string) {
+		t.Helper()
+		var out string
+		waitFor(t, fmt.Sprintf("%s/%s: nslookup %s to give %v", ns, pod, name, want), 30*time.Second, func() (bool, string) {
+			var err error
+			out, err = cluster.Kubectl(context.Background(), l, "-n", ns, "exec", pod, "--", "nslookup", name)
+			if err != nil {
+				return false, out
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					return false, out
+				}
+			}
+			return strings.Contains(out, "10.96.0.10"), out
+		})
+	}
+	lookup("default", "client", "kubernetes.default", "10.96.0.1")
+	lookup("default", "client", "web.shop", svc.Spec.ClusterIP)
+	lookup("shop", "client", "web", svc.Spec.ClusterIP)
+	lookup("shop", "custom", "web.shop", svc.Spec.ClusterIP)
+	lookup("default", "client", "web-headless.shop.svc.cluster.local", webIPs...)
+	if out, err := cluster.Kubectl(context.Background(), l, "exec", "client", "--", "nslookup", "nosuch.shop.svc.cluster.local"); err == nil || !strings.Contains(out, "NXDOMAIN") {
+		t.Errorf("a name of no Service: want NXDOMAIN, got %v:\n%s", err, out)
+	}
+
+	// A pod reaches a Service by its name: busybox's nc resolves it through the C library,
+	// which follows the pod's search list like every program in the pod.
+	var answer string
+	waitFor(t, "a pod to GET http://web.shop/hostname", 30*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(context.Background(), l, "exec", "client", "--", "sh", "-c",
+			`printf 'GET /hostname HTTP/1.0\r\nHost: web.shop\r\n\r\n' | nc -w 5 web.shop 80`)
+		answer = out
+		return err == nil && strings.Contains(strings.SplitN(out, "\n", 2)[0], " 200 "), out
+	})
+	if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return strings.HasSuffix(strings.TrimSpace(answer), "\n"+p.Name) }) {
+		t.Errorf("web.shop answered %q, not with one of the web pods' names", answer)
+	}
+
+	// The answers came from CoreDNS: its log plugin saw the queries.
+	logs := kubectl("-n", "kube-system", "logs", "deployment/coredns")
+	for _, q := range []string{"web.shop.svc.cluster.local.", "kubernetes.default.svc.cluster.local.", "web-headless.shop.svc.cluster.local."} {
+		if !strings.Contains(logs, q) {
+			t.Errorf("CoreDNS's log has no query for %s:\n%s", q, logs)
+		}
+	}
+}
