@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/auth"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,8 @@ func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, names
 		apiserver.WriteError(w, err)
 		return
 	}
-	resp, err := t.tokenRequest(r.Context(), namespace, name, &req)
+	u, _ := apiserver.UserFrom(r.Context())
+	resp, err := t.tokenRequest(r.Context(), u, namespace, name, &req)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
@@ -44,7 +46,7 @@ func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, names
 	apiserver.WriteObject(w, http.StatusCreated, resp, authnv1.SchemeGroupVersion.WithKind("TokenRequest"))
 }
 
-func (t *Tokens) tokenRequest(ctx context.Context, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	invalid := func(errs field.ErrorList) error {
 		return apierrors.NewInvalid(authnv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), name, errs)
 	}
@@ -66,6 +68,11 @@ func (t *Tokens) tokenRequest(ctx context.Context, namespace, name string, req *
 		return nil, err
 	}
 	issue := Request{Account: sa, Audiences: req.Spec.Audiences, Expires: expires}
+	// A node gets tokens only bound to its own pods (NodeRestriction's rule).
+	node, isNode := auth.NodeName(requester.Info())
+	if isNode && (req.Spec.BoundObjectRef == nil || req.Spec.BoundObjectRef.Kind != "Pod") {
+		return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name, fmt.Errorf("node requested token not bound to a pod"))
+	}
 	if b := req.Spec.BoundObjectRef; b != nil {
 		path := field.NewPath("spec", "boundObjectRef")
 		if b.Kind != "Pod" {
@@ -80,6 +87,10 @@ func (t *Tokens) tokenRequest(ctx context.Context, namespace, name string, req *
 		}
 		if b.UID != "" && b.UID != pod.UID {
 			return nil, apierrors.NewConflict(corev1.Resource("pods"), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", b.UID))
+		}
+		if isNode && pod.Spec.NodeName != node {
+			return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name,
+				fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
 		}
 		if podSA(pod) != name {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))

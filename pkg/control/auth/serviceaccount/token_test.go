@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 type objects struct {
@@ -132,6 +136,55 @@ func TestTokenPath(t *testing.T) {
 	} {
 		if _, _, ok := TokenPath(path); ok != want {
 			t.Errorf("TokenPath(%q) = %v, want %v", path, ok, want)
+		}
+	}
+}
+
+// TestTokenRequest: defaults, limits, pod binding, and a node only for its own pods.
+func TestTokenRequest(t *testing.T) {
+	key, err := EnsureSigningKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot", UID: "sa-uid"}}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"apps/robot": sa}, pods: map[string]*corev1.Pod{
+		"apps/on-1":  {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "on-1", UID: "u1"}, Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "node-1"}},
+		"apps/on-2":  {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "on-2", UID: "u2"}, Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "node-2"}},
+		"apps/other": {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "other", UID: "u3"}, Spec: corev1.PodSpec{ServiceAccountName: "default", NodeName: "node-1"}},
+	}}
+	tokens, err := New("https://issuer.example", nil, key, nil, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admin := apiserver.User{Name: "admin", Groups: []string{"system:masters"}}
+	node1 := apiserver.User{Name: "system:node:node-1", Groups: []string{"system:nodes"}}
+	pod := func(name, uid string) *authnv1.TokenRequest {
+		return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: name, UID: types.UID(uid)}}}
+	}
+	resp, err := tokens.tokenRequest(ctx, admin, "apps", "robot", &authnv1.TokenRequest{})
+	if err != nil || *resp.Spec.ExpirationSeconds != 3600 || resp.Spec.Audiences[0] != "https://issuer.example" || resp.Status.Token == "" {
+		t.Fatalf("defaults: %v %+v", err, resp)
+	}
+	for _, tc := range []struct {
+		name  string
+		user  apiserver.User
+		sa    string
+		req   *authnv1.TokenRequest
+		check func(error) bool
+	}{
+		{"too short", admin, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60)}}, apierrors.IsInvalid},
+		{"no such account", admin, "ghost", &authnv1.TokenRequest{}, apierrors.IsNotFound},
+		{"no such pod", admin, "robot", pod("gone", ""), apierrors.IsNotFound},
+		{"pod re-created", admin, "robot", pod("on-1", "old"), apierrors.IsConflict},
+		{"pod of another account", admin, "robot", pod("other", ""), apierrors.IsBadRequest},
+		{"node: unbound", node1, "robot", &authnv1.TokenRequest{}, apierrors.IsForbidden},
+		{"node: another node's pod", node1, "robot", pod("on-2", "u2"), apierrors.IsForbidden},
+		{"node: its pod", node1, "robot", pod("on-1", "u1"), func(err error) bool { return err == nil }},
+	} {
+		_, err := tokens.tokenRequest(ctx, tc.user, "apps", tc.sa, tc.req)
+		if !tc.check(err) {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }
