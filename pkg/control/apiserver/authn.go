@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -135,6 +136,7 @@ func bearer(r *http.Request, header string, authenticators []TokenAuthenticator)
 	for _, authn := range authenticators {
 		u, ok, err := authn(r.Context(), token)
 		if err != nil {
+			slog.Debug("bearer token rejected", "remote", r.RemoteAddr, "err", err)
 			return User{}, false
 		}
 		if ok {

@@ -146,7 +146,7 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 		algs = append(algs, k.alg)
 	}
 	tok, err := jwt.ParseSigned(token, algs)
-	if err != nil {
+	if err != nil || len(tok.Headers) == 0 {
 		return apiserver.User{}, false, nil
 	}
 	var unverified jwt.Claims
