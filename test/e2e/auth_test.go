@@ -109,6 +109,14 @@ func TestAuthorization(t *testing.T) {
 		t.Errorf("whoami = %q, want vera", out)
 	}
 
+	// impersonation: the admin acting as vera gets vera's answers; vera cannot act as anyone
+	if out, err := cluster.Kubectl(context.Background(), l, "get", "secrets", "-n", "team", "--as=vera"); err == nil || !strings.Contains(out, `User "vera" cannot list resource "secrets"`) {
+		t.Errorf("admin --as=vera read secrets: %v\n%s", err, out)
+	}
+	if out := as.run("vera", "get", "pods", "-n", "team", "--as=admin", "--as-group=system:masters"); as.err == nil || !strings.Contains(out, `cannot impersonate resource "users"`) {
+		t.Errorf("vera impersonated admin: %v\n%s", as.err, out)
+	}
+
 	// edit
 	if out := as.run("ed", "create", "secret", "generic", "made-by-ed", "--from-literal=a=b", "-n", "team"); as.err != nil {
 		t.Errorf("edit user cannot create a secret: %v\n%s", as.err, out)

@@ -51,8 +51,9 @@ func (u User) Info() user.Info {
 	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 }
 
-// Authorize wraps h: every authenticated request must be allowed by az, else it gets 403
-// Forbidden with kube-apiserver's message. Anonymous requests have already been limited to
+// Authorize wraps h: an authenticated request impersonating someone (Impersonate-*
+// headers) becomes theirs if its user may impersonate them; then it must be allowed by az,
+// else it gets 403 Forbidden with kube-apiserver's message. Anonymous requests have already been limited to
 // the public paths by Authenticate.
 func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +61,13 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 		if !ok {
 			h.ServeHTTP(w, r)
 			return
+		}
+		if as, ok, err := impersonate(r.Context(), r, u, az); err != nil {
+			writeError(w, err)
+			return
+		} else if ok {
+			u = as
+			r = r.WithContext(WithUser(r.Context(), u))
 		}
 		a, err := Attributes(r, u)
 		if err != nil {

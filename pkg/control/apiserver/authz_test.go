@@ -60,6 +60,30 @@ func TestAuthorize(t *testing.T) {
 	if w := do("root", http.MethodDelete, "/api/v1/nodes/n1"); w.Code != http.StatusOK || !reached || asked.GetVerb() != "delete" {
 		t.Errorf("allowed request: %d, reached %v", w.Code, reached)
 	}
+	// Impersonation: root may (its user and groups become the request's), vera may not.
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/team/secrets", nil)
+	r.Header.Set("Impersonate-User", "vera")
+	r.Header.Add("Impersonate-Group", "team")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "root"})))
+	if w.Code != http.StatusForbidden || asked.GetUser().GetName() != "vera" || len(asked.GetUser().GetGroups()) != 2 {
+		t.Errorf("root as vera: %d, asked as %+v", w.Code, asked.GetUser())
+	}
+	r = httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/team/pods", nil)
+	r.Header.Set("Impersonate-User", "root")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "vera"})))
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != http.StatusForbidden ||
+		st.Message != `users "root" is forbidden: User "vera" cannot impersonate resource "users" in API group "" at the cluster scope: no rule` {
+		t.Errorf("vera as root: %d %q", w.Code, st.Message)
+	}
+	r = httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
+	r.Header.Set("Impersonate-Group", "g")
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "root"})))
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("a group without a user: %d, want 400", w.Code)
+	}
 	if w := do("", http.MethodGet, "/healthz"); !reached {
 		t.Errorf("anonymous public path (already limited by Authenticate) was not passed on: %d", w.Code)
 	}

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
@@ -200,14 +199,10 @@ func (rv *Reviews) selfSubjectRulesReview(w http.ResponseWriter, r *http.Request
 	apiserver.WriteObject(w, http.StatusCreated, &review, ssrrKind)
 }
 
-// rulesStatus lists what u may do in namespace; system:masters may do everything, which
-// no binding says.
+// rulesStatus lists what u may do in namespace as its RBAC rules say (system:masters's
+// come from the cluster-admin binding, as in Kubernetes).
 func rulesStatus(ctx context.Context, rules authorizer.RuleResolver, u user.Info, namespace string) authzv1.SubjectRulesReviewStatus {
 	var st authzv1.SubjectRulesReviewStatus
-	if slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
-		st.ResourceRules = append(st.ResourceRules, authzv1.ResourceRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
-		st.NonResourceRules = append(st.NonResourceRules, authzv1.NonResourceRule{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}})
-	}
 	if rules == nil {
 		st.Incomplete = true
 		return st
