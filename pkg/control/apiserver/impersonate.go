@@ -85,4 +85,3 @@ func impersonate(ctx context.Context, r *http.Request, real User, az authorizer.
 	}
 	return u, true, nil
 }
-
