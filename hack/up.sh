@@ -67,7 +67,9 @@ start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-nam
   --tls-cert-file "$STATE/minilet-pki/minilet.crt" --tls-private-key-file "$STATE/minilet-pki/minilet.key" \
   --client-ca-file "$STATE/minilet-pki/ca.crt" --cluster-dns 10.96.0.10 --cluster-domain cluster.local
 
-start miniproxy "$BIN/miniproxy" --kubeconfig "$STATE/minilet.kubeconfig" --hostname-override "$NODE" \
+"$BIN/miniapi" kubeconfig --data-dir "$DATA" --user system:kube-proxy \
+  --server https://127.0.0.1:6443 --out "$STATE/miniproxy.kubeconfig" >/dev/null
+start miniproxy "$BIN/miniproxy" --kubeconfig "$STATE/miniproxy.kubeconfig" --hostname-override "$NODE" \
   --cluster-cidr "${CLUSTER_CIDR:-10.244.0.0/16}"
 
 k() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }

@@ -87,6 +87,10 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	incluster, err := goBuild(ctx, opts.Log, binDir, "incluster")
+	if err != nil {
+		return err
+	}
 	nslookup, err := goBuild(ctx, opts.Log, binDir, "dnsutils")
 	if err != nil {
 		return err
@@ -101,6 +105,7 @@ func Build(ctx context.Context, opts Options) error {
 	netexecLayer := baseLayer()
 	busybox.addTo(netexecLayer)
 	netexecLayer.File("/netexec", 0o755, netexec)
+	netexecLayer.File("/incluster", 0o755, incluster) // a client-go program for in-cluster access tests
 	busyboxLayer := baseLayer()
 	busybox.addTo(busyboxLayer)
 	dnsutilsLayer := baseLayer()

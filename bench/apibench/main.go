@@ -59,6 +59,7 @@ type config struct {
 	stores     []string
 	cpuProfile string
 	pprofAddr  string
+	authzModes []string
 }
 
 func main() {
@@ -70,9 +71,11 @@ func main() {
 	flag.IntVar(&cfg.rate, "rate", 1000, "offered creates/s of the fixed-rate phase")
 	flag.StringVar(&stores, "stores", "bolt,etcd", "comma-separated engines to measure: bolt, etcd")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	authz := flag.String("authorization-mode", "Node,RBAC", "miniapi's --authorization-mode (AlwaysAllow: authorization off)")
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address during the run (e.g. 127.0.0.1:6060)")
 	flag.Parse()
 	cfg.stores = strings.Split(stores, ",")
+	cfg.authzModes = strings.Split(*authz, ",")
 	controlplane.TuneRuntime() // as cmd/miniapi does
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "apibench:", err)
@@ -106,8 +109,8 @@ func run(cfg config) error {
 	}
 	defer os.RemoveAll(work)
 
-	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered; %d CPUs, GOMAXPROCS %d, GOGC %d; load average %s\n\n",
-		cfg.duration, cfg.listPods, cfg.rate, runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), loadAverage())
+	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered, --authorization-mode=%s; %d CPUs, GOMAXPROCS %d, GOGC %d; load average %s\n\n",
+		cfg.duration, cfg.listPods, cfg.rate, strings.Join(cfg.authzModes, ","), runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), loadAverage())
 	defer func() { fmt.Printf("\n# load average at the end: %s\n", loadAverage()) }()
 	rtt, err := trivialHTTPS(cfg.duration)
 	if err != nil {
@@ -161,7 +164,7 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 	}
 	fmt.Printf("baseline  API handler alone (no TLS, client-go, informers), 64 callers: %s\n", handler)
 
-	api, err := startMiniapi(filepath.Join(dir, "miniapi"), storeFlag)
+	api, err := startMiniapi(filepath.Join(dir, "miniapi"), storeFlag, cfg.authzModes)
 	if err != nil {
 		return err
 	}
@@ -611,14 +614,15 @@ func trivialHTTPS(d time.Duration) (result, error) {
 // miniapi is a control plane running in this process.
 type miniapi struct {
 	dir, storeFlag string
+	authzModes     []string
 	url            string
 	kubeconfig     string
 	http           *http.Client // the admin's, without client-go
 	stop           func()       // stops it; safe to call more than once
 }
 
-func startMiniapi(dir, storeFlag string) (*miniapi, error) {
-	api := &miniapi{dir: dir, storeFlag: storeFlag, kubeconfig: controlplane.AdminKubeconfig(dir)}
+func startMiniapi(dir, storeFlag string, authzModes []string) (*miniapi, error) {
+	api := &miniapi{dir: dir, storeFlag: storeFlag, authzModes: authzModes, kubeconfig: controlplane.AdminKubeconfig(dir)}
 	return api, api.start()
 }
 
@@ -636,7 +640,7 @@ func (a *miniapi) start() error {
 	o := controlplane.Options{DataDir: a.dir, BindAddress: "127.0.0.1", SecurePort: port, Store: a.storeFlag,
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// The benchmark's nodes post no heartbeats: they must not turn unreachable mid-run.
-		Controllers: []string{"*", "-nodelifecycle"}}
+		Controllers: []string{"*", "-nodelifecycle"}, Security: controlplane.Security{AuthorizationModes: a.authzModes}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(ctx, o) }()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -55,6 +56,11 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that was not renewed")
 	f.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leading")
 	f.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
+	f.StringSliceVar(&o.Security.AuthorizationModes, "authorization-mode", auth.DefaultModes, "ordered authorizers: Node, RBAC, AlwaysAllow, AlwaysDeny (system:masters is always allowed)")
+	f.StringVar(&o.Security.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key that signs service account tokens (default DATA_DIR/pki/sa.key, made on first start)")
+	f.StringSliceVar(&o.Security.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM public keys (or certificates, private keys) that also verify service account tokens (repeatable)")
+	f.StringVar(&o.Security.ServiceAccountIssuer, "service-account-issuer", controlplane.DefaultIssuer, "iss claim of service account tokens and the issuer of the OIDC discovery document")
+	f.StringSliceVar(&o.Security.APIAudiences, "api-audiences", nil, "audiences a token must name to be accepted here (default: the issuer)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
 	return cmd

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -26,6 +27,9 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 			order = append(order, name)
 		}
 		vars[name] = value
+	}
+	for _, kv := range a.masterServiceEnv(ctx) {
+		set(kv[0], kv[1])
 	}
 	for _, from := range c.EnvFrom {
 		// Keys need no check: ConfigMap and Secret keys are valid variable names.
@@ -62,6 +66,32 @@ func (a *Agent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		env = append(env, name+"="+vars[name])
 	}
 	return env, nil
+}
+
+// masterServiceEnv is the environment every container gets for the API's `kubernetes`
+// Service in default (KUBERNETES_SERVICE_HOST, ..._PORT, KUBERNETES_PORT_443_TCP...), as
+// the kubelet gives it: what client-go's InClusterConfig reads. Without the Service (or
+// the API) the variables are left out.
+func (a *Agent) masterServiceEnv(ctx context.Context) [][2]string {
+	svc, err := a.client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+		return nil
+	}
+	ip := svc.Spec.ClusterIP
+	p := svc.Spec.Ports[0]
+	port := fmt.Sprint(p.Port)
+	proto := strings.ToLower(string(p.Protocol))
+	if proto == "" {
+		proto = "tcp"
+	}
+	url := fmt.Sprintf("%s://%s", proto, net.JoinHostPort(ip, port))
+	prefix := fmt.Sprintf("KUBERNETES_PORT_%s_%s", port, strings.ToUpper(proto))
+	env := [][2]string{{"KUBERNETES_SERVICE_HOST", ip}, {"KUBERNETES_SERVICE_PORT", port}}
+	if p.Name != "" {
+		env = append(env, [2]string{"KUBERNETES_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_")), port})
+	}
+	return append(env, [2]string{"KUBERNETES_PORT", url}, [2]string{prefix, url},
+		[2]string{prefix + "_PROTO", proto}, [2]string{prefix + "_PORT", port}, [2]string{prefix + "_ADDR", ip})
 }
 
 // envFromSource reads the ConfigMap or Secret of an envFrom entry; a missing optional

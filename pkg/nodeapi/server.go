@@ -47,12 +47,16 @@ type Server struct {
 	client  kubernetes.Interface
 	healthy func() error
 	mux     *http.ServeMux
+	authz   *reviewer // nil without an API client (unit tests): the client CA alone decides
 }
 
 // New makes the handler. healthy answers /healthz; st (may be nil) serves /stats/summary,
 // /metrics/resource and /metrics/cadvisor; metrics (may be nil) is minilet's /metrics.
 func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() error, st Stats, metrics http.Handler) *Server {
 	s := &Server{cfg: cfg, rt: rt, client: client, healthy: healthy, mux: http.NewServeMux()}
+	if client != nil {
+		s.authz = &reviewer{client: client, node: cfg.NodeName, cache: map[string]decision{}}
+	}
 	s.mux.HandleFunc("GET /healthz", s.serveHealthz)
 	s.mux.HandleFunc("GET /pods", s.servePods)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.serveLogs)
@@ -71,7 +75,12 @@ func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() err
 	return s
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.authz != nil && !s.authz.authorize(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // TLSConfig loads the serving certificate and requires clients to present a certificate
 // signed by the client CA: the node API runs commands in containers, so nobody anonymous

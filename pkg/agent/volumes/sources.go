@@ -1,10 +1,15 @@
 package volumes
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
+	"sync"
+	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
 )
@@ -78,4 +83,80 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		out[it.Path] = File{Data: []byte(value), Mode: mode(it.Mode, dflt)}
 	}
 	return out, nil
+}
+
+// tokenFile asks the API (TokenRequest) for a token of the pod's service account bound
+// to the pod, as the kubelet's projected serviceAccountToken volumes do. Like the
+// kubelet's token manager it reuses a token until 80% of its lifetime has passed, so
+// the pod's every sync does not mint a new one, and the file changes when it is renewed.
+func (m *Manager) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection, dflt fs.FileMode) (map[string]File, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	key := fmt.Sprintf("%s/%s/%s/%s/%d", pod.Namespace, sa, pod.UID, src.Audience, ptrValue(src.ExpirationSeconds))
+	if token, ok := m.tokens.get(key); ok {
+		return map[string]File{src.Path: {Data: []byte(token), Mode: dflt}}, nil
+	}
+	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		ExpirationSeconds: src.ExpirationSeconds,
+		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	if src.Audience != "" {
+		req.Spec.Audiences = []string{src.Audience}
+	}
+	resp, err := m.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get service account token for pod %q: %w", pod.Namespace+"/"+pod.Name, err)
+	}
+	m.tokens.put(key, resp.Status.Token, resp.CreationTimestamp.Time, resp.Status.ExpirationTimestamp.Time)
+	return map[string]File{src.Path: {Data: []byte(resp.Status.Token), Mode: dflt}}, nil
+}
+
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// tokenCache holds the service account tokens of projected volumes until they are due
+// for renewal.
+type tokenCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedToken
+	now     func() time.Time
+}
+
+type cachedToken struct {
+	token        string
+	renew, until time.Time
+}
+
+func (c *tokenCache) get(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || !c.now().Before(e.renew) {
+		return "", false
+	}
+	return e.token, true
+}
+
+func (c *tokenCache) put(key, token string, issued, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if issued.IsZero() || issued.After(now) {
+		issued = now
+	}
+	if c.entries == nil {
+		c.entries = map[string]cachedToken{}
+	}
+	for k, e := range c.entries { // tokens of pods long gone
+		if !now.Before(e.until) {
+			delete(c.entries, k)
+		}
+	}
+	c.entries[key] = cachedToken{token: token, renew: issued.Add(expires.Sub(issued) * 8 / 10), until: expires}
 }

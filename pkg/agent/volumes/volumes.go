@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,13 +34,14 @@ type Manager struct {
 	dir         string // ROOT/pods
 	client      kubernetes.Interface
 	allocatable func() corev1.ResourceList
+	tokens      tokenCache
 }
 
 // New makes a manager keeping pod volumes under podsDir (ROOT/pods), reading
 // ConfigMaps, Secrets and claims through client; allocatable is the node's, for
 // resourceFieldRefs of containers without limits.
 func New(podsDir string, client kubernetes.Interface, allocatable func() corev1.ResourceList) *Manager {
-	return &Manager{dir: podsDir, client: client, allocatable: allocatable}
+	return &Manager{dir: podsDir, client: client, allocatable: allocatable, tokens: tokenCache{now: time.Now}}
 }
 
 // PodDir is where everything of one pod lives on the node.
@@ -209,7 +211,7 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 		case src.DownwardAPI != nil:
 			files, err = downwardAPIPayload(pod, src.DownwardAPI.Items, dflt, m.allocatable())
 		case src.ServiceAccountToken != nil:
-			err = errors.New("serviceAccountToken projections need the TokenRequest API, which miniapi does not serve yet")
+			files, err = m.tokenFile(ctx, pod, src.ServiceAccountToken, dflt)
 		default:
 			err = errors.New("unsupported projected volume source")
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -22,12 +23,23 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string
+	// Extra holds what else the authenticator knows (a service account token's pod).
+	Extra map[string][]string
 }
 
 // allAuthenticated is the group every authenticated user is in, as in Kubernetes.
 const allAuthenticated = "system:authenticated"
 
 type userKey struct{}
+
+// WithUser returns ctx carrying u (for handlers called outside Authenticate, and tests).
+func WithUser(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// TokenAuthenticator checks a bearer token other than the static ones (service account
+// tokens): ok is false for a token it does not recognise, err for one it rejects.
+type TokenAuthenticator func(ctx context.Context, token string) (u User, ok bool, err error)
 
 // UserFrom returns the authenticated user of a request.
 func UserFrom(ctx context.Context) (User, bool) {
@@ -85,9 +97,10 @@ func (t Tokens) lookup(header string) (User, bool) {
 }
 
 // Authenticate wraps h: a verified client certificate names the user (CN) and groups (O),
-// as in Kubernetes' x509 authenticator; else a known bearer token does; anonymous requests
-// reach only the public paths, and a wrong token is refused even there.
-func Authenticate(h http.Handler, tokens Tokens) http.Handler {
+// as in Kubernetes' x509 authenticator; else a known bearer token does (static, then
+// each of more); anonymous requests reach only the public paths, and a wrong token is
+// refused even there.
+func Authenticate(h http.Handler, tokens Tokens, more ...TokenAuthenticator) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := User{}, false
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
@@ -95,6 +108,9 @@ func Authenticate(h http.Handler, tokens Tokens) http.Handler {
 			u, ok = User{Name: cert.Subject.CommonName, Groups: cert.Subject.Organization}, true
 		} else if auth := r.Header.Get("Authorization"); auth != "" {
 			if u, ok = tokens.lookup(auth); !ok {
+				u, ok = bearer(r, auth, more)
+			}
+			if !ok {
 				writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 				return
 			}
@@ -110,4 +126,22 @@ func Authenticate(h http.Handler, tokens Tokens) http.Handler {
 		}
 		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 	})
+}
+
+func bearer(r *http.Request, header string, authenticators []TokenAuthenticator) (User, bool) {
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || token == "" {
+		return User{}, false
+	}
+	for _, authn := range authenticators {
+		u, ok, err := authn(r.Context(), token)
+		if err != nil {
+			slog.Debug("bearer token rejected", "remote", r.RemoteAddr, "err", err)
+			return User{}, false
+		}
+		if ok {
+			return u, true
+		}
+	}
+	return User{}, false
 }

@@ -61,6 +61,7 @@ type Server struct {
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
 	extensions    []Extension
+	writeGuard    WriteGuard
 }
 
 // New builds the server.

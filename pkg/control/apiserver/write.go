@@ -114,6 +114,9 @@ func (s *Server) create(ctx context.Context, res *registry.Resource, obj runtime
 	if err := validateCreate(res, obj); err != nil {
 		return nil, err
 	}
+	if err := s.guardWrite(ctx, res, obj, nil); err != nil {
+		return nil, err
+	}
 	undo, err := s.claim(ctx, res, obj, nil, dry)
 	if err != nil {
 		return nil, err
@@ -231,6 +234,9 @@ func (s *Server) update(ctx context.Context, res *registry.Resource, ns, name st
 		}
 		obj, err = prepareUpdate(res, opts, obj, old)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.guardWrite(ctx, res, obj, old); err != nil {
 			return nil, err
 		}
 		undo, err := s.claim(ctx, res, obj, old, opts.dryRun)

@@ -2,12 +2,14 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/clusterroleaggregation"
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controllers/daemonset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
@@ -23,6 +25,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
+	"github.com/minik8s/minik8s/pkg/control/controllers/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/controllers/statefulset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
@@ -46,6 +49,8 @@ type ControllerContext struct {
 	Informers informers.SharedInformerFactory
 	Options   Options
 	Log       *slog.Logger
+	// RootCA is the cluster CA's PEM, published in every namespace for pods.
+	RootCA []byte
 
 	broadcaster record.EventBroadcaster
 }
@@ -87,6 +92,8 @@ var controllers = []controller{
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
+	{"clusterrole-aggregation", startClusterRoleAggregation},
+	{"root-ca-cert-publisher", startRootCACertPublisher},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -228,6 +235,28 @@ func startServiceAccount(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go sa.Run(ctx)
+	return nil
+}
+
+func startClusterRoleAggregation(ctx context.Context, c *ControllerContext) error {
+	agg, err := clusterroleaggregation.New(c.Client, c.Informers.Rbac().V1().ClusterRoles(), c.Log.With("component", "clusterrole-aggregation-controller"))
+	if err != nil {
+		return err
+	}
+	go agg.Run(ctx)
+	return nil
+}
+
+func startRootCACertPublisher(ctx context.Context, c *ControllerContext) error {
+	if len(c.RootCA) == 0 {
+		return errors.New("root-ca-cert-publisher: no CA to publish")
+	}
+	pub, err := rootcacertpublisher.New(c.Client, c.RootCA, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ConfigMaps(),
+		c.Log.With("component", "root-ca-cert-publisher"))
+	if err != nil {
+		return err
+	}
+	go pub.Run(ctx)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
@@ -55,6 +56,7 @@ type Options struct {
 	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"": 10.244.0.0/16, /24).
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
+	Security         Security
 	Log              *slog.Logger
 }
 
@@ -99,6 +101,9 @@ func (o *Options) Validate() error {
 		if _, err := loadbalancer.ParsePool(o.LoadBalancerIPPool); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := o.Security.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
@@ -267,24 +272,42 @@ func Run(ctx context.Context, o Options) error {
 	if err := ca.WriteKubeconfig(AdminKubeconfig(o.DataDir), o.ServerURL(), "admin", []string{"system:masters"}); err != nil {
 		return err
 	}
+	// The API server's own loopback identity, in system:masters as kube-apiserver's is:
+	// its authorization caches and the bootstrap policy go through it.
+	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:apiserver", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	privileged, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return err
+	}
+	g, err := newGuard(o, privileged, srv, tokens)
+	if err != nil {
+		return err
+	}
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	errc := make(chan error, 1)
 	go func() {
-		errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, apiserver.Authenticate(srv.Handler(), tokens))
+		errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler)
 	}()
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
+	if err := g.start(ctx, privileged, o); err != nil {
+		return err
+	}
 
-	// Each in-process component has its own identity, as kube-controller-manager and
-	// kube-scheduler do (system:masters until authorization is enforced).
-	controllerManager, err := loopbackConfig(ca, o.ServerURL(), "system:kube-controller-manager")
+	// Each in-process component has its own identity, authorized by its bootstrap role
+	// (system:kube-controller-manager and the system:controller:* roles,
+	// system:kube-scheduler), as kube-controller-manager and kube-scheduler are.
+	controllerManager, err := loopbackConfig(ca, o.ServerURL(), auth.ControllerManagerUser, nil)
 	if err != nil {
 		return err
 	}
-	schedulerCfg, err := loopbackConfig(ca, o.ServerURL(), "system:kube-scheduler")
+	schedulerCfg, err := loopbackConfig(ca, o.ServerURL(), auth.SchedulerUser, nil)
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, controllerManager, schedulerCfg, o, log); err != nil {
+	if err := runComponents(ctx, controllerManager, schedulerCfg, ca.CertPEM, o, log); err != nil {
 		return err
 	}
 	select {
@@ -298,7 +321,7 @@ func Run(ctx context.Context, o Options) error {
 // runComponents starts the scheduler and the controllers as API clients.
 // The shared informer factory reads as the controller manager; the scheduler writes (its
 // bindings, pod status and leases) as itself.
-func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, o Options, log *slog.Logger) error {
+func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA []byte, o Options, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -315,7 +338,7 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, o Option
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
-	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, broadcaster: broadcaster}
+	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: rootCA, broadcaster: broadcaster}
 	identity := electionIdentity()
 	// Informers run for the whole process (a standby's caches stay warm); the components
 	// run while this miniapi leads, and start afresh if it leads again.
@@ -353,6 +376,10 @@ func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
 	if h, err := os.Hostname(); err == nil {
 		hosts = append(hosts, h)
 	}
+	// Pods reach the API at the `kubernetes` Service's cluster IP, the range's first.
+	if p, err := netip.ParsePrefix(o.ServiceRange); err == nil {
+		hosts = append(hosts, p.Masked().Addr().Next().String())
+	}
 	for _, san := range o.TLSSANs {
 		hosts = append(hosts, strings.TrimSpace(san))
 	}
@@ -373,8 +400,8 @@ func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
 }
 
 // loopbackConfig is an in-memory client identity for in-process components.
-func loopbackConfig(ca *pki.CA, server, user string) (*rest.Config, error) {
-	pair, err := ca.IssueClient(user, []string{"system:masters"})
+func loopbackConfig(ca *pki.CA, server, user string, groups []string) (*rest.Config, error) {
+	pair, err := ca.IssueClient(user, groups)
 	if err != nil {
 		return nil, err
 	}

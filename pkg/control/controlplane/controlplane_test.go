@@ -90,6 +90,9 @@ func (m *restartable) start() *cluster {
 		if err == nil {
 			_, err = c.client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		}
+		if err == nil { // ready: the authorization caches are filled and the bootstrap policy is in
+			_, err = c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		}
 		if err == nil {
 			return c
 		}
@@ -302,7 +305,7 @@ func TestConflictsAndBadInput(t *testing.T) {
 
 func TestAuthentication(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte("s3cret,alice,1001,\"dev,ops\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte("s3cret,alice,1001,\"dev,ops\"\nadm1n,root,1002,system:masters\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := startClusterWith(t, func(o *Options) { o.TokenFile = tokenFile })
@@ -325,7 +328,9 @@ func TestAuthentication(t *testing.T) {
 	}{
 		{"/healthz", "", 200}, {"/version", "", 200}, {"/readyz", "", 200},
 		{"/api/v1/pods", "", 401}, {"/api", "", 401},
-		{"/api/v1/pods", "s3cret", 200}, {"/api/v1/pods", "wrong", 401}, {"/healthz", "wrong", 401},
+		// alice is authenticated (discovery is hers) but no role lets her list pods.
+		{"/api", "s3cret", 200}, {"/api/v1/pods", "s3cret", 403},
+		{"/api/v1/pods", "adm1n", 200}, {"/api/v1/pods", "wrong", 401}, {"/healthz", "wrong", 401},
 	} {
 		if got := get(tc.path, tc.token); got != tc.want {
 			t.Errorf("GET %s with token %q = %d, want %d", tc.path, tc.token, got, tc.want)
@@ -336,7 +341,7 @@ func TestAuthentication(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("kubectl", "--kubeconfig", empty, "--server", c.url, "--insecure-skip-tls-verify", "--token", "s3cret", "get", "ns", "default").CombinedOutput()
+	out, err := exec.Command("kubectl", "--kubeconfig", empty, "--server", c.url, "--insecure-skip-tls-verify", "--token", "adm1n", "get", "ns", "default").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "default") {
 		t.Errorf("kubectl with a bearer token: %v\n%s", err, out)
 	}
@@ -348,7 +353,9 @@ func TestInformerSeesChangesInOrder(t *testing.T) {
 	defer cancel()
 	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.namespace", "default").String()
+			// Not the root-ca-cert-publisher's kube-root-ca.crt, written meanwhile.
+			o.FieldSelector = fields.AndSelectors(fields.OneTermEqualSelector("metadata.namespace", "default"),
+				fields.OneTermNotEqualSelector("metadata.name", "kube-root-ca.crt")).String()
 		}))
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	seen := make(chan string, 100)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/metricsapi"
 	"github.com/minik8s/minik8s/pkg/pki"
 )
@@ -17,7 +18,7 @@ import (
 // kubelets: with its own client certificate (user kube-apiserver-kubelet-client) and
 // trusting only serving certificates of the cluster CA.
 func kubeletClientTransport(ca *pki.CA) (http.RoundTripper, error) {
-	pair, err := ca.IssueClient("kube-apiserver-kubelet-client", []string{"system:masters"})
+	pair, err := ca.IssueClient(auth.KubeletClientUser, nil) // authorized by system:kubelet-api-admin
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,7 @@ func kubeletClientTransport(ca *pki.CA) (http.RoundTripper, error) {
 // metricsExtension is metrics.k8s.io (pkg/control/metricsapi), reading nodes and pods
 // over loopback as its own user and the nodes' figures with the kubelet-client transport.
 func metricsExtension(ca *pki.CA, o Options, nodeTransport http.RoundTripper, log *slog.Logger) (apiserver.Extension, error) {
-	cfg, err := loopbackConfig(ca, o.ServerURL(), "system:metrics-server")
+	cfg, err := loopbackConfig(ca, o.ServerURL(), auth.MetricsServerUser, nil)
 	if err != nil {
 		return apiserver.Extension{}, err
 	}

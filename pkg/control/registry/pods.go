@@ -14,6 +14,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	saadmission "github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/poddefaults"
 	"github.com/minik8s/minik8s/pkg/qos"
 )
@@ -28,6 +29,7 @@ var podRules = Rules{
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 		addDefaultTolerationSeconds(pod)
+		saadmission.Admit(pod) // ServiceAccount admission; moves to the admission chain
 	},
 	Validate: func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {

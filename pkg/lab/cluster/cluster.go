@@ -171,8 +171,13 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			return err
 		}
 		step(o.Progress, "starting miniproxy on %s", n.Name)
+		// miniproxy is system:kube-proxy (role system:node-proxier), as kube-proxy is.
+		proxyKubeconfig := filepath.Join(l.StateDir, n.Name+"-proxy.kubeconfig")
+		if err := ca.WriteKubeconfig(proxyKubeconfig, serverURL(), "system:kube-proxy", nil); err != nil {
+			return err
+		}
 		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Args: []string{
-			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", kubeconfig,
+			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", proxyKubeconfig,
 			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
 			"--healthz-bind-address", n.IP + ":10256",
 		}})

@@ -61,6 +61,13 @@ func pod(name, cpu, memory string, phase corev1.PodPhase) *corev1.Pod {
 func TestQuotaUsage(t *testing.T) {
 	c := controlplanetest.Start(t, nil)
 	ctx := context.Background()
+	// The root-ca-cert-publisher's kube-root-ca.crt counts too: wait for it before counting.
+	for i := 0; i < 100; i++ {
+		if _, err := c.Client.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	cms, _ := c.Client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 	baseCMs := len(cms.Items)
 	svcs, _ := c.Client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})

@@ -71,6 +71,9 @@ func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 		if err == nil {
 			_, err = c.Client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		}
+		if err == nil { // ready: the authorization caches are filled and the bootstrap policy is in
+			_, err = c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		}
 		if err == nil {
 			return c
 		}

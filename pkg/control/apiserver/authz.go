@@ -1,0 +1,117 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// requestInfos reads what a request asks for, as kube-apiserver does before authorizing.
+var requestInfos = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// Attributes are what the authorizer is asked about the request r by u.
+func Attributes(r *http.Request, u User) (authorizer.AttributesRecord, error) {
+	info, err := requestInfos.NewRequestInfo(r)
+	if err != nil {
+		return authorizer.AttributesRecord{}, err
+	}
+	a := authorizer.AttributesRecord{
+		User: u.Info(), Verb: info.Verb, Namespace: info.Namespace, APIGroup: info.APIGroup, APIVersion: info.APIVersion,
+		Resource: info.Resource, Subresource: info.Subresource, Name: info.Name, ResourceRequest: info.IsResourceRequest, Path: info.Path,
+	}
+	if info.IsResourceRequest && (info.Verb == "list" || info.Verb == "watch" || info.Verb == "deletecollection") {
+		q := r.URL.Query()
+		if s := q.Get("fieldSelector"); s != "" {
+			var sel fields.Selector
+			if sel, a.FieldSelectorParsingErr = fields.ParseSelector(s); a.FieldSelectorParsingErr == nil {
+				a.FieldSelectorRequirements = sel.Requirements()
+			}
+		}
+		if s := q.Get("labelSelector"); s != "" {
+			var sel labels.Selector
+			if sel, a.LabelSelectorParsingErr = labels.Parse(s); a.LabelSelectorParsingErr == nil {
+				a.LabelSelectorRequirements, _ = sel.Requirements()
+			}
+		}
+	}
+	return a, nil
+}
+
+// Info is u as k8s.io/apiserver's authorizers see users.
+func (u User) Info() user.Info {
+	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+}
+
+// Authorize wraps h: an authenticated request impersonating someone (Impersonate-*
+// headers) becomes theirs if its user may impersonate them; then it must be allowed by az,
+// else it gets 403 Forbidden with kube-apiserver's message. Anonymous requests have already been limited to
+// the public paths by Authenticate.
+func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := UserFrom(r.Context())
+		if !ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if as, ok, err := impersonate(r.Context(), r, u, az); err != nil {
+			writeError(w, err)
+			return
+		} else if ok {
+			u = as
+			r = r.WithContext(WithUser(r.Context(), u))
+		}
+		a, err := Attributes(r, u)
+		if err != nil {
+			writeError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		decision, reason, err := az.Authorize(r.Context(), a)
+		if decision == authorizer.DecisionAllow {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if err != nil && reason == "" {
+			reason = err.Error()
+		}
+		writeError(w, Forbidden(a, reason))
+	})
+}
+
+// Forbidden is the error kube-apiserver answers a request it does not authorize.
+func Forbidden(a authorizer.Attributes, reason string) error {
+	msg := forbiddenMessage(a)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if !a.IsResourceRequest() {
+		return apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(msg))
+	}
+	return apierrors.NewForbidden(schema.GroupResource{Group: a.GetAPIGroup(), Resource: a.GetResource()}, a.GetName(), errors.New(msg))
+}
+
+func forbiddenMessage(a authorizer.Attributes) string {
+	name := ""
+	if u := a.GetUser(); u != nil {
+		name = u.GetName()
+	}
+	if !a.IsResourceRequest() {
+		return fmt.Sprintf("User %q cannot %s path %q", name, a.GetVerb(), a.GetPath())
+	}
+	resource := a.GetResource()
+	if sub := a.GetSubresource(); sub != "" {
+		resource += "/" + sub
+	}
+	if ns := a.GetNamespace(); ns != "" {
+		return fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", name, a.GetVerb(), resource, a.GetAPIGroup(), ns)
+	}
+	return fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", name, a.GetVerb(), resource, a.GetAPIGroup())
+}

@@ -1,0 +1,71 @@
+package auth
+
+import (
+	"context"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestEscalation(t *testing.T) {
+	binder := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "binder"}, Rules: []rbacv1.PolicyRule{
+		{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{"cluster-admin"}},
+		{Verbs: []string{"escalate"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"}}}}
+	r := rbacFrom(t,
+		roleBinding("apps", "a", "ClusterRole", "admin", userSubject("ada")),
+		roleBinding("apps", "b", "ClusterRole", "binder", userSubject("bo")),
+		binder)
+	e := NewEscalation(r, r)
+	as := func(name string, groups ...string) context.Context {
+		return apiserver.WithUser(context.Background(), apiserver.User{Name: name, Groups: append(groups, "system:authenticated")})
+	}
+	role := func(ns string, rules ...rbacv1.PolicyRule) *rbacv1.Role {
+		return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Rules: rules}
+	}
+	podsRead := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}
+	nodesRead := rbacv1.PolicyRule{Verbs: []string{"list"}, APIGroups: []string{""}, Resources: []string{"nodes"}}
+	gr := func(res string) schema.GroupResource {
+		return schema.GroupResource{Group: rbacv1.GroupName, Resource: res}
+	}
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		res      string
+		obj, old runtime.Object
+		allowed  bool
+	}{
+		{"a role with rules one holds", as("ada"), "roles", role("apps", podsRead), nil, true},
+		{"a role with rules one lacks", as("ada"), "roles", role("apps", podsRead, nodesRead), nil, false},
+		{"the same role elsewhere", as("ada"), "roles", role("other", podsRead), nil, false},
+		{"an update leaving the rules alone", as("ada"), "roles", role("apps", nodesRead), role("apps", nodesRead), true},
+		{"escalate verb", as("bo"), "roles", role("apps", nodesRead), nil, true},
+		{"system:masters", as("root", "system:masters"), "roles", role("apps", nodesRead), nil, true},
+		{"binding to a role one holds", as("ada"), "rolebindings", roleBinding("apps", "x", "ClusterRole", "view", userSubject("eve")), nil, true},
+		{"binding to cluster-admin", as("ada"), "rolebindings", roleBinding("apps", "x", "ClusterRole", "cluster-admin", userSubject("ada")), nil, false},
+		{"bind verb on cluster-admin", as("bo"), "rolebindings", roleBinding("apps", "x", "ClusterRole", "cluster-admin", userSubject("eve")), nil, true},
+		{"binding to a missing role", as("ada"), "rolebindings", roleBinding("apps", "x", "Role", "nope", userSubject("eve")), nil, false},
+		{"a cluster role", as("ada"), "clusterroles", &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Rules: []rbacv1.PolicyRule{podsRead}}, nil, false},
+		{"an aggregated cluster role", as("ada"), "clusterroles", &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"x": "y"}}}}}, nil, false},
+		{"a cluster role binding to view", as("ada"), "clusterrolebindings", &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}, nil, false},
+	} {
+		err := e.Check(tc.ctx, gr(tc.res), tc.obj, tc.old)
+		if (err == nil) != tc.allowed {
+			t.Errorf("%s: err = %v, want allowed=%v", tc.name, err, tc.allowed)
+		}
+		if err != nil && !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v is not Forbidden", tc.name, err)
+		}
+	}
+	err := e.Check(as("ada"), gr("roles"), role("apps", nodesRead), nil)
+	if err == nil ||
+		err.Error() != `roles.rbac.authorization.k8s.io "r" is forbidden: user "ada" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`+"\n"+`{APIGroups:[""], Resources:["nodes"], Verbs:["list"]}` {
+		t.Errorf("message: %v", err)
+	}
+}

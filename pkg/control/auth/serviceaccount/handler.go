@@ -1,0 +1,192 @@
+package serviceaccount
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/auth"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// TokenRequest limits, as kube-apiserver's.
+const (
+	defaultExpiration = time.Hour
+	minExpiration     = 10 * time.Minute
+)
+
+// ServeTokenRequest answers POST .../namespaces/NS/serviceaccounts/NAME/token (already
+// authenticated and authorized): a token for the account, bound to a pod if asked.
+func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, namespace, name string) {
+	if r.Method != http.MethodPost {
+		apiserver.WriteError(w, apierrors.NewMethodNotSupported(corev1.Resource("serviceaccounts/token"), r.Method))
+		return
+	}
+	var req authnv1.TokenRequest
+	if err := apiserver.DecodeBody(r, &req, authnv1.SchemeGroupVersion.WithKind("TokenRequest")); err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	u, _ := apiserver.UserFrom(r.Context())
+	resp, err := t.tokenRequest(r.Context(), u, namespace, name, &req)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	apiserver.WriteObject(w, http.StatusCreated, resp, authnv1.SchemeGroupVersion.WithKind("TokenRequest"))
+}
+
+func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+	invalid := func(errs field.ErrorList) error {
+		return apierrors.NewInvalid(authnv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), name, errs)
+	}
+	if req.Name != "" && req.Name != name {
+		return nil, invalid(field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
+	}
+	expires := defaultExpiration
+	if s := req.Spec.ExpirationSeconds; s != nil {
+		expires = time.Duration(*s) * time.Second
+		if expires < minExpiration {
+			return nil, invalid(field.ErrorList{field.Invalid(field.NewPath("spec", "expirationSeconds"), *s, "may not specify a duration less than 10 minutes")})
+		}
+		if expires > 1<<32*time.Second {
+			return nil, invalid(field.ErrorList{field.TooLong(field.NewPath("spec", "expirationSeconds"), *s, 1<<32)})
+		}
+	}
+	sa, err := t.objects.ServiceAccount(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	issue := Request{Account: sa, Audiences: req.Spec.Audiences, Expires: expires}
+	// A node gets tokens only bound to its own pods (NodeRestriction's rule).
+	node, isNode := auth.NodeName(requester.Info())
+	if isNode && (req.Spec.BoundObjectRef == nil || req.Spec.BoundObjectRef.Kind != "Pod") {
+		return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name, fmt.Errorf("node requested token not bound to a pod"))
+	}
+	if b := req.Spec.BoundObjectRef; b != nil {
+		path := field.NewPath("spec", "boundObjectRef")
+		if b.Kind != "Pod" {
+			return nil, invalid(field.ErrorList{field.NotSupported(path.Child("kind"), b.Kind, []string{"Pod"})})
+		}
+		if b.APIVersion != "" && b.APIVersion != "v1" {
+			return nil, invalid(field.ErrorList{field.NotSupported(path.Child("apiVersion"), b.APIVersion, []string{"v1"})})
+		}
+		pod, err := t.objects.Pod(ctx, namespace, b.Name)
+		if err != nil {
+			return nil, err
+		}
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, apierrors.NewConflict(corev1.Resource("pods"), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", b.UID))
+		}
+		if isNode && pod.Spec.NodeName != node {
+			return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name,
+				fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
+		}
+		if podSA(pod) != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
+		}
+		issue.Pod = pod
+	}
+	token, exp, err := t.Issue(issue)
+	if err != nil {
+		return nil, err
+	}
+	out := req.DeepCopy()
+	out.Name, out.Namespace = name, namespace
+	out.CreationTimestamp = metav1.NewTime(t.now())
+	if len(out.Spec.Audiences) == 0 {
+		out.Spec.Audiences = t.audiences
+	}
+	secs := int64(expires / time.Second)
+	out.Spec.ExpirationSeconds = &secs
+	out.Status = authnv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
+	return out, nil
+}
+
+func podSA(pod *corev1.Pod) string {
+	if pod.Spec.ServiceAccountName == "" {
+		return "default"
+	}
+	return pod.Spec.ServiceAccountName
+}
+
+// OIDC discovery paths.
+const (
+	DiscoveryPath = "/.well-known/openid-configuration"
+	JWKSPath      = "/openid/v1/jwks"
+)
+
+// ServeDiscovery answers the OIDC discovery document; jwksURI is where the keys are
+// served (the API server's external URL + JWKSPath).
+func (t *Tokens) ServeDiscovery(jwksURI string) http.HandlerFunc {
+	algs := map[string]bool{}
+	for _, k := range t.verify {
+		algs[string(k.alg)] = true
+	}
+	doc := map[string]any{
+		"issuer":                                t.issuer,
+		"jwks_uri":                              jwksURI,
+		"response_types_supported":              []string{"id_token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": keys(algs),
+	}
+	body, _ := json.Marshal(doc) // plain maps and strings
+	return serveJSON(body)
+}
+
+// ServeJWKS answers the public keys that verify tokens, as a JSON Web Key Set.
+func (t *Tokens) ServeJWKS() http.HandlerFunc {
+	set := jose.JSONWebKeySet{}
+	for _, k := range t.verify {
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k.key, KeyID: k.id, Algorithm: string(k.alg), Use: "sig"})
+	}
+	body, err := json.Marshal(set)
+	if err != nil {
+		body = []byte(`{"keys":[]}`)
+	}
+	return serveJSON(body)
+}
+
+func serveJSON(body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		_, _ = w.Write(body)
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TokenPath splits /api/v1/namespaces/NS/serviceaccounts/NAME/token.
+func TokenPath(path string) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/api/v1/namespaces/")
+	if !ok {
+		return "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 4 || parts[1] != "serviceaccounts" || parts[3] != "token" || parts[0] == "" || parts[2] == "" {
+		return "", "", false
+	}
+	return parts[0], parts[2], true
+}

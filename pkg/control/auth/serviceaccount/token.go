@@ -1,0 +1,206 @@
+package serviceaccount
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
+)
+
+// privateClaims are the "kubernetes.io" claims of a bound token.
+type privateClaims struct {
+	Kubernetes kubernetesClaims `json:"kubernetes.io"`
+}
+
+type kubernetesClaims struct {
+	Namespace string           `json:"namespace"`
+	SvcAcct   ref              `json:"serviceaccount"`
+	Pod       *ref             `json:"pod,omitempty"`
+	Node      *ref             `json:"node,omitempty"`
+	WarnAfter *jwt.NumericDate `json:"warnafter,omitempty"`
+}
+
+type ref struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// Objects is where tokens' service accounts and pods are looked up: the authenticator
+// rejects tokens whose account or pod is gone or was replaced (another UID).
+type Objects interface {
+	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+}
+
+// Tokens issues and checks bound service account tokens.
+type Tokens struct {
+	issuer    string
+	audiences []string // the API's own audiences: tokens for others are not accepted here
+	signer    jose.Signer
+	verify    []verifyKey
+	objects   Objects
+	now       func() time.Time
+}
+
+type verifyKey struct {
+	id  string
+	alg jose.SignatureAlgorithm
+	key crypto.PublicKey
+}
+
+// New makes the issuer and authenticator: key signs, publicKeys (the signing key's public
+// half among them) verify; issuer is the iss claim, apiAudiences what this API accepts
+// (the issuer if empty).
+func New(issuer string, apiAudiences []string, key crypto.Signer, publicKeys []crypto.PublicKey, objects Objects) (*Tokens, error) {
+	if issuer == "" {
+		return nil, errors.New("--service-account-issuer is required")
+	}
+	if len(apiAudiences) == 0 {
+		apiAudiences = []string{issuer}
+	}
+	t := &Tokens{issuer: issuer, audiences: apiAudiences, objects: objects, now: time.Now}
+	for _, pub := range append([]crypto.PublicKey{key.Public()}, publicKeys...) {
+		id, err := keyID(pub)
+		if err != nil {
+			return nil, err
+		}
+		alg, err := algorithm(pub)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(t.verify, func(k verifyKey) bool { return k.id == id }) {
+			t.verify = append(t.verify, verifyKey{id: id, alg: alg, key: pub})
+		}
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: t.verify[0].alg, Key: jose.JSONWebKey{Key: key, KeyID: t.verify[0].id}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return nil, fmt.Errorf("service account signer: %w", err)
+	}
+	t.signer = signer
+	return t, nil
+}
+
+// Issuer is the iss of every token.
+func (t *Tokens) Issuer() string { return t.issuer }
+
+// Request is what a token is issued for.
+type Request struct {
+	Account   *corev1.ServiceAccount
+	Pod       *corev1.Pod // nil: not bound to a pod
+	Audiences []string
+	Expires   time.Duration
+}
+
+// Issue signs a token for r; it returns the token and its expiry.
+func (t *Tokens) Issue(r Request) (string, time.Time, error) {
+	now := t.now()
+	audiences := r.Audiences
+	if len(audiences) == 0 {
+		audiences = t.audiences
+	}
+	exp := now.Add(r.Expires)
+	pub := jwt.Claims{Issuer: t.issuer, Subject: saauth.MakeUsername(r.Account.Namespace, r.Account.Name),
+		Audience: jwt.Audience(audiences), IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
+		Expiry: jwt.NewNumericDate(exp), ID: string(uuid.NewUUID())}
+	priv := privateClaims{Kubernetes: kubernetesClaims{Namespace: r.Account.Namespace,
+		SvcAcct: ref{Name: r.Account.Name, UID: string(r.Account.UID)}}}
+	if r.Pod != nil {
+		priv.Kubernetes.Pod = &ref{Name: r.Pod.Name, UID: string(r.Pod.UID)}
+		if r.Pod.Spec.NodeName != "" {
+			priv.Kubernetes.Node = &ref{Name: r.Pod.Spec.NodeName}
+		}
+	}
+	token, err := jwt.Signed(t.signer).Claims(pub).Claims(priv).Serialize()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("sign service account token: %w", err)
+	}
+	return token, exp, nil
+}
+
+// errInvalid is what a rejected token gets; the reason stays in the server's log.
+var errInvalid = errors.New("invalid bearer token")
+
+// leeway is the clock skew tolerated on exp and nbf, as kube-apiserver's.
+const leeway = time.Minute
+
+// Authenticate checks a bearer token: ok is false for tokens that are not ours (another
+// issuer, not a JWT), err rejects ours that are expired, for another audience, or whose
+// service account or pod no longer exists.
+func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User, bool, error) {
+	if strings.Count(token, ".") != 2 {
+		return apiserver.User{}, false, nil
+	}
+	algs := make([]jose.SignatureAlgorithm, 0, len(t.verify))
+	for _, k := range t.verify {
+		algs = append(algs, k.alg)
+	}
+	tok, err := jwt.ParseSigned(token, algs)
+	if err != nil || len(tok.Headers) == 0 {
+		return apiserver.User{}, false, nil
+	}
+	var unverified jwt.Claims
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || unverified.Issuer != t.issuer {
+		return apiserver.User{}, false, nil
+	}
+	var pub jwt.Claims
+	var priv privateClaims
+	verified := false
+	for _, k := range t.verify {
+		if kid := tok.Headers[0].KeyID; kid != "" && kid != k.id {
+			continue
+		}
+		if err := tok.Claims(k.key, &pub, &priv); err == nil {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return apiserver.User{}, false, errInvalid
+	}
+	if err := pub.ValidateWithLeeway(jwt.Expected{Issuer: t.issuer, Time: t.now()}, leeway); err != nil {
+		return apiserver.User{}, false, fmt.Errorf("%w: %v", errInvalid, err)
+	}
+	if !slices.ContainsFunc(t.audiences, func(a string) bool { return pub.Audience.Contains(a) }) {
+		return apiserver.User{}, false, fmt.Errorf("%w: token audiences %v do not include this server's %v", errInvalid, pub.Audience, t.audiences)
+	}
+	k := priv.Kubernetes
+	ns, name, err := saauth.SplitUsername(pub.Subject)
+	if err != nil || ns != k.Namespace || name != k.SvcAcct.Name {
+		return apiserver.User{}, false, fmt.Errorf("%w: subject %q does not match its claims", errInvalid, pub.Subject)
+	}
+	sa, err := t.objects.ServiceAccount(ctx, ns, name)
+	if err != nil || string(sa.UID) != k.SvcAcct.UID {
+		return apiserver.User{}, false, fmt.Errorf("%w: service account %s/%s has been deleted", errInvalid, ns, name)
+	}
+	info := saauth.ServiceAccountInfo{Name: name, Namespace: ns, UID: k.SvcAcct.UID, CredentialID: "JTI=" + pub.ID}
+	if k.Pod != nil {
+		pod, err := t.objects.Pod(ctx, ns, k.Pod.Name)
+		if err != nil || string(pod.UID) != k.Pod.UID {
+			return apiserver.User{}, false, fmt.Errorf("%w: pod %s/%s has been deleted", errInvalid, ns, k.Pod.Name)
+		}
+		if pod.DeletionTimestamp != nil && t.now().After(pod.DeletionTimestamp.Add(deletedPodGrace)) {
+			return apiserver.User{}, false, fmt.Errorf("%w: pod %s/%s is being deleted", errInvalid, ns, k.Pod.Name)
+		}
+		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
+	}
+	if k.Node != nil {
+		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
+	}
+	u := info.UserInfo()
+	return apiserver.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
+}
+
+// deletedPodGrace is how long a terminating pod's tokens still work (its containers may
+// need the API while they stop), as kube-apiserver allows.
+const deletedPodGrace = 60 * time.Second

@@ -1,0 +1,190 @@
+package serviceaccount
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+type objects struct {
+	sas  map[string]*corev1.ServiceAccount
+	pods map[string]*corev1.Pod
+}
+
+func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+	if sa, ok := o.sas[ns+"/"+name]; ok {
+		return sa, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("serviceaccounts"), name)
+}
+
+func (o *objects) Pod(_ context.Context, ns, name string) (*corev1.Pod, error) {
+	if p, ok := o.pods[ns+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+}
+
+func TestTokens(t *testing.T) {
+	key, err := EnsureSigningKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot", UID: "sa-uid"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "pod-uid"}, Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "node-1"}}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"apps/robot": sa}, pods: map[string]*corev1.Pod{"apps/web": pod}}
+	tokens, err := New("https://issuer.example", nil, key, nil, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tokens.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	bound, _, err := tokens.Issue(Request{Account: sa, Pod: pod, Expires: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok, err := tokens.Authenticate(ctx, bound)
+	if err != nil || !ok {
+		t.Fatalf("bound token: ok=%v err=%v", ok, err)
+	}
+	if u.Name != "system:serviceaccount:apps:robot" || u.UID != "sa-uid" || len(u.Groups) != 2 || u.Groups[1] != "system:serviceaccounts:apps" ||
+		u.Extra["authentication.kubernetes.io/pod-name"][0] != "web" || u.Extra["authentication.kubernetes.io/node-name"][0] != "node-1" {
+		t.Errorf("user %+v", u)
+	}
+
+	other, _, _ := tokens.Issue(Request{Account: sa, Audiences: []string{"vault"}, Expires: time.Hour})
+	if _, ok, err := tokens.Authenticate(ctx, other); ok || err == nil {
+		t.Error("a token for another audience was accepted")
+	}
+	stranger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger, _ := New("https://issuer.example", nil, stranger, nil, objs)
+	forged, _, _ := forger.Issue(Request{Account: sa, Expires: time.Hour})
+	if _, ok, err := tokens.Authenticate(ctx, forged); ok || err == nil {
+		t.Error("a token signed by another key was accepted")
+	}
+	elsewhere, _ := New("https://elsewhere.example", nil, stranger, nil, objs)
+	foreign, _, _ := elsewhere.Issue(Request{Account: sa, Expires: time.Hour})
+	if _, ok, err := tokens.Authenticate(ctx, foreign); ok || err != nil {
+		t.Errorf("another issuer's token: ok=%v err=%v, want not ours (no error)", ok, err)
+	}
+	if _, ok, err := tokens.Authenticate(ctx, "not-a-jwt"); ok || err != nil {
+		t.Error("a non-JWT token was claimed")
+	}
+
+	now = now.Add(time.Hour + 2*time.Minute)
+	if _, ok, _ := tokens.Authenticate(ctx, bound); ok {
+		t.Error("an expired token was accepted")
+	}
+	now = now.Add(-time.Hour)
+
+	objs.pods["apps/web"] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "new-uid"}}
+	if _, ok, _ := tokens.Authenticate(ctx, bound); ok {
+		t.Error("the token of a re-created pod was accepted")
+	}
+	delete(objs.pods, "apps/web")
+	if _, ok, _ := tokens.Authenticate(ctx, bound); ok {
+		t.Error("the token of a deleted pod was accepted")
+	}
+	unbound, _, _ := tokens.Issue(Request{Account: sa, Expires: time.Hour})
+	delete(objs.sas, "apps/robot")
+	if _, ok, _ := tokens.Authenticate(ctx, unbound); ok {
+		t.Error("the token of a deleted service account was accepted")
+	}
+
+	w := httptest.NewRecorder()
+	tokens.ServeJWKS()(w, httptest.NewRequest("GET", JWKSPath, nil))
+	var jwks struct {
+		Keys []struct{ Kid, Alg, Kty, Use string }
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &jwks); err != nil || len(jwks.Keys) != 1 || jwks.Keys[0].Alg != "ES256" || jwks.Keys[0].Kid == "" {
+		t.Errorf("jwks %s (%v)", w.Body, err)
+	}
+	w = httptest.NewRecorder()
+	tokens.ServeDiscovery("https://api/openid/v1/jwks")(w, httptest.NewRequest("GET", DiscoveryPath, nil))
+	if !strings.Contains(w.Body.String(), `"issuer":"https://issuer.example"`) || !strings.Contains(w.Body.String(), `"jwks_uri":"https://api/openid/v1/jwks"`) {
+		t.Errorf("discovery %s", w.Body)
+	}
+}
+
+func TestTokenPath(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/api/v1/namespaces/ns/serviceaccounts/sa/token":  true,
+		"/api/v1/namespaces/ns/serviceaccounts/sa":        false,
+		"/api/v1/namespaces//serviceaccounts/sa/token":    false,
+		"/api/v1/namespaces/ns/pods/sa/token":             false,
+		"/apis/v1/namespaces/ns/serviceaccounts/sa/token": false,
+	} {
+		if _, _, ok := TokenPath(path); ok != want {
+			t.Errorf("TokenPath(%q) = %v, want %v", path, ok, want)
+		}
+	}
+}
+
+// TestTokenRequest: defaults, limits, pod binding, and a node only for its own pods.
+func TestTokenRequest(t *testing.T) {
+	key, err := EnsureSigningKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot", UID: "sa-uid"}}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"apps/robot": sa}, pods: map[string]*corev1.Pod{
+		"apps/on-1":  {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "on-1", UID: "u1"}, Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "node-1"}},
+		"apps/on-2":  {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "on-2", UID: "u2"}, Spec: corev1.PodSpec{ServiceAccountName: "robot", NodeName: "node-2"}},
+		"apps/other": {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "other", UID: "u3"}, Spec: corev1.PodSpec{ServiceAccountName: "default", NodeName: "node-1"}},
+	}}
+	tokens, err := New("https://issuer.example", nil, key, nil, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admin := apiserver.User{Name: "admin", Groups: []string{"system:masters"}}
+	node1 := apiserver.User{Name: "system:node:node-1", Groups: []string{"system:nodes"}}
+	pod := func(name, uid string) *authnv1.TokenRequest {
+		return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: name, UID: types.UID(uid)}}}
+	}
+	resp, err := tokens.tokenRequest(ctx, admin, "apps", "robot", &authnv1.TokenRequest{})
+	if err != nil || *resp.Spec.ExpirationSeconds != 3600 || resp.Spec.Audiences[0] != "https://issuer.example" || resp.Status.Token == "" {
+		t.Fatalf("defaults: %v %+v", err, resp)
+	}
+	for _, tc := range []struct {
+		name  string
+		user  apiserver.User
+		sa    string
+		req   *authnv1.TokenRequest
+		check func(error) bool
+	}{
+		{"too short", admin, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60)}}, apierrors.IsInvalid},
+		{"no such account", admin, "ghost", &authnv1.TokenRequest{}, apierrors.IsNotFound},
+		{"no such pod", admin, "robot", pod("gone", ""), apierrors.IsNotFound},
+		{"pod re-created", admin, "robot", pod("on-1", "old"), apierrors.IsConflict},
+		{"pod of another account", admin, "robot", pod("other", ""), apierrors.IsBadRequest},
+		{"node: unbound", node1, "robot", &authnv1.TokenRequest{}, apierrors.IsForbidden},
+		{"node: another node's pod", node1, "robot", pod("on-2", "u2"), apierrors.IsForbidden},
+		{"node: its pod", node1, "robot", pod("on-1", "u1"), func(err error) bool { return err == nil }},
+	} {
+		_, err := tokens.tokenRequest(ctx, tc.user, "apps", tc.sa, tc.req)
+		if !tc.check(err) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

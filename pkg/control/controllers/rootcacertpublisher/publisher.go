@@ -1,0 +1,105 @@
+// Package rootcacertpublisher keeps a "kube-root-ca.crt" ConfigMap holding the cluster
+// CA in every active namespace, as kube-controller-manager's root-ca-cert-publisher does:
+// the ca.crt of every pod's kube-api-access volume comes from it.
+package rootcacertpublisher
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Name is the ConfigMap's name, and DataKey its key, as in Kubernetes.
+const (
+	Name    = "kube-root-ca.crt"
+	DataKey = "ca.crt"
+)
+
+// Controller is the root-ca-cert-publisher.
+type Controller struct {
+	client     kubernetes.Interface
+	caPEM      string
+	namespaces corelisters.NamespaceLister
+	configMaps corelisters.ConfigMapLister
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+	log        *slog.Logger
+}
+
+// New wires the controller: caPEM is the CA bundle pods trust the API server with.
+func New(client kubernetes.Interface, caPEM []byte, namespaces coreinformers.NamespaceInformer, configMaps coreinformers.ConfigMapInformer, log *slog.Logger) (*Controller, error) {
+	c := &Controller{client: client, caPEM: string(caPEM), namespaces: namespaces.Lister(), configMaps: configMaps.Lister(),
+		synced: []cache.InformerSynced{namespaces.Informer().HasSynced, configMaps.Informer().HasSynced}, log: log,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "root_ca_cert_publisher"})}
+	if _, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.queue.Add(obj.(*corev1.Namespace).Name) },
+		UpdateFunc: func(_, obj any) { c.queue.Add(obj.(*corev1.Namespace).Name) },
+	}); err != nil {
+		return nil, err
+	}
+	onConfigMap := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == Name {
+			c.queue.Add(cm.Namespace)
+		}
+	}
+	_, err := configMaps.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { onConfigMap(obj) }, DeleteFunc: onConfigMap,
+	})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
+}
+
+func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error) {
+	namespace, err := c.namespaces.Get(ns)
+	if apierrors.IsNotFound(err) || (err == nil && namespace.Status.Phase != corev1.NamespaceActive) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	cm, err := c.configMaps.ConfigMaps(ns).Get(Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: ns, Annotations: map[string]string{"kubernetes.io/description": description}},
+			Data:       map[string]string{DataKey: c.caPEM},
+		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) { // there already, or the namespace is going
+			return 0, nil
+		}
+		return 0, err
+	case err != nil:
+		return 0, err
+	}
+	if cm.Data[DataKey] == c.caPEM && len(cm.Data) == 1 && len(cm.BinaryData) == 0 {
+		return 0, nil
+	}
+	fixed := cm.DeepCopy()
+	fixed.Data, fixed.BinaryData = map[string]string{DataKey: c.caPEM}, nil
+	_, err = c.client.CoreV1().ConfigMaps(ns).Update(ctx, fixed, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return 0, nil // the newer version is queued by its event
+	}
+	return 0, err
+}
+
+const description = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. " +
+	"No other usage is guaranteed across distributions of Kubernetes clusters."

@@ -1,0 +1,135 @@
+package controlplane
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/auth"
+	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Security is miniapi's authentication and authorization settings.
+type Security struct {
+	// AuthorizationModes is --authorization-mode (nil: Node,RBAC).
+	AuthorizationModes []string
+	// ServiceAccountSigningKeyFile signs tokens (""': DATA_DIR/pki/sa.key, made on first start);
+	// ServiceAccountKeyFiles verify them besides its public half.
+	ServiceAccountSigningKeyFile string
+	ServiceAccountKeyFiles       []string
+	// ServiceAccountIssuer is the iss of tokens ("": https://kubernetes.default.svc.cluster.local);
+	// APIAudiences what this server accepts ("" : the issuer).
+	ServiceAccountIssuer string
+	APIAudiences         []string
+}
+
+// DefaultIssuer is kube-apiserver's usual --service-account-issuer.
+const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
+
+func (s *Security) validate() error {
+	if s.AuthorizationModes != nil {
+		if err := auth.ValidateModes(s.AuthorizationModes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Security) modes() []string {
+	if s.AuthorizationModes == nil {
+		return auth.DefaultModes
+	}
+	return s.AuthorizationModes
+}
+
+// guard is the authentication, authorization and the handlers outside the registry
+// (access reviews, TokenRequest, OIDC discovery) around the API server's handler.
+type guard struct {
+	ready   atomic.Bool // the caches are filled and the policy reconciled
+	authz   *auth.Authorizers
+	tokens  *serviceaccount.Tokens
+	reviews *auth.Reviews
+	handler http.Handler
+}
+
+// newGuard builds the chain; privileged is the API server's own loopback identity
+// (system:masters) its caches read through.
+func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
+	api := srv.Handler()
+	sec := o.Security
+	authz, err := auth.New(sec.modes(), privileged)
+	if err != nil {
+		return nil, err
+	}
+	keyPath := sec.ServiceAccountSigningKeyFile
+	if keyPath == "" {
+		keyPath = filepath.Join(PKIDir(o.DataDir), "sa.key")
+	}
+	key, err := serviceaccount.EnsureSigningKey(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	var pubs []crypto.PublicKey
+	for _, f := range sec.ServiceAccountKeyFiles {
+		k, err := serviceaccount.LoadPublicKeys(f)
+		if err != nil {
+			return nil, err
+		}
+		pubs = append(pubs, k...)
+	}
+	issuer := sec.ServiceAccountIssuer
+	if issuer == "" {
+		issuer = DefaultIssuer
+	}
+	tokens, err := serviceaccount.New(issuer, sec.APIAudiences, key, pubs, authz)
+	if err != nil {
+		return nil, err
+	}
+	if authz.Escalation != nil {
+		srv.SetWriteGuard(authz.Escalation.Check)
+	}
+	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules}}
+	routes := http.NewServeMux()
+	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.ServerURL()+serviceaccount.JWKSPath))
+	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
+	routes.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.ready.Load() { // as kube-apiserver's rbac/bootstrap-roles post-start hook holds /readyz
+			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusInternalServerError)
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.reviews.Match(w, r) {
+			return
+		}
+		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {
+			tokens.ServeTokenRequest(w, r, ns, name)
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	g.handler = apiserver.Authenticate(apiserver.Authorize(routes, authz), static, tokens.Authenticate)
+	return g, nil
+}
+
+// start fills the authorization caches and reconciles the bootstrap policy; until the
+// caches are filled only system:masters gets in.
+func (g *guard) start(ctx context.Context, privileged kubernetes.Interface, o Options) error {
+	err := g.authz.Start(ctx)
+	if err == nil {
+		if err = auth.ReconcilePolicy(ctx, privileged, o.Log); err != nil {
+			err = fmt.Errorf("bootstrap RBAC policy: %w", err)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil // stopped while starting: not a failure
+	}
+	g.ready.Store(err == nil)
+	return err
+}
