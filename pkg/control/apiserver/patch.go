@@ -8,46 +8,41 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
-func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
-		writeError(w, unsupportedMediaType(r.Header.Get("Content-Type")))
-		return
+		return unsupportedMediaType(r.Header.Get("Content-Type"))
 	}
 	patchType := types.PatchType(mediaType)
 	switch patchType {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 	case types.ApplyYAMLPatchType:
-		s.serveApply(w, r, res, info)
-		return
+		return s.serveApply(w, r, res, info)
 	default:
-		writeError(w, unsupportedMediaType(mediaType))
-		return
+		return unsupportedMediaType(mediaType)
 	}
 	directive, err := parseFieldValidation(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	dry, err := dryRun(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	patch, err := readRaw(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	var warnings []string
-	opts := updateOptions{subresource: info.Subresource, dryRun: dry}
-	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
+	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
+	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
 		patched, err := applyPatch(res, patchType, cur, patch)
 		if err != nil {
 			return nil, err
@@ -62,11 +57,10 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		return out, checkNames(res, out, info)
 	})
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	setWarnings(w, res, info.Subresource, obj, warnings)
-	s.respond(w, r, res, http.StatusOK, obj)
+	return s.respond(w, r, res, http.StatusOK, obj)
 }
 
 // applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,6 +39,8 @@ type Config struct {
 	// pods; without an address it gets no endpoints.
 	AdvertiseAddress netip.Addr
 	SecurePort       int
+	// Admission are the admission plugins beyond NamespaceLifecycle, which always runs first.
+	Admission generic.Admission
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
 	// miniapi's kubelet-client certificate; nil answers them 503.
 	NodeTransport http.RoundTripper
@@ -45,13 +48,17 @@ type Config struct {
 
 // Server is the API server's HTTP handler.
 type Server struct {
+	// store is read (GET, LIST, WATCH); every write goes through objects.
 	store   store.Interface
-	reg     *registry.Registry
-	log     *slog.Logger
-	metrics *metrics
-	fields  *fieldManagers
-	handler http.Handler
-	ranges  allocator.Ranges
+	objects *generic.Store
+	// encodings shares the encodings of each stored version among its readers.
+	encodings encodings
+	reg       *registry.Registry
+	log       *slog.Logger
+	metrics   *metrics
+	fields    *fieldManagers
+	handler   http.Handler
+	ranges    allocator.Ranges
 	// protobufKinds are the resources that may answer in protobuf.
 	protobufKinds map[*registry.Resource]bool
 	// advertise is where the `kubernetes` Service's endpoints point.
@@ -72,6 +79,10 @@ func New(cfg Config) *Server {
 		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
+	admission := cfg.Admission
+	admission.Mutating = append([]generic.MutatingAdmission{generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)}, admission.Mutating...)
+	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
+		Admission: admission, Fields: s.fields, Log: cfg.Log})
 	s.protobufKinds = protobufResources(cfg.Registry)
 	s.nodeTransport = cfg.NodeTransport
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
@@ -121,28 +132,34 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
 		return
 	}
-	info, ok := parseResourcePath(r)
-	if !ok {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
-		return
-	}
-	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
-	if !found {
-		writeError(w, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name))
-		return
-	}
-	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
-		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec).
-		writeError(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}})
-		return
-	}
-	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		writeError(w, apierrors.NewNotFound(res.GroupResource(), info.Name))
+	res, info, err := s.resolve(r)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	s.metrics.observeResource(r, info)
 	s.serveResource(w, r, res, info)
+}
+
+// resolve finds the resource a resource path names.
+func (s *Server) resolve(r *http.Request) (*registry.Resource, requestInfo, error) {
+	info, ok := parseResourcePath(r)
+	if !ok {
+		return nil, info, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)
+	}
+	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
+	if !found {
+		return nil, info, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name)
+	}
+	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
+		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec).
+		return nil, info, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
+	}
+	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
+		return nil, info, apierrors.NewNotFound(res.GroupResource(), info.Name)
+	}
+	return res, info, nil
 }
 
 // ListenAndServeTLS serves the API on addr until ctx ends.
