@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"os"
 	"strings"
 	"time"
@@ -55,6 +56,9 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that was not renewed")
 	f.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leading")
 	f.DurationVar(&o.LeaderElection.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
+	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", apiserver.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
+	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart) before more get 429; 0: no limit")
+	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once before more get 429; 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
 	return cmd

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -63,7 +64,12 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	return s.respond(w, r, res, http.StatusOK, obj)
 }
 
-// applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON.
+// maxJSONPatchOperations is the most operations a JSON patch may have, as in kube-apiserver.
+const maxJSONPatchOperations = 10000
+
+// applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON. A JSON
+// patch may have at most maxJSONPatchOperations operations and its copies may add at most
+// MaxBodyBytes to the object, so a small patch cannot amplify itself into gigabytes.
 func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, patch []byte) ([]byte, error) {
 	orig, err := json.Marshal(cur)
 	if err != nil {
@@ -73,8 +79,17 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 	switch pt {
 	case types.JSONPatchType:
 		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(patch); err == nil {
-			out, err = p.Apply(orig)
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			break
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
+		opts := jsonpatch.NewApplyOptions()
+		opts.AccumulatedCopySizeLimit = MaxBodyBytes
+		out, err = p.ApplyWithOptions(orig, opts)
+		if tooLarge := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &tooLarge) {
+			return nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
 		}
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(orig, patch)

@@ -39,6 +39,12 @@ type Config struct {
 	// pods; without an address it gets no endpoints.
 	AdvertiseAddress netip.Addr
 	SecurePort       int
+	// Limits bound request time and requests in flight; the zero value gives DefaultLimits.
+	Limits Limits
+	// Authorization, when set, wraps the resource handlers after authentication and the
+	// in-flight limits and before anything is read or written: the place of
+	// kube-apiserver's authorization filter. It may refuse a request (403) or pass it on.
+	Authorization func(http.Handler) http.Handler
 	// Admission are the admission plugins beyond NamespaceLifecycle, which always runs first.
 	Admission generic.Admission
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
@@ -65,6 +71,7 @@ type Server struct {
 	advertise netip.AddrPort
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
+	limits        Limits
 }
 
 // New builds the server.
@@ -97,11 +104,20 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
 	newOpenAPIHandler(cfg.Registry, cfg.Log).register(mux) // /openapi/v2, /openapi/v3/...
-	s.handler = s.metrics.instrument(withFieldOwner(mux))
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	s.limits = cfg.Limits
+	h := s.metrics.instrument(withFieldOwner(mux))
+	if cfg.Authorization != nil {
+		h = cfg.Authorization(h)
+	}
+	s.handler = newInFlight(cfg.Limits).limit(h)
 	return s
 }
 
-// Handler returns the unauthenticated handler (tests and the authenticating wrapper use it).
+// Handler returns the unauthenticated handler with the in-flight limits and authorization
+// (tests and the authenticating wrapper use it).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
@@ -162,16 +178,15 @@ func (s *Server) resolve(r *http.Request) (*registry.Resource, requestInfo, erro
 	return res, info, nil
 }
 
-// ListenAndServeTLS serves the API on addr until ctx ends.
+// ListenAndServeTLS serves the API on addr until ctx ends: h (the authenticating wrapper
+// of Handler) with the request timeout and panic recovery around it.
 func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: onWarmStacks(h, time.Minute), TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
-		// Requests (watches above all) end when the server stops.
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	srv := s.newHTTPServer(ctx, h, headerTimeout)
+	srv.TLSConfig = tlsCfg
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -182,4 +197,21 @@ func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls
 		return err
 	}
 	return nil
+}
+
+// headerTimeout bounds how long a client may take to send a request's headers (and its TLS
+// handshake): a client trickling them in (slow-loris) does not hold a connection for long.
+const headerTimeout = 10 * time.Second
+
+// newHTTPServer is the HTTP server of h with the outer filters and the connection limits.
+func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           recoverPanics(withRequestTimeout(onWarmStacks(h, time.Minute), s.limits.RequestTimeout), s.log),
+		ReadHeaderTimeout: headerTimeout,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       90 * time.Second,
+		// Requests (watches above all) end when the server stops.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
 }

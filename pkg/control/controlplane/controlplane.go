@@ -55,7 +55,10 @@ type Options struct {
 	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"": 10.244.0.0/16, /24).
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
-	Log              *slog.Logger
+	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
+	// (zero: apiserver.DefaultLimits).
+	Limits apiserver.Limits
+	Log    *slog.Logger
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -102,6 +105,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
+	}
+	if o.Limits != (apiserver.Limits{}) {
+		errs = append(errs, o.Limits.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -244,7 +250,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport})
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport,
+		Limits: o.Limits})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
