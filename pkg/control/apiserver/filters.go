@@ -175,6 +175,11 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
+		// The body too must arrive in time, also the rest of one the handler left unread,
+		// which net/http reads after it to reuse the connection.
+		// (A second later than the context: a handler still reading when the request times
+		// out gets the timeout, not a read error of its own.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d + time.Second))
 		tw := &timeoutWriter{w: w}
 		done := make(chan any, 1)
 		go func() {
@@ -195,9 +200,10 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 				panic(v)
 			}
 		case <-ctx.Done():
+			begun := tw.timeOut()
 			// A handler blocked reading a slow client's body gets an error now.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-			if begun := tw.timeOut(); begun {
+			if begun {
 				panic(http.ErrAbortHandler)
 			}
 			writeError(w, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
@@ -291,6 +297,9 @@ func (f *inFlight) limit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		default:
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+			if r.ContentLength != 0 { // not worth reading: net/http would before answering
+				w.Header().Set("Connection", "close")
+			}
 			writeError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
 		}
 	})
