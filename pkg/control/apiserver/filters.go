@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -156,6 +158,15 @@ func (t *trackingWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection (upgrades, deadlines).
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// Hijack serves upgrades (exec, attach, port-forward streams) of code that asserts
+// http.Hijacker rather than using http.ResponseController; the response has then begun.
+func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	t.mu.Lock()
+	t.written = true
+	t.mu.Unlock()
+	return http.NewResponseController(t.ResponseWriter).Hijack()
+}
 
 // withRequestTimeout ends requests that are not long-running after timeout (or the
 // request's shorter ?timeout=) with 504, as kube-apiserver's timeout filter does: the
