@@ -37,18 +37,11 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *regi
 	if ev.Name != info.Name || (ev.Namespace != "" && ev.Namespace != info.Namespace) {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
-	opts := metav1.DeleteOptions{}
-	if ev.DeleteOptions != nil {
-		opts = *ev.DeleteOptions
-	}
 	dry, err := dryRun(r)
 	if err != nil {
 		return err
 	}
-	if dry {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	if err := s.objects.Evict(r.Context(), res, info.Namespace, info.Name, opts); err != nil {
+	if err := s.objects.Evict(r.Context(), res, info.Namespace, info.Name, &ev, dry); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, successStatus(http.StatusCreated))

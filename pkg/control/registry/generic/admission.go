@@ -23,7 +23,9 @@ const (
 )
 
 // Attributes describe one write to admission, as k8s.io/apiserver's admission.Attributes
-// do: binding and eviction are creates of the pods' subresources, scale an update of one.
+// do: binding and eviction are CREATEs of the pods' subresources whose object is the
+// Binding or Eviction; status, finalize and scale are UPDATEs of the subresource whose
+// objects are the kind's own (for scale too, where Kubernetes gives the Scale).
 type Attributes struct {
 	Operation   Operation
 	Resource    *registry.Resource

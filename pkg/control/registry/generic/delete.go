@@ -18,6 +18,12 @@ import (
 // deletionTimestamp, and goes away when its grace period is cut to zero and its finalizers
 // are gone.
 func (s *Store) Delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
+	return s.delete(ctx, res, ns, name, opts, true)
+}
+
+// delete is Delete, with the admission of the deletion unless the caller admitted the
+// write it is part of (an eviction).
+func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, admit bool) (runtime.Object, error) {
 	dry := len(opts.DryRun) > 0
 	key := Key(res, ns, name)
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
@@ -28,12 +34,14 @@ func (s *Store) Delete(ctx context.Context, res *registry.Resource, ns, name str
 		if err := checkPreconditions(res, obj, opts.Preconditions); err != nil {
 			return nil, err
 		}
-		attrs := &Attributes{Operation: Delete, Resource: res, Namespace: ns, Name: name, OldObject: obj, DryRun: dry}
-		if err := s.admission.admit(ctx, attrs); err != nil {
-			return nil, err
-		}
-		if err := s.admission.validate(ctx, attrs); err != nil {
-			return nil, err
+		if admit {
+			attrs := &Attributes{Operation: Delete, Resource: res, Namespace: ns, Name: name, OldObject: obj, DryRun: dry}
+			if err := s.admission.admit(ctx, attrs); err != nil {
+				return nil, err
+			}
+			if err := s.admission.validate(ctx, attrs); err != nil {
+				return nil, err
+			}
 		}
 		grace, graceful := int64(0), false
 		if res.Rules.GracefulDelete != nil {
@@ -91,7 +99,7 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 // finalizer, if any, leaving the rest of the deletion to the node agent, the finalizers'
 // owners or the garbage collector.
 func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, pre *metav1.Preconditions, grace int64, finalizer string, dry bool) (runtime.Object, error) {
-	return s.Update(ctx, res, ns, name, UpdateOptions{DryRun: dry, deleting: true}, func(cur runtime.Object) (runtime.Object, error) {
+	return s.Update(ctx, res, ns, name, UpdateOptions{DryRun: dry, deleting: true, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
 		if err := checkPreconditions(res, cur, pre); err != nil {
 			return nil, err
 		}

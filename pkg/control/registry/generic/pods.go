@@ -17,7 +17,8 @@ import (
 var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
 
 // Bind assigns a pod to a node (pods/NAME/binding), what the scheduler does: only a pod
-// that is not yet assigned and not being deleted, and whose uid matches the binding's.
+// that is not yet assigned and not being deleted, and whose uid matches the binding's. It
+// is admitted as Kubernetes admits it: a CREATE of pods/binding whose object is the Binding.
 func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name string, b *corev1.Binding, dry bool) error {
 	if b.Name != "" && b.Name != name {
 		return apierrors.NewBadRequest(fmt.Sprintf("binding name %q does not match pod %q", b.Name, name))
@@ -25,7 +26,10 @@ func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name stri
 	if b.Target.Name == "" || (b.Target.Kind != "" && b.Target.Kind != "Node") {
 		return apierrors.NewBadRequest("binding target must name a Node")
 	}
-	_, err := s.Update(ctx, pods, ns, name, UpdateOptions{Subresource: "binding", DryRun: dry}, func(cur runtime.Object) (runtime.Object, error) {
+	if err := s.admitSubresourceCreate(ctx, pods, "binding", ns, name, b, dry); err != nil {
+		return err
+	}
+	_, err := s.Update(ctx, pods, ns, name, UpdateOptions{Subresource: "binding", DryRun: dry, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -58,8 +62,19 @@ func setPodScheduled(pod *corev1.Pod) {
 // Evict deletes a pod the way `kubectl drain` asks for it (pods/NAME/eviction): only if the
 // pod's PodDisruptionBudget allows one more disruption, which it then spends, as
 // Kubernetes' eviction subresource does. A pod that is not running (pending, finished, or
-// already being deleted) is not protected by a budget.
-func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name string, opts metav1.DeleteOptions) error {
+// already being deleted) is not protected by a budget. It is admitted as a CREATE of
+// pods/eviction whose object is the Eviction.
+func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name string, ev *policyv1.Eviction, dry bool) error {
+	opts := metav1.DeleteOptions{}
+	if ev.DeleteOptions != nil {
+		opts = *ev.DeleteOptions
+	}
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if err := s.admitSubresourceCreate(ctx, pods, "eviction", ns, name, ev, dry); err != nil {
+		return err
+	}
 	obj, err := s.Get(ctx, pods, ns, name)
 	if err != nil {
 		return err
@@ -73,8 +88,18 @@ func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name str
 			return err
 		}
 	}
-	_, err = s.Delete(ctx, pods, ns, name, opts)
+	_, err = s.delete(ctx, pods, ns, name, opts, false)
 	return err
+}
+
+// admitSubresourceCreate runs the admission chain on a write that creates a subresource
+// object (a Binding, an Eviction) of a pod.
+func (s *Store) admitSubresourceCreate(ctx context.Context, pods *registry.Resource, sub, ns, name string, obj runtime.Object, dry bool) error {
+	attrs := &Attributes{Operation: Create, Resource: pods, Subresource: sub, Namespace: ns, Name: name, Object: obj, DryRun: dry}
+	if err := s.admission.admit(ctx, attrs); err != nil {
+		return err
+	}
+	return s.admission.validate(ctx, attrs)
 }
 
 // spendDisruption takes one allowed disruption from the budget covering pod, or refuses with

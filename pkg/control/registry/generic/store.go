@@ -81,8 +81,10 @@ type UpdateOptions struct {
 	Subresource string
 	DryRun      bool
 	// deleting lets the update set deletionTimestamp/deletionGracePeriodSeconds, which only
-	// the delete path may do; it skips update admission (the delete was admitted).
+	// the delete path may do.
 	deleting bool
+	// admitted: the write was admitted as what it is (a delete, a binding), not as an update.
+	admitted bool
 }
 
 // Get reads the object as it is now.
@@ -194,7 +196,7 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 			return nil, conflict(res, name)
 		}
 		attrs := &Attributes{Operation: Update, Resource: res, Subresource: opts.Subresource, Namespace: ns, Name: name, Object: obj, OldObject: old, DryRun: opts.DryRun}
-		if !opts.deleting {
+		if !opts.admitted {
 			if err := s.admission.admit(ctx, attrs); err != nil {
 				return nil, err
 			}
@@ -203,7 +205,7 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		if err != nil {
 			return nil, err
 		}
-		if !opts.deleting {
+		if !opts.admitted {
 			attrs.Object = obj
 			if err := s.admission.validate(ctx, attrs); err != nil {
 				return nil, err
