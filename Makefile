@@ -8,7 +8,7 @@ IMAGES := $(CURDIR)/images/out
 PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
 COMMANDS := miniapi minilet miniproxy minilab
 
-.PHONY: all deps images kubectl build up down test lint fresh-check bench clean
+.PHONY: all deps images kubectl build up down test lint fresh-check fuzz bench clean
 
 all: build
 
@@ -47,7 +47,14 @@ lint:
 # Unit tests, integration tests against real containerd/CNI/netns/kubectl, and the e2e on a
 # minilab cluster. Tests needing root or a tool skip with a reason elsewhere; here
 # (MINIK8S_MAKE_TEST=1) a missing tool fails them (pkg/testenv).
-test: deps build lint fresh-check
+# miniapi's fuzz targets (request bodies, patches, selectors, request paths), 30 s each;
+# their seed corpora are in pkg/control/apiserver/testdata/fuzz. A crash fails the target
+# and leaves the input that caused it there.
+FUZZ_TARGETS := FuzzDecodeBody FuzzPatch FuzzSelectors FuzzRequestPath
+fuzz:
+	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 30s ./pkg/control/apiserver/ || exit 1; done
+
+test: deps build lint fresh-check fuzz
 	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
 
 # A host without kubectl and busybox on PATH can follow the README: `make build` into a

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"os"
 	"strings"
 	"time"
@@ -61,6 +62,9 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&o.Security.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM public keys (or certificates, private keys) that also verify service account tokens (repeatable)")
 	f.StringVar(&o.Security.ServiceAccountIssuer, "service-account-issuer", controlplane.DefaultIssuer, "iss claim of service account tokens and the issuer of the OIDC discovery document")
 	f.StringSliceVar(&o.Security.APIAudiences, "api-audiences", nil, "audiences a token must name to be accepted here (default: the issuer)")
+	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", apiserver.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
+	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart) before more get 429; 0: no limit")
+	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once before more get 429; 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
 	return cmd

@@ -52,7 +52,7 @@ type Agent struct {
 	rt       Runtime
 	net      Network
 	recorder record.EventRecorder
-	clock    clock.Clock
+	clock    clock.WithTicker
 	backoff  *flowcontrol.Backoff
 	metrics  *metrics
 
@@ -78,17 +78,24 @@ type Agent struct {
 
 // New makes an agent for the node cfg describes, driving rt and net.
 func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agent, error) {
+	return newAgent(cfg, client, rt, nw, clock.RealClock{})
+}
+
+// newAgent makes an agent whose every timing (back-off, housekeeping, pod workers, probes,
+// lease, status times) reads clk.
+func newAgent(cfg Config, client kubernetes.Interface, rt Runtime, nw Network, clk clock.WithTicker) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := clock.RealClock{}
+	backoff := flowcontrol.NewBackOff(backoffInitial, backoffMax)
+	backoff.Clock = clk
 	a := &Agent{
 		cfg:     cfg,
 		client:  client,
 		rt:      rt,
 		net:     nw,
-		clock:   c,
-		backoff: flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, c),
+		clock:   clk,
+		backoff: backoff,
 		metrics: newMetrics(),
 		static:  staticPods{kick: make(chan struct{}, 1)},
 	}
@@ -144,7 +151,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return ignoreCanceled(ctx, err)
 	}
 	a.probes = newProber(ctx, a)
-	a.workers = podworkers.New(ctx, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
+	a.workers = podworkers.New(ctx, a.clock, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
 		return newPodState(pod, apiTime(a.clock.Now()))
 	})
 	// Static pods start without the API server (how a control plane bootstraps); pods
@@ -249,14 +256,14 @@ func (a *Agent) nodePods() []*corev1.Pod {
 // an event arriving), retires workers of pods that vanished, removes
 // orphans and forgets expired back-offs; each pass proves the loop alive.
 func (a *Agent) runHousekeeping(ctx context.Context) {
-	tick := time.NewTicker(housekeepingPeriod)
+	tick := a.clock.NewTicker(housekeepingPeriod)
 	defer tick.Stop()
 	for {
-		a.lastHousekeeping.Store(time.Now().UnixNano())
+		a.lastHousekeeping.Store(a.clock.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 		workers := a.workers.UIDs() // before the listing: a pod added later is not in it
 		present := map[string]bool{}
@@ -276,7 +283,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 			a.syncMirrorPods(ctx)
 		}
 		a.backoff.GC()
-		a.workers.ForgetFinished(time.Now().Add(-finishedMemory))
+		a.workers.ForgetFinished(a.clock.Now().Add(-finishedMemory))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -46,6 +46,12 @@ func newHarness(t *testing.T) *harness {
 // newAgent makes an agent on the harness's fakes, as a restarted minilet would be.
 func (h *harness) newAgent() *Agent {
 	h.t.Helper()
+	return h.newAgentOn(h.clock)
+}
+
+// newAgentOn makes an agent on the harness's fakes and clk.
+func (h *harness) newAgentOn(clk clock.WithTicker) *Agent {
+	h.t.Helper()
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: h.t.TempDir(),
 		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: "/minik8s-test-" + filepath.Base(h.t.TempDir()), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
@@ -55,12 +61,10 @@ func (h *harness) newAgent() *Agent {
 	} else {
 		h.t.Cleanup(func() { cm.RemoveRoot(cfg.CgroupRoot) })
 	}
-	a, err := New(cfg, h.client, h.rt, h.net)
+	a, err := newAgent(cfg, h.client, h.rt, h.net, clk)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	a.clock = h.clock
-	a.backoff = flowcontrol.NewFakeBackOff(backoffInitial, backoffMax, h.clock)
 	a.recorder = h.events
 	if err := a.bindNodeNetNS(); err != nil {
 		h.t.Fatal(err)

@@ -23,7 +23,7 @@ func (a *Agent) healthy() error {
 	if last == 0 {
 		return errors.New("sync loop has not started yet")
 	}
-	if since := time.Since(time.Unix(0, last)); since > housekeepingStall {
+	if since := a.clock.Since(time.Unix(0, last)); since > housekeepingStall {
 		return fmt.Errorf("sync loop made no pass for %s", since.Round(time.Second))
 	}
 	return nil

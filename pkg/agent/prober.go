@@ -102,9 +102,9 @@ func (p *prober) start(key probeKey, pod *corev1.Pod, c *corev1.Container, pr *c
 	w := &probe.Worker{
 		Kind: key.kind, Probe: pr, Clock: p.a.clock,
 		Run: func(ctx context.Context) (probe.Result, string) {
-			start := time.Now()
+			start := p.a.clock.Now()
 			r, out := probe.Run(ctx, pr, container, podIP, p.a.execIn(containerID))
-			p.a.metrics.observeProbe(string(key.kind), r.String(), podRef, container.Name, time.Since(start))
+			p.a.metrics.observeProbe(string(key.kind), r.String(), podRef, container.Name, p.a.clock.Since(start))
 			return r, out
 		},
 		Report: func(r probe.Result, output string, current probe.Result, changed bool) {

@@ -24,8 +24,8 @@ import (
 // delete to the final delete, and health and metrics on the way.
 func TestRunPodLifecycle(t *testing.T) {
 	h := newHarness(t)
-	a := h.agent
-	a.clock = clock.RealClock{} // the lease controller and informers run on real time
+	a := h.newAgentOn(clock.RealClock{}) // the lease controller and informers run on real time
+	h.agent = a
 	h.rt.clock = a.clock
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
@@ -120,8 +120,7 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	knownIDs := containerIDs(h.rt, string(known.UID))
 	h.rt.takeCalls()
 
-	h.agent = h.newAgent()
-	h.agent.clock = clock.RealClock{}
+	h.agent = h.newAgentOn(clock.RealClock{})
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- h.agent.Run(ctx) }()

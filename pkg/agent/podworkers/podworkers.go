@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // Retries of a failing sync back off from errorRetryMin to errorRetryMax.
@@ -37,6 +38,7 @@ type Observer func(operation string, start time.Time, err error)
 // Workers are the pods' workers.
 type Workers[S any] struct {
 	ctx      context.Context
+	clock    clock.WithTicker
 	handler  Handler[S]
 	observe  Observer
 	newState func(*corev1.Pod) S
@@ -58,8 +60,8 @@ type podWorker struct {
 
 // New starts no worker yet; each pod's starts at its first Update and runs until ctx ends
 // or the pod is gone.
-func New[S any](ctx context.Context, h Handler[S], observe Observer, newState func(*corev1.Pod) S) *Workers[S] {
-	return &Workers[S]{ctx: ctx, handler: h, observe: observe, newState: newState,
+func New[S any](ctx context.Context, clk clock.WithTicker, h Handler[S], observe Observer, newState func(*corev1.Pod) S) *Workers[S] {
+	return &Workers[S]{ctx: ctx, clock: clk, handler: h, observe: observe, newState: newState,
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]time.Time{}}
 }
 
@@ -119,7 +121,7 @@ func (p *Workers[S]) Wait() { p.wg.Wait() }
 
 func (p *Workers[S]) run(uid types.UID, w *podWorker, st S) {
 	defer p.wg.Done()
-	timer := time.NewTimer(time.Hour)
+	timer := p.clock.NewTimer(time.Hour)
 	timer.Stop() // armed only when a sync asks to be repeated
 	retry := time.Duration(0)
 	for {
@@ -127,7 +129,7 @@ func (p *Workers[S]) run(uid types.UID, w *podWorker, st S) {
 		case <-p.ctx.Done():
 			return
 		case <-w.wake:
-		case <-timer.C:
+		case <-timer.C():
 		}
 		p.mu.Lock()
 		pod, gone := w.pod, w.gone
@@ -135,7 +137,7 @@ func (p *Workers[S]) run(uid types.UID, w *podWorker, st S) {
 
 		var after time.Duration
 		var err error
-		start := time.Now()
+		start := p.clock.Now()
 		if gone || pod.DeletionTimestamp != nil {
 			err = p.handler.TerminatePod(p.ctx, st, pod, gone)
 			p.observe("terminate", start, err)
@@ -168,7 +170,7 @@ func (p *Workers[S]) retire(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.workers, uid)
-	p.finished[uid] = time.Now()
+	p.finished[uid] = p.clock.Now()
 }
 
 // ForgetFinished drops the memory of pods finished before cutoff; by then no

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 )
 
 // recordingHandler notes what the workers ask of it and fails when a pod is
@@ -53,7 +54,7 @@ func (r *recordingHandler) TerminatePod(_ context.Context, _ struct{}, pod *core
 
 func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
-	w := New(t.Context(), h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
+	w := New(t.Context(), clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
 	pod := testPod("web")
 	for i := range 50 {
 		p := pod.DeepCopy()
@@ -91,7 +92,7 @@ func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 func TestPodWorkersRetryFailedSyncs(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
 	h.failures.Store(1)
-	w := New(t.Context(), h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
+	w := New(t.Context(), clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
 	w.Update(testPod("web"))
 	// errorRetryMin later the failed sync runs again by itself.
 	waitFor(t, "a retry", func() bool { return h.syncs.Load() >= 2 })

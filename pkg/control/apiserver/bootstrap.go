@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -97,7 +98,7 @@ func (s *Server) reconcileKubernetesService(ctx context.Context) error {
 	})
 	if apierrors.IsInvalid(err) { // the address family changed: addressType is immutable
 		res, _ := s.reg.Lookup(gvr)
-		if _, err = s.delete(ctx, res, slice.Namespace, slice.Name, metav1.DeleteOptions{}); err == nil {
+		if _, err = s.objects.Delete(ctx, res, slice.Namespace, slice.Name, metav1.DeleteOptions{}); err == nil {
 			err = s.ensure(ctx, gvr, slice, nil)
 		}
 	}
@@ -116,13 +117,13 @@ func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, ob
 	// cluster IP it asks for is held by the existing Service).
 	var err error = apierrors.NewNotFound(res.GroupResource(), m.GetName())
 	if reconcile != nil {
-		_, err = s.update(ctx, res, m.GetNamespace(), m.GetName(), updateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		_, err = s.objects.Update(ctx, res, m.GetNamespace(), m.GetName(), generic.UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
 			reconcile(cur)
 			return cur, nil
 		})
 	}
 	if apierrors.IsNotFound(err) {
-		_, err = s.create(ctx, res, obj.DeepCopyObject(), false)
+		_, err = s.objects.Create(ctx, res, obj.DeepCopyObject(), generic.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) && reconcile == nil {
 			err = nil
 		}

@@ -52,7 +52,7 @@ func openTestStore(t *testing.T) *store.Bolt {
 func read[T runtime.Object](t *testing.T, s *Server, gvr schema.GroupVersionResource, ns, name string) T {
 	t.Helper()
 	res, _ := s.reg.Lookup(gvr)
-	obj, _, err := s.current(context.Background(), res, name, objectKey(res, ns, name))
+	obj, err := s.objects.Get(context.Background(), res, ns, name)
 	if err != nil {
 		t.Fatalf("read %s %s/%s: %v", gvr.Resource, ns, name, err)
 	}
@@ -107,7 +107,7 @@ func TestBootstrapWithALoopbackAddressMakesNoEndpoints(t *testing.T) {
 	}
 	read[*corev1.Service](t, s, corev1.SchemeGroupVersion.WithResource("services"), "default", "kubernetes")
 	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("endpoints"))
-	if _, _, err := s.current(context.Background(), res, "kubernetes", objectKey(res, "default", "kubernetes")); !apierrors.IsNotFound(err) {
+	if _, err := s.objects.Get(context.Background(), res, "default", "kubernetes"); !apierrors.IsNotFound(err) {
 		t.Errorf("loopback endpoints are useless to pods and invalid in Kubernetes, want none: %v", err)
 	}
 }

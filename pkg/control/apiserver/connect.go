@@ -43,7 +43,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request) bool {
 
 func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns, name, sub string) {
 	pods, _ := s.reg.Lookup(podsGVR)
-	obj, _, err := s.current(r.Context(), pods, name, objectKey(pods, ns, name))
+	obj, err := s.objects.Get(r.Context(), pods, ns, name)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -142,7 +142,7 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 
 func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {
 	nodes, _ := s.reg.Lookup(nodesGVR)
-	obj, _, err := s.current(ctx, nodes, nodeName, objectKey(nodes, "", nodeName))
+	obj, err := s.objects.Get(ctx, nodes, "", nodeName)
 	if err != nil {
 		return nil, err
 	}

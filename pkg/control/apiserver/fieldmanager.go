@@ -12,6 +12,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -207,11 +208,11 @@ func managerFromUserAgent(ua string) string {
 	return b.String()
 }
 
-// track records a write in obj's managedFields: an Update by the request's field manager, or
+// Track records a write in obj's managedFields: an Update by the request's field manager, or
 // what server-side apply merged. live is the stored object, nil on create. Writes the server
 // makes on its own (deletion, bootstrap) and subresources without a field manager (binding)
 // leave managedFields as they are.
-func (f *fieldManagers) track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
+func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
 	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)
 	m := f.manager(res, subresource)
 	if !ok || m == nil {
@@ -258,29 +259,24 @@ func keepTimestampsOfNoOp(live, obj runtime.Object) {
 // serveApply is server-side apply (PATCH application/apply-patch+yaml): the applied
 // configuration is merged into the stored object by field ownership, conflicting with other
 // managers' fields unless forced; an object that does not exist yet is created.
-func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	var opts metav1.PatchOptions
 	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.Unversioned, &opts); err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
-		return
+		return apierrors.NewBadRequest(err.Error())
 	}
 	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
-		writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs))
-		return
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
 	m := s.fields.manager(res, info.Subresource)
 	if m == nil {
 		if err := s.fields.unavailable[res.GroupVersionResource]; err != nil {
-			writeError(w, apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err)))
-		} else {
-			writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource))
+			return apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err))
 		}
-		return
+		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
 	}
 	patch, warnings, err := s.decodeApplyConfiguration(r, res, opts.FieldValidation)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	owner := &fieldOwner{manager: opts.FieldManager, apply: true}
 	ctx := context.WithValue(r.Context(), fieldOwnerKey{}, owner)
@@ -296,35 +292,31 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	}
 	// Apply to a missing object creates it; one that appears meanwhile is applied to.
 	for range 2 {
-		obj, err := s.update(ctx, res, info.Namespace, info.Name, updateOptions{subresource: info.Subresource, dryRun: dry}, apply)
+		obj, err := s.objects.Update(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}, apply)
 		if err == nil {
 			setWarnings(w, res, info.Subresource, obj, warnings)
-			s.respond(w, r, res, http.StatusOK, obj)
-			return
+			return s.respond(w, r, res, http.StatusOK, obj)
 		}
 		if !apierrors.IsNotFound(err) || info.Subresource != "" {
-			writeError(w, err)
-			return
+			return err
 		}
 		empty, err := res.New()
 		if err == nil {
 			obj, err = apply(empty)
 		}
 		if err == nil {
-			obj, err = s.create(ctx, res, obj, dry)
+			obj, err = s.objects.Create(ctx, res, obj, generic.CreateOptions{DryRun: dry})
 		}
 		if apierrors.IsAlreadyExists(err) {
 			continue
 		}
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		setWarnings(w, res, info.Subresource, obj, warnings)
-		s.respond(w, r, res, http.StatusCreated, obj)
-		return
+		return s.respond(w, r, res, http.StatusCreated, obj)
 	}
-	writeError(w, apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again")))
+	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))
 }
 
 // decodeApplyConfiguration reads an apply configuration (YAML or JSON): it must be of the

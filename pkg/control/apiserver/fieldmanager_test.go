@@ -59,14 +59,14 @@ func withOwner(manager string) context.Context {
 // status own status alone, recorded as the status subresource.
 func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	f, pods := podFieldManagers(t)
-	created := f.track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
+	created := f.Track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
 	if len(created.ManagedFields) != 1 || created.ManagedFields[0].Manager != "creator" || created.ManagedFields[0].Operation != metav1.ManagedFieldsOperationUpdate {
 		t.Fatalf("create: %+v", created.ManagedFields)
 	}
 
 	withStatus := created.DeepCopy()
 	withStatus.Status.Message = "running"
-	updated := f.track(withOwner("kubelet"), pods, "status", created, withStatus).(*corev1.Pod)
+	updated := f.Track(withOwner("kubelet"), pods, "status", created, withStatus).(*corev1.Pod)
 	entry := managedBy(updated, "kubelet")
 	if entry == nil || entry.Subresource != "status" || !strings.Contains(string(entry.FieldsV1.Raw), "f:message") || strings.Contains(string(entry.FieldsV1.Raw), "f:spec") {
 		t.Errorf("status update: %+v", updated.ManagedFields)
@@ -75,13 +75,13 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	relabelled := updated.DeepCopy()
 	relabelled.Labels["tier"] = "web"
 	relabelled.Status.Reason = "ignored through the main resource"
-	updated = f.track(withOwner("labeller"), pods, "", updated, relabelled).(*corev1.Pod)
+	updated = f.Track(withOwner("labeller"), pods, "", updated, relabelled).(*corev1.Pod)
 	if entry := managedBy(updated, "labeller"); entry == nil || !strings.Contains(string(entry.FieldsV1.Raw), "f:tier") || strings.Contains(string(entry.FieldsV1.Raw), "f:status") {
 		t.Errorf("main resource update: %+v", updated.ManagedFields)
 	}
 
 	// Without a request's field owner (the server's own writes) nothing is recorded.
-	if internal := f.track(context.Background(), pods, "", nil, trackedPod()); mustMeta(internal).GetManagedFields() != nil {
+	if internal := f.Track(context.Background(), pods, "", nil, trackedPod()); mustMeta(internal).GetManagedFields() != nil {
 		t.Errorf("internal write got managedFields: %+v", mustMeta(internal).GetManagedFields())
 	}
 }
@@ -90,11 +90,11 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 // none: the stored entries must survive them, with the writer's own added.
 func TestTrackKeepsStoredEntriesWhenAWriteCarriesNone(t *testing.T) {
 	f, pods := podFieldManagers(t)
-	created := f.track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
+	created := f.Track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
 	fromCache := created.DeepCopy()
 	fromCache.ManagedFields = nil
 	fromCache.Status.Message = "scheduled"
-	updated := f.track(withOwner("scheduler"), pods, "status", created, fromCache).(*corev1.Pod)
+	updated := f.Track(withOwner("scheduler"), pods, "status", created, fromCache).(*corev1.Pod)
 	if managedBy(updated, "creator") == nil || managedBy(updated, "scheduler") == nil {
 		t.Errorf("want the creator's and the scheduler's entries, got %+v", updated.ManagedFields)
 	}
@@ -112,13 +112,13 @@ func managedBy(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
 // BenchmarkTrackPodStatusUpdate is the cost managed fields add to a kubelet status update.
 func BenchmarkTrackPodStatusUpdate(b *testing.B) {
 	f, pods := podFieldManagers(b)
-	live := f.track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
+	live := f.Track(withOwner("creator"), pods, "", nil, trackedPod()).(*corev1.Pod)
 	ctx := withOwner("kubelet")
 	b.ResetTimer()
 	for i := range b.N {
 		obj := live.DeepCopy()
 		obj.Status.Message = string(rune('a' + i%26))
-		f.track(ctx, pods, "status", live, obj)
+		f.Track(ctx, pods, "status", live, obj)
 	}
 }
 
@@ -146,8 +146,8 @@ func TestGoTypesTrackAsTheValidatingConverter(t *testing.T) {
 	nameless.Spec.Containers = append(nameless.Spec.Containers, corev1.Container{Image: "no name"}) // a list key missing
 
 	for name, pod := range map[string]*corev1.Pod{"small": trackedPod(), "rich": rich, "nameless container": nameless} {
-		fastCreated := fast.track(withOwner("creator"), pods, "", nil, pod.DeepCopy()).(*corev1.Pod)
-		slowCreated := validating.track(withOwner("creator"), pods, "", nil, pod.DeepCopy()).(*corev1.Pod)
+		fastCreated := fast.Track(withOwner("creator"), pods, "", nil, pod.DeepCopy()).(*corev1.Pod)
+		slowCreated := validating.Track(withOwner("creator"), pods, "", nil, pod.DeepCopy()).(*corev1.Pod)
 		sameManagedFields(t, name+": create", fastCreated, slowCreated)
 
 		changed := fastCreated.DeepCopy()
@@ -155,13 +155,13 @@ func TestGoTypesTrackAsTheValidatingConverter(t *testing.T) {
 		changed.Spec.Containers[0].Image = "busybox:2"
 		changed.Status.Phase = corev1.PodRunning
 		sameManagedFields(t, name+": update",
-			fast.track(withOwner("editor"), pods, "", fastCreated, changed.DeepCopy()).(*corev1.Pod),
-			validating.track(withOwner("editor"), pods, "", fastCreated, changed.DeepCopy()).(*corev1.Pod))
+			fast.Track(withOwner("editor"), pods, "", fastCreated, changed.DeepCopy()).(*corev1.Pod),
+			validating.Track(withOwner("editor"), pods, "", fastCreated, changed.DeepCopy()).(*corev1.Pod))
 		sameManagedFields(t, name+": status update",
-			fast.track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod),
-			validating.track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod))
+			fast.Track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod),
+			validating.Track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod))
 	}
-	if len(mustMeta(fast.track(withOwner("creator"), pods, "", nil, rich.DeepCopy())).GetManagedFields()) != 1 {
+	if len(mustMeta(fast.Track(withOwner("creator"), pods, "", nil, rich.DeepCopy())).GetManagedFields()) != 1 {
 		t.Error("the rich pod's create recorded no managed fields")
 	}
 }
@@ -186,6 +186,6 @@ func BenchmarkTrackPodCreate(b *testing.B) {
 	f, pods := podFieldManagers(b)
 	ctx := withOwner("creator")
 	for b.Loop() {
-		f.track(ctx, pods, "", nil, trackedPod())
+		f.Track(ctx, pods, "", nil, trackedPod())
 	}
 }

@@ -3,22 +3,24 @@ package apiserver
 import (
 	"context"
 
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // WriteGuard checks an object about to be stored (old is nil on create) against the
-// requesting user (UserFrom(ctx)): RBAC's escalation check. It moves into the admission
-// chain when there is one.
+// requesting user (UserFrom(ctx)): RBAC's escalation check.
 type WriteGuard func(ctx context.Context, gr schema.GroupResource, obj, old runtime.Object) error
 
-// SetWriteGuard installs g; call it before serving.
-func (s *Server) SetWriteGuard(g WriteGuard) { s.writeGuard = g }
+// SetWriteGuard installs g as a validating admission plugin of every create and update;
+// call it before serving.
+func (s *Server) SetWriteGuard(g WriteGuard) { s.objects.AddValidating(writeGuardAdmission(g)) }
 
-func (s *Server) guardWrite(ctx context.Context, res *registry.Resource, obj, old runtime.Object) error {
-	if s.writeGuard == nil {
+type writeGuardAdmission WriteGuard
+
+func (g writeGuardAdmission) Validate(ctx context.Context, a *generic.Attributes) error {
+	if a.Operation != generic.Create && a.Operation != generic.Update {
 		return nil
 	}
-	return s.writeGuard(ctx, res.GroupResource(), obj, old)
+	return g(ctx, a.Resource.GroupResource(), a.Object, a.OldObject)
 }

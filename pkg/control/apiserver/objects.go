@@ -3,66 +3,37 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	goruntime "runtime"
 	"strconv"
 	"sync"
+	"unsafe"
+	"weak"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
-	"github.com/minik8s/minik8s/pkg/control/store"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Store keys: /registry/GROUP/RESOURCE/[NAMESPACE/]NAME, "core" for the legacy group.
-func resourcePrefix(res *registry.Resource) string {
-	group := res.Group
-	if group == "" {
-		group = "core"
-	}
-	return "/registry/" + group + "/" + res.Resource + "/"
-}
+var (
+	mustMeta   = generic.MustMeta
+	objectMeta = generic.ObjectMeta
+)
 
-// listPrefix is the key prefix of a resource's objects, in one namespace when ns is set.
-func listPrefix(res *registry.Resource, ns string) string {
-	if res.Namespaced && ns != "" {
-		return resourcePrefix(res) + ns + "/"
-	}
-	return resourcePrefix(res)
-}
-
-func objectKey(res *registry.Resource, ns, name string) string {
-	if res.Namespaced {
-		return resourcePrefix(res) + ns + "/" + name
-	}
-	return resourcePrefix(res) + name
-}
-
-// decodeStored turns a stored value into a typed object whose resourceVersion is the key's
-// modification revision (the store never holds resourceVersion itself).
-func decodeStored(res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
-	obj, err := res.New()
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(value, obj); err != nil {
-		return nil, fmt.Errorf("stored %s is corrupt: %w", res.Resource, err)
-	}
-	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
-	setResourceVersion(obj, rev)
-	return obj, nil
-}
-
-// storedObject is one version of a stored object as readers send it, shared through the
-// store's memo of that version (the watch cache gives each version one) by every GET, LIST and
-// WATCH that reads it. Its JSON is the stored JSON with the resourceVersion put in, with no
+// storedObject is one version of a stored object as readers send it: the value and the
+// encodings derived from it, which every GET, LIST and WATCH reading that version shares
+// (see encodings). Its JSON is the stored JSON with the resourceVersion put in, with no
 // decoding; it is decoded, once, only for what needs the typed object (selectors, tables).
 // What it returns is shared: never modify it.
 type storedObject struct {
 	res   *registry.Resource
 	value []byte
 	rev   int64
+	*derived
+}
 
+// derived holds what readers derive from one version of a value. It does not hold the value:
+// its lifetime is the value's (see encodings).
+type derived struct {
 	jsonOnce sync.Once
 	json     []byte
 	jsonErr  error
@@ -81,16 +52,46 @@ type storedObject struct {
 	partialErr  error
 }
 
-// sharedObject returns the storedObject of a value's version: the memo's, or a new one with a
-// nil memo (a value read from the engine, not the cache).
-func sharedObject(res *registry.Resource, memo *store.Memo, value []byte, rev int64) *storedObject {
-	v, _ := memo.Do(func() (any, error) { return &storedObject{res: res, value: value, rev: rev}, nil })
-	return v.(*storedObject)
+// encodings shares what is derived from one version of a stored value among all its
+// readers. The watch cache hands every reader of a version the very same bytes, so the
+// version is known by the address of its bytes: a map with weak keys, each entry removed
+// once its bytes are collected (the cache no longer holds that version and no reader
+// does). Values read from the engine itself are fresh bytes, derived for their reader only.
+type encodings struct {
+	m sync.Map // encodingKey -> *derived
+}
+
+type encodingKey struct {
+	value weak.Pointer[byte]
+	size  int
+	rev   int64
+	res   *registry.Resource
+}
+
+// object returns the storedObject of a value's version, sharing what is derived from it.
+func (e *encodings) object(res *registry.Resource, value []byte, rev int64) *storedObject {
+	o := &storedObject{res: res, value: value, rev: rev}
+	if len(value) == 0 {
+		o.derived = new(derived)
+		return o
+	}
+	p := unsafe.SliceData(value)
+	key := encodingKey{value: weak.Make(p), size: len(value), rev: rev, res: res}
+	if d, ok := e.m.Load(key); ok {
+		o.derived = d.(*derived)
+		return o
+	}
+	d, loaded := e.m.LoadOrStore(key, new(derived))
+	if !loaded {
+		goruntime.AddCleanup(p, func(k encodingKey) { e.m.Delete(k) }, key)
+	}
+	o.derived = d.(*derived)
+	return o
 }
 
 // Object is the decoded object, with its resourceVersion.
 func (o *storedObject) Object() (runtime.Object, error) {
-	o.objOnce.Do(func() { o.obj, o.objErr = decodeStored(o.res, o.value, o.rev) })
+	o.objOnce.Do(func() { o.obj, o.objErr = generic.Decode(o.res, o.value, o.rev) })
 	return o.obj, o.objErr
 }
 
@@ -116,7 +117,7 @@ func (o *storedObject) JSON() ([]byte, error) {
 // is then bytes, which the garbage collector does not scan.
 func (o *storedObject) Protobuf() ([]byte, error) {
 	o.protobufOnce.Do(func() {
-		obj, err := decodeStored(o.res, o.value, o.rev)
+		obj, err := generic.Decode(o.res, o.value, o.rev)
 		if err != nil {
 			o.protobufErr = err
 			return
@@ -221,35 +222,4 @@ func withResourceVersionAt(b []byte, at int, rev int64) []byte {
 	}
 	out := make([]byte, 0, len(b)+len(field))
 	return append(append(append(out, b[:at]...), field...), b[at:]...)
-}
-
-// encodeForStore serialises an object without its resourceVersion.
-func encodeForStore(res *registry.Resource, obj runtime.Object) ([]byte, error) {
-	m := mustMeta(obj)
-	rv := m.GetResourceVersion()
-	m.SetResourceVersion("")
-	defer m.SetResourceVersion(rv)
-	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
-	return json.Marshal(obj)
-}
-
-func setResourceVersion(obj runtime.Object, rev int64) {
-	mustMeta(obj).SetResourceVersion(strconv.FormatInt(rev, 10))
-}
-
-func mustMeta(obj runtime.Object) metav1.Object {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
-	}
-	return m
-}
-
-// objectMeta returns the object's ObjectMeta struct, for the validation helpers that need it.
-func objectMeta(obj runtime.Object) *metav1.ObjectMeta {
-	acc, ok := obj.(metav1.ObjectMetaAccessor)
-	if !ok {
-		panic(fmt.Sprintf("object %T has no ObjectMeta", obj))
-	}
-	return acc.GetObjectMeta().(*metav1.ObjectMeta)
 }

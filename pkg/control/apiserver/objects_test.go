@@ -1,6 +1,15 @@
 package apiserver
 
-import "testing"
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 func TestWithResourceVersion(t *testing.T) {
 	for in, want := range map[string]string{
@@ -18,4 +27,45 @@ func TestWithResourceVersion(t *testing.T) {
 			t.Errorf("withResourceVersion(%s) = %s, %v; want %s", in, got, ok, want)
 		}
 	}
+}
+
+// Readers of one version's bytes share what is derived from them; other bytes, even equal,
+// do not; the entry goes once the bytes are collected.
+func TestEncodingsShareByTheValuesBytes(t *testing.T) {
+	reg, err := registry.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	var e encodings
+	value := []byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"default"}}`)
+	a, b := e.object(res, value, 7), e.object(res, value, 7)
+	ja, err := a.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, _ := b.JSON()
+	if a.derived != b.derived || unsafe.SliceData(ja) != unsafe.SliceData(jb) {
+		t.Fatal("two readers of the same bytes derived their JSON twice")
+	}
+	if c := e.object(res, bytes.Clone(value), 7); c.derived == a.derived {
+		t.Fatal("other bytes shared a derivation")
+	}
+	if d := e.object(res, value, 8); d.derived == a.derived {
+		t.Fatal("another revision shared a derivation")
+	}
+	value, a, b = nil, nil, nil
+	for i := 0; i < 20 && entries(&e) > 0; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := entries(&e); n != 0 {
+		t.Errorf("%d entries left after their bytes were collected", n)
+	}
+}
+
+func entries(e *encodings) int {
+	n := 0
+	e.m.Range(func(any, any) bool { n++; return true })
+	return n
 }

@@ -2,52 +2,48 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
-func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
-		writeError(w, unsupportedMediaType(r.Header.Get("Content-Type")))
-		return
+		return unsupportedMediaType(r.Header.Get("Content-Type"))
 	}
 	patchType := types.PatchType(mediaType)
 	switch patchType {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 	case types.ApplyYAMLPatchType:
-		s.serveApply(w, r, res, info)
-		return
+		return s.serveApply(w, r, res, info)
 	default:
-		writeError(w, unsupportedMediaType(mediaType))
-		return
+		return unsupportedMediaType(mediaType)
 	}
 	directive, err := parseFieldValidation(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	dry, err := dryRun(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	patch, err := readRaw(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	var warnings []string
-	opts := updateOptions{subresource: info.Subresource, dryRun: dry}
-	obj, err := s.update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
+	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
+	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
 		patched, err := applyPatch(res, patchType, cur, patch)
 		if err != nil {
 			return nil, err
@@ -62,14 +58,18 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		return out, checkNames(res, out, info)
 	})
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	setWarnings(w, res, info.Subresource, obj, warnings)
-	s.respond(w, r, res, http.StatusOK, obj)
+	return s.respond(w, r, res, http.StatusOK, obj)
 }
 
-// applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON.
+// maxJSONPatchOperations is the most operations a JSON patch may have, as in kube-apiserver.
+const maxJSONPatchOperations = 10000
+
+// applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON. A JSON
+// patch may have at most maxJSONPatchOperations operations and its copies may add at most
+// MaxBodyBytes to the object, so a small patch cannot amplify itself into gigabytes.
 func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, patch []byte) ([]byte, error) {
 	orig, err := json.Marshal(cur)
 	if err != nil {
@@ -79,8 +79,17 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 	switch pt {
 	case types.JSONPatchType:
 		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(patch); err == nil {
-			out, err = p.Apply(orig)
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			break
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
+		opts := jsonpatch.NewApplyOptions()
+		opts.AccumulatedCopySizeLimit = MaxBodyBytes
+		out, err = p.ApplyWithOptions(orig, opts)
+		if tooLarge := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &tooLarge) {
+			return nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
 		}
 	case types.MergePatchType:
 		out, err = jsonpatch.MergePatch(orig, patch)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,16 +20,15 @@ import (
 
 // serveGet sends the object's shared JSON or shared PartialObjectMetadata, or the decoded
 // object as protobuf or a Table.
-func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
-	kv, err := s.store.Get(r.Context(), objectKey(res, info.Namespace, info.Name))
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {
+	kv, err := s.store.Get(r.Context(), generic.Key(res, info.Namespace, info.Name))
 	if errors.Is(err, store.ErrNotFound) {
 		err = apierrors.NewNotFound(res.GroupResource(), info.Name)
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
-	stored := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+	stored := s.encodings.object(res, kv.Value, kv.Revision)
 	var body []byte
 	switch {
 	case rep.as == "" && !rep.protobuf:
@@ -38,15 +38,12 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 	default: // protobuf, a Table, or a PartialObjectMetadataList, which respond refuses
 		obj, err := stored.Object()
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
-		s.respond(w, r, res, http.StatusOK, obj)
-		return
+		return s.respond(w, r, res, http.StatusOK, obj)
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -54,6 +51,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 	// is not ours to report.
 	_, _ = w.Write(body)
 	_, _ = w.Write([]byte("\n"))
+	return nil
 }
 
 // continueToken is the opaque ?continue= of a paginated list: where the next page starts.
@@ -62,31 +60,27 @@ type continueToken struct {
 	StartAfter      string `json:"start"`
 }
 
-func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {
 	sel, err := parseSelectors(r, res)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	limit, err := parseLimit(q.Get("limit"))
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	var startAfter string
 	if c := q.Get("continue"); c != "" {
 		tok, err := decodeContinue(c)
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		startAfter = tok.StartAfter
 	}
-	kvs, rev, err := s.store.List(r.Context(), listPrefix(res, info.Namespace))
+	kvs, rev, err := s.store.List(r.Context(), generic.ListPrefix(res, info.Namespace))
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
 	// The store lists in key order: a page starts after the key the last one ended at.
@@ -94,11 +88,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 	var items []*storedObject
 	for i := first; i < len(kvs); i++ {
 		kv := kvs[i]
-		item := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+		item := s.encodings.object(res, kv.Value, kv.Revision)
 		matches, err := sel.matchesStored(res, item)
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		if !matches {
 			continue
@@ -110,52 +103,46 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		items = append(items, item)
 	}
 	if err := rep.suits(res, true); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	switch rep.as {
 	case asTable:
 		objs := make([]runtime.Object, len(items))
 		for i, item := range items {
 			if objs[i], err = item.Object(); err != nil {
-				writeError(w, err)
-				return
+				return err
 			}
 		}
 		table, err := buildTable(r, res, objs, listMeta)
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, table)
+		return nil
 	case asPartialMetadataList:
 		partial := func(item *storedObject) ([]byte, error) { return item.PartialMetadata(rep.version) }
-		writeList(w, metav1.TypeMeta{Kind: asPartialMetadataList, APIVersion: rep.apiVersion()}, listMeta, items, partial)
-	default:
-		writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).JSON)
+		return writeList(w, metav1.TypeMeta{Kind: asPartialMetadataList, APIVersion: rep.apiVersion()}, listMeta, items, partial)
 	}
+	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).JSON)
 }
 
 // writeList writes what encoding a typed list would, but puts the items' shared encodings
 // (encode's) in the list envelope instead of encoding every object.
-func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) ([]byte, error)) {
+func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) ([]byte, error)) error {
 	bodies := make([][]byte, len(items))
 	for i, item := range items {
 		var err error
 		if bodies[i], err = encode(item); err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 	}
 	head, err := json.Marshal(typeMeta)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	metadata, err := json.Marshal(listMeta)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -173,6 +160,7 @@ func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.
 	}
 	_, _ = out.WriteString("]}\n")
 	_ = out.Flush()
+	return nil
 }
 
 func parseLimit(v string) (int64, error) {

@@ -14,71 +14,70 @@ import (
 // subresourceVerbs are the subresources that serve one verb only.
 var subresourceVerbs = map[string]string{"binding": "create", "eviction": "create", "finalize": "update"}
 
-// serveResource dispatches a resource request by verb and subresource.
+// serveResource dispatches a resource request by verb and subresource, and writes the
+// error of a handler that fails before it has written anything: the one place errors
+// become a Status.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+	if err := s.dispatch(w, r, res, info); err != nil {
+		writeError(w, err)
+	}
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	if res.Namespaced && info.Namespace == "" && info.Verb != "list" && info.Verb != "watch" {
-		writeError(w, apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for "+res.Resource))
-		return
+		return apierrors.NewBadRequest("the server could not find the requested resource: a namespace is required for " + res.Resource)
 	}
 	// What cannot be produced is refused before anything is read or written, as in Kubernetes.
 	rep, err := negotiate(r, s.protobufAnswers(res, info.Verb))
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	if verb, only := subresourceVerbs[info.Subresource]; only && info.Verb != verb {
-		writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb))
-		return
+		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
 	}
 	switch info.Subresource {
 	case "binding":
-		s.serveBinding(w, r, res, info)
-		return
+		return s.serveBinding(w, r, res, info)
 	case "eviction":
-		s.serveEviction(w, r, res, info)
-		return
+		return s.serveEviction(w, r, res, info)
 	case "scale":
-		s.serveScale(w, r, res, info)
-		return
+		return s.serveScale(w, r, res, info)
 	}
 	switch info.Verb {
 	case "get":
-		s.serveGet(w, r, res, info, rep)
+		return s.serveGet(w, r, res, info, rep)
 	case "list":
-		s.serveList(w, r, res, info, rep)
+		return s.serveList(w, r, res, info, rep)
 	case "watch":
-		s.serveWatch(w, r, res, info, rep)
+		return s.serveWatch(w, r, res, info, rep)
 	case "create":
-		s.serveCreate(w, r, res, info)
+		return s.serveCreate(w, r, res, info)
 	case "update":
-		s.serveUpdate(w, r, res, info)
+		return s.serveUpdate(w, r, res, info)
 	case "patch":
-		s.servePatch(w, r, res, info)
+		return s.servePatch(w, r, res, info)
 	case "delete":
-		s.serveDelete(w, r, res, info)
+		return s.serveDelete(w, r, res, info)
 	case "deletecollection":
-		s.serveDeleteCollection(w, r, res, info)
-	default:
-		writeError(w, apierrors.NewMethodNotSupported(res.GroupResource(), r.Method))
+		return s.serveDeleteCollection(w, r, res, info)
 	}
+	return apierrors.NewMethodNotSupported(res.GroupResource(), r.Method)
 }
 
 // respond writes one object in the representation the client asked for.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.Resource, code int, obj runtime.Object) error {
 	rep, err := negotiate(r, protobufEncodable(obj))
 	if err == nil {
 		err = rep.suits(res, false)
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	switch rep.as {
 	case asTable:
 		table, err := buildTable(r, res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
 		if err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 		writeJSON(w, code, table)
 	case asPartialMetadata:
@@ -86,10 +85,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 	default:
 		if rep.protobuf {
 			writeProtobuf(w, code, obj)
-			return
+			return nil
 		}
 		writeJSON(w, code, obj)
 	}
+	return nil
 }
 
 // partialMetadata is obj's metadata as a PartialObjectMetadata of rep's version.

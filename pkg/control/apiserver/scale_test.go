@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,7 +26,7 @@ func TestScaleSubresource(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1.25"}}}},
 	}}
-	if _, err := s.create(context.Background(), res, d, false); err != nil {
+	if _, err := s.objects.Create(context.Background(), res, d, generic.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const path = "/apis/apps/v1/namespaces/default/deployments/web/scale"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,6 +39,10 @@ type Config struct {
 	// pods; without an address it gets no endpoints.
 	AdvertiseAddress netip.Addr
 	SecurePort       int
+	// Limits bound request time and requests in flight; the zero value gives DefaultLimits.
+	Limits Limits
+	// Admission are the admission plugins beyond NamespaceLifecycle, which always runs first.
+	Admission generic.Admission
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
 	// miniapi's kubelet-client certificate; nil answers them 503.
 	NodeTransport http.RoundTripper
@@ -47,13 +52,17 @@ type Config struct {
 
 // Server is the API server's HTTP handler.
 type Server struct {
+	// store is read (GET, LIST, WATCH); every write goes through objects.
 	store   store.Interface
-	reg     *registry.Registry
-	log     *slog.Logger
-	metrics *metrics
-	fields  *fieldManagers
-	handler http.Handler
-	ranges  allocator.Ranges
+	objects *generic.Store
+	// encodings shares the encodings of each stored version among its readers.
+	encodings encodings
+	reg       *registry.Registry
+	log       *slog.Logger
+	metrics   *metrics
+	fields    *fieldManagers
+	handler   http.Handler
+	ranges    allocator.Ranges
 	// protobufKinds are the resources that may answer in protobuf.
 	protobufKinds map[*registry.Resource]bool
 	// advertise is where the `kubernetes` Service's endpoints point.
@@ -61,7 +70,7 @@ type Server struct {
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
 	extensions    []Extension
-	writeGuard    WriteGuard
+	limits        Limits
 }
 
 // New builds the server.
@@ -76,6 +85,10 @@ func New(cfg Config) *Server {
 		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
+	admission := cfg.Admission
+	admission.Mutating = append([]generic.MutatingAdmission{generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)}, admission.Mutating...)
+	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
+		Admission: admission, Fields: s.fields, Log: cfg.Log})
 	s.protobufKinds = protobufResources(cfg.Registry)
 	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
@@ -90,11 +103,17 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
 	newOpenAPIHandler(cfg.Registry, cfg.Log).register(mux) // /openapi/v2, /openapi/v3/...
-	s.handler = s.metrics.instrument(withFieldOwner(mux))
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	s.limits = cfg.Limits
+	h := s.metrics.instrument(withFieldOwner(mux))
+	s.handler = newInFlight(cfg.Limits).limit(h)
 	return s
 }
 
-// Handler returns the unauthenticated handler (tests and the authenticating wrapper use it).
+// Handler returns the unauthenticated handler with the in-flight limits and authorization
+// (tests and the authenticating wrapper use it).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
@@ -125,40 +144,45 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
 		return
 	}
-	info, ok := parseResourcePath(r)
-	if !ok {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
-		return
-	}
-	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
-	if !found {
-		writeError(w, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name))
-		return
-	}
-	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
-		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec).
-		writeError(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}})
-		return
-	}
-	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		writeError(w, apierrors.NewNotFound(res.GroupResource(), info.Name))
+	res, info, err := s.resolve(r)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	s.metrics.observeResource(r, info)
 	s.serveResource(w, r, res, info)
 }
 
-// ListenAndServeTLS serves the API on addr until ctx ends.
+// resolve finds the resource a resource path names.
+func (s *Server) resolve(r *http.Request) (*registry.Resource, requestInfo, error) {
+	info, ok := parseResourcePath(r)
+	if !ok {
+		return nil, info, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)
+	}
+	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
+	if !found {
+		return nil, info, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name)
+	}
+	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
+		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec).
+		return nil, info, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
+	}
+	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
+		return nil, info, apierrors.NewNotFound(res.GroupResource(), info.Name)
+	}
+	return res, info, nil
+}
+
+// ListenAndServeTLS serves the API on addr until ctx ends: h (the authenticating wrapper
+// of Handler) with the request timeout and panic recovery around it.
 func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls.Config, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: onWarmStacks(h, time.Minute), TLSConfig: tlsCfg, ReadHeaderTimeout: 10 * time.Second,
-		// Requests (watches above all) end when the server stops.
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
+	srv := s.newHTTPServer(ctx, h, headerTimeout)
+	srv.TLSConfig = tlsCfg
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -169,4 +193,21 @@ func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls
 		return err
 	}
 	return nil
+}
+
+// headerTimeout bounds how long a client may take to send a request's headers (and its TLS
+// handshake): a client trickling them in (slow-loris) does not hold a connection for long.
+const headerTimeout = 10 * time.Second
+
+// newHTTPServer is the HTTP server of h with the outer filters and the connection limits.
+func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           recoverPanics(withRequestTimeout(onWarmStacks(h, time.Minute), s.limits.RequestTimeout), s.log),
+		ReadHeaderTimeout: headerTimeout,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       90 * time.Second,
+		// Requests (watches above all) end when the server stops.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
 }

@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"runtime/debug"
 	"sync/atomic"
@@ -33,8 +31,8 @@ func (p *warmStacks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	job := func() {
 		defer func() {
 			v := recover()
-			if err, ok := v.(error); v != nil && !(ok && errors.Is(err, http.ErrAbortHandler)) {
-				v = fmt.Sprintf("%v\n\nrequest goroutine:\n%s", v, debug.Stack())
+			if v != nil && !isAbort(v) {
+				v = panicWithStack{value: v, stack: string(debug.Stack())}
 			}
 			done <- v
 		}()

@@ -55,8 +55,8 @@ func TestWarmStacksRaisePanicsInTheCaller(t *testing.T) {
 		check func(any) bool
 	}{
 		{"a bug", "boom", func(v any) bool {
-			s, ok := v.(string)
-			return ok && strings.HasPrefix(s, "boom\n") && strings.Contains(s, "warmstack_test.go")
+			p, ok := v.(panicWithStack)
+			return ok && p.value == "boom" && strings.Contains(p.stack, "warmstack_test.go")
 		}},
 		{"an aborted response", http.ErrAbortHandler, func(v any) bool { return v == http.ErrAbortHandler }},
 	} {

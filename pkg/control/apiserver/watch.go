@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +93,7 @@ func (ws *watchStream) contentType() string {
 // payload is what the event of a stored object carries: the object's shared encoding or
 // shared PartialObjectMetadata, or for kubectl a Table of it. A PartialObjectMetadataList
 // cannot be an event: Kubernetes sends the object as it is. An error here is the object's:
-// the stream goes on without it.
+// it ends the stream.
 func (ws *watchStream) payload(stored *storedObject) ([]byte, error) {
 	switch ws.rep.as {
 	case asPartialMetadata:
@@ -172,7 +173,7 @@ func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error 
 	}
 	obj.GetObjectKind().SetGroupVersionKind(ws.res.GVK())
 	m := mustMeta(obj)
-	setResourceVersion(obj, rev)
+	generic.SetResourceVersion(obj, rev)
 	m.SetAnnotations(annotations)
 	if ws.rep.as == asPartialMetadata { // a metadata-only client could not decode the object
 		obj = partialMetadata(obj, ws.rep)
@@ -184,16 +185,17 @@ func (ws *watchStream) bookmark(rev int64, annotations map[string]string) error 
 	return nil
 }
 
-func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) {
+// serveWatch streams the changes to res after the request's resourceVersion. Once the
+// stream has begun, errors end it with an ERROR event, on which client-go relists: an event
+// that cannot be sent is never skipped, which would leave the client's cache silently wrong.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {
 	sel, err := parseSelectors(r, res)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	params, err := parseWatchParams(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	if info.Name != "" { // a watch on one object is a watch with a metadata.name selector
 		sel.fields = andName(sel, info.Name)
@@ -204,14 +206,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		ctx, cancel = context.WithTimeout(ctx, params.timeout)
 		defer cancel()
 	}
-	prefix := listPrefix(res, info.Namespace)
+	prefix := generic.ListPrefix(res, info.Namespace)
 
 	var initial []store.KV
 	from := params.fromRevision
 	if params.initialEvents {
 		if initial, from, err = s.store.List(ctx, prefix); err != nil {
-			writeError(w, err)
-			return
+			return err
 		}
 	}
 	events, err := s.store.Watch(ctx, prefix, from)
@@ -221,35 +222,43 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 	if errors.Is(err, store.ErrCompacted) {
 		// client-go's reflector relists when it gets this 410 Expired error event.
 		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())))
-		return
+		return nil
 	}
 	if err != nil {
 		ws.sendError(apierrors.NewInternalError(err))
-		return
+		return nil
 	}
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
 
 	for _, kv := range initial {
-		obj := sharedObject(res, kv.Memo, kv.Value, kv.Revision)
+		obj := s.encodings.object(res, kv.Value, kv.Revision)
 		matches, err := sel.matchesStored(res, obj)
 		var raw []byte
 		if err == nil && matches {
 			raw, err = ws.payload(obj)
 		}
 		if err != nil {
-			s.log.Warn("watch: skipping an undecodable object", "key", kv.Key, "err", err)
-			continue
+			s.endWatch(ws, kv.Key, err)
+			return nil
 		}
 		if matches && ws.write(watch.Added, raw) != nil {
-			return
+			return nil
 		}
 	}
 	ws.flush()
 	if params.initialEventsDone && ws.bookmark(from, map[string]string{initialEventsEnd: "true"}) != nil {
-		return
+		return nil
 	}
 	s.streamEvents(ctx, ws, sel, events, params.bookmarks, from)
+	return nil
+}
+
+// endWatch ends a stream on an object it cannot send, with an ERROR event: client-go's
+// reflector then lists again, and its cache cannot silently miss the object.
+func (s *Server) endWatch(ws *watchStream, key string, err error) {
+	s.log.Error("watch: ending a watch on an object that cannot be sent; its client relists", "key", key, "err", err)
+	ws.sendError(apierrors.NewInternalError(fmt.Errorf("unable to send the object %s of the watch: %w", key, err)))
 }
 
 func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selectors, events <-chan store.Event, bookmarks bool, last int64) {
@@ -275,7 +284,8 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 			}
 			switch {
 			case err != nil:
-				s.log.Warn("watch: skipping an undecodable event", "key", ev.Key, "err", err)
+				s.endWatch(ws, ev.Key, err)
+				return
 			case obj != nil && ws.write(t, raw) != nil:
 				return
 			}
@@ -290,7 +300,7 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 // an object entering the selection is ADDED, one leaving it is DELETED. Objects are shared
 // through the events' memos: decoded, when a selector needs it, once for all watchers.
 func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event) (watch.EventType, *storedObject, error) {
-	obj := sharedObject(res, ev.Memo, ev.Value, ev.Revision)
+	obj := s.encodings.object(res, ev.Value, ev.Revision)
 	matches, err := sel.matchesStored(res, obj)
 	if err != nil {
 		return "", nil, err
@@ -307,7 +317,7 @@ func (s *Server) translate(res *registry.Resource, sel selectors, ev store.Event
 	case store.Modified:
 		wasMatching := true
 		if ev.PrevValue != nil {
-			if wasMatching, err = sel.matchesStored(res, sharedObject(res, ev.PrevMemo, ev.PrevValue, ev.Revision)); err != nil {
+			if wasMatching, err = sel.matchesStored(res, s.encodings.object(res, ev.PrevValue, ev.Revision)); err != nil {
 				return "", nil, err
 			}
 		}

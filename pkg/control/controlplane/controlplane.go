@@ -57,7 +57,10 @@ type Options struct {
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
 	Security         Security
-	Log              *slog.Logger
+	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
+	// (zero: apiserver.DefaultLimits).
+	Limits apiserver.Limits
+	Log    *slog.Logger
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -107,6 +110,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
+	}
+	if o.Limits != (apiserver.Limits{}) {
+		errs = append(errs, o.Limits.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -254,7 +260,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
 		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport,
-		Extensions: []apiserver.Extension{metricsAPI}})
+		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}

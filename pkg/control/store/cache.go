@@ -44,25 +44,6 @@ func (o CacheOptions) withDefaults() CacheOptions {
 	return o
 }
 
-// Memo holds what readers derive from one version of a value (the API server: the decoded
-// object and its JSON), so that many readers of the same version derive it once. A Cache
-// gives each version it holds one Memo; engines give none, and a nil Memo derives every time.
-// What a Memo holds is shared: never modify it.
-type Memo struct {
-	once sync.Once
-	v    any
-	err  error
-}
-
-// Do returns derive's result, calling it only the first time.
-func (m *Memo) Do(derive func() (any, error)) (any, error) {
-	if m == nil {
-		return derive()
-	}
-	m.once.Do(func() { m.v, m.err = derive() })
-	return m.v, m.err
-}
-
 // errBeforeRing: a watch asked for events older than the cache's ring; the engine serves it.
 var errBeforeRing = errors.New("revision is older than the watch cache")
 
@@ -75,7 +56,9 @@ const cacheRetryDelay = 500 * time.Millisecond
 // consistent: they see every write acknowledged before they began, because they are served
 // only once the cache has reached the engine's current revision. Writes go to the engine.
 //
-// Values (and Memos) returned by a Cache are shared by all readers: never modify them.
+// Values returned by a Cache are shared by all readers: never modify them. Every reader of
+// one version of a key gets the same bytes, so readers may share what they derive from a
+// version by the address of its bytes (the API server's encodings do).
 type Cache struct {
 	engine  Interface
 	opts    CacheOptions
@@ -128,9 +111,7 @@ func (c *Cache) load(ctx context.Context) (<-chan Event, error) {
 	defer c.mu.Unlock()
 	for _, kv := range kvs {
 		if old, ok := c.stateGet(kv.Key); ok && old.Revision == kv.Revision {
-			kv.Memo = old.Memo // same version: keep what readers derived from it
-		} else {
-			kv.Memo = new(Memo)
+			kv.Value = old.Value // same version: the same bytes, which readers know it by
 		}
 		state.ReplaceOrInsert(kv)
 	}
@@ -246,13 +227,9 @@ func (c *Cache) apply(batch []Event) {
 		ev := &batch[i]
 		if ev.Type == Deleted {
 			c.state.Delete(KV{Key: ev.Key})
-			ev.Memo = new(Memo) // the deleted object at the delete revision
 		} else {
-			ev.Memo = new(Memo) // shared with the state: the same value at the same revision
-			c.state.ReplaceOrInsert(KV{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Memo: ev.Memo})
-		}
-		if ev.PrevValue != nil {
-			ev.PrevMemo = new(Memo)
+			// Shared with the event: readers of this version get the same bytes.
+			c.state.ReplaceOrInsert(KV{Key: ev.Key, Value: ev.Value, Revision: ev.Revision})
 		}
 		c.rev = max(c.rev, ev.Revision)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -52,9 +53,9 @@ func TestCacheConformance(t *testing.T) {
 	})
 }
 
-// Reads of one version share its Memo; a new version gets a new one, which its watch event
-// shares with the state.
-func TestCacheMemos(t *testing.T) {
+// Reads of one version get the same bytes, which its watch event shares with the state, so
+// the API server can share what it derives from a version by the address of its bytes.
+func TestCacheSharesEachVersionsBytes(t *testing.T) {
 	c := openCache(t, openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{}), CacheOptions{})
 	ctx := t.Context()
 	r1 := mustCreate(t, c, "/registry/m/a", "a1")
@@ -66,29 +67,18 @@ func TestCacheMemos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Memo == nil || kvs[0].Memo != first.Memo {
-		t.Fatalf("two reads of one version have memos %p and %p, want one shared", first.Memo, kvs[0].Memo)
+	if unsafe.SliceData(first.Value) != unsafe.SliceData(kvs[0].Value) {
+		t.Fatal("two reads of one version got different bytes, want the same")
 	}
-	derived := 0
-	for range 3 {
-		v, err := kvs[0].Memo.Do(func() (any, error) { derived++; return "decoded", nil })
-		if err != nil || v != "decoded" {
-			t.Fatalf("memo: %v %v", v, err)
-		}
-	}
-	if derived != 1 {
-		t.Fatalf("memo derived %d times, want once", derived)
-	}
-
 	ch := mustWatch(t, c, "/registry/m/", r1)
 	mustUpdate(t, c, "/registry/m/a", "a2", r1)
 	ev := receive(t, ch, 1)[0]
-	kvs, _, err = c.List(ctx, "/registry/m/")
+	second, err := c.Get(ctx, "/registry/m/a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second := kvs[0]; second.Memo == first.Memo || ev.Memo != second.Memo || ev.PrevMemo == nil || ev.PrevMemo == ev.Memo {
-		t.Fatalf("after an update: state memo %p (old %p), event memo %p, prev memo %p", second.Memo, first.Memo, ev.Memo, ev.PrevMemo)
+	if string(second.Value) != "a2" || unsafe.SliceData(ev.Value) != unsafe.SliceData(second.Value) {
+		t.Fatalf("after an update: state %q, event %q, want the same bytes", second.Value, ev.Value)
 	}
 }
 
@@ -152,13 +142,13 @@ func TestCacheBehindReadsEngine(t *testing.T) {
 	c := openCache(t, aheadEngine{engine}, CacheOptions{CatchUpTimeout: 100 * time.Millisecond})
 	start := time.Now()
 	kvs, _, err := c.List(t.Context(), "/registry/b/")
-	if err != nil || len(kvs) != 1 || kvs[0].Memo != nil {
-		t.Fatalf("list from a cache behind the store: %v %v (want one engine KV without memo)", kvs, err)
+	if err != nil || len(kvs) != 1 {
+		t.Fatalf("list from a cache behind the store: %v %v (want one engine KV)", kvs, err)
 	}
 	if waited := time.Since(start); waited < 100*time.Millisecond {
 		t.Fatalf("list read the engine after %s, before the catch-up timeout", waited)
 	}
-	if kv, err := c.Get(t.Context(), "/registry/b/x"); err != nil || kv.Memo != nil {
+	if kv, err := c.Get(t.Context(), "/registry/b/x"); err != nil || string(kv.Value) != "v" {
 		t.Fatalf("get from a cache behind the store: %+v %v", kv, err)
 	}
 	if n := testutil.ToFloat64(c.metrics.engineReads); n != 2 {

@@ -27,8 +27,6 @@ type KV struct {
 	Value []byte
 	// Revision at which this key was last modified: the object's resourceVersion.
 	Revision int64
-	// Memo is set by a Cache: shared by every reader of this version (see Memo).
-	Memo *Memo
 }
 
 // EventType says what a change did to its key.
@@ -51,8 +49,6 @@ type Event struct {
 	PrevValue []byte
 	// Revision of this change.
 	Revision int64
-	// Memo and PrevMemo are set by a Cache, for Value and PrevValue at Revision (see Memo).
-	Memo, PrevMemo *Memo
 }
 
 // Interface is what the API server codes against; every engine implements it.

@@ -1,4 +1,4 @@
-package apiserver
+package generic
 
 import (
 	"context"
@@ -13,11 +13,7 @@ import (
 // create that failed, a dry run, or a Service deleted.
 func TestServiceWritesHoldExactlyWhatIsStored(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
-	s := newTestServer(t, st, "10.96.0.0/12", "", 6443)
-	if err := s.Bootstrap(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, st := newTestStore(t, Admission{})
 	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
 	held := func(what string, wantIPs, wantPorts int) {
 		t.Helper()
@@ -37,23 +33,23 @@ func TestServiceWritesHoldExactlyWhatIsStored(t *testing.T) {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
 	}
-	held("after bootstrap", 1, 0)
-	if _, err := s.create(ctx, res, web(), false); err != nil {
+	held("at the start", 0, 0)
+	if _, err := s.Create(ctx, res, web(), CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	held("one NodePort Service", 2, 1)
-	if _, err := s.create(ctx, res, web(), false); !apierrors.IsAlreadyExists(err) {
+	held("one NodePort Service", 1, 1)
+	if _, err := s.Create(ctx, res, web(), CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("second create: %v", err)
 	}
-	held("after a create that found the name taken", 2, 1)
+	held("after a create that found the name taken", 1, 1)
 	dry := web()
 	dry.Name = "dry"
-	if out, err := s.create(ctx, res, dry, true); err != nil || out.(*corev1.Service).Spec.ClusterIP == "" {
+	if out, err := s.Create(ctx, res, dry, CreateOptions{DryRun: true}); err != nil || out.(*corev1.Service).Spec.ClusterIP == "" {
 		t.Fatalf("dry run: %v", err)
 	}
-	held("after a dry run", 2, 1)
-	if _, err := s.delete(ctx, res, "default", "web", metav1.DeleteOptions{}); err != nil {
+	held("after a dry run", 1, 1)
+	if _, err := s.Delete(ctx, res, "default", "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	held("after the delete", 1, 0)
+	held("after the delete", 0, 0)
 }

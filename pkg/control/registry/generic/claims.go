@@ -1,4 +1,4 @@
-package apiserver
+package generic
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // claim takes what obj needs from the ranges and old (nil on create) does not hold yet.
 // The returned undo gives it back; it is never nil when err is nil, and a no-op for dry runs,
 // which check the ranges without holding anything.
-func (s *Server) claim(ctx context.Context, res *registry.Resource, obj, old runtime.Object, dry bool) (undo func(), err error) {
+func (s *Store) claim(ctx context.Context, res *registry.Resource, obj, old runtime.Object, dry bool) (undo func(), err error) {
 	if res.Rules.Claim == nil {
 		return func() {}, nil
 	}
@@ -32,14 +32,14 @@ func (s *Server) claim(ctx context.Context, res *registry.Resource, obj, old run
 	return func() {
 		if err := giveBack(); err != nil {
 			s.log.Error("could not give back what a failed write had claimed", "resource", res.Resource,
-				"namespace", mustMeta(obj).GetNamespace(), "name", mustMeta(obj).GetName(), "err", err)
+				"namespace", MustMeta(obj).GetNamespace(), "name", MustMeta(obj).GetName(), "err", err)
 		}
 	}, nil
 }
 
 // release gives back what old held and obj no longer does, after obj was stored; with
 // deleted, obj is gone and everything either held is given back.
-func (s *Server) release(ctx context.Context, res *registry.Resource, obj, old runtime.Object, deleted bool) {
+func (s *Store) release(ctx context.Context, res *registry.Resource, obj, old runtime.Object, deleted bool) {
 	if res.Rules.Release == nil {
 		return
 	}
@@ -50,6 +50,6 @@ func (s *Server) release(ctx context.Context, res *registry.Resource, obj, old r
 	}
 	if err != nil {
 		s.log.Error("could not release what a deleted or changed object held", "resource", res.Resource,
-			"namespace", mustMeta(old).GetNamespace(), "name", mustMeta(old).GetName(), "err", err)
+			"namespace", MustMeta(old).GetNamespace(), "name", MustMeta(old).GetName(), "err", err)
 	}
 }

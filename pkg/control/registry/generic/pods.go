@@ -1,10 +1,9 @@
-package apiserver
+package generic
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
@@ -17,41 +16,66 @@ import (
 
 var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
 
-// serveEviction deletes a pod the way `kubectl drain` asks for it (POST pods/NAME/eviction):
-// only if the pod's PodDisruptionBudget allows one more disruption, which it then spends, as
+// Bind assigns a pod to a node (pods/NAME/binding), what the scheduler does: only a pod
+// that is not yet assigned and not being deleted, and whose uid matches the binding's. It
+// is admitted as Kubernetes admits it: a CREATE of pods/binding whose object is the Binding.
+func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name string, b *corev1.Binding, dry bool) error {
+	if b.Name != "" && b.Name != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("binding name %q does not match pod %q", b.Name, name))
+	}
+	if b.Target.Name == "" || (b.Target.Kind != "" && b.Target.Kind != "Node") {
+		return apierrors.NewBadRequest("binding target must name a Node")
+	}
+	if err := s.admitSubresourceCreate(ctx, pods, "binding", ns, name, b, dry); err != nil {
+		return err
+	}
+	_, err := s.Update(ctx, pods, ns, name, UpdateOptions{Subresource: "binding", DryRun: dry, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
+		pod := cur.(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("binding UID %s does not match pod UID %s", b.UID, pod.UID))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		pod.ResourceVersion = ""
+		setPodScheduled(pod)
+		return pod, nil
+	})
+	return err
+}
+
+func setPodScheduled(pod *corev1.Pod) {
+	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}
+	for i, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			pod.Status.Conditions[i] = cond
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
+}
+
+// Evict deletes a pod the way `kubectl drain` asks for it (pods/NAME/eviction): only if the
+// pod's PodDisruptionBudget allows one more disruption, which it then spends, as
 // Kubernetes' eviction subresource does. A pod that is not running (pending, finished, or
-// already being deleted) is not protected by a budget.
-func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
-	var ev policyv1.Eviction
-	if _, err := decodeBody(r, &ev, policyv1.SchemeGroupVersion.WithKind("Eviction"), validationIgnore); err != nil {
-		writeError(w, err)
-		return
-	}
-	if ev.Name != info.Name || (ev.Namespace != "" && ev.Namespace != info.Namespace) {
-		writeError(w, apierrors.NewBadRequest("name in URL does not match name in Eviction object"))
-		return
-	}
+// already being deleted) is not protected by a budget. It is admitted as a CREATE of
+// pods/eviction whose object is the Eviction.
+func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name string, ev *policyv1.Eviction, dry bool) error {
 	opts := metav1.DeleteOptions{}
 	if ev.DeleteOptions != nil {
 		opts = *ev.DeleteOptions
 	}
-	dry, err := dryRun(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	if dry {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	if err := s.evict(r.Context(), res, info.Namespace, info.Name, opts); err != nil {
-		writeError(w, err)
-		return
+	if err := s.admitSubresourceCreate(ctx, pods, "eviction", ns, name, ev, dry); err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusCreated, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: http.StatusCreated})
-}
-
-func (s *Server) evict(ctx context.Context, pods *registry.Resource, ns, name string, opts metav1.DeleteOptions) error {
-	obj, _, err := s.current(ctx, pods, name, objectKey(pods, ns, name))
+	obj, err := s.Get(ctx, pods, ns, name)
 	if err != nil {
 		return err
 	}
@@ -64,25 +88,35 @@ func (s *Server) evict(ctx context.Context, pods *registry.Resource, ns, name st
 			return err
 		}
 	}
-	_, err = s.delete(ctx, pods, ns, name, opts)
+	_, err = s.delete(ctx, pods, ns, name, opts, false)
 	return err
+}
+
+// admitSubresourceCreate runs the admission chain on a write that creates a subresource
+// object (a Binding, an Eviction) of a pod.
+func (s *Store) admitSubresourceCreate(ctx context.Context, pods *registry.Resource, sub, ns, name string, obj runtime.Object, dry bool) error {
+	attrs := &Attributes{Operation: Create, Resource: pods, Subresource: sub, Namespace: ns, Name: name, Object: obj, DryRun: dry}
+	if err := s.admission.admit(ctx, attrs); err != nil {
+		return err
+	}
+	return s.admission.validate(ctx, attrs)
 }
 
 // spendDisruption takes one allowed disruption from the budget covering pod, or refuses with
 // 429 (kubectl drain retries) when there is none, or when the disruption controller has not
 // yet computed the budget's status for its current spec.
-func (s *Server) spendDisruption(ctx context.Context, pod *corev1.Pod, dry bool) error {
+func (s *Store) spendDisruption(ctx context.Context, pod *corev1.Pod, dry bool) error {
 	budgets, ok := s.reg.Lookup(disruptionBudgets)
 	if !ok {
 		return nil
 	}
-	kvs, _, err := s.store.List(ctx, listPrefix(budgets, pod.Namespace))
+	kvs, _, err := s.store.List(ctx, ListPrefix(budgets, pod.Namespace))
 	if err != nil {
 		return err
 	}
 	var covering []*policyv1.PodDisruptionBudget
 	for _, kv := range kvs {
-		obj, err := sharedObject(budgets, kv.Memo, kv.Value, kv.Revision).Object()
+		obj, err := Decode(budgets, kv.Value, kv.Revision)
 		if err != nil {
 			return err
 		}
@@ -105,7 +139,7 @@ func (s *Server) spendDisruption(ctx context.Context, pod *corev1.Pod, dry bool)
 		return apierrors.NewInternalError(errors.New("this pod has more than one PodDisruptionBudget, which the eviction subresource does not support"))
 	}
 	errNotSpent := errors.New("a pod that is not ready goes without spending a disruption")
-	_, err = s.update(ctx, budgets, pod.Namespace, covering[0].Name, updateOptions{subresource: "status", dryRun: dry}, func(cur runtime.Object) (runtime.Object, error) {
+	_, err = s.Update(ctx, budgets, pod.Namespace, covering[0].Name, UpdateOptions{Subresource: "status", DryRun: dry}, func(cur runtime.Object) (runtime.Object, error) {
 		pdb := cur.(*policyv1.PodDisruptionBudget)
 		pdb.ResourceVersion = "" // re-checked on whatever is current
 		if pdb.Status.ObservedGeneration < pdb.Generation {
@@ -124,7 +158,7 @@ func (s *Server) spendDisruption(ctx context.Context, pod *corev1.Pod, dry bool)
 		pdb.Status.DisruptedPods[pod.Name] = metav1.Now()
 		return pdb, nil
 	})
-	if err == errNotSpent {
+	if errors.Is(err, errNotSpent) {
 		return nil
 	}
 	return err

@@ -1,0 +1,327 @@
+package apiserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// The filters around the resource handlers, outermost first, close to kube-apiserver's
+// order (DefaultBuildHandlerChain):
+//
+//	panic recovery → request timeout → [warm stacks] → authentication (Authenticate) →
+//	authorization (Authorize; both wired by the caller) → max requests in flight →
+//	metrics → field owner → routes
+//
+// ListenAndServeTLS puts the first two around the handler it is given; Handler holds the rest.
+
+// Limits bound what clients can make the server do.
+type Limits struct {
+	// RequestTimeout ends a request that is not long-running (watch, exec, attach,
+	// port-forward, proxy, log) with 504 after this long (kube-apiserver's
+	// --request-timeout, 60s by default); a shorter ?timeout= wins.
+	RequestTimeout time.Duration
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the requests that are not
+	// long-running being served at once, reads and writes apart; more get 429 with
+	// Retry-After (kube-apiserver's --max-requests-inflight 400 and
+	// --max-mutating-requests-inflight 200). 0 means no limit. system:masters is exempt,
+	// as in kube-apiserver.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
+}
+
+// DefaultLimits are kube-apiserver's defaults.
+var DefaultLimits = Limits{RequestTimeout: time.Minute, MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}
+
+// Validate names the flag of a limit that makes no sense.
+func (l Limits) Validate() error {
+	var errs []error
+	if l.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %s must be positive", l.RequestTimeout))
+	}
+	if l.MaxRequestsInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-requests-inflight %d must not be negative", l.MaxRequestsInflight))
+	}
+	if l.MaxMutatingRequestsInflight < 0 {
+		errs = append(errs, fmt.Errorf("--max-mutating-requests-inflight %d must not be negative", l.MaxMutatingRequestsInflight))
+	}
+	return errors.Join(errs...)
+}
+
+// longRunningSubresources are the subresources whose requests last as long as the client
+// wants, as kube-apiserver's long-running check has them.
+var longRunningSubresources = []string{"exec", "attach", "portforward", "proxy", "log"}
+
+// longRunning tells whether a request may last as long as its client wants: watches and
+// the streams proxied to nodes. They are not timed out nor counted in flight.
+func longRunning(r *http.Request) bool {
+	if isTrue(r.URL.Query().Get("watch")) {
+		return true
+	}
+	parts := splitPath(r.URL.Path)
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return false
+	}
+	if len(parts) > 0 && parts[0] == "watch" { // the deprecated /watch/ paths
+		return true
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" && !namespaceSubresources[parts[2]] {
+		parts = parts[2:]
+	}
+	return len(parts) >= 3 && slices.Contains(longRunningSubresources, parts[2])
+}
+
+// recoverPanics answers a request whose handler panicked with 500 and a Status, and logs the
+// panic with its stack at error level. A response already begun cannot be turned into an
+// error: its connection is dropped instead (http.ErrAbortHandler), as net/http does.
+func recoverPanics(next http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			stack := string(debug.Stack())
+			if s, ok := v.(panicWithStack); ok { // raised again from another goroutine: its stack
+				v, stack = s.value, s.stack
+			}
+			log.Error("a request caused a panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", stack)
+			if tw.wroteHeader() {
+				panic(http.ErrAbortHandler)
+			}
+			writeError(w, apierrors.NewInternalError(errors.New("this request caused the API server to panic; look in its log for details")))
+		}()
+		next.ServeHTTP(tw, r)
+	})
+}
+
+// panicWithStack carries a panic raised again in another goroutine than the one it
+// happened in, with the stack of the one it happened in.
+type panicWithStack struct {
+	value any
+	stack string
+}
+
+func (p panicWithStack) String() string { return fmt.Sprintf("%v\n\n%s", p.value, p.stack) }
+
+// trackingWriter remembers whether the response has begun.
+type trackingWriter struct {
+	http.ResponseWriter
+	mu      sync.Mutex
+	written bool
+}
+
+func (t *trackingWriter) wroteHeader() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
+}
+
+func (t *trackingWriter) WriteHeader(code int) {
+	t.mu.Lock()
+	t.written = true
+	t.mu.Unlock()
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *trackingWriter) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	t.written = true
+	t.mu.Unlock()
+	return t.ResponseWriter.Write(b)
+}
+
+func (t *trackingWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (upgrades, deadlines).
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// Hijack serves upgrades (exec, attach, port-forward streams) of code that asserts
+// http.Hijacker rather than using http.ResponseController; the response has then begun.
+func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	t.mu.Lock()
+	t.written = true
+	t.mu.Unlock()
+	return http.NewResponseController(t.ResponseWriter).Hijack()
+}
+
+// withRequestTimeout ends requests that are not long-running after timeout (or the
+// request's shorter ?timeout=) with 504, as kube-apiserver's timeout filter does: the
+// handler's context is cancelled and a body it is still reading is cut off; what it writes
+// afterwards is dropped. A response already begun has its connection dropped.
+func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if longRunning(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d := timeout
+		if v := r.URL.Query().Get("timeout"); v != "" {
+			if asked, err := time.ParseDuration(v); err == nil && asked > 0 && asked < d {
+				d = asked
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		// The body too must arrive in time, also the rest of one the handler left unread,
+		// which net/http reads after it to reuse the connection.
+		// (A second later than the context: a handler still reading when the request times
+		// out gets the timeout, not a read error of its own.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d + time.Second))
+		tw := &timeoutWriter{w: w}
+		done := make(chan any, 1)
+		go func() {
+			defer func() {
+				v := recover()
+				if v != nil && !isAbort(v) {
+					if _, ok := v.(panicWithStack); !ok {
+						v = panicWithStack{value: v, stack: string(debug.Stack())}
+					}
+				}
+				done <- v
+			}()
+			next.ServeHTTP(tw, r.WithContext(ctx))
+		}()
+		select {
+		case v := <-done:
+			if v != nil {
+				panic(v)
+			}
+		case <-ctx.Done():
+			begun := tw.timeOut()
+			// A handler blocked reading a slow client's body gets an error now.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			if begun {
+				panic(http.ErrAbortHandler)
+			}
+			writeError(w, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
+		}
+	})
+}
+
+func isAbort(v any) bool {
+	err, ok := v.(error)
+	return ok && errors.Is(err, http.ErrAbortHandler)
+}
+
+// timeoutWriter passes a handler's response on until the request times out, and drops it
+// after.
+type timeoutWriter struct {
+	w        http.ResponseWriter
+	mu       sync.Mutex
+	timedOut bool
+	begun    bool
+}
+
+func (t *timeoutWriter) Header() http.Header { return t.w.Header() }
+
+func (t *timeoutWriter) WriteHeader(code int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timedOut || t.begun {
+		return
+	}
+	t.begun = true
+	t.w.WriteHeader(code)
+}
+
+func (t *timeoutWriter) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timedOut {
+		return 0, http.ErrHandlerTimeout
+	}
+	t.begun = true
+	return t.w.Write(b)
+}
+
+func (t *timeoutWriter) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f, ok := t.w.(http.Flusher); ok && !t.timedOut {
+		f.Flush()
+	}
+}
+
+// timeOut marks the request timed out and tells whether its response had begun.
+func (t *timeoutWriter) timeOut() (begun bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timedOut = true
+	return t.begun
+}
+
+// inFlight bounds the requests that are not long-running being served at once.
+type inFlight struct {
+	readonly, mutating chan struct{} // semaphores; nil: no limit
+}
+
+func newInFlight(l Limits) *inFlight {
+	f := &inFlight{}
+	if l.MaxRequestsInflight > 0 {
+		f.readonly = make(chan struct{}, l.MaxRequestsInflight)
+	}
+	if l.MaxMutatingRequestsInflight > 0 {
+		f.mutating = make(chan struct{}, l.MaxMutatingRequestsInflight)
+	}
+	return f
+}
+
+// limit refuses a request with 429 and Retry-After when its kind's requests in flight are
+// at the limit, as kube-apiserver's max-in-flight filter does.
+func (f *inFlight) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sem := f.readonly
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			sem = f.mutating
+		}
+		if sem == nil || longRunning(r) || privileged(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+			if r.ContentLength != 0 { // not worth reading: net/http would before answering
+				w.Header().Set("Connection", "close")
+			}
+			writeError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
+		}
+	})
+}
+
+// retryAfterSeconds is what kube-apiserver tells a client refused for too many requests.
+const retryAfterSeconds = 1
+
+// privileged tells whether the request's user is in system:masters, which kube-apiserver's
+// in-flight limits do not count.
+func privileged(r *http.Request) bool {
+	u, ok := UserFrom(r.Context())
+	return ok && slices.Contains(u.Groups, "system:masters")
+}

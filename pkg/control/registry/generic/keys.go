@@ -1,0 +1,85 @@
+package generic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Store keys: /registry/GROUP/RESOURCE/[NAMESPACE/]NAME, "core" for the legacy group.
+func resourcePrefix(res *registry.Resource) string {
+	group := res.Group
+	if group == "" {
+		group = "core"
+	}
+	return "/registry/" + group + "/" + res.Resource + "/"
+}
+
+// ListPrefix is the key prefix of a resource's objects, in one namespace when ns is set.
+func ListPrefix(res *registry.Resource, ns string) string {
+	if res.Namespaced && ns != "" {
+		return resourcePrefix(res) + ns + "/"
+	}
+	return resourcePrefix(res)
+}
+
+// Key is the store key of one object.
+func Key(res *registry.Resource, ns, name string) string {
+	if res.Namespaced {
+		return resourcePrefix(res) + ns + "/" + name
+	}
+	return resourcePrefix(res) + name
+}
+
+// Decode turns a stored value into a typed object whose resourceVersion is the key's
+// modification revision (the store never holds resourceVersion itself).
+func Decode(res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
+	obj, err := res.New()
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(value, obj); err != nil {
+		return nil, fmt.Errorf("stored %s is corrupt: %w", res.Resource, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
+	SetResourceVersion(obj, rev)
+	return obj, nil
+}
+
+// encode serialises an object without its resourceVersion.
+func encode(res *registry.Resource, obj runtime.Object) ([]byte, error) {
+	m := MustMeta(obj)
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	defer m.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
+	return json.Marshal(obj)
+}
+
+// SetResourceVersion sets obj's resourceVersion to a store revision.
+func SetResourceVersion(obj runtime.Object, rev int64) {
+	MustMeta(obj).SetResourceVersion(strconv.FormatInt(rev, 10))
+}
+
+// MustMeta is obj's metadata; every kind of the registry has some.
+func MustMeta(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
+	}
+	return m
+}
+
+// ObjectMeta returns the object's ObjectMeta struct, for the validation helpers that need it.
+func ObjectMeta(obj runtime.Object) *metav1.ObjectMeta {
+	acc, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		panic(fmt.Sprintf("object %T has no ObjectMeta", obj))
+	}
+	return acc.GetObjectMeta().(*metav1.ObjectMeta)
+}

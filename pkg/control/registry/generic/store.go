@@ -1,0 +1,266 @@
+// Package generic is the object lifecycle of every kind, free of HTTP, as Kubernetes'
+// genericregistry.Store is: create, read-modify-write update with optimistic concurrency,
+// delete with grace periods, finalizers and propagation, over store.Interface, with the
+// kind's rules from pkg/control/registry and the admission chain plugged in between. The
+// subresources that are more than a field of their kind (pods' binding and eviction, the
+// scale of workloads) live here too. The REST layer decodes, calls a Store, and encodes.
+package generic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// maxUpdateAttempts bounds the read-modify-write retries of one request under write races.
+const maxUpdateAttempts = 32
+
+// FieldTracker records who changed which field of an object (metadata.managedFields): live is
+// the stored object, nil on create. The REST layer's field managers implement it, since who
+// writes is a property of the request.
+type FieldTracker interface {
+	Track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object
+}
+
+// Config is what a Store needs.
+type Config struct {
+	Store    store.Interface
+	Registry *registry.Registry
+	// Ranges are the cluster-wide ranges objects claim values from (Service cluster IPs
+	// and node ports).
+	Ranges allocator.Ranges
+	// Admission is the admission chain every write passes.
+	Admission Admission
+	// Fields records managed fields; nil records none.
+	Fields FieldTracker
+	Log    *slog.Logger
+}
+
+// Store writes the objects of every resource of a registry.
+type Store struct {
+	store     store.Interface
+	reg       *registry.Registry
+	ranges    allocator.Ranges
+	admission Admission
+	fields    FieldTracker
+	log       *slog.Logger
+}
+
+// New builds a Store.
+func New(cfg Config) *Store {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Store{store: cfg.Store, reg: cfg.Registry, ranges: cfg.Ranges, admission: cfg.Admission, fields: cfg.Fields, log: cfg.Log}
+}
+
+// CreateOptions tune a Create.
+type CreateOptions struct {
+	DryRun bool
+}
+
+// UpdateFunc computes the new object from (a copy of) the current one.
+type UpdateFunc func(current runtime.Object) (runtime.Object, error)
+
+// UpdateOptions tune an Update.
+type UpdateOptions struct {
+	// Subresource is "", "status", "finalize", "binding" or "scale": what the update may change.
+	Subresource string
+	DryRun      bool
+	// deleting lets the update set deletionTimestamp/deletionGracePeriodSeconds, which only
+	// the delete path may do.
+	deleting bool
+	// admitted: the write was admitted as what it is (a delete, a binding), not as an update.
+	admitted bool
+}
+
+// Get reads the object as it is now.
+func (s *Store) Get(ctx context.Context, res *registry.Resource, ns, name string) (runtime.Object, error) {
+	obj, _, err := s.current(ctx, res, name, Key(res, ns, name))
+	return obj, err
+}
+
+// Create stores a new object after the Kubernetes create steps: mutating admission,
+// generateName, system metadata, status reset, defaulting, validation, validating
+// admission, and the claims of cluster-wide values.
+func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.Object, opts CreateOptions) (runtime.Object, error) {
+	m := MustMeta(obj)
+	attrs := &Attributes{Operation: Create, Resource: res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, DryRun: opts.DryRun}
+	if err := s.admission.admit(ctx, attrs); err != nil {
+		return nil, err
+	}
+	obj = attrs.Object
+	m = MustMeta(obj)
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.Now())
+	m.SetResourceVersion("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetGeneration(1)
+	if res.Rules.PrepareCreate != nil {
+		res.Rules.PrepareCreate(obj)
+	}
+	if res.Rules.Default != nil {
+		res.Rules.Default(obj)
+	}
+	obj = s.track(ctx, res, "", nil, obj)
+	if err := validateCreate(res, obj); err != nil {
+		return nil, err
+	}
+	attrs.Object, attrs.Name = obj, m.GetName()
+	if err := s.admission.validate(ctx, attrs); err != nil {
+		return nil, err
+	}
+	undo, err := s.claim(ctx, res, obj, nil, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	data, err := encode(res, obj)
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	if opts.DryRun {
+		return obj, nil
+	}
+	rev, err := s.store.Create(ctx, Key(res, m.GetNamespace(), m.GetName()), data)
+	if err != nil {
+		undo()
+	}
+	if errors.Is(err, store.ErrExists) {
+		return nil, apierrors.NewAlreadyExists(res.GroupResource(), m.GetName())
+	}
+	if err != nil {
+		return nil, err
+	}
+	SetResourceVersion(obj, rev)
+	return obj, nil
+}
+
+func validateCreate(res *registry.Resource, obj runtime.Object) error {
+	m := ObjectMeta(obj)
+	var errs field.ErrorList
+	if m.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
+	}
+	if res.Rules.Validate != nil {
+		errs = append(errs, res.Rules.Validate(obj)...)
+	} else {
+		errs = append(errs, validation.ValidateObjectMeta(m, res.Namespaced, validation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(res.GVK().GroupKind(), m.Name, errs)
+	}
+	return nil
+}
+
+func (s *Store) track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
+	if s.fields == nil {
+		return obj
+	}
+	return s.fields.Track(ctx, res, subresource, live, obj)
+}
+
+// Update is a read-modify-write with optimistic concurrency: tryUpdate sees the current
+// object; a resourceVersion it leaves set must still be current (else 409 Conflict); a race
+// with another writer re-runs tryUpdate on the newer object. An update that leaves an object
+// marked for deletion with no finalizer and no grace period left deletes it.
+func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name string, opts UpdateOptions, tryUpdate UpdateFunc) (runtime.Object, error) {
+	key := Key(res, ns, name)
+	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		old, kv, err := s.current(ctx, res, name, key)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := tryUpdate(old.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		if rv := MustMeta(obj).GetResourceVersion(); rv != "" && rv != MustMeta(old).GetResourceVersion() {
+			return nil, conflict(res, name)
+		}
+		attrs := &Attributes{Operation: Update, Resource: res, Subresource: opts.Subresource, Namespace: ns, Name: name, Object: obj, OldObject: old, DryRun: opts.DryRun}
+		if !opts.admitted {
+			if err := s.admission.admit(ctx, attrs); err != nil {
+				return nil, err
+			}
+		}
+		obj, err = prepareUpdate(res, opts, attrs.Object, old)
+		if err != nil {
+			return nil, err
+		}
+		if !opts.admitted {
+			attrs.Object = obj
+			if err := s.admission.validate(ctx, attrs); err != nil {
+				return nil, err
+			}
+		}
+		undo, err := s.claim(ctx, res, obj, old, opts.DryRun)
+		if err != nil {
+			return nil, err
+		}
+		obj = s.track(ctx, res, opts.Subresource, old, obj)
+		data, err := encode(res, obj)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		if bytes.Equal(data, kv.Value) || opts.DryRun {
+			// Nothing changed: like Kubernetes, no new resourceVersion and no watch event.
+			SetResourceVersion(obj, kv.Revision)
+			return obj, nil
+		}
+		deleted := finalized(res, obj)
+		if deleted {
+			_, _, err = s.store.Delete(ctx, key, kv.Revision)
+		} else {
+			var rev int64
+			rev, err = s.store.Update(ctx, key, data, kv.Revision)
+			SetResourceVersion(obj, rev)
+		}
+		if err != nil {
+			undo()
+		}
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err == nil {
+			s.release(ctx, res, obj, old, deleted)
+		}
+		return obj, err
+	}
+	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+}
+
+// current reads the object at key as it is now, with its store revision.
+func (s *Store) current(ctx context.Context, res *registry.Resource, name, key string) (runtime.Object, store.KV, error) {
+	kv, err := s.store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, kv, apierrors.NewNotFound(res.GroupResource(), name)
+	}
+	if err != nil {
+		return nil, kv, err
+	}
+	obj, err := Decode(res, kv.Value, kv.Revision)
+	return obj, kv, err
+}
+
+func conflict(res *registry.Resource, name string) error {
+	return apierrors.NewConflict(res.GroupResource(), name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}

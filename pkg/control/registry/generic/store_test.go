@@ -1,0 +1,192 @@
+package generic
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// newTestStore is a Store on a bbolt file of its own, with the default namespace.
+func newTestStore(t *testing.T, admission Admission) (*Store, store.Interface) {
+	t.Helper()
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg, err := registry.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := allocator.NewRanges(st, netip.MustParsePrefix("10.96.0.0/12"), allocator.DefaultNodePorts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := New(Config{Store: st, Registry: reg, Ranges: ranges})
+	if _, err := bare.Create(t.Context(), bare.resource(t, "namespaces"), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	admission.Mutating = append([]MutatingAdmission{NewNamespaceLifecycle(st, reg)}, admission.Mutating...)
+	return New(Config{Store: st, Registry: reg, Ranges: ranges, Admission: admission}), st
+}
+
+func (s *Store) resource(t *testing.T, name string) *registry.Resource {
+	res, ok := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource(name))
+	if !ok {
+		t.Fatalf("no core resource %s", name)
+	}
+	return res
+}
+
+// plugin is an admission plugin that records what it saw and may refuse or mutate.
+type plugin struct {
+	name  string
+	seen  *[]string
+	label bool  // set a label on the object (mutating)
+	fail  error // refuse every write
+}
+
+func (p plugin) Admit(_ context.Context, a *Attributes) error {
+	*p.seen = append(*p.seen, p.name+" "+string(a.Operation)+" "+a.Subresource)
+	if p.label && a.Object != nil && a.Subresource == "" {
+		MustMeta(a.Object).SetLabels(map[string]string{"admitted": "yes"})
+	}
+	return p.fail
+}
+
+func (p plugin) Validate(_ context.Context, a *Attributes) error {
+	*p.seen = append(*p.seen, p.name+" "+string(a.Operation)+" "+a.Subresource)
+	if a.Object != nil && a.Subresource == "" && MustMeta(a.Object).GetUID() == "" && a.Operation == Create {
+		return errors.New("validating admission saw an object without its system metadata")
+	}
+	return p.fail
+}
+
+func pod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+}
+
+// Mutating admission runs first and its change is stored; validating admission runs after
+// the kind's preparation and validation, on every write, binding and deletion included;
+// a refusal stops the write.
+func TestAdmissionHooks(t *testing.T) {
+	var seen []string
+	mut := plugin{name: "mutating", seen: &seen, label: true}
+	val := plugin{name: "validating", seen: &seen}
+	s, _ := newTestStore(t, Admission{Mutating: []MutatingAdmission{mut}, Validating: []ValidatingAdmission{val}})
+	pods := s.resource(t, "pods")
+	ctx := t.Context()
+	seen = nil
+	created, err := s.Create(ctx, pods, pod("a"), CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.(*corev1.Pod).Labels["admitted"] != "yes" {
+		t.Errorf("the mutating plugin's label was not stored: %v", created.(*corev1.Pod).Labels)
+	}
+	if err := s.Bind(ctx, pods, "default", "a", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, pods, "default", "a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"mutating CREATE ", "validating CREATE ", "mutating CREATE binding", "validating CREATE binding", "mutating DELETE ", "validating DELETE "}
+	if !slices.Equal(seen, want) {
+		t.Errorf("admission calls %q, want %q", seen, want)
+	}
+
+	refuse := plugin{name: "refusing", seen: &seen, fail: apierrors.NewForbidden(pods.GroupResource(), "b", errors.New("no"))}
+	s, st := newTestStore(t, Admission{Validating: []ValidatingAdmission{refuse}})
+	if _, err := s.Create(ctx, pods, pod("b"), CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("create refused by admission: %v", err)
+	}
+	if _, err := st.Get(ctx, Key(pods, "default", "b")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused create was stored: %v", err)
+	}
+}
+
+// Updates are read-modify-write: a stale resourceVersion is a 409; an object with a
+// finalizer is only marked on delete and goes when the finalizer is removed.
+func TestUpdateConflictsAndFinalizers(t *testing.T) {
+	s, st := newTestStore(t, Admission{})
+	ctx := t.Context()
+	cms := s.resource(t, "configmaps")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", Finalizers: []string{"example.com/hold"}}}
+	created, err := s.Create(ctx, cms, cm, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := MustMeta(created).GetResourceVersion()
+	set := func(v string) UpdateFunc {
+		return func(cur runtime.Object) (runtime.Object, error) {
+			cur.(*corev1.ConfigMap).Data = map[string]string{"k": v}
+			return cur, nil
+		}
+	}
+	if _, err := s.Update(ctx, cms, "default", "c", UpdateOptions{}, set("1")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Update(ctx, cms, "default", "c", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		MustMeta(cur).SetResourceVersion(stale)
+		return cur, nil
+	})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("update with a stale resourceVersion: %v, want a conflict", err)
+	}
+	marked, err := s.Delete(ctx, cms, "default", "c", metav1.DeleteOptions{})
+	if err != nil || MustMeta(marked).GetDeletionTimestamp() == nil {
+		t.Fatalf("delete of a finalized object: %v, %v", marked, err)
+	}
+	if _, err := st.Get(ctx, Key(cms, "default", "c")); err != nil {
+		t.Fatalf("the object went before its finalizer: %v", err)
+	}
+	if _, err := s.Update(ctx, cms, "default", "c", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		MustMeta(cur).SetFinalizers(nil)
+		return cur, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, Key(cms, "default", "c")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the object stayed after its last finalizer went: %v", err)
+	}
+}
+
+// Creating in a namespace that is missing or terminating is refused.
+func TestNamespaceLifecycle(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	pods := s.resource(t, "pods")
+	p := pod("a")
+	p.Namespace = "missing"
+	if _, err := s.Create(ctx, pods, p, CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("create in a missing namespace: %v", err)
+	}
+	nss := s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.Namespace = "going"
+	if _, err := s.Create(ctx, pods, p, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = pod("b")
+	p.Namespace = "going"
+	if _, err := s.Create(ctx, pods, p, CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("create in a terminating namespace: %v", err)
+	}
+}

@@ -1,0 +1,127 @@
+package generic
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// prepareUpdate applies what a client may not change: system metadata always; the status on
+// the main resource and everything but status on the status subresource; then the kind's
+// preparation, defaulting, generation and validation.
+func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.Object) (runtime.Object, error) {
+	var err error
+	switch sub := opts.Subresource; {
+	case sub == "status":
+		obj, err = withField(old, obj, "status")
+	case sub == "finalize":
+		obj, err = withField(old, obj, "spec")
+	case sub == "" && res.HasSubresource("status"):
+		obj, err = withField(obj, old, "status")
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, om := ObjectMeta(obj), ObjectMeta(old)
+	if m.UID != "" && m.UID != om.UID {
+		// A uid in the body is a precondition (controllers adopting by patch rely on it).
+		return nil, apierrors.NewConflict(res.GroupResource(), om.Name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, om.UID))
+	}
+	m.UID, m.CreationTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.Generation
+	if !opts.deleting {
+		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
+	}
+	m.ResourceVersion = om.ResourceVersion
+	if res.Rules.PrepareUpdate != nil {
+		res.Rules.PrepareUpdate(obj, old)
+	}
+	if res.Rules.Default != nil {
+		res.Rules.Default(obj)
+	}
+	if specChanged(obj, old) {
+		m.Generation++
+	}
+	oldMeta := om
+	if opts.deleting { // the delete path itself set these; nothing else may
+		oldMeta = om.DeepCopy()
+		oldMeta.DeletionTimestamp, oldMeta.DeletionGracePeriodSeconds = m.DeletionTimestamp, m.DeletionGracePeriodSeconds
+		oldMeta.Finalizers = m.Finalizers // the garbage collector's finalizer comes with the deletion
+	}
+	errs := validation.ValidateObjectMetaUpdate(m, oldMeta, field.NewPath("metadata"))
+	switch {
+	case res.Rules.ValidateUpdate != nil:
+		errs = append(errs, res.Rules.ValidateUpdate(obj, old)...)
+	case res.Rules.Validate != nil:
+		errs = append(errs, res.Rules.Validate(obj)...)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(res.GVK().GroupKind(), m.Name, errs)
+	}
+	return obj, nil
+}
+
+// finalizing tells whether finalizers (metadata's or the kind's own) hold the object.
+func finalizing(res *registry.Resource, obj runtime.Object) bool {
+	return len(MustMeta(obj).GetFinalizers()) > 0 || (res.Rules.Finalizing != nil && res.Rules.Finalizing(obj))
+}
+
+// finalized tells whether an object marked for deletion has no finalizer and no grace
+// period left, so the update that got it there completes the deletion.
+func finalized(res *registry.Resource, obj runtime.Object) bool {
+	m := MustMeta(obj)
+	if m.GetDeletionTimestamp() == nil || finalizing(res, obj) {
+		return false
+	}
+	g := m.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
+}
+
+func specChanged(obj, old runtime.Object) bool {
+	a, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	b, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(old)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(a["spec"], b["spec"])
+}
+
+// withField returns a copy of base whose top-level field (e.g. "status") is taken from src.
+func withField(base, src runtime.Object, name string) (runtime.Object, error) {
+	b, err := runtime.DefaultUnstructuredConverter.ToUnstructured(base)
+	if err != nil {
+		return nil, err
+	}
+	sm, err := runtime.DefaultUnstructuredConverter.ToUnstructured(src)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := sm[name]; ok {
+		b[name] = v
+	} else {
+		delete(b, name)
+	}
+	out := base.DeepCopyObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// markDeleting sets deletionTimestamp now+grace, shortening (never lengthening) an earlier one.
+func markDeleting(obj runtime.Object, grace int64) {
+	m := MustMeta(obj)
+	if cur := m.GetDeletionGracePeriodSeconds(); m.GetDeletionTimestamp() != nil && cur != nil && *cur <= grace {
+		return
+	}
+	ts := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
+	m.SetDeletionTimestamp(&ts)
+	m.SetDeletionGracePeriodSeconds(&grace)
+}
