@@ -1,0 +1,287 @@
+// Package podtopologyspread is kube-scheduler's PodTopologySpread plugin. Filter
+// (whenUnsatisfiable: DoNotSchedule): placing the pod in a node's domain must keep
+// (matching pods there + 1) - (fewest matching pods in any domain) <= maxSkew, with
+// minDomains counting missing domains as empty and nodeAffinityPolicy / nodeTaintsPolicy
+// deciding which nodes' domains count. Score (ScheduleAnyway): domains with fewer matching
+// pods score higher.
+package podtopologyspread
+
+import (
+	"context"
+	"math"
+
+	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Name is the plugin's name in profiles.
+const Name = "PodTopologySpread"
+
+// kube-scheduler's wording.
+const (
+	ErrReasonConstraintsNotMatch = "node(s) didn't match pod topology spread constraints"
+	ErrReasonNodeLabelNotMatch   = ErrReasonConstraintsNotMatch + " (missing required label)"
+)
+
+const (
+	filterKey = Name + "/preFilter"
+	scoreKey  = Name + "/preScore"
+)
+
+type constraint struct {
+	maxSkew           int32
+	minDomains        int32
+	key               string
+	selector          labels.Selector
+	honorNodeAffinity bool
+	honorNodeTaints   bool
+}
+
+// constraints parses the pod's constraints of one whenUnsatisfiable kind; matchLabelKeys
+// add the pod's own values of those keys to the selector.
+func constraints(pod *corev1.Pod, kind corev1.UnsatisfiableConstraintAction) ([]constraint, error) {
+	var out []constraint
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != kind {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range c.MatchLabelKeys {
+			if v, ok := pod.Labels[key]; ok {
+				if r, err := labels.NewRequirement(key, "in", []string{v}); err == nil {
+					sel = sel.Add(*r)
+				}
+			}
+		}
+		pc := constraint{maxSkew: c.MaxSkew, minDomains: 1, key: c.TopologyKey, selector: sel,
+			honorNodeAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+			honorNodeTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
+		if c.MinDomains != nil {
+			pc.minDomains = *c.MinDomains
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// counts reports whether node takes part in the constraint's domains.
+func (c *constraint) counts(pod *corev1.Pod, node *corev1.Node, affinity nodeaffinity.RequiredNodeAffinity) bool {
+	if c.honorNodeAffinity {
+		if ok, err := affinity.Match(node); err != nil || !ok {
+			return false
+		}
+	}
+	if c.honorNodeTaints {
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false); untolerated {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAllKeys(node *corev1.Node, cs []constraint) bool {
+	for _, c := range cs {
+		if _, ok := node.Labels[c.key]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// matching counts the node's pods in ns the selector matches (terminating ones aside).
+func matching(n *framework.NodeInfo, sel labels.Selector, ns string) int64 {
+	var count int64
+	for _, p := range n.Pods {
+		if p.Pod.Namespace == ns && !framework.IsTerminating(p.Pod) && sel.Matches(labels.Set(p.Pod.Labels)) {
+			count++
+		}
+	}
+	return count
+}
+
+type filterState struct {
+	constraints []constraint
+	domains     []map[string]int64 // per constraint: value -> matching pods
+	minMatch    []int64
+}
+
+// Plugin is the filter and score.
+type Plugin struct{ h framework.Handle }
+
+// New makes the plugin.
+func New(h framework.Handle) (framework.Plugin, error) { return &Plugin{h: h}, nil }
+
+func (*Plugin) Name() string { return Name }
+
+// PreFilter counts matching pods per domain of each DoNotSchedule constraint.
+func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes framework.NodeLister) *framework.Status {
+	cs, err := constraints(pod.Pod, corev1.DoNotSchedule)
+	if err != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	if len(cs) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	s := &filterState{constraints: cs, domains: make([]map[string]int64, len(cs)), minMatch: make([]int64, len(cs))}
+	for i := range cs {
+		s.domains[i] = map[string]int64{}
+	}
+	for _, n := range nodes.List() {
+		node := n.Node()
+		if !hasAllKeys(node, cs) {
+			continue
+		}
+		for i := range cs {
+			if cs[i].counts(pod.Pod, node, affinity) {
+				s.domains[i][node.Labels[cs[i].key]] += matching(n, cs[i].selector, pod.Pod.Namespace)
+			}
+		}
+	}
+	for i := range cs {
+		lowest := int64(math.MaxInt64)
+		for _, n := range s.domains[i] {
+			lowest = min(lowest, n)
+		}
+		if lowest == math.MaxInt64 || int32(len(s.domains[i])) < cs[i].minDomains {
+			lowest = 0 // fewer domains than minDomains: the missing ones hold none
+		}
+		s.minMatch[i] = lowest
+	}
+	state.Write(filterKey, s)
+	return nil
+}
+
+func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
+	v, _ := state.Read(filterKey)
+	s, ok := v.(*filterState)
+	if !ok {
+		return nil
+	}
+	podLabels := labels.Set(pod.Pod.Labels)
+	for i, c := range s.constraints {
+		value, ok := n.Node().Labels[c.key]
+		if !ok {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+		}
+		var self int64
+		if c.selector.Matches(podLabels) {
+			self = 1
+		}
+		if s.domains[i][value]+self-s.minMatch[i] > int64(c.maxSkew) {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+		}
+	}
+	return nil
+}
+
+type scoreState struct {
+	constraints []constraint
+	counts      []map[string]int64 // per constraint: value -> matching pods (hostname: per node)
+	weights     []float64
+	ignored     map[string]bool
+}
+
+// PreScore counts matching pods per domain of each ScheduleAnyway constraint, over the
+// domains of the feasible nodes.
+func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, feasible []*framework.NodeInfo) *framework.Status {
+	cs, err := constraints(pod.Pod, corev1.ScheduleAnyway)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	if len(cs) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	s := &scoreState{constraints: cs, counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs)), ignored: map[string]bool{}}
+	for i := range cs {
+		s.counts[i] = map[string]int64{}
+	}
+	for _, n := range feasible {
+		node := n.Node()
+		if !hasAllKeys(node, cs) {
+			s.ignored[node.Name] = true
+			continue
+		}
+		for i := range cs {
+			s.counts[i][node.Labels[cs[i].key]] = 0
+		}
+	}
+	for i := range cs {
+		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
+	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	for _, n := range p.h.Nodes().List() {
+		node := n.Node()
+		if !hasAllKeys(node, cs) {
+			continue
+		}
+		for i := range cs {
+			value := node.Labels[cs[i].key]
+			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
+				continue
+			}
+			s.counts[i][value] += matching(n, cs[i].selector, pod.Pod.Namespace)
+		}
+	}
+	state.Write(scoreKey, s)
+	return nil
+}
+
+// Score grows with the matching pods in the node's domains (normalized in reverse).
+func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
+	v, _ := state.Read(scoreKey)
+	s, ok := v.(*scoreState)
+	if !ok || s.ignored[n.Node().Name] {
+		return 0, nil
+	}
+	var score float64
+	for i, c := range s.constraints {
+		if value, ok := n.Node().Labels[c.key]; ok {
+			score += float64(s.counts[i][value])*s.weights[i] + float64(c.maxSkew-1)
+		}
+	}
+	return int64(math.Round(score)), nil
+}
+
+// NormalizeScore gives the emptiest domains 100 and ignored nodes 0.
+func (p *Plugin) NormalizeScore(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, scores []framework.NodeScore) *framework.Status {
+	v, _ := state.Read(scoreKey)
+	s, ok := v.(*scoreState)
+	if !ok {
+		return nil
+	}
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, sc := range scores {
+		if !s.ignored[sc.Name] {
+			lo, hi = min(lo, sc.Score), max(hi, sc.Score)
+		}
+	}
+	for i := range scores {
+		switch {
+		case s.ignored[scores[i].Name]:
+			scores[i].Score = 0
+		case hi == 0:
+			scores[i].Score = framework.MaxNodeScore
+		default:
+			scores[i].Score = framework.MaxNodeScore * (hi + lo - scores[i].Score) / hi
+		}
+	}
+	return nil
+}
+
+func (*Plugin) EventsToRegister() []framework.ClusterEvent {
+	return []framework.ClusterEvent{
+		{Kind: framework.KindPod, Action: framework.All},
+		{Kind: framework.KindNode, Action: framework.Add | framework.Delete | framework.UpdateNodeLabel | framework.UpdateNodeTaint},
+	}
+}
