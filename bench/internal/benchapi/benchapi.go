@@ -41,7 +41,7 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 	l.Close()
 	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: "10.96.0.0/12",
 		Controllers: []string{"*", "-nodelifecycle"}, ClusterCIDR: "10.128.0.0/9", // room for 5000 nodes' /24s
-		Log:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	done := make(chan error, 1)
 	go func() {
 		done <- controlplane.Run(ctx, o)

@@ -415,4 +415,3 @@ func attemptsLabel(n int) string {
 	}
 	return fmt.Sprint(n)
 }
-
