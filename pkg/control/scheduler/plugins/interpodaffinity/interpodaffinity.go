@@ -153,16 +153,7 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 		return nil
 	}
 	node := n.Node()
-	for key, values := range s.existingAnti {
-		if v, ok := node.Labels[key]; ok && values[v] > 0 {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
-		}
-	}
-	for _, t := range pod.RequiredAntiAffinityTerms {
-		if v, ok := node.Labels[t.TopologyKey]; ok && s.anti.get(t.TopologyKey, v) > 0 {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
-		}
-	}
+	// kube-scheduler's order: the pod's affinity, its anti-affinity, then the placed pods'.
 	if len(pod.RequiredAffinityTerms) > 0 {
 		found := true
 		for _, t := range pod.RequiredAffinityTerms {
@@ -177,6 +168,16 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 		// The first pod of a group that matches its own terms may go anywhere they can hold.
 		if !found && !(len(s.affinity) == 0 && matchesAll(pod.RequiredAffinityTerms, pod.Pod, framework.NamespaceLabels(p.namespaces, pod.Pod.Namespace))) {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
+		}
+	}
+	for _, t := range pod.RequiredAntiAffinityTerms {
+		if v, ok := node.Labels[t.TopologyKey]; ok && s.anti.get(t.TopologyKey, v) > 0 {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+		}
+	}
+	for key, values := range s.existingAnti {
+		if v, ok := node.Labels[key]; ok && values[v] > 0 {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
 	return nil
