@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 )
 
 func main() {
@@ -201,8 +201,10 @@ func measureBacklog(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, 
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.CoreV1().Events("")})
 	conf := &scheduler.Configuration{Profiles: []scheduler.Profile{{SchedulerName: backlogScheduler}}}
 	s, err := scheduler.New(scheduler.Config{Client: c, Informers: f, Configuration: conf,
-		Recorder: func(name string) record.EventRecorder { return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name}) },
-		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Recorder: func(name string) record.EventRecorder {
+			return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name})
+		},
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
