@@ -61,6 +61,15 @@ func (p *Plugin) PostFilter(ctx context.Context, _ *framework.CycleState, pod *f
 		return "", framework.NewStatus(framework.Unschedulable, "preemption: not eligible due to preemptionPolicy=Never.")
 	}
 	nodes := p.h.Nodes()
+	if n := nodes.Get(pod.Pod.Status.NominatedNodeName); n != nil {
+		// An earlier preemption's victims are still leaving: wait for them.
+		prio := corev1helpers.PodPriority(pod.Pod)
+		for _, pi := range n.Pods {
+			if pi.Pod.DeletionTimestamp != nil && corev1helpers.PodPriority(pi.Pod) < prio {
+				return "", framework.NewStatus(framework.Unschedulable, "preemption: not eligible due to a terminating pod on the nominated node.")
+			}
+		}
+	}
 	all := nodes.List()
 	reasons := framework.NodeStatuses{}
 	var potential []*framework.NodeInfo
