@@ -1,6 +1,10 @@
 package framework
 
-import "testing"
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+)
 
 func TestFitErrorMessage(t *testing.T) {
 	e := &FitError{NumAllNodes: 3, Diagnosis: Diagnosis{NodeStatuses: NodeStatuses{
@@ -28,5 +32,21 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 	f.PercentageOfNodesToScore = 100
 	if got := f.NumFeasibleNodesToFind(5000); got != 5000 {
 		t.Errorf("100%%: %d", got)
+	}
+}
+
+func TestParallelize(t *testing.T) {
+	f := &Framework{Parallelism: 4}
+	seen := make([]atomic.Int32, 1000)
+	f.Parallelize(context.Background(), len(seen), func(i int) bool { seen[i].Add(1); return true })
+	for i := range seen {
+		if seen[i].Load() != 1 {
+			t.Fatalf("index %d done %d times", i, seen[i].Load())
+		}
+	}
+	var calls atomic.Int32
+	f.Parallelize(context.Background(), 1000, func(i int) bool { calls.Add(1); return i != 10 })
+	if calls.Load() >= 1000 {
+		t.Errorf("stop ignored: %d calls", calls.Load())
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -97,34 +96,43 @@ func (f *Framework) RunScore(ctx context.Context, state *CycleState, pod *PodInf
 	for i, n := range nodes {
 		totals[i].Name = n.Node().Name
 	}
-	scores := make([]NodeScore, len(nodes))
+	var active []WeightedScore
 	for _, p := range f.Scores {
-		if state.SkipScore[p.Name()] {
-			continue
+		if !state.SkipScore[p.Name()] {
+			active = append(active, p)
 		}
-		var failed atomic.Pointer[Status]
-		f.Parallelize(ctx, len(nodes), func(i int) bool {
+	}
+	// One pass over the nodes for every plugin: one wait per cycle, not one per plugin.
+	scores := make([][]NodeScore, len(active))
+	for j := range active {
+		scores[j] = make([]NodeScore, len(nodes))
+	}
+	var failed atomic.Pointer[Status]
+	f.Parallelize(ctx, len(nodes), func(i int) bool {
+		for j, p := range active {
 			sc, s := p.Score(ctx, state, pod, nodes[i])
 			if !s.IsSuccess() {
 				failed.Store(s.WithPlugin(p.Name()))
 				return false
 			}
-			scores[i] = NodeScore{Name: totals[i].Name, Score: sc}
-			return true
-		})
-		if s := failed.Load(); s != nil {
-			return nil, s
+			scores[j][i] = NodeScore{Name: totals[i].Name, Score: sc}
 		}
+		return true
+	})
+	if s := failed.Load(); s != nil {
+		return nil, s
+	}
+	for j, p := range active {
 		if n, ok := p.ScorePlugin.(ScoreNormalizer); ok {
-			if s := n.NormalizeScore(ctx, state, pod, scores); !s.IsSuccess() {
+			if s := n.NormalizeScore(ctx, state, pod, scores[j]); !s.IsSuccess() {
 				return nil, s.WithPlugin(p.Name())
 			}
 		}
-		for i := range scores {
-			if scores[i].Score < 0 || scores[i].Score > MaxNodeScore {
-				return nil, AsStatus(fmt.Errorf("plugin %s scored node %s %d, outside 0..%d", p.Name(), scores[i].Name, scores[i].Score, MaxNodeScore))
+		for i, sc := range scores[j] {
+			if sc.Score < 0 || sc.Score > MaxNodeScore {
+				return nil, AsStatus(fmt.Errorf("plugin %s scored node %s %d, outside 0..%d", p.Name(), sc.Name, sc.Score, MaxNodeScore))
 			}
-			totals[i].Score += scores[i].Score * p.Weight
+			totals[i].Score += sc.Score * p.Weight
 		}
 	}
 	return totals, nil
@@ -162,15 +170,14 @@ func (f *Framework) RunBind(ctx context.Context, state *CycleState, pod *PodInfo
 	return AsStatus(fmt.Errorf("no bind plugin bound pod %s/%s", pod.Pod.Namespace, pod.Pod.Name))
 }
 
-// Parallelize calls do(0..n-1) from up to Parallelism goroutines, in chunks; do returning
-// false stops the remaining work.
+// Parallelize calls do(0..n-1) in chunks from the calling goroutine and up to
+// Parallelism-1 helpers; do returning false stops the remaining work. The caller waits for
+// the chunks, not for the helpers: on a busy machine a helper the OS has not run yet finds
+// nothing left and is not waited for.
 func (f *Framework) Parallelize(ctx context.Context, n int, do func(i int) bool) {
-	workers := f.Parallelism
-	if workers < 1 {
-		workers = 1
-	}
-	const chunk = 16
-	if workers == 1 || n <= chunk {
+	const chunk = 32
+	workers := min(f.Parallelism, (n+chunk-1)/chunk)
+	if workers <= 1 {
 		for i := 0; i < n; i++ {
 			if !do(i) {
 				return
@@ -178,28 +185,31 @@ func (f *Framework) Parallelize(ctx context.Context, n int, do func(i int) bool)
 		}
 		return
 	}
-	var next atomic.Int64
+	chunks := int64((n + chunk - 1) / chunk)
+	var next, finished atomic.Int64
 	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() && ctx.Err() == nil {
-				start := int(next.Add(chunk)) - chunk
-				if start >= n {
-					return
-				}
-				for i := start; i < min(start+chunk, n); i++ {
-					if !do(i) {
-						stop.Store(true)
-						return
-					}
+	done := make(chan struct{})
+	work := func() {
+		for {
+			c := next.Add(1) - 1
+			if c >= chunks {
+				return
+			}
+			for i := int(c) * chunk; i < min(int(c+1)*chunk, n) && !stop.Load() && ctx.Err() == nil; i++ {
+				if !do(i) {
+					stop.Store(true)
 				}
 			}
-		}()
+			if finished.Add(1) == chunks {
+				close(done)
+			}
+		}
 	}
-	wg.Wait()
+	for range workers - 1 {
+		go work()
+	}
+	work()
+	<-done
 }
 
 // Constants of kube-scheduler's adaptive percentage of nodes to score.
