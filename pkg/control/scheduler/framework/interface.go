@@ -19,6 +19,8 @@ type CycleState struct {
 	data map[string]any
 	// SkipFilter and SkipScore name the plugins that answered Skip.
 	SkipFilter, SkipScore map[string]bool
+	// filters are the Filter plugins left after PreFilter (no per-node map lookups).
+	filters []FilterPlugin
 }
 
 // NewCycleState makes an empty CycleState.

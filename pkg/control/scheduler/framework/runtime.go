@@ -44,15 +44,19 @@ func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *Po
 			return s.WithPlugin(p.Name())
 		}
 	}
+	state.filters = make([]FilterPlugin, 0, len(f.Filters))
+	for _, p := range f.Filters {
+		if !state.SkipFilter[p.Name()] {
+			state.filters = append(state.filters, p)
+		}
+	}
 	return nil
 }
 
 // RunFilter runs the Filter plugins on one node and returns the first rejection.
+// RunPreFilter must have run in state.
 func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
-	for _, p := range f.Filters {
-		if state.SkipFilter[p.Name()] {
-			continue
-		}
+	for _, p := range state.filters {
 		if s := p.Filter(ctx, state, pod, node); !s.IsSuccess() {
 			return s.WithPlugin(p.Name())
 		}
