@@ -18,14 +18,22 @@ func (s *Scheduler) addHandlers(f informers.SharedInformerFactory) error {
 	pvcInf, pvInf := core.PersistentVolumeClaims().Informer(), core.PersistentVolumes().Informer()
 	nsInf, pdbInf := core.Namespaces().Informer(), f.Policy().V1().PodDisruptionBudgets().Informer()
 	s.synced = []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, pvcInf.HasSynced, pvInf.HasSynced, nsInf.HasSynced, pdbInf.HasSynced}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	add := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return err
+		}
+		s.handlers = append(s.handlers, func() { _ = inf.RemoveEventHandler(reg) })
+		return nil
+	}
+	if err := add(podInf, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onPod(nil, obj.(*corev1.Pod)) },
 		UpdateFunc: func(old, cur any) { s.onPod(old.(*corev1.Pod), cur.(*corev1.Pod)) },
 		DeleteFunc: s.onPodDelete,
 	}); err != nil {
 		return err
 	}
-	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := add(nodeInf, cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			s.cache.AddNode(obj.(*corev1.Node))
 			s.queue.MoveOnEvent(framework.ClusterEvent{Kind: framework.KindNode, Action: framework.Add}, nil)
@@ -50,7 +58,7 @@ func (s *Scheduler) addHandlers(f informers.SharedInformerFactory) error {
 		return err
 	}
 	for kind, inf := range map[string]cache.SharedIndexInformer{framework.KindPersistentVolumeClaim: pvcInf, framework.KindPersistentVolume: pvInf} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if err := add(inf, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { s.queue.MoveOnEvent(framework.ClusterEvent{Kind: kind, Action: framework.Add}, nil) },
 			UpdateFunc: func(any, any) { s.queue.MoveOnEvent(framework.ClusterEvent{Kind: kind, Action: framework.Update}, nil) },
 		}); err != nil {

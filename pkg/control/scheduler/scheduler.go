@@ -53,6 +53,9 @@ type Scheduler struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	synced   []toolscache.InformerSynced
+	// handlers remove the informer handlers: a scheduler that stopped leading leaves the
+	// shared informers to the next one.
+	handlers []func()
 	binds    chan struct{} // semaphore of bindings in flight
 	// nextStart is where the next cycle starts filtering, so nodes share the load.
 	nextStart int
@@ -225,6 +228,11 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 // Run schedules until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
+	defer func() {
+		for _, remove := range s.handlers {
+			remove()
+		}
+	}()
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return
 	}
