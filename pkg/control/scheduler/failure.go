@@ -38,6 +38,11 @@ func (s *Scheduler) fail(ctx context.Context, prof *profile, qp *queue.QueuedPod
 	}
 	s.metrics.attempts.WithLabelValues(result, prof.ProfileName).Inc()
 	s.metrics.attemptDur.WithLabelValues(result, prof.ProfileName).Observe(time.Since(start).Seconds())
+	if nominated != "" {
+		p := pod.DeepCopy()
+		p.Status.NominatedNodeName = nominated
+		s.nominated.set(p) // before the status update comes back through the informer
+	}
 	s.queue.AddUnschedulable(qp, cycle)
 	msg := err.Error()
 	prof.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)

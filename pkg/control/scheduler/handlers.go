@@ -106,6 +106,7 @@ func (s *Scheduler) onPod(old, pod *corev1.Pod) {
 	if s.profiles[pod.Spec.SchedulerName] == nil || terminal(pod) {
 		return // another scheduler's pod: left alone
 	}
+	s.nominated.set(pod)
 	if pod.DeletionTimestamp != nil {
 		s.queue.Delete(pod)
 		return
@@ -129,6 +130,7 @@ func (s *Scheduler) onAssignedPod(old, pod *corev1.Pod) {
 		return
 	}
 	if old == nil || old.Spec.NodeName == "" {
+		s.nominated.delete(pod.UID)
 		s.cache.AddPod(pod)
 		if old != nil {
 			s.queue.Delete(pod) // bound (by us or another scheduler) while pending
@@ -153,6 +155,7 @@ func (s *Scheduler) onPodDelete(obj any) {
 		return
 	}
 	s.queue.Delete(pod)
+	s.nominated.delete(pod.UID)
 	if pod.Spec.NodeName != "" || s.cache.IsAssumed(pod.UID) {
 		s.cache.RemovePod(pod)
 		s.queue.MoveOnEvent(framework.ClusterEvent{Kind: framework.KindPod, Action: framework.Delete}, nil)

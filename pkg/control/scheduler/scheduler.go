@@ -55,8 +55,9 @@ type Scheduler struct {
 	synced   []toolscache.InformerSynced
 	// handlers remove the informer handlers: a scheduler that stopped leading leaves the
 	// shared informers to the next one.
-	handlers []func()
-	binds    chan struct{} // semaphore of bindings in flight
+	handlers  []func()
+	binds     chan struct{} // semaphore of bindings in flight
+	nominated *nominator
 	// nextStart is where the next cycle starts filtering, so nodes share the load.
 	nextStart int
 }
@@ -104,7 +105,7 @@ func New(cfg Config) (*Scheduler, error) {
 		workers = 64
 	}
 	s := &Scheduler{client: cfg.Client, cache: cache.New(), snapshot: cache.NewSnapshot(), profiles: map[string]*profile{},
-		log: cfg.Log, metrics: metrics, binds: make(chan struct{}, workers)}
+		log: cfg.Log, metrics: metrics, binds: make(chan struct{}, workers), nominated: newNominator()}
 	events := map[string][]framework.ClusterEvent{}
 	for i := range conf.Profiles {
 		p, err := s.buildProfile(cfg, conf, &conf.Profiles[i], events)
@@ -349,9 +350,12 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, prof *profile, state *
 	var found, processed atomic.Int64
 	var firstErr atomic.Pointer[framework.Status]
 	start := s.nextStart % len(nodes)
+	// Pods nominated by a preemption count on their node for pods of lower priority
+	// (their resources and ports; affinity and spread counts are not redone).
+	nominated := s.nominated.forPod(pod.Pod)
 	prof.Parallelize(ctx, len(nodes), func(i int) bool {
 		n := nodes[(start+i)%len(nodes)]
-		st := prof.RunFilter(ctx, state, pod, n)
+		st := prof.RunFilter(ctx, state, pod, withNominated(n, nominated))
 		processed.Add(1)
 		if st.IsSuccess() {
 			k := found.Add(1)
@@ -411,6 +415,7 @@ func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.Cy
 		return
 	}
 	s.queue.Done(pod)
+	s.nominated.delete(pod.UID)
 	s.metrics.attempts.WithLabelValues("scheduled", prof.ProfileName).Inc()
 	s.metrics.attemptDur.WithLabelValues("scheduled", prof.ProfileName).Observe(time.Since(start).Seconds())
 	s.metrics.e2eDur.WithLabelValues(attemptsLabel(qp.Attempts)).Observe(time.Since(qp.InitialAttempt).Seconds())
