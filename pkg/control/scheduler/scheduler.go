@@ -105,7 +105,7 @@ func New(cfg Config) (*Scheduler, error) {
 		workers = 64
 	}
 	s := &Scheduler{client: cfg.Client, cache: cache.New(), snapshot: cache.NewSnapshot(), profiles: map[string]*profile{},
-		log: cfg.Log, metrics: metrics, binds: make(chan struct{}, workers), nominated: newNominator()}
+		log: cfg.Log, metrics: metrics, binds: make(chan struct{}, workers), nominated: newNominator(), informers: cfg.Informers}
 	events := map[string][]framework.ClusterEvent{}
 	for i := range conf.Profiles {
 		p, err := s.buildProfile(cfg, conf, &conf.Profiles[i], events)
@@ -236,6 +236,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}()
 	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return
+	}
+	// The informers plugins asked for (services, ReplicaSets... for default spreading).
+	for _, ok := range s.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return
+		}
 	}
 	s.log.Info("scheduler started", "profiles", len(s.profiles))
 	go s.queue.Run(ctx)

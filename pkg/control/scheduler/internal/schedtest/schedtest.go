@@ -7,6 +7,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/cache"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,6 +84,8 @@ func NewHandle(snap *cache.Snapshot, objs ...any) *Handle {
 			_ = core.PersistentVolumeClaims().Informer().GetStore().Add(o)
 		case *corev1.PersistentVolume:
 			_ = core.PersistentVolumes().Informer().GetStore().Add(o)
+		case *appsv1.ReplicaSet:
+			_ = f.Apps().V1().ReplicaSets().Informer().GetStore().Add(o)
 		}
 	}
 	return h

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -116,10 +118,85 @@ type filterState struct {
 }
 
 // Plugin is the filter and score.
-type Plugin struct{ h framework.Handle }
+type Plugin struct {
+	h        framework.Handle
+	services corelisters.ServiceLister
+	rcs      corelisters.ReplicationControllerLister
+	rss      appslisters.ReplicaSetLister
+	sss      appslisters.StatefulSetLister
+}
 
 // New makes the plugin.
-func New(h framework.Handle) (framework.Plugin, error) { return &Plugin{h: h}, nil }
+func New(h framework.Handle) (framework.Plugin, error) {
+	f := h.Informers()
+	return &Plugin{h: h, services: f.Core().V1().Services().Lister(), rcs: f.Core().V1().ReplicationControllers().Lister(),
+		rss: f.Apps().V1().ReplicaSets().Lister(), sss: f.Apps().V1().StatefulSets().Lister()}, nil
+}
+
+// systemDefaults are kube-scheduler's default constraints for pods without their own:
+// spread softly over nodes (maxSkew 3) and zones (maxSkew 5).
+var systemDefaults = []corev1.TopologySpreadConstraint{
+	{MaxSkew: 3, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway},
+	{MaxSkew: 5, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway},
+}
+
+// defaultConstraints applies systemDefaults to a pod with no constraints, selecting the
+// pods of the Services, ReplicationControllers, ReplicaSets and StatefulSets that select it
+// (kube-scheduler's DefaultSelector); none when nothing selects it.
+func (p *Plugin) defaultConstraints(pod *corev1.Pod) []constraint {
+	if len(pod.Spec.TopologySpreadConstraints) > 0 || p.services == nil {
+		return nil
+	}
+	podLabels := labels.Set(pod.Labels)
+	sel := labels.NewSelector()
+	addSet := func(set map[string]string) {
+		for k, v := range set {
+			if r, err := labels.NewRequirement(k, "=", []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	if svcs, err := p.services.Services(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, s := range svcs {
+			if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(podLabels) {
+				addSet(s.Spec.Selector)
+			}
+		}
+	}
+	if rcs, err := p.rcs.ReplicationControllers(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, rc := range rcs {
+			if len(rc.Spec.Selector) > 0 && labels.SelectorFromSet(rc.Spec.Selector).Matches(podLabels) {
+				addSet(rc.Spec.Selector)
+			}
+		}
+	}
+	addSelector := func(ls *metav1.LabelSelector) {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil || s.Empty() || !s.Matches(podLabels) {
+			return
+		}
+		reqs, _ := s.Requirements()
+		sel = sel.Add(reqs...)
+	}
+	if rss, err := p.rss.ReplicaSets(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, rs := range rss {
+			addSelector(rs.Spec.Selector)
+		}
+	}
+	if sss, err := p.sss.StatefulSets(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, ss := range sss {
+			addSelector(ss.Spec.Selector)
+		}
+	}
+	if sel.Empty() {
+		return nil
+	}
+	out := make([]constraint, 0, len(systemDefaults))
+	for _, c := range systemDefaults {
+		out = append(out, constraint{maxSkew: c.MaxSkew, minDomains: 1, key: c.TopologyKey, selector: sel, honorNodeAffinity: true})
+	}
+	return out
+}
 
 func (*Plugin) Name() string { return Name }
 
@@ -199,8 +276,24 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	if err != nil {
 		return framework.AsStatus(err)
 	}
+	if len(pod.Pod.Spec.TopologySpreadConstraints) == 0 {
+		cs = p.defaultConstraints(pod.Pod)
+	}
 	if len(cs) == 0 {
 		return framework.NewStatus(framework.Skip)
+	}
+	// System defaults do not require every key: a node without a zone still spreads by host.
+	requireAll := len(pod.Pod.Spec.TopologySpreadConstraints) > 0
+	takesPart := func(node *corev1.Node) bool {
+		if requireAll {
+			return hasAllKeys(node, cs)
+		}
+		for _, c := range cs {
+			if _, ok := node.Labels[c.key]; ok {
+				return true
+			}
+		}
+		return false
 	}
 	s := &scoreState{constraints: cs, counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs)), ignored: map[string]bool{}}
 	for i := range cs {
@@ -208,12 +301,14 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	}
 	for _, n := range feasible {
 		node := n.Node()
-		if !hasAllKeys(node, cs) {
+		if !takesPart(node) {
 			s.ignored[node.Name] = true
 			continue
 		}
 		for i := range cs {
-			s.counts[i][node.Labels[cs[i].key]] = 0
+			if v, ok := node.Labels[cs[i].key]; ok {
+				s.counts[i][v] = 0
+			}
 		}
 	}
 	for i := range cs {
@@ -222,11 +317,14 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
 	for _, n := range p.h.Nodes().List() {
 		node := n.Node()
-		if !hasAllKeys(node, cs) {
+		if !takesPart(node) {
 			continue
 		}
 		for i := range cs {
-			value := node.Labels[cs[i].key]
+			value, ok := node.Labels[cs[i].key]
+			if !ok {
+				continue
+			}
 			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
 				continue
 			}

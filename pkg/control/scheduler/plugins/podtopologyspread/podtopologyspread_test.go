@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/internal/schedtest"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -93,5 +94,22 @@ func TestScore(t *testing.T) {
 	s := schedtest.Score(p, snap, spread(1, corev1.ScheduleAnyway, nil))
 	if !(s["c1"] > s["b1"] && s["b1"] > s["a1"]) || s["c1"] != 100 {
 		t.Errorf("soft spread scores %v, want c1 (empty, 100) > b1 > a1", s)
+	}
+}
+
+func TestSystemDefaults(t *testing.T) {
+	// No zone labels (as on minilab): the pods of a ReplicaSet still spread over hosts.
+	nodes := []*corev1.Node{schedtest.Node("n1", nil), schedtest.Node("n2", nil)}
+	snap := schedtest.Snapshot(nodes, schedtest.On(schedtest.Pod("w1", web, 0), "n1"), schedtest.On(schedtest.Pod("w2", web, 0), "n1"))
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
+	h := schedtest.NewHandle(snap, rs)
+	p, _ := New(h)
+	s := schedtest.Score(p, snap, schedtest.Pod("w3", web, 0))
+	if !(s["n2"] > s["n1"]) {
+		t.Errorf("a ReplicaSet's pod without constraints: %v, want n2 (no replica yet) above n1", s)
+	}
+	// A pod nothing selects gets no default spreading.
+	if s := schedtest.Score(p, snap, schedtest.Pod("lonely", map[string]string{"app": "lonely"}, 0)); s["n1"] != s["n2"] {
+		t.Errorf("unselected pod: %v, want equal scores", s)
 	}
 }
