@@ -58,6 +58,7 @@ type Scheduler struct {
 	handlers  []func()
 	binds     chan struct{} // semaphore of bindings in flight
 	nominated *nominator
+	informers informers.SharedInformerFactory
 	// nextStart is where the next cycle starts filtering, so nodes share the load.
 	nextStart int
 }
