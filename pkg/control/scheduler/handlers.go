@@ -140,7 +140,9 @@ func (s *Scheduler) onAssignedPod(old, pod *corev1.Pod) {
 		})
 		return
 	}
-	s.cache.UpdatePod(pod)
+	if s.cache.UpdatePod(pod) {
+		s.queue.MoveOnEvent(framework.ClusterEvent{Kind: framework.KindPod, Action: framework.UpdatePodScaleDown}, nil)
+	}
 	if !labels.Equals(old.Labels, pod.Labels) {
 		s.queue.MoveOnEvent(framework.ClusterEvent{Kind: framework.KindPod, Action: framework.UpdatePodLabel}, nil)
 	}

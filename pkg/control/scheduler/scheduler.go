@@ -148,7 +148,7 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 	if p.PercentageOfNodesToScore != nil {
 		pct = p.PercentageOfNodesToScore
 	}
-	fwk := &framework.Framework{ProfileName: p.SchedulerName, Events: map[string][]framework.ClusterEvent{}, Parallelism: conf.Parallelism}
+	fwk := &framework.Framework{ProfileName: p.SchedulerName, Parallelism: conf.Parallelism}
 	if fwk.Parallelism <= 0 {
 		fwk.Parallelism = runtime.GOMAXPROCS(0)
 	}
@@ -173,7 +173,6 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 			}
 		}
 		if ext, ok := pl.(framework.EnqueueExtensions); ok {
-			fwk.Events[name] = ext.EventsToRegister()
 			events[name] = ext.EventsToRegister()
 		}
 		built[name] = pl

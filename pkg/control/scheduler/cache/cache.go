@@ -169,8 +169,24 @@ func (c *Cache) AddPod(pod *corev1.Pod) {
 	c.pods[pod.UID] = &podState{pod: pi, node: pod.Spec.NodeName}
 }
 
-// UpdatePod replaces a bound pod (its labels or requests may have changed).
-func (c *Cache) UpdatePod(pod *corev1.Pod) { c.AddPod(pod) }
+// UpdatePod replaces a bound pod (its labels or requests may have changed) and says
+// whether its requests shrank (an in-place resize down frees room).
+func (c *Cache) UpdatePod(pod *corev1.Pod) (shrank bool) {
+	c.mu.Lock()
+	var old *framework.Resource
+	if st, ok := c.pods[pod.UID]; ok {
+		old = st.pod.Requests
+	}
+	c.mu.Unlock()
+	c.AddPod(pod)
+	if old == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.pods[pod.UID].pod.Requests
+	return cur.MilliCPU < old.MilliCPU || cur.Memory < old.Memory || cur.EphemeralStorage < old.EphemeralStorage
+}
 
 // RemovePod forgets a pod that was deleted or finished.
 func (c *Cache) RemovePod(pod *corev1.Pod) {
@@ -200,13 +216,6 @@ func (c *Cache) unplace(st *podState) {
 		return
 	}
 	c.touch(it)
-}
-
-// PodCount is how many pods the cache accounts (bound and assumed).
-func (c *Cache) PodCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pods)
 }
 
 // UpdateSnapshot brings s up to date, copying only the nodes changed since its last update.

@@ -148,8 +148,6 @@ const (
 	KindPod                   = "Pod" // a pod placed on a node
 	KindPersistentVolumeClaim = "PersistentVolumeClaim"
 	KindPersistentVolume      = "PersistentVolume"
-	KindStorageClass          = "StorageClass"
-	KindNamespace             = "Namespace"
 )
 
 // ClusterEvent is a change that may make a pod schedulable.
@@ -157,9 +155,6 @@ type ClusterEvent struct {
 	Kind   string
 	Action ActionType
 }
-
-// Label names the event in logs and metrics.
-func (e ClusterEvent) Label() string { return e.Kind + "Change" }
 
 // Matches says whether an event registered as r covers e.
 func (r ClusterEvent) Matches(e ClusterEvent) bool {

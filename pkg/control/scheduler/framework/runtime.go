@@ -24,8 +24,6 @@ type Framework struct {
 	Scores      []WeightedScore
 	Reserves    []ReservePlugin
 	Binds       []BindPlugin
-	// Events maps a plugin's name to the events after which a pod it rejected may fit.
-	Events map[string][]ClusterEvent
 	// PercentageOfNodesToScore: 0 is kube-scheduler's adaptive default.
 	PercentageOfNodesToScore int32
 	// Parallelism is how many goroutines filter and score nodes.
