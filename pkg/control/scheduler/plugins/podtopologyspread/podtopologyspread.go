@@ -9,6 +9,7 @@ package podtopologyspread
 import (
 	"context"
 	"math"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
@@ -119,7 +120,12 @@ type filterState struct {
 
 // Plugin is the filter and score.
 type Plugin struct {
-	h        framework.Handle
+	h framework.Handle
+	// memo keeps each node's count of matching pods per selector, valid while the node's
+	// generation is unchanged: a cycle recounts only the nodes that changed since the last
+	// (typically one), not every pod of the cluster.
+	memoMu   sync.Mutex
+	memo     map[string]map[string]memoCount
 	services corelisters.ServiceLister
 	rcs      corelisters.ReplicationControllerLister
 	rss      appslisters.ReplicaSetLister
@@ -131,6 +137,38 @@ func New(h framework.Handle) (framework.Plugin, error) {
 	f := h.Informers()
 	return &Plugin{h: h, services: f.Core().V1().Services().Lister(), rcs: f.Core().V1().ReplicationControllers().Lister(),
 		rss: f.Apps().V1().ReplicaSets().Lister(), sss: f.Apps().V1().StatefulSets().Lister()}, nil
+}
+
+type memoCount struct {
+	generation, count int64
+}
+
+// memoSelectors bounds the memo; past it, it starts afresh.
+const memoSelectors = 64
+
+// count is matching(n, sel, ns), memoized for the nodes of the current snapshot.
+func (p *Plugin) count(n *framework.NodeInfo, sel labels.Selector, ns string) int64 {
+	name := n.Node().Name
+	if p.h.Nodes().Get(name) != n {
+		return matching(n, sel, ns) // a what-if copy (preemption): not memoized
+	}
+	key := ns + "\x00" + sel.String()
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	if p.memo == nil || len(p.memo) > memoSelectors {
+		p.memo = map[string]map[string]memoCount{}
+	}
+	nodes := p.memo[key]
+	if nodes == nil {
+		nodes = map[string]memoCount{}
+		p.memo[key] = nodes
+	}
+	if m, ok := nodes[name]; ok && m.generation == n.Generation {
+		return m.count
+	}
+	c := matching(n, sel, ns)
+	nodes[name] = memoCount{generation: n.Generation, count: c}
+	return c
 }
 
 // systemDefaults are kube-scheduler's default constraints for pods without their own:
@@ -221,7 +259,7 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		}
 		for i := range cs {
 			if cs[i].counts(pod.Pod, node, affinity) {
-				s.domains[i][node.Labels[cs[i].key]] += matching(n, cs[i].selector, pod.Pod.Namespace)
+				s.domains[i][node.Labels[cs[i].key]] += p.count(n, cs[i].selector, pod.Pod.Namespace)
 			}
 		}
 	}
@@ -328,7 +366,7 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
 				continue
 			}
-			s.counts[i][value] += matching(n, cs[i].selector, pod.Pod.Namespace)
+			s.counts[i][value] += p.count(n, cs[i].selector, pod.Pod.Namespace)
 		}
 	}
 	state.Write(scoreKey, s)
