@@ -37,6 +37,7 @@ const (
 )
 
 type constraint struct {
+	memoKey           string // namespace and selector, the memo's key
 	maxSkew           int32
 	minDomains        int32
 	key               string
@@ -146,13 +147,17 @@ type memoCount struct {
 // memoSelectors bounds the memo; past it, it starts afresh.
 const memoSelectors = 64
 
-// count is matching(n, sel, ns), memoized for the nodes of the current snapshot.
-func (p *Plugin) count(n *framework.NodeInfo, sel labels.Selector, ns string) int64 {
+// count is matching(n, c.selector, ns), memoized for the nodes of the current snapshot.
+func (p *Plugin) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
 	name := n.Node().Name
 	if p.h.Nodes().Get(name) != n {
-		return matching(n, sel, ns) // a what-if copy (preemption): not memoized
+		return matching(n, c.selector, ns) // a what-if copy (preemption): not memoized
 	}
-	key := ns + "\x00" + sel.String()
+	if c.memoKey == "" {
+		c.memoKey = ns + "\x00" + c.selector.String()
+	}
+	key := c.memoKey
+	sel := c.selector
 	p.memoMu.Lock()
 	defer p.memoMu.Unlock()
 	if p.memo == nil || len(p.memo) > memoSelectors {
@@ -166,9 +171,9 @@ func (p *Plugin) count(n *framework.NodeInfo, sel labels.Selector, ns string) in
 	if m, ok := nodes[name]; ok && m.generation == n.Generation {
 		return m.count
 	}
-	c := matching(n, sel, ns)
-	nodes[name] = memoCount{generation: n.Generation, count: c}
-	return c
+	count := matching(n, sel, ns)
+	nodes[name] = memoCount{generation: n.Generation, count: count}
+	return count
 }
 
 // systemDefaults are kube-scheduler's default constraints for pods without their own:
@@ -259,7 +264,7 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		}
 		for i := range cs {
 			if cs[i].counts(pod.Pod, node, affinity) {
-				s.domains[i][node.Labels[cs[i].key]] += p.count(n, cs[i].selector, pod.Pod.Namespace)
+				s.domains[i][node.Labels[cs[i].key]] += p.count(n, &cs[i], pod.Pod.Namespace)
 			}
 		}
 	}
@@ -366,7 +371,7 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
 				continue
 			}
-			s.counts[i][value] += p.count(n, cs[i].selector, pod.Pod.Namespace)
+			s.counts[i][value] += p.count(n, &cs[i], pod.Pod.Namespace)
 		}
 	}
 	state.Write(scoreKey, s)
