@@ -10,24 +10,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -43,32 +36,14 @@ func main() {
 }
 
 func run(nodes, replicas int, timeout time.Duration) error {
-	controlplane.TuneRuntime()
-	dir, err := os.MkdirTemp("", "controllerbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: "10.96.0.0/12",
-		// The fake nodes post no heartbeats: they must not turn unreachable mid-run.
-		Controllers: []string{"*", "-nodelifecycle"},
-		Log:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- controlplane.Run(ctx, o) }()
-	client, err := connect(ctx, o)
+	client, done, err := benchapi.Start(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("controllerbench: %d nodes, %d pods, load average %s\n", nodes, replicas, loadAverage())
-	if err := createNodes(ctx, client, nodes); err != nil {
+	fmt.Printf("controllerbench: %d nodes, %d pods, load average %s\n", nodes, replicas, benchapi.LoadAverage())
+	if err := benchapi.CreateNodes(ctx, client, 0, nodes); err != nil {
 		return err
 	}
 	watch := newPodWatch(ctx, client)
@@ -88,73 +63,9 @@ func run(nodes, replicas int, timeout time.Duration) error {
 	}
 	fmt.Printf("deployment 0 -> %d:               all created %6.2fs (%5.0f pods/s), all bound %6.2fs (%5.0f pods/s)\n",
 		replicas, dep.created.Seconds(), float64(replicas)/dep.created.Seconds(), dep.bound.Seconds(), float64(replicas)/dep.bound.Seconds())
-	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", peakRSS())
+	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", benchapi.PeakRSS())
 	cancel()
 	return <-done
-}
-
-func connect(ctx context.Context, o controlplane.Options) (*kubernetes.Clientset, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cfg, err := clientcmd.BuildConfigFromFlags("", controlplane.AdminKubeconfig(o.DataDir))
-		if err == nil {
-			cfg.QPS, cfg.Burst = 5000, 5000
-			var c *kubernetes.Clientset
-			if c, err = kubernetes.NewForConfig(cfg); err == nil {
-				if _, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
-					return c, nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("miniapi did not come up: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func createNodes(ctx context.Context, c *kubernetes.Clientset, n int) error {
-	return parallel(16, n, func(i int) error {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fake-%04d", i)}}
-		if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		res := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi")}
-		// The node IPAM controller writes the new node too: retry on conflict.
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			cur.Status = corev1.NodeStatus{Capacity: res, Allocatable: res,
-				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
-			_, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-			return err
-		})
-	})
-}
-
-func parallel(workers, n int, do func(i int) error) error {
-	var next atomic.Int64
-	var first error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if err := do(i); err != nil {
-					mu.Lock()
-					first = err
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
 }
 
 func template() corev1.PodTemplateSpec {
@@ -167,7 +78,7 @@ func createBarePods(ctx context.Context, c *kubernetes.Clientset, ns string, n i
 		return err
 	}
 	t := template()
-	return parallel(16, n, func(i int) error {
+	return benchapi.Parallel(16, n, func(i int) error {
 		_, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Labels: t.Labels}, Spec: t.Spec}, metav1.CreateOptions{})
 		return err
 	})
@@ -258,25 +169,4 @@ func phase(ctx context.Context, w *podWatch, ns string, n int, timeout time.Dura
 		}
 	}
 	return t, nil
-}
-
-func peakRSS() string {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
-		}
-	}
-	return "unknown"
-}
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(data))[:3], " ")
 }

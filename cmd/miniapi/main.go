@@ -53,6 +53,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR of the cluster's pods; each node's podCIDR is cut from it")
 	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
 	f.StringVar(&o.LoadBalancerIPPool, "loadbalancer-ip-pool", "", "addresses for type=LoadBalancer Services: a CIDR or FIRST-LAST (empty: they stay pending)")
+	f.StringVar(&o.SchedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file: profiles by schedulerName, plugins enabled/disabled and weighted, plugin args (empty: kube-scheduler's default profile)")
 	f.BoolVar(&o.LeaderElection.Enabled, "leader-elect", true, "run the controllers and the scheduler only while this miniapi holds their Lease (several miniapi on one etcd)")
 	f.DurationVar(&o.LeaderElection.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits before taking over a lease that was not renewed")
 	f.DurationVar(&o.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it gives up leading")

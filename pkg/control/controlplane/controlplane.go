@@ -60,7 +60,9 @@ type Options struct {
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
 	// (zero: apiserver.DefaultLimits).
 	Limits apiserver.Limits
-	Log    *slog.Logger
+	// SchedulerConfig is a KubeSchedulerConfiguration file (--scheduler-config; "": defaults).
+	SchedulerConfig string
+	Log             *slog.Logger
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -313,7 +315,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, controllerManager, schedulerCfg, ca.CertPEM, o, log); err != nil {
+	if err := runComponents(ctx, controllerManager, schedulerCfg, ca.CertPEM, o, metrics, log); err != nil {
 		return err
 	}
 	select {
@@ -327,11 +329,16 @@ func Run(ctx context.Context, o Options) error {
 // runComponents starts the scheduler and the controllers as API clients.
 // The shared informer factory reads as the controller manager; the scheduler writes (its
 // bindings, pod status and leases) as itself.
-func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA []byte, o Options, log *slog.Logger) error {
+func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA []byte, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
 	}
+	schedConf, err := scheduler.LoadConfiguration(o.SchedulerConfig)
+	if err != nil {
+		return err
+	}
+	schedMetrics := scheduler.NewMetrics(metrics)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -360,7 +367,8 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA [
 		return err
 	}
 	whileLeading(ctx, schedClient, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
-		sched, err := scheduler.New(schedClient, factory, cc.Recorder(scheduler.Name), log.With("component", "scheduler"))
+		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Informers: factory, Recorder: cc.Recorder,
+			Log: log.With("component", "scheduler"), Metrics: schedMetrics, Configuration: schedConf})
 		if err != nil {
 			log.Error("scheduler did not start", "err", err)
 			return

@@ -123,7 +123,7 @@ func TestKubectlEverydayVerbs(t *testing.T) {
 
 	// describe reads the object and its events
 	if out := c.mustKubectl(t, "", "describe", "pod", "shop"); !regexpLine(out, `^Name:\s+shop`) || !regexpLine(out, `Image:\s+localhost/minik8s/netexec:v1`) ||
-		!regexpLine(out, `Warning\s+FailedScheduling\s+.*default-scheduler\s+0/0 nodes are available`) {
+		!regexpLine(out, `Warning\s+FailedScheduling\s+.*default-scheduler\s+no nodes available to schedule pods`) {
 		t.Errorf("describe pod:\n%s", out)
 	}
 

@@ -1,326 +1,436 @@
-// Package scheduler binds pending pods to nodes: it filters nodes that can run a pod
-// (ready, schedulable, selector, taints, pod count, resources), scores the rest, and posts
-// a Binding. It is a client-go program like every component but the API server.
+// Package scheduler places pending pods on nodes as kube-scheduler does: a scheduling queue
+// (queue), a cache of nodes and placed pods fed by the shared informers (cache), profiles
+// of filter and score plugins (framework, plugins/...), preemption, and asynchronous
+// binding. It is a client-go program like every component but the API server.
 package scheduler
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
-	"sync"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/cache"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/defaultpreemption"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/queue"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 )
 
-// Name is the schedulerName this scheduler serves.
+// Name is the schedulerName of the default profile.
 const Name = corev1.DefaultSchedulerName
+
+// Config wires a scheduler.
+type Config struct {
+	Client    kubernetes.Interface
+	Informers informers.SharedInformerFactory
+	// Recorder gives the event recorder of a profile (its schedulerName is the source).
+	Recorder func(schedulerName string) record.EventRecorder
+	Log      *slog.Logger
+	Metrics  *Metrics // nil: unregistered metrics
+	// Configuration is the KubeSchedulerConfiguration (nil: the defaults).
+	Configuration *Configuration
+	// BindWorkers bounds the bindings in flight (0: 64).
+	BindWorkers int
+}
 
 // Scheduler places pods with no node on a node.
 type Scheduler struct {
 	client   kubernetes.Interface
-	pods     listers.PodLister
-	nodes    listers.NodeLister
-	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	recorder record.EventRecorder
+	cache    *cache.Cache
+	snapshot *cache.Snapshot
+	queue    *queue.Queue
+	profiles map[string]*profile
 	log      *slog.Logger
-
-	mu      sync.Mutex
-	assumed map[types.UID]string // bound by us, not yet seen bound in the informer
-	synced  []cache.InformerSynced
+	metrics  *Metrics
+	synced   []toolscache.InformerSynced
+	// handlers remove the informer handlers: a scheduler that stopped leading leaves the
+	// shared informers to the next one.
+	handlers  []func()
+	binds     chan struct{} // semaphore of bindings in flight
+	nominated *nominator
+	informers informers.SharedInformerFactory
+	// nextStart is where the next cycle starts filtering, so nodes share the load.
+	nextStart int
 }
 
-// New wires the scheduler to a shared informer factory; call Run after factory.Start.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, log *slog.Logger) (*Scheduler, error) {
-	podInf, nodeInf := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
-	s := &Scheduler{
-		client: client,
-		pods:   podInf.Lister(),
-		nodes:  nodeInf.Lister(),
-		// Like kube-scheduler's backoff: a pod that did not fit waits 1s, doubling to 60s;
-		// node changes requeue it at once (requeuePending).
-		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](time.Second, time.Minute)),
-		recorder: recorder,
-		log:      log,
-		assumed:  map[types.UID]string{},
-		synced:   []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
+// profile is a framework with its recorder.
+type profile struct {
+	*framework.Framework
+	recorder record.EventRecorder
+	handle   *handle
+}
+
+// handle is what plugins of one profile see.
+type handle struct {
+	client    kubernetes.Interface
+	informers informers.SharedInformerFactory
+	sched     *Scheduler
+	fwk       *framework.Framework
+}
+
+func (h *handle) Client() kubernetes.Interface               { return h.client }
+func (h *handle) Informers() informers.SharedInformerFactory { return h.informers }
+func (h *handle) Nodes() framework.NodeLister                { return h.sched.snapshot }
+
+func (h *handle) RunFilters(ctx context.Context, pod *framework.PodInfo, nodes framework.NodeLister, node *framework.NodeInfo) *framework.Status {
+	state := framework.NewCycleState()
+	if s := h.fwk.RunPreFilter(ctx, state, pod, nodes); !s.IsSuccess() {
+		return s
 	}
-	_, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.onPod,
-		UpdateFunc: func(_, obj any) { s.onPod(obj) },
-		DeleteFunc: func(obj any) { s.forget(obj) },
-	})
-	if err != nil {
+	return h.fwk.RunFilter(ctx, state, pod, node)
+}
+
+// New builds the profiles and wires the scheduler to the shared informers; call Run after
+// the factory started.
+func New(cfg Config) (*Scheduler, error) {
+	conf := cfg.Configuration
+	if conf == nil {
+		conf = DefaultConfiguration()
+	}
+	metrics := cfg.Metrics
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	workers := cfg.BindWorkers
+	if workers <= 0 {
+		workers = 64
+	}
+	s := &Scheduler{client: cfg.Client, cache: cache.New(), snapshot: cache.NewSnapshot(), profiles: map[string]*profile{},
+		log: cfg.Log, metrics: metrics, binds: make(chan struct{}, workers), nominated: newNominator(), informers: cfg.Informers}
+	events := map[string][]framework.ClusterEvent{}
+	for i := range conf.Profiles {
+		p, err := s.buildProfile(cfg, conf, &conf.Profiles[i], events)
+		if err != nil {
+			return nil, err
+		}
+		s.profiles[p.ProfileName] = p
+	}
+	backoff, maxBackoff := queue.DefaultInitialBackoff, queue.DefaultMaxBackoff
+	if conf.PodInitialBackoffSeconds != nil {
+		backoff = time.Duration(*conf.PodInitialBackoffSeconds) * time.Second
+	}
+	if conf.PodMaxBackoffSeconds != nil {
+		maxBackoff = time.Duration(*conf.PodMaxBackoffSeconds) * time.Second
+	}
+	if backoff <= 0 || maxBackoff < backoff {
+		return nil, fmt.Errorf("scheduler config: podInitialBackoffSeconds must be > 0 and <= podMaxBackoffSeconds")
+	}
+	s.queue = queue.New(events, backoff, maxBackoff)
+	if err := s.addHandlers(cfg.Informers); err != nil {
 		return nil, err
 	}
-	// A node that appears or changes may make room for every waiting pod.
-	_, err = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.requeuePending() },
-		UpdateFunc: func(old, cur any) { s.onNodeUpdate(old, cur) },
-	})
-	return s, err
+	return s, nil
 }
 
-func needsScheduling(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && pod.Spec.SchedulerName == Name &&
-		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
-func (s *Scheduler) onPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.Spec.NodeName != "" {
-		s.mu.Lock()
-		delete(s.assumed, pod.UID)
-		s.mu.Unlock()
-		return
-	}
-	if needsScheduling(pod) {
-		s.queue.Add(types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-	}
-}
-
-func (s *Scheduler) forget(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		s.mu.Lock()
-		delete(s.assumed, pod.UID)
-		s.mu.Unlock()
-	}
-}
-
-func (s *Scheduler) onNodeUpdate(old, cur any) {
-	o, n := old.(*corev1.Node), cur.(*corev1.Node)
-	// Heartbeats change only timestamps; requeue when something a filter reads changed.
-	if o.Spec.Unschedulable != n.Spec.Unschedulable || len(o.Spec.Taints) != len(n.Spec.Taints) ||
-		nodeReadyStatus(o) != nodeReadyStatus(n) || !labels.Equals(o.Labels, n.Labels) {
-		s.requeuePending()
-	}
-}
-
-func nodeReadyStatus(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
-}
-
-func (s *Scheduler) requeuePending() {
-	pods, err := s.pods.List(labels.Everything())
+func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, events map[string][]framework.ClusterEvent) (*profile, error) {
+	r, err := p.resolve()
 	if err != nil {
-		return
+		return nil, fmt.Errorf("scheduler config: %w", err)
 	}
-	for _, p := range pods {
-		if needsScheduling(p) {
-			s.queue.Add(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	args := map[string][]byte{}
+	for _, pc := range p.PluginConfig {
+		if _, ok := plugins.Registry[pc.Name]; !ok {
+			return nil, fmt.Errorf("scheduler config: profile %s: pluginConfig names unknown plugin %q", p.SchedulerName, pc.Name)
+		}
+		args[pc.Name] = pc.Args
+	}
+	pct := conf.PercentageOfNodesToScore
+	if p.PercentageOfNodesToScore != nil {
+		pct = p.PercentageOfNodesToScore
+	}
+	fwk := &framework.Framework{ProfileName: p.SchedulerName, Parallelism: conf.Parallelism}
+	if fwk.Parallelism <= 0 {
+		fwk.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if pct != nil {
+		fwk.PercentageOfNodesToScore = *pct
+	}
+	h := &handle{client: cfg.Client, informers: cfg.Informers, sched: s, fwk: fwk}
+	prof := &profile{Framework: fwk, recorder: cfg.Recorder(p.SchedulerName), handle: h}
+	built := map[string]framework.Plugin{}
+	get := func(name string) (framework.Plugin, error) {
+		if pl, ok := built[name]; ok {
+			return pl, nil
+		}
+		pl, err := plugins.Registry[name](h, args[name])
+		if err != nil {
+			return nil, fmt.Errorf("scheduler config: profile %s: plugin %s: %w", p.SchedulerName, name, err)
+		}
+		if pre, ok := pl.(*defaultpreemption.Plugin); ok {
+			pre.OnPreempt = func(victim, preemptor *corev1.Pod, node string) {
+				prof.recorder.Eventf(victim, corev1.EventTypeNormal, "Preempted", "Preempted by pod %s on node %s", preemptor.UID, node)
+				s.metrics.victims.Observe(1)
+			}
+		}
+		if ext, ok := pl.(framework.EnqueueExtensions); ok {
+			events[name] = ext.EventsToRegister()
+		}
+		built[name] = pl
+		return pl, nil
+	}
+	for pt, names := range r.points {
+		for _, name := range names {
+			pl, err := get(name)
+			if err != nil {
+				return nil, err
+			}
+			switch point(pt) {
+			case preFilter:
+				if x, ok := pl.(framework.PreFilterPlugin); ok {
+					fwk.PreFilters = append(fwk.PreFilters, x)
+				}
+			case filter:
+				if x, ok := pl.(framework.FilterPlugin); ok {
+					fwk.Filters = append(fwk.Filters, x)
+				}
+			case postFilter:
+				if x, ok := pl.(framework.PostFilterPlugin); ok {
+					fwk.PostFilters = append(fwk.PostFilters, x)
+				}
+			case preScore:
+				if x, ok := pl.(framework.PreScorePlugin); ok {
+					fwk.PreScores = append(fwk.PreScores, x)
+				}
+			case score:
+				if x, ok := pl.(framework.ScorePlugin); ok {
+					w := r.weights[name]
+					if w == 0 {
+						w = 1
+					}
+					fwk.Scores = append(fwk.Scores, framework.WeightedScore{ScorePlugin: x, Weight: w})
+				}
+			case reserve:
+				if x, ok := pl.(framework.ReservePlugin); ok {
+					fwk.Reserves = append(fwk.Reserves, x)
+				}
+			case bind:
+				if x, ok := pl.(framework.BindPlugin); ok {
+					fwk.Binds = append(fwk.Binds, x)
+				}
+			}
 		}
 	}
+	if len(fwk.Binds) == 0 {
+		return nil, fmt.Errorf("scheduler config: profile %s has no bind plugin", p.SchedulerName)
+	}
+	return prof, nil
 }
 
 // Run schedules until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-		return
-	}
-	s.log.Info("scheduler started")
-	go func() {
-		// Pods that failed for want of room are retried periodically too, as in kube-scheduler.
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.requeuePending()
-			}
+	defer func() {
+		for _, remove := range s.handlers {
+			remove()
 		}
 	}()
-	workloop.Run(ctx, s.queue, s.log, func(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
-		return 0, s.scheduleOne(ctx, key)
-	})
-}
-
-func (s *Scheduler) scheduleOne(ctx context.Context, key types.NamespacedName) error {
-	pod, err := s.pods.Pods(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return nil
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		return
 	}
-	if err != nil {
-		return err
-	}
-	if !needsScheduling(pod) || s.isAssumed(pod.UID) {
-		return nil
-	}
-	node, reasons, err := s.pickNode(pod)
-	if err != nil {
-		return err
-	}
-	if node == "" {
-		msg := unschedulableMessage(reasons)
-		s.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
-		s.markUnschedulable(ctx, pod, msg)
-		return fmt.Errorf("%s", msg)
-	}
-	binding := &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-	}
-	s.assume(pod.UID, node)
-	if err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
-		s.forget(pod)
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil // deleted or bound meanwhile: nothing left to do
-		}
-		return fmt.Errorf("bind %s to %s: %w", key, node, err)
-	}
-	s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
-	return nil
-}
-
-// pickNode runs the filters over every node and returns the best-scored fit, or the reasons
-// (reason → node count) why none fits.
-func (s *Scheduler) pickNode(pod *corev1.Pod) (string, map[string]int, error) {
-	infos, err := s.nodeInfos()
-	if err != nil {
-		return "", nil, err
-	}
-	reasons := map[string]int{}
-	best, bestScore := "", -1.0
-	for _, n := range infos {
-		if why := fits(pod, n); why != "" {
-			reasons[why]++
-			continue
-		}
-		if sc := score(n); sc > bestScore {
-			best, bestScore = n.node.Name, sc
-		}
-	}
-	return best, reasons, nil
-}
-
-func fits(pod *corev1.Pod, n *nodeInfo) string {
-	for _, f := range filters {
-		if why := f(pod, n); why != "" {
-			return why
-		}
-	}
-	return ""
-}
-
-// nodeInfos sums, per node, the pods bound to it (and those we bound but the informer has
-// not shown yet) and their requests. Nodes come sorted by name so ties are stable.
-func (s *Scheduler) nodeInfos() ([]*nodeInfo, error) {
-	nodes, err := s.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	pods, err := s.pods.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string]*nodeInfo{}
-	infos := make([]*nodeInfo, 0, len(nodes))
-	for _, n := range nodes {
-		ni := &nodeInfo{node: n, requested: corev1.ResourceList{}}
-		byName[n.Name] = ni
-		infos = append(infos, ni)
-	}
-	s.mu.Lock()
-	assumed := make(map[types.UID]string, len(s.assumed))
-	for uid, node := range s.assumed {
-		assumed[uid] = node
-	}
-	s.mu.Unlock()
-	for _, p := range pods {
-		node := p.Spec.NodeName
-		if node == "" {
-			node = assumed[p.UID]
-		}
-		ni := byName[node]
-		if ni == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		ni.pods++
-		for name, q := range podRequests(p) {
-			sum := ni.requested[name]
-			sum.Add(q)
-			ni.requested[name] = sum
-		}
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].node.Name < infos[j].node.Name })
-	return infos, nil
-}
-
-func (s *Scheduler) assume(uid types.UID, node string) {
-	s.mu.Lock()
-	s.assumed[uid] = node
-	s.mu.Unlock()
-}
-
-func (s *Scheduler) isAssumed(uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.assumed[uid]
-	return ok
-}
-
-// markUnschedulable records PodScheduled=False/Unschedulable like kube-scheduler, so
-// `kubectl describe` shows why the pod waits.
-func (s *Scheduler) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg string) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message == msg {
+	// The informers plugins asked for (services, ReplicaSets... for default spreading).
+	for _, ok := range s.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
 			return
 		}
 	}
-	p := pod.DeepCopy()
-	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: metav1.Now()}
-	replaced := false
-	for i, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			p.Status.Conditions[i], replaced = cond, true
+	s.log.Info("scheduler started", "profiles", len(s.profiles))
+	go s.queue.Run(ctx)
+	go s.reportPending(ctx)
+	for ctx.Err() == nil {
+		qp := s.queue.Pop()
+		if qp == nil {
+			return
 		}
-	}
-	if !replaced {
-		p.Status.Conditions = append(p.Status.Conditions, cond)
-	}
-	if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		s.log.Debug("could not record unschedulable condition", "pod", p.Name, "err", err)
+		s.scheduleOne(ctx, qp)
 	}
 }
 
-// unschedulableMessage reads like kube-scheduler's: "0/3 nodes are available: 2 Too many pods, 1 node(s) were not ready."
-func unschedulableMessage(reasons map[string]int) string {
-	total := 0
-	parts := make([]string, 0, len(reasons))
-	for why, n := range reasons {
-		total += n
-		parts = append(parts, fmt.Sprintf("%d %s", n, why))
+func (s *Scheduler) reportPending(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for q, n := range s.queue.Lengths() {
+				s.metrics.pending.WithLabelValues(q).Set(float64(n))
+			}
+		}
 	}
-	sort.Strings(parts)
-	if total == 0 {
-		return "0/0 nodes are available: no nodes registered."
+}
+
+// scheduleOne runs one pod's scheduling cycle and hands a placed pod to a binding goroutine.
+func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
+	pod := qp.Pod
+	prof := s.profiles[pod.Spec.SchedulerName]
+	if prof == nil || pod.DeletionTimestamp != nil || s.cache.IsAssumed(pod.UID) {
+		s.queue.Done(pod)
+		return
 	}
-	return fmt.Sprintf("0/%d nodes are available: %s.", total, strings.Join(parts, ", "))
+	start := time.Now()
+	cycle := s.queue.SchedulingCycle()
+	state := framework.NewCycleState()
+	s.cache.UpdateSnapshot(s.snapshot)
+	node, err := s.schedulePod(ctx, prof, state, qp.PodInfo)
+	if err != nil {
+		nominated := ""
+		if fit, ok := err.(*framework.FitError); ok && len(prof.PostFilters) > 0 {
+			s.metrics.preemption.Inc()
+			var status *framework.Status
+			nominated, status = prof.RunPostFilter(ctx, state, qp.PodInfo, fit.Diagnosis.NodeStatuses)
+			if status.Code() == framework.Error {
+				s.log.Warn("preemption failed", "pod", queue.Key(pod), "err", status.AsError())
+			} else if !status.IsSuccess() {
+				fit.Diagnosis.PostFilterMsg = status.Message()
+			}
+		}
+		s.fail(ctx, prof, qp, cycle, err, nominated, start)
+		return
+	}
+	if err := s.cache.AssumePod(qp.PodInfo, node); err != nil {
+		s.fail(ctx, prof, qp, cycle, err, "", start)
+		return
+	}
+	if st := prof.RunReserve(ctx, state, qp.PodInfo, node); !st.IsSuccess() {
+		s.cache.ForgetPod(pod)
+		s.fail(ctx, prof, qp, cycle, fmt.Errorf("reserve: %s", st.Message()), "", start)
+		return
+	}
+	s.binds <- struct{}{}
+	go func() {
+		defer func() { <-s.binds }()
+		s.bind(ctx, prof, state, qp, cycle, node, start)
+	}()
+}
+
+// schedulePod filters nodes (a share of them in large clusters) and scores the fitting ones.
+func (s *Scheduler) schedulePod(ctx context.Context, prof *profile, state *framework.CycleState, pod *framework.PodInfo) (string, error) {
+	nodes := s.snapshot.List()
+	if len(nodes) == 0 {
+		return "", ErrNoNodesAvailable
+	}
+	feasible, diag, err := s.findNodesThatFit(ctx, prof, state, pod, nodes)
+	if err != nil {
+		return "", err
+	}
+	if len(feasible) == 0 {
+		return "", &framework.FitError{NumAllNodes: len(nodes), Diagnosis: diag}
+	}
+	if len(feasible) == 1 {
+		return feasible[0].Node().Name, nil
+	}
+	scores, st := prof.RunScore(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return "", fmt.Errorf("running score plugin %s: %w", st.Plugin(), st.AsError())
+	}
+	return selectHost(scores), nil
+}
+
+func (s *Scheduler) findNodesThatFit(ctx context.Context, prof *profile, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo) ([]*framework.NodeInfo, framework.Diagnosis, error) {
+	diag := framework.Diagnosis{NodeStatuses: framework.NodeStatuses{}, UnschedulablePlugins: map[string]bool{}}
+	if st := prof.RunPreFilter(ctx, state, pod, s.snapshot); !st.IsSuccess() {
+		if !st.IsRejected() {
+			return nil, diag, fmt.Errorf("running PreFilter plugin %s: %w", st.Plugin(), st.AsError())
+		}
+		diag.PreFilterMsg = st.Message()
+		diag.UnschedulablePlugins[st.Plugin()] = true
+		for _, n := range nodes {
+			diag.NodeStatuses[n.Node().Name] = st
+		}
+		return nil, diag, nil
+	}
+	want := prof.NumFeasibleNodesToFind(len(nodes))
+	feasible := make([]*framework.NodeInfo, want)
+	statuses := make([]*framework.Status, len(nodes))
+	var found, processed atomic.Int64
+	var firstErr atomic.Pointer[framework.Status]
+	start := s.nextStart % len(nodes)
+	// Pods nominated by a preemption count on their node for pods of lower priority
+	// (their resources and ports; affinity and spread counts are not redone).
+	nominated := s.nominated.forPod(pod.Pod)
+	prof.Parallelize(ctx, len(nodes), func(i int) bool {
+		n := nodes[(start+i)%len(nodes)]
+		st := prof.RunFilter(ctx, state, pod, withNominated(n, nominated))
+		processed.Add(1)
+		if st.IsSuccess() {
+			k := found.Add(1)
+			if k > int64(want) {
+				return false
+			}
+			feasible[k-1] = n
+			return k < int64(want)
+		}
+		if st.Code() == framework.Error {
+			firstErr.Store(st)
+			return false
+		}
+		statuses[(start+i)%len(nodes)] = st
+		return true
+	})
+	if st := firstErr.Load(); st != nil {
+		return nil, diag, fmt.Errorf("running Filter plugin %s: %w", st.Plugin(), st.AsError())
+	}
+	s.nextStart = (start + int(processed.Load())) % len(nodes)
+	n := min(int(found.Load()), want)
+	if n == 0 {
+		for i, st := range statuses {
+			if st != nil {
+				diag.NodeStatuses[nodes[i].Node().Name] = st
+				diag.UnschedulablePlugins[st.Plugin()] = true
+			}
+		}
+	}
+	return feasible[:n], diag, nil
+}
+
+// selectHost takes the highest total score, ties broken at random (reservoir sampling).
+func selectHost(scores []framework.NodeScore) string {
+	best, ties := 0, 1
+	for i := 1; i < len(scores); i++ {
+		switch {
+		case scores[i].Score > scores[best].Score:
+			best, ties = i, 1
+		case scores[i].Score == scores[best].Score:
+			ties++
+			if rand.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return scores[best].Name
+}
+
+// bind runs the bind plugins; on failure the assumed pod is forgotten and retried.
+func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.CycleState, qp *queue.QueuedPodInfo, cycle int64, node string, start time.Time) {
+	pod := qp.Pod
+	if st := prof.RunBind(ctx, state, qp.PodInfo, node); !st.IsSuccess() {
+		s.cache.ForgetPod(pod)
+		prof.RunUnreserve(ctx, state, qp.PodInfo, node)
+		s.fail(ctx, prof, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()), "", start)
+		return
+	}
+	s.queue.Done(pod)
+	s.nominated.delete(pod.UID)
+	s.metrics.attempts.WithLabelValues("scheduled", prof.ProfileName).Inc()
+	s.metrics.attemptDur.WithLabelValues("scheduled", prof.ProfileName).Observe(time.Since(start).Seconds())
+	s.metrics.e2eDur.WithLabelValues(attemptsLabel(qp.Attempts)).Observe(time.Since(qp.InitialAttempt).Seconds())
+	prof.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+}
+
+func attemptsLabel(n int) string {
+	if n >= 15 {
+		return "15+"
+	}
+	return fmt.Sprint(n)
 }

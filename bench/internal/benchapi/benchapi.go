@@ -1,0 +1,149 @@
+// Package benchapi runs miniapi in-process for the control-plane benchmarks and gives them
+// what they share: an admin client, fake Ready nodes, parallel clients, and the figures
+// they print about the machine and the process.
+package benchapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+)
+
+// Start runs miniapi on bolt in a temporary directory until ctx ends and returns an admin
+// client (rate limits lifted) and a channel with Run's result. The fake nodes post no
+// heartbeats, so the node lifecycle controller is off.
+func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
+	controlplane.TuneRuntime()
+	dir, err := os.MkdirTemp("", "benchapi-")
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: "10.96.0.0/12",
+		Controllers: []string{"*", "-nodelifecycle"}, ClusterCIDR: "10.128.0.0/9", // room for 5000 nodes' /24s
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	done := make(chan error, 1)
+	go func() {
+		done <- controlplane.Run(ctx, o)
+		os.RemoveAll(dir)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cfg, err := clientcmd.BuildConfigFromFlags("", controlplane.AdminKubeconfig(o.DataDir))
+		if err == nil {
+			cfg.QPS, cfg.Burst = 5000, 5000
+			var c *kubernetes.Clientset
+			if c, err = kubernetes.NewForConfig(cfg); err == nil {
+				if _, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
+					return c, done, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("miniapi did not come up: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// CreateNodes makes Ready nodes fake-<from>..fake-<to-1> (110 pods, 32 cpu, 128Gi each),
+// labelled with their hostname and one of ten zones.
+func CreateNodes(ctx context.Context, c kubernetes.Interface, from, to int) error {
+	return Parallel(16, to-from, func(i int) error {
+		i += from
+		name := fmt.Sprintf("fake-%04d", i)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			corev1.LabelHostname: name, corev1.LabelTopologyZone: fmt.Sprintf("zone-%d", i%10)}}}
+		if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		res := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi")}
+		// The node IPAM controller writes the new node too: retry on conflict.
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := c.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status = corev1.NodeStatus{Capacity: res, Allocatable: res,
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
+			_, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+	})
+}
+
+// Parallel calls do(0..n-1) from workers goroutines and returns the first error.
+func Parallel(workers, n int, do func(i int) error) error {
+	var next atomic.Int64
+	var first error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := do(i); err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// Percentile is the p-th percentile (0..1) of ds; it sorts ds.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[int(float64(len(ds)-1)*p)]
+}
+
+// PeakRSS is this process's VmHWM.
+func PeakRSS() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:"))
+		}
+	}
+	return "unknown"
+}
+
+// LoadAverage is the machine's 1, 5 and 15 minute load average.
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}

@@ -1,0 +1,279 @@
+// Command schedbench measures the scheduler through the real API: miniapi in-process on
+// bolt with N fake Ready nodes, pods created by 16 client-go clients, each pod timed from
+// the start of its create call to the moment an informer sees it bound. Scenarios: basic
+// pods on 500 and 5000 nodes, pods with required pod anti-affinity, pods with a topology
+// spread constraint. The baseline in the same run is the API alone: the same number of pods
+// for a scheduler nobody runs, timed until all exist.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
+	"github.com/minik8s/minik8s/pkg/control/scheduler"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+)
+
+func main() {
+	pods := flag.Int("pods", 1000, "pods per scenario")
+	small := flag.Int("nodes", 500, "nodes of the first scenarios")
+	large := flag.Int("large-nodes", 5000, "nodes of the last scenario (0: skip it)")
+	only := flag.String("only", "", "run only this scenario (baseline, basic, antiaffinity, spread, basic-large)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured scenarios (from the first on) to this file")
+	timeout := flag.Duration("timeout", 3*time.Minute, "give up on a scenario after this long")
+	flag.Parse()
+	if err := run(*pods, *small, *large, *only, *cpuProfile, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "schedbench:", err)
+		os.Exit(1)
+	}
+}
+
+type scenario struct {
+	name  string
+	nodes int
+	pod   func(i int) *corev1.Pod
+}
+
+func run(n, small, large int, only, cpuProfile string, timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client, done, err := benchapi.Start(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("schedbench: %d pods per scenario, load average %s\n", n, benchapi.LoadAverage())
+	w := newBindWatch(ctx, client)
+	scenarios := []scenario{
+		{"baseline", small, func(int) *corev1.Pod { p := basicPod(); p.Spec.SchedulerName = "nobody"; return p }},
+		{"basic", small, func(int) *corev1.Pod { return basicPod() }},
+		{"antiaffinity", small, antiAffinityPod},
+		{"spread", small, spreadPod},
+	}
+	if large > 0 {
+		scenarios = append(scenarios, scenario{"basic-large", large, func(int) *corev1.Pod { return basicPod() }},
+			scenario{"backlog-large", large, func(int) *corev1.Pod { p := basicPod(); p.Spec.SchedulerName = backlogScheduler; return p }})
+	}
+	have := 0
+	for _, sc := range scenarios {
+		if only != "" && sc.name != only {
+			continue
+		}
+		if sc.nodes > have {
+			began := time.Now()
+			if err := benchapi.CreateNodes(ctx, client, have, sc.nodes); err != nil {
+				return err
+			}
+			fmt.Printf("%d nodes ready in %.1fs\n", sc.nodes, time.Since(began).Seconds())
+			have = sc.nodes
+			time.Sleep(time.Second) // the scheduler's cache takes the last nodes in
+		}
+		if cpuProfile != "" {
+			// From the first measured scenario on: node creation stays out of the profile.
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+			cpuProfile = ""
+		}
+		cpu := processCPU()
+		if err := measure(ctx, client, w, sc, n, timeout); err != nil {
+			return err
+		}
+		used := processCPU() - cpu
+		fmt.Printf("%-13s process CPU %.2fs: %.2f ms per pod\n", "", used.Seconds(), float64(used.Microseconds())/1000/float64(n))
+	}
+	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", benchapi.PeakRSS())
+	cancel()
+	return <-done
+}
+
+func basicPod() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "bench"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "localhost/minik8s/netexec:v1"}}}}
+}
+
+// antiAffinityPod belongs to one of four groups of n/4 pods, each group required to keep
+// one pod per node (a Deployment spread over hosts, four times over).
+func antiAffinityPod(i int) *corev1.Pod {
+	p := basicPod()
+	group := fmt.Sprintf("group-%d", i%4)
+	p.Labels = map[string]string{"group": group}
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}}, TopologyKey: corev1.LabelHostname}}}}
+	return p
+}
+
+// spreadPod is spread over the ten zones with maxSkew 1.
+func spreadPod(int) *corev1.Pod {
+	p := basicPod()
+	p.Labels = map[string]string{"app": "spread"}
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
+	return p
+}
+
+func measure(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, sc scenario, n int, timeout time.Duration) error {
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sc.name}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	started := make(map[string]time.Time, n)
+	began := time.Now()
+	err := benchapi.Parallel(16, n, func(i int) error {
+		p := sc.pod(i)
+		p.Name = fmt.Sprintf("pod-%05d", i)
+		mu.Lock()
+		started[p.Name] = time.Now()
+		mu.Unlock()
+		_, err := c.CoreV1().Pods(sc.name).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", sc.name, err)
+	}
+	created := time.Since(began)
+	if sc.name == "backlog-large" {
+		return measureBacklog(ctx, c, w, sc, n, started, timeout)
+	}
+	if sc.name == "baseline" {
+		fmt.Printf("%-13s %4d nodes: %d pods for no scheduler created in %.2fs (%.0f pods/s): the API's own rate\n",
+			sc.name, sc.nodes, n, created.Seconds(), float64(n)/created.Seconds())
+		return nil
+	}
+	return report(w, sc, n, began, created, started, timeout)
+}
+
+// report waits until the scenario's n pods are bound and prints the figures, timed from began.
+func report(w *bindWatch, sc scenario, n int, began time.Time, created time.Duration, started map[string]time.Time, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		bound := w.boundIn(sc.name)
+		if len(bound) >= n {
+			lat := make([]time.Duration, 0, n)
+			last := began
+			for name, at := range bound {
+				lat = append(lat, at.Sub(started[name]))
+				if at.After(last) {
+					last = at
+				}
+			}
+			total := last.Sub(began)
+			how := fmt.Sprintf("created in %.2fs), create->bound", created.Seconds())
+			if created == 0 {
+				how = "all waiting when the scheduler started), start->bound"
+			}
+			fmt.Printf("%-13s %4d nodes: %d pods bound in %.2fs (%.0f pods/s; %s p50 %v p99 %v\n",
+				sc.name, sc.nodes, n, total.Seconds(), float64(n)/total.Seconds(), how,
+				benchapi.Percentile(lat, 0.5).Round(time.Millisecond), benchapi.Percentile(lat, 0.99).Round(time.Millisecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: after %v only %d of %d pods are bound", sc.name, timeout, len(bound), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// backlogScheduler is the schedulerName of the backlog scenario's pods: no scheduler serves
+// them until all exist; then a second scheduler (the same code, its own informers) starts.
+const backlogScheduler = "backlog-scheduler"
+
+// measureBacklog times a scheduler that finds n pods waiting: the scheduler's own rate,
+// binding through the API included, without the creates competing for the CPU.
+func measureBacklog(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, sc scenario, n int, started map[string]time.Time, timeout time.Duration) error {
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(trim.ManagedFields))
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.CoreV1().Events("")})
+	conf := &scheduler.Configuration{Profiles: []scheduler.Profile{{SchedulerName: backlogScheduler}}}
+	s, err := scheduler.New(scheduler.Config{Client: c, Informers: f, Configuration: conf,
+		Recorder: func(name string) record.EventRecorder {
+			return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name})
+		},
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	began := time.Now()
+	for name := range started {
+		started[name] = began // the latency of interest is from the scheduler's start
+	}
+	go s.Run(ctx)
+	return report(w, sc, n, began, 0, started, timeout)
+}
+
+// processCPU is the CPU time (user + system) this process used so far: miniapi, its
+// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
+// figure that does not depend on how much of the CPU the process was given.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// bindWatch notes when an informer first sees each pod bound.
+type bindWatch struct {
+	mu    sync.Mutex
+	bound map[string]map[string]time.Time // namespace -> name -> seen bound
+}
+
+func newBindWatch(ctx context.Context, c *kubernetes.Clientset) *bindWatch {
+	w := &bindWatch{bound: map[string]map[string]time.Time{}}
+	f := informers.NewSharedInformerFactory(c, 0)
+	note := func(obj any) {
+		pod := obj.(*corev1.Pod)
+		if pod.Spec.NodeName == "" {
+			return
+		}
+		now := time.Now()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		ns := w.bound[pod.Namespace]
+		if ns == nil {
+			ns = map[string]time.Time{}
+			w.bound[pod.Namespace] = ns
+		}
+		if _, seen := ns[pod.Name]; !seen {
+			ns[pod.Name] = now
+		}
+	}
+	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return w
+}
+
+func (w *bindWatch) boundIn(ns string) map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]time.Time, len(w.bound[ns]))
+	for k, v := range w.bound[ns] {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,386 @@
+package framework
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Resource is an amount of each resource the scheduler accounts, in integers.
+type Resource struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	AllowedPodNumber int64
+	// Scalar holds extended resources (and hugepages), by name.
+	Scalar map[corev1.ResourceName]int64
+}
+
+// NewResource reads a ResourceList.
+func NewResource(rl corev1.ResourceList) *Resource {
+	r := &Resource{}
+	r.Add(rl)
+	return r
+}
+
+// Add adds a ResourceList.
+func (r *Resource) Add(rl corev1.ResourceList) {
+	for name, q := range rl {
+		switch name {
+		case corev1.ResourceCPU:
+			r.MilliCPU += q.MilliValue()
+		case corev1.ResourceMemory:
+			r.Memory += q.Value()
+		case corev1.ResourceEphemeralStorage:
+			r.EphemeralStorage += q.Value()
+		case corev1.ResourcePods:
+			r.AllowedPodNumber += q.Value()
+		default:
+			if r.Scalar == nil {
+				r.Scalar = map[corev1.ResourceName]int64{}
+			}
+			r.Scalar[name] += q.Value()
+		}
+	}
+}
+
+// Get reads one resource by name.
+func (r *Resource) Get(name corev1.ResourceName) int64 {
+	switch name {
+	case corev1.ResourceCPU:
+		return r.MilliCPU
+	case corev1.ResourceMemory:
+		return r.Memory
+	case corev1.ResourceEphemeralStorage:
+		return r.EphemeralStorage
+	case corev1.ResourcePods:
+		return r.AllowedPodNumber
+	}
+	return r.Scalar[name]
+}
+
+func (r *Resource) addScaled(o *Resource, sign int64) {
+	r.MilliCPU += sign * o.MilliCPU
+	r.Memory += sign * o.Memory
+	r.EphemeralStorage += sign * o.EphemeralStorage
+	r.AllowedPodNumber += sign * o.AllowedPodNumber
+	for name, v := range o.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = map[corev1.ResourceName]int64{}
+		}
+		r.Scalar[name] += sign * v
+	}
+}
+
+// Clone copies r.
+func (r *Resource) Clone() *Resource {
+	c := *r
+	if r.Scalar != nil {
+		c.Scalar = make(map[corev1.ResourceName]int64, len(r.Scalar))
+		for k, v := range r.Scalar {
+			c.Scalar[k] = v
+		}
+	}
+	return &c
+}
+
+// Defaults kube-scheduler assumes, for scoring only, for a container that requests nothing,
+// so that empty pods still spread (its DefaultMilliCPURequest and DefaultMemoryRequest).
+const (
+	DefaultMilliCPURequest int64 = 100
+	DefaultMemoryRequest   int64 = 200 * 1024 * 1024
+)
+
+// AffinityTerm is a pod (anti-)affinity term with its selectors parsed.
+type AffinityTerm struct {
+	Namespaces        sets.Set[string]
+	Selector          labels.Selector
+	TopologyKey       string
+	NamespaceSelector labels.Selector // nil when the term has none
+}
+
+// Matches says whether pod (with its namespace's labels) is selected by the term.
+func (t *AffinityTerm) Matches(pod *corev1.Pod, nsLabels labels.Set) bool {
+	if t.Namespaces.Has(pod.Namespace) || (t.NamespaceSelector != nil && t.NamespaceSelector.Matches(nsLabels)) {
+		return t.Selector.Matches(labels.Set(pod.Labels))
+	}
+	return false
+}
+
+// WeightedAffinityTerm is a preferred term with its weight.
+type WeightedAffinityTerm struct {
+	AffinityTerm
+	Weight int32
+}
+
+// PodInfo is a pod with what the scheduler reads from it computed once.
+type PodInfo struct {
+	Pod *corev1.Pod
+	// Requests follow the kubelet's rules (component-helpers): the largest init container,
+	// sidecars (restartable init containers) added, pod overhead added.
+	Requests *Resource
+	// NonZeroCPU and NonZeroMem count containers without requests at the defaults above.
+	NonZeroCPU, NonZeroMem int64
+
+	RequiredAffinityTerms      []AffinityTerm
+	RequiredAntiAffinityTerms  []AffinityTerm
+	PreferredAffinityTerms     []WeightedAffinityTerm
+	PreferredAntiAffinityTerms []WeightedAffinityTerm
+	// ParseError is set when an affinity term's selector is invalid.
+	ParseError error
+}
+
+// NewPodInfo computes a PodInfo.
+func NewPodInfo(pod *corev1.Pod) *PodInfo {
+	pi := &PodInfo{Pod: pod}
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	pi.Requests = NewResource(reqs)
+	nonZero := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{
+		NonMissingContainerRequests: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(DefaultMilliCPURequest, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(DefaultMemoryRequest, resource.BinarySI),
+		}})
+	pi.NonZeroCPU = nonZero.Cpu().MilliValue()
+	pi.NonZeroMem = nonZero.Memory().Value()
+	if a := pod.Spec.Affinity; a != nil {
+		if pa := a.PodAffinity; pa != nil {
+			pi.RequiredAffinityTerms = pi.terms(pa.RequiredDuringSchedulingIgnoredDuringExecution)
+			pi.PreferredAffinityTerms = pi.weightedTerms(pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if pa := a.PodAntiAffinity; pa != nil {
+			pi.RequiredAntiAffinityTerms = pi.terms(pa.RequiredDuringSchedulingIgnoredDuringExecution)
+			pi.PreferredAntiAffinityTerms = pi.weightedTerms(pa.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	return pi
+}
+
+func (pi *PodInfo) terms(in []corev1.PodAffinityTerm) []AffinityTerm {
+	out := make([]AffinityTerm, 0, len(in))
+	for i := range in {
+		t, err := NewAffinityTerm(pi.Pod, &in[i])
+		if err != nil {
+			pi.ParseError = err
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (pi *PodInfo) weightedTerms(in []corev1.WeightedPodAffinityTerm) []WeightedAffinityTerm {
+	out := make([]WeightedAffinityTerm, 0, len(in))
+	for i := range in {
+		t, err := NewAffinityTerm(pi.Pod, &in[i].PodAffinityTerm)
+		if err != nil {
+			pi.ParseError = err
+			continue
+		}
+		out = append(out, WeightedAffinityTerm{AffinityTerm: t, Weight: in[i].Weight})
+	}
+	return out
+}
+
+// NewAffinityTerm parses a term of pod: with neither namespaces nor namespaceSelector it
+// applies to the pod's own namespace; matchLabelKeys and mismatchLabelKeys add the pod's
+// own values of those keys to the selector.
+func NewAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm) (AffinityTerm, error) {
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil {
+		return AffinityTerm{}, fmt.Errorf("pod affinity term selector: %w", err)
+	}
+	for _, key := range term.MatchLabelKeys {
+		if v, ok := pod.Labels[key]; ok {
+			if r, err := labels.NewRequirement(key, "in", []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	for _, key := range term.MismatchLabelKeys {
+		if v, ok := pod.Labels[key]; ok {
+			if r, err := labels.NewRequirement(key, "notin", []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	t := AffinityTerm{Namespaces: sets.New(term.Namespaces...), Selector: sel, TopologyKey: term.TopologyKey}
+	if term.NamespaceSelector != nil {
+		if t.NamespaceSelector, err = metav1.LabelSelectorAsSelector(term.NamespaceSelector); err != nil {
+			return AffinityTerm{}, fmt.Errorf("pod affinity term namespaceSelector: %w", err)
+		}
+	} else if len(term.Namespaces) == 0 {
+		t.Namespaces.Insert(pod.Namespace)
+	}
+	return t, nil
+}
+
+// NodeInfo is a node with the pods placed on it (bound or assumed) and their sums.
+type NodeInfo struct {
+	node *corev1.Node
+	Pods []*PodInfo
+	// PodsWithAffinity have any pod affinity or anti-affinity; PodsWithRequiredAntiAffinity
+	// have required anti-affinity (the only terms of existing pods a new pod must respect).
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	UsedPorts                    HostPorts
+	Requested                    *Resource
+	NonZeroCPU, NonZeroMem       int64
+	Allocatable                  *Resource
+	// ImageSizes maps every name of every image on the node to its size.
+	ImageSizes map[string]int64
+	// Generation grows with every change; the cache's snapshot copies changed nodes only.
+	Generation int64
+}
+
+// NewNodeInfo makes an empty NodeInfo.
+func NewNodeInfo() *NodeInfo {
+	return &NodeInfo{Requested: &Resource{}, Allocatable: &Resource{}, UsedPorts: HostPorts{}}
+}
+
+// Node is the node object (nil when only its pods are known yet).
+func (n *NodeInfo) Node() *corev1.Node { return n.node }
+
+// SetNode sets the node object.
+func (n *NodeInfo) SetNode(node *corev1.Node) {
+	n.node = node
+	n.Allocatable = NewResource(node.Status.Allocatable)
+	n.ImageSizes = map[string]int64{}
+	for _, img := range node.Status.Images {
+		for _, name := range img.Names {
+			n.ImageSizes[name] = img.SizeBytes
+		}
+	}
+}
+
+// AddPod accounts a pod on the node.
+func (n *NodeInfo) AddPod(pi *PodInfo) {
+	n.Pods = append(n.Pods, pi)
+	if len(pi.RequiredAffinityTerms)+len(pi.RequiredAntiAffinityTerms)+len(pi.PreferredAffinityTerms)+len(pi.PreferredAntiAffinityTerms) > 0 {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if len(pi.RequiredAntiAffinityTerms) > 0 {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
+	n.Requested.addScaled(pi.Requests, 1)
+	n.NonZeroCPU += pi.NonZeroCPU
+	n.NonZeroMem += pi.NonZeroMem
+	n.UsedPorts.addPod(pi.Pod, 1)
+}
+
+// RemovePod takes a pod (by UID) off the node; false when it was not there.
+func (n *NodeInfo) RemovePod(pod *corev1.Pod) bool {
+	removeFrom := func(list []*PodInfo) []*PodInfo {
+		for i, p := range list {
+			if p.Pod.UID == pod.UID {
+				list[i] = list[len(list)-1]
+				return list[:len(list)-1]
+			}
+		}
+		return list
+	}
+	for i, p := range n.Pods {
+		if p.Pod.UID != pod.UID {
+			continue
+		}
+		n.PodsWithAffinity = removeFrom(n.PodsWithAffinity)
+		n.PodsWithRequiredAntiAffinity = removeFrom(n.PodsWithRequiredAntiAffinity)
+		n.Pods[i] = n.Pods[len(n.Pods)-1]
+		n.Pods = n.Pods[:len(n.Pods)-1]
+		n.Requested.addScaled(p.Requests, -1)
+		n.NonZeroCPU -= p.NonZeroCPU
+		n.NonZeroMem -= p.NonZeroMem
+		n.UsedPorts.addPod(p.Pod, -1)
+		return true
+	}
+	return false
+}
+
+// Clone copies the NodeInfo (pods are shared: they are never modified in place).
+func (n *NodeInfo) Clone() *NodeInfo {
+	c := &NodeInfo{
+		node:                         n.node,
+		Pods:                         append([]*PodInfo(nil), n.Pods...),
+		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
+		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
+		UsedPorts:                    n.UsedPorts.clone(),
+		Requested:                    n.Requested.Clone(),
+		NonZeroCPU:                   n.NonZeroCPU,
+		NonZeroMem:                   n.NonZeroMem,
+		Allocatable:                  n.Allocatable,
+		ImageSizes:                   n.ImageSizes,
+		Generation:                   n.Generation,
+	}
+	return c
+}
+
+// HostPort is one host port a container asks for.
+type HostPort struct {
+	IP       string
+	Protocol corev1.Protocol
+	Port     int32
+}
+
+// HostPorts counts the host ports in use on a node.
+type HostPorts map[HostPort]int
+
+func (h HostPorts) addPod(pod *corev1.Pod, sign int) {
+	for _, hp := range PodHostPorts(pod) {
+		h[hp] += sign
+		if h[hp] <= 0 {
+			delete(h, hp)
+		}
+	}
+}
+
+func (h HostPorts) clone() HostPorts {
+	c := make(HostPorts, len(h))
+	for k, v := range h {
+		c[k] = v
+	}
+	return c
+}
+
+// Conflicts says whether hp clashes with a port in use: same protocol and port, and the
+// same IP or either of them the wildcard 0.0.0.0.
+func (h HostPorts) Conflicts(hp HostPort) bool {
+	if len(h) == 0 {
+		return false
+	}
+	for used := range h {
+		if used.Port == hp.Port && used.Protocol == hp.Protocol && (used.IP == hp.IP || used.IP == "0.0.0.0" || hp.IP == "0.0.0.0") {
+			return true
+		}
+	}
+	return false
+}
+
+// PodHostPorts lists the host ports of a pod's containers (and sidecars), with the
+// defaults the API leaves implicit (TCP, 0.0.0.0).
+func PodHostPorts(pod *corev1.Pod) []HostPort {
+	var out []HostPort
+	add := func(cs []corev1.Container) {
+		for i := range cs {
+			for _, p := range cs[i].Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				hp := HostPort{IP: p.HostIP, Protocol: p.Protocol, Port: p.HostPort}
+				if hp.IP == "" {
+					hp.IP = "0.0.0.0"
+				}
+				if hp.Protocol == "" {
+					hp.Protocol = corev1.ProtocolTCP
+				}
+				out = append(out, hp)
+			}
+		}
+	}
+	add(pod.Spec.Containers)
+	add(pod.Spec.InitContainers)
+	return out
+}

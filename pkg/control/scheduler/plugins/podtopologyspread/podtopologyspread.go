@@ -1,0 +1,428 @@
+// Package podtopologyspread is kube-scheduler's PodTopologySpread plugin. Filter
+// (whenUnsatisfiable: DoNotSchedule): placing the pod in a node's domain must keep
+// (matching pods there + 1) - (fewest matching pods in any domain) <= maxSkew, with
+// minDomains counting missing domains as empty and nodeAffinityPolicy / nodeTaintsPolicy
+// deciding which nodes' domains count. Score (ScheduleAnyway): domains with fewer matching
+// pods score higher.
+package podtopologyspread
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// Name is the plugin's name in profiles.
+const Name = "PodTopologySpread"
+
+// kube-scheduler's wording.
+const (
+	ErrReasonConstraintsNotMatch = "node(s) didn't match pod topology spread constraints"
+	ErrReasonNodeLabelNotMatch   = ErrReasonConstraintsNotMatch + " (missing required label)"
+)
+
+const (
+	filterKey = Name + "/preFilter"
+	scoreKey  = Name + "/preScore"
+)
+
+type constraint struct {
+	memoKey           string // namespace and selector, the memo's key
+	maxSkew           int32
+	minDomains        int32
+	key               string
+	selector          labels.Selector
+	honorNodeAffinity bool
+	honorNodeTaints   bool
+}
+
+// constraints parses the pod's constraints of one whenUnsatisfiable kind; matchLabelKeys
+// add the pod's own values of those keys to the selector.
+func constraints(pod *corev1.Pod, kind corev1.UnsatisfiableConstraintAction) ([]constraint, error) {
+	var out []constraint
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != kind {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range c.MatchLabelKeys {
+			if v, ok := pod.Labels[key]; ok {
+				if r, err := labels.NewRequirement(key, "in", []string{v}); err == nil {
+					sel = sel.Add(*r)
+				}
+			}
+		}
+		pc := constraint{maxSkew: c.MaxSkew, minDomains: 1, key: c.TopologyKey, selector: sel,
+			honorNodeAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+			honorNodeTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
+		if c.MinDomains != nil {
+			pc.minDomains = *c.MinDomains
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// counts reports whether node takes part in the constraint's domains.
+func (c *constraint) counts(pod *corev1.Pod, node *corev1.Node, affinity nodeaffinity.RequiredNodeAffinity) bool {
+	if c.honorNodeAffinity {
+		if ok, err := affinity.Match(node); err != nil || !ok {
+			return false
+		}
+	}
+	if c.honorNodeTaints {
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, false); untolerated {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAllKeys(node *corev1.Node, cs []constraint) bool {
+	for _, c := range cs {
+		if _, ok := node.Labels[c.key]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// matching counts the node's pods in ns the selector matches (terminating ones aside).
+func matching(n *framework.NodeInfo, sel labels.Selector, ns string) int64 {
+	var count int64
+	for _, p := range n.Pods {
+		if p.Pod.Namespace == ns && !framework.IsTerminating(p.Pod) && sel.Matches(labels.Set(p.Pod.Labels)) {
+			count++
+		}
+	}
+	return count
+}
+
+type filterState struct {
+	constraints []constraint
+	domains     []map[string]int64 // per constraint: value -> matching pods
+	minMatch    []int64
+}
+
+// Plugin is the filter and score.
+type Plugin struct {
+	h framework.Handle
+	// memo keeps each node's count of matching pods per selector, valid while the node's
+	// generation is unchanged: a cycle recounts only the nodes that changed since the last
+	// (typically one), not every pod of the cluster.
+	memoMu   sync.Mutex
+	memo     map[string]map[string]memoCount
+	services corelisters.ServiceLister
+	rcs      corelisters.ReplicationControllerLister
+	rss      appslisters.ReplicaSetLister
+	sss      appslisters.StatefulSetLister
+}
+
+// New makes the plugin.
+func New(h framework.Handle) (framework.Plugin, error) {
+	f := h.Informers()
+	return &Plugin{h: h, services: f.Core().V1().Services().Lister(), rcs: f.Core().V1().ReplicationControllers().Lister(),
+		rss: f.Apps().V1().ReplicaSets().Lister(), sss: f.Apps().V1().StatefulSets().Lister()}, nil
+}
+
+type memoCount struct {
+	generation, count int64
+}
+
+// memoSelectors bounds the memo; past it, it starts afresh.
+const memoSelectors = 64
+
+// count is matching(n, c.selector, ns), memoized for the nodes of the current snapshot.
+func (p *Plugin) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
+	name := n.Node().Name
+	if p.h.Nodes().Get(name) != n {
+		return matching(n, c.selector, ns) // a what-if copy (preemption): not memoized
+	}
+	if c.memoKey == "" {
+		c.memoKey = ns + "\x00" + c.selector.String()
+	}
+	key := c.memoKey
+	sel := c.selector
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	if p.memo == nil || len(p.memo) > memoSelectors {
+		p.memo = map[string]map[string]memoCount{}
+	}
+	nodes := p.memo[key]
+	if nodes == nil {
+		nodes = map[string]memoCount{}
+		p.memo[key] = nodes
+	}
+	if m, ok := nodes[name]; ok && m.generation == n.Generation {
+		return m.count
+	}
+	count := matching(n, sel, ns)
+	nodes[name] = memoCount{generation: n.Generation, count: count}
+	return count
+}
+
+// systemDefaults are kube-scheduler's default constraints for pods without their own:
+// spread softly over nodes (maxSkew 3) and zones (maxSkew 5).
+var systemDefaults = []corev1.TopologySpreadConstraint{
+	{MaxSkew: 3, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.ScheduleAnyway},
+	{MaxSkew: 5, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway},
+}
+
+// defaultConstraints applies systemDefaults to a pod with no constraints, selecting the
+// pods of the Services, ReplicationControllers, ReplicaSets and StatefulSets that select it
+// (kube-scheduler's DefaultSelector); none when nothing selects it.
+func (p *Plugin) defaultConstraints(pod *corev1.Pod) []constraint {
+	if len(pod.Spec.TopologySpreadConstraints) > 0 || p.services == nil {
+		return nil
+	}
+	podLabels := labels.Set(pod.Labels)
+	sel := labels.NewSelector()
+	addSet := func(set map[string]string) {
+		for k, v := range set {
+			if r, err := labels.NewRequirement(k, "=", []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	if svcs, err := p.services.Services(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, s := range svcs {
+			if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(podLabels) {
+				addSet(s.Spec.Selector)
+			}
+		}
+	}
+	if rcs, err := p.rcs.ReplicationControllers(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, rc := range rcs {
+			if len(rc.Spec.Selector) > 0 && labels.SelectorFromSet(rc.Spec.Selector).Matches(podLabels) {
+				addSet(rc.Spec.Selector)
+			}
+		}
+	}
+	addSelector := func(ls *metav1.LabelSelector) {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil || s.Empty() || !s.Matches(podLabels) {
+			return
+		}
+		reqs, _ := s.Requirements()
+		sel = sel.Add(reqs...)
+	}
+	if rss, err := p.rss.ReplicaSets(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, rs := range rss {
+			addSelector(rs.Spec.Selector)
+		}
+	}
+	if sss, err := p.sss.StatefulSets(pod.Namespace).List(labels.Everything()); err == nil {
+		for _, ss := range sss {
+			addSelector(ss.Spec.Selector)
+		}
+	}
+	if sel.Empty() {
+		return nil
+	}
+	out := make([]constraint, 0, len(systemDefaults))
+	for _, c := range systemDefaults {
+		out = append(out, constraint{maxSkew: c.MaxSkew, minDomains: 1, key: c.TopologyKey, selector: sel, honorNodeAffinity: true})
+	}
+	return out
+}
+
+func (*Plugin) Name() string { return Name }
+
+// PreFilter counts matching pods per domain of each DoNotSchedule constraint.
+func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes framework.NodeLister) *framework.Status {
+	cs, err := constraints(pod.Pod, corev1.DoNotSchedule)
+	if err != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	if len(cs) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	s := &filterState{constraints: cs, domains: make([]map[string]int64, len(cs)), minMatch: make([]int64, len(cs))}
+	for i := range cs {
+		s.domains[i] = map[string]int64{}
+	}
+	for _, n := range nodes.List() {
+		node := n.Node()
+		if !hasAllKeys(node, cs) {
+			continue
+		}
+		for i := range cs {
+			if cs[i].counts(pod.Pod, node, affinity) {
+				s.domains[i][node.Labels[cs[i].key]] += p.count(n, &cs[i], pod.Pod.Namespace)
+			}
+		}
+	}
+	for i := range cs {
+		lowest := int64(math.MaxInt64)
+		for _, n := range s.domains[i] {
+			lowest = min(lowest, n)
+		}
+		if lowest == math.MaxInt64 || int32(len(s.domains[i])) < cs[i].minDomains {
+			lowest = 0 // fewer domains than minDomains: the missing ones hold none
+		}
+		s.minMatch[i] = lowest
+	}
+	state.Write(filterKey, s)
+	return nil
+}
+
+func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
+	v, _ := state.Read(filterKey)
+	s, ok := v.(*filterState)
+	if !ok {
+		return nil
+	}
+	podLabels := labels.Set(pod.Pod.Labels)
+	for i, c := range s.constraints {
+		value, ok := n.Node().Labels[c.key]
+		if !ok {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+		}
+		var self int64
+		if c.selector.Matches(podLabels) {
+			self = 1
+		}
+		if s.domains[i][value]+self-s.minMatch[i] > int64(c.maxSkew) {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+		}
+	}
+	return nil
+}
+
+type scoreState struct {
+	constraints []constraint
+	counts      []map[string]int64 // per constraint: value -> matching pods (hostname: per node)
+	weights     []float64
+	ignored     map[string]bool
+}
+
+// PreScore counts matching pods per domain of each ScheduleAnyway constraint, over the
+// domains of the feasible nodes.
+func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, feasible []*framework.NodeInfo) *framework.Status {
+	cs, err := constraints(pod.Pod, corev1.ScheduleAnyway)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	if len(pod.Pod.Spec.TopologySpreadConstraints) == 0 {
+		cs = p.defaultConstraints(pod.Pod)
+	}
+	if len(cs) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	// System defaults do not require every key: a node without a zone still spreads by host.
+	requireAll := len(pod.Pod.Spec.TopologySpreadConstraints) > 0
+	takesPart := func(node *corev1.Node) bool {
+		if requireAll {
+			return hasAllKeys(node, cs)
+		}
+		for _, c := range cs {
+			if _, ok := node.Labels[c.key]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	s := &scoreState{constraints: cs, counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs)), ignored: map[string]bool{}}
+	for i := range cs {
+		s.counts[i] = map[string]int64{}
+	}
+	for _, n := range feasible {
+		node := n.Node()
+		if !takesPart(node) {
+			s.ignored[node.Name] = true
+			continue
+		}
+		for i := range cs {
+			if v, ok := node.Labels[cs[i].key]; ok {
+				s.counts[i][v] = 0
+			}
+		}
+	}
+	for i := range cs {
+		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
+	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	for _, n := range p.h.Nodes().List() {
+		node := n.Node()
+		if !takesPart(node) {
+			continue
+		}
+		for i := range cs {
+			value, ok := node.Labels[cs[i].key]
+			if !ok {
+				continue
+			}
+			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
+				continue
+			}
+			s.counts[i][value] += p.count(n, &cs[i], pod.Pod.Namespace)
+		}
+	}
+	state.Write(scoreKey, s)
+	return nil
+}
+
+// Score grows with the matching pods in the node's domains (normalized in reverse).
+func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
+	v, _ := state.Read(scoreKey)
+	s, ok := v.(*scoreState)
+	if !ok || s.ignored[n.Node().Name] {
+		return 0, nil
+	}
+	var score float64
+	for i, c := range s.constraints {
+		if value, ok := n.Node().Labels[c.key]; ok {
+			score += float64(s.counts[i][value])*s.weights[i] + float64(c.maxSkew-1)
+		}
+	}
+	return int64(math.Round(score)), nil
+}
+
+// NormalizeScore gives the emptiest domains 100 and ignored nodes 0.
+func (p *Plugin) NormalizeScore(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, scores []framework.NodeScore) *framework.Status {
+	v, _ := state.Read(scoreKey)
+	s, ok := v.(*scoreState)
+	if !ok {
+		return nil
+	}
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, sc := range scores {
+		if !s.ignored[sc.Name] {
+			lo, hi = min(lo, sc.Score), max(hi, sc.Score)
+		}
+	}
+	for i := range scores {
+		switch {
+		case s.ignored[scores[i].Name]:
+			scores[i].Score = 0
+		case hi == 0:
+			scores[i].Score = framework.MaxNodeScore
+		default:
+			scores[i].Score = framework.MaxNodeScore * (hi + lo - scores[i].Score) / hi
+		}
+	}
+	return nil
+}
+
+func (*Plugin) EventsToRegister() []framework.ClusterEvent {
+	return []framework.ClusterEvent{
+		{Kind: framework.KindPod, Action: framework.All},
+		{Kind: framework.KindNode, Action: framework.Add | framework.Delete | framework.UpdateNodeLabel | framework.UpdateNodeTaint},
+	}
+}
