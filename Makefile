@@ -41,7 +41,7 @@ down:
 	@bash hack/down.sh
 
 lint:
-	@out=$$(gofmt -l cmd pkg images test bench deploy 2>/dev/null); if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd pkg images test bench deploy systemd 2>/dev/null); if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 # Unit tests, integration tests against real containerd/CNI/netns/kubectl, and the e2e on a
