@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/vishvananda/netns"
 )
 
 var (
@@ -240,60 +243,10 @@ func TestEnvFlagsExist(t *testing.T) {
 // arrives the API already answers /healthz.
 func TestMiniapiNotifiesReady(t *testing.T) {
 	bin := binDir(t)
-	dir := t.TempDir()
-	sockPath := filepath.Join(dir, "notify.sock")
-	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sockPath, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sock.Close()
 	port := freePort(t)
-
-	cmd := exec.Command(filepath.Join(bin, "miniapi"), "--data-dir", filepath.Join(dir, "data"),
+	d := startNotifying(t, "", filepath.Join(bin, "miniapi"), "--data-dir", filepath.Join(t.TempDir(), "data"),
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port))
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sockPath)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("miniapi's log:\n%s", logs.String())
-		}
-	}()
-
-	msgs := make(chan string, 4)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := sock.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	select {
-	case msg := <-msgs:
-		if msg != "READY=1" {
-			t.Fatalf("first notification %q, want READY=1", msg)
-		}
-	case err := <-exited:
-		t.Fatalf("miniapi exited before READY=1: %v", err)
-	case <-time.After(90 * time.Second):
-		t.Fatal("no READY=1 from miniapi within 90s")
-	}
+	d.awaitReady(t)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
 	if err != nil {
@@ -303,8 +256,152 @@ func TestMiniapiNotifiesReady(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("READY=1 came, but /healthz answers %s", resp.Status)
 	}
+	d.noMore(t)
+}
+
+// TestMiniproxyNotifiesReady runs miniapi and miniproxy in a network namespace of the test's
+// own (miniproxy writes its iptables rules there) and checks that when miniproxy's READY=1
+// arrives its /healthz says healthy: the first sync is done.
+func TestMiniproxyNotifiesReady(t *testing.T) {
+	bin := binDir(t)
+	testenv.RequireRoot(t, "runs miniproxy in a network namespace of its own")
+	testenv.RequireTools(t, "ip", "iptables-restore")
+	ns := fmt.Sprintf("minik8s-sdnotify-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("lo up: %v: %s", err, out)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	api := startNotifying(t, ns, filepath.Join(bin, "miniapi"), "--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", "6443")
+	api.awaitReady(t)
+	// Cleanup runs last-registered first: miniproxy stops before the namespace goes.
+	proxy := startNotifying(t, ns, filepath.Join(bin, "miniproxy"), "--kubeconfig", filepath.Join(data, "admin.kubeconfig"),
+		"--hostname-override", "node-1", "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249")
+	proxy.awaitReady(t)
+	out, err := getInNetns(ns, "127.0.0.1:10256", "/healthz")
+	if err != nil {
+		t.Fatalf("READY=1 came, but miniproxy's /healthz does not answer: %v", err)
+	}
+	if !strings.HasPrefix(out, "HTTP/1.0 200 ") || !strings.Contains(out, `"lastUpdated"`) {
+		t.Errorf("READY=1 came, but miniproxy's /healthz is not healthy:\n%s", out)
+	}
+	proxy.noMore(t)
+}
+
+// getInNetns sends GET path to addr from inside network namespace ns and returns the whole
+// response. Its goroutine's thread enters ns and ends with it, never running other goroutines.
+func getInNetns(ns, addr, path string) (string, error) {
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // not unlocked: the thread ends in ns with this goroutine
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			done <- result{err: err}
+			return
+		}
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second) // the socket is made in ns
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+			done <- result{err: err}
+			return
+		}
+		out, err := io.ReadAll(conn)
+		done <- result{string(out), err}
+	}()
+	r := <-done
+	return r.out, r.err
+}
+
+// notifying is a daemon started with NOTIFY_SOCKET, and what it sent there.
+type notifying struct {
+	name   string
+	msgs   chan string
+	exited chan error
+}
+
+// startNotifying starts a daemon (in network namespace ns unless "") as systemd starts a
+// Type=notify unit, and stops it with SIGTERM when the test ends.
+func startNotifying(t *testing.T, ns, path string, args ...string) *notifying {
+	t.Helper()
+	sockPath := filepath.Join(t.TempDir(), "notify.sock")
+	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sockPath, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns != "" {
+		args = append([]string{"netns", "exec", ns, path}, args...)
+		path = "ip"
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sockPath)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &notifying{name: filepath.Base(path), msgs: make(chan string, 4), exited: make(chan error, 1)}
+	go func() { d.exited <- cmd.Wait() }()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := sock.Read(buf)
+			if err != nil {
+				return
+			}
+			d.msgs <- string(buf[:n])
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM) // ip netns exec execs the daemon: same process
+		select {
+		case <-d.exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-d.exited
+		}
+		sock.Close()
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", args, logs.String())
+		}
+	})
+	return d
+}
+
+func (d *notifying) awaitReady(t *testing.T) {
+	t.Helper()
 	select {
-	case msg := <-msgs:
+	case msg := <-d.msgs:
+		if msg != "READY=1" {
+			t.Fatalf("first notification %q, want READY=1", msg)
+		}
+	case err := <-d.exited:
+		t.Fatalf("exited before READY=1: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("no READY=1 within 90s")
+	}
+}
+
+// noMore checks READY=1 was the only notification.
+func (d *notifying) noMore(t *testing.T) {
+	select {
+	case msg := <-d.msgs:
 		t.Errorf("a second notification %q after READY=1", msg)
 	case <-time.After(2 * time.Second):
 	}
