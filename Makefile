@@ -8,7 +8,7 @@ IMAGES := $(CURDIR)/images/out
 PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
 COMMANDS := miniapi minilet miniproxy minilab
 
-.PHONY: all deps images kubectl build up down test lint fresh-check fuzz bench clean
+.PHONY: all deps images kubectl build up down test lint fresh-check fuzz bench clean install uninstall
 
 all: build
 
@@ -41,7 +41,7 @@ down:
 	@bash hack/down.sh
 
 lint:
-	@out=$$(gofmt -l cmd pkg images test bench deploy 2>/dev/null); if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd pkg images test bench deploy systemd 2>/dev/null); if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 # Unit tests, integration tests against real containerd/CNI/netns/kubectl, and the e2e on a
@@ -67,6 +67,37 @@ fresh-check: build
 # measured in the same run (about 3 minutes; etcd is skipped without /usr/bin/etcd).
 bench: deps
 	$(GO) run ./bench/apibench -duration 5s
+
+# `make install` copies bin/ (run `make build` first) to $(DESTDIR)$(PREFIX)/bin, the units of
+# systemd/ to $(UNITDIR) and their example flags to $(CONFDIR) (an existing one is kept);
+# `make uninstall` removes them, configuration only where unchanged (docs/systemd.md).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
+CONFDIR ?= /etc/minik8s
+DAEMONS := miniapi minilet miniproxy
+SUBST := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g'
+
+install:
+	@for c in $(COMMANDS); do [[ -x $(BIN)/$$c ]] || { echo "install: no $(BIN)/$$c: run make build first" >&2; exit 1; }; done
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MODULESLOADDIR) $(DESTDIR)$(CONFDIR)/manifests
+	install -m 0755 $(addprefix $(BIN)/,$(COMMANDS)) $(DESTDIR)$(BINDIR)/
+	install -m 0644 systemd/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf
+	@set -e; for d in $(DAEMONS); do \
+		$(SUBST) systemd/$$d.service >$(DESTDIR)$(UNITDIR)/$$d.service; chmod 0644 $(DESTDIR)$(UNITDIR)/$$d.service; \
+		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
+		if [[ -e $$env ]]; then echo "install: kept $$env"; else $(SUBST) systemd/$$d.env >$$env; chmod 0644 $$env; fi; \
+	done
+	@echo "installed; on a systemd host: systemctl daemon-reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy"
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(COMMANDS)) $(foreach d,$(DAEMONS),$(DESTDIR)$(UNITDIR)/$(d).service) $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf
+	@for d in $(DAEMONS); do \
+		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
+		if $(SUBST) systemd/$$d.env | cmp -s - $$env; then rm -f $$env; elif [[ -e $$env ]]; then echo "uninstall: kept $$env (changed)"; fi; \
+	done
+	@rmdir $(DESTDIR)$(CONFDIR)/manifests $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 
 clean:
 	rm -rf $(BIN) $(IMAGES) $(PAUSE_EMBED)

@@ -12,6 +12,7 @@ PACKAGES=(
   etcd-server                                  # the etcd store engine's tests
   docker-registry                              # image pull tests: a registry on loopback
   qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
+  systemd                                      # systemd-analyze verify of the units in systemd/
 )
 
 missing=()

@@ -33,6 +33,7 @@ func newCommand() *cobra.Command {
 		SilenceErrors: false,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = daemon.Logger(verbose)
+			o.Ready = daemon.NotifyReady
 			controlplane.TuneRuntime()
 			ctx, stop := daemon.SignalContext()
 			defer stop()

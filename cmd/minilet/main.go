@@ -58,6 +58,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
+			cfg.Ready = daemon.NotifyReady
 			ctx, stop := daemon.SignalContext()
 			defer stop()
 			return agent.Run(ctx, cfg, client)

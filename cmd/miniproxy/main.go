@@ -64,6 +64,7 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			o.Ready = daemon.NotifyReady
 			return server.Run(ctx, client, o, log)
 		},
 	}

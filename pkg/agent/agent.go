@@ -177,6 +177,9 @@ func (a *Agent) runAPI(ctx context.Context) {
 	}
 	go a.runNodeStatus(ctx)
 	go a.runNodeLease(ctx)
+	if a.cfg.Ready != nil {
+		a.cfg.Ready()
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()

@@ -54,6 +54,8 @@ type Config struct {
 	// and --eviction-pressure-transition-period: the node's pressure conditions.
 	EvictionHard                     string
 	EvictionPressureTransitionPeriod time.Duration
+	// Ready is called once the node is registered and its status loop runs (nil: nothing).
+	Ready func()
 }
 
 // Validate reports the first setting that cannot work, naming its flag.

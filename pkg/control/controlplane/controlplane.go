@@ -29,6 +29,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -63,6 +64,7 @@ type Options struct {
 	// SchedulerConfig is a KubeSchedulerConfiguration file (--scheduler-config; "": defaults).
 	SchedulerConfig string
 	Log             *slog.Logger
+	Ready           func() // called once the API answers /readyz on its listener (nil: nothing)
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -318,11 +320,30 @@ func Run(ctx context.Context, o Options) error {
 	if err := runComponents(ctx, controllerManager, schedulerCfg, ca.CertPEM, o, metrics, log); err != nil {
 		return err
 	}
+	if o.Ready != nil {
+		go callWhenServing(ctx, controllerManager, o.Ready)
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 		return <-errc
+	}
+}
+
+// callWhenServing calls ready once the API server answers /readyz through its own listener
+// and TLS, as any client would reach it.
+func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return // the same config already made the components' clients
+	}
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	})
+	if err == nil {
+		ready()
 	}
 }
 

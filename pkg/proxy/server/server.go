@@ -40,6 +40,7 @@ type Options struct {
 	MasqueradeAll    bool
 	MetricsAddress   string
 	HealthzAddress   string
+	Ready            func() // called once, after the first successful sync (nil: nothing)
 }
 
 // Validate checks the options before anything is touched.
@@ -109,6 +110,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	var lastFull time.Time
 	var pendingSince time.Time
 	var mu sync.Mutex
+	var readyOnce sync.Once
 	syncRules := func() {
 		mu.Lock()
 		since := pendingSince
@@ -137,6 +139,9 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
+		if o.Ready != nil {
+			readyOnce.Do(o.Ready)
+		}
 		log.Debug("synced proxy rules", append([]any{"full", res.full, "duration", res.duration}, res.log...)...)
 	}
 	r := runner.New(syncRules, o.MinSyncPeriod, o.SyncPeriod)
@@ -167,12 +172,20 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced) {
 		return ctx.Err()
 	}
+	// Listening before the first sync, so that when Ready says so /healthz answers.
 	errc := make(chan error, 2)
-	if o.MetricsAddress != "" {
-		go func() { errc <- serve(ctx, o.MetricsAddress, m.handler(h)) }()
-	}
-	if o.HealthzAddress != "" {
-		go func() { errc <- serve(ctx, o.HealthzAddress, h.handler()) }()
+	for _, s := range []struct {
+		addr string
+		h    http.Handler
+	}{{o.MetricsAddress, m.handler(h)}, {o.HealthzAddress, h.handler()}} {
+		if s.addr == "" {
+			continue
+		}
+		l, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", s.addr, err)
+		}
+		go func() { errc <- serve(ctx, l, s.h) }()
 	}
 	log.Info("miniproxy syncing Services", "mode", cmp.Or(o.ProxyMode, ModeIPTables), "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
 	go r.Loop(ctx)
@@ -184,11 +197,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	}
 }
 
-func serve(ctx context.Context, addr string, h http.Handler) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
+func serve(ctx context.Context, l net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
