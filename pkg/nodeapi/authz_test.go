@@ -28,7 +28,7 @@ func TestSubjectAccessReview(t *testing.T) {
 		sar.Status.Allowed = sar.Spec.User == "kube-apiserver-kubelet-client" && sar.Spec.ResourceAttributes.Subresource == "proxy"
 		return true, sar, nil
 	})
-	s := New(Config{NodeName: "node-1"}, nil, client, func() error { return nil })
+	s := New(Config{NodeName: "node-1"}, nil, client, func() error { return nil }, nil, nil)
 	do := func(user, method, path string) int {
 		r := httptest.NewRequest(method, path, nil)
 		if user != "" {
