@@ -30,6 +30,8 @@ type SyncResult struct {
 	Duration       time.Duration
 	Snapshot       time.Duration // reading Services and EndpointSlices, within Duration
 	ServicePorts   int
+	Recomputed     int           // service ports whose wanted state was computed (changed ones, or all)
+	Wanted         time.Duration // computing the wanted state, within Duration
 	VirtualServers int
 	RealServers    int
 	IPVSCalls      int // netlink requests changing IPVS
@@ -44,8 +46,10 @@ type SyncResult struct {
 }
 
 // Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
-// EndpointSlices it reads. After a full sync (the first, the periodic one, after an error)
-// it remembers what it wrote and the next syncs send only the differences.
+// EndpointSlices it reads. A full sync (the first, the periodic one, after an error, when
+// the node's addresses change) computes everything and compares it with the kernel; it
+// then remembers the wanted state and what it wrote, and the next syncs recompute only the
+// changed Services and send only their differences.
 type Proxier struct {
 	cfg      Config
 	services corelisters.ServiceLister
@@ -57,10 +61,11 @@ type Proxier struct {
 
 	mu       sync.Mutex
 	needFull bool
+	snap     *proxy.Snapshotter       // re-reads only changed Services
+	track    *tracker                 // the wanted state, recomputed only for changed service ports
 	applied  map[vsKey]*virtualServer // what IPVS holds, as of the last sync
 	bound    map[string]bool          // addresses on kube-ipvs0, as of the last sync
-	sets     ipset.Syncer
-	rules    string // the iptables-restore input last written
+	rules    string                   // the iptables-restore input last written
 }
 
 // New checks that the kernel has IPVS and the scheduler, and makes a proxier whose first Sync
@@ -142,7 +147,12 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	defer p.mu.Unlock()
 	start := time.Now()
 	res := SyncResult{Full: p.needFull}
-	ports, err := proxy.Snapshot(p.services, p.slices, p.nodeName)
+	if p.needFull || p.snap == nil {
+		// A full sync reads everything anew, trusting no memory of earlier ones.
+		p.snap = &proxy.Snapshotter{Services: p.services, Slices: p.slices, NodeName: p.nodeName}
+		p.track = nil
+	}
+	ports, err := p.snap.Snapshot()
 	if err != nil {
 		return res, err
 	}
@@ -153,12 +163,24 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 		return res, err
 	}
 	p.needFull = false
+	p.track.markApplied()
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-// apply writes the wanted state of ports; on a full sync the kernel is read first.
+// apply writes the wanted state of ports: on a full sync all of it, compared with what the
+// kernel holds; otherwise the changes the tracker noted, compared with what was written.
 func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res SyncResult) (SyncResult, error) {
+	dummy, created, err := ensureDummy()
+	if err != nil {
+		return res, err
+	}
+	nodeIPs, err := p.nodeIPs(dummy)
+	if err != nil {
+		return res, err
+	}
+	// New node addresses change every NodePort: start over as on a full sync.
+	res.Full = res.Full || p.track == nil || !sameIPs(p.track.nodeIPs, nodeIPs) || p.applied == nil || p.bound == nil
 	full := res.Full
 	if full {
 		if err := ensureSysctls(p.cfg, p.log); err != nil {
@@ -170,39 +192,41 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 				return res, fmt.Errorf("set IPVS timeouts: %w", err)
 			}
 		}
+		p.track = newTracker(p.cfg, nodeIPs)
 	}
-	dummy, created, err := ensureDummy()
-	if err != nil {
-		return res, err
-	}
-	if created && p.bound != nil {
-		p.bound = map[string]bool{} // deleted behind our back: none of its addresses remain
-	}
-	nodeIPs, err := p.nodeIPs(dummy)
-	if err != nil {
-		return res, err
-	}
-	st := desiredState(p.cfg, ports, nodeIPs)
+	t0 := time.Now()
+	t := p.track
+	res.Recomputed = t.update(ports, nodeIPs)
+	res.Wanted = time.Since(t0)
+	st := t.st
 	res.ServicePorts = len(ports)
 	res.VirtualServers = len(st.services)
 	for _, vs := range st.services {
 		res.RealServers += len(vs.Dests)
 	}
-	t0 := time.Now()
-	if full || p.applied == nil || p.bound == nil {
+	t0 = time.Now()
+	if full {
 		if p.bound, err = boundAddresses(dummy); err != nil {
 			return res, err
 		}
 		if p.applied, err = p.readIPVS(p.bound, nodeIPs, st.addrs); err != nil {
 			return res, err
 		}
-		p.sets.Reset()
 	}
 	res.ReadTime = time.Since(t0)
+	// What to look at: everything on a full sync, the changes otherwise.
+	addAddrs, delAddrs := st.addrs, p.bound
+	if !full {
+		addAddrs, delAddrs = t.dirtyAddrs, t.dirtyAddrs
+		if created { // kube-ipvs0 deleted behind our back: none of its addresses remain
+			p.bound = map[string]bool{}
+			addAddrs = st.addrs
+		}
+	}
 	// Addresses first: a virtual server on an address the node does not own gets nothing.
 	t0 = time.Now()
-	for ip := range st.addrs {
-		if !p.bound[ip] {
+	for ip := range addAddrs {
+		if st.addrs[ip] && !p.bound[ip] {
 			if err := p.nl.AddrAdd(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EEXIST) {
 				return res, fmt.Errorf("bind %s to %s: %w", ip, DummyDevice, err)
 			}
@@ -212,15 +236,15 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	}
 	res.AddrTime = time.Since(t0)
 	t0 = time.Now()
-	calls, err := p.syncIPVS(st.services)
+	calls, err := p.syncIPVS(st.services, full, t.dirtyVS)
 	res.IPVSCalls = calls
 	if err != nil {
 		return res, err
 	}
 	res.IPVSTime = time.Since(t0)
 	t0 = time.Now()
-	for ip := range p.bound {
-		if !st.addrs[ip] {
+	for ip := range delAddrs {
+		if !st.addrs[ip] && p.bound[ip] {
 			if err := p.nl.AddrDel(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 				return res, fmt.Errorf("unbind %s from %s: %w", ip, DummyDevice, err)
 			}
@@ -230,7 +254,14 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	}
 	res.AddrTime += time.Since(t0)
 	t0 = time.Now()
-	if res.SetLines, err = p.sets.Sync(ctx, st.orderedSets()); err != nil {
+	if full {
+		// A Syncer of its own: it compares with the kernel (one ipset save).
+		res.SetLines, err = (&ipset.Syncer{}).Sync(ctx, st.orderedSets())
+	} else {
+		script := t.setChanges()
+		res.SetLines, err = strings.Count(script, "\n"), ipset.Restore(ctx, script)
+	}
+	if err != nil {
 		return res, err
 	}
 	res.SetsTime = time.Since(t0)
@@ -294,73 +325,103 @@ func withJumps(text string, missing []jump) string {
 	return text
 }
 
-// syncIPVS turns p.applied into want: new virtual servers made, changed ones updated, real
-// servers added, reweighted and removed, stale virtual servers deleted. It counts the
-// requests it sends.
-func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer) (int, error) {
+// syncIPVS turns p.applied into want: on a full sync every virtual server, otherwise those
+// in changed. It counts the requests it sends.
+func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer, full bool, changed map[vsKey]bool) (int, error) {
 	calls := 0
-	for k, w := range want {
-		have, ok := p.applied[k]
-		svc := toIPVS(w)
-		switch {
-		case !ok:
-			if err := p.ipvs.NewService(svc); err != nil {
-				return calls, fmt.Errorf("add virtual server %s (%s): %w", k, w.Service, err)
-			}
-			have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Dests: map[string]int{}}
-			p.applied[k] = have
-			calls++
-		case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent:
-			if err := p.ipvs.UpdateService(svc); err != nil {
-				return calls, fmt.Errorf("update virtual server %s (%s): %w", k, w.Service, err)
-			}
-			have.Scheduler, have.Persistent = w.Scheduler, w.Persistent
-			calls++
-		}
-		have.Service = w.Service
-		for d, weight := range w.Dests {
-			cur, exists := have.Dests[d]
-			if exists && cur == weight {
-				continue
-			}
-			dst, err := toDest(d, weight)
-			if err != nil {
+	sync := func(k vsKey) error {
+		n, err := p.syncVirtualServer(k, want[k])
+		calls += n
+		return err
+	}
+	if !full {
+		for k := range changed {
+			if err := sync(k); err != nil {
 				return calls, err
 			}
-			if exists {
-				err = p.ipvs.UpdateDestination(svc, dst)
-			} else {
-				err = p.ipvs.NewDestination(svc, dst)
-			}
-			if err != nil {
-				return calls, fmt.Errorf("real server %s of %s (%s): %w", d, k, w.Service, err)
-			}
-			have.Dests[d] = weight
-			calls++
 		}
-		for d := range have.Dests {
-			if _, keep := w.Dests[d]; keep {
-				continue
-			}
-			dst, err := toDest(d, 0)
-			if err != nil {
-				return calls, err
-			}
-			if err := p.ipvs.DelDestination(svc, dst); err != nil && !errors.Is(err, unix.ENOENT) {
-				return calls, fmt.Errorf("remove real server %s of %s: %w", d, k, err)
-			}
-			delete(have.Dests, d)
-			calls++
+		return calls, nil
+	}
+	for k := range want {
+		if err := sync(k); err != nil {
+			return calls, err
 		}
 	}
-	for k, have := range p.applied {
-		if _, keep := want[k]; keep {
-			continue
+	for k := range p.applied {
+		if want[k] == nil {
+			if err := sync(k); err != nil {
+				return calls, err
+			}
+		}
+	}
+	return calls, nil
+}
+
+// syncVirtualServer makes the virtual server k in IPVS equal w (nil: none): made or
+// updated, real servers added, reweighted and removed, or deleted. It counts the requests
+// it sends.
+func (p *Proxier) syncVirtualServer(k vsKey, w *virtualServer) (int, error) {
+	calls := 0
+	have, ok := p.applied[k]
+	if w == nil {
+		if !ok {
+			return 0, nil
 		}
 		if err := p.ipvs.DelService(toIPVS(have)); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
-			return calls, fmt.Errorf("remove virtual server %s: %w", k, err)
+			return 0, fmt.Errorf("remove virtual server %s: %w", k, err)
 		}
 		delete(p.applied, k)
+		return 1, nil
+	}
+	svc := toIPVS(w)
+	switch {
+	case !ok:
+		if err := p.ipvs.NewService(svc); err != nil {
+			return calls, fmt.Errorf("add virtual server %s (%s): %w", k, w.Service, err)
+		}
+		have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Dests: map[string]int{}}
+		p.applied[k] = have
+		calls++
+	case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent:
+		if err := p.ipvs.UpdateService(svc); err != nil {
+			return calls, fmt.Errorf("update virtual server %s (%s): %w", k, w.Service, err)
+		}
+		have.Scheduler, have.Persistent = w.Scheduler, w.Persistent
+		calls++
+	}
+	have.Service = w.Service
+	for d, weight := range w.Dests {
+		cur, exists := have.Dests[d]
+		if exists && cur == weight {
+			continue
+		}
+		dst, err := toDest(d, weight)
+		if err != nil {
+			return calls, err
+		}
+		if exists {
+			err = p.ipvs.UpdateDestination(svc, dst)
+		} else {
+			err = p.ipvs.NewDestination(svc, dst)
+		}
+		if err != nil {
+			return calls, fmt.Errorf("real server %s of %s (%s): %w", d, k, w.Service, err)
+		}
+		have.Dests[d] = weight
+		calls++
+	}
+	for d := range have.Dests {
+		if _, keep := w.Dests[d]; keep {
+			continue
+		}
+		dst, err := toDest(d, 0)
+		if err != nil {
+			return calls, err
+		}
+		if err := p.ipvs.DelDestination(svc, dst); err != nil && !errors.Is(err, unix.ENOENT) {
+			return calls, fmt.Errorf("remove real server %s of %s: %w", d, k, err)
+		}
+		delete(have.Dests, d)
 		calls++
 	}
 	return calls, nil
