@@ -200,7 +200,8 @@ func BenchmarkWantedState(b *testing.B) {
 				for b.Loop() {
 					g++
 					i := (g * 7919) % n
-					if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, g%5)); err != nil {
+					// A generation differing from the one Service i had at its last visit.
+					if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, 1+(g/n)%5)); err != nil {
 						b.Fatal(err)
 					}
 					if mode == "full" {
