@@ -26,6 +26,14 @@ const DummyDevice = "kube-ipvs0"
 // flagPersistent is IP_VS_SVC_F_PERSISTENT: ClientIP affinity.
 const flagPersistent = 0x1
 
+// flagFallback is IP_VS_SVC_F_SCHED1, which the sh and mh schedulers read as "fallback":
+// a client hashed to a real server at weight 0 (draining, see removeRealServers) goes to
+// another one instead of being refused.
+const flagFallback = 0x8
+
+// hasFallback says whether sched is a hashing scheduler that takes flagFallback.
+func hasFallback(sched string) bool { return sched == "sh" || sched == "mh" }
+
 // Schedulers are the IPVS schedulers --ipvs-scheduler accepts (ip_vs_<name> modules).
 var Schedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"}
 
@@ -61,6 +69,7 @@ type virtualServer struct {
 	Key        vsKey
 	Scheduler  string
 	Persistent uint32 // ClientIP affinity timeout in seconds, 0 for none
+	Fallback   bool   // flagFallback set
 	Dests      map[string]int
 	Service    string // the service port it serves, for logs
 }
@@ -128,7 +137,7 @@ func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart
 	clusterDests, externalDests := dests(sp.InternalLocal), dests(sp.ExternalLocal)
 	add := func(ip string, port int32, d map[string]int) {
 		k := vsKey{Proto: proto, IP: ip, Port: uint16(port)}
-		part.services = append(part.services, &virtualServer{Key: k, Scheduler: sched, Persistent: uint32(max(sp.AffinitySeconds, 0)), Dests: d, Service: sp.Name})
+		part.services = append(part.services, &virtualServer{Key: k, Scheduler: sched, Persistent: uint32(max(sp.AffinitySeconds, 0)), Fallback: hasFallback(sched), Dests: d, Service: sp.Name})
 	}
 	entry := func(set, e string) { part.entries = append(part.entries, setEntry{set, e}) }
 	bind := func(ip string) {

@@ -65,6 +65,7 @@ type Proxier struct {
 	track    *tracker                 // the wanted state, recomputed only for changed service ports
 	applied  map[vsKey]*virtualServer // what IPVS holds, as of the last sync
 	bound    map[string]bool          // addresses on kube-ipvs0, as of the last sync
+	draining map[vsKey]bool           // virtual servers with removed TCP real servers at weight 0
 	rules    string                   // the iptables-restore input last written
 }
 
@@ -212,6 +213,7 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 		if p.applied, err = p.readIPVS(p.bound, nodeIPs, st.addrs); err != nil {
 			return res, err
 		}
+		p.draining = map[vsKey]bool{} // a full sync visits every virtual server and finds them again
 	}
 	res.ReadTime = time.Since(t0)
 	// What to look at: everything on a full sync, the changes otherwise.
@@ -335,6 +337,14 @@ func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer, full bool, changed map
 		return err
 	}
 	if !full {
+		// Draining real servers are looked at on every sync: deleted once drained.
+		for k := range p.draining {
+			if !changed[k] {
+				if err := sync(k); err != nil {
+					return calls, err
+				}
+			}
+		}
 		for k := range changed {
 			if err := sync(k); err != nil {
 				return calls, err
@@ -371,6 +381,7 @@ func (p *Proxier) syncVirtualServer(k vsKey, w *virtualServer) (int, error) {
 			return 0, fmt.Errorf("remove virtual server %s: %w", k, err)
 		}
 		delete(p.applied, k)
+		delete(p.draining, k)
 		return 1, nil
 	}
 	svc := toIPVS(w)
@@ -379,14 +390,14 @@ func (p *Proxier) syncVirtualServer(k vsKey, w *virtualServer) (int, error) {
 		if err := p.ipvs.NewService(svc); err != nil {
 			return calls, fmt.Errorf("add virtual server %s (%s): %w", k, w.Service, err)
 		}
-		have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Dests: map[string]int{}}
+		have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Fallback: w.Fallback, Dests: map[string]int{}}
 		p.applied[k] = have
 		calls++
-	case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent:
+	case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent || have.Fallback != w.Fallback:
 		if err := p.ipvs.UpdateService(svc); err != nil {
 			return calls, fmt.Errorf("update virtual server %s (%s): %w", k, w.Service, err)
 		}
-		have.Scheduler, have.Persistent = w.Scheduler, w.Persistent
+		have.Scheduler, have.Persistent, have.Fallback = w.Scheduler, w.Persistent, w.Fallback
 		calls++
 	}
 	have.Service = w.Service
@@ -410,16 +421,57 @@ func (p *Proxier) syncVirtualServer(k vsKey, w *virtualServer) (int, error) {
 		have.Dests[d] = weight
 		calls++
 	}
+	n, err := p.removeRealServers(svc, have, w)
+	return calls + n, err
+}
+
+// removeRealServers removes the real servers of have that w does not want, with
+// kube-proxy's graceful termination: a TCP real server still holding connections (active
+// or not yet expired) gets weight 0, so it takes no new ones, and a later sync deletes it
+// once they are gone; one without connections, UDP and SCTP ones (whose entries only
+// expire) and those of the dh scheduler go at once.
+func (p *Proxier) removeRealServers(svc *libipvs.Service, have, w *virtualServer) (int, error) {
+	var stale []string
 	for d := range have.Dests {
-		if _, keep := w.Dests[d]; keep {
-			continue
+		if _, keep := w.Dests[d]; !keep {
+			stale = append(stale, d)
 		}
+	}
+	delete(p.draining, have.Key)
+	if len(stale) == 0 {
+		return 0, nil
+	}
+	conns := map[string]int{}
+	// dh has no fallback: a client hashed to a weight-0 server would be refused.
+	if have.Key.Proto == unix.IPPROTO_TCP && have.Scheduler != "dh" {
+		dests, err := p.ipvs.GetDestinations(svc)
+		if err != nil {
+			return 0, fmt.Errorf("list real servers of %s: %w", have.Key, err)
+		}
+		for _, d := range dests {
+			conns[net.JoinHostPort(d.Address.String(), strconv.Itoa(int(d.Port)))] = d.ActiveConnections + d.InactiveConnections
+		}
+	}
+	calls := 0
+	for _, d := range stale {
 		dst, err := toDest(d, 0)
 		if err != nil {
 			return calls, err
 		}
+		if conns[d] > 0 {
+			p.draining[have.Key] = true
+			if have.Dests[d] == 0 {
+				continue // already draining
+			}
+			if err := p.ipvs.UpdateDestination(svc, dst); err != nil {
+				return calls, fmt.Errorf("drain real server %s of %s: %w", d, have.Key, err)
+			}
+			have.Dests[d] = 0
+			calls++
+			continue
+		}
 		if err := p.ipvs.DelDestination(svc, dst); err != nil && !errors.Is(err, unix.ENOENT) {
-			return calls, fmt.Errorf("remove real server %s of %s: %w", d, k, err)
+			return calls, fmt.Errorf("remove real server %s of %s: %w", d, have.Key, err)
 		}
 		delete(have.Dests, d)
 		calls++
@@ -450,6 +502,7 @@ func (p *Proxier) readIPVS(bound map[string]bool, nodeIPs []net.IP, wanted map[s
 		if s.Flags&flagPersistent != 0 {
 			vs.Persistent = s.Timeout
 		}
+		vs.Fallback = s.Flags&flagFallback != 0
 		dests, err := p.ipvs.GetDestinations(s)
 		if err != nil {
 			return nil, fmt.Errorf("list real servers of %s: %w", k, err)
@@ -467,6 +520,9 @@ func toIPVS(vs *virtualServer) *libipvs.Service {
 		SchedName: vs.Scheduler, AddressFamily: unix.AF_INET, Netmask: 0xffffffff}
 	if vs.Persistent > 0 {
 		s.Flags, s.Timeout = flagPersistent, vs.Persistent
+	}
+	if vs.Fallback {
+		s.Flags |= flagFallback
 	}
 	return s
 }
