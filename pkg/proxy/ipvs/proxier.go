@@ -56,7 +56,7 @@ type Proxier struct {
 	slices   discoverylisters.EndpointSliceLister
 	nodeName string
 	log      *slog.Logger
-	ipvs     *libipvs.Handle
+	ipvs     ipvsHandle
 	nl       *netlink.Handle // one socket for the address changes, not one per request
 
 	mu       sync.Mutex
@@ -67,6 +67,20 @@ type Proxier struct {
 	bound    map[string]bool          // addresses on kube-ipvs0, as of the last sync
 	draining map[vsKey]bool           // virtual servers with removed TCP real servers at weight 0
 	rules    string                   // the iptables-restore input last written
+}
+
+// ipvsHandle is the part of moby/ipvs's Handle the proxier uses (a fake in unit tests).
+type ipvsHandle interface {
+	GetServices() ([]*libipvs.Service, error)
+	NewService(*libipvs.Service) error
+	UpdateService(*libipvs.Service) error
+	DelService(*libipvs.Service) error
+	GetDestinations(*libipvs.Service) ([]*libipvs.Destination, error)
+	NewDestination(*libipvs.Service, *libipvs.Destination) error
+	UpdateDestination(*libipvs.Service, *libipvs.Destination) error
+	DelDestination(*libipvs.Service, *libipvs.Destination) error
+	SetConfig(*libipvs.Config) error
+	Close()
 }
 
 // New checks that the kernel has IPVS and the scheduler, and makes a proxier whose first Sync
