@@ -179,6 +179,20 @@ func TestIPVSInVM(t *testing.T) {
 		"UDP 10.96.0.53:53 sh persist 600": b1 + ":5353",
 	})
 	checkSet(t, ipset.LoopBack, b1+",tcp:8080,"+b1, b1+",udp:5353,"+b1)
+	// Graceful termination: the ClusterIP's earlier connections to b2 (closed seconds ago,
+	// still counted by IPVS for its TIME_WAIT of 2 minutes) keep b2 there at weight 0.
+	cluster := &libipvs.Service{Address: net.ParseIP("10.96.0.10").To4(), Protocol: 6, Port: 80, AddressFamily: 2}
+	dests, err := h.GetDestinations(cluster)
+	must(t, err)
+	draining := false
+	for _, d := range dests {
+		if d.Address.String() == b2 {
+			draining = d.Weight == 0 && d.ActiveConnections+d.InactiveConnections > 0
+		}
+	}
+	if !draining {
+		t.Errorf("10.96.0.10:80 after removing b2: want b2 draining at weight 0 with its connections, have %d real servers", len(dests))
+	}
 	if got := answers(t, "10.96.0.10:80", 4); !got["b1"] || got["b2"] {
 		t.Errorf("after removing b2 the ClusterIP answered by %v, want b1 only", got)
 	}
