@@ -77,14 +77,14 @@ func TestIPVSBenchInVM(t *testing.T) {
 		p.ForceFull()
 		resync, err := p.Sync(ctx)
 		must(t, err)
-		changes := benchChanges(t, slices, n, func() (time.Duration, string) {
+		changes := benchChanges(t, slices, n, 1, func() (time.Duration, string) {
 			res, err := p.Sync(ctx)
 			must(t, err)
 			if res.Full || res.IPVSCalls != 2 {
 				t.Fatalf("one endpoint change: full=%v, %d IPVS calls (want a partial sync: one real server added, one removed)", res.Full, res.IPVSCalls)
 			}
-			return res.Duration, fmt.Sprintf("snapshot %v, ipvs %v, sets %v, rules %v", res.Snapshot.Round(time.Microsecond),
-				res.IPVSTime.Round(time.Microsecond), res.SetsTime.Round(time.Microsecond), res.RulesTime.Round(time.Microsecond))
+			return res.Duration, fmt.Sprintf("snapshot %v, wanted state %v (%d ports), ipvs %v, sets %v, rules %v", res.Snapshot.Round(time.Microsecond),
+				res.Wanted.Round(time.Microsecond), res.Recomputed, res.IPVSTime.Round(time.Microsecond), res.SetsTime.Round(time.Microsecond), res.RulesTime.Round(time.Microsecond))
 		})
 		rss := rssMB()
 		ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
@@ -108,7 +108,7 @@ func TestIPVSBenchInVM(t *testing.T) {
 		ip.ForceFull()
 		iresync, err := ip.Sync(ctx)
 		must(t, err)
-		ichanges := benchChanges(t, slices, n, func() (time.Duration, string) {
+		ichanges := benchChanges(t, slices, n, 6, func() (time.Duration, string) {
 			res, err := ip.Sync(ctx)
 			must(t, err)
 			return res.Duration, fmt.Sprintf("full=%v, %d chains written", res.Full, res.ChainsWritten)
@@ -150,11 +150,12 @@ type changeResult struct {
 }
 
 // benchChanges moves one endpoint of one Service five times, syncing after each; it returns
-// the median sync time.
-func benchChanges(t *testing.T, slices cache.Indexer, n int, sync func() (time.Duration, string)) changeResult {
+// the median sync time. Generations first..first+4 must differ from earlier calls' on the
+// same slices, or nothing changes.
+func benchChanges(t *testing.T, slices cache.Indexer, n, first int, sync func() (time.Duration, string)) changeResult {
 	var ds []time.Duration
 	var detail string
-	for g := 1; g <= 5; g++ {
+	for g := first; g < first+5; g++ {
 		i := (g * 7919) % n
 		must(t, slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, g)))
 		d, det := sync()

@@ -3,7 +3,8 @@
 // real server per usable endpoint; the virtual addresses bound to the dummy device
 // kube-ipvs0 (so the node accepts their packets); kube-proxy's ip sets (pkg/proxy/ipset)
 // and the constant handful of iptables rules matching them, for masquerade and filtering.
-// This file computes the wanted state from the service snapshot; proxier.go applies it.
+// This file computes the wanted state of a service port; tracker.go keeps the wanted
+// state of all of them between syncs; proxier.go applies it.
 package ipvs
 
 import (
@@ -24,6 +25,14 @@ const DummyDevice = "kube-ipvs0"
 
 // flagPersistent is IP_VS_SVC_F_PERSISTENT: ClientIP affinity.
 const flagPersistent = 0x1
+
+// flagFallback is IP_VS_SVC_F_SCHED1, which the sh and mh schedulers read as "fallback":
+// a client hashed to a real server at weight 0 (draining, see removeRealServers) goes to
+// another one instead of being refused.
+const flagFallback = 0x8
+
+// hasFallback says whether sched is a hashing scheduler that takes flagFallback.
+func hasFallback(sched string) bool { return sched == "sh" || sched == "mh" }
 
 // Schedulers are the IPVS schedulers --ipvs-scheduler accepts (ip_vs_<name> modules).
 var Schedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"}
@@ -60,6 +69,7 @@ type virtualServer struct {
 	Key        vsKey
 	Scheduler  string
 	Persistent uint32 // ClientIP affinity timeout in seconds, 0 for none
+	Fallback   bool   // flagFallback set
 	Dests      map[string]int
 	Service    string // the service port it serves, for logs
 }
@@ -91,96 +101,107 @@ func protoName(p uint16) string {
 	return "TCP"
 }
 
-// desiredState turns the snapshot into virtual servers, bound addresses and set entries.
+// desiredState turns the snapshot into virtual servers, bound addresses and set entries,
+// computing every service port (the full recompute; Proxier keeps a tracker instead).
 func desiredState(cfg Config, ports []proxy.ServicePort, nodeIPs []net.IP) *state {
-	sched := cfg.Scheduler
-	if sched == "" {
-		sched = "rr"
-	}
-	st := &state{services: map[vsKey]*virtualServer{}, addrs: map[string]bool{}, sets: ipset.KubeSets()}
-	sets := st.sets
-	for i := range ports {
-		sp := &ports[i]
-		if net.ParseIP(sp.ClusterIP).To4() == nil {
-			continue // IPv4 only, as the rest of miniproxy
-		}
-		proto := protoNumber(sp.Protocol)
-		proto4set := strings.ToLower(string(sp.Protocol))
-		dests := func(local bool) map[string]int {
-			out := map[string]int{}
-			for _, e := range sp.Usable(local) {
-				out[e.String()] = 1
-			}
-			return out
-		}
-		clusterDests, externalDests := dests(sp.InternalLocal), dests(sp.ExternalLocal)
-		add := func(ip string, port int32, d map[string]int) {
-			k := vsKey{Proto: proto, IP: ip, Port: uint16(port)}
-			st.services[k] = &virtualServer{Key: k, Scheduler: sched, Persistent: uint32(max(sp.AffinitySeconds, 0)), Dests: d, Service: sp.Name}
-		}
-		bind := func(ip string) {
-			st.addrs[ip] = true
-			sets[ipset.IPVSIPs].Add(ip)
-		}
+	t := newTracker(cfg, nodeIPs)
+	t.update(ports, nodeIPs)
+	return t.st
+}
 
-		add(sp.ClusterIP, sp.Port, clusterDests)
-		bind(sp.ClusterIP)
-		sets[ipset.ClusterIP].Add(ipset.IPPort(sp.ClusterIP, proto4set, sp.Port))
-		for _, ip := range sp.ExternalIPs {
-			if net.ParseIP(ip).To4() == nil {
-				continue
-			}
-			add(ip, sp.Port, externalDests)
-			bind(ip)
-			set := ipset.ExternalIP
-			if sp.ExternalLocal {
-				set = ipset.ExternalIPLocal
-			}
-			sets[set].Add(ipset.IPPort(ip, proto4set, sp.Port))
+// portPart is one service port's share of the wanted state.
+type portPart struct {
+	services []*virtualServer
+	addrs    []string // on kube-ipvs0
+	entries  []setEntry
+}
+
+// setEntry is one entry of one ip set.
+type setEntry struct{ set, entry string }
+
+// computePort is the wanted state of one service port.
+func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart {
+	var part portPart
+	if net.ParseIP(sp.ClusterIP).To4() == nil {
+		return part // IPv4 only, as the rest of miniproxy
+	}
+	proto := protoNumber(sp.Protocol)
+	proto4set := strings.ToLower(string(sp.Protocol))
+	dests := func(local bool) map[string]int {
+		out := map[string]int{}
+		for _, e := range sp.Usable(local) {
+			out[e.String()] = 1
 		}
-		for _, ip := range sp.LoadBalancerIPs {
-			if net.ParseIP(ip).To4() == nil {
-				continue
-			}
-			add(ip, sp.Port, externalDests)
-			bind(ip)
-			sets[ipset.LoadBalancer].Add(ipset.IPPort(ip, proto4set, sp.Port))
-			if sp.ExternalLocal {
-				sets[ipset.LoadBalancerLocal].Add(ipset.IPPort(ip, proto4set, sp.Port))
-			}
+		return out
+	}
+	clusterDests, externalDests := dests(sp.InternalLocal), dests(sp.ExternalLocal)
+	add := func(ip string, port int32, d map[string]int) {
+		k := vsKey{Proto: proto, IP: ip, Port: uint16(port)}
+		part.services = append(part.services, &virtualServer{Key: k, Scheduler: sched, Persistent: uint32(max(sp.AffinitySeconds, 0)), Fallback: hasFallback(sched), Dests: d, Service: sp.Name})
+	}
+	entry := func(set, e string) { part.entries = append(part.entries, setEntry{set, e}) }
+	bind := func(ip string) {
+		part.addrs = append(part.addrs, ip)
+		entry(ipset.IPVSIPs, ip)
+	}
+
+	add(sp.ClusterIP, sp.Port, clusterDests)
+	bind(sp.ClusterIP)
+	entry(ipset.ClusterIP, ipset.IPPort(sp.ClusterIP, proto4set, sp.Port))
+	for _, ip := range sp.ExternalIPs {
+		if net.ParseIP(ip).To4() == nil {
+			continue
 		}
-		if sp.NodePort != 0 {
+		add(ip, sp.Port, externalDests)
+		bind(ip)
+		set := ipset.ExternalIP
+		if sp.ExternalLocal {
+			set = ipset.ExternalIPLocal
+		}
+		entry(set, ipset.IPPort(ip, proto4set, sp.Port))
+	}
+	for _, ip := range sp.LoadBalancerIPs {
+		if net.ParseIP(ip).To4() == nil {
+			continue
+		}
+		add(ip, sp.Port, externalDests)
+		bind(ip)
+		entry(ipset.LoadBalancer, ipset.IPPort(ip, proto4set, sp.Port))
+		if sp.ExternalLocal {
+			entry(ipset.LoadBalancerLocal, ipset.IPPort(ip, proto4set, sp.Port))
+		}
+	}
+	if sp.NodePort != 0 {
+		for _, ip := range nodeIPs {
+			add(ip.String(), sp.NodePort, externalDests)
+		}
+		switch sp.Protocol {
+		case corev1.ProtocolTCP, corev1.ProtocolUDP:
+			set, local := ipset.NodePortTCP, ipset.NodePortLocalTCP
+			if sp.Protocol == corev1.ProtocolUDP {
+				set, local = ipset.NodePortUDP, ipset.NodePortLocalUDP
+			}
+			entry(set, fmt.Sprint(sp.NodePort))
+			if sp.ExternalLocal {
+				entry(local, fmt.Sprint(sp.NodePort))
+			}
+		case corev1.ProtocolSCTP:
 			for _, ip := range nodeIPs {
-				add(ip.String(), sp.NodePort, externalDests)
-			}
-			switch sp.Protocol {
-			case corev1.ProtocolTCP, corev1.ProtocolUDP:
-				set := map[bool]string{false: ipset.NodePortTCP, true: ipset.NodePortLocalTCP}
-				if sp.Protocol == corev1.ProtocolUDP {
-					set = map[bool]string{false: ipset.NodePortUDP, true: ipset.NodePortLocalUDP}
-				}
-				sets[set[false]].Add(fmt.Sprint(sp.NodePort))
+				entry(ipset.NodePortSCTP, ipset.IPPort(ip.String(), "sctp", sp.NodePort))
 				if sp.ExternalLocal {
-					sets[set[true]].Add(fmt.Sprint(sp.NodePort))
+					entry(ipset.NodePortLocalSCTP, ipset.IPPort(ip.String(), "sctp", sp.NodePort))
 				}
-			case corev1.ProtocolSCTP:
-				for _, ip := range nodeIPs {
-					sets[ipset.NodePortSCTP].Add(ipset.IPPort(ip.String(), "sctp", sp.NodePort))
-					if sp.ExternalLocal {
-						sets[ipset.NodePortLocalSCTP].Add(ipset.IPPort(ip.String(), "sctp", sp.NodePort))
-					}
-				}
-			}
-		}
-		// Hairpin: an endpoint on this node reaching its own service through the virtual
-		// address must be masqueraded, or it answers itself directly.
-		for _, e := range sp.Endpoints {
-			if e.Local {
-				sets[ipset.LoopBack].Add(ipset.IPPortIP(e.IP, proto4set, e.Port, e.IP))
 			}
 		}
 	}
-	return st
+	// Hairpin: an endpoint on this node reaching its own service through the virtual
+	// address must be masqueraded, or it answers itself directly.
+	for _, e := range sp.Endpoints {
+		if e.Local {
+			entry(ipset.LoopBack, ipset.IPPortIP(e.IP, proto4set, e.Port, e.IP))
+		}
+	}
+	return part
 }
 
 // orderedSets lists the state's sets in kube-proxy's order.

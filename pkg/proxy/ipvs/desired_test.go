@@ -170,43 +170,63 @@ func TestMissingJumpsGoFirstInTheirTable(t *testing.T) {
 }
 
 // BenchmarkWantedState is the part of a sync that runs in the proxier, not the kernel:
-// snapshot of the listers, wanted state, and the ip set difference from the previous sync,
-// for N Services x 2 endpoints with one endpoint moved. The VM benchmark
-// (TestIPVSBenchInVM) measures whole syncs, kernel included, in emulation; this gives the
-// native figure of the same work on this host.
+// snapshot of the listers, wanted state, and the ip set lines to write, for N Services x 2
+// endpoints with one endpoint moved per sync. "incremental" is what Proxier does (the
+// Snapshotter and the tracker recompute only the changed Service); "full", the baseline,
+// recomputes every Service and diffs every set entry, as every sync did before. The VM
+// benchmark (TestIPVSBenchInVM) measures whole syncs, kernel included, in emulation; this
+// gives the native figure of the same work on this host.
 func BenchmarkWantedState(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			svcs, slices := benchObjects(n)
-			services, sliceLister := corelisters.NewServiceLister(svcs), discoverylisters.NewEndpointSliceLister(slices)
-			ports, err := proxy.Snapshot(services, sliceLister, "vm")
-			if err != nil {
-				b.Fatal(err)
-			}
-			prev := desiredState(Config{}, ports, nil)
-			have := map[string]map[string]bool{}
-			for name, s := range prev.sets {
-				have[name] = s.Entries
-			}
-			g := 0
-			cpu0 := cpuTime()
-			b.ResetTimer()
-			for b.Loop() {
-				g++
-				i := (g * 7919) % n
-				if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, g%5)); err != nil {
-					b.Fatal(err)
-				}
-				ports, err := proxy.Snapshot(services, sliceLister, "vm")
+		for _, mode := range []string{"full", "incremental"} {
+			b.Run(fmt.Sprintf("%d/%s", n, mode), func(b *testing.B) {
+				svcs, slices := benchObjects(n)
+				services, sliceLister := corelisters.NewServiceLister(svcs), discoverylisters.NewEndpointSliceLister(slices)
+				snap := &proxy.Snapshotter{Services: services, Slices: sliceLister, NodeName: "vm"}
+				ports, err := snap.Snapshot()
 				if err != nil {
 					b.Fatal(err)
 				}
-				st := desiredState(Config{}, ports, nil)
-				_ = ipset.Script(st.orderedSets(), have)
-			}
-			// CPU time per sync: on a shared host the wall time mostly measures the queue.
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
-		})
+				track := newTracker(Config{}, nil)
+				track.update(ports, nil)
+				track.markApplied()
+				have := map[string]map[string]bool{}
+				for name, s := range track.st.sets {
+					have[name] = s.Entries
+				}
+				g := 0
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for b.Loop() {
+					g++
+					i := (g * 7919) % n
+					// A generation differing from the one Service i had at its last visit.
+					if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, 1+(g/n)%5)); err != nil {
+						b.Fatal(err)
+					}
+					if mode == "full" {
+						ports, err := proxy.Snapshot(services, sliceLister, "vm")
+						if err != nil {
+							b.Fatal(err)
+						}
+						st := desiredState(Config{}, ports, nil)
+						_ = ipset.Script(st.orderedSets(), have)
+						continue
+					}
+					ports, err := snap.Snapshot()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := track.update(ports, nil); got != 1 {
+						b.Fatalf("%d service ports recomputed, want 1", got)
+					}
+					_ = track.setChanges()
+					track.markApplied()
+				}
+				// CPU time per sync: on a shared host the wall time mostly measures the queue.
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			})
+		}
 	}
 }
 

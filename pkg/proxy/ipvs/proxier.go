@@ -30,6 +30,8 @@ type SyncResult struct {
 	Duration       time.Duration
 	Snapshot       time.Duration // reading Services and EndpointSlices, within Duration
 	ServicePorts   int
+	Recomputed     int           // service ports whose wanted state was computed (changed ones, or all)
+	Wanted         time.Duration // computing the wanted state, within Duration
 	VirtualServers int
 	RealServers    int
 	IPVSCalls      int // netlink requests changing IPVS
@@ -44,23 +46,41 @@ type SyncResult struct {
 }
 
 // Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
-// EndpointSlices it reads. After a full sync (the first, the periodic one, after an error)
-// it remembers what it wrote and the next syncs send only the differences.
+// EndpointSlices it reads. A full sync (the first, the periodic one, after an error, when
+// the node's addresses change) computes everything and compares it with the kernel; it
+// then remembers the wanted state and what it wrote, and the next syncs recompute only the
+// changed Services and send only their differences.
 type Proxier struct {
 	cfg      Config
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
 	nodeName string
 	log      *slog.Logger
-	ipvs     *libipvs.Handle
+	ipvs     ipvsHandle
 	nl       *netlink.Handle // one socket for the address changes, not one per request
 
 	mu       sync.Mutex
 	needFull bool
+	snap     *proxy.Snapshotter       // re-reads only changed Services
+	track    *tracker                 // the wanted state, recomputed only for changed service ports
 	applied  map[vsKey]*virtualServer // what IPVS holds, as of the last sync
 	bound    map[string]bool          // addresses on kube-ipvs0, as of the last sync
-	sets     ipset.Syncer
-	rules    string // the iptables-restore input last written
+	draining map[vsKey]bool           // virtual servers with removed TCP real servers at weight 0
+	rules    string                   // the iptables-restore input last written
+}
+
+// ipvsHandle is the part of moby/ipvs's Handle the proxier uses (a fake in unit tests).
+type ipvsHandle interface {
+	GetServices() ([]*libipvs.Service, error)
+	NewService(*libipvs.Service) error
+	UpdateService(*libipvs.Service) error
+	DelService(*libipvs.Service) error
+	GetDestinations(*libipvs.Service) ([]*libipvs.Destination, error)
+	NewDestination(*libipvs.Service, *libipvs.Destination) error
+	UpdateDestination(*libipvs.Service, *libipvs.Destination) error
+	DelDestination(*libipvs.Service, *libipvs.Destination) error
+	SetConfig(*libipvs.Config) error
+	Close()
 }
 
 // New checks that the kernel has IPVS and the scheduler, and makes a proxier whose first Sync
@@ -142,7 +162,12 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	defer p.mu.Unlock()
 	start := time.Now()
 	res := SyncResult{Full: p.needFull}
-	ports, err := proxy.Snapshot(p.services, p.slices, p.nodeName)
+	if p.needFull || p.snap == nil {
+		// A full sync reads everything anew, trusting no memory of earlier ones.
+		p.snap = &proxy.Snapshotter{Services: p.services, Slices: p.slices, NodeName: p.nodeName}
+		p.track = nil
+	}
+	ports, err := p.snap.Snapshot()
 	if err != nil {
 		return res, err
 	}
@@ -153,12 +178,24 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 		return res, err
 	}
 	p.needFull = false
+	p.track.markApplied()
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-// apply writes the wanted state of ports; on a full sync the kernel is read first.
+// apply writes the wanted state of ports: on a full sync all of it, compared with what the
+// kernel holds; otherwise the changes the tracker noted, compared with what was written.
 func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res SyncResult) (SyncResult, error) {
+	dummy, created, err := ensureDummy()
+	if err != nil {
+		return res, err
+	}
+	nodeIPs, err := p.nodeIPs(dummy)
+	if err != nil {
+		return res, err
+	}
+	// New node addresses change every NodePort: start over as on a full sync.
+	res.Full = res.Full || p.track == nil || !sameIPs(p.track.nodeIPs, nodeIPs) || p.applied == nil || p.bound == nil
 	full := res.Full
 	if full {
 		if err := ensureSysctls(p.cfg, p.log); err != nil {
@@ -170,39 +207,42 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 				return res, fmt.Errorf("set IPVS timeouts: %w", err)
 			}
 		}
+		p.track = newTracker(p.cfg, nodeIPs)
 	}
-	dummy, created, err := ensureDummy()
-	if err != nil {
-		return res, err
-	}
-	if created && p.bound != nil {
-		p.bound = map[string]bool{} // deleted behind our back: none of its addresses remain
-	}
-	nodeIPs, err := p.nodeIPs(dummy)
-	if err != nil {
-		return res, err
-	}
-	st := desiredState(p.cfg, ports, nodeIPs)
+	t0 := time.Now()
+	t := p.track
+	res.Recomputed = t.update(ports, nodeIPs)
+	res.Wanted = time.Since(t0)
+	st := t.st
 	res.ServicePorts = len(ports)
 	res.VirtualServers = len(st.services)
 	for _, vs := range st.services {
 		res.RealServers += len(vs.Dests)
 	}
-	t0 := time.Now()
-	if full || p.applied == nil || p.bound == nil {
+	t0 = time.Now()
+	if full {
 		if p.bound, err = boundAddresses(dummy); err != nil {
 			return res, err
 		}
 		if p.applied, err = p.readIPVS(p.bound, nodeIPs, st.addrs); err != nil {
 			return res, err
 		}
-		p.sets.Reset()
+		p.draining = map[vsKey]bool{} // a full sync visits every virtual server and finds them again
 	}
 	res.ReadTime = time.Since(t0)
+	// What to look at: everything on a full sync, the changes otherwise.
+	addAddrs, delAddrs := st.addrs, p.bound
+	if !full {
+		addAddrs, delAddrs = t.dirtyAddrs, t.dirtyAddrs
+		if created { // kube-ipvs0 deleted behind our back: none of its addresses remain
+			p.bound = map[string]bool{}
+			addAddrs = st.addrs
+		}
+	}
 	// Addresses first: a virtual server on an address the node does not own gets nothing.
 	t0 = time.Now()
-	for ip := range st.addrs {
-		if !p.bound[ip] {
+	for ip := range addAddrs {
+		if st.addrs[ip] && !p.bound[ip] {
 			if err := p.nl.AddrAdd(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EEXIST) {
 				return res, fmt.Errorf("bind %s to %s: %w", ip, DummyDevice, err)
 			}
@@ -212,15 +252,15 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	}
 	res.AddrTime = time.Since(t0)
 	t0 = time.Now()
-	calls, err := p.syncIPVS(st.services)
+	calls, err := p.syncIPVS(st.services, full, t.dirtyVS)
 	res.IPVSCalls = calls
 	if err != nil {
 		return res, err
 	}
 	res.IPVSTime = time.Since(t0)
 	t0 = time.Now()
-	for ip := range p.bound {
-		if !st.addrs[ip] {
+	for ip := range delAddrs {
+		if !st.addrs[ip] && p.bound[ip] {
 			if err := p.nl.AddrDel(dummy, &netlink.Addr{IPNet: host(ip)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 				return res, fmt.Errorf("unbind %s from %s: %w", ip, DummyDevice, err)
 			}
@@ -230,7 +270,14 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	}
 	res.AddrTime += time.Since(t0)
 	t0 = time.Now()
-	if res.SetLines, err = p.sets.Sync(ctx, st.orderedSets()); err != nil {
+	if full {
+		// A Syncer of its own: it compares with the kernel (one ipset save).
+		res.SetLines, err = (&ipset.Syncer{}).Sync(ctx, st.orderedSets())
+	} else {
+		script := t.setChanges()
+		res.SetLines, err = strings.Count(script, "\n"), ipset.Restore(ctx, script)
+	}
+	if err != nil {
 		return res, err
 	}
 	res.SetsTime = time.Since(t0)
@@ -294,73 +341,153 @@ func withJumps(text string, missing []jump) string {
 	return text
 }
 
-// syncIPVS turns p.applied into want: new virtual servers made, changed ones updated, real
-// servers added, reweighted and removed, stale virtual servers deleted. It counts the
-// requests it sends.
-func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer) (int, error) {
+// syncIPVS turns p.applied into want: on a full sync every virtual server, otherwise those
+// in changed. It counts the requests it sends.
+func (p *Proxier) syncIPVS(want map[vsKey]*virtualServer, full bool, changed map[vsKey]bool) (int, error) {
 	calls := 0
-	for k, w := range want {
-		have, ok := p.applied[k]
-		svc := toIPVS(w)
-		switch {
-		case !ok:
-			if err := p.ipvs.NewService(svc); err != nil {
-				return calls, fmt.Errorf("add virtual server %s (%s): %w", k, w.Service, err)
+	sync := func(k vsKey) error {
+		n, err := p.syncVirtualServer(k, want[k])
+		calls += n
+		return err
+	}
+	if !full {
+		// Draining real servers are looked at on every sync: deleted once drained.
+		for k := range p.draining {
+			if !changed[k] {
+				if err := sync(k); err != nil {
+					return calls, err
+				}
 			}
-			have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Dests: map[string]int{}}
-			p.applied[k] = have
-			calls++
-		case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent:
-			if err := p.ipvs.UpdateService(svc); err != nil {
-				return calls, fmt.Errorf("update virtual server %s (%s): %w", k, w.Service, err)
-			}
-			have.Scheduler, have.Persistent = w.Scheduler, w.Persistent
-			calls++
 		}
-		have.Service = w.Service
-		for d, weight := range w.Dests {
-			cur, exists := have.Dests[d]
-			if exists && cur == weight {
-				continue
-			}
-			dst, err := toDest(d, weight)
-			if err != nil {
+		for k := range changed {
+			if err := sync(k); err != nil {
 				return calls, err
 			}
-			if exists {
-				err = p.ipvs.UpdateDestination(svc, dst)
-			} else {
-				err = p.ipvs.NewDestination(svc, dst)
-			}
-			if err != nil {
-				return calls, fmt.Errorf("real server %s of %s (%s): %w", d, k, w.Service, err)
-			}
-			have.Dests[d] = weight
-			calls++
 		}
-		for d := range have.Dests {
-			if _, keep := w.Dests[d]; keep {
-				continue
-			}
-			dst, err := toDest(d, 0)
-			if err != nil {
-				return calls, err
-			}
-			if err := p.ipvs.DelDestination(svc, dst); err != nil && !errors.Is(err, unix.ENOENT) {
-				return calls, fmt.Errorf("remove real server %s of %s: %w", d, k, err)
-			}
-			delete(have.Dests, d)
-			calls++
+		return calls, nil
+	}
+	for k := range want {
+		if err := sync(k); err != nil {
+			return calls, err
 		}
 	}
-	for k, have := range p.applied {
-		if _, keep := want[k]; keep {
-			continue
+	for k := range p.applied {
+		if want[k] == nil {
+			if err := sync(k); err != nil {
+				return calls, err
+			}
+		}
+	}
+	return calls, nil
+}
+
+// syncVirtualServer makes the virtual server k in IPVS equal w (nil: none): made or
+// updated, real servers added, reweighted and removed, or deleted. It counts the requests
+// it sends.
+func (p *Proxier) syncVirtualServer(k vsKey, w *virtualServer) (int, error) {
+	calls := 0
+	have, ok := p.applied[k]
+	if w == nil {
+		if !ok {
+			return 0, nil
 		}
 		if err := p.ipvs.DelService(toIPVS(have)); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
-			return calls, fmt.Errorf("remove virtual server %s: %w", k, err)
+			return 0, fmt.Errorf("remove virtual server %s: %w", k, err)
 		}
 		delete(p.applied, k)
+		delete(p.draining, k)
+		return 1, nil
+	}
+	svc := toIPVS(w)
+	switch {
+	case !ok:
+		if err := p.ipvs.NewService(svc); err != nil {
+			return calls, fmt.Errorf("add virtual server %s (%s): %w", k, w.Service, err)
+		}
+		have = &virtualServer{Key: k, Scheduler: w.Scheduler, Persistent: w.Persistent, Fallback: w.Fallback, Dests: map[string]int{}}
+		p.applied[k] = have
+		calls++
+	case have.Scheduler != w.Scheduler || have.Persistent != w.Persistent || have.Fallback != w.Fallback:
+		if err := p.ipvs.UpdateService(svc); err != nil {
+			return calls, fmt.Errorf("update virtual server %s (%s): %w", k, w.Service, err)
+		}
+		have.Scheduler, have.Persistent, have.Fallback = w.Scheduler, w.Persistent, w.Fallback
+		calls++
+	}
+	have.Service = w.Service
+	for d, weight := range w.Dests {
+		cur, exists := have.Dests[d]
+		if exists && cur == weight {
+			continue
+		}
+		dst, err := toDest(d, weight)
+		if err != nil {
+			return calls, err
+		}
+		if exists {
+			err = p.ipvs.UpdateDestination(svc, dst)
+		} else {
+			err = p.ipvs.NewDestination(svc, dst)
+		}
+		if err != nil {
+			return calls, fmt.Errorf("real server %s of %s (%s): %w", d, k, w.Service, err)
+		}
+		have.Dests[d] = weight
+		calls++
+	}
+	n, err := p.removeRealServers(svc, have, w)
+	return calls + n, err
+}
+
+// removeRealServers removes the real servers of have that w does not want, with
+// kube-proxy's graceful termination: a TCP real server still holding connections (active
+// or not yet expired) gets weight 0, so it takes no new ones, and a later sync deletes it
+// once they are gone; one without connections, UDP and SCTP ones (whose entries only
+// expire) and those of the dh scheduler go at once.
+func (p *Proxier) removeRealServers(svc *libipvs.Service, have, w *virtualServer) (int, error) {
+	var stale []string
+	for d := range have.Dests {
+		if _, keep := w.Dests[d]; !keep {
+			stale = append(stale, d)
+		}
+	}
+	delete(p.draining, have.Key)
+	if len(stale) == 0 {
+		return 0, nil
+	}
+	conns := map[string]int{}
+	// dh has no fallback: a client hashed to a weight-0 server would be refused.
+	if have.Key.Proto == unix.IPPROTO_TCP && have.Scheduler != "dh" {
+		dests, err := p.ipvs.GetDestinations(svc)
+		if err != nil {
+			return 0, fmt.Errorf("list real servers of %s: %w", have.Key, err)
+		}
+		for _, d := range dests {
+			conns[net.JoinHostPort(d.Address.String(), strconv.Itoa(int(d.Port)))] = d.ActiveConnections + d.InactiveConnections
+		}
+	}
+	calls := 0
+	for _, d := range stale {
+		dst, err := toDest(d, 0)
+		if err != nil {
+			return calls, err
+		}
+		if conns[d] > 0 {
+			p.draining[have.Key] = true
+			if have.Dests[d] == 0 {
+				continue // already draining
+			}
+			if err := p.ipvs.UpdateDestination(svc, dst); err != nil {
+				return calls, fmt.Errorf("drain real server %s of %s: %w", d, have.Key, err)
+			}
+			have.Dests[d] = 0
+			calls++
+			continue
+		}
+		if err := p.ipvs.DelDestination(svc, dst); err != nil && !errors.Is(err, unix.ENOENT) {
+			return calls, fmt.Errorf("remove real server %s of %s: %w", d, have.Key, err)
+		}
+		delete(have.Dests, d)
 		calls++
 	}
 	return calls, nil
@@ -389,6 +516,7 @@ func (p *Proxier) readIPVS(bound map[string]bool, nodeIPs []net.IP, wanted map[s
 		if s.Flags&flagPersistent != 0 {
 			vs.Persistent = s.Timeout
 		}
+		vs.Fallback = s.Flags&flagFallback != 0
 		dests, err := p.ipvs.GetDestinations(s)
 		if err != nil {
 			return nil, fmt.Errorf("list real servers of %s: %w", k, err)
@@ -406,6 +534,9 @@ func toIPVS(vs *virtualServer) *libipvs.Service {
 		SchedName: vs.Scheduler, AddressFamily: unix.AF_INET, Netmask: 0xffffffff}
 	if vs.Persistent > 0 {
 		s.Flags, s.Timeout = flagPersistent, vs.Persistent
+	}
+	if vs.Fallback {
+		s.Flags |= flagFallback
 	}
 	return s
 }

@@ -1,0 +1,112 @@
+package ipvs
+
+import (
+	"maps"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/proxy/ipset"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestTrackerMatchesFullRecompute: after each change the tracker's state equals a full
+// recompute, and the changes it notes, applied to the previous state as a partial sync
+// does, give that state too.
+func TestTrackerMatchesFullRecompute(t *testing.T) {
+	nodeIPs := []net.IP{net.ParseIP("10.200.0.11")}
+	base := ports()
+	moved := ports()
+	moved[0].Endpoints = []proxy.Endpoint{{IP: "10.244.1.2", Port: 8080, Ready: true, Serving: true, Local: true},
+		{IP: "10.244.2.9", Port: 8080, Ready: true, Serving: true}}
+	// Another Service on web's external IP and port, and on its hairpin endpoint.
+	twin := proxy.ServicePort{Name: "default/zz:http", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.11", Port: 80,
+		ExternalIPs: []string{"192.0.2.7"}, Endpoints: []proxy.Endpoint{{IP: "10.244.1.2", Port: 8080, Ready: true, Local: true}}}
+	affinity := append(moved[:1:1], moved[1])
+	affinity[1].AffinitySeconds = 30
+	steps := []struct {
+		name  string
+		ports []proxy.ServicePort
+		want  int // service ports recomputed
+	}{
+		{"first", base, 2},
+		{"unchanged", base, 0},
+		{"endpoint moved", moved, 1},
+		{"twin added", append(append([]proxy.ServicePort{}, moved...), twin), 1},
+		{"web removed", []proxy.ServicePort{moved[1], twin}, 1},
+		{"affinity changed", []proxy.ServicePort{affinity[1], twin}, 1},
+		{"all removed", nil, 2},
+	}
+	tr := newTracker(Config{}, nodeIPs)
+	kernel := &state{services: map[vsKey]*virtualServer{}, addrs: map[string]bool{}, sets: ipset.KubeSets()}
+	for _, s := range steps {
+		if got := tr.update(s.ports, nodeIPs); got != s.want {
+			t.Errorf("%s: %d service ports recomputed, want %d", s.name, got, s.want)
+		}
+		full := desiredState(Config{}, s.ports, nodeIPs)
+		if d := diffState(tr.st, full); d != "" {
+			t.Errorf("%s: tracked state differs from a full recompute: %s", s.name, d)
+		}
+		// What a partial sync writes.
+		for k := range tr.dirtyVS {
+			if w := tr.st.services[k]; w != nil {
+				kernel.services[k] = w
+			} else {
+				delete(kernel.services, k)
+			}
+		}
+		for ip := range tr.dirtyAddrs {
+			if tr.st.addrs[ip] {
+				kernel.addrs[ip] = true
+			} else {
+				delete(kernel.addrs, ip)
+			}
+		}
+		for _, line := range strings.Split(strings.TrimSpace(tr.setChanges()), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			if len(f) != 4 || f[3] != "-exist" {
+				t.Fatalf("%s: ipset line %q", s.name, line)
+			}
+			if f[0] == "add" {
+				kernel.sets[f[1]].Add(f[2])
+			} else {
+				delete(kernel.sets[f[1]].Entries, f[2])
+			}
+		}
+		if d := diffState(kernel, full); d != "" {
+			t.Errorf("%s: the noted changes applied to the previous state differ from a full recompute: %s", s.name, d)
+		}
+		tr.markApplied()
+	}
+	if w := desiredState(Config{}, []proxy.ServicePort{moved[0], twin}, nodeIPs).services[vsKey{Proto: unix.IPPROTO_TCP, IP: "192.0.2.7", Port: 80}]; w == nil || w.Service != "default/zz:http" {
+		t.Errorf("colliding virtual server kept by %v, want default/zz:http's", w)
+	}
+}
+
+// diffState names what differs between two wanted states.
+func diffState(a, b *state) string {
+	var out []string
+	if len(a.services) != len(b.services) {
+		out = append(out, "virtual server count")
+	}
+	for key, x := range a.services {
+		y := b.services[key]
+		if y == nil || x.Scheduler != y.Scheduler || x.Persistent != y.Persistent || x.Service != y.Service || !maps.Equal(x.Dests, y.Dests) {
+			out = append(out, "virtual server "+key.String())
+		}
+	}
+	if !maps.Equal(a.addrs, b.addrs) {
+		out = append(out, "addresses")
+	}
+	for name, s := range b.sets {
+		if !maps.Equal(a.sets[name].Entries, s.Entries) {
+			out = append(out, "set "+name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
