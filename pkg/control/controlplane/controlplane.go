@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/admission/priority"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
@@ -24,6 +25,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -264,7 +266,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
 		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport,
-		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits})
+		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits,
+		Admission: generic.Admission{Mutating: []generic.MutatingAdmission{priority.New(st, reg)}}})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}

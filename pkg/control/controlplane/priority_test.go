@@ -1,0 +1,49 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestPriorityAdmission: a pod's priorityClassName becomes spec.priority and
+// preemptionPolicy at create, a pod naming no class gets the globalDefault one, a missing
+// class and a contradicting spec.priority are refused with Kubernetes' messages.
+func TestPriorityAdmission(t *testing.T) {
+	c := startCluster(t)
+	c.mustKubectl(t, `apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+preemptionPolicy: Never
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: fallback}
+value: 7
+globalDefault: true
+`, "apply", "-f", "-")
+	pod := func(name, extra string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n" + extra +
+			"  containers: [{name: app, image: localhost/minik8s/netexec:v1}]\n"
+	}
+	c.mustKubectl(t, pod("important", "  priorityClassName: high\n"), "apply", "-f", "-")
+	if out := c.mustKubectl(t, "", "get", "pod", "important", "-o", "jsonpath={.spec.priority}/{.spec.preemptionPolicy}"); out != "1000/Never" {
+		t.Errorf("pod with priorityClassName high: priority/policy %q, want 1000/Never", out)
+	}
+	c.mustKubectl(t, pod("plain", ""), "apply", "-f", "-")
+	if out := c.mustKubectl(t, "", "get", "pod", "plain", "-o", "jsonpath={.spec.priorityClassName}/{.spec.priority}"); out != "fallback/7" {
+		t.Errorf("pod without a class: %q, want the globalDefault fallback/7", out)
+	}
+	c.mustKubectl(t, pod("critical", "  priorityClassName: system-node-critical\n"), "apply", "-f", "-")
+	if out := c.mustKubectl(t, "", "get", "pod", "critical", "-o", "jsonpath={.spec.priority}"); out != "2000001000" {
+		t.Errorf("system-node-critical pod: priority %q, want 2000001000", out)
+	}
+	out, err := c.kubectl(t, pod("lost", "  priorityClassName: nowhere\n"), "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "no PriorityClass with name nowhere was found") {
+		t.Errorf("pod naming a missing class: %v\n%s", err, out)
+	}
+	out, err = c.kubectl(t, pod("liar", "  priorityClassName: high\n  priority: 5\n"), "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, "the integer value of priority (5) must not be provided in pod spec") {
+		t.Errorf("pod contradicting its class: %v\n%s", err, out)
+	}
+}
