@@ -104,6 +104,11 @@ func runGuide(t *testing.T, guide, prefix string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, s := range steps {
+		if len(s.expects) == 0 {
+			t.Fatalf("%s:%d: a step without an expect line; say what the reader will see", path, s.line)
+		}
+	}
 	if len(steps) < 3 {
 		t.Fatalf("%s has %d sh blocks; a guide has at least set-up, one step and clean-up", path, len(steps))
 	}
