@@ -30,6 +30,8 @@ func TestLabPodAnatomy(t *testing.T) { runGuide(t, "pod-anatomy.md", "lab-anat")
 
 func TestLabClusterIPWalk(t *testing.T) { runGuide(t, "clusterip-walk.md", "lab-walk") }
 
+func TestLabNodeFailure(t *testing.T) { runGuide(t, "node-failure.md", "lab-fail") }
+
 // guideStep is one ```sh block of a guide and what the guide says it prints.
 type guideStep struct {
 	line    int // the block's first line in the guide, for messages
