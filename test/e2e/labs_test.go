@@ -32,6 +32,8 @@ func TestLabClusterIPWalk(t *testing.T) { runGuide(t, "clusterip-walk.md", "lab-
 
 func TestLabNodeFailure(t *testing.T) { runGuide(t, "node-failure.md", "lab-fail") }
 
+func TestLabHostGWvsVXLAN(t *testing.T) { runGuide(t, "hostgw-vs-vxlan.md", "lab-gw") }
+
 // guideStep is one ```sh block of a guide and what the guide says it prints.
 type guideStep struct {
 	line    int // the block's first line in the guide, for messages
