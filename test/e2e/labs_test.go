@@ -34,6 +34,8 @@ func TestLabNodeFailure(t *testing.T) { runGuide(t, "node-failure.md", "lab-fail
 
 func TestLabHostGWvsVXLAN(t *testing.T) { runGuide(t, "hostgw-vs-vxlan.md", "lab-gw") }
 
+func TestLabRollingUpdate(t *testing.T) { runGuide(t, "rolling-update.md", "lab-roll") }
+
 // guideStep is one ```sh block of a guide and what the guide says it prints.
 type guideStep struct {
 	line    int // the block's first line in the guide, for messages
