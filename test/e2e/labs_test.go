@@ -104,7 +104,7 @@ const stepMark = "=== guide step "
 
 func runGuide(t *testing.T, guide, prefix string) {
 	e := requireEnv(t)
-	testenv.RequireTools(t, "ctr", "jq", "iptables", "busybox")
+	testenv.RequireTools(t, "ctr", "jq", "iptables", "conntrack", "busybox")
 	path := filepath.Join("..", "..", "docs", "labs", guide)
 	steps, err := parseGuide(path)
 	if err != nil {
@@ -174,6 +174,39 @@ func runGuide(t *testing.T, guide, prefix string) {
 			if !re.MatchString(outputs[i]) {
 				t.Errorf("%s: the step at line %d does not show %q", guide, s.line, re)
 			}
+		}
+	}
+}
+
+// TestLabGuideParsing: the guide reader itself, on guides written for it (no root needed).
+func TestLabGuideParsing(t *testing.T) {
+	write := func(text string) string {
+		p := filepath.Join(t.TempDir(), "g.md")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	steps, err := parseGuide(write("# g\n```sh\nLAB=lab\nminilab up --name $LAB\n```\n```text\nout\n```\n<!-- expect: is up -->\n<!-- expect: a+b -->\ntext\n```sh\nmake build\necho x\n```\n<!-- expect: x -->\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 || steps[0].line != 2 || len(steps[0].expects) != 2 || len(steps[1].expects) != 1 || steps[0].expects[1].String() != "a+b" {
+		t.Fatalf("parsed %+v", steps)
+	}
+	if got, want := adapt(steps[0].script, "lab-x", "/img"), "LAB=lab-x\nminilab up --images-dir /img --name $LAB\n"; got != want {
+		t.Errorf("adapt = %q, want %q", got, want)
+	}
+	if got := adapt(steps[1].script, "lab-x", "/img"); got != "echo x\n" {
+		t.Errorf("adapt dropped the wrong lines: %q", got)
+	}
+	for text, want := range map[string]string{
+		"<!-- expect: x -->\n":                 "expect line before any sh block",
+		"```sh\necho\n":                        "unterminated sh block",
+		"```sh\necho\n```\n<!-- expect: ( -->": "missing closing )",
+	} {
+		if _, err := parseGuide(write(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", text, err, want)
 		}
 	}
 }
