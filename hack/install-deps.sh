@@ -8,6 +8,7 @@ PACKAGES=(
   iptables ipset conntrack iproute2            # networking and service proxy
   busybox-static                               # copied into the images we build
   util-linux                                   # nsenter, for daemons inside lab namespaces
+  jq                                           # docs/labs guides (and their tests) read JSON with it
   e2fsprogs                                    # chattr, for the store's permission test as root
   etcd-server                                  # the etcd store engine's tests
   docker-registry                              # image pull tests: a registry on loopback
