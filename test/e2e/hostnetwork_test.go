@@ -44,7 +44,7 @@ spec:
 func TestHostNetworkPodInTheLabNode(t *testing.T) {
 	hostLinks := linkNames(t)
 	if hostListens(t, hostNetworkPort) {
-		t.Skipf("something on the host listens on port %d already; the test could not tell it from the pod", hostNetworkPort)
+		t.Fatalf("something on the host listens on port %d already; the test cannot tell it from the pod (stop it and run again)", hostNetworkPort)
 	}
 	l := upLab(t, "e2e-hostnet", 1)
 	node := l.Nodes[0]
