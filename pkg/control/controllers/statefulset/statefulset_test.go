@@ -111,11 +111,22 @@ spec:
       resources: {requests: {storage: 1Gi}}
 `
 
+// volumes are three hostPath PVs the claims of web bind to.
+const volumes = `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: PersistentVolume, metadata: {name: pv-0}, spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/pv-0}}}
+- {apiVersion: v1, kind: PersistentVolume, metadata: {name: pv-1}, spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/pv-1}}}
+- {apiVersion: v1, kind: PersistentVolume, metadata: {name: pv-2}, spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/pv-2}}}
+`
+
 func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
 	cl.CreateReadyNode(t, "node-1", 20, nil)
 	k := startKubelet(t, cl.Client)
+	// The claims need volumes to bind to: the scheduler holds pods with unbound claims.
+	cl.MustKubectl(t, volumes, "apply", "-f", "-")
 	cl.MustKubectl(t, web, "apply", "-f", "-")
 	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
 	k.mu.Lock()
