@@ -2,12 +2,14 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,9 +38,15 @@ func webPod(name string) *corev1.Pod {
 				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: corev1.LabelHostname}}}}}}
 }
 
+// cpuPod asks for milli CPUs at a priority; a priority other than 0 comes from the
+// PriorityClass "p<priority>" (the Priority admission plugin refuses a bare one).
 func cpuPod(name string, milli int64, priority int32) *corev1.Pod {
+	class := ""
+	if priority != 0 {
+		class = fmt.Sprintf("p%d", priority)
+	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{Priority: ptr.To(priority), Containers: []corev1.Container{{Name: "c", Image: "img",
+		Spec: corev1.PodSpec{PriorityClassName: class, Priority: ptr.To(priority), Containers: []corev1.Container{{Name: "c", Image: "img",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}}}}}
 }
 
@@ -51,6 +59,12 @@ func TestAgainstMiniapi(t *testing.T) {
 	pods := c.Client.CoreV1().Pods("default")
 	c.CreateReadyNode(t, "n1", 110, map[string]string{corev1.LabelHostname: "n1"})
 	c.CreateReadyNode(t, "n2", 110, map[string]string{corev1.LabelHostname: "n2"})
+	for _, v := range []int32{1, 2, 1000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", v)}, Value: v}
+		if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	for _, name := range []string{"web-1", "web-2", "web-3"} {
 		if _, err := pods.Create(ctx, webPod(name), metav1.CreateOptions{}); err != nil {
