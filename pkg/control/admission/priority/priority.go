@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -17,16 +18,26 @@ import (
 )
 
 // Plugin reads PriorityClasses straight from the store, as the other admission plugins of
-// the generic store do.
+// the generic store do. It keeps each class decoded at its last revision: a pod create
+// without a class reads them all (for the globalDefault), and decoding them every time
+// would put that work on every create.
 type Plugin struct {
 	store   store.Interface
 	classes *registry.Resource
+
+	mu      sync.Mutex
+	decoded map[string]decodedClass // by store key
+}
+
+type decodedClass struct {
+	rev   int64
+	class *schedulingv1.PriorityClass
 }
 
 // New is the plugin reading PriorityClasses from st.
 func New(st store.Interface, reg *registry.Registry) *Plugin {
 	classes, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
-	return &Plugin{store: st, classes: classes}
+	return &Plugin{store: st, classes: classes, decoded: map[string]decodedClass{}}
 }
 
 // Admit resolves the priority of a pod being created.
@@ -76,7 +87,7 @@ func (p *Plugin) resolve(ctx context.Context, name string) (*schedulingv1.Priori
 		if err != nil {
 			return nil, err
 		}
-		return decode(p.classes, kv)
+		return p.decode(kv)
 	}
 	kvs, _, err := p.store.List(ctx, generic.ListPrefix(p.classes, ""))
 	if err != nil {
@@ -84,7 +95,7 @@ func (p *Plugin) resolve(ctx context.Context, name string) (*schedulingv1.Priori
 	}
 	var def *schedulingv1.PriorityClass
 	for _, kv := range kvs {
-		pc, err := decode(p.classes, kv)
+		pc, err := p.decode(kv)
 		if err != nil {
 			return nil, err
 		}
@@ -95,10 +106,22 @@ func (p *Plugin) resolve(ctx context.Context, name string) (*schedulingv1.Priori
 	return def, nil
 }
 
-func decode(res *registry.Resource, kv store.KV) (*schedulingv1.PriorityClass, error) {
-	obj, err := generic.Decode(res, kv.Value, kv.Revision)
+// decode returns the class stored in kv, decoding it only when its revision is new. The
+// classes handed out are shared: callers only read them.
+func (p *Plugin) decode(kv store.KV) (*schedulingv1.PriorityClass, error) {
+	p.mu.Lock()
+	d, ok := p.decoded[kv.Key]
+	p.mu.Unlock()
+	if ok && d.rev == kv.Revision {
+		return d.class, nil
+	}
+	obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
 	if err != nil {
 		return nil, err
 	}
-	return obj.(*schedulingv1.PriorityClass), nil
+	pc := obj.(*schedulingv1.PriorityClass)
+	p.mu.Lock()
+	p.decoded[kv.Key] = decodedClass{rev: kv.Revision, class: pc}
+	p.mu.Unlock()
+	return pc, nil
 }
