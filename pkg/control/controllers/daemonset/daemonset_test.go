@@ -98,9 +98,17 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 	cl.CreateReadyNode(t, "node-a", 10, edge)
 	cl.CreateReadyNode(t, "node-b", 10, edge)
 	cl.CreateReadyNode(t, "node-c", 10, nil)
-	tainted := cl.CreateReadyNode(t, "node-d", 10, edge)
-	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
-	if _, err := cl.Client.CoreV1().Nodes().Update(ctx, tainted, metav1.UpdateOptions{}); err != nil {
+	cl.CreateReadyNode(t, "node-d", 10, edge)
+	// The node IPAM controller may give node-d its podCIDR meanwhile: read it afresh on conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		tainted, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-d", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+		_, err = cl.Client.CoreV1().Nodes().Update(ctx, tainted, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	cl.MustKubectl(t, agent, "apply", "-f", "-")
