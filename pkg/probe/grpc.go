@@ -34,8 +34,9 @@ const maxGRPCResponse = 16 << 10
 // kubelet's (a blocking grpc.Dial, then the call) it opens a new connection, waits for
 // the server's HTTP/2 settings (the connection is ready), makes the one call and closes
 // the connection; it speaks that one exchange itself rather than set up a gRPC client
-// (resolver, balancer, transport goroutines) for each probe, which cost minilet
-// three times the CPU of the call. The messages are the kubelet's.
+// (resolver, balancer, transport goroutines) for each probe, which cost minilet more
+// than twice the CPU. The messages are the kubelet's; unlike the kubelet's dial, which
+// retries until the timeout, a refused connection fails the probe at once.
 func GRPC(ctx context.Context, addr, service string) (Result, string) {
 	timeout := deadlineOf(ctx) // the probe's timeout, for the messages, before it runs out
 	conn, err := probeDialer.DialContext(ctx, "tcp", addr)
