@@ -57,7 +57,19 @@ func (m *metrics) observeSync(operation string, start time.Time, err error) {
 	}
 }
 
-func (m *metrics) observeProbe(kind, result string, pod *corev1.Pod, container string, took time.Duration) {
-	m.probes.WithLabelValues(kind, result, container, pod.Name, pod.Namespace).Inc()
-	m.probeTime.WithLabelValues(kind, container, pod.Name, pod.Namespace).Observe(took.Seconds())
+// probeObserver records the attempts of one probe worker (a single goroutine): its series
+// are looked up once (per result) rather than at every probe, which hashed five label
+// values twice per probe.
+func (m *metrics) probeObserver(kind string, pod *corev1.Pod, container string) func(result string, took time.Duration) {
+	duration := m.probeTime.WithLabelValues(kind, container, pod.Name, pod.Namespace)
+	counters := map[string]prometheus.Counter{}
+	return func(result string, took time.Duration) {
+		c, ok := counters[result]
+		if !ok {
+			c = m.probes.WithLabelValues(kind, result, container, pod.Name, pod.Namespace)
+			counters[result] = c
+		}
+		c.Inc()
+		duration.Observe(took.Seconds())
+	}
 }

@@ -99,12 +99,14 @@ func (p *prober) start(key probeKey, pod *corev1.Pod, c *corev1.Container, pr *c
 	p.workers[key] = probeWorker{containerID: containerID, cancel: cancel}
 	container := c.DeepCopy()
 	podRef := pod.DeepCopy()
+	exec := p.a.execIn(containerID)
+	observe := p.a.metrics.probeObserver(string(key.kind), podRef, container.Name)
 	w := &probe.Worker{
 		Kind: key.kind, Probe: pr, Clock: p.a.clock,
 		Run: func(ctx context.Context) (probe.Result, string) {
 			start := p.a.clock.Now()
-			r, out := probe.Run(ctx, pr, container, podIP, p.a.execIn(containerID))
-			p.a.metrics.observeProbe(string(key.kind), r.String(), podRef, container.Name, p.a.clock.Since(start))
+			r, out := probe.Run(ctx, pr, container, podIP, exec)
+			observe(r.String(), p.a.clock.Since(start))
 			return r, out
 		},
 		Report: func(r probe.Result, output string, current probe.Result, changed bool) {

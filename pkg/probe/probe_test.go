@@ -23,9 +23,11 @@ import (
 )
 
 func TestHTTPHandler(t *testing.T) {
-	var agent, host string
+	var agent, host, encoding string
+	connections := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		agent, host = r.UserAgent(), r.Host
+		agent, host, encoding = r.UserAgent(), r.Host, r.Header.Get("Accept-Encoding")
+		connections[r.RemoteAddr] = true
 		switch r.URL.Path {
 		case "/ok":
 			w.Write([]byte("fine"))
@@ -54,8 +56,12 @@ func TestHTTPHandler(t *testing.T) {
 			t.Errorf("GET %s = %v %q, want %v %q", tc.path, r, out, tc.want, tc.out)
 		}
 	}
-	if agent != "kube-probe/1.32" || host != "probe.example" {
-		t.Errorf("User-Agent %q, Host %q", agent, host)
+	if agent != "kube-probe/1.32" || host != "probe.example" || encoding != "" {
+		t.Errorf("User-Agent %q, Host %q, Accept-Encoding %q; want the kubelet's (no compression)", agent, host, encoding)
+	}
+	// Keep-alives are off: each of the 5 requests above (one same-host redirect followed) had a connection of its own.
+	if len(connections) != 5 {
+		t.Errorf("5 requests came over %d connections", len(connections))
 	}
 	// Through Run: the port by the container port's name, the host from the pod IP.
 	_, port, _ := net.SplitHostPort(u.Host)

@@ -248,10 +248,11 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("task of container %s: %w", id, err)
 	}
 
-	labels, err := c.Labels(ctx)
+	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata) // as loaded above: no second call
 	if err != nil {
 		return fmt.Errorf("labels of container %s: %w", id, err)
 	}
+	labels := info.Labels
 	output := cio.NullIO
 	if logPath := labels[LabelLogPath]; logPath != "" {
 		output = r.logs.creator(logPath, stdioOf(labels))

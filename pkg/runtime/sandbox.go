@@ -12,6 +12,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -63,10 +64,15 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		cfg.Hostname = cfg.PodName
 	}
 	ctx = r.nsContext(ctx)
-	if err := r.EnsureImage(ctx, pauseimage.Ref, embeddedPause); err != nil {
-		return Container{}, fmt.Errorf("sandbox of pod %s: %w", cfg.PodUID, err)
-	}
+	// One look-up of the pause image per sandbox (each is several containerd calls); it is
+	// imported from the embedded copy only when it is missing.
 	img, err := r.image(ctx, pauseimage.Ref)
+	if errdefs.IsNotFound(err) {
+		if err := r.EnsureImage(ctx, pauseimage.Ref, embeddedPause); err != nil {
+			return Container{}, fmt.Errorf("sandbox of pod %s: %w", cfg.PodUID, err)
+		}
+		img, err = r.image(ctx, pauseimage.Ref)
+	}
 	if err != nil {
 		return Container{}, err
 	}

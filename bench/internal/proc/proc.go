@@ -31,6 +31,12 @@ func CPUShare(pid int, window time.Duration) (float64, error) {
 	return float64(after-before) / clockTicks / time.Since(start).Seconds(), nil
 }
 
+// CPUTime is the process's CPU time so far (user and system).
+func CPUTime(pid int) (time.Duration, error) {
+	t, err := cpuTicks(pid)
+	return time.Duration(t) * time.Second / clockTicks, err
+}
+
 // cpuTicks is utime+stime of the process from /proc/PID/stat.
 func cpuTicks(pid int) (uint64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -48,18 +54,31 @@ func cpuTicks(pid int) (uint64, error) {
 }
 
 // RSSMiB is the process's resident set size.
-func RSSMiB(pid int) (float64, error) {
+func RSSMiB(pid int) (float64, error) { return statusMiB(pid, "VmRSS") }
+
+// RSSParts are the anonymous (heap, stacks) and file-backed (the binary's pages) parts of
+// the process's resident set.
+func RSSParts(pid int) (anon, file float64, err error) {
+	if anon, err = statusMiB(pid, "RssAnon"); err != nil {
+		return 0, 0, err
+	}
+	file, err = statusMiB(pid, "RssFile")
+	return anon, file, err
+}
+
+// statusMiB is a field of /proc/PID/status given in kB, in MiB.
+func statusMiB(pid int, field string) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
 			return kb / 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // LabPID is the PID of the lab's process called name (minilet-node-1, miniapi, ...).
