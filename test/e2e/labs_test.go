@@ -40,11 +40,11 @@ func TestLabRollingUpdate(t *testing.T) { runGuide(t, "rolling-update.md", "lab-
 func TestLabStaticPods(t *testing.T) { runGuide(t, "static-pods.md", "lab-static") }
 
 // ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round
-// robin, veth and the dummy kube-ipvs0, NAT and conntrack, iptables on nf_tables with the
+// robin, veth and the dummy kube-ipvs0, br_netfilter (miniproxy checks it), NAT and conntrack, iptables on nf_tables with the
 // matches miniproxy's few rules use, and the ip set types.
 var ipvsGuideModules = []string{
 	"crc32c_generic", // libcrc32c's soft dependency (an alias the .modinfo names)
-	"ip_vs", "ip_vs_rr", "dummy", "veth",
+	"ip_vs", "ip_vs_rr", "dummy", "veth", "br_netfilter",
 	"nf_conntrack", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
 	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT", "xt_tcpudp",
 	"ip_set_hash_ip", "ip_set_hash_ipport", "ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port",
@@ -63,7 +63,16 @@ func TestLabClusterIPWalkIPVS(t *testing.T) {
 	if vmtest.InVM() {
 		steps := loadGuide(t, filepath.Join(vmRepo, "docs", "labs", guide))
 		env := append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin") // iproute2's ip before busybox's
-		runSteps(t, guide, steps, "lab-ipvs", "", vmRepo, env, 4*time.Minute)
+		// The daemons' logs when a step failed (the last step removes them).
+		t.Cleanup(func() {
+			logs, _ := filepath.Glob("/tmp/lab-ipvs/*.log")
+			for _, l := range logs {
+				if b, err := os.ReadFile(l); err == nil && t.Failed() {
+					t.Logf("---- %s ----\n%s", l, b[max(0, len(b)-8000):])
+				}
+			}
+		})
+		runSteps(t, guide, steps, "lab-ipvs", "", vmRepo, env, 6*time.Minute)
 		return
 	}
 	testenv.RequireTools(t, "kubectl", "ipvsadm", "ipset", "iptables", "ip", "bash")
@@ -87,7 +96,7 @@ func TestLabClusterIPWalkIPVS(t *testing.T) {
 	}
 	vmtest.RunTest(t, vmtest.Options{Modules: ipvsGuideModules,
 		Binaries: []string{"bash", "ip", "ipvsadm", "ipset", "iptables", "iptables-save", "iptables-restore"},
-		Files:    files, MemoryMB: 2048, Timeout: 6 * time.Minute})
+		Files:    files, MemoryMB: 2048, Timeout: 8 * time.Minute})
 }
 
 // guideStep is one ```sh block of a guide and what the guide says it prints.
@@ -200,7 +209,7 @@ func runSteps(t *testing.T, guide string, steps []guideStep, name, imagesDir, di
 	var script strings.Builder
 	script.WriteString("set -euo pipefail\n")
 	for i, s := range steps {
-		fmt.Fprintf(&script, "echo '%s%d'\n%s\n", stepMark, i, adapt(s.script, name, imagesDir))
+		fmt.Fprintf(&script, "echo \"%s%d $SECONDS\"\n%s\n", stepMark, i, adapt(s.script, name, imagesDir))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -213,10 +222,15 @@ func runSteps(t *testing.T, guide string, steps []guideStep, name, imagesDir, di
 
 	// Split the output at the step marks; a step that never started has no output.
 	outputs := make([]string, len(steps))
+	started := make([]int, len(steps)) // seconds into the script
 	ran := -1
 	for _, line := range strings.SplitAfter(string(out), "\n") {
 		if i, ok := strings.CutPrefix(strings.TrimSpace(line), stepMark); ok {
-			fmt.Sscan(i, &ran)
+			var at int
+			fmt.Sscan(i, &ran, &at)
+			if ran >= 0 && ran < len(steps) {
+				started[ran] = at
+			}
 			continue
 		}
 		if ran >= 0 {
@@ -227,7 +241,7 @@ func runSteps(t *testing.T, guide string, steps []guideStep, name, imagesDir, di
 		if i > ran {
 			break
 		}
-		t.Logf("%s:%d\n$ %s%s", guide, s.line, strings.ReplaceAll(strings.TrimSpace(s.script), "\n", "\n$ "), "\n"+outputs[i])
+		t.Logf("%s:%d (at %ds)\n$ %s%s", guide, s.line, started[i], strings.ReplaceAll(strings.TrimSpace(s.script), "\n", "\n$ "), "\n"+outputs[i])
 	}
 	if runErr != nil {
 		failed := steps[max(ran, 0)]
