@@ -13,6 +13,7 @@ PACKAGES=(
   etcd-server                                  # the etcd store engine's tests
   docker-registry                              # image pull tests: a registry on loopback
   qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
+  ipvsadm                                      # docs/labs/clusterip-walk-ipvs.md (its test runs it in the VM)
   systemd                                      # systemd-analyze verify of the units in systemd/
 )
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	"github.com/minik8s/minik8s/pkg/lab/upstreamdns"
 	"github.com/spf13/cobra"
 )
 
@@ -43,7 +45,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name))
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand())
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -304,4 +306,37 @@ func explainCommand(name *string) *cobra.Command {
 func runAttached(cmd *exec.Cmd) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd.Run()
+}
+
+func upstreamDNSCommand() *cobra.Command {
+	var listen, hosts string
+	cmd := &cobra.Command{
+		Use:   "upstream-dns --listen ADDR --hosts FILE",
+		Short: "Serve a lab's DNS outside the cluster: the names of a hosts file, NXDOMAIN for the rest (minilab up runs it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := os.Open(hosts)
+			if err != nil {
+				return fmt.Errorf("--hosts: %w", err)
+			}
+			recs, err := upstreamdns.ParseHosts(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("--hosts %s: %w", hosts, err)
+			}
+			pc, ln, err := upstreamdns.Listen(listen)
+			if err != nil {
+				return err
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			log := daemon.Logger(false)
+			log.Info("serving DNS", "addr", listen, "names", len(recs))
+			return upstreamdns.Serve(ctx, pc, ln, recs, log)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", net.JoinHostPort(lab.UpstreamDNS, "53"), "address to answer on (UDP and TCP)")
+	cmd.Flags().StringVar(&hosts, "hosts", "", "hosts file of the names to serve")
+	_ = cmd.MarkFlagRequired("hosts")
+	return cmd
 }

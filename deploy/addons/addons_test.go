@@ -47,10 +47,13 @@ func TestCoreDNSManifestFitsTogether(t *testing.T) {
 		t.Errorf("Service %s at %s, want kube-dns at %s", svc.Name, svc.Spec.ClusterIP, ClusterDNSIP)
 	}
 	corefile := cm.Data["Corefile"]
-	if !strings.Contains(corefile, "kubernetes "+ClusterDomain+" ") || strings.Contains(corefile, "forward") {
-		t.Errorf("Corefile must serve %s and forward nowhere:\n%s", ClusterDomain, corefile)
+	if !strings.Contains(corefile, "kubernetes "+ClusterDomain+" ") || !strings.Contains(corefile, "forward . /etc/resolv.conf") || !strings.Contains(corefile, "\n    loop\n") {
+		t.Errorf("Corefile must serve %s, forward the rest to the node's resolvers and stop on a loop:\n%s", ClusterDomain, corefile)
 	}
 	pod := deploy.Spec.Template.Spec
+	if pod.DNSPolicy != corev1.DNSDefault {
+		t.Errorf("CoreDNS's dnsPolicy %q, want Default: it forwards to the node's resolvers, not to itself", pod.DNSPolicy)
+	}
 	if pod.Containers[0].Image != images.CoreDNSRef {
 		t.Errorf("image %s, want %s", pod.Containers[0].Image, images.CoreDNSRef)
 	}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
@@ -87,6 +88,11 @@ func newAgent(cfg Config, client kubernetes.Interface, rt Runtime, nw Network, c
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	resolvConf, reason := dns.NodeResolvConf(cfg.ResolvConf, dns.SystemdResolvConf)
+	if reason != "" {
+		slog.Info("pods get the node's resolver configuration from "+resolvConf, "reason", reason)
+	}
+	cfg.ResolvConf = resolvConf
 	backoff := flowcontrol.NewBackOff(backoffInitial, backoffMax)
 	backoff.Clock = clk
 	a := &Agent{

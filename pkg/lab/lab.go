@@ -13,6 +13,9 @@
 //     on) as the only way between segments;
 //   - no default route anywhere, and nothing added to the host namespace: veths are created
 //     with their ends directly in the lab namespaces.
+//   - a DNS server outside the cluster (package upstreamdns, run by cluster.Up) on the
+//     control plane's address: each node's resolv.conf (node-i/resolv.conf, minilet
+//     --resolv-conf) names it, and it serves the names of StateDir/upstream-dns.hosts;
 //   - state in /var/lib/minik8s/labs/NAME (lab.json, logs/, per-node static pod dirs) and
 //     runtime files in /run/minik8s/labs/NAME (per-node run dirs, for minilet --root-dir).
 //
@@ -57,6 +60,9 @@ const (
 	ControlPlaneIP  = "10.200.0.2"
 	BridgeName      = "br0"
 	MemberInterface = "eth0"
+	// UpstreamDNS is the lab's DNS server outside the cluster, the nameserver of every
+	// node's resolv.conf: on the control plane's address, reachable from every segment.
+	UpstreamDNS = ControlPlaneIP
 )
 
 // MaxNameLen keeps socket paths under /run/minik8s/labs/NAME well inside the 108-byte limit
@@ -97,20 +103,22 @@ const MaxSegments = 8
 
 // Lab describes a lab; it is what lab.json holds.
 type Lab struct {
-	Name         string          `json:"name"`
-	StateDir     string          `json:"stateDir"`
-	RunDir       string          `json:"runDir"`
-	Subnet       string          `json:"subnet"`
-	ClusterCIDR  string          `json:"clusterCIDR"`
-	ServiceCIDR  string          `json:"serviceCIDR"`
-	SwitchNetNS  string          `json:"switchNetNS"`          // segment 0's switch
-	Switches     []string        `json:"switches,omitempty"`   // every segment's switch, segment 0 first
-	Router       *Router         `json:"router,omitempty"`     // joins the segments
-	PodNetwork   string          `json:"podNetwork,omitempty"` // minilet --pod-network
-	ControlPlane Member          `json:"controlPlane"`
-	Nodes        []Node          `json:"nodes"`
-	Kubeconfig   string          `json:"kubeconfig"` // admin kubeconfig; miniapi --data-dir=StateDir writes it here
-	Processes    []ProcessRecord `json:"processes"`
+	Name             string          `json:"name"`
+	StateDir         string          `json:"stateDir"`
+	RunDir           string          `json:"runDir"`
+	Subnet           string          `json:"subnet"`
+	ClusterCIDR      string          `json:"clusterCIDR"`
+	ServiceCIDR      string          `json:"serviceCIDR"`
+	SwitchNetNS      string          `json:"switchNetNS"`          // segment 0's switch
+	Switches         []string        `json:"switches,omitempty"`   // every segment's switch, segment 0 first
+	Router           *Router         `json:"router,omitempty"`     // joins the segments
+	PodNetwork       string          `json:"podNetwork,omitempty"` // minilet --pod-network
+	ControlPlane     Member          `json:"controlPlane"`
+	Nodes            []Node          `json:"nodes"`
+	Kubeconfig       string          `json:"kubeconfig"`                 // admin kubeconfig; miniapi --data-dir=StateDir writes it here
+	UpstreamDNS      string          `json:"upstreamDNS,omitempty"`      // the nameserver of the nodes' resolv.conf
+	UpstreamDNSHosts string          `json:"upstreamDNSHosts,omitempty"` // the names it serves (hosts file)
+	Processes        []ProcessRecord `json:"processes"`
 
 	mu sync.Mutex // guards Processes and lab.json writes
 }
@@ -136,6 +144,7 @@ type Node struct {
 	Segment     int    `json:"segment"` // which switch it is cabled to
 	PodCIDR     string `json:"podCIDR"`
 	ManifestDir string `json:"manifestDir"` // static pods (minilet --pod-manifest-path)
+	ResolvConf  string `json:"resolvConf"`  // the node's resolver configuration (minilet --resolv-conf)
 	RunDir      string `json:"runDir"`      // minilet --root-dir: pod netns mounts, CNI state
 }
 
@@ -159,6 +168,8 @@ func describe(spec Spec) *Lab {
 		Processes: []ProcessRecord{},
 	}
 	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
+	l.UpstreamDNS = UpstreamDNS
+	l.UpstreamDNSHosts = filepath.Join(l.StateDir, "upstream-dns.hosts")
 	segments := max(spec.Segments, 1)
 	l.Switches = []string{l.SwitchNetNS}
 	if segments > 1 {
@@ -180,6 +191,7 @@ func describe(spec Spec) *Lab {
 			Segment:     seg,
 			PodCIDR:     fmt.Sprintf("10.244.%d.0/24", i),
 			ManifestDir: filepath.Join(l.StateDir, name, "manifests"),
+			ResolvConf:  filepath.Join(l.StateDir, name, "resolv.conf"),
 			RunDir:      filepath.Join(l.RunDir, name),
 		})
 	}

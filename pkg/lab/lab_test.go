@@ -100,6 +100,16 @@ func TestLabLifecycle(t *testing.T) {
 	if n2.IP != "10.200.0.12" || n2.PodCIDR != "10.244.2.0/24" || l.ControlPlane.IP != "10.200.0.2" {
 		t.Errorf("addressing: cp %s, node-2 %s %s", l.ControlPlane.IP, n2.IP, n2.PodCIDR)
 	}
+	// Each node's resolver is the lab's upstream DNS server, whose names are written for it.
+	for _, n := range l.Nodes {
+		if got, err := os.ReadFile(n.ResolvConf); err != nil || string(got) != "nameserver 10.200.0.2\n" {
+			t.Errorf("%s's resolv.conf %q (%v), want the lab's upstream DNS server", n.Name, got, err)
+		}
+	}
+	if hosts, err := os.ReadFile(l.UpstreamDNSHosts); err != nil || !strings.Contains(string(hosts), "10.200.0.2\thost.example.test cp.example.test\n") ||
+		!strings.Contains(string(hosts), "10.200.0.12\tnode-2.example.test\n") {
+		t.Errorf("upstream DNS names:\n%s (%v)", hosts, err)
+	}
 	inNS(t, l.SwitchNetNS, func() error {
 		br, err := netlink.LinkByName(BridgeName)
 		if err != nil {

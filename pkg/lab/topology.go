@@ -65,6 +65,9 @@ func (l *Lab) build() error {
 	if err := l.save(); err != nil {
 		return err
 	}
+	if err := l.writeResolverFiles(); err != nil {
+		return err
+	}
 
 	// One switch per segment: a namespace holding bridge br0.
 	var switches []*namespace
@@ -274,6 +277,24 @@ func routeServiceCIDR(cidr string) error {
 	}
 	if err := netlink.RouteReplace(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK}); err != nil {
 		return fmt.Errorf("route %s via %s: %w", cidr, MemberInterface, err)
+	}
+	return nil
+}
+
+// writeResolverFiles points every node's resolver at the lab's upstream DNS server and
+// gives that server its names: a host outside the cluster, and the lab's members.
+func (l *Lab) writeResolverFiles() error {
+	hosts := "# Names outside the cluster, served by the lab's upstream DNS server (minilab upstream-dns).\n" +
+		"# Every other name is NXDOMAIN: the lab has no way out. Edit, then: minilab restart upstream-dns\n" +
+		fmt.Sprintf("%s\thost.example.test %s.example.test\n", l.ControlPlane.IP, l.ControlPlane.Name)
+	for _, n := range l.Nodes {
+		hosts += fmt.Sprintf("%s\t%s.example.test\n", n.IP, n.Name)
+		if err := os.WriteFile(n.ResolvConf, []byte("nameserver "+l.UpstreamDNS+"\n"), 0o644); err != nil {
+			return fmt.Errorf("resolver configuration of %s: %w", n.Name, err)
+		}
+	}
+	if err := os.WriteFile(l.UpstreamDNSHosts, []byte(hosts), 0o644); err != nil {
+		return fmt.Errorf("upstream DNS names: %w", err)
 	}
 	return nil
 }

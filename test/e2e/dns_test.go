@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
 
@@ -152,9 +155,36 @@ func TestClusterDNS(t *testing.T) {
 		t.Errorf("web.shop answered %q, not with one of the web pods' names", answer)
 	}
 
+	// Names outside the cluster: CoreDNS forwards them to its node's resolver (dnsPolicy
+	// Default), which minilab points at the lab's upstream DNS server; a name nobody serves
+	// is NXDOMAIN from there at once, with no loop back into CoreDNS.
+	lookup("default", "client", "host.example.test", lab.ControlPlaneIP)
+	// CoreDNS's image has nothing but CoreDNS: read its resolv.conf where minilet wrote it.
+	where := strings.Fields(kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[0].spec.nodeName} {.items[0].metadata.uid}"))
+	for _, n := range l.Nodes {
+		if len(where) == 2 && n.Name == where[0] {
+			if got, err := os.ReadFile(filepath.Join(n.RunDir, "pods", where[1], "resolv.conf")); err != nil || string(got) != "nameserver "+lab.UpstreamDNS+"\n" {
+				t.Errorf("CoreDNS's resolv.conf %q (%v), want its node's: the lab's upstream DNS server", got, err)
+			}
+		}
+	}
+	start := time.Now()
+	out, err := cluster.Kubectl(context.Background(), l, "exec", "client", "--", "nslookup", "nobody.example.test")
+	if took := time.Since(start); err == nil || !strings.Contains(out, "NXDOMAIN") || took > 10*time.Second {
+		t.Errorf("a name nobody serves: want NXDOMAIN at once, got %v after %v:\n%s", err, took, out)
+	}
+	upstream, err := os.ReadFile(filepath.Join(l.StateDir, "logs", cluster.UpstreamDNSProcess+".log"))
+	if err != nil || !strings.Contains(string(upstream), "name=host.example.test. type=A rcode=NOERROR") ||
+		!strings.Contains(string(upstream), "name=nobody.example.test. type=A rcode=NXDOMAIN") {
+		t.Errorf("the upstream DNS server's log lacks the forwarded queries (%v):\n%s", err, upstream)
+	}
+	if restarts := kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[*].status.containerStatuses[*].restartCount}"); restarts != "0" {
+		t.Errorf("CoreDNS restarted (%s times): its loop plugin stops it on a forwarding loop", restarts)
+	}
+
 	// The answers came from CoreDNS: its log plugin saw the queries.
 	logs := kubectl("-n", "kube-system", "logs", "deployment/coredns")
-	for _, q := range []string{"web.shop.svc.cluster.local.", "kubernetes.default.svc.cluster.local.", "web-headless.shop.svc.cluster.local."} {
+	for _, q := range []string{"web.shop.svc.cluster.local.", "kubernetes.default.svc.cluster.local.", "web-headless.shop.svc.cluster.local.", "host.example.test."} {
 		if !strings.Contains(logs, q) {
 			t.Errorf("CoreDNS's log has no query for %s:\n%s", q, logs)
 		}

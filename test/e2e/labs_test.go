@@ -16,6 +16,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/pkg/vmtest"
 )
 
 // The guides of docs/labs are run as written: every fenced ```sh block, in order, in one
@@ -35,6 +36,68 @@ func TestLabNodeFailure(t *testing.T) { runGuide(t, "node-failure.md", "lab-fail
 func TestLabHostGWvsVXLAN(t *testing.T) { runGuide(t, "hostgw-vs-vxlan.md", "lab-gw") }
 
 func TestLabRollingUpdate(t *testing.T) { runGuide(t, "rolling-update.md", "lab-roll") }
+
+func TestLabStaticPods(t *testing.T) { runGuide(t, "static-pods.md", "lab-static") }
+
+// ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round
+// robin, veth and the dummy kube-ipvs0, br_netfilter (miniproxy checks it), NAT and conntrack, iptables on nf_tables with the
+// matches miniproxy's few rules use, and the ip set types.
+var ipvsGuideModules = []string{
+	"crc32c_generic", // libcrc32c's soft dependency (an alias the .modinfo names)
+	"ip_vs", "ip_vs_rr", "dummy", "veth", "br_netfilter",
+	"nf_conntrack", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
+	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT", "xt_tcpudp",
+	"ip_set_hash_ip", "ip_set_hash_ipport", "ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port",
+}
+
+// In the VM, the repository is this directory: its bin/ holds miniapi, miniproxy and
+// kubectl, and the guide is in its docs/labs.
+const vmRepo = "/repo"
+
+// TestLabClusterIPWalkIPVS runs clusterip-walk-ipvs.md inside a qemu VM booting Debian's
+// kernel (pkg/vmtest): this host's kernel has no IP_VS. The guide needs no containerd
+// (its pods are network namespaces), so the VM holds only miniapi, miniproxy, kubectl and
+// the tools the guide calls.
+func TestLabClusterIPWalkIPVS(t *testing.T) {
+	const guide = "clusterip-walk-ipvs.md"
+	if vmtest.InVM() {
+		steps := loadGuide(t, filepath.Join(vmRepo, "docs", "labs", guide))
+		env := append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin") // iproute2's ip before busybox's
+		// The daemons' logs when a step failed (the last step removes them).
+		t.Cleanup(func() {
+			logs, _ := filepath.Glob("/tmp/lab-ipvs/*.log")
+			for _, l := range logs {
+				if b, err := os.ReadFile(l); err == nil && t.Failed() {
+					t.Logf("---- %s ----\n%s", l, b[max(0, len(b)-8000):])
+				}
+			}
+		})
+		runSteps(t, guide, steps, "lab-ipvs", "", vmRepo, env, 6*time.Minute)
+		return
+	}
+	testenv.RequireTools(t, "kubectl", "ipvsadm", "ipset", "iptables", "ip", "bash")
+	bin := envOr("MINIK8S_BIN", "../../bin")
+	kubectl, _ := exec.LookPath("kubectl")
+	files := map[string]string{
+		vmRepo + "/docs/labs/" + guide: filepath.Join("..", "..", "docs", "labs", guide),
+		vmRepo + "/bin/kubectl":        kubectl,
+		"/etc/protocols":               "/etc/protocols",
+	}
+	for _, c := range []string{"miniapi", "miniproxy"} {
+		testenv.RequireFile(t, filepath.Join(bin, c), c+" binary (make build)")
+		files[vmRepo+"/bin/"+c] = filepath.Join(bin, c)
+	}
+	exts, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/xtables/*.so")
+	if len(exts) == 0 {
+		t.Fatal("no iptables extensions in /usr/lib/x86_64-linux-gnu/xtables (Debian package iptables)")
+	}
+	for _, e := range exts {
+		files[e] = e
+	}
+	vmtest.RunTest(t, vmtest.Options{Modules: ipvsGuideModules,
+		Binaries: []string{"bash", "ip", "ipvsadm", "ipset", "iptables", "iptables-save", "iptables-restore"},
+		Files:    files, MemoryMB: 2048, Timeout: 8 * time.Minute})
+}
 
 // guideStep is one ```sh block of a guide and what the guide says it prints.
 type guideStep struct {
@@ -105,7 +168,25 @@ const stepMark = "=== guide step "
 func runGuide(t *testing.T, guide, prefix string) {
 	e := requireEnv(t)
 	testenv.RequireTools(t, "ctr", "jq", "iptables", "conntrack", "busybox")
-	path := filepath.Join("..", "..", "docs", "labs", guide)
+	steps := loadGuide(t, filepath.Join("..", "..", "docs", "labs", guide))
+	name := uniqueName(prefix)
+	t.Cleanup(func() {
+		if err := cluster.Down(context.Background(), name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	t.Cleanup(func() { // the lab's daemons' logs when a step failed (the lab is gone if the last step ran)
+		if l, err := lab.Load(name); err == nil && t.Failed() {
+			dumpLogsOnFailure(t, l)
+		}
+	})
+	env := append(os.Environ(), "PATH="+e.binDir+":"+os.Getenv("PATH"))
+	runSteps(t, guide, steps, name, e.imagesDir, "", env, 8*time.Minute)
+}
+
+// loadGuide reads a guide's steps and checks that each says what the reader will see.
+func loadGuide(t *testing.T, path string) []guideStep {
+	t.Helper()
 	steps, err := parseGuide(path)
 	if err != nil {
 		t.Fatal(err)
@@ -118,27 +199,22 @@ func runGuide(t *testing.T, guide, prefix string) {
 	if len(steps) < 3 {
 		t.Fatalf("%s has %d sh blocks; a guide has at least set-up, one step and clean-up", path, len(steps))
 	}
-	name := uniqueName(prefix)
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	t.Cleanup(func() { // the lab's daemons' logs when a step failed (the lab is gone if the last step ran)
-		if l, err := lab.Load(name); err == nil && t.Failed() {
-			dumpLogsOnFailure(t, l)
-		}
-	})
+	return steps
+}
 
+// runSteps runs the steps in one bash in dir ("": ours) with env, within timeout, and holds
+// each step's output against its expect lines.
+func runSteps(t *testing.T, guide string, steps []guideStep, name, imagesDir, dir string, env []string, timeout time.Duration) {
+	t.Helper()
 	var script strings.Builder
 	script.WriteString("set -euo pipefail\n")
 	for i, s := range steps {
-		fmt.Fprintf(&script, "echo '%s%d'\n%s\n", stepMark, i, adapt(s.script, name, e.imagesDir))
+		fmt.Fprintf(&script, "echo \"%s%d $SECONDS\"\n%s\n", stepMark, i, adapt(s.script, name, imagesDir))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
-	cmd.Env = append(os.Environ(), "PATH="+e.binDir+":"+os.Getenv("PATH"))
+	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
@@ -146,10 +222,15 @@ func runGuide(t *testing.T, guide, prefix string) {
 
 	// Split the output at the step marks; a step that never started has no output.
 	outputs := make([]string, len(steps))
+	started := make([]int, len(steps)) // seconds into the script
 	ran := -1
 	for _, line := range strings.SplitAfter(string(out), "\n") {
 		if i, ok := strings.CutPrefix(strings.TrimSpace(line), stepMark); ok {
-			fmt.Sscan(i, &ran)
+			var at int
+			fmt.Sscan(i, &ran, &at)
+			if ran >= 0 && ran < len(steps) {
+				started[ran] = at
+			}
 			continue
 		}
 		if ran >= 0 {
@@ -160,7 +241,7 @@ func runGuide(t *testing.T, guide, prefix string) {
 		if i > ran {
 			break
 		}
-		t.Logf("%s:%d\n$ %s%s", guide, s.line, strings.ReplaceAll(strings.TrimSpace(s.script), "\n", "\n$ "), "\n"+outputs[i])
+		t.Logf("%s:%d (at %ds)\n$ %s%s", guide, s.line, started[i], strings.ReplaceAll(strings.TrimSpace(s.script), "\n", "\n$ "), "\n"+outputs[i])
 	}
 	if runErr != nil {
 		failed := steps[max(ran, 0)]

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 
@@ -83,6 +82,16 @@ func (c *Configurer) PodDNS(pod *corev1.Pod) (Config, []Event, error) {
 			// No node resolver configured: the resolver library's own default, the local
 			// machine, which in a pod answers nothing: DNS is effectively off.
 			cfg = Config{Nameservers: []string{"127.0.0.1"}, Searches: []string{"."}}
+			break
+		}
+		if !pod.Spec.HostNetwork {
+			var dropped []string
+			cfg.Nameservers, dropped = withoutLoopback(cfg.Nameservers)
+			if len(dropped) > 0 {
+				events = append(events, Event{ReasonDNSConfigForming, fmt.Sprintf(
+					"Nameservers on the node's loopback were omitted (a pod has a loopback of its own): %s; the applied nameserver line is: %s",
+					strings.Join(dropped, " "), strings.Join(cfg.Nameservers, " "))})
+			}
 		}
 	}
 	if dc := pod.Spec.DNSConfig; dc != nil {
@@ -124,16 +133,7 @@ func (c *Configurer) hostConfig() (Config, error) {
 	if c.ResolvConf == "" {
 		return Config{}, nil
 	}
-	f, err := os.Open(c.ResolvConf)
-	if err != nil {
-		return Config{}, fmt.Errorf("node resolver configuration (--resolv-conf): %w", err)
-	}
-	defer f.Close()
-	cfg, err := ParseResolvConf(io.LimitReader(f, maxResolvConfBytes))
-	if err != nil {
-		return Config{}, fmt.Errorf("node resolver configuration %s: %w", c.ResolvConf, err)
-	}
-	return cfg, nil
+	return readResolvConf(c.ResolvConf)
 }
 
 // ParseResolvConf reads what a pod inherits from a resolv.conf: every nameserver, and the

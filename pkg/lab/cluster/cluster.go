@@ -52,6 +52,9 @@ type Options struct {
 	DNS        bool // deploy cluster DNS (the CoreDNS add-on, dns.go) once the nodes are Ready
 }
 
+// UpstreamDNSProcess is the lab process of the upstream DNS server.
+const UpstreamDNSProcess = "upstream-dns"
+
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
 // namespace; its nodes pull from it over plain HTTP (--insecure-registry).
 const RegistryAddr = lab.ControlPlaneIP + ":5000"
@@ -81,7 +84,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	for _, bin := range []string{"miniapi", "minilet", "miniproxy"} {
+	for _, bin := range []string{"miniapi", "minilet", "miniproxy", "minilab"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
 			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
 		}
@@ -146,6 +149,14 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		return err
 	}
 
+	// The DNS outside the cluster, which the nodes' resolv.conf names (minilab upstream-dns).
+	step(o.Progress, "starting the lab's upstream DNS server on %s:53 (names in %s)", l.UpstreamDNS, l.UpstreamDNSHosts)
+	if _, err := l.Start(lab.Process{Name: UpstreamDNSProcess, NetNS: l.ControlPlane.NetNS, Args: []string{
+		filepath.Join(o.BinDir, "minilab"), "upstream-dns", "--listen", net.JoinHostPort(l.UpstreamDNS, "53"), "--hosts", l.UpstreamDNSHosts,
+	}}); err != nil {
+		return err
+	}
+
 	for _, n := range l.Nodes {
 		step(o.Progress, "starting minilet on %s (%s, pods %s)", n.Name, n.IP, n.PodCIDR)
 		kubeconfig := filepath.Join(l.StateDir, n.Name+".kubeconfig")
@@ -166,6 +177,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
+			"--resolv-conf", n.ResolvConf,
 		}})
 		if err != nil {
 			return err
