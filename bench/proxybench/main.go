@@ -47,10 +47,14 @@ import (
 
 const childEnv = "PROXYBENCH_ID" // set in the re-executed child: the run's id
 
+// gogcs are the -gogc values.
+var gogcs string
+
 func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Services (x 2 endpoints) to sync")
 	changes := flag.Int("changes", 5, "one-endpoint changes to time at the largest size")
 	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure (empty: skip)")
+	flag.StringVar(&gogcs, "gogc", "50,25", "GOGC values to run the daemon with too at the largest size, beside Go's default (empty: none)")
 	flag.Parse()
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {
@@ -394,9 +398,9 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 	defer mp.stop()
 	m := mp.metrics
 	rss, hwm = rssOf(mp.cmd.Process.Pid)
-	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB\n",
+	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
 		n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
-		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm)
+		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm, ms(mp.cpu))
 	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
 		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
 		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
@@ -422,6 +426,22 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 	fmt.Printf("  one endpoint change: partial sync %v, update call to rules written %v (min-sync-period 100ms; polled every 10ms); RSS %.1f MiB, peak %.1f MiB\n",
 		ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
 		programmed.Round(time.Millisecond), rss, hwm)
+	mp.stop()
+	// The garbage collector's share: the same daemon and Services with a lower GOGC (a
+	// smaller heap goal over the live heap, paid in collections).
+	for _, v := range strings.Split(gogcs, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		d, err := startMiniproxy(miniproxy, dir, n, "GOGC="+v)
+		if err != nil {
+			return err
+		}
+		rss, hwm = rssOf(d.cmd.Process.Pid)
+		fmt.Printf("  GOGC=%s at %d services: first sync done %v after start; RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
+			v, n, d.synced.Round(time.Millisecond), rss, hwm, ms(d.cpu))
+		d.stop()
+	}
 	return nil
 }
 
@@ -431,11 +451,12 @@ type daemon struct {
 	addr    string // its /metrics
 	logs    *bytes.Buffer
 	synced  time.Duration      // start to first full sync
+	cpu     time.Duration      // its user+system CPU until then (iptables-restore's apart)
 	metrics map[string]float64 // right after it
 }
 
 // startMiniproxy runs miniproxy against the API in dir until it has written n services.
-func startMiniproxy(miniproxy, dir string, n int) (*daemon, error) {
+func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -444,6 +465,7 @@ func startMiniproxy(miniproxy, dir string, n int) (*daemon, error) {
 	d.cmd = exec.Command(miniproxy, "--kubeconfig", controlplane.AdminKubeconfig(dir), "--hostname-override", "node-1",
 		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms")
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	d.cmd.Env = append(os.Environ(), env...)
 	started := time.Now()
 	if err := d.cmd.Start(); err != nil {
 		return nil, err
@@ -456,10 +478,14 @@ func startMiniproxy(miniproxy, dir string, n int) (*daemon, error) {
 		return nil, fmt.Errorf("%w\nminiproxy's log:\n%s", err, d.logs.String())
 	}
 	d.synced = time.Since(started)
+	d.cpu = cpuOf(d.cmd.Process.Pid)
 	return d, nil
 }
 
 func (d *daemon) stop() {
+	if d.cmd.ProcessState != nil {
+		return // stopped already
+	}
 	_ = d.cmd.Process.Signal(os.Interrupt)
 	_ = d.cmd.Wait()
 	_ = exec.Command(d.cmd.Path, "--cleanup").Run()
@@ -599,6 +625,20 @@ func freePort() (int, error) {
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond / 10) }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// cpuOf is process pid's user+system CPU time so far (/proc/PID/stat, in clock ticks of
+// 10 ms).
+func cpuOf(pid int) time.Duration {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the name may hold spaces
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
 
 // processCPU is this process's user+system CPU time so far.
 func processCPU() time.Duration {
