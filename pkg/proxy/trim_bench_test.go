@@ -32,10 +32,10 @@ func apiObjects(n int) (svcs [][]byte, slices [][]byte) {
 				Selector: map[string]string{"app": name}, SessionAffinity: corev1.ServiceAffinityNone,
 				IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
 				InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyCluster),
-				Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+				Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
 		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-7xk2p", GenerateName: name + "-", Namespace: "bench",
 			UID: "4c1b2a77-0f6e-4b8a-8d2e-9e3f1a6b5c20", ResourceVersion: fmt.Sprint(2000 + i), Generation: 1, CreationTimestamp: now,
-			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
+			Labels:      map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"},
 			Annotations: map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-25T12:00:00Z"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: name, UID: "0d3f3c55-8a7e-4f3b-9c1e-5a0c7e2b9d41",
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
