@@ -83,6 +83,7 @@ func newCommand() *cobra.Command {
 	f.BoolVar(&o.MasqueradeAll, "masquerade-all", false, "masquerade all traffic sent to Service cluster IPs")
 	f.StringVar(&o.MetricsAddress, "metrics-bind-address", "127.0.0.1:10249", "address of /metrics (empty: off)")
 	f.StringVar(&o.HealthzAddress, "healthz-bind-address", "0.0.0.0:10256", "address of /healthz (empty: off)")
+	f.StringSliceVar(&o.LBInterfaces, "lb-interfaces", nil, "interfaces on which this node answers ARP for the LoadBalancer addresses it is elected for, as MetalLB's layer-2 mode (default none: those addresses answer only on the nodes)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove every chain and rule miniproxy made, then exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(explainCommand())

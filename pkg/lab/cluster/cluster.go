@@ -180,6 +180,9 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", proxyKubeconfig,
 			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
 			"--healthz-bind-address", n.IP + ":10256",
+			// LoadBalancer addresses (LoadBalancerPool, on the lab segment) answer ARP from
+			// one elected node, so the lab's client namespace reaches them.
+			"--lb-interfaces", lab.MemberInterface,
 		}})
 		if err != nil {
 			return err
