@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,13 +48,19 @@ import (
 
 const childEnv = "PROXYBENCH_ID" // set in the re-executed child: the run's id
 
-// gogcs are the -gogc values.
-var gogcs string
+// gogcs are the -gogc values; daemonOnly is -daemon-only.
+var (
+	gogcs       string
+	daemonOnly  bool
+	heapProfile string
+)
 
 func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Services (x 2 endpoints) to sync")
 	changes := flag.Int("changes", 5, "one-endpoint changes to time at the largest size")
 	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure (empty: skip)")
+	flag.BoolVar(&daemonOnly, "daemon-only", false, "only the daemon's figures (RSS, CPU) at the largest size")
+	flag.StringVar(&heapProfile, "heap-profile", "", "write the daemon's heap profile at the largest size to this file")
 	flag.StringVar(&gogcs, "gogc", "50,25", "GOGC values to run the daemon with too at the largest size, beside Go's default (empty: none)")
 	flag.Parse()
 	var ns []int
@@ -126,6 +133,9 @@ func run(id string, sizes []int, changes int, miniproxy string) error {
 	fmt.Println("CPU is the proxier's own (laying out, hashing, reading tables, GC) + iptables-restore's")
 	fmt.Printf("\n%-8s %-9s %-11s %-36s %-36s\n", "services", "lines", "bytes", "full sync wall (CPU)", "resync into the full table (CPU)")
 	for _, n := range sizes {
+		if daemonOnly {
+			break
+		}
 		if err := syncSize(ctx, id, n, log, n == largest, changes); err != nil {
 			return fmt.Errorf("%d services: %w", n, err)
 		}
@@ -426,6 +436,13 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 	fmt.Printf("  one endpoint change: partial sync %v, update call to rules written %v (min-sync-period 100ms; polled every 10ms); RSS %.1f MiB, peak %.1f MiB\n",
 		ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
 		programmed.Round(time.Millisecond), rss, hwm)
+	if heapProfile != "" {
+		// What the live heap is made of (go tool pprof -top -inuse_space FILE).
+		if err := fetch("http://"+mp.addr+"/debug/pprof/heap?gc=1", heapProfile); err != nil {
+			return err
+		}
+		fmt.Printf("  its heap profile after the change (live objects): %s\n", heapProfile)
+	}
 	mp.stop()
 	// The garbage collector's share: the same daemon and Services with a lower GOGC (a
 	// smaller heap goal over the live heap, paid in collections).
@@ -463,7 +480,8 @@ func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error
 	}
 	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", port), logs: &bytes.Buffer{}}
 	d.cmd = exec.Command(miniproxy, "--kubeconfig", controlplane.AdminKubeconfig(dir), "--hostname-override", "node-1",
-		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms")
+		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms",
+		"--profiling")
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.Env = append(os.Environ(), env...)
 	started := time.Now()
@@ -625,6 +643,27 @@ func freePort() (int, error) {
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond / 10) }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// fetch GETs url into file.
+func fetch(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
 
 // cpuOf is process pid's user+system CPU time so far (/proc/PID/stat, in clock ticks of
 // 10 ms).

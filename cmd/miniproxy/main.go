@@ -82,6 +82,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.SyncPeriod, "sync-period", 30*time.Second, "longest time between two syncs (a full resync)")
 	f.BoolVar(&o.MasqueradeAll, "masquerade-all", false, "masquerade all traffic sent to Service cluster IPs")
 	f.StringVar(&o.MetricsAddress, "metrics-bind-address", "127.0.0.1:10249", "address of /metrics (empty: off)")
+	f.BoolVar(&o.Profiling, "profiling", false, "serve /debug/pprof on the metrics address")
 	f.StringVar(&o.HealthzAddress, "healthz-bind-address", "0.0.0.0:10256", "address of /healthz (empty: off)")
 	f.StringSliceVar(&o.LBInterfaces, "lb-interfaces", nil, "interfaces on which this node answers ARP for the LoadBalancer addresses it is elected for, as MetalLB's layer-2 mode (default none: those addresses answer only on the nodes)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove every chain and rule miniproxy made, then exit")

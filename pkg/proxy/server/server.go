@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +41,7 @@ type Options struct {
 	SyncPeriod       time.Duration
 	MasqueradeAll    bool
 	MetricsAddress   string
+	Profiling        bool // /debug/pprof on the metrics address, as kube-proxy's --profiling
 	HealthzAddress   string
 	// LBInterfaces are where this node answers ARP for the LoadBalancer addresses it is
 	// elected for (pkg/proxy/l2); none: LoadBalancer addresses answer only on the nodes.
@@ -156,7 +159,13 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
-		firstOnce.Do(func() { close(firstSync) })
+		firstOnce.Do(func() {
+			close(firstSync)
+			// Starting is the peak: the informers' first lists hold every object whole
+			// until it is trimmed, and the first sync lays out every rule. Give that back
+			// now instead of keeping it as heap the steady state never needs again.
+			debug.FreeOSMemory()
+		})
 		if o.Ready != nil {
 			readyOnce.Do(o.Ready)
 		}
@@ -202,7 +211,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	for _, s := range []struct {
 		addr string
 		h    http.Handler
-	}{{o.MetricsAddress, m.handler(h)}, {o.HealthzAddress, h.handler()}} {
+	}{{o.MetricsAddress, m.handler(h, o.Profiling)}, {o.HealthzAddress, h.handler()}} {
 		if s.addr == "" {
 			continue
 		}
@@ -321,8 +330,14 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) handler(h *health) http.Handler {
+func (m *metrics) handler(h *health, profiling bool) http.Handler {
 	mux := http.NewServeMux()
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", h.handler())
 	return mux
