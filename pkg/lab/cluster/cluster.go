@@ -96,7 +96,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	step(o.Progress, "creating lab %q: switch, control plane and %d node namespaces", o.Name, o.Nodes)
+	step(o.Progress, "creating lab %q: switch, control plane, client and %d node namespaces", o.Name, o.Nodes)
 	if o.PodNetwork == "" {
 		o.PodNetwork = "host-gw"
 	}
