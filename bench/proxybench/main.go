@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,10 +48,20 @@ import (
 
 const childEnv = "PROXYBENCH_ID" // set in the re-executed child: the run's id
 
+// gogcs are the -gogc values; daemonOnly is -daemon-only.
+var (
+	gogcs       string
+	daemonOnly  bool
+	heapProfile string
+)
+
 func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Services (x 2 endpoints) to sync")
 	changes := flag.Int("changes", 5, "one-endpoint changes to time at the largest size")
 	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure (empty: skip)")
+	flag.BoolVar(&daemonOnly, "daemon-only", false, "only the daemon's figures (RSS, CPU) at the largest size")
+	flag.StringVar(&heapProfile, "heap-profile", "", "write the daemon's heap profile at the largest size to this file")
+	flag.StringVar(&gogcs, "gogc", "50,25", "GOGC values to run the daemon with too at the largest size, beside Go's default (empty: none)")
 	flag.Parse()
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {
@@ -122,6 +133,9 @@ func run(id string, sizes []int, changes int, miniproxy string) error {
 	fmt.Println("CPU is the proxier's own (laying out, hashing, reading tables, GC) + iptables-restore's")
 	fmt.Printf("\n%-8s %-9s %-11s %-36s %-36s\n", "services", "lines", "bytes", "full sync wall (CPU)", "resync into the full table (CPU)")
 	for _, n := range sizes {
+		if daemonOnly {
+			break
+		}
 		if err := syncSize(ctx, id, n, log, n == largest, changes); err != nil {
 			return fmt.Errorf("%d services: %w", n, err)
 		}
@@ -394,34 +408,76 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 	defer mp.stop()
 	m := mp.metrics
 	rss, hwm = rssOf(mp.cmd.Process.Pid)
-	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB\n",
+	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
 		n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
-		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm)
+		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm, ms(mp.cpu))
 	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
 		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
 		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
-	// One endpoint change through the API, timed until miniproxy has programmed it.
-	s, err := client.DiscoveryV1().EndpointSlices("bench").Get(ctx, slice(n/2, 0).Name, metav1.GetOptions{})
-	if err != nil {
+	gen := 0
+	if err := endpointChanges(ctx, client, mp, n, &gen); err != nil {
 		return err
 	}
-	s.Endpoints = slice(n/2, 1).Endpoints
-	partials := m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"]
-	changed := time.Now()
-	if _, err := client.DiscoveryV1().EndpointSlices("bench").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-		return err
+	if heapProfile != "" {
+		// What the live heap is made of (go tool pprof -top -inuse_space FILE).
+		if err := fetch("http://"+mp.addr+"/debug/pprof/heap?gc=1", heapProfile); err != nil {
+			return err
+		}
+		fmt.Printf("  its heap profile after the change (live objects): %s\n", heapProfile)
 	}
-	m2, err := waitMetrics(mp.addr, time.Minute, func(m map[string]float64) bool {
-		return m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"] > partials
-	})
-	if err != nil {
-		return err
+	mp.stop()
+	// The garbage collector's share: the same daemon and Services with a lower GOGC (a
+	// smaller heap goal over the live heap, paid in collections).
+	for _, v := range strings.Split(gogcs, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		d, err := startMiniproxy(miniproxy, dir, n, "GOGC="+v)
+		if err != nil {
+			return err
+		}
+		rss, hwm = rssOf(d.cmd.Process.Pid)
+		fmt.Printf("  GOGC=%s at %d services: first sync done %v after start; RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
+			v, n, d.synced.Round(time.Millisecond), rss, hwm, ms(d.cpu))
+		if err := endpointChanges(ctx, client, d, n, &gen); err != nil {
+			return err
+		}
+		d.stop()
 	}
-	programmed := time.Since(changed)
-	rss, hwm = rssOf(mp.cmd.Process.Pid)
-	fmt.Printf("  one endpoint change: partial sync %v, update call to rules written %v (min-sync-period 100ms; polled every 10ms); RSS %.1f MiB, peak %.1f MiB\n",
-		ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
-		programmed.Round(time.Millisecond), rss, hwm)
+	return nil
+}
+
+// endpointChanges changes one Service's endpoints through the API a few times, each timed
+// until the daemon has programmed it, with the daemon's own CPU for it and its RSS after.
+func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemon, n int, gen *int) error {
+	for range 3 {
+		*gen++
+		m, err := scrape(d.addr)
+		if err != nil {
+			return err
+		}
+		s, err := client.DiscoveryV1().EndpointSlices("bench").Get(ctx, slice(n/2, 0).Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Endpoints = slice(n/2, *gen).Endpoints
+		cpu := cpuOf(d.cmd.Process.Pid)
+		changed := time.Now()
+		if _, err := client.DiscoveryV1().EndpointSlices("bench").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		m2, err := waitMetrics(d.addr, time.Minute, func(m2 map[string]float64) bool {
+			return m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"] > m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"]
+		})
+		if err != nil {
+			return err
+		}
+		programmed := time.Since(changed)
+		rss, hwm := rssOf(d.cmd.Process.Pid)
+		fmt.Printf("    one endpoint change: partial sync %v, update call to rules written %v, daemon CPU %v (10 ms ticks, restore apart); RSS %.1f MiB, peak %.1f MiB\n",
+			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
+			programmed.Round(time.Millisecond), cpuOf(d.cmd.Process.Pid)-cpu, rss, hwm)
+	}
 	return nil
 }
 
@@ -431,19 +487,22 @@ type daemon struct {
 	addr    string // its /metrics
 	logs    *bytes.Buffer
 	synced  time.Duration      // start to first full sync
+	cpu     time.Duration      // its user+system CPU until then (iptables-restore's apart)
 	metrics map[string]float64 // right after it
 }
 
 // startMiniproxy runs miniproxy against the API in dir until it has written n services.
-func startMiniproxy(miniproxy, dir string, n int) (*daemon, error) {
+func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", port), logs: &bytes.Buffer{}}
 	d.cmd = exec.Command(miniproxy, "--kubeconfig", controlplane.AdminKubeconfig(dir), "--hostname-override", "node-1",
-		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms")
+		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms",
+		"--profiling")
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	d.cmd.Env = append(os.Environ(), env...)
 	started := time.Now()
 	if err := d.cmd.Start(); err != nil {
 		return nil, err
@@ -456,10 +515,14 @@ func startMiniproxy(miniproxy, dir string, n int) (*daemon, error) {
 		return nil, fmt.Errorf("%w\nminiproxy's log:\n%s", err, d.logs.String())
 	}
 	d.synced = time.Since(started)
+	d.cpu = cpuOf(d.cmd.Process.Pid)
 	return d, nil
 }
 
 func (d *daemon) stop() {
+	if d.cmd.ProcessState != nil {
+		return // stopped already
+	}
 	_ = d.cmd.Process.Signal(os.Interrupt)
 	_ = d.cmd.Wait()
 	_ = exec.Command(d.cmd.Path, "--cleanup").Run()
@@ -599,6 +662,41 @@ func freePort() (int, error) {
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond / 10) }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// fetch GETs url into file.
+func fetch(url, file string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// cpuOf is process pid's user+system CPU time so far (/proc/PID/stat, in clock ticks of
+// 10 ms).
+func cpuOf(pid int) time.Duration {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the name may hold spaces
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
 
 // processCPU is this process's user+system CPU time so far.
 func processCPU() time.Duration {

@@ -11,6 +11,9 @@
 //     10.200.SEG.0/24, node-i on segment (i-1) mod S at 10.200.SEG.(10+i), the control plane
 //     on segment 0, and a router namespace mk-NAME-rt (eth<SEG> at 10.200.SEG.1, forwarding
 //     on) as the only way between segments;
+//   - a client namespace mk-NAME-client (eth0 at 10.200.0.3/24 on segment 0): a machine on
+//     the lab segment that is no node, to reach LoadBalancer addresses from outside the
+//     cluster as a user's laptop on the same LAN would;
 //   - no default route anywhere, and nothing added to the host namespace: veths are created
 //     with their ends directly in the lab namespaces.
 //   - a DNS server outside the cluster (package upstreamdns, run by cluster.Up) on the
@@ -58,6 +61,7 @@ const (
 	ClusterCIDR     = "10.244.0.0/16"
 	ServiceCIDR     = "10.96.0.0/12"
 	ControlPlaneIP  = "10.200.0.2"
+	ClientIP        = "10.200.0.3" // the client namespace: on the segment, not a node
 	BridgeName      = "br0"
 	MemberInterface = "eth0"
 	// UpstreamDNS is the lab's DNS server outside the cluster, the nameserver of every
@@ -114,6 +118,7 @@ type Lab struct {
 	Router           *Router         `json:"router,omitempty"`     // joins the segments
 	PodNetwork       string          `json:"podNetwork,omitempty"` // minilet --pod-network
 	ControlPlane     Member          `json:"controlPlane"`
+	Client           *Member         `json:"client,omitempty"` // on segment 0, not a node (labs made before it have none)
 	Nodes            []Node          `json:"nodes"`
 	Kubeconfig       string          `json:"kubeconfig"`                 // admin kubeconfig; miniapi --data-dir=StateDir writes it here
 	UpstreamDNS      string          `json:"upstreamDNS,omitempty"`      // the nameserver of the nodes' resolv.conf
@@ -165,6 +170,7 @@ func describe(spec Spec) *Lab {
 		ControlPlane: Member{
 			Name: "cp", NetNS: netnsName(spec.Name, "cp"), IP: ControlPlaneIP,
 		},
+		Client:    &Member{Name: "client", NetNS: netnsName(spec.Name, "client"), IP: ClientIP},
 		Processes: []ProcessRecord{},
 	}
 	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
@@ -203,7 +209,7 @@ func netnsName(lab, member string) string { return "mk-" + lab + "-" + member }
 // netnsPattern matches exactly the namespace names of lab name. It does not match other
 // labs' names even where one lab name prefixes another ("a" vs "a-b").
 func netnsPattern(name string) *regexp.Regexp {
-	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|node-[0-9]+)$`)
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|client|node-[0-9]+)$`)
 }
 
 // switchPattern matches the switch namespaces of lab name.

@@ -48,7 +48,7 @@ func TestValidateName(t *testing.T) {
 func TestNetNSPatternKeepsLabsApart(t *testing.T) {
 	re := netnsPattern("a")
 	for name, want := range map[string]bool{
-		"mk-a-sw": true, "mk-a-cp": true, "mk-a-node-12": true, "mk-a-sw1": true, "mk-a-rt": true,
+		"mk-a-sw": true, "mk-a-cp": true, "mk-a-node-12": true, "mk-a-sw1": true, "mk-a-rt": true, "mk-a-client": true,
 		"mk-a-b-sw": false, "mk-a-node-1-cp": false, "mk-a-node-x": false, "mk-ab-sw": false,
 	} {
 		if got := re.MatchString(name); got != want {

@@ -102,6 +102,10 @@ func (l *Lab) build() error {
 		members = append(members, Member{Name: n.Name, NetNS: n.NetNS, IP: n.IP})
 		segment[n.Name] = n.Segment
 	}
+	if l.Client != nil {
+		members = append(members, *l.Client)
+		segment[l.Client.Name] = 0
+	}
 	for _, m := range members {
 		s := segment[m.Name]
 		if err := l.plugIn(switches[s], l.Switches[s], bridges[s], m, MemberInterface); err != nil {
@@ -117,7 +121,7 @@ func (l *Lab) build() error {
 	// Pod CIDRs are routed by minilet (--pod-network), not by the lab. Members reach the
 	// other segments through the router; nodes route the Service range onto their segment.
 	for _, m := range members {
-		isNode := m.Name != l.ControlPlane.Name
+		isNode := m.Name != l.ControlPlane.Name && (l.Client == nil || m.Name != l.Client.Name)
 		s := segment[m.Name]
 		err := network.InNetNS(NetNSPath(m.NetNS), func() error {
 			if l.Router != nil {

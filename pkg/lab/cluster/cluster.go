@@ -99,7 +99,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	step(o.Progress, "creating lab %q: switch, control plane and %d node namespaces", o.Name, o.Nodes)
+	step(o.Progress, "creating lab %q: switch, control plane, client and %d node namespaces", o.Name, o.Nodes)
 	if o.PodNetwork == "" {
 		o.PodNetwork = "host-gw"
 	}
@@ -192,6 +192,9 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", proxyKubeconfig,
 			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
 			"--healthz-bind-address", n.IP + ":10256",
+			// LoadBalancer addresses (LoadBalancerPool, on the lab segment) answer ARP from
+			// one elected node, so the lab's client namespace reaches them.
+			"--lb-interfaces", lab.MemberInterface,
 		}})
 		if err != nil {
 			return err

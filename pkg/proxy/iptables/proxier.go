@@ -16,7 +16,7 @@ import (
 
 	goipt "github.com/coreos/go-iptables/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/minik8s/minik8s/pkg/proxy/conntrack"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 )
@@ -81,15 +81,8 @@ type Proxier struct {
 	mu       sync.Mutex
 	written  [2]map[string]uint64 // filter, nat: every chain of ours -> hash of its rules as last written
 	needFull bool
-	builder  *builder            // remembers the last layout, so a partial sync lays out only changes
-	snap     *proxy.Snapshotter  // remembers the last snapshot, so it re-reads only changed Services
-	udp      map[string]udpState // UDP service port -> what conntrack cleanup compares
-}
-
-type udpState struct {
-	dsts []string // cluster IP, external and load balancer IPs
-	node int32
-	eps  map[string]bool
+	builder  *builder           // remembers the last layout, so a partial sync lays out only changes
+	snap     *proxy.Snapshotter // remembers the last snapshot, so it re-reads only changed Services
 }
 
 // New makes a proxier; the first Sync is a full one.
@@ -99,7 +92,7 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
 	}
 	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt,
-		wholeCache: nftBacked(), written: [2]map[string]uint64{{}, {}}, needFull: true, udp: map[string]udpState{}}, nil
+		wholeCache: nftBacked(), written: [2]map[string]uint64{{}, {}}, needFull: true}, nil
 }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
@@ -143,7 +136,11 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 		return res, err
 	}
 	p.needFull = false
-	p.cleanConntrack(ctx, ports)
+	if n, err := conntrack.CleanStaleUDP(ports); err != nil {
+		p.log.Warn("conntrack cleanup failed", "err", err)
+	} else if n > 0 {
+		p.log.Debug("deleted stale UDP conntrack entries", "entries", n)
+	}
 	res.ServicePorts = len(ports)
 	res.BuildDuration = built
 	res.Duration = time.Since(start)
@@ -445,59 +442,4 @@ func Cleanup(ctx context.Context) error {
 		return ipt.ClearAndDeleteChain("mangle", kubeProxyCanary)
 	}
 	return nil
-}
-
-// cleanConntrack deletes the UDP conntrack entries that would keep sending packets where
-// they no longer should: to an endpoint that went away, or (cached before a service had
-// any endpoint) to nowhere. TCP needs none of this: its connections reset.
-func (p *Proxier) cleanConntrack(ctx context.Context, ports []proxy.ServicePort) {
-	seen := map[string]bool{}
-	for i := range ports {
-		sp := &ports[i]
-		if sp.Protocol != corev1.ProtocolUDP {
-			continue
-		}
-		seen[sp.Name] = true
-		cur := udpState{dsts: append(append([]string{sp.ClusterIP}, sp.ExternalIPs...), sp.LoadBalancerIPs...), node: sp.NodePort, eps: map[string]bool{}}
-		for _, e := range sp.Usable(false) {
-			cur.eps[e.IP] = true
-		}
-		prev, known := p.udp[sp.Name]
-		p.udp[sp.Name] = cur
-		if !known {
-			continue
-		}
-		if len(prev.eps) == 0 && len(cur.eps) > 0 {
-			for _, dst := range cur.dsts {
-				p.conntrack(ctx, "-D", "-p", "udp", "--orig-dst", dst)
-			}
-			if cur.node != 0 {
-				p.conntrack(ctx, "-D", "-p", "udp", "--orig-port-dst", fmt.Sprint(cur.node))
-			}
-		}
-		for ip := range prev.eps {
-			if cur.eps[ip] {
-				continue
-			}
-			for _, dst := range prev.dsts {
-				p.conntrack(ctx, "-D", "-p", "udp", "--orig-dst", dst, "--dst-nat", ip)
-			}
-			if prev.node != 0 {
-				p.conntrack(ctx, "-D", "-p", "udp", "--orig-port-dst", fmt.Sprint(prev.node), "--dst-nat", ip)
-			}
-		}
-	}
-	for name := range p.udp {
-		if !seen[name] {
-			delete(p.udp, name)
-		}
-	}
-}
-
-// conntrack runs the conntrack tool; "0 flow entries" (exit 1) is no error.
-func (p *Proxier) conntrack(ctx context.Context, args ...string) {
-	out, err := exec.CommandContext(ctx, "conntrack", args...).CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "0 flow entries") {
-		p.log.Warn("conntrack cleanup failed", "args", strings.Join(args, " "), "err", err, "output", strings.TrimSpace(string(out)))
-	}
 }

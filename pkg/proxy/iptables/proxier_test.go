@@ -48,7 +48,7 @@ func run(t *testing.T, args ...string) {
 func newTestNet(t *testing.T) *testNet {
 	t.Helper()
 	testenv.RequireRoot(t, "creates network namespaces and iptables rules in them")
-	testenv.RequireTools(t, "ip", "iptables", "iptables-save", "iptables-restore", "conntrack")
+	testenv.RequireTools(t, "ip", "iptables", "iptables-save", "iptables-restore")
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)

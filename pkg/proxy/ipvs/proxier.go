@@ -16,6 +16,7 @@ import (
 
 	goipt "github.com/coreos/go-iptables/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/proxy/conntrack"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
 	libipvs "github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
@@ -43,6 +44,9 @@ type SyncResult struct {
 	// Where the time went, within Duration: reading the kernel (full syncs), binding
 	// addresses, programming IPVS, the ip sets, the rules.
 	ReadTime, AddrTime, IPVSTime, SetsTime, RulesTime time.Duration
+	// ConntrackTime is deleting stale UDP flows (ConntrackDeleted of them), after the rest.
+	ConntrackTime    time.Duration
+	ConntrackDeleted uint
 }
 
 // Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
@@ -179,6 +183,11 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	}
 	p.needFull = false
 	p.track.markApplied()
+	t0 := time.Now()
+	if res.ConntrackDeleted, err = conntrack.CleanStaleUDP(ports); err != nil {
+		p.log.Warn("conntrack cleanup failed", "err", err)
+	}
+	res.ConntrackTime = time.Since(t0)
 	res.Duration = time.Since(start)
 	return res, nil
 }

@@ -32,12 +32,12 @@ import (
 )
 
 // vmModules are what IPVS mode needs of the kernel: IPVS and its schedulers, the dummy
-// and veth links, conntrack and NAT, iptables on nf_tables with the matches and targets
+// and veth links, conntrack (with its netlink interface, for the UDP cleanup) and NAT, iptables on nf_tables with the matches and targets
 // our rules use, and the ip set types.
 var vmModules = []string{
 	"crc32c_generic", // libcrc32c's soft dependency (an alias the .modinfo names)
 	"ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_lc", "ip_vs_sh", "dummy", "veth",
-	"nf_conntrack", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
+	"nf_conntrack", "nf_conntrack_netlink", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
 	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT",
 	"xt_statistic", "xt_nat", "xt_recent", "xt_tcpudp", // the iptables mode, the benchmark's baseline
 	"ip_set_hash_ip", "ip_set_hash_ipport", "ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port",
@@ -148,6 +148,42 @@ func TestIPVSInVM(t *testing.T) {
 		t.Error("NodePort 10.0.2.1:30080 did not answer")
 	}
 
+	// UDP: a client keeps one flow (same source port) to the UDP Service while its only
+	// endpoint is replaced; after the sync no conntrack entry sends the flow to the old
+	// endpoint (this kernel's IPVS drops those of a deleted real server itself, as
+	// expire_nodest_conn=1 asks since Linux 5.9), and the same flow reaches the new one.
+	client, err := net.DialUDP("udp", &net.UDPAddr{Port: 40053}, &net.UDPAddr{IP: net.ParseIP("10.96.0.53"), Port: 53})
+	must(t, err)
+	defer client.Close()
+	if got := udpAnswer(client, 5); got != "b1" {
+		t.Fatalf("UDP 10.96.0.53:53 answered %q, want b1", got)
+	}
+	if n := flowsTo(t, "10.96.0.53", b1); n == 0 {
+		t.Fatalf("no conntrack entry of the UDP flow to %s", b1)
+	}
+	must(t, slices.Update(slice("dns", corev1.ProtocolUDP, 5353, b2)))
+	sync(p, false)
+	if n := flowsTo(t, "10.96.0.53", b1); n != 0 {
+		t.Errorf("%d conntrack entries still send 10.96.0.53:53 to the removed endpoint %s", n, b1)
+	}
+	if got := udpAnswer(client, 5); got != "b2" {
+		t.Errorf("after replacing its only endpoint the UDP flow got %q, want b2", got)
+	}
+	// What older kernels leave, and what a flow sent before the Service had endpoints
+	// leaves (not NATed): entries the proxier must delete itself; the flow to the serving
+	// endpoint stays.
+	addFlow(t, "10.0.2.1", 41000, "10.96.0.53", 53, b1)           // to the removed endpoint
+	addFlow(t, "10.0.2.1", 41001, "10.96.0.53", 53, "10.96.0.53") // never NATed
+	addFlow(t, "10.0.2.1", 41002, "10.96.0.53", 53, b2)           // to the serving one
+	res, err := p.Sync(ctx)
+	must(t, err)
+	if res.ConntrackDeleted != 2 || flowsTo(t, "10.96.0.53", b1)+flowsTo(t, "10.96.0.53", "10.96.0.53") != 0 {
+		t.Errorf("conntrack cleanup deleted %d entries; want the 2 stale ones gone", res.ConntrackDeleted)
+	}
+	if flowsTo(t, "10.96.0.53", b2) < 2 {
+		t.Errorf("conntrack cleanup deleted flows to the serving endpoint %s", b2)
+	}
+
 	// Another scheduler: a new proxier (a restart with --ipvs-scheduler sh) reads the kernel
 	// and updates the virtual servers in place; the timeouts and strict ARP are set.
 	p.Close()
@@ -166,7 +202,7 @@ func TestIPVSInVM(t *testing.T) {
 		"TCP 10.96.0.10:80 sh":             strings.Join(web, " "),
 		"TCP 10.0.1.1:30080 sh":            strings.Join(web, " "),
 		"TCP 10.0.2.1:30080 sh":            strings.Join(web, " "),
-		"UDP 10.96.0.53:53 sh persist 600": b1 + ":5353",
+		"UDP 10.96.0.53:53 sh persist 600": b2 + ":5353",
 	})
 
 	// One endpoint goes away: a partial sync removes its real servers and hairpin entry.
@@ -176,9 +212,9 @@ func TestIPVSInVM(t *testing.T) {
 		"TCP 10.96.0.10:80 sh":             b1 + ":8080",
 		"TCP 10.0.1.1:30080 sh":            b1 + ":8080",
 		"TCP 10.0.2.1:30080 sh":            b1 + ":8080",
-		"UDP 10.96.0.53:53 sh persist 600": b1 + ":5353",
+		"UDP 10.96.0.53:53 sh persist 600": b2 + ":5353",
 	})
-	checkSet(t, ipset.LoopBack, b1+",tcp:8080,"+b1, b1+",udp:5353,"+b1)
+	checkSet(t, ipset.LoopBack, b1+",tcp:8080,"+b1, b2+",udp:5353,"+b2)
 	// Graceful termination: the ClusterIP's earlier connections to b2 (closed seconds ago,
 	// still counted by IPVS for its TIME_WAIT of 2 minutes) keep b2 there at weight 0.
 	cluster := &libipvs.Service{Address: net.ParseIP("10.96.0.10").To4(), Protocol: 6, Port: 80, AddressFamily: 2}
@@ -224,14 +260,14 @@ func TestIPVSInVM(t *testing.T) {
 		"TCP 10.96.0.10:80 sh":             b1 + ":8080",
 		"TCP 10.0.1.1:30080 sh":            b1 + ":8080",
 		"TCP 10.0.2.1:30080 sh":            b1 + ":8080",
-		"UDP 10.96.0.53:53 sh persist 600": b1 + ":5353",
+		"UDP 10.96.0.53:53 sh persist 600": b2 + ":5353",
 	})
 
 	// The Service goes: its virtual servers, address and set entries with it.
 	must(t, svcs.Delete(service("web", "", "", 0, 0, 0)))
 	must(t, slices.Delete(slice("web", corev1.ProtocolTCP, 0)))
 	sync(p, false)
-	checkIPVS(t, h, map[string]string{"UDP 10.96.0.53:53 sh persist 600": b1 + ":5353"})
+	checkIPVS(t, h, map[string]string{"UDP 10.96.0.53:53 sh persist 600": b2 + ":5353"})
 	checkBound(t, "10.96.0.53")
 	checkSet(t, ipset.ClusterIP, "10.96.0.53,udp:53")
 	checkSet(t, ipset.NodePortTCP)
@@ -250,6 +286,49 @@ func TestIPVSInVM(t *testing.T) {
 	if out := run(t, "ipset", "list", "-n"); strings.Contains(out, "KUBE-") {
 		t.Errorf("sets left after cleanup: %s", out)
 	}
+}
+
+// udpAnswer sends on the client's flow until an answer comes, at most tries times.
+func udpAnswer(c *net.UDPConn, tries int) string {
+	buf := make([]byte, 64)
+	for range tries {
+		if _, err := c.Write([]byte("who")); err != nil {
+			continue
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		if n, err := c.Read(buf); err == nil {
+			return string(buf[:n])
+		}
+	}
+	return ""
+}
+
+// flowsTo counts the UDP conntrack entries to vip whose reply comes from endpoint.
+func flowsTo(t *testing.T, vip, endpoint string) int {
+	t.Helper()
+	flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, netlink.FAMILY_V4)
+	must(t, err)
+	n := 0
+	for _, f := range flows {
+		if f.Forward.Protocol == 17 && f.Forward.DstIP.String() == vip && f.Reverse.SrcIP.String() == endpoint {
+			n++
+		}
+	}
+	return n
+}
+
+// addFlow makes a UDP conntrack entry from src:sport to vip:port answered by endpoint
+// (netlink wants 4-byte IPv4 addresses: 16-byte ones are sent as 0.0.0.0).
+func addFlow(t *testing.T, src string, sport uint16, vip string, port uint16, endpoint string) {
+	t.Helper()
+	dport := port
+	if endpoint != vip {
+		dport = 5353
+	}
+	f := &netlink.ConntrackFlow{FamilyType: netlink.FAMILY_V4, TimeOut: 120,
+		Forward: netlink.IPTuple{SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(vip).To4(), Protocol: 17, SrcPort: sport, DstPort: port},
+		Reverse: netlink.IPTuple{SrcIP: net.ParseIP(endpoint).To4(), DstIP: net.ParseIP(src).To4(), Protocol: 17, SrcPort: dport, DstPort: sport}}
+	must(t, netlink.ConntrackCreate(netlink.ConntrackTable, netlink.FAMILY_V4, f))
 }
 
 func must(t *testing.T, err error) {
@@ -296,7 +375,8 @@ func slice(svc string, proto corev1.Protocol, port int32, ips ...string) *discov
 }
 
 // startBackend makes a network namespace joined to the VM's by a veth pair (10.0.i.1 on the
-// VM's side, 10.0.i.2 inside) with a TCP server on :8080 answering its name.
+// VM's side, 10.0.i.2 inside) with a TCP server on :8080 and a UDP one on :5353 answering
+// its name.
 func startBackend(t *testing.T, name string, i int) string {
 	t.Helper()
 	runtime.LockOSThread()
@@ -328,6 +408,18 @@ func startBackend(t *testing.T, name string, i int) string {
 	must(t, netlink.RouteAdd(&netlink.Route{Gw: net.ParseIP(hostIP)}))
 	l, err := net.Listen("tcp", nsIP+":8080") // the socket stays in this namespace
 	must(t, err)
+	u, err := net.ListenPacket("udp", nsIP+":5353")
+	must(t, err)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := u.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = u.WriteTo([]byte(name), from)
+		}
+	}()
 	go func() {
 		for {
 			c, err := l.Accept()

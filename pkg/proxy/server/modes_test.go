@@ -46,6 +46,28 @@ func TestValidateProxyModes(t *testing.T) {
 	}
 }
 
+func TestValidateLBInterfaces(t *testing.T) {
+	base := Options{HostnameOverride: "n", MinSyncPeriod: time.Second, SyncPeriod: 30 * time.Second,
+		HealthzAddress: "0.0.0.0:10256", LBInterfaces: []string{"eth0"}}
+	for _, c := range []struct {
+		name    string
+		change  func(*Options)
+		wantErr string
+	}{
+		{"iptables mode", func(*Options) {}, ""},
+		{"no healthz to probe", func(o *Options) { o.HealthzAddress = "" }, "--lb-interfaces needs --healthz-bind-address"},
+		{"IPVS without strict ARP", func(o *Options) { o.ProxyMode = ModeIPVS }, "--ipvs-strict-arp"},
+		{"IPVS with strict ARP", func(o *Options) { o.ProxyMode, o.IPVS.StrictARP = ModeIPVS, true }, ""},
+	} {
+		o := base
+		c.change(&o)
+		err := o.Validate()
+		if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.wantErr)
+		}
+	}
+}
+
 // TestSwitchingToIPVSRemovesTheIPTablesModesRules: in a network namespace made for the test,
 // the iptables mode syncs (empty cluster: its base chains and canary), then starting in IPVS
 // mode removes them; starting in iptables mode again leaves them alone.

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -39,8 +41,12 @@ type Options struct {
 	SyncPeriod       time.Duration
 	MasqueradeAll    bool
 	MetricsAddress   string
+	Profiling        bool // /debug/pprof on the metrics address, as kube-proxy's --profiling
 	HealthzAddress   string
-	Ready            func() // called once, after the first successful sync (nil: nothing)
+	// LBInterfaces are where this node answers ARP for the LoadBalancer addresses it is
+	// elected for (pkg/proxy/l2); none: LoadBalancer addresses answer only on the nodes.
+	LBInterfaces []string
+	Ready        func() // called once, after the first successful sync (nil: nothing)
 }
 
 // Validate checks the options before anything is touched.
@@ -65,6 +71,14 @@ func (o *Options) Validate() error {
 	}
 	if o.MinSyncPeriod < 0 || o.SyncPeriod <= 0 || o.MinSyncPeriod > o.SyncPeriod {
 		errs = append(errs, fmt.Errorf("--min-sync-period %v and --sync-period %v: want 0 <= min <= sync, sync > 0", o.MinSyncPeriod, o.SyncPeriod))
+	}
+	if len(o.LBInterfaces) > 0 {
+		if _, port, err := net.SplitHostPort(o.HealthzAddress); err != nil || port == "0" {
+			errs = append(errs, errors.New("--lb-interfaces needs --healthz-bind-address with a port: nodes elect who answers for an address among those whose /healthz answers"))
+		}
+		if o.ProxyMode == ModeIPVS && !o.IPVS.StrictARP {
+			errs = append(errs, errors.New("--lb-interfaces in IPVS mode needs --ipvs-strict-arp: the addresses on kube-ipvs0 are the node's own, and without strict ARP every node's kernel answers ARP for them"))
+		}
 	}
 	if o.HostnameOverride == "" {
 		errs = append(errs, errors.New("--hostname-override is empty and the host name could not be read"))
@@ -105,6 +119,12 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	if err != nil {
 		return err
 	}
+	speaker, err := newSpeaker(o, factory, log)
+	if err != nil {
+		return err
+	}
+	firstSync := make(chan struct{})
+	var firstOnce sync.Once
 	m := newMetrics()
 	h := &health{period: o.SyncPeriod}
 	var lastFull time.Time
@@ -139,6 +159,13 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
+		firstOnce.Do(func() {
+			close(firstSync)
+			// Starting is the peak: the informers' first lists hold every object whole
+			// until it is trimmed, and the first sync lays out every rule. Give that back
+			// now instead of keeping it as heap the steady state never needs again.
+			debug.FreeOSMemory()
+		})
 		if o.Ready != nil {
 			readyOnce.Do(o.Ready)
 		}
@@ -155,6 +182,9 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			mu.Unlock()
 			h.queued(time.Now())
 			r.Run()
+			if speaker != nil {
+				speaker.Changed()
+			}
 		}
 	}
 	for _, inf := range []struct {
@@ -169,7 +199,11 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		}
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced) {
+	synced := []cache.InformerSynced{services.Informer().HasSynced, slices.Informer().HasSynced}
+	if speaker != nil {
+		synced = append(synced, speaker.nodesSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	// Listening before the first sync, so that when Ready says so /healthz answers.
@@ -177,7 +211,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	for _, s := range []struct {
 		addr string
 		h    http.Handler
-	}{{o.MetricsAddress, m.handler(h)}, {o.HealthzAddress, h.handler()}} {
+	}{{o.MetricsAddress, m.handler(h, o.Profiling)}, {o.HealthzAddress, h.handler()}} {
 		if s.addr == "" {
 			continue
 		}
@@ -189,6 +223,17 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	}
 	log.Info("miniproxy syncing Services", "mode", cmp.Or(o.ProxyMode, ModeIPTables), "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
 	go r.Loop(ctx)
+	if speaker != nil {
+		// Answering ARP only once this node's rules are written: before, it would draw
+		// traffic it drops.
+		go func() {
+			select {
+			case <-firstSync:
+				speaker.Run(ctx)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
@@ -285,8 +330,14 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) handler(h *health) http.Handler {
+func (m *metrics) handler(h *health, profiling bool) http.Handler {
 	mux := http.NewServeMux()
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/healthz", h.handler())
 	return mux

@@ -1,0 +1,258 @@
+package l2
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Announcer is what a Speaker drives: a Responder, or a fake in tests.
+type Announcer interface{ Set([]netip.Addr) }
+
+// Speaker decides which LoadBalancer addresses this node answers for. A node is a
+// candidate while its proxy's /healthz answers 200 (what cloud load balancers probe on
+// kube-proxy, port 10256), and, for a Service with externalTrafficPolicy Local, only when
+// it has a ready endpoint of that Service (another node would drop the traffic or lose the
+// client address); a Service with no ready endpoint anywhere is not answered at all. Among
+// the candidates Elect picks one, on every node alike.
+type Speaker struct {
+	Node        string
+	Services    corelisters.ServiceLister
+	Slices      discoverylisters.EndpointSliceLister
+	Nodes       corelisters.NodeLister
+	HealthzPort int
+	Announcer   Announcer
+	Log         *slog.Logger
+	// Interval is how often the other nodes' proxies are probed (and how fast a failed
+	// node's addresses move); Probe says whether one answers (nil: HTTP GET /healthz).
+	Interval time.Duration
+	Probe    func(ctx context.Context, nodeIP string) bool
+	// Segment is the subnet of this node's interface an address belongs to (false: none
+	// of them holds it, so this node cannot answer for it); only nodes whose address is
+	// in that subnet are candidates, since only they share the segment. nil: every node.
+	Segment func(netip.Addr) (netip.Prefix, bool)
+
+	kick chan struct{}
+	once sync.Once
+}
+
+func (s *Speaker) init() {
+	s.once.Do(func() {
+		s.kick = make(chan struct{}, 1)
+		if s.Interval == 0 {
+			s.Interval = time.Second
+		}
+		if s.Probe == nil {
+			client := &http.Client{Timeout: s.Interval}
+			s.Probe = func(ctx context.Context, ip string) bool {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, strconv.Itoa(s.HealthzPort))+"/healthz", nil)
+				if err != nil {
+					return false
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK
+			}
+		}
+	})
+}
+
+// Changed asks for the addresses to be worked out again (a Service, slice or Node changed).
+func (s *Speaker) Changed() {
+	s.init()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run probes the other nodes every Interval and re-elects when a node came or went, or
+// at once when something changed, until ctx ends; then it answers for nothing.
+func (s *Speaker) Run(ctx context.Context) {
+	s.init()
+	defer s.Announcer.Set(nil)
+	tick := time.NewTicker(s.Interval)
+	defer tick.Stop()
+	live := s.liveNodes(ctx)
+	for elect := true; ; {
+		if elect {
+			if owned, err := s.Owned(live); err != nil {
+				s.Log.Error("working out the load balancer addresses to answer for", "err", err)
+			} else {
+				s.Announcer.Set(owned)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+			elect = true
+		case <-tick.C:
+			next := s.liveNodes(ctx)
+			if elect = !mapsEqual(live, next); elect {
+				s.Log.Info("nodes answering for load balancer addresses changed", "live", keys(next))
+			}
+			live = next
+		}
+	}
+}
+
+// liveNodes probes every other node's proxy at once; this node is live while it runs.
+func (s *Speaker) liveNodes(ctx context.Context) map[string]bool {
+	nodes, err := s.Nodes.List(labels.Everything())
+	live := map[string]bool{s.Node: true}
+	if err != nil {
+		return live
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		ip := nodeIP(n)
+		if n.Name == s.Node || ip == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s.Probe(ctx, ip) {
+				mu.Lock()
+				live[n.Name] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return live
+}
+
+func nodeIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// Owned are the LoadBalancer addresses this node wins, given the live nodes.
+func (s *Speaker) Owned(live map[string]bool) ([]netip.Addr, error) {
+	svcs, err := s.Services.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var nodeAddrs map[string]netip.Addr
+	if s.Segment != nil {
+		nodes, err := s.Nodes.List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		nodeAddrs = map[string]netip.Addr{}
+		for _, n := range nodes {
+			if a, err := netip.ParseAddr(nodeIP(n)); err == nil {
+				nodeAddrs[n.Name] = a
+			}
+		}
+	}
+	var owned []netip.Addr
+	for _, svc := range svcs {
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		var ips []netip.Addr
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
+				ips = append(ips, a)
+			}
+		}
+		if len(ips) == 0 {
+			continue
+		}
+		var segment netip.Prefix
+		if s.Segment != nil {
+			var ok bool
+			if segment, ok = s.Segment(ips[0]); !ok {
+				continue
+			}
+		}
+		withEndpoints, err := s.readyNodes(svc)
+		if err != nil {
+			return nil, err
+		}
+		if len(withEndpoints) == 0 {
+			continue // nothing would answer behind the address
+		}
+		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+		var candidates []string
+		for n := range live {
+			if s.Segment != nil && n != s.Node && !segment.Contains(nodeAddrs[n]) {
+				continue // on another segment: its ARP replies would not reach this one
+			}
+			if !local || withEndpoints[n] {
+				candidates = append(candidates, n)
+			}
+		}
+		// Services sharing an address agree: the election hashes the address.
+		if Elect(ips[0].String(), candidates) == s.Node {
+			owned = append(owned, ips...)
+		}
+	}
+	slices.SortFunc(owned, netip.Addr.Compare)
+	return slices.Compact(owned), nil
+}
+
+// readyNodes are the nodes holding a ready endpoint of svc ("" for endpoints without a
+// node, which still make the Service answerable).
+func (s *Speaker) readyNodes(svc *corev1.Service) (map[string]bool, error) {
+	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
+	list, err := s.Slices.EndpointSlices(svc.Namespace).List(sel)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint slices of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	nodes := map[string]bool{}
+	for _, sl := range list {
+		for _, ep := range sl.Endpoints {
+			if ptr.Deref(ep.Conditions.Ready, true) {
+				nodes[ptr.Deref(ep.NodeName, "")] = true
+			}
+		}
+	}
+	return nodes, nil
+}
+
+func mapsEqual(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
