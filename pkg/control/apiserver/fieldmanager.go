@@ -34,8 +34,9 @@ import (
 // with apimachinery's managedfields on the type converter built from the generated OpenAPI
 // definitions: one field manager per resource and per status subresource.
 type fieldManagers struct {
-	types    *goTypes
-	managers map[fieldManagerKey]*managedfields.FieldManager
+	types     *goTypes
+	convertor versionConvertor
+	managers  map[fieldManagerKey]*managedfields.FieldManager
 	// unavailable are the resources served without managed fields, and why.
 	unavailable map[schema.GroupVersionResource]error
 }
@@ -50,8 +51,9 @@ type fieldManagerKey struct {
 func newFieldManagers(reg *registry.Registry, log *slog.Logger) *fieldManagers {
 	tc, tcErr := openapi.TypeConverter()
 	f := &fieldManagers{
-		types:    &goTypes{TypeConverter: tc, kinds: map[schema.GroupVersionKind]*typed.TypedValue{}},
-		managers: map[fieldManagerKey]*managedfields.FieldManager{}, unavailable: map[schema.GroupVersionResource]error{},
+		types:     &goTypes{TypeConverter: tc, kinds: map[schema.GroupVersionKind]*typed.TypedValue{}},
+		convertor: newVersionConvertor(reg),
+		managers:  map[fieldManagerKey]*managedfields.FieldManager{}, unavailable: map[schema.GroupVersionResource]error{},
 	}
 	for _, res := range reg.Resources() {
 		err := tcErr
@@ -79,7 +81,7 @@ func (f *fieldManagers) add(res *registry.Resource) error {
 		if sub == "status" && !res.HasSubresource(sub) {
 			continue
 		}
-		m, err := managedfields.NewDefaultFieldManager(f.types, scheme.Scheme, registryDefaulter{res}, scheme.Scheme,
+		m, err := managedfields.NewDefaultFieldManager(f.types, f.convertor, registryDefaulter{res}, scheme.Scheme,
 			res.GVK(), res.GroupVersion(), sub, resetFields(res, sub))
 		if err != nil {
 			return err

@@ -99,8 +99,10 @@ func (o *storedObject) Object() (runtime.Object, error) {
 func (o *storedObject) JSON() ([]byte, error) {
 	o.jsonOnce.Do(func() {
 		var ok bool
-		if o.json, ok = withResourceVersion(o.value, o.rev); ok {
-			return
+		if o.res.Conversion == nil { // the stored JSON is this version's
+			if o.json, ok = withResourceVersion(o.value, o.rev); ok {
+				return
+			}
 		}
 		obj, err := o.Object()
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/namespace"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
+	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
@@ -31,12 +32,18 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/clock"
 )
 
@@ -44,6 +51,7 @@ import (
 // factory (one watch and one cache per kind, shared by every controller and the
 // scheduler), one event broadcaster.
 type ControllerContext struct {
+	Config    *rest.Config // what Client is made from, for clients of other kinds
 	Client    kubernetes.Interface
 	Metadata  metadata.Interface
 	Informers informers.SharedInformerFactory
@@ -94,6 +102,7 @@ var controllers = []controller{
 	{"persistentvolume-binder", startPVBinder},
 	{"clusterrole-aggregation", startClusterRoleAggregation},
 	{"root-ca-cert-publisher", startRootCACertPublisher},
+	{"horizontalpodautoscaling", startHorizontalPodAutoscaler},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -378,5 +387,44 @@ func startNodeIPAM(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go ipam.Run(ctx)
+	return nil
+}
+
+// HPAOptions are kube-controller-manager's --horizontal-pod-autoscaler-* flags.
+type HPAOptions struct {
+	SyncPeriod             time.Duration
+	DownscaleStabilization time.Duration
+	Tolerance              float64
+}
+
+func startHorizontalPodAutoscaler(ctx context.Context, c *ControllerContext) error {
+	opts := podautoscaler.DefaultOptions()
+	if h := c.Options.HPA; h.SyncPeriod > 0 {
+		opts.SyncPeriod = h.SyncPeriod
+	}
+	if h := c.Options.HPA; h.DownscaleStabilization > 0 {
+		opts.DownscaleStabilization = h.DownscaleStabilization
+	}
+	if h := c.Options.HPA; h.Tolerance > 0 {
+		opts.Tolerance = h.Tolerance
+	}
+	// Targets are found through discovery, as kube-controller-manager finds them: any kind
+	// with a scale subresource, custom resources included.
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
+	scales, err := scale.NewForConfig(c.Config, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(c.Client.Discovery()))
+	if err != nil {
+		return err
+	}
+	metrics, err := metricsclient.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	hc, err := podautoscaler.New(c.Client, scales, mapper, podautoscaler.ResourceMetrics{Client: metrics},
+		c.Informers.Autoscaling().V2().HorizontalPodAutoscalers(), c.Informers.Core().V1().Pods(),
+		c.Recorder(podautoscaler.Name), clock.RealClock{}, opts, c.Log.With("component", podautoscaler.Name))
+	if err != nil {
+		return err
+	}
+	go hc.Run(ctx)
 	return nil
 }

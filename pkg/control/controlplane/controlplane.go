@@ -55,7 +55,10 @@ type Options struct {
 	// (0: 5 s and 40 s, kube-controller-manager's defaults).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
 	LeaderElection                            LeaderElection
-	LoadBalancerIPPool                        string // --loadbalancer-ip-pool: CIDR or FIRST-LAST; "" gives none
+	// HPA is the horizontal pod autoscaler's --horizontal-pod-autoscaler-* settings
+	// (zero fields: kube-controller-manager's defaults).
+	HPA                HPAOptions
+	LoadBalancerIPPool string // --loadbalancer-ip-pool: CIDR or FIRST-LAST; "" gives none
 	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"": 10.244.0.0/16, /24).
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
@@ -113,6 +116,10 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Security.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if h := o.HPA; h.SyncPeriod < 0 || h.DownscaleStabilization < 0 || h.Tolerance < 0 {
+		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-sync-period %v, -downscale-stabilization %v and -tolerance %v must not be negative",
+			h.SyncPeriod, h.DownscaleStabilization, h.Tolerance))
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
@@ -375,7 +382,7 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA [
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
-	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: rootCA, broadcaster: broadcaster}
+	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: rootCA, broadcaster: broadcaster}
 	identity := electionIdentity()
 	// Informers run for the whole process (a standby's caches stay warm); the components
 	// run while this miniapi leads, and start afresh if it leads again.

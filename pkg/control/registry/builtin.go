@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -22,6 +23,10 @@ import (
 func Builtin() (*Registry, error) {
 	core := schema.GroupVersion{Version: "v1"}
 	all := []string{"all"}
+	// autoscaling/v2 first: the first version of a group is its preferred one.
+	hpa := res(autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, hpaRules, []string{"hpa"}, all, "status")
+	hpaV1 := res(autoscalingv1.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, hpaV1Rules, []string{"hpa"}, all, "status")
+	hpaV1.Conversion = hpaV1Conversion(hpa)
 	return New(
 		res(core, "namespaces", "Namespace", false, namespaceRules, []string{"ns"}, nil, "status", "finalize"),
 		res(core, "nodes", "Node", false, nodeRules, []string{"no"}, nil, "status"),
@@ -45,6 +50,7 @@ func Builtin() (*Registry, error) {
 		res(eventsv1.SchemeGroupVersion, "events", "Event", true, eventsV1Rules, []string{"ev"}, nil),
 		res(batchv1.SchemeGroupVersion, "jobs", "Job", true, jobRules, nil, all, "status"),
 		res(batchv1.SchemeGroupVersion, "cronjobs", "CronJob", true, cronJobRules, []string{"cj"}, all, "status"),
+		hpa, hpaV1,
 		res(policyv1.SchemeGroupVersion, "poddisruptionbudgets", "PodDisruptionBudget", true, podDisruptionBudgetRules, []string{"pdb"}, nil, "status"),
 		res(rbacv1.SchemeGroupVersion, "clusterrolebindings", "ClusterRoleBinding", false, clusterRoleBindingRules, nil, nil),
 		res(rbacv1.SchemeGroupVersion, "clusterroles", "ClusterRole", false, clusterRoleRules, nil, nil),

@@ -26,6 +26,18 @@ type Resource struct {
 	Categories   []string
 	Subresources []string // "status", "binding", ...
 	Rules        Rules
+	// Conversion is set on a resource served at a version other than the one its objects
+	// are stored at (autoscaling/v1 HorizontalPodAutoscalers are stored as v2): both
+	// versions share one key space, and every read and write converts.
+	Conversion *Conversion
+}
+
+// Conversion turns objects of a served version into the stored version and back, as
+// kube-apiserver converts through its internal version.
+type Conversion struct {
+	Storage     *Resource
+	ToStorage   func(obj runtime.Object) (runtime.Object, error)
+	FromStorage func(stored runtime.Object) (runtime.Object, error)
 }
 
 // Rules are the per-kind behaviours; every field is optional.

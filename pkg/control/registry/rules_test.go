@@ -86,7 +86,7 @@ func TestBuiltinNamesAndCategories(t *testing.T) {
 	want := map[string]string{"services": "svc", "deployments": "deploy", "replicasets": "rs", "statefulsets": "sts",
 		"daemonsets": "ds", "replicationcontrollers": "rc", "cronjobs": "cj", "endpoints": "ep", "persistentvolumes": "pv",
 		"persistentvolumeclaims": "pvc", "resourcequotas": "quota", "limitranges": "limits", "poddisruptionbudgets": "pdb",
-		"priorityclasses": "pc", "configmaps": "cm", "serviceaccounts": "sa"}
+		"priorityclasses": "pc", "configmaps": "cm", "serviceaccounts": "sa", "horizontalpodautoscalers": "hpa"}
 	all := map[string]bool{}
 	for _, r := range reg.Resources() {
 		if short, ok := want[r.Resource]; ok && !slices.Contains(r.ShortNames, short) {
@@ -102,13 +102,13 @@ func TestBuiltinNamesAndCategories(t *testing.T) {
 			t.Errorf("%s has no table columns", r.GroupVersionResource)
 		}
 	}
-	for _, r := range []string{"pods", "services", "deployments", "replicasets", "statefulsets", "daemonsets", "replicationcontrollers", "jobs", "cronjobs"} {
+	for _, r := range []string{"pods", "services", "deployments", "replicasets", "statefulsets", "daemonsets", "replicationcontrollers", "jobs", "cronjobs", "horizontalpodautoscalers"} {
 		if !all[r] {
 			t.Errorf("%s is not in the \"all\" category", r)
 		}
 	}
-	if len(all) != 9 {
-		t.Errorf("the \"all\" category has %d resources, want 9: %v", len(all), all)
+	if len(all) != 10 {
+		t.Errorf("the \"all\" category has %d resources, want 10: %v", len(all), all)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,20 +40,36 @@ func Key(res *registry.Resource, ns, name string) string {
 // Decode turns a stored value into a typed object whose resourceVersion is the key's
 // modification revision (the store never holds resourceVersion itself).
 func Decode(res *registry.Resource, value []byte, rev int64) (runtime.Object, error) {
-	obj, err := res.New()
+	stored := res
+	if res.Conversion != nil {
+		stored = res.Conversion.Storage
+	}
+	obj, err := stored.New()
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(value, obj); err != nil {
 		return nil, fmt.Errorf("stored %s is corrupt: %w", res.Resource, err)
 	}
+	if res.Conversion != nil {
+		if obj, err = res.Conversion.FromStorage(obj); err != nil {
+			return nil, fmt.Errorf("stored %s cannot be converted to %s: %w", res.Resource, res.GroupVersion(), err)
+		}
+	}
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
 	SetResourceVersion(obj, rev)
 	return obj, nil
 }
 
-// encode serialises an object without its resourceVersion.
+// encode serialises an object without its resourceVersion, at its resource's stored version.
 func encode(res *registry.Resource, obj runtime.Object) ([]byte, error) {
+	if res.Conversion != nil {
+		stored, err := res.Conversion.ToStorage(obj)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s cannot be stored as %s: %v", res.GVK(), res.Conversion.Storage.GVK(), err))
+		}
+		res, obj = res.Conversion.Storage, stored
+	}
 	m := MustMeta(obj)
 	rv := m.GetResourceVersion()
 	m.SetResourceVersion("")
