@@ -634,7 +634,7 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	if !sameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
 		t.Error("hostPID: the container is not in the host's PID namespace")
 	}
-	if shims := shimsOf(t, e.ns); shims != 1 {
+	if shims := shimsOf(t, e.ns, ids); shims != 1 {
 		t.Errorf("a sandbox and its 3 containers run under %d shims, want one for the pod", shims)
 	}
 
@@ -729,7 +729,10 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // shimsOf counts the containerd shims serving containerd namespace ns.
-func shimsOf(t *testing.T, ns string) int {
+// shimsOf counts the shim processes of namespace ns serving any of the containers ids (a
+// shim is started with the ID of the first container it serves). Shims of other tests'
+// pods, still exiting on a loaded machine, are not counted.
+func shimsOf(t *testing.T, ns string, ids []string) int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -738,8 +741,14 @@ func shimsOf(t *testing.T, ns string) int {
 	n := 0
 	for _, e := range entries {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), "-namespace\x00"+ns+"\x00") {
-			n++
+		if err != nil || !strings.Contains(string(cmdline), "containerd-shim") || !strings.Contains(string(cmdline), "-namespace\x00"+ns+"\x00") {
+			continue
+		}
+		for _, id := range ids {
+			if strings.Contains(string(cmdline), "-id\x00"+id+"\x00") {
+				n++
+				break
+			}
 		}
 	}
 	return n
