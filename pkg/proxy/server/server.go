@@ -100,7 +100,9 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		return err
 	}
 	if err := enableBridgeNetfilter(); err != nil {
-		return err
+		// As kube-proxy: proxying works, but a pod reaching a Service endpoint on its own
+		// bridge goes un-NATed until the module is loaded.
+		log.Warn("missing br_netfilter module or unset sysctl br-nf-call-iptables; proxy may not work as intended", "err", err)
 	}
 	// Services another proxy serves (service.kubernetes.io/service-proxy-name) are not ours.
 	noOtherProxy, err := labels.NewRequirement("service.kubernetes.io/service-proxy-name", selection.DoesNotExist, nil)
