@@ -51,6 +51,7 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&o.Controllers, "controllers", []string{"*"}, "controllers to run: '*' for all, 'name' to enable one, '-name' to disable one; known: "+strings.Join(controlplane.ControllerNames(), ", "))
 	f.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often the node lifecycle controller checks the nodes' heartbeats")
 	f.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without a heartbeat before it is Unknown and tainted unreachable")
+	f.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", 8760*time.Hour, "the longest certificate the csrsigning controller issues (kubelet client and serving, API client certificates); a CSR's spec.expirationSeconds may ask for less")
 	f.StringVar(&o.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR of the cluster's pods; each node's podCIDR is cut from it")
 	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
 	f.StringVar(&o.LoadBalancerIPPool, "loadbalancer-ip-pool", "", "addresses for type=LoadBalancer Services: a CIDR or FIRST-LAST (empty: they stay pending)")

@@ -8,6 +8,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
@@ -18,6 +19,10 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	dry, err := dryRun(r)
 	if err != nil {
 		return err
+	}
+	if res.Rules.Requester != nil {
+		u, _ := UserFrom(r.Context())
+		res.Rules.Requester(obj, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
 	}
 	created, err := s.objects.Create(r.Context(), res, obj, generic.CreateOptions{DryRun: dry})
 	if err != nil {
@@ -58,7 +63,7 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 	} else {
 		m.SetNamespace("")
 	}
-	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" {
+	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" {
 		switch m.GetName() {
 		case "":
 			m.SetName(info.Name)

@@ -63,6 +63,9 @@ type Options struct {
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
 	// (zero: apiserver.DefaultLimits).
 	Limits apiserver.Limits
+	// ClusterSigningDuration is the longest certificate the csrsigning controller issues
+	// (--cluster-signing-duration; 0: a year, kube-controller-manager's default).
+	ClusterSigningDuration time.Duration
 	// SchedulerConfig is a KubeSchedulerConfiguration file (--scheduler-config; "": defaults).
 	SchedulerConfig string
 	Log             *slog.Logger
@@ -113,6 +116,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.Security.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ClusterSigningDuration < 0 {
+		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must not be negative", o.ClusterSigningDuration))
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
@@ -320,7 +326,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, controllerManager, schedulerCfg, ca.CertPEM, o, metrics, log); err != nil {
+	if err := runComponents(ctx, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
 		return err
 	}
 	if o.Ready != nil {
@@ -353,7 +359,7 @@ func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
 // runComponents starts the scheduler and the controllers as API clients.
 // The shared informer factory reads as the controller manager; the scheduler writes (its
 // bindings, pod status and leases) as itself.
-func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA []byte, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
+func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -375,7 +381,7 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA [
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
-	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: rootCA, broadcaster: broadcaster}
+	cc := &ControllerContext{Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca, broadcaster: broadcaster}
 	identity := electionIdentity()
 	// Informers run for the whole process (a standby's caches stay warm); the components
 	// run while this miniapi leads, and start afresh if it leads again.
