@@ -284,7 +284,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("--token-auth-file: %w", err)
 		}
 	}
-	tlsCfg, err := servingTLS(ca, o)
+	tlsCfg, err := servingTLS(ctx, ca, o)
 	if err != nil {
 		return err
 	}
@@ -410,9 +410,9 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, ca *pki.
 }
 
 // servingTLS issues the serving certificate for the bind address, loopback and --tls-san
-// names (re-issued at every start so new names take effect) and asks clients for
-// certificates signed by the cluster CA.
-func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
+// names (re-issued at every start so new names take effect, and before it expires while
+// ctx lasts) and asks clients for certificates signed by the cluster CA.
+func servingTLS(ctx context.Context, ca *pki.CA, o Options) (*tls.Config, error) {
 	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
 	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, o.BindAddress)
@@ -427,16 +427,19 @@ func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
 	for _, san := range o.TLSSANs {
 		hosts = append(hosts, strings.TrimSpace(san))
 	}
-	pair, err := ca.IssueServing("miniapi", hosts)
+	serving, err := newServingCert(func() (tls.Certificate, error) {
+		pair, err := ca.IssueServing("miniapi", hosts)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		return pair.TLSCertificate()
+	}, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	cert, err := pair.TLSCertificate()
-	if err != nil {
-		return nil, err
-	}
+	go serving.run(ctx)
 	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
+		GetCertificate: serving.get,
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		ClientCAs:    ca.CertPool(),
 		MinVersion:   tls.VersionTLS12,

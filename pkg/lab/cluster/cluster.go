@@ -50,6 +50,8 @@ type Options struct {
 	PodNetwork string
 	Segments   int
 	DNS        bool // deploy cluster DNS (the CoreDNS add-on, dns.go) once the nodes are Ready
+	// Join is how nodes get their credentials: JoinCertificate ("" too) or JoinToken.
+	Join string
 }
 
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
@@ -80,6 +82,9 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.Join != "" && o.Join != JoinCertificate && o.Join != JoinToken {
+		return nil, fmt.Errorf("join %q: want %s or %s", o.Join, JoinCertificate, JoinToken)
 	}
 	for _, bin := range []string{"miniapi", "minilet", "miniproxy"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
@@ -146,10 +151,17 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		return err
 	}
 
+	var token string
+	if o.Join == JoinToken {
+		step(o.Progress, "creating a bootstrap token for the nodes to join with")
+		if token, err = createBootstrapToken(ctx, l, time.Hour); err != nil {
+			return err
+		}
+	}
 	for _, n := range l.Nodes {
 		step(o.Progress, "starting minilet on %s (%s, pods %s)", n.Name, n.IP, n.PodCIDR)
-		kubeconfig := filepath.Join(l.StateDir, n.Name+".kubeconfig")
-		if err := ca.WriteKubeconfig(kubeconfig, serverURL(), "system:node:"+n.Name, []string{"system:nodes"}); err != nil {
+		credentials, err := nodeCredentials(l, n, ca, o.Join, token)
+		if err != nil {
 			return err
 		}
 		// The node API's certificate (kubectl logs reaches minilet through miniapi).
@@ -157,8 +169,8 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		if err != nil {
 			return err
 		}
-		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
-			filepath.Join(o.BinDir, "minilet"), "--kubeconfig", kubeconfig,
+		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: append(append([]string{
+			filepath.Join(o.BinDir, "minilet")}, credentials...),
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
@@ -166,7 +178,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
-		}})
+		)})
 		if err != nil {
 			return err
 		}
