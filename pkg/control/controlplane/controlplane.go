@@ -440,9 +440,9 @@ func servingTLS(ctx context.Context, ca *pki.CA, o Options) (*tls.Config, error)
 	go serving.run(ctx)
 	return &tls.Config{
 		GetCertificate: serving.get,
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		ClientCAs:    ca.CertPool(),
-		MinVersion:   tls.VersionTLS12,
+		ClientAuth:     tls.VerifyClientCertIfGiven,
+		ClientCAs:      ca.CertPool(),
+		MinVersion:     tls.VersionTLS12,
 	}, nil
 }
 
