@@ -52,6 +52,9 @@ type Options struct {
 	DNS        bool // deploy cluster DNS (the CoreDNS add-on, dns.go) once the nodes are Ready
 	// Join is how nodes get their credentials: JoinCertificate ("" too) or JoinToken.
 	Join string
+	// SigningDuration is miniapi's --cluster-signing-duration (0: its default, a year):
+	// how long the node certificates of JoinToken live before minilet renews them.
+	SigningDuration time.Duration
 }
 
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
@@ -132,11 +135,15 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	if err != nil {
 		return err
 	}
-	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: []string{
+	apiArgs := []string{
 		filepath.Join(o.BinDir, "miniapi"), "--data-dir", apiDataDir(l),
 		"--bind-address", lab.ControlPlaneIP, "--secure-port", fmt.Sprint(APIPort),
 		"--service-cluster-ip-range", l.ServiceCIDR, "--loadbalancer-ip-pool", LoadBalancerPool,
-	}})
+	}
+	if o.SigningDuration > 0 {
+		apiArgs = append(apiArgs, "--cluster-signing-duration", o.SigningDuration.String())
+	}
+	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: apiArgs})
 	if err != nil {
 		return err
 	}
