@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -20,16 +21,22 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	if res.Rules.Requester != nil {
-		u, _ := UserFrom(r.Context())
-		res.Rules.Requester(obj, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
-	}
+	setRequester(r.Context(), res, obj)
 	created, err := s.objects.Create(r.Context(), res, obj, generic.CreateOptions{DryRun: dry})
 	if err != nil {
 		return err
 	}
 	setWarnings(w, res, info.Subresource, created, warnings)
 	return s.respond(w, r, res, http.StatusCreated, created)
+}
+
+// setRequester records the requester in an object being created, for kinds that keep it
+// (a CSR's spec.username and groups).
+func setRequester(ctx context.Context, res *registry.Resource, obj runtime.Object) {
+	if res.Rules.Requester != nil {
+		u, _ := UserFrom(ctx)
+		res.Rules.Requester(obj, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
+	}
 }
 
 // decodeRequest decodes the body into a new object of res and checks its namespace and name

@@ -197,6 +197,11 @@ spec:
 	}
 	c.mustKubectl(t, csrManifest("jane", "jane", []string{"devs"}, certificatesv1.KubeAPIServerClientSignerName, "  expirationSeconds: 3600\n"), "apply", "-f", "-")
 	c.mustKubectl(t, csrManifest("mallory", "mallory", nil, certificatesv1.KubeAPIServerClientSignerName, ""), "apply", "-f", "-")
+	// Server-side apply creates with the requester recorded too, whatever the body claims.
+	c.mustKubectl(t, csrManifest("ssa", "ssa", nil, certificatesv1.KubeAPIServerClientSignerName, "  username: someone-else\n"), "apply", "--server-side", "-f", "-")
+	if got := c.mustKubectl(t, "", "get", "csr", "ssa", "-o", "jsonpath={.spec.username}"); got != "admin" {
+		t.Errorf("server-side applied CSR's username = %q, want the requester admin", got)
+	}
 	out := c.mustKubectl(t, "", "get", "csr")
 	if !regexpLine(out, `NAME\s+AGE\s+SIGNERNAME\s+REQUESTOR\s+REQUESTEDDURATION\s+CONDITION`) ||
 		!regexpLine(out, `jane\s+\S+\s+kubernetes.io/kube-apiserver-client\s+admin\s+60m\s+Pending`) {
