@@ -54,6 +54,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.HPA.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often each HorizontalPodAutoscaler is reconciled")
 	f.DurationVar(&o.HPA.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 5*time.Minute, "how far back the autoscaler looks for a higher recommendation before scaling down (autoscalers without a behavior)")
 	f.Float64Var(&o.HPA.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "how far the usage may be from its target (as a ratio) before the autoscaler acts")
+	f.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", 8760*time.Hour, "the longest certificate the csrsigning controller issues (kubelet client and serving, API client certificates); a CSR's spec.expirationSeconds may ask for less")
 	f.StringVar(&o.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR of the cluster's pods; each node's podCIDR is cut from it")
 	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
 	f.StringVar(&o.LoadBalancerIPPool, "loadbalancer-ip-pool", "", "addresses for type=LoadBalancer Services: a CIDR or FIRST-LAST (empty: they stay pending)")

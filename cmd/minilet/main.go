@@ -3,16 +3,22 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/agent"
+	"github.com/minik8s/minik8s/pkg/agent/certificate"
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/stats"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -24,7 +30,8 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var cfg agent.Config
-	var kubeconfig string
+	var kubeconfig, bootstrapKubeconfig, certDir string
+	var rotateCertificates bool
 	var healthzAddr string
 	var healthzPort int
 	var verbose bool
@@ -44,9 +51,24 @@ func newCommand() *cobra.Command {
 				}
 				cfg.NodeName = strings.ToLower(host)
 			}
-			restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			// fail stops minilet when its client certificate expired (a restart bootstraps again).
+			ctx, fail := context.WithCancelCause(ctx)
+			defer fail(nil)
+			var restCfg *rest.Config
+			var err error
+			if bootstrapKubeconfig != "" || rotateCertificates {
+				if certDir == "" {
+					certDir = filepath.Join(cfg.RootDir, "pki")
+				}
+				restCfg, err = certificate.Rotating(ctx, certificate.Options{Kubeconfig: kubeconfig, BootstrapKubeconfig: bootstrapKubeconfig,
+					CertDir: certDir, NodeName: cfg.NodeName, Log: slog.Default()}, fail)
+			} else if restCfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+				err = fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+			}
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+				return err
 			}
 			restCfg.UserAgent = "minilet/" + cfg.NodeName
 			if apiQPS <= 0 || apiBurst <= 0 {
@@ -59,13 +81,20 @@ func newCommand() *cobra.Command {
 			}
 			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
 			cfg.Ready = daemon.NotifyReady
-			ctx, stop := daemon.SignalContext()
-			defer stop()
-			return agent.Run(ctx, cfg, client)
+			if err := agent.Run(ctx, cfg, client); err != nil {
+				return err
+			}
+			if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with this node's credentials")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with this node's credentials; with --bootstrap-kubeconfig, written by minilet once it has its certificate")
+	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token, used to request this node's client certificate (a CertificateSigningRequest) when --kubeconfig is missing or its certificate expired; turns on certificate rotation")
+	f.StringVar(&certDir, "cert-dir", "", "where the node's client certificate and key are kept (kubelet-client-current.pem) when minilet manages them (default: ROOT_DIR/pki)")
+	f.BoolVar(&rotateCertificates, "rotate-certificates", false, "renew the client certificate through CertificateSigningRequests before it expires (always on with --bootstrap-kubeconfig)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "IP address of this node (InternalIP)")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "CIDR for this node's pod IPs, e.g. 10.244.1.0/24 (default: the one miniapi's node IPAM assigns)")

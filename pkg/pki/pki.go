@@ -119,6 +119,12 @@ func (k KeyPair) TLSCertificate() (tls.Certificate, error) {
 
 // IssueServing signs a server certificate valid for the given host names and IPs.
 func (ca *CA) IssueServing(commonName string, hosts []string) (KeyPair, error) {
+	return ca.IssueServingFor(commonName, hosts, certValidity)
+}
+
+// IssueServingFor is IssueServing for a certificate valid for validity (a year for
+// IssueServing), backdated an hour for clocks a little behind.
+func (ca *CA) IssueServingFor(commonName string, hosts []string, validity time.Duration) (KeyPair, error) {
 	tmpl := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: commonName},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -130,7 +136,7 @@ func (ca *CA) IssueServing(commonName string, hosts []string) (KeyPair, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	return ca.issue(tmpl)
+	return ca.issue(tmpl, validity)
 }
 
 // IssueClient signs a client certificate for a Kubernetes user: CN is the user name and
@@ -143,17 +149,17 @@ func (ca *CA) IssueClient(user string, groups []string) (KeyPair, error) {
 		Subject:     pkix.Name{CommonName: user, Organization: groups},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	return ca.issue(tmpl)
+	return ca.issue(tmpl, certValidity)
 }
 
-func (ca *CA) issue(tmpl *x509.Certificate) (KeyPair, error) {
+func (ca *CA) issue(tmpl *x509.Certificate, validity time.Duration) (KeyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return KeyPair{}, err
 	}
 	tmpl.SerialNumber = serial()
 	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(certValidity)
+	tmpl.NotAfter = time.Now().Add(validity)
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {

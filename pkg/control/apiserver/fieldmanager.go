@@ -307,6 +307,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 			obj, err = apply(empty)
 		}
 		if err == nil {
+			setRequester(ctx, res, obj)
 			obj, err = s.objects.Create(ctx, res, obj, generic.CreateOptions{DryRun: dry})
 		}
 		if apierrors.IsAlreadyExists(err) {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
@@ -19,12 +21,22 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
+	setRequester(r.Context(), res, obj)
 	created, err := s.objects.Create(r.Context(), res, obj, generic.CreateOptions{DryRun: dry})
 	if err != nil {
 		return err
 	}
 	setWarnings(w, res, info.Subresource, created, warnings)
 	return s.respond(w, r, res, http.StatusCreated, created)
+}
+
+// setRequester records the requester in an object being created, for kinds that keep it
+// (a CSR's spec.username and groups).
+func setRequester(ctx context.Context, res *registry.Resource, obj runtime.Object) {
+	if res.Rules.Requester != nil {
+		u, _ := UserFrom(ctx)
+		res.Rules.Requester(obj, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
+	}
 }
 
 // decodeRequest decodes the body into a new object of res and checks its namespace and name
@@ -58,7 +70,7 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 	} else {
 		m.SetNamespace("")
 	}
-	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" {
+	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" {
 		switch m.GetName() {
 		case "":
 			m.SetName(info.Name)

@@ -1,9 +1,11 @@
 package auth
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
 
 // The bootstrap policy: the ClusterRoles and ClusterRoleBindings kube-apiserver reconciles
@@ -84,6 +86,13 @@ func controllerRoles() []rbacv1.ClusterRole {
 	}
 	return []rbacv1.ClusterRole{
 		c("attachdetach-controller", rule(read...).groups(legacyGroup).resources("persistentvolumes", "persistentvolumeclaims", "nodes", "pods")),
+		c("certificate-controller",
+			rule("get", "list", "watch", "delete").groups(certsGroup).resources("certificatesigningrequests"),
+			rule("update").groups(certsGroup).resources("certificatesigningrequests/status", "certificatesigningrequests/approval"),
+			rule("approve").groups(certsGroup).resources("signers").names(certificatesv1.KubeAPIServerClientKubeletSignerName),
+			rule("sign").groups(certsGroup).resources("signers").names(certificatesv1.KubeAPIServerClientSignerName,
+				certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName),
+			rule("create").groups(authzGroup).resources("subjectaccessreviews")),
 		c("clusterrole-aggregation-controller", rule("escalate", "get", "list", "watch", "update", "patch").groups(rbacv1.GroupName).resources("clusterroles")),
 		c("cronjob-controller",
 			rule("get", "list", "watch", "update").groups(batchGroup).resources("cronjobs"),
@@ -273,6 +282,16 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		// What a node may do, granted through the Node authorizer, which narrows it to the
 		// node's own objects (kept as a role for RBAC-only clusters, bound to no one).
 		clusterRole("system:node", nil, NodeRules()),
+		// Node bootstrap (TLS bootstrapping), as kube-apiserver's bootstrap policy has it.
+		clusterRole("system:node-bootstrapper", nil, rules(
+			rule("create", "get", "list", "watch").groups(certsGroup).resources("certificatesigningrequests"))),
+		clusterRole(NodeClientRole, nil, rules(
+			rule("create").groups(certsGroup).resources("certificatesigningrequests/nodeclient"))),
+		clusterRole(SelfNodeClientRole, nil, rules(
+			rule("create").groups(certsGroup).resources("certificatesigningrequests/selfnodeclient"))),
+		approverRole("kube-apiserver-client-approver", certificatesv1.KubeAPIServerClientSignerName),
+		approverRole("kube-apiserver-client-kubelet-approver", certificatesv1.KubeAPIServerClientKubeletSignerName),
+		approverRole("kubelet-serving-approver", certificatesv1.KubeletServingSignerName),
 		clusterRole("system:kubelet-api-admin", nil, rules(
 			rule("get", "list", "watch").groups(legacyGroup).resources("nodes"),
 			rule("proxy").groups(legacyGroup).resources("nodes"),
@@ -303,6 +322,19 @@ func NodeRules() []rbacv1.PolicyRule {
 	)
 }
 
+// The roles whose holders' kubelet client CSRs the csrapproving controller approves:
+// a new node's (bootstrap token) and a node's renewal of its own certificate.
+const (
+	NodeClientRole     = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+	SelfNodeClientRole = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
+)
+
+// approverRole may approve CSRs for one signer (kubectl certificate approve checks it).
+func approverRole(name, signer string) rbacv1.ClusterRole {
+	return clusterRole("system:certificates.k8s.io:"+name, nil, rules(
+		rule("approve").groups(certsGroup).resources("signers").names(signer)))
+}
+
 // BootstrapClusterRoleBindings bind the default roles.
 func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	b := func(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
@@ -329,6 +361,13 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		b("system:kube-controller-manager", "system:kube-controller-manager", u(ControllerManagerUser)),
 		b("system:kube-apiserver-kubelet-client", "system:kubelet-api-admin", u(KubeletClientUser)),
 	}
+	// Node bootstrap, as kubeadm binds it (kubeadm:kubelet-bootstrap,
+	// kubeadm:node-autoapprove-bootstrap, kubeadm:node-autoapprove-certificate-rotation),
+	// for every bootstrap token rather than kubeadm's default-node-token group only.
+	out = append(out,
+		b("minik8s:kubelet-bootstrap", "system:node-bootstrapper", g(bootstrapapi.BootstrapDefaultGroup)),
+		b("minik8s:node-autoapprove-bootstrap", NodeClientRole, g(bootstrapapi.BootstrapDefaultGroup)),
+		b("minik8s:node-autoapprove-certificate-rotation", SelfNodeClientRole, g(NodesGroup)))
 	for _, r := range controllerRoles() {
 		name := r.Name
 		sa := name[len("system:controller:"):]

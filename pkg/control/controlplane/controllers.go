@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrapproving"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrcleaner"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
+	"github.com/minik8s/minik8s/pkg/pki"
 	"log/slog"
 	"slices"
 	"strings"
@@ -59,6 +63,8 @@ type ControllerContext struct {
 	Log       *slog.Logger
 	// RootCA is the cluster CA's PEM, published in every namespace for pods.
 	RootCA []byte
+	// CA signs approved certificate requests (csrsigning).
+	CA *pki.CA
 
 	broadcaster record.EventBroadcaster
 }
@@ -103,6 +109,9 @@ var controllers = []controller{
 	{"clusterrole-aggregation", startClusterRoleAggregation},
 	{"root-ca-cert-publisher", startRootCACertPublisher},
 	{"horizontalpodautoscaling", startHorizontalPodAutoscaler},
+	{"csrapproving", startCSRApproving},
+	{"csrsigning", startCSRSigning},
+	{"csrcleaner", startCSRCleaner},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -426,5 +435,32 @@ func startHorizontalPodAutoscaler(ctx context.Context, c *ControllerContext) err
 		return err
 	}
 	go hc.Run(ctx)
+	return nil
+}
+
+func startCSRApproving(ctx context.Context, c *ControllerContext) error {
+	ac, err := csrapproving.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrapproving.Name))
+	if err != nil {
+		return err
+	}
+	go ac.Run(ctx)
+	return nil
+}
+
+func startCSRSigning(ctx context.Context, c *ControllerContext) error {
+	d := c.Options.ClusterSigningDuration
+	if d == 0 {
+		d = csrsigning.DefaultDuration
+	}
+	sc, err := csrsigning.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.CA, d, c.Log.With("component", csrsigning.Name))
+	if err != nil {
+		return err
+	}
+	go sc.Run(ctx)
+	return nil
+}
+
+func startCSRCleaner(ctx context.Context, c *ControllerContext) error {
+	go csrcleaner.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrcleaner.Name)).Run(ctx)
 	return nil
 }

@@ -66,6 +66,9 @@ type Options struct {
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
 	// (zero: apiserver.DefaultLimits).
 	Limits apiserver.Limits
+	// ClusterSigningDuration is the longest certificate the csrsigning controller issues
+	// (--cluster-signing-duration; 0: a year, kube-controller-manager's default).
+	ClusterSigningDuration time.Duration
 	// SchedulerConfig is a KubeSchedulerConfiguration file (--scheduler-config; "": defaults).
 	SchedulerConfig string
 	Log             *slog.Logger
@@ -120,6 +123,9 @@ func (o *Options) Validate() error {
 	if h := o.HPA; h.SyncPeriod < 0 || h.DownscaleStabilization < 0 || h.Tolerance < 0 {
 		errs = append(errs, fmt.Errorf("--horizontal-pod-autoscaler-sync-period %v, -downscale-stabilization %v and -tolerance %v must not be negative",
 			h.SyncPeriod, h.DownscaleStabilization, h.Tolerance))
+	}
+	if o.ClusterSigningDuration < 0 {
+		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must not be negative", o.ClusterSigningDuration))
 	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
@@ -285,7 +291,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("--token-auth-file: %w", err)
 		}
 	}
-	tlsCfg, err := servingTLS(ca, o)
+	tlsCfg, err := servingTLS(ctx, ca, o)
 	if err != nil {
 		return err
 	}
@@ -327,7 +333,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, controllerManager, schedulerCfg, ca.CertPEM, o, metrics, log); err != nil {
+	if err := runComponents(ctx, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
 		return err
 	}
 	if o.Ready != nil {
@@ -360,7 +366,7 @@ func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
 // runComponents starts the scheduler and the controllers as API clients.
 // The shared informer factory reads as the controller manager; the scheduler writes (its
 // bindings, pod status and leases) as itself.
-func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA []byte, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
+func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -382,7 +388,7 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA [
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
-	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: rootCA, broadcaster: broadcaster}
+	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca, broadcaster: broadcaster}
 	identity := electionIdentity()
 	// Informers run for the whole process (a standby's caches stay warm); the components
 	// run while this miniapi leads, and start afresh if it leads again.
@@ -411,9 +417,9 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, rootCA [
 }
 
 // servingTLS issues the serving certificate for the bind address, loopback and --tls-san
-// names (re-issued at every start so new names take effect) and asks clients for
-// certificates signed by the cluster CA.
-func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
+// names (re-issued at every start so new names take effect, and before it expires while
+// ctx lasts) and asks clients for certificates signed by the cluster CA.
+func servingTLS(ctx context.Context, ca *pki.CA, o Options) (*tls.Config, error) {
 	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
 	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, o.BindAddress)
@@ -428,19 +434,22 @@ func servingTLS(ca *pki.CA, o Options) (*tls.Config, error) {
 	for _, san := range o.TLSSANs {
 		hosts = append(hosts, strings.TrimSpace(san))
 	}
-	pair, err := ca.IssueServing("miniapi", hosts)
+	serving, err := newServingCert(func() (tls.Certificate, error) {
+		pair, err := ca.IssueServing("miniapi", hosts)
+		if err != nil {
+			return tls.Certificate{}, err
+		}
+		return pair.TLSCertificate()
+	}, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	cert, err := pair.TLSCertificate()
-	if err != nil {
-		return nil, err
-	}
+	go serving.run(ctx)
 	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		ClientCAs:    ca.CertPool(),
-		MinVersion:   tls.VersionTLS12,
+		GetCertificate: serving.get,
+		ClientAuth:     tls.VerifyClientCertIfGiven,
+		ClientCAs:      ca.CertPool(),
+		MinVersion:     tls.VersionTLS12,
 	}, nil
 }
 

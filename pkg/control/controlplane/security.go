@@ -54,7 +54,9 @@ type guard struct {
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
 	reviews *auth.Reviews
-	handler http.Handler
+	// bootstrap authenticates bootstrap tokens (node bootstrap)
+	bootstrap *auth.BootstrapTokens
+	handler   http.Handler
 }
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
@@ -93,7 +95,8 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 	if authz.Escalation != nil {
 		srv.SetWriteGuard(authz.Escalation.Check)
 	}
-	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules}}
+	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules},
+		bootstrap: auth.NewBootstrapTokens(privileged)}
 	routes := http.NewServeMux()
 	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.ServerURL()+serviceaccount.JWKSPath))
 	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
@@ -114,7 +117,7 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 		}
 		api.ServeHTTP(w, r)
 	}))
-	g.handler = apiserver.Authenticate(apiserver.Authorize(routes, authz), static, tokens.Authenticate)
+	g.handler = apiserver.Authenticate(apiserver.Authorize(routes, authz), static, g.bootstrap.Authenticate, tokens.Authenticate)
 	return g, nil
 }
 
@@ -122,6 +125,9 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 // caches are filled only system:masters gets in.
 func (g *guard) start(ctx context.Context, privileged kubernetes.Interface, o Options) error {
 	err := g.authz.Start(ctx)
+	if err == nil {
+		err = g.bootstrap.Start(ctx)
+	}
 	if err == nil {
 		if err = auth.ReconcilePolicy(ctx, privileged, o.Log); err != nil {
 			err = fmt.Errorf("bootstrap RBAC policy: %w", err)

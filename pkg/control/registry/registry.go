@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -74,6 +75,20 @@ type Rules struct {
 	Release func(ctx context.Context, ranges allocator.Ranges, obj, old runtime.Object) error
 	// Scale serves the kind's scale subresource.
 	Scale *ScaleDef
+	// Requester records who creates an object (a CSR's spec.username, uid, groups and
+	// extra), as Kubernetes' strategies read the user from the request; it runs on create
+	// only, after decoding, so a client cannot claim another identity.
+	Requester func(obj runtime.Object, u user.Info)
+	// SubresourceUpdates replace PrepareUpdate and ValidateUpdate for updates through the
+	// named subresource, where a kind's rules differ by subresource (a CSR's status and
+	// approval). An "approval" update takes status from the body, like "status".
+	SubresourceUpdates map[string]SubresourceRules
+}
+
+// SubresourceRules prepare and validate an update through one subresource.
+type SubresourceRules struct {
+	Prepare  func(obj, old runtime.Object)
+	Validate func(obj, old runtime.Object) field.ErrorList
 }
 
 // ScaleDef maps a kind to the autoscaling/v1 Scale of its scale subresource.

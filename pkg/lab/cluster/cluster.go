@@ -50,6 +50,11 @@ type Options struct {
 	PodNetwork string
 	Segments   int
 	DNS        bool // deploy cluster DNS (the CoreDNS add-on, dns.go) once the nodes are Ready
+	// Join is how nodes get their credentials: JoinCertificate ("" too) or JoinToken.
+	Join string
+	// SigningDuration is miniapi's --cluster-signing-duration (0: its default, a year):
+	// how long the node certificates of JoinToken live before minilet renews them.
+	SigningDuration time.Duration
 }
 
 // UpstreamDNSProcess is the lab process of the upstream DNS server.
@@ -83,6 +88,9 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if o.Join != "" && o.Join != JoinCertificate && o.Join != JoinToken {
+		return nil, fmt.Errorf("join %q: want %s or %s", o.Join, JoinCertificate, JoinToken)
 	}
 	for _, bin := range []string{"miniapi", "minilet", "miniproxy", "minilab"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
@@ -130,11 +138,15 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	if err != nil {
 		return err
 	}
-	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: []string{
+	apiArgs := []string{
 		filepath.Join(o.BinDir, "miniapi"), "--data-dir", apiDataDir(l),
 		"--bind-address", lab.ControlPlaneIP, "--secure-port", fmt.Sprint(APIPort),
 		"--service-cluster-ip-range", l.ServiceCIDR, "--loadbalancer-ip-pool", LoadBalancerPool,
-	}})
+	}
+	if o.SigningDuration > 0 {
+		apiArgs = append(apiArgs, "--cluster-signing-duration", o.SigningDuration.String())
+	}
+	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: apiArgs})
 	if err != nil {
 		return err
 	}
@@ -157,10 +169,17 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		return err
 	}
 
+	var token string
+	if o.Join == JoinToken {
+		step(o.Progress, "creating a bootstrap token for the nodes to join with")
+		if token, err = createBootstrapToken(ctx, l, time.Hour); err != nil {
+			return err
+		}
+	}
 	for _, n := range l.Nodes {
 		step(o.Progress, "starting minilet on %s (%s, pods %s)", n.Name, n.IP, n.PodCIDR)
-		kubeconfig := filepath.Join(l.StateDir, n.Name+".kubeconfig")
-		if err := ca.WriteKubeconfig(kubeconfig, serverURL(), "system:node:"+n.Name, []string{"system:nodes"}); err != nil {
+		credentials, err := nodeCredentials(l, n, ca, o.Join, token)
+		if err != nil {
 			return err
 		}
 		// The node API's certificate (kubectl logs reaches minilet through miniapi).
@@ -168,8 +187,8 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		if err != nil {
 			return err
 		}
-		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: []string{
-			filepath.Join(o.BinDir, "minilet"), "--kubeconfig", kubeconfig,
+		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: append(append([]string{
+			filepath.Join(o.BinDir, "minilet")}, credentials...),
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
@@ -178,7 +197,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
 			"--resolv-conf", n.ResolvConf,
-		}})
+		)})
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ import (
 func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.Object) (runtime.Object, error) {
 	var err error
 	switch sub := opts.Subresource; {
-	case sub == "status":
+	case sub == "status" || sub == "approval":
 		obj, err = withField(old, obj, "status")
 	case sub == "finalize":
 		obj, err = withField(old, obj, "spec")
@@ -40,8 +40,12 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
 	}
 	m.ResourceVersion = om.ResourceVersion
-	if res.Rules.PrepareUpdate != nil {
-		res.Rules.PrepareUpdate(obj, old)
+	prepare, validate := res.Rules.PrepareUpdate, res.Rules.ValidateUpdate
+	if sr, ok := res.Rules.SubresourceUpdates[opts.Subresource]; ok {
+		prepare, validate = sr.Prepare, sr.Validate
+	}
+	if prepare != nil {
+		prepare(obj, old)
 	}
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
@@ -57,8 +61,8 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	}
 	errs := validation.ValidateObjectMetaUpdate(m, oldMeta, field.NewPath("metadata"))
 	switch {
-	case res.Rules.ValidateUpdate != nil:
-		errs = append(errs, res.Rules.ValidateUpdate(obj, old)...)
+	case validate != nil:
+		errs = append(errs, validate(obj, old)...)
 	case res.Rules.Validate != nil:
 		errs = append(errs, res.Rules.Validate(obj)...)
 	}
