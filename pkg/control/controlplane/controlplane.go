@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/encryption"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -47,6 +48,9 @@ type Options struct {
 	SecurePort   int
 	TLSSANs      []string
 	Store        string // "bolt" or "etcd://host:port,..."
+	// EncryptionProviderConfig is an EncryptionConfiguration file (--encryption-provider-config;
+	// "": values stored as they are).
+	EncryptionProviderConfig string
 	WatchHistory int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
 	ServiceRange string
 	TokenFile    string   // static bearer tokens (--token-auth-file)
@@ -158,10 +162,16 @@ func etcdEndpoints(flag string) ([]string, error) {
 
 // openStore opens the engine --store names under the watch cache the API server reads
 // through. Keys are stored as they are (/registry/...), in etcd as in Kubernetes.
-func openStore(o Options, log *slog.Logger) (*store.Cache, error) {
+func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, error) {
 	endpoints, err := etcdEndpoints(o.Store)
 	if err != nil {
 		return nil, err
+	}
+	var transformers encryption.Transformers
+	if o.EncryptionProviderConfig != "" {
+		if transformers, err = encryption.Load(ctx, o.EncryptionProviderConfig); err != nil {
+			return nil, err
+		}
 	}
 	var engine store.Interface
 	if endpoints == nil {
@@ -171,6 +181,9 @@ func openStore(o Options, log *slog.Logger) (*store.Cache, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if transformers != nil {
+		engine = encryption.Wrap(engine, transformers, log)
 	}
 	cache, err := store.NewCache(engine, store.CacheOptions{RingSize: o.WatchHistory, Logger: log})
 	if err != nil {
@@ -236,7 +249,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(o, log)
+	st, err := openStore(ctx, o, log)
 	if err != nil {
 		return err
 	}
