@@ -312,6 +312,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	defer g.auditor.Close()
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	errc := make(chan error, 1)
 	go func() {
