@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.DataDir, "data-dir", "/var/lib/miniapi", "directory for the store, the CA and admin.kubeconfig")
 	f.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "IP address to serve on")
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port")
+	f.Var(advertiseAddress{&o.AdvertiseAddress}, "advertise-address", "IP address other cluster members (pods, through the kubernetes Service) reach this server at (default: --bind-address, or the host's first address when that is 0.0.0.0)")
 	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db) or "etcd://HOST:PORT[,HOST:PORT...]"`)
 	f.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", "", "apiserver.config.k8s.io/v1 EncryptionConfiguration file: providers (aescbc, aesgcm, secretbox, identity) that encrypt the listed resources in the store (empty: stored as they are)")
@@ -141,3 +143,24 @@ func newServingCertCommand() *cobra.Command {
 	}
 	return cmd
 }
+
+// advertiseAddress is --advertise-address, an IP address.
+type advertiseAddress struct{ addr *netip.Addr }
+
+func (a advertiseAddress) String() string {
+	if a.addr == nil || !a.addr.IsValid() {
+		return ""
+	}
+	return a.addr.String()
+}
+
+func (a advertiseAddress) Set(s string) error {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return fmt.Errorf("not an IP address: %w", err)
+	}
+	*a.addr = ip.Unmap()
+	return nil
+}
+
+func (advertiseAddress) Type() string { return "ip" }

@@ -46,6 +46,11 @@ type Options struct {
 	DataDir      string
 	BindAddress  string
 	SecurePort   int
+	// AdvertiseAddress is the address the `kubernetes` Service's endpoints give other
+	// members of the cluster (--advertise-address; invalid: from --bind-address).
+	AdvertiseAddress netip.Addr
+	// MasterLeaseTTL is how long a stopped API server stays in those endpoints (0: 15 s).
+	MasterLeaseTTL time.Duration
 	TLSSANs      []string
 	Store        string // "bolt" or "etcd://host:port,..."
 	// EncryptionProviderConfig is an EncryptionConfiguration file (--encryption-provider-config;
@@ -208,9 +213,12 @@ func serviceRanges(st store.Interface, cidr string) (allocator.Ranges, error) {
 }
 
 // advertiseAddress is where pods reach this server (the `kubernetes` Service's endpoint):
-// the bind address, or with a wildcard bind the host's first global unicast address of
+// --advertise-address, else the bind address, or with a wildcard bind the host's first global unicast address of
 // the same family.
 func (o *Options) advertiseAddress() netip.Addr {
+	if o.AdvertiseAddress.IsValid() {
+		return o.AdvertiseAddress
+	}
 	bind, err := netip.ParseAddr(o.BindAddress)
 	if err != nil || !bind.IsUnspecified() {
 		return bind.Unmap()
@@ -278,12 +286,17 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport,
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
 		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits,
 		Admission: generic.Admission{Mutating: []generic.MutatingAdmission{priority.New(st, reg)}}})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
+	// Its lease and address go before the store closes (the deferred Close runs after).
+	reconcileCtx, stopReconciling := context.WithCancel(ctx)
+	reconciled := make(chan struct{})
+	go func() { defer close(reconciled); srv.RunEndpointReconciler(reconcileCtx) }()
+	defer func() { stopReconciling(); <-reconciled }()
 
 	tokens := apiserver.Tokens{}
 	if o.TokenFile != "" {
