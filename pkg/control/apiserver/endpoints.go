@@ -12,9 +12,11 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The `kubernetes` Service's endpoints with several API servers: kube-apiserver's lease
@@ -132,9 +134,23 @@ func (s *Server) renewLease(ctx context.Context, key string, leaving bool) error
 	return err
 }
 
+// current is the `kubernetes` object of gvr as stored, nil when missing.
+func (s *Server) current(ctx context.Context, gvr schema.GroupVersionResource) runtime.Object {
+	res, ok := s.reg.Lookup(gvr)
+	if !ok {
+		return nil
+	}
+	obj, err := s.objects.Get(ctx, res, metav1.NamespaceDefault, kubernetesService)
+	if err != nil {
+		return nil
+	}
+	return obj
+}
+
 // writeKubernetesEndpoints makes the Endpoints and EndpointSlice of the `kubernetes`
 // Service list ips on this server's secure port (all API servers serve on the same one, as
-// kube-apiserver assumes). Writing what is stored already stores nothing.
+// kube-apiserver assumes). What is stored already is not written again: every renewal of
+// every server would otherwise send all watchers of endpoints an event.
 func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []netip.Addr) error {
 	port := int32(s.advertise.Port())
 	const portName = "https"
@@ -159,10 +175,12 @@ func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []netip.Addr)
 			Ports:     []corev1.EndpointPort{{Name: portName, Port: port, Protocol: corev1.ProtocolTCP}},
 		}},
 	}
-	if err := s.ensure(ctx, corev1.SchemeGroupVersion.WithResource("endpoints"), ep, func(cur runtime.Object) {
-		cur.(*corev1.Endpoints).Subsets = ep.Subsets
-	}); err != nil {
-		return err
+	if cur, ok := s.current(ctx, corev1.SchemeGroupVersion.WithResource("endpoints")).(*corev1.Endpoints); !ok || !apiequality.Semantic.DeepEqual(cur.Subsets, ep.Subsets) {
+		if err := s.ensure(ctx, corev1.SchemeGroupVersion.WithResource("endpoints"), ep, func(cur runtime.Object) {
+			cur.(*corev1.Endpoints).Subsets = ep.Subsets
+		}); err != nil {
+			return err
+		}
 	}
 	name, protocol := portName, corev1.ProtocolTCP
 	slice := &discoveryv1.EndpointSlice{
@@ -173,6 +191,10 @@ func (s *Server) writeKubernetesEndpoints(ctx context.Context, ips []netip.Addr)
 		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &protocol}},
 	}
 	gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
+	if cur, ok := s.current(ctx, gvr).(*discoveryv1.EndpointSlice); ok && cur.AddressType == slice.AddressType &&
+		apiequality.Semantic.DeepEqual(cur.Endpoints, slice.Endpoints) && apiequality.Semantic.DeepEqual(cur.Ports, slice.Ports) {
+		return nil
+	}
 	err := s.ensure(ctx, gvr, slice, func(cur runtime.Object) {
 		c := cur.(*discoveryv1.EndpointSlice)
 		c.Endpoints, c.Ports = slice.Endpoints, slice.Ports

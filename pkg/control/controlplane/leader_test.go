@@ -85,7 +85,7 @@ func TestMiniapiProcess(t *testing.T) {
 	if err := json.Unmarshal([]byte(spec), &p); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{DataDir: p.DataDir, BindAddress: "127.0.0.1", SecurePort: p.SecurePort, ServiceRange: "10.96.0.0/12", Store: p.Store,
+	o := Options{DataDir: p.DataDir, BindAddress: p.BindAddress, SecurePort: p.SecurePort, ServiceRange: "10.96.0.0/12", Store: p.Store,
 		AdvertiseAddress: p.AdvertiseAddress, MasterLeaseTTL: p.MasterLeaseTTL}
 	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := Run(context.Background(), o); err != nil {
@@ -96,6 +96,7 @@ func TestMiniapiProcess(t *testing.T) {
 // processOptions are the Options a child miniapi is given.
 type processOptions struct {
 	DataDir, Store   string
+	BindAddress      string
 	SecurePort       int
 	AdvertiseAddress netip.Addr
 	MasterLeaseTTL   time.Duration
@@ -127,8 +128,12 @@ func startMiniapiProcess(t *testing.T, o processOptions) *exec.Cmd {
 func TestKubernetesEndpointsWithTwoAPIServers(t *testing.T) {
 	etcd := etcdtest.ForTest(t)
 	const ttl = 3 * time.Second
+	// One port for all, on loopback addresses of their own, as API servers on several hosts
+	// serve on one port (the endpoints carry one port, as kube-apiserver's do).
+	port := freePort(t)
 	server := func(ip string) func(*Options) {
 		return func(o *Options) {
+			o.BindAddress, o.SecurePort = "127.0.0."+ip[strings.LastIndex(ip, ".")+1:], port
 			o.Store = "etcd://" + strings.Join(etcd.HostPorts, ",")
 			o.AdvertiseAddress = netip.MustParseAddr(ip) // never dialled: only listed
 			o.MasterLeaseTTL = ttl
@@ -159,7 +164,7 @@ func TestKubernetesEndpointsWithTwoAPIServers(t *testing.T) {
 	}
 	waitUntilListed("the first server's address", "10.255.0.1")
 
-	child := startMiniapiProcess(t, processOptions{DataDir: t.TempDir(), SecurePort: freePort(t), Store: "etcd://" + strings.Join(etcd.HostPorts, ","),
+	child := startMiniapiProcess(t, processOptions{DataDir: t.TempDir(), BindAddress: "127.0.0.2", SecurePort: port, Store: "etcd://" + strings.Join(etcd.HostPorts, ","),
 		AdvertiseAddress: netip.MustParseAddr("10.255.0.2"), MasterLeaseTTL: ttl})
 	waitUntilListed("both servers' addresses", "10.255.0.1,10.255.0.2")
 
@@ -180,5 +185,19 @@ func TestKubernetesEndpointsWithTwoAPIServers(t *testing.T) {
 	third.stop()
 	if ep, sl := listed(); ep != "10.255.0.1" || sl != "10.255.0.1" {
 		t.Errorf("after a graceful stop: endpoints %q, slice %q; want the stopped server gone at once", ep, sl)
+	}
+
+	// Renewals that change nothing write no new Endpoints (no event for every watcher).
+	version := func() string {
+		ep, err := a.client.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep.ResourceVersion
+	}
+	before := version()
+	time.Sleep(ttl)
+	if after := version(); after != before {
+		t.Errorf("the kubernetes Endpoints were rewritten by a renewal that changed nothing: resourceVersion %s → %s", before, after)
 	}
 }
