@@ -73,7 +73,9 @@ func storedSecret(t *testing.T, dataDir string) []byte {
 // back unchanged, and survives a key rotation done as Kubernetes documents it: the new
 // key first and the old one second, every secret rewritten, then the old key removed.
 func TestSecretsEncryptedAtRest(t *testing.T) {
-	m := newRestartable(t, func(o *Options) { o.EncryptionProviderConfig = writeEncryptionConfig(t, aescbcProvider("key1")+"  - identity: {}\n") })
+	m := newRestartable(t, func(o *Options) {
+		o.EncryptionProviderConfig = writeEncryptionConfig(t, aescbcProvider("key1")+"  - identity: {}\n")
+	})
 	c := m.start()
 	c.mustKubectl(t, "", "create", "secret", "generic", "creds", "--from-literal=password="+secretPlaintext)
 	c.mustKubectl(t, "", "create", "configmap", "plain", "--from-literal=note=not-a-secret")
@@ -161,7 +163,7 @@ func TestEncryptionConfigErrors(t *testing.T) {
 		filepath.Join(dir, "absent.yaml"): "no such file",
 		write("garbage.yaml", "{{{"):      "error while parsing file",
 		write("shortkey.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - name: k\n        secret: "+base64.StdEncoding.EncodeToString([]byte("short"))+"\n"): "secret is not of the expected length",
-		write("nokeys.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aesgcm:\n      keys: []\n"): "keys: Required value",
+		write("nokeys.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aesgcm:\n      keys: []\n"):                                                                                         "keys: Required value",
 	} {
 		o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt", ServiceRange: "10.96.0.0/12",
 			EncryptionProviderConfig: path, Log: slog.New(slog.DiscardHandler)}
