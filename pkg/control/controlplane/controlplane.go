@@ -43,23 +43,15 @@ import (
 
 // Options are miniapi's settings.
 type Options struct {
-	DataDir     string
-	BindAddress string
-	SecurePort  int
-	// AdvertiseAddress is the address the `kubernetes` Service's endpoints give other
-	// members of the cluster (--advertise-address; invalid: from --bind-address).
-	AdvertiseAddress netip.Addr
-	// MasterLeaseTTL is how long a stopped API server stays in those endpoints (0: 15 s).
-	MasterLeaseTTL time.Duration
-	TLSSANs        []string
-	Store          string // "bolt" or "etcd://host:port,..."
-	// EncryptionProviderConfig is an EncryptionConfiguration file (--encryption-provider-config;
-	// "": values stored as they are).
-	EncryptionProviderConfig string
-	WatchHistory             int // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
-	ServiceRange             string
-	TokenFile                string   // static bearer tokens (--token-auth-file)
-	Controllers              []string // --controllers: "*", "name", "-name"
+	DataDir      string
+	BindAddress  string
+	SecurePort   int
+	TLSSANs      []string
+	Store        string // "bolt" or "etcd://host:port,..."
+	WatchHistory int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
+	ServiceRange string
+	TokenFile    string   // static bearer tokens (--token-auth-file)
+	Controllers  []string // --controllers: "*", "name", "-name"
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
 	// (0: 5 s and 40 s, kube-controller-manager's defaults).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
@@ -76,6 +68,15 @@ type Options struct {
 	SchedulerConfig string
 	Log             *slog.Logger
 	Ready           func() // called once the API answers /readyz on its listener (nil: nothing)
+
+	// EncryptionProviderConfig is an EncryptionConfiguration file (--encryption-provider-config;
+	// "": values stored as they are).
+	EncryptionProviderConfig string
+	// AdvertiseAddress is the address the `kubernetes` Service's endpoints give other
+	// members of the cluster (--advertise-address; invalid: from --bind-address).
+	AdvertiseAddress netip.Addr
+	// MasterLeaseTTL is how long a stopped API server stays in those endpoints (0: 15 s).
+	MasterLeaseTTL time.Duration
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
