@@ -60,6 +60,7 @@ type config struct {
 	cpuProfile string
 	pprofAddr  string
 	authzModes []string
+	audit      apiserver.AuditOptions
 }
 
 func main() {
@@ -73,6 +74,7 @@ func main() {
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	authz := flag.String("authorization-mode", "Node,RBAC", "miniapi's --authorization-mode (AlwaysAllow: authorization off)")
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address during the run (e.g. 127.0.0.1:6060)")
+	flag.StringVar(&cfg.audit.PolicyFile, "audit-policy-file", "", "miniapi's --audit-policy-file (empty: no audit log); the log goes to the work directory")
 	flag.Parse()
 	cfg.stores = strings.Split(stores, ",")
 	cfg.authzModes = strings.Split(*authz, ",")
@@ -109,8 +111,11 @@ func run(cfg config) error {
 	}
 	defer os.RemoveAll(work)
 
-	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered, --authorization-mode=%s; %d CPUs, GOMAXPROCS %d, GOGC %d; load average %s\n\n",
-		cfg.duration, cfg.listPods, cfg.rate, strings.Join(cfg.authzModes, ","), runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), loadAverage())
+	if cfg.audit.PolicyFile != "" {
+		cfg.audit.LogPath = filepath.Join(work, "audit.log")
+	}
+	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered, --authorization-mode=%s, --audit-policy-file=%q; %d CPUs, GOMAXPROCS %d, GOGC %d; load average %s\n\n",
+		cfg.duration, cfg.listPods, cfg.rate, strings.Join(cfg.authzModes, ","), cfg.audit.PolicyFile, runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), loadAverage())
 	defer func() { fmt.Printf("\n# load average at the end: %s\n", loadAverage()) }()
 	rtt, err := trivialHTTPS(cfg.duration)
 	if err != nil {
@@ -164,7 +169,7 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 	}
 	fmt.Printf("baseline  API handler alone (no TLS, client-go, informers), 64 callers: %s\n", handler)
 
-	api, err := startMiniapi(filepath.Join(dir, "miniapi"), storeFlag, cfg.authzModes)
+	api, err := startMiniapi(filepath.Join(dir, "miniapi"), storeFlag, controlplane.Security{AuthorizationModes: cfg.authzModes, Audit: cfg.audit})
 	if err != nil {
 		return err
 	}
@@ -614,15 +619,15 @@ func trivialHTTPS(d time.Duration) (result, error) {
 // miniapi is a control plane running in this process.
 type miniapi struct {
 	dir, storeFlag string
-	authzModes     []string
+	security       controlplane.Security
 	url            string
 	kubeconfig     string
 	http           *http.Client // the admin's, without client-go
 	stop           func()       // stops it; safe to call more than once
 }
 
-func startMiniapi(dir, storeFlag string, authzModes []string) (*miniapi, error) {
-	api := &miniapi{dir: dir, storeFlag: storeFlag, authzModes: authzModes, kubeconfig: controlplane.AdminKubeconfig(dir)}
+func startMiniapi(dir, storeFlag string, security controlplane.Security) (*miniapi, error) {
+	api := &miniapi{dir: dir, storeFlag: storeFlag, security: security, kubeconfig: controlplane.AdminKubeconfig(dir)}
 	return api, api.start()
 }
 
@@ -640,7 +645,7 @@ func (a *miniapi) start() error {
 	o := controlplane.Options{DataDir: a.dir, BindAddress: "127.0.0.1", SecurePort: port, Store: a.storeFlag,
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// The benchmark's nodes post no heartbeats: they must not turn unreachable mid-run.
-		Controllers: []string{"*", "-nodelifecycle"}, Security: controlplane.Security{AuthorizationModes: a.authzModes}}
+		Controllers: []string{"*", "-nodelifecycle"}, Security: a.security}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(ctx, o) }()

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -44,8 +45,10 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.DataDir, "data-dir", "/var/lib/miniapi", "directory for the store, the CA and admin.kubeconfig")
 	f.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "IP address to serve on")
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port")
+	f.Var(advertiseAddress{&o.AdvertiseAddress}, "advertise-address", "IP address other cluster members (pods, through the kubernetes Service) reach this server at (default: --bind-address, or the host's first address when that is 0.0.0.0)")
 	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db) or "etcd://HOST:PORT[,HOST:PORT...]"`)
+	f.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", "", "apiserver.config.k8s.io/v1 EncryptionConfiguration file: providers (aescbc, aesgcm, secretbox, identity) that encrypt the listed resources in the store (empty: stored as they are)")
 	f.StringVar(&o.ServiceRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which Service cluster IPs are allocated")
 	f.StringVar(&o.TokenFile, "token-auth-file", "", `static bearer tokens, one "token,user,uid[,\"group1,group2\"]" line each`)
 	f.StringSliceVar(&o.Controllers, "controllers", []string{"*"}, "controllers to run: '*' for all, 'name' to enable one, '-name' to disable one; known: "+strings.Join(controlplane.ControllerNames(), ", "))
@@ -68,6 +71,11 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&o.Security.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM public keys (or certificates, private keys) that also verify service account tokens (repeatable)")
 	f.StringVar(&o.Security.ServiceAccountIssuer, "service-account-issuer", controlplane.DefaultIssuer, "iss claim of service account tokens and the issuer of the OIDC discovery document")
 	f.StringSliceVar(&o.Security.APIAudiences, "api-audiences", nil, "audiences a token must name to be accepted here (default: the issuer)")
+	f.StringVar(&o.Security.Audit.LogPath, "audit-log-path", "", `audit log file ("-": standard output; empty: no audit log); events are audit.k8s.io/v1 Event JSON lines`)
+	f.StringVar(&o.Security.Audit.PolicyFile, "audit-policy-file", "", "audit.k8s.io/v1 Policy: which requests are logged at which level (None, Metadata, Request, RequestResponse)")
+	f.IntVar(&o.Security.Audit.MaxSize, "audit-log-maxsize", 0, "megabytes the audit log may reach before it is rotated (0: no limit)")
+	f.IntVar(&o.Security.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit log files kept (0: all)")
+	f.IntVar(&o.Security.Audit.MaxAge, "audit-log-maxage", 0, "days a rotated audit log file is kept (0: no limit)")
 	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", apiserver.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
 	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart) before more get 429; 0: no limit")
 	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once before more get 429; 0: no limit")
@@ -139,3 +147,24 @@ func newServingCertCommand() *cobra.Command {
 	}
 	return cmd
 }
+
+// advertiseAddress is --advertise-address, an IP address.
+type advertiseAddress struct{ addr *netip.Addr }
+
+func (a advertiseAddress) String() string {
+	if a.addr == nil || !a.addr.IsValid() {
+		return ""
+	}
+	return a.addr.String()
+}
+
+func (a advertiseAddress) Set(s string) error {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return fmt.Errorf("not an IP address: %w", err)
+	}
+	*a.addr = ip.Unmap()
+	return nil
+}
+
+func (advertiseAddress) Type() string { return "ip" }

@@ -20,9 +20,12 @@ var requestInfos = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api"
 
 // Attributes are what the authorizer is asked about the request r by u.
 func Attributes(r *http.Request, u User) (authorizer.AttributesRecord, error) {
-	info, err := requestInfos.NewRequestInfo(r)
-	if err != nil {
-		return authorizer.AttributesRecord{}, err
+	info, ok := request.RequestInfoFrom(r.Context()) // read already when auditing
+	if !ok {
+		var err error
+		if info, err = requestInfos.NewRequestInfo(r); err != nil {
+			return authorizer.AttributesRecord{}, err
+		}
 	}
 	a := authorizer.AttributesRecord{
 		User: u.Info(), Verb: info.Verb, Namespace: info.Namespace, APIGroup: info.APIGroup, APIVersion: info.APIVersion,
@@ -63,11 +66,13 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 			return
 		}
 		if as, ok, err := impersonate(r.Context(), r, u, az); err != nil {
+			auditError(r.Context(), err)
 			writeError(w, err)
 			return
 		} else if ok {
 			u = as
 			r = r.WithContext(WithUser(r.Context(), u))
+			auditImpersonation(r.Context(), u)
 		}
 		a, err := Attributes(r, u)
 		if err != nil {
@@ -75,6 +80,7 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 			return
 		}
 		decision, reason, err := az.Authorize(r.Context(), a)
+		auditAuthorization(r.Context(), decision, reason)
 		if decision == authorizer.DecisionAllow {
 			h.ServeHTTP(w, r)
 			return
@@ -82,7 +88,9 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 		if err != nil && reason == "" {
 			reason = err.Error()
 		}
-		writeError(w, Forbidden(a, reason))
+		err = Forbidden(a, reason)
+		auditError(r.Context(), err)
+		writeError(w, err)
 	})
 }
 

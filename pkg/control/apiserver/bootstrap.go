@@ -7,7 +7,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,8 +42,8 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 }
 
 // reconcileKubernetesService makes the `kubernetes` Service hold the first IP of the range
-// and send port 443 to this server's secure port, through Endpoints and an EndpointSlice
-// naming this server's address.
+// and send port 443 to the API servers' secure port, through Endpoints and an EndpointSlice
+// naming every live API server (endpoints.go).
 func (s *Server) reconcileKubernetesService(ctx context.Context) error {
 	https := corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(s.advertise.Port()))}
 	svc := &corev1.Service{
@@ -60,49 +59,12 @@ func (s *Server) reconcileKubernetesService(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	ip := s.advertise.Addr()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsUnspecified() {
-		s.log.Info("the kubernetes Service gets no endpoints: the API server has no address pods can reach", "address", ip)
+	if !s.advertisable() {
+		s.log.Info("the kubernetes Service gets no endpoints: the API server has no address pods can reach", "address", s.advertise.Addr())
 		return nil
 	}
-	port := int32(s.advertise.Port())
-	ep := &corev1.Endpoints{
-		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault,
-			Labels: map[string]string{discoveryv1.LabelSkipMirror: "true"}},
-		Subsets: []corev1.EndpointSubset{{
-			Addresses: []corev1.EndpointAddress{{IP: ip.String()}},
-			Ports:     []corev1.EndpointPort{{Name: https.Name, Port: port, Protocol: corev1.ProtocolTCP}},
-		}},
-	}
-	if err := s.ensure(ctx, corev1.SchemeGroupVersion.WithResource("endpoints"), ep, func(cur runtime.Object) {
-		cur.(*corev1.Endpoints).Subsets = ep.Subsets
-	}); err != nil {
-		return err
-	}
-	ready, family := true, discoveryv1.AddressTypeIPv4
-	if ip.Is6() {
-		family = discoveryv1.AddressTypeIPv6
-	}
-	name, protocol := https.Name, corev1.ProtocolTCP
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault,
-			Labels: map[string]string{discoveryv1.LabelServiceName: kubernetesService}},
-		AddressType: family,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &protocol}},
-	}
-	gvr := discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
-	err = s.ensure(ctx, gvr, slice, func(cur runtime.Object) {
-		c := cur.(*discoveryv1.EndpointSlice)
-		c.Endpoints, c.Ports = slice.Endpoints, slice.Ports
-	})
-	if apierrors.IsInvalid(err) { // the address family changed: addressType is immutable
-		res, _ := s.reg.Lookup(gvr)
-		if _, err = s.objects.Delete(ctx, res, slice.Namespace, slice.Name, metav1.DeleteOptions{}); err == nil {
-			err = s.ensure(ctx, gvr, slice, nil)
-		}
-	}
-	return err
+	// This server's lease and address now; RunEndpointReconciler keeps them.
+	return s.reconcileEndpoints(ctx, false)
 }
 
 // ensure creates obj if it is missing, else brings the stored object in line with

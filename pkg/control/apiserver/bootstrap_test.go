@@ -85,7 +85,11 @@ func TestBootstrapPointsTheKubernetesServiceAtTheServer(t *testing.T) {
 		}
 	}
 
-	// A restart on another address and port moves the endpoints; the cluster IP stays held.
+	// A graceful stop (RunEndpointReconciler's last step) and a restart on another address
+	// and port move the endpoints; the cluster IP stays held.
+	if err := s.reconcileEndpoints(ctx, true); err != nil {
+		t.Fatal(err)
+	}
 	s = newTestServer(t, st, "10.100.0.0/16", "10.200.0.3", 7443)
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)

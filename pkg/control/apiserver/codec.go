@@ -28,7 +28,7 @@ const MaxBodyBytes = 3 << 20
 // straight into obj). It refuses oversized bodies, media types we cannot decode, and a body
 // naming another kind. Unknown and duplicate JSON fields are handled per directive, returning
 // the warnings for Warn (protobuf has neither).
-func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation) ([]string, error) {
+func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation) (warnings []string, err error) {
 	mediaType := "application/json"
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -44,6 +44,11 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err == nil {
+			auditRequestObject(r.Context(), obj, want)
+		}
+	}()
 	switch {
 	case mediaType == runtime.ContentTypeProtobuf:
 		return nil, decodeProtobuf(data, obj, want)
@@ -52,7 +57,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: error converting YAML to JSON: %v", err))
 		}
 	}
-	warnings, err := decodeInto(data, obj, directive)
+	warnings, err = decodeInto(data, obj, directive)
 	if err != nil || len(warnings) > 0 {
 		// A body of another kind fails on its fields: say what is really wrong.
 		if !json.Valid(data) {

@@ -329,6 +329,11 @@ func (s *Server) decodeApplyConfiguration(r *http.Request, res *registry.Resourc
 	if err != nil {
 		return nil, nil, err
 	}
+	if auditing(r.Context()) {
+		if asJSON, err := yaml.YAMLToJSON(data); err == nil { // the event is JSON: a YAML body would break it
+			auditRequestPatch(r.Context(), asJSON)
+		}
+	}
 	patch := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))

@@ -41,6 +41,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
+	auditRequestPatch(r.Context(), patch)
 	var warnings []string
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {

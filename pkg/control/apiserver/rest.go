@@ -19,6 +19,7 @@ var subresourceVerbs = map[string]string{"binding": "create", "eviction": "creat
 // become a Status.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
 	if err := s.dispatch(w, r, res, info); err != nil {
+		auditError(r.Context(), err)
 		writeError(w, err)
 	}
 }
@@ -73,6 +74,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 	if err != nil {
 		return err
 	}
+	auditResponse(r.Context(), obj, res.GVK().GroupVersion())
 	switch rep.as {
 	case asTable:
 		table, err := buildTable(r, res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})

@@ -46,6 +46,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return err
 		}
+		auditRequestPatch(r.Context(), patch)
 		change = func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			patched, err := applyPatch(scaleKind, patchType, cur, patch)
 			if err != nil {

@@ -39,6 +39,9 @@ type Config struct {
 	// pods; without an address it gets no endpoints.
 	AdvertiseAddress netip.Addr
 	SecurePort       int
+	// MasterLeaseTTL is how long this server's address stays in the `kubernetes` Service's
+	// endpoints after its last renewal (0: DefaultMasterLeaseTTL; endpoints.go).
+	MasterLeaseTTL time.Duration
 	// Limits bound request time and requests in flight; the zero value gives DefaultLimits.
 	Limits Limits
 	// Admission are the admission plugins beyond NamespaceLifecycle, which always runs first.
@@ -67,6 +70,7 @@ type Server struct {
 	protobufKinds map[*registry.Resource]bool
 	// advertise is where the `kubernetes` Service's endpoints point.
 	advertise netip.AddrPort
+	leaseTTL  time.Duration
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
 	extensions    []Extension
@@ -92,6 +96,9 @@ func New(cfg Config) *Server {
 	s.protobufKinds = protobufResources(cfg.Registry)
 	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
+	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
+		s.leaseTTL = DefaultMasterLeaseTTL
+	}
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		mux.HandleFunc(p, s.serveHealth)

@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/encryption"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -73,6 +74,15 @@ type Options struct {
 	SchedulerConfig string
 	Log             *slog.Logger
 	Ready           func() // called once the API answers /readyz on its listener (nil: nothing)
+
+	// EncryptionProviderConfig is an EncryptionConfiguration file (--encryption-provider-config;
+	// "": values stored as they are).
+	EncryptionProviderConfig string
+	// AdvertiseAddress is the address the `kubernetes` Service's endpoints give other
+	// members of the cluster (--advertise-address; invalid: from --bind-address).
+	AdvertiseAddress netip.Addr
+	// MasterLeaseTTL is how long a stopped API server stays in those endpoints (0: 15 s).
+	MasterLeaseTTL time.Duration
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -171,10 +181,16 @@ func etcdEndpoints(flag string) ([]string, error) {
 
 // openStore opens the engine --store names under the watch cache the API server reads
 // through. Keys are stored as they are (/registry/...), in etcd as in Kubernetes.
-func openStore(o Options, log *slog.Logger) (*store.Cache, error) {
+func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, error) {
 	endpoints, err := etcdEndpoints(o.Store)
 	if err != nil {
 		return nil, err
+	}
+	var transformers encryption.Transformers
+	if o.EncryptionProviderConfig != "" {
+		if transformers, err = encryption.Load(ctx, o.EncryptionProviderConfig); err != nil {
+			return nil, err
+		}
 	}
 	var engine store.Interface
 	if endpoints == nil {
@@ -184,6 +200,9 @@ func openStore(o Options, log *slog.Logger) (*store.Cache, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if transformers != nil {
+		engine = encryption.Wrap(engine, transformers, log)
 	}
 	cache, err := store.NewCache(engine, store.CacheOptions{RingSize: o.WatchHistory, Logger: log})
 	if err != nil {
@@ -208,9 +227,12 @@ func serviceRanges(st store.Interface, cidr string) (allocator.Ranges, error) {
 }
 
 // advertiseAddress is where pods reach this server (the `kubernetes` Service's endpoint):
-// the bind address, or with a wildcard bind the host's first global unicast address of
+// --advertise-address, else the bind address, or with a wildcard bind the host's first global unicast address of
 // the same family.
 func (o *Options) advertiseAddress() netip.Addr {
+	if o.AdvertiseAddress.IsValid() {
+		return o.AdvertiseAddress
+	}
 	bind, err := netip.ParseAddr(o.BindAddress)
 	if err != nil || !bind.IsUnspecified() {
 		return bind.Unmap()
@@ -249,7 +271,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(o, log)
+	st, err := openStore(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -278,12 +300,17 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, NodeTransport: nodeTransport,
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
 		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits,
 		Admission: generic.Admission{Mutating: []generic.MutatingAdmission{priority.New(st, reg)}}})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
+	// Its lease and address go before the store closes (the deferred Close runs after).
+	reconcileCtx, stopReconciling := context.WithCancel(ctx)
+	reconciled := make(chan struct{})
+	go func() { defer close(reconciled); srv.RunEndpointReconciler(reconcileCtx) }()
+	defer func() { stopReconciling(); <-reconciled }()
 
 	tokens := apiserver.Tokens{}
 	if o.TokenFile != "" {
@@ -312,6 +339,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	defer g.auditor.Close()
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	errc := make(chan error, 1)
 	go func() {

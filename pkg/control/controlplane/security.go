@@ -26,6 +26,8 @@ type Security struct {
 	// APIAudiences what this server accepts ("" : the issuer).
 	ServiceAccountIssuer string
 	APIAudiences         []string
+	// Audit is the audit log (--audit-log-path, --audit-policy-file, ...; off when either is "").
+	Audit apiserver.AuditOptions
 }
 
 // DefaultIssuer is kube-apiserver's usual --service-account-issuer.
@@ -51,6 +53,7 @@ func (s *Security) modes() []string {
 // (access reviews, TokenRequest, OIDC discovery) around the API server's handler.
 type guard struct {
 	ready   atomic.Bool // the caches are filled and the policy reconciled
+	auditor *apiserver.Auditor
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
 	reviews *auth.Reviews
@@ -117,7 +120,10 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 		}
 		api.ServeHTTP(w, r)
 	}))
-	g.handler = apiserver.Authenticate(apiserver.Authorize(routes, authz), static, g.bootstrap.Authenticate, tokens.Authenticate)
+	if g.auditor, err = apiserver.NewAuditor(sec.Audit); err != nil {
+		return nil, err
+	}
+	g.handler = apiserver.Authenticate(g.auditor.Handler(apiserver.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
 	return g, nil
 }
 

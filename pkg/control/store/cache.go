@@ -229,7 +229,7 @@ func (c *Cache) apply(batch []Event) {
 			c.state.Delete(KV{Key: ev.Key})
 		} else {
 			// Shared with the event: readers of this version get the same bytes.
-			c.state.ReplaceOrInsert(KV{Key: ev.Key, Value: ev.Value, Revision: ev.Revision})
+			c.state.ReplaceOrInsert(KV{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Stale: ev.Stale})
 		}
 		c.rev = max(c.rev, ev.Revision)
 	}

@@ -27,6 +27,9 @@ type KV struct {
 	Value []byte
 	// Revision at which this key was last modified: the object's resourceVersion.
 	Revision int64
+	// Stale: the value was stored encrypted with a provider or key other than the one that
+	// writes now (encryption at rest), so writing it back unchanged must still store it.
+	Stale bool
 }
 
 // EventType says what a change did to its key.
@@ -49,6 +52,8 @@ type Event struct {
 	PrevValue []byte
 	// Revision of this change.
 	Revision int64
+	// Stale is KV.Stale of Value.
+	Stale bool
 }
 
 // Interface is what the API server codes against; every engine implements it.

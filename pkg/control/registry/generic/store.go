@@ -221,8 +221,9 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 			undo()
 			return nil, err
 		}
-		if bytes.Equal(data, kv.Value) || opts.DryRun {
-			// Nothing changed: like Kubernetes, no new resourceVersion and no watch event.
+		if (bytes.Equal(data, kv.Value) && !kv.Stale) || opts.DryRun {
+			// Nothing changed: like Kubernetes, no new resourceVersion and no watch event
+			// (unless the stored value is encrypted with an old key: the rewrite re-encrypts).
 			SetResourceVersion(obj, kv.Revision)
 			return obj, nil
 		}
