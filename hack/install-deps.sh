@@ -13,6 +13,7 @@ PACKAGES=(
   etcd-server                                  # the etcd store engine's tests
   docker-registry                              # image pull tests: a registry on loopback
   qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
+  debootstrap                                  # the systemd VM test's Debian root (pkg/vmtest.RootImage; built once, cached)
   systemd                                      # systemd-analyze verify of the units in systemd/
 )
 
