@@ -21,8 +21,8 @@ type Share struct {
 // and the modules for the disk and 9p mounts the image and the shares, adds a oneshot unit
 // that runs Command once the system is up (multi-user.target), and switches to the image's
 // /lib/systemd/systemd. Command's output goes to the console, then ExitMarker and its
-// status; then the VM powers off at once (poweroff-immediate: no unmounting, which can hang
-// on 9p; writes to a writable share are synchronous, cache=none). The image is opened with
+// status; then the VM powers off at once (systemctl poweroff --force --force: no unmounting,
+// which can hang on 9p; writes to a writable share are synchronous, cache=none). The image is opened with
 // snapshot=on: the VM's writes go to a temporary file qemu drops at exit.
 type SystemdVM struct {
 	Kernel   *Kernel
@@ -118,7 +118,10 @@ func (s *SystemdVM) initramfs(file string) (points []string, err error) {
 		fmt.Fprintf(&b, "mkdir -p /newroot%s\nmount -t 9p -o %s share%d /newroot%s\n", p, opts, i, p)
 	}
 	// The unit that runs the command once the system is up, then powers off.
-	r.Bytes("/vmtest.sh", []byte("#!/bin/sh\n"+s.Command+"\necho "+ExitMarker+"$?\n"), 0o755)
+	// Then power off at once (as poweroff -ff: no unmounting, which can hang on 9p; writes to a
+	// writable share are synchronous, cache=none), not through the unit's SuccessAction, which
+	// waits for the unit to stop and that for every process it left.
+	r.Bytes("/vmtest.sh", []byte("#!/bin/sh\n"+s.Command+"\necho "+ExitMarker+"$?\nsync\nsystemctl poweroff --force --force\n"), 0o755)
 	r.Bytes("/vmtest.service", []byte(`[Unit]
 Description=vmtest: the test's command
 After=multi-user.target
@@ -130,7 +133,6 @@ StandardError=inherit
 TTYPath=/dev/ttyS0
 TTYReset=no
 TTYVHangup=no
-SuccessAction=poweroff-immediate
 FailureAction=poweroff-immediate
 [Install]
 WantedBy=multi-user.target
