@@ -14,6 +14,7 @@ PACKAGES=(
   docker-registry                              # image pull tests: a registry on loopback
   qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
   ipvsadm                                      # docs/labs/clusterip-walk-ipvs.md (its test runs it in the VM)
+  debootstrap                                  # the systemd VM test's Debian root (pkg/vmtest.RootImage; built once, cached)
   systemd                                      # systemd-analyze verify of the units in systemd/
 )
 
