@@ -16,6 +16,7 @@ require (
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/go-jose/go-jose/v4 v4.1.5
 	github.com/google/btree v1.1.3
+	github.com/google/pprof v0.0.0-20240727154555-813a5fbdbec8
 	github.com/moby/sys/mountinfo v0.7.2
 	github.com/opencontainers/go-digest v1.0.0
 	github.com/opencontainers/image-spec v1.1.1

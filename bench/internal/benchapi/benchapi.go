@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -146,4 +148,15 @@ func LoadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// WriteHeapProfile writes the live heap (after a collection) to file.
+func WriteHeapProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	return pprof.Lookup("heap").WriteTo(f, 0)
 }
