@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
@@ -93,12 +92,12 @@ func run(n, small, large int, only, cpuProfile, memProfile string, timeout time.
 		if err != nil {
 			return err
 		}
-		cpu := processCPU()
+		cpu := benchapi.ProcessCPU()
 		if err := measure(ctx, client, w, sc, n, timeout); err != nil {
 			share.stop()
 			return err
 		}
-		used := processCPU() - cpu
+		used := benchapi.ProcessCPU() - cpu
 		scheduling, binding, err := share.stop()
 		if err != nil {
 			return err
@@ -234,17 +233,6 @@ func measureBacklog(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, 
 	}
 	go s.Run(ctx)
 	return report(w, sc, n, began, 0, started, timeout)
-}
-
-// processCPU is the CPU time (user + system) this process used so far: miniapi, its
-// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
-// figure that does not depend on how much of the CPU the process was given.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // bindWatch notes when an informer first sees each pod bound.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -159,4 +160,15 @@ func WriteHeapProfile(file string) error {
 	defer f.Close()
 	runtime.GC()
 	return pprof.Lookup("heap").WriteTo(f, 0)
+}
+
+// ProcessCPU is the CPU time (user + system) this process used so far: miniapi, its
+// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
+// figure that does not depend on how much of the CPU the process was given.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -37,7 +37,7 @@ const (
 )
 
 type constraint struct {
-	memoKey           string // namespace and selector, the memo's key
+	memo              memoTable // the counts of its namespace and selector (set by counter.count)
 	maxSkew           int32
 	minDomains        int32
 	key               string
@@ -126,7 +126,7 @@ type Plugin struct {
 	// generation is unchanged: a cycle recounts only the nodes that changed since the last
 	// (typically one), not every pod of the cluster.
 	memoMu   sync.Mutex
-	memo     map[string]map[string]memoCount
+	memo     map[string]memoTable
 	services corelisters.ServiceLister
 	rcs      corelisters.ReplicationControllerLister
 	rss      appslisters.ReplicaSetLister
@@ -144,35 +144,49 @@ type memoCount struct {
 	generation, count int64
 }
 
+// memoTable is one namespace and selector's counts, keyed by the snapshot's NodeInfo (a
+// node keeps its NodeInfo across snapshot updates; the key's pointer hashes faster than
+// its name, and the entry holds the NodeInfo, so no other node can come to share it).
+type memoTable map[*framework.NodeInfo]memoCount
+
 // memoSelectors bounds the memo; past it, it starts afresh.
 const memoSelectors = 64
 
+// counter counts one cycle's matching pods per node through the memo. Callers lock memoMu
+// around its use (once per cycle, not per node).
+type counter struct {
+	p *Plugin
+	// snapshot: the nodes counted are the snapshot's own, every one memoizable; else
+	// (preemption's what-if lister) only those that are the snapshot's.
+	snapshot bool
+	tables   map[string]memoTable
+}
+
+func (p *Plugin) counter(nodes framework.NodeLister) *counter {
+	if p.memo == nil || len(p.memo) > memoSelectors {
+		p.memo = map[string]memoTable{}
+	}
+	return &counter{p: p, snapshot: nodes == p.h.Nodes(), tables: p.memo}
+}
+
 // count is matching(n, c.selector, ns), memoized for the nodes of the current snapshot.
-func (p *Plugin) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
-	name := n.Node().Name
-	if p.h.Nodes().Get(name) != n {
+func (k *counter) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
+	if !k.snapshot && k.p.h.Nodes().Get(n.Node().Name) != n {
 		return matching(n, c.selector, ns) // a what-if copy (preemption): not memoized
 	}
-	if c.memoKey == "" {
-		c.memoKey = ns + "\x00" + c.selector.String()
+	if c.memo == nil {
+		key := ns + "\x00" + c.selector.String()
+		c.memo = k.tables[key]
+		if c.memo == nil || len(c.memo) > 2*len(k.p.h.Nodes().List())+64 { // nodes that left
+			c.memo = memoTable{}
+			k.tables[key] = c.memo
+		}
 	}
-	key := c.memoKey
-	sel := c.selector
-	p.memoMu.Lock()
-	defer p.memoMu.Unlock()
-	if p.memo == nil || len(p.memo) > memoSelectors {
-		p.memo = map[string]map[string]memoCount{}
-	}
-	nodes := p.memo[key]
-	if nodes == nil {
-		nodes = map[string]memoCount{}
-		p.memo[key] = nodes
-	}
-	if m, ok := nodes[name]; ok && m.generation == n.Generation {
+	if m, ok := c.memo[n]; ok && m.generation == n.Generation {
 		return m.count
 	}
-	count := matching(n, sel, ns)
-	nodes[name] = memoCount{generation: n.Generation, count: count}
+	count := matching(n, c.selector, ns)
+	c.memo[n] = memoCount{generation: n.Generation, count: count}
 	return count
 }
 
@@ -257,6 +271,8 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 	for i := range cs {
 		s.domains[i] = map[string]int64{}
 	}
+	p.memoMu.Lock()
+	k := p.counter(nodes)
 	for _, n := range nodes.List() {
 		node := n.Node()
 		if !hasAllKeys(node, cs) {
@@ -264,10 +280,11 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		}
 		for i := range cs {
 			if cs[i].counts(pod.Pod, node, affinity) {
-				s.domains[i][node.Labels[cs[i].key]] += p.count(n, &cs[i], pod.Pod.Namespace)
+				s.domains[i][node.Labels[cs[i].key]] += k.count(n, &cs[i], pod.Pod.Namespace)
 			}
 		}
 	}
+	p.memoMu.Unlock()
 	for i := range cs {
 		lowest := int64(math.MaxInt64)
 		for _, n := range s.domains[i] {
@@ -358,6 +375,9 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
 	}
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	k := p.counter(p.h.Nodes())
 	for _, n := range p.h.Nodes().List() {
 		node := n.Node()
 		if !takesPart(node) {
@@ -371,7 +391,7 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
 				continue
 			}
-			s.counts[i][value] += p.count(n, &cs[i], pod.Pod.Namespace)
+			s.counts[i][value] += k.count(n, &cs[i], pod.Pod.Namespace)
 		}
 	}
 	state.Write(scoreKey, s)
