@@ -359,6 +359,13 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	for i := range cs {
 		s.counts[i] = map[string]int64{}
 	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	k := p.counter(p.h.Nodes())
+	// A hostname domain is its one node: counted here from the feasible nodes, as
+	// kube-scheduler does; only the other keys' domains need a pass over every node.
+	otherKeys := false
 	for _, n := range feasible {
 		node := n.Node()
 		if !takesPart(node) {
@@ -366,7 +373,16 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 			continue
 		}
 		for i := range cs {
-			if v, ok := node.Labels[cs[i].key]; ok {
+			v, ok := node.Labels[cs[i].key]
+			if !ok {
+				continue
+			}
+			if cs[i].key != corev1.LabelHostname {
+				s.counts[i][v] = 0
+				otherKeys = true
+			} else if cs[i].counts(pod.Pod, node, affinity) {
+				s.counts[i][v] = k.count(n, &cs[i], pod.Pod.Namespace)
+			} else {
 				s.counts[i][v] = 0
 			}
 		}
@@ -374,16 +390,19 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	for i := range cs {
 		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
 	}
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
-	p.memoMu.Lock()
-	defer p.memoMu.Unlock()
-	k := p.counter(p.h.Nodes())
+	if !otherKeys {
+		state.Write(scoreKey, s)
+		return nil
+	}
 	for _, n := range p.h.Nodes().List() {
 		node := n.Node()
-		if !takesPart(node) {
+		if requireAll && !hasAllKeys(node, cs) {
 			continue
 		}
 		for i := range cs {
+			if cs[i].key == corev1.LabelHostname {
+				continue
+			}
 			value, ok := node.Labels[cs[i].key]
 			if !ok {
 				continue
