@@ -133,7 +133,7 @@ type podWatch struct {
 
 func newPodWatch(ctx context.Context, c *kubernetes.Clientset) *podWatch {
 	w := &podWatch{created: map[string]int{}, bound: map[string]int{}, changed: make(chan struct{}, 1)}
-	f := informers.NewSharedInformerFactory(c, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(benchapi.PodSkeleton))
 	seenBound := sync.Map{}
 	note := func(obj any, added bool) {
 		pod := obj.(*corev1.Pod)

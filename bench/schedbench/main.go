@@ -243,7 +243,7 @@ type bindWatch struct {
 
 func newBindWatch(ctx context.Context, c *kubernetes.Clientset) *bindWatch {
 	w := &bindWatch{bound: map[string]map[string]time.Time{}}
-	f := informers.NewSharedInformerFactory(c, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(benchapi.PodSkeleton))
 	note := func(obj any) {
 		pod := obj.(*corev1.Pod)
 		if pod.Spec.NodeName == "" {

@@ -172,3 +172,15 @@ func ProcessCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// PodSkeleton is an informer transform keeping of a pod only what the benchmarks read
+// (name, namespace, uid, node): their own informer must not weigh on the process's RSS,
+// which is meant to show miniapi's.
+func PodSkeleton(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName}}, nil
+}
