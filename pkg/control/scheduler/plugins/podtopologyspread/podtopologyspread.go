@@ -127,6 +127,7 @@ type Plugin struct {
 	// (typically one), not every pod of the cluster.
 	memoMu   sync.Mutex
 	memo     map[string]memoTable
+	values   map[string]string // topology values, interned
 	services corelisters.ServiceLister
 	rcs      corelisters.ReplicationControllerLister
 	rss      appslisters.ReplicaSetLister
@@ -140,13 +141,20 @@ func New(h framework.Handle) (framework.Plugin, error) {
 		rss: f.Apps().V1().ReplicaSets().Lister(), sss: f.Apps().V1().StatefulSets().Lister()}, nil
 }
 
+// memoCount is what a cycle needs of one node for one constraint: its count of matching
+// pods and its value of the topology key. Kept while the node's generation is unchanged,
+// it spares each cycle a lookup in every node's labels (a cache miss per node at 500 nodes
+// and more, most of this plugin's cost when every node is walked).
 type memoCount struct {
 	generation, count int64
+	value             string
+	hasValue          bool
 }
 
-// memoTable is one namespace and selector's counts, keyed by the snapshot's NodeInfo (a
-// node keeps its NodeInfo across snapshot updates; the key's pointer hashes faster than
-// its name, and the entry holds the NodeInfo, so no other node can come to share it).
+// memoTable is one namespace, selector and topology key's entries, keyed by the snapshot's
+// NodeInfo (a node keeps its NodeInfo across snapshot updates; the key's pointer hashes
+// faster than its name, and the entry holds the NodeInfo, so no other node can come to
+// share it).
 type memoTable map[*framework.NodeInfo]memoCount
 
 // memoSelectors bounds the memo; past it, it starts afresh.
@@ -159,35 +167,54 @@ type counter struct {
 	// snapshot: the nodes counted are the snapshot's own, every one memoizable; else
 	// (preemption's what-if lister) only those that are the snapshot's.
 	snapshot bool
-	tables   map[string]memoTable
 }
 
 func (p *Plugin) counter(nodes framework.NodeLister) *counter {
 	if p.memo == nil || len(p.memo) > memoSelectors {
-		p.memo = map[string]memoTable{}
+		p.memo, p.values = map[string]memoTable{}, map[string]string{}
 	}
-	return &counter{p: p, snapshot: nodes == p.h.Nodes(), tables: p.memo}
+	return &counter{p: p, snapshot: nodes == p.h.Nodes()}
 }
 
 // count is matching(n, c.selector, ns), memoized for the nodes of the current snapshot.
 func (k *counter) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
+	return k.entry(n, c, ns).count
+}
+
+// entry is the node's memoized count and topology value for c.
+func (k *counter) entry(n *framework.NodeInfo, c *constraint, ns string) memoCount {
 	if !k.snapshot && k.p.h.Nodes().Get(n.Node().Name) != n {
-		return matching(n, c.selector, ns) // a what-if copy (preemption): not memoized
+		return k.fresh(n, c, ns) // a what-if copy (preemption): not memoized
 	}
 	if c.memo == nil {
-		key := ns + "\x00" + c.selector.String()
-		c.memo = k.tables[key]
+		key := ns + "\x00" + c.selector.String() + "\x00" + c.key
+		c.memo = k.p.memo[key]
 		if c.memo == nil || len(c.memo) > 2*len(k.p.h.Nodes().List())+64 { // nodes that left
 			c.memo = memoTable{}
-			k.tables[key] = c.memo
+			k.p.memo[key] = c.memo
 		}
 	}
 	if m, ok := c.memo[n]; ok && m.generation == n.Generation {
-		return m.count
+		return m
 	}
-	count := matching(n, c.selector, ns)
-	c.memo[n] = memoCount{generation: n.Generation, count: count}
-	return count
+	m := k.fresh(n, c, ns)
+	c.memo[n] = m
+	return m
+}
+
+func (k *counter) fresh(n *framework.NodeInfo, c *constraint, ns string) memoCount {
+	m := memoCount{generation: n.Generation, count: matching(n, c.selector, ns)}
+	if v, ok := n.Node().Labels[c.key]; ok {
+		// One copy of each value (a zone's name), read by every cycle.
+		if c.key != corev1.LabelHostname {
+			if k.p.values[v] == "" {
+				k.p.values[v] = v
+			}
+			v = k.p.values[v]
+		}
+		m.value, m.hasValue = v, true
+	}
+	return m
 }
 
 // systemDefaults are kube-scheduler's default constraints for pods without their own:
@@ -344,17 +371,6 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	}
 	// System defaults do not require every key: a node without a zone still spreads by host.
 	requireAll := len(pod.Pod.Spec.TopologySpreadConstraints) > 0
-	takesPart := func(node *corev1.Node) bool {
-		if requireAll {
-			return hasAllKeys(node, cs)
-		}
-		for _, c := range cs {
-			if _, ok := node.Labels[c.key]; ok {
-				return true
-			}
-		}
-		return false
-	}
 	s := &scoreState{constraints: cs, counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs)), ignored: map[string]bool{}}
 	for i := range cs {
 		s.counts[i] = map[string]int64{}
@@ -366,24 +382,31 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	// A hostname domain is its one node: counted here from the feasible nodes, as
 	// kube-scheduler does; only the other keys' domains need a pass over every node.
 	otherKeys := false
+	entries := make([]memoCount, len(cs))
 	for _, n := range feasible {
-		node := n.Node()
-		if !takesPart(node) {
-			s.ignored[node.Name] = true
+		takesPart := requireAll
+		for i := range cs {
+			entries[i] = k.entry(n, &cs[i], pod.Pod.Namespace)
+			if requireAll {
+				takesPart = takesPart && entries[i].hasValue
+			} else {
+				takesPart = takesPart || entries[i].hasValue
+			}
+		}
+		if !takesPart {
+			s.ignored[n.Node().Name] = true
 			continue
 		}
-		for i := range cs {
-			v, ok := node.Labels[cs[i].key]
-			if !ok {
-				continue
-			}
-			if cs[i].key != corev1.LabelHostname {
-				s.counts[i][v] = 0
+		for i, e := range entries {
+			switch {
+			case !e.hasValue:
+			case cs[i].key != corev1.LabelHostname:
+				s.counts[i][e.value] = 0
 				otherKeys = true
-			} else if cs[i].counts(pod.Pod, node, affinity) {
-				s.counts[i][v] = k.count(n, &cs[i], pod.Pod.Namespace)
-			} else {
-				s.counts[i][v] = 0
+			case cs[i].counts(pod.Pod, n.Node(), affinity):
+				s.counts[i][e.value] = e.count
+			default:
+				s.counts[i][e.value] = 0
 			}
 		}
 	}
@@ -403,14 +426,14 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 			if cs[i].key == corev1.LabelHostname {
 				continue
 			}
-			value, ok := node.Labels[cs[i].key]
-			if !ok {
+			e := k.entry(n, &cs[i], pod.Pod.Namespace)
+			if !e.hasValue {
 				continue
 			}
-			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
+			if _, domain := s.counts[i][e.value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
 				continue
 			}
-			s.counts[i][value] += k.count(n, &cs[i], pod.Pod.Namespace)
+			s.counts[i][e.value] += e.count
 		}
 	}
 	state.Write(scoreKey, s)
