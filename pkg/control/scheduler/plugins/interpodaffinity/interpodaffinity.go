@@ -131,7 +131,10 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 			}
 			for i := range pod.RequiredAntiAffinityTerms {
 				t := &pod.RequiredAntiAffinityTerms[i]
-				if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(existing.Pod, exNS) {
+				if !t.Matches(existing.Pod, exNS) {
+					continue
+				}
+				if v, ok := node.Labels[t.TopologyKey]; ok {
 					s.anti.add(t.TopologyKey, v)
 				}
 			}
