@@ -47,8 +47,9 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	done := make(chan error, 1)
 	go func() {
-		done <- controlplane.Run(ctx, o)
-		os.RemoveAll(dir)
+		err := controlplane.Run(ctx, o)
+		os.RemoveAll(dir) // before done: the benchmark exits as soon as it reads it
+		done <- err
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
