@@ -2,7 +2,6 @@ package generic
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -10,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -86,22 +84,7 @@ func finalized(res *registry.Resource, obj runtime.Object) bool {
 	return g == nil || *g == 0
 }
 
-// specChanged compares the spec fields of two objects of one kind: typed objects by their
-// Spec field as Kubernetes' strategies do (Semantic.DeepEqual: no conversion to maps, which
-// cost every write, a pod's binding included, more than the rest of its update), others
-// through their unstructured form.
 func specChanged(obj, old runtime.Object) bool {
-	a, b := reflect.ValueOf(obj), reflect.ValueOf(old)
-	if a.Kind() == reflect.Pointer && b.Kind() == reflect.Pointer && a.Type() == b.Type() && a.Elem().Kind() == reflect.Struct {
-		if _, ok := obj.(*unstructured.Unstructured); !ok {
-			sa, sb := a.Elem().FieldByName("Spec"), b.Elem().FieldByName("Spec")
-			return sa.IsValid() && !equality.Semantic.DeepEqual(sa.Interface(), sb.Interface())
-		}
-	}
-	return unstructuredSpecChanged(obj, old)
-}
-
-func unstructuredSpecChanged(obj, old runtime.Object) bool {
 	a, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	b, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(old)
 	if errA != nil || errB != nil {
