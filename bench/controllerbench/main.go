@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -28,14 +29,16 @@ func main() {
 	nodes := flag.Int("nodes", 500, "fake Ready nodes")
 	replicas := flag.Int("replicas", 3000, "pods to create")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long per phase")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the Deployment phase to this file")
+	memProfile := flag.String("memprofile", "", "write a heap profile (live objects after a collection) at the end to this file")
 	flag.Parse()
-	if err := run(*nodes, *replicas, *timeout); err != nil {
+	if err := run(*nodes, *replicas, *timeout, *cpuProfile, *memProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "controllerbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nodes, replicas int, timeout time.Duration) error {
+func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client, done, err := benchapi.Start(ctx)
@@ -57,13 +60,31 @@ func run(nodes, replicas int, timeout time.Duration) error {
 		base.created.Seconds(), float64(replicas)/base.created.Seconds(), base.bound.Seconds(), float64(replicas)/base.bound.Seconds())
 
 	// The Deployment scaled from 0 to replicas.
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	cpu := benchapi.ProcessCPU()
 	dep, err := phase(ctx, watch, "bench", replicas, timeout, func() error { return scaleDeployment(ctx, client, "bench", replicas) })
 	if err != nil {
 		return err
 	}
 	fmt.Printf("deployment 0 -> %d:               all created %6.2fs (%5.0f pods/s), all bound %6.2fs (%5.0f pods/s)\n",
 		replicas, dep.created.Seconds(), float64(replicas)/dep.created.Seconds(), dep.bound.Seconds(), float64(replicas)/dep.bound.Seconds())
+	pprof.StopCPUProfile()
+	fmt.Printf("deployment phase: process CPU %.2f ms per pod\n", float64((benchapi.ProcessCPU()-cpu).Microseconds())/1000/float64(replicas))
 	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", benchapi.PeakRSS())
+	if memProfile != "" {
+		if err := benchapi.WriteHeapProfile(memProfile); err != nil {
+			return err
+		}
+	}
 	cancel()
 	return <-done
 }
@@ -112,7 +133,7 @@ type podWatch struct {
 
 func newPodWatch(ctx context.Context, c *kubernetes.Clientset) *podWatch {
 	w := &podWatch{created: map[string]int{}, bound: map[string]int{}, changed: make(chan struct{}, 1)}
-	f := informers.NewSharedInformerFactory(c, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(benchapi.PodSkeleton))
 	seenBound := sync.Map{}
 	note := func(obj any, added bool) {
 		pod := obj.(*corev1.Pod)

@@ -10,11 +10,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
-	"runtime/pprof"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
@@ -28,6 +27,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -35,10 +35,11 @@ func main() {
 	small := flag.Int("nodes", 500, "nodes of the first scenarios")
 	large := flag.Int("large-nodes", 5000, "nodes of the last scenario (0: skip it)")
 	only := flag.String("only", "", "run only this scenario (baseline, basic, antiaffinity, spread, basic-large)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured scenarios (from the first on) to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write each measured scenario's CPU profile to FILE.<scenario>")
+	memProfile := flag.String("memprofile", "", "write a heap profile (live objects after a collection) at the end to this file")
 	timeout := flag.Duration("timeout", 3*time.Minute, "give up on a scenario after this long")
 	flag.Parse()
-	if err := run(*pods, *small, *large, *only, *cpuProfile, *timeout); err != nil {
+	if err := run(*pods, *small, *large, *only, *cpuProfile, *memProfile, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "schedbench:", err)
 		os.Exit(1)
 	}
@@ -50,7 +51,7 @@ type scenario struct {
 	pod   func(i int) *corev1.Pod
 }
 
-func run(n, small, large int, only, cpuProfile string, timeout time.Duration) error {
+func run(n, small, large int, only, cpuProfile, memProfile string, timeout time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client, done, err := benchapi.Start(ctx)
@@ -83,27 +84,37 @@ func run(n, small, large int, only, cpuProfile string, timeout time.Duration) er
 			have = sc.nodes
 			time.Sleep(time.Second) // the scheduler's cache takes the last nodes in
 		}
+		file := ""
 		if cpuProfile != "" {
-			// From the first measured scenario on: node creation stays out of the profile.
-			f, err := os.Create(cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
-			cpuProfile = ""
+			file = cpuProfile + "." + sc.name
 		}
-		cpu := processCPU()
-		if err := measure(ctx, client, w, sc, n, timeout); err != nil {
+		share, err := startCPUShare(file)
+		if err != nil {
 			return err
 		}
-		used := processCPU() - cpu
-		fmt.Printf("%-13s process CPU %.2fs: %.2f ms per pod\n", "", used.Seconds(), float64(used.Microseconds())/1000/float64(n))
+		cpu := benchapi.ProcessCPU()
+		if err := measure(ctx, client, w, sc, n, timeout); err != nil {
+			share.stop()
+			return err
+		}
+		used := benchapi.ProcessCPU() - cpu
+		scheduling, binding, err := share.stop()
+		if err != nil {
+			return err
+		}
+		perPod := func(s float64) float64 { return s * 1000 / float64(n) }
+		fmt.Printf("%-13s CPU per pod: process %.2f ms, scheduler %.3f ms + binding handler %.3f ms = %.3f ms\n", "",
+			perPod(used.Seconds()), perPod(scheduling), perPod(binding), perPod(scheduling+binding))
 	}
 	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", benchapi.PeakRSS())
+	if memProfile != "" {
+		if err := benchapi.WriteHeapProfile(memProfile); err != nil {
+			return err
+		}
+	}
+	// Shutting down fails the Scheduled events still queued: not worth a line each.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	cancel()
 	return <-done
 }
@@ -224,17 +235,6 @@ func measureBacklog(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, 
 	return report(w, sc, n, began, 0, started, timeout)
 }
 
-// processCPU is the CPU time (user + system) this process used so far: miniapi, its
-// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
-// figure that does not depend on how much of the CPU the process was given.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // bindWatch notes when an informer first sees each pod bound.
 type bindWatch struct {
 	mu    sync.Mutex
@@ -243,7 +243,7 @@ type bindWatch struct {
 
 func newBindWatch(ctx context.Context, c *kubernetes.Clientset) *bindWatch {
 	w := &bindWatch{bound: map[string]map[string]time.Time{}}
-	f := informers.NewSharedInformerFactory(c, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(benchapi.PodSkeleton))
 	note := func(obj any) {
 		pod := obj.(*corev1.Pod)
 		if pod.Spec.NodeName == "" {

@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -44,8 +47,9 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	done := make(chan error, 1)
 	go func() {
-		done <- controlplane.Run(ctx, o)
-		os.RemoveAll(dir)
+		err := controlplane.Run(ctx, o)
+		os.RemoveAll(dir) // before done: the benchmark exits as soon as it reads it
+		done <- err
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -146,4 +150,38 @@ func LoadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// WriteHeapProfile writes the live heap (after a collection) to file.
+func WriteHeapProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	return pprof.Lookup("heap").WriteTo(f, 0)
+}
+
+// ProcessCPU is the CPU time (user + system) this process used so far: miniapi, its
+// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
+// figure that does not depend on how much of the CPU the process was given.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// PodSkeleton is an informer transform keeping of a pod only what the benchmarks read
+// (name, namespace, uid, node): their own informer must not weigh on the process's RSS,
+// which is meant to show miniapi's.
+func PodSkeleton(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Spec: corev1.PodSpec{NodeName: pod.Spec.NodeName}}, nil
 }

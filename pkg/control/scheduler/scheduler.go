@@ -361,7 +361,11 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, prof *profile, state *
 	nominated := s.nominated.forPod(pod.Pod)
 	prof.Parallelize(ctx, len(nodes), func(i int) bool {
 		n := nodes[(start+i)%len(nodes)]
-		st := prof.RunFilter(ctx, state, pod, withNominated(n, nominated))
+		filtered := n
+		if nominated != nil {
+			filtered = withNominated(n, nominated)
+		}
+		st := prof.RunFilter(ctx, state, pod, filtered)
 		processed.Add(1)
 		if st.IsSuccess() {
 			k := found.Add(1)

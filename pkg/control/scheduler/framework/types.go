@@ -102,11 +102,21 @@ type AffinityTerm struct {
 	Selector          labels.Selector
 	TopologyKey       string
 	NamespaceSelector labels.Selector // nil when the term has none
+	// namespace is the one namespace when Namespaces holds exactly one (the usual case: the
+	// pod's own), compared without hashing; "" otherwise.
+	namespace string
+}
+
+func (t *AffinityTerm) hasNamespace(ns string) bool {
+	if t.namespace != "" {
+		return ns == t.namespace
+	}
+	return t.Namespaces.Has(ns)
 }
 
 // Matches says whether pod (with its namespace's labels) is selected by the term.
 func (t *AffinityTerm) Matches(pod *corev1.Pod, nsLabels labels.Set) bool {
-	if t.Namespaces.Has(pod.Namespace) || (t.NamespaceSelector != nil && t.NamespaceSelector.Matches(nsLabels)) {
+	if t.hasNamespace(pod.Namespace) || (t.NamespaceSelector != nil && t.NamespaceSelector.Matches(nsLabels)) {
 		return t.Selector.Matches(labels.Set(pod.Labels))
 	}
 	return false
@@ -215,6 +225,9 @@ func NewAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm) (AffinityTer
 		}
 	} else if len(term.Namespaces) == 0 {
 		t.Namespaces.Insert(pod.Namespace)
+	}
+	if len(t.Namespaces) == 1 {
+		t.namespace = t.Namespaces.UnsortedList()[0]
 	}
 	return t, nil
 }

@@ -96,8 +96,12 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		node := n.Node()
 		for _, existing := range n.PodsWithRequiredAntiAffinity {
 			for i := range existing.RequiredAntiAffinityTerms {
+				// The namespace test first: most placed pods' terms are about other namespaces.
 				t := &existing.RequiredAntiAffinityTerms[i]
-				if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(pod.Pod, podNS) {
+				if !t.Matches(pod.Pod, podNS) {
+					continue
+				}
+				if v, ok := node.Labels[t.TopologyKey]; ok {
 					s.existingAnti.add(t.TopologyKey, v)
 				}
 			}
@@ -127,7 +131,10 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 			}
 			for i := range pod.RequiredAntiAffinityTerms {
 				t := &pod.RequiredAntiAffinityTerms[i]
-				if v, ok := node.Labels[t.TopologyKey]; ok && t.Matches(existing.Pod, exNS) {
+				if !t.Matches(existing.Pod, exNS) {
+					continue
+				}
+				if v, ok := node.Labels[t.TopologyKey]; ok {
 					s.anti.add(t.TopologyKey, v)
 				}
 			}
@@ -219,7 +226,10 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 			existingPods = n.Pods
 		}
 		for _, ex := range existingPods {
-			exNS := p.nsLabels(ex.Pod.Namespace, nsCache)
+			var exNS labels.Set
+			if own {
+				exNS = p.nsLabels(ex.Pod.Namespace, nsCache)
+			}
 			for _, t := range pod.PreferredAffinityTerms {
 				if t.Matches(ex.Pod, exNS) {
 					add(node, t.TopologyKey, int64(t.Weight))

@@ -37,7 +37,7 @@ const (
 )
 
 type constraint struct {
-	memoKey           string // namespace and selector, the memo's key
+	memo              memoTable // the counts of its namespace and selector (set by counter.count)
 	maxSkew           int32
 	minDomains        int32
 	key               string
@@ -126,7 +126,8 @@ type Plugin struct {
 	// generation is unchanged: a cycle recounts only the nodes that changed since the last
 	// (typically one), not every pod of the cluster.
 	memoMu   sync.Mutex
-	memo     map[string]map[string]memoCount
+	memo     map[string]memoTable
+	values   map[string]string // topology values, interned
 	services corelisters.ServiceLister
 	rcs      corelisters.ReplicationControllerLister
 	rss      appslisters.ReplicaSetLister
@@ -140,40 +141,80 @@ func New(h framework.Handle) (framework.Plugin, error) {
 		rss: f.Apps().V1().ReplicaSets().Lister(), sss: f.Apps().V1().StatefulSets().Lister()}, nil
 }
 
+// memoCount is what a cycle needs of one node for one constraint: its count of matching
+// pods and its value of the topology key. Kept while the node's generation is unchanged,
+// it spares each cycle a lookup in every node's labels (a cache miss per node at 500 nodes
+// and more, most of this plugin's cost when every node is walked).
 type memoCount struct {
 	generation, count int64
+	value             string
+	hasValue          bool
 }
+
+// memoTable is one namespace, selector and topology key's entries, keyed by the snapshot's
+// NodeInfo (a node keeps its NodeInfo across snapshot updates; the key's pointer hashes
+// faster than its name, and the entry holds the NodeInfo, so no other node can come to
+// share it).
+type memoTable map[*framework.NodeInfo]memoCount
 
 // memoSelectors bounds the memo; past it, it starts afresh.
 const memoSelectors = 64
 
-// count is matching(n, c.selector, ns), memoized for the nodes of the current snapshot.
-func (p *Plugin) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
-	name := n.Node().Name
-	if p.h.Nodes().Get(name) != n {
-		return matching(n, c.selector, ns) // a what-if copy (preemption): not memoized
-	}
-	if c.memoKey == "" {
-		c.memoKey = ns + "\x00" + c.selector.String()
-	}
-	key := c.memoKey
-	sel := c.selector
-	p.memoMu.Lock()
-	defer p.memoMu.Unlock()
+// counter counts one cycle's matching pods per node through the memo. Callers lock memoMu
+// around its use (once per cycle, not per node).
+type counter struct {
+	p *Plugin
+	// snapshot: the nodes counted are the snapshot's own, every one memoizable; else
+	// (preemption's what-if lister) only those that are the snapshot's.
+	snapshot bool
+}
+
+func (p *Plugin) counter(nodes framework.NodeLister) *counter {
 	if p.memo == nil || len(p.memo) > memoSelectors {
-		p.memo = map[string]map[string]memoCount{}
+		p.memo, p.values = map[string]memoTable{}, map[string]string{}
 	}
-	nodes := p.memo[key]
-	if nodes == nil {
-		nodes = map[string]memoCount{}
-		p.memo[key] = nodes
+	return &counter{p: p, snapshot: nodes == p.h.Nodes()}
+}
+
+// count is matching(n, c.selector, ns), memoized for the nodes of the current snapshot.
+func (k *counter) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
+	return k.entry(n, c, ns).count
+}
+
+// entry is the node's memoized count and topology value for c.
+func (k *counter) entry(n *framework.NodeInfo, c *constraint, ns string) memoCount {
+	if !k.snapshot && k.p.h.Nodes().Get(n.Node().Name) != n {
+		return k.fresh(n, c, ns) // a what-if copy (preemption): not memoized
 	}
-	if m, ok := nodes[name]; ok && m.generation == n.Generation {
-		return m.count
+	if c.memo == nil {
+		key := ns + "\x00" + c.selector.String() + "\x00" + c.key
+		c.memo = k.p.memo[key]
+		if c.memo == nil || len(c.memo) > 2*len(k.p.h.Nodes().List())+64 { // nodes that left
+			c.memo = memoTable{}
+			k.p.memo[key] = c.memo
+		}
 	}
-	count := matching(n, sel, ns)
-	nodes[name] = memoCount{generation: n.Generation, count: count}
-	return count
+	if m, ok := c.memo[n]; ok && m.generation == n.Generation {
+		return m
+	}
+	m := k.fresh(n, c, ns)
+	c.memo[n] = m
+	return m
+}
+
+func (k *counter) fresh(n *framework.NodeInfo, c *constraint, ns string) memoCount {
+	m := memoCount{generation: n.Generation, count: matching(n, c.selector, ns)}
+	if v, ok := n.Node().Labels[c.key]; ok {
+		// One copy of each value (a zone's name), read by every cycle.
+		if c.key != corev1.LabelHostname {
+			if k.p.values[v] == "" {
+				k.p.values[v] = v
+			}
+			v = k.p.values[v]
+		}
+		m.value, m.hasValue = v, true
+	}
+	return m
 }
 
 // systemDefaults are kube-scheduler's default constraints for pods without their own:
@@ -257,6 +298,8 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 	for i := range cs {
 		s.domains[i] = map[string]int64{}
 	}
+	p.memoMu.Lock()
+	k := p.counter(nodes)
 	for _, n := range nodes.List() {
 		node := n.Node()
 		if !hasAllKeys(node, cs) {
@@ -264,10 +307,11 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		}
 		for i := range cs {
 			if cs[i].counts(pod.Pod, node, affinity) {
-				s.domains[i][node.Labels[cs[i].key]] += p.count(n, &cs[i], pod.Pod.Namespace)
+				s.domains[i][node.Labels[cs[i].key]] += k.count(n, &cs[i], pod.Pod.Namespace)
 			}
 		}
 	}
+	p.memoMu.Unlock()
 	for i := range cs {
 		lowest := int64(math.MaxInt64)
 		for _, n := range s.domains[i] {
@@ -327,51 +371,69 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	}
 	// System defaults do not require every key: a node without a zone still spreads by host.
 	requireAll := len(pod.Pod.Spec.TopologySpreadConstraints) > 0
-	takesPart := func(node *corev1.Node) bool {
-		if requireAll {
-			return hasAllKeys(node, cs)
-		}
-		for _, c := range cs {
-			if _, ok := node.Labels[c.key]; ok {
-				return true
-			}
-		}
-		return false
-	}
 	s := &scoreState{constraints: cs, counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs)), ignored: map[string]bool{}}
 	for i := range cs {
 		s.counts[i] = map[string]int64{}
 	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	k := p.counter(p.h.Nodes())
+	// A hostname domain is its one node: counted here from the feasible nodes, as
+	// kube-scheduler does; only the other keys' domains need a pass over every node.
+	otherKeys := false
+	entries := make([]memoCount, len(cs))
 	for _, n := range feasible {
-		node := n.Node()
-		if !takesPart(node) {
-			s.ignored[node.Name] = true
+		takesPart := requireAll
+		for i := range cs {
+			entries[i] = k.entry(n, &cs[i], pod.Pod.Namespace)
+			if requireAll {
+				takesPart = takesPart && entries[i].hasValue
+			} else {
+				takesPart = takesPart || entries[i].hasValue
+			}
+		}
+		if !takesPart {
+			s.ignored[n.Node().Name] = true
 			continue
 		}
-		for i := range cs {
-			if v, ok := node.Labels[cs[i].key]; ok {
-				s.counts[i][v] = 0
+		for i, e := range entries {
+			switch {
+			case !e.hasValue:
+			case cs[i].key != corev1.LabelHostname:
+				s.counts[i][e.value] = 0
+				otherKeys = true
+			case cs[i].counts(pod.Pod, n.Node(), affinity):
+				s.counts[i][e.value] = e.count
+			default:
+				s.counts[i][e.value] = 0
 			}
 		}
 	}
 	for i := range cs {
 		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
 	}
-	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
+	if !otherKeys {
+		state.Write(scoreKey, s)
+		return nil
+	}
 	for _, n := range p.h.Nodes().List() {
 		node := n.Node()
-		if !takesPart(node) {
+		if requireAll && !hasAllKeys(node, cs) {
 			continue
 		}
 		for i := range cs {
-			value, ok := node.Labels[cs[i].key]
-			if !ok {
+			if cs[i].key == corev1.LabelHostname {
 				continue
 			}
-			if _, domain := s.counts[i][value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
+			e := k.entry(n, &cs[i], pod.Pod.Namespace)
+			if !e.hasValue {
 				continue
 			}
-			s.counts[i][value] += p.count(n, &cs[i], pod.Pod.Namespace)
+			if _, domain := s.counts[i][e.value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
+				continue
+			}
+			s.counts[i][e.value] += e.count
 		}
 	}
 	state.Write(scoreKey, s)
