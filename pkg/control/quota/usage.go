@@ -62,8 +62,8 @@ func ResourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
 	return schema.GroupResource{}, false
 }
 
-// podCounts says whether a pod uses quota: a pod that finished no longer does.
-func podCounts(pod *corev1.Pod) bool {
+// PodCounts says whether a pod uses quota: a pod that finished no longer does.
+func PodCounts(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
@@ -89,7 +89,7 @@ func Usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matche
 	if gr == (schema.GroupResource{Resource: "pods"}) {
 		for _, o := range objs {
 			pod, ok := o.(*corev1.Pod)
-			if !ok || !podCounts(pod) || !matches(pod) {
+			if !ok || !PodCounts(pod) || !matches(pod) {
 				continue
 			}
 			c, compute := computeNames[name]

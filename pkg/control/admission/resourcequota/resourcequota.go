@@ -31,7 +31,8 @@ import (
 const maxAttempts = 5
 
 // Plugin reads quotas from the shared informer (live after a conflict) and charges them
-// through the API. Creates in one namespace are evaluated one at a time.
+// through the API. Creates in one namespace that use some quota are charged one at a
+// time; the others pass without waiting.
 type Plugin struct {
 	informers *admission.Informers
 	quotas    corelisters.ResourceQuotaLister
@@ -97,26 +98,30 @@ func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
 	if err != nil || !ready {
 		return err
 	}
+	cached, err := p.quotas.ResourceQuotas(a.Namespace).List(labels.Everything())
+	if err == nil {
+		cached, err = p.live.Get(ctx, a.Namespace, cached)
+	}
+	if err != nil {
+		return admission.Forbidden(a, err)
+	}
+	updated, err := Check(a, cached)
+	if err != nil || len(updated) == 0 || a.DryRun {
+		return err // refused, or nothing to charge: no need to wait for the namespace's lock
+	}
 	unlock := p.lock(a.Namespace)
 	defer unlock()
 	charged := sets.New[string]() // quotas written by an earlier attempt
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var quotas []*corev1.ResourceQuota
-		if attempt == 0 {
-			cached, err := p.quotas.ResourceQuotas(a.Namespace).List(labels.Everything())
-			if err == nil {
-				quotas, err = p.live.Get(ctx, a.Namespace, cached)
-			}
+		if attempt > 0 { // the cache is behind a status write: read the quotas as they are
+			quotas, err := p.list(ctx, a.Namespace)
 			if err != nil {
 				return admission.Forbidden(a, err)
 			}
-		} else if quotas, err = p.list(ctx, a.Namespace); err != nil {
-			return admission.Forbidden(a, err)
-		}
-		quotas = slices.DeleteFunc(slices.Clone(quotas), func(q *corev1.ResourceQuota) bool { return charged.Has(q.Name) })
-		updated, err := Check(a, quotas)
-		if err != nil || a.DryRun {
-			return err
+			quotas = slices.DeleteFunc(quotas, func(q *corev1.ResourceQuota) bool { return charged.Has(q.Name) })
+			if updated, err = Check(a, quotas); err != nil {
+				return err
+			}
 		}
 		conflict := false
 		for _, q := range updated {

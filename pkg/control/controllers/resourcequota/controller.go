@@ -1,7 +1,7 @@
 // Package resourcequota keeps ResourceQuotas' status.hard and status.used, as
 // kube-controller-manager's resource quota controller does: object counts (pods, services,
 // configmaps, ..., count/<resource>.<group>) and the compute resources of pods, recomputed
-// when the objects change and periodically (pkg/control/quota evaluates). The
+// when objects are updated or deleted, and periodically (pkg/control/quota evaluates). The
 // ResourceQuota admission plugin charges each new object as it is created.
 package resourcequota
 
@@ -126,8 +126,18 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 		}
 		inf = generic.Informer()
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.objectChanged,
-			UpdateFunc: func(_, obj any) { c.objectChanged(obj) },
+			// Not on adds: ResourceQuota admission charged them already, and a recount from
+			// this informer, which may not yet hold objects admitted a moment ago, would
+			// undo those charges and let creates past the quota. Updates and deletes
+			// release usage (replenishment, as kube-controller-manager's).
+			UpdateFunc: func(old, obj any) {
+				if o, ok := old.(*corev1.Pod); ok {
+					if n, ok := obj.(*corev1.Pod); ok && quota.PodCounts(o) == quota.PodCounts(n) {
+						return // a pod's usage changes only when it finishes
+					}
+				}
+				c.objectChanged(obj)
+			},
 			DeleteFunc: c.objectChanged,
 		}); err != nil {
 			c.mu.Unlock()
