@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // liveTTL is how long a live lookup is trusted, as kube-apiserver's LimitRanger and
@@ -20,6 +22,9 @@ type LiveLookup[T any] struct {
 
 	mu      sync.Mutex
 	entries map[string]liveEntry[T]
+	// lists shares one LIST among the writes that miss the same namespace at once (the
+	// first creates in a new namespace), instead of one LIST each.
+	lists singleflight.Group
 }
 
 type liveEntry[T any] struct {
@@ -40,20 +45,27 @@ func (l *LiveLookup[T]) Get(ctx context.Context, namespace string, cached []T) (
 	if ok && now.Before(e.expiry) {
 		return e.items, nil
 	}
-	items, err := l.List(ctx, namespace)
+	v, err, _ := l.lists.Do(namespace, func() (any, error) {
+		items, err := l.List(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.entries == nil {
+			l.entries = map[string]liveEntry[T]{}
+		}
+		for ns, e := range l.entries { // forget expired namespaces so the map stays small
+			if now.After(e.expiry) {
+				delete(l.entries, ns)
+			}
+		}
+		l.entries[namespace] = liveEntry[T]{expiry: now.Add(liveTTL), items: items}
+		return items, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	l.mu.Lock()
-	if l.entries == nil {
-		l.entries = map[string]liveEntry[T]{}
-	}
-	for ns, e := range l.entries { // forget expired namespaces so the map stays small
-		if now.After(e.expiry) {
-			delete(l.entries, ns)
-		}
-	}
-	l.entries[namespace] = liveEntry[T]{expiry: now.Add(liveTTL), items: items}
-	l.mu.Unlock()
-	return items, nil
+	return v.([]T), nil
 }
