@@ -46,6 +46,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -531,7 +532,15 @@ func ensureNamespace(c *kubernetes.Clientset, name string) error {
 	if err != nil && !strings.Contains(err.Error(), "already exists") {
 		return err
 	}
-	return nil
+	// Pods need the namespace's default ServiceAccount (ServiceAccount admission): wait for
+	// the serviceaccount controller, as Kubernetes' e2e framework does, so the timed
+	// creates do not race it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
 }
 
 // rawStoreCreates is the store's own create throughput with 64 writers and pod-sized values:

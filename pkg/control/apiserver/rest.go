@@ -3,12 +3,15 @@ package apiserver
 import (
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // subresourceVerbs are the subresources that serve one verb only.
@@ -18,6 +21,7 @@ var subresourceVerbs = map[string]string{"binding": "create", "eviction": "creat
 // error of a handler that fails before it has written anything: the one place errors
 // become a Status.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
+	r = r.WithContext(warning.WithWarningRecorder(r.Context(), headerWarnings{w})) // admission's warnings
 	if err := s.dispatch(w, r, res, info); err != nil {
 		auditError(r.Context(), err)
 		writeError(w, err)
@@ -118,6 +122,26 @@ func setWarnings(w http.ResponseWriter, res *registry.Resource, subresource stri
 		warnings = append(warnings, res.Rules.Warnings(obj)...)
 	}
 	for _, msg := range warnings {
-		w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(msg, `"`, `'`)+`"`)
+		addWarning(w, msg)
 	}
 }
+
+// addWarning adds a `299 - "text"` header, quotes escaped as kube-apiserver escapes them
+// (control characters, which a header cannot carry, become spaces).
+func addWarning(w http.ResponseWriter, msg string) {
+	msg = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(msg, "?"))
+	if h, err := utilnet.NewWarningHeader(299, "-", msg); err == nil {
+		w.Header().Add("Warning", h)
+	}
+}
+
+// headerWarnings sends the warnings of k8s.io/apiserver's warning.AddWarning (admission
+// plugins') as `Warning:` headers of the response.
+type headerWarnings struct{ w http.ResponseWriter }
+
+func (h headerWarnings) AddWarning(_, text string) { addWarning(h.w, text) }

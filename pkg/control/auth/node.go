@@ -246,7 +246,7 @@ func (n *Node) podOnNode(node, ns, name string) bool {
 func (n *Node) nodeUses(node, resource, ns, name string) bool {
 	for _, pod := range n.podsOn(node) {
 		if resource == "persistentvolumes" {
-			for _, claim := range podRefs(pod, "persistentvolumeclaims") {
+			for _, claim := range PodRefs(pod, "persistentvolumeclaims") {
 				pvc, err := n.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
 				if err == nil && pvc.Spec.VolumeName == name {
 					return true
@@ -257,7 +257,7 @@ func (n *Node) nodeUses(node, resource, ns, name string) bool {
 		if pod.Namespace != ns {
 			continue
 		}
-		for _, ref := range podRefs(pod, resource) {
+		for _, ref := range PodRefs(pod, resource) {
 			if ref == name {
 				return true
 			}
@@ -273,9 +273,9 @@ func serviceAccountOf(pod *corev1.Pod) string {
 	return pod.Spec.ServiceAccountName
 }
 
-// podRefs are the names of the objects of one resource a pod refers to: volumes
+// PodRefs are the names of the objects of one resource a pod refers to: volumes
 // (projected sources too), env and envFrom of every container, image pull secrets.
-func podRefs(pod *corev1.Pod, resource string) []string {
+func PodRefs(pod *corev1.Pod, resource string) []string {
 	var out []string
 	add := func(r, name string) {
 		if r == resource && name != "" {

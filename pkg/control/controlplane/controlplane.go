@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/admission/priority"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
@@ -25,7 +24,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry"
-	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/encryption"
@@ -299,10 +297,23 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// The API server's own loopback identity, in system:masters as kube-apiserver's is:
+	// its authorization and admission caches and the bootstrap policy go through it.
+	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:apiserver", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	privileged, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return err
+	}
+	chain, admissionInformers, err := admissionChain(st, reg, privileged)
+	if err != nil {
+		return err
+	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
 		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
-		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits,
-		Admission: generic.Admission{Mutating: []generic.MutatingAdmission{priority.New(st, reg)}}})
+		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits, Admission: chain})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
@@ -325,16 +336,6 @@ func Run(ctx context.Context, o Options) error {
 	if err := ca.WriteKubeconfig(AdminKubeconfig(o.DataDir), o.ServerURL(), "admin", []string{"system:masters"}); err != nil {
 		return err
 	}
-	// The API server's own loopback identity, in system:masters as kube-apiserver's is:
-	// its authorization caches and the bootstrap policy go through it.
-	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:apiserver", []string{"system:masters"})
-	if err != nil {
-		return err
-	}
-	privileged, err := kubernetes.NewForConfig(loopback)
-	if err != nil {
-		return err
-	}
 	g, err := newGuard(o, privileged, srv, tokens)
 	if err != nil {
 		return err
@@ -346,6 +347,7 @@ func Run(ctx context.Context, o Options) error {
 		errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler)
 	}()
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
+	admissionInformers.Start(ctx)
 	if err := g.start(ctx, privileged, o); err != nil {
 		return err
 	}

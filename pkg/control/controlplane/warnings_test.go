@@ -29,7 +29,7 @@ spec:
 		}
 	}
 	for _, want := range []string{
-		`Warning: spec.volumes[0]: volume 'data' is of a type minilet does not mount`,
+		`Warning: spec.volumes[0]: volume "data" is of a type minilet does not mount`,
 		"Warning: spec.containers[0].resources.limits.ephemeral-storage: not enforced",
 		"pod/ambitious created",
 	} {
@@ -41,7 +41,7 @@ spec:
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ambitious}\nspec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec:",
 		"\n  ", "\n      ").Replace(pod)
 	out = c.mustKubectl(t, deploy, "apply", "-f", "-")
-	if !strings.Contains(out, "Warning: spec.template.spec.volumes[0]: volume 'data' is of a type minilet does not mount") {
+	if !strings.Contains(out, "Warning: spec.template.spec.volumes[0]: volume \"data\" is of a type minilet does not mount") {
 		t.Errorf("a Deployment's template gets no warning:\n%s", out)
 	}
 	if out := c.mustKubectl(t, "", "run", "plain", "--image=localhost/minik8s/netexec:v1"); strings.Contains(out, "Warning") {

@@ -14,7 +14,6 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	saadmission "github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/poddefaults"
 	"github.com/minik8s/minik8s/pkg/qos"
 )
@@ -28,8 +27,6 @@ var podRules = Rules{
 		pod := obj.(*corev1.Pod)
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
-		addDefaultTolerationSeconds(pod)
-		saadmission.Admit(pod) // ServiceAccount admission; moves to the admission chain
 	},
 	Validate: func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
@@ -259,30 +256,4 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
-}
-
-// defaultTolerationSeconds is how long a pod stays on a node that became not-ready or
-// unreachable before the node lifecycle controller evicts it (kube-apiserver's
-// --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds).
-const defaultTolerationSeconds = 300
-
-// addDefaultTolerationSeconds is the DefaultTolerationSeconds admission plugin: a pod that
-// does not tolerate the not-ready and unreachable NoExecute taints itself gets tolerations of
-// them for 300 s.
-func addDefaultTolerationSeconds(pod *corev1.Pod) {
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		taint := corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute}
-		tolerated := false
-		for i := range pod.Spec.Tolerations {
-			t := &pod.Spec.Tolerations[i]
-			if (t.Key == key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)) && (t.Effect == "" || t.Effect == taint.Effect) {
-				tolerated = true
-			}
-		}
-		if !tolerated {
-			seconds := int64(defaultTolerationSeconds)
-			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
-				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds})
-		}
-	}
 }

@@ -1,14 +1,26 @@
-// Package serviceaccount is the mutating half of Kubernetes' ServiceAccount admission
-// plugin: a pod runs as its namespace's "default" account unless it names one, and gets
-// a projected kube-api-access-xxxxx volume (a bound token, the cluster CA, its namespace)
-// mounted where client-go's InClusterConfig looks, unless it opts out.
+// Package serviceaccount is Kubernetes' ServiceAccount admission plugin: a pod runs as its
+// namespace's "default" account unless it names one, the account must exist, and the pod
+// gets a projected kube-api-access-xxxxx volume (a bound token, the cluster CA, its
+// namespace) mounted where client-go's InClusterConfig looks, unless the pod or its
+// account opts out (automountServiceAccountToken: false).
 package serviceaccount
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
+	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/auth"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -26,21 +38,155 @@ const (
 	mirrorPodAnnotation    = "kubernetes.io/config.mirror"
 )
 
-// Admit mutates a pod being created. Mirror pods are left alone (the API does not give
-// static pods credentials).
-func Admit(pod *corev1.Pod) {
+// Plugin reads ServiceAccounts from the shared informer, asking the API when the informer
+// has not seen an account (yet).
+type Plugin struct {
+	informers *admission.Informers
+	accounts  corelisters.ServiceAccountLister
+	synced    func() bool
+}
+
+// New is the plugin, registering its informer in inf.
+func New(inf *admission.Informers) *Plugin {
+	sa := inf.Factory.Core().V1().ServiceAccounts()
+	return &Plugin{informers: inf, accounts: sa.Lister(), synced: sa.Informer().HasSynced}
+}
+
+// Admit gives a pod being created its account and, unless the pod or its account opts
+// out, the kube-api-access volume. Mirror pods are not changed (the kubelet would not
+// recognise its static pod): Validate checks them.
+func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
+	pod := admission.PodCreate(a)
+	if pod == nil {
+		return nil
+	}
 	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
-		return
+		return p.Validate(ctx, a)
+	}
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount // the older field's value, as defaulting copies it
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = DefaultAccount
 	}
+	sa, err := p.account(ctx, a, pod.Spec.ServiceAccountName)
+	if err != nil {
+		return err
+	}
 	if pod.Spec.DeprecatedServiceAccount == "" {
 		pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
 	}
-	if pod.Spec.AutomountServiceAccountToken != nil && !*pod.Spec.AutomountServiceAccountToken {
-		return
+	if automount(sa, pod) {
+		mountToken(pod)
 	}
+	if len(pod.Spec.ImagePullSecrets) == 0 && sa != nil {
+		for _, s := range sa.ImagePullSecrets {
+			pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
+		}
+	}
+	return nil
+}
+
+// Validate refuses a pod being created without an existing account, and a mirror pod that
+// refers to an account, secrets or a token projection (a node must not reach them through
+// a static pod).
+func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
+	pod := admission.PodCreate(a)
+	if pod == nil {
+		return nil
+	}
+	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+		return validateMirror(a, pod)
+	}
+	if pod.Spec.ServiceAccountName == "" {
+		return admission.Forbidden(a, fmt.Errorf("no service account specified for pod %s/%s", a.Namespace, pod.Name))
+	}
+	_, err := p.account(ctx, a, pod.Spec.ServiceAccountName)
+	return err
+}
+
+func validateMirror(a *generic.Attributes, pod *corev1.Pod) error {
+	if pod.Spec.ServiceAccountName != "" {
+		return admission.Forbidden(a, errors.New("a mirror pod may not reference service accounts"))
+	}
+	if len(auth.PodRefs(pod, "secrets")) > 0 {
+		return admission.Forbidden(a, errors.New("a mirror pod may not reference secrets"))
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ServiceAccountToken != nil {
+				return admission.Forbidden(a, errors.New("a mirror pod may not use ServiceAccountToken volume projections"))
+			}
+		}
+	}
+	return nil
+}
+
+// defaultAttempts is how often a missing "default" account is looked up before the pod is
+// refused: the serviceaccount controller makes it moments after its namespace, and a pod
+// created in that moment waits for it rather than failing, as in kube-apiserver.
+const defaultAttempts = 10
+
+// account is the pod's ServiceAccount from the cache, else from the API (several times
+// for "default"); a missing one is kube-apiserver's refusal. Before the informers start
+// (the server's own bootstrap writes) it is nil: nothing is checked.
+func (p *Plugin) account(ctx context.Context, a *generic.Attributes, name string) (*corev1.ServiceAccount, error) {
+	ready, err := p.informers.Wait(ctx, a, p.synced)
+	if err != nil || !ready {
+		return nil, err
+	}
+	refuse := func(err error) error {
+		return admission.Forbidden(a, fmt.Errorf("error looking up service account %s/%s: %w", a.Namespace, name, err))
+	}
+	sa, err := p.accounts.ServiceAccounts(a.Namespace).Get(name)
+	if err == nil {
+		return sa, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, refuse(err)
+	}
+	attempts := 1
+	if name == DefaultAccount {
+		attempts = defaultAttempts
+	}
+	interval := time.Duration(100+rand.IntN(100)) * time.Millisecond
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, refuse(ctx.Err())
+			case <-time.After(interval):
+			}
+		}
+		sa, err := p.informers.Client.CoreV1().ServiceAccounts(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			return sa, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, refuse(err)
+		}
+	}
+	return nil, refuse(apierrors.NewNotFound(corev1.Resource("serviceaccount"), name))
+}
+
+// automount: the pod's automountServiceAccountToken wins, then its account's; the default
+// is to mount.
+func automount(sa *corev1.ServiceAccount, pod *corev1.Pod) bool {
+	if v := pod.Spec.AutomountServiceAccountToken; v != nil {
+		return *v
+	}
+	if sa != nil && sa.AutomountServiceAccountToken != nil {
+		return *sa.AutomountServiceAccountToken
+	}
+	return true
+}
+
+// mountToken adds the kube-api-access volume (unless the pod already has one) and mounts
+// it in every container that has nothing at MountPath.
+func mountToken(pod *corev1.Pod) {
 	name := ""
 	for _, v := range pod.Spec.Volumes {
 		if strings.HasPrefix(v.Name, VolumePrefix) && v.Projected != nil {

@@ -1,7 +1,8 @@
 // Package resourcequota keeps ResourceQuotas' status.hard and status.used, as
 // kube-controller-manager's resource quota controller does: object counts (pods, services,
 // configmaps, ..., count/<resource>.<group>) and the compute resources of pods, recomputed
-// when the objects change and periodically. Enforcement at admission is not its job.
+// when objects are updated or deleted, and periodically (pkg/control/quota evaluates). The
+// ResourceQuota admission plugin charges each new object as it is created.
 package resourcequota
 
 import (
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/pkg/control/quota"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,8 +126,18 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 		}
 		inf = generic.Informer()
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.objectChanged,
-			UpdateFunc: func(_, obj any) { c.objectChanged(obj) },
+			// Not on adds: ResourceQuota admission charged them already, and a recount from
+			// this informer, which may not yet hold objects admitted a moment ago, would
+			// undo those charges and let creates past the quota. Updates and deletes
+			// release usage (replenishment, as kube-controller-manager's).
+			UpdateFunc: func(old, obj any) {
+				if o, ok := old.(*corev1.Pod); ok {
+					if n, ok := obj.(*corev1.Pod); ok && quota.PodCounts(o) == quota.PodCounts(n) {
+						return // a pod's usage changes only when it finishes
+					}
+				}
+				c.objectChanged(obj)
+			},
 			DeleteFunc: c.objectChanged,
 		}); err != nil {
 			c.mu.Unlock()
@@ -154,11 +166,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	q := shared.DeepCopy()
-	reqs := scopeRequirements(q)
-	matches := func(p *corev1.Pod) bool { return podMatches(reqs, p) }
+	reqs := quota.ScopeRequirements(q)
+	matches := func(p *corev1.Pod) bool { return quota.PodMatches(reqs, p) }
 	used := corev1.ResourceList{}
 	for rn := range q.Spec.Hard {
-		gr, ok := resourceOf(rn)
+		gr, ok := quota.ResourceOf(rn)
 		if !ok || (len(reqs) > 0 && gr != (schema.GroupResource{Resource: "pods"})) {
 			continue // not computed here, or a resource pod scopes do not apply to
 		}
@@ -171,7 +183,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if err != nil {
 			return 0, err
 		}
-		used[rn] = usage(rn, gr, objs, matches)
+		used[rn] = quota.Usage(rn, gr, objs, matches)
 	}
 	q.Status.Hard = q.Spec.Hard.DeepCopy()
 	q.Status.Used = used

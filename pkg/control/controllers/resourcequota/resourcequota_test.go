@@ -72,14 +72,19 @@ func TestQuotaUsage(t *testing.T) {
 	baseCMs := len(cms.Items)
 	svcs, _ := c.Client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
 	baseSvcs := len(svcs.Items) // the "kubernetes" Service counts too
-	c.MustKubectl(t, "", "create", "quota", "all",
-		"--hard=pods=10,services=5,configmaps=20,secrets=10,count/jobs.batch=3,requests.cpu=2,requests.memory=1Gi,limits.cpu=4,limits.memory=2Gi")
+	c.MustKubectl(t, "", "create", "quota", "all", "--hard=pods=10,services=5,configmaps=20,secrets=10,count/jobs.batch=3")
+	// Compute quotas oblige every pod they cover to state its resources (ResourceQuota
+	// admission): scoped to NotBestEffort, the BestEffort pods stay outside it.
+	c.MustKubectl(t, "", "create", "quota", "compute", "--hard=requests.cpu=2,requests.memory=1Gi,limits.cpu=4,limits.memory=2Gi", "--scopes=NotBestEffort")
 	c.MustKubectl(t, "", "create", "quota", "besteffort", "--hard=pods=5", "--scopes=BestEffort")
-	want := func(pods, cpu, mem string, cm, secrets, services, jobs int) string {
-		return fmt.Sprintf("configmaps=%d/20 count/jobs.batch=%d/3 limits.cpu=%s/4 limits.memory=%s/2Gi pods=%s/10 requests.cpu=%s/2 requests.memory=%s/1Gi secrets=%d/10 services=%d/5",
-			cm, jobs, cpu, mem, pods, cpu, mem, secrets, baseSvcs+services)
+	want := func(pods string, cm, secrets, services, jobs int) string {
+		return fmt.Sprintf("configmaps=%d/20 count/jobs.batch=%d/3 pods=%s/10 secrets=%d/10 services=%d/5", cm, jobs, pods, secrets, baseSvcs+services)
 	}
-	waitUsed(t, c, "all", want("0", "0", "0", baseCMs, 0, 0, 0))
+	compute := func(cpu, mem string) string {
+		return fmt.Sprintf("limits.cpu=%s/4 limits.memory=%s/2Gi requests.cpu=%s/2 requests.memory=%s/1Gi", cpu, mem, cpu, mem)
+	}
+	waitUsed(t, c, "all", want("0", baseCMs, 0, 0, 0))
+	waitUsed(t, c, "compute", compute("0", "0"))
 	waitUsed(t, c, "besteffort", "pods=0/5")
 
 	pods := c.Client.CoreV1().Pods("default")
@@ -88,14 +93,15 @@ func TestQuotaUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUsed(t, c, "all", want("3", "750m", "384Mi", baseCMs, 0, 0, 0))
+	waitUsed(t, c, "all", want("3", baseCMs, 0, 0, 0))
+	waitUsed(t, c, "compute", compute("750m", "384Mi"))
 	waitUsed(t, c, "besteffort", "pods=1/5")
 
 	c.MustKubectl(t, "", "create", "configmap", "one", "--from-literal=k=v")
 	c.MustKubectl(t, "", "create", "secret", "generic", "s", "--from-literal=k=v")
 	c.MustKubectl(t, "", "create", "service", "clusterip", "svc", "--tcp=80:80")
 	c.MustKubectl(t, "", "create", "job", "j", "--image=x")
-	waitUsed(t, c, "all", want("4", "750m", "384Mi", baseCMs+1, 1, 1, 1))
+	waitUsed(t, c, "all", want("4", baseCMs+1, 1, 1, 1))
 
 	// A finished pod no longer uses quota; a deleted one neither.
 	a, err := pods.Get(ctx, "a", metav1.GetOptions{})
@@ -111,9 +117,10 @@ func TestQuotaUsage(t *testing.T) {
 	c.MustKubectl(t, "", "delete", "job", "j")
 	waitUsed(t, c, "besteffort", "pods=0/5")
 	// The job's pod (no requests) goes with the job.
-	waitUsed(t, c, "all", want("1", "500m", "256Mi", baseCMs, 1, 1, 0))
+	waitUsed(t, c, "all", want("1", baseCMs, 1, 1, 0))
+	waitUsed(t, c, "compute", compute("500m", "256Mi"))
 
-	out := c.MustKubectl(t, "", "describe", "quota", "all")
+	out := c.MustKubectl(t, "", "describe", "quota", "compute")
 	for _, line := range []string{"requests.cpu", "500m", "2"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("kubectl describe quota lacks %q:\n%s", line, out)

@@ -1,4 +1,7 @@
-package resourcequota
+// Package quota evaluates ResourceQuotas: which objects a quota name counts, what they
+// use of it and which pods a quota's scopes cover. The resourcequota controller sums it
+// over a namespace; the ResourceQuota admission plugin charges one new object with it.
+package quota
 
 import (
 	"strings"
@@ -38,9 +41,9 @@ var computeNames = map[corev1.ResourceName]struct {
 	corev1.ResourceLimitsEphemeralStorage:   {true, corev1.ResourceEphemeralStorage},
 }
 
-// resourceOf is the group and resource whose objects a quota name is about; ok is false for
+// ResourceOf is the group and resource whose objects a quota name is about; ok is false for
 // names this controller does not compute (they keep no usage, as with an unknown evaluator).
-func resourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
+func ResourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
 	if r, ok := objectCounts[name]; ok {
 		return schema.GroupResource{Resource: r}, true
 	}
@@ -59,13 +62,13 @@ func resourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
 	return schema.GroupResource{}, false
 }
 
-// podCounts says whether a pod uses quota: a pod that finished no longer does.
-func podCounts(pod *corev1.Pod) bool {
+// PodCounts says whether a pod uses quota: a pod that finished no longer does.
+func PodCounts(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-// usage is what objects of one group-resource in the namespace use of a quota name.
-func usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matches func(*corev1.Pod) bool) resource.Quantity {
+// Usage is what objects of one group-resource in the namespace use of a quota name.
+func Usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matches func(*corev1.Pod) bool) resource.Quantity {
 	// The sum keeps the format of its first term ("128Mi" stays binary), as Kubernetes' quota sums do.
 	var sum *resource.Quantity
 	add := func(q resource.Quantity) {
@@ -86,7 +89,7 @@ func usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matche
 	if gr == (schema.GroupResource{Resource: "pods"}) {
 		for _, o := range objs {
 			pod, ok := o.(*corev1.Pod)
-			if !ok || !podCounts(pod) || !matches(pod) {
+			if !ok || !PodCounts(pod) || !matches(pod) {
 				continue
 			}
 			c, compute := computeNames[name]

@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"slices"
@@ -7,8 +7,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// scopeRequirements are a quota's scopes and scopeSelector, one requirement each.
-func scopeRequirements(q *corev1.ResourceQuota) []corev1.ScopedResourceSelectorRequirement {
+// ScopeRequirements are a quota's scopes and scopeSelector, one requirement each.
+func ScopeRequirements(q *corev1.ResourceQuota) []corev1.ScopedResourceSelectorRequirement {
 	var reqs []corev1.ScopedResourceSelectorRequirement
 	for _, s := range q.Spec.Scopes {
 		reqs = append(reqs, corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists})
@@ -19,8 +19,8 @@ func scopeRequirements(q *corev1.ResourceQuota) []corev1.ScopedResourceSelectorR
 	return reqs
 }
 
-// podMatches says whether a pod falls under every scope requirement of a quota.
-func podMatches(reqs []corev1.ScopedResourceSelectorRequirement, pod *corev1.Pod) bool {
+// PodMatches says whether a pod falls under every scope requirement of a quota.
+func PodMatches(reqs []corev1.ScopedResourceSelectorRequirement, pod *corev1.Pod) bool {
 	for _, r := range reqs {
 		if !podMatchesScope(r, pod) {
 			return false

@@ -1,0 +1,49 @@
+// Package admissiontest builds what the admission plugins' unit tests share: attributes
+// of a write and started informers over a fake clientset.
+package admissiontest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// Attrs is a write of obj (old for updates and deletes) to the built-in resource gvr.
+func Attrs(t testing.TB, op generic.Operation, gvr schema.GroupVersionResource, sub string, obj, old runtime.Object) *generic.Attributes {
+	t.Helper()
+	reg, err := registry.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := reg.Lookup(gvr)
+	if !ok {
+		t.Fatalf("no resource %v", gvr)
+	}
+	a := &generic.Attributes{Operation: op, Resource: res, Subresource: sub, Object: obj, OldObject: old}
+	for _, o := range []runtime.Object{obj, old} {
+		if m, err := meta.Accessor(o); o != nil && err == nil {
+			a.Namespace, a.Name = m.GetNamespace(), m.GetName()
+		}
+	}
+	return a
+}
+
+// Informers are started informers over a fake clientset holding objs; the fake is
+// returned to inspect the plugins' writes.
+func Informers(t testing.TB, register func(*admission.Informers), objs ...runtime.Object) (*admission.Informers, *fake.Clientset) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	inf := admission.NewInformers(client)
+	register(inf)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	inf.Start(ctx)
+	return inf, client
+}

@@ -1,0 +1,47 @@
+package controlplane
+
+import (
+	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/admission/defaulttolerationseconds"
+	"github.com/minik8s/minik8s/pkg/control/admission/limitranger"
+	"github.com/minik8s/minik8s/pkg/control/admission/noderestriction"
+	"github.com/minik8s/minik8s/pkg/control/admission/podsecurity"
+	"github.com/minik8s/minik8s/pkg/control/admission/priority"
+	"github.com/minik8s/minik8s/pkg/control/admission/resourcequota"
+	"github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	"k8s.io/client-go/kubernetes"
+)
+
+// admissionChain is the admission chain after NamespaceLifecycle (which the API server
+// puts first), in kube-apiserver's recommended order: every mutating plugin, then every
+// validating one, ResourceQuota last so only writes every other plugin admitted are
+// charged. The plugins read through the API server's own loopback client; the returned
+// informers are started once the server serves.
+func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface) (generic.Admission, *admission.Informers, error) {
+	inf := admission.NewInformers(privileged)
+	limits := limitranger.New(inf)
+	accounts := serviceaccount.New(inf)
+	podSecurity, err := podsecurity.New(inf)
+	if err != nil {
+		return generic.Admission{}, nil, err
+	}
+	chain := generic.Admission{
+		Mutating: []generic.MutatingAdmission{
+			limits,
+			accounts,
+			noderestriction.New(privileged),
+			priority.New(st, reg),
+			defaulttolerationseconds.Plugin{},
+		},
+		Validating: []generic.ValidatingAdmission{
+			limits,
+			accounts,
+			podSecurity,
+			resourcequota.New(inf),
+		},
+	}
+	return chain, inf, nil
+}
