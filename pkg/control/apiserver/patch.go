@@ -86,6 +86,9 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		if len(p) > maxJSONPatchOperations {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
+		if err = testsOfRootWithoutValue(p); err != nil {
+			break
+		}
 		opts := jsonpatch.NewApplyOptions()
 		opts.AccumulatedCopySizeLimit = MaxBodyBytes
 		out, err = p.ApplyWithOptions(orig, opts)
@@ -104,4 +107,16 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the %s patch could not be applied: %v", pt, err))
 	}
 	return out, nil
+}
+
+// testsOfRootWithoutValue fails a patch that tests the whole document against a missing or
+// null value: the object is never null, so the test fails, and json-patch itself would
+// panic on it (found by FuzzPatch).
+func testsOfRootWithoutValue(p jsonpatch.Patch) error {
+	for _, op := range p {
+		if path, err := op.Path(); err == nil && op.Kind() == "test" && path == "" && op["value"] == nil {
+			return fmt.Errorf("testing value %s failed: %w", path, jsonpatch.ErrTestFailed)
+		}
+	}
+	return nil
 }
