@@ -28,7 +28,7 @@ func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 	to, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{from})
 	src, srcOK := c.reg.ForKind(from)
 	dst, dstOK := c.reg.ForKind(to)
-	if !ok || !srcOK || !dstOK || from == to || storageOf(src) != storageOf(dst) || storageOf(src) == nil {
+	if !ok || !srcOK || !dstOK || from == to || storageOf(src) != storageOf(dst) {
 		return c.ObjectConvertor.ConvertToVersion(in, target)
 	}
 	u, isUnstructured := in.(*unstructured.Unstructured)
@@ -67,8 +67,8 @@ func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 	return out, nil
 }
 
-// storageOf is the resource whose version a resource's objects are stored at; nil for a
-// resource served at one version only.
+// storageOf is the resource whose version a resource's objects are stored at: the resource
+// itself unless it is a converted view of another.
 func storageOf(r *registry.Resource) *registry.Resource {
 	if r.Conversion != nil {
 		return r.Conversion.Storage

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -407,16 +408,10 @@ type HPAOptions struct {
 }
 
 func startHorizontalPodAutoscaler(ctx context.Context, c *ControllerContext) error {
-	opts := podautoscaler.DefaultOptions()
-	if h := c.Options.HPA; h.SyncPeriod > 0 {
-		opts.SyncPeriod = h.SyncPeriod
-	}
-	if h := c.Options.HPA; h.DownscaleStabilization > 0 {
-		opts.DownscaleStabilization = h.DownscaleStabilization
-	}
-	if h := c.Options.HPA; h.Tolerance > 0 {
-		opts.Tolerance = h.Tolerance
-	}
+	opts, h := podautoscaler.DefaultOptions(), c.Options.HPA
+	opts.SyncPeriod = cmp.Or(h.SyncPeriod, opts.SyncPeriod)
+	opts.DownscaleStabilization = cmp.Or(h.DownscaleStabilization, opts.DownscaleStabilization)
+	opts.Tolerance = cmp.Or(h.Tolerance, opts.Tolerance)
 	// Targets are found through discovery, as kube-controller-manager finds them: any kind
 	// with a scale subresource, custom resources included.
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
