@@ -2,6 +2,9 @@ package generic
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -88,35 +91,71 @@ func finalized(res *registry.Resource, obj runtime.Object) bool {
 	return g == nil || *g == 0
 }
 
+// specChanged tells whether an update changes the spec, as Kubernetes' strategies compare
+// it (equality.Semantic on the typed field: 0.1 and 100m are one quantity, nil and empty
+// lists are alike). Typed, because converting both objects to maps cost 60 µs per update.
 func specChanged(obj, old runtime.Object) bool {
-	a, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	b, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(old)
-	if errA != nil || errB != nil {
+	a, okA := topField(obj, "spec")
+	b, okB := topField(old, "spec")
+	if !okA || !okB {
 		return false
 	}
-	return !equality.Semantic.DeepEqual(a["spec"], b["spec"])
+	return !equality.Semantic.DeepEqual(a.Interface(), b.Interface())
 }
 
-// withField returns a copy of base whose top-level field (e.g. "status") is taken from src.
+// withField returns a copy of base whose top-level field (e.g. "status") is taken from src;
+// a kind without that field comes back as a copy of base.
 func withField(base, src runtime.Object, name string) (runtime.Object, error) {
-	b, err := runtime.DefaultUnstructuredConverter.ToUnstructured(base)
-	if err != nil {
-		return nil, err
-	}
-	sm, err := runtime.DefaultUnstructuredConverter.ToUnstructured(src)
-	if err != nil {
-		return nil, err
-	}
-	if v, ok := sm[name]; ok {
-		b[name] = v
-	} else {
-		delete(b, name)
-	}
 	out := base.DeepCopyObject()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(b, out); err != nil {
-		return nil, err
+	to, ok := topField(out, name)
+	if !ok {
+		return out, nil
 	}
+	from, ok := topField(src.DeepCopyObject(), name)
+	if !ok {
+		return nil, fmt.Errorf("%T has no field %q", src, name)
+	}
+	to.Set(from)
 	return out, nil
+}
+
+// topField is the struct field of obj (a pointer to a struct, as every registry kind is)
+// whose JSON name is name.
+func topField(obj runtime.Object, name string) (reflect.Value, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	v = v.Elem()
+	i, ok := jsonFieldIndex(v.Type(), name)
+	if !ok {
+		return reflect.Value{}, false
+	}
+	return v.Field(i), true
+}
+
+type typeField struct {
+	t    reflect.Type
+	name string
+}
+
+var jsonFields sync.Map // typeField -> field index, or -1 for none
+
+func jsonFieldIndex(t reflect.Type, name string) (int, bool) {
+	k := typeField{t, name}
+	if i, ok := jsonFields.Load(k); ok {
+		return i.(int), i.(int) >= 0
+	}
+	idx := -1
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag == name {
+			idx = i
+			break
+		}
+	}
+	jsonFields.Store(k, idx)
+	return idx, idx >= 0
 }
 
 // markDeleting sets deletionTimestamp now+grace, shortening (never lengthening) an earlier one.
