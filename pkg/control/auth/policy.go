@@ -25,6 +25,7 @@ const (
 	autoscaling    = "autoscaling"
 	networking     = "networking.k8s.io"
 	certsGroup     = "certificates.k8s.io"
+	storageGroup   = "storage.k8s.io"
 )
 
 var (
@@ -158,7 +159,15 @@ func controllerRoles() []rbacv1.ClusterRole {
 			rule(read...).groups(legacyGroup).resources("pods"),
 			rule("get", "create", "delete").groups(legacyGroup).resources("services", "endpoints"),
 			rule("get").groups(legacyGroup).resources("secrets"),
-			rule(read...).groups(legacyGroup).resources("nodes")),
+			rule(read...).groups(legacyGroup).resources("nodes"),
+			rule(read...).groups(storageGroup).resources("storageclasses")),
+		// minik8s' own provisioner of node-local volumes (pkg/control/controllers/localpath),
+		// with what rancher's local-path-provisioner is granted: its helper pods included.
+		c("local-path-provisioner",
+			rule("get", "list", "watch", "create", "delete").groups(legacyGroup).resources("persistentvolumes"),
+			rule(read...).groups(legacyGroup).resources("persistentvolumeclaims", "nodes"),
+			rule("get", "list", "watch", "create", "delete").groups(legacyGroup).resources("pods"),
+			rule(read...).groups(storageGroup).resources("storageclasses")),
 		c("replicaset-controller",
 			rule("get", "list", "watch", "update").groups(appsGroup).resources("replicasets"),
 			rule("update").groups(appsGroup).resources("replicasets/status", "replicasets/finalizers"),
@@ -262,6 +271,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule("patch", "update").groups(legacyGroup).resources("pods/status"),
 			rule(read...).groups(legacyGroup).resources("replicationcontrollers", "services", "namespaces",
 				"persistentvolumeclaims", "persistentvolumes", "configmaps"),
+			rule("patch", "update").groups(legacyGroup).resources("persistentvolumeclaims", "persistentvolumes"),
+			rule(read...).groups(storageGroup).resources("storageclasses"),
 			rule(read...).groups(appsGroup).resources("replicasets", "statefulsets"),
 			rule(read...).groups(policyGroup).resources("poddisruptionbudgets"),
 			rule("create").groups(authnGroup).resources("tokenreviews"),

@@ -14,6 +14,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,7 @@ func Builtin() (*Registry, error) {
 		res(rbacv1.SchemeGroupVersion, "rolebindings", "RoleBinding", true, roleBindingRules, nil, nil),
 		res(rbacv1.SchemeGroupVersion, "roles", "Role", true, roleRules, nil, nil),
 		res(schedulingv1.SchemeGroupVersion, "priorityclasses", "PriorityClass", false, priorityClassRules, []string{"pc"}, nil),
+		res(storagev1.SchemeGroupVersion, "storageclasses", "StorageClass", false, storageClassRules, []string{"sc"}, nil),
 		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, leaseRules, nil, nil),
 		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, endpointSliceRules, nil, nil),
 		res(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, csrRules, []string{"csr"}, nil, "status", "approval"),

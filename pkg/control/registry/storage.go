@@ -1,0 +1,128 @@
+package registry
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// IsDefaultStorageClassAnnotation marks the class a claim without one gets (the
+// DefaultStorageClass admission plugin); the beta spelling is still honoured, as upstream.
+const (
+	IsDefaultStorageClassAnnotation     = "storageclass.kubernetes.io/is-default-class"
+	BetaIsDefaultStorageClassAnnotation = "storageclass.beta.kubernetes.io/is-default-class"
+)
+
+// IsDefaultStorageClass tells whether the class is marked default.
+func IsDefaultStorageClass(sc *storagev1.StorageClass) bool {
+	return sc.Annotations[IsDefaultStorageClassAnnotation] == "true" || sc.Annotations[BetaIsDefaultStorageClassAnnotation] == "true"
+}
+
+// Kubernetes' limits on a class's parameters.
+const (
+	maxProvisionerParameterSize = 256 * 1024
+	maxProvisionerParameterLen  = 512
+)
+
+var storageClassRules = Rules{
+	Default: func(obj runtime.Object) {
+		sc := obj.(*storagev1.StorageClass)
+		if sc.ReclaimPolicy == nil {
+			p := corev1.PersistentVolumeReclaimDelete
+			sc.ReclaimPolicy = &p
+		}
+		if sc.VolumeBindingMode == nil {
+			m := storagev1.VolumeBindingImmediate
+			sc.VolumeBindingMode = &m
+		}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateStorageClass(obj.(*storagev1.StorageClass))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		sc, o := obj.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
+		errs := validateStorageClass(sc)
+		if !equality.Semantic.DeepEqual(sc.Parameters, o.Parameters) {
+			errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
+		}
+		if sc.Provisioner != o.Provisioner {
+			errs = append(errs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
+		}
+		if !equality.Semantic.DeepEqual(sc.ReclaimPolicy, o.ReclaimPolicy) {
+			errs = append(errs, field.Forbidden(field.NewPath("reclaimPolicy"), "updates to reclaimPolicy are forbidden."))
+		}
+		return append(errs, immutable(sc.VolumeBindingMode, o.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Provisioner", "string", storagev1.StorageClass{}.SwaggerDoc()["provisioner"], false),
+			column("ReclaimPolicy", "string", storagev1.StorageClass{}.SwaggerDoc()["reclaimPolicy"], false),
+			column("VolumeBindingMode", "string", storagev1.StorageClass{}.SwaggerDoc()["volumeBindingMode"], false),
+			column("AllowVolumeExpansion", "string", storagev1.StorageClass{}.SwaggerDoc()["allowVolumeExpansion"], false),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			sc := obj.(*storagev1.StorageClass)
+			name := sc.Name
+			if IsDefaultStorageClass(sc) {
+				name += " (default)" // kube-apiserver's printer marks it so
+			}
+			policy, mode := "Delete", "Immediate"
+			if sc.ReclaimPolicy != nil {
+				policy = string(*sc.ReclaimPolicy)
+			}
+			if sc.VolumeBindingMode != nil {
+				mode = string(*sc.VolumeBindingMode)
+			}
+			expansion := false
+			if sc.AllowVolumeExpansion != nil {
+				expansion = *sc.AllowVolumeExpansion
+			}
+			return []any{name, sc.Provisioner, policy, mode, fmt.Sprint(expansion), Age(sc.CreationTimestamp)}
+		},
+	},
+}
+
+func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
+	errs := validateMeta(sc, false, validation.NameIsDNSSubdomain)
+	p := field.NewPath("provisioner")
+	if sc.Provisioner == "" {
+		errs = append(errs, field.Required(p, ""))
+	} else {
+		for _, msg := range utilvalidation.IsQualifiedName(sc.Provisioner) {
+			errs = append(errs, field.Invalid(p, sc.Provisioner, msg))
+		}
+	}
+	size := 0
+	for k, v := range sc.Parameters {
+		if k == "" {
+			errs = append(errs, field.Invalid(field.NewPath("parameters"), sc.Parameters, "key cannot be empty"))
+		}
+		size += len(k) + len(v)
+	}
+	if len(sc.Parameters) > maxProvisionerParameterLen {
+		errs = append(errs, field.TooLong(field.NewPath("parameters"), sc.Parameters, maxProvisionerParameterLen))
+	}
+	if size > maxProvisionerParameterSize {
+		errs = append(errs, field.TooLong(field.NewPath("parameters"), "", maxProvisionerParameterSize))
+	}
+	policies := []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain}
+	if r := sc.ReclaimPolicy; r != nil && *r != policies[0] && *r != policies[1] {
+		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), *r, policies))
+	}
+	modes := []storagev1.VolumeBindingMode{storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer}
+	if m := sc.VolumeBindingMode; m == nil {
+		errs = append(errs, field.Required(field.NewPath("volumeBindingMode"), ""))
+	} else if *m != modes[0] && *m != modes[1] {
+		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), *m, modes))
+	}
+	return errs
+}
