@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/admission/defaultstorageclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/defaulttolerationseconds"
 	"github.com/minik8s/minik8s/pkg/control/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/control/admission/noderestriction"
@@ -35,6 +36,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			noderestriction.New(privileged),
 			priority.New(st, reg),
 			defaulttolerationseconds.Plugin{},
+			defaultstorageclass.New(inf),
 		},
 		Validating: []generic.ValidatingAdmission{
 			limits,
