@@ -122,6 +122,7 @@ const (
 	preScore
 	score
 	reserve
+	preBind
 	bind
 	numPoints
 )
@@ -152,8 +153,8 @@ func (p *Profile) resolve() (*resolved, error) {
 	if multi, err = apply(multi, ps.MultiPoint, r.weights); err != nil {
 		return nil, fmt.Errorf("profile %s: multiPoint: %w", p.SchedulerName, err)
 	}
-	sets := [numPoints]PluginSet{ps.PreFilter, ps.Filter, ps.PostFilter, ps.PreScore, ps.Score, ps.Reserve, ps.Bind}
-	names := [numPoints]string{"preFilter", "filter", "postFilter", "preScore", "score", "reserve", "bind"}
+	sets := [numPoints]PluginSet{ps.PreFilter, ps.Filter, ps.PostFilter, ps.PreScore, ps.Score, ps.Reserve, ps.PreBind, ps.Bind}
+	names := [numPoints]string{"preFilter", "filter", "postFilter", "preScore", "score", "reserve", "preBind", "bind"}
 	for i := range sets {
 		if r.points[i], err = apply(append([]string(nil), multi...), sets[i], r.weights); err != nil {
 			return nil, fmt.Errorf("profile %s: %s: %w", p.SchedulerName, names[i], err)

@@ -213,6 +213,10 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 				if x, ok := pl.(framework.ReservePlugin); ok {
 					fwk.Reserves = append(fwk.Reserves, x)
 				}
+			case preBind:
+				if x, ok := pl.(framework.PreBindPlugin); ok {
+					fwk.PreBinds = append(fwk.PreBinds, x)
+				}
 			case bind:
 				if x, ok := pl.(framework.BindPlugin); ok {
 					fwk.Binds = append(fwk.Binds, x)
@@ -418,7 +422,11 @@ func selectHost(scores []framework.NodeScore) string {
 // bind runs the bind plugins; on failure the assumed pod is forgotten and retried.
 func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.CycleState, qp *queue.QueuedPodInfo, cycle int64, node string, start time.Time) {
 	pod := qp.Pod
-	if st := prof.RunBind(ctx, state, qp.PodInfo, node); !st.IsSuccess() {
+	st := prof.RunPreBind(ctx, state, qp.PodInfo, node)
+	if st.IsSuccess() {
+		st = prof.RunBind(ctx, state, qp.PodInfo, node)
+	}
+	if !st.IsSuccess() {
 		s.cache.ForgetPod(pod)
 		prof.RunUnreserve(ctx, state, qp.PodInfo, node)
 		s.fail(ctx, prof, qp, cycle, fmt.Errorf("binding rejected: %w", st.AsError()), "", start)

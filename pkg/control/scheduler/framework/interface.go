@@ -120,6 +120,13 @@ type ReservePlugin interface {
 	Unreserve(ctx context.Context, state *CycleState, pod *PodInfo, node string)
 }
 
+// PreBindPlugin prepares what binding needs in the API (VolumeBinding: claims bound on the
+// chosen node) before the pod is bound.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *PodInfo, node string) *Status
+}
+
 // BindPlugin binds the pod to the node in the API.
 type BindPlugin interface {
 	Plugin

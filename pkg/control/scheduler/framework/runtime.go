@@ -23,6 +23,7 @@ type Framework struct {
 	PreScores   []PreScorePlugin
 	Scores      []WeightedScore
 	Reserves    []ReservePlugin
+	PreBinds    []PreBindPlugin
 	Binds       []BindPlugin
 	// PercentageOfNodesToScore: 0 is kube-scheduler's adaptive default.
 	PercentageOfNodesToScore int32
@@ -158,6 +159,17 @@ func (f *Framework) RunUnreserve(ctx context.Context, state *CycleState, pod *Po
 	for i := len(f.Reserves) - 1; i >= 0; i-- {
 		f.Reserves[i].Unreserve(ctx, state, pod, node)
 	}
+}
+
+// RunPreBind runs every PreBind plugin (in the binding goroutine); the first failure
+// fails the binding.
+func (f *Framework) RunPreBind(ctx context.Context, state *CycleState, pod *PodInfo, node string) *Status {
+	for _, p := range f.PreBinds {
+		if s := p.PreBind(ctx, state, pod, node); !s.IsSuccess() && !s.IsSkip() {
+			return s.WithPlugin(p.Name())
+		}
+	}
+	return nil
 }
 
 // RunBind asks the bind plugins in order until one binds (Skip passes to the next).

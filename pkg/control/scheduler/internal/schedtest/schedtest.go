@@ -9,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -86,6 +87,8 @@ func NewHandle(snap *cache.Snapshot, objs ...any) *Handle {
 			_ = core.PersistentVolumes().Informer().GetStore().Add(o)
 		case *appsv1.ReplicaSet:
 			_ = f.Apps().V1().ReplicaSets().Informer().GetStore().Add(o)
+		case *storagev1.StorageClass:
+			_ = f.Storage().V1().StorageClasses().Informer().GetStore().Add(o)
 		}
 	}
 	return h
