@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
+	"github.com/minik8s/minik8s/pkg/control/controllers/localpath"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
@@ -107,6 +108,7 @@ var controllers = []controller{
 	{"disruption", startDisruption},
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
+	{localpath.Name, startLocalPath},
 	{"clusterrole-aggregation", startClusterRoleAggregation},
 	{"root-ca-cert-publisher", startRootCACertPublisher},
 	{"horizontalpodautoscaling", startHorizontalPodAutoscaler},
@@ -338,11 +340,23 @@ func startResourceQuota(ctx context.Context, c *ControllerContext) error {
 
 func startPVBinder(ctx context.Context, c *ControllerContext) error {
 	core := c.Informers.Core().V1()
-	pb, err := pvbinder.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), c.Recorder(pvbinder.Name), c.Log.With("component", pvbinder.Name))
+	pb, err := pvbinder.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), core.Nodes(),
+		c.Informers.Storage().V1().StorageClasses(), c.Recorder(pvbinder.Name), c.Log.With("component", pvbinder.Name))
 	if err != nil {
 		return err
 	}
 	go pb.Run(ctx)
+	return nil
+}
+
+func startLocalPath(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	lp, err := localpath.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), core.Nodes(),
+		c.Informers.Storage().V1().StorageClasses(), c.Recorder(localpath.Name), c.Log.With("component", localpath.Name))
+	if err != nil {
+		return err
+	}
+	go lp.Run(ctx)
 	return nil
 }
 

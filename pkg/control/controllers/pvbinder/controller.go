@@ -2,27 +2,35 @@
 // kube-controller-manager's persistentvolume-binder does for statically provisioned
 // volumes: a Pending claim gets the smallest Available volume that fits (class, access
 // modes, size, selector), both sides marked Bound; a volume whose claim is deleted becomes
-// Released (Retain) or is deleted (Delete).
+// Released (Retain) or is deleted (Delete). A claim of a WaitForFirstConsumer class waits
+// for the scheduler's node (volume.kubernetes.io/selected-node); a claim of a class with a
+// provisioner is marked for it (volume.kubernetes.io/storage-provisioner), which makes the
+// volume (pkg/control/controllers/localpath for minik8s.io/local-path) and deletes it.
 package pvbinder
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // Name is the controller's name in Events.
@@ -43,6 +51,8 @@ type Controller struct {
 	client   kubernetes.Interface
 	pvs      corelisters.PersistentVolumeLister
 	pvcs     corelisters.PersistentVolumeClaimLister
+	nodes    corelisters.NodeLister
+	classes  storagelisters.StorageClassLister
 	synced   []cache.InformerSynced
 	claims   workqueue.TypedRateLimitingInterface[string]
 	volumes  workqueue.TypedRateLimitingInterface[string]
@@ -51,10 +61,11 @@ type Controller struct {
 }
 
 // New wires the controller to the shared volume and claim informers.
-func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, pvcs coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, pvcs coreinformers.PersistentVolumeClaimInformer,
+	nodes coreinformers.NodeInformer, classes storageinformers.StorageClassInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(),
-		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced},
+		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(), nodes: nodes.Lister(), classes: classes.Lister(),
+		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced, classes.Informer().HasSynced},
 		claims:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "claims"}),
 		volumes:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "volumes"}),
 		recorder: recorder, log: log,
@@ -118,16 +129,66 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	pv := bestVolume(pvs, pvc)
-	if pv == nil {
-		msg := "no persistent volumes available for this claim and no storage class is set"
-		if claimClass(pvc) != "" {
-			msg = fmt.Sprintf("storageclass.storage.k8s.io %q not found", claimClass(pvc))
+	sc, err := c.classes.Get(claimClass(pvc))
+	if err != nil {
+		sc = nil
+	}
+	if delayed(sc) {
+		// WaitForFirstConsumer: only a volume on the node the scheduler chose for the
+		// claim's first pod will do, and none before it chose.
+		node, ok := pvc.Annotations[storagehelpers.AnnSelectedNode]
+		if !ok {
+			c.recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+			return 0, nil
 		}
-		c.recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", msg)
+		n, err := c.nodes.Get(node)
+		if err != nil {
+			return resync, nil
+		}
+		pvs = slices.DeleteFunc(slices.Clone(pvs), func(pv *corev1.PersistentVolume) bool {
+			return storagehelpers.CheckNodeAffinity(pv, n.Labels) != nil
+		})
+	}
+	if pv := bestVolume(pvs, pvc); pv != nil {
+		return 0, c.bind(ctx, pv, pvc)
+	}
+	return c.awaitVolume(ctx, pvc, sc)
+}
+
+// delayed tells whether a class binds its claims only once a pod uses them.
+func delayed(sc *storagev1.StorageClass) bool {
+	return sc != nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+}
+
+// awaitVolume says why a claim no volume fits waits, as Kubernetes' binder words it, and
+// marks a claim whose class names a provisioner for that provisioner.
+func (c *Controller) awaitVolume(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) (time.Duration, error) {
+	class := claimClass(pvc)
+	switch {
+	case class == "":
+		c.recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+		return resync, nil
+	case sc == nil:
+		c.recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", class)
+		return resync, nil
+	case sc.Provisioner == storagehelpers.NotSupportedProvisioner:
+		c.recorder.Eventf(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no volume plugin matched name: %s", sc.Provisioner)
 		return resync, nil
 	}
-	return 0, c.bind(ctx, pv, pvc)
+	if pvc.Annotations[storagehelpers.AnnStorageProvisioner] != sc.Provisioner {
+		pvc = pvc.DeepCopy()
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[storagehelpers.AnnStorageProvisioner] = sc.Provisioner
+		pvc.Annotations[storagehelpers.AnnBetaStorageProvisioner] = sc.Provisioner
+		if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("mark claim %s/%s for provisioner %s: %w", pvc.Namespace, pvc.Name, sc.Provisioner, err)
+		}
+	}
+	c.recorder.Eventf(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
+		"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.", sc.Provisioner)
+	return resync, nil
 }
 
 // syncBoundClaim finishes a binding half done (or asked by the user through volumeName),
@@ -261,6 +322,9 @@ func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) e
 	}
 	switch pv.Spec.PersistentVolumeReclaimPolicy {
 	case corev1.PersistentVolumeReclaimDelete:
+		if pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] != "" {
+			return nil // its provisioner removes the storage, then the volume
+		}
 		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			c.recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
