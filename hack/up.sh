@@ -92,6 +92,11 @@ if ! k -n kube-system rollout status deployment/coredns --timeout=120s >/dev/nul
   exit 1
 fi
 
+# The default StorageClass (deploy/addons/storage.yaml, docs/storage.md): claims get
+# directories under $STATE/storage, which `make down` removes.
+say "adding the default StorageClass (node-local volumes under $STATE/storage)"
+sed "s|@STORAGE_PATH@|$STATE/storage|" deploy/addons/storage.yaml | k apply -f - >/dev/null
+
 say "running the demo pod"
 k apply -f - >/dev/null <<YAML
 apiVersion: v1

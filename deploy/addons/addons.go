@@ -2,7 +2,10 @@
 // beside this file, embedded for minilab) and what installing them takes.
 package addons
 
-import _ "embed"
+import (
+	"bytes"
+	_ "embed"
+)
 
 // CoreDNS is coredns.yaml: cluster DNS at the kube-dns Service.
 //
@@ -26,3 +29,15 @@ const (
 
 // CoreDNSGroups are the groups a ServiceAccount token of CoreDNS would carry.
 var CoreDNSGroups = []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"}
+
+//go:embed storage.yaml
+var storageClass []byte
+
+// StoragePathPlaceholder stands for the volumes' directory in storage.yaml.
+const StoragePathPlaceholder = "@STORAGE_PATH@"
+
+// StorageClass is storage.yaml, the default StorageClass, with its volumes under dir on
+// each node.
+func StorageClass(dir string) []byte {
+	return bytes.ReplaceAll(storageClass, []byte(StoragePathPlaceholder), []byte(dir))
+}

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -95,5 +96,22 @@ func decodeAll(t *testing.T, manifest []byte) []runtime.Object {
 			t.Fatalf("decoding %s: %v", doc, err)
 		}
 		objs = append(objs, obj)
+	}
+}
+
+// TestStorageClassManifest: the default class is marked default, names the provisioner
+// miniapi runs and takes the installer's directory.
+func TestStorageClassManifest(t *testing.T) {
+	objs := decodeAll(t, StorageClass("/var/lib/x/storage"))
+	if len(objs) != 1 {
+		t.Fatalf("want one StorageClass, got %d objects", len(objs))
+	}
+	sc, ok := objs[0].(*storagev1.StorageClass)
+	if !ok {
+		t.Fatalf("want a StorageClass, got %T", objs[0])
+	}
+	if sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || sc.Provisioner != "minik8s.io/local-path" ||
+		sc.Parameters["path"] != "/var/lib/x/storage" || sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		t.Fatalf("unexpected class: %+v", sc)
 	}
 }

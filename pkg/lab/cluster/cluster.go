@@ -222,6 +222,9 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
 		return err
 	}
+	if err := deployStorage(ctx, l, o.Progress); err != nil {
+		return err
+	}
 	if o.DNS {
 		return deployDNS(ctx, l, ca, o.Progress)
 	}
