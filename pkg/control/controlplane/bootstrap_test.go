@@ -365,3 +365,30 @@ func eventually(t *testing.T, c *cluster, args ...string) string {
 	})
 	return out
 }
+
+// TestTokenCleaner: miniapi's tokencleaner deletes bootstrap tokens once expired (made
+// with docs/security.md's kubectl recipe), when they fall due, and nothing else.
+func TestTokenCleaner(t *testing.T) {
+	c := startCluster(t)
+	rfc := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
+	createBootstrapToken(t, c, "expird", "0123456789abcdef", rfc(-time.Minute))
+	createBootstrapToken(t, c, "soonxx", "0123456789abcdef", rfc(10*time.Second))
+	createBootstrapToken(t, c, "laterx", "0123456789abcdef", rfc(time.Hour))
+	// An ordinary Secret with an expiration key is no bootstrap token.
+	c.mustKubectl(t, "", "-n", "kube-system", "create", "secret", "generic", "bootstrap-token-opaque", "--from-literal", "expiration="+rfc(-time.Hour))
+	present := func(name string) bool {
+		out, err := c.kubectl(t, "", "-n", "kube-system", "get", "secret", name, "-o", "name")
+		if err != nil && !strings.Contains(out, "NotFound") {
+			t.Fatalf("get secret %s: %v %s", name, err, out)
+		}
+		return err == nil
+	}
+	waitFor(t, "the expired token deleted", func() bool { return !present("bootstrap-token-expird") })
+	if !present("bootstrap-token-soonxx") {
+		t.Errorf("a token expiring in seconds was deleted before it expired")
+	}
+	waitFor(t, "the token that just expired deleted", func() bool { return !present("bootstrap-token-soonxx") })
+	if !present("bootstrap-token-laterx") || !present("bootstrap-token-opaque") {
+		t.Errorf("an unexpired token or an ordinary Secret was deleted")
+	}
+}
