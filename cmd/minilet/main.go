@@ -58,10 +58,11 @@ func newCommand() *cobra.Command {
 			defer fail(nil)
 			var restCfg *rest.Config
 			var err error
+			if certDir == "" {
+				certDir = filepath.Join(cfg.RootDir, "pki")
+			}
+			cfg.CertDir = certDir
 			if bootstrapKubeconfig != "" || rotateCertificates {
-				if certDir == "" {
-					certDir = filepath.Join(cfg.RootDir, "pki")
-				}
 				restCfg, err = certificate.Rotating(ctx, certificate.Options{Kubeconfig: kubeconfig, BootstrapKubeconfig: bootstrapKubeconfig,
 					CertDir: certDir, NodeName: cfg.NodeName, Log: slog.Default()}, fail)
 			} else if restCfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
@@ -93,8 +94,9 @@ func newCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with this node's credentials; with --bootstrap-kubeconfig, written by minilet once it has its certificate")
 	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token, used to request this node's client certificate (a CertificateSigningRequest) when --kubeconfig is missing or its certificate expired; turns on certificate rotation")
-	f.StringVar(&certDir, "cert-dir", "", "where the node's client certificate and key are kept (kubelet-client-current.pem) when minilet manages them (default: ROOT_DIR/pki)")
+	f.StringVar(&certDir, "cert-dir", "", "where the node's client and serving certificates and keys are kept (kubelet-client-current.pem, kubelet-server-current.pem) when minilet manages them (default: ROOT_DIR/pki)")
 	f.BoolVar(&rotateCertificates, "rotate-certificates", false, "renew the client certificate through CertificateSigningRequests before it expires (always on with --bootstrap-kubeconfig)")
+	f.BoolVar(&cfg.RotateServerCertificates, "rotate-server-certificates", false, "request the node API's serving certificate (signer kubernetes.io/kubelet-serving, kept in --cert-dir) through CertificateSigningRequests and renew it before it expires, instead of --tls-cert-file; a cluster admin approves each request (kubectl certificate approve)")
 	f.StringVar(&cfg.NodeName, "node-name", "", "name of this node (default: the host name)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "IP address of this node (InternalIP)")
 	f.StringVar(&cfg.PodCIDR, "pod-cidr", "", "CIDR for this node's pod IPs, e.g. 10.244.1.0/24 (default: the one miniapi's node IPAM assigns)")

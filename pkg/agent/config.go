@@ -47,6 +47,10 @@ type Config struct {
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
+	// --rotate-server-certificates: the node API's certificate comes from kubelet-serving
+	// CSRs (kept in CertDir, --cert-dir) instead of --tls-cert-file.
+	RotateServerCertificates bool
+	CertDir                  string
 	// Pods' resolv.conf (poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
 	ClusterDNS                []string
 	ClusterDomain, ResolvConf string
@@ -121,13 +125,21 @@ func (c Config) Validate() error {
 	if !filepath.IsAbs(c.CgroupRoot) {
 		errs = append(errs, fmt.Errorf("cgroup root (--cgroup-root) %q must be an absolute path", c.CgroupRoot))
 	}
-	if (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&
-		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == "") {
+	switch {
+	case c.RotateServerCertificates && (c.TLSCertFile != "" || c.TLSPrivateKeyFile != ""):
+		errs = append(errs, errors.New("--rotate-server-certificates requests the node API's certificate itself: drop --tls-cert-file and --tls-private-key-file"))
+	case c.RotateServerCertificates && c.ClientCAFile == "":
+		errs = append(errs, errors.New("the node API needs --client-ca-file"))
+	case !c.RotateServerCertificates && (c.TLSCertFile != "" || c.TLSPrivateKeyFile != "" || c.ClientCAFile != "") &&
+		(c.TLSCertFile == "" || c.TLSPrivateKeyFile == "" || c.ClientCAFile == ""):
 		errs = append(errs, errors.New("the node API needs all of --tls-cert-file, --tls-private-key-file and --client-ca-file"))
 	}
 	errs = append(errs, c.validateDNS())
 	return errors.Join(errs...)
 }
+
+// servesNodeAPI: the node API has a certificate, from files or from CSRs.
+func (c Config) servesNodeAPI() bool { return c.TLSCertFile != "" || c.RotateServerCertificates }
 
 // The layout below RootDir (docs/contracts.md).
 func (c Config) netnsDir() string       { return filepath.Join(c.RootDir, "netns") }

@@ -64,7 +64,7 @@ func (a *Agent) setNodeStatus(status *corev1.NodeStatus, runtimeVersion string, 
 		{Type: corev1.NodeInternalIP, Address: a.cfg.NodeIP},
 		{Type: corev1.NodeHostName, Address: a.cfg.NodeName},
 	}
-	if a.cfg.TLSCertFile != "" { // where miniapi finds the node API
+	if a.cfg.servesNodeAPI() { // where miniapi finds the node API
 		status.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.Port)
 	}
 	status.Capacity = a.capacity

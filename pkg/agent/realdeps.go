@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/minik8s/minik8s/pkg/agent/certificate"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
@@ -57,10 +58,17 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	}
 	go collector.Run(ctx)
 	a.stats = collector
-	if cfg.TLSCertFile != "" {
-		api := nodeapi.New(nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
-			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}, rt, client, a.healthy,
-			collector, promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+	if cfg.servesNodeAPI() {
+		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}
+		if cfg.RotateServerCertificates {
+			m, err := certificate.Serving(ctx, client, cfg.CertDir, cfg.NodeName, cfg.NodeIP)
+			if err != nil {
+				return err
+			}
+			apiCfg.GetCertificate = certificate.GetCertificate(m)
+		}
+		api := nodeapi.New(apiCfg, rt, client, a.healthy, collector, promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
 		if err := api.ListenAndServe(ctx); err != nil {
 			return err
 		}

@@ -38,6 +38,9 @@ type Config struct {
 	// --tls-private-key-file); ClientCAFile is the CA client certificates must chain to
 	// (--client-ca-file).
 	CertFile, KeyFile, ClientCAFile string
+	// GetCertificate, if set, serves the certificate instead of CertFile and KeyFile
+	// (a rotating one, --rotate-server-certificates).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 // Server is the node API's HTTP handler.
@@ -86,9 +89,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // signed by the client CA: the node API runs commands in containers, so nobody anonymous
 // gets in.
 func TLSConfig(cfg Config) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate (--tls-cert-file %s, --tls-private-key-file %s): %w", cfg.CertFile, cfg.KeyFile, err)
+	var certs []tls.Certificate
+	if cfg.GetCertificate == nil {
+		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("serving certificate (--tls-cert-file %s, --tls-private-key-file %s): %w", cfg.CertFile, cfg.KeyFile, err)
+		}
+		certs = []tls.Certificate{cert}
 	}
 	caPEM, err := os.ReadFile(cfg.ClientCAFile)
 	if err != nil {
@@ -99,10 +106,11 @@ func TLSConfig(cfg Config) (*tls.Config, error) {
 		return nil, fmt.Errorf("client CA (--client-ca-file) %s holds no PEM certificate", cfg.ClientCAFile)
 	}
 	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		MinVersion:   tls.VersionTLS12,
+		Certificates:   certs,
+		GetCertificate: cfg.GetCertificate,
+		ClientAuth:     tls.RequireAndVerifyClientCert,
+		ClientCAs:      pool,
+		MinVersion:     tls.VersionTLS12,
 	}, nil
 }
 

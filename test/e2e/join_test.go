@@ -18,8 +18,11 @@ import (
 // --join=token) join the cluster: each minilet's CSR is auto-approved (nodeclient) and
 // signed, the Nodes become Ready and run pods, and the kubeconfig each minilet wrote is
 // system:node:<name> in system:nodes (`kubectl auth whoami`), not the bootstrap token.
-// Certificates live 90 s (--cluster-signing-duration): each minilet renews its own
-// (selfnodeclient) and its node stays Ready and runs a new pod after the first expired.
+// Each minilet also requests its serving certificate (kubelet-serving), which minilab
+// approves as the admin, and `kubectl logs` reaches the node API with it. Certificates
+// live 90 s (--cluster-signing-duration): each minilet renews its client certificate
+// (selfnodeclient, auto-approved) and its serving certificate (approved here as an admin
+// would); its node stays Ready, runs a new pod and serves logs after the first expired.
 func TestJoinWithBootstrapToken(t *testing.T) {
 	l := upLabWith(t, "e2e-join", cluster.Options{Nodes: 2, Join: cluster.JoinToken, SigningDuration: 90 * time.Second})
 
@@ -55,7 +58,18 @@ func TestJoinWithBootstrapToken(t *testing.T) {
 		}
 	}
 
+	// The serving certificates: requested by each node, approved by minilab as the admin
+	// (kubectl certificate approve), nothing in the cluster approved them itself.
+	serving := mustKubectl(t, l, "get", "csr", "-o",
+		`jsonpath={range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.spec.username} {.status.conditions[0].reason}{"\n"}{end}`)
+	for _, n := range l.Nodes {
+		if !strings.Contains(serving, "system:node:"+n.Name+" KubectlApprove") {
+			t.Errorf("no kubelet-serving CSR of %s approved with kubectl:\n%s", n.Name, serving)
+		}
+	}
 	runPodOn(t, l, "joined", l.Nodes[1].Name)
+	// kubectl logs goes through miniapi to the node API, whose certificate the CSR gave.
+	mustKubectl(t, l, "logs", "joined")
 
 	// Rotation: past the first certificates' expiry the nodes are still Ready, on renewed
 	// certificates from their own (selfnodeclient) requests.
@@ -67,8 +81,27 @@ func TestJoinWithBootstrapToken(t *testing.T) {
 			expiry = first[n.Name].NotAfter
 		}
 	}
-	t.Logf("first node certificates expire by %s; waiting past it", expiry.Format(time.TimeOnly))
-	time.Sleep(time.Until(expiry.Add(5 * time.Second)))
+	firstServing := map[string]*x509.Certificate{}
+	for _, n := range l.Nodes {
+		firstServing[n.Name] = certIn(t, l, n, "kubelet-server-current.pem")
+		if firstServing[n.Name].NotAfter.After(expiry) {
+			expiry = firstServing[n.Name].NotAfter
+		}
+	}
+	t.Logf("first node certificates expire by %s; waiting past it, approving the serving certificates' renewals as an admin does", expiry.Format(time.TimeOnly))
+	for time.Now().Before(expiry.Add(5 * time.Second)) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := cluster.ApproveServingCSRs(ctx, l); err != nil {
+			t.Logf("approving serving CSRs: %v", err)
+		}
+		cancel()
+		time.Sleep(2 * time.Second)
+	}
+	for _, n := range l.Nodes {
+		if cur := certIn(t, l, n, "kubelet-server-current.pem"); cur.SerialNumber.Cmp(firstServing[n.Name].SerialNumber) == 0 {
+			t.Errorf("%s's serving certificate (until %s) was not renewed", n.Name, firstServing[n.Name].NotAfter.Format(time.TimeOnly))
+		}
+	}
 	for _, n := range l.Nodes {
 		if cur := clientCert(t, l, n); cur.SerialNumber.Cmp(first[n.Name].SerialNumber) == 0 {
 			t.Errorf("%s's certificate (until %s) was not renewed", n.Name, first[n.Name].NotAfter.Format(time.TimeOnly))
@@ -84,12 +117,21 @@ func TestJoinWithBootstrapToken(t *testing.T) {
 		t.Errorf("after rotation nodes Ready: %q", out)
 	}
 	runPodOn(t, l, "after-rotation", l.Nodes[0].Name)
+	for _, pod := range []string{"joined", "after-rotation"} { // both nodes' renewed serving certificates
+		mustKubectl(t, l, "logs", pod)
+	}
 }
 
 // clientCert is the node's current client certificate, from minilet's --cert-dir.
 func clientCert(t *testing.T, l *lab.Lab, n lab.Node) *x509.Certificate {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(l.StateDir, n.Name+"-pki", "client", "kubelet-client-current.pem"))
+	return certIn(t, l, n, "kubelet-client-current.pem")
+}
+
+// certIn is the certificate of a file of the node's --cert-dir.
+func certIn(t *testing.T, l *lab.Lab, n lab.Node, file string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(l.StateDir, n.Name+"-pki", "client", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +144,7 @@ func clientCert(t *testing.T, l *lab.Lab, n lab.Node) *x509.Certificate {
 			return cert
 		}
 	}
-	t.Fatalf("no certificate in %s's cert dir", n.Name)
+	t.Fatalf("no certificate in %s's %s", n.Name, file)
 	return nil
 }
 

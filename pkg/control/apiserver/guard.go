@@ -24,3 +24,7 @@ func (g writeGuardAdmission) Validate(ctx context.Context, a *generic.Attributes
 	}
 	return g(ctx, a.Resource.GroupResource(), a.Object, a.OldObject)
 }
+
+// AddValidatingAdmission appends p to the validating admission plugins, for plugins that
+// need what is made after the server (the authorizer); call it before serving.
+func (s *Server) AddValidatingAdmission(p generic.ValidatingAdmission) { s.objects.AddValidating(p) }

@@ -177,15 +177,16 @@ func TestNodeBootstrapWithToken(t *testing.T) {
 }
 
 // kubectl get/approve/deny on CertificateSigningRequests, and the validation of bad ones.
-func TestKubectlCertificateApproveDeny(t *testing.T) {
-	c := startCluster(t)
-	csrManifest := func(name, cn string, orgs []string, signer string, extra string) string {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		req, err := certutil.MakeCSR(key, &pkix.Name{CommonName: cn, Organization: orgs}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
+// csrManifest is a CertificateSigningRequest of a new key for cn in orgs, extra lines
+// appended to its spec.
+func csrManifest(t *testing.T, name, cn string, orgs []string, signer string, extra string) string {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	req, err := certutil.MakeCSR(key, &pkix.Name{CommonName: cn, Organization: orgs}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata:
   name: %s
@@ -194,6 +195,12 @@ spec:
   signerName: %s
   usages: [digital signature, client auth]
 %s`, name, base64.StdEncoding.EncodeToString(req), signer, extra)
+}
+
+func TestKubectlCertificateApproveDeny(t *testing.T) {
+	c := startCluster(t)
+	csrManifest := func(name, cn string, orgs []string, signer string, extra string) string {
+		return csrManifest(t, name, cn, orgs, signer, extra)
 	}
 	c.mustKubectl(t, csrManifest("jane", "jane", []string{"devs"}, certificatesv1.KubeAPIServerClientSignerName, "  expirationSeconds: 3600\n"), "apply", "-f", "-")
 	c.mustKubectl(t, csrManifest("mallory", "mallory", nil, certificatesv1.KubeAPIServerClientSignerName, ""), "apply", "-f", "-")
@@ -260,7 +267,7 @@ spec:
 			"spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 600 seconds (10 minutes)"},
 		{csrManifest("nosigner", "x", nil, "nodomain", ""), "spec.signerName: Invalid value: \"nodomain\": must be a fully qualified domain and path of the form 'example.com/signer-name'"},
 		{csrManifest("root", "root", []string{"system:masters"}, certificatesv1.KubeAPIServerClientSignerName, ""),
-			"use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"},
+			`certificatesigningrequests.certificates.k8s.io "root" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed`},
 		{`apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata: {name: garbage}
@@ -270,5 +277,118 @@ spec: {request: Zm9v, signerName: example.com/x, usages: [client auth, client au
 		if out, err := c.kubectl(t, tc.manifest, "create", "-f", "-"); err == nil || !strings.Contains(out, tc.want) {
 			t.Errorf("want refusal %q, got %v:\n%s", tc.want, err, out)
 		}
+	}
+}
+
+// TestCSRAdmission: kube-apiserver's CertificateApproval and CertificateSigning admission
+// with the real kubectl, as a user whom RBAC lets update the approval and status
+// subresources: approving needs `approve` on the signer (or its domain/*), issuing a
+// certificate needs `sign` on it.
+func TestCSRAdmission(t *testing.T) {
+	c := startCluster(t)
+	const widgets = "example.com/widgets" // a signer no controller of miniapi handles
+	c.mustKubectl(t, csrManifest(t, "alpha", "alpha", nil, widgets, ""), "create", "-f", "-")
+	c.mustKubectl(t, csrManifest(t, "beta", "beta", nil, certificatesv1.KubeAPIServerClientSignerName, ""), "create", "-f", "-")
+	c.mustKubectl(t, "", "create", "clusterrole", "csr-handler", "--verb=get,list,watch", "--resource=certificatesigningrequests")
+	c.mustKubectl(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: csr-subresources}
+rules:
+- apiGroups: [certificates.k8s.io]
+  resources: [certificatesigningrequests/approval, certificatesigningrequests/status]
+  verbs: [get, update, patch]
+`, "apply", "-f", "-")
+	c.mustKubectl(t, "", "create", "clusterrolebinding", "cora-csr", "--clusterrole=csr-handler", "--user=cora")
+	c.mustKubectl(t, "", "create", "clusterrolebinding", "cora-csr-subresources", "--clusterrole=csr-subresources", "--user=cora")
+
+	refused := func(want string, args ...string) {
+		t.Helper()
+		out, err := c.kubectl(t, "", append([]string{"--as=cora"}, args...)...)
+		if err == nil || !strings.Contains(out, "Error from server (Forbidden): "+want) {
+			t.Errorf("kubectl --as=cora %s: %v\n%s\nwant Forbidden: %s", strings.Join(args, " "), err, out, want)
+		}
+	}
+	refused(`certificatesigningrequests.certificates.k8s.io "alpha" is forbidden: user not permitted to approve requests with signerName "example.com/widgets"`,
+		"certificate", "approve", "alpha")
+	refused(`certificatesigningrequests.certificates.k8s.io "alpha" is forbidden: user not permitted to approve requests with signerName "example.com/widgets"`,
+		"certificate", "deny", "alpha")
+
+	// approve on every signer of example.com, as kube-apiserver's domain/* wildcard.
+	signerRole := func(name, verb, signer string) string {
+		return fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: %s}
+rules:
+- {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [%q], verbs: [%s]}
+`, name, signer, verb)
+	}
+	c.mustKubectl(t, signerRole("widget-approver", "approve", "example.com/*"), "apply", "-f", "-")
+	c.mustKubectl(t, "", "create", "clusterrolebinding", "cora-widget-approver", "--clusterrole=widget-approver", "--user=cora")
+	// (RBAC's caches follow the new binding within moments.)
+	if out := eventually(t, c, "--as=cora", "certificate", "approve", "alpha"); !strings.Contains(out, "certificatesigningrequest.certificates.k8s.io/alpha approved") {
+		t.Errorf("approve with approve on example.com/*: %s", out)
+	}
+	refused(`certificatesigningrequests.certificates.k8s.io "beta" is forbidden: user not permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"`,
+		"certificate", "approve", "beta")
+
+	certPEM, _, err := certutil.GenerateSelfSignedCertKey("alpha", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := fmt.Sprintf(`{"status":{"certificate":%q}}`, base64.StdEncoding.EncodeToString(certPEM))
+	// Conditions alone (a signer's Failed) need no sign permission.
+	c.mustKubectl(t, "", "--as=cora", "patch", "csr", "alpha", "--subresource=status", "--type=merge",
+		"-p", `{"status":{"conditions":[{"type":"Approved","status":"True","reason":"x"},{"type":"Progressing","status":"True"}]}}`)
+	refused(`certificatesigningrequests.certificates.k8s.io "alpha" is forbidden: user not permitted to sign requests with signerName "example.com/widgets"`,
+		"patch", "csr", "alpha", "--subresource=status", "--type=merge", "-p", sign)
+	c.mustKubectl(t, signerRole("widget-signer", "sign", widgets), "apply", "-f", "-")
+	c.mustKubectl(t, "", "create", "clusterrolebinding", "cora-widget-signer", "--clusterrole=widget-signer", "--user=cora")
+	eventually(t, c, "--as=cora", "patch", "csr", "alpha", "--subresource=status", "--type=merge", "-p", sign)
+	if out := c.mustKubectl(t, "", "get", "csr", "alpha"); !regexpLine(out, `alpha\s.*Approved,Issued`) {
+		t.Errorf("after cora signed:\n%s", out)
+	}
+	// The admin (system:masters) approves anything, and the controllers still issue.
+	c.mustKubectl(t, "", "certificate", "approve", "beta")
+	waitFor(t, "beta issued by csrsigning", func() bool {
+		return regexpLine(c.mustKubectl(t, "", "get", "csr", "beta"), `beta\s.*Approved,Issued`)
+	})
+}
+
+// eventually runs kubectl until it succeeds (for at most 30 s) and returns its output.
+func eventually(t *testing.T, c *cluster, args ...string) string {
+	t.Helper()
+	var out string
+	waitFor(t, "kubectl "+strings.Join(args, " "), func() bool {
+		var err error
+		out, err = c.kubectl(t, "", args...)
+		return err == nil
+	})
+	return out
+}
+
+// TestTokenCleaner: miniapi's tokencleaner deletes bootstrap tokens once expired (made
+// with docs/security.md's kubectl recipe), when they fall due, and nothing else.
+func TestTokenCleaner(t *testing.T) {
+	c := startCluster(t)
+	rfc := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
+	createBootstrapToken(t, c, "expird", "0123456789abcdef", rfc(-time.Minute))
+	createBootstrapToken(t, c, "soonxx", "0123456789abcdef", rfc(10*time.Second))
+	createBootstrapToken(t, c, "laterx", "0123456789abcdef", rfc(time.Hour))
+	// An ordinary Secret with an expiration key is no bootstrap token.
+	c.mustKubectl(t, "", "-n", "kube-system", "create", "secret", "generic", "bootstrap-token-opaque", "--from-literal", "expiration="+rfc(-time.Hour))
+	present := func(name string) bool {
+		out, err := c.kubectl(t, "", "-n", "kube-system", "get", "secret", name, "-o", "name")
+		if err != nil && !strings.Contains(out, "NotFound") {
+			t.Fatalf("get secret %s: %v %s", name, err, out)
+		}
+		return err == nil
+	}
+	waitFor(t, "the expired token deleted", func() bool { return !present("bootstrap-token-expird") })
+	if !present("bootstrap-token-soonxx") {
+		t.Errorf("a token expiring in seconds was deleted before it expired")
+	}
+	waitFor(t, "the token that just expired deleted", func() bool { return !present("bootstrap-token-soonxx") })
+	if !present("bootstrap-token-laterx") || !present("bootstrap-token-opaque") {
+		t.Errorf("an unexpired token or an ordinary Secret was deleted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/csrapproving"
 	"github.com/minik8s/minik8s/pkg/control/controllers/csrcleaner"
 	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
+	"github.com/minik8s/minik8s/pkg/control/controllers/tokencleaner"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"log/slog"
 	"slices"
@@ -115,6 +116,7 @@ var controllers = []controller{
 	{"csrapproving", startCSRApproving},
 	{"csrsigning", startCSRSigning},
 	{"csrcleaner", startCSRCleaner},
+	{"tokencleaner", startTokenCleaner},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -471,5 +473,17 @@ func startCSRSigning(ctx context.Context, c *ControllerContext) error {
 
 func startCSRCleaner(ctx context.Context, c *ControllerContext) error {
 	go csrcleaner.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrcleaner.Name)).Run(ctx)
+	return nil
+}
+
+// startTokenCleaner deletes expired bootstrap tokens. kube-controller-manager leaves it
+// off unless --controllers names it; kubeadm, whose bootstrap tokens miniapi serves,
+// always turns it on, and so does miniapi's default.
+func startTokenCleaner(ctx context.Context, c *ControllerContext) error {
+	tc, err := tokencleaner.New(c.Client, c.Log.With("component", tokencleaner.Name))
+	if err != nil {
+		return err
+	}
+	go tc.Run(ctx)
 	return nil
 }

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/minik8s/minik8s/pkg/control/admission/certificates"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -97,6 +99,11 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 	}
 	if authz.Escalation != nil {
 		srv.SetWriteGuard(authz.Escalation.Check)
+	}
+	// kube-apiserver's CSR plugins (CertificateApproval, CertificateSigning,
+	// CertificateSubjectRestriction) ask the authorizer, made only now.
+	for _, p := range []generic.ValidatingAdmission{certificates.Approval{Authorizer: authz}, certificates.Signing{Authorizer: authz}, certificates.SubjectRestriction{}} {
+		srv.AddValidatingAdmission(p)
 	}
 	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules},
 		bootstrap: auth.NewBootstrapTokens(privileged)}

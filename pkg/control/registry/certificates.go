@@ -45,8 +45,7 @@ var csrRules = Rules{
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		csr := obj.(*certificatesv1.CertificateSigningRequest)
-		errs := validateCSR(csr, csrValidationOptions(csr, nil))
-		return append(errs, validateSubjectRestriction(csr)...)
+		return validateCSR(csr, csrValidationOptions(csr, nil))
 	},
 	PrepareUpdate: func(obj, old runtime.Object) {
 		csr, o := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
@@ -165,26 +164,6 @@ func stampConditions(csr, old *certificatesv1.CertificateSigningRequest) {
 			}
 		}
 	}
-}
-
-// validateSubjectRestriction refuses a kube-apiserver-client request for system:masters,
-// as kube-apiserver's CertificateSubjectRestriction admission does: approving it by
-// mistake would mint a cluster-admin.
-func validateSubjectRestriction(csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
-		return nil
-	}
-	req, err := ParseCSR(csr.Spec.Request)
-	if err != nil {
-		return nil // reported by validateCSR
-	}
-	for _, g := range req.Subject.Organization {
-		if g == user.SystemPrivilegedGroup {
-			return field.ErrorList{field.Forbidden(field.NewPath("spec", "signerName"),
-				fmt.Sprintf("use of %s signer with %s group is not allowed", csr.Spec.SignerName, user.SystemPrivilegedGroup))}
-		}
-	}
-	return nil
 }
 
 // ParseCSR decodes a PEM CERTIFICATE REQUEST, as Kubernetes' certificates helper does.

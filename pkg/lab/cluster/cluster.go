@@ -183,16 +183,15 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			return err
 		}
 		// The node API's certificate (kubectl logs reaches minilet through miniapi).
-		cert, key, caFile, err := ca.WriteServing(filepath.Join(l.StateDir, n.Name+"-pki"), "minilet", []string{n.IP, n.Name})
+		nodeAPI, err := nodeAPIFlags(l, n, ca, o.Join)
 		if err != nil {
 			return err
 		}
-		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: append(append([]string{
-			filepath.Join(o.BinDir, "minilet")}, credentials...),
+		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: append(append(append([]string{
+			filepath.Join(o.BinDir, "minilet")}, credentials...), nodeAPI...),
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
-			"--tls-cert-file", cert, "--tls-private-key-file", key, "--client-ca-file", caFile,
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
@@ -221,6 +220,15 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	}
 	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
 		return err
+	}
+	if o.Join == JoinToken {
+		step(o.Progress, "approving the nodes' kubelet-serving CSRs as the cluster admin (kubectl certificate approve)")
+		if err := waitFor(ctx, "each node's serving certificate", func() bool {
+			issued, err := ApproveServingCSRs(ctx, l)
+			return err == nil && issued == len(l.Nodes)
+		}); err != nil {
+			return err
+		}
 	}
 	if err := deployStorage(ctx, l, o.Progress); err != nil {
 		return err
