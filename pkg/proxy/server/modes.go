@@ -32,6 +32,9 @@ type syncResult struct {
 type proxier interface {
 	Sync(context.Context) (syncResult, error)
 	ForceFull()
+	// Changed is told every Service and EndpointSlice event (old and new object of an
+	// update) before the sync it asks for.
+	Changed(obj any)
 }
 
 func newProxier(o Options, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, log *slog.Logger) (proxier, error) {
@@ -94,6 +97,9 @@ func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
 }
 
 type ipvsMode struct{ *ipvs.Proxier }
+
+// Changed: the IPVS proxier finds what changed itself, comparing the objects it reads.
+func (ipvsMode) Changed(any) {}
 
 func (m ipvsMode) Sync(ctx context.Context) (syncResult, error) {
 	res, err := m.Proxier.Sync(ctx)

@@ -174,8 +174,11 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		log.Debug("synced proxy rules", append([]any{"full", res.full, "duration", res.duration}, res.log...)...)
 	}
 	r := runner.New(syncRules, o.MinSyncPeriod, o.SyncPeriod)
-	changed := func(counter prometheus.Counter) func(any) {
-		return func(any) {
+	changed := func(counter prometheus.Counter) func(...any) {
+		return func(objs ...any) {
+			for _, obj := range objs { // before the sync is asked for, so it reads them
+				proxier.Changed(obj)
+			}
 			counter.Inc()
 			mu.Lock()
 			if pendingSince.IsZero() {
@@ -195,7 +198,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	}{{services.Informer(), m.serviceChanges}, {slices.Informer(), m.endpointChanges}} {
 		on := changed(inf.counter)
 		if _, err := inf.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: on, DeleteFunc: on, UpdateFunc: func(_, obj any) { on(obj) },
+			AddFunc: func(obj any) { on(obj) }, DeleteFunc: func(obj any) { on(obj) }, UpdateFunc: func(old, obj any) { on(old, obj) },
 		}); err != nil {
 			return err
 		}
