@@ -150,6 +150,11 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		if res.full {
 			lastFull = time.Now()
 			m.fullDuration.Observe(res.duration.Seconds())
+			// A full sync is the peak: it lays out every rule, and the first one follows the
+			// informers' first lists, held whole until trimmed. Give that back now (one
+			// collection per sync period) instead of keeping it as heap that the partial
+			// syncs between two full ones never need.
+			debug.FreeOSMemory()
 		} else {
 			m.partialDuration.Observe(res.duration.Seconds())
 		}
@@ -161,13 +166,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
-		firstOnce.Do(func() {
-			close(firstSync)
-			// Starting is the peak: the informers' first lists hold every object whole
-			// until it is trimmed, and the first sync lays out every rule. Give that back
-			// now instead of keeping it as heap the steady state never needs again.
-			debug.FreeOSMemory()
-		})
+		firstOnce.Do(func() { close(firstSync) })
 		if o.Ready != nil {
 			readyOnce.Do(o.Ready)
 		}
