@@ -14,7 +14,7 @@ import (
 func TestTrimKeepsWhatTheProxyReads(t *testing.T) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", ResourceVersion: "7", UID: "u", Labels: map[string]string{"app": "web"},
-			Annotations: map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: "10.0.0.0/8", "other": "x"},
+			Annotations:   map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: "10.0.0.0/8", "other": "x"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.9", ClusterIPs: []string{"10.96.0.9"},
 			Selector: map[string]string{"app": "web"}, ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
