@@ -138,7 +138,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		since := pendingSince
 		pendingSince = time.Time{}
 		mu.Unlock()
-		if time.Since(lastFull) >= o.SyncPeriod {
+		if time.Since(lastFull) >= fullSyncPeriod(o) {
 			proxier.ForceFull()
 		}
 		res, err := proxier.Sync(ctx)
