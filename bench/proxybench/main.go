@@ -192,18 +192,40 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	}
 
 	fmt.Printf("\none endpoint change at %d services (partial sync), %d times:\n", n, changes)
-	for i := range changes {
-		w.replaceEndpoint(i * (n / max(changes, 1)))
+	change := func(i, gen int) (iptables.SyncResult, error) {
+		p.Changed(w.setEndpoint(i, gen)) // what the informer's event tells miniproxy
 		res, err := sync()
+		if err == nil && res.Full {
+			err = fmt.Errorf("change of service %d: the sync was a full one", i)
+		}
+		return res, err
+	}
+	for i := range changes {
+		res, err := change(i*(n/max(changes, 1)), i+1)
 		if err != nil {
 			return err
-		}
-		if res.Full {
-			return fmt.Errorf("change %d: the sync was a full one", i)
 		}
 		fmt.Printf("  %v (CPU %v + %v; restore wall %v; %d chains, %d lines, %d bytes)\n", ms(res.Duration), ms(selfCPU),
 			ms(res.RestoreCPU), ms(res.RestoreDuration), res.ChainsWritten, res.RestoreLines, res.RestoreBytes)
 	}
+	// The floor of a change: the very input the proxier wrote for one, captured, the change
+	// undone, and the input restored again without the proxier.
+	var input []byte
+	err = capturingRestore(func() error {
+		_, err := change(n-1, changes+1)
+		return err
+	}, &input)
+	if err != nil {
+		return err
+	}
+	if _, err := change(n-1, 0); err != nil {
+		return err
+	}
+	floor, err := timeRestore(ns, input, "--noflush")
+	if err != nil {
+		return fmt.Errorf("restore of a change's input: %w", err)
+	}
+	fmt.Printf("  floor: the input of one such change (%d bytes) restored again without the proxier: %v\n", len(input), floor)
 	p.ForceFull()
 	full, err := sync()
 	if err != nil {
@@ -293,7 +315,6 @@ type world struct {
 	svcIdx, sliceIdx cache.Indexer
 	services         corelisters.ServiceLister
 	slices           discoverylisters.EndpointSliceLister
-	gen              int
 }
 
 func newWorld(n int) *world {
@@ -309,10 +330,40 @@ func newWorld(n int) *world {
 	return w
 }
 
-// replaceEndpoint gives service i a new second endpoint, as a rolling update would.
-func (w *world) replaceEndpoint(i int) {
-	w.gen++
-	_ = w.sliceIdx.Update(slice(i, w.gen))
+// setEndpoint gives service i the second endpoint of generation gen (0: the first one), as
+// a rolling update would, and returns its new slice.
+func (w *world) setEndpoint(i, gen int) *discoveryv1.EndpointSlice {
+	s := slice(i, gen)
+	_ = w.sliceIdx.Update(s)
+	return s
+}
+
+// capturingRestore runs fn with iptables-restore behind a wrapper that keeps its input in
+// *input.
+func capturingRestore(fn func() error, input *[]byte) error {
+	dir, err := os.MkdirTemp("", "proxybench-restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	real, err := exec.LookPath("iptables-restore")
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(dir, "input")
+	script := "#!/bin/sh\ntee " + file + " | exec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "iptables-restore"), []byte(script), 0o755); err != nil {
+		return err
+	}
+	path := os.Getenv("PATH")
+	os.Setenv("PATH", dir+":"+path)
+	err = fn()
+	os.Setenv("PATH", path)
+	if err != nil {
+		return err
+	}
+	*input, err = os.ReadFile(file)
+	return err
 }
 
 func clusterIP(i int) string { return fmt.Sprintf("10.96.%d.%d", i/250, i%250+1) }

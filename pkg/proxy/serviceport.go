@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -84,6 +85,9 @@ type Snapshotter struct {
 	Slices   discoverylisters.EndpointSliceLister
 	NodeName string
 	last     map[nsName]snapshotEntry
+
+	mu    sync.Mutex
+	marks map[nsName][]string // Services marked since the last Snapshot or Changes: slice names the events gave
 }
 
 type nsName struct{ namespace, name string }
@@ -98,6 +102,7 @@ type snapshotEntry struct {
 // ports, sorted by name. The ports' endpoint lists may be shared with earlier snapshots:
 // read them, do not change them.
 func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
+	sn.takeMarks() // all of it is read now
 	svcs, err := sn.Services.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -118,20 +123,15 @@ func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 	next := make(map[nsName]snapshotEntry, len(svcs))
 	out := make([]ServicePort, 0, len(svcs))
 	for _, svc := range svcs {
-		if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
+		if !proxied(svc) {
 			continue
 		}
 		k := nsName{svc.Namespace, svc.Name}
 		list := byService[k]
-		if len(list) > 1 {
-			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-		}
+		sortSlices(list)
 		e, ok := sn.last[k]
 		if !ok || e.svc != svc || !sameObjects(e.slices, list) {
-			e = snapshotEntry{svc: svc, slices: list, ports: make([]ServicePort, 0, len(svc.Spec.Ports))}
-			for i := range svc.Spec.Ports {
-				e.ports = append(e.ports, servicePort(svc, &svc.Spec.Ports[i], list, sn.NodeName))
-			}
+			e = sn.entry(svc, list)
 		}
 		next[k] = e
 		out = append(out, e.ports...)
@@ -144,6 +144,26 @@ func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 		return out[i].Protocol < out[j].Protocol
 	})
 	return out, nil
+}
+
+// proxied: a Service with a cluster IP (not headless, not ExternalName) has rules.
+func proxied(svc *corev1.Service) bool {
+	return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != ""
+}
+
+// entry reads svc's service ports from its slices (sorted by name).
+func (sn *Snapshotter) entry(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) snapshotEntry {
+	e := snapshotEntry{svc: svc, slices: slices, ports: make([]ServicePort, 0, len(svc.Spec.Ports))}
+	for i := range svc.Spec.Ports {
+		e.ports = append(e.ports, servicePort(svc, &svc.Spec.Ports[i], slices, sn.NodeName))
+	}
+	return e
+}
+
+func sortSlices(list []*discoveryv1.EndpointSlice) {
+	if len(list) > 1 {
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	}
 }
 
 func sameObjects(a, b []*discoveryv1.EndpointSlice) bool {

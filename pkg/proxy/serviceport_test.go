@@ -61,3 +61,74 @@ func TestSnapshotterReusesUnchangedServices(t *testing.T) {
 		t.Errorf("after deleting a: %+v", third)
 	}
 }
+
+func TestSnapshotterChangesReadsOnlyMarkedServices(t *testing.T) {
+	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	svc := func(name, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	}
+	slice := func(svcName, ip string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-x", Namespace: "ns",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}}}}
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		_ = svcIdx.Add(svc(n, "10.96.0.1"))
+		_ = sliceIdx.Add(slice(n, "10.244.0.1"))
+	}
+	{
+		sn := &Snapshotter{Services: corelisters.NewServiceLister(svcIdx), Slices: discoverylisters.NewEndpointSliceLister(sliceIdx)}
+		if _, err := sn.Changes(); err == nil {
+			t.Errorf("changes before any snapshot: no error")
+		}
+		if _, err := sn.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		b := slice("b", "10.244.0.9")
+		_ = sliceIdx.Update(b)
+		sn.Mark(b)
+		sn.Mark(svc("a", "")) // marked but the same object: no change
+		_ = svcIdx.Delete(svc("c", ""))
+		sn.Mark(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: svc("c", "")})
+		changes, err := sn.Changes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]Change{}
+		for _, c := range changes {
+			for _, p := range append(c.Before, c.After...) {
+				got[p.Name] = c
+			}
+		}
+		if len(changes) != 2 || got["ns/b:http"].After[0].Endpoints[0].IP != "10.244.0.9" || got["ns/b:http"].Before[0].Endpoints[0].IP != "10.244.0.1" ||
+			len(got["ns/c:http"].After) != 0 || len(got["ns/c:http"].Before) != 1 {
+			t.Errorf("changes %+v: want b's endpoint replaced and c gone", changes)
+		}
+		if again, _ := sn.Changes(); len(again) != 0 {
+			t.Errorf("changes again without marks: %+v", again)
+		}
+		// A second slice for b, and c back with its slice still there: both read.
+		b2 := slice("b", "10.244.0.7")
+		b2.Name = "b-y"
+		_ = sliceIdx.Add(b2)
+		sn.Mark(b2)
+		_ = svcIdx.Add(svc("c", "10.96.0.1"))
+		sn.Mark(svc("c", ""))
+		changes, err = sn.Changes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(changes) != 2 {
+			t.Fatalf("changes %+v: want b and c", changes)
+		}
+		for _, c := range changes {
+			if n := len(c.After[0].Endpoints); c.After[0].Name == "ns/b:http" && n != 2 || c.After[0].Name == "ns/c:http" && n != 1 {
+				t.Errorf("%s has %d endpoints: %+v", c.After[0].Name, n, c.After[0].Endpoints)
+			}
+		}
+	}
+}

@@ -17,30 +17,34 @@ import (
 func Trim(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Service:
-		lean := &corev1.Service{ObjectMeta: leanMeta(o.ObjectMeta, nil), Spec: corev1.ServiceSpec{
-			Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, Ports: make([]corev1.ServicePort, len(o.Spec.Ports)),
+		// In place (client-go lets a transform change the object it is given): a trimmed
+		// copy beside the decoded object would leave the heap's spans half full of the
+		// dropped originals, which RSS keeps (BenchmarkInformerCache's spans figure).
+		var annotations map[string]string
+		if r, ok := o.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]; ok {
+			annotations = map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: r}
+		}
+		o.ObjectMeta = leanMeta(o.ObjectMeta, nil)
+		o.Annotations = annotations
+		for i, p := range o.Spec.Ports {
+			o.Spec.Ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort}
+		}
+		o.Spec = corev1.ServiceSpec{Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, Ports: o.Spec.Ports,
 			ExternalIPs: o.Spec.ExternalIPs, SessionAffinity: o.Spec.SessionAffinity, SessionAffinityConfig: o.Spec.SessionAffinityConfig,
 			LoadBalancerSourceRanges: o.Spec.LoadBalancerSourceRanges,
-			ExternalTrafficPolicy:    o.Spec.ExternalTrafficPolicy, InternalTrafficPolicy: o.Spec.InternalTrafficPolicy},
-			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer}}
-		for i, p := range o.Spec.Ports {
-			lean.Spec.Ports[i] = corev1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort}
-		}
-		if r, ok := o.Annotations[corev1.AnnotationLoadBalancerSourceRangesKey]; ok {
-			lean.Annotations = map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: r}
-		}
-		return lean, nil
+			ExternalTrafficPolicy:    o.Spec.ExternalTrafficPolicy, InternalTrafficPolicy: o.Spec.InternalTrafficPolicy}
+		o.Status = corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer}
+		return o, nil
 	case *discoveryv1.EndpointSlice:
 		var labels map[string]string
 		if name, ok := o.Labels[discoveryv1.LabelServiceName]; ok {
 			labels = map[string]string{discoveryv1.LabelServiceName: name}
 		}
-		lean := &discoveryv1.EndpointSlice{ObjectMeta: leanMeta(o.ObjectMeta, labels), AddressType: o.AddressType,
-			Ports: o.Ports, Endpoints: make([]discoveryv1.Endpoint, len(o.Endpoints))}
+		o.ObjectMeta = leanMeta(o.ObjectMeta, labels)
 		for i, ep := range o.Endpoints {
-			lean.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(len(ep.Addresses), 1)], Conditions: ep.Conditions, NodeName: ep.NodeName}
+			o.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(len(ep.Addresses), 1)], Conditions: ep.Conditions, NodeName: ep.NodeName}
 		}
-		return lean, nil
+		return o, nil
 	}
 	return obj, nil
 }

@@ -34,8 +34,8 @@ func BenchmarkBuildRules(b *testing.B) {
 	}
 }
 
-// BenchmarkPartialLayout is the Go side of a partial sync at 10 000 services: the snapshot
-// from listers, the layout reusing unchanged ports, and the plan of what to write.
+// BenchmarkPartialLayout is the Go side of a partial sync at 10 000 services: reading the
+// one Service an event named, and laying out what to write.
 func BenchmarkPartialLayout(b *testing.B) {
 	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -57,16 +57,21 @@ func BenchmarkPartialLayout(b *testing.B) {
 	ports, _ := snap.Snapshot()
 	bld.build(ports)
 	b.ReportAllocs()
+	gen := 0
 	for b.Loop() {
-		ports, err := snap.Snapshot()
-		if err != nil {
-			b.Fatal(err)
+		// One Service's second endpoint moves, and the informer says so.
+		gen++
+		s, _, _ := sliceIdx.GetByKey("bench/svc-05000-x")
+		moved := s.(*discoveryv1.EndpointSlice).DeepCopy()
+		moved.Endpoints[1].Addresses = []string{fmt.Sprintf("10.246.%d.%d", gen/250%256, gen%250+1)}
+		_ = sliceIdx.Update(moved)
+		snap.Mark(moved)
+		changes, err := snap.Changes()
+		if err != nil || len(changes) != 1 {
+			b.Fatal(changes, err)
 		}
-		rs := bld.build(ports)
-		for _, t := range []*table{rs.filter, rs.nat} {
-			for _, c := range t.order {
-				t.sum(c)
-			}
+		if rs, _ := bld.update(changes); len(rs.nat.order) != 2 {
+			b.Fatalf("wrote %v, want the service's chain and the new endpoint's", rs.nat.order)
 		}
 	}
 }

@@ -68,32 +68,36 @@ type SyncResult struct {
 
 // Proxier keeps the kernel's rules equal to the Services and EndpointSlices it reads.
 type Proxier struct {
-	cfg      Config
-	services corelisters.ServiceLister
-	slices   discoverylisters.EndpointSliceLister
-	nodeName string
-	log      *slog.Logger
-	ipt      *goipt.IPTables
+	cfg Config
+	log *slog.Logger
+	ipt *goipt.IPTables
 
 	// wholeCache: iptables-restore is nft-backed (see tablePlan.writeTo).
 	wholeCache bool
 
 	mu       sync.Mutex
-	written  [2]map[string]uint64 // filter, nat: every chain of ours -> hash of its rules as last written
 	needFull bool
 	builder  *builder           // remembers the last layout, so a partial sync lays out only changes
-	snap     *proxy.Snapshotter // remembers the last snapshot, so it re-reads only changed Services
+	snap     *proxy.Snapshotter // remembers the last snapshot and is told what changed
 }
 
-// New makes a proxier; the first Sync is a full one.
+// New makes a proxier; the first Sync is a full one. Feed it the informers' events
+// (Changed): partial syncs read only the Services they name.
 func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string, log *slog.Logger) (*Proxier, error) {
 	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
 	if err != nil {
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
 	}
-	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipt: ipt,
-		wholeCache: nftBacked(), written: [2]map[string]uint64{{}, {}}, needFull: true}, nil
+	return &Proxier{cfg: cfg, log: log, ipt: ipt,
+		wholeCache: nftBacked(), needFull: true,
+		snap: &proxy.Snapshotter{Services: services, Slices: slices, NodeName: nodeName}}, nil
 }
+
+// Changed notes the Service (or EndpointSlice, or a deleted one's tombstone) an informer
+// event is about (for an update, call it with the old and the new object): a partial sync
+// reads again only the Services so named, as kube-proxy's change trackers. Call it before
+// asking for the sync the event needs.
+func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
 func nftBacked() bool {
@@ -108,43 +112,75 @@ func (p *Proxier) ForceFull() {
 	p.mu.Unlock()
 }
 
-// Sync writes the rules: everything on a full sync, otherwise only the chains that changed
-// (kube-proxy's partial sync, KEP-3453); a failed partial sync is retried in full.
+// Sync writes the rules: everything on a full sync; otherwise only the chains of the
+// Services that changed since the last sync, and the top-level chains whose lines changed
+// (kube-proxy's partial sync, KEP-3453). A failed partial sync is retried in full.
 func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := time.Now()
-	if p.needFull { // the first sync too
-		// A full sync reads and lays out everything anew, trusting no memory of earlier ones.
-		p.snap = &proxy.Snapshotter{Services: p.services, Slices: p.slices, NodeName: p.nodeName}
-		p.builder = &builder{cfg: p.cfg}
+	if !p.needFull && p.snap.Ready() {
+		res, err := p.partial(ctx, start)
+		if err == nil {
+			return res, nil
+		}
+		p.log.Warn("partial sync failed (the canary chain is gone when someone flushed the tables), doing a full one", "err", err)
 	}
+	p.needFull = true
+	// A full sync reads and lays out everything anew, trusting no memory of earlier ones.
+	p.snap.Forget()
+	p.builder = &builder{cfg: p.cfg}
 	ports, err := p.snap.Snapshot()
 	if err != nil {
 		return SyncResult{}, err
 	}
 	rs := p.builder.build(ports)
 	built := time.Since(start)
-	res, err := p.write(ctx, rs, p.needFull)
-	if err != nil && !res.Full {
-		p.log.Warn("partial sync failed (the canary chain is gone when someone flushed the tables), doing a full one", "err", err)
-		p.builder = &builder{cfg: p.cfg}
-		res, err = p.write(ctx, p.builder.build(ports), true)
-	}
+	res, err := p.write(ctx, rs, [2][]string{}, true)
 	if err != nil {
-		p.needFull = true
 		return res, err
 	}
 	p.needFull = false
+	p.cleanConntrack(ports)
+	return p.finish(res, start, built), nil
+}
+
+// partial writes the changes the informers named since the last sync.
+func (p *Proxier) partial(ctx context.Context, start time.Time) (SyncResult, error) {
+	changes, err := p.snap.Changes()
+	if err != nil {
+		return SyncResult{}, err
+	}
+	rs, stale := p.builder.update(changes)
+	built := time.Since(start)
+	res, err := p.write(ctx, rs, stale, false)
+	if err != nil {
+		return res, err
+	}
+	var ports []proxy.ServicePort
+	for _, c := range changes {
+		ports = append(ports, c.After...)
+	}
+	p.cleanConntrack(ports)
+	return p.finish(res, start, built), nil
+}
+
+// cleanConntrack deletes the stale UDP flows of ports (those a sync changed; all of them
+// after a full sync), as kube-proxy does.
+func (p *Proxier) cleanConntrack(ports []proxy.ServicePort) {
 	if n, err := conntrack.CleanStaleUDP(ports); err != nil {
 		p.log.Warn("conntrack cleanup failed", "err", err)
 	} else if n > 0 {
 		p.log.Debug("deleted stale UDP conntrack entries", "entries", n)
 	}
-	res.ServicePorts = len(ports)
+}
+
+func (p *Proxier) finish(res SyncResult, start time.Time, built time.Duration) SyncResult {
+	res.FilterRules, res.NATRules = p.builder.totalRules(0), p.builder.totalRules(1)
+	res.ServicePorts = len(p.builder.ports)
 	res.BuildDuration = built
 	res.Duration = time.Since(start)
-	return res, nil
+	return res
 }
 
 // ensureBase makes the canary, our top-level chains and the jumps into them from the
@@ -234,26 +270,17 @@ func readTables(ctx context.Context) (map[string]*savedTable, error) {
 }
 
 // write builds the iptables-restore input and runs it once. A full write declares (and so
-// flushes and refills) every chain of ours; a partial one only the chains whose rules differ
-// from what was last written, so unchanged chains keep their packet counters and an
-// endpoint change costs a few chains, not the whole table.
-func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult, error) {
-	res := SyncResult{Full: full, FilterRules: rs.filter.rules(), NATRules: rs.nat.rules()}
+// flushes and refills) every chain of ours and deletes the per-service chains the kernel
+// holds that are not wanted; a partial one writes the chains rs holds (those that changed)
+// and deletes stale, so unchanged chains keep their packet counters and an endpoint change
+// costs a few chains, not the whole table.
+func (p *Proxier) write(ctx context.Context, rs ruleSet, stale [2][]string, full bool) (SyncResult, error) {
+	res := SyncResult{Full: full}
 	tables := [2]*table{rs.filter, rs.nat}
 	var plan [2]tablePlan
 	for i, t := range tables {
-		plan[i].t = t
-		for _, c := range t.order {
-			if prev, ok := p.written[i][c]; full || !ok || prev != t.sum(c) {
-				if t.chains[c].reused {
-					// Reused from the last layout yet not what the kernel got: lay out anew.
-					return res, fmt.Errorf("chain %s/%s differs from the last write but was not laid out again", t.name, c)
-				}
-				plan[i].write = append(plan[i].write, c)
-			}
-		}
+		plan[i] = tablePlan{t: t, write: t.order, stale: stale[i]}
 	}
-	// Stale per-service chains: in the kernel (full) or last written (partial), not wanted now.
 	if full {
 		saved, err := readTables(ctx)
 		if err != nil {
@@ -264,12 +291,6 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult,
 		}
 		for c := range saved["nat"].chains {
 			if _, want := rs.nat.chains[c]; !want && serviceChain.MatchString(c) {
-				plan[1].stale = append(plan[1].stale, c)
-			}
-		}
-	} else {
-		for c := range p.written[1] {
-			if _, want := rs.nat.chains[c]; !want && strings.HasPrefix(c, "KUBE-") && serviceChain.MatchString(c) {
 				plan[1].stale = append(plan[1].stale, c)
 			}
 		}
@@ -310,21 +331,6 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, full bool) (SyncResult,
 	}
 	if err != nil {
 		return res, fmt.Errorf("iptables-restore: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	// What the kernel holds now, by chain: all of it after a full write, the changes after
-	// a partial one (no 30 000-entry map rebuilt per sync).
-	if full {
-		for i, t := range tables {
-			p.written[i] = make(map[string]uint64, len(t.order))
-		}
-	}
-	for i, tp := range plan {
-		for _, c := range tp.write {
-			p.written[i][c] = tp.t.sum(c)
-		}
-		for _, c := range tp.stale {
-			delete(p.written[i], c)
-		}
 	}
 	return res, nil
 }

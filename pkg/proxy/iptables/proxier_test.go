@@ -148,6 +148,7 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tellChanges(t, p, services.Informer(), slices.Informer())
 	factory.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
 	sync := func(wantFull bool) SyncResult {
@@ -271,6 +272,17 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 	}
 }
 
+// tellChanges tells p the informers' events, as miniproxy's server does.
+func tellChanges(t *testing.T, p *Proxier, informers ...cache.SharedIndexInformer) {
+	t.Helper()
+	for _, inf := range informers {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: p.Changed, DeleteFunc: p.Changed,
+			UpdateFunc: func(old, obj any) { p.Changed(old); p.Changed(obj) }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // hasCountedRule: a rule of chain has matched packets ([packets:bytes] with packets > 0).
 func hasCountedRule(save, chain string) bool {
 	for _, line := range strings.Split(save, "\n") {
@@ -333,6 +345,7 @@ func TestLoadBalancerSourceRangesAgainstTheKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tellChanges(t, p, services.Informer(), slices.Informer())
 	factory.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
 	sync := func() {

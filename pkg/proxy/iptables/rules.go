@@ -66,11 +66,10 @@ type table struct {
 type chainText struct {
 	text  []byte
 	rules int
-	// sum, once summed, is the hash of text; a chain reused from an earlier build keeps
-	// only its sum and rule count (text nil): it is unchanged, so a partial sync skips it.
+	// sum, once summed, is the hash of text: what a partial sync compares with the chain
+	// as last written.
 	sum    uint64
 	summed bool
-	reused bool
 }
 
 func newTable(name string, chains ...string) *table {
@@ -90,6 +89,14 @@ func (t *table) chain(c string) *chainText {
 		t.chains[c] = ct
 	}
 	return ct
+}
+
+// put adds chain c laid out elsewhere.
+func (t *table) put(c string, ct *chainText) {
+	if _, ok := t.chains[c]; !ok {
+		t.order = append(t.order, c)
+	}
+	t.chains[c] = ct
 }
 
 // add appends a rule to chain c; args are joined as iptables-restore reads them.

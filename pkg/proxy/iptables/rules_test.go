@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,35 +109,83 @@ func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
 	}
 }
 
-// A builder reusing its last layout gives the same tables as one laying out from scratch,
-// and lays out only the ports that changed.
-func TestBuilderReusesUnchangedPorts(t *testing.T) {
+// kernel is what the tables hold, chain by chain, after a builder's writes are applied.
+type kernel [2]map[string]string
+
+func (k kernel) apply(rs ruleSet, stale [2][]string) {
+	for ti, t := range [2]*table{rs.filter, rs.nat} {
+		if k[ti] == nil {
+			k[ti] = map[string]string{}
+		}
+		for _, c := range t.order {
+			k[ti][c] = string(t.chains[c].text)
+		}
+		for _, c := range stale[ti] {
+			delete(k[ti], c)
+		}
+	}
+}
+
+// An update writes only the chains that changed and deletes the stale ones, and what the
+// tables then hold is what a layout from scratch gives.
+func TestBuilderUpdatesOnlyChanges(t *testing.T) {
 	port := func(i int, ip string) proxy.ServicePort {
 		return proxy.ServicePort{Name: fmt.Sprintf("default/s%d:http", i), Protocol: corev1.ProtocolTCP, ClusterIP: fmt.Sprintf("10.96.0.%d", i+1), Port: 80,
 			NodePort: int32(30000 + i), Endpoints: []proxy.Endpoint{{IP: ip, Port: 8080, Ready: true, Serving: true}}}
 	}
 	ports := []proxy.ServicePort{port(0, "10.244.1.1"), port(1, "10.244.1.2"), port(2, "10.244.1.3")}
 	b := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
-	b.build(ports)
-	ports[1] = port(1, "10.244.9.9")
-	ports = ports[:2] // s2 deleted
-	got := b.build(ports)
-	want := buildRules(b.cfg, ports)
-	for _, tb := range [][2]*table{{got.filter, want.filter}, {got.nat, want.nat}} {
-		g, w := tb[0], tb[1]
-		if strings.Join(g.order, ",") != strings.Join(w.order, ",") {
-			t.Fatalf("%s chains %v, want %v", g.name, g.order, w.order)
+	k := kernel{}
+	k.apply(b.build(ports), [2][]string{})
+
+	// s1's endpoint replaced: its KUBE-SVC and both KUBE-SEP chains, nothing shared.
+	s1 := port(1, "10.244.9.9")
+	rs, stale := b.update([]proxy.Change{{Before: ports[1:2], After: []proxy.ServicePort{s1}}})
+	if want := []string{svcChain(&s1), sepChain(&s1, s1.Endpoints[0])}; strings.Join(rs.nat.order, ",") != strings.Join(want, ",") || len(rs.filter.order) != 0 {
+		t.Errorf("endpoint change writes nat %v filter %v, want nat %v", rs.nat.order, rs.filter.order, want)
+	}
+	if want := sepChain(&ports[1], ports[1].Endpoints[0]); len(stale[1]) != 1 || stale[1][0] != want {
+		t.Errorf("endpoint change deletes %v, want %s", stale, want)
+	}
+	k.apply(rs, stale)
+	ports[1] = s1
+
+	// s2 deleted, s3 added: their chains, and the top-level chains they had lines in.
+	s3 := port(3, "10.244.1.4")
+	rs, stale = b.update([]proxy.Change{{Before: ports[2:3]}, {After: []proxy.ServicePort{s3}}})
+	for _, c := range []string{kubeServices, kubeNodePorts, svcChain(&s3), extChain(&s3)} {
+		if _, ok := rs.nat.chains[c]; !ok {
+			t.Errorf("adding and deleting a service does not write nat %s (writes %v)", c, rs.nat.order)
 		}
-		for _, c := range w.order {
-			if g.sum(c) != w.sum(c) || g.chains[c].rules != w.chains[c].rules {
-				t.Errorf("%s chain %s differs from a fresh layout", g.name, c)
+	}
+	if _, ok := rs.nat.chains[svcChain(&ports[0])]; ok {
+		t.Errorf("unchanged %s written", svcChain(&ports[0]))
+	}
+	if !slices.Contains(stale[1], svcChain(&ports[2])) {
+		t.Errorf("deleted service's %s not deleted: %v", svcChain(&ports[2]), stale)
+	}
+	k.apply(rs, stale)
+	ports = []proxy.ServicePort{ports[0], ports[1], s3}
+
+	want := kernel{}
+	want.apply(buildRules(b.cfg, ports), [2][]string{})
+	for ti := range want {
+		for c, text := range want[ti] {
+			if k[ti][c] != text {
+				t.Errorf("table %d chain %s after updates:\n%s\nfrom scratch:\n%s", ti, c, k[ti][c], text)
+			}
+		}
+		for c := range k[ti] {
+			if _, ok := want[ti][c]; !ok {
+				t.Errorf("table %d: chain %s left after updates", ti, c)
 			}
 		}
 	}
-	if sep := sepChain(&ports[0], ports[0].Endpoints[0]); !got.nat.chains[sep].reused {
-		t.Errorf("unchanged port's chain %s was laid out again", sep)
+	if b.totalRules(1) != buildRulesCount(b.cfg, ports) {
+		t.Errorf("nat rules counted %d, a fresh layout has %d", b.totalRules(1), buildRulesCount(b.cfg, ports))
 	}
-	if sep := sepChain(&ports[1], ports[1].Endpoints[0]); got.nat.chains[sep].reused || len(got.nat.chains[sep].text) == 0 {
-		t.Errorf("changed port's chain %s was not laid out again", sep)
-	}
+}
+
+func buildRulesCount(cfg Config, ports []proxy.ServicePort) int {
+	return buildRules(cfg, ports).nat.rules()
 }

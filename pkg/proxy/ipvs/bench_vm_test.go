@@ -77,7 +77,7 @@ func TestIPVSBenchInVM(t *testing.T) {
 		p.ForceFull()
 		resync, err := p.Sync(ctx)
 		must(t, err)
-		changes := benchChanges(t, slices, n, 1, func() (time.Duration, string) {
+		changes := benchChanges(t, slices, n, 1, func(any) (time.Duration, string) {
 			res, err := p.Sync(ctx)
 			must(t, err)
 			if res.Full || res.IPVSCalls != 2 {
@@ -108,7 +108,8 @@ func TestIPVSBenchInVM(t *testing.T) {
 		ip.ForceFull()
 		iresync, err := ip.Sync(ctx)
 		must(t, err)
-		ichanges := benchChanges(t, slices, n, 6, func() (time.Duration, string) {
+		ichanges := benchChanges(t, slices, n, 6, func(changed any) (time.Duration, string) {
+			ip.Changed(changed) // what miniproxy's informer handlers tell it
 			res, err := ip.Sync(ctx)
 			must(t, err)
 			return res.Duration, fmt.Sprintf("full=%v, %d chains written", res.Full, res.ChainsWritten)
@@ -152,13 +153,14 @@ type changeResult struct {
 // benchChanges moves one endpoint of one Service five times, syncing after each; it returns
 // the median sync time. Generations first..first+4 must differ from earlier calls' on the
 // same slices, or nothing changes.
-func benchChanges(t *testing.T, slices cache.Indexer, n, first int, sync func() (time.Duration, string)) changeResult {
+func benchChanges(t *testing.T, slices cache.Indexer, n, first int, sync func(changed any) (time.Duration, string)) changeResult {
 	var ds []time.Duration
 	var detail string
 	for g := first; g < first+5; g++ {
 		i := (g * 7919) % n
-		must(t, slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, g)))
-		d, det := sync()
+		s := benchSlice(fmt.Sprintf("svc-%d", i), i, g)
+		must(t, slices.Update(s))
+		d, det := sync(s)
 		ds = append(ds, d)
 		detail = det
 	}

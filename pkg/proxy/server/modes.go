@@ -20,6 +20,23 @@ const (
 	ModeIPVS     = "ipvs"
 )
 
+// iptablesFullSyncPeriod is how often the iptables mode rewrites every chain, as
+// kube-proxy's (FullSyncPeriod, one hour since 1.28): the --sync-period syncs in between
+// are partial ones, which check the canary, so a flush of the tables is still noticed
+// and repaired within a sync period. A full sync costs seconds of iptables-restore at 10 000 Services and
+// resets every rule's packet counters, which users read.
+const iptablesFullSyncPeriod = time.Hour
+
+// fullSyncPeriod is how often a mode's periodic sync is a full one: the IPVS mode reads
+// the kernel back on every --sync-period (its full sync repairs virtual servers deleted
+// behind its back).
+func fullSyncPeriod(o Options) time.Duration {
+	if o.ProxyMode == ModeIPVS {
+		return o.SyncPeriod
+	}
+	return max(o.SyncPeriod, iptablesFullSyncPeriod)
+}
+
 // syncResult is what the server needs from one sync of either mode.
 type syncResult struct {
 	full                  bool
@@ -32,6 +49,9 @@ type syncResult struct {
 type proxier interface {
 	Sync(context.Context) (syncResult, error)
 	ForceFull()
+	// Changed is told every Service and EndpointSlice event (old and new object of an
+	// update) before the sync it asks for.
+	Changed(obj any)
 }
 
 func newProxier(o Options, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, log *slog.Logger) (proxier, error) {
@@ -94,6 +114,9 @@ func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
 }
 
 type ipvsMode struct{ *ipvs.Proxier }
+
+// Changed: the IPVS proxier finds what changed itself, comparing the objects it reads.
+func (ipvsMode) Changed(any) {}
 
 func (m ipvsMode) Sync(ctx context.Context) (syncResult, error) {
 	res, err := m.Proxier.Sync(ctx)

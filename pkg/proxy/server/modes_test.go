@@ -123,3 +123,22 @@ func TestSwitchingToIPVSRemovesTheIPTablesModesRules(t *testing.T) {
 		t.Errorf("the iptables mode's chains are left after starting in IPVS mode:\n%s", out)
 	}
 }
+
+// The iptables mode's periodic sync is partial and its full one hourly, as kube-proxy's;
+// IPVS mode's periodic sync is full.
+func TestFullSyncPeriod(t *testing.T) {
+	for _, c := range []struct {
+		mode       string
+		syncPeriod time.Duration
+		want       time.Duration
+	}{
+		{ModeIPTables, 30 * time.Second, time.Hour},
+		{"", 30 * time.Second, time.Hour},
+		{ModeIPTables, 2 * time.Hour, 2 * time.Hour},
+		{ModeIPVS, 30 * time.Second, 30 * time.Second},
+	} {
+		if got := fullSyncPeriod(Options{ProxyMode: c.mode, SyncPeriod: c.syncPeriod}); got != c.want {
+			t.Errorf("mode %q, --sync-period %v: full sync every %v, want %v", c.mode, c.syncPeriod, got, c.want)
+		}
+	}
+}

@@ -138,7 +138,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		since := pendingSince
 		pendingSince = time.Time{}
 		mu.Unlock()
-		if time.Since(lastFull) >= o.SyncPeriod {
+		if time.Since(lastFull) >= fullSyncPeriod(o) {
 			proxier.ForceFull()
 		}
 		res, err := proxier.Sync(ctx)
@@ -150,6 +150,11 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		if res.full {
 			lastFull = time.Now()
 			m.fullDuration.Observe(res.duration.Seconds())
+			// A full sync is the peak: it lays out every rule, and the first one follows the
+			// informers' first lists, held whole until trimmed. Give that back now (one
+			// collection per sync period) instead of keeping it as heap that the partial
+			// syncs between two full ones never need.
+			debug.FreeOSMemory()
 		} else {
 			m.partialDuration.Observe(res.duration.Seconds())
 		}
@@ -161,21 +166,18 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
-		firstOnce.Do(func() {
-			close(firstSync)
-			// Starting is the peak: the informers' first lists hold every object whole
-			// until it is trimmed, and the first sync lays out every rule. Give that back
-			// now instead of keeping it as heap the steady state never needs again.
-			debug.FreeOSMemory()
-		})
+		firstOnce.Do(func() { close(firstSync) })
 		if o.Ready != nil {
 			readyOnce.Do(o.Ready)
 		}
 		log.Debug("synced proxy rules", append([]any{"full", res.full, "duration", res.duration}, res.log...)...)
 	}
 	r := runner.New(syncRules, o.MinSyncPeriod, o.SyncPeriod)
-	changed := func(counter prometheus.Counter) func(any) {
-		return func(any) {
+	changed := func(counter prometheus.Counter) func(...any) {
+		return func(objs ...any) {
+			for _, obj := range objs { // before the sync is asked for, so it reads them
+				proxier.Changed(obj)
+			}
 			counter.Inc()
 			mu.Lock()
 			if pendingSince.IsZero() {
@@ -195,7 +197,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	}{{services.Informer(), m.serviceChanges}, {slices.Informer(), m.endpointChanges}} {
 		on := changed(inf.counter)
 		if _, err := inf.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: on, DeleteFunc: on, UpdateFunc: func(_, obj any) { on(obj) },
+			AddFunc: func(obj any) { on(obj) }, DeleteFunc: func(obj any) { on(obj) }, UpdateFunc: func(old, obj any) { on(old, obj) },
 		}); err != nil {
 			return err
 		}

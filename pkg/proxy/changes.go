@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Change is one Service's service ports before and after a change: no Before, it is new
+// (or newly proxied); no After, it is gone.
+type Change struct{ Before, After []ServicePort }
+
+// Mark notes that the Service an informer event is about changed: a Service, an
+// EndpointSlice (its Service's; call it with the old object of an update too, in case its
+// service label moved), or a deleted one's tombstone. This is kube-proxy's change
+// tracking: the informers say what changed, so a sync need not compare all 10 000.
+func (sn *Snapshotter) Mark(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	var k nsName
+	var slice string
+	switch o := obj.(type) {
+	case *corev1.Service:
+		k = nsName{o.Namespace, o.Name}
+	case *discoveryv1.EndpointSlice:
+		k, slice = nsName{o.Namespace, o.Labels[discoveryv1.LabelServiceName]}, o.Name
+	}
+	if k.name == "" {
+		return
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.marks == nil {
+		sn.marks = map[nsName][]string{}
+	}
+	sn.marks[k] = append(sn.marks[k], slice) // "" for the Service itself
+}
+
+func (sn *Snapshotter) takeMarks() map[nsName][]string {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	m := sn.marks
+	sn.marks = nil
+	return m
+}
+
+// Forget drops the memory of the last snapshot: the next one reads everything anew.
+func (sn *Snapshotter) Forget() { sn.last = nil }
+
+// Ready says Changes can be used: a Snapshot was taken, so there is a before.
+func (sn *Snapshotter) Ready() bool { return sn.last != nil }
+
+// Changes reads again only the Services marked since the last Snapshot or Changes and
+// returns those whose ports may differ (a Service whose object and slices are the very
+// ones read last time is left out). Call it after a Snapshot.
+func (sn *Snapshotter) Changes() ([]Change, error) {
+	if sn.last == nil {
+		return nil, fmt.Errorf("changes asked before a snapshot")
+	}
+	var out []Change
+	for k, named := range sn.takeMarks() {
+		prev, had := sn.last[k]
+		svc, err := sn.Services.Services(k.namespace).Get(k.name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err != nil || !proxied(svc) {
+			if had {
+				delete(sn.last, k)
+				out = append(out, Change{Before: prev.ports})
+			}
+			continue
+		}
+		list, err := sn.slicesOf(k, had, prev.slices, named)
+		if err != nil {
+			return nil, err
+		}
+		if had && prev.svc == svc && sameObjects(prev.slices, list) {
+			continue
+		}
+		e := sn.entry(svc, list)
+		sn.last[k] = e
+		out = append(out, Change{Before: prev.ports, After: e.ports})
+	}
+	return out, nil
+}
+
+// slicesOf are a Service's EndpointSlices now, sorted by name: of those it had and those
+// events named, the ones still labelled for it — no index of all slices by service
+// needed. A Service new to the snapshot has no earlier slices to start from, and its
+// slices may have come before it: its namespace is listed.
+func (sn *Snapshotter) slicesOf(k nsName, had bool, prev []*discoveryv1.EndpointSlice, named []string) ([]*discoveryv1.EndpointSlice, error) {
+	if !had {
+		list, err := sn.Slices.EndpointSlices(k.namespace).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: k.name}))
+		sortSlices(list)
+		return list, err
+	}
+	names := make(map[string]bool, len(prev)+len(named))
+	for _, s := range prev {
+		names[s.Name] = true
+	}
+	for _, n := range named {
+		if n != "" {
+			names[n] = true
+		}
+	}
+	var list []*discoveryv1.EndpointSlice
+	for n := range names {
+		s, err := sn.Slices.EndpointSlices(k.namespace).Get(n)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if s.Labels[discoveryv1.LabelServiceName] == k.name {
+			list = append(list, s)
+		}
+	}
+	sortSlices(list)
+	return list, nil
+}
