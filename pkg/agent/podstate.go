@@ -45,8 +45,6 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *podState {
 	}
 	if pod.Status.StartTime != nil {
 		st.startTime = *pod.Status.StartTime
-	} else {
-		st.trace = newStartTrace(now.Time)
 	}
 	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		st.restartCounts[cs.Name] = cs.RestartCount
