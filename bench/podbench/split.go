@@ -98,10 +98,14 @@ func printSteps(l *lab.Lab, node, prefix string) error {
 	defer f.Close()
 	steps := map[string][]time.Duration{}
 	var order []string
+	throttled := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.Contains(line, "due to client-side throttling") {
+			throttled++ // client-go logs waits over 1 s, at most one line in 10 s
+		}
 		if !strings.Contains(line, `msg="Observed pod startup duration"`) || !strings.Contains(line, " pod=default/"+prefix+"-") {
 			continue
 		}
@@ -119,6 +123,9 @@ func printSteps(l *lab.Lab, node, prefix string) error {
 			}
 			steps[k] = append(steps[k], d)
 		}
+	}
+	if throttled > 0 {
+		fmt.Printf("minilet's log reports %d waits of over 1 s for its API client's rate limit\n", throttled)
 	}
 	if len(order) == 0 {
 		fmt.Println("minilet logged no start steps (a build without them)")
