@@ -57,9 +57,10 @@ func Initial(k Kind) Result {
 // a node's probes run in a few groups a second instead of each at its own moment. The
 // process then wakes ~10 times a second for all its probes, not once per probe, and Go's
 // runtime pays per wake-up (sysmon polls every 20 µs for a while after each, idle threads
-// are woken and parked): 300 TCP probes a second cost a third of the CPU on this grid
-// than at random moments (docs/performance.md). Periods are whole seconds, so probes
-// stay on the grid; the spread of the first probe is kept, in steps of probeGrid.
+// are woken and parked): on loopback, 300 probes a second cost the prober 2.5 times less
+// CPU on this grid than at random moments (BenchmarkProbeWorkers, docs/performance.md).
+// Periods are whole seconds, so probes stay on the grid; the spread of the first probe is
+// kept, in steps of probeGrid.
 var probeGrid = 100 * time.Millisecond // a variable for the benchmark's baseline (0: no grid)
 
 // Loop probes until ctx ends (the container stopped, or the pod goes).
