@@ -37,6 +37,8 @@ func newCommand() *cobra.Command {
 	var verbose bool
 	var apiQPS float32
 	var apiBurst int
+	var eventQPS float32
+	var eventBurst int
 	cmd := &cobra.Command{
 		Use:          "minilet",
 		Short:        "Node agent: registers the node and runs its pods through containerd and CNI",
@@ -75,14 +77,25 @@ func newCommand() *cobra.Command {
 			if apiQPS <= 0 || apiBurst <= 0 {
 				return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d must be positive", apiQPS, apiBurst)
 			}
+			if eventQPS <= 0 || eventBurst <= 0 {
+				return fmt.Errorf("--event-qps %v and --event-burst %d must be positive", eventQPS, eventBurst)
+			}
+			// Events get a rate limit of their own, as the kubelet's event client has, so a
+			// burst of pod starts does not queue status writes behind their events.
+			eventCfg := rest.CopyConfig(restCfg)
+			eventCfg.QPS, eventCfg.Burst = eventQPS, eventBurst
 			restCfg.QPS, restCfg.Burst = apiQPS, apiBurst
 			client, err := kubernetes.NewForConfig(restCfg)
 			if err != nil {
 				return err
 			}
+			eventClient, err := kubernetes.NewForConfig(eventCfg)
+			if err != nil {
+				return err
+			}
 			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
 			cfg.Ready = daemon.NotifyReady
-			if err := agent.Run(ctx, cfg, client); err != nil {
+			if err := agent.Run(ctx, cfg, client, eventClient); err != nil {
 				return err
 			}
 			if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
@@ -133,6 +146,8 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&cfg.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", stats.DefaultPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last crossed")
 	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
+	f.Float32Var(&eventQPS, "event-qps", 50, "events per second sent to the API server, limited apart from --kube-api-qps (the kubelet's default)")
+	f.IntVar(&eventBurst, "event-burst", 100, "burst of events above --event-qps")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(networkCommand())
 	_ = cmd.MarkFlagRequired("kubeconfig")

@@ -158,7 +158,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.probes = newProber(ctx, a)
 	a.workers = podworkers.New(ctx, a.clock, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
-		return newPodState(pod, apiTime(a.clock.Now()))
+		now := a.clock.Now()
+		st := newPodState(pod, apiTime(now))
+		if pod.Status.StartTime == nil { // a new pod, not one adopted after a restart
+			st.trace = newStartTrace(now)
+		}
+		return st
 	})
 	// Static pods start without the API server (how a control plane bootstraps); pods
 	// from the API once the node is registered and the informer has synced.

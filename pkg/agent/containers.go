@@ -101,9 +101,11 @@ func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
 // startContainer pulls the image if needed, then creates and starts the
 // container in the sandbox. restart counts it as a restart of an earlier one.
 func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool) (time.Duration, error) {
+	st.trace.mark("containerPrep", a.clock.Now())
 	if after, err := a.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
 		return after, err
 	}
+	st.trace.mark("image", a.clock.Now())
 	env, err := a.containerEnv(ctx, pod, spec, st.podIP.String())
 	if err != nil {
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
@@ -161,6 +163,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		return 0, a.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
 	st.restartCounts[spec.Name] = count
+	st.trace.mark("create", a.clock.Now())
 	a.containerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
 	if err := a.rt.StartContainer(ctx, c.ID); err != nil {
 		// Leave no half-made container behind; the next sync tries again.
@@ -168,6 +171,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		return 0, a.containerFailed(st, pod, spec.Name, reasonRunContainerError, err)
 	}
 	delete(st.waiting, spec.Name)
+	st.trace.mark("start", a.clock.Now())
 	a.containerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", spec.Name)
 	return 0, a.runPostStart(ctx, st, pod, spec, c.ID)
 }

@@ -32,6 +32,8 @@ type podState struct {
 	volumes map[string]volumes.Volume
 	// netChecked is when CNI CHECK last found the sandbox's network intact.
 	netChecked time.Time
+	// trace times a new pod's start (nil for a pod that already ran: adopted after a restart).
+	trace *startTrace
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *podState {

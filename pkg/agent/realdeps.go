@@ -20,8 +20,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
-// Run runs minilet's agent on containerd and the CNI plugins until ctx ends.
-func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
+// Run runs minilet's agent on containerd and the CNI plugins until ctx ends; events go
+// through eventClient (a rate limit of their own, as the kubelet's), all else through client.
+func Run(ctx context.Context, cfg Config, client, eventClient kubernetes.Interface) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -49,8 +50,9 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
-	rec, stopEvents := newEventRecorder(client, cfg.NodeName)
+	rec, stopEvents := newEventRecorder(eventClient, cfg.NodeName)
 	defer stopEvents()
+	a.recorder = rec
 	go nodeNet.Run(ctx, client, rec)
 	collector, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodsDir: cfg.podsDir(), CgroupRoot: cfg.CgroupRoot}, rt)
 	if err != nil {

@@ -102,10 +102,12 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		return nil, fmt.Errorf("create network namespace: %w", err)
 	}
 	cfg.NetNSPath = nsPath
+	st.trace.mark("netns", a.clock.Now())
 	sb, err := a.rt.RunSandbox(ctx, cfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run pause container: %w", err), a.removeNetNS(nsPath))
 	}
+	st.trace.mark("sandbox", a.clock.Now())
 	bandwidth, err := cniconf.PodBandwidth(pod.Annotations)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("pod network: %w", err), a.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb}))
@@ -117,6 +119,7 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 	}
 	st.podIP = ip
 	st.netChecked = a.clock.Now()
+	st.trace.mark("network", st.netChecked)
 	return &sb, nil
 }
 

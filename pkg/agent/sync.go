@@ -23,10 +23,12 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 	if hasDeadline && deadline <= 0 {
 		return 0, a.failPastDeadline(ctx, st, pod)
 	}
+	st.trace.mark("waiting", a.clock.Now())
 	all, err := a.rt.ListContainers(ctx, string(pod.UID))
 	if err != nil {
 		return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
 	}
+	st.trace.mark("list", a.clock.Now())
 	var (
 		after time.Duration
 		errs  []error
@@ -35,6 +37,7 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 	// ConfigMap is missing stays ContainerCreating, with FailedMount events.
 	vols, err := a.volumes.SetUp(ctx, pod)
 	st.volumes = vols
+	st.trace.mark("volumes", a.clock.Now())
 	if err != nil {
 		a.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", podKey(pod), err))
@@ -76,7 +79,13 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 		probed.Status.PodIP = status.PodIP
 		a.probes.sync(probed, status)
 	}
-	errs = append(errs, a.updatePodStatus(ctx, st, pod, status))
+	st.trace.mark("status", a.clock.Now())
+	err = a.updatePodStatus(ctx, st, pod, status)
+	st.trace.mark("statusWrite", a.clock.Now())
+	if err == nil && status.Phase == corev1.PodRunning {
+		st.trace.running(podKey(pod), a.clock.Now())
+	}
+	errs = append(errs, err)
 	if isTerminal(status.Phase) {
 		errs = append(errs, a.releaseFinishedPod(ctx, st, pod))
 	}

@@ -7,12 +7,9 @@ package probe
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -114,56 +111,6 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 
 // probeDialer opens every probe's connection.
 var probeDialer = &net.Dialer{}
-
-// httpClient is shared by every httpGet probe, as the kubelet's prober shares its
-// transport: with keep-alives off each probe still gets a connection of its own, and no
-// probe pays for setting up a transport. Compression is off (no Accept-Encoding header),
-// no proxy is used, and the probe's context carries its timeout.
-var httpClient = &http.Client{
-	Transport: &http.Transport{
-		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-		Proxy:              nil,
-		DialContext:        probeDialer.DialContext,
-	},
-	CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if req.URL.Hostname() != via[0].URL.Hostname() {
-			return http.ErrUseLastResponse // another host: not followed, the redirect counts as success
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	},
-}
-
-// HTTP is the httpGet handler.
-func HTTP(ctx context.Context, u *url.URL, headers []corev1.HTTPHeader) (Result, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return Failure, err.Error()
-	}
-	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set("Accept", "*/*")
-	for _, h := range headers {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return Failure, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
-		return Success, string(body)
-	}
-	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
-}
 
 // Exec is the exec handler: the command must exit 0 before ctx's deadline. Its output
 // (the first maxBody bytes) is what a failure reports, as the kubelet does.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
 )
 
 // The benchmarks measure what one probe costs the prober's process in CPU time (user and
@@ -161,4 +163,56 @@ func BenchmarkProbeHTTP(b *testing.B) {
 func BenchmarkProbeGRPC(b *testing.B) {
 	_, addr := probedServers(b)
 	benchProbe(b, corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: portOf(b, addr)}})
+}
+
+// BenchmarkProbeWorkers runs, for each b.N, -probe.window of N pods' probes as minilet's
+// workers run them (a liveness httpGet, a readiness gRPC and a readiness tcpSocket each,
+// periodSeconds=1, on the probed servers of the child process) and reports the prober's
+// CPU as a share of one core; the baseline in the same run is the same workers without
+// the probe grid (each worker at its own random moment of the second).
+//
+//	go test -run XXX -bench ProbeWorkers -benchtime 1x ./pkg/probe/
+func BenchmarkProbeWorkers(b *testing.B) {
+	httpAddr, grpcAddr := probedServers(b)
+	for _, grid := range []time.Duration{0, probeGrid} {
+		b.Run(fmt.Sprintf("grid=%v", grid), func(b *testing.B) {
+			defer func(g time.Duration) { probeGrid = g }(probeGrid)
+			probeGrid = grid
+			c := &corev1.Container{Name: "c"}
+			handlers := []corev1.ProbeHandler{
+				{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(portOf(b, httpAddr))}},
+				{GRPC: &corev1.GRPCAction{Port: portOf(b, grpcAddr)}},
+				{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(portOf(b, httpAddr))}},
+			}
+			const pods, window = 100, 10 * time.Second
+			var share float64
+			for range b.N {
+				ctx, cancel := context.WithCancel(context.Background())
+				var failures atomic.Int64
+				for range pods {
+					for _, h := range handlers {
+						p := &corev1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: 1}
+						w := &Worker{Kind: Readiness, Probe: p, Clock: clock.RealClock{},
+							Run: func(ctx context.Context) (Result, string) { return Run(ctx, p, c, "127.0.0.1", nil) },
+							Report: func(r Result, _ string, _ Result, _ bool) {
+								if r != Success {
+									failures.Add(1)
+								}
+							}}
+						go w.Loop(ctx)
+					}
+				}
+				time.Sleep(2 * time.Second) // every worker past its first probe
+				before, start := cpuTime(), time.Now()
+				time.Sleep(window)
+				share += float64(cpuTime()-before) / float64(time.Since(start))
+				cancel()
+				if n := failures.Load(); n > 0 {
+					b.Errorf("%d probes failed", n)
+				}
+			}
+			b.ReportMetric(100*share/float64(b.N), "%core")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

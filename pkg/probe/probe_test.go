@@ -174,7 +174,7 @@ func TestWorkerTiming(t *testing.T) {
 		t.Fatal("probed before initialDelaySeconds")
 	case <-time.After(50 * time.Millisecond):
 	}
-	clk.Step(2 * time.Second) // past the delay and the jitter (< 1 period): gate closed
+	clk.Step(2200 * time.Millisecond) // past the delay, the jitter (< 1 period) and the grid: gate closed
 	waitTimer()
 	select {
 	case <-runs:
@@ -222,5 +222,56 @@ func TestExecHandler(t *testing.T) {
 				t.Errorf("Run = %v, %.60q; want %v, %.60q", r, out, tc.result, tc.output)
 			}
 		})
+	}
+}
+
+// TestWorkerGrid: probes fall on probeGrid boundaries, one period apart, and a probe
+// longer than its period skips the tick it overran.
+func TestWorkerGrid(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	times := make(chan time.Time, 10)
+	var probes atomic.Int32
+	w := &Worker{Kind: Readiness, Probe: &corev1.Probe{PeriodSeconds: 1}, Clock: clk,
+		Run: func(context.Context) (Result, string) {
+			times <- clk.Now()
+			if probes.Add(1) == 2 {
+				clk.Step(1500 * time.Millisecond) // the second probe runs 1.5 s
+			}
+			return Success, ""
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Loop(ctx)
+	// The clock moves in 10 ms steps, each once the worker waits again: a probe's time
+	// is the step its timer fired at.
+	var got []time.Time
+	for step := 0; len(got) < 3 && step < 500; step++ {
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Step(10 * time.Millisecond)
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		select {
+		case at := <-times:
+			got = append(got, at)
+		default:
+		}
+	}
+	if len(got) < 3 {
+		t.Fatalf("%d probes in 5 s", len(got))
+	}
+	for i, at := range got {
+		if at.UnixNano()%int64(probeGrid) != 0 {
+			t.Errorf("probe %d at %v: not on the %v grid", i, at.Sub(time.Unix(1000, 0)), probeGrid)
+		}
+	}
+	if d := got[1].Sub(got[0]); d != time.Second {
+		t.Errorf("probes %v apart, want a period", d)
+	}
+	// The second probe ran 1.5 s: the tick 1 s after it was missed, the next is 2 s after it.
+	if d := got[2].Sub(got[1]); d != 2*time.Second {
+		t.Errorf("the probe after a slow one came %v after it, want 2s", d)
 	}
 }
