@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/priority"
 	"github.com/minik8s/minik8s/pkg/control/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/admission/storageprotection"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -37,6 +38,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			priority.New(st, reg),
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
+			storageprotection.Plugin{},
 		},
 		Validating: []generic.ValidatingAdmission{
 			limits,

@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/control/controllers/localpath"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
+	"github.com/minik8s/minik8s/pkg/control/controllers/volumeprotection"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/rootcacertpublisher"
@@ -110,6 +111,8 @@ var controllers = []controller{
 	{"resourcequota", startResourceQuota},
 	{"persistentvolume-binder", startPVBinder},
 	{localpath.Name, startLocalPath},
+	{volumeprotection.PVCName, startPVCProtection},
+	{volumeprotection.PVName, startPVProtection},
 	{"clusterrole-aggregation", startClusterRoleAggregation},
 	{"root-ca-cert-publisher", startRootCACertPublisher},
 	{"horizontalpodautoscaling", startHorizontalPodAutoscaler},
@@ -348,6 +351,25 @@ func startPVBinder(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	go pb.Run(ctx)
+	return nil
+}
+
+func startPVCProtection(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	p, err := volumeprotection.NewClaims(c.Client, core.PersistentVolumeClaims(), core.Pods(), c.Log.With("component", volumeprotection.PVCName))
+	if err != nil {
+		return err
+	}
+	go p.Run(ctx)
+	return nil
+}
+
+func startPVProtection(ctx context.Context, c *ControllerContext) error {
+	p, err := volumeprotection.NewVolumes(c.Client, c.Informers.Core().V1().PersistentVolumes(), c.Log.With("component", volumeprotection.PVName))
+	if err != nil {
+		return err
+	}
+	go p.Run(ctx)
 	return nil
 }
 

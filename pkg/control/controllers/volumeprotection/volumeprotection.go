@@ -1,0 +1,193 @@
+// Package volumeprotection is kube-controller-manager's pvc-protection and pv-protection
+// controllers: a PersistentVolumeClaim being deleted keeps its kubernetes.io/pvc-protection
+// finalizer while a pod that has not finished uses it (checked against the API, not only
+// the cache, before letting go), and a PersistentVolume keeps kubernetes.io/pv-protection
+// while it is Bound. The finalizers come from the StorageObjectInUseProtection admission
+// plugin (pkg/control/admission/storageprotection).
+package volumeprotection
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/control/admission/storageprotection"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Names of the controllers, as kube-controller-manager's --controllers knows them.
+const (
+	PVCName = "pvc-protection"
+	PVName  = "pv-protection"
+)
+
+// Claims removes the claims' finalizer once no unfinished pod uses the claim.
+type Claims struct {
+	client kubernetes.Interface
+	pvcs   corelisters.PersistentVolumeClaimLister
+	pods   corelisters.PodLister
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
+	log    *slog.Logger
+}
+
+// NewClaims wires the pvc-protection controller to the shared informers.
+func NewClaims(client kubernetes.Interface, pvcs coreinformers.PersistentVolumeClaimInformer, pods coreinformers.PodInformer, log *slog.Logger) (*Claims, error) {
+	c := &Claims{client: client, pvcs: pvcs.Lister(), pods: pods.Lister(), log: log,
+		synced: []cache.InformerSynced{pvcs.Informer().HasSynced, pods.Informer().HasSynced},
+		queue:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: PVCName})}
+	enqueue := func(obj any) {
+		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.DeletionTimestamp != nil {
+			c.queue.Add(pvc.Namespace + "/" + pvc.Name)
+		}
+	}
+	if _, err := pvcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}); err != nil {
+		return nil, err
+	}
+	// A pod that finishes or goes may free its claims.
+	podChanged := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok {
+			for _, name := range claimNames(pod) {
+				c.queue.Add(pod.Namespace + "/" + name)
+			}
+		}
+	}
+	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { podChanged(obj) }, DeleteFunc: podChanged})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Claims) Run(ctx context.Context) {
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
+}
+
+func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	pvc, err := c.pvcs.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if pvc.DeletionTimestamp == nil || !slices.Contains(pvc.Finalizers, storageprotection.PVCFinalizer) {
+		return 0, nil
+	}
+	cached, err := c.pods.Pods(ns).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	if inUse(cached, name) {
+		return 0, nil // the pod's end brings the claim back
+	}
+	// The cache may lag a pod just created: ask the API before letting the claim go.
+	live, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	pods := make([]*corev1.Pod, len(live.Items))
+	for i := range live.Items {
+		pods[i] = &live.Items[i]
+	}
+	if inUse(pods, name) {
+		return 0, nil
+	}
+	pvc = pvc.DeepCopy()
+	pvc.Finalizers = slices.DeleteFunc(pvc.Finalizers, func(f string) bool { return f == storageprotection.PVCFinalizer })
+	_, err = c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	return 0, err
+}
+
+// inUse tells whether a pod that has not finished uses the claim.
+func inUse(pods []*corev1.Pod, claim string) bool {
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if slices.Contains(claimNames(pod), claim) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimNames are the claims a pod's volumes use (a generic ephemeral volume's claim is
+// named <pod>-<volume>).
+func claimNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			out = append(out, pod.Name+"-"+v.Name)
+		}
+	}
+	return out
+}
+
+// Volumes removes the volumes' finalizer once a volume being deleted is not Bound.
+type Volumes struct {
+	client kubernetes.Interface
+	pvs    corelisters.PersistentVolumeLister
+	synced []cache.InformerSynced
+	queue  workqueue.TypedRateLimitingInterface[string]
+	log    *slog.Logger
+}
+
+// NewVolumes wires the pv-protection controller to the shared volume informer.
+func NewVolumes(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, log *slog.Logger) (*Volumes, error) {
+	c := &Volumes{client: client, pvs: pvs.Lister(), log: log, synced: []cache.InformerSynced{pvs.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: PVName})}
+	enqueue := func(obj any) {
+		if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.DeletionTimestamp != nil {
+			c.queue.Add(pv.Name)
+		}
+	}
+	_, err := pvs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }})
+	return c, err
+}
+
+// Run works the queue until ctx ends.
+func (c *Volumes) Run(ctx context.Context) {
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
+}
+
+func (c *Volumes) sync(ctx context.Context, name string) (time.Duration, error) {
+	pv, err := c.pvs.Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if pv.DeletionTimestamp == nil || !slices.Contains(pv.Finalizers, storageprotection.PVFinalizer) || pv.Status.Phase == corev1.VolumeBound {
+		return 0, nil
+	}
+	pv = pv.DeepCopy()
+	pv.Finalizers = slices.DeleteFunc(pv.Finalizers, func(f string) bool { return f == storageprotection.PVFinalizer })
+	_, err = c.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	return 0, err
+}
