@@ -28,12 +28,15 @@ var vmPackages = []string{"systemd", "systemd-sysv", "udev", "dbus", "kmod", "co
 // The lab the test boots: the Vagrantfile's control plane and its first worker, with the
 // Vagrantfile's names, addresses and provisioner environment (vagrant/Vagrantfile).
 var labVMs = []labVM{
-	{Name: "control-plane", IP: "192.168.56.10", Script: "control-plane.sh", MAC: "52:54:00:38:00:10",
+	{Name: "control-plane", IP: "192.168.56.10", Script: "control-plane.sh", Index: 0x10,
 		Env: "WORKERS='worker-1=192.168.56.11 worker-2=192.168.56.12'"},
-	{Name: "worker-1", IP: "192.168.56.11", Script: "worker.sh", MAC: "52:54:00:38:00:11"},
+	{Name: "worker-1", IP: "192.168.56.11", Script: "worker.sh", Index: 0x11},
 }
 
-type labVM struct{ Name, IP, Script, MAC, Env string }
+type labVM struct {
+	Name, IP, Script, Env string
+	Index                 int // in the cards' MAC addresses
+}
 
 // TestUnitsUnderSystemdInVM boots two qemu VMs at once, Debian's kernel with a Debian root
 // file system (debootstrap, cached per package list) and systemd as PID 1, the Vagrant lab's
@@ -102,7 +105,7 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	timeout := 20 * time.Minute // both VMs; 12.5 minutes at a load average of 20 to 80
+	timeout := 25 * time.Minute // both VMs: 12.5 minutes at a load average of 20 to 80, more at 60+
 	deadline := strconv.FormatInt(time.Now().Add(timeout).Unix(), 10)
 	for name, data := range map[string]string{"guest.sh": labGuestScript, "deadline": deadline} {
 		if err := os.WriteFile(filepath.Join(out, name), []byte(data), 0o755); err != nil {
@@ -116,8 +119,9 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(wires)
-	nics := [2]vmtest.NIC{}
-	nics[0], nics[1] = vmtest.Wire(wires, labVMs[0].MAC, labVMs[1].MAC)
+	mac := func(card, i int) string { return fmt.Sprintf("52:54:00:38:%02x:%02x", card, labVMs[i].Index) }
+	lab := [2]vmtest.NIC{}
+	lab[0], lab[1] = vmtest.Wire(wires, mac(1, 0), mac(1, 1))
 
 	start, cpu := time.Now(), childrenCPU()
 	type ended struct {
@@ -139,7 +143,8 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 				"/vagrant/vagrant/.join": {HostDir: join, Writable: true},
 				"/vmtest-out":            {HostDir: out, Writable: true},
 			},
-			NICs: []vmtest.NIC{nics[i]},
+			// eth0 as Vagrant's NAT interface, first (on no cable here), eth1 the private network.
+			NICs: []vmtest.NIC{{MAC: mac(0, i)}, lab[i]},
 			Command: fmt.Sprintf("NODE_NAME=%s NODE_IP=%s SCRIPT=%s %s /bin/bash /vmtest-out/guest.sh",
 				m.Name, m.IP, m.Script, m.Env),
 			MemoryMB: 2048, CPUs: 2, Timeout: timeout, // the Vagrantfile's
@@ -264,12 +269,11 @@ if [[ ${1:-} != checks ]]; then
 fi
 
 # What vagrant up does before provisioning: the hostname (systemd.hostname=, and here
-# /etc/hosts); eth0 the NAT interface with the default route (a dummy link: nothing leaves);
-# the private network's address on eth1, the card on the test's cable.
+# /etc/hosts); eth0, the first card, the NAT interface with VirtualBox's address (the same in
+# every VM) and the default route (on no cable here: nothing leaves); the private network's
+# address on eth1, the card on the test's cable.
 echo "127.0.1.1 $NODE_NAME" >>/etc/hosts
-ip link set eth0 down && ip link set eth0 name eth1
-modprobe dummy && ip link add eth0 type dummy && ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up
-ip route add default via 10.0.2.2 dev eth0
+ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up && ip route add default via 10.0.2.2 dev eth0
 ip addr add $NODE_IP/24 dev eth1 && ip link set eth1 up
 
 # Vagrant's shell provisioner (privileged): the script uploaded alone to /tmp/vagrant-shell,

@@ -38,10 +38,12 @@ type SystemdVM struct {
 
 // NIC is a virtio network card whose Ethernet frames qemu sends to the unix datagram socket
 // Remote and receives on Local: two VMs whose cards name each other's sockets share a cable
-// (Wire). No host interface, tap or bridge takes part: nothing the VMs send is routed.
+// (Wire). No host interface, tap or bridge takes part: nothing the VMs send is routed. A
+// card without sockets is on no cable at all: what it sends is lost (a stand-in for an
+// interface whose far end the test must not reach, such as Vagrant's NAT one).
 type NIC struct {
 	MAC           string
-	Local, Remote string
+	Local, Remote string // unix socket paths; both empty: no cable
 }
 
 // Wire is a point-to-point Ethernet cable between two VMs: the two ends, with the given MAC
@@ -78,8 +80,11 @@ func (s *SystemdVM) Run(ctx context.Context, console io.Writer) (int, error) {
 		args = append(args, "-virtfs", opt)
 	}
 	for i, n := range s.NICs {
-		args = append(args, "-netdev", fmt.Sprintf("dgram,id=nic%d,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s", i, n.Local, n.Remote),
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=nic%d,mac=%s", i, n.MAC))
+		netdev := fmt.Sprintf("dgram,id=nic%d,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s", i, n.Local, n.Remote)
+		if n.Local == "" {
+			netdev = fmt.Sprintf("hubport,id=nic%d,hubid=%d", i, 100+i) // a hub of its own: no other port
+		}
+		args = append(args, "-netdev", netdev, "-device", fmt.Sprintf("virtio-net-pci,netdev=nic%d,mac=%s", i, n.MAC))
 	}
 	vm := &VM{Kernel: s.Kernel.Image, Initrd: initrd, MemoryMB: s.MemoryMB, CPUs: s.CPUs, Timeout: s.Timeout, ExtraArgs: args,
 		// The console shows the kernel's warnings, systemd's errors and the command's output.
