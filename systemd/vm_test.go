@@ -3,6 +3,7 @@ package systemd_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,16 +25,36 @@ import (
 var vmPackages = []string{"systemd", "systemd-sysv", "udev", "dbus", "kmod", "containerd", "runc",
 	"containernetworking-plugins", "iptables", "ipset", "conntrack", "iproute2", "procps", "make"}
 
-// TestUnitsUnderSystemdInVM boots Debian's kernel in qemu with a Debian root file system
-// (debootstrap, cached per package list) and systemd as PID 1, and there runs
-// vagrant/provision/control-plane.sh as Vagrant would on the control plane VM: it installs
-// our binaries and units with `make install`, writes /etc/minik8s/*.env, and starts
-// miniapi, minilet and miniproxy through systemd. Then (vmGuestScript): each unit is
-// active (Type=notify: only after READY=1) and enabled; a pod runs (kubectl); `systemctl
-// restart minilet` gives minilet a new process and leaves the pod's container process as
-// it was (KillMode=process); minilet's logs are in the journal; the join material for the
-// workers is there (a bootstrap token Secret in kubeadm's format, a bootstrap kubeconfig,
-// node kubeconfigs); and vagrant/provision/smoke.sh passes on this one-node cluster.
+// The lab the test boots: the Vagrantfile's control plane and its first worker, with the
+// Vagrantfile's names, addresses and provisioner environment (vagrant/Vagrantfile).
+var labVMs = []labVM{
+	{Name: "control-plane", IP: "192.168.56.10", Script: "control-plane.sh", Index: 0x10,
+		Env: "WORKERS='worker-1=192.168.56.11 worker-2=192.168.56.12'"},
+	{Name: "worker-1", IP: "192.168.56.11", Script: "worker.sh", Index: 0x11},
+}
+
+type labVM struct {
+	Name, IP, Script, Env string
+	Index                 int // in the cards' MAC addresses
+}
+
+// TestUnitsUnderSystemdInVM boots two qemu VMs at once, Debian's kernel with a Debian root
+// file system (debootstrap, cached per package list) and systemd as PID 1, the Vagrant lab's
+// control plane and its first worker, on a private network of their own (a virtio card each,
+// joined by a vmtest.Wire: nothing reaches the host or beyond). Each VM is set up as
+// `vagrant up` leaves it (the hostname; eth0 the NAT interface with the default route, here
+// a dummy link; the private address on eth1; the repository as /vagrant, the control plane's
+// join directory /vagrant/vagrant/.join shared by both) and then provisioned as Vagrant's
+// shell provisioner does it: the Vagrantfile's script, uploaded alone to /tmp/vagrant-shell
+// and run by root with the Vagrantfile's environment. control-plane.sh installs our binaries
+// and units with `make install` and starts miniapi, minilet and miniproxy; worker.sh joins
+// with what the control plane left in the join directory (a bootstrap token, JOIN_METHOD
+// auto). Then (labGuestScript): each unit is active (Type=notify: only after READY=1) and
+// enabled; a pod runs on the control plane; `systemctl restart minilet` gives minilet a new
+// process and leaves the pod's container process as it was (KillMode=process); minilet's
+// logs are in the journal; the bootstrap token Secret is in kubeadm's format; the worker
+// is Ready; and vagrant/provision/smoke.sh passes: a pod on the worker, Running, answers
+// through its ClusterIP Service from the control plane VM.
 func TestUnitsUnderSystemdInVM(t *testing.T) {
 	testenv.RequireRoot(t, "debootstrap, mkfs.ext4 -d and qemu's 9p passthrough need root")
 	testenv.RequireTools(t, vmtest.QEMU, "debootstrap", "mkfs.ext4", "chroot", "du", "cp")
@@ -65,8 +86,9 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 		t.Fatalf("root image: %v", err)
 	}
 
-	// The VM's /minik8s/bin: the built binaries and kubectl (links, else copies).
-	stage, out := t.TempDir(), t.TempDir()
+	// /vagrant/bin in the VMs: the built binaries and kubectl (links, else copies), as the
+	// README asks of a host without bin/kubectl; /vagrant/images/out: the images.
+	stage, out, join := t.TempDir(), t.TempDir(), t.TempDir()
 	for _, c := range append(append([]string(nil), commands...), "kubectl") {
 		src := filepath.Join(bin, c)
 		if c == "kubectl" {
@@ -76,83 +98,136 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(out, "guest.sh"), []byte(vmGuestScript), 0o755); err != nil {
-		t.Fatal(err)
+	// Shares are mounted over these directories of the read-only /vagrant: they must exist
+	// (all three are git-ignored; the lab itself makes them).
+	for _, d := range []string{"bin", "images/out", "vagrant/.join"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	timeout := 15 * time.Minute
+	timeout := 25 * time.Minute // both VMs: 12.5 minutes at a load average of 20 to 80, more at 60+
 	deadline := strconv.FormatInt(time.Now().Add(timeout).Unix(), 10)
-	if err := os.WriteFile(filepath.Join(out, "deadline"), []byte(deadline), 0o644); err != nil {
+	for name, data := range map[string]string{"guest.sh": labGuestScript, "deadline": deadline} {
+		if err := os.WriteFile(filepath.Join(out, name), []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The private network: a cable between the two VMs (unix datagram sockets; a short
+	// directory, as a socket's path is short).
+	wires, err := os.MkdirTemp("", "vmlab-")
+	if err != nil {
 		t.Fatal(err)
 	}
-	vm := &vmtest.SystemdVM{
-		Kernel: k, Image: image, Hostname: "control-plane",
-		Shares: map[string]vmtest.Share{
-			"/vagrant":        {HostDir: repo},
-			"/minik8s/bin":    {HostDir: stage},
-			"/minik8s/images": {HostDir: images},
-			"/vmtest-out":     {HostDir: out, Writable: true},
-		},
-		Command:  "/bin/bash /vmtest-out/guest.sh",
-		MemoryMB: 2048, CPUs: 2, Timeout: timeout,
-	}
+	defer os.RemoveAll(wires)
+	mac := func(card, i int) string { return fmt.Sprintf("52:54:00:38:%02x:%02x", card, labVMs[i].Index) }
+	lab := [2]vmtest.NIC{}
+	lab[0], lab[1] = vmtest.Wire(wires, mac(1, 0), mac(1, 1))
+
 	start, cpu := time.Now(), childrenCPU()
-	status, runErr := vm.Run(context.Background(), lineLogger(t, "vm: "))
-	t.Logf("VM (kernel %s, image %s): %v, qemu used %v of CPU", k.Version, filepath.Base(image),
+	type ended struct {
+		status int
+		err    error
+	}
+	done := make([]ended, len(labVMs))
+	var wg sync.WaitGroup
+	for i, m := range labVMs {
+		if err := os.MkdirAll(filepath.Join(out, m.Name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		vm := &vmtest.SystemdVM{
+			Kernel: k, Image: image, Hostname: m.Name,
+			Shares: map[string]vmtest.Share{
+				"/vagrant":               {HostDir: repo},
+				"/vagrant/bin":           {HostDir: stage},
+				"/vagrant/images/out":    {HostDir: images},
+				"/vagrant/vagrant/.join": {HostDir: join, Writable: true},
+				"/vmtest-out":            {HostDir: out, Writable: true},
+			},
+			// eth0 as Vagrant's NAT interface, first (on no cable here), eth1 the private network.
+			NICs: []vmtest.NIC{{MAC: mac(0, i)}, lab[i]},
+			Command: fmt.Sprintf("NODE_NAME=%s NODE_IP=%s SCRIPT=%s %s /bin/bash /vmtest-out/guest.sh",
+				m.Name, m.IP, m.Script, m.Env),
+			MemoryMB: 2048, CPUs: 2, Timeout: timeout, // the Vagrantfile's
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, err := vm.Run(context.Background(), lineLogger(t, m.Name+": "))
+			done[i] = ended{status, err}
+		}()
+	}
+	wg.Wait()
+	t.Logf("2 VMs (kernel %s, image %s): %v, qemu used %v of CPU", k.Version, filepath.Base(image),
 		time.Since(start).Round(time.Second), (childrenCPU() - cpu).Round(time.Second))
 
 	defer func() {
 		if t.Failed() {
-			if j, err := os.ReadFile(filepath.Join(out, "journal.txt")); err == nil {
-				t.Logf("the daemons' journal (last lines):\n%s", tail(string(j), 80))
+			for _, m := range labVMs {
+				if j, err := os.ReadFile(filepath.Join(out, m.Name, "journal.txt")); err == nil {
+					t.Logf("%s: the daemons' journal (last lines):\n%s", m.Name, tail(string(j), 60))
+				}
 			}
 		}
 	}()
-	results := readResults(t, filepath.Join(out, "results"))
-	if runErr != nil {
-		t.Errorf("VM: %v (guest exit status %d)", runErr, status)
-	}
-	if results["out-of-time"] == "yes" {
-		t.Errorf("the checks ran out of time (%v for the VM in all): the last result is the last step done", timeout)
-	}
-	if len(results) == 0 {
-		t.FailNow() // the console above says how far it got
-	}
-	want := func(key, value, what string) {
-		t.Helper()
-		if got, ok := results[key]; !ok {
-			t.Errorf("%s: not checked (no %s in the results: the guest script stopped before)", what, key)
-		} else if got != value {
-			t.Errorf("%s: %s=%q, want %q", what, key, got, value)
+	cp, w := readResults(t, filepath.Join(out, "control-plane", "results")), readResults(t, filepath.Join(out, "worker-1", "results"))
+	for i, m := range labVMs {
+		if done[i].err != nil {
+			t.Errorf("VM %s: %v (guest exit status %d)", m.Name, done[i].err, done[i].status)
 		}
 	}
-	want("provision", "0", "vagrant/provision/control-plane.sh")
-	for _, u := range []string{"containerd", "miniapi", "minilet", "miniproxy"} {
-		want("active-"+u, "active", "systemctl is-active "+u)
+	for _, r := range []map[string]string{cp, w} {
+		if r["out-of-time"] == "yes" {
+			t.Errorf("%s: the checks ran out of time (%v for the VMs in all): the last result is the last step done", r["vm"], timeout)
+		}
 	}
-	for _, u := range daemons {
-		want("enabled-"+u, "enabled", "systemctl is-enabled "+u)
+	if len(cp) == 0 {
+		t.FailNow() // the console above says how far it got
 	}
-	want("pod-phase", "Running", "the pod web")
-	want("restart-minilet", "0", "systemctl restart minilet")
-	want("minilet-new-pid", "yes", "minilet's MainPID after the restart (a new process)")
-	if before := results["container-pid-before"]; before == "" || before == "0" {
+	want := func(results map[string]string, key, value, what string) {
+		t.Helper()
+		if got, ok := results[key]; !ok {
+			t.Errorf("%s: %s: not checked (no %s in the results: the guest script stopped before)", results["vm"], what, key)
+		} else if got != value {
+			t.Errorf("%s: %s: %s=%q, want %q", results["vm"], what, key, got, value)
+		}
+	}
+	token, _ := os.ReadFile(filepath.Join(join, "token"))
+	want(cp, "provision", "0", "vagrant/provision/control-plane.sh")
+	want(w, "provision", "0", "vagrant/provision/worker.sh")
+	for _, r := range []map[string]string{cp, w} {
+		for _, u := range []string{"containerd", "minilet", "miniproxy"} {
+			want(r, "active-"+u, "active", "systemctl is-active "+u)
+			want(r, "enabled-"+u, "enabled", "systemctl is-enabled "+u)
+		}
+	}
+	want(cp, "active-miniapi", "active", "systemctl is-active miniapi")
+	want(cp, "enabled-miniapi", "enabled", "systemctl is-enabled miniapi")
+	want(w, "join-method", "bootstrap", "how worker.sh joined (JOIN_METHOD=auto with a minilet that has --bootstrap-kubeconfig)")
+	want(cp, "pod-phase", "Running", "the pod web")
+	want(cp, "restart-minilet", "0", "systemctl restart minilet")
+	want(cp, "minilet-new-pid", "yes", "minilet's MainPID after the restart (a new process)")
+	if before := cp["container-pid-before"]; before == "" || before == "0" {
 		t.Errorf("no container process found for the pod before the restart (%q)", before)
 	} else {
-		want("container-pid-after", before, "the pod's container process after systemctl restart minilet (KillMode=process)")
+		want(cp, "container-pid-after", before, "the pod's container process after systemctl restart minilet (KillMode=process)")
 	}
-	want("container-status-after", "RUNNING", "the pod's container task after the restart")
-	want("pod-ready-after", "0", "the pod Ready after the restart")
-	want("pod-restarts-after", "0", "the pod's restartCount after the restart")
-	if n, _ := strconv.Atoi(results["journal-minilet-lines"]); n == 0 {
-		t.Errorf("journalctl -u minilet has no lines (%q): logs do not reach journald", results["journal-minilet-lines"])
+	want(cp, "container-status-after", "RUNNING", "the pod's container task after the restart")
+	want(cp, "pod-ready-after", "0", "the pod Ready after the restart")
+	want(cp, "pod-restarts-after", "0", "the pod's restartCount after the restart")
+	if n, _ := strconv.Atoi(cp["journal-minilet-lines"]); n == 0 {
+		t.Errorf("journalctl -u minilet has no lines (%q): logs do not reach journald", cp["journal-minilet-lines"])
 	}
-	want("bootstrap-secret-type", "bootstrap.kubernetes.io/token", "the bootstrap token Secret's type")
-	want("smoke", "0", "vagrant/provision/smoke.sh (one node)")
+	want(cp, "bootstrap-secret-type", "bootstrap.kubernetes.io/token", "the bootstrap token Secret's type")
+	want(cp, "kubernetes-endpoint", "192.168.56.10:6443", "the kubernetes Service's endpoint (miniapi's advertised address)")
+	want(cp, "worker-ready", "0", "node worker-1 Ready")
+	want(cp, "worker-node-ip", "192.168.56.11", "node worker-1's InternalIP")
+	want(cp, "worker-csr", "system:bootstrap:"+strings.Split(string(token), ".")[0]+" kubernetes.io/kube-apiserver-client-kubelet Approved",
+		"worker-1's client CSR, made with the bootstrap token")
+	want(cp, "smoke", "0", "vagrant/provision/smoke.sh (the control plane and worker-1)")
+	want(cp, "smoke-pod-node", "worker-1", "the node of smoke.sh's pod (the control plane is tainted)")
 
 	// The join material, as the workers read it from the share.
-	join := filepath.Join(out, "join")
 	boot, err := os.ReadFile(filepath.Join(join, "bootstrap.kubeconfig"))
-	token, _ := os.ReadFile(filepath.Join(join, "token"))
 	switch {
 	case err != nil:
 		t.Errorf("bootstrap kubeconfig: %v", err)
@@ -168,43 +243,63 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 	}
 }
 
-// vmGuestScript runs inside the VM as root, started by systemd once multi-user.target is
-// reached. It records each check as key=value in /vmtest-out/results (a 9p share the test
-// reads) and prints its progress on the console.
-const vmGuestScript = `#!/bin/bash
+// labGuestScript runs inside each VM as root, started by systemd once multi-user.target is
+// reached, with NODE_NAME, NODE_IP and SCRIPT (and WORKERS on the control plane) set. It
+// records each check as key=value in /vmtest-out/$NODE_NAME/results (a 9p share the test
+// reads) and prints its progress on the console. The worker stays up until the control
+// plane's checks are done (/vmtest-out/control-plane/done).
+const labGuestScript = `#!/bin/bash
 exec 2>&1
-out=/vmtest-out
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+out=/vmtest-out/$NODE_NAME
 result() { echo "$1=$2" >>$out/results; echo "vmtest: RESULT $1=$2"; }
 step() { echo "vmtest: $(date +%T) $*"; }
 if [[ ${1:-} != checks ]]; then
   # The checks get the time left before the test's deadline (the VM's clock is the host's),
   # less a minute for the journal and the power-off.
-  budget=$(($(cat $out/deadline) - $(date +%s) - 60))
+  budget=$(($(cat /vmtest-out/deadline) - $(date +%s) - 60))
   step "booted; $budget s left for the checks"
+  result vm $NODE_NAME
   timeout $budget bash "$0" checks
   rc=$?
   ((rc == 124)) && result out-of-time yes
+  touch $out/done
   journalctl -u containerd -u miniapi -u minilet -u miniproxy --no-pager -o short-monotonic >$out/journal.txt 2>&1
   exit $rc
 fi
 
-# As the Vagrantfile sets them for the control plane; the join files go to the test's share.
-export SRC=/vagrant BIN=/minik8s/bin IMAGES=/minik8s/images JOIN_DIR=$out/join
-export NODE_IP=192.168.56.10 NODE_NAME=control-plane CONTROL_PLANE_IP=192.168.56.10 WAIT_SECONDS=240
-# The VM has no network device: the private network's address goes on a dummy link.
-modprobe dummy && ip link add eth1 type dummy && ip addr add $NODE_IP/24 dev eth1 && ip link set eth1 up
-ip route add default dev eth1
+# What vagrant up does before provisioning: the hostname (systemd.hostname=, and here
+# /etc/hosts); eth0, the first card, the NAT interface with VirtualBox's address (the same in
+# every VM) and the default route (on no cable here: nothing leaves); the private network's
+# address on eth1, the card on the test's cable.
+echo "127.0.1.1 $NODE_NAME" >>/etc/hosts
+ip addr add 10.0.2.15/24 dev eth0 && ip link set eth0 up && ip route add default via 10.0.2.2 dev eth0
+ip addr add $NODE_IP/24 dev eth1 && ip link set eth1 up
 
-step "vagrant/provision/control-plane.sh"
-bash /vagrant/vagrant/provision/control-plane.sh
+# Vagrant's shell provisioner (privileged): the script uploaded alone to /tmp/vagrant-shell,
+# run by root through a login shell with the Vagrantfile's environment.
+step "vagrant/provision/$SCRIPT as /tmp/vagrant-shell"
+cp /vagrant/vagrant/provision/$SCRIPT /tmp/vagrant-shell
+env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root bash -l -c \
+  "chmod +x /tmp/vagrant-shell && SRC=/vagrant JOIN_DIR=/vagrant/vagrant/.join CONTROL_PLANE_IP=192.168.56.10 JOIN_METHOD=auto NODE_IP=$NODE_IP NODE_NAME=$NODE_NAME ${WORKERS:+WORKERS='$WORKERS'} /tmp/vagrant-shell"
 rc=$?
 result provision $rc
-for u in containerd miniapi minilet miniproxy; do result active-$u "$(systemctl is-active $u)"; done
-for u in miniapi minilet miniproxy; do result enabled-$u "$(systemctl is-enabled $u)"; done
+for u in containerd miniapi minilet miniproxy; do
+  [[ $NODE_NAME == control-plane || $u != miniapi ]] || continue
+  result active-$u "$(systemctl is-active $u)"
+  result enabled-$u "$(systemctl is-enabled $u)"
+done
 [[ $rc == 0 ]] || exit 1
+
+if [[ $NODE_NAME != control-plane ]]; then
+  grep -q -- --bootstrap-kubeconfig /etc/minik8s/minilet.env && result join-method bootstrap || result join-method kubeconfig
+  step "waiting for the control plane's checks"
+  until [[ -f /vmtest-out/control-plane/done ]]; do sleep 2; done
+  exit 0
+fi
+
 export KUBECONFIG=/var/lib/miniapi/admin.kubeconfig
-result bootstrap-secret-type "$(kubectl -n kube-system get secret bootstrap-token-$(cut -d. -f1 $JOIN_DIR/token) -o jsonpath='{.type}')"
+result bootstrap-secret-type "$(kubectl -n kube-system get secret bootstrap-token-$(cut -d. -f1 /vagrant/vagrant/.join/token) -o jsonpath='{.type}')"
 
 step "a pod (tolerating the control plane's taint)"
 kubectl apply -f - <<'YAML'
@@ -212,6 +307,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web}
 spec:
+  nodeName: control-plane
   tolerations: [{key: node-role.kubernetes.io/control-plane, effect: NoSchedule}]
   containers:
   - {name: netexec, image: localhost/minik8s/netexec:v1, imagePullPolicy: IfNotPresent}
@@ -235,10 +331,26 @@ kubectl wait --for=condition=Ready pod/web --timeout=60s
 result pod-ready-after $?
 result pod-restarts-after "$(kubectl get pod web -o jsonpath='{.status.containerStatuses[0].restartCount}')"
 result journal-minilet-lines "$(journalctl -u minilet -o cat --no-pager | wc -l)"
+kubectl delete pod web --wait=false
+result kubernetes-endpoint "$(kubectl get endpoints kubernetes -o jsonpath='{.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}')"
 
-step "vagrant/provision/smoke.sh on this one node (the control plane's taint lifted)"
-kubectl taint node control-plane node-role.kubernetes.io/control-plane:NoSchedule-
-EXPECT_NODES=1 WAIT_SECONDS=180 bash /vagrant/vagrant/provision/smoke.sh
+step "worker-1 joins"
+for ((i = 0; i < 300; i++)); do kubectl get node worker-1 >/dev/null 2>&1 && break; sleep 2; done
+kubectl wait --for=condition=Ready node/worker-1 --timeout=300s
+result worker-ready $?
+result worker-node-ip "$(kubectl get node worker-1 -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')"
+# The CSR minilet made with the bootstrap token (its user system:bootstrap:<token id>).
+result worker-csr "$(kubectl get csr -o jsonpath='{range .items[*]}{.spec.username} {.spec.signerName} {.status.conditions[0].type}{"\n"}{end}' | grep '^system:bootstrap:')"
+
+step "vagrant/provision/smoke.sh (as vagrant ssh control-plane -c 'sudo ...' would; 2 nodes)"
+EXPECT_NODES=2 WAIT_SECONDS=180 /vagrant/vagrant/provision/smoke.sh &
+smoke=$!
+for ((i = 0; i < 180; i++)); do
+  node=$(kubectl get pods -l app=smoke -o jsonpath='{.items[0].spec.nodeName}' 2>/dev/null) && [[ -n $node ]] && break
+  sleep 1
+done
+result smoke-pod-node "$node"
+wait $smoke
 result smoke $?
 step done
 `

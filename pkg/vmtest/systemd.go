@@ -28,11 +28,30 @@ type SystemdVM struct {
 	Kernel   *Kernel
 	Image    string
 	Hostname string
-	Shares   map[string]Share // mount point inside the VM -> host directory
+	Shares   map[string]Share // mount point inside the VM -> host directory; parents are mounted first
+	NICs     []NIC            // network cards (none: no network device at all)
 	Command  string           // run by /bin/sh inside the VM as root, after multi-user.target
 	MemoryMB int              // default 2048
 	CPUs     int              // default 2
 	Timeout  time.Duration    // default 8 minutes
+}
+
+// NIC is a virtio network card whose Ethernet frames qemu sends to the unix datagram socket
+// Remote and receives on Local: two VMs whose cards name each other's sockets share a cable
+// (Wire). No host interface, tap or bridge takes part: nothing the VMs send is routed. A
+// card without sockets is on no cable at all: what it sends is lost (a stand-in for an
+// interface whose far end the test must not reach, such as Vagrant's NAT one).
+type NIC struct {
+	MAC           string
+	Local, Remote string // unix socket paths; both empty: no cable
+}
+
+// Wire is a point-to-point Ethernet cable between two VMs: the two ends, with the given MAC
+// addresses, as sockets in dir (keep dir's path short: a unix socket's path has 107 bytes at
+// most). qemu makes the sockets; remove dir when both VMs have ended.
+func Wire(dir, macA, macB string) (a, b NIC) {
+	sa, sb := filepath.Join(dir, "a.sock"), filepath.Join(dir, "b.sock")
+	return NIC{MAC: macA, Local: sa, Remote: sb}, NIC{MAC: macB, Local: sb, Remote: sa}
 }
 
 // systemdModules are what the initramfs loads to mount the root and the shares.
@@ -60,9 +79,17 @@ func (s *SystemdVM) Run(ctx context.Context, console io.Writer) (int, error) {
 		}
 		args = append(args, "-virtfs", opt)
 	}
+	for i, n := range s.NICs {
+		netdev := fmt.Sprintf("dgram,id=nic%d,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s", i, n.Local, n.Remote)
+		if n.Local == "" {
+			netdev = fmt.Sprintf("hubport,id=nic%d,hubid=%d", i, 100+i) // a hub of its own: no other port
+		}
+		args = append(args, "-netdev", netdev, "-device", fmt.Sprintf("virtio-net-pci,netdev=nic%d,mac=%s", i, n.MAC))
+	}
 	vm := &VM{Kernel: s.Kernel.Image, Initrd: initrd, MemoryMB: s.MemoryMB, CPUs: s.CPUs, Timeout: s.Timeout, ExtraArgs: args,
 		// The console shows the kernel's warnings, systemd's errors and the command's output.
-		Cmdline: "rdinit=/init loglevel=4 systemd.show_status=error systemd.log_level=warning systemd.hostname=" + s.Hostname}
+		// net.ifnames=0: the cards are eth0, eth1, ... in order, as in Vagrant's Debian boxes.
+		Cmdline: "rdinit=/init loglevel=4 net.ifnames=0 systemd.show_status=error systemd.log_level=warning systemd.hostname=" + s.Hostname}
 	if vm.MemoryMB == 0 {
 		vm.MemoryMB = 2048
 	}

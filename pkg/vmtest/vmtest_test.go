@@ -84,3 +84,13 @@ func TestBootDebianKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestWireEndsFaceEachOther(t *testing.T) {
+	a, b := Wire("/tmp/w", "52:54:00:00:00:01", "52:54:00:00:00:02")
+	if a.Local != b.Remote || b.Local != a.Remote || a.Local == b.Local {
+		t.Errorf("ends %+v and %+v do not face each other", a, b)
+	}
+	if a.MAC == b.MAC || a.MAC != "52:54:00:00:00:01" {
+		t.Errorf("MACs %q, %q", a.MAC, b.MAC)
+	}
+}

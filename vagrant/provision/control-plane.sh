@@ -4,7 +4,9 @@
 # a bootstrap token with its bootstrap kubeconfig (the token is a kube-system Secret in
 # kubeadm's format), node kubeconfigs for JOIN_METHOD=kubeconfig, miniproxy's kubeconfig
 # and the workers' node API serving certificates. Settings: common.sh.
-source "$(dirname "$0")/common.sh"
+# Vagrant's shell provisioner uploads this script alone to /tmp/vagrant-shell and runs it
+# there: common.sh is found in the repository ($SRC), not beside $0.
+source "${SRC:-/vagrant}/vagrant/provision/common.sh"
 # The workers, NAME=IP each (the Vagrantfile's).
 WORKERS=${WORKERS:-"worker-1=192.168.56.11 worker-2=192.168.56.12"}
 DATA=/var/lib/miniapi
@@ -16,7 +18,9 @@ install_minik8s
 import_images
 
 say "starting miniapi"
-write_env miniapi "--data-dir=$DATA --bind-address=0.0.0.0 --secure-port=6443 --tls-san=$NODE_IP --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$CLUSTER_CIDR --node-cidr-mask-size=24"
+# --advertise-address: the kubernetes Service's endpoint; left to itself miniapi would take
+# the first address, on Vagrant's NAT interface (eth0: 10.0.2.15 in every VirtualBox VM).
+write_env miniapi "--data-dir=$DATA --bind-address=0.0.0.0 --advertise-address=$NODE_IP --secure-port=6443 --tls-san=$NODE_IP --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$CLUSTER_CIDR --node-cidr-mask-size=24"
 start_units miniapi
 k get --raw /readyz >/dev/null || die "miniapi is active but /readyz does not answer"
 

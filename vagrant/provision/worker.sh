@@ -3,7 +3,9 @@
 # left in $JOIN_DIR (it provisions first). JOIN_METHOD (common.sh) says how minilet gets its
 # credentials: a bootstrap token (minilet --bootstrap-kubeconfig, requesting its own client
 # certificate into --cert-dir, as kubelet does) or a node kubeconfig issued by the control plane.
-source "$(dirname "$0")/common.sh"
+# Vagrant's shell provisioner uploads this script alone to /tmp/vagrant-shell and runs it
+# there: common.sh is found in the repository ($SRC), not beside $0.
+source "${SRC:-/vagrant}/vagrant/provision/common.sh"
 
 install_packages
 install_minik8s
