@@ -235,9 +235,12 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 			}
 			s.countImages(cur.ImageSizes, -1)
 			s.countImages(clone.ImageSizes, 1)
+			s.index.removeNode(cur)
 			*cur = *clone
+			s.index.addNode(cur)
 		} else {
 			s.countImages(clone.ImageSizes, 1)
+			s.index.addNode(clone)
 			s.infos[node.Name] = clone
 			c.layoutChanged = true
 			affinityChanged = true
@@ -247,6 +250,7 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		for name := range s.infos {
 			if it, ok := c.nodes[name]; !ok || it.info.Node() == nil {
 				s.countImages(s.infos[name].ImageSizes, -1)
+				s.index.removeNode(s.infos[name])
 				delete(s.infos, name)
 			}
 		}
@@ -303,11 +307,12 @@ type Snapshot struct {
 	list, withAffinity, withRequiredAnti []*framework.NodeInfo
 	generation                           int64
 	images                               map[string]int
+	index                                *podIndex
 }
 
 // NewSnapshot makes an empty snapshot.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{infos: map[string]*framework.NodeInfo{}, images: map[string]int{}}
+	return &Snapshot{infos: map[string]*framework.NodeInfo{}, images: map[string]int{}, index: newPodIndex()}
 }
 
 func (s *Snapshot) countImages(sizes map[string]int64, sign int) {

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"iter"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,13 @@ type NodeLister interface {
 	HavePodsWithRequiredAntiAffinity() []*NodeInfo
 	// ImageNodes counts the nodes that hold an image (by any of its names).
 	ImageNodes(image string) int
+	// PodsFor yields the placed pods that term may select, each with its node: a superset
+	// found by namespace and the term's IndexLabel, so callers still match each one.
+	PodsFor(term *AffinityTerm) iter.Seq2[*PodInfo, *NodeInfo]
+	// RequiredAntiAffinityTermsFor yields the placed pods' required anti-affinity terms
+	// that may select pod (by namespace and label; callers still match), each with the
+	// node of the pod that has it.
+	RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*AffinityTerm, *NodeInfo]
 }
 
 // Handle is what plugins get at construction.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -105,6 +106,17 @@ type AffinityTerm struct {
 	// namespace is the one namespace when Namespaces holds exactly one (the usual case: the
 	// pod's own), compared without hashing; "" otherwise.
 	namespace string
+	// indexKey and indexValues are one of the selector's "in" (or "=") requirements: every
+	// pod the term selects carries indexKey with one of indexValues, so an index of placed
+	// pods by label narrows the pods to match. indexKey "": the selector has none.
+	indexKey    string
+	indexValues []string
+}
+
+// IndexLabel is a label every pod the term selects carries, with one of the values; key ""
+// when the selector requires no such label.
+func (t *AffinityTerm) IndexLabel() (key string, values []string) {
+	return t.indexKey, t.indexValues
 }
 
 func (t *AffinityTerm) hasNamespace(ns string) bool {
@@ -228,6 +240,14 @@ func NewAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm) (AffinityTer
 	}
 	if len(t.Namespaces) == 1 {
 		t.namespace = t.Namespaces.UnsortedList()[0]
+	}
+	if reqs, selectable := sel.Requirements(); selectable {
+		for _, r := range reqs {
+			if op := r.Operator(); op == selection.In || op == selection.Equals || op == selection.DoubleEquals {
+				t.indexKey, t.indexValues = r.Key(), r.Values().UnsortedList()
+				break
+			}
+		}
 	}
 	return t, nil
 }

@@ -9,6 +9,7 @@ package defaultpreemption
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"sort"
 	"strings"
@@ -259,4 +260,38 @@ func (o overlay) HavePodsWithAffinity() []*framework.NodeInfo {
 
 func (o overlay) HavePodsWithRequiredAntiAffinity() []*framework.NodeInfo {
 	return o.swap(o.NodeLister.HavePodsWithRequiredAntiAffinity())
+}
+
+func (o overlay) PodsFor(t *framework.AffinityTerm) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
+	return func(yield func(*framework.PodInfo, *framework.NodeInfo) bool) {
+		name := o.node.Node().Name
+		for pi, n := range o.NodeLister.PodsFor(t) {
+			if n.Node().Name != name && !yield(pi, n) {
+				return
+			}
+		}
+		for _, pi := range o.node.Pods {
+			if !yield(pi, o.node) {
+				return
+			}
+		}
+	}
+}
+
+func (o overlay) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, *framework.NodeInfo] {
+	return func(yield func(*framework.AffinityTerm, *framework.NodeInfo) bool) {
+		name := o.node.Node().Name
+		for t, n := range o.NodeLister.RequiredAntiAffinityTermsFor(pod) {
+			if n.Node().Name != name && !yield(t, n) {
+				return
+			}
+		}
+		for _, pi := range o.node.PodsWithRequiredAntiAffinity {
+			for i := range pi.RequiredAntiAffinityTerms {
+				if !yield(&pi.RequiredAntiAffinityTerms[i], o.node) {
+					return
+				}
+			}
+		}
+	}
 }

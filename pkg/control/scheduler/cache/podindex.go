@@ -1,0 +1,217 @@
+package cache
+
+import (
+	"iter"
+
+	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// podIndex finds the snapshot's placed pods by namespace and label, and their required
+// anti-affinity terms by the namespace and label they select, so InterPodAffinity's
+// PreFilter matches the pods and terms that may concern the incoming pod rather than every
+// placed one (kube-scheduler walks them all). It holds exactly the pods of the snapshot's
+// NodeInfos, each with that NodeInfo: UpdateSnapshot takes a node's old pods out and puts
+// its new ones in wherever it changes an entry of the snapshot.
+type podIndex struct {
+	namespaces map[string]*namespacePods
+	// anti holds the required anti-affinity terms by each namespace they name; antiAnyNS
+	// those with a namespaceSelector (any namespace may match).
+	anti      map[string]*termBucket
+	antiAnyNS placedTerms
+}
+
+type labelKV struct{ key, value string }
+
+type placedPods map[*framework.PodInfo]*framework.NodeInfo
+
+type namespacePods struct {
+	all     placedPods
+	byLabel map[labelKV]placedPods
+}
+
+// termRef is one required anti-affinity term of a placed pod.
+type termRef struct {
+	pod *framework.PodInfo
+	i   int
+}
+
+type placedTerms map[termRef]*framework.NodeInfo
+
+type termBucket struct {
+	byLabel map[labelKV]placedTerms // by the term's IndexLabel, once per value
+	other   placedTerms             // terms without an IndexLabel
+}
+
+func newPodIndex() *podIndex {
+	return &podIndex{namespaces: map[string]*namespacePods{}, anti: map[string]*termBucket{}, antiAnyNS: placedTerms{}}
+}
+
+func (x *podIndex) addNode(n *framework.NodeInfo) {
+	for _, pi := range n.Pods {
+		x.add(pi, n)
+	}
+}
+
+func (x *podIndex) removeNode(n *framework.NodeInfo) {
+	for _, pi := range n.Pods {
+		x.remove(pi)
+	}
+}
+
+func (x *podIndex) add(pi *framework.PodInfo, n *framework.NodeInfo) {
+	pod := pi.Pod
+	ns := x.namespaces[pod.Namespace]
+	if ns == nil {
+		ns = &namespacePods{all: placedPods{}, byLabel: map[labelKV]placedPods{}}
+		x.namespaces[pod.Namespace] = ns
+	}
+	ns.all[pi] = n
+	for k, v := range pod.Labels {
+		kv := labelKV{k, v}
+		m := ns.byLabel[kv]
+		if m == nil {
+			m = placedPods{}
+			ns.byLabel[kv] = m
+		}
+		m[pi] = n
+	}
+	x.eachTermSlot(pi, func(ref termRef, m placedTerms) { m[ref] = n }, true)
+}
+
+func (x *podIndex) remove(pi *framework.PodInfo) {
+	pod := pi.Pod
+	ns := x.namespaces[pod.Namespace]
+	if ns == nil {
+		return
+	}
+	delete(ns.all, pi)
+	if len(ns.all) == 0 {
+		delete(x.namespaces, pod.Namespace)
+	} else {
+		for k, v := range pod.Labels {
+			kv := labelKV{k, v}
+			if m := ns.byLabel[kv]; m != nil {
+				delete(m, pi)
+				if len(m) == 0 {
+					delete(ns.byLabel, kv)
+				}
+			}
+		}
+	}
+	x.eachTermSlot(pi, func(ref termRef, m placedTerms) { delete(m, ref) }, false)
+}
+
+// eachTermSlot calls fn with every map a placed pod's required anti-affinity terms belong
+// in (made when create, skipped when missing otherwise); emptied maps are dropped.
+func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, placedTerms), create bool) {
+	for i := range pi.RequiredAntiAffinityTerms {
+		t := &pi.RequiredAntiAffinityTerms[i]
+		ref := termRef{pi, i}
+		if t.NamespaceSelector != nil {
+			fn(ref, x.antiAnyNS)
+			continue
+		}
+		key, values := t.IndexLabel()
+		for ns := range t.Namespaces {
+			b := x.anti[ns]
+			if b == nil {
+				if !create {
+					continue
+				}
+				b = &termBucket{byLabel: map[labelKV]placedTerms{}, other: placedTerms{}}
+				x.anti[ns] = b
+			}
+			if key == "" {
+				fn(ref, b.other)
+			}
+			for _, v := range values {
+				kv := labelKV{key, v}
+				m := b.byLabel[kv]
+				if m == nil {
+					if !create {
+						continue
+					}
+					m = placedTerms{}
+					b.byLabel[kv] = m
+				}
+				fn(ref, m)
+				if len(m) == 0 {
+					delete(b.byLabel, kv)
+				}
+			}
+			if len(b.other) == 0 && len(b.byLabel) == 0 {
+				delete(x.anti, ns)
+			}
+		}
+	}
+}
+
+// PodsFor yields the placed pods in term's namespaces (every namespace when it has a
+// namespaceSelector) that carry its IndexLabel, each once.
+func (s *Snapshot) PodsFor(term *framework.AffinityTerm) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
+	return func(yield func(*framework.PodInfo, *framework.NodeInfo) bool) {
+		each := func(m placedPods) bool {
+			for pi, n := range m {
+				if !yield(pi, n) {
+					return false
+				}
+			}
+			return true
+		}
+		if term.NamespaceSelector != nil {
+			for _, ns := range s.index.namespaces {
+				if !each(ns.all) {
+					return
+				}
+			}
+			return
+		}
+		key, values := term.IndexLabel()
+		for name := range term.Namespaces {
+			ns := s.index.namespaces[name]
+			if ns == nil {
+				continue
+			}
+			if key == "" {
+				if !each(ns.all) {
+					return
+				}
+				continue
+			}
+			for _, v := range values {
+				if !each(ns.byLabel[labelKV{key, v}]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// RequiredAntiAffinityTermsFor yields the placed pods' required anti-affinity terms that
+// name pod's namespace (or have a namespaceSelector) and whose IndexLabel pod carries (or
+// that have none), each once.
+func (s *Snapshot) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, *framework.NodeInfo] {
+	return func(yield func(*framework.AffinityTerm, *framework.NodeInfo) bool) {
+		each := func(m placedTerms) bool {
+			for ref, n := range m {
+				if !yield(&ref.pod.RequiredAntiAffinityTerms[ref.i], n) {
+					return false
+				}
+			}
+			return true
+		}
+		if !each(s.index.antiAnyNS) {
+			return
+		}
+		b := s.index.anti[pod.Namespace]
+		if b == nil || !each(b.other) {
+			return
+		}
+		for k, v := range pod.Labels {
+			if !each(b.byLabel[labelKV{k, v}]) {
+				return
+			}
+		}
+	}
+}
