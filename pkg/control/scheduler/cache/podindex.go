@@ -18,7 +18,7 @@ type podIndex struct {
 	// anti holds the required anti-affinity terms by each namespace they name; antiAnyNS
 	// those with a namespaceSelector (any namespace may match).
 	anti      map[string]*termBucket
-	antiAnyNS placedTerms
+	antiAnyNS termGroups
 }
 
 type labelKV struct{ key, value string }
@@ -36,15 +36,37 @@ type termRef struct {
 	i   int
 }
 
-type placedTerms map[termRef]*framework.NodeInfo
+// termGroup is the placed pods' terms of one signature, each with its pod's node.
+type termGroup map[termRef]*framework.NodeInfo
+
+// termGroups are by signature: a Deployment's replicas' terms are matched once.
+type termGroups map[string]termGroup
+
+func (g termGroups) add(ref termRef, n *framework.NodeInfo) {
+	sig := ref.term().Signature()
+	if g[sig] == nil {
+		g[sig] = termGroup{}
+	}
+	g[sig][ref] = n
+}
+
+func (g termGroups) remove(ref termRef) {
+	sig := ref.term().Signature()
+	delete(g[sig], ref)
+	if len(g[sig]) == 0 {
+		delete(g, sig)
+	}
+}
+
+func (r termRef) term() *framework.AffinityTerm { return &r.pod.RequiredAntiAffinityTerms[r.i] }
 
 type termBucket struct {
-	byLabel map[labelKV]placedTerms // by the term's IndexLabel, once per value
-	other   placedTerms             // terms without an IndexLabel
+	byLabel map[labelKV]termGroups // by the term's IndexLabel, once per value
+	other   termGroups             // terms without an IndexLabel
 }
 
 func newPodIndex() *podIndex {
-	return &podIndex{namespaces: map[string]*namespacePods{}, anti: map[string]*termBucket{}, antiAnyNS: placedTerms{}}
+	return &podIndex{namespaces: map[string]*namespacePods{}, anti: map[string]*termBucket{}, antiAnyNS: termGroups{}}
 }
 
 func (x *podIndex) addNode(n *framework.NodeInfo) {
@@ -76,7 +98,7 @@ func (x *podIndex) add(pi *framework.PodInfo, n *framework.NodeInfo) {
 		}
 		m[pi] = n
 	}
-	x.eachTermSlot(pi, func(ref termRef, m placedTerms) { m[ref] = n }, true)
+	x.eachTermSlot(pi, func(ref termRef, g termGroups) { g.add(ref, n) }, true)
 }
 
 func (x *podIndex) remove(pi *framework.PodInfo) {
@@ -99,12 +121,12 @@ func (x *podIndex) remove(pi *framework.PodInfo) {
 			}
 		}
 	}
-	x.eachTermSlot(pi, func(ref termRef, m placedTerms) { delete(m, ref) }, false)
+	x.eachTermSlot(pi, func(ref termRef, g termGroups) { g.remove(ref) }, false)
 }
 
 // eachTermSlot calls fn with every map a placed pod's required anti-affinity terms belong
 // in (made when create, skipped when missing otherwise); emptied maps are dropped.
-func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, placedTerms), create bool) {
+func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, termGroups), create bool) {
 	for i := range pi.RequiredAntiAffinityTerms {
 		t := &pi.RequiredAntiAffinityTerms[i]
 		ref := termRef{pi, i}
@@ -119,7 +141,7 @@ func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, placedTe
 				if !create {
 					continue
 				}
-				b = &termBucket{byLabel: map[labelKV]placedTerms{}, other: placedTerms{}}
+				b = &termBucket{byLabel: map[labelKV]termGroups{}, other: termGroups{}}
 				x.anti[ns] = b
 			}
 			if key == "" {
@@ -132,7 +154,7 @@ func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, placedTe
 					if !create {
 						continue
 					}
-					m = placedTerms{}
+					m = termGroups{}
 					b.byLabel[kv] = m
 				}
 				fn(ref, m)
@@ -190,12 +212,25 @@ func (s *Snapshot) PodsFor(term *framework.AffinityTerm) iter.Seq2[*framework.Po
 
 // RequiredAntiAffinityTermsFor yields the placed pods' required anti-affinity terms that
 // name pod's namespace (or have a namespaceSelector) and whose IndexLabel pod carries (or
-// that have none), each once.
-func (s *Snapshot) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, *framework.NodeInfo] {
-	return func(yield func(*framework.AffinityTerm, *framework.NodeInfo) bool) {
-		each := func(m placedTerms) bool {
-			for ref, n := range m {
-				if !yield(&ref.pod.RequiredAntiAffinityTerms[ref.i], n) {
+// that have none): one term for all those of a signature, with the nodes of the pods that
+// have it (a node once per such pod).
+func (s *Snapshot) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, iter.Seq[*framework.NodeInfo]] {
+	return func(yield func(*framework.AffinityTerm, iter.Seq[*framework.NodeInfo]) bool) {
+		each := func(groups termGroups) bool {
+			for _, g := range groups {
+				var t *framework.AffinityTerm
+				for ref := range g {
+					t = ref.term()
+					break
+				}
+				holders := func(yield func(*framework.NodeInfo) bool) {
+					for _, n := range g {
+						if !yield(n) {
+							return
+						}
+					}
+				}
+				if !yield(t, holders) {
 					return false
 				}
 			}

@@ -97,30 +97,24 @@ func checkIndex(t *testing.T, step string, s *cache.Snapshot) {
 		var want, got []string
 		for pi, n := range onNode {
 			for i := range pi.RequiredAntiAffinityTerms {
-				if pi.RequiredAntiAffinityTerms[i].Matches(probe, nil) {
-					want = append(want, fmt.Sprintf("%s/%d@%s", pi.Pod.Name, i, n.Node().Name))
+				if term := &pi.RequiredAntiAffinityTerms[i]; term.Matches(probe, nil) {
+					want = append(want, term.Signature()+"@"+n.Node().Name)
 				}
 			}
 		}
-		seen := map[*framework.AffinityTerm]bool{}
-		for term, n := range s.RequiredAntiAffinityTermsFor(probe) {
-			owner, idx := -1, (*framework.PodInfo)(nil)
-			for _, pi := range n.Pods {
-				for i := range pi.RequiredAntiAffinityTerms {
-					if &pi.RequiredAntiAffinityTerms[i] == term {
-						owner, idx = i, pi
-					}
+		seen := map[string]bool{}
+		for term, holders := range s.RequiredAntiAffinityTermsFor(probe) {
+			if seen[term.Signature()] {
+				t.Fatalf("%s: %s: terms %q yielded twice", step, probe.Name, term.Signature())
+			}
+			seen[term.Signature()] = true
+			for n := range holders {
+				if s.Get(n.Node().Name) != n {
+					t.Fatalf("%s: %s: index yields a node not in the snapshot", step, probe.Name)
 				}
-			}
-			if idx == nil || s.Get(n.Node().Name) != n {
-				t.Fatalf("%s: %s: index yields a term not on %s in the snapshot", step, probe.Name, n.Node().Name)
-			}
-			if seen[term] {
-				t.Fatalf("%s: %s: term of %s yielded twice", step, probe.Name, idx.Pod.Name)
-			}
-			seen[term] = true
-			if term.Matches(probe, nil) {
-				got = append(got, fmt.Sprintf("%s/%d@%s", idx.Pod.Name, owner, n.Node().Name))
+				if term.Matches(probe, nil) {
+					got = append(got, term.Signature()+"@"+n.Node().Name)
+				}
 			}
 		}
 		sameSet(t, step+": anti-affinity terms for "+probe.Name, got, want)

@@ -58,9 +58,9 @@ type NodeLister interface {
 	// found by namespace and the term's IndexLabel, so callers still match each one.
 	PodsFor(term *AffinityTerm) iter.Seq2[*PodInfo, *NodeInfo]
 	// RequiredAntiAffinityTermsFor yields the placed pods' required anti-affinity terms
-	// that may select pod (by namespace and label; callers still match), each with the
-	// node of the pod that has it.
-	RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*AffinityTerm, *NodeInfo]
+	// that may select pod (by namespace and label; callers still match): one term for all
+	// of the same Signature, with the nodes of the pods that have it (once per pod).
+	RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*AffinityTerm, iter.Seq[*NodeInfo]]
 }
 
 // Handle is what plugins get at construction.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -111,7 +112,13 @@ type AffinityTerm struct {
 	// pods by label narrows the pods to match. indexKey "": the selector has none.
 	indexKey    string
 	indexValues []string
+	// signature is the same string for terms that select the same pods in the same
+	// topology (a Deployment's replicas' terms), so an index can match them once.
+	signature string
 }
+
+// Signature is equal for terms with the same namespaces, selectors and topology key.
+func (t *AffinityTerm) Signature() string { return t.signature }
 
 // IndexLabel is a label every pod the term selects carries, with one of the values; key ""
 // when the selector requires no such label.
@@ -241,6 +248,11 @@ func NewAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm) (AffinityTer
 	if len(t.Namespaces) == 1 {
 		t.namespace = t.Namespaces.UnsortedList()[0]
 	}
+	nsSel := "none"
+	if t.NamespaceSelector != nil {
+		nsSel = "selector " + t.NamespaceSelector.String()
+	}
+	t.signature = strings.Join([]string{t.TopologyKey, strings.Join(sets.List(t.Namespaces), ","), sel.String(), nsSel}, "\x00")
 	if reqs, selectable := sel.Requirements(); selectable {
 		for _, r := range reqs {
 			if op := r.Operator(); op == selection.In || op == selection.Equals || op == selection.DoubleEquals {

@@ -278,17 +278,25 @@ func (o overlay) PodsFor(t *framework.AffinityTerm) iter.Seq2[*framework.PodInfo
 	}
 }
 
-func (o overlay) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, *framework.NodeInfo] {
-	return func(yield func(*framework.AffinityTerm, *framework.NodeInfo) bool) {
+func (o overlay) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, iter.Seq[*framework.NodeInfo]] {
+	return func(yield func(*framework.AffinityTerm, iter.Seq[*framework.NodeInfo]) bool) {
 		name := o.node.Node().Name
-		for t, n := range o.NodeLister.RequiredAntiAffinityTermsFor(pod) {
-			if n.Node().Name != name && !yield(t, n) {
+		for t, holders := range o.NodeLister.RequiredAntiAffinityTermsFor(pod) {
+			others := func(yield func(*framework.NodeInfo) bool) {
+				for n := range holders {
+					if n.Node().Name != name && !yield(n) {
+						return
+					}
+				}
+			}
+			if !yield(t, others) {
 				return
 			}
 		}
+		trial := func(yield func(*framework.NodeInfo) bool) { yield(o.node) }
 		for _, pi := range o.node.PodsWithRequiredAntiAffinity {
 			for i := range pi.RequiredAntiAffinityTerms {
-				if !yield(&pi.RequiredAntiAffinityTerms[i], o.node) {
+				if !yield(&pi.RequiredAntiAffinityTerms[i], trial) {
 					return
 				}
 			}

@@ -42,10 +42,12 @@ type topologyPair struct{ key, value string }
 type counts map[topologyPair]int64
 
 // addNode counts one for node's domain of key, when the node has that label.
-func (c counts) addNode(n *framework.NodeInfo, key string) {
-	if v, ok := n.Node().Labels[key]; ok {
+func (c counts) addNode(n *framework.NodeInfo, key string) bool {
+	v, ok := n.Node().Labels[key]
+	if ok {
 		c[topologyPair{key, v}]++
 	}
+	return ok
 }
 
 type filterState struct {
@@ -98,12 +100,14 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 	nsCache := map[string]labels.Set{}
 	podNS := p.nsLabels(pod.Pod.Namespace, nsCache)
 	s := &filterState{existingAnti: counts{}, affinity: counts{}, anti: counts{}}
-	for t, n := range nodes.RequiredAntiAffinityTermsFor(pod.Pod) {
-		if t.Matches(pod.Pod, podNS) {
-			if _, ok := n.Node().Labels[t.TopologyKey]; ok && !slices.Contains(s.existingAntiKeys, t.TopologyKey) {
+	for t, holders := range nodes.RequiredAntiAffinityTermsFor(pod.Pod) {
+		if !t.Matches(pod.Pod, podNS) {
+			continue
+		}
+		for n := range holders {
+			if s.existingAnti.addNode(n, t.TopologyKey) && !slices.Contains(s.existingAntiKeys, t.TopologyKey) {
 				s.existingAntiKeys = append(s.existingAntiKeys, t.TopologyKey)
 			}
-			s.existingAnti.addNode(n, t.TopologyKey)
 		}
 	}
 	if len(pod.RequiredAffinityTerms) == 0 && len(pod.RequiredAntiAffinityTerms) == 0 {
