@@ -5,6 +5,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // podIndex finds the snapshot's placed pods by namespace and label, and their required
@@ -134,7 +135,7 @@ func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, termGrou
 			fn(ref, x.antiAnyNS)
 			continue
 		}
-		key, values := t.IndexLabel()
+		key, values, _ := t.IndexLabel()
 		for ns := range t.Namespaces {
 			b := x.anti[ns]
 			if b == nil {
@@ -169,13 +170,15 @@ func (x *podIndex) eachTermSlot(pi *framework.PodInfo, fn func(termRef, termGrou
 	}
 }
 
-// PodsFor yields the placed pods in term's namespaces (every namespace when it has a
-// namespaceSelector) that carry its IndexLabel, each once.
-func (s *Snapshot) PodsFor(term *framework.AffinityTerm) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
+// PodsMatching yields the placed pods term selects: those in its namespaces (every
+// namespace when it has a namespaceSelector) that carry its IndexLabel, each matched
+// unless the label is the whole selector.
+func (s *Snapshot) PodsMatching(term *framework.AffinityTerm, nsLabels func(string) labels.Set) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
+	key, values, exact := term.IndexLabel()
 	return func(yield func(*framework.PodInfo, *framework.NodeInfo) bool) {
 		each := func(m placedPods) bool {
 			for pi, n := range m {
-				if !yield(pi, n) {
+				if (exact || term.Matches(pi.Pod, nsLabelsOf(term, pi, nsLabels))) && !yield(pi, n) {
 					return false
 				}
 			}
@@ -189,7 +192,6 @@ func (s *Snapshot) PodsFor(term *framework.AffinityTerm) iter.Seq2[*framework.Po
 			}
 			return
 		}
-		key, values := term.IndexLabel()
 		for name := range term.Namespaces {
 			ns := s.index.namespaces[name]
 			if ns == nil {
@@ -208,6 +210,14 @@ func (s *Snapshot) PodsFor(term *framework.AffinityTerm) iter.Seq2[*framework.Po
 			}
 		}
 	}
+}
+
+// nsLabelsOf reads a pod's namespace's labels only for a term that has a namespaceSelector.
+func nsLabelsOf(term *framework.AffinityTerm, pi *framework.PodInfo, nsLabels func(string) labels.Set) labels.Set {
+	if term.NamespaceSelector == nil {
+		return nil
+	}
+	return nsLabels(pi.Pod.Namespace)
 }
 
 // RequiredAntiAffinityTermsFor yields the placed pods' required anti-affinity terms that

@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/internal/schedtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // antiPod is a pod of ns with labels and one required anti-affinity term per selector.
@@ -30,12 +31,14 @@ func app(v string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": v}}
 }
 
-// probeTerms are terms of every kind the index narrows differently: by label value, by a
-// set of values, by namespace only (no "in" requirement), every namespace.
+// probeTerms are terms of every kind the index narrows differently: by label value (the
+// whole selector or not), by a set of values, by namespace only (no "in" requirement),
+// every namespace.
 func probeTerms(t *testing.T) []framework.AffinityTerm {
 	owner := antiPod("owner", "a", nil)
 	specs := []corev1.PodAffinityTerm{
 		{LabelSelector: app("web")},
+		{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "tier": "front"}}},
 		{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db"}}}}},
 		{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}}},
 		{LabelSelector: &metav1.LabelSelector{}, Namespaces: []string{"a", "b"}},
@@ -60,8 +63,8 @@ var probePods = []*corev1.Pod{
 	antiPod("probe-none", "a", nil),
 }
 
-// checkIndex compares what the snapshot's index yields (after matching, as the plugins
-// do) with a walk over every node's pods, and refuses a yielded pod or term that is not on
+// checkIndex compares what the snapshot's index yields (for terms, after matching, as the
+// plugin does) with a walk over every node's pods, and refuses a yielded pod or term that is not on
 // the snapshot's NodeInfo it comes with, or that comes twice.
 func checkIndex(t *testing.T, step string, s *cache.Snapshot) {
 	t.Helper()
@@ -79,7 +82,7 @@ func checkIndex(t *testing.T, step string, s *cache.Snapshot) {
 			}
 		}
 		seen := map[*framework.PodInfo]bool{}
-		for pi, n := range s.PodsFor(&term) {
+		for pi, n := range s.PodsMatching(&term, noLabels) {
 			if onNode[pi] != n || s.Get(n.Node().Name) != n {
 				t.Fatalf("%s: term %d: index yields %s on %s, not in the snapshot there", step, i, pi.Pod.Name, n.Node().Name)
 			}
@@ -87,9 +90,7 @@ func checkIndex(t *testing.T, step string, s *cache.Snapshot) {
 				t.Fatalf("%s: term %d: %s yielded twice", step, i, pi.Pod.Name)
 			}
 			seen[pi] = true
-			if term.Matches(pi.Pod, nil) {
-				got = append(got, pi.Pod.Name+"@"+n.Node().Name)
-			}
+			got = append(got, pi.Pod.Name+"@"+n.Node().Name)
 		}
 		sameSet(t, fmt.Sprintf("%s: pods for term %d", step, i), got, want)
 	}
@@ -187,10 +188,11 @@ func TestPodIndexFollowsTheCache(t *testing.T) {
 
 func countPods(s *cache.Snapshot, term framework.AffinityTerm) int {
 	n := 0
-	for pi := range s.PodsFor(&term) {
-		if term.Matches(pi.Pod, nil) {
-			n++
-		}
+	for range s.PodsMatching(&term, noLabels) {
+		n++
 	}
 	return n
 }
+
+// noLabels: the namespaces have none (the probe's namespaceSelector selects every one).
+func noLabels(string) labels.Set { return nil }

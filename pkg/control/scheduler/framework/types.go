@@ -112,6 +112,9 @@ type AffinityTerm struct {
 	// pods by label narrows the pods to match. indexKey "": the selector has none.
 	indexKey    string
 	indexValues []string
+	// indexExact: that requirement is the whole selector and there is no namespaceSelector,
+	// so a pod in one of Namespaces with the label is selected without matching.
+	indexExact bool
 	// signature is the same string for terms that select the same pods in the same
 	// topology (a Deployment's replicas' terms), so an index can match them once.
 	signature string
@@ -121,9 +124,10 @@ type AffinityTerm struct {
 func (t *AffinityTerm) Signature() string { return t.signature }
 
 // IndexLabel is a label every pod the term selects carries, with one of the values; key ""
-// when the selector requires no such label.
-func (t *AffinityTerm) IndexLabel() (key string, values []string) {
-	return t.indexKey, t.indexValues
+// when the selector requires no such label. exact: a pod of one of the term's Namespaces
+// with that label is selected.
+func (t *AffinityTerm) IndexLabel() (key string, values []string, exact bool) {
+	return t.indexKey, t.indexValues, t.indexExact
 }
 
 func (t *AffinityTerm) hasNamespace(ns string) bool {
@@ -257,6 +261,7 @@ func NewAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm) (AffinityTer
 		for _, r := range reqs {
 			if op := r.Operator(); op == selection.In || op == selection.Equals || op == selection.DoubleEquals {
 				t.indexKey, t.indexValues = r.Key(), r.Values().UnsortedList()
+				t.indexExact = len(reqs) == 1 && t.NamespaceSelector == nil
 				break
 			}
 		}

@@ -262,16 +262,16 @@ func (o overlay) HavePodsWithRequiredAntiAffinity() []*framework.NodeInfo {
 	return o.swap(o.NodeLister.HavePodsWithRequiredAntiAffinity())
 }
 
-func (o overlay) PodsFor(t *framework.AffinityTerm) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
+func (o overlay) PodsMatching(t *framework.AffinityTerm, nsLabels func(string) labels.Set) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
 	return func(yield func(*framework.PodInfo, *framework.NodeInfo) bool) {
 		name := o.node.Node().Name
-		for pi, n := range o.NodeLister.PodsFor(t) {
+		for pi, n := range o.NodeLister.PodsMatching(t, nsLabels) {
 			if n.Node().Name != name && !yield(pi, n) {
 				return
 			}
 		}
 		for _, pi := range o.node.Pods {
-			if !yield(pi, o.node) {
+			if t.Matches(pi.Pod, nsLabels(pi.Pod.Namespace)) && !yield(pi, o.node) {
 				return
 			}
 		}

@@ -80,13 +80,14 @@ func (p *Plugin) nsLabels(ns string, cache map[string]labels.Set) labels.Set {
 	return l
 }
 
-func hasNamespaceSelector(terms []framework.AffinityTerm) bool {
+// nsLabelsFor reads pod's namespace's labels only when one of terms has a namespaceSelector.
+func nsLabelsFor(terms []framework.AffinityTerm, pod *framework.PodInfo, nsLabels func(string) labels.Set) labels.Set {
 	for _, t := range terms {
 		if t.NamespaceSelector != nil {
-			return true
+			return nsLabels(pod.Pod.Namespace)
 		}
 	}
-	return false
+	return nil
 }
 
 // PreFilter counts, per topology domain, the pods that matter to the pod's required terms
@@ -117,18 +118,12 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		state.Write(filterKey, s)
 		return nil
 	}
-	needNS := hasNamespaceSelector(pod.RequiredAffinityTerms) || hasNamespaceSelector(pod.RequiredAntiAffinityTerms)
-	exNS := func(existing *framework.PodInfo) labels.Set {
-		if !needNS {
-			return nil
-		}
-		return p.nsLabels(existing.Pod.Namespace, nsCache)
-	}
+	nsLabels := func(ns string) labels.Set { return p.nsLabels(ns, nsCache) }
 	// A pod counts for the affinity terms when it matches them all, so the first term's
-	// candidates are all there are.
+	// pods are all there are.
 	if terms := pod.RequiredAffinityTerms; len(terms) > 0 {
-		for existing, n := range nodes.PodsFor(&terms[0]) {
-			if matchesAll(terms, existing.Pod, exNS(existing)) {
+		for existing, n := range nodes.PodsMatching(&terms[0], nsLabels) {
+			if matchesAll(terms[1:], existing.Pod, nsLabelsFor(terms[1:], existing, nsLabels)) {
 				for i := range terms {
 					s.affinity.addNode(n, terms[i].TopologyKey)
 				}
@@ -137,10 +132,8 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 	}
 	for i := range pod.RequiredAntiAffinityTerms {
 		t := &pod.RequiredAntiAffinityTerms[i]
-		for existing, n := range nodes.PodsFor(t) {
-			if t.Matches(existing.Pod, exNS(existing)) {
-				s.anti.addNode(n, t.TopologyKey)
-			}
+		for _, n := range nodes.PodsMatching(t, nsLabels) {
+			s.anti.addNode(n, t.TopologyKey)
 		}
 	}
 	state.Write(filterKey, s)
@@ -225,13 +218,12 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	nsCache := map[string]labels.Set{}
 	podNS := p.nsLabels(pod.Pod.Namespace, nsCache)
 	s := &scoreState{scores: counts{}}
+	nsLabels := func(ns string) labels.Set { return p.nsLabels(ns, nsCache) }
 	ownTerms := func(terms []framework.WeightedAffinityTerm, sign int64) {
 		for i := range terms {
 			t := &terms[i]
-			for ex, n := range nodes.PodsFor(&t.AffinityTerm) {
-				if t.Matches(ex.Pod, p.nsLabels(ex.Pod.Namespace, nsCache)) {
-					s.add(n, t.TopologyKey, sign*int64(t.Weight))
-				}
+			for _, n := range nodes.PodsMatching(&t.AffinityTerm, nsLabels) {
+				s.add(n, t.TopologyKey, sign*int64(t.Weight))
 			}
 		}
 	}
