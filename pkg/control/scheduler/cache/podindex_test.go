@@ -74,6 +74,23 @@ func checkIndex(t *testing.T, step string, s *cache.Snapshot) {
 			onNode[pi] = n
 		}
 	}
+	var withAffinity, withAnti, gotAffinity, gotAnti []string
+	for _, n := range s.List() {
+		if len(n.PodsWithAffinity) > 0 {
+			withAffinity = append(withAffinity, n.Node().Name)
+		}
+		if len(n.PodsWithRequiredAntiAffinity) > 0 {
+			withAnti = append(withAnti, n.Node().Name)
+		}
+	}
+	for _, n := range s.HavePodsWithAffinity() {
+		gotAffinity = append(gotAffinity, n.Node().Name)
+	}
+	for _, n := range s.HavePodsWithRequiredAntiAffinity() {
+		gotAnti = append(gotAnti, n.Node().Name)
+	}
+	sameSet(t, step+": nodes with affinity pods", gotAffinity, withAffinity)
+	sameSet(t, step+": nodes with required anti-affinity pods", gotAnti, withAnti)
 	for i, term := range probeTerms(t) {
 		var want, got []string
 		for pi, n := range onNode {
