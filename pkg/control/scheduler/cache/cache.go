@@ -6,6 +6,7 @@ package cache
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -230,14 +231,19 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		}
 		clone := it.info.Clone()
 		if cur, ok := s.infos[node.Name]; ok {
-			if len(cur.PodsWithAffinity) > 0 || len(clone.PodsWithAffinity) > 0 {
-				affinityChanged = true
-			}
+			hadAffinity, hadAnti := len(cur.PodsWithAffinity) > 0, len(cur.PodsWithRequiredAntiAffinity) > 0
 			s.countImages(cur.ImageSizes, -1)
 			s.countImages(clone.ImageSizes, 1)
+			s.index.removeNode(cur)
 			*cur = *clone
+			s.index.addNode(cur)
+			// The node joins or leaves the lists of nodes with affinity pods in place
+			// (their order does not matter), rather than all nodes being walked again.
+			s.withAffinity = setMember(s.withAffinity, cur, hadAffinity, len(cur.PodsWithAffinity) > 0)
+			s.withRequiredAnti = setMember(s.withRequiredAnti, cur, hadAnti, len(cur.PodsWithRequiredAntiAffinity) > 0)
 		} else {
 			s.countImages(clone.ImageSizes, 1)
+			s.index.addNode(clone)
 			s.infos[node.Name] = clone
 			c.layoutChanged = true
 			affinityChanged = true
@@ -247,6 +253,7 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		for name := range s.infos {
 			if it, ok := c.nodes[name]; !ok || it.info.Node() == nil {
 				s.countImages(s.infos[name].ImageSizes, -1)
+				s.index.removeNode(s.infos[name])
 				delete(s.infos, name)
 			}
 		}
@@ -266,6 +273,20 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 		}
 	}
 	s.generation = c.generation
+}
+
+// setMember adds n to list or takes it out when its membership changed from was to now.
+func setMember(list []*framework.NodeInfo, n *framework.NodeInfo, was, now bool) []*framework.NodeInfo {
+	switch {
+	case now && !was:
+		return append(list, n)
+	case was && !now:
+		if i := slices.Index(list, n); i >= 0 {
+			list[i] = list[len(list)-1]
+			return list[:len(list)-1]
+		}
+	}
+	return list
 }
 
 func zoneKey(n *corev1.Node) string {
@@ -303,11 +324,12 @@ type Snapshot struct {
 	list, withAffinity, withRequiredAnti []*framework.NodeInfo
 	generation                           int64
 	images                               map[string]int
+	index                                *podIndex
 }
 
 // NewSnapshot makes an empty snapshot.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{infos: map[string]*framework.NodeInfo{}, images: map[string]int{}}
+	return &Snapshot{infos: map[string]*framework.NodeInfo{}, images: map[string]int{}, index: newPodIndex()}
 }
 
 func (s *Snapshot) countImages(sizes map[string]int64, sign int) {

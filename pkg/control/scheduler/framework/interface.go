@@ -2,9 +2,11 @@ package framework
 
 import (
 	"context"
+	"iter"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
@@ -53,6 +55,13 @@ type NodeLister interface {
 	HavePodsWithRequiredAntiAffinity() []*NodeInfo
 	// ImageNodes counts the nodes that hold an image (by any of its names).
 	ImageNodes(image string) int
+	// PodsMatching yields the placed pods that term selects, each with its node
+	// (nsLabels gives a namespace's labels for a namespaceSelector).
+	PodsMatching(term *AffinityTerm, nsLabels func(namespace string) labels.Set) iter.Seq2[*PodInfo, *NodeInfo]
+	// RequiredAntiAffinityTermsFor yields the placed pods' required anti-affinity terms
+	// that may select pod (by namespace and label; callers still match): one term for all
+	// of the same Signature, with the nodes of the pods that have it (once per pod).
+	RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*AffinityTerm, iter.Seq[*NodeInfo]]
 }
 
 // Handle is what plugins get at construction.

@@ -2,11 +2,13 @@ package framework
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -105,6 +107,27 @@ type AffinityTerm struct {
 	// namespace is the one namespace when Namespaces holds exactly one (the usual case: the
 	// pod's own), compared without hashing; "" otherwise.
 	namespace string
+	// indexKey and indexValues are one of the selector's "in" (or "=") requirements: every
+	// pod the term selects carries indexKey with one of indexValues, so an index of placed
+	// pods by label narrows the pods to match. indexKey "": the selector has none.
+	indexKey    string
+	indexValues []string
+	// indexExact: that requirement is the whole selector and there is no namespaceSelector,
+	// so a pod in one of Namespaces with the label is selected without matching.
+	indexExact bool
+	// signature is the same string for terms that select the same pods in the same
+	// topology (a Deployment's replicas' terms), so an index can match them once.
+	signature string
+}
+
+// Signature is equal for terms with the same namespaces, selectors and topology key.
+func (t *AffinityTerm) Signature() string { return t.signature }
+
+// IndexLabel is a label every pod the term selects carries, with one of the values; key ""
+// when the selector requires no such label. exact: a pod of one of the term's Namespaces
+// with that label is selected.
+func (t *AffinityTerm) IndexLabel() (key string, values []string, exact bool) {
+	return t.indexKey, t.indexValues, t.indexExact
 }
 
 func (t *AffinityTerm) hasNamespace(ns string) bool {
@@ -228,6 +251,20 @@ func NewAffinityTerm(pod *corev1.Pod, term *corev1.PodAffinityTerm) (AffinityTer
 	}
 	if len(t.Namespaces) == 1 {
 		t.namespace = t.Namespaces.UnsortedList()[0]
+	}
+	nsSel := "none"
+	if t.NamespaceSelector != nil {
+		nsSel = "selector " + t.NamespaceSelector.String()
+	}
+	t.signature = strings.Join([]string{t.TopologyKey, strings.Join(sets.List(t.Namespaces), ","), sel.String(), nsSel}, "\x00")
+	if reqs, selectable := sel.Requirements(); selectable {
+		for _, r := range reqs {
+			if op := r.Operator(); op == selection.In || op == selection.Equals || op == selection.DoubleEquals {
+				t.indexKey, t.indexValues = r.Key(), r.Values().UnsortedList()
+				t.indexExact = len(reqs) == 1 && t.NamespaceSelector == nil
+				break
+			}
+		}
 	}
 	return t, nil
 }

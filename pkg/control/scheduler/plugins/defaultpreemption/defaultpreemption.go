@@ -9,6 +9,7 @@ package defaultpreemption
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"sort"
 	"strings"
@@ -259,4 +260,46 @@ func (o overlay) HavePodsWithAffinity() []*framework.NodeInfo {
 
 func (o overlay) HavePodsWithRequiredAntiAffinity() []*framework.NodeInfo {
 	return o.swap(o.NodeLister.HavePodsWithRequiredAntiAffinity())
+}
+
+func (o overlay) PodsMatching(t *framework.AffinityTerm, nsLabels func(string) labels.Set) iter.Seq2[*framework.PodInfo, *framework.NodeInfo] {
+	return func(yield func(*framework.PodInfo, *framework.NodeInfo) bool) {
+		name := o.node.Node().Name
+		for pi, n := range o.NodeLister.PodsMatching(t, nsLabels) {
+			if n.Node().Name != name && !yield(pi, n) {
+				return
+			}
+		}
+		for _, pi := range o.node.Pods {
+			if t.Matches(pi.Pod, nsLabels(pi.Pod.Namespace)) && !yield(pi, o.node) {
+				return
+			}
+		}
+	}
+}
+
+func (o overlay) RequiredAntiAffinityTermsFor(pod *corev1.Pod) iter.Seq2[*framework.AffinityTerm, iter.Seq[*framework.NodeInfo]] {
+	return func(yield func(*framework.AffinityTerm, iter.Seq[*framework.NodeInfo]) bool) {
+		name := o.node.Node().Name
+		for t, holders := range o.NodeLister.RequiredAntiAffinityTermsFor(pod) {
+			others := func(yield func(*framework.NodeInfo) bool) {
+				for n := range holders {
+					if n.Node().Name != name && !yield(n) {
+						return
+					}
+				}
+			}
+			if !yield(t, others) {
+				return
+			}
+		}
+		trial := func(yield func(*framework.NodeInfo) bool) { yield(o.node) }
+		for _, pi := range o.node.PodsWithRequiredAntiAffinity {
+			for i := range pi.RequiredAntiAffinityTerms {
+				if !yield(&pi.RequiredAntiAffinityTerms[i], trial) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -6,9 +6,11 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/internal/schedtest"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/interpodaffinity"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/noderesources"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/tainttoleration"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -61,5 +63,47 @@ func TestPreemption(t *testing.T) {
 	never.Spec.PreemptionPolicy = ptr.To(corev1.PreemptNever)
 	if _, st := p.PostFilter(context.Background(), nil, framework.NewPodInfo(never), statuses); st.IsSuccess() || st.Message() != "preemption: not eligible due to preemptionPolicy=Never." {
 		t.Fatalf("preemptionPolicy Never: %v", st.Message())
+	}
+}
+
+// TestPreemptionAntiAffinity evicts a pod that anti-affinity keeps the preemptor from: the
+// what-if snapshot must hide the victim from InterPodAffinity's index of placed pods and
+// terms, both ways round.
+func TestPreemptionAntiAffinity(t *testing.T) {
+	anti := func(p *corev1.Pod, app string) *corev1.Pod {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: corev1.LabelHostname}}}}
+		return p
+	}
+	for _, tc := range []struct {
+		name          string
+		victim, other *corev1.Pod
+		preemptor     *corev1.Pod
+	}{
+		{"the victim's term selects the preemptor",
+			anti(schedtest.Pod("low", map[string]string{"app": "db"}, 0), "web"),
+			schedtest.Pod("keep", map[string]string{"app": "db"}, 0),
+			schedtest.Pod("hi", map[string]string{"app": "web"}, 0)},
+		{"the preemptor's term selects the victim",
+			schedtest.Pod("low", map[string]string{"app": "db"}, 0),
+			schedtest.Pod("keep", map[string]string{"app": "cache"}, 0),
+			anti(schedtest.Pod("hi", map[string]string{"app": "web"}, 0), "db")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := []*corev1.Pod{prio(schedtest.On(tc.victim, "n1"), 1), prio(schedtest.On(tc.other, "n1"), 20)}
+			snap := schedtest.Snapshot([]*corev1.Node{schedtest.Node("n1", nil)}, pods...)
+			h := schedtest.NewHandle(snap)
+			ipa, _ := interpodaffinity.New(h)
+			h.SetFramework(&framework.Framework{PreFilters: []framework.PreFilterPlugin{ipa.(framework.PreFilterPlugin)}, Filters: []framework.FilterPlugin{ipa.(framework.FilterPlugin)}, Parallelism: 1})
+			pl, _ := New(h)
+			p := pl.(*Plugin)
+			var victims []string
+			p.OnPreempt = func(v, _ *corev1.Pod, node string) { victims = append(victims, v.Name+"@"+node) }
+			statuses := framework.NodeStatuses{"n1": framework.NewStatus(framework.Unschedulable, "anti-affinity")}
+			node, st := p.PostFilter(context.Background(), nil, framework.NewPodInfo(prio(tc.preemptor, 10)), statuses)
+			if !st.IsSuccess() || node != "n1" || len(victims) != 1 || victims[0] != "low@n1" {
+				t.Fatalf("nominated %q (%v), victims %v; want n1 with low only", node, st.Message(), victims)
+			}
+		})
 	}
 }

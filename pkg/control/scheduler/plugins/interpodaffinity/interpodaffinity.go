@@ -8,6 +8,7 @@ package interpodaffinity
 
 import (
 	"context"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
@@ -34,22 +35,27 @@ const (
 	scoreKey  = Name + "/preScore"
 )
 
-// counts maps topology key -> value -> number of pods.
-type counts map[string]map[string]int64
+// topologyPair is one topology domain: a node label key and value (kube-scheduler's).
+type topologyPair struct{ key, value string }
 
-func (c counts) add(key, value string) {
-	if c[key] == nil {
-		c[key] = map[string]int64{}
+// counts maps a topology domain to a number of pods (one hash per lookup).
+type counts map[topologyPair]int64
+
+// addNode counts one for node's domain of key, when the node has that label.
+func (c counts) addNode(n *framework.NodeInfo, key string) bool {
+	v, ok := n.Node().Labels[key]
+	if ok {
+		c[topologyPair{key, v}]++
 	}
-	c[key][value]++
+	return ok
 }
-
-func (c counts) get(key, value string) int64 { return c[key][value] }
 
 type filterState struct {
 	existingAnti counts // domains where a placed pod's anti-affinity matches the pod
 	affinity     counts // domains with pods matching all the pod's affinity terms
 	anti         counts // domains with pods matching one of the pod's anti-affinity terms
+	// existingAntiKeys are the topology keys in existingAnti, so Filter need not walk a map.
+	existingAntiKeys []string
 }
 
 // Plugin is the filter and score.
@@ -74,17 +80,20 @@ func (p *Plugin) nsLabels(ns string, cache map[string]labels.Set) labels.Set {
 	return l
 }
 
-func hasNamespaceSelector(terms []framework.AffinityTerm) bool {
+// nsLabelsFor reads pod's namespace's labels only when one of terms has a namespaceSelector.
+func nsLabelsFor(terms []framework.AffinityTerm, pod *framework.PodInfo, nsLabels func(string) labels.Set) labels.Set {
 	for _, t := range terms {
 		if t.NamespaceSelector != nil {
-			return true
+			return nsLabels(pod.Pod.Namespace)
 		}
 	}
-	return false
+	return nil
 }
 
 // PreFilter counts, per topology domain, the pods that matter to the pod's required terms
-// and the placed pods whose required anti-affinity matches the pod.
+// and the placed pods whose required anti-affinity matches the pod. The snapshot's index
+// hands it only the placed pods and terms in the right namespace with the right label; the
+// counts are kube-scheduler's.
 func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes framework.NodeLister) *framework.Status {
 	if pod.ParseError != nil {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, pod.ParseError.Error())
@@ -92,18 +101,13 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 	nsCache := map[string]labels.Set{}
 	podNS := p.nsLabels(pod.Pod.Namespace, nsCache)
 	s := &filterState{existingAnti: counts{}, affinity: counts{}, anti: counts{}}
-	for _, n := range nodes.HavePodsWithRequiredAntiAffinity() {
-		node := n.Node()
-		for _, existing := range n.PodsWithRequiredAntiAffinity {
-			for i := range existing.RequiredAntiAffinityTerms {
-				// The namespace test first: most placed pods' terms are about other namespaces.
-				t := &existing.RequiredAntiAffinityTerms[i]
-				if !t.Matches(pod.Pod, podNS) {
-					continue
-				}
-				if v, ok := node.Labels[t.TopologyKey]; ok {
-					s.existingAnti.add(t.TopologyKey, v)
-				}
+	for t, holders := range nodes.RequiredAntiAffinityTermsFor(pod.Pod) {
+		if !t.Matches(pod.Pod, podNS) {
+			continue
+		}
+		for n := range holders {
+			if s.existingAnti.addNode(n, t.TopologyKey) && !slices.Contains(s.existingAntiKeys, t.TopologyKey) {
+				s.existingAntiKeys = append(s.existingAntiKeys, t.TopologyKey)
 			}
 		}
 	}
@@ -114,30 +118,22 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		state.Write(filterKey, s)
 		return nil
 	}
-	needNS := hasNamespaceSelector(pod.RequiredAffinityTerms) || hasNamespaceSelector(pod.RequiredAntiAffinityTerms)
-	for _, n := range nodes.List() {
-		node := n.Node()
-		for _, existing := range n.Pods {
-			var exNS labels.Set
-			if needNS {
-				exNS = p.nsLabels(existing.Pod.Namespace, nsCache)
-			}
-			if len(pod.RequiredAffinityTerms) > 0 && matchesAll(pod.RequiredAffinityTerms, existing.Pod, exNS) {
-				for _, t := range pod.RequiredAffinityTerms {
-					if v, ok := node.Labels[t.TopologyKey]; ok {
-						s.affinity.add(t.TopologyKey, v)
-					}
+	nsLabels := func(ns string) labels.Set { return p.nsLabels(ns, nsCache) }
+	// A pod counts for the affinity terms when it matches them all, so the first term's
+	// pods are all there are.
+	if terms := pod.RequiredAffinityTerms; len(terms) > 0 {
+		for existing, n := range nodes.PodsMatching(&terms[0], nsLabels) {
+			if matchesAll(terms[1:], existing.Pod, nsLabelsFor(terms[1:], existing, nsLabels)) {
+				for i := range terms {
+					s.affinity.addNode(n, terms[i].TopologyKey)
 				}
 			}
-			for i := range pod.RequiredAntiAffinityTerms {
-				t := &pod.RequiredAntiAffinityTerms[i]
-				if !t.Matches(existing.Pod, exNS) {
-					continue
-				}
-				if v, ok := node.Labels[t.TopologyKey]; ok {
-					s.anti.add(t.TopologyKey, v)
-				}
-			}
+		}
+	}
+	for i := range pod.RequiredAntiAffinityTerms {
+		t := &pod.RequiredAntiAffinityTerms[i]
+		for _, n := range nodes.PodsMatching(t, nsLabels) {
+			s.anti.addNode(n, t.TopologyKey)
 		}
 	}
 	state.Write(filterKey, s)
@@ -168,7 +164,7 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 			if !ok {
 				return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 			}
-			if s.affinity.get(t.TopologyKey, v) <= 0 {
+			if s.affinity[topologyPair{t.TopologyKey, v}] <= 0 {
 				found = false
 			}
 		}
@@ -177,13 +173,15 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonAffinityRulesNotMatch)
 		}
 	}
-	for _, t := range pod.RequiredAntiAffinityTerms {
-		if v, ok := node.Labels[t.TopologyKey]; ok && s.anti.get(t.TopologyKey, v) > 0 {
-			return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+	if len(s.anti) > 0 {
+		for _, t := range pod.RequiredAntiAffinityTerms {
+			if v, ok := node.Labels[t.TopologyKey]; ok && s.anti[topologyPair{t.TopologyKey, v}] > 0 {
+				return framework.NewStatus(framework.Unschedulable, ErrReasonAntiAffinityRulesNotMatch)
+			}
 		}
 	}
-	for key, values := range s.existingAnti {
-		if v, ok := node.Labels[key]; ok && values[v] > 0 {
+	for _, key := range s.existingAntiKeys {
+		if v, ok := node.Labels[key]; ok && s.existingAnti[topologyPair{key, v}] > 0 {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonExistingAntiAffinityRulesNotMatch)
 		}
 	}
@@ -191,73 +189,66 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 }
 
 type scoreState struct {
-	scores map[string]map[string]int64 // topology key -> value -> score
+	scores counts   // topology domain -> score
+	keys   []string // the topology keys in scores
+}
+
+func (s *scoreState) add(n *framework.NodeInfo, key string, w int64) {
+	v, ok := n.Node().Labels[key]
+	if !ok || w == 0 {
+		return
+	}
+	if !slices.Contains(s.keys, key) {
+		s.keys = append(s.keys, key)
+	}
+	s.scores[topologyPair{key, v}] += w
 }
 
 // PreScore adds up, per topology domain, the weights of every term that relates the pod
-// to a placed pod; Skip when neither side has such terms.
+// to a placed pod; Skip when neither side has such terms. The pod's own preferred terms
+// look at the pods the snapshot's index finds for them; placed pods' terms at the nodes
+// holding pods with affinity.
 func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, _ []*framework.NodeInfo) *framework.Status {
 	nodes := p.h.Nodes()
 	own := len(pod.PreferredAffinityTerms)+len(pod.PreferredAntiAffinityTerms) > 0
-	candidates := nodes.HavePodsWithAffinity()
-	if own {
-		candidates = nodes.List()
-	}
-	if len(candidates) == 0 {
+	withAffinity := nodes.HavePodsWithAffinity()
+	if !own && len(withAffinity) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
 	nsCache := map[string]labels.Set{}
 	podNS := p.nsLabels(pod.Pod.Namespace, nsCache)
-	s := &scoreState{scores: map[string]map[string]int64{}}
-	add := func(node *corev1.Node, key string, w int64) {
-		v, ok := node.Labels[key]
-		if !ok || w == 0 {
-			return
+	s := &scoreState{scores: counts{}}
+	nsLabels := func(ns string) labels.Set { return p.nsLabels(ns, nsCache) }
+	ownTerms := func(terms []framework.WeightedAffinityTerm, sign int64) {
+		for i := range terms {
+			t := &terms[i]
+			for _, n := range nodes.PodsMatching(&t.AffinityTerm, nsLabels) {
+				s.add(n, t.TopologyKey, sign*int64(t.Weight))
+			}
 		}
-		if s.scores[key] == nil {
-			s.scores[key] = map[string]int64{}
-		}
-		s.scores[key][v] += w
 	}
-	for _, n := range candidates {
-		node := n.Node()
-		existingPods := n.PodsWithAffinity
-		if own {
-			existingPods = n.Pods
-		}
-		for _, ex := range existingPods {
-			var exNS labels.Set
-			if own {
-				exNS = p.nsLabels(ex.Pod.Namespace, nsCache)
-			}
-			for _, t := range pod.PreferredAffinityTerms {
-				if t.Matches(ex.Pod, exNS) {
-					add(node, t.TopologyKey, int64(t.Weight))
-				}
-			}
-			for _, t := range pod.PreferredAntiAffinityTerms {
-				if t.Matches(ex.Pod, exNS) {
-					add(node, t.TopologyKey, -int64(t.Weight))
-				}
-			}
+	ownTerms(pod.PreferredAffinityTerms, 1)
+	ownTerms(pod.PreferredAntiAffinityTerms, -1)
+	for _, n := range withAffinity {
+		for _, ex := range n.PodsWithAffinity {
 			for _, t := range ex.RequiredAffinityTerms {
 				if t.Matches(pod.Pod, podNS) {
-					add(node, t.TopologyKey, HardPodAffinityWeight)
+					s.add(n, t.TopologyKey, HardPodAffinityWeight)
 				}
 			}
 			for _, t := range ex.PreferredAffinityTerms {
 				if t.Matches(pod.Pod, podNS) {
-					add(node, t.TopologyKey, int64(t.Weight))
+					s.add(n, t.TopologyKey, int64(t.Weight))
 				}
 			}
 			for _, t := range ex.PreferredAntiAffinityTerms {
 				if t.Matches(pod.Pod, podNS) {
-					add(node, t.TopologyKey, -int64(t.Weight))
+					s.add(n, t.TopologyKey, -int64(t.Weight))
 				}
 			}
 		}
 	}
-	if len(s.scores) == 0 {
+	if len(s.keys) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
 	state.Write(scoreKey, s)
@@ -272,9 +263,9 @@ func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framew
 		return 0, nil
 	}
 	var sum int64
-	for key, values := range s.scores {
+	for _, key := range s.keys {
 		if val, ok := n.Node().Labels[key]; ok {
-			sum += values[val]
+			sum += s.scores[topologyPair{key, val}]
 		}
 	}
 	return sum, nil
