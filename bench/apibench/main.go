@@ -175,6 +175,9 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 		return err
 	}
 	defer func() { api.stop() }()
+	if err := api.printPodSize(); err != nil {
+		return err
+	}
 	// The fixed-rate phase runs twice: into the empty store, and after the other phases have
 	// stored theirs (about 28 000 pods on bolt), whose cached copies make each Go collection longer.
 	stored := 0
@@ -697,6 +700,40 @@ func (a *miniapi) timeList(ns string) (time.Duration, int, error) {
 		err = fmt.Errorf("LIST answered %s", resp.Status)
 	}
 	return time.Since(start), int(n), err
+}
+
+// printPodSize prints how big the benchmark's pod is once created: what the server adds to
+// it (defaults, admission's service account volume, tolerations, priority; managedFields)
+// is encoded, stored, cached, watched and decoded with it, so figures of servers that add
+// different things are not of the same work.
+func (a *miniapi) printPodSize() error {
+	const ns = "bench-size"
+	clients, err := a.clients(1)
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(clients[0], ns); err != nil {
+		return err
+	}
+	sent, err := json.Marshal(benchPod(ns, 0))
+	if err != nil {
+		return err
+	}
+	created, err := clients[0].CoreV1().Pods(ns).Create(context.Background(), benchPod(ns, 0), metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	stored, err := json.Marshal(created)
+	if err != nil {
+		return err
+	}
+	managed, err := json.Marshal(created.ManagedFields)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("pod       sent as %d bytes of JSON, created as %d (managedFields %d, %d volumes, %d tolerations)\n",
+		len(sent), len(stored), len(managed), len(created.Spec.Volumes), len(created.Spec.Tolerations))
+	return nil
 }
 
 // clients returns n clientsets, each with its own connection as separate programs would

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,7 +72,8 @@ type Informers struct {
 
 // NewInformers is the plugins' informers reading through client.
 func NewInformers(client kubernetes.Interface) *Informers {
-	return &Informers{Factory: informers.NewSharedInformerFactory(client, 0), Client: client}
+	// No plugin reads managed fields: they are not cached.
+	return &Informers{Factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.ManagedFields)), Client: client}
 }
 
 // Start begins the informers registered so far.

@@ -26,6 +26,12 @@ func newVersionConvertor(reg *registry.Registry) versionConvertor {
 func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	from := in.GetObjectKind().GroupVersionKind()
 	to, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{from})
+	if _, unstructured := in.(runtime.Unstructured); !unstructured && ok && from == to {
+		// Already at the version: the field manager only reads what it is given here, or
+		// converts what it made itself, so the object need not be copied (the scheme's
+		// ConvertToVersion deep-copies it: twice for each write).
+		return scheme.Scheme.UnsafeConvertToVersion(in, target)
+	}
 	src, srcOK := c.reg.ForKind(from)
 	dst, dstOK := c.reg.ForKind(to)
 	if !ok || !srcOK || !dstOK || from == to || storageOf(src) != storageOf(dst) {

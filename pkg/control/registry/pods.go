@@ -23,6 +23,14 @@ var podRules = Rules{
 		return podSpecWarnings(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
 	},
 	Default: func(obj runtime.Object) { poddefaults.Pod(obj.(*corev1.Pod)) },
+	// The priority is the Priority admission plugin's to set (it refuses a pod whose
+	// priority differs from its class's); Default gives 0 to a pod that got none.
+	DefaultRequest: func(obj runtime.Object) {
+		pod := obj.(*corev1.Pod)
+		priority := pod.Spec.Priority
+		poddefaults.Pod(pod)
+		pod.Spec.Priority = priority
+	},
 	PrepareCreate: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted

@@ -45,6 +45,9 @@ type Conversion struct {
 type Rules struct {
 	// Default fills defaulted fields on create and update, as Kubernetes' defaulters do.
 	Default func(obj runtime.Object)
+	// DefaultRequest, when set, replaces Default for a create request before admission (as
+	// Kubernetes defaults it while decoding it): it leaves unset what admission fills in.
+	DefaultRequest func(obj runtime.Object)
 	// Validate checks a new object; ValidateUpdate checks an update against the old one.
 	Validate       func(obj runtime.Object) field.ErrorList
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList

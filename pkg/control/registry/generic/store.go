@@ -93,10 +93,19 @@ func (s *Store) Get(ctx context.Context, res *registry.Resource, ns, name string
 	return obj, err
 }
 
-// Create stores a new object after the Kubernetes create steps: mutating admission,
-// generateName, system metadata, status reset, defaulting, validation, validating
+// Create stores a new object after the Kubernetes create steps: defaulting and managed
+// fields of the request, mutating admission, generateName, system metadata, status reset, defaulting, validation, validating
 // admission, and the claims of cluster-wide values.
 func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.Object, opts CreateOptions) (runtime.Object, error) {
+	// Kubernetes defaults a request as it decodes it and records its fields as the
+	// requester's before admission: what admission adds (a pod's service account volume,
+	// tolerations, priority) is owned by no manager, and is not compared field by field.
+	if res.Rules.DefaultRequest != nil {
+		res.Rules.DefaultRequest(obj)
+	} else if res.Rules.Default != nil {
+		res.Rules.Default(obj)
+	}
+	obj = s.track(ctx, res, "", nil, obj)
 	m := MustMeta(obj)
 	attrs := &Attributes{Operation: Create, Resource: res, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, DryRun: opts.DryRun}
 	if err := s.admission.admit(ctx, attrs); err != nil {
@@ -116,10 +125,9 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	if res.Rules.PrepareCreate != nil {
 		res.Rules.PrepareCreate(obj)
 	}
-	if res.Rules.Default != nil {
+	if res.Rules.Default != nil { // again: admission may have added what needs defaults
 		res.Rules.Default(obj)
 	}
-	obj = s.track(ctx, res, "", nil, obj)
 	if err := validateCreate(res, obj); err != nil {
 		return nil, err
 	}

@@ -190,3 +190,41 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Errorf("create in a terminating namespace: %v", err)
 	}
 }
+
+// tracker records what the field manager was given.
+type tracker struct{ seen []*corev1.Pod }
+
+func (tr *tracker) Track(_ context.Context, _ *registry.Resource, _ string, _, obj runtime.Object) runtime.Object {
+	tr.seen = append(tr.seen, obj.(*corev1.Pod).DeepCopy())
+	return obj
+}
+
+// As in Kubernetes, the requester's managed fields are those of its defaulted request: not
+// what mutating admission adds, nor the priority, which is admission's to set.
+func TestCreateTracksTheRequestBeforeAdmission(t *testing.T) {
+	var seen []string
+	s, _ := newTestStore(t, Admission{Mutating: []MutatingAdmission{plugin{name: "label", seen: &seen, label: true}}})
+	tr := &tracker{}
+	s.fields = tr
+	created, err := s.Create(t.Context(), s.resource(t, "pods"), pod("tracked"), CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.seen) != 1 {
+		t.Fatalf("tracked %d times, want once", len(tr.seen))
+	}
+	req := tr.seen[0]
+	if req.Labels["admitted"] != "" {
+		t.Errorf("tracked the object after admission: labels %v", req.Labels)
+	}
+	if req.Spec.Containers[0].TerminationMessagePath == "" || req.Spec.RestartPolicy == "" {
+		t.Errorf("tracked the request undefaulted: %+v", req.Spec)
+	}
+	if req.Spec.Priority != nil {
+		t.Errorf("tracked a defaulted priority %d: it is the Priority plugin's", *req.Spec.Priority)
+	}
+	got := created.(*corev1.Pod)
+	if got.Labels["admitted"] != "yes" || got.Spec.Priority == nil || *got.Spec.Priority != 0 {
+		t.Errorf("created pod: labels %v, priority %v; want admission's label and priority 0", got.Labels, got.Spec.Priority)
+	}
+}
