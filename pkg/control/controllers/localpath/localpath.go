@@ -42,8 +42,8 @@ const Provisioner = "minik8s.io/local-path"
 
 // The StorageClass parameters it reads, and their defaults.
 const (
-	ParamPath        = "path"        // the directory on each node the volumes are made in
-	ParamHelperImage = "helperImage" // the image of the helper pods (needs sh, mkdir, chmod, rm)
+	ParamPath          = "path"        // the directory on each node the volumes are made in
+	ParamHelperImage   = "helperImage" // the image of the helper pods (needs sh, mkdir, chmod, rm)
 	DefaultPath        = "/var/lib/minik8s/storage"
 	DefaultHelperImage = "localhost/minik8s/busybox:v1"
 )
@@ -365,4 +365,3 @@ func helperPod(name, node, image, parent, dir, script string) *corev1.Pod {
 		},
 	}
 }
-
