@@ -179,6 +179,11 @@ func (r *Runtime) statusWith(ctx context.Context, c containerd.Container, task *
 				return Container{}, err
 			}
 		}
+	case tasktypes.Status_UNKNOWN:
+		// containerd could not get the task's state in time: its shim did not answer (it
+		// logs "get state for <id>", a loaded host). Not knowing is not "gone", which
+		// would start the pod over: the caller tries again later.
+		return Container{}, fmt.Errorf("state of container %s: its shim did not answer containerd in time", c.ID())
 	default:
 		out.State = StateUnknown
 	}
