@@ -75,24 +75,26 @@ PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
+NETWORKDIR ?= $(PREFIX)/lib/systemd/network
 CONFDIR ?= /etc/minik8s
 DAEMONS := miniapi minilet miniproxy
 SUBST := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g'
 
 install:
 	@for c in $(COMMANDS); do [[ -x $(BIN)/$$c ]] || { echo "install: no $(BIN)/$$c: run make build first" >&2; exit 1; }; done
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MODULESLOADDIR) $(DESTDIR)$(CONFDIR)/manifests
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MODULESLOADDIR) $(DESTDIR)$(NETWORKDIR) $(DESTDIR)$(CONFDIR)/manifests
 	install -m 0755 $(addprefix $(BIN)/,$(COMMANDS)) $(DESTDIR)$(BINDIR)/
 	install -m 0644 systemd/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf
+	install -m 0644 systemd/80-minik8s.link $(DESTDIR)$(NETWORKDIR)/80-minik8s.link
 	@set -e; for d in $(DAEMONS); do \
 		$(SUBST) systemd/$$d.service >$(DESTDIR)$(UNITDIR)/$$d.service; chmod 0644 $(DESTDIR)$(UNITDIR)/$$d.service; \
 		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
 		if [[ -e $$env ]]; then echo "install: kept $$env"; else $(SUBST) systemd/$$d.env >$$env; chmod 0644 $$env; fi; \
 	done
-	@echo "installed; on a systemd host: systemctl daemon-reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy"
+	@echo "installed; on a systemd host: systemctl daemon-reload, udevadm control --reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy"
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(COMMANDS)) $(foreach d,$(DAEMONS),$(DESTDIR)$(UNITDIR)/$(d).service) $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(COMMANDS)) $(foreach d,$(DAEMONS),$(DESTDIR)$(UNITDIR)/$(d).service) $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf $(DESTDIR)$(NETWORKDIR)/80-minik8s.link
 	@for d in $(DAEMONS); do \
 		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
 		if $(SUBST) systemd/$$d.env | cmp -s - $$env; then rm -f $$env; elif [[ -e $$env ]]; then echo "uninstall: kept $$env (changed)"; fi; \

@@ -94,6 +94,10 @@ func TestInstallUninstall(t *testing.T) {
 	if !exists(filepath.Join(dest, "usr/local/lib/modules-load.d/minik8s.conf")) {
 		t.Error("modules-load.d/minik8s.conf not installed")
 	}
+	if link, err := os.ReadFile(filepath.Join(dest, "usr/local/lib/systemd/network/80-minik8s.link")); err != nil ||
+		!bytes.Contains(link, []byte("MACAddressPolicy=none")) || !bytes.Contains(link, []byte("OriginalName=veth* cni0 minik8s.*")) {
+		t.Errorf("systemd/network/80-minik8s.link not installed as shipped: %q %v", link, err)
+	}
 	for _, d := range daemons {
 		unitText, err := os.ReadFile(filepath.Join(dest, "usr/local/lib/systemd/system", d+".service"))
 		if err != nil {

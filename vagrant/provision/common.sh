@@ -65,15 +65,10 @@ install_minik8s() {
   systemctl daemon-reload
 }
 
-# udev gives a new veth or bridge a MAC address of its own (MACAddressPolicy=persistent in
-# systemd's 99-default.link) after the CNI plugin recorded the kernel's: minilet's check of
-# a pod's network after a restart then fails ("Mac doesn't match") and the pod is started
-# over, which a restart must not do. The same link policy, but the kernel's addresses kept.
+# make install put systemd/80-minik8s.link in place (udev keeps the kernel's MAC addresses
+# of the pods' veths and the bridge, which minilet's check of a pod's network compares):
+# udev reads it from now on.
 keep_veth_macs() {
-  local shipped=/usr/lib/systemd/network/99-default.link
-  [[ -f $shipped ]] || return 0
-  mkdir -p /etc/systemd/network
-  sed 's/^MACAddressPolicy=.*/MACAddressPolicy=none/' "$shipped" >/etc/systemd/network/99-default.link
   udevadm control --reload 2>/dev/null || true
 }
 
