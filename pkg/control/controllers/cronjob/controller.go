@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
@@ -330,7 +331,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, cj *batchv1.CronJob, jo
 		if set.limit == nil || len(set.jobs) <= int(*set.limit) {
 			continue
 		}
-		slices.SortFunc(set.jobs, func(a, b *batchv1.Job) int { return startOf(a).Compare(startOf(b)) })
+		slices.SortFunc(set.jobs, byStartTime)
 		for _, j := range set.jobs[:len(set.jobs)-int(*set.limit)] {
 			errs = append(errs, c.deleteJob(ctx, cj, j.Name))
 		}
@@ -338,11 +339,21 @@ func (c *Controller) cleanupHistory(ctx context.Context, cj *batchv1.CronJob, jo
 	return errors.Join(errs...)
 }
 
-func startOf(j *batchv1.Job) time.Time {
-	if j.Status.StartTime != nil {
-		return j.Status.StartTime.Time
+// byStartTime orders Jobs oldest first as kube-controller-manager's byJobStartTime does:
+// by start time, a Job not started yet last, equal times (whole seconds in the API) by name,
+// which for a CronJob's Jobs is their scheduled minute. Without the tie-break the newest of
+// two Jobs started in one second could be the one deleted.
+func byStartTime(a, b *batchv1.Job) int {
+	switch as, bs := a.Status.StartTime, b.Status.StartTime; {
+	case as == nil && bs == nil:
+	case as == nil:
+		return 1
+	case bs == nil:
+		return -1
+	case !as.Equal(bs):
+		return as.Time.Compare(bs.Time)
 	}
-	return j.CreationTimestamp.Time
+	return strings.Compare(a.Name, b.Name)
 }
 
 // deleteJob deletes a Job and, in the background, its pods.
