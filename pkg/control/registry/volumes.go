@@ -151,9 +151,12 @@ var persistentVolumeClaimRules = Rules{
 		if !equality.Semantic.DeepEqual(mutable, &pvc.Spec) {
 			errs = append(errs, field.Forbidden(spec, "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))
 		}
-		if o.Status.Phase == corev1.ClaimBound {
-			requested, capacity := pvc.Spec.Resources.Requests[corev1.ResourceStorage], o.Status.Capacity[corev1.ResourceStorage]
-			if requested.Cmp(capacity) < 0 {
+		// Shrinking a request is allowed only while it stays above the capacity (to recover
+		// from a failed expansion, RecoverVolumeExpansionFailure); an unchanged request may
+		// be below it (a claim bound to a bigger volume, as most are).
+		requested, previous := pvc.Spec.Resources.Requests[corev1.ResourceStorage], o.Spec.Resources.Requests[corev1.ResourceStorage]
+		if o.Status.Phase == corev1.ClaimBound && requested.Cmp(previous) < 0 {
+			if capacity := o.Status.Capacity[corev1.ResourceStorage]; requested.Cmp(capacity) <= 0 {
 				errs = append(errs, field.Forbidden(spec.Child("resources", "requests", "storage"), "field can not be less than status.capacity"))
 			}
 		}
