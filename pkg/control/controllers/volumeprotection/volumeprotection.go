@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-helpers/storage/ephemeral"
 )
 
 // Names of the controllers, as kube-controller-manager's --controllers knows them.
@@ -130,16 +131,15 @@ func inUse(pods []*corev1.Pod, claim string) bool {
 	return false
 }
 
-// claimNames are the claims a pod's volumes use (a generic ephemeral volume's claim is
-// named <pod>-<volume>).
+// claimNames are the claims a pod's volumes use, a generic ephemeral volume's included.
 func claimNames(pod *corev1.Pod) []string {
 	var out []string
-	for _, v := range pod.Spec.Volumes {
+	for i, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:
 			out = append(out, v.PersistentVolumeClaim.ClaimName)
 		case v.Ephemeral != nil:
-			out = append(out, pod.Name+"-"+v.Name)
+			out = append(out, ephemeral.VolumeClaimName(pod, &pod.Spec.Volumes[i]))
 		}
 	}
 	return out

@@ -26,6 +26,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/component-helpers/storage/ephemeral"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -80,13 +81,13 @@ type delayedClaim struct {
 func (p *Plugin) PreFilter(_ context.Context, cs *framework.CycleState, pod *framework.PodInfo, _ framework.NodeLister) *framework.Status {
 	var st state
 	hasClaims := false
-	for _, v := range pod.Pod.Spec.Volumes {
+	for i, v := range pod.Pod.Spec.Volumes {
 		name := ""
 		switch {
 		case v.PersistentVolumeClaim != nil:
 			name = v.PersistentVolumeClaim.ClaimName
 		case v.Ephemeral != nil:
-			name = pod.Pod.Name + "-" + v.Name
+			name = ephemeral.VolumeClaimName(pod.Pod, &pod.Pod.Spec.Volumes[i])
 		default:
 			continue
 		}
