@@ -77,7 +77,8 @@ func TestIPVSBenchInVM(t *testing.T) {
 		p.ForceFull()
 		resync, err := p.Sync(ctx)
 		must(t, err)
-		changes := benchChanges(t, slices, n, 1, func(any) (time.Duration, string) {
+		changes := benchChanges(t, slices, n, 1, func(changed any) (time.Duration, string) {
+			p.Changed(changed) // what miniproxy's informer handlers tell it
 			res, err := p.Sync(ctx)
 			must(t, err)
 			if res.Full || res.IPVSCalls != 2 {

@@ -171,14 +171,16 @@ func TestMissingJumpsGoFirstInTheirTable(t *testing.T) {
 
 // BenchmarkWantedState is the part of a sync that runs in the proxier, not the kernel:
 // snapshot of the listers, wanted state, and the ip set lines to write, for N Services x 2
-// endpoints with one endpoint moved per sync. "incremental" is what Proxier does (the
-// Snapshotter and the tracker recompute only the changed Service); "full", the baseline,
-// recomputes every Service and diffs every set entry, as every sync did before. The VM
+// endpoints with one endpoint moved per sync. "changes" is what Proxier does (told the
+// changed Service, as the informers' events tell it, the Snapshotter reads only it and the
+// tracker recomputes only its ports); the baselines: "compare" snapshots every Service and
+// has the tracker compare every port with its last one (the partial syncs before change
+// tracking), "full" recomputes every Service and diffs every set entry. The VM
 // benchmark (TestIPVSBenchInVM) measures whole syncs, kernel included, in emulation; this
 // gives the native figure of the same work on this host.
 func BenchmarkWantedState(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		for _, mode := range []string{"full", "incremental"} {
+		for _, mode := range []string{"full", "compare", "changes"} {
 			b.Run(fmt.Sprintf("%d/%s", n, mode), func(b *testing.B) {
 				svcs, slices := benchObjects(n)
 				services, sliceLister := corelisters.NewServiceLister(svcs), discoverylisters.NewEndpointSliceLister(slices)
@@ -201,7 +203,8 @@ func BenchmarkWantedState(b *testing.B) {
 					g++
 					i := (g * 7919) % n
 					// A generation differing from the one Service i had at its last visit.
-					if err := slices.Update(benchSlice(fmt.Sprintf("svc-%d", i), i, 1+(g/n)%5)); err != nil {
+					moved := benchSlice(fmt.Sprintf("svc-%d", i), i, 1+(g/n)%5)
+					if err := slices.Update(moved); err != nil {
 						b.Fatal(err)
 					}
 					if mode == "full" {
@@ -213,11 +216,22 @@ func BenchmarkWantedState(b *testing.B) {
 						_ = ipset.Script(st.orderedSets(), have)
 						continue
 					}
-					ports, err := snap.Snapshot()
-					if err != nil {
-						b.Fatal(err)
+					var got int
+					if mode == "changes" {
+						snap.Mark(moved)
+						changes, err := snap.Changes()
+						if err != nil {
+							b.Fatal(err)
+						}
+						got = track.change(changes, nil)
+					} else {
+						ports, err := snap.Snapshot()
+						if err != nil {
+							b.Fatal(err)
+						}
+						got = track.update(ports, nil)
 					}
-					if got := track.update(ports, nil); got != 1 {
+					if got != 1 {
 						b.Fatalf("%d service ports recomputed, want 1", got)
 					}
 					_ = track.setChanges()

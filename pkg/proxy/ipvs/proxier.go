@@ -55,17 +55,15 @@ type SyncResult struct {
 // then remembers the wanted state and what it wrote, and the next syncs recompute only the
 // changed Services and send only their differences.
 type Proxier struct {
-	cfg      Config
-	services corelisters.ServiceLister
-	slices   discoverylisters.EndpointSliceLister
-	nodeName string
-	log      *slog.Logger
-	ipvs     ipvsHandle
-	nl       *netlink.Handle // one socket for the address changes, not one per request
+	cfg  Config
+	log  *slog.Logger
+	ipvs ipvsHandle
+	nl   *netlink.Handle // one socket for the address changes, not one per request
+
+	snap *proxy.Snapshotter // told what changed (Changed); re-reads only those Services
 
 	mu       sync.Mutex
 	needFull bool
-	snap     *proxy.Snapshotter       // re-reads only changed Services
 	track    *tracker                 // the wanted state, recomputed only for changed service ports
 	applied  map[vsKey]*virtualServer // what IPVS holds, as of the last sync
 	bound    map[string]bool          // addresses on kube-ipvs0, as of the last sync
@@ -108,7 +106,8 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		h.Close()
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
-	return &Proxier{cfg: cfg, services: services, slices: slices, nodeName: nodeName, log: log, ipvs: h, nl: nl, needFull: true}, nil
+	return &Proxier{cfg: cfg, log: log, ipvs: h, nl: nl, needFull: true,
+		snap: &proxy.Snapshotter{Services: services, Slices: slices, NodeName: nodeName}}, nil
 }
 
 // Validate checks the configuration.
@@ -160,23 +159,19 @@ func (p *Proxier) ForceFull() {
 	p.mu.Unlock()
 }
 
-// Sync programs the kernel for the current Services and EndpointSlices.
+// Changed notes the Service (or EndpointSlice, or a deleted one's tombstone) an informer
+// event is about (for an update, call it with the old and the new object): a partial sync
+// reads again only the Services so named, as kube-proxy's change trackers. Call it before
+// asking for the sync the event needs.
+func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
+
+// Sync programs the kernel for the current Services and EndpointSlices: on a full sync all
+// of them; otherwise only the Services named by Changed since the last sync.
 func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := time.Now()
-	res := SyncResult{Full: p.needFull}
-	if p.needFull || p.snap == nil {
-		// A full sync reads everything anew, trusting no memory of earlier ones.
-		p.snap = &proxy.Snapshotter{Services: p.services, Slices: p.slices, NodeName: p.nodeName}
-		p.track = nil
-	}
-	ports, err := p.snap.Snapshot()
-	if err != nil {
-		return res, err
-	}
-	res.Snapshot = time.Since(start)
-	res, err = p.apply(ctx, ports, res)
+	res, err := p.sync(ctx, start)
 	if err != nil {
 		p.needFull = true
 		return res, err
@@ -184,7 +179,10 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.needFull = false
 	p.track.markApplied()
 	t0 := time.Now()
-	if res.ConntrackDeleted, err = conntrack.CleanStaleUDP(ports); err != nil {
+	// All UDP service ports, not only the changed ones, as kube-proxy's cleanup: a flow
+	// left stale by an older kernel or sent before its Service had endpoints is found on
+	// the next sync whatever changed.
+	if res.ConntrackDeleted, err = conntrack.CleanStaleUDP(p.track.udpPorts()); err != nil {
 		p.log.Warn("conntrack cleanup failed", "err", err)
 	}
 	res.ConntrackTime = time.Since(t0)
@@ -192,9 +190,11 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	return res, nil
 }
 
-// apply writes the wanted state of ports: on a full sync all of it, compared with what the
-// kernel holds; otherwise the changes the tracker noted, compared with what was written.
-func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res SyncResult) (SyncResult, error) {
+// sync brings the wanted state up to date and writes it: on a full sync all of it, compared
+// with what the kernel holds; otherwise the changes the tracker noted, compared with what
+// was written.
+func (p *Proxier) sync(ctx context.Context, start time.Time) (SyncResult, error) {
+	res := SyncResult{Full: p.needFull}
 	dummy, created, err := ensureDummy()
 	if err != nil {
 		return res, err
@@ -204,8 +204,21 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 		return res, err
 	}
 	// New node addresses change every NodePort: start over as on a full sync.
-	res.Full = res.Full || p.track == nil || !sameIPs(p.track.nodeIPs, nodeIPs) || p.applied == nil || p.bound == nil
+	res.Full = res.Full || p.track == nil || !sameIPs(p.track.nodeIPs, nodeIPs) || p.applied == nil || p.bound == nil || !p.snap.Ready()
 	full := res.Full
+	var ports []proxy.ServicePort
+	var changes []proxy.Change
+	if full {
+		// A full sync reads everything anew, trusting no memory of earlier ones.
+		p.snap.Forget()
+		ports, err = p.snap.Snapshot()
+	} else {
+		changes, err = p.snap.Changes()
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Snapshot = time.Since(start)
 	if full {
 		if err := ensureSysctls(p.cfg, p.log); err != nil {
 			return res, err
@@ -220,10 +233,14 @@ func (p *Proxier) apply(ctx context.Context, ports []proxy.ServicePort, res Sync
 	}
 	t0 := time.Now()
 	t := p.track
-	res.Recomputed = t.update(ports, nodeIPs)
+	if full {
+		res.Recomputed = t.update(ports, nodeIPs)
+	} else {
+		res.Recomputed = t.change(changes, nodeIPs)
+	}
 	res.Wanted = time.Since(t0)
 	st := t.st
-	res.ServicePorts = len(ports)
+	res.ServicePorts = len(t.ports)
 	res.VirtualServers = len(st.services)
 	for _, vs := range st.services {
 		res.RealServers += len(vs.Dests)

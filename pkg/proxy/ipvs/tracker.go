@@ -58,27 +58,16 @@ func newTracker(cfg Config, nodeIPs []net.IP) *tracker {
 		dirtyVS: map[vsKey]bool{}, dirtyAddrs: map[string]bool{}, dirtyEntries: map[setEntry]bool{}}
 }
 
-// update brings the wanted state to ports and returns how many service ports it
-// recomputed (changed, added or removed). The caller makes a new tracker when the node
-// addresses change (every NodePort virtual server changes with them).
+// update brings the wanted state to ports (all of them: a full sync) and returns how many
+// service ports it recomputed (changed, added or removed). The caller makes a new tracker
+// when the node addresses change (every NodePort virtual server changes with them).
 func (t *tracker) update(ports []proxy.ServicePort, nodeIPs []net.IP) int {
 	t.gen++
 	n := 0
 	for i := range ports {
-		sp := &ports[i]
-		k := portKey{sp.Name, sp.Protocol}
-		tp := t.ports[k]
-		if tp != nil && samePort(&tp.sp, sp) {
-			tp.seen = t.gen
-			continue
+		if t.set(&ports[i], nodeIPs) {
+			n++
 		}
-		if tp != nil {
-			t.take(tp.part)
-		}
-		tp = &trackedPort{sp: *sp, part: computePort(t.sched, sp, nodeIPs), seen: t.gen}
-		t.put(tp.part)
-		t.ports[k] = tp
-		n++
 	}
 	for k, tp := range t.ports {
 		if tp.seen != t.gen {
@@ -88,6 +77,57 @@ func (t *tracker) update(ports []proxy.ServicePort, nodeIPs []net.IP) int {
 		}
 	}
 	return n
+}
+
+// change applies the changes of the Services the informers named (a partial sync): the
+// other service ports are not looked at. It returns how many service ports it recomputed.
+func (t *tracker) change(changes []proxy.Change, nodeIPs []net.IP) int {
+	t.gen++
+	n := 0
+	for _, c := range changes {
+		for i := range c.After {
+			if t.set(&c.After[i], nodeIPs) {
+				n++
+			}
+		}
+		for i := range c.Before {
+			k := portKey{c.Before[i].Name, c.Before[i].Protocol}
+			if tp := t.ports[k]; tp != nil && tp.seen != t.gen { // gone from the Service
+				t.take(tp.part)
+				delete(t.ports, k)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// set makes sp's share of the wanted state current and says whether it had to be
+// recomputed (sp is new or differs from the last one).
+func (t *tracker) set(sp *proxy.ServicePort, nodeIPs []net.IP) bool {
+	k := portKey{sp.Name, sp.Protocol}
+	tp := t.ports[k]
+	if tp != nil && samePort(&tp.sp, sp) {
+		tp.seen = t.gen
+		return false
+	}
+	if tp != nil {
+		t.take(tp.part)
+	}
+	t.ports[k] = &trackedPort{sp: *sp, part: computePort(t.sched, sp, nodeIPs), seen: t.gen}
+	t.put(t.ports[k].part)
+	return true
+}
+
+// udpPorts are the tracked UDP service ports: what the conntrack cleanup reads.
+func (t *tracker) udpPorts() []proxy.ServicePort {
+	var out []proxy.ServicePort
+	for _, tp := range t.ports {
+		if tp.sp.Protocol == corev1.ProtocolUDP {
+			out = append(out, tp.sp)
+		}
+	}
+	return out
 }
 
 // put adds a port's share to the aggregate.

@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"strings"
@@ -14,7 +15,8 @@ import (
 
 // TestTrackerMatchesFullRecompute: after each change the tracker's state equals a full
 // recompute, and the changes it notes, applied to the previous state as a partial sync
-// does, give that state too.
+// does, give that state too — whether the tracker compared every port (update, a full
+// sync) or was given the changed Services (change, a partial sync).
 func TestTrackerMatchesFullRecompute(t *testing.T) {
 	nodeIPs := []net.IP{net.ParseIP("10.200.0.11")}
 	base := ports()
@@ -39,49 +41,32 @@ func TestTrackerMatchesFullRecompute(t *testing.T) {
 		{"affinity changed", []proxy.ServicePort{affinity[1], twin}, 1},
 		{"all removed", nil, 2},
 	}
-	tr := newTracker(Config{}, nodeIPs)
-	kernel := &state{services: map[vsKey]*virtualServer{}, addrs: map[string]bool{}, sets: ipset.KubeSets()}
-	for _, s := range steps {
-		if got := tr.update(s.ports, nodeIPs); got != s.want {
-			t.Errorf("%s: %d service ports recomputed, want %d", s.name, got, s.want)
-		}
-		full := desiredState(Config{}, s.ports, nodeIPs)
-		if d := diffState(tr.st, full); d != "" {
-			t.Errorf("%s: tracked state differs from a full recompute: %s", s.name, d)
-		}
-		// What a partial sync writes.
-		for k := range tr.dirtyVS {
-			if w := tr.st.services[k]; w != nil {
-				kernel.services[k] = w
+	for _, partial := range []bool{false, true} {
+		tr := newTracker(Config{}, nodeIPs)
+		kernel := &state{services: map[vsKey]*virtualServer{}, addrs: map[string]bool{}, sets: ipset.KubeSets()}
+		var prev []proxy.ServicePort
+		for _, s := range steps {
+			name := fmt.Sprintf("%s (partial %v)", s.name, partial)
+			var got int
+			if partial {
+				got = tr.change(changesOf(prev, s.ports), nodeIPs)
 			} else {
-				delete(kernel.services, k)
+				got = tr.update(s.ports, nodeIPs)
 			}
+			prev = s.ports
+			if got != s.want {
+				t.Errorf("%s: %d service ports recomputed, want %d", name, got, s.want)
+			}
+			full := desiredState(Config{}, s.ports, nodeIPs)
+			if d := diffState(tr.st, full); d != "" {
+				t.Errorf("%s: tracked state differs from a full recompute: %s", name, d)
+			}
+			writeChanges(t, tr, kernel)
+			if d := diffState(kernel, full); d != "" {
+				t.Errorf("%s: the noted changes applied to the previous state differ from a full recompute: %s", name, d)
+			}
+			tr.markApplied()
 		}
-		for ip := range tr.dirtyAddrs {
-			if tr.st.addrs[ip] {
-				kernel.addrs[ip] = true
-			} else {
-				delete(kernel.addrs, ip)
-			}
-		}
-		for _, line := range strings.Split(strings.TrimSpace(tr.setChanges()), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 0 {
-				continue
-			}
-			if len(f) != 4 || f[3] != "-exist" {
-				t.Fatalf("%s: ipset line %q", s.name, line)
-			}
-			if f[0] == "add" {
-				kernel.sets[f[1]].Add(f[2])
-			} else {
-				delete(kernel.sets[f[1]].Entries, f[2])
-			}
-		}
-		if d := diffState(kernel, full); d != "" {
-			t.Errorf("%s: the noted changes applied to the previous state differ from a full recompute: %s", s.name, d)
-		}
-		tr.markApplied()
 	}
 	if w := desiredState(Config{}, []proxy.ServicePort{moved[0], twin}, nodeIPs).services[vsKey{Proto: unix.IPPROTO_TCP, IP: "192.0.2.7", Port: 80}]; w == nil || w.Service != "default/zz:http" {
 		t.Errorf("colliding virtual server kept by %v, want default/zz:http's", w)
@@ -109,4 +94,66 @@ func diffState(a, b *state) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// changesOf are the changes from one list of service ports to the next, per Service, as
+// the Snapshotter gives them; every Service of either list is named, changed or not.
+func changesOf(before, after []proxy.ServicePort) []proxy.Change {
+	bySvc := map[string]*proxy.Change{}
+	var order []string
+	get := func(sp proxy.ServicePort) *proxy.Change {
+		svc, _, _ := strings.Cut(sp.Name, ":")
+		if bySvc[svc] == nil {
+			bySvc[svc] = &proxy.Change{}
+			order = append(order, svc)
+		}
+		return bySvc[svc]
+	}
+	for _, sp := range before {
+		c := get(sp)
+		c.Before = append(c.Before, sp)
+	}
+	for _, sp := range after {
+		c := get(sp)
+		c.After = append(c.After, sp)
+	}
+	var out []proxy.Change
+	for _, svc := range order {
+		out = append(out, *bySvc[svc])
+	}
+	return out
+}
+
+// writeChanges applies the tracker's noted changes to a model of the kernel, as a partial
+// sync writes them.
+func writeChanges(t *testing.T, tr *tracker, kernel *state) {
+	t.Helper()
+	for k := range tr.dirtyVS {
+		if w := tr.st.services[k]; w != nil {
+			kernel.services[k] = w
+		} else {
+			delete(kernel.services, k)
+		}
+	}
+	for ip := range tr.dirtyAddrs {
+		if tr.st.addrs[ip] {
+			kernel.addrs[ip] = true
+		} else {
+			delete(kernel.addrs, ip)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(tr.setChanges()), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 4 || f[3] != "-exist" {
+			t.Fatalf("ipset line %q", line)
+		}
+		if f[0] == "add" {
+			kernel.sets[f[1]].Add(f[2])
+		} else {
+			delete(kernel.sets[f[1]].Entries, f[2])
+		}
+	}
 }

@@ -161,7 +161,7 @@ func TestIPVSInVM(t *testing.T) {
 	if n := flowsTo(t, "10.96.0.53", b1); n == 0 {
 		t.Fatalf("no conntrack entry of the UDP flow to %s", b1)
 	}
-	must(t, slices.Update(slice("dns", corev1.ProtocolUDP, 5353, b2)))
+	update(t, p, slices, slice("dns", corev1.ProtocolUDP, 5353, b2))
 	sync(p, false)
 	if n := flowsTo(t, "10.96.0.53", b1); n != 0 {
 		t.Errorf("%d conntrack entries still send 10.96.0.53:53 to the removed endpoint %s", n, b1)
@@ -206,7 +206,7 @@ func TestIPVSInVM(t *testing.T) {
 	})
 
 	// One endpoint goes away: a partial sync removes its real servers and hairpin entry.
-	must(t, slices.Update(slice("web", corev1.ProtocolTCP, 8080, b1)))
+	update(t, p, slices, slice("web", corev1.ProtocolTCP, 8080, b1))
 	sync(p, false)
 	checkIPVS(t, h, map[string]string{
 		"TCP 10.96.0.10:80 sh":             b1 + ":8080",
@@ -264,8 +264,13 @@ func TestIPVSInVM(t *testing.T) {
 	})
 
 	// The Service goes: its virtual servers, address and set entries with it.
-	must(t, svcs.Delete(service("web", "", "", 0, 0, 0)))
-	must(t, slices.Delete(slice("web", corev1.ProtocolTCP, 0)))
+	for _, o := range []struct {
+		store cache.Indexer
+		obj   any
+	}{{svcs, service("web", "", "", 0, 0, 0)}, {slices, slice("web", corev1.ProtocolTCP, 0)}} {
+		must(t, o.store.Delete(o.obj))
+		p.Changed(o.obj)
+	}
 	sync(p, false)
 	checkIPVS(t, h, map[string]string{"UDP 10.96.0.53:53 sh persist 600": b2 + ":5353"})
 	checkBound(t, "10.96.0.53")
@@ -329,6 +334,16 @@ func addFlow(t *testing.T, src string, sport uint16, vip string, port uint16, en
 		Forward: netlink.IPTuple{SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(vip).To4(), Protocol: 17, SrcPort: sport, DstPort: port},
 		Reverse: netlink.IPTuple{SrcIP: net.ParseIP(endpoint).To4(), DstIP: net.ParseIP(src).To4(), Protocol: 17, SrcPort: dport, DstPort: sport}}
 	must(t, netlink.ConntrackCreate(netlink.ConntrackTable, netlink.FAMILY_V4, f))
+}
+
+// update replaces an object in the indexer and tells the proxier, as miniproxy's informer
+// handlers do (old and new object).
+func update(t *testing.T, p *Proxier, store cache.Indexer, obj any) {
+	if old, ok, _ := store.Get(obj); ok {
+		p.Changed(old)
+	}
+	must(t, store.Update(obj))
+	p.Changed(obj)
 }
 
 func must(t *testing.T, err error) {

@@ -115,9 +115,6 @@ func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
 
 type ipvsMode struct{ *ipvs.Proxier }
 
-// Changed: the IPVS proxier finds what changed itself, comparing the objects it reads.
-func (ipvsMode) Changed(any) {}
-
 func (m ipvsMode) Sync(ctx context.Context) (syncResult, error) {
 	res, err := m.Proxier.Sync(ctx)
 	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
