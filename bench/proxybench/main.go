@@ -58,7 +58,7 @@ var (
 func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Services (x 2 endpoints) to sync")
 	changes := flag.Int("changes", 5, "one-endpoint changes to time at the largest size")
-	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure (empty: skip)")
+	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure, or several separated by commas, run in turn against the same Services (A/B); empty: skip")
 	flag.BoolVar(&daemonOnly, "daemon-only", false, "only the daemon's figures (RSS, CPU) at the largest size")
 	flag.StringVar(&heapProfile, "heap-profile", "", "write the daemon's heap profile at the largest size to this file")
 	flag.StringVar(&gogcs, "gogc", "50,25", "GOGC values to run the daemon with too at the largest size, beside Go's default (empty: none)")
@@ -143,7 +143,7 @@ func run(id string, sizes []int, changes int, miniproxy string) error {
 	if miniproxy == "" {
 		return nil
 	}
-	return daemonRSS(ctx, largest, miniproxy)
+	return daemonRSS(ctx, largest, strings.Split(miniproxy, ","))
 }
 
 // syncSize syncs n services into a fresh namespace with the proxier and prints the figures;
@@ -238,7 +238,12 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 // floors restores what the proxier wrote, as iptables-save prints it, without the proxier:
 // raw into an empty namespace (the cost of the rules themselves), and one chain with
 // --noflush into the full table (the cost of touching a big table at all); then the same
-// with iptables-legacy.
+// with iptables-legacy. What bounds each is told apart by two more figures per backend:
+// a --noflush restore of nothing into the full table (starting the tool and whatever it
+// reads of the table before it has anything to do), and iptables-save of the full nat
+// table (reading all of it back). User and system CPU are printed apart: system is the
+// kernel's share (netlink dumps and the commit for nft, the whole table blob copied and
+// translated for legacy), user the tool's own (parsing, building and searching its cache).
 func floors(id, full string, n int) error {
 	var save bytes.Buffer
 	for _, table := range []string{"filter", "nat"} {
@@ -250,49 +255,76 @@ func floors(id, full string, n int) error {
 	}
 	lines := bytes.Count(save.Bytes(), []byte("\n"))
 	one := oneChain(save.String())
-	fmt.Printf("\nfloors at %d services (%d lines as iptables-save prints them):\n", n, lines)
-	for _, backend := range []string{"iptables-restore", "iptables-legacy-restore"} {
-		empty, err := newNetns(fmt.Sprintf("mkpb-%s-%s", id, strings.TrimSuffix(backend, "-restore")))
+	fmt.Printf("\nfloors at %d services (%d lines as iptables-save prints them); wall (CPU = user + sys):\n", n, lines)
+	for _, backend := range []string{"iptables", "iptables-legacy"} {
+		empty, err := newNetns(fmt.Sprintf("mkpb-%s-%s", id, backend))
 		if err != nil {
 			return err
 		}
-		raw, err := timeRestore(empty, save.Bytes())
-		if err != nil {
-			delNetns(empty)
-			return fmt.Errorf("%s raw: %w", backend, err)
-		}
-		target := full
-		if backend != "iptables-restore" {
-			target = empty // legacy tables: the one just filled
-		}
-		chain, err := timeRestore(target, []byte(one), "--noflush")
+		figures, err := backendFloors(backend, empty, full, save.Bytes(), one)
 		delNetns(empty)
 		if err != nil {
-			return fmt.Errorf("%s one chain: %w", backend, err)
+			return err
 		}
-		fmt.Printf("  %-24s raw into an empty namespace %s; one chain --noflush into the full table %s\n", backend, raw, chain)
+		fmt.Print(figures)
 	}
 	return nil
 }
 
-// restoreTime is a restore's wall clock and CPU time.
-type restoreTime struct{ wall, cpu time.Duration }
-
-func (r restoreTime) String() string { return fmt.Sprintf("%v (CPU %v)", ms(r.wall), ms(r.cpu)) }
-
-func timeRestore(ns string, input []byte, args ...string) (restoreTime, error) {
-	tool := "iptables-restore"
-	if strings.Contains(ns, "legacy") {
-		tool = "iptables-legacy-restore"
-	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(ns), tool, "-w", "5"}, args...)...)
-	cmd.Stdin = bytes.NewReader(input)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
+// backendFloors restores save raw into the empty namespace with backend's tools, then times
+// the one-chain restore, an empty restore and a save against the full table (for nft the
+// proxier's namespace, for legacy the one just filled).
+func backendFloors(backend, empty, full string, save []byte, one string) (string, error) {
+	raw, err := timeTool(empty, backend+"-restore", save, "-w", "5")
 	if err != nil {
-		return restoreTime{}, fmt.Errorf("%v: %s", err, out)
+		return "", fmt.Errorf("%s raw: %w", backend, err)
 	}
-	return restoreTime{time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}, nil
+	target := full
+	if backend != "iptables" {
+		target = empty
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s:\n    raw into an empty namespace          %s\n", backend, raw)
+	for _, f := range []struct {
+		what, tool string
+		input      string
+		args       []string
+	}{
+		{"one chain --noflush into the full table", backend + "-restore", one, []string{"-w", "5", "--noflush"}},
+		{"nothing --noflush into the full table  ", backend + "-restore", "*nat\nCOMMIT\n", []string{"-w", "5", "--noflush"}},
+		{"save of the full nat table             ", backend + "-save", "", []string{"-t", "nat"}},
+	} {
+		t, err := timeTool(target, f.tool, []byte(f.input), f.args...)
+		if err != nil {
+			return "", fmt.Errorf("%s %s: %w", backend, f.what, err)
+		}
+		fmt.Fprintf(&b, "    %s %s\n", f.what, t)
+	}
+	return b.String(), nil
+}
+
+// restoreTime is a tool's wall clock and CPU time (user and system apart).
+type restoreTime struct{ wall, user, sys time.Duration }
+
+func (r restoreTime) String() string {
+	return fmt.Sprintf("%v (CPU %v = %v + %v)", ms(r.wall), ms(r.user+r.sys), ms(r.user), ms(r.sys))
+}
+
+// timeRestore restores input with the host's iptables-restore (the proxier's backend).
+func timeRestore(ns string, input []byte, args ...string) (restoreTime, error) {
+	return timeTool(ns, "iptables-restore", input, append([]string{"-w", "5"}, args...)...)
+}
+
+func timeTool(ns, tool string, input []byte, args ...string) (restoreTime, error) {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(ns), tool}, args...)...)
+	cmd.Stdin = bytes.NewReader(input)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return restoreTime{}, fmt.Errorf("%v: %s", err, out.Bytes())
+	}
+	return restoreTime{time.Since(start), cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime()}, nil
 }
 
 // oneChain is a restore input rewriting the first KUBE-SVC chain of save with its rules.
@@ -399,9 +431,11 @@ func slice(i, gen int) *discoveryv1.EndpointSlice {
 
 // daemonRSS runs bin/miniproxy against an in-process miniapi holding n services and prints
 // its RSS once its first sync wrote all of them, and after one endpoint change.
-func daemonRSS(ctx context.Context, n int, miniproxy string) error {
-	if _, err := os.Stat(miniproxy); err != nil {
-		return fmt.Errorf("-miniproxy %s: %w (go build -o bin/ ./cmd/miniproxy, or -miniproxy '' to skip)", miniproxy, err)
+func daemonRSS(ctx context.Context, n int, binaries []string) error {
+	for _, b := range binaries {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Errorf("-miniproxy %s: %w (go build -o bin/ ./cmd/miniproxy, or -miniproxy '' to skip)", b, err)
+		}
 	}
 	dir, err := os.MkdirTemp("", "proxybench-")
 	if err != nil {
@@ -440,41 +474,56 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 	if err := create(0, few); err != nil {
 		return err
 	}
-	base, err := startMiniproxy(miniproxy, dir, few)
-	if err != nil {
-		return err
+	fmt.Printf("\nminiproxy daemon (RSS read after its first sync):\n")
+	for _, b := range binaries {
+		base, err := startMiniproxy(b, dir, few)
+		if err != nil {
+			return err
+		}
+		rss, hwm := rssOf(base.cmd.Process.Pid)
+		base.stop()
+		fmt.Printf("  %s, baseline at %d services: RSS %.1f MiB, peak %.1f MiB\n", b, few, rss, hwm)
 	}
-	rss, hwm := rssOf(base.cmd.Process.Pid)
-	base.stop()
-	fmt.Printf("\nminiproxy daemon (RSS read after its first sync):\n  baseline at %d services: RSS %.1f MiB, peak %.1f MiB\n", few, rss, hwm)
 	start := time.Now()
 	if err := create(few, n); err != nil {
 		return err
 	}
 	fmt.Printf("  (%d services and EndpointSlices created through the API in %v)\n", n, time.Since(start).Round(time.Second))
+	gen := 0
+	for _, b := range binaries {
+		if err := daemonAt(ctx, client, b, dir, n, &gen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// daemonAt runs one miniproxy binary against the n Services: its first sync, endpoint
+// changes, and again under each -gogc value.
+func daemonAt(ctx context.Context, client *kubernetes.Clientset, miniproxy, dir string, n int, gen *int) error {
 	mp, err := startMiniproxy(miniproxy, dir, n)
 	if err != nil {
 		return err
 	}
 	defer mp.stop()
 	m := mp.metrics
-	rss, hwm = rssOf(mp.cmd.Process.Pid)
-	fmt.Printf("  at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
-		n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
+	rss, hwm := rssOf(mp.cmd.Process.Pid)
+	fmt.Printf("  %s at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
+		miniproxy, n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
 		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm, ms(mp.cpu))
 	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
 		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
 		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
-	gen := 0
-	if err := endpointChanges(ctx, client, mp, n, &gen); err != nil {
+	if err := endpointChanges(ctx, client, mp, n, gen); err != nil {
 		return err
 	}
 	if heapProfile != "" {
 		// What the live heap is made of (go tool pprof -top -inuse_space FILE).
-		if err := fetch("http://"+mp.addr+"/debug/pprof/heap?gc=1", heapProfile); err != nil {
+		file := heapProfile + "." + filepath.Base(miniproxy)
+		if err := fetch("http://"+mp.addr+"/debug/pprof/heap?gc=1", file); err != nil {
 			return err
 		}
-		fmt.Printf("  its heap profile after the change (live objects): %s\n", heapProfile)
+		fmt.Printf("  its heap profile after the change (live objects): %s\n", file)
 	}
 	mp.stop()
 	// The garbage collector's share: the same daemon and Services with a lower GOGC (a
@@ -490,7 +539,7 @@ func daemonRSS(ctx context.Context, n int, miniproxy string) error {
 		rss, hwm = rssOf(d.cmd.Process.Pid)
 		fmt.Printf("  GOGC=%s at %d services: first sync done %v after start; RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
 			v, n, d.synced.Round(time.Millisecond), rss, hwm, ms(d.cpu))
-		if err := endpointChanges(ctx, client, d, n, &gen); err != nil {
+		if err := endpointChanges(ctx, client, d, n, gen); err != nil {
 			return err
 		}
 		d.stop()
