@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,7 +132,8 @@ func run(id string, sizes []int, changes int, miniproxy string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	largest := sizes[len(sizes)-1]
 	fmt.Println("CPU is the proxier's own (laying out, hashing, reading tables, GC) + iptables-restore's")
-	fmt.Printf("\n%-8s %-9s %-11s %-36s %-36s\n", "services", "lines", "bytes", "full sync wall (CPU)", "resync into the full table (CPU)")
+	fmt.Println("RSS is this process's after the resync and a collection: the listers' objects (what miniproxy's informers hold, untrimmed) and the proxier")
+	fmt.Printf("\n%-8s %-9s %-11s %-36s %-36s %s\n", "services", "lines", "bytes", "full sync wall (CPU)", "resync into the full table (CPU)", "RSS")
 	for _, n := range sizes {
 		if daemonOnly {
 			break
@@ -184,9 +186,11 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-8d %-9d %-11d %-36s %-36s\n", n, first.RestoreLines, first.RestoreBytes,
+	debug.FreeOSMemory() // collects first
+	rss, _ := rssOf(os.Getpid())
+	fmt.Printf("%-8d %-9d %-11d %-36s %-36s %.1f MiB\n", n, first.RestoreLines, first.RestoreBytes,
 		fmt.Sprintf("%v (%v + %v)", ms(first.Duration), ms(firstCPU), ms(first.RestoreCPU)),
-		fmt.Sprintf("%v (%v + %v)", ms(again.Duration), ms(selfCPU), ms(again.RestoreCPU)))
+		fmt.Sprintf("%v (%v + %v)", ms(again.Duration), ms(selfCPU), ms(again.RestoreCPU)), rss)
 	if !largest {
 		return nil
 	}
