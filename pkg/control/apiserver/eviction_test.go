@@ -152,4 +152,11 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/ephemeralcontainers") {
 		t.Errorf("GET pods/a/ephemeralcontainers: %d %s", w.Code, w.Body)
 	}
+	// kubectl debug tells a missing subresource from a missing pod by details with no name
+	// (and dereferences them: without details it panics).
+	var st metav1.Status
+	decodeStrict(t, w.Body.Bytes(), &st)
+	if st.Details == nil || st.Details.Name != "" {
+		t.Errorf("the 404 of an unserved subresource has details %+v, want present and nameless", st.Details)
+	}
 }

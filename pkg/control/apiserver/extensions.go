@@ -18,6 +18,10 @@ type Extension struct {
 	Handler      http.Handler // gets every request under /apis/GROUP/VERSION/
 }
 
+// AddExtension serves e beside those of Config.Extensions, for groups whose handler needs
+// what is made after the server (the authorizer's reviews); call it before serving.
+func (s *Server) AddExtension(e Extension) { s.extensions = append(s.extensions, e) }
+
 // serveExtension hands /apis/GROUP/VERSION[/...] of an extension to it; ok is false for
 // any other path.
 func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request) bool {

@@ -171,8 +171,11 @@ func (s *Server) resolve(r *http.Request) (*registry.Resource, requestInfo, erro
 		return nil, info, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name)
 	}
 	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
-		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec).
+		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec). Details
+		// without a name, as kube-apiserver's 404 for a route it lacks: kubectl debug reads
+		// them to say ephemeral containers are not served.
 		return nil, info, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Details: &metav1.StatusDetails{},
 			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {

@@ -9,6 +9,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +25,29 @@ import (
 type Reviews struct {
 	Authorizer authorizer.Authorizer
 	Rules      authorizer.RuleResolver // nil: rules reviews answer incomplete
+}
+
+// Extensions are the reviews' API groups as the API server lists them in discovery
+// (kube-apiserver's authorization.k8s.io/v1 and authentication.k8s.io/v1, less TokenReview,
+// which miniapi does not serve).
+func (rv *Reviews) Extensions() []apiserver.Extension {
+	create := metav1.Verbs{"create"}
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rv.Match(w, r) {
+			apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)) // as for any path the server does not know
+		}
+	})
+	return []apiserver.Extension{
+		{GroupVersion: authzv1.SchemeGroupVersion, Handler: serve, Resources: []metav1.APIResource{
+			{Name: "localsubjectaccessreviews", Namespaced: true, Kind: lsarKind.Kind, Verbs: create},
+			{Name: "selfsubjectaccessreviews", Kind: ssarKind.Kind, Verbs: create},
+			{Name: "selfsubjectrulesreviews", Kind: ssrrKind.Kind, Verbs: create},
+			{Name: "subjectaccessreviews", Kind: sarKind.Kind, Verbs: create},
+		}},
+		{GroupVersion: authnv1.SchemeGroupVersion, Handler: serve, Resources: []metav1.APIResource{
+			{Name: "selfsubjectreviews", Kind: ssrKind.Kind, Verbs: create},
+		}},
+	}
 }
 
 // Match tells whether r is one of the reviews, and serves it.

@@ -37,7 +37,10 @@ func TestDiscovery(t *testing.T) {
 			found[list.GroupVersion+"/"+r.Name] = true
 		}
 	}
-	for _, want := range []string{"v1/pods", "v1/pods/status", "v1/pods/binding", "v1/nodes", "v1/namespaces/finalize", "coordination.k8s.io/v1/leases"} {
+	for _, want := range []string{"v1/pods", "v1/pods/status", "v1/pods/binding", "v1/nodes", "v1/namespaces/finalize", "coordination.k8s.io/v1/leases",
+		// the reviews behind kubectl auth can-i and whoami, listed as kube-apiserver lists them
+		"authorization.k8s.io/v1/selfsubjectaccessreviews", "authorization.k8s.io/v1/localsubjectaccessreviews",
+		"authentication.k8s.io/v1/selfsubjectreviews"} {
 		if !found[want] {
 			t.Errorf("discovery lacks %s", want)
 		}
@@ -45,6 +48,13 @@ func TestDiscovery(t *testing.T) {
 	out := c.mustKubectl(t, "", "api-resources", "--api-group=")
 	if !regexpLine(out, `pods\s+po\s+v1\s+true\s+Pod`) {
 		t.Errorf("kubectl api-resources:\n%s", out)
+	}
+	out = c.mustKubectl(t, "", "api-resources", "--api-group=authorization.k8s.io")
+	if !regexpLine(out, `selfsubjectaccessreviews\s+authorization.k8s.io/v1\s+false\s+SelfSubjectAccessReview`) {
+		t.Errorf("kubectl api-resources --api-group=authorization.k8s.io:\n%s", out)
+	}
+	if out := c.mustKubectl(t, "", "auth", "can-i", "create", "pods"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("kubectl auth can-i create pods: %q", out)
 	}
 	// kubectl -v=6 logs each request; with aggregated discovery it never asks for /api/v1.
 	out = c.mustKubectl(t, "", "get", "pods", "-v=6", "--cache-dir", t.TempDir())

@@ -107,6 +107,9 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 	}
 	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules},
 		bootstrap: auth.NewBootstrapTokens(privileged)}
+	for _, e := range g.reviews.Extensions() {
+		srv.AddExtension(e)
+	}
 	routes := http.NewServeMux()
 	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.ServerURL()+serviceaccount.JWKSPath))
 	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
@@ -118,9 +121,6 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 		api.ServeHTTP(w, r)
 	}))
 	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.reviews.Match(w, r) {
-			return
-		}
 		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {
 			tokens.ServeTokenRequest(w, r, ns, name)
 			return
