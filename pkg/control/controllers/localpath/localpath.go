@@ -74,22 +74,14 @@ func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer
 	c := &Controller{
 		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(), nodes: nodes.Lister(), classes: classes.Lister(),
 		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced, classes.Informer().HasSynced},
-		claims:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "local-path-claims"}),
-		volumes:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "local-path-volumes"}),
+		claims:   workloop.NewQueue[string]("local-path-claims"),
+		volumes:  workloop.NewQueue[string]("local-path-volumes"),
 		recorder: recorder, log: log,
 	}
-	add := func(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandlerFuncs {
-		enqueue := func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				q.Add(key)
-			}
-		}
-		return cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}
-	}
-	if _, err := pvcs.Informer().AddEventHandler(add(c.claims)); err != nil {
+	if _, err := pvcs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.claims))); err != nil {
 		return nil, err
 	}
-	_, err := pvs.Informer().AddEventHandler(add(c.volumes))
+	_, err := pvs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.volumes)))
 	return c, err
 }
 
