@@ -62,18 +62,10 @@ func New(client kubernetes.Interface, cronJobs batchinformers.CronJobInformer, j
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cronjob", Clock: clk}),
 		recorder: recorder, clock: clk, log: log,
 	}
-	if _, err := cronJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
+	if _, err := cronJobs.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
-	_, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.jobChanged,
-		UpdateFunc: func(_, obj any) { c.jobChanged(obj) },
-		DeleteFunc: c.jobChanged,
-	})
+	_, err := jobs.Informer().AddEventHandler(workloop.OnEvery(c.jobChanged))
 	return c, err
 }
 
@@ -82,19 +74,10 @@ func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
 func (c *Controller) jobChanged(obj any) {
-	job, ok := obj.(*batchv1.Job)
+	job, ok := workloop.Object[*batchv1.Job](obj)
 	if !ok {
-		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
-		if job, ok = tomb.Obj.(*batchv1.Job); !isTomb || !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == cronJobKind.Kind && ref.APIVersion == cronJobKind.GroupVersion().String() {
 		c.queue.Add(job.Namespace + "/" + ref.Name)
