@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -106,10 +107,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	cj := shared.DeepCopy()
-	jobs, err := c.ownedJobs(cj)
+	all, err := c.jobs.Jobs(cj.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
+	jobs := controllerref.Controlled(all, cj.UID)
 	c.trackActive(cj, jobs)
 	again, err := c.schedule(ctx, cj, jobs)
 	if err != nil {
@@ -124,20 +126,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	return again, nil
-}
-
-func (c *Controller) ownedJobs(cj *batchv1.CronJob) ([]*batchv1.Job, error) {
-	all, err := c.jobs.Jobs(cj.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var owned []*batchv1.Job
-	for _, j := range all {
-		if ref := metav1.GetControllerOf(j); ref != nil && ref.UID == cj.UID {
-			owned = append(owned, j)
-		}
-	}
-	return owned, nil
 }
 
 // trackActive brings status.active and lastSuccessfulTime up to date with the Jobs.
