@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	nodeutil "k8s.io/component-helpers/node/util"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -187,12 +188,8 @@ func (c *Controller) node(pvc *corev1.PersistentVolumeClaim, sc *storagev1.Stora
 }
 
 func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // volume is the PersistentVolume for the claim: a hostPath in dir on node, pre-bound to
