@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,7 +150,7 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 
 	// Scale down goes from the top, one at a time.
 	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=1")
-	waitFor(t, "scale down to web-0", func() bool {
+	controllertest.Until(t, "scale down to web-0", 30*time.Second, func() bool {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return strings.HasSuffix(strings.Join(k.events, " "), "-web-2 -web-1")
@@ -163,7 +164,7 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
 	cl.MustKubectl(t, "", "patch", "sts", "web", "--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}}}}`)
 	cl.MustKubectl(t, "", "set", "env", "sts/web", "GENERATION=2")
-	waitFor(t, "web-2 updated, web-0 and web-1 kept", func() bool {
+	controllertest.Until(t, "web-2 updated, web-0 and web-1 kept", 30*time.Second, func() bool {
 		envs := map[string]int{}
 		for _, name := range []string{"web-0", "web-1", "web-2"} {
 			p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -185,16 +186,5 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	out := cl.MustKubectl(t, "", "get", "sts", "web")
 	if row := strings.Join(strings.Fields(out), " "); !strings.Contains(row, "web 3/3") {
 		t.Errorf("kubectl get sts:\n%s", out)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
