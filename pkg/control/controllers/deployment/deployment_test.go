@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 )
 
 // fakeKubelet plays every node: a new pod runs and turns Ready a moment later, unless its
@@ -35,17 +34,7 @@ func fakeKubelet(t *testing.T, c kubernetes.Interface) {
 		}
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			// The scheduler writes the status of unbound pods too: retry on conflict.
-			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				return err
-			})
+			_, _ = controllertest.MarkReady(ctx, c, pod)
 		}()
 	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ready}); err != nil {

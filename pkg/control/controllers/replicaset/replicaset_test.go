@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -64,18 +63,7 @@ func waitOwned(t *testing.T, c kubernetes.Interface, uid string, n int) []corev1
 // markReady plays the kubelet: the pod runs and is Ready.
 func markReady(t *testing.T, c kubernetes.Interface, pod corev1.Pod) {
 	t.Helper()
-	// The scheduler writes the status of unbound pods too: retry on conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := c.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
+	if _, err := controllertest.MarkReady(context.Background(), c, &pod); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 )
 
 // kubelet makes every bound pod Running and Ready after a moment, and records the order of
@@ -37,21 +36,11 @@ func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
 		}
 		go func() {
 			time.Sleep(300 * time.Millisecond)
-			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err != nil || p.UID != pod.UID {
-					return err
-				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				if err == nil {
-					k.mu.Lock()
-					k.ready[p.Name] = true
-					k.mu.Unlock()
-				}
-				return err
-			})
+			if marked, _ := controllertest.MarkReady(ctx, c, pod); marked {
+				k.mu.Lock()
+				k.ready[pod.Name] = true
+				k.mu.Unlock()
+			}
 		}()
 	}
 	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
