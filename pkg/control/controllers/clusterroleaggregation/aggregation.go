@@ -35,8 +35,7 @@ type Controller struct {
 // New wires the controller to the ClusterRole informer.
 func New(client kubernetes.Interface, roles rbacinformers.ClusterRoleInformer, log *slog.Logger) (*Controller, error) {
 	c := &Controller{client: client, roles: roles.Lister(), synced: roles.Informer().HasSynced, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusterrole-aggregation"})}
+		queue: workloop.NewQueue[string]("clusterrole-aggregation")}
 	// Any change may feed any aggregated role: look at all of them.
 	enqueueAll := func(any) {
 		all, _ := c.roles.List(labels.Everything())
@@ -46,9 +45,7 @@ func New(client kubernetes.Interface, roles rbacinformers.ClusterRoleInformer, l
 			}
 		}
 	}
-	_, err := roles.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueueAll, UpdateFunc: func(_, obj any) { enqueueAll(obj) }, DeleteFunc: enqueueAll,
-	})
+	_, err := roles.Informer().AddEventHandler(workloop.OnEvery(enqueueAll))
 	return c, err
 }
 

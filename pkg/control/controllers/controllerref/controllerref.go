@@ -44,6 +44,18 @@ func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, ownerKind 
 	return owned, nil
 }
 
+// Controlled returns the objects among objs whose controller is owner, adopting and
+// releasing nothing: for controllers that own what they make, without a selector.
+func Controlled[T metav1.Object](objs []T, owner types.UID) []T {
+	var owned []T
+	for _, obj := range objs {
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.UID == owner {
+			owned = append(owned, obj)
+		}
+	}
+	return owned
+}
+
 func apply[T metav1.Object](ctx context.Context, obj T, body map[string]any, patch PatchFunc[T]) error {
 	data, err := json.Marshal(body)
 	if err != nil {

@@ -61,3 +61,22 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 		t.Fatalf("adopting a recreated namesake: err %v, want a 409 uid precondition failure", err)
 	}
 }
+
+// TestControlled keeps the objects whose controller is the owner, in order: not those
+// another controls, nor those the owner only owns without controlling.
+func TestControlled(t *testing.T) {
+	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "owner-uid"}}
+	ownedBy := func(name string, uid types.UID, controller bool) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Pod", Name: "x", UID: uid, Controller: &controller}}}}
+	}
+	objs := []*corev1.Pod{ownedBy("a", owner.UID, true), ownedBy("other", "other-uid", true), ownedBy("plain", owner.UID, false),
+		{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}}, ownedBy("b", owner.UID, true)}
+	var got []string
+	for _, p := range controllerref.Controlled(objs, owner.UID) {
+		got = append(got, p.Name)
+	}
+	if len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("Controlled = %v, want [a b]", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,18 +63,10 @@ func New(client kubernetes.Interface, cronJobs batchinformers.CronJobInformer, j
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cronjob", Clock: clk}),
 		recorder: recorder, clock: clk, log: log,
 	}
-	if _, err := cronJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
+	if _, err := cronJobs.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
-	_, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.jobChanged,
-		UpdateFunc: func(_, obj any) { c.jobChanged(obj) },
-		DeleteFunc: c.jobChanged,
-	})
+	_, err := jobs.Informer().AddEventHandler(workloop.OnEvery(c.jobChanged))
 	return c, err
 }
 
@@ -82,19 +75,10 @@ func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
 func (c *Controller) jobChanged(obj any) {
-	job, ok := obj.(*batchv1.Job)
+	job, ok := workloop.Object[*batchv1.Job](obj)
 	if !ok {
-		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
-		if job, ok = tomb.Obj.(*batchv1.Job); !isTomb || !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == cronJobKind.Kind && ref.APIVersion == cronJobKind.GroupVersion().String() {
 		c.queue.Add(job.Namespace + "/" + ref.Name)
@@ -123,10 +107,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	cj := shared.DeepCopy()
-	jobs, err := c.ownedJobs(cj)
+	all, err := c.jobs.Jobs(cj.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
+	jobs := controllerref.Controlled(all, cj.UID)
 	c.trackActive(cj, jobs)
 	again, err := c.schedule(ctx, cj, jobs)
 	if err != nil {
@@ -141,20 +126,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	return again, nil
-}
-
-func (c *Controller) ownedJobs(cj *batchv1.CronJob) ([]*batchv1.Job, error) {
-	all, err := c.jobs.Jobs(cj.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var owned []*batchv1.Job
-	for _, j := range all {
-		if ref := metav1.GetControllerOf(j); ref != nil && ref.UID == cj.UID {
-			owned = append(owned, j)
-		}
-	}
-	return owned, nil
 }
 
 // trackActive brings status.active and lastSuccessfulTime up to date with the Jobs.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
@@ -46,17 +47,6 @@ func startWithFakeClock(t *testing.T) (*controlplanetest.Cluster, *testingclock.
 	return c, clk, ctx
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func newCronJob(name string, policy batchv1.ConcurrencyPolicy) *batchv1.CronJob {
 	return &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -88,7 +78,7 @@ func jobs(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, cj str
 // completes the Job.
 func completeJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job string) {
 	t.Helper()
-	waitFor(t, "a pod of "+job, 30*time.Second, func() bool {
+	controllertest.Until(t, "a pod of "+job, 30*time.Second, func() bool {
 		pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 		if err != nil || len(pods.Items) == 0 {
 			return false
@@ -98,7 +88,7 @@ func completeJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster,
 		_, err = c.Client.CoreV1().Pods("default").UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 		return err == nil
 	})
-	waitFor(t, job+" to complete", 30*time.Second, func() bool {
+	controllertest.Until(t, job+" to complete", 30*time.Second, func() bool {
 		j, err := c.Client.BatchV1().Jobs("default").Get(ctx, job, metav1.GetOptions{})
 		return err == nil && j.Status.CompletionTime != nil
 	})
@@ -138,7 +128,7 @@ func TestCronJobForbidAndHistory(t *testing.T) {
 		t.Fatalf("%d jobs before any start time", n)
 	}
 	clk.Step(time.Minute)
-	waitFor(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "tick")) == 1 })
+	controllertest.Until(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "tick")) == 1 })
 	first := jobs(t, ctx, c, "tick")[0]
 	scheduled := cronStart(clk.Now())
 	if want := fmt.Sprintf("tick-%d", scheduled.Unix()/60); first.Name != want {
@@ -147,36 +137,36 @@ func TestCronJobForbidAndHistory(t *testing.T) {
 	if got := first.Annotations[cronjob.ScheduledTimestampAnnotation]; got != scheduled.Local().Format(time.RFC3339) {
 		t.Errorf("scheduled-timestamp annotation %q, want %q", got, scheduled.Local().Format(time.RFC3339))
 	}
-	waitFor(t, "status", 10*time.Second, func() bool {
+	controllertest.Until(t, "status", 10*time.Second, func() bool {
 		st := getCronJob(t, ctx, c, "tick").Status
 		return len(st.Active) == 1 && st.Active[0].Name == first.Name && st.LastScheduleTime != nil && st.LastScheduleTime.Equal(&metav1.Time{Time: scheduled})
 	})
-	waitFor(t, "SuccessfulCreate", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulCreate", "Created job "+first.Name) })
+	controllertest.Until(t, "SuccessfulCreate", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulCreate", "Created job "+first.Name) })
 
 	clk.Step(time.Minute) // the first still runs: Forbid skips this minute
-	waitFor(t, "JobAlreadyActive", 10*time.Second, func() bool {
+	controllertest.Until(t, "JobAlreadyActive", 10*time.Second, func() bool {
 		return hasEvent(t, ctx, c, cj, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 	})
 	if n := len(jobs(t, ctx, c, "tick")); n != 1 {
 		t.Fatalf("%d jobs under Forbid while one runs", n)
 	}
 	completeJob(t, ctx, c, first.Name)
-	waitFor(t, "SawCompletedJob and lastSuccessfulTime", 10*time.Second, func() bool {
+	controllertest.Until(t, "SawCompletedJob and lastSuccessfulTime", 10*time.Second, func() bool {
 		return getCronJob(t, ctx, c, "tick").Status.LastSuccessfulTime != nil && hasEvent(t, ctx, c, cj, "SawCompletedJob", "Saw completed job: "+first.Name+", condition: Complete")
 	})
 	// The minute Forbid skipped is still due (lastScheduleTime did not move): it starts now.
 	skipped := fmt.Sprintf("tick-%d", scheduled.Unix()/60+1)
-	waitFor(t, "the job of the skipped minute", 10*time.Second, func() bool {
+	controllertest.Until(t, "the job of the skipped minute", 10*time.Second, func() bool {
 		return slices.ContainsFunc(jobs(t, ctx, c, "tick"), func(j batchv1.Job) bool { return j.Name == skipped })
 	})
 	second := jobs(t, ctx, c, "tick")
 	completeJob(t, ctx, c, second[len(second)-1].Name)
 	// successfulJobsHistoryLimit 1: the first Job goes.
-	waitFor(t, "history cleanup", 20*time.Second, func() bool {
+	controllertest.Until(t, "history cleanup", 20*time.Second, func() bool {
 		js := jobs(t, ctx, c, "tick")
 		return len(js) == 1 && js[0].Name != first.Name
 	})
-	waitFor(t, "SuccessfulDelete", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulDelete", "Deleted job "+first.Name) })
+	controllertest.Until(t, "SuccessfulDelete", 10*time.Second, func() bool { return hasEvent(t, ctx, c, cj, "SuccessfulDelete", "Deleted job "+first.Name) })
 }
 
 // cronStart is the start of the minute t is in: "*/1 * * * *" fires then.
@@ -189,14 +179,14 @@ func TestCronJobReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute)
-	waitFor(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "swap")) == 1 })
+	controllertest.Until(t, "the first job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "swap")) == 1 })
 	first := jobs(t, ctx, c, "swap")[0].Name
 	clk.Step(time.Minute)
-	waitFor(t, "the replacement", 10*time.Second, func() bool {
+	controllertest.Until(t, "the replacement", 10*time.Second, func() bool {
 		js := jobs(t, ctx, c, "swap")
 		return len(js) == 1 && js[0].Name != first
 	})
-	waitFor(t, "status names only the new job", 10*time.Second, func() bool {
+	controllertest.Until(t, "status names only the new job", 10*time.Second, func() bool {
 		st := getCronJob(t, ctx, c, "swap").Status
 		return len(st.Active) == 1 && st.Active[0].Name != first
 	})
@@ -230,7 +220,7 @@ func TestCronJobSuspendAndDeadline(t *testing.T) {
 	c.MustKubectl(t, "", "patch", "cronjob", "late", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
 	none("past their deadline")
 	clk.SetTime(cronStart(clk.Now()).Add(time.Minute + 2*time.Second))
-	waitFor(t, "a job within the deadline", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "late")) == 1 })
+	controllertest.Until(t, "a job within the deadline", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "late")) == 1 })
 	if got, want := jobs(t, ctx, c, "late")[0].Name, fmt.Sprintf("late-%d", cronStart(clk.Now()).Unix()/60); got != want {
 		t.Errorf("job %s, want %s (the minute within the deadline)", got, want)
 	}

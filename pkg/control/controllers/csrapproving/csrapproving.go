@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
@@ -61,10 +60,7 @@ func New(client kubernetes.Interface, csrs certinformers.CertificateSigningReque
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 1000*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name})}
-	_, err := csrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-	})
+	_, err := csrs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
 	return c, err
 }
 
@@ -76,7 +72,6 @@ func (c *Controller) enqueue(obj any) {
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
 	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced)
 }
 

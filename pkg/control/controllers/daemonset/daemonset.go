@@ -58,19 +58,12 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 	revisions appsinformers.ControllerRevisionInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, sets: sets.Lister(), pods: pods.Lister(), nodes: nodes.Lister(), revisions: revisions.Lister(),
-		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, revisions.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonset"}),
+		synced:   []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, revisions.Informer().HasSynced},
+		queue:    workloop.NewQueue[string]("daemonset"),
 		recorder: recorder, log: log, pending: map[string]int{},
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := sets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	}); err != nil {
+	enqueue := workloop.Enqueue(c.queue)
+	if _, err := sets.Informer().AddEventHandler(workloop.OnEvery(enqueue)); err != nil {
 		return nil, err
 	}
 	// Any node change may change where a DaemonSet belongs.
@@ -95,10 +88,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		return nil, err
 	}
 	onPod := func(obj any, created bool) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		pod, ok := obj.(*corev1.Pod)
+		pod, ok := workloop.Object[*corev1.Pod](obj)
 		if !ok {
 			return
 		}

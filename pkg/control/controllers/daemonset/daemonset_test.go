@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,18 +27,7 @@ func fakeKubelet(t *testing.T, c kubernetes.Interface) {
 		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning || pod.DeletionTimestamp != nil {
 			return
 		}
-		go func() {
-			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				return err
-			})
-		}()
+		go controllertest.MarkReady(ctx, c, pod)
 	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: run, UpdateFunc: func(_, obj any) { run(obj) },

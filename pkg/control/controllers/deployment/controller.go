@@ -52,23 +52,15 @@ func New(client kubernetes.Interface, deployments appsinformers.DeploymentInform
 	pods coreinformers.PodInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, deployments: deployments.Lister(), replicaSets: replicaSets.Lister(), pods: pods.Lister(),
-		synced: []cache.InformerSynced{deployments.Informer().HasSynced, replicaSets.Informer().HasSynced, pods.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment"}),
+		synced:   []cache.InformerSynced{deployments.Informer().HasSynced, replicaSets.Informer().HasSynced, pods.Informer().HasSynced},
+		queue:    workloop.NewQueue[string]("deployment"),
 		recorder: recorder, clock: clock.RealClock{}, log: log,
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := deployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := deployments.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
 	onReplicaSet := func(obj any) {
-		if rs, ok := tombstoned[*appsv1.ReplicaSet](obj); ok {
+		if rs, ok := workloop.Object[*appsv1.ReplicaSet](obj); ok {
 			c.enqueueOwnerOrMatching(rs.Namespace, rs.Labels, metav1.GetControllerOf(rs))
 		}
 	}
@@ -83,7 +75,7 @@ func New(client kubernetes.Interface, deployments appsinformers.DeploymentInform
 	}
 	// Recreate waits for the old pods to be gone: a pod's deletion may be what it waits for.
 	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		pod, ok := tombstoned[*corev1.Pod](obj)
+		pod, ok := workloop.Object[*corev1.Pod](obj)
 		if !ok {
 			return
 		}
@@ -94,15 +86,6 @@ func New(client kubernetes.Interface, deployments appsinformers.DeploymentInform
 		}
 	}})
 	return c, err
-}
-
-// tombstoned unwraps a deleted object's last known state.
-func tombstoned[T any](obj any) (T, bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	t, ok := obj.(T)
-	return t, ok
 }
 
 // enqueueOwnerOrMatching queues the Deployment controlling a ReplicaSet, or for an orphan

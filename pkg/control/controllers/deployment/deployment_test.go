@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 )
 
 // fakeKubelet plays every node: a new pod runs and turns Ready a moment later, unless its
@@ -34,17 +34,7 @@ func fakeKubelet(t *testing.T, c kubernetes.Interface) {
 		}
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			// The scheduler writes the status of unbound pods too: retry on conflict.
-			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				return err
-			})
+			_, _ = controllertest.MarkReady(ctx, c, pod)
 		}()
 	}
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: ready}); err != nil {
@@ -214,7 +204,7 @@ func TestRecreatePauseAndHistoryLimit(t *testing.T) {
 	cl.MustKubectl(t, "", "rollout", "pause", "deployment/db")
 	cl.MustKubectl(t, "", "set", "image", "deployment/db", "c=localhost/minik8s/netexec:v3")
 	cl.MustKubectl(t, "", "scale", "deployment/db", "--replicas=4")
-	waitFor(t, "paused deployment scaled to 4 on its current template", func() (bool, string) {
+	controllertest.WaitFor(t, "paused deployment scaled to 4 on its current template", 30*time.Second, func() (bool, string) {
 		n, images, err := readyPods(context.Background(), cl.Client, "db")
 		return err == nil && n == 4 && images["localhost/minik8s/netexec:v2"] == 4, fmt.Sprint(n, images, err)
 	})
@@ -224,7 +214,7 @@ func TestRecreatePauseAndHistoryLimit(t *testing.T) {
 	cl.MustKubectl(t, "", "rollout", "resume", "deployment/db")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
 	// revisionHistoryLimit 1: the new set and one old one are kept.
-	waitFor(t, "history limited to one old replica set", func() (bool, string) {
+	controllertest.WaitFor(t, "history limited to one old replica set", 30*time.Second, func() (bool, string) {
 		sets := replicaSetsOf(t, cl.Client, "db")
 		return len(sets) == 2 && sets["3"] != nil && sets["2"] != nil, fmt.Sprint(summary(sets))
 	})
@@ -249,21 +239,6 @@ func TestProgressDeadlineAndBadSelector(t *testing.T) {
 	out, err = cl.Kubectl(t, bad, "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "selector") || !strings.Contains(out, "does not match template") {
 		t.Errorf("a selector that misses its template must be refused: err %v\n%s", err, out)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -65,13 +64,10 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 		rss: rss.Lister(), deployments: deps.Lister(), sets: sets.Lister(), rcs: rcs.Lister(),
 		synced: []cache.InformerSynced{pdbs.Informer().HasSynced, pods.Informer().HasSynced, rss.Informer().HasSynced,
 			deps.Informer().HasSynced, sets.Informer().HasSynced, rcs.Informer().HasSynced},
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "disruption"}),
+		queue:    workloop.NewQueue[string]("disruption"),
 		recorder: recorder, clock: clk, log: log,
 	}
-	if _, err := pdbs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-	}); err != nil {
+	if _, err := pdbs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue)); err != nil {
 		return nil, err
 	}
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -83,11 +79,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 	}
 	// A scale change moves expectedPods: look again at the budgets of the namespace.
 	for _, inf := range []cache.SharedIndexInformer{rss.Informer(), deps.Informer(), sets.Informer(), rcs.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.namespaceChanged,
-			UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
-			DeleteFunc: c.namespaceChanged,
-		}); err != nil {
+		if _, err := inf.AddEventHandler(workloop.OnEvery(c.namespaceChanged)); err != nil {
 			return nil, err
 		}
 	}
@@ -96,31 +88,15 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
-func objectOf(obj any) metav1.Object {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	o, _ := apimeta.Accessor(obj)
-	return o
-}
+func (c *Controller) enqueue(obj any) { workloop.Enqueue(c.queue)(obj) }
 
 // podChanged wakes the budgets whose selector matches the pod.
 func (c *Controller) podChanged(obj any) {
-	pod := objectOf(obj)
-	if pod == nil {
+	pod, ok := workloop.Object[metav1.Object](obj)
+	if !ok {
 		return
 	}
 	pdbs, _ := c.pdbs.PodDisruptionBudgets(pod.GetNamespace()).List(labels.Everything())
@@ -132,8 +108,8 @@ func (c *Controller) podChanged(obj any) {
 }
 
 func (c *Controller) namespaceChanged(obj any) {
-	o := objectOf(obj)
-	if o == nil {
+	o, ok := workloop.Object[metav1.Object](obj)
+	if !ok {
 		return
 	}
 	pdbs, _ := c.pdbs.PodDisruptionBudgets(o.GetNamespace()).List(labels.Everything())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,21 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
-
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // readyPod is a running, ready pod of the ReplicaSet on node-1, as its kubelet reports it.
 func readyPod(t *testing.T, c *controlplanetest.Cluster, rs *appsv1.ReplicaSet, name string) {
@@ -95,11 +81,11 @@ func TestBudgetStatusAndEviction(t *testing.T) {
 	}
 	c.MustKubectl(t, "", "create", "pdb", "web", "--selector=app=web", "--max-unavailable=1")
 	c.MustKubectl(t, "", "create", "pdb", "half", "--selector=app=web", "--min-available=50%")
-	waitFor(t, "budget status", func() (bool, string) {
+	controllertest.WaitFor(t, "budget status", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "web")
 		return summary(p) == "expected=4 desired=3 healthy=4 allowed=1 gen=1/1 True/SufficientPods", summary(p)
 	})
-	waitFor(t, "percentage budget status", func() (bool, string) {
+	controllertest.WaitFor(t, "percentage budget status", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "half")
 		return summary(p) == "expected=4 desired=2 healthy=4 allowed=2 gen=1/1 True/SufficientPods", summary(p)
 	})
@@ -129,18 +115,18 @@ func TestBudgetStatusAndEviction(t *testing.T) {
 	if evicted != 1 {
 		t.Errorf("%d pods evicted, the budget allowed 1", evicted)
 	}
-	waitFor(t, "budget spent", func() (bool, string) {
+	controllertest.WaitFor(t, "budget spent", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "web")
 		return summary(p) == "expected=4 desired=3 healthy=3 allowed=0 gen=1/1 False/InsufficientPods" && len(p.Status.DisruptedPods) == 0, summary(p)
 	})
 	readyPod(t, c, rs, "web-4")
-	waitFor(t, "budget restored by a replacement", func() (bool, string) {
+	controllertest.WaitFor(t, "budget restored by a replacement", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "web")
 		return summary(p) == "expected=4 desired=3 healthy=4 allowed=1 gen=1/1 True/SufficientPods", summary(p)
 	})
 	// A scale change of the ReplicaSet moves what the budget expects.
 	c.MustKubectl(t, "", "scale", "rs", "web", "--replicas=6")
-	waitFor(t, "budget following the scale", func() (bool, string) {
+	controllertest.WaitFor(t, "budget following the scale", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "web")
 		return summary(p) == "expected=6 desired=5 healthy=4 allowed=0 gen=1/1 False/InsufficientPods", summary(p)
 	})
@@ -160,7 +146,7 @@ func TestBudgetWithoutControllers(t *testing.T) {
 	if _, err := c.Client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "SyncFailed", func() (bool, string) {
+	controllertest.WaitFor(t, "SyncFailed", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "lone")
 		cond := apimeta.FindStatusCondition(p.Status.Conditions, policyv1.DisruptionAllowedCondition)
 		return cond != nil && cond.Reason == policyv1.SyncFailedReason && strings.Contains(cond.Message, `found no controller ref for pod "lone"`), summary(p)

@@ -45,9 +45,8 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 	c := &Controller{
 		client: client, services: services.Lister(), pods: pods.Lister(), endpoints: endpoints.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint"}),
-		log: log,
+		queue:  workloop.NewQueue[string]("endpoint"),
+		log:    log,
 	}
 	w := &servicepods.Watcher{Services: c.services, Queue: c.queue}
 	if err := w.Register(services.Informer(), pods.Informer()); err != nil {

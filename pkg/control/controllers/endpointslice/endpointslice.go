@@ -55,9 +55,8 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 	c := &Controller{
 		client: client, services: services.Lister(), pods: pods.Lister(), nodes: nodes.Lister(), slices: slices.Lister(),
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, slices.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "endpoint_slice"}),
-		log: log,
+		queue:  workloop.NewQueue[string]("endpoint_slice"),
+		log:    log,
 	}
 	w := &servicepods.Watcher{Services: c.services, Queue: c.queue}
 	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
@@ -65,16 +64,11 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 	}
 	// A slice changed or deleted by someone else is put back.
 	onSlice := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
+		if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
 			c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
 		}
 	}
-	_, err := slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onSlice, UpdateFunc: func(_, obj any) { onSlice(obj) }, DeleteFunc: onSlice,
-	})
+	_, err := slices.Informer().AddEventHandler(workloop.OnEvery(onSlice))
 	return c, err
 }
 

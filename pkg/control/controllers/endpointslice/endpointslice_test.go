@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -129,17 +130,10 @@ func endpointsState(t *testing.T, c kubernetes.Interface, svc string) string {
 
 func eventually(t *testing.T, what string, got func() string, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	controllertest.WaitFor(t, fmt.Sprintf("%s: %q", what, want), 20*time.Second, func() (bool, string) {
 		g := got()
-		if g == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s:\n got %s\nwant %s", what, g, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return g == want, g
+	})
 }
 
 func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {

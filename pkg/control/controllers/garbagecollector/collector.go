@@ -54,7 +54,7 @@ type Collector struct {
 func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[schema.GroupVersionResource]cache.SharedIndexInformer, log *slog.Logger) *Collector {
 	return &Collector{
 		metadata: md, discovery: disc, shared: shared, log: log, graph: newGraph(),
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.UID]()),
+		queue: workloop.NewQueue[types.UID](""),
 	}
 }
 
@@ -134,11 +134,8 @@ func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEvent
 		AddFunc:    upsert,
 		UpdateFunc: func(_, obj any) { upsert(obj) },
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			m, err := meta.Accessor(obj)
-			if err != nil {
+			m, ok := workloop.Object[metav1.Object](obj)
+			if !ok {
 				return
 			}
 			for _, dep := range c.graph.remove(m.GetUID()) {

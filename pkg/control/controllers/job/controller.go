@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -75,51 +74,32 @@ func New(client kubernetes.Interface, jobs batchinformers.JobInformer, pods core
 	c := &Controller{
 		client: client, jobs: jobs.Lister(), pods: pods.Lister(),
 		synced:   []cache.InformerSynced{jobs.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "job"}),
-		orphans:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "job_orphan_pod"}),
+		queue:    workloop.NewQueue[string]("job"),
+		orphans:  workloop.NewQueue[string]("job_orphan_pod"),
 		recorder: recorder, clock: clk, log: log,
 		states: map[string]*jobState{},
 	}
-	if _, err := jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueJob,
-		UpdateFunc: func(_, obj any) { c.enqueueJob(obj) },
-		DeleteFunc: c.jobDeleted,
-	}); err != nil {
+	onJob := workloop.OnAddOrUpdate(workloop.Enqueue(c.queue))
+	onJob.DeleteFunc = c.jobDeleted
+	if _, err := jobs.Informer().AddEventHandler(onJob); err != nil {
 		return nil, err
 	}
-	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.podChanged,
-		UpdateFunc: func(_, obj any) { c.podChanged(obj) },
-		DeleteFunc: c.podChanged,
-	})
+	_, err := pods.Informer().AddEventHandler(workloop.OnEvery(c.podChanged))
 	return c, err
 }
 
 // Run works the queues until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	go workloop.Run(ctx, c.orphans, c.log, c.releaseOrphan)
-	workloop.Run(ctx, c.queue, c.log, c.sync)
-}
-
-func (c *Controller) enqueueJob(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
+	go workloop.RunWorkers(ctx, 1, c.orphans, c.log, c.releaseOrphan, c.synced...)
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 
 // jobDeleted forgets the Job and hands its pods to the orphan queue, which releases them.
 func (c *Controller) jobDeleted(obj any) {
-	c.enqueueJob(obj)
-	job, ok := obj.(*batchv1.Job)
+	workloop.Enqueue(c.queue)(obj)
+	job, ok := workloop.Object[*batchv1.Job](obj)
 	if !ok {
-		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
-		if job, ok = tomb.Obj.(*batchv1.Job); !isTomb || !ok {
-			return
-		}
+		return
 	}
 	pods, _ := c.pods.Pods(job.Namespace).List(labels.Everything())
 	for _, p := range pods {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,17 +45,6 @@ func kubeletDeletes(ctx context.Context, client kubernetes.Interface) {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -157,7 +147,7 @@ func TestIndexedJob(t *testing.T) {
 	seen := map[string]bool{}
 	finished := map[string]bool{}
 	maxRunning := 0
-	waitFor(t, "5 indexes to succeed", 60*time.Second, func() bool {
+	controllertest.Until(t, "5 indexes to succeed", 60*time.Second, func() bool {
 		run := running(jobPods(t, ctx, c, "idx"))
 		maxRunning = max(maxRunning, len(run))
 		for _, p := range run {
@@ -205,7 +195,7 @@ func TestIndexedJob(t *testing.T) {
 	if !strings.Contains(out, "Complete") || !strings.Contains(out, "5/5") {
 		t.Errorf("kubectl get jobs:\n%s", out)
 	}
-	waitFor(t, "finalizers released", 10*time.Second, func() bool {
+	controllertest.Until(t, "finalizers released", 10*time.Second, func() bool {
 		for _, p := range jobPods(t, ctx, c, "idx") {
 			if slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
 				return false
@@ -233,7 +223,7 @@ func TestBackoffLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first corev1.Pod
-	waitFor(t, "the first pod", 20*time.Second, func() bool {
+	controllertest.Until(t, "the first pod", 20*time.Second, func() bool {
 		run := running(jobPods(t, ctx, c, "fails"))
 		if len(run) == 1 {
 			first = run[0]
@@ -243,7 +233,7 @@ func TestBackoffLimit(t *testing.T) {
 	failedAt := time.Now()
 	finishPod(t, ctx, c, first, 1)
 	var second corev1.Pod
-	waitFor(t, "a replacement pod", 30*time.Second, func() bool {
+	controllertest.Until(t, "a replacement pod", 30*time.Second, func() bool {
 		run := running(jobPods(t, ctx, c, "fails"))
 		if len(run) == 1 && run[0].Name != first.Name {
 			second = run[0]
@@ -258,7 +248,7 @@ func TestBackoffLimit(t *testing.T) {
 		t.Errorf("failed = %d after one failure", got)
 	}
 	finishPod(t, ctx, c, second, 1)
-	waitFor(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "fails"), batchv1.JobFailed) != nil })
+	controllertest.Until(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "fails"), batchv1.JobFailed) != nil })
 	j = getJob(t, ctx, c, "fails")
 	cond := jobCondition(j, batchv1.JobFailed)
 	if cond.Reason != "BackoffLimitExceeded" || cond.Message != "Job has reached the specified backoff limit" || j.Status.Failed != 2 {
@@ -267,7 +257,7 @@ func TestBackoffLimit(t *testing.T) {
 	if ft := jobCondition(j, batchv1.JobFailureTarget); ft == nil || ft.Reason != "BackoffLimitExceeded" {
 		t.Errorf("FailureTarget = %+v", ft)
 	}
-	waitFor(t, "the BackoffLimitExceeded event", 10*time.Second, func() bool {
+	controllertest.Until(t, "the BackoffLimitExceeded event", 10*time.Second, func() bool {
 		return hasEvent(events(t, ctx, c, j), "BackoffLimitExceeded", "Job has reached the specified backoff limit")
 	})
 	if out := c.MustKubectl(t, "", "get", "job", "fails"); !strings.Contains(out, "Failed") || !strings.Contains(out, "0/1") {
@@ -284,8 +274,8 @@ func TestActiveDeadline(t *testing.T) {
 	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "slow"))) == 2 })
-	waitFor(t, "the deadline", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "slow"), batchv1.JobFailed) != nil })
+	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "slow"))) == 2 })
+	controllertest.Until(t, "the deadline", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "slow"), batchv1.JobFailed) != nil })
 	j = getJob(t, ctx, c, "slow")
 	if cond := jobCondition(j, batchv1.JobFailed); cond.Reason != "DeadlineExceeded" || cond.Message != "Job was active longer than specified deadline" {
 		t.Errorf("Failed condition = %+v", cond)
@@ -306,9 +296,9 @@ func TestSuspend(t *testing.T) {
 	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
+	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
 	c.MustKubectl(t, "", "patch", "job", "pause", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
-	waitFor(t, "suspension", 20*time.Second, func() bool {
+	controllertest.Until(t, "suspension", 20*time.Second, func() bool {
 		j := getJob(t, ctx, c, "pause")
 		return jobCondition(j, batchv1.JobSuspended) != nil && len(jobPods(t, ctx, c, "pause")) == 0 && j.Status.Active == 0
 	})
@@ -320,11 +310,11 @@ func TestSuspend(t *testing.T) {
 		t.Errorf("kubectl get job:\n%s", out)
 	}
 	c.MustKubectl(t, "", "patch", "job", "pause", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
-	waitFor(t, "resumption", 20*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
+	controllertest.Until(t, "resumption", 20*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
 	for _, p := range running(jobPods(t, ctx, c, "pause")) {
 		finishPod(t, ctx, c, p, 0)
 	}
-	waitFor(t, "completion", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "pause"), batchv1.JobComplete) != nil })
+	controllertest.Until(t, "completion", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "pause"), batchv1.JobComplete) != nil })
 	j = getJob(t, ctx, c, "pause")
 	if !hasEvent(events(t, ctx, c, j), "Suspended", "Job suspended") || !hasEvent(events(t, ctx, c, j), "Resumed", "Job resumed") {
 		t.Errorf("events: %+v", events(t, ctx, c, j))
@@ -359,14 +349,14 @@ func TestPodFailurePolicy(t *testing.T) {
 			return false
 		}
 	}
-	waitFor(t, "a pod", 10*time.Second, one(""))
+	controllertest.Until(t, "a pod", 10*time.Second, one(""))
 	finishPod(t, ctx, c, pod, 137, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
-	waitFor(t, "a replacement without back-off", 5*time.Second, one(pod.Name))
+	controllertest.Until(t, "a replacement without back-off", 5*time.Second, one(pod.Name))
 	if f := getJob(t, ctx, c, "policy").Status.Failed; f != 0 {
 		t.Errorf("an ignored failure was counted: failed = %d", f)
 	}
 	finishPod(t, ctx, c, pod, 42)
-	waitFor(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed) != nil })
+	controllertest.Until(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed) != nil })
 	cond := jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed)
 	want := fmt.Sprintf("Container work for pod default/%s failed with exit code 42 matching FailJob rule at index 0", pod.Name)
 	if cond.Reason != "PodFailurePolicy" || cond.Message != want {
@@ -381,9 +371,9 @@ func TestDeletedJobReleasesPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a pod", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "gone"))) == 1 })
+	controllertest.Until(t, "a pod", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "gone"))) == 1 })
 	c.MustKubectl(t, "", "delete", "job", "gone", "--cascade=foreground", "--timeout=30s")
-	waitFor(t, "its pods to go", 20*time.Second, func() bool { return len(jobPods(t, ctx, c, "gone")) == 0 })
+	controllertest.Until(t, "its pods to go", 20*time.Second, func() bool { return len(jobPods(t, ctx, c, "gone")) == 0 })
 	// The pod the garbage collector deleted was not replaced while the Job was going.
 	created := 0
 	for _, e := range events(t, ctx, c, j) {

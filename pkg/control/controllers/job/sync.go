@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -63,10 +64,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	pods, err := c.ownedPods(shared)
+	all, err := c.pods.Pods(shared.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
+	pods := controllerref.Controlled(all, shared.UID)
 	if finished(shared) || shared.DeletionTimestamp != nil {
 		// Nothing more to count or to start: a Job being deleted leaves its pods to the
 		// garbage collector, without finalizers that would hold them.
@@ -150,21 +152,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	return again, nil
-}
-
-// ownedPods are the pods the Job controls.
-func (c *Controller) ownedPods(job *batchv1.Job) ([]*corev1.Pod, error) {
-	all, err := c.pods.Pods(job.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	var owned []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == job.UID {
-			owned = append(owned, p)
-		}
-	}
-	return owned, nil
 }
 
 // countFinished moves every newly finished pod into the Job's counts exactly once: its uid

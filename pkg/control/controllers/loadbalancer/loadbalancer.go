@@ -45,16 +45,8 @@ type Controller struct {
 // New wires the controller to the shared Service informer.
 func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pool Pool, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{client: client, services: services.Lister(), synced: services.Informer().HasSynced, pool: pool, recorder: recorder, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"})}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	_, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	})
+		queue: workloop.NewQueue[string]("service")}
+	_, err := services.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue)))
 	return c, err
 }
 

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	nodeutil "k8s.io/component-helpers/node/util"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -74,22 +75,14 @@ func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer
 	c := &Controller{
 		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(), nodes: nodes.Lister(), classes: classes.Lister(),
 		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced, classes.Informer().HasSynced},
-		claims:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "local-path-claims"}),
-		volumes:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "local-path-volumes"}),
+		claims:   workloop.NewQueue[string]("local-path-claims"),
+		volumes:  workloop.NewQueue[string]("local-path-volumes"),
 		recorder: recorder, log: log,
 	}
-	add := func(q workqueue.TypedRateLimitingInterface[string]) cache.ResourceEventHandlerFuncs {
-		enqueue := func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				q.Add(key)
-			}
-		}
-		return cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}
-	}
-	if _, err := pvcs.Informer().AddEventHandler(add(c.claims)); err != nil {
+	if _, err := pvcs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.claims))); err != nil {
 		return nil, err
 	}
-	_, err := pvs.Informer().AddEventHandler(add(c.volumes))
+	_, err := pvs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.volumes)))
 	return c, err
 }
 
@@ -195,12 +188,8 @@ func (c *Controller) node(pvc *corev1.PersistentVolumeClaim, sc *storagev1.Stora
 }
 
 func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // volume is the PersistentVolume for the claim: a hostPath in dir on node, pre-bound to

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -44,13 +43,10 @@ func New(client kubernetes.Interface, md metadata.Interface, informer coreinform
 	c := &Controller{
 		client: client, metadata: md, discovery: client.Discovery(),
 		lister: informer.Lister(), synced: informer.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		queue: workloop.NewQueue[string](""),
 		log:   log,
 	}
-	_, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-	})
+	_, err := informer.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
 	return c, err
 }
 
@@ -62,11 +58,7 @@ func (c *Controller) enqueue(obj any) {
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced)
 }
 
 // sync deletes what is left in a terminating namespace and finalizes it once it is empty,

@@ -73,14 +73,8 @@ type Controller struct {
 // New wires the controller to the shared Node informer.
 func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, ranges Ranges, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{client: client, nodes: nodes.Lister(), synced: nodes.Informer().HasSynced, ranges: ranges, recorder: recorder, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeipam"})}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	_, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue})
+		queue: workloop.NewQueue[string]("nodeipam")}
+	_, err := nodes.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue)))
 	return c, err
 }
 

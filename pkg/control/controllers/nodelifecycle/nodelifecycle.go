@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -86,7 +87,7 @@ func (c *Controller) Run(ctx context.Context) {
 // lastHeartbeat is when the node last showed life: its Ready heartbeat or its Lease renewal.
 func (c *Controller) lastHeartbeat(n *corev1.Node, started time.Time) time.Time {
 	last := started
-	if ready := condition(n, corev1.NodeReady); ready != nil && ready.LastHeartbeatTime.After(last) {
+	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil && ready.LastHeartbeatTime.After(last) {
 		last = ready.LastHeartbeatTime.Time
 	}
 	if lease, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last) {
@@ -95,18 +96,9 @@ func (c *Controller) lastHeartbeat(n *corev1.Node, started time.Time) time.Time 
 	return last
 }
 
-func condition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func (c *Controller) monitor(ctx context.Context, n *corev1.Node, started time.Time) error {
 	now := c.clock.Now()
-	ready := condition(n, corev1.NodeReady)
+	_, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
 	if now.Sub(c.lastHeartbeat(n, started)) > c.opts.GracePeriod && (ready == nil || ready.Status != corev1.ConditionUnknown) {
 		if err := c.markUnknown(ctx, n, now); err != nil {
 			return err
@@ -124,7 +116,7 @@ func (c *Controller) monitor(ctx context.Context, n *corev1.Node, started time.T
 func (c *Controller) markUnknown(ctx context.Context, n *corev1.Node, now time.Time) error {
 	node := n.DeepCopy()
 	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
-		cond := condition(node, t)
+		_, cond := nodeutil.GetNodeCondition(&node.Status, t)
 		if cond == nil {
 			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: t})
 			cond = &node.Status.Conditions[len(node.Status.Conditions)-1]
@@ -175,7 +167,7 @@ func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {
 // none for True) with NoSchedule and NoExecute, keeping when each was added.
 func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Time) error {
 	want := ""
-	if ready := condition(n, corev1.NodeReady); ready != nil {
+	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil {
 		switch ready.Status {
 		case corev1.ConditionUnknown:
 			want = corev1.TaintNodeUnreachable

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
@@ -15,21 +16,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
-
-func waitFor(t *testing.T, what string, within time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // TestSilentNodeIsTaintedAndEvicted: a node that stops posting status becomes Unknown and
 // unreachable-tainted after the grace period; its pods go as their tolerations run out
@@ -60,7 +46,7 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 		t.Errorf("DefaultTolerationSeconds: tolerations %+v, want not-ready and unreachable for 300 s", got.Spec.Tolerations)
 	}
 
-	waitFor(t, "node Unknown and tainted unreachable", 15*time.Second, func() (bool, string) {
+	controllertest.WaitFor(t, "node Unknown and tainted unreachable", 15*time.Second, func() (bool, string) {
 		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -79,7 +65,7 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 		return ready == corev1.ConditionUnknown && joined == "node.kubernetes.io/unreachable:NoSchedule,node.kubernetes.io/unreachable:NoExecute",
 			fmt.Sprintf("ready=%s taints=%s", ready, joined)
 	})
-	waitFor(t, "the pod tolerating 1 s evicted", 10*time.Second, func() (bool, string) {
+	controllertest.WaitFor(t, "the pod tolerating 1 s evicted", 10*time.Second, func() (bool, string) {
 		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), fmt.Sprint(err)
 	})
@@ -112,7 +98,7 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "taints removed", 10*time.Second, func() (bool, string) {
+	controllertest.WaitFor(t, "taints removed", 10*time.Second, func() (bool, string) {
 		n, _ := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 		return len(n.Spec.Taints) == 0, fmt.Sprint(n.Spec.Taints)
 	})

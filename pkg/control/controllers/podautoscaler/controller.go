@@ -82,18 +82,18 @@ func New(client kubernetes.Interface, scales scale.ScalesGetter, mapper meta.RES
 	c := &Controller{
 		client: client, scales: scales, mapper: mapper, metrics: metrics,
 		hpas: hpas.Lister(), pods: pods.Lister(), synced: []cache.InformerSynced{hpas.Informer().HasSynced, pods.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "horizontalpodautoscaler"}),
+		queue:    workloop.NewQueue[string]("horizontalpodautoscaler"),
 		recorder: recorder, clock: clk, opts: opts, history: newHistory(), log: log,
 		calc: calculator{tolerance: opts.Tolerance, cpuInitializationPeriod: opts.CPUInitializationPeriod,
 			initialReadinessDelay: opts.InitialReadinessDelay, now: clk.Now},
 	}
+	enqueue := workloop.Enqueue(c.queue)
 	_, err := hpas.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue,
+		AddFunc: enqueue,
 		UpdateFunc: func(old, cur any) {
 			// Status writes (ours) do not call for a sync before the period is up.
 			if o, n := old.(*autoscalingv2.HorizontalPodAutoscaler), cur.(*autoscalingv2.HorizontalPodAutoscaler); !reflect.DeepEqual(o.Spec, n.Spec) {
-				c.enqueue(cur)
+				enqueue(cur)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -103,12 +103,6 @@ func New(client kubernetes.Interface, scales scale.ScalesGetter, mapper meta.RES
 		},
 	})
 	return c, err
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
 }
 
 // Run works the queue until ctx ends.

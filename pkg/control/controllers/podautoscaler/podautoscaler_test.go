@@ -9,25 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 // TestAutoscalerAgainstMiniapi: `kubectl autoscale` (autoscaling/v1 from kubectl 1.32,
 // v2 from 1.33) makes an autoscaler that brings the Deployment up to minReplicas at once,
@@ -41,14 +27,14 @@ func TestAutoscalerAgainstMiniapi(t *testing.T) {
 	c.MustKubectl(t, "", "set", "resources", "deployment", "web", "--requests=cpu=100m")
 	c.MustKubectl(t, "", "autoscale", "deployment", "web", "--cpu-percent=50", "--min=3", "--max=5")
 
-	waitFor(t, "the Deployment scaled to minReplicas", func() (bool, string) {
+	controllertest.WaitFor(t, "the Deployment scaled to minReplicas", 30*time.Second, func() (bool, string) {
 		d, err := c.Client.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return *d.Spec.Replicas == 3, d.String()
 	})
-	waitFor(t, "the autoscaler to report the missing metrics", func() (bool, string) {
+	controllertest.WaitFor(t, "the autoscaler to report the missing metrics", 30*time.Second, func() (bool, string) {
 		out := c.MustKubectl(t, "", "describe", "hpa", "web")
 		return strings.Contains(out, "New size: 3; reason: Current number of replicas below Spec.MinReplicas") &&
 			strings.Contains(out, "ScalingActive  False   FailedGetResourceMetric") &&

@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
@@ -66,48 +65,30 @@ func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer
 	c := &Controller{
 		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(), nodes: nodes.Lister(), classes: classes.Lister(),
 		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced, classes.Informer().HasSynced},
-		claims:   workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "claims"}),
-		volumes:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "volumes"}),
+		claims:   workloop.NewQueue[string]("claims"),
+		volumes:  workloop.NewQueue[string]("volumes"),
 		recorder: recorder, log: log,
 	}
-	if _, err := pvcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(c.claims, obj) },
-		UpdateFunc: func(_, obj any) { enqueue(c.claims, obj) },
-		DeleteFunc: func(obj any) { c.claimDeleted(obj) },
-	}); err != nil {
+	onClaim := workloop.OnAddOrUpdate(workloop.Enqueue(c.claims))
+	onClaim.DeleteFunc = c.claimDeleted
+	if _, err := pvcs.Informer().AddEventHandler(onClaim); err != nil {
 		return nil, err
 	}
-	_, err := pvs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(c.volumes, obj) },
-		UpdateFunc: func(_, obj any) { enqueue(c.volumes, obj) },
-	})
+	_, err := pvs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.volumes)))
 	return c, err
-}
-
-func enqueue(q workqueue.TypedRateLimitingInterface[string], obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		q.Add(key)
-	}
 }
 
 // claimDeleted wakes the volume the claim was bound to.
 func (c *Controller) claimDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
+	if pvc, ok := workloop.Object[*corev1.PersistentVolumeClaim](obj); ok && pvc.Spec.VolumeName != "" {
 		c.volumes.Add(pvc.Spec.VolumeName)
 	}
 }
 
 // Run works the queues until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	go workloop.Run(ctx, c.volumes, c.log, c.syncVolume)
-	workloop.Run(ctx, c.claims, c.log, c.syncClaim)
+	go workloop.RunWorkers(ctx, 1, c.volumes, c.log, c.syncVolume, c.synced...)
+	workloop.RunWorkers(ctx, 1, c.claims, c.log, c.syncClaim, c.synced...)
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, error) {

@@ -7,27 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 func volume(name, size, class string, policy corev1.PersistentVolumeReclaimPolicy, labels map[string]string, modes ...corev1.PersistentVolumeAccessMode) *corev1.PersistentVolume {
 	return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.PersistentVolumeSpec{
@@ -64,7 +50,7 @@ func TestBinding(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "volumes Available", func() (bool, string) {
+	controllertest.WaitFor(t, "volumes Available", 15*time.Second, func() (bool, string) {
 		pv, err := pvs.Get(ctx, "medium", metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeAvailable, fmt.Sprint(err)
 	})
@@ -90,8 +76,8 @@ func TestBinding(t *testing.T) {
 			return ok, fmt.Sprintf("claim %s->%q %s, volume %s %s", claimName, pvc.Spec.VolumeName, pvc.Status.Phase, volumeName, pv.Status.Phase)
 		}
 	}
-	waitFor(t, "data bound to medium", bound("data", "medium"))
-	waitFor(t, "gold bound to labeled", bound("gold", "labeled"))
+	controllertest.WaitFor(t, "data bound to medium", 15*time.Second, bound("data", "medium"))
+	controllertest.WaitFor(t, "gold bound to labeled", 15*time.Second, bound("gold", "labeled"))
 	pvc, _ := pvcs.Get(ctx, "data", metav1.GetOptions{})
 	if got := pvc.Status.Capacity[corev1.ResourceStorage]; got.String() != "5Gi" {
 		t.Errorf("claim capacity %s, want the volume's 5Gi", got.String())
@@ -107,11 +93,11 @@ func TestBinding(t *testing.T) {
 	}
 
 	c.MustKubectl(t, "", "delete", "pvc", "data", "gold")
-	waitFor(t, "Retain volume Released", func() (bool, string) {
+	controllertest.WaitFor(t, "Retain volume Released", 15*time.Second, func() (bool, string) {
 		pv, err := pvs.Get(ctx, "medium", metav1.GetOptions{})
 		return err == nil && pv.Status.Phase == corev1.VolumeReleased, fmt.Sprint(pv.Status.Phase, err)
 	})
-	waitFor(t, "Delete volume deleted", func() (bool, string) {
+	controllertest.WaitFor(t, "Delete volume deleted", 15*time.Second, func() (bool, string) {
 		_, err := pvs.Get(ctx, "labeled", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

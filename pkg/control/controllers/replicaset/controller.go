@@ -53,20 +53,18 @@ func newController(client kubernetes.Interface, k *kind, pods cache.SharedIndexI
 	c := &Controller{
 		client: client, kind: k, pods: podLister,
 		synced:   []cache.InformerSynced{pods.HasSynced, k.informer.HasSynced},
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: k.component}),
+		queue:    workloop.NewQueue[string](k.component),
 		exp:      newExpectations(clk.Now),
 		recorder: recorder, clock: clk, log: log,
 	}
-	if _, err := k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				c.exp.forget(key)
-				c.queue.Add(key)
-			}
-		},
-	}); err != nil {
+	onSet := workloop.OnAddOrUpdate(workloop.Enqueue(c.queue))
+	onSet.DeleteFunc = func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.exp.forget(key)
+			c.queue.Add(key)
+		}
+	}
+	if _, err := k.informer.AddEventHandler(onSet); err != nil {
 		return nil, err
 	}
 	_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -75,12 +73,6 @@ func newController(client kubernetes.Interface, k *kind, pods cache.SharedIndexI
 		DeleteFunc: c.deletePod,
 	})
 	return c, err
-}
-
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
 }
 
 // ownerKey is the key of the set of this kind controlling pod, if any.
@@ -157,15 +149,9 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 }
 
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, isTomb := obj.(cache.DeletedFinalStateUnknown)
-		if !isTomb {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	if key, ok := c.ownerKey(pod); ok {
 		c.exp.observe(key, 0, 1)

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -50,25 +50,10 @@ func ownedPods(t *testing.T, c kubernetes.Interface, uid string) []corev1.Pod {
 	return out
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func waitOwned(t *testing.T, c kubernetes.Interface, uid string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	eventually(t, fmt.Sprintf("%d owned pods", n), func() (bool, string) {
+	controllertest.WaitFor(t, fmt.Sprintf("%d owned pods", n), 20*time.Second, func() (bool, string) {
 		pods = ownedPods(t, c, uid)
 		return len(pods) == n, fmt.Sprintf("%d pods", len(pods))
 	})
@@ -78,18 +63,7 @@ func waitOwned(t *testing.T, c kubernetes.Interface, uid string, n int) []corev1
 // markReady plays the kubelet: the pod runs and is Ready.
 func markReady(t *testing.T, c kubernetes.Interface, pod corev1.Pod) {
 	t.Helper()
-	// The scheduler writes the status of unbound pods too: retry on conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := c.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
+	if _, err := controllertest.MarkReady(context.Background(), c, &pod); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -116,7 +90,7 @@ func TestReplicaSetScalesAndRanks(t *testing.T) {
 	// Two pods become ready; scaling to 2 must delete the one that is not.
 	markReady(t, cl.Client, pods[0])
 	markReady(t, cl.Client, pods[2])
-	eventually(t, "status with 2 ready", func() (bool, string) {
+	controllertest.WaitFor(t, "status with 2 ready", 20*time.Second, func() (bool, string) {
 		got, _ := rsClient.Get(ctx, "web", metav1.GetOptions{})
 		return got.Status.Replicas == 3 && got.Status.ReadyReplicas == 2 && got.Status.AvailableReplicas == 2 &&
 			got.Status.FullyLabeledReplicas == 3 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
@@ -161,7 +135,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := cl.Client.CoreV1().Pods("default").Patch(ctx, "orphan", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the relabelled pod released", func() (bool, string) {
+	controllertest.WaitFor(t, "the relabelled pod released", 20*time.Second, func() (bool, string) {
 		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "orphan", metav1.GetOptions{})
 		return err == nil && metav1.GetControllerOf(p) == nil, fmt.Sprintf("%v %v", err, p.OwnerReferences)
 	})
@@ -212,7 +186,7 @@ func TestReplicationControllerBurst(t *testing.T) {
 	if adds != 40 {
 		t.Errorf("%d pods were created in all, want 40 (no extra creation)", adds)
 	}
-	eventually(t, "RC status", func() (bool, string) {
+	controllertest.WaitFor(t, "RC status", 20*time.Second, func() (bool, string) {
 		got, _ := cl.Client.CoreV1().ReplicationControllers("default").Get(ctx, "burst", metav1.GetOptions{})
 		return got.Status.Replicas == 40 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
 	})
@@ -231,7 +205,7 @@ func TestReplicaFailure(t *testing.T) {
 	if _, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ReplicaFailure condition", func() (bool, string) {
+	controllertest.WaitFor(t, "ReplicaFailure condition", 20*time.Second, func() (bool, string) {
 		got, _ := cl.Client.AppsV1().ReplicaSets("default").Get(ctx, "broken", metav1.GetOptions{})
 		for _, c := range got.Status.Conditions {
 			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate" && strings.Contains(c.Message, "finalizer") {

@@ -17,11 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -62,7 +60,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	c := &Controller{
 		client: client, factory: factory, quotas: quotas.Lister(), synced: quotas.Informer().HasSynced,
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery())),
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "resourcequota"}),
+		queue:    workloop.NewQueue[string]("resourcequota"),
 		log:      log,
 		monitors: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
@@ -80,27 +78,16 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
 	c.stop = ctx.Done()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
+	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced)
 }
 
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
+func (c *Controller) enqueue(obj any) { workloop.Enqueue(c.queue)(obj) }
 
 // objectChanged wakes the quotas of the object's namespace.
 func (c *Controller) objectChanged(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	o, err := meta.Accessor(obj)
-	if err != nil {
+	o, ok := workloop.Object[metav1.Object](obj)
+	if !ok {
 		return
 	}
 	quotas, _ := c.quotas.ResourceQuotas(o.GetNamespace()).List(labels.Everything())

@@ -40,19 +40,12 @@ type Controller struct {
 func New(client kubernetes.Interface, caPEM []byte, namespaces coreinformers.NamespaceInformer, configMaps coreinformers.ConfigMapInformer, log *slog.Logger) (*Controller, error) {
 	c := &Controller{client: client, caPEM: string(caPEM), namespaces: namespaces.Lister(), configMaps: configMaps.Lister(),
 		synced: []cache.InformerSynced{namespaces.Informer().HasSynced, configMaps.Informer().HasSynced}, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "root_ca_cert_publisher"})}
-	if _, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.queue.Add(obj.(*corev1.Namespace).Name) },
-		UpdateFunc: func(_, obj any) { c.queue.Add(obj.(*corev1.Namespace).Name) },
-	}); err != nil {
+		queue: workloop.NewQueue[string]("root_ca_cert_publisher")}
+	if _, err := namespaces.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
 	onConfigMap := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == Name {
+		if cm, ok := workloop.Object[*corev1.ConfigMap](obj); ok && cm.Name == Name {
 			c.queue.Add(cm.Namespace)
 		}
 	}

@@ -37,21 +37,14 @@ func New(client kubernetes.Interface, namespaces coreinformers.NamespaceInformer
 	c := &Controller{
 		client: client, namespaces: namespaces.Lister(), accounts: accounts.Lister(),
 		synced: []cache.InformerSynced{namespaces.Informer().HasSynced, accounts.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "serviceaccount"}),
-		log: log,
+		queue:  workloop.NewQueue[string]("serviceaccount"),
+		log:    log,
 	}
-	if _, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.queue.Add(obj.(*corev1.Namespace).Name) },
-		UpdateFunc: func(_, obj any) { c.queue.Add(obj.(*corev1.Namespace).Name) },
-	}); err != nil {
+	if _, err := namespaces.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
 	_, err := accounts.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == Name {
+		if sa, ok := workloop.Object[*corev1.ServiceAccount](obj); ok && sa.Name == Name {
 			c.queue.Add(sa.Namespace)
 		}
 	}})

@@ -6,6 +6,7 @@ package servicepods
 import (
 	"fmt"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,14 +24,7 @@ type Watcher struct {
 
 // Register adds the handlers to the service and pod informers.
 func (w *Watcher) Register(services, pods cache.SharedIndexInformer) error {
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			w.Queue.Add(key)
-		}
-	}
-	if _, err := services.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := services.AddEventHandler(workloop.OnEvery(workloop.Enqueue(w.Queue))); err != nil {
 		return err
 	}
 	_, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -51,10 +45,7 @@ func (w *Watcher) Register(services, pods cache.SharedIndexInformer) error {
 }
 
 func (w *Watcher) enqueueSelecting(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

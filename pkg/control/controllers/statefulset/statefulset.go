@@ -54,34 +54,21 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 	revisions appsinformers.ControllerRevisionInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, sets: sets.Lister(), pods: pods.Lister(), revisions: revisions.Lister(),
-		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, revisions.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "statefulset"}),
+		synced:   []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, revisions.Informer().HasSynced},
+		queue:    workloop.NewQueue[string]("statefulset"),
 		recorder: recorder, log: log,
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	if _, err := sets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
-	}); err != nil {
+	if _, err := sets.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
 	}
 	onPod := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if pod, ok := obj.(*corev1.Pod); ok {
+		if pod, ok := workloop.Object[*corev1.Pod](obj); ok {
 			if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
 				c.queue.Add(pod.Namespace + "/" + ref.Name)
 			}
 		}
 	}
-	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) }, DeleteFunc: onPod,
-	})
+	_, err := pods.Informer().AddEventHandler(workloop.OnEvery(onPod))
 	return c, err
 }
 

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 )
 
 // kubelet makes every bound pod Running and Ready after a moment, and records the order of
@@ -36,21 +36,11 @@ func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
 		}
 		go func() {
 			time.Sleep(300 * time.Millisecond)
-			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err != nil || p.UID != pod.UID {
-					return err
-				}
-				p.Status.Phase = corev1.PodRunning
-				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-				_, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-				if err == nil {
-					k.mu.Lock()
-					k.ready[p.Name] = true
-					k.mu.Unlock()
-				}
-				return err
-			})
+			if marked, _ := controllertest.MarkReady(ctx, c, pod); marked {
+				k.mu.Lock()
+				k.ready[pod.Name] = true
+				k.mu.Unlock()
+			}
 		}()
 	}
 	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -149,7 +139,7 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 
 	// Scale down goes from the top, one at a time.
 	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=1")
-	waitFor(t, "scale down to web-0", func() bool {
+	controllertest.Until(t, "scale down to web-0", 30*time.Second, func() bool {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return strings.HasSuffix(strings.Join(k.events, " "), "-web-2 -web-1")
@@ -163,7 +153,7 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
 	cl.MustKubectl(t, "", "patch", "sts", "web", "--type=merge", "-p", `{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}}}}`)
 	cl.MustKubectl(t, "", "set", "env", "sts/web", "GENERATION=2")
-	waitFor(t, "web-2 updated, web-0 and web-1 kept", func() bool {
+	controllertest.Until(t, "web-2 updated, web-0 and web-1 kept", 30*time.Second, func() bool {
 		envs := map[string]int{}
 		for _, name := range []string{"web-0", "web-1", "web-2"} {
 			p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -185,16 +175,5 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	out := cl.MustKubectl(t, "", "get", "sts", "web")
 	if row := strings.Join(strings.Fields(out), " "); !strings.Contains(row, "web 3/3") {
 		t.Errorf("kubectl get sts:\n%s", out)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -49,17 +49,13 @@ func New(client kubernetes.Interface, log *slog.Logger) (*Controller, error) {
 	inf := factory.Core().V1().Secrets()
 	c := &Controller{client: client, secrets: inf.Lister().Secrets(metav1.NamespaceSystem), synced: inf.Informer().HasSynced,
 		start: factory.Start, now: time.Now, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "token_cleaner"})}
+		queue: workloop.NewQueue[string]("token_cleaner")}
 	enqueue := func(obj any) {
 		if s, ok := obj.(*corev1.Secret); ok {
 			c.queue.Add(s.Name)
 		}
 	}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}); err != nil {
+	if _, err := inf.Informer().AddEventHandler(workloop.OnAddOrUpdate(enqueue)); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -46,21 +46,18 @@ type Claims struct {
 func NewClaims(client kubernetes.Interface, pvcs coreinformers.PersistentVolumeClaimInformer, pods coreinformers.PodInformer, log *slog.Logger) (*Claims, error) {
 	c := &Claims{client: client, pvcs: pvcs.Lister(), pods: pods.Lister(), log: log,
 		synced: []cache.InformerSynced{pvcs.Informer().HasSynced, pods.Informer().HasSynced},
-		queue:  workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: PVCName})}
+		queue:  workloop.NewQueue[string](PVCName)}
 	enqueue := func(obj any) {
 		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.DeletionTimestamp != nil {
 			c.queue.Add(pvc.Namespace + "/" + pvc.Name)
 		}
 	}
-	if _, err := pvcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}); err != nil {
+	if _, err := pvcs.Informer().AddEventHandler(workloop.OnAddOrUpdate(enqueue)); err != nil {
 		return nil, err
 	}
 	// A pod that finishes or goes may free its claims.
 	podChanged := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if pod, ok := obj.(*corev1.Pod); ok {
+		if pod, ok := workloop.Object[*corev1.Pod](obj); ok {
 			for _, name := range claimNames(pod) {
 				c.queue.Add(pod.Namespace + "/" + name)
 			}
@@ -157,13 +154,13 @@ type Volumes struct {
 // NewVolumes wires the pv-protection controller to the shared volume informer.
 func NewVolumes(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, log *slog.Logger) (*Volumes, error) {
 	c := &Volumes{client: client, pvs: pvs.Lister(), log: log, synced: []cache.InformerSynced{pvs.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: PVName})}
+		queue: workloop.NewQueue[string](PVName)}
 	enqueue := func(obj any) {
 		if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.DeletionTimestamp != nil {
 			c.queue.Add(pv.Name)
 		}
 	}
-	_, err := pvs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }})
+	_, err := pvs.Informer().AddEventHandler(workloop.OnAddOrUpdate(enqueue))
 	return c, err
 }
 

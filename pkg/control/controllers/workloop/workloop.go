@@ -1,4 +1,5 @@
-// Package workloop runs a controller's work queue: the loop every controller repeats.
+// Package workloop is a controller's work queue, as every controller repeats it: making
+// it, feeding it from informer events, and the loop that works it.
 package workloop
 
 import (
@@ -56,4 +57,40 @@ func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateL
 		}()
 	}
 	wg.Wait()
+}
+
+// NewQueue is a controller's queue: client-go's default controller rate limiter (per-key
+// exponential back-off and an overall bucket), named for the workqueue metrics.
+func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
+		workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+}
+
+// Enqueue is an event handler's body that adds the object's namespace/name key to q (a
+// deleted object's too, from its tombstone).
+func Enqueue(q workqueue.TypedInterface[string]) func(obj any) {
+	return func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			q.Add(key)
+		}
+	}
+}
+
+// OnEvery calls on with every object added, updated (the new state) or deleted.
+func OnEvery(on func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }, DeleteFunc: on}
+}
+
+// OnAddOrUpdate calls on with every object added or updated (the new state), not deleted.
+func OnAddOrUpdate(on func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{AddFunc: on, UpdateFunc: func(_, obj any) { on(obj) }}
+}
+
+// Object is an event's object as a T, unwrapped from a deletion tombstone.
+func Object[T any](obj any) (T, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	t, ok := obj.(T)
+	return t, ok
 }

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -101,5 +105,38 @@ func TestRunWorkersWaitsForCachesThenWorksInParallel(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("RunWorkers did not return when its context ended")
+	}
+}
+
+// TestFeedingTheQueue: the handlers put namespace/name keys in the named queue for the
+// events they are for, a deleted object's from its tombstone too.
+func TestFeedingTheQueue(t *testing.T) {
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	q := NewQueue[string]("test")
+	defer q.ShutDown()
+	every, upserts := OnEvery(Enqueue(q)), OnAddOrUpdate(Enqueue(q))
+	every.OnAdd(pod("added"), false)
+	every.OnUpdate(pod("old"), pod("updated"))
+	every.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: pod("gone")})
+	upserts.OnAdd(pod("added-2"), false)
+	upserts.OnUpdate(pod("old-2"), pod("updated-2"))
+	upserts.OnDelete(pod("deleted-2"))
+	var got []string
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		got = append(got, k)
+		q.Done(k)
+	}
+	want := []string{"ns/added", "ns/updated", "ns/gone", "ns/added-2", "ns/updated-2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v", got, want)
+	}
+	if p, ok := Object[*corev1.Pod](cache.DeletedFinalStateUnknown{Obj: pod("p")}); !ok || p.Name != "p" {
+		t.Errorf("Object of a tombstone = %v, %v", p, ok)
+	}
+	if _, ok := Object[*corev1.Node](pod("p")); ok {
+		t.Error("a pod taken for a node")
 	}
 }

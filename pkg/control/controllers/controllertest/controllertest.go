@@ -1,0 +1,63 @@
+// Package controllertest holds what the controllers' tests share: waiting for a controller
+// to bring the cluster to a state, and playing the kubelet of the pods it makes.
+package controllertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// poll is how often a condition is looked at again.
+const poll = 100 * time.Millisecond
+
+// WaitFor looks at cond now and every poll until it holds, failing t after within with what
+// it waited for and the last state cond reported. cond runs on the test's goroutine, so it
+// may fail t itself.
+func WaitFor(t testing.TB, what string, within time.Duration, cond func() (ok bool, state string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), poll, within, true, func(context.Context) (bool, error) {
+		ok, state := cond()
+		last = state
+		return ok, nil
+	})
+	switch {
+	case err == nil:
+	case last != "":
+		t.Fatalf("timed out after %v waiting for %s; last: %s", within, what, last)
+	default:
+		t.Fatalf("timed out after %v waiting for %s", within, what)
+	}
+}
+
+// Until is WaitFor for a condition with no state to report.
+func Until(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	WaitFor(t, what, within, func() (bool, string) { return cond(), "" })
+}
+
+// MarkReady plays pod's kubelet: the pod runs and is Ready. It retries on conflict (the
+// scheduler writes the status of unbound pods too) and leaves alone a namesake that
+// replaced pod; marked says whether pod itself was marked.
+func MarkReady(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) (marked bool, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := c.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || p.UID != pod.UID {
+			return err
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if _, err = c.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err == nil {
+			marked = true
+		}
+		return err
+	})
+	return marked, err
+}

@@ -1,0 +1,60 @@
+package controllertest
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is a testing.TB that records a Fatalf instead of ending the test.
+type recorder struct {
+	testing.TB
+	mu  sync.Mutex
+	msg string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.mu.Lock()
+	r.msg = fmt.Sprintf(format, args...)
+	r.mu.Unlock()
+	panic(r) // stands in for runtime.Goexit: nothing after Fatalf runs
+}
+
+func run(f func(tb testing.TB)) (msg string) {
+	r := &recorder{TB: &testing.T{}}
+	defer func() {
+		if p := recover(); p != nil && p != r {
+			panic(p)
+		}
+		msg = r.msg
+	}()
+	f(r)
+	return ""
+}
+
+func TestWaitForReturnsOnceTheConditionHolds(t *testing.T) {
+	n := 0
+	msg := run(func(tb testing.TB) {
+		WaitFor(tb, "three looks", 5*time.Second, func() (bool, string) { n++; return n == 3, fmt.Sprint(n) })
+	})
+	if msg != "" || n != 3 {
+		t.Errorf("looked %d times, failure %q; want 3 looks and no failure", n, msg)
+	}
+}
+
+func TestWaitForFailsWithTheLastState(t *testing.T) {
+	msg := run(func(tb testing.TB) {
+		WaitFor(tb, "never", 300*time.Millisecond, func() (bool, string) { return false, "still not" })
+	})
+	if !strings.Contains(msg, "waiting for never") || !strings.Contains(msg, "last: still not") {
+		t.Errorf("failure %q, want what was awaited and the last state", msg)
+	}
+	msg = run(func(tb testing.TB) { Until(tb, "nothing", 300*time.Millisecond, func() bool { return false }) })
+	if msg != "timed out after 300ms waiting for nothing" {
+		t.Errorf("Until's failure %q", msg)
+	}
+}
