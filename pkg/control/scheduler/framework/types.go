@@ -279,7 +279,8 @@ type NodeInfo struct {
 	Allocatable            Resource
 	NonZeroCPU, NonZeroMem int64
 	Pods                   []*PodInfo
-	// Unschedulable and Taints are the node's spec.unschedulable and spec.taints.
+	// Name, Unschedulable and Taints are the node's name, spec.unschedulable and spec.taints.
+	Name          string
 	Unschedulable bool
 	Taints        []corev1.Taint
 
@@ -289,7 +290,8 @@ type NodeInfo struct {
 	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	UsedPorts                    HostPorts
-	// ImageSizes maps every name of every image on the node to its size.
+	// ImageSizes maps every name of every image on the node to its size (nil: none, so
+	// that scoring a node without images reads no map).
 	ImageSizes map[string]int64
 	// Generation grows with every change; the cache's snapshot copies changed nodes only.
 	Generation int64
@@ -307,8 +309,11 @@ func (n *NodeInfo) Node() *corev1.Node { return n.node }
 func (n *NodeInfo) SetNode(node *corev1.Node) {
 	n.node = node
 	n.Allocatable = *NewResource(node.Status.Allocatable)
-	n.Unschedulable, n.Taints = node.Spec.Unschedulable, node.Spec.Taints
-	n.ImageSizes = map[string]int64{}
+	n.Name, n.Unschedulable, n.Taints = node.Name, node.Spec.Unschedulable, node.Spec.Taints
+	n.ImageSizes = nil
+	if len(node.Status.Images) > 0 {
+		n.ImageSizes = map[string]int64{}
+	}
 	for _, img := range node.Status.Images {
 		for _, name := range img.Names {
 			n.ImageSizes[name] = img.SizeBytes
@@ -367,6 +372,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		NonZeroCPU:                   n.NonZeroCPU,
 		NonZeroMem:                   n.NonZeroMem,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
+		Name:                         n.Name,
 		Unschedulable:                n.Unschedulable,
 		Taints:                       n.Taints,
 		node:                         n.node,
