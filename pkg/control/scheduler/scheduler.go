@@ -356,7 +356,20 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, prof *profile, state *
 	}
 	want := prof.NumFeasibleNodesToFind(len(nodes))
 	feasible := make([]*framework.NodeInfo, want)
-	statuses := make([]*framework.Status, len(nodes))
+	// Each node's rejection, by index, made on the first rejection: most cycles reject no
+	// node, and a slice for every node of a large cluster per cycle was most of a cycle's
+	// garbage.
+	var statuses atomic.Pointer[[]*framework.Status]
+	rejected := func() []*framework.Status {
+		if p := statuses.Load(); p != nil {
+			return *p
+		}
+		all := make([]*framework.Status, len(nodes))
+		if statuses.CompareAndSwap(nil, &all) {
+			return all
+		}
+		return *statuses.Load()
+	}
 	var found, processed atomic.Int64
 	var firstErr atomic.Pointer[framework.Status]
 	start := s.nextStart % len(nodes)
@@ -383,7 +396,7 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, prof *profile, state *
 			firstErr.Store(st)
 			return false
 		}
-		statuses[(start+i)%len(nodes)] = st
+		rejected()[(start+i)%len(nodes)] = st
 		return true
 	})
 	if st := firstErr.Load(); st != nil {
@@ -391,8 +404,8 @@ func (s *Scheduler) findNodesThatFit(ctx context.Context, prof *profile, state *
 	}
 	s.nextStart = (start + int(processed.Load())) % len(nodes)
 	n := min(int(found.Load()), want)
-	if n == 0 {
-		for i, st := range statuses {
+	if p := statuses.Load(); n == 0 && p != nil {
+		for i, st := range *p {
 			if st != nil {
 				diag.NodeStatuses[nodes[i].Node().Name] = st
 				diag.UnschedulablePlugins[st.Plugin()] = true

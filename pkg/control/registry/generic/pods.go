@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +18,13 @@ import (
 var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
 
 // Bind assigns a pod to a node (pods/NAME/binding), what the scheduler does: only a pod
-// that is not yet assigned and not being deleted, and whose uid matches the binding's. It
-// is admitted as Kubernetes admits it: a CREATE of pods/binding whose object is the Binding.
+// that is not yet assigned, not being deleted, not gated, and whose uid matches the
+// binding's. It is admitted as Kubernetes admits it: a CREATE of pods/binding whose object
+// is the Binding. Then, as kube-apiserver's BindingREST, it is one read-modify-write of the
+// stored pod that sets spec.nodeName, the binding's annotations and the PodScheduled
+// condition: not an update of the pod, so no defaulting, no update validation, no
+// metadata.generation bump and no managed fields (a third of a binding's cost was
+// re-validating and comparing a pod nothing else had changed).
 func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name string, b *corev1.Binding, dry bool) error {
 	if b.Name != "" && b.Name != name {
 		return apierrors.NewBadRequest(fmt.Sprintf("binding name %q does not match pod %q", b.Name, name))
@@ -29,23 +35,54 @@ func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name stri
 	if err := s.admitSubresourceCreate(ctx, pods, "binding", ns, name, b, dry); err != nil {
 		return err
 	}
-	_, err := s.Update(ctx, pods, ns, name, UpdateOptions{Subresource: "binding", DryRun: dry, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
-		pod := cur.(*corev1.Pod)
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+	key := Key(pods, ns, name)
+	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		cur, kv, err := s.current(ctx, pods, name, key)
+		if err != nil {
+			return err
 		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		pod := cur.(*corev1.Pod) // decoded afresh: ours to change
+		if err := assignPod(pods, pod, b); err != nil {
+			return err
 		}
-		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("binding UID %s does not match pod UID %s", b.UID, pod.UID))
+		data, err := encode(pods, pod)
+		if err != nil || dry {
+			return err
 		}
-		pod.Spec.NodeName = b.Target.Name
-		pod.ResourceVersion = ""
-		setPodScheduled(pod)
-		return pod, nil
-	})
-	return err
+		_, err = s.store.Update(ctx, key, data, kv.Revision)
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			continue // a concurrent write: check again on what is stored now
+		}
+		return err
+	}
+	return apierrors.NewConflict(pods.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+}
+
+// assignPod sets the binding's node on pod, or says why the pod cannot take it (409s, as
+// kube-apiserver's).
+func assignPod(pods *registry.Resource, pod *corev1.Pod, b *corev1.Binding) error {
+	refuse := func(format string, args ...any) error {
+		return apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf(format, args...))
+	}
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return refuse("pod %s is being deleted, cannot be assigned to a host", pod.Name)
+	case pod.Spec.NodeName != "":
+		return refuse("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName)
+	case b.UID != "" && b.UID != pod.UID:
+		return refuse("binding UID %s does not match pod UID %s", b.UID, pod.UID)
+	case len(pod.Spec.SchedulingGates) != 0:
+		return refuse("pod %s has non-empty .spec.schedulingGates", pod.Name)
+	}
+	pod.Spec.NodeName = b.Target.Name
+	if len(b.Annotations) > 0 && pod.Annotations == nil {
+		pod.Annotations = make(map[string]string, len(b.Annotations))
+	}
+	for k, v := range b.Annotations {
+		pod.Annotations[k] = v
+	}
+	setPodScheduled(pod)
+	return nil
 }
 
 func setPodScheduled(pod *corev1.Pod) {

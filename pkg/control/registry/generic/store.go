@@ -77,7 +77,7 @@ type UpdateFunc func(current runtime.Object) (runtime.Object, error)
 
 // UpdateOptions tune an Update.
 type UpdateOptions struct {
-	// Subresource is "", "status", "finalize", "binding" or "scale": what the update may change.
+	// Subresource is "", "status", "finalize" or "scale": what the update may change.
 	Subresource string
 	DryRun      bool
 	// deleting lets the update set deletionTimestamp/deletionGracePeriodSeconds, which only

@@ -28,7 +28,7 @@ func (Plugin) Name() string { return Name }
 var taint = &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
 
 func (Plugin) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	if n.Node().Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Pod.Spec.Tolerations, taint, false) {
+	if n.Unschedulable && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Pod.Spec.Tolerations, taint, false) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReason)
 	}
 	return nil

@@ -27,7 +27,7 @@ func New(framework.Handle) (framework.Plugin, error) { return Plugin{}, nil }
 func (Plugin) Name() string { return Name }
 
 func (Plugin) Filter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	taints := n.Node().Spec.Taints
+	taints := n.Taints
 	if len(taints) == 0 {
 		return nil
 	}
@@ -57,8 +57,8 @@ func (Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework
 	v, _ := state.Read(stateKey)
 	tols, _ := v.([]corev1.Toleration)
 	var count int64
-	for i := range n.Node().Spec.Taints {
-		t := &n.Node().Spec.Taints[i]
+	for i := range n.Taints {
+		t := &n.Taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule && !corev1helpers.TolerationsTolerateTaint(klog.Background(), tols, t, false) {
 			count++
 		}

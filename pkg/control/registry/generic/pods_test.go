@@ -1,0 +1,82 @@
+package generic
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// A binding sets the node, the PodScheduled condition and the binding's annotations in
+// one write, and leaves metadata.generation alone (kube-apiserver's BindingREST writes the
+// pod directly, not through the pod strategy's update that counts spec changes).
+func TestBindAssignsOnce(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	pods := s.resource(t, "pods")
+	created, err := s.Create(ctx, pods, pod("a"), CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := created.(*corev1.Pod).UID
+	b := &corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}
+	b.UID, b.Annotations = uid, map[string]string{"example.com/placed-by": "test"}
+
+	if err := s.Bind(ctx, pods, "default", "a", b, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, "a"); got.Spec.NodeName != "" {
+		t.Fatalf("a dry-run binding was stored: node %q", got.Spec.NodeName)
+	}
+	if err := s.Bind(ctx, pods, "default", "a", b, false); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, s, "a")
+	if got.Spec.NodeName != "node-1" || got.Annotations["example.com/placed-by"] != "test" || got.Generation != 1 {
+		t.Errorf("bound pod: node %q, annotations %v, generation %d; want node-1, the binding's annotation, 1",
+			got.Spec.NodeName, got.Annotations, got.Generation)
+	}
+	scheduled := false
+	for _, c := range got.Status.Conditions {
+		scheduled = scheduled || (c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero())
+	}
+	if !scheduled || got.ResourceVersion == created.(*corev1.Pod).ResourceVersion {
+		t.Errorf("bound pod: conditions %v, resourceVersion %s (created %s)", got.Status.Conditions, got.ResourceVersion, created.(*corev1.Pod).ResourceVersion)
+	}
+
+	gated := pod("gated")
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+	if _, err := s.Create(ctx, pods, gated, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, pod string
+		binding   *corev1.Binding
+		want      string
+	}{
+		{"already bound", "a", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, `already assigned to node "node-1"`},
+		{"wrong uid", "gated", b, "does not match pod UID"},
+		{"gated", "gated", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, "non-empty .spec.schedulingGates"},
+	} {
+		err := s.Bind(ctx, pods, "default", c.pod, c.binding, false)
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a conflict saying %q", c.name, err, c.want)
+		}
+	}
+	if err := s.Bind(ctx, pods, "default", "missing", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}, false); !apierrors.IsNotFound(err) {
+		t.Errorf("binding a missing pod: %v, want not found", err)
+	}
+	if err := s.Bind(ctx, pods, "default", "gated", &corev1.Binding{Target: corev1.ObjectReference{Kind: "Pod", Name: "x"}}, false); !apierrors.IsBadRequest(err) {
+		t.Errorf("binding to a Pod: %v, want a bad request", err)
+	}
+}
+
+func get(t *testing.T, s *Store, name string) *corev1.Pod {
+	t.Helper()
+	obj, err := s.Get(t.Context(), s.resource(t, "pods"), "default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*corev1.Pod)
+}
