@@ -60,7 +60,7 @@ var podRules = Rules{
 			"status.nominatedNodeName": p.Status.NominatedNodeName,
 		}
 	},
-	Table: podTable,
+	Table:              podTable,
 	SubresourceUpdates: map[string]SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate},
 	GracefulDelete: func(obj runtime.Object, requested *int64) (int64, bool) {
 		p := obj.(*corev1.Pod)
