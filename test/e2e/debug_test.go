@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
 
@@ -87,9 +88,19 @@ func TestKubectlDebug(t *testing.T) {
 			`jsonpath={.status.ephemeralContainerStatuses[?(@.name=="shell")].state.terminated.exitCode}`)
 		return out == "0", out
 	})
+	// As users type it, on a terminal (script gives kubectl one): kubectl debug -it.
+	ttyCtx, ttyCancel := context.WithTimeout(ctx, 90*time.Second)
+	defer ttyCancel()
+	it := lab.Command(ttyCtx, l.ControlPlane.NetNS, "script", "-qec",
+		"kubectl --kubeconfig "+l.Kubeconfig+" debug -it target "+debugImage+" --target=app -c tty -- sh", "/dev/null")
+	it.Stdin = strings.NewReader("tty; echo sum-$((40+2))\nexit\n")
+	if b, err := it.CombinedOutput(); err != nil || !strings.Contains(string(b), "sum-42") || !strings.Contains(string(b), "/dev/pts/") {
+		t.Errorf("kubectl debug -it: %v, want the shell's terminal and sum-42:\n%s", err, b)
+	}
+
 	out = mustKubectl(t, l, "get", "pod", "target", "-o", "jsonpath={.spec.ephemeralContainers[*].name}")
-	if out != "dbg shell" {
-		t.Errorf("the pod's ephemeral containers: %q, want dbg shell", out)
+	if out != "dbg shell tty" {
+		t.Errorf("the pod's ephemeral containers: %q, want dbg shell tty", out)
 	}
 
 	// The subresource reads as the pod, as kube-apiserver serves it.
