@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,4 +81,11 @@ func ephemeralStatuses(pod *corev1.Pod, all []runtime.Container, waiting map[str
 		out = append(out, cs)
 	}
 	return out
+}
+
+// withoutEphemeral are the containers of cs that are not the pod's ephemeral containers.
+func withoutEphemeral(pod *corev1.Pod, cs []runtime.Container) []runtime.Container {
+	return slices.DeleteFunc(slices.Clone(cs), func(c runtime.Container) bool {
+		return slices.ContainsFunc(pod.Spec.EphemeralContainers, func(ec corev1.EphemeralContainer) bool { return ec.Name == c.Name })
+	})
 }

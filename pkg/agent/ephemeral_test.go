@@ -56,6 +56,16 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 	if cs := got.Status.EphemeralContainerStatuses[0]; cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 1 || cs.RestartCount != 0 {
 		t.Errorf("status of the exited debug container: %+v", cs)
 	}
+
+	// A new sandbox starts the app again, not the debug container.
+	h.rt.exit(string(pod.UID), "sandbox", 0)
+	h.sync(st, pod)
+	if calls := h.rt.takeCalls(); !slices.Contains(calls, "start app") || slices.Contains(calls, "create dbg") || slices.Contains(calls, "remove dbg") {
+		t.Errorf("calls after the sandbox died: %q, want app started again and dbg left alone", calls)
+	}
+	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses[0]; cs.State.Terminated == nil {
+		t.Errorf("status of the debug container after a new sandbox: %+v", cs)
+	}
 }
 
 // Without a running target the ephemeral container waits for it.
