@@ -21,6 +21,22 @@ spec:
   - {name: app, image: localhost/minik8s/netexec:v1}
 `
 
+// A namespace whose pods must meet the baseline Pod Security Standard.
+const debugGuarded = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: guarded
+  labels: {pod-security.kubernetes.io/enforce: baseline}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: target, namespace: guarded}
+spec:
+  nodeName: node-1
+  containers:
+  - {name: app, image: localhost/minik8s/netexec:v1}
+`
+
 const debugImage = "--image=localhost/minik8s/busybox:v1"
 
 // TestKubectlDebug: real kubectl debug adds ephemeral containers to a running pod through
@@ -101,6 +117,18 @@ func TestKubectlDebug(t *testing.T) {
 	out = mustKubectl(t, l, "get", "pod", "target", "-o", "jsonpath={.spec.ephemeralContainers[*].name}")
 	if out != "dbg shell tty" {
 		t.Errorf("the pod's ephemeral containers: %q, want dbg shell tty", out)
+	}
+
+	// Pod Security admission judges the pod with its new ephemeral container, as
+	// kube-apiserver's does: a privileged one (--profile=sysadmin) breaks baseline, --profile=baseline
+	// keeps to it.
+	applyYAML(t, l, debugGuarded)
+	if out, err := cluster.Kubectl(ctx, l, "debug", "-n", "guarded", "target", debugImage, "--profile=sysadmin", "-c", "root", "--", "true"); err == nil ||
+		!strings.Contains(out, `violates PodSecurity "baseline:latest"`) || !strings.Contains(out, "privileged") {
+		t.Errorf("a privileged debug container in a baseline namespace: %v\n%s", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "debug", "-n", "guarded", "target", debugImage, "--profile=baseline", "-c", "plain", "--", "true"); err != nil {
+		t.Errorf("a baseline debug container in a baseline namespace: %v\n%s", err, out)
 	}
 
 	// The subresource reads as the pod, as kube-apiserver serves it.
