@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +120,29 @@ func TestKubectlDebug(t *testing.T) {
 	out = mustKubectl(t, l, "get", "pod", "target", "-o", "jsonpath={.spec.ephemeralContainers[*].name}")
 	if out != "dbg shell tty" {
 		t.Errorf("the pod's ephemeral containers: %q, want dbg shell tty", out)
+	}
+
+	// kubectl 1.27 and 1.33 debug the same way, when installed beside kubectl.
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		real, _ := filepath.EvalSymlinks(kubectl)
+		for _, v := range []string{"1.27", "1.33"} {
+			bin := filepath.Join(filepath.Dir(real), "kubectl."+v)
+			if _, err := os.Stat(bin); err != nil {
+				t.Logf("kubectl.%s is not installed beside kubectl: its debug check is left out", v)
+				continue
+			}
+			name := "k" + strings.ReplaceAll(v, ".", "")
+			c := lab.Command(ctx, l.ControlPlane.NetNS, bin, "--kubeconfig", l.Kubeconfig, "debug", "target", debugImage, "--target=app", "-c", name, "--", "true")
+			if b, err := c.CombinedOutput(); err != nil {
+				t.Errorf("kubectl.%s debug: %v\n%s", v, err, b)
+				continue
+			}
+			waitFor(t, name+" to exit 0", 60*time.Second, func() (bool, string) {
+				out, _ := cluster.Kubectl(ctx, l, "get", "pod", "target", "-o",
+					`jsonpath={.status.ephemeralContainerStatuses[?(@.name=="`+name+`")].state.terminated.exitCode}`)
+				return out == "0", out
+			})
+		}
 	}
 
 	// Pod Security admission judges the pod with its new ephemeral container, as
