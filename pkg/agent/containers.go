@@ -40,7 +40,7 @@ func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod
 	hash := containerHash(spec)
 	history := containersNamed(all, spec.Name)
 	if len(history) == 0 {
-		return a.startContainer(ctx, st, pod, spec, sandbox, hash, false)
+		return a.startContainer(ctx, st, pod, spec, sandbox, hash, false, "")
 	}
 	cur := history[0]
 	switch cur.State {
@@ -52,13 +52,13 @@ func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod
 		if err := a.stopContainers(ctx, nil, []runtime.Container{cur}, gracePeriod(pod)); err != nil { // nil: the event is above
 			return 0, err
 		}
-		return a.startContainer(ctx, st, pod, spec, sandbox, hash, true)
+		return a.startContainer(ctx, st, pod, spec, sandbox, hash, true, "")
 	case runtime.StateCreated:
 		// Made but never started: what a failed start left behind.
 		if err := a.removeContainers(ctx, []runtime.Container{cur}); err != nil {
 			return 0, err
 		}
-		return a.startContainer(ctx, st, pod, spec, sandbox, hash, false)
+		return a.startContainer(ctx, st, pod, spec, sandbox, hash, false, "")
 	case runtime.StateExited:
 		if !shouldRestart(policy, cur.ExitCode) {
 			delete(st.waiting, spec.Name)
@@ -75,7 +75,7 @@ func (a *Agent) syncContainer(ctx context.Context, st *podState, pod *corev1.Pod
 			return max(delay-a.clock.Since(cur.FinishedAt), time.Second), nil
 		}
 		a.backoff.Next(key, cur.FinishedAt)
-		return a.startContainer(ctx, st, pod, spec, sandbox, hash, true)
+		return a.startContainer(ctx, st, pod, spec, sandbox, hash, true, "")
 	default:
 		return 0, fmt.Errorf("container %s (%s) of pod %s is in state %q", spec.Name, cur.ID, podKey(pod), cur.State)
 	}
@@ -99,8 +99,9 @@ func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
 }
 
 // startContainer pulls the image if needed, then creates and starts the
-// container in the sandbox. restart counts it as a restart of an earlier one.
-func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool) (time.Duration, error) {
+// container in the sandbox. restart counts it as a restart of an earlier one;
+// pidTarget, when set, is the container whose PID namespace it joins.
+func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool, pidTarget string) (time.Duration, error) {
 	st.trace.mark("containerPrep", a.clock.Now())
 	if after, err := a.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
 		return after, err
@@ -147,6 +148,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		Mounts:         mounts,
 		Security:       securityOf(pod, spec, a.cfg.seccompDir()),
 		Namespaces:     namespacesOf(pod),
+		PIDTargetID:    pidTarget,
 		Stdin:          spec.Stdin,
 		StdinOnce:      spec.StdinOnce,
 		TTY:            spec.TTY,

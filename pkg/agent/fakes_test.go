@@ -34,12 +34,14 @@ type fakeRuntime struct {
 	stopGrace  map[string]time.Duration
 	// sandboxConfigs: what RunSandbox was asked for, in order.
 	sandboxConfigs []runtime.SandboxConfig
+	// pidTargets: the PIDTargetID each container was created with, by name.
+	pidTargets map[string]string
 	// execs: what Exec runs, answered by execFn (exit 0 without one).
 	execFn func(container string, cmd []string) (int, string)
 }
 
 func newFakeRuntime(c clock.Clock) *fakeRuntime {
-	return &fakeRuntime{clock: c, images: map[string]bool{}, stopGrace: map[string]time.Duration{}}
+	return &fakeRuntime{clock: c, images: map[string]bool{}, stopGrace: map[string]time.Duration{}, pidTargets: map[string]string{}}
 }
 
 func (f *fakeRuntime) find(id string) *runtime.Container {
@@ -135,6 +137,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, cfg runtime.ContainerCo
 		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated,
 	}
 	f.containers = append(f.containers, c)
+	f.pidTargets[cfg.Name] = cfg.PIDTargetID
 	f.record("create %s", cfg.Name)
 	return *c, nil
 }

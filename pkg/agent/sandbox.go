@@ -44,7 +44,8 @@ func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		if err := a.stopContainers(ctx, pod, apps, grace); err != nil {
 			return nil, err
 		}
-		if err := a.removeContainers(ctx, apps); err != nil {
+		// Stopped ephemeral containers stay: they are never run again, in a new sandbox neither.
+		if err := a.removeContainers(ctx, withoutEphemeral(pod, apps)); err != nil {
 			return nil, err
 		}
 		// The new containers restart the old ones.

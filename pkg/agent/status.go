@@ -54,6 +54,7 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 	for i := range pod.Spec.Containers {
 		s.ContainerStatuses = append(s.ContainerStatuses, statusOf(&pod.Spec.Containers[i]))
 	}
+	s.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting)
 	uninitialized := incompleteInitContainers(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if len(uninitialized) > 0 { // what has not started yet waits for the init containers
 		for _, list := range [][]corev1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {

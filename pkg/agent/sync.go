@@ -55,7 +55,9 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 				return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
 			}
 		}
-		initialized, d, err := a.syncInitContainers(ctx, st, pod, sandbox, all)
+		var d time.Duration
+		var initialized bool
+		initialized, d, err = a.syncInitContainers(ctx, st, pod, sandbox, all)
 		errs = append(errs, err)
 		after = d
 		for i := range pod.Spec.Containers {
@@ -67,6 +69,11 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 			if d > 0 && (after == 0 || d < after) {
 				after = d
 			}
+		}
+		d, err = a.syncEphemeralContainers(ctx, st, pod, sandbox, all)
+		errs = append(errs, err)
+		if d > 0 && (after == 0 || d < after) {
+			after = d
 		}
 	}
 

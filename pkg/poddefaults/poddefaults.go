@@ -47,6 +47,9 @@ func Pod(p *corev1.Pod) {
 	for i := range s.Containers {
 		container(&s.Containers[i])
 	}
+	for i := range s.EphemeralContainers {
+		container((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	}
 }
 
 func container(c *corev1.Container) {

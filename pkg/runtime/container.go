@@ -42,6 +42,11 @@ type ContainerConfig struct {
 	Linux          Linux
 	Security       Security
 	Namespaces     Namespaces // as the pod's sandbox was given
+	// PIDTargetID is a running container of the same pod whose PID namespace the container
+	// joins (an ephemeral container's targetContainerName, CRI's NamespaceMode TARGET);
+	// it applies where the pod shares no PID namespace (neither hostPID nor
+	// shareProcessNamespace).
+	PIDTargetID string
 	// Stdin keeps the container's stdin open for `kubectl attach` (stdin: true); with
 	// StdinOnce the first attach's end of input closes it. TTY gives it a terminal.
 	Stdin, StdinOnce, TTY bool
@@ -161,6 +166,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		spec = append(spec, oci.WithHostNamespace(specs.PIDNamespace))
 	case cfg.Namespaces.SharePID:
 		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath(sandbox.PID, "pid")}))
+	case cfg.PIDTargetID != "":
+		target, err := r.ContainerStatus(ctx, cfg.PIDTargetID)
+		switch {
+		case err != nil:
+			return Container{}, fmt.Errorf("container %s: target container: %w", cfg.Name, err)
+		case target.Sandbox || target.PodUID != sandbox.PodUID || target.State != StateRunning:
+			return Container{}, fmt.Errorf("container %s: target %s is not a running container of pod %s", cfg.Name, cfg.PIDTargetID, sandbox.PodUID)
+		}
+		spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: nsPath(target.PID, "pid")}))
 	}
 	spec = append(spec, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sandbox.NetNSPath}))
 	if cfg.WorkingDir != "" {

@@ -630,12 +630,30 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", own.PID)); !strings.Contains(string(status), "Seccomp:\t0") {
 		t.Error("a container without a seccomp profile is filtered")
 	}
+	// An ephemeral container with a target joins the target's PID namespace.
+	debug, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		Name: "debug", Image: images.BusyboxRef, Command: []string{"sleep", "1000"}, SandboxID: sandbox.ID, PIDTargetID: own.ID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, debug.ID)
+	if err := e.rt.StartContainer(ctx, debug.ID); err != nil {
+		t.Fatal(err)
+	}
+	debug = waitState(t, e, debug.ID, runtime.StateRunning)
+	if !sameNamespace(t, nsOf(debug.PID, "pid"), nsOf(own.PID, "pid")) || !sameNamespace(t, nsOf(debug.PID, "net"), nsOf(own.PID, "net")) {
+		t.Error("a container targeting another is not in its PID and network namespaces")
+	}
+	if _, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{Name: "stray", Image: images.BusyboxRef, SandboxID: sandbox.ID, PIDTargetID: sandbox.ID}); err == nil {
+		t.Error("a container targeting the sandbox was made")
+	}
 	host := run("host", runtime.Namespaces{HostPID: true}, runtime.Security{})
 	if !sameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
 		t.Error("hostPID: the container is not in the host's PID namespace")
 	}
 	if shims := shimsOf(t, e.ns, ids); shims != 1 {
-		t.Errorf("a sandbox and its 3 containers run under %d shims, want one for the pod", shims)
+		t.Errorf("a sandbox and its 4 containers run under %d shims, want one for the pod", shims)
 	}
 
 	_, err = e.rt.CreateContainer(ctx, runtime.ContainerConfig{

@@ -98,18 +98,26 @@ func podContainer(pod *corev1.Pod, name string, previous bool) (string, error) {
 		}
 		name = pod.Spec.Containers[0].Name
 	}
-	if !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
+	if !podHasContainer(pod, name) {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
 	}
 	if previous {
 		return name, nil
 	}
-	for _, st := range pod.Status.ContainerStatuses {
+	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses) {
 		if st.Name == name && st.State.Waiting != nil {
 			return "", apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, st.State.Waiting.Reason))
 		}
 	}
 	return name, nil
+}
+
+// podHasContainer tells whether the pod has a container, init container or ephemeral
+// container called name: each has logs, and can be attached to or exec'd into.
+func podHasContainer(pod *corev1.Pod, name string) bool {
+	has := func(c corev1.Container) bool { return c.Name == name }
+	return slices.ContainsFunc(pod.Spec.Containers, has) || slices.ContainsFunc(pod.Spec.InitContainers, has) ||
+		slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return c.Name == name })
 }
 
 // proxyToNode sends the request to path on the node's API at its InternalIP and

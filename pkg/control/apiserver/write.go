@@ -70,7 +70,7 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 	} else {
 		m.SetNamespace("")
 	}
-	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" {
+	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" || info.Subresource == "ephemeralcontainers" {
 		switch m.GetName() {
 		case "":
 			m.SetName(info.Name)

@@ -36,7 +36,14 @@ var podRules = Rules{
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 	},
-	Validate: func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*corev1.Pod)) },
+	Validate: func(obj runtime.Object) field.ErrorList {
+		p := obj.(*corev1.Pod)
+		errs := validatePod(p)
+		if len(p.Spec.EphemeralContainers) > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create"))
+		}
+		return errs
+	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
 	},
@@ -53,7 +60,8 @@ var podRules = Rules{
 			"status.nominatedNodeName": p.Status.NominatedNodeName,
 		}
 	},
-	Table: podTable,
+	Table:              podTable,
+	SubresourceUpdates: map[string]SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate},
 	GracefulDelete: func(obj runtime.Object, requested *int64) (int64, bool) {
 		p := obj.(*corev1.Pod)
 		// An unscheduled or finished pod has nothing running to stop: delete it now.
@@ -80,6 +88,7 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 	names := sets.New[string]()
 	errs = append(errs, validateContainers(p.Spec.InitContainers, spec.Child("initContainers"), names)...)
 	errs = append(errs, validateContainers(p.Spec.Containers, spec.Child("containers"), names)...)
+	errs = append(errs, validateEphemeralContainers(p.Spec.EphemeralContainers, spec.Child("ephemeralContainers"), names)...)
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
@@ -94,26 +103,33 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 
 func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[string]) field.ErrorList {
 	var errs field.ErrorList
-	for i, c := range cs {
-		p := path.Index(i)
-		switch {
-		case c.Name == "":
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		case names.Has(c.Name):
-			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
-		default:
-			for _, msg := range utilvalidation.IsDNS1123Label(c.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
-			}
+	for i := range cs {
+		errs = append(errs, validateContainer(&cs[i], path.Index(i), names)...)
+	}
+	return errs
+}
+
+// validateContainer checks one container at p; names are the pod's containers' names so
+// far, to which it adds c's.
+func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.Name == "":
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	case names.Has(c.Name):
+		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+	default:
+		for _, msg := range utilvalidation.IsDNS1123Label(c.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
 		}
-		names.Insert(c.Name)
-		if strings.TrimSpace(c.Image) == "" {
-			errs = append(errs, field.Required(p.Child("image"), ""))
-		}
-		for j, port := range c.Ports {
-			if port.ContainerPort < 1 || port.ContainerPort > 65535 {
-				errs = append(errs, field.Invalid(p.Child("ports").Index(j).Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
-			}
+	}
+	names.Insert(c.Name)
+	if strings.TrimSpace(c.Image) == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	}
+	for j, port := range c.Ports {
+		if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+			errs = append(errs, field.Invalid(p.Child("ports").Index(j).Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
 		}
 	}
 	return errs
