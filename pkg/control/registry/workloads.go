@@ -42,6 +42,9 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	names := sets.New[string]()
 	errs = append(errs, validateContainers(t.Spec.InitContainers, spec.Child("initContainers"), names)...)
 	errs = append(errs, validateContainers(t.Spec.Containers, spec.Child("containers"), names)...)
+	if len(t.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
 	if !slices.Contains(restartPolicies, t.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), t.Spec.RestartPolicy, restartPolicies))
 	}

@@ -64,6 +64,12 @@ func TestDeploymentValidation(t *testing.T) {
 	expectMessage(t, errs, "spec.selector", "empty selector is invalid for deployment")
 
 	d = deployment(map[string]string{"app": "web"})
+	d.Spec.Template.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+	errs = createSteps(deploymentRules, d)
+	expectErrors(t, "ephemeral container in the template", errs, "spec.template.spec.ephemeralContainers: FieldValueForbidden")
+	expectMessage(t, errs, "spec.template.spec.ephemeralContainers", "ephemeral containers not allowed in pod template")
+
+	d = deployment(map[string]string{"app": "web"})
 	d.Spec.Selector = nil
 	// As in Kubernetes, a missing selector selects nothing, not the template.
 	expectErrors(t, "no selector", createSteps(deploymentRules, d), "spec.selector: FieldValueRequired", "spec.template.metadata.labels: FieldValueInvalid")
