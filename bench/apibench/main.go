@@ -3,7 +3,8 @@
 // of many pods, on bbolt and on etcd. It measures baselines in the same run (a trivial HTTPS
 // round trip, the raw store's creates, the API handler called without TLS or clients, an
 // HTTPS transfer of a LIST's size) and prints ratios against them, so that figures taken on
-// machines of different speed, or on a busy machine, can be compared. See docs/performance.md.
+// machines of different speed, or on a busy machine, can be compared; after each create phase
+// it prints the process's live heap and peak RSS (miniapi and its clients). See docs/performance.md.
 package main
 
 import (
@@ -35,6 +36,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -59,6 +62,7 @@ type config struct {
 	rate       int
 	stores     []string
 	cpuProfile string
+	memProfile string
 	pprofAddr  string
 	authzModes []string
 	audit      apiserver.AuditOptions
@@ -73,6 +77,7 @@ func main() {
 	flag.IntVar(&cfg.rate, "rate", 1000, "offered creates/s of the fixed-rate phase")
 	flag.StringVar(&stores, "stores", "bolt,etcd", "comma-separated engines to measure: bolt, etcd")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile (live objects after a collection) after the last create phase to this file")
 	authz := flag.String("authorization-mode", "Node,RBAC", "miniapi's --authorization-mode (AlwaysAllow: authorization off)")
 	flag.StringVar(&cfg.pprofAddr, "pprof", "", "serve net/http/pprof on this loopback address during the run (e.g. 127.0.0.1:6060)")
 	flag.StringVar(&cfg.audit.PolicyFile, "audit-policy-file", "", "miniapi's --audit-policy-file (empty: no audit log); the log goes to the work directory")
@@ -208,7 +213,31 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 	if err := atRate(); err != nil {
 		return err
 	}
+	if err := printMemory(stored, cfg.memProfile); err != nil {
+		return err
+	}
 	return benchList(cfg, api)
+}
+
+// printMemory prints the live heap after a collection and RSS with stored pods in the
+// store: what miniapi keeps per pod (the benchmark's clients keep none), a figure that does
+// not depend on the machine's load. It writes the heap profile to file if one is named.
+func printMemory(stored int, file string) error {
+	if file != "" {
+		if err := benchapi.WriteHeapProfile(file); err != nil { // after a collection
+			return err
+		}
+	} else {
+		runtime.GC()
+	}
+	live := readGC().liveHeap
+	rss, err := proc.RSSMiB(os.Getpid())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("memory    after a collection, %d pods stored: live heap %d MiB (%.1f KiB per pod); RSS %.0f MiB, peak %s\n",
+		stored, live>>20, float64(live)/1024/float64(max(stored, 1)), rss, benchapi.PeakRSS())
+	return nil
 }
 
 // measure runs one create phase with n clients and prints it with what the server saw.
@@ -862,8 +891,9 @@ func readGC() gcStats {
 // collection takes long enough to queue the creates arriving meanwhile.
 func (st gcStats) since(before gcStats, cpu time.Duration) string {
 	mark := st.markCPU - before.markCPU
-	return fmt.Sprintf("Go GC: %d cycles, marking %.2fs CPU (%.0f%% of the phase's), live heap %d MiB",
-		st.cycles-before.cycles, mark, 100*mark/max(cpu.Seconds(), 1e-9), st.liveHeap>>20)
+	rss, _ := proc.RSSMiB(os.Getpid())
+	return fmt.Sprintf("Go GC: %d cycles, marking %.2fs CPU (%.0f%% of the phase's), live heap %d MiB; RSS %.0f MiB, peak %s",
+		st.cycles-before.cycles, mark, 100*mark/max(cpu.Seconds(), 1e-9), st.liveHeap>>20, rss, benchapi.PeakRSS())
 }
 
 func meanDuration(sum, count float64) time.Duration {

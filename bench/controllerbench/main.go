@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -97,6 +98,15 @@ func template() corev1.PodTemplateSpec {
 func createBarePods(ctx context.Context, c *kubernetes.Clientset, ns string, n int) error {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
+	}
+	// Pods need the namespace's default ServiceAccount (ServiceAccount admission): wait for
+	// the serviceaccount controller, as Kubernetes' e2e framework does, so the creates do
+	// not race it (the Deployment's ReplicaSet controller retries; these clients do not).
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("namespace %s has no default ServiceAccount: %w", ns, err)
 	}
 	t := template()
 	return benchapi.Parallel(16, n, func(i int) error {

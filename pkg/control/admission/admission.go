@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,23 +59,22 @@ func PodCreate(a *generic.Attributes) *corev1.Pod {
 // k8s.io/apiserver's admission.Handler.WaitForReady waits.
 const readyTimeout = 10 * time.Second
 
-// Informers are the shared informers the plugins read, of the API server's own loopback
-// client. Plugins register the informers they need when they are made; Start begins them
-// once the server serves. Writes the server makes itself before that (its bootstrap
-// objects) are not checked against them.
+// Informers are the shared informers the plugins read (the process's one factory, of the
+// API server's own loopback client) and that client. Plugins register the informers they
+// need when they are made; Start begins them once the server serves. Writes the server
+// makes itself before that (its bootstrap objects) are not checked against them.
 type Informers struct {
 	Factory informers.SharedInformerFactory
 	Client  kubernetes.Interface
 	started atomic.Bool
 }
 
-// NewInformers is the plugins' informers reading through client.
-func NewInformers(client kubernetes.Interface) *Informers {
-	// No plugin reads managed fields: they are not cached.
-	return &Informers{Factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.ManagedFields)), Client: client}
+// NewInformers is the plugins' informers of factory; client reads what they lag behind.
+func NewInformers(factory informers.SharedInformerFactory, client kubernetes.Interface) *Informers {
+	return &Informers{Factory: factory, Client: client}
 }
 
-// Start begins the informers registered so far.
+// Start begins the factory's informers registered so far.
 func (i *Informers) Start(ctx context.Context) {
 	i.Factory.Start(ctx.Done())
 	i.started.Store(true)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -61,21 +60,21 @@ type Authorizers struct {
 	Rules authorizer.RuleResolver
 	// Escalation guards writes of RBAC objects; nil without RBAC.
 	Escalation *Escalation
-	// Pods are every pod, trimmed to what authorization reads, keyed namespace/name.
+	// Pods are every pod (the shared cache), keyed namespace/name and indexed by node.
 	Pods     cache.Indexer
 	accounts corelisters.ServiceAccountLister
 	client   kubernetes.Interface
-	factory  informers.SharedInformerFactory
 	synced   []cache.InformerSynced
 }
 
-// New builds the chain; client must not itself need authorizing (system:masters).
-func New(modes []string, client kubernetes.Interface) (*Authorizers, error) {
+// New builds the chain over factory's informers: the process's shared ones, of a client
+// that must not itself need authorizing (system:masters), as is client, which looks up
+// what the caches do not hold yet. The caller starts factory.
+func New(modes []string, client kubernetes.Interface, factory informers.SharedInformerFactory) (*Authorizers, error) {
 	if err := ValidateModes(modes); err != nil {
 		return nil, err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForAuthorization))
-	a := &Authorizers{factory: factory, client: client}
+	a := &Authorizers{client: client}
 	accounts := factory.Core().V1().ServiceAccounts()
 	a.accounts = accounts.Lister()
 	a.synced = append(a.synced, accounts.Informer().HasSynced)
@@ -125,9 +124,8 @@ func New(modes []string, client kubernetes.Interface) (*Authorizers, error) {
 	return a, nil
 }
 
-// Start runs the informers until ctx ends and waits for their caches.
-func (a *Authorizers) Start(ctx context.Context) error {
-	a.factory.Start(ctx.Done())
+// WaitForCacheSync waits until the informers' caches are filled (their factory started).
+func (a *Authorizers) WaitForCacheSync(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return errors.New("authorization caches did not sync")
 	}
@@ -175,37 +173,4 @@ func (privilegedGroups) EvaluateConditions(context.Context, authorizer.Condition
 
 func constant(d authorizer.Decision) authorizer.AuthorizerFunc {
 	return func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) { return d, "", nil }
-}
-
-// trimForAuthorization keeps of a pod only what authorization reads (its node, service
-// account and the objects it refers to), so the extra cache costs little memory.
-func trimForAuthorization(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		if m, err := meta.Accessor(obj); err == nil {
-			m.SetManagedFields(nil)
-		}
-		return obj, nil
-	}
-	slim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
-		ResourceVersion: pod.ResourceVersion, DeletionTimestamp: pod.DeletionTimestamp}}
-	slim.Spec.NodeName = pod.Spec.NodeName
-	slim.Spec.ServiceAccountName = pod.Spec.ServiceAccountName
-	slim.Spec.Volumes = pod.Spec.Volumes
-	slim.Spec.ImagePullSecrets = pod.Spec.ImagePullSecrets
-	slim.Spec.InitContainers = refsOnly(pod.Spec.InitContainers)
-	slim.Spec.Containers = refsOnly(pod.Spec.Containers)
-	for _, c := range pod.Spec.EphemeralContainers {
-		c.EphemeralContainerCommon = corev1.EphemeralContainerCommon(refsOnly([]corev1.Container{corev1.Container(c.EphemeralContainerCommon)})[0])
-		slim.Spec.EphemeralContainers = append(slim.Spec.EphemeralContainers, c)
-	}
-	return slim, nil
-}
-
-func refsOnly(cs []corev1.Container) []corev1.Container {
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
-	}
-	return out
 }

@@ -14,16 +14,17 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
 
 // admissionChain is the admission chain after NamespaceLifecycle (which the API server
 // puts first), in kube-apiserver's recommended order: every mutating plugin, then every
 // validating one, ResourceQuota last so only writes every other plugin admitted are
-// charged. The plugins read through the API server's own loopback client; the returned
-// informers are started once the server serves.
-func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface) (generic.Admission, *admission.Informers, error) {
-	inf := admission.NewInformers(privileged)
+// charged. The plugins read the process's shared informers and the API server's own
+// loopback client; the returned informers are started once the server serves.
+func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface, shared informers.SharedInformerFactory) (generic.Admission, *admission.Informers, error) {
+	inf := admission.NewInformers(shared, privileged)
 	limits := limitranger.New(inf)
 	accounts := serviceaccount.New(inf)
 	podSecurity, err := podsecurity.New(inf)

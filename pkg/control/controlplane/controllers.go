@@ -55,9 +55,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ControllerContext is what every controller starts from: one client, one informer
-// factory (one watch and one cache per kind, shared by every controller and the
-// scheduler), one event broadcaster.
+// ControllerContext is what every controller starts from: one client, the process's one
+// informer factory (one watch and one cache per kind, shared by every controller, the
+// scheduler, admission and authorization), one event broadcaster.
 type ControllerContext struct {
 	Config    *rest.Config // what Client is made from, for clients of other kinds
 	Client    kubernetes.Interface

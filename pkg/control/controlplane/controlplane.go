@@ -307,7 +307,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	chain, admissionInformers, err := admissionChain(st, reg, privileged)
+	// The process's one informer factory: admission, authorization, the controllers and the
+	// scheduler read one cache per kind, filled through the API server's own identity as
+	// kube-apiserver's shared informers are. No reader needs managed fields: not cached.
+	shared := informers.NewSharedInformerFactoryWithOptions(privileged, 0, informers.WithTransform(trim.ManagedFields))
+	chain, admissionInformers, err := admissionChain(st, reg, privileged, shared)
 	if err != nil {
 		return err
 	}
@@ -336,7 +340,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := ca.WriteKubeconfig(AdminKubeconfig(o.DataDir), o.ServerURL(), "admin", []string{"system:masters"}); err != nil {
 		return err
 	}
-	g, err := newGuard(o, privileged, srv, tokens)
+	g, err := newGuard(o, privileged, shared, srv, tokens)
 	if err != nil {
 		return err
 	}
@@ -363,7 +367,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
+	if err := runComponents(ctx, shared, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
 		return err
 	}
 	if o.Ready != nil {
@@ -393,10 +397,10 @@ func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
 	}
 }
 
-// runComponents starts the scheduler and the controllers as API clients.
-// The shared informer factory reads as the controller manager; the scheduler writes (its
-// bindings, pod status and leases) as itself.
-func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
+// runComponents starts the scheduler and the controllers as API clients. They read the
+// process's shared informers; the controllers write as the controller manager (cfg), the
+// scheduler (its bindings, pod status and leases) as itself.
+func runComponents(ctx context.Context, factory informers.SharedInformerFactory, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -414,14 +418,14 @@ func runComponents(ctx context.Context, cfg, schedulerCfg *rest.Config, ca *pki.
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trim.ManagedFields))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
 	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca, broadcaster: broadcaster}
 	identity := electionIdentity()
-	// Informers run for the whole process (a standby's caches stay warm); the components
-	// run while this miniapi leads, and start afresh if it leads again.
+	// Informers run for the whole process (a standby's caches stay warm; admission's and
+	// authorization's run from the start); the components run while this miniapi leads,
+	// and start afresh if it leads again.
 	whileLeading(ctx, client, o.LeaderElection, "kube-controller-manager", identity, log, func(lctx context.Context) {
 		if err := startControllers(lctx, cc, enabled); err != nil {
 			log.Error("controllers did not start", "err", err)

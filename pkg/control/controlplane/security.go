@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -65,11 +66,11 @@ type guard struct {
 }
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
-// (system:masters) its caches read through.
-func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
+// (system:masters), which shared, the process's informers, read through.
+func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
 	api := srv.Handler()
 	sec := o.Security
-	authz, err := auth.New(sec.modes(), privileged)
+	authz, err := auth.New(sec.modes(), privileged, shared)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +135,10 @@ func newGuard(o Options, privileged kubernetes.Interface, srv *apiserver.Server,
 	return g, nil
 }
 
-// start fills the authorization caches and reconciles the bootstrap policy; until the
-// caches are filled only system:masters gets in.
+// start waits for the authorization caches (their factory started), fills the bootstrap
+// tokens' and reconciles the bootstrap policy; until then only system:masters gets in.
 func (g *guard) start(ctx context.Context, privileged kubernetes.Interface, o Options) error {
-	err := g.authz.Start(ctx)
+	err := g.authz.WaitForCacheSync(ctx)
 	if err == nil {
 		err = g.bootstrap.Start(ctx)
 	}

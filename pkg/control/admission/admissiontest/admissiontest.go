@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -40,7 +41,7 @@ func Attrs(t testing.TB, op generic.Operation, gvr schema.GroupVersionResource, 
 func Informers(t testing.TB, register func(*admission.Informers), objs ...runtime.Object) (*admission.Informers, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	inf := admission.NewInformers(client)
+	inf := admission.NewInformers(informers.NewSharedInformerFactory(client, 0), client)
 	register(inf)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
