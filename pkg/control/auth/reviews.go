@@ -20,18 +20,23 @@ import (
 
 // Reviews serves the access reviews of authorization.k8s.io/v1 (SelfSubjectAccessReview,
 // SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectRulesReview) and
-// authentication.k8s.io/v1 SelfSubjectReview: `kubectl auth can-i` and `kubectl auth whoami`.
+// authentication.k8s.io/v1 SelfSubjectReview and TokenReview: `kubectl auth can-i`,
+// `kubectl auth whoami` and delegated authentication.
 // The request itself has been authenticated and authorized (create on the review).
 type Reviews struct {
 	Authorizer authorizer.Authorizer
 	Rules      authorizer.RuleResolver // nil: rules reviews answer incomplete
+	Tokens     *TokenReviewer          // nil: TokenReview is not served
 }
 
 // Extensions are the reviews' API groups as the API server lists them in discovery
-// (kube-apiserver's authorization.k8s.io/v1 and authentication.k8s.io/v1, less TokenReview,
-// which miniapi does not serve).
+// (kube-apiserver's authorization.k8s.io/v1 and authentication.k8s.io/v1).
 func (rv *Reviews) Extensions() []apiserver.Extension {
 	create := metav1.Verbs{"create"}
+	authn := []metav1.APIResource{{Name: "selfsubjectreviews", Kind: ssrKind.Kind, Verbs: create}}
+	if rv.Tokens != nil {
+		authn = append(authn, metav1.APIResource{Name: "tokenreviews", Kind: trKind.Kind, Verbs: create})
+	}
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rv.Match(w, r) {
 			apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)) // as for any path the server does not know
@@ -44,9 +49,7 @@ func (rv *Reviews) Extensions() []apiserver.Extension {
 			{Name: "selfsubjectrulesreviews", Kind: ssrrKind.Kind, Verbs: create},
 			{Name: "subjectaccessreviews", Kind: sarKind.Kind, Verbs: create},
 		}},
-		{GroupVersion: authnv1.SchemeGroupVersion, Handler: serve, Resources: []metav1.APIResource{
-			{Name: "selfsubjectreviews", Kind: ssrKind.Kind, Verbs: create},
-		}},
+		{GroupVersion: authnv1.SchemeGroupVersion, Handler: serve, Resources: authn},
 	}
 }
 
@@ -64,6 +67,8 @@ func (rv *Reviews) Match(w http.ResponseWriter, r *http.Request) bool {
 		serve = rv.selfSubjectRulesReview
 	case p == "/apis/authentication.k8s.io/v1/selfsubjectreviews":
 		serve = rv.selfSubjectReview
+	case p == "/apis/authentication.k8s.io/v1/tokenreviews" && rv.Tokens != nil:
+		serve = rv.tokenReview
 	case strings.HasPrefix(p, "/apis/authorization.k8s.io/v1/namespaces/") && strings.HasSuffix(p, "/localsubjectaccessreviews"):
 		ns = strings.TrimSuffix(strings.TrimPrefix(p, "/apis/authorization.k8s.io/v1/namespaces/"), "/localsubjectaccessreviews")
 		if ns == "" || strings.Contains(ns, "/") {

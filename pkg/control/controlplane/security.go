@@ -53,13 +53,13 @@ func (s *Security) modes() []string {
 }
 
 // guard is the authentication, authorization and the handlers outside the registry
-// (access reviews, TokenRequest, OIDC discovery) around the API server's handler.
+// (TokenRequest, OIDC discovery) around the API server's handler; the access and token
+// reviews are API server extensions it installs.
 type guard struct {
 	ready   atomic.Bool // the caches are filled and the policy reconciled
 	auditor *apiserver.Auditor
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
-	reviews *auth.Reviews
 	// bootstrap authenticates bootstrap tokens (node bootstrap)
 	bootstrap *auth.BootstrapTokens
 	handler   http.Handler
@@ -106,9 +106,10 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	for _, p := range []generic.ValidatingAdmission{certificates.Approval{Authorizer: authz}, certificates.Signing{Authorizer: authz}, certificates.SubjectRestriction{}} {
 		srv.AddValidatingAdmission(p)
 	}
-	g := &guard{authz: authz, tokens: tokens, reviews: &auth.Reviews{Authorizer: authz, Rules: authz.Rules},
-		bootstrap: auth.NewBootstrapTokens(privileged)}
-	for _, e := range g.reviews.Extensions() {
+	g := &guard{authz: authz, tokens: tokens, bootstrap: auth.NewBootstrapTokens(privileged)}
+	reviews := &auth.Reviews{Authorizer: authz, Rules: authz.Rules, Tokens: &auth.TokenReviewer{APIAudiences: tokens.Audiences(),
+		Agnostic: []apiserver.TokenAuthenticator{static.Authenticate, g.bootstrap.Authenticate}, Bound: []apiserver.TokenAuthenticator{tokens.Authenticate}}}
+	for _, e := range reviews.Extensions() {
 		srv.AddExtension(e)
 	}
 	routes := http.NewServeMux()

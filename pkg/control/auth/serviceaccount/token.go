@@ -14,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
 )
 
@@ -128,6 +129,9 @@ func (t *Tokens) Issue(r Request) (string, time.Time, error) {
 	return token, exp, nil
 }
 
+// Audiences are the API's own: what a token must name to be accepted here.
+func (t *Tokens) Audiences() []string { return t.audiences }
+
 // errInvalid is what a rejected token gets; the reason stays in the server's log.
 var errInvalid = errors.New("invalid bearer token")
 
@@ -135,8 +139,9 @@ var errInvalid = errors.New("invalid bearer token")
 const leeway = time.Minute
 
 // Authenticate checks a bearer token: ok is false for tokens that are not ours (another
-// issuer, not a JWT), err rejects ours that are expired, for another audience, or whose
-// service account or pod no longer exists.
+// issuer, not a JWT), err rejects ours that are expired, for another audience (the API's,
+// or those authenticator.WithAudiences put in ctx), or whose service account or pod no
+// longer exists.
 func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User, bool, error) {
 	if strings.Count(token, ".") != 2 {
 		return apiserver.User{}, false, nil
@@ -171,8 +176,12 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 	if err := pub.ValidateWithLeeway(jwt.Expected{Issuer: t.issuer, Time: t.now()}, leeway); err != nil {
 		return apiserver.User{}, false, fmt.Errorf("%w: %v", errInvalid, err)
 	}
-	if !slices.ContainsFunc(t.audiences, func(a string) bool { return pub.Audience.Contains(a) }) {
-		return apiserver.User{}, false, fmt.Errorf("%w: token audiences %v do not include this server's %v", errInvalid, pub.Audience, t.audiences)
+	audiences := t.audiences
+	if wanted, ok := authenticator.AudiencesFrom(ctx); ok && len(wanted) > 0 { // a TokenReview's
+		audiences = wanted
+	}
+	if !slices.ContainsFunc(audiences, func(a string) bool { return pub.Audience.Contains(a) }) {
+		return apiserver.User{}, false, fmt.Errorf("%w: token audiences %v do not include the target audiences %v", errInvalid, pub.Audience, audiences)
 	}
 	k := priv.Kubernetes
 	ns, name, err := saauth.SplitUsername(pub.Subject)
