@@ -159,4 +159,23 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	if st.Details == nil || st.Details.Name != "" {
 		t.Errorf("the 404 of an unserved subresource has details %+v, want present and nameless", st.Details)
 	}
+	// A subresource serves its own verbs: DELETE or POST of pods/a/status must not reach
+	// the pod's own delete and create.
+	for _, c := range []struct{ method, path string }{
+		{"DELETE", "/api/v1/namespaces/default/pods/a/status"},
+		{"DELETE", "/api/v1/namespaces/default/pods/a/ephemeralcontainers"},
+		{"POST", "/api/v1/namespaces/default/pods/z/ephemeralcontainers"},
+		{"GET", "/api/v1/namespaces/default/pods/a/binding"},
+	} {
+		body := podNamed("z", "z")
+		if w := do(t, h, c.method, c.path, body); w.Code != http.StatusMethodNotAllowed {
+			t.Errorf("%s %s: %d %s, want 405", c.method, c.path, w.Code, w.Body)
+		}
+	}
+	if w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil); w.Code != http.StatusOK || strings.Contains(w.Body.String(), "deletionTimestamp") {
+		t.Errorf("pod a after the refused deletes: %d %s", w.Code, w.Body)
+	}
+	if w := do(t, h, "GET", "/api/v1/namespaces/default/pods/z", nil); w.Code != http.StatusNotFound {
+		t.Errorf("pod z after the refused create: %d", w.Code)
+	}
 }

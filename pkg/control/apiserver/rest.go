@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -14,8 +15,11 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 )
 
-// subresourceVerbs are the subresources that serve one verb only.
-var subresourceVerbs = map[string]string{"binding": "create", "eviction": "create", "finalize": "update"}
+// subresourceVerbs are the verbs a subresource serves; the others (status, scale,
+// approval, ephemeralcontainers) serve objectSubresourceVerbs, as kube-apiserver's routes.
+var subresourceVerbs = map[string][]string{"binding": {"create"}, "eviction": {"create"}, "finalize": {"update"}}
+
+var objectSubresourceVerbs = []string{"get", "update", "patch"}
 
 // serveResource dispatches a resource request by verb and subresource, and writes the
 // error of a handler that fails before it has written anything: the one place errors
@@ -37,8 +41,15 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	if err != nil {
 		return err
 	}
-	if verb, only := subresourceVerbs[info.Subresource]; only && info.Verb != verb {
-		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
+	if info.Subresource != "" {
+		verbs, ok := subresourceVerbs[info.Subresource]
+		if !ok {
+			verbs = objectSubresourceVerbs
+		}
+		// Not passed on: DELETE or POST of pods/x/status would delete or create the pod.
+		if !slices.Contains(verbs, info.Verb) {
+			return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
+		}
 	}
 	switch info.Subresource {
 	case "binding":
