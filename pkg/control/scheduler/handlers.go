@@ -17,12 +17,17 @@ func (s *Scheduler) addHandlers(f informers.SharedInformerFactory) error {
 	podInf, nodeInf := core.Pods().Informer(), core.Nodes().Informer()
 	pvcInf, pvInf := core.PersistentVolumeClaims().Informer(), core.PersistentVolumes().Informer()
 	nsInf, pdbInf := core.Namespaces().Informer(), f.Policy().V1().PodDisruptionBudgets().Informer()
-	s.synced = []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, pvcInf.HasSynced, pvInf.HasSynced, nsInf.HasSynced, pdbInf.HasSynced}
+	s.synced = []cache.InformerSynced{nsInf.HasSynced, pdbInf.HasSynced} // read through listers
+	// The shared informers may be running long before this scheduler leads: a handler added
+	// then is replayed the existing objects asynchronously, so the scheduler waits for its
+	// own handlers to have seen them (kube-scheduler's WaitForHandlersSync), not only for
+	// the informers, or it would place pods before its cache counts the bound ones.
 	add := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
 		reg, err := inf.AddEventHandler(h)
 		if err != nil {
 			return err
 		}
+		s.synced = append(s.synced, reg.HasSynced)
 		s.handlers = append(s.handlers, func() { _ = inf.RemoveEventHandler(reg) })
 		return nil
 	}

@@ -73,10 +73,11 @@ func (c *Collector) Run(ctx context.Context) error {
 		if !ok {
 			inf = factory.ForResource(gvr).Informer()
 		}
-		if _, err := inf.AddEventHandler(c.handler(gvr)); err != nil {
+		reg, err := inf.AddEventHandler(c.handler(gvr))
+		if err != nil {
 			return err
 		}
-		synced = append(synced, inf.HasSynced)
+		synced = append(synced, reg.HasSynced) // its graph has every object, not only the cache
 	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
