@@ -23,12 +23,23 @@ func TestCoalescesAndBounds(t *testing.T) {
 		r.Run()
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(350 * time.Millisecond)
+	// Polled rather than slept on, so a loaded machine's late wake-ups do not fail it: the
+	// burst makes one run, the next comes only a maximum interval later.
+	waitRuns(t, &runs, 2, "after a burst of 20 requests (coalesced, after the minimum interval)")
+	time.Sleep(400 * time.Millisecond)
 	if n := runs.Load(); n != 2 {
-		t.Fatalf("%d runs after a burst of 20 requests, want 2 (coalesced, after the minimum interval)", n)
+		t.Fatalf("%d runs 0.4 s after the burst's run, want 2 (the periodic run is a second away)", n)
 	}
-	time.Sleep(time.Second)
-	if n := runs.Load(); n != 3 {
-		t.Fatalf("%d runs after idling past the maximum interval, want 3", n)
+	waitRuns(t, &runs, 3, "after idling past the maximum interval")
+}
+
+func waitRuns(t *testing.T, runs *atomic.Int32, want int32, when string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for runs.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runs.Load(); n != want {
+		t.Fatalf("%d runs %s, want %d", n, when, want)
 	}
 }
