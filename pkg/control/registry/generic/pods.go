@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -59,18 +60,26 @@ func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name stri
 }
 
 // assignPod sets the binding's node on pod, or says why the pod cannot take it (409s, as
-// kube-apiserver's).
+// kube-apiserver's BindingREST: the binding's UID and resourceVersion are preconditions on
+// the stored pod, the rest refusals of pods/binding).
 func assignPod(pods *registry.Resource, pod *corev1.Pod, b *corev1.Binding) error {
+	precondition := func(format string, args ...any) error {
+		return apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("Precondition failed: "+format, args...))
+	}
+	switch {
+	case b.UID != "" && b.UID != pod.UID:
+		return precondition("UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID)
+	case b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion:
+		return precondition("ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", b.ResourceVersion, pod.ResourceVersion)
+	}
 	refuse := func(format string, args ...any) error {
-		return apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf(format, args...))
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name, fmt.Errorf(format, args...))
 	}
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return refuse("pod %s is being deleted, cannot be assigned to a host", pod.Name)
 	case pod.Spec.NodeName != "":
 		return refuse("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName)
-	case b.UID != "" && b.UID != pod.UID:
-		return refuse("binding UID %s does not match pod UID %s", b.UID, pod.UID)
 	case len(pod.Spec.SchedulingGates) != 0:
 		return refuse("pod %s has non-empty .spec.schedulingGates", pod.Name)
 	}

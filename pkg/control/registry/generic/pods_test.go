@@ -1,6 +1,7 @@
 package generic
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	"strings"
 	"testing"
 
@@ -45,6 +46,11 @@ func TestBindAssignsOnce(t *testing.T) {
 		t.Errorf("bound pod: conditions %v, resourceVersion %s (created %s)", got.Status.Conditions, got.ResourceVersion, created.(*corev1.Pod).ResourceVersion)
 	}
 
+	b2 := func(uid, rv string) *corev1.Binding {
+		b := &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}
+		b.UID, b.ResourceVersion = types.UID(uid), rv
+		return b
+	}
 	gated := pod("gated")
 	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
 	if _, err := s.Create(ctx, pods, gated, CreateOptions{}); err != nil {
@@ -55,8 +61,11 @@ func TestBindAssignsOnce(t *testing.T) {
 		binding   *corev1.Binding
 		want      string
 	}{
-		{"already bound", "a", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, `already assigned to node "node-1"`},
-		{"wrong uid", "gated", b, "does not match pod UID"},
+		{"already bound", "a", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, `Operation cannot be fulfilled on pods/binding "a": pod a is already assigned to node "node-1"`},
+		// The binding's UID and resourceVersion are preconditions, checked first, as
+		// kube-apiserver's storage does.
+		{"wrong uid", "a", b2("wrong", ""), "Precondition failed: UID in precondition: wrong"},
+		{"stale resourceVersion", "gated", b2("", "1"), "Precondition failed: ResourceVersion in precondition: 1"},
 		{"gated", "gated", &corev1.Binding{Target: corev1.ObjectReference{Name: "node-2"}}, "non-empty .spec.schedulingGates"},
 	} {
 		err := s.Bind(ctx, pods, "default", c.pod, c.binding, false)
