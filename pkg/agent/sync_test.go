@@ -240,11 +240,19 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImagePull {
 		t.Fatalf("status after a failed pull: %+v", cs)
 	}
+	// The kubelet follows "Failed to pull image" with "Error: ErrImagePull",
+	// and each "Back-off pulling image" with "Error: ImagePullBackOff".
+	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ErrImagePull") {
+		t.Errorf("events after a failed pull: %q, want Warning Failed Error: ErrImagePull", events)
+	}
 	h.rt.takeCalls()
 	h.clock.Step(time.Second)
 	h.sync(st, pod)
 	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonImagePullBackOff {
 		t.Fatalf("status during pull back-off: %+v", cs)
+	}
+	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
+		t.Errorf("events during pull back-off: %q, want Warning Failed Error: ImagePullBackOff", events)
 	}
 	if calls := h.rt.takeCalls(); len(calls) != 0 {
 		t.Errorf("pulled again during the back-off: %q", calls)
