@@ -168,3 +168,24 @@ func TestReadinessGates(t *testing.T) {
 		t.Errorf("Ready with both gates True = %+v", c)
 	}
 }
+
+// TestConditionOrder: the kubelet writes the conditions others own first, then its own
+// in its order (PodReadyToStartContainers, Initialized, Ready, ContainersReady,
+// PodScheduled), whatever order the pod had them in: `kubectl describe pod` and
+// `-o yaml` list them so.
+func TestConditionOrder(t *testing.T) {
+	a := &Agent{clock: clocktesting.NewFakeClock(time.Now())}
+	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}}
+	a.setPodConditions(&s, true, nil, nil)
+	s = withTheirConditions(s, corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}})
+	var got []string
+	for _, c := range s.Conditions {
+		got = append(got, string(c.Type))
+	}
+	want := "example.com/lb PodReadyToStartContainers Initialized Ready ContainersReady PodScheduled"
+	if strings.Join(got, " ") != want {
+		t.Errorf("conditions in order %v, want %s", got, want)
+	}
+}
