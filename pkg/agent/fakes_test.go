@@ -150,7 +150,8 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 		return fmt.Errorf("no container %s", id)
 	}
 	f.record("start %s", c.Name)
-	if f.startErr != nil {
+	if f.startErr != nil { // as the real runtime: exited with 128 and the error
+		c.State, c.ExitCode, c.FinishedAt, c.StartError = runtime.StateExited, 128, f.clock.Now(), f.startErr.Error()
 		return f.startErr
 	}
 	c.State, c.StartedAt = runtime.StateRunning, f.clock.Now()

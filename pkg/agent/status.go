@@ -151,8 +151,10 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 }
 
 func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.ContainerStateTerminated {
-	reason := "Completed"
+	reason, message := "Completed", terminationMessage(spec, c)
 	switch {
+	case c.StartError != "":
+		reason, message = "StartError", c.StartError
 	case c.OOMKilled:
 		reason = "OOMKilled"
 	case c.ExitCode != 0:
@@ -161,7 +163,7 @@ func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.Contai
 	return &corev1.ContainerStateTerminated{
 		ExitCode:    c.ExitCode,
 		Reason:      reason,
-		Message:     terminationMessage(spec, c),
+		Message:     message,
 		StartedAt:   apiTime(c.StartedAt),
 		FinishedAt:  apiTime(c.FinishedAt),
 		ContainerID: "containerd://" + c.ID,

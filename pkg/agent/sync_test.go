@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -463,7 +464,11 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 	}
 }
 
-func TestStartFailureIsReportedAndLeavesNothing(t *testing.T) {
+// TestStartFailureBacksOffAsACrash: a container whose start fails (a command not in the
+// image) is reported as the kubelet reports it: RunContainerError and a Failed event,
+// then it counts as exited with StartError (128) and its restarts back off as a crashing
+// container's do, instead of being retried at once on every sync.
+func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
 	st := newPodState(pod, apiTime(h.clock.Now()))
@@ -476,16 +481,32 @@ func TestStartFailureIsReportedAndLeavesNothing(t *testing.T) {
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonRunContainerError {
 		t.Errorf("status after a failed start: %+v", cs)
 	}
-	if n := len(h.rt.named(string(pod.UID), "app")); n != 0 {
-		t.Errorf("%d half-made containers left", n)
-	}
-	if !hasEvent(h.takeEvents(), "Warning Failed") {
+	if !hasEvent(h.takeEvents(), "Warning Failed Error: "+os.ErrPermission.Error()) {
 		t.Error("no Failed event")
 	}
-	h.rt.startErr = nil
+	// The first restart is at once (no back-off yet), as after a crash; it fails too.
+	h.clock.Step(time.Second)
+	if _, err := h.agent.syncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("the restart succeeded although the container did not start")
+	}
+	h.clock.Step(time.Second)
+	h.rt.takeCalls()
 	h.sync(st, pod)
-	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil {
-		t.Errorf("not running after the retry: %+v", cs)
+	if calls := h.rt.takeCalls(); slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "start ") }) {
+		t.Errorf("started again during the back-off: %q", calls)
+	}
+	cs = containerStatusOf(h.apiPod(pod), "app")
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff || cs.RestartCount != 1 {
+		t.Errorf("status during the back-off: %+v, want CrashLoopBackOff after 1 restart", cs)
+	}
+	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 || last.Message != os.ErrPermission.Error() {
+		t.Errorf("last state %+v, want StartError 128 with the error", last)
+	}
+	h.rt.startErr = nil
+	h.clock.Step(backoffInitial)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil || cs.RestartCount != 2 {
+		t.Errorf("not running after the back-off: %+v", cs)
 	}
 }
 

@@ -33,7 +33,16 @@ const (
 	LabelStartedAt  = labelPrefix + "started-at"
 	LabelFinishedAt = labelPrefix + "finished-at"
 	LabelExitCode   = labelPrefix + "exit-code"
+	// LabelStartError: the container's task could not be started, and why; it counts
+	// as exited with startErrorExitCode, as containerd's CRI reports a failed start.
+	LabelStartError = labelPrefix + "start-error"
 )
+
+// startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
+const startErrorExitCode = 128
+
+// maxStartErrorLen keeps the start-error label within containerd's 4096-byte label limit.
+const maxStartErrorLen = 2048
 
 // sandboxName is the Container.Name of pause containers.
 const sandboxName = "sandbox"
@@ -72,6 +81,7 @@ type Container struct {
 	FinishedAt     time.Time
 	PID            uint32 // of the running task; 0 otherwise
 	OOMKilled      bool   // the OOM killer ended it (seen by WatchOOM)
+	StartError     string // its task could not be started: why (it is exited, with code 128)
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
@@ -201,6 +211,23 @@ func recordExit(ctx context.Context, c containerd.Container, code uint32, at tim
 	return nil
 }
 
+// recordStartError marks c as exited at a failed start, with the error as its message.
+func recordStartError(ctx context.Context, c containerd.Container, startErr error, at time.Time) error {
+	msg := startErr.Error()
+	if len(msg) > maxStartErrorLen {
+		msg = msg[:maxStartErrorLen]
+	}
+	_, err := c.SetLabels(ctx, map[string]string{
+		LabelExitCode:   strconv.Itoa(startErrorExitCode),
+		LabelFinishedAt: at.UTC().Format(time.RFC3339Nano),
+		LabelStartError: msg,
+	})
+	if err != nil {
+		return fmt.Errorf("recording the failed start of container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
 func fromLabels(info containers.Container) Container {
 	l := info.Labels
 	out := Container{
@@ -220,6 +247,7 @@ func fromLabels(info containers.Container) Container {
 		StartedAt:      parseTime(l[LabelStartedAt]),
 		FinishedAt:     parseTime(l[LabelFinishedAt]),
 		OOMKilled:      l[LabelOOMKilled] == "true",
+		StartError:     l[LabelStartError],
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)
