@@ -154,7 +154,8 @@ func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.Contai
 	reason, message := "Completed", terminationMessage(spec, c)
 	switch {
 	case c.StartError != "":
-		reason, message = "StartError", c.StartError
+		// CRI reports a start time of 0 (Unix) for a container that never started.
+		reason, message, c.StartedAt = "StartError", c.StartError, time.Unix(0, 0)
 	case c.OOMKilled:
 		reason = "OOMKilled"
 	case c.ExitCode != 0:

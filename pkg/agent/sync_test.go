@@ -499,7 +499,7 @@ func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff || cs.RestartCount != 1 {
 		t.Errorf("status during the back-off: %+v, want CrashLoopBackOff after 1 restart", cs)
 	}
-	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 || last.Message != os.ErrPermission.Error() {
+	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 || last.Message != os.ErrPermission.Error() || !last.StartedAt.Equal(&metav1.Time{Time: time.Unix(0, 0)}) {
 		t.Errorf("last state %+v, want StartError 128 with the error", last)
 	}
 	h.rt.startErr = nil

@@ -138,7 +138,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, opts PullOptions) e
 		containerd.WithResolver(docker.NewResolver(docker.ResolverOptions{Hosts: hosts})),
 		containerd.WithImageHandler(progress))
 	if err != nil {
-		return fmt.Errorf("pulling image %s: %w", name, err)
+		return fmt.Errorf("failed to pull and unpack image %q: %w", name, err) // containerd CRI's words
 	}
 	slog.Info("pulled image", "image", name, "layers", layers.Load(), "bytes", size.Load(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
