@@ -93,15 +93,15 @@ func (f *fakeRuntime) HasImage(_ context.Context, ref string) (bool, error) {
 	return f.images[ref], nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ runtime.PullOptions) error {
+func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ runtime.PullOptions) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("pull %s", ref)
 	if f.pullErr != nil {
-		return f.pullErr
+		return 0, f.pullErr
 	}
 	f.images[ref] = true
-	return nil
+	return 4096, nil
 }
 
 func (f *fakeRuntime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (runtime.Container, error) {

@@ -46,14 +46,17 @@ func (a *Agent) ensureImage(ctx context.Context, st *podState, pod *corev1.Pod, 
 	}
 	a.containerEvent(pod, c.Name, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
 	start := a.clock.Now()
-	if err := a.rt.PullImage(ctx, c.Image, a.pullOptions(ctx, pod)); err != nil {
+	size, err := a.rt.PullImage(ctx, c.Image, a.pullOptions(ctx, pod))
+	if err != nil {
 		a.backoff.Next(key, a.clock.Now())
 		st.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonErrImagePull, Message: err.Error()}
 		a.containerEvent(pod, c.Name, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
 		a.imageError(pod, c.Name, reasonErrImagePull)
 		return a.backoff.Get(key), fmt.Errorf("pull image %q for container %s of pod %s: %w", c.Image, c.Name, podKey(pod), err)
 	}
-	a.containerEvent(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %s", c.Image, a.clock.Since(start).Round(time.Millisecond))
+	// Pulls are not queued here, so the time including waiting is the pull's.
+	took := a.clock.Since(start).Truncate(time.Millisecond)
+	a.containerEvent(pod, c.Name, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, size)
 	return 0, nil
 }
 

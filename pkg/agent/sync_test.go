@@ -285,6 +285,10 @@ func TestPullPolicies(t *testing.T) {
 	if calls := h.rt.takeCalls(); !slices.Contains(calls, "pull localhost/minik8s/netexec:v1") {
 		t.Errorf("a present image with pull policy Always was not pulled: %q", calls)
 	}
+	want := `Normal Pulled Successfully pulled image "localhost/minik8s/netexec:v1" in 0s (0s including waiting). Image size: 4096 bytes.`
+	if events := h.takeEvents(); !slices.Contains(events, want) {
+		t.Errorf("events %q, want the kubelet's %q", events, want)
+	}
 }
 
 func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
