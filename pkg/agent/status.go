@@ -133,7 +133,10 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	}
 	cur := history[0]
 	cs.ContainerID = "containerd://" + cur.ID
-	cs.ImageID = cur.Image
+	cs.ImageID = cur.ImageRef
+	if cs.ImageID == "" { // made by an older minilet
+		cs.ImageID = cur.Image
+	}
 	if len(history) > 1 && history[1].State == runtime.StateExited {
 		cs.LastTerminationState.Terminated = terminatedState(spec, history[1])
 	}

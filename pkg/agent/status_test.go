@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/minik8s/minik8s/pkg/runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -187,5 +188,20 @@ func TestConditionOrder(t *testing.T) {
 	want := "example.com/lb PodReadyToStartContainers Initialized Ready ContainersReady PodScheduled"
 	if strings.Join(got, " ") != want {
 		t.Errorf("conditions in order %v, want %s", got, want)
+	}
+}
+
+// TestImageIDIsTheRepoDigest: imageID is CRI's imageRef (repository@digest), as the
+// kubelet reports it; a container made before the runtime recorded it falls back to the name.
+func TestImageIDIsTheRepoDigest(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1"}
+	c := runtime.Container{ID: "c1", Name: "app", Image: "localhost/minik8s/busybox:v1", State: runtime.StateRunning, StartedAt: time.Now(),
+		ImageRef: "localhost/minik8s/busybox@sha256:9caad36a033df11cb403e3f1896105ca0b8924e56b51c5c8fa07c7855265e468"}
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.ImageRef || cs.Image != spec.Image {
+		t.Errorf("image %q, imageID %q; want %q, %q", cs.Image, cs.ImageID, spec.Image, c.ImageRef)
+	}
+	c.ImageRef = ""
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.Image {
+		t.Errorf("imageID without a recorded ref %q, want the name", cs.ImageID)
 	}
 }

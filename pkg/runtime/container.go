@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -200,6 +201,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelContainerName:  cfg.Name,
 		LabelSandboxID:      cfg.SandboxID,
 		LabelSpecHash:       cfg.SpecHash,
+		LabelImageRef:       imageRef(img),
 		LabelNetNS:          sandbox.NetNSPath,
 		LabelHostNetwork:    strconv.FormatBool(sandbox.HostNetwork),
 		LabelLogPath:        cfg.LogPath,
@@ -218,6 +220,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		return Container{}, fmt.Errorf("creating container %s of pod %s: %w", cfg.Name, sandbox.PodUID, err)
 	}
 	return r.status(ctx, c)
+}
+
+// imageRef names img as CRI's imageRef does: its repository and the digest its name
+// points to ("localhost/minik8s/busybox@sha256:..."), the pod status' imageID.
+func imageRef(img containerd.Image) string {
+	named, err := reference.ParseNormalizedNamed(img.Name())
+	if err != nil {
+		return img.Target().Digest.String()
+	}
+	return named.Name() + "@" + img.Target().Digest.String()
 }
 
 // processArgs applies Kubernetes' rules: a command replaces the image's Entrypoint and

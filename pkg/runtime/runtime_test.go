@@ -320,6 +320,9 @@ func TestCommandEnvAndStop(t *testing.T) {
 	if echo.ExitCode != 7 {
 		t.Errorf("exit code = %d, want 7", echo.ExitCode)
 	}
+	if !strings.HasPrefix(echo.ImageRef, "localhost/minik8s/busybox@sha256:") {
+		t.Errorf("image ref %q, want CRI's repository@digest", echo.ImageRef)
+	}
 	if logs, _ := os.ReadFile(echo.LogPath); !strings.Contains(string(logs), "greeting=hi host=jobs") {
 		t.Errorf("log = %q, want the greeting and the pod host name", logs)
 	}

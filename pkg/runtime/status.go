@@ -36,6 +36,9 @@ const (
 	// LabelStartError: the container's task could not be started, and why; it counts
 	// as exited with startErrorExitCode, as containerd's CRI reports a failed start.
 	LabelStartError = labelPrefix + "start-error"
+	// LabelImageRef: the image the container was made from, as CRI's imageRef names it
+	// (repository@digest), for the status' imageID.
+	LabelImageRef = labelPrefix + "image-ref"
 )
 
 // startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
@@ -65,6 +68,7 @@ type Container struct {
 	PodName      string
 	Name         string // container name in the pod spec; "sandbox" for the pause container
 	Image        string
+	ImageRef     string // repository@digest of the image it was made from
 	SpecHash     string
 	Sandbox      bool
 	SandboxID    string // for app containers: the pod's pause container
@@ -237,6 +241,7 @@ func fromLabels(info containers.Container) Container {
 		PodName:        l[LabelPodName],
 		Name:           l[LabelContainerName],
 		Image:          info.Image,
+		ImageRef:       l[LabelImageRef],
 		SpecHash:       l[LabelSpecHash],
 		Sandbox:        l[LabelSandbox] == "true",
 		SandboxID:      l[LabelSandboxID],
