@@ -168,8 +168,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 	st.trace.mark("create", a.clock.Now())
 	a.containerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
 	if err := a.rt.StartContainer(ctx, c.ID); err != nil {
-		// Leave no half-made container behind; the next sync tries again.
-		err = errors.Join(err, a.removeContainers(context.WithoutCancel(ctx), []runtime.Container{c}))
+		// The container stays, exited with StartError: its restart backs off as a crash's.
 		return 0, a.containerFailed(st, pod, spec.Name, reasonRunContainerError, err)
 	}
 	delete(st.waiting, spec.Name)

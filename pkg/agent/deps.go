@@ -17,7 +17,7 @@ type Runtime interface {
 	Version(ctx context.Context) (string, error)
 	EnsureImage(ctx context.Context, ref string, tar func() (io.ReadCloser, error)) error
 	HasImage(ctx context.Context, ref string) (bool, error)
-	PullImage(ctx context.Context, ref string, opts runtime.PullOptions) error
+	PullImage(ctx context.Context, ref string, opts runtime.PullOptions) (size int64, err error)
 	RunSandbox(ctx context.Context, cfg runtime.SandboxConfig) (runtime.Container, error)
 	CreateContainer(ctx context.Context, cfg runtime.ContainerConfig) (runtime.Container, error)
 	StartContainer(ctx context.Context, id string) error

@@ -93,15 +93,15 @@ func (f *fakeRuntime) HasImage(_ context.Context, ref string) (bool, error) {
 	return f.images[ref], nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ runtime.PullOptions) error {
+func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ runtime.PullOptions) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("pull %s", ref)
 	if f.pullErr != nil {
-		return f.pullErr
+		return 0, f.pullErr
 	}
 	f.images[ref] = true
-	return nil
+	return 4096, nil
 }
 
 func (f *fakeRuntime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (runtime.Container, error) {
@@ -150,7 +150,8 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 		return fmt.Errorf("no container %s", id)
 	}
 	f.record("start %s", c.Name)
-	if f.startErr != nil {
+	if f.startErr != nil { // as the real runtime: exited with 128 and the error
+		c.State, c.ExitCode, c.FinishedAt, c.StartError = runtime.StateExited, 128, f.clock.Now(), f.startErr.Error()
 		return f.startErr
 	}
 	c.State, c.StartedAt = runtime.StateRunning, f.clock.Now()

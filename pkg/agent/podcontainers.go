@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -30,18 +31,27 @@ func newestFirst(all []runtime.Container, keep func(runtime.Container) bool) []r
 			out = append(out, c)
 		}
 	}
-	// A container never started (zero StartedAt) is the newest: it was made
+	// A container never started (no start time) is the newest: it was made
 	// after every container that ran.
 	slices.SortStableFunc(out, func(a, b runtime.Container) int {
-		if a.StartedAt.IsZero() != b.StartedAt.IsZero() {
-			if a.StartedAt.IsZero() {
+		at, bt := startAttempt(a), startAttempt(b)
+		if at.IsZero() != bt.IsZero() {
+			if at.IsZero() {
 				return -1
 			}
 			return 1
 		}
-		return cmp.Compare(b.StartedAt.UnixNano(), a.StartedAt.UnixNano())
+		return cmp.Compare(bt.UnixNano(), at.UnixNano())
 	})
 	return out
+}
+
+// startAttempt is when c started, or failed to start; zero if it was never started.
+func startAttempt(c runtime.Container) time.Time {
+	if c.StartedAt.IsZero() && c.StartError != "" {
+		return c.FinishedAt
+	}
+	return c.StartedAt
 }
 
 func isRunning(c runtime.Container) bool { return c.State == runtime.StateRunning }

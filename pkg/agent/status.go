@@ -86,13 +86,39 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 	return s
 }
 
-// ownedConditions are the pod conditions the kubelet sets.
-var ownedConditions = map[corev1.PodConditionType]bool{
-	corev1.PodReadyToStartContainers: true,
-	corev1.PodInitialized:            true,
-	corev1.PodReady:                  true,
-	corev1.ContainersReady:           true,
-	corev1.PodScheduled:              true,
+// kubeletConditions are the pod conditions the kubelet sets, in the order it writes
+// them (after the conditions others own), as `kubectl describe pod` lists them.
+var kubeletConditions = []corev1.PodConditionType{
+	corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled,
+}
+
+// ownedConditions are kubeletConditions as a set.
+var ownedConditions = func() map[corev1.PodConditionType]bool {
+	m := map[corev1.PodConditionType]bool{}
+	for _, t := range kubeletConditions {
+		m[t] = true
+	}
+	return m
+}()
+
+// inKubeletOrder puts the conditions others own first, as they are, then ours in
+// kubeletConditions' order: the order of the kubelet's status merge.
+func inKubeletOrder(conds []corev1.PodCondition) []corev1.PodCondition {
+	out := make([]corev1.PodCondition, 0, len(conds))
+	for _, c := range conds {
+		if !ownedConditions[c.Type] {
+			out = append(out, c)
+		}
+	}
+	for _, t := range kubeletConditions {
+		for _, c := range conds {
+			if c.Type == t {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // containerStatus reports one container from its runtime history (newest first).
@@ -107,7 +133,10 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	}
 	cur := history[0]
 	cs.ContainerID = "containerd://" + cur.ID
-	cs.ImageID = cur.Image
+	cs.ImageID = cur.ImageRef
+	if cs.ImageID == "" { // made by an older minilet
+		cs.ImageID = cur.Image
+	}
 	if len(history) > 1 && history[1].State == runtime.StateExited {
 		cs.LastTerminationState.Terminated = terminatedState(spec, history[1])
 	}
@@ -125,8 +154,11 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 }
 
 func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.ContainerStateTerminated {
-	reason := "Completed"
+	reason, message := "Completed", terminationMessage(spec, c)
 	switch {
+	case c.StartError != "":
+		// CRI reports a start time of 0 (Unix) for a container that never started.
+		reason, message, c.StartedAt = "StartError", c.StartError, time.Unix(0, 0)
 	case c.OOMKilled:
 		reason = "OOMKilled"
 	case c.ExitCode != 0:
@@ -135,7 +167,7 @@ func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.Contai
 	return &corev1.ContainerStateTerminated{
 		ExitCode:    c.ExitCode,
 		Reason:      reason,
-		Message:     terminationMessage(spec, c),
+		Message:     message,
 		StartedAt:   apiTime(c.StartedAt),
 		FinishedAt:  apiTime(c.FinishedAt),
 		ContainerID: "containerd://" + c.ID,
@@ -223,6 +255,7 @@ func (a *Agent) setPodConditions(s *corev1.PodStatus, sandboxReady bool, uniniti
 	if podCondition(s, corev1.PodScheduled) == nil {
 		set(corev1.PodScheduled, corev1.PodCondition{Status: corev1.ConditionTrue})
 	}
+	s.Conditions = inKubeletOrder(s.Conditions)
 }
 
 // unmetReadinessGates says, in the kubelet's words, which of the pod's readiness gates

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/minik8s/minik8s/pkg/runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -166,5 +167,41 @@ func TestReadinessGates(t *testing.T) {
 	a.setPodConditions(&s, true, nil, gates)
 	if c := podCondition(&s, corev1.PodReady); c.Status != corev1.ConditionTrue {
 		t.Errorf("Ready with both gates True = %+v", c)
+	}
+}
+
+// TestConditionOrder: the kubelet writes the conditions others own first, then its own
+// in its order (PodReadyToStartContainers, Initialized, Ready, ContainersReady,
+// PodScheduled), whatever order the pod had them in: `kubectl describe pod` and
+// `-o yaml` list them so.
+func TestConditionOrder(t *testing.T) {
+	a := &Agent{clock: clocktesting.NewFakeClock(time.Now())}
+	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}}
+	a.setPodConditions(&s, true, nil, nil)
+	s = withTheirConditions(s, corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}})
+	var got []string
+	for _, c := range s.Conditions {
+		got = append(got, string(c.Type))
+	}
+	want := "example.com/lb PodReadyToStartContainers Initialized Ready ContainersReady PodScheduled"
+	if strings.Join(got, " ") != want {
+		t.Errorf("conditions in order %v, want %s", got, want)
+	}
+}
+
+// TestImageIDIsTheRepoDigest: imageID is CRI's imageRef (repository@digest), as the
+// kubelet reports it; a container made before the runtime recorded it falls back to the name.
+func TestImageIDIsTheRepoDigest(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1"}
+	c := runtime.Container{ID: "c1", Name: "app", Image: "localhost/minik8s/busybox:v1", State: runtime.StateRunning, StartedAt: time.Now(),
+		ImageRef: "localhost/minik8s/busybox@sha256:9caad36a033df11cb403e3f1896105ca0b8924e56b51c5c8fa07c7855265e468"}
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.ImageRef || cs.Image != spec.Image {
+		t.Errorf("image %q, imageID %q; want %q, %q", cs.Image, cs.ImageID, spec.Image, c.ImageRef)
+	}
+	c.ImageRef = ""
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.Image {
+		t.Errorf("imageID without a recorded ref %q, want the name", cs.ImageID)
 	}
 }

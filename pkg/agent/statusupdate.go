@@ -63,13 +63,13 @@ func (a *Agent) updatePodStatus(ctx context.Context, st *podState, pod *corev1.P
 func withTheirConditions(ours, current corev1.PodStatus) corev1.PodStatus {
 	out := ours
 	out.Conditions = nil
-	for _, c := range ours.Conditions {
-		if ownedConditions[c.Type] {
+	for _, c := range current.Conditions {
+		if !ownedConditions[c.Type] {
 			out.Conditions = append(out.Conditions, c)
 		}
 	}
-	for _, c := range current.Conditions {
-		if !ownedConditions[c.Type] {
+	for _, c := range ours.Conditions {
+		if ownedConditions[c.Type] {
 			out.Conditions = append(out.Conditions, c)
 		}
 	}

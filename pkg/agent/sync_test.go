@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,11 +241,19 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImagePull {
 		t.Fatalf("status after a failed pull: %+v", cs)
 	}
+	// The kubelet follows "Failed to pull image" with "Error: ErrImagePull",
+	// and each "Back-off pulling image" with "Error: ImagePullBackOff".
+	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ErrImagePull") {
+		t.Errorf("events after a failed pull: %q, want Warning Failed Error: ErrImagePull", events)
+	}
 	h.rt.takeCalls()
 	h.clock.Step(time.Second)
 	h.sync(st, pod)
 	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonImagePullBackOff {
 		t.Fatalf("status during pull back-off: %+v", cs)
+	}
+	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
+		t.Errorf("events during pull back-off: %q, want Warning Failed Error: ImagePullBackOff", events)
 	}
 	if calls := h.rt.takeCalls(); len(calls) != 0 {
 		t.Errorf("pulled again during the back-off: %q", calls)
@@ -275,6 +284,10 @@ func TestPullPolicies(t *testing.T) {
 	}
 	if calls := h.rt.takeCalls(); !slices.Contains(calls, "pull localhost/minik8s/netexec:v1") {
 		t.Errorf("a present image with pull policy Always was not pulled: %q", calls)
+	}
+	want := `Normal Pulled Successfully pulled image "localhost/minik8s/netexec:v1" in 0s (0s including waiting). Image size: 4096 bytes.`
+	if events := h.takeEvents(); !slices.Contains(events, want) {
+		t.Errorf("events %q, want the kubelet's %q", events, want)
 	}
 }
 
@@ -455,7 +468,11 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 	}
 }
 
-func TestStartFailureIsReportedAndLeavesNothing(t *testing.T) {
+// TestStartFailureBacksOffAsACrash: a container whose start fails (a command not in the
+// image) is reported as the kubelet reports it: RunContainerError and a Failed event,
+// then it counts as exited with StartError (128) and its restarts back off as a crashing
+// container's do, instead of being retried at once on every sync.
+func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
 	st := newPodState(pod, apiTime(h.clock.Now()))
@@ -468,16 +485,32 @@ func TestStartFailureIsReportedAndLeavesNothing(t *testing.T) {
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonRunContainerError {
 		t.Errorf("status after a failed start: %+v", cs)
 	}
-	if n := len(h.rt.named(string(pod.UID), "app")); n != 0 {
-		t.Errorf("%d half-made containers left", n)
-	}
-	if !hasEvent(h.takeEvents(), "Warning Failed") {
+	if !hasEvent(h.takeEvents(), "Warning Failed Error: "+os.ErrPermission.Error()) {
 		t.Error("no Failed event")
 	}
-	h.rt.startErr = nil
+	// The first restart is at once (no back-off yet), as after a crash; it fails too.
+	h.clock.Step(time.Second)
+	if _, err := h.agent.syncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("the restart succeeded although the container did not start")
+	}
+	h.clock.Step(time.Second)
+	h.rt.takeCalls()
 	h.sync(st, pod)
-	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil {
-		t.Errorf("not running after the retry: %+v", cs)
+	if calls := h.rt.takeCalls(); slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "start ") }) {
+		t.Errorf("started again during the back-off: %q", calls)
+	}
+	cs = containerStatusOf(h.apiPod(pod), "app")
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff || cs.RestartCount != 1 {
+		t.Errorf("status during the back-off: %+v, want CrashLoopBackOff after 1 restart", cs)
+	}
+	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 || last.Message != os.ErrPermission.Error() || !last.StartedAt.Equal(&metav1.Time{Time: time.Unix(0, 0)}) {
+		t.Errorf("last state %+v, want StartError 128 with the error", last)
+	}
+	h.rt.startErr = nil
+	h.clock.Step(backoffInitial)
+	h.sync(st, pod)
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil || cs.RestartCount != 2 {
+		t.Errorf("not running after the back-off: %+v", cs)
 	}
 }
 

@@ -190,6 +190,42 @@ func TestWorkerTiming(t *testing.T) {
 	}
 }
 
+// TestWorkerHoldsAfterKill: a liveness or startup worker that flips to failure stops
+// probing (the kubelet's onHold: the container is being killed; its next instance gets a
+// new worker), so "Liveness probe failed" is not repeated through the kill's grace period.
+// A readiness worker goes on.
+func TestWorkerHoldsAfterKill(t *testing.T) {
+	for _, kind := range []Kind{Liveness, Startup, Readiness} {
+		clk := clocktesting.NewFakeClock(time.Now())
+		runs := 0
+		w := &Worker{Kind: kind, Probe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 2}, Clock: clk,
+			Run: func(context.Context) (Result, string) { runs++; return Failure, "" }}
+		done := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { w.Loop(ctx); close(done) }()
+		for range 6 {
+			for !clk.HasWaiters() {
+				select {
+				case <-done:
+				case <-time.After(time.Millisecond):
+					continue
+				}
+				break
+			}
+			clk.Step(time.Second)
+		}
+		cancel()
+		<-done
+		want := 2
+		if kind == Readiness {
+			want = 5
+		}
+		if runs < want || (kind != Readiness && runs != want) {
+			t.Errorf("%s worker probed %d times in 6 periods failing, want %d", kind, runs, want)
+		}
+	}
+}
+
 func TestExecHandler(t *testing.T) {
 	run := func(code int, out string, err error, wait bool) Execer {
 		return func(ctx context.Context, cmd []string, w io.Writer) (int, error) {

@@ -28,7 +28,9 @@ type Runner func(ctx context.Context) (Result, string)
 // boundary. The result flips after successThreshold successes or failureThreshold
 // failures in a row. A readiness result starts as failure, liveness as success, startup as
 // unknown. Report gets every attempt's result and output and whether the flipped result
-// changed, with the flipped result.
+// changed, with the flipped result. A liveness or startup worker whose result flips to
+// failure stops (the kubelet's onHold): the container is killed, and its next instance
+// gets a new worker.
 type Worker struct {
 	Kind   Kind
 	Probe  *corev1.Probe
@@ -40,6 +42,7 @@ type Worker struct {
 	result    Result
 	successes int32
 	failures  int32
+	onHold    bool
 }
 
 // Initial is a probe kind's result before it first flips.
@@ -80,6 +83,9 @@ func (w *Worker) Loop(ctx context.Context) {
 		if w.Gate == nil || w.Gate() {
 			w.Step(ctx)
 		}
+		if w.onHold {
+			return
+		}
 		next = next.Add(period)
 		if late := w.Clock.Since(next); late >= 0 { // the probe took longer than its period
 			next = next.Add((late/period + 1) * period)
@@ -105,6 +111,7 @@ func (w *Worker) Step(ctx context.Context) {
 		w.successes = 0
 		if w.result != Failure && w.failures >= failureThreshold {
 			w.result, changed = Failure, true
+			w.onHold = w.Kind != Readiness
 		}
 	}
 	if w.Report != nil {

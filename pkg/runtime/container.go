@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
+	"github.com/distribution/reference"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -200,6 +201,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelContainerName:  cfg.Name,
 		LabelSandboxID:      cfg.SandboxID,
 		LabelSpecHash:       cfg.SpecHash,
+		LabelImageRef:       imageRef(img),
 		LabelNetNS:          sandbox.NetNSPath,
 		LabelHostNetwork:    strconv.FormatBool(sandbox.HostNetwork),
 		LabelLogPath:        cfg.LogPath,
@@ -220,6 +222,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	return r.status(ctx, c)
 }
 
+// imageRef names img as CRI's imageRef does: its repository and the digest its name
+// points to ("localhost/minik8s/busybox@sha256:..."), the pod status' imageID.
+func imageRef(img containerd.Image) string {
+	named, err := reference.ParseNormalizedNamed(img.Name())
+	if err != nil {
+		return img.Target().Digest.String()
+	}
+	return named.Name() + "@" + img.Target().Digest.String()
+}
+
 // processArgs applies Kubernetes' rules: a command replaces the image's Entrypoint and
 // drops its Cmd; args replace the Cmd.
 func processArgs(entrypoint, cmd, command, args []string) []string {
@@ -237,7 +249,8 @@ func nsPath(pid uint32, ns string) string {
 	return fmt.Sprintf("/proc/%d/ns/%s", pid, ns)
 }
 
-// StartContainer starts a created container, its output going to its log path.
+// StartContainer starts a created container, its output going to its log path. A start
+// that fails leaves it exited (StartError, code 128).
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	ctx = r.nsContext(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
@@ -271,18 +284,23 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	if logPath := labels[LabelLogPath]; logPath != "" {
 		output = r.logs.creator(logPath, stdioOf(labels))
 	}
-	return r.startTask(ctx, c, output)
+	if err := r.startTask(ctx, c, output); err != nil {
+		// Like containerd's CRI, the container stays, exited (128) with the error: its
+		// restarts back off as a crashing container's do.
+		return errors.Join(err, recordStartError(ctx, c, err, time.Now()))
+	}
+	return nil
 }
 
 // startTask creates and starts c's task and records the start time.
 func (r *Runtime) startTask(ctx context.Context, c containerd.Container, output cio.Creator) error {
 	task, err := c.NewTask(ctx, output)
 	if err != nil {
-		return fmt.Errorf("creating task of container %s: %w", c.ID(), err)
+		return fmt.Errorf("failed to create containerd task: %w", err)
 	}
 	if err := task.Start(ctx); err != nil {
 		_, delErr := task.Delete(ctx, containerd.WithProcessKill)
-		return errors.Join(fmt.Errorf("starting container %s: %w", c.ID(), err), delErr)
+		return errors.Join(fmt.Errorf("failed to start containerd task %q: %w", c.ID(), err), delErr)
 	}
 	started := time.Now().UTC().Format(time.RFC3339Nano)
 	if _, err := c.SetLabels(ctx, map[string]string{LabelStartedAt: started}); err != nil {

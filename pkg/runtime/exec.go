@@ -90,7 +90,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, opts ExecOptions) (int, e
 		return 0, fmt.Errorf("exec in container %s: waiting: %w", id, err)
 	}
 	if err := process.Start(ctx); err != nil {
-		return 0, fmt.Errorf("exec in container %s: starting %q: %w", id, opts.Cmd[0], err)
+		return 0, fmt.Errorf("failed to exec in container: failed to start exec %q: %w", execID, err) // containerd CRI's words
 	}
 	if opts.TTY && opts.Resize != nil {
 		go forwardResizes(ctx, process, opts.Resize)

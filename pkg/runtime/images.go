@@ -107,11 +107,12 @@ type PullOptions struct {
 	InsecureRegistries []string
 }
 
-// PullImage pulls ref from its registry and unpacks it, logging each layer as it comes.
-func (r *Runtime) PullImage(ctx context.Context, ref string, opts PullOptions) error {
+// PullImage pulls ref from its registry and unpacks it, logging each layer as it comes,
+// and returns the image's size (its content: manifest, config and layers, as CRI's).
+func (r *Runtime) PullImage(ctx context.Context, ref string, opts PullOptions) (int64, error) {
 	name, err := normalizeRef(ref)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	hosts := docker.ConfigureDefaultRegistries(
 		docker.WithPlainHTTP(plainHTTP(opts.InsecureRegistries)),
@@ -133,15 +134,19 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, opts PullOptions) e
 		return nil, nil
 	})
 	start := time.Now()
-	_, err = r.client.Pull(r.nsContext(ctx), name,
+	img, err := r.client.Pull(r.nsContext(ctx), name,
 		containerd.WithPullUnpack,
 		containerd.WithResolver(docker.NewResolver(docker.ResolverOptions{Hosts: hosts})),
 		containerd.WithImageHandler(progress))
 	if err != nil {
-		return fmt.Errorf("pulling image %s: %w", name, err)
+		return 0, fmt.Errorf("failed to pull and unpack image %q: %w", name, err) // containerd CRI's words
 	}
 	slog.Info("pulled image", "image", name, "layers", layers.Load(), "bytes", size.Load(), "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	imageSize, err := img.Size(r.nsContext(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("size of image %s: %w", name, err)
+	}
+	return imageSize, nil
 }
 
 // plainHTTP says which registry hosts are spoken to over HTTP: the insecure ones and localhost.

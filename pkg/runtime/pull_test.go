@@ -23,17 +23,17 @@ func TestPullFromRegistry(t *testing.T) {
 	remote := registry + "/lab/busybox:v1"
 	runtimetest.PushImage(t, e.address, filepath.Join(e.imgDir, images.Tarballs[images.BusyboxRef]), remote, "lab", "s3cret")
 
-	err := e.rt.PullImage(ctx, remote, runtime.PullOptions{})
+	_, err := e.rt.PullImage(ctx, remote, runtime.PullOptions{})
 	if err == nil || !strings.Contains(err.Error(), "authorization") {
 		t.Fatalf("pull without credentials: %v; want an authorization failure", err)
 	}
-	if err := e.rt.PullImage(ctx, remote, runtime.PullOptions{Auths: []runtime.RegistryAuth{{Host: registry, Username: "lab", Password: "s3cret"}}}); err != nil {
-		t.Fatalf("pull with credentials: %v", err)
+	if size, err := e.rt.PullImage(ctx, remote, runtime.PullOptions{Auths: []runtime.RegistryAuth{{Host: registry, Username: "lab", Password: "s3cret"}}}); err != nil || size <= 0 {
+		t.Fatalf("pull with credentials: size %d, %v", size, err)
 	}
 	if ok, err := e.rt.HasImage(ctx, remote); err != nil || !ok {
 		t.Fatalf("HasImage after the pull = %v, %v", ok, err)
 	}
-	if err := e.rt.PullImage(ctx, registry+"/lab/missing:v1", runtime.PullOptions{Auths: []runtime.RegistryAuth{{Host: registry, Username: "lab", Password: "s3cret"}}}); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := e.rt.PullImage(ctx, registry+"/lab/missing:v1", runtime.PullOptions{Auths: []runtime.RegistryAuth{{Host: registry, Username: "lab", Password: "s3cret"}}}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("pull of a missing image: %v; want not found", err)
 	}
 

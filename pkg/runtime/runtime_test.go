@@ -298,11 +298,30 @@ func TestCommandEnvAndStop(t *testing.T) {
 		return c
 	}
 
+	// A command that is not in the image: the start fails and the container stays,
+	// exited with 128 and the error, as containerd's CRI reports a StartError.
+	missing, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		Name: "missing", Image: images.BusyboxRef, Command: []string{"no-such-command"},
+		SandboxID: sandbox.ID, LogPath: filepath.Join(e.logsDir, podUID, "missing.log"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.StartContainer(ctx, missing.ID); err == nil || !strings.Contains(err.Error(), "failed to create containerd task") {
+		t.Errorf("starting a missing command: %v", err)
+	}
+	if got := status(t, e, missing.ID); got.State != runtime.StateExited || got.ExitCode != 128 || !strings.Contains(got.StartError, "no-such-command") || got.FinishedAt.IsZero() {
+		t.Errorf("after a failed start: state %s, exit %d, start error %q, finished %s", got.State, got.ExitCode, got.StartError, got.FinishedAt)
+	}
+
 	// Command replaces the image's Cmd; env reaches the process; output goes to the log.
 	echo := run("echo", images.BusyboxRef, []string{"sh", "-c"}, []string{`echo "greeting=$GREETING host=$(hostname)"; exit 7`}, []string{"GREETING=hi"})
 	echo = waitState(t, e, echo.ID, runtime.StateExited)
 	if echo.ExitCode != 7 {
 		t.Errorf("exit code = %d, want 7", echo.ExitCode)
+	}
+	if !strings.HasPrefix(echo.ImageRef, "localhost/minik8s/busybox@sha256:") {
+		t.Errorf("image ref %q, want CRI's repository@digest", echo.ImageRef)
 	}
 	if logs, _ := os.ReadFile(echo.LogPath); !strings.Contains(string(logs), "greeting=hi host=jobs") {
 		t.Errorf("log = %q, want the greeting and the pod host name", logs)
@@ -345,7 +364,7 @@ func TestCommandEnvAndStop(t *testing.T) {
 	}
 
 	// Removing a pod with everything still running kills it all.
-	ids := []string{echo.ID, tools.ID, polite.ID, stubborn.ID, sandbox.ID}
+	ids := []string{missing.ID, echo.ID, tools.ID, polite.ID, stubborn.ID, sandbox.ID}
 	for _, id := range ids {
 		if err := e.rt.RemoveContainer(ctx, id); err != nil {
 			t.Fatal(err)

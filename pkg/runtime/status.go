@@ -33,7 +33,19 @@ const (
 	LabelStartedAt  = labelPrefix + "started-at"
 	LabelFinishedAt = labelPrefix + "finished-at"
 	LabelExitCode   = labelPrefix + "exit-code"
+	// LabelStartError: the container's task could not be started, and why; it counts
+	// as exited with startErrorExitCode, as containerd's CRI reports a failed start.
+	LabelStartError = labelPrefix + "start-error"
+	// LabelImageRef: the image the container was made from, as CRI's imageRef names it
+	// (repository@digest), for the status' imageID.
+	LabelImageRef = labelPrefix + "image-ref"
 )
+
+// startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
+const startErrorExitCode = 128
+
+// maxStartErrorLen keeps the start-error label within containerd's 4096-byte label limit.
+const maxStartErrorLen = 2048
 
 // sandboxName is the Container.Name of pause containers.
 const sandboxName = "sandbox"
@@ -56,6 +68,7 @@ type Container struct {
 	PodName      string
 	Name         string // container name in the pod spec; "sandbox" for the pause container
 	Image        string
+	ImageRef     string // repository@digest of the image it was made from
 	SpecHash     string
 	Sandbox      bool
 	SandboxID    string // for app containers: the pod's pause container
@@ -72,6 +85,7 @@ type Container struct {
 	FinishedAt     time.Time
 	PID            uint32 // of the running task; 0 otherwise
 	OOMKilled      bool   // the OOM killer ended it (seen by WatchOOM)
+	StartError     string // its task could not be started: why (it is exited, with code 128)
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
@@ -201,6 +215,23 @@ func recordExit(ctx context.Context, c containerd.Container, code uint32, at tim
 	return nil
 }
 
+// recordStartError marks c as exited at a failed start, with the error as its message.
+func recordStartError(ctx context.Context, c containerd.Container, startErr error, at time.Time) error {
+	msg := startErr.Error()
+	if len(msg) > maxStartErrorLen {
+		msg = msg[:maxStartErrorLen]
+	}
+	_, err := c.SetLabels(ctx, map[string]string{
+		LabelExitCode:   strconv.Itoa(startErrorExitCode),
+		LabelFinishedAt: at.UTC().Format(time.RFC3339Nano),
+		LabelStartError: msg,
+	})
+	if err != nil {
+		return fmt.Errorf("recording the failed start of container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
 func fromLabels(info containers.Container) Container {
 	l := info.Labels
 	out := Container{
@@ -210,6 +241,7 @@ func fromLabels(info containers.Container) Container {
 		PodName:        l[LabelPodName],
 		Name:           l[LabelContainerName],
 		Image:          info.Image,
+		ImageRef:       l[LabelImageRef],
 		SpecHash:       l[LabelSpecHash],
 		Sandbox:        l[LabelSandbox] == "true",
 		SandboxID:      l[LabelSandboxID],
@@ -220,6 +252,7 @@ func fromLabels(info containers.Container) Container {
 		StartedAt:      parseTime(l[LabelStartedAt]),
 		FinishedAt:     parseTime(l[LabelFinishedAt]),
 		OOMKilled:      l[LabelOOMKilled] == "true",
+		StartError:     l[LabelStartError],
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)

@@ -74,6 +74,13 @@ spec:
     image: localhost/minik8s/busybox:v1
     command: [sh, -c, "echo first; echo it broke; exit 4"]
     terminationMessagePolicy: FallbackToLogsOnError
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: no-command}
+spec:
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [no-such-command]}
 `
 
 // TestPodLifecycle: init containers run one after the other before the app (kubectl
@@ -181,6 +188,31 @@ func TestPodLifecycle(t *testing.T) {
 		p := pod("deadline")
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded", fmt.Sprint(p.Status.Phase, " ", p.Status.Reason)
 	})
+
+	// A command not in the image: StartError (128), restarts backing off as a crash's.
+	waitFor(t, "the no-command pod in CrashLoopBackOff after a StartError", 60*time.Second, func() (bool, string) {
+		cs := pod("no-command").Status.ContainerStatuses
+		if len(cs) != 1 || cs[0].LastTerminationState.Terminated == nil {
+			return false, fmt.Sprint(cs)
+		}
+		last := cs[0].LastTerminationState.Terminated
+		return status("no-command") == "CrashLoopBackOff" && last.Reason == "StartError" && last.ExitCode == 128 &&
+			strings.Contains(last.Message, `"no-such-command": executable file not found`), fmt.Sprint(status("no-command"), " ", *last)
+	})
+	attempts := 0
+	for _, n := range strings.Fields(mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=no-command,reason=Failed", "-o", "jsonpath={.items[*].count}")) {
+		var c int
+		fmt.Sscan(n, &c)
+		attempts += c
+	}
+	if attempts == 0 || attempts > 8 { // backing off: at 0, 0, 10, 30, 70 s ...
+		t.Errorf("%d Failed events of the no-command pod, want one per start, backing off", attempts)
+	}
+	// The kubelet's condition order, as kubectl describe lists it.
+	describe := mustKubectl(t, l, "describe", "pod", "no-command")
+	if i, j := strings.Index(describe, "PodReadyToStartContainers"), strings.Index(describe, "PodScheduled"); i < 0 || j < i {
+		t.Errorf("kubectl describe lists the conditions out of the kubelet's order:\n%s", describe)
+	}
 
 	waitFor(t, "the last words of both containers", 60*time.Second, func() (bool, string) {
 		got := map[string]string{}
