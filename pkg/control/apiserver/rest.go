@@ -37,6 +37,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	if err != nil {
 		return err
 	}
+	if res.Computed != nil {
+		return s.serveComputed(w, r, res, info, rep)
+	}
 	if verb, only := subresourceVerbs[info.Subresource]; only && info.Verb != verb {
 		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
 	}

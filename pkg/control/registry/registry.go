@@ -31,6 +31,10 @@ type Resource struct {
 	// are stored at (autoscaling/v1 HorizontalPodAutoscalers are stored as v2): both
 	// versions share one key space, and every read and write converts.
 	Conversion *Conversion
+	// Computed, when set, makes a resource that is not stored but made at each read
+	// (ComponentStatus: the health of the control plane's parts); it serves get and list
+	// only. The control plane may replace it before serving.
+	Computed func(ctx context.Context) ([]runtime.Object, error)
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
