@@ -63,6 +63,10 @@ type Rules struct {
 	// `Warning:` headers on create and update (kubectl prints them), as Kubernetes'
 	// strategies' WarningsOnCreate do: a field is never silently ignored.
 	Warnings func(obj runtime.Object) []string
+	// Generation: the kind's metadata.generation counts changes to its spec (1 on create),
+	// as the strategies of Kubernetes' workloads and PodDisruptionBudgets set it; other kinds
+	// (pods, Services, ConfigMaps, ...) have none.
+	Generation bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)
 	// GracefulDelete returns the grace period to apply on delete, or false to delete now.

@@ -53,7 +53,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
 	}
-	if specChanged(obj, old) {
+	if res.Rules.Generation && specChanged(obj, old) {
 		m.Generation++
 	}
 	oldMeta := om
