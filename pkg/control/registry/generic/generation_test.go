@@ -11,7 +11,8 @@ import (
 
 // metadata.generation is kept only by the kinds whose Kubernetes strategy keeps it: a
 // Deployment starts at 1 and counts spec changes; a Service or ConfigMap has none (kubectl
-// get -o yaml shows no generation), whatever the client sends.
+// get -o yaml shows no generation), whatever the client sends. A deletion that waits for
+// finalizers counts as a change of a Deployment.
 func TestGenerationOnlyForKindsThatTrackIt(t *testing.T) {
 	s, _ := newTestStore(t, Admission{})
 	ctx := t.Context()
@@ -41,6 +42,14 @@ func TestGenerationOnlyForKindsThatTrackIt(t *testing.T) {
 	}
 	if g := updated.(*appsv1.Deployment).Generation; g != 2 {
 		t.Errorf("deployment with a new image: generation %d, want 2", g)
+	}
+	foreground := metav1.DeletePropagationForeground
+	deleted, err := s.Delete(ctx, deployments, "default", "a", metav1.DeleteOptions{PropagationPolicy: &foreground})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := deleted.(*appsv1.Deployment); d.DeletionTimestamp == nil || d.Generation != 3 {
+		t.Errorf("deployment deleted in the foreground: deletionTimestamp %v generation %d, want set and 3", d.DeletionTimestamp, d.Generation)
 	}
 
 	services := s.resource(t, "services")
