@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,11 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		return true
 	})
 	t.Logf("conditions: %+v", last)
+	// Deleting it again is refused while its content goes away, as kube-apiserver refuses it.
+	out, err := c.kubectl(t, "", "delete", "namespace", "team", "--wait=false")
+	if want := `Error from server (Conflict): Operation cannot be fulfilled on namespaces "team": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("deleting a terminating namespace again: %v\n%s\nwant %s", err, out, want)
+	}
 	cm, err := c.client.CoreV1().ConfigMaps("team").Get(ctx, "held", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

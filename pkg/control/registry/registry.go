@@ -74,6 +74,9 @@ type Rules struct {
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
 	Finalizing func(obj runtime.Object) bool
+	// FinalizingConflict, when set, refuses with 409 and this message a deletion asked again
+	// while Finalizing holds the object (kube-apiserver's namespace storage does).
+	FinalizingConflict string
 	// PrepareUpdate carries over from old what a client may leave out of an update (such
 	// as the cluster IP a Service was given), before defaulting and validation.
 	PrepareUpdate func(obj, old runtime.Object)
