@@ -97,6 +97,9 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		Verbs:      metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 		ShortNames: res.ShortNames, Categories: res.Categories,
 	}}
+	if res.Computed != nil {
+		out[0].Verbs = computedVerbs
+	}
 	for _, sub := range res.Subresources {
 		entry := metav1.APIResource{Name: res.Resource + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind}
 		switch sub {

@@ -41,6 +41,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	if err != nil {
 		return err
 	}
+	if res.Computed != nil {
+		return s.serveComputed(w, r, res, info, rep)
+	}
 	if info.Subresource != "" {
 		verbs, ok := subresourceVerbs[info.Subresource]
 		if !ok {

@@ -30,6 +30,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -284,6 +285,9 @@ func Run(ctx context.Context, o Options) error {
 	reg, err := registry.Builtin()
 	if err != nil {
 		return err
+	}
+	if cs, ok := reg.Lookup(corev1.SchemeGroupVersion.WithResource("componentstatuses")); ok {
+		cs.Computed = componentStatuses(st)
 	}
 	ranges, err := serviceRanges(st, o.ServiceRange)
 	if err != nil {

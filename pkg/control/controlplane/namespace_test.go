@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,8 +44,37 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		list, err := c.client.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 1 && list.Items[0].Name == "held" && list.Items[0].DeletionTimestamp != nil
 	})
-	if _, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{}); err != nil {
-		t.Fatalf("namespace must wait for the held object: %v", err)
+	// The namespace controller tells, as kube-controller-manager's does, what holds the
+	// namespace in its status conditions (kubectl describe namespace shows them).
+	want := map[corev1.NamespaceConditionType]string{
+		corev1.NamespaceDeletionDiscoveryFailure: "False ResourcesDiscovered All resources successfully discovered",
+		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions All legacy kube types successfully parsed",
+		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted All content successfully deleted, may be waiting on finalization",
+		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain Some resources are remaining: configmaps. has 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizerRemain Some finalizers are remaining: example.com/hold in 1 resource instances",
+	}
+	var last []corev1.NamespaceCondition
+	waitFor(t, "namespace conditions", func() bool {
+		got, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("namespace must wait for the held object: %v", err)
+		}
+		last = got.Status.Conditions
+		if len(last) != len(want) {
+			return false
+		}
+		for _, cond := range last {
+			if want[cond.Type] != string(cond.Status)+" "+cond.Reason+" "+cond.Message {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("conditions: %+v", last)
+	// Deleting it again is refused while its content goes away, as kube-apiserver refuses it.
+	out, err := c.kubectl(t, "", "delete", "namespace", "team", "--wait=false")
+	if want := `Error from server (Conflict): Operation cannot be fulfilled on namespaces "team": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("deleting a terminating namespace again: %v\n%s\nwant %s", err, out, want)
 	}
 	cm, err := c.client.CoreV1().ConfigMaps("team").Get(ctx, "held", metav1.GetOptions{})
 	if err != nil {

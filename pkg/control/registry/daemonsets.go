@@ -12,6 +12,7 @@ import (
 )
 
 var daemonSetRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*appsv1.DaemonSet).Spec.Template, field.NewPath("spec"))
 	},

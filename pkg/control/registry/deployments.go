@@ -10,6 +10,7 @@ import (
 )
 
 var deploymentRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*appsv1.Deployment).Spec.Template, field.NewPath("spec"))
 	},

@@ -11,6 +11,7 @@ import (
 )
 
 var podDisruptionBudgetRules = Rules{
+	Generation: true,
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*policyv1.PodDisruptionBudget).Status = policyv1.PodDisruptionBudgetStatus{}
 	},

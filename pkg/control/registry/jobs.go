@@ -28,6 +28,7 @@ const (
 )
 
 var jobRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*batchv1.Job).Spec.Template, field.NewPath("spec"))
 	},
@@ -219,6 +220,7 @@ func jobDuration(j *batchv1.Job) string {
 }
 
 var cronJobRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template, field.NewPath("spec", "jobTemplate", "spec"))
 	},

@@ -41,7 +41,8 @@ var namespaceRules = Rules{
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 	},
-	Finalizing: func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
+	Finalizing:         func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
+	FinalizingConflict: "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			column("Name", "string", "Name of the namespace", false),

@@ -31,6 +31,10 @@ type Resource struct {
 	// are stored at (autoscaling/v1 HorizontalPodAutoscalers are stored as v2): both
 	// versions share one key space, and every read and write converts.
 	Conversion *Conversion
+	// Computed, when set, makes a resource that is not stored but made at each read
+	// (ComponentStatus: the health of the control plane's parts); it serves get and list
+	// only. The control plane may replace it before serving.
+	Computed func(ctx context.Context) ([]runtime.Object, error)
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
@@ -59,6 +63,10 @@ type Rules struct {
 	// `Warning:` headers on create and update (kubectl prints them), as Kubernetes'
 	// strategies' WarningsOnCreate do: a field is never silently ignored.
 	Warnings func(obj runtime.Object) []string
+	// Generation: the kind's metadata.generation counts changes to its spec (1 on create),
+	// as the strategies of Kubernetes' workloads and PodDisruptionBudgets set it; other kinds
+	// (pods, Services, ConfigMaps, ...) have none.
+	Generation bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)
 	// GracefulDelete returns the grace period to apply on delete, or false to delete now.
@@ -66,6 +74,9 @@ type Rules struct {
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
 	Finalizing func(obj runtime.Object) bool
+	// FinalizingConflict, when set, refuses with 409 and this message a deletion asked again
+	// while Finalizing holds the object (kube-apiserver's namespace storage does).
+	FinalizingConflict string
 	// PrepareUpdate carries over from old what a client may leave out of an update (such
 	// as the cluster IP a Service was given), before defaulting and validation.
 	PrepareUpdate func(obj, old runtime.Object)

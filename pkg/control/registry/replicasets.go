@@ -16,6 +16,7 @@ import (
 )
 
 var replicaSetRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*appsv1.ReplicaSet).Spec.Template, field.NewPath("spec"))
 	},
@@ -56,6 +57,7 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 }
 
 var replicationControllerRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		if t := obj.(*corev1.ReplicationController).Spec.Template; t != nil {
 			return templateWarnings(t, field.NewPath("spec"))

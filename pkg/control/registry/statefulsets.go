@@ -10,6 +10,7 @@ import (
 )
 
 var statefulSetRules = Rules{
+	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*appsv1.StatefulSet).Spec.Template, field.NewPath("spec"))
 	},

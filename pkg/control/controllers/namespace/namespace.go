@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/discovered"
@@ -61,8 +62,9 @@ func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced)
 }
 
-// sync deletes what is left in a terminating namespace and finalizes it once it is empty,
-// asking for another look while content is still going away.
+// sync deletes what is left in a terminating namespace, tells in its status conditions what
+// still holds it, and finalizes it once it is empty, asking for another look while content
+// is still going away.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	ns, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -71,43 +73,65 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil || ns.DeletionTimestamp == nil {
 		return 0, err
 	}
-	resources, err := c.namespacedResources()
-	if err != nil {
+	resources, discoveryErr := c.namespacedResources()
+	if discoveryErr != nil && len(resources) == 0 {
+		return 0, discoveryErr
+	}
+	left := newContent()
+	var deleteErrs []string
+	for _, gvr := range resources {
+		// One resource failing does not stop the others from going away.
+		if err := c.deleteAll(ctx, gvr, name, left); err != nil {
+			deleteErrs = append(deleteErrs, err.Error())
+		}
+	}
+	if err := c.updateConditions(ctx, ns, left.failures(discoveryErr, deleteErrs)); err != nil {
 		return 0, err
 	}
-	remaining := 0
-	for _, gvr := range resources {
-		n, err := c.deleteAll(ctx, gvr, name)
-		if err != nil {
-			return 0, err
-		}
-		remaining += n
-	}
-	if remaining > 0 {
+	switch {
+	case len(deleteErrs) > 0:
+		return 0, fmt.Errorf("deleting the content of namespace %s: %s", name, strings.Join(deleteErrs, "; "))
+	case len(left.remaining) > 0:
 		return contentRetry, nil
 	}
+	// A group that failed discovery (an aggregated API down) does not hold the namespace
+	// forever here: what was found is gone, and the condition told about the rest.
 	return 0, c.finalize(ctx, ns)
 }
 
-// namespacedResources are the resources that can be listed and deleted in a namespace.
+// updateConditions writes the deletion conditions to the namespace's status when they change.
+func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace, failures map[corev1.NamespaceConditionType][2]string) error {
+	out := ns.DeepCopy()
+	if !setConditions(&out.Status, failures) {
+		return nil
+	}
+	_, err := c.client.CoreV1().Namespaces().UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// namespacedResources are the resources that can be listed and deleted in a namespace; an
+// error with some resources found means some groups could not be discovered.
 func (c *Controller) namespacedResources() ([]schema.GroupVersionResource, error) {
 	lists, err := c.discovery.ServerPreferredNamespacedResources()
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("discovering namespaced resources: %w", err)
 	}
-	return discovered.Supporting(lists, "list", "delete"), nil
+	return discovered.Supporting(lists, "list", "delete"), err
 }
 
-// deleteAll asks to delete every object of a resource in the namespace and returns how
-// many are still there (graceful pods take their time; finalizers hold others).
-func (c *Controller) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, ns string) (int, error) {
+// deleteAll asks to delete every object of a resource in the namespace and counts into left
+// what is still there (graceful pods take their time; finalizers hold others).
+func (c *Controller) deleteAll(ctx context.Context, gvr schema.GroupVersionResource, ns string, left content) error {
 	client := c.metadata.Resource(gvr).Namespace(ns)
 	list, err := client.List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
-		return 0, nil
+		return nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("list %s in %s: %w", gvr.Resource, ns, err)
+		return fmt.Errorf("list %s in %s: %w", gvr.Resource, ns, err)
 	}
 	background := metav1.DeletePropagationBackground
 	for _, item := range list.Items {
@@ -116,17 +140,25 @@ func (c *Controller) deleteAll(ctx context.Context, gvr schema.GroupVersionResou
 		}
 		err := client.Delete(ctx, item.Name, metav1.DeleteOptions{PropagationPolicy: &background})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.Name, err)
+			return fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, ns, item.Name, err)
 		}
 	}
 	if len(list.Items) == 0 {
-		return 0, nil
+		return nil
 	}
-	left, err := client.List(ctx, metav1.ListOptions{})
+	still, err := client.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return len(left.Items), nil
+	if len(still.Items) > 0 {
+		left.remaining[gvr] = len(still.Items)
+	}
+	for _, item := range still.Items {
+		for _, f := range item.Finalizers {
+			left.finalizers[f]++
+		}
+	}
+	return nil
 }
 
 // finalize removes our finalizer through the namespace's finalize subresource.

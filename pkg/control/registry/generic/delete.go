@@ -34,6 +34,9 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		if err := checkPreconditions(res, obj, opts.Preconditions); err != nil {
 			return nil, err
 		}
+		if msg := res.Rules.FinalizingConflict; msg != "" && MustMeta(obj).GetDeletionTimestamp() != nil && res.Rules.Finalizing(obj) {
+			return nil, apierrors.NewConflict(res.GroupResource(), name, errors.New(msg))
+		}
 		if admit {
 			attrs := &Attributes{Operation: Delete, Resource: res, Namespace: ns, Name: name, OldObject: obj, DryRun: dry}
 			if err := s.admission.admit(ctx, attrs); err != nil {

@@ -121,7 +121,10 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	m.SetResourceVersion("")
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetGeneration(1)
+	m.SetGeneration(0)
+	if res.Rules.Generation {
+		m.SetGeneration(1)
+	}
 	if res.Rules.PrepareCreate != nil {
 		res.Rules.PrepareCreate(obj)
 	}

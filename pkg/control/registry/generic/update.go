@@ -39,6 +39,9 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, om.UID))
 	}
 	m.UID, m.CreationTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.Generation
+	if opts.deleting && om.Generation > 0 && !m.DeletionTimestamp.Equal(om.DeletionTimestamp) {
+		m.Generation++ // a deletion starting or hurrying is a change of the object's intent, as in Kubernetes
+	}
 	if !opts.deleting {
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
 	}
@@ -53,7 +56,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
 	}
-	if specChanged(obj, old) {
+	if res.Rules.Generation && specChanged(obj, old) {
 		m.Generation++
 	}
 	oldMeta := om
