@@ -27,7 +27,7 @@ kind: Pod
 metadata: {name: badinit}
 spec:
   initContainers:
-  - {name: setup, image: localhost/minik8s/busybox:v1, command: [sh, -c, "exit 3"]}
+  - {name: setup, image: localhost/minik8s/busybox:v1, command: [sh, -c, "echo setup failed; exit 3"]}
   containers:
   - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
 ---
@@ -133,6 +133,14 @@ func TestPodLifecycle(t *testing.T) {
 	})
 	if p := pod("badinit"); p.Status.Phase != corev1.PodPending || p.Status.ContainerStatuses[0].State.Waiting == nil {
 		t.Errorf("bad init pod: phase %s, app %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
+	}
+	// A crash-looping container's last run has logs, as the kubelet serves them; the app
+	// container that never ran has none, and says why.
+	if out := mustKubectl(t, l, "logs", "badinit", "-c", "setup"); !strings.Contains(out, "setup failed") {
+		t.Errorf("kubectl logs of the crash-looping init container: %q", out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "logs", "badinit", "-c", "app"); err == nil || !strings.Contains(out, `container "app" in pod "badinit" is waiting to start: PodInitializing`) {
+		t.Errorf("kubectl logs of the app container that never ran: %v %q", err, out)
 	}
 
 	// postStart made /tmp/healthy, so the exec readiness probe passes.

@@ -1,8 +1,12 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -13,6 +17,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var (
@@ -55,7 +61,7 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 	}
 	path := "/" + connectSubresources[sub] + "/" + ns + "/" + name
 	if sub != "portforward" {
-		container, err := podContainer(pod, r.URL.Query().Get("container"), sub == "log" && r.URL.Query().Get("previous") == "true")
+		container, err := podContainer(pod, r.URL.Query().Get("container"), sub, r.URL.Query().Get("previous") == "true")
 		if err != nil {
 			writeError(w, err)
 			return
@@ -85,9 +91,11 @@ func streamQuery(q url.Values) url.Values {
 	return out
 }
 
-// podContainer is the container a request names, checked as kube-apiserver checks it: it
-// must be one of the pod's, and running unless its previous run is asked for.
-func podContainer(pod *corev1.Pod, name string, previous bool) (string, error) {
+// podContainer is the container a request names, checked as kube-apiserver checks it (one
+// of the pod's), and for logs as the kubelet checks its status (validateContainerLogStatus:
+// a container that ran has logs, even while it waits to restart); exec and attach need it
+// running.
+func podContainer(pod *corev1.Pod, name, sub string, previous bool) (string, error) {
 	if name == "" {
 		if len(pod.Spec.Containers) != 1 {
 			var names []string
@@ -101,15 +109,29 @@ func podContainer(pod *corev1.Pod, name string, previous bool) (string, error) {
 	if !podHasContainer(pod, name) {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
 	}
-	if previous {
+	if sub == "log" && previous {
+		return name, nil // the node knows the runs it kept
+	}
+	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
+	i := slices.IndexFunc(statuses, func(st corev1.ContainerStatus) bool { return st.Name == name })
+	if i < 0 {
+		return name, nil // no status written yet: the node answers for what it runs
+	}
+	st := statuses[i]
+	waiting := st.State.Waiting
+	if waiting == nil || (sub == "log" && st.LastTerminationState.Terminated != nil) {
 		return name, nil
 	}
-	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses) {
-		if st.Name == name && st.State.Waiting != nil {
-			return "", apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, st.State.Waiting.Reason))
+	reason := waiting.Reason
+	if sub == "log" { // the kubelet's words for the commonest pending failures
+		switch reason {
+		case "ErrImagePull":
+			reason = "image can't be pulled"
+		case "ImagePullBackOff":
+			reason = "trying and failing to pull image"
 		}
 	}
-	return name, nil
+	return "", apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, reason))
 }
 
 // podHasContainer tells whether the pod has a container, init container or ephemeral
@@ -144,8 +166,49 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", nodeName, target.Host, err)))
 		},
+		ModifyResponse: nodeErrorAsStatus,
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// nodeErrorAsStatus turns the node API's plain-text error into a Status with its text as
+// the message, as kube-apiserver's response checker does with the kubelet's (kubectl then
+// prints "previous terminated container ... not found", not "the server rejected our
+// request for an unknown reason"). Upgrades (exec, attach, port-forward) pass as they are.
+func nodeErrorAsStatus(resp *http.Response) error {
+	if resp.StatusCode < http.StatusBadRequest || resp.StatusCode == http.StatusSwitchingProtocols ||
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(string(body))
+	var status *apierrors.StatusError
+	switch resp.StatusCode {
+	case http.StatusBadRequest:
+		status = apierrors.NewBadRequest(text)
+	case http.StatusInternalServerError:
+		status = apierrors.NewInternalError(errors.New(text))
+	default: // the reason the code implies, and the node's words rather than a generic text
+		status = apierrors.NewGenericServerResponse(resp.StatusCode, "", schema.GroupResource{Resource: "pods"}, "", text, 0, false)
+		if text != "" {
+			status.ErrStatus.Message, status.ErrStatus.Details = text, nil
+		}
+	}
+	st := status.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
+	resp.Header.Set("Content-Type", "application/json")
+	return nil
 }
 
 func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,22 +19,31 @@ func TestPodContainer(t *testing.T) {
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 			{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 			{Name: "sidecar", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
+			{Name: "crasher", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
+			{Name: "puller", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}},
 		}}}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "crasher"}, corev1.Container{Name: "puller"}, corev1.Container{Name: "new"})
 	for _, tc := range []struct {
-		name     string
-		previous bool
-		want     string // container, or the start of the error
+		name, sub string
+		previous  bool
+		want      string // container, or the start of the error
 	}{
-		{"app", false, "app"},
-		{"", false, "a container name must be specified for pod web, choose one of: [app sidecar]"},
-		{"db", false, "container db is not valid for pod web"},
-		{"sidecar", false, `container "sidecar" in pod "web" is waiting to start: ContainerCreating`},
-		{"sidecar", true, "sidecar"},
+		{"app", "log", false, "app"},
+		{"", "log", false, "a container name must be specified for pod web, choose one of: [app sidecar crasher puller new]"},
+		{"db", "log", false, "container db is not valid for pod web"},
+		{"sidecar", "log", false, `container "sidecar" in pod "web" is waiting to start: ContainerCreating`},
+		{"sidecar", "log", true, "sidecar"},
+		// A crash-looping container's last run has logs (the kubelet's rule), but no exec.
+		{"crasher", "log", false, "crasher"},
+		{"crasher", "exec", false, `container "crasher" in pod "web" is waiting to start: CrashLoopBackOff`},
+		{"puller", "log", false, `container "puller" in pod "web" is waiting to start: trying and failing to pull image`},
+		{"new", "log", false, "new"}, // no status yet: the node answers
 	} {
-		got, err := podContainer(pod, tc.name, tc.previous)
+		got, err := podContainer(pod, tc.name, tc.sub, tc.previous)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) || !strings.HasPrefix(err.Error(), tc.want) {
-				t.Errorf("container %q: error %v, want 400 %q", tc.name, err, tc.want)
+				t.Errorf("%s of container %q: error %v, want 400 %q", tc.sub, tc.name, err, tc.want)
 			}
 			continue
 		}
@@ -50,5 +61,39 @@ func TestConnectWithoutNodeEndpoint(t *testing.T) {
 	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a/log", nil)
 	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), `nodes \"node-1\" not found`) {
 		t.Fatalf("GET pods/a/log on a missing node: %d %s", w.Code, w.Body)
+	}
+}
+
+// The node API's plain-text errors reach the client as a Status with their text, as
+// kube-apiserver hands on the kubelet's.
+func TestNodeErrorAsStatus(t *testing.T) {
+	for _, tc := range []struct {
+		code        int
+		contentType string
+		body        string
+		wantReason  metav1.StatusReason // "" : passed on as it is
+	}{
+		{http.StatusBadRequest, "text/plain; charset=utf-8", "previous terminated container \"b\" in pod \"logger\" not found\n", metav1.StatusReasonBadRequest},
+		{http.StatusNotFound, "text/plain; charset=utf-8", "container \"x\" not found in pod default/p\n", metav1.StatusReasonNotFound},
+		{http.StatusInternalServerError, "text/plain", "log of container c: disk gone", metav1.StatusReasonInternalError},
+		{http.StatusOK, "text/plain", "a log line\n", ""},
+		{http.StatusBadRequest, "application/json", `{"kind":"Status"}`, ""},
+	} {
+		resp := &http.Response{StatusCode: tc.code, Header: http.Header{"Content-Type": {tc.contentType}}, Body: io.NopCloser(strings.NewReader(tc.body))}
+		if err := nodeErrorAsStatus(resp); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		if tc.wantReason == "" {
+			if string(data) != tc.body {
+				t.Errorf("%d %s: body changed to %s", tc.code, tc.contentType, data)
+			}
+			continue
+		}
+		var st metav1.Status
+		if err := json.Unmarshal(data, &st); err != nil || st.Reason != tc.wantReason || int(st.Code) != tc.code ||
+			!strings.Contains(st.Message, strings.TrimSpace(tc.body)) || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%d %q: %s (%v), want a %s Status carrying the text", tc.code, tc.body, data, err, tc.wantReason)
+		}
 	}
 }
