@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -35,8 +36,10 @@ func (a *Agent) syncEphemeralContainers(ctx context.Context, st *podState, pod *
 		}
 		target, ok := pidTarget(pod, ec, all)
 		if !ok {
-			// The target is not running (yet): the kubelet waits for it too.
-			st.waiting[spec.Name] = corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
+			// The target is not running (yet): as the kubelet, a config error, tried again
+			// at the next sync.
+			st.waiting[spec.Name] = corev1.ContainerStateWaiting{Reason: reasonCreateConfigError,
+				Message: fmt.Sprintf("unable to find target container %v", ec.TargetContainerName)}
 			continue
 		}
 		d, err := a.startContainer(ctx, st, pod, spec, sandbox, containerHash(spec), false, target)

@@ -68,7 +68,8 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 	}
 }
 
-// Without a running target the ephemeral container waits for it.
+// Without a running target the ephemeral container is not started: it waits with the
+// kubelet's CreateContainerConfigError, and starts once the target runs.
 func TestEphemeralContainerWaitsForItsTarget(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("web", corev1.RestartPolicyNever, "app")
@@ -80,7 +81,8 @@ func TestEphemeralContainerWaitsForItsTarget(t *testing.T) {
 	st := newPodState(pod, apiTime(h.clock.Now()))
 	h.rt.startErr = os.ErrPermission
 	_, _ = h.agent.syncPod(h.ctx, st, h.apiPod(pod)) // app fails to start
-	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(h.rt.named(string(pod.UID), "dbg")) != 0 {
+	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(h.rt.named(string(pod.UID), "dbg")) != 0 ||
+		cs[0].State.Waiting.Reason != "CreateContainerConfigError" || cs[0].State.Waiting.Message != "unable to find target container app" {
 		t.Errorf("debug container without its target: %+v", cs)
 	}
 }
