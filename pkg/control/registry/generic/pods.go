@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
@@ -63,14 +63,15 @@ func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name stri
 // kube-apiserver's BindingREST: the binding's UID and resourceVersion are preconditions on
 // the stored pod, the rest refusals of pods/binding).
 func assignPod(pods *registry.Resource, pod *corev1.Pod, b *corev1.Binding) error {
-	precondition := func(format string, args ...any) error {
-		return apierrors.NewConflict(pods.GroupResource(), pod.Name, fmt.Errorf("Precondition failed: "+format, args...))
+	var pre metav1.Preconditions
+	if b.UID != "" {
+		pre.UID = &b.UID
 	}
-	switch {
-	case b.UID != "" && b.UID != pod.UID:
-		return precondition("UID in precondition: %v, UID in object meta: %v", b.UID, pod.UID)
-	case b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion:
-		return precondition("ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", b.ResourceVersion, pod.ResourceVersion)
+	if b.ResourceVersion != "" {
+		pre.ResourceVersion = &b.ResourceVersion
+	}
+	if err := checkPreconditions(pods, pod, &pre); err != nil {
+		return err
 	}
 	refuse := func(format string, args ...any) error {
 		return apierrors.NewConflict(schema.GroupResource{Resource: "pods/binding"}, pod.Name, fmt.Errorf(format, args...))
