@@ -256,6 +256,12 @@ func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u a
 		apiserver.WriteError(w, err)
 		return
 	}
+	review.Status.UserInfo = userInfo(u)
+	apiserver.WriteObject(w, http.StatusCreated, &review, ssrKind)
+}
+
+// userInfo is u as authentication.k8s.io's reviews show a user.
+func userInfo(u apiserver.User) authnv1.UserInfo {
 	info := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
 	if len(u.Extra) > 0 {
 		info.Extra = map[string]authnv1.ExtraValue{}
@@ -263,6 +269,5 @@ func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u a
 			info.Extra[k] = v
 		}
 	}
-	review.Status.UserInfo = info
-	apiserver.WriteObject(w, http.StatusCreated, &review, ssrKind)
+	return info
 }

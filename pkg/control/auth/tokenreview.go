@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // TokenReviewer answers authentication.k8s.io/v1 TokenReviews (what metrics-server,
@@ -45,7 +46,7 @@ func (tr *TokenReviewer) review(ctx context.Context, spec authnv1.TokenReviewSpe
 		targets = tr.APIAudiences
 	}
 	var errs []error
-	if auds := intersect(tr.APIAudiences, targets); len(auds) > 0 {
+	if auds := authenticator.Audiences(tr.APIAudiences).Intersect(targets); len(auds) > 0 {
 		for _, authn := range tr.Agnostic {
 			u, ok, err := authn(ctx, spec.Token)
 			if err != nil {
@@ -84,25 +85,8 @@ func (tr *TokenReviewer) review(ctx context.Context, spec authnv1.TokenReviewSpe
 // authenticated is the status of a token that names u, with the group every
 // authenticated user is in, as the API's own authentication adds it.
 func authenticated(u apiserver.User, audiences []string) authnv1.TokenReviewStatus {
-	info := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	if !slices.Contains(info.Groups, "system:authenticated") {
-		info.Groups = append(slices.Clone(info.Groups), "system:authenticated")
+	if !slices.Contains(u.Groups, user.AllAuthenticated) {
+		u.Groups = append(slices.Clone(u.Groups), user.AllAuthenticated)
 	}
-	if len(u.Extra) > 0 {
-		info.Extra = map[string]authnv1.ExtraValue{}
-		for k, v := range u.Extra {
-			info.Extra[k] = v
-		}
-	}
-	return authnv1.TokenReviewStatus{Authenticated: true, User: info, Audiences: audiences}
-}
-
-func intersect(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			out = append(out, x)
-		}
-	}
-	return out
+	return authnv1.TokenReviewStatus{Authenticated: true, User: userInfo(u), Audiences: audiences}
 }
