@@ -216,6 +216,13 @@ func TestNodeAPI(t *testing.T) {
 		t.Errorf("kubectl logs --previous after a crash: %v\nprevious %q, current %q", err, prev, cur)
 	}
 
+	// A container that never restarted has no previous run: the node's answer reaches
+	// kubectl as a Status with its text.
+	if out, err := cluster.Kubectl(ctx, l, "logs", "web", "-c", "talker", "--previous"); err == nil ||
+		!strings.Contains(out, `previous terminated container "talker" in pod "web" not found`) {
+		t.Errorf("kubectl logs --previous of a container that never restarted: %v %q", err, out)
+	}
+
 	// A follow ends cleanly when its pod is deleted.
 	follow := cluster.KubectlCommand(ctx, l, "logs", "-f", "web", "-c", "talker")
 	var followOut strings.Builder

@@ -1,9 +1,7 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -164,51 +161,44 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 		Transport:     s.nodeTransport,
 		FlushInterval: -1, // follows and streams go through at once
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", nodeName, target.Host, err)))
+			var fromNode apierrors.APIStatus
+			if !errors.As(err, &fromNode) {
+				err = apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", nodeName, target.Host, err))
+			}
+			writeError(w, err)
 		},
-		ModifyResponse: nodeErrorAsStatus,
+		ModifyResponse: nodeError,
 	}
 	proxy.ServeHTTP(w, r)
 }
 
-// nodeErrorAsStatus turns the node API's plain-text error into a Status with its text as
-// the message, as kube-apiserver's response checker does with the kubelet's (kubectl then
-// prints "previous terminated container ... not found", not "the server rejected our
-// request for an unknown reason"). Upgrades (exec, attach, port-forward) pass as they are.
-func nodeErrorAsStatus(resp *http.Response) error {
+// nodeError is the node API's plain-text error as a Status error with its text as the
+// message, as kube-apiserver's response checker makes of the kubelet's (kubectl then prints
+// "previous terminated container ... not found", not "the server rejected our request for
+// an unknown reason"); the proxy's ErrorHandler writes it. Upgrades (exec, attach,
+// port-forward) pass as they are.
+func nodeError(resp *http.Response) error {
 	if resp.StatusCode < http.StatusBadRequest || resp.StatusCode == http.StatusSwitchingProtocols ||
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
 	if err != nil {
 		return err
 	}
 	text := strings.TrimSpace(string(body))
-	var status *apierrors.StatusError
 	switch resp.StatusCode {
 	case http.StatusBadRequest:
-		status = apierrors.NewBadRequest(text)
+		return apierrors.NewBadRequest(text)
 	case http.StatusInternalServerError:
-		status = apierrors.NewInternalError(errors.New(text))
-	default: // the reason the code implies, and the node's words rather than a generic text
-		status = apierrors.NewGenericServerResponse(resp.StatusCode, "", schema.GroupResource{Resource: "pods"}, "", text, 0, false)
-		if text != "" {
-			status.ErrStatus.Message, status.ErrStatus.Details = text, nil
-		}
+		return apierrors.NewInternalError(errors.New(text))
 	}
-	st := status.Status()
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	data, err := json.Marshal(st)
-	if err != nil {
-		return err
+	// The reason the code implies, and the node's words rather than a generic text.
+	status := apierrors.NewGenericServerResponse(resp.StatusCode, "", schema.GroupResource{Resource: "pods"}, "", text, 0, false)
+	if text != "" {
+		status.ErrStatus.Message, status.ErrStatus.Details = text, nil
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	resp.ContentLength = int64(len(data))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
-	resp.Header.Set("Content-Type", "application/json")
-	return nil
+	return status
 }
 
 func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func TestConnectWithoutNodeEndpoint(t *testing.T) {
 
 // The node API's plain-text errors reach the client as a Status with their text, as
 // kube-apiserver hands on the kubelet's.
-func TestNodeErrorAsStatus(t *testing.T) {
+func TestNodeErrorIsAStatus(t *testing.T) {
 	for _, tc := range []struct {
 		code        int
 		contentType string
@@ -80,19 +81,21 @@ func TestNodeErrorAsStatus(t *testing.T) {
 		{http.StatusBadRequest, "application/json", `{"kind":"Status"}`, ""},
 	} {
 		resp := &http.Response{StatusCode: tc.code, Header: http.Header{"Content-Type": {tc.contentType}}, Body: io.NopCloser(strings.NewReader(tc.body))}
-		if err := nodeErrorAsStatus(resp); err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(resp.Body)
+		nodeErr := nodeError(resp)
 		if tc.wantReason == "" {
-			if string(data) != tc.body {
-				t.Errorf("%d %s: body changed to %s", tc.code, tc.contentType, data)
+			data, _ := io.ReadAll(resp.Body)
+			if nodeErr != nil || string(data) != tc.body {
+				t.Errorf("%d %s: %v, body %s; want it passed on as it is", tc.code, tc.contentType, nodeErr, data)
 			}
 			continue
 		}
+		// What the client gets: the proxy's ErrorHandler writes the error.
+		w := httptest.NewRecorder()
+		writeError(w, nodeErr)
+		data := w.Body.Bytes()
 		var st metav1.Status
-		if err := json.Unmarshal(data, &st); err != nil || st.Reason != tc.wantReason || int(st.Code) != tc.code ||
-			!strings.Contains(st.Message, strings.TrimSpace(tc.body)) || resp.Header.Get("Content-Type") != "application/json" {
+		if err := json.Unmarshal(data, &st); err != nil || st.Reason != tc.wantReason || int(st.Code) != tc.code || w.Code != tc.code ||
+			!strings.Contains(st.Message, strings.TrimSpace(tc.body)) || w.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("%d %q: %s (%v), want a %s Status carrying the text", tc.code, tc.body, data, err, tc.wantReason)
 		}
 	}
