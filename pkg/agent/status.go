@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -77,7 +79,7 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 		// The pod as given may predate our last write (the informer lags):
 		// start the conditions we own from what we wrote, for their times.
 		for _, c := range st.lastStatus.Conditions {
-			if ownedConditions[c.Type] {
+			if ownedConditions.Has(c.Type) {
 				setPodCondition(&s, c, c.LastTransitionTime)
 			}
 		}
@@ -93,20 +95,14 @@ var kubeletConditions = []corev1.PodConditionType{
 }
 
 // ownedConditions are kubeletConditions as a set.
-var ownedConditions = func() map[corev1.PodConditionType]bool {
-	m := map[corev1.PodConditionType]bool{}
-	for _, t := range kubeletConditions {
-		m[t] = true
-	}
-	return m
-}()
+var ownedConditions = sets.New(kubeletConditions...)
 
 // inKubeletOrder puts the conditions others own first, as they are, then ours in
 // kubeletConditions' order: the order of the kubelet's status merge.
 func inKubeletOrder(conds []corev1.PodCondition) []corev1.PodCondition {
 	out := make([]corev1.PodCondition, 0, len(conds))
 	for _, c := range conds {
-		if !ownedConditions[c.Type] {
+		if !ownedConditions.Has(c.Type) {
 			out = append(out, c)
 		}
 	}

@@ -64,12 +64,12 @@ func withTheirConditions(ours, current corev1.PodStatus) corev1.PodStatus {
 	out := ours
 	out.Conditions = nil
 	for _, c := range current.Conditions {
-		if !ownedConditions[c.Type] {
+		if !ownedConditions.Has(c.Type) {
 			out.Conditions = append(out.Conditions, c)
 		}
 	}
 	for _, c := range ours.Conditions {
-		if ownedConditions[c.Type] {
+		if ownedConditions.Has(c.Type) {
 			out.Conditions = append(out.Conditions, c)
 		}
 	}
