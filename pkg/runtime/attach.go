@@ -115,7 +115,7 @@ func (r *Runtime) Attach(ctx context.Context, id string, opts AttachOptions) err
 	r.logs.mu.Lock()
 	c := r.logs.copied[id]
 	r.logs.mu.Unlock()
-	if c == nil {
+	if c == nil || isClosed(c.streams.exited) { // its copier may not have let go of it yet
 		return fmt.Errorf("attach to container %s: it is not running", id)
 	}
 	s := c.streams
@@ -170,4 +170,13 @@ func (r *Runtime) task(ctx context.Context, id string) (containerd.Task, error) 
 		return nil, err
 	}
 	return c.Task(ctx, nil)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
