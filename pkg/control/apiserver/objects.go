@@ -6,6 +6,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -59,6 +60,8 @@ type derived struct {
 // does). Values read from the engine itself are fresh bytes, derived for their reader only.
 type encodings struct {
 	m sync.Map // encodingKey -> *derived
+	// protobufWatches counts each resource's open watches of whole objects in protobuf.
+	protobufWatches sync.Map // *registry.Resource -> *atomic.Int32
 }
 
 type encodingKey struct {
@@ -87,6 +90,30 @@ func (e *encodings) object(res *registry.Resource, value []byte, rev int64) *sto
 	}
 	o.derived = d.(*derived)
 	return o
+}
+
+// watching counts a protobuf watch of res until the returned func is called.
+func (e *encodings) watching(res *registry.Resource) (done func()) {
+	n, _ := e.protobufWatches.LoadOrStore(res, new(atomic.Int32))
+	n.(*atomic.Int32).Add(1)
+	return func() { n.(*atomic.Int32).Add(-1) }
+}
+
+// written is told of each object the server's writes store (generic.Config.Stored). While
+// a protobuf watch of its resource is open, the write's event will go out as protobuf:
+// encoding the object the writer holds costs a fraction of decoding the stored JSON to
+// encode it, which was most of a watch event's cost. The object is not kept. It is what
+// the stored JSON decodes to, but for what JSON cannot hold and protobuf can: a MicroTime's
+// nanoseconds (a watch then carries them as kube-apiserver's protobuf storage does).
+func (e *encodings) written(res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
+	if res.Conversion != nil || len(value) == 0 { // the object is not the stored version's
+		return
+	}
+	if n, ok := e.protobufWatches.Load(res); !ok || n.(*atomic.Int32).Load() == 0 {
+		return
+	}
+	o := e.object(res, value, rev)
+	o.protobufOnce.Do(func() { o.protobuf, o.protobufErr = encodeProtobuf(obj) })
 }
 
 // Object is the decoded object, with its resourceVersion.

@@ -2,12 +2,19 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -68,4 +75,71 @@ func entries(e *encodings) int {
 	n := 0
 	e.m.Range(func(any, any) bool { n++; return true })
 	return n
+}
+
+// While a protobuf watch of a resource is open, each write derives the protobuf its watch
+// event carries from the object it wrote, and that protobuf is the one decoding the stored
+// JSON gives: a create, an update, a status update, a binding, an Event with an eventTime.
+// Without such a watch nothing is derived at write time.
+func TestWritesDeriveTheProtobufOfTheirWatchEvent(t *testing.T) {
+	s, st := newCachedServer(t)
+	h := s.Handler()
+	pods, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("pods"))
+	events, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("events"))
+	stopWatching := s.encodings.watching(pods)
+	defer stopWatching()
+	s.encodings.watching(events)()
+
+	check := func(what string, res *registry.Resource, name string, derived bool) {
+		t.Helper()
+		// A List waits for the cache to hold the write: the bytes its watch event carries.
+		kvs, _, err := st.List(context.Background(), generic.Key(res, "default", name))
+		if err != nil || len(kvs) != 1 {
+			t.Fatalf("%s: %v %v", what, kvs, err)
+		}
+		kv := kvs[0]
+		o := s.encodings.object(res, kv.Value, kv.Revision)
+		if got := o.protobuf != nil; got != derived {
+			t.Fatalf("%s: protobuf derived at write time: %v, want %v", what, got, derived)
+		}
+		obj, err := generic.Decode(res, kv.Value, kv.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := encodeProtobuf(obj)
+		if got, err := o.Protobuf(); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: the protobuf of the written object is not that of the stored one (%v)", what, err)
+		}
+	}
+	pod := ownedPod("a")
+	pod.Annotations = map[string]string{"note": "ünïcode"}
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.5"), corev1.ResourceMemory: resource.MustParse("1.5Gi")}
+	mustCode(t, do(t, h, "POST", "/api/v1/namespaces/default/pods", pod), http.StatusCreated)
+	check("create", pods, "a", true)
+
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), pod)
+	pod.Labels["tier"] = "front"
+	mustCode(t, do(t, h, "PUT", "/api/v1/namespaces/default/pods/a", pod), http.StatusOK)
+	check("update", pods, "a", true)
+
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+	mustCode(t, do(t, h, "POST", "/api/v1/namespaces/default/pods/a/binding", binding), http.StatusCreated)
+	check("binding", pods, "a", true)
+
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), pod)
+	pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
+	mustCode(t, do(t, h, "PUT", "/api/v1/namespaces/default/pods/a/status", pod), http.StatusOK)
+	check("status update", pods, "a", true)
+
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "a.1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"},
+		Reason: "Tested", Message: "m", Type: corev1.EventTypeNormal, EventTime: metav1.NowMicro(), Action: "Test", ReportingController: "test", ReportingInstance: "test-1"}
+	mustCode(t, do(t, h, "POST", "/api/v1/namespaces/default/events", event), http.StatusCreated)
+	check("an Event, no protobuf watch of events", events, "a.1", false)
+}
+
+func mustCode(t *testing.T, w *httptest.ResponseRecorder, code int) {
+	t.Helper()
+	if w.Code != code {
+		t.Fatalf("%d %s, want %d", w.Code, w.Body, code)
+	}
 }

@@ -92,7 +92,7 @@ func New(cfg Config) *Server {
 	admission := cfg.Admission
 	admission.Mutating = append([]generic.MutatingAdmission{generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)}, admission.Mutating...)
 	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
-		Admission: admission, Fields: s.fields, Log: cfg.Log})
+		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds = protobufResources(cfg.Registry)
 	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))

@@ -230,6 +230,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 	}
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
+	if rep.protobuf && rep.as == "" {
+		defer s.encodings.watching(res)()
+	}
 
 	for _, kv := range initial {
 		obj := s.encodings.object(res, kv.Value, kv.Revision)

@@ -218,12 +218,12 @@ func (s *Bolt) List(ctx context.Context, prefix string) ([]KV, int64, error) {
 }
 
 func (s *Bolt) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	res := s.write(ctx, &writeRequest{op: opCreate, key: key, value: bytes.Clone(value)})
+	res := s.write(ctx, &writeRequest{op: opCreate, key: key, value: value})
 	return res.rev, res.err
 }
 
 func (s *Bolt) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	res := s.write(ctx, &writeRequest{op: opUpdate, key: key, value: bytes.Clone(value), expected: expectedRevision})
+	res := s.write(ctx, &writeRequest{op: opUpdate, key: key, value: value, expected: expectedRevision})
 	return res.rev, res.err
 }
 

@@ -61,7 +61,8 @@ type Interface interface {
 	Get(ctx context.Context, key string) (KV, error)
 	// List returns all keys with the prefix, sorted by key, and the store revision they were read at.
 	List(ctx context.Context, prefix string) ([]KV, int64, error)
-	// Create stores a new key and returns its revision.
+	// Create stores a new key and returns its revision. Create and Update may keep value as
+	// the bytes their readers and watchers get (no copy): the caller must not change it after.
 	Create(ctx context.Context, key string, value []byte) (int64, error)
 	// Update replaces the value iff the key's current Revision == expectedRevision.
 	Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error)

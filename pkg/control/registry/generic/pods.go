@@ -50,9 +50,13 @@ func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name stri
 		if err != nil || dry {
 			return err
 		}
-		_, err = s.store.Update(ctx, key, data, kv.Revision)
+		rev, err := s.store.Update(ctx, key, data, kv.Revision)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			continue // a concurrent write: check again on what is stored now
+		}
+		if err == nil {
+			SetResourceVersion(pod, rev)
+			s.wrote(pods, data, rev, pod)
 		}
 		return err
 	}

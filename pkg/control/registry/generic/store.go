@@ -46,6 +46,11 @@ type Config struct {
 	Admission Admission
 	// Fields records managed fields; nil records none.
 	Fields FieldTracker
+	// Stored, when set, is told of each object a create, update or binding stored: the
+	// bytes the store now holds for it and the object they encode, its resourceVersion
+	// set, so readers can take from the object what they would decode the bytes for. It
+	// must neither change nor keep obj.
+	Stored func(res *registry.Resource, value []byte, rev int64, obj runtime.Object)
 	Log    *slog.Logger
 }
 
@@ -56,6 +61,7 @@ type Store struct {
 	ranges    allocator.Ranges
 	admission Admission
 	fields    FieldTracker
+	stored    func(res *registry.Resource, value []byte, rev int64, obj runtime.Object)
 	log       *slog.Logger
 }
 
@@ -64,7 +70,7 @@ func New(cfg Config) *Store {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Store{store: cfg.Store, reg: cfg.Registry, ranges: cfg.Ranges, admission: cfg.Admission, fields: cfg.Fields, log: cfg.Log}
+	return &Store{store: cfg.Store, reg: cfg.Registry, ranges: cfg.Ranges, admission: cfg.Admission, fields: cfg.Fields, stored: cfg.Stored, log: cfg.Log}
 }
 
 // CreateOptions tune a Create.
@@ -161,7 +167,15 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 		return nil, err
 	}
 	SetResourceVersion(obj, rev)
+	s.wrote(res, data, rev, obj)
 	return obj, nil
+}
+
+// wrote tells Config.Stored of an object stored as value at rev.
+func (s *Store) wrote(res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
+	if s.stored != nil {
+		s.stored(res, value, rev, obj)
+	}
 }
 
 func validateCreate(res *registry.Resource, obj runtime.Object) error {
@@ -243,8 +257,10 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 			_, _, err = s.store.Delete(ctx, key, kv.Revision)
 		} else {
 			var rev int64
-			rev, err = s.store.Update(ctx, key, data, kv.Revision)
-			SetResourceVersion(obj, rev)
+			if rev, err = s.store.Update(ctx, key, data, kv.Revision); err == nil {
+				SetResourceVersion(obj, rev)
+				s.wrote(res, data, rev, obj)
+			}
 		}
 		if err != nil {
 			undo()
