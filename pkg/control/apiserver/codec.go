@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -173,11 +172,27 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client going away mid-body is not ours to report
 }
 
-// encodeProtobuf is obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind.
+// encodeProtobuf is obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind. The
+// serializer encodes a typed object into one buffer of its size, from an allocator made for
+// this call only: that buffer is kept as written (memos hold it) rather than copied into a
+// bytes.Buffer that grows past it.
 func encodeProtobuf(obj runtime.Object) ([]byte, error) {
-	var buf bytes.Buffer
-	err := protobufSerializer.Encode(obj, &buf)
-	return buf.Bytes(), err
+	var out keptWrites
+	err := protobufSerializer.EncodeWithAllocator(obj, &out, &runtime.SimpleAllocator{})
+	return out.b, err
+}
+
+// keptWrites keeps what is written to it: the first write's bytes themselves, later ones
+// appended to a copy. Only for writers that never reuse a buffer they wrote (encodeProtobuf).
+type keptWrites struct{ b []byte }
+
+func (w *keptWrites) Write(p []byte) (int, error) {
+	if w.b == nil {
+		w.b = p[:len(p):len(p)] // an append copies rather than writing past p
+	} else {
+		w.b = append(w.b, p...)
+	}
+	return len(p), nil
 }
 
 // writeProtobuf writes obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind.
