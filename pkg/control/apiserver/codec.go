@@ -203,6 +203,13 @@ func writeProtobuf(w http.ResponseWriter, code int, obj runtime.Object) {
 	_ = protobufSerializer.Encode(obj, w) // the client going away mid-body is not ours to report
 }
 
+// writeProtobufBytes writes an object's encodeProtobuf as writeProtobuf would write it.
+func writeProtobufBytes(w http.ResponseWriter, code int, raw []byte) {
+	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+	w.WriteHeader(code)
+	_, _ = w.Write(raw) // the client going away mid-body is not ours to report
+}
+
 // writeError writes err as a metav1.Status, the body every Kubernetes client understands.
 func writeError(w http.ResponseWriter, err error) {
 	var status apierrors.APIStatus

@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
 	goruntime "runtime"
 	"strconv"
 	"sync"
@@ -102,18 +104,50 @@ func (e *encodings) watching(res *registry.Resource) (done func()) {
 // written is told of each object the server's writes store (generic.Config.Stored). While
 // a protobuf watch of its resource is open, the write's event will go out as protobuf:
 // encoding the object the writer holds costs a fraction of decoding the stored JSON to
-// encode it, which was most of a watch event's cost. The object is not kept. It is what
-// the stored JSON decodes to, but for what JSON cannot hold and protobuf can: a MicroTime's
+// encode it, which was most of a watch event's cost, and a protobuf response to the write
+// sends the same bytes (see sharedWrite). The object is not kept. It is what the stored
+// JSON decodes to, but for what JSON cannot hold and protobuf can: a MicroTime's
 // nanoseconds (a watch then carries them as kube-apiserver's protobuf storage does).
-func (e *encodings) written(res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
-	if res.Conversion != nil || len(value) == 0 { // the object is not the stored version's
-		return
-	}
-	if n, ok := e.protobufWatches.Load(res); !ok || n.(*atomic.Int32).Load() == 0 {
+func (e *encodings) written(ctx context.Context, res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
+	if res.Conversion != nil || len(value) == 0 || !e.protobufWatched(res) { // the object is not the stored version's
 		return
 	}
 	o := e.object(res, value, rev)
 	o.protobufOnce.Do(func() { o.protobuf, o.protobufErr = encodeProtobuf(obj) })
+	if share, ok := ctx.Value(sharedWriteKey{}).(*sharedWrite); ok {
+		share.stored = o
+	}
+}
+
+func (e *encodings) protobufWatched(res *registry.Resource) bool {
+	n, ok := e.protobufWatches.Load(res)
+	return ok && n.(*atomic.Int32).Load() > 0
+}
+
+// sharedWrite carries out of a write the stored version it wrote, for a protobuf response
+// to send the encoding that version's watch event shares.
+type sharedWrite struct{ stored *storedObject }
+
+type sharedWriteKey struct{}
+
+// withSharedWrite readies r to take its write's stored version, when its protobuf response
+// could share it.
+func (e *encodings) withSharedWrite(r *http.Request, res *registry.Resource, rep representation) *http.Request {
+	if !rep.protobuf || rep.as != "" || !e.protobufWatched(res) {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), sharedWriteKey{}, new(sharedWrite)))
+}
+
+// sharedProtobuf is the shared protobuf of obj, when it is the version r wrote.
+func sharedProtobuf(r *http.Request, res *registry.Resource, obj runtime.Object) ([]byte, bool) {
+	share, ok := r.Context().Value(sharedWriteKey{}).(*sharedWrite)
+	if !ok || share.stored == nil || share.stored.res != res ||
+		mustMeta(obj).GetResourceVersion() != strconv.FormatInt(share.stored.rev, 10) {
+		return nil, false
+	}
+	raw, err := share.stored.Protobuf()
+	return raw, err == nil
 }
 
 // Object is the decoded object, with its resourceVersion.

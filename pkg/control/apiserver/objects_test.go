@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -130,6 +131,38 @@ func TestWritesDeriveTheProtobufOfTheirWatchEvent(t *testing.T) {
 	pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
 	mustCode(t, do(t, h, "PUT", "/api/v1/namespaces/default/pods/a/status", pod), http.StatusOK)
 	check("status update", pods, "a", true)
+
+	// A protobuf response to a write sends the encoding the write's watch event shares.
+	req := s.encodings.withSharedWrite(httptest.NewRequest("POST", "/", nil), pods, representation{protobuf: true})
+	b := ownedPod("b")
+	b.Namespace = "default"
+	created, err := s.objects.Create(req.Context(), pods, b, generic.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("create of b", pods, "b", true)
+	want, _ := encodeProtobuf(created)
+	if raw, ok := sharedProtobuf(req, pods, created); !ok || !bytes.Equal(raw, want) {
+		t.Fatalf("the write's response does not share its stored protobuf (%v)", ok)
+	}
+	if _, ok := sharedProtobuf(req, events, created); ok {
+		t.Fatal("another resource's response shared the write's protobuf")
+	}
+	older := created.DeepCopyObject()
+	generic.SetResourceVersion(older, 1)
+	if _, ok := sharedProtobuf(req, pods, older); ok {
+		t.Fatal("another version's response shared the write's protobuf")
+	}
+	var viaHTTP corev1.Pod
+	resp := do(t, withAccept(clientGoAccept, h), "POST", "/api/v1/namespaces/default/pods", ownedPod("c"))
+	if err := decodeProtobuf(resp.Body.Bytes(), &viaHTTP, corev1.SchemeGroupVersion.WithKind("Pod")); err != nil || resp.Code != http.StatusCreated {
+		t.Fatalf("protobuf create: %d %v", resp.Code, err)
+	}
+	var asJSON corev1.Pod
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/c", nil).Body.Bytes(), &asJSON)
+	if !equality.Semantic.DeepEqual(&viaHTTP, &asJSON) {
+		t.Fatalf("the protobuf response to a create is not the stored pod:\n got %+v\nwant %+v", &viaHTTP, &asJSON)
+	}
 
 	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "a.1"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"},
 		Reason: "Tested", Message: "m", Type: corev1.EventTypeNormal, EventTime: metav1.NowMicro(), Action: "Test", ReportingController: "test", ReportingInstance: "test-1"}

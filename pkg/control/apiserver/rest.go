@@ -62,6 +62,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	case "scale":
 		return s.serveScale(w, r, res, info)
 	}
+	if info.Verb != "get" && info.Verb != "list" && info.Verb != "watch" {
+		r = s.encodings.withSharedWrite(r, res, rep)
+	}
 	switch info.Verb {
 	case "get":
 		return s.serveGet(w, r, res, info, rep)
@@ -104,7 +107,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 		writeJSON(w, code, partialMetadata(obj, rep))
 	default:
 		if rep.protobuf {
-			writeProtobuf(w, code, obj)
+			if raw, ok := sharedProtobuf(r, res, obj); ok {
+				writeProtobufBytes(w, code, raw)
+			} else {
+				writeProtobuf(w, code, obj)
+			}
 			return nil
 		}
 		writeJSON(w, code, obj)

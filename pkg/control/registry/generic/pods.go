@@ -56,7 +56,7 @@ func (s *Store) Bind(ctx context.Context, pods *registry.Resource, ns, name stri
 		}
 		if err == nil {
 			SetResourceVersion(pod, rev)
-			s.wrote(pods, data, rev, pod)
+			s.wrote(ctx, pods, data, rev, pod)
 		}
 		return err
 	}

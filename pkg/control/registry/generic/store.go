@@ -46,11 +46,11 @@ type Config struct {
 	Admission Admission
 	// Fields records managed fields; nil records none.
 	Fields FieldTracker
-	// Stored, when set, is told of each object a create, update or binding stored: the
-	// bytes the store now holds for it and the object they encode, its resourceVersion
-	// set, so readers can take from the object what they would decode the bytes for. It
-	// must neither change nor keep obj.
-	Stored func(res *registry.Resource, value []byte, rev int64, obj runtime.Object)
+	// Stored, when set, is told of each object a create, update or binding stored (with
+	// the writing request's context): the bytes the store now holds for it and the object
+	// they encode, its resourceVersion set, so readers can take from the object what they
+	// would decode the bytes for. It must neither change nor keep obj.
+	Stored func(ctx context.Context, res *registry.Resource, value []byte, rev int64, obj runtime.Object)
 	Log    *slog.Logger
 }
 
@@ -61,7 +61,7 @@ type Store struct {
 	ranges    allocator.Ranges
 	admission Admission
 	fields    FieldTracker
-	stored    func(res *registry.Resource, value []byte, rev int64, obj runtime.Object)
+	stored    func(ctx context.Context, res *registry.Resource, value []byte, rev int64, obj runtime.Object)
 	log       *slog.Logger
 }
 
@@ -167,14 +167,14 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 		return nil, err
 	}
 	SetResourceVersion(obj, rev)
-	s.wrote(res, data, rev, obj)
+	s.wrote(ctx, res, data, rev, obj)
 	return obj, nil
 }
 
 // wrote tells Config.Stored of an object stored as value at rev.
-func (s *Store) wrote(res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
+func (s *Store) wrote(ctx context.Context, res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
 	if s.stored != nil {
-		s.stored(res, value, rev, obj)
+		s.stored(ctx, res, value, rev, obj)
 	}
 }
 
@@ -259,7 +259,7 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 			var rev int64
 			if rev, err = s.store.Update(ctx, key, data, kv.Revision); err == nil {
 				SetResourceVersion(obj, rev)
-				s.wrote(res, data, rev, obj)
+				s.wrote(ctx, res, data, rev, obj)
 			}
 		}
 		if err != nil {
