@@ -36,7 +36,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			limits,
 			accounts,
 			noderestriction.New(privileged),
-			priority.New(st, reg),
+			priority.New(inf, st, reg),
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
 			storageprotection.Plugin{},

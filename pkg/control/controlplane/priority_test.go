@@ -6,7 +6,8 @@ import (
 )
 
 // TestPriorityAdmission: a pod's priorityClassName becomes spec.priority and
-// preemptionPolicy at create, a pod naming no class gets the globalDefault one, a missing
+// preemptionPolicy at create (even a class created a moment before), a pod naming no class
+// gets the globalDefault one, a missing
 // class and a contradicting spec.priority are refused with Kubernetes' messages.
 func TestPriorityAdmission(t *testing.T) {
 	c := startCluster(t)
@@ -30,6 +31,12 @@ globalDefault: true
 	if out := c.mustKubectl(t, "", "get", "pod", "important", "-o", "jsonpath={.spec.priority}/{.spec.preemptionPolicy}"); out != "1000/Never" {
 		t.Errorf("pod with priorityClassName high: priority/policy %q, want 1000/Never", out)
 	}
+	// The globalDefault class is the shared informer's, as kube-apiserver's plugin reads its
+	// lister: a pod created within moments of the class may miss it.
+	waitFor(t, "the globalDefault class in the priority plugin's informer", func() bool {
+		out, _ := c.kubectl(t, pod("probe", ""), "create", "--dry-run=server", "-o", "jsonpath={.spec.priority}", "-f", "-")
+		return out == "7"
+	})
 	c.mustKubectl(t, pod("plain", ""), "apply", "-f", "-")
 	if out := c.mustKubectl(t, "", "get", "pod", "plain", "-o", "jsonpath={.spec.priorityClassName}/{.spec.priority}"); out != "fallback/7" {
 		t.Errorf("pod without a class: %q, want the globalDefault fallback/7", out)

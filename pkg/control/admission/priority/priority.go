@@ -7,37 +7,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
+	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 )
 
-// Plugin reads PriorityClasses straight from the store, as the other admission plugins of
-// the generic store do. It keeps each class decoded at its last revision: a pod create
-// without a class reads them all (for the globalDefault), and decoding them every time
-// would put that work on every create.
+// Plugin reads PriorityClasses from the shared informer, as kube-apiserver's plugin reads its
+// lister: a pod create costs no read of the store (with etcd, a round trip to learn its
+// revision). A named class the informer has not seen yet (created a moment before) is read
+// from the store before the pod is refused; the globalDefault class, as in Kubernetes, is
+// the informer's. Before the informers start (the server's own bootstrap writes) the store
+// answers both.
 type Plugin struct {
-	store   store.Interface
-	classes *registry.Resource
-
-	mu      sync.Mutex
-	decoded map[string]decodedClass // by store key
+	informers *admission.Informers
+	lister    schedulinglisters.PriorityClassLister
+	synced    func() bool
+	store     store.Interface
+	classes   *registry.Resource
 }
 
-type decodedClass struct {
-	rev   int64
-	class *schedulingv1.PriorityClass
-}
-
-// New is the plugin reading PriorityClasses from st.
-func New(st store.Interface, reg *registry.Registry) *Plugin {
+// New is the plugin, registering its informer in inf; st answers what the informer lacks.
+func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *Plugin {
 	classes, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
-	return &Plugin{store: st, classes: classes, decoded: map[string]decodedClass{}}
+	pc := inf.Factory.Scheduling().V1().PriorityClasses()
+	return &Plugin{informers: inf, lister: pc.Lister(), synced: pc.Informer().HasSynced, store: st, classes: classes}
 }
 
 // Admit resolves the priority of a pod being created.
@@ -49,7 +49,7 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 	if !ok || p.classes == nil {
 		return nil
 	}
-	class, err := p.resolve(ctx, pod.Spec.PriorityClassName)
+	class, err := p.resolve(ctx, a, pod.Spec.PriorityClassName)
 	if err != nil {
 		return err
 	}
@@ -77,28 +77,29 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 
 // resolve finds the named class, or with no name the globalDefault class (the one with the
 // lowest value if several claim it, as Kubernetes picks); nil when there is none.
-func (p *Plugin) resolve(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
-	if name != "" {
-		kv, err := p.store.Get(ctx, generic.Key(p.classes, "", name))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, apierrors.NewForbidden(corev1.Resource("pods"), "",
-				fmt.Errorf("no PriorityClass with name %s was found", name))
-		}
-		if err != nil {
-			return nil, err
-		}
-		return p.decode(kv)
-	}
-	kvs, _, err := p.store.List(ctx, generic.ListPrefix(p.classes, ""))
+func (p *Plugin) resolve(ctx context.Context, a *generic.Attributes, name string) (*schedulingv1.PriorityClass, error) {
+	cached, err := p.informers.Wait(ctx, a, p.synced)
 	if err != nil {
 		return nil, err
 	}
-	var def *schedulingv1.PriorityClass
-	for _, kv := range kvs {
-		pc, err := p.decode(kv)
-		if err != nil {
+	if name != "" {
+		if cached {
+			if pc, err := p.lister.Get(name); err == nil {
+				return pc, nil
+			}
+		}
+		return p.stored(ctx, name)
+	}
+	var all []*schedulingv1.PriorityClass
+	if cached {
+		if all, err = p.lister.List(labels.Everything()); err != nil {
 			return nil, err
 		}
+	} else if all, err = p.storedAll(ctx); err != nil {
+		return nil, err
+	}
+	var def *schedulingv1.PriorityClass
+	for _, pc := range all {
 		if pc.GlobalDefault && (def == nil || pc.Value < def.Value) {
 			def = pc
 		}
@@ -106,22 +107,36 @@ func (p *Plugin) resolve(ctx context.Context, name string) (*schedulingv1.Priori
 	return def, nil
 }
 
-// decode returns the class stored in kv, decoding it only when its revision is new. The
-// classes handed out are shared: callers only read them.
-func (p *Plugin) decode(kv store.KV) (*schedulingv1.PriorityClass, error) {
-	p.mu.Lock()
-	d, ok := p.decoded[kv.Key]
-	p.mu.Unlock()
-	if ok && d.rev == kv.Revision {
-		return d.class, nil
+// stored reads the named class from the store.
+func (p *Plugin) stored(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+	kv, err := p.store.Get(ctx, generic.Key(p.classes, "", name))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierrors.NewForbidden(corev1.Resource("pods"), "",
+			fmt.Errorf("no PriorityClass with name %s was found", name))
+	}
+	if err != nil {
+		return nil, err
 	}
 	obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
 	if err != nil {
 		return nil, err
 	}
-	pc := obj.(*schedulingv1.PriorityClass)
-	p.mu.Lock()
-	p.decoded[kv.Key] = decodedClass{rev: kv.Revision, class: pc}
-	p.mu.Unlock()
-	return pc, nil
+	return obj.(*schedulingv1.PriorityClass), nil
+}
+
+// storedAll reads every class from the store.
+func (p *Plugin) storedAll(ctx context.Context) ([]*schedulingv1.PriorityClass, error) {
+	kvs, _, err := p.store.List(ctx, generic.ListPrefix(p.classes, ""))
+	if err != nil {
+		return nil, err
+	}
+	all := make([]*schedulingv1.PriorityClass, 0, len(kvs))
+	for _, kv := range kvs {
+		obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, obj.(*schedulingv1.PriorityClass))
+	}
+	return all, nil
 }

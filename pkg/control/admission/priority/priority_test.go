@@ -1,0 +1,79 @@
+package priority
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func class(name string, value int32, def bool) *schedulingv1.PriorityClass {
+	return &schedulingv1.PriorityClass{TypeMeta: metav1.TypeMeta{Kind: "PriorityClass", APIVersion: "scheduling.k8s.io/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, GlobalDefault: def}
+}
+
+// storeWith is a bolt store holding classes, as the API server stores them.
+func storeWith(t *testing.T, reg *registry.Registry, classes ...*schedulingv1.PriorityClass) store.Interface {
+	t.Helper()
+	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	res, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
+	for _, pc := range classes {
+		data, _ := json.Marshal(pc)
+		if _, err := st.Create(context.Background(), generic.Key(res, "", pc.Name), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// The informer answers what it holds; a named class only the store holds yet (created a
+// moment ago) is found there; a missing one is refused with Kubernetes' message; before the
+// informers start the store answers, globalDefault included.
+func TestResolve(t *testing.T) {
+	reg, err := registry.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, fallback, late := class("high", 1000, false), class("fallback", 7, true), class("late", 50, false)
+	admit := func(p *Plugin, name string) (*corev1.Pod, error) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{PriorityClassName: name}}
+		err := p.Admit(context.Background(), admissiontest.Attrs(t, generic.Create, corev1.SchemeGroupVersion.WithResource("pods"), "", pod, nil))
+		return pod, err
+	}
+	var p *Plugin
+	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf, storeWith(t, reg, high, fallback, late), reg) }, high, fallback)
+	for _, c := range []struct {
+		name, want string
+		value      int32
+	}{{"high", "high", 1000}, {"", "fallback", 7}, {"late", "late", 50}} {
+		pod, err := admit(p, c.name)
+		if err != nil || pod.Spec.PriorityClassName != c.want || *pod.Spec.Priority != c.value {
+			t.Errorf("class %q: %v %q/%v, want %q/%d", c.name, err, pod.Spec.PriorityClassName, pod.Spec.Priority, c.want, c.value)
+		}
+	}
+	if _, err := admit(p, "nowhere"); err == nil || !strings.Contains(err.Error(), "no PriorityClass with name nowhere was found") {
+		t.Errorf("a missing class: %v", err)
+	}
+
+	client := fake.NewClientset()
+	notStarted := New(admission.NewInformers(informers.NewSharedInformerFactory(client, 0), client), storeWith(t, reg, fallback), reg)
+	if pod, err := admit(notStarted, ""); err != nil || *pod.Spec.Priority != 7 {
+		t.Errorf("before the informers start, the store's globalDefault: %v %v", err, pod.Spec.Priority)
+	}
+}
