@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/btree"
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +72,11 @@ type Cache struct {
 	// advanced is closed, and replaced, whenever rev moves.
 	advanced chan struct{}
 	fanout   *broadcaster
+
+	// written are this server's writes whose events the engine has not sent back yet, by
+	// key: their events then carry the very bytes written (see sameBytes).
+	writtenMu sync.Mutex
+	written   map[string]KV
 
 	stop context.CancelFunc
 	done chan struct{} // closed when the feeding goroutine has returned
@@ -225,6 +232,7 @@ func (c *Cache) apply(batch []Event) {
 	c.mu.Lock()
 	for i := range batch {
 		ev := &batch[i]
+		c.sameBytes(ev)
 		if ev.Type == Deleted {
 			c.state.Delete(KV{Key: ev.Key})
 		} else {
@@ -233,10 +241,77 @@ func (c *Cache) apply(batch []Event) {
 		}
 		c.rev = max(c.rev, ev.Revision)
 	}
+	c.forgetWritten(c.rev)
 	c.advance()
 	fanout := c.fanout
 	c.mu.Unlock()
 	fanout.publish(batch)
+}
+
+// sameBytes makes an event carry the bytes readers already hold for the versions it names,
+// where the engine sent equal copies (etcd's events, a deleted bolt value, an encrypted
+// engine's decryption): the bytes this server is writing, and the state's current value as
+// the value before the change (for a delete, the value itself). Readers that share what they
+// derive from a version by the address of its bytes then derive it once. Equal bytes are
+// the same version's: the substitution never changes what an event says. Callers hold c.mu.
+func (c *Cache) sameBytes(ev *Event) {
+	if ev.Type != Deleted {
+		c.writtenMu.Lock()
+		if w, ok := c.written[ev.Key]; ok && bytes.Equal(w.Value, ev.Value) {
+			ev.Value = w.Value
+			delete(c.written, ev.Key)
+		}
+		c.writtenMu.Unlock()
+	}
+	cur, ok := c.stateGet(ev.Key)
+	if !ok {
+		return
+	}
+	if ev.PrevValue != nil && bytes.Equal(cur.Value, ev.PrevValue) {
+		ev.PrevValue = cur.Value
+	}
+	if ev.Type == Deleted && bytes.Equal(cur.Value, ev.Value) {
+		ev.Value = cur.Value
+	}
+}
+
+// writing remembers the bytes of a write about to be made: its event may arrive before the
+// engine answers the write.
+func (c *Cache) writing(key string, value []byte) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	if c.written == nil {
+		c.written = map[string]KV{}
+	}
+	c.written[key] = KV{Key: key, Value: value}
+}
+
+// wrote records the revision of a write remembered by writing, or forgets a failed one.
+func (c *Cache) wrote(key string, value []byte, rev int64, err error) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	w, ok := c.written[key]
+	if !ok || unsafe.SliceData(w.Value) != unsafe.SliceData(value) { // its event came, or another write's bytes
+		return
+	}
+	if err != nil {
+		delete(c.written, key)
+		return
+	}
+	w.Revision = rev
+	c.written[key] = w
+}
+
+// forgetWritten drops the writes of revisions the cache has passed without their bytes
+// being used (their event came with other bytes or before the write was remembered).
+func (c *Cache) forgetWritten(rev int64) {
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	for key, w := range c.written {
+		if w.Revision != 0 && w.Revision <= rev {
+			delete(c.written, key)
+		}
+	}
 }
 
 // caughtUp tells whether the cache has reached the engine's current revision, waiting up to
@@ -310,11 +385,17 @@ func (c *Cache) List(ctx context.Context, prefix string) ([]KV, int64, error) {
 }
 
 func (c *Cache) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	return c.engine.Create(ctx, key, value)
+	c.writing(key, value)
+	rev, err := c.engine.Create(ctx, key, value)
+	c.wrote(key, value, rev, err)
+	return rev, err
 }
 
 func (c *Cache) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	return c.engine.Update(ctx, key, value, expectedRevision)
+	c.writing(key, value)
+	rev, err := c.engine.Update(ctx, key, value, expectedRevision)
+	c.wrote(key, value, rev, err)
+	return rev, err
 }
 
 func (c *Cache) Delete(ctx context.Context, key string, expectedRevision int64) (KV, int64, error) {

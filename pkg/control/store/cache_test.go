@@ -82,6 +82,53 @@ func TestCacheSharesEachVersionsBytes(t *testing.T) {
 	}
 }
 
+// Events carry the bytes readers already hold, even from an engine that sends copies (etcd):
+// a write's own bytes, and the state's current value as the value before a change and as a
+// deleted value.
+func TestCacheEventsCarryTheBytesReadersHold(t *testing.T) {
+	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/same-bytes/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := openCache(t, engine, CacheOptions{})
+	ctx := t.Context()
+	same := func(what string, a, b []byte) {
+		t.Helper()
+		if string(a) != string(b) || unsafe.SliceData(a) != unsafe.SliceData(b) {
+			t.Fatalf("%s: %q and %q are not the same bytes", what, a, b)
+		}
+	}
+	ch := mustWatch(t, c, "/registry/s/", 0)
+	v1 := []byte("value one")
+	r1, err := c.Create(ctx, "/registry/s/a", v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("the create's event and the bytes written", receive(t, ch, 1)[0].Value, v1)
+	v2 := []byte("value two")
+	if _, err := c.Update(ctx, "/registry/s/a", v2, r1); err != nil {
+		t.Fatal(err)
+	}
+	ev := receive(t, ch, 1)[0]
+	same("the update's event and the bytes written", ev.Value, v2)
+	same("the update's previous value and the state's before it", ev.PrevValue, v1)
+	cur, err := c.Get(ctx, "/registry/s/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("the state and the bytes written", cur.Value, v2)
+	if _, _, err := c.Delete(ctx, "/registry/s/a", 0); err != nil {
+		t.Fatal(err)
+	}
+	ev = receive(t, ch, 1)[0]
+	same("the delete's value and the state's before it", ev.Value, v2)
+	c.writtenMu.Lock()
+	defer c.writtenMu.Unlock()
+	if len(c.written) != 0 {
+		t.Fatalf("writes still remembered after their events: %v", c.written)
+	}
+}
+
 // Many watchers share the one engine watch of the cache.
 func TestCacheFanOutUsesOneEngineWatch(t *testing.T) {
 	engine := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{})
