@@ -3,8 +3,10 @@ package podtopologyspread
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/scheduler/cache"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/internal/schedtest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -94,8 +96,18 @@ func TestScoresUnchanged(t *testing.T) {
 			map[string]int64{"a1": 0, "a2": 0, "a3": 0, "b1": 70, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
 		{"minDomains does not change scores", spread(1, corev1.ScheduleAnyway, func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](5) }), all,
 			map[string]int64{"a1": 0, "a2": 0, "a3": 0, "b1": 70, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
+		{"two nodes share a hostname label", hostAndZone(nil), append([]string{"twin"}, all...),
+			map[string]int64{"a1": 5, "a2": 29, "a3": 17, "b1": 47, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0, "twin": 35}},
+		{"two nodes share a hostname label, system defaults", schedtest.Pod("new", web, 0), append(all, "twin"),
+			map[string]int64{"a1": 20, "a2": 20, "a3": 10, "b1": 35, "b2": 55, "bare": 0, "c1": 80, "nozone1": 75, "nozone2": 100, "twin": 45}},
 	} {
 		nodes, pods := mixedCluster()
+		// "twin" is a node in zone b whose hostname label is a1's: two nodes, one domain.
+		if slices.Contains(tc.feasible, "twin") {
+			twin := schedtest.Node("twin", map[string]string{zone: "b", corev1.LabelHostname: "a1"})
+			nodes = append(nodes, twin)
+			pods = append(pods, schedtest.On(schedtest.Pod("on-twin", web, 0), "twin"))
+		}
 		snap := schedtest.Snapshot(nodes, pods...)
 		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
 		p, _ := New(schedtest.NewHandle(snap, rs))
@@ -117,6 +129,40 @@ func TestScoresUnchanged(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("%s: scores %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestMemoFollowsTheSnapshot: a plugin that scored earlier cycles (its memo filled) scores
+// as a new one after pods are placed and nodes come and go (indexes shift).
+func TestMemoFollowsTheSnapshot(t *testing.T) {
+	nodes, pods := mixedCluster()
+	c := cache.New()
+	for _, n := range nodes {
+		c.AddNode(n)
+	}
+	for _, p := range pods {
+		c.AddPod(p)
+	}
+	snap := cache.NewSnapshot()
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
+	h := schedtest.NewHandle(snap, rs)
+	used, _ := New(h)
+	for i, change := range []func(){
+		func() {},
+		func() { c.AddPod(schedtest.On(schedtest.Pod("more", web, 0), "c1")) },
+		func() { c.AddNode(schedtest.Node("a0", map[string]string{zone: "a"})) },
+		func() { c.RemoveNode("a2") },
+		func() { c.UpdateNode(schedtest.Node("b2", map[string]string{zone: "c"})) },
+	} {
+		change()
+		c.UpdateSnapshot(snap)
+		fresh, _ := New(h)
+		for _, pod := range []*corev1.Pod{schedtest.Pod("new", web, 0), spread(1, corev1.ScheduleAnyway, nil)} {
+			got, want := fmt.Sprint(schedtest.Score(used, snap, pod)), fmt.Sprint(schedtest.Score(fresh, snap, pod))
+			if got != want {
+				t.Errorf("step %d: scores %s, want %s", i, got, want)
 			}
 		}
 	}
