@@ -234,11 +234,10 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 			hadAffinity, hadAnti := len(cur.PodsWithAffinity) > 0, len(cur.PodsWithRequiredAntiAffinity) > 0
 			s.countImages(cur.ImageSizes, -1)
 			s.countImages(clone.ImageSizes, 1)
-			s.index.removeNode(cur)
-			index := cur.Index
+			oldPods, index := cur.Pods, cur.Index
 			*cur = *clone
 			cur.Index = index
-			s.index.addNode(cur)
+			s.index.update(cur, oldPods)
 			// The node joins or leaves the lists of nodes with affinity pods in place
 			// (their order does not matter), rather than all nodes being walked again.
 			s.withAffinity = setMember(s.withAffinity, cur, hadAffinity, len(cur.PodsWithAffinity) > 0)
