@@ -39,3 +39,31 @@ func BenchmarkScoreSystemDefaults(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFilterZoneSpread is schedbench's spread pod (DoNotSchedule over ten zones,
+// maxSkew 1) filtered on 500 nodes holding 1000 of its kind.
+func BenchmarkFilterZoneSpread(b *testing.B) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 500 {
+		name := fmt.Sprintf("node-%04d", i)
+		nodes = append(nodes, schedtest.Node(name, map[string]string{zone: fmt.Sprintf("zone-%d", i%10)}))
+		for j := range 2 {
+			pods = append(pods, schedtest.On(schedtest.Pod(fmt.Sprintf("%s-%d", name, j), web, 0), name))
+		}
+	}
+	snap := schedtest.Snapshot(nodes, pods...)
+	p, _ := New(schedtest.NewHandle(snap))
+	fwk := &framework.Framework{Parallelism: 1, PreFilters: []framework.PreFilterPlugin{p.(framework.PreFilterPlugin)}, Filters: []framework.FilterPlugin{p.(framework.FilterPlugin)}}
+	pod := framework.NewPodInfo(spread(1, corev1.DoNotSchedule, nil))
+	b.ReportAllocs()
+	for b.Loop() {
+		state := framework.NewCycleState()
+		if s := fwk.RunPreFilter(context.Background(), state, pod, snap); !s.IsSuccess() {
+			b.Fatal(s.Message())
+		}
+		for _, n := range snap.List() {
+			fwk.RunFilter(context.Background(), state, pod, n)
+		}
+	}
+}

@@ -116,8 +116,27 @@ func matching(n *framework.NodeInfo, sel labels.Selector, ns string) int64 {
 
 type filterState struct {
 	constraints []constraint
-	domains     []map[string]int64 // per constraint: value -> matching pods
 	minMatch    []int64
+	self        []int64 // per constraint: 1 when it selects the incoming pod itself
+	// all is the nodes PreFilter saw; domains is, per constraint, each one's domain (by
+	// position in all, as numbered in Plugin.domains; -1: no such label), and counts the
+	// matching pods per domain (by number; < 0: none counted). Filter reads a node's
+	// verdict from these by its index, with no label or map lookup.
+	all     []*framework.NodeInfo
+	domains [][]int32
+	counts  [][]int64
+	// byValue is counts by topology value, made for the rare node Filter gets that is not
+	// one of all (by its Node object).
+	byValueOnce sync.Once
+	byValue     []map[string]int64
+}
+
+// count is the matching pods of domain d of constraint i.
+func (s *filterState) count(i int, d int32) int64 {
+	if int(d) < len(s.counts[i]) && s.counts[i][d] > 0 {
+		return s.counts[i][d]
+	}
+	return 0
 }
 
 // Plugin is the filter and score.
@@ -128,7 +147,7 @@ type Plugin struct {
 	// (typically one), not every pod of the cluster.
 	memoMu   sync.Mutex
 	memo     map[string]*memoTable
-	domains  map[string]int32 // topology values (but hostnames) by number
+	domains  map[string]int32 // topology values by number
 	services corelisters.ServiceLister
 	rcs      corelisters.ReplicationControllerLister
 	rss      appslisters.ReplicaSetLister
@@ -150,8 +169,8 @@ type memoCount struct {
 	node              *framework.NodeInfo // whose entry it is (the slot's node may change)
 	generation, count int64
 	value             string
-	// domain numbers value (interned in Plugin.domains) for keys other than the hostname,
-	// so a cycle counts pods per domain in a slice.
+	// domain numbers value (in Plugin.domains), so a cycle counts pods per domain in a
+	// slice.
 	domain   int32
 	hasValue bool
 }
@@ -223,15 +242,12 @@ func (k *counter) at(table []memoCount, n *framework.NodeInfo, c *constraint, ns
 func (k *counter) fresh(n *framework.NodeInfo, c *constraint, ns string) memoCount {
 	m := memoCount{generation: n.Generation, count: matching(n, c.selector, ns), domain: -1}
 	if v, ok := n.Node().Labels[c.key]; ok {
-		m.value, m.hasValue = v, true
-		if c.key != corev1.LabelHostname {
-			d, ok := k.p.domains[v]
-			if !ok {
-				d = int32(len(k.p.domains))
-				k.p.domains[v] = d
-			}
-			m.domain = d
+		d, ok := k.p.domains[v]
+		if !ok {
+			d = int32(len(k.p.domains))
+			k.p.domains[v] = d
 		}
+		m.value, m.domain, m.hasValue = v, d, true
 	}
 	return m
 }
@@ -313,30 +329,53 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		return framework.NewStatus(framework.Skip)
 	}
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
-	s := &filterState{constraints: cs, domains: make([]map[string]int64, len(cs)), minMatch: make([]int64, len(cs))}
+	all := nodes.List()
+	s := &filterState{constraints: cs, minMatch: make([]int64, len(cs)), self: make([]int64, len(cs)), all: all,
+		domains: make([][]int32, len(cs)), counts: make([][]int64, len(cs))}
+	podLabels := labels.Set(pod.Pod.Labels)
 	for i := range cs {
-		s.domains[i] = map[string]int64{}
+		s.domains[i] = make([]int32, len(all))
+		if cs[i].selector.Matches(podLabels) {
+			s.self[i] = 1
+		}
 	}
+	present := make([]int32, len(cs))
 	p.memoMu.Lock()
 	k := p.counter(nodes)
-	for _, n := range nodes.List() {
-		node := n.Node()
-		if !hasAllKeys(node, cs) {
+	for j, n := range all {
+		hasAll := true
+		for i := range cs {
+			e := k.entry(n, &cs[i], pod.Pod.Namespace)
+			s.domains[i][j] = e.domain
+			hasAll = hasAll && e.hasValue
+		}
+		if !hasAll {
 			continue
 		}
 		for i := range cs {
-			if cs[i].counts(pod.Pod, node, affinity) {
-				s.domains[i][node.Labels[cs[i].key]] += k.count(n, &cs[i], pod.Pod.Namespace)
+			if !cs[i].counts(pod.Pod, n.Node(), affinity) {
+				continue
 			}
+			d := s.domains[i][j]
+			if int(d) >= len(s.counts[i]) {
+				s.counts[i] = grow(s.counts[i], int(d)+1)
+			}
+			if s.counts[i][d] < 0 {
+				s.counts[i][d] = 0
+				present[i]++
+			}
+			s.counts[i][d] += k.count(n, &cs[i], pod.Pod.Namespace)
 		}
 	}
 	p.memoMu.Unlock()
 	for i := range cs {
 		lowest := int64(math.MaxInt64)
-		for _, n := range s.domains[i] {
-			lowest = min(lowest, n)
+		for _, n := range s.counts[i] {
+			if n >= 0 {
+				lowest = min(lowest, n)
+			}
 		}
-		if lowest == math.MaxInt64 || int32(len(s.domains[i])) < cs[i].minDomains {
+		if lowest == math.MaxInt64 || present[i] < cs[i].minDomains {
 			lowest = 0 // fewer domains than minDomains: the missing ones hold none
 		}
 		s.minMatch[i] = lowest
@@ -351,17 +390,43 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 	if !ok {
 		return nil
 	}
-	podLabels := labels.Set(pod.Pod.Labels)
+	// The node as PreFilter saw it (or a copy with other pods: preemption's what-if and
+	// nominated pods change pods, not labels, and only labels matter here).
+	j := n.Index
+	if j >= len(s.all) || s.all[j].Node() != n.Node() {
+		return s.filterByLabels(n)
+	}
+	for i, c := range s.constraints {
+		d := s.domains[i][j]
+		if d < 0 {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+		}
+		if s.count(i, d)+s.self[i]-s.minMatch[i] > int64(c.maxSkew) {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+		}
+	}
+	return nil
+}
+
+// filterByLabels is Filter for a node PreFilter did not see, by its labels.
+func (s *filterState) filterByLabels(n *framework.NodeInfo) *framework.Status {
+	s.byValueOnce.Do(func() {
+		s.byValue = make([]map[string]int64, len(s.constraints))
+		for i, c := range s.constraints {
+			s.byValue[i] = map[string]int64{}
+			for j, o := range s.all {
+				if d := s.domains[i][j]; d >= 0 {
+					s.byValue[i][o.Node().Labels[c.key]] = s.count(i, d)
+				}
+			}
+		}
+	})
 	for i, c := range s.constraints {
 		value, ok := n.Node().Labels[c.key]
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}
-		var self int64
-		if c.selector.Matches(podLabels) {
-			self = 1
-		}
-		if s.domains[i][value]+self-s.minMatch[i] > int64(c.maxSkew) {
+		if s.byValue[i][value]+s.self[i]-s.minMatch[i] > int64(c.maxSkew) {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
 		}
 	}

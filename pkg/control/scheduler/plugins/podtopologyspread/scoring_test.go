@@ -167,3 +167,82 @@ func TestMemoFollowsTheSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestFiltersUnchanged pins Filter's verdicts on the mixed cluster (those of the plugin
+// before Filter read them by node index), for the snapshot's nodes and for copies of them
+// PreFilter did not see.
+func TestFiltersUnchanged(t *testing.T) {
+	honor := corev1.NodeInclusionPolicyHonor
+	hostAndZone := func(mod func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
+		p := spread(2, corev1.DoNotSchedule, mod)
+		host := p.Spec.TopologySpreadConstraints[0]
+		host.TopologyKey, host.MaxSkew = corev1.LabelHostname, 1
+		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, host)
+		return p
+	}
+	inOther := spread(1, corev1.DoNotSchedule, nil)
+	inOther.Namespace = "other"
+	zoneBC := spread(1, corev1.DoNotSchedule, nil)
+	zoneBC.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b", "c"}}}}}}}}
+	notSelf := spread(2, corev1.DoNotSchedule, nil)
+	notSelf.Labels = nil
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"zone, maxSkew 1", spread(1, corev1.DoNotSchedule, nil),
+			"map[a1:S a2:S a3:S b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
+		{"zone, maxSkew 2", spread(2, corev1.DoNotSchedule, nil),
+			"map[a1:S a2:S a3:S b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
+		{"zone, maxSkew 2, not selecting itself", notSelf,
+			"map[a1:S a2:S a3:S b1:- b2:- bare:L c1:- nozone1:L nozone2:L]"},
+		{"zone, minDomains 5", spread(3, corev1.DoNotSchedule, func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](5) }),
+			"map[a1:S a2:S a3:S b1:- b2:- bare:L c1:- nozone1:L nozone2:L]"},
+		{"hostname and zone", hostAndZone(nil),
+			"map[a1:S a2:S a3:S b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
+		{"hostname and zone, nodeTaintsPolicy Honor", hostAndZone(func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honor }),
+			"map[a1:S a2:S a3:S b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
+		{"required node affinity to zones b and c", zoneBC,
+			"map[a1:- a2:- a3:- b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
+		{"a pod in another namespace", inOther,
+			"map[a1:- a2:- a3:- b1:S b2:S bare:L c1:S nozone1:L nozone2:L]"},
+	} {
+		nodes, pods := mixedCluster()
+		snap := schedtest.Snapshot(nodes, pods...)
+		p, _ := New(schedtest.NewHandle(snap))
+		got := verdicts(schedtest.Filter(p, snap, tc.pod))
+		if got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+		// Copies with their own Node objects: Filter goes by their labels.
+		pi := framework.NewPodInfo(tc.pod)
+		state := framework.NewCycleState()
+		if s := p.(framework.PreFilterPlugin).PreFilter(context.Background(), state, pi, snap); !s.IsSuccess() {
+			t.Fatalf("%s: %s", tc.name, s.Message())
+		}
+		copies := map[string]string{}
+		for _, n := range snap.List() {
+			c := framework.NewNodeInfo()
+			c.SetNode(n.Node().DeepCopy())
+			copies[n.Name] = p.(framework.FilterPlugin).Filter(context.Background(), state, pi, c).Message()
+		}
+		if got := verdicts(copies); got != tc.want {
+			t.Errorf("%s, copies: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// verdicts shortens Filter's messages by node: "-" fits, "L" missing label, "S" skew.
+func verdicts(byNode map[string]string) string {
+	short := map[string]string{"": "-", ErrReasonNodeLabelNotMatch: "L", ErrReasonConstraintsNotMatch: "S"}
+	out := map[string]string{}
+	for n, m := range byNode {
+		out[n] = short[m]
+		if out[n] == "" {
+			out[n] = m
+		}
+	}
+	return fmt.Sprint(out)
+}
