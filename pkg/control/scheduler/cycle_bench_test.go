@@ -20,9 +20,15 @@ import (
 // Deployment's pods (app=bench, selected by their ReplicaSet, so the default spread
 // constraints apply) placed one cycle each with the default profile on 500 empty nodes in
 // ten zones; each placed pod is assumed, so every cycle sees the last one's node changed,
-// as in the real run. One core (Parallelism 1). -benchtime 3000x is controllerbench's
-// 3000 replicas.
+// as in the real run, with one worker and with two (the scheduler's default here: one per
+// core). -benchtime 3000x is controllerbench's 3000 replicas.
 func BenchmarkDeploymentCycle(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprint("parallelism=", workers), func(b *testing.B) { deploymentCycles(b, workers) })
+	}
+}
+
+func deploymentCycles(b *testing.B, workers int) {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	labels := map[string]string{"app": "bench"}
@@ -34,7 +40,7 @@ func BenchmarkDeploymentCycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	prof := s.profiles[Name]
-	prof.Parallelism = 1
+	prof.Parallelism = workers
 	for i := range 500 {
 		name := fmt.Sprintf("node-%04d", i)
 		s.cache.AddNode(schedtest.Node(name, map[string]string{corev1.LabelTopologyZone: fmt.Sprintf("zone-%d", i%10)}))
