@@ -234,9 +234,10 @@ func (c *Cache) UpdateSnapshot(s *Snapshot) {
 			hadAffinity, hadAnti := len(cur.PodsWithAffinity) > 0, len(cur.PodsWithRequiredAntiAffinity) > 0
 			s.countImages(cur.ImageSizes, -1)
 			s.countImages(clone.ImageSizes, 1)
-			s.index.removeNode(cur)
+			oldPods, index := cur.Pods, cur.Index
 			*cur = *clone
-			s.index.addNode(cur)
+			cur.Index = index
+			s.index.update(cur, oldPods)
 			// The node joins or leaves the lists of nodes with affinity pods in place
 			// (their order does not matter), rather than all nodes being walked again.
 			s.withAffinity = setMember(s.withAffinity, cur, hadAffinity, len(cur.PodsWithAffinity) > 0)
@@ -294,7 +295,8 @@ func zoneKey(n *corev1.Node) string {
 }
 
 // interleaveZones orders nodes one zone after another (as kube-scheduler's node tree), so
-// a cycle that stops after a share of the nodes still sees every zone.
+// a cycle that stops after a share of the nodes still sees every zone, and numbers them
+// (NodeInfo.Index) in that order.
 func interleaveZones(infos map[string]*framework.NodeInfo) []*framework.NodeInfo {
 	byZone := map[string][]*framework.NodeInfo{}
 	for _, n := range infos {
@@ -311,6 +313,7 @@ func interleaveZones(infos map[string]*framework.NodeInfo) []*framework.NodeInfo
 	for i := 0; len(out) < len(infos); i++ {
 		for _, z := range zones {
 			if i < len(byZone[z]) {
+				byZone[z][i].Index = len(out)
 				out = append(out, byZone[z][i])
 			}
 		}

@@ -70,3 +70,31 @@ func TestZonesInterleaved(t *testing.T) {
 		t.Errorf("order %v, want zones interleaved a1 b1 a2 a3", got)
 	}
 }
+
+// TestIndexIsListPosition: every node of a snapshot carries its position in List, through
+// in-place updates of changed nodes and rebuilds when nodes come, go or change zone.
+func TestIndexIsListPosition(t *testing.T) {
+	c := cache.New()
+	s := cache.NewSnapshot()
+	check := func(step string) {
+		t.Helper()
+		c.UpdateSnapshot(s)
+		for i, n := range s.List() {
+			if n.Index != i {
+				t.Errorf("%s: %s has index %d at position %d", step, n.Name, n.Index, i)
+			}
+		}
+	}
+	for _, name := range []string{"a1", "a2", "b1", "b2"} {
+		c.AddNode(schedtest.Node(name, map[string]string{corev1.LabelTopologyZone: name[:1]}))
+	}
+	check("added")
+	c.AddPod(schedtest.On(schedtest.Pod("p", nil, 100), "b2"))
+	check("a pod placed")
+	c.AddNode(schedtest.Node("a0", map[string]string{corev1.LabelTopologyZone: "a"}))
+	check("a node joined")
+	c.UpdateNode(schedtest.Node("b2", map[string]string{corev1.LabelTopologyZone: "c"}))
+	check("a node changed zone")
+	c.RemoveNode("a1")
+	check("a node left")
+}

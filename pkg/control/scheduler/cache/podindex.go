@@ -82,6 +82,25 @@ func (x *podIndex) removeNode(n *framework.NodeInfo) {
 	}
 }
 
+// update brings the entries of n, which held the pods old, to its pods now. A change
+// mostly adds or takes out one pod (AddPod appends, RemovePod moves the last pod into the
+// gap), and a pod in the same place keeps its entries, which name the same NodeInfo: only
+// the places that differ are redone, not the node's every pod.
+func (x *podIndex) update(n *framework.NodeInfo, old []*framework.PodInfo) {
+	now := n.Pods
+	same := min(len(old), len(now))
+	for i, pi := range old {
+		if i >= same || pi != now[i] {
+			x.remove(pi)
+		}
+	}
+	for i, pi := range now {
+		if i >= same || pi != old[i] {
+			x.add(pi, n)
+		}
+	}
+}
+
 func (x *podIndex) add(pi *framework.PodInfo, n *framework.NodeInfo) {
 	pod := pi.Pod
 	ns := x.namespaces[pod.Namespace]

@@ -194,7 +194,12 @@ func TestPodIndexFollowsTheCache(t *testing.T) {
 		t.Fatalf("forgotten pod still indexed: %d pods for app=web in a, want 1", n)
 	}
 
-	step("delete", func() { c.RemovePod(db) })
+	// n2 holds db, mid and last: taking mid out moves last into its place.
+	mid := schedtest.On(antiPod("mid", "a", map[string]string{"app": "web"}, app("web")), "n2")
+	last := schedtest.On(antiPod("last", "a", map[string]string{"app": "db"}, app("db")), "n2")
+	step("two more on one node", func() { c.AddPod(mid); c.AddPod(last) })
+	step("one out of the middle", func() { c.RemovePod(mid) })
+	step("delete", func() { c.RemovePod(db); c.RemovePod(last) })
 	step("remove a node with pods", func() { c.RemoveNode("n1") })
 	step("its pods go", func() { c.RemovePod(relabelled); c.RemovePod(other) })
 	step("the node comes back with a pod", func() {

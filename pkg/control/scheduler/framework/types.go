@@ -295,6 +295,10 @@ type NodeInfo struct {
 	ImageSizes map[string]int64
 	// Generation grows with every change; the cache's snapshot copies changed nodes only.
 	Generation int64
+	// Index is the node's position in its snapshot's List, so that what a plugin keeps per
+	// node for a cycle (or across cycles) can be a slice read by index instead of a map
+	// hashed by name on every node of every cycle. Only the snapshot's nodes have one.
+	Index int
 }
 
 // NewNodeInfo makes an empty NodeInfo.
@@ -381,6 +385,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		UsedPorts:                    n.UsedPorts.clone(),
 		ImageSizes:                   n.ImageSizes,
 		Generation:                   n.Generation,
+		Index:                        n.Index,
 	}
 	return c
 }

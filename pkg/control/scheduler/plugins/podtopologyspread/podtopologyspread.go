@@ -8,6 +8,7 @@ package podtopologyspread
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 
@@ -37,7 +38,7 @@ const (
 )
 
 type constraint struct {
-	memo              memoTable // the counts of its namespace and selector (set by counter.count)
+	memo              *memoTable // the counts of its namespace and selector (set by counter.entry)
 	maxSkew           int32
 	minDomains        int32
 	key               string
@@ -115,8 +116,27 @@ func matching(n *framework.NodeInfo, sel labels.Selector, ns string) int64 {
 
 type filterState struct {
 	constraints []constraint
-	domains     []map[string]int64 // per constraint: value -> matching pods
 	minMatch    []int64
+	self        []int64 // per constraint: 1 when it selects the incoming pod itself
+	// all is the nodes PreFilter saw; domains is, per constraint, each one's domain (by
+	// position in all, as numbered in Plugin.domains; -1: no such label), and counts the
+	// matching pods per domain (by number; < 0: none counted). Filter reads a node's
+	// verdict from these by its index, with no label or map lookup.
+	all     []*framework.NodeInfo
+	domains [][]int32
+	counts  [][]int64
+	// byValue is counts by topology value, made for the rare node Filter gets that is not
+	// one of all (by its Node object).
+	byValueOnce sync.Once
+	byValue     []map[string]int64
+}
+
+// count is the matching pods of domain d of constraint i.
+func (s *filterState) count(i int, d int32) int64 {
+	if int(d) < len(s.counts[i]) && s.counts[i][d] > 0 {
+		return s.counts[i][d]
+	}
+	return 0
 }
 
 // Plugin is the filter and score.
@@ -126,8 +146,8 @@ type Plugin struct {
 	// generation is unchanged: a cycle recounts only the nodes that changed since the last
 	// (typically one), not every pod of the cluster.
 	memoMu   sync.Mutex
-	memo     map[string]memoTable
-	values   map[string]string // topology values, interned
+	memo     map[string]*memoTable
+	domains  map[string]int32 // topology values by number
 	services corelisters.ServiceLister
 	rcs      corelisters.ReplicationControllerLister
 	rss      appslisters.ReplicaSetLister
@@ -146,16 +166,20 @@ func New(h framework.Handle) (framework.Plugin, error) {
 // it spares each cycle a lookup in every node's labels (a cache miss per node at 500 nodes
 // and more, most of this plugin's cost when every node is walked).
 type memoCount struct {
+	node              *framework.NodeInfo // whose entry it is (the slot's node may change)
 	generation, count int64
 	value             string
-	hasValue          bool
+	// domain numbers value (in Plugin.domains), so a cycle counts pods per domain in a
+	// slice.
+	domain   int32
+	hasValue bool
 }
 
-// memoTable is one namespace, selector and topology key's entries, keyed by the snapshot's
-// NodeInfo (a node keeps its NodeInfo across snapshot updates; the key's pointer hashes
-// faster than its name, and the entry holds the NodeInfo, so no other node can come to
-// share it).
-type memoTable map[*framework.NodeInfo]memoCount
+// memoTable is one namespace, selector and topology key's entries, indexed by the
+// snapshot's NodeInfo.Index (a node keeps its NodeInfo and index across snapshot updates
+// while no node comes or goes; the entry names its NodeInfo, so a slot another node took
+// over is recounted).
+type memoTable struct{ entries []memoCount }
 
 // memoSelectors bounds the memo; past it, it starts afresh.
 const memoSelectors = 64
@@ -171,7 +195,7 @@ type counter struct {
 
 func (p *Plugin) counter(nodes framework.NodeLister) *counter {
 	if p.memo == nil || len(p.memo) > memoSelectors {
-		p.memo, p.values = map[string]memoTable{}, map[string]string{}
+		p.memo, p.domains = map[string]*memoTable{}, map[string]int32{}
 	}
 	return &counter{p: p, snapshot: nodes == p.h.Nodes()}
 }
@@ -183,36 +207,47 @@ func (k *counter) count(n *framework.NodeInfo, c *constraint, ns string) int64 {
 
 // entry is the node's memoized count and topology value for c.
 func (k *counter) entry(n *framework.NodeInfo, c *constraint, ns string) memoCount {
-	if !k.snapshot && k.p.h.Nodes().Get(n.Node().Name) != n {
+	if !k.snapshot && k.p.h.Nodes().Get(n.Name) != n {
 		return k.fresh(n, c, ns) // a what-if copy (preemption): not memoized
 	}
+	return *k.at(k.table(c, ns), n, c, ns)
+}
+
+// table is c's memo, a slot for every node of the snapshot.
+func (k *counter) table(c *constraint, ns string) []memoCount {
 	if c.memo == nil {
 		key := ns + "\x00" + c.selector.String() + "\x00" + c.key
 		c.memo = k.p.memo[key]
-		if c.memo == nil || len(c.memo) > 2*len(k.p.h.Nodes().List())+64 { // nodes that left
-			c.memo = memoTable{}
+		if c.memo == nil {
+			c.memo = &memoTable{}
 			k.p.memo[key] = c.memo
 		}
 	}
-	if m, ok := c.memo[n]; ok && m.generation == n.Generation {
-		return m
+	if n := len(k.p.h.Nodes().List()); len(c.memo.entries) < n {
+		c.memo.entries = append(c.memo.entries, make([]memoCount, n-len(c.memo.entries))...)
 	}
-	m := k.fresh(n, c, ns)
-	c.memo[n] = m
+	return c.memo.entries
+}
+
+// at is the snapshot's node n's entry in c's table, brought up to date.
+func (k *counter) at(table []memoCount, n *framework.NodeInfo, c *constraint, ns string) *memoCount {
+	m := &table[n.Index]
+	if m.node != n || m.generation != n.Generation {
+		*m = k.fresh(n, c, ns)
+		m.node = n
+	}
 	return m
 }
 
 func (k *counter) fresh(n *framework.NodeInfo, c *constraint, ns string) memoCount {
-	m := memoCount{generation: n.Generation, count: matching(n, c.selector, ns)}
+	m := memoCount{generation: n.Generation, count: matching(n, c.selector, ns), domain: -1}
 	if v, ok := n.Node().Labels[c.key]; ok {
-		// One copy of each value (a zone's name), read by every cycle.
-		if c.key != corev1.LabelHostname {
-			if k.p.values[v] == "" {
-				k.p.values[v] = v
-			}
-			v = k.p.values[v]
+		d, ok := k.p.domains[v]
+		if !ok {
+			d = int32(len(k.p.domains))
+			k.p.domains[v] = d
 		}
-		m.value, m.hasValue = v, true
+		m.value, m.domain, m.hasValue = v, d, true
 	}
 	return m
 }
@@ -294,30 +329,53 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 		return framework.NewStatus(framework.Skip)
 	}
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
-	s := &filterState{constraints: cs, domains: make([]map[string]int64, len(cs)), minMatch: make([]int64, len(cs))}
+	all := nodes.List()
+	s := &filterState{constraints: cs, minMatch: make([]int64, len(cs)), self: make([]int64, len(cs)), all: all,
+		domains: make([][]int32, len(cs)), counts: make([][]int64, len(cs))}
+	podLabels := labels.Set(pod.Pod.Labels)
 	for i := range cs {
-		s.domains[i] = map[string]int64{}
+		s.domains[i] = make([]int32, len(all))
+		if cs[i].selector.Matches(podLabels) {
+			s.self[i] = 1
+		}
 	}
+	present := make([]int32, len(cs))
 	p.memoMu.Lock()
 	k := p.counter(nodes)
-	for _, n := range nodes.List() {
-		node := n.Node()
-		if !hasAllKeys(node, cs) {
+	for j, n := range all {
+		hasAll := true
+		for i := range cs {
+			e := k.entry(n, &cs[i], pod.Pod.Namespace)
+			s.domains[i][j] = e.domain
+			hasAll = hasAll && e.hasValue
+		}
+		if !hasAll {
 			continue
 		}
 		for i := range cs {
-			if cs[i].counts(pod.Pod, node, affinity) {
-				s.domains[i][node.Labels[cs[i].key]] += k.count(n, &cs[i], pod.Pod.Namespace)
+			if !cs[i].counts(pod.Pod, n.Node(), affinity) {
+				continue
 			}
+			d := s.domains[i][j]
+			if int(d) >= len(s.counts[i]) {
+				s.counts[i] = grow(s.counts[i], int(d)+1)
+			}
+			if s.counts[i][d] < 0 {
+				s.counts[i][d] = 0
+				present[i]++
+			}
+			s.counts[i][d] += k.count(n, &cs[i], pod.Pod.Namespace)
 		}
 	}
 	p.memoMu.Unlock()
 	for i := range cs {
 		lowest := int64(math.MaxInt64)
-		for _, n := range s.domains[i] {
-			lowest = min(lowest, n)
+		for _, n := range s.counts[i] {
+			if n >= 0 {
+				lowest = min(lowest, n)
+			}
 		}
-		if lowest == math.MaxInt64 || int32(len(s.domains[i])) < cs[i].minDomains {
+		if lowest == math.MaxInt64 || present[i] < cs[i].minDomains {
 			lowest = 0 // fewer domains than minDomains: the missing ones hold none
 		}
 		s.minMatch[i] = lowest
@@ -332,17 +390,43 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 	if !ok {
 		return nil
 	}
-	podLabels := labels.Set(pod.Pod.Labels)
+	// The node as PreFilter saw it (or a copy with other pods: preemption's what-if and
+	// nominated pods change pods, not labels, and only labels matter here).
+	j := n.Index
+	if j >= len(s.all) || s.all[j].Node() != n.Node() {
+		return s.filterByLabels(n)
+	}
+	for i, c := range s.constraints {
+		d := s.domains[i][j]
+		if d < 0 {
+			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
+		}
+		if s.count(i, d)+s.self[i]-s.minMatch[i] > int64(c.maxSkew) {
+			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
+		}
+	}
+	return nil
+}
+
+// filterByLabels is Filter for a node PreFilter did not see, by its labels.
+func (s *filterState) filterByLabels(n *framework.NodeInfo) *framework.Status {
+	s.byValueOnce.Do(func() {
+		s.byValue = make([]map[string]int64, len(s.constraints))
+		for i, c := range s.constraints {
+			s.byValue[i] = map[string]int64{}
+			for j, o := range s.all {
+				if d := s.domains[i][j]; d >= 0 {
+					s.byValue[i][o.Node().Labels[c.key]] = s.count(i, d)
+				}
+			}
+		}
+	})
 	for i, c := range s.constraints {
 		value, ok := n.Node().Labels[c.key]
 		if !ok {
 			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNodeLabelNotMatch)
 		}
-		var self int64
-		if c.selector.Matches(podLabels) {
-			self = 1
-		}
-		if s.domains[i][value]+self-s.minMatch[i] > int64(c.maxSkew) {
+		if s.byValue[i][value]+s.self[i]-s.minMatch[i] > int64(c.maxSkew) {
 			return framework.NewStatus(framework.Unschedulable, ErrReasonConstraintsNotMatch)
 		}
 	}
@@ -350,14 +434,14 @@ func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *fra
 }
 
 type scoreState struct {
-	constraints []constraint
-	counts      []map[string]int64 // per constraint: value -> matching pods (hostname: per node)
-	weights     []float64
-	ignored     map[string]bool
+	// raw is each feasible node's score, by NodeInfo.Index: PreScore does every node's
+	// work, Score only reads (ignored nodes: -1).
+	raw     []int64
+	ignored map[string]bool
 }
 
 // PreScore counts matching pods per domain of each ScheduleAnyway constraint, over the
-// domains of the feasible nodes.
+// domains of the feasible nodes, and scores every feasible node.
 func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, feasible []*framework.NodeInfo) *framework.Status {
 	cs, err := constraints(pod.Pod, corev1.ScheduleAnyway)
 	if err != nil {
@@ -371,89 +455,143 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 	}
 	// System defaults do not require every key: a node without a zone still spreads by host.
 	requireAll := len(pod.Pod.Spec.TopologySpreadConstraints) > 0
-	s := &scoreState{constraints: cs, counts: make([]map[string]int64, len(cs)), weights: make([]float64, len(cs)), ignored: map[string]bool{}}
-	for i := range cs {
-		s.counts[i] = map[string]int64{}
-	}
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod.Pod)
 	p.memoMu.Lock()
 	defer p.memoMu.Unlock()
 	k := p.counter(p.h.Nodes())
-	// A hostname domain is its one node: counted here from the feasible nodes, as
-	// kube-scheduler does; only the other keys' domains need a pass over every node.
+	s := &scoreState{ignored: map[string]bool{}}
+	// Per constraint: its number of domains among the feasible nodes; for a key other than
+	// the hostname, the matching pods per domain (by number, -1: not a feasible node's).
+	sizes := make([]int, len(cs))
+	counts := make([][]int64, len(cs))
+	// A hostname domain is its one node, counted from the node's own pods as kube-scheduler
+	// does; byHost (per value, the last feasible node's count wins) only when some node's
+	// hostname label is not its name, so two nodes could share a domain.
+	byHost := make([]map[string]int64, len(cs))
+	tables := make([][]memoCount, len(cs))
+	for i := range cs {
+		tables[i] = k.table(&cs[i], pod.Pod.Namespace)
+	}
+	entry := func(n *framework.NodeInfo, i int) *memoCount { return k.at(tables[i], n, &cs[i], pod.Pod.Namespace) }
+	all := p.h.Nodes().List()
 	otherKeys := false
-	entries := make([]memoCount, len(cs))
 	for _, n := range feasible {
+		if n.Index >= len(all) || all[n.Index] != n {
+			return framework.AsStatus(fmt.Errorf("node %s is not the snapshot's", n.Name))
+		}
 		takesPart := requireAll
 		for i := range cs {
-			entries[i] = k.entry(n, &cs[i], pod.Pod.Namespace)
-			if requireAll {
-				takesPart = takesPart && entries[i].hasValue
-			} else {
-				takesPart = takesPart || entries[i].hasValue
+			if has := entry(n, i).hasValue; has != requireAll {
+				takesPart = has
+				break
 			}
 		}
 		if !takesPart {
-			s.ignored[n.Node().Name] = true
+			s.ignored[n.Name] = true
 			continue
 		}
-		for i, e := range entries {
+		for i := range cs {
+			e := entry(n, i)
 			switch {
 			case !e.hasValue:
-			case cs[i].key != corev1.LabelHostname:
-				s.counts[i][e.value] = 0
-				otherKeys = true
-			case cs[i].counts(pod.Pod, n.Node(), affinity):
-				s.counts[i][e.value] = e.count
+			case cs[i].key == corev1.LabelHostname:
+				sizes[i]++
+				if e.value != n.Name && byHost[i] == nil {
+					byHost[i] = map[string]int64{}
+				}
 			default:
-				s.counts[i][e.value] = 0
+				if int(e.domain) >= len(counts[i]) {
+					counts[i] = grow(counts[i], int(e.domain)+1)
+				}
+				if counts[i][e.domain] < 0 {
+					counts[i][e.domain] = 0
+					sizes[i]++
+				}
+				otherKeys = true
 			}
 		}
 	}
 	for i := range cs {
-		s.weights[i] = math.Log(float64(len(s.counts[i]) + 2))
-	}
-	if !otherKeys {
-		state.Write(scoreKey, s)
-		return nil
-	}
-	for _, n := range p.h.Nodes().List() {
-		node := n.Node()
-		if requireAll && !hasAllKeys(node, cs) {
+		if byHost[i] == nil {
 			continue
 		}
-		for i := range cs {
-			if cs[i].key == corev1.LabelHostname {
+		for _, n := range feasible {
+			if e := entry(n, i); e.hasValue && !s.ignored[n.Name] {
+				byHost[i][e.value] = 0
+				if cs[i].counts(pod.Pod, n.Node(), affinity) {
+					byHost[i][e.value] = e.count
+				}
+			}
+		}
+		sizes[i] = len(byHost[i])
+	}
+	if otherKeys {
+		for _, n := range all {
+			if requireAll && !hasAllKeys(n.Node(), cs) {
 				continue
 			}
-			e := k.entry(n, &cs[i], pod.Pod.Namespace)
+			for i := range cs {
+				if cs[i].key == corev1.LabelHostname {
+					continue
+				}
+				e := entry(n, i)
+				if !e.hasValue || int(e.domain) >= len(counts[i]) || counts[i][e.domain] < 0 || !cs[i].counts(pod.Pod, n.Node(), affinity) {
+					continue
+				}
+				counts[i][e.domain] += e.count
+			}
+		}
+	}
+	weights := make([]float64, len(cs))
+	for i := range cs {
+		weights[i] = math.Log(float64(sizes[i] + 2))
+	}
+	s.raw = make([]int64, len(all))
+	for _, n := range feasible {
+		if s.ignored[n.Name] {
+			s.raw[n.Index] = -1
+			continue
+		}
+		var score float64
+		for i := range cs {
+			e := entry(n, i)
 			if !e.hasValue {
 				continue
 			}
-			if _, domain := s.counts[i][e.value]; !domain || !cs[i].counts(pod.Pod, node, affinity) {
-				continue
+			var count int64
+			switch {
+			case cs[i].key != corev1.LabelHostname:
+				count = counts[i][e.domain]
+			case byHost[i] != nil:
+				count = byHost[i][e.value]
+			case cs[i].counts(pod.Pod, n.Node(), affinity):
+				count = e.count
 			}
-			s.counts[i][e.value] += e.count
+			score += float64(count)*weights[i] + float64(cs[i].maxSkew-1)
 		}
+		s.raw[n.Index] = int64(math.Round(score))
 	}
 	state.Write(scoreKey, s)
 	return nil
 }
 
-// Score grows with the matching pods in the node's domains (normalized in reverse).
+// grow extends counts to n domains, the new ones absent (-1).
+func grow(counts []int64, n int) []int64 {
+	for len(counts) < n {
+		counts = append(counts, -1)
+	}
+	return counts
+}
+
+// Score grows with the matching pods in the node's domains (normalized in reverse),
+// as PreScore computed it.
 func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
 	v, _ := state.Read(scoreKey)
 	s, ok := v.(*scoreState)
-	if !ok || s.ignored[n.Node().Name] {
+	if !ok || n.Index >= len(s.raw) || s.raw[n.Index] < 0 {
 		return 0, nil
 	}
-	var score float64
-	for i, c := range s.constraints {
-		if value, ok := n.Node().Labels[c.key]; ok {
-			score += float64(s.counts[i][value])*s.weights[i] + float64(c.maxSkew-1)
-		}
-	}
-	return int64(math.Round(score)), nil
+	return s.raw[n.Index], nil
 }
 
 // NormalizeScore gives the emptiest domains 100 and ignored nodes 0.
@@ -463,15 +601,16 @@ func (p *Plugin) NormalizeScore(_ context.Context, state *framework.CycleState, 
 	if !ok {
 		return nil
 	}
+	ignored := func(name string) bool { return len(s.ignored) > 0 && s.ignored[name] }
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, sc := range scores {
-		if !s.ignored[sc.Name] {
+		if !ignored(sc.Name) {
 			lo, hi = min(lo, sc.Score), max(hi, sc.Score)
 		}
 	}
 	for i := range scores {
 		switch {
-		case s.ignored[scores[i].Name]:
+		case ignored(scores[i].Name):
 			scores[i].Score = 0
 		case hi == 0:
 			scores[i].Score = framework.MaxNodeScore

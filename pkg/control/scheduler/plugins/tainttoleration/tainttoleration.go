@@ -54,6 +54,9 @@ func (Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *fram
 
 // Score counts the node's PreferNoSchedule taints the pod does not tolerate.
 func (Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
+	if len(n.Taints) == 0 {
+		return 0, nil // most nodes: no read of the cycle's state
+	}
 	v, _ := state.Read(stateKey)
 	tols, _ := v.([]corev1.Toleration)
 	var count int64
