@@ -33,7 +33,7 @@ func main() {
 	window := flag.Duration("window", 30*time.Second, "how long CPU use is measured in each phase")
 	probes := flag.String("probes", "httpGet,grpc,tcpSocket", "the probes of each pod, from httpGet, grpc, tcpSocket, exec")
 	floor := flag.Bool("floor", false, "between the baseline and the probed phase, measure the floor: the CPU of a client in the node's network namespace making the probes' connections to the baseline pods (bare system calls, then pkg/probe's workers)")
-	perfOut := flag.String("perf", "", "after the probed phase's window, record minilet with perf record -g into this file for the window's length")
+	perfOut := flag.String("perf", "", "after the probed phase's window, record minilet with perf record -g into this file for the window's length (and the floor clients, after theirs, into FILE.floor-MODE)")
 	bin := flag.String("bin", "bin", "directory of miniapi, minilet, miniproxy")
 	images := flag.String("images", "images/out", "directory of the image tarballs")
 	floorClientMode := flag.String("floor-client", "", "(probebench's own child) run the floor client: bare or workers, against the pod IPs given as arguments")
@@ -152,7 +152,7 @@ func run(pods int, kinds []string, window time.Duration, floor bool, perfOut, bi
 				return err
 			}
 			for _, mode := range []string{"bare", "workers"} {
-				u, err := runFloor(ctx, l, mode, ips, window, measurePhase)
+				u, err := runFloor(ctx, l, mode, ips, window, perfOut, measurePhase)
 				if err != nil {
 					return err
 				}
@@ -160,10 +160,8 @@ func run(pods int, kinds []string, window time.Duration, floor bool, perfOut, bi
 			}
 		}
 		if probed && perfOut != "" {
-			fmt.Printf("probebench: perf record -g of minilet for %v into %s\n", window, perfOut)
-			perf := exec.CommandContext(ctx, "perf", "record", "-g", "-p", strconv.Itoa(pid), "-o", perfOut, "--", "sleep", strconv.Itoa(int(window.Seconds())))
-			if out, err := perf.CombinedOutput(); err != nil {
-				return fmt.Errorf("perf record: %v\n%s", err, out)
+			if err := perfRecord(ctx, "minilet", pid, perfOut, window); err != nil {
+				return err
 			}
 		}
 		if _, err := cluster.Kubectl(ctx, l, "delete", "pods", "--all", "--wait=true", "--timeout=5m"); err != nil {
@@ -183,6 +181,17 @@ func run(pods int, kinds []string, window time.Duration, floor bool, perfOut, bi
 	return nil
 }
 
+// perfRecord records pid's stacks with perf record -g into out for window (after a
+// measured window: perf's sampling costs the process it samples).
+func perfRecord(ctx context.Context, what string, pid int, out string, window time.Duration) error {
+	fmt.Printf("probebench: perf record -g of %s for %v into %s\n", what, window, out)
+	perf := exec.CommandContext(ctx, "perf", "record", "-g", "-p", strconv.Itoa(pid), "-o", out, "--", "sleep", strconv.Itoa(int(window.Seconds())))
+	if msg, err := perf.CombinedOutput(); err != nil {
+		return fmt.Errorf("perf record: %v\n%s", err, msg)
+	}
+	return nil
+}
+
 // podIPs are the IPs of the n pods.
 func podIPs(ctx context.Context, l *lab.Lab, n int) ([]string, error) {
 	out, err := cluster.Kubectl(ctx, l, "get", "pods", "-o", "jsonpath={.items[*].status.podIP}")
@@ -197,15 +206,20 @@ func podIPs(ctx context.Context, l *lab.Lab, n int) ([]string, error) {
 }
 
 // runFloor runs this program as the floor client (mode) in the node's network namespace
-// for the window after a few seconds' start, and returns its CPU use over the window.
-func runFloor(ctx context.Context, l *lab.Lab, mode string, ips []string, window time.Duration,
+// for the window after a few seconds' start, and returns its CPU use over the window; with
+// perfOut, perf records it for another window into perfOut.floor-MODE.
+func runFloor(ctx context.Context, l *lab.Lab, mode string, ips []string, window time.Duration, perfOut string,
 	measurePhase func(pid int) (usage, float64, error)) (usage, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return usage{}, err
 	}
 	const settle = 3 * time.Second // every target past its first probe
-	args := append([]string{"-floor-client", mode, "-floor-for", (settle + window + 2*time.Second).String()}, ips...)
+	runFor := settle + window + 2*time.Second
+	if perfOut != "" {
+		runFor += window
+	}
+	args := append([]string{"-floor-client", mode, "-floor-for", runFor.String()}, ips...)
 	cmd := lab.Command(ctx, l.Nodes[0].NetNS, self, args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -215,6 +229,9 @@ func runFloor(ctx context.Context, l *lab.Lab, mode string, ips []string, window
 	time.Sleep(settle)
 	u, containerdShare, err := measurePhase(cmd.Process.Pid) // nsenter execs the client in place
 	rss, _ := proc.RSSMiB(cmd.Process.Pid)
+	if err == nil && perfOut != "" {
+		err = perfRecord(ctx, "the floor client", cmd.Process.Pid, perfOut+".floor-"+mode, window)
+	}
 	if werr := cmd.Wait(); err == nil && werr != nil {
 		err = fmt.Errorf("floor client: %v: %s", werr, out.String())
 	}
