@@ -129,15 +129,61 @@ func bareConnect(t *bareTarget) error {
 	timeout := unix.Timeval{Sec: 1}
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &timeout) // also bounds connect
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &timeout)
-	if err := unix.Connect(fd, &t.addr); err != nil {
+	if err := connect(fd, &t.addr); err != nil {
 		return fmt.Errorf("connect %v:%d: %w", netip.AddrFrom4(t.addr.Addr), t.addr.Port, err)
 	}
 	return t.probe(fd)
 }
 
+// connect is a blocking connect; one a signal interrupted (Go's runtime preempts with
+// signals) goes on in the kernel, so it waits for the outcome.
+func connect(fd int, addr unix.Sockaddr) error {
+	err := unix.Connect(fd, addr)
+	if err != unix.EINTR {
+		return err
+	}
+	for {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(pfd, 1000)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return unix.ETIMEDOUT
+		}
+		errno, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err == nil && errno != 0 {
+			err = unix.Errno(errno)
+		}
+		return err
+	}
+}
+
+// read and write restart when a signal interrupts them.
+func read(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, b)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+func write(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Write(fd, b)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
 func writeAll(fd int, b []byte) error {
 	for len(b) > 0 {
-		n, err := unix.Write(fd, b)
+		n, err := write(fd, b)
 		if err != nil {
 			return err
 		}
@@ -154,7 +200,7 @@ func bareHTTP(fd int, req []byte) error {
 	var buf [4 << 10]byte
 	var head []byte
 	for {
-		n, err := unix.Read(fd, buf[:])
+		n, err := read(fd, buf[:])
 		if err != nil {
 			return err
 		}
@@ -276,7 +322,7 @@ func (r *frameReader) fill(n int) error {
 		r.from = 0
 	}
 	for r.to-r.from < n {
-		m, err := unix.Read(r.fd, r.buf[r.to:])
+		m, err := read(r.fd, r.buf[r.to:])
 		if err != nil {
 			return err
 		}
