@@ -37,20 +37,32 @@ func CPUTime(pid int) (time.Duration, error) {
 	return time.Duration(t) * time.Second / clockTicks, err
 }
 
+// CPUTimes is the process's user and system CPU time so far: system time is the kernel's
+// work in its system calls (and the softirqs run in them).
+func CPUTimes(pid int) (user, system time.Duration, err error) {
+	utime, stime, err := userSystemTicks(pid)
+	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, err
+}
+
 // cpuTicks is utime+stime of the process from /proc/PID/stat.
 func cpuTicks(pid int) (uint64, error) {
+	utime, stime, err := userSystemTicks(pid)
+	return utime + stime, err
+}
+
+func userSystemTicks(pid int) (utime, stime uint64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Fields after the command name (which may hold spaces) start after the last ')'.
 	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
 	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
 	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
-	return utime + stime, nil
+	return utime, stime, nil
 }
 
 // RSSMiB is the process's resident set size.
