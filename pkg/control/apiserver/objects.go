@@ -109,7 +109,8 @@ func (e *encodings) watching(res *registry.Resource) (done func()) {
 // JSON decodes to, but for what JSON cannot hold and protobuf can: a MicroTime's
 // nanoseconds (a watch then carries them as kube-apiserver's protobuf storage does).
 func (e *encodings) written(ctx context.Context, res *registry.Resource, value []byte, rev int64, obj runtime.Object) {
-	if res.Conversion != nil || len(value) == 0 || !e.protobufWatched(res) { // the object is not the stored version's
+	// With a conversion, the object is not of the stored version its event is encoded from.
+	if res.Conversion != nil || len(value) == 0 || !e.protobufWatched(res) {
 		return
 	}
 	o := e.object(res, value, rev)
