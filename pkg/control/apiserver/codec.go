@@ -198,12 +198,11 @@ func (w *keptWrites) Write(p []byte) (int, error) {
 // writeProtobuf writes obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind.
 // The caller checked it is protobufEncodable.
 func writeProtobuf(w http.ResponseWriter, code int, obj runtime.Object) {
-	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-	w.WriteHeader(code)
-	_ = protobufSerializer.Encode(obj, w) // the client going away mid-body is not ours to report
+	raw, _ := encodeProtobuf(obj) // the caller checked it is protobufEncodable
+	writeProtobufBytes(w, code, raw)
 }
 
-// writeProtobufBytes writes an object's encodeProtobuf as writeProtobuf would write it.
+// writeProtobufBytes writes an object's encodeProtobuf.
 func writeProtobufBytes(w http.ResponseWriter, code int, raw []byte) {
 	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
 	w.WriteHeader(code)

@@ -275,31 +275,29 @@ func (c *Cache) sameBytes(ev *Event) {
 	}
 }
 
-// writing remembers the bytes of a write about to be made: its event may arrive before the
-// engine answers the write.
-func (c *Cache) writing(key string, value []byte) {
+// remembered makes a write whose bytes the cache remembers until its event arrives (which
+// may come before the engine answers the write): the event then carries those very bytes.
+func (c *Cache) remembered(key string, value []byte, write func() (int64, error)) (int64, error) {
 	c.writtenMu.Lock()
-	defer c.writtenMu.Unlock()
 	if c.written == nil {
 		c.written = map[string]KV{}
 	}
 	c.written[key] = KV{Key: key, Value: value}
-}
-
-// wrote records the revision of a write remembered by writing, or forgets a failed one.
-func (c *Cache) wrote(key string, value []byte, rev int64, err error) {
+	c.writtenMu.Unlock()
+	rev, err := write()
 	c.writtenMu.Lock()
 	defer c.writtenMu.Unlock()
-	w, ok := c.written[key]
-	if !ok || unsafe.SliceData(w.Value) != unsafe.SliceData(value) { // its event came, or another write's bytes
-		return
+	// Unless its event came already, or another write of the key took the entry over: a
+	// failed write is forgotten, a done one waits for its event (see forgetWritten).
+	if w, ok := c.written[key]; ok && unsafe.SliceData(w.Value) == unsafe.SliceData(value) {
+		if err != nil {
+			delete(c.written, key)
+		} else {
+			w.Revision = rev
+			c.written[key] = w
+		}
 	}
-	if err != nil {
-		delete(c.written, key)
-		return
-	}
-	w.Revision = rev
-	c.written[key] = w
+	return rev, err
 }
 
 // forgetWritten drops the writes of revisions the cache has passed without their bytes
@@ -385,17 +383,11 @@ func (c *Cache) List(ctx context.Context, prefix string) ([]KV, int64, error) {
 }
 
 func (c *Cache) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	c.writing(key, value)
-	rev, err := c.engine.Create(ctx, key, value)
-	c.wrote(key, value, rev, err)
-	return rev, err
+	return c.remembered(key, value, func() (int64, error) { return c.engine.Create(ctx, key, value) })
 }
 
 func (c *Cache) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	c.writing(key, value)
-	rev, err := c.engine.Update(ctx, key, value, expectedRevision)
-	c.wrote(key, value, rev, err)
-	return rev, err
+	return c.remembered(key, value, func() (int64, error) { return c.engine.Update(ctx, key, value, expectedRevision) })
 }
 
 func (c *Cache) Delete(ctx context.Context, key string, expectedRevision int64) (KV, int64, error) {
