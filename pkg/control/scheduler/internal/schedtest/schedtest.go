@@ -49,8 +49,8 @@ func On(pod *corev1.Pod, node string) *corev1.Pod {
 	return pod
 }
 
-// Snapshot is the cluster of nodes and placed pods as a scheduling cycle sees it.
-func Snapshot(nodes []*corev1.Node, pods ...*corev1.Pod) *cache.Snapshot {
+// Cache is a scheduler cache holding nodes and placed pods.
+func Cache(nodes []*corev1.Node, pods ...*corev1.Pod) *cache.Cache {
 	c := cache.New()
 	for _, n := range nodes {
 		c.AddNode(n)
@@ -58,8 +58,13 @@ func Snapshot(nodes []*corev1.Node, pods ...*corev1.Pod) *cache.Snapshot {
 	for _, p := range pods {
 		c.AddPod(p)
 	}
+	return c
+}
+
+// Snapshot is the cluster of nodes and placed pods as a scheduling cycle sees it.
+func Snapshot(nodes []*corev1.Node, pods ...*corev1.Pod) *cache.Snapshot {
 	s := cache.NewSnapshot()
-	c.UpdateSnapshot(s)
+	Cache(nodes, pods...).UpdateSnapshot(s)
 	return s
 }
 

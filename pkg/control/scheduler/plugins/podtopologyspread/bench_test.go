@@ -5,29 +5,18 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/scheduler/cache"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/internal/schedtest"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // BenchmarkScoreSystemDefaults is a Deployment's pod (the system default constraints)
 // scored on controllerbench's cluster: 500 nodes in ten zones holding 3000 of its
 // replicas, of which a cycle scores the 230 nodes kube-scheduler's adaptive share finds.
 func BenchmarkScoreSystemDefaults(b *testing.B) {
-	var nodes []*corev1.Node
-	var pods []*corev1.Pod
-	for i := range 500 {
-		name := fmt.Sprintf("node-%04d", i)
-		nodes = append(nodes, schedtest.Node(name, map[string]string{zone: fmt.Sprintf("zone-%d", i%10)}))
-		for j := range 6 {
-			pods = append(pods, schedtest.On(schedtest.Pod(fmt.Sprintf("%s-%d", name, j), web, 0), name))
-		}
-	}
-	snap := schedtest.Snapshot(nodes, pods...)
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
-	p, _ := New(schedtest.NewHandle(snap, rs))
+	snap := zonedCluster(6)
+	p, _ := New(schedtest.NewHandle(snap, webSet()))
 	fwk := &framework.Framework{Parallelism: 1, Scores: []framework.WeightedScore{{ScorePlugin: p.(framework.ScorePlugin), Weight: 2}},
 		PreScores: []framework.PreScorePlugin{p.(framework.PreScorePlugin)}}
 	feasible := snap.List()[:230]
@@ -43,16 +32,7 @@ func BenchmarkScoreSystemDefaults(b *testing.B) {
 // BenchmarkFilterZoneSpread is schedbench's spread pod (DoNotSchedule over ten zones,
 // maxSkew 1) filtered on 500 nodes holding 1000 of its kind.
 func BenchmarkFilterZoneSpread(b *testing.B) {
-	var nodes []*corev1.Node
-	var pods []*corev1.Pod
-	for i := range 500 {
-		name := fmt.Sprintf("node-%04d", i)
-		nodes = append(nodes, schedtest.Node(name, map[string]string{zone: fmt.Sprintf("zone-%d", i%10)}))
-		for j := range 2 {
-			pods = append(pods, schedtest.On(schedtest.Pod(fmt.Sprintf("%s-%d", name, j), web, 0), name))
-		}
-	}
-	snap := schedtest.Snapshot(nodes, pods...)
+	snap := zonedCluster(2)
 	p, _ := New(schedtest.NewHandle(snap))
 	fwk := &framework.Framework{Parallelism: 1, PreFilters: []framework.PreFilterPlugin{p.(framework.PreFilterPlugin)}, Filters: []framework.FilterPlugin{p.(framework.FilterPlugin)}}
 	pod := framework.NewPodInfo(spread(1, corev1.DoNotSchedule, nil))
@@ -66,4 +46,18 @@ func BenchmarkFilterZoneSpread(b *testing.B) {
 			fwk.RunFilter(context.Background(), state, pod, n)
 		}
 	}
+}
+
+// zonedCluster is 500 nodes in ten zones, each holding perNode web pods.
+func zonedCluster(perNode int) *cache.Snapshot {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 500 {
+		name := fmt.Sprintf("node-%04d", i)
+		nodes = append(nodes, schedtest.Node(name, map[string]string{zone: fmt.Sprintf("zone-%d", i%10)}))
+		for j := range perNode {
+			pods = append(pods, schedtest.On(schedtest.Pod(fmt.Sprintf("%s-%d", name, j), web, 0), name))
+		}
+	}
+	return schedtest.Snapshot(nodes, pods...)
 }

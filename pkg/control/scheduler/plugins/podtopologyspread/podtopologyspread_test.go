@@ -14,6 +14,33 @@ const zone = corev1.LabelTopologyZone
 
 var web = map[string]string{"app": "web"}
 
+// webSet is the ReplicaSet selecting web, whose pods the system default constraints spread.
+func webSet() *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
+}
+
+// hostAndZone is spread's zone constraint (maxSkew 2) followed by a hostname one (maxSkew 1).
+func hostAndZone(when corev1.UnsatisfiableConstraintAction, mod func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
+	p := spread(2, when, mod)
+	host := p.Spec.TopologySpreadConstraints[0]
+	host.TopologyKey, host.MaxSkew = corev1.LabelHostname, 1
+	p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, host)
+	return p
+}
+
+// inNamespace is pod moved to namespace ns.
+func inNamespace(pod *corev1.Pod, ns string) *corev1.Pod {
+	pod.Namespace = ns
+	return pod
+}
+
+// requiringZones is pod with a required node affinity to the zones.
+func requiringZones(pod *corev1.Pod, zones ...string) *corev1.Pod {
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zone, Operator: corev1.NodeSelectorOpIn, Values: zones}}}}}}}
+	return pod
+}
+
 func spread(maxSkew int32, when corev1.UnsatisfiableConstraintAction, mod func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
 	p := schedtest.Pod("new", web, 0)
 	c := corev1.TopologySpreadConstraint{MaxSkew: maxSkew, TopologyKey: zone, WhenUnsatisfiable: when,
@@ -101,8 +128,7 @@ func TestSystemDefaults(t *testing.T) {
 	// No zone labels (as on minilab): the pods of a ReplicaSet still spread over hosts.
 	nodes := []*corev1.Node{schedtest.Node("n1", nil), schedtest.Node("n2", nil)}
 	snap := schedtest.Snapshot(nodes, schedtest.On(schedtest.Pod("w1", web, 0), "n1"), schedtest.On(schedtest.Pod("w2", web, 0), "n1"))
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
-	h := schedtest.NewHandle(snap, rs)
+	h := schedtest.NewHandle(snap, webSet())
 	p, _ := New(h)
 	s := schedtest.Score(p, snap, schedtest.Pod("w3", web, 0))
 	if !(s["n2"] > s["n1"]) {

@@ -9,7 +9,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/cache"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/internal/schedtest"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -55,18 +54,6 @@ func mixedCluster() ([]*corev1.Node, []*corev1.Pod) {
 func TestScoresUnchanged(t *testing.T) {
 	all := []string{"a1", "a2", "a3", "b1", "b2", "c1", "nozone1", "nozone2", "bare"}
 	honor := corev1.NodeInclusionPolicyHonor
-	hostAndZone := func(mod func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
-		p := spread(2, corev1.ScheduleAnyway, mod)
-		host := p.Spec.TopologySpreadConstraints[0]
-		host.TopologyKey, host.MaxSkew = corev1.LabelHostname, 1
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, host)
-		return p
-	}
-	inOther := spread(1, corev1.ScheduleAnyway, nil)
-	inOther.Namespace = "other"
-	zoneAB := spread(1, corev1.ScheduleAnyway, nil)
-	zoneAB.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b", "c"}}}}}}}}
 	for _, tc := range []struct {
 		name     string
 		pod      *corev1.Pod
@@ -81,13 +68,13 @@ func TestScoresUnchanged(t *testing.T) {
 			map[string]int64{"a1": 0, "a2": 0, "a3": 0, "b1": 70, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
 		{"zone, a feasible subset", spread(1, corev1.ScheduleAnyway, nil), []string{"a2", "c1", "nozone2"},
 			map[string]int64{"a2": 0, "c1": 100, "nozone2": 0}},
-		{"hostname and zone", hostAndZone(nil), all,
+		{"hostname and zone", hostAndZone(corev1.ScheduleAnyway, nil), all,
 			map[string]int64{"a1": 5, "a2": 29, "a3": 17, "b1": 58, "b2": 82, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
-		{"hostname and zone, nodeTaintsPolicy Honor", hostAndZone(func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honor }), all,
+		{"hostname and zone, nodeTaintsPolicy Honor", hostAndZone(corev1.ScheduleAnyway, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honor }), all,
 			map[string]int64{"a1": 7, "a2": 35, "a3": 57, "b1": 50, "b2": 78, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
-		{"required node affinity to zones b and c: zone a counts none", zoneAB, all,
+		{"required node affinity to zones b and c: zone a counts none", requiringZones(spread(1, corev1.ScheduleAnyway, nil), "b", "c"), all,
 			map[string]int64{"a1": 100, "a2": 100, "a3": 100, "b1": 0, "b2": 0, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
-		{"a pod in another namespace counts that namespace's pods", inOther, all,
+		{"a pod in another namespace counts that namespace's pods", inNamespace(spread(1, corev1.ScheduleAnyway, nil), "other"), all,
 			map[string]int64{"a1": 100, "a2": 100, "a3": 100, "b1": 16, "b2": 16, "bare": 0, "c1": 0, "nozone1": 0, "nozone2": 0}},
 		{"matchLabelKeys", spread(1, corev1.ScheduleAnyway, func(c *corev1.TopologySpreadConstraint) {
 			c.LabelSelector = &metav1.LabelSelector{}
@@ -96,7 +83,7 @@ func TestScoresUnchanged(t *testing.T) {
 			map[string]int64{"a1": 0, "a2": 0, "a3": 0, "b1": 70, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
 		{"minDomains does not change scores", spread(1, corev1.ScheduleAnyway, func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](5) }), all,
 			map[string]int64{"a1": 0, "a2": 0, "a3": 0, "b1": 70, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0}},
-		{"two nodes share a hostname label", hostAndZone(nil), append([]string{"twin"}, all...),
+		{"two nodes share a hostname label", hostAndZone(corev1.ScheduleAnyway, nil), append([]string{"twin"}, all...),
 			map[string]int64{"a1": 5, "a2": 29, "a3": 17, "b1": 47, "b2": 70, "bare": 0, "c1": 100, "nozone1": 0, "nozone2": 0, "twin": 35}},
 		{"two nodes share a hostname label, system defaults", schedtest.Pod("new", web, 0), append(all, "twin"),
 			map[string]int64{"a1": 20, "a2": 20, "a3": 10, "b1": 35, "b2": 55, "bare": 0, "c1": 80, "nozone1": 75, "nozone2": 100, "twin": 45}},
@@ -109,8 +96,7 @@ func TestScoresUnchanged(t *testing.T) {
 			pods = append(pods, schedtest.On(schedtest.Pod("on-twin", web, 0), "twin"))
 		}
 		snap := schedtest.Snapshot(nodes, pods...)
-		rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
-		p, _ := New(schedtest.NewHandle(snap, rs))
+		p, _ := New(schedtest.NewHandle(snap, webSet()))
 		var feasible []*framework.NodeInfo
 		for _, name := range tc.feasible {
 			feasible = append(feasible, snap.Get(name))
@@ -138,16 +124,9 @@ func TestScoresUnchanged(t *testing.T) {
 // as a new one after pods are placed and nodes come and go (indexes shift).
 func TestMemoFollowsTheSnapshot(t *testing.T) {
 	nodes, pods := mixedCluster()
-	c := cache.New()
-	for _, n := range nodes {
-		c.AddNode(n)
-	}
-	for _, p := range pods {
-		c.AddPod(p)
-	}
+	c := schedtest.Cache(nodes, pods...)
 	snap := cache.NewSnapshot()
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: web}}}
-	h := schedtest.NewHandle(snap, rs)
+	h := schedtest.NewHandle(snap, webSet())
 	used, _ := New(h)
 	for i, change := range []func(){
 		func() {},
@@ -173,18 +152,6 @@ func TestMemoFollowsTheSnapshot(t *testing.T) {
 // PreFilter did not see.
 func TestFiltersUnchanged(t *testing.T) {
 	honor := corev1.NodeInclusionPolicyHonor
-	hostAndZone := func(mod func(*corev1.TopologySpreadConstraint)) *corev1.Pod {
-		p := spread(2, corev1.DoNotSchedule, mod)
-		host := p.Spec.TopologySpreadConstraints[0]
-		host.TopologyKey, host.MaxSkew = corev1.LabelHostname, 1
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, host)
-		return p
-	}
-	inOther := spread(1, corev1.DoNotSchedule, nil)
-	inOther.Namespace = "other"
-	zoneBC := spread(1, corev1.DoNotSchedule, nil)
-	zoneBC.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zone, Operator: corev1.NodeSelectorOpIn, Values: []string{"b", "c"}}}}}}}}
 	notSelf := spread(2, corev1.DoNotSchedule, nil)
 	notSelf.Labels = nil
 	for _, tc := range []struct {
@@ -200,13 +167,13 @@ func TestFiltersUnchanged(t *testing.T) {
 			"map[a1:S a2:S a3:S b1:- b2:- bare:L c1:- nozone1:L nozone2:L]"},
 		{"zone, minDomains 5", spread(3, corev1.DoNotSchedule, func(c *corev1.TopologySpreadConstraint) { c.MinDomains = ptr.To[int32](5) }),
 			"map[a1:S a2:S a3:S b1:- b2:- bare:L c1:- nozone1:L nozone2:L]"},
-		{"hostname and zone", hostAndZone(nil),
+		{"hostname and zone", hostAndZone(corev1.DoNotSchedule, nil),
 			"map[a1:S a2:S a3:S b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
-		{"hostname and zone, nodeTaintsPolicy Honor", hostAndZone(func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honor }),
+		{"hostname and zone, nodeTaintsPolicy Honor", hostAndZone(corev1.DoNotSchedule, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honor }),
 			"map[a1:S a2:S a3:S b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
-		{"required node affinity to zones b and c", zoneBC,
+		{"required node affinity to zones b and c", requiringZones(spread(1, corev1.DoNotSchedule, nil), "b", "c"),
 			"map[a1:- a2:- a3:- b1:S b2:S bare:L c1:- nozone1:L nozone2:L]"},
-		{"a pod in another namespace", inOther,
+		{"a pod in another namespace", inNamespace(spread(1, corev1.DoNotSchedule, nil), "other"),
 			"map[a1:- a2:- a3:- b1:S b2:S bare:L c1:S nozone1:L nozone2:L]"},
 	} {
 		nodes, pods := mixedCluster()
