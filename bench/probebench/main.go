@@ -67,18 +67,8 @@ func (u usage) total() float64 { return u.user + u.system }
 
 // measure is pid's CPU use over window.
 func measure(pid int, window time.Duration) (usage, error) {
-	u0, s0, err := proc.CPUTimes(pid)
-	if err != nil {
-		return usage{}, err
-	}
-	start := time.Now()
-	time.Sleep(window)
-	u1, s1, err := proc.CPUTimes(pid)
-	if err != nil {
-		return usage{}, err
-	}
-	wall := time.Since(start).Seconds()
-	return usage{(u1 - u0).Seconds() / wall, (s1 - s0).Seconds() / wall}, nil
+	user, system, err := proc.CPUShares(pid, window)
+	return usage{user, system}, err
 }
 
 const rowFormat = "%-30s %-8s %8s %8s %8s %8s %11s\n"

@@ -18,39 +18,35 @@ const clockTicks = 100
 
 // CPUShare is the process's CPU time over window divided by window: 1.0 is one core.
 func CPUShare(pid int, window time.Duration) (float64, error) {
-	before, err := cpuTicks(pid)
+	user, system, err := CPUShares(pid, window)
+	return user + system, err
+}
+
+// CPUShares is the process's user and system CPU time over window, each divided by window.
+func CPUShares(pid int, window time.Duration) (user, system float64, err error) {
+	u0, s0, err := CPUTimes(pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start := time.Now()
 	time.Sleep(window)
-	after, err := cpuTicks(pid)
+	u1, s1, err := CPUTimes(pid)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(after-before) / clockTicks / time.Since(start).Seconds(), nil
+	wall := time.Since(start).Seconds()
+	return (u1 - u0).Seconds() / wall, (s1 - s0).Seconds() / wall, nil
 }
 
 // CPUTime is the process's CPU time so far (user and system).
 func CPUTime(pid int) (time.Duration, error) {
-	t, err := cpuTicks(pid)
-	return time.Duration(t) * time.Second / clockTicks, err
+	user, system, err := CPUTimes(pid)
+	return user + system, err
 }
 
 // CPUTimes is the process's user and system CPU time so far: system time is the kernel's
 // work in its system calls (and the softirqs run in them).
 func CPUTimes(pid int) (user, system time.Duration, err error) {
-	utime, stime, err := userSystemTicks(pid)
-	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, err
-}
-
-// cpuTicks is utime+stime of the process from /proc/PID/stat.
-func cpuTicks(pid int) (uint64, error) {
-	utime, stime, err := userSystemTicks(pid)
-	return utime + stime, err
-}
-
-func userSystemTicks(pid int) (utime, stime uint64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, 0, err
@@ -62,7 +58,7 @@ func userSystemTicks(pid int) (utime, stime uint64, err error) {
 	if err1 != nil || err2 != nil {
 		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
 	}
-	return utime, stime, nil
+	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, nil
 }
 
 // RSSMiB is the process's resident set size.
