@@ -77,8 +77,8 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.Security.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit log files kept (0: all)")
 	f.IntVar(&o.Security.Audit.MaxAge, "audit-log-maxage", 0, "days a rotated audit log file is kept (0: no limit)")
 	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", apiserver.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
-	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart) before more get 429; 0: no limit")
-	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once before more get 429; 0: no limit")
+	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart); more wait in their user's queue, 429 when it is full; 0: no limit")
+	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
 	return cmd

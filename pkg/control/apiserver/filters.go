@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -274,45 +276,65 @@ func (t *timeoutWriter) timeOut() (begun bool) {
 	return t.begun
 }
 
-// inFlight bounds the requests that are not long-running being served at once.
+// inFlight bounds the requests that are not long-running being served at once, reads and
+// writes apart; a request that finds its kind's seats taken waits its turn in its user's
+// queue (package seats).
 type inFlight struct {
-	readonly, mutating chan struct{} // semaphores; nil: no limit
+	readonly, mutating *seats.Pool // nil: no limit
 }
 
 func newInFlight(l Limits) *inFlight {
 	f := &inFlight{}
 	if l.MaxRequestsInflight > 0 {
-		f.readonly = make(chan struct{}, l.MaxRequestsInflight)
+		f.readonly = seats.New(l.MaxRequestsInflight)
 	}
 	if l.MaxMutatingRequestsInflight > 0 {
-		f.mutating = make(chan struct{}, l.MaxMutatingRequestsInflight)
+		f.mutating = seats.New(l.MaxMutatingRequestsInflight)
 	}
 	return f
 }
 
-// limit refuses a request with 429 and Retry-After when its kind's requests in flight are
-// at the limit, as kube-apiserver's max-in-flight filter does.
+// register exports the seats taken and the requests waiting, by kind, under
+// kube-apiserver's metric names.
+func (f *inFlight) register(reg prometheus.Registerer) {
+	for kind, pool := range map[string]*seats.Pool{"readOnly": f.readonly, "mutating": f.mutating} {
+		if pool == nil {
+			continue
+		}
+		labels := prometheus.Labels{"request_kind": kind}
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apiserver_current_inflight_requests", ConstLabels: labels,
+				Help: "Requests being served, by kind (watches and streams apart)."}, func() float64 { return float64(pool.Serving()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "apiserver_current_inqueue_requests", ConstLabels: labels,
+				Help: "Requests waiting for a seat, by kind."}, func() float64 { return float64(pool.Waiting()) }))
+	}
+}
+
+// limit serves a request once it has a seat, and refuses it with 429 and Retry-After when
+// its user's queue is full or it waited too long, as kube-apiserver's priority and
+// fairness filter does.
 func (f *inFlight) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sem := f.readonly
+		pool := f.readonly
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			sem = f.mutating
+			pool = f.mutating
 		}
-		if sem == nil || longRunning(r) || privileged(r) {
+		if pool == nil || longRunning(r) || privileged(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-			next.ServeHTTP(w, r)
-		default:
+		u, _ := UserFrom(r.Context())
+		release, err := pool.Acquire(r.Context(), u.Name)
+		if err != nil {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 			if r.ContentLength != 0 { // not worth reading: net/http would before answering
 				w.Header().Set("Connection", "close")
 			}
 			writeError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
+			return
 		}
+		defer release()
+		next.ServeHTTP(w, r)
 	})
 }
 

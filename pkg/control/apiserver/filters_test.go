@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -122,4 +125,76 @@ func BenchmarkFilters(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Writes beyond --max-mutating-requests-inflight wait for a seat in their user's queue
+// instead of being refused: a controller's burst of creates is served in full, never more
+// at once than the limit. A user whose queue is full gets 429 with Retry-After while
+// another user's request still waits and is served.
+func TestInFlightQueuesBursts(t *testing.T) {
+	const seatsN = 4
+	var serving, most atomic.Int32
+	gate := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := serving.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-gate
+		serving.Add(-1)
+		w.WriteHeader(http.StatusCreated)
+	})
+	f := newInFlight(Limits{MaxMutatingRequestsInflight: seatsN})
+	reg := prometheus.NewRegistry()
+	f.register(reg)
+	limited := f.limit(h)
+	post := func(user string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/v1/namespaces/default/pods", nil)
+		r = r.WithContext(WithUser(r.Context(), User{Name: user}))
+		w := httptest.NewRecorder()
+		limited.ServeHTTP(w, r)
+		return w
+	}
+
+	// The controller's burst fills the seats and its whole queue.
+	burst := seatsN + seats.FlowQueueLimit
+	codes := make(chan int, burst+1)
+	for range burst {
+		go func() { codes <- post("controller").Code }()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (serving.Load() < seatsN || f.mutating.Waiting() < seats.FlowQueueLimit) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := gauges(t, reg); got["apiserver_current_inflight_requests"] != seatsN || got["apiserver_current_inqueue_requests"] != seats.FlowQueueLimit {
+		t.Errorf("metrics with the seats taken and the queue full: %v", got)
+	}
+	if w := post("controller"); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("a write beyond the controller's full queue: %d, Retry-After %q; want 429 and 1", w.Code, w.Header().Get("Retry-After"))
+	}
+	go func() { codes <- post("someone-else").Code }()
+	close(gate)
+	for range burst + 1 {
+		if code := <-codes; code != http.StatusCreated {
+			t.Errorf("a queued write: %d, want 201", code)
+		}
+	}
+	if m := most.Load(); m != seatsN {
+		t.Errorf("%d writes were served at once, want the limit %d", m, seatsN)
+	}
+}
+
+// gauges are the values of reg's gauges by name.
+func gauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			values[f.GetName()] += m.GetGauge().GetValue()
+		}
+	}
+	return values
 }

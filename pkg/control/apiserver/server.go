@@ -115,7 +115,9 @@ func New(cfg Config) *Server {
 	}
 	s.limits = cfg.Limits
 	h := s.metrics.instrument(withFieldOwner(mux))
-	s.handler = newInFlight(cfg.Limits).limit(h)
+	inFlight := newInFlight(cfg.Limits)
+	inFlight.register(cfg.Metrics)
+	s.handler = inFlight.limit(h)
 	return s
 }
 
