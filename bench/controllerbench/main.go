@@ -1,7 +1,7 @@
 // Command controllerbench measures the workload controllers through the real API: a
-// Deployment scaled from 0 to N replicas on M fake Ready nodes, timing until every pod
-// exists (the ReplicaSet controller's work) and until every pod is bound (the scheduler's),
-// against a baseline from the same run: the same number of bare pods created by clients
+// Deployment scaled from 0 to N replicas on M fake Ready nodes, timing from the scale
+// request until every pod exists (the ReplicaSet controller's work) and until every pod is
+// bound (the scheduler's), against a baseline from the same run: the same number of bare pods created by clients
 // directly, timed until bound. It prints miniapi's peak RSS (the process also holds the
 // benchmark's clients and informer).
 package main
@@ -53,7 +53,11 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 	watch := newPodWatch(ctx, client)
 
 	// Baseline: bare pods created by 16 clients, timed until every one is bound.
-	base, err := phase(ctx, watch, "baseline", replicas, timeout, func() error { return createBarePods(ctx, client, "baseline", replicas) })
+	createPods, err := barePods(ctx, client, "baseline", replicas)
+	if err != nil {
+		return err
+	}
+	base, err := phase(ctx, watch, "baseline", replicas, timeout, createPods)
 	if err != nil {
 		return err
 	}
@@ -61,6 +65,10 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 		base.created.Seconds(), float64(replicas)/base.created.Seconds(), base.bound.Seconds(), float64(replicas)/base.bound.Seconds())
 
 	// The Deployment scaled from 0 to replicas.
+	scale, err := deploymentScale(ctx, client, "bench", replicas)
+	if err != nil {
+		return err
+	}
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
 		if err != nil {
@@ -72,7 +80,7 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 		}
 	}
 	cpu := benchapi.ProcessCPU()
-	dep, err := phase(ctx, watch, "bench", replicas, timeout, func() error { return scaleDeployment(ctx, client, "bench", replicas) })
+	dep, err := phase(ctx, watch, "bench", replicas, timeout, scale)
 	if err != nil {
 		return err
 	}
@@ -95,43 +103,62 @@ func template() corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "localhost/minik8s/netexec:v1"}}}}
 }
 
-func createBarePods(ctx context.Context, c *kubernetes.Clientset, ns string, n int) error {
+// barePods prepares namespace ns and returns what creates n bare pods in it from 16 clients.
+func barePods(ctx context.Context, c *kubernetes.Clientset, ns string, n int) (func() error, error) {
+	if err := newNamespace(ctx, c, ns); err != nil {
+		return nil, err
+	}
+	t := template()
+	return func() error {
+		return benchapi.Parallel(16, n, func(i int) error {
+			_, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Labels: t.Labels}, Spec: t.Spec}, metav1.CreateOptions{})
+			return err
+		})
+	}, nil
+}
+
+// deploymentScale prepares a Deployment of 0 replicas in namespace ns, waits for its
+// ReplicaSet, and returns what scales it to n.
+func deploymentScale(ctx context.Context, c *kubernetes.Clientset, ns string, n int) (func() error, error) {
+	if err := newNamespace(ctx, c, ns); err != nil {
+		return nil, err
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bench"}}, Template: template()}}
+	if _, err := c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		sets, err := c.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(sets.Items) == 1, nil
+	}); err != nil {
+		return nil, fmt.Errorf("deployment %s/web has no ReplicaSet: %w", ns, err)
+	}
+	return func() error {
+		scale, err := c.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = int32(n)
+		_, err = c.AppsV1().Deployments(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
+		return err
+	}, nil
+}
+
+// newNamespace creates namespace ns and waits for its default ServiceAccount, which pods
+// need (ServiceAccount admission), as Kubernetes' e2e framework does, so the creates do not
+// race the serviceaccount controller.
+func newNamespace(ctx context.Context, c *kubernetes.Clientset, ns string) error {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	// Pods need the namespace's default ServiceAccount (ServiceAccount admission): wait for
-	// the serviceaccount controller, as Kubernetes' e2e framework does, so the creates do
-	// not race it (the Deployment's ReplicaSet controller retries; these clients do not).
-	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	}); err != nil {
 		return fmt.Errorf("namespace %s has no default ServiceAccount: %w", ns, err)
 	}
-	t := template()
-	return benchapi.Parallel(16, n, func(i int) error {
-		_, err := c.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Labels: t.Labels}, Spec: t.Spec}, metav1.CreateOptions{})
-		return err
-	})
-}
-
-func scaleDeployment(ctx context.Context, c *kubernetes.Clientset, ns string, n int) error {
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0),
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "bench"}}, Template: template()}}
-	if _, err := c.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	time.Sleep(time.Second) // its ReplicaSet exists at 0 replicas
-	scale, err := c.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	scale.Spec.Replicas = int32(n)
-	_, err = c.AppsV1().Deployments(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
-	return err
+	return nil
 }
 
 // podWatch counts pods and bound pods per namespace from an informer.
