@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const (
@@ -101,14 +101,13 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	path := c.LogPath
 	if opts.previous {
-		if path, err = previousLog(c.LogPath); err != nil {
-			writeError(w, badRequest("previous terminated container %q in pod %q not found", name, pod))
+		if c, err = s.lastTerminated(r, namespace, pod, name); err != nil {
+			writeError(w, err)
 			return
 		}
 	}
-	logs, err := crilog.OpenReader(path, opts.read)
+	logs, err := crilog.OpenReader(c.LogPath, opts.read)
 	if err != nil {
 		writeError(w, fmt.Errorf("log of container %s in pod %s/%s: %w", name, namespace, pod, err))
 		return
@@ -194,29 +193,39 @@ func (s *Server) namedContainer(r *http.Request, namespace, pod, name string) (r
 	return runtime.Container{}, notFound("container %q not found in pod %s/%s; its containers: %s", name, namespace, pod, strings.Join(slices.Compact(names), ", "))
 }
 
-// previousLog is the log of the run before the one logging to current: logs are
-// DIR/<restart count>.log, one per run (see pkg/agent's containerLogPath).
-func previousLog(current string) (string, error) {
-	dir := filepath.Dir(current)
-	n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(current), ".log"))
-	if err != nil {
-		return "", fmt.Errorf("log %s is not named by its restart count", current)
+// lastTerminated is the container's last terminated run as its pod's status names it
+// (lastState.terminated), which is what the kubelet reads for `logs --previous`: in
+// CrashLoopBackOff the run that just ended, for a container running again the run before.
+func (s *Server) lastTerminated(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
+	none := badRequest("previous terminated container %q in pod %q not found", name, pod)
+	if s.client == nil {
+		return runtime.Container{}, errors.New("this node API has no API client to read the pod's status from")
 	}
-	entries, err := os.ReadDir(dir)
+	p, err := s.client.CoreV1().Pods(namespace).Get(r.Context(), pod, metav1.GetOptions{})
 	if err != nil {
-		return "", err
+		return runtime.Container{}, fmt.Errorf("pod %s/%s: %w", namespace, pod, err)
 	}
-	best := -1
-	for _, e := range entries {
-		m, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
-		if err == nil && strings.HasSuffix(e.Name(), ".log") && m < n && m > best {
-			best = m
+	var id string
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.Name == name && cs.LastTerminationState.Terminated != nil {
+				id = strings.TrimPrefix(cs.LastTerminationState.Terminated.ContainerID, "containerd://")
+			}
 		}
 	}
-	if best < 0 {
-		return "", errors.New("no earlier run")
+	if id == "" {
+		return runtime.Container{}, none
 	}
-	return filepath.Join(dir, strconv.Itoa(best)+".log"), nil
+	list, err := s.podContainers(r, namespace, pod)
+	if err != nil {
+		return runtime.Container{}, err
+	}
+	for _, c := range list {
+		if c.ID == id && c.LogPath != "" {
+			return c, nil
+		}
+	}
+	return runtime.Container{}, none
 }
 
 // limitWriter writes at most left bytes, then fails.

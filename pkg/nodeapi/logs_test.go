@@ -1,22 +1,86 @@
 package nodeapi
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
-func TestPreviousLog(t *testing.T) {
+// listOnly is a runtime that lists fixed containers.
+type listOnly struct {
+	Runtime
+	containers []runtime.Container
+}
+
+func (l listOnly) ListContainers(context.Context, string) ([]runtime.Container, error) {
+	return l.containers, nil
+}
+
+// `logs --previous` reads the run the pod's status names as the container's last terminated
+// state, as the kubelet does: in CrashLoopBackOff the run that just ended (the same the
+// plain logs show), once running again the run before; none before the first restart.
+func TestPreviousIsTheLastTerminatedRun(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"0.log", "1.log", "3.log"} {
-		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+	start := time.Now().Add(-time.Minute)
+	var runs []runtime.Container
+	for i, state := range []runtime.State{runtime.StateExited, runtime.StateExited, runtime.StateRunning} {
+		path := filepath.Join(dir, fmt.Sprintf("%d.log", i))
+		line := fmt.Sprintf("2026-11-26T00:00:0%dZ stdout F run-%d\n", i, i)
+		if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		runs = append(runs, runtime.Container{ID: fmt.Sprintf("id%d", i), PodNamespace: "default", PodName: "crasher", Name: "c",
+			LogPath: path, State: state, StartedAt: start.Add(time.Duration(i) * time.Second)})
 	}
-	if got, err := previousLog(filepath.Join(dir, "3.log")); err != nil || got != filepath.Join(dir, "1.log") {
-		t.Errorf("previous of 3.log = %q, %v; want 1.log", got, err)
+	status := func(last string, state corev1.ContainerState) *corev1.Pod {
+		cs := corev1.ContainerStatus{Name: "c", State: state}
+		if last != "" {
+			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, ContainerID: "containerd://" + last}
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crasher"},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}
 	}
-	if _, err := previousLog(filepath.Join(dir, "0.log")); err == nil {
-		t.Error("the first run has no previous log, got one")
+	logs := func(pod *corev1.Pod, known []runtime.Container, previous bool) (int, string) {
+		s := New(Config{NodeName: "node-1"}, listOnly{containers: known}, fake.NewClientset(pod), func() error { return nil }, nil, nil)
+		r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/containerLogs/default/crasher/c?previous=%v", previous), nil)
+		r.SetPathValue("namespace", "default")
+		r.SetPathValue("pod", "crasher")
+		r.SetPathValue("container", "c")
+		w := httptest.NewRecorder()
+		s.serveLogs(w, r)
+		return w.Code, strings.TrimSpace(w.Body.String())
+	}
+	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	for _, tc := range []struct {
+		name           string
+		pod            *corev1.Pod
+		runs           []runtime.Container
+		previous, logs string
+	}{
+		{"in CrashLoopBackOff after the second run", status("id1", backOff), runs[:2], "run-1", "run-1"},
+		{"running its third run", status("id1", running), runs, "run-1", "run-2"},
+	} {
+		if code, out := logs(tc.pod, tc.runs, true); code != http.StatusOK || out != tc.previous {
+			t.Errorf("%s: --previous answered %d %q, want %q", tc.name, code, out, tc.previous)
+		}
+		if code, out := logs(tc.pod, tc.runs, false); code != http.StatusOK || out != tc.logs {
+			t.Errorf("%s: logs answered %d %q, want %q", tc.name, code, out, tc.logs)
+		}
+	}
+	code, out := logs(status("", running), runs[:1], true)
+	if code != http.StatusBadRequest || !strings.Contains(out, `previous terminated container "c" in pod "crasher" not found`) {
+		t.Errorf("--previous before any restart: %d %q, want 400 naming the container", code, out)
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,7 @@ metadata: {name: crasher}
 spec:
   nodeName: node-1
   containers:
-  - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 2; exit 1']}
+  - {name: c, image: localhost/minik8s/busybox:v1, command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 5; exit 1']}
 ---
 apiVersion: v1
 kind: Pod
@@ -203,18 +204,11 @@ func TestNodeAPI(t *testing.T) {
 		t.Errorf("port-forward fell back to SPDY:\n%s", pfOut.String())
 	}
 
-	// --previous is the run before the current one, after a crash.
-	var prev string
-	for range 60 {
-		if prev, err = cluster.Kubectl(ctx, l, "logs", "crasher", "--previous"); err == nil {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	cur, _ := cluster.Kubectl(ctx, l, "logs", "crasher")
-	if err != nil || !strings.HasPrefix(prev, "run-at-") || prev == cur {
-		t.Errorf("kubectl logs --previous after a crash: %v\nprevious %q, current %q", err, prev, cur)
-	}
+	// --previous is the run the status names as the last terminated state, as with the
+	// kubelet: in CrashLoopBackOff the run that just ended (what plain logs show too), once
+	// running again the run before the current one.
+	crasherLogs(ctx, t, l, "CrashLoopBackOff", func(prev, cur string) bool { return prev == cur })
+	crasherLogs(ctx, t, l, "running", func(prev, cur string) bool { return prev != cur })
 
 	// A container that never restarted has no previous run: the node's answer reaches
 	// kubectl as a Status with its text.
@@ -263,4 +257,36 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// crasherLogs waits for the crasher pod's container to be in state (a waiting reason, or
+// "running") after a crash, reads `kubectl logs --previous` and `kubectl logs` and checks
+// them with want, if the status did not change meanwhile (else it tries again).
+func crasherLogs(ctx context.Context, t *testing.T, l *lab.Lab, state string, want func(prev, cur string) bool) {
+	t.Helper()
+	const jsonpath = `{.status.containerStatuses[0].state.waiting.reason}{.status.containerStatuses[0].state.running.startedAt}/{.status.containerStatuses[0].lastState.terminated.containerID}`
+	status := func() (string, bool) {
+		out, err := cluster.Kubectl(ctx, l, "get", "pod", "crasher", "-o", "jsonpath="+jsonpath)
+		now, last, _ := strings.Cut(out, "/")
+		inState := now == state || (state == "running" && strings.HasPrefix(now, "20"))
+		return out, err == nil && inState && last != ""
+	}
+	var seen string
+	waitFor(t, "the crasher "+state+" after a crash, its logs read meanwhile", 100*time.Second, func() (bool, string) {
+		before, ok := status()
+		if !ok {
+			return false, before
+		}
+		prev, err := cluster.Kubectl(ctx, l, "logs", "crasher", "--previous")
+		cur, err2 := cluster.Kubectl(ctx, l, "logs", "crasher")
+		if after, _ := status(); after != before || err != nil || err2 != nil {
+			return false, fmt.Sprintf("%s then %s; %v %v", before, after, err, err2)
+		}
+		seen = fmt.Sprintf("previous %q, current %q", prev, cur)
+		if !strings.HasPrefix(prev, "run-at-") || !strings.HasPrefix(cur, "run-at-") || !want(prev, cur) {
+			t.Errorf("kubectl logs --previous with the crasher %s (%s): %s", state, before, seen)
+		}
+		return true, seen
+	})
+	t.Logf("crasher %s: %s", state, seen)
 }
