@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -71,8 +72,28 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 }
 
 // CreateNodes makes Ready nodes fake-<from>..fake-<to-1> (110 pods, 32 cpu, 128Gi each),
-// labelled with their hostname and one of ten zones.
+// labelled with their hostname and one of ten zones, and waits until the node IPAM
+// controller has given each its pod CIDR: a measurement started before would count that
+// controller's work on thousands of new nodes as the pods'.
 func CreateNodes(ctx context.Context, c kubernetes.Interface, from, to int) error {
+	if err := createNodes(ctx, c, from, to); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.PodCIDR == "" {
+				return false, nil
+			}
+		}
+		return len(nodes.Items) >= to, nil
+	})
+}
+
+func createNodes(ctx context.Context, c kubernetes.Interface, from, to int) error {
 	return Parallel(16, to-from, func(i int) error {
 		i += from
 		name := fmt.Sprintf("fake-%04d", i)
