@@ -49,7 +49,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -272,7 +271,7 @@ func benchList(cfg config, api *miniapi) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureNamespace(clients[0], ns); err != nil {
+	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -484,7 +483,7 @@ func backToBack(workers int, d time.Duration, op func(worker int, i int64) error
 // closedLoop runs one worker per client, each creating pods back to back, for d.
 func closedLoop(clients []*kubernetes.Clientset, tag string, d time.Duration) (result, error) {
 	ns := "bench-" + tag
-	if err := ensureNamespace(clients[0], ns); err != nil {
+	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return result{}, err
 	}
 	return backToBack(len(clients), d, func(w int, i int64) error { return createPod(clients[w], ns, i) })
@@ -494,7 +493,7 @@ func closedLoop(clients []*kubernetes.Clientset, tag string, d time.Duration) (r
 // latency counts from when a create was due, so queueing shows (no coordinated omission).
 func openLoop(clients []*kubernetes.Clientset, tag string, rate int, d time.Duration) (result, error) {
 	ns := "bench-" + tag
-	if err := ensureNamespace(clients[0], ns); err != nil {
+	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return result{}, err
 	}
 	rec := &recorder{cpuStart: cpuTime()}
@@ -557,22 +556,6 @@ func benchPod(ns string, i int64) *corev1.Pod {
 func createPod(c *kubernetes.Clientset, ns string, i int64) error {
 	_, err := c.CoreV1().Pods(ns).Create(context.Background(), benchPod(ns, i), metav1.CreateOptions{})
 	return err
-}
-
-func ensureNamespace(c *kubernetes.Clientset, name string) error {
-	_, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !strings.Contains(err.Error(), "already exists") {
-		return err
-	}
-	// Pods need the namespace's default ServiceAccount (ServiceAccount admission): wait for
-	// the serviceaccount controller, as Kubernetes' e2e framework does, so the timed
-	// creates do not race it.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
 }
 
 // rawStoreCreates is the store's own create throughput with 64 writers and pod-sized values:
@@ -741,7 +724,7 @@ func (a *miniapi) printPodSize() error {
 	if err != nil {
 		return err
 	}
-	if err := ensureNamespace(clients[0], ns); err != nil {
+	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return err
 	}
 	sent, err := json.Marshal(benchPod(ns, 0))

@@ -105,7 +105,7 @@ func template() corev1.PodTemplateSpec {
 
 // barePods prepares namespace ns and returns what creates n bare pods in it from 16 clients.
 func barePods(ctx context.Context, c *kubernetes.Clientset, ns string, n int) (func() error, error) {
-	if err := newNamespace(ctx, c, ns); err != nil {
+	if err := benchapi.Namespace(ctx, c, ns); err != nil {
 		return nil, err
 	}
 	t := template()
@@ -120,7 +120,7 @@ func barePods(ctx context.Context, c *kubernetes.Clientset, ns string, n int) (f
 // deploymentScale prepares a Deployment of 0 replicas in namespace ns, waits for its
 // ReplicaSet, and returns what scales it to n.
 func deploymentScale(ctx context.Context, c *kubernetes.Clientset, ns string, n int) (func() error, error) {
-	if err := newNamespace(ctx, c, ns); err != nil {
+	if err := benchapi.Namespace(ctx, c, ns); err != nil {
 		return nil, err
 	}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](0),
@@ -143,22 +143,6 @@ func deploymentScale(ctx context.Context, c *kubernetes.Clientset, ns string, n 
 		_, err = c.AppsV1().Deployments(ns).UpdateScale(ctx, "web", scale, metav1.UpdateOptions{})
 		return err
 	}, nil
-}
-
-// newNamespace creates namespace ns and waits for its default ServiceAccount, which pods
-// need (ServiceAccount admission), as Kubernetes' e2e framework does, so the creates do not
-// race the serviceaccount controller.
-func newNamespace(ctx context.Context, c *kubernetes.Clientset, ns string) error {
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		return fmt.Errorf("namespace %s has no default ServiceAccount: %w", ns, err)
-	}
-	return nil
 }
 
 // podWatch counts pods and bound pods per namespace from an informer.

@@ -145,7 +145,7 @@ func spreadPod(int) *corev1.Pod {
 }
 
 func measure(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, sc scenario, n int, timeout time.Duration) error {
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sc.name}}, metav1.CreateOptions{}); err != nil {
+	if err := benchapi.Namespace(ctx, c, sc.name); err != nil {
 		return err
 	}
 	var mu sync.Mutex

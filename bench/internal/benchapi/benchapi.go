@@ -20,6 +20,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -115,6 +116,24 @@ func createNodes(ctx context.Context, c kubernetes.Interface, from, to int) erro
 			return err
 		})
 	})
+}
+
+// Namespace creates namespace name (if it does not exist) and waits for its default
+// ServiceAccount, which pods need (ServiceAccount admission), as Kubernetes' e2e framework
+// does: timed creates must not race the serviceaccount controller, whose moment of delay
+// the admission plugin waits out in 100-200 ms steps.
+func Namespace(ctx context.Context, c kubernetes.Interface, name string) error {
+	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("namespace %s has no default ServiceAccount: %w", name, err)
+	}
+	return nil
 }
 
 // Parallel calls do(0..n-1) from workers goroutines and returns the first error.
