@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -303,7 +304,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// The API server's own loopback identity, in system:masters as kube-apiserver's is:
 	// its authorization and admission caches and the bootstrap policy go through it.
-	loopback, err := loopbackConfig(ca, o.ServerURL(), "system:apiserver", []string{"system:masters"})
+	loopback, err := loopbackConfig(ca, o.ServerURL(), "kube-apiserver", "system:apiserver", []string{"system:masters"})
 	if err != nil {
 		return err
 	}
@@ -363,11 +364,11 @@ func Run(ctx context.Context, o Options) error {
 	// Each in-process component has its own identity, authorized by its bootstrap role
 	// (system:kube-controller-manager and the system:controller:* roles,
 	// system:kube-scheduler), as kube-controller-manager and kube-scheduler are.
-	controllerManager, err := loopbackConfig(ca, o.ServerURL(), auth.ControllerManagerUser, nil)
+	controllerManager, err := loopbackConfig(ca, o.ServerURL(), "kube-controller-manager", auth.ControllerManagerUser, nil)
 	if err != nil {
 		return err
 	}
-	schedulerCfg, err := loopbackConfig(ca, o.ServerURL(), auth.SchedulerUser, nil)
+	schedulerCfg, err := loopbackConfig(ca, o.ServerURL(), "kube-scheduler", auth.SchedulerUser, nil)
 	if err != nil {
 		return err
 	}
@@ -491,8 +492,11 @@ func servingTLS(ctx context.Context, ca *pki.CA, o Options) (*tls.Config, error)
 	}, nil
 }
 
-// loopbackConfig is an in-memory client identity for in-process components.
-func loopbackConfig(ca *pki.CA, server, user string, groups []string) (*rest.Config, error) {
+// loopbackConfig is an in-memory client identity for in-process components. Its user
+// agent names the Kubernetes component it stands for, as theirs do, so what it writes is
+// managed by "kube-controller-manager" or "kube-scheduler" (the field manager defaults to
+// the agent's name), as on a Kubernetes cluster.
+func loopbackConfig(ca *pki.CA, server, component, user string, groups []string) (*rest.Config, error) {
 	pair, err := ca.IssueClient(user, groups)
 	if err != nil {
 		return nil, err
@@ -502,7 +506,7 @@ func loopbackConfig(ca *pki.CA, server, user string, groups []string) (*rest.Con
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: pair.CertPEM, KeyData: pair.KeyPEM},
 		QPS:             2000,
 		Burst:           4000,
-		UserAgent:       user,
+		UserAgent:       fmt.Sprintf("%s/%s (%s/%s) minik8s", component, apiserver.KubernetesVersion, goruntime.GOOS, goruntime.GOARCH),
 	}, nil
 }
 

@@ -2,15 +2,16 @@ package controlplane
 
 import (
 	"context"
-	"strings"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestComponentsWriteAsThemselves: the controllers write as system:kube-controller-manager
-// and the scheduler as system:kube-scheduler, as the managed fields of what they wrote show.
+// TestComponentsWriteAsThemselves: the controllers write as kube-controller-manager and the
+// scheduler as kube-scheduler, the managers Kubernetes' components are in the managed
+// fields of what they wrote (named after their user agents).
 func TestComponentsWriteAsThemselves(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
@@ -20,10 +21,10 @@ func TestComponentsWriteAsThemselves(t *testing.T) {
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{"no": "such-node"}, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	managers := func(selector, name string) string {
+	managers := func(selector, name string) []string {
 		list, err := c.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
-			return ""
+			return nil
 		}
 		var names []string
 		for _, p := range list.Items {
@@ -33,12 +34,12 @@ func TestComponentsWriteAsThemselves(t *testing.T) {
 				}
 			}
 		}
-		return strings.Join(names, ",")
+		return names
 	}
 	waitFor(t, "the deployment's pod, written by the controller manager", func() bool {
-		return strings.Contains(managers("app=web", ""), "system:kube-controller-manager")
+		return slices.Contains(managers("app=web", ""), "kube-controller-manager")
 	})
 	waitFor(t, "the unschedulable pod's status, written by the scheduler", func() bool {
-		return strings.Contains(managers("", "nowhere"), "system:kube-scheduler")
+		return slices.Contains(managers("", "nowhere"), "kube-scheduler")
 	})
 }

@@ -36,7 +36,7 @@ func kubeletClientTransport(ca *pki.CA) (http.RoundTripper, error) {
 // metricsExtension is metrics.k8s.io (pkg/control/metricsapi), reading nodes and pods
 // over loopback as its own user and the nodes' figures with the kubelet-client transport.
 func metricsExtension(ca *pki.CA, o Options, nodeTransport http.RoundTripper, log *slog.Logger) (apiserver.Extension, error) {
-	cfg, err := loopbackConfig(ca, o.ServerURL(), auth.MetricsServerUser, nil)
+	cfg, err := loopbackConfig(ca, o.ServerURL(), "metrics-server", auth.MetricsServerUser, nil)
 	if err != nil {
 		return apiserver.Extension{}, err
 	}
