@@ -26,7 +26,7 @@ const hookOutputMax = 1 << 10
 
 // execIn runs commands in the container with the given status ID (exec probes).
 func (a *Agent) execIn(containerID string) probe.Execer {
-	id := trimRuntimePrefix(containerID)
+	id := runtime.IDFromStatus(containerID)
 	return func(ctx context.Context, cmd []string, out io.Writer) (int, error) {
 		return a.rt.Exec(ctx, id, runtime.ExecOptions{Cmd: cmd, Stdout: out, Stderr: out})
 	}

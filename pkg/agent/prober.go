@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,7 +139,7 @@ func (p *prober) report(ctx context.Context, key probeKey, pod *corev1.Pod, c *c
 		if pr.TerminationGracePeriodSeconds != nil {
 			grace = time.Duration(*pr.TerminationGracePeriodSeconds) * time.Second
 		}
-		rc := runtime.Container{ID: trimRuntimePrefix(containerID), Name: c.Name}
+		rc := runtime.Container{ID: runtime.IDFromStatus(containerID), Name: c.Name}
 		go func() {
 			if err := p.a.stopContainers(p.ctx, nil, []runtime.Container{rc}, p.a.runPreStop(p.ctx, pod, rc, grace)); err != nil {
 				p.a.containerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedKillPod", "error killing container %s: %v", c.Name, err)
@@ -191,6 +190,3 @@ func (p *prober) forget(uid types.UID) {
 		}
 	}
 }
-
-// trimRuntimePrefix turns a status's containerID ("containerd://ID") into the runtime's ID.
-func trimRuntimePrefix(id string) string { return strings.TrimPrefix(id, "containerd://") }

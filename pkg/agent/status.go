@@ -128,7 +128,7 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 		return cs
 	}
 	cur := history[0]
-	cs.ContainerID = "containerd://" + cur.ID
+	cs.ContainerID = runtime.StatusID(cur.ID)
 	cs.ImageID = cur.ImageRef
 	if cs.ImageID == "" { // made by an older minilet
 		cs.ImageID = cur.Image
@@ -166,7 +166,7 @@ func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.Contai
 		Message:     message,
 		StartedAt:   apiTime(c.StartedAt),
 		FinishedAt:  apiTime(c.FinishedAt),
-		ContainerID: "containerd://" + c.ID,
+		ContainerID: runtime.StatusID(c.ID),
 	}
 }
 

@@ -209,7 +209,7 @@ func (s *Server) lastTerminated(r *http.Request, namespace, pod, name string) (r
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
 		for _, cs := range statuses {
 			if cs.Name == name && cs.LastTerminationState.Terminated != nil {
-				id = strings.TrimPrefix(cs.LastTerminationState.Terminated.ContainerID, "containerd://")
+				id = runtime.IDFromStatus(cs.LastTerminationState.Terminated.ContainerID)
 			}
 		}
 	}

@@ -8,6 +8,16 @@ import (
 	"strings"
 )
 
+// statusIDPrefix is how a pod's status names this runtime in a containerID.
+const statusIDPrefix = "containerd://"
+
+// StatusID is how a pod's status names container id ("containerd://ID"), as the kubelet
+// names a CRI container.
+func StatusID(id string) string { return statusIDPrefix + id }
+
+// IDFromStatus is the container id a pod status's containerID names.
+func IDFromStatus(containerID string) string { return strings.TrimPrefix(containerID, statusIDPrefix) }
+
 // containerd identifiers: alphanumerics separated by single '.', '_' or '-', at most 76.
 const maxIDLength = 76
 
