@@ -96,13 +96,18 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	c, err := s.namedContainer(r, namespace, pod, name)
+	list, err := s.podContainers(r, namespace, pod)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := namedContainer(list, namespace, pod, name)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if opts.previous {
-		if c, err = s.lastTerminated(r, namespace, pod, name); err != nil {
+		if c, err = s.lastTerminated(r, list, namespace, pod, name); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -170,12 +175,9 @@ func (s *Server) stillRunning(ctx context.Context, id string) bool {
 	return false
 }
 
-// namedContainer is the newest container name of pod namespace/name, in any state.
-func (s *Server) namedContainer(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
-	list, err := s.podContainers(r, namespace, pod)
-	if err != nil {
-		return runtime.Container{}, err
-	}
+// namedContainer is the newest container name among the containers of pod namespace/name
+// (newest first), in any state.
+func namedContainer(list []runtime.Container, namespace, pod, name string) (runtime.Container, error) {
 	var names []string
 	for _, c := range list {
 		if c.Sandbox {
@@ -195,8 +197,9 @@ func (s *Server) namedContainer(r *http.Request, namespace, pod, name string) (r
 
 // lastTerminated is the container's last terminated run as its pod's status names it
 // (lastState.terminated), which is what the kubelet reads for `logs --previous`: in
-// CrashLoopBackOff the run that just ended, for a container running again the run before.
-func (s *Server) lastTerminated(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
+// CrashLoopBackOff the run that just ended, for a container running again the run before;
+// list is the pod's containers.
+func (s *Server) lastTerminated(r *http.Request, list []runtime.Container, namespace, pod, name string) (runtime.Container, error) {
 	none := badRequest("previous terminated container %q in pod %q not found", name, pod)
 	if s.client == nil {
 		return runtime.Container{}, errors.New("this node API has no API client to read the pod's status from")
@@ -215,10 +218,6 @@ func (s *Server) lastTerminated(r *http.Request, namespace, pod, name string) (r
 	}
 	if id == "" {
 		return runtime.Container{}, none
-	}
-	list, err := s.podContainers(r, namespace, pod)
-	if err != nil {
-		return runtime.Container{}, err
 	}
 	for _, c := range list {
 		if c.ID == id && c.LogPath != "" {
