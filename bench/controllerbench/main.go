@@ -1,9 +1,9 @@
 // Command controllerbench measures the workload controllers through the real API: a
 // Deployment scaled from 0 to N replicas on M fake Ready nodes, timing from the scale
 // request until every pod exists (the ReplicaSet controller's work) and until every pod is
-// bound (the scheduler's), against a baseline from the same run: the same number of bare pods created by clients
-// directly, timed until bound. It prints miniapi's peak RSS (the process also holds the
-// benchmark's clients and informer).
+// bound (the scheduler's), against a baseline from the same run: the same number of bare
+// pods created by clients directly, timed until bound. It prints miniapi's peak RSS (the
+// process also holds the benchmark's clients and informer).
 package main
 
 import (
