@@ -92,11 +92,12 @@ type Cache struct {
 
 var _ Interface = (*Cache)(nil)
 
-// change is one change the cache applied: the key's version before it (nil: absent).
+// change is one change the cache applied, with the key's version before it.
 type change struct {
-	rev   int64
-	key   string
-	prior *KV
+	rev     int64
+	key     string
+	prior   KV
+	existed bool // false: the change created the key
 }
 
 // NewCache loads the engine's current state and follows its changes. On success the Cache
@@ -248,11 +249,8 @@ func (c *Cache) apply(batch []Event) {
 	for i := range batch {
 		ev := &batch[i]
 		c.sameBytes(ev)
-		ch := change{rev: ev.Revision, key: ev.Key}
-		if prior, ok := c.stateGet(ev.Key); ok {
-			ch.prior = &prior
-		}
-		c.past = append(c.past, ch)
+		prior, existed := c.stateGet(ev.Key)
+		c.past = append(c.past, change{rev: ev.Revision, key: ev.Key, prior: prior, existed: existed})
 		if ev.Type == Deleted {
 			c.state.Delete(KV{Key: ev.Key})
 		} else {
@@ -440,10 +438,10 @@ func (c *Cache) ListAt(ctx context.Context, prefix string, rev int64, exact bool
 		if kvs, at, ok := c.listAt(prefix, rev, exact); ok {
 			return kvs, at, nil
 		}
+		c.metrics.engineReads.Inc()
 	} else if err := ctx.Err(); err != nil {
 		return nil, 0, fmt.Errorf("list %q at revision %d: %w", prefix, rev, err)
 	}
-	c.metrics.engineReads.Inc()
 	return c.engine.ListAt(ctx, prefix, rev, exact)
 }
 
@@ -461,8 +459,13 @@ func (c *Cache) listAt(prefix string, rev int64, exact bool) ([]KV, int64, bool)
 	restored := map[string]*KV{}
 	// Newest first: the oldest change after rev, undone last, tells the version at rev.
 	for i := len(c.past) - 1; i >= 0 && c.past[i].rev > rev; i-- {
-		if ch := c.past[i]; strings.HasPrefix(ch.key, prefix) {
-			restored[ch.key] = ch.prior
+		ch := &c.past[i]
+		switch {
+		case !strings.HasPrefix(ch.key, prefix):
+		case ch.existed:
+			restored[ch.key] = &ch.prior // restore copies it before c.mu is released
+		default:
+			restored[ch.key] = nil
 		}
 	}
 	return restore(c.list(prefix), restored), rev, true
@@ -572,7 +575,7 @@ func newCacheMetrics(watchers func() int) cacheMetrics {
 	return cacheMetrics{
 		engineReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "minik8s_store_cache_engine_reads_total",
-			Help: "Reads the watch cache passed to the store engine because it had not caught up with it.",
+			Help: "Reads the watch cache passed to the store engine because it had not caught up with it, or no longer kept the changes a list at a past revision undoes.",
 		}),
 		engineWatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "minik8s_store_cache_engine_watches_total",
