@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -231,7 +232,7 @@ func (s *Server) readList(ctx context.Context, prefix string, opts metainternalv
 		}
 		exact = exact || (opts.ResourceVersionMatch == "" && limit > 0)
 	}
-	kvs, at, err := s.store.ListAt(ctx, prefix, int64(rev), exact)
+	kvs, at, err := s.store.ListAt(ctx, prefix, int64(min(rev, math.MaxInt64)), exact) // beyond int64: never reached
 	switch {
 	case errors.Is(err, store.ErrCompacted) && opts.Continue != "":
 		expired := apierrors.NewResourceExpired(continueExpired)

@@ -136,7 +136,8 @@ func testListResourceVersions(t *testing.T, c *cluster) {
 	// A resourceVersion the store has not reached: the server waits for it (about 3s), then
 	// answers 504 Too large resource version.
 	future := strconv.FormatUint(mustUint(t, now.ResourceVersion)+1000, 10)
-	for _, query := range []string{"resourceVersion=" + future + "&resourceVersionMatch=NotOlderThan", "resourceVersion=" + future + "&resourceVersionMatch=Exact"} {
+	for _, query := range []string{"resourceVersion=" + future + "&resourceVersionMatch=NotOlderThan", "resourceVersion=" + future + "&resourceVersionMatch=Exact",
+		"resourceVersion=18446744073709551615&resourceVersionMatch=NotOlderThan"} {
 		code, st, took := get(query)
 		if code != http.StatusGatewayTimeout || !storage.IsTooLargeResourceVersion(apierrors.FromObject(&st)) || st.Details.RetryAfterSeconds != 1 {
 			t.Errorf("?%s: %d %+v, want 504 Too large resource version with retryAfterSeconds 1", query, code, st)
