@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -220,6 +221,9 @@ func writeError(w http.ResponseWriter, err error) {
 	code := int(st.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
+	}
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 { // as kube-apiserver's error writer
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	writeJSON(w, code, st)
 }

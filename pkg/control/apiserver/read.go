@@ -2,11 +2,13 @@ package apiserver
 
 import (
 	"bufio"
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 
@@ -14,8 +16,12 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 // serveGet sends the object's shared JSON or shared PartialObjectMetadata, or the decoded
@@ -54,12 +60,6 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 	return nil
 }
 
-// continueToken is the opaque ?continue= of a paginated list: where the next page starts.
-type continueToken struct {
-	ResourceVersion int64  `json:"rv"`
-	StartAfter      string `json:"start"`
-}
-
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {
 	sel, err := parseSelectors(r, res)
 	if err != nil {
@@ -70,21 +70,18 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 	if err != nil {
 		return err
 	}
-	var startAfter string
-	if c := q.Get("continue"); c != "" {
-		tok, err := decodeContinue(c)
-		if err != nil {
-			return err
-		}
-		startAfter = tok.StartAfter
+	opts, err := listOptions(q, false)
+	if err != nil {
+		return err
 	}
-	kvs, rev, err := s.store.List(r.Context(), generic.ListPrefix(res, info.Namespace))
+	prefix := generic.ListPrefix(res, info.Namespace)
+	kvs, rev, startKey, err := s.readList(r.Context(), prefix, opts, limit)
 	if err != nil {
 		return err
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
-	// The store lists in key order: a page starts after the key the last one ended at.
-	first := sort.Search(len(kvs), func(i int) bool { return kvs[i].Key > startAfter })
+	// The store lists in key order: a page starts at the key the continue token names.
+	first := sort.Search(len(kvs), func(i int) bool { return kvs[i].Key >= startKey })
 	var items []*storedObject
 	for i := first; i < len(kvs); i++ {
 		kv := kvs[i]
@@ -97,7 +94,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 			continue
 		}
 		if limit > 0 && int64(len(items)) == limit {
-			listMeta.Continue = encodeContinue(continueToken{ResourceVersion: rev, StartAfter: kvs[i-1].Key})
+			// The next page starts just after the last key of this one, at this revision.
+			if listMeta.Continue, err = storage.EncodeContinue(kvs[i-1].Key+"\x00", prefix, rev); err != nil {
+				return err
+			}
 			break
 		}
 		items = append(items, item)
@@ -174,19 +174,80 @@ func parseLimit(v string) (int64, error) {
 	return n, nil
 }
 
-func encodeContinue(t continueToken) string {
-	data, _ := json.Marshal(t) // two plain fields cannot fail to marshal
-	return base64.RawURLEncoding.EncodeToString(data)
+// listOptions are a LIST's or WATCH's resourceVersion options, validated as kube-apiserver
+// does (422 for a resourceVersionMatch it refuses).
+func listOptions(q url.Values, watch bool) (metainternalversion.ListOptions, error) {
+	opts := metainternalversion.ListOptions{
+		Watch:                watch,
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")),
+		Continue:             q.Get("continue"),
+	}
+	if v := q.Get("sendInitialEvents"); v != "" {
+		send := isTrue(v)
+		opts.SendInitialEvents = &send
+	}
+	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return opts, nil
 }
 
-func decodeContinue(s string) (continueToken, error) {
-	var t continueToken
-	data, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(data, &t)
+// Kubernetes' messages for lists of history that is gone (k8s.io/apiserver's etcd3 store).
+const (
+	listExpired = "The resourceVersion for the provided list is too old."
+	// A continue token of a compacted revision: the answer carries a token to go on at the
+	// present, as kube-apiserver's does.
+	continueExpired = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response " +
+		"to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent " +
+		"list - objects that were created, modified, or deleted between the time the first chunk was returned " +
+		"and now may show up in the list."
+)
+
+// readList reads the keys a LIST asks for and the revision they are at, with the key the
+// page starts at, as kube-apiserver's storage does: a continue token's page at the token's
+// revision; resourceVersionMatch=Exact, or a resourceVersion with a limit, at exactly that
+// revision; NotOlderThan, or a resourceVersion alone, at one not older; none, the present.
+func (s *Server) readList(ctx context.Context, prefix string, opts metainternalversion.ListOptions, limit int64) ([]store.KV, int64, string, error) {
+	var rev uint64
+	var startKey string
+	exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact
+	if opts.Continue != "" {
+		key, continueRev, err := storage.DecodeContinue(opts.Continue, prefix)
+		if err != nil {
+			return nil, 0, "", apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		}
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return nil, 0, "", apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		startKey, exact = key, true
+		if continueRev > 0 { // -1: go on at the present (the token of a compacted one)
+			rev = uint64(continueRev)
+		}
+	} else {
+		var err error
+		if rev, err = (storage.APIObjectVersioner{}).ParseResourceVersion(opts.ResourceVersion); err != nil {
+			return nil, 0, "", apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+		}
+		exact = exact || (opts.ResourceVersionMatch == "" && limit > 0)
 	}
-	if err != nil {
-		return t, apierrors.NewBadRequest("invalid continue token: " + err.Error())
+	kvs, at, err := s.store.ListAt(ctx, prefix, int64(min(rev, math.MaxInt64)), exact) // beyond int64: never reached
+	switch {
+	case errors.Is(err, store.ErrCompacted) && opts.Continue != "":
+		expired := apierrors.NewResourceExpired(continueExpired)
+		expired.ErrStatus.ListMeta.Continue, _ = storage.EncodeContinue(startKey, prefix, -1) // startKey has the prefix
+		return nil, 0, "", expired
+	case errors.Is(err, store.ErrCompacted):
+		return nil, 0, "", apierrors.NewResourceExpired(listExpired)
+	case errors.Is(err, store.ErrFutureRevision):
+		return nil, 0, "", tooLargeResourceVersion(rev, s.store.Revision())
 	}
-	return t, nil
+	return kvs, at, startKey, err
+}
+
+// tooLargeResourceVersion is kube-apiserver's answer to a read at a revision its watch cache
+// has not reached within 3 s: 504 with the ResourceVersionTooLarge cause, retry in 1 s.
+func tooLargeResourceVersion(rev uint64, current int64) error {
+	return storage.NewTooLargeResourceVersionError(rev, uint64(max(current, 0)), 1)
 }

@@ -227,3 +227,63 @@ func TestWatchSelectorsAndExpiry(t *testing.T) {
 		t.Fatalf("watch from a compacted revision: %s %v", typ, obj)
 	}
 }
+
+// Lists of a compacted revision are 410 Expired with Kubernetes' messages; a continue token's
+// answer carries a token that goes on at the present, and a new list works.
+func TestListOfCompactedRevision(t *testing.T) {
+	s, st := newCachedServer(t)
+	h := s.Handler()
+	for _, name := range []string{"p0", "p1", "p2"} {
+		if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed(name, "a")); w.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, w.Code, w.Body)
+		}
+	}
+	var first corev1.PodList
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=1", nil).Body.Bytes(), &first)
+	if first.Continue == "" {
+		t.Fatal("a list of 3 pods with limit 1 has no continue token")
+	}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("p3", "a")); w.Code != http.StatusCreated {
+		t.Fatalf("create p3: %d %s", w.Code, w.Body)
+	}
+	if err := st.Compact(t.Context(), st.Revision()); err != nil {
+		t.Fatal(err)
+	}
+
+	expired := func(path, message string) metav1.Status {
+		t.Helper()
+		w := do(t, h, "GET", path, nil)
+		var status metav1.Status
+		decodeStrict(t, w.Body.Bytes(), &status)
+		if w.Code != http.StatusGone || status.Reason != metav1.StatusReasonExpired || status.Message != message {
+			t.Fatalf("GET %s: %d %s %q, want 410 Expired %q", path, w.Code, status.Reason, status.Message, message)
+		}
+		return status
+	}
+	expired("/api/v1/namespaces/default/pods?resourceVersionMatch=Exact&resourceVersion="+first.ResourceVersion, listExpired)
+	expired("/api/v1/namespaces/default/pods?limit=1&resourceVersion="+first.ResourceVersion, listExpired)
+	status := expired("/api/v1/namespaces/default/pods?limit=1&continue="+url.QueryEscape(first.Continue), continueExpired)
+	if status.Continue == "" {
+		t.Fatal("the 410 of a compacted continue token carries no token to go on with")
+	}
+	// The token of the 410 goes on after p0 at the present: p1, p2 and p3.
+	var rest []string
+	for next := status.Continue; next != ""; {
+		var page corev1.PodList
+		decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=2&continue="+url.QueryEscape(next), nil).Body.Bytes(), &page)
+		for _, p := range page.Items {
+			rest = append(rest, p.Name)
+		}
+		if next = page.Continue; len(rest) > 4 {
+			break
+		}
+	}
+	if !slices.Equal(rest, []string{"p1", "p2", "p3"}) {
+		t.Errorf("pages from the 410's token: %v, want [p1 p2 p3]", rest)
+	}
+	var fresh corev1.PodList
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods", nil).Body.Bytes(), &fresh)
+	if len(fresh.Items) != 4 {
+		t.Errorf("a new list after compaction: %d pods, want 4", len(fresh.Items))
+	}
+}

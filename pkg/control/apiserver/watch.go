@@ -39,6 +39,9 @@ type watchParams struct {
 func parseWatchParams(r *http.Request) (watchParams, error) {
 	q := r.URL.Query()
 	p := watchParams{bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
+	if _, err := listOptions(q, true); err != nil {
+		return p, err
+	}
 	rv := q.Get("resourceVersion")
 	if rv != "" {
 		n, err := strconv.ParseInt(rv, 10, 64)
@@ -211,14 +214,26 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 	var initial []store.KV
 	from := params.fromRevision
 	if params.initialEvents {
-		if initial, from, err = s.store.List(ctx, prefix); err != nil {
+		// Not older than the resourceVersion: the store may wait for it (kube's watch-list).
+		initial, from, err = s.store.ListAt(ctx, prefix, params.fromRevision, false)
+		if err != nil && !errors.Is(err, store.ErrFutureRevision) {
 			return err
 		}
 	}
-	events, err := s.store.Watch(ctx, prefix, from)
+	var events <-chan store.Event
+	if err == nil {
+		events, err = s.store.Watch(ctx, prefix, from)
+	}
 	ws := newWatchStream(w, r, res, rep)
 	w.Header().Set("Content-Type", ws.contentType())
 	w.WriteHeader(http.StatusOK)
+	var tooLarge apierrors.APIStatus
+	if errors.Is(err, store.ErrFutureRevision) && errors.As(tooLargeResourceVersion(uint64(params.fromRevision), s.store.Revision()), &tooLarge) {
+		// As kube-apiserver's watch cache ends such a watch: an ERROR event, on which
+		// client-go's reflector lists again.
+		ws.sendError(tooLarge)
+		return nil
+	}
 	if errors.Is(err, store.ErrCompacted) {
 		// client-go's reflector relists when it gets this 410 Expired error event.
 		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())))

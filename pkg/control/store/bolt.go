@@ -193,12 +193,20 @@ func (s *Bolt) Get(ctx context.Context, key string) (KV, error) {
 }
 
 func (s *Bolt) List(ctx context.Context, prefix string) ([]KV, int64, error) {
+	return s.ListAt(ctx, prefix, 0, false)
+}
+
+// ListAt serves an exact past revision from the event log: see rollBack.
+func (s *Bolt) ListAt(ctx context.Context, prefix string, rev int64, exact bool) ([]KV, int64, error) {
 	var kvs []KV
-	var rev int64
+	var current int64
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		var err error
-		if rev, err = readMeta(tx.Bucket(bucketMeta), metaRevision); err != nil {
+		if current, err = readMeta(tx.Bucket(bucketMeta), metaRevision); err != nil {
 			return err
+		}
+		if rev > current {
+			return fmt.Errorf("revision %d (the store is at %d): %w", rev, current, ErrFutureRevision)
 		}
 		p := []byte(prefix)
 		c := tx.Bucket(bucketObjects).Cursor()
@@ -209,12 +217,70 @@ func (s *Bolt) List(ctx context.Context, prefix string) ([]KV, int64, error) {
 			}
 			kvs = append(kvs, kv)
 		}
-		return nil
+		if exact && rev > 0 && rev < current {
+			kvs, err = rollBack(tx, kvs, prefix, rev)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list %q: %w", prefix, err)
 	}
-	return kvs, rev, nil
+	if exact && rev > 0 {
+		return kvs, rev, nil
+	}
+	return kvs, current, nil
+}
+
+// rollBack turns kvs, the current objects with the prefix, into those at revision rev by
+// undoing the logged changes after rev. An undone change restores the value before it,
+// whose modification revision is that of the key's previous logged change: a key whose
+// version at rev was written before the oldest logged change cannot be restored, and rev
+// then counts as compacted.
+func rollBack(tx *bolt.Tx, kvs []KV, prefix string, rev int64) ([]KV, error) {
+	compacted, err := readMeta(tx.Bucket(bucketMeta), metaCompacted)
+	if err != nil {
+		return nil, err
+	}
+	if rev < compacted {
+		return nil, fmt.Errorf("revision %d (oldest retained is %d): %w", rev, compacted, ErrCompacted)
+	}
+	last := map[string]int64{}   // a key's latest change at or before rev
+	restored := map[string]*KV{} // a key changed after rev: its version at rev (nil: absent)
+	c := tx.Bucket(bucketEvents).Cursor()
+	for k, v := c.Seek(revisionKey(compacted + 1)); k != nil; k, v = c.Next() {
+		r, err := decodeRevision(k)
+		if err != nil {
+			return nil, err
+		}
+		key, err := eventKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", r, err)
+		}
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		if r <= rev {
+			last[key] = r
+			continue
+		}
+		if _, ok := restored[key]; ok {
+			continue // only the first change after rev tells the version at rev
+		}
+		ev, err := decodeEvent(r, v)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Type == Added {
+			restored[key] = nil
+			continue
+		}
+		modified, ok := last[key]
+		if !ok {
+			return nil, fmt.Errorf("revision %d: %q was last written before the oldest retained change %d: %w", rev, key, compacted+1, ErrCompacted)
+		}
+		restored[key] = &KV{Key: key, Value: ev.PrevValue, Revision: modified}
+	}
+	return restore(kvs, restored), nil
 }
 
 func (s *Bolt) Create(ctx context.Context, key string, value []byte) (int64, error) {

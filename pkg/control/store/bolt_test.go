@@ -358,3 +358,22 @@ func BenchmarkBoltCreate(b *testing.B) {
 		})
 	}
 }
+
+// An exact list needs, for every key changed since, the revision of its version then: one
+// written before the oldest logged change cannot be restored, so the list counts as compacted.
+func TestBoltListAtBeyondTheLog(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{HistoryLimit: 4})
+	a := mustCreate(t, s, "/registry/l/a", "a1")
+	for i := range 4 {
+		mustCreate(t, s, fmt.Sprintf("/registry/l/k%d", i), "v")
+	}
+	before := s.Revision()
+	mustUpdate(t, s, "/registry/l/a", "a2", a)
+	if _, _, err := s.ListAt(t.Context(), "/registry/l/", before, true); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("exact list at %d undoing a change to a version of revision %d, older than the log: %v, want ErrCompacted", before, a, err)
+	}
+	// Keys the undone changes do not touch need no history.
+	if kvs, _, err := s.ListAt(t.Context(), "/registry/l/k", before, true); err != nil || len(kvs) != 4 {
+		t.Fatalf("exact list of other keys at %d: %d keys, %v", before, len(kvs), err)
+	}
+}

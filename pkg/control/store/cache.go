@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,8 +19,9 @@ import (
 
 // CacheOptions tunes a Cache; the zero value gives the defaults.
 type CacheOptions struct {
-	// RingSize is how many recent events the cache keeps for watches resuming from the past;
-	// a watch from before them is served by the engine (default 4096).
+	// RingSize is how many recent events the cache keeps for watches resuming from the past,
+	// and at least how many changes it can undo to list a past revision; a watch or an exact
+	// list from before them is served by the engine (default 4096).
 	RingSize int
 	// WatchBuffer is how many events a watcher may fall behind before its channel is closed
 	// (default 4096).
@@ -71,6 +74,10 @@ type Cache struct {
 	rev   int64             // the revision state reflects
 	// advanced is closed, and replaced, whenever rev moves.
 	advanced chan struct{}
+	// past holds, oldest first, every change after pastFrom with the version it replaced,
+	// so that a list at a revision not older than pastFrom is state with them undone.
+	past     []change
+	pastFrom int64
 	fanout   *broadcaster
 
 	// written are this server's writes whose events the engine has not sent back yet, by
@@ -84,6 +91,14 @@ type Cache struct {
 }
 
 var _ Interface = (*Cache)(nil)
+
+// change is one change the cache applied, with the key's version before it.
+type change struct {
+	rev     int64
+	key     string
+	prior   KV
+	existed bool // false: the change created the key
+}
 
 // NewCache loads the engine's current state and follows its changes. On success the Cache
 // owns the engine: Close closes it.
@@ -130,6 +145,7 @@ func (c *Cache) load(ctx context.Context) (<-chan Event, error) {
 		c.opts.Logger.Info("watch cache: closing a watch that fell behind; its client re-watches", "prefix", prefix, "buffer", c.opts.WatchBuffer)
 	})
 	c.state, c.rev = state, rev
+	c.past, c.pastFrom = nil, rev
 	c.advance()
 	return events, nil
 }
@@ -233,6 +249,8 @@ func (c *Cache) apply(batch []Event) {
 	for i := range batch {
 		ev := &batch[i]
 		c.sameBytes(ev)
+		prior, existed := c.stateGet(ev.Key)
+		c.past = append(c.past, change{rev: ev.Revision, key: ev.Key, prior: prior, existed: existed})
 		if ev.Type == Deleted {
 			c.state.Delete(KV{Key: ev.Key})
 		} else {
@@ -240,6 +258,9 @@ func (c *Cache) apply(batch []Event) {
 			c.state.ReplaceOrInsert(KV{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Stale: ev.Stale})
 		}
 		c.rev = max(c.rev, ev.Revision)
+	}
+	if len(c.past) > 2*c.opts.RingSize { // trimmed by halves, so appends stay cheap
+		c.forgetPast(c.past[len(c.past)-c.opts.RingSize-1].rev)
 	}
 	c.forgetWritten(c.rev)
 	c.advance()
@@ -312,10 +333,28 @@ func (c *Cache) forgetWritten(rev int64) {
 	}
 }
 
+// forgetPast drops the changes at and below rev. Callers hold c.mu.
+func (c *Cache) forgetPast(rev int64) {
+	if rev <= c.pastFrom {
+		return
+	}
+	n, _ := slices.BinarySearchFunc(c.past, rev, func(ch change, rev int64) int { return cmp.Compare(ch.rev, rev) })
+	if n < len(c.past) && c.past[n].rev == rev {
+		n++
+	}
+	c.past = slices.Clone(c.past[n:])
+	c.pastFrom = rev
+}
+
 // caughtUp tells whether the cache has reached the engine's current revision, waiting up to
 // CatchUpTimeout for it when wait is set. false means: read the engine.
 func (c *Cache) caughtUp(ctx context.Context, wait bool) bool {
-	target := c.engine.Revision()
+	return c.reached(ctx, c.engine.Revision(), wait)
+}
+
+// reached tells whether the cache has reached revision target, waiting up to CatchUpTimeout
+// for it when wait is set.
+func (c *Cache) reached(ctx context.Context, target int64, wait bool) bool {
 	var timeout <-chan time.Time
 	for {
 		c.mu.RLock()
@@ -371,6 +410,11 @@ func (c *Cache) List(ctx context.Context, prefix string) ([]KV, int64, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	return c.list(prefix), c.rev, nil
+}
+
+// list reads the state's keys with the prefix. Callers hold c.mu.
+func (c *Cache) list(prefix string) []KV {
 	var kvs []KV
 	c.state.AscendGreaterOrEqual(KV{Key: prefix}, func(kv KV) bool {
 		if !strings.HasPrefix(kv.Key, prefix) {
@@ -379,7 +423,52 @@ func (c *Cache) List(ctx context.Context, prefix string) ([]KV, int64, error) {
 		kvs = append(kvs, kv)
 		return true
 	})
-	return kvs, c.rev, nil
+	return kvs
+}
+
+// ListAt serves a revision the cache has reached from memory, an exact one by undoing the
+// changes since, as kube-apiserver's watch cache serves its snapshots. For a revision it has
+// not reached it waits up to CatchUpTimeout, as kube-apiserver's does before it answers "Too
+// large resource version"; then, and for changes older than it keeps, it asks the engine.
+func (c *Cache) ListAt(ctx context.Context, prefix string, rev int64, exact bool) ([]KV, int64, error) {
+	if rev <= 0 || (!exact && rev <= c.engine.Revision()) {
+		return c.List(ctx, prefix)
+	}
+	if c.reached(ctx, rev, true) {
+		if kvs, at, ok := c.listAt(prefix, rev, exact); ok {
+			return kvs, at, nil
+		}
+		c.metrics.engineReads.Inc()
+	} else if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("list %q at revision %d: %w", prefix, rev, err)
+	}
+	return c.engine.ListAt(ctx, prefix, rev, exact)
+}
+
+// listAt is ListAt from memory, once the cache has reached rev; false: the changes to undo
+// are older than the cache keeps.
+func (c *Cache) listAt(prefix string, rev int64, exact bool) ([]KV, int64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !exact {
+		return c.list(prefix), c.rev, true
+	}
+	if rev < c.pastFrom {
+		return nil, 0, false
+	}
+	restored := map[string]*KV{}
+	// Newest first: the oldest change after rev, undone last, tells the version at rev.
+	for i := len(c.past) - 1; i >= 0 && c.past[i].rev > rev; i-- {
+		ch := &c.past[i]
+		switch {
+		case !strings.HasPrefix(ch.key, prefix):
+		case ch.existed:
+			restored[ch.key] = &ch.prior // restore copies it before c.mu is released
+		default:
+			restored[ch.key] = nil
+		}
+	}
+	return restore(c.list(prefix), restored), rev, true
 }
 
 func (c *Cache) Create(ctx context.Context, key string, value []byte) (int64, error) {
@@ -423,6 +512,9 @@ func (c *Cache) Compact(ctx context.Context, rev int64) error {
 	if err := engine.Compact(ctx, rev); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	c.forgetPast(rev) // exact lists before rev fail as the engine's do
+	c.mu.Unlock()
 	c.broadcaster().setCompacted(rev)
 	return nil
 }
@@ -483,7 +575,7 @@ func newCacheMetrics(watchers func() int) cacheMetrics {
 	return cacheMetrics{
 		engineReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "minik8s_store_cache_engine_reads_total",
-			Help: "Reads the watch cache passed to the store engine because it had not caught up with it.",
+			Help: "Reads the watch cache passed to the store engine because it had not caught up with it, or no longer kept the changes a list at a past revision undoes.",
 		}),
 		engineWatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "minik8s_store_cache_engine_watches_total",

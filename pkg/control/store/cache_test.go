@@ -330,3 +330,33 @@ func drain(ch <-chan Event, n int, timeout time.Duration) {
 		}
 	}
 }
+
+// An exact list within the changes the cache keeps is served from memory; one before them
+// goes to the engine, which still has it in its log.
+func TestCacheListsThePastFromMemory(t *testing.T) {
+	engine := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{})
+	c := openCache(t, engine, CacheOptions{RingSize: 2})
+	a := mustCreate(t, c, "/registry/p/a", "a1")
+	b := mustCreate(t, c, "/registry/p/b", "b1")
+	mustUpdate(t, c, "/registry/p/a", "a2", a)
+	kvs, _, err := c.ListAt(t.Context(), "/registry/p/", b, true)
+	if err != nil || len(kvs) != 2 || string(kvs[0].Value) != "a1" || kvs[0].Revision != a {
+		t.Fatalf("exact list at %d: %v %v", b, kvs, err)
+	}
+	if n := testutil.ToFloat64(c.metrics.engineReads); n != 0 {
+		t.Fatalf("exact list within the kept changes read the engine %v times", n)
+	}
+	for i := range 4 { // the cache now keeps 2 to 4 changes: not those after a
+		mustCreate(t, c, fmt.Sprintf("/registry/p/k%d", i), "v")
+	}
+	if _, _, err := c.List(t.Context(), "/registry/p/"); err != nil { // the cache has applied them
+		t.Fatal(err)
+	}
+	kvs, _, err = c.ListAt(t.Context(), "/registry/p/", a, true)
+	if err != nil || len(kvs) != 1 || string(kvs[0].Value) != "a1" {
+		t.Fatalf("exact list at %d: %v %v", a, kvs, err)
+	}
+	if n := testutil.ToFloat64(c.metrics.engineReads); n != 1 {
+		t.Fatalf("exact list before the kept changes read the engine %v times, want 1", n)
+	}
+}

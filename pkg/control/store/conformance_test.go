@@ -39,6 +39,7 @@ func runConformance(t *testing.T, newStorage func(t *testing.T) openFunc) {
 		{"WatchEndsWithContext", testWatchEndsWithContext},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Reopen", testReopen},
+		{"ListAt", testListAt},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newStorage(t)) })
@@ -558,5 +559,68 @@ func testReopen(t *testing.T, open openFunc) {
 	}
 	if got[1].Key != "/registry/r/b" || got[1].Type != Added || got[2].Type != Deleted {
 		t.Fatalf("resumed events: %+v", got)
+	}
+}
+
+// ListAt lists the past exactly, the present not older than a revision, refuses revisions
+// the store has not reached and, after compaction, those it no longer has.
+func testListAt(t *testing.T, open openFunc) {
+	s := open(t)
+	ctx := t.Context()
+	a := mustCreate(t, s, "/registry/l/a", "a1")
+	b := mustCreate(t, s, "/registry/l/b", "b1")
+	mustCreate(t, s, "/registry/other/x", "x")
+	c := mustCreate(t, s, "/registry/l/c", "c1")
+	b2 := mustUpdate(t, s, "/registry/l/b", "b2", b)
+	if _, _, err := s.Delete(ctx, "/registry/l/c", 0); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "/registry/l/d", "d1")
+	mustUpdate(t, s, "/registry/l/a", "a2", a)
+	now := s.Revision()
+
+	describe := func(kvs []KV) string {
+		var out []string
+		for _, kv := range kvs {
+			out = append(out, fmt.Sprintf("%s=%s@%d", kv.Key, kv.Value, kv.Revision))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		rev  int64
+		want string
+	}{
+		{c, fmt.Sprintf("/registry/l/a=a1@%d /registry/l/b=b1@%d /registry/l/c=c1@%d", a, b, c)},
+		{b2, fmt.Sprintf("/registry/l/a=a1@%d /registry/l/b=b2@%d /registry/l/c=c1@%d", a, b2, c)},
+		{a, fmt.Sprintf("/registry/l/a=a1@%d", a)},
+	} {
+		kvs, rev, err := s.ListAt(ctx, "/registry/l/", tc.rev, true)
+		if err != nil || rev != tc.rev || describe(kvs) != tc.want {
+			t.Errorf("exact list at %d: %s at %d, %v; want %s at %d", tc.rev, describe(kvs), rev, err, tc.want, tc.rev)
+		}
+	}
+	current, _, err := s.List(ctx, "/registry/l/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, exact := range []bool{true, false} {
+		kvs, rev, err := s.ListAt(ctx, "/registry/l/", now, exact)
+		if err != nil || rev != now || describe(kvs) != describe(current) {
+			t.Errorf("list at the current revision %d (exact %v): %s at %d, %v; want %s", now, exact, describe(kvs), rev, err, describe(current))
+		}
+	}
+	if kvs, rev, err := s.ListAt(ctx, "/registry/l/", c, false); err != nil || rev < now || describe(kvs) != describe(current) {
+		t.Errorf("list not older than %d: %s at %d, %v; want the present", c, describe(kvs), rev, err)
+	}
+	for _, exact := range []bool{true, false} {
+		if _, _, err := s.ListAt(ctx, "/registry/l/", now+100, exact); !errors.Is(err, ErrFutureRevision) {
+			t.Errorf("list at future revision %d (exact %v): %v, want ErrFutureRevision", now+100, exact, err)
+		}
+	}
+	if err := s.(compactor).Compact(ctx, b2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ListAt(ctx, "/registry/l/", c, true); !errors.Is(err, ErrCompacted) {
+		t.Errorf("exact list at %d, compacted to %d: %v, want ErrCompacted", c, b2, err)
 	}
 }

@@ -106,15 +106,36 @@ func (s *Etcd) Get(ctx context.Context, key string) (KV, error) {
 }
 
 func (s *Etcd) List(ctx context.Context, prefix string) ([]KV, int64, error) {
-	resp, err := s.client.Get(ctx, s.prefix+prefix, clientv3.WithPrefix())
-	if err != nil {
+	return s.ListAt(ctx, prefix, 0, false)
+}
+
+// ListAt reads etcd's own history for an exact revision, as kube-apiserver does.
+func (s *Etcd) ListAt(ctx context.Context, prefix string, rev int64, exact bool) ([]KV, int64, error) {
+	opts := []clientv3.OpOption{clientv3.WithPrefix()}
+	if exact && rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := s.client.Get(ctx, s.prefix+prefix, opts...)
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return nil, 0, fmt.Errorf("list %q at revision %d: %w", prefix, rev, ErrCompacted)
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return nil, 0, fmt.Errorf("list %q at revision %d: %w", prefix, rev, ErrFutureRevision)
+	case err != nil:
 		return nil, 0, fmt.Errorf("list %q from etcd: %w", prefix, err)
+	}
+	current := s.seen(resp.Header)
+	if current < rev {
+		return nil, 0, fmt.Errorf("list %q at revision %d (etcd is at %d): %w", prefix, rev, current, ErrFutureRevision)
 	}
 	kvs := make([]KV, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		kvs = append(kvs, KV{Key: strings.TrimPrefix(string(kv.Key), s.prefix), Value: kv.Value, Revision: kv.ModRevision})
 	}
-	return kvs, s.seen(resp.Header), nil
+	if exact && rev > 0 {
+		return kvs, rev, nil
+	}
+	return kvs, current, nil
 }
 
 func (s *Etcd) Create(ctx context.Context, key string, value []byte) (int64, error) {

@@ -6,6 +6,8 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 )
 
 var (
@@ -19,6 +21,8 @@ var (
 	ErrCompacted = errors.New("requested revision has been compacted")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store is closed")
+	// ErrFutureRevision: a read asked for a revision the store has not reached.
+	ErrFutureRevision = errors.New("requested revision is newer than the store's")
 )
 
 // KV is one stored object.
@@ -61,6 +65,11 @@ type Interface interface {
 	Get(ctx context.Context, key string) (KV, error)
 	// List returns all keys with the prefix, sorted by key, and the store revision they were read at.
 	List(ctx context.Context, prefix string) ([]KV, int64, error)
+	// ListAt is List at revision rev (0: List). With exact, the keys as they were at rev, and
+	// rev, or ErrCompacted when the store no longer retains what rev needs (what a paginated
+	// or resourceVersionMatch=Exact LIST reads). Without, List as long as the store has
+	// reached rev (NotOlderThan). Both fail with ErrFutureRevision when it has not.
+	ListAt(ctx context.Context, prefix string, rev int64, exact bool) ([]KV, int64, error)
 	// Create stores a new key and returns its revision. Create and Update may keep value as
 	// the bytes their readers and watchers get (no copy): the caller must not change it after.
 	Create(ctx context.Context, key string, value []byte) (int64, error)
@@ -77,4 +86,22 @@ type Interface interface {
 	// Revision is the current store revision.
 	Revision() int64
 	Close() error
+}
+
+// restore turns kvs, keys sorted by key at some revision, into the keys at an earlier one:
+// restored holds, for every key changed in between, its version then (nil: absent).
+func restore(kvs []KV, restored map[string]*KV) []KV {
+	out := make([]KV, 0, len(kvs)+len(restored))
+	for _, kv := range kvs {
+		if _, changed := restored[kv.Key]; !changed {
+			out = append(out, kv)
+		}
+	}
+	for _, kv := range restored {
+		if kv != nil {
+			out = append(out, *kv)
+		}
+	}
+	slices.SortFunc(out, func(a, b KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }

@@ -105,7 +105,11 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
 }
 
 func (s *Store) List(ctx context.Context, prefix string) ([]store.KV, int64, error) {
-	kvs, rev, err := s.Interface.List(ctx, prefix)
+	return s.ListAt(ctx, prefix, 0, false)
+}
+
+func (s *Store) ListAt(ctx context.Context, prefix string, rev int64, exact bool) ([]store.KV, int64, error) {
+	kvs, rev, err := s.Interface.ListAt(ctx, prefix, rev, exact)
 	if err != nil {
 		return nil, rev, err
 	}
