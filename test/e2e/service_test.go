@@ -295,3 +295,51 @@ func TestPodRefusedByServiceWithoutEndpoints(t *testing.T) {
 	}
 	refused("after a minilet restart")
 }
+
+const localhostNodePortApp = `apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  nodeName: node-1
+  containers: [{name: netexec, image: localhost/minik8s/netexec:v1, ports: [{containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080, nodePort: 30081}]
+`
+
+// TestNodePortOnLocalhost: inside a node, 127.0.0.1:NODEPORT answers, as with kube-proxy's
+// iptables mode (--iptables-localhost-nodeports, on by default: route_localnet=1, the
+// masquerade of the external chain, KUBE-FIREWALL's drop of martians to 127.0.0.0/8).
+func TestNodePortOnLocalhost(t *testing.T) {
+	l := upLab(t, "e2e-lnp", 1)
+	ctx := context.Background()
+	applyYAML(t, l, localhostNodePortApp)
+	waitRunning(t, l, "web")
+	waitReadyEndpoints(t, l, "web", 1)
+	n := l.Nodes[0]
+	nodeNS := lab.NetNSPath(n.NetNS)
+	// The node's own address answers first (the rules are in place) ...
+	if got, err := getEventually(nodeNS, fmt.Sprintf("http://%s:30081/hostname", n.IP), 15*time.Second); err != nil || got != "web" {
+		t.Fatalf("node-1 → its own address's NodePort = %q, %v", got, err)
+	}
+	// ... and so does loopback.
+	if got, err := httpGetIn(nodeNS, "http://127.0.0.1:30081/hostname"); err != nil || got != "web" {
+		out, _ := lab.Command(ctx, n.NetNS, "sh", "-c", "sysctl net.ipv4.conf.all.route_localnet; iptables-save").CombinedOutput()
+		t.Fatalf("node-1 → 127.0.0.1:30081 = %q, %v\n%s", got, err, out)
+	}
+	out, err := lab.Command(ctx, n.NetNS, "iptables-save", "-t", "filter").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-A INPUT -j KUBE-FIREWALL", "-A OUTPUT -j KUBE-FIREWALL",
+		`-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("node-1's filter table lacks %q:\n%s", want, out)
+		}
+	}
+}
