@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -95,6 +96,12 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Our wget, in place of busybox's: Debian's crashes on -T (images/wget says why).
+	wget, err := goBuild(ctx, opts.Log, binDir, "wget")
+	if err != nil {
+		return err
+	}
+	busybox.wget = wget
 	coredns, err := buildCoreDNS(ctx, opts.Log, binDir)
 	if err != nil {
 		return err
@@ -158,6 +165,7 @@ func baseLayer() *ociimage.Layer {
 type busyboxFiles struct {
 	binary  []byte
 	applets []string // paths relative to the root, e.g. bin/sh
+	wget    []byte   // in place of the wget applet
 }
 
 func readBusybox(ctx context.Context, path string) (busyboxFiles, error) {
@@ -175,7 +183,11 @@ func readBusybox(ctx context.Context, path string) (busyboxFiles, error) {
 func (b busyboxFiles) addTo(l *ociimage.Layer) {
 	l.File("/bin/busybox", 0o755, b.binary)
 	for _, applet := range b.applets {
-		if applet != "bin/busybox" {
+		switch {
+		case applet == "bin/busybox":
+		case path.Base(applet) == "wget" && b.wget != nil:
+			l.File("/"+applet, 0o755, b.wget)
+		default:
 			l.Symlink(applet, "/bin/busybox")
 		}
 	}

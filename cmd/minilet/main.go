@@ -127,6 +127,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&cfg.ImageGCHighThreshold, "image-gc-high-threshold", 85, "percent of the image filesystem above which unused images are removed (100 disables)")
 	f.IntVar(&cfg.ImageGCLowThreshold, "image-gc-low-threshold", 80, "percent of the image filesystem that image garbage collection frees down to")
 	f.StringVar(&cfg.CgroupRoot, "cgroup-root", "/minik8s", "cgroup under which pods' cgroups go (ROOT/kubepods/...)")
+	f.StringVar(&cfg.NodeCgroup, "node-cgroup", "", "cgroup holding the whole node (its daemons and pods), whose usage the stats report as the node's, as a node in a container sees its own root cgroup (minilab's nodes); empty: the machine's, as the kubelet's root cgroup")
 	f.StringVar(&cfg.ContainerLogMaxSize, "container-log-max-size", "10Mi", "size at which a container's log file is rotated")
 	f.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included (at least 2)")
 	f.StringToStringVar(&cfg.SystemReserved, "system-reserved", nil, "resources kept for the system, not for pods: cpu=500m,memory=1Gi,ephemeral-storage=1Gi")

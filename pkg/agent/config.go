@@ -36,6 +36,7 @@ type Config struct {
 	// --image-gc-high-threshold, --image-gc-low-threshold: percent of the image filesystem.
 	ImageGCHighThreshold, ImageGCLowThreshold int
 	CgroupRoot                                string // --cgroup-root: pods' cgroups go below it
+	NodeCgroup                                string // --node-cgroup: the node's usage in the stats ("": the machine's)
 	PodMaxPids                                int64  // --pod-max-pids: per pod; <= 0 is no limit
 	// --container-log-max-size, --container-log-max-files: rotation of container logs.
 	ContainerLogMaxSize  string
@@ -121,6 +122,9 @@ func (c Config) Validate() error {
 		if _, err := parseReserved(flag, m); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.NodeCgroup != "" && !filepath.IsAbs(c.NodeCgroup) {
+		errs = append(errs, fmt.Errorf("node cgroup (--node-cgroup) %q must be an absolute path", c.NodeCgroup))
 	}
 	if !filepath.IsAbs(c.CgroupRoot) {
 		errs = append(errs, fmt.Errorf("cgroup root (--cgroup-root) %q must be an absolute path", c.CgroupRoot))

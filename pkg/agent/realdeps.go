@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config, client, eventClient kubernetes.Interfa
 	defer stopEvents()
 	a.recorder = rec
 	go nodeNet.Run(ctx, client, rec)
-	collector, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodsDir: cfg.podsDir(), CgroupRoot: cfg.CgroupRoot}, rt)
+	collector, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodsDir: cfg.podsDir(), CgroupRoot: cfg.CgroupRoot, NodeCgroup: cfg.NodeCgroup}, rt)
 	if err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}

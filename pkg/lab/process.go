@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
 
 // Process is a long-running program to run inside a lab namespace.
@@ -20,6 +22,9 @@ type Process struct {
 	NetNS string   // namespace name, e.g. lab.Nodes[0].NetNS; "" runs it in ours
 	Args  []string // program and its arguments
 	Env   []string // added to this process's environment
+	// Cgroup, when set, is the cgroup the process is moved into once started (a lab
+	// node's daemons go into the node's cgroup, beside its pods).
+	Cgroup string
 }
 
 // ProcessRecord is a started process as lab.json remembers it.
@@ -30,6 +35,7 @@ type ProcessRecord struct {
 	PID       int      `json:"pid"`
 	StartTime uint64   `json:"startTime"` // clock ticks after boot (/proc/PID/stat): tells our process from a reused PID
 	Log       string   `json:"log"`
+	Cgroup    string   `json:"cgroup,omitempty"`
 }
 
 var processNameRE = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9_.]*$`)
@@ -84,11 +90,18 @@ func (l *Lab) Start(p Process) (int, error) {
 	}
 	go cmd.Wait() // reap it should it exit while we run; otherwise it outlives us
 	pid := cmd.Process.Pid
+	if p.Cgroup != "" {
+		// Moved before it forks anything of its own: nsenter has just exec'd it.
+		if err := cm.AddProcess(p.Cgroup, pid); err != nil {
+			_ = cmd.Process.Kill()
+			return 0, fmt.Errorf("start %q: %w", p.Name, err)
+		}
+	}
 	// A process that died at once has no start time; its record (0) then never matches a live
 	// process, and its log is still found.
 	start, _, _ := procStat(pid)
 
-	rec := ProcessRecord{Name: p.Name, NetNS: p.NetNS, Args: p.Args, PID: pid, StartTime: start, Log: logPath}
+	rec := ProcessRecord{Name: p.Name, NetNS: p.NetNS, Args: p.Args, PID: pid, StartTime: start, Log: logPath, Cgroup: p.Cgroup}
 	l.Processes = append(without(l.Processes, p.Name), rec)
 	if err := l.save(); err != nil {
 		return pid, fmt.Errorf("started %q as PID %d but could not record it: %w", p.Name, pid, err)
@@ -210,7 +223,7 @@ func (l *Lab) Restart(name string, grace time.Duration) (int, error) {
 	}
 	var p Process
 	if rec != nil {
-		p = Process{Name: rec.Name, NetNS: rec.NetNS, Args: rec.Args}
+		p = Process{Name: rec.Name, NetNS: rec.NetNS, Args: rec.Args, Cgroup: rec.Cgroup}
 	}
 	l.mu.Unlock()
 	if rec == nil {

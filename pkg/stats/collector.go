@@ -44,6 +44,10 @@ type Config struct {
 	RootDir    string // --root-dir: the node filesystem (nodefs) is the one holding it
 	PodsDir    string // ROOT/pods: pod volumes are PodsDir/UID/volumes/kubernetes.io~PLUGIN/NAME
 	CgroupRoot string // --cgroup-root: ROOT/kubepods is the "pods" system container
+	// NodeCgroup, when set, holds the whole node (a lab node's daemons and pods): the
+	// node's CPU and memory are its usage, as a kubelet in a container sees its own root
+	// cgroup; otherwise they are the machine's.
+	NodeCgroup string
 	Interval   time.Duration
 	FsInterval time.Duration
 }
@@ -340,25 +344,39 @@ func networkStats(dev procfs.NetDev, t metav1.Time) *statsapi.NetworkStats {
 }
 
 // nodeStats are the host's figures: CPU from /proc/stat, memory from /proc/meminfo (the
-// root cgroup's usage and working set on either cgroup version), minilet's network
-// namespace, the filesystems of --root-dir and of containerd's snapshots, and PIDs.
+// root cgroup's usage and working set on either cgroup version) or both from NodeCgroup,
+// minilet's network namespace, the filesystems of --root-dir and of containerd's
+// snapshots, and PIDs.
 func (c *Collector) nodeStats(ctx context.Context, now time.Time) statsapi.NodeStats {
 	t := metav1.NewTime(now)
 	ns := statsapi.NodeStats{NodeName: c.cfg.NodeName, StartTime: metav1.NewTime(c.bootTime)}
-	if st, err := c.proc.Stat(); err == nil {
-		cpu := st.CPUTotal
-		seconds := cpu.User + cpu.Nice + cpu.System + cpu.IRQ + cpu.SoftIRQ + cpu.Steal
-		ns.CPU = c.cpuStats("", usage{cpuNanos: uint64(seconds * 1e9)}, now)
+	mi, err := c.proc.Meminfo()
+	if err != nil || mi.MemTotalBytes == nil || mi.MemFreeBytes == nil {
+		mi = procfs.Meminfo{}
 	}
-	if mi, err := c.proc.Meminfo(); err == nil && mi.MemTotalBytes != nil && mi.MemFreeBytes != nil {
-		u := usage{memoryUsage: sub(*mi.MemTotalBytes, *mi.MemFreeBytes)}
-		if mi.InactiveFileBytes != nil {
-			u.workingSet = sub(u.memoryUsage, *mi.InactiveFileBytes)
+	if c.cfg.NodeCgroup != "" {
+		// Available memory stays capacity less working set: the capacity is the machine's.
+		if u, err := c.cg.read(c.cfg.NodeCgroup); err == nil {
+			ns.CPU, ns.Memory = c.cpuStats("", u, now), memoryStats(u, t, mi.MemTotalBytes)
+		} else {
+			slog.Warn("stats: reading the node's cgroup (--node-cgroup)", "err", err)
 		}
-		if mi.AnonPagesBytes != nil {
-			u.rss = *mi.AnonPagesBytes
+	} else {
+		if st, err := c.proc.Stat(); err == nil {
+			cpu := st.CPUTotal
+			seconds := cpu.User + cpu.Nice + cpu.System + cpu.IRQ + cpu.SoftIRQ + cpu.Steal
+			ns.CPU = c.cpuStats("", usage{cpuNanos: uint64(seconds * 1e9)}, now)
 		}
-		ns.Memory = memoryStats(u, t, mi.MemTotalBytes)
+		if mi.MemTotalBytes != nil {
+			u := usage{memoryUsage: sub(*mi.MemTotalBytes, *mi.MemFreeBytes)}
+			if mi.InactiveFileBytes != nil {
+				u.workingSet = sub(u.memoryUsage, *mi.InactiveFileBytes)
+			}
+			if mi.AnonPagesBytes != nil {
+				u.rss = *mi.AnonPagesBytes
+			}
+			ns.Memory = memoryStats(u, t, mi.MemTotalBytes)
+		}
 	}
 	if self, err := c.proc.Self(); err == nil {
 		if dev, err := self.NetDev(); err == nil {

@@ -82,7 +82,7 @@ func TestHostNetworkPodInTheLabNode(t *testing.T) {
 	var minilet lab.Process
 	for _, r := range l.Processes {
 		if r.Name == "minilet-"+node.Name {
-			minilet = lab.Process{Name: r.Name, NetNS: r.NetNS, Args: r.Args}
+			minilet = lab.Process{Name: r.Name, NetNS: r.NetNS, Args: r.Args, Cgroup: r.Cgroup}
 		}
 	}
 	if err := l.Stop(minilet.Name, 10*time.Second); err != nil {

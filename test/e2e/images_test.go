@@ -86,3 +86,34 @@ spec:
 		t.Errorf("events of the pulled pod lack the pull:\n%s", events)
 	}
 }
+
+const wgetPod = `apiVersion: v1
+kind: Pod
+metadata: {name: wget}
+spec:
+  nodeName: node-1
+  containers:
+  - name: wget
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, 'echo hello > /tmp/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp']
+`
+
+// TestBusyboxWgetTimeout: `wget -T 2` in our busybox image (run as a program, as kubectl
+// exec and exec probes do) fetches, and fails cleanly (exit 1) on a closed port, instead
+// of dying of a segmentation fault (139) as Debian's busybox applet does.
+func TestBusyboxWgetTimeout(t *testing.T) {
+	l := upLab(t, "e2e-wget", 1)
+	ctx := context.Background()
+	applyYAML(t, l, wgetPod)
+	waitRunning(t, l, "wget")
+	var out string
+	waitFor(t, "wget -T 2 of the pod's own httpd", 30*time.Second, func() (bool, string) {
+		out, _ = cluster.Kubectl(ctx, l, "exec", "wget", "--", "wget", "-T", "2", "-q", "-O", "-", "http://127.0.0.1:8080/index.html")
+		return out == "hello\n", out
+	})
+	start := time.Now()
+	out, err := cluster.Kubectl(ctx, l, "exec", "wget", "--", "wget", "-T", "2", "-q", "-O", "-", "http://127.0.0.1:1/")
+	if err == nil || !strings.Contains(out, "exit code 1") || !strings.Contains(out, "refused") || time.Since(start) > 10*time.Second {
+		t.Errorf("wget -T 2 of a closed port: %v after %v:\n%s\nwant connection refused, exit code 1", err, time.Since(start), out)
+	}
+}

@@ -82,7 +82,7 @@ func TestSimulatedReboot(t *testing.T) {
 	// The power goes.
 	was := map[string]lab.Process{}
 	for _, r := range l.Processes {
-		was[r.Name] = lab.Process{Name: r.Name, NetNS: r.NetNS, Args: r.Args}
+		was[r.Name] = lab.Process{Name: r.Name, NetNS: r.NetNS, Args: r.Args, Cgroup: r.Cgroup}
 	}
 	for _, name := range []string{"minilet-" + node.Name, "containerd"} {
 		if err := l.Stop(name, 0); err != nil {

@@ -232,3 +232,114 @@ func getEventually(netns, url string, within time.Duration) (string, error) {
 		time.Sleep(300 * time.Millisecond)
 	}
 }
+
+const refusedApp = `apiVersion: v1
+kind: Pod
+metadata: {name: client, labels: {app: client}}
+spec:
+  nodeName: node-1
+  containers: [{name: netexec, image: localhost/minik8s/netexec:v1}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nobody}
+spec:
+  selector: {app: nobody}
+  ports: [{port: 80, targetPort: 8080}]
+`
+
+// TestPodRefusedByServiceWithoutEndpoints: a pod connecting to a ClusterIP without
+// endpoints is refused at once (miniproxy's REJECT in filter KUBE-SERVICES, reached from
+// FORWARD), as on a kube-proxy node, also after minilet wrote its FORWARD rules again
+// with miniproxy's already in place.
+func TestPodRefusedByServiceWithoutEndpoints(t *testing.T) {
+	l := upLab(t, "e2e-refuse", 1)
+	ctx := context.Background()
+	applyYAML(t, l, refusedApp)
+	pod := waitRunning(t, l, "client")
+	n := l.Nodes[0]
+	podNS := filepath.Join(n.RunDir, "netns", string(pod.UID))
+	url := "http://" + strings.TrimSpace(mustKubectl(t, l, "get", "service", "nobody", "-o", "jsonpath={.spec.clusterIP}")) + ":80/"
+	filter := func() string {
+		out, err := lab.Command(ctx, n.NetNS, "iptables-save", "-t", "filter").CombinedOutput()
+		if err != nil {
+			t.Fatalf("iptables-save: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	refused := func(when string) {
+		t.Helper()
+		waitFor(t, "miniproxy's REJECT for default/nobody and minilet's FORWARD rules", 30*time.Second, func() (bool, string) {
+			f := filter()
+			return strings.Contains(f, "default/nobody has no endpoints") && strings.Contains(f, "-j MINIK8S-FORWARD"), f
+		})
+		for i := range 3 {
+			start := time.Now()
+			_, err := httpGetIn(podNS, url)
+			if took := time.Since(start); !errors.Is(err, syscall.ECONNREFUSED) || took > 500*time.Millisecond {
+				t.Fatalf("%s, try %d: pod → %s: %v after %v; want connection refused at once. FORWARD:\n%s",
+					when, i+1, url, err, took, filter())
+			}
+		}
+	}
+	refused("after the lab came up")
+
+	// minilet writing its FORWARD jump while miniproxy's are there (minilet starting
+	// second, or after its rules were removed) must not put it above them.
+	out, err := lab.Command(ctx, n.NetNS, "iptables", "-D", "FORWARD", "-m", "comment", "--comment", "minik8s pod egress", "-j", "MINIK8S-FORWARD").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables -D: %v: %s", err, out)
+	}
+	if _, err := l.Restart("minilet-"+n.Name, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	refused("after a minilet restart")
+}
+
+const localhostNodePortApp = `apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  nodeName: node-1
+  containers: [{name: netexec, image: localhost/minik8s/netexec:v1, ports: [{containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080, nodePort: 30081}]
+`
+
+// TestNodePortOnLocalhost: inside a node, 127.0.0.1:NODEPORT answers, as with kube-proxy's
+// iptables mode (--iptables-localhost-nodeports, on by default: route_localnet=1, the
+// masquerade of the external chain, KUBE-FIREWALL's drop of martians to 127.0.0.0/8).
+func TestNodePortOnLocalhost(t *testing.T) {
+	l := upLab(t, "e2e-lnp", 1)
+	ctx := context.Background()
+	applyYAML(t, l, localhostNodePortApp)
+	waitRunning(t, l, "web")
+	waitReadyEndpoints(t, l, "web", 1)
+	n := l.Nodes[0]
+	nodeNS := lab.NetNSPath(n.NetNS)
+	// The node's own address answers first (the rules are in place) ...
+	if got, err := getEventually(nodeNS, fmt.Sprintf("http://%s:30081/hostname", n.IP), 15*time.Second); err != nil || got != "web" {
+		t.Fatalf("node-1 → its own address's NodePort = %q, %v", got, err)
+	}
+	// ... and so does loopback.
+	if got, err := httpGetIn(nodeNS, "http://127.0.0.1:30081/hostname"); err != nil || got != "web" {
+		out, _ := lab.Command(ctx, n.NetNS, "sh", "-c", "sysctl net.ipv4.conf.all.route_localnet; iptables-save").CombinedOutput()
+		t.Fatalf("node-1 → 127.0.0.1:30081 = %q, %v\n%s", got, err, out)
+	}
+	out, err := lab.Command(ctx, n.NetNS, "iptables-save", "-t", "filter").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-A INPUT -j KUBE-FIREWALL", "-A OUTPUT -j KUBE-FIREWALL",
+		`-A KUBE-FIREWALL ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "block incoming localnet connections" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("node-1's filter table lacks %q:\n%s", want, out)
+		}
+	}
+}

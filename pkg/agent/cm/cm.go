@@ -210,3 +210,29 @@ func enableControllers(root string) error {
 	}
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +memory +pids"), 0o644)
 }
+
+// AddProcess moves process pid into cgroup dir (made where missing) in every hierarchy
+// (minilab puts a lab node's daemons beside its pods, so the node's usage is its own).
+// v1 cpuset is left alone: a new cpuset cgroup takes no process until its cpus and mems
+// are written.
+func AddProcess(dir string, pid int) error {
+	mounts := cgroupMounts()
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		mounts = []string{"/sys/fs/cgroup"} // v2 only: the rest of the glob are cgroups
+	}
+	var errs []error
+	for _, mnt := range mounts {
+		if strings.Contains(filepath.Base(mnt), "cpuset") {
+			continue
+		}
+		d := filepath.Join(mnt, dir)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(fmt.Sprint(pid)), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("move process %d into cgroup %s: %w", pid, d, err))
+		}
+	}
+	return errors.Join(errs...)
+}

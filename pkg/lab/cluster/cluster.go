@@ -68,6 +68,11 @@ const RegistryAddr = lab.ControlPlaneIP + ":5000"
 // node's and the host's own.
 func CgroupRoot(n lab.Node) string { return "/minik8s/" + n.NetNS }
 
+// daemonsCgroup holds a lab node's minilet and miniproxy, beside its pods under
+// CgroupRoot, so the node's usage (minilet --node-cgroup) is the node's own, as
+// system.slice on a real node.
+func daemonsCgroup(n lab.Node) string { return CgroupRoot(n) + "/system.slice" }
+
 // ContainerdSocket is the lab containerd's socket.
 func ContainerdSocket(l *lab.Lab) string {
 	return filepath.Join(l.RunDir, "containerd", "containerd.sock")
@@ -187,12 +192,12 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		if err != nil {
 			return err
 		}
-		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Args: append(append(append([]string{
+		_, err = l.Start(lab.Process{Name: "minilet-" + n.Name, NetNS: n.NetNS, Cgroup: daemonsCgroup(n), Args: append(append(append([]string{
 			filepath.Join(o.BinDir, "minilet")}, credentials...), nodeAPI...),
 			"--node-name", n.Name, "--node-ip", n.IP, "--pod-cidr", n.PodCIDR,
 			"--containerd", ContainerdSocket(l), "--containerd-namespace", ContainerdNamespace(n),
 			"--root-dir", n.RunDir, "--pod-manifest-path", n.ManifestDir,
-			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n),
+			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n), "--node-cgroup", CgroupRoot(n),
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
 			"--resolv-conf", n.ResolvConf,
@@ -206,7 +211,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		if err := ca.WriteKubeconfig(proxyKubeconfig, serverURL(), "system:kube-proxy", nil); err != nil {
 			return err
 		}
-		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Args: []string{
+		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Cgroup: daemonsCgroup(n), Args: []string{
 			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", proxyKubeconfig,
 			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
 			"--healthz-bind-address", n.IP + ":10256",

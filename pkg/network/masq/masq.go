@@ -60,12 +60,52 @@ func (r *Rules) Sync(noMasq []string) error {
 	if err := r.chain("nat", NatChain, "POSTROUTING", masq); err != nil {
 		return err
 	}
-	return r.chain("filter", FilterChain, "FORWARD",
+	if err := r.chain("filter", FilterChain, "",
 		[]string{"-s", r.podCIDR, "-m", "comment", "--comment", comment, "-j", "ACCEPT"},
-		[]string{"-d", r.podCIDR, "-m", "comment", "--comment", comment, "-j", "ACCEPT"})
+		[]string{"-d", r.podCIDR, "-m", "comment", "--comment", comment, "-j", "ACCEPT"}); err != nil {
+		return err
+	}
+	return r.forwardJumpLast()
 }
 
-// chain makes chain in table hold exactly rules, jumped to from the top of parent.
+// forwardJumpLast keeps the FORWARD jump to our ACCEPTs below the service proxy's jumps
+// (kube-proxy inserts KUBE-PROXY-FIREWALL, KUBE-FORWARD, KUBE-SERVICES and
+// KUBE-EXTERNAL-SERVICES first), so its REJECT of a Service without endpoints sees pods'
+// traffic too: appended, as flannel and other CNIs do, and moved down when it sits above a
+// KUBE- jump (inserted first by an older minilet, or while the proxy's jumps were missing).
+func (r *Rules) forwardJumpLast() error {
+	rules, err := r.ipt.List("filter", "FORWARD")
+	if err != nil {
+		return fmt.Errorf("list chain FORWARD: %w", err)
+	}
+	ours, lastKube := -1, -1
+	for i, rule := range rules {
+		switch {
+		case strings.HasSuffix(rule, " -j "+FilterChain):
+			ours = i
+		case strings.Contains(rule, " -j KUBE-"):
+			lastKube = i
+		}
+	}
+	if ours >= 0 && ours > lastKube {
+		return nil
+	}
+	jump := []string{"-m", "comment", "--comment", comment, "-j", FilterChain}
+	if err := r.ipt.Append("filter", "FORWARD", jump...); err != nil {
+		return fmt.Errorf("jump from FORWARD to %s: %w", FilterChain, err)
+	}
+	if ours >= 0 {
+		// Appended first, then the upper copy deleted (-D takes the first match): pods'
+		// traffic never passes without one.
+		if err := r.ipt.Delete("filter", "FORWARD", jump...); err != nil {
+			return fmt.Errorf("move the jump from FORWARD to %s: %w", FilterChain, err)
+		}
+	}
+	return nil
+}
+
+// chain makes chain in table hold exactly rules; parent, when not "", jumps to it from its
+// top.
 func (r *Rules) chain(table, chain, parent string, rules ...[]string) error {
 	exists, err := r.ipt.ChainExists(table, chain)
 	if err != nil {
@@ -93,6 +133,9 @@ func (r *Rules) chain(table, chain, parent string, rules ...[]string) error {
 				return fmt.Errorf("append to %s: %w", chain, err)
 			}
 		}
+	}
+	if parent == "" {
+		return nil
 	}
 	jump := []string{"-m", "comment", "--comment", comment, "-j", chain}
 	ok, err := r.ipt.Exists(table, parent, jump...)

@@ -47,3 +47,53 @@ func TestRules(t *testing.T) {
 		t.Errorf("left after Remove:\n%s", out)
 	}
 }
+
+// TestForwardJumpBelowServiceProxy: minilet's FORWARD ACCEPTs never shadow the service
+// proxy's jumps (kube-proxy's REJECT for Services without endpoints lives behind them),
+// whichever daemon wrote its rules first.
+func TestForwardJumpBelowServiceProxy(t *testing.T) {
+	ns := nettest.NetNS(t, "node")[0]
+	testenv.RequireTools(t, "iptables", "ipset")
+	_, cidr, _ := net.ParseCIDR("10.244.1.0/24")
+	r, err := New(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string) string {
+		t.Helper()
+		out, err := exec.Command("nsenter", "--net="+ns, "sh", "-c", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", script, err, out)
+		}
+		return string(out)
+	}
+	// The proxy's jumps are there first (as miniproxy inserts them, at the top).
+	sh("iptables -N KUBE-SERVICES && iptables -I FORWARD 1 -m conntrack --ctstate NEW -m comment --comment 'kubernetes service portals' -j KUBE-SERVICES")
+	order := func() (ours, kube []int) {
+		for i, line := range strings.Split(sh("iptables -S FORWARD"), "\n") {
+			switch {
+			case strings.HasSuffix(line, "-j "+FilterChain):
+				ours = append(ours, i)
+			case strings.HasSuffix(line, "-j KUBE-SERVICES"):
+				kube = append(kube, i)
+			}
+		}
+		return ours, kube
+	}
+	check := func(when string) {
+		t.Helper()
+		if ours, kube := order(); len(ours) != 1 || len(kube) != 1 || ours[0] < kube[0] {
+			t.Errorf("%s: want one jump to %s below KUBE-SERVICES's:\n%s", when, FilterChain, sh("iptables -S FORWARD"))
+		}
+	}
+	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.1.0/24"}) })
+	check("minilet after the proxy")
+	// Ours on top (an older minilet, or written while the proxy's were missing): moved down.
+	sh("iptables -D FORWARD -m comment --comment '" + comment + "' -j " + FilterChain +
+		" && iptables -I FORWARD 1 -m comment --comment '" + comment + "' -j " + FilterChain)
+	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.1.0/24"}) })
+	check("ours found above the proxy's")
+	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.1.0/24"}) })
+	check("again, unchanged")
+	nettest.In(t, ns, Remove)
+}

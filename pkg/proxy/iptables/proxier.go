@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -45,11 +46,23 @@ var jumps = []jump{
 	{"nat", "OUTPUT", "kubernetes service portals", nil, kubeServices},
 	{"nat", "PREROUTING", "kubernetes service portals", nil, kubeServices},
 	{"nat", "POSTROUTING", "kubernetes postrouting rules", nil, kubePostrouting},
+	// As kube-proxy's duplicates of the kubelet's jumps: no comment, first in the chain.
+	{"filter", "INPUT", "", nil, kubeletFirewall},
+	{"filter", "OUTPUT", "", nil, kubeletFirewall},
 }
 
 func (j jump) rule() []string {
-	return append(append([]string{"-m", "comment", "--comment", j.comment}, j.match...), "-j", j.target)
+	var r []string
+	if j.comment != "" {
+		r = []string{"-m", "comment", "--comment", j.comment}
+	}
+	return append(append(r, j.match...), "-j", j.target)
 }
+
+// routeLocalnet is the sysctl that lets packets to 127.0.0.0/8, DNATed to an endpoint
+// elsewhere, leave the loopback device: kube-proxy sets it for NodePorts on localhost
+// (--iptables-localhost-nodeports, on by default, as here).
+const routeLocalnet = "/proc/sys/net/ipv4/conf/all/route_localnet"
 
 // SyncResult says what one sync did, for metrics and logs.
 type SyncResult struct {
@@ -87,6 +100,9 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
 	if err != nil {
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
+	}
+	if err := os.WriteFile(routeLocalnet, []byte("1"), 0o644); err != nil {
+		return nil, fmt.Errorf("allow NodePorts on localhost (net.ipv4.conf.all.route_localnet=1): %w", err)
 	}
 	return &Proxier{cfg: cfg, log: log, ipt: ipt,
 		wholeCache: nftBacked(), needFull: true,

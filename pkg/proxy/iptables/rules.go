@@ -25,7 +25,10 @@ const (
 	kubeForward          = "KUBE-FORWARD"
 	kubeProxyFirewall    = "KUBE-PROXY-FIREWALL"
 	kubeProxyCanary      = "KUBE-PROXY-CANARY"
-	masqMark             = "0x4000/0x4000"
+	// kubeletFirewall holds kube-proxy's copy of the kubelet's rule against martians to
+	// 127.0.0.0/8, which route_localnet (NodePorts on localhost) would let in.
+	kubeletFirewall = "KUBE-FIREWALL"
+	masqMark        = "0x4000/0x4000"
 )
 
 // hash16 is kube-proxy's chain-name hash: base32 of sha256, 16 characters (which are the
@@ -149,7 +152,7 @@ func buildRules(cfg Config, ports []proxy.ServicePort) ruleSet {
 
 // baseTables are both tables with our top-level chains and their fixed rules.
 func baseTables() (filter, nat *table) {
-	filter = newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall)
+	filter = newTable("filter", kubeServices, kubeExternalServices, kubeForward, kubeNodePorts, kubeProxyFirewall, kubeletFirewall)
 	nat = newTable("nat", kubeServices, kubeNodePorts, kubePostrouting, kubeMarkMasq)
 	nat.add(kubePostrouting, "-m mark ! --mark "+masqMark, "-j RETURN")
 	nat.add(kubePostrouting, "-j MARK --xor-mark 0x4000")
@@ -158,6 +161,8 @@ func baseTables() (filter, nat *table) {
 	filter.add(kubeForward, "-m conntrack --ctstate INVALID", "-j DROP")
 	filter.add(kubeForward, comment("kubernetes forwarding rules"), "-m mark --mark "+masqMark, "-j ACCEPT")
 	filter.add(kubeForward, comment("kubernetes forwarding conntrack rule"), "-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT")
+	filter.add(kubeletFirewall, comment("block incoming localnet connections"), "-d 127.0.0.0/8 ! -s 127.0.0.0/8",
+		"-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT", "-j DROP")
 	return filter, nat
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -142,28 +143,18 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 			proxier.ForceFull()
 		}
 		res, err := proxier.Sync(ctx)
+		m.synced(res, err, since)
 		if err != nil {
-			m.restoreFailures.Inc()
 			log.Error("sync of proxy rules failed", "err", err)
 			return
 		}
 		if res.full {
 			lastFull = time.Now()
-			m.fullDuration.Observe(res.duration.Seconds())
 			// A full sync is the peak: it lays out every rule, and the first one follows the
 			// informers' first lists, held whole until trimmed. Give that back now (one
 			// collection per sync period) instead of keeping it as heap that the partial
 			// syncs between two full ones never need.
 			debug.FreeOSMemory()
-		} else {
-			m.partialDuration.Observe(res.duration.Seconds())
-		}
-		m.duration.Observe(res.duration.Seconds())
-		m.lastTimestamp.SetToCurrentTime()
-		m.rules.WithLabelValues("filter").Set(float64(res.filterRules))
-		m.rules.WithLabelValues("nat").Set(float64(res.natRules))
-		if !since.IsZero() {
-			m.programming.Observe(time.Since(since).Seconds())
 		}
 		h.synced(time.Now())
 		firstOnce.Do(func() { close(firstSync) })
@@ -295,43 +286,71 @@ func (h *health) handler() http.Handler {
 	return mux
 }
 
-// metrics are kube-proxy's, by name.
+// metrics are kube-proxy's, by name. Those of one proxier's syncs carry kube-proxy's
+// ip_family label (v1.33 on: one proxier per family); the informers' change counters,
+// shared by both families, do not.
 type metrics struct {
-	registry                                         *prometheus.Registry
-	duration, fullDuration, partialDuration          prometheus.Histogram
-	programming                                      prometheus.Histogram
-	lastTimestamp                                    prometheus.Gauge
-	rules                                            *prometheus.GaugeVec
-	serviceChanges, endpointChanges, restoreFailures prometheus.Counter
+	registry                                *prometheus.Registry
+	duration, fullDuration, partialDuration *prometheus.HistogramVec
+	programming                             *prometheus.HistogramVec
+	lastTimestamp                           *prometheus.GaugeVec
+	rules                                   *prometheus.GaugeVec
+	restoreFailures                         *prometheus.CounterVec
+	serviceChanges, endpointChanges         prometheus.Counter
 }
+
+// ipFamily is the ip_family label of our syncs: miniproxy is IPv4 only.
+var ipFamily = string(corev1.IPv4Protocol)
 
 func newMetrics() *metrics {
 	buckets := prometheus.ExponentialBuckets(0.001, 2, 15)
+	family := []string{"ip_family"}
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
-		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_sync_proxy_rules_duration_seconds",
-			Help: "SyncProxyRules latency in seconds", Buckets: buckets}),
-		fullDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_sync_full_proxy_rules_duration_seconds",
-			Help: "SyncProxyRules latency in seconds for full resyncs", Buckets: buckets}),
-		partialDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_sync_partial_proxy_rules_duration_seconds",
-			Help: "SyncProxyRules latency in seconds for partial resyncs", Buckets: buckets}),
-		programming: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kubeproxy_network_programming_duration_seconds",
-			Help: "In Cluster Network Programming Latency in seconds", Buckets: buckets}),
-		lastTimestamp: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
-			Help: "The last time proxy rules were successfully synced"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kubeproxy_sync_proxy_rules_duration_seconds",
+			Help: "SyncProxyRules latency in seconds", Buckets: buckets}, family),
+		fullDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kubeproxy_sync_full_proxy_rules_duration_seconds",
+			Help: "SyncProxyRules latency in seconds for full resyncs", Buckets: buckets}, family),
+		partialDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kubeproxy_sync_partial_proxy_rules_duration_seconds",
+			Help: "SyncProxyRules latency in seconds for partial resyncs", Buckets: buckets}, family),
+		programming: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kubeproxy_network_programming_duration_seconds",
+			Help: "In Cluster Network Programming Latency in seconds", Buckets: buckets}, family),
+		lastTimestamp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+			Help: "The last time proxy rules were successfully synced"}, family),
 		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_iptables_total",
-			Help: "Total number of iptables rules owned by kube-proxy"}, []string{"table"}),
+			Help: "Total number of iptables rules owned by kube-proxy"}, []string{"table", "ip_family"}),
 		serviceChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_total",
 			Help: "Cumulative proxy rules Service changes"}),
 		endpointChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_endpoint_changes_total",
 			Help: "Cumulative proxy rules Endpoint changes"}),
-		restoreFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
-			Help: "Cumulative proxy iptables restore failures"}),
+		restoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+			Help: "Cumulative proxy iptables restore failures"}, family),
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.duration, m.fullDuration, m.partialDuration, m.programming, m.lastTimestamp, m.rules,
 		m.serviceChanges, m.endpointChanges, m.restoreFailures)
 	return m
+}
+
+// synced records one sync: its result, or its failure; since is when the oldest change
+// it wrote was noticed (zero: none).
+func (m *metrics) synced(res syncResult, err error, since time.Time) {
+	if err != nil {
+		m.restoreFailures.WithLabelValues(ipFamily).Inc()
+		return
+	}
+	if res.full {
+		m.fullDuration.WithLabelValues(ipFamily).Observe(res.duration.Seconds())
+	} else {
+		m.partialDuration.WithLabelValues(ipFamily).Observe(res.duration.Seconds())
+	}
+	m.duration.WithLabelValues(ipFamily).Observe(res.duration.Seconds())
+	m.lastTimestamp.WithLabelValues(ipFamily).SetToCurrentTime()
+	m.rules.WithLabelValues("filter", ipFamily).Set(float64(res.filterRules))
+	m.rules.WithLabelValues("nat", ipFamily).Set(float64(res.natRules))
+	if !since.IsZero() {
+		m.programming.WithLabelValues(ipFamily).Observe(time.Since(since).Seconds())
+	}
 }
 
 func (m *metrics) handler(h *health, profiling bool) http.Handler {

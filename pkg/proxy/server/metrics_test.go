@@ -1,0 +1,58 @@
+package server
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestSyncMetricsCarryIPFamily: the sync metrics carry kube-proxy's ip_family label
+// (v1.33 on), as dashboards and alerts written for kube-proxy select on it; the informers'
+// change counters, which kube-proxy shares between families, do not.
+func TestSyncMetricsCarryIPFamily(t *testing.T) {
+	m := newMetrics()
+	m.synced(syncResult{full: true, duration: time.Second, filterRules: 3, natRules: 9}, nil, time.Now().Add(-time.Second))
+	m.synced(syncResult{duration: time.Millisecond}, nil, time.Time{})
+	m.synced(syncResult{}, errors.New("iptables-restore failed"), time.Time{})
+	m.serviceChanges.Inc()
+	m.endpointChanges.Inc()
+	families, err := m.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{ // name: labelled with ip_family
+		"kubeproxy_sync_proxy_rules_duration_seconds":                true,
+		"kubeproxy_sync_full_proxy_rules_duration_seconds":           true,
+		"kubeproxy_sync_partial_proxy_rules_duration_seconds":        true,
+		"kubeproxy_network_programming_duration_seconds":             true,
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds":          true,
+		"kubeproxy_sync_proxy_rules_iptables_total":                  true,
+		"kubeproxy_sync_proxy_rules_iptables_restore_failures_total": true,
+		"kubeproxy_sync_proxy_rules_service_changes_total":           false,
+		"kubeproxy_sync_proxy_rules_endpoint_changes_total":          false,
+	}
+	seen := map[string]bool{}
+	for _, f := range families {
+		labelled, ok := want[f.GetName()]
+		if !ok {
+			continue
+		}
+		seen[f.GetName()] = true
+		for _, s := range f.GetMetric() {
+			family := ""
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "ip_family" {
+					family = l.GetValue()
+				}
+			}
+			if labelled && family != "IPv4" || !labelled && family != "" {
+				t.Errorf("%s%v: ip_family %q, want it %v (IPv4)", f.GetName(), s.GetLabel(), family, labelled)
+			}
+		}
+	}
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("no %s", name)
+		}
+	}
+}
