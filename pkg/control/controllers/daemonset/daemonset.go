@@ -1,6 +1,7 @@
 // Package daemonset runs one pod of each DaemonSet on every node that should have one, as
 // kube-controller-manager's daemonset controller does: eligibility by nodeSelector, required
-// node affinity and taints (with the tolerations DaemonSet pods get automatically), pods
+// node affinity and taints (with the tolerations DaemonSet pods get automatically; a pod
+// stays on a node whose NoExecute taints it tolerates, an unreachable one too), pods
 // pinned to their node by node affinity for the scheduler to bind, RollingUpdate within
 // maxUnavailable or OnDelete, ControllerRevisions for `kubectl rollout history`, and the
 // status `kubectl rollout status ds` reads.
