@@ -10,8 +10,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -73,6 +76,58 @@ func TestCoreDNSManifestFitsTogether(t *testing.T) {
 	}
 	if !strings.Contains(corefile, "kubeconfig /etc/coredns-kubeconfig/kubeconfig") {
 		t.Errorf("Corefile does not use the mounted kubeconfig:\n%s", corefile)
+	}
+}
+
+// TestCoreDNSIsHighlyAvailable: as kubeadm deploys it, two replicas that prefer different
+// nodes (kubernetes.io/hostname), critical priority, one unavailable at a time in a
+// rollout, and a PodDisruptionBudget of the same pods allowing one down.
+func TestCoreDNSIsHighlyAvailable(t *testing.T) {
+	var (
+		deploy *appsv1.Deployment
+		pdb    *policyv1.PodDisruptionBudget
+	)
+	for _, o := range decodeAll(t, CoreDNS) {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			deploy = o
+		case *policyv1.PodDisruptionBudget:
+			pdb = o
+		}
+	}
+	if deploy == nil || pdb == nil {
+		t.Fatalf("manifest lacks the Deployment (%v) or the PodDisruptionBudget (%v)", deploy != nil, pdb != nil)
+	}
+	if r := deploy.Spec.Replicas; r == nil || *r != 2 {
+		t.Errorf("replicas %v, want 2", r)
+	}
+	if ru := deploy.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("rolling update %+v, want maxUnavailable 1", ru)
+	}
+	pod := deploy.Spec.Template
+	if pod.Spec.PriorityClassName != "system-cluster-critical" {
+		t.Errorf("priorityClassName %q", pod.Spec.PriorityClassName)
+	}
+	podLabels := labels.Set(pod.Labels)
+	spread := false
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			sel, err := metav1.LabelSelectorAsSelector(term.PodAffinityTerm.LabelSelector)
+			spread = spread || (err == nil && term.PodAffinityTerm.TopologyKey == corev1.LabelHostname && sel.Matches(podLabels))
+		}
+		if len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			t.Errorf("a required anti-affinity would leave the second replica Pending on a one-node cluster")
+		}
+	}
+	if !spread {
+		t.Errorf("no preferred pod anti-affinity on %s selecting CoreDNS's own pods: %+v", corev1.LabelHostname, pod.Spec.Affinity)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !sel.Matches(podLabels) || pdb.Namespace != deploy.Namespace {
+		t.Errorf("PodDisruptionBudget %s/%s selects %v, not CoreDNS's pods (%v)", pdb.Namespace, pdb.Name, pdb.Spec.Selector, err)
+	}
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("PodDisruptionBudget maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
 	}
 }
 

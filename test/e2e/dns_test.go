@@ -76,10 +76,16 @@ spec:
 `
 
 // TestClusterDNS: CoreDNS, unmodified, serves the cluster's names from miniapi's Services
-// and EndpointSlices; minilet gives pods a resolv.conf that points at it.
+// and EndpointSlices; minilet gives pods a resolv.conf that points at it. Its two replicas
+// run on different nodes, so lookups keep working when one node stops.
 func TestClusterDNS(t *testing.T) {
 	l := upLabWith(t, "e2e-dns", cluster.Options{Nodes: 2, DNS: true})
 	kubectl := func(args ...string) string { t.Helper(); return mustKubectl(t, l, args...) }
+	// Two replicas, one per node: kubeadm's preferred anti-affinity on the hostname.
+	dnsNodes := strings.Fields(kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[*].spec.nodeName}"))
+	if len(dnsNodes) != 2 || dnsNodes[0] == dnsNodes[1] {
+		t.Errorf("CoreDNS replicas on nodes %v, want two on different nodes", dnsNodes)
+	}
 	applyYAML(t, l, dnsApp)
 	kubectl("-n", "shop", "rollout", "status", "deployment/web", "--timeout=120s")
 	kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s")
@@ -178,15 +184,56 @@ func TestClusterDNS(t *testing.T) {
 		!strings.Contains(string(upstream), "name=nobody.example.test. type=A rcode=NXDOMAIN") {
 		t.Errorf("the upstream DNS server's log lacks the forwarded queries (%v):\n%s", err, upstream)
 	}
-	if restarts := kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[*].status.containerStatuses[*].restartCount}"); restarts != "0" {
+	if restarts := kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[*].status.containerStatuses[*].restartCount}"); strings.Trim(restarts, "0 ") != "" {
 		t.Errorf("CoreDNS restarted (%s times): its loop plugin stops it on a forwarding loop", restarts)
 	}
 
-	// The answers came from CoreDNS: its log plugin saw the queries.
-	logs := kubectl("-n", "kube-system", "logs", "deployment/coredns")
+	// The answers came from CoreDNS: its log plugin saw the queries (in either replica).
+	logs := kubectl("-n", "kube-system", "logs", "-l", "k8s-app=kube-dns", "--tail=-1")
 	for _, q := range []string{"web.shop.svc.cluster.local.", "kubernetes.default.svc.cluster.local.", "web-headless.shop.svc.cluster.local.", "host.example.test."} {
 		if !strings.Contains(logs, q) {
 			t.Errorf("CoreDNS's log has no query for %s:\n%s", q, logs)
 		}
+	}
+
+	// The minilet of the node with the replica away from the client dies: lookups from the
+	// client keep working through the node's grace period (its replica still runs) and
+	// after the node is Unknown and its replica leaves kube-dns's endpoints (the other one
+	// answers). With one replica there, they fail from then on for minutes.
+	clientNode := kubectl("get", "pod", "client", "-o", "jsonpath={.spec.nodeName}")
+	victim := ""
+	for _, n := range dnsNodes {
+		if n != clientNode {
+			victim = n
+		}
+	}
+	if victim == "" {
+		t.Fatalf("no CoreDNS replica away from the client's node %s (replicas on %v)", clientNode, dnsNodes)
+	}
+	if err := l.Stop("minilet-"+victim, 0); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	var left time.Time // when victim's replica left the endpoints
+	for i := 1; left.IsZero() || time.Since(left) < 10*time.Second; i++ {
+		if time.Since(stopped) > 150*time.Second {
+			t.Fatalf("%s's CoreDNS replica still a ready kube-dns endpoint %v after its minilet stopped", victim, time.Since(stopped))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := cluster.Kubectl(ctx, l, "exec", "client", "--", "nslookup", "web.shop")
+		cancel()
+		if err != nil || !strings.Contains(out, svc.Spec.ClusterIP) {
+			t.Fatalf("lookup %d, %v after %s's minilet stopped (its replica left the endpoints: %v): %v\n%s",
+				i, time.Since(stopped).Round(time.Second), victim, !left.IsZero(), err, out)
+		}
+		if left.IsZero() {
+			eps := kubectl("-n", "kube-system", "get", "endpointslices", "-l", "kubernetes.io/service-name=kube-dns",
+				"-o", "jsonpath={range .items[*].endpoints[*]}{.nodeName}={.conditions.ready} {end}")
+			if !strings.Contains(eps, victim+"=true") {
+				left = time.Now()
+				t.Logf("%s's replica left kube-dns's ready endpoints %v after its minilet stopped (%s)", victim, time.Since(stopped).Round(time.Second), eps)
+			}
+		}
+		time.Sleep(time.Second)
 	}
 }

@@ -200,7 +200,8 @@ spec:
 
 // TestNodeRestrictionAdmission: node-1's own credentials create a mirror pod of itself but
 // not an ordinary pod nor one bound elsewhere, cannot label node-2, and cannot give itself
-// node-restriction.kubernetes.io/ labels.
+// node-restriction.kubernetes.io/ labels; it writes its own heartbeat Lease but cannot
+// create, renew or delete another node's (403).
 func TestNodeRestrictionAdmission(t *testing.T) {
 	var dataDir string
 	c := startClusterWith(t, func(o *Options) { dataDir = o.DataDir })
@@ -249,4 +250,22 @@ spec:
 		t.Errorf("node-1 giving itself a node-restriction label: %v\n%s\nwant %s", err, out, want)
 	}
 	node.mustKubectl(t, "", "label", "node", "node-1", "topology.kubernetes.io/zone=a")
+
+	lease := func(name string) string {
+		return fmt.Sprintf(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":%q,"namespace":"kube-node-lease"},`+
+			`"spec":{"holderIdentity":%q,"renewTime":"2099-01-01T00:00:00.000000Z"}}`, name, name)
+	}
+	node.mustKubectl(t, lease("node-1"), "create", "-f", "-")
+	c.mustKubectl(t, lease("node-2"), "create", "-f", "-")
+	const other = "can only access node lease with the same name as the requesting node"
+	for _, args := range [][]string{{"create", "-f", "-"}, {"replace", "-f", "-"}, {"delete", "-f", "-"}} {
+		name := "node-2"
+		if args[0] == "create" {
+			name = "node-c"
+		}
+		out, err := node.kubectl(t, lease(name), args...)
+		if err == nil || !strings.Contains(out, "Forbidden") || !strings.Contains(out, other) {
+			t.Errorf("node-1: kubectl %s lease %s: %v\n%s\nwant 403 %q", args[0], name, err, out, other)
+		}
+	}
 }

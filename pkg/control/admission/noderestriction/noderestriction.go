@@ -5,7 +5,7 @@
 // and evicts only pods bound to itself; updates the status of those pods only, without
 // touching their labels; creates, updates and deletes only its own Node, without changing
 // its taints or setting labels outside the kubelet's set (node-restriction.kubernetes.io/
-// labels never).
+// labels never); creates, updates and deletes only its own Lease in kube-node-lease.
 package noderestriction
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -62,6 +63,9 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 	}
 	if node == "" {
 		return admission.Forbidden(a, fmt.Errorf("could not determine node from user %q", u.Name))
+	}
+	if a.Resource.Group == coordinationv1.GroupName && a.Resource.Resource == "leases" {
+		return admitLease(node, a)
 	}
 	if a.Resource.Group != "" {
 		return nil
@@ -200,6 +204,26 @@ func (p *Plugin) admitEviction(ctx context.Context, node string, a *generic.Attr
 	}
 	if pod.Spec.NodeName != node {
 		return admission.Forbidden(a, fmt.Errorf("node %s can only evict pods with spec.nodeName set to itself", node))
+	}
+	return nil
+}
+
+// admitLease: the node's own heartbeat Lease only. The Node authorizer checks the name of
+// updates and deletes; a create names its Lease in the body, which only admission sees.
+func admitLease(node string, a *generic.Attributes) error {
+	if a.Namespace != corev1.NamespaceNodeLease {
+		return admission.Forbidden(a, fmt.Errorf("can only access leases in the %q system namespace", corev1.NamespaceNodeLease))
+	}
+	name := a.Name
+	if a.Operation == generic.Create {
+		l, ok := a.Object.(*coordinationv1.Lease)
+		if !ok {
+			return admission.Forbidden(a, fmt.Errorf("unexpected type %T", a.Object))
+		}
+		name = l.Name
+	}
+	if name != node {
+		return admission.Forbidden(a, fmt.Errorf("can only access node lease with the same name as the requesting node"))
 	}
 	return nil
 }

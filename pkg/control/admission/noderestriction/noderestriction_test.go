@@ -8,6 +8,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +79,36 @@ func TestNodeWrites(t *testing.T) {
 		{"its status", generic.Update, "nodes", "status", node("node-1", nil), node("node-1", nil), ""},
 	} {
 		a := admissiontest.Attrs(t, tc.op, corev1.SchemeGroupVersion.WithResource(tc.gvr), tc.sub, tc.obj, tc.old)
+		err := p.Admit(apiserver.WithUser(context.Background(), node1), a)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func lease(ns, name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name)}}
+}
+
+// TestNodeLeases: a node writes only its own Lease in kube-node-lease; the Node authorizer
+// cannot refuse a create of another name (the name is in the body, not the path).
+func TestNodeLeases(t *testing.T) {
+	p := New(fake.NewClientset())
+	const other = "can only access node lease with the same name as the requesting node"
+	for _, tc := range []struct {
+		name     string
+		op       generic.Operation
+		obj, old runtime.Object
+		want     string
+	}{
+		{"create its own", generic.Create, lease(corev1.NamespaceNodeLease, "node-1"), nil, ""},
+		{"renew its own", generic.Update, lease(corev1.NamespaceNodeLease, "node-1"), lease(corev1.NamespaceNodeLease, "node-1"), ""},
+		{"create another node's", generic.Create, lease(corev1.NamespaceNodeLease, "node-c"), nil, `leases.coordination.k8s.io "node-c" is forbidden: ` + other},
+		{"renew another node's", generic.Update, lease(corev1.NamespaceNodeLease, "node-c"), lease(corev1.NamespaceNodeLease, "node-c"), other},
+		{"delete another node's", generic.Delete, nil, lease(corev1.NamespaceNodeLease, "node-c"), other},
+		{"a lease elsewhere", generic.Create, lease("kube-system", "node-1"), nil, `can only access leases in the "kube-node-lease" system namespace`},
+	} {
+		a := admissiontest.Attrs(t, tc.op, coordinationv1.SchemeGroupVersion.WithResource("leases"), "", tc.obj, tc.old)
 		err := p.Admit(apiserver.WithUser(context.Background(), node1), a)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)

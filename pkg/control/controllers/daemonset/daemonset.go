@@ -1,6 +1,7 @@
 // Package daemonset runs one pod of each DaemonSet on every node that should have one, as
 // kube-controller-manager's daemonset controller does: eligibility by nodeSelector, required
-// node affinity and taints (with the tolerations DaemonSet pods get automatically), pods
+// node affinity and taints (with the tolerations DaemonSet pods get automatically; a pod
+// stays on a node whose NoExecute taints it tolerates, an unreachable one too), pods
 // pinned to their node by node affinity for the scheduler to bind, RollingUpdate within
 // maxUnavailable or OnDelete, ControllerRevisions for `kubectl rollout history`, and the
 // status `kubectl rollout status ds` reads.
@@ -143,12 +144,16 @@ func automaticTolerations(spec *corev1.PodSpec) {
 	}
 }
 
-// shouldRun says whether the DaemonSet's pod belongs on node: its node selector and
-// required affinity match, and it tolerates every NoSchedule and NoExecute taint.
-func shouldRun(template *corev1.Pod, node *corev1.Node) bool {
+// shouldRun says whether the DaemonSet's pod belongs on node (its node selector and
+// required affinity match, and it tolerates every NoSchedule and NoExecute taint), and
+// keep whether a pod already there may stay: as in Kubernetes, a pod that tolerates the
+// NoExecute taints keeps running on a node a new one would not be started on (an
+// unreachable node is also tainted NoSchedule).
+func shouldRun(template *corev1.Pod, node *corev1.Node) (run, keep bool) {
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(template).Match(node); err != nil || !ok {
-		return false
+		return false, false
 	}
+	run, keep = true, true
 	for i := range node.Spec.Taints {
 		t := &node.Spec.Taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
@@ -162,10 +167,11 @@ func shouldRun(template *corev1.Pod, node *corev1.Node) bool {
 			}
 		}
 		if !tolerated {
-			return false
+			run = false
+			keep = keep && t.Effect != corev1.TaintEffectNoExecute
 		}
 	}
-	return true
+	return run, keep
 }
 
 // podFor is the DaemonSet's pod for node: the template with the automatic tolerations,
@@ -260,14 +266,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	var remove []*corev1.Pod
 	eligible := map[string]bool{}
 	for _, node := range nodes {
-		run := shouldRun(template, node)
+		run, keep := shouldRun(template, node)
 		eligible[node.Name] = run
 		have := byNode[node.Name]
 		switch {
-		case !run:
+		case !keep:
 			remove = append(remove, have...)
 		case len(have) == 0:
-			create = append(create, node.Name)
+			if run {
+				create = append(create, node.Name)
+			}
 		default:
 			// One pod per node: the oldest stays; a failed one is replaced.
 			sort.Slice(have, func(i, j int) bool { return have[i].CreationTimestamp.Before(&have[j].CreationTimestamp) })

@@ -2,12 +2,14 @@ package daemonset_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,5 +139,38 @@ func TestDaemonSetOnePodPerEligibleNode(t *testing.T) {
 		if !strings.Contains(events, want) {
 			t.Errorf("events lack %q:\n%s", want, events)
 		}
+	}
+}
+
+// TestDaemonSetPodsStayOnUnreachableNode: a node that stops reporting gets the unreachable
+// NoSchedule and NoExecute taints; its DaemonSet pod tolerates the NoExecute one forever
+// (the controller's automatic toleration), so it stays, as in Kubernetes: neither the
+// DaemonSet controller nor taint-based eviction deletes it.
+func TestDaemonSetPodsStayOnUnreachableNode(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, 3*time.Second
+	})
+	ctx := context.Background()
+	fakeKubelet(t, cl.Client)
+	cl.MustKubectl(t, agent, "apply", "-f", "-")
+	cl.CreateReadyNode(t, "node-a", 10, map[string]string{"role": "edge"})
+	waitPlacement(t, cl.Client, "node-a")
+	controllertest.WaitFor(t, "node-a tainted unreachable", 15*time.Second, func() (bool, string) {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(n.Spec.Taints) == 2, fmt.Sprint(n.Spec.Taints)
+	})
+	// Several monitor periods and DaemonSet syncs later the pod is still there.
+	for range 20 {
+		if got := placement(t, cl.Client); got != "node-a" {
+			t.Fatalf("daemonset pods on %q after node-a became unreachable, want node-a", got)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	out := cl.MustKubectl(t, "", "get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled} {.status.numberMisscheduled}")
+	if out != "0 1" {
+		t.Errorf("status desired/misscheduled %q, want \"0 1\" (kube's counting of a pod on a node it would not start one on)", out)
 	}
 }

@@ -1,6 +1,7 @@
 // Package nodelifecycle watches nodes' heartbeats as kube-controller-manager's node
 // lifecycle controller does: a node whose minilet stops posting status and renewing its
-// Lease for the grace period gets Ready=Unknown, its pods are marked not ready, and it is
+// Lease for the grace period (judged by when the controller saw them change, never by the
+// times written in them) gets Ready=Unknown, its pods are marked not ready, and it is
 // tainted unreachable (not-ready when Ready is False) with NoSchedule and NoExecute; pods on
 // a NoExecute-tainted node are evicted once their toleration of the taint runs out. The
 // taints go when the node reports Ready again.
@@ -45,6 +46,17 @@ type Controller struct {
 	clock    clock.Clock
 	opts     Options
 	log      *slog.Logger
+	health   map[string]*nodeHealth // by node name; only Run's goroutine touches it
+}
+
+// nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
+// change: its probe time. The times a node writes are its claims (a skewed clock, or a
+// renewTime in 2099); only a change the controller observes is a sign of life, as in
+// Kubernetes' node lifecycle controller.
+type nodeHealth struct {
+	heartbeat metav1.Time      // the Ready condition's lastHeartbeatTime
+	renew     metav1.MicroTime // the Lease's renewTime
+	probe     time.Time
 }
 
 // New wires the controller to the shared informers.
@@ -55,6 +67,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
 		recorder: recorder, clock: clock.RealClock{}, opts: opts, log: log,
+		health: map[string]*nodeHealth{},
 	}
 }
 
@@ -64,16 +77,20 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	// A controller that just started has seen no heartbeat yet: give every node a full
-	// grace period from now before judging it, as Kubernetes does.
-	started := c.clock.Now()
 	tick := time.NewTicker(c.opts.MonitorPeriod)
 	defer tick.Stop()
 	for {
 		nodes, _ := c.nodes.List(labels.Everything())
+		seen := make(map[string]bool, len(nodes))
 		for _, n := range nodes {
-			if err := c.monitor(ctx, n, started); err != nil {
+			seen[n.Name] = true
+			if err := c.monitor(ctx, n); err != nil {
 				c.log.Info("node check failed, will retry", "node", n.Name, "err", err)
+			}
+		}
+		for name := range c.health {
+			if !seen[name] {
+				delete(c.health, name)
 			}
 		}
 		select {
@@ -84,22 +101,28 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// lastHeartbeat is when the node last showed life: its Ready heartbeat or its Lease renewal.
-func (c *Controller) lastHeartbeat(n *corev1.Node, started time.Time) time.Time {
-	last := started
-	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil && ready.LastHeartbeatTime.After(last) {
-		last = ready.LastHeartbeatTime.Time
+// lastProbe is when the controller last saw the node show life: its Ready heartbeat or its
+// Lease's renewTime changed. A node seen for the first time (or by a controller that just
+// started) gets a full grace period from now, as in Kubernetes.
+func (c *Controller) lastProbe(n *corev1.Node, now time.Time) time.Time {
+	h, ok := c.health[n.Name]
+	if !ok {
+		h = &nodeHealth{probe: now}
+		c.health[n.Name] = h
 	}
-	if lease, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last) {
-		last = lease.Spec.RenewTime.Time
+	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil && !ready.LastHeartbeatTime.Equal(&h.heartbeat) {
+		h.heartbeat, h.probe = ready.LastHeartbeatTime, now
 	}
-	return last
+	if lease, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(n.Name); err == nil && lease.Spec.RenewTime != nil && !lease.Spec.RenewTime.Equal(&h.renew) {
+		h.renew, h.probe = *lease.Spec.RenewTime, now
+	}
+	return h.probe
 }
 
-func (c *Controller) monitor(ctx context.Context, n *corev1.Node, started time.Time) error {
+func (c *Controller) monitor(ctx context.Context, n *corev1.Node) error {
 	now := c.clock.Now()
 	_, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
-	if now.Sub(c.lastHeartbeat(n, started)) > c.opts.GracePeriod && (ready == nil || ready.Status != corev1.ConditionUnknown) {
+	if now.Sub(c.lastProbe(n, now)) > c.opts.GracePeriod && (ready == nil || ready.Status != corev1.ConditionUnknown) {
 		if err := c.markUnknown(ctx, n, now); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,4 +103,65 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 		n, _ := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 		return len(n.Spec.Taints) == 0, fmt.Sprint(n.Spec.Taints)
 	})
+}
+
+// TestFutureLeaseDoesNotKeepNodeReady: the controller judges a node by when it saw the
+// node's heartbeat change, as Kubernetes' does, never by the time written in it: a Lease
+// renewed once with a renewTime far in the future and then no more still lets the node go
+// Unknown after the grace period, while a node whose clock is years behind but renews its
+// Lease stays Ready.
+func TestFutureLeaseDoesNotKeepNodeReady(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, 2*time.Second
+	})
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-c", 10, nil)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "node-c", Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("node-c"), RenewTime: &metav1.MicroTime{Time: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)}}}
+	if _, err := cl.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cl.CreateReadyNode(t, "skewed", 10, nil)
+	skewed := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "skewed", Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("skewed"), RenewTime: &metav1.MicroTime{Time: time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)}}}
+	skewed, err := cl.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, skewed, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewCtx, stopRenewing := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() { // renews every 300 ms, by its own clock
+		defer close(renewed)
+		for renewCtx.Err() == nil {
+			time.Sleep(300 * time.Millisecond)
+			skewed.Spec.RenewTime = &metav1.MicroTime{Time: skewed.Spec.RenewTime.Add(300 * time.Millisecond)}
+			if next, err := cl.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(renewCtx, skewed, metav1.UpdateOptions{}); err == nil {
+				skewed = next
+			}
+		}
+	}()
+	defer func() { stopRenewing(); <-renewed }()
+	controllertest.WaitFor(t, "node Unknown and tainted unreachable", 10*time.Second, func() (bool, string) {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-c", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var ready corev1.ConditionStatus
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status
+			}
+		}
+		return ready == corev1.ConditionUnknown && len(n.Spec.Taints) == 2, fmt.Sprintf("ready=%s taints=%v", ready, n.Spec.Taints)
+	})
+	time.Sleep(3 * time.Second) // more than a grace period after node-c's ran out
+	n, err := cl.Client.CoreV1().Nodes().Get(ctx, "skewed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue || len(n.Spec.Taints) > 0 {
+			t.Errorf("the node renewing its Lease with a clock behind: Ready %s, taints %v", c.Status, n.Spec.Taints)
+		}
+	}
 }
