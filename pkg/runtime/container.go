@@ -184,6 +184,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	if cfg.TTY {
 		spec = append(spec, oci.WithTTY)
 	}
+	spec = append(spec, cgroupfsOpts(unifiedCgroups(), cfg.Security.Privileged, cfg.Mounts)...)
 	if len(cfg.Mounts) > 0 {
 		spec = append(spec, oci.WithMounts(ociMounts(cfg.Mounts)))
 	}

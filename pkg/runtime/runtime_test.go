@@ -18,6 +18,9 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/testenv"
 
+	"github.com/containerd/cgroups/v3"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -789,4 +792,49 @@ func shimsOf(t *testing.T, ns string, ids []string) int {
 		}
 	}
 	return n
+}
+
+// TestContainerSeesItsCgroups: a container reads its own memory limit under
+// /sys/fs/cgroup (read-only), as under containerd's CRI.
+func TestContainerSeesItsCgroups(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.importImage(t, images.BusyboxRef)
+	podUID := randomHex(16)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "cgroups", NetNSPath: newNetNS(t).path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{sandbox.ID}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			e.rt.RemoveContainer(ctx, id)
+		}
+	})
+	limit := int64(48 << 20)
+	file := "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	if cgroups.Mode() == cgroups.Unified {
+		file = "/sys/fs/cgroup/memory.max"
+	}
+	c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		Name: "limited", Image: images.BusyboxRef, SandboxID: sandbox.ID,
+		Command: []string{"sh", "-c", fmt.Sprintf(`echo "limit=$(cat %[1]s)"; if echo 1 >%[1]s; then echo writable; fi`, file)},
+		LogPath: filepath.Join(e.logsDir, podUID, "limited.log"),
+		Linux:   runtime.Linux{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: &limit}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, c.ID)
+	if err := e.rt.StartContainer(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, c.ID, runtime.StateExited)
+	logs, _ := os.ReadFile(c.LogPath)
+	if !strings.Contains(string(logs), fmt.Sprintf("limit=%d\n", limit)) {
+		t.Errorf("the container read %q, want its memory limit %d from %s", logs, limit, file)
+	}
+	if strings.Contains(string(logs), "writable") {
+		t.Errorf("the container could write %s: %q", file, logs)
+	}
 }
