@@ -121,6 +121,17 @@ func (f *fakeRuntime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (
 	return *c, nil
 }
 
+func (f *fakeRuntime) SetSandboxIP(_ context.Context, id string, ip net.IP) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.find(id)
+	if c == nil || !c.Sandbox {
+		return fmt.Errorf("no sandbox %s", id)
+	}
+	c.PodIP = ip.String()
+	return nil
+}
+
 func (f *fakeRuntime) CreateContainer(_ context.Context, cfg runtime.ContainerConfig) (runtime.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

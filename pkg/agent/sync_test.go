@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -418,7 +419,9 @@ func TestAdoptedPodWithoutAddressGetsNewSandbox(t *testing.T) {
 	uid := string(pod.UID)
 	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
 
-	// Status was never written (say minilet died first): the IP is unknown.
+	// Status was never written (say minilet died first) and the sandbox, made by an older
+	// minilet, does not record the address: the IP is unknown.
+	h.rt.find(h.rt.named(uid, "sandbox")[0].ID).PodIP = ""
 	lost := h.apiPod(pod)
 	lost.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, lost, metav1.UpdateOptions{}); err != nil {
@@ -617,5 +620,88 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	}
 	if !hasEvent(h.takeEvents(), "Normal DeadlineExceeded") {
 		t.Error("no DeadlineExceeded event")
+	}
+}
+
+// TestRestartedAgentKeepsStaticPodRunning: a static pod comes back from its file without
+// any status; a restarted minilet finds its address on the running sandbox (the kubelet's
+// CRI sandbox status) and leaves the pod running as it was.
+func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
+	h := newHarness(t)
+	manifest := []byte(`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "static-web"},
+		"spec": {"containers": [{"name": "app", "image": "localhost/minik8s/busybox:v1", "command": ["sleep", "3600"]}]}}`)
+	fromFile := func() *corev1.Pod {
+		pod, err := staticpod.Parse(manifest, testNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	pod := fromFile()
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	if _, err := h.agent.syncPod(h.ctx, st, pod); err != nil {
+		t.Fatal(err)
+	}
+	if st.podIP == nil {
+		t.Fatal("the static pod got no address")
+	}
+	h.rt.takeCalls()
+	h.takeEvents()
+
+	h.agent = h.newAgent()
+	h.clock.Step(time.Second)
+	again := fromFile()
+	adopted := newPodState(again, apiTime(h.clock.Now()))
+	if _, err := h.agent.syncPod(h.ctx, adopted, again); err != nil {
+		t.Fatal(err)
+	}
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Errorf("restarted agent changed the static pod's containers: %q", calls)
+	}
+	if !adopted.podIP.Equal(st.podIP) {
+		t.Errorf("adopted static pod has address %s, had %s", adopted.podIP, st.podIP)
+	}
+	if events := h.takeEvents(); len(events) != 0 {
+		t.Errorf("events after the restart: %q", events)
+	}
+}
+
+// TestNewSandboxKeepsLastState: when a pod starts over in a new sandbox (its sandbox died
+// with the node), each new container's lastState is the old container's last run, as the
+// kubelet reports it: exited, or Unknown (255) when its end went unseen.
+func TestNewSandboxKeepsLastState(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "exited", "vanished"))
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.sync(st, pod)
+	old := map[string]string{}
+	for _, name := range []string{"exited", "vanished"} {
+		old[name] = runtime.StatusID(h.rt.named(uid, name)[0].ID)
+	}
+
+	// The outage: every task dies; only one exit is on record.
+	h.clock.Step(time.Minute)
+	h.rt.exit(uid, "exited", 137)
+	h.rt.exit(uid, "sandbox", 137)
+	h.rt.find(h.rt.named(uid, "vanished")[0].ID).State = runtime.StateUnknown
+	h.clock.Step(time.Second)
+	h.sync(st, pod)
+
+	got := h.apiPod(pod)
+	for name, want := range map[string]corev1.ContainerStateTerminated{
+		"exited":   {ExitCode: 137, Reason: "Error", ContainerID: old["exited"]},
+		"vanished": {ExitCode: 255, Reason: "Unknown", ContainerID: old["vanished"]},
+	} {
+		cs := containerStatusOf(got, name)
+		last := cs.LastTerminationState.Terminated
+		switch {
+		case cs.State.Running == nil || cs.ContainerID == old[name] || cs.RestartCount != 1:
+			t.Errorf("%s after a new sandbox: state %+v, id %s, restarts %d; want a new running container, restart 1", name, cs.State, cs.ContainerID, cs.RestartCount)
+		case last == nil:
+			t.Errorf("%s: no lastState after a new sandbox, want %+v", name, want)
+		case last.ExitCode != want.ExitCode || last.Reason != want.Reason || last.ContainerID != want.ContainerID:
+			t.Errorf("%s: lastState %+v, want %+v", name, *last, want)
+		}
 	}
 }

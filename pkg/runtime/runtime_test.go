@@ -173,6 +173,13 @@ func TestPodLifecycle(t *testing.T) {
 	if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", sandbox.PID), netns.path) {
 		t.Errorf("pause is not in the pod network namespace %s", netns.path)
 	}
+	// The pod's address, recorded after its network set-up, is in the sandbox's status.
+	if err := e.rt.SetSandboxIP(ctx, sandbox.ID, net.ParseIP("10.244.1.7")); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, e, sandbox.ID).PodIP; got != "10.244.1.7" {
+		t.Errorf("sandbox address %q, want the recorded 10.244.1.7", got)
+	}
 
 	logPath := filepath.Join(e.logsDir, podUID, "server", "0.log")
 	server, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{

@@ -39,6 +39,9 @@ const (
 	// LabelImageRef: the image the container was made from, as CRI's imageRef names it
 	// (repository@digest), for the status' imageID.
 	LabelImageRef = labelPrefix + "image-ref"
+	// LabelPodIP: on a sandbox, the address its network set-up gave the pod, which CRI's
+	// sandbox status reports (a restarted minilet adopts the pod with it).
+	LabelPodIP = labelPrefix + "pod-ip"
 )
 
 // startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
@@ -76,6 +79,7 @@ type Container struct {
 	// HostNetwork: NetNSPath is the node's namespace (a hostNetwork pod), which CNI must
 	// never touch; otherwise it is the pod's own.
 	HostNetwork bool
+	PodIP       string // of a sandbox: the pod's address, once its network is set up
 	LogPath     string
 	// TerminationLog is the host file mounted at the container's terminationMessagePath.
 	TerminationLog string
@@ -247,6 +251,7 @@ func fromLabels(info containers.Container) Container {
 		SandboxID:      l[LabelSandboxID],
 		NetNSPath:      l[LabelNetNS],
 		HostNetwork:    l[LabelHostNetwork] == "true",
+		PodIP:          l[LabelPodIP],
 		LogPath:        l[LabelLogPath],
 		TerminationLog: l[LabelTerminationLog],
 		StartedAt:      parseTime(l[LabelStartedAt]),
