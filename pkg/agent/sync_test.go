@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
@@ -703,5 +708,49 @@ func TestNewSandboxKeepsLastState(t *testing.T) {
 		case last.ExitCode != want.ExitCode || last.Reason != want.Reason || last.ContainerID != want.ContainerID:
 			t.Errorf("%s: lastState %+v, want %+v", name, *last, want)
 		}
+	}
+}
+
+// TestTokenRaceWithNodeAuthorizerMakesNoFailedMount: the API server's view of the node (the
+// node authorizer's graph, fed by informers) can lag the binding minilet already saw, so
+// the first token requests of a new pod are Forbidden. The pod still starts with its
+// token, without a FailedMount event, as under the kubelet on a healthy cluster.
+func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
+	h := newHarness(t)
+	requests := 0
+	h.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		if requests++; requests <= 2 { // the graph has not seen the binding yet
+			return true, nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), "default",
+				errors.New("node requested token bound to a pod scheduled on a different node"))
+		}
+		req := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenRequest).DeepCopy()
+		req.Status = authnv1.TokenRequestStatus{Token: "the-token", ExpirationTimestamp: metav1.NewTime(h.clock.Now().Add(time.Hour))}
+		return true, req, nil
+	})
+	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}},
+	}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/tokens"}}
+	pod = h.createPod(pod)
+	t.Cleanup(func() { // the token's tmpfs
+		if err := h.agent.volumes.TearDown(string(pod.UID)); err != nil {
+			t.Error(err)
+		}
+	})
+
+	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
+	if events := h.takeEvents(); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "FailedMount") }) {
+		t.Errorf("events %q, want no FailedMount", events)
+	}
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil {
+		t.Errorf("app after the sync: %+v, want running", cs.State)
+	}
+	token, err := os.ReadFile(filepath.Join(h.agent.cfg.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~projected", "token", "token"))
+	if err != nil || string(token) != "the-token" || requests != 3 {
+		t.Errorf("token file %q (%v) after %d requests, want the token of the third", token, err, requests)
 	}
 }
