@@ -145,7 +145,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, cfg runtime.ContainerCo
 	f.nextID++
 	c := &runtime.Container{
 		ID: fmt.Sprintf("c%d", f.nextID), PodUID: cfg.PodUID, Name: cfg.Name, Image: cfg.Image, SpecHash: cfg.SpecHash,
-		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated,
+		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated, RestartCount: cfg.RestartCount,
 	}
 	f.containers = append(f.containers, c)
 	f.pidTargets[cfg.Name] = cfg.PIDTargetID

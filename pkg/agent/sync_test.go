@@ -650,6 +650,11 @@ func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
 	if st.podIP == nil {
 		t.Fatal("the static pod got no address")
 	}
+	h.clock.Step(time.Second)
+	h.rt.exit(string(pod.UID), "app", 1)
+	if _, err := h.agent.syncPod(h.ctx, st, pod); err != nil { // restarted: restartCount 1
+		t.Fatal(err)
+	}
 	h.rt.takeCalls()
 	h.takeEvents()
 
@@ -665,6 +670,10 @@ func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
 	}
 	if !adopted.podIP.Equal(st.podIP) {
 		t.Errorf("adopted static pod has address %s, had %s", adopted.podIP, st.podIP)
+	}
+	// Its restart count is the runtime's, as the kubelet reads it from the container.
+	if cs := h.agent.podStatus(adopted, again, h.rt.named(string(pod.UID), "app"), true); containerStatusOf(&corev1.Pod{Status: cs}, "app").RestartCount != 1 {
+		t.Errorf("adopted static pod reports restartCount %d, want 1", containerStatusOf(&corev1.Pod{Status: cs}, "app").RestartCount)
 	}
 	if events := h.takeEvents(); len(events) != 0 {
 		t.Errorf("events after the restart: %q", events)

@@ -185,12 +185,12 @@ func TestPodLifecycle(t *testing.T) {
 	server, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
 		PodUID: podUID, Name: "server", Image: images.NetexecRef,
 		Args:      []string{"--http-port=8080", "--udp-port=0"},
-		SandboxID: sandbox.ID, LogPath: logPath, SpecHash: "hash-1",
+		SandboxID: sandbox.ID, LogPath: logPath, SpecHash: "hash-1", RestartCount: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if server.State != runtime.StateCreated || server.Sandbox || server.SandboxID != sandbox.ID {
+	if server.State != runtime.StateCreated || server.Sandbox || server.SandboxID != sandbox.ID || server.RestartCount != 2 {
 		t.Fatalf("created container = %+v", server)
 	}
 	if err := e.rt.StartContainer(ctx, server.ID); err != nil {

@@ -42,6 +42,8 @@ const (
 	// LabelPodIP: on a sandbox, the address its network set-up gave the pod, which CRI's
 	// sandbox status reports (a restarted minilet adopts the pod with it).
 	LabelPodIP = labelPrefix + "pod-ip"
+	// LabelRestartCount: on an app container, its restartCount when it was made.
+	LabelRestartCount = labelPrefix + "restart-count"
 )
 
 // startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
@@ -73,6 +75,7 @@ type Container struct {
 	Image        string
 	ImageRef     string // repository@digest of the image it was made from
 	SpecHash     string
+	RestartCount int32 // of an app container: its restartCount when made
 	Sandbox      bool
 	SandboxID    string // for app containers: the pod's pause container
 	NetNSPath    string
@@ -261,6 +264,9 @@ func fromLabels(info containers.Container) Container {
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)
+	}
+	if n, err := strconv.ParseInt(l[LabelRestartCount], 10, 32); err == nil {
+		out.RestartCount = int32(n)
 	}
 	return out
 }
