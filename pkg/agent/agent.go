@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -244,6 +245,10 @@ func (a *Agent) podChanged(obj any) {
 	case staticpod.IsMirror(pod): // its static pod runs; the mirror only shows it
 		if pod.DeletionTimestamp != nil {
 			a.mirrorsChanged()
+		} else if s := a.staticPod(types.UID(pod.Annotations[staticpod.AnnotationMirror])); s != nil {
+			// As the kubelet syncs a static pod on news of its mirror: a mirror made anew
+			// gets the pod's status at once.
+			a.workers.Update(s)
 		}
 	default:
 		a.workers.Update(pod)

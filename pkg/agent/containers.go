@@ -136,6 +136,7 @@ func (a *Agent) startContainer(ctx context.Context, st *podState, pod *corev1.Po
 		PodUID:         string(pod.UID),
 		Name:           spec.Name,
 		Image:          spec.Image,
+		RestartCount:   count,
 		Command:        expandAll(spec.Command, env),
 		Args:           expandAll(spec.Args, env),
 		Env:            env,

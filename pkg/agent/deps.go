@@ -19,6 +19,8 @@ type Runtime interface {
 	HasImage(ctx context.Context, ref string) (bool, error)
 	PullImage(ctx context.Context, ref string, opts runtime.PullOptions) (size int64, err error)
 	RunSandbox(ctx context.Context, cfg runtime.SandboxConfig) (runtime.Container, error)
+	// SetSandboxIP records the pod's address on its sandbox, for a restarted minilet.
+	SetSandboxIP(ctx context.Context, id string, ip net.IP) error
 	CreateContainer(ctx context.Context, cfg runtime.ContainerConfig) (runtime.Container, error)
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, grace time.Duration) error

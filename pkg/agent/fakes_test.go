@@ -121,6 +121,17 @@ func (f *fakeRuntime) RunSandbox(_ context.Context, cfg runtime.SandboxConfig) (
 	return *c, nil
 }
 
+func (f *fakeRuntime) SetSandboxIP(_ context.Context, id string, ip net.IP) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.find(id)
+	if c == nil || !c.Sandbox {
+		return fmt.Errorf("no sandbox %s", id)
+	}
+	c.PodIP = ip.String()
+	return nil
+}
+
 func (f *fakeRuntime) CreateContainer(_ context.Context, cfg runtime.ContainerConfig) (runtime.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -134,7 +145,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, cfg runtime.ContainerCo
 	f.nextID++
 	c := &runtime.Container{
 		ID: fmt.Sprintf("c%d", f.nextID), PodUID: cfg.PodUID, Name: cfg.Name, Image: cfg.Image, SpecHash: cfg.SpecHash,
-		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated,
+		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated, RestartCount: cfg.RestartCount,
 	}
 	f.containers = append(f.containers, c)
 	f.pidTargets[cfg.Name] = cfg.PIDTargetID

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
+	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // podState is what the agent remembers about one pod between syncs. Only the
@@ -18,6 +19,9 @@ type podState struct {
 	podIP         net.IP
 	startTime     metav1.Time
 	restartCounts map[string]int32
+	// previous is each container's last run before the pod's sandbox was made anew (those
+	// containers are removed): its lastState until the new one has ended a run itself.
+	previous map[string]runtime.Container
 	// waiting says why a container is not running now (ErrImagePull,
 	// CrashLoopBackOff ...); a started container clears its entry.
 	waiting map[string]corev1.ContainerStateWaiting
@@ -41,6 +45,7 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *podState {
 		podIP:         net.ParseIP(pod.Status.PodIP),
 		startTime:     now,
 		restartCounts: map[string]int32{},
+		previous:      map[string]runtime.Container{},
 		waiting:       map[string]corev1.ContainerStateWaiting{},
 	}
 	if pod.Status.StartTime != nil {

@@ -25,6 +25,11 @@ import (
 // (restartPolicy Never after its sandbox died); its containers were stopped.
 func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod, all []runtime.Container) (*runtime.Container, error) {
 	sandboxes := sandboxesOf(all)
+	if len(sandboxes) > 0 && isRunning(sandboxes[0]) && st.podIP == nil {
+		// Adopted after a restart without an address in the pod's status (a static
+		// pod's has none): the sandbox knows it, as CRI's sandbox status does.
+		st.podIP = sandboxIP(sandboxes[0], a.cfg.NodeIP)
+	}
 	if len(sandboxes) > 0 && isRunning(sandboxes[0]) && st.podIP != nil {
 		err := a.checkNetwork(ctx, st, pod, sandboxes[0])
 		if err == nil {
@@ -44,15 +49,21 @@ func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		if err := a.stopContainers(ctx, pod, apps, grace); err != nil {
 			return nil, err
 		}
+		// The new containers restart the old ones, whose last runs (as stopped now) are
+		// their lastState, as the kubelet reports it across a new sandbox.
+		stopped, err := a.rt.ListContainers(ctx, string(pod.UID))
+		if err != nil {
+			return nil, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
+		}
+		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+			if history := containersNamed(stopped, c.Name); len(history) > 0 {
+				st.restartCounts[c.Name]++
+				st.previous[c.Name] = history[0]
+			}
+		}
 		// Stopped ephemeral containers stay: they are never run again, in a new sandbox neither.
 		if err := a.removeContainers(ctx, withoutEphemeral(pod, apps)); err != nil {
 			return nil, err
-		}
-		// The new containers restart the old ones.
-		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-			if len(containersNamed(apps, c.Name)) > 0 {
-				st.restartCounts[c.Name]++
-			}
 		}
 	}
 	if err := a.releaseSandbox(ctx, podRef(pod), sandboxes); err != nil {
@@ -118,10 +129,22 @@ func (a *Agent) createSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		undo := a.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb})
 		return nil, errors.Join(fmt.Errorf("set up pod network: %w", err), undo)
 	}
+	if err := a.rt.SetSandboxIP(ctx, sb.ID, ip); err != nil {
+		return nil, errors.Join(err, a.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb}))
+	}
 	st.podIP = ip
 	st.netChecked = a.clock.Now()
 	st.trace.mark("network", st.netChecked)
 	return &sb, nil
+}
+
+// sandboxIP is the pod address a running sandbox holds: the node's for a hostNetwork
+// pod, else the one recorded at its network set-up (nil when none was).
+func sandboxIP(sb runtime.Container, nodeIP string) net.IP {
+	if sb.HostNetwork {
+		return net.ParseIP(nodeIP)
+	}
+	return net.ParseIP(sb.PodIP)
 }
 
 // netCheckPeriod is how often a running pod's network is checked (CNI CHECK runs every

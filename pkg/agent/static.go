@@ -70,6 +70,13 @@ func (a *Agent) staticPodList() []*corev1.Pod {
 	return out
 }
 
+// staticPod is the static pod of that UID, if the manifest directory has it.
+func (a *Agent) staticPod(uid types.UID) *corev1.Pod {
+	a.static.mu.Lock()
+	defer a.static.mu.Unlock()
+	return a.static.pods[uid]
+}
+
 // mirrorsChanged brings the mirror pods in line soon (a static pod or a mirror changed).
 func (a *Agent) mirrorsChanged() {
 	select {

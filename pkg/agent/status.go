@@ -36,7 +36,11 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 		if w, ok := st.waiting[spec.Name]; ok {
 			waiting = &w
 		}
-		cs := containerStatus(spec, containersNamed(all, spec.Name), waiting, st.restartCounts[spec.Name])
+		history := containersNamed(all, spec.Name)
+		if prev, ok := st.previous[spec.Name]; ok && len(history) == 1 && history[0].ID != prev.ID {
+			history = append(history, prev)
+		}
+		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name])
 		if a.probes != nil && cs.State.Running != nil { // probes decide readiness; without them a running container is ready
 			cs.Ready = a.probes.ready(pod.UID, spec)
 			cs.Started = ptr.To(a.probes.started(pod.UID, spec.Name))
@@ -133,7 +137,7 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	if cs.ImageID == "" { // made by an older minilet
 		cs.ImageID = cur.Image
 	}
-	if len(history) > 1 && history[1].State == runtime.StateExited {
+	if len(history) > 1 && (history[1].State == runtime.StateExited || history[1].State == runtime.StateUnknown) {
 		cs.LastTerminationState.Terminated = terminatedState(spec, history[1])
 	}
 	switch {
@@ -149,9 +153,16 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	return cs
 }
 
+// unknownExitCode is containerd CRI's exit code of a container whose exit was not seen.
+const unknownExitCode = 255
+
 func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.ContainerStateTerminated {
 	reason, message := "Completed", terminationMessage(spec, c)
 	switch {
+	case c.State == runtime.StateUnknown:
+		// Its task went without an exit on record (a node outage): containerd's CRI
+		// reports such a container exited with 255, reason Unknown.
+		reason, c.ExitCode = "Unknown", unknownExitCode
 	case c.StartError != "":
 		// CRI reports a start time of 0 (Unix) for a container that never started.
 		reason, message, c.StartedAt = "StartError", c.StartError, time.Unix(0, 0)

@@ -29,6 +29,15 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 		return 0, fmt.Errorf("list containers of pod %s: %w", podKey(pod), err)
 	}
 	st.trace.mark("list", a.clock.Now())
+	// A restart count the pod's status does not give (a static pod's, after a restart) is
+	// the one recorded on the container, as the kubelet reads it from the runtime.
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if _, known := st.restartCounts[c.Name]; !known {
+			if history := containersNamed(all, c.Name); len(history) > 0 {
+				st.restartCounts[c.Name] = history[0].RestartCount
+			}
+		}
+	}
 	var (
 		after time.Duration
 		errs  []error

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,10 +9,15 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -418,7 +424,9 @@ func TestAdoptedPodWithoutAddressGetsNewSandbox(t *testing.T) {
 	uid := string(pod.UID)
 	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
 
-	// Status was never written (say minilet died first): the IP is unknown.
+	// Status was never written (say minilet died first) and the sandbox, made by an older
+	// minilet, does not record the address: the IP is unknown.
+	h.rt.find(h.rt.named(uid, "sandbox")[0].ID).PodIP = ""
 	lost := h.apiPod(pod)
 	lost.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, lost, metav1.UpdateOptions{}); err != nil {
@@ -617,5 +625,141 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	}
 	if !hasEvent(h.takeEvents(), "Normal DeadlineExceeded") {
 		t.Error("no DeadlineExceeded event")
+	}
+}
+
+// TestRestartedAgentKeepsStaticPodRunning: a static pod comes back from its file without
+// any status; a restarted minilet finds its address on the running sandbox (the kubelet's
+// CRI sandbox status) and leaves the pod running as it was.
+func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
+	h := newHarness(t)
+	manifest := []byte(`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "static-web"},
+		"spec": {"containers": [{"name": "app", "image": "localhost/minik8s/busybox:v1", "command": ["sleep", "3600"]}]}}`)
+	fromFile := func() *corev1.Pod {
+		pod, err := staticpod.Parse(manifest, testNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	pod := fromFile()
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	if _, err := h.agent.syncPod(h.ctx, st, pod); err != nil {
+		t.Fatal(err)
+	}
+	if st.podIP == nil {
+		t.Fatal("the static pod got no address")
+	}
+	h.clock.Step(time.Second)
+	h.rt.exit(string(pod.UID), "app", 1)
+	if _, err := h.agent.syncPod(h.ctx, st, pod); err != nil { // restarted: restartCount 1
+		t.Fatal(err)
+	}
+	h.rt.takeCalls()
+	h.takeEvents()
+
+	h.agent = h.newAgent()
+	h.clock.Step(time.Second)
+	again := fromFile()
+	adopted := newPodState(again, apiTime(h.clock.Now()))
+	if _, err := h.agent.syncPod(h.ctx, adopted, again); err != nil {
+		t.Fatal(err)
+	}
+	if calls := h.rt.takeCalls(); len(calls) != 0 {
+		t.Errorf("restarted agent changed the static pod's containers: %q", calls)
+	}
+	if !adopted.podIP.Equal(st.podIP) {
+		t.Errorf("adopted static pod has address %s, had %s", adopted.podIP, st.podIP)
+	}
+	// Its restart count is the runtime's, as the kubelet reads it from the container.
+	if cs := h.agent.podStatus(adopted, again, h.rt.named(string(pod.UID), "app"), true); containerStatusOf(&corev1.Pod{Status: cs}, "app").RestartCount != 1 {
+		t.Errorf("adopted static pod reports restartCount %d, want 1", containerStatusOf(&corev1.Pod{Status: cs}, "app").RestartCount)
+	}
+	if events := h.takeEvents(); len(events) != 0 {
+		t.Errorf("events after the restart: %q", events)
+	}
+}
+
+// TestNewSandboxKeepsLastState: when a pod starts over in a new sandbox (its sandbox died
+// with the node), each new container's lastState is the old container's last run, as the
+// kubelet reports it: exited, or Unknown (255) when its end went unseen.
+func TestNewSandboxKeepsLastState(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "exited", "vanished"))
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.sync(st, pod)
+	old := map[string]string{}
+	for _, name := range []string{"exited", "vanished"} {
+		old[name] = runtime.StatusID(h.rt.named(uid, name)[0].ID)
+	}
+
+	// The outage: every task dies; only one exit is on record.
+	h.clock.Step(time.Minute)
+	h.rt.exit(uid, "exited", 137)
+	h.rt.exit(uid, "sandbox", 137)
+	h.rt.find(h.rt.named(uid, "vanished")[0].ID).State = runtime.StateUnknown
+	h.clock.Step(time.Second)
+	h.sync(st, pod)
+
+	got := h.apiPod(pod)
+	for name, want := range map[string]corev1.ContainerStateTerminated{
+		"exited":   {ExitCode: 137, Reason: "Error", ContainerID: old["exited"]},
+		"vanished": {ExitCode: 255, Reason: "Unknown", ContainerID: old["vanished"]},
+	} {
+		cs := containerStatusOf(got, name)
+		last := cs.LastTerminationState.Terminated
+		switch {
+		case cs.State.Running == nil || cs.ContainerID == old[name] || cs.RestartCount != 1:
+			t.Errorf("%s after a new sandbox: state %+v, id %s, restarts %d; want a new running container, restart 1", name, cs.State, cs.ContainerID, cs.RestartCount)
+		case last == nil:
+			t.Errorf("%s: no lastState after a new sandbox, want %+v", name, want)
+		case last.ExitCode != want.ExitCode || last.Reason != want.Reason || last.ContainerID != want.ContainerID:
+			t.Errorf("%s: lastState %+v, want %+v", name, *last, want)
+		}
+	}
+}
+
+// TestTokenRaceWithNodeAuthorizerMakesNoFailedMount: the API server's view of the node (the
+// node authorizer's graph, fed by informers) can lag the binding minilet already saw, so
+// the first token requests of a new pod are Forbidden. The pod still starts with its
+// token, without a FailedMount event, as under the kubelet on a healthy cluster.
+func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
+	h := newHarness(t)
+	requests := 0
+	h.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		if requests++; requests <= 2 { // the graph has not seen the binding yet
+			return true, nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), "default",
+				errors.New("node requested token bound to a pod scheduled on a different node"))
+		}
+		req := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenRequest).DeepCopy()
+		req.Status = authnv1.TokenRequestStatus{Token: "the-token", ExpirationTimestamp: metav1.NewTime(h.clock.Now().Add(time.Hour))}
+		return true, req, nil
+	})
+	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}},
+	}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/tokens"}}
+	pod = h.createPod(pod)
+	t.Cleanup(func() { // the token's tmpfs
+		if err := h.agent.volumes.TearDown(string(pod.UID)); err != nil {
+			t.Error(err)
+		}
+	})
+
+	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
+	if events := h.takeEvents(); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "FailedMount") }) {
+		t.Errorf("events %q, want no FailedMount", events)
+	}
+	if cs := containerStatusOf(h.apiPod(pod), "app"); cs.State.Running == nil {
+		t.Errorf("app after the sync: %+v, want running", cs.State)
+	}
+	token, err := os.ReadFile(filepath.Join(h.agent.cfg.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~projected", "token", "token"))
+	if err != nil || string(token) != "the-token" || requests != 3 {
+		t.Errorf("token file %q (%v) after %d requests, want the token of the third", token, err, requests)
 	}
 }

@@ -51,6 +51,9 @@ type ContainerConfig struct {
 	// Stdin keeps the container's stdin open for `kubectl attach` (stdin: true); with
 	// StdinOnce the first attach's end of input closes it. TTY gives it a terminal.
 	Stdin, StdinOnce, TTY bool
+	// RestartCount is the container's restartCount in the pod's status, recorded (as the
+	// kubelet's restartCount annotation) for a minilet that restarts.
+	RestartCount int32
 }
 
 // Linux are a container's (or sandbox's) cgroup and kernel settings.
@@ -184,6 +187,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	if cfg.TTY {
 		spec = append(spec, oci.WithTTY)
 	}
+	spec = append(spec, cgroupfsOpts(unifiedCgroups(), cfg.Security.Privileged, cfg.Mounts)...)
 	if len(cfg.Mounts) > 0 {
 		spec = append(spec, oci.WithMounts(ociMounts(cfg.Mounts)))
 	}
@@ -201,6 +205,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelContainerName:  cfg.Name,
 		LabelSandboxID:      cfg.SandboxID,
 		LabelSpecHash:       cfg.SpecHash,
+		LabelRestartCount:   strconv.Itoa(int(cfg.RestartCount)),
 		LabelImageRef:       imageRef(img),
 		LabelNetNS:          sandbox.NetNSPath,
 		LabelHostNetwork:    strconv.FormatBool(sandbox.HostNetwork),

@@ -18,6 +18,9 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/testenv"
 
+	"github.com/containerd/cgroups/v3"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -170,17 +173,24 @@ func TestPodLifecycle(t *testing.T) {
 	if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", sandbox.PID), netns.path) {
 		t.Errorf("pause is not in the pod network namespace %s", netns.path)
 	}
+	// The pod's address, recorded after its network set-up, is in the sandbox's status.
+	if err := e.rt.SetSandboxIP(ctx, sandbox.ID, net.ParseIP("10.244.1.7")); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(t, e, sandbox.ID).PodIP; got != "10.244.1.7" {
+		t.Errorf("sandbox address %q, want the recorded 10.244.1.7", got)
+	}
 
 	logPath := filepath.Join(e.logsDir, podUID, "server", "0.log")
 	server, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
 		PodUID: podUID, Name: "server", Image: images.NetexecRef,
 		Args:      []string{"--http-port=8080", "--udp-port=0"},
-		SandboxID: sandbox.ID, LogPath: logPath, SpecHash: "hash-1",
+		SandboxID: sandbox.ID, LogPath: logPath, SpecHash: "hash-1", RestartCount: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if server.State != runtime.StateCreated || server.Sandbox || server.SandboxID != sandbox.ID {
+	if server.State != runtime.StateCreated || server.Sandbox || server.SandboxID != sandbox.ID || server.RestartCount != 2 {
 		t.Fatalf("created container = %+v", server)
 	}
 	if err := e.rt.StartContainer(ctx, server.ID); err != nil {
@@ -789,4 +799,49 @@ func shimsOf(t *testing.T, ns string, ids []string) int {
 		}
 	}
 	return n
+}
+
+// TestContainerSeesItsCgroups: a container reads its own memory limit under
+// /sys/fs/cgroup (read-only), as under containerd's CRI.
+func TestContainerSeesItsCgroups(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.importImage(t, images.BusyboxRef)
+	podUID := randomHex(16)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "cgroups", NetNSPath: newNetNS(t).path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{sandbox.ID}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			e.rt.RemoveContainer(ctx, id)
+		}
+	})
+	limit := int64(48 << 20)
+	file := "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	if cgroups.Mode() == cgroups.Unified {
+		file = "/sys/fs/cgroup/memory.max"
+	}
+	c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		Name: "limited", Image: images.BusyboxRef, SandboxID: sandbox.ID,
+		Command: []string{"sh", "-c", fmt.Sprintf(`echo "limit=$(cat %[1]s)"; if echo 1 >%[1]s; then echo writable; fi`, file)},
+		LogPath: filepath.Join(e.logsDir, podUID, "limited.log"),
+		Linux:   runtime.Linux{Resources: &specs.LinuxResources{Memory: &specs.LinuxMemory{Limit: &limit}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, c.ID)
+	if err := e.rt.StartContainer(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, c.ID, runtime.StateExited)
+	logs, _ := os.ReadFile(c.LogPath)
+	if !strings.Contains(string(logs), fmt.Sprintf("limit=%d\n", limit)) {
+		t.Errorf("the container read %q, want its memory limit %d from %s", logs, limit, file)
+	}
+	if strings.Contains(string(logs), "writable") {
+		t.Errorf("the container could write %s: %q", file, logs)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"strconv"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -115,6 +116,19 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		return Container{}, errors.Join(err, r.RemoveContainer(ctx, id))
 	}
 	return r.ContainerStatus(ctx, id) // reloaded: c does not see the labels the start set
+}
+
+// SetSandboxIP records on a sandbox the address its network set-up gave the pod.
+func (r *Runtime) SetSandboxIP(ctx context.Context, id string, ip net.IP) error {
+	ctx = r.nsContext(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("loading sandbox %s: %w", id, err)
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{LabelPodIP: ip.String()}); err != nil {
+		return fmt.Errorf("recording the address of sandbox %s: %w", id, err)
+	}
+	return nil
 }
 
 // shimGroup is the OCI annotation by which containerd's runc shim serves several

@@ -39,6 +39,11 @@ const (
 	// LabelImageRef: the image the container was made from, as CRI's imageRef names it
 	// (repository@digest), for the status' imageID.
 	LabelImageRef = labelPrefix + "image-ref"
+	// LabelPodIP: on a sandbox, the address its network set-up gave the pod, which CRI's
+	// sandbox status reports (a restarted minilet adopts the pod with it).
+	LabelPodIP = labelPrefix + "pod-ip"
+	// LabelRestartCount: on an app container, its restartCount when it was made.
+	LabelRestartCount = labelPrefix + "restart-count"
 )
 
 // startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
@@ -70,12 +75,14 @@ type Container struct {
 	Image        string
 	ImageRef     string // repository@digest of the image it was made from
 	SpecHash     string
+	RestartCount int32 // of an app container: its restartCount when made
 	Sandbox      bool
 	SandboxID    string // for app containers: the pod's pause container
 	NetNSPath    string
 	// HostNetwork: NetNSPath is the node's namespace (a hostNetwork pod), which CNI must
 	// never touch; otherwise it is the pod's own.
 	HostNetwork bool
+	PodIP       string // of a sandbox: the pod's address, once its network is set up
 	LogPath     string
 	// TerminationLog is the host file mounted at the container's terminationMessagePath.
 	TerminationLog string
@@ -247,6 +254,7 @@ func fromLabels(info containers.Container) Container {
 		SandboxID:      l[LabelSandboxID],
 		NetNSPath:      l[LabelNetNS],
 		HostNetwork:    l[LabelHostNetwork] == "true",
+		PodIP:          l[LabelPodIP],
 		LogPath:        l[LabelLogPath],
 		TerminationLog: l[LabelTerminationLog],
 		StartedAt:      parseTime(l[LabelStartedAt]),
@@ -256,6 +264,9 @@ func fromLabels(info containers.Container) Container {
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)
+	}
+	if n, err := strconv.ParseInt(l[LabelRestartCount], 10, 32); err == nil {
+		out.RestartCount = int32(n)
 	}
 	return out
 }

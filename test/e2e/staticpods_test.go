@@ -57,8 +57,18 @@ func TestStaticPodsAndRestarts(t *testing.T) {
 	mustKubectl(t, l, "delete", "pod", mirrorName, "--wait=false")
 	waitFor(t, "the deleted mirror pod back", 60*time.Second, func() (bool, string) {
 		q, ok := mirror()
-		return ok && q.UID != p.UID && q.DeletionTimestamp == nil && q.Status.Phase == corev1.PodRunning, string(q.UID)
+		return ok && q.UID != p.UID && q.DeletionTimestamp == nil, string(q.UID)
 	})
+	// It shows the static pod's status at once (the kubelet syncs a static pod when its
+	// mirror appears), not at the next housekeeping pass or change.
+	shown := time.Now().Add(3 * time.Second)
+	for q, _ := mirror(); q.Status.Phase != corev1.PodRunning || len(q.Status.ContainerStatuses) != 1 || q.Status.PodIP != p.Status.PodIP; q, _ = mirror() {
+		if time.Now().After(shown) {
+			t.Errorf("the re-created mirror pod has status %+v, want the running static pod's", q.Status)
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	rt, err := runtime.New(ctx, cluster.ContainerdSocket(l), cluster.ContainerdNamespace(node))
 	if err != nil {
@@ -88,7 +98,8 @@ func TestStaticPodsAndRestarts(t *testing.T) {
 		t.Fatalf("running containers %v, want 4", before)
 	}
 
-	// A crashed minilet, and a restarted containerd, change nothing.
+	// A crashed minilet, and a restarted containerd, change nothing: the static pod keeps
+	// its containers and address, and nothing is killed.
 	for _, process := range []string{"minilet-" + node.Name, "containerd"} {
 		if _, err := l.Restart(process, 0); err != nil {
 			t.Fatal(err)
@@ -101,7 +112,57 @@ func TestStaticPodsAndRestarts(t *testing.T) {
 		if after := running(); !slices.Equal(after, before) {
 			t.Errorf("after restarting %s the running containers are %v, were %v", process, after, before)
 		}
+		if q, _ := mirror(); q.Status.PodIP != p.Status.PodIP {
+			t.Errorf("after restarting %s the static pod's address is %q, was %q", process, q.Status.PodIP, p.Status.PodIP)
+		}
+		if killed := mustKubectl(t, l, "get", "events", "--field-selector", "reason=Killing,involvedObject.name="+mirrorName, "-o", "name"); killed != "" {
+			t.Errorf("after restarting %s: Killing events for the static pod: %s", process, killed)
+		}
 	}
+
+	// A node outage: minilet is down while the static pod's containers die. Back, it starts
+	// the pod over, and its container reports the run that ended as its lastState.
+	minilet := "minilet-" + node.Name
+	var miniletRun lab.Process
+	for _, r := range l.Processes {
+		if r.Name == minilet {
+			miniletRun = lab.Process{Name: r.Name, NetNS: r.NetNS, Args: r.Args}
+		}
+	}
+	if err := l.Stop(minilet, 0); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := mirror()
+	if len(q.Status.ContainerStatuses) != 1 {
+		t.Fatalf("static pod status before the outage: %+v", q.Status)
+	}
+	staticUID := q.Annotations["kubernetes.io/config.mirror"]
+	died, err := rt.ListContainers(ctx, staticUID)
+	if err != nil || len(died) != 2 {
+		t.Fatalf("containers of the static pod: %v %v, want its sandbox and app", died, err)
+	}
+	for _, c := range died {
+		if err := rt.StopContainer(ctx, c.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldID := q.Status.ContainerStatuses[0].ContainerID
+	if _, err := l.Start(miniletRun); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the static pod running again after the outage", 60*time.Second, func() (bool, string) {
+		q, _ := mirror()
+		if len(q.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprint(q.Status)
+		}
+		cs := q.Status.ContainerStatuses[0]
+		return cs.State.Running != nil && cs.ContainerID != oldID, fmt.Sprintf("%+v", cs)
+	})
+	q, _ = mirror()
+	if last := q.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ContainerID != oldID || last.ExitCode != 137 {
+		t.Errorf("lastState after the outage: %+v, want the killed run of %s (exit 137)", q.Status.ContainerStatuses[0].LastTerminationState, oldID)
+	}
+	before = running()
 
 	// miniapi down: the static pod keeps running, and an edit starts its new version.
 	var apiArgs []string

@@ -9,7 +9,10 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
 )
@@ -105,13 +108,23 @@ func (m *Manager) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Se
 	if src.Audience != "" {
 		req.Spec.Audiences = []string{src.Audience}
 	}
-	resp, err := m.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	// A pod bound a moment ago may not be in the API server's view of this node yet (the
+	// node authorizer's graph and its pod cache are fed by informers): that Forbidden is a
+	// race, retried briefly, as the kubelet's volume manager retries, before the mount fails.
+	var resp *authnv1.TokenRequest
+	err := retry.OnError(tokenRetry, apierrors.IsForbidden, func() (err error) {
+		resp, err = m.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("get service account token for pod %q: %w", pod.Namespace+"/"+pod.Name, err)
 	}
 	m.tokens.put(key, resp.Status.Token, resp.CreationTimestamp.Time, resp.Status.ExpirationTimestamp.Time)
 	return map[string]File{src.Path: {Data: []byte(resp.Status.Token), Mode: dflt}}, nil
 }
+
+// tokenRetry spaces the retries of a forbidden token request: 0.1 s doubling, 1.5 s in all.
+var tokenRetry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 5}
 
 func ptrValue(p *int64) int64 {
 	if p == nil {
