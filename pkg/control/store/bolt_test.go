@@ -190,6 +190,54 @@ func TestBoltOpenErrors(t *testing.T) {
 			t.Fatalf("open of a corrupt file: %v", err)
 		}
 	})
+	// A store cut short or with a page overwritten (a crash of the disk, not of miniapi) is
+	// refused with an error naming the file and the way back, never a panic of bbolt's.
+	for _, damage := range []struct {
+		name string
+		do   func(f *os.File, size int64) error
+	}{
+		{"Truncated", func(f *os.File, size int64) error { return f.Truncate(size / 2) }},
+		{"OverwrittenPage", func(f *os.File, size int64) error {
+			_, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, 4096), size/2/4096*4096)
+			return err
+		}},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s, err := OpenBolt(path, BoltOptions{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := bytes.Repeat([]byte("v"), 1000)
+			for i := range 2000 {
+				if _, err := s.Create(t.Context(), fmt.Sprintf("/registry/c/%05d", i), value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := f.Stat()
+			if err == nil {
+				err = damage.do(f, fi.Size())
+			}
+			if cerr := f.Close(); err != nil || cerr != nil {
+				t.Fatal(err, cerr)
+			}
+			s, err = OpenBolt(path, BoltOptions{})
+			if err == nil {
+				_ = s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "backup") {
+				t.Fatalf("open of a damaged store: %v, want an error naming the file, the corruption and the recovery", err)
+
+			}
+		})
+	}
 	t.Run("ForeignBoltFile", func(t *testing.T) {
 		path := filepath.Join(dir, "foreign.db")
 		db, err := bolt.Open(path, 0o600, nil)
