@@ -20,6 +20,8 @@ const (
 var opNames = map[writeOp]string{opCreate: "create", opUpdate: "update", opDelete: "delete"}
 
 type writeRequest struct {
+	// ctx is the writer's: a request whose ctx is done when its commit is built is refused.
+	ctx      context.Context
 	op       writeOp
 	key      string
 	value    []byte
@@ -37,13 +39,19 @@ type writeResult struct {
 // errNothingToCommit rolls back a batch in which every write was refused (no fsync needed).
 var errNothingToCommit = errors.New("nothing to commit")
 
-// write hands a request to the committer and waits for its commit. Once taken, a request
-// is answered even if ctx ends, so the caller learns whether it was applied.
+// write hands a request to the committer and waits for its commit. As in Kubernetes, a
+// request whose ctx is done is not applied: it is refused here (a select would pick the
+// committer or ctx at random when both are ready) and by the committer if ctx ends while it
+// waits for its turn. Once taken, a request is answered even if ctx ends, so the caller
+// learns whether it was applied.
 func (s *Bolt) write(ctx context.Context, r *writeRequest) writeResult {
 	if r.key == "" || len(r.key) > bolt.MaxKeySize {
 		return writeResult{err: fmt.Errorf("%s %q: key must be 1 to %d bytes", opNames[r.op], r.key, bolt.MaxKeySize)}
 	}
-	r.done = make(chan writeResult, 1)
+	if err := ctx.Err(); err != nil {
+		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, err)}
+	}
+	r.ctx, r.done = ctx, make(chan writeResult, 1)
 	select {
 	case s.writes <- r:
 		return <-r.done
@@ -98,6 +106,10 @@ func (s *Bolt) commit(batch []*writeRequest) {
 			return err
 		}
 		for i, r := range batch {
+			if err := r.ctx.Err(); err != nil {
+				results[i].err = fmt.Errorf("%s %q: %w", opNames[r.op], r.key, err)
+				continue
+			}
 			ev, deleted, err := prepare(objects, r, rev+1)
 			if err != nil {
 				results[i].err = err

@@ -283,6 +283,26 @@ func TestBoltOpenErrors(t *testing.T) {
 	})
 }
 
+// A write whose context is done is never applied, as in Kubernetes: its client is told it
+// failed (the API server answers 504), so it must not land.
+func TestBoltWriteWithDoneContext(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{NoSync: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i := range 100 {
+		key := fmt.Sprintf("/registry/done/%03d", i)
+		if _, err := s.Create(ctx, key, []byte("v")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("create with a done context: %v, want context.Canceled", err)
+		}
+		if _, err := s.Get(t.Context(), key); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("create %d with a done context was applied (get: %v)", i, err)
+		}
+	}
+	if s.Revision() != 0 {
+		t.Fatalf("revision %d after writes that all failed", s.Revision())
+	}
+}
+
 const crashChildEnv = "MINIK8S_STORE_CRASH_CHILD_DB"
 
 // TestBoltCrash kill -9s a writer mid-stream and checks every write it had acknowledged.
