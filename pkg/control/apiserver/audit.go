@@ -100,7 +100,7 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 	if a == nil {
 		return next
 	}
-	audited := genericfilters.WithAudit(next, a.sink, a.policy, func(r *http.Request, _ *request.RequestInfo) bool { return longRunning(r) })
+	audited := genericfilters.WithAudit(answerTimedOut(next), a.sink, a.policy, func(r *http.Request, _ *request.RequestInfo) bool { return longRunning(r) })
 	// WithAudit reads the user and the request info from k8s.io/apiserver's context keys.
 	withInfo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, err := requestInfos.NewRequestInfo(r)

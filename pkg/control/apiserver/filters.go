@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -193,7 +194,7 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		// (A second later than the context: a handler still reading when the request times
 		// out gets the timeout, not a read error of its own.)
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d + time.Second))
-		tw := &timeoutWriter{w: w}
+		tw := &timeoutWriter{w: w, header: w.Header().Clone()}
 		done := make(chan any, 1)
 		go func() {
 			defer func() {
@@ -219,10 +220,59 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 			if begun {
 				panic(http.ErrAbortHandler)
 			}
-			writeError(w, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
+			writeError(w, timeoutError(ctx))
 		}
 	})
 }
+
+// timeoutError is the 504 a request that ran past its deadline is answered with.
+func timeoutError(ctx context.Context) error {
+	return apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0)
+}
+
+// answerTimedOut makes a handler that answers after its request's deadline (when
+// withRequestTimeout has sent the client its 504 and drops what the handler writes) answer
+// that 504 instead, so that the filters between the two (the audit log) record the code
+// the client saw, as kube-apiserver's handlers answer a timed-out request with 504.
+func answerTimedOut(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if longRunning(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&deadlineWriter{ResponseWriter: w, ctx: r.Context()}, r)
+	})
+}
+
+// deadlineWriter replaces a response begun after the request's deadline with the 504.
+type deadlineWriter struct {
+	http.ResponseWriter
+	ctx             context.Context
+	begun, timedOut bool
+}
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	if d.begun {
+		return
+	}
+	d.begun = true
+	if errors.Is(d.ctx.Err(), context.DeadlineExceeded) {
+		d.timedOut = true
+		writeError(d.ResponseWriter, timeoutError(d.ctx))
+		return
+	}
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	if d.timedOut {
+		return 0, http.ErrHandlerTimeout
+	}
+	return d.ResponseWriter.Write(b)
+}
+
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 func isAbort(v any) bool {
 	err, ok := v.(error)
@@ -230,23 +280,34 @@ func isAbort(v any) bool {
 }
 
 // timeoutWriter passes a handler's response on until the request times out, and drops it
-// after.
+// after. The handler has headers of its own, copied out when its response begins, as in
+// kube-apiserver's timeout filter: the real ones must not be touched once the filter has
+// answered (net/http's HTTP/2 server panics on Header after the handler returned).
 type timeoutWriter struct {
 	w        http.ResponseWriter
+	header   http.Header
 	mu       sync.Mutex
 	timedOut bool
 	begun    bool
 }
 
-func (t *timeoutWriter) Header() http.Header { return t.w.Header() }
+func (t *timeoutWriter) Header() http.Header { return t.header }
 
 func (t *timeoutWriter) WriteHeader(code int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.begin(code)
+}
+
+// begin sends the handler's headers and status unless the response has begun or timed out.
+func (t *timeoutWriter) begin(code int) {
 	if t.timedOut || t.begun {
 		return
 	}
 	t.begun = true
+	dst := t.w.Header()
+	clear(dst)
+	maps.Copy(dst, t.header)
 	t.w.WriteHeader(code)
 }
 
@@ -256,7 +317,7 @@ func (t *timeoutWriter) Write(b []byte) (int, error) {
 	if t.timedOut {
 		return 0, http.ErrHandlerTimeout
 	}
-	t.begun = true
+	t.begin(http.StatusOK)
 	return t.w.Write(b)
 }
 
