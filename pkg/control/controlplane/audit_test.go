@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -114,6 +115,12 @@ func TestAuditLog(t *testing.T) {
 		t.Fatalf("kubectl --as=vera get pods: %v %s", err, out)
 	}
 	c.mustKubectl(t, "", "version")
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := anonymous.Get(c.url + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	timeout := int64(1)
@@ -203,6 +210,16 @@ func TestAuditLog(t *testing.T) {
 	}
 	if !version {
 		t.Error("no event for /version (nonResourceURLs rule)")
+	}
+
+	// An anonymous request is audited as Kubernetes' anonymous authenticator names it.
+	var anon bool
+	for _, ev := range events {
+		anon = anon || (ev.RequestURI == "/version" && ev.Stage == auditv1.StageResponseComplete &&
+			ev.User.Username == "system:anonymous" && slices.Equal(ev.User.Groups, []string{"system:unauthenticated"}))
+	}
+	if !anon {
+		t.Error("no event of the anonymous GET /version by system:anonymous in group system:unauthenticated")
 	}
 }
 
