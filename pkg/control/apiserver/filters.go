@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -192,8 +193,17 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		// The body too must arrive in time, also the rest of one the handler left unread,
 		// which net/http reads after it to reuse the connection.
 		// (A second later than the context: a handler still reading when the request times
-		// out gets the timeout, not a read error of its own.)
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d + time.Second))
+		// out gets the timeout, not a read error of its own.) A body must have arrived
+		// within bodyTimeout, so a client trickling it does not hold its connection for the
+		// whole request timeout; once it has, the request's own deadline is back.
+		rc := http.NewResponseController(w)
+		deadline := time.Now().Add(d + time.Second)
+		if r.ContentLength != 0 && bodyTimeout < d+time.Second {
+			_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+			r.Body = &bodyRead{ReadCloser: r.Body, done: func() { _ = rc.SetReadDeadline(deadline) }}
+		} else {
+			_ = rc.SetReadDeadline(deadline)
+		}
 		tw := &timeoutWriter{w: w, header: w.Header().Clone()}
 		done := make(chan any, 1)
 		go func() {
@@ -223,6 +233,25 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 			writeError(w, timeoutError(ctx))
 		}
 	})
+}
+
+// bodyTimeout bounds how long a client may take to send a request's body once its headers
+// are in (a slow-loris client trickling the body), as headerTimeout bounds the headers.
+const bodyTimeout = 10 * time.Second
+
+// bodyRead calls done once its body has been read to the end.
+type bodyRead struct {
+	io.ReadCloser
+	done func()
+	once sync.Once
+}
+
+func (b *bodyRead) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.once.Do(b.done)
+	}
+	return n, err
 }
 
 // timeoutError is the 504 a request that ran past its deadline is answered with.
