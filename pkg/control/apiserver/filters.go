@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
+	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -190,6 +191,7 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
+		ctx, guard := store.WithCommitGuard(ctx)
 		// The body too must arrive in time, also the rest of one the handler left unread,
 		// which net/http reads after it to reuse the connection.
 		// (A second later than the context: a handler still reading when the request times
@@ -224,6 +226,13 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 				panic(v)
 			}
 		case <-ctx.Done():
+			if !guard.TimeOut() {
+				// A write of this request is being committed: it is answered for real.
+				if v := <-done; v != nil {
+					panic(v)
+				}
+				return
+			}
 			begun := tw.timeOut()
 			// A handler blocked reading a slow client's body gets an error now.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
@@ -233,6 +242,12 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 			writeError(w, timeoutError(ctx))
 		}
 	})
+}
+
+// timedOut tells whether the request of ctx timed out: its client got 504.
+func timedOut(ctx context.Context) bool {
+	g := store.CommitGuardFrom(ctx)
+	return g != nil && g.TimedOut()
 }
 
 // bodyTimeout bounds how long a client may take to send a request's body once its headers
@@ -259,7 +274,7 @@ func timeoutError(ctx context.Context) error {
 	return apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0)
 }
 
-// answerTimedOut makes a handler that answers after its request's deadline (when
+// answerTimedOut makes a handler that answers after its request timed out (when
 // withRequestTimeout has sent the client its 504 and drops what the handler writes) answer
 // that 504 instead, so that the filters between the two (the audit log) record the code
 // the client saw, as kube-apiserver's handlers answer a timed-out request with 504.
@@ -285,7 +300,7 @@ func (d *deadlineWriter) WriteHeader(code int) {
 		return
 	}
 	d.begun = true
-	if errors.Is(d.ctx.Err(), context.DeadlineExceeded) {
+	if timedOut(d.ctx) {
 		d.timedOut = true
 		writeError(d.ResponseWriter, timeoutError(d.ctx))
 		return
