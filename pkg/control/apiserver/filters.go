@@ -288,7 +288,7 @@ func answerTimedOut(next http.Handler) http.Handler {
 	})
 }
 
-// deadlineWriter replaces a response begun after the request's deadline with the 504.
+// deadlineWriter replaces a response begun after the request timed out with the 504.
 type deadlineWriter struct {
 	http.ResponseWriter
 	ctx             context.Context

@@ -303,6 +303,36 @@ func TestBoltWriteWithDoneContext(t *testing.T) {
 	}
 }
 
+// A request's CommitGuard decides once between its writes and its timeout: after TimeOut
+// no write of the request is applied; once a write has taken the guard, TimeOut refuses
+// and the request's writes go on even though its context is done.
+func TestBoltCommitGuard(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{NoSync: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	ctx, guard := WithCommitGuard(ctx)
+	if _, err := s.Create(ctx, "/registry/g/first", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if guard.TimeOut() || guard.TimedOut() {
+		t.Fatal("TimeOut took a guard a write had taken")
+	}
+	if _, err := s.Create(ctx, "/registry/g/second", []byte("v")); err != nil {
+		t.Fatalf("a second write of a request whose write committed: %v", err)
+	}
+
+	ctx, guard = WithCommitGuard(t.Context())
+	if !guard.TimeOut() {
+		t.Fatal("TimeOut of an untaken guard failed")
+	}
+	if _, err := s.Create(ctx, "/registry/g/late", []byte("v")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write of a timed-out request: %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := s.Get(t.Context(), "/registry/g/late"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a write of a timed-out request was applied (get: %v)", err)
+	}
+}
+
 const crashChildEnv = "MINIK8S_STORE_CRASH_CHILD_DB"
 
 // TestBoltCrash kill -9s a writer mid-stream and checks every write it had acknowledged.
