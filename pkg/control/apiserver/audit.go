@@ -20,6 +20,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/audit/policy"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericfilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -100,7 +101,7 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 	if a == nil {
 		return next
 	}
-	audited := genericfilters.WithAudit(next, a.sink, a.policy, func(r *http.Request, _ *request.RequestInfo) bool { return longRunning(r) })
+	audited := genericfilters.WithAudit(answerTimedOut(next), a.sink, a.policy, func(r *http.Request, _ *request.RequestInfo) bool { return longRunning(r) })
 	// WithAudit reads the user and the request info from k8s.io/apiserver's context keys.
 	withInfo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, err := requestInfos.NewRequestInfo(r)
@@ -111,6 +112,8 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 		ctx := request.WithRequestInfo(r.Context(), info)
 		if u, ok := UserFrom(ctx); ok {
 			ctx = request.WithUser(ctx, u.Info())
+		} else { // Authenticate let an anonymous request through: Kubernetes' anonymous user
+			ctx = request.WithUser(ctx, &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}})
 		}
 		audited.ServeHTTP(streamingWriter{w, ctx.Done()}, r.WithContext(ctx))
 	})

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
+	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -188,12 +191,22 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
+		ctx, guard := store.WithCommitGuard(ctx)
 		// The body too must arrive in time, also the rest of one the handler left unread,
 		// which net/http reads after it to reuse the connection.
 		// (A second later than the context: a handler still reading when the request times
-		// out gets the timeout, not a read error of its own.)
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d + time.Second))
-		tw := &timeoutWriter{w: w}
+		// out gets the timeout, not a read error of its own.) A body must have arrived
+		// within bodyTimeout, so a client trickling it does not hold its connection for the
+		// whole request timeout; once it has, the request's own deadline is back.
+		rc := http.NewResponseController(w)
+		deadline := time.Now().Add(d + time.Second)
+		if r.ContentLength != 0 && bodyTimeout < d+time.Second {
+			_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+			r.Body = &bodyRead{ReadCloser: r.Body, done: func() { _ = rc.SetReadDeadline(deadline) }}
+		} else {
+			_ = rc.SetReadDeadline(deadline)
+		}
+		tw := &timeoutWriter{w: w, header: w.Header().Clone()}
 		done := make(chan any, 1)
 		go func() {
 			defer func() {
@@ -213,16 +226,97 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 				panic(v)
 			}
 		case <-ctx.Done():
+			if !guard.TimeOut() {
+				// A write of this request is being committed: it is answered for real.
+				if v := <-done; v != nil {
+					panic(v)
+				}
+				return
+			}
 			begun := tw.timeOut()
 			// A handler blocked reading a slow client's body gets an error now.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			if begun {
 				panic(http.ErrAbortHandler)
 			}
-			writeError(w, apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
+			writeError(w, timeoutError(ctx))
 		}
 	})
 }
+
+// timedOut tells whether the request of ctx timed out: its client got 504.
+func timedOut(ctx context.Context) bool {
+	g := store.CommitGuardFrom(ctx)
+	return g != nil && g.TimedOut()
+}
+
+// bodyTimeout bounds how long a client may take to send a request's body once its headers
+// are in (a slow-loris client trickling the body), as headerTimeout bounds the headers.
+const bodyTimeout = 10 * time.Second
+
+// bodyRead calls done once its body has been read to the end.
+type bodyRead struct {
+	io.ReadCloser
+	done func()
+	once sync.Once
+}
+
+func (b *bodyRead) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.once.Do(b.done)
+	}
+	return n, err
+}
+
+// timeoutError is the 504 a request that ran past its deadline is answered with.
+func timeoutError(ctx context.Context) error {
+	return apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0)
+}
+
+// answerTimedOut makes a handler that answers after its request timed out (when
+// withRequestTimeout has sent the client its 504 and drops what the handler writes) answer
+// that 504 instead, so that the filters between the two (the audit log) record the code
+// the client saw, as kube-apiserver's handlers answer a timed-out request with 504.
+func answerTimedOut(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if longRunning(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&deadlineWriter{ResponseWriter: w, ctx: r.Context()}, r)
+	})
+}
+
+// deadlineWriter replaces a response begun after the request timed out with the 504.
+type deadlineWriter struct {
+	http.ResponseWriter
+	ctx             context.Context
+	begun, timedOut bool
+}
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	if d.begun {
+		return
+	}
+	d.begun = true
+	if timedOut(d.ctx) {
+		d.timedOut = true
+		writeError(d.ResponseWriter, timeoutError(d.ctx))
+		return
+	}
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	if d.timedOut {
+		return 0, http.ErrHandlerTimeout
+	}
+	return d.ResponseWriter.Write(b)
+}
+
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 func isAbort(v any) bool {
 	err, ok := v.(error)
@@ -230,23 +324,34 @@ func isAbort(v any) bool {
 }
 
 // timeoutWriter passes a handler's response on until the request times out, and drops it
-// after.
+// after. The handler has headers of its own, copied out when its response begins, as in
+// kube-apiserver's timeout filter: the real ones must not be touched once the filter has
+// answered (net/http's HTTP/2 server panics on Header after the handler returned).
 type timeoutWriter struct {
 	w        http.ResponseWriter
+	header   http.Header
 	mu       sync.Mutex
 	timedOut bool
 	begun    bool
 }
 
-func (t *timeoutWriter) Header() http.Header { return t.w.Header() }
+func (t *timeoutWriter) Header() http.Header { return t.header }
 
 func (t *timeoutWriter) WriteHeader(code int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.begin(code)
+}
+
+// begin sends the handler's headers and status unless the response has begun or timed out.
+func (t *timeoutWriter) begin(code int) {
 	if t.timedOut || t.begun {
 		return
 	}
 	t.begun = true
+	dst := t.w.Header()
+	clear(dst)
+	maps.Copy(dst, t.header)
 	t.w.WriteHeader(code)
 }
 
@@ -256,7 +361,7 @@ func (t *timeoutWriter) Write(b []byte) (int, error) {
 	if t.timedOut {
 		return 0, http.ErrHandlerTimeout
 	}
-	t.begun = true
+	t.begin(http.StatusOK)
 	return t.w.Write(b)
 }
 

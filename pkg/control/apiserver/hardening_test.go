@@ -383,3 +383,60 @@ func maxOverlap(intervals [][2]time.Time) int {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// Clients trickling a request body a byte at a time are cut (their connection closed, as a
+// read timeout of net/http's does) once bodyTimeout has passed since their headers, not
+// held for the whole request timeout (60 s here); a client whose body arrives in time is
+// served.
+func TestSlowBodiesAreCut(t *testing.T) {
+	base := hardenedServer(t, Limits{RequestTimeout: time.Minute, MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, headerTimeout)
+	addr := strings.TrimPrefix(base, "http://")
+	const clients = 50
+	held := make(chan time.Duration, clients)
+	for range clients {
+		go func() {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				held <- 0
+				return
+			}
+			defer conn.Close()
+			start := time.Now()
+			fmt.Fprintf(conn, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer attacker\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+			answered := make(chan struct{})
+			go func() { // one byte every 200 ms, until the server answers or 2*bodyTimeout
+				defer conn.Close()
+				for range 10 * int(bodyTimeout/time.Second) {
+					select {
+					case <-answered:
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+					if _, err := conn.Write([]byte{' '}); err != nil {
+						return
+					}
+				}
+			}()
+			_ = conn.SetReadDeadline(time.Now().Add(2 * bodyTimeout))
+			answer, _ := io.ReadAll(conn) // the answer, then the close; or the deadline
+			close(answered)
+			if bytes.HasPrefix(answer, []byte("HTTP/1.1 2")) {
+				t.Errorf("a cut slow body was served: %.200q", answer)
+			}
+			held <- time.Since(start)
+		}()
+	}
+	cm, _ := json.Marshal(corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "in-time"}})
+	probe := &client{http: &http.Client{}, base: base, token: "probe"}
+	if code, _, body := probe.do(t, "POST", "/api/v1/namespaces/default/configmaps", "application/json", cm); code != http.StatusCreated {
+		t.Errorf("a write whose body came at once: %d %s", code, body)
+	}
+	var longest time.Duration
+	for range clients {
+		longest = max(longest, <-held)
+	}
+	if longest < bodyTimeout-time.Second || longest > bodyTimeout+5*time.Second {
+		t.Fatalf("slow-body connections held up to %s, want about bodyTimeout (%s)", longest, bodyTimeout)
+	}
+}

@@ -4,15 +4,23 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
@@ -107,6 +115,12 @@ func TestAuditLog(t *testing.T) {
 		t.Fatalf("kubectl --as=vera get pods: %v %s", err, out)
 	}
 	c.mustKubectl(t, "", "version")
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := anonymous.Get(c.url + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	timeout := int64(1)
@@ -197,6 +211,16 @@ func TestAuditLog(t *testing.T) {
 	if !version {
 		t.Error("no event for /version (nonResourceURLs rule)")
 	}
+
+	// An anonymous request is audited as Kubernetes' anonymous authenticator names it.
+	var anon bool
+	for _, ev := range events {
+		anon = anon || (ev.RequestURI == "/version" && ev.Stage == auditv1.StageResponseComplete &&
+			ev.User.Username == "system:anonymous" && slices.Equal(ev.User.Groups, []string{"system:unauthenticated"}))
+	}
+	if !anon {
+		t.Error("no event of the anonymous GET /version by system:anonymous in group system:unauthenticated")
+	}
 }
 
 // A policy that is not one stops miniapi at start with the flag's name.
@@ -212,5 +236,90 @@ func TestAuditPolicyErrors(t *testing.T) {
 	err := Run(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "--audit-policy-file") || !strings.Contains(err.Error(), "Loud") {
 		t.Fatalf("error %v, want one naming --audit-policy-file and the bad level", err)
+	}
+}
+
+// Strategic-merge patches that run past their ?timeout= get 504 and are not applied, not
+// even later, and the audit log records the code each client saw (issue 28, item 2: with
+// thousands of finalizers a patch takes longer than its timeout). A patch that made it in
+// time (200) must be there.
+func TestTimedOutPatchIsNotApplied(t *testing.T) {
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "policy.yaml")
+	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n" +
+		"- level: Metadata\n  verbs: [patch]\n  resources: [{group: \"\", resources: [configmaps]}]\n- level: None\n"
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "audit.log")
+	c := startClusterWith(t, func(o *Options) {
+		o.Security.Audit.LogPath, o.Security.Audit.PolicyFile = logPath, policyFile
+	})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}}
+	for i := range 1000 { // a strategic merge into these takes far longer than 10ms
+		cm.Finalizers = append(cm.Finalizers, fmt.Sprintf("example.com/f-%04d", i))
+	}
+	cms := c.client.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cms.Patch(context.Background(), "big", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+
+	const patches = 8
+	codes := make([]int, patches)
+	var wg sync.WaitGroup
+	for i := range patches {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"metadata":{"finalizers":["example.com/late-%d"]}}`, i)
+			var code int
+			err := c.client.CoreV1().RESTClient().Patch(types.StrategicMergePatchType).Namespace("default").Resource("configmaps").Name("big").
+				Param("timeout", "10ms").Body([]byte(body)).Do(t.Context()).StatusCode(&code).Error()
+			if err != nil && code != http.StatusGatewayTimeout {
+				t.Errorf("patch %d: %d %v, want 200 or 504", i, code, err)
+			}
+			codes[i] = code
+		})
+	}
+	wg.Wait()
+	sent := map[int]int{}
+	for _, code := range codes {
+		sent[code]++
+	}
+	if sent[http.StatusGatewayTimeout] == 0 {
+		t.Fatalf("no patch timed out (codes %v): the test shows nothing", codes)
+	}
+
+	// Once every patch's handler has finished (its ResponseComplete event), the object holds
+	// the patches answered 200 and none answered 504, and the log has the codes sent.
+	var done []auditv1.Event
+	waitFor(t, "the patches' ResponseComplete events", func() bool {
+		done = done[:0]
+		for _, ev := range find(readAuditLog(t, logPath), "patch", "configmaps", "big") {
+			if ev.Stage != auditv1.StageRequestReceived {
+				done = append(done, ev)
+			}
+		}
+		return len(done) == patches
+	})
+	logged := map[int]int{}
+	for _, ev := range done {
+		if ev.Stage == auditv1.StageResponseComplete && ev.ResponseStatus != nil {
+			logged[int(ev.ResponseStatus.Code)]++
+		}
+	}
+	if !maps.Equal(sent, logged) {
+		t.Errorf("the audit log has codes %v (stage ResponseComplete), the clients got %v", logged, sent)
+	}
+	got, err := cms.Get(t.Context(), "big", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, code := range codes {
+		f := fmt.Sprintf("example.com/late-%d", i)
+		if applied := slices.Contains(got.Finalizers, f); applied != (code == http.StatusOK) {
+			t.Errorf("patch %d answered %d: applied %v", i, code, applied)
+		}
 	}
 }

@@ -194,7 +194,11 @@ func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, 
 	}
 	var engine store.Interface
 	if endpoints == nil {
-		engine, err = store.OpenBolt(filepath.Join(o.DataDir, "state.db"), store.BoltOptions{HistoryLimit: o.WatchHistory, Logger: log})
+		path := filepath.Join(o.DataDir, "state.db")
+		if err := refuseEmptyStore(path, o.DataDir); err != nil {
+			return nil, err
+		}
+		engine, err = store.OpenBolt(path, store.BoltOptions{HistoryLimit: o.WatchHistory, Logger: log})
 	} else {
 		engine, err = store.OpenEtcd(endpoints, "")
 	}
@@ -210,6 +214,28 @@ func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, 
 		return nil, err
 	}
 	return cache, nil
+}
+
+// refuseEmptyStore fails when the bolt store is missing or empty although the data dir
+// served a cluster: the admin kubeconfig is written only after the store was bootstrapped,
+// so its presence means objects were lost, and starting would silently make a new, empty
+// cluster under the old CA and credentials.
+func refuseEmptyStore(path, dataDir string) error {
+	kubeconfig := AdminKubeconfig(dataDir)
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return nil // a new data dir
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("store %s: %w", path, err)
+	case fi.Size() > 0:
+		return nil
+	}
+	return fmt.Errorf("store %s is missing or empty, yet %s holds a cluster that was in use (%s, %s): refusing to start an empty cluster over it. "+
+		"Restore state.db from a backup; to really start a new cluster, remove %s (and %s for a new CA)",
+		path, dataDir, kubeconfig, PKIDir(dataDir), kubeconfig, PKIDir(dataDir))
 }
 
 // serviceRanges are the ranges Services draw cluster IPs (--service-cluster-ip-range) and

@@ -419,3 +419,35 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func regexpLine(out, pattern string) bool {
 	return regexp.MustCompile(`(?m)` + pattern).MatchString(out)
 }
+
+// A data dir that served a cluster (its admin kubeconfig is there) but whose state.db is
+// empty or gone is refused, naming the file and the way back: starting would silently
+// make a new, empty cluster under the old CA and credentials.
+func TestEmptyStoreOfUsedDataDir(t *testing.T) {
+	m := newRestartable(t, func(*Options) {})
+	m.start()
+	m.stop()
+	path := filepath.Join(m.o.DataDir, "state.db")
+	for _, c := range []struct {
+		name   string
+		damage func() error
+	}{
+		{"Emptied", func() error { return os.Truncate(path, 0) }},
+		{"Removed", func() error { return os.Remove(path) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.damage(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			err := Run(ctx, m.o)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "backup") || !strings.Contains(err.Error(), AdminKubeconfig(m.o.DataDir)) {
+				t.Fatalf("start on an empty store in a used data dir: %v, want an error naming %s, the kubeconfig and the recovery", err, path)
+			}
+			if fi, err := os.Stat(path); err == nil && fi.Size() != 0 {
+				t.Fatalf("the refused start wrote %d bytes into %s", fi.Size(), path)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +80,10 @@ var _ Interface = (*Bolt)(nil)
 // OpenBolt opens (creating when missing) the store file at path.
 func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	opts = opts.withDefaults()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	if err := checkFile(path, opts.LockTimeout); err != nil {
+		return nil, describeOpenError(path, opts.LockTimeout, err)
+	}
+	db, err := openFile(path, &bolt.Options{
 		Timeout: opts.LockTimeout,
 		NoSync:  opts.NoSync,
 		// As etcd does: a hashmap freelist, rebuilt on open instead of written on every commit.
@@ -130,12 +134,77 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	return s, nil
 }
 
+// errCorrupt marks a store file whose pages do not hold together.
+var errCorrupt = errors.New("corrupt")
+
+// checkFile reads every page of an existing store before it is opened for writing: bbolt
+// trusts its file, and opening one that was cut short or has a damaged page crashes the
+// process in its page scan (bbolt's tx.Check too: it rebuilds the freelist with that scan,
+// in a goroutine of its own). The walk here runs in this goroutine, under guard.
+func checkFile(path string, timeout time.Duration) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() == 0 {
+		return nil // a new store (or an error the open reports)
+	}
+	db, err := openFile(path, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return guard(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			// Reading a page past the end of the file would fault: first the size.
+			if tx.Size() > fi.Size() {
+				return fmt.Errorf("%w: it is %d bytes long but its pages reach %d bytes (was it cut short?)", errCorrupt, fi.Size(), tx.Size())
+			}
+			return tx.ForEach(func(name []byte, b *bolt.Bucket) error { return walkBucket(b) })
+		})
+	})
+}
+
+// walkBucket visits every branch and leaf page of b and its nested buckets; bbolt checks
+// each page it reads (its id and type) and panics on a bad one.
+func walkBucket(b *bolt.Bucket) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			return walkBucket(b.Bucket(k))
+		}
+		return nil
+	})
+}
+
+// openFile opens a bbolt file, turning a panic of bbolt's on a bad page into an error.
+func openFile(path string, o *bolt.Options) (db *bolt.DB, err error) {
+	err = guard(func() error {
+		db, err = bolt.Open(path, 0o600, o)
+		return err
+	})
+	return db, err
+}
+
+// guard runs fn, making a panic in it (or a fault reading the mapped file) an errCorrupt
+// error.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: bbolt failed reading it: %v", errCorrupt, v)
+		}
+	}()
+	return fn()
+}
+
+// recovery is what to do about a store that cannot be opened.
+const recovery = "miniapi will not start on it: restore it from a backup (a copy of the file taken while miniapi was stopped)"
+
 func describeOpenError(path string, timeout time.Duration, err error) error {
 	switch {
+	case errors.Is(err, errCorrupt):
+		return fmt.Errorf("store %s is %w; %s", path, err, recovery)
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("store %s is locked by another process (is another miniapi using this data dir?): no lock after %s", path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
-		return fmt.Errorf("store %s is corrupt or not a bbolt database: %w", path, err)
+		return fmt.Errorf("store %s is corrupt or not a bbolt database: %w; %s", path, err, recovery)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("store %s: no permission to open it read-write: %w", path, err)
 	default:

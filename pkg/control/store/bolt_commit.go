@@ -20,6 +20,10 @@ const (
 var opNames = map[writeOp]string{opCreate: "create", opUpdate: "update", opDelete: "delete"}
 
 type writeRequest struct {
+	// ctx is the writer's: a request whose ctx is done when its commit is built is refused,
+	// unless its CommitGuard has already promised the commit.
+	ctx      context.Context
+	guarded  bool
 	op       writeOp
 	key      string
 	value    []byte
@@ -37,19 +41,31 @@ type writeResult struct {
 // errNothingToCommit rolls back a batch in which every write was refused (no fsync needed).
 var errNothingToCommit = errors.New("nothing to commit")
 
-// write hands a request to the committer and waits for its commit. Once taken, a request
-// is answered even if ctx ends, so the caller learns whether it was applied.
+// write hands a request to the committer and waits for its commit. As in Kubernetes, a
+// request whose ctx is done is not applied: it is refused here (a select would pick the
+// committer or ctx at random when both are ready) and by the committer if ctx ends while it
+// waits for its turn. A request whose CommitGuard promised the commit is committed even if
+// ctx ends meanwhile: its client will get the real answer. Once taken, a request is
+// answered even if ctx ends, so the caller learns whether it was applied.
 func (s *Bolt) write(ctx context.Context, r *writeRequest) writeResult {
 	if r.key == "" || len(r.key) > bolt.MaxKeySize {
 		return writeResult{err: fmt.Errorf("%s %q: key must be 1 to %d bytes", opNames[r.op], r.key, bolt.MaxKeySize)}
 	}
-	r.done = make(chan writeResult, 1)
+	guarded, err := mayCommit(ctx)
+	if err != nil {
+		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, err)}
+	}
+	r.ctx, r.guarded, r.done = ctx, guarded, make(chan writeResult, 1)
+	abandon := ctx.Done()
+	if guarded {
+		abandon = nil
+	}
 	select {
 	case s.writes <- r:
 		return <-r.done
 	case <-s.closing:
 		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, ErrClosed)}
-	case <-ctx.Done():
+	case <-abandon:
 		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, ctx.Err())}
 	}
 }
@@ -98,6 +114,10 @@ func (s *Bolt) commit(batch []*writeRequest) {
 			return err
 		}
 		for i, r := range batch {
+			if err := r.ctx.Err(); err != nil && !r.guarded {
+				results[i].err = fmt.Errorf("%s %q: %w", opNames[r.op], r.key, err)
+				continue
+			}
 			ev, deleted, err := prepare(objects, r, rev+1)
 			if err != nil {
 				results[i].err = err

@@ -190,6 +190,54 @@ func TestBoltOpenErrors(t *testing.T) {
 			t.Fatalf("open of a corrupt file: %v", err)
 		}
 	})
+	// A store cut short or with a page overwritten (a crash of the disk, not of miniapi) is
+	// refused with an error naming the file and the way back, never a panic of bbolt's.
+	for _, damage := range []struct {
+		name string
+		do   func(f *os.File, size int64) error
+	}{
+		{"Truncated", func(f *os.File, size int64) error { return f.Truncate(size / 2) }},
+		{"OverwrittenPage", func(f *os.File, size int64) error {
+			_, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, 4096), size/2/4096*4096)
+			return err
+		}},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s, err := OpenBolt(path, BoltOptions{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := bytes.Repeat([]byte("v"), 1000)
+			for i := range 2000 {
+				if _, err := s.Create(t.Context(), fmt.Sprintf("/registry/c/%05d", i), value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, err := f.Stat()
+			if err == nil {
+				err = damage.do(f, fi.Size())
+			}
+			if cerr := f.Close(); err != nil || cerr != nil {
+				t.Fatal(err, cerr)
+			}
+			s, err = OpenBolt(path, BoltOptions{})
+			if err == nil {
+				_ = s.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), "backup") {
+				t.Fatalf("open of a damaged store: %v, want an error naming the file, the corruption and the recovery", err)
+
+			}
+		})
+	}
 	t.Run("ForeignBoltFile", func(t *testing.T) {
 		path := filepath.Join(dir, "foreign.db")
 		db, err := bolt.Open(path, 0o600, nil)
@@ -233,6 +281,56 @@ func TestBoltOpenErrors(t *testing.T) {
 			t.Fatalf("open of a read-only file: %v", err)
 		}
 	})
+}
+
+// A write whose context is done is never applied, as in Kubernetes: its client is told it
+// failed (the API server answers 504), so it must not land.
+func TestBoltWriteWithDoneContext(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{NoSync: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for i := range 100 {
+		key := fmt.Sprintf("/registry/done/%03d", i)
+		if _, err := s.Create(ctx, key, []byte("v")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("create with a done context: %v, want context.Canceled", err)
+		}
+		if _, err := s.Get(t.Context(), key); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("create %d with a done context was applied (get: %v)", i, err)
+		}
+	}
+	if s.Revision() != 0 {
+		t.Fatalf("revision %d after writes that all failed", s.Revision())
+	}
+}
+
+// A request's CommitGuard decides once between its writes and its timeout: after TimeOut
+// no write of the request is applied; once a write has taken the guard, TimeOut refuses
+// and the request's writes go on even though its context is done.
+func TestBoltCommitGuard(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{NoSync: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	ctx, guard := WithCommitGuard(ctx)
+	if _, err := s.Create(ctx, "/registry/g/first", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if guard.TimeOut() || guard.TimedOut() {
+		t.Fatal("TimeOut took a guard a write had taken")
+	}
+	if _, err := s.Create(ctx, "/registry/g/second", []byte("v")); err != nil {
+		t.Fatalf("a second write of a request whose write committed: %v", err)
+	}
+
+	ctx, guard = WithCommitGuard(t.Context())
+	if !guard.TimeOut() {
+		t.Fatal("TimeOut of an untaken guard failed")
+	}
+	if _, err := s.Create(ctx, "/registry/g/late", []byte("v")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write of a timed-out request: %v, want context.DeadlineExceeded", err)
+	}
+	if _, err := s.Get(t.Context(), "/registry/g/late"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a write of a timed-out request was applied (get: %v)", err)
+	}
 }
 
 const crashChildEnv = "MINIK8S_STORE_CRASH_CHILD_DB"

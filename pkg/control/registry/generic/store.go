@@ -209,11 +209,19 @@ func (s *Store) track(ctx context.Context, res *registry.Resource, subresource s
 func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name string, opts UpdateOptions, tryUpdate UpdateFunc) (runtime.Object, error) {
 	key := Key(res, ns, name)
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		// A request that timed out stops here, as Kubernetes' update loop does at its next
+		// read from etcd: its client has its 504, and tryUpdate (a patch) may be costly.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		old, kv, err := s.current(ctx, res, name, key)
 		if err != nil {
 			return nil, err
 		}
 		obj, err := tryUpdate(old.DeepCopyObject())
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
 			return nil, err
 		}
