@@ -62,8 +62,18 @@ func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateL
 // NewQueue is a controller's queue: client-go's default controller rate limiter (per-key
 // exponential back-off and an overall bucket), named for the workqueue metrics.
 func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
-		workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+	return newQueue(name, workqueue.DefaultTypedControllerRateLimiter[T]())
+}
+
+// NewCertificateQueue is the CSR controllers' queue: per-key exponential back-off from
+// 200ms to 1000s and no overall bucket, as kube-controller-manager's certificates
+// controllers build theirs.
+func NewCertificateQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
+	return newQueue(name, workqueue.NewTypedItemExponentialFailureRateLimiter[T](200*time.Millisecond, 1000*time.Second))
+}
+
+func newQueue[T comparable](name string, limiter workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
 }
 
 // Enqueue is an event handler's body that adds the object's namespace/name key to q (a
