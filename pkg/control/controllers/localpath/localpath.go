@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/volumes"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +27,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	nodeutil "k8s.io/component-helpers/node/util"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
@@ -84,15 +84,8 @@ func (c *Controller) class(pvc *corev1.PersistentVolumeClaim) *storagev1.Storage
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pvc, err := c.PVCs.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pvc, found, err := workloop.Lookup(key, c.PVCs.PersistentVolumeClaims)
+	if !found {
 		return 0, err
 	}
 	sc := c.class(pvc)

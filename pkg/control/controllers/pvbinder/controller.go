@@ -72,15 +72,8 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pvc, err := c.PVCs.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil || pvc.DeletionTimestamp != nil {
+	pvc, found, err := workloop.Lookup(key, c.PVCs.PersistentVolumeClaims)
+	if !found || pvc.DeletionTimestamp != nil {
 		return 0, err
 	}
 	if pvc.Spec.VolumeName != "" {

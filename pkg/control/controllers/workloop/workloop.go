@@ -8,6 +8,7 @@ import (
 	gosync "sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
@@ -103,4 +104,25 @@ func Object[T any](obj any) (T, bool) {
 	}
 	t, ok := obj.(T)
 	return t, ok
+}
+
+// Lookup is how a sync of a namespaced object starts: the object key names, read through
+// in (a lister's namespace accessor, such as lister.Jobs). found is false with no error
+// when there is nothing to sync: the key is malformed or the object is gone. Any other
+// error is the lister's, for the sync to return and be retried.
+func Lookup[L interface{ Get(name string) (T, error) }, T any](key string, in func(namespace string) L) (obj T, found bool, err error) {
+	return LookupFunc(key, func(ns, name string) (T, error) { return in(ns).Get(name) })
+}
+
+// LookupFunc is Lookup reading through get(namespace, name).
+func LookupFunc[T any](key string, get func(namespace, name string) (T, error)) (obj T, found bool, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return obj, false, nil // not a key this controller made: nothing to retry
+	}
+	obj, err = get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	return obj, err == nil, err
 }
