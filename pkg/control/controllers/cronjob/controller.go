@@ -58,9 +58,8 @@ type Controller struct {
 func New(client kubernetes.Interface, cronJobs batchinformers.CronJobInformer, jobs batchinformers.JobInformer, recorder record.EventRecorder, clk clock.WithTicker, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, cronJobs: cronJobs.Lister(), jobs: jobs.Lister(),
-		synced: []cache.InformerSynced{cronJobs.Informer().HasSynced, jobs.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cronjob", Clock: clk}),
+		synced:   []cache.InformerSynced{cronJobs.Informer().HasSynced, jobs.Informer().HasSynced},
+		queue:    workloop.NewQueueWithClock[string]("cronjob", clk),
 		recorder: recorder, clock: clk, log: log,
 	}
 	if _, err := cronJobs.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {

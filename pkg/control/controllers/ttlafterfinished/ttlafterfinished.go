@@ -39,8 +39,7 @@ type Controller struct {
 func New(client kubernetes.Interface, jobs batchinformers.JobInformer, clk clock.WithTicker, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, jobs: jobs.Lister(), synced: jobs.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ttl_jobs_to_delete", Clock: clk}),
+		queue: workloop.NewQueueWithClock[string]("ttl_jobs_to_delete", clk),
 		clock: clk, log: log,
 	}
 	_, err := jobs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))

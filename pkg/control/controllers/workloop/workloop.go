@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // SyncFunc handles one key. An error retries the key with the queue's rate-limited
@@ -63,18 +64,20 @@ func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateL
 // NewQueue is a controller's queue: client-go's default controller rate limiter (per-key
 // exponential back-off and an overall bucket), named for the workqueue metrics.
 func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
-	return newQueue(name, workqueue.DefaultTypedControllerRateLimiter[T]())
+	return NewQueueWithClock[T](name, nil) // nil: the real clock
+}
+
+// NewQueueWithClock is NewQueue whose delays run on clk, so a test can move time on.
+func NewQueueWithClock[T comparable](name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](), workqueue.TypedRateLimitingQueueConfig[T]{Name: name, Clock: clk})
 }
 
 // NewCertificateQueue is the CSR controllers' queue: per-key exponential back-off from
 // 200ms to 1000s and no overall bucket, as kube-controller-manager's certificates
 // controllers build theirs.
 func NewCertificateQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
-	return newQueue(name, workqueue.NewTypedItemExponentialFailureRateLimiter[T](200*time.Millisecond, 1000*time.Second))
-}
-
-func newQueue[T comparable](name string, limiter workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[T](200*time.Millisecond, 1000*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
 }
 
 // Enqueue is an event handler's body that adds the object's namespace/name key to q (a
