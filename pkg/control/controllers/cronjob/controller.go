@@ -58,9 +58,8 @@ type Controller struct {
 func New(client kubernetes.Interface, cronJobs batchinformers.CronJobInformer, jobs batchinformers.JobInformer, recorder record.EventRecorder, clk clock.WithTicker, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, cronJobs: cronJobs.Lister(), jobs: jobs.Lister(),
-		synced: []cache.InformerSynced{cronJobs.Informer().HasSynced, jobs.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cronjob", Clock: clk}),
+		synced:   []cache.InformerSynced{cronJobs.Informer().HasSynced, jobs.Informer().HasSynced},
+		queue:    workloop.NewQueueWithClock[string]("cronjob", clk),
 		recorder: recorder, clock: clk, log: log,
 	}
 	if _, err := cronJobs.Informer().AddEventHandler(workloop.OnEvery(workloop.Enqueue(c.queue))); err != nil {
@@ -95,15 +94,8 @@ func jobFinished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	shared, err := c.cronJobs.CronJobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	shared, found, err := workloop.Lookup(key, c.cronJobs.CronJobs)
+	if !found {
 		return 0, err
 	}
 	cj := shared.DeepCopy()
@@ -118,7 +110,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	if !apiequality.Semantic.DeepEqual(shared.Status, cj.Status) {
-		if _, err := c.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.BatchV1().CronJobs(shared.Namespace).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("update status of cronjob %s: %w", key, err)
 		}
 	}

@@ -57,9 +57,7 @@ type Controller struct {
 // New wires the controller to the shared CSR informer.
 func New(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, log *slog.Logger) (*Controller, error) {
 	c := &Controller{client: client, csrs: csrs.Lister(), synced: csrs.Informer().HasSynced, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 1000*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name})}
+		queue: workloop.NewCertificateQueue[string](Name)}
 	_, err := csrs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
 	return c, err
 }

@@ -60,10 +60,7 @@ func New(client kubernetes.Interface, csrs certinformers.CertificateSigningReque
 		return nil, fmt.Errorf("--cluster-signing-duration %v must be positive", duration)
 	}
 	c := &Controller{client: client, csrs: csrs.Lister(), synced: csrs.Informer().HasSynced, ca: ca, duration: duration,
-		now: time.Now, log: log,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 1000*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name})}
+		now: time.Now, log: log, queue: workloop.NewCertificateQueue[string](Name)}
 	_, err := csrs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
 	return c, err
 }

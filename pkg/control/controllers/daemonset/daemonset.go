@@ -230,15 +230,8 @@ func podReady(p *corev1.Pod) (bool, time.Time) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	cached, err := c.sets.DaemonSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	cached, found, err := workloop.Lookup(key, c.sets.DaemonSets)
+	if !found {
 		return 0, err
 	}
 	ds := cached.DeepCopy()
@@ -251,7 +244,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	pods, err := c.pods.Pods(ns).List(labels.Everything())
+	pods, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
@@ -307,7 +300,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	st := status(ds, hash, byNode, eligible)
 	if !equality.Semantic.DeepEqual(st, cached.Status) {
 		ds.Status = st
-		if _, err := c.client.AppsV1().DaemonSets(ns).UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.client.AppsV1().DaemonSets(cached.Namespace).UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, err
 		}
 	}

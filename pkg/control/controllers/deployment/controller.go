@@ -14,7 +14,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,15 +118,8 @@ func (c *Controller) Run(ctx context.Context) {
 // sync rolls one Deployment a step further and writes its status; it asks for another look
 // when a deadline or minReadySeconds will pass without an event to wake it.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	cached, err := c.deployments.Deployments(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	cached, found, err := workloop.Lookup(key, c.deployments.Deployments)
+	if !found {
 		return 0, err
 	}
 	d := cached.DeepCopy()

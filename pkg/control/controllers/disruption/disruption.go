@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -127,15 +126,8 @@ func selector(pdb *policyv1.PodDisruptionBudget) (labels.Selector, error) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	shared, err := c.pdbs.PodDisruptionBudgets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	shared, found, err := workloop.Lookup(key, c.pdbs.PodDisruptionBudgets)
+	if !found {
 		return 0, err
 	}
 	pdb := shared.DeepCopy()

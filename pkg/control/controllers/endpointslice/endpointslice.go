@@ -84,19 +84,12 @@ type group struct {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
+	svc, found, err := workloop.Lookup(key, c.services.Services)
+	if !found {
+		return 0, err // its slices go with it: the Service owns them
 	}
-	svc, err := c.services.Services(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil // its slices go with it: the Service owns them
-	}
-	if err != nil {
-		return 0, err
-	}
-	existing, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
-		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}))
+	existing, err := c.slices.EndpointSlices(svc.Namespace).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: ManagedBy}))
 	if err != nil {
 		return 0, err
 	}

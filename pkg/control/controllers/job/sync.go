@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
+	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -15,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -52,17 +52,13 @@ type syncCtx struct {
 func (s *syncCtx) activeCount() int { return len(s.active) + len(s.st.creating) }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	shared, err := c.jobs.Jobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.forget(key)
-		return 0, nil
-	}
+	shared, found, err := workloop.Lookup(key, c.jobs.Jobs)
 	if err != nil {
 		return 0, err
+	}
+	if !found {
+		c.forget(key)
+		return 0, nil
 	}
 	all, err := c.pods.Pods(shared.Namespace).List(labels.Everything())
 	if err != nil {
@@ -141,7 +137,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if apiequality.Semantic.DeepEqual(shared.Status, s.job.Status) {
 		return again, nil
 	}
-	if _, err := c.client.BatchV1().Jobs(ns).UpdateStatus(ctx, s.job, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.client.BatchV1().Jobs(shared.Namespace).UpdateStatus(ctx, s.job, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("update status of job %s: %w", key, err)
 	}
 	if final != nil {

@@ -17,6 +17,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/volumes"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -26,11 +27,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	nodeutil "k8s.io/component-helpers/node/util"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -56,40 +53,21 @@ const helperNamespace = metav1.NamespaceSystem
 const poll = time.Second
 
 // Controller provisions and deletes local-path volumes.
-type Controller struct {
-	client   kubernetes.Interface
-	pvs      corelisters.PersistentVolumeLister
-	pvcs     corelisters.PersistentVolumeClaimLister
-	nodes    corelisters.NodeLister
-	classes  storagelisters.StorageClassLister
-	synced   []cache.InformerSynced
-	claims   workqueue.TypedRateLimitingInterface[string]
-	volumes  workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	log      *slog.Logger
-}
+type Controller struct{ *volumes.Base }
 
 // New wires the controller to the shared informers.
 func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, pvcs coreinformers.PersistentVolumeClaimInformer,
 	nodes coreinformers.NodeInformer, classes storageinformers.StorageClassInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
-	c := &Controller{
-		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(), nodes: nodes.Lister(), classes: classes.Lister(),
-		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced, classes.Informer().HasSynced},
-		claims:   workloop.NewQueue[string]("local-path-claims"),
-		volumes:  workloop.NewQueue[string]("local-path-volumes"),
-		recorder: recorder, log: log,
-	}
-	if _, err := pvcs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.claims))); err != nil {
+	b, err := volumes.New("local-path-", client, pvs, pvcs, nodes, classes, recorder, log)
+	if err != nil {
 		return nil, err
 	}
-	_, err := pvs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.volumes)))
-	return c, err
+	return &Controller{b}, nil
 }
 
 // Run works the queues until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	go workloop.RunWorkers(ctx, 1, c.volumes, c.log, c.syncVolume, c.synced...)
-	workloop.RunWorkers(ctx, 1, c.claims, c.log, c.syncClaim, c.synced...)
+	c.Work(ctx, c.syncClaim, c.syncVolume)
 }
 
 // class is the claim's StorageClass when it is one of ours.
@@ -98,7 +76,7 @@ func (c *Controller) class(pvc *corev1.PersistentVolumeClaim) *storagev1.Storage
 	if name == "" {
 		return nil
 	}
-	sc, err := c.classes.Get(name)
+	sc, err := c.Classes.Get(name)
 	if err != nil || sc.Provisioner != Provisioner {
 		return nil
 	}
@@ -106,15 +84,8 @@ func (c *Controller) class(pvc *corev1.PersistentVolumeClaim) *storagev1.Storage
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pvc, err := c.pvcs.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pvc, found, err := workloop.Lookup(key, c.PVCs.PersistentVolumeClaims)
+	if !found {
 		return 0, err
 	}
 	sc := c.class(pvc)
@@ -122,12 +93,12 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 		return 0, nil
 	}
 	pvName := "pvc-" + string(pvc.UID)
-	if _, err := c.pvs.Get(pvName); err == nil {
+	if _, err := c.PVs.Get(pvName); err == nil {
 		return 0, nil // made already: the PV controller binds it
 	}
 	params, err := parameters(sc)
 	if err != nil {
-		c.recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", err.Error())
+		c.Recorder.Event(pvc, corev1.EventTypeWarning, "ProvisioningFailed", err.Error())
 		return 0, nil
 	}
 	node, err := c.node(pvc, sc)
@@ -137,18 +108,18 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 	dir := path.Join(params.path, fmt.Sprintf("%s_%s_%s", pvName, pvc.Namespace, pvc.Name))
 	done, err := c.runHelper(ctx, "create-"+pvName, node, params, dir, `mkdir -m 0777 -p "$VOL_DIR" && chmod 0777 "$VOL_DIR"`)
 	if err != nil {
-		c.recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", sc.Name, err)
+		c.Recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", sc.Name, err)
 		return 0, err
 	}
 	if !done {
 		return poll, nil
 	}
 	pv := volume(pvName, dir, node, pvc, sc)
-	if _, err := c.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		c.recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", sc.Name, err)
+	if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		c.Recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", sc.Name, err)
 		return 0, err
 	}
-	c.recorder.Eventf(pvc, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
+	c.Recorder.Eventf(pvc, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
 	return 0, nil
 }
 
@@ -158,11 +129,11 @@ func (c *Controller) node(pvc *corev1.PersistentVolumeClaim, sc *storagev1.Stora
 	if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
 		return pvc.Annotations[storagehelpers.AnnSelectedNode], nil
 	}
-	nodes, err := c.nodes.List(labels.Everything())
+	nodes, err := c.Nodes.List(labels.Everything())
 	if err != nil {
 		return "", err
 	}
-	pvs, err := c.pvs.List(labels.Everything())
+	pvs, err := c.PVs.List(labels.Everything())
 	if err != nil {
 		return "", err
 	}
@@ -236,7 +207,7 @@ func nodeOf(pv *corev1.PersistentVolume) string {
 }
 
 func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration, error) {
-	pv, err := c.pvs.Get(name)
+	pv, err := c.PVs.Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
@@ -251,25 +222,25 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration
 	if pv.Spec.HostPath != nil {
 		dir = pv.Spec.HostPath.Path
 	}
-	if _, err := c.nodes.Get(node); apierrors.IsNotFound(err) || dir == "" {
-		c.recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "node %q is gone: its directory %s was not removed", node, dir)
+	if _, err := c.Nodes.Get(node); apierrors.IsNotFound(err) || dir == "" {
+		c.Recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "node %q is gone: its directory %s was not removed", node, dir)
 	} else {
 		params := helperParams{path: path.Dir(dir), image: DefaultHelperImage}
-		if sc, err := c.classes.Get(pv.Spec.StorageClassName); err == nil {
+		if sc, err := c.Classes.Get(pv.Spec.StorageClassName); err == nil {
 			if p, err := parameters(sc); err == nil {
 				params.image = p.image
 			}
 		}
 		done, err := c.runHelper(ctx, "delete-"+pv.Name, node, params, dir, `rm -rf "$VOL_DIR"`)
 		if err != nil {
-			c.recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+			c.Recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
 			return 0, err
 		}
 		if !done {
 			return poll, nil
 		}
 	}
-	err = c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+	err = c.Client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
 	}
@@ -300,7 +271,7 @@ func parameters(sc *storagev1.StorageClass) (helperParams, error) {
 // runHelper runs script in a pod on node with dir's parent mounted and VOL_DIR set to dir:
 // done once it succeeded (the pod is then deleted); an error when it failed.
 func (c *Controller) runHelper(ctx context.Context, name, node string, p helperParams, dir, script string) (bool, error) {
-	pods := c.client.CoreV1().Pods(helperNamespace)
+	pods := c.Client.CoreV1().Pods(helperNamespace)
 	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = pods.Create(ctx, helperPod(name, node, p.image, path.Dir(dir), dir, script), metav1.CreateOptions{})
@@ -328,7 +299,7 @@ func (c *Controller) runHelper(ctx context.Context, name, node string, p helperP
 }
 
 func (c *Controller) deleteHelper(ctx context.Context, pod *corev1.Pod) error {
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err := c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

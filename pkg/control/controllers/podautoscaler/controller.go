@@ -112,26 +112,22 @@ func (c *Controller) Run(ctx context.Context) {
 
 // sync reconciles one autoscaler and asks to be back after the sync period.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	cached, err := c.hpas.HorizontalPodAutoscalers(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.history.forget(key)
-		return 0, nil
-	}
+	cached, found, err := workloop.Lookup(key, c.hpas.HorizontalPodAutoscalers)
 	if err != nil {
 		return 0, err
+	}
+	if !found {
+		c.history.forget(key)
+		return 0, nil
 	}
 	hpa := cached.DeepCopy()
 	if err := c.reconcile(ctx, key, hpa); err != nil {
 		c.log.Info("autoscaler did not reconcile", "hpa", key, "err", err)
 	}
 	if !reflect.DeepEqual(hpa.Status, cached.Status) {
-		if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).UpdateStatus(ctx, hpa, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(cached.Namespace).UpdateStatus(ctx, hpa, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			c.recorder.Event(hpa, corev1.EventTypeWarning, "FailedUpdateStatus", err.Error())
-			return 0, fmt.Errorf("failed to update status for %s: %w", name, err)
+			return 0, fmt.Errorf("failed to update status for %s: %w", cached.Name, err)
 		}
 	}
 	return c.opts.SyncPeriod, nil

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/controllers/volumes"
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -24,11 +25,8 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -46,71 +44,46 @@ const (
 const resync = 15 * time.Second
 
 // Controller binds claims and reclaims volumes.
-type Controller struct {
-	client   kubernetes.Interface
-	pvs      corelisters.PersistentVolumeLister
-	pvcs     corelisters.PersistentVolumeClaimLister
-	nodes    corelisters.NodeLister
-	classes  storagelisters.StorageClassLister
-	synced   []cache.InformerSynced
-	claims   workqueue.TypedRateLimitingInterface[string]
-	volumes  workqueue.TypedRateLimitingInterface[string]
-	recorder record.EventRecorder
-	log      *slog.Logger
-}
+type Controller struct{ *volumes.Base }
 
 // New wires the controller to the shared volume and claim informers.
 func New(client kubernetes.Interface, pvs coreinformers.PersistentVolumeInformer, pvcs coreinformers.PersistentVolumeClaimInformer,
 	nodes coreinformers.NodeInformer, classes storageinformers.StorageClassInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
-	c := &Controller{
-		client: client, pvs: pvs.Lister(), pvcs: pvcs.Lister(), nodes: nodes.Lister(), classes: classes.Lister(),
-		synced:   []cache.InformerSynced{pvs.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced, classes.Informer().HasSynced},
-		claims:   workloop.NewQueue[string]("claims"),
-		volumes:  workloop.NewQueue[string]("volumes"),
-		recorder: recorder, log: log,
-	}
-	onClaim := workloop.OnAddOrUpdate(workloop.Enqueue(c.claims))
-	onClaim.DeleteFunc = c.claimDeleted
-	if _, err := pvcs.Informer().AddEventHandler(onClaim); err != nil {
+	b, err := volumes.New("", client, pvs, pvcs, nodes, classes, recorder, log)
+	if err != nil {
 		return nil, err
 	}
-	_, err := pvs.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.volumes)))
+	c := &Controller{b}
+	// Beside what Base hears, a claim deleted frees the volume it was bound to.
+	_, err = pvcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.claimDeleted})
 	return c, err
 }
 
 // claimDeleted wakes the volume the claim was bound to.
 func (c *Controller) claimDeleted(obj any) {
 	if pvc, ok := workloop.Object[*corev1.PersistentVolumeClaim](obj); ok && pvc.Spec.VolumeName != "" {
-		c.volumes.Add(pvc.Spec.VolumeName)
+		c.Volumes.Add(pvc.Spec.VolumeName)
 	}
 }
 
 // Run works the queues until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	go workloop.RunWorkers(ctx, 1, c.volumes, c.log, c.syncVolume, c.synced...)
-	workloop.RunWorkers(ctx, 1, c.claims, c.log, c.syncClaim, c.synced...)
+	c.Work(ctx, c.syncClaim, c.syncVolume)
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pvc, err := c.pvcs.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil || pvc.DeletionTimestamp != nil {
+	pvc, found, err := workloop.Lookup(key, c.PVCs.PersistentVolumeClaims)
+	if !found || pvc.DeletionTimestamp != nil {
 		return 0, err
 	}
 	if pvc.Spec.VolumeName != "" {
 		return 0, c.syncBoundClaim(ctx, pvc)
 	}
-	pvs, err := c.pvs.List(labels.Everything())
+	pvs, err := c.PVs.List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
-	sc, err := c.classes.Get(claimClass(pvc))
+	sc, err := c.Classes.Get(claimClass(pvc))
 	if err != nil {
 		sc = nil
 	}
@@ -119,10 +92,10 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 		// claim's first pod will do, and none before it chose.
 		node, ok := pvc.Annotations[storagehelpers.AnnSelectedNode]
 		if !ok {
-			c.recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+			c.Recorder.Event(pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
 			return 0, nil
 		}
-		n, err := c.nodes.Get(node)
+		n, err := c.Nodes.Get(node)
 		if err != nil {
 			return resync, nil
 		}
@@ -147,13 +120,13 @@ func (c *Controller) awaitVolume(ctx context.Context, pvc *corev1.PersistentVolu
 	class := claimClass(pvc)
 	switch {
 	case class == "":
-		c.recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+		c.Recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
 		return resync, nil
 	case sc == nil:
-		c.recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", class)
+		c.Recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", class)
 		return resync, nil
 	case sc.Provisioner == storagehelpers.NotSupportedProvisioner:
-		c.recorder.Eventf(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no volume plugin matched name: %s", sc.Provisioner)
+		c.Recorder.Eventf(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no volume plugin matched name: %s", sc.Provisioner)
 		return resync, nil
 	}
 	if pvc.Annotations[storagehelpers.AnnStorageProvisioner] != sc.Provisioner {
@@ -163,11 +136,11 @@ func (c *Controller) awaitVolume(ctx context.Context, pvc *corev1.PersistentVolu
 		}
 		pvc.Annotations[storagehelpers.AnnStorageProvisioner] = sc.Provisioner
 		pvc.Annotations[storagehelpers.AnnBetaStorageProvisioner] = sc.Provisioner
-		if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("mark claim %s/%s for provisioner %s: %w", pvc.Namespace, pvc.Name, sc.Provisioner, err)
 		}
 	}
-	c.recorder.Eventf(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
+	c.Recorder.Eventf(pvc, corev1.EventTypeNormal, "ExternalProvisioning",
 		"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.", sc.Provisioner)
 	return resync, nil
 }
@@ -175,10 +148,10 @@ func (c *Controller) awaitVolume(ctx context.Context, pvc *corev1.PersistentVolu
 // syncBoundClaim finishes a binding half done (or asked by the user through volumeName),
 // and marks a claim whose volume is gone Lost.
 func (c *Controller) syncBoundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
-	pv, err := c.pvs.Get(pvc.Spec.VolumeName)
+	pv, err := c.PVs.Get(pvc.Spec.VolumeName)
 	if apierrors.IsNotFound(err) {
 		if pvc.Status.Phase == corev1.ClaimBound {
-			c.recorder.Event(pvc, corev1.EventTypeWarning, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+			c.Recorder.Event(pvc, corev1.EventTypeWarning, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
 			return c.claimPhase(ctx, pvc, corev1.ClaimLost, nil)
 		}
 		return nil // a claim waiting for the volume it names
@@ -206,14 +179,14 @@ func (c *Controller) bind(ctx context.Context, pv *corev1.PersistentVolume, pvc 
 		}
 		pv.Annotations[annBoundByController] = "yes"
 		var err error
-		if pv, err = c.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		if pv, err = c.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("bind volume %s to claim %s/%s: %w", pv.Name, pvc.Namespace, pvc.Name, err)
 		}
 	}
 	if pv.Status.Phase != corev1.VolumeBound {
 		pv = pv.DeepCopy()
 		pv.Status.Phase = corev1.VolumeBound
-		if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("mark volume %s bound: %w", pv.Name, err)
 		}
 	}
@@ -229,7 +202,7 @@ func (c *Controller) bind(ctx context.Context, pv *corev1.PersistentVolume, pvc 
 			pvc.Annotations[annBoundByController] = "yes"
 		}
 		var err error
-		if pvc, err = c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		if pvc, err = c.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("bind claim %s/%s to volume %s: %w", pvc.Namespace, pvc.Name, pv.Name, err)
 		}
 	}
@@ -247,14 +220,14 @@ func (c *Controller) claimPhase(ctx context.Context, pvc *corev1.PersistentVolum
 		pvc.Status.AccessModes = pv.Spec.AccessModes
 		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: pv.Spec.Capacity[corev1.ResourceStorage]}
 	}
-	if _, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("write phase %s of claim %s/%s: %w", phase, pvc.Namespace, pvc.Name, err)
 	}
 	return nil
 }
 
 func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration, error) {
-	pv, err := c.pvs.Get(name)
+	pv, err := c.PVs.Get(name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
@@ -269,22 +242,22 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration
 		return 0, nil
 	}
 	if ref.UID == "" {
-		c.claims.Add(ref.Namespace + "/" + ref.Name) // pre-bound: the claim's sync binds it
+		c.Claims.Add(ref.Namespace + "/" + ref.Name) // pre-bound: the claim's sync binds it
 		if pv.Status.Phase != corev1.VolumeAvailable {
 			return 0, c.volumePhase(ctx, pv, corev1.VolumeAvailable)
 		}
 		return 0, nil
 	}
-	pvc, err := c.pvcs.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
+	pvc, err := c.PVCs.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
 	if err == nil && pvc.UID == ref.UID {
-		c.claims.Add(ref.Namespace + "/" + ref.Name)
+		c.Claims.Add(ref.Namespace + "/" + ref.Name)
 		return 0, nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
 	}
 	// The cache says the claim is gone: ask the API before releasing its data.
-	live, err := c.client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	live, err := c.Client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err == nil && live.UID == ref.UID {
 		return 0, nil
 	}
@@ -306,13 +279,13 @@ func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) e
 		if pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] != "" {
 			return nil // its provisioner removes the storage, then the volume
 		}
-		err := c.client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
+		err := c.Client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+			c.Recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
 			return fmt.Errorf("delete released volume %s: %w", pv.Name, err)
 		}
 	case corev1.PersistentVolumeReclaimRecycle:
-		c.recorder.Event(pv, corev1.EventTypeWarning, "VolumeFailedRecycle", "Recycle is not supported: the volume stays Released")
+		c.Recorder.Event(pv, corev1.EventTypeWarning, "VolumeFailedRecycle", "Recycle is not supported: the volume stays Released")
 	}
 	return nil
 }
@@ -320,7 +293,7 @@ func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) e
 func (c *Controller) volumePhase(ctx context.Context, pv *corev1.PersistentVolume, phase corev1.PersistentVolumePhase) error {
 	pv = pv.DeepCopy()
 	pv.Status.Phase = phase
-	if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.Client.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("write phase %s of volume %s: %w", phase, pv.Name, err)
 	}
 	return nil

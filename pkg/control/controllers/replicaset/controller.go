@@ -166,24 +166,20 @@ func (c *Controller) Run(ctx context.Context) {
 
 // sync brings one set to its replica count and writes its status.
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	set, err := c.kind.get(ns, name)
-	if apierrors.IsNotFound(err) {
-		c.exp.forget(key)
-		return 0, nil
-	}
+	set, found, err := workloop.LookupFunc(key, c.kind.get)
 	if err != nil {
 		return 0, err
+	}
+	if !found {
+		c.exp.forget(key)
+		return 0, nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil || selector.Empty() {
 		c.log.Info("set has an invalid or empty selector, left alone", "key", key, "err", err)
 		return 0, nil
 	}
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := c.pods.Pods(set.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}

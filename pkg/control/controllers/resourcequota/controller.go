@@ -16,7 +16,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/quota"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -141,15 +140,8 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	shared, err := c.quotas.ResourceQuotas(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	shared, found, err := workloop.Lookup(key, c.quotas.ResourceQuotas)
+	if !found {
 		return 0, err
 	}
 	q := shared.DeepCopy()
@@ -166,7 +158,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			c.log.Info("quota names a resource it cannot count", "quota", key, "resource", rn, "err", err)
 			continue
 		}
-		objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		objs, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, shared.Namespace)
 		if err != nil {
 			return 0, err
 		}
@@ -175,7 +167,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	q.Status.Hard = q.Spec.Hard.DeepCopy()
 	q.Status.Used = used
 	if !apiequality.Semantic.DeepEqual(shared.Status, q.Status) {
-		if _, err := c.client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.CoreV1().ResourceQuotas(shared.Namespace).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("update status of resourcequota %s: %w", key, err)
 		}
 	}

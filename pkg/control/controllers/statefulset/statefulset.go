@@ -103,15 +103,8 @@ func runningAndReady(p *corev1.Pod) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	cached, err := c.sets.StatefulSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	cached, found, err := workloop.Lookup(key, c.sets.StatefulSets)
+	if !found {
 		return 0, err
 	}
 	set := cached.DeepCopy()
@@ -127,7 +120,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			current = r
 		}
 	}
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
@@ -147,7 +140,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	st := status(set, pods, current, update)
 	if !equality.Semantic.DeepEqual(st, cached.Status) {
 		set.Status = st
-		if _, err := c.client.AppsV1().StatefulSets(ns).UpdateStatus(ctx, set, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.client.AppsV1().StatefulSets(cached.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, err
 		}
 	}

@@ -39,8 +39,7 @@ type Controller struct {
 func New(client kubernetes.Interface, jobs batchinformers.JobInformer, clk clock.WithTicker, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		client: client, jobs: jobs.Lister(), synced: jobs.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ttl_jobs_to_delete", Clock: clk}),
+		queue: workloop.NewQueueWithClock[string]("ttl_jobs_to_delete", clk),
 		clock: clk, log: log,
 	}
 	_, err := jobs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
@@ -83,22 +82,15 @@ func (c *Controller) left(j *batchv1.Job) time.Duration {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	j, err := c.jobs.Jobs(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil || !needsCleanup(j) {
+	j, found, err := workloop.Lookup(key, c.jobs.Jobs)
+	if !found || !needsCleanup(j) {
 		return 0, err
 	}
 	if left := c.left(j); left > 0 {
 		return left, nil
 	}
 	// The cache may be behind a change of the TTL: decide on the Job as it is now.
-	fresh, err := c.client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	fresh, err := c.client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}
@@ -112,7 +104,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return left, nil
 	}
 	// Foreground, as Kubernetes does: the Job goes once its pods are gone.
-	err = c.client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
+	err = c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
 		Preconditions:     &metav1.Preconditions{UID: &fresh.UID},
 	})

@@ -73,29 +73,22 @@ func (c *Claims) Run(ctx context.Context) {
 }
 
 func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	pvc, err := c.pvcs.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pvc, found, err := workloop.Lookup(key, c.pvcs.PersistentVolumeClaims)
+	if !found {
 		return 0, err
 	}
 	if pvc.DeletionTimestamp == nil || !slices.Contains(pvc.Finalizers, storageprotection.PVCFinalizer) {
 		return 0, nil
 	}
-	cached, err := c.pods.Pods(ns).List(labels.Everything())
+	cached, err := c.pods.Pods(pvc.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
-	if inUse(cached, name) {
+	if inUse(cached, pvc.Name) {
 		return 0, nil // the pod's end brings the claim back
 	}
 	// The cache may lag a pod just created: ask the API before letting the claim go.
-	live, err := c.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	live, err := c.client.CoreV1().Pods(pvc.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -103,12 +96,12 @@ func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
 	for i := range live.Items {
 		pods[i] = &live.Items[i]
 	}
-	if inUse(pods, name) {
+	if inUse(pods, pvc.Name) {
 		return 0, nil
 	}
 	pvc = pvc.DeepCopy()
 	pvc.Finalizers = slices.DeleteFunc(pvc.Finalizers, func(f string) bool { return f == storageprotection.PVCFinalizer })
-	_, err = c.client.CoreV1().PersistentVolumeClaims(ns).Update(ctx, pvc, metav1.UpdateOptions{})
+	_, err = c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	}

@@ -8,10 +8,12 @@ import (
 	gosync "sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // SyncFunc handles one key. An error retries the key with the queue's rate-limited
@@ -62,7 +64,19 @@ func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateL
 // NewQueue is a controller's queue: client-go's default controller rate limiter (per-key
 // exponential back-off and an overall bucket), named for the workqueue metrics.
 func NewQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](),
+	return NewQueueWithClock[T](name, nil) // nil: the real clock
+}
+
+// NewQueueWithClock is NewQueue whose delays run on clk, so a test can move time on.
+func NewQueueWithClock[T comparable](name string, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[T](), workqueue.TypedRateLimitingQueueConfig[T]{Name: name, Clock: clk})
+}
+
+// NewCertificateQueue is the CSR controllers' queue: per-key exponential back-off from
+// 200ms to 1000s and no overall bucket, as kube-controller-manager's certificates
+// controllers build theirs.
+func NewCertificateQueue[T comparable](name string) workqueue.TypedRateLimitingInterface[T] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[T](200*time.Millisecond, 1000*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[T]{Name: name})
 }
 
@@ -93,4 +107,25 @@ func Object[T any](obj any) (T, bool) {
 	}
 	t, ok := obj.(T)
 	return t, ok
+}
+
+// Lookup is how a sync of a namespaced object starts: the object key names, read through
+// in (a lister's namespace accessor, such as lister.Jobs). found is false with no error
+// when there is nothing to sync: the key is malformed or the object is gone. Any other
+// error is the lister's, for the sync to return and be retried.
+func Lookup[L interface{ Get(name string) (T, error) }, T any](key string, in func(namespace string) L) (obj T, found bool, err error) {
+	return LookupFunc(key, func(ns, name string) (T, error) { return in(ns).Get(name) })
+}
+
+// LookupFunc is Lookup reading through get(namespace, name).
+func LookupFunc[T any](key string, get func(namespace, name string) (T, error)) (obj T, found bool, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return obj, false, nil // not a key this controller made: nothing to retry
+	}
+	obj, err = get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	return obj, err == nil, err
 }

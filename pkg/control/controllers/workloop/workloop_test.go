@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -138,5 +139,30 @@ func TestFeedingTheQueue(t *testing.T) {
 	}
 	if _, ok := Object[*corev1.Node](pod("p")); ok {
 		t.Error("a pod taken for a node")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(ns, name string) (*corev1.Pod, error) {
+		if name == "broken" {
+			return nil, errors.New("cache broken")
+		}
+		obj, ok, err := indexer.GetByKey(ns + "/" + name)
+		if err != nil || !ok {
+			return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+		}
+		return obj.(*corev1.Pod), nil
+	}
+	for key, want := range map[string]struct {
+		found, err bool
+	}{"ns/here": {found: true}, "ns/gone": {}, "a/b/c": {}, "ns/broken": {err: true}} {
+		pod, found, err := LookupFunc(key, get)
+		if found != want.found || (err != nil) != want.err || (found && pod.Name != "here") {
+			t.Errorf("LookupFunc(%q) = %v, %v, %v; want found %v, error %v", key, pod, found, err, want.found, want.err)
+		}
 	}
 }
