@@ -101,15 +101,10 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 	if a == nil {
 		return next
 	}
-	audited := genericfilters.WithAudit(answerTimedOut(next), a.sink, a.policy, func(r *http.Request, _ *request.RequestInfo) bool { return longRunning(r) })
-	// WithAudit reads the user and the request info from k8s.io/apiserver's context keys.
-	withInfo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info, err := requestInfos.NewRequestInfo(r)
-		if err != nil {
-			writeError(w, apierrors.NewBadRequest(err.Error()))
-			return
-		}
-		ctx := request.WithRequestInfo(r.Context(), info)
+	audited := genericfilters.WithAudit(answerTimedOut(next), a.sink, a.policy, longRunningRequest)
+	// WithAudit reads the user and the request info (WithRequestInfo's) from k8s.io/apiserver's context keys.
+	withUser := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
 		if u, ok := UserFrom(ctx); ok {
 			ctx = request.WithUser(ctx, u.Info())
 		} else { // Authenticate let an anonymous request through: Kubernetes' anonymous user
@@ -117,7 +112,7 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 		}
 		audited.ServeHTTP(streamingWriter{w, ctx.Done()}, r.WithContext(ctx))
 	})
-	return genericfilters.WithAuditInit(withInfo)
+	return WithRequestInfo(genericfilters.WithAuditInit(withUser))
 }
 
 // streamingWriter is what WithAudit's response writer needs below it to pass on Flush

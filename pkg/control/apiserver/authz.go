@@ -9,23 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/endpoints/request"
 )
-
-// requestInfos reads what a request asks for, as kube-apiserver does before authorizing.
-var requestInfos = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 
 // Attributes are what the authorizer is asked about the request r by u.
 func Attributes(r *http.Request, u User) (authorizer.AttributesRecord, error) {
-	info, ok := request.RequestInfoFrom(r.Context()) // read already when auditing
-	if !ok {
-		var err error
-		if info, err = requestInfos.NewRequestInfo(r); err != nil {
-			return authorizer.AttributesRecord{}, err
-		}
+	info, err := requestInfoOf(r) // what routing reads too
+	if err != nil {
+		return authorizer.AttributesRecord{}, err
 	}
 	a := authorizer.AttributesRecord{
 		User: u.Info(), Verb: info.Verb, Namespace: info.Namespace, APIGroup: info.APIGroup, APIVersion: info.APIVersion,

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 var (
@@ -31,14 +32,17 @@ var connectSubresources = map[string]string{
 
 // serveConnect proxies pods/{log,exec,attach,portforward} and nodes/NAME/proxy/... to the
 // node's API, as kube-apiserver does; ok is false for any other path.
-func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request) bool {
-	parts := splitPath(r.URL.Path)
+func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) bool {
+	// Not the deprecated /watch/ and /proxy/ verb paths, which kube-apiserver does not connect either.
+	if !ri.IsResourceRequest || ri.APIPrefix != "api" || ri.APIVersion != "v1" || ri.Verb == "watch" || ri.Verb == "proxy" {
+		return false
+	}
 	switch {
-	case len(parts) >= 5 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "nodes" && parts[4] == "proxy":
-		s.proxyToNode(w, r, parts[3], "/"+strings.Join(parts[5:], "/"))
+	case ri.Resource == "nodes" && ri.Namespace == "" && ri.Subresource == "proxy" && ri.Name != "":
+		s.proxyToNode(w, r, ri.Name, "/"+strings.Join(ri.Parts[3:], "/"))
 		return true
-	case len(parts) == 7 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "pods" && connectSubresources[parts[6]] != "":
-		s.proxyPodSubresource(w, r, parts[3], parts[5], parts[6])
+	case ri.Resource == "pods" && ri.Namespace != "" && len(ri.Parts) == 3 && ri.Name != "" && connectSubresources[ri.Subresource] != "":
+		s.proxyPodSubresource(w, r, ri.Namespace, ri.Name, ri.Subresource)
 		return true
 	}
 	return false

@@ -63,34 +63,6 @@ func (l Limits) Validate() error {
 	return errors.Join(errs...)
 }
 
-// longRunningSubresources are the subresources whose requests last as long as the client
-// wants, as kube-apiserver's long-running check has them.
-var longRunningSubresources = []string{"exec", "attach", "portforward", "proxy", "log"}
-
-// longRunning tells whether a request may last as long as its client wants: watches and
-// the streams proxied to nodes. They are not timed out nor counted in flight.
-func longRunning(r *http.Request) bool {
-	if isTrue(r.URL.Query().Get("watch")) {
-		return true
-	}
-	parts := splitPath(r.URL.Path)
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return false
-	}
-	if len(parts) > 0 && parts[0] == "watch" { // the deprecated /watch/ paths
-		return true
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" && !namespaceSubresources[parts[2]] {
-		parts = parts[2:]
-	}
-	return len(parts) >= 3 && slices.Contains(longRunningSubresources, parts[2])
-}
-
 // recoverPanics answers a request whose handler panicked with 500 and a Status, and logs the
 // panic with its stack at error level. A response already begun cannot be turned into an
 // error: its connection is dropped instead (http.ErrAbortHandler), as net/http does.

@@ -120,7 +120,11 @@ func FuzzRequestPath(f *testing.F) {
 		if err != nil {
 			return // not a request a server could receive
 		}
-		info, ok := parseResourcePath(r)
+		ri, err := requestInfos.NewRequestInfo(r)
+		if err != nil {
+			return // a 400 (/api/v1/watch)
+		}
+		info, ok := resourceRequest(ri)
 		if ok && (info.Resource == "" || info.Verb == "" && (method == "GET" || method == "POST")) {
 			t.Fatalf("%s %s parsed as %+v", method, u, info)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -251,3 +252,6 @@ func (s *Server) readList(ctx context.Context, prefix string, opts metainternalv
 func tooLargeResourceVersion(rev uint64, current int64) error {
 	return storage.NewTooLargeResourceVersionError(rev, uint64(max(current, 0)), 1)
 }
+
+// isTrue reads a boolean query parameter.
+func isTrue(v string) bool { return v == "1" || strings.EqualFold(v, "true") }

@@ -2,12 +2,48 @@ package apiserver
 
 import (
 	"net/http"
-	"strings"
+	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 )
 
-// requestInfo is what a resource URL says: which resource, which object, which verb.
+// requestInfos reads what a request asks for, as kube-apiserver does: the one URL parser.
+// Routing, authorization, audit, metrics and the long-running check all read its answer, so
+// they cannot disagree about a request.
+var requestInfos = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// WithRequestInfo attaches k8s.io/apiserver's RequestInfo to the request once, as
+// kube-apiserver's filter of that name; a request that has it already keeps it. A URL it
+// cannot read (/api/v1/watch) is a 400, as in Kubernetes.
+func WithRequestInfo(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := request.RequestInfoFrom(r.Context()); ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		info, err := requestInfos.NewRequestInfo(r)
+		if err != nil {
+			writeError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(request.WithRequestInfo(r.Context(), info)))
+	})
+}
+
+// requestInfoOf is the RequestInfo WithRequestInfo attached to r; a request that did not
+// come through it (a handler used alone, in tests) is read now.
+func requestInfoOf(r *http.Request) (*request.RequestInfo, error) {
+	if info, ok := request.RequestInfoFrom(r.Context()); ok {
+		return info, nil
+	}
+	return requestInfos.NewRequestInfo(r)
+}
+
+// requestInfo is the resource request a route serves: which resource, which object, which verb.
 type requestInfo struct {
 	GroupVersion schema.GroupVersion
 	Resource     string
@@ -17,76 +53,33 @@ type requestInfo struct {
 	Verb         string // get list watch create update patch delete deletecollection
 }
 
-// parseResourcePath reads /api/v1/... and /apis/GROUP/VERSION/... resource paths. ok is false
-// for anything that is not a resource path (discovery, health, ...).
-func parseResourcePath(r *http.Request) (requestInfo, bool) {
-	parts := splitPath(r.URL.Path)
-	var info requestInfo
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		info.GroupVersion = schema.GroupVersion{Version: parts[1]}
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		info.GroupVersion = schema.GroupVersion{Group: parts[1], Version: parts[2]}
-		parts = parts[3:]
-	default:
+// resourceRequest is the resource request ri describes; ok is false for anything the
+// resource routes do not serve: non-resource paths (discovery, health, ...), paths deeper
+// than RESOURCE/NAME/SUBRESOURCE, empty segments and the /proxy/ verb paths.
+func resourceRequest(ri *request.RequestInfo) (info requestInfo, ok bool) {
+	if !ri.IsResourceRequest || ri.Verb == "proxy" || len(ri.Parts) == 0 || len(ri.Parts) > 3 || slices.Contains(ri.Parts, "") {
 		return info, false
 	}
-	// namespaces/NS/RESOURCE/... addresses namespaced resources; namespaces[/NAME[/SUB]] the
-	// namespace objects themselves, whose subresources are status and finalize.
-	if parts[0] == "namespaces" && len(parts) >= 3 && !namespaceSubresources[parts[2]] {
-		info.Namespace = parts[1]
-		parts = parts[2:]
+	info = requestInfo{GroupVersion: schema.GroupVersion{Group: ri.APIGroup, Version: ri.APIVersion},
+		Resource: ri.Resource, Namespace: ri.Namespace, Subresource: ri.Subresource, Verb: ri.Verb}
+	// The object is the path's: a list's RequestInfo.Name may be its metadata.name field
+	// selector's, which is for authorization only.
+	if len(ri.Parts) > 1 {
+		info.Name = ri.Parts[1]
 	}
-	info.Resource = parts[0]
-	if len(parts) > 1 {
-		info.Name = parts[1]
-	}
-	if len(parts) > 2 {
-		info.Subresource = parts[2]
-	}
-	if len(parts) > 3 {
-		return info, false
-	}
-	info.Verb = verbFor(r, info.Name != "")
 	return info, true
 }
 
-var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
+// longRunningRequest is kube-apiserver's long-running check: watches and the streams
+// proxied to nodes, which are not timed out nor counted in flight.
+var longRunningRequest = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"), sets.NewString(longRunningSubresources...))
 
-func verbFor(r *http.Request, named bool) string {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		if isTrue(r.URL.Query().Get("watch")) {
-			return "watch"
-		}
-		if named {
-			return "get"
-		}
-		return "list"
-	case http.MethodPost:
-		return "create"
-	case http.MethodPut:
-		return "update"
-	case http.MethodPatch:
-		return "patch"
-	case http.MethodDelete:
-		if named {
-			return "delete"
-		}
-		return "deletecollection"
-	}
-	return ""
-}
+// longRunningSubresources are the subresources whose requests last as long as the client
+// wants, as kube-apiserver's long-running check has them.
+var longRunningSubresources = []string{"exec", "attach", "portforward", "proxy", "log"}
 
-func isTrue(v string) bool { return v == "1" || strings.EqualFold(v, "true") }
-
-func splitPath(p string) []string {
-	var out []string
-	for _, s := range strings.Split(p, "/") {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+// longRunning tells whether r may last as long as its client wants.
+func longRunning(r *http.Request) bool {
+	info, err := requestInfoOf(r)
+	return err == nil && longRunningRequest(r, info)
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
@@ -23,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // Config is what a Server needs.
@@ -117,7 +119,7 @@ func New(cfg Config) *Server {
 	h := s.metrics.instrument(withFieldOwner(mux))
 	inFlight := newInFlight(cfg.Limits)
 	inFlight.register(cfg.Metrics)
-	s.handler = inFlight.limit(h)
+	s.handler = WithRequestInfo(inFlight.limit(h)) // a no-op under newHTTPServer's: one parse
 	return s
 }
 
@@ -138,22 +140,28 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 // serveAPI routes /api/... and /apis/... to discovery or to a resource.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	if s.serveConnect(w, r) || s.serveExtension(w, r) {
+	ri, err := requestInfoOf(r)
+	if err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	parts := splitPath(r.URL.Path)
-	switch {
-	case len(parts) == 2 && parts[0] == "api":
-		s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
-		return
-	case len(parts) == 2 && parts[0] == "apis":
-		s.serveGroup(w, r, parts[1])
-		return
-	case len(parts) == 3 && parts[0] == "apis":
-		s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+	if s.serveConnect(w, r, ri) || s.serveExtension(w, r) {
 		return
 	}
-	res, info, err := s.resolve(r)
+	if !ri.IsResourceRequest { // discovery: /api/VERSION, /apis/GROUP, /apis/GROUP/VERSION
+		switch parts := strings.Split(strings.Trim(ri.Path, "/"), "/"); {
+		case len(parts) == 2 && parts[0] == "api":
+			s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
+			return
+		case len(parts) == 2 && parts[0] == "apis":
+			s.serveGroup(w, r, parts[1])
+			return
+		case len(parts) == 3 && parts[0] == "apis":
+			s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+			return
+		}
+	}
+	res, info, err := s.resolve(ri)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -162,11 +170,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	s.serveResource(w, r, res, info)
 }
 
-// resolve finds the resource a resource path names.
-func (s *Server) resolve(r *http.Request) (*registry.Resource, requestInfo, error) {
-	info, ok := parseResourcePath(r)
+// resolve finds the resource a resource request names.
+func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestInfo, error) {
+	info, ok := resourceRequest(ri)
 	if !ok {
-		return nil, info, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)
+		return nil, info, apierrors.NewNotFound(schema.GroupResource{}, ri.Path)
 	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
 	if !found {
@@ -182,6 +190,11 @@ func (s *Server) resolve(r *http.Request) (*registry.Resource, requestInfo, erro
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
 		return nil, info, apierrors.NewNotFound(res.GroupResource(), info.Name)
+	}
+	// A namespace's requests carry its name as their namespace, which is what they are
+	// authorized in (Kubernetes'); the object itself is cluster-scoped.
+	if !res.Namespaced {
+		info.Namespace = ""
 	}
 	return res, info, nil
 }
@@ -214,7 +227,7 @@ const headerTimeout = 10 * time.Second
 // newHTTPServer is the HTTP server of h with the outer filters and the connection limits.
 func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
 	return &http.Server{
-		Handler:           recoverPanics(withRequestTimeout(onWarmStacks(h, time.Minute), s.limits.RequestTimeout), s.log),
+		Handler:           recoverPanics(WithRequestInfo(withRequestTimeout(onWarmStacks(h, time.Minute), s.limits.RequestTimeout)), s.log),
 		ReadHeaderTimeout: headerTimeout,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,
