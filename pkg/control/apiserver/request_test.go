@@ -76,6 +76,16 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 	if _, _, err := s.resolve(ri); err == nil {
 		t.Errorf("deeper path routed")
 	}
+	// A list's metadata.name field selector is authorized as that name (Kubernetes'), while
+	// routing lists: the name is the path's.
+	r = httptest.NewRequest("GET", "/api/v1/namespaces/x/pods?fieldSelector=metadata.name%3Dy", nil)
+	ri, _ = requestInfos.NewRequestInfo(r)
+	if a, _ := Attributes(r, User{Name: "u"}); a.Verb != "list" || a.Name != "y" {
+		t.Errorf("list by name authorized as %+v", a)
+	}
+	if info, ok := resourceRequest(ri); !ok || info.Verb != "list" || info.Name != "" {
+		t.Errorf("list by name routed as %+v", info)
+	}
 	for _, c := range cases {
 		var routed *requestInfo
 		served := false
