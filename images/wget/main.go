@@ -3,14 +3,13 @@
 // segmentation fault on -T (it parses the option into a NULL destination), which probes
 // and scripts written for other busybox images use. (busybox's sh prefers its applets: a
 // bare `wget` in `sh -c` still runs the applet; `/usr/bin/wget` runs this.) It takes
-// busybox wget's common options: -q, -O FILE ("-" for stdout), -T SEC, -S, -U AGENT,
-// --header 'K: V', --post-data DATA, --spider.
+// busybox wget's common options, in getopt's forms (-qO-, -T2, --timeout=2): -q, -O FILE
+// ("-" for stdout), -T SEC, -S, -U AGENT, --header 'K: V', --post-data DATA, --spider.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func main() {
@@ -29,23 +30,19 @@ func main() {
 	}
 }
 
-type headers []string
-
-func (h *headers) String() string     { return strings.Join(*h, ", ") }
-func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
-
 func run(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("wget", flag.ContinueOnError)
+	// pflag reads options as busybox's getopt does: -qO- (short options run together, a
+	// value joined to its option), --timeout=2, and options after the URL.
+	fs := pflag.NewFlagSet("wget", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quiet := fs.Bool("q", false, "quiet")
-	output := fs.String("O", "", "save to FILE ('-' for stdout)")
-	timeout := fs.Float64("T", 0, "network read timeout in seconds (0: none)")
-	showHeaders := fs.Bool("S", false, "show server response")
-	agent := fs.String("U", "Wget", "User-Agent")
+	quiet := fs.BoolP("quiet", "q", false, "quiet")
+	output := fs.StringP("output-document", "O", "", "save to FILE ('-' for stdout)")
+	timeout := fs.Float64P("timeout", "T", 0, "network read timeout in seconds (0: none)")
+	showHeaders := fs.BoolP("server-response", "S", false, "show server response")
+	agent := fs.StringP("user-agent", "U", "Wget", "User-Agent")
 	spider := fs.Bool("spider", false, "only check the URL exists")
 	postData := fs.String("post-data", "", "send DATA in a POST")
-	var hdrs headers
-	fs.Var(&hdrs, "header", "'NAME: VALUE' (repeatable)")
+	hdrs := fs.StringArray("header", nil, "'NAME: VALUE' (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *postData != "" {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	for _, h := range hdrs {
+	for _, h := range *hdrs {
 		k, v, ok := strings.Cut(h, ":")
 		if !ok {
 			return fmt.Errorf("--header %q: want 'NAME: VALUE'", h)

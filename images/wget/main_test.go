@@ -53,6 +53,26 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// The option forms busybox's getopt takes and scripts use: short options run together
+// (-qO-), a value joined to its option (-T2), long options with = and options after the URL.
+func TestBusyboxOptionForms(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello " + r.Header.Get("User-Agent")))
+	}))
+	defer srv.Close()
+	for _, args := range [][]string{
+		{"-qO-", srv.URL + "/"},
+		{"-qO", "-", "-T2", srv.URL + "/"},
+		{"-q", "--output-document=-", "--timeout=2", srv.URL + "/"},
+		{srv.URL + "/", "-q", "-O", "-"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(args, &out, &errOut); err != nil || out.String() != "hello Wget" {
+			t.Errorf("wget %q: %q, %v (%s)", args, out.String(), err, errOut.String())
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	for _, args := range [][]string{nil, {"-T", "-1", "http://x/"}, {"-T", "two", "http://x/"}, {"ftp://x/"}, {"--header", "nocolon", "http://x/"}, {"a", "b"}} {
 		var out, errOut bytes.Buffer
