@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -47,25 +48,7 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 		t.Errorf("DefaultTolerationSeconds: tolerations %+v, want not-ready and unreachable for 300 s", got.Spec.Tolerations)
 	}
 
-	controllertest.WaitFor(t, "node Unknown and tainted unreachable", 15*time.Second, func() (bool, string) {
-		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		var ready corev1.ConditionStatus
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				ready = c.Status
-			}
-		}
-		var taints []string
-		for _, tn := range n.Spec.Taints {
-			taints = append(taints, tn.Key+":"+string(tn.Effect))
-		}
-		joined := strings.Join(taints, ",")
-		return ready == corev1.ConditionUnknown && joined == "node.kubernetes.io/unreachable:NoSchedule,node.kubernetes.io/unreachable:NoExecute",
-			fmt.Sprintf("ready=%s taints=%s", ready, joined)
-	})
+	waitUnreachable(t, cl.Client, "node-1", 15*time.Second)
 	controllertest.WaitFor(t, "the pod tolerating 1 s evicted", 10*time.Second, func() (bool, string) {
 		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
 		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), fmt.Sprint(err)
@@ -141,19 +124,7 @@ func TestFutureLeaseDoesNotKeepNodeReady(t *testing.T) {
 		}
 	}()
 	defer func() { stopRenewing(); <-renewed }()
-	controllertest.WaitFor(t, "node Unknown and tainted unreachable", 10*time.Second, func() (bool, string) {
-		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-c", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		var ready corev1.ConditionStatus
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				ready = c.Status
-			}
-		}
-		return ready == corev1.ConditionUnknown && len(n.Spec.Taints) == 2, fmt.Sprintf("ready=%s taints=%v", ready, n.Spec.Taints)
-	})
+	waitUnreachable(t, cl.Client, "node-c", 10*time.Second)
 	time.Sleep(3 * time.Second) // more than a grace period after node-c's ran out
 	n, err := cl.Client.CoreV1().Nodes().Get(ctx, "skewed", metav1.GetOptions{})
 	if err != nil {
@@ -164,4 +135,28 @@ func TestFutureLeaseDoesNotKeepNodeReady(t *testing.T) {
 			t.Errorf("the node renewing its Lease with a clock behind: Ready %s, taints %v", c.Status, n.Spec.Taints)
 		}
 	}
+}
+
+// waitUnreachable waits for node to be Ready=Unknown with exactly the unreachable taints.
+func waitUnreachable(t *testing.T, client kubernetes.Interface, node string, within time.Duration) {
+	t.Helper()
+	controllertest.WaitFor(t, node+" Unknown and tainted unreachable", within, func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var ready corev1.ConditionStatus
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status
+			}
+		}
+		var taints []string
+		for _, tn := range n.Spec.Taints {
+			taints = append(taints, tn.Key+":"+string(tn.Effect))
+		}
+		joined := strings.Join(taints, ",")
+		return ready == corev1.ConditionUnknown && joined == "node.kubernetes.io/unreachable:NoSchedule,node.kubernetes.io/unreachable:NoExecute",
+			fmt.Sprintf("ready=%s taints=%s", ready, joined)
+	})
 }
