@@ -4,7 +4,9 @@
 // times written in them) gets Ready=Unknown, its pods are marked not ready, and it is
 // tainted unreachable (not-ready when Ready is False) with NoSchedule and NoExecute; pods on
 // a NoExecute-tainted node are evicted once their toleration of the taint runs out. The
-// taints go when the node reports Ready again.
+// taints go when the node reports Ready again. It also taints nodes by their other conditions
+// (memory, disk and PID pressure, NetworkUnavailable) and cordon with NoSchedule, as
+// Kubernetes' TaintNodesByCondition does, and takes those taints away when the condition ends.
 package nodelifecycle
 
 import (
@@ -186,39 +188,82 @@ func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {
 	return out, err
 }
 
-// syncTaints puts the taints Ready calls for (unreachable for Unknown, not-ready for False,
-// none for True) with NoSchedule and NoExecute, keeping when each was added.
-func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Time) error {
-	want := ""
-	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil {
-		switch ready.Status {
-		case corev1.ConditionUnknown:
-			want = corev1.TaintNodeUnreachable
-		case corev1.ConditionFalse:
-			want = corev1.TaintNodeNotReady
+// conditionTaints are the NoSchedule taints a node's conditions call for besides Ready's
+// (TaintNodesByCondition): the scheduler keeps new pods away from a node under pressure, with
+// a broken network or cordoned, unless they tolerate it (DaemonSet pods do).
+var conditionTaints = []struct {
+	condition corev1.NodeConditionType
+	key       string
+}{
+	{corev1.NodeMemoryPressure, corev1.TaintNodeMemoryPressure},
+	{corev1.NodeDiskPressure, corev1.TaintNodeDiskPressure},
+	{corev1.NodePIDPressure, corev1.TaintNodePIDPressure},
+	{corev1.NodeNetworkUnavailable, corev1.TaintNodeNetworkUnavailable},
+}
+
+// ownedTaintKeys are the taints this controller puts and takes away; any other taint on a
+// node (the admin's) is left as it is.
+var ownedTaintKeys = map[string]bool{
+	corev1.TaintNodeUnreachable: true, corev1.TaintNodeNotReady: true, corev1.TaintNodeUnschedulable: true,
+	corev1.TaintNodeMemoryPressure: true, corev1.TaintNodeDiskPressure: true, corev1.TaintNodePIDPressure: true,
+	corev1.TaintNodeNetworkUnavailable: true,
+}
+
+// wantedTaints are the taints the node's state calls for, in a fixed order: unreachable (Ready
+// Unknown) or not-ready (Ready False) with NoSchedule and NoExecute, then NoSchedule for each
+// pressure or NetworkUnavailable condition that is True, and for spec.unschedulable (cordon).
+func wantedTaints(n *corev1.Node) []corev1.Taint {
+	var want []corev1.Taint
+	if _, ready := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady); ready != nil && ready.Status != corev1.ConditionTrue {
+		key := corev1.TaintNodeNotReady
+		if ready.Status == corev1.ConditionUnknown {
+			key = corev1.TaintNodeUnreachable
+		}
+		want = append(want, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule}, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute})
+	}
+	for _, ct := range conditionTaints {
+		if _, cond := nodeutil.GetNodeCondition(&n.Status, ct.condition); cond != nil && cond.Status == corev1.ConditionTrue {
+			want = append(want, corev1.Taint{Key: ct.key, Effect: corev1.TaintEffectNoSchedule})
 		}
 	}
-	var taints []corev1.Taint
-	have := map[string]bool{}
-	for _, t := range n.Spec.Taints {
-		ours := t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady
-		if ours && t.Key != want {
-			continue // the node's state moved on
+	if n.Spec.Unschedulable {
+		want = append(want, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+	}
+	return want
+}
+
+// syncTaints puts the taints the node's state calls for (wantedTaints) and takes away the
+// ones of ours it no longer calls for, keeping when each NoExecute taint was added.
+func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Time) error {
+	want := wantedTaints(n)
+	wanted := func(t corev1.Taint) bool {
+		for _, w := range want {
+			if w.MatchTaint(&t) {
+				return true
+			}
 		}
-		if ours {
-			have[string(t.Effect)] = true
+		return false
+	}
+	var taints []corev1.Taint
+	for _, t := range n.Spec.Taints {
+		if ownedTaintKeys[t.Key] && !wanted(t) {
+			continue // the node's state moved on
 		}
 		taints = append(taints, t)
 	}
 	added := metav1.NewTime(now)
-	for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
-		if want != "" && !have[string(effect)] {
-			t := corev1.Taint{Key: want, Effect: effect}
-			if effect == corev1.TaintEffectNoExecute {
-				t.TimeAdded = &added
-			}
-			taints = append(taints, t)
+	for _, w := range want {
+		have := false
+		for i := range taints {
+			have = have || taints[i].MatchTaint(&w)
 		}
+		if have {
+			continue
+		}
+		if w.Effect == corev1.TaintEffectNoExecute {
+			w.TimeAdded = &added
+		}
+		taints = append(taints, w)
 	}
 	if len(taints) == len(n.Spec.Taints) && sameTaints(taints, n.Spec.Taints) {
 		return nil

@@ -160,3 +160,92 @@ func waitUnreachable(t *testing.T, client kubernetes.Interface, node string, wit
 			fmt.Sprintf("ready=%s taints=%s", ready, joined)
 	})
 }
+
+// TestConditionsTaintNode: as Kubernetes' TaintNodesByCondition, a node under memory pressure
+// gets the memory-pressure NoSchedule taint, so a new pod that does not tolerate it is not
+// scheduled there while one that does is; a cordoned node gets the unschedulable taint; both
+// go when the condition ends, and an admin's taint stays throughout.
+func TestConditionsTaintNode(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, time.Minute
+	})
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-p", 10, nil)
+	update := func(change func(n *corev1.Node), status bool) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-p", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(n)
+			if status {
+				_, err = cl.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			} else {
+				_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	memoryPressure := func(s corev1.ConditionStatus) func(n *corev1.Node) {
+		return func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions[:1], corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: s, Reason: "KubeletHasInsufficientMemory"})
+			n.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+		}
+	}
+	waitTaints := func(what, want string) {
+		t.Helper()
+		controllertest.WaitFor(t, what, 10*time.Second, func() (bool, string) {
+			n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-p", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			var taints []string
+			for _, tn := range n.Spec.Taints {
+				taints = append(taints, tn.Key+":"+string(tn.Effect))
+			}
+			return strings.Join(taints, ",") == want, strings.Join(taints, ",")
+		})
+	}
+	update(func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "example.com/admin", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	}, false)
+	update(memoryPressure(corev1.ConditionTrue), true)
+	waitTaints("memory-pressure taint beside the admin's", "example.com/admin:NoSchedule,node.kubernetes.io/memory-pressure:NoSchedule")
+
+	adminToleration := corev1.Toleration{Key: "example.com/admin", Operator: corev1.TolerationOpExists}
+	mk := func(name string, tolerations ...corev1.Toleration) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+		if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("intolerant", adminToleration)
+	mk("tolerant", adminToleration, corev1.Toleration{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	controllertest.WaitFor(t, "the tolerating pod scheduled", 10*time.Second, func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "tolerant", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == "node-p", fmt.Sprint(err)
+	})
+	controllertest.WaitFor(t, "the other pod unschedulable for the taint", 10*time.Second, func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "intolerant", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "node.kubernetes.io/memory-pressure") {
+				return p.Spec.NodeName == "", c.Message
+			}
+		}
+		return false, fmt.Sprintf("node %q conditions %+v", p.Spec.NodeName, p.Status.Conditions)
+	})
+
+	update(memoryPressure(corev1.ConditionFalse), true)
+	update(func(n *corev1.Node) { n.Spec.Unschedulable = true }, false)
+	waitTaints("cordoned: unschedulable taint, memory-pressure gone", "example.com/admin:NoSchedule,node.kubernetes.io/unschedulable:NoSchedule")
+	update(func(n *corev1.Node) { n.Spec.Unschedulable = false }, false)
+	waitTaints("uncordoned: the admin's taint alone", "example.com/admin:NoSchedule")
+}
