@@ -78,6 +78,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.Security.Audit.MaxAge, "audit-log-maxage", 0, "days a rotated audit log file is kept (0: no limit)")
 	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", apiserver.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
 	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart); more wait in their user's queue, 429 when it is full; 0: no limit")
+	f.BoolVar(&o.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (non-resource paths: cluster-admin reads them, as kube-apiserver's)")
 	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())

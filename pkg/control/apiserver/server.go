@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ type Config struct {
 	NodeTransport http.RoundTripper
 	// Extensions are API groups served by handlers of their own (metrics.k8s.io).
 	Extensions []Extension
+	// Profiling serves Go's profiles at /debug/pprof/, as kube-apiserver's --profiling:
+	// non-resource paths, so only who RBAC lets get them (cluster-admin) reads them.
+	Profiling bool
 }
 
 // Server is the API server's HTTP handler.
@@ -107,6 +111,13 @@ func New(cfg Config) *Server {
 	}
 	mux.HandleFunc("/version", serveVersion)
 	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	if cfg.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/api", s.serveLegacyVersions)
 	mux.HandleFunc("/apis", s.serveGroups)
 	mux.HandleFunc("/api/", s.serveAPI)

@@ -83,6 +83,9 @@ type Options struct {
 	AdvertiseAddress netip.Addr
 	// MasterLeaseTTL is how long a stopped API server stays in those endpoints (0: 15 s).
 	MasterLeaseTTL time.Duration
+	// Profiling serves /debug/pprof/ to who may get it (--profiling, true in miniapi as in
+	// kube-apiserver).
+	Profiling bool
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -348,7 +351,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
 		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
-		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits, Admission: chain})
+		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits, Admission: chain, Profiling: o.Profiling})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
