@@ -10,7 +10,6 @@ PACKAGES=(
   util-linux                                   # nsenter, for daemons inside lab namespaces
   jq                                           # docs/labs guides (and their tests) read JSON with it
   e2fsprogs                                    # chattr, for the store's permission test as root
-  etcd-server                                  # the etcd store engine's tests
   docker-registry                              # image pull tests: a registry on loopback
   qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
   ipvsadm                                      # docs/labs/clusterip-walk-ipvs.md (its test runs it in the VM)

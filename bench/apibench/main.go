@@ -22,7 +22,6 @@ import (
 	_ "net/http/pprof"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -148,8 +147,8 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 			return store.OpenBolt(filepath.Join(dir, name+".db"), store.BoltOptions{})
 		}
 	case "etcd":
-		if _, err := exec.LookPath("etcd"); err != nil {
-			fmt.Printf("\n## etcd: skipped, no etcd binary (Debian package etcd-server)\n")
+		if _, err := etcdtest.Binary(); err != nil {
+			fmt.Printf("\n## etcd: skipped, %v\n", err)
 			return nil
 		}
 		etcd, err := etcdtest.Start(dir)
@@ -158,7 +157,7 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 		}
 		defer etcd.Stop()
 		storeFlag = "etcd://" + strings.Join(etcd.HostPorts, ",")
-		open = func(name string) (store.Interface, error) { return store.OpenEtcd(etcd.Endpoints, "/apibench-"+name) }
+		open = func(name string) (store.Interface, error) { return store.OpenEtcd(etcd.Endpoints, "/apibench-"+name, nil) }
 	default:
 		return fmt.Errorf("unknown store %q (bolt or etcd)", kind)
 	}

@@ -125,10 +125,17 @@ func (ca *CA) IssueServing(commonName string, hosts []string) (KeyPair, error) {
 // IssueServingFor is IssueServing for a certificate valid for validity (a year for
 // IssueServing), backdated an hour for clocks a little behind.
 func (ca *CA) IssueServingFor(commonName string, hosts []string, validity time.Duration) (KeyPair, error) {
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: commonName},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	return ca.issueForHosts(commonName, hosts, validity, x509.ExtKeyUsageServerAuth)
+}
+
+// IssuePeer signs a certificate that serves hosts and also authenticates as a client, as an
+// etcd member's does toward the other members (--peer-cert-file).
+func (ca *CA) IssuePeer(commonName string, hosts []string) (KeyPair, error) {
+	return ca.issueForHosts(commonName, hosts, certValidity, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *CA) issueForHosts(commonName string, hosts []string, validity time.Duration, usages ...x509.ExtKeyUsage) (KeyPair, error) {
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: commonName}, ExtKeyUsage: usages}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)

@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -86,6 +87,10 @@ type Options struct {
 	// Profiling serves /debug/pprof/ to who may get it (--profiling, true in miniapi as in
 	// kube-apiserver).
 	Profiling bool
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connections to etcd as
+	// kube-apiserver's --etcd-cafile, --etcd-certfile, --etcd-keyfile: the CA verifies the
+	// members, the pair authenticates miniapi to them ("": plain TCP).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 }
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
@@ -109,7 +114,9 @@ func (o *Options) Validate() error {
 	if _, _, err := net.ParseCIDR(o.ServiceRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-cluster-ip-range %q: %w", o.ServiceRange, err))
 	}
-	if _, err := etcdEndpoints(o.Store); err != nil {
+	if endpoints, err := etcdEndpoints(o.Store); err != nil {
+		errs = append(errs, err)
+	} else if err := o.validateEtcdTLS(endpoints != nil); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := enabledControllers(o.Controllers); err != nil {
@@ -182,6 +189,33 @@ func etcdEndpoints(flag string) ([]string, error) {
 	return endpoints, nil
 }
 
+func (o *Options) validateEtcdTLS(etcd bool) error {
+	switch {
+	case o.EtcdCAFile == "" && o.EtcdCertFile == "" && o.EtcdKeyFile == "":
+		return nil
+	case !etcd:
+		return fmt.Errorf("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --store %sHOST:PORT,...", etcdStorePrefix)
+	case o.EtcdCAFile == "":
+		return errors.New("--etcd-certfile and --etcd-keyfile need --etcd-cafile to verify the etcd members")
+	case (o.EtcdCertFile == "") != (o.EtcdKeyFile == ""):
+		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	return nil
+}
+
+// etcdTLS is the TLS configuration --etcd-cafile and its pair give (nil without them).
+func (o *Options) etcdTLS() (*tls.Config, error) {
+	if o.EtcdCAFile == "" {
+		return nil, nil
+	}
+	info := transport.TLSInfo{TrustedCAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS (--etcd-cafile %s, --etcd-certfile %s, --etcd-keyfile %s): %w", o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile, err)
+	}
+	return cfg, nil
+}
+
 // openStore opens the engine --store names under the watch cache the API server reads
 // through. Keys are stored as they are (/registry/...), in etcd as in Kubernetes.
 func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, error) {
@@ -203,7 +237,11 @@ func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, 
 		}
 		engine, err = store.OpenBolt(path, store.BoltOptions{HistoryLimit: o.WatchHistory, Logger: log})
 	} else {
-		engine, err = store.OpenEtcd(endpoints, "")
+		var tlsConfig *tls.Config
+		if tlsConfig, err = o.etcdTLS(); err != nil {
+			return nil, err
+		}
+		engine, err = store.OpenEtcd(endpoints, "", tlsConfig)
 	}
 	if err != nil {
 		return nil, err

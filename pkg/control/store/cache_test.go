@@ -42,7 +42,7 @@ func TestCacheConformance(t *testing.T) {
 			cases++
 			prefix := fmt.Sprintf("/cache-conformance-%d/", cases)
 			return func(t *testing.T) Interface {
-				engine, err := OpenEtcd(endpoints, prefix)
+				engine, err := OpenEtcd(endpoints, prefix, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -86,7 +86,7 @@ func TestCacheSharesEachVersionsBytes(t *testing.T) {
 // a write's own bytes, and the state's current value as the value before a change and as a
 // deleted value.
 func TestCacheEventsCarryTheBytesReadersHold(t *testing.T) {
-	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/same-bytes/")
+	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/same-bytes/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestCacheCloseEndsWatchesAndEngine(t *testing.T) {
 
 // CompactHistory keeps about one interval of history.
 func TestCacheCompactHistory(t *testing.T) {
-	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/compact-history/")
+	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/compact-history/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

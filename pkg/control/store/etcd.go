@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,10 +39,12 @@ type Etcd struct {
 var _ Interface = (*Etcd)(nil)
 
 // OpenEtcd connects to the etcd cluster at endpoints (host:port or URLs) and checks that it
-// answers. Every key is stored under prefix.
-func OpenEtcd(endpoints []string, prefix string) (*Etcd, error) {
+// answers. Every key is stored under prefix. With tlsConfig the connections are TLS (its
+// RootCAs verify the members, its certificate authenticates us); nil is plain TCP.
+func OpenEtcd(endpoints []string, prefix string, tlsConfig *tls.Config) (*Etcd, error) {
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
+		TLS:         tlsConfig,
 		DialTimeout: etcdTimeout,
 		// The client's retry chatter is not ours to log; failures come back as errors.
 		Logger: zap.NewNop(),

@@ -29,7 +29,7 @@ func TestEtcdConformance(t *testing.T) {
 		// Each case gets its own key prefix on the shared etcd.
 		prefix := fmt.Sprintf("/conformance-%d", storages.Add(1))
 		return func(t *testing.T) Interface {
-			s, err := OpenEtcd(endpoints, prefix)
+			s, err := OpenEtcd(endpoints, prefix, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestEtcdConformance(t *testing.T) {
 func TestEtcdUnreachable(t *testing.T) {
 	endpoint := "127.0.0.1:" + freeLoopbackPort(t) // nothing listens there any more
 	start := time.Now()
-	_, err := OpenEtcd([]string{endpoint}, "/x")
+	_, err := OpenEtcd([]string{endpoint}, "/x", nil)
 	if err == nil || !strings.Contains(err.Error(), endpoint) || !strings.Contains(err.Error(), "not reachable") {
 		t.Fatalf("open of an unreachable etcd: %v", err)
 	}
