@@ -157,7 +157,9 @@ func benchStore(cfg config, kind, dir string, rtt result) error {
 		}
 		defer etcd.Stop()
 		storeFlag = "etcd://" + strings.Join(etcd.HostPorts, ",")
-		open = func(name string) (store.Interface, error) { return store.OpenEtcd(etcd.Endpoints, "/apibench-"+name, nil) }
+		open = func(name string) (store.Interface, error) {
+			return store.OpenEtcd(etcd.Endpoints, "/apibench-"+name, nil)
+		}
 	default:
 		return fmt.Errorf("unknown store %q (bolt or etcd)", kind)
 	}
