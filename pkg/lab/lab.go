@@ -121,6 +121,9 @@ type Lab struct {
 	Client           *Member         `json:"client,omitempty"` // on segment 0, not a node (labs made before it have none)
 	Nodes            []Node          `json:"nodes"`
 	Kubeconfig       string          `json:"kubeconfig"`                 // admin kubeconfig; miniapi --data-dir=StateDir writes it here
+	HostKubeconfig   string          `json:"hostKubeconfig,omitempty"`   // the same admin, through the API published on the host's loopback
+	Published        []Publication   `json:"published,omitempty"`        // host loopback ports forwarded into the lab
+	Faults           []Fault         `json:"faults,omitempty"`           // failures made on purpose, until healed
 	UpstreamDNS      string          `json:"upstreamDNS,omitempty"`      // the nameserver of the nodes' resolv.conf
 	UpstreamDNSHosts string          `json:"upstreamDNSHosts,omitempty"` // the names it serves (hosts file)
 	Processes        []ProcessRecord `json:"processes"`
@@ -133,6 +136,15 @@ type Member struct {
 	Name  string `json:"name"`  // also the switch-side veth name
 	NetNS string `json:"netns"` // namespace name, in NetNSDir
 	IP    string `json:"ip"`
+}
+
+// Publication is a host loopback address whose connections a forwarder process (minilab
+// forward) dials from inside a lab namespace: the only way from the host into a lab.
+type Publication struct {
+	Listen  string `json:"listen"`  // 127.0.0.1:PORT on the host
+	NetNS   string `json:"netns"`   // where the connections to Target are dialed from
+	Target  string `json:"target"`  // IP:PORT inside the lab
+	Process string `json:"process"` // the forwarder's process name
 }
 
 // Router is the namespace routing between the lab segments: eth<SEG> at 10.200.SEG.1.

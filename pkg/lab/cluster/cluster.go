@@ -20,7 +20,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
-	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/lab/forward"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -55,6 +55,9 @@ type Options struct {
 	// SigningDuration is miniapi's --cluster-signing-duration (0: its default, a year):
 	// how long the node certificates of JoinToken live before minilet renews them.
 	SigningDuration time.Duration
+	// Publish are --publish values (ParsePublish): host loopback ports forwarded to nodes'
+	// ports once the nodes are Ready. The API server is always published (publishAPI).
+	Publish []string
 }
 
 // UpstreamDNSProcess is the lab process of the upstream DNS server.
@@ -120,7 +123,15 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := start(ctx, l, o); err != nil {
+	var pubs []lab.Publication
+	for _, spec := range o.Publish {
+		p, err := ParsePublish(l, spec)
+		if err != nil {
+			return nil, errors.Join(err, lab.Destroy(o.Name))
+		}
+		pubs = append(pubs, p)
+	}
+	if err := start(ctx, l, o, pubs); err != nil {
 		if derr := Down(context.Background(), o.Name); derr != nil {
 			err = errors.Join(err, fmt.Errorf("cleaning up: %w", derr))
 		}
@@ -129,7 +140,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	return l, nil
 }
 
-func start(ctx context.Context, l *lab.Lab, o Options) error {
+func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) error {
 	step(o.Progress, "starting containerd for the lab")
 	if err := startContainerd(ctx, l); err != nil {
 		return err
@@ -165,6 +176,10 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	}); err != nil {
 		return err
 	}
+	if err := publishAPI(ctx, l, o.BinDir); err != nil {
+		return err
+	}
+	step(o.Progress, "API server published on the host's loopback: %s (kubeconfig %s)", l.Published[0].Listen, l.HostKubeconfig)
 
 	// The DNS outside the cluster, which the nodes' resolv.conf names (minilab upstream-dns).
 	step(o.Progress, "starting the lab's upstream DNS server on %s:53 (names in %s)", l.UpstreamDNS, l.UpstreamDNSHosts)
@@ -226,6 +241,12 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
 		return err
 	}
+	for _, p := range pubs {
+		step(o.Progress, "publishing %s on the host: %s from %s", p.Target, p.Listen, p.NetNS)
+		if err := Publish(ctx, l, o.BinDir, p); err != nil {
+			return err
+		}
+	}
 	if o.Join == JoinToken {
 		step(o.Progress, "approving the nodes' kubelet-serving CSRs as the cluster admin (kubectl certificate approve)")
 		if err := waitFor(ctx, "each node's serving certificate", func() bool {
@@ -274,25 +295,18 @@ func startContainerd(ctx context.Context, l *lab.Lab) error {
 // registry, and a lab node should start pods as fast as a node with a warm image cache.
 func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
 	for _, n := range l.Nodes {
-		rt, err := runtime.New(ctx, ContainerdSocket(l), ContainerdNamespace(n))
-		if err != nil {
-			return err
-		}
 		for _, img := range o.images() {
 			step(o.Progress, "importing %s into %s", img, n.Name)
 			f, err := os.Open(filepath.Join(o.ImagesDir, img))
 			if err != nil {
-				rt.Close()
 				return err
 			}
-			_, err = rt.ImportImage(ctx, f)
+			_, err = importInto(ctx, l, n, f)
 			f.Close()
 			if err != nil {
-				rt.Close()
 				return fmt.Errorf("import %s on %s: %w", img, n.Name, err)
 			}
 		}
-		rt.Close()
 	}
 	return nil
 }
@@ -403,14 +417,8 @@ func RESTConfig(l *lab.Lab) (*rest.Config, error) {
 		return nil, fmt.Errorf("lab kubeconfig: %w", err)
 	}
 	nsPath := lab.NetNSPath(l.ControlPlane.NetNS)
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	cfg.Dial = func(ctx context.Context, proto, addr string) (net.Conn, error) {
-		var conn net.Conn
-		err := network.InNetNS(nsPath, func() (err error) {
-			conn, err = dialer.DialContext(ctx, proto, addr)
-			return err
-		})
-		return conn, err
+		return forward.DialInNetNS(ctx, nsPath, proto, addr)
 	}
 	return cfg, nil
 }
