@@ -287,11 +287,12 @@ func (l *Lab) undo(ctx context.Context, f Fault) error {
 	return nil
 }
 
-// run runs a command in a lab namespace, its output in the error.
+// run runs a command in a lab namespace, its output in the error. The exit status is
+// told, not wrapped: minilab passes a wrapped command's exit code through silently.
 func run(ctx context.Context, netns string, argv ...string) error {
 	out, err := Command(ctx, netns, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,12 +10,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/pkg/ociimage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -134,7 +141,7 @@ func TestLabFromTheHost(t *testing.T) {
 	nodePortHost := freeLoopbackPort(t)
 	name := uniqueName("e2e-reach")
 	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir,
-		Progress: testWriter{t}, Publish: []string{fmt.Sprintf("127.0.0.1:%d:node-1:30080", nodePortHost)}})
+		Progress: testWriter{t}, DNS: false, NodeMonitorGracePeriod: 15 * time.Second, Publish: []string{fmt.Sprintf("127.0.0.1:%d:node-1:30080", nodePortHost)}})
 	if err != nil {
 		t.Fatalf("minilab up: %v", err)
 	}
@@ -241,6 +248,9 @@ spec:
 		}
 	})
 
+	t.Run("image load", func(t *testing.T) { testImageLoad(t, l, minilab, hostKubectl) })
+	t.Run("faults", func(t *testing.T) { testFaults(t, l, minilab, hostKubectl) })
+
 	checkNoHostRoute(t)
 	l, err = lab.Load(name)
 	if err != nil {
@@ -270,4 +280,200 @@ spec:
 		}
 	}
 	checkNoHostRoute(t)
+}
+
+// testImageLoad: an image built here, as a tarball and as an OCI layout directory, is
+// loaded with minilab image load and runs with imagePullPolicy Never on every node.
+func testImageLoad(t *testing.T, l *lab.Lab, minilab func(...string) (string, error), kubectl func(...string) string) {
+	busybox, err := os.ReadFile(images.DefaultBusybox)
+	if err != nil {
+		t.Fatalf("a static busybox for the test image: %v", err)
+	}
+	dir := t.TempDir()
+	build := func(name, file string) string {
+		layer := ociimage.NewLayer()
+		layer.Dir("bin", 0o755)
+		layer.File("bin/busybox", 0o755, busybox)
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := ociimage.WriteLayout(f, ociimage.Image{Name: name, Layer: layer, Config: ocispec.ImageConfig{
+			Cmd: []string{"/bin/busybox", "sh", "-c", "echo loaded-image-ok; exec /bin/busybox sleep 3600"}}}); err != nil {
+			t.Fatal(err)
+		}
+		return f.Name()
+	}
+	tarball := build("example.test/byo/tarball:v1", "byo.tar")
+	layoutDir := filepath.Join(dir, "layout")
+	if err := os.Mkdir(layoutDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-xf", build("example.test/byo/layout:v1", "layout.tar"), "-C", layoutDir).CombinedOutput(); err != nil {
+		t.Fatalf("tar -x: %v: %s", err, out)
+	}
+	for _, src := range []string{tarball, layoutDir} {
+		if out, err := minilab("image", "load", src); err != nil || !strings.Contains(out, "on 2 node(s)") {
+			t.Fatalf("minilab image load %s: %v\n%s", src, err, out)
+		}
+	}
+	if out, err := minilab("image", "load", t.TempDir()); err == nil || !strings.Contains(out, "index.json") {
+		t.Errorf("minilab image load of an empty directory: %v\n%s", err, out)
+	}
+	out, err := minilab("image", "ls")
+	if err != nil {
+		t.Fatalf("minilab image ls: %v\n%s", err, out)
+	}
+	for _, node := range []string{"node-1", "node-2"} {
+		for _, img := range []string{"example.test/byo/tarball:v1", "example.test/byo/layout:v1"} {
+			if !regexp.MustCompile(node + `\s+` + regexp.QuoteMeta(img)).MatchString(out) {
+				t.Errorf("minilab image ls does not show %s on %s:\n%s", img, node, out)
+			}
+		}
+	}
+	var pods []string
+	for _, node := range []string{"node-1", "node-2"} {
+		for _, img := range []string{"tarball", "layout"} {
+			pod := "byo-" + img + "-" + node
+			pods = append(pods, "pod/"+pod)
+			applyYAML(t, l, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  nodeName: %s
+  containers: [{name: c, image: example.test/byo/%s:v1, imagePullPolicy: Never}]
+`, pod, node, img))
+		}
+	}
+	kubectl(append([]string{"wait", "--for=condition=Ready", "--timeout=90s"}, pods...)...)
+	for _, pod := range pods {
+		if out := kubectl("logs", pod); strings.TrimSpace(out) != "loaded-image-ok" {
+			t.Errorf("kubectl logs %s: %q", pod, out)
+		}
+	}
+	kubectl(append([]string{"delete", "--wait=false"}, pods...)...)
+}
+
+// faultsJSON is the faults of minilab info -o json.
+func faultsJSON(t *testing.T, minilab func(...string) (string, error)) []map[string]string {
+	t.Helper()
+	out, err := minilab("info", "-o", "json")
+	if err != nil {
+		t.Fatalf("minilab info -o json: %v\n%s", err, out)
+	}
+	var in struct {
+		Faults []map[string]string `json:"faults"`
+	}
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("minilab info -o json: %v\n%s", err, out)
+	}
+	return in.Faults
+}
+
+// testFaults: each fault shows in minilab info and has its effect; heal undoes it.
+func testFaults(t *testing.T, l *lab.Lab, minilab func(...string) (string, error), kubectl func(...string) string) {
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := minilab(args...)
+		if err != nil {
+			t.Fatalf("minilab %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	nodeReady := func(node, want string) {
+		t.Helper()
+		kubectl("wait", "--for=condition=Ready="+want, "node/"+node, "--timeout=60s")
+	}
+	ping := func(from, to string) error {
+		_, err := minilab("exec", from, "--", "busybox", "ping", "-c", "1", "-W", "1", to)
+		return err
+	}
+	node2 := l.Nodes[1].IP
+
+	t.Run("partition", func(t *testing.T) {
+		start := time.Now()
+		must("partition", "node-2")
+		if f := faultsJSON(t, minilab); len(f) != 1 || f[0]["kind"] != "partition" || f[0]["target"] != "node-2" {
+			t.Errorf("minilab info -o json faults: %v", f)
+		}
+		if ping("node-1", node2) == nil {
+			t.Error("node-1 reaches node-2 across the partition")
+		}
+		nodeReady("node-2", "Unknown") // the grace period (15s) without a heartbeat
+		t.Logf("node-2 NotReady %v after the partition", time.Since(start).Round(time.Second))
+		must("heal")
+		nodeReady("node-2", "True")
+		if f := faultsJSON(t, minilab); len(f) != 0 {
+			t.Errorf("faults after heal: %v", f)
+		}
+	})
+
+	t.Run("link", func(t *testing.T) {
+		must("link", "down", "node-2")
+		if ping("node-1", node2) == nil {
+			t.Error("node-1 reaches node-2 with node-2's link down")
+		}
+		if out := must("info"); !strings.Contains(out, "fault: link-down node-2") {
+			t.Errorf("minilab info:\n%s", out)
+		}
+		must("link", "up", "node-2")
+		if err := ping("node-1", node2); err != nil {
+			t.Errorf("node-1 does not reach node-2 with its link up again: %v", err)
+		}
+	})
+
+	t.Run("stop and start", func(t *testing.T) {
+		must("stop", "--grace", "0", "miniproxy-node-2")
+		if f := faultsJSON(t, minilab); len(f) != 1 || f[0]["kind"] != "stop" || f[0]["target"] != "miniproxy-node-2" {
+			t.Errorf("minilab info -o json faults: %v", f)
+		}
+		if _, err := minilab("stop", "miniproxy-node-2"); err == nil {
+			t.Error("stopping a stopped daemon succeeded")
+		}
+		must("stop", "node-1")
+		must("start", "node-1")
+		must("heal") // starts miniproxy-node-2
+		l2, err := lab.Load(l.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"miniproxy-node-2", "minilet-node-1"} {
+			if !slices.ContainsFunc(l2.Processes, func(p lab.ProcessRecord) bool { return p.Name == want && syscall.Kill(p.PID, 0) == nil }) {
+				t.Errorf("%s is not running after start and heal", want)
+			}
+		}
+		nodeReady("node-1", "True")
+	})
+
+	t.Run("netem", func(t *testing.T) {
+		out, err := minilab("netem", "node-2", "--delay", "200ms")
+		if err != nil && strings.Contains(out, "sch_netem") {
+			// This kernel has no netem: the error names the module, and no fault is recorded.
+			if f := faultsJSON(t, minilab); len(f) != 0 {
+				t.Errorf("a failed netem left faults: %v", f)
+			}
+			t.Logf("no netem in this kernel, as minilab says: %s", strings.TrimSpace(out))
+			return
+		}
+		if err != nil {
+			t.Fatalf("minilab netem: %v\n%s", err, out)
+		}
+		out, err = minilab("exec", "node-1", "--", "busybox", "ping", "-c", "1", "-W", "2", node2)
+		m := regexp.MustCompile(`time=([0-9.]+) ms`).FindStringSubmatch(out)
+		if err != nil || m == nil {
+			t.Fatalf("ping across a 200ms delay: %v\n%s", err, out)
+		}
+		if rtt, _ := strconv.ParseFloat(m[1], 64); rtt < 200 {
+			t.Errorf("a round trip to node-2 took %sms with 200ms of netem delay", m[1])
+		}
+		must("netem", "node-2", "--loss", "100%")
+		if ping("node-1", node2) == nil {
+			t.Error("node-1 reaches node-2 through 100% loss")
+		}
+		must("heal")
+		if err := ping("node-1", node2); err != nil {
+			t.Errorf("node-1 does not reach node-2 after heal: %v", err)
+		}
+	})
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// SigningDuration is miniapi's --cluster-signing-duration (0: its default, a year):
 	// how long the node certificates of JoinToken live before minilet renews them.
 	SigningDuration time.Duration
+	// NodeMonitorGracePeriod is miniapi's --node-monitor-grace-period (0: its default,
+	// 40s): how long a silent node stays Ready.
+	NodeMonitorGracePeriod time.Duration
 	// Publish are --publish values (ParsePublish): host loopback ports forwarded to nodes'
 	// ports once the nodes are Ready. The API server is always published (publishAPI).
 	Publish []string
@@ -161,6 +164,9 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 	}
 	if o.SigningDuration > 0 {
 		apiArgs = append(apiArgs, "--cluster-signing-duration", o.SigningDuration.String())
+	}
+	if o.NodeMonitorGracePeriod > 0 {
+		apiArgs = append(apiArgs, "--node-monitor-grace-period", o.NodeMonitorGracePeriod.String())
 	}
 	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: apiArgs})
 	if err != nil {
