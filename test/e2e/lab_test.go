@@ -477,3 +477,42 @@ func testFaults(t *testing.T, l *lab.Lab, minilab func(...string) (string, error
 		}
 	})
 }
+
+// TestLabProxyModeIPVS: minilab up --proxy-mode ipvs runs miniproxy in IPVS mode where the
+// kernel has ip_vs (the kubernetes Service's virtual server in a node's /proc/net/ip_vs),
+// and where it has not, as on the test host, fails before making anything, naming ip_vs.
+func TestLabProxyModeIPVS(t *testing.T) {
+	e := requireEnv(t)
+	name := uniqueName("e2e-ipvs")
+	minilab := func(args ...string) (string, error) {
+		out, err := exec.Command(filepath.Join(e.binDir, "minilab"), append([]string{"--name", name}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := minilab("up", "--proxy-mode", "nftables"); err == nil || !strings.Contains(out, `--proxy-mode "nftables"`) {
+		t.Errorf("minilab up --proxy-mode nftables: %v\n%s", err, out)
+	}
+	if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
+		_ = exec.Command("modprobe", "-q", "ip_vs").Run()
+	}
+	if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
+		out, err := minilab("up", "--proxy-mode", "ipvs", "--images-dir", e.imagesDir)
+		if err == nil || !strings.Contains(out, "module ip_vs") {
+			t.Fatalf("minilab up --proxy-mode ipvs on a kernel without ip_vs: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(lab.StateRoot, name)); err == nil {
+			t.Errorf("the refused lab %s was made", name)
+		}
+		t.Logf("this kernel has no ip_vs; minilab says: %s", strings.TrimSpace(out))
+		return
+	}
+	l := upLabWith(t, "e2e-ipvs", cluster.Options{Nodes: 1, ProxyMode: cluster.ProxyIPVS})
+	var out []byte
+	for range 20 {
+		out, _ = lab.Command(context.Background(), l.Nodes[0].NetNS, "cat", "/proc/net/ip_vs").CombinedOutput()
+		if strings.Contains(string(out), "0A600001:01BB") { // 10.96.0.1:443, the kubernetes Service
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("no IPVS virtual server for 10.96.0.1:443 on node-1:\n%s", out)
+}

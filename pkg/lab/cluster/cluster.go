@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type Options struct {
 	// NodeMonitorGracePeriod is miniapi's --node-monitor-grace-period (0: its default,
 	// 40s): how long a silent node stays Ready.
 	NodeMonitorGracePeriod time.Duration
+	// ProxyMode is miniproxy's --proxy-mode on every node: iptables (also "") or ipvs,
+	// refused up front where the kernel has no ip_vs.
+	ProxyMode string
 	// Publish are --publish values (ParsePublish): host loopback ports forwarded to nodes'
 	// ports once the nodes are Ready. The API server is always published (publishAPI).
 	Publish []string
@@ -102,6 +106,9 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	}
 	if o.Join != "" && o.Join != JoinCertificate && o.Join != JoinToken {
 		return nil, fmt.Errorf("join %q: want %s or %s", o.Join, JoinCertificate, JoinToken)
+	}
+	if err := checkProxyMode(o.ProxyMode); err != nil {
+		return nil, err
 	}
 	for _, bin := range []string{"miniapi", "minilet", "miniproxy", "minilab"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
@@ -239,6 +246,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 			// LoadBalancer addresses (LoadBalancerPool, on the lab segment) answer ARP from
 			// one elected node, so the lab's client namespace reaches them.
 			"--lb-interfaces", lab.MemberInterface,
+			"--proxy-mode", cmp.Or(o.ProxyMode, ProxyIPTables),
 		}})
 		if err != nil {
 			return err
