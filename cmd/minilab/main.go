@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	"github.com/minik8s/minik8s/pkg/lab/echo"
 	"github.com/minik8s/minik8s/pkg/lab/forward"
 	"github.com/minik8s/minik8s/pkg/lab/upstreamdns"
 	"github.com/spf13/cobra"
@@ -49,7 +51,7 @@ func newCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
 	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand(),
 		kubeconfigCommand(&name), publishCommand(&name), forwardCommand(), imageCommand(&name),
-		stopCommand(&name), startCommand(&name), partitionCommand(&name), netemCommand(&name), linkCommand(&name), healCommand(&name))
+		stopCommand(&name), startCommand(&name), partitionCommand(&name), netemCommand(&name), linkCommand(&name), healCommand(&name), uplinkEchoCommand())
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -103,6 +105,7 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
 	cmd.Flags().BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at 10.96.0.10, docs/dns.md)")
 	cmd.Flags().StringArrayVar(&o.Publish, "publish", nil, "forward a host loopback port to a node's port, [127.0.0.1:]HOSTPORT:NODE:PORT (NODE: node-i or a lab address such as a LoadBalancer IP); repeatable")
+	cmd.Flags().BoolVar(&o.Uplink, "uplink", false, "add a way out inside the lab: a router and an \"internet\" host at "+lab.UplinkHostIP+" serving its caller's address on port 80 (minilab exec uplink)")
 	cmd.Flags().StringVar(&o.ProxyMode, "proxy-mode", cluster.ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
 	cmd.Flags().StringVar(&o.Join, "join", cluster.JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
 	return cmd
@@ -181,6 +184,7 @@ type info struct {
 	HostKubeconfig string            `json:"hostKubeconfig,omitempty"`
 	Published      []lab.Publication `json:"published,omitempty"`
 	Faults         []faultInfo       `json:"faults"`
+	Uplink         *lab.Uplink       `json:"uplink,omitempty"`
 	NetNS          string            `json:"controlPlaneNetns"`
 	PodNetwork     string            `json:"podNetwork"`
 	Segments       int               `json:"segments"`
@@ -213,7 +217,7 @@ func infoCommand(name *string) *cobra.Command {
 				return err
 			}
 			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS,
-				PodNetwork: l.PodNetwork, Segments: len(l.Switches), HostKubeconfig: l.HostKubeconfig, Published: l.Published}
+				PodNetwork: l.PodNetwork, Segments: len(l.Switches), HostKubeconfig: l.HostKubeconfig, Published: l.Published, Uplink: l.Uplink}
 			in.Faults = []faultInfo{}
 			for _, f := range l.Faults {
 				in.Faults = append(in.Faults, faultInfo{Kind: f.Kind, Target: f.Target, Detail: f.Detail})
@@ -234,6 +238,9 @@ func infoCommand(name *string) *cobra.Command {
 				}
 				for _, p := range in.Published {
 					fmt.Fprintf(out, "  published %-21s -> %s (from %s)\n", p.Listen, p.Target, p.NetNS)
+				}
+				if in.Uplink != nil {
+					fmt.Fprintf(out, "  uplink: internet host %s (netns %s) behind router %s (netns %s)\n", in.Uplink.IP, in.Uplink.NetNS, in.Uplink.RouterIP, in.Uplink.RouterNetNS)
 				}
 				for _, f := range in.Faults {
 					fmt.Fprintf(out, "  fault: %s %s %s (minilab heal undoes it)\n", f.Kind, f.Target, f.Detail)
@@ -268,7 +275,7 @@ func kubectlCommand(name *string) *cobra.Command {
 func execCommand(name *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "exec NODE -- COMMAND...",
-		Short: "Run a command in a node's network namespace (NODE may also be cp or client)",
+		Short: "Run a command in a node's network namespace (NODE may also be cp, client, or uplink: the internet host of --uplink)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := loadLab(*name)
@@ -281,6 +288,8 @@ func execCommand(name *string) *cobra.Command {
 				netns = l.ControlPlane.NetNS
 			case args[0] == "client" && l.Client != nil:
 				netns = l.Client.NetNS
+			case args[0] == "uplink" && l.Uplink != nil:
+				netns = l.Uplink.NetNS
 			}
 			for _, n := range l.Nodes {
 				if n.Name == args[0] {
@@ -605,4 +614,30 @@ func healCommand(name *string) *cobra.Command {
 			fmt.Fprintf(cmd.OutOrStdout(), "healed %d fault(s)\n", n)
 			return nil
 		})
+}
+
+func uplinkEchoCommand() *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "uplink-echo --listen ADDR",
+		Short: "Serve HTTP answering each request with the caller's address (minilab up --uplink runs it on the uplink host)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			srv := &http.Server{Handler: echo.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			context.AfterFunc(ctx, func() { srv.Close() })
+			daemon.Logger(false).Info("serving the caller's address", "addr", listen)
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", net.JoinHostPort(lab.UplinkHostIP, "80"), "address to serve on")
+	return cmd
 }

@@ -100,6 +100,8 @@ type Spec struct {
 	Segments int
 	// PodNetwork is how nodes' pods reach each other (minilet --pod-network); recorded only.
 	PodNetwork string
+	// Uplink adds a way out inside the lab: a router and an "internet" host (Uplink).
+	Uplink bool
 }
 
 // MaxSegments keeps segment subnets 10.200.SEG.0/24 apart from the Service range.
@@ -119,6 +121,7 @@ type Lab struct {
 	PodNetwork       string          `json:"podNetwork,omitempty"` // minilet --pod-network
 	ControlPlane     Member          `json:"controlPlane"`
 	Client           *Member         `json:"client,omitempty"` // on segment 0, not a node (labs made before it have none)
+	Uplink           *Uplink         `json:"uplink,omitempty"` // Spec.Uplink's router and internet host
 	Nodes            []Node          `json:"nodes"`
 	Kubeconfig       string          `json:"kubeconfig"`                 // admin kubeconfig; miniapi --data-dir=StateDir writes it here
 	HostKubeconfig   string          `json:"hostKubeconfig,omitempty"`   // the same admin, through the API published on the host's loopback
@@ -185,6 +188,10 @@ func describe(spec Spec) *Lab {
 		Client:    &Member{Name: "client", NetNS: netnsName(spec.Name, "client"), IP: ClientIP},
 		Processes: []ProcessRecord{},
 	}
+	if spec.Uplink {
+		l.Uplink = &Uplink{RouterNetNS: netnsName(spec.Name, "up"), RouterIP: UplinkRouterIP,
+			NetNS: netnsName(spec.Name, "inet"), IP: UplinkHostIP, Subnet: UplinkSubnet}
+	}
 	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
 	l.UpstreamDNS = UpstreamDNS
 	l.UpstreamDNSHosts = filepath.Join(l.StateDir, "upstream-dns.hosts")
@@ -221,7 +228,7 @@ func netnsName(lab, member string) string { return "mk-" + lab + "-" + member }
 // netnsPattern matches exactly the namespace names of lab name. It does not match other
 // labs' names even where one lab name prefixes another ("a" vs "a-b").
 func netnsPattern(name string) *regexp.Regexp {
-	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|client|node-[0-9]+)$`)
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|up|inet|client|node-[0-9]+)$`)
 }
 
 // switchPattern matches the switch namespaces of lab name.

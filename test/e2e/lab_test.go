@@ -141,7 +141,7 @@ func TestLabFromTheHost(t *testing.T) {
 	nodePortHost := freeLoopbackPort(t)
 	name := uniqueName("e2e-reach")
 	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir,
-		Progress: testWriter{t}, DNS: false, NodeMonitorGracePeriod: 15 * time.Second, Publish: []string{fmt.Sprintf("127.0.0.1:%d:node-1:30080", nodePortHost)}})
+		Progress: testWriter{t}, DNS: false, Uplink: true, NodeMonitorGracePeriod: 15 * time.Second, Publish: []string{fmt.Sprintf("127.0.0.1:%d:node-1:30080", nodePortHost)}})
 	if err != nil {
 		t.Fatalf("minilab up: %v", err)
 	}
@@ -248,6 +248,7 @@ spec:
 		}
 	})
 
+	t.Run("uplink", func(t *testing.T) { testUplink(t, l, minilab, hostKubectl) })
 	t.Run("image load", func(t *testing.T) { testImageLoad(t, l, minilab, hostKubectl) })
 	t.Run("faults", func(t *testing.T) { testFaults(t, l, minilab, hostKubectl) })
 
@@ -515,4 +516,63 @@ func TestLabProxyModeIPVS(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("no IPVS virtual server for 10.96.0.1:443 on node-1:\n%s", out)
+}
+
+// testUplink: a pod's request to the uplink host arrives from its node's address
+// (MASQUERADE), and a LoadBalancer Service with externalTrafficPolicy Local, reached from
+// the uplink host, sees the uplink host's own address. The web pod (netexec) runs on node-2.
+func testUplink(t *testing.T, l *lab.Lab, minilab func(...string) (string, error), kubectl func(...string) string) {
+	out, err := minilab("info", "-o", "json")
+	var in struct {
+		Uplink struct {
+			IP string `json:"ip"`
+		} `json:"uplink"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &in) != nil || in.Uplink.IP != lab.UplinkHostIP {
+		t.Fatalf("minilab info -o json: uplink.ip is %q, want %s (%v)\n%s", in.Uplink.IP, lab.UplinkHostIP, err, out)
+	}
+	applyYAML(t, l, `apiVersion: v1
+kind: Pod
+metadata: {name: egress}
+spec:
+  nodeName: node-1
+  containers: [{name: c, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-lb}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+`)
+	kubectl("wait", "--for=condition=Ready", "pod/egress", "--timeout=60s")
+	got := strings.TrimSpace(kubectl("exec", "egress", "--", "timeout", "5", "wget", "-qO-", "http://"+lab.UplinkHostIP+"/"))
+	if got != l.Nodes[0].IP {
+		t.Errorf("the uplink host saw the pod's request from %q, want node-1's address %s", got, l.Nodes[0].IP)
+	}
+	if out, err := minilab("exec", "uplink", "--", "timeout", "3", "busybox", "wget", "-qO-", "http://"+lab.UplinkHostIP+"/"); err != nil || strings.TrimSpace(out) != lab.UplinkHostIP {
+		t.Errorf("minilab exec uplink -- wget itself: %q, %v", out, err)
+	}
+	var lbIP string
+	for range 60 {
+		if lbIP = kubectl("get", "service", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}"); lbIP != "" {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if lbIP == "" {
+		t.Fatal("web-lb got no LoadBalancer address")
+	}
+	for range 20 { // the node with the endpoint answers ARP for the address once miniproxy synced
+		if out, err = minilab("exec", "uplink", "--", "timeout", "3", "busybox", "wget", "-qO-", "http://"+lbIP+"/clientip"); err == nil {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil || !strings.HasPrefix(out, lab.UplinkHostIP+":") {
+		t.Errorf("GET http://%s/clientip from the uplink host (externalTrafficPolicy Local): %q, %v; want the uplink host's address kept", lbIP, out, err)
+	}
+	kubectl("delete", "pod/egress", "service/web-lb", "--wait=false")
 }

@@ -65,7 +65,12 @@ type Options struct {
 	// Publish are --publish values (ParsePublish): host loopback ports forwarded to nodes'
 	// ports once the nodes are Ready. The API server is always published (publishAPI).
 	Publish []string
+	// Uplink adds the lab's way out (lab.Uplink) with its echo server (UplinkEchoProcess).
+	Uplink bool
 }
+
+// UplinkEchoProcess is the uplink host's web server (minilab uplink-echo), on port 80.
+const UplinkEchoProcess = "uplink-echo"
 
 // UpstreamDNSProcess is the lab process of the upstream DNS server.
 const UpstreamDNSProcess = "upstream-dns"
@@ -129,7 +134,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if o.PodNetwork == "" {
 		o.PodNetwork = "host-gw"
 	}
-	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork})
+	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork, Uplink: o.Uplink})
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +205,15 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 		filepath.Join(o.BinDir, "minilab"), "upstream-dns", "--listen", net.JoinHostPort(l.UpstreamDNS, "53"), "--hosts", l.UpstreamDNSHosts,
 	}}); err != nil {
 		return err
+	}
+
+	if l.Uplink != nil {
+		step(o.Progress, "starting the uplink's web server on %s:80 (it answers with the caller's address)", l.Uplink.IP)
+		if _, err := l.Start(lab.Process{Name: UplinkEchoProcess, NetNS: l.Uplink.NetNS, Args: []string{
+			filepath.Join(o.BinDir, "minilab"), "uplink-echo", "--listen", net.JoinHostPort(l.Uplink.IP, "80"),
+		}}); err != nil {
+			return err
+		}
 	}
 
 	var token string
