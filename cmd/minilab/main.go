@@ -106,6 +106,7 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at 10.96.0.10, docs/dns.md)")
 	cmd.Flags().StringArrayVar(&o.Publish, "publish", nil, "forward a host loopback port to a node's port, [127.0.0.1:]HOSTPORT:NODE:PORT (NODE: node-i or a lab address such as a LoadBalancer IP); repeatable")
 	cmd.Flags().BoolVar(&o.Uplink, "uplink", false, "add a way out inside the lab: a router and an \"internet\" host at "+lab.UplinkHostIP+" serving its caller's address on port 80 (minilab exec uplink)")
+	cmd.Flags().DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default, 40s)")
 	cmd.Flags().StringVar(&o.ProxyMode, "proxy-mode", cluster.ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
 	cmd.Flags().StringVar(&o.Join, "join", cluster.JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
 	return cmd
