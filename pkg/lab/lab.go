@@ -14,8 +14,12 @@
 //   - a client namespace mk-NAME-client (eth0 at 10.200.0.3/24 on segment 0): a machine on
 //     the lab segment that is no node, to reach LoadBalancer addresses from outside the
 //     cluster as a user's laptop on the same LAN would;
+//   - with Spec.Uplink: a router mk-NAME-up (10.200.0.4 on segment 0) and behind it an
+//     "internet" host mk-NAME-inet at 203.0.113.10/24 (Uplink); members route only
+//     203.0.113.0/24 to the router;
 //   - no default route anywhere, and nothing added to the host namespace: veths are created
-//     with their ends directly in the lab namespaces.
+//     with their ends directly in the lab namespaces. The host reaches a lab only through
+//     forwarder processes on its loopback (Publication, package forward).
 //   - a DNS server outside the cluster (package upstreamdns, run by cluster.Up) on the
 //     control plane's address: each node's resolv.conf (node-i/resolv.conf, minilet
 //     --resolv-conf) names it, and it serves the names of StateDir/upstream-dns.hosts;
@@ -32,6 +36,7 @@
 //	Command(ctx, netns, prog, args...)    an *exec.Cmd running prog in a lab namespace
 //	Destroy(name) error                   remove everything, also after a crash; idempotent
 //	Sweep() ([]string, error)             destroy labs whose recorded processes all died
+//	(*Lab).StopProcess, StartProcess, Partition, SetNetem, SetLink, Heal   faults (fault.go)
 //
 // Processes run in a lab namespace through nsenter --net, which keeps them in the host mount
 // namespace: the pod namespaces a minilet bind-mounts are then visible to containerd.
