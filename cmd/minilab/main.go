@@ -9,14 +9,18 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	"github.com/minik8s/minik8s/pkg/lab/echo"
+	"github.com/minik8s/minik8s/pkg/lab/forward"
 	"github.com/minik8s/minik8s/pkg/lab/upstreamdns"
 	"github.com/spf13/cobra"
 )
@@ -45,7 +49,9 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand())
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand(),
+		kubeconfigCommand(&name), publishCommand(&name), forwardCommand(), imageCommand(&name),
+		stopCommand(&name), startCommand(&name), partitionCommand(&name), netemCommand(&name), linkCommand(&name), healCommand(&name), uplinkEchoCommand())
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -85,7 +91,7 @@ func upCommand(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up: minilab kubectl --name %s -- get nodes\n", l.Name, l.Name)
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %q is up: kubectl --kubeconfig %s get nodes\n", l.Name, l.HostKubeconfig)
 			return nil
 		},
 	}
@@ -98,6 +104,10 @@ func upCommand(name *string) *cobra.Command {
 	cmd.Flags().StringVar(&o.PodNetwork, "pod-network", "host-gw", "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
 	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
 	cmd.Flags().BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at 10.96.0.10, docs/dns.md)")
+	cmd.Flags().StringArrayVar(&o.Publish, "publish", nil, "forward a host loopback port to a node's port, [127.0.0.1:]HOSTPORT:NODE:PORT (NODE: node-i or a lab address such as a LoadBalancer IP); repeatable")
+	cmd.Flags().BoolVar(&o.Uplink, "uplink", false, "add a way out inside the lab: a router and an \"internet\" host at "+lab.UplinkHostIP+" serving its caller's address on port 80 (minilab exec uplink)")
+	cmd.Flags().DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default, 40s)")
+	cmd.Flags().StringVar(&o.ProxyMode, "proxy-mode", cluster.ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
 	cmd.Flags().StringVar(&o.Join, "join", cluster.JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
 	return cmd
 }
@@ -138,12 +148,7 @@ func restartCommand(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			process := args[0]
-			for _, n := range l.Nodes {
-				if n.Name == process {
-					process = "minilet-" + n.Name
-				}
-			}
+			process := processName(l, args[0])
 			pid, err := l.Restart(process, grace)
 			if err != nil {
 				return err
@@ -173,13 +178,24 @@ func downCommand(name *string) *cobra.Command {
 
 // info is what `minilab info -o json` prints.
 type info struct {
-	Name       string     `json:"name"`
-	Kubeconfig string     `json:"kubeconfig"`
-	APIServer  string     `json:"apiServer"`
-	NetNS      string     `json:"controlPlaneNetns"`
-	PodNetwork string     `json:"podNetwork"`
-	Segments   int        `json:"segments"`
-	Nodes      []nodeInfo `json:"nodes"`
+	Name       string `json:"name"`
+	Kubeconfig string `json:"kubeconfig"`
+	APIServer  string `json:"apiServer"`
+	// HostKubeconfig reaches APIServer through its host loopback port (in Published).
+	HostKubeconfig string            `json:"hostKubeconfig,omitempty"`
+	Published      []lab.Publication `json:"published,omitempty"`
+	Faults         []faultInfo       `json:"faults"`
+	Uplink         *lab.Uplink       `json:"uplink,omitempty"`
+	NetNS          string            `json:"controlPlaneNetns"`
+	PodNetwork     string            `json:"podNetwork"`
+	Segments       int               `json:"segments"`
+	Nodes          []nodeInfo        `json:"nodes"`
+}
+
+type faultInfo struct {
+	Kind   string `json:"kind"`
+	Target string `json:"target"`
+	Detail string `json:"detail,omitempty"`
 }
 
 type nodeInfo struct {
@@ -202,7 +218,11 @@ func infoCommand(name *string) *cobra.Command {
 				return err
 			}
 			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS,
-				PodNetwork: l.PodNetwork, Segments: len(l.Switches)}
+				PodNetwork: l.PodNetwork, Segments: len(l.Switches), HostKubeconfig: l.HostKubeconfig, Published: l.Published, Uplink: l.Uplink}
+			in.Faults = []faultInfo{}
+			for _, f := range l.Faults {
+				in.Faults = append(in.Faults, faultInfo{Kind: f.Kind, Target: f.Target, Detail: f.Detail})
+			}
 			for _, n := range l.Nodes {
 				in.Nodes = append(in.Nodes, nodeInfo{Name: n.Name, IP: n.IP, NetNS: n.NetNS, PodCIDR: n.PodCIDR, ManifestDir: n.ManifestDir})
 			}
@@ -214,6 +234,18 @@ func infoCommand(name *string) *cobra.Command {
 				return enc.Encode(in)
 			case "":
 				fmt.Fprintf(out, "lab %s: API %s (netns %s), kubeconfig %s, pod network %s on %d segment(s)\n", in.Name, in.APIServer, in.NetNS, in.Kubeconfig, in.PodNetwork, in.Segments)
+				if in.HostKubeconfig != "" {
+					fmt.Fprintf(out, "  from the host: kubectl --kubeconfig %s\n", in.HostKubeconfig)
+				}
+				for _, p := range in.Published {
+					fmt.Fprintf(out, "  published %-21s -> %s (from %s)\n", p.Listen, p.Target, p.NetNS)
+				}
+				if in.Uplink != nil {
+					fmt.Fprintf(out, "  uplink: internet host %s (netns %s) behind router %s (netns %s)\n", in.Uplink.IP, in.Uplink.NetNS, in.Uplink.RouterIP, in.Uplink.RouterNetNS)
+				}
+				for _, f := range in.Faults {
+					fmt.Fprintf(out, "  fault: %s %s %s (minilab heal undoes it)\n", f.Kind, f.Target, f.Detail)
+				}
 				for _, n := range in.Nodes {
 					fmt.Fprintf(out, "  %-8s %-12s netns %-20s pods %-14s manifests %s\n", n.Name, n.IP, n.NetNS, n.PodCIDR, n.ManifestDir)
 				}
@@ -244,7 +276,7 @@ func kubectlCommand(name *string) *cobra.Command {
 func execCommand(name *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "exec NODE -- COMMAND...",
-		Short: "Run a command in a node's network namespace (NODE may also be cp)",
+		Short: "Run a command in a node's network namespace (NODE may also be cp, client, or uplink: the internet host of --uplink)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := loadLab(*name)
@@ -252,8 +284,13 @@ func execCommand(name *string) *cobra.Command {
 				return err
 			}
 			netns := ""
-			if args[0] == "cp" {
+			switch {
+			case args[0] == "cp":
 				netns = l.ControlPlane.NetNS
+			case args[0] == "client" && l.Client != nil:
+				netns = l.Client.NetNS
+			case args[0] == "uplink" && l.Uplink != nil:
+				netns = l.Uplink.NetNS
 			}
 			for _, n := range l.Nodes {
 				if n.Name == args[0] {
@@ -339,5 +376,269 @@ func upstreamDNSCommand() *cobra.Command {
 	cmd.Flags().StringVar(&listen, "listen", net.JoinHostPort(lab.UpstreamDNS, "53"), "address to answer on (UDP and TCP)")
 	cmd.Flags().StringVar(&hosts, "hosts", "", "hosts file of the names to serve")
 	_ = cmd.MarkFlagRequired("hosts")
+	return cmd
+}
+
+func kubeconfigCommand(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the lab's host kubeconfig: plain kubectl on the host reaches the lab's API through its loopback port",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			if l.HostKubeconfig == "" {
+				return fmt.Errorf("lab %q has no host kubeconfig (made by an older minilab); use minilab kubectl", l.Name)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), l.HostKubeconfig)
+			return nil
+		},
+	}
+}
+
+func publishCommand(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "publish [127.0.0.1:]HOSTPORT:NODE:PORT",
+		Short: "Forward a host loopback port to a node's port (or a lab address's) on the running lab, as minilab up --publish",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			p, err := cluster.ParsePublish(l, args[0])
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cluster.Publish(ctx, l, filepath.Dir(exe), p); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s\n", p.Listen, p.Target)
+			return nil
+		},
+	}
+}
+
+func forwardCommand() *cobra.Command {
+	var listen, netns, to string
+	cmd := &cobra.Command{
+		Use:   "forward --listen 127.0.0.1:PORT --netns NETNS --to IP:PORT",
+		Short: "Forward connections on a host loopback address to an address dialed from inside a lab namespace (minilab up and publish run it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := forward.CheckLoopback(listen); err != nil {
+				return fmt.Errorf("--listen: %w", err)
+			}
+			if _, _, err := net.SplitHostPort(to); err != nil {
+				return fmt.Errorf("--to %q: %w", to, err)
+			}
+			nsPath := lab.NetNSPath(netns)
+			if _, err := os.Stat(nsPath); err != nil {
+				return fmt.Errorf("--netns: %w", err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			log := daemon.Logger(false)
+			log.Info("forwarding", "listen", listen, "netns", netns, "to", to)
+			return forward.Serve(ctx, ln, nsPath, to, func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) })
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "host loopback address to listen on")
+	cmd.Flags().StringVar(&netns, "netns", "", "lab namespace (a name in /run/netns) to dial from")
+	cmd.Flags().StringVar(&to, "to", "", "address to dial")
+	for _, f := range []string{"listen", "netns", "to"} {
+		_ = cmd.MarkFlagRequired(f)
+	}
+	return cmd
+}
+
+func imageCommand(name *string) *cobra.Command {
+	cmd := &cobra.Command{Use: "image", Short: "Bring your own images to the lab's nodes (there is no registry to pull from)"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "load FILE.tar|DIR",
+		Short: "Import an OCI image-layout or docker-archive tarball (or an OCI layout directory) into every node, as kind load image-archive",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			names, err := cluster.LoadImage(cmd.Context(), l, args[0])
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				fmt.Fprintf(cmd.OutOrStdout(), "loaded %s on %d node(s)\n", n, len(l.Nodes))
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "ls",
+		Short: "List the images of every node",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			imgs, err := cluster.ListImages(cmd.Context(), l)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%-8s %-50s %s\n", "NODE", "IMAGE", "SIZE")
+			for _, n := range l.Nodes {
+				for _, img := range imgs[n.Name] {
+					fmt.Fprintf(out, "%-8s %-50s %.1fMB\n", n.Name, img.Name, float64(img.Size)/1e6)
+				}
+			}
+			return nil
+		},
+	})
+	return cmd
+}
+
+// processName is the lab process a command names: a node name means its minilet.
+func processName(l *lab.Lab, arg string) string {
+	for _, n := range l.Nodes {
+		if n.Name == arg {
+			return "minilet-" + n.Name
+		}
+	}
+	return arg
+}
+
+// faultCommand is a command changing a running lab: it loads the lab and hands it over.
+func faultCommand(name *string, use, short string, args cobra.PositionalArgs, run func(cmd *cobra.Command, l *lab.Lab, args []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: args, RunE: func(cmd *cobra.Command, args []string) error {
+		l, err := loadLab(*name)
+		if err != nil {
+			return err
+		}
+		return run(cmd, l, args)
+	}}
+}
+
+func stopCommand(name *string) *cobra.Command {
+	var grace time.Duration
+	cmd := faultCommand(name, "stop NODE|DAEMON", "Stop a daemon of the lab (a node name stops its minilet) until minilab start or heal",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
+			process := processName(l, args[0])
+			if err := l.StopProcess(process, grace); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s stopped\n", process)
+			return nil
+		})
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL (0: killed at once, as in a crash)")
+	return cmd
+}
+
+func startCommand(name *string) *cobra.Command {
+	return faultCommand(name, "start NODE|DAEMON", "Start again a daemon minilab stop stopped",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
+			process := processName(l, args[0])
+			pid, err := l.StartProcess(process)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s started as PID %d\n", process, pid)
+			return nil
+		})
+}
+
+func partitionCommand(name *string) *cobra.Command {
+	var from []string
+	cmd := faultCommand(name, "partition NODE... [--from cp|client|NODE...]", "Drop every frame between the nodes and the rest of the lab (or --from members), both ways, on the lab switch",
+		cobra.MinimumNArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
+			if err := l.Partition(cmd.Context(), args, from); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "partitioned %s\n", strings.Join(args, " "))
+			return nil
+		})
+	cmd.Flags().StringSliceVar(&from, "from", nil, "members to cut the nodes off from (default: every other member of their segment)")
+	return cmd
+}
+
+func netemCommand(name *string) *cobra.Command {
+	var n lab.Netem
+	cmd := faultCommand(name, "netem NODE [--delay 100ms [--jitter 10ms]] [--loss 5%] [--rate 1mbit]", "Add delay, loss or a rate limit to a node's uplink (tc netem on its eth0)",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
+			if err := l.SetNetem(cmd.Context(), args[0], n); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "netem on %s\n", args[0])
+			return nil
+		})
+	f := cmd.Flags()
+	f.StringVar(&n.Delay, "delay", "", "added delay, as tc: 100ms")
+	f.StringVar(&n.Jitter, "jitter", "", "delay variation, as tc: 10ms")
+	f.StringVar(&n.Loss, "loss", "", "packets lost, as tc: 5%")
+	f.StringVar(&n.Rate, "rate", "", "rate limit, as tc: 1mbit")
+	return cmd
+}
+
+func linkCommand(name *string) *cobra.Command {
+	return faultCommand(name, "link down|up NODE", "Unplug a node's cable from the lab switch, or plug it back",
+		cobra.ExactArgs(2), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
+			if args[0] != "down" && args[0] != "up" {
+				return fmt.Errorf("link %q: want down or up", args[0])
+			}
+			if err := l.SetLink(args[1], args[0] == "up"); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "link of %s %s\n", args[1], args[0])
+			return nil
+		})
+}
+
+func healCommand(name *string) *cobra.Command {
+	return faultCommand(name, "heal", "Undo every fault: start stopped daemons, remove partitions and netem, plug links back",
+		cobra.NoArgs, func(cmd *cobra.Command, l *lab.Lab, _ []string) error {
+			n := len(l.Faults)
+			if err := l.Heal(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "healed %d fault(s)\n", n)
+			return nil
+		})
+}
+
+func uplinkEchoCommand() *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "uplink-echo --listen ADDR",
+		Short: "Serve HTTP answering each request with the caller's address (minilab up --uplink runs it on the uplink host)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			srv := &http.Server{Handler: echo.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			context.AfterFunc(ctx, func() { srv.Close() })
+			daemon.Logger(false).Info("serving the caller's address", "addr", listen)
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", net.JoinHostPort(lab.UplinkHostIP, "80"), "address to serve on")
 	return cmd
 }

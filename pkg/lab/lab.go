@@ -14,8 +14,12 @@
 //   - a client namespace mk-NAME-client (eth0 at 10.200.0.3/24 on segment 0): a machine on
 //     the lab segment that is no node, to reach LoadBalancer addresses from outside the
 //     cluster as a user's laptop on the same LAN would;
+//   - with Spec.Uplink: a router mk-NAME-up (10.200.0.4 on segment 0) and behind it an
+//     "internet" host mk-NAME-inet at 203.0.113.10/24 (Uplink); members route only
+//     203.0.113.0/24 to the router;
 //   - no default route anywhere, and nothing added to the host namespace: veths are created
-//     with their ends directly in the lab namespaces.
+//     with their ends directly in the lab namespaces. The host reaches a lab only through
+//     forwarder processes on its loopback (Publication, package forward).
 //   - a DNS server outside the cluster (package upstreamdns, run by cluster.Up) on the
 //     control plane's address: each node's resolv.conf (node-i/resolv.conf, minilet
 //     --resolv-conf) names it, and it serves the names of StateDir/upstream-dns.hosts;
@@ -32,6 +36,7 @@
 //	Command(ctx, netns, prog, args...)    an *exec.Cmd running prog in a lab namespace
 //	Destroy(name) error                   remove everything, also after a crash; idempotent
 //	Sweep() ([]string, error)             destroy labs whose recorded processes all died
+//	(*Lab).StopProcess, StartProcess, Partition, SetNetem, SetLink, Heal   faults (fault.go)
 //
 // Processes run in a lab namespace through nsenter --net, which keeps them in the host mount
 // namespace: the pod namespaces a minilet bind-mounts are then visible to containerd.
@@ -100,6 +105,8 @@ type Spec struct {
 	Segments int
 	// PodNetwork is how nodes' pods reach each other (minilet --pod-network); recorded only.
 	PodNetwork string
+	// Uplink adds a way out inside the lab: a router and an "internet" host (Uplink).
+	Uplink bool
 }
 
 // MaxSegments keeps segment subnets 10.200.SEG.0/24 apart from the Service range.
@@ -119,8 +126,12 @@ type Lab struct {
 	PodNetwork       string          `json:"podNetwork,omitempty"` // minilet --pod-network
 	ControlPlane     Member          `json:"controlPlane"`
 	Client           *Member         `json:"client,omitempty"` // on segment 0, not a node (labs made before it have none)
+	Uplink           *Uplink         `json:"uplink,omitempty"` // Spec.Uplink's router and internet host
 	Nodes            []Node          `json:"nodes"`
 	Kubeconfig       string          `json:"kubeconfig"`                 // admin kubeconfig; miniapi --data-dir=StateDir writes it here
+	HostKubeconfig   string          `json:"hostKubeconfig,omitempty"`   // the same admin, through the API published on the host's loopback
+	Published        []Publication   `json:"published,omitempty"`        // host loopback ports forwarded into the lab
+	Faults           []Fault         `json:"faults,omitempty"`           // failures made on purpose, until healed
 	UpstreamDNS      string          `json:"upstreamDNS,omitempty"`      // the nameserver of the nodes' resolv.conf
 	UpstreamDNSHosts string          `json:"upstreamDNSHosts,omitempty"` // the names it serves (hosts file)
 	Processes        []ProcessRecord `json:"processes"`
@@ -133,6 +144,15 @@ type Member struct {
 	Name  string `json:"name"`  // also the switch-side veth name
 	NetNS string `json:"netns"` // namespace name, in NetNSDir
 	IP    string `json:"ip"`
+}
+
+// Publication is a host loopback address whose connections a forwarder process (minilab
+// forward) dials from inside a lab namespace: the only way from the host into a lab.
+type Publication struct {
+	Listen  string `json:"listen"`  // 127.0.0.1:PORT on the host
+	NetNS   string `json:"netns"`   // where the connections to Target are dialed from
+	Target  string `json:"target"`  // IP:PORT inside the lab
+	Process string `json:"process"` // the forwarder's process name
 }
 
 // Router is the namespace routing between the lab segments: eth<SEG> at 10.200.SEG.1.
@@ -173,6 +193,10 @@ func describe(spec Spec) *Lab {
 		Client:    &Member{Name: "client", NetNS: netnsName(spec.Name, "client"), IP: ClientIP},
 		Processes: []ProcessRecord{},
 	}
+	if spec.Uplink {
+		l.Uplink = &Uplink{RouterNetNS: netnsName(spec.Name, "up"), RouterIP: UplinkRouterIP,
+			NetNS: netnsName(spec.Name, "inet"), IP: UplinkHostIP, Subnet: UplinkSubnet}
+	}
 	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
 	l.UpstreamDNS = UpstreamDNS
 	l.UpstreamDNSHosts = filepath.Join(l.StateDir, "upstream-dns.hosts")
@@ -209,7 +233,7 @@ func netnsName(lab, member string) string { return "mk-" + lab + "-" + member }
 // netnsPattern matches exactly the namespace names of lab name. It does not match other
 // labs' names even where one lab name prefixes another ("a" vs "a-b").
 func netnsPattern(name string) *regexp.Regexp {
-	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|client|node-[0-9]+)$`)
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|up|inet|client|node-[0-9]+)$`)
 }
 
 // switchPattern matches the switch namespaces of lab name.

@@ -21,6 +21,9 @@ func Create(spec Spec) (*Lab, error) {
 	if spec.Nodes < 1 || spec.Nodes > MaxNodes {
 		return nil, fmt.Errorf("lab %q: %d nodes requested, want 1 to %d", spec.Name, spec.Nodes, MaxNodes)
 	}
+	if spec.Uplink && spec.Segments > 1 {
+		return nil, fmt.Errorf("lab %q: an uplink needs one segment, not %d", spec.Name, spec.Segments)
+	}
 	if spec.Segments < 0 || spec.Segments > MaxSegments {
 		return nil, fmt.Errorf("lab %q: %d segments requested, want 1 to %d", spec.Name, spec.Segments, MaxSegments)
 	}
@@ -114,6 +117,11 @@ func (l *Lab) build() error {
 	}
 	if l.Router != nil {
 		if err := l.buildRouter(switches, bridges); err != nil {
+			return err
+		}
+	}
+	if l.Uplink != nil {
+		if err := l.buildUplink(switches[0], bridges[0]); err != nil {
 			return err
 		}
 	}

@@ -39,6 +39,10 @@ func TestLabRollingUpdate(t *testing.T) { runGuide(t, "rolling-update.md", "lab-
 
 func TestLabStaticPods(t *testing.T) { runGuide(t, "static-pods.md", "lab-static") }
 
+func TestLabNetworkFaults(t *testing.T) { runGuide(t, "network-faults.md", "lab-faults") }
+
+func TestLabEgress(t *testing.T) { runGuide(t, "egress.md", "lab-egress") }
+
 // ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round
 // robin, veth and the dummy kube-ipvs0, br_netfilter (miniproxy checks it), NAT and conntrack, iptables on nf_tables with the
 // matches miniproxy's few rules use, and the ip set types.

@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
-	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/lab/forward"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -55,7 +56,21 @@ type Options struct {
 	// SigningDuration is miniapi's --cluster-signing-duration (0: its default, a year):
 	// how long the node certificates of JoinToken live before minilet renews them.
 	SigningDuration time.Duration
+	// NodeMonitorGracePeriod is miniapi's --node-monitor-grace-period (0: its default,
+	// 40s): how long a silent node stays Ready.
+	NodeMonitorGracePeriod time.Duration
+	// ProxyMode is miniproxy's --proxy-mode on every node: iptables (also "") or ipvs,
+	// refused up front where the kernel has no ip_vs.
+	ProxyMode string
+	// Publish are --publish values (ParsePublish): host loopback ports forwarded to nodes'
+	// ports once the nodes are Ready. The API server is always published (publishAPI).
+	Publish []string
+	// Uplink adds the lab's way out (lab.Uplink) with its echo server (UplinkEchoProcess).
+	Uplink bool
 }
+
+// UplinkEchoProcess is the uplink host's web server (minilab uplink-echo), on port 80.
+const UplinkEchoProcess = "uplink-echo"
 
 // UpstreamDNSProcess is the lab process of the upstream DNS server.
 const UpstreamDNSProcess = "upstream-dns"
@@ -97,6 +112,9 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if o.Join != "" && o.Join != JoinCertificate && o.Join != JoinToken {
 		return nil, fmt.Errorf("join %q: want %s or %s", o.Join, JoinCertificate, JoinToken)
 	}
+	if err := checkProxyMode(o.ProxyMode); err != nil {
+		return nil, err
+	}
 	for _, bin := range []string{"miniapi", "minilet", "miniproxy", "minilab"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
 			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
@@ -116,11 +134,19 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if o.PodNetwork == "" {
 		o.PodNetwork = "host-gw"
 	}
-	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork})
+	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork, Uplink: o.Uplink})
 	if err != nil {
 		return nil, err
 	}
-	if err := start(ctx, l, o); err != nil {
+	var pubs []lab.Publication
+	for _, spec := range o.Publish {
+		p, err := ParsePublish(l, spec)
+		if err != nil {
+			return nil, errors.Join(err, lab.Destroy(o.Name))
+		}
+		pubs = append(pubs, p)
+	}
+	if err := start(ctx, l, o, pubs); err != nil {
 		if derr := Down(context.Background(), o.Name); derr != nil {
 			err = errors.Join(err, fmt.Errorf("cleaning up: %w", derr))
 		}
@@ -129,7 +155,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	return l, nil
 }
 
-func start(ctx context.Context, l *lab.Lab, o Options) error {
+func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) error {
 	step(o.Progress, "starting containerd for the lab")
 	if err := startContainerd(ctx, l); err != nil {
 		return err
@@ -151,6 +177,9 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	if o.SigningDuration > 0 {
 		apiArgs = append(apiArgs, "--cluster-signing-duration", o.SigningDuration.String())
 	}
+	if o.NodeMonitorGracePeriod > 0 {
+		apiArgs = append(apiArgs, "--node-monitor-grace-period", o.NodeMonitorGracePeriod.String())
+	}
 	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: apiArgs})
 	if err != nil {
 		return err
@@ -165,6 +194,10 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	}); err != nil {
 		return err
 	}
+	if err := publishAPI(ctx, l, o.BinDir); err != nil {
+		return err
+	}
+	step(o.Progress, "API server published on the host's loopback: %s (kubeconfig %s)", l.Published[0].Listen, l.HostKubeconfig)
 
 	// The DNS outside the cluster, which the nodes' resolv.conf names (minilab upstream-dns).
 	step(o.Progress, "starting the lab's upstream DNS server on %s:53 (names in %s)", l.UpstreamDNS, l.UpstreamDNSHosts)
@@ -172,6 +205,15 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 		filepath.Join(o.BinDir, "minilab"), "upstream-dns", "--listen", net.JoinHostPort(l.UpstreamDNS, "53"), "--hosts", l.UpstreamDNSHosts,
 	}}); err != nil {
 		return err
+	}
+
+	if l.Uplink != nil {
+		step(o.Progress, "starting the uplink's web server on %s:80 (it answers with the caller's address)", l.Uplink.IP)
+		if _, err := l.Start(lab.Process{Name: UplinkEchoProcess, NetNS: l.Uplink.NetNS, Args: []string{
+			filepath.Join(o.BinDir, "minilab"), "uplink-echo", "--listen", net.JoinHostPort(l.Uplink.IP, "80"),
+		}}); err != nil {
+			return err
+		}
 	}
 
 	var token string
@@ -218,6 +260,7 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 			// LoadBalancer addresses (LoadBalancerPool, on the lab segment) answer ARP from
 			// one elected node, so the lab's client namespace reaches them.
 			"--lb-interfaces", lab.MemberInterface,
+			"--proxy-mode", cmp.Or(o.ProxyMode, ProxyIPTables),
 		}})
 		if err != nil {
 			return err
@@ -225,6 +268,12 @@ func start(ctx context.Context, l *lab.Lab, o Options) error {
 	}
 	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
 		return err
+	}
+	for _, p := range pubs {
+		step(o.Progress, "publishing %s on the host: %s from %s", p.Target, p.Listen, p.NetNS)
+		if err := Publish(ctx, l, o.BinDir, p); err != nil {
+			return err
+		}
 	}
 	if o.Join == JoinToken {
 		step(o.Progress, "approving the nodes' kubelet-serving CSRs as the cluster admin (kubectl certificate approve)")
@@ -274,25 +323,18 @@ func startContainerd(ctx context.Context, l *lab.Lab) error {
 // registry, and a lab node should start pods as fast as a node with a warm image cache.
 func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
 	for _, n := range l.Nodes {
-		rt, err := runtime.New(ctx, ContainerdSocket(l), ContainerdNamespace(n))
-		if err != nil {
-			return err
-		}
 		for _, img := range o.images() {
 			step(o.Progress, "importing %s into %s", img, n.Name)
 			f, err := os.Open(filepath.Join(o.ImagesDir, img))
 			if err != nil {
-				rt.Close()
 				return err
 			}
-			_, err = rt.ImportImage(ctx, f)
+			_, err = importInto(ctx, l, n, f)
 			f.Close()
 			if err != nil {
-				rt.Close()
 				return fmt.Errorf("import %s on %s: %w", img, n.Name, err)
 			}
 		}
-		rt.Close()
 	}
 	return nil
 }
@@ -403,14 +445,8 @@ func RESTConfig(l *lab.Lab) (*rest.Config, error) {
 		return nil, fmt.Errorf("lab kubeconfig: %w", err)
 	}
 	nsPath := lab.NetNSPath(l.ControlPlane.NetNS)
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
 	cfg.Dial = func(ctx context.Context, proto, addr string) (net.Conn, error) {
-		var conn net.Conn
-		err := network.InNetNS(nsPath, func() (err error) {
-			conn, err = dialer.DialContext(ctx, proto, addr)
-			return err
-		})
-		return conn, err
+		return forward.DialInNetNS(ctx, nsPath, proto, addr)
 	}
 	return cfg, nil
 }
