@@ -221,7 +221,9 @@ func restore(ctx context.Context, input string) error {
 }
 
 // jumpRule sends forwarded traffic (pod to pod, pod to outside) through our chain, first in
-// FORWARD: our chain only drops or returns, so what follows still decides the rest.
+// FORWARD (moved back there when a service proxy or firewall inserted above it, as
+// kube-router keeps its own): our chain only drops or returns, so what follows still
+// decides the rest, and no ACCEPT above it lets a new connection skip the policies.
 var jumpRule = []string{"-m", "comment", "--comment", "minik8s network policies", "-j", TopChain}
 
 func ensureJump() error {
@@ -229,10 +231,16 @@ func ensureJump() error {
 	if err != nil {
 		return err
 	}
-	if ok, err := ipt.Exists("filter", "FORWARD", jumpRule...); err != nil {
+	rules, err := ipt.List("filter", "FORWARD")
+	if err != nil {
 		return fmt.Errorf("iptables: %w", err)
-	} else if ok {
+	}
+	// rules[0] is the chain's policy (-P FORWARD ...).
+	if len(rules) > 1 && strings.HasSuffix(rules[1], "-j "+TopChain) {
 		return nil
+	}
+	if err := ipt.DeleteIfExists("filter", "FORWARD", jumpRule...); err != nil {
+		return fmt.Errorf("iptables: %w", err)
 	}
 	if err := ipt.Insert("filter", "FORWARD", 1, jumpRule...); err != nil {
 		return fmt.Errorf("jump from filter/FORWARD to %s: %w", TopChain, err)
