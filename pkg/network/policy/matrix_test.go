@@ -458,9 +458,9 @@ func matrixCases() []matrixCase {
 			expect: onlyTCP80(func(mn *matrixNet) reachability {
 				return mn.matrix(true).set("x/a", "*/*", false).set("x/a", "y/*", true)
 			})},
-		{name: "egress to an ipBlock with except",
+		{name: "egress to 0.0.0.0/0 except one pod (and an IPv6 block, ignored)",
 			policies: []*networkingv1.NetworkPolicy{withEgress(policy("x", "to-cidr", xa, egress),
-				networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.78.0.0/25", Except: []string{"10.78.0.19/32"}}}}})},
+				networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.78.0.19/32"}}}, {IPBlock: &networkingv1.IPBlock{CIDR: "fd00::/8"}}}})},
 			expect: onlyTCP80(func(mn *matrixNet) reachability { return mn.matrix(true).set("x/a", "z/c", false) })},
 		{name: "egress to a named port of any pod",
 			policies: []*networkingv1.NetworkPolicy{withEgress(policy("x", "to-named", xa, egress),

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -189,9 +190,13 @@ func (b *builder) ruleLines(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir n
 			peer := &peers[j]
 			if peer.IPBlock != nil {
 				set := b.set(ruleID("peer", strconv.Itoa(j)), hashNet, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
-				set.Add(peer.IPBlock.CIDR)
+				for _, n := range ipv4Nets(peer.IPBlock.CIDR) {
+					set.Add(n)
+				}
 				for _, e := range peer.IPBlock.Except {
-					set.Add(e + " nomatch")
+					for _, n := range ipv4Nets(e) {
+						set.Add(n + " nomatch")
+					}
 				}
 				peerMatches = append(peerMatches, fmt.Sprintf("-m set --match-set %s %s", set.Name, side))
 				continue
@@ -280,6 +285,19 @@ func (b *builder) set(id string, typ ipset.Type, comment string) *ipset.Set {
 	s := ipset.New(name, typ, comment)
 	b.sets[name] = s
 	return s
+}
+
+// ipv4Nets is cidr as hash:net entries: none for an IPv6 one (the pod network is IPv4, and an
+// inet set refuses it), and 0.0.0.0/0, which hash:net cannot hold, as its two halves.
+func ipv4Nets(cidr string) []string {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil || !p.Addr().Unmap().Is4() {
+		return nil
+	}
+	if p.Bits() == 0 {
+		return []string{"0.0.0.0/1", "128.0.0.0/1"}
+	}
+	return []string{p.Masked().String()}
 }
 
 // podIP is the address policies see of a pod: none for hostNetwork pods (policies do not
