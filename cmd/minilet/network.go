@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -11,6 +13,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/network/inspect"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
+	"github.com/minik8s/minik8s/pkg/network/policy"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 )
 
 // networkCommand prints the node's pod network: `minilet network`.
@@ -23,7 +28,7 @@ func networkCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cleanup {
-				return errors.Join(nodenet.Cleanup(), agent.RemoveNodeNetNS(rootDir))
+				return errors.Join(nodenet.Cleanup(), agent.RemoveNodeNetNS(rootDir), policy.Cleanup(context.Background()))
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)
@@ -41,6 +46,14 @@ func networkCommand() *cobra.Command {
 	cmd.Flags().StringVar(&rootDir, "root-dir", "/var/lib/minilet", "minilet's --root-dir (CNI results are cached below it)")
 	cmd.Flags().StringVar(&bridge, "cni-bridge", "cni0", "minilet's --cni-bridge")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove what minilet made between nodes (its routes, the VXLAN device, the egress rules and set) and the bind mount of the node's network namespace under --root-dir, and exit")
+	cmd.Flags().BoolVar(&cleanup, "cleanup", false, "remove what minilet made between nodes (its routes, the VXLAN device, the egress rules and set, the NetworkPolicy chains and sets) and the bind mount of the node's network namespace under --root-dir, and exit")
 	return cmd
+}
+
+// runNetworkPolicy enforces NetworkPolicies for the node's pods until ctx ends.
+func runNetworkPolicy(ctx context.Context, client kubernetes.Interface, node string) {
+	c := policy.New(informers.NewSharedInformerFactory(client, 0), node, slog.Default())
+	if err := c.Run(ctx); err != nil {
+		slog.Error("network policy enforcement stopped", "err", err)
+	}
 }

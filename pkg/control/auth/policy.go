@@ -262,6 +262,11 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule("get", "list", "watch").groups(legacyGroup).resources("nodes"),
 			rule("create", "patch", "update").groups(legacyGroup, eventsGroup).resources("events"),
 			rule("list", "watch").groups(discoveryGroup).resources("endpointslices"))),
+		// minilet's NetworkPolicy enforcement needs every pod (peers live on other nodes), as
+		// k3s' agents read them for kube-router's controller.
+		clusterRole("system:minik8s:network-policy", nil, rules(
+			rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
+			rule("list", "watch").groups(networking).resources("networkpolicies"))),
 		// miniapi's metrics.k8s.io reads nodes and pods as metrics-server's role allows it.
 		clusterRole("system:metrics-server", nil, rules(
 			rule("get").groups(legacyGroup).resources("nodes/metrics"),
@@ -372,6 +377,7 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		b("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", g("system:serviceaccounts")),
 		b("system:monitoring", "system:monitoring", g("system:monitoring")),
 		b("system:node-proxier", "system:node-proxier", u(KubeProxyUser)),
+		b("system:minik8s:network-policy", "system:minik8s:network-policy", g(NodesGroup)),
 		b("system:kube-scheduler", "system:kube-scheduler", u(SchedulerUser)),
 		b("system:metrics-server", "system:metrics-server", u(MetricsServerUser)),
 		b("system:kube-controller-manager", "system:kube-controller-manager", u(ControllerManagerUser)),

@@ -92,6 +92,7 @@ func TestRBACRules(t *testing.T) {
 	proxy := &user.DefaultInfo{Name: KubeProxyUser, Groups: []string{user.AllAuthenticated}}
 	sched := &user.DefaultInfo{Name: SchedulerUser, Groups: []string{user.AllAuthenticated}}
 	kcm := &user.DefaultInfo{Name: ControllerManagerUser, Groups: []string{user.AllAuthenticated}}
+	node := &user.DefaultInfo{Name: NodeUserPrefix + "node-1", Groups: []string{NodesGroup, user.AllAuthenticated}}
 
 	picker := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "picker"}, Rules: []rbacv1.PolicyRule{
 		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"one"}},
@@ -154,6 +155,10 @@ func TestRBACRules(t *testing.T) {
 		{"whoami for everyone", res(nobody, "create", authnGroup, "selfsubjectreviews", "", "", ""), true},
 		{"kube-proxy watches endpointslices", res(proxy, "watch", discoveryGroup, "endpointslices", "", "", ""), true},
 		{"kube-proxy does not read secrets", res(proxy, "list", "", "secrets", "", "", ""), false},
+		{"a node watches every pod for network policies", res(node, "watch", "", "pods", "", "", ""), true},
+		{"a node lists namespaces for network policies", res(node, "list", "", "namespaces", "", "", ""), true},
+		{"a node watches network policies", res(node, "watch", networking, "networkpolicies", "", "", ""), true},
+		{"a node does not change network policies", res(node, "update", networking, "networkpolicies", "", "x", "np"), false},
 		{"scheduler binds pods", res(sched, "create", "", "pods", "binding", "apps", "p"), true},
 		{"scheduler does not delete nodes", res(sched, "delete", "", "nodes", "", "", "n"), false},
 		{"scheduler renews only its lease", res(sched, "update", coordGroup, "leases", "", "kube-system", "kube-controller-manager"), false},

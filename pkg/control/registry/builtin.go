@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -64,6 +65,9 @@ func Builtin() (*Registry, error) {
 		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, leaseRules, nil, nil),
 		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, endpointSliceRules, nil, nil),
 		res(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, csrRules, []string{"csr"}, nil, "status", "approval"),
+		res(networkingv1.SchemeGroupVersion, "networkpolicies", "NetworkPolicy", true, networkPolicyRules, []string{"netpol"}, nil),
+		res(networkingv1.SchemeGroupVersion, "ingresses", "Ingress", true, ingressRules, []string{"ing"}, nil, "status"),
+		res(networkingv1.SchemeGroupVersion, "ingressclasses", "IngressClass", false, ingressClassRules, nil, nil),
 	)
 }
 

@@ -1,0 +1,461 @@
+package registry
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// networking.k8s.io/v1 as Kubernetes' networking strategies, defaulters, validation and
+// printers have it. No controller is implied: NetworkPolicies are enforced by minilet's
+// pkg/network/policy, Ingresses are only stored.
+
+var networkPolicyRules = Rules{
+	Generation: true,
+	Default: func(obj runtime.Object) {
+		defaultNetworkPolicy(obj.(*networkingv1.NetworkPolicy))
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateNetworkPolicy(obj.(*networkingv1.NetworkPolicy))
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Pod-Selector", "string", networkingv1.NetworkPolicySpec{}.SwaggerDoc()["podSelector"], false),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			np := obj.(*networkingv1.NetworkPolicy)
+			return []any{np.Name, metav1.FormatLabelSelector(&np.Spec.PodSelector), Age(np.CreationTimestamp)}
+		},
+	},
+}
+
+// defaultNetworkPolicy: policyTypes default to Ingress, plus Egress when egress rules are
+// given; a port's protocol defaults to TCP.
+func defaultNetworkPolicy(np *networkingv1.NetworkPolicy) {
+	s := &np.Spec
+	if len(s.PolicyTypes) == 0 {
+		s.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		if len(s.Egress) != 0 {
+			s.PolicyTypes = append(s.PolicyTypes, networkingv1.PolicyTypeEgress)
+		}
+	}
+	defaultPorts := func(ports []networkingv1.NetworkPolicyPort) {
+		for i := range ports {
+			if ports[i].Protocol == nil {
+				tcp := corev1.ProtocolTCP
+				ports[i].Protocol = &tcp
+			}
+		}
+	}
+	for i := range s.Ingress {
+		defaultPorts(s.Ingress[i].Ports)
+	}
+	for i := range s.Egress {
+		defaultPorts(s.Egress[i].Ports)
+	}
+}
+
+var selectorOptions = metav1validation.LabelSelectorValidationOptions{}
+
+func validateNetworkPolicy(np *networkingv1.NetworkPolicy) field.ErrorList {
+	errs := validateMeta(np, true, validation.NameIsDNSSubdomain)
+	spec, s := field.NewPath("spec"), &np.Spec
+	errs = append(errs, metav1validation.ValidateLabelSelector(&s.PodSelector, selectorOptions, spec.Child("podSelector"))...)
+	for i, rule := range s.Ingress {
+		p := spec.Child("ingress").Index(i)
+		for j := range rule.Ports {
+			errs = append(errs, validateNetworkPolicyPort(&rule.Ports[j], p.Child("ports").Index(j))...)
+		}
+		for j := range rule.From {
+			errs = append(errs, validateNetworkPolicyPeer(&rule.From[j], p.Child("from").Index(j))...)
+		}
+	}
+	for i, rule := range s.Egress {
+		p := spec.Child("egress").Index(i)
+		for j := range rule.Ports {
+			errs = append(errs, validateNetworkPolicyPort(&rule.Ports[j], p.Child("ports").Index(j))...)
+		}
+		for j := range rule.To {
+			errs = append(errs, validateNetworkPolicyPeer(&rule.To[j], p.Child("to").Index(j))...)
+		}
+	}
+	types := []string{string(networkingv1.PolicyTypeIngress), string(networkingv1.PolicyTypeEgress)}
+	for i, t := range s.PolicyTypes {
+		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
+			errs = append(errs, field.NotSupported(spec.Child("policyTypes").Index(i), t, types))
+		}
+	}
+	if len(s.PolicyTypes) > len(types) {
+		errs = append(errs, field.Invalid(spec.Child("policyTypes"), s.PolicyTypes, "may not specify more than two policyTypes"))
+	}
+	return errs
+}
+
+func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if pr := port.Protocol; pr != nil && *pr != corev1.ProtocolTCP && *pr != corev1.ProtocolUDP && *pr != corev1.ProtocolSCTP {
+		errs = append(errs, field.NotSupported(path.Child("protocol"), *pr, serviceProtocols))
+	}
+	switch {
+	case port.Port == nil:
+		if port.EndPort != nil {
+			errs = append(errs, field.Invalid(path.Child("endPort"), *port.EndPort, "may not be specified when `port` is not specified"))
+		}
+	case port.Port.Type == intstr.Int:
+		errs = append(errs, validatePort(port.Port.IntVal, path.Child("port"))...)
+		if port.EndPort != nil {
+			if *port.EndPort < port.Port.IntVal {
+				errs = append(errs, field.Invalid(path.Child("endPort"), port.Port.IntVal, "must be greater than or equal to `port`"))
+			}
+			errs = append(errs, validatePort(*port.EndPort, path.Child("endPort"))...)
+		}
+	default:
+		if port.EndPort != nil {
+			errs = append(errs, field.Invalid(path.Child("endPort"), *port.EndPort, "may not be specified when `port` is non-numeric"))
+		}
+		for _, msg := range utilvalidation.IsValidPortName(port.Port.StrVal) {
+			errs = append(errs, field.Invalid(path.Child("port"), port.Port.StrVal, msg))
+		}
+	}
+	return errs
+}
+
+func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	peers := 0
+	if peer.PodSelector != nil {
+		peers++
+		errs = append(errs, metav1validation.ValidateLabelSelector(peer.PodSelector, selectorOptions, path.Child("podSelector"))...)
+	}
+	if peer.NamespaceSelector != nil {
+		peers++
+		errs = append(errs, metav1validation.ValidateLabelSelector(peer.NamespaceSelector, selectorOptions, path.Child("namespaceSelector"))...)
+	}
+	if peer.IPBlock != nil {
+		peers++
+		errs = append(errs, validateIPBlock(peer.IPBlock, path.Child("ipBlock"))...)
+	}
+	switch {
+	case peers == 0:
+		errs = append(errs, field.Required(path, "must specify a peer"))
+	case peers > 1 && peer.IPBlock != nil:
+		errs = append(errs, field.Forbidden(path, "may not specify both ipBlock and another peer"))
+	}
+	return errs
+}
+
+// validateIPBlock: a valid CIDR whose excepts are strict subsets of it.
+func validateIPBlock(b *networkingv1.IPBlock, path *field.Path) field.ErrorList {
+	if b.CIDR == "" {
+		return field.ErrorList{field.Required(path.Child("cidr"), "")}
+	}
+	errs := utilvalidation.IsValidCIDR(path.Child("cidr"), b.CIDR)
+	cidr, err := netip.ParsePrefix(b.CIDR)
+	if err != nil {
+		return errs
+	}
+	for i, e := range b.Except {
+		p := path.Child("except").Index(i)
+		errs = append(errs, utilvalidation.IsValidCIDR(p, e)...)
+		except, err := netip.ParsePrefix(e)
+		if err != nil {
+			continue
+		}
+		if !cidr.Contains(except.Addr()) || cidr.Bits() >= except.Bits() {
+			errs = append(errs, field.Invalid(p, e, "must be a strict subset of `cidr`"))
+		}
+	}
+	return errs
+}
+
+var ingressRules = Rules{
+	Generation: true,
+	PrepareCreate: func(obj runtime.Object) {
+		obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateIngress(obj.(*networkingv1.Ingress))
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Class", "string", networkingv1.IngressSpec{}.SwaggerDoc()["ingressClassName"], false),
+			column("Hosts", "string", networkingv1.IngressRule{}.SwaggerDoc()["host"], false),
+			column("Address", "string", networkingv1.IngressStatus{}.SwaggerDoc()["loadBalancer"], false),
+			column("Ports", "string", "Ports of TLS configurations that open", false),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			ing := obj.(*networkingv1.Ingress)
+			ports := "80"
+			if len(ing.Spec.TLS) != 0 {
+				ports = "80, 443"
+			}
+			return []any{ing.Name, stringOr(ing.Spec.IngressClassName, "<none>"), ingressHosts(ing.Spec.Rules),
+				ingressAddress(ing.Status.LoadBalancer), ports, Age(ing.CreationTimestamp)}
+		},
+	},
+}
+
+// ingressHosts is the HOSTS column: up to three hosts, then "+ N more...", "*" for none.
+func ingressHosts(rules []networkingv1.IngressRule) string {
+	const most = 3
+	var hosts []string
+	for _, r := range rules {
+		if len(hosts) < most && r.Host != "" {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	if len(hosts) == 0 {
+		return "*"
+	}
+	text := strings.Join(hosts, ",")
+	if len(rules) > most {
+		text += fmt.Sprintf(" + %d more...", len(rules)-most)
+	}
+	return text
+}
+
+func ingressAddress(lb networkingv1.IngressLoadBalancerStatus) string {
+	var addrs []string
+	for _, in := range lb.Ingress {
+		if in.IP != "" {
+			addrs = append(addrs, in.IP)
+		} else if in.Hostname != "" {
+			addrs = append(addrs, in.Hostname)
+		}
+	}
+	text := strings.Join(addrs, ",")
+	if len(text) > 16 {
+		text = text[:13] + "..."
+	}
+	return text
+}
+
+var pathTypes = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
+
+func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
+	errs := validateMeta(ing, true, validation.NameIsDNSSubdomain)
+	spec, s := field.NewPath("spec"), &ing.Spec
+	if s.DefaultBackend == nil && len(s.Rules) == 0 {
+		errs = append(errs, field.Invalid(spec, s.Rules, "either `defaultBackend` or `rules` must be specified"))
+	}
+	if s.DefaultBackend != nil {
+		errs = append(errs, validateIngressBackend(s.DefaultBackend, spec.Child("defaultBackend"))...)
+	}
+	if s.IngressClassName != nil {
+		for _, msg := range validation.NameIsDNSSubdomain(*s.IngressClassName, false) {
+			errs = append(errs, field.Invalid(spec.Child("ingressClassName"), *s.IngressClassName, msg))
+		}
+	}
+	for i, tls := range s.TLS {
+		for j, host := range tls.Hosts {
+			errs = append(errs, validateIngressHost(host, spec.Child("tls").Index(i).Child("hosts").Index(j))...)
+		}
+		if tls.SecretName != "" {
+			for _, msg := range validation.NameIsDNSSubdomain(tls.SecretName, false) {
+				errs = append(errs, field.Invalid(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, msg))
+			}
+		}
+	}
+	for i, rule := range s.Rules {
+		p := spec.Child("rules").Index(i)
+		if rule.Host != "" {
+			errs = append(errs, validateIngressHost(rule.Host, p.Child("host"))...)
+		}
+		if rule.HTTP == nil {
+			continue
+		}
+		hp := p.Child("http", "paths")
+		if len(rule.HTTP.Paths) == 0 {
+			errs = append(errs, field.Required(hp, ""))
+		}
+		for j, path := range rule.HTTP.Paths {
+			errs = append(errs, validateIngressPath(&path, hp.Index(j))...)
+		}
+	}
+	return errs
+}
+
+func validateIngressHost(host string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if _, err := netip.ParseAddr(host); err == nil {
+		return field.ErrorList{field.Invalid(path, host, "must be a DNS name, not an IP address")}
+	}
+	check := utilvalidation.IsDNS1123Subdomain
+	if strings.Contains(host, "*") {
+		check = utilvalidation.IsWildcardDNS1123Subdomain
+	}
+	for _, msg := range check(host) {
+		errs = append(errs, field.Invalid(path, host, msg))
+	}
+	return errs
+}
+
+func validateIngressPath(p *networkingv1.HTTPIngressPath, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case p.PathType == nil:
+		errs = append(errs, field.Required(path.Child("pathType"), "pathType must be specified"))
+	case *p.PathType == networkingv1.PathTypeExact || *p.PathType == networkingv1.PathTypePrefix:
+		if !strings.HasPrefix(p.Path, "/") {
+			errs = append(errs, field.Invalid(path.Child("path"), p.Path, "must be an absolute path"))
+		}
+		if strings.Contains(p.Path, "//") {
+			errs = append(errs, field.Invalid(path.Child("path"), p.Path, "must not contain '//'"))
+		}
+	case *p.PathType == networkingv1.PathTypeImplementationSpecific:
+		if p.Path != "" && !strings.HasPrefix(p.Path, "/") {
+			errs = append(errs, field.Invalid(path.Child("path"), p.Path, "must be an absolute path"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(path.Child("pathType"), *p.PathType, pathTypes))
+	}
+	return append(errs, validateIngressBackend(&p.Backend, path.Child("backend"))...)
+}
+
+func validateIngressBackend(b *networkingv1.IngressBackend, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case b.Service != nil && b.Resource != nil:
+		return field.ErrorList{field.Invalid(path, "", "cannot set both resource and service backends")}
+	case b.Resource != nil:
+		if b.Resource.Kind == "" {
+			errs = append(errs, field.Required(path.Child("resource", "kind"), "kind is required"))
+		}
+		if b.Resource.Name == "" {
+			errs = append(errs, field.Required(path.Child("resource", "name"), "name is required"))
+		}
+	case b.Service != nil:
+		sp := path.Child("service")
+		if b.Service.Name == "" {
+			errs = append(errs, field.Required(sp.Child("name"), ""))
+		}
+		for _, msg := range validation.NameIsDNS1035Label(b.Service.Name, false) {
+			errs = append(errs, field.Invalid(sp.Child("name"), b.Service.Name, msg))
+		}
+		port := b.Service.Port
+		switch {
+		case port.Name != "" && port.Number != 0:
+			errs = append(errs, field.Invalid(sp.Child("port"), port, "cannot set both port name & port number"))
+		case port.Name != "":
+			for _, msg := range utilvalidation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(sp.Child("port", "name"), port.Name, msg))
+			}
+		case port.Number != 0:
+			errs = append(errs, validatePort(port.Number, sp.Child("port", "number"))...)
+		default:
+			errs = append(errs, field.Required(sp.Child("port"), "port name or number is required"))
+		}
+	default:
+		errs = append(errs, field.Invalid(path, "", "resource or service backend is required"))
+	}
+	return errs
+}
+
+var ingressClassRules = Rules{
+	Generation: true,
+	Default: func(obj runtime.Object) {
+		if p := obj.(*networkingv1.IngressClass).Spec.Parameters; p != nil && p.Scope == nil {
+			scope := networkingv1.IngressClassParametersReferenceScopeCluster
+			p.Scope = &scope
+		}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateIngressClass(obj.(*networkingv1.IngressClass))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		ic, o := obj.(*networkingv1.IngressClass), old.(*networkingv1.IngressClass)
+		return append(validateIngressClass(ic), immutable(ic.Spec.Controller, o.Spec.Controller, field.NewPath("spec", "controller"))...)
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Controller", "string", networkingv1.IngressClassSpec{}.SwaggerDoc()["controller"], false),
+			column("Parameters", "string", networkingv1.IngressClassSpec{}.SwaggerDoc()["parameters"], false),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			ic := obj.(*networkingv1.IngressClass)
+			params := "<none>"
+			if p := ic.Spec.Parameters; p != nil {
+				params = p.Kind
+				if p.APIGroup != nil {
+					params += "." + *p.APIGroup
+				}
+				params += "/" + p.Name
+			}
+			return []any{ic.Name, ic.Spec.Controller, params, Age(ic.CreationTimestamp)}
+		},
+	},
+}
+
+const maxIngressClassControllerLen = 250
+
+func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
+	errs := validateMeta(ic, false, validation.NameIsDNSSubdomain)
+	spec := field.NewPath("spec")
+	c := ic.Spec.Controller
+	switch {
+	case c == "":
+		errs = append(errs, field.Required(spec.Child("controller"), ""))
+	case len(c) > maxIngressClassControllerLen:
+		errs = append(errs, field.TooLong(spec.Child("controller"), "", maxIngressClassControllerLen))
+	default:
+		for _, msg := range validateDomainPrefixedPath(c) {
+			errs = append(errs, field.Invalid(spec.Child("controller"), c, msg))
+		}
+	}
+	p := ic.Spec.Parameters
+	if p == nil {
+		return errs
+	}
+	pp := spec.Child("parameters")
+	if p.Kind == "" {
+		errs = append(errs, field.Required(pp.Child("kind"), ""))
+	}
+	if p.Name == "" {
+		errs = append(errs, field.Required(pp.Child("name"), ""))
+	}
+	scopes := []string{networkingv1.IngressClassParametersReferenceScopeNamespace, networkingv1.IngressClassParametersReferenceScopeCluster}
+	switch {
+	case p.Scope == nil:
+		errs = append(errs, field.Required(pp.Child("scope"), ""))
+	case *p.Scope == networkingv1.IngressClassParametersReferenceScopeNamespace:
+		if p.Namespace == nil {
+			errs = append(errs, field.Required(pp.Child("namespace"), "`parameters.scope` is set to 'Namespace'"))
+		}
+	case *p.Scope == networkingv1.IngressClassParametersReferenceScopeCluster:
+		if p.Namespace != nil {
+			errs = append(errs, field.Forbidden(pp.Child("namespace"), "`parameters.scope` is set to 'Cluster'"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(pp.Child("scope"), *p.Scope, scopes))
+	}
+	return errs
+}
+
+// validateDomainPrefixedPath: "example.com/name", as an IngressClass's controller is written.
+func validateDomainPrefixedPath(s string) []string {
+	domain, path, ok := strings.Cut(s, "/")
+	if !ok {
+		return []string{"must be a domain-prefixed path (such as \"acme.io/foo\")"}
+	}
+	msgs := utilvalidation.IsDNS1123Subdomain(domain)
+	if path == "" || strings.ContainsAny(path, " \t\n") {
+		msgs = append(msgs, "must be a domain-prefixed path (such as \"acme.io/foo\")")
+	}
+	return msgs
+}

@@ -1,0 +1,108 @@
+package registry
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+func TestNetworkPolicyRules(t *testing.T) {
+	port := intstr.FromInt32(80)
+	np := &networkingv1.NetworkPolicy{ObjectMeta: objMeta("np"), Spec: networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Egress:      []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: &port}}}},
+	}}
+	if errs := createSteps(networkPolicyRules, np); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if got := np.Spec.PolicyTypes; len(got) != 2 || got[0] != networkingv1.PolicyTypeIngress || got[1] != networkingv1.PolicyTypeEgress {
+		t.Errorf("policyTypes defaulted to %v, want [Ingress Egress]", got)
+	}
+	if p := np.Spec.Egress[0].Ports[0].Protocol; p == nil || *p != corev1.ProtocolTCP {
+		t.Errorf("protocol defaulted to %v, want TCP", p)
+	}
+	if row := networkPolicyRules.Table.Row(np); row[1] != "app=web" {
+		t.Errorf("row %v", row)
+	}
+
+	named, bad := intstr.FromString("http"), intstr.FromInt32(70000)
+	np.Spec.PolicyTypes = append(np.Spec.PolicyTypes, "Sideways")
+	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{
+		Ports: []networkingv1.NetworkPolicyPort{
+			{Protocol: ptr.To(corev1.Protocol("ICMP")), Port: &bad},
+			{Port: &named, EndPort: ptr.To[int32](90)},
+			{Port: &port, EndPort: ptr.To[int32](79)},
+		},
+		From: []networkingv1.NetworkPolicyPeer{
+			{},
+			{PodSelector: &metav1.LabelSelector{}, IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}},
+			{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/16", Except: []string{"10.1.0.0/24", "10.0.0.0/16", "nope"}}},
+		},
+	}}
+	expectErrors(t, "bad policy", networkPolicyRules.Validate(np),
+		"spec.policyTypes[2]: FieldValueNotSupported", "spec.policyTypes: FieldValueInvalid",
+		"spec.ingress[0].ports[0].protocol: FieldValueNotSupported", "spec.ingress[0].ports[0].port: FieldValueInvalid",
+		"spec.ingress[0].ports[1].endPort: FieldValueInvalid", "spec.ingress[0].ports[2].endPort: FieldValueInvalid",
+		"spec.ingress[0].from[0]: FieldValueRequired", "spec.ingress[0].from[1]: FieldValueForbidden",
+		"spec.ingress[0].from[2].ipBlock.except[0]: FieldValueInvalid", "spec.ingress[0].from[2].ipBlock.except[1]: FieldValueInvalid",
+		"spec.ingress[0].from[2].ipBlock.except[2]: FieldValueInvalid")
+}
+
+func TestIngressRules(t *testing.T) {
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{ObjectMeta: objMeta("web"), Spec: networkingv1.IngressSpec{
+		IngressClassName: ptr.To("nginx"),
+		TLS:              []networkingv1.IngressTLS{{Hosts: []string{"a.example.com"}}},
+		Rules: []networkingv1.IngressRule{
+			{Host: "a.example.com", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
+				{Path: "/", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}},
+			}}}},
+			{Host: "*.b.example.com"}, {Host: "c.example.com"}, {Host: "d.example.com"},
+		},
+	}}
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
+	if errs := createSteps(ingressRules, ing); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if len(ing.Status.LoadBalancer.Ingress) != 0 {
+		t.Error("status must be reset on create")
+	}
+	row := ingressRules.Table.Row(ing)
+	if row[1] != "nginx" || row[2] != "a.example.com,*.b.example.com,c.example.com + 1 more..." || row[4] != "80, 443" {
+		t.Errorf("row %q", row)
+	}
+	ing.Spec.Rules = []networkingv1.IngressRule{{Host: "10.0.0.1", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{
+		{Path: "relative", PathType: &prefix, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Name: "http", Number: 80}}}},
+		{Path: "/x", Backend: networkingv1.IngressBackend{}},
+	}}}}}
+	expectErrors(t, "bad ingress", ingressRules.Validate(ing), "spec.rules[0].host: FieldValueInvalid",
+		"spec.rules[0].http.paths[0].path: FieldValueInvalid", "spec.rules[0].http.paths[0].backend.service.port: FieldValueInvalid",
+		"spec.rules[0].http.paths[1].pathType: FieldValueRequired", "spec.rules[0].http.paths[1].backend: FieldValueInvalid")
+	ing.Spec.Rules = nil
+	expectErrors(t, "empty ingress", ingressRules.Validate(ing), "spec: FieldValueInvalid")
+}
+
+func TestIngressClassRules(t *testing.T) {
+	ic := &networkingv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "nginx"}, Spec: networkingv1.IngressClassSpec{
+		Controller: "k8s.io/ingress-nginx",
+		Parameters: &networkingv1.IngressClassParametersReference{APIGroup: ptr.To("k8s.example.com"), Kind: "IngressParameters", Name: "external-lb"},
+	}}
+	if errs := createSteps(ingressClassRules, ic); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if s := ic.Spec.Parameters.Scope; s == nil || *s != networkingv1.IngressClassParametersReferenceScopeCluster {
+		t.Errorf("scope defaulted to %v, want Cluster", s)
+	}
+	if row := ingressClassRules.Table.Row(ic); row[2] != "IngressParameters.k8s.example.com/external-lb" {
+		t.Errorf("row %q", row)
+	}
+	changed := ic.DeepCopy()
+	changed.Spec.Controller = "nocontroller"
+	changed.Spec.Parameters.Namespace = ptr.To("ns")
+	expectErrors(t, "bad class", updateSteps(ingressClassRules, changed, ic), "spec.controller: FieldValueInvalid",
+		"spec.controller: FieldValueInvalid", "spec.parameters.namespace: FieldValueForbidden")
+}

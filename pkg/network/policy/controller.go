@@ -1,0 +1,278 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"time"
+
+	goipt "github.com/coreos/go-iptables/iptables"
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/proxy/ipset"
+	"github.com/minik8s/minik8s/pkg/proxy/runner"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Controller keeps the node's policy chains and sets equal to what the API holds.
+type Controller struct {
+	factory informers.SharedInformerFactory
+	node    string
+	log     *slog.Logger
+	// NetNS, when set, is the network namespace whose iptables and ipsets are written (a
+	// test's or a lab's node); empty: the process's own.
+	NetNS string
+	// MinSyncPeriod bounds how often syncs run; SyncPeriod is the longest time between two.
+	MinSyncPeriod, SyncPeriod time.Duration
+
+	sets    ipset.Syncer
+	written string          // the last iptables-restore input that succeeded
+	chains  map[string]bool // our chains the kernel holds (nil: read them first)
+	setsNow map[string]bool // our sets the kernel holds
+}
+
+// New makes the controller of node's pods from factory's pods, namespaces and
+// networkpolicies informers; start factory after New.
+func New(factory informers.SharedInformerFactory, node string, log *slog.Logger) *Controller {
+	c := &Controller{factory: factory, node: node, log: log, MinSyncPeriod: 100 * time.Millisecond, SyncPeriod: time.Minute}
+	// Ask for the informers now, so that factory.Start starts them.
+	factory.Core().V1().Pods().Informer()
+	factory.Core().V1().Namespaces().Informer()
+	factory.Networking().V1().NetworkPolicies().Informer()
+	return c
+}
+
+// Run syncs at every change of pods, namespaces or policies until ctx ends, then leaves the
+// rules in place (a restarting minilet keeps its pods isolated).
+func (c *Controller) Run(ctx context.Context) error {
+	r := runner.New(func() {
+		if res, err := c.Sync(ctx); err != nil {
+			c.log.Error("network policy sync failed", "err", err)
+		} else {
+			c.log.Debug("network policy sync", "chains", res.Chains, "sets", res.Sets, "setLines", res.SetLines, "rulesWritten", res.RulesWritten, "took", res.Took)
+		}
+	}, c.MinSyncPeriod, c.SyncPeriod)
+	kick := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { r.Run() },
+		UpdateFunc: func(any, any) { r.Run() },
+		DeleteFunc: func(any) { r.Run() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		c.factory.Core().V1().Pods().Informer(),
+		c.factory.Core().V1().Namespaces().Informer(),
+		c.factory.Networking().V1().NetworkPolicies().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(kick); err != nil {
+			return err
+		}
+	}
+	c.factory.Start(ctx.Done())
+	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("network policy: %v informer did not sync", typ)
+		}
+	}
+	r.Loop(ctx)
+	return nil
+}
+
+// SyncResult says what one sync did.
+type SyncResult struct {
+	Chains, Sets int
+	SetLines     int  // ipset restore lines written
+	RulesWritten bool // false: the rules were unchanged, only set members (if any) changed
+	Took         time.Duration
+}
+
+// Sync writes the rules and sets of what the informers hold now.
+func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
+	start := time.Now()
+	st, err := c.state()
+	if err != nil {
+		return SyncResult{}, err
+	}
+	rs := Build(st)
+	var res SyncResult
+	err = c.inNetNS(func() error {
+		var err error
+		res, err = c.write(ctx, rs)
+		return err
+	})
+	res.Took = time.Since(start)
+	return res, err
+}
+
+func (c *Controller) state() (*State, error) {
+	st := &State{Node: c.node}
+	var err error
+	if st.Pods, err = c.factory.Core().V1().Pods().Lister().List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if st.Namespaces, err = c.factory.Core().V1().Namespaces().Lister().List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if st.Policies, err = c.factory.Networking().V1().NetworkPolicies().Lister().List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (c *Controller) inNetNS(fn func() error) error {
+	if c.NetNS == "" {
+		return fn()
+	}
+	return network.InNetNS(c.NetNS, fn)
+}
+
+// write syncs the sets (creating new ones), then the rules in one iptables-restore when
+// they changed, then destroys the sets no rule uses any more.
+func (c *Controller) write(ctx context.Context, rs *Ruleset) (SyncResult, error) {
+	res := SyncResult{Chains: len(rs.Chains), Sets: len(rs.Sets)}
+	if c.chains == nil {
+		if err := c.readKernel(ctx); err != nil {
+			return res, err
+		}
+	}
+	n, err := c.sets.Sync(ctx, rs.Sets)
+	if err != nil {
+		return res, err
+	}
+	res.SetLines = n
+	wantChains := map[string]bool{}
+	for _, ch := range rs.Chains {
+		wantChains[ch.Name] = true
+	}
+	var stale []string
+	for ch := range c.chains {
+		if !wantChains[ch] {
+			stale = append(stale, ch)
+		}
+	}
+	input := rs.Restore(stale)
+	if input != c.written {
+		if err := restore(ctx, input); err != nil {
+			c.written, c.chains = "", nil
+			c.sets.Reset()
+			return res, err
+		}
+		c.written, c.chains, res.RulesWritten = input, wantChains, true
+	}
+	if err := ensureJump(); err != nil {
+		c.written = ""
+		return res, err
+	}
+	wantSets := map[string]bool{}
+	for _, s := range rs.Sets {
+		wantSets[s.Name] = true
+	}
+	var staleSets []string
+	for s := range c.setsNow {
+		if !wantSets[s] {
+			staleSets = append(staleSets, s)
+		}
+	}
+	if err := ipset.Destroy(ctx, staleSets...); err != nil {
+		return res, err
+	}
+	c.setsNow = wantSets
+	return res, nil
+}
+
+// readKernel learns which chains and sets of ours exist (left by an earlier run).
+func (c *Controller) readKernel(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, "iptables-save", "-t", "filter").Output()
+	if err != nil {
+		return fmt.Errorf("iptables-save -t filter: %w", err)
+	}
+	c.chains = map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(line, ":"); ok {
+			if name = strings.Fields(name)[0]; name == TopChain || strings.HasPrefix(name, chainPrefix) {
+				c.chains[name] = true
+			}
+		}
+	}
+	sets, err := ipset.Save(ctx)
+	if err != nil {
+		return err
+	}
+	c.setsNow = map[string]bool{}
+	for name := range sets {
+		if strings.HasPrefix(name, setPrefix) {
+			c.setsNow[name] = true
+		}
+	}
+	return nil
+}
+
+func restore(ctx context.Context, input string) error {
+	cmd := exec.CommandContext(ctx, "iptables-restore", "-w", "5", "--noflush")
+	cmd.Stdin = strings.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("iptables-restore: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// jumpRule sends forwarded traffic (pod to pod, pod to outside) through our chain, first in
+// FORWARD (moved back there when a service proxy or firewall inserted above it, as
+// kube-router keeps its own): our chain only drops or returns, so what follows still
+// decides the rest, and no ACCEPT above it lets a new connection skip the policies.
+var jumpRule = []string{"-m", "comment", "--comment", "minik8s network policies", "-j", TopChain}
+
+func ensureJump() error {
+	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
+	if err != nil {
+		return err
+	}
+	rules, err := ipt.List("filter", "FORWARD")
+	if err != nil {
+		return fmt.Errorf("iptables: %w", err)
+	}
+	// rules[0] is the chain's policy (-P FORWARD ...).
+	if len(rules) > 1 && strings.HasSuffix(rules[1], "-j "+TopChain) {
+		return nil
+	}
+	if err := ipt.DeleteIfExists("filter", "FORWARD", jumpRule...); err != nil {
+		return fmt.Errorf("iptables: %w", err)
+	}
+	if err := ipt.Insert("filter", "FORWARD", 1, jumpRule...); err != nil {
+		return fmt.Errorf("jump from filter/FORWARD to %s: %w", TopChain, err)
+	}
+	return nil
+}
+
+// Cleanup removes the jump, every chain and every set of ours (in the current namespace).
+func Cleanup(ctx context.Context) error {
+	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
+	if err != nil {
+		return err
+	}
+	if err := ipt.DeleteIfExists("filter", "FORWARD", jumpRule...); err != nil {
+		return err
+	}
+	c := &Controller{}
+	if err := c.readKernel(ctx); err != nil {
+		return err
+	}
+	var stale []string
+	for ch := range c.chains {
+		stale = append(stale, ch)
+	}
+	if len(stale) > 0 {
+		if err := restore(ctx, (&Ruleset{}).Restore(stale)); err != nil {
+			return err
+		}
+	}
+	var sets []string
+	for s := range c.setsNow {
+		sets = append(sets, s)
+	}
+	return ipset.Destroy(ctx, sets...)
+}
