@@ -37,6 +37,7 @@ import (
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -668,7 +669,7 @@ func (a *miniapi) start() error {
 		return err
 	}
 	o := controlplane.Options{DataDir: a.dir, BindAddress: "127.0.0.1", SecurePort: port, Store: a.storeFlag,
-		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ServiceRange: clusterdefaults.ServiceCIDR, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// The benchmark's nodes post no heartbeats: they must not turn unreachable mid-run.
 		Controllers: []string{"*", "-nodelifecycle"}, Security: a.security}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
@@ -157,7 +158,7 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	}
 	defer delNetns(ns)
 	w := newWorld(n)
-	p, err := iptables.New(iptables.Config{ClusterCIDR: "10.244.0.0/16"}, w.services, w.slices, "node-1", log)
+	p, err := iptables.New(iptables.Config{ClusterCIDR: clusterdefaults.ClusterCIDR}, w.services, w.slices, "node-1", log)
 	if err != nil {
 		return err
 	}
@@ -450,7 +451,7 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 	if err != nil {
 		return err
 	}
-	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: "10.96.0.0/12",
+	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: clusterdefaults.ServiceCIDR,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -603,7 +604,7 @@ func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error
 	}
 	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", port), logs: &bytes.Buffer{}}
 	d.cmd = exec.Command(miniproxy, "--kubeconfig", controlplane.AdminKubeconfig(dir), "--hostname-override", "node-1",
-		"--cluster-cidr", "10.244.0.0/16", "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms",
+		"--cluster-cidr", clusterdefaults.ClusterCIDR, "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms",
 		"--profiling")
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.Env = append(os.Environ(), env...)

@@ -10,7 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/auth"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
+	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
+	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -41,25 +45,26 @@ func newCommand() *cobra.Command {
 			return controlplane.Run(ctx, o)
 		},
 	}
+	hpa := podautoscaler.DefaultOptions()
 	f := cmd.Flags()
-	f.StringVar(&o.DataDir, "data-dir", "/var/lib/miniapi", "directory for the store, the CA and admin.kubeconfig")
+	f.StringVar(&o.DataDir, "data-dir", controlplane.DefaultDataDir, "directory for the store, the CA and admin.kubeconfig")
 	f.StringVar(&o.BindAddress, "bind-address", "0.0.0.0", "IP address to serve on")
-	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port")
+	f.IntVar(&o.SecurePort, "secure-port", clusterdefaults.APIServerPort, "HTTPS port")
 	f.Var(advertiseAddress{&o.AdvertiseAddress}, "advertise-address", "IP address other cluster members (pods, through the kubernetes Service) reach this server at (default: --bind-address, or the host's first address when that is 0.0.0.0)")
 	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db) or "etcd://HOST:PORT[,HOST:PORT...]"`)
 	f.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", "", "apiserver.config.k8s.io/v1 EncryptionConfiguration file: providers (aescbc, aesgcm, secretbox, identity) that encrypt the listed resources in the store (empty: stored as they are)")
-	f.StringVar(&o.ServiceRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR from which Service cluster IPs are allocated")
+	f.StringVar(&o.ServiceRange, "service-cluster-ip-range", clusterdefaults.ServiceCIDR, "CIDR from which Service cluster IPs are allocated")
 	f.StringVar(&o.TokenFile, "token-auth-file", "", `static bearer tokens, one "token,user,uid[,\"group1,group2\"]" line each`)
 	f.StringSliceVar(&o.Controllers, "controllers", []string{"*"}, "controllers to run: '*' for all, 'name' to enable one, '-name' to disable one; known: "+strings.Join(controlplane.ControllerNames(), ", "))
-	f.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", 5*time.Second, "how often the node lifecycle controller checks the nodes' heartbeats")
-	f.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "how long a node may go without a heartbeat before it is Unknown and tainted unreachable")
-	f.DurationVar(&o.HPA.SyncPeriod, "horizontal-pod-autoscaler-sync-period", 15*time.Second, "how often each HorizontalPodAutoscaler is reconciled")
-	f.DurationVar(&o.HPA.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", 5*time.Minute, "how far back the autoscaler looks for a higher recommendation before scaling down (autoscalers without a behavior)")
-	f.Float64Var(&o.HPA.Tolerance, "horizontal-pod-autoscaler-tolerance", 0.1, "how far the usage may be from its target (as a ratio) before the autoscaler acts")
-	f.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", 8760*time.Hour, "the longest certificate the csrsigning controller issues (kubelet client and serving, API client certificates); a CSR's spec.expirationSeconds may ask for less")
-	f.StringVar(&o.ClusterCIDR, "cluster-cidr", "10.244.0.0/16", "CIDR of the cluster's pods; each node's podCIDR is cut from it")
-	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", 24, "prefix length of each node's podCIDR")
+	f.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", nodelifecycle.DefaultMonitorPeriod, "how often the node lifecycle controller checks the nodes' heartbeats")
+	f.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may go without a heartbeat before it is Unknown and tainted unreachable")
+	f.DurationVar(&o.HPA.SyncPeriod, "horizontal-pod-autoscaler-sync-period", hpa.SyncPeriod, "how often each HorizontalPodAutoscaler is reconciled")
+	f.DurationVar(&o.HPA.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", hpa.DownscaleStabilization, "how far back the autoscaler looks for a higher recommendation before scaling down (autoscalers without a behavior)")
+	f.Float64Var(&o.HPA.Tolerance, "horizontal-pod-autoscaler-tolerance", hpa.Tolerance, "how far the usage may be from its target (as a ratio) before the autoscaler acts")
+	f.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", csrsigning.DefaultDuration, "the longest certificate the csrsigning controller issues (kubelet client and serving, API client certificates); a CSR's spec.expirationSeconds may ask for less")
+	f.StringVar(&o.ClusterCIDR, "cluster-cidr", clusterdefaults.ClusterCIDR, "CIDR of the cluster's pods; each node's podCIDR is cut from it")
+	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", clusterdefaults.NodeCIDRMaskSize, "prefix length of each node's podCIDR")
 	f.StringVar(&o.LoadBalancerIPPool, "loadbalancer-ip-pool", "", "addresses for type=LoadBalancer Services: a CIDR or FIRST-LAST (empty: they stay pending)")
 	f.StringVar(&o.SchedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file: profiles by schedulerName, plugins enabled/disabled and weighted, plugin args (empty: kube-scheduler's default profile)")
 	f.BoolVar(&o.LeaderElection.Enabled, "leader-elect", true, "run the controllers and the scheduler only while this miniapi holds their Lease (several miniapi on one etcd)")
@@ -109,7 +114,7 @@ func newKubeconfigCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", "/var/lib/miniapi", "miniapi's data directory (holds pki/)")
+	f.StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
 	f.StringVar(&user, "user", "", "user name, e.g. system:node:node-1")
 	f.StringSliceVar(&groups, "group", nil, "group (repeatable), e.g. system:nodes")
 	f.StringVar(&server, "server", "", "API server URL, e.g. https://10.0.0.1:6443")
@@ -142,7 +147,7 @@ func newServingCertCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", "/var/lib/miniapi", "miniapi's data directory (holds pki/)")
+	f.StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
 	f.StringVar(&name, "name", "", "certificate name: writes NAME.crt and NAME.key")
 	f.StringSliceVar(&hosts, "host", nil, "IP or DNS name the certificate is valid for (repeatable)")
 	f.StringVar(&outDir, "out-dir", "", "directory to write the certificate, its key and ca.crt")

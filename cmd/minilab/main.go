@@ -75,14 +75,8 @@ func upCommand(name *string) *cobra.Command {
 		Short: "Create the lab and start a cluster on it; waits until every node is Ready",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
-				return fmt.Errorf("--nodes must be between 1 and %d, not %d", lab.MaxNodes, o.Nodes)
-			}
-			if o.Segments < 1 || o.Segments > lab.MaxSegments {
-				return fmt.Errorf("--segments must be between 1 and %d, not %d", lab.MaxSegments, o.Segments)
-			}
-			if o.PodNetwork != "host-gw" && o.PodNetwork != "vxlan" {
-				return fmt.Errorf("--pod-network must be host-gw or vxlan, not %q", o.PodNetwork)
+			if err := o.Validate(); err != nil {
+				return err
 			}
 			o.Name, o.Progress = *name, cmd.OutOrStdout()
 			ctx, stop := daemon.SignalContext()
@@ -95,20 +89,7 @@ func upCommand(name *string) *cobra.Command {
 			return nil
 		},
 	}
-	exe, _ := os.Executable()
-	binDir := filepath.Dir(exe)
-	cmd.Flags().IntVar(&o.Nodes, "nodes", 2, "number of nodes")
-	cmd.Flags().StringVar(&o.BinDir, "bin-dir", binDir, "directory holding miniapi and minilet")
-	cmd.Flags().StringVar(&o.ImagesDir, "images-dir", filepath.Join(binDir, "..", "images", "out"), "directory of the image tarballs from `make images`")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
-	cmd.Flags().StringVar(&o.PodNetwork, "pod-network", "host-gw", "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
-	cmd.Flags().IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
-	cmd.Flags().BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at 10.96.0.10, docs/dns.md)")
-	cmd.Flags().StringArrayVar(&o.Publish, "publish", nil, "forward a host loopback port to a node's port, [127.0.0.1:]HOSTPORT:NODE:PORT (NODE: node-i or a lab address such as a LoadBalancer IP); repeatable")
-	cmd.Flags().BoolVar(&o.Uplink, "uplink", false, "add a way out inside the lab: a router and an \"internet\" host at "+lab.UplinkHostIP+" serving its caller's address on port 80 (minilab exec uplink)")
-	cmd.Flags().DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default, 40s)")
-	cmd.Flags().StringVar(&o.ProxyMode, "proxy-mode", cluster.ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
-	cmd.Flags().StringVar(&o.Join, "join", cluster.JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
+	o.AddFlags(cmd.Flags())
 	return cmd
 }
 

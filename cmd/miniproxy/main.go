@@ -5,8 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
@@ -27,7 +25,6 @@ func newCommand() *cobra.Command {
 	var o server.Options
 	var kubeconfig string
 	var cleanup, verbose bool
-	hostname, _ := os.Hostname()
 	cmd := &cobra.Command{
 		Use:          "miniproxy",
 		Short:        "Service proxy: Services and EndpointSlices as kube-proxy's iptables rules or IPVS virtual servers",
@@ -70,21 +67,7 @@ func newCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to reach the API server")
-	f.StringVar(&o.HostnameOverride, "hostname-override", hostname, "this node's name, for endpoints local to it")
-	f.StringVar(&o.ClusterCIDR, "cluster-cidr", "", "pod CIDR of the cluster: traffic to a Service from outside it is masqueraded")
-	f.StringVar(&o.ProxyMode, "proxy-mode", "iptables", `proxy mode: "iptables" or "ipvs"`)
-	f.StringVar(&o.IPVS.Scheduler, "ipvs-scheduler", "", "IPVS scheduler with --proxy-mode ipvs: "+strings.Join(ipvs.Schedulers, ", ")+` (empty: "rr")`)
-	f.DurationVar(&o.IPVS.TCPTimeout, "ipvs-tcp-timeout", 0, "IPVS: idle timeout of established TCP connections (0: the kernel's)")
-	f.DurationVar(&o.IPVS.TCPFinTimeout, "ipvs-tcpfin-timeout", 0, "IPVS: timeout of TCP connections after a FIN (0: the kernel's)")
-	f.DurationVar(&o.IPVS.UDPTimeout, "ipvs-udp-timeout", 0, "IPVS: timeout of UDP flows (0: the kernel's)")
-	f.BoolVar(&o.IPVS.StrictARP, "ipvs-strict-arp", false, "IPVS: answer ARP only for the asked interface's addresses (arp_ignore=1, arp_announce=2)")
-	f.DurationVar(&o.MinSyncPeriod, "min-sync-period", time.Second, "least time between two syncs of the rules")
-	f.DurationVar(&o.SyncPeriod, "sync-period", 30*time.Second, "longest time between two syncs (a full resync)")
-	f.BoolVar(&o.MasqueradeAll, "masquerade-all", false, "masquerade all traffic sent to Service cluster IPs")
-	f.StringVar(&o.MetricsAddress, "metrics-bind-address", "127.0.0.1:10249", "address of /metrics (empty: off)")
-	f.BoolVar(&o.Profiling, "profiling", false, "serve /debug/pprof on the metrics address")
-	f.StringVar(&o.HealthzAddress, "healthz-bind-address", "0.0.0.0:10256", "address of /healthz (empty: off)")
-	f.StringSliceVar(&o.LBInterfaces, "lb-interfaces", nil, "interfaces on which this node answers ARP for the LoadBalancer addresses it is elected for, as MetalLB's layer-2 mode (default none: those addresses answer only on the nodes)")
+	o.AddFlags(f)
 	f.BoolVar(&cleanup, "cleanup", false, "remove every chain and rule miniproxy made, then exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(explainCommand())

@@ -51,6 +51,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 )
 
 // Where labs live on the host.
@@ -63,8 +65,8 @@ const (
 // Fixed addressing (docs/contracts.md).
 const (
 	Subnet          = "10.200.0.0/24"
-	ClusterCIDR     = "10.244.0.0/16"
-	ServiceCIDR     = "10.96.0.0/12"
+	ClusterCIDR     = clusterdefaults.ClusterCIDR
+	ServiceCIDR     = clusterdefaults.ServiceCIDR
 	ControlPlaneIP  = "10.200.0.2"
 	ClientIP        = "10.200.0.3" // the client namespace: on the segment, not a node
 	BridgeName      = "br0"

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,7 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: "10.96.0.0/12",
+	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: clusterdefaults.ServiceCIDR,
 		Controllers: []string{"*", "-nodelifecycle"}, ClusterCIDR: "10.128.0.0/9", // room for 5000 nodes' /24s
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	done := make(chan error, 1)

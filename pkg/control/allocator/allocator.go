@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,7 +153,7 @@ type Ranges struct {
 }
 
 // DefaultServiceRange is Kubernetes' default --service-cluster-ip-range.
-var DefaultServiceRange = netip.MustParsePrefix("10.96.0.0/12")
+var DefaultServiceRange = netip.MustParsePrefix(clusterdefaults.ServiceCIDR)
 
 // NewRanges returns the cluster IP range serviceCIDR and the node port range nodePorts,
 // held in st.

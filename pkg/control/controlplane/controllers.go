@@ -385,12 +385,9 @@ func startLocalPath(ctx context.Context, c *ControllerContext) error {
 }
 
 func startNodeLifecycle(ctx context.Context, c *ControllerContext) error {
-	opts := nodelifecycle.Options{MonitorPeriod: c.Options.NodeMonitorPeriod, GracePeriod: c.Options.NodeMonitorGracePeriod}
-	if opts.MonitorPeriod == 0 {
-		opts.MonitorPeriod = 5 * time.Second
-	}
-	if opts.GracePeriod == 0 {
-		opts.GracePeriod = 40 * time.Second
+	opts := nodelifecycle.Options{
+		MonitorPeriod: cmp.Or(c.Options.NodeMonitorPeriod, nodelifecycle.DefaultMonitorPeriod),
+		GracePeriod:   cmp.Or(c.Options.NodeMonitorGracePeriod, nodelifecycle.DefaultGracePeriod),
 	}
 	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
 	go nl.Run(ctx)

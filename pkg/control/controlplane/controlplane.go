@@ -4,6 +4,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
@@ -54,14 +56,15 @@ type Options struct {
 	TokenFile    string   // static bearer tokens (--token-auth-file)
 	Controllers  []string // --controllers: "*", "name", "-name"
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
-	// (0: 5 s and 40 s, kube-controller-manager's defaults).
+	// (0: nodelifecycle's defaults, kube-controller-manager's).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
 	LeaderElection                            LeaderElection
 	// HPA is the horizontal pod autoscaler's --horizontal-pod-autoscaler-* settings
 	// (zero fields: kube-controller-manager's defaults).
 	HPA                HPAOptions
 	LoadBalancerIPPool string // --loadbalancer-ip-pool: CIDR or FIRST-LAST; "" gives none
-	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"": 10.244.0.0/16, /24).
+	// ClusterCIDR and NodeCIDRMaskSize are where nodes' pod CIDRs come from (0/"":
+	// clusterdefaults').
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
 	Security         Security
@@ -92,6 +95,9 @@ type Options struct {
 	// members, the pair authenticates miniapi to them ("": plain TCP).
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 }
+
+// DefaultDataDir is miniapi's --data-dir: the store, the CA and admin.kubeconfig.
+const DefaultDataDir = "/var/lib/miniapi"
 
 // AdminKubeconfig is the admin kubeconfig's path inside the data dir.
 func AdminKubeconfig(dataDir string) string { return filepath.Join(dataDir, "admin.kubeconfig") }
@@ -577,15 +583,8 @@ func loopbackConfig(ca *pki.CA, server, component, user string, groups []string)
 	}, nil
 }
 
-// nodeRanges are the node IPAM ranges the options give, with kube-controller-manager's
-// defaults filled in.
+// nodeRanges are the node IPAM ranges the options give, with the defaults (clusterdefaults)
+// filled in.
 func (o *Options) nodeRanges() (nodeipam.Ranges, error) {
-	cidr, size := o.ClusterCIDR, o.NodeCIDRMaskSize
-	if cidr == "" {
-		cidr = "10.244.0.0/16"
-	}
-	if size == 0 {
-		size = 24
-	}
-	return nodeipam.ParseRanges(cidr, size)
+	return nodeipam.ParseRanges(cmp.Or(o.ClusterCIDR, clusterdefaults.ClusterCIDR), cmp.Or(o.NodeCIDRMaskSize, clusterdefaults.NodeCIDRMaskSize))
 }

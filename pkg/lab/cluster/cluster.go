@@ -14,14 +14,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/deploy/addons"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/forward"
+	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -29,7 +32,7 @@ import (
 )
 
 // APIPort is the lab API server's port on the control-plane address.
-const APIPort = 6443
+const APIPort = clusterdefaults.APIServerPort
 
 // LoadBalancerPool is where the lab's LoadBalancer Services get their addresses: the top
 // of the lab segment, reachable from every lab node, routed nowhere else.
@@ -131,9 +134,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	step(o.Progress, "creating lab %q: switch, control plane, client and %d node namespaces", o.Name, o.Nodes)
-	if o.PodNetwork == "" {
-		o.PodNetwork = "host-gw"
-	}
+	o.PodNetwork = cmp.Or(o.PodNetwork, nodenet.ModeHostGW)
 	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork, Uplink: o.Uplink})
 	if err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Cgroup: daemonsCgroup(n), Args: []string{
 			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", proxyKubeconfig,
 			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
-			"--healthz-bind-address", n.IP + ":10256",
+			"--healthz-bind-address", net.JoinHostPort(n.IP, strconv.Itoa(clusterdefaults.ProxyHealthzPort)),
 			// LoadBalancer addresses (LoadBalancerPool, on the lab segment) answer ARP from
 			// one elected node, so the lab's client namespace reaches them.
 			"--lb-interfaces", lab.MemberInterface,

@@ -33,9 +33,15 @@ import (
 
 // Options are kube-controller-manager's flags of this controller.
 type Options struct {
-	MonitorPeriod time.Duration // --node-monitor-period (5s)
-	GracePeriod   time.Duration // --node-monitor-grace-period (40s)
+	MonitorPeriod time.Duration // --node-monitor-period (DefaultMonitorPeriod)
+	GracePeriod   time.Duration // --node-monitor-grace-period (DefaultGracePeriod)
 }
+
+// kube-controller-manager's defaults of Options.
+const (
+	DefaultMonitorPeriod = 5 * time.Second
+	DefaultGracePeriod   = 40 * time.Second
+)
 
 // Controller is the node lifecycle controller.
 type Controller struct {

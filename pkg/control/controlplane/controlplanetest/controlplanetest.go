@@ -16,6 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/testenv"
 
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -40,7 +41,7 @@ type Cluster struct {
 func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 	t.Helper()
 	o := controlplane.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: FreePort(t), Store: "bolt",
-		ServiceRange: "10.96.0.0/12", Controllers: []string{"*"},
+		ServiceRange: clusterdefaults.ServiceCIDR, Controllers: []string{"*"},
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if change != nil {
 		change(&o)

@@ -1,0 +1,47 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/minik8s/minik8s/deploy/addons"
+	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/network/nodenet"
+	"github.com/spf13/pflag"
+)
+
+// AddFlags registers `minilab up`'s flags, each filling its field of o. The binaries and
+// images are looked for beside the running program by default (bin/ and images/out/ of a
+// checkout).
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	exe, _ := os.Executable()
+	binDir := filepath.Dir(exe)
+	fs.IntVar(&o.Nodes, "nodes", 2, "number of nodes")
+	fs.StringVar(&o.BinDir, "bin-dir", binDir, "directory holding miniapi and minilet")
+	fs.StringVar(&o.ImagesDir, "images-dir", filepath.Join(binDir, "..", "images", "out"), "directory of the image tarballs from `make images`")
+	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster")
+	fs.StringVar(&o.PodNetwork, "pod-network", nodenet.ModeHostGW, "how nodes' pods reach each other (minilet --pod-network): host-gw or vxlan")
+	fs.IntVar(&o.Segments, "segments", 1, "lab segments (switches) the nodes are spread over, joined only by a router namespace")
+	fs.BoolVar(&o.DNS, "dns", true, "deploy cluster DNS (CoreDNS at "+addons.ClusterDNSIP+", docs/dns.md)")
+	fs.StringArrayVar(&o.Publish, "publish", nil, "forward a host loopback port to a node's port, [127.0.0.1:]HOSTPORT:NODE:PORT (NODE: node-i or a lab address such as a LoadBalancer IP); repeatable")
+	fs.BoolVar(&o.Uplink, "uplink", false, "add a way out inside the lab: a router and an \"internet\" host at "+lab.UplinkHostIP+" serving its caller's address on port 80 (minilab exec uplink)")
+	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default)")
+	fs.StringVar(&o.ProxyMode, "proxy-mode", ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
+	fs.StringVar(&o.Join, "join", JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
+}
+
+// Validate names the flag of a setting `minilab up` cannot use.
+func (o *Options) Validate() error {
+	if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
+		return fmt.Errorf("--nodes must be between 1 and %d, not %d", lab.MaxNodes, o.Nodes)
+	}
+	if o.Segments < 1 || o.Segments > lab.MaxSegments {
+		return fmt.Errorf("--segments must be between 1 and %d, not %d", lab.MaxSegments, o.Segments)
+	}
+	if o.PodNetwork != nodenet.ModeHostGW && o.PodNetwork != nodenet.ModeVXLAN {
+		return fmt.Errorf("--pod-network must be %s or %s, not %q", nodenet.ModeHostGW, nodenet.ModeVXLAN, o.PodNetwork)
+	}
+	return nil
+}

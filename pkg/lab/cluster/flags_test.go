@@ -1,0 +1,33 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// minilab up's defaults validate; each bad value is refused naming its flag.
+func TestUpFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string // "" when valid
+	}{
+		{nil, ""},
+		{[]string{"--pod-network", "vxlan", "--nodes", "3"}, ""},
+		{[]string{"--nodes", "0"}, "--nodes"},
+		{[]string{"--segments", "0"}, "--segments"},
+		{[]string{"--pod-network", "flannel"}, "--pod-network"},
+	} {
+		var o Options
+		fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := o.Validate()
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%v: Validate() = %v, want an error naming %q", tc.args, err, tc.err)
+		}
+	}
+}
