@@ -42,8 +42,8 @@ func (a *Agent) podStatus(st *podState, pod *corev1.Pod, all []runtime.Container
 		}
 		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name])
 		if a.probes != nil && cs.State.Running != nil { // probes decide readiness; without them a running container is ready
-			cs.Ready = a.probes.ready(pod.UID, spec)
-			cs.Started = ptr.To(a.probes.started(pod.UID, spec.Name))
+			cs.Ready = a.probes.Ready(pod.UID, spec)
+			cs.Started = ptr.To(a.probes.Started(pod.UID, spec.Name))
 		}
 		return cs
 	}

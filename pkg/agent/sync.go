@@ -93,13 +93,13 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 	if a.probes != nil {
 		probed := pod.DeepCopy()
 		probed.Status.PodIP = status.PodIP
-		a.probes.sync(probed, status)
+		a.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
 	}
 	st.trace.mark("status", a.clock.Now())
 	err = a.updatePodStatus(ctx, st, pod, status)
 	st.trace.mark("statusWrite", a.clock.Now())
 	if err == nil && status.Phase == corev1.PodRunning {
-		st.trace.running(podKey(pod), a.clock.Now())
+		st.trace.running(a.log, podKey(pod), a.clock.Now())
 	}
 	errs = append(errs, err)
 	if isTerminal(status.Phase) {
