@@ -33,6 +33,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -62,6 +63,7 @@ type Agent struct {
 	metrics  *metrics
 
 	volumes          *volumes.Manager
+	statuses         *status.Writer
 	oomFloor         int // the lowest oom_score_adj containers may get here
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
@@ -119,6 +121,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
 	a.pressure = newPressure(cfg)
+	a.statuses = status.NewWriter(a.client, a.mirrorOf)
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	return a, nil
 }
