@@ -26,7 +26,7 @@ type staticPods struct {
 func (a *Agent) runStaticPods(ctx context.Context) {
 	src := &staticpod.Source{
 		Dir: a.cfg.PodManifestPath, Node: a.cfg.NodeName, Period: a.cfg.FileCheckFrequency,
-		Update: a.setStaticPods,
+		Update: a.setStaticPods, Log: a.log,
 		Invalid: func(file string, err error) {
 			a.log.Error("static pod manifest ignored", "file", file, "err", err)
 			a.nodeEvent(corev1.EventTypeWarning, "FailedStaticPod", "Static pod manifest %s ignored: %v", file, err)
