@@ -30,6 +30,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
@@ -142,14 +143,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn("OOM scores of containers are kept at 0 or above", "err", err)
 	}
 	a.oomFloor = floor
-	capacity, err := hostCapacity(a.cfg.RootDir)
+	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir)
 	if err != nil {
 		return err
 	}
 	a.capacity = capacity
-	systemReserved, _ := parseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
-	kubeReserved, _ := parseReserved("kube-reserved", a.cfg.KubeReserved)
-	a.allocatable = allocatable(capacity, systemReserved, kubeReserved)
+	systemReserved, _ := nodestatus.ParseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
+	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", a.cfg.KubeReserved)
+	a.allocatable = nodestatus.Allocatable(capacity, systemReserved, kubeReserved)
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}

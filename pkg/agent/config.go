@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -119,7 +120,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--container-log-max-files %d must be at least 2 (the current file and one rotated)", c.ContainerLogMaxFiles))
 	}
 	for flag, m := range map[string]map[string]string{"system-reserved": c.SystemReserved, "kube-reserved": c.KubeReserved} {
-		if _, err := parseReserved(flag, m); err != nil {
+		if _, err := nodestatus.ParseReserved(flag, m); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -174,10 +174,3 @@ func conditionStatus(pod *corev1.Pod, typ corev1.PodConditionType) corev1.Condit
 	}
 	return ""
 }
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

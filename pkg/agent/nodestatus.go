@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 )
 
 // nodeStatusPeriod is how often the kubelet posts node status (--node-status-update-frequency).
@@ -68,7 +70,7 @@ func (a *Agent) setNodeStatus(status *corev1.NodeStatus, runtimeVersion string, 
 	}
 	status.Capacity = a.capacity
 	status.Allocatable = a.allocatable
-	info := hostNodeInfo(runtimeVersion)
+	info := nodestatus.HostNodeInfo(runtimeVersion)
 	if runtimeVersion == "" { // keep the last known version while the runtime is down
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
 	}
