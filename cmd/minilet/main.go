@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +44,7 @@ func newCommand() *cobra.Command {
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			daemon.Logger(verbose)
+			log := daemon.Logger(verbose)
 			if cfg.NodeName == "" {
 				host, err := os.Hostname()
 				if err != nil {
@@ -66,7 +65,7 @@ func newCommand() *cobra.Command {
 			cfg.CertDir = certDir
 			if bootstrapKubeconfig != "" || rotateCertificates {
 				restCfg, err = certificate.Rotating(ctx, certificate.Options{Kubeconfig: kubeconfig, BootstrapKubeconfig: bootstrapKubeconfig,
-					CertDir: certDir, NodeName: cfg.NodeName, Log: slog.Default()}, fail)
+					CertDir: certDir, NodeName: cfg.NodeName, Log: log}, fail)
 			} else if restCfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 				err = fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
@@ -98,7 +97,7 @@ func newCommand() *cobra.Command {
 			}
 			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
 			cfg.Ready = daemon.NotifyReady
-			if err := agent.Run(ctx, cfg, client, eventClient); err != nil {
+			if err := run(ctx, cfg, client, eventClient, log); err != nil {
 				return err
 			}
 			if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {

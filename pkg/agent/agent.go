@@ -6,6 +6,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,8 +30,11 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
+	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -55,10 +59,12 @@ type Agent struct {
 	net      Network
 	recorder record.EventRecorder
 	clock    clock.WithTicker
+	log      *slog.Logger
 	backoff  *flowcontrol.Backoff
 	metrics  *metrics
 
 	volumes          *volumes.Manager
+	statuses         *status.Writer
 	oomFloor         int // the lowest oom_score_adj containers may get here
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
@@ -68,53 +74,63 @@ type Agent struct {
 	apiSynced        atomic.Bool // the pod informer has synced: podLister may be read
 	static           staticPods
 	workers          *podworkers.Workers[*podState]
-	probes           *prober
+	probes           *prober.Manager
 
 	// The bind mount of the node's network namespace, which hostNetwork pods join, and
 	// whether that namespace is the host's (hostnetwork.go).
 	nodeNetNS  string
 	nodeIsHost bool
-	stats      statsSource     // nil: no usage figures (tests)
+	stats      StatsSource     // nil: no usage figures (tests)
 	pressure   *stats.Pressure // --eviction-hard
 }
 
-// New makes an agent for the node cfg describes, driving rt and net.
-func New(cfg Config, client kubernetes.Interface, rt Runtime, nw Network) (*Agent, error) {
-	return newAgent(cfg, client, rt, nw, clock.RealClock{})
-}
-
-// newAgent makes an agent whose every timing (back-off, housekeeping, pod workers, probes,
-// lease, status times) reads clk.
-func newAgent(cfg Config, client kubernetes.Interface, rt Runtime, nw Network, clk clock.WithTicker) (*Agent, error) {
+// New makes an agent for the node cfg describes, driving deps. Every timing (back-off,
+// housekeeping, pod workers, probes, lease, status times) reads deps.Clock.
+func New(cfg Config, deps Dependencies) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if deps.Client == nil || deps.Recorder == nil || deps.Runtime == nil || deps.Network == nil {
+		return nil, errors.New("the agent needs an API client, an event recorder, a runtime and a network")
+	}
+	clk := deps.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	resolvConf, reason := dns.NodeResolvConf(cfg.ResolvConf, dns.SystemdResolvConf)
 	if reason != "" {
-		slog.Info("pods get the node's resolver configuration from "+resolvConf, "reason", reason)
+		log.Info("pods get the node's resolver configuration from "+resolvConf, "reason", reason)
 	}
 	cfg.ResolvConf = resolvConf
 	backoff := flowcontrol.NewBackOff(backoffInitial, backoffMax)
 	backoff.Clock = clk
 	a := &Agent{
-		cfg:     cfg,
-		client:  client,
-		rt:      rt,
-		net:     nw,
-		clock:   clk,
-		backoff: backoff,
-		metrics: newMetrics(),
-		static:  staticPods{kick: make(chan struct{}, 1)},
+		cfg:      cfg,
+		client:   deps.Client,
+		recorder: deps.Recorder,
+		rt:       deps.Runtime,
+		net:      deps.Network,
+		stats:    deps.Stats,
+		clock:    clk,
+		log:      log,
+		backoff:  backoff,
+		metrics:  newMetrics(),
+		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
 	a.pressure = newPressure(cfg)
-	a.volumes = volumes.New(cfg.podsDir(), client, func() corev1.ResourceList { return a.allocatable })
+	a.statuses = status.NewWriter(a.client, a.mirrorOf)
+	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	return a, nil
 }
 
 // Run registers the node and runs its pods until ctx ends. Pods keep
 // running when it returns; a new Run adopts them.
 func (a *Agent) Run(ctx context.Context) error {
-	for _, dir := range []string{a.cfg.netnsDir(), a.cfg.logsDir(), a.cfg.cniCacheDir(), a.cfg.cniNetworksDir()} {
+	for _, dir := range []string{a.cfg.netnsDir(), a.cfg.logsDir(), a.cfg.CNICacheDir(), a.cfg.CNINetworksDir()} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
@@ -124,48 +140,47 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	floor, err := cm.ProtectSelf()
 	if err != nil {
-		slog.Warn("OOM scores of containers are kept at 0 or above", "err", err)
+		a.log.Warn("OOM scores of containers are kept at 0 or above", "err", err)
 	}
 	a.oomFloor = floor
-	capacity, err := hostCapacity(a.cfg.RootDir)
+	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir)
 	if err != nil {
 		return err
 	}
 	a.capacity = capacity
-	systemReserved, _ := parseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
-	kubeReserved, _ := parseReserved("kube-reserved", a.cfg.KubeReserved)
-	a.allocatable = allocatable(capacity, systemReserved, kubeReserved)
+	systemReserved, _ := nodestatus.ParseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
+	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", a.cfg.KubeReserved)
+	a.allocatable = nodestatus.Allocatable(capacity, systemReserved, kubeReserved)
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
-	if a.recorder == nil {
-		rec, stop := newEventRecorder(a.client, a.cfg.NodeName)
-		defer stop()
-		a.recorder = rec
-	}
-	if a.cfg.HealthzAddr != "" {
-		if err := a.serveHealth(ctx, a.cfg.HealthzAddr); err != nil {
-			return err
-		}
-	}
 
+	// Every goroutine started below ends with ctx, and Run returns only once all have.
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	if a.cfg.HealthzAddr != "" {
+		if err := a.serveHealth(ctx, &wg, a.cfg.HealthzAddr); err != nil {
+			return err
+		}
+	}
 
 	if err := a.ensurePauseImage(ctx); err != nil {
 		return ignoreCanceled(ctx, err)
 	}
-	a.probes = newProber(ctx, a)
-	a.workers = podworkers.New(ctx, a.clock, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
+	a.workers = podworkers.New(a.clock, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
 		now := a.clock.Now()
 		st := newPodState(pod, apiTime(now))
 		if pod.Status.StartTime == nil { // a new pod, not one adopted after a restart
 			st.trace = newStartTrace(now)
 		}
 		return st
-	})
+	}, a.log)
+	wg.Go(func() { a.workers.Run(ctx) })
+	a.probes = prober.New(prober.Config{Containers: probeTargets{a}, Events: probeTargets{a},
+		Observe: a.metrics.probeObserver, Wake: a.workers.Wake, Clock: a.clock})
+	wg.Go(func() { a.probes.Run(ctx) })
 	// Static pods start without the API server (how a control plane bootstraps); pods
 	// from the API once the node is registered and the informer has synced.
 	if a.cfg.PodManifestPath != "" {
@@ -177,7 +192,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.runImageGC(ctx) })
 	wg.Go(func() { a.watchOOM(ctx) })
 	a.runHousekeeping(ctx)
-	a.workers.Wait()
 	return nil
 }
 
@@ -187,8 +201,10 @@ func (a *Agent) runAPI(ctx context.Context) {
 	if err := a.registerNode(ctx); err != nil {
 		return // ctx ended
 	}
-	go a.runNodeStatus(ctx)
-	go a.runNodeLease(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { a.runNodeStatus(ctx) })
+	wg.Go(func() { a.runNodeLease(ctx) })
 	if a.cfg.Ready != nil {
 		a.cfg.Ready()
 	}
@@ -208,10 +224,10 @@ func (a *Agent) runAPI(ctx context.Context) {
 	// Startup reconciliation: what belongs to no pod of this node goes before the
 	// workers adopt the rest.
 	if err := a.cleanupOrphans(ctx); err != nil {
-		slog.Error("clean up after earlier runs", "err", err)
+		a.log.Error("clean up after earlier runs", "err", err)
 	}
 	if _, err := informer.AddEventHandler(a.podEventHandler()); err != nil {
-		slog.Error("watch pods", "err", err)
+		a.log.Error("watch pods", "err", err)
 		return
 	}
 	a.syncMirrorPods(ctx)
@@ -297,7 +313,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 		}
 		if a.apiSynced.Load() { // until then, every API pod would look like an orphan
 			if err := a.cleanupOrphans(ctx); err != nil && ctx.Err() == nil {
-				slog.Error("clean up orphaned pods", "err", err)
+				a.log.Error("clean up orphaned pods", "err", err)
 			}
 			a.syncMirrorPods(ctx)
 		}
@@ -312,7 +328,7 @@ func (a *Agent) runRelist(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		if err := r.relist(ctx, a); err != nil && ctx.Err() == nil {
-			slog.Error("relist", "err", err)
+			a.log.Error("relist", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -331,7 +347,7 @@ func (a *Agent) ensurePauseImage(ctx context.Context) error {
 			a.pauseImageReady.Store(true)
 			return nil
 		}
-		slog.Error("import pause image, will retry", "image", pauseimage.Ref, "err", err)
+		a.log.Error("import pause image, will retry", "image", pauseimage.Ref, "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("import pause image %s: %w", pauseimage.Ref, err)
@@ -361,7 +377,7 @@ func ignoreCanceled(ctx context.Context, err error) error {
 func (a *Agent) watchOOM(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := a.rt.WatchOOM(ctx); err != nil {
-			slog.Error("watch OOM kills, will retry", "err", err)
+			a.log.Error("watch OOM kills, will retry", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -119,7 +120,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--container-log-max-files %d must be at least 2 (the current file and one rotated)", c.ContainerLogMaxFiles))
 	}
 	for flag, m := range map[string]map[string]string{"system-reserved": c.SystemReserved, "kube-reserved": c.KubeReserved} {
-		if _, err := parseReserved(flag, m); err != nil {
+		if _, err := nodestatus.ParseReserved(flag, m); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -142,28 +143,28 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// servesNodeAPI: the node API has a certificate, from files or from CSRs.
-func (c Config) servesNodeAPI() bool { return c.TLSCertFile != "" || c.RotateServerCertificates }
+// ServesNodeAPI: the node API has a certificate, from files or from CSRs.
+func (c Config) ServesNodeAPI() bool { return c.TLSCertFile != "" || c.RotateServerCertificates }
 
 // The layout below RootDir (docs/contracts.md).
 func (c Config) netnsDir() string       { return filepath.Join(c.RootDir, "netns") }
 func (c Config) logsDir() string        { return filepath.Join(c.RootDir, "logs") }
-func (c Config) podsDir() string        { return filepath.Join(c.RootDir, "pods") }
+func (c Config) PodsDir() string        { return filepath.Join(c.RootDir, "pods") }
 func (c Config) fifoDir() string        { return filepath.Join(c.RootDir, "fifo") }
 func (c Config) seccompDir() string     { return filepath.Join(c.RootDir, "seccomp") }
-func (c Config) cniCacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
-func (c Config) cniNetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }
+func (c Config) CNICacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
+func (c Config) CNINetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }
 
-// cniConfDir is where the conflist is written (auto) or read (file).
-func (c Config) cniConfDir() string {
+// CNINetConfDir is where the conflist is written (auto) or read (file).
+func (c Config) CNINetConfDir() string {
 	if c.CNIConfDir != "" {
 		return c.CNIConfDir
 	}
 	return filepath.Join(c.RootDir, "cni", "net.d")
 }
 
-// logConfig is how the runtime logs containers' output.
-func (c Config) logConfig() runtime.LogConfig {
+// LogConfig is how the runtime logs containers' output.
+func (c Config) LogConfig() runtime.LogConfig {
 	size := resource.MustParse(c.ContainerLogMaxSize) // checked by Validate
 	return runtime.LogConfig{FIFODir: c.fifoDir(), MaxSize: size.Value(), MaxFiles: c.ContainerLogMaxFiles}
 }

@@ -29,8 +29,8 @@ const (
 // node-agent events by the kubelet's name.
 const eventComponent = "kubelet"
 
-// newEventRecorder records events through the API; stop flushes and ends it.
-func newEventRecorder(client kubernetes.Interface, nodeName string) (rec record.EventRecorder, stop func()) {
+// NewEventRecorder records events through the API; stop flushes and ends it.
+func NewEventRecorder(client kubernetes.Interface, nodeName string) (rec record.EventRecorder, stop func()) {
 	b := record.NewBroadcaster()
 	b.StartStructuredLogging(4)
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})

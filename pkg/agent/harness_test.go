@@ -61,11 +61,10 @@ func (h *harness) newAgentOn(clk clock.WithTicker) *Agent {
 	} else {
 		h.t.Cleanup(func() { cm.RemoveRoot(cfg.CgroupRoot) })
 	}
-	a, err := newAgent(cfg, h.client, h.rt, h.net, clk)
+	a, err := New(cfg, Dependencies{Client: h.client, Recorder: h.events, Runtime: h.rt, Network: h.net, Clock: clk})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	a.recorder = h.events
 	if err := a.bindNodeNetNS(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -174,11 +173,4 @@ func conditionStatus(pod *corev1.Pod, typ corev1.PodConditionType) corev1.Condit
 		}
 	}
 	return ""
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

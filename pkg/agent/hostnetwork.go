@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"log/slog"
 	"path/filepath"
 
 	"github.com/minik8s/minik8s/pkg/network"
@@ -30,7 +29,7 @@ func (a *Agent) bindNodeNetNS() error {
 		return fmt.Errorf("node network namespace for hostNetwork pods: %w", err)
 	}
 	a.nodeNetNS, a.nodeIsHost = path, isHost
-	slog.Info("hostNetwork pods join the node's network namespace", "path", path, "hostNamespace", isHost)
+	a.log.Info("hostNetwork pods join the node's network namespace", "path", path, "hostNamespace", isHost)
 	return nil
 }
 

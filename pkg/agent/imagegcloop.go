@@ -16,7 +16,7 @@ const imageGCPeriod = 5 * time.Minute
 // runImageGC removes unused images whenever the image filesystem is fuller than
 // --image-gc-high-threshold, reporting a failure on the Node as the kubelet does.
 func (a *Agent) runImageGC(ctx context.Context) {
-	gc := imagegc.New(a.rt, a.cfg.ImageGCHighThreshold, a.cfg.ImageGCLowThreshold, a.clock, pauseimage.Ref)
+	gc := imagegc.New(a.rt, a.cfg.ImageGCHighThreshold, a.cfg.ImageGCLowThreshold, a.clock, a.log, pauseimage.Ref)
 	tick := time.NewTicker(imageGCPeriod)
 	defer tick.Stop()
 	for {

@@ -54,7 +54,7 @@ func (a *Agent) syncInitContainers(ctx context.Context, st *podState, pod *corev
 		}
 		cur := history[0]
 		switch {
-		case sidecar && (!isRunning(cur) || (a.probes != nil && !a.probes.started(pod.UID, c.Name))):
+		case sidecar && (!isRunning(cur) || (a.probes != nil && !a.probes.Started(pod.UID, c.Name))):
 			return appsStarted, 0, nil
 		case !sidecar && (cur.State != runtime.StateExited || cur.ExitCode != 0):
 			return false, 0, nil

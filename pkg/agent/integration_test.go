@@ -34,33 +34,36 @@ const cniBinDir = "/usr/lib/cni"
 // nodeNetwork runs CNI inside the test's node namespace, so the bridge,
 // veths and rules land there and never in the host's namespace.
 type nodeNetwork struct {
-	cniNetwork
+	*network.CNI
 	nodeNS string
 }
 
+func (nodeNetwork) NewNetNS(dir, name string) (string, error) { return network.NewNetNS(dir, name) }
+func (nodeNetwork) RemoveNetNS(path string) error             { return network.RemoveNetNS(path) }
+
 func (n nodeNetwork) SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, opts network.PodOptions) (ip net.IP, err error) {
 	err = network.InNetNS(n.nodeNS, func() error {
-		ip, err = n.cniNetwork.SetUp(ctx, id, netnsPath, pod, opts)
+		ip, err = n.CNI.SetUp(ctx, id, netnsPath, pod, opts)
 		return err
 	})
 	return ip, err
 }
 
 func (n nodeNetwork) Check(ctx context.Context, id, netnsPath string, pod network.PodRef) error {
-	return network.InNetNS(n.nodeNS, func() error { return n.cniNetwork.Check(ctx, id, netnsPath, pod) })
+	return network.InNetNS(n.nodeNS, func() error { return n.CNI.Check(ctx, id, netnsPath, pod) })
 }
 
 // BindNodeNetNS binds the test's node namespace, as a minilet running in it would.
 func (n nodeNetwork) BindNodeNetNS(dir, name string) (path string, isHost bool, err error) {
 	err = network.InNetNS(n.nodeNS, func() error {
-		path, isHost, err = n.cniNetwork.BindNodeNetNS(dir, name)
+		path, isHost, err = network.BindCurrentNetNS(dir, name)
 		return err
 	})
 	return path, isHost, err
 }
 
 func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error {
-	return network.InNetNS(n.nodeNS, func() error { return n.cniNetwork.TearDown(ctx, id, netnsPath, pod) })
+	return network.InNetNS(n.nodeNS, func() error { return n.CNI.TearDown(ctx, id, netnsPath, pod) })
 }
 
 // TestIntegrationPodOnContainerdAndCNI runs one pod through the real runtime
@@ -97,23 +100,22 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		ContainerdAddress: address, ContainerdNamespace: "minilet-test", CNIBinDir: cniBinDir, CNIBridge: "cni0",
 		CgroupRoot: "/minik8s-test-" + filepath.Base(root), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
 	}
-	rt.SetLogConfig(cfg.logConfig())
+	rt.SetLogConfig(cfg.LogConfig())
 	t.Cleanup(func() {
 		if err := cm.RemoveRoot(cfg.CgroupRoot); err != nil {
 			t.Errorf("remove test cgroups: %v", err)
 		}
 	})
 	cni, err := network.NewCNI(network.Config{PluginDirs: []string{cniBinDir}, BridgeName: cfg.CNIBridge, PodCIDR: cfg.PodCIDR,
-		CacheDir: cfg.cniCacheDir(), IPAMDataDir: cfg.cniNetworksDir(), ConfDir: cfg.cniConfDir()})
+		CacheDir: cfg.CNICacheDir(), IPAMDataDir: cfg.CNINetworksDir(), ConfDir: cfg.CNINetConfDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := fake.NewClientset()
-	a, err := New(cfg, client, rt, nodeNetwork{cniNetwork{cni}, nodeNS})
+	a, err := New(cfg, Dependencies{Client: client, Recorder: record.NewFakeRecorder(1000), Runtime: rt, Network: nodeNetwork{cni, nodeNS}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.recorder = record.NewFakeRecorder(1000)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
@@ -143,7 +145,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	if err := network.InNetNS(nodeNS, func() error { _, err := netlink.LinkByName(cfg.CNIBridge); return err }); err != nil {
 		t.Errorf("bridge %s is not in the node namespace: %v", cfg.CNIBridge, err)
 	}
-	allocation := filepath.Join(cfg.cniNetworksDir(), network.NetworkName, podIP)
+	allocation := filepath.Join(cfg.CNINetworksDir(), network.NetworkName, podIP)
 	if _, err := os.Stat(allocation); err != nil {
 		t.Errorf("pod IP not recorded by host-local IPAM: %v", err)
 	}

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -25,7 +24,7 @@ const apiTimeout = 10 * time.Second
 // using the same controller as the kubelet.
 func (a *Agent) runNodeLease(ctx context.Context) {
 	ctl := lease.NewController(a.clock, a.client, a.cfg.NodeName, leaseDurationSeconds,
-		func() { slog.Warn("node lease renewal keeps failing", "node", a.cfg.NodeName) },
+		func() { a.log.Warn("node lease renewal keeps failing", "node", a.cfg.NodeName) },
 		leaseRenewInterval, a.cfg.NodeName, corev1.NamespaceNodeLease, a.setLeaseOwner)
 	ctl.Run(ctx)
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	goruntime "runtime"
 	"time"
 
@@ -21,10 +20,10 @@ func (a *Agent) registerNode(ctx context.Context) error {
 	for {
 		err := a.ensureNode(ctx)
 		if err == nil {
-			slog.Info("node registered", "node", a.cfg.NodeName)
+			a.log.Info("node registered", "node", a.cfg.NodeName)
 			return nil
 		}
-		slog.Error("register node, will retry", "node", a.cfg.NodeName, "err", err)
+		a.log.Error("register node, will retry", "node", a.cfg.NodeName, "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)

@@ -8,23 +8,24 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 )
 
 func TestNodeRegistrationAndStatus(t *testing.T) {
 	h := newHarness(t)
 	a := h.agent
-	capacity, err := hostCapacity(a.cfg.RootDir)
+	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.capacity = capacity
-	reserved, err := parseReserved("system-reserved", map[string]string{"memory": "512Mi", "cpu": "100m"})
+	reserved, err := nodestatus.ParseReserved("system-reserved", map[string]string{"memory": "512Mi", "cpu": "100m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.allocatable = allocatable(capacity, reserved)
+	a.allocatable = nodestatus.Allocatable(capacity, reserved)
 	a.pauseImageReady.Store(true)
 	if err := a.registerNode(h.ctx); err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 		t.Errorf("allocatable %v with 512Mi and 100m reserved from capacity %v", node.Status.Allocatable, node.Status.Capacity)
 	}
 	info := node.Status.NodeInfo
-	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != KubeletVersion || info.KernelVersion == "" || info.OSImage == "" {
+	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != nodestatus.KubeletVersion || info.KernelVersion == "" || info.OSImage == "" {
 		t.Errorf("nodeInfo %+v", info)
 	}
 	ready := nodeCondition(node, corev1.NodeReady)
@@ -143,43 +144,4 @@ func nodeCondition(node *corev1.Node, typ corev1.NodeConditionType) corev1.NodeC
 		}
 	}
 	return corev1.NodeCondition{}
-}
-
-func TestMemTotalAndOSImage(t *testing.T) {
-	dir := t.TempDir()
-	meminfo := dir + "/meminfo"
-	writeFile(t, meminfo, "MemFree:  10 kB\nMemTotal:       2048 kB\n")
-	if got, err := memTotal(meminfo); err != nil || got != 2048*1024 {
-		t.Errorf("memTotal = %d, %v", got, err)
-	}
-	writeFile(t, meminfo, "MemFree: 1 kB\n")
-	if _, err := memTotal(meminfo); err == nil {
-		t.Error("meminfo without MemTotal accepted")
-	}
-	osRelease := dir + "/os-release"
-	writeFile(t, osRelease, "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n")
-	if got := osImage(osRelease); got != "Debian GNU/Linux 12 (bookworm)" {
-		t.Errorf("osImage = %q", got)
-	}
-}
-
-func TestReservedResources(t *testing.T) {
-	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	system, err := parseReserved("system-reserved", map[string]string{"cpu": "500m", "memory": "256Mi"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := parseReserved("kube-reserved", map[string]string{"memory": "1Gi"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := allocatable(capacity, system, kube)
-	if got.Cpu().MilliValue() != 1500 || got.Memory().Value() != 0 || got.Pods().Value() != 110 {
-		t.Errorf("allocatable %v, want cpu 1500m, memory 0 (never negative), pods 110", got)
-	}
-	for _, bad := range []map[string]string{{"gpu": "1"}, {"memory": "lots"}, {"cpu": "-1"}} {
-		if _, err := parseReserved("kube-reserved", bad); err == nil || !strings.Contains(err.Error(), "--kube-reserved") {
-			t.Errorf("parseReserved(%v) = %v, want an error naming the flag", bad, err)
-		}
-	}
 }

@@ -28,7 +28,7 @@ func TestConfigValidateNodeAPIFlags(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if !(Config{RotateServerCertificates: true}).servesNodeAPI() || (Config{}).servesNodeAPI() {
+	if !(Config{RotateServerCertificates: true}).ServesNodeAPI() || (Config{}).ServesNodeAPI() {
 		t.Error("servesNodeAPI")
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 )
 
 // nodeStatusPeriod is how often the kubelet posts node status (--node-status-update-frequency).
@@ -29,7 +30,7 @@ func (a *Agent) updateNodeStatus(ctx context.Context) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := nodes.Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			slog.Warn("node object is gone, registering again", "node", a.cfg.NodeName)
+			a.log.Warn("node object is gone, registering again", "node", a.cfg.NodeName)
 			if err := a.ensureNode(ctx); err != nil {
 				return fmt.Errorf("register node %s again: %w", a.cfg.NodeName, err)
 			}
@@ -64,12 +65,12 @@ func (a *Agent) setNodeStatus(status *corev1.NodeStatus, runtimeVersion string, 
 		{Type: corev1.NodeInternalIP, Address: a.cfg.NodeIP},
 		{Type: corev1.NodeHostName, Address: a.cfg.NodeName},
 	}
-	if a.cfg.servesNodeAPI() { // where miniapi finds the node API
+	if a.cfg.ServesNodeAPI() { // where miniapi finds the node API
 		status.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.Port)
 	}
 	status.Capacity = a.capacity
 	status.Allocatable = a.allocatable
-	info := hostNodeInfo(runtimeVersion)
+	info := nodestatus.HostNodeInfo(runtimeVersion)
 	if runtimeVersion == "" { // keep the last known version while the runtime is down
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
 	}
@@ -105,7 +106,7 @@ func (a *Agent) runNodeStatus(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		if err := a.updateNodeStatus(ctx); err != nil && ctx.Err() == nil {
-			slog.Error("update node status", "node", a.cfg.NodeName, "err", err)
+			a.log.Error("update node status", "node", a.cfg.NodeName, "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -26,8 +27,8 @@ func TestAwaitPodCIDR(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	cidr, err := awaitPodCIDR(ctx, client, "n1")
+	cidr, err := AwaitPodCIDR(ctx, client, "n1", slog.Default())
 	if err != nil || cidr != "10.244.7.0/24" {
-		t.Fatalf("awaitPodCIDR = %q, %v", cidr, err)
+		t.Fatalf("AwaitPodCIDR = %q, %v", cidr, err)
 	}
 }

@@ -46,11 +46,11 @@ func (c Config) dnsConfigurer() *dns.Configurer {
 
 // The pod's resolv.conf and hosts file live in its directory (removed with the pod).
 func (a *Agent) podResolvConf(pod *corev1.Pod) string {
-	return filepath.Join(a.cfg.podsDir(), string(pod.UID), "resolv.conf")
+	return filepath.Join(a.cfg.PodsDir(), string(pod.UID), "resolv.conf")
 }
 
 func (a *Agent) podHostsFile(pod *corev1.Pod) string {
-	return filepath.Join(a.cfg.podsDir(), string(pod.UID), "etc-hosts")
+	return filepath.Join(a.cfg.PodsDir(), string(pod.UID), "etc-hosts")
 }
 
 // writePodDNSFiles writes the pod's resolv.conf (by its dnsPolicy and dnsConfig) and

@@ -9,11 +9,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
-// statsSource is pkg/stats' collector: the latest sample of the node's usage.
-type statsSource interface {
-	Latest() *stats.Snapshot
-}
-
 // pressureConditions are the kubelet's words for each pressure condition, off and on.
 var pressureConditions = []struct {
 	cond                  stats.Condition

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +26,7 @@ func (a *Agent) pullOptions(ctx context.Context, pod *corev1.Pod) runtime.PullOp
 		}
 		auths, err := credentials.FromSecret(secret)
 		if err != nil {
-			slog.Warn("image pull secret unusable", "secret", pod.Namespace+"/"+ref.Name, "err", err)
+			a.log.Warn("image pull secret unusable", "secret", pod.Namespace+"/"+ref.Name, "err", err)
 			missing = append(missing, fmt.Sprintf("%s/%s", pod.Namespace, ref.Name))
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"slices"
 	"time"
@@ -35,17 +34,17 @@ func (a *Agent) ensureSandbox(ctx context.Context, st *podState, pod *corev1.Pod
 		if err == nil {
 			return &sandboxes[0], nil
 		}
-		slog.Warn("pod network is broken; starting the pod over", "pod", podKey(pod), "err", err)
+		a.log.Warn("pod network is broken; starting the pod over", "pod", podKey(pod), "err", err)
 		a.podEvent(pod, corev1.EventTypeWarning, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created: %v", err)
 	}
 	apps := appContainersOf(all)
 	grace := gracePeriod(pod)
 	if len(sandboxes) > 0 && len(apps) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-		slog.Info("sandbox of pod is gone and restartPolicy is Never; stopping its containers", "pod", podKey(pod))
+		a.log.Info("sandbox of pod is gone and restartPolicy is Never; stopping its containers", "pod", podKey(pod))
 		return nil, a.stopContainers(ctx, pod, apps, grace)
 	}
 	if len(all) > 0 {
-		slog.Info("sandbox of pod is gone or has no address; starting the pod over", "pod", podKey(pod))
+		a.log.Info("sandbox of pod is gone or has no address; starting the pod over", "pod", podKey(pod))
 		if err := a.stopContainers(ctx, pod, apps, grace); err != nil {
 			return nil, err
 		}

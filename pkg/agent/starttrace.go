@@ -40,8 +40,8 @@ func (t *startTrace) mark(name string, now time.Time) {
 	t.steps = append(t.steps, traceStep{name, took})
 }
 
-// running logs the trace once, when the pod's Running status has been written.
-func (t *startTrace) running(pod string, now time.Time) {
+// running logs the trace to log once, when the pod's Running status has been written.
+func (t *startTrace) running(log *slog.Logger, pod string, now time.Time) {
 	if t == nil || t.done {
 		return
 	}
@@ -50,6 +50,6 @@ func (t *startTrace) running(pod string, now time.Time) {
 	for _, s := range t.steps {
 		attrs = append(attrs, slog.Duration(s.name, s.took))
 	}
-	slog.Info("Observed pod startup duration", attrs...)
+	log.Info("Observed pod startup duration", attrs...)
 	t.steps = nil
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +26,9 @@ type staticPods struct {
 func (a *Agent) runStaticPods(ctx context.Context) {
 	src := &staticpod.Source{
 		Dir: a.cfg.PodManifestPath, Node: a.cfg.NodeName, Period: a.cfg.FileCheckFrequency,
-		Update: a.setStaticPods,
+		Update: a.setStaticPods, Log: a.log,
 		Invalid: func(file string, err error) {
-			slog.Error("static pod manifest ignored", "file", file, "err", err)
+			a.log.Error("static pod manifest ignored", "file", file, "err", err)
 			a.nodeEvent(corev1.EventTypeWarning, "FailedStaticPod", "Static pod manifest %s ignored: %v", file, err)
 		},
 	}
@@ -53,7 +52,7 @@ func (a *Agent) setStaticPods(pods []*corev1.Pod) {
 	}
 	for _, p := range pods {
 		if _, ok := old[p.UID]; !ok {
-			slog.Info("static pod", "pod", podKey(p), "uid", p.UID)
+			a.log.Info("static pod", "pod", podKey(p), "uid", p.UID)
 		}
 		a.workers.Update(p)
 	}
@@ -112,7 +111,7 @@ func (a *Agent) syncMirrorPods(ctx context.Context) {
 		key := pod.Namespace + "/" + pod.Name
 		if !staticpod.IsMirror(pod) {
 			if _, clash := static[key]; clash {
-				slog.Error("static pod shadowed: an API pod has its name", "pod", key)
+				a.log.Error("static pod shadowed: an API pod has its name", "pod", key)
 			}
 			continue
 		}
@@ -140,7 +139,7 @@ func (a *Agent) apiPods() []*corev1.Pod {
 func (a *Agent) createMirror(ctx context.Context, s *corev1.Pod) {
 	node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		slog.Error("create mirror pod: read the node", "pod", podKey(s), "err", err)
+		a.log.Error("create mirror pod: read the node", "pod", podKey(s), "err", err)
 		return
 	}
 	mirror := &corev1.Pod{
@@ -157,10 +156,10 @@ func (a *Agent) createMirror(ctx context.Context, s *corev1.Pod) {
 	_, err = a.client.CoreV1().Pods(s.Namespace).Create(ctx, mirror, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		slog.Info("created mirror pod", "pod", podKey(s))
+		a.log.Info("created mirror pod", "pod", podKey(s))
 	case apierrors.IsAlreadyExists(err): // the informer has not seen it yet
 	default:
-		slog.Error("create mirror pod", "pod", podKey(s), "err", err)
+		a.log.Error("create mirror pod", "pod", podKey(s), "err", err)
 		a.nodeEvent(corev1.EventTypeWarning, "FailedMirrorPod", "Mirror pod of static pod %s not created: %v", podKey(s), err)
 	}
 }
@@ -170,7 +169,7 @@ func (a *Agent) deleteMirror(ctx context.Context, mirror *corev1.Pod) {
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(mirror.UID)),
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		slog.Error("delete stale mirror pod", "pod", podKey(mirror), "err", err)
+		a.log.Error("delete stale mirror pod", "pod", podKey(mirror), "err", err)
 	}
 }
 

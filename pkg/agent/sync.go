@@ -51,7 +51,7 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 		a.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", podKey(pod), err))
 		status := a.podStatus(st, pod, all, false)
-		return 0, errors.Join(append(errs, a.updatePodStatus(ctx, st, pod, status))...)
+		return 0, errors.Join(append(errs, a.writeStatus(ctx, st, pod, status))...)
 	}
 	sandbox, err := a.ensureSandbox(ctx, st, pod, all)
 	if err != nil {
@@ -93,13 +93,13 @@ func (a *Agent) syncPod(ctx context.Context, st *podState, pod *corev1.Pod) (tim
 	if a.probes != nil {
 		probed := pod.DeepCopy()
 		probed.Status.PodIP = status.PodIP
-		a.probes.sync(probed, status)
+		a.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
 	}
 	st.trace.mark("status", a.clock.Now())
-	err = a.updatePodStatus(ctx, st, pod, status)
+	err = a.writeStatus(ctx, st, pod, status)
 	st.trace.mark("statusWrite", a.clock.Now())
 	if err == nil && status.Phase == corev1.PodRunning {
-		st.trace.running(podKey(pod), a.clock.Now())
+		st.trace.running(a.log, podKey(pod), a.clock.Now())
 	}
 	errs = append(errs, err)
 	if isTerminal(status.Phase) {
@@ -136,7 +136,7 @@ func (a *Agent) failPastDeadline(ctx context.Context, st *podState, pod *corev1.
 	}
 	status := a.podStatus(st, pod, all, false)
 	status.Phase, status.Reason, status.Message = corev1.PodFailed, "DeadlineExceeded", msg
-	return a.updatePodStatus(ctx, st, pod, status)
+	return a.writeStatus(ctx, st, pod, status)
 }
 
 // releaseFinishedPod frees what a finished pod no longer needs — running

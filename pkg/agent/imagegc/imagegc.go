@@ -31,6 +31,7 @@ type Runtime interface {
 // Collector remembers when each image was last used by a container and removes unused
 // ones when the disk fills. It is safe for concurrent use.
 type Collector struct {
+	log                     *slog.Logger
 	rt                      Runtime
 	highPercent, lowPercent int
 	pinned                  map[string]bool
@@ -41,12 +42,12 @@ type Collector struct {
 
 // New makes a collector for thresholds in percent of the image filesystem; pinned
 // images (the pause image) are never removed. A high threshold of 100 disables it.
-func New(rt Runtime, highPercent, lowPercent int, clk clock.Clock, pinned ...string) *Collector {
+func New(rt Runtime, highPercent, lowPercent int, clk clock.Clock, log *slog.Logger, pinned ...string) *Collector {
 	p := map[string]bool{}
 	for _, name := range pinned {
 		p[name] = true
 	}
-	return &Collector{rt: rt, highPercent: highPercent, lowPercent: lowPercent, pinned: p, clock: clk, lastUsed: map[string]time.Time{}}
+	return &Collector{rt: rt, highPercent: highPercent, lowPercent: lowPercent, pinned: p, clock: clk, log: log, lastUsed: map[string]time.Time{}}
 }
 
 // CheckThresholds reports thresholds the kubelet would refuse, naming its flags.
@@ -109,7 +110,7 @@ func (c *Collector) GarbageCollect(ctx context.Context) (int64, error) {
 		if freed >= toFree {
 			break
 		}
-		slog.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size, "usedPercent", used*100/capacity)
+		c.log.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size, "usedPercent", used*100/capacity)
 		if err := c.rt.RemoveImage(ctx, img.Name); err != nil {
 			return freed, err
 		}

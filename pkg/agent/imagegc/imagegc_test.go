@@ -2,6 +2,7 @@ package imagegc
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,7 @@ func TestGarbageCollect(t *testing.T) {
 		},
 		containers: []runtime.Container{{Image: "running"}, {Image: "used-recently"}},
 	}
-	c := New(rt, 85, 80, clk, "pause")
+	c := New(rt, 85, 80, clk, slog.Default(), "pause")
 	if _, err := c.GarbageCollect(context.Background()); err != nil { // at 90%, but it notes the use first
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestGarbageCollect(t *testing.T) {
 		t.Errorf("below the high threshold: freed %d, removed %q, err %v", freed, rt.removed, err)
 	}
 	rt.used = 1000
-	if _, err := New(rt, 100, 80, clk).GarbageCollect(context.Background()); err != nil || len(rt.removed) != 0 {
+	if _, err := New(rt, 100, 80, clk, slog.Default()).GarbageCollect(context.Background()); err != nil || len(rt.removed) != 0 {
 		t.Errorf("threshold 100 must disable the collector: removed %q, err %v", rt.removed, err)
 	}
 }

@@ -37,13 +37,14 @@ type Observer func(operation string, start time.Time, err error)
 
 // Workers are the pods' workers.
 type Workers[S any] struct {
-	ctx      context.Context
 	clock    clock.WithTicker
+	log      *slog.Logger
 	handler  Handler[S]
 	observe  Observer
 	newState func(*corev1.Pod) S
 
 	mu      sync.Mutex
+	stopped bool // Run has ended: no worker starts any more
 	workers map[types.UID]*podWorker
 	// finished remembers when pods were torn down for good, so a late update
 	// (an informer event or a resync racing the deletion) cannot start them again.
@@ -52,32 +53,49 @@ type Workers[S any] struct {
 }
 
 type podWorker struct {
-	wake chan struct{}
+	wake   chan struct{}
+	cancel context.CancelFunc // ends the worker's syncs and the worker
 	// guarded by podWorkers.mu
 	pod  *corev1.Pod
 	gone bool
 }
 
-// New starts no worker yet; each pod's starts at its first Update and runs until ctx ends
-// or the pod is gone.
-func New[S any](ctx context.Context, clk clock.WithTicker, h Handler[S], observe Observer, newState func(*corev1.Pod) S) *Workers[S] {
-	return &Workers[S]{ctx: ctx, clock: clk, handler: h, observe: observe, newState: newState,
+// New starts no worker yet; each pod's starts at its first Update and runs until Run's
+// context ends or the pod is gone. Failed syncs are logged to log.
+func New[S any](clk clock.WithTicker, h Handler[S], observe Observer, newState func(*corev1.Pod) S, log *slog.Logger) *Workers[S] {
+	return &Workers[S]{clock: clk, log: log, handler: h, observe: observe, newState: newState,
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]time.Time{}}
+}
+
+// Run waits until ctx ends, then stops every worker (ending the syncs under way) and
+// waits for them.
+func (p *Workers[S]) Run(ctx context.Context) {
+	<-ctx.Done()
+	p.mu.Lock()
+	p.stopped = true
+	for _, w := range p.workers {
+		w.cancel()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // Update hands the newest version of a pod to its worker, starting one for a new pod.
 func (p *Workers[S]) Update(pod *corev1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, done := p.finished[pod.UID]; done {
+	if _, done := p.finished[pod.UID]; done || p.stopped {
 		return
 	}
 	w, ok := p.workers[pod.UID]
 	if !ok {
-		w = &podWorker{wake: make(chan struct{}, 1)}
+		// A worker's context is its own, not the caller's: it outlives the event that
+		// started it and ends at Run's end.
+		ctx, cancel := context.WithCancel(context.Background())
+		w = &podWorker{wake: make(chan struct{}, 1), cancel: cancel}
 		p.workers[pod.UID] = w
-		p.wg.Add(1)
-		go p.run(pod.UID, w, p.newState(pod))
+		st := p.newState(pod)
+		p.wg.Go(func() { p.run(ctx, pod.UID, w, st) })
 	}
 	if !w.gone {
 		w.pod = pod
@@ -116,17 +134,14 @@ func (p *Workers[S]) UIDs() map[types.UID]bool {
 	return out
 }
 
-// Wait blocks until every worker has stopped (they stop when ctx ends).
-func (p *Workers[S]) Wait() { p.wg.Wait() }
-
-func (p *Workers[S]) run(uid types.UID, w *podWorker, st S) {
-	defer p.wg.Done()
+func (p *Workers[S]) run(ctx context.Context, uid types.UID, w *podWorker, st S) {
+	defer w.cancel()
 	timer := p.clock.NewTimer(time.Hour)
 	timer.Stop() // armed only when a sync asks to be repeated
 	retry := time.Duration(0)
 	for {
 		select {
-		case <-p.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-w.wake:
 		case <-timer.C():
@@ -139,18 +154,18 @@ func (p *Workers[S]) run(uid types.UID, w *podWorker, st S) {
 		var err error
 		start := p.clock.Now()
 		if gone || pod.DeletionTimestamp != nil {
-			err = p.handler.TerminatePod(p.ctx, st, pod, gone)
+			err = p.handler.TerminatePod(ctx, st, pod, gone)
 			p.observe("terminate", start, err)
 			if err == nil && gone {
 				p.retire(uid)
 				return
 			}
 		} else {
-			after, err = p.handler.SyncPod(p.ctx, st, pod)
+			after, err = p.handler.SyncPod(ctx, st, pod)
 			p.observe("sync", start, err)
 		}
-		if err != nil && p.ctx.Err() == nil {
-			slog.Error("sync pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		if err != nil && ctx.Err() == nil {
+			p.log.Error("sync pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 			retry = min(max(2*retry, errorRetryMin), errorRetryMax)
 			if after == 0 {
 				after = retry

@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,8 @@ func (r *recordingHandler) TerminatePod(_ context.Context, _ struct{}, pod *core
 
 func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
-	w := New(t.Context(), clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
+	w := New(clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
+	go w.Run(t.Context())
 	pod := testPod("web")
 	for i := range 50 {
 		p := pod.DeepCopy()
@@ -92,7 +94,8 @@ func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 func TestPodWorkersRetryFailedSyncs(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
 	h.failures.Store(1)
-	w := New(t.Context(), clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} })
+	w := New(clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
+	go w.Run(t.Context())
 	w.Update(testPod("web"))
 	// errorRetryMin later the failed sync runs again by itself.
 	waitFor(t, "a retry", func() bool { return h.syncs.Load() >= 2 })

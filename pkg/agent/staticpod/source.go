@@ -56,6 +56,8 @@ type Source struct {
 	Update func(pods []*corev1.Pod)
 	// Invalid hears of each manifest that cannot be used, once per content.
 	Invalid func(file string, err error)
+	// Log hears of trouble with the directory itself.
+	Log *slog.Logger
 }
 
 // Run reads the directory, then again on every change and every Period, until ctx ends.
@@ -64,10 +66,10 @@ func (s *Source) Run(ctx context.Context) {
 	if err == nil {
 		defer watcher.Close()
 		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-			slog.Error("static pod directory", "dir", s.Dir, "err", err)
+			s.Log.Error("static pod directory", "dir", s.Dir, "err", err)
 		}
 		if err := watcher.Add(s.Dir); err != nil {
-			slog.Warn("cannot watch the static pod directory; rescanning it periodically only", "dir", s.Dir, "err", err)
+			s.Log.Warn("cannot watch the static pod directory; rescanning it periodically only", "dir", s.Dir, "err", err)
 		}
 	}
 	var events <-chan fsnotify.Event

@@ -2,6 +2,7 @@ package staticpod
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,7 @@ func TestSourceFollowsTheDirectory(t *testing.T) {
 	var mu sync.Mutex
 	var current []*corev1.Pod
 	invalid := map[string]bool{}
-	src := &Source{Dir: dir, Node: "node-1", Period: time.Hour, // only fsnotify can notice in time
+	src := &Source{Dir: dir, Node: "node-1", Period: time.Hour, Log: slog.Default(), // only fsnotify can notice in time
 		Update:  func(p []*corev1.Pod) { mu.Lock(); current = p; mu.Unlock() },
 		Invalid: func(file string, _ error) { mu.Lock(); invalid[filepath.Base(file)] = true; mu.Unlock() },
 	}

@@ -1,4 +1,4 @@
-package agent
+package main
 
 import (
 	"cmp"
@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/agent/certificate"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
@@ -20,47 +21,52 @@ import (
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
-// Run runs minilet's agent on containerd and the CNI plugins until ctx ends; events go
+// run runs minilet on containerd and the CNI plugins until ctx ends: it builds the agent's
+// Dependencies (the one place that knows them real), the node's pod network, the stats
+// collector and the node API, and returns once all it started have stopped. Events go
 // through eventClient (a rate limit of their own, as the kubelet's), all else through client.
-func Run(ctx context.Context, cfg Config, client, eventClient kubernetes.Interface) error {
+func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.Interface, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if cfg.PodCIDR == "" {
-		cidr, err := awaitPodCIDR(ctx, client, cfg.NodeName)
+		cidr, err := agent.AwaitPodCIDR(ctx, client, cfg.NodeName, log)
 		if err != nil {
 			return err
 		}
 		cfg.PodCIDR = cidr
 	}
-	rt, err := connectRuntime(ctx, cfg, runtimeStartWait)
+	rt, err := connectRuntime(ctx, cfg, runtimeStartWait, log)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	rt.SetLogConfig(cfg.logConfig())
+	rt.SetLogConfig(cfg.LogConfig())
 	if err := rt.AttachLogs(ctx); err != nil { // the output of containers a former minilet started
 		return err
 	}
-	nodeNet, cni, err := setUpNodeNetwork(cfg)
+	nodeNet, cni, err := setUpNodeNetwork(cfg, log)
 	if err != nil {
 		return fmt.Errorf("pod network: %w", err)
 	}
-	a, err := New(cfg, client, rt, cniNetwork{cni})
-	if err != nil {
-		return err
-	}
-	rec, stopEvents := newEventRecorder(eventClient, cfg.NodeName)
+	rec, stopEvents := agent.NewEventRecorder(eventClient, cfg.NodeName)
 	defer stopEvents()
-	a.recorder = rec
-	go nodeNet.Run(ctx, client, rec)
-	collector, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodsDir: cfg.podsDir(), CgroupRoot: cfg.CgroupRoot, NodeCgroup: cfg.NodeCgroup}, rt)
+	collector, err := stats.New(stats.Config{NodeName: cfg.NodeName, RootDir: cfg.RootDir, PodsDir: cfg.PodsDir(), CgroupRoot: cfg.CgroupRoot, NodeCgroup: cfg.NodeCgroup}, rt)
 	if err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
-	go collector.Run(ctx)
-	a.stats = collector
-	if cfg.servesNodeAPI() {
+	a, err := agent.New(cfg, agent.Dependencies{Client: client, Recorder: rec, Runtime: rt, Network: cniNetwork{cni}, Stats: collector, Log: log})
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { nodeNet.Run(ctx, client, rec) })
+	wg.Go(func() { collector.Run(ctx) })
+	if cfg.ServesNodeAPI() {
 		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
 			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}
 		if cfg.RotateServerCertificates {
@@ -70,7 +76,7 @@ func Run(ctx context.Context, cfg Config, client, eventClient kubernetes.Interfa
 			}
 			apiCfg.GetCertificate = certificate.GetCertificate(m)
 		}
-		api := nodeapi.New(apiCfg, rt, client, a.healthy, collector, promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+		api := nodeapi.New(apiCfg, rt, client, a.Healthy, collector, a.MetricsHandler())
 		if err := api.ListenAndServe(ctx); err != nil {
 			return err
 		}
@@ -81,7 +87,7 @@ func Run(ctx context.Context, cfg Config, client, eventClient kubernetes.Interfa
 // setUpNodeNetwork prepares the CNI network of the node's pods (every plugin present), then
 // the node's side of the pod network (what could clash with the bridge, forwarding, the
 // overlay device), so a missing plugin stops minilet before it changes the node.
-func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
+func setUpNodeNetwork(cfg agent.Config, log *slog.Logger) (*nodenet.Node, *network.CNI, error) {
 	_, podCIDR, _ := net.ParseCIDR(cfg.PodCIDR) // checked by Validate and node IPAM
 	nodeIP := net.ParseIP(cfg.NodeIP)
 	mode := cmp.Or(cfg.PodNetwork, nodenet.ModeHostGW)
@@ -91,12 +97,12 @@ func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
 	}
 	cni, err := network.NewCNI(network.Config{
 		Source:      cfg.CNIConfig,
-		ConfDir:     cfg.cniConfDir(),
+		ConfDir:     cfg.CNINetConfDir(),
 		PluginDirs:  []string{cfg.CNIBinDir},
 		BridgeName:  cfg.CNIBridge,
 		PodCIDR:     cfg.PodCIDR,
-		CacheDir:    cfg.cniCacheDir(),
-		IPAMDataDir: cfg.cniNetworksDir(),
+		CacheDir:    cfg.CNICacheDir(),
+		IPAMDataDir: cfg.CNINetworksDir(),
 		MTU:         mtu,
 	})
 	if err != nil {
@@ -110,7 +116,7 @@ func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	slog.Info("pod network", "mode", mode, "podCIDR", cfg.PodCIDR, "cniConfig", cni.ConfPath(), "mtu", mtu)
+	log.Info("pod network", "mode", mode, "podCIDR", cfg.PodCIDR, "cniConfig", cni.ConfPath(), "mtu", mtu)
 	return nodeNet, cni, nil
 }
 
@@ -119,14 +125,14 @@ func setUpNodeNetwork(cfg Config) (*nodenet.Node, *network.CNI, error) {
 const runtimeStartWait = time.Minute
 
 // connectRuntime connects to containerd, retrying for up to wait while it starts.
-func connectRuntime(ctx context.Context, cfg Config, wait time.Duration) (*runtime.Runtime, error) {
+func connectRuntime(ctx context.Context, cfg agent.Config, wait time.Duration, log *slog.Logger) (*runtime.Runtime, error) {
 	deadline := time.Now().Add(wait)
 	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
 		rt, err := runtime.New(ctx, cfg.ContainerdAddress, cfg.ContainerdNamespace)
 		if err == nil || time.Now().Add(delay).After(deadline) {
 			return rt, err
 		}
-		slog.Warn("waiting for containerd", "address", cfg.ContainerdAddress, "err", err, "giveUpIn", time.Until(deadline).Round(time.Second))
+		log.Warn("waiting for containerd", "address", cfg.ContainerdAddress, "err", err, "giveUpIn", time.Until(deadline).Round(time.Second))
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -135,7 +141,7 @@ func connectRuntime(ctx context.Context, cfg Config, wait time.Duration) (*runti
 	}
 }
 
-// cniNetwork is pkg/network's CNI plus its network namespace functions.
+// cniNetwork is pkg/network's CNI plus its network namespace functions: the agent's Network.
 type cniNetwork struct{ *network.CNI }
 
 func (cniNetwork) NewNetNS(dir, name string) (string, error) { return network.NewNetNS(dir, name) }

@@ -1,4 +1,6 @@
-package agent
+// Package nodestatus is what minilet reports of its node: capacity, allocatable (less
+// --system-reserved and --kube-reserved) and the node's system info.
+package nodestatus
 
 import (
 	"fmt"
@@ -13,9 +15,9 @@ var reservable = map[corev1.ResourceName]bool{
 	corev1.ResourceCPU: true, corev1.ResourceMemory: true, corev1.ResourceEphemeralStorage: true,
 }
 
-// parseReserved reads a --system-reserved or --kube-reserved value
+// ParseReserved reads a --system-reserved or --kube-reserved value
 // (cpu=500m,memory=1Gi,ephemeral-storage=1Gi), naming the flag in its errors.
-func parseReserved(flag string, m map[string]string) (corev1.ResourceList, error) {
+func ParseReserved(flag string, m map[string]string) (corev1.ResourceList, error) {
 	names := make([]string, 0, len(m))
 	for name := range m {
 		names = append(names, name)
@@ -35,9 +37,9 @@ func parseReserved(flag string, m map[string]string) (corev1.ResourceList, error
 	return list, nil
 }
 
-// allocatable is what pods may use: capacity less what is reserved for the system and
+// Allocatable is what pods may use: capacity less what is reserved for the system and
 // for minilet and containerd, never below zero (the kubelet's node allocatable).
-func allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) corev1.ResourceList {
+func Allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) corev1.ResourceList {
 	out := capacity.DeepCopy()
 	for name, q := range out {
 		for _, r := range reserved {

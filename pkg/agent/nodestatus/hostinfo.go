@@ -1,4 +1,4 @@
-package agent
+package nodestatus
 
 import (
 	"bufio"
@@ -20,9 +20,9 @@ const KubeletVersion = "v1.32.0-minik8s"
 // maxPods is the kubelet's default --max-pods.
 const maxPods = 110
 
-// hostCapacity measures what the host offers to pods. allocatable is the same:
+// HostCapacity measures what the host offers to pods. allocatable is the same:
 // minilet reserves nothing for system daemons.
-func hostCapacity(rootDir string) (corev1.ResourceList, error) {
+func HostCapacity(rootDir string) (corev1.ResourceList, error) {
 	mem, err := memTotal("/proc/meminfo")
 	if err != nil {
 		return nil, err
@@ -63,8 +63,8 @@ func memTotal(path string) (int64, error) {
 	return 0, fmt.Errorf("%s has no MemTotal line", path)
 }
 
-// hostNodeInfo describes the host the way the kubelet does in status.nodeInfo.
-func hostNodeInfo(runtimeVersion string) corev1.NodeSystemInfo {
+// HostNodeInfo describes the host the way the kubelet does in status.nodeInfo.
+func HostNodeInfo(runtimeVersion string) corev1.NodeSystemInfo {
 	var uts unix.Utsname
 	kernel := "unknown"
 	if err := unix.Uname(&uts); err == nil {

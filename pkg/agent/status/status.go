@@ -1,0 +1,247 @@
+// Package status is the kubelet's status manager's part of minilet: the pod phase and the
+// conditions the kubelet owns, computed from container statuses, and their write through
+// pods/status beside the conditions other writers own.
+package status
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+)
+
+// kubeletConditions are the pod conditions the kubelet sets, in the order it writes
+// them (after the conditions others own), as `kubectl describe pod` lists them.
+var kubeletConditions = []corev1.PodConditionType{
+	corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled,
+}
+
+// Owned are the conditions the kubelet sets, kubeletConditions as a set.
+var Owned = sets.New(kubeletConditions...)
+
+// inKubeletOrder puts the conditions others own first, as they are, then ours in
+// kubeletConditions' order: the order of the kubelet's status merge.
+func inKubeletOrder(conds []corev1.PodCondition) []corev1.PodCondition {
+	out := make([]corev1.PodCondition, 0, len(conds))
+	for _, c := range conds {
+		if !Owned.Has(c.Type) {
+			out = append(out, c)
+		}
+	}
+	for _, t := range kubeletConditions {
+		for _, c := range conds {
+			if c.Type == t {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Phase is the kubelet's getPhase for a pod without init containers.
+func Phase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) corev1.PodPhase {
+	var running, waiting, stopped, succeeded int
+	for _, cs := range statuses {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.LastTerminationState.Terminated != nil: // waiting to restart
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case waiting > 0 || len(statuses) == 0:
+		return corev1.PodPending
+	case running > 0:
+		return corev1.PodRunning
+	case policy == corev1.RestartPolicyAlways:
+		return corev1.PodRunning // all exited, restarting
+	case stopped == succeeded:
+		return corev1.PodSucceeded
+	case policy == corev1.RestartPolicyNever:
+		return corev1.PodFailed
+	default:
+		return corev1.PodRunning // OnFailure: failed ones restart
+	}
+}
+
+// SetConditions sets the conditions the kubelet owns at now; each keeps its
+// lastTransitionTime while its status stays the same.
+func SetConditions(s *corev1.PodStatus, now metav1.Time, sandboxReady bool, uninitialized []string, gates []corev1.PodReadinessGate) {
+	var unready []string
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range s.InitContainerStatuses { // sidecars count for readiness
+		if cs.State.Running != nil && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	containersReady := corev1.PodCondition{Status: corev1.ConditionTrue}
+	switch {
+	case s.Phase == corev1.PodSucceeded:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
+	case len(unready) > 0:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+	}
+	ready := containersReady
+	if unmet := unmetReadinessGates(s, gates); ready.Status == corev1.ConditionTrue && len(unmet) > 0 {
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: strings.Join(unmet, ", ")}
+	}
+	sandbox := corev1.ConditionFalse
+	if sandboxReady {
+		sandbox = corev1.ConditionTrue
+	}
+	set := func(typ corev1.PodConditionType, c corev1.PodCondition) {
+		c.Type = typ
+		SetCondition(s, c, now)
+	}
+	set(corev1.PodReadyToStartContainers, corev1.PodCondition{Status: sandbox})
+	initialized := corev1.PodCondition{Status: corev1.ConditionTrue}
+	if len(uninitialized) > 0 {
+		initialized = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized",
+			Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(uninitialized, " "))}
+	}
+	set(corev1.PodInitialized, initialized)
+	set(corev1.PodReady, ready)
+	set(corev1.ContainersReady, containersReady)
+	if Condition(s, corev1.PodScheduled) == nil {
+		set(corev1.PodScheduled, corev1.PodCondition{Status: corev1.ConditionTrue})
+	}
+	s.Conditions = inKubeletOrder(s.Conditions)
+}
+
+// unmetReadinessGates says, in the kubelet's words, which of the pod's readiness gates
+// (conditions other controllers set) are not True.
+func unmetReadinessGates(s *corev1.PodStatus, gates []corev1.PodReadinessGate) []string {
+	var unmet []string
+	for _, g := range gates {
+		c := Condition(s, g.ConditionType)
+		switch {
+		case c == nil:
+			unmet = append(unmet, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case c.Status != corev1.ConditionTrue:
+			unmet = append(unmet, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, c.Status))
+		}
+	}
+	return unmet
+}
+
+// SetCondition sets c in s; its transition time is now unless the
+// condition already had c's status.
+func SetCondition(s *corev1.PodStatus, c corev1.PodCondition, now metav1.Time) {
+	c.LastTransitionTime = now
+	if old := Condition(s, c.Type); old != nil {
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		*old = c
+		return
+	}
+	s.Conditions = append(s.Conditions, c)
+}
+
+// Condition is s's condition of type typ, nil when it has none.
+func Condition(s *corev1.PodStatus, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == typ {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Writer writes pods' statuses through pods/status, as the kubelet's status manager.
+type Writer struct {
+	client kubernetes.Interface
+	// mirrorOf is a static pod's mirror pod, nil while it has none.
+	mirrorOf func(*corev1.Pod) *corev1.Pod
+}
+
+// NewWriter makes a Writer writing through client; mirrorOf finds static pods' mirrors.
+func NewWriter(client kubernetes.Interface, mirrorOf func(*corev1.Pod) *corev1.Pod) *Writer {
+	return &Writer{client: client, mirrorOf: mirrorOf}
+}
+
+// Update writes a pod's status, only when it differs from both the pod as last seen and
+// last, the status last written for it (nil: none). It returns the status written since:
+// status when written, last when not.
+func (w *Writer) Update(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus, last *corev1.PodStatus) (*corev1.PodStatus, error) {
+	// A static pod's status shows on its mirror, once there is one; a mirror made anew
+	// starts empty, so only what it holds counts.
+	static := staticpod.IsStatic(pod)
+	if static {
+		if pod = w.mirrorOf(pod); pod == nil {
+			return last, nil
+		}
+	}
+	if apiequality.Semantic.DeepEqual(pod.Status, status) ||
+		(!static && last != nil && apiequality.Semantic.DeepEqual(*last, status)) {
+		return last, nil
+	}
+	pods := w.client.CoreV1().Pods(pod.Namespace)
+	base := pod
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		updated := base.DeepCopy()
+		updated.Status = WithTheirConditions(status, base.Status)
+		_, err := pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		latest, getErr := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if getErr != nil {
+			return getErr
+		}
+		if latest.UID != pod.UID {
+			return apierrors.NewNotFound(corev1.Resource("pods"), pod.Name)
+		}
+		base = latest
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return last, nil // deleted meanwhile; its worker hears of it from the informer
+	}
+	if err != nil {
+		return last, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return status.DeepCopy(), nil
+}
+
+// WithTheirConditions is our status with the conditions other writers own (readiness
+// gates, DisruptionTarget ...) as the API has them now: a status computed from an older
+// copy of the pod must not undo their writes.
+func WithTheirConditions(ours, current corev1.PodStatus) corev1.PodStatus {
+	out := ours
+	out.Conditions = nil
+	for _, c := range current.Conditions {
+		if !Owned.Has(c.Type) {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	for _, c := range ours.Conditions {
+		if Owned.Has(c.Type) {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package status
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodPhase(t *testing.T) {
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	creating := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	exited := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	backingOff := corev1.ContainerStatus{
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
+	}
+	for _, tc := range []struct {
+		name     string
+		policy   corev1.RestartPolicy
+		statuses []corev1.ContainerStatus
+		want     corev1.PodPhase
+	}{
+		{"one still creating", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, creating}, corev1.PodPending},
+		{"all running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, running}, corev1.PodRunning},
+		{"one running one exited", corev1.RestartPolicyNever, []corev1.ContainerStatus{running, exited(1)}, corev1.PodRunning},
+		{"crash loop", corev1.RestartPolicyAlways, []corev1.ContainerStatus{backingOff}, corev1.PodRunning},
+		{"always, all exited", corev1.RestartPolicyAlways, []corev1.ContainerStatus{exited(0)}, corev1.PodRunning},
+		{"never, all succeeded", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(0)}, corev1.PodSucceeded},
+		{"never, one failed", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(2)}, corev1.PodFailed},
+		{"on failure, succeeded", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(0)}, corev1.PodSucceeded},
+		{"on failure, failed restarts", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(1)}, corev1.PodRunning},
+	} {
+		if got := Phase(tc.policy, tc.statuses); got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestInitializedIsHonest: a pod whose init containers are not done is not Initialized,
+// and the condition names them.
+func TestInitializedIsHonest(t *testing.T) {
+	now := metav1.Now()
+	for _, tc := range []struct {
+		uninitialized []string
+		want          corev1.ConditionStatus
+		message       string
+	}{
+		{nil, corev1.ConditionTrue, ""},
+		{[]string{"setup", "migrate"}, corev1.ConditionFalse, "containers with incomplete status: [setup migrate]"},
+	} {
+		var s corev1.PodStatus
+		SetConditions(&s, now, true, tc.uninitialized, nil)
+		c := Condition(&s, corev1.PodInitialized)
+		if c == nil || c.Status != tc.want || c.Message != tc.message {
+			t.Errorf("init containers %v: Initialized %+v, want %s %q", tc.uninitialized, c, tc.want, tc.message)
+		}
+	}
+}
+
+// TestReadinessGates: a running, ready pod is Ready only once every readiness gate's
+// condition (set by someone else) is True; ContainersReady does not wait for them.
+func TestReadinessGates(t *testing.T) {
+	now := metav1.Now()
+	gates := []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: "example.com/dns"}}
+	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: "example.com/dns", Status: corev1.ConditionFalse}}}
+	SetConditions(&s, now, true, nil, gates)
+	ready := Condition(&s, corev1.PodReady)
+	want := `corresponding condition of pod readiness gate "example.com/lb" does not exist., the status of pod readiness gate "example.com/dns" is not "True", but False`
+	if ready.Status != corev1.ConditionFalse || ready.Reason != "ReadinessGatesNotReady" || ready.Message != want {
+		t.Errorf("Ready = %+v", ready)
+	}
+	if c := Condition(&s, corev1.ContainersReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("ContainersReady = %+v, want True", c)
+	}
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
+	Condition(&s, "example.com/dns").Status = corev1.ConditionTrue
+	SetConditions(&s, now, true, nil, gates)
+	if c := Condition(&s, corev1.PodReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("Ready with both gates True = %+v", c)
+	}
+}
+
+// TestConditionOrder: the kubelet writes the conditions others own first, then its own
+// in its order (PodReadyToStartContainers, Initialized, Ready, ContainersReady,
+// PodScheduled), whatever order the pod had them in: `kubectl describe pod` and
+// `-o yaml` list them so.
+func TestConditionOrder(t *testing.T) {
+	now := metav1.Now()
+	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}}
+	SetConditions(&s, now, true, nil, nil)
+	s = WithTheirConditions(s, corev1.PodStatus{Conditions: []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}})
+	var got []string
+	for _, c := range s.Conditions {
+		got = append(got, string(c.Type))
+	}
+	want := "example.com/lb PodReadyToStartContainers Initialized Ready ContainersReady PodScheduled"
+	if strings.Join(got, " ") != want {
+		t.Errorf("conditions in order %v, want %s", got, want)
+	}
+}
