@@ -4,12 +4,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"net/netip"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/daemon"
