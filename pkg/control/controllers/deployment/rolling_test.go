@@ -97,6 +97,7 @@ func updates(client *fake.Clientset) int {
 }
 
 func TestFenceposts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		replicas                   int32
 		surge, unavailable         intstr.IntOrString
@@ -111,6 +112,7 @@ func TestFenceposts(t *testing.T) {
 		{2, intstr.FromInt32(0), intstr.FromInt32(5), 0, 2}, // unavailable capped at the size
 	} {
 		t.Run(fmt.Sprintf("%d/%s/%s", tc.replicas, tc.surge.String(), tc.unavailable.String()), func(t *testing.T) {
+			t.Parallel()
 			d := rollingDeployment(tc.replicas, tc.surge, tc.unavailable)
 			if s, u := maxSurge(d), maxUnavailable(d); s != tc.wantSurge || u != tc.wantUnavailable {
 				t.Errorf("maxSurge, maxUnavailable = %d, %d; want %d, %d", s, u, tc.wantSurge, tc.wantUnavailable)
@@ -127,6 +129,7 @@ func TestFenceposts(t *testing.T) {
 // TestReconcileNewReplicaSet: the new ReplicaSet grows as far as maxSurge allows over the
 // total, never past the desired size, and shrinks to it when bigger.
 func TestReconcileNewReplicaSet(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name             string
 		replicas         int32
@@ -144,6 +147,7 @@ func TestReconcileNewReplicaSet(t *testing.T) {
 		{"already at the desired size", 10, 2, 3, 10, false, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := rollingDeployment(tc.replicas, intstr.FromInt32(tc.surge), intstr.FromInt32(0))
 			old := replicaSet(d, "web-old", "v1", 0, tc.oldSize, tc.oldSize, tc.replicas)
 			newRS := replicaSet(d, "web-new", "v2", 1, tc.newSize, tc.newSize, tc.replicas)
@@ -167,6 +171,7 @@ func TestReconcileNewReplicaSet(t *testing.T) {
 // stay available counting the new ones, unavailable old pods going first and the oldest
 // ReplicaSet first.
 func TestReconcileOldReplicaSets(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                  string
 		replicas, unavailable int32
@@ -185,6 +190,7 @@ func TestReconcileOldReplicaSets(t *testing.T) {
 		{"no old pods: nothing to do", 10, 2, 0, 0, 10, 10, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			// A surge of 1 keeps a maxUnavailable of 0 as it is (both 0 would make it 1).
 			d := rollingDeployment(tc.replicas, intstr.FromInt32(1), intstr.FromInt32(tc.unavailable))
 			old := replicaSet(d, "web-old", "v1", 0, tc.oldSize, tc.oldAvailable, tc.replicas)
@@ -208,6 +214,7 @@ func TestReconcileOldReplicaSets(t *testing.T) {
 // TestReconcileOldTakesTheOldestFirst: with two old ReplicaSets the older one gives up its
 // pods before the younger.
 func TestReconcileOldTakesTheOldestFirst(t *testing.T) {
+	t.Parallel()
 	d := rollingDeployment(10, intstr.FromInt32(0), intstr.FromInt32(3))
 	oldest := replicaSet(d, "web-a", "v0", 0, 2, 2, 10)
 	older := replicaSet(d, "web-b", "v1", 1, 8, 8, 10)
@@ -225,6 +232,7 @@ func TestReconcileOldTakesTheOldestFirst(t *testing.T) {
 // TestResize: a new size mid-rollout is shared out in proportion to the active
 // ReplicaSets' sizes, the largest taking what rounding leaves; maxSurge stays allowed.
 func TestResize(t *testing.T) {
+	t.Parallel()
 	type rs struct {
 		name                     string
 		size, available, desired int32
@@ -251,6 +259,7 @@ func TestResize(t *testing.T) {
 			[]rs{{"web-old", 2, 2, 4}, {"web-new", 5, 5, 4}}, map[string]int32{"web-old": 0, "web-new": 5}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := rollingDeployment(tc.replicas, intstr.FromInt32(tc.surge), intstr.FromInt32(1))
 			var all []*appsv1.ReplicaSet
 			for i, s := range tc.sets {
