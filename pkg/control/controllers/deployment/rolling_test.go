@@ -85,6 +85,22 @@ func sizes(t *testing.T, client *fake.Clientset) map[string]int32 {
 	return out
 }
 
+// oldAndNew runs step on a sync of d over web-old (image v1) and the younger web-new (d's
+// template), sized and available as given, and returns what step said and the sizes written.
+func oldAndNew(t *testing.T, d *appsv1.Deployment, oldSize, oldAvailable, newSize, newAvailable int32,
+	step func(r *rollout, old, newRS *appsv1.ReplicaSet) (bool, error)) (bool, map[string]int32) {
+	t.Helper()
+	want := ptrOr(d.Spec.Replicas, 1)
+	old := replicaSet(d, "web-old", "v1", 0, oldSize, oldAvailable, want)
+	newRS := replicaSet(d, "web-new", "v2", 1, newSize, newAvailable, want)
+	r, client := newRollout(d, old, newRS)
+	scaled, err := step(r, old, newRS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scaled, sizes(t, client)
+}
+
 // updates counts the ReplicaSet updates the step sent.
 func updates(client *fake.Clientset) int {
 	n := 0
@@ -149,19 +165,11 @@ func TestReconcileNewReplicaSet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d := rollingDeployment(tc.replicas, intstr.FromInt32(tc.surge), intstr.FromInt32(0))
-			old := replicaSet(d, "web-old", "v1", 0, tc.oldSize, tc.oldSize, tc.replicas)
-			newRS := replicaSet(d, "web-new", "v2", 1, tc.newSize, tc.newSize, tc.replicas)
-			r, client := newRollout(d, old, newRS)
-			scaled, err := r.reconcileNew(context.Background(), newRS)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := sizes(t, client)
-			if scaled != tc.wantScaled || got["web-new"] != tc.wantNewSize {
-				t.Errorf("scaled %v to %d; want scaled %v to %d", scaled, got["web-new"], tc.wantScaled, tc.wantNewSize)
-			}
-			if got["web-old"] != tc.oldSize {
-				t.Errorf("the old ReplicaSet changed size: %d, want %d", got["web-old"], tc.oldSize)
+			scaled, got := oldAndNew(t, d, tc.oldSize, tc.oldSize, tc.newSize, tc.newSize, func(r *rollout, old, newRS *appsv1.ReplicaSet) (bool, error) {
+				return r.reconcileNew(context.Background(), newRS)
+			})
+			if scaled != tc.wantScaled || got["web-new"] != tc.wantNewSize || got["web-old"] != tc.oldSize {
+				t.Errorf("scaled %v to %v; want scaled %v, web-new %d, web-old unchanged", scaled, got, tc.wantScaled, tc.wantNewSize)
 			}
 		})
 	}
@@ -193,19 +201,11 @@ func TestReconcileOldReplicaSets(t *testing.T) {
 			t.Parallel()
 			// A surge of 1 keeps a maxUnavailable of 0 as it is (both 0 would make it 1).
 			d := rollingDeployment(tc.replicas, intstr.FromInt32(1), intstr.FromInt32(tc.unavailable))
-			old := replicaSet(d, "web-old", "v1", 0, tc.oldSize, tc.oldAvailable, tc.replicas)
-			newRS := replicaSet(d, "web-new", "v2", 1, tc.newSize, tc.newAvailable, tc.replicas)
-			r, client := newRollout(d, old, newRS)
-			scaled, err := r.reconcileOld(context.Background(), newRS, []*appsv1.ReplicaSet{old})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := sizes(t, client)
-			if scaled != tc.wantScaled || got["web-old"] != tc.wantOldSize {
-				t.Errorf("scaled %v to %d; want scaled %v to %d", scaled, got["web-old"], tc.wantScaled, tc.wantOldSize)
-			}
-			if got["web-new"] != tc.newSize {
-				t.Errorf("the new ReplicaSet changed size: %d, want %d", got["web-new"], tc.newSize)
+			scaled, got := oldAndNew(t, d, tc.oldSize, tc.oldAvailable, tc.newSize, tc.newAvailable, func(r *rollout, old, newRS *appsv1.ReplicaSet) (bool, error) {
+				return r.reconcileOld(context.Background(), newRS, []*appsv1.ReplicaSet{old})
+			})
+			if scaled != tc.wantScaled || got["web-old"] != tc.wantOldSize || got["web-new"] != tc.newSize {
+				t.Errorf("scaled %v to %v; want scaled %v, web-old %d, web-new unchanged", scaled, got, tc.wantScaled, tc.wantOldSize)
 			}
 		})
 	}
