@@ -64,6 +64,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require go.uber.org/goleak v1.3.0
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/Microsoft/go-winio v0.6.3-0.20251027160822-ad3df93bed29 // indirect

@@ -4,13 +4,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"net/netip"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"

@@ -2,6 +2,10 @@
 // `make test` (which sets MINIK8S_MAKE_TEST=1 after installing everything the tests need)
 // a missing piece is a failure: a skip there would hide a capability nobody tested. Run
 // any other way (a plain `go test ./...`, non-root) the test skips and says why.
+//
+// `make unit` runs with -short: there every test that needs root, containerd or a VM (the
+// ones that call RequireRoot or Integration) skips, whatever the host offers, so the fast
+// loop stays fast and runs the same set on a laptop and here.
 package testenv
 
 import (
@@ -24,9 +28,20 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// RequireRoot stops t unless it runs as root, for why (what the test does as root).
+// Integration skips t under -short (`make unit`): it needs root, containerd or a VM, for
+// why. `make test` runs without -short, so this never skips there.
+func Integration(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short (make unit) leaves out tests that need root, containerd or a VM: %s", why)
+	}
+}
+
+// RequireRoot stops t unless it runs as root, for why (what the test does as root). Under
+// -short it skips: a test that needs root is not a unit test.
 func RequireRoot(t testing.TB, why string) {
 	t.Helper()
+	Integration(t, "needs root: "+why)
 	if os.Geteuid() != 0 {
 		Missing(t, "needs root: %s", why)
 	}

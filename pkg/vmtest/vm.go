@@ -134,6 +134,7 @@ type Options struct {
 // where it fails (pkg/testenv).
 func RunTest(t *testing.T, o Options) {
 	t.Helper()
+	testenv.Integration(t, "boots a VM")
 	testenv.RequireTools(t, QEMU)
 	k, err := FindKernel()
 	if err != nil {

@@ -3,12 +3,12 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"

@@ -219,13 +219,21 @@ func (s *Server) ListenAndServeTLS(ctx context.Context, addr string, tlsCfg *tls
 	}
 	srv := s.newHTTPServer(ctx, h, headerTimeout)
 	srv.TLSConfig = tlsCfg
+	// Serving stops at once when Shutdown starts; this returns after Shutdown has drained
+	// the connections, so nothing of the server outlives it.
+	ctx, stop := context.WithCancel(ctx)
+	shutDown := make(chan struct{})
 	go func() {
+		defer close(shutDown)
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		_ = srv.Shutdown(drain)
 	}()
-	if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err = srv.ServeTLS(ln, "", "")
+	stop()
+	<-shutDown
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -237,8 +245,10 @@ const headerTimeout = 10 * time.Second
 
 // newHTTPServer is the HTTP server of h with the outer filters and the connection limits.
 func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
+	warm := onWarmStacks(h, time.Minute)
+	warm.stop = ctx.Done()
 	return &http.Server{
-		Handler:           recoverPanics(WithRequestInfo(withRequestTimeout(onWarmStacks(h, time.Minute), s.limits.RequestTimeout)), s.log),
+		Handler:           recoverPanics(WithRequestInfo(withRequestTimeout(warm, s.limits.RequestTimeout)), s.log),
 		ReadHeaderTimeout: headerTimeout,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,

@@ -16,7 +16,8 @@ type warmStacks struct {
 	next    http.Handler
 	work    chan func() // unbuffered: a send succeeds only when a worker waits for work
 	idle    time.Duration
-	started atomic.Int64 // workers started, for tests
+	stop    <-chan struct{} // closed when the server stops: idle workers end at once
+	started atomic.Int64    // workers started, for tests
 }
 
 func onWarmStacks(next http.Handler, idle time.Duration) *warmStacks {
@@ -59,6 +60,8 @@ func (p *warmStacks) worker(job func()) {
 		select {
 		case job = <-p.work:
 		case <-timer.C:
+			return
+		case <-p.stop:
 			return
 		}
 	}

@@ -5,18 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/minik8s/minik8s/pkg/control/controllers/csrapproving"
-	"github.com/minik8s/minik8s/pkg/control/controllers/csrcleaner"
-	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
-	"github.com/minik8s/minik8s/pkg/control/controllers/tokencleaner"
-	"github.com/minik8s/minik8s/pkg/pki"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/clusterroleaggregation"
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrapproving"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrcleaner"
+	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
 	"github.com/minik8s/minik8s/pkg/control/controllers/daemonset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/deployment"
 	"github.com/minik8s/minik8s/pkg/control/controllers/disruption"
@@ -36,8 +35,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/controllers/statefulset"
+	"github.com/minik8s/minik8s/pkg/control/controllers/tokencleaner"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/control/controllers/volumeprotection"
+	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -71,7 +72,13 @@ type ControllerContext struct {
 	CA *pki.CA
 
 	broadcaster record.EventBroadcaster
+	// running counts the goroutines the controllers run on, so miniapi's Run returns only
+	// after every one of them has.
+	running *sync.WaitGroup
 }
+
+// goRun runs f (a controller's Run) on a goroutine that miniapi's Run waits for.
+func (c *ControllerContext) goRun(f func()) { c.running.Go(f) }
 
 // Recorder emits Events with component as their source, as kube-controller-manager's
 // controllers do (source "deployment-controller", "replicaset-controller", ...).
@@ -186,7 +193,7 @@ func startNamespace(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go ns.Run(ctx)
+	c.goRun(func() { ns.Run(ctx) })
 	return nil
 }
 
@@ -195,11 +202,11 @@ func startGarbageCollector(ctx context.Context, c *ControllerContext) error {
 		corev1.SchemeGroupVersion.WithResource("pods"):       c.Informers.Core().V1().Pods().Informer(),
 		corev1.SchemeGroupVersion.WithResource("namespaces"): c.Informers.Core().V1().Namespaces().Informer(),
 	}, c.Log.With("component", "garbage-collector"))
-	go func() {
+	c.goRun(func() {
 		if err := gc.Run(ctx); err != nil {
 			c.Log.Error("garbage collector stopped", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 
@@ -209,7 +216,7 @@ func startReplicaSet(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go rs.Run(ctx)
+	c.goRun(func() { rs.Run(ctx) })
 	return nil
 }
 
@@ -219,7 +226,7 @@ func startReplicationController(ctx context.Context, c *ControllerContext) error
 	if err != nil {
 		return err
 	}
-	go rc.Run(ctx)
+	c.goRun(func() { rc.Run(ctx) })
 	return nil
 }
 
@@ -229,7 +236,7 @@ func startDeployment(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go d.Run(ctx)
+	c.goRun(func() { d.Run(ctx) })
 	return nil
 }
 
@@ -240,7 +247,7 @@ func startEndpointSlice(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go es.Run(ctx)
+	c.goRun(func() { es.Run(ctx) })
 	return nil
 }
 
@@ -250,7 +257,7 @@ func startEndpoints(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go ep.Run(ctx)
+	c.goRun(func() { ep.Run(ctx) })
 	return nil
 }
 
@@ -260,7 +267,7 @@ func startServiceAccount(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go sa.Run(ctx)
+	c.goRun(func() { sa.Run(ctx) })
 	return nil
 }
 
@@ -269,7 +276,7 @@ func startClusterRoleAggregation(ctx context.Context, c *ControllerContext) erro
 	if err != nil {
 		return err
 	}
-	go agg.Run(ctx)
+	c.goRun(func() { agg.Run(ctx) })
 	return nil
 }
 
@@ -282,7 +289,7 @@ func startRootCACertPublisher(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go pub.Run(ctx)
+	c.goRun(func() { pub.Run(ctx) })
 	return nil
 }
 
@@ -293,7 +300,7 @@ func startDaemonSet(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go ds.Run(ctx)
+	c.goRun(func() { ds.Run(ctx) })
 	return nil
 }
 
@@ -302,7 +309,7 @@ func startJob(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go jc.Run(ctx)
+	c.goRun(func() { jc.Run(ctx) })
 	return nil
 }
 
@@ -312,7 +319,7 @@ func startCronJob(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go cc.Run(ctx)
+	c.goRun(func() { cc.Run(ctx) })
 	return nil
 }
 
@@ -321,7 +328,7 @@ func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go tc.Run(ctx)
+	c.goRun(func() { tc.Run(ctx) })
 	return nil
 }
 
@@ -330,7 +337,7 @@ func startDisruption(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go dc.Run(ctx)
+	c.goRun(func() { dc.Run(ctx) })
 	return nil
 }
 
@@ -339,7 +346,7 @@ func startResourceQuota(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go rq.Run(ctx)
+	c.goRun(func() { rq.Run(ctx) })
 	return nil
 }
 
@@ -350,7 +357,7 @@ func startPVBinder(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go pb.Run(ctx)
+	c.goRun(func() { pb.Run(ctx) })
 	return nil
 }
 
@@ -360,7 +367,7 @@ func startPVCProtection(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go p.Run(ctx)
+	c.goRun(func() { p.Run(ctx) })
 	return nil
 }
 
@@ -369,7 +376,7 @@ func startPVProtection(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go p.Run(ctx)
+	c.goRun(func() { p.Run(ctx) })
 	return nil
 }
 
@@ -380,7 +387,7 @@ func startLocalPath(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go lp.Run(ctx)
+	c.goRun(func() { lp.Run(ctx) })
 	return nil
 }
 
@@ -390,7 +397,7 @@ func startNodeLifecycle(ctx context.Context, c *ControllerContext) error {
 		GracePeriod:   cmp.Or(c.Options.NodeMonitorGracePeriod, nodelifecycle.DefaultGracePeriod),
 	}
 	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
-	go nl.Run(ctx)
+	c.goRun(func() { nl.Run(ctx) })
 	return nil
 }
 
@@ -401,7 +408,7 @@ func startStatefulSet(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go ss.Run(ctx)
+	c.goRun(func() { ss.Run(ctx) })
 	return nil
 }
 
@@ -418,7 +425,7 @@ func startLoadBalancer(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go lb.Run(ctx)
+	c.goRun(func() { lb.Run(ctx) })
 	return nil
 }
 
@@ -431,7 +438,7 @@ func startNodeIPAM(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go ipam.Run(ctx)
+	c.goRun(func() { ipam.Run(ctx) })
 	return nil
 }
 
@@ -464,7 +471,7 @@ func startHorizontalPodAutoscaler(ctx context.Context, c *ControllerContext) err
 	if err != nil {
 		return err
 	}
-	go hc.Run(ctx)
+	c.goRun(func() { hc.Run(ctx) })
 	return nil
 }
 
@@ -473,7 +480,7 @@ func startCSRApproving(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go ac.Run(ctx)
+	c.goRun(func() { ac.Run(ctx) })
 	return nil
 }
 
@@ -486,12 +493,13 @@ func startCSRSigning(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go sc.Run(ctx)
+	c.goRun(func() { sc.Run(ctx) })
 	return nil
 }
 
 func startCSRCleaner(ctx context.Context, c *ControllerContext) error {
-	go csrcleaner.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrcleaner.Name)).Run(ctx)
+	cleaner := csrcleaner.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrcleaner.Name))
+	c.goRun(func() { cleaner.Run(ctx) })
 	return nil
 }
 
@@ -503,6 +511,6 @@ func startTokenCleaner(ctx context.Context, c *ControllerContext) error {
 	if err != nil {
 		return err
 	}
-	go tc.Run(ctx)
+	c.goRun(func() { tc.Run(ctx) })
 	return nil
 }

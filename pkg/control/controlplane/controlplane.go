@@ -17,6 +17,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
@@ -331,11 +332,15 @@ func (o *Options) ServerURL() string {
 	return "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 }
 
-// Run serves the API and runs the in-process components until ctx ends.
+// Run serves the API and runs the in-process components until ctx ends. It returns after
+// every goroutine it started has: the servers, informers, leases, scheduler and controllers
+// stop with ctx (or with Run's own failure) and are waited for before the store closes.
 func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	log := o.Log
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
@@ -349,8 +354,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
+	var running sync.WaitGroup
+	defer running.Wait()
+	defer cancel()         // before the wait: what runs stops with ctx
 	if o.Store != "bolt" { // bolt trims its own history; etcd keeps all until compacted
-		go st.CompactHistory(ctx, etcdCompactionInterval)
+		running.Go(func() { st.CompactHistory(ctx, etcdCompactionInterval) })
 	}
 
 	metrics := prometheus.NewRegistry()
@@ -389,6 +397,7 @@ func Run(ctx context.Context, o Options) error {
 	// scheduler read one cache per kind, filled through the API server's own identity as
 	// kube-apiserver's shared informers are. No reader needs managed fields: not cached.
 	shared := informers.NewSharedInformerFactoryWithOptions(privileged, 0, informers.WithTransform(trim.ManagedFields))
+	defer func() { cancel(); shared.Shutdown() }() // Shutdown waits for the informers ctx stops
 	chain, admissionInformers, err := admissionChain(st, reg, privileged, shared)
 	if err != nil {
 		return err
@@ -411,7 +420,7 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("--token-auth-file: %w", err)
 		}
 	}
-	tlsCfg, err := servingTLS(ctx, ca, o)
+	tlsCfg, err := servingTLS(ctx, &running, ca, o)
 	if err != nil {
 		return err
 	}
@@ -425,9 +434,7 @@ func Run(ctx context.Context, o Options) error {
 	defer g.auditor.Close()
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	errc := make(chan error, 1)
-	go func() {
-		errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler)
-	}()
+	running.Go(func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler) })
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 	admissionInformers.Start(ctx)
 	if err := g.start(ctx, privileged, o); err != nil {
@@ -445,11 +452,11 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, shared, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
+	if err := runComponents(ctx, &running, shared, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
 		return err
 	}
 	if o.Ready != nil {
-		go callWhenServing(ctx, controllerManager, o.Ready)
+		running.Go(func() { callWhenServing(ctx, controllerManager, o.Ready) })
 	}
 	select {
 	case err := <-errc:
@@ -477,8 +484,9 @@ func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
 
 // runComponents starts the scheduler and the controllers as API clients. They read the
 // process's shared informers; the controllers write as the controller manager (cfg), the
-// scheduler (its bindings, pod status and leases) as itself.
-func runComponents(ctx context.Context, factory informers.SharedInformerFactory, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
+// scheduler (its bindings, pod status and leases) as itself. What they run is counted in
+// running.
+func runComponents(ctx context.Context, running *sync.WaitGroup, factory informers.SharedInformerFactory, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -498,13 +506,14 @@ func runComponents(ctx context.Context, factory informers.SharedInformerFactory,
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	go func() { <-ctx.Done(); broadcaster.Shutdown() }()
-	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca, broadcaster: broadcaster}
+	running.Go(func() { <-ctx.Done(); broadcaster.Shutdown() })
+	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca,
+		broadcaster: broadcaster, running: running}
 	identity := electionIdentity()
 	// Informers run for the whole process (a standby's caches stay warm; admission's and
 	// authorization's run from the start); the components run while this miniapi leads,
 	// and start afresh if it leads again.
-	whileLeading(ctx, client, o.LeaderElection, "kube-controller-manager", identity, log, func(lctx context.Context) {
+	whileLeading(ctx, running, client, o.LeaderElection, "kube-controller-manager", identity, log, func(lctx context.Context) {
 		if err := startControllers(lctx, cc, enabled); err != nil {
 			log.Error("controllers did not start", "err", err)
 			return
@@ -515,7 +524,7 @@ func runComponents(ctx context.Context, factory informers.SharedInformerFactory,
 	if err != nil {
 		return err
 	}
-	whileLeading(ctx, schedClient, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
+	whileLeading(ctx, running, schedClient, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
 		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Informers: factory, Recorder: cc.Recorder,
 			Log: log.With("component", "scheduler"), Metrics: schedMetrics, Configuration: schedConf})
 		if err != nil {
@@ -530,8 +539,9 @@ func runComponents(ctx context.Context, factory informers.SharedInformerFactory,
 
 // servingTLS issues the serving certificate for the bind address, loopback and --tls-san
 // names (re-issued at every start so new names take effect, and before it expires while
-// ctx lasts) and asks clients for certificates signed by the cluster CA.
-func servingTLS(ctx context.Context, ca *pki.CA, o Options) (*tls.Config, error) {
+// ctx lasts, on a goroutine counted in running) and asks clients for certificates signed
+// by the cluster CA.
+func servingTLS(ctx context.Context, running *sync.WaitGroup, ca *pki.CA, o Options) (*tls.Config, error) {
 	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
 	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, o.BindAddress)
@@ -556,7 +566,7 @@ func servingTLS(ctx context.Context, ca *pki.CA, o Options) (*tls.Config, error)
 	if err != nil {
 		return nil, err
 	}
-	go serving.run(ctx)
+	running.Go(func() { serving.run(ctx) })
 	return &tls.Config{
 		GetCertificate: serving.get,
 		ClientAuth:     tls.VerifyClientCertIfGiven,

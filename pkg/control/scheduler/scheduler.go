@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,7 @@ type Scheduler struct {
 	// shared informers to the next one.
 	handlers  []func()
 	binds     chan struct{} // semaphore of bindings in flight
+	binding   sync.WaitGroup
 	nominated *nominator
 	informers informers.SharedInformerFactory
 	// nextStart is where the next cycle starts filtering, so nodes share the load.
@@ -248,8 +250,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 		}
 	}
 	s.log.Info("scheduler started", "profiles", len(s.profiles))
-	go s.queue.Run(ctx)
-	go s.reportPending(ctx)
+	// Run returns after the queue, the metrics loop and every binding in flight have.
+	var running sync.WaitGroup
+	defer running.Wait()
+	running.Go(func() { s.queue.Run(ctx) })
+	running.Go(func() { s.reportPending(ctx) })
+	defer s.binding.Wait()
 	for ctx.Err() == nil {
 		qp := s.queue.Pop()
 		if qp == nil {
@@ -312,10 +318,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 		return
 	}
 	s.binds <- struct{}{}
-	go func() {
+	s.binding.Go(func() {
 		defer func() { <-s.binds }()
 		s.bind(ctx, prof, state, qp, cycle, node, start)
-	}()
+	})
 }
 
 // schedulePod filters nodes (a share of them in large clusters) and scores the fitting ones.

@@ -61,6 +61,7 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[sc
 // Run watches every resource that can be listed, watched and deleted, and collects garbage
 // until ctx ends.
 func (c *Collector) Run(ctx context.Context) error {
+	defer c.queue.ShutDown() // also when ctx ends before the caches fill
 	defer utilruntime.HandleCrash()
 	resources, err := c.discover(ctx)
 	if err != nil {

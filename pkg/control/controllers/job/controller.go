@@ -90,7 +90,9 @@ func New(client kubernetes.Interface, jobs batchinformers.JobInformer, pods core
 
 // Run works the queues until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	go workloop.RunWorkers(ctx, 1, c.orphans, c.log, c.releaseOrphan, c.synced...)
+	var orphans sync.WaitGroup
+	defer orphans.Wait()
+	orphans.Go(func() { workloop.RunWorkers(ctx, 1, c.orphans, c.log, c.releaseOrphan, c.synced...) })
 	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
 }
 

@@ -52,6 +52,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 
 // Run works the queue with one worker until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
+	defer c.queue.ShutDown() // also when ctx ends before the caches fill
 	defer utilruntime.HandleCrash()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return

@@ -5,6 +5,7 @@ package volumes
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -52,6 +53,8 @@ func New(queuePrefix string, client kubernetes.Interface, pvs coreinformers.Pers
 
 // Work works both queues, one worker each, until ctx ends.
 func (b *Base) Work(ctx context.Context, syncClaim, syncVolume workloop.SyncFunc[string]) {
-	go workloop.RunWorkers(ctx, 1, b.Volumes, b.Log, syncVolume, b.Synced...)
+	var volumes sync.WaitGroup
+	defer volumes.Wait()
+	volumes.Go(func() { workloop.RunWorkers(ctx, 1, b.Volumes, b.Log, syncVolume, b.Synced...) })
 	workloop.RunWorkers(ctx, 1, b.Claims, b.Log, syncClaim, b.Synced...)
 }

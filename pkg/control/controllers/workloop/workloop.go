@@ -22,7 +22,7 @@ type SyncFunc[T comparable] func(ctx context.Context, key T) (again time.Duratio
 
 // Run hands keys from q to sync, one at a time, until ctx ends (it then shuts q down).
 func Run[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, sync SyncFunc[T]) {
-	go func() { <-ctx.Done(); q.ShutDown() }()
+	defer context.AfterFunc(ctx, q.ShutDown)()
 	for {
 		key, quit := q.Get()
 		if quit {
@@ -47,6 +47,7 @@ func Run[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterfa
 // every controller's Run.
 func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, sync SyncFunc[T], synced ...cache.InformerSynced) {
 	defer utilruntime.HandleCrash()
+	defer q.ShutDown() // its goroutines end with it, also when ctx ended before the caches filled
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}

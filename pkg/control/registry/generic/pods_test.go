@@ -1,12 +1,12 @@
 package generic
 
 import (
-	"k8s.io/apimachinery/pkg/types"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A binding sets the node, the PodScheduled condition and the binding's annotations in
