@@ -66,6 +66,9 @@ func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.I
 	defer cancel()
 	wg.Go(func() { nodeNet.Run(ctx, client, rec) })
 	wg.Go(func() { collector.Run(ctx) })
+	if cfg.NetworkPolicy {
+		wg.Go(func() { runNetworkPolicy(ctx, client, cfg.NodeName, log) })
+	}
 	if cfg.ServesNodeAPI() {
 		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
 			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}

@@ -33,7 +33,7 @@ func newCommand() *cobra.Command {
 	var rotateCertificates bool
 	var healthzAddr string
 	var healthzPort int
-	var verbose, networkPolicy bool
+	var verbose bool
 	var apiQPS float32
 	var apiBurst int
 	var eventQPS float32
@@ -92,9 +92,6 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if networkPolicy {
-				go runNetworkPolicy(ctx, client, cfg.NodeName)
-			}
 			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
 			cfg.Ready = daemon.NotifyReady
 			if err := run(ctx, cfg, client, eventClient, log); err != nil {
@@ -151,7 +148,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	f.Float32Var(&eventQPS, "event-qps", 50, "events per second sent to the API server, limited apart from --kube-api-qps (the kubelet's default)")
 	f.IntVar(&eventBurst, "event-burst", 100, "burst of events above --event-qps")
-	f.BoolVar(&networkPolicy, "network-policy", true, "enforce NetworkPolicies for this node's pods in iptables and ipsets")
+	f.BoolVar(&cfg.NetworkPolicy, "network-policy", true, "enforce NetworkPolicies for this node's pods in iptables and ipsets")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(networkCommand())
 	_ = cmd.MarkFlagRequired("kubeconfig")

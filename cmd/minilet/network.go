@@ -51,9 +51,9 @@ func networkCommand() *cobra.Command {
 }
 
 // runNetworkPolicy enforces NetworkPolicies for the node's pods until ctx ends.
-func runNetworkPolicy(ctx context.Context, client kubernetes.Interface, node string) {
-	c := policy.New(informers.NewSharedInformerFactory(client, 0), node, slog.Default())
+func runNetworkPolicy(ctx context.Context, client kubernetes.Interface, node string, log *slog.Logger) {
+	c := policy.New(informers.NewSharedInformerFactory(client, 0), node, log)
 	if err := c.Run(ctx); err != nil {
-		slog.Error("network policy enforcement stopped", "err", err)
+		log.Error("network policy enforcement stopped", "err", err)
 	}
 }

@@ -46,6 +46,7 @@ type Config struct {
 	SystemReserved, KubeReserved map[string]string
 	HealthzAddr                  string // host:port of /healthz and /metrics; empty serves nothing
 	Profiling                    bool   // --profiling: /debug/pprof beside /healthz
+	NetworkPolicy                bool   // --network-policy: enforce NetworkPolicies (pkg/network/policy)
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file

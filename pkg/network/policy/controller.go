@@ -71,8 +71,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown() // its informers' goroutines end before Run returns
 	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
+		if !ok && ctx.Err() == nil {
 			return fmt.Errorf("network policy: %v informer did not sync", typ)
 		}
 	}
