@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -386,6 +387,9 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 	admissionInformers.Start(ctx)
+	if err := apiextensions.Start(ctx, loopback, nil, log.With("component", "apiextensions")); err != nil {
+		return err
+	}
 	if err := g.start(ctx, privileged, o); err != nil {
 		return err
 	}
