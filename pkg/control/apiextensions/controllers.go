@@ -1,6 +1,7 @@
 // Package apiextensions runs, inside miniapi, what apiextensions-apiserver runs beside
 // kube-apiserver for CustomResourceDefinitions: its own naming controller (the NamesAccepted
-// condition and status.acceptedNames) and establishing controller (Established), and the
+// condition and status.acceptedNames) and establishing controller (Established), its finalizer (a deleted CRD's custom
+// resources deleted: Terminating, InstanceDeletionInProgress), and the
 // hand-over of every CustomResourceDefinition whose names are accepted to the API server,
 // which serves its custom resources. The controllers are API clients over a loopback
 // identity, as upstream's are.
@@ -17,7 +18,9 @@ import (
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	crdinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	"k8s.io/apiextensions-apiserver/pkg/controller/establish"
+	"k8s.io/apiextensions-apiserver/pkg/controller/finalizer"
 	"k8s.io/apiextensions-apiserver/pkg/controller/status"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -41,6 +44,11 @@ func Start(ctx context.Context, cfg *rest.Config, served Served, log *slog.Logge
 	crds := factory.Apiextensions().V1().CustomResourceDefinitions()
 	naming := status.NewNamingConditionController(klog.FromContext(ctx), crds, client.ApiextensionsV1())
 	establishing := establish.NewEstablishingController(crds, client.ApiextensionsV1())
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	cleanup := finalizer.NewCRDFinalizer(crds, client.ApiextensionsV1(), dynamicInstances{dyn})
 
 	// Upstream's CRD handler queues a CRD for establishing once it serves it; so do we.
 	handOver := func(obj any) {
@@ -74,5 +82,6 @@ func Start(ctx context.Context, cfg *rest.Config, served Served, log *slog.Logge
 	factory.Start(ctx.Done())
 	go naming.RunWithContext(ctx)
 	go establishing.RunWithContext(ctx)
+	go cleanup.RunWithContext(2, ctx)
 	return nil
 }

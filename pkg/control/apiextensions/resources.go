@@ -168,7 +168,12 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			return strategy.Validate(ctx, toUnstructured(obj))
 		},
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			return strategy.ValidateUpdate(ctx, toUnstructured(obj), toUnstructured(old))
+			u, was := toUnstructured(obj), toUnstructured(old)
+			// The generic store checks the metadata update itself, knowing a deletion may
+			// set deletionTimestamp; the strategy would refuse it.
+			was.SetDeletionTimestamp(u.GetDeletionTimestamp())
+			was.SetDeletionGracePeriodSeconds(u.GetDeletionGracePeriodSeconds())
+			return strategy.ValidateUpdate(ctx, u, was)
 		},
 		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, toUnstructured(obj)) },
 		Fields: func(obj runtime.Object) fields.Set {

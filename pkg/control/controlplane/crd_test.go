@@ -231,6 +231,37 @@ status: {replicas: 7}
 	if _, err := widgets.Get(ctx, "w4", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after delete: %v", err)
 	}
+
+	// Deleting the CRD deletes its custom resources first (upstream's finalizer), then
+	// itself; its resources are served no more.
+	before := c.mustKubectl(t, "", "get", "crd", "widgets.example.com", "-o", "jsonpath={.metadata.finalizers}")
+	if !strings.Contains(before, "customresourcecleanup.apiextensions.k8s.io") {
+		t.Errorf("finalizers of a CRD: %s", before)
+	}
+	if out := c.mustKubectl(t, "", "delete", "crd", "widgets.example.com", "--timeout=30s"); !strings.Contains(out, "deleted") {
+		t.Errorf("delete crd:\n%s", out)
+	}
+	if out, err := c.kubectl(t, "", "get", "crd", "widgets.example.com"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("the CRD is still there: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := widgets.List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("widgets still served after the CRD's deletion: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Created again, the CRD serves no custom resource of the old one.
+	c.mustKubectl(t, widgetsCRD, "apply", "-f", "-")
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com")
+	waitForKubectl(t, c, "get", "wd")
+	if list, err := widgets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Errorf("custom resources outlived their CRD: %v %v", err, list)
+	}
 }
 
 // waitForKubectl retries a kubectl command until it succeeds (discovery catching up).

@@ -71,14 +71,20 @@ var customResourceDefinitionRules = Rules{
 		return crdStrategy.Validate(context.Background(), internalCRD(obj))
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-		return crdStrategy.ValidateUpdate(context.Background(), internalCRD(obj), internalCRD(old))
+		crd, was := internalCRD(obj), internalCRD(old)
+		// The generic store checks the metadata update itself, knowing a deletion may set
+		// deletionTimestamp; the strategy would refuse it.
+		was.DeletionTimestamp, was.DeletionGracePeriodSeconds = crd.DeletionTimestamp, crd.DeletionGracePeriodSeconds
+		return crdStrategy.ValidateUpdate(context.Background(), crd, was)
 	},
 	Warnings: func(obj runtime.Object) []string {
 		return crdStrategy.WarningsOnCreate(context.Background(), internalCRD(obj))
 	},
 	SubresourceUpdates: map[string]SubresourceRules{
-		"status": {Validate: func(obj, old runtime.Object) field.ErrorList {
-			return crdstrategy.NewStatusStrategy(crdScheme).ValidateUpdate(context.Background(), internalCRD(obj), internalCRD(old))
+		"status": {Metadata: true, Validate: func(obj, old runtime.Object) field.ErrorList {
+			crd, was := internalCRD(obj), internalCRD(old)
+			was.DeletionTimestamp, was.DeletionGracePeriodSeconds = crd.DeletionTimestamp, crd.DeletionGracePeriodSeconds
+			return crdstrategy.NewStatusStrategy(crdScheme).ValidateUpdate(context.Background(), crd, was)
 		}},
 	},
 	// Generation is counted by the strategy's PrepareForCreate and PrepareForUpdate.

@@ -108,6 +108,10 @@ type Rules struct {
 type SubresourceRules struct {
 	Prepare  func(obj, old runtime.Object)
 	Validate func(obj, old runtime.Object) field.ErrorList
+	// Metadata: the update takes the object's metadata (labels, finalizers...) from the
+	// body too, as CustomResourceDefinitions' status strategy lets it (their finalizer is
+	// removed through status).
+	Metadata bool
 }
 
 // ScaleDef maps a kind to the autoscaling/v1 Scale of its scale subresource.
