@@ -22,6 +22,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -437,6 +438,9 @@ func Run(ctx context.Context, o Options) error {
 	running.Go(func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler) })
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 	admissionInformers.Start(ctx)
+	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg), log.With("component", "apiextensions")); err != nil {
+		return err
+	}
 	if err := g.start(ctx, privileged, o); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -40,7 +41,7 @@ type Documents struct {
 // are listed in Undescribed); version is the Kubernetes version the documents' info carries.
 func Build(reg *registry.Registry, version string) (*Documents, error) {
 	docs := &Documents{V3: map[string]*spec3.OpenAPI{}}
-	defined := GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} })
+	defined := definitions(func(string) spec.Ref { return spec.Ref{} })
 	services, err := webServices(reg, func(res *registry.Resource) bool {
 		if obj, err := res.New(); err == nil {
 			if _, ok := defined[util.GetCanonicalTypeName(obj)]; ok {
@@ -67,7 +68,7 @@ func Build(reg *registry.Registry, version string) (*Documents, error) {
 	}
 	docs.V2, err = builder.BuildOpenAPISpecFromRoutes(containers, &common.Config{
 		Info:                           info,
-		GetDefinitions:                 GetOpenAPIDefinitions,
+		GetDefinitions:                 definitions,
 		GetDefinitionName:              namer.name,
 		GetOperationIDAndTagsFromRoute: operationIDAndTags,
 		CommonResponses:                map[int]spec.Response{http.StatusUnauthorized: {ResponseProps: spec.ResponseProps{Description: unauthorized}}},
@@ -78,7 +79,7 @@ func Build(reg *registry.Registry, version string) (*Documents, error) {
 	for _, ws := range services {
 		doc, err := builder3.BuildOpenAPISpecFromRoutes([]common.RouteContainer{ws}, &common.OpenAPIV3Config{
 			Info:                           info,
-			GetDefinitions:                 GetOpenAPIDefinitions,
+			GetDefinitions:                 definitions,
 			GetDefinitionName:              namer.name,
 			GetOperationIDAndTagsFromRoute: operationIDAndTags,
 			CommonResponses:                map[int]*spec3.Response{http.StatusUnauthorized: {ResponseProps: spec3.ResponseProps{Description: unauthorized}}},
@@ -91,6 +92,18 @@ func Build(reg *registry.Registry, version string) (*Documents, error) {
 	return docs, nil
 }
 
+// definitions are the generated definitions of k8s.io/api and apimachinery (ours) and of
+// apiextensions.k8s.io (apiextensions-apiserver's, generated there).
+func definitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+	defs := GetOpenAPIDefinitions(ref)
+	for name, def := range apiextensionsopenapi.GetOpenAPIDefinitions(ref) {
+		if _, ok := defs[name]; !ok {
+			defs[name] = def
+		}
+	}
+	return defs
+}
+
 // TypeConverter converts the objects of every kind with a generated definition to and from
 // structured-merge-diff values, what managed fields and server-side apply work on. It is
 // built once per process: it depends on nothing but the generated definitions.
@@ -98,9 +111,9 @@ func TypeConverter() (managedfields.TypeConverter, error) { return typeConverter
 
 var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
 	namer := newDefinitionNamer(scheme.Scheme, func(schema.GroupVersion) bool { return true })
-	names := slices.Collect(maps.Keys(GetOpenAPIDefinitions(func(string) spec.Ref { return spec.Ref{} })))
+	names := slices.Collect(maps.Keys(definitions(func(string) spec.Ref { return spec.Ref{} })))
 	schemas, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
-		GetDefinitions:    GetOpenAPIDefinitions,
+		GetDefinitions:    definitions,
 		GetDefinitionName: namer.name,
 	}, names...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,6 +69,7 @@ func Builtin() (*Registry, error) {
 		res(networkingv1.SchemeGroupVersion, "networkpolicies", "NetworkPolicy", true, networkPolicyRules, []string{"netpol"}, nil),
 		res(networkingv1.SchemeGroupVersion, "ingresses", "Ingress", true, ingressRules, []string{"ing"}, nil, "status"),
 		res(networkingv1.SchemeGroupVersion, "ingressclasses", "IngressClass", false, ingressClassRules, nil, nil),
+		res(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions", "CustomResourceDefinition", false, customResourceDefinitionRules, []string{"crd", "crds"}, []string{"api-extensions"}, "status"),
 	)
 }
 

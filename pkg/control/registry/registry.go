@@ -6,7 +6,9 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"k8s.io/apimachinery/pkg/fields"
@@ -35,6 +37,9 @@ type Resource struct {
 	// (ComponentStatus: the health of the control plane's parts); it serves get and list
 	// only. The control plane may replace it before serving.
 	Computed func(ctx context.Context) ([]runtime.Object, error)
+	// NewObject and NewListObject, when set, make the resource's objects instead of the
+	// scheme: the custom resources of a CustomResourceDefinition have no Go type there.
+	NewObject, NewListObject func() runtime.Object
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
@@ -103,6 +108,10 @@ type Rules struct {
 type SubresourceRules struct {
 	Prepare  func(obj, old runtime.Object)
 	Validate func(obj, old runtime.Object) field.ErrorList
+	// Metadata: the update takes the object's metadata (labels, finalizers...) from the
+	// body too, as CustomResourceDefinitions' status strategy lets it (their finalizer is
+	// removed through status).
+	Metadata bool
 }
 
 // ScaleDef maps a kind to the autoscaling/v1 Scale of its scale subresource.
@@ -128,15 +137,25 @@ func (r *Resource) HasSubresource(name string) bool {
 }
 
 // New returns an empty object of the resource's kind.
-func (r *Resource) New() (runtime.Object, error) { return scheme.Scheme.New(r.GVK()) }
+func (r *Resource) New() (runtime.Object, error) {
+	if r.NewObject != nil {
+		return r.NewObject(), nil
+	}
+	return scheme.Scheme.New(r.GVK())
+}
 
 // NewList returns an empty list of the resource's kind.
 func (r *Resource) NewList() (runtime.Object, error) {
+	if r.NewListObject != nil {
+		return r.NewListObject(), nil
+	}
 	return scheme.Scheme.New(r.GroupVersion().WithKind(r.Kind + "List"))
 }
 
-// Registry indexes resources by group/version and by plural name.
+// Registry indexes resources by group/version and by plural name. The built-in resources
+// are fixed; custom resources come and go with their CustomResourceDefinitions (Add, Remove).
 type Registry struct {
+	mu    sync.RWMutex
 	byGVR map[schema.GroupVersionResource]*Resource
 	all   []*Resource
 }
@@ -144,28 +163,54 @@ type Registry struct {
 // New builds a registry from the given resources.
 func New(resources ...*Resource) (*Registry, error) {
 	reg := &Registry{byGVR: map[schema.GroupVersionResource]*Resource{}}
-	for _, r := range resources {
-		if _, dup := reg.byGVR[r.GroupVersionResource]; dup {
-			return nil, fmt.Errorf("resource %s registered twice", r.GroupVersionResource)
-		}
-		if _, err := r.New(); err != nil {
-			return nil, fmt.Errorf("resource %s: kind %s is not in the scheme: %w", r.GroupVersionResource, r.Kind, err)
-		}
-		reg.byGVR[r.GroupVersionResource] = r
-		reg.all = append(reg.all, r)
+	if err := reg.Add(resources...); err != nil {
+		return nil, err
 	}
 	return reg, nil
 }
 
+// Add registers resources, none of which may be served yet.
+func (reg *Registry) Add(resources ...*Resource) error {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, r := range resources {
+		if _, dup := reg.byGVR[r.GroupVersionResource]; dup {
+			return fmt.Errorf("resource %s registered twice", r.GroupVersionResource)
+		}
+		if _, err := r.New(); err != nil {
+			return fmt.Errorf("resource %s: kind %s is not in the scheme: %w", r.GroupVersionResource, r.Kind, err)
+		}
+		reg.byGVR[r.GroupVersionResource] = r
+		reg.all = append(reg.all, r)
+	}
+	return nil
+}
+
+// Remove stops serving the resources named.
+func (reg *Registry) Remove(gvrs ...schema.GroupVersionResource) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, gvr := range gvrs {
+		r, ok := reg.byGVR[gvr]
+		if !ok {
+			continue
+		}
+		delete(reg.byGVR, gvr)
+		reg.all = slices.DeleteFunc(slices.Clone(reg.all), func(x *Resource) bool { return x == r })
+	}
+}
+
 // Lookup finds a resource by group, version and plural name.
 func (reg *Registry) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
 	r, ok := reg.byGVR[gvr]
 	return r, ok
 }
 
 // ForKind finds the resource serving a kind.
 func (reg *Registry) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
-	for _, r := range reg.all {
+	for _, r := range reg.Resources() {
 		if r.GVK() == gvk {
 			return r, true
 		}
@@ -174,13 +219,18 @@ func (reg *Registry) ForKind(gvk schema.GroupVersionKind) (*Resource, bool) {
 }
 
 // Resources returns every resource in registration order.
-func (reg *Registry) Resources() []*Resource { return reg.all }
+// The slice is never changed afterwards: Add and Remove make new ones.
+func (reg *Registry) Resources() []*Resource {
+	reg.mu.RLock()
+	defer reg.mu.RUnlock()
+	return reg.all
+}
 
 // GroupVersions returns the served group versions, the legacy core group first.
 func (reg *Registry) GroupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion
-	for _, r := range reg.all {
+	for _, r := range reg.Resources() {
 		gv := r.GroupVersion()
 		if !seen[gv] {
 			seen[gv] = true

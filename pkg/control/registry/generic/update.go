@@ -23,7 +23,11 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	var err error
 	switch sub := opts.Subresource; {
 	case sub == "status" || sub == "approval":
+		req := obj
 		obj, err = withField(old, obj, "status")
+		if err == nil && res.Rules.SubresourceUpdates[sub].Metadata {
+			*ObjectMeta(obj) = *ObjectMeta(req).DeepCopy() // system fields are reset below
+		}
 	case sub == "finalize":
 		obj, err = withField(old, obj, "spec")
 	case sub == "" && res.HasSubresource("status"):

@@ -1,0 +1,166 @@
+package apiextensions
+
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is a custom resource. Its metadata is a typed ObjectMeta, so that the registry's
+// generic store (validation of metadata, status and spec through reflection, managed
+// fields) treats it as it treats a built-in kind; the rest of it is JSON values as they
+// came, spec and status broken out for the status subresource and generation.
+type Object struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              any `json:"spec,omitempty"`
+	Status            any `json:"status,omitempty"`
+	// Fields are the other top-level fields.
+	Fields map[string]any `json:"-"`
+}
+
+var _ runtime.Object = &Object{}
+
+// Content is the object as unstructured JSON values (what the schema packages work on).
+func (o *Object) Content() (map[string]any, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	toInt64(out)
+	return out, nil
+}
+
+// SetContent replaces the object with unstructured JSON values.
+func (o *Object) SetContent(content map[string]any) error {
+	data, err := json.Marshal(content)
+	if err != nil {
+		return err
+	}
+	*o = Object{}
+	return json.Unmarshal(data, o)
+}
+
+// MarshalJSON writes the object with its other fields beside apiVersion, kind, metadata,
+// spec and status.
+func (o *Object) MarshalJSON() ([]byte, error) {
+	out := make(map[string]any, len(o.Fields)+5)
+	for k, v := range o.Fields {
+		out[k] = v
+	}
+	if o.APIVersion != "" {
+		out["apiVersion"] = o.APIVersion
+	}
+	if o.Kind != "" {
+		out["kind"] = o.Kind
+	}
+	out["metadata"] = &o.ObjectMeta
+	if o.Spec != nil {
+		out["spec"] = o.Spec
+	}
+	if o.Status != nil {
+		out["status"] = o.Status
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads an object; numbers stay exact (int64 where they are integers).
+func (o *Object) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*o = Object{}
+	for k, v := range raw {
+		var err error
+		switch k {
+		case "apiVersion":
+			err = json.Unmarshal(v, &o.APIVersion)
+		case "kind":
+			err = json.Unmarshal(v, &o.Kind)
+		case "metadata":
+			err = json.Unmarshal(v, &o.ObjectMeta)
+		case "spec":
+			o.Spec, err = jsonValue(v)
+		case "status":
+			o.Status, err = jsonValue(v)
+		default:
+			if o.Fields == nil {
+				o.Fields = map[string]any{}
+			}
+			o.Fields[k], err = jsonValue(v)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// jsonValue decodes a JSON value as unstructured.Unstructured does: integers as int64,
+// other numbers as float64.
+func jsonValue(data []byte) (any, error) {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	return runtime.DeepCopyJSONValue(toInt64(v)), nil
+}
+
+func toInt64(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = toInt64(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = toInt64(x)
+		}
+	case float64:
+		if i := int64(v); float64(i) == v && v >= -(1<<53) && v <= 1<<53 {
+			return i
+		}
+	}
+	return v
+}
+
+// DeepCopyObject copies the object.
+func (o *Object) DeepCopyObject() runtime.Object {
+	out := &Object{TypeMeta: o.TypeMeta}
+	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	if o.Spec != nil {
+		out.Spec = runtime.DeepCopyJSONValue(o.Spec)
+	}
+	if o.Status != nil {
+		out.Status = runtime.DeepCopyJSONValue(o.Status)
+	}
+	if o.Fields != nil {
+		out.Fields = runtime.DeepCopyJSON(o.Fields)
+	}
+	return out
+}
+
+// List is a list of custom resources.
+type List struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Object `json:"items"`
+}
+
+// DeepCopyObject copies the list.
+func (l *List) DeepCopyObject() runtime.Object {
+	out := &List{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]Object, len(l.Items))
+	for i := range l.Items {
+		out.Items[i] = *l.Items[i].DeepCopyObject().(*Object)
+	}
+	return out
+}

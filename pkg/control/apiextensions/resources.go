@@ -1,0 +1,283 @@
+package apiextensions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structuralobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// Resources are the registry resources serving a CustomResourceDefinition's custom
+// resources, one per served version. Every rule is apiextensions-apiserver's: its custom
+// resource strategy (metadata, schema and CEL validation, status and generation), its
+// structural pruning and defaulting, its table convertor for the printer columns. The
+// versions share one key space: a version other than the storage version is converted
+// (strategy None: only apiVersion changes) on every read and write.
+func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
+	storageVersion, err := apiextensionshelpers.GetCRDStorageVersion(crd)
+	if err != nil {
+		return nil, err
+	}
+	var storage *registry.Resource
+	var out []*registry.Resource
+	for _, v := range crd.Spec.Versions {
+		if !v.Served && v.Name != storageVersion {
+			continue
+		}
+		res, err := versionResource(crd, v)
+		if err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		if v.Name == storageVersion {
+			storage = res
+		}
+		if v.Served {
+			out = append(out, res)
+		}
+	}
+	for _, res := range out {
+		if res != storage {
+			res.Conversion = noneConversion(storage)
+		}
+	}
+	return out, nil
+}
+
+// noneConversion stores objects of a served version at the storage version, as the
+// `None` conversion strategy does: the same fields under another apiVersion.
+func noneConversion(storage *registry.Resource) *registry.Conversion {
+	convert := func(gv schema.GroupVersion) func(obj runtime.Object) (runtime.Object, error) {
+		return func(obj runtime.Object) (runtime.Object, error) {
+			out := obj.DeepCopyObject().(*Object)
+			out.APIVersion = gv.String()
+			return out, nil
+		}
+	}
+	return &registry.Conversion{Storage: storage, ToStorage: convert(storage.GroupVersion()),
+		// FromStorage's result is given its served apiVersion by the caller (generic.Decode).
+		FromStorage: func(obj runtime.Object) (runtime.Object, error) { return obj, nil }}
+}
+
+// versionResource builds the resource of one version from upstream's custom resource
+// strategy, as apiextensions-apiserver's CRD handler builds its storage.
+func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*registry.Resource, error) {
+	names := crd.Status.AcceptedNames
+	gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
+	kind, listKind := gv.WithKind(names.Kind), gv.WithKind(names.ListKind)
+	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+
+	validation, err := apiextensionshelpers.GetSchemaForVersion(crd, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	internal := &apiextensions.CustomResourceValidation{}
+	if validation != nil {
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(validation, internal, nil); err != nil {
+			return nil, err
+		}
+	}
+	var structural *structuralschema.Structural
+	if internal.OpenAPIV3Schema != nil {
+		if structural, err = structuralschema.NewStructural(internal.OpenAPIV3Schema); err != nil {
+			return nil, fmt.Errorf("the schema is not structural: %w", err)
+		}
+		structural = structural.DeepCopy()
+		if err := structuraldefaulting.PruneDefaults(structural); err != nil {
+			return nil, err
+		}
+	}
+	validator, _, err := apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema)
+	if err != nil {
+		return nil, err
+	}
+	subresources, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	var status *apiextensions.CustomResourceSubresourceStatus
+	var statusValidator apiservervalidation.SchemaValidator
+	var scale *apiextensions.CustomResourceSubresourceScale
+	var subs []string
+	if subresources != nil && subresources.Status != nil {
+		status = &apiextensions.CustomResourceSubresourceStatus{}
+		subs = append(subs, "status")
+		if s := internal.OpenAPIV3Schema; s != nil {
+			if statusSchema, ok := s.Properties["status"]; ok {
+				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&statusSchema); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if subresources != nil && subresources.Scale != nil {
+		scale = &apiextensions.CustomResourceSubresourceScale{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(subresources.Scale, scale, nil); err != nil {
+			return nil, err
+		}
+		subs = append(subs, "scale")
+	}
+	strategy := customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(), namespaced, kind,
+		validator, statusValidator, structural, status, scale, v.SelectableFields)
+	statusStrategy := customresource.NewStatusStrategy(strategy)
+	table, err := tableconvertor.New(defaultColumns(v.AdditionalPrinterColumns))
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	rules := registry.Rules{
+		// Pruning and defaulting, which upstream does as it decodes a request and as it
+		// reads from storage.
+		Default: func(obj runtime.Object) {
+			if structural == nil || crd.Spec.PreserveUnknownFields {
+				return
+			}
+			mutate(obj, func(u *unstructured.Unstructured) {
+				c := u.UnstructuredContent()
+				structuralpruning.Prune(c, structural, true)
+				_ = structuralobjectmeta.Coerce(nil, c, structural, true, false)
+				structuraldefaulting.Default(c, structural)
+			})
+		},
+		PrepareCreate: func(obj runtime.Object) {
+			mutate(obj, func(u *unstructured.Unstructured) { strategy.PrepareForCreate(ctx, u) })
+		},
+		PrepareUpdate: func(obj, old runtime.Object) {
+			o := toUnstructured(old)
+			mutate(obj, func(u *unstructured.Unstructured) { strategy.PrepareForUpdate(ctx, u, o) })
+		},
+		Validate: func(obj runtime.Object) field.ErrorList {
+			return strategy.Validate(ctx, toUnstructured(obj))
+		},
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			u, was := toUnstructured(obj), toUnstructured(old)
+			// The generic store checks the metadata update itself, knowing a deletion may
+			// set deletionTimestamp; the strategy would refuse it.
+			was.SetDeletionTimestamp(u.GetDeletionTimestamp())
+			was.SetDeletionGracePeriodSeconds(u.GetDeletionGracePeriodSeconds())
+			return strategy.ValidateUpdate(ctx, u, was)
+		},
+		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, toUnstructured(obj)) },
+		Fields: func(obj runtime.Object) fields.Set {
+			_, set, err := strategy.GetAttrs(toUnstructured(obj))
+			if err != nil {
+				return nil
+			}
+			return set
+		},
+		Table: tableDef(table),
+		SubresourceUpdates: map[string]registry.SubresourceRules{
+			"status": {
+				Prepare: func(obj, old runtime.Object) {
+					o := toUnstructured(old)
+					mutate(obj, func(u *unstructured.Unstructured) { statusStrategy.PrepareForUpdate(ctx, u, o) })
+				},
+				Validate: func(obj, old runtime.Object) field.ErrorList {
+					return statusStrategy.ValidateUpdate(ctx, toUnstructured(obj), toUnstructured(old))
+				},
+			},
+		},
+	}
+	if scale != nil {
+		rules.Scale = scaleDef(scale)
+	}
+	return &registry.Resource{
+		GroupVersionResource: gv.WithResource(names.Plural),
+		Kind:                 names.Kind,
+		Singular:             names.Singular,
+		Namespaced:           namespaced,
+		ShortNames:           names.ShortNames,
+		Categories:           names.Categories,
+		Subresources:         subs,
+		Rules:                rules,
+		NewObject: func() runtime.Object {
+			return &Object{TypeMeta: metav1.TypeMeta{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind}}
+		},
+		NewListObject: func() runtime.Object {
+			return &List{TypeMeta: metav1.TypeMeta{APIVersion: listKind.GroupVersion().String(), Kind: listKind.Kind}}
+		},
+	}, nil
+}
+
+// defaultColumns are the printer columns of a version, Age when it names none (as
+// kube-apiserver serves them).
+func defaultColumns(columns []apiextensionsv1.CustomResourceColumnDefinition) []apiextensionsv1.CustomResourceColumnDefinition {
+	if len(columns) > 0 {
+		return columns
+	}
+	return []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date",
+		Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"}}
+}
+
+// tableDef renders rows with upstream's table convertor.
+func tableDef(table rest.TableConvertor) *registry.TableDef {
+	head, _ := table.ConvertToTable(context.Background(), &unstructured.UnstructuredList{}, nil)
+	def := &registry.TableDef{Row: func(obj runtime.Object) []any {
+		t, err := table.ConvertToTable(context.Background(), toUnstructured(obj), nil)
+		if err != nil || len(t.Rows) == 0 {
+			return nil
+		}
+		return t.Rows[0].Cells
+	}}
+	if head != nil {
+		def.Columns = head.ColumnDefinitions
+	}
+	return def
+}
+
+// scaleDef reads and writes replicas at the paths the CRD's scale subresource names.
+func scaleDef(scale *apiextensions.CustomResourceSubresourceScale) *registry.ScaleDef {
+	path := func(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+	return &registry.ScaleDef{
+		Replicas: func(obj runtime.Object) (spec, status int32, selector string) {
+			c := toUnstructured(obj).UnstructuredContent()
+			sp, _, _ := unstructured.NestedInt64(c, path(scale.SpecReplicasPath)...)
+			st, _, _ := unstructured.NestedInt64(c, path(scale.StatusReplicasPath)...)
+			if scale.LabelSelectorPath != nil {
+				selector, _, _ = unstructured.NestedString(c, path(*scale.LabelSelectorPath)...)
+			}
+			return int32(sp), int32(st), selector
+		},
+		SetReplicas: func(obj runtime.Object, replicas int32) {
+			mutate(obj, func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, int64(replicas), path(scale.SpecReplicasPath)...)
+			})
+		},
+	}
+}
+
+// toUnstructured is the custom resource as upstream's strategy takes it.
+func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
+	c, err := obj.(*Object).Content()
+	if err != nil {
+		panic(fmt.Sprintf("a custom resource does not encode: %v", err)) // it was decoded from JSON
+	}
+	return &unstructured.Unstructured{Object: c}
+}
+
+// mutate lets f change obj as unstructured content.
+func mutate(obj runtime.Object, f func(u *unstructured.Unstructured)) {
+	u := toUnstructured(obj)
+	f(u)
+	if err := obj.(*Object).SetContent(u.Object); err != nil {
+		panic(fmt.Sprintf("a custom resource does not decode: %v", err))
+	}
+}

@@ -1,0 +1,62 @@
+package apiextensions
+
+import (
+	"sync"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// RegistryServed serves custom resources by adding their resources to the API server's
+// registry (and taking them out again), which the REST layer, discovery and the generic
+// store read at every request.
+type RegistryServed struct {
+	reg *registry.Registry
+	mu  sync.Mutex
+	// served are the resources of each CustomResourceDefinition and the resourceVersion
+	// they were built from.
+	served map[string]servedCRD
+}
+
+type servedCRD struct {
+	resourceVersion string
+	gvrs            []schema.GroupVersionResource
+}
+
+// NewRegistryServed serves custom resources in reg.
+func NewRegistryServed(reg *registry.Registry) *RegistryServed {
+	return &RegistryServed{reg: reg, served: map[string]servedCRD{}}
+}
+
+// Serve (re)builds the resources of crd.
+func (s *RegistryServed) Serve(crd *apiextensionsv1.CustomResourceDefinition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.served[crd.Name]; ok && cur.resourceVersion == crd.ResourceVersion {
+		return nil
+	}
+	resources, err := Resources(crd)
+	if err != nil {
+		return err
+	}
+	s.reg.Remove(s.served[crd.Name].gvrs...)
+	delete(s.served, crd.Name)
+	if err := s.reg.Add(resources...); err != nil {
+		return err
+	}
+	gvrs := make([]schema.GroupVersionResource, len(resources))
+	for i, r := range resources {
+		gvrs[i] = r.GroupVersionResource
+	}
+	s.served[crd.Name] = servedCRD{resourceVersion: crd.ResourceVersion, gvrs: gvrs}
+	return nil
+}
+
+// Unserve stops serving the resources of the CustomResourceDefinition named.
+func (s *RegistryServed) Unserve(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reg.Remove(s.served[name].gvrs...)
+	delete(s.served, name)
+}
