@@ -3,6 +3,7 @@ package registry
 import (
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -64,6 +65,10 @@ func Builtin() (*Registry, error) {
 		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, leaseRules, nil, nil),
 		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, endpointSliceRules, nil, nil),
 		res(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, csrRules, []string{"csr"}, nil, "status", "approval"),
+		res(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false, mutatingWebhookConfigurationRules, nil, []string{"api-extensions"}),
+		res(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, validatingWebhookConfigurationRules, nil, []string{"api-extensions"}),
+		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, validatingAdmissionPolicyRules, nil, []string{"api-extensions"}, "status"),
+		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, validatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
 	)
 }
 
