@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // Config is what a Server needs.
@@ -110,7 +111,9 @@ func New(cfg Config) *Server {
 		mux.HandleFunc(p, s.serveHealth)
 	}
 	mux.HandleFunc("/version", serveVersion)
-	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	// component-base's legacy registry holds the metrics of k8s.io/apiserver's own plugins
+	// (apiserver_admission_webhook_*, apiserver_validating_admission_policy_*).
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
