@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // Config is what a Server needs.
@@ -111,9 +110,7 @@ func New(cfg Config) *Server {
 		mux.HandleFunc(p, s.serveHealth)
 	}
 	mux.HandleFunc("/version", serveVersion)
-	// component-base's legacy registry holds the metrics of k8s.io/apiserver's own plugins
-	// (apiserver_admission_webhook_*, apiserver_validating_admission_policy_*).
-	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, legacyregistry.DefaultGatherer}, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamAdmissionMetrics}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

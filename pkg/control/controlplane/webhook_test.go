@@ -291,7 +291,7 @@ spec:
 	if err != nil || !strings.Contains(out, wantWarn) {
 		t.Errorf("Warn binding: err %v, want %q in:\n%s", err, wantWarn, out)
 	}
-	if m := c.metrics(t); !regexpLine(m, `^apiserver_validating_admission_policy_check_total\{enforcement_action="deny",error_type="no_error",policy="local-images",policy_binding="local-images-strict"\} [1-9]`) {
+	if m := c.metrics(t); !regexpLine(m, `^apiserver_validating_admission_policy_check_total\{enforcement_action="deny",error_type="invalid_error",policy="local-images",policy_binding="local-images-strict"\} [1-9]`) {
 		t.Errorf("/metrics does not count the policy's denials")
 	}
 	bad := `apiVersion: admissionregistration.k8s.io/v1
