@@ -10,6 +10,7 @@ OUT_PKG=github.com/minik8s/minik8s/pkg/control/openapi
 
 # Only the groups the registry serves (plus what their types refer to), to keep the file small.
 PACKAGES=(
+  k8s.io/api/admissionregistration/v1
   k8s.io/api/core/v1
   k8s.io/api/apps/v1
   k8s.io/api/batch/v1

@@ -97,3 +97,7 @@ func (i *Informers) Wait(ctx context.Context, a *generic.Attributes, synced cach
 	}
 	return true, nil
 }
+
+// Started says whether Start has begun the informers: before it, plugins that read only
+// objects users register (webhooks, policies) have nothing to apply.
+func (i *Informers) Started() bool { return i.started.Load() }

@@ -4,10 +4,28 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
+
+// upstreamAdmissionMetrics are the metrics k8s.io/apiserver's own admission plugins keep
+// in component-base's legacy registry (apiserver_admission_webhook_*,
+// apiserver_validating_admission_policy_*); the registry's Go and process collectors are
+// left out, as ours has its own.
+var upstreamAdmissionMetrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	kept := families[:0]
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "apiserver_admission_") || strings.HasPrefix(f.GetName(), "apiserver_validating_admission_policy_") {
+			kept = append(kept, f)
+		}
+	}
+	return kept, err
+})
 
 type metrics struct {
 	requests *prometheus.CounterVec

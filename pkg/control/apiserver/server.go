@@ -110,7 +110,7 @@ func New(cfg Config) *Server {
 		mux.HandleFunc(p, s.serveHealth)
 	}
 	mux.HandleFunc("/version", serveVersion)
-	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamAdmissionMetrics}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

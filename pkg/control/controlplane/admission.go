@@ -7,29 +7,52 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/limitranger"
 	"github.com/minik8s/minik8s/pkg/control/admission/noderestriction"
 	"github.com/minik8s/minik8s/pkg/control/admission/podsecurity"
+	"github.com/minik8s/minik8s/pkg/control/admission/policy"
 	"github.com/minik8s/minik8s/pkg/control/admission/priority"
 	"github.com/minik8s/minik8s/pkg/control/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/admission/storageprotection"
+	"github.com/minik8s/minik8s/pkg/control/admission/upstream"
+	"github.com/minik8s/minik8s/pkg/control/admission/webhook"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 )
 
 // admissionChain is the admission chain after NamespaceLifecycle (which the API server
 // puts first), in kube-apiserver's recommended order: every mutating plugin, then every
 // validating one, ResourceQuota last so only writes every other plugin admitted are
-// charged. The plugins read the process's shared informers and the API server's own
-// loopback client; the returned informers are started once the server serves.
-func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface, shared informers.SharedInformerFactory) (generic.Admission, *admission.Informers, error) {
+// charged; the admission webhooks after the built-in plugins of their kind, after the
+// ValidatingAdmissionPolicies. The plugins read the process's shared informers and the API
+// server's own loopback client (loopback is its config); the returned informers are
+// started once the server serves, the policies once the authorizer is made.
+func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface, loopback *rest.Config, shared informers.SharedInformerFactory) (generic.Admission, *admission.Informers, *policy.Plugin, error) {
 	inf := admission.NewInformers(shared, privileged)
 	limits := limitranger.New(inf)
 	accounts := serviceaccount.New(inf)
 	podSecurity, err := podsecurity.New(inf)
 	if err != nil {
-		return generic.Admission{}, nil, err
+		return generic.Admission{}, nil, nil, err
+	}
+	objects := upstream.NewObjects(reg)
+	mutatingWebhooks, validatingWebhooks, err := webhook.New(inf, objects)
+	if err != nil {
+		return generic.Admission{}, nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(loopback)
+	if err != nil {
+		return generic.Admission{}, nil, nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(privileged.Discovery()))
+	policies, err := policy.New(inf, objects, mapper, dyn)
+	if err != nil {
+		return generic.Admission{}, nil, nil, err
 	}
 	chain := generic.Admission{
 		Mutating: []generic.MutatingAdmission{
@@ -40,13 +63,16 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
 			storageprotection.Plugin{},
+			mutatingWebhooks,
 		},
 		Validating: []generic.ValidatingAdmission{
 			limits,
 			accounts,
 			podSecurity,
+			policies,
+			validatingWebhooks,
 			resourcequota.New(inf),
 		},
 	}
-	return chain, inf, nil
+	return chain, inf, policies, nil
 }

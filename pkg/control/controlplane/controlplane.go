@@ -399,7 +399,7 @@ func Run(ctx context.Context, o Options) error {
 	// kube-apiserver's shared informers are. No reader needs managed fields: not cached.
 	shared := informers.NewSharedInformerFactoryWithOptions(privileged, 0, informers.WithTransform(trim.ManagedFields))
 	defer func() { cancel(); shared.Shutdown() }() // Shutdown waits for the informers ctx stops
-	chain, admissionInformers, err := admissionChain(st, reg, privileged, shared)
+	chain, admissionInformers, policies, err := admissionChain(st, reg, privileged, loopback, shared)
 	if err != nil {
 		return err
 	}
@@ -430,6 +430,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	g, err := newGuard(o, privileged, shared, srv, tokens)
 	if err != nil {
+		return err
+	}
+	if err := policies.Start(ctx, g.authz); err != nil {
 		return err
 	}
 	defer g.auditor.Close()

@@ -3,6 +3,7 @@ package registry
 import (
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -70,6 +71,10 @@ func Builtin() (*Registry, error) {
 		res(networkingv1.SchemeGroupVersion, "ingresses", "Ingress", true, ingressRules, []string{"ing"}, nil, "status"),
 		res(networkingv1.SchemeGroupVersion, "ingressclasses", "IngressClass", false, ingressClassRules, nil, nil),
 		res(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions", "CustomResourceDefinition", false, customResourceDefinitionRules, []string{"crd", "crds"}, []string{"api-extensions"}, "status"),
+		res(admissionregistrationv1.SchemeGroupVersion, "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false, mutatingWebhookConfigurationRules, nil, []string{"api-extensions"}),
+		res(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, validatingWebhookConfigurationRules, nil, []string{"api-extensions"}),
+		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, validatingAdmissionPolicyRules, nil, []string{"api-extensions"}, "status"),
+		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, validatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
 	)
 }
 

@@ -1,0 +1,161 @@
+// Package upstream runs k8s.io/apiserver's own admission plugins (the admission webhooks
+// and ValidatingAdmissionPolicy) in our chain: it turns our write's attributes into
+// k8s.io/apiserver's admission.Attributes and gives them the scheme and resource mapping
+// those plugins convert and match with.
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// Attributes are a write's attributes as k8s.io/apiserver's plugins read them. The audit
+// annotations the plugins add (a webhook's, a policy's Audit action) go to the request's
+// audit event, as kube-apiserver's audit layer takes them from its attributes.
+func Attributes(ctx context.Context, a *generic.Attributes) (admission.Attributes, error) {
+	kind, err := kindOf(a)
+	if err != nil {
+		return nil, err
+	}
+	op, options := operation(a)
+	var info user.Info = &user.DefaultInfo{}
+	if u, ok := apiserver.UserFrom(ctx); ok {
+		info = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	}
+	rec := admission.NewAttributesRecord(a.Object, a.OldObject, kind, a.Namespace, a.Name, a.Resource.GroupVersionResource,
+		a.Subresource, op, options, a.DryRun, info)
+	return &auditing{Attributes: rec, ctx: ctx}, nil
+}
+
+type auditing struct {
+	admission.Attributes
+	ctx context.Context
+}
+
+func (a *auditing) AddAnnotation(key, value string) error {
+	return a.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+func (a *auditing) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if err := a.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+		return err
+	}
+	audit.AddAuditAnnotation(a.ctx, key, value)
+	return nil
+}
+
+// kindOf is the kind of the write's object: the resource's for the resource and its
+// status, the subresource's own (Binding, Eviction, Scale) where it has one.
+func kindOf(a *generic.Attributes) (schema.GroupVersionKind, error) {
+	if a.Subresource == "" || a.Subresource == "status" {
+		return a.Resource.GVK(), nil
+	}
+	obj := a.Object
+	if obj == nil {
+		obj = a.OldObject
+	}
+	if obj == nil {
+		return a.Resource.GVK(), nil
+	}
+	kinds, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("the kind of %s/%s: %w", a.Resource.Resource, a.Subresource, err)
+	}
+	return kinds[0], nil
+}
+
+func operation(a *generic.Attributes) (admission.Operation, runtime.Object) {
+	var dryRun []string
+	if a.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	meta := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: metav1.SchemeGroupVersion.String(), Kind: kind}
+	}
+	switch a.Operation {
+	case generic.Update:
+		return admission.Update, &metav1.UpdateOptions{TypeMeta: meta("UpdateOptions"), DryRun: dryRun}
+	case generic.Delete:
+		return admission.Delete, &metav1.DeleteOptions{TypeMeta: meta("DeleteOptions"), DryRun: dryRun}
+	default:
+		return admission.Create, &metav1.CreateOptions{TypeMeta: meta("CreateOptions"), DryRun: dryRun}
+	}
+}
+
+// Objects are the admission.ObjectInterfaces of the kinds the registry serves: client-go's
+// scheme, and the resource mapper that tells each resource's kind and which resources
+// are one stored resource (autoscaling/v1 and v2 HorizontalPodAutoscalers), for
+// matchPolicy Equivalent.
+type Objects struct {
+	mapper runtime.EquivalentResourceRegistry
+}
+
+// NewObjects maps every resource of reg.
+func NewObjects(reg *registry.Registry) *Objects {
+	identity := func(gr schema.GroupResource) string { return gr.String() }
+	storage := map[schema.GroupResource]string{}
+	for _, r := range reg.Resources() {
+		if r.Conversion != nil {
+			storage[r.GroupResource()] = r.Conversion.Storage.GroupResource().String()
+		}
+	}
+	m := runtime.NewEquivalentResourceRegistryWithIdentity(func(gr schema.GroupResource) string {
+		if id, ok := storage[gr]; ok {
+			return id
+		}
+		return identity(gr)
+	})
+	for _, r := range reg.Resources() {
+		m.RegisterKindFor(r.GroupVersionResource, "", r.GVK())
+		for _, sub := range r.Subresources {
+			m.RegisterKindFor(r.GroupVersionResource, sub, subresourceKind(r, sub))
+		}
+	}
+	return &Objects{mapper: m}
+}
+
+func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
+	switch sub {
+	case "scale":
+		return schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+	case "binding":
+		return schema.GroupVersionKind{Version: "v1", Kind: "Binding"}
+	case "eviction":
+		return schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}
+	}
+	return r.GVK()
+}
+
+func (o *Objects) GetObjectCreater() runtime.ObjectCreater     { return scheme.Scheme }
+func (o *Objects) GetObjectTyper() runtime.ObjectTyper         { return scheme.Scheme }
+func (o *Objects) GetObjectDefaulter() runtime.ObjectDefaulter { return scheme.Scheme }
+func (o *Objects) GetObjectConvertor() runtime.ObjectConvertor { return convertor{scheme.Scheme} }
+func (o *Objects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
+	return o.mapper
+}
+
+// convertor copies an object into one of its own type (kube-apiserver converts to its
+// internal version there; our objects are the served versions already), else converts
+// through the scheme.
+type convertor struct{ *runtime.Scheme }
+
+func (c convertor) Convert(in, out, context any) error {
+	if reflect.TypeOf(in) == reflect.TypeOf(out) && reflect.TypeOf(in).Kind() == reflect.Pointer {
+		reflect.ValueOf(out).Elem().Set(reflect.ValueOf(in).Elem())
+		return nil
+	}
+	return c.Scheme.Convert(in, out, context)
+}

@@ -1,0 +1,305 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// webhookServer is a real HTTPS admission webhook on loopback, with a self-signed CA:
+// /mutate labels every pod mutated=yes (a JSON patch); /validate refuses pods labelled
+// deny=true and warns on the others; /hang answers after 5 s, past any timeout the test sets.
+type webhookServer struct {
+	url      string
+	caBundle string
+}
+
+func startWebhookServer(t *testing.T) *webhookServer {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	review := func(answer func(pod *corev1.Pod, resp *admissionv1.AdmissionResponse)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var ar admissionv1.AdmissionReview
+			if err := json.NewDecoder(r.Body).Decode(&ar); err != nil || ar.Request == nil {
+				http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+				return
+			}
+			var pod corev1.Pod
+			if err := json.Unmarshal(ar.Request.Object.Raw, &pod); err != nil {
+				http.Error(w, "not a pod", http.StatusBadRequest)
+				return
+			}
+			resp := &admissionv1.AdmissionResponse{UID: ar.Request.UID, Allowed: true}
+			answer(&pod, resp)
+			ar.Response, ar.Request = resp, nil
+			_ = json.NewEncoder(w).Encode(ar)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mutate", review(func(pod *corev1.Pod, resp *admissionv1.AdmissionResponse) {
+		patch := `[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]`
+		if pod.Labels == nil {
+			patch = `[{"op":"add","path":"/metadata/labels","value":{"mutated":"yes"}}]`
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = []byte(patch), &pt
+		resp.AuditAnnotations = map[string]string{"mutated": "yes"}
+	}))
+	mux.Handle("/validate", review(func(pod *corev1.Pod, resp *admissionv1.AdmissionResponse) {
+		if pod.Labels["deny"] == "true" {
+			resp.Allowed = false
+			resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: "pods labelled deny=true are not welcome"}
+			return
+		}
+		resp.Warnings = []string{"checked by the test webhook"}
+	}))
+	mux.Handle("/hang", review(func(*corev1.Pod, *admissionv1.AdmissionResponse) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-stop:
+		}
+	}))
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { close(stop); _ = srv.Close() })
+	return &webhookServer{url: "https://" + l.Addr().String(), caBundle: base64.StdEncoding.EncodeToString(certPEM)}
+}
+
+// metrics reads miniapi's /metrics as the admin.
+func (c *cluster) metrics(t *testing.T) string {
+	t.Helper()
+	out, err := c.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	return string(out)
+}
+
+// TestAdmissionWebhooks: miniapi calls real HTTPS webhooks (URL clientConfig, caBundle)
+// as kube-apiserver does: a mutating webhook's JSON patch labels new pods, a validating
+// webhook refuses with its message and warns through kubectl; namespaceSelector,
+// objectSelector and matchConditions choose what is sent; failurePolicy Ignore admits and
+// Fail refuses while a webhook hangs, both within timeoutSeconds.
+func TestAdmissionWebhooks(t *testing.T) {
+	c := startCluster(t)
+	hook := startWebhookServer(t)
+	ctx := context.Background()
+	for _, ns := range []string{"hooked", "plain", "down-ignore", "down-fail"} {
+		c.mustKubectl(t, "", "create", "namespace", ns)
+	}
+	c.mustKubectl(t, "", "label", "namespace", "hooked", "webhooks=on")
+	webhooks := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: label-pods}
+webhooks:
+- name: label.pods.example.com
+  clientConfig: {url: "%[1]s/mutate", caBundle: "%[2]s"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  objectSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: check-pods}
+webhooks:
+- name: deny.pods.example.com
+  clientConfig: {url: "%[1]s/validate", caBundle: "%[2]s"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: ["*"], resources: [pods]}]
+  namespaceSelector: {matchLabels: {webhooks: "on"}}
+  matchConditions: [{name: not-exempt, expression: "object.metadata.name != 'exempt'"}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+- name: hang-ignore.pods.example.com
+  clientConfig: {url: "%[1]s/hang", caBundle: "%[2]s"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: down-ignore}}
+  failurePolicy: Ignore
+  timeoutSeconds: 1
+  sideEffects: None
+  admissionReviewVersions: [v1]
+- name: hang-fail.pods.example.com
+  clientConfig: {url: "%[1]s/hang", caBundle: "%[2]s"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: down-fail}}
+  failurePolicy: Fail
+  timeoutSeconds: 1
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`, hook.url, hook.caBundle)
+	c.mustKubectl(t, webhooks, "apply", "-f", "-")
+	if out := c.mustKubectl(t, "", "get", "mutatingwebhookconfigurations,validatingwebhookconfigurations"); !regexpLine(out, `^validatingwebhookconfiguration.admissionregistration.k8s.io/check-pods\s+3\s`) {
+		t.Errorf("kubectl get does not count the webhooks:\n%s", out)
+	}
+
+	run := func(ns, name string, labels ...string) (string, error) {
+		args := []string{"run", name, "-n", ns, "--image=localhost/minik8s/netexec:v1"}
+		if len(labels) > 0 {
+			args = append(args, "--labels="+strings.Join(labels, ","))
+		}
+		return c.kubectl(t, "", args...)
+	}
+	labelOf := func(ns, name string) string {
+		pod, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pod %s/%s: %v", ns, name, err)
+		}
+		return pod.Labels["mutated"]
+	}
+
+	// The webhooks apply once miniapi's informers hold the configurations.
+	i := 0
+	waitFor(t, "the mutating webhook to label a new pod", func() bool {
+		i++
+		name := fmt.Sprintf("first-%d", i)
+		if out, err := run("plain", name); err != nil {
+			t.Fatalf("kubectl run: %v\n%s", err, out)
+		}
+		return labelOf("plain", name) == "yes"
+	})
+	if out, err := run("plain", "skipped", "skip=yes"); err != nil || labelOf("plain", "skipped") != "" {
+		t.Errorf("objectSelector: a pod labelled skip was mutated (or refused: %v %s)", err, out)
+	}
+
+	out, err := run("hooked", "welcome")
+	if err != nil || !strings.Contains(out, "Warning: checked by the test webhook") || labelOf("hooked", "welcome") != "yes" {
+		t.Errorf("an admitted pod: err %v, want the webhook's warning and the mutated label:\n%s", err, out)
+	}
+	out, err = run("hooked", "refused", "deny=true")
+	want := `admission webhook "deny.pods.example.com" denied the request: pods labelled deny=true are not welcome`
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("a pod the webhook refuses: err %v, want %q in:\n%s", err, want, out)
+	}
+	if out, err := run("hooked", "exempt", "deny=true"); err != nil {
+		t.Errorf("matchConditions: the exempt pod was sent to the webhook: %v\n%s", err, out)
+	}
+	if out, err := run("plain", "elsewhere", "deny=true"); err != nil {
+		t.Errorf("namespaceSelector: a pod of an unlabelled namespace was sent to the webhook: %v\n%s", err, out)
+	}
+
+	start := time.Now()
+	if out, err := run("down-ignore", "let-through"); err != nil {
+		t.Errorf("failurePolicy Ignore with the webhook hanging refused the pod: %v\n%s", err, out)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("failurePolicy Ignore took %v, past the 1 s timeout", d)
+	}
+	start = time.Now()
+	out, err = run("down-fail", "kept-out")
+	if err == nil || !strings.Contains(out, `failed calling webhook "hang-fail.pods.example.com"`) {
+		t.Errorf("failurePolicy Fail with the webhook hanging: err %v, want a refusal naming the webhook:\n%s", err, out)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("failurePolicy Fail took %v, past the 1 s timeout", d)
+	}
+
+	for _, want := range []string{
+		`apiserver_admission_webhook_admission_duration_seconds_count{name="label.pods.example.com",operation="CREATE",rejected="false",type="admit"} [1-9]`,
+		`apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.pods.example.com",operation="CREATE",rejection_code="403",type="validating"} [1-9]`,
+		`apiserver_admission_webhook_fail_open_count{name="hang-ignore.pods.example.com",type="validating"} 1`,
+	} {
+		if m := c.metrics(t); !regexpLine(m, "^"+regexp.QuoteMeta(want[:strings.LastIndex(want, " ")])+want[strings.LastIndex(want, " "):]) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// dryRun: the webhooks declare no side effects, so a server-side dry run is sent to them.
+	if out, err := c.kubectl(t, "", "run", "dry", "-n", "hooked", "--image=x", "--labels=deny=true", "--dry-run=server"); err == nil || !strings.Contains(out, "not welcome") {
+		t.Errorf("a server-side dry run was not sent to the validating webhook: %v\n%s", err, out)
+	}
+}
+
+// TestValidatingAdmissionPolicy: a policy's CEL expression refuses, with its message, the
+// pods of namespaces bound with Deny, and only warns (kubectl prints it) where bound with Warn.
+func TestValidatingAdmissionPolicy(t *testing.T) {
+	c := startCluster(t)
+	for _, ns := range []string{"strict", "lenient"} {
+		c.mustKubectl(t, "", "create", "namespace", ns)
+	}
+	policy := `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: local-images}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  validations:
+  - expression: "object.spec.containers.all(c, c.image.startsWith('localhost/'))"
+    message: images must come from localhost
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: local-images-strict}
+spec:
+  policyName: local-images
+  validationActions: [Deny]
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: strict}}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: local-images-lenient}
+spec:
+  policyName: local-images
+  validationActions: [Warn, Audit]
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: lenient}}}
+`
+	c.mustKubectl(t, policy, "apply", "-f", "-")
+	if out := c.mustKubectl(t, "", "get", "validatingadmissionpolicybindings"); !regexpLine(out, `^local-images-strict\s+local-images\s+<unset>\s`) {
+		t.Errorf("kubectl get validatingadmissionpolicybindings:\n%s", out)
+	}
+	want := "ValidatingAdmissionPolicy 'local-images' with binding 'local-images-strict' denied request: images must come from localhost"
+	i := 0
+	var out string
+	waitFor(t, "the policy to refuse a pod", func() bool {
+		i++
+		var err error
+		out, err = c.kubectl(t, "", "run", fmt.Sprintf("remote-%d", i), "-n", "strict", "--image=docker.io/library/nginx")
+		return err != nil
+	})
+	if !strings.Contains(out, want) {
+		t.Errorf("the refusal lacks %q:\n%s", want, out)
+	}
+	if out, err := c.kubectl(t, "", "run", "local", "-n", "strict", "--image=localhost/minik8s/netexec:v1"); err != nil {
+		t.Errorf("a pod the policy allows was refused: %v\n%s", err, out)
+	}
+	out, err := c.kubectl(t, "", "run", "remote", "-n", "lenient", "--image=docker.io/library/nginx")
+	wantWarn := "Warning: Validation failed for ValidatingAdmissionPolicy 'local-images' with binding 'local-images-lenient': images must come from localhost"
+	if err != nil || !strings.Contains(out, wantWarn) {
+		t.Errorf("Warn binding: err %v, want %q in:\n%s", err, wantWarn, out)
+	}
+	if m := c.metrics(t); !regexpLine(m, `^apiserver_validating_admission_policy_check_total\{enforcement_action="deny",error_type="invalid_error",policy="local-images",policy_binding="local-images-strict"\} [1-9]`) {
+		t.Errorf("/metrics does not count the policy's denials")
+	}
+	bad := `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: both}
+spec: {policyName: local-images, validationActions: [Deny, Warn]}
+`
+	if out, err := c.kubectl(t, bad, "apply", "-f", "-"); err == nil || !strings.Contains(out, "spec.validationActions: Invalid value") {
+		t.Errorf("a binding with both Deny and Warn: err %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,608 @@
+package registry
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The admissionregistration.k8s.io/v1 kinds: webhook configurations and
+// ValidatingAdmissionPolicies with their bindings, defaulted and validated as
+// Kubernetes' pkg/apis/admissionregistration does (the checks a client meets; the CEL
+// expressions are compiled by the admission plugins that run them).
+
+var (
+	mutatingWebhookConfigurationRules = Rules{
+		Default: func(obj runtime.Object) {
+			for i := range obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks {
+				w := &obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks[i]
+				defaultWebhook(&w.FailurePolicy, &w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector, &w.TimeoutSeconds, w.Rules, &w.ClientConfig)
+				if w.ReinvocationPolicy == nil {
+					never := admissionregistrationv1.NeverReinvocationPolicy
+					w.ReinvocationPolicy = &never
+				}
+			}
+		},
+		Validate: func(obj runtime.Object) field.ErrorList {
+			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+			errs := validateMeta(c, false, validation.NameIsDNSSubdomain)
+			names := sets.New[string]()
+			for i, w := range c.Webhooks {
+				p := field.NewPath("webhooks").Index(i)
+				errs = append(errs, validateWebhook(names, p, w.Name, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects,
+					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions)...)
+				reinvocation := []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy}
+				if r := w.ReinvocationPolicy; r != nil && !oneOf(*r, reinvocation) {
+					errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *r, reinvocation))
+				}
+			}
+			return errs
+		},
+		Table: webhookConfigurationTable(func(obj runtime.Object) (string, int) {
+			c := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+			return c.Name, len(c.Webhooks)
+		}),
+	}
+
+	validatingWebhookConfigurationRules = Rules{
+		Default: func(obj runtime.Object) {
+			for i := range obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks {
+				w := &obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks[i]
+				defaultWebhook(&w.FailurePolicy, &w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector, &w.TimeoutSeconds, w.Rules, &w.ClientConfig)
+			}
+		},
+		Validate: func(obj runtime.Object) field.ErrorList {
+			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			errs := validateMeta(c, false, validation.NameIsDNSSubdomain)
+			names := sets.New[string]()
+			for i, w := range c.Webhooks {
+				errs = append(errs, validateWebhook(names, field.NewPath("webhooks").Index(i), w.Name, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects,
+					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions)...)
+			}
+			return errs
+		},
+		Table: webhookConfigurationTable(func(obj runtime.Object) (string, int) {
+			c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			return c.Name, len(c.Webhooks)
+		}),
+	}
+
+	validatingAdmissionPolicyRules = Rules{
+		Default: func(obj runtime.Object) {
+			s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+			if s.FailurePolicy == nil {
+				fail := admissionregistrationv1.Fail
+				s.FailurePolicy = &fail
+			}
+			defaultMatchResources(s.MatchConstraints)
+		},
+		// Status is the type checking the policy controller writes; a client's is dropped.
+		PrepareCreate: func(obj runtime.Object) {
+			obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{}
+		},
+		Generation: true,
+		Validate: func(obj runtime.Object) field.ErrorList {
+			return validateValidatingAdmissionPolicy(obj.(*admissionregistrationv1.ValidatingAdmissionPolicy))
+		},
+		Table: &TableDef{
+			Columns: []metav1.TableColumnDefinition{
+				nameColumn,
+				integerColumn("Validations", "Validations is the count of validations."),
+				column("ParamKind", "string", admissionregistrationv1.ValidatingAdmissionPolicySpec{}.SwaggerDoc()["paramKind"], false),
+				ageColumn,
+			},
+			Row: func(obj runtime.Object) []any {
+				p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+				kind := "<unset>"
+				if pk := p.Spec.ParamKind; pk != nil {
+					kind = pk.APIVersion + "/" + pk.Kind
+				}
+				return []any{p.Name, int64(len(p.Spec.Validations)), kind, Age(p.CreationTimestamp)}
+			},
+		},
+	}
+
+	validatingAdmissionPolicyBindingRules = Rules{
+		Default: func(obj runtime.Object) {
+			defaultMatchResources(obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec.MatchResources)
+		},
+		Generation: true,
+		Validate: func(obj runtime.Object) field.ErrorList {
+			return validateValidatingAdmissionPolicyBinding(obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
+		},
+		Table: &TableDef{
+			Columns: []metav1.TableColumnDefinition{
+				nameColumn,
+				column("PolicyName", "string", admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["policyName"], false),
+				column("ParamRef", "string", admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["paramRef"], false),
+				ageColumn,
+			},
+			Row: func(obj runtime.Object) []any {
+				b := obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+				ref := "<unset>"
+				if r := b.Spec.ParamRef; r != nil {
+					switch {
+					case r.Name != "" && r.Namespace != "":
+						ref = r.Namespace + "/" + r.Name
+					case r.Name != "":
+						ref = r.Name
+					case r.Selector != nil:
+						ref = "*/" + metav1.FormatLabelSelector(r.Selector)
+					}
+				}
+				return []any{b.Name, b.Spec.PolicyName, ref, Age(b.CreationTimestamp)}
+			},
+		},
+	}
+)
+
+func webhookConfigurationTable(row func(obj runtime.Object) (string, int)) *TableDef {
+	return &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			integerColumn("Webhooks", "Webhooks indicates the number of webhooks registered in this configuration"),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			name, n := row(obj)
+			return []any{name, int64(n), Age(metaOf(obj).GetCreationTimestamp())}
+		},
+	}
+}
+
+// defaultWebhook fills what Kubernetes' v1 defaulters fill in a webhook.
+func defaultWebhook(failure **admissionregistrationv1.FailurePolicyType, match **admissionregistrationv1.MatchPolicyType,
+	nsSel, objSel **metav1.LabelSelector, timeout **int32, rules []admissionregistrationv1.RuleWithOperations, cc *admissionregistrationv1.WebhookClientConfig) {
+	if *failure == nil {
+		fail := admissionregistrationv1.Fail
+		*failure = &fail
+	}
+	if *match == nil {
+		eq := admissionregistrationv1.Equivalent
+		*match = &eq
+	}
+	if *nsSel == nil {
+		*nsSel = &metav1.LabelSelector{}
+	}
+	if *objSel == nil {
+		*objSel = &metav1.LabelSelector{}
+	}
+	defaultInt32(timeout, 10)
+	for i := range rules {
+		defaultScope(&rules[i].Scope)
+	}
+	if cc.Service != nil {
+		defaultInt32(&cc.Service.Port, 443)
+	}
+}
+
+func defaultScope(s **admissionregistrationv1.ScopeType) {
+	if *s == nil {
+		all := admissionregistrationv1.AllScopes
+		*s = &all
+	}
+}
+
+func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
+	if m == nil {
+		return
+	}
+	if m.MatchPolicy == nil {
+		eq := admissionregistrationv1.Equivalent
+		m.MatchPolicy = &eq
+	}
+	if m.NamespaceSelector == nil {
+		m.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if m.ObjectSelector == nil {
+		m.ObjectSelector = &metav1.LabelSelector{}
+	}
+	for i := range m.ResourceRules {
+		defaultScope(&m.ResourceRules[i].Scope)
+	}
+	for i := range m.ExcludeResourceRules {
+		defaultScope(&m.ExcludeResourceRules[i].Scope)
+	}
+}
+
+func oneOf[T comparable](v T, allowed []T) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	failurePolicies = []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Ignore, admissionregistrationv1.Fail}
+	matchPolicies   = []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Exact, admissionregistrationv1.Equivalent}
+	sideEffects     = []admissionregistrationv1.SideEffectClass{admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun}
+	operations      = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll, admissionregistrationv1.Create,
+		admissionregistrationv1.Update, admissionregistrationv1.Delete, admissionregistrationv1.Connect}
+	scopes = []admissionregistrationv1.ScopeType{admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope, admissionregistrationv1.AllScopes}
+)
+
+// validateWebhook checks one webhook of a configuration, as Kubernetes' validateValidatingWebhook
+// and validateMutatingWebhook do for a v1 object.
+func validateWebhook(names sets.Set[string], p *field.Path, name string, rules []admissionregistrationv1.RuleWithOperations,
+	failure *admissionregistrationv1.FailurePolicyType, match *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass,
+	timeout *int32, reviewVersions []string, cc admissionregistrationv1.WebhookClientConfig, nsSel, objSel *metav1.LabelSelector,
+	conditions []admissionregistrationv1.MatchCondition) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(p.Child("name"), name, msg))
+	}
+	if len(strings.Split(name, ".")) < 3 {
+		errs = append(errs, field.Invalid(p.Child("name"), name, "should be a domain with at least three segments separated by dots"))
+	}
+	if names.Has(name) {
+		errs = append(errs, field.Duplicate(p.Child("name"), name))
+	}
+	names.Insert(name)
+	for i, r := range rules {
+		errs = append(errs, validateRuleWithOperations(r, p.Child("rules").Index(i))...)
+	}
+	if failure != nil && !oneOf(*failure, failurePolicies) {
+		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *failure, failurePolicies))
+	}
+	if match != nil && !oneOf(*match, matchPolicies) {
+		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *match, matchPolicies))
+	}
+	if se == nil {
+		errs = append(errs, field.Required(p.Child("sideEffects"), fmt.Sprintf("must specify one of %v", joinQuoted(sideEffects))))
+	} else if !oneOf(*se, sideEffects) {
+		errs = append(errs, field.NotSupported(p.Child("sideEffects"), *se, sideEffects))
+	}
+	if timeout != nil && (*timeout < 1 || *timeout > 30) {
+		errs = append(errs, field.Invalid(p.Child("timeoutSeconds"), *timeout, "the timeout value must be between 1 and 30 seconds"))
+	}
+	errs = append(errs, validateReviewVersions(reviewVersions, p.Child("admissionReviewVersions"))...)
+	errs = append(errs, validateClientConfig(cc, p.Child("clientConfig"))...)
+	labelOpts := metav1validation.LabelSelectorValidationOptions{}
+	if nsSel != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(nsSel, labelOpts, p.Child("namespaceSelector"))...)
+	}
+	if objSel != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(objSel, labelOpts, p.Child("objectSelector"))...)
+	}
+	return append(errs, validateMatchConditions(conditions, p.Child("matchConditions"))...)
+}
+
+func joinQuoted[T ~string](vs []T) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
+}
+
+// validateReviewVersions: v1 objects must name the AdmissionReview versions they accept,
+// and one of them must be one the API server speaks.
+func validateReviewVersions(versions []string, p *field.Path) field.ErrorList {
+	if len(versions) == 0 {
+		return field.ErrorList{field.Required(p, `must specify one of "v1", "v1beta1"`)}
+	}
+	var errs field.ErrorList
+	seen, known := sets.New[string](), false
+	for i, v := range versions {
+		for _, msg := range utilvalidation.IsDNS1035Label(v) {
+			errs = append(errs, field.Invalid(p.Index(i), v, msg))
+		}
+		if seen.Has(v) {
+			errs = append(errs, field.Invalid(p.Index(i), v, "duplicate version"))
+		}
+		seen.Insert(v)
+		known = known || v == "v1" || v == "v1beta1"
+	}
+	if !known {
+		errs = append(errs, field.Invalid(p, versions, `must include at least one of "v1", "v1beta1"`))
+	}
+	return errs
+}
+
+func validateClientConfig(cc admissionregistrationv1.WebhookClientConfig, p *field.Path) field.ErrorList {
+	switch {
+	case cc.URL == nil && cc.Service == nil:
+		return field.ErrorList{field.Required(p, "exactly one of url or service is required")}
+	case cc.URL != nil && cc.Service != nil:
+		return field.ErrorList{field.Required(p, "exactly one of url or service is required")}
+	case cc.URL != nil:
+		return validateWebhookURL(*cc.URL, p.Child("url"))
+	}
+	var errs field.ErrorList
+	s := cc.Service
+	if s.Name == "" {
+		errs = append(errs, field.Required(p.Child("service", "name"), "service name is required"))
+	}
+	if s.Namespace == "" {
+		errs = append(errs, field.Required(p.Child("service", "namespace"), "service namespace is required"))
+	}
+	if s.Port != nil {
+		for _, msg := range utilvalidation.IsValidPortNum(int(*s.Port)) {
+			errs = append(errs, field.Invalid(p.Child("service", "port"), *s.Port, "port is not valid: "+msg))
+		}
+	}
+	if s.Path != nil && !strings.HasPrefix(*s.Path, "/") {
+		errs = append(errs, field.Invalid(p.Child("service", "path"), *s.Path, "must start with a '/'"))
+	}
+	return errs
+}
+
+// validateWebhookURL: an absolute https URL without user info, query or fragment.
+func validateWebhookURL(raw string, p *field.Path) field.ErrorList {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, raw, "url must be a valid URL: "+err.Error())}
+	}
+	var errs field.ErrorList
+	if u.Scheme != "https" {
+		errs = append(errs, field.Invalid(p, u.Scheme, "'https' is the only allowed URL scheme"))
+	}
+	if u.Host == "" {
+		errs = append(errs, field.Invalid(p, u.Host, "host must be specified"))
+	}
+	if u.User != nil {
+		errs = append(errs, field.Invalid(p, u.User.String(), "user information is not permitted in the URL"))
+	}
+	if u.Fragment != "" || u.RawQuery != "" {
+		errs = append(errs, field.Invalid(p, raw, "fragments and query parameters are not permitted in the URL"))
+	}
+	return errs
+}
+
+func validateRuleWithOperations(r admissionregistrationv1.RuleWithOperations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(r.Operations) == 0 {
+		errs = append(errs, field.Required(p.Child("operations"), ""))
+	}
+	if len(r.Operations) > 1 && oneOf(admissionregistrationv1.OperationAll, r.Operations) {
+		errs = append(errs, field.Invalid(p.Child("operations"), r.Operations, "if '*' is present, must not specify other operations"))
+	}
+	for i, op := range r.Operations {
+		if !oneOf(op, operations) {
+			errs = append(errs, field.NotSupported(p.Child("operations").Index(i), op, operations))
+		}
+	}
+	return append(errs, validateRule(r.Rule, p)...)
+}
+
+// validateRule checks groups, versions, resources ("*", "*/*", "pods/*", "*/status") and scope.
+func validateRule(r admissionregistrationv1.Rule, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(r.APIGroups) == 0 {
+		errs = append(errs, field.Required(p.Child("apiGroups"), ""))
+	}
+	if len(r.APIGroups) > 1 && oneOf("*", r.APIGroups) {
+		errs = append(errs, field.Invalid(p.Child("apiGroups"), r.APIGroups, "if '*' is present, must not specify other API groups"))
+	}
+	if len(r.APIVersions) == 0 {
+		errs = append(errs, field.Required(p.Child("apiVersions"), ""))
+	}
+	if len(r.APIVersions) > 1 && oneOf("*", r.APIVersions) {
+		errs = append(errs, field.Invalid(p.Child("apiVersions"), r.APIVersions, "if '*' is present, must not specify other API versions"))
+	}
+	for i, v := range r.APIVersions {
+		if v == "" {
+			errs = append(errs, field.Required(p.Child("apiVersions").Index(i), ""))
+		}
+	}
+	if len(r.Resources) == 0 {
+		errs = append(errs, field.Required(p.Child("resources"), ""))
+	}
+	resources, subresources := sets.New[string](), sets.New[string]()
+	for i, res := range r.Resources {
+		rp := p.Child("resources").Index(i)
+		if res == "" {
+			errs = append(errs, field.Required(rp, ""))
+			continue
+		}
+		parts := strings.SplitN(res, "/", 2)
+		if parts[0] == "" || (len(parts) == 2 && parts[1] == "") {
+			errs = append(errs, field.Invalid(rp, res, "resource and subresource must not be empty"))
+			continue
+		}
+		resources.Insert(parts[0])
+		if len(parts) == 2 {
+			subresources.Insert(parts[1])
+		}
+	}
+	if resources.Has("*") && resources.Len() > 1 && oneOf("*", r.Resources) {
+		errs = append(errs, field.Invalid(p.Child("resources"), r.Resources, "if '*' is present, must not specify other resources without subresources"))
+	}
+	if subresources.Has("*") && oneOf("*/*", r.Resources) && len(r.Resources) > 1 {
+		errs = append(errs, field.Invalid(p.Child("resources"), r.Resources, "if '*/*' is present, must not specify other resources"))
+	}
+	if r.Scope != nil && !oneOf(*r.Scope, scopes) {
+		errs = append(errs, field.NotSupported(p.Child("scope"), *r.Scope, scopes))
+	}
+	return errs
+}
+
+// maxMatchConditions is Kubernetes' limit on a webhook's or policy's match conditions.
+const maxMatchConditions = 64
+
+func validateMatchConditions(conditions []admissionregistrationv1.MatchCondition, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(conditions) > maxMatchConditions {
+		errs = append(errs, field.TooMany(p, len(conditions), maxMatchConditions))
+	}
+	names := sets.New[string]()
+	for i, c := range conditions {
+		cp := p.Index(i)
+		if c.Name == "" {
+			errs = append(errs, field.Required(cp.Child("name"), ""))
+		} else {
+			for _, msg := range validation.NameIsDNSLabel(c.Name, false) {
+				errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
+			}
+		}
+		if names.Has(c.Name) {
+			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
+		}
+		names.Insert(c.Name)
+		if strings.TrimSpace(c.Expression) == "" {
+			errs = append(errs, field.Required(cp.Child("expression"), ""))
+		}
+	}
+	return errs
+}
+
+func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.Path, required bool) field.ErrorList {
+	if m == nil {
+		if required {
+			return field.ErrorList{field.Required(p, "")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	if required && len(m.ResourceRules) == 0 {
+		errs = append(errs, field.Required(p.Child("resourceRules"), ""))
+	}
+	if m.MatchPolicy != nil && !oneOf(*m.MatchPolicy, matchPolicies) {
+		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *m.MatchPolicy, matchPolicies))
+	}
+	for i, r := range m.ResourceRules {
+		errs = append(errs, validateNamedRule(r, p.Child("resourceRules").Index(i))...)
+	}
+	for i, r := range m.ExcludeResourceRules {
+		errs = append(errs, validateNamedRule(r, p.Child("excludeResourceRules").Index(i))...)
+	}
+	labelOpts := metav1validation.LabelSelectorValidationOptions{}
+	if m.NamespaceSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(m.NamespaceSelector, labelOpts, p.Child("namespaceSelector"))...)
+	}
+	if m.ObjectSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(m.ObjectSelector, labelOpts, p.Child("objectSelector"))...)
+	}
+	return errs
+}
+
+func validateNamedRule(r admissionregistrationv1.NamedRuleWithOperations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, n := range r.ResourceNames {
+		for _, msg := range validation.NameIsDNSSubdomain(n, false) {
+			errs = append(errs, field.Invalid(p.Child("resourceNames").Index(i), n, msg))
+		}
+	}
+	return append(errs, validateRuleWithOperations(r.RuleWithOperations, p)...)
+}
+
+var validationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny, admissionregistrationv1.Warn, admissionregistrationv1.Audit}
+
+func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
+	errs := validateMeta(vap, false, validation.NameIsDNSSubdomain)
+	s, p := vap.Spec, field.NewPath("spec")
+	if pk := s.ParamKind; pk != nil {
+		if pk.Kind == "" {
+			errs = append(errs, field.Required(p.Child("paramKind", "kind"), ""))
+		}
+		if pk.APIVersion == "" {
+			errs = append(errs, field.Required(p.Child("paramKind", "apiVersion"), ""))
+		}
+	}
+	errs = append(errs, validateMatchResources(s.MatchConstraints, p.Child("matchConstraints"), true)...)
+	if s.FailurePolicy != nil && !oneOf(*s.FailurePolicy, failurePolicies) {
+		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *s.FailurePolicy, failurePolicies))
+	}
+	if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
+		errs = append(errs, field.Required(p.Child("validations"), "validations or auditAnnotations must contain at least one item"))
+	}
+	reasons := []metav1.StatusReason{metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge}
+	for i, v := range s.Validations {
+		vp := p.Child("validations").Index(i)
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
+		}
+		if strings.Contains(v.Message, "\n") {
+			errs = append(errs, field.Invalid(vp.Child("message"), v.Message, "message must not contain line breaks"))
+		}
+		if v.Reason != nil && !oneOf(*v.Reason, reasons) {
+			errs = append(errs, field.NotSupported(vp.Child("reason"), *v.Reason, reasons))
+		}
+	}
+	keys := sets.New[string]()
+	for i, a := range s.AuditAnnotations {
+		ap := p.Child("auditAnnotations").Index(i)
+		for _, msg := range utilvalidation.IsQualifiedName(vap.Name + "/" + a.Key) {
+			errs = append(errs, field.Invalid(ap.Child("key"), a.Key, msg))
+		}
+		if keys.Has(a.Key) {
+			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
+		}
+		keys.Insert(a.Key)
+		if strings.TrimSpace(a.ValueExpression) == "" {
+			errs = append(errs, field.Required(ap.Child("valueExpression"), "valueExpression is not specified"))
+		}
+	}
+	errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
+	vars := sets.New[string]()
+	for i, v := range s.Variables {
+		vp := p.Child("variables").Index(i)
+		if v.Name == "" {
+			errs = append(errs, field.Required(vp.Child("name"), "name is not specified"))
+		} else if vars.Has(v.Name) {
+			errs = append(errs, field.Duplicate(vp.Child("name"), v.Name))
+		}
+		vars.Insert(v.Name)
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, field.Required(vp.Child("expression"), "expression is not specified"))
+		}
+	}
+	return errs
+}
+
+func validateValidatingAdmissionPolicyBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) field.ErrorList {
+	errs := validateMeta(b, false, validation.NameIsDNSSubdomain)
+	s, p := b.Spec, field.NewPath("spec")
+	if s.PolicyName == "" {
+		errs = append(errs, field.Required(p.Child("policyName"), ""))
+	} else {
+		for _, msg := range validation.NameIsDNSSubdomain(s.PolicyName, false) {
+			errs = append(errs, field.Invalid(p.Child("policyName"), s.PolicyName, msg))
+		}
+	}
+	if r := s.ParamRef; r != nil {
+		rp := p.Child("paramRef")
+		if r.Name != "" && r.Selector != nil {
+			errs = append(errs, field.Forbidden(rp.Child("name"), "name and selector are mutually exclusive"))
+		}
+		if r.Name == "" && r.Selector == nil {
+			errs = append(errs, field.Required(rp, "one of name or selector must be specified"))
+		}
+		actions := []admissionregistrationv1.ParameterNotFoundActionType{admissionregistrationv1.AllowAction, admissionregistrationv1.DenyAction}
+		if a := r.ParameterNotFoundAction; a == nil {
+			errs = append(errs, field.Required(rp.Child("parameterNotFoundAction"), ""))
+		} else if !oneOf(*a, actions) {
+			errs = append(errs, field.NotSupported(rp.Child("parameterNotFoundAction"), *a, actions))
+		}
+	}
+	errs = append(errs, validateMatchResources(s.MatchResources, p.Child("matchResources"), false)...)
+	ap := p.Child("validationActions")
+	if len(s.ValidationActions) == 0 {
+		errs = append(errs, field.Required(ap, ""))
+	}
+	seen := sets.New[admissionregistrationv1.ValidationAction]()
+	for i, a := range s.ValidationActions {
+		if !oneOf(a, validationActions) {
+			errs = append(errs, field.NotSupported(ap.Index(i), a, validationActions))
+		}
+		if seen.Has(a) {
+			errs = append(errs, field.Duplicate(ap.Index(i), a))
+		}
+		seen.Insert(a)
+	}
+	if seen.Has(admissionregistrationv1.Deny) && seen.Has(admissionregistrationv1.Warn) {
+		errs = append(errs, field.Invalid(ap, s.ValidationActions, "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"))
+	}
+	return errs
+}
