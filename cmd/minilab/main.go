@@ -45,7 +45,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
-	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand())
+	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), loadCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand())
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nsee %s --help", err, cmd.CommandPath())
@@ -154,6 +154,21 @@ func restartCommand(name *string) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&grace, "grace", 0, "time between SIGTERM and SIGKILL (0: killed at once, as in a crash)")
 	return cmd
+}
+
+func loadCommand(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "load TARBALL...",
+		Short: "Import OCI image tarballs into every node's containerd, under the names they carry",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := loadLab(*name)
+			if err != nil {
+				return err
+			}
+			return cluster.LoadImages(context.Background(), l, args, cmd.OutOrStdout())
+		},
+	}
 }
 
 func downCommand(name *string) *cobra.Command {

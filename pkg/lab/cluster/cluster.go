@@ -273,14 +273,27 @@ func startContainerd(ctx context.Context, l *lab.Lab) error {
 // preloadImages imports our images into every node's containerd namespace: there is no
 // registry, and a lab node should start pods as fast as a node with a warm image cache.
 func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
+	var tarballs []string
+	for _, img := range o.images() {
+		tarballs = append(tarballs, filepath.Join(o.ImagesDir, img))
+	}
+	return LoadImages(ctx, l, tarballs, o.Progress)
+}
+
+// LoadImages imports OCI image tarballs into every node's containerd namespace, under the
+// names the tarballs carry (`minilab load`).
+func LoadImages(ctx context.Context, l *lab.Lab, tarballs []string, progress io.Writer) error {
+	if progress == nil {
+		progress = io.Discard
+	}
 	for _, n := range l.Nodes {
 		rt, err := runtime.New(ctx, ContainerdSocket(l), ContainerdNamespace(n))
 		if err != nil {
 			return err
 		}
-		for _, img := range o.images() {
-			step(o.Progress, "importing %s into %s", img, n.Name)
-			f, err := os.Open(filepath.Join(o.ImagesDir, img))
+		for _, tarball := range tarballs {
+			step(progress, "importing %s into %s", filepath.Base(tarball), n.Name)
+			f, err := os.Open(tarball)
 			if err != nil {
 				rt.Close()
 				return err
@@ -289,7 +302,7 @@ func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
 			f.Close()
 			if err != nil {
 				rt.Close()
-				return fmt.Errorf("import %s on %s: %w", img, n.Name, err)
+				return fmt.Errorf("import %s on %s: %w", tarball, n.Name, err)
 			}
 		}
 		rt.Close()
