@@ -31,12 +31,8 @@ type junit struct {
 			Name    string  `xml:"name,attr"`
 			Status  string  `xml:"status,attr"`
 			Time    float64 `xml:"time,attr"`
-			Failure *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"failure"`
-			Error *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"error"`
+			Failure *failure `xml:"failure"`
+			Error   *failure `xml:"error"`
 			Skipped *struct {
 				Message string `xml:"message,attr"`
 			} `xml:"skipped"`
@@ -44,9 +40,24 @@ type junit struct {
 	} `xml:"testsuite"`
 }
 
+// failure is a <failure> or <error>: e2e.test's report leaves the message attribute out and
+// puts the text in the element.
+type failure struct {
+	Message string `xml:"message,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func (f *failure) String() string {
+	if f.Message != "" {
+		return f.Message
+	}
+	return f.Text
+}
+
 var sigTag = regexp.MustCompile(`\[sig-([a-z0-9-]+)\]`)
 
-// Read parses a Ginkgo JUnit report; the suite's own nodes ([SynchronizedBeforeSuite],
+// Read parses a Ginkgo JUnit report. Specs left out by the focus or label filter (Ginkgo
+// reports them skipped with no reason) are not results; the suite's own nodes ([SynchronizedBeforeSuite],
 // [ReportAfterSuite] ...) are left out unless they failed, which counts under "suite".
 func Read(path string) ([]Result, error) {
 	data, err := os.ReadFile(path)
@@ -63,9 +74,11 @@ func Read(path string) ([]Result, error) {
 			r := Result{Name: c.Name, Status: c.Status, Duration: time.Duration(c.Time * float64(time.Second))}
 			switch {
 			case c.Failure != nil:
-				r.Status, r.Message = "failed", c.Failure.Message
+				r.Status, r.Message = "failed", c.Failure.String()
 			case c.Error != nil:
-				r.Status, r.Message = "failed", c.Error.Message
+				r.Status, r.Message = "failed", c.Error.String()
+			case c.Skipped != nil && c.Skipped.Message == "skipped":
+				continue // filtered out by focus or labels: not run, not part of the result
 			case c.Skipped != nil || c.Status == "pending":
 				r.Status = "skipped"
 				if c.Skipped != nil {

@@ -8,17 +8,21 @@ import (
 	"testing"
 )
 
-// A report as Ginkgo writes it: suite nodes, a pass, a failure, a skip, an untagged test.
+// A report as e2e.test writes it: suite nodes, a pass, a failure (its text in the
+// element), a skip with its reason, a spec filtered out, an untagged test.
 const sampleReport = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="5" disabled="0" errors="0" failures="1" time="30">
   <testsuite name="Kubernetes e2e suite" package="/e2e" tests="5">
     <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1.5"></testcase>
     <testcase name="[sig-apps] Deployment should run [Conformance]" classname="Kubernetes e2e suite" status="passed" time="10"></testcase>
     <testcase name="[sig-api-machinery] Discovery should validate [Conformance]" classname="Kubernetes e2e suite" status="failed" time="2">
-      <failure message="[FAILED] Failed to find /apis/&#xA;the server could not find" type="failed">details</failure>
+      <failure type="failed">[FAILED] Failed to find /apis/&#xA;the server could not find</failure>
+    </testcase>
+    <testcase name="[sig-storage] Filtered out" classname="Kubernetes e2e suite" status="skipped" time="0">
+      <skipped message="skipped"></skipped>
     </testcase>
     <testcase name="[sig-apps] Job should skip [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0">
-      <skipped message="skipped - not ready"></skipped>
+      <skipped message="skipped - Only supported for providers [gce]"></skipped>
     </testcase>
     <testcase name="Untagged test [Conformance]" classname="Kubernetes e2e suite" status="passed" time="3"></testcase>
     <testcase name="[ReportAfterSuite] Kubernetes e2e suite report" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
@@ -35,7 +39,7 @@ func TestReadAndSummarize(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(results) != 4 {
-		t.Fatalf("want 4 tests (suite nodes left out), got %d: %+v", len(results), results)
+		t.Fatalf("want 4 tests (suite nodes and the filtered-out spec left out), got %d: %+v", len(results), results)
 	}
 	got := Summarize(results)
 	want := []Count{
