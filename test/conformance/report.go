@@ -28,9 +28,9 @@ type Result struct {
 type junit struct {
 	Suites []struct {
 		Cases []struct {
-			Name    string  `xml:"name,attr"`
-			Status  string  `xml:"status,attr"`
-			Time    float64 `xml:"time,attr"`
+			Name    string   `xml:"name,attr"`
+			Status  string   `xml:"status,attr"`
+			Time    float64  `xml:"time,attr"`
 			Failure *failure `xml:"failure"`
 			Error   *failure `xml:"error"`
 			Skipped *struct {
