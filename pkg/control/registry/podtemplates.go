@@ -23,7 +23,9 @@ var podTemplateRules = Rules{
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			{Name: "Template", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
-			containersColumn, imagesColumn,
+			// Shown without -o wide, as kube-apiserver shows them for a PodTemplate.
+			column("Containers", "string", containersColumn.Description, false),
+			column("Images", "string", imagesColumn.Description, false),
 			column("Pod Labels", "string", metav1.ObjectMeta{}.SwaggerDoc()["labels"], false),
 		},
 		Row: func(obj runtime.Object) []any {

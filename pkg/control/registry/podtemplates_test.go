@@ -30,4 +30,9 @@ func TestPodTemplateRules(t *testing.T) {
 	if row := podTemplateRules.Table.Row(pt); row[0] != "tmpl" || row[1] != "c" || row[2] != "busybox:1" {
 		t.Errorf("row: %v", row)
 	}
+	for _, c := range podTemplateRules.Table.Columns {
+		if c.Priority != 0 {
+			t.Errorf("column %s is shown only with -o wide; kubectl get podtemplates shows every column", c.Name)
+		}
+	}
 }
