@@ -8,7 +8,7 @@ IMAGES := $(CURDIR)/images/out
 PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
 COMMANDS := miniapi minilet miniproxy minilab
 
-.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench clean install uninstall
+.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench clean install uninstall conformance
 
 all: build
 
@@ -90,6 +90,12 @@ fresh-check: build
 # measured in the same run (about 3 minutes; etcd is bin/etcd, `make etcd`).
 bench: deps etcd
 	$(GO) run ./bench/apibench -duration 5s
+
+# The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
+# e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows
+# the run; the JUnit report and the per-SIG summary go to _output/conformance/.
+conformance: build
+	FOCUS='$(FOCUS)' MINIK8S_IMAGES=$(IMAGES) bash hack/conformance.sh
 
 # `make install` copies bin/ (run `make build` first) to $(DESTDIR)$(PREFIX)/bin, the units of
 # systemd/ to $(UNITDIR) and their example flags to $(CONFDIR) (an existing one is kept);

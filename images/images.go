@@ -1,7 +1,8 @@
 // Package images builds the project's own container images from source: pause (the pod
 // sandbox), netexec (the test server, with busybox), busybox, coredns (cluster DNS, built
-// from the CoreDNS module by images/coredns, a Go module of its own) and dnsutils (busybox
-// with an nslookup that follows resolv.conf's search list, images/dnsutils). There is no registry on
+// from the CoreDNS module by images/coredns, a Go module of its own), dnsutils (busybox
+// with an nslookup that follows resolv.conf's search list, images/dnsutils) and, in
+// E2EDir, the stand-ins for the conformance suite's images (e2eimages.go). There is no registry on
 // the machines minik8s runs on, so each image is written as an OCI image-layout tarball
 // that minilet imports.
 package images
@@ -102,6 +103,10 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	busybox.wget = wget
+	agnhost, err := goBuild(ctx, opts.Log, binDir, "agnhost")
+	if err != nil {
+		return err
+	}
 	coredns, err := buildCoreDNS(ctx, opts.Log, binDir)
 	if err != nil {
 		return err
@@ -142,6 +147,18 @@ func Build(ctx context.Context, opts Options) error {
 		}},
 	} {
 		if err := writeTarball(opts.Log, filepath.Join(opts.OutDir, Tarballs[img.Name]), img); err != nil {
+			return err
+		}
+	}
+	e2e, err := e2eImages(busybox, agnhost, netexec, pause)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(opts.OutDir, E2EDir), 0o755); err != nil {
+		return err
+	}
+	for _, img := range e2e {
+		if err := writeTarball(opts.Log, filepath.Join(opts.OutDir, E2EDir, E2ETarballs[img.Name]), img); err != nil {
 			return err
 		}
 	}

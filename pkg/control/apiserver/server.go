@@ -161,6 +161,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ri.IsResourceRequest { // discovery: /api/VERSION, /apis/GROUP, /apis/GROUP/VERSION
 		switch parts := strings.Split(strings.Trim(ri.Path, "/"), "/"); {
+		case len(parts) == 1 && parts[0] == "api": // /api/, served as /api (kube-apiserver does)
+			s.serveLegacyVersions(w, r)
+			return
+		case len(parts) == 1 && parts[0] == "apis": // /apis/
+			s.serveGroups(w, r)
+			return
 		case len(parts) == 2 && parts[0] == "api":
 			s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
 			return

@@ -47,6 +47,7 @@ func Builtin() (*Registry, error) {
 		res(core, "resourcequotas", "ResourceQuota", true, resourceQuotaRules, []string{"quota"}, nil, "status"),
 		res(core, "persistentvolumes", "PersistentVolume", false, persistentVolumeRules, []string{"pv"}, nil, "status"),
 		res(core, "persistentvolumeclaims", "PersistentVolumeClaim", true, persistentVolumeClaimRules, []string{"pvc"}, nil, "status"),
+		res(core, "podtemplates", "PodTemplate", true, podTemplateRules, nil, nil),
 		res(core, "replicationcontrollers", "ReplicationController", true, replicationControllerRules, []string{"rc"}, all, "scale", "status"),
 		res(appsv1.SchemeGroupVersion, "deployments", "Deployment", true, deploymentRules, []string{"deploy"}, all, "scale", "status"),
 		res(appsv1.SchemeGroupVersion, "replicasets", "ReplicaSet", true, replicaSetRules, []string{"rs"}, all, "scale", "status"),

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `make conformance`: the Kubernetes [Conformance] tests (e2e.test, hack/conformance-build.sh)
+# against a fresh 2-node minilab, or against CONFORMANCE_KUBECONFIG. FOCUS narrows the run
+# (a Ginkgo focus regex, ANDed with the Conformance label). Writes the suite's JUnit report
+# and log under _output/conformance/ and prints a summary per SIG (docs/conformance.md).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${CONFORMANCE_OUT:-$root/_output/conformance}
+images=${MINIK8S_IMAGES:-$root/images/out}
+bin=${MINIK8S_BIN:-$root/bin}
+e2e=$(hack/conformance-build.sh)
+rm -rf "$out" && mkdir -p "$out"
+
+args=(--ginkgo.label-filter=Conformance --ginkgo.no-color --ginkgo.v --report-dir="$out"
+	--dump-logs-on-failure=false --kubectl-path="$(command -v kubectl)" --e2e-output-dir="$out"
+	--ginkgo.timeout="${CONFORMANCE_TIMEOUT:-6h}")
+[[ -n ${FOCUS:-} ]] && args+=(--ginkgo.focus="$FOCUS")
+[[ -n ${SKIP:-} ]] && args+=(--ginkgo.skip="$SKIP")
+
+if [[ -n ${CONFORMANCE_KUBECONFIG:-} ]]; then
+	run=("$e2e" --kubeconfig="$CONFORMANCE_KUBECONFIG")
+else
+	lab=conf-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	trap '"$bin"/minilab down --name "$lab" >/dev/null' EXIT
+	"$bin"/minilab up --name "$lab" --nodes 2 --images-dir "$images"
+	for image in "$images"/e2e/*.tar; do "$bin"/minilab image load --name "$lab" "$image"; done
+	info=$("$bin"/minilab info --name "$lab" -o json)
+	kubeconfig=$(sed -n 's/.*"kubeconfig": "\(.*\)",/\1/p' <<<"$info")
+	netns=$(sed -n 's/.*"controlPlaneNetns": "\(.*\)",/\1/p' <<<"$info")
+	# The API is reachable only from inside the lab: the suite runs in the control
+	# plane's namespace (docs/conformance.md).
+	run=(ip netns exec "$netns" "$e2e" --kubeconfig="$kubeconfig")
+fi
+
+start=$(date +%s)
+echo "conformance: running e2e.test ($e2e) focus=${FOCUS:-all}; log: $out/e2e.log"
+set +e
+"${run[@]}" "${args[@]}" 2>&1 | tee "$out/e2e.log" | awk -v start="$start" '
+	# One line per finished test: Ginkgo -v ends each with "• [N seconds]", "• [FAILED] ..."
+	# or "S [SKIPPED] ...".
+	/^• \[FAILED\]|^• \[PANICKED\]|^• \[TIMEDOUT\]/ { f++; done=1 }
+	/^• \[[0-9.]+ seconds\]/ { p++; done=1 }
+	/^S \[SKIPPED\]/ { s++; done=1 }
+	done { done=0; printf "conformance: %d passed, %d failed, %d skipped, %ds\n", p, f, s, systime()-start; fflush() }'
+status=${PIPESTATUS[0]}
+set -e
+echo "conformance: e2e.test exited $status after $(( $(date +%s) - start ))s"
+report=$(ls "$out"/junit*.xml 2>/dev/null | head -1)
+[[ -n $report ]] || { echo "conformance: no JUnit report in $out" >&2; exit 1; }
+go run ./test/conformance/summarize "$report" | tee "$out/summary.txt"
+exit "$status"

@@ -1,0 +1,104 @@
+package images
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/ociimage"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// E2EDir is the directory under Options.OutDir holding the conformance suite's images
+// (docs/conformance.md): ours, named as the Kubernetes v1.36 e2e suite names the images
+// it runs, so that nodes find them already present and never pull.
+const E2EDir = "e2e"
+
+// E2ETarballs are the tarballs of E2EDir, by the upstream image reference each stands for.
+var E2ETarballs = map[string]string{
+	"registry.k8s.io/e2e-test-images/agnhost:2.63.0":   "agnhost-2.63.0.tar",
+	"registry.k8s.io/e2e-test-images/agnhost:2.55":     "agnhost-2.55.tar",
+	"registry.k8s.io/e2e-test-images/busybox:1.37.0-1": "busybox-1.37.0-1.tar",
+	"registry.k8s.io/e2e-test-images/nginx:1.15-4":     "nginx-1.15-4.tar",
+	"registry.k8s.io/e2e-test-images/nginx:1.27-0":     "nginx-1.27-0.tar",
+	"registry.k8s.io/pause:3.10.2":                     "pause-3.10.2.tar",
+}
+
+// e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec
+// and busybox beside it (the suite runs shell commands in agnhost pods too) and a
+// self-signed localhost certificate at /localhost.crt and /localhost.key as upstream's
+// image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80.
+func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage.Image, error) {
+	cert, key, err := localhostCertificate()
+	if err != nil {
+		return nil, err
+	}
+	agnhostLayer := baseLayer()
+	busybox.addTo(agnhostLayer)
+	agnhostLayer.File("/agnhost", 0o755, agnhost)
+	agnhostLayer.File("/netexec", 0o755, netexec)
+	agnhostLayer.File("/localhost.crt", 0o644, cert)
+	agnhostLayer.File("/localhost.key", 0o600, key)
+	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Env: []string{defaultPath}, WorkingDir: "/"}
+
+	busyboxLayer := baseLayer()
+	busybox.addTo(busyboxLayer)
+	busyboxConfig := ocispec.ImageConfig{Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/"}
+
+	nginxLayer := baseLayer()
+	busybox.addTo(nginxLayer)
+	nginxLayer.Dir("/usr/share/nginx/html", 0o755)
+	nginxLayer.File("/usr/share/nginx/html/index.html", 0o644, []byte("<html><body>Welcome to nginx!</body></html>\n"))
+	nginxConfig := ocispec.ImageConfig{Cmd: []string{"httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"},
+		Env: []string{defaultPath}, WorkingDir: "/", ExposedPorts: map[string]struct{}{"80/tcp": {}}}
+
+	pauseLayer := baseLayer()
+	pauseLayer.File("/pause", 0o755, pause)
+	pauseConfig := ocispec.ImageConfig{Entrypoint: []string{"/pause"}, Env: []string{defaultPath}, WorkingDir: "/", StopSignal: "SIGTERM"}
+
+	layers := map[string]struct {
+		layer  *ociimage.Layer
+		config ocispec.ImageConfig
+	}{
+		"agnhost": {agnhostLayer, agnhostConfig},
+		"busybox": {busyboxLayer, busyboxConfig},
+		"nginx":   {nginxLayer, nginxConfig},
+		"pause":   {pauseLayer, pauseConfig},
+	}
+	var out []ociimage.Image
+	for ref := range E2ETarballs {
+		name, _, _ := strings.Cut(path.Base(ref), ":") // agnhost
+		l := layers[name]
+		out = append(out, ociimage.Image{Name: ref, Layer: l.layer, Config: l.config})
+	}
+	return out, nil
+}
+
+// localhostCertificate is a self-signed certificate for localhost and its key, in PEM.
+func localhostCertificate() (cert, key []byte, err error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
