@@ -61,7 +61,7 @@ lint:
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy (run go mod tidy):"; $(GO) mod tidy -diff; exit 1; }
 
 # The fast loop: every test that needs no root, containerd or VM, with the race detector.
-# -short makes pkg/testenv skip the others (RequireRoot, Integration); `make test` runs
+# -short makes internal/testenv skip the others (RequireRoot, Integration); `make test` runs
 # without it, so they all run there. The last line is the wall time.
 unit:
 	@start=$$(date +%s); $(GO) test -short -race -count=1 -timeout 15m ./...; rc=$$?; \
@@ -69,7 +69,7 @@ unit:
 
 # Unit tests, integration tests against real containerd/CNI/netns/kubectl, and the e2e on a
 # minilab cluster. Tests needing root or a tool skip with a reason elsewhere; here
-# (MINIK8S_MAKE_TEST=1) a missing tool fails them (pkg/testenv).
+# (MINIK8S_MAKE_TEST=1) a missing tool fails them (internal/testenv).
 # miniapi's fuzz targets (request bodies, patches, selectors, request paths), 30 s each;
 # their seed corpora are in pkg/control/apiserver/testdata/fuzz. A crash fails the target
 # and leaves the input that caused it there.
@@ -82,7 +82,7 @@ test: deps build lint fresh-check fuzz
 
 # A host without kubectl and busybox on PATH can follow the README: `make build` into a
 # scratch bin/ (building bin/kubectl), the minilab commands on a lab of their own, and no
-# test skipping for a tool outside pkg/testenv (hack/fresh-check.sh says what it does not run).
+# test skipping for a tool outside internal/testenv (hack/fresh-check.sh says what it does not run).
 fresh-check: build
 	@bash hack/fresh-check.sh
 

@@ -5,7 +5,7 @@
 #  2. with it, `make build` into a scratch bin/ must build bin/kubectl from k8s.io/kubectl;
 #  3. the README's minilab commands run as written, from the scratch tree, on a lab of
 #     their own (network namespaces only: nothing touches the host's network);
-#  4. an audit: a test may skip for a missing tool only through pkg/testenv, which fails
+#  4. an audit: a test may skip for a missing tool only through internal/testenv, which fails
 #     under `make test`; every other skip must be listed below with its reason.
 # Not run: `make up` itself. It runs the cluster in the host's own namespaces and on the
 # host's containerd socket, which this shared test host must not have changed under it.
@@ -60,7 +60,7 @@ while IFS= read -r cmd; do
 done <<<"$readme_cmds"
 if ip netns list 2>/dev/null | grep -q "^mk-$lab-"; then fail "minilab down left namespaces of lab $lab"; fi
 
-# 4. Skips: only through pkg/testenv, or listed here with why they are not for a tool.
+# 4. Skips: only through internal/testenv, or listed here with why they are not for a tool.
 allowed=(
   # chattr +i needs a file system with attributes (not tmpfs or overlay); not a tool.
   'pkg/control/store/bolt_test.go:.*chattr \+i failed'
@@ -73,9 +73,9 @@ allowed=(
   'pkg/proxy/ipvs/bench_vm_test.go:.*a benchmark: set'
 )
 skips=$(grep -rnE '\.Skip(f|Now)?\(' --include='*_test.go' cmd pkg test images deploy bench systemd 2>/dev/null |
-  grep -v '^pkg/testenv/' || true)
+  grep -v '^internal/testenv/' || true)
 for a in "${allowed[@]}"; do skips=$(grep -vE "$a" <<<"$skips" || true); done
 if [[ -n $skips ]]; then
-  fail "tests skip outside pkg/testenv (use testenv.Missing/RequireTools so make test fails instead, or list the skip in hack/fresh-check.sh with why):"$'\n'"$skips"
+  fail "tests skip outside internal/testenv (use testenv.Missing/RequireTools so make test fails instead, or list the skip in hack/fresh-check.sh with why):"$'\n'"$skips"
 fi
-say "passed: no kubectl or busybox on PATH needed; every skip goes through pkg/testenv"
+say "passed: no kubectl or busybox on PATH needed; every skip goes through internal/testenv"

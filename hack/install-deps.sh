@@ -11,9 +11,9 @@ PACKAGES=(
   jq                                           # docs/labs guides (and their tests) read JSON with it
   e2fsprogs                                    # chattr, for the store's permission test as root
   docker-registry                              # image pull tests: a registry on loopback
-  qemu-system-x86                              # VM tests (pkg/vmtest): IPVS mode on Debian's kernel
+  qemu-system-x86                              # VM tests (internal/vmtest): IPVS mode on Debian's kernel
   ipvsadm                                      # docs/labs/clusterip-walk-ipvs.md (its test runs it in the VM)
-  debootstrap                                  # the systemd VM test's Debian root (pkg/vmtest.RootImage; built once, cached)
+  debootstrap                                  # the systemd VM test's Debian root (internal/vmtest.RootImage; built once, cached)
   systemd                                      # systemd-analyze verify of the units in systemd/
 )
 
@@ -33,7 +33,7 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Debian's kernel for the VM tests (pkg/vmtest), unpacked into a cache directory: downloaded
+# Debian's kernel for the VM tests (internal/vmtest), unpacked into a cache directory: downloaded
 # with `apt-get download` and extracted with `dpkg-deb -x`, never installed as this host's
 # kernel. MINIK8S_VM_KERNEL points the tests elsewhere.
 VMKERNEL_CACHE=/var/cache/minik8s/vmkernel

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/unit"
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/vishvananda/netns"
 )
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
-	"github.com/minik8s/minik8s/pkg/vmtest"
+	"github.com/minik8s/minik8s/internal/testenv"
+	"github.com/minik8s/minik8s/internal/vmtest"
 )
 
 // vmPackages make the VM's root (debootstrap's minbase plus these): systemd as PID 1, what

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
-	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
+	"github.com/minik8s/minik8s/internal/controller/trim"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

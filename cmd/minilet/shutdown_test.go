@@ -16,10 +16,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 // shutdownHelperEnv, set, makes the test binary a minilet with these arguments (unit

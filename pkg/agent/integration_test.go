@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"

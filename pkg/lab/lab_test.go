@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/moby/sys/mountinfo"

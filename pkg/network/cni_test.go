@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/network/cniconf"
-	"github.com/minik8s/minik8s/pkg/testenv"
 
 	"github.com/vishvananda/netlink"
 )

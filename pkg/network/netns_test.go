@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/moby/sys/mountinfo"
 	"github.com/vishvananda/netns"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/runtime"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 // fakeRuntime lists prepared containers; filesystem figures are fixed.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 )
 
 // TestCgroupReader reads a real cgroup holding a process that burns CPU and holds memory.

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
+	"github.com/minik8s/minik8s/internal/vmtest"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
-	"github.com/minik8s/minik8s/pkg/testenv"
-	"github.com/minik8s/minik8s/pkg/vmtest"
 )
 
 // The guides of docs/labs are run as written: every fenced ```sh block, in order, in one
@@ -59,7 +59,7 @@ var ipvsGuideModules = []string{
 const vmRepo = "/repo"
 
 // TestLabClusterIPWalkIPVS runs clusterip-walk-ipvs.md inside a qemu VM booting Debian's
-// kernel (pkg/vmtest): this host's kernel has no IP_VS. The guide needs no containerd
+// kernel (internal/vmtest): this host's kernel has no IP_VS. The guide needs no containerd
 // (its pods are network namespaces), so the VM holds only miniapi, miniproxy, kubectl and
 // the tools the guide calls.
 func TestLabClusterIPWalkIPVS(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/trim"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
@@ -27,7 +28,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
-	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	appsv1 "k8s.io/api/apps/v1"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 const networkingObjects = `

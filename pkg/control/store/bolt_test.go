@@ -19,7 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 )
 
 func openBolt(t testing.TB, path string, opts BoltOptions) *Bolt {

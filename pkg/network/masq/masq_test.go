@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/network/nettest"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 func TestRules(t *testing.T) {

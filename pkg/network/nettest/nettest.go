@@ -9,8 +9,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/network"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 // NetNS makes one namespace per name (lo up), removed when the test ends, and returns

@@ -17,9 +17,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nettest"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 func node(name, ip, cidr string) *corev1.Node {

@@ -9,9 +9,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nettest"
-	"github.com/minik8s/minik8s/pkg/testenv"
 )
 
 // TestOverlay: two "nodes" on one veth; each gets the device and the other as its peer; a

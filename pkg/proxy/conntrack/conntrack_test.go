@@ -7,8 +7,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/proxy"
-	"github.com/minik8s/minik8s/pkg/testenv"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"

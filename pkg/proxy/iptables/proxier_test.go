@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/proxy"
-	"github.com/minik8s/minik8s/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/vmtest"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
-	"github.com/minik8s/minik8s/pkg/vmtest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"

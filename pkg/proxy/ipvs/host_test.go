@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
-	"github.com/minik8s/minik8s/pkg/testenv"
 	"github.com/vishvananda/netns"
 )
 

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/vmtest"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
-	"github.com/minik8s/minik8s/pkg/vmtest"
 	libipvs "github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"

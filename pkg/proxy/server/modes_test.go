@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
-	"github.com/minik8s/minik8s/pkg/testenv"
 	"github.com/vishvananda/netns"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )

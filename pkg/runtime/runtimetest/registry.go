@@ -18,7 +18,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 )
 
 // Registry is a docker-registry (Debian's package of the CNCF distribution registry)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controllers/cronjob"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"

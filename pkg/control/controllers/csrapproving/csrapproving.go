@@ -13,7 +13,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"

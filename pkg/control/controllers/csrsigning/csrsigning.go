@@ -12,7 +12,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/pki"
 	certificatesv1 "k8s.io/api/certificates/v1"

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/history"
-	"github.com/minik8s/minik8s/pkg/control/controllers/templatehash"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/history"
+	"github.com/minik8s/minik8s/internal/controller/templatehash"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"

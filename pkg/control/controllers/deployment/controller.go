@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/templatehash"
+	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/servicepods"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/servicepods"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/servicepods"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/servicepods"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"

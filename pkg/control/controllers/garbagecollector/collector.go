@@ -15,9 +15,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/discovered"
-	"github.com/minik8s/minik8s/pkg/control/controllers/trim"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/discovered"
+	"github.com/minik8s/minik8s/internal/controller/trim"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"

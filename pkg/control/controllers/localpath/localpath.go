@@ -17,8 +17,8 @@ import (
 	"path"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/volumes"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/volumes"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

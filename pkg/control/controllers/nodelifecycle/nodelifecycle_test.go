@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	coordinationv1 "k8s.io/api/coordination/v1"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllertest"
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

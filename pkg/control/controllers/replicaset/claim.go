@@ -3,7 +3,7 @@ package replicaset
 import (
 	"context"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -21,7 +21,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstrapsecrets "k8s.io/cluster-bootstrap/util/secrets"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 )
 
 // Name is the controller's name, as kube-controller-manager's --controllers knows it.

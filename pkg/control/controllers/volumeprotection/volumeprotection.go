@@ -12,8 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/workloop"
 	"github.com/minik8s/minik8s/pkg/control/admission/storageprotection"
-	"github.com/minik8s/minik8s/pkg/control/controllers/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/pki"
-	"github.com/minik8s/minik8s/pkg/testenv"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/control/controllers/controllerref"
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

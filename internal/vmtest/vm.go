@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 )
 
 // QEMU is the emulator (Debian package qemu-system-x86).
@@ -131,7 +131,7 @@ type Options struct {
 // RunTest runs the calling test again inside a VM: the same test binary, with InVM() true
 // and -test.run naming only this test. The outer test fails unless the inner one passes;
 // the console is logged. A missing qemu or kernel skips the test, except under `make test`
-// where it fails (pkg/testenv).
+// where it fails (internal/testenv).
 func RunTest(t *testing.T, o Options) {
 	t.Helper()
 	testenv.Integration(t, "boots a VM")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/testenv"
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/vishvananda/netlink"
 )
 
