@@ -51,7 +51,7 @@ down:
 # What staticcheck leaves out, and why, is in staticcheck.conf.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOIMPORTS := golang.org/x/tools/cmd/goimports@v0.52.0
-GO_DIRS := $(wildcard cmd pkg images test bench deploy systemd)
+GO_DIRS := $(wildcard cmd internal pkg images test bench deploy systemd)
 
 lint:
 	@out=$$(gofmt -l $(GO_DIRS)); if [[ -n $$out ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

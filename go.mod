@@ -65,8 +65,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require go.uber.org/goleak v1.3.0
-
 require (
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect

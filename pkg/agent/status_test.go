@@ -1,11 +1,12 @@
 package agent
 
 import (
-	"github.com/minik8s/minik8s/pkg/runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -123,7 +123,7 @@ func TestBootstrapAndRotation(t *testing.T) {
 		t.Fatalf("the certificate (until %s) was not renewed", first.NotAfter.Format(time.TimeOnly))
 	}
 	lifetime := first.NotAfter.Sub(first.NotBefore)
-	at := time.Now().Sub(first.NotBefore)
+	at := time.Since(first.NotBefore)
 	t.Logf("renewed %v into a %v lifetime (%.0f%%): new certificate until %s", at.Round(time.Second), lifetime, 100*at.Seconds()/lifetime.Seconds(), renewed.NotAfter.Format(time.TimeOnly))
 	if at > lifetime {
 		t.Errorf("renewed only after expiry")

@@ -49,7 +49,7 @@ func TestAuthorize(t *testing.T) {
 	if err != nil || len(reqs) != 1 || reqs[0].Field != "spec.nodeName" || reqs[0].Value != "n1" {
 		t.Errorf("field selector %v %v", reqs, err)
 	}
-	w = do("vera", http.MethodPost, "/apis/apps/v1/namespaces/team/deployments/web/scale")
+	do("vera", http.MethodPost, "/apis/apps/v1/namespaces/team/deployments/web/scale")
 	if asked.GetVerb() != "create" || asked.GetAPIGroup() != "apps" || asked.GetResource() != "deployments" || asked.GetSubresource() != "scale" || asked.GetName() != "web" {
 		t.Errorf("asked %+v", asked)
 	}

@@ -37,12 +37,9 @@ var PodNodeIndexers = cache.Indexers{PodsByNode: func(obj any) ([]string, error)
 // status. Anyone else's requests get no opinion.
 type Node struct {
 	authorizer.AuthorizerFunc
-	pods  cache.Indexer
-	pvcs  corelisters.PersistentVolumeClaimLister
-	rules []ruleAllowsFunc
+	pods cache.Indexer
+	pvcs corelisters.PersistentVolumeClaimLister
 }
-
-type ruleAllowsFunc func(authorizer.Attributes) bool
 
 // NewNode makes the Node authorizer over a pod informer indexed by PodNodeIndexers.
 func NewNode(pods cache.Indexer, pvcs corelisters.PersistentVolumeClaimLister) *Node {

@@ -113,11 +113,6 @@ func (t *table) add(c string, args ...string) {
 	ct.rules++
 }
 
-// lines are chain c's rules, one string each (for tests and explain's recorded input).
-func (t *table) lines(c string) []string {
-	return strings.Split(strings.TrimSuffix(string(t.chains[c].text), "\n"), "\n")
-}
-
 func comment(text string) string { return `-m comment --comment "` + text + `"` }
 
 // sum is a hash of chain c's rules: what a partial sync compares to skip unchanged chains

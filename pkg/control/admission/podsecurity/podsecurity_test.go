@@ -39,10 +39,10 @@ func start(t *testing.T) *Plugin {
 	return p
 }
 
-func validate(t *testing.T, p *Plugin, a *generic.Attributes) (error, warnings) {
+func validate(t *testing.T, p *Plugin, a *generic.Attributes) (warnings, error) {
 	var w warnings
 	err := p.Validate(warning.WithWarningRecorder(context.Background(), &w), a)
-	return err, w
+	return w, err
 }
 
 func TestPods(t *testing.T) {
@@ -51,20 +51,20 @@ func TestPods(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: ns}, Spec: *privileged.DeepCopy()}
 	}
 	gvr := corev1.SchemeGroupVersion.WithResource("pods")
-	err, _ := validate(t, p, admissiontest.Attrs(t, generic.Create, gvr, "", pod("locked"), nil))
+	_, err := validate(t, p, admissiontest.Attrs(t, generic.Create, gvr, "", pod("locked"), nil))
 	want := `pods "root" is forbidden: violates PodSecurity "restricted:latest": privileged (container "app" must not set securityContext.privileged=true)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("restricted namespace: %v, want %s", err, want)
 	}
-	err, w := validate(t, p, admissiontest.Attrs(t, generic.Create, gvr, "", pod("watched"), nil))
+	w, err := validate(t, p, admissiontest.Attrs(t, generic.Create, gvr, "", pod("watched"), nil))
 	if err != nil || len(w) != 1 || !strings.HasPrefix(w[0], `would violate PodSecurity "baseline:latest": privileged`) {
 		t.Errorf("warn=baseline namespace: %v, warnings %q", err, w)
 	}
-	if err, w := validate(t, p, admissiontest.Attrs(t, generic.Create, gvr, "", pod("open"), nil)); err != nil || len(w) != 0 {
+	if w, err := validate(t, p, admissiontest.Attrs(t, generic.Create, gvr, "", pod("open"), nil)); err != nil || len(w) != 0 {
 		t.Errorf("unlabelled namespace: %v, warnings %q", err, w)
 	}
 	// A status update is not a pod spec change.
-	if err, _ := validate(t, p, admissiontest.Attrs(t, generic.Update, gvr, "status", pod("locked"), pod("locked"))); err != nil {
+	if _, err := validate(t, p, admissiontest.Attrs(t, generic.Update, gvr, "status", pod("locked"), pod("locked"))); err != nil {
 		t.Errorf("status update in a restricted namespace: %v", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestWorkloadsOnlyWarn(t *testing.T) {
 	p := start(t)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "locked"},
 		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: *privileged.DeepCopy()}}}
-	err, w := validate(t, p, admissiontest.Attrs(t, generic.Create, appsv1.SchemeGroupVersion.WithResource("deployments"), "", d, nil))
+	w, err := validate(t, p, admissiontest.Attrs(t, generic.Create, appsv1.SchemeGroupVersion.WithResource("deployments"), "", d, nil))
 	if err != nil || len(w) != 1 || !strings.HasPrefix(w[0], `would violate PodSecurity "restricted:latest"`) {
 		t.Errorf("privileged Deployment in a restricted namespace: %v, warnings %q", err, w)
 	}
@@ -82,7 +82,7 @@ func TestWorkloadsOnlyWarn(t *testing.T) {
 func TestNamespaceLabelsAreValidated(t *testing.T) {
 	p := start(t)
 	ns := namespace("new", map[string]string{"pod-security.kubernetes.io/enforce": "strictest"})
-	err, _ := validate(t, p, admissiontest.Attrs(t, generic.Create, corev1.SchemeGroupVersion.WithResource("namespaces"), "", ns, nil))
+	_, err := validate(t, p, admissiontest.Attrs(t, generic.Create, corev1.SchemeGroupVersion.WithResource("namespaces"), "", ns, nil))
 	if err == nil || !strings.Contains(err.Error(), "strictest") {
 		t.Errorf("namespace with an unknown level: %v", err)
 	}

@@ -199,8 +199,7 @@ func TestCronJobSuspendAndDeadline(t *testing.T) {
 	cj := newCronJob("late", batchv1.AllowConcurrent)
 	cj.Spec.Suspend = ptr.To(true)
 	cj.Spec.StartingDeadlineSeconds = ptr.To[int64](10)
-	cj, err := c.Client.BatchV1().CronJobs("default").Create(ctx, cj, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, cj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	none := func(why string) {

@@ -218,8 +218,7 @@ func TestBackoffLimit(t *testing.T) {
 	c, ctx := start(t)
 	j := newJob("fails")
 	j.Spec.BackoffLimit = ptr.To[int32](1)
-	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var first corev1.Pod

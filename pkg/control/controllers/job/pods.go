@@ -107,10 +107,6 @@ func podFailed(pod *corev1.Pod, job *batchv1.Job) bool {
 	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded
 }
 
-func podFinished(pod *corev1.Pod, job *batchv1.Job) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || podFailed(pod, job)
-}
-
 // podActive is a pod that is neither finished nor being deleted.
 func podActive(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
