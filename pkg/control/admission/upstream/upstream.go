@@ -71,6 +71,9 @@ func kindOf(a *generic.Attributes) (schema.GroupVersionKind, error) {
 		return a.Resource.GVK(), nil
 	}
 	kinds, _, err := scheme.Scheme.ObjectKinds(obj)
+	if runtime.IsNotRegisteredError(err) {
+		return a.Resource.GVK(), nil // a custom resource (its scale): client-go's scheme does not know it
+	}
 	if err != nil {
 		return schema.GroupVersionKind{}, fmt.Errorf("the kind of %s/%s: %w", a.Resource.Resource, a.Subresource, err)
 	}
