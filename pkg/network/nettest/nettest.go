@@ -4,6 +4,8 @@ package nettest
 
 import (
 	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -52,5 +54,14 @@ func In(t *testing.T, path string, fn func() error) {
 	t.Helper()
 	if err := network.InNetNS(path, fn); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Run runs a command (ip, iptables, ...) that sets up a test's namespaces, failing the test
+// with its output when it fails.
+func Run(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/nettest"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,13 +63,6 @@ type matrixNet struct {
 	pods []*testPod
 }
 
-func sh(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // newMatrixNet makes the node namespace with bridge br0 (10.78.0.1/24, bridged traffic
 // through iptables) and one namespace per pod behind a veth on it, each serving its name.
 func newMatrixNet(t *testing.T) *matrixNet {
@@ -85,12 +79,12 @@ func newMatrixNet(t *testing.T) *matrixNet {
 			_ = exec.Command("ip", "netns", "del", n).Run()
 		}
 	})
-	sh(t, "ip", "netns", "add", node)
-	sh(t, "ip", "-n", node, "link", "set", "lo", "up")
-	sh(t, "ip", "-n", node, "link", "add", "br0", "type", "bridge")
-	sh(t, "ip", "-n", node, "addr", "add", "10.78.0.1/24", "dev", "br0")
-	sh(t, "ip", "-n", node, "link", "set", "br0", "up")
-	sh(t, "ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
+	nettest.Run(t, "ip", "netns", "add", node)
+	nettest.Run(t, "ip", "-n", node, "link", "set", "lo", "up")
+	nettest.Run(t, "ip", "-n", node, "link", "add", "br0", "type", "bridge")
+	nettest.Run(t, "ip", "-n", node, "addr", "add", "10.78.0.1/24", "dev", "br0")
+	nettest.Run(t, "ip", "-n", node, "link", "set", "br0", "up")
+	nettest.Run(t, "ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
 	mn := &matrixNet{node: "/run/netns/" + node}
 	i := 0
 	for _, ns := range namespaces {
@@ -100,13 +94,13 @@ func newMatrixNet(t *testing.T) *matrixNet {
 			names = append(names, pn)
 			veth := fmt.Sprintf("v%s%s", ns, name)
 			ip := fmt.Sprintf("10.78.0.%d", 10+i)
-			sh(t, "ip", "netns", "add", pn)
-			sh(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
-			sh(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
-			sh(t, "ip", "-n", pn, "addr", "add", ip+"/24", "dev", "eth0")
-			sh(t, "ip", "-n", pn, "link", "set", "eth0", "up")
-			sh(t, "ip", "-n", pn, "link", "set", "lo", "up")
-			sh(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
+			nettest.Run(t, "ip", "netns", "add", pn)
+			nettest.Run(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
+			nettest.Run(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
+			nettest.Run(t, "ip", "-n", pn, "addr", "add", ip+"/24", "dev", "eth0")
+			nettest.Run(t, "ip", "-n", pn, "link", "set", "eth0", "up")
+			nettest.Run(t, "ip", "-n", pn, "link", "set", "lo", "up")
+			nettest.Run(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
 			p := &testPod{ns: ns, name: name, ip: ip, netns: "/run/netns/" + pn}
 			serve(t, p)
 			mn.pods = append(mn.pods, p)

@@ -20,6 +20,7 @@ import (
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/nettest"
 	"github.com/minik8s/minik8s/pkg/proxy"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -38,13 +39,6 @@ type testNet struct {
 	eps  []string
 }
 
-func run(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 func newTestNet(t *testing.T) *testNet {
 	t.Helper()
 	testenv.RequireRoot(t, "creates network namespaces and iptables rules in them")
@@ -59,24 +53,24 @@ func newTestNet(t *testing.T) *testNet {
 			_ = exec.Command("ip", "netns", "del", n).Run()
 		}
 	})
-	run(t, "ip", "netns", "add", names[0])
-	run(t, "ip", "-n", names[0], "link", "set", "lo", "up")
+	nettest.Run(t, "ip", "netns", "add", names[0])
+	nettest.Run(t, "ip", "-n", names[0], "link", "set", "lo", "up")
 	for i := 1; i <= 2; i++ {
 		ep := fmt.Sprintf("mkpx-%s-ep%d", id, i)
 		names = append(names, ep)
-		run(t, "ip", "netns", "add", ep)
-		run(t, "ip", "-n", names[0], "link", "add", fmt.Sprintf("ep%d", i), "type", "veth", "peer", "name", "eth0", "netns", ep)
-		run(t, "ip", "-n", names[0], "addr", "add", fmt.Sprintf("10.99.%d.1/24", i), "dev", fmt.Sprintf("ep%d", i))
-		run(t, "ip", "-n", names[0], "link", "set", fmt.Sprintf("ep%d", i), "up")
-		run(t, "ip", "-n", ep, "addr", "add", fmt.Sprintf("10.99.%d.2/24", i), "dev", "eth0")
-		run(t, "ip", "-n", ep, "link", "set", "eth0", "up")
-		run(t, "ip", "-n", ep, "link", "set", "lo", "up")
-		run(t, "ip", "-n", ep, "route", "add", "10.99.0.0/16", "via", fmt.Sprintf("10.99.%d.1", i))
+		nettest.Run(t, "ip", "netns", "add", ep)
+		nettest.Run(t, "ip", "-n", names[0], "link", "add", fmt.Sprintf("ep%d", i), "type", "veth", "peer", "name", "eth0", "netns", ep)
+		nettest.Run(t, "ip", "-n", names[0], "addr", "add", fmt.Sprintf("10.99.%d.1/24", i), "dev", fmt.Sprintf("ep%d", i))
+		nettest.Run(t, "ip", "-n", names[0], "link", "set", fmt.Sprintf("ep%d", i), "up")
+		nettest.Run(t, "ip", "-n", ep, "addr", "add", fmt.Sprintf("10.99.%d.2/24", i), "dev", "eth0")
+		nettest.Run(t, "ip", "-n", ep, "link", "set", "eth0", "up")
+		nettest.Run(t, "ip", "-n", ep, "link", "set", "lo", "up")
+		nettest.Run(t, "ip", "-n", ep, "route", "add", "10.99.0.0/16", "via", fmt.Sprintf("10.99.%d.1", i))
 		tn.eps = append(tn.eps, "/run/netns/"+ep)
 		serveName(t, "/run/netns/"+ep, fmt.Sprintf("ep%d", i))
 	}
 	// Service addresses need a route for the first routing decision; the DNAT reroutes.
-	run(t, "ip", "-n", names[0], "route", "add", "10.96.0.0/12", "dev", "ep1")
+	nettest.Run(t, "ip", "-n", names[0], "route", "add", "10.96.0.0/12", "dev", "ep1")
 	return tn
 }
 
@@ -334,7 +328,7 @@ func mkSlice(t *testing.T, c kubernetes.Interface, svc string, ips ...string) {
 
 func TestLoadBalancerSourceRangesAgainstTheKernel(t *testing.T) {
 	tn := newTestNet(t)
-	run(t, "ip", "-n", filepath.Base(tn.node), "route", "add", "10.200.0.0/24", "dev", "ep1")
+	nettest.Run(t, "ip", "-n", filepath.Base(tn.node), "route", "add", "10.200.0.0/24", "dev", "ep1")
 	cl := controlplanetest.Start(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
