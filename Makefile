@@ -78,7 +78,7 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 30s ./pkg/control/apiserver/ || exit 1; done
 
 test: deps build lint fresh-check fuzz
-	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
+	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 55m ./...
 
 # A host without kubectl and busybox on PATH can follow the README: `make build` into a
 # scratch bin/ (building bin/kubectl), the minilab commands on a lab of their own, and no
