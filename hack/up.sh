@@ -62,10 +62,14 @@ wait_for "miniapi to serve" 30 kubectl --kubeconfig "$KUBECONFIG_ADMIN" get --ra
   --server https://127.0.0.1:6443 --out "$STATE/minilet.kubeconfig" >/dev/null
 "$BIN/miniapi" serving-cert --data-dir "$DATA" --name minilet --host "${NODE_IP:-127.0.0.1}" --host "$NODE" \
   --out-dir "$STATE/minilet-pki" >/dev/null
+# A development cluster on a shared disk watches no disk signal (as minikube's node): a host
+# past 85% full would otherwise taint the node with disk-pressure and leave the demo Pending.
+# The systemd units keep the kubelet's defaults.
 start minilet "$BIN/minilet" --kubeconfig "$STATE/minilet.kubeconfig" --node-name "$NODE" \
   --node-ip "${NODE_IP:-127.0.0.1}" --pod-cidr "$POD_CIDR" --containerd "$CONTAINERD_SOCK" \
   --tls-cert-file "$STATE/minilet-pki/minilet.crt" --tls-private-key-file "$STATE/minilet-pki/minilet.key" \
-  --client-ca-file "$STATE/minilet-pki/ca.crt" --cluster-dns 10.96.0.10 --cluster-domain cluster.local
+  --client-ca-file "$STATE/minilet-pki/ca.crt" --cluster-dns 10.96.0.10 --cluster-domain cluster.local \
+  --eviction-hard 'memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%'
 
 "$BIN/miniapi" kubeconfig --data-dir "$DATA" --user system:kube-proxy \
   --server https://127.0.0.1:6443 --out "$STATE/miniproxy.kubeconfig" >/dev/null

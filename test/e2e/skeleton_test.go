@@ -211,11 +211,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// dumpLogsOnFailure prints the lab's daemon logs when the test fails, before cleanup.
+// dumpLogsOnFailure prints what the cluster shows (nodes and their taints, pods, warning
+// events) and the lab's daemon logs when the test fails, before cleanup.
 func dumpLogsOnFailure(t *testing.T, l *lab.Lab) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
+		}
+		for _, args := range [][]string{
+			{"get", "nodes", "-o", `custom-columns=NAME:.metadata.name,TAINTS:.spec.taints[*].key,CONDITIONS:.status.conditions[?(@.status=="True")].type`},
+			{"get", "pods", "-A", "-o", "wide"},
+			{"get", "events", "-A", "--field-selector", "type=Warning"},
+		} {
+			out, err := cluster.Kubectl(context.Background(), l, args...)
+			t.Logf("---- kubectl %s (%v) ----\n%s", strings.Join(args, " "), err, out)
 		}
 		logs, _ := filepath.Glob(filepath.Join(l.StateDir, "logs", "*.log"))
 		for _, f := range logs {

@@ -70,6 +70,9 @@ type Options struct {
 	Publish []string
 	// Uplink adds the lab's way out (lab.Uplink) with its echo server (UplinkEchoProcess).
 	Uplink bool
+	// EvictionHard is minilet's --eviction-hard on every node (DefaultEvictionHard when
+	// empty).
+	EvictionHard string
 }
 
 // UplinkEchoProcess is the uplink host's web server (minilab uplink-echo), on port 80.
@@ -77,6 +80,12 @@ const UplinkEchoProcess = "uplink-echo"
 
 // UpstreamDNSProcess is the lab process of the upstream DNS server.
 const UpstreamDNSProcess = "upstream-dns"
+
+// DefaultEvictionHard is minilet's --eviction-hard on lab nodes: the kubelet's memory
+// threshold and no disk one. Every node shares the host's filesystem, so a host past 85%
+// full would put DiskPressure (and its NoSchedule taint) on all of them at once; kind's
+// and minikube's nodes leave their disk thresholds at 0% for the same reason.
+const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%,imagefs.inodesFree<0%"
 
 // RegistryAddr is where a lab's own image registry listens, in the control-plane
 // namespace; its nodes pull from it over plain HTTP (--insecure-registry).
@@ -243,7 +252,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 			"--insecure-registry", RegistryAddr, "--cgroup-root", CgroupRoot(n), "--node-cgroup", CgroupRoot(n),
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
-			"--resolv-conf", n.ResolvConf,
+			"--resolv-conf", n.ResolvConf, "--eviction-hard", cmp.Or(o.EvictionHard, DefaultEvictionHard),
 		)})
 		if err != nil {
 			return err

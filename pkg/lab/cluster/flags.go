@@ -9,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/deploy/addons"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
+	"github.com/minik8s/minik8s/pkg/stats"
 	"github.com/spf13/pflag"
 )
 
@@ -29,6 +30,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Uplink, "uplink", false, "add a way out inside the lab: a router and an \"internet\" host at "+lab.UplinkHostIP+" serving its caller's address on port 80 (minilab exec uplink)")
 	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default)")
 	fs.StringVar(&o.ProxyMode, "proxy-mode", ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
+	fs.StringVar(&o.EvictionHard, "eviction-hard", DefaultEvictionHard, "minilet's --eviction-hard on every node: the thresholds of its MemoryPressure, DiskPressure and PIDPressure (the default watches no disk: the nodes share the host's)")
 	fs.StringVar(&o.Join, "join", JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
 }
 
@@ -42,6 +44,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PodNetwork != nodenet.ModeHostGW && o.PodNetwork != nodenet.ModeVXLAN {
 		return fmt.Errorf("--pod-network must be %s or %s, not %q", nodenet.ModeHostGW, nodenet.ModeVXLAN, o.PodNetwork)
+	}
+	if _, err := stats.ParseThresholds(o.EvictionHard); err != nil {
+		return fmt.Errorf("--eviction-hard: %w", err)
 	}
 	return nil
 }

@@ -18,6 +18,9 @@ func TestUpFlags(t *testing.T) {
 		{[]string{"--nodes", "0"}, "--nodes"},
 		{[]string{"--segments", "0"}, "--segments"},
 		{[]string{"--pod-network", "flannel"}, "--pod-network"},
+		{[]string{"--eviction-hard", "memory.available<256Mi"}, ""},
+		{[]string{"--eviction-hard", "memory.available>256Mi"}, "--eviction-hard"},
+		{[]string{"--eviction-hard", "disk.free<1Gi"}, "--eviction-hard"},
 	} {
 		var o Options
 		fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
