@@ -37,7 +37,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
-	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 const (
@@ -80,8 +79,8 @@ type Agent struct {
 	// whether that namespace is the host's (hostnetwork.go).
 	nodeNetNS  string
 	nodeIsHost bool
-	stats      StatsSource     // nil: no usage figures (tests)
-	pressure   *stats.Pressure // --eviction-hard
+	stats      StatsSource // nil: no usage figures (tests)
+	node       *nodestatus.Manager
 }
 
 // New makes an agent for the node cfg describes, driving deps. Every timing (back-off,
@@ -121,7 +120,6 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		metrics:  newMetrics(),
 		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
-	a.pressure = newPressure(cfg)
 	a.statuses = status.NewWriter(a.client, a.mirrorOf)
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	return a, nil
@@ -154,6 +152,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
+	a.node = a.newNodeStatus()
 
 	// Every goroutine started below ends with ctx, and Run returns only once all have.
 	ctx, cancel := context.WithCancel(ctx)
@@ -198,13 +197,13 @@ func (a *Agent) Run(ctx context.Context) error {
 // runAPI registers the node (retrying while the API server is away), keeps its status
 // and lease fresh, and feeds the pods bound to it to the workers.
 func (a *Agent) runAPI(ctx context.Context) {
-	if err := a.registerNode(ctx); err != nil {
+	if err := a.node.Register(ctx); err != nil {
 		return // ctx ended
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { a.runNodeStatus(ctx) })
-	wg.Go(func() { a.runNodeLease(ctx) })
+	wg.Go(func() { a.node.RunStatus(ctx) })
+	wg.Go(func() { a.node.RunLease(ctx) })
 	if a.cfg.Ready != nil {
 		a.cfg.Ready()
 	}

@@ -1,5 +1,6 @@
-// Package nodestatus is what minilet reports of its node: capacity, allocatable (less
-// --system-reserved and --kube-reserved) and the node's system info.
+// Package nodestatus is the kubelet's node status side in minilet: the Node registered,
+// its status posted (addresses, capacity, allocatable less --system-reserved and
+// --kube-reserved, nodeInfo, Ready and pressure conditions) and its Lease renewed.
 package nodestatus
 
 import (

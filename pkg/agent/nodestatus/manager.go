@@ -1,0 +1,282 @@
+package nodestatus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/apimachinery/lease"
+	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/stats"
+)
+
+// statusPeriod is how often the kubelet posts node status (--node-status-update-frequency).
+const statusPeriod = 10 * time.Second
+
+// Node lease timing as the kubelet's: a 40 s lease renewed every quarter of it.
+const (
+	leaseDurationSeconds = 40
+	leaseRenewInterval   = leaseDurationSeconds * time.Second / 4
+)
+
+// apiTimeout bounds a single API request made outside a caller's context.
+const apiTimeout = 10 * time.Second
+
+// Node is what minilet registers of its node.
+type Node struct {
+	Name, IP, PodCIDR string
+	// APIPort is where miniapi finds the node API (status.daemonEndpoints); 0 when
+	// the node does not serve it.
+	APIPort int
+}
+
+// Config is what the manager reports and where it gets it.
+type Config struct {
+	Node   Node
+	Client kubernetes.Interface
+	Clock  clock.Clock
+	Log    *slog.Logger
+	// Runtime is the container runtime's version, or why the node cannot run pods.
+	Runtime               func(ctx context.Context) (string, error)
+	Capacity, Allocatable corev1.ResourceList
+	// Stats is the latest usage sample (nil: none) that Pressure (nil: none) holds
+	// against --eviction-hard.
+	Stats    interface{ Latest() *stats.Snapshot }
+	Pressure *stats.Pressure
+}
+
+// Manager is the kubelet's node status side: it registers the Node, posts its status
+// (addresses, capacity, nodeInfo, Ready and the pressure conditions) and renews its Lease.
+type Manager struct{ cfg Config }
+
+// New makes the manager of the node cfg describes.
+func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
+
+// Register creates this node's Node object, or brings an existing one in line with the
+// flags, retrying until it succeeds or ctx ends.
+func (m *Manager) Register(ctx context.Context) error {
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 7 * time.Second, Steps: 1 << 30}
+	for {
+		err := m.ensureNode(ctx)
+		if err == nil {
+			m.cfg.Log.Info("node registered", "node", m.cfg.Node.Name)
+			return nil
+		}
+		m.cfg.Log.Error("register node, will retry", "node", m.cfg.Node.Name, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("register node %s: %w", m.cfg.Node.Name, err)
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+func (m *Manager) ensureNode(ctx context.Context) error {
+	nodes := m.cfg.Client.CoreV1().Nodes()
+	want := m.desiredNode()
+	_, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	if err == nil || !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing, err := nodes.Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if existing.Spec.PodCIDR != "" && existing.Spec.PodCIDR != want.Spec.PodCIDR {
+		return fmt.Errorf("node %s already has podCIDR %s, but --pod-cidr is %s", want.Name, existing.Spec.PodCIDR, want.Spec.PodCIDR)
+	}
+	updated := existing.DeepCopy()
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	for k, v := range want.Labels {
+		updated.Labels[k] = v
+	}
+	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = want.Spec.PodCIDR, want.Spec.PodCIDRs
+	if apiequality.Semantic.DeepEqual(existing.Labels, updated.Labels) && apiequality.Semantic.DeepEqual(existing.Spec, updated.Spec) {
+		return nil
+	}
+	_, err = nodes.Update(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// desiredNode is the Node object as minilet registers it; its status is filled by the
+// first heartbeat.
+func (m *Manager) desiredNode() *corev1.Node {
+	n := m.cfg.Node
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.Name,
+			Labels: map[string]string{
+				corev1.LabelHostname:   n.Name,
+				corev1.LabelOSStable:   goruntime.GOOS,
+				corev1.LabelArchStable: goruntime.GOARCH,
+			},
+		},
+		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}},
+	}
+}
+
+// UpdateStatus posts the node's addresses, capacity, nodeInfo and conditions with a fresh
+// heartbeat. A node deleted behind our back is registered again.
+func (m *Manager) UpdateStatus(ctx context.Context) error {
+	runtimeVersion, runtimeErr := m.cfg.Runtime(ctx)
+	nodes := m.cfg.Client.CoreV1().Nodes()
+	name := m.cfg.Node.Name
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			m.cfg.Log.Warn("node object is gone, registering again", "node", name)
+			if err := m.ensureNode(ctx); err != nil {
+				return fmt.Errorf("register node %s again: %w", name, err)
+			}
+			node, err = nodes.Get(ctx, name, metav1.GetOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", name, err)
+		}
+		m.setStatus(&node.Status, runtimeVersion, runtimeErr)
+		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, runtimeErr error) {
+	now := metav1.NewTime(m.cfg.Clock.Now()).Rfc3339Copy()
+	status.Addresses = []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: m.cfg.Node.IP},
+		{Type: corev1.NodeHostName, Address: m.cfg.Node.Name},
+	}
+	if m.cfg.Node.APIPort != 0 {
+		status.DaemonEndpoints.KubeletEndpoint.Port = int32(m.cfg.Node.APIPort)
+	}
+	status.Capacity = m.cfg.Capacity
+	status.Allocatable = m.cfg.Allocatable
+	info := HostNodeInfo(runtimeVersion)
+	if runtimeVersion == "" { // keep the last known version while the runtime is down
+		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
+	}
+	status.NodeInfo = info
+	m.setPressureConditions(status, now)
+	if runtimeErr != nil {
+		setCondition(status, now, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", runtimeErr.Error())
+	} else {
+		setCondition(status, now, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+	}
+}
+
+// pressureConditions are the kubelet's words for each pressure condition, off and on.
+var pressureConditions = []struct {
+	cond                  stats.Condition
+	typ                   corev1.NodeConditionType
+	offReason, offMessage string
+	onReason, onMessage   string
+}{
+	{stats.MemoryPressure, corev1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+	{stats.DiskPressure, corev1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure", "KubeletHasDiskPressure", "kubelet has disk pressure"},
+	{stats.PIDPressure, corev1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available", "KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+}
+
+// setPressureConditions sets MemoryPressure, DiskPressure and PIDPressure from the latest
+// usage sample against --eviction-hard, as the kubelet's eviction manager decides them
+// (minilet does not evict pods).
+func (m *Manager) setPressureConditions(status *corev1.NodeStatus, now metav1.Time) {
+	pressure := m.cfg.Pressure
+	if m.cfg.Stats != nil && pressure != nil {
+		if snap := m.cfg.Stats.Latest(); snap != nil {
+			pressure.Observe(&snap.Summary, now.Time)
+		}
+	}
+	for _, p := range pressureConditions {
+		var under bool
+		var crossed []string
+		if pressure != nil {
+			under, crossed = pressure.Under(p.cond, m.cfg.Clock.Now())
+		}
+		if under {
+			msg := p.onMessage
+			if len(crossed) > 0 {
+				msg += " (" + strings.Join(crossed, "; ") + ")"
+			}
+			setCondition(status, now, p.typ, corev1.ConditionTrue, p.onReason, msg)
+		} else {
+			setCondition(status, now, p.typ, corev1.ConditionFalse, p.offReason, p.offMessage)
+		}
+	}
+}
+
+// setCondition refreshes a condition's heartbeat; its transition time moves only when its
+// status changes.
+func setCondition(status *corev1.NodeStatus, now metav1.Time, typ corev1.NodeConditionType, value corev1.ConditionStatus, reason, message string) {
+	cond := corev1.NodeCondition{Type: typ, Status: value, Reason: reason, Message: message, LastHeartbeatTime: now, LastTransitionTime: now}
+	for i, old := range status.Conditions {
+		if old.Type != typ {
+			continue
+		}
+		if old.Status == value {
+			cond.LastTransitionTime = old.LastTransitionTime
+		}
+		status.Conditions[i] = cond
+		return
+	}
+	status.Conditions = append(status.Conditions, cond)
+}
+
+// RunStatus posts node status every statusPeriod until ctx ends.
+func (m *Manager) RunStatus(ctx context.Context) {
+	tick := time.NewTicker(statusPeriod)
+	defer tick.Stop()
+	for {
+		if err := m.UpdateStatus(ctx); err != nil && ctx.Err() == nil {
+			m.cfg.Log.Error("update node status", "node", m.cfg.Node.Name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// RunLease renews the node's Lease in kube-node-lease until ctx ends, with the kubelet's
+// own controller.
+func (m *Manager) RunLease(ctx context.Context) {
+	name := m.cfg.Node.Name
+	ctl := lease.NewController(m.cfg.Clock, m.cfg.Client, name, leaseDurationSeconds,
+		func() { m.cfg.Log.Warn("node lease renewal keeps failing", "node", name) },
+		leaseRenewInterval, name, corev1.NamespaceNodeLease, m.setLeaseOwner)
+	ctl.Run(ctx)
+}
+
+// setLeaseOwner makes the Node own its Lease, so deleting the node deletes the lease (the
+// kubelet does the same).
+func (m *Manager) setLeaseOwner(l *coordinationv1.Lease) error {
+	if len(l.OwnerReferences) > 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	node, err := m.cfg.Client.CoreV1().Nodes().Get(ctx, m.cfg.Node.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s to own its lease: %w", m.cfg.Node.Name, err)
+	}
+	l.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: corev1.SchemeGroupVersion.String(),
+		Kind:       "Node",
+		Name:       node.Name,
+		UID:        node.UID,
+	}}
+	return nil
+}

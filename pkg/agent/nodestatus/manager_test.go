@@ -1,0 +1,225 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minik8s/minik8s/pkg/stats"
+)
+
+const testNode = "node-1"
+
+// testManager is a manager on client-go's fake clientset and a fake clock, whose runtime
+// answers runtimeErr (nil: containerd 1.6.20).
+type testManager struct {
+	*Manager
+	client     *fake.Clientset
+	clock      *clocktesting.FakeClock
+	runtimeErr error
+}
+
+func newTestManager(t *testing.T, edit func(*Config)) *testManager {
+	tm := &testManager{client: fake.NewClientset(), clock: clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))}
+	cfg := Config{
+		Node:   Node{Name: testNode, IP: "10.200.0.11", PodCIDR: "10.244.1.0/24"},
+		Client: tm.client, Clock: tm.clock, Log: slog.New(slog.DiscardHandler),
+		Runtime: func(context.Context) (string, error) {
+			if tm.runtimeErr != nil {
+				return "", tm.runtimeErr
+			}
+			return "1.6.20", nil
+		},
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	tm.Manager = New(cfg)
+	return tm
+}
+
+// node posts status and returns the Node as the API has it.
+func (tm *testManager) node(t *testing.T) *corev1.Node {
+	t.Helper()
+	if err := tm.UpdateStatus(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	node, err := tm.client.CoreV1().Nodes().Get(t.Context(), testNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+func condition(node *corev1.Node, typ corev1.NodeConditionType) corev1.NodeCondition {
+	for _, c := range node.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+func TestNodeRegistrationAndStatus(t *testing.T) {
+	capacity, err := HostCapacity(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved, err := ParseReserved("system-reserved", map[string]string{"memory": "512Mi", "cpu": "100m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := newTestManager(t, func(c *Config) { c.Capacity, c.Allocatable = capacity, Allocatable(capacity, reserved) })
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	node := tm.node(t)
+	if node.Labels[corev1.LabelHostname] != testNode || node.Labels[corev1.LabelOSStable] != "linux" || node.Labels[corev1.LabelArchStable] == "" {
+		t.Errorf("labels %v", node.Labels)
+	}
+	if node.Spec.PodCIDR != "10.244.1.0/24" || len(node.Spec.PodCIDRs) != 1 {
+		t.Errorf("podCIDR %q %v", node.Spec.PodCIDR, node.Spec.PodCIDRs)
+	}
+	if len(node.Status.Addresses) != 2 || node.Status.Addresses[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.200.0.11"}) {
+		t.Errorf("addresses %v", node.Status.Addresses)
+	}
+	if node.Status.Capacity.Cpu().Value() < 1 || node.Status.Capacity.Memory().Value() < 1<<20 || node.Status.Allocatable.Pods().Value() != 110 {
+		t.Errorf("capacity %v allocatable %v", node.Status.Capacity, node.Status.Allocatable)
+	}
+	wantMemory := capacity.Memory().Value() - 512<<20
+	if got := node.Status.Allocatable.Memory().Value(); got != wantMemory || node.Status.Allocatable.Cpu().MilliValue() != capacity.Cpu().MilliValue()-100 {
+		t.Errorf("allocatable %v with 512Mi and 100m reserved from capacity %v", node.Status.Allocatable, node.Status.Capacity)
+	}
+	info := node.Status.NodeInfo
+	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != KubeletVersion || info.KernelVersion == "" || info.OSImage == "" {
+		t.Errorf("nodeInfo %+v", info)
+	}
+	if port := node.Status.DaemonEndpoints.KubeletEndpoint.Port; port != 0 {
+		t.Errorf("kubelet endpoint port %d without a node API", port)
+	}
+	ready := condition(node, corev1.NodeReady)
+	if ready.Status != corev1.ConditionTrue || ready.Reason != "KubeletReady" {
+		t.Errorf("Ready %+v", ready)
+	}
+	for _, c := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
+		if condition(node, c).Status != corev1.ConditionFalse {
+			t.Errorf("%s is not False", c)
+		}
+	}
+
+	// containerd goes away: NotReady with the reason, a fresh heartbeat and a new transition time.
+	tm.clock.Step(10 * time.Second)
+	tm.runtimeErr = errors.New("container runtime is down: connection refused")
+	node = tm.node(t)
+	notReady := condition(node, corev1.NodeReady)
+	if notReady.Status != corev1.ConditionFalse || notReady.Reason != "KubeletNotReady" || !strings.Contains(notReady.Message, "container runtime is down") {
+		t.Errorf("Ready while containerd is down: %+v", notReady)
+	}
+	if !notReady.LastHeartbeatTime.After(ready.LastHeartbeatTime.Time) || !notReady.LastTransitionTime.After(ready.LastTransitionTime.Time) {
+		t.Errorf("heartbeat %v / transition %v not moved from %v / %v", notReady.LastHeartbeatTime, notReady.LastTransitionTime, ready.LastHeartbeatTime, ready.LastTransitionTime)
+	}
+	if node.Status.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" {
+		t.Errorf("runtime version lost while containerd is down: %q", node.Status.NodeInfo.ContainerRuntimeVersion)
+	}
+	memory := condition(node, corev1.NodeMemoryPressure)
+	tm.clock.Step(10 * time.Second)
+	tm.runtimeErr = nil
+	node = tm.node(t)
+	if condition(node, corev1.NodeReady).Status != corev1.ConditionTrue {
+		t.Error("not Ready again after containerd came back")
+	}
+	if m := condition(node, corev1.NodeMemoryPressure); !m.LastTransitionTime.Equal(&memory.LastTransitionTime) || !m.LastHeartbeatTime.After(memory.LastHeartbeatTime.Time) {
+		t.Errorf("MemoryPressure transition moved or heartbeat did not: %+v", m)
+	}
+
+	// Deleted behind minilet's back: registered again at the next status.
+	if err := tm.client.CoreV1().Nodes().Delete(t.Context(), testNode, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if node := tm.node(t); node.Spec.PodCIDR != "10.244.1.0/24" || condition(node, corev1.NodeReady).Status != corev1.ConditionTrue {
+		t.Errorf("node registered again: podCIDR %q, conditions %v", node.Spec.PodCIDR, node.Status.Conditions)
+	}
+}
+
+func TestNodeAPIPortInDaemonEndpoints(t *testing.T) {
+	tm := newTestManager(t, func(c *Config) { c.Node.APIPort = 10250 })
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if port := tm.node(t).Status.DaemonEndpoints.KubeletEndpoint.Port; port != 10250 {
+		t.Errorf("kubelet endpoint port %d, want 10250", port)
+	}
+}
+
+func TestRegistrationKeepsExistingNodeAndRefusesOtherPodCIDR(t *testing.T) {
+	tm := newTestManager(t, nil)
+	existing := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{"team": "a"}}}
+	if _, err := tm.client.CoreV1().Nodes().Create(t.Context(), existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.ensureNode(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	node, _ := tm.client.CoreV1().Nodes().Get(t.Context(), testNode, metav1.GetOptions{})
+	if node.Labels["team"] != "a" || node.Labels[corev1.LabelHostname] != testNode || node.Spec.PodCIDR != "10.244.1.0/24" {
+		t.Errorf("existing node not brought in line: labels %v podCIDR %q", node.Labels, node.Spec.PodCIDR)
+	}
+
+	other := newTestManager(t, func(c *Config) { c.Node.PodCIDR = "10.244.9.0/24"; c.Client = tm.client })
+	if err := other.ensureNode(t.Context()); err == nil || !strings.Contains(err.Error(), "--pod-cidr") {
+		t.Errorf("another podCIDR accepted: %v", err)
+	}
+}
+
+type fixedStats struct{ snap *stats.Snapshot }
+
+func (f *fixedStats) Latest() *stats.Snapshot { return f.snap }
+
+func memorySample(available, workingSet uint64) *stats.Snapshot {
+	return &stats.Snapshot{Summary: statsapi.Summary{Node: statsapi.NodeStats{
+		Memory: &statsapi.MemoryStats{AvailableBytes: &available, WorkingSetBytes: &workingSet}}}}
+}
+
+// The node's MemoryPressure follows the usage samples against --eviction-hard, with the
+// kubelet's reasons, and stays for the transition period after the pressure ends.
+func TestPressureConditions(t *testing.T) {
+	thresholds, err := stats.ParseThresholds("memory.available<1Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := &fixedStats{snap: memorySample(512<<20, 7<<30)}
+	tm := newTestManager(t, func(c *Config) { c.Stats, c.Pressure = sample, stats.NewPressure(thresholds, 5*time.Minute) })
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	conditions := func() (mem, disk corev1.NodeCondition) {
+		node := tm.node(t)
+		return condition(node, corev1.NodeMemoryPressure), condition(node, corev1.NodeDiskPressure)
+	}
+	mem, disk := conditions()
+	if mem.Status != corev1.ConditionTrue || mem.Reason != "KubeletHasInsufficientMemory" ||
+		!strings.HasPrefix(mem.Message, "kubelet has insufficient memory available (memory.available: 536870912 available < 1073741824)") {
+		t.Errorf("with 512Mi available: %+v", mem)
+	}
+	if disk.Status != corev1.ConditionFalse || disk.Reason != "KubeletHasNoDiskPressure" {
+		t.Errorf("disk pressure without disk figures: %+v", disk)
+	}
+	sample.snap = memorySample(6<<30, 2<<30)
+	tm.clock.Step(time.Minute)
+	if mem, _ := conditions(); mem.Status != corev1.ConditionTrue {
+		t.Errorf("memory pressure gone within the transition period: %+v", mem)
+	}
+	tm.clock.Step(5 * time.Minute)
+	if mem, _ := conditions(); mem.Status != corev1.ConditionFalse || mem.Reason != "KubeletHasSufficientMemory" {
+		t.Errorf("memory pressure after the transition period: %+v", mem)
+	}
+}
