@@ -21,11 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	shutdowntest.HelperMain(func(args []string) error {
-		cmd := newCommand()
-		cmd.SetArgs(args)
-		return cmd.Execute()
-	})
+	shutdowntest.HelperMain(newCommand)
 	os.Exit(m.Run())
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 )
 
@@ -27,15 +28,18 @@ const argsEnv = "MINIK8S_SHUTDOWN_HELPER_ARGS"
 const cleanMark = "no goroutine left"
 
 // HelperMain, called first in TestMain, makes this process the daemon when a test started
-// it as one: execute runs the daemon's command with the arguments until it returns; the
-// process then exits 0, 1 when execute failed, or 2 when goroutines it started are left.
-func HelperMain(execute func(args []string) error) {
+// it as one: the daemon's command (cmd/<daemon>'s newCommand) runs with the arguments until
+// it returns; the process then exits 0, 1 when it failed, or 2 when goroutines it started
+// are left.
+func HelperMain(newCommand func() *cobra.Command) {
 	args := os.Getenv(argsEnv)
 	if args == "" {
 		return
 	}
 	before := goleak.IgnoreCurrent()
-	if err := execute(strings.Split(args, "\x1f")); err != nil {
+	cmd := newCommand()
+	cmd.SetArgs(strings.Split(args, "\x1f"))
+	if err := cmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "daemon:", err)
 		os.Exit(1)
 	}
