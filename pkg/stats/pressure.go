@@ -136,12 +136,19 @@ func NewPressure(thresholds []Threshold, period time.Duration) *Pressure {
 	return &Pressure{thresholds: thresholds, period: period, lastSeen: map[Condition]time.Time{}, crossed: map[Condition][]string{}}
 }
 
-// Observe records the thresholds s crosses at now.
-func (p *Pressure) Observe(s *statsapi.Summary, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.crossed = map[Condition][]string{}
-	for _, t := range p.thresholds {
+// Crossing is a threshold a sample crosses: the signal's available amount is below min.
+type Crossing struct {
+	Threshold
+	Condition Condition
+	Available int64
+	Capacity  int64
+	Min       int64 // the threshold in the signal's unit (bytes, inodes, pids)
+}
+
+// Crossed lists the thresholds s crosses, in the order given.
+func Crossed(s *statsapi.Summary, thresholds []Threshold) []Crossing {
+	var out []Crossing
+	for _, t := range thresholds {
 		available, capacity, ok := observe(s, t.Signal)
 		if !ok {
 			continue
@@ -151,10 +158,20 @@ func (p *Pressure) Observe(s *statsapi.Summary, now time.Time) {
 			min = t.Quantity.Value()
 		}
 		if available < min {
-			cond := signalCondition[t.Signal]
-			p.lastSeen[cond] = now
-			p.crossed[cond] = append(p.crossed[cond], fmt.Sprintf("%s: %d available < %d", t.Signal, available, min))
+			out = append(out, Crossing{Threshold: t, Condition: signalCondition[t.Signal], Available: available, Capacity: capacity, Min: min})
 		}
+	}
+	return out
+}
+
+// Observe records the thresholds s crosses at now.
+func (p *Pressure) Observe(s *statsapi.Summary, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.crossed = map[Condition][]string{}
+	for _, c := range Crossed(s, p.thresholds) {
+		p.lastSeen[c.Condition] = now
+		p.crossed[c.Condition] = append(p.crossed[c.Condition], fmt.Sprintf("%s: %d available < %d", c.Signal, c.Available, c.Min))
 	}
 }
 

@@ -1,0 +1,216 @@
+// Package eviction is the kubelet's eviction manager in minilet: while a threshold of
+// --eviction-hard is crossed it ends one pod per interval, ranked as the kubelet ranks
+// them (usage over requests, then priority, then how far over), after reclaiming what the
+// node itself can for disk signals; and it ends pods that outgrow an ephemeral-storage
+// limit or an emptyDir's sizeLimit. Evicted pods fail with reason Evicted and the
+// kubelet's message, and a Warning Evicted Event.
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/record"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/pkg/stats"
+)
+
+// Reason is the evicted pod's status.reason and its Event's reason, as the kubelet's.
+const Reason = "Evicted"
+
+// The kubelet's eviction message fragments (pkg/kubelet/eviction/helpers.go), trailing
+// spaces included, and the annotations its Event carries.
+const (
+	nodeLowMessageFmt      = "The node was low on resource: %v. "
+	thresholdMetMessageFmt = "Threshold quantity: %v, available: %v. "
+	containerMessageFmt    = "Container %s was using %s, request is %s, has larger consumption of %v. "
+
+	offendingContainersKey      = "offending_containers"
+	offendingContainersUsageKey = "offending_containers_usage"
+	starvedResourceKey          = "starved_resource"
+)
+
+// monitoringInterval is how often the kubelet's eviction manager looks (its
+// housekeeping interval), and so how fast it evicts: one pod per interval.
+const monitoringInterval = 10 * time.Second
+
+// immediateGracePeriod is the grace an evicted pod gets under a hard threshold or past a
+// storage limit, as the kubelet's immediateEvictionGracePeriodSeconds.
+const immediateGracePeriod = time.Second
+
+// Eviction is how a pod ends: the status the pod fails with (phase, reason, message and
+// the DisruptionTarget condition) and how long its containers get to stop.
+type Eviction struct {
+	Message   string
+	Condition *corev1.PodCondition // DisruptionTarget, for pressure evictions
+	Grace     time.Duration
+}
+
+// Config is what the manager watches and how it acts.
+type Config struct {
+	Thresholds []stats.Threshold // --eviction-hard
+	// Stats is the latest sample of the node's and its pods' usage.
+	Stats interface{ Latest() *stats.Snapshot }
+	// Pods are the pods running on the node (not finished, not being deleted).
+	Pods func() []*corev1.Pod
+	// Evict ends a pod: stops its containers within the grace period and fails it with
+	// reason Evicted and the message.
+	Evict func(ctx context.Context, pod *corev1.Pod, e Eviction) error
+	// ReclaimDisk frees what the node can without ending pods (unused images), tried
+	// before evicting for a disk signal; nil: nothing to reclaim.
+	ReclaimDisk func(ctx context.Context) error
+	Recorder    record.EventRecorder
+	Clock       clock.WithTicker
+	Log         *slog.Logger
+}
+
+// Manager is the eviction manager.
+type Manager struct{ cfg Config }
+
+// New makes the eviction manager cfg describes.
+func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
+
+// Run looks at the node every monitoringInterval until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	tick := m.cfg.Clock.NewTicker(monitoringInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+		}
+		if pod := m.synchronize(ctx); pod != nil {
+			m.cfg.Log.Info("evicted a pod", "pod", pod.Namespace+"/"+pod.Name)
+		}
+	}
+}
+
+// synchronize evicts at most one pod, for a storage limit or a crossed threshold, and
+// returns it.
+func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
+	snap := m.cfg.Stats.Latest()
+	if snap == nil {
+		return nil
+	}
+	pods := m.cfg.Pods()
+	podStats := statsByUID(&snap.Summary)
+	for _, pod := range pods {
+		if msg := localStorageExceeded(pod, podStats[pod.UID]); msg != "" && !critical(pod) {
+			if m.evict(ctx, pod, Eviction{Message: msg, Grace: immediateGracePeriod}, nil) {
+				return pod
+			}
+		}
+	}
+	crossed := stats.Crossed(&snap.Summary, m.cfg.Thresholds)
+	if len(crossed) == 0 {
+		return nil
+	}
+	c := mostPressing(crossed)
+	if c.Condition == stats.DiskPressure && m.cfg.ReclaimDisk != nil {
+		// As the kubelet: node-level reclaim first. Its effect shows in the next sample,
+		// so the manager decides again at the next interval.
+		if err := m.cfg.ReclaimDisk(ctx); err != nil {
+			m.cfg.Log.Warn("reclaim disk space before evicting", "err", err)
+		} else {
+			return nil
+		}
+	}
+	resourceName := starvedResource(c.Signal)
+	for _, pod := range rank(pods, podStats, c) {
+		if critical(pod) {
+			continue
+		}
+		msg, annotations := pressureMessage(pod, podStats[pod.UID], c, resourceName)
+		cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonTerminationByKubelet, Message: msg}
+		if m.evict(ctx, pod, Eviction{Message: msg, Condition: cond, Grace: immediateGracePeriod}, annotations) {
+			return pod
+		}
+	}
+	return nil
+}
+
+// evict records the Event and ends the pod; false when it could not.
+func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e Eviction, annotations map[string]string) bool {
+	m.cfg.Recorder.AnnotatedEventf(pod, annotations, corev1.EventTypeWarning, Reason, "%s", e.Message)
+	if err := m.cfg.Evict(ctx, pod, e); err != nil {
+		m.cfg.Log.Error("evict pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		return false
+	}
+	return true
+}
+
+// mostPressing is the crossing the manager reclaims first: memory before disk before
+// pids, as the kubelet orders its thresholds.
+func mostPressing(crossed []stats.Crossing) stats.Crossing {
+	order := map[stats.Condition]int{stats.MemoryPressure: 0, stats.DiskPressure: 1, stats.PIDPressure: 2}
+	best := crossed[0]
+	for _, c := range crossed[1:] {
+		if order[c.Condition] < order[best.Condition] {
+			best = c
+		}
+	}
+	return best
+}
+
+// starvedResource is the resource a signal measures, as the kubelet names it in messages.
+func starvedResource(signal string) corev1.ResourceName {
+	switch signal {
+	case "memory.available":
+		return corev1.ResourceMemory
+	case "nodefs.inodesFree", "imagefs.inodesFree":
+		return "inodes"
+	case "pid.available":
+		return "pids"
+	}
+	return corev1.ResourceEphemeralStorage
+}
+
+// pressureMessage is the kubelet's eviction message for a pod ended under pressure, and
+// its Event's annotations: the threshold and what was left, then each container using
+// more than it requested.
+func pressureMessage(pod *corev1.Pod, ps *statsapi.PodStats, c stats.Crossing, resourceName corev1.ResourceName) (string, map[string]string) {
+	msg := fmt.Sprintf(nodeLowMessageFmt, resourceName) +
+		fmt.Sprintf(thresholdMetMessageFmt, quantity(c.Min), quantity(c.Available))
+	var names, usages []string
+	if ps != nil {
+		for _, cs := range ps.Containers {
+			for _, spec := range pod.Spec.Containers {
+				if spec.Name != cs.Name {
+					continue
+				}
+				var used *uint64
+				switch resourceName {
+				case corev1.ResourceMemory:
+					if cs.Memory != nil {
+						used = cs.Memory.WorkingSetBytes
+					}
+				case corev1.ResourceEphemeralStorage:
+					used = containerDiskUsed(cs)
+				}
+				request := spec.Resources.Requests[resourceName]
+				if used == nil || int64(*used) <= request.Value() {
+					continue
+				}
+				usage := quantity(int64(*used))
+				msg += fmt.Sprintf(containerMessageFmt, spec.Name, usage, request.String(), resourceName)
+				names, usages = append(names, spec.Name), append(usages, usage)
+			}
+		}
+	}
+	return msg, map[string]string{
+		offendingContainersKey:      strings.Join(names, ","),
+		offendingContainersUsageKey: strings.Join(usages, ","),
+		starvedResourceKey:          string(resourceName),
+	}
+}
+
+func quantity(v int64) string { return resource.NewQuantity(v, resource.BinarySI).String() }
