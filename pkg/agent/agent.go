@@ -141,7 +141,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.log.Warn("OOM scores of containers are kept at 0 or above", "err", err)
 	}
 	a.oomFloor = floor
-	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir)
+	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir, a.cfg.NodeCgroup)
 	if err != nil {
 		return err
 	}

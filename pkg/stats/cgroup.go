@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"strings"
@@ -21,6 +22,7 @@ type usage struct {
 	pageFaults      uint64
 	majorPageFaults uint64
 	pids            uint64
+	memoryLimit     uint64 // the cgroup's own limit; unlimited reads as a huge number
 }
 
 // cgroupReader reads cgroups through github.com/containerd/cgroups, only the cpuacct,
@@ -58,6 +60,7 @@ func (r *cgroupReader) read(p string) (usage, error) {
 		}
 		if mem := st.Memory; mem != nil {
 			u.memoryUsage, u.rss, u.pageFaults, u.majorPageFaults = mem.Usage, mem.Anon, mem.Pgfault, mem.Pgmajfault
+			u.memoryLimit = mem.UsageLimit
 			u.workingSet = sub(mem.Usage, mem.InactiveFile)
 		}
 		if st.Pids != nil {
@@ -79,7 +82,7 @@ func (r *cgroupReader) read(p string) (usage, error) {
 	}
 	if mem := st.Memory; mem != nil {
 		if mem.Usage != nil {
-			u.memoryUsage = mem.Usage.Usage
+			u.memoryUsage, u.memoryLimit = mem.Usage.Usage, mem.Usage.Limit
 		}
 		u.rss, u.pageFaults, u.majorPageFaults = mem.TotalRSS, mem.TotalPgFault, mem.TotalPgMajFault
 		u.workingSet = sub(u.memoryUsage, mem.TotalInactiveFile)
@@ -88,6 +91,16 @@ func (r *cgroupReader) read(p string) (usage, error) {
 		u.pids = st.Pids.Current
 	}
 	return u, nil
+}
+
+// CgroupMemoryLimit is the memory limit of the cgroup at path (a lab node's, minilet
+// --node-cgroup); ok is false when it has none.
+func CgroupMemoryLimit(path string) (limit uint64, ok bool, err error) {
+	u, err := newCgroupReader().read(path)
+	if err != nil {
+		return 0, false, err
+	}
+	return u.memoryLimit, u.memoryLimit > 0 && u.memoryLimit < math.MaxInt64/2, nil
 }
 
 // processCgroup is the cgroup of process pid (the memory controller's on v1, where runc

@@ -355,9 +355,14 @@ func (c *Collector) nodeStats(ctx context.Context, now time.Time) statsapi.NodeS
 		mi = procfs.Meminfo{}
 	}
 	if c.cfg.NodeCgroup != "" {
-		// Available memory stays capacity less working set: the capacity is the machine's.
+		// Available memory stays capacity less working set: the capacity is the machine's,
+		// or the node cgroup's limit where that is lower (minilab up --node-memory).
 		if u, err := c.cg.read(c.cfg.NodeCgroup); err == nil {
-			ns.CPU, ns.Memory = c.cpuStats("", u, now), memoryStats(u, t, mi.MemTotalBytes)
+			capacity := mi.MemTotalBytes
+			if capacity != nil && u.memoryLimit > 0 && u.memoryLimit < *capacity {
+				capacity = &u.memoryLimit
+			}
+			ns.CPU, ns.Memory = c.cpuStats("", u, now), memoryStats(u, t, capacity)
 		} else {
 			slog.Warn("stats: reading the node's cgroup (--node-cgroup)", "err", err)
 		}

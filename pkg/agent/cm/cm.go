@@ -211,6 +211,29 @@ func enableControllers(root string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu +memory +pids"), 0o644)
 }
 
+// SetMemoryLimit caps the memory of cgroup dir (made where missing) at bytes: a lab node's
+// whole cgroup (minilab up --node-memory), which its minilet then reports as capacity.
+func SetMemoryLimit(dir string, bytes int64) error {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		if err := enableControllers(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		d := filepath.Join("/sys/fs/cgroup", dir)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(d, "memory.max"), []byte(fmt.Sprint(bytes)), 0o644)
+	}
+	d := filepath.Join("/sys/fs/cgroup/memory", dir)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(d, "memory.limit_in_bytes"), []byte(fmt.Sprint(bytes)), 0o644); err != nil {
+		return fmt.Errorf("set memory.limit_in_bytes of %s: %w", d, err)
+	}
+	return nil
+}
+
 // AddProcess moves process pid into cgroup dir (made where missing) in every hierarchy
 // (minilab puts a lab node's daemons beside its pods, so the node's usage is its own).
 // v1 cpuset is left alone: a new cpuset cgroup takes no process until its cpus and mems

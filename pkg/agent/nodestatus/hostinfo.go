@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 // KubeletVersion is what minilet reports as status.nodeInfo.kubeletVersion.
@@ -20,12 +22,22 @@ const KubeletVersion = "v1.32.0-minik8s"
 // maxPods is the kubelet's default --max-pods.
 const maxPods = 110
 
-// HostCapacity measures what the host offers to pods. allocatable is the same:
-// minilet reserves nothing for system daemons.
-func HostCapacity(rootDir string) (corev1.ResourceList, error) {
+// HostCapacity measures what the host offers to pods: its CPUs, its memory (or the node
+// cgroup's limit where that is lower: a lab node's --node-memory), the filesystem of
+// rootDir and the kubelet's default pod count.
+func HostCapacity(rootDir, nodeCgroup string) (corev1.ResourceList, error) {
 	mem, err := memTotal("/proc/meminfo")
 	if err != nil {
 		return nil, err
+	}
+	if nodeCgroup != "" {
+		limit, ok, err := stats.CgroupMemoryLimit(nodeCgroup)
+		if err != nil {
+			return nil, fmt.Errorf("memory limit of the node cgroup (--node-cgroup): %w", err)
+		}
+		if ok && int64(limit) < mem {
+			mem = int64(limit)
+		}
 	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs(rootDir, &fs); err != nil {

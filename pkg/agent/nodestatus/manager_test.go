@@ -70,7 +70,7 @@ func condition(node *corev1.Node, typ corev1.NodeConditionType) corev1.NodeCondi
 }
 
 func TestNodeRegistrationAndStatus(t *testing.T) {
-	capacity, err := HostCapacity(t.TempDir())
+	capacity, err := HostCapacity(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

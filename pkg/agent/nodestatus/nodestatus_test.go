@@ -1,10 +1,13 @@
 package nodestatus
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -52,5 +55,34 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A node in a cgroup with a memory limit (minilab up --node-memory) offers that much, not
+// the machine's memory.
+func TestCapacityFollowsTheNodeCgroupLimit(t *testing.T) {
+	testenv.RequireRoot(t, "makes a cgroup with a memory limit")
+	cgroup := fmt.Sprintf("/minik8s-capacity-%d", os.Getpid())
+	if err := cm.SetMemoryLimit(cgroup, 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cm.RemoveRoot(cgroup); err != nil {
+			t.Error(err)
+		}
+	})
+	capacity, err := HostCapacity(t.TempDir(), cgroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := capacity.Memory().Value(); got != 256<<20 {
+		t.Errorf("memory capacity %d in a cgroup limited to 256Mi", got)
+	}
+	machine, err := HostCapacity(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if machine.Memory().Value() <= 256<<20 {
+		t.Errorf("the machine's memory %v", machine.Memory())
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -73,6 +74,10 @@ type Options struct {
 	// EvictionHard is minilet's --eviction-hard on every node (DefaultEvictionHard when
 	// empty).
 	EvictionHard string
+	// NodeMemory, when set (a quantity: 768Mi), is the memory limit of each node's cgroup,
+	// which its minilet reports as capacity and measures pressure against, so pressure
+	// on a node never presses the host.
+	NodeMemory string
 }
 
 // UplinkEchoProcess is the uplink host's web server (minilab uplink-echo), on port 80.
@@ -234,6 +239,12 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 		}
 	}
 	for _, n := range l.Nodes {
+		if o.NodeMemory != "" {
+			limit := resource.MustParse(o.NodeMemory) // checked by Validate
+			if err := cm.SetMemoryLimit(CgroupRoot(n), limit.Value()); err != nil {
+				return fmt.Errorf("limit %s's memory to %s: %w", n.Name, o.NodeMemory, err)
+			}
+		}
 		step(o.Progress, "starting minilet on %s (%s, pods %s)", n.Name, n.IP, n.PodCIDR)
 		credentials, err := nodeCredentials(l, n, ca, o.Join, token)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/stats"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // AddFlags registers `minilab up`'s flags, each filling its field of o. The binaries and
@@ -31,6 +32,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default)")
 	fs.StringVar(&o.ProxyMode, "proxy-mode", ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
 	fs.StringVar(&o.EvictionHard, "eviction-hard", DefaultEvictionHard, "minilet's --eviction-hard on every node: the thresholds of its MemoryPressure, DiskPressure and PIDPressure (the default watches no disk: the nodes share the host's)")
+	fs.StringVar(&o.NodeMemory, "node-memory", "", "memory of each node (a quantity: 768Mi): the limit of the node's cgroup, which its minilet reports as capacity and holds --eviction-hard against, so a node under memory pressure leaves the host alone; empty: the host's memory")
 	fs.StringVar(&o.Join, "join", JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
 }
 
@@ -44,6 +46,11 @@ func (o *Options) Validate() error {
 	}
 	if o.PodNetwork != nodenet.ModeHostGW && o.PodNetwork != nodenet.ModeVXLAN {
 		return fmt.Errorf("--pod-network must be %s or %s, not %q", nodenet.ModeHostGW, nodenet.ModeVXLAN, o.PodNetwork)
+	}
+	if o.NodeMemory != "" {
+		if q, err := resource.ParseQuantity(o.NodeMemory); err != nil || q.Value() < 128<<20 {
+			return fmt.Errorf("--node-memory must be a quantity of at least 128Mi (768Mi, 1Gi), not %q", o.NodeMemory)
+		}
 	}
 	if _, err := stats.ParseThresholds(o.EvictionHard); err != nil {
 		return fmt.Errorf("--eviction-hard: %w", err)

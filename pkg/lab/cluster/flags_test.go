@@ -21,6 +21,9 @@ func TestUpFlags(t *testing.T) {
 		{[]string{"--eviction-hard", "memory.available<256Mi"}, ""},
 		{[]string{"--eviction-hard", "memory.available>256Mi"}, "--eviction-hard"},
 		{[]string{"--eviction-hard", "disk.free<1Gi"}, "--eviction-hard"},
+		{[]string{"--node-memory", "768Mi"}, ""},
+		{[]string{"--node-memory", "lots"}, "--node-memory"},
+		{[]string{"--node-memory", "64Mi"}, "--node-memory"},
 	} {
 		var o Options
 		fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
