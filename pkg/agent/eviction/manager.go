@@ -72,7 +72,12 @@ type Config struct {
 }
 
 // Manager is the eviction manager.
-type Manager struct{ cfg Config }
+type Manager struct {
+	cfg Config
+	// lastEviction is when the last pod was evicted: samples taken before then still
+	// count its usage, and would evict a second pod for the same shortage.
+	lastEviction time.Time
+}
 
 // New makes the eviction manager cfg describes.
 func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
@@ -97,7 +102,7 @@ func (m *Manager) Run(ctx context.Context) {
 // returns it.
 func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 	snap := m.cfg.Stats.Latest()
-	if snap == nil {
+	if snap == nil || !m.lastEviction.IsZero() && !sampleTime(&snap.Summary).After(m.lastEviction) {
 		return nil
 	}
 	pods := m.cfg.Pods()
@@ -145,7 +150,19 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e Eviction, annota
 		m.cfg.Log.Error("evict pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return false
 	}
+	m.lastEviction = m.cfg.Clock.Now()
 	return true
+}
+
+// sampleTime is when s was taken.
+func sampleTime(s *statsapi.Summary) time.Time {
+	if m := s.Node.Memory; m != nil {
+		return m.Time.Time
+	}
+	if c := s.Node.CPU; c != nil {
+		return c.Time.Time
+	}
+	return time.Time{}
 }
 
 // mostPressing is the crossing the manager reclaims first: memory before disk before

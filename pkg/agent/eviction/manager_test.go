@@ -161,6 +161,8 @@ func (f *fixedStats) Latest() *stats.Snapshot { return f.snap }
 // testManager evicts by recording; evictErr fails the pods it names.
 type testManager struct {
 	*Manager
+	clock     *clocktesting.FakeClock
+	stats     *fixedStats
 	recorder  *record.FakeRecorder
 	evicted   []string
 	evictions map[string]Eviction
@@ -173,8 +175,9 @@ func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := &testManager{recorder: record.NewFakeRecorder(100), evictions: map[string]Eviction{}, failing: map[string]bool{}}
-	cfg := Config{Thresholds: th, Stats: &fixedStats{snap: &stats.Snapshot{Summary: summary}},
+	tm := &testManager{recorder: record.NewFakeRecorder(100), evictions: map[string]Eviction{}, failing: map[string]bool{},
+		clock: clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)), stats: &fixedStats{snap: &stats.Snapshot{Summary: summary}}}
+	cfg := Config{Thresholds: th, Stats: tm.stats,
 		Pods: func() []*corev1.Pod { return pods },
 		Evict: func(_ context.Context, p *corev1.Pod, e Eviction) error {
 			if tm.failing[p.Name] {
@@ -184,7 +187,7 @@ func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary
 			tm.evictions[p.Name] = e
 			return nil
 		},
-		Recorder: tm.recorder, Clock: clocktesting.NewFakeClock(time.Now()), Log: slog.New(slog.DiscardHandler)}
+		Recorder: tm.recorder, Clock: tm.clock, Log: slog.New(slog.DiscardHandler)}
 	if reclaim {
 		cfg.ReclaimDisk = func(context.Context) error { tm.reclaimed++; return nil }
 	}
@@ -192,9 +195,9 @@ func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary
 	return tm
 }
 
-func nodeMemory(available, workingSet int64) statsapi.NodeStats {
+func nodeMemory(available, workingSet int64, at time.Time) statsapi.NodeStats {
 	a, ws := uint64(available*mi), uint64(workingSet*mi)
-	return statsapi.NodeStats{Memory: &statsapi.MemoryStats{AvailableBytes: &a, WorkingSetBytes: &ws}}
+	return statsapi.NodeStats{Memory: &statsapi.MemoryStats{Time: metav1.NewTime(at), AvailableBytes: &a, WorkingSetBytes: &ws}}
 }
 
 // Under a crossed hard threshold the manager evicts one pod per look, the first in the
@@ -205,7 +208,8 @@ func TestSynchronizeEvictsOnePodAtATime(t *testing.T) {
 	critical := pod("critical", 0, 0, 2000001000)
 	hog, guaranteed := pod("hog", 0, 0, 0), pod("guaranteed", 100, 100, 0)
 	pods := []*corev1.Pod{guaranteed, critical, static, hog}
-	summary := statsapi.Summary{Node: nodeMemory(50, 900), Pods: []statsapi.PodStats{
+	tm0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	summary := statsapi.Summary{Node: nodeMemory(50, 900, tm0), Pods: []statsapi.PodStats{
 		memoryStats(static, 900), memoryStats(critical, 800), memoryStats(hog, 400), memoryStats(guaranteed, 50)}}
 	tm := newTestManager(t, "memory.available<100Mi", pods, summary, false)
 
@@ -213,7 +217,13 @@ func TestSynchronizeEvictsOnePodAtATime(t *testing.T) {
 	if got := tm.synchronize(t.Context()); got == nil || got.Name != "guaranteed" {
 		t.Fatalf("evicted %v, want guaranteed after hog failed", got)
 	}
+	// The same sample again, taken before that eviction: nobody else goes for it.
 	tm.failing["hog"] = false
+	tm.clock.Step(monitoringInterval)
+	if got := tm.synchronize(t.Context()); got != nil {
+		t.Fatalf("evicted %s on a sample older than the last eviction", got.Name)
+	}
+	tm.stats.snap.Summary.Node.Memory.Time = metav1.NewTime(tm.clock.Now())
 	if got := tm.synchronize(t.Context()); got == nil || got.Name != "hog" {
 		t.Fatalf("evicted %v, want hog", got)
 	}
