@@ -15,7 +15,7 @@ func TestRunCallsReadyOnceRegistered(t *testing.T) {
 	h := newHarness(t)
 	a := h.agent
 	a.clock = clock.RealClock{}
-	h.rt.clock = a.clock
+	h.rt.Clock = a.clock
 	ctx, cancel := context.WithCancel(h.ctx)
 	registered := make(chan bool, 2)
 	a.cfg.Ready = func() {

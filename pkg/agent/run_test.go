@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -26,7 +27,7 @@ func TestRunPodLifecycle(t *testing.T) {
 	h := newHarness(t)
 	a := h.newAgentOn(clock.RealClock{}) // the lease controller and informers run on real time
 	h.agent = a
-	h.rt.clock = a.clock
+	h.rt.Clock = a.clock
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -52,8 +53,8 @@ func TestRunPodLifecycle(t *testing.T) {
 			len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].Kind == "Node"
 	})
 
-	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
-	other := testPod("elsewhere", corev1.RestartPolicyAlways, "app")
+	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	other := agenttest.Pod("elsewhere", corev1.RestartPolicyAlways, "app")
 	other.Spec.NodeName = "node-2"
 	h.createPod(other)
 	waitFor(t, "pod Running", func() bool {
@@ -65,10 +66,10 @@ func TestRunPodLifecycle(t *testing.T) {
 	}
 
 	// A crash is noticed by the relist and restarted without waiting for housekeeping.
-	h.rt.exit(string(pod.UID), "app", 1)
+	h.rt.Exit(string(pod.UID), "app", 1)
 	waitFor(t, "restart after a crash", func() bool {
 		got, _ := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		return containerStatusOf(got, "app").RestartCount == 1 && containerStatusOf(got, "app").State.Running != nil
+		return agenttest.ContainerStatus(got, "app").RestartCount == 1 && agenttest.ContainerStatus(got, "app").State.Running != nil
 	})
 
 	rec := httptest.NewRecorder()
@@ -96,7 +97,7 @@ func TestRunPodLifecycle(t *testing.T) {
 	})
 	waitFor(t, "containers removed", func() bool {
 		cs, _ := h.rt.ListContainers(ctx, string(pod.UID))
-		return len(cs) == 0 && h.net.attachedCount() == 0
+		return len(cs) == 0 && h.net.AttachedCount() == 0
 	})
 	waitFor(t, "worker retired", func() bool { return !a.workers.UIDs()[pod.UID] })
 }
@@ -106,10 +107,10 @@ func TestRunPodLifecycle(t *testing.T) {
 // a pod that no longer exists are removed.
 func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	h := newHarness(t)
-	known := h.createPod(testPod("known", corev1.RestartPolicyAlways, "app"))
-	h.sync(newPodState(known, apiTime(h.clock.Now())), known)
-	orphan := h.createPod(testPod("orphan", corev1.RestartPolicyAlways, "app"))
-	h.sync(newPodState(orphan, apiTime(h.clock.Now())), orphan)
+	known := h.createPod(agenttest.Pod("known", corev1.RestartPolicyAlways, "app"))
+	h.sync(known)
+	orphan := h.createPod(agenttest.Pod("orphan", corev1.RestartPolicyAlways, "app"))
+	h.sync(orphan)
 	if err := h.client.CoreV1().Pods(orphan.Namespace).Delete(h.ctx, orphan.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	knownIDs := containerIDs(h.rt, string(known.UID))
-	h.rt.takeCalls()
+	h.rt.TakeCalls()
 
 	h.agent = h.newAgentOn(clock.RealClock{})
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -141,12 +142,12 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	if got := containerIDs(h.rt, string(known.UID)); strings.Join(got, ",") != strings.Join(knownIDs, ",") {
 		t.Errorf("containers of the known pod changed from %v to %v", knownIDs, got)
 	}
-	if h.net.attachedCount() != 1 {
-		t.Errorf("%d sandboxes attached, want the known pod's only", h.net.attachedCount())
+	if h.net.AttachedCount() != 1 {
+		t.Errorf("%d sandboxes attached, want the known pod's only", h.net.AttachedCount())
 	}
 }
 
-func containerIDs(rt *fakeRuntime, podUID string) []string {
+func containerIDs(rt *agenttest.Runtime, podUID string) []string {
 	cs, _ := rt.ListContainers(context.Background(), podUID)
 	var ids []string
 	for _, c := range cs {
