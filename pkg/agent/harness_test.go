@@ -5,13 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
@@ -19,24 +15,17 @@ import (
 
 const testNode = agenttest.NodeName
 
-// harness is an agent on fakes: client-go's fake clientset, an in-memory
-// runtime and network, a fake clock and an event recorder to read.
+// harness is an agent on agenttest's fakes.
 type harness struct {
-	t      *testing.T
-	ctx    context.Context
-	agent  *Agent
-	rt     *agenttest.Runtime
-	net    *agenttest.Network
-	client *fake.Clientset
-	clock  *clocktesting.FakeClock
-	events *record.FakeRecorder
+	t     *testing.T
+	ctx   context.Context
+	agent *Agent
+	*agenttest.Env
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	h := &harness{t: t, ctx: t.Context(), rt: agenttest.NewRuntime(clk), net: agenttest.NewNetwork(), client: fake.NewClientset(), clock: clk,
-		events: record.NewFakeRecorder(10000)}
+	h := &harness{t: t, ctx: t.Context(), Env: agenttest.NewEnv()}
 	h.agent = h.newAgent()
 	return h
 }
@@ -44,7 +33,7 @@ func newHarness(t *testing.T) *harness {
 // newAgent makes an agent on the harness's fakes, as a restarted minilet would be.
 func (h *harness) newAgent() *Agent {
 	h.t.Helper()
-	return h.newAgentOn(h.clock)
+	return h.newAgentOn(h.Clock)
 }
 
 // newAgentOn makes an agent on the harness's fakes and clk.
@@ -59,7 +48,7 @@ func (h *harness) newAgentOn(clk clock.WithTicker) *Agent {
 	} else {
 		h.t.Cleanup(func() { cm.RemoveRoot(cfg.CgroupRoot) })
 	}
-	a, err := New(cfg, Dependencies{Client: h.client, Recorder: h.events, Runtime: h.rt, Network: h.net, Clock: clk})
+	a, err := New(cfg, Dependencies{Client: h.Client, Recorder: h.Events, Runtime: h.Runtime, Network: h.Network, Clock: clk})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -77,13 +66,13 @@ func (h *harness) newAgentOn(clk clock.WithTicker) *Agent {
 // createPod stores pod in the fake API and returns the stored copy.
 func (h *harness) createPod(pod *corev1.Pod) *corev1.Pod {
 	h.t.Helper()
-	return agenttest.CreatePod(h.ctx, h.t, h.client, pod)
+	return agenttest.CreatePod(h.ctx, h.t, h.Client, pod)
 }
 
 // sync runs a pod's first sync the way a worker does, with the pod as the API has it now.
 func (h *harness) sync(pod *corev1.Pod) {
 	h.t.Helper()
-	if _, err := h.agent.sync.SyncPod(h.ctx, h.agent.sync.NewPodState(pod), agenttest.GetPod(h.ctx, h.t, h.client, pod)); err != nil {
+	if _, err := h.agent.sync.SyncPod(h.ctx, h.agent.sync.NewPodState(pod), agenttest.GetPod(h.ctx, h.t, h.Client, pod)); err != nil {
 		h.t.Fatalf("sync %s: %v", pod.Name, err)
 	}
 }

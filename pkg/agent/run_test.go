@@ -27,7 +27,7 @@ func TestRunPodLifecycle(t *testing.T) {
 	h := newHarness(t)
 	a := h.newAgentOn(clock.RealClock{}) // the lease controller and informers run on real time
 	h.agent = a
-	h.rt.Clock = a.clock
+	h.Runtime.Clock = a.clock
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -44,11 +44,11 @@ func TestRunPodLifecycle(t *testing.T) {
 	})
 
 	waitFor(t, "node Ready", func() bool {
-		node, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		node, err := h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
 		return err == nil && nodeCondition(node, corev1.NodeReady).Status == corev1.ConditionTrue
 	})
 	waitFor(t, "node lease", func() bool {
-		lease, err := h.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, testNode, metav1.GetOptions{})
+		lease, err := h.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, testNode, metav1.GetOptions{})
 		return err == nil && *lease.Spec.HolderIdentity == testNode && *lease.Spec.LeaseDurationSeconds == 40 &&
 			len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].Kind == "Node"
 	})
@@ -58,17 +58,17 @@ func TestRunPodLifecycle(t *testing.T) {
 	other.Spec.NodeName = "node-2"
 	h.createPod(other)
 	waitFor(t, "pod Running", func() bool {
-		got, err := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		got, err := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.PodRunning && got.Status.PodIP != ""
 	})
-	if cs, _ := h.rt.ListContainers(ctx, string(other.UID)); len(cs) != 0 {
+	if cs, _ := h.Runtime.ListContainers(ctx, string(other.UID)); len(cs) != 0 {
 		t.Errorf("ran a pod of another node: %+v", cs)
 	}
 
 	// A crash is noticed by the relist and restarted without waiting for housekeeping.
-	h.rt.Exit(string(pod.UID), "app", 1)
+	h.Runtime.Exit(string(pod.UID), "app", 1)
 	waitFor(t, "restart after a crash", func() bool {
-		got, _ := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		got, _ := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return agenttest.ContainerStatus(got, "app").RestartCount == 1 && agenttest.ContainerStatus(got, "app").State.Running != nil
 	})
 
@@ -85,19 +85,19 @@ func TestRunPodLifecycle(t *testing.T) {
 	})
 
 	// A graceful delete as the API server does it: deletionTimestamp set, object kept.
-	deleting, _ := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	deleting, _ := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	deleting.DeletionGracePeriodSeconds = ptr.To[int64](3)
-	if _, err := h.client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "final delete", func() bool {
-		_, err := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		_, err := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	waitFor(t, "containers removed", func() bool {
-		cs, _ := h.rt.ListContainers(ctx, string(pod.UID))
-		return len(cs) == 0 && h.net.AttachedCount() == 0
+		cs, _ := h.Runtime.ListContainers(ctx, string(pod.UID))
+		return len(cs) == 0 && h.Network.AttachedCount() == 0
 	})
 	waitFor(t, "worker retired", func() bool { return !a.workers.UIDs()[pod.UID] })
 }
@@ -111,15 +111,15 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	h.sync(known)
 	orphan := h.createPod(agenttest.Pod("orphan", corev1.RestartPolicyAlways, "app"))
 	h.sync(orphan)
-	if err := h.client.CoreV1().Pods(orphan.Namespace).Delete(h.ctx, orphan.Name, metav1.DeleteOptions{}); err != nil {
+	if err := h.Client.CoreV1().Pods(orphan.Namespace).Delete(h.ctx, orphan.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	strayLogs := filepath.Join(h.agent.cfg.logsDir(), "default_gone_uid-gone")
 	if err := os.MkdirAll(strayLogs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	knownIDs := containerIDs(h.rt, string(known.UID))
-	h.rt.TakeCalls()
+	knownIDs := containerIDs(h.Runtime, string(known.UID))
+	h.Runtime.TakeCalls()
 
 	h.agent = h.newAgentOn(clock.RealClock{})
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -128,7 +128,7 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	waitFor(t, "orphan removed", func() bool {
-		cs, _ := h.rt.ListContainers(ctx, string(orphan.UID))
+		cs, _ := h.Runtime.ListContainers(ctx, string(orphan.UID))
 		_, err := os.Stat(filepath.Join(h.agent.cfg.netnsDir(), string(orphan.UID)))
 		return len(cs) == 0 && os.IsNotExist(err)
 	})
@@ -139,11 +139,11 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	})
 	waitFor(t, "known pod synced", func() bool { return h.agent.workers != nil && h.agent.workers.UIDs()[known.UID] })
 	time.Sleep(200 * time.Millisecond) // let its first sync finish
-	if got := containerIDs(h.rt, string(known.UID)); strings.Join(got, ",") != strings.Join(knownIDs, ",") {
+	if got := containerIDs(h.Runtime, string(known.UID)); strings.Join(got, ",") != strings.Join(knownIDs, ",") {
 		t.Errorf("containers of the known pod changed from %v to %v", knownIDs, got)
 	}
-	if h.net.AttachedCount() != 1 {
-		t.Errorf("%d sandboxes attached, want the known pod's only", h.net.AttachedCount())
+	if h.Network.AttachedCount() != 1 {
+		t.Errorf("%d sandboxes attached, want the known pod's only", h.Network.AttachedCount())
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -348,4 +351,20 @@ func (n *Network) AttachedCount() int {
 	n.Mu.Lock()
 	defer n.Mu.Unlock()
 	return len(n.attached)
+}
+
+// Env is the fakes a test's node runs on: the API (client-go's fake clientset), the
+// runtime and network in memory, a fake clock and an event recorder to read.
+type Env struct {
+	Client  *fake.Clientset
+	Runtime *Runtime
+	Network *Network
+	Clock   *clocktesting.FakeClock
+	Events  *record.FakeRecorder
+}
+
+// NewEnv is a fresh Env whose clock starts at a fixed time.
+func NewEnv() *Env {
+	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	return &Env{Client: fake.NewClientset(), Runtime: NewRuntime(clk), Network: NewNetwork(), Clock: clk, Events: record.NewFakeRecorder(10000)}
 }

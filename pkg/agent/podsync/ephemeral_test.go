@@ -17,9 +17,9 @@ import (
 func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
-	h.rt.TakeCalls()
+	h.Runtime.TakeCalls()
 
 	live := h.apiPod(pod)
 	live.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
@@ -27,14 +27,14 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 			ImagePullPolicy: corev1.PullIfNotPresent, Stdin: true, TTY: true},
 		TargetContainerName: "app",
 	}}
-	if _, err := h.client.CoreV1().Pods(live.Namespace).Update(h.ctx, live, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods(live.Namespace).Update(h.ctx, live, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.sync(st, pod)
-	if got, want := h.rt.TakeCalls(), []string{"create dbg", "start dbg"}; !slices.Equal(got, want) {
+	if got, want := h.Runtime.TakeCalls(), []string{"create dbg", "start dbg"}; !slices.Equal(got, want) {
 		t.Fatalf("runtime calls: %q, want %q", got, want)
 	}
-	if target, app := h.rt.PIDTargets["dbg"], h.rt.Named(string(pod.UID), "app")[0].ID; target != app {
+	if target, app := h.Runtime.PIDTargets["dbg"], h.Runtime.Named(string(pod.UID), "app")[0].ID; target != app {
 		t.Errorf("the debug container joins the PID namespace of %q, want app's %q", target, app)
 	}
 	got := h.apiPod(pod)
@@ -48,10 +48,10 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 		t.Errorf("the pod with a debug container: phase %s, Ready %s", got.Status.Phase, conditionStatus(got, corev1.PodReady))
 	}
 
-	h.rt.Exit(string(pod.UID), "dbg", 1)
+	h.Runtime.Exit(string(pod.UID), "dbg", 1)
 	h.sync(st, pod)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return c == "create dbg" || c == "remove dbg" }) {
+	if calls := h.Runtime.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return c == "create dbg" || c == "remove dbg" }) {
 		t.Errorf("the exited debug container was restarted or removed: %q", calls)
 	}
 	got = h.apiPod(pod)
@@ -60,9 +60,9 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 	}
 
 	// A new sandbox starts the app again, not the debug container.
-	h.rt.Exit(string(pod.UID), "sandbox", 0)
+	h.Runtime.Exit(string(pod.UID), "sandbox", 0)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Contains(calls, "start app") || slices.Contains(calls, "create dbg") || slices.Contains(calls, "remove dbg") {
+	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "start app") || slices.Contains(calls, "create dbg") || slices.Contains(calls, "remove dbg") {
 		t.Errorf("calls after the sandbox died: %q, want app started again and dbg left alone", calls)
 	}
 	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses[0]; cs.State.Terminated == nil {
@@ -80,10 +80,10 @@ func TestEphemeralContainerWaitsForItsTarget(t *testing.T) {
 		TargetContainerName:      "app",
 	}}
 	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.clock.Now()))
-	h.rt.StartErr = os.ErrPermission
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.Runtime.StartErr = os.ErrPermission
 	_, _ = h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)) // app fails to start
-	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(h.rt.Named(string(pod.UID), "dbg")) != 0 ||
+	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(h.Runtime.Named(string(pod.UID), "dbg")) != 0 ||
 		cs[0].State.Waiting.Reason != "CreateContainerConfigError" || cs[0].State.Waiting.Message != "unable to find target container app" {
 		t.Errorf("debug container without its target: %+v", cs)
 	}

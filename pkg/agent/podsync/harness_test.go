@@ -10,9 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
@@ -23,24 +20,17 @@ import (
 
 const testNode = agenttest.NodeName
 
-// harness is a syncer on fakes: client-go's fake clientset, an in-memory
-// runtime and network, a fake clock and an event recorder to read.
+// harness is a syncer on agenttest's fakes.
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	syncer *Syncer
-	rt     *agenttest.Runtime
-	net    *agenttest.Network
-	client *fake.Clientset
-	clock  *clocktesting.FakeClock
-	events *record.FakeRecorder
+	*agenttest.Env
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	h := &harness{t: t, ctx: t.Context(), rt: agenttest.NewRuntime(clk), net: agenttest.NewNetwork(), client: fake.NewClientset(), clock: clk,
-		events: record.NewFakeRecorder(10000)}
+	h := &harness{t: t, ctx: t.Context(), Env: agenttest.NewEnv()}
 	h.syncer = h.newSyncer()
 	return h
 }
@@ -59,9 +49,9 @@ func (h *harness) newSyncer() *Syncer {
 		NodeName: testNode, NodeIP: "10.200.0.11", CgroupRoot: cgroupRoot,
 		RootDir: root, PodsDir: filepath.Join(root, "pods"), LogsDir: filepath.Join(root, "logs"),
 		NetNSDir: filepath.Join(root, "netns"), SeccompDir: filepath.Join(root, "seccomp"), DNS: &dns.Configurer{},
-		Client: h.client, Recorder: h.events, Runtime: h.rt, Network: h.net, Clock: h.clock, Log: slog.Default(),
-		Volumes:  volumes.New(filepath.Join(root, "pods"), h.client, func() corev1.ResourceList { return nil }),
-		Statuses: status.NewWriter(h.client, func(*corev1.Pod) *corev1.Pod { return nil }),
+		Client: h.Client, Recorder: h.Events, Runtime: h.Runtime, Network: h.Network, Clock: h.Clock, Log: slog.Default(),
+		Volumes:  volumes.New(filepath.Join(root, "pods"), h.Client, func() corev1.ResourceList { return nil }),
+		Statuses: status.NewWriter(h.Client, func(*corev1.Pod) *corev1.Pod { return nil }),
 	}
 	s := New(cfg)
 	if err := s.BindNodeNetNS(); err != nil {
@@ -78,13 +68,13 @@ func (h *harness) newSyncer() *Syncer {
 // createPod stores pod in the fake API and returns the stored copy.
 func (h *harness) createPod(pod *corev1.Pod) *corev1.Pod {
 	h.t.Helper()
-	return agenttest.CreatePod(h.ctx, h.t, h.client, pod)
+	return agenttest.CreatePod(h.ctx, h.t, h.Client, pod)
 }
 
 // apiPod reads a pod back from the fake API.
 func (h *harness) apiPod(pod *corev1.Pod) *corev1.Pod {
 	h.t.Helper()
-	return agenttest.GetPod(h.ctx, h.t, h.client, pod)
+	return agenttest.GetPod(h.ctx, h.t, h.Client, pod)
 }
 
 // sync runs one pod sync the way a worker does, with the pod as the API has it now.
@@ -100,7 +90,7 @@ func (h *harness) sync(st *PodState, pod *corev1.Pod) time.Duration {
 // statusUpdates counts pods/status updates sent so far.
 func (h *harness) statusUpdates() int {
 	n := 0
-	for _, a := range h.client.Actions() {
+	for _, a := range h.Client.Actions() {
 		if a.GetVerb() == "update" && a.GetSubresource() == "status" && a.GetResource().Resource == "pods" {
 			n++
 		}
@@ -113,7 +103,7 @@ func (h *harness) takeEvents() []string {
 	var out []string
 	for {
 		select {
-		case e := <-h.events.Events:
+		case e := <-h.Events.Events:
 			out = append(out, e)
 		default:
 			return out

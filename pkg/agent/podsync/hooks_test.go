@@ -20,11 +20,11 @@ func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo bye"}}}}
 	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
-	h.rt.TakeCalls()
+	h.Runtime.TakeCalls()
 
-	if err := h.client.CoreV1().Pods("default").Delete(h.ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](10)}); err != nil {
+	if err := h.Client.CoreV1().Pods("default").Delete(h.ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](10)}); err != nil {
 		t.Fatal(err)
 	}
 	deleting := pod.DeepCopy()
@@ -33,12 +33,12 @@ func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
 	if err := h.syncer.TerminatePod(h.ctx, st, deleting, true); err != nil {
 		t.Fatal(err)
 	}
-	calls := h.rt.TakeCalls()
+	calls := h.Runtime.TakeCalls()
 	hook, stop := slices.Index(calls, "exec app sh -c echo bye"), slices.Index(calls, "stop app")
 	if hook < 0 || stop < 0 || hook > stop {
 		t.Errorf("calls %q: want the preStop exec before the stop", calls)
 	}
-	if g := h.rt.StopGrace["app"]; g != 10*time.Second {
+	if g := h.Runtime.StopGrace["app"]; g != 10*time.Second {
 		t.Errorf("SIGTERM grace %s, want the 10 s left", g)
 	}
 }
@@ -47,15 +47,15 @@ func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
 // FailedPostStartHook event quoting the hook's output, and restarts by its policy.
 func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 	h := newHarness(t)
-	h.rt.ExecFn = func(container string, cmd []string) (int, string) { return 3, "no config" }
+	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) { return 3, "no config" }
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}}}
 	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync with a failing postStart hook reported no error")
 	}
-	calls := h.rt.TakeCalls()
+	calls := h.Runtime.TakeCalls()
 	if i := slices.Index(calls, "exec app setup"); i < 0 || !slices.Contains(calls[i:], "stop app") {
 		t.Errorf("calls %q: want the hook, then the kill", calls)
 	}
@@ -68,8 +68,8 @@ func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 	if !found {
 		t.Error("no FailedPostStartHook event quoting the output")
 	}
-	h.rt.ExecFn = nil
-	h.clock.Step(time.Second)
+	h.Runtime.ExecFn = nil
+	h.Clock.Step(time.Second)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Running == nil || cs.RestartCount != 1 {
 		t.Errorf("after a good hook: %+v", cs)

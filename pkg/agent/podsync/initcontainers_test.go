@@ -35,10 +35,10 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "first", "second"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first"}) {
 		t.Fatalf("first sync: %q", calls)
 	}
 	got := h.apiPod(pod)
@@ -53,22 +53,22 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	}
 
 	h.sync(st, pod) // first still runs: nothing new starts
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Fatalf("sync while the first init container runs: %q", calls)
 	}
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "first", 0)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "first", 0)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"create second", "start second"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create second", "start second"}) {
 		t.Fatalf("after first succeeded: %q", calls)
 	}
 	if cs := initStatusOf(h.apiPod(pod), "first"); cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" || !cs.Ready {
 		t.Errorf("status of the finished init container: %+v", cs)
 	}
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "second", 0)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "second", 0)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
 		t.Fatalf("after both succeeded: %q", calls)
 	}
 	got = h.apiPod(pod)
@@ -78,10 +78,10 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	}
 
 	// Init containers never run again once the app has run, even if it restarts.
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "app", 1)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 1)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
 		t.Errorf("app restart: %q", calls)
 	}
 }
@@ -93,11 +93,11 @@ func TestFailedInitContainer(t *testing.T) {
 		h := newHarness(t)
 		pod := h.createPod(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "setup"))
 		uid := string(pod.UID)
-		st := newPodState(pod, apiTime(h.clock.Now()))
+		st := newPodState(pod, apiTime(h.Clock.Now()))
 		h.sync(st, pod)
 		for i := range 2 {
-			h.clock.Step(time.Second)
-			h.rt.Exit(uid, "setup", 1)
+			h.Clock.Step(time.Second)
+			h.Runtime.Exit(uid, "setup", 1)
 			h.sync(st, pod)
 			if i == 0 {
 				if cs := initStatusOf(h.apiPod(pod), "setup"); cs.RestartCount != 1 || cs.State.Running == nil {
@@ -113,7 +113,7 @@ func TestFailedInitContainer(t *testing.T) {
 		if got.Status.Phase != corev1.PodPending {
 			t.Errorf("phase %s, want Pending", got.Status.Phase)
 		}
-		if len(h.rt.Named(uid, "app")) != 0 {
+		if len(h.Runtime.Named(uid, "app")) != 0 {
 			t.Error("app container started although init failed")
 		}
 	})
@@ -121,16 +121,16 @@ func TestFailedInitContainer(t *testing.T) {
 		h := newHarness(t)
 		pod := h.createPod(withInit(agenttest.Pod("job", corev1.RestartPolicyNever, "app"), "setup"))
 		uid := string(pod.UID)
-		st := newPodState(pod, apiTime(h.clock.Now()))
+		st := newPodState(pod, apiTime(h.Clock.Now()))
 		h.sync(st, pod)
-		h.clock.Step(time.Second)
-		h.rt.Exit(uid, "setup", 2)
+		h.Clock.Step(time.Second)
+		h.Runtime.Exit(uid, "setup", 2)
 		h.sync(st, pod)
 		got := h.apiPod(pod)
 		if got.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase %s, want Failed", got.Status.Phase)
 		}
-		if len(h.rt.Named(uid, "app")) != 0 || len(h.rt.Named(uid, "setup")) != 1 {
+		if len(h.Runtime.Named(uid, "app")) != 0 || len(h.Runtime.Named(uid, "setup")) != 1 {
 			t.Error("a failed init container of a Never pod was retried or the app started")
 		}
 	})
@@ -144,22 +144,22 @@ func TestSidecarInitContainerKeepsRunning(t *testing.T) {
 	pod.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	pod = h.createPod(pod)
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create proxy", "start proxy", "create setup", "start setup"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create proxy", "start proxy", "create setup", "start setup"}) {
 		t.Fatalf("calls: %q", calls)
 	}
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "setup", 0)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "setup", 0)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
 		t.Fatalf("after setup: %q", calls)
 	}
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "proxy", 0)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "proxy", 0)
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"create proxy", "start proxy"}) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create proxy", "start proxy"}) {
 		t.Errorf("sidecar exit: %q, want a restart", calls)
 	}
 	got := h.apiPod(pod)

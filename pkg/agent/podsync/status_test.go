@@ -29,9 +29,9 @@ func TestContainerHashFollowsTheSpec(t *testing.T) {
 func TestContainerEnv(t *testing.T) {
 	h := newHarness(t)
 	ctx := h.ctx
-	h.client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+	h.Client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
 		Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}, metav1.CreateOptions{})
-	h.client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+	h.Client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
 		Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{})
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Labels = map[string]string{"app": "shop"}

@@ -26,21 +26,21 @@ import (
 func TestNewPodRunsSandboxThenContainersInOrder(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 
 	h.sync(st, pod)
 
 	want := []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first", "create second", "start second"}
-	if got := h.rt.TakeCalls(); !slices.Equal(got, want) {
+	if got := h.Runtime.TakeCalls(); !slices.Equal(got, want) {
 		t.Fatalf("runtime calls:\n got %q\nwant %q", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(h.syncer.cfg.NetNSDir, string(pod.UID))); err != nil {
 		t.Errorf("pod netns: %v", err)
 	}
-	if h.net.AttachedCount() != 1 {
-		t.Errorf("%d sandboxes attached to the network, want 1", h.net.AttachedCount())
+	if h.Network.AttachedCount() != 1 {
+		t.Errorf("%d sandboxes attached to the network, want 1", h.Network.AttachedCount())
 	}
-	logPath := h.rt.Named(string(pod.UID), "first")[0].LogPath
+	logPath := h.Runtime.Named(string(pod.UID), "first")[0].LogPath
 	if want := filepath.Join(h.syncer.cfg.RootDir, "logs", "default_web_uid-web", "first", "0.log"); logPath != want {
 		t.Errorf("log path %s, want %s", logPath, want)
 	}
@@ -74,8 +74,8 @@ func TestNewPodRunsSandboxThenContainersInOrder(t *testing.T) {
 func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.clock.Now()))
-	h.net.SetUpErr = os.ErrPermission
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.Network.SetUpErr = os.ErrPermission
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync succeeded without a network")
@@ -83,7 +83,7 @@ func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
 	if !hasEvent(h.takeEvents(), "Warning FailedCreatePodSandBox") {
 		t.Error("no FailedCreatePodSandBox event")
 	}
-	if left, _ := h.rt.ListContainers(h.ctx, ""); len(left) != 0 {
+	if left, _ := h.Runtime.ListContainers(h.ctx, ""); len(left) != 0 {
 		t.Errorf("failed sandbox left containers behind: %+v", left)
 	}
 	got := h.apiPod(pod)
@@ -92,7 +92,7 @@ func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
 		t.Errorf("status after a failed sandbox: %+v", got.Status)
 	}
 
-	h.net.SetUpErr = nil
+	h.Network.SetUpErr = nil
 	h.sync(st, pod)
 	if got := h.apiPod(pod); got.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase %s after the retry, want Running", got.Status.Phase)
@@ -103,30 +103,30 @@ func TestRestartPolicyAlwaysRestartsWithBackOff(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("crash", corev1.RestartPolicyAlways, "app"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
 
 	// The first exit restarts at once, as the kubelet does.
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "app", 1)
-	h.clock.Step(time.Second)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 1)
+	h.Clock.Step(time.Second)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.RestartCount != 1 || cs.State.Running == nil ||
 		cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
 		t.Fatalf("after the first exit: %+v", cs)
 	}
-	current := h.rt.Named(uid, "app")
+	current := h.Runtime.Named(uid, "app")
 	if !newestLogsTo(current, "1.log") {
 		t.Errorf("restarted container logs to %v, want .../1.log", current)
 	}
 
 	// The second exit backs off 10 s.
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "app", 2)
-	h.clock.Step(time.Second)
-	h.rt.TakeCalls()
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 2)
+	h.Clock.Step(time.Second)
+	h.Runtime.TakeCalls()
 	after := h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Fatalf("restarted during back-off: %q", calls)
 	}
 	if after <= 0 || after > backoffInitial {
@@ -146,23 +146,23 @@ func TestRestartPolicyAlwaysRestartsWithBackOff(t *testing.T) {
 	}
 
 	// After the back-off the container starts again.
-	h.clock.Step(backoffInitial)
+	h.Clock.Step(backoffInitial)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.RestartCount != 2 || cs.State.Running == nil {
 		t.Fatalf("after the back-off: %+v", cs)
 	}
 	// Dead containers are collected: the current one and the one before it stay.
-	if n := len(h.rt.Named(uid, "app")); n > 2 {
+	if n := len(h.Runtime.Named(uid, "app")); n > 2 {
 		t.Errorf("%d containers kept for app, want at most 2", n)
 	}
 
 	// The next back-off is twice as long.
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "app", 1)
-	h.clock.Step(backoffInitial + time.Second)
-	h.rt.TakeCalls()
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 1)
+	h.Clock.Step(backoffInitial + time.Second)
+	h.Runtime.TakeCalls()
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Errorf("restarted 11s after the third exit, want a 20s back-off: %q", calls)
 	}
 }
@@ -181,11 +181,11 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 			h := newHarness(t)
 			pod := h.createPod(agenttest.Pod("job", corev1.RestartPolicyNever, "app"))
 			uid := string(pod.UID)
-			st := newPodState(pod, apiTime(h.clock.Now()))
+			st := newPodState(pod, apiTime(h.Clock.Now()))
 			h.sync(st, pod)
-			h.clock.Step(time.Second)
-			h.rt.Exit(uid, "app", tc.exit)
-			h.rt.TakeCalls()
+			h.Clock.Step(time.Second)
+			h.Runtime.Exit(uid, "app", tc.exit)
+			h.Runtime.TakeCalls()
 			h.sync(st, pod)
 
 			got := h.apiPod(pod)
@@ -197,18 +197,18 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 				t.Errorf("container status %+v", cs)
 			}
 			// The finished pod's sandbox and network are released; its container stays for logs.
-			if calls := h.rt.TakeCalls(); !slices.Equal(calls, []string{"stop sandbox", "remove sandbox"}) {
+			if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"stop sandbox", "remove sandbox"}) {
 				t.Errorf("runtime calls after the exit: %q", calls)
 			}
-			if h.net.AttachedCount() != 0 {
+			if h.Network.AttachedCount() != 0 {
 				t.Error("network of the finished pod not torn down")
 			}
-			if len(h.rt.Named(uid, "app")) != 1 {
+			if len(h.Runtime.Named(uid, "app")) != 1 {
 				t.Error("exited container of the finished pod removed")
 			}
 			updates := h.statusUpdates()
 			h.sync(st, pod)
-			if calls := h.rt.TakeCalls(); len(calls) != 0 || h.statusUpdates() != updates {
+			if calls := h.Runtime.TakeCalls(); len(calls) != 0 || h.statusUpdates() != updates {
 				t.Errorf("finished pod touched again: calls %q", calls)
 			}
 		})
@@ -219,17 +219,17 @@ func TestRestartPolicyOnFailure(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("job", corev1.RestartPolicyOnFailure, "app"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
 
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "app", 3)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 3)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.RestartCount != 1 || cs.State.Running == nil {
 		t.Fatalf("failed container not restarted: %+v", cs)
 	}
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "app", 0)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 0)
 	h.sync(st, pod)
 	if got := h.apiPod(pod); got.Status.Phase != corev1.PodSucceeded || conditionStatus(got, corev1.PodReady) != corev1.ConditionFalse {
 		t.Errorf("phase %s after success, want Succeeded", got.Status.Phase)
@@ -239,8 +239,8 @@ func TestRestartPolicyOnFailure(t *testing.T) {
 func TestImagePullFailureBacksOff(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.clock.Now()))
-	h.rt.PullErr = os.ErrNotExist
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.Runtime.PullErr = os.ErrNotExist
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync succeeded without the image")
@@ -253,8 +253,8 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ErrImagePull") {
 		t.Errorf("events after a failed pull: %q, want Warning Failed Error: ErrImagePull", events)
 	}
-	h.rt.TakeCalls()
-	h.clock.Step(time.Second)
+	h.Runtime.TakeCalls()
+	h.Clock.Step(time.Second)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonImagePullBackOff {
 		t.Fatalf("status during pull back-off: %+v", cs)
@@ -262,11 +262,11 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
 		t.Errorf("events during pull back-off: %q, want Warning Failed Error: ImagePullBackOff", events)
 	}
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Errorf("pulled again during the back-off: %q", calls)
 	}
-	h.rt.PullErr = nil
-	h.clock.Step(backoffInitial)
+	h.Runtime.PullErr = nil
+	h.Clock.Step(backoffInitial)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Running == nil {
 		t.Errorf("not running after the back-off: %+v", cs)
@@ -280,8 +280,8 @@ func TestPullPolicies(t *testing.T) {
 	pod.Spec.Containers[1].ImagePullPolicy = corev1.PullAlways
 	pod.Spec.Containers[1].Image = "localhost/minik8s/netexec:v1"
 	pod = h.createPod(pod)
-	h.rt.Images["localhost/minik8s/netexec:v1"] = true
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	h.Runtime.Images["localhost/minik8s/netexec:v1"] = true
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("a missing image with pull policy Never did not fail")
@@ -289,7 +289,7 @@ func TestPullPolicies(t *testing.T) {
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "never"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImageNeverPull {
 		t.Errorf("status of the Never container: %+v", cs)
 	}
-	if calls := h.rt.TakeCalls(); !slices.Contains(calls, "pull localhost/minik8s/netexec:v1") {
+	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "pull localhost/minik8s/netexec:v1") {
 		t.Errorf("a present image with pull policy Always was not pulled: %q", calls)
 	}
 	want := `Normal Pulled Successfully pulled image "localhost/minik8s/netexec:v1" in 0s (0s including waiting). Image size: 4096 bytes.`
@@ -302,7 +302,7 @@ func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
 	logDir := h.syncer.podLogDir(pod.Namespace, pod.Name, uid)
 	if _, err := os.Stat(logDir); err != nil {
@@ -311,28 +311,28 @@ func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 
 	// What the API server does on a graceful delete.
 	deleting := h.apiPod(pod)
-	deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.Clock.Now()}
 	deleting.DeletionGracePeriodSeconds = ptr.To[int64](5)
-	h.rt.TakeCalls()
+	h.Runtime.TakeCalls()
 	if err := h.syncer.TerminatePod(h.ctx, st, deleting, false); err != nil {
 		t.Fatal(err)
 	}
 
-	calls := h.rt.TakeCalls()
+	calls := h.Runtime.TakeCalls()
 	stopSandbox := slices.Index(calls, "stop sandbox")
 	for _, c := range []string{"first", "second"} {
 		i := slices.Index(calls, "stop "+c)
 		if i < 0 || i > stopSandbox || !slices.Contains(calls, "remove "+c) {
 			t.Errorf("container %s not stopped before the sandbox and removed: %q", c, calls)
 		}
-		if g := h.rt.StopGrace[c]; g != 5*time.Second {
+		if g := h.Runtime.StopGrace[c]; g != 5*time.Second {
 			t.Errorf("container %s stopped with grace %s, want the deletion's 5s", c, g)
 		}
 	}
-	if left, _ := h.rt.ListContainers(h.ctx, uid); len(left) != 0 {
+	if left, _ := h.Runtime.ListContainers(h.ctx, uid); len(left) != 0 {
 		t.Errorf("containers left: %+v", left)
 	}
-	if h.net.AttachedCount() != 0 {
+	if h.Network.AttachedCount() != 0 {
 		t.Error("network not torn down")
 	}
 	if _, err := os.Stat(filepath.Join(h.syncer.cfg.NetNSDir, uid)); !os.IsNotExist(err) {
@@ -346,7 +346,7 @@ func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 	}
 
 	var deleted bool
-	for _, a := range h.client.Actions() {
+	for _, a := range h.Client.Actions() {
 		if d, ok := a.(interface{ GetDeleteOptions() metav1.DeleteOptions }); ok && a.GetVerb() == "delete" {
 			opts := d.GetDeleteOptions()
 			deleted = opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds == 0 &&
@@ -356,7 +356,7 @@ func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 	if !deleted {
 		t.Error("no final delete with grace period 0 and a UID precondition")
 	}
-	if _, err := h.client.CoreV1().Pods(pod.Namespace).Get(h.ctx, pod.Name, metav1.GetOptions{}); err == nil {
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Get(h.ctx, pod.Name, metav1.GetOptions{}); err == nil {
 		t.Error("pod object still exists")
 	}
 
@@ -364,7 +364,7 @@ func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 	if err := h.syncer.TerminatePod(h.ctx, st, deleting, true); err != nil {
 		t.Fatal(err)
 	}
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Errorf("second termination touched the runtime: %q", calls)
 	}
 }
@@ -373,18 +373,18 @@ func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
 	uid := string(pod.UID)
-	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
-	h.clock.Step(time.Second)
-	h.rt.Exit(uid, "first", 1)
+	h.sync(newPodState(pod, apiTime(h.Clock.Now())), pod)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "first", 1)
 	h.sync(newPodStateFromAPI(h, pod), pod) // restartCount 1
-	h.rt.TakeCalls()
+	h.Runtime.TakeCalls()
 
 	// A new minilet: state comes only from the API and the runtime.
 	h.syncer = h.newSyncer()
 	st := newPodStateFromAPI(h, pod)
 	updates := h.statusUpdates()
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Fatalf("restarted agent changed running containers: %q", calls)
 	}
 	if h.statusUpdates() != updates {
@@ -397,13 +397,13 @@ func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
 	// A changed spec restarts that container only.
 	changed := h.apiPod(pod)
 	changed.Spec.Containers[1].Image = "localhost/minik8s/netexec:v1"
-	if _, err := h.client.CoreV1().Pods(pod.Namespace).Update(h.ctx, changed, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Update(h.ctx, changed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.clock.Step(time.Second)
+	h.Clock.Step(time.Second)
 	h.sync(st, pod)
 	want := []string{"stop second", "pull localhost/minik8s/netexec:v1", "create second", "start second"}
-	if calls := h.rt.TakeCalls(); !slices.Equal(calls, want) {
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, want) {
 		t.Errorf("after a spec change:\n got %q\nwant %q", calls, want)
 	}
 	got := h.apiPod(pod)
@@ -416,29 +416,29 @@ func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
 }
 
 func newPodStateFromAPI(h *harness, pod *corev1.Pod) *PodState {
-	return newPodState(h.apiPod(pod), apiTime(h.clock.Now()))
+	return newPodState(h.apiPod(pod), apiTime(h.Clock.Now()))
 }
 
 func TestAdoptedPodWithoutAddressGetsNewSandbox(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	uid := string(pod.UID)
-	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
+	h.sync(newPodState(pod, apiTime(h.Clock.Now())), pod)
 
 	// Status was never written (say minilet died first) and the sandbox, made by an older
 	// minilet, does not record the address: the IP is unknown.
-	h.rt.Find(h.rt.Named(uid, "sandbox")[0].ID).PodIP = ""
+	h.Runtime.Find(h.Runtime.Named(uid, "sandbox")[0].ID).PodIP = ""
 	lost := h.apiPod(pod)
 	lost.Status = corev1.PodStatus{Phase: corev1.PodPending}
-	if _, err := h.client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, lost, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, lost, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.syncer = h.newSyncer()
-	h.rt.TakeCalls()
-	h.clock.Step(time.Second)
+	h.Runtime.TakeCalls()
+	h.Clock.Step(time.Second)
 	h.sync(newPodStateFromAPI(h, pod), pod)
 	want := []string{"stop app", "stop sandbox", "remove sandbox", "remove app", "sandbox web", "create app", "start app"}
-	calls := h.rt.TakeCalls()
+	calls := h.Runtime.TakeCalls()
 	slices.Sort(calls)
 	slices.Sort(want)
 	if !slices.Equal(calls, want) {
@@ -448,7 +448,7 @@ func TestAdoptedPodWithoutAddressGetsNewSandbox(t *testing.T) {
 	if got.Status.PodIP == "" || agenttest.ContainerStatus(got, "app").RestartCount != 1 {
 		t.Errorf("status after a new sandbox: %+v", got.Status)
 	}
-	if n := len(h.rt.Named(uid, "sandbox")); n != 1 {
+	if n := len(h.Runtime.Named(uid, "sandbox")); n != 1 {
 		t.Errorf("%d sandboxes, want 1", n)
 	}
 }
@@ -456,12 +456,12 @@ func TestAdoptedPodWithoutAddressGetsNewSandbox(t *testing.T) {
 func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 	h := newHarness(t)
 	original := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(original, apiTime(h.clock.Now()))
+	st := newPodState(original, apiTime(h.Clock.Now()))
 	h.sync(st, original)
 	if n := h.statusUpdates(); n != 1 {
 		t.Fatalf("%d status updates for a new pod, want 1", n)
 	}
-	h.clock.Step(time.Minute)
+	h.Clock.Step(time.Minute)
 	h.sync(st, original)
 	// An informer that has not caught up still shows the old status.
 	if _, err := h.syncer.SyncPod(h.ctx, st, original); err != nil {
@@ -470,7 +470,7 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 	if n := h.statusUpdates(); n != 1 {
 		t.Errorf("%d status updates without a change, want 1", n)
 	}
-	h.rt.Exit(string(original.UID), "app", 1)
+	h.Runtime.Exit(string(original.UID), "app", 1)
 	h.sync(st, original)
 	if n := h.statusUpdates(); n != 2 {
 		t.Errorf("%d status updates after a container exit, want 2", n)
@@ -484,8 +484,8 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.clock.Now()))
-	h.rt.StartErr = os.ErrPermission
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.Runtime.StartErr = os.ErrPermission
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync succeeded although the container did not start")
@@ -498,14 +498,14 @@ func TestStartFailureBacksOffAsACrash(t *testing.T) {
 		t.Error("no Failed event")
 	}
 	// The first restart is at once (no back-off yet), as after a crash; it fails too.
-	h.clock.Step(time.Second)
+	h.Clock.Step(time.Second)
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("the restart succeeded although the container did not start")
 	}
-	h.clock.Step(time.Second)
-	h.rt.TakeCalls()
+	h.Clock.Step(time.Second)
+	h.Runtime.TakeCalls()
 	h.sync(st, pod)
-	if calls := h.rt.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "start ") }) {
+	if calls := h.Runtime.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "start ") }) {
 		t.Errorf("started again during the back-off: %q", calls)
 	}
 	cs = agenttest.ContainerStatus(h.apiPod(pod), "app")
@@ -515,8 +515,8 @@ func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 || last.Message != os.ErrPermission.Error() || !last.StartedAt.Equal(&metav1.Time{Time: time.Unix(0, 0)}) {
 		t.Errorf("last state %+v, want StartError 128 with the error", last)
 	}
-	h.rt.StartErr = nil
-	h.clock.Step(backoffInitial)
+	h.Runtime.StartErr = nil
+	h.Clock.Step(backoffInitial)
 	h.sync(st, pod)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Running == nil || cs.RestartCount != 2 {
 		t.Errorf("not running after the back-off: %+v", cs)
@@ -533,7 +533,7 @@ func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
 	pod := agenttest.Pod("proxy", corev1.RestartPolicyAlways, "app")
 	pod.Spec.HostNetwork = true
 	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
 
 	got := h.apiPod(pod)
@@ -541,64 +541,64 @@ func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
 		t.Errorf("phase %s podIP %q, want Running on the node IP", got.Status.Phase, got.Status.PodIP)
 	}
 	nodeNS := filepath.Join(h.syncer.cfg.RootDir, "nodens", "net")
-	if n := len(h.rt.SandboxConfigs); n != 1 {
+	if n := len(h.Runtime.SandboxConfigs); n != 1 {
 		t.Fatalf("%d sandboxes made, want 1", n)
 	}
-	if cfg := h.rt.SandboxConfigs[0]; cfg.NetNSPath != nodeNS || !cfg.HostNetwork || cfg.HostUTS || cfg.Hostname != testNode {
+	if cfg := h.Runtime.SandboxConfigs[0]; cfg.NetNSPath != nodeNS || !cfg.HostNetwork || cfg.HostUTS || cfg.Hostname != testNode {
 		t.Errorf("sandbox config %+v, want HostNetwork in %s with hostname %s in a UTS namespace of its own", cfg, nodeNS, testNode)
 	}
-	if len(h.net.Calls) != 0 {
-		t.Errorf("CNI called for a hostNetwork pod: %q", h.net.Calls)
+	if len(h.Network.Calls) != 0 {
+		t.Errorf("CNI called for a hostNetwork pod: %q", h.Network.Calls)
 	}
 	if _, err := os.Stat(filepath.Join(h.syncer.cfg.NetNSDir, string(pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("netns made for a hostNetwork pod: %v", err)
 	}
 
 	// A sandbox an older minilet left in the runtime's namespace is replaced.
-	h.rt.Mu.Lock()
-	for _, c := range h.rt.Containers {
+	h.Runtime.Mu.Lock()
+	for _, c := range h.Runtime.Containers {
 		if c.Sandbox {
 			c.NetNSPath, c.HostNetwork = "", false
 		}
 	}
-	h.rt.Mu.Unlock()
+	h.Runtime.Mu.Unlock()
 	h.sync(st, pod)
-	if n := len(h.rt.SandboxConfigs); n != 2 || h.rt.SandboxConfigs[1].NetNSPath != nodeNS {
+	if n := len(h.Runtime.SandboxConfigs); n != 2 || h.Runtime.SandboxConfigs[1].NetNSPath != nodeNS {
 		t.Errorf("sandbox outside the node's namespace not replaced: %d sandboxes made", n)
 	}
 
 	deleting := h.apiPod(pod).DeepCopy()
-	deleting.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.Clock.Now()}
 	if err := h.syncer.TerminatePod(h.ctx, st, deleting, false); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := h.rt.ListContainers(h.ctx, string(pod.UID)); len(left) != 0 || len(h.net.Calls) != 0 {
-		t.Errorf("after deletion: containers %+v, CNI calls %q", left, h.net.Calls)
+	if left, _ := h.Runtime.ListContainers(h.ctx, string(pod.UID)); len(left) != 0 || len(h.Network.Calls) != 0 {
+		t.Errorf("after deletion: containers %+v, CNI calls %q", left, h.Network.Calls)
 	}
 
 	// An orphan: torn down from what the runtime shows, without its pod.
 	orphan := agenttest.Pod("agent", corev1.RestartPolicyAlways, "app")
 	orphan.Spec.HostNetwork = true
 	orphan = h.createPod(orphan)
-	h.sync(newPodState(orphan, apiTime(h.clock.Now())), orphan)
+	h.sync(newPodState(orphan, apiTime(h.Clock.Now())), orphan)
 	if err := h.syncer.killPod(h.ctx, nil, network.PodRef{UID: string(orphan.UID)}, minGracePeriod); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := h.rt.ListContainers(h.ctx, string(orphan.UID)); len(left) != 0 || len(h.net.Calls) != 0 {
-		t.Errorf("after orphan teardown: containers %+v, CNI calls %q", left, h.net.Calls)
+	if left, _ := h.Runtime.ListContainers(h.ctx, string(orphan.UID)); len(left) != 0 || len(h.Network.Calls) != 0 {
+		t.Errorf("after orphan teardown: containers %+v, CNI calls %q", left, h.Network.Calls)
 	}
 	if _, err := os.Stat(nodeNS); err != nil {
 		t.Errorf("the node's namespace went with a pod: %v", err)
 	}
 
 	// On a node that is the host, the pod shares the host's UTS namespace, as the kubelet's do.
-	h.net.NodeIsHost = true
+	h.Network.NodeIsHost = true
 	h.syncer = h.newSyncer()
 	onHost := agenttest.Pod("on-host", corev1.RestartPolicyAlways, "app")
 	onHost.Spec.HostNetwork = true
 	onHost = h.createPod(onHost)
-	h.sync(newPodState(onHost, apiTime(h.clock.Now())), onHost)
-	if cfg := h.rt.SandboxConfigs[len(h.rt.SandboxConfigs)-1]; cfg.NetNSPath != nodeNS || !cfg.HostUTS {
+	h.sync(newPodState(onHost, apiTime(h.Clock.Now())), onHost)
+	if cfg := h.Runtime.SandboxConfigs[len(h.Runtime.SandboxConfigs)-1]; cfg.NetNSPath != nodeNS || !cfg.HostUTS {
 		t.Errorf("sandbox config on the host %+v, want HostUTS in %s", cfg, nodeNS)
 	}
 }
@@ -610,18 +610,18 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	pod := agenttest.Pod("job", corev1.RestartPolicyNever, "app")
 	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
 	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	if after := h.sync(st, pod); after != 30*time.Second {
 		t.Errorf("sync asks to come back after %s, want the 30 s deadline", after)
 	}
-	h.clock.Step(31 * time.Second)
-	h.rt.TakeCalls()
+	h.Clock.Step(31 * time.Second)
+	h.Runtime.TakeCalls()
 	h.sync(st, pod)
 	got := h.apiPod(pod)
 	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "DeadlineExceeded" {
 		t.Errorf("phase %s reason %q, want Failed DeadlineExceeded", got.Status.Phase, got.Status.Reason)
 	}
-	if calls := h.rt.TakeCalls(); !slices.Contains(calls, "stop app") {
+	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") {
 		t.Errorf("calls %q: the container was not stopped", calls)
 	}
 	if !hasEvent(h.takeEvents(), "Normal DeadlineExceeded") {
@@ -644,36 +644,36 @@ func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
 		return pod
 	}
 	pod := fromFile()
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	if _, err := h.syncer.SyncPod(h.ctx, st, pod); err != nil {
 		t.Fatal(err)
 	}
 	if st.podIP == nil {
 		t.Fatal("the static pod got no address")
 	}
-	h.clock.Step(time.Second)
-	h.rt.Exit(string(pod.UID), "app", 1)
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(string(pod.UID), "app", 1)
 	if _, err := h.syncer.SyncPod(h.ctx, st, pod); err != nil { // restarted: restartCount 1
 		t.Fatal(err)
 	}
-	h.rt.TakeCalls()
+	h.Runtime.TakeCalls()
 	h.takeEvents()
 
 	h.syncer = h.newSyncer()
-	h.clock.Step(time.Second)
+	h.Clock.Step(time.Second)
 	again := fromFile()
-	adopted := newPodState(again, apiTime(h.clock.Now()))
+	adopted := newPodState(again, apiTime(h.Clock.Now()))
 	if _, err := h.syncer.SyncPod(h.ctx, adopted, again); err != nil {
 		t.Fatal(err)
 	}
-	if calls := h.rt.TakeCalls(); len(calls) != 0 {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Errorf("restarted agent changed the static pod's containers: %q", calls)
 	}
 	if !adopted.podIP.Equal(st.podIP) {
 		t.Errorf("adopted static pod has address %s, had %s", adopted.podIP, st.podIP)
 	}
 	// Its restart count is the runtime's, as the kubelet reads it from the container.
-	if cs := h.syncer.podStatus(adopted, again, h.rt.Named(string(pod.UID), "app"), true); agenttest.ContainerStatus(&corev1.Pod{Status: cs}, "app").RestartCount != 1 {
+	if cs := h.syncer.podStatus(adopted, again, h.Runtime.Named(string(pod.UID), "app"), true); agenttest.ContainerStatus(&corev1.Pod{Status: cs}, "app").RestartCount != 1 {
 		t.Errorf("adopted static pod reports restartCount %d, want 1", agenttest.ContainerStatus(&corev1.Pod{Status: cs}, "app").RestartCount)
 	}
 	if events := h.takeEvents(); len(events) != 0 {
@@ -688,19 +688,19 @@ func TestNewSandboxKeepsLastState(t *testing.T) {
 	h := newHarness(t)
 	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "exited", "vanished"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.clock.Now()))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
 	h.sync(st, pod)
 	old := map[string]string{}
 	for _, name := range []string{"exited", "vanished"} {
-		old[name] = runtime.StatusID(h.rt.Named(uid, name)[0].ID)
+		old[name] = runtime.StatusID(h.Runtime.Named(uid, name)[0].ID)
 	}
 
 	// The outage: every task dies; only one exit is on record.
-	h.clock.Step(time.Minute)
-	h.rt.Exit(uid, "exited", 137)
-	h.rt.Exit(uid, "sandbox", 137)
-	h.rt.Find(h.rt.Named(uid, "vanished")[0].ID).State = runtime.StateUnknown
-	h.clock.Step(time.Second)
+	h.Clock.Step(time.Minute)
+	h.Runtime.Exit(uid, "exited", 137)
+	h.Runtime.Exit(uid, "sandbox", 137)
+	h.Runtime.Find(h.Runtime.Named(uid, "vanished")[0].ID).State = runtime.StateUnknown
+	h.Clock.Step(time.Second)
 	h.sync(st, pod)
 
 	got := h.apiPod(pod)
@@ -728,7 +728,7 @@ func TestNewSandboxKeepsLastState(t *testing.T) {
 func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
 	h := newHarness(t)
 	requests := 0
-	h.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	h.Client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		if a.GetSubresource() != "token" {
 			return false, nil, nil
 		}
@@ -737,7 +737,7 @@ func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
 				errors.New("node requested token bound to a pod scheduled on a different node"))
 		}
 		req := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenRequest).DeepCopy()
-		req.Status = authnv1.TokenRequestStatus{Token: "the-token", ExpirationTimestamp: metav1.NewTime(h.clock.Now().Add(time.Hour))}
+		req.Status = authnv1.TokenRequestStatus{Token: "the-token", ExpirationTimestamp: metav1.NewTime(h.Clock.Now().Add(time.Hour))}
 		return true, req, nil
 	})
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
@@ -752,7 +752,7 @@ func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
 		}
 	})
 
-	h.sync(newPodState(pod, apiTime(h.clock.Now())), pod)
+	h.sync(newPodState(pod, apiTime(h.Clock.Now())), pod)
 	if events := h.takeEvents(); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "FailedMount") }) {
 		t.Errorf("events %q, want no FailedMount", events)
 	}
