@@ -13,8 +13,8 @@ import (
 
 	"github.com/minik8s/minik8s/internal/shutdowntest"
 	"github.com/minik8s/minik8s/internal/testenv"
-	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
 )
 
@@ -63,7 +63,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	root := filepath.Join(dir, "minilet")
 	cgroupRoot := "/minik8s-shutdown-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() {
-		if err := agent.RemoveNodeNetNS(root); err != nil {
+		if err := podsync.RemoveNodeNetNS(root); err != nil {
 			t.Error(err)
 		}
 		if err := cm.RemoveRoot(cgroupRoot); err != nil {

@@ -25,12 +25,12 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
@@ -54,17 +54,14 @@ const (
 type Agent struct {
 	cfg      Config
 	client   kubernetes.Interface
-	rt       Runtime
-	net      Network
+	rt       podsync.Runtime
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 	log      *slog.Logger
-	backoff  *flowcontrol.Backoff
 	metrics  *metrics
 
+	sync             *podsync.Syncer // runs the pods: their sandboxes, containers and status
 	volumes          *volumes.Manager
-	statuses         *status.Writer
-	oomFloor         int // the lowest oom_score_adj containers may get here
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
 	pauseImageReady  atomic.Bool
@@ -72,15 +69,10 @@ type Agent struct {
 	podLister        corelisters.PodLister
 	apiSynced        atomic.Bool // the pod informer has synced: podLister may be read
 	static           staticPods
-	workers          *podworkers.Workers[*podState]
+	workers          *podworkers.Workers[*podsync.PodState]
 	probes           *prober.Manager
-
-	// The bind mount of the node's network namespace, which hostNetwork pods join, and
-	// whether that namespace is the host's (hostnetwork.go).
-	nodeNetNS  string
-	nodeIsHost bool
-	stats      StatsSource // nil: no usage figures (tests)
-	node       *nodestatus.Manager
+	stats            StatsSource // nil: no usage figures (tests)
+	node             *nodestatus.Manager
 }
 
 // New makes an agent for the node cfg describes, driving deps. Every timing (back-off,
@@ -105,23 +97,26 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		log.Info("pods get the node's resolver configuration from "+resolvConf, "reason", reason)
 	}
 	cfg.ResolvConf = resolvConf
-	backoff := flowcontrol.NewBackOff(backoffInitial, backoffMax)
-	backoff.Clock = clk
 	a := &Agent{
 		cfg:      cfg,
 		client:   deps.Client,
 		recorder: deps.Recorder,
 		rt:       deps.Runtime,
-		net:      deps.Network,
 		stats:    deps.Stats,
 		clock:    clk,
 		log:      log,
-		backoff:  backoff,
 		metrics:  newMetrics(),
 		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
-	a.statuses = status.NewWriter(a.client, a.mirrorOf)
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
+	a.sync = podsync.New(podsync.Config{
+		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, CgroupRoot: cfg.CgroupRoot,
+		InsecureRegistries: cfg.InsecureRegistries, PodMaxPids: cfg.PodMaxPids,
+		RootDir: cfg.RootDir, PodsDir: cfg.PodsDir(), LogsDir: cfg.logsDir(), NetNSDir: cfg.netnsDir(),
+		SeccompDir: cfg.seccompDir(), DNS: cfg.dnsConfigurer(),
+		Client: deps.Client, Recorder: deps.Recorder, Runtime: deps.Runtime, Network: deps.Network,
+		Clock: clk, Log: log, Volumes: a.volumes, Statuses: status.NewWriter(a.client, a.mirrorOf),
+	})
 	return a, nil
 }
 
@@ -133,14 +128,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	if err := a.bindNodeNetNS(); err != nil {
+	if err := a.sync.BindNodeNetNS(); err != nil {
 		return err
 	}
 	floor, err := cm.ProtectSelf()
 	if err != nil {
 		a.log.Warn("OOM scores of containers are kept at 0 or above", "err", err)
 	}
-	a.oomFloor = floor
 	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir, a.cfg.NodeCgroup)
 	if err != nil {
 		return err
@@ -152,6 +146,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
+	a.sync.SetResources(floor, a.capacity, a.allocatable)
 	a.node = a.newNodeStatus()
 
 	// Every goroutine started below ends with ctx, and Run returns only once all have.
@@ -168,17 +163,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.ensurePauseImage(ctx); err != nil {
 		return ignoreCanceled(ctx, err)
 	}
-	a.workers = podworkers.New(a.clock, podHandler{a}, a.metrics.observeSync, func(pod *corev1.Pod) *podState {
-		now := a.clock.Now()
-		st := newPodState(pod, apiTime(now))
-		if pod.Status.StartTime == nil { // a new pod, not one adopted after a restart
-			st.trace = newStartTrace(now)
-		}
-		return st
-	}, a.log)
+	a.workers = podworkers.New(a.clock, a.sync, a.metrics.observeSync, a.sync.NewPodState, a.log)
 	wg.Go(func() { a.workers.Run(ctx) })
-	a.probes = prober.New(prober.Config{Containers: probeTargets{a}, Events: probeTargets{a},
+	a.probes = prober.New(prober.Config{Containers: a.sync, Events: a.sync,
 		Observe: a.metrics.probeObserver, Wake: a.workers.Wake, Clock: a.clock})
+	a.sync.SetProbes(a.probes)
 	wg.Go(func() { a.probes.Run(ctx) })
 	// Static pods start without the API server (how a control plane bootstraps); pods
 	// from the API once the node is registered and the informer has synced.
@@ -316,7 +305,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 			}
 			a.syncMirrorPods(ctx)
 		}
-		a.backoff.GC()
+		a.sync.ForgetExpiredBackoffs()
 		a.workers.ForgetFinished(a.clock.Now().Add(-finishedMemory))
 	}
 }

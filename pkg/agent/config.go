@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/network"
@@ -54,7 +56,7 @@ type Config struct {
 	// CSRs (kept in CertDir, --cert-dir) instead of --tls-cert-file.
 	RotateServerCertificates bool
 	CertDir                  string
-	// Pods' resolv.conf (poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
+	// Pods' resolv.conf (podsync/poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
 	ClusterDNS                []string
 	ClusterDomain, ResolvConf string
 	// --eviction-hard (the kubelet's syntax, e.g. memory.available<100Mi,nodefs.available<10%)
@@ -168,4 +170,31 @@ func (c Config) CNINetConfDir() string {
 func (c Config) LogConfig() runtime.LogConfig {
 	size := resource.MustParse(c.ContainerLogMaxSize) // checked by Validate
 	return runtime.LogConfig{FIFODir: c.fifoDir(), MaxSize: size.Value(), MaxFiles: c.ContainerLogMaxFiles}
+}
+
+func (c Config) validateDNS() error {
+	var errs []error
+	for _, s := range c.ClusterDNS {
+		if net.ParseIP(s) == nil {
+			errs = append(errs, fmt.Errorf("cluster DNS (--cluster-dns) %q is not an IP address", s))
+		}
+	}
+	if c.ClusterDomain != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.ClusterDomain) {
+			errs = append(errs, fmt.Errorf("cluster domain (--cluster-domain) %q: %s", c.ClusterDomain, msg))
+		}
+	}
+	if c.ResolvConf != "" && !filepath.IsAbs(c.ResolvConf) {
+		errs = append(errs, fmt.Errorf("--resolv-conf %q must be an absolute path (or \"\" for none)", c.ResolvConf))
+	}
+	return errors.Join(errs...)
+}
+
+// dnsConfigurer is the node's DNS settings; Validate has checked them.
+func (c Config) dnsConfigurer() *dns.Configurer {
+	d := &dns.Configurer{ClusterDomain: c.ClusterDomain, ResolvConf: c.ResolvConf}
+	for _, s := range c.ClusterDNS {
+		d.ClusterDNS = append(d.ClusterDNS, net.ParseIP(s))
+	}
+	return d
 }

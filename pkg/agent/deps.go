@@ -1,18 +1,13 @@
 package agent
 
 import (
-	"context"
-	"io"
 	"log/slog"
-	"net"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/minik8s/minik8s/pkg/network"
-	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -21,8 +16,8 @@ import (
 type Dependencies struct {
 	Client   kubernetes.Interface // the API server, for all but events
 	Recorder record.EventRecorder // events, through a client with a rate limit of its own
-	Runtime  Runtime              // the container runtime (containerd)
-	Network  Network              // pod network namespaces and CNI
+	Runtime  podsync.Runtime      // the container runtime (containerd)
+	Network  podsync.Network      // pod network namespaces and CNI
 	Stats    StatsSource          // the node's usage; nil: none (no pressure conditions)
 	Clock    clock.WithTicker     // nil: the real clock
 	Log      *slog.Logger         // nil: slog.Default()
@@ -31,44 +26,4 @@ type Dependencies struct {
 // StatsSource is pkg/stats' collector: the latest sample of the node's usage.
 type StatsSource interface {
 	Latest() *stats.Snapshot
-}
-
-// Runtime is the part of pkg/runtime (containerd) the agent drives. It is an
-// interface so the sync logic can be tested against a fake.
-type Runtime interface {
-	// Version is the runtime's version; an error means the runtime is not reachable.
-	Version(ctx context.Context) (string, error)
-	EnsureImage(ctx context.Context, ref string, tar func() (io.ReadCloser, error)) error
-	HasImage(ctx context.Context, ref string) (bool, error)
-	PullImage(ctx context.Context, ref string, opts runtime.PullOptions) (size int64, err error)
-	RunSandbox(ctx context.Context, cfg runtime.SandboxConfig) (runtime.Container, error)
-	// SetSandboxIP records the pod's address on its sandbox, for a restarted minilet.
-	SetSandboxIP(ctx context.Context, id string, ip net.IP) error
-	CreateContainer(ctx context.Context, cfg runtime.ContainerConfig) (runtime.Container, error)
-	StartContainer(ctx context.Context, id string) error
-	StopContainer(ctx context.Context, id string, grace time.Duration) error
-	RemoveContainer(ctx context.Context, id string) error
-	ListImages(ctx context.Context) ([]runtime.Image, error)
-	RemoveImage(ctx context.Context, name string) error
-	ImageFsUsage(ctx context.Context) (used, capacity uint64, err error)
-	// WatchOOM marks OOM-killed containers until ctx ends or the event stream fails.
-	WatchOOM(ctx context.Context) error
-	// Exec runs a process in a running container (exec probes and lifecycle hooks).
-	Exec(ctx context.Context, id string, opts runtime.ExecOptions) (int, error)
-	// ListContainers lists the containers of one pod, or of every pod when podUID is "".
-	ListContainers(ctx context.Context, podUID string) ([]runtime.Container, error)
-}
-
-// Network is the part of pkg/network the agent drives: pod network
-// namespaces and the CNI plugins that wire them.
-type Network interface {
-	NewNetNS(dir, name string) (path string, err error)
-	// BindNodeNetNS bind-mounts the caller's network namespace (the node's) at dir/name
-	// and tells whether it is the host's.
-	BindNodeNetNS(dir, name string) (path string, isHost bool, err error)
-	RemoveNetNS(path string) error
-	SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, opts network.PodOptions) (net.IP, error)
-	// Check is CNI CHECK: is the sandbox's network still as SetUp left it?
-	Check(ctx context.Context, id, netnsPath string, pod network.PodRef) error
-	TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error
 }

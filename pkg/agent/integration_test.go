@@ -23,7 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -81,7 +83,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	nodeNS := testNodeNamespace(t, root)
 	t.Cleanup(func() { unmountDir(t, filepath.Join(root, "netns")) }) // NewNetNS made it a mount point
 	t.Cleanup(func() {
-		if err := RemoveNodeNetNS(root); err != nil {
+		if err := podsync.RemoveNodeNetNS(root); err != nil {
 			t.Error(err)
 		}
 	})
@@ -126,7 +128,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		}
 	})
 
-	pod := testPod("web", corev1.RestartPolicyAlways, "app")
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo hello from $POD_NAME; echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"}
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
@@ -243,7 +245,7 @@ func httpGetInNetNS(nsPath, addr, path string) (string, error) {
 // the test's own namespace (the host's, where containerd runs), and is named after the node.
 func testHostNetworkPod(ctx context.Context, t *testing.T, client *fake.Clientset, rt *runtime.Runtime, nodeNS string) {
 	t.Helper()
-	pod := testPod("host", corev1.RestartPolicyAlways, "app")
+	pod := agenttest.Pod("host", corev1.RestartPolicyAlways, "app")
 	pod.Spec.HostNetwork = true
 	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
 	pod.Spec.Containers[0].Command = []string{"sh", "-c", "hostname > /tmp/index.html; exec httpd -f -p 18080 -h /tmp"}

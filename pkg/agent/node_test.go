@@ -22,7 +22,7 @@ func TestNodeNotReadyUntilPauseImageImported(t *testing.T) {
 	if _, err := h.agent.runtimeStatus(h.ctx); err != nil {
 		t.Errorf("runtime status after the pause image: %v", err)
 	}
-	if calls := h.rt.takeCalls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "import localhost/minik8s/pause") {
+	if calls := h.Runtime.TakeCalls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "import localhost/minik8s/pause") {
 		t.Errorf("runtime calls %q", calls)
 	}
 }

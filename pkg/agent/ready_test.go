@@ -15,11 +15,11 @@ func TestRunCallsReadyOnceRegistered(t *testing.T) {
 	h := newHarness(t)
 	a := h.agent
 	a.clock = clock.RealClock{}
-	h.rt.clock = a.clock
+	h.Runtime.Clock = a.clock
 	ctx, cancel := context.WithCancel(h.ctx)
 	registered := make(chan bool, 2)
 	a.cfg.Ready = func() {
-		_, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		_, err := h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
 		registered <- err == nil
 	}
 	done := make(chan error, 1)

@@ -38,7 +38,7 @@ func (r *relister) relist(ctx context.Context, a *Agent) error {
 
 	running := map[string]bool{}
 	for _, c := range containers {
-		if c.Sandbox && isRunning(c) {
+		if c.Sandbox && c.State == runtime.StateRunning {
 			running[c.PodUID] = true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -26,7 +27,7 @@ func TestRunPodLifecycle(t *testing.T) {
 	h := newHarness(t)
 	a := h.newAgentOn(clock.RealClock{}) // the lease controller and informers run on real time
 	h.agent = a
-	h.rt.clock = a.clock
+	h.Runtime.Clock = a.clock
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -43,32 +44,32 @@ func TestRunPodLifecycle(t *testing.T) {
 	})
 
 	waitFor(t, "node Ready", func() bool {
-		node, err := h.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		node, err := h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
 		return err == nil && nodeCondition(node, corev1.NodeReady).Status == corev1.ConditionTrue
 	})
 	waitFor(t, "node lease", func() bool {
-		lease, err := h.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, testNode, metav1.GetOptions{})
+		lease, err := h.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, testNode, metav1.GetOptions{})
 		return err == nil && *lease.Spec.HolderIdentity == testNode && *lease.Spec.LeaseDurationSeconds == 40 &&
 			len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].Kind == "Node"
 	})
 
-	pod := h.createPod(testPod("web", corev1.RestartPolicyAlways, "app"))
-	other := testPod("elsewhere", corev1.RestartPolicyAlways, "app")
+	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	other := agenttest.Pod("elsewhere", corev1.RestartPolicyAlways, "app")
 	other.Spec.NodeName = "node-2"
 	h.createPod(other)
 	waitFor(t, "pod Running", func() bool {
-		got, err := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		got, err := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.PodRunning && got.Status.PodIP != ""
 	})
-	if cs, _ := h.rt.ListContainers(ctx, string(other.UID)); len(cs) != 0 {
+	if cs, _ := h.Runtime.ListContainers(ctx, string(other.UID)); len(cs) != 0 {
 		t.Errorf("ran a pod of another node: %+v", cs)
 	}
 
 	// A crash is noticed by the relist and restarted without waiting for housekeeping.
-	h.rt.exit(string(pod.UID), "app", 1)
+	h.Runtime.Exit(string(pod.UID), "app", 1)
 	waitFor(t, "restart after a crash", func() bool {
-		got, _ := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		return containerStatusOf(got, "app").RestartCount == 1 && containerStatusOf(got, "app").State.Running != nil
+		got, _ := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		return agenttest.ContainerStatus(got, "app").RestartCount == 1 && agenttest.ContainerStatus(got, "app").State.Running != nil
 	})
 
 	rec := httptest.NewRecorder()
@@ -84,19 +85,19 @@ func TestRunPodLifecycle(t *testing.T) {
 	})
 
 	// A graceful delete as the API server does it: deletionTimestamp set, object kept.
-	deleting, _ := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	deleting, _ := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	deleting.DeletionGracePeriodSeconds = ptr.To[int64](3)
-	if _, err := h.client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "final delete", func() bool {
-		_, err := h.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		_, err := h.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	waitFor(t, "containers removed", func() bool {
-		cs, _ := h.rt.ListContainers(ctx, string(pod.UID))
-		return len(cs) == 0 && h.net.attachedCount() == 0
+		cs, _ := h.Runtime.ListContainers(ctx, string(pod.UID))
+		return len(cs) == 0 && h.Network.AttachedCount() == 0
 	})
 	waitFor(t, "worker retired", func() bool { return !a.workers.UIDs()[pod.UID] })
 }
@@ -106,19 +107,19 @@ func TestRunPodLifecycle(t *testing.T) {
 // a pod that no longer exists are removed.
 func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	h := newHarness(t)
-	known := h.createPod(testPod("known", corev1.RestartPolicyAlways, "app"))
-	h.sync(newPodState(known, apiTime(h.clock.Now())), known)
-	orphan := h.createPod(testPod("orphan", corev1.RestartPolicyAlways, "app"))
-	h.sync(newPodState(orphan, apiTime(h.clock.Now())), orphan)
-	if err := h.client.CoreV1().Pods(orphan.Namespace).Delete(h.ctx, orphan.Name, metav1.DeleteOptions{}); err != nil {
+	known := h.createPod(agenttest.Pod("known", corev1.RestartPolicyAlways, "app"))
+	h.sync(known)
+	orphan := h.createPod(agenttest.Pod("orphan", corev1.RestartPolicyAlways, "app"))
+	h.sync(orphan)
+	if err := h.Client.CoreV1().Pods(orphan.Namespace).Delete(h.ctx, orphan.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	strayLogs := filepath.Join(h.agent.cfg.logsDir(), "default_gone_uid-gone")
 	if err := os.MkdirAll(strayLogs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	knownIDs := containerIDs(h.rt, string(known.UID))
-	h.rt.takeCalls()
+	knownIDs := containerIDs(h.Runtime, string(known.UID))
+	h.Runtime.TakeCalls()
 
 	h.agent = h.newAgentOn(clock.RealClock{})
 	ctx, cancel := context.WithCancel(h.ctx)
@@ -127,7 +128,7 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	waitFor(t, "orphan removed", func() bool {
-		cs, _ := h.rt.ListContainers(ctx, string(orphan.UID))
+		cs, _ := h.Runtime.ListContainers(ctx, string(orphan.UID))
 		_, err := os.Stat(filepath.Join(h.agent.cfg.netnsDir(), string(orphan.UID)))
 		return len(cs) == 0 && os.IsNotExist(err)
 	})
@@ -138,15 +139,15 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	})
 	waitFor(t, "known pod synced", func() bool { return h.agent.workers != nil && h.agent.workers.UIDs()[known.UID] })
 	time.Sleep(200 * time.Millisecond) // let its first sync finish
-	if got := containerIDs(h.rt, string(known.UID)); strings.Join(got, ",") != strings.Join(knownIDs, ",") {
+	if got := containerIDs(h.Runtime, string(known.UID)); strings.Join(got, ",") != strings.Join(knownIDs, ",") {
 		t.Errorf("containers of the known pod changed from %v to %v", knownIDs, got)
 	}
-	if h.net.attachedCount() != 1 {
-		t.Errorf("%d sandboxes attached, want the known pod's only", h.net.attachedCount())
+	if h.Network.AttachedCount() != 1 {
+		t.Errorf("%d sandboxes attached, want the known pod's only", h.Network.AttachedCount())
 	}
 }
 
-func containerIDs(rt *fakeRuntime, podUID string) []string {
+func containerIDs(rt *agenttest.Runtime, podUID string) []string {
 	cs, _ := rt.ListContainers(context.Background(), podUID)
 	var ids []string
 	for _, c := range cs {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 )
 
@@ -52,7 +53,7 @@ func (a *Agent) setStaticPods(pods []*corev1.Pod) {
 	}
 	for _, p := range pods {
 		if _, ok := old[p.UID]; !ok {
-			a.log.Info("static pod", "pod", podKey(p), "uid", p.UID)
+			a.log.Info("static pod", "pod", podsync.PodKey(p), "uid", p.UID)
 		}
 		a.workers.Update(p)
 	}
@@ -139,7 +140,7 @@ func (a *Agent) apiPods() []*corev1.Pod {
 func (a *Agent) createMirror(ctx context.Context, s *corev1.Pod) {
 	node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		a.log.Error("create mirror pod: read the node", "pod", podKey(s), "err", err)
+		a.log.Error("create mirror pod: read the node", "pod", podsync.PodKey(s), "err", err)
 		return
 	}
 	mirror := &corev1.Pod{
@@ -156,11 +157,11 @@ func (a *Agent) createMirror(ctx context.Context, s *corev1.Pod) {
 	_, err = a.client.CoreV1().Pods(s.Namespace).Create(ctx, mirror, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		a.log.Info("created mirror pod", "pod", podKey(s))
+		a.log.Info("created mirror pod", "pod", podsync.PodKey(s))
 	case apierrors.IsAlreadyExists(err): // the informer has not seen it yet
 	default:
-		a.log.Error("create mirror pod", "pod", podKey(s), "err", err)
-		a.nodeEvent(corev1.EventTypeWarning, "FailedMirrorPod", "Mirror pod of static pod %s not created: %v", podKey(s), err)
+		a.log.Error("create mirror pod", "pod", podsync.PodKey(s), "err", err)
+		a.nodeEvent(corev1.EventTypeWarning, "FailedMirrorPod", "Mirror pod of static pod %s not created: %v", podsync.PodKey(s), err)
 	}
 }
 
@@ -169,7 +170,7 @@ func (a *Agent) deleteMirror(ctx context.Context, mirror *corev1.Pod) {
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(mirror.UID)),
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		a.log.Error("delete stale mirror pod", "pod", podKey(mirror), "err", err)
+		a.log.Error("delete stale mirror pod", "pod", podsync.PodKey(mirror), "err", err)
 	}
 }
 

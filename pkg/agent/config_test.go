@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestConfigValidateNodeAPIFlags: the node API takes its certificate from files or from
+// CSRs (--rotate-server-certificates), never both, and always needs the client CA.
+func TestConfigValidateNodeAPIFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" accepted
+	}{
+		{"files", Config{TLSCertFile: "c", TLSPrivateKeyFile: "k", ClientCAFile: "ca"}, ""},
+		{"files without key", Config{TLSCertFile: "c", ClientCAFile: "ca"}, "needs all of --tls-cert-file"},
+		{"rotating", Config{RotateServerCertificates: true, ClientCAFile: "ca"}, ""},
+		{"rotating and files", Config{RotateServerCertificates: true, TLSCertFile: "c", TLSPrivateKeyFile: "k", ClientCAFile: "ca"}, "drop --tls-cert-file"},
+		{"rotating without client CA", Config{RotateServerCertificates: true}, "needs --client-ca-file"},
+	} {
+		err := tc.cfg.Validate()
+		nodeAPIErr := err != nil && (strings.Contains(err.Error(), "--tls-cert-file") || strings.Contains(err.Error(), "--client-ca-file"))
+		switch {
+		case tc.want == "" && nodeAPIErr:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if !(Config{RotateServerCertificates: true}).ServesNodeAPI() || (Config{}).ServesNodeAPI() {
+		t.Error("servesNodeAPI")
+	}
+}
+
+func TestConfigValidateNamesFlags(t *testing.T) {
+	err := Config{NodeIP: "x", PodCIDR: "10.0.0.0", RootDir: "rel", InsecureRegistries: []string{"http://r.lab/x"}}.Validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd", "--insecure-registry", "--cgroup-root"} {
+		if !strings.Contains(err.Error(), flag) {
+			t.Errorf("error does not name %s: %v", flag, err)
+		}
+	}
+}
+
+func TestConfigValidateDNSFlags(t *testing.T) {
+	err := Config{ClusterDNS: []string{"10.96.0.10", "ten"}, ClusterDomain: "Cluster_Local", ResolvConf: "resolv.conf"}.validateDNS()
+	for _, want := range []string{`(--cluster-dns) "ten"`, `(--cluster-domain) "Cluster_Local"`, `--resolv-conf "resolv.conf"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+	if err := (Config{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", ResolvConf: ""}).validateDNS(); err != nil {
+		t.Errorf("good DNS settings refused: %v", err)
+	}
+}

@@ -1,0 +1,197 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// Crash-loop back-off of the kubelet: 10 s, doubling up to 5 min.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+)
+
+// Waiting reasons of a container, as the kubelet reports them.
+const (
+	reasonContainerCreating    = "ContainerCreating"
+	reasonCrashLoopBackOff     = "CrashLoopBackOff"
+	reasonCreateConfigError    = "CreateContainerConfigError"
+	reasonCreateContainerError = "CreateContainerError"
+	reasonRunContainerError    = "RunContainerError"
+)
+
+// syncContainer brings one container of the pod in line with its spec:
+// starts it if it never ran, restarts it after an exit when the restart
+// policy says so (with back-off), and replaces it when its spec changed.
+func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, policy corev1.RestartPolicy, sandbox *runtime.Container, all []runtime.Container) (time.Duration, error) {
+	hash := containerHash(spec)
+	history := containersNamed(all, spec.Name)
+	if len(history) == 0 {
+		return s.startContainer(ctx, st, pod, spec, sandbox, hash, false, "")
+	}
+	cur := history[0]
+	switch cur.State {
+	case runtime.StateRunning:
+		if cur.SpecHash == hash {
+			return 0, nil
+		}
+		s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
+		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, gracePeriod(pod)); err != nil { // nil: the event is above
+			return 0, err
+		}
+		return s.startContainer(ctx, st, pod, spec, sandbox, hash, true, "")
+	case runtime.StateCreated:
+		// Made but never started: what a failed start left behind.
+		if err := s.removeContainers(ctx, []runtime.Container{cur}); err != nil {
+			return 0, err
+		}
+		return s.startContainer(ctx, st, pod, spec, sandbox, hash, false, "")
+	case runtime.StateExited:
+		if !shouldRestart(policy, cur.ExitCode) {
+			delete(st.waiting, spec.Name)
+			return 0, nil
+		}
+		key := crashBackoffKey(pod, spec.Name, hash)
+		if s.backoff.IsInBackOffSince(key, cur.FinishedAt) {
+			delay := s.backoff.Get(key)
+			st.waiting[spec.Name] = corev1.ContainerStateWaiting{
+				Reason:  reasonCrashLoopBackOff,
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, spec.Name, pod.Name, pod.Namespace, pod.UID),
+			}
+			s.ContainerEvent(pod, spec.Name, corev1.EventTypeWarning, eventBackOff, "Back-off restarting failed container %s in pod %s_%s(%s)", spec.Name, pod.Name, pod.Namespace, pod.UID)
+			return max(delay-s.clock.Since(cur.FinishedAt), time.Second), nil
+		}
+		s.backoff.Next(key, cur.FinishedAt)
+		return s.startContainer(ctx, st, pod, spec, sandbox, hash, true, "")
+	default:
+		return 0, fmt.Errorf("container %s (%s) of pod %s is in state %q", spec.Name, cur.ID, PodKey(pod), cur.State)
+	}
+}
+
+// shouldRestart applies a pod's restartPolicy to a container that exited.
+func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+// crashBackoffKey names a container's crash-loop back-off; a new spec starts a fresh one.
+func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
+	return string(pod.UID) + "/" + name + "/" + hash
+}
+
+// startContainer pulls the image if needed, then creates and starts the
+// container in the sandbox. restart counts it as a restart of an earlier one;
+// pidTarget, when set, is the container whose PID namespace it joins.
+func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool, pidTarget string) (time.Duration, error) {
+	st.trace.mark("containerPrep", s.clock.Now())
+	if after, err := s.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
+		return after, err
+	}
+	st.trace.mark("image", s.clock.Now())
+	env, err := s.containerEnv(ctx, pod, spec, st.podIP.String())
+	if err != nil {
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
+	}
+	mounts, err := volumes.ContainerMounts(spec, st.volumes)
+	if err == nil {
+		mounts, err = s.podDNSMounts(pod, st.podIP, mounts)
+	}
+	if err != nil {
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
+	}
+	count := st.restartCounts[spec.Name]
+	if restart {
+		count++
+	}
+	logPath := s.containerLogPath(pod, spec.Name, count)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
+	}
+	terminationLog, mounts, err := s.terminationLog(pod, spec, count, mounts)
+	if err != nil {
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
+	}
+	labels := podLabels(pod)
+	labels["io.kubernetes.container.name"] = spec.Name
+	c, err := s.rt.CreateContainer(ctx, runtime.ContainerConfig{
+		PodUID:         string(pod.UID),
+		Name:           spec.Name,
+		Image:          spec.Image,
+		RestartCount:   count,
+		Command:        expandAll(spec.Command, env),
+		Args:           expandAll(spec.Args, env),
+		Env:            env,
+		WorkingDir:     spec.WorkingDir,
+		SandboxID:      sandbox.ID,
+		LogPath:        logPath,
+		TerminationLog: terminationLog,
+		Labels:         labels,
+		SpecHash:       hash,
+		Mounts:         mounts,
+		Security:       securityOf(pod, spec, s.cfg.SeccompDir),
+		Namespaces:     namespacesOf(pod),
+		PIDTargetID:    pidTarget,
+		Stdin:          spec.Stdin,
+		StdinOnce:      spec.StdinOnce,
+		TTY:            spec.TTY,
+		Linux: runtime.Linux{
+			CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod),
+			Resources:    cm.ContainerResources(spec),
+			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, s.capacity.Memory().Value()), s.oomFloor)),
+		},
+	})
+	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
+	}
+	if err != nil {
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
+	}
+	st.restartCounts[spec.Name] = count
+	st.trace.mark("create", s.clock.Now())
+	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
+	if err := s.rt.StartContainer(ctx, c.ID); err != nil {
+		// The container stays, exited with StartError: its restart backs off as a crash's.
+		return 0, s.containerFailed(st, pod, spec.Name, reasonRunContainerError, err)
+	}
+	delete(st.waiting, spec.Name)
+	st.trace.mark("start", s.clock.Now())
+	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", spec.Name)
+	return 0, s.runPostStart(ctx, st, pod, spec, c.ID)
+}
+
+// containerFailed records why a container could not be made or started, for
+// its status and as an event, and returns the error for the sync.
+func (s *Syncer) containerFailed(st *PodState, pod *corev1.Pod, name, reason string, err error) error {
+	st.waiting[name] = corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
+	s.ContainerEvent(pod, name, corev1.EventTypeWarning, eventFailed, "Error: %v", err)
+	return fmt.Errorf("container %s of pod %s: %s: %w", name, PodKey(pod), reason, err)
+}
+
+// containerLogPath is where a container's output goes: one file per run,
+// like the kubelet's /var/log/pods/<ns>_<pod>_<uid>/<container>/<n>.log.
+func (s *Syncer) containerLogPath(pod *corev1.Pod, name string, restartCount int32) string {
+	return filepath.Join(s.podLogDir(pod.Namespace, pod.Name, string(pod.UID)), name, strconv.Itoa(int(restartCount))+".log")
+}
+
+func (s *Syncer) podLogDir(namespace, name, uid string) string {
+	return filepath.Join(s.cfg.LogsDir, namespace+"_"+name+"_"+uid)
+}

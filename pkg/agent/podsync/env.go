@@ -1,0 +1,237 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
+)
+
+// containerEnv is a container's environment as the kubelet makes it: envFrom sources in
+// order, then env (later names win); values from the downward API, ConfigMaps, Secrets
+// and resources resolved; $(VAR) references to earlier variables expanded. A missing
+// source that is not optional is an error, reported as CreateContainerConfigError with
+// the kubelet's message.
+func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP string) ([]string, error) {
+	vars := map[string]string{}
+	var order []string
+	set := func(name, value string) {
+		if _, ok := vars[name]; !ok {
+			order = append(order, name)
+		}
+		vars[name] = value
+	}
+	for _, kv := range s.masterServiceEnv(ctx) {
+		set(kv[0], kv[1])
+	}
+	for _, from := range c.EnvFrom {
+		// Keys need no check: ConfigMap and Secret keys are valid variable names.
+		data, err := s.envFromSource(ctx, pod.Namespace, from)
+		if err != nil {
+			return nil, err
+		}
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			set(from.Prefix+k, data[k])
+		}
+	}
+	addrs := fieldpath.Addresses{PodIP: podIP, HostIP: s.cfg.NodeIP}
+	for _, e := range c.Env {
+		value := expand(e.Value, vars)
+		if e.ValueFrom != nil {
+			v, ok, err := s.envValueFrom(ctx, pod, c, e.ValueFrom, addrs)
+			if err != nil {
+				return nil, err
+			}
+			if !ok { // an optional key that is missing: no variable
+				continue
+			}
+			value = v
+		}
+		set(e.Name, value)
+	}
+	env := make([]string, 0, len(order))
+	for _, name := range order {
+		env = append(env, name+"="+vars[name])
+	}
+	return env, nil
+}
+
+// masterServiceEnv is the environment every container gets for the API's `kubernetes`
+// Service in default (KUBERNETES_SERVICE_HOST, ..._PORT, KUBERNETES_PORT_443_TCP...), as
+// the kubelet gives it: what client-go's InClusterConfig reads. Without the Service (or
+// the API) the variables are left out.
+func (s *Syncer) masterServiceEnv(ctx context.Context) [][2]string {
+	svc, err := s.client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+		return nil
+	}
+	ip := svc.Spec.ClusterIP
+	p := svc.Spec.Ports[0]
+	port := fmt.Sprint(p.Port)
+	proto := strings.ToLower(string(p.Protocol))
+	if proto == "" {
+		proto = "tcp"
+	}
+	url := fmt.Sprintf("%s://%s", proto, net.JoinHostPort(ip, port))
+	prefix := fmt.Sprintf("KUBERNETES_PORT_%s_%s", port, strings.ToUpper(proto))
+	env := [][2]string{{"KUBERNETES_SERVICE_HOST", ip}, {"KUBERNETES_SERVICE_PORT", port}}
+	if p.Name != "" {
+		env = append(env, [2]string{"KUBERNETES_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_")), port})
+	}
+	return append(env, [2]string{"KUBERNETES_PORT", url}, [2]string{prefix, url},
+		[2]string{prefix + "_PROTO", proto}, [2]string{prefix + "_PORT", port}, [2]string{prefix + "_ADDR", ip})
+}
+
+// envFromSource reads the ConfigMap or Secret of an envFrom entry; a missing optional
+// one is empty.
+func (s *Syncer) envFromSource(ctx context.Context, ns string, from corev1.EnvFromSource) (map[string]string, error) {
+	switch {
+	case from.ConfigMapRef != nil:
+		cm, err := s.client.CoreV1().ConfigMaps(ns).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, notFound(err, "configmap", from.ConfigMapRef.Name)
+		}
+		return cm.Data, nil
+	case from.SecretRef != nil:
+		s, err := s.client.CoreV1().Secrets(ns).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, notFound(err, "secret", from.SecretRef.Name)
+		}
+		data := make(map[string]string, len(s.Data))
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		return data, nil
+	}
+	return nil, nil
+}
+
+// envValueFrom resolves one env valueFrom; ok is false for a missing optional key.
+func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, addrs fieldpath.Addresses) (string, bool, error) {
+	switch {
+	case from.FieldRef != nil:
+		v, err := fieldpath.Value(pod, from.FieldRef.FieldPath, addrs)
+		return v, err == nil, err
+	case from.ResourceFieldRef != nil:
+		v, err := fieldpath.ResourceValue(pod, c.Name, from.ResourceFieldRef, s.allocatable)
+		return v, err == nil, err
+	case from.ConfigMapKeyRef != nil:
+		ref := from.ConfigMapKeyRef
+		cm, err := s.client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, notFound(err, "configmap", ref.Name)
+		}
+		if v, ok := cm.Data[ref.Key]; ok {
+			return v, true, nil
+		}
+		if v, ok := cm.BinaryData[ref.Key]; ok {
+			return string(v), true, nil
+		}
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
+	case from.SecretKeyRef != nil:
+		ref := from.SecretKeyRef
+		s, err := s.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, notFound(err, "secret", ref.Name)
+		}
+		if v, ok := s.Data[ref.Key]; ok {
+			return string(v), true, nil
+		}
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
+	}
+	return "", false, fmt.Errorf("env valueFrom names no source")
+}
+
+// notFound words a failed lookup as the kubelet does: `configmap "x" not found`.
+func notFound(err error, kind, name string) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %q not found", kind, name)
+	}
+	return fmt.Errorf("get %s %q: %w", kind, name, err)
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// expand replaces $(NAME) with the value of an earlier variable, as Kubernetes does in
+// env values, command and args: $$ is a literal $, and a reference to an unknown name
+// stays as written.
+func expand(s string, vars map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vars[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// expandAll expands $(VAR) references in a container's command or args.
+func expandAll(list []string, env []string) []string {
+	if len(list) == 0 {
+		return list
+	}
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = expand(s, vars)
+	}
+	return out
+}

@@ -1,0 +1,47 @@
+package podsync
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Event reasons, as the kubelet spells them (pkg/kubelet/events).
+const (
+	eventPulling           = "Pulling"
+	eventPulled            = "Pulled"
+	eventFailed            = "Failed"
+	eventCreated           = "Created"
+	eventStarted           = "Started"
+	eventKilling           = "Killing"
+	eventBackOff           = "BackOff"
+	eventErrImageNeverPull = "ErrImageNeverPull"
+	eventFailedSandbox     = "FailedCreatePodSandBox"
+	eventSandboxChanged    = "SandboxChanged"
+)
+
+// containerRef points an event at one container of a pod, like the kubelet's.
+func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		Kind:            "Pod",
+		APIVersion:      "v1",
+		Namespace:       pod.Namespace,
+		Name:            pod.Name,
+		UID:             pod.UID,
+		ResourceVersion: pod.ResourceVersion,
+		FieldPath:       fmt.Sprintf("spec.containers{%s}", name),
+	}
+}
+
+// ContainerEvent records an event about a container of a pod (the prober's events too).
+func (s *Syncer) ContainerEvent(pod *corev1.Pod, container, eventType, reason, format string, args ...any) {
+	s.recorder.Eventf(containerRef(pod, container), eventType, reason, format, args...)
+}
+
+// podEvent records an event about a pod.
+func (s *Syncer) podEvent(pod *corev1.Pod, eventType, reason, format string, args ...any) {
+	s.recorder.Eventf(pod, eventType, reason, format, args...)
+}
+
+// PodKey names a pod in messages and logs: namespace/name.
+func PodKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }

@@ -1,0 +1,77 @@
+package podsync
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+)
+
+// TestPreStopRunsBeforeTheStopSignal: deleting a pod runs the preStop command in the
+// container first; SIGTERM gets what is left of the grace period.
+func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo bye"}}}}
+	pod = h.createPod(pod)
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.sync(st, pod)
+	h.Runtime.TakeCalls()
+
+	if err := h.Client.CoreV1().Pods("default").Delete(h.ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](10)}); err != nil {
+		t.Fatal(err)
+	}
+	deleting := pod.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](10)
+	if err := h.syncer.TerminatePod(h.ctx, st, deleting, true); err != nil {
+		t.Fatal(err)
+	}
+	calls := h.Runtime.TakeCalls()
+	hook, stop := slices.Index(calls, "exec app sh -c echo bye"), slices.Index(calls, "stop app")
+	if hook < 0 || stop < 0 || hook > stop {
+		t.Errorf("calls %q: want the preStop exec before the stop", calls)
+	}
+	if g := h.Runtime.StopGrace["app"]; g != 10*time.Second {
+		t.Errorf("SIGTERM grace %s, want the 10 s left", g)
+	}
+}
+
+// TestFailedPostStartHookKillsTheContainer: the container is killed with a
+// FailedPostStartHook event quoting the hook's output, and restarts by its policy.
+func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
+	h := newHarness(t)
+	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) { return 3, "no config" }
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}}}
+	pod = h.createPod(pod)
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync with a failing postStart hook reported no error")
+	}
+	calls := h.Runtime.TakeCalls()
+	if i := slices.Index(calls, "exec app setup"); i < 0 || !slices.Contains(calls[i:], "stop app") {
+		t.Errorf("calls %q: want the hook, then the kill", calls)
+	}
+	var found bool
+	for _, e := range h.takeEvents() {
+		if strings.HasPrefix(e, "Warning FailedPostStartHook") && strings.Contains(e, "no config") && strings.Contains(e, "exited with 3") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no FailedPostStartHook event quoting the output")
+	}
+	h.Runtime.ExecFn = nil
+	h.Clock.Step(time.Second)
+	h.sync(st, pod)
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Running == nil || cs.RestartCount != 1 {
+		t.Errorf("after a good hook: %+v", cs)
+	}
+}

@@ -1,0 +1,172 @@
+package podsync
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+)
+
+func withInit(pod *corev1.Pod, names ...string) *corev1.Pod {
+	for _, n := range names {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+			Name: n, Image: "localhost/minik8s/busybox:v1", Command: []string{"true"}, ImagePullPolicy: corev1.PullIfNotPresent,
+		})
+	}
+	return pod
+}
+
+func initStatusOf(pod *corev1.Pod, name string) corev1.ContainerStatus {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name == name {
+			return cs
+		}
+	}
+	return corev1.ContainerStatus{}
+}
+
+// TestInitContainersRunInOrderBeforeTheApp: each init container runs alone to success,
+// the statuses read as kubectl's Init:N/M expects, then the app starts.
+func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "first", "second"))
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first"}) {
+		t.Fatalf("first sync: %q", calls)
+	}
+	got := h.apiPod(pod)
+	if got.Status.Phase != corev1.PodPending || conditionStatus(got, corev1.PodInitialized) != corev1.ConditionFalse {
+		t.Errorf("while init runs: phase %s, Initialized %s", got.Status.Phase, conditionStatus(got, corev1.PodInitialized))
+	}
+	if w := initStatusOf(got, "second").State.Waiting; w == nil || w.Reason != reasonPodInitializing {
+		t.Errorf("second init container waits with %+v, want PodInitializing", w)
+	}
+	if w := agenttest.ContainerStatus(got, "app").State.Waiting; w == nil || w.Reason != reasonPodInitializing {
+		t.Errorf("app container waits with %+v, want PodInitializing", w)
+	}
+
+	h.sync(st, pod) // first still runs: nothing new starts
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
+		t.Fatalf("sync while the first init container runs: %q", calls)
+	}
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "first", 0)
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create second", "start second"}) {
+		t.Fatalf("after first succeeded: %q", calls)
+	}
+	if cs := initStatusOf(h.apiPod(pod), "first"); cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" || !cs.Ready {
+		t.Errorf("status of the finished init container: %+v", cs)
+	}
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "second", 0)
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
+		t.Fatalf("after both succeeded: %q", calls)
+	}
+	got = h.apiPod(pod)
+	if got.Status.Phase != corev1.PodRunning || conditionStatus(got, corev1.PodInitialized) != corev1.ConditionTrue ||
+		conditionStatus(got, corev1.PodReady) != corev1.ConditionTrue {
+		t.Errorf("after init: phase %s conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+
+	// Init containers never run again once the app has run, even if it restarts.
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 1)
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
+		t.Errorf("app restart: %q", calls)
+	}
+}
+
+// TestFailedInitContainer: it is retried with back-off (Init:CrashLoopBackOff) unless
+// the pod's restartPolicy is Never, which fails the pod.
+func TestFailedInitContainer(t *testing.T) {
+	t.Run("retried", func(t *testing.T) {
+		h := newHarness(t)
+		pod := h.createPod(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "setup"))
+		uid := string(pod.UID)
+		st := newPodState(pod, apiTime(h.Clock.Now()))
+		h.sync(st, pod)
+		for i := range 2 {
+			h.Clock.Step(time.Second)
+			h.Runtime.Exit(uid, "setup", 1)
+			h.sync(st, pod)
+			if i == 0 {
+				if cs := initStatusOf(h.apiPod(pod), "setup"); cs.RestartCount != 1 || cs.State.Running == nil {
+					t.Fatalf("first failure not retried at once: %+v", cs)
+				}
+			}
+		}
+		got := h.apiPod(pod)
+		cs := initStatusOf(got, "setup")
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff || cs.LastTerminationState.Terminated == nil {
+			t.Errorf("second failure: %+v, want CrashLoopBackOff", cs)
+		}
+		if got.Status.Phase != corev1.PodPending {
+			t.Errorf("phase %s, want Pending", got.Status.Phase)
+		}
+		if len(h.Runtime.Named(uid, "app")) != 0 {
+			t.Error("app container started although init failed")
+		}
+	})
+	t.Run("never", func(t *testing.T) {
+		h := newHarness(t)
+		pod := h.createPod(withInit(agenttest.Pod("job", corev1.RestartPolicyNever, "app"), "setup"))
+		uid := string(pod.UID)
+		st := newPodState(pod, apiTime(h.Clock.Now()))
+		h.sync(st, pod)
+		h.Clock.Step(time.Second)
+		h.Runtime.Exit(uid, "setup", 2)
+		h.sync(st, pod)
+		got := h.apiPod(pod)
+		if got.Status.Phase != corev1.PodFailed {
+			t.Errorf("phase %s, want Failed", got.Status.Phase)
+		}
+		if len(h.Runtime.Named(uid, "app")) != 0 || len(h.Runtime.Named(uid, "setup")) != 1 {
+			t.Error("a failed init container of a Never pod was retried or the app started")
+		}
+	})
+}
+
+// TestSidecarInitContainerKeepsRunning: an init container with restartPolicy Always
+// starts before the next one and stays up beside the app, restarted when it exits.
+func TestSidecarInitContainerKeepsRunning(t *testing.T) {
+	h := newHarness(t)
+	pod := withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "proxy", "setup")
+	pod.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	pod = h.createPod(pod)
+	uid := string(pod.UID)
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.sync(st, pod)
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create proxy", "start proxy", "create setup", "start setup"}) {
+		t.Fatalf("calls: %q", calls)
+	}
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "setup", 0)
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
+		t.Fatalf("after setup: %q", calls)
+	}
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "proxy", 0)
+	h.sync(st, pod)
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create proxy", "start proxy"}) {
+		t.Errorf("sidecar exit: %q, want a restart", calls)
+	}
+	got := h.apiPod(pod)
+	if cs := initStatusOf(got, "proxy"); cs.State.Running == nil || cs.RestartCount != 1 || !cs.Ready {
+		t.Errorf("sidecar status %+v", cs)
+	}
+	if got.Status.Phase != corev1.PodRunning || conditionStatus(got, corev1.PodInitialized) != corev1.ConditionTrue {
+		t.Errorf("phase %s, Initialized %s", got.Status.Phase, conditionStatus(got, corev1.PodInitialized))
+	}
+}

@@ -1,0 +1,85 @@
+package podsync
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+)
+
+// TestFailedCNIDelIsRetried: a pod whose CNI DEL fails keeps its sandbox and its API object
+// until a later DEL succeeds.
+func TestFailedCNIDelIsRetried(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.sync(st, pod)
+	deleting := h.apiPod(pod)
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.Clock.Now()}
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](0)
+
+	h.Network.TearDownErr = errors.New("plugin bridge failed")
+	for range 2 {
+		if err := h.syncer.TerminatePod(h.ctx, st, deleting, false); err == nil {
+			t.Fatal("termination succeeded although CNI DEL failed")
+		}
+	}
+	if h.Network.AttachedCount() != 1 {
+		t.Fatal("network counted as torn down after a failed DEL")
+	}
+	if left, _ := h.Runtime.ListContainers(h.ctx, string(pod.UID)); len(sandboxesOf(left)) != 1 {
+		t.Errorf("sandbox not kept for the retry: %+v", left)
+	}
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Get(h.ctx, pod.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("pod object deleted before its network was torn down: %v", err)
+	}
+
+	h.Network.TearDownErr = nil
+	if err := h.syncer.TerminatePod(h.ctx, st, deleting, false); err != nil {
+		t.Fatal(err)
+	}
+	if h.Network.AttachedCount() != 0 {
+		t.Error("network still attached after the successful DEL")
+	}
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Get(h.ctx, pod.Name, metav1.GetOptions{}); err == nil {
+		t.Error("pod object left after the successful DEL")
+	}
+}
+
+// TestCNICheckOnSync: a running pod's network is checked at most once per netCheckPeriod;
+// a failing CHECK starts the pod over with a new sandbox.
+func TestCNICheckOnSync(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.sync(st, pod)
+	h.sync(st, pod)
+	if h.Network.Checks != 0 {
+		t.Errorf("%d CHECKs right after ADD, want none", h.Network.Checks)
+	}
+	h.Clock.Step(netCheckPeriod + time.Second)
+	h.sync(st, pod)
+	h.sync(st, pod)
+	if h.Network.Checks != 1 {
+		t.Errorf("%d CHECKs in one period, want 1", h.Network.Checks)
+	}
+	before := h.Runtime.Named(string(pod.UID), "app")
+
+	h.Network.CheckErr = errors.New("eth0 has no address")
+	h.Clock.Step(netCheckPeriod + time.Second)
+	h.sync(st, pod)
+	if !hasEvent(h.takeEvents(), "Warning SandboxChanged") {
+		t.Error("no SandboxChanged event after a failed CHECK")
+	}
+	if after := h.Runtime.Named(string(pod.UID), "app"); len(after) != 1 || len(before) != 1 || after[0].ID == before[0].ID {
+		t.Errorf("pod not started over after a failed CHECK: before %+v after %+v", before, after)
+	}
+	if h.Network.AttachedCount() != 1 {
+		t.Errorf("%d sandboxes attached, want the new one only", h.Network.AttachedCount())
+	}
+}

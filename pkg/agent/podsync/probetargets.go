@@ -1,0 +1,43 @@
+package podsync
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/probe"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// The syncer is the pod runtime as the prober manager sees it (prober.Containers and
+// prober.Events): where exec probes run, how a container that failed its liveness or
+// startup probe is killed, and its events (ContainerEvent, events.go).
+
+// Exec runs exec probes in the container.
+func (s *Syncer) Exec(containerID string) probe.Execer { return s.execIn(containerID) }
+
+// Kill stops a container that failed its liveness or startup probe, after its preStop hook.
+func (s *Syncer) Kill(ctx context.Context, pod *corev1.Pod, container, containerID string, grace *int64) error {
+	g := gracePeriod(pod)
+	if grace != nil {
+		g = time.Duration(*grace) * time.Second
+	}
+	rc := runtime.Container{ID: runtime.IDFromStatus(containerID), Name: container}
+	return s.stopContainers(ctx, nil, []runtime.Container{rc}, s.runPreStop(ctx, pod, rc, g))
+}
+
+// probedContainers are the containers of a pod that may have probes: its sidecars and
+// app containers.
+func probedContainers(pod *corev1.Pod) []*corev1.Container {
+	var probed []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			probed = append(probed, &pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		probed = append(probed, &pod.Spec.Containers[i])
+	}
+	return probed
+}

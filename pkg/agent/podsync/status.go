@@ -1,0 +1,171 @@
+package podsync
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/status"
+	"github.com/minik8s/minik8s/pkg/qos"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// podStatus computes a pod's status from its runtime containers, the way the
+// kubelet's generateAPIPodStatus does. Fields minilet does not own (other
+// writers' conditions, nominatedNodeName, qosClass) are kept.
+func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Container, sandboxReady bool) corev1.PodStatus {
+	ps := *pod.Status.DeepCopy()
+	ps.HostIP = s.cfg.NodeIP
+	if ps.QOSClass == "" { // set by the API server at create; static pods come without
+		ps.QOSClass = qos.Class(pod)
+	}
+	ps.HostIPs = []corev1.HostIP{{IP: s.cfg.NodeIP}}
+	if st.podIP != nil {
+		ps.PodIP = st.podIP.String()
+		ps.PodIPs = []corev1.PodIP{{IP: ps.PodIP}}
+	}
+	startTime := st.startTime
+	ps.StartTime = &startTime
+	statusOf := func(spec *corev1.Container) corev1.ContainerStatus {
+		var waiting *corev1.ContainerStateWaiting
+		if w, ok := st.waiting[spec.Name]; ok {
+			waiting = &w
+		}
+		history := containersNamed(all, spec.Name)
+		if prev, ok := st.previous[spec.Name]; ok && len(history) == 1 && history[0].ID != prev.ID {
+			history = append(history, prev)
+		}
+		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name])
+		if s.probes != nil && cs.State.Running != nil { // probes decide readiness; without them a running container is ready
+			cs.Ready = s.probes.Ready(pod.UID, spec)
+			cs.Started = ptr.To(s.probes.Started(pod.UID, spec.Name))
+		}
+		return cs
+	}
+	ps.InitContainerStatuses = nil
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		cs := statusOf(spec)
+		if !isSidecar(spec) { // a regular init container is ready once it has succeeded
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
+		ps.InitContainerStatuses = append(ps.InitContainerStatuses, cs)
+	}
+	ps.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		ps.ContainerStatuses = append(ps.ContainerStatuses, statusOf(&pod.Spec.Containers[i]))
+	}
+	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting)
+	uninitialized := incompleteInitContainers(pod, ps.InitContainerStatuses, ps.ContainerStatuses)
+	if len(uninitialized) > 0 { // what has not started yet waits for the init containers
+		for _, list := range [][]corev1.ContainerStatus{ps.InitContainerStatuses, ps.ContainerStatuses} {
+			for i := range list {
+				if w := list[i].State.Waiting; w != nil && w.Reason == reasonContainerCreating {
+					list[i].State.Waiting = &corev1.ContainerStateWaiting{Reason: reasonPodInitializing}
+				}
+			}
+		}
+	}
+	ps.Phase = status.Phase(pod.Spec.RestartPolicy, ps.ContainerStatuses)
+	switch {
+	case initFailed(pod, ps.InitContainerStatuses):
+		ps.Phase = corev1.PodFailed
+	case len(uninitialized) > 0:
+		ps.Phase = corev1.PodPending
+	}
+	ps.Reason, ps.Message = "", ""
+	if st.lastStatus != nil {
+		// The pod as given may predate our last write (the informer lags):
+		// start the conditions we own from what we wrote, for their times.
+		for _, c := range st.lastStatus.Conditions {
+			if status.Owned.Has(c.Type) {
+				status.SetCondition(&ps, c, c.LastTransitionTime)
+			}
+		}
+	}
+	status.SetConditions(&ps, apiTime(s.clock.Now()), sandboxReady, uninitialized, pod.Spec.ReadinessGates)
+	return ps
+}
+
+// containerStatus reports one container from its runtime history (newest first).
+func containerStatus(spec *corev1.Container, history []runtime.Container, waiting *corev1.ContainerStateWaiting, restarts int32) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: spec.Name, Image: spec.Image, RestartCount: restarts, Started: ptr.To(false)}
+	if len(history) == 0 || history[0].State == runtime.StateCreated || history[0].State == runtime.StateUnknown {
+		if waiting == nil {
+			waiting = &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
+		}
+		cs.State.Waiting = waiting
+		return cs
+	}
+	cur := history[0]
+	cs.ContainerID = runtime.StatusID(cur.ID)
+	cs.ImageID = cur.ImageRef
+	if cs.ImageID == "" { // made by an older minilet
+		cs.ImageID = cur.Image
+	}
+	if len(history) > 1 && (history[1].State == runtime.StateExited || history[1].State == runtime.StateUnknown) {
+		cs.LastTerminationState.Terminated = terminatedState(spec, history[1])
+	}
+	switch {
+	case isRunning(cur):
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: apiTime(cur.StartedAt)}
+		cs.Ready, cs.Started = true, ptr.To(true)
+	case waiting != nil: // exited, and held back from restarting
+		cs.State.Waiting = waiting
+		cs.LastTerminationState.Terminated = terminatedState(spec, cur)
+	default:
+		cs.State.Terminated = terminatedState(spec, cur)
+	}
+	return cs
+}
+
+// unknownExitCode is containerd CRI's exit code of a container whose exit was not seen.
+const unknownExitCode = 255
+
+func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.ContainerStateTerminated {
+	reason, message := "Completed", terminationMessage(spec, c)
+	switch {
+	case c.State == runtime.StateUnknown:
+		// Its task went without an exit on record (a node outage): containerd's CRI
+		// reports such a container exited with 255, reason Unknown.
+		reason, c.ExitCode = "Unknown", unknownExitCode
+	case c.StartError != "":
+		// CRI reports a start time of 0 (Unix) for a container that never started.
+		reason, message, c.StartedAt = "StartError", c.StartError, time.Unix(0, 0)
+	case c.OOMKilled:
+		reason = "OOMKilled"
+	case c.ExitCode != 0:
+		reason = "Error"
+	}
+	return &corev1.ContainerStateTerminated{
+		ExitCode:    c.ExitCode,
+		Reason:      reason,
+		Message:     message,
+		StartedAt:   apiTime(c.StartedAt),
+		FinishedAt:  apiTime(c.FinishedAt),
+		ContainerID: runtime.StatusID(c.ID),
+	}
+}
+
+// apiTime is t as the API stores it (whole seconds), so a status read back
+// compares equal to the one computed.
+func apiTime(t time.Time) metav1.Time {
+	if t.IsZero() {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t).Rfc3339Copy()
+}
+
+func isTerminal(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}
+
+// writeStatus writes a pod's status through the status writer, remembering what it wrote.
+func (s *Syncer) writeStatus(ctx context.Context, st *PodState, pod *corev1.Pod, ps corev1.PodStatus) error {
+	var err error
+	st.lastStatus, err = s.statuses.Update(ctx, pod, ps, st.lastStatus)
+	return err
+}

@@ -1,0 +1,98 @@
+package podsync
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/runtime"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestContainerHashFollowsTheSpec(t *testing.T) {
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	c := pod.Spec.Containers[0]
+	before := containerHash(&c)
+	if containerHash(c.DeepCopy()) != before {
+		t.Fatal("hash of an identical spec differs")
+	}
+	c.Image = "localhost/minik8s/netexec:v1"
+	if containerHash(&c) == before {
+		t.Error("hash did not change with the image")
+	}
+}
+
+func TestContainerEnv(t *testing.T) {
+	h := newHarness(t)
+	ctx := h.ctx
+	h.Client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
+		Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}, metav1.CreateOptions{})
+	h.Client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{})
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Labels = map[string]string{"app": "shop"}
+	c := &pod.Spec.Containers[0]
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
+	c.Env = []corev1.EnvVar{
+		{Name: "PLAIN", Value: "v"},
+		{Name: "POD_NAME", ValueFrom: field("metadata.name")},
+		{Name: "POD_IP", ValueFrom: field("status.podIP")},
+		{Name: "NODE_IP", ValueFrom: field("status.hostIP")},
+		{Name: "APP", ValueFrom: field("metadata.labels['app']")},
+		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
+		{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "MODE"}}},
+		{Name: "URL", Value: "http://$(POD_IP):8080/$(MODE)?x=$$(MODE)&y=$(NOPE)"},
+		{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "k", Optional: ptr.To(true)}}},
+	}
+	env, err := h.syncer.containerEnv(ctx, pod, c, "10.244.1.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"CFG_LEVEL=3", "CFG_MODE=fast", "PLAIN=v", "POD_NAME=web", "POD_IP=10.244.1.5", "NODE_IP=10.200.0.11", "APP=shop",
+		"PASSWORD=s3cret", "MODE=fast", "URL=http://10.244.1.5:8080/fast?x=$(MODE)&y=$(NOPE)"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env\n got %q\nwant %q", env, want)
+	}
+	for _, tc := range []struct {
+		from corev1.EnvVarSource
+		want string
+	}{
+		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "k"}}, `configmap "gone" not found`},
+		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "k"}}, "couldn't find key k in ConfigMap default/cfg"},
+		{corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "k"}}, "couldn't find key k in Secret default/creds"},
+	} {
+		c.EnvFrom, c.Env = nil, []corev1.EnvVar{{Name: "X", ValueFrom: &tc.from}}
+		if _, err := h.syncer.containerEnv(ctx, pod, c, ""); err == nil || err.Error() != tc.want {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func TestExpandCommand(t *testing.T) {
+	got := expandAll([]string{"echo", "$(GREETING) $(NAME)", "$$(NAME)", "$(MISSING)"}, []string{"GREETING=hello", "NAME=world"})
+	if want := []string{"echo", "hello world", "$(NAME)", "$(MISSING)"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestImageIDIsTheRepoDigest: imageID is CRI's imageRef (repository@digest), as the
+// kubelet reports it; a container made before the runtime recorded it falls back to the name.
+func TestImageIDIsTheRepoDigest(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1"}
+	c := runtime.Container{ID: "c1", Name: "app", Image: "localhost/minik8s/busybox:v1", State: runtime.StateRunning, StartedAt: time.Now(),
+		ImageRef: "localhost/minik8s/busybox@sha256:9caad36a033df11cb403e3f1896105ca0b8924e56b51c5c8fa07c7855265e468"}
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.ImageRef || cs.Image != spec.Image {
+		t.Errorf("image %q, imageID %q; want %q, %q", cs.Image, cs.ImageID, spec.Image, c.ImageRef)
+	}
+	c.ImageRef = ""
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.Image {
+		t.Errorf("imageID without a recorded ref %q, want the name", cs.ImageID)
+	}
+}

@@ -1,0 +1,177 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// SyncPod converges one pod that should run: its sandbox, then its init
+// containers one by one, then its containers in spec order, then its status. A pod that has finished
+// (Succeeded/Failed) only gets its sandbox and network released.
+func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (time.Duration, error) {
+	if isTerminal(pod.Status.Phase) {
+		return 0, s.releaseFinishedPod(ctx, st, pod)
+	}
+	deadline, hasDeadline := s.activeDeadlineLeft(st, pod)
+	if hasDeadline && deadline <= 0 {
+		return 0, s.failPastDeadline(ctx, st, pod)
+	}
+	st.trace.mark("waiting", s.clock.Now())
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	st.trace.mark("list", s.clock.Now())
+	// A restart count the pod's status does not give (a static pod's, after a restart) is
+	// the one recorded on the container, as the kubelet reads it from the runtime.
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if _, known := st.restartCounts[c.Name]; !known {
+			if history := containersNamed(all, c.Name); len(history) > 0 {
+				st.restartCounts[c.Name] = history[0].RestartCount
+			}
+		}
+	}
+	var (
+		after time.Duration
+		errs  []error
+	)
+	// Volumes first, as the kubelet waits for them before the sandbox: a pod whose
+	// ConfigMap is missing stays ContainerCreating, with FailedMount events.
+	vols, err := s.volumes.SetUp(ctx, pod)
+	st.volumes = vols
+	st.trace.mark("volumes", s.clock.Now())
+	if err != nil {
+		s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
+		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", PodKey(pod), err))
+		status := s.podStatus(st, pod, all, false)
+		return 0, errors.Join(append(errs, s.writeStatus(ctx, st, pod, status))...)
+	}
+	sandbox, err := s.ensureSandbox(ctx, st, pod, all)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if sandbox != nil {
+		if !slices.ContainsFunc(all, func(c runtime.Container) bool { return c.ID == sandbox.ID }) {
+			// A new sandbox: the pod's old containers are gone.
+			if all, err = s.rt.ListContainers(ctx, string(pod.UID)); err != nil {
+				return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+			}
+		}
+		var d time.Duration
+		var initialized bool
+		initialized, d, err = s.syncInitContainers(ctx, st, pod, sandbox, all)
+		errs = append(errs, err)
+		after = d
+		for i := range pod.Spec.Containers {
+			if !initialized {
+				break
+			}
+			d, err := s.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], pod.Spec.RestartPolicy, sandbox, all)
+			errs = append(errs, err)
+			if d > 0 && (after == 0 || d < after) {
+				after = d
+			}
+		}
+		d, err = s.syncEphemeralContainers(ctx, st, pod, sandbox, all)
+		errs = append(errs, err)
+		if d > 0 && (after == 0 || d < after) {
+			after = d
+		}
+	}
+
+	if all, err = s.rt.ListContainers(ctx, string(pod.UID)); err != nil {
+		return after, errors.Join(append(errs, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err))...)
+	}
+	status := s.podStatus(st, pod, all, sandbox != nil)
+	if s.probes != nil {
+		probed := pod.DeepCopy()
+		probed.Status.PodIP = status.PodIP
+		s.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
+	}
+	st.trace.mark("status", s.clock.Now())
+	err = s.writeStatus(ctx, st, pod, status)
+	st.trace.mark("statusWrite", s.clock.Now())
+	if err == nil && status.Phase == corev1.PodRunning {
+		st.trace.running(s.log, PodKey(pod), s.clock.Now())
+	}
+	errs = append(errs, err)
+	if isTerminal(status.Phase) {
+		errs = append(errs, s.releaseFinishedPod(ctx, st, pod))
+	}
+	errs = append(errs, s.removeDeadContainers(ctx, pod, all))
+	if hasDeadline && (after == 0 || deadline < after) {
+		after = deadline
+	}
+	return after, errors.Join(errs...)
+}
+
+// activeDeadlineLeft is how long the pod may still be active on the node, when its
+// spec sets activeDeadlineSeconds.
+func (s *Syncer) activeDeadlineLeft(st *PodState, pod *corev1.Pod) (time.Duration, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return 0, false
+	}
+	deadline := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
+	return deadline - s.clock.Since(st.startTime.Time), true
+}
+
+// failPastDeadline ends a pod that outlived its activeDeadlineSeconds: its containers
+// are stopped and it fails with the kubelet's reason and message.
+func (s *Syncer) failPastDeadline(ctx context.Context, st *PodState, pod *corev1.Pod) error {
+	const msg = "Pod was active on the node longer than the specified deadline"
+	s.podEvent(pod, corev1.EventTypeNormal, "DeadlineExceeded", msg)
+	if err := s.releaseFinishedPod(ctx, st, pod); err != nil {
+		return err
+	}
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	status := s.podStatus(st, pod, all, false)
+	status.Phase, status.Reason, status.Message = corev1.PodFailed, "DeadlineExceeded", msg
+	return s.writeStatus(ctx, st, pod, status)
+}
+
+// releaseFinishedPod frees what a finished pod no longer needs — running
+// containers (if something else ended the pod), sandbox, network — and keeps
+// its exited containers for their status and logs, as the kubelet does.
+func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *corev1.Pod) error {
+	if st.released {
+		return nil
+	}
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	if err := s.stopContainers(ctx, pod, appContainersOf(all), gracePeriod(pod)); err != nil {
+		return err
+	}
+	if err := s.releaseSandbox(ctx, podRef(pod), sandboxesOf(all)); err != nil {
+		return err
+	}
+	st.released = true
+	return nil
+}
+
+// removeDeadContainers keeps, per container name, the current container and
+// the one before it (the source of lastState), like the kubelet's container
+// GC; older exited ones and stopped sandboxes other than the newest go.
+func (s *Syncer) removeDeadContainers(ctx context.Context, pod *corev1.Pod, all []runtime.Container) error {
+	var dead []runtime.Container
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		history := containersNamed(all, c.Name)
+		for _, old := range history[min(2, len(history)):] {
+			if old.State == runtime.StateExited {
+				dead = append(dead, old)
+			}
+		}
+	}
+	return s.removeContainers(ctx, dead)
+}

@@ -1,0 +1,257 @@
+package podsync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/crilog"
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// TerminatePod stops and removes everything of a pod being deleted (or
+// already gone from the API), then deletes a gracefully deleted pod for good
+// (grace period 0), as the kubelet does once its containers have stopped.
+func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod, gone bool) error {
+	if s.probes != nil {
+		s.probes.Forget(pod.UID) // probes of a terminating pod stop
+	}
+	if !st.terminated {
+		if err := s.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
+			return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)
+		}
+		if err := cm.RemovePodCgroup(s.cfg.CgroupRoot, string(pod.UID)); err != nil {
+			return fmt.Errorf("remove cgroups of pod %s: %w", PodKey(pod), err)
+		}
+		if err := s.volumes.TearDown(string(pod.UID)); err != nil {
+			return fmt.Errorf("tear down volumes of pod %s: %w", PodKey(pod), err)
+		}
+		if err := os.RemoveAll(s.podLogDir(pod.Namespace, pod.Name, string(pod.UID))); err != nil {
+			return fmt.Errorf("remove logs of pod %s: %w", PodKey(pod), err)
+		}
+		st.terminated = true
+	}
+	if gone {
+		return nil
+	}
+	err := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) { // Conflict: a newer pod of that name
+		return fmt.Errorf("delete pod %s: %w", PodKey(pod), err)
+	}
+	return nil
+}
+
+// killPod stops every container of a pod (its containers in parallel, then
+// its sandbox), removes them and frees its network. pod is nil for an
+// orphan, which gets no events.
+func (s *Syncer) killPod(ctx context.Context, pod *corev1.Pod, ref network.PodRef, grace time.Duration) error {
+	all, err := s.rt.ListContainers(ctx, ref.UID)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	apps := appContainersOf(all)
+	if err := s.stopContainers(ctx, pod, apps, grace); err != nil {
+		return err
+	}
+	if err := s.releaseSandbox(ctx, ref, sandboxesOf(all)); err != nil {
+		return err
+	}
+	return s.removeContainers(ctx, apps)
+}
+
+const (
+	// defaultGracePeriod is Kubernetes' default terminationGracePeriodSeconds.
+	defaultGracePeriod = 30 * time.Second
+	// minGracePeriod is the kubelet's floor: even a grace of 0 gets SIGTERM first.
+	minGracePeriod = 2 * time.Second
+	// sandboxStopGrace: the pause process exits at once on SIGTERM.
+	sandboxStopGrace = 2 * time.Second
+)
+
+// gracePeriod is how long a pod's containers get between SIGTERM and SIGKILL:
+// the deletion's grace period if the pod is being deleted, else the spec's.
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	grace := defaultGracePeriod
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return max(grace, minGracePeriod)
+}
+
+// stopContainers stops the running containers among cs in parallel, each
+// with its preStop hook, then SIGTERM, then SIGKILL when grace is over. pod is
+// nil for orphans (no events, no hooks: their specs are unknown).
+func (s *Syncer) stopContainers(ctx context.Context, pod *corev1.Pod, cs []runtime.Container, grace time.Duration) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, c := range cs {
+		if c.State == runtime.StateExited || c.State == runtime.StateCreated {
+			continue
+		}
+		if pod != nil && !c.Sandbox {
+			s.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "Stopping container %s", c.Name)
+		}
+		wg.Go(func() {
+			grace := grace
+			if pod != nil && !c.Sandbox {
+				grace = s.runPreStop(ctx, pod, c, grace)
+			}
+			if err := s.rt.StopContainer(ctx, c.ID, grace); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("stop container %s (%s): %w", c.Name, c.ID, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// removeContainers deletes containers from the runtime.
+func (s *Syncer) removeContainers(ctx context.Context, cs []runtime.Container) error {
+	var errs []error
+	for _, c := range cs {
+		if err := s.rt.RemoveContainer(ctx, c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove container %s (%s): %w", c.Name, c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releaseSandbox frees a pod's sandboxes and its network: CNI teardown first
+// (the plugins need the netns), then the pause containers, then the netns.
+// A sandbox whose teardown fails is kept, so its id is there for the retry.
+func (s *Syncer) releaseSandbox(ctx context.Context, ref network.PodRef, sandboxes []runtime.Container) error {
+	nsPath := s.netnsPath(ref.UID)
+	var errs []error
+	for _, sb := range sandboxes {
+		if s.hasPodNetwork(sb) { // never for a hostNetwork sandbox
+			if err := s.net.TearDown(ctx, sb.ID, nsPath, ref); err != nil {
+				errs = append(errs, fmt.Errorf("tear down network of sandbox %s: %w", sb.ID, err))
+				continue
+			}
+		}
+		if err := s.stopContainers(ctx, nil, []runtime.Container{sb}, sandboxStopGrace); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := s.removeContainers(ctx, []runtime.Container{sb}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return s.removeNetNS(nsPath)
+}
+
+func (s *Syncer) netnsPath(podUID string) string { return filepath.Join(s.cfg.NetNSDir, podUID) }
+
+// removeNetNS removes a pod's network namespace if it is there.
+func (s *Syncer) removeNetNS(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := s.net.RemoveNetNS(path); err != nil {
+		return fmt.Errorf("remove network namespace %s: %w", path, err)
+	}
+	return nil
+}
+
+// orphanGrace is how long an orphan's containers get to stop: nobody waits
+// for them, but they still get SIGTERM first.
+const orphanGrace = minGracePeriod
+
+// KillOrphan stops and removes the containers and network of a pod this node does not
+// know (housekeeping's orphan cleanup); it gets no events.
+func (s *Syncer) KillOrphan(ctx context.Context, podUID string) error {
+	return s.killPod(ctx, nil, network.PodRef{UID: podUID}, orphanGrace)
+}
+
+func podRef(pod *corev1.Pod) network.PodRef {
+	return network.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+}
+
+// The kubelet's bounds on a termination message: what the file holds, and the end of
+// the log used instead under FallbackToLogsOnError.
+const (
+	maxTerminationMessage = 4096
+	fallbackLogLines      = 80
+	fallbackLogBytes      = 2048
+)
+
+// terminationLog makes the empty file behind a container's terminationMessagePath
+// (PODS/UID/containers/NAME/RUN, one per run) and mounts it there, unless a volume is
+// mounted at that path already.
+func (s *Syncer) terminationLog(pod *corev1.Pod, spec *corev1.Container, run int32, mounts []runtime.Mount) (string, []runtime.Mount, error) {
+	if spec.TerminationMessagePath == "" {
+		return "", mounts, nil
+	}
+	for _, m := range mounts {
+		if filepath.Clean(m.ContainerPath) == filepath.Clean(spec.TerminationMessagePath) {
+			return "", mounts, nil
+		}
+	}
+	path := filepath.Join(s.cfg.PodsDir, string(pod.UID), "containers", spec.Name, strconv.Itoa(int(run)))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", nil, fmt.Errorf("termination message file: %w", err)
+	}
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		return "", nil, fmt.Errorf("termination message file: %w", err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil { // writable by any user the container runs as
+		return "", nil, fmt.Errorf("termination message file: %w", err)
+	}
+	return path, append(mounts, runtime.Mount{HostPath: path, ContainerPath: spec.TerminationMessagePath}), nil
+}
+
+// terminationMessage is what an exited container left: its termination message file,
+// or, under FallbackToLogsOnError when that is empty and the container failed, the end
+// of its log.
+func terminationMessage(spec *corev1.Container, c runtime.Container) string {
+	if c.TerminationLog != "" {
+		if f, err := os.Open(c.TerminationLog); err == nil {
+			msg, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
+			f.Close()
+			if len(msg) > 0 {
+				return string(msg)
+			}
+		}
+	}
+	if spec.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError || c.ExitCode == 0 || c.LogPath == "" {
+		return ""
+	}
+	logs, err := crilog.OpenReader(c.LogPath, crilog.ReadOptions{Tail: fallbackLogLines})
+	if err != nil {
+		return ""
+	}
+	defer logs.Close()
+	var tail bytes.Buffer
+	_, _ = logs.CopyTo(&tail)
+	out := tail.Bytes()
+	return string(out[max(0, len(out)-fallbackLogBytes):])
+}
