@@ -142,7 +142,7 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "IP of the cluster DNS Service (comma-separated for several): the nameserver of ClusterFirst pods (kube-dns is 10.96.0.10)")
 	f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, searched by ClusterFirst pods")
 	f.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration that Default pods get and ClusterFirst pods take search domains from (\"\" for none)")
-	f.StringVar(&cfg.EvictionHard, "eviction-hard", stats.DefaultEvictionHard, "thresholds (signal<quantity or signal<percent%) below which the node reports MemoryPressure, DiskPressure or PIDPressure; signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available (pods are not evicted)")
+	f.StringVar(&cfg.EvictionHard, "eviction-hard", stats.DefaultEvictionHard, "thresholds (signal<quantity or signal<percent%) below which the node reports MemoryPressure, DiskPressure or PIDPressure; signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; while one is crossed, pods are evicted one at a time in the kubelet's order (docs/resources.md)")
 	f.DurationVar(&cfg.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", stats.DefaultPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last crossed")
 	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")

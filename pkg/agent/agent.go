@@ -29,6 +29,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
@@ -177,7 +178,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.runAPI(ctx) })
 	wg.Go(func() { a.runMirrors(ctx) })
 	wg.Go(func() { a.runRelist(ctx) })
-	wg.Go(func() { a.runImageGC(ctx) })
+	images := imagegc.New(a.rt, a.cfg.ImageGCHighThreshold, a.cfg.ImageGCLowThreshold, a.clock, a.log, pauseimage.Ref)
+	wg.Go(func() { a.runImageGC(ctx, images) })
+	if a.stats != nil { // without usage figures there is nothing to evict on
+		evictions := a.newEvictionManager(images)
+		wg.Go(func() { evictions.Run(ctx) })
+	}
 	wg.Go(func() { a.watchOOM(ctx) })
 	a.runHousekeeping(ctx)
 	return nil

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
-	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 )
 
 // imageGCPeriod is the kubelet's: the image filesystem is checked every 5 minutes.
@@ -15,8 +14,7 @@ const imageGCPeriod = 5 * time.Minute
 
 // runImageGC removes unused images whenever the image filesystem is fuller than
 // --image-gc-high-threshold, reporting a failure on the Node as the kubelet does.
-func (a *Agent) runImageGC(ctx context.Context) {
-	gc := imagegc.New(a.rt, a.cfg.ImageGCHighThreshold, a.cfg.ImageGCLowThreshold, a.clock, a.log, pauseimage.Ref)
+func (a *Agent) runImageGC(ctx context.Context, gc *imagegc.Collector) {
 	tick := time.NewTicker(imageGCPeriod)
 	defer tick.Stop()
 	for {

@@ -19,6 +19,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -45,14 +46,6 @@ const monitoringInterval = 10 * time.Second
 // storage limit, as the kubelet's immediateEvictionGracePeriodSeconds.
 const immediateGracePeriod = time.Second
 
-// Eviction is how a pod ends: the status the pod fails with (phase, reason, message and
-// the DisruptionTarget condition) and how long its containers get to stop.
-type Eviction struct {
-	Message   string
-	Condition *corev1.PodCondition // DisruptionTarget, for pressure evictions
-	Grace     time.Duration
-}
-
 // Config is what the manager watches and how it acts.
 type Config struct {
 	Thresholds []stats.Threshold // --eviction-hard
@@ -60,12 +53,12 @@ type Config struct {
 	Stats interface{ Latest() *stats.Snapshot }
 	// Pods are the pods running on the node (not finished, not being deleted).
 	Pods func() []*corev1.Pod
-	// Evict ends a pod: stops its containers within the grace period and fails it with
-	// reason Evicted and the message.
-	Evict func(ctx context.Context, pod *corev1.Pod, e Eviction) error
+	// Evict ends a pod as e says (reason Evicted) and returns once its containers have
+	// stopped.
+	Evict func(ctx context.Context, pod *corev1.Pod, e podsync.Ending) error
 	// ReclaimDisk frees what the node can without ending pods (unused images), tried
-	// before evicting for a disk signal; nil: nothing to reclaim.
-	ReclaimDisk func(ctx context.Context) error
+	// before evicting for a disk signal, and says how much it freed; nil: nothing.
+	ReclaimDisk func(ctx context.Context) (freed int64, err error)
 	Recorder    record.EventRecorder
 	Clock       clock.WithTicker
 	Log         *slog.Logger
@@ -109,7 +102,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 	podStats := statsByUID(&snap.Summary)
 	for _, pod := range pods {
 		if msg := localStorageExceeded(pod, podStats[pod.UID]); msg != "" && !critical(pod) {
-			if m.evict(ctx, pod, Eviction{Message: msg, Grace: immediateGracePeriod}, nil) {
+			if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Grace: immediateGracePeriod}, nil) {
 				return pod
 			}
 		}
@@ -120,11 +113,13 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 	}
 	c := mostPressing(crossed)
 	if c.Condition == stats.DiskPressure && m.cfg.ReclaimDisk != nil {
-		// As the kubelet: node-level reclaim first. Its effect shows in the next sample,
-		// so the manager decides again at the next interval.
-		if err := m.cfg.ReclaimDisk(ctx); err != nil {
+		// As the kubelet: node-level reclaim first. What it freed shows in the next sample,
+		// so the manager decides again then; with nothing freed, pods go now.
+		freed, err := m.cfg.ReclaimDisk(ctx)
+		if err != nil {
 			m.cfg.Log.Warn("reclaim disk space before evicting", "err", err)
-		} else {
+		}
+		if freed > 0 {
 			return nil
 		}
 	}
@@ -136,7 +131,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 		msg, annotations := pressureMessage(pod, podStats[pod.UID], c, resourceName)
 		cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: msg}
-		if m.evict(ctx, pod, Eviction{Message: msg, Condition: cond, Grace: immediateGracePeriod}, annotations) {
+		if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Condition: cond, Grace: immediateGracePeriod}, annotations) {
 			return pod
 		}
 	}
@@ -144,7 +139,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 }
 
 // evict records the Event and ends the pod; false when it could not.
-func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e Eviction, annotations map[string]string) bool {
+func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e podsync.Ending, annotations map[string]string) bool {
 	m.cfg.Recorder.AnnotatedEventf(pod, annotations, corev1.EventTypeWarning, Reason, "%s", e.Message)
 	if err := m.cfg.Evict(ctx, pod, e); err != nil {
 		m.cfg.Log.Error("evict pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)

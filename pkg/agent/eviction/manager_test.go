@@ -17,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -161,13 +162,14 @@ func (f *fixedStats) Latest() *stats.Snapshot { return f.snap }
 // testManager evicts by recording; evictErr fails the pods it names.
 type testManager struct {
 	*Manager
-	clock     *clocktesting.FakeClock
-	stats     *fixedStats
-	recorder  *record.FakeRecorder
-	evicted   []string
-	evictions map[string]Eviction
-	reclaimed int
-	failing   map[string]bool
+	clock       *clocktesting.FakeClock
+	stats       *fixedStats
+	recorder    *record.FakeRecorder
+	evicted     []string
+	evictions   map[string]podsync.Ending
+	reclaimed   int
+	reclaimable int64 // what ReclaimDisk frees
+	failing     map[string]bool
 }
 
 func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary statsapi.Summary, reclaim bool) *testManager {
@@ -175,11 +177,11 @@ func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := &testManager{recorder: record.NewFakeRecorder(100), evictions: map[string]Eviction{}, failing: map[string]bool{},
+	tm := &testManager{recorder: record.NewFakeRecorder(100), evictions: map[string]podsync.Ending{}, failing: map[string]bool{},
 		clock: clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)), stats: &fixedStats{snap: &stats.Snapshot{Summary: summary}}}
 	cfg := Config{Thresholds: th, Stats: tm.stats,
 		Pods: func() []*corev1.Pod { return pods },
-		Evict: func(_ context.Context, p *corev1.Pod, e Eviction) error {
+		Evict: func(_ context.Context, p *corev1.Pod, e podsync.Ending) error {
 			if tm.failing[p.Name] {
 				return errors.New("containerd is down")
 			}
@@ -189,7 +191,7 @@ func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary
 		},
 		Recorder: tm.recorder, Clock: tm.clock, Log: slog.New(slog.DiscardHandler)}
 	if reclaim {
-		cfg.ReclaimDisk = func(context.Context) error { tm.reclaimed++; return nil }
+		cfg.ReclaimDisk = func(context.Context) (int64, error) { tm.reclaimed++; return tm.reclaimable, nil }
 	}
 	tm.Manager = New(cfg)
 	return tm
@@ -255,12 +257,14 @@ func TestSynchronizeReclaimsDiskFirst(t *testing.T) {
 	summary := statsapi.Summary{Node: statsapi.NodeStats{Fs: &statsapi.FsStats{AvailableBytes: &avail, CapacityBytes: &capacity}}}
 	writer := pod("writer", 0, 0, 0)
 	tm := newTestManager(t, "nodefs.available<10%", []*corev1.Pod{writer}, summary, true)
+	tm.reclaimable = 3 * mi
 	if got := tm.synchronize(t.Context()); got != nil || tm.reclaimed != 1 {
 		t.Errorf("evicted %v, reclaimed %d times: want the images reclaimed first", got, tm.reclaimed)
 	}
-	tm = newTestManager(t, "nodefs.available<10%", []*corev1.Pod{writer}, summary, false)
-	if got := tm.synchronize(t.Context()); got == nil || !strings.HasPrefix(tm.evictions["writer"].Message, "The node was low on resource: ephemeral-storage. Threshold quantity: 10Mi, available: 5Mi. ") {
-		t.Errorf("evicted %v: %+v", got, tm.evictions)
+	tm.reclaimable = 0 // no unused image left: the pod goes
+	if got := tm.synchronize(t.Context()); got == nil || tm.reclaimed != 2 ||
+		!strings.HasPrefix(tm.evictions["writer"].Message, "The node was low on resource: ephemeral-storage. Threshold quantity: 10Mi, available: 5Mi. ") {
+		t.Errorf("evicted %v after reclaiming nothing: %+v", got, tm.evictions)
 	}
 }
 

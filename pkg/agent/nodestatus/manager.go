@@ -191,7 +191,7 @@ var pressureConditions = []struct {
 
 // setPressureConditions sets MemoryPressure, DiskPressure and PIDPressure from the latest
 // usage sample against --eviction-hard, as the kubelet's eviction manager decides them
-// (minilet does not evict pods).
+// (the eviction manager, pkg/agent/eviction, acts on the same thresholds).
 func (m *Manager) setPressureConditions(status *corev1.NodeStatus, now metav1.Time) {
 	pressure := m.cfg.Pressure
 	if m.cfg.Stats != nil && pressure != nil {

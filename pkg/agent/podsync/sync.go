@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -16,12 +17,23 @@ import (
 // containers one by one, then its containers in spec order, then its status. A pod that has finished
 // (Succeeded/Failed) only gets its sandbox and network released.
 func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (time.Duration, error) {
-	if isTerminal(pod.Status.Phase) {
-		return 0, s.releaseFinishedPod(ctx, st, pod)
+	// Finished as the API has it, or as we last wrote it (the informer may lag behind).
+	if isTerminal(pod.Status.Phase) || st.lastStatus != nil && isTerminal(st.lastStatus.Phase) {
+		s.endings.forget(pod.UID)
+		return 0, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod))
+	}
+	if e := s.endings.of(pod.UID); e != nil {
+		err := s.fail(ctx, st, pod, e.Ending)
+		if err == nil {
+			e.finish()
+		}
+		return 0, err
 	}
 	deadline, hasDeadline := s.activeDeadlineLeft(st, pod)
 	if hasDeadline && deadline <= 0 {
-		return 0, s.failPastDeadline(ctx, st, pod)
+		const msg = "Pod was active on the node longer than the specified deadline"
+		s.podEvent(pod, corev1.EventTypeNormal, "DeadlineExceeded", msg)
+		return 0, s.fail(ctx, st, pod, Ending{Reason: "DeadlineExceeded", Message: msg, Grace: gracePeriod(pod)})
 	}
 	st.trace.mark("waiting", s.clock.Now())
 	all, err := s.rt.ListContainers(ctx, string(pod.UID))
@@ -103,7 +115,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	}
 	errs = append(errs, err)
 	if isTerminal(status.Phase) {
-		errs = append(errs, s.releaseFinishedPod(ctx, st, pod))
+		errs = append(errs, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod)))
 	}
 	errs = append(errs, s.removeDeadContainers(ctx, pod, all))
 	if hasDeadline && (after == 0 || deadline < after) {
@@ -122,27 +134,28 @@ func (s *Syncer) activeDeadlineLeft(st *PodState, pod *corev1.Pod) (time.Duratio
 	return deadline - s.clock.Since(st.startTime.Time), true
 }
 
-// failPastDeadline ends a pod that outlived its activeDeadlineSeconds: its containers
-// are stopped and it fails with the kubelet's reason and message.
-func (s *Syncer) failPastDeadline(ctx context.Context, st *PodState, pod *corev1.Pod) error {
-	const msg = "Pod was active on the node longer than the specified deadline"
-	s.podEvent(pod, corev1.EventTypeNormal, "DeadlineExceeded", msg)
-	if err := s.releaseFinishedPod(ctx, st, pod); err != nil {
+// fail ends a pod that should still run, as e says: its containers stop within e.Grace
+// and it fails with e's reason, message and condition.
+func (s *Syncer) fail(ctx context.Context, st *PodState, pod *corev1.Pod, e Ending) error {
+	if err := s.releaseFinishedPod(ctx, st, pod, e.Grace); err != nil {
 		return err
 	}
 	all, err := s.rt.ListContainers(ctx, string(pod.UID))
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
-	status := s.podStatus(st, pod, all, false)
-	status.Phase, status.Reason, status.Message = corev1.PodFailed, "DeadlineExceeded", msg
-	return s.writeStatus(ctx, st, pod, status)
+	ps := s.podStatus(st, pod, all, false)
+	ps.Phase, ps.Reason, ps.Message = corev1.PodFailed, e.Reason, e.Message
+	if e.Condition != nil {
+		status.SetCondition(&ps, *e.Condition, apiTime(s.clock.Now()))
+	}
+	return s.writeStatus(ctx, st, pod, ps)
 }
 
 // releaseFinishedPod frees what a finished pod no longer needs — running
 // containers (if something else ended the pod), sandbox, network — and keeps
 // its exited containers for their status and logs, as the kubelet does.
-func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *corev1.Pod) error {
+func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *corev1.Pod, grace time.Duration) error {
 	if st.released {
 		return nil
 	}
@@ -150,11 +163,16 @@ func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *core
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
-	if err := s.stopContainers(ctx, pod, appContainersOf(all), gracePeriod(pod)); err != nil {
+	if err := s.stopContainers(ctx, pod, appContainersOf(all), grace); err != nil {
 		return err
 	}
 	if err := s.releaseSandbox(ctx, podRef(pod), sandboxesOf(all)); err != nil {
 		return err
+	}
+	// Its volumes go as the kubelet unmounts a terminated pod's: a memory-backed emptyDir
+	// would otherwise hold its memory until the pod is deleted.
+	if err := s.volumes.TearDown(string(pod.UID)); err != nil {
+		return fmt.Errorf("tear down volumes of pod %s: %w", PodKey(pod), err)
 	}
 	st.released = true
 	return nil

@@ -629,6 +629,45 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	}
 }
 
+// TestEndFailsARunningPod: a running pod the node ends (the eviction manager's End) stops
+// within the ending's grace, fails with its reason, message and DisruptionTarget, and stays
+// failed when the next sync still sees it Running (an informer behind our write).
+func TestEndFailsARunningPod(t *testing.T) {
+	h := newHarness(t)
+	pod := h.createPod(agenttest.Pod("hog", corev1.RestartPolicyAlways, "app"))
+	st := newPodState(pod, apiTime(h.Clock.Now()))
+	h.sync(st, pod)
+	running := h.apiPod(pod)
+	if running.Status.Phase != corev1.PodRunning {
+		t.Fatalf("phase %s before the ending", running.Status.Phase)
+	}
+	cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet, Message: "low on memory"}
+	done := h.syncer.End(pod.UID, Ending{Reason: "Evicted", Message: "The node was low on resource: memory. ", Condition: cond, Grace: time.Second})
+	h.Runtime.TakeCalls()
+	h.sync(st, running)
+	select {
+	case <-done:
+	default:
+		t.Fatal("End's done is open after the sync that ended the pod")
+	}
+	got := h.apiPod(pod)
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "Evicted" || got.Status.Message != "The node was low on resource: memory. " {
+		t.Errorf("status %s %q %q, want Failed Evicted", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+	if !slices.ContainsFunc(got.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.DisruptionTarget && c.Reason == corev1.PodReasonTerminationByKubelet
+	}) {
+		t.Errorf("conditions %+v lack DisruptionTarget", got.Status.Conditions)
+	}
+	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") || h.Runtime.StopGrace["app"] != time.Second {
+		t.Errorf("calls %q, grace %v: want app stopped within the ending's 1s", calls, h.Runtime.StopGrace["app"])
+	}
+	h.sync(st, running) // the informer's copy still says Running
+	if calls := h.Runtime.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "start") || strings.HasPrefix(c, "sandbox") }) {
+		t.Errorf("a failed pod started again: %q", calls)
+	}
+}
+
 // TestRestartedAgentKeepsStaticPodRunning: a static pod comes back from its file without
 // any status; a restarted minilet finds its address on the running sandbox (the kubelet's
 // CRI sandbox status) and leaves the pod running as it was.

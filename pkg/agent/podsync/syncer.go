@@ -63,6 +63,8 @@ type Syncer struct {
 	// whether that namespace is the host's (hostnetwork.go).
 	nodeNetNS  string
 	nodeIsHost bool
+
+	endings endings // pods asked to end (End), for their workers
 }
 
 // New makes a syncer on cfg's dependencies.

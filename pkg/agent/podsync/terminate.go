@@ -31,6 +31,7 @@ func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod
 	if s.probes != nil {
 		s.probes.Forget(pod.UID) // probes of a terminating pod stop
 	}
+	s.endings.forget(pod.UID) // deleted: there is nothing left to fail
 	if !st.terminated {
 		if err := s.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
 			return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)

@@ -6,6 +6,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -230,16 +231,24 @@ func (w *Writer) Update(ctx context.Context, pod *corev1.Pod, status corev1.PodS
 // WithTheirConditions is our status with the conditions other writers own (readiness
 // gates, DisruptionTarget ...) as the API has them now: a status computed from an older
 // copy of the pod must not undo their writes.
+// A DisruptionTarget of ours goes in as the pod fails, as the kubelet's status merge adds
+// its own (a pod the node evicted).
 func WithTheirConditions(ours, current corev1.PodStatus) corev1.PodStatus {
+	ourDisruption := ours.Phase == corev1.PodFailed && slices.ContainsFunc(ours.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.DisruptionTarget
+	})
+	kept := func(t corev1.PodConditionType) bool {
+		return Owned.Has(t) || ourDisruption && t == corev1.DisruptionTarget
+	}
 	out := ours
 	out.Conditions = nil
 	for _, c := range current.Conditions {
-		if !Owned.Has(c.Type) {
+		if !kept(c.Type) {
 			out.Conditions = append(out.Conditions, c)
 		}
 	}
 	for _, c := range ours.Conditions {
-		if Owned.Has(c.Type) {
+		if kept(c.Type) {
 			out.Conditions = append(out.Conditions, c)
 		}
 	}

@@ -104,3 +104,20 @@ func TestConditionOrder(t *testing.T) {
 		t.Errorf("conditions in order %v, want %s", got, want)
 	}
 }
+
+// A DisruptionTarget the node sets goes in with the failed phase (an eviction); while the
+// pod runs, the API's (the scheduler's preemption, say) stays whatever ours says.
+func TestOurDisruptionTargetAsThePodFails(t *testing.T) {
+	ours := corev1.PodStatus{Phase: corev1.PodFailed, Conditions: []corev1.PodCondition{
+		{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet}}}
+	current := corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}}}
+	got := WithTheirConditions(ours, current)
+	if len(got.Conditions) != 1 || got.Conditions[0].Reason != corev1.PodReasonTerminationByKubelet {
+		t.Errorf("failed pod's conditions %+v, want our DisruptionTarget once", got.Conditions)
+	}
+	ours.Phase = corev1.PodRunning
+	got = WithTheirConditions(ours, current)
+	if len(got.Conditions) != 1 || got.Conditions[0].Reason != "PreemptionByScheduler" {
+		t.Errorf("running pod's conditions %+v, want the API's DisruptionTarget", got.Conditions)
+	}
+}

@@ -19,13 +19,6 @@ func podSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 			warn(path.Child("volumes").Index(i), fmt.Sprintf("volume %q is of a type minilet does not mount; the pod will not start", v.Name))
 		}
 	}
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		p := path.Child("containers").Index(i)
-		if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
-			warn(p.Child("resources", "limits", string(corev1.ResourceEphemeralStorage)), "not enforced: minilet does not evict pods over their local storage limit")
-		}
-	}
 	return out
 }
 
