@@ -43,6 +43,8 @@ func TestLabNetworkFaults(t *testing.T) { runGuide(t, "network-faults.md", "lab-
 
 func TestLabEgress(t *testing.T) { runGuide(t, "egress.md", "lab-egress") }
 
+func TestLabNodePressure(t *testing.T) { runGuide(t, "node-pressure.md", "lab-press") }
+
 // ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round
 // robin, veth and the dummy kube-ipvs0, br_netfilter (miniproxy checks it), NAT and conntrack, iptables on nf_tables with the
 // matches miniproxy's few rules use, and the ip set types.
