@@ -143,7 +143,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.capacity = capacity
 	systemReserved, _ := nodestatus.ParseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
 	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", a.cfg.KubeReserved)
-	a.allocatable = nodestatus.Allocatable(capacity, systemReserved, kubeReserved)
+	a.allocatable = nodestatus.Allocatable(capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(capacity))
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}

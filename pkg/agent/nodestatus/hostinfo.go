@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/cpuset"
 
 	"github.com/minik8s/minik8s/pkg/stats"
 )
@@ -43,12 +46,64 @@ func HostCapacity(rootDir, nodeCgroup string) (corev1.ResourceList, error) {
 	if err := unix.Statfs(rootDir, &fs); err != nil {
 		return nil, fmt.Errorf("statfs %s: %w", rootDir, err)
 	}
-	return corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(onlineCPUs("/sys/devices/system/cpu/online")), resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(fs.Blocks)*int64(fs.Bsize), resource.BinarySI),
-	}, nil
+	}
+	maps.Copy(capacity, hugePages("/sys/kernel/mm/hugepages"))
+	return capacity, nil
+}
+
+// onlineCPUs counts the machine's online CPUs (a cpulist such as 0-3,6), as cAdvisor's
+// machine info does, not the ones minilet's own affinity allows; runtime.NumCPU where
+// the file cannot be read.
+func onlineCPUs(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return goruntime.NumCPU()
+	}
+	set, err := cpuset.Parse(strings.TrimSpace(string(data)))
+	if err != nil || set.Size() == 0 {
+		return goruntime.NumCPU()
+	}
+	return set.Size()
+}
+
+// hugePages are the hugepages-<size> resources the kubelet reports, one per page size
+// the kernel offers (dir/hugepages-2048kB/nr_hugepages pages of 2Mi), 0 where none is
+// reserved.
+func hugePages(dir string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		kb, ok := strings.CutPrefix(e.Name(), "hugepages-")
+		kb, ok2 := strings.CutSuffix(kb, "kB")
+		size, err := strconv.ParseInt(kb, 10, 64)
+		if !ok || !ok2 || err != nil {
+			continue
+		}
+		pages, err := strconv.ParseInt(readTrimmed(filepath.Join(dir, e.Name(), "nr_hugepages")), 10, 64)
+		if err != nil {
+			continue
+		}
+		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + resource.NewQuantity(size*1024, resource.BinarySI).String())
+		out[name] = *resource.NewQuantity(pages*size*1024, resource.BinarySI)
+	}
+	return out
+}
+
+// HugePagesMemory is the memory the capacity's huge pages take, which the kubelet takes
+// out of allocatable memory.
+func HugePagesMemory(capacity corev1.ResourceList) corev1.ResourceList {
+	var total int64
+	for name, q := range capacity {
+		if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+			total += q.Value()
+		}
+	}
+	return corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(total, resource.BinarySI)}
 }
 
 // memTotal reads MemTotal (in bytes) from a meminfo file.

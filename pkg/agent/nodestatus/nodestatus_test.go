@@ -2,6 +2,7 @@ package nodestatus
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -84,5 +85,37 @@ func TestCapacityFollowsTheNodeCgroupLimit(t *testing.T) {
 	}
 	if machine.Memory().Value() <= 256<<20 {
 		t.Errorf("the machine's memory %v", machine.Memory())
+	}
+}
+
+// The machine's CPUs and huge pages, as cAdvisor's machine info gives them to the kubelet.
+func TestOnlineCPUsAndHugePages(t *testing.T) {
+	dir := t.TempDir()
+	online := dir + "/online"
+	for list, want := range map[string]int{"0-3,6,8-9\n": 7, "0\n": 1} {
+		writeFile(t, online, list)
+		if got := onlineCPUs(online); got != want {
+			t.Errorf("onlineCPUs(%q) = %d, want %d", list, got, want)
+		}
+	}
+	if got := onlineCPUs(dir + "/none"); got < 1 {
+		t.Errorf("onlineCPUs without the file = %d", got)
+	}
+	for _, d := range []string{"hugepages-2048kB", "hugepages-1048576kB"} {
+		if err := os.MkdirAll(dir+"/hp/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, dir+"/hp/hugepages-2048kB/nr_hugepages", "16\n")
+	writeFile(t, dir+"/hp/hugepages-1048576kB/nr_hugepages", "0\n")
+	pages := hugePages(dir + "/hp")
+	two, gig := pages["hugepages-2Mi"], pages["hugepages-1Gi"]
+	if len(pages) != 2 || two.Value() != 32<<20 || gig.Value() != 0 {
+		t.Errorf("hugePages = %v, want hugepages-2Mi 32Mi and hugepages-1Gi 0", pages)
+	}
+	capacity := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	maps.Copy(capacity, pages)
+	if got := Allocatable(capacity, HugePagesMemory(capacity)); got.Memory().Value() != 1<<30-32<<20 {
+		t.Errorf("allocatable memory %v with 32Mi of huge pages in 1Gi", got.Memory())
 	}
 }
