@@ -164,10 +164,11 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 		}
 		return envs["web-0"] == 0 && envs["web-1"] == 0 && envs["web-2"] == 1
 	})
-	sts, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
-	if err != nil || sts.Status.UpdatedReplicas != 1 || sts.Status.CurrentRevision == sts.Status.UpdateRevision || sts.Status.ReadyReplicas != 3 {
-		t.Errorf("status during the partitioned update: %v %+v", err, sts.Status)
-	}
+	// The status follows the pods a moment later (its write comes after theirs).
+	controllertest.Until(t, "the status of the partitioned update: 1 updated, 3 ready, two revisions", 30*time.Second, func() bool {
+		sts, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && sts.Status.UpdatedReplicas == 1 && sts.Status.CurrentRevision != sts.Status.UpdateRevision && sts.Status.ReadyReplicas == 3
+	})
 	history := cl.MustKubectl(t, "", "rollout", "history", "sts/web")
 	if !strings.Contains(history, "1 ") || !strings.Contains(history, "2 ") {
 		t.Errorf("rollout history:\n%s", history)
