@@ -218,7 +218,16 @@ func TestPodLifecycle(t *testing.T) {
 	if got := netns.get(t, "http://127.0.0.1:8080/echo?msg=hello"); got != "hello" {
 		t.Errorf("/echo = %q, want hello", got)
 	}
-	if logs, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(logs), "/echo?msg=hello") {
+	// The shim copies the container's output to the log on its own time: the line may
+	// land a moment after the response.
+	var logs []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		logs, err = os.ReadFile(logPath)
+		if err == nil && strings.Contains(string(logs), "/echo?msg=hello") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || !strings.Contains(string(logs), "/echo?msg=hello") {
 		t.Errorf("container log %s = %q, %v; want the server's request lines", logPath, logs, err)
 	}
 
