@@ -32,7 +32,7 @@ func (a *Agent) newEvictionManager(images *imagegc.Collector) *eviction.Manager 
 func (a *Agent) activePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range a.nodePods() {
-		if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		if pod.DeletionTimestamp == nil && !podsync.IsTerminal(pod.Status.Phase) {
 			out = append(out, pod)
 		}
 	}

@@ -20,13 +20,7 @@ const systemCriticalPriority = 2000000000
 // critical pods are the ones the kubelet never evicts: static pods, mirror pods and
 // system-critical priorities.
 func critical(pod *corev1.Pod) bool {
-	if src, ok := pod.Annotations[staticpod.AnnotationSource]; ok && src != "api" {
-		return true
-	}
-	if _, ok := pod.Annotations[staticpod.AnnotationMirror]; ok {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
+	return staticpod.IsStatic(pod) || staticpod.IsMirror(pod) || pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
 }
 
 // usage is what a pod uses of what a crossing measures, and whether the sample has it.

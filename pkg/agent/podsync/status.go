@@ -159,7 +159,8 @@ func apiTime(t time.Time) metav1.Time {
 	return metav1.NewTime(t).Rfc3339Copy()
 }
 
-func isTerminal(phase corev1.PodPhase) bool {
+// IsTerminal: a pod in this phase has finished and runs no more.
+func IsTerminal(phase corev1.PodPhase) bool {
 	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 

@@ -18,7 +18,7 @@ import (
 // (Succeeded/Failed) only gets its sandbox and network released.
 func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (time.Duration, error) {
 	// Finished as the API has it, or as we last wrote it (the informer may lag behind).
-	if isTerminal(pod.Status.Phase) || st.lastStatus != nil && isTerminal(st.lastStatus.Phase) {
+	if IsTerminal(pod.Status.Phase) || st.lastStatus != nil && IsTerminal(st.lastStatus.Phase) {
 		s.endings.forget(pod.UID)
 		return 0, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod))
 	}
@@ -114,7 +114,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		st.trace.running(s.log, PodKey(pod), s.clock.Now())
 	}
 	errs = append(errs, err)
-	if isTerminal(status.Phase) {
+	if IsTerminal(status.Phase) {
 		errs = append(errs, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod)))
 	}
 	errs = append(errs, s.removeDeadContainers(ctx, pod, all))
