@@ -18,11 +18,13 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/lab"
+	"github.com/minik8s/minik8s/pkg/lab/apilb"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/lab/echo"
 	"github.com/minik8s/minik8s/pkg/lab/forward"
 	"github.com/minik8s/minik8s/pkg/lab/upstreamdns"
 	"github.com/spf13/cobra"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 func main() {
@@ -50,7 +52,7 @@ func newCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
 	root.AddCommand(upCommand(&name), downCommand(&name), infoCommand(&name), kubectlCommand(&name), execCommand(&name), restartCommand(&name), netCommand(&name), explainCommand(&name), upstreamDNSCommand(),
-		kubeconfigCommand(&name), publishCommand(&name), forwardCommand(), imageCommand(&name),
+		kubeconfigCommand(&name), publishCommand(&name), forwardCommand(), apilbCommand(), imageCommand(&name),
 		stopCommand(&name), startCommand(&name), partitionCommand(&name), netemCommand(&name), linkCommand(&name), healCommand(&name), uplinkEchoCommand())
 	root.SetErr(os.Stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -170,7 +172,18 @@ type info struct {
 	NetNS          string            `json:"controlPlaneNetns"`
 	PodNetwork     string            `json:"podNetwork"`
 	Segments       int               `json:"segments"`
-	Nodes          []nodeInfo        `json:"nodes"`
+	// ControlPlanes are the members of a highly available lab (minilab up --control-planes),
+	// behind the balancer at APIServer.
+	ControlPlanes []memberInfo `json:"controlPlanes,omitempty"`
+	Nodes         []nodeInfo   `json:"nodes"`
+}
+
+type memberInfo struct {
+	Name      string `json:"name"`
+	IP        string `json:"ip"`
+	NetNS     string `json:"netns"`
+	Etcd      string `json:"etcd"`      // client URL
+	APIServer string `json:"apiServer"` // the member's own miniapi
 }
 
 type faultInfo struct {
@@ -204,6 +217,10 @@ func infoCommand(name *string) *cobra.Command {
 			for _, f := range l.Faults {
 				in.Faults = append(in.Faults, faultInfo{Kind: f.Kind, Target: f.Target, Detail: f.Detail})
 			}
+			for _, m := range l.ControlPlanes {
+				in.ControlPlanes = append(in.ControlPlanes, memberInfo{Name: m.Name, IP: m.IP, NetNS: m.NetNS,
+					Etcd: fmt.Sprintf("https://%s:%d", m.IP, cluster.EtcdClientPort), APIServer: fmt.Sprintf("https://%s:%d", m.IP, cluster.APIPort)})
+			}
 			for _, n := range l.Nodes {
 				in.Nodes = append(in.Nodes, nodeInfo{Name: n.Name, IP: n.IP, NetNS: n.NetNS, PodCIDR: n.PodCIDR, ManifestDir: n.ManifestDir})
 			}
@@ -226,6 +243,9 @@ func infoCommand(name *string) *cobra.Command {
 				}
 				for _, f := range in.Faults {
 					fmt.Fprintf(out, "  fault: %s %s %s (minilab heal undoes it)\n", f.Kind, f.Target, f.Detail)
+				}
+				for _, m := range in.ControlPlanes {
+					fmt.Fprintf(out, "  %-8s %-12s netns %-20s etcd %s (process etcd-%s), miniapi %s (process miniapi-%s)\n", m.Name, m.IP, m.NetNS, m.Etcd, m.Name, m.APIServer, m.Name)
 				}
 				for _, n := range in.Nodes {
 					fmt.Fprintf(out, "  %-8s %-12s netns %-20s pods %-14s manifests %s\n", n.Name, n.IP, n.NetNS, n.PodCIDR, n.ManifestDir)
@@ -442,6 +462,50 @@ func forwardCommand() *cobra.Command {
 	for _, f := range []string{"listen", "netns", "to"} {
 		_ = cmd.MarkFlagRequired(f)
 	}
+	return cmd
+}
+
+func apilbCommand() *cobra.Command {
+	var listen, caFile string
+	var backends []string
+	cmd := &cobra.Command{
+		Use:    "apilb --listen IP:PORT --backend IP:PORT... [--ca-file FILE]",
+		Short:  "Balance TCP connections over API servers, leaving out those whose /readyz fails (minilab up --control-planes runs it)",
+		Args:   cobra.NoArgs,
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(backends) == 0 {
+				return fmt.Errorf("--backend: name at least one API server")
+			}
+			for _, b := range backends {
+				if _, _, err := net.SplitHostPort(b); err != nil {
+					return fmt.Errorf("--backend %q: %w", b, err)
+				}
+			}
+			b := &apilb.Balancer{Backends: backends}
+			if caFile != "" {
+				ca, err := certutil.NewPool(caFile)
+				if err != nil {
+					return fmt.Errorf("--ca-file: %w", err)
+				}
+				b.Check = apilb.ReadyzCheck(ca)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen: %w", err)
+			}
+			ctx, stop := daemon.SignalContext()
+			defer stop()
+			log := daemon.Logger(false)
+			b.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+			log.Info("balancing", "listen", listen, "backends", backends)
+			return b.Serve(ctx, ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on")
+	cmd.Flags().StringArrayVar(&backends, "backend", nil, "an API server's address (repeatable)")
+	cmd.Flags().StringVar(&caFile, "ca-file", "", "CA of the API servers' certificates: check GET /readyz over TLS (empty: check that a TCP connection opens)")
+	_ = cmd.MarkFlagRequired("listen")
 	return cmd
 }
 

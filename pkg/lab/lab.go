@@ -7,6 +7,9 @@
 //     with eth0 cabled to br0 by a veth pair whose switch end is named after the member
 //     (cp, node-i): cp is 10.200.0.2/24, node-i is 10.200.0.(10+i)/24 with pod CIDR
 //     10.244.i.0/24. Routes between nodes' pods are minilet's (--pod-network), not the lab's;
+//   - with Spec.ControlPlanes = N > 1: control-plane members mk-NAME-cp-1 ... cp-N at
+//     10.200.0.(4+i) on segment 0 (an etcd member and a miniapi each); mk-NAME-cp then
+//     holds the API balancer in front of them on the control-plane address;
 //   - with Spec.Segments = S > 1: switches mk-NAME-sw, mk-NAME-sw1 ... for segments
 //     10.200.SEG.0/24, node-i on segment (i-1) mod S at 10.200.SEG.(10+i), the control plane
 //     on segment 0, and a router namespace mk-NAME-rt (eth<SEG> at 10.200.SEG.1, forwarding
@@ -109,7 +112,18 @@ type Spec struct {
 	PodNetwork string
 	// Uplink adds a way out inside the lab: a router and an "internet" host (Uplink).
 	Uplink bool
+	// ControlPlanes > 1 adds that many control-plane members cp-1..cp-N (ControlPlanes):
+	// namespaces on segment 0 for an etcd member and a miniapi each, behind the API
+	// balancer on the control-plane address.
+	ControlPlanes int
 }
+
+// MaxControlPlanes keeps members' addresses 10.200.0.(4+i) below the nodes'.
+const MaxControlPlanes = 5
+
+// ControlPlaneMemberIP is control-plane member cp-i's address: after the uplink router's
+// (.4), below node-1's (.11).
+func ControlPlaneMemberIP(i int) string { return fmt.Sprintf("10.200.0.%d", 4+i) }
 
 // MaxSegments keeps segment subnets 10.200.SEG.0/24 apart from the Service range.
 const MaxSegments = 8
@@ -127,8 +141,9 @@ type Lab struct {
 	Router           *Router         `json:"router,omitempty"`     // joins the segments
 	PodNetwork       string          `json:"podNetwork,omitempty"` // minilet --pod-network
 	ControlPlane     Member          `json:"controlPlane"`
-	Client           *Member         `json:"client,omitempty"` // on segment 0, not a node (labs made before it have none)
-	Uplink           *Uplink         `json:"uplink,omitempty"` // Spec.Uplink's router and internet host
+	ControlPlanes    []Member        `json:"controlPlanes,omitempty"` // cp-1..cp-N of a highly available lab (Spec.ControlPlanes)
+	Client           *Member         `json:"client,omitempty"`        // on segment 0, not a node (labs made before it have none)
+	Uplink           *Uplink         `json:"uplink,omitempty"`        // Spec.Uplink's router and internet host
 	Nodes            []Node          `json:"nodes"`
 	Kubeconfig       string          `json:"kubeconfig"`                 // admin kubeconfig; miniapi --data-dir=StateDir writes it here
 	HostKubeconfig   string          `json:"hostKubeconfig,omitempty"`   // the same admin, through the API published on the host's loopback
@@ -199,6 +214,12 @@ func describe(spec Spec) *Lab {
 		l.Uplink = &Uplink{RouterNetNS: netnsName(spec.Name, "up"), RouterIP: UplinkRouterIP,
 			NetNS: netnsName(spec.Name, "inet"), IP: UplinkHostIP, Subnet: UplinkSubnet}
 	}
+	if spec.ControlPlanes > 1 {
+		for i := 1; i <= spec.ControlPlanes; i++ {
+			name := fmt.Sprintf("cp-%d", i)
+			l.ControlPlanes = append(l.ControlPlanes, Member{Name: name, NetNS: netnsName(spec.Name, name), IP: ControlPlaneMemberIP(i)})
+		}
+	}
 	l.Kubeconfig = filepath.Join(l.StateDir, "admin.kubeconfig")
 	l.UpstreamDNS = UpstreamDNS
 	l.UpstreamDNSHosts = filepath.Join(l.StateDir, "upstream-dns.hosts")
@@ -235,7 +256,7 @@ func netnsName(lab, member string) string { return "mk-" + lab + "-" + member }
 // netnsPattern matches exactly the namespace names of lab name. It does not match other
 // labs' names even where one lab name prefixes another ("a" vs "a-b").
 func netnsPattern(name string) *regexp.Regexp {
-	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|rt|up|inet|client|node-[0-9]+)$`)
+	return regexp.MustCompile(`^mk-` + regexp.QuoteMeta(name) + `-(sw[0-9]*|cp|cp-[0-9]+|rt|up|inet|client|node-[0-9]+)$`)
 }
 
 // switchPattern matches the switch namespaces of lab name.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/vishvananda/netlink"
@@ -23,6 +24,9 @@ func Create(spec Spec) (*Lab, error) {
 	}
 	if spec.Uplink && spec.Segments > 1 {
 		return nil, fmt.Errorf("lab %q: an uplink needs one segment, not %d", spec.Name, spec.Segments)
+	}
+	if spec.ControlPlanes < 0 || spec.ControlPlanes > MaxControlPlanes {
+		return nil, fmt.Errorf("lab %q: %d control planes requested, want 1 to %d", spec.Name, spec.ControlPlanes, MaxControlPlanes)
 	}
 	if spec.Segments < 0 || spec.Segments > MaxSegments {
 		return nil, fmt.Errorf("lab %q: %d segments requested, want 1 to %d", spec.Name, spec.Segments, MaxSegments)
@@ -99,7 +103,7 @@ func (l *Lab) build() error {
 		bridges = append(bridges, br)
 	}
 
-	members := []Member{l.ControlPlane}
+	members := append([]Member{l.ControlPlane}, l.ControlPlanes...)
 	segment := map[string]int{l.ControlPlane.Name: 0}
 	for _, n := range l.Nodes {
 		members = append(members, Member{Name: n.Name, NetNS: n.NetNS, IP: n.IP})
@@ -129,7 +133,7 @@ func (l *Lab) build() error {
 	// Pod CIDRs are routed by minilet (--pod-network), not by the lab. Members reach the
 	// other segments through the router; nodes route the Service range onto their segment.
 	for _, m := range members {
-		isNode := m.Name != l.ControlPlane.Name && (l.Client == nil || m.Name != l.Client.Name)
+		isNode := slices.ContainsFunc(l.Nodes, func(n Node) bool { return n.Name == m.Name })
 		s := segment[m.Name]
 		err := network.InNetNS(NetNSPath(m.NetNS), func() error {
 			if l.Router != nil {

@@ -48,15 +48,18 @@ import (
 
 // Options are miniapi's settings.
 type Options struct {
-	DataDir      string
-	BindAddress  string
-	SecurePort   int
-	TLSSANs      []string
-	Store        string // "bolt" or "etcd://host:port,..."
-	WatchHistory int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
-	ServiceRange string
-	TokenFile    string   // static bearer tokens (--token-auth-file)
-	Controllers  []string // --controllers: "*", "name", "-name"
+	DataDir     string
+	BindAddress string
+	SecurePort  int
+	TLSSANs     []string
+	// HostnameOverride is the name this server goes by instead of the host's: its Lease
+	// holderIdentity (NAME_uuid) and a name in its serving certificate.
+	HostnameOverride string
+	Store            string // "bolt" or "etcd://host:port,..."
+	WatchHistory     int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
+	ServiceRange     string
+	TokenFile        string   // static bearer tokens (--token-auth-file)
+	Controllers      []string // --controllers: "*", "name", "-name"
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
 	// (0: nodelifecycle's defaults, kube-controller-manager's).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
@@ -516,7 +519,7 @@ func runComponents(ctx context.Context, running *sync.WaitGroup, factory informe
 	running.Go(func() { <-ctx.Done(); broadcaster.Shutdown() })
 	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca,
 		broadcaster: broadcaster, running: running}
-	identity := electionIdentity()
+	identity := electionIdentity(o.hostname())
 	// Informers run for the whole process (a standby's caches stay warm; admission's and
 	// authorization's run from the start); the components run while this miniapi leads,
 	// and start afresh if it leads again.
@@ -544,6 +547,15 @@ func runComponents(ctx context.Context, running *sync.WaitGroup, factory informe
 	return nil
 }
 
+// hostname is --hostname-override, else the host's name.
+func (o Options) hostname() string {
+	if o.HostnameOverride != "" {
+		return o.HostnameOverride
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
 // servingTLS issues the serving certificate for the bind address, loopback and --tls-san
 // names (re-issued at every start so new names take effect, and before it expires while
 // ctx lasts, on a goroutine counted in running) and asks clients for certificates signed
@@ -553,7 +565,7 @@ func servingTLS(ctx context.Context, running *sync.WaitGroup, ca *pki.CA, o Opti
 	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, o.BindAddress)
 	}
-	if h, err := os.Hostname(); err == nil {
+	if h := o.hostname(); h != "" {
 		hosts = append(hosts, h)
 	}
 	// Pods reach the API at the `kubernetes` Service's cluster IP, the range's first.

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -25,8 +24,7 @@ type LeaderElection struct {
 
 // electionIdentity names this process in the Leases: host name and a random id, so two
 // miniapi on one host (or a restarted one) are told apart.
-func electionIdentity() string {
-	host, _ := os.Hostname()
+func electionIdentity(host string) string {
 	return host + "_" + string(uuid.NewUUID())
 }
 

@@ -1,5 +1,6 @@
 // Package cluster brings up a minik8s cluster on a lab (pkg/lab): a containerd for the lab,
-// miniapi in the control-plane namespace, one minilet and one miniproxy per node namespace,
+// miniapi in the control-plane namespace (or, highly available, etcd and miniapi on each
+// control-plane member behind an API balancer: ha.go), one minilet and one miniproxy per node namespace,
 // images preloaded;
 // and takes it down again. minilab and the end-to-end tests use it.
 package cluster
@@ -74,6 +75,9 @@ type Options struct {
 	// EvictionHard is minilet's --eviction-hard on every node (DefaultEvictionHard when
 	// empty).
 	EvictionHard string
+	// ControlPlanes > 1 makes the lab highly available: that many control-plane members,
+	// each an etcd member and a miniapi, behind the API balancer (ha.go).
+	ControlPlanes int
 	// NodeMemory, when set (a quantity: 768Mi), is the memory limit of each node's cgroup,
 	// which its minilet reports as capacity and measures pressure against, so pressure
 	// on a node never presses the host.
@@ -132,9 +136,13 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	if err := checkProxyMode(o.ProxyMode); err != nil {
 		return nil, err
 	}
-	for _, bin := range []string{"miniapi", "minilet", "miniproxy", "minilab"} {
+	bins := []string{"miniapi", "minilet", "miniproxy", "minilab"}
+	if o.ControlPlanes > 1 {
+		bins = append(bins, "etcd")
+	}
+	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(o.BinDir, bin)); err != nil {
-			return nil, fmt.Errorf("%s not found in %s (run `make build`): %w", bin, o.BinDir, err)
+			return nil, fmt.Errorf("%s not found in %s (run `make build`; `make etcd` builds etcd): %w", bin, o.BinDir, err)
 		}
 	}
 	for _, img := range o.images() {
@@ -149,7 +157,7 @@ func Up(ctx context.Context, o Options) (*lab.Lab, error) {
 	defer cancel()
 	step(o.Progress, "creating lab %q: switch, control plane, client and %d node namespaces", o.Name, o.Nodes)
 	o.PodNetwork = cmp.Or(o.PodNetwork, nodenet.ModeHostGW)
-	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork, Uplink: o.Uplink})
+	l, err := lab.Create(lab.Spec{Name: o.Name, Nodes: o.Nodes, Segments: o.Segments, PodNetwork: o.PodNetwork, Uplink: o.Uplink, ControlPlanes: o.ControlPlanes})
 	if err != nil {
 		return nil, err
 	}
@@ -179,27 +187,22 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 		return err
 	}
 
-	step(o.Progress, "starting miniapi in %s (%s)", l.ControlPlane.NetNS, serverURL())
 	ca, err := pki.EnsureCA(controlplane.PKIDir(apiDataDir(l)))
 	if err != nil {
 		return err
 	}
-	apiArgs := []string{
-		filepath.Join(o.BinDir, "miniapi"), "--data-dir", apiDataDir(l),
-		"--bind-address", lab.ControlPlaneIP, "--secure-port", fmt.Sprint(APIPort),
-		"--service-cluster-ip-range", l.ServiceCIDR, "--loadbalancer-ip-pool", LoadBalancerPool,
+	if len(l.ControlPlanes) > 0 {
+		if err := startControlPlanes(ctx, l, o, ca); err != nil {
+			return err
+		}
+	} else {
+		step(o.Progress, "starting miniapi in %s (%s)", l.ControlPlane.NetNS, serverURL())
+		_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: miniapiArgs(l, o, apiDataDir(l), lab.ControlPlaneIP)})
+		if err != nil {
+			return err
+		}
+		l.Kubeconfig = controlplane.AdminKubeconfig(apiDataDir(l))
 	}
-	if o.SigningDuration > 0 {
-		apiArgs = append(apiArgs, "--cluster-signing-duration", o.SigningDuration.String())
-	}
-	if o.NodeMonitorGracePeriod > 0 {
-		apiArgs = append(apiArgs, "--node-monitor-grace-period", o.NodeMonitorGracePeriod.String())
-	}
-	_, err = l.Start(lab.Process{Name: "miniapi", NetNS: l.ControlPlane.NetNS, Args: apiArgs})
-	if err != nil {
-		return err
-	}
-	l.Kubeconfig = controlplane.AdminKubeconfig(apiDataDir(l))
 	if err := l.Save(); err != nil {
 		return err
 	}
@@ -314,6 +317,22 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 	return nil
 }
 
+// miniapiArgs are the flags of a lab miniapi serving on ip with its data in dataDir.
+func miniapiArgs(l *lab.Lab, o Options, dataDir, ip string) []string {
+	args := []string{
+		filepath.Join(o.BinDir, "miniapi"), "--data-dir", dataDir,
+		"--bind-address", ip, "--secure-port", fmt.Sprint(APIPort),
+		"--service-cluster-ip-range", l.ServiceCIDR, "--loadbalancer-ip-pool", LoadBalancerPool,
+	}
+	if o.SigningDuration > 0 {
+		args = append(args, "--cluster-signing-duration", o.SigningDuration.String())
+	}
+	if o.NodeMonitorGracePeriod > 0 {
+		args = append(args, "--node-monitor-grace-period", o.NodeMonitorGracePeriod.String())
+	}
+	return args
+}
+
 func startContainerd(ctx context.Context, l *lab.Lab) error {
 	root := filepath.Join(l.StateDir, "containerd")
 	state := filepath.Join(l.RunDir, "containerd")
@@ -386,7 +405,7 @@ func Down(ctx context.Context, name string) error {
 	}
 	var errs []error
 	for _, p := range l.Processes {
-		if strings.HasPrefix(p.Name, "minilet-") || strings.HasPrefix(p.Name, "miniproxy-") || p.Name == "miniapi" {
+		if strings.HasPrefix(p.Name, "minilet-") || strings.HasPrefix(p.Name, "miniproxy-") || strings.HasPrefix(p.Name, "miniapi") {
 			if err := l.Stop(p.Name, 10*time.Second); err != nil {
 				errs = append(errs, err)
 			}

@@ -33,6 +33,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProxyMode, "proxy-mode", ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
 	fs.StringVar(&o.EvictionHard, "eviction-hard", DefaultEvictionHard, "minilet's --eviction-hard on every node: the thresholds of its MemoryPressure, DiskPressure and PIDPressure (the default watches no disk: the nodes share the host's)")
 	fs.StringVar(&o.NodeMemory, "node-memory", "", "memory of each node (a quantity: 768Mi): the limit of the node's cgroup, which its minilet reports as capacity and holds --eviction-hard against, so a node under memory pressure leaves the host alone; empty: the host's memory")
+	fs.IntVar(&o.ControlPlanes, "control-planes", 1, "control-plane members: 1, or 3 or 5 for a highly available control plane (an etcd member and a miniapi on each, behind an API balancer on the control-plane address)")
 	fs.StringVar(&o.Join, "join", JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
 }
 
@@ -46,6 +47,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PodNetwork != nodenet.ModeHostGW && o.PodNetwork != nodenet.ModeVXLAN {
 		return fmt.Errorf("--pod-network must be %s or %s, not %q", nodenet.ModeHostGW, nodenet.ModeVXLAN, o.PodNetwork)
+	}
+	if o.ControlPlanes != 1 && o.ControlPlanes != 3 && o.ControlPlanes != 5 {
+		return fmt.Errorf("--control-planes must be 1, 3 or 5 (etcd wants an odd number of members), not %d", o.ControlPlanes)
 	}
 	if o.NodeMemory != "" {
 		if q, err := resource.ParseQuantity(o.NodeMemory); err != nil || q.Value() < 128<<20 {

@@ -24,6 +24,9 @@ func TestUpFlags(t *testing.T) {
 		{[]string{"--node-memory", "768Mi"}, ""},
 		{[]string{"--node-memory", "lots"}, "--node-memory"},
 		{[]string{"--node-memory", "64Mi"}, "--node-memory"},
+		{[]string{"--control-planes", "3"}, ""},
+		{[]string{"--control-planes", "2"}, "--control-planes"},
+		{[]string{"--control-planes", "7"}, "--control-planes"},
 	} {
 		var o Options
 		fs := pflag.NewFlagSet("up", pflag.ContinueOnError)

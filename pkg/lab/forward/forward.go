@@ -45,6 +45,18 @@ func CheckLoopback(listen string) error {
 // connection to target dialed from inside the namespace at nsPath. A connection whose
 // target does not answer is closed; the listener stays.
 func Serve(ctx context.Context, ln net.Listener, nsPath, target string, logf func(format string, args ...any)) error {
+	return ServeDialing(ctx, ln, func(ctx context.Context) (net.Conn, error) {
+		up, err := DialInNetNS(ctx, nsPath, "tcp", target)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", target, err)
+		}
+		return up, nil
+	}, logf)
+}
+
+// ServeDialing is Serve with the upstream connection of each accepted one made by dial
+// (a balancer picks its backend there).
+func ServeDialing(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error), logf func(format string, args ...any)) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
@@ -65,9 +77,9 @@ func Serve(ctx context.Context, ln net.Listener, nsPath, target string, logf fun
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			up, err := DialInNetNS(ctx, nsPath, "tcp", target)
+			up, err := dial(ctx)
 			if err != nil {
-				logf("connection from %s: dial %s: %v", conn.RemoteAddr(), target, err)
+				logf("connection from %s: %v", conn.RemoteAddr(), err)
 				return
 			}
 			defer up.Close()
