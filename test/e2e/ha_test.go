@@ -15,8 +15,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // haLeaseDuration is miniapi's --leader-elect-lease-duration: how long a standby waits
@@ -33,7 +35,8 @@ const haTakeoverSlack = 2*time.Second + 4400*time.Millisecond + time.Second
 // controllers is killed with SIGKILL: the kube-controller-manager Lease moves to another
 // member within the Lease duration, the client's writes come back within it and none it
 // saw acknowledged is lost, a Deployment scaled during the failover converges; then with
-// one etcd member stopped, no write fails.
+// one etcd member stopped, no write fails; with two, a write gets a 504 Timeout, and
+// writes succeed again once one of them is back.
 func TestHAControlPlane(t *testing.T) {
 	l := upLabWith(t, "e2e-ha", cluster.Options{Nodes: 1, ControlPlanes: 3})
 	cfg, err := cluster.RESTConfig(l) // dialed from inside the lab, to the balancer's address
@@ -146,6 +149,32 @@ func TestHAControlPlane(t *testing.T) {
 		t.Errorf("with one etcd member of three stopped, %d writes failed and %d succeeded; want none failed (last error: %v)", failures, len(acked), w.lastErr)
 	}
 	checkAcknowledged(t, client, acked)
+
+	// Two of three stopped, no quorum: a write gets kube-apiserver's 504 Timeout through
+	// the balancer (not a closed connection), and writes succeed again once one is back.
+	second := l.ControlPlanes[slices.IndexFunc(l.ControlPlanes, func(m lab.Member) bool { return m.Name != survivor.Name })]
+	if err := current.StopProcess(cluster.EtcdProcess(second), 0); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "no-quorum"}}
+	patient := rest.CopyConfig(cfg) // no client-side timeout: the server's 3 s is what ends the wait
+	patient.Timeout = 0
+	patientClient, err := kubernetes.NewForConfig(patient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = patientClient.CoreV1().RESTClient().Post().Namespace("default").Resource("configmaps").Param("timeout", "3s").Body(cm).Do(ctx).Error()
+	t.Logf("write with %s and %s stopped: %v", cluster.EtcdProcess(survivor), cluster.EtcdProcess(second), err)
+	if !apierrors.IsTimeout(err) {
+		t.Errorf("write without etcd quorum: %v, want kube-apiserver's 504 Timeout", err)
+	}
+	if _, err := current.StartProcess(cluster.EtcdProcess(second)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a write once the quorum is back", 60*time.Second, func() (bool, string) {
+		_, err := client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quorum-back"}}, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	if _, err := current.StartProcess(cluster.EtcdProcess(survivor)); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // balancer, as kind's "external-load-balancer" haproxy container is for its control
 // planes. Each connection goes to the next healthy backend in turn; every backend is
 // checked once a period, and one whose check fails takes no new connections until a check
-// passes again. TLS passes through untouched, so clients verify the API server itself.
+// passes again (unless none passes: then every backend that accepts is tried). TLS passes through untouched, so clients verify the API server itself.
 package apilb
 
 import (
@@ -149,17 +149,24 @@ func (b *Balancer) checkAll(ctx context.Context) {
 }
 
 // dial connects to the healthy backends in turn, starting after the last one used, and
-// takes a backend out at once when it refuses (without waiting for its next check).
+// takes a backend out at once when it refuses (without waiting for its next check). When
+// no backend passes its check (every API server lost its store's quorum, say), it tries
+// them all: an API server that answers with why it cannot serve tells the client more
+// than a closed connection.
 func (b *Balancer) dial(ctx context.Context) (net.Conn, error) {
 	b.mu.Lock()
 	start := b.next
 	b.next++
 	b.mu.Unlock()
+	candidates := b.Healthy()
+	if len(candidates) == 0 {
+		candidates = b.Backends
+	}
 	n := len(b.Backends)
 	var errs []error
 	for i := range n {
 		be := b.Backends[(start+i)%n]
-		if !slices.Contains(b.Healthy(), be) {
+		if !slices.Contains(candidates, be) {
 			continue
 		}
 		conn, err := (&net.Dialer{Timeout: b.Interval}).DialContext(ctx, "tcp", be)
@@ -168,12 +175,11 @@ func (b *Balancer) dial(ctx context.Context) (net.Conn, error) {
 		}
 		errs = append(errs, err)
 		b.mu.Lock()
+		if b.healthy[be] {
+			b.Logf("backend %s is DOWN: %v", be, err)
+		}
 		b.healthy[be] = false
 		b.mu.Unlock()
-		b.Logf("backend %s is DOWN: %v", be, err)
-	}
-	if len(errs) == 0 {
-		return nil, errors.New("no healthy backend")
 	}
 	return nil, fmt.Errorf("no backend answered: %w", errors.Join(errs...))
 }

@@ -139,6 +139,27 @@ func TestBalancerWithNoHealthyBackendClosesConnections(t *testing.T) {
 	}
 }
 
+// When every backend fails its check but still accepts connections (API servers that lost
+// their store), connections still reach them, to be told why.
+func TestBalancerWithEveryCheckFailingStillConnects(t *testing.T) {
+	s := startNameServer(t, "a", "127.0.0.1:0")
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := &Balancer{Backends: []string{s.ln.Addr().String()}, Interval: 100 * time.Millisecond,
+		Check: func(context.Context, string) error { return fmt.Errorf("not ready") }}
+	go b.Serve(ctx, front)
+	if got := ask(t, front.Addr().String()); got != "a" {
+		t.Fatalf("got %q, want the unready backend's answer", got)
+	}
+	if h := b.Healthy(); len(h) != 0 {
+		t.Fatalf("healthy %v, want none", h)
+	}
+}
+
 func TestReadyzCheck(t *testing.T) {
 	var ready atomic.Bool
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
