@@ -277,7 +277,7 @@ func kubectlCommand(name *string) *cobra.Command {
 func execCommand(name *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "exec NODE -- COMMAND...",
-		Short: "Run a command in a node's network namespace (NODE may also be cp, client, or uplink: the internet host of --uplink)",
+		Short: "Run a command in a node's network namespace (NODE may also be cp, a control-plane member cp-N, client, or uplink: the internet host of --uplink)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := loadLab(*name)
@@ -292,6 +292,11 @@ func execCommand(name *string) *cobra.Command {
 				netns = l.Client.NetNS
 			case args[0] == "uplink" && l.Uplink != nil:
 				netns = l.Uplink.NetNS
+			}
+			for _, m := range l.ControlPlanes {
+				if m.Name == args[0] {
+					netns = m.NetNS
+				}
 			}
 			for _, n := range l.Nodes {
 				if n.Name == args[0] {
