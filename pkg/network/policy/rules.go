@@ -131,10 +131,11 @@ func ChainName(p *corev1.Pod, dir networkingv1.PolicyType) string {
 
 // jumpLine is TopChain's rule sending p's connections in direction dir to its chain.
 func jumpLine(p *corev1.Pod, dir networkingv1.PolicyType) string {
+	addr := "-d" // ingress: to the pod
 	if dir == networkingv1.PolicyTypeEgress {
-		return fmt.Sprintf(`-s %s/32 -m comment --comment "%s/%s egress" -j %s`, podIP(p), p.Namespace, p.Name, ChainName(p, dir))
+		addr = "-s"
 	}
-	return fmt.Sprintf(`-d %s/32 -m comment --comment "%s/%s ingress" -j %s`, podIP(p), p.Namespace, p.Name, ChainName(p, dir))
+	return fmt.Sprintf(`%s %s/32 -m comment --comment "%s/%s %s" -j %s`, addr, podIP(p), p.Namespace, p.Name, strings.ToLower(string(dir)), ChainName(p, dir))
 }
 
 func newBuilder(s *State) *builder {

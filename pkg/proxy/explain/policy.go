@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/network/policy"
@@ -153,11 +154,14 @@ func runConnections(ctx context.Context, client kubernetes.Interface, o Options,
 			r.Paths = append(r.Paths, p)
 			for _, e := range p.Endpoints {
 				host, port, err := net.SplitHostPort(e.DNAT)
-				var n int32
-				if _, scanErr := fmt.Sscan(port, &n); err != nil || scanErr != nil {
+				if err != nil {
 					continue
 				}
-				r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, host, corev1.Protocol(strings.ToUpper(q.Protocol)), n))
+				n, err := strconv.ParseUint(port, 10, 16)
+				if err != nil {
+					continue
+				}
+				r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, host, corev1.Protocol(strings.ToUpper(q.Protocol)), int32(n)))
 			}
 		}
 		if len(r.Paths) == 0 {
