@@ -136,36 +136,23 @@ func runConnections(ctx context.Context, client kubernetes.Interface, o Options,
 		}
 		r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, dst.Status.PodIP, proto, o.Port))
 	} else {
-		ns, name, _ := strings.Cut(ref, "/")
-		svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("service %s: %w", ref, err)
-		}
-		queries, err := Queries(svc, o.Port, srcIP)
-		if err != nil {
+		if r.Paths, err = servicePaths(ctx, client, tables, ref, o.Port, o.Protocol, srcIP); err != nil {
 			return err
 		}
-		for _, q := range queries {
-			if o.Protocol != "" && !strings.EqualFold(q.Protocol, o.Protocol) {
-				continue
-			}
-			q.Local = local
-			p := Walk(tables, q)
-			r.Paths = append(r.Paths, p)
+		seen := map[string]bool{} // an endpoint reached by several paths (cluster IP, node port) is decided once
+		for _, p := range r.Paths {
 			for _, e := range p.Endpoints {
 				host, port, err := net.SplitHostPort(e.DNAT)
-				if err != nil {
+				if err != nil || seen[p.Protocol+" "+e.DNAT] {
 					continue
 				}
+				seen[p.Protocol+" "+e.DNAT] = true
 				n, err := strconv.ParseUint(port, 10, 16)
 				if err != nil {
 					continue
 				}
-				r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, host, corev1.Protocol(strings.ToUpper(q.Protocol)), int32(n)))
+				r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, host, corev1.Protocol(strings.ToUpper(p.Protocol)), int32(n)))
 			}
-		}
-		if len(r.Paths) == 0 {
-			return fmt.Errorf("service %s has no %s port", ref, strings.ToUpper(o.Protocol))
 		}
 	}
 	if o.Output == "json" {

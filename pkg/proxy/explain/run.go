@@ -85,30 +85,13 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, out io.Wri
 	if o.To != "" || isRef(o.From) {
 		return runConnections(ctx, client, o, out)
 	}
-	ns, name, _ := strings.Cut(o.Service, "/")
-	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("service %s: %w", o.Service, err)
-	}
-	queries, err := Queries(svc, o.Port, o.From)
-	if err != nil {
-		return err
-	}
 	tables, err := readTables(ctx)
 	if err != nil {
 		return err
 	}
-	local := localAddresses()
-	var paths []Path
-	for _, q := range queries {
-		if o.Protocol != "" && !strings.EqualFold(q.Protocol, o.Protocol) {
-			continue
-		}
-		q.Local = local
-		paths = append(paths, Walk(tables, q))
-	}
-	if len(paths) == 0 {
-		return fmt.Errorf("service %s has no %s port", o.Service, strings.ToUpper(o.Protocol))
+	paths, err := servicePaths(ctx, client, tables, o.Service, o.Port, o.Protocol, o.From)
+	if err != nil {
+		return err
 	}
 	if o.Output == "json" {
 		return writeJSON(out, paths)
@@ -120,6 +103,33 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, out io.Wri
 		Render(out, p)
 	}
 	return nil
+}
+
+// servicePaths walks tables for the Service ref (namespace/name): each destination of its
+// ports, or of port and protocol when given, from source from ("" any).
+func servicePaths(ctx context.Context, client kubernetes.Interface, tables Tables, ref string, port int32, protocol, from string) ([]Path, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", ref, err)
+	}
+	queries, err := Queries(svc, port, from)
+	if err != nil {
+		return nil, err
+	}
+	local := localAddresses()
+	var paths []Path
+	for _, q := range queries {
+		if protocol != "" && !strings.EqualFold(q.Protocol, protocol) {
+			continue
+		}
+		q.Local = local
+		paths = append(paths, Walk(tables, q))
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("service %s has no %s port", ref, strings.ToUpper(protocol))
+	}
+	return paths, nil
 }
 
 // readTables reads this network namespace's nat and filter tables with their counters.
