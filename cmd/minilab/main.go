@@ -312,11 +312,11 @@ func execCommand(name *string) *cobra.Command {
 }
 
 func explainCommand(name *string) *cobra.Command {
-	var service, from, output string
+	var service, from, to, protocol, output string
 	var port int32
 	cmd := &cobra.Command{
-		Use:   "explain NODE --service NAMESPACE/NAME [--from IP] [--port PORT] [-o json]",
-		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there",
+		Use:   "explain NODE (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
+		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there, and the NetworkPolicy verdict",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := loadLab(*name)
@@ -332,7 +332,7 @@ func explainCommand(name *string) *cobra.Command {
 					return err
 				}
 				argv := []string{"explain", "--kubeconfig", filepath.Join(l.StateDir, n.Name+".kubeconfig"), "--service", service,
-					"--from", from, "--port", fmt.Sprint(port), "--output", output}
+					"--from", from, "--to", to, "--port", fmt.Sprint(port), "--protocol", protocol, "--output", output}
 				return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), "miniproxy"), argv...))
 			}
 			return fmt.Errorf("lab %q has no node %q", *name, args[0])
@@ -340,10 +340,11 @@ func explainCommand(name *string) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&service, "service", "", "the Service, NAMESPACE/NAME")
-	f.StringVar(&from, "from", "", "source address of the packet (default: any)")
-	f.Int32Var(&port, "port", 0, "a service port or node port (default: every port)")
+	f.StringVar(&from, "from", "", "source of the packet: an address or a pod, NAMESPACE/NAME (default: any)")
+	f.StringVar(&to, "to", "", "destination pod or Service, NAMESPACE/NAME (instead of --service)")
+	f.Int32Var(&port, "port", 0, "a service port or node port, or the destination pod's port (default: every service port)")
+	f.StringVar(&protocol, "protocol", "", "TCP, UDP or SCTP (default: every service port's; TCP to a pod)")
 	f.StringVarP(&output, "output", "o", "", "output format: json")
-	_ = cmd.MarkFlagRequired("service")
 	return cmd
 }
 

@@ -43,6 +43,8 @@ func TestLabNetworkFaults(t *testing.T) { runGuide(t, "network-faults.md", "lab-
 
 func TestLabEgress(t *testing.T) { runGuide(t, "egress.md", "lab-egress") }
 
+func TestLabNetworkPolicy(t *testing.T) { runGuide(t, "network-policy.md", "lab-netpol") }
+
 func TestLabNodePressure(t *testing.T) { runGuide(t, "node-pressure.md", "lab-press") }
 
 // ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round

@@ -85,28 +85,34 @@ func newMatrixNet(t *testing.T) *matrixNet {
 	nettest.Run(t, "ip", "-n", node, "addr", "add", "10.78.0.1/24", "dev", "br0")
 	nettest.Run(t, "ip", "-n", node, "link", "set", "br0", "up")
 	nettest.Run(t, "ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
-	mn := &matrixNet{node: "/run/netns/" + node}
-	i := 0
-	for _, ns := range namespaces {
-		for _, name := range podNames {
-			i++
-			pn := fmt.Sprintf("mknp-%s-%s%s", id, ns, name)
-			names = append(names, pn)
-			veth := fmt.Sprintf("v%s%s", ns, name)
-			ip := fmt.Sprintf("10.78.0.%d", 10+i)
-			nettest.Run(t, "ip", "netns", "add", pn)
-			nettest.Run(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
-			nettest.Run(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
-			nettest.Run(t, "ip", "-n", pn, "addr", "add", ip+"/24", "dev", "eth0")
-			nettest.Run(t, "ip", "-n", pn, "link", "set", "eth0", "up")
-			nettest.Run(t, "ip", "-n", pn, "link", "set", "lo", "up")
-			nettest.Run(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
-			p := &testPod{ns: ns, name: name, ip: ip, netns: "/run/netns/" + pn}
-			serve(t, p)
-			mn.pods = append(mn.pods, p)
-		}
+	mn := &matrixNet{node: "/run/netns/" + node, pods: matrixPods()}
+	for _, p := range mn.pods {
+		ns, name, ip := p.ns, p.name, p.ip
+		pn := fmt.Sprintf("mknp-%s-%s%s", id, ns, name)
+		names = append(names, pn)
+		veth := fmt.Sprintf("v%s%s", ns, name)
+		nettest.Run(t, "ip", "netns", "add", pn)
+		nettest.Run(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
+		nettest.Run(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
+		nettest.Run(t, "ip", "-n", pn, "addr", "add", ip+"/24", "dev", "eth0")
+		nettest.Run(t, "ip", "-n", pn, "link", "set", "eth0", "up")
+		nettest.Run(t, "ip", "-n", pn, "link", "set", "lo", "up")
+		nettest.Run(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
+		p.netns = "/run/netns/" + pn
+		serve(t, p)
 	}
 	return mn
+}
+
+// matrixPods are x/a ... z/c with their addresses, 10.78.0.11 to 10.78.0.19.
+func matrixPods() []*testPod {
+	var out []*testPod
+	for _, ns := range namespaces {
+		for _, name := range podNames {
+			out = append(out, &testPod{ns: ns, name: name, ip: fmt.Sprintf("10.78.0.%d", 11+len(out))})
+		}
+	}
+	return out
 }
 
 // serve answers TCP connections and UDP datagrams on 80 and 81 with the pod's key.
@@ -276,25 +282,34 @@ func newCluster(t *testing.T, mn *matrixNet) *cluster {
 			t.Fatal(err)
 		}
 	}
-	var ports []corev1.ContainerPort
-	for _, pr := range []probe{tcp80, tcp81, udp80, udp81} {
-		ports = append(ports, corev1.ContainerPort{Name: fmt.Sprintf("serve-%d-%s", pr.port, strings.ToLower(string(pr.proto))), ContainerPort: int32(pr.port), Protocol: pr.proto})
-	}
 	for _, p := range mn.pods {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"pod": p.name}},
-			Spec:       corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: "c", Image: "agnhost", Ports: ports}}},
-		}
-		created, err := c.Client.CoreV1().Pods(p.ns).Create(ctx, pod, metav1.CreateOptions{})
+		created, err := c.Client.CoreV1().Pods(p.ns).Create(ctx, p.apiPod(), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}}
+		created.Status = p.status()
 		if _, err := c.Client.CoreV1().Pods(p.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return &cluster{client: c.Client}
+}
+
+// apiPod is p as the API holds it (label pod=NAME, ports named serve-80-tcp ... serve-81-udp)
+// on node1, without its status.
+func (p *testPod) apiPod() *corev1.Pod {
+	var ports []corev1.ContainerPort
+	for _, pr := range []probe{tcp80, tcp81, udp80, udp81} {
+		ports = append(ports, corev1.ContainerPort{Name: fmt.Sprintf("serve-%d-%s", pr.port, strings.ToLower(string(pr.proto))), ContainerPort: int32(pr.port), Protocol: pr.proto})
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"pod": p.name}},
+		Spec:       corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: "c", Image: "agnhost", Ports: ports}}},
+	}
+}
+
+func (p *testPod) status() corev1.PodStatus {
+	return corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}}
 }
 
 // Policy makers, as the e2e writes its cases.
@@ -339,7 +354,8 @@ const (
 type matrixCase struct {
 	name     string
 	policies []*networkingv1.NetworkPolicy
-	step     func(t *testing.T, c *cluster, mn *matrixNet) // a change made before the policies are applied
+	relabel  *relabeling                                   // a pod's new labels, set before the policies are applied
+	step     func(t *testing.T, c *cluster, mn *matrixNet) // a change of the node's rules, made first
 	expect   map[probe]func(mn *matrixNet) reachability
 	keep     bool // keep the policies for the next case (an update of them)
 	check    func(t *testing.T, mn *matrixNet)
@@ -362,17 +378,26 @@ func only(to string, from ...string) func(mn *matrixNet) reachability {
 	}
 }
 
-func relabel(ns, name string, labels map[string]string) func(t *testing.T, c *cluster, _ *matrixNet) {
-	return func(t *testing.T, c *cluster, _ *matrixNet) {
-		ctx := context.Background()
-		p, err := c.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Labels = labels
-		if _, err := c.client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+// relabeling gives pod ns/name new labels.
+type relabeling struct {
+	ns, name string
+	labels   map[string]string
+}
+
+func relabel(ns, name string, labels map[string]string) *relabeling {
+	return &relabeling{ns, name, labels}
+}
+
+func (r *relabeling) apply(t *testing.T, c *cluster) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := c.client.CoreV1().Pods(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels = r.labels
+	if _, err := c.client.CoreV1().Pods(r.ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -403,11 +428,11 @@ func matrixCases() []matrixCase {
 				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("pod", "c")}}})},
 			expect: onlyTCP80(only("x/a", "x/c")), keep: true},
 		{name: "peer label change: x/b labelled pod=c",
-			step:   relabel("x", "b", map[string]string{"pod": "c"}),
-			expect: onlyTCP80(only("x/a", "x/c", "x/b")), keep: true},
+			relabel: relabel("x", "b", map[string]string{"pod": "c"}),
+			expect:  onlyTCP80(only("x/a", "x/c", "x/b")), keep: true},
 		{name: "peer label change back",
-			step:   relabel("x", "b", map[string]string{"pod": "b"}),
-			expect: onlyTCP80(only("x/a", "x/c"))},
+			relabel: relabel("x", "b", map[string]string{"pod": "b"}),
+			expect:  onlyTCP80(only("x/a", "x/c"))},
 		{name: "ingress from a namespaceSelector",
 			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-y", xa, ingress),
 				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}}})},
@@ -487,7 +512,7 @@ func matrixCases() []matrixCase {
 			expect:   onlyTCP80(only("x/*"))},
 		{name: "target label change: x/a no longer selected",
 			policies: []*networkingv1.NetworkPolicy{policy("x", "deny-a", xa, ingress)},
-			step:     relabel("x", "a", map[string]string{"pod": "renamed"}),
+			relabel:  relabel("x", "a", map[string]string{"pod": "renamed"}),
 			expect:   onlyTCP80(allowAll)},
 	}
 }
@@ -516,6 +541,9 @@ func TestConnectivityMatrix(t *testing.T) {
 			if tc.step != nil {
 				tc.step(t, c, mn)
 			}
+			if tc.relabel != nil {
+				tc.relabel.apply(t, c)
+			}
 			for _, np := range tc.policies {
 				_, err := nps.NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
 				if err != nil && strings.Contains(err.Error(), "already exists") {
@@ -542,7 +570,7 @@ func TestConnectivityMatrix(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				relabel("x", "a", map[string]string{"pod": "a"})(t, c, mn)
+				relabel("x", "a", map[string]string{"pod": "a"}).apply(t, c)
 			}
 		})
 	}

@@ -82,19 +82,7 @@ func (rs *Ruleset) Restore(stale []string) string {
 
 // Build computes the ruleset of s.
 func Build(s *State) *Ruleset {
-	b := &builder{state: s, sets: map[string]*ipset.Set{}, nsLabels: map[string]labels.Set{}}
-	for _, ns := range s.Namespaces {
-		b.nsLabels[ns.Name] = ns.Labels
-	}
-	for _, p := range s.Pods {
-		if podIP(p) != "" {
-			b.peers = append(b.peers, p)
-		}
-	}
-	sort.Slice(s.Policies, func(i, j int) bool {
-		a, c := s.Policies[i], s.Policies[j]
-		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
-	})
+	b := newBuilder(s)
 	top := Chain{Name: TopChain, Rules: []string{
 		`-m comment --comment "replies of allowed connections" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN`,
 	}}
@@ -104,17 +92,20 @@ func Build(s *State) *Ruleset {
 		if p.Spec.NodeName != s.Node {
 			continue
 		}
-		ip := podIP(p)
 		for _, dir := range []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress} {
-			c, ok := b.podChain(p, dir)
-			if !ok {
+			pc := b.podChain(p, dir)
+			if len(pc.isolatedBy) == 0 {
 				continue
+			}
+			c := Chain{Name: pc.name}
+			for _, e := range pc.entries {
+				c.Rules = append(c.Rules, e.text)
 			}
 			chains = append(chains, c)
 			if dir == networkingv1.PolicyTypeEgress {
-				egress = append(egress, fmt.Sprintf(`-s %s/32 -m comment --comment "%s/%s egress" -j %s`, ip, p.Namespace, p.Name, c.Name))
+				egress = append(egress, jumpLine(p, dir))
 			} else {
-				ingress = append(ingress, fmt.Sprintf(`-d %s/32 -m comment --comment "%s/%s ingress" -j %s`, ip, p.Namespace, p.Name, c.Name))
+				ingress = append(ingress, jumpLine(p, dir))
 			}
 		}
 	}
@@ -133,6 +124,37 @@ func Build(s *State) *Ruleset {
 	return rs
 }
 
+// ChainName is the chain of pod p's rules in direction dir.
+func ChainName(p *corev1.Pod, dir networkingv1.PolicyType) string {
+	return chainPrefix + string(dir[0]) + "-" + hash(p.Namespace, p.Name, string(p.UID))
+}
+
+// jumpLine is TopChain's rule sending p's connections in direction dir to its chain.
+func jumpLine(p *corev1.Pod, dir networkingv1.PolicyType) string {
+	addr := "-d" // ingress: to the pod
+	if dir == networkingv1.PolicyTypeEgress {
+		addr = "-s"
+	}
+	return fmt.Sprintf(`%s %s/32 -m comment --comment "%s/%s %s" -j %s`, addr, podIP(p), p.Namespace, p.Name, strings.ToLower(string(dir)), ChainName(p, dir))
+}
+
+func newBuilder(s *State) *builder {
+	b := &builder{state: s, sets: map[string]*ipset.Set{}, nsLabels: map[string]labels.Set{}}
+	for _, ns := range s.Namespaces {
+		b.nsLabels[ns.Name] = ns.Labels
+	}
+	for _, p := range s.Pods {
+		if podIP(p) != "" {
+			b.peers = append(b.peers, p)
+		}
+	}
+	sort.Slice(s.Policies, func(i, j int) bool {
+		a, c := s.Policies[i], s.Policies[j]
+		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
+	})
+	return b
+}
+
 type builder struct {
 	state    *State
 	peers    []*corev1.Pod // pods with an IP that peers may select (hostNetwork ones left out)
@@ -140,39 +162,73 @@ type builder struct {
 	sets     map[string]*ipset.Set
 }
 
-// podChain is the chain of pod p in one direction, when some policy isolates p in it.
-func (b *builder) podChain(p *corev1.Pod, dir networkingv1.PolicyType) (Chain, bool) {
-	c := Chain{Name: chainPrefix + string(dir[0]) + "-" + hash(p.Namespace, p.Name, string(p.UID))}
-	isolated := false
+// podChain is pod p's chain in one direction: isolatedBy lists the policies selecting p
+// there (none: p is not isolated and has no chain).
+type podChain struct {
+	name       string
+	isolatedBy []string
+	entries    []entry
+}
+
+func (b *builder) podChain(p *corev1.Pod, dir networkingv1.PolicyType) podChain {
+	c := podChain{name: ChainName(p, dir)}
 	for _, np := range b.state.Policies {
 		if np.Namespace != p.Namespace || !hasType(np, dir) || !selects(&np.Spec.PodSelector, p.Labels) {
 			continue
 		}
-		isolated = true
+		c.isolatedBy = append(c.isolatedBy, np.Namespace+"/"+np.Name)
 		if dir == networkingv1.PolicyTypeIngress {
 			for i, r := range np.Spec.Ingress {
-				c.Rules = append(c.Rules, b.ruleLines(np, p, dir, i, r.From, r.Ports)...)
+				c.entries = append(c.entries, b.ruleEntries(np, p, dir, i, r.From, r.Ports)...)
 			}
 		} else {
 			for i, r := range np.Spec.Egress {
-				c.Rules = append(c.Rules, b.ruleLines(np, p, dir, i, r.To, r.Ports)...)
+				c.entries = append(c.entries, b.ruleEntries(np, p, dir, i, r.To, r.Ports)...)
 			}
 		}
 	}
-	if !isolated {
-		return c, false
+	if len(c.isolatedBy) == 0 {
+		return c
 	}
 	if dir == networkingv1.PolicyTypeIngress {
 		// The node itself (probes, kubectl port-forward's dial) may always reach its pods.
-		c.Rules = append([]string{`-m comment --comment "from the node itself" -m addrtype --src-type LOCAL -j RETURN`}, c.Rules...)
+		c.entries = append([]entry{{fromNode: true, text: `-m comment --comment "from the node itself" -m addrtype --src-type LOCAL -j RETURN`}}, c.entries...)
 	}
-	c.Rules = append(c.Rules, fmt.Sprintf(`-m comment --comment "%s/%s %s denied" -j DROP`, p.Namespace, p.Name, strings.ToLower(string(dir))))
-	return c, true
+	c.entries = append(c.entries, entry{drop: true, text: fmt.Sprintf(`-m comment --comment "%s/%s %s denied" -j DROP`, p.Namespace, p.Name, strings.ToLower(string(dir)))})
+	return c
 }
 
-// ruleLines are the RETURN rules of one ingress (peers = from) or egress (peers = to) rule
-// of np, for pod p: any peer with any port.
-func (b *builder) ruleLines(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir networkingv1.PolicyType, idx int, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) []string {
+// entry is one rule of a pod's chain: its iptables text and what it matches, so that the
+// verdict explain gives is read off the very entries the kernel is given.
+type entry struct {
+	text     string
+	rule     RuleRef    // the policy rule it comes from (none for the node's RETURN and the DROP)
+	peer     *ipset.Set // the far end's address in this set; nil: any address
+	proto    corev1.Protocol
+	ports    [2]int32   // a port or range; 0: any port (of proto, if any)
+	portSet  *ipset.Set // an egress named port: the destination's ip,port in this set
+	fromNode bool       // the node's own connections (addrtype LOCAL)
+	drop     bool
+}
+
+// RuleRef names one (peer, port) of one rule of a NetworkPolicy, as an entry's comment does.
+type RuleRef struct {
+	Policy    string `json:"policy"` // namespace/name
+	Direction string `json:"direction"`
+	Rule      int    `json:"rule"`     // index in spec.ingress or spec.egress
+	Peer      int    `json:"peer"`     // index in from/to; -1: any peer
+	PeerText  string `json:"peerText"` // the peer, as kubectl describe words it
+	Port      int    `json:"port"`     // index in ports; -1: any port
+	PortText  string `json:"portText"` // the port
+}
+
+func (r RuleRef) String() string {
+	return fmt.Sprintf("%s %s rule %d (%s %s, on %s)", r.Policy, r.Direction, r.Rule, map[string]string{"ingress": "from", "egress": "to"}[r.Direction], r.PeerText, r.PortText)
+}
+
+// ruleEntries are the RETURN entries of one ingress (peers = from) or egress (peers = to)
+// rule of np, for pod p: any peer with any port.
+func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir networkingv1.PolicyType, idx int, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) []entry {
 	comment := fmt.Sprintf(`-m comment --comment "%s/%s %s rule %d"`, np.Namespace, np.Name, strings.ToLower(string(dir)), idx)
 	side := "src"
 	if dir == networkingv1.PolicyTypeEgress {
@@ -181,53 +237,66 @@ func (b *builder) ruleLines(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir n
 	ruleID := func(parts ...string) string {
 		return hash(append([]string{np.Namespace, np.Name, string(dir), strconv.Itoa(idx)}, parts...)...)
 	}
-	// Peer matches: "" is any address.
-	peerMatches := []string{""}
+	ref := RuleRef{Policy: np.Namespace + "/" + np.Name, Direction: strings.ToLower(string(dir)), Rule: idx, Peer: -1, PeerText: "any peer", Port: -1, PortText: "any port"}
+	// One entry per peer with its set (nil: any address).
+	peerEntries := []entry{{rule: ref}}
 	var peerPods [][]*corev1.Pod // per pod-selecting peer, for named egress ports
 	if len(peers) > 0 {
-		peerMatches = nil
+		peerEntries = nil
 		for j := range peers {
 			peer := &peers[j]
+			e := entry{rule: ref}
+			e.rule.Peer, e.rule.PeerText = j, peerText(peer)
 			if peer.IPBlock != nil {
-				set := b.set(ruleID("peer", strconv.Itoa(j)), hashNet, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
+				e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashNet, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
 				for _, n := range ipv4Nets(peer.IPBlock.CIDR) {
-					set.Add(n)
+					e.peer.Add(n)
 				}
-				for _, e := range peer.IPBlock.Except {
-					for _, n := range ipv4Nets(e) {
-						set.Add(n + " nomatch")
+				for _, x := range peer.IPBlock.Except {
+					for _, n := range ipv4Nets(x) {
+						e.peer.Add(n + " nomatch")
 					}
 				}
-				peerMatches = append(peerMatches, fmt.Sprintf("-m set --match-set %s %s", set.Name, side))
+				peerEntries = append(peerEntries, e)
 				continue
 			}
 			selected := b.selectPeers(np.Namespace, peer)
 			peerPods = append(peerPods, selected)
-			set := b.set(ruleID("peer", strconv.Itoa(j)), hashIP, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
+			e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
 			for _, pod := range selected {
-				set.Add(podIP(pod))
+				e.peer.Add(podIP(pod))
 			}
-			peerMatches = append(peerMatches, fmt.Sprintf("-m set --match-set %s %s", set.Name, side))
+			peerEntries = append(peerEntries, e)
 		}
 	} else {
 		peerPods = [][]*corev1.Pod{b.peers}
 	}
+	peerMatch := func(e entry) string {
+		if e.peer == nil {
+			return ""
+		}
+		return fmt.Sprintf("-m set --match-set %s %s", e.peer.Name, side)
+	}
+	var out []entry
 	if len(ports) == 0 {
-		var out []string
-		for _, m := range peerMatches {
-			out = append(out, join(m, comment, "-j RETURN"))
+		for _, e := range peerEntries {
+			e.text = join(peerMatch(e), comment, "-j RETURN")
+			out = append(out, e)
 		}
 		return out
 	}
-	var out []string
 	for k, port := range ports {
-		proto := strings.ToLower(string(protocolOf(port)))
+		proto := protocolOf(port)
+		lproto := strings.ToLower(string(proto))
 		if port.Port != nil && port.Port.Type == intstr.String {
 			if dir == networkingv1.PolicyTypeIngress {
 				// The destination is p: its own container port of that name.
-				if n := namedPort(p, port.Port.StrVal, protocolOf(port)); n != 0 {
-					for _, m := range peerMatches {
-						out = append(out, join(m, fmt.Sprintf("-p %s --dport %d", proto, n), comment, "-j RETURN"))
+				if n := namedPort(p, port.Port.StrVal, proto); n != 0 {
+					for _, e := range peerEntries {
+						e.rule.Port, e.rule.PortText = k, fmt.Sprintf("%s port %s (%d on %s/%s)", proto, port.Port.StrVal, n, p.Namespace, p.Name)
+						e.proto, e.ports = proto, [2]int32{n, n}
+						e.text = join(peerMatch(e), fmt.Sprintf("-p %s --dport %d", lproto, n), comment, "-j RETURN")
+						out = append(out, e)
 					}
 				}
 				continue
@@ -236,26 +305,67 @@ func (b *builder) ruleLines(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir n
 			set := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s/%s egress rule %d port %s", np.Namespace, np.Name, idx, port.Port.StrVal))
 			for _, pods := range peerPods {
 				for _, pod := range pods {
-					if n := namedPort(pod, port.Port.StrVal, protocolOf(port)); n != 0 {
-						set.Add(ipset.IPPort(podIP(pod), proto, n))
+					if n := namedPort(pod, port.Port.StrVal, proto); n != 0 {
+						set.Add(ipset.IPPort(podIP(pod), lproto, n))
 					}
 				}
 			}
-			out = append(out, join(fmt.Sprintf("-p %s -m set --match-set %s dst,dst", proto, set.Name), comment, "-j RETURN"))
+			e := entry{rule: ref, proto: proto, portSet: set}
+			e.rule.Port, e.rule.PortText = k, fmt.Sprintf("%s port %s of the peer pods", proto, port.Port.StrVal)
+			e.text = join(fmt.Sprintf("-p %s -m set --match-set %s dst,dst", lproto, set.Name), comment, "-j RETURN")
+			out = append(out, e)
 			continue
 		}
-		pm := "-p " + proto
+		pm := "-p " + lproto
+		var rng [2]int32
+		portText := string(proto) + " any port"
 		if port.Port != nil {
+			rng = [2]int32{int32(port.Port.IntValue()), int32(port.Port.IntValue())}
 			pm += " --dport " + strconv.Itoa(port.Port.IntValue())
+			portText = fmt.Sprintf("%s %d", proto, rng[0])
 			if port.EndPort != nil && *port.EndPort > port.Port.IntVal {
+				rng[1] = *port.EndPort
 				pm += ":" + strconv.Itoa(int(*port.EndPort))
+				portText += fmt.Sprintf("-%d", rng[1])
 			}
 		}
-		for _, m := range peerMatches {
-			out = append(out, join(m, pm, comment, "-j RETURN"))
+		for _, e := range peerEntries {
+			e.rule.Port, e.rule.PortText = k, portText
+			e.proto, e.ports = proto, rng
+			e.text = join(peerMatch(e), pm, comment, "-j RETURN")
+			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// peerText words a peer as kubectl describe does.
+func peerText(p *networkingv1.NetworkPolicyPeer) string {
+	if p.IPBlock != nil {
+		s := "IPBlock " + p.IPBlock.CIDR
+		if len(p.IPBlock.Except) > 0 {
+			s += " except " + strings.Join(p.IPBlock.Except, ", ")
+		}
+		return s
+	}
+	var parts []string
+	if p.NamespaceSelector != nil {
+		parts = append(parts, "NamespaceSelector: "+selectorText(p.NamespaceSelector))
+	}
+	if p.PodSelector != nil {
+		parts = append(parts, "PodSelector: "+selectorText(p.PodSelector))
+	}
+	if p.NamespaceSelector == nil {
+		parts = append(parts, "in the policy's namespace")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func selectorText(sel *metav1.LabelSelector) string {
+	if s := metav1.FormatLabelSelector(sel); s != "<none>" {
+		return s
+	}
+	return "<all>"
 }
 
 // selectPeers lists the pods a pod/namespace selector peer of a policy in ns selects.

@@ -7,8 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/network/policy"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // testdata/node.save is iptables-save -c of a test namespace after miniproxy's proxier
@@ -153,9 +157,85 @@ func TestQueriesAndOutput(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `"chain":"KUBE-SEP-TYWNFS3QWJJ5E6M6"`) {
 		t.Errorf("json: %s %v", b, err)
 	}
-	for _, bad := range []Options{{Service: "web"}, {Service: "default/web", From: "x"}, {Service: "default/web", Output: "yaml"}} {
+	for _, bad := range []Options{{Service: "web"}, {Service: "default/web", From: "x"}, {Service: "default/web", Output: "yaml"},
+		{}, {Service: "default/web", To: "default/web", From: "x/y"}, {To: "default/web"}, {To: "web", From: "x/y"}, {To: "deploy/x/y", From: "x/y"},
+		{To: "x/y", From: "x/y", Protocol: "icmp"}} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("options %+v accepted", bad)
 		}
+	}
+	for _, good := range []Options{{To: "x/y", From: "x/z", Protocol: "udp"}, {To: "pod/x/y", From: "10.0.0.1"}, {To: "service/x/y", From: "x/z"}, {Service: "x/y", From: "x/z"}} {
+		if err := good.Validate(); err != nil {
+			t.Errorf("options %+v: %v", good, err)
+		}
+	}
+	if kind, ref := (&Options{To: "service/x/y"}).target(); kind != "service" || ref != "x/y" {
+		t.Errorf("--to service/x/y: %q %q", kind, ref)
+	}
+}
+
+// TestPolicyCounters: a connection's verdict on both ends, with the counters of the jump,
+// the deciding rule and the DROP read from a node's filter table (the controller's own rules
+// for that node, with counters added), and a note for a chain enforced on another node.
+func TestPolicyCounters(t *testing.T) {
+	pod := func(name, node, ip string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: name, UID: types.UID(name), Labels: labels},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}}
+	}
+	a := pod("a", "node-1", "10.244.1.2", map[string]string{"app": "a"})
+	b := pod("b", "node-1", "10.244.1.3", map[string]string{"role": "client"})
+	c := pod("c", "node-2", "10.244.2.2", nil)
+	tcp := corev1.ProtocolTCP
+	port := intstr.FromInt32(80)
+	cl := &cluster{byIP: map[string]*corev1.Pod{}, state: policy.State{Node: "node-1", Pods: []*corev1.Pod{a, b, c},
+		Policies: []*networkingv1.NetworkPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "allow-client"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}}}}}}}}}
+	for _, p := range cl.state.Pods {
+		cl.byIP[p.Status.PodIP] = p
+	}
+	// node-1's rules as the controller writes them, each rule counted 7 packets of 420 bytes.
+	var save strings.Builder
+	for _, line := range strings.Split(policy.Build(&cl.state).Restore(nil), "\n") {
+		if strings.HasPrefix(line, "-A ") {
+			line = "[7:420] " + line
+		}
+		save.WriteString(line + "\n")
+	}
+	tables, err := ParseSave(save.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := cl.connection(tables, nil, b, b.Status.PodIP, a.Status.PodIP, tcp, 80)
+	if conn.Verdict != "allowed" || conn.Egress == nil || len(conn.Egress.IsolatedBy) != 0 || conn.Ingress == nil || conn.Ingress.By == nil || conn.Ingress.By.Policy != "x/allow-client" {
+		t.Fatalf("x/b -> x/a:80: %+v", conn)
+	}
+	hops := conn.Ingress.Hops
+	if len(hops) != 3 || hops[0].Chain != policy.TopChain || hops[1].Note != "decides" || !strings.Contains(hops[1].Rule, `"x/allow-client ingress rule 0"`) ||
+		!strings.HasSuffix(hops[2].Rule, "-j DROP") || hops[1].Packets != 7 || hops[2].Bytes != 420 {
+		t.Errorf("hops %+v", hops)
+	}
+	conn = cl.connection(tables, nil, c, c.Status.PodIP, a.Status.PodIP, tcp, 80)
+	if conn.Verdict != "denied by the ingress policies of x/a" || len(conn.Ingress.Hops) != 2 || conn.Ingress.Hops[1].Note != "decides" {
+		t.Errorf("x/c -> x/a:80: %+v", conn.Ingress)
+	}
+	var text bytes.Buffer
+	RenderConnection(&text, conn)
+	for _, want := range []string{"connection x/c (10.244.2.2) -> x/a (10.244.1.2) TCP 80", "ingress of x/a on node-1: isolated for ingress by x/allow-client",
+		"denied: no policy selecting x/a allows ingress from x/c (10.244.2.2) on TCP 80 (policies: x/allow-client)", "[7 pkts, 420 bytes]", "verdict: denied by the ingress policies of x/a"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	// A node whose chains do not hold x/a's: the verdict stands, the counters are elsewhere.
+	conn = cl.connection(Tables{"filter": {Chains: map[string][]Rule{}}}, nil, b, b.Status.PodIP, a.Status.PodIP, tcp, 80)
+	if conn.Verdict != "allowed" || len(conn.Ingress.Hops) != 0 || !strings.Contains(conn.Ingress.Note, "is not on this node: it is enforced on node-1") {
+		t.Errorf("on another node: %+v", conn.Ingress)
+	}
+	// An address that is no pod's: no egress verdict.
+	if conn = cl.connection(tables, nil, nil, "192.0.2.1", a.Status.PodIP, tcp, 80); conn.Egress != nil || conn.Verdict != "denied by the ingress policies of x/a" {
+		t.Errorf("from an address: %+v", conn)
 	}
 }

@@ -16,23 +16,40 @@ import (
 
 // Options are miniproxy explain's flags.
 type Options struct {
-	Service string // namespace/name
-	From    string // source address; "" unknown
-	Port    int32  // a service port or node port; 0: every port
-	Output  string // "" (text) or "json"
+	Service  string // namespace/name
+	From     string // source address or pod (namespace/name); "" unknown
+	To       string // destination pod or Service: [pod/|service/]namespace/name
+	Port     int32  // a service port or node port, or the pod's port; 0: every service port
+	Protocol string // "" (every service port; TCP to a pod), TCP, UDP or SCTP
+	Output   string // "" (text) or "json"
 }
 
 // Validate checks the options before anything is read.
 func (o *Options) Validate() error {
-	ns, name, ok := strings.Cut(o.Service, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+	switch {
+	case o.Service == "" && o.To == "":
+		return fmt.Errorf("--service or --to is required")
+	case o.Service != "" && o.To != "":
+		return fmt.Errorf("--service and --to both given: --to names a pod or a Service, --service only a Service")
+	case o.Service != "" && !isRef(o.Service):
 		return fmt.Errorf("--service %q: want NAMESPACE/NAME", o.Service)
 	}
-	if o.From != "" && net.ParseIP(o.From).To4() == nil {
-		return fmt.Errorf("--from %q: not an IPv4 address", o.From)
+	if _, ref := o.target(); o.To != "" && !isRef(ref) {
+		return fmt.Errorf("--to %q: want NAMESPACE/NAME, pod/NAMESPACE/NAME or service/NAMESPACE/NAME", o.To)
+	}
+	if o.From != "" && net.ParseIP(o.From).To4() == nil && !isRef(o.From) {
+		return fmt.Errorf("--from %q: want an IPv4 address or a pod, NAMESPACE/NAME", o.From)
+	}
+	if o.To != "" && o.From == "" {
+		return fmt.Errorf("--from is required with --to (the pod or address the connection comes from)")
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("--port %d: out of range", o.Port)
+	}
+	switch strings.ToUpper(o.Protocol) {
+	case "", "TCP", "UDP", "SCTP":
+	default:
+		return fmt.Errorf("--protocol %q: want TCP, UDP or SCTP", o.Protocol)
 	}
 	if o.Output != "" && o.Output != "json" {
 		return fmt.Errorf("-o %q: only json is supported", o.Output)
@@ -40,42 +57,44 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run explains the Service's paths from the rules this network namespace holds now.
+// target is the destination's kind ("pod", "service", or "" when --to does not say) and
+// its namespace/name.
+func (o *Options) target() (string, string) {
+	if o.Service != "" {
+		return "service", o.Service
+	}
+	for _, k := range []string{"pod", "service"} {
+		if ref, ok := strings.CutPrefix(o.To, k+"/"); ok && strings.Count(o.To, "/") == 2 {
+			return k, ref
+		}
+	}
+	return "", o.To
+}
+
+func isRef(s string) bool {
+	ns, name, ok := strings.Cut(s, "/")
+	return ok && ns != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// Run explains the Service's paths from the rules this network namespace holds now; with
+// a pod on either end (--from POD, --to), the NetworkPolicy verdict of each connection too.
 func Run(ctx context.Context, client kubernetes.Interface, o Options, out io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	ns, name, _ := strings.Cut(o.Service, "/")
-	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("service %s: %w", o.Service, err)
+	if o.To != "" || isRef(o.From) {
+		return runConnections(ctx, client, o, out)
 	}
-	queries, err := Queries(svc, o.Port, o.From)
+	tables, err := readTables(ctx)
 	if err != nil {
 		return err
 	}
-	var save strings.Builder
-	for _, table := range []string{"nat", "filter"} {
-		text, err := exec.CommandContext(ctx, "iptables-save", "-c", "-t", table).Output()
-		if err != nil {
-			return fmt.Errorf("iptables-save -c -t %s: %w", table, err)
-		}
-		save.Write(text)
-	}
-	tables, err := ParseSave(save.String())
+	paths, err := servicePaths(ctx, client, tables, o.Service, o.Port, o.Protocol, o.From)
 	if err != nil {
-		return fmt.Errorf("reading iptables-save: %w", err)
-	}
-	local := localAddresses()
-	var paths []Path
-	for _, q := range queries {
-		q.Local = local
-		paths = append(paths, Walk(tables, q))
+		return err
 	}
 	if o.Output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(paths)
+		return writeJSON(out, paths)
 	}
 	for i, p := range paths {
 		if i > 0 {
@@ -84,6 +103,56 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, out io.Wri
 		Render(out, p)
 	}
 	return nil
+}
+
+// servicePaths walks tables for the Service ref (namespace/name): each destination of its
+// ports, or of port and protocol when given, from source from ("" any).
+func servicePaths(ctx context.Context, client kubernetes.Interface, tables Tables, ref string, port int32, protocol, from string) ([]Path, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", ref, err)
+	}
+	queries, err := Queries(svc, port, from)
+	if err != nil {
+		return nil, err
+	}
+	local := localAddresses()
+	var paths []Path
+	for _, q := range queries {
+		if protocol != "" && !strings.EqualFold(q.Protocol, protocol) {
+			continue
+		}
+		q.Local = local
+		paths = append(paths, Walk(tables, q))
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("service %s has no %s port", ref, strings.ToUpper(protocol))
+	}
+	return paths, nil
+}
+
+// readTables reads this network namespace's nat and filter tables with their counters.
+func readTables(ctx context.Context) (Tables, error) {
+	var save strings.Builder
+	for _, table := range []string{"nat", "filter"} {
+		text, err := exec.CommandContext(ctx, "iptables-save", "-c", "-t", table).Output()
+		if err != nil {
+			return nil, fmt.Errorf("iptables-save -c -t %s: %w", table, err)
+		}
+		save.Write(text)
+	}
+	tables, err := ParseSave(save.String())
+	if err != nil {
+		return nil, fmt.Errorf("reading iptables-save: %w", err)
+	}
+	return tables, nil
+}
+
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // Queries are the packets to explain for svc: to each port's cluster IP, external IPs,

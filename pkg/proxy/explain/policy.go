@@ -1,0 +1,292 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/network/policy"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Report is explain --from POD --to POD|SERVICE: the Service translation when the
+// destination is a Service, then the NetworkPolicy verdict of each connection it makes (one
+// per endpoint; one for a pod).
+type Report struct {
+	Paths       []Path       `json:"paths,omitempty"`
+	Connections []Connection `json:"connections"`
+}
+
+// Connection is one connection's policy verdict on both ends.
+type Connection struct {
+	From     string `json:"from"` // namespace/name (address), or the address
+	To       string `json:"to"`
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	// Egress is the source pod's verdict, Ingress the destination pod's; nil: that end is
+	// no pod, so no policy applies there.
+	Egress  *End   `json:"egress"`
+	Ingress *End   `json:"ingress"`
+	Verdict string `json:"verdict"`
+}
+
+// End is one pod's verdict with the counters of the rules it met on this node.
+type End struct {
+	policy.Verdict
+	Hops []Hop  `json:"hops"`
+	Note string `json:"note,omitempty"`
+}
+
+// cluster is what the policy verdict reads from the API: every pod, namespace and policy.
+type cluster struct {
+	state policy.State
+	byIP  map[string]*corev1.Pod // pods (not hostNetwork) by their IP
+}
+
+func readCluster(ctx context.Context, client kubernetes.Interface) (*cluster, error) {
+	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	nss, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	nps, err := client.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing networkpolicies: %w", err)
+	}
+	c := &cluster{byIP: map[string]*corev1.Pod{}}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		c.state.Pods = append(c.state.Pods, p)
+		if !p.Spec.HostNetwork && p.Status.PodIP != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			c.byIP[p.Status.PodIP] = p
+		}
+	}
+	for i := range nss.Items {
+		c.state.Namespaces = append(c.state.Namespaces, &nss.Items[i])
+	}
+	for i := range nps.Items {
+		c.state.Policies = append(c.state.Policies, &nps.Items[i])
+	}
+	return c, nil
+}
+
+func (c *cluster) pod(ref string) (*corev1.Pod, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	for _, p := range c.state.Pods {
+		if p.Namespace == ns && p.Name == name {
+			if p.Status.PodIP == "" {
+				return nil, fmt.Errorf("pod %s has no IP yet", ref)
+			}
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf(`pods "%s" not found in namespace %q`, name, ns)
+}
+
+// runConnections explains o's connections: o.From a pod or an address, o.To (or o.Service)
+// a pod or a Service.
+func runConnections(ctx context.Context, client kubernetes.Interface, o Options, out io.Writer) error {
+	c, err := readCluster(ctx, client)
+	if err != nil {
+		return err
+	}
+	var src *corev1.Pod
+	srcIP := o.From
+	if net.ParseIP(o.From) == nil {
+		if src, err = c.pod(o.From); err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		srcIP = src.Status.PodIP
+	} else {
+		src = c.byIP[o.From]
+	}
+	kind, ref := o.target()
+	if kind == "" {
+		kind, err = targetKind(ctx, client, ref)
+		if err != nil {
+			return err
+		}
+	}
+	tables, err := readTables(ctx)
+	if err != nil {
+		return err
+	}
+	local := localAddresses()
+	var r Report
+	if kind == "pod" {
+		dst, err := c.pod(ref)
+		if err != nil {
+			return fmt.Errorf("--to: %w", err)
+		}
+		if o.Port == 0 {
+			return fmt.Errorf("--port is required with --to a pod (the destination port to decide on)")
+		}
+		proto := corev1.Protocol(strings.ToUpper(o.Protocol))
+		if proto == "" {
+			proto = corev1.ProtocolTCP
+		}
+		r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, dst.Status.PodIP, proto, o.Port))
+	} else {
+		if r.Paths, err = servicePaths(ctx, client, tables, ref, o.Port, o.Protocol, srcIP); err != nil {
+			return err
+		}
+		seen := map[string]bool{} // an endpoint reached by several paths (cluster IP, node port) is decided once
+		for _, p := range r.Paths {
+			for _, e := range p.Endpoints {
+				host, port, err := net.SplitHostPort(e.DNAT)
+				if err != nil || seen[p.Protocol+" "+e.DNAT] {
+					continue
+				}
+				seen[p.Protocol+" "+e.DNAT] = true
+				n, err := strconv.ParseUint(port, 10, 16)
+				if err != nil {
+					continue
+				}
+				r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, host, corev1.Protocol(strings.ToUpper(p.Protocol)), int32(n)))
+			}
+		}
+	}
+	if o.Output == "json" {
+		return writeJSON(out, r)
+	}
+	for _, p := range r.Paths {
+		Render(out, p)
+		fmt.Fprintln(out)
+	}
+	for i, cn := range r.Connections {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		RenderConnection(out, cn)
+	}
+	return nil
+}
+
+// targetKind tells whether ref (namespace/name) is a pod or a Service, refusing to guess
+// when it is both.
+func targetKind(ctx context.Context, client kubernetes.Interface, ref string) (string, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	_, podErr := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	_, svcErr := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case podErr == nil && svcErr == nil:
+		return "", fmt.Errorf("--to %s: both a pod and a Service have that name: write --to pod/%s or --to service/%s", ref, ref, ref)
+	case podErr == nil:
+		return "pod", nil
+	case svcErr == nil:
+		return "service", nil
+	}
+	return "", fmt.Errorf("--to %s: neither a pod nor a Service: %v; %v", ref, podErr, svcErr)
+}
+
+// connection decides src -> dstIP:port on both ends.
+func (c *cluster) connection(tables Tables, local func(string) bool, src *corev1.Pod, srcIP, dstIP string, proto corev1.Protocol, port int32) Connection {
+	dst := c.byIP[dstIP]
+	conn := policy.Connection{Src: srcIP, Dst: dstIP, Protocol: proto, Port: port}
+	out := Connection{From: srcIP, To: dstIP, Protocol: string(proto), Port: port}
+	if src != nil {
+		conn.SrcName = src.Namespace + "/" + src.Name
+		out.From = fmt.Sprintf("%s (%s)", conn.SrcName, srcIP)
+	}
+	if dst != nil {
+		conn.DstName = dst.Namespace + "/" + dst.Name
+		out.To = fmt.Sprintf("%s (%s)", conn.DstName, dstIP)
+		if src != nil {
+			conn.FromNode = src.Spec.HostNetwork && src.Spec.NodeName == dst.Spec.NodeName
+		} else if _, here := tables.chain(policy.ChainName(dst, networkingv1.PolicyTypeIngress)); here && local != nil {
+			conn.FromNode = local(srcIP)
+		}
+	}
+	if src != nil {
+		out.Egress = end(tables, policy.Decide(&c.state, src, networkingv1.PolicyTypeEgress, conn))
+	}
+	if dst != nil {
+		out.Ingress = end(tables, policy.Decide(&c.state, dst, networkingv1.PolicyTypeIngress, conn))
+	}
+	switch {
+	case out.Egress != nil && !out.Egress.Allowed:
+		out.Verdict = "denied by the egress policies of " + out.Egress.Pod
+	case out.Ingress != nil && !out.Ingress.Allowed:
+		out.Verdict = "denied by the ingress policies of " + out.Ingress.Pod
+	default:
+		out.Verdict = "allowed"
+	}
+	return out
+}
+
+func (t Tables) chain(name string) ([]Rule, bool) {
+	filter := t["filter"]
+	if filter == nil {
+		return nil, false
+	}
+	rules, ok := filter.Chains[name]
+	return rules, ok
+}
+
+// end adds to v the counters of this node's rules it names: TopChain's jump to the pod's
+// chain, the rule that decided, and the chain's DROP.
+func end(t Tables, v policy.Verdict) *End {
+	e := &End{Verdict: v, Hops: []Hop{}}
+	if v.Chain == "" {
+		return e
+	}
+	rules, ok := t.chain(v.Chain)
+	if !ok {
+		e.Note = fmt.Sprintf("%s is not on this node: it is enforced on %s (run explain there for its counters)", v.Chain, v.Node)
+		return e
+	}
+	top, _ := t.chain(policy.TopChain)
+	for _, r := range top {
+		if r.Target == v.Chain {
+			e.Hops = append(e.Hops, Hop{Table: "filter", Chain: policy.TopChain, Rule: r.Text, Packets: r.Packets, Bytes: r.Bytes, Note: "new connections of " + v.Pod})
+		}
+	}
+	_, want, err := parseRule("-A " + v.Chain + " " + v.Rule)
+	if err != nil || v.Index >= len(rules) || rules[v.Index].Comment != want.Comment {
+		e.Note = "this node's chain differs from what the API holds now (the policy controller has not synced it yet?)"
+		return e
+	}
+	r := rules[v.Index]
+	e.Hops = append(e.Hops, Hop{Table: "filter", Chain: v.Chain, Rule: r.Text, Packets: r.Packets, Bytes: r.Bytes, Note: "decides"})
+	if last := rules[len(rules)-1]; v.Index != len(rules)-1 && last.Target == "DROP" {
+		e.Hops = append(e.Hops, Hop{Table: "filter", Chain: v.Chain, Rule: last.Text, Packets: last.Packets, Bytes: last.Bytes, Note: "what the pod's policies denied so far"})
+	}
+	return e
+}
+
+// RenderConnection prints c for people.
+func RenderConnection(out io.Writer, c Connection) {
+	fmt.Fprintf(out, "connection %s -> %s %s %d\n", c.From, c.To, c.Protocol, c.Port)
+	for _, side := range []struct {
+		dir, who string
+		e        *End
+	}{{"egress", c.From, c.Egress}, {"ingress", c.To, c.Ingress}} {
+		if side.e == nil {
+			fmt.Fprintf(out, "  %s of %s: no pod, no policy applies\n", side.dir, side.who)
+			continue
+		}
+		e := side.e
+		if len(e.IsolatedBy) == 0 {
+			fmt.Fprintf(out, "  %s of %s on %s: %s\n", side.dir, e.Pod, e.Node, e.Reason)
+			continue
+		}
+		fmt.Fprintf(out, "  %s of %s on %s: isolated for %s by %s\n", side.dir, e.Pod, e.Node, side.dir, strings.Join(e.IsolatedBy, ", "))
+		fmt.Fprintf(out, "    %s\n", e.Reason)
+		for _, h := range e.Hops {
+			fmt.Fprintf(out, "    %-6s %-20s [%d pkts, %d bytes] %s   <- %s\n", h.Table, h.Chain, h.Packets, h.Bytes, h.Rule, h.Note)
+		}
+		if e.Note != "" {
+			fmt.Fprintf(out, "    (%s)\n", e.Note)
+		}
+	}
+	fmt.Fprintf(out, "  verdict: %s\n", c.Verdict)
+}
