@@ -38,6 +38,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 const (
@@ -73,6 +74,7 @@ type Agent struct {
 	workers          *podworkers.Workers[*podsync.PodState]
 	probes           *prober.Manager
 	stats            StatsSource // nil: no usage figures (tests)
+	pressure         *stats.Pressure
 	node             *nodestatus.Manager
 }
 
@@ -109,6 +111,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		metrics:  newMetrics(),
 		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
+	a.pressure = a.newPressure()
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	a.sync = podsync.New(podsync.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, CgroupRoot: cfg.CgroupRoot,

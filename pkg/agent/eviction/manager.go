@@ -1,9 +1,10 @@
 // Package eviction is the kubelet's eviction manager in minilet: while a threshold of
-// --eviction-hard is crossed it ends one pod per interval, ranked as the kubelet ranks
-// them (usage over requests, then priority, then how far over), after reclaiming what the
-// node itself can for disk signals; and it ends pods that outgrow an ephemeral-storage
-// limit or an emptyDir's sizeLimit. Evicted pods fail with reason Evicted and the
-// kubelet's message, and a Warning Evicted Event.
+// --eviction-hard is crossed, or one of --eviction-soft has been for its grace period, it
+// ends one pod per interval, ranked as the kubelet ranks them (usage over requests, then
+// priority, then how far over), after reclaiming what the node itself can for disk
+// signals; and it ends pods that outgrow an ephemeral-storage limit or an emptyDir's
+// sizeLimit. Evicted pods fail with reason Evicted and the kubelet's message, and a
+// Warning Evicted Event.
 package eviction
 
 import (
@@ -48,7 +49,12 @@ const immediateGracePeriod = time.Second
 
 // Config is what the manager watches and how it acts.
 type Config struct {
-	Thresholds []stats.Threshold // --eviction-hard
+	// Pressure holds the samples against --eviction-hard and --eviction-soft and says
+	// which thresholds to act on.
+	Pressure *stats.Pressure
+	// MaxPodGracePeriod caps the grace of a pod evicted for a soft threshold
+	// (--eviction-max-pod-grace-period).
+	MaxPodGracePeriod time.Duration
 	// Stats is the latest sample of the node's and its pods' usage.
 	Stats interface{ Latest() *stats.Snapshot }
 	// Pods are the pods running on the node (not finished, not being deleted).
@@ -107,7 +113,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 			}
 		}
 	}
-	crossed := stats.Crossed(&snap.Summary, m.cfg.Thresholds)
+	crossed := m.cfg.Pressure.Observe(&snap.Summary, m.cfg.Clock.Now())
 	if len(crossed) == 0 {
 		return nil
 	}
@@ -131,7 +137,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 		msg, annotations := pressureMessage(pod, podStats[pod.UID], c, resourceName)
 		cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: msg}
-		if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Condition: cond, Grace: immediateGracePeriod}, annotations) {
+		if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Condition: cond, Grace: m.gracePeriod(pod, c.Threshold)}, annotations) {
 			return pod
 		}
 	}
@@ -147,6 +153,20 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e podsync.Ending, 
 	}
 	m.lastEviction = m.cfg.Clock.Now()
 	return true
+}
+
+// gracePeriod is what a pod evicted for t gets, as the kubelet gives it: at once for a
+// hard threshold; for a soft one its terminationGracePeriodSeconds capped at
+// --eviction-max-pod-grace-period, and no less than our second.
+func (m *Manager) gracePeriod(pod *corev1.Pod, t stats.Threshold) time.Duration {
+	if t.Hard() {
+		return immediateGracePeriod
+	}
+	grace := m.cfg.MaxPodGracePeriod
+	if s := pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		grace = min(grace, time.Duration(*s)*time.Second)
+	}
+	return max(grace, immediateGracePeriod)
 }
 
 // sampleTime is when s was taken.
