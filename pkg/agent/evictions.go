@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -33,7 +34,7 @@ func (a *Agent) newPressure() *stats.Pressure {
 func (a *Agent) newEvictionManager(images *imagegc.Collector) *eviction.Manager {
 	return eviction.New(eviction.Config{
 		Pressure: a.pressure, MaxPodGracePeriod: a.cfg.EvictionMaxPodGracePeriod,
-		Stats: a.stats, Pods: a.activePods, Evict: a.evictPod,
+		Stats: a.stats, MemoryCgroup: cmp.Or(a.cfg.NodeCgroup, "/"), Pods: a.activePods, Evict: a.evictPod,
 		ReclaimDisk: func(ctx context.Context) (int64, error) { return images.GarbageCollect(ctx) },
 		Recorder:    a.recorder, Clock: a.clock, Log: a.log.With("component", "eviction"),
 	})

@@ -47,8 +47,8 @@ type Amount struct {
 	Percentage float64 // of the signal's capacity, when Quantity is nil
 }
 
-// of is the amount in the signal's unit, for a signal of that capacity.
-func (a Amount) of(capacity int64) int64 {
+// Of is the amount in the signal's unit, for a signal of that capacity.
+func (a Amount) Of(capacity int64) int64 {
 	if a.Quantity != nil {
 		return a.Quantity.Value()
 	}
@@ -271,10 +271,10 @@ func crossing(s *statsapi.Summary, t Threshold, reclaim bool) (Crossing, bool) {
 	if !ok {
 		return Crossing{}, false
 	}
-	c := Crossing{Threshold: t, Condition: signalCondition[t.Signal], Available: available, Capacity: capacity, Min: t.of(capacity)}
+	c := Crossing{Threshold: t, Condition: signalCondition[t.Signal], Available: available, Capacity: capacity, Min: t.Of(capacity)}
 	bar := c.Min
 	if reclaim && t.MinReclaim != nil {
-		bar += t.MinReclaim.of(capacity)
+		bar += t.MinReclaim.Of(capacity)
 	}
 	return c, available < bar
 }
@@ -295,7 +295,7 @@ func (p *Pressure) Observe(s *statsapi.Summary, now time.Time) []Crossing {
 		p.lastSeen[c.Condition] = now
 		msg := fmt.Sprintf("%s: %d available < %d", c.Signal, c.Available, c.Min)
 		if c.Available >= c.Min {
-			msg = fmt.Sprintf("%s: %d available, not yet %d above %d (minimum reclaim)", c.Signal, c.Available, t.MinReclaim.of(c.Capacity), c.Min)
+			msg = fmt.Sprintf("%s: %d available, not yet %d above %d (minimum reclaim)", c.Signal, c.Available, t.MinReclaim.Of(c.Capacity), c.Min)
 		}
 		p.crossed[c.Condition] = append(p.crossed[c.Condition], msg)
 		first, ok := p.firstSeen[i]
@@ -311,6 +311,9 @@ func (p *Pressure) Observe(s *statsapi.Summary, now time.Time) []Crossing {
 	p.firstSeen, p.acting = firstSeen, acting
 	return act
 }
+
+// Thresholds are the thresholds watched.
+func (p *Pressure) Thresholds() []Threshold { return p.thresholds }
 
 // Under reports whether the node is under cond at now, and which thresholds were
 // crossed last.

@@ -9,6 +9,7 @@ package eviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -55,8 +56,15 @@ type Config struct {
 	// MaxPodGracePeriod caps the grace of a pod evicted for a soft threshold
 	// (--eviction-max-pod-grace-period).
 	MaxPodGracePeriod time.Duration
-	// Stats is the latest sample of the node's and its pods' usage.
-	Stats interface{ Latest() *stats.Snapshot }
+	// Stats is the latest sample of the node's and its pods' usage, and a fresh one when
+	// the kernel tells a memory threshold was crossed.
+	Stats interface {
+		Latest() *stats.Snapshot
+		Sample(ctx context.Context)
+	}
+	// MemoryCgroup is the node's cgroup ("/": the machine's) whose memory usage the
+	// kernel watches against the memory.available thresholds.
+	MemoryCgroup string
 	// Pods are the pods running on the node (not finished, not being deleted).
 	Pods func() []*corev1.Pod
 	// Evict ends a pod as e says (reason Evicted) and returns once its containers have
@@ -81,19 +89,75 @@ type Manager struct {
 // New makes the eviction manager cfg describes.
 func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
 
-// Run looks at the node every monitoringInterval until ctx ends.
+// Run looks at the node every monitoringInterval, and at once when the kernel tells
+// that the node's memory usage crossed a memory.available threshold, until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
 	tick := m.cfg.Clock.NewTicker(monitoringInterval)
 	defer tick.Stop()
+	crossed := make(chan struct{}, 1)
+	var notifiers []*usageNotifier
+	defer func() { closeAll(notifiers) }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
+		case <-crossed:
+			m.cfg.Log.Info("memory usage crossed a threshold, looking now")
+			m.cfg.Stats.Sample(ctx)
 		}
 		if pod := m.synchronize(ctx); pod != nil {
 			m.cfg.Log.Info("evicted a pod", "pod", pod.Namespace+"/"+pod.Name)
 		}
+		closeAll(notifiers)
+		notifiers = m.notifyMemory(crossed)
+	}
+}
+
+// notifyMemory registers, for each memory.available threshold, the usage at which the
+// node's working set reaches it (capacity less the threshold, plus the inactive file
+// pages usage counts and the working set does not), as the kubelet's memory threshold
+// notifier re-arms after each look; a crossing pokes crossed.
+func (m *Manager) notifyMemory(crossed chan<- struct{}) []*usageNotifier {
+	snap := m.cfg.Stats.Latest()
+	if snap == nil || m.cfg.MemoryCgroup == "" {
+		return nil
+	}
+	mem := snap.Summary.Node.Memory
+	if mem == nil || mem.AvailableBytes == nil || mem.WorkingSetBytes == nil || mem.UsageBytes == nil {
+		return nil
+	}
+	capacity := int64(*mem.AvailableBytes + *mem.WorkingSetBytes)
+	inactiveFile := int64(*mem.UsageBytes) - int64(*mem.WorkingSetBytes)
+	var out []*usageNotifier
+	for _, t := range m.cfg.Pressure.Thresholds() {
+		if t.Signal != "memory.available" {
+			continue
+		}
+		n, err := notifyUsage(m.cfg.MemoryCgroup, capacity-t.Of(capacity)+max(inactiveFile, 0))
+		if errors.Is(err, errNoNotifications) {
+			return out
+		}
+		if err != nil {
+			m.cfg.Log.Warn("memory threshold notification", "err", err)
+			continue
+		}
+		go func() {
+			if n.Wait() == nil {
+				select {
+				case crossed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		out = append(out, n)
+	}
+	return out
+}
+
+func closeAll(notifiers []*usageNotifier) {
+	for _, n := range notifiers {
+		n.Close()
 	}
 }
 

@@ -155,9 +155,19 @@ func TestLocalStorageExceeded(t *testing.T) {
 	}
 }
 
-type fixedStats struct{ snap *stats.Snapshot }
+type fixedStats struct {
+	snap     *stats.Snapshot
+	onSample func()
+}
 
 func (f *fixedStats) Latest() *stats.Snapshot { return f.snap }
+
+// Sample takes no sample: the test sets it; onSample (nil: nothing) hears of the call.
+func (f *fixedStats) Sample(context.Context) {
+	if f.onSample != nil {
+		f.onSample()
+	}
+}
 
 // testManager evicts by recording; evictErr fails the pods it names.
 type testManager struct {
