@@ -76,29 +76,38 @@ func (t Threshold) Hard() bool { return t.GracePeriod == 0 }
 func ParseThresholds(s string) ([]Threshold, error) {
 	var out []Threshold
 	seen := map[string]bool{}
+	err := eachStatement(s, "<", "eviction threshold", func(signal, value string) error {
+		if seen[signal] {
+			return fmt.Errorf("found duplicate eviction threshold for signal %s", signal)
+		}
+		seen[signal] = true
+		amount, err := parseAmount(value)
+		out = append(out, Threshold{Signal: signal, Amount: amount})
+		return err
+	})
+	return out, err
+}
+
+// eachStatement calls fn with the signal and value of each "signal<op>value" of the
+// comma-separated list s, the signal checked; what names the statements in errors.
+func eachStatement(s, op, what string, fn func(signal, value string) error) error {
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		signal, value, ok := strings.Cut(item, "<")
+		signal, value, ok := strings.Cut(item, op)
 		if !ok {
-			return nil, fmt.Errorf("eviction threshold %q: want signal<quantity (only the < operator is supported)", item)
+			return fmt.Errorf("%s %q: want signal%svalue", what, item, op)
 		}
 		if _, known := signalCondition[signal]; !known {
-			return nil, fmt.Errorf("eviction threshold %q: unknown signal %q", item, signal)
+			return fmt.Errorf("%s %q: unknown signal %q", what, item, signal)
 		}
-		if seen[signal] {
-			return nil, fmt.Errorf("found duplicate eviction threshold for signal %s", signal)
+		if err := fn(signal, value); err != nil {
+			return fmt.Errorf("%s %q: %w", what, item, err)
 		}
-		seen[signal] = true
-		amount, err := parseAmount(value)
-		if err != nil {
-			return nil, fmt.Errorf("eviction threshold %q: %w", item, err)
-		}
-		out = append(out, Threshold{Signal: signal, Amount: amount})
 	}
-	return out, nil
+	return nil
 }
 
 // parseAmount reads a non-negative quantity or a percentage in [0, 100].
@@ -170,28 +179,15 @@ func ParseThresholdConfig(f EvictionFlags) ([]Threshold, error) {
 // parseSignalMap reads "signal=value,..." with parse for the values.
 func parseSignalMap[V any](flag, s string, parse func(string) (V, error)) (map[string]V, error) {
 	out := map[string]V{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		signal, value, ok := strings.Cut(item, "=")
-		if !ok {
-			return nil, fmt.Errorf("%s %q: want signal=value", flag, item)
-		}
-		if _, known := signalCondition[signal]; !known {
-			return nil, fmt.Errorf("%s %q: unknown signal %q", flag, item, signal)
-		}
+	err := eachStatement(s, "=", flag, func(signal, value string) error {
 		if _, dup := out[signal]; dup {
-			return nil, fmt.Errorf("%s: duplicate value for signal %s", flag, signal)
+			return fmt.Errorf("duplicate value for signal %s", signal)
 		}
 		v, err := parse(value)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", flag, item, err)
-		}
 		out[signal] = v
-	}
-	return out, nil
+		return err
+	})
+	return out, err
 }
 
 // observe is the signal's available amount and capacity in the summary; ok is false
