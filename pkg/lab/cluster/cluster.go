@@ -27,6 +27,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/stats"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -74,6 +75,9 @@ type Options struct {
 	// EvictionHard is minilet's --eviction-hard on every node (DefaultEvictionHard when
 	// empty).
 	EvictionHard string
+	// EvictionPressureTransitionPeriod is minilet's --eviction-pressure-transition-period
+	// on every node (the kubelet's 5m when 0).
+	EvictionPressureTransitionPeriod time.Duration
 	// NodeMemory, when set (a quantity: 768Mi), is the memory limit of each node's cgroup,
 	// which its minilet reports as capacity and measures pressure against, so pressure
 	// on a node never presses the host.
@@ -264,6 +268,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
 			"--resolv-conf", n.ResolvConf, "--eviction-hard", cmp.Or(o.EvictionHard, DefaultEvictionHard),
+			"--eviction-pressure-transition-period", cmp.Or(o.EvictionPressureTransitionPeriod, stats.DefaultPressureTransitionPeriod).String(),
 		)})
 		if err != nil {
 			return err
