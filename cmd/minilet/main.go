@@ -38,6 +38,7 @@ func newCommand() *cobra.Command {
 	var apiBurst int
 	var eventQPS float32
 	var eventBurst int
+	var maxPodGraceSeconds int32
 	cmd := &cobra.Command{
 		Use:          "minilet",
 		Short:        "Node agent: registers the node and runs its pods through containerd and CNI",
@@ -45,6 +46,7 @@ func newCommand() *cobra.Command {
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := daemon.Logger(verbose)
+			cfg.EvictionMaxPodGracePeriod = time.Duration(maxPodGraceSeconds) * time.Second
 			if cfg.NodeName == "" {
 				host, err := os.Hostname()
 				if err != nil {
@@ -142,7 +144,11 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&cfg.ClusterDNS, "cluster-dns", nil, "IP of the cluster DNS Service (comma-separated for several): the nameserver of ClusterFirst pods (kube-dns is 10.96.0.10)")
 	f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, searched by ClusterFirst pods")
 	f.StringVar(&cfg.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration that Default pods get and ClusterFirst pods take search domains from (\"\" for none)")
-	f.StringVar(&cfg.EvictionHard, "eviction-hard", stats.DefaultEvictionHard, "thresholds (signal<quantity or signal<percent%) below which the node reports MemoryPressure, DiskPressure or PIDPressure; signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; while one is crossed, pods are evicted one at a time in the kubelet's order (docs/resources.md)")
+	f.StringVar(&cfg.Eviction.Hard, "eviction-hard", stats.DefaultEvictionHard, "thresholds (signal<quantity or signal<percent%) below which the node reports MemoryPressure, DiskPressure or PIDPressure; signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; while one is crossed, pods are evicted one at a time in the kubelet's order (docs/resources.md)")
+	f.StringVar(&cfg.Eviction.Soft, "eviction-soft", "", "thresholds as --eviction-hard that evict only once crossed for their --eviction-soft-grace-period (the pressure condition comes at once)")
+	f.StringVar(&cfg.Eviction.SoftGracePeriod, "eviction-soft-grace-period", "", "how long each --eviction-soft threshold must stay crossed before pods are evicted: memory.available=1m30s (every soft threshold needs one)")
+	f.StringVar(&cfg.Eviction.MinimumReclaim, "eviction-minimum-reclaim", "", "once a threshold of the signal is crossed, evict until the signal is this much above it: memory.available=0Mi,nodefs.available=500Mi")
+	f.Int32Var(&maxPodGraceSeconds, "eviction-max-pod-grace-period", 0, "most seconds of terminationGracePeriodSeconds a pod evicted for a soft threshold gets (hard thresholds: 1 s)")
 	f.DurationVar(&cfg.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", stats.DefaultPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last crossed")
 	f.Float32Var(&apiQPS, "kube-api-qps", 50, "requests per second to the API server (the kubelet's default)")
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")

@@ -29,6 +29,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/eviction"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
@@ -38,6 +39,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 const (
@@ -73,6 +75,8 @@ type Agent struct {
 	workers          *podworkers.Workers[*podsync.PodState]
 	probes           *prober.Manager
 	stats            StatsSource // nil: no usage figures (tests)
+	pressure         *stats.Pressure
+	admitters        []admitter // asked, in order, before a pod new to the node starts
 	node             *nodestatus.Manager
 }
 
@@ -109,6 +113,8 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		metrics:  newMetrics(),
 		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
+	a.pressure = a.newPressure()
+	a.admitters = []admitter{eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	a.sync = podsync.New(podsync.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, CgroupRoot: cfg.CgroupRoot,
@@ -261,7 +267,7 @@ func (a *Agent) podChanged(obj any) {
 			a.workers.Update(s)
 		}
 	default:
-		a.workers.Update(pod)
+		a.updatePod(pod)
 	}
 }
 
@@ -298,7 +304,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 		present := map[string]bool{}
 		for _, pod := range a.nodePods() {
 			present[string(pod.UID)] = true
-			a.workers.Update(pod)
+			a.updatePod(pod)
 		}
 		for uid := range workers {
 			if !present[string(uid)] {

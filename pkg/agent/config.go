@@ -59,9 +59,12 @@ type Config struct {
 	// Pods' resolv.conf (podsync/poddns.go): --cluster-dns, --cluster-domain, --resolv-conf.
 	ClusterDNS                []string
 	ClusterDomain, ResolvConf string
-	// --eviction-hard (the kubelet's syntax, e.g. memory.available<100Mi,nodefs.available<10%)
-	// and --eviction-pressure-transition-period: the node's pressure conditions.
-	EvictionHard                     string
+	// --eviction-hard, --eviction-soft, --eviction-soft-grace-period and
+	// --eviction-minimum-reclaim (the kubelet's syntax, e.g. memory.available<100Mi,
+	// memory.available=1m30s), --eviction-max-pod-grace-period and
+	// --eviction-pressure-transition-period: the node's pressure conditions and evictions.
+	Eviction                         stats.EvictionFlags
+	EvictionMaxPodGracePeriod        time.Duration
 	EvictionPressureTransitionPeriod time.Duration
 	// Ready is called once the node is registered and its status loop runs (nil: nothing).
 	Ready func()
@@ -88,8 +91,11 @@ func (c Config) Validate() error {
 	if err := nodenet.ValidateMode(c.PodNetwork); c.PodNetwork != "" && err != nil {
 		errs = append(errs, fmt.Errorf("--pod-network: %w", err))
 	}
-	if _, err := stats.ParseThresholds(c.EvictionHard); err != nil {
-		errs = append(errs, fmt.Errorf("--eviction-hard: %w", err))
+	if _, err := stats.ParseThresholdConfig(c.Eviction); err != nil {
+		errs = append(errs, err)
+	}
+	if c.EvictionMaxPodGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--eviction-max-pod-grace-period %d must not be negative", int64(c.EvictionMaxPodGracePeriod/time.Second)))
 	}
 	if !filepath.IsAbs(c.RootDir) {
 		errs = append(errs, fmt.Errorf("root dir (--root-dir) %q must be an absolute path", c.RootDir))

@@ -3,6 +3,9 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 // TestConfigValidateNodeAPIFlags: the node API takes its certificate from files or from
@@ -54,5 +57,20 @@ func TestConfigValidateDNSFlags(t *testing.T) {
 	}
 	if err := (Config{ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", ResolvConf: ""}).validateDNS(); err != nil {
 		t.Errorf("good DNS settings refused: %v", err)
+	}
+}
+
+func TestConfigValidateEvictionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Eviction: stats.EvictionFlags{Soft: "memory.available<1Gi"}}, "grace period must be specified for the soft eviction threshold memory.available"},
+		{Config{Eviction: stats.EvictionFlags{MinimumReclaim: "memory.available=lots"}}, "--eviction-minimum-reclaim"},
+		{Config{EvictionMaxPodGracePeriod: -time.Second}, "--eviction-max-pod-grace-period -1"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.cfg.Eviction, err, tc.want)
+		}
 	}
 }

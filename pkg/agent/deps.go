@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"log/slog"
 
 	"k8s.io/client-go/kubernetes"
@@ -23,7 +24,9 @@ type Dependencies struct {
 	Log      *slog.Logger         // nil: slog.Default()
 }
 
-// StatsSource is pkg/stats' collector: the latest sample of the node's usage.
+// StatsSource is pkg/stats' collector: the latest sample of the node's usage, and a
+// fresh one on demand.
 type StatsSource interface {
 	Latest() *stats.Snapshot
+	Sample(ctx context.Context)
 }

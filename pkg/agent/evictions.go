@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -17,12 +18,23 @@ import (
 // the kubelet's eviction manager waits for the pod's cleanup.
 const podCleanupTimeout = 30 * time.Second
 
-// newEvictionManager is the node's eviction manager on --eviction-hard, ending pods
+// newPressure holds the node's samples against its eviction thresholds, for the pressure
+// conditions, the eviction manager and admission alike.
+func (a *Agent) newPressure() *stats.Pressure {
+	thresholds, _ := stats.ParseThresholdConfig(a.cfg.Eviction) // checked by Validate
+	period := a.cfg.EvictionPressureTransitionPeriod
+	if period <= 0 {
+		period = stats.DefaultPressureTransitionPeriod
+	}
+	return stats.NewPressure(thresholds, period)
+}
+
+// newEvictionManager is the node's eviction manager on its thresholds, ending pods
 // through their workers and reclaiming disk through images' garbage collector.
 func (a *Agent) newEvictionManager(images *imagegc.Collector) *eviction.Manager {
-	thresholds, _ := stats.ParseThresholds(a.cfg.EvictionHard) // checked by Validate
 	return eviction.New(eviction.Config{
-		Thresholds: thresholds, Stats: a.stats, Pods: a.activePods, Evict: a.evictPod,
+		Pressure: a.pressure, MaxPodGracePeriod: a.cfg.EvictionMaxPodGracePeriod,
+		Stats: a.stats, MemoryCgroup: cmp.Or(a.cfg.NodeCgroup, "/"), Pods: a.activePods, Evict: a.evictPod,
 		ReclaimDisk: func(ctx context.Context) (int64, error) { return images.GarbageCollect(ctx) },
 		Recorder:    a.recorder, Clock: a.clock, Log: a.log.With("component", "eviction"),
 	})

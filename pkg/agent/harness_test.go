@@ -11,6 +11,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 const testNode = agenttest.NodeName
@@ -42,6 +43,7 @@ func (h *harness) newAgentOn(clk clock.WithTicker) *Agent {
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: h.t.TempDir(),
 		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: "/minik8s-test-" + filepath.Base(h.t.TempDir()), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
+		Eviction: stats.EvictionFlags{Hard: stats.DefaultEvictionHard},
 	}
 	if h.agent != nil {
 		cfg.RootDir, cfg.CgroupRoot = h.agent.cfg.RootDir, h.agent.cfg.CgroupRoot

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
-	"github.com/minik8s/minik8s/pkg/stats"
 )
 
 // runtimeTimeout bounds one question to the runtime, so a hung containerd
@@ -21,14 +20,9 @@ func (a *Agent) newNodeStatus() *nodestatus.Manager {
 	if a.cfg.ServesNodeAPI() {
 		node.APIPort = a.cfg.Port
 	}
-	thresholds, _ := stats.ParseThresholds(a.cfg.EvictionHard) // checked by Validate
-	period := a.cfg.EvictionPressureTransitionPeriod
-	if period <= 0 {
-		period = stats.DefaultPressureTransitionPeriod
-	}
 	return nodestatus.New(nodestatus.Config{Node: node, Client: a.client, Clock: a.clock, Log: a.log,
 		Runtime: a.runtimeStatus, Capacity: a.capacity, Allocatable: a.allocatable,
-		Stats: a.stats, Pressure: stats.NewPressure(thresholds, period)})
+		Stats: a.stats, Pressure: a.pressure})
 }
 
 // runtimeStatus returns the runtime's version, or why the node cannot run pods.

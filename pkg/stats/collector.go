@@ -77,7 +77,9 @@ type Collector struct {
 	mu   sync.RWMutex
 	snap *Snapshot
 
-	// Kept between samples by the loop alone.
+	// Kept between samples, by whichever Sample holds sampling: the loop, or the
+	// eviction manager woken by the kernel.
+	sampling sync.Mutex
 	prevCPU  map[string]cpuPoint // by cgroup path; "" is the node
 	fs       map[string]fsUsage  // by container ID or volume directory
 	lastFs   time.Time
@@ -130,8 +132,10 @@ func (c *Collector) Latest() *Snapshot {
 	return c.snap
 }
 
-// Sample takes one sample now and makes it the latest. Only Run (or a test) calls it.
+// Sample takes one sample now and makes it the latest.
 func (c *Collector) Sample(ctx context.Context) {
+	c.sampling.Lock()
+	defer c.sampling.Unlock()
 	now := time.Now()
 	walkFs := now.Sub(c.lastFs) >= c.cfg.FsInterval
 	if walkFs {

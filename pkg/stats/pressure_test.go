@@ -64,3 +64,99 @@ func TestPressure(t *testing.T) {
 		t.Error("memory pressure stays after the transition period")
 	}
 }
+
+func TestParseThresholdConfig(t *testing.T) {
+	got, err := ParseThresholdConfig(EvictionFlags{
+		Hard: "memory.available<100Mi", Soft: "memory.available<300Mi,nodefs.available<15%",
+		SoftGracePeriod: "memory.available=1m30s,nodefs.available=2m", MinimumReclaim: "memory.available=50Mi,nodefs.available=5%",
+	})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("parsed %+v, %v", got, err)
+	}
+	hard, soft, disk := got[0], got[1], got[2]
+	if !hard.Hard() || hard.Quantity.Value() != 100<<20 || hard.MinReclaim.Quantity.Value() != 50<<20 {
+		t.Errorf("hard threshold %+v", hard)
+	}
+	if soft.Hard() || soft.GracePeriod != 90*time.Second || soft.Quantity.Value() != 300<<20 || soft.MinReclaim.Quantity.Value() != 50<<20 {
+		t.Errorf("soft threshold %+v", soft)
+	}
+	if disk.GracePeriod != 2*time.Minute || disk.MinReclaim.Percentage != 0.05 {
+		t.Errorf("soft disk threshold %+v", disk)
+	}
+	for _, bad := range []struct {
+		flags EvictionFlags
+		want  string
+	}{
+		{EvictionFlags{Soft: "memory.available<300Mi"}, "grace period must be specified for the soft eviction threshold memory.available"},
+		{EvictionFlags{Soft: "memory.available<300Mi", SoftGracePeriod: "memory.available=soon"}, "--eviction-soft-grace-period"},
+		{EvictionFlags{Soft: "memory.available<300Mi", SoftGracePeriod: "memory.available=-1s"}, "must be a positive value"},
+		{EvictionFlags{SoftGracePeriod: "memory.free=1s"}, `unknown signal "memory.free"`},
+		{EvictionFlags{MinimumReclaim: "memory.available=-1Mi"}, "--eviction-minimum-reclaim"},
+		{EvictionFlags{MinimumReclaim: "memory.available"}, "want signal=value"},
+		{EvictionFlags{Hard: "memory.available<1Mi,memory.available<2Mi"}, "found duplicate eviction threshold for signal memory.available"},
+		{EvictionFlags{Soft: "memory.available>1Mi"}, "--eviction-soft"},
+	} {
+		if _, err := ParseThresholdConfig(bad.flags); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: error %v, want one with %q", bad.flags, err, bad.want)
+		}
+	}
+}
+
+// A soft threshold raises its condition at once but is acted on only once crossed for
+// its whole grace period; a sample above it starts the period over.
+func TestPressureSoftGracePeriod(t *testing.T) {
+	th, err := ParseThresholdConfig(EvictionFlags{Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=30s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPressure(th, time.Minute)
+	now := time.Now()
+	low, plenty := summary(512<<20, 8<<30, 50<<30, 100<<30, 32768, 100), summary(4<<30, 4<<30, 50<<30, 100<<30, 32768, 100)
+	if act := p.Observe(low, now); len(act) != 0 {
+		t.Errorf("acted on a soft threshold at once: %+v", act)
+	}
+	if under, _ := p.Under(MemoryPressure, now); !under {
+		t.Error("no MemoryPressure while a soft threshold is crossed")
+	}
+	if act := p.Observe(low, now.Add(20*time.Second)); len(act) != 0 {
+		t.Errorf("acted 20s into a 30s grace period: %+v", act)
+	}
+	p.Observe(plenty, now.Add(25*time.Second))
+	if act := p.Observe(low, now.Add(40*time.Second)); len(act) != 0 {
+		t.Errorf("acted although the threshold was relieved 15s ago: %+v", act)
+	}
+	act := p.Observe(low, now.Add(70*time.Second))
+	if len(act) != 1 || act[0].Hard() || act[0].Min != 1<<30 || act[0].Available != 512<<20 {
+		t.Errorf("after 30s crossed: act on %+v", act)
+	}
+}
+
+// Once acted on, a threshold with a minimum reclaim stays met until the signal is that
+// much above it; one never acted on (still in its grace period) does not.
+func TestPressureMinimumReclaim(t *testing.T) {
+	th, err := ParseThresholdConfig(EvictionFlags{Hard: "memory.available<1Gi", MinimumReclaim: "memory.available=500Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPressure(th, time.Nanosecond)
+	now := time.Now()
+	mem := func(avail uint64) *statsapi.Summary { return summary(avail, 8<<30-avail, 50<<30, 100<<30, 32768, 100) }
+	if act := p.Observe(mem(1<<30+100<<20), now); len(act) != 0 {
+		t.Errorf("met above the threshold before it was ever crossed: %+v", act)
+	}
+	if act := p.Observe(mem(900<<20), now); len(act) != 1 {
+		t.Fatalf("not met below it: %+v", act)
+	}
+	if act := p.Observe(mem(1<<30+100<<20), now); len(act) != 1 {
+		t.Errorf("relieved 100Mi above the threshold, short of the 500Mi reclaim: %+v", act)
+	}
+	if under, crossed := p.Under(MemoryPressure, now); !under || !strings.Contains(crossed[0], "minimum reclaim") {
+		t.Errorf("pressure while reclaiming: %v %v", under, crossed)
+	}
+	if act := p.Observe(mem(1<<30+600<<20), now); len(act) != 0 {
+		t.Errorf("still met 600Mi above the threshold: %+v", act)
+	}
+	if act := p.Observe(mem(1<<30+100<<20), now); len(act) != 0 {
+		t.Errorf("met again above the threshold once reclaimed: %+v", act)
+	}
+}

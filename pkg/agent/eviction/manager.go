@@ -1,13 +1,15 @@
 // Package eviction is the kubelet's eviction manager in minilet: while a threshold of
-// --eviction-hard is crossed it ends one pod per interval, ranked as the kubelet ranks
-// them (usage over requests, then priority, then how far over), after reclaiming what the
-// node itself can for disk signals; and it ends pods that outgrow an ephemeral-storage
-// limit or an emptyDir's sizeLimit. Evicted pods fail with reason Evicted and the
-// kubelet's message, and a Warning Evicted Event.
+// --eviction-hard is crossed, or one of --eviction-soft has been for its grace period, it
+// ends one pod per interval, ranked as the kubelet ranks them (usage over requests, then
+// priority, then how far over), after reclaiming what the node itself can for disk
+// signals; and it ends pods that outgrow an ephemeral-storage limit or an emptyDir's
+// sizeLimit. Evicted pods fail with reason Evicted and the kubelet's message, and a
+// Warning Evicted Event.
 package eviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -48,9 +50,21 @@ const immediateGracePeriod = time.Second
 
 // Config is what the manager watches and how it acts.
 type Config struct {
-	Thresholds []stats.Threshold // --eviction-hard
-	// Stats is the latest sample of the node's and its pods' usage.
-	Stats interface{ Latest() *stats.Snapshot }
+	// Pressure holds the samples against --eviction-hard and --eviction-soft and says
+	// which thresholds to act on.
+	Pressure *stats.Pressure
+	// MaxPodGracePeriod caps the grace of a pod evicted for a soft threshold
+	// (--eviction-max-pod-grace-period).
+	MaxPodGracePeriod time.Duration
+	// Stats is the latest sample of the node's and its pods' usage, and a fresh one when
+	// the kernel tells a memory threshold was crossed.
+	Stats interface {
+		Latest() *stats.Snapshot
+		Sample(ctx context.Context)
+	}
+	// MemoryCgroup is the node's cgroup ("/": the machine's) whose memory usage the
+	// kernel watches against the memory.available thresholds.
+	MemoryCgroup string
 	// Pods are the pods running on the node (not finished, not being deleted).
 	Pods func() []*corev1.Pod
 	// Evict ends a pod as e says (reason Evicted) and returns once its containers have
@@ -75,19 +89,75 @@ type Manager struct {
 // New makes the eviction manager cfg describes.
 func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
 
-// Run looks at the node every monitoringInterval until ctx ends.
+// Run looks at the node every monitoringInterval, and at once when the kernel tells
+// that the node's memory usage crossed a memory.available threshold, until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
 	tick := m.cfg.Clock.NewTicker(monitoringInterval)
 	defer tick.Stop()
+	crossed := make(chan struct{}, 1)
+	var notifiers []*usageNotifier
+	defer func() { closeAll(notifiers) }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
+		case <-crossed:
+			m.cfg.Log.Info("memory usage crossed a threshold, looking now")
+			m.cfg.Stats.Sample(ctx)
 		}
 		if pod := m.synchronize(ctx); pod != nil {
 			m.cfg.Log.Info("evicted a pod", "pod", pod.Namespace+"/"+pod.Name)
 		}
+		closeAll(notifiers)
+		notifiers = m.notifyMemory(crossed)
+	}
+}
+
+// notifyMemory registers, for each memory.available threshold, the usage at which the
+// node's working set reaches it (capacity less the threshold, plus the inactive file
+// pages usage counts and the working set does not), as the kubelet's memory threshold
+// notifier re-arms after each look; a crossing pokes crossed.
+func (m *Manager) notifyMemory(crossed chan<- struct{}) []*usageNotifier {
+	snap := m.cfg.Stats.Latest()
+	if snap == nil || m.cfg.MemoryCgroup == "" {
+		return nil
+	}
+	mem := snap.Summary.Node.Memory
+	if mem == nil || mem.AvailableBytes == nil || mem.WorkingSetBytes == nil || mem.UsageBytes == nil {
+		return nil
+	}
+	capacity := int64(*mem.AvailableBytes + *mem.WorkingSetBytes)
+	inactiveFile := int64(*mem.UsageBytes) - int64(*mem.WorkingSetBytes)
+	var out []*usageNotifier
+	for _, t := range m.cfg.Pressure.Thresholds() {
+		if t.Signal != "memory.available" {
+			continue
+		}
+		n, err := notifyUsage(m.cfg.MemoryCgroup, capacity-t.Of(capacity)+max(inactiveFile, 0))
+		if errors.Is(err, errNoNotifications) {
+			return out
+		}
+		if err != nil {
+			m.cfg.Log.Warn("memory threshold notification", "err", err)
+			continue
+		}
+		go func() {
+			if n.Wait() == nil {
+				select {
+				case crossed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		out = append(out, n)
+	}
+	return out
+}
+
+func closeAll(notifiers []*usageNotifier) {
+	for _, n := range notifiers {
+		n.Close()
 	}
 }
 
@@ -107,7 +177,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 			}
 		}
 	}
-	crossed := stats.Crossed(&snap.Summary, m.cfg.Thresholds)
+	crossed := m.cfg.Pressure.Observe(&snap.Summary, m.cfg.Clock.Now())
 	if len(crossed) == 0 {
 		return nil
 	}
@@ -131,7 +201,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 		msg, annotations := pressureMessage(pod, podStats[pod.UID], c, resourceName)
 		cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: msg}
-		if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Condition: cond, Grace: immediateGracePeriod}, annotations) {
+		if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Condition: cond, Grace: m.gracePeriod(pod, c.Threshold)}, annotations) {
 			return pod
 		}
 	}
@@ -147,6 +217,20 @@ func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e podsync.Ending, 
 	}
 	m.lastEviction = m.cfg.Clock.Now()
 	return true
+}
+
+// gracePeriod is what a pod evicted for t gets, as the kubelet gives it: at once for a
+// hard threshold; for a soft one its terminationGracePeriodSeconds capped at
+// --eviction-max-pod-grace-period, and no less than our second.
+func (m *Manager) gracePeriod(pod *corev1.Pod, t stats.Threshold) time.Duration {
+	if t.Hard() {
+		return immediateGracePeriod
+	}
+	grace := m.cfg.MaxPodGracePeriod
+	if s := pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		grace = min(grace, time.Duration(*s)*time.Second)
+	}
+	return max(grace, immediateGracePeriod)
 }
 
 // sampleTime is when s was taken.

@@ -155,9 +155,19 @@ func TestLocalStorageExceeded(t *testing.T) {
 	}
 }
 
-type fixedStats struct{ snap *stats.Snapshot }
+type fixedStats struct {
+	snap     *stats.Snapshot
+	onSample func()
+}
 
 func (f *fixedStats) Latest() *stats.Snapshot { return f.snap }
+
+// Sample takes no sample: the test sets it; onSample (nil: nothing) hears of the call.
+func (f *fixedStats) Sample(context.Context) {
+	if f.onSample != nil {
+		f.onSample()
+	}
+}
 
 // testManager evicts by recording; evictErr fails the pods it names.
 type testManager struct {
@@ -177,9 +187,14 @@ func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestManagerOn(th, pods, summary, reclaim)
+}
+
+// newTestManagerOn is newTestManager on thresholds already parsed.
+func newTestManagerOn(th []stats.Threshold, pods []*corev1.Pod, summary statsapi.Summary, reclaim bool) *testManager {
 	tm := &testManager{recorder: record.NewFakeRecorder(100), evictions: map[string]podsync.Ending{}, failing: map[string]bool{},
 		clock: clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)), stats: &fixedStats{snap: &stats.Snapshot{Summary: summary}}}
-	cfg := Config{Thresholds: th, Stats: tm.stats,
+	cfg := Config{Pressure: stats.NewPressure(th, time.Minute), MaxPodGracePeriod: 20 * time.Second, Stats: tm.stats,
 		Pods: func() []*corev1.Pod { return pods },
 		Evict: func(_ context.Context, p *corev1.Pod, e podsync.Ending) error {
 			if tm.failing[p.Name] {
@@ -282,5 +297,38 @@ func TestSynchronizeEvictsPodsPastStorageLimits(t *testing.T) {
 	}
 	if e := tm.evictions["writer"]; e.Message != `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ` || e.Condition != nil || e.Grace != time.Second {
 		t.Errorf("eviction %+v", e)
+	}
+}
+
+// A soft threshold evicts only once crossed for its grace period, and gives the pod its
+// terminationGracePeriodSeconds capped at --eviction-max-pod-grace-period.
+func TestSynchronizeSoftThreshold(t *testing.T) {
+	th, err := stats.ParseThresholdConfig(stats.EvictionFlags{Soft: "memory.available<100Mi", SoftGracePeriod: "memory.available=30s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patient, quick := pod("patient", 0, 0, 0), pod("quick", 0, 0, 0)
+	patient.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
+	quick.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+	tm0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	summary := statsapi.Summary{Node: nodeMemory(50, 900, tm0), Pods: []statsapi.PodStats{memoryStats(patient, 400), memoryStats(quick, 300)}}
+	tm := newTestManagerOn(th, []*corev1.Pod{patient, quick}, summary, false)
+	for range 3 { // 0s, 10s, 20s into the grace period
+		if got := tm.synchronize(t.Context()); got != nil {
+			t.Fatalf("evicted %s at %s, inside the soft threshold's grace period", got.Name, tm.clock.Now().Sub(tm0))
+		}
+		tm.clock.Step(monitoringInterval)
+	}
+	if got := tm.synchronize(t.Context()); got == nil || got.Name != "patient" {
+		t.Fatalf("evicted %v after the grace period, want patient", got)
+	}
+	if g := tm.evictions["patient"].Grace; g != 20*time.Second {
+		t.Errorf("patient (terminationGracePeriodSeconds 60) stopped with %s, want the 20s max-pod-grace-period", g)
+	}
+	tm.cfg.Pods = func() []*corev1.Pod { return []*corev1.Pod{quick} } // patient is gone
+	tm.stats.snap.Summary.Node.Memory.Time = metav1.NewTime(tm.clock.Now().Add(time.Second))
+	tm.clock.Step(monitoringInterval)
+	if got := tm.synchronize(t.Context()); got == nil || got.Name != "quick" || tm.evictions["quick"].Grace != 5*time.Second {
+		t.Errorf("evicted %v with %+v, want quick with its own 5s", got, tm.evictions["quick"])
 	}
 }

@@ -52,7 +52,7 @@ type Config struct {
 	Runtime               func(ctx context.Context) (string, error)
 	Capacity, Allocatable corev1.ResourceList
 	// Stats is the latest usage sample (nil: none) that Pressure (nil: none) holds
-	// against --eviction-hard.
+	// against the eviction thresholds (shared with the eviction manager).
 	Stats    interface{ Latest() *stats.Snapshot }
 	Pressure *stats.Pressure
 }
@@ -190,7 +190,7 @@ var pressureConditions = []struct {
 }
 
 // setPressureConditions sets MemoryPressure, DiskPressure and PIDPressure from the latest
-// usage sample against --eviction-hard, as the kubelet's eviction manager decides them
+// usage sample against the hard and soft eviction thresholds, as the kubelet's eviction manager decides them
 // (the eviction manager, pkg/agent/eviction, acts on the same thresholds).
 func (m *Manager) setPressureConditions(status *corev1.NodeStatus, now metav1.Time) {
 	pressure := m.cfg.Pressure

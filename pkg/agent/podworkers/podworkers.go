@@ -123,6 +123,15 @@ func (p *Workers[S]) Wake(uid types.UID) {
 	}
 }
 
+// Known reports whether the pod has, or had, a worker.
+func (p *Workers[S]) Known(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, running := p.workers[uid]
+	_, finished := p.finished[uid]
+	return running || finished
+}
+
 // UIDs lists the pods that have a worker.
 func (p *Workers[S]) UIDs() map[types.UID]bool {
 	p.mu.Lock()

@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/stats"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -78,6 +79,9 @@ type Options struct {
 	// ControlPlanes > 1 makes the lab highly available: that many control-plane members,
 	// each an etcd member and a miniapi, behind the API balancer (ha.go).
 	ControlPlanes int
+	// EvictionPressureTransitionPeriod is minilet's --eviction-pressure-transition-period
+	// on every node (the kubelet's 5m when 0).
+	EvictionPressureTransitionPeriod time.Duration
 	// NodeMemory, when set (a quantity: 768Mi), is the memory limit of each node's cgroup,
 	// which its minilet reports as capacity and measures pressure against, so pressure
 	// on a node never presses the host.
@@ -267,6 +271,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 			"--pod-network", l.PodNetwork,
 			"--cluster-dns", addons.ClusterDNSIP, "--cluster-domain", addons.ClusterDomain,
 			"--resolv-conf", n.ResolvConf, "--eviction-hard", cmp.Or(o.EvictionHard, DefaultEvictionHard),
+			"--eviction-pressure-transition-period", cmp.Or(o.EvictionPressureTransitionPeriod, stats.DefaultPressureTransitionPeriod).String(),
 		)})
 		if err != nil {
 			return err

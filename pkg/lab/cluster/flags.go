@@ -32,6 +32,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "miniapi's --node-monitor-grace-period: how long a silent node stays Ready (0: miniapi's default)")
 	fs.StringVar(&o.ProxyMode, "proxy-mode", ProxyIPTables, "miniproxy's mode on every node: iptables or ipvs (needs the kernel's ip_vs)")
 	fs.StringVar(&o.EvictionHard, "eviction-hard", DefaultEvictionHard, "minilet's --eviction-hard on every node: the thresholds of its MemoryPressure, DiskPressure and PIDPressure (the default watches no disk: the nodes share the host's)")
+	fs.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", stats.DefaultPressureTransitionPeriod, "minilet's --eviction-pressure-transition-period on every node: how long a pressure condition (and so its taint) stays after its threshold was last crossed")
 	fs.StringVar(&o.NodeMemory, "node-memory", "", "memory of each node (a quantity: 768Mi): the limit of the node's cgroup, which its minilet reports as capacity and holds --eviction-hard against, so a node under memory pressure leaves the host alone; empty: the host's memory")
 	fs.IntVar(&o.ControlPlanes, "control-planes", 1, "control-plane members: 1, or 3 or 5 for a highly available control plane (an etcd member and a miniapi on each, behind an API balancer on the control-plane address)")
 	fs.StringVar(&o.Join, "join", JoinCertificate, "how nodes get their credentials: certificate (issued by minilab from the CA) or token (a bootstrap token; each minilet requests its certificate through a CSR, docs/security.md)")
@@ -58,6 +59,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := stats.ParseThresholds(o.EvictionHard); err != nil {
 		return fmt.Errorf("--eviction-hard: %w", err)
+	}
+	if o.EvictionPressureTransitionPeriod < 0 {
+		return fmt.Errorf("--eviction-pressure-transition-period must not be negative, not %s", o.EvictionPressureTransitionPeriod)
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ func TestUpFlags(t *testing.T) {
 		{[]string{"--eviction-hard", "memory.available>256Mi"}, "--eviction-hard"},
 		{[]string{"--eviction-hard", "disk.free<1Gi"}, "--eviction-hard"},
 		{[]string{"--node-memory", "768Mi"}, ""},
+		{[]string{"--eviction-pressure-transition-period", "20s"}, ""},
+		{[]string{"--eviction-pressure-transition-period", "-1s"}, "--eviction-pressure-transition-period"},
 		{[]string{"--node-memory", "lots"}, "--node-memory"},
 		{[]string{"--node-memory", "64Mi"}, "--node-memory"},
 		{[]string{"--control-planes", "3"}, ""},

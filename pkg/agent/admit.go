@@ -1,0 +1,41 @@
+package agent
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
+)
+
+// admitter decides whether the node takes a pod new to it, as the kubelet's pod admit
+// handlers do.
+type admitter interface {
+	Admit(pod *corev1.Pod) (ok bool, reason, message string)
+}
+
+// updatePod hands pod to its worker, after the admitters for a pod new to the node.
+func (a *Agent) updatePod(pod *corev1.Pod) {
+	if !a.workers.Known(pod.UID) {
+		a.admit(pod)
+	}
+	a.workers.Update(pod)
+}
+
+// admit runs the admitters on a pod that has not started here; the first that refuses
+// it has its worker fail it without starting anything, as the kubelet's rejectPod:
+// Failed, with the admitter's reason, "Pod was rejected: " and its message, and a
+// Warning Event. A pod that runs already (found again after a restart) is kept.
+func (a *Agent) admit(pod *corev1.Pod) {
+	if pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "" || pod.DeletionTimestamp != nil {
+		return
+	}
+	for _, ad := range a.admitters {
+		ok, reason, message := ad.Admit(pod)
+		if ok {
+			continue
+		}
+		a.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", reason, "message", message)
+		a.recorder.Eventf(pod, corev1.EventTypeWarning, reason, "%s", message)
+		a.sync.End(pod.UID, podsync.Ending{Reason: reason, Message: "Pod was rejected: " + message})
+		return
+	}
+}

@@ -1,0 +1,48 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+)
+
+// Under MemoryPressure a new BestEffort pod is rejected as the kubelet rejects it: its
+// worker fails it without a sandbox, with reason Evicted, "Pod was rejected: " and the
+// admit handler's message, and a Warning Event; a Burstable pod starts.
+func TestAdmitRejectsBestEffortUnderMemoryPressure(t *testing.T) {
+	h := newHarness(t)
+	available, workingSet := uint64(50<<20), uint64(900<<20) // below the default 100Mi
+	h.agent.pressure.Observe(&statsapi.Summary{Node: statsapi.NodeStats{
+		Memory: &statsapi.MemoryStats{AvailableBytes: &available, WorkingSetBytes: &workingSet}}}, h.Clock.Now())
+
+	bestEffort := h.createPod(agenttest.Pod("best-effort", corev1.RestartPolicyAlways, "app"))
+	h.agent.admit(bestEffort)
+	h.sync(bestEffort)
+	got := agenttest.GetPod(h.ctx, t, h.Client, bestEffort)
+	if want := "Pod was rejected: The node had condition: [MemoryPressure]. "; got.Status.Phase != corev1.PodFailed || got.Status.Reason != "Evicted" || got.Status.Message != want {
+		t.Errorf("best-effort pod's status %s %s %q, want Failed Evicted %q", got.Status.Phase, got.Status.Reason, got.Status.Message, want)
+	}
+	if cs, _ := h.Runtime.ListContainers(h.ctx, string(bestEffort.UID)); len(cs) != 0 {
+		t.Errorf("the rejected pod got containers: %+v", cs)
+	}
+	if ev := <-h.Events.Events; !strings.HasPrefix(ev, "Warning Evicted The node had condition: [MemoryPressure]. ") {
+		t.Errorf("event %q", ev)
+	}
+
+	burstable := agenttest.Pod("burstable", corev1.RestartPolicyAlways, "app")
+	burstable.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("10Mi")}
+	burstable = h.createPod(burstable)
+	h.agent.admit(burstable)
+	h.sync(burstable)
+	if got := agenttest.GetPod(h.ctx, t, h.Client, burstable); got.Status.Phase == corev1.PodFailed {
+		t.Errorf("burstable pod rejected: %s %q", got.Status.Reason, got.Status.Message)
+	}
+	if cs, _ := h.Runtime.ListContainers(h.ctx, string(burstable.UID)); len(cs) == 0 {
+		t.Error("the burstable pod did not start")
+	}
+}
