@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -113,7 +114,11 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 	}
 	mounts, err := volumes.ContainerMounts(spec, st.volumes)
 	if err == nil {
-		mounts, err = s.podDNSMounts(pod, st.podIP, mounts)
+		var events []dns.Event
+		mounts, events, err = s.cfg.DNS.PodMounts(s.podDir(pod), pod, podHostname(pod), st.podIP, mounts)
+		for _, e := range events {
+			s.podEvent(pod, corev1.EventTypeWarning, e.Reason, "%s", e.Message)
+		}
 	}
 	if err != nil {
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)

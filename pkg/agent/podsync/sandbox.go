@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/cniconf"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -94,7 +96,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		return nil, fmt.Errorf("pod cgroup: %w", err)
 	}
 	// A new sandbox has a new address: its containers get fresh DNS files.
-	if err := s.removePodDNSFiles(pod); err != nil {
+	if err := dns.RemovePodFiles(s.podDir(pod)); err != nil {
 		return nil, err
 	}
 	if pod.Spec.HostNetwork {
@@ -178,6 +180,9 @@ func hostPorts(pod *corev1.Pod) []network.PortMapping {
 	}
 	return ports
 }
+
+// podDir is the pod's directory (its volumes, DNS files and container records).
+func (s *Syncer) podDir(pod *corev1.Pod) string { return filepath.Join(s.cfg.PodsDir, string(pod.UID)) }
 
 // podHostname is spec.hostname, else the pod's name, cut to a DNS label as the kubelet does.
 func podHostname(pod *corev1.Pod) string {

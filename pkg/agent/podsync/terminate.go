@@ -217,7 +217,7 @@ func (s *Syncer) terminationLog(pod *corev1.Pod, spec *corev1.Container, run int
 			return "", mounts, nil
 		}
 	}
-	path := filepath.Join(s.cfg.PodsDir, string(pod.UID), "containers", spec.Name, strconv.Itoa(int(run)))
+	path := filepath.Join(s.podDir(pod), "containers", spec.Name, strconv.Itoa(int(run)))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, fmt.Errorf("termination message file: %w", err)
 	}
