@@ -15,6 +15,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -199,4 +200,28 @@ func (s *Syncer) containerLogPath(pod *corev1.Pod, name string, restartCount int
 
 func (s *Syncer) podLogDir(namespace, name, uid string) string {
 	return filepath.Join(s.cfg.LogsDir, namespace+"_"+name+"_"+uid)
+}
+
+// postStartTimeout bounds a postStart hook. The kubelet has none and a hung hook holds
+// the pod forever; here it fails the hook instead, so the pod can still be deleted.
+const postStartTimeout = 2 * time.Minute
+
+// runPostStart runs the container's postStart hook, if any; on failure the container is
+// killed, as the kubelet does, and its restart policy decides what comes next.
+func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod, c *corev1.Container, id string) error {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return nil
+	}
+	hookCtx, cancel := context.WithTimeout(ctx, postStartTimeout)
+	defer cancel()
+	err := lifecycle.Run(hookCtx, s.execInID(id), pod, c, st.podIP.String(), c.Lifecycle.PostStart)
+	if err == nil {
+		return nil
+	}
+	s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPostStartHook", "%s", err.Error())
+	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, gracePeriod(pod))
+	if kill != nil {
+		return fmt.Errorf("%w; killing the container: %v", err, kill)
+	}
+	return err
 }
