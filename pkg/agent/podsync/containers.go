@@ -104,11 +104,11 @@ func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
 // container in the sandbox. restart counts it as a restart of an earlier one;
 // pidTarget, when set, is the container whose PID namespace it joins.
 func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool, pidTarget string) (time.Duration, error) {
-	st.trace.mark("containerPrep", s.clock.Now())
+	st.trace.Mark("containerPrep", s.clock.Now())
 	if after, err := s.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
 		return after, err
 	}
-	st.trace.mark("image", s.clock.Now())
+	st.trace.Mark("image", s.clock.Now())
 	env, err := s.containerEnv(ctx, pod, spec, st.podIP.String())
 	if err != nil {
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
@@ -172,14 +172,14 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
 	st.restartCounts[spec.Name] = count
-	st.trace.mark("create", s.clock.Now())
+	st.trace.Mark("create", s.clock.Now())
 	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
 	if err := s.rt.StartContainer(ctx, c.ID); err != nil {
 		// The container stays, exited with StartError: its restart backs off as a crash's.
 		return 0, s.containerFailed(st, pod, spec.Name, reasonRunContainerError, err)
 	}
 	delete(st.waiting, spec.Name)
-	st.trace.mark("start", s.clock.Now())
+	st.trace.Mark("start", s.clock.Now())
 	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", spec.Name)
 	return 0, s.runPostStart(ctx, st, pod, spec, c.ID)
 }

@@ -115,12 +115,12 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		return nil, fmt.Errorf("create network namespace: %w", err)
 	}
 	cfg.NetNSPath = nsPath
-	st.trace.mark("netns", s.clock.Now())
+	st.trace.Mark("netns", s.clock.Now())
 	sb, err := s.rt.RunSandbox(ctx, cfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run pause container: %w", err), s.removeNetNS(nsPath))
 	}
-	st.trace.mark("sandbox", s.clock.Now())
+	st.trace.Mark("sandbox", s.clock.Now())
 	bandwidth, err := cniconf.PodBandwidth(pod.Annotations)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("pod network: %w", err), s.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb}))
@@ -135,7 +135,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 	}
 	st.podIP = ip
 	st.netChecked = s.clock.Now()
-	st.trace.mark("network", st.netChecked)
+	st.trace.Mark("network", st.netChecked)
 	return &sb, nil
 }
 
