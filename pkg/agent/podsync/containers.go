@@ -2,8 +2,10 @@ package podsync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -224,4 +226,16 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 		return fmt.Errorf("%w; killing the container: %v", err, kill)
 	}
 	return err
+}
+
+// containerHash fingerprints a container's spec, like the kubelet's
+// HashContainer: a running container whose hash differs from its spec's was
+// made from an older spec and is restarted. The hash is stored with the
+// container, so it survives a minilet restart.
+func containerHash(c *corev1.Container) string {
+	// A corev1.Container always marshals, deterministically (map keys sorted).
+	data, _ := json.Marshal(c)
+	h := fnv.New32a()
+	h.Write(data)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
 }
