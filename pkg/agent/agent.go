@@ -24,6 +24,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
+	"github.com/minik8s/minik8s/pkg/agent/pleg"
 	"github.com/minik8s/minik8s/pkg/agent/podsource"
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
@@ -169,7 +170,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.pods.RunFiles(ctx) })
 	wg.Go(func() { a.runAPI(ctx) })
 	wg.Go(func() { a.pods.RunMirrors(ctx) })
-	wg.Go(func() { a.runRelist(ctx) })
+	relister := pleg.New(pleg.Config{Runtime: a.rt, Wake: a.workers.Wake, Running: a.metrics.runningPods,
+		Period: relistPeriod, Log: a.log})
+	wg.Go(func() { relister.Run(ctx) })
 	images := imagegc.New(a.rt, a.cfg.ImageGCHighThreshold, a.cfg.ImageGCLowThreshold, a.clock, a.log, pauseimage.Ref)
 	wg.Go(func() { a.runImageGC(ctx, images) })
 	if a.stats != nil { // without usage figures there is nothing to evict on
@@ -238,22 +241,6 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 		}
 		a.sync.ForgetExpiredBackoffs()
 		a.workers.ForgetFinished(a.clock.Now().Add(-finishedMemory))
-	}
-}
-
-func (a *Agent) runRelist(ctx context.Context) {
-	var r relister
-	tick := time.NewTicker(relistPeriod)
-	defer tick.Stop()
-	for {
-		if err := r.relist(ctx, a); err != nil && ctx.Err() == nil {
-			a.log.Error("relist", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 	}
 }
 
