@@ -2,6 +2,7 @@ package agent
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 )
@@ -11,6 +12,13 @@ import (
 type admitter interface {
 	Admit(pod *corev1.Pod) (ok bool, reason, message string)
 }
+
+// admittingWorkers are the pod workers as the pod sources see them: a pod new to the node
+// passes the admitters first.
+type admittingWorkers struct{ a *Agent }
+
+func (w admittingWorkers) Update(pod *corev1.Pod) { w.a.updatePod(pod) }
+func (w admittingWorkers) Remove(uid types.UID)   { w.a.workers.Remove(uid) }
 
 // updatePod hands pod to its worker, after the admitters for a pod new to the node.
 func (a *Agent) updatePod(pod *corev1.Pod) {

@@ -16,14 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -32,10 +25,11 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/eviction"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
+	"github.com/minik8s/minik8s/pkg/agent/pleg"
+	"github.com/minik8s/minik8s/pkg/agent/podsource"
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
-	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
@@ -68,10 +62,8 @@ type Agent struct {
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
 	pauseImageReady  atomic.Bool
-	lastHousekeeping atomic.Int64 // unix nanoseconds
-	podLister        corelisters.PodLister
-	apiSynced        atomic.Bool // the pod informer has synced: podLister may be read
-	static           staticPods
+	lastHousekeeping atomic.Int64       // unix nanoseconds
+	pods             *podsource.Sources // the pods the node runs: static and from the API
 	workers          *podworkers.Workers[*podsync.PodState]
 	probes           *prober.Manager
 	stats            StatsSource // nil: no usage figures (tests)
@@ -111,7 +103,6 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		clock:    clk,
 		log:      log,
 		metrics:  newMetrics(),
-		static:   staticPods{kick: make(chan struct{}, 1)},
 	}
 	a.pressure = a.newPressure()
 	a.admitters = []admitter{eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
@@ -122,7 +113,12 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		RootDir: cfg.RootDir, PodsDir: cfg.PodsDir(), LogsDir: cfg.logsDir(), NetNSDir: cfg.netnsDir(),
 		SeccompDir: cfg.seccompDir(), DNS: cfg.dnsConfigurer(),
 		Client: deps.Client, Recorder: deps.Recorder, Runtime: deps.Runtime, Network: deps.Network,
-		Clock: clk, Log: log, Volumes: a.volumes, Statuses: status.NewWriter(a.client, a.mirrorOf),
+		Clock: clk, Log: log, Volumes: a.volumes, Statuses: status.NewWriter(a.client, func(p *corev1.Pod) *corev1.Pod { return a.pods.MirrorOf(p) }),
+	})
+	a.workers = podworkers.New(a.clock, a.sync, a.metrics.observeSync, a.sync.NewPodState, a.log)
+	a.pods = podsource.New(podsource.Config{
+		NodeName: cfg.NodeName, ManifestPath: cfg.PodManifestPath, FileCheckFrequency: cfg.FileCheckFrequency,
+		Client: deps.Client, Workers: admittingWorkers{a}, NodeEvent: a.nodeEvent, Log: log,
 	})
 	return a, nil
 }
@@ -170,7 +166,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.ensurePauseImage(ctx); err != nil {
 		return ignoreCanceled(ctx, err)
 	}
-	a.workers = podworkers.New(a.clock, a.sync, a.metrics.observeSync, a.sync.NewPodState, a.log)
 	wg.Go(func() { a.workers.Run(ctx) })
 	a.probes = prober.New(prober.Config{Containers: a.sync, Events: a.sync,
 		Observe: a.metrics.probeObserver, Wake: a.workers.Wake, Clock: a.clock})
@@ -178,12 +173,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Go(func() { a.probes.Run(ctx) })
 	// Static pods start without the API server (how a control plane bootstraps); pods
 	// from the API once the node is registered and the informer has synced.
-	if a.cfg.PodManifestPath != "" {
-		wg.Go(func() { a.runStaticPods(ctx) })
-	}
+	wg.Go(func() { a.pods.RunFiles(ctx) })
 	wg.Go(func() { a.runAPI(ctx) })
-	wg.Go(func() { a.runMirrors(ctx) })
-	wg.Go(func() { a.runRelist(ctx) })
+	wg.Go(func() { a.pods.RunMirrors(ctx) })
+	relister := pleg.New(pleg.Config{Runtime: a.rt, Wake: a.workers.Wake, Running: a.metrics.runningPods,
+		Period: relistPeriod, Log: a.log})
+	wg.Go(func() { relister.Run(ctx) })
 	images := imagegc.New(a.rt, a.cfg.ImageGCHighThreshold, a.cfg.ImageGCLowThreshold, a.clock, a.log, pauseimage.Ref)
 	wg.Go(func() { a.runImageGC(ctx, images) })
 	if a.stats != nil { // without usage figures there is nothing to evict on
@@ -208,84 +203,17 @@ func (a *Agent) runAPI(ctx context.Context) {
 	if a.cfg.Ready != nil {
 		a.cfg.Ready()
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
-		}))
-	podInformer := factory.Core().V1().Pods()
-	informer := podInformer.Informer()
-	a.podLister = podInformer.Lister()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return
-	}
-	a.apiSynced.Store(true) // publishes podLister to the other goroutines
 	// Startup reconciliation: what belongs to no pod of this node goes before the
 	// workers adopt the rest.
-	if err := a.cleanupOrphans(ctx); err != nil {
-		a.log.Error("clean up after earlier runs", "err", err)
-	}
-	if _, err := informer.AddEventHandler(a.podEventHandler()); err != nil {
-		a.log.Error("watch pods", "err", err)
-		return
-	}
-	a.syncMirrorPods(ctx)
-	<-ctx.Done()
-}
-
-func (a *Agent) podEventHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { a.podChanged(obj) },
-		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			pod, ok := obj.(*corev1.Pod)
-			switch {
-			case !ok:
-			case staticpod.IsMirror(pod):
-				a.mirrorsChanged() // a deleted mirror comes back
-			default:
-				a.workers.Remove(pod.UID)
-			}
-		},
-	}
-}
-
-func (a *Agent) podChanged(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	switch {
-	case !ok || pod.Spec.NodeName != a.cfg.NodeName:
-	case staticpod.IsMirror(pod): // its static pod runs; the mirror only shows it
-		if pod.DeletionTimestamp != nil {
-			a.mirrorsChanged()
-		} else if s := a.staticPod(types.UID(pod.Annotations[staticpod.AnnotationMirror])); s != nil {
-			// As the kubelet syncs a static pod on news of its mirror: a mirror made anew
-			// gets the pod's status at once.
-			a.workers.Update(s)
+	a.pods.RunAPI(ctx, func(ctx context.Context) {
+		if err := a.cleanupOrphans(ctx); err != nil {
+			a.log.Error("clean up after earlier runs", "err", err)
 		}
-	default:
-		a.updatePod(pod)
-	}
+	})
 }
 
-// nodePods lists the pods this node runs: its static pods, and the pods bound to it as
-// the informer knows them (none before it has synced); mirror pods are not among them.
-func (a *Agent) nodePods() []*corev1.Pod {
-	pods := a.staticPodList()
-	if !a.apiSynced.Load() {
-		return pods
-	}
-	all, _ := a.podLister.List(labels.Everything()) // a lister's List never fails
-	for _, pod := range all {
-		if pod.Spec.NodeName == a.cfg.NodeName && !staticpod.IsMirror(pod) {
-			pods = append(pods, pod)
-		}
-	}
-	return pods
-}
+// nodePods lists the pods this node runs (podsource.Sources.Pods).
+func (a *Agent) nodePods() []*corev1.Pod { return a.pods.Pods() }
 
 // runHousekeeping periodically syncs every pod again (so nothing depends on
 // an event arriving), retires workers of pods that vanished, removes
@@ -311,30 +239,14 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 				a.workers.Remove(uid)
 			}
 		}
-		if a.apiSynced.Load() { // until then, every API pod would look like an orphan
+		if a.pods.Synced() { // until then, every API pod would look like an orphan
 			if err := a.cleanupOrphans(ctx); err != nil && ctx.Err() == nil {
 				a.log.Error("clean up orphaned pods", "err", err)
 			}
-			a.syncMirrorPods(ctx)
+			a.pods.SyncMirrors(ctx)
 		}
 		a.sync.ForgetExpiredBackoffs()
 		a.workers.ForgetFinished(a.clock.Now().Add(-finishedMemory))
-	}
-}
-
-func (a *Agent) runRelist(ctx context.Context) {
-	var r relister
-	tick := time.NewTicker(relistPeriod)
-	defer tick.Stop()
-	for {
-		if err := r.relist(ctx, a); err != nil && ctx.Err() == nil {
-			a.log.Error("relist", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 	}
 }
 

@@ -2,8 +2,10 @@ package podsync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -102,18 +106,22 @@ func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
 // container in the sandbox. restart counts it as a restart of an earlier one;
 // pidTarget, when set, is the container whose PID namespace it joins.
 func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool, pidTarget string) (time.Duration, error) {
-	st.trace.mark("containerPrep", s.clock.Now())
+	st.trace.Mark("containerPrep", s.clock.Now())
 	if after, err := s.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
 		return after, err
 	}
-	st.trace.mark("image", s.clock.Now())
+	st.trace.Mark("image", s.clock.Now())
 	env, err := s.containerEnv(ctx, pod, spec, st.podIP.String())
 	if err != nil {
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}
 	mounts, err := volumes.ContainerMounts(spec, st.volumes)
 	if err == nil {
-		mounts, err = s.podDNSMounts(pod, st.podIP, mounts)
+		var events []dns.Event
+		mounts, events, err = s.cfg.DNS.PodMounts(s.podDir(pod), pod, podHostname(pod), st.podIP, mounts)
+		for _, e := range events {
+			s.podEvent(pod, corev1.EventTypeWarning, e.Reason, "%s", e.Message)
+		}
 	}
 	if err != nil {
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
@@ -166,14 +174,14 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
 	st.restartCounts[spec.Name] = count
-	st.trace.mark("create", s.clock.Now())
+	st.trace.Mark("create", s.clock.Now())
 	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
 	if err := s.rt.StartContainer(ctx, c.ID); err != nil {
 		// The container stays, exited with StartError: its restart backs off as a crash's.
 		return 0, s.containerFailed(st, pod, spec.Name, reasonRunContainerError, err)
 	}
 	delete(st.waiting, spec.Name)
-	st.trace.mark("start", s.clock.Now())
+	st.trace.Mark("start", s.clock.Now())
 	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", spec.Name)
 	return 0, s.runPostStart(ctx, st, pod, spec, c.ID)
 }
@@ -194,4 +202,40 @@ func (s *Syncer) containerLogPath(pod *corev1.Pod, name string, restartCount int
 
 func (s *Syncer) podLogDir(namespace, name, uid string) string {
 	return filepath.Join(s.cfg.LogsDir, namespace+"_"+name+"_"+uid)
+}
+
+// postStartTimeout bounds a postStart hook. The kubelet has none and a hung hook holds
+// the pod forever; here it fails the hook instead, so the pod can still be deleted.
+const postStartTimeout = 2 * time.Minute
+
+// runPostStart runs the container's postStart hook, if any; on failure the container is
+// killed, as the kubelet does, and its restart policy decides what comes next.
+func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod, c *corev1.Container, id string) error {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return nil
+	}
+	hookCtx, cancel := context.WithTimeout(ctx, postStartTimeout)
+	defer cancel()
+	err := lifecycle.Run(hookCtx, s.execInID(id), pod, c, st.podIP.String(), c.Lifecycle.PostStart)
+	if err == nil {
+		return nil
+	}
+	s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPostStartHook", "%s", err.Error())
+	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, gracePeriod(pod))
+	if kill != nil {
+		return fmt.Errorf("%w; killing the container: %v", err, kill)
+	}
+	return err
+}
+
+// containerHash fingerprints a container's spec, like the kubelet's
+// HashContainer: a running container whose hash differs from its spec's was
+// made from an older spec and is restarted. The hash is stored with the
+// container, so it survives a minilet restart.
+func containerHash(c *corev1.Container) string {
+	// A corev1.Container always marshals, deterministically (map keys sorted).
+	data, _ := json.Marshal(c)
+	h := fnv.New32a()
+	h.Write(data)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
 }

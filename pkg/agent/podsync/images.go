@@ -3,9 +3,13 @@ package podsync
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/credentials"
+	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // Waiting reasons of a container whose image is not there, as the kubelet's.
@@ -64,4 +68,16 @@ func (s *Syncer) ensureImage(ctx context.Context, st *PodState, pod *corev1.Pod,
 // not there: Warning Failed "Error: <waiting reason>", as its startContainer does.
 func (s *Syncer) imageError(pod *corev1.Pod, container, reason string) {
 	s.ContainerEvent(pod, container, corev1.EventTypeWarning, eventFailed, "Error: %s", reason)
+}
+
+// pullOptions are the registry settings for pulling a pod's images: the node's insecure
+// registries and the credentials of the pod's imagePullSecrets. A secret that cannot be
+// read is reported (as the kubelet does) and the pull goes on without it.
+func (s *Syncer) pullOptions(ctx context.Context, pod *corev1.Pod) runtime.PullOptions {
+	auths, missing := credentials.ForPod(ctx, s.client.CoreV1(), pod, s.log)
+	if len(missing) > 0 {
+		s.podEvent(pod, corev1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
+	}
+	return runtime.PullOptions{InsecureRegistries: s.cfg.InsecureRegistries, Auths: auths}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minik8s/minik8s/pkg/agent/starttrace"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -37,7 +38,7 @@ type PodState struct {
 	// netChecked is when CNI CHECK last found the sandbox's network intact.
 	netChecked time.Time
 	// trace times a new pod's start (nil for a pod that already ran: adopted after a restart).
-	trace *startTrace
+	trace *starttrace.Trace
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {

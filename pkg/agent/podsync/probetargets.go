@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,4 +41,16 @@ func probedContainers(pod *corev1.Pod) []*corev1.Container {
 		probed = append(probed, &pod.Spec.Containers[i])
 	}
 	return probed
+}
+
+// execIn runs commands in the container with the given status ID (exec probes).
+func (s *Syncer) execIn(containerID string) probe.Execer {
+	return s.execInID(runtime.IDFromStatus(containerID))
+}
+
+// execInID runs commands in the container with the given runtime ID (exec hooks).
+func (s *Syncer) execInID(id string) probe.Execer {
+	return func(ctx context.Context, cmd []string, out io.Writer) (int, error) {
+		return s.rt.Exec(ctx, id, runtime.ExecOptions{Cmd: cmd, Stdout: out, Stderr: out})
+	}
 }

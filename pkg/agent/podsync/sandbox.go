@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/cniconf"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -94,7 +96,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		return nil, fmt.Errorf("pod cgroup: %w", err)
 	}
 	// A new sandbox has a new address: its containers get fresh DNS files.
-	if err := s.removePodDNSFiles(pod); err != nil {
+	if err := dns.RemovePodFiles(s.podDir(pod)); err != nil {
 		return nil, err
 	}
 	if pod.Spec.HostNetwork {
@@ -113,12 +115,12 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		return nil, fmt.Errorf("create network namespace: %w", err)
 	}
 	cfg.NetNSPath = nsPath
-	st.trace.mark("netns", s.clock.Now())
+	st.trace.Mark("netns", s.clock.Now())
 	sb, err := s.rt.RunSandbox(ctx, cfg)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run pause container: %w", err), s.removeNetNS(nsPath))
 	}
-	st.trace.mark("sandbox", s.clock.Now())
+	st.trace.Mark("sandbox", s.clock.Now())
 	bandwidth, err := cniconf.PodBandwidth(pod.Annotations)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("pod network: %w", err), s.releaseSandbox(context.WithoutCancel(ctx), podRef(pod), []runtime.Container{sb}))
@@ -133,7 +135,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 	}
 	st.podIP = ip
 	st.netChecked = s.clock.Now()
-	st.trace.mark("network", st.netChecked)
+	st.trace.Mark("network", st.netChecked)
 	return &sb, nil
 }
 
@@ -178,6 +180,9 @@ func hostPorts(pod *corev1.Pod) []network.PortMapping {
 	}
 	return ports
 }
+
+// podDir is the pod's directory (its volumes, DNS files and container records).
+func (s *Syncer) podDir(pod *corev1.Pod) string { return filepath.Join(s.cfg.PodsDir, string(pod.UID)) }
 
 // podHostname is spec.hostname, else the pod's name, cut to a DNS label as the kubelet does.
 func podHostname(pod *corev1.Pod) string {

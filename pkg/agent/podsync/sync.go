@@ -35,12 +35,12 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		s.podEvent(pod, corev1.EventTypeNormal, "DeadlineExceeded", msg)
 		return 0, s.fail(ctx, st, pod, Ending{Reason: "DeadlineExceeded", Message: msg, Grace: gracePeriod(pod)})
 	}
-	st.trace.mark("waiting", s.clock.Now())
+	st.trace.Mark("waiting", s.clock.Now())
 	all, err := s.rt.ListContainers(ctx, string(pod.UID))
 	if err != nil {
 		return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
-	st.trace.mark("list", s.clock.Now())
+	st.trace.Mark("list", s.clock.Now())
 	// A restart count the pod's status does not give (a static pod's, after a restart) is
 	// the one recorded on the container, as the kubelet reads it from the runtime.
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
@@ -58,7 +58,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	// ConfigMap is missing stays ContainerCreating, with FailedMount events.
 	vols, err := s.volumes.SetUp(ctx, pod)
 	st.volumes = vols
-	st.trace.mark("volumes", s.clock.Now())
+	st.trace.Mark("volumes", s.clock.Now())
 	if err != nil {
 		s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", PodKey(pod), err))
@@ -107,11 +107,11 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		probed.Status.PodIP = status.PodIP
 		s.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
 	}
-	st.trace.mark("status", s.clock.Now())
+	st.trace.Mark("status", s.clock.Now())
 	err = s.writeStatus(ctx, st, pod, status)
-	st.trace.mark("statusWrite", s.clock.Now())
+	st.trace.Mark("statusWrite", s.clock.Now())
 	if err == nil && status.Phase == corev1.PodRunning {
-		st.trace.running(s.log, PodKey(pod), s.clock.Now())
+		st.trace.Running(s.log, PodKey(pod), s.clock.Now())
 	}
 	errs = append(errs, err)
 	if IsTerminal(status.Phase) {

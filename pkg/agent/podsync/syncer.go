@@ -15,6 +15,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
+	"github.com/minik8s/minik8s/pkg/agent/starttrace"
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 )
@@ -96,7 +97,7 @@ func (s *Syncer) NewPodState(pod *corev1.Pod) *PodState {
 	now := s.clock.Now()
 	st := newPodState(pod, apiTime(now))
 	if pod.Status.StartTime == nil {
-		st.trace = newStartTrace(now)
+		st.trace = starttrace.New(now)
 	}
 	return st
 }

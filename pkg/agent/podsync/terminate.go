@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -217,7 +218,7 @@ func (s *Syncer) terminationLog(pod *corev1.Pod, spec *corev1.Container, run int
 			return "", mounts, nil
 		}
 	}
-	path := filepath.Join(s.cfg.PodsDir, string(pod.UID), "containers", spec.Name, strconv.Itoa(int(run)))
+	path := filepath.Join(s.podDir(pod), "containers", spec.Name, strconv.Itoa(int(run)))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, fmt.Errorf("termination message file: %w", err)
 	}
@@ -255,4 +256,32 @@ func terminationMessage(spec *corev1.Container, c runtime.Container) string {
 	_, _ = logs.CopyTo(&tail)
 	out := tail.Bytes()
 	return string(out[max(0, len(out)-fallbackLogBytes):])
+}
+
+// runPreStop runs the container's preStop hook within grace and returns what is left
+// of grace for SIGTERM (at least the kubelet's floor of 2 s).
+func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Container, grace time.Duration) time.Duration {
+	c := specOf(pod, rc.Name)
+	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return grace
+	}
+	start := s.clock.Now()
+	hookCtx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop); err != nil {
+		s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPreStopHook", "%s", err.Error())
+	}
+	return max(grace-s.clock.Since(start), minGracePeriod)
+}
+
+// specOf is the pod's container (init or app) called name.
+func specOf(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package podsync
+package dns
 
 import (
 	"net"
@@ -8,21 +8,25 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 
-	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
-// TestPodDNSMounts: a container gets the pod's resolv.conf and hosts file, written once
+// TestPodMounts: a container gets the pod's resolv.conf and hosts file, written once
 // per sandbox, unless it mounts something at those paths itself.
-func TestPodDNSMounts(t *testing.T) {
-	rec := record.NewFakeRecorder(10)
-	a := &Syncer{cfg: Config{PodsDir: t.TempDir(), DNS: &dns.Configurer{ClusterDNS: []net.IP{net.ParseIP("10.96.0.10")}, ClusterDomain: "cluster.local"}}, recorder: rec}
+func TestPodMounts(t *testing.T) {
+	dir := t.TempDir()
+	c := &Configurer{ClusterDNS: []net.IP{net.ParseIP("10.96.0.10")}, ClusterDomain: "cluster.local"}
+	var events []Event
+	podMounts := func(pod *corev1.Pod, ip net.IP, mounts []runtime.Mount) ([]runtime.Mount, error) {
+		mounts, ev, err := c.PodMounts(dir, pod, pod.Name, ip, mounts)
+		events = append(events, ev...)
+		return mounts, err
+	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1"}}
 	ip := []byte{10, 244, 1, 5}
 
-	mounts, err := a.podDNSMounts(pod, ip, nil)
+	mounts, err := podMounts(pod, ip, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,26 +47,26 @@ func TestPodDNSMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := []runtime.Mount{{HostPath: "/x", ContainerPath: "/etc/resolv.conf/"}}
-	mounts, err = a.podDNSMounts(pod, ip, own)
+	mounts, err = podMounts(pod, ip, own)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(mounts) != 2 || mounts[0].HostPath != "/x" || mounts[1].ContainerPath != "/etc/hosts" {
 		t.Errorf("a container's own /etc/resolv.conf mount must win: %+v", mounts)
 	}
-	if hosts, _ := os.ReadFile(a.podHostsFile(pod)); string(hosts) != "kept\n" {
+	if hosts, _ := os.ReadFile(podHostsFile(dir)); string(hosts) != "kept\n" {
 		t.Errorf("the hosts file was rewritten for a second container: %q", hosts)
 	}
-	if err := a.removePodDNSFiles(pod); err != nil {
+	if err := RemovePodFiles(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.podDNSMounts(pod, []byte{10, 244, 1, 9}, nil); err != nil {
+	if _, err := podMounts(pod, []byte{10, 244, 1, 9}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if hosts, _ := os.ReadFile(a.podHostsFile(pod)); !strings.Contains(string(hosts), "10.244.1.9\tweb") {
+	if hosts, _ := os.ReadFile(podHostsFile(dir)); !strings.Contains(string(hosts), "10.244.1.9\tweb") {
 		t.Errorf("a new sandbox's hosts file:\n%s", hosts)
 	}
-	if len(rec.Events) != 0 {
-		t.Errorf("events %v", <-rec.Events)
+	if len(events) != 0 {
+		t.Errorf("events %v", events)
 	}
 }

@@ -1,0 +1,84 @@
+package dns
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// nodeHostsFile is what a hostNetwork pod's /etc/hosts starts from.
+const nodeHostsFile = "/etc/hosts"
+
+// The pod's resolv.conf and hosts file live in its directory (removed with the pod).
+func podResolvConf(podDir string) string { return filepath.Join(podDir, "resolv.conf") }
+func podHostsFile(podDir string) string  { return filepath.Join(podDir, "etc-hosts") }
+
+// PodMounts adds the pod's /etc/resolv.conf and /etc/hosts, kept in podDir, to a
+// container's mounts, unless the container mounts something there itself. The sandbox's
+// first container writes them (its resolv.conf by the pod's dnsPolicy and dnsConfig, its
+// hosts file with podIP under hostname and the pod's hostAliases), as the kubelet and the
+// CRI runtime do for each new sandbox; events are the warnings of writing them.
+func (c *Configurer) PodMounts(podDir string, pod *corev1.Pod, hostname string, podIP net.IP, mounts []runtime.Mount) ([]runtime.Mount, []Event, error) {
+	var events []Event
+	if _, err := os.Stat(podHostsFile(podDir)); errors.Is(err, os.ErrNotExist) {
+		if events, err = c.writePodFiles(podDir, pod, hostname, podIP); err != nil {
+			return nil, events, err
+		}
+	}
+	for _, f := range []struct{ host, container string }{
+		{podResolvConf(podDir), "/etc/resolv.conf"},
+		{podHostsFile(podDir), "/etc/hosts"},
+	} {
+		if !mountsAt(mounts, f.container) {
+			mounts = append(mounts, runtime.Mount{HostPath: f.host, ContainerPath: f.container})
+		}
+	}
+	return mounts, events, nil
+}
+
+func (c *Configurer) writePodFiles(podDir string, pod *corev1.Pod, hostname string, podIP net.IP) ([]Event, error) {
+	cfg, events, err := c.PodDNS(pod)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := c.HostsFile(pod, hostname, []string{podIP.String()}, nodeHostsFile)
+	if err != nil {
+		return events, err
+	}
+	if err := os.MkdirAll(podDir, 0o755); err != nil {
+		return events, err
+	}
+	if err := os.WriteFile(podResolvConf(podDir), cfg.ResolvConf(), 0o644); err != nil {
+		return events, fmt.Errorf("pod resolv.conf: %w", err)
+	}
+	if err := os.WriteFile(podHostsFile(podDir), hosts, 0o644); err != nil {
+		return events, fmt.Errorf("pod hosts file: %w", err)
+	}
+	return events, nil
+}
+
+func mountsAt(mounts []runtime.Mount, path string) bool {
+	for _, m := range mounts {
+		if filepath.Clean(m.ContainerPath) == path {
+			return true
+		}
+	}
+	return false
+}
+
+// RemovePodFiles removes the pod's resolv.conf and hosts file from podDir, so its next
+// container (of a new sandbox) writes them afresh.
+func RemovePodFiles(podDir string) error {
+	for _, f := range []string{podResolvConf(podDir), podHostsFile(podDir)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("pod DNS files: %w", err)
+		}
+	}
+	return nil
+}
