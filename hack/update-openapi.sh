@@ -20,6 +20,7 @@ PACKAGES=(
   k8s.io/api/scheduling/v1
   k8s.io/api/scheduling/v1alpha3 # batch/v1 Job's scheduling types come from here
   k8s.io/api/events/v1
+  k8s.io/api/flowcontrol/v1
   k8s.io/api/policy/v1
   k8s.io/api/autoscaling/v1
   k8s.io/api/autoscaling/v2

@@ -7,6 +7,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +25,9 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 // which pods reach the API server.
 const kubernetesService = "kubernetes"
 
-// Bootstrap creates what every Kubernetes cluster has from the start: the system namespaces
-// and priority classes, and the `kubernetes` Service pointing at this API server.
+// Bootstrap creates what every Kubernetes cluster has from the start: the system namespaces,
+// priority classes, FlowSchemas and PriorityLevelConfigurations, and the `kubernetes`
+// Service pointing at this API server.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -35,6 +37,17 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 	}
 	for _, pc := range registry.SystemPriorityClasses() {
 		if err := s.ensure(ctx, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), pc, nil); err != nil {
+			return err
+		}
+	}
+	levels, schemas := registry.BootstrapFlowControl()
+	for _, pl := range levels {
+		if err := s.ensure(ctx, flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"), pl, nil); err != nil {
+			return err
+		}
+	}
+	for _, fs := range schemas {
+		if err := s.ensure(ctx, flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas"), fs, nil); err != nil {
 			return err
 		}
 	}

@@ -99,6 +99,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 			if listMeta.Continue, err = storage.EncodeContinue(kvs[i-1].Key+"\x00", prefix, rev); err != nil {
 				return err
 			}
+			if sel.empty() { // as kube-apiserver: counted only where no selector must be applied
+				remaining := int64(len(kvs) - i)
+				listMeta.RemainingItemCount = &remaining
+			}
 			break
 		}
 		items = append(items, item)

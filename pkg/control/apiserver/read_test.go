@@ -122,6 +122,14 @@ func TestListAndGetEncoding(t *testing.T) {
 		w := do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=3&continue="+url.QueryEscape(next), nil)
 		var l corev1.PodList
 		decodeStrict(t, w.Body.Bytes(), &l)
+		// remainingItemCount: what the pages after this one hold (the chunking conformance
+		// test sums it), absent on the last page.
+		switch left := len(names) - len(paged) - len(l.Items); {
+		case l.Continue != "" && (l.RemainingItemCount == nil || *l.RemainingItemCount != int64(left)):
+			t.Fatalf("page %d: remainingItemCount %v, want %d", page, l.RemainingItemCount, left)
+		case l.Continue == "" && l.RemainingItemCount != nil:
+			t.Fatalf("last page: remainingItemCount %d, want none", *l.RemainingItemCount)
+		}
 		for _, p := range l.Items {
 			paged = append(paged, p.Name)
 		}

@@ -1,7 +1,10 @@
 package apiserver
 
 import (
+	"fmt"
+	"mime"
 	"net/http"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,8 +13,13 @@ import (
 // Handlers of resources that are not stored (access reviews, token requests) live
 // outside this package; these let them read and answer requests as the stored ones do.
 
-// DecodeBody decodes a request body of kind want (JSON, YAML or protobuf) into obj.
+// DecodeBody decodes a request body of kind want (JSON, YAML or protobuf) into obj. It
+// first refuses with 406, as kube-apiserver does, a request that accepts only a Table or
+// metadata view: these resources answer only the object itself.
 func DecodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind) error {
+	if onlyViews(r.Header.Get("Accept")) {
+		return notAcceptable(fmt.Sprintf("only the object itself is served for %s, not a Table or metadata view", want.Kind))
+	}
 	_, err := decodeBody(r, obj, want, validationIgnore)
 	return err
 }
@@ -24,3 +32,18 @@ func WriteObject(w http.ResponseWriter, code int, obj runtime.Object, gvk schema
 
 // WriteError answers err as a metav1.Status.
 func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
+
+// onlyViews tells whether an Accept header names views (as=Table...) and nothing that is
+// the object itself.
+func onlyViews(header string) bool {
+	views := false
+	for _, part := range strings.Split(header, ",") {
+		if _, params, err := mime.ParseMediaType(part); err == nil {
+			if rep, ok := viewOf(params); ok && rep.as == "" {
+				return false
+			}
+			views = views || params["as"] != ""
+		}
+	}
+	return views
+}

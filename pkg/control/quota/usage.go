@@ -111,11 +111,7 @@ func Usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matche
 		switch name {
 		case corev1.ResourceServicesNodePorts:
 			if svc, ok := o.(*corev1.Service); ok {
-				for _, p := range svc.Spec.Ports {
-					if p.NodePort != 0 {
-						count(1)
-					}
-				}
+				count(nodePortsOf(svc))
 			}
 		case corev1.ResourceServicesLoadBalancers:
 			if svc, ok := o.(*corev1.Service); ok && svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
@@ -132,4 +128,27 @@ func Usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matche
 		}
 	}
 	return total()
+}
+
+// nodePortsOf counts a Service's node ports by intent, as Kubernetes' service evaluator
+// does: admission sees a Service before its node ports are allocated, so every port of a
+// NodePort or LoadBalancer Service counts, except where a LoadBalancer allocates none (then
+// only the ports asking for one).
+func nodePortsOf(svc *corev1.Service) int64 {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		return int64(len(svc.Spec.Ports))
+	case corev1.ServiceTypeLoadBalancer:
+		if a := svc.Spec.AllocateLoadBalancerNodePorts; a == nil || *a {
+			return int64(len(svc.Spec.Ports))
+		}
+		var n int64
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				n++
+			}
+		}
+		return n
+	}
+	return 0
 }

@@ -62,6 +62,18 @@ func TestRBACRules(t *testing.T) {
 	if row := roleBindingRules.Table.Row(b); row[1] != "Role/reader" || row[3] != "alice" {
 		t.Errorf("binding row: %v", row)
 	}
+	// Kubernetes' rbac/v1 defaults: the roleRef's group, and a User's or Group's (the webhook
+	// conformance tests bind a role with neither).
+	bare := &rbacv1.RoleBinding{ObjectMeta: objMeta("bare"), RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "g"}, {Kind: rbacv1.ServiceAccountKind, Name: "sa", Namespace: "ns"}}}
+	bareCluster := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bare"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}}
+	expectErrors(t, "binding without groups", createSteps(roleBindingRules, bare))
+	expectErrors(t, "cluster binding without groups", createSteps(clusterRoleBindingRules, bareCluster))
+	if bare.RoleRef.APIGroup != rbacv1.GroupName || bare.Subjects[0].APIGroup != rbacv1.GroupName || bare.Subjects[1].APIGroup != "" ||
+		bareCluster.RoleRef.APIGroup != rbacv1.GroupName || bareCluster.Subjects[0].APIGroup != rbacv1.GroupName {
+		t.Errorf("defaulted groups: %+v %+v, %+v %+v", bare.RoleRef, bare.Subjects, bareCluster.RoleRef, bareCluster.Subjects)
+	}
 }
 
 func TestVolumeRules(t *testing.T) {

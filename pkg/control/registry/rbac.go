@@ -58,6 +58,10 @@ func validatePolicyRules(rules []rbacv1.PolicyRule) field.ErrorList {
 }
 
 var roleBindingRules = Rules{
+	Default: func(obj runtime.Object) {
+		b := obj.(*rbacv1.RoleBinding)
+		defaultBinding(&b.RoleRef, b.Subjects)
+	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		b := obj.(*rbacv1.RoleBinding)
 		errs := validateMeta(b, true, path.ValidatePathSegmentName)
@@ -75,6 +79,10 @@ var roleBindingRules = Rules{
 }
 
 var clusterRoleBindingRules = Rules{
+	Default: func(obj runtime.Object) {
+		b := obj.(*rbacv1.ClusterRoleBinding)
+		defaultBinding(&b.RoleRef, b.Subjects)
+	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		b := obj.(*rbacv1.ClusterRoleBinding)
 		return append(validateMeta(b, false, path.ValidatePathSegmentName), validateBinding(b.RoleRef, b.Subjects, "ClusterRole")...)
@@ -96,6 +104,19 @@ func validateBindingUpdate(ref, oldRef rbacv1.RoleRef, subjects []rbacv1.Subject
 		errs = append(errs, field.Invalid(field.NewPath("roleRef"), ref, "cannot change roleRef"))
 	}
 	return errs
+}
+
+// defaultBinding fills in the API groups a binding may leave out, as Kubernetes' rbac/v1
+// defaulters do: rbac.authorization.k8s.io for the roleRef and for User and Group subjects.
+func defaultBinding(ref *rbacv1.RoleRef, subjects []rbacv1.Subject) {
+	if ref.APIGroup == "" {
+		ref.APIGroup = rbacv1.GroupName
+	}
+	for i := range subjects {
+		if s := &subjects[i]; s.APIGroup == "" && (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) {
+			s.APIGroup = rbacv1.GroupName
+		}
+	}
 }
 
 func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
