@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/lab"
-	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/policy/policytest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,29 +52,11 @@ func netpolPods(l *lab.Lab) string {
 // netpolProbe reports whether from reaches to on pr within about a second: the HTTP
 // /hostname or the UDP "hostname" answer must name to.
 func netpolProbe(from, to *matrixPod, pr policytest.Probe) bool {
-	var got []byte
-	err := network.InNetNS(from.netns, func() error {
-		c, err := net.DialTimeout(strings.ToLower(string(pr.Proto)), net.JoinHostPort(to.ip, strconv.Itoa(pr.Port)), time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		if pr.Proto == corev1.ProtocolUDP {
-			if _, err := c.Write([]byte("hostname")); err != nil {
-				return err
-			}
-			buf := make([]byte, 256)
-			n, err := c.Read(buf)
-			got = buf[:n]
-			return err
-		}
-		if _, err := io.WriteString(c, "GET /hostname HTTP/1.0\r\n\r\n"); err != nil {
-			return err
-		}
-		got, err = io.ReadAll(c)
-		return err
-	})
+	request := "GET /hostname HTTP/1.0\r\n\r\n"
+	if pr.Proto == corev1.ProtocolUDP {
+		request = "hostname"
+	}
+	got, err := policytest.Exchange(from.netns, to.ip, pr, []byte(request))
 	if err != nil {
 		return false
 	}

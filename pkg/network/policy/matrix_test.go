@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -152,26 +151,11 @@ func serve(t *testing.T, p *testPod) {
 
 // connect reports whether from reaches to on pr (the answer must name to).
 func connect(from string, to *testPod, pr policytest.Probe) bool {
-	var got []byte
-	err := network.InNetNS(from, func() error {
-		c, err := net.DialTimeout(strings.ToLower(string(pr.Proto)), net.JoinHostPort(to.ip, strconv.Itoa(pr.Port)), time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		if pr.Proto == corev1.ProtocolUDP {
-			if _, err := c.Write([]byte("?")); err != nil {
-				return err
-			}
-			buf := make([]byte, 64)
-			n, err := c.Read(buf)
-			got = buf[:n]
-			return err
-		}
-		got, err = io.ReadAll(c)
-		return err
-	})
+	var request []byte
+	if pr.Proto == corev1.ProtocolUDP {
+		request = []byte("?")
+	}
+	got, err := policytest.Exchange(from, to.ip, pr, request)
 	return err == nil && string(got) == to.key()
 }
 
