@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,10 +21,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nettest"
+	"github.com/minik8s/minik8s/pkg/network/policy/policytest"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
@@ -34,22 +32,18 @@ import (
 // each serving TCP and UDP on 80 and 81, here as network namespaces on a bridge inside a
 // node namespace the test makes; the controller writes its iptables rules and sets there.
 
+// Short names for the shared data, as the other tests here write their policies.
 var (
-	namespaces = []string{"x", "y", "z"}
-	podNames   = []string{"a", "b", "c"}
+	sel         = policytest.Sel
+	policy      = policytest.Policy
+	withIngress = policytest.WithIngress
+	port        = policytest.Port
+	tcp80       = policytest.TCP80
 )
 
-// probe is a protocol and port every pod serves.
-type probe struct {
-	proto corev1.Protocol
-	port  int
-}
-
-var (
-	tcp80 = probe{corev1.ProtocolTCP, 80}
-	tcp81 = probe{corev1.ProtocolTCP, 81}
-	udp80 = probe{corev1.ProtocolUDP, 80}
-	udp81 = probe{corev1.ProtocolUDP, 81}
+const (
+	ingress = policytest.Ingress
+	egress  = policytest.Egress
 )
 
 type testPod struct {
@@ -107,10 +101,9 @@ func newMatrixNet(t *testing.T) *matrixNet {
 // matrixPods are x/a ... z/c with their addresses, 10.78.0.11 to 10.78.0.19.
 func matrixPods() []*testPod {
 	var out []*testPod
-	for _, ns := range namespaces {
-		for _, name := range podNames {
-			out = append(out, &testPod{ns: ns, name: name, ip: fmt.Sprintf("10.78.0.%d", 11+len(out))})
-		}
+	for _, key := range policytest.PodKeys() {
+		ns, name, _ := strings.Cut(key, "/")
+		out = append(out, &testPod{ns: ns, name: name, ip: fmt.Sprintf("10.78.0.%d", 11+len(out))})
 	}
 	return out
 }
@@ -157,65 +150,19 @@ func serve(t *testing.T, p *testPod) {
 }
 
 // connect reports whether from reaches to on pr (the answer must name to).
-func connect(from string, to *testPod, pr probe) bool {
-	var got []byte
-	err := network.InNetNS(from, func() error {
-		c, err := net.DialTimeout(strings.ToLower(string(pr.proto)), net.JoinHostPort(to.ip, strconv.Itoa(pr.port)), time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		if pr.proto == corev1.ProtocolUDP {
-			if _, err := c.Write([]byte("?")); err != nil {
-				return err
-			}
-			buf := make([]byte, 64)
-			n, err := c.Read(buf)
-			got = buf[:n]
-			return err
-		}
-		got, err = io.ReadAll(c)
-		return err
-	})
+func connect(from string, to *testPod, pr policytest.Probe) bool {
+	var request []byte
+	if pr.Proto == corev1.ProtocolUDP {
+		request = []byte("?")
+	}
+	got, err := policytest.Exchange(from, to.ip, pr, request)
 	return err == nil && string(got) == to.key()
-}
-
-// reachability is the expected matrix: from pod key -> to pod key -> reachable.
-type reachability map[string]map[string]bool
-
-// allowAll is the matrix with every pair reachable (or none, with false).
-func (mn *matrixNet) matrix(v bool) reachability {
-	r := reachability{}
-	for _, f := range mn.pods {
-		r[f.key()] = map[string]bool{}
-		for _, to := range mn.pods {
-			r[f.key()][to.key()] = v
-		}
-	}
-	return r
-}
-
-// set sets every pair whose keys match the patterns ("x/a", "x/*", "*/*").
-func (r reachability) set(from, to string, v bool) reachability {
-	match := func(pat, key string) bool {
-		ok, _ := regexp.MatchString("^"+strings.ReplaceAll(pat, "*", "[a-z]")+"$", key)
-		return ok
-	}
-	for f, row := range r {
-		for k := range row {
-			if match(from, f) && match(to, k) {
-				row[k] = v
-			}
-		}
-	}
-	return r
 }
 
 // observe probes every ordered pair of distinct pods (a pod reaching itself never leaves
 // its namespace) on pr, in parallel.
-func (mn *matrixNet) observe(pr probe) reachability {
-	r := mn.matrix(false)
+func (mn *matrixNet) observe(pr policytest.Probe) policytest.Reachability {
+	r := policytest.Matrix(false)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 24)
@@ -240,30 +187,17 @@ func (mn *matrixNet) observe(pr probe) reachability {
 	return r
 }
 
-// diff lists the pairs where got differs from want, as the e2e prints its matrix.
-func (mn *matrixNet) diff(got, want reachability) []string {
-	var out []string
-	for _, f := range mn.pods {
-		for _, to := range mn.pods {
-			if f != to && got[f.key()][to.key()] != want[f.key()][to.key()] {
-				out = append(out, fmt.Sprintf("%s -> %s: got %v, want %v", f.key(), to.key(), got[f.key()][to.key()], want[f.key()][to.key()]))
-			}
-		}
-	}
-	return out
-}
-
 // expect waits (a bounded number of rounds) until the observed matrix on pr is want.
-func (mn *matrixNet) expect(t *testing.T, what string, pr probe, want reachability) {
+func (mn *matrixNet) expect(t *testing.T, what string, pr policytest.Probe, want policytest.Reachability) {
 	t.Helper()
 	var d []string
 	for round := 0; round < 4; round++ {
 		time.Sleep(time.Duration(round) * 700 * time.Millisecond)
-		if d = mn.diff(mn.observe(pr), want); len(d) == 0 {
+		if d = want.Diff(mn.observe(pr)); len(d) == 0 {
 			return
 		}
 	}
-	t.Errorf("%s on %s/%d: %d pairs differ:\n%s", what, pr.proto, pr.port, len(d), strings.Join(d, "\n"))
+	t.Errorf("%s on %s: %d pairs differ:\n%s", what, pr, len(d), strings.Join(d, "\n"))
 }
 
 // cluster is the API side: namespaces x, y, z (label ns=NAME) with pods a, b, c (label
@@ -276,7 +210,7 @@ func newCluster(t *testing.T, mn *matrixNet) *cluster {
 	t.Helper()
 	c := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
 	ctx := context.Background()
-	for _, ns := range namespaces {
+	for _, ns := range policytest.Namespaces {
 		_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -298,13 +232,9 @@ func newCluster(t *testing.T, mn *matrixNet) *cluster {
 // apiPod is p as the API holds it (label pod=NAME, ports named serve-80-tcp ... serve-81-udp)
 // on node1, without its status.
 func (p *testPod) apiPod() *corev1.Pod {
-	var ports []corev1.ContainerPort
-	for _, pr := range []probe{tcp80, tcp81, udp80, udp81} {
-		ports = append(ports, corev1.ContainerPort{Name: fmt.Sprintf("serve-%d-%s", pr.port, strings.ToLower(string(pr.proto))), ContainerPort: int32(pr.port), Protocol: pr.proto})
-	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"pod": p.name}},
-		Spec:       corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: "c", Image: "agnhost", Ports: ports}}},
+		Spec:       corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: "c", Image: "agnhost", Ports: policytest.ContainerPorts()}}},
 	}
 }
 
@@ -312,209 +242,27 @@ func (p *testPod) status() corev1.PodStatus {
 	return corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}}
 }
 
-// Policy makers, as the e2e writes its cases.
-
-func sel(kv ...string) *metav1.LabelSelector {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return &metav1.LabelSelector{MatchLabels: m}
-}
-
-func policy(ns, name string, target *metav1.LabelSelector, types ...networkingv1.PolicyType) *networkingv1.NetworkPolicy {
-	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: *target, PolicyTypes: types}}
-}
-
-func withIngress(np *networkingv1.NetworkPolicy, rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
-	np.Spec.Ingress = rules
-	return np
-}
-
-func withEgress(np *networkingv1.NetworkPolicy, rules ...networkingv1.NetworkPolicyEgressRule) *networkingv1.NetworkPolicy {
-	np.Spec.Egress = rules
-	return np
-}
-
-func port(proto corev1.Protocol, p intstr.IntOrString, end ...int32) networkingv1.NetworkPolicyPort {
-	np := networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &p}
-	if len(end) > 0 {
-		np.EndPort = &end[0]
-	}
-	return np
-}
-
-const (
-	ingress = networkingv1.PolicyTypeIngress
-	egress  = networkingv1.PolicyTypeEgress
-)
-
-// matrixCase applies policies (after step, if any), then checks the matrix on each probe.
-type matrixCase struct {
-	name     string
-	policies []*networkingv1.NetworkPolicy
-	relabel  *relabeling                                   // a pod's new labels, set before the policies are applied
-	step     func(t *testing.T, c *cluster, mn *matrixNet) // a change of the node's rules, made first
-	expect   map[probe]func(mn *matrixNet) reachability
-	keep     bool // keep the policies for the next case (an update of them)
-	check    func(t *testing.T, mn *matrixNet)
-}
-
-func onlyTCP80(f func(mn *matrixNet) reachability) map[probe]func(mn *matrixNet) reachability {
-	return map[probe]func(mn *matrixNet) reachability{tcp80: f}
-}
-
-func allowAll(mn *matrixNet) reachability { return mn.matrix(true) }
-
-// denyTo is the matrix where nothing but from (a pattern) reaches to (a pattern).
-func only(to string, from ...string) func(mn *matrixNet) reachability {
-	return func(mn *matrixNet) reachability {
-		r := mn.matrix(true).set("*/*", to, false)
-		for _, f := range from {
-			r.set(f, to, true)
-		}
-		return r
-	}
-}
-
-// relabeling gives pod ns/name new labels.
-type relabeling struct {
-	ns, name string
-	labels   map[string]string
-}
-
-func relabel(ns, name string, labels map[string]string) *relabeling {
-	return &relabeling{ns, name, labels}
-}
-
-func (r *relabeling) apply(t *testing.T, c *cluster) {
+// relabel gives a pod new labels through the API.
+func relabel(t *testing.T, c *cluster, r policytest.Relabeling) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := c.client.CoreV1().Pods(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+	p, err := c.client.CoreV1().Pods(r.NS).Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Labels = r.labels
-	if _, err := c.client.CoreV1().Pods(r.ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+	p.Labels = r.Labels
+	if _, err := c.client.CoreV1().Pods(r.NS).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func matrixCases() []matrixCase {
-	xa := sel("pod", "a")
-	tcp, udp, sctp := corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP
-	return []matrixCase{
-		{name: "no policy", expect: map[probe]func(*matrixNet) reachability{tcp80: allowAll, udp81: allowAll}},
-		{name: "default deny ingress in x",
-			policies: []*networkingv1.NetworkPolicy{policy("x", "deny", sel(), ingress)},
-			expect:   map[probe]func(*matrixNet) reachability{tcp80: only("x/*"), udp80: only("x/*")},
-			check:    nodeReachesAndDropsCounted},
-		{name: "default deny egress in x",
-			policies: []*networkingv1.NetworkPolicy{policy("x", "deny", sel(), egress)},
-			expect: onlyTCP80(func(mn *matrixNet) reachability {
-				return mn.matrix(true).set("x/*", "*/*", false)
-			})},
-		{name: "deny all and allow all ingress: the union allows",
-			policies: []*networkingv1.NetworkPolicy{policy("x", "deny", sel(), ingress),
-				withIngress(policy("x", "allow", sel(), ingress), networkingv1.NetworkPolicyIngressRule{})},
-			expect: onlyTCP80(allowAll)},
-		{name: "ingress from a podSelector",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-b", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("pod", "b")}}})},
-			expect: onlyTCP80(only("x/a", "x/b")), keep: true},
-		{name: "policy update: another podSelector",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-b", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("pod", "c")}}})},
-			expect: onlyTCP80(only("x/a", "x/c")), keep: true},
-		{name: "peer label change: x/b labelled pod=c",
-			relabel: relabel("x", "b", map[string]string{"pod": "c"}),
-			expect:  onlyTCP80(only("x/a", "x/c", "x/b")), keep: true},
-		{name: "peer label change back",
-			relabel: relabel("x", "b", map[string]string{"pod": "b"}),
-			expect:  onlyTCP80(only("x/a", "x/c"))},
-		{name: "ingress from a namespaceSelector",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-y", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}}})},
-			expect: onlyTCP80(only("x/a", "y/*"))},
-		{name: "ingress from namespaceSelector and podSelector in one peer",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-yc", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y"), PodSelector: sel("pod", "c")}}})},
-			expect: onlyTCP80(only("x/a", "y/c"))},
-		{name: "ingress from namespaceSelector or podSelector (two peers)",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-y-or-c", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}, {PodSelector: sel("pod", "c")}}})},
-			expect: onlyTCP80(only("x/a", "y/*", "x/c"))},
-		{name: "ingress from namespaces by matchExpressions",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "not-x", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
-					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "ns", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}}}}}})},
-			expect: onlyTCP80(only("x/a", "y/*", "z/*"))},
-		{name: "ingress on TCP 81 (and SCTP 80) only",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "tcp81", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromInt32(81)), port(sctp, intstr.FromInt32(80))}})},
-			expect: map[probe]func(*matrixNet) reachability{tcp80: only("x/a"), tcp81: allowAll, udp81: only("x/a")}},
-		{name: "ingress on a named port",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "named", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromString("serve-81-tcp"))}})},
-			expect: map[probe]func(*matrixNet) reachability{tcp80: only("x/a"), tcp81: allowAll}},
-		{name: "ingress on a named UDP port from namespace y",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "named-udp", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(udp, intstr.FromString("serve-80-udp"))},
-					From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}}})},
-			expect: map[probe]func(*matrixNet) reachability{udp80: only("x/a", "y/*"), udp81: only("x/a"), tcp80: only("x/a")}},
-		{name: "ingress on a port range (endPort)",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "range", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromInt32(79), 81)}})},
-			expect: map[probe]func(*matrixNet) reachability{tcp80: allowAll, tcp81: allowAll, udp80: only("x/a")}},
-		{name: "ingress from an ipBlock with except",
-			policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "cidr", xa, ingress),
-				networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.78.0.0/24", Except: []string{"10.78.0.15/32"}}}}})},
-			expect: onlyTCP80(func(mn *matrixNet) reachability { return mn.matrix(true).set("y/b", "x/a", false) })},
-		{name: "egress to a namespaceSelector",
-			policies: []*networkingv1.NetworkPolicy{withEgress(policy("x", "to-y", xa, egress),
-				networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}}})},
-			expect: onlyTCP80(func(mn *matrixNet) reachability {
-				return mn.matrix(true).set("x/a", "*/*", false).set("x/a", "y/*", true)
-			})},
-		{name: "egress to 0.0.0.0/0 except one pod (and an IPv6 block, ignored)",
-			policies: []*networkingv1.NetworkPolicy{withEgress(policy("x", "to-cidr", xa, egress),
-				networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.78.0.19/32"}}}, {IPBlock: &networkingv1.IPBlock{CIDR: "fd00::/8"}}}})},
-			expect: onlyTCP80(func(mn *matrixNet) reachability { return mn.matrix(true).set("x/a", "z/c", false) })},
-		{name: "egress to a named port of any pod",
-			policies: []*networkingv1.NetworkPolicy{withEgress(policy("x", "to-named", xa, egress),
-				networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromString("serve-81-tcp"))}})},
-			expect: map[probe]func(*matrixNet) reachability{
-				tcp80: func(mn *matrixNet) reachability { return mn.matrix(true).set("x/a", "*/*", false) },
-				tcp81: allowAll}},
-		{name: "egress on UDP 80 only: replies pass",
-			policies: []*networkingv1.NetworkPolicy{withEgress(policy("x", "udp80", xa, egress),
-				networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(udp, intstr.FromInt32(80))}})},
-			expect: map[probe]func(*matrixNet) reachability{
-				udp80: allowAll,
-				tcp80: func(mn *matrixNet) reachability { return mn.matrix(true).set("x/a", "*/*", false) }}},
-		{name: "deny all both ways for x/a",
-			policies: []*networkingv1.NetworkPolicy{policy("x", "isolate", xa, ingress, egress)},
-			expect: onlyTCP80(func(mn *matrixNet) reachability {
-				return mn.matrix(true).set("x/a", "*/*", false).set("*/*", "x/a", false)
-			})},
-		{name: "egress to y and ingress of y/a from x/b",
-			policies: []*networkingv1.NetworkPolicy{
-				withEgress(policy("x", "to-y", sel(), egress), networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}}}),
-				withIngress(policy("y", "from-xb", xa, ingress), networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "x"), PodSelector: sel("pod", "b")}}}),
-			},
-			expect: onlyTCP80(func(mn *matrixNet) reachability {
-				return mn.matrix(true).set("x/*", "*/*", false).set("x/*", "y/*", true).set("*/*", "y/a", false).set("x/b", "y/a", true)
-			})},
-		{name: "an ACCEPT inserted above the jump in FORWARD does not bypass the policies",
-			step:     acceptFirstInForward,
-			policies: []*networkingv1.NetworkPolicy{policy("x", "deny", sel(), ingress)},
-			expect:   onlyTCP80(only("x/*"))},
-		{name: "target label change: x/a no longer selected",
-			policies: []*networkingv1.NetworkPolicy{policy("x", "deny-a", xa, ingress)},
-			relabel:  relabel("x", "a", map[string]string{"pod": "renamed"}),
-			expect:   onlyTCP80(allowAll)},
+// matrixCases are the shared cases with this test's pod addresses (all in 10.78.0.0/24).
+func matrixCases() []policytest.Case {
+	ips := map[string]string{}
+	for _, p := range matrixPods() {
+		ips[p.key()] = p.ip
 	}
+	return policytest.Cases("10.78.0.0/24", func(key string) string { return ips[key] })
 }
 
 // TestConnectivityMatrix runs the netpol e2e's cases against the controller on a real
@@ -537,14 +285,14 @@ func TestConnectivityMatrix(t *testing.T) {
 	})
 	nps := c.client.NetworkingV1()
 	for _, tc := range matrixCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.step != nil {
-				tc.step(t, c, mn)
+		t.Run(tc.Name, func(t *testing.T) {
+			if tc.AcceptFirstInForward {
+				acceptFirstInForward(t, mn)
 			}
-			if tc.relabel != nil {
-				tc.relabel.apply(t, c)
+			if tc.Relabel != nil {
+				relabel(t, c, *tc.Relabel)
 			}
-			for _, np := range tc.policies {
+			for _, np := range tc.Policies {
 				_, err := nps.NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{})
 				if err != nil && strings.Contains(err.Error(), "already exists") {
 					old, gerr := nps.NetworkPolicies(np.Namespace).Get(ctx, np.Name, metav1.GetOptions{})
@@ -558,19 +306,19 @@ func TestConnectivityMatrix(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for pr, want := range tc.expect {
-				mn.expect(t, tc.name, pr, want(mn))
+			for pr, want := range tc.Expect {
+				mn.expect(t, tc.Name, pr, want)
 			}
-			if tc.check != nil {
-				tc.check(t, mn)
+			if tc.CheckNodeAndDrops {
+				nodeReachesAndDropsCounted(t, mn)
 			}
-			if !tc.keep {
-				for _, ns := range namespaces {
+			if !tc.Keep {
+				for _, ns := range policytest.Namespaces {
 					if err := nps.NetworkPolicies(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 						t.Fatal(err)
 					}
 				}
-				relabel("x", "a", map[string]string{"pod": "a"}).apply(t, c)
+				relabel(t, c, policytest.Restore)
 			}
 		})
 	}
@@ -625,7 +373,7 @@ func cleanedUp(t *testing.T, mn *matrixNet) {
 // acceptFirstInForward puts an ACCEPT of everything first in the node's FORWARD chain, as a
 // service proxy restarting after minilet inserts its jumps; the next sync moves ours back
 // on top.
-func acceptFirstInForward(t *testing.T, _ *cluster, mn *matrixNet) {
+func acceptFirstInForward(t *testing.T, mn *matrixNet) {
 	t.Helper()
 	err := network.InNetNS(mn.node, func() error {
 		return exec.Command("iptables", "-I", "FORWARD", "1", "-j", "ACCEPT").Run()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/network/policy/policytest"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,39 +18,38 @@ import (
 // expects, and so the matrix the kernel enforces there; policies kept and pods relabelled
 // from case to case as that test does.
 func TestVerdictsMatchMatrix(t *testing.T) {
-	mn := &matrixNet{pods: matrixPods()}
+	testPods := matrixPods()
 	pods := map[string]*corev1.Pod{}
 	var state State
-	for _, p := range mn.pods {
+	for _, p := range testPods {
 		pod := p.apiPod()
 		pod.UID, pod.Status = types.UID("uid-"+p.key()), p.status()
 		pods[p.key()] = pod
 		state.Pods = append(state.Pods, pod)
 	}
-	for _, ns := range namespaces {
+	for _, ns := range policytest.Namespaces {
 		state.Namespaces = append(state.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
 	}
 	policies := map[string]*networkingv1.NetworkPolicy{}
 	for _, tc := range matrixCases() {
-		if r := tc.relabel; r != nil {
-			pods[r.ns+"/"+r.name].Labels = r.labels
+		if r := tc.Relabel; r != nil {
+			pods[r.NS+"/"+r.Name].Labels = r.Labels
 		}
-		for _, np := range tc.policies {
+		for _, np := range tc.Policies {
 			policies[np.Namespace+"/"+np.Name] = np
 		}
 		state.Policies = nil
 		for _, np := range policies {
 			state.Policies = append(state.Policies, np)
 		}
-		for pr, want := range tc.expect {
+		for pr, r := range tc.Expect {
 			var diff []string
-			r := want(mn)
-			for _, f := range mn.pods {
-				for _, to := range mn.pods {
+			for _, f := range testPods {
+				for _, to := range testPods {
 					if f == to {
 						continue
 					}
-					c := Connection{Src: f.ip, Dst: to.ip, Protocol: pr.proto, Port: int32(pr.port), SrcName: f.key(), DstName: to.key()}
+					c := Connection{Src: f.ip, Dst: to.ip, Protocol: pr.Proto, Port: int32(pr.Port), SrcName: f.key(), DstName: to.key()}
 					eg := Decide(&state, pods[f.key()], networkingv1.PolicyTypeEgress, c)
 					in := Decide(&state, pods[to.key()], networkingv1.PolicyTypeIngress, c)
 					if got := eg.Allowed && in.Allowed; got != r[f.key()][to.key()] {
@@ -58,12 +58,12 @@ func TestVerdictsMatchMatrix(t *testing.T) {
 				}
 			}
 			if len(diff) > 0 {
-				t.Errorf("%s on %s/%d: %d pairs differ:\n%s", tc.name, pr.proto, pr.port, len(diff), strings.Join(diff, "\n"))
+				t.Errorf("%s on %s: %d pairs differ:\n%s", tc.Name, pr, len(diff), strings.Join(diff, "\n"))
 			}
 		}
-		if !tc.keep {
+		if !tc.Keep {
 			policies = map[string]*networkingv1.NetworkPolicy{}
-			pods["x/a"].Labels = map[string]string{"pod": "a"}
+			pods[policytest.Restore.NS+"/"+policytest.Restore.Name].Labels = policytest.Restore.Labels
 		}
 	}
 }
