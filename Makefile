@@ -31,11 +31,11 @@ kubectl:
 	fi
 
 # etcd for the etcd store engine, its tests and the HA lab: etcd 3.6 built from its published
-# server module (hack/etcd, a module of its own) into bin/etcd; Debian's etcd-server is 3.4,
-# which etcd no longer maintains.
+# server module (hack/etcd, a module of its own) into bin/etcd, and etcdctl from its module at
+# the same version into bin/etcdctl; Debian's etcd-server is 3.4, which etcd no longer maintains.
 etcd:
 	@mkdir -p $(BIN)
-	cd hack/etcd && $(GO) build -o $(BIN)/etcd .
+	cd hack/etcd && $(GO) build -o $(BIN)/etcd . && $(GO) build -o $(BIN)/etcdctl ./etcdctl
 
 build: deps images kubectl etcd
 	@mkdir -p $(BIN)

@@ -612,7 +612,7 @@ func startCommand(name *string) *cobra.Command {
 
 func partitionCommand(name *string) *cobra.Command {
 	var from []string
-	cmd := faultCommand(name, "partition NODE... [--from cp|client|NODE...]", "Drop every frame between the nodes and the rest of the lab (or --from members), both ways, on the lab switch",
+	cmd := faultCommand(name, "partition NODE|cp-N... [--from cp|client|cp-N|NODE...]", "Drop every frame between the nodes (or control-plane members) and the rest of the lab (or --from members), both ways, on the lab switch",
 		cobra.MinimumNArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			if err := l.Partition(cmd.Context(), args, from); err != nil {
 				return err

@@ -95,15 +95,16 @@ func (l *Lab) StartProcess(name string) (int, error) {
 	return pid, l.dropFault(FaultStop, name)
 }
 
-// Partition drops every frame between each of nodes and each member named in from (cp,
-// client or node-i; every other port of the switch when from is empty), both ways, on the
-// lab switch, with ebtables in the switch namespace.
+// Partition drops every frame between each of nodes (node-i, or a control-plane member
+// cp-N, cp or client) and each member named in from (the same names; every other port of
+// the switch when from is empty), both ways, on the lab switch, with ebtables in the switch
+// namespace.
 func (l *Lab) Partition(ctx context.Context, nodes, from []string) error {
 	if len(nodes) == 0 {
 		return fmt.Errorf("partition: name at least one node")
 	}
 	for _, name := range nodes {
-		n, err := l.node(name)
+		seg, err := l.segmentOf(name)
 		if err != nil {
 			return err
 		}
@@ -115,16 +116,16 @@ func (l *Lab) Partition(ctx context.Context, nodes, from []string) error {
 			rules = [][]string{{"-i", name, "-j", "DROP"}, {"-o", name, "-j", "DROP"}}
 		}
 		for _, other := range from {
-			seg, err := l.segmentOf(other)
+			otherSeg, err := l.segmentOf(other)
 			if err != nil {
 				return err
 			}
-			if seg != n.Segment {
+			if otherSeg != seg {
 				return fmt.Errorf("partition %s from %s: they are on different segments; partition the router's side instead", name, other)
 			}
 			rules = append(rules, []string{"-i", name, "-o", other, "-j", "DROP"}, []string{"-i", other, "-o", name, "-j", "DROP"})
 		}
-		sw := l.Switches[n.Segment]
+		sw := l.Switches[seg]
 		f := Fault{Kind: FaultPartition, Target: name, NetNS: sw, Detail: "from " + strings.Join(from, ",")}
 		if len(from) == 0 {
 			f.Detail = "from every other member of its segment"
@@ -143,9 +144,11 @@ func (l *Lab) Partition(ctx context.Context, nodes, from []string) error {
 	return nil
 }
 
-// segmentOf is the segment of member name (cp and client are on segment 0).
+// segmentOf is the segment of member name (cp, client and the control-plane members cp-N
+// are on segment 0).
 func (l *Lab) segmentOf(name string) (int, error) {
-	if name == l.ControlPlane.Name || (l.Client != nil && name == l.Client.Name) {
+	if name == l.ControlPlane.Name || (l.Client != nil && name == l.Client.Name) ||
+		slices.ContainsFunc(l.ControlPlanes, func(m Member) bool { return m.Name == name }) {
 		return 0, nil
 	}
 	n, err := l.node(name)

@@ -47,6 +47,8 @@ func TestLabNetworkPolicy(t *testing.T) { runGuide(t, "network-policy.md", "lab-
 
 func TestLabNodePressure(t *testing.T) { runGuide(t, "node-pressure.md", "lab-press") }
 
+func TestLabHAControlPlane(t *testing.T) { runGuide(t, "ha-control-plane.md", "lab-ha") }
+
 // ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round
 // robin, veth and the dummy kube-ipvs0, br_netfilter (miniproxy checks it), NAT and conntrack, iptables on nf_tables with the
 // matches miniproxy's few rules use, and the ip set types.

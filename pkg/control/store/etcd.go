@@ -20,6 +20,14 @@ import (
 // etcdTimeout bounds the calls that have no context of their own (open, Revision).
 const etcdTimeout = 5 * time.Second
 
+// Keepalive pings on each member's connection, kube-apiserver's values: a member cut off
+// the network (no reset, its packets dropped) is noticed within their sum and its requests
+// go to the other members, instead of every request given to it waiting for its deadline.
+const (
+	etcdKeepAliveTime    = 30 * time.Second
+	etcdKeepAliveTimeout = 10 * time.Second
+)
+
 // Etcd is the engine on an etcd cluster: the store revision is etcd's, writes are
 // compare-and-swap transactions on a key's ModRevision and watches are etcd's own. Several
 // miniapi instances can share one cluster.
@@ -43,9 +51,11 @@ var _ Interface = (*Etcd)(nil)
 // RootCAs verify the members, its certificate authenticates us); nil is plain TCP.
 func OpenEtcd(endpoints []string, prefix string, tlsConfig *tls.Config) (*Etcd, error) {
 	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		TLS:         tlsConfig,
-		DialTimeout: etcdTimeout,
+		Endpoints:            endpoints,
+		TLS:                  tlsConfig,
+		DialTimeout:          etcdTimeout,
+		DialKeepAliveTime:    etcdKeepAliveTime,
+		DialKeepAliveTimeout: etcdKeepAliveTimeout,
 		// The client's retry chatter is not ours to log; failures come back as errors.
 		Logger: zap.NewNop(),
 	})
