@@ -223,7 +223,10 @@ func dumpLogsOnFailure(t *testing.T, l *lab.Lab) {
 			{"get", "pods", "-A", "-o", "wide"},
 			{"get", "events", "-A", "--field-selector", "type=Warning"},
 		} {
-			out, err := cluster.Kubectl(context.Background(), l, args...)
+			// Bounded: the lab's API may be the thing that broke.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			out, err := cluster.Kubectl(ctx, l, append(args, "--request-timeout=15s")...)
+			cancel()
 			t.Logf("---- kubectl %s (%v) ----\n%s", strings.Join(args, " "), err, out)
 		}
 		logs, _ := filepath.Glob(filepath.Join(l.StateDir, "logs", "*.log"))
