@@ -17,6 +17,7 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-jose/go-jose/v4 v4.1.5
 	github.com/google/btree v1.1.3
+	github.com/google/cadvisor/lib v0.60.6
 	github.com/google/pprof v0.0.0-20240727154555-813a5fbdbec8
 	github.com/mdlayher/arp v0.0.0-20220512170110-6706a2966875
 	github.com/mdlayher/ethernet v0.0.0-20220221185849-529eae5b6118

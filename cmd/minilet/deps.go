@@ -14,6 +14,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/agent/certificate"
+	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
@@ -71,7 +72,7 @@ func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.I
 	}
 	if cfg.ServesNodeAPI() {
 		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
-			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile}
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile, Machine: nodestatus.Machine}
 		if cfg.RotateServerCertificates {
 			m, err := certificate.Serving(ctx, client, cfg.CertDir, cfg.NodeName, cfg.NodeIP)
 			if err != nil {

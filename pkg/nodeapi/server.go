@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	cadvisorapi "github.com/google/cadvisor/lib/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +42,8 @@ type Config struct {
 	// GetCertificate, if set, serves the certificate instead of CertFile and KeyFile
 	// (a rotating one, --rotate-server-certificates).
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// Machine, if set, is the node's machine info that /spec/ serves.
+	Machine func() (*cadvisorapi.MachineInfo, error)
 }
 
 // Server is the node API's HTTP handler.
@@ -54,7 +57,8 @@ type Server struct {
 }
 
 // New makes the handler. healthy answers /healthz; st (may be nil) serves /stats/summary,
-// /metrics/resource and /metrics/cadvisor; metrics (may be nil) is minilet's /metrics.
+// /metrics/resource and /metrics/cadvisor; metrics (may be nil) is minilet's /metrics;
+// cfg.Machine (may be nil) serves /spec/.
 func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() error, st Stats, metrics http.Handler) *Server {
 	s := &Server{cfg: cfg, rt: rt, client: client, healthy: healthy, mux: http.NewServeMux()}
 	if client != nil {
@@ -74,6 +78,10 @@ func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() err
 	}
 	if metrics != nil {
 		s.mux.Handle("GET /metrics", metrics)
+	}
+	if cfg.Machine != nil {
+		s.mux.HandleFunc("GET /spec/{$}", s.serveSpec)
+		s.mux.HandleFunc("GET /spec", s.serveSpec)
 	}
 	return s
 }

@@ -2,12 +2,14 @@ package nodeapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	cadvisorapi "github.com/google/cadvisor/lib/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -60,5 +62,32 @@ func TestStatsEndpoints(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics/resource lacks %s:\n%s", want, body)
 		}
+	}
+}
+
+// /spec/ serves the node's machine info as the kubelet does, and a failure to read it is
+// a 500 naming the cause.
+func TestSpec(t *testing.T) {
+	want := &cadvisorapi.MachineInfo{NumCores: 3, MemoryCapacity: 1 << 30, BootID: "b1",
+		HugePages: []cadvisorapi.HugePagesInfo{{PageSize: 2048, NumPages: 4}}}
+	get := func(machine func() (*cadvisorapi.MachineInfo, error), path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		New(Config{NodeName: "n1", Machine: machine}, nil, nil, func() error { return nil }, nil, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	for _, path := range []string{"/spec/", "/spec"} {
+		rec := get(func() (*cadvisorapi.MachineInfo, error) { return want, nil }, path)
+		var got cadvisorapi.MachineInfo
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusOK ||
+			got.NumCores != 3 || got.MemoryCapacity != 1<<30 || got.BootID != "b1" || len(got.HugePages) != 1 {
+			t.Errorf("GET %s: %d %v %s", path, rec.Code, err, rec.Body)
+		}
+	}
+	rec := get(func() (*cadvisorapi.MachineInfo, error) { return nil, errors.New("no /proc/cpuinfo") }, "/spec/")
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "no /proc/cpuinfo") {
+		t.Errorf("failing machine info: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get(nil, "/spec/"); rec.Code != http.StatusNotFound {
+		t.Errorf("without machine info: %d", rec.Code)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	cadvisorapi "github.com/google/cadvisor/lib/model"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/procfs"
@@ -97,6 +98,14 @@ func TestTopAndStats(t *testing.T) {
 	cadvisor := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/metrics/cadvisor")
 	checkMetric(t, cadvisor, "container_memory_working_set_bytes", map[string]string{"container": "burn", "pod": "burner"})
 	checkMetric(t, cadvisor, "container_network_receive_bytes_total", map[string]string{"pod": "burner", "interface": "eth0"})
+	// The machine info the node's capacity and IDs come from (the kubelet's /spec/).
+	var spec cadvisorapi.MachineInfo
+	if raw := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/spec/"); json.Unmarshal([]byte(raw), &spec) != nil || spec.NumCores == 0 {
+		t.Errorf("/spec/ is no MachineInfo:\n%s", raw)
+	}
+	if node, want := mustKubectl(t, l, "get", "node", "node-1", "-o", "jsonpath={.status.capacity.cpu}/{.status.nodeInfo.bootID}"), fmt.Sprintf("%d/%s", spec.NumCores, spec.BootID); node != want {
+		t.Errorf("node-1 cpu/bootID %q, /spec/ %q", node, want)
+	}
 
 	// The node's pressure conditions are measured, not constant.
 	conds := mustKubectl(t, l, "get", "node", "node-1", "-o", `jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason} {end}`)

@@ -1,20 +1,17 @@
 package nodestatus
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"maps"
 	"os"
-	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
 
+	cadvisorapi "github.com/google/cadvisor/lib/model"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/cpuset"
 
 	"github.com/minik8s/minik8s/pkg/stats"
 )
@@ -25,14 +22,22 @@ const KubeletVersion = "v1.32.0-minik8s"
 // maxPods is the kubelet's default --max-pods.
 const maxPods = 110
 
-// HostCapacity measures what the host offers to pods: its CPUs, its memory (or the node
-// cgroup's limit where that is lower: a lab node's --node-memory), the filesystem of
-// rootDir and the kubelet's default pod count.
+// HostCapacity measures what the host offers to pods from its machine info: its CPUs
+// (cAdvisor's NumCores, as the kubelet's CapacityFromMachineInfo), its memory (or the
+// node cgroup's limit where that is lower: a lab node's --node-memory), one
+// hugepages-<size> per page size the kernel offers, the filesystem of rootDir and the
+// kubelet's default pod count.
 func HostCapacity(rootDir, nodeCgroup string) (corev1.ResourceList, error) {
-	mem, err := memTotal("/proc/meminfo")
+	m, err := Machine()
 	if err != nil {
 		return nil, err
 	}
+	return capacityOf(m, rootDir, nodeCgroup)
+}
+
+// capacityOf is HostCapacity from given machine info.
+func capacityOf(m *cadvisorapi.MachineInfo, rootDir, nodeCgroup string) (corev1.ResourceList, error) {
+	mem := int64(m.MemoryCapacity)
 	if nodeCgroup != "" {
 		limit, ok, err := stats.CgroupMemoryLimit(nodeCgroup)
 		if err != nil {
@@ -47,51 +52,17 @@ func HostCapacity(rootDir, nodeCgroup string) (corev1.ResourceList, error) {
 		return nil, fmt.Errorf("statfs %s: %w", rootDir, err)
 	}
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(int64(onlineCPUs("/sys/devices/system/cpu/online")), resource.DecimalSI),
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(m.NumCores), resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(fs.Blocks)*int64(fs.Bsize), resource.BinarySI),
 	}
-	maps.Copy(capacity, hugePages("/sys/kernel/mm/hugepages"))
+	for _, hp := range m.HugePages {
+		size := int64(hp.PageSize) * 1024 // cAdvisor gives the page size in KiB
+		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + resource.NewQuantity(size, resource.BinarySI).String())
+		capacity[name] = *resource.NewQuantity(int64(hp.NumPages)*size, resource.BinarySI)
+	}
 	return capacity, nil
-}
-
-// onlineCPUs counts the machine's online CPUs (a cpulist such as 0-3,6), as cAdvisor's
-// machine info does, not the ones minilet's own affinity allows; runtime.NumCPU where
-// the file cannot be read.
-func onlineCPUs(path string) int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return goruntime.NumCPU()
-	}
-	set, err := cpuset.Parse(strings.TrimSpace(string(data)))
-	if err != nil || set.Size() == 0 {
-		return goruntime.NumCPU()
-	}
-	return set.Size()
-}
-
-// hugePages are the hugepages-<size> resources the kubelet reports, one per page size
-// the kernel offers (dir/hugepages-2048kB/nr_hugepages pages of 2Mi), 0 where none is
-// reserved.
-func hugePages(dir string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		kb, ok := strings.CutPrefix(e.Name(), "hugepages-")
-		kb, ok2 := strings.CutSuffix(kb, "kB")
-		size, err := strconv.ParseInt(kb, 10, 64)
-		if !ok || !ok2 || err != nil {
-			continue
-		}
-		pages, err := strconv.ParseInt(readTrimmed(filepath.Join(dir, e.Name(), "nr_hugepages")), 10, 64)
-		if err != nil {
-			continue
-		}
-		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + resource.NewQuantity(size*1024, resource.BinarySI).String())
-		out[name] = *resource.NewQuantity(pages*size*1024, resource.BinarySI)
-	}
-	return out
 }
 
 // HugePagesMemory is the memory the capacity's huge pages take, which the kubelet takes
@@ -106,41 +77,23 @@ func HugePagesMemory(capacity corev1.ResourceList) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(total, resource.BinarySI)}
 }
 
-// memTotal reads MemTotal (in bytes) from a meminfo file.
-func memTotal(path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("read memory size: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s: bad MemTotal %q: %w", path, fields[1], err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	return 0, fmt.Errorf("%s has no MemTotal line", path)
-}
-
-// HostNodeInfo describes the host the way the kubelet does in status.nodeInfo.
+// HostNodeInfo describes the host the way the kubelet does in status.nodeInfo, its
+// identities from the machine info (left empty where it cannot be read: HostCapacity,
+// read at start, has then already failed minilet's start with the reason).
 func HostNodeInfo(runtimeVersion string) corev1.NodeSystemInfo {
+	m, err := Machine()
+	if err != nil {
+		m = &cadvisorapi.MachineInfo{}
+	}
 	var uts unix.Utsname
 	kernel := "unknown"
 	if err := unix.Uname(&uts); err == nil {
 		kernel = unix.ByteSliceToString(uts.Release[:])
 	}
 	return corev1.NodeSystemInfo{
-		MachineID:               readTrimmed("/etc/machine-id"),
-		SystemUUID:              readTrimmed("/sys/class/dmi/id/product_uuid"),
-		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
+		MachineID:               m.MachineID,
+		SystemUUID:              m.SystemUUID,
+		BootID:                  m.BootID,
 		KernelVersion:           kernel,
 		OSImage:                 osImage("/etc/os-release"),
 		ContainerRuntimeVersion: "containerd://" + runtimeVersion,
@@ -165,13 +118,4 @@ func osImage(path string) string {
 		}
 	}
 	return "unknown"
-}
-
-// readTrimmed returns a small identity file's content, or "" where the host has none.
-func readTrimmed(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
 }

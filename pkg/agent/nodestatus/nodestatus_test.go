@@ -2,10 +2,13 @@ package nodestatus
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+
+	cadvisorapi "github.com/google/cadvisor/lib/model"
+	"k8s.io/utils/cpuset"
 
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
@@ -13,17 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-func TestMemTotalAndOSImage(t *testing.T) {
+func TestOSImage(t *testing.T) {
 	dir := t.TempDir()
-	meminfo := dir + "/meminfo"
-	writeFile(t, meminfo, "MemFree:  10 kB\nMemTotal:       2048 kB\n")
-	if got, err := memTotal(meminfo); err != nil || got != 2048*1024 {
-		t.Errorf("memTotal = %d, %v", got, err)
-	}
-	writeFile(t, meminfo, "MemFree: 1 kB\n")
-	if _, err := memTotal(meminfo); err == nil {
-		t.Error("meminfo without MemTotal accepted")
-	}
 	osRelease := dir + "/os-release"
 	writeFile(t, osRelease, "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n")
 	if got := osImage(osRelease); got != "Debian GNU/Linux 12 (bookworm)" {
@@ -88,33 +82,61 @@ func TestCapacityFollowsTheNodeCgroupLimit(t *testing.T) {
 	}
 }
 
-// The machine's CPUs and huge pages, as cAdvisor's machine info gives them to the kubelet.
-func TestOnlineCPUsAndHugePages(t *testing.T) {
-	dir := t.TempDir()
-	online := dir + "/online"
-	for list, want := range map[string]int{"0-3,6,8-9\n": 7, "0\n": 1} {
-		writeFile(t, online, list)
-		if got := onlineCPUs(online); got != want {
-			t.Errorf("onlineCPUs(%q) = %d, want %d", list, got, want)
-		}
+// cAdvisor's machine info on this host: its CPUs are the online ones, its memory is
+// MemTotal, its identities are the host's; and the node's capacity and nodeInfo carry them.
+func TestMachineInfoOfThisHost(t *testing.T) {
+	m, err := Machine()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := onlineCPUs(dir + "/none"); got < 1 {
-		t.Errorf("onlineCPUs without the file = %d", got)
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, d := range []string{"hugepages-2048kB", "hugepages-1048576kB"} {
-		if err := os.MkdirAll(dir+"/hp/"+d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	cpus, err := cpuset.Parse(strings.TrimSpace(string(online)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	writeFile(t, dir+"/hp/hugepages-2048kB/nr_hugepages", "16\n")
-	writeFile(t, dir+"/hp/hugepages-1048576kB/nr_hugepages", "0\n")
-	pages := hugePages(dir + "/hp")
-	two, gig := pages["hugepages-2Mi"], pages["hugepages-1Gi"]
-	if len(pages) != 2 || two.Value() != 32<<20 || gig.Value() != 0 {
-		t.Errorf("hugePages = %v, want hugepages-2Mi 32Mi and hugepages-1Gi 0", pages)
+	if m.NumCores != cpus.Size() {
+		t.Errorf("NumCores %d, online CPUs %s", m.NumCores, online)
 	}
-	capacity := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
-	maps.Copy(capacity, pages)
+	var meminfo syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&meminfo); err != nil {
+		t.Fatal(err)
+	}
+	if total := meminfo.Totalram * uint64(meminfo.Unit); m.MemoryCapacity != total {
+		t.Errorf("MemoryCapacity %d, the kernel's total RAM %d", m.MemoryCapacity, total)
+	}
+	bootID, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := HostNodeInfo("2.0")
+	if info.BootID == "" || info.BootID != strings.TrimSpace(string(bootID)) || info.BootID != m.BootID {
+		t.Errorf("nodeInfo bootID %q, machine info %q, the kernel's %q", info.BootID, m.BootID, bootID)
+	}
+	capacity, err := HostCapacity(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capacity.Cpu().Value() != int64(m.NumCores) || capacity.Memory().Value() != int64(m.MemoryCapacity) {
+		t.Errorf("capacity %v from machine info with %d cores and %d bytes", capacity, m.NumCores, m.MemoryCapacity)
+	}
+}
+
+// The kubelet's capacity from machine info: cpu is NumCores, one hugepages-<size> per
+// page size (cAdvisor gives sizes in KiB), and huge pages come out of allocatable memory.
+func TestCapacityFromMachineInfo(t *testing.T) {
+	m := &cadvisorapi.MachineInfo{NumCores: 7, MemoryCapacity: 1 << 30,
+		HugePages: []cadvisorapi.HugePagesInfo{{PageSize: 2048, NumPages: 16}, {PageSize: 1048576, NumPages: 0}}}
+	capacity, err := capacityOf(m, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, gig := capacity["hugepages-2Mi"], capacity["hugepages-1Gi"]
+	if capacity.Cpu().Value() != 7 || two.Value() != 32<<20 || gig.Value() != 0 || len(capacity) != 6 {
+		t.Errorf("capacity %v, want cpu 7, hugepages-2Mi 32Mi and hugepages-1Gi 0", capacity)
+	}
 	if got := Allocatable(capacity, HugePagesMemory(capacity)); got.Memory().Value() != 1<<30-32<<20 {
 		t.Errorf("allocatable memory %v with 32Mi of huge pages in 1Gi", got.Memory())
 	}
