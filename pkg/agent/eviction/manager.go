@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,8 @@ func (m *Manager) Run(ctx context.Context) {
 	tick := m.cfg.Clock.NewTicker(monitoringInterval)
 	defer tick.Stop()
 	crossed := make(chan struct{}, 1)
+	var waiters sync.WaitGroup // the notifiers' waits, joined after they are closed
+	defer waiters.Wait()
 	var notifiers []*usageNotifier
 	defer func() { closeAll(notifiers) }()
 	for {
@@ -110,7 +113,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.cfg.Log.Info("evicted a pod", "pod", pod.Namespace+"/"+pod.Name)
 		}
 		closeAll(notifiers)
-		notifiers = m.notifyMemory(crossed)
+		notifiers = m.notifyMemory(crossed, &waiters)
 	}
 }
 
@@ -118,7 +121,7 @@ func (m *Manager) Run(ctx context.Context) {
 // node's working set reaches it (capacity less the threshold, plus the inactive file
 // pages usage counts and the working set does not), as the kubelet's memory threshold
 // notifier re-arms after each look; a crossing pokes crossed.
-func (m *Manager) notifyMemory(crossed chan<- struct{}) []*usageNotifier {
+func (m *Manager) notifyMemory(crossed chan<- struct{}, waiters *sync.WaitGroup) []*usageNotifier {
 	snap := m.cfg.Stats.Latest()
 	if snap == nil || m.cfg.MemoryCgroup == "" {
 		return nil
@@ -142,14 +145,14 @@ func (m *Manager) notifyMemory(crossed chan<- struct{}) []*usageNotifier {
 			m.cfg.Log.Warn("memory threshold notification", "err", err)
 			continue
 		}
-		go func() {
+		waiters.Go(func() {
 			if n.Wait() == nil {
 				select {
 				case crossed <- struct{}{}:
 				default:
 				}
 			}
-		}()
+		})
 		out = append(out, n)
 	}
 	return out
