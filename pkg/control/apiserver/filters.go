@@ -209,7 +209,15 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 			// A handler blocked reading a slow client's body gets an error now.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			if begun {
-				panic(http.ErrAbortHandler)
+				select {
+				case v := <-done: // it answered in full (its own 504 too): that answer stands
+					if v != nil {
+						panic(v)
+					}
+					return
+				default:
+					panic(http.ErrAbortHandler)
+				}
 			}
 			writeError(w, timeoutError(ctx))
 		}
@@ -220,6 +228,21 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 func timedOut(ctx context.Context) bool {
 	g := store.CommitGuardFrom(ctx)
 	return g != nil && g.TimedOut()
+}
+
+// timeOutNow marks the request of ctx timed out once its deadline has passed, unless one of
+// its writes is being committed, and tells whether it timed out: a handler that met the
+// deadline before the timeout filter did (a 500 "context deadline exceeded" of its own)
+// answers the filter's 504 instead, as kube-apiserver's handlers do.
+func timeOutNow(ctx context.Context) bool {
+	g := store.CommitGuardFrom(ctx)
+	if g == nil {
+		return false
+	}
+	if ctx.Err() == nil {
+		return g.TimedOut()
+	}
+	return g.TimeOut()
 }
 
 // bodyTimeout bounds how long a client may take to send a request's body once its headers

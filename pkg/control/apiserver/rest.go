@@ -27,8 +27,8 @@ var objectSubresourceVerbs = []string{"get", "update", "patch"}
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
 	r = r.WithContext(warning.WithWarningRecorder(r.Context(), headerWarnings{w})) // admission's warnings
 	if err := s.dispatch(w, r, res, info); err != nil {
-		if timedOut(r.Context()) {
-			err = timeoutError(r.Context()) // what the client got from withRequestTimeout
+		if timeOutNow(r.Context()) {
+			err = timeoutError(r.Context()) // what the client gets from withRequestTimeout
 		}
 		auditError(r.Context(), err)
 		writeError(w, err)

@@ -51,22 +51,32 @@ func (s *Bolt) write(ctx context.Context, r *writeRequest) writeResult {
 	if r.key == "" || len(r.key) > bolt.MaxKeySize {
 		return writeResult{err: fmt.Errorf("%s %q: key must be 1 to %d bytes", opNames[r.op], r.key, bolt.MaxKeySize)}
 	}
-	guarded, err := mayCommit(ctx)
+	guard, err := mayCommit(ctx)
 	if err != nil {
 		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, err)}
 	}
-	r.ctx, r.guarded, r.done = ctx, guarded, make(chan writeResult, 1)
+	r.ctx, r.guarded, r.done = ctx, guard != nil, make(chan writeResult, 1)
 	abandon := ctx.Done()
-	if guarded {
+	if guard != nil {
 		abandon = nil
 	}
+	res := s.send(r, abandon)
+	if guard != nil {
+		guard.settle(res.err == nil)
+	}
+	return res
+}
+
+// send hands r to the committer and waits for its answer, unless the store closes or
+// abandon (the writer's ctx) is done first.
+func (s *Bolt) send(r *writeRequest, abandon <-chan struct{}) writeResult {
 	select {
 	case s.writes <- r:
 		return <-r.done
 	case <-s.closing:
 		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, ErrClosed)}
 	case <-abandon:
-		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, ctx.Err())}
+		return writeResult{err: fmt.Errorf("%s %q: %w", opNames[r.op], r.key, r.ctx.Err())}
 	}
 }
 

@@ -304,8 +304,8 @@ func TestBoltWriteWithDoneContext(t *testing.T) {
 }
 
 // A request's CommitGuard decides once between its writes and its timeout: after TimeOut
-// no write of the request is applied; once a write has taken the guard, TimeOut refuses
-// and the request's writes go on even though its context is done.
+// no write of the request is applied; once a write has taken the guard (being committed
+// or landed), TimeOut refuses and the request's writes go on even though its context is done.
 func TestBoltCommitGuard(t *testing.T) {
 	s := openBolt(t, filepath.Join(t.TempDir(), "state.db"), BoltOptions{NoSync: true})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -319,6 +319,16 @@ func TestBoltCommitGuard(t *testing.T) {
 	}
 	if _, err := s.Create(ctx, "/registry/g/second", []byte("v")); err != nil {
 		t.Fatalf("a second write of a request whose write committed: %v", err)
+	}
+
+	// A write refused (a conflict a patch retries) lands nothing, so it leaves the guard
+	// to the timeout: the request's client gets 504, not an error of the retry.
+	ctx, guard = WithCommitGuard(t.Context())
+	if _, err := s.Update(ctx, "/registry/g/first", []byte("w"), 999); !errors.Is(err, ErrConflict) {
+		t.Fatalf("update at a stale revision: %v, want a conflict", err)
+	}
+	if !guard.TimeOut() {
+		t.Fatal("TimeOut refused after the request's only write was refused")
 	}
 
 	ctx, guard = WithCommitGuard(t.Context())

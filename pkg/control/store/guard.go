@@ -11,8 +11,10 @@ import (
 // gets 504 for a write that landed. The API server's timeout filter puts one in each
 // request's context.
 type CommitGuard struct {
-	mu                  sync.Mutex
-	committed, timedOut bool
+	mu       sync.Mutex
+	inFlight int  // writes handed to the store and not yet answered
+	landed   bool // a write was applied
+	timedOut bool
 }
 
 type guardKey struct{}
@@ -29,12 +31,12 @@ func CommitGuardFrom(ctx context.Context) *CommitGuard {
 	return g
 }
 
-// TimeOut marks the request timed out, unless one of its writes is being committed: then
-// it returns false and the request must be let finish.
+// TimeOut marks the request timed out, unless one of its writes is being committed or was
+// applied: then it returns false and the request must be let finish.
 func (g *CommitGuard) TimeOut() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.committed {
+	if g.inFlight == 0 && !g.landed {
 		g.timedOut = true
 	}
 	return g.timedOut
@@ -49,17 +51,27 @@ func (g *CommitGuard) TimedOut() bool {
 
 // mayCommit tells whether a write of ctx's request may be committed: with a guard, unless
 // the request timed out (and then none of its later writes may be either); without one,
-// unless ctx is done.
-func mayCommit(ctx context.Context) (guarded bool, err error) {
+// unless ctx is done. A write let through holds the guard until settle.
+func mayCommit(ctx context.Context) (*CommitGuard, error) {
 	g := CommitGuardFrom(ctx)
 	if g == nil {
-		return false, ctx.Err()
+		return nil, ctx.Err()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.timedOut {
-		return true, context.DeadlineExceeded
+		return g, context.DeadlineExceeded
 	}
-	g.committed = true
-	return true, nil
+	g.inFlight++
+	return g, nil
+}
+
+// settle ends a write mayCommit let through. One refused (a conflict, a missing object)
+// landed nothing, so unless another did, the request may still time out: a patch retrying
+// after a conflict past its deadline answers 504, not an error of the retry.
+func (g *CommitGuard) settle(applied bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+	g.landed = g.landed || applied
 }
