@@ -74,7 +74,7 @@ type figures struct {
 	watch, watchSent          latencies // from the create's answer (negative: the event came first), from its sending
 	beforeAck, missed         int
 	cpuPerCreate              time.Duration // the three servers' CPU time over the creates
-	gap                       time.Duration
+	gap, gapBefore            time.Duration // longest write gap across the kill, and before it (the same load's own)
 	failoverErrors, failoverN int
 	rss                       []float64 // peak MiB, per server
 }
@@ -205,11 +205,11 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir stri
 	}
 	fmt.Printf("memory    peak RSS %s MiB\n", joinMiB(f.rss))
 	if cfg.failover {
-		if f.gap, f.failoverN, f.failoverErrors, err = failoverPhase(cfg, ca, servers, ns); err != nil {
+		if f.gap, f.gapBefore, f.failoverN, f.failoverErrors, err = failoverPhase(cfg, ca, servers, ns); err != nil {
 			return f, err
 		}
-		fmt.Printf("failover  %s killed with SIGKILL under load: longest write gap %s (%d creates, %d failed)\n",
-			servers[2].name, f.gap.Round(time.Millisecond), f.failoverN, f.failoverErrors)
+		fmt.Printf("failover  %s killed with SIGKILL under load: longest write gap %s, before the kill %s (%d creates, %d failed)\n",
+			servers[2].name, f.gap.Round(time.Millisecond), f.gapBefore.Round(time.Millisecond), f.failoverN, f.failoverErrors)
 	}
 	return f, nil
 }
@@ -504,13 +504,14 @@ func watchPhase(cfg config, servers []*server, ns string) (lat, fromSent latenci
 
 // failoverPhase runs writers through an API balancer in front of the three servers (as
 // minilab's apilb, checking /readyz), kills server 2 with SIGKILL after a third of the
-// phase and returns the longest time any writer went without a successful create.
-func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap time.Duration, creates, failed int, err error) {
+// phase and returns the longest time any writer went without a successful create, over
+// the whole phase and before the kill.
+func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, gapBefore time.Duration, creates, failed int, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	lb := &apilb.Balancer{Check: apilb.ReadyzCheck(ca.CertPool())}
 	for _, s := range servers {
@@ -521,16 +522,16 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap ti
 	defer func() { cancel(); <-lbDone }()
 	kubeconfig := filepath.Join(filepath.Dir(servers[0].kubeconfig), "lb.kubeconfig")
 	if err := ca.WriteKubeconfig(kubeconfig, "https://"+ln.Addr().String(), "habench-admin", []string{"system:masters"}); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	const writers = 6 // two connections on each server
 	clients, err := clientsOf(kubeconfig, writers)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	var mu sync.Mutex
 	start := time.Now()
-	end := start.Add(cfg.failoverRun)
+	end, killAt := start.Add(cfg.failoverRun), start.Add(cfg.failoverRun/3)
 	var wg sync.WaitGroup
 	for w, c := range clients {
 		wg.Go(func() {
@@ -549,6 +550,9 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap ti
 				}
 				creates++
 				gap = max(gap, now.Sub(last))
+				if now.Before(killAt) {
+					gapBefore = max(gapBefore, now.Sub(last))
+				}
 				mu.Unlock()
 				last = now
 			}
@@ -557,13 +561,13 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap ti
 			mu.Unlock()
 		})
 	}
-	time.Sleep(cfg.failoverRun / 3)
+	time.Sleep(time.Until(killAt))
 	servers[2].kill()
 	wg.Wait()
 	if creates == 0 {
-		return 0, 0, failed, errors.New("no create passed the balancer")
+		return 0, 0, 0, failed, errors.New("no create passed the balancer")
 	}
-	return gap, creates, failed, nil
+	return gap, gapBefore, creates, failed, nil
 }
 
 // latencies are a phase's request latencies and its wall time.
@@ -598,6 +602,7 @@ func printTable(cfg config, all []figures) {
 		row("longest write gap, 1 of 3 killed", func(f figures) string {
 			return fmt.Sprintf("%s (%d failed)", f.gap.Round(time.Millisecond), f.failoverErrors)
 		})
+		row("longest write gap before the kill", func(f figures) string { return f.gapBefore.Round(time.Millisecond).String() })
 	}
 	row("peak RSS per server, MiB", func(f figures) string { return joinMiB(f.rss) })
 	fmt.Println()
