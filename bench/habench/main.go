@@ -74,7 +74,7 @@ type figures struct {
 	watch, watchSent          latencies // from the create's answer (negative: the event came first), from its sending
 	beforeAck, missed         int
 	cpuPerCreate              time.Duration // the three servers' CPU time over the creates
-	gap, gapBefore            time.Duration // longest write gap across the kill, and before it (the same load's own)
+	gap, gapBefore            time.Duration // longest write gap from the kill on, and before it (the same load's own)
 	failoverErrors, failoverN int
 	rss                       []float64 // peak MiB, per server
 }
@@ -208,7 +208,7 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir stri
 		if f.gap, f.gapBefore, f.failoverN, f.failoverErrors, err = failoverPhase(cfg, ca, servers, ns); err != nil {
 			return f, err
 		}
-		fmt.Printf("failover  %s killed with SIGKILL under load: longest write gap %s, before the kill %s (%d creates, %d failed)\n",
+		fmt.Printf("failover  %s killed with SIGKILL under load: longest write gap from the kill on %s, before it %s (%d creates, %d failed)\n",
 			servers[2].name, f.gap.Round(time.Millisecond), f.gapBefore.Round(time.Millisecond), f.failoverN, f.failoverErrors)
 	}
 	return f, nil
@@ -504,8 +504,8 @@ func watchPhase(cfg config, servers []*server, ns string) (lat, fromSent latenci
 
 // failoverPhase runs writers through an API balancer in front of the three servers (as
 // minilab's apilb, checking /readyz), kills server 2 with SIGKILL after a third of the
-// phase and returns the longest time any writer went without a successful create, over
-// the whole phase and before the kill.
+// phase and returns the longest time any writer went without a successful create, in
+// the gaps that end after the kill and in those that end before it.
 func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, gapBefore time.Duration, creates, failed int, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -549,9 +549,10 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, g
 					continue
 				}
 				creates++
-				gap = max(gap, now.Sub(last))
 				if now.Before(killAt) {
 					gapBefore = max(gapBefore, now.Sub(last))
+				} else {
+					gap = max(gap, now.Sub(last))
 				}
 				mu.Unlock()
 				last = now
