@@ -8,7 +8,7 @@ IMAGES := $(CURDIR)/images/out
 PAUSE_EMBED := pkg/runtime/pauseimage/assets/pause.tar
 COMMANDS := miniapi minilet miniproxy minilab
 
-.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench clean install uninstall conformance
+.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha clean install uninstall conformance
 
 all: build
 
@@ -93,6 +93,12 @@ fresh-check: build
 # measured in the same run (about 3 minutes; etcd is bin/etcd, `make etcd`).
 bench: deps etcd
 	$(GO) run ./bench/apibench -duration 5s
+
+# The HA API figures of docs/performance.md: three miniapi, then three kube-apiservers
+# (built once into ~/.cache/minik8s by hack/kube-apiserver-build.sh), on one 3-member etcd.
+bench-ha: deps etcd
+	$(GO) build -o $(BIN)/ ./cmd/miniapi
+	MINIK8S_BIN=$(BIN) $(GO) run ./bench/habench -miniapi $(BIN)/miniapi -kube-apiserver "$$(bash hack/kube-apiserver-build.sh)"
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows

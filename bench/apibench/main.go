@@ -28,7 +28,6 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,8 +45,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -535,28 +532,8 @@ func fill(clients []*kubernetes.Clientset, ns string, n int) error {
 	return <-errs
 }
 
-// benchPod is a pod as a workload controller would create it: labels, one container with
-// requests, a schedulerName no scheduler serves (the benchmark measures the API, not
-// scheduling).
-func benchPod(ns string, i int64) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + strconv.FormatInt(i, 10), Namespace: ns,
-			Labels: map[string]string{"app": "bench", "shard": strconv.FormatInt(i%16, 10)}},
-		Spec: corev1.PodSpec{
-			SchedulerName: "apibench-none",
-			Containers: []corev1.Container{{
-				Name: "app", Image: "localhost/minik8s/netexec:v1",
-				Args:  []string{"--http-port=8080"},
-				Ports: []corev1.ContainerPort{{ContainerPort: 8080, Name: "http"}},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
-			}},
-		},
-	}
-}
-
 func createPod(c *kubernetes.Clientset, ns string, i int64) error {
-	_, err := c.CoreV1().Pods(ns).Create(context.Background(), benchPod(ns, i), metav1.CreateOptions{})
+	_, err := c.CoreV1().Pods(ns).Create(context.Background(), benchapi.Pod(ns, i), metav1.CreateOptions{})
 	return err
 }
 
@@ -601,7 +578,7 @@ func handlerCreates(open func(name string) (store.Interface, error), d time.Dura
 	}
 	h := srv.Handler()
 	return backToBack(64, d, func(_ int, i int64) error {
-		body, err := json.Marshal(benchPod("default", i))
+		body, err := json.Marshal(benchapi.Pod("default", i))
 		if err != nil {
 			return err
 		}
@@ -618,7 +595,7 @@ func handlerCreates(open func(name string) (store.Interface, error), d time.Dura
 }
 
 func benchPodJSON() ([]byte, error) {
-	return json.Marshal(benchPod("raw", 1))
+	return json.Marshal(benchapi.Pod("raw", 1))
 }
 
 // trivialHTTPS is the round trip of an HTTPS handler that does nothing, over HTTP/2 like
@@ -729,11 +706,11 @@ func (a *miniapi) printPodSize() error {
 	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return err
 	}
-	sent, err := json.Marshal(benchPod(ns, 0))
+	sent, err := json.Marshal(benchapi.Pod(ns, 0))
 	if err != nil {
 		return err
 	}
-	created, err := clients[0].CoreV1().Pods(ns).Create(context.Background(), benchPod(ns, 0), metav1.CreateOptions{})
+	created, err := clients[0].CoreV1().Pods(ns).Create(context.Background(), benchapi.Pod(ns, 0), metav1.CreateOptions{})
 	if err != nil {
 		return err
 	}

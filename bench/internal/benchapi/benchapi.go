@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,6 +214,26 @@ func ProcessCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Pod is a pod as a workload controller would create it: labels, one container with
+// requests, a schedulerName no scheduler serves (the benchmark measures the API, not
+// scheduling).
+func Pod(ns string, i int64) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + strconv.FormatInt(i, 10), Namespace: ns,
+			Labels: map[string]string{"app": "bench", "shard": strconv.FormatInt(i%16, 10)}},
+		Spec: corev1.PodSpec{
+			SchedulerName: "apibench-none",
+			Containers: []corev1.Container{{
+				Name: "app", Image: "localhost/minik8s/netexec:v1",
+				Args:  []string{"--http-port=8080"},
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080, Name: "http"}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}},
+			}},
+		},
+	}
 }
 
 // PodSkeleton is an informer transform keeping of a pod only what the benchmarks read

@@ -64,6 +64,9 @@ func CPUTimes(pid int) (user, system time.Duration, err error) {
 // RSSMiB is the process's resident set size.
 func RSSMiB(pid int) (float64, error) { return statusMiB(pid, "VmRSS") }
 
+// PeakRSSMiB is the process's peak resident set size (VmHWM).
+func PeakRSSMiB(pid int) (float64, error) { return statusMiB(pid, "VmHWM") }
+
 // RSSParts are the anonymous (heap, stacks) and file-backed (the binary's pages) parts of
 // the process's resident set.
 func RSSParts(pid int) (anon, file float64, err error) {

@@ -1,0 +1,633 @@
+// Command habench measures a highly available API in one run: three miniapi on a
+// three-member etcd (TLS, as minilab up --control-planes 3 runs them), then three
+// kube-apiservers on the same etcd cluster under another prefix. For each it measures
+// creates/s with client-go clients spread over the three servers, watch delivery (a
+// watcher on one server, creates on another: from the create's answer to the event), the
+// longest write gap of clients behind a balancer (pkg/lab/apilb) when one server is killed
+// with SIGKILL, and each server's peak RSS. kube-apiserver is the one
+// hack/kube-apiserver-build.sh builds from the published k8s.io/kubernetes module. See
+// docs/performance.md.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
+	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
+	"github.com/minik8s/minik8s/pkg/lab/apilb"
+	"github.com/minik8s/minik8s/pkg/pki"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type config struct {
+	duration    time.Duration
+	clients     int
+	watchRate   int
+	miniapi     string
+	kubeAPI     string
+	failover    bool
+	failoverRun time.Duration
+}
+
+func main() {
+	var cfg config
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the create and watch phases run")
+	flag.IntVar(&cfg.clients, "clients", 48, "concurrent client-go clients of the create phase, spread over the three servers")
+	flag.IntVar(&cfg.watchRate, "watch-rate", 100, "creates/s offered in the watch phase")
+	flag.StringVar(&cfg.miniapi, "miniapi", "bin/miniapi", "miniapi binary")
+	flag.StringVar(&cfg.kubeAPI, "kube-apiserver", "", "kube-apiserver binary (hack/kube-apiserver-build.sh prints it); empty: miniapi only")
+	flag.BoolVar(&cfg.failover, "failover", true, "kill one server with SIGKILL under load and time the clients' longest write gap")
+	flag.DurationVar(&cfg.failoverRun, "failover-duration", 15*time.Second, "how long the failover phase writes (the kill comes after a third of it)")
+	flag.Parse()
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "habench:", err)
+		os.Exit(1)
+	}
+}
+
+// figures are one kind of server's results.
+type figures struct {
+	name                      string
+	creates                   latencies
+	watch, watchSent          latencies // from the create's answer (negative: the event came first), from its sending
+	beforeAck, missed         int
+	cpuPerCreate              time.Duration // the three servers' CPU time over the creates
+	gap, gapBefore            time.Duration // longest write gap from the kill on, and before it (the same load's own)
+	failoverErrors, failoverN int
+	rss                       []float64 // peak MiB, per server
+}
+
+func run(cfg config) error {
+	work, err := os.MkdirTemp("", "habench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	fmt.Printf("# habench: 3 API servers on a 3-member etcd (TLS), %s per phase, %d create clients, watch at %d creates/s; %d CPUs; load average %s\n",
+		cfg.duration, cfg.clients, cfg.watchRate, runtime.NumCPU(), benchapi.LoadAverage())
+	etcd, err := etcdtest.StartCluster(filepath.Join(work, "etcd"), etcdtest.Options{Members: 3, TLS: true})
+	if err != nil {
+		return err
+	}
+	defer etcd.Stop()
+	ca, err := pki.EnsureCA(filepath.Join(work, "pki"))
+	if err != nil {
+		return err
+	}
+	saKey := filepath.Join(work, "pki", "sa.key")
+	if _, err := serviceaccount.EnsureSigningKey(saKey); err != nil {
+		return err
+	}
+	kinds := []struct {
+		name  string
+		start func(dir string, i int, port string) []string
+	}{{"miniapi", miniapiArgs(cfg, etcd, saKey)}}
+	if cfg.kubeAPI != "" {
+		kinds = append(kinds, struct {
+			name  string
+			start func(dir string, i int, port string) []string
+		}{"kube-apiserver", kubeAPIArgs(cfg, etcd, ca, saKey)})
+	} else {
+		fmt.Println("# kube-apiserver: not measured (no -kube-apiserver)")
+	}
+	var all []figures
+	for _, k := range kinds {
+		fmt.Printf("\n## %s x3\n", k.name)
+		f, err := measure(cfg, ca, filepath.Join(work, "pki"), filepath.Join(work, k.name), k.name, k.start)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.name, err)
+		}
+		all = append(all, f)
+	}
+	printTable(cfg, all)
+	fmt.Printf("\n# load average at the end: %s\n", benchapi.LoadAverage())
+	return nil
+}
+
+func miniapiArgs(cfg config, etcd *etcdtest.Cluster, saKey string) func(dir string, i int, port string) []string {
+	return func(dir string, i int, port string) []string {
+		return []string{cfg.miniapi, "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", port,
+			"--store", "etcd://" + strings.Join(etcd.HostPorts, ","),
+			"--etcd-cafile", etcd.TLS.CAFile, "--etcd-certfile", etcd.TLS.CertFile, "--etcd-keyfile", etcd.TLS.KeyFile,
+			"--leader-elect", "--hostname-override", fmt.Sprintf("habench-%d", i), "--service-account-signing-key-file", saKey}
+	}
+}
+
+// kubeAPIArgs run kube-apiserver as kubeadm would, on loopback: client certificates of
+// the CA, Node,RBAC authorization (the default admission plugins), the same service
+// account key as miniapi, its own etcd prefix.
+func kubeAPIArgs(cfg config, etcd *etcdtest.Cluster, ca *pki.CA, saKey string) func(dir string, i int, port string) []string {
+	return func(dir string, i int, port string) []string {
+		return []string{cfg.kubeAPI, "--etcd-servers", strings.Join(etcd.Endpoints, ","), "--etcd-prefix", "/habench-kube",
+			"--etcd-cafile", etcd.TLS.CAFile, "--etcd-certfile", etcd.TLS.CertFile, "--etcd-keyfile", etcd.TLS.KeyFile,
+			"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", port,
+			"--tls-cert-file", filepath.Join(dir, "serving.crt"), "--tls-private-key-file", filepath.Join(dir, "serving.key"),
+			"--cert-dir", dir, "--client-ca-file", filepath.Join(dir, pki.CACertFile), "--authorization-mode", "Node,RBAC",
+			"--service-account-issuer", controlplane.DefaultIssuer, "--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
+			"--service-cluster-ip-range", clusterdefaults.ServiceCIDR}
+	}
+}
+
+// measure starts three servers of a kind, runs every phase on them and stops them.
+func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir string, i int, port string) []string) (figures, error) {
+	f := figures{name: name}
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for i := range 3 {
+		s, err := startServer(ca, caDir, filepath.Join(dir, fmt.Sprint(i)), fmt.Sprintf("%s-%d", name, i), func(d, port string) []string { return args(d, i, port) })
+		if err != nil {
+			return f, err
+		}
+		servers = append(servers, s)
+	}
+	start := time.Now()
+	for _, s := range servers {
+		if err := s.waitReady(90 * time.Second); err != nil {
+			return f, err
+		}
+	}
+	fmt.Printf("ready     3 servers in %s\n", time.Since(start).Round(10*time.Millisecond))
+	const ns = "habench"
+	if err := namespace(servers, ns); err != nil {
+		return f, err
+	}
+	cpu0, err := serversCPU(servers)
+	if err != nil {
+		return f, err
+	}
+	if f.creates, err = createPhase(cfg, servers, ns); err != nil {
+		return f, err
+	}
+	cpu1, err := serversCPU(servers)
+	if err != nil {
+		return f, err
+	}
+	f.cpuPerCreate = (cpu1 - cpu0) / time.Duration(max(len(f.creates.ds), 1))
+	fmt.Printf("creates   %d clients over 3 servers: %.0f/s, p50 %s, p99 %s; servers' CPU %s per create\n",
+		cfg.clients, f.creates.perSecond(), f.creates.p(50), f.creates.p(99), f.cpuPerCreate.Round(time.Microsecond))
+	if f.watch, f.watchSent, f.beforeAck, f.missed, err = watchPhase(cfg, servers, ns); err != nil {
+		return f, err
+	}
+	fmt.Printf("watch     %d creates/s on server 1, watcher on server 0: from the create's answer p50 %s, p99 %s (%d of %d events came before the answer, %d missed); from its sending p50 %s, p99 %s\n",
+		cfg.watchRate, f.watch.p(50), f.watch.p(99), f.beforeAck, len(f.watch.ds), f.missed, f.watchSent.p(50), f.watchSent.p(99))
+	for _, s := range servers {
+		rss, err := proc.PeakRSSMiB(s.cmd.Process.Pid)
+		if err != nil {
+			return f, err
+		}
+		f.rss = append(f.rss, rss)
+	}
+	fmt.Printf("memory    peak RSS %s MiB\n", joinMiB(f.rss))
+	if cfg.failover {
+		if f.gap, f.gapBefore, f.failoverN, f.failoverErrors, err = failoverPhase(cfg, ca, servers, ns); err != nil {
+			return f, err
+		}
+		fmt.Printf("failover  %s killed with SIGKILL under load: longest write gap from the kill on %s, before it %s (%d creates, %d failed)\n",
+			servers[2].name, f.gap.Round(time.Millisecond), f.gapBefore.Round(time.Millisecond), f.failoverN, f.failoverErrors)
+	}
+	return f, nil
+}
+
+// serversCPU is the CPU time the servers used so far: per create, a figure that depends
+// less on how busy the machine is than creates/s.
+func serversCPU(servers []*server) (time.Duration, error) {
+	var sum time.Duration
+	for _, s := range servers {
+		t, err := proc.CPUTime(s.cmd.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
+}
+
+// server is one API server process.
+type server struct {
+	name, url, kubeconfig, logPath string
+	cmd                            *exec.Cmd
+	done                           chan struct{}
+}
+
+// startServer copies the CA from caDir to dir's pki directory, where miniapi finds it
+// (the three servers trust each other's tokens and certificates), writes a serving
+// certificate (kube-apiserver's; miniapi issues its own) and starts the process args give on a free loopback port.
+func startServer(ca *pki.CA, caDir, dir, name string, args func(dir, port string) []string) (*server, error) {
+	pkiDir := controlplane.PKIDir(dir)
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		return nil, err
+	}
+	for _, file := range []string{pki.CACertFile, pki.CAKeyFile} {
+		data, err := os.ReadFile(filepath.Join(caDir, file))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(pkiDir, file), data, 0o600)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, _, _, err := ca.WriteServing(dir, "serving", []string{"127.0.0.1", "localhost"}); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{name: name, url: "https://127.0.0.1:" + port, kubeconfig: filepath.Join(dir, "bench.kubeconfig"),
+		logPath: filepath.Join(dir, "server.log"), done: make(chan struct{})}
+	if err := ca.WriteKubeconfig(s.kubeconfig, s.url, "habench-admin", []string{"system:masters"}); err != nil {
+		return nil, err
+	}
+	log, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	argv := args(dir, port)
+	s.cmd = exec.Command(argv[0], argv[1:]...)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // none outlives the benchmark
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { _ = s.cmd.Wait(); log.Close(); close(s.done) }()
+	return s, nil
+}
+
+func (s *server) waitReady(timeout time.Duration) error {
+	c, err := s.clients(1)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		body, err := c[0].RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("%s exited; log:\n%s", s.name, tail(s.logPath))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %v; log:\n%s", s.name, timeout, err, tail(s.logPath))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *server) kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// stop ends the server as its service manager would, SIGKILL if it takes over 10s.
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.kill()
+	}
+}
+
+// clients are n admin clients of s, each on its own connection (a Dial of its own keeps
+// client-go from sharing one transport), without client-side rate limits.
+func (s *server) clients(n int) ([]*kubernetes.Clientset, error) { return clientsOf(s.kubeconfig, n) }
+
+func clientsOf(kubeconfig string, n int) ([]*kubernetes.Clientset, error) {
+	var out []*kubernetes.Clientset
+	for range n {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg.QPS = -1
+		cfg.Timeout = 30 * time.Second
+		cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// namespace creates ns and its default ServiceAccount (kube-apiserver alone runs no
+// controller that would) and waits until every server admits a pod in it.
+func namespace(servers []*server, ns string) error {
+	c, err := servers[0].clients(1)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if _, err := c[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := c[0].CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for i, s := range servers {
+		sc, err := s.clients(1)
+		if err != nil {
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		pod := benchapi.Pod(ns, int64(i))
+		pod.Name = fmt.Sprintf("warm-%d", i)
+		for {
+			if _, err = sc[0].CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s admits no pod in %s: %w", s.name, ns, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// createPhase runs cfg.clients closed-loop creators, client i on server i%3.
+func createPhase(cfg config, servers []*server, ns string) (latencies, error) {
+	var clients []*kubernetes.Clientset
+	for i := range cfg.clients {
+		c, err := servers[i%len(servers)].clients(1)
+		if err != nil {
+			return latencies{}, err
+		}
+		clients = append(clients, c[0])
+	}
+	var mu sync.Mutex
+	var all latencies
+	var first error
+	start := time.Now()
+	end := start.Add(cfg.duration)
+	var wg sync.WaitGroup
+	for w, c := range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for i := 0; time.Now().Before(end); i++ {
+				pod := benchapi.Pod(ns, int64(i))
+				pod.Name = fmt.Sprintf("create-%d-%d", w, i)
+				t := time.Now()
+				if _, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			all.ds = append(all.ds, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	all.wall = time.Since(start)
+	return all, first
+}
+
+// watchPhase watches pods on server 0 while one client of server 1 creates watchRate
+// pods a second; a pod's delivery is from the create's answer to its ADDED event
+// (negative when the event came first, which beforeAck counts), and from its sending.
+func watchPhase(cfg config, servers []*server, ns string) (lat, fromSent latencies, beforeAck, missed int, err error) {
+	watcher, err := servers[0].clients(1)
+	if err != nil {
+		return lat, fromSent, 0, 0, err
+	}
+	creator, err := servers[1].clients(1)
+	if err != nil {
+		return lat, fromSent, 0, 0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	list, err := watcher[0].CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return lat, fromSent, 0, 0, err
+	}
+	w, err := watcher[0].CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, LabelSelector: "habench=watch"})
+	if err != nil {
+		return lat, fromSent, 0, 0, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	sent, acked, seen := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
+				mu.Lock()
+				seen[pod.Name] = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	interval := time.Second / time.Duration(cfg.watchRate)
+	total := int(cfg.duration / interval)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed error
+	for i := range total {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+		wg.Go(func() {
+			pod := benchapi.Pod(ns, int64(i))
+			pod.Name, pod.Labels["habench"] = fmt.Sprintf("watch-%d", i), "watch"
+			t := time.Now()
+			_, err := creator[0].CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed = cmp.Or(failed, err)
+				return
+			}
+			acked[pod.Name], sent[pod.Name] = time.Now(), t
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return lat, fromSent, 0, 0, failed
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n >= len(acked) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, a := range acked {
+		e, ok := seen[name]
+		switch {
+		case !ok:
+			missed++
+		default:
+			if e.Before(a) {
+				beforeAck++
+			}
+			lat.ds = append(lat.ds, e.Sub(a))
+			fromSent.ds = append(fromSent.ds, e.Sub(sent[name]))
+		}
+	}
+	return lat, fromSent, beforeAck, missed, nil
+}
+
+// failoverPhase runs writers through an API balancer in front of the three servers (as
+// minilab's apilb, checking /readyz), kills server 2 with SIGKILL after a third of the
+// phase and returns the longest time any writer went without a successful create, in
+// the gaps that end after the kill and in those that end before it.
+func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, gapBefore time.Duration, creates, failed int, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	lb := &apilb.Balancer{Check: apilb.ReadyzCheck(ca.CertPool())}
+	for _, s := range servers {
+		lb.Backends = append(lb.Backends, strings.TrimPrefix(s.url, "https://"))
+	}
+	lbDone := make(chan error, 1)
+	go func() { lbDone <- lb.Serve(ctx, ln) }()
+	defer func() { cancel(); <-lbDone }()
+	kubeconfig := filepath.Join(filepath.Dir(servers[0].kubeconfig), "lb.kubeconfig")
+	if err := ca.WriteKubeconfig(kubeconfig, "https://"+ln.Addr().String(), "habench-admin", []string{"system:masters"}); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	const writers = 6 // two connections on each server
+	clients, err := clientsOf(kubeconfig, writers)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	var mu sync.Mutex
+	start := time.Now()
+	end, killAt := start.Add(cfg.failoverRun), start.Add(cfg.failoverRun/3)
+	var wg sync.WaitGroup
+	for w, c := range clients {
+		wg.Go(func() {
+			last := time.Now()
+			for i := 0; time.Now().Before(end); i++ {
+				pod := benchapi.Pod(ns, int64(i))
+				pod.Name = fmt.Sprintf("failover-%d-%d", w, i)
+				_, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+				now := time.Now()
+				mu.Lock()
+				if err != nil && !apierrors.IsAlreadyExists(err) { // a create answered after its connection broke
+					failed++
+					mu.Unlock()
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				creates++
+				if now.Before(killAt) {
+					gapBefore = max(gapBefore, now.Sub(last))
+				} else {
+					gap = max(gap, now.Sub(last))
+				}
+				mu.Unlock()
+				last = now
+			}
+			mu.Lock()
+			gap = max(gap, time.Since(last)) // a writer that never came back
+			mu.Unlock()
+		})
+	}
+	time.Sleep(time.Until(killAt))
+	servers[2].kill()
+	wg.Wait()
+	if creates == 0 {
+		return 0, 0, 0, failed, errors.New("no create passed the balancer")
+	}
+	return gap, gapBefore, creates, failed, nil
+}
+
+// latencies are a phase's request latencies and its wall time.
+type latencies struct {
+	ds   []time.Duration
+	wall time.Duration
+}
+
+func (l latencies) perSecond() float64 { return float64(len(l.ds)) / l.wall.Seconds() }
+
+func (l latencies) p(pct float64) time.Duration {
+	return benchapi.Percentile(l.ds, pct/100).Round(10 * time.Microsecond)
+}
+
+func printTable(cfg config, all []figures) {
+	fmt.Printf("\n%-38s", "")
+	for _, f := range all {
+		fmt.Printf(" %-24s", f.name+" x3")
+	}
+	row := func(label string, cell func(f figures) string) {
+		fmt.Printf("\n%-38s", label)
+		for _, f := range all {
+			fmt.Printf(" %-24s", cell(f))
+		}
+	}
+	row(fmt.Sprintf("creates/s, %d clients", cfg.clients), func(f figures) string { return fmt.Sprintf("%.0f", f.creates.perSecond()) })
+	row("create latency p50 / p99", func(f figures) string { return fmt.Sprintf("%s / %s", f.creates.p(50), f.creates.p(99)) })
+	row("servers' CPU per create", func(f figures) string { return f.cpuPerCreate.Round(time.Microsecond).String() })
+	row(fmt.Sprintf("watch, answer->event p50 / p99, %d/s", cfg.watchRate), func(f figures) string { return fmt.Sprintf("%s / %s", f.watch.p(50), f.watch.p(99)) })
+	row("watch, sent->event p50 / p99", func(f figures) string { return fmt.Sprintf("%s / %s", f.watchSent.p(50), f.watchSent.p(99)) })
+	if cfg.failover {
+		row("longest write gap, 1 of 3 killed", func(f figures) string {
+			return fmt.Sprintf("%s (%d failed)", f.gap.Round(time.Millisecond), f.failoverErrors)
+		})
+		row("longest write gap before the kill", func(f figures) string { return f.gapBefore.Round(time.Millisecond).String() })
+	}
+	row("peak RSS per server, MiB", func(f figures) string { return joinMiB(f.rss) })
+	fmt.Println()
+}
+
+func joinMiB(rss []float64) string {
+	var parts []string
+	for _, r := range rss {
+		parts = append(parts, fmt.Sprintf("%.0f", r))
+	}
+	return strings.Join(parts, " / ")
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// tail is the end of a server's log, for an error.
+func tail(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data[max(0, len(data)-4096):])
+}
