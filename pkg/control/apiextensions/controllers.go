@@ -3,7 +3,8 @@
 // condition and status.acceptedNames) and establishing controller (Established), its finalizer (a deleted CRD's custom
 // resources deleted: Terminating, InstanceDeletionInProgress), and the
 // hand-over of every CustomResourceDefinition whose names are accepted to the API server,
-// which serves its custom resources. The controllers are API clients over a loopback
+// which serves its custom resources, and of the OpenAPI documents of the Established ones'
+// served versions (kubectl explain and client-side validation read them). The controllers are API clients over a loopback
 // identity, as upstream's are.
 package apiextensions
 
@@ -35,7 +36,8 @@ type Served interface {
 }
 
 // Start runs the controllers until ctx ends; cfg is the API server's loopback identity.
-func Start(ctx context.Context, cfg *rest.Config, served Served, log *slog.Logger) error {
+// A nil openAPI publishes no OpenAPI documents of custom resources.
+func Start(ctx context.Context, cfg *rest.Config, served Served, openAPI OpenAPI, log *slog.Logger) error {
 	client, err := crdclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("apiextensions client: %w", err)
@@ -78,6 +80,13 @@ func Start(ctx context.Context, cfg *rest.Config, served Served, log *slog.Logge
 	})
 	if err != nil {
 		return err
+	}
+	if openAPI != nil {
+		publishing, err := newOpenAPIController(crds, openAPI, log)
+		if err != nil {
+			return err
+		}
+		go publishing.run(ctx, crds.Informer().HasSynced)
 	}
 	factory.Start(ctx.Done())
 	go naming.RunWithContext(ctx)

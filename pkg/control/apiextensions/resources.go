@@ -176,6 +176,18 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			return strategy.ValidateUpdate(ctx, u, was)
 		},
 		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, toUnstructured(obj)) },
+		// The fields pruning would drop, as upstream's decoder of custom resources reports them.
+		UnknownFields: func(obj runtime.Object) []string {
+			if structural == nil || crd.Spec.PreserveUnknownFields {
+				return nil
+			}
+			paths := structuralpruning.PruneWithOptions(toUnstructured(obj).UnstructuredContent(), structural, true,
+				structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+			for i, p := range paths {
+				paths[i] = fmt.Sprintf("unknown field %q", p)
+			}
+			return paths
+		},
 		Fields: func(obj runtime.Object) fields.Set {
 			_, set, err := strategy.GetAttrs(toUnstructured(obj))
 			if err != nil {

@@ -56,6 +56,11 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 		if warnings, err = decodeInto(patched, out, directive); err != nil {
 			return nil, err
 		}
+		undeclared, err := undeclaredFields(res, out, directive)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, undeclared...)
 		return out, checkNames(res, out, info)
 	})
 	if err != nil {

@@ -81,6 +81,7 @@ type Server struct {
 	nodeTransport http.RoundTripper
 	extensions    []Extension
 	limits        Limits
+	openAPI       *OpenAPIDocuments
 }
 
 // New builds the server.
@@ -122,7 +123,8 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/apis", s.serveGroups)
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
-	newOpenAPIHandler(cfg.Registry, cfg.Log).register(mux) // /openapi/v2, /openapi/v3/...
+	s.openAPI = newOpenAPIDocuments(cfg.Registry, cfg.Log)
+	s.openAPI.register(mux) // /openapi/v2, /openapi/v3/...
 	if cfg.Limits == (Limits{}) {
 		cfg.Limits = DefaultLimits
 	}
@@ -133,6 +135,9 @@ func New(cfg Config) *Server {
 	s.handler = WithRequestInfo(inFlight.limit(h)) // a no-op under newHTTPServer's: one parse
 	return s
 }
+
+// OpenAPI returns the served OpenAPI documents, which custom resources' join.
+func (s *Server) OpenAPI() *OpenAPIDocuments { return s.openAPI }
 
 // Handler returns the unauthenticated handler with the in-flight limits and authorization
 // (tests and the authenticating wrapper use it).

@@ -68,6 +68,10 @@ type Rules struct {
 	// `Warning:` headers on create and update (kubectl prints them), as Kubernetes'
 	// strategies' WarningsOnCreate do: a field is never silently ignored.
 	Warnings func(obj runtime.Object) []string
+	// UnknownFields names the fields of a decoded object that its schema does not declare,
+	// for kinds that decode whatever they are given (custom resources): what
+	// ?fieldValidation= refuses or warns of, as it does a built-in kind's unknown fields.
+	UnknownFields func(obj runtime.Object) []string
 	// Generation: the kind's metadata.generation counts changes to its spec (1 on create),
 	// as the strategies of Kubernetes' workloads and PodDisruptionBudgets set it; other kinds
 	// (pods, Services, ConfigMaps, ...) have none.

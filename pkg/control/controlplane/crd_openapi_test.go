@@ -1,0 +1,181 @@
+package controlplane
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A CustomResourceDefinition whose schema documents its fields, for kubectl explain.
+const gizmosCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.openapi.example.com
+spec:
+  group: openapi.example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A Gizmo is a test of published schemas.
+        properties:
+          spec:
+            type: object
+            description: What the gizmo should be.
+            properties:
+              color:
+                type: string
+                description: The paint of the gizmo, one of red and blue.
+              SIZEFIELD
+`
+
+const gizmoV2Definition = "com.example.openapi.v1.Gizmo"
+
+// Every served version of an Established CustomResourceDefinition is published in
+// /openapi/v2 and /openapi/v3 within a moment, changes with its schema and goes with it, as
+// kube-apiserver's apiextensions controllers do; kubectl explains it and validates against it.
+func TestCustomResourceOpenAPI(t *testing.T) {
+	c := startCluster(t)
+	hc := c.httpClient(t)
+	get := func(path string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, c.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	// published reports the v2 definition of Gizmo v1 and the v3 root's URLs of the
+	// openapi.example.com group versions.
+	published := func() (definition []byte, v3 map[string]string) {
+		_, body := get("/openapi/v2")
+		var doc struct {
+			Definitions map[string]json.RawMessage `json:"definitions"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("/openapi/v2: %v", err)
+		}
+		_, body = get("/openapi/v3")
+		var root struct {
+			Paths map[string]struct {
+				URL string `json:"serverRelativeURL"`
+			} `json:"paths"`
+		}
+		if err := json.Unmarshal(body, &root); err != nil {
+			t.Fatalf("/openapi/v3: %v", err)
+		}
+		v3 = map[string]string{}
+		for gv, p := range root.Paths {
+			if strings.HasPrefix(gv, "apis/openapi.example.com/") {
+				v3[gv] = p.URL
+			}
+		}
+		return doc.Definitions[gizmoV2Definition], v3
+	}
+	// await polls until ok holds of what is published: it takes about a second, as with
+	// upstream's controllers; the limit leaves room for a loaded machine.
+	await := func(what string, ok func(definition []byte, v3 map[string]string) bool) {
+		t.Helper()
+		start := time.Now()
+		for {
+			definition, v3 := published()
+			if ok(definition, v3) {
+				t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			if time.Since(start) > 15*time.Second {
+				t.Fatalf("%s: not within 15s; v2 definition: %s\nv3 group versions: %v", what, definition, v3)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	c.mustKubectl(t, strings.Replace(gizmosCRD, "SIZEFIELD", "", 1), "apply", "-f", "-")
+	await("published", func(definition []byte, v3 map[string]string) bool {
+		return bytes.Contains(definition, []byte("The paint of the gizmo")) && v3["apis/openapi.example.com/v1"] != ""
+	})
+	_, v3 := published()
+	url := v3["apis/openapi.example.com/v1"]
+	if code, body := get(url); code != http.StatusOK || !bytes.Contains(body, []byte(`"`+gizmoV2Definition+`"`)) || !bytes.Contains(body, []byte("The paint of the gizmo")) {
+		t.Errorf("GET %s: %d\n%s", url, code, body)
+	}
+
+	for version, bin := range kubectlVersions(t) {
+		out, err := c.kubectlAt(t, bin, "", "explain", "gizmos")
+		if err != nil || !strings.Contains(out, "KIND:       Gizmo") || !strings.Contains(out, "A Gizmo is a test of published schemas.") || !strings.Contains(out, "What the gizmo should be.") {
+			t.Errorf("kubectl %s explain gizmos: %v\n%s", version, err, out)
+		}
+		out, err = c.kubectlAt(t, bin, "", "explain", "gizmos.spec.color")
+		if err != nil || !strings.Contains(out, "FIELD: color") || !strings.Contains(out, "The paint of the gizmo, one of red and blue.") {
+			t.Errorf("kubectl %s explain gizmos.spec.color: %v\n%s", version, err, out)
+		}
+		name := strings.ReplaceAll(version, ".", "-")
+		out, err = c.kubectlAt(t, bin, "apiVersion: openapi.example.com/v1\nkind: Gizmo\nmetadata: {name: g-"+name+", namespace: default}\nspec: {color: red, shade: dark}\n",
+			"create", "--validate=strict", "-f", "-")
+		if err == nil || !strings.Contains(out, `unknown field "spec.shade"`) {
+			t.Errorf("kubectl %s create of an unknown field should fail naming it: %v\n%s", version, err, out)
+		}
+	}
+
+	// A changed schema is published with a new hash.
+	c.mustKubectl(t, strings.Replace(gizmosCRD, "SIZEFIELD", "size: {type: integer, description: How big the gizmo is.}", 1), "apply", "-f", "-")
+	await("changed schema published", func(definition []byte, v3 map[string]string) bool {
+		return bytes.Contains(definition, []byte("How big the gizmo is.")) && v3["apis/openapi.example.com/v1"] != url
+	})
+	_, v3 = published()
+	if code, body := get(v3["apis/openapi.example.com/v1"]); code != http.StatusOK || !bytes.Contains(body, []byte("How big the gizmo is.")) {
+		t.Errorf("GET %s: %d\n%s", v3["apis/openapi.example.com/v1"], code, body)
+	}
+	out := c.mustKubectl(t, "", "explain", "gizmos.spec.size")
+	if !strings.Contains(out, "How big the gizmo is.") {
+		t.Errorf("kubectl explain of the changed schema:\n%s", out)
+	}
+
+	// A second served version is published; no longer served, it goes.
+	twoVersions := strings.Replace(gizmosCRD, "SIZEFIELD", "", 1) + `  - name: v2
+    served: SERVED
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {tint: {type: string, description: The tint.}}}}}
+`
+	c.mustKubectl(t, strings.Replace(twoVersions, "SERVED", "true", 1), "apply", "-f", "-")
+	await("second version published", func(_ []byte, v3 map[string]string) bool { return v3["apis/openapi.example.com/v2"] != "" })
+	if code, body := get("/openapi/v2"); code != http.StatusOK || !bytes.Contains(body, []byte(`"com.example.openapi.v2.Gizmo"`)) {
+		t.Errorf("/openapi/v2 lacks the second version: %d", code)
+	}
+	c.mustKubectl(t, strings.Replace(twoVersions, "SERVED", "false", 1), "apply", "-f", "-")
+	await("unserved version gone", func(definition []byte, v3 map[string]string) bool {
+		return definition != nil && v3["apis/openapi.example.com/v1"] != "" && v3["apis/openapi.example.com/v2"] == ""
+	})
+	if code, body := get("/openapi/v2"); code != http.StatusOK || bytes.Contains(body, []byte(`"com.example.openapi.v2.Gizmo"`)) {
+		t.Errorf("/openapi/v2 still describes the unserved version: %d", code)
+	}
+	if code, _ := get("/openapi/v3/apis/openapi.example.com/v2"); code != http.StatusNotFound {
+		t.Errorf("the unserved version's v3 document: %d, want 404", code)
+	}
+
+	c.mustKubectl(t, "", "delete", "crd", "gizmos.openapi.example.com")
+	await("deleted", func(definition []byte, v3 map[string]string) bool { return definition == nil && len(v3) == 0 })
+	if code, _ := get(url); code != http.StatusNotFound {
+		t.Errorf("GET %s after the deletion: %d, want 404", url, code)
+	}
+}
