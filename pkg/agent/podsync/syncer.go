@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
+	"github.com/minik8s/minik8s/pkg/agent/images"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/starttrace"
 	"github.com/minik8s/minik8s/pkg/agent/status"
@@ -27,7 +29,7 @@ type Config struct {
 	CgroupRoot         string // pods' cgroups go below it
 	InsecureRegistries []string
 	PodMaxPids         int64 // per pod; <= 0 is no limit
-	// RootDir holds the node namespace's bind mount (hostnetwork.go); the directories
+	// RootDir holds the node namespace's bind mount (pkg/agent/hostnetwork); the directories
 	// below it are minilet's layout (docs/contracts.md).
 	RootDir, PodsDir, LogsDir, NetNSDir, SeccompDir string
 	DNS                                             *dns.Configurer // the pods' resolv.conf and hosts
@@ -51,7 +53,9 @@ type Syncer struct {
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 	log      *slog.Logger
-	backoff  *flowcontrol.Backoff
+	backoff  *flowcontrol.Backoff // crash loops
+	images   *images.Manager
+	hostNet  *hostnetwork.Node // the node's network namespace, which hostNetwork pods join
 	volumes  *volumes.Manager
 	statuses *status.Writer
 	probes   *prober.Manager // nil: no probes (tests)
@@ -60,23 +64,31 @@ type Syncer struct {
 	capacity    corev1.ResourceList
 	allocatable corev1.ResourceList // capacity less --system-reserved and --kube-reserved
 
-	// The bind mount of the node's network namespace, which hostNetwork pods join, and
-	// whether that namespace is the host's (hostnetwork.go).
-	nodeNetNS  string
-	nodeIsHost bool
-
 	endings endings // pods asked to end (End), for their workers
 }
 
 // New makes a syncer on cfg's dependencies.
 func New(cfg Config) *Syncer {
-	backoff := flowcontrol.NewBackOff(backoffInitial, backoffMax)
-	backoff.Clock = cfg.Clock
 	return &Syncer{
 		cfg: cfg, client: cfg.Client, rt: cfg.Runtime, net: cfg.Network, recorder: cfg.Recorder,
-		clock: cfg.Clock, log: cfg.Log, backoff: backoff, volumes: cfg.Volumes, statuses: cfg.Statuses,
+		clock: cfg.Clock, log: cfg.Log, backoff: newBackoff(cfg.Clock), volumes: cfg.Volumes, statuses: cfg.Statuses,
+		images: images.New(images.Config{Runtime: cfg.Runtime, Secrets: cfg.Client.CoreV1(), Recorder: cfg.Recorder,
+			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(cfg.Clock), Clock: cfg.Clock, Log: cfg.Log}),
+		hostNet: hostnetwork.New(cfg.Network, cfg.RootDir, cfg.Log),
 	}
 }
+
+// newBackoff is the kubelet's back-off of crash loops and of failed pulls alike:
+// 10 s doubling to 5 min.
+func newBackoff(clk clock.Clock) *flowcontrol.Backoff {
+	b := flowcontrol.NewBackOff(backoffInitial, backoffMax)
+	b.Clock = clk
+	return b
+}
+
+// BindNodeNetNS binds minilet's network namespace where hostNetwork pods join it, at
+// every start before any pod is synced (hostnetwork.Node.Bind).
+func (s *Syncer) BindNodeNetNS() error { return s.hostNet.Bind() }
 
 // SetResources tells the syncer the node's OOM score floor, capacity and allocatable,
 // which the agent measures when it starts, before any pod is synced.
@@ -88,8 +100,11 @@ func (s *Syncer) SetResources(oomFloor int, capacity, allocatable corev1.Resourc
 // exec probes and kills containers through it), before any pod is synced.
 func (s *Syncer) SetProbes(p *prober.Manager) { s.probes = p }
 
-// ForgetExpiredBackoffs drops crash-loop back-offs that have expired (housekeeping).
-func (s *Syncer) ForgetExpiredBackoffs() { s.backoff.GC() }
+// ForgetExpiredBackoffs drops crash-loop and pull back-offs that have expired (housekeeping).
+func (s *Syncer) ForgetExpiredBackoffs() {
+	s.backoff.GC()
+	s.images.ForgetExpiredBackoffs()
+}
 
 // NewPodState is the state a pod's worker keeps, from the pod's last reported status;
 // a new pod (not one adopted after a restart) gets its start timed.

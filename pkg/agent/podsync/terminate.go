@@ -151,7 +151,7 @@ func (s *Syncer) releaseSandbox(ctx context.Context, ref network.PodRef, sandbox
 	nsPath := s.netnsPath(ref.UID)
 	var errs []error
 	for _, sb := range sandboxes {
-		if s.hasPodNetwork(sb) { // never for a hostNetwork sandbox
+		if s.hostNet.HasPodNetwork(sb) { // never for a hostNetwork sandbox
 			if err := s.net.TearDown(ctx, sb.ID, nsPath, ref); err != nil {
 				errs = append(errs, fmt.Errorf("tear down network of sandbox %s: %w", sb.ID, err))
 				continue
