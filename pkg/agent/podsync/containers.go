@@ -171,7 +171,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod),
 			Resources:    cm.ContainerResources(spec),
-			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, s.capacity.Memory().Value()), s.oomFloor)),
+			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, s.cfg.Capacity.Memory().Value()), s.cfg.OOMFloor)),
 		},
 	})
 	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {

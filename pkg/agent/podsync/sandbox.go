@@ -90,7 +90,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		Hostname:     podHostname(pod),
 		Labels:       podLabels(pod),
 		Namespaces:   namespacesOf(pod),
-		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, s.oomFloor))},
+		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, s.cfg.OOMFloor))},
 	}
 	if err := cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids); err != nil {
 		return nil, fmt.Errorf("pod cgroup: %w", err)

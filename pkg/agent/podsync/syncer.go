@@ -5,9 +5,11 @@
 package podsync
 
 import (
+	"context"
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -22,7 +24,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 )
 
-// Config is what the syncer needs of the node and its dependencies.
+// Config is what the syncer needs of the node.
 type Config struct {
 	NodeName           string
 	NodeIP             string // the pods' hostIP
@@ -34,6 +36,14 @@ type Config struct {
 	RootDir, PodsDir, LogsDir, NetNSDir, SeccompDir string
 	DNS                                             *dns.Configurer // the pods' resolv.conf and hosts
 
+	OOMFloor    int // the lowest oom_score_adj containers may get here (cm.ProtectSelf)
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList // capacity less --system-reserved and --kube-reserved
+}
+
+// Deps are the things the syncer drives, as the kubelet's Dependencies: the agent
+// builds them, tests build fakes.
+type Deps struct {
 	Client   kubernetes.Interface
 	Recorder record.EventRecorder
 	Runtime  Runtime
@@ -42,6 +52,10 @@ type Config struct {
 	Log      *slog.Logger
 	Volumes  *volumes.Manager
 	Statuses *status.Writer
+	// ObserveProbe records how each probe went (metrics); Wake asks for a pod to be
+	// synced again (the pod workers), when a probe changes its status.
+	ObserveProbe prober.Observer
+	Wake         func(types.UID)
 }
 
 // Syncer runs pods on the node's runtime and network.
@@ -58,24 +72,24 @@ type Syncer struct {
 	hostNet  *hostnetwork.Node // the node's network namespace, which hostNetwork pods join
 	volumes  *volumes.Manager
 	statuses *status.Writer
-	probes   *prober.Manager // nil: no probes (tests)
-
-	oomFloor    int // the lowest oom_score_adj containers may get here
-	capacity    corev1.ResourceList
-	allocatable corev1.ResourceList // capacity less --system-reserved and --kube-reserved
+	// probes are the prober manager, built on the syncer: it runs exec probes in the
+	// pods' containers and kills those that fail liveness (probetargets.go).
+	probes *prober.Manager
 
 	endings endings // pods asked to end (End), for their workers
 }
 
-// New makes a syncer on cfg's dependencies.
-func New(cfg Config) *Syncer {
-	return &Syncer{
-		cfg: cfg, client: cfg.Client, rt: cfg.Runtime, net: cfg.Network, recorder: cfg.Recorder,
-		clock: cfg.Clock, log: cfg.Log, backoff: newBackoff(cfg.Clock), volumes: cfg.Volumes, statuses: cfg.Statuses,
-		images: images.New(images.Config{Runtime: cfg.Runtime, Secrets: cfg.Client.CoreV1(), Recorder: cfg.Recorder,
-			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(cfg.Clock), Clock: cfg.Clock, Log: cfg.Log}),
-		hostNet: hostnetwork.New(cfg.Network, cfg.RootDir, cfg.Log),
+// New makes a syncer for the node cfg describes on deps.
+func New(cfg Config, deps Deps) *Syncer {
+	s := &Syncer{
+		cfg: cfg, client: deps.Client, rt: deps.Runtime, net: deps.Network, recorder: deps.Recorder,
+		clock: deps.Clock, log: deps.Log, backoff: newBackoff(deps.Clock), volumes: deps.Volumes, statuses: deps.Statuses,
+		images: images.New(images.Config{Runtime: deps.Runtime, Secrets: deps.Client.CoreV1(), Recorder: deps.Recorder,
+			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(deps.Clock), Clock: deps.Clock, Log: deps.Log}),
+		hostNet: hostnetwork.New(deps.Network, cfg.RootDir, deps.Log),
 	}
+	s.probes = prober.New(prober.Config{Containers: s, Events: s, Observe: deps.ObserveProbe, Wake: deps.Wake, Clock: deps.Clock})
+	return s
 }
 
 // newBackoff is the kubelet's back-off of crash loops and of failed pulls alike:
@@ -90,15 +104,8 @@ func newBackoff(clk clock.Clock) *flowcontrol.Backoff {
 // every start before any pod is synced (hostnetwork.Node.Bind).
 func (s *Syncer) BindNodeNetNS() error { return s.hostNet.Bind() }
 
-// SetResources tells the syncer the node's OOM score floor, capacity and allocatable,
-// which the agent measures when it starts, before any pod is synced.
-func (s *Syncer) SetResources(oomFloor int, capacity, allocatable corev1.ResourceList) {
-	s.oomFloor, s.capacity, s.allocatable = oomFloor, capacity, allocatable
-}
-
-// SetProbes gives the syncer the prober manager, which is built on the syncer (it runs
-// exec probes and kills containers through it), before any pod is synced.
-func (s *Syncer) SetProbes(p *prober.Manager) { s.probes = p }
+// RunProbes runs the probe workers the syncs start until ctx ends, then stops them all.
+func (s *Syncer) RunProbes(ctx context.Context) { s.probes.Run(ctx) }
 
 // ForgetExpiredBackoffs drops crash-loop and pull back-offs that have expired (housekeeping).
 func (s *Syncer) ForgetExpiredBackoffs() {

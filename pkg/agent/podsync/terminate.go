@@ -29,9 +29,7 @@ import (
 // already gone from the API), then deletes a gracefully deleted pod for good
 // (grace period 0), as the kubelet does once its containers have stopped.
 func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod, gone bool) error {
-	if s.probes != nil {
-		s.probes.Forget(pod.UID) // probes of a terminating pod stop
-	}
+	s.probes.Forget(pod.UID)  // probes of a terminating pod stop
 	s.endings.forget(pod.UID) // deleted: there is nothing left to fail
 	if !st.terminated {
 		if err := s.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
