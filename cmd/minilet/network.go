@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/minik8s/minik8s/pkg/agent/podsync"
+	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
 	"github.com/minik8s/minik8s/pkg/network/inspect"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/network/policy"
@@ -28,7 +28,7 @@ func networkCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cleanup {
-				return errors.Join(nodenet.Cleanup(), podsync.RemoveNodeNetNS(rootDir), policy.Cleanup(context.Background()))
+				return errors.Join(nodenet.Cleanup(), hostnetwork.Remove(rootDir), policy.Cleanup(context.Background()))
 			}
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)

@@ -14,7 +14,7 @@ import (
 	"github.com/minik8s/minik8s/internal/shutdowntest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
-	"github.com/minik8s/minik8s/pkg/agent/podsync"
+	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
 )
 
@@ -63,7 +63,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	root := filepath.Join(dir, "minilet")
 	cgroupRoot := "/minik8s-shutdown-" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() {
-		if err := podsync.RemoveNodeNetNS(root); err != nil {
+		if err := hostnetwork.Remove(root); err != nil {
 			t.Error(err)
 		}
 		if err := cm.RemoveRoot(cgroupRoot); err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -29,7 +30,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/podsource"
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
-	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
@@ -65,7 +65,6 @@ type Agent struct {
 	lastHousekeeping atomic.Int64       // unix nanoseconds
 	pods             *podsource.Sources // the pods the node runs: static and from the API
 	workers          *podworkers.Workers[*podsync.PodState]
-	probes           *prober.Manager
 	stats            StatsSource // nil: no usage figures (tests)
 	pressure         *stats.Pressure
 	admitters        []admitter // asked, in order, before a pod new to the node starts
@@ -106,14 +105,32 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	}
 	a.pressure = a.newPressure()
 	a.admitters = []admitter{eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
+	// The node's resources are measured once, before any pod is synced; minilet lowers its
+	// own OOM score first, as the kubelet's server does before it makes the kubelet.
+	floor, err := cm.ProtectSelf()
+	if err != nil {
+		log.Warn("OOM scores of containers are kept at 0 or above", "err", err)
+	}
+	if err := os.MkdirAll(cfg.RootDir, 0o755); err != nil { // its filesystem is the pods' ephemeral storage
+		return nil, fmt.Errorf("create %s: %w", cfg.RootDir, err)
+	}
+	if a.capacity, err = nodestatus.HostCapacity(cfg.RootDir, cfg.NodeCgroup); err != nil {
+		return nil, err
+	}
+	systemReserved, _ := nodestatus.ParseReserved("system-reserved", cfg.SystemReserved) // checked by Validate
+	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", cfg.KubeReserved)
+	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	a.sync = podsync.New(podsync.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, CgroupRoot: cfg.CgroupRoot,
 		InsecureRegistries: cfg.InsecureRegistries, PodMaxPids: cfg.PodMaxPids,
 		RootDir: cfg.RootDir, PodsDir: cfg.PodsDir(), LogsDir: cfg.logsDir(), NetNSDir: cfg.netnsDir(),
 		SeccompDir: cfg.seccompDir(), DNS: cfg.dnsConfigurer(),
+		OOMFloor: floor, Capacity: a.capacity, Allocatable: a.allocatable,
+	}, podsync.Deps{
 		Client: deps.Client, Recorder: deps.Recorder, Runtime: deps.Runtime, Network: deps.Network,
 		Clock: clk, Log: log, Volumes: a.volumes, Statuses: status.NewWriter(a.client, func(p *corev1.Pod) *corev1.Pod { return a.pods.MirrorOf(p) }),
+		ObserveProbe: a.metrics.probeObserver, Wake: func(uid types.UID) { a.workers.Wake(uid) }, // workers are made on the syncer
 	})
 	a.workers = podworkers.New(a.clock, a.sync, a.metrics.observeSync, a.sync.NewPodState, a.log)
 	a.pods = podsource.New(podsource.Config{
@@ -134,22 +151,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.sync.BindNodeNetNS(); err != nil {
 		return err
 	}
-	floor, err := cm.ProtectSelf()
-	if err != nil {
-		a.log.Warn("OOM scores of containers are kept at 0 or above", "err", err)
-	}
-	capacity, err := nodestatus.HostCapacity(a.cfg.RootDir, a.cfg.NodeCgroup)
-	if err != nil {
-		return err
-	}
-	a.capacity = capacity
-	systemReserved, _ := nodestatus.ParseReserved("system-reserved", a.cfg.SystemReserved) // checked by Validate
-	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", a.cfg.KubeReserved)
-	a.allocatable = nodestatus.Allocatable(capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(capacity))
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
-	a.sync.SetResources(floor, a.capacity, a.allocatable)
 	a.node = a.newNodeStatus()
 
 	// Every goroutine started below ends with ctx, and Run returns only once all have.
@@ -167,10 +171,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return ignoreCanceled(ctx, err)
 	}
 	wg.Go(func() { a.workers.Run(ctx) })
-	a.probes = prober.New(prober.Config{Containers: a.sync, Events: a.sync,
-		Observe: a.metrics.probeObserver, Wake: a.workers.Wake, Clock: a.clock})
-	a.sync.SetProbes(a.probes)
-	wg.Go(func() { a.probes.Run(ctx) })
+	wg.Go(func() { a.sync.RunProbes(ctx) })
 	// Static pods start without the API server (how a control plane bootstraps); pods
 	// from the API once the node is registered and the informer has synced.
 	wg.Go(func() { a.pods.RunFiles(ctx) })

@@ -25,7 +25,7 @@ import (
 	"github.com/minik8s/minik8s/images"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
-	"github.com/minik8s/minik8s/pkg/agent/podsync"
+	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -83,7 +83,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	nodeNS := testNodeNamespace(t, root)
 	t.Cleanup(func() { unmountDir(t, filepath.Join(root, "netns")) }) // NewNetNS made it a mount point
 	t.Cleanup(func() {
-		if err := podsync.RemoveNodeNetNS(root); err != nil {
+		if err := hostnetwork.Remove(root); err != nil {
 			t.Error(err)
 		}
 	})

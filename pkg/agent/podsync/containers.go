@@ -107,7 +107,14 @@ func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
 // pidTarget, when set, is the container whose PID namespace it joins.
 func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool, pidTarget string) (time.Duration, error) {
 	st.trace.Mark("containerPrep", s.clock.Now())
-	if after, err := s.ensureImage(ctx, st, pod, spec); after > 0 || err != nil {
+	waiting, after, err := s.images.EnsureImage(ctx, pod, spec, containerRef(pod, spec.Name))
+	if waiting != nil {
+		st.waiting[spec.Name] = *waiting
+		// The kubelet's second event of a container whose image is not there, as its
+		// startContainer records it.
+		s.ContainerEvent(pod, spec.Name, corev1.EventTypeWarning, eventFailed, "Error: %s", waiting.Reason)
+	}
+	if after > 0 || err != nil {
 		return after, err
 	}
 	st.trace.Mark("image", s.clock.Now())
@@ -164,7 +171,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod),
 			Resources:    cm.ContainerResources(spec),
-			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, s.capacity.Memory().Value()), s.oomFloor)),
+			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, s.cfg.Capacity.Memory().Value()), s.cfg.OOMFloor)),
 		},
 	})
 	if cfgErr := (*runtime.ConfigError)(nil); errors.As(err, &cfgErr) {

@@ -131,7 +131,7 @@ func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		v, err := fieldpath.Value(pod, from.FieldRef.FieldPath, addrs)
 		return v, err == nil, err
 	case from.ResourceFieldRef != nil:
-		v, err := fieldpath.ResourceValue(pod, c.Name, from.ResourceFieldRef, s.allocatable)
+		v, err := fieldpath.ResourceValue(pod, c.Name, from.ResourceFieldRef, s.cfg.Allocatable)
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef

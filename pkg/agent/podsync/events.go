@@ -8,16 +8,13 @@ import (
 
 // Event reasons, as the kubelet spells them (pkg/kubelet/events).
 const (
-	eventPulling           = "Pulling"
-	eventPulled            = "Pulled"
-	eventFailed            = "Failed"
-	eventCreated           = "Created"
-	eventStarted           = "Started"
-	eventKilling           = "Killing"
-	eventBackOff           = "BackOff"
-	eventErrImageNeverPull = "ErrImageNeverPull"
-	eventFailedSandbox     = "FailedCreatePodSandBox"
-	eventSandboxChanged    = "SandboxChanged"
+	eventFailed         = "Failed"
+	eventCreated        = "Created"
+	eventStarted        = "Started"
+	eventKilling        = "Killing"
+	eventBackOff        = "BackOff"
+	eventFailedSandbox  = "FailedCreatePodSandBox"
+	eventSandboxChanged = "SandboxChanged"
 )
 
 // containerRef points an event at one container of a pod, like the kubelet's.

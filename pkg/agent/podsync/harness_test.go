@@ -49,11 +49,12 @@ func (h *harness) newSyncer() *Syncer {
 		NodeName: testNode, NodeIP: "10.200.0.11", CgroupRoot: cgroupRoot,
 		RootDir: root, PodsDir: filepath.Join(root, "pods"), LogsDir: filepath.Join(root, "logs"),
 		NetNSDir: filepath.Join(root, "netns"), SeccompDir: filepath.Join(root, "seccomp"), DNS: &dns.Configurer{},
+	}
+	s := New(cfg, Deps{
 		Client: h.Client, Recorder: h.Events, Runtime: h.Runtime, Network: h.Network, Clock: h.Clock, Log: slog.Default(),
 		Volumes:  volumes.New(filepath.Join(root, "pods"), h.Client, func() corev1.ResourceList { return nil }),
 		Statuses: status.NewWriter(h.Client, func(*corev1.Pod) *corev1.Pod { return nil }),
-	}
-	s := New(cfg)
+	})
 	if err := s.BindNodeNetNS(); err != nil {
 		h.t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (s *Syncer) syncInitContainers(ctx context.Context, st *PodState, pod *core
 		}
 		cur := history[0]
 		switch {
-		case sidecar && (!isRunning(cur) || (s.probes != nil && !s.probes.Started(pod.UID, c.Name))):
+		case sidecar && (!isRunning(cur) || !s.probes.Started(pod.UID, c.Name)):
 			return appsStarted, 0, nil
 		case !sidecar && (cur.State != runtime.StateExited || cur.ExitCode != 0):
 			return false, 0, nil

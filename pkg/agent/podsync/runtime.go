@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -39,10 +40,8 @@ type Runtime interface {
 // Network is the part of pkg/network the syncer drives: pod network
 // namespaces and the CNI plugins that wire them.
 type Network interface {
+	hostnetwork.Binder // the node's namespace, for hostNetwork pods
 	NewNetNS(dir, name string) (path string, err error)
-	// BindNodeNetNS bind-mounts the caller's network namespace (the node's) at dir/name
-	// and tells whether it is the host's.
-	BindNodeNetNS(dir, name string) (path string, isHost bool, err error)
 	RemoveNetNS(path string) error
 	SetUp(ctx context.Context, id, netnsPath string, pod network.PodRef, opts network.PodOptions) (net.IP, error)
 	// Check is CNI CHECK: is the sandbox's network still as SetUp left it?

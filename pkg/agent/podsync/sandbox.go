@@ -90,7 +90,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		Hostname:     podHostname(pod),
 		Labels:       podLabels(pod),
 		Namespaces:   namespacesOf(pod),
-		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, s.oomFloor))},
+		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, s.cfg.OOMFloor))},
 	}
 	if err := cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids); err != nil {
 		return nil, fmt.Errorf("pod cgroup: %w", err)
@@ -100,9 +100,10 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		return nil, err
 	}
 	if pod.Spec.HostNetwork {
-		if err := s.hostNetworkSandbox(&cfg); err != nil {
+		if err := s.hostNet.Join(&cfg); err != nil {
 			return nil, err
 		}
+		cfg.Hostname = truncateHostname(s.cfg.NodeName)
 		sb, err := s.rt.RunSandbox(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("run pause container: %w", err)
@@ -156,9 +157,9 @@ const netCheckPeriod = time.Minute
 // netCheckPeriod; an error means the pod's network is no longer what ADD made.
 func (s *Syncer) checkNetwork(ctx context.Context, st *PodState, pod *corev1.Pod, sb runtime.Container) error {
 	if pod.Spec.HostNetwork {
-		return s.checkHostNetwork(sb)
+		return s.hostNet.Check(sb)
 	}
-	if !s.hasPodNetwork(sb) || s.clock.Since(st.netChecked) < netCheckPeriod {
+	if !s.hostNet.HasPodNetwork(sb) || s.clock.Since(st.netChecked) < netCheckPeriod {
 		return nil // no pod network of its own, or checked lately
 	}
 	if err := s.net.Check(ctx, sb.ID, s.netnsPath(string(pod.UID)), podRef(pod)); err != nil {

@@ -39,7 +39,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			history = append(history, prev)
 		}
 		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name])
-		if s.probes != nil && cs.State.Running != nil { // probes decide readiness; without them a running container is ready
+		if cs.State.Running != nil { // probes decide readiness
 			cs.Ready = s.probes.Ready(pod.UID, spec)
 			cs.Started = ptr.To(s.probes.Started(pod.UID, spec.Name))
 		}

@@ -102,11 +102,9 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		return after, errors.Join(append(errs, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err))...)
 	}
 	status := s.podStatus(st, pod, all, sandbox != nil)
-	if s.probes != nil {
-		probed := pod.DeepCopy()
-		probed.Status.PodIP = status.PodIP
-		s.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
-	}
+	probed := pod.DeepCopy()
+	probed.Status.PodIP = status.PodIP
+	s.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
 	st.trace.Mark("status", s.clock.Now())
 	err = s.writeStatus(ctx, st, pod, status)
 	st.trace.Mark("statusWrite", s.clock.Now())

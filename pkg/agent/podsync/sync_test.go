@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/agent/images"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -245,7 +246,7 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync succeeded without the image")
 	}
-	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImagePull {
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != images.ReasonErrImagePull {
 		t.Fatalf("status after a failed pull: %+v", cs)
 	}
 	// The kubelet follows "Failed to pull image" with "Error: ErrImagePull",
@@ -256,7 +257,7 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	h.Runtime.TakeCalls()
 	h.Clock.Step(time.Second)
 	h.sync(st, pod)
-	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonImagePullBackOff {
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != images.ReasonImagePullBackOff {
 		t.Fatalf("status during pull back-off: %+v", cs)
 	}
 	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
@@ -286,7 +287,7 @@ func TestPullPolicies(t *testing.T) {
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("a missing image with pull policy Never did not fail")
 	}
-	if cs := agenttest.ContainerStatus(h.apiPod(pod), "never"); cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonErrImageNeverPull {
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "never"); cs.State.Waiting == nil || cs.State.Waiting.Reason != images.ReasonErrImageNeverPull {
 		t.Errorf("status of the Never container: %+v", cs)
 	}
 	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "pull localhost/minik8s/netexec:v1") {

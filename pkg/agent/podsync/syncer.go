@@ -5,33 +5,45 @@
 package podsync
 
 import (
+	"context"
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
+	"github.com/minik8s/minik8s/pkg/agent/images"
 	"github.com/minik8s/minik8s/pkg/agent/prober"
 	"github.com/minik8s/minik8s/pkg/agent/starttrace"
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 )
 
-// Config is what the syncer needs of the node and its dependencies.
+// Config is what the syncer needs of the node.
 type Config struct {
 	NodeName           string
 	NodeIP             string // the pods' hostIP
 	CgroupRoot         string // pods' cgroups go below it
 	InsecureRegistries []string
 	PodMaxPids         int64 // per pod; <= 0 is no limit
-	// RootDir holds the node namespace's bind mount (hostnetwork.go); the directories
+	// RootDir holds the node namespace's bind mount (pkg/agent/hostnetwork); the directories
 	// below it are minilet's layout (docs/contracts.md).
 	RootDir, PodsDir, LogsDir, NetNSDir, SeccompDir string
 	DNS                                             *dns.Configurer // the pods' resolv.conf and hosts
 
+	OOMFloor    int // the lowest oom_score_adj containers may get here (cm.ProtectSelf)
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList // capacity less --system-reserved and --kube-reserved
+}
+
+// Deps are the things the syncer drives, as the kubelet's Dependencies: the agent
+// builds them, tests build fakes.
+type Deps struct {
 	Client   kubernetes.Interface
 	Recorder record.EventRecorder
 	Runtime  Runtime
@@ -40,6 +52,10 @@ type Config struct {
 	Log      *slog.Logger
 	Volumes  *volumes.Manager
 	Statuses *status.Writer
+	// ObserveProbe records how each probe went (metrics); Wake asks for a pod to be
+	// synced again (the pod workers), when a probe changes its status.
+	ObserveProbe prober.Observer
+	Wake         func(types.UID)
 }
 
 // Syncer runs pods on the node's runtime and network.
@@ -51,45 +67,51 @@ type Syncer struct {
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 	log      *slog.Logger
-	backoff  *flowcontrol.Backoff
+	backoff  *flowcontrol.Backoff // crash loops
+	images   *images.Manager
+	hostNet  *hostnetwork.Node // the node's network namespace, which hostNetwork pods join
 	volumes  *volumes.Manager
 	statuses *status.Writer
-	probes   *prober.Manager // nil: no probes (tests)
-
-	oomFloor    int // the lowest oom_score_adj containers may get here
-	capacity    corev1.ResourceList
-	allocatable corev1.ResourceList // capacity less --system-reserved and --kube-reserved
-
-	// The bind mount of the node's network namespace, which hostNetwork pods join, and
-	// whether that namespace is the host's (hostnetwork.go).
-	nodeNetNS  string
-	nodeIsHost bool
+	// probes are the prober manager, built on the syncer: it runs exec probes in the
+	// pods' containers and kills those that fail liveness (probetargets.go).
+	probes *prober.Manager
 
 	endings endings // pods asked to end (End), for their workers
 }
 
-// New makes a syncer on cfg's dependencies.
-func New(cfg Config) *Syncer {
-	backoff := flowcontrol.NewBackOff(backoffInitial, backoffMax)
-	backoff.Clock = cfg.Clock
-	return &Syncer{
-		cfg: cfg, client: cfg.Client, rt: cfg.Runtime, net: cfg.Network, recorder: cfg.Recorder,
-		clock: cfg.Clock, log: cfg.Log, backoff: backoff, volumes: cfg.Volumes, statuses: cfg.Statuses,
+// New makes a syncer for the node cfg describes on deps.
+func New(cfg Config, deps Deps) *Syncer {
+	s := &Syncer{
+		cfg: cfg, client: deps.Client, rt: deps.Runtime, net: deps.Network, recorder: deps.Recorder,
+		clock: deps.Clock, log: deps.Log, backoff: newBackoff(deps.Clock), volumes: deps.Volumes, statuses: deps.Statuses,
+		images: images.New(images.Config{Runtime: deps.Runtime, Secrets: deps.Client.CoreV1(), Recorder: deps.Recorder,
+			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(deps.Clock), Clock: deps.Clock, Log: deps.Log}),
+		hostNet: hostnetwork.New(deps.Network, cfg.RootDir, deps.Log),
 	}
+	s.probes = prober.New(prober.Config{Containers: s, Events: s, Observe: deps.ObserveProbe, Wake: deps.Wake, Clock: deps.Clock})
+	return s
 }
 
-// SetResources tells the syncer the node's OOM score floor, capacity and allocatable,
-// which the agent measures when it starts, before any pod is synced.
-func (s *Syncer) SetResources(oomFloor int, capacity, allocatable corev1.ResourceList) {
-	s.oomFloor, s.capacity, s.allocatable = oomFloor, capacity, allocatable
+// newBackoff is the kubelet's back-off of crash loops and of failed pulls alike:
+// 10 s doubling to 5 min.
+func newBackoff(clk clock.Clock) *flowcontrol.Backoff {
+	b := flowcontrol.NewBackOff(backoffInitial, backoffMax)
+	b.Clock = clk
+	return b
 }
 
-// SetProbes gives the syncer the prober manager, which is built on the syncer (it runs
-// exec probes and kills containers through it), before any pod is synced.
-func (s *Syncer) SetProbes(p *prober.Manager) { s.probes = p }
+// BindNodeNetNS binds minilet's network namespace where hostNetwork pods join it, at
+// every start before any pod is synced (hostnetwork.Node.Bind).
+func (s *Syncer) BindNodeNetNS() error { return s.hostNet.Bind() }
 
-// ForgetExpiredBackoffs drops crash-loop back-offs that have expired (housekeeping).
-func (s *Syncer) ForgetExpiredBackoffs() { s.backoff.GC() }
+// RunProbes runs the probe workers the syncs start until ctx ends, then stops them all.
+func (s *Syncer) RunProbes(ctx context.Context) { s.probes.Run(ctx) }
+
+// ForgetExpiredBackoffs drops crash-loop and pull back-offs that have expired (housekeeping).
+func (s *Syncer) ForgetExpiredBackoffs() {
+	s.backoff.GC()
+	s.images.ForgetExpiredBackoffs()
+}
 
 // NewPodState is the state a pod's worker keeps, from the pod's last reported status;
 // a new pod (not one adopted after a restart) gets its start timed.

@@ -29,9 +29,7 @@ import (
 // already gone from the API), then deletes a gracefully deleted pod for good
 // (grace period 0), as the kubelet does once its containers have stopped.
 func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod, gone bool) error {
-	if s.probes != nil {
-		s.probes.Forget(pod.UID) // probes of a terminating pod stop
-	}
+	s.probes.Forget(pod.UID)  // probes of a terminating pod stop
 	s.endings.forget(pod.UID) // deleted: there is nothing left to fail
 	if !st.terminated {
 		if err := s.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
@@ -151,7 +149,7 @@ func (s *Syncer) releaseSandbox(ctx context.Context, ref network.PodRef, sandbox
 	nsPath := s.netnsPath(ref.UID)
 	var errs []error
 	for _, sb := range sandboxes {
-		if s.hasPodNetwork(sb) { // never for a hostNetwork sandbox
+		if s.hostNet.HasPodNetwork(sb) { // never for a hostNetwork sandbox
 			if err := s.net.TearDown(ctx, sb.ID, nsPath, ref); err != nil {
 				errs = append(errs, fmt.Errorf("tear down network of sandbox %s: %w", sb.ID, err))
 				continue
