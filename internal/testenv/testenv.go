@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -63,4 +64,12 @@ func RequireFile(t testing.TB, path, what string) {
 	if _, err := os.Stat(path); err != nil {
 		Missing(t, "%s missing (%s): %v", path, what, err)
 	}
+}
+
+// CgroupRoot names a cgroup root of t's own: t.TempDir's parent is unique to the test
+// process, so two packages (or two runs) testing pods at once never share a cgroup (the
+// base alone, "001", is the same in every process).
+func CgroupRoot(t testing.TB) string {
+	dir := t.TempDir()
+	return "/minik8s-test-" + filepath.Base(filepath.Dir(dir)) + "-" + filepath.Base(dir)
 }

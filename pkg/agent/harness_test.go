@@ -3,12 +3,12 @@ package agent
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -42,7 +42,7 @@ func (h *harness) newAgentOn(clk clock.WithTicker) *Agent {
 	h.t.Helper()
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: h.t.TempDir(),
-		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: "/minik8s-test-" + filepath.Base(h.t.TempDir()), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
+		ContainerdAddress: "/run/containerd/containerd.sock", ContainerdNamespace: "minilet", CNIBinDir: "/usr/lib/cni", CNIBridge: "cni0", CgroupRoot: testenv.CgroupRoot(h.t), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
 		Eviction: stats.EvictionFlags{Hard: stats.DefaultEvictionHard},
 	}
 	if h.agent != nil {

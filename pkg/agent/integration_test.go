@@ -100,7 +100,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	cfg := Config{
 		NodeName: testNode, NodeIP: "10.200.0.11", PodCIDR: "10.244.1.0/24", RootDir: root,
 		ContainerdAddress: address, ContainerdNamespace: "minilet-test", CNIBinDir: cniBinDir, CNIBridge: "cni0",
-		CgroupRoot: "/minik8s-test-" + filepath.Base(root), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
+		CgroupRoot: testenv.CgroupRoot(t), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
 	}
 	rt.SetLogConfig(cfg.LogConfig())
 	t.Cleanup(func() {

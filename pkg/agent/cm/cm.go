@@ -92,10 +92,21 @@ func OOMScoreAdj(pod *corev1.Pod, c *corev1.Container, nodeMemory int64) int {
 
 // cgroupMounts are where the cgroup hierarchies are: the v2 unified one, or each v1
 // controller's (this host's hybrid layout has both; runc uses v1 controllers there).
-func cgroupMounts() []string {
-	dirs, _ := filepath.Glob("/sys/fs/cgroup/*")
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		dirs = append(dirs, "/sys/fs/cgroup") // v2 only
+func cgroupMounts() []string { return hierarchiesUnder("/sys/fs/cgroup") }
+
+// hierarchiesUnder lists the hierarchies mounted at base: base itself on a v2-only host
+// (its entries are control files and child cgroups, not hierarchies), else its
+// directories (v1 controllers, and v2's "unified" on a hybrid host).
+func hierarchiesUnder(base string) []string {
+	if _, err := os.Stat(filepath.Join(base, "cgroup.controllers")); err == nil {
+		return []string{base}
+	}
+	entries, _ := filepath.Glob(filepath.Join(base, "*"))
+	var dirs []string
+	for _, e := range entries {
+		if fi, err := os.Stat(e); err == nil && fi.IsDir() {
+			dirs = append(dirs, e)
+		}
 	}
 	return dirs
 }

@@ -1,6 +1,9 @@
 package cm
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,5 +94,38 @@ func TestPodResources(t *testing.T) {
 	p.Spec.InitContainers = []corev1.Container{withResources(list("1", ""), nil)}
 	if got := PodResources(p, 0); got.CPUShares != 1024 {
 		t.Errorf("init container of 1 CPU: shares %d, want 1024", got.CPUShares)
+	}
+}
+
+// On a v2-only host (Debian 12, Ubuntu 22.04 with systemd) the files and child cgroups at
+// the top of /sys/fs/cgroup are not hierarchies: taking cgroup.controllers for one made
+// every removal fail with "not a directory". A v1 or hybrid layout's hierarchies are its
+// directories (symlinks to them too), never its files.
+func TestHierarchiesUnder(t *testing.T) {
+	layout := func(dirs, files []string) string {
+		base := t.TempDir()
+		for _, d := range dirs {
+			if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(base, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return base
+	}
+	v2 := layout([]string{"system.slice", "init.scope"}, []string{"cgroup.controllers", "cgroup.procs"})
+	if got := hierarchiesUnder(v2); !slices.Equal(got, []string{v2}) {
+		t.Errorf("v2-only layout: %v, want only %s", got, v2)
+	}
+	v1 := layout([]string{"cpu,cpuacct", "memory", "unified"}, []string{"stray"})
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(v1, "cpu")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(v1, "cpu"), filepath.Join(v1, "cpu,cpuacct"), filepath.Join(v1, "memory"), filepath.Join(v1, "unified")}
+	if got := hierarchiesUnder(v1); !slices.Equal(got, want) {
+		t.Errorf("hybrid layout: %v, want %v", got, want)
 	}
 }

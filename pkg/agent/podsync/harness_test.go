@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
@@ -39,7 +40,7 @@ func newHarness(t *testing.T) *harness {
 // the same directories and cgroup root as the syncer before it.
 func (h *harness) newSyncer() *Syncer {
 	h.t.Helper()
-	root, cgroupRoot := h.t.TempDir(), "/minik8s-test-"+filepath.Base(h.t.TempDir())
+	root, cgroupRoot := h.t.TempDir(), testenv.CgroupRoot(h.t)
 	if h.syncer != nil {
 		root, cgroupRoot = h.syncer.cfg.RootDir, h.syncer.cfg.CgroupRoot
 	} else {
