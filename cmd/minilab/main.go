@@ -29,10 +29,12 @@ import (
 
 func main() {
 	err := newCommand().Execute()
-	var exit *exec.ExitError
+	// A command run attached (kubectl, exec) returns its own exit status, which is passed
+	// through; a failure that wraps one (a kubectl call inside up) is said, not swallowed.
+	exit, attached := err.(*exec.ExitError)
 	switch {
-	case errors.As(err, &exit):
-		os.Exit(exit.ExitCode()) // kubectl/exec: pass the command's own exit code through
+	case attached:
+		os.Exit(exit.ExitCode())
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "minilab:", err)
 		os.Exit(1)
