@@ -282,7 +282,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 		if err := ca.WriteKubeconfig(proxyKubeconfig, serverURL(), "system:kube-proxy", nil); err != nil {
 			return err
 		}
-		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Cgroup: daemonsCgroup(n), Args: []string{
+		args := []string{
 			filepath.Join(o.BinDir, "miniproxy"), "--kubeconfig", proxyKubeconfig,
 			"--hostname-override", n.Name, "--cluster-cidr", l.ClusterCIDR,
 			"--healthz-bind-address", net.JoinHostPort(n.IP, strconv.Itoa(clusterdefaults.ProxyHealthzPort)),
@@ -290,7 +290,13 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 			// one elected node, so the lab's client namespace reaches them.
 			"--lb-interfaces", lab.MemberInterface,
 			"--proxy-mode", cmp.Or(o.ProxyMode, ProxyIPTables),
-		}})
+		}
+		if o.ProxyMode == ProxyIPVS {
+			// Every Service address is on each node's kube-ipvs0: without strict ARP every
+			// node would answer ARP for the LoadBalancer ones (miniproxy refuses to start).
+			args = append(args, "--ipvs-strict-arp")
+		}
+		_, err = l.Start(lab.Process{Name: "miniproxy-" + n.Name, NetNS: n.NetNS, Cgroup: daemonsCgroup(n), Args: args})
 		if err != nil {
 			return err
 		}
