@@ -95,10 +95,10 @@ bench: deps etcd
 	$(GO) run ./bench/apibench -duration 5s
 
 # The HA API figures of docs/performance.md: three miniapi, then three kube-apiservers
-# (built once into ~/.cache/minik8s by hack/kube-apiserver-build.sh), on one 3-member etcd.
+# (built once into ~/.cache/minik8s by hack/kube-build.sh), on one 3-member etcd.
 bench-ha: deps etcd
 	$(GO) build -o $(BIN)/ ./cmd/miniapi
-	MINIK8S_BIN=$(BIN) $(GO) run ./bench/habench -miniapi $(BIN)/miniapi -kube-apiserver "$$(bash hack/kube-apiserver-build.sh)"
+	MINIK8S_BIN=$(BIN) $(GO) run ./bench/habench -miniapi $(BIN)/miniapi -kube-apiserver "$$(bash hack/kube-build.sh kube-apiserver)"
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows

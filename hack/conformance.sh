@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make conformance`: the Kubernetes [Conformance] tests (e2e.test, hack/conformance-build.sh)
+# `make conformance`: the Kubernetes [Conformance] tests (e2e.test, hack/kube-build.sh)
 # against a fresh 2-node minilab, or against CONFORMANCE_KUBECONFIG. FOCUS narrows the run
 # (a Ginkgo focus regex, ANDed with the Conformance label). Writes the suite's JUnit report
 # and log under _output/conformance/ and prints a summary per SIG (docs/conformance.md).
@@ -9,7 +9,7 @@ cd "$root"
 out=${CONFORMANCE_OUT:-$root/_output/conformance}
 images=${MINIK8S_IMAGES:-$root/images/out}
 bin=${MINIK8S_BIN:-$root/bin}
-e2e=$(hack/conformance-build.sh)
+e2e=$(hack/kube-build.sh e2e.test)
 rm -rf "$out" && mkdir -p "$out"
 
 args=(--ginkgo.label-filter=Conformance --ginkgo.no-color --ginkgo.v --report-dir="$out"

@@ -5,7 +5,7 @@
 // watcher on one server, creates on another: from the create's answer to the event), the
 // longest write gap of clients behind a balancer (pkg/lab/apilb) when one server is killed
 // with SIGKILL, and each server's peak RSS. kube-apiserver is the one
-// hack/kube-apiserver-build.sh builds from the published k8s.io/kubernetes module. See
+// hack/kube-build.sh kube-apiserver builds from the published k8s.io/kubernetes module. See
 // docs/performance.md.
 package main
 
@@ -57,7 +57,7 @@ func main() {
 	flag.IntVar(&cfg.clients, "clients", 48, "concurrent client-go clients of the create phase, spread over the three servers")
 	flag.IntVar(&cfg.watchRate, "watch-rate", 100, "creates/s offered in the watch phase")
 	flag.StringVar(&cfg.miniapi, "miniapi", "bin/miniapi", "miniapi binary")
-	flag.StringVar(&cfg.kubeAPI, "kube-apiserver", "", "kube-apiserver binary (hack/kube-apiserver-build.sh prints it); empty: miniapi only")
+	flag.StringVar(&cfg.kubeAPI, "kube-apiserver", "", "kube-apiserver binary (hack/kube-build.sh kube-apiserver prints it); empty: miniapi only")
 	flag.BoolVar(&cfg.failover, "failover", true, "kill one server with SIGKILL under load and time the clients' longest write gap")
 	flag.DurationVar(&cfg.failoverRun, "failover-duration", 15*time.Second, "how long the failover phase writes (the kill comes after a third of it)")
 	flag.Parse()

@@ -81,6 +81,13 @@ func (l *Lab) Start(p Process) (int, error) {
 		return 0, fmt.Errorf("process %q: open log: %w", p.Name, err)
 	}
 	defer log.Close()
+	if p.Cgroup != "" {
+		// Made before the process starts: it may look at its cgroup (minilet's --node-cgroup
+		// is its parent) before it is moved in.
+		if err := cm.MakeCgroup(p.Cgroup); err != nil {
+			return 0, fmt.Errorf("process %q: %w", p.Name, err)
+		}
+	}
 	cmd := Command(context.Background(), p.NetNS, p.Args[0], p.Args[1:]...)
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -94,6 +101,9 @@ func (l *Lab) Start(p Process) (int, error) {
 		// Moved before it forks anything of its own: nsenter has just exec'd it.
 		if err := cm.AddProcess(p.Cgroup, pid); err != nil {
 			_ = cmd.Process.Kill()
+			if b, rerr := os.ReadFile(logPath); rerr == nil && len(b) > 0 { // it died at once: say why
+				err = fmt.Errorf("%w; its log %s ends:\n%s", err, logPath, b[max(0, len(b)-2000):])
+			}
 			return 0, fmt.Errorf("start %q: %w", p.Name, err)
 		}
 	}

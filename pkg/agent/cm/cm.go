@@ -245,28 +245,40 @@ func SetMemoryLimit(dir string, bytes int64) error {
 	return nil
 }
 
+// MakeCgroup makes cgroup dir in every hierarchy but v1 cpuset (a new cpuset cgroup takes
+// no process until its cpus and mems are written), so a process started before it is
+// moved in (minilab's daemons) finds its cgroup there.
+func MakeCgroup(dir string) error {
+	var errs []error
+	for _, d := range cgroupDirs(dir) {
+		errs = append(errs, os.MkdirAll(d, 0o755))
+	}
+	return errors.Join(errs...)
+}
+
 // AddProcess moves process pid into cgroup dir (made where missing) in every hierarchy
-// (minilab puts a lab node's daemons beside its pods, so the node's usage is its own).
-// v1 cpuset is left alone: a new cpuset cgroup takes no process until its cpus and mems
-// are written.
+// but v1 cpuset (minilab puts a lab node's daemons beside its pods, so the node's usage
+// is its own).
 func AddProcess(dir string, pid int) error {
-	mounts := cgroupMounts()
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		mounts = []string{"/sys/fs/cgroup"} // v2 only: the rest of the glob are cgroups
+	if err := MakeCgroup(dir); err != nil {
+		return err
 	}
 	var errs []error
-	for _, mnt := range mounts {
-		if strings.Contains(filepath.Base(mnt), "cpuset") {
-			continue
-		}
-		d := filepath.Join(mnt, dir)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			errs = append(errs, err)
-			continue
-		}
+	for _, d := range cgroupDirs(dir) {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(fmt.Sprint(pid)), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("move process %d into cgroup %s: %w", pid, d, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cgroupDirs is where cgroup dir is in each hierarchy but v1 cpuset.
+func cgroupDirs(dir string) []string {
+	var dirs []string
+	for _, mnt := range cgroupMounts() {
+		if !strings.Contains(filepath.Base(mnt), "cpuset") {
+			dirs = append(dirs, filepath.Join(mnt, dir))
+		}
+	}
+	return dirs
 }
