@@ -273,6 +273,34 @@ func TestCreateRefusesExistingLab(t *testing.T) {
 	}
 }
 
+// TestExitedSaysWhy: a running process has not exited; one that died is reported with the
+// end of its log, as minilab up reports a daemon that stopped before it became healthy.
+func TestExitedSaysWhy(t *testing.T) {
+	l := testLab(t, 1)
+	if _, err := l.Start(Process{Name: "runner", NetNS: l.Nodes[0].NetNS, Args: []string{"sleep", "1000"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Start(Process{Name: "crasher", NetNS: l.Nodes[0].NetNS,
+		Args: []string{"sh", "-c", "echo 'unknown flag: --bogus' >&2; exit 2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Exited("runner"); err != nil {
+		t.Errorf("Exited(runner) = %v, want nil while it runs", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	err := l.Exited("crasher")
+	for err == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		err = l.Exited("crasher")
+	}
+	if err == nil || !strings.Contains(err.Error(), "crasher") || !strings.Contains(err.Error(), "unknown flag: --bogus") {
+		t.Errorf("Exited(crasher) = %v, want it named with its log's end", err)
+	}
+	if err := l.Exited("nobody"); err == nil || !strings.Contains(err.Error(), `no process "nobody"`) {
+		t.Errorf("Exited(nobody) = %v", err)
+	}
+}
+
 // TestDestroyAfterCrash loses lab.json, as a crash mid-way could, and still cleans up.
 func TestDestroyAfterCrash(t *testing.T) {
 	l := testLab(t, 1)

@@ -101,10 +101,7 @@ func (l *Lab) Start(p Process) (int, error) {
 		// Moved before it forks anything of its own: nsenter has just exec'd it.
 		if err := cm.AddProcess(p.Cgroup, pid); err != nil {
 			_ = cmd.Process.Kill()
-			if b, rerr := os.ReadFile(logPath); rerr == nil && len(b) > 0 { // it died at once: say why
-				err = fmt.Errorf("%w; its log %s ends:\n%s", err, logPath, b[max(0, len(b)-2000):])
-			}
-			return 0, fmt.Errorf("start %q: %w", p.Name, err)
+			return 0, fmt.Errorf("start %q: %w%s", p.Name, err, logEnd(logPath)) // it died at once: say why
 		}
 	}
 	// A process that died at once has no start time; its record (0) then never matches a live
@@ -117,6 +114,31 @@ func (l *Lab) Start(p Process) (int, error) {
 		return pid, fmt.Errorf("started %q as PID %d but could not record it: %w", p.Name, pid, err)
 	}
 	return pid, nil
+}
+
+// Exited tells, for a recorded process that is no longer running, that it exited and how
+// its log ends; nil while it runs.
+func (l *Lab) Exited(name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.Processes {
+		if r.Name == name {
+			if alive(r.PID, r.StartTime) {
+				return nil
+			}
+			return fmt.Errorf("%s (PID %d) exited%s", name, r.PID, logEnd(r.Log))
+		}
+	}
+	return fmt.Errorf("lab %q has no process %q", l.Name, name)
+}
+
+// logEnd is "; its log PATH ends:" and the log's last lines, or "" when it is empty.
+func logEnd(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; its log %s ends:\n%s", path, b[max(0, len(b)-2000):])
 }
 
 // Stop ends the recorded process name: SIGTERM, up to grace to exit, then SIGKILL. Stopping

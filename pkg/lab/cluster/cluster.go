@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,6 +305,9 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
 		return err
 	}
+	if err := waitProxiesHealthy(ctx, l, o.Progress); err != nil {
+		return err
+	}
 	for _, p := range pubs {
 		step(o.Progress, "publishing %s on the host: %s from %s", p.Target, p.Listen, p.NetNS)
 		if err := Publish(ctx, l, o.BinDir, p); err != nil {
@@ -404,6 +408,38 @@ func waitNodesReady(ctx context.Context, l *lab.Lab, progress io.Writer) error {
 		}
 		return strings.Count(out, "=True") == len(l.Nodes)
 	})
+}
+
+// waitProxiesHealthy waits for every node's miniproxy to answer /healthz 200, which it does
+// once its first sync wrote the Services' rules: before that a Service the user creates
+// right after up may not answer yet. A miniproxy that exited is reported with its log.
+func waitProxiesHealthy(ctx context.Context, l *lab.Lab, progress io.Writer) error {
+	step(progress, "waiting for miniproxy's first sync on every node (/healthz)")
+	for _, n := range l.Nodes {
+		nsPath := lab.NetNSPath(n.NetNS)
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, proto, addr string) (net.Conn, error) {
+				return forward.DialInNetNS(ctx, nsPath, proto, addr)
+			}}}
+		url := "http://" + net.JoinHostPort(n.IP, strconv.Itoa(clusterdefaults.ProxyHealthzPort)) + "/healthz"
+		var exited error
+		err := waitFor(ctx, "miniproxy on "+n.Name+" to answer "+url, func() bool {
+			if exited = l.Exited("miniproxy-" + n.Name); exited != nil {
+				return true
+			}
+			resp, err := client.Get(url)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		client.CloseIdleConnections()
+		if err := cmp.Or(exited, err); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Down stops the cluster of lab name and removes the lab, also after a crash: the lab's
