@@ -1,10 +1,8 @@
 package systemd_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +16,6 @@ import (
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/internal/vmtest"
 )
-
-// vmPackages make the VM's root (debootstrap's minbase plus these): systemd as PID 1, what
-// the units and pods need (containerd, runc, Debian's CNI plugins, iptables, ipset,
-// conntrack, iproute2, kmod), make for `make install`, procps for the checks.
-var vmPackages = []string{"systemd", "systemd-sysv", "udev", "dbus", "kmod", "containerd", "runc",
-	"containernetworking-plugins", "iptables", "ipset", "conntrack", "iproute2", "procps", "make"}
 
 // The lab the test boots: the Vagrantfile's control plane and its first worker, with the
 // Vagrantfile's names, addresses and provisioner environment (vagrant/Vagrantfile).
@@ -79,9 +71,8 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 	}
 	repo, _ := filepath.Abs("..")
 
-	log := lineLogger(t, "")
-	image, err := vmtest.RootImage(context.Background(), vmtest.DefaultRootCache, vmtest.RootSpec{
-		Suite: "bookworm", Mirror: aptMirror(), Packages: vmPackages, Kernel: k}, log)
+	log := vmtest.LineLogger(t, "")
+	image, err := vmtest.LabRoot(context.Background(), k, log)
 	if err != nil {
 		t.Fatalf("root image: %v", err)
 	}
@@ -94,7 +85,7 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 		if c == "kubectl" {
 			src = kubectl
 		}
-		if err := linkOrCopy(src, filepath.Join(stage, c)); err != nil {
+		if err := vmtest.LinkOrCopy(src, filepath.Join(stage, c)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +143,7 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			status, err := vm.Run(context.Background(), lineLogger(t, m.Name+": "))
+			status, err := vm.Run(context.Background(), vmtest.LineLogger(t, m.Name+": "))
 			done[i] = ended{status, err}
 		}()
 	}
@@ -355,26 +346,6 @@ result smoke $?
 step done
 `
 
-// aptMirror is the first Debian mirror apt is configured with (the one that works here).
-func aptMirror() string {
-	for _, f := range []string{"/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"} {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			fields := strings.Fields(line)
-			switch {
-			case len(fields) >= 2 && fields[0] == "URIs:" && strings.HasSuffix(fields[1], "/debian"):
-				return fields[1]
-			case len(fields) >= 3 && fields[0] == "deb" && strings.HasSuffix(fields[1], "/debian"):
-				return fields[1]
-			}
-		}
-	}
-	return "http://deb.debian.org/debian"
-}
-
 func readResults(t *testing.T, file string) map[string]string {
 	m := map[string]string{}
 	data, err := os.ReadFile(file)
@@ -399,52 +370,10 @@ func childrenCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func linkOrCopy(src, dst string) error {
-	src, err := filepath.EvalSymlinks(src)
-	if err != nil {
-		return err
-	}
-	if os.Link(src, dst) == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	o, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(o, in); err != nil {
-		o.Close()
-		return err
-	}
-	return o.Close()
-}
-
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// lineLogger is a writer that logs each line through t.Log (streamed with -v).
-func lineLogger(t *testing.T, prefix string) io.Writer {
-	pr, pw := io.Pipe()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			t.Log(prefix + strings.TrimRight(sc.Text(), "\r"))
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Cleanup(func() { pw.Close(); wg.Wait() })
-	return pw
 }
