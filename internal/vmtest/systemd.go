@@ -54,8 +54,10 @@ func Wire(dir, macA, macB string) (a, b NIC) {
 	return NIC{MAC: macA, Local: sa, Remote: sb}, NIC{MAC: macB, Local: sb, Remote: sa}
 }
 
-// systemdModules are what the initramfs loads to mount the root and the shares.
-var systemdModules = []string{"crc32c_generic", "virtio_pci", "virtio_blk", "ext4", "9pnet_virtio", "9p"}
+// systemdModules are what the initramfs loads to mount the root and the shares, and the
+// network cards' driver: loaded there, the cards exist before systemd starts the guest's
+// command (left to udev, a CI run once configured eth0 before it appeared).
+var systemdModules = []string{"crc32c_generic", "virtio_pci", "virtio_blk", "ext4", "9pnet_virtio", "9p", "virtio_net"}
 
 // Run boots the VM, streaming the console to console, and returns Command's exit status
 // (-1 when it did not finish).
