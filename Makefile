@@ -78,8 +78,9 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 30s ./pkg/control/apiserver/ || exit 1; done
 
 # The longest packages come first: go test starts packages in the order given (-p of them at
-# once), so the 30-minute e2e runs beside all the others instead of after most of them.
-SLOWEST_TESTS := ./test/e2e/ ./systemd/ ./pkg/control/controlplane/
+# once), so the end-to-end scenarios and the lab guides (a VM among them) run beside each other
+# and beside all the rest instead of after most of them.
+SLOWEST_TESTS := ./test/e2e/ ./test/labs/ ./systemd/ ./pkg/control/controlplane/
 test: deps build lint fresh-check fuzz
 	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 55m $(SLOWEST_TESTS) ./...
 

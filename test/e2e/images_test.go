@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -21,10 +22,10 @@ import (
 // registry process on the host's loopback.
 func TestImagePulls(t *testing.T) {
 	l := upLab(t, "e2e-pull", 1)
-	e := requireEnv(t)
+	e := testenv.RequireBuilt(t)
 	ctx := context.Background()
 	reg := runtimetest.StartRegistry(t, "lab", "s3cret")
-	runtimetest.PushImage(t, cluster.ContainerdSocket(l), filepath.Join(e.imagesDir, "netexec.tar"), reg.Addr+"/lab/netexec:v1", "lab", "s3cret")
+	runtimetest.PushImage(t, cluster.ContainerdSocket(l), filepath.Join(e.ImagesDir, "netexec.tar"), reg.Addr+"/lab/netexec:v1", "lab", "s3cret")
 	reg.ServeAlso(t, "lab", cluster.RegistryAddr, func(program string, args ...string) *exec.Cmd {
 		return lab.Command(ctx, l.ControlPlane.NetNS, program, args...)
 	})

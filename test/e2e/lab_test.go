@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/internal/labtest"
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/ociimage"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/vishvananda/netlink"
@@ -39,9 +41,9 @@ func upLab(t *testing.T, prefix string, nodes int) *lab.Lab {
 // upLabWith is upLab with more of cluster.Options (o.Nodes and the like).
 func upLabWith(t *testing.T, prefix string, o cluster.Options) *lab.Lab {
 	t.Helper()
-	e := requireEnv(t)
-	name := uniqueName(prefix)
-	o.Name, o.BinDir, o.ImagesDir, o.Progress = name, e.binDir, e.imagesDir, testWriter{t}
+	e := testenv.RequireBuilt(t)
+	name := testenv.UniqueName(prefix)
+	o.Name, o.BinDir, o.ImagesDir, o.Progress = name, e.BinDir, e.ImagesDir, testWriter{t}
 	l, err := cluster.Up(context.Background(), o)
 	if err != nil {
 		t.Fatalf("minilab up: %v", err)
@@ -51,7 +53,7 @@ func upLabWith(t *testing.T, prefix string, o cluster.Options) *lab.Lab {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	dumpLogsOnFailure(t, l)
+	labtest.DumpLogsOnFailure(t, l)
 	return l
 }
 
@@ -136,11 +138,11 @@ func hostGet(url string) (string, error) {
 // NodePort answers on 127.0.0.1, and the host never gets a route into the lab; after down,
 // no listener, process or route is left.
 func TestLabFromTheHost(t *testing.T) {
-	e := requireEnv(t)
+	e := testenv.RequireBuilt(t)
 	checkNoHostRoute(t)
 	nodePortHost := freeLoopbackPort(t)
-	name := uniqueName("e2e-reach")
-	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir,
+	name := testenv.UniqueName("e2e-reach")
+	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: 2, BinDir: e.BinDir, ImagesDir: e.ImagesDir,
 		Progress: testWriter{t}, DNS: false, Uplink: true, NodeMonitorGracePeriod: 15 * time.Second, Publish: []string{fmt.Sprintf("127.0.0.1:%d:node-1:30080", nodePortHost)}})
 	if err != nil {
 		t.Fatalf("minilab up: %v", err)
@@ -152,9 +154,9 @@ func TestLabFromTheHost(t *testing.T) {
 	}
 	downOnce := sync.OnceFunc(down)
 	t.Cleanup(downOnce)
-	dumpLogsOnFailure(t, l)
+	labtest.DumpLogsOnFailure(t, l)
 	minilab := func(args ...string) (string, error) {
-		out, err := exec.Command(filepath.Join(e.binDir, "minilab"), append([]string{"--name", name}, args...)...).CombinedOutput()
+		out, err := exec.Command(filepath.Join(e.BinDir, "minilab"), append([]string{"--name", name}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	hostKubectl := func(args ...string) string {
@@ -489,10 +491,10 @@ func testFaults(t *testing.T, l *lab.Lab, minilab func(...string) (string, error
 // kernel has ip_vs (the kubernetes Service's virtual server in a node's /proc/net/ip_vs),
 // and where it has not, as on the test host, fails before making anything, naming ip_vs.
 func TestLabProxyModeIPVS(t *testing.T) {
-	e := requireEnv(t)
-	name := uniqueName("e2e-ipvs")
+	e := testenv.RequireBuilt(t)
+	name := testenv.UniqueName("e2e-ipvs")
 	minilab := func(args ...string) (string, error) {
-		out, err := exec.Command(filepath.Join(e.binDir, "minilab"), append([]string{"--name", name}, args...)...).CombinedOutput()
+		out, err := exec.Command(filepath.Join(e.BinDir, "minilab"), append([]string{"--name", name}, args...)...).CombinedOutput()
 		return string(out), err
 	}
 	if out, err := minilab("up", "--proxy-mode", "nftables"); err == nil || !strings.Contains(out, `--proxy-mode "nftables"`) {
@@ -502,7 +504,7 @@ func TestLabProxyModeIPVS(t *testing.T) {
 		_ = exec.Command("modprobe", "-q", "ip_vs").Run()
 	}
 	if _, err := os.Stat("/proc/net/ip_vs"); err != nil {
-		out, err := minilab("up", "--proxy-mode", "ipvs", "--images-dir", e.imagesDir)
+		out, err := minilab("up", "--proxy-mode", "ipvs", "--images-dir", e.ImagesDir)
 		if err == nil || !strings.Contains(out, "module ip_vs") {
 			t.Fatalf("minilab up --proxy-mode ipvs on a kernel without ip_vs: %v\n%s", err, out)
 		}

@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/internal/labtest"
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/network"
@@ -53,7 +55,7 @@ func TestPodNetworkVXLANSegments(t *testing.T) {
 }
 
 func testPodNetwork(t *testing.T, mode string, segments int) {
-	e := requireEnv(t)
+	e := testenv.RequireBuilt(t)
 	ctx := context.Background()
 	l := podnetLab(t, e, mode, segments, 3)
 	applyManifest(t, l, podnetPods)
@@ -202,7 +204,7 @@ func testPodNetwork(t *testing.T, mode string, segments int) {
 // TestPodNetworkHostGWAcrossRouter: host-gw cannot route to a node behind the router; the
 // node says so in an Event and in NetworkUnavailable, and still routes to its own segment.
 func TestPodNetworkHostGWAcrossRouter(t *testing.T) {
-	e := requireEnv(t)
+	e := testenv.RequireBuilt(t)
 	l := podnetLab(t, e, "host-gw", 2, 3)
 	n1, n2, n3 := l.Nodes[0], l.Nodes[1], l.Nodes[2]
 	waitFor(t, "a FailedToCreateRoute event about "+n2.Name, 60*time.Second, func() (bool, string) {
@@ -220,10 +222,10 @@ func TestPodNetworkHostGWAcrossRouter(t *testing.T) {
 	}
 }
 
-func podnetLab(t *testing.T, e env, mode string, segments, nodes int) *lab.Lab {
+func podnetLab(t *testing.T, e testenv.Built, mode string, segments, nodes int) *lab.Lab {
 	t.Helper()
-	name := uniqueName("pn")
-	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: nodes, BinDir: e.binDir, ImagesDir: e.imagesDir,
+	name := testenv.UniqueName("pn")
+	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: nodes, BinDir: e.BinDir, ImagesDir: e.ImagesDir,
 		Progress: testWriter{t}, PodNetwork: mode, Segments: segments})
 	if err != nil {
 		t.Fatalf("minilab up --pod-network %s --segments %d: %v", mode, segments, err)
@@ -233,7 +235,7 @@ func podnetLab(t *testing.T, e env, mode string, segments, nodes int) *lab.Lab {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	dumpLogsOnFailure(t, l)
+	labtest.DumpLogsOnFailure(t, l)
 	return l
 }
 
@@ -293,7 +295,7 @@ func nodeCondition(node *corev1.Node, typ corev1.NodeConditionType) *corev1.Node
 // minletNetwork is `minilet network -o json` run in node n's namespace.
 func minletNetwork(t *testing.T, l *lab.Lab, n lab.Node) *inspect.Report {
 	t.Helper()
-	bin := filepath.Join(envOr("MINIK8S_BIN", "../../bin"), "minilet")
+	bin := filepath.Join(testenv.RequireBuilt(t).BinDir, "minilet")
 	out, err := lab.Command(context.Background(), n.NetNS, bin, "network", "--root-dir", n.RunDir, "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("minilet network on %s: %v", n.Name, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/proxy/explain"
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +44,7 @@ var sepChain = regexp.MustCompile(`^KUBE-SEP-[A-Z2-7]{16}$`)
 // packet to a ClusterIP can reach — one per ready endpoint, each DNATing to it, each a chain
 // the node's nat table really holds — and counts the packets sent through them.
 func TestExplainNamesTheSEPChains(t *testing.T) {
-	e := requireEnv(t)
+	e := testenv.RequireBuilt(t)
 	l := upLab(t, "e2e-explain", 2)
 	applyYAML(t, l, explainApp)
 	mustKubectl(t, l, "rollout", "status", "deployment/explained", "--timeout=120s")
@@ -75,7 +76,7 @@ func TestExplainNamesTheSEPChains(t *testing.T) {
 		}
 	}
 
-	out, err := exec.Command(filepath.Join(e.binDir, "minilab"), "--name", l.Name, "explain", n1.Name,
+	out, err := exec.Command(filepath.Join(e.BinDir, "minilab"), "--name", l.Name, "explain", n1.Name,
 		"--service", "default/explained", "--port", "80", "--from", n1.IP, "-o", "json").CombinedOutput()
 	if err != nil {
 		t.Fatalf("minilab explain: %v\n%s", err, out)
@@ -119,7 +120,7 @@ func TestExplainNamesTheSEPChains(t *testing.T) {
 	}
 
 	// The text form names the same chains.
-	text, err := exec.Command(filepath.Join(e.binDir, "minilab"), "--name", l.Name, "explain", n1.Name, "--service", "default/explained").CombinedOutput()
+	text, err := exec.Command(filepath.Join(e.BinDir, "minilab"), "--name", l.Name, "explain", n1.Name, "--service", "default/explained").CombinedOutput()
 	if err != nil {
 		t.Fatalf("minilab explain: %v\n%s", err, text)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/labtest"
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -36,11 +38,11 @@ spec:
 // TestWalkingSkeleton: two pods on two nodes reach each other across the lab; deleting a
 // pod stops its containers and frees its IP; `down` leaves nothing behind.
 func TestWalkingSkeleton(t *testing.T) {
-	e := requireEnv(t)
+	e := testenv.RequireBuilt(t)
 	hostLinks := linkNames(t)
-	name := uniqueName("e2e")
+	name := testenv.UniqueName("e2e")
 	ctx := context.Background()
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.binDir, ImagesDir: e.imagesDir, Progress: testWriter{t}})
+	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 2, BinDir: e.BinDir, ImagesDir: e.ImagesDir, Progress: testWriter{t}})
 	if err != nil {
 		t.Fatalf("minilab up: %v", err)
 	}
@@ -52,7 +54,7 @@ func TestWalkingSkeleton(t *testing.T) {
 			}
 		}
 	})
-	dumpLogsOnFailure(t, l)
+	labtest.DumpLogsOnFailure(t, l)
 
 	out, err := cluster.Kubectl(ctx, l, "get", "nodes")
 	if err != nil || strings.Count(out, " Ready ") != 2 {
@@ -209,35 +211,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// dumpLogsOnFailure prints what the cluster shows (nodes and their taints, pods, warning
-// events) and the lab's daemon logs when the test fails, before cleanup.
-func dumpLogsOnFailure(t *testing.T, l *lab.Lab) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, args := range [][]string{
-			{"get", "nodes", "-o", `custom-columns=NAME:.metadata.name,TAINTS:.spec.taints[*].key,CONDITIONS:.status.conditions[?(@.status=="True")].type`},
-			{"get", "pods", "-A", "-o", "wide"},
-			{"get", "events", "-A", "--field-selector", "type=Warning"},
-		} {
-			// Bounded: the lab's API may be the thing that broke.
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			out, err := cluster.Kubectl(ctx, l, append(args, "--request-timeout=15s")...)
-			cancel()
-			t.Logf("---- kubectl %s (%v) ----\n%s", strings.Join(args, " "), err, out)
-		}
-		logs, _ := filepath.Glob(filepath.Join(l.StateDir, "logs", "*.log"))
-		for _, f := range logs {
-			data, _ := os.ReadFile(f)
-			if len(data) > 6000 {
-				data = data[len(data)-6000:]
-			}
-			t.Logf("---- %s ----\n%s", f, data)
-		}
-	})
 }
 
 type testWriter struct{ t *testing.T }

@@ -1,9 +1,10 @@
-package e2e
+package labs
 
 import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/labtest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/internal/vmtest"
 	"github.com/minik8s/minik8s/pkg/lab"
@@ -23,7 +25,7 @@ import (
 // bash, and the output of each block is held against the `<!-- expect: REGEX -->` lines that
 // follow it in the guide (each must match somewhere in that block's output). Three things
 // differ from a reader's terminal, each said here and nowhere hidden:
-//   - `make build` lines are left out: the binaries and images are already built (requireEnv);
+//   - `make build` lines are left out: the binaries and images are already built (testenv.RequireBuilt);
 //   - `LAB=lab` becomes a unique lab name, so runs never collide;
 //   - `minilab up` also gets --images-dir $MINIK8S_IMAGES, and MINIK8S_BIN leads PATH.
 
@@ -49,64 +51,68 @@ func TestLabNodePressure(t *testing.T) { runGuide(t, "node-pressure.md", "lab-pr
 
 func TestLabHAControlPlane(t *testing.T) { runGuide(t, "ha-control-plane.md", "lab-ha") }
 
-// ipvsGuideModules are what the IPVS walk needs of Debian's kernel: IPVS with its round
-// robin, veth and the dummy kube-ipvs0, br_netfilter (miniproxy checks it), NAT and conntrack, iptables on nf_tables with the
-// matches miniproxy's few rules use, and the ip set types.
-var ipvsGuideModules = []string{
-	"crc32c_generic", // libcrc32c's soft dependency (an alias the .modinfo names)
-	"ip_vs", "ip_vs_rr", "dummy", "veth", "br_netfilter",
-	"nf_conntrack", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
-	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT", "xt_tcpudp",
-	"ip_set_hash_ip", "ip_set_hash_ipport", "ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port",
-}
-
-// In the VM, the repository is this directory: its bin/ holds miniapi, miniproxy and
-// kubectl, and the guide is in its docs/labs.
-const vmRepo = "/repo"
-
-// TestLabClusterIPWalkIPVS runs clusterip-walk-ipvs.md inside a qemu VM booting Debian's
-// kernel (internal/vmtest): this host's kernel has no IP_VS. The guide needs no containerd
-// (its pods are network namespaces), so the VM holds only miniapi, miniproxy, kubectl and
-// the tools the guide calls.
+// TestLabClusterIPWalkIPVS runs clusterip-walk-ipvs.md on a real minilab in IPVS mode
+// (`minilab up --proxy-mode ipvs`) inside a qemu VM: this host's kernel has no IP_VS, so the
+// VM boots Debian's kernel with a Debian root and systemd (vmtest.LabRoot: containerd, runc,
+// iptables, ipset, ipvsadm...; cached, the systemd test's image). This test binary runs
+// itself again in the VM, in the repository shared read-only as /repo (the binaries and
+// images shared over its bin and images/out, where the guide runner looks by default).
 func TestLabClusterIPWalkIPVS(t *testing.T) {
 	const guide = "clusterip-walk-ipvs.md"
 	if vmtest.InVM() {
-		steps := loadGuide(t, filepath.Join(vmRepo, "docs", "labs", guide))
-		env := append(os.Environ(), "PATH=/usr/sbin:/usr/bin:/sbin:/bin") // iproute2's ip before busybox's
-		// The daemons' logs when a step failed (the last step removes them).
-		t.Cleanup(func() {
-			logs, _ := filepath.Glob("/tmp/lab-ipvs/*.log")
-			for _, l := range logs {
-				if b, err := os.ReadFile(l); err == nil && t.Failed() {
-					t.Logf("---- %s ----\n%s", l, b[max(0, len(b)-8000):])
-				}
-			}
-		})
-		runSteps(t, guide, steps, "lab-ipvs", "", vmRepo, env, 6*time.Minute)
+		testenv.RequireTools(t, "ipvsadm", "ipset", "iptables")
+		runMinilabGuide(t, guide, "lab-ipvs", 20*time.Minute) // emulated CPUs: slow, slower under load
 		return
 	}
-	testenv.RequireTools(t, "kubectl", "ipvsadm", "ipset", "iptables", "ip", "bash")
-	bin := envOr("MINIK8S_BIN", "../../bin")
+	e := testenv.RequireBuilt(t)
+	testenv.RequireTools(t, vmtest.QEMU, "debootstrap", "mkfs.ext4", "chroot")
+	testenv.RequireFile(t, "/bin/busybox", "Debian package busybox-static")
+	k, err := vmtest.FindKernel()
+	if err != nil {
+		testenv.Missing(t, "kernel for the VM: %v", err)
+	}
+	image, err := vmtest.LabRoot(context.Background(), k, vmtest.LineLogger(t, ""))
+	if err != nil {
+		t.Fatalf("root image: %v", err)
+	}
+	// /vmtest: this test binary and kubectl (the root has none).
+	stage := t.TempDir()
 	kubectl, _ := exec.LookPath("kubectl")
-	files := map[string]string{
-		vmRepo + "/docs/labs/" + guide: filepath.Join("..", "..", "docs", "labs", guide),
-		vmRepo + "/bin/kubectl":        kubectl,
-		"/etc/protocols":               "/etc/protocols",
+	for src, name := range map[string]string{os.Args[0]: "labs.test", kubectl: "kubectl"} {
+		if err := vmtest.LinkOrCopy(src, filepath.Join(stage, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, c := range []string{"miniapi", "miniproxy"} {
-		testenv.RequireFile(t, filepath.Join(bin, c), c+" binary (make build)")
-		files[vmRepo+"/bin/"+c] = filepath.Join(bin, c)
+	// The shares are mounted over these directories of the read-only /repo: they must exist.
+	repo, _ := filepath.Abs(filepath.Join("..", ".."))
+	for _, d := range []string{"bin", "images/out"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	exts, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/xtables/*.so")
-	if len(exts) == 0 {
-		t.Fatal("no iptables extensions in /usr/lib/x86_64-linux-gnu/xtables (Debian package iptables)")
+	env := "MINIK8S_IN_VM=1 HOME=/root PATH=/repo/bin:/vmtest:/usr/sbin:/usr/bin:/sbin:/bin"
+	if testenv.UnderMakeTest() {
+		env += " MINIK8S_MAKE_TEST=1" // a missing tool fails inside too
 	}
-	for _, e := range exts {
-		files[e] = e
+	vm := &vmtest.SystemdVM{Kernel: k, Image: image, Hostname: "ipvs",
+		Shares: map[string]vmtest.Share{
+			"/repo": {HostDir: repo}, "/repo/bin": {HostDir: e.BinDir}, "/repo/images/out": {HostDir: e.ImagesDir},
+			"/vmtest": {HostDir: stage},
+		},
+		Command: fmt.Sprintf("cd /repo/test/labs && %s /vmtest/labs.test -test.run '^%s$' -test.v -test.timeout 22m",
+			env, t.Name()),
+		MemoryMB: 2048, CPUs: 2, Timeout: 25 * time.Minute,
 	}
-	vmtest.RunTest(t, vmtest.Options{Modules: ipvsGuideModules,
-		Binaries: []string{"bash", "ip", "ipvsadm", "ipset", "iptables", "iptables-save", "iptables-restore"},
-		Files:    files, MemoryMB: 2048, Timeout: 8 * time.Minute})
+	var console strings.Builder
+	start := time.Now()
+	status, err := vm.Run(context.Background(), io.MultiWriter(&console, vmtest.LineLogger(t, "vm: ")))
+	t.Logf("VM (kernel %s, image %s): %v", k.Version, filepath.Base(image), time.Since(start).Round(time.Second))
+	if err != nil {
+		t.Fatalf("VM: %v (exit status %d)", err, status)
+	}
+	if status != 0 || !strings.Contains(console.String(), "--- PASS: "+t.Name()) {
+		t.Fatalf("the test failed inside the VM (exit status %d)", status)
+	}
 }
 
 // guideStep is one ```sh block of a guide and what the guide says it prints.
@@ -176,10 +182,16 @@ func adapt(script, name, imagesDir string) string {
 const stepMark = "=== guide step "
 
 func runGuide(t *testing.T, guide, prefix string) {
-	e := requireEnv(t)
 	testenv.RequireTools(t, "ctr", "jq", "iptables", "conntrack", "busybox")
+	runMinilabGuide(t, guide, prefix, 8*time.Minute)
+}
+
+// runMinilabGuide runs a guide of docs/labs on a lab named after prefix, within timeout,
+// and takes the lab down at the end whatever happened.
+func runMinilabGuide(t *testing.T, guide, prefix string, timeout time.Duration) {
+	e := testenv.RequireBuilt(t)
 	steps := loadGuide(t, filepath.Join("..", "..", "docs", "labs", guide))
-	name := uniqueName(prefix)
+	name := testenv.UniqueName(prefix)
 	t.Cleanup(func() {
 		if err := cluster.Down(context.Background(), name); err != nil {
 			t.Errorf("cleanup: %v", err)
@@ -187,11 +199,11 @@ func runGuide(t *testing.T, guide, prefix string) {
 	})
 	t.Cleanup(func() { // the lab's daemons' logs when a step failed (the lab is gone if the last step ran)
 		if l, err := lab.Load(name); err == nil && t.Failed() {
-			dumpLogsOnFailure(t, l)
+			labtest.DumpLogsOnFailure(t, l)
 		}
 	})
-	env := append(os.Environ(), "PATH="+e.binDir+":"+os.Getenv("PATH"))
-	runSteps(t, guide, steps, name, e.imagesDir, "", env, 8*time.Minute)
+	env := append(os.Environ(), "PATH="+e.BinDir+":"+os.Getenv("PATH"))
+	runSteps(t, guide, steps, name, e.ImagesDir, "", env, timeout)
 }
 
 // loadGuide reads a guide's steps and checks that each says what the reader will see.
