@@ -514,8 +514,8 @@ func daemonAt(ctx context.Context, client *kubernetes.Clientset, miniproxy, dir 
 	m := mp.metrics
 	rss, hwm := rssOf(mp.cmd.Process.Pid)
 	fmt.Printf("  %s at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
-		miniproxy, n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
-		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm, ms(mp.cpu))
+		miniproxy, n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"+v4])),
+		m[natRules], rss, hwm, ms(mp.cpu))
 	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
 		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
 		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
@@ -572,7 +572,7 @@ func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemo
 			return err
 		}
 		m2, err := waitMetrics(d.addr, time.Minute, func(m2 map[string]float64) bool {
-			return m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"] > m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"]
+			return m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4] > m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4]
 		})
 		if err != nil {
 			return err
@@ -580,11 +580,17 @@ func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemo
 		programmed := time.Since(changed)
 		rss, hwm := rssOf(d.cmd.Process.Pid)
 		fmt.Printf("    one endpoint change: partial sync %v, update call to rules written %v, daemon CPU %v (10 ms ticks, restore apart); RSS %.1f MiB, peak %.1f MiB\n",
-			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
+			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4])),
 			programmed.Round(time.Millisecond), cpuOf(d.cmd.Process.Pid)-cpu, rss, hwm)
 	}
 	return nil
 }
+
+// The sync metrics' names as /metrics prints them: they carry kube-proxy's ip_family label.
+const (
+	v4       = `{ip_family="IPv4"}`
+	natRules = `kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv4",table="nat"}`
+)
 
 // daemon is a running bin/miniproxy.
 type daemon struct {
@@ -613,7 +619,7 @@ func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error
 		return nil, err
 	}
 	d.metrics, err = waitMetrics(d.addr, 10*time.Minute, func(m map[string]float64) bool {
-		return m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`] >= float64(n) // one rule per service at least
+		return m[natRules] >= float64(n) // one rule per service at least
 	})
 	if err != nil {
 		d.stop()
