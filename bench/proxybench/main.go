@@ -5,8 +5,10 @@
 // one endpoint change (a partial sync) against a full sync, and in the same run the floors:
 // the same rules restored raw into an empty namespace, a one-chain --noflush restore into the
 // full table, and both again with iptables-legacy for comparison. Last, the real
-// bin/miniproxy is run against an in-process miniapi holding the largest N, and its RSS is
-// read once it has synced.
+// bin/miniproxy is run against an in-process miniapi holding the largest N, and its RSS
+// (anonymous and file-backed) is read once it has synced, beside its floor: bin/informerfloor,
+// client-go with miniproxy's two trimmed informers and nothing else, against the same
+// Services. (No kube-proxy here: the benchmark builds none.)
 //
 // It re-executes itself inside a namespace of its own (so the API server and miniproxy talk
 // over that namespace's loopback) and removes every namespace it made.
@@ -50,11 +52,13 @@ import (
 
 const childEnv = "PROXYBENCH_ID" // set in the re-executed child: the run's id
 
-// gogcs are the -gogc values; daemonOnly is -daemon-only.
+// gogcs are the -gogc values, memoryLimits the -memory-limit ones; daemonOnly is -daemon-only.
 var (
-	gogcs       string
-	daemonOnly  bool
-	heapProfile string
+	gogcs        string
+	memoryLimits string
+	floor        string
+	daemonOnly   bool
+	heapProfile  string
 )
 
 func main() {
@@ -64,6 +68,8 @@ func main() {
 	flag.BoolVar(&daemonOnly, "daemon-only", false, "only the daemon's figures (RSS, CPU) at the largest size")
 	flag.StringVar(&heapProfile, "heap-profile", "", "write the daemon's heap profile at the largest size to this file")
 	flag.StringVar(&gogcs, "gogc", "50,25", "GOGC values to run the daemon with too at the largest size, beside Go's default (empty: none)")
+	flag.StringVar(&floor, "floor", "bin/informerfloor", "the client-go floor's binary (go build -o bin/ ./bench/proxybench/informerfloor), run at 10 and at the largest number of Services; empty: skip")
+	flag.StringVar(&memoryLimits, "memory-limit", "", "--memory-limit values (GOMEMLIMIT) to run the daemon with too at the largest size, e.g. 32Mi,40Mi (empty: none)")
 	flag.Parse()
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {
@@ -437,6 +443,11 @@ func slice(i, gen int) *discoveryv1.EndpointSlice {
 // daemonRSS runs bin/miniproxy against an in-process miniapi holding n services and prints
 // its RSS once its first sync wrote all of them, and after one endpoint change.
 func daemonRSS(ctx context.Context, n int, binaries []string) error {
+	if floor != "" {
+		if _, err := os.Stat(floor); err != nil {
+			return fmt.Errorf("-floor %s: %w (go build -o bin/ ./bench/proxybench/informerfloor, or -floor '' to skip)", floor, err)
+		}
+	}
 	for _, b := range binaries {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("-miniproxy %s: %w (go build -o bin/ ./cmd/miniproxy, or -miniproxy '' to skip)", b, err)
@@ -481,19 +492,25 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 	}
 	fmt.Printf("\nminiproxy daemon (RSS read after its first sync):\n")
 	for _, b := range binaries {
-		base, err := startMiniproxy(b, dir, few)
+		base, err := startMiniproxy(b, dir, few, nil)
 		if err != nil {
 			return err
 		}
-		rss, hwm := rssOf(base.cmd.Process.Pid)
+		mem := daemonMemory(base.cmd.Process.Pid)
 		base.stop()
-		fmt.Printf("  %s, baseline at %d services: RSS %.1f MiB, peak %.1f MiB\n", b, few, rss, hwm)
+		fmt.Printf("  %s, baseline at %d services: %s\n", b, few, mem)
+	}
+	if err := floorMemory(dir, few); err != nil {
+		return err
 	}
 	start := time.Now()
 	if err := create(few, n); err != nil {
 		return err
 	}
 	fmt.Printf("  (%d services and EndpointSlices created through the API in %v)\n", n, time.Since(start).Round(time.Second))
+	if err := floorMemory(dir, n); err != nil {
+		return err
+	}
 	gen := 0
 	for _, b := range binaries {
 		if err := daemonAt(ctx, client, b, dir, n, &gen); err != nil {
@@ -503,19 +520,50 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 	return nil
 }
 
+// floorMemory runs the client-go floor (-floor) against the API in dir holding n Services
+// and prints its memory once its informers have listed them.
+func floorMemory(dir string, n int) error {
+	if floor == "" {
+		return nil
+	}
+	cmd := exec.Command(floor, controlplane.AdminKubeconfig(dir))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	line := make([]byte, len("synced\n"))
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "synced\n" {
+		return fmt.Errorf("%s: no %q: %v\n%s", floor, "synced", err, logs.String())
+	}
+	fmt.Printf("  floor: client-go and miniproxy's two trimmed informers alone (%s) at %d services: %s\n", floor, n, daemonMemory(cmd.Process.Pid))
+	return nil
+}
+
 // daemonAt runs one miniproxy binary against the n Services: its first sync, endpoint
 // changes, and again under each -gogc value.
 func daemonAt(ctx context.Context, client *kubernetes.Clientset, miniproxy, dir string, n int, gen *int) error {
-	mp, err := startMiniproxy(miniproxy, dir, n)
+	mp, err := startMiniproxy(miniproxy, dir, n, nil)
 	if err != nil {
 		return err
 	}
 	defer mp.stop()
 	m := mp.metrics
-	rss, hwm := rssOf(mp.cmd.Process.Pid)
-	fmt.Printf("  %s at %d services: first sync done %v after start (its full sync %v, %v nat rules); RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
-		miniproxy, n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"])),
-		m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`], rss, hwm, ms(mp.cpu))
+	// The daemon gives the full sync's garbage back (debug.FreeOSMemory) just after it
+	// records the sync: its memory is read after that.
+	time.Sleep(2 * time.Second)
+	mem := daemonMemory(mp.cmd.Process.Pid)
+	fmt.Printf("  %s at %d services: first sync done %v after start (its full sync %v, %v nat rules); its CPU until then %v; 2 s later %s\n",
+		miniproxy, n, mp.synced.Round(time.Millisecond), ms(secs(m["kubeproxy_sync_full_proxy_rules_duration_seconds_sum"+v4])),
+		m[natRules], ms(mp.cpu), mem)
+	if m, err = scrape(mp.addr); err != nil {
+		return err
+	}
 	fmt.Printf("  its Go heap then: %.1f MiB allocated (live and not yet collected), %.1f MiB in use by spans, %.1f MiB idle not returned to the OS\n",
 		m["go_memstats_heap_alloc_bytes"]/(1<<20), m["go_memstats_heap_inuse_bytes"]/(1<<20),
 		(m["go_memstats_heap_idle_bytes"]-m["go_memstats_heap_released_bytes"])/(1<<20))
@@ -532,18 +580,32 @@ func daemonAt(ctx context.Context, client *kubernetes.Clientset, miniproxy, dir 
 	}
 	mp.stop()
 	// The garbage collector's share: the same daemon and Services with a lower GOGC (a
-	// smaller heap goal over the live heap, paid in collections).
+	// smaller heap goal over the live heap, paid in collections), or a soft memory limit.
+	var runs [][2]string // what it prints, the daemon's extra argument or environment
 	for _, v := range strings.Split(gogcs, ",") {
-		if v = strings.TrimSpace(v); v == "" {
-			continue
+		if v = strings.TrimSpace(v); v != "" {
+			runs = append(runs, [2]string{"GOGC=" + v, "GOGC=" + v})
 		}
-		d, err := startMiniproxy(miniproxy, dir, n, "GOGC="+v)
+	}
+	for _, v := range strings.Split(memoryLimits, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			runs = append(runs, [2]string{"--memory-limit " + v, "--memory-limit=" + v})
+		}
+	}
+	for _, r := range runs {
+		var args, env []string
+		if strings.HasPrefix(r[1], "--") {
+			args = []string{r[1]}
+		} else {
+			env = []string{r[1]}
+		}
+		d, err := startMiniproxy(miniproxy, dir, n, args, env...)
 		if err != nil {
 			return err
 		}
-		rss, hwm = rssOf(d.cmd.Process.Pid)
-		fmt.Printf("  GOGC=%s at %d services: first sync done %v after start; RSS %.1f MiB, peak %.1f MiB; its CPU until then %v\n",
-			v, n, d.synced.Round(time.Millisecond), rss, hwm, ms(d.cpu))
+		time.Sleep(2 * time.Second) // as above
+		fmt.Printf("  %s at %d services: first sync done %v after start; its CPU until then %v; 2 s later %s\n",
+			r[0], n, d.synced.Round(time.Millisecond), ms(d.cpu), daemonMemory(d.cmd.Process.Pid))
 		if err := endpointChanges(ctx, client, d, n, gen); err != nil {
 			return err
 		}
@@ -572,19 +634,24 @@ func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemo
 			return err
 		}
 		m2, err := waitMetrics(d.addr, time.Minute, func(m2 map[string]float64) bool {
-			return m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"] > m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"]
+			return m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4] > m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4]
 		})
 		if err != nil {
 			return err
 		}
 		programmed := time.Since(changed)
-		rss, hwm := rssOf(d.cmd.Process.Pid)
-		fmt.Printf("    one endpoint change: partial sync %v, update call to rules written %v, daemon CPU %v (10 ms ticks, restore apart); RSS %.1f MiB, peak %.1f MiB\n",
-			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"])),
-			programmed.Round(time.Millisecond), cpuOf(d.cmd.Process.Pid)-cpu, rss, hwm)
+		fmt.Printf("    one endpoint change: partial sync %v, update call to rules written %v, daemon CPU %v (10 ms ticks, restore apart); %s\n",
+			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4])),
+			programmed.Round(time.Millisecond), cpuOf(d.cmd.Process.Pid)-cpu, daemonMemory(d.cmd.Process.Pid))
 	}
 	return nil
 }
+
+// The sync metrics' names as /metrics prints them: they carry kube-proxy's ip_family label.
+const (
+	v4       = `{ip_family="IPv4"}`
+	natRules = `kubeproxy_sync_proxy_rules_iptables_total{ip_family="IPv4",table="nat"}`
+)
 
 // daemon is a running bin/miniproxy.
 type daemon struct {
@@ -596,8 +663,9 @@ type daemon struct {
 	metrics map[string]float64 // right after it
 }
 
-// startMiniproxy runs miniproxy against the API in dir until it has written n services.
-func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error) {
+// startMiniproxy runs miniproxy, with args beside the usual ones, against the API in dir
+// until it has written n services.
+func startMiniproxy(miniproxy, dir string, n int, args []string, env ...string) (*daemon, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -606,6 +674,7 @@ func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error
 	d.cmd = exec.Command(miniproxy, "--kubeconfig", controlplane.AdminKubeconfig(dir), "--hostname-override", "node-1",
 		"--cluster-cidr", clusterdefaults.ClusterCIDR, "--metrics-bind-address", d.addr, "--healthz-bind-address", "", "--min-sync-period", "100ms",
 		"--profiling")
+	d.cmd.Args = append(d.cmd.Args, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.Env = append(os.Environ(), env...)
 	started := time.Now()
@@ -613,7 +682,7 @@ func startMiniproxy(miniproxy, dir string, n int, env ...string) (*daemon, error
 		return nil, err
 	}
 	d.metrics, err = waitMetrics(d.addr, 10*time.Minute, func(m map[string]float64) bool {
-		return m[`kubeproxy_sync_proxy_rules_iptables_total{table="nat"}`] >= float64(n) // one rule per service at least
+		return m[natRules] >= float64(n) // one rule per service at least
 	})
 	if err != nil {
 		d.stop()
@@ -631,6 +700,14 @@ func (d *daemon) stop() {
 	_ = d.cmd.Process.Signal(os.Interrupt)
 	_ = d.cmd.Wait()
 	_ = exec.Command(d.cmd.Path, "--cleanup").Run()
+}
+
+// daemonMemory is a daemon's RSS, its anonymous part (Go's heap, stacks and runtime) and
+// file-backed part (the binary's pages), and its peak.
+func daemonMemory(pid int) string {
+	rss, hwm := rssOf(pid)
+	anon, file, _ := proc.RSSParts(pid)
+	return fmt.Sprintf("RSS %.1f MiB (anon %.1f, file %.1f), peak %.1f MiB", rss, anon, file, hwm)
 }
 
 func rssOf(pid int) (rss, hwm float64) {

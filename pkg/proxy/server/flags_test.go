@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -25,5 +26,23 @@ func TestAddFlagsDefaults(t *testing.T) {
 	}
 	if err := o.Validate(); err != nil {
 		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+// --memory-limit takes a quantity; anything else, or a limit of nothing, is refused by name.
+func TestMemoryLimitFlag(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  int64 // -1: refused
+	}{{"", 0}, {"40Mi", 40 << 20}, {"64M", 64e6}, {"0", -1}, {"-40Mi", -1}, {"forty", -1}} {
+		o := Options{HostnameOverride: "node-1", MinSyncPeriod: time.Second, SyncPeriod: 30 * time.Second, MemoryLimit: c.value}
+		got, err := o.memoryLimit()
+		verr := o.Validate()
+		switch {
+		case c.want < 0 && (err == nil || verr == nil || !strings.Contains(verr.Error(), "--memory-limit")):
+			t.Errorf("--memory-limit %q: memoryLimit %v, Validate %v; want both to refuse it, naming the flag", c.value, err, verr)
+		case c.want >= 0 && (err != nil || verr != nil || got != c.want):
+			t.Errorf("--memory-limit %q = %d, %v (Validate %v); want %d", c.value, got, err, verr, c.want)
+		}
 	}
 }

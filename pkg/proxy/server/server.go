@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -47,7 +48,10 @@ type Options struct {
 	// LBInterfaces are where this node answers ARP for the LoadBalancer addresses it is
 	// elected for (pkg/proxy/l2); none: LoadBalancer addresses answer only on the nodes.
 	LBInterfaces []string
-	Ready        func() // called once, after the first successful sync (nil: nothing)
+	// MemoryLimit is Go's soft memory limit (GOMEMLIMIT) as a quantity ("40Mi"); empty:
+	// GOMEMLIMIT's, or none.
+	MemoryLimit string
+	Ready       func() // called once, after the first successful sync (nil: nothing)
 }
 
 // Validate checks the options before anything is touched.
@@ -81,6 +85,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, errors.New("--lb-interfaces in IPVS mode needs --ipvs-strict-arp: the addresses on kube-ipvs0 are the node's own, and without strict ARP every node's kernel answers ARP for them"))
 		}
 	}
+	if _, err := o.memoryLimit(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.HostnameOverride == "" {
 		errs = append(errs, errors.New("--hostname-override is empty and the host name could not be read"))
 	}
@@ -95,10 +102,25 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// memoryLimit is --memory-limit in bytes, 0 when not given.
+func (o *Options) memoryLimit() (int64, error) {
+	if o.MemoryLimit == "" {
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(o.MemoryLimit)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("--memory-limit %q: want a positive quantity such as 40Mi", o.MemoryLimit)
+	}
+	return q.Value(), nil
+}
+
 // Run proxies until ctx ends.
 func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.Logger) error {
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if limit, _ := o.memoryLimit(); limit > 0 {
+		debug.SetMemoryLimit(limit)
 	}
 	if err := enableBridgeNetfilter(); err != nil {
 		// As kube-proxy: proxying works, but a pod reaching a Service endpoint on its own
