@@ -13,12 +13,15 @@ import (
 	crdlisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
 // OpenAPI is told the OpenAPI documents of the custom resources, to serve beside those of
@@ -172,4 +175,41 @@ func buildOpenAPI(crd *apiextensionsv1.CustomResourceDefinition) (*spec.Swagger,
 		v3[schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}] = doc
 	}
 	return v2, v3, nil
+}
+
+// typeConverter is what managed fields and server-side apply of crd's custom resources
+// work on, built as apiextensions-apiserver builds it (buildOpenAPIModelsForApply): from
+// the OpenAPI v3 models of every version of crd, served or not (managed fields may still
+// name a version no longer served), which carry x-kubernetes-list-type, -map-keys,
+// -preserve-unknown-fields and int-or-string from the structural schema. The models of
+// ObjectMeta and ListMeta come with each document.
+func typeConverter(crd *apiextensionsv1.CustomResourceDefinition) (managedfields.TypeConverter, error) {
+	docs := make([]*spec3.OpenAPI, 0, len(crd.Spec.Versions))
+	for _, v := range crd.Spec.Versions {
+		doc, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		docs = append(docs, doc)
+	}
+	merged, err := builder.MergeSpecsV3(docs...)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := managedfields.NewTypeConverter(merged.Components.Schemas, crd.Spec.PreserveUnknownFields)
+	if err != nil {
+		return nil, err
+	}
+	return objectTypes{tc}, nil
+}
+
+// objectTypes gives upstream's type converter, which reads unstructured custom resources,
+// the Objects of this package.
+type objectTypes struct{ managedfields.TypeConverter }
+
+func (t objectTypes) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if o, ok := obj.(*Object); ok {
+		obj = toUnstructured(o)
+	}
+	return t.TypeConverter.ObjectToTyped(obj, opts...)
 }

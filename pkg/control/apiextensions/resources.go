@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
@@ -39,6 +41,8 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 	}
 	var storage *registry.Resource
 	var out []*registry.Resource
+	// One type converter knows every version, built at the first write.
+	types := sync.OnceValues(func() (managedfields.TypeConverter, error) { return typeConverter(crd) })
 	for _, v := range crd.Spec.Versions {
 		if !v.Served && v.Name != storageVersion {
 			continue
@@ -47,6 +51,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v.Name, err)
 		}
+		res.TypeConverter = types
 		if v.Name == storageVersion {
 			storage = res
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,14 +32,24 @@ import (
 )
 
 // fieldManagers keep metadata.managedFields (who set which field) and run server-side apply,
-// with apimachinery's managedfields on the type converter built from the generated OpenAPI
-// definitions: one field manager per resource and per status subresource.
+// with apimachinery's managedfields: one field manager per resource and per status
+// subresource. A built-in kind's works on the type converter built from the generated
+// OpenAPI definitions; a custom resource's on the one its resource brings (from its
+// CustomResourceDefinition's schema).
 type fieldManagers struct {
 	types     *goTypes
 	convertor versionConvertor
-	managers  map[fieldManagerKey]*managedfields.FieldManager
-	// unavailable are the resources served without managed fields, and why.
+	log       *slog.Logger
+	// builtin are the managers of the resources the server started with; read-only.
+	builtin map[fieldManagerKey]*managedfields.FieldManager
+	// unavailable are the built-in resources served without managed fields, and why.
 	unavailable map[schema.GroupVersionResource]error
+
+	mu sync.Mutex
+	// custom are the managers of the resources that bring their type converter (custom
+	// resources), built at their first write and again when their resource is replaced:
+	// its CustomResourceDefinition changed.
+	custom map[fieldManagerKey]customManager
 }
 
 type fieldManagerKey struct {
@@ -46,16 +57,27 @@ type fieldManagerKey struct {
 	subresource string // "" or "status"
 }
 
-// newFieldManagers builds the field managers of reg's resources; a resource whose kind has no
-// generated definition is served without managed fields, and logged.
+// customManager is the field manager of a custom resource and the resource it was built for.
+type customManager struct {
+	res     *registry.Resource
+	manager *managedfields.FieldManager
+	err     error
+}
+
+// newFieldManagers builds the field managers of reg's built-in resources; a resource whose
+// kind has no generated definition is served without managed fields, and logged.
 func newFieldManagers(reg *registry.Registry, log *slog.Logger) *fieldManagers {
 	tc, tcErr := openapi.TypeConverter()
 	f := &fieldManagers{
 		types:     &goTypes{TypeConverter: tc, kinds: map[schema.GroupVersionKind]*typed.TypedValue{}},
-		convertor: newVersionConvertor(reg),
-		managers:  map[fieldManagerKey]*managedfields.FieldManager{}, unavailable: map[schema.GroupVersionResource]error{},
+		convertor: newVersionConvertor(reg), log: log,
+		builtin: map[fieldManagerKey]*managedfields.FieldManager{}, unavailable: map[schema.GroupVersionResource]error{},
+		custom: map[fieldManagerKey]customManager{},
 	}
 	for _, res := range reg.Resources() {
+		if res.TypeConverter != nil {
+			continue
+		}
 		err := tcErr
 		if err == nil {
 			err = f.add(res)
@@ -78,17 +100,84 @@ func (f *fieldManagers) add(res *registry.Resource) error {
 		return fmt.Errorf("kind %s has no OpenAPI definition (add its package to hack/update-openapi.sh): %w", res.GVK(), err)
 	}
 	for _, sub := range []string{"", "status"} {
-		if sub == "status" && !res.HasSubresource(sub) {
+		if !managesFields(res, sub) {
 			continue
 		}
-		m, err := managedfields.NewDefaultFieldManager(f.types, f.convertor, registryDefaulter{res}, scheme.Scheme,
-			res.GVK(), res.GroupVersion(), sub, resetFields(res, sub))
+		m, err := f.newManager(f.types, res, sub)
 		if err != nil {
 			return err
 		}
-		f.managers[fieldManagerKey{res.GroupVersionResource, sub}] = m
+		f.builtin[fieldManagerKey{res.GroupVersionResource, sub}] = m
 	}
 	return nil
+}
+
+// managesFields tells whether writes through a (sub)resource are tracked: the resource
+// itself and its status are, other subresources (binding, scale) are not.
+func managesFields(res *registry.Resource, subresource string) bool {
+	return subresource == "" || subresource == "status" && res.HasSubresource("status")
+}
+
+// newManager builds the field manager of a resource or of its status subresource.
+func (f *fieldManagers) newManager(tc managedfields.TypeConverter, res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
+	build := managedfields.NewDefaultFieldManager
+	if res.TypeConverter != nil {
+		build = managedfields.NewDefaultCRDFieldManager // as apiextensions-apiserver builds it
+	}
+	return build(tc, f.convertor, registryDefaulter{res}, resourceCreater{res}, res.GVK(), res.GroupVersion(), subresource, resetFields(res, subresource))
+}
+
+// manager is the field manager of a resource or of its status subresource: nil for the
+// subresources not tracked, an error for a resource whose type converter could not be built.
+func (f *fieldManagers) manager(res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
+	key := fieldManagerKey{res.GroupVersionResource, subresource}
+	if res.TypeConverter == nil {
+		return f.builtin[key], f.unavailable[res.GroupVersionResource]
+	}
+	if !managesFields(res, subresource) {
+		return nil, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.custom[key]; ok && c.res == res {
+		return c.manager, c.err
+	}
+	c := customManager{res: res}
+	tc, err := res.TypeConverter()
+	if err == nil {
+		c.manager, err = f.newManager(tc, res, subresource)
+	}
+	if err != nil {
+		c.err = fmt.Errorf("building the type converter of %s: %w", res.GVK(), err)
+		f.log.Error("managed fields and server-side apply unavailable", "resource", res.GroupVersionResource.String(), "err", err)
+	}
+	// The managers of resources no longer served go with this change.
+	for k, old := range f.custom {
+		if cur, ok := f.convertor.reg.Lookup(k.gvr); !ok || cur != old.res {
+			delete(f.custom, k)
+		}
+	}
+	f.custom[key] = c
+	return c.manager, c.err
+}
+
+// typeConverter is what converts res's objects for its field manager.
+func (f *fieldManagers) typeConverter(res *registry.Resource) (managedfields.TypeConverter, error) {
+	if res.TypeConverter != nil {
+		return res.TypeConverter()
+	}
+	return f.types, nil
+}
+
+// resourceCreater makes the empty objects of a resource's kind, which the scheme does not
+// know for a custom resource.
+type resourceCreater struct{ res *registry.Resource }
+
+func (c resourceCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if gvk == c.res.GVK() {
+		return c.res.New()
+	}
+	return scheme.Scheme.New(gvk)
 }
 
 // goTypes converts Go objects of the kinds it has learnt to structured-merge-diff values
@@ -147,10 +236,6 @@ func (d registryDefaulter) Default(obj runtime.Object) {
 	if d.res.Rules.Default != nil {
 		d.res.Rules.Default(obj)
 	}
-}
-
-func (f *fieldManagers) manager(res *registry.Resource, subresource string) *managedfields.FieldManager {
-	return f.managers[fieldManagerKey{res.GroupVersionResource, subresource}]
 }
 
 type fieldOwnerKey struct{}
@@ -216,8 +301,11 @@ func managerFromUserAgent(ua string) string {
 // leave managedFields as they are.
 func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
 	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)
-	m := f.manager(res, subresource)
-	if !ok || m == nil {
+	if !ok {
+		return obj
+	}
+	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
+	if m == nil {
 		return obj
 	}
 	if owner.apply {
@@ -269,11 +357,11 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
-	m := s.fields.manager(res, info.Subresource)
+	m, err := s.fields.manager(res, info.Subresource)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err))
+	}
 	if m == nil {
-		if err := s.fields.unavailable[res.GroupVersionResource]; err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err))
-		}
 		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
 	}
 	patch, warnings, err := s.decodeApplyConfiguration(r, res, opts.FieldValidation)
@@ -342,7 +430,11 @@ func (s *Server) decodeApplyConfiguration(r *http.Request, res *registry.Resourc
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the applied configuration is apiVersion %q kind %q, but %s takes apiVersion %q kind %q",
 			patch.GetAPIVersion(), patch.GetKind(), res.Resource, res.GVK().GroupVersion(), res.Kind))
 	}
-	if _, err := s.fields.types.ObjectToTyped(patch); err != nil {
+	tc, err := s.fields.typeConverter(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := tc.ObjectToTyped(patch); err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("failed to create typed patch object (%s): %v", res.GVK(), err))
 	}
 	var warnings []string

@@ -23,9 +23,20 @@ func newVersionConvertor(reg *registry.Registry) versionConvertor {
 }
 
 // ConvertToVersion converts through the stored version where the registry knows both ends.
+// Custom resources are not in the scheme: one already at the version is returned as it is,
+// or made its resource's own type if unstructured (what server-side apply merged).
 func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
 	from := in.GetObjectKind().GroupVersionKind()
 	to, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{from})
+	u, isUnstructured := in.(*unstructured.Unstructured)
+	if ok && from == to && !scheme.Scheme.Recognizes(from) {
+		if !isUnstructured {
+			return in, nil
+		}
+		if res, found := c.reg.ForKind(from); found {
+			return typedOf(res, u)
+		}
+	}
 	if _, unstructured := in.(runtime.Unstructured); !unstructured && ok && from == to {
 		// Already at the version: the field manager only reads what it is given here, or
 		// converts what it made itself, so the object need not be copied (the scheme's
@@ -37,19 +48,13 @@ func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 	if !ok || !srcOK || !dstOK || from == to || storageOf(src) != storageOf(dst) {
 		return c.ObjectConvertor.ConvertToVersion(in, target)
 	}
-	u, isUnstructured := in.(*unstructured.Unstructured)
 	obj := in
+	var err error
 	if isUnstructured {
-		typed, err := src.New()
-		if err != nil {
+		if obj, err = typedOf(src, u); err != nil {
 			return nil, err
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-			return nil, fmt.Errorf("%s: %w", from, err)
-		}
-		obj = typed
 	}
-	var err error
 	if src.Conversion != nil {
 		if obj, err = src.Conversion.ToStorage(obj); err != nil {
 			return nil, err
@@ -71,6 +76,18 @@ func (c versionConvertor) ConvertToVersion(in runtime.Object, target runtime.Gro
 	out := &unstructured.Unstructured{Object: m}
 	out.SetGroupVersionKind(to)
 	return out, nil
+}
+
+// typedOf makes an unstructured object of res's kind res's own type.
+func typedOf(res *registry.Resource, u *unstructured.Unstructured) (runtime.Object, error) {
+	obj, err := res.New()
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", u.GroupVersionKind(), err)
+	}
+	return obj, nil
 }
 
 // storageOf is the resource whose version a resource's objects are stored at: the resource

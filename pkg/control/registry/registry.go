@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -40,6 +41,10 @@ type Resource struct {
 	// NewObject and NewListObject, when set, make the resource's objects instead of the
 	// scheme: the custom resources of a CustomResourceDefinition have no Go type there.
 	NewObject, NewListObject func() runtime.Object
+	// TypeConverter, when set, gives the schema that managed fields and server-side apply
+	// work on, for a kind without a generated OpenAPI definition (a custom resource's, from
+	// its CustomResourceDefinition); it may build the schema at its first call.
+	TypeConverter func() (managedfields.TypeConverter, error)
 }
 
 // Conversion turns objects of a served version into the stored version and back, as

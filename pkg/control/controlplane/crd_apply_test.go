@@ -1,0 +1,171 @@
+package controlplane
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// A CustomResourceDefinition whose spec.ports is a list-map keyed by name, so that server-side
+// apply merges the entries of several managers, with a status subresource.
+const sprocketsCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sprockets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket, listKind: SprocketList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+              port: {x-kubernetes-int-or-string: true}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+`
+
+func sprocket(spec string) string {
+	return "apiVersion: example.com/v1\nkind: Sprocket\nmetadata: {name: g1}\nspec:\n" + spec
+}
+
+// managers are the managers of a custom resource's managedFields, with their operation
+// and subresource.
+func managers(t *testing.T, c *cluster, name string) string {
+	t.Helper()
+	return c.mustKubectl(t, "", "get", "sprocket", name, "-o",
+		`jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource}{" "}{end}`)
+}
+
+// Custom resources have managed fields and server-side apply as built-in kinds do:
+// conflicts name the other manager, --force-conflicts takes the field, list-maps merge by
+// key, the status subresource is applied on its own, fieldValidation holds on apply, and a
+// changed schema changes what apply accepts.
+func TestCustomResourceServerSideApply(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	c.mustKubectl(t, sprocketsCRD, "apply", "-f", "-")
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/sprockets.example.com")
+	waitForKubectl(t, c, "get", "sprockets")
+
+	// A plain create records its manager.
+	c.mustKubectl(t, "apiVersion: example.com/v1\nkind: Sprocket\nmetadata: {name: g0}\nspec: {color: green}\n", "create", "-f", "-")
+	if got := managers(t, c, "g0"); got != "kubectl-create/Update/ " {
+		t.Errorf("managedFields after create: %q", got)
+	}
+
+	// Two managers apply; the second conflicts on the first's field, naming it.
+	c.mustKubectl(t, sprocket("  color: red\n  port: http\n  ports: [{name: http, port: 80}]\n"), "apply", "--server-side", "--field-manager=alice", "-f", "-")
+	out, err := c.kubectl(t, sprocket("  color: blue\n"), "apply", "--server-side", "--field-manager=bob", "-f", "-")
+	if err == nil || !strings.Contains(out, `conflict with "alice"`) || !strings.Contains(out, ".spec.color") {
+		t.Fatalf("a conflicting apply: %v\n%s", err, out)
+	}
+	c.mustKubectl(t, sprocket("  color: blue\n  ports: [{name: https, port: 443}]\n"), "apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-")
+	if got := c.mustKubectl(t, "", "get", "sprocket", "g1", "-o", "jsonpath={.spec.color} {.spec.port} {.spec.ports[*].name}"); got != "blue http http https" {
+		t.Errorf("after the forced apply (color taken, ports merged by name): %q", got)
+	}
+	fields := c.mustKubectl(t, "", "get", "sprocket", "g1", "-o", `jsonpath={range .metadata.managedFields[*]}{.manager}={.fieldsV1}{"\n"}{end}`)
+	for _, want := range []string{`alice={"f:spec":{"f:port":{},"f:ports":{"k:{\"name\":\"http\"}"`, `bob={"f:spec":{"f:color":{},"f:ports":{"k:{\"name\":\"https\"}"`} {
+		if !strings.Contains(fields, want) {
+			t.Errorf("managed fields: want %s in\n%s", want, fields)
+		}
+	}
+	if strings.Contains(strings.SplitN(fields[strings.Index(fields, "alice="):], "\n", 2)[0], "f:color") {
+		t.Errorf("alice still owns spec.color:\n%s", fields)
+	}
+
+	// The status subresource is applied on its own and recorded as such; spec is not
+	// changed through it.
+	c.mustKubectl(t, sprocket("  color: yellow\nstatus: {phase: Ready}\n"), "apply", "--server-side", "--subresource=status", "--field-manager=ctl", "-f", "-")
+	if got := c.mustKubectl(t, "", "get", "sprocket", "g1", "-o", "jsonpath={.status.phase} {.spec.color}"); got != "Ready blue" {
+		t.Errorf("after a status apply: %q", got)
+	}
+	if got := managers(t, c, "g1"); !strings.Contains(got, "ctl/Apply/status ") {
+		t.Errorf("managedFields after a status apply: %q", got)
+	}
+
+	// fieldValidation: an unknown field fails a Strict apply; a duplicate field fails Strict
+	// and warns with Warn.
+	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warnings := &warningRecorder{}
+	admin.WarningHandler = warnings
+	sprockets := dynamic.NewForConfigOrDie(admin).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "sprockets"}).Namespace("default")
+	apply := func(body, validation string) error {
+		_, err := sprockets.Patch(ctx, "g1", types.ApplyYAMLPatchType, []byte(body), metav1.PatchOptions{FieldManager: "carol", FieldValidation: validation})
+		return err
+	}
+	if err := apply(sprocket("  bogus: 1\n"), "Strict"); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), ".spec.bogus: field not declared in schema") {
+		t.Errorf("an unknown field applied: %v", err)
+	}
+	duplicate := sprocket("  color: blue\n  color: blue\n")
+	if err := apply(duplicate, "Strict"); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `error strict decoding YAML`) || !strings.Contains(err.Error(), `"color" already set in map`) {
+		t.Errorf("a duplicate field applied with Strict: %v", err)
+	}
+	if err := apply(duplicate, "Warn"); err != nil || !strings.Contains(warnings.String(), `"color" already set in map`) {
+		t.Errorf("a duplicate field applied with Warn: %v, warnings %q", err, warnings.String())
+	}
+
+	// A changed schema is what apply checks against from then on.
+	c.mustKubectl(t, strings.Replace(sprocketsCRD, "color: {type: string}", "color: {type: string}\n              bogus: {type: integer}", 1), "apply", "-f", "-")
+	deadline := time.Now().Add(20 * time.Second)
+	for err := apply(sprocket("  bogus: 1\n"), "Strict"); err != nil; err = apply(sprocket("  bogus: 1\n"), "Strict") {
+		if time.Now().After(deadline) {
+			t.Fatalf("a field added to the schema is still refused: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := c.mustKubectl(t, "", "get", "sprocket", "g1", "-o", "jsonpath={.spec.bogus}"); got != "1" {
+		t.Errorf("the new field: %q", got)
+	}
+}
+
+// warningRecorder keeps the warnings the API server sent.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningRecorder) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.warnings, "\n")
+}
