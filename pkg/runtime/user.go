@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func withUser(userstr string, supplemental []int64) oci.SpecOpts {
 				return err
 			}
 			defer r.Close()
-			u, err = resolveUser(r.FS(), userstr)
+			u, err = resolveUser(r, userstr)
 			return err
 		})
 		if err != nil {
@@ -88,7 +89,7 @@ func withUser(userstr string, supplemental []int64) oci.SpecOpts {
 }
 
 // resolveUser reads root's etc/passwd and etc/group for userstr (see withUser).
-func resolveUser(root fs.FS, userstr string) (specs.User, error) {
+func resolveUser(root *os.Root, userstr string) (specs.User, error) {
 	name, group, hasGroup := strings.Cut(userstr, ":")
 	if name == "" {
 		name = "0"
@@ -161,8 +162,15 @@ func parseID(s string) (id uint32, numeric bool, err error) {
 }
 
 // readUserFile parses root's etc/passwd or etc/group; an image without one has no entries.
-func readUserFile[T any](root fs.FS, name string, parse func(r io.Reader) ([]T, error)) ([]T, error) {
+func readUserFile[T any](root *os.Root, name string, parse func(r io.Reader) ([]T, error)) ([]T, error) {
 	f, err := root.Open(name)
+	if err != nil {
+		// os.Root refuses absolute symlinks; one inside the image is followed from its root,
+		// as containerd does.
+		if target, lerr := root.Readlink(name); lerr == nil && path.IsAbs(target) {
+			f, err = root.Open(strings.TrimPrefix(path.Clean(target), "/"))
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
