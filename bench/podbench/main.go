@@ -2,7 +2,8 @@
 // minilab cluster with the image present: the baseline is single pods created one at a
 // time; then a burst of pods created at once, each timed from its create call to the
 // Running phase seen through a watch (Kubernetes' pod startup SLO measures the same,
-// 5 s at p99); then the node filled to its 110 pods. minilet's RSS is printed with 0 pods
+// 5 s at p99); then the node filled to its 110 pods. minilet's RSS is printed with 0 pods,
+// beside a floor (floor.go: a bare client-go process watching the node's pods and Node),
 // and with 110, and its CPU share while 110 pods just run. For the burst it also prints
 // who spent the host's CPU per pod (minilet, the CNI plugins, containerd, shims and runc,
 // the rest) and the p50/p99 of each step of minilet's start of a pod, from its log.
@@ -43,6 +44,15 @@ func main() {
 
 func run(singles, burst, full int, bin, images string) error {
 	ctx := context.Background()
+	floorDir, err := os.MkdirTemp("", "podbench-floor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(floorDir)
+	floorBin, err := buildFloor(floorDir)
+	if err != nil {
+		return err
+	}
 	name := fmt.Sprintf("podbench-%d", os.Getpid()%10000)
 	fmt.Printf("podbench: bringing up lab %s (1 node)\n", name)
 	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: bin, ImagesDir: images, Progress: os.Stdout})
@@ -71,7 +81,8 @@ func run(singles, burst, full int, bin, images string) error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(10 * time.Second) // let start-up work settle
+	const settle = 10 * time.Second
+	time.Sleep(settle) // let start-up work settle
 	idle, err := proc.RSSMiB(pid)
 	if err != nil {
 		return err
@@ -81,6 +92,12 @@ func run(singles, burst, full int, bin, images string) error {
 		return err
 	}
 	fmt.Printf("minilet RSS with 0 pods: %.1f MiB (target <= 47.7 MiB, 50 MB): %.1f MiB anonymous (heap, stacks), %.1f MiB of its binary's pages\n", idle, anon, file)
+	floor, floorAnon, floorFile, err := floorRSS(floorBin, l, settle)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("floor, client-go's clientset and informers doing LIST+WATCH of the node's pods and Node (bench/podbench/listwatch): %.1f MiB: %.1f MiB anonymous, %.1f MiB of its binary's pages; minilet above it %.1f MiB\n",
+		floor, floorAnon, floorFile, idle-floor)
 
 	var single []time.Duration
 	for i := range singles {

@@ -154,7 +154,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	// Join the pod's network by its bind-mounted path (runc refuses some /proc/PID/ns/net
 	// paths); IPC and UTS exist only in the running pause process.
 	spec := []oci.SpecOpts{
-		oci.WithImageConfig(img),
+		withImageProcess(imgSpec.Config),
 		oci.WithProcessArgs(args...),
 		oci.WithEnv(cfg.Env),
 		inShimOf(cfg.SandboxID),

@@ -78,8 +78,13 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		return Container{}, err
 	}
 
+	imgSpec, err := img.Spec(ctx)
+	if err != nil {
+		return Container{}, fmt.Errorf("sandbox of pod %s: reading the config of image %s: %w", cfg.PodUID, img.Name(), err)
+	}
+
 	id := newContainerID(cfg.PodUID, sandboxName)
-	spec := append([]oci.SpecOpts{oci.WithImageConfig(img), inShimOf(id),
+	spec := append([]oci.SpecOpts{withImageProcess(imgSpec.Config), withUser(imgSpec.Config.User, nil), inShimOf(id),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: cfg.NetNSPath})},
 		cfg.Linux.specOpts(id)...)
 	if cfg.HostUTS {

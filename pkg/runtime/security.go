@@ -1,16 +1,13 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
-	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // ConfigError is a container the runtime refuses for its configuration (the kubelet's
@@ -48,22 +45,7 @@ func (s Security) specOpts(imageUser string) ([]oci.SpecOpts, error) {
 			return nil, err
 		}
 	}
-	var opts []oci.SpecOpts
-	switch {
-	case s.RunAsUser != nil && s.RunAsGroup != nil:
-		opts = append(opts, oci.WithUIDGID(uint32(*s.RunAsUser), uint32(*s.RunAsGroup)))
-	case s.RunAsUser != nil:
-		opts = append(opts, oci.WithUserID(uint32(*s.RunAsUser)))
-	}
-	if len(s.SupplementalGroups) > 0 {
-		groups := append([]int64(nil), s.SupplementalGroups...)
-		opts = append(opts, func(_ context.Context, _ oci.Client, _ *containers.Container, spec *specs.Spec) error {
-			for _, g := range groups {
-				spec.Process.User.AdditionalGids = append(spec.Process.User.AdditionalGids, uint32(g))
-			}
-			return nil
-		})
-	}
+	opts := []oci.SpecOpts{withUser(s.user(imageUser), s.SupplementalGroups)}
 	if s.Privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
 	} else {
@@ -95,6 +77,19 @@ func (s Security) specOpts(imageUser string) ([]oci.SpecOpts, error) {
 		opts = append(opts, seccomp.WithProfile(s.Seccomp))
 	}
 	return opts, nil
+}
+
+// user is the user the container runs as, chosen as containerd's CRI plugin does:
+// runAsUser (with runAsGroup), else the image's USER.
+func (s Security) user(imageUser string) string {
+	if s.RunAsUser == nil {
+		return imageUser
+	}
+	u := strconv.FormatInt(*s.RunAsUser, 10)
+	if s.RunAsGroup != nil {
+		u += ":" + strconv.FormatInt(*s.RunAsGroup, 10)
+	}
+	return u
 }
 
 // checkNonRoot refuses a container that would run as root, with the kubelet's words.
