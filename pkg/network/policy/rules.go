@@ -4,6 +4,8 @@
 // counted DROP; every peer of a rule (pods by selector, an ipBlock) is an ipset, so pods
 // coming and going change set members, not rules. Replies of allowed connections pass by
 // conntrack, traffic from the node itself passes, hostNetwork pods are never selected.
+// AdminNetworkPolicies and the BaselineAdminNetworkPolicy are tiers before and after the
+// NetworkPolicies in the same chains (admin.go).
 package policy
 
 import (
