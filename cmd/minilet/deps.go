@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 
 	"github.com/minik8s/minik8s/pkg/agent"
 	"github.com/minik8s/minik8s/pkg/agent/certificate"
@@ -26,7 +27,7 @@ import (
 // Dependencies (the one place that knows them real), the node's pod network, the stats
 // collector and the node API, and returns once all it started have stopped. Events go
 // through eventClient (a rate limit of their own, as the kubelet's), all else through client.
-func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.Interface, log *slog.Logger) error {
+func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.Interface, adminPolicies anpclient.Interface, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.I
 	wg.Go(func() { nodeNet.Run(ctx, client, rec) })
 	wg.Go(func() { collector.Run(ctx) })
 	if cfg.NetworkPolicy {
-		wg.Go(func() { runNetworkPolicy(ctx, client, cfg.NodeName, log) })
+		wg.Go(func() { runNetworkPolicy(ctx, client, adminPolicies, cfg.NodeName, log) })
 	}
 	if cfg.ServesNodeAPI() {
 		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 func main() {
@@ -94,9 +95,13 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			adminPolicies, err := anpclient.NewForConfig(restCfg)
+			if err != nil {
+				return err
+			}
 			cfg.HealthzAddr = fmt.Sprintf("%s:%d", healthzAddr, healthzPort)
 			cfg.Ready = daemon.NotifyReady
-			if err := run(ctx, cfg, client, eventClient, log); err != nil {
+			if err := run(ctx, cfg, client, eventClient, adminPolicies, log); err != nil {
 				return err
 			}
 			if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {

@@ -266,7 +266,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		// k3s' agents read them for kube-router's controller.
 		clusterRole("system:minik8s:network-policy", nil, rules(
 			rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
-			rule("list", "watch").groups(networking).resources("networkpolicies"))),
+			rule("list", "watch").groups(networking).resources("networkpolicies"),
+			rule("list", "watch").groups("policy.networking.k8s.io").resources("adminnetworkpolicies", "baselineadminnetworkpolicies"))),
 		// miniapi's metrics.k8s.io reads nodes and pods as metrics-server's role allows it.
 		clusterRole("system:metrics-server", nil, rules(
 			rule("get").groups(legacyGroup).resources("nodes/metrics"),

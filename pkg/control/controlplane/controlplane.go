@@ -32,11 +32,13 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/encryption"
+	"github.com/minik8s/minik8s/pkg/network/policy/admincrd"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	corev1 "k8s.io/api/core/v1"
+	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -447,6 +449,13 @@ func Run(ctx context.Context, o Options) error {
 	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg), srv.OpenAPI(), log.With("component", "apiextensions")); err != nil {
 		return err
 	}
+	// AdminNetworkPolicy and BaselineAdminNetworkPolicy, which minilet enforces, are served
+	// from the start as distributions enforcing them carry them: no manifest to fetch.
+	crds, err := crdclient.NewForConfig(loopback)
+	if err != nil {
+		return err
+	}
+	running.Go(func() { installAdminPolicyCRDs(ctx, crds, log) })
 	if err := g.start(ctx, privileged, o); err != nil {
 		return err
 	}
@@ -489,6 +498,18 @@ func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
 	})
 	if err == nil {
 		ready()
+	}
+}
+
+// installAdminPolicyCRDs installs package admincrd's definitions once the server answers.
+func installAdminPolicyCRDs(ctx context.Context, crds crdclient.Interface, log *slog.Logger) {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = admincrd.Install(ctx, crds.ApiextensionsV1())
+		return last == nil, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("admin network policy definitions not installed", "err", last)
 	}
 }
 

@@ -13,14 +13,17 @@ import (
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	anpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
 )
 
 // Controller keeps the node's policy chains and sets equal to what the API holds.
 type Controller struct {
 	factory informers.SharedInformerFactory
+	admin   anpinformers.SharedInformerFactory // nil: no admin tiers
 	node    string
 	log     *slog.Logger
 	// NetNS, when set, is the network namespace whose iptables and ipsets are written (a
@@ -46,6 +49,16 @@ func New(factory informers.SharedInformerFactory, node string, log *slog.Logger)
 	return c
 }
 
+// WithAdminPolicies enforces the AdminNetworkPolicies and the BaselineAdminNetworkPolicy
+// of f around the NetworkPolicies; call it before Run, whose start of f finds them served
+// (miniapi installs their definitions as it starts, see package admincrd).
+func (c *Controller) WithAdminPolicies(f anpinformers.SharedInformerFactory) *Controller {
+	c.admin = f
+	f.Policy().V1alpha1().AdminNetworkPolicies().Informer()
+	f.Policy().V1alpha1().BaselineAdminNetworkPolicies().Informer()
+	return c
+}
+
 // Run syncs at every change of pods, namespaces or policies until ctx ends, then leaves the
 // rules in place (a restarting minilet keeps its pods isolated).
 func (c *Controller) Run(ctx context.Context) error {
@@ -61,20 +74,29 @@ func (c *Controller) Run(ctx context.Context) error {
 		UpdateFunc: func(any, any) { r.Run() },
 		DeleteFunc: func(any) { r.Run() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{
+	infs := []cache.SharedIndexInformer{
 		c.factory.Core().V1().Pods().Informer(),
 		c.factory.Core().V1().Namespaces().Informer(),
 		c.factory.Networking().V1().NetworkPolicies().Informer(),
-	} {
+	}
+	if c.admin != nil {
+		infs = append(infs, c.admin.Policy().V1alpha1().AdminNetworkPolicies().Informer(),
+			c.admin.Policy().V1alpha1().BaselineAdminNetworkPolicies().Informer())
+	}
+	for _, inf := range infs {
 		if _, err := inf.AddEventHandler(kick); err != nil {
 			return err
 		}
 	}
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown() // its informers' goroutines end before Run returns
-	for typ, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok && ctx.Err() == nil {
-			return fmt.Errorf("network policy: %v informer did not sync", typ)
+	if c.admin != nil {
+		c.admin.Start(ctx.Done())
+		defer c.admin.Shutdown()
+	}
+	for _, inf := range infs {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) && ctx.Err() == nil {
+			return fmt.Errorf("network policy: informer did not sync")
 		}
 	}
 	r.Loop(ctx)
@@ -119,7 +141,17 @@ func (c *Controller) state() (*State, error) {
 	if st.Policies, err = c.factory.Networking().V1().NetworkPolicies().Lister().List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	return st, nil
+	if c.admin == nil {
+		return st, nil
+	}
+	admin := c.admin.Policy().V1alpha1()
+	if st.AdminPolicies, err = admin.AdminNetworkPolicies().Lister().List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if st.Baseline, err = admin.BaselineAdminNetworkPolicies().Lister().Get(BaselineName); apierrors.IsNotFound(err) {
+		st.Baseline, err = nil, nil
+	}
+	return st, err
 }
 
 func (c *Controller) inNetNS(fn func() error) error {

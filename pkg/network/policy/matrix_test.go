@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // The connectivity matrix of Kubernetes' netpol e2e: namespaces x, y, z with pods a, b, c,
@@ -204,6 +205,7 @@ func (mn *matrixNet) expect(t *testing.T, what string, pr policytest.Probe, want
 // pod=NAME, ports named serve-80-tcp ... serve-81-udp) on node "node1", IPs as in mn.
 type cluster struct {
 	client kubernetes.Interface
+	config *rest.Config
 }
 
 func newCluster(t *testing.T, mn *matrixNet) *cluster {
@@ -226,7 +228,7 @@ func newCluster(t *testing.T, mn *matrixNet) *cluster {
 			t.Fatal(err)
 		}
 	}
-	return &cluster{client: c.Client}
+	return &cluster{client: c.Client, config: c.Config}
 }
 
 // apiPod is p as the API holds it (label pod=NAME, ports named serve-80-tcp ... serve-81-udp)

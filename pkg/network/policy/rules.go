@@ -4,6 +4,8 @@
 // counted DROP; every peer of a rule (pods by selector, an ipBlock) is an ipset, so pods
 // coming and going change set members, not rules. Replies of allowed connections pass by
 // conntrack, traffic from the node itself passes, hostNetwork pods are never selected.
+// AdminNetworkPolicies and the BaselineAdminNetworkPolicy are tiers before and after the
+// NetworkPolicies in the same chains (admin.go).
 package policy
 
 import (
@@ -21,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 )
 
 const (
@@ -35,13 +38,15 @@ const (
 	hashNet     = ipset.Type("hash:net")
 )
 
-// State is what the rules are computed from: the cluster's pods, namespaces and
-// NetworkPolicies, and the node whose pods are enforced.
+// State is what the rules are computed from: the cluster's pods, namespaces,
+// NetworkPolicies and admin policies, and the node whose pods are enforced.
 type State struct {
-	Node       string
-	Pods       []*corev1.Pod
-	Namespaces []*corev1.Namespace
-	Policies   []*networkingv1.NetworkPolicy
+	Node          string
+	Pods          []*corev1.Pod
+	Namespaces    []*corev1.Namespace
+	Policies      []*networkingv1.NetworkPolicy
+	AdminPolicies []*anpv1alpha1.AdminNetworkPolicy
+	Baseline      *anpv1alpha1.BaselineAdminNetworkPolicy // nil: none
 }
 
 // Ruleset is what one sync writes: the filter table's chains (TopChain first) and the sets
@@ -94,14 +99,10 @@ func Build(s *State) *Ruleset {
 		}
 		for _, dir := range []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress} {
 			pc := b.podChain(p, dir)
-			if len(pc.isolatedBy) == 0 {
+			if !pc.exists() {
 				continue
 			}
-			c := Chain{Name: pc.name}
-			for _, e := range pc.entries {
-				c.Rules = append(c.Rules, e.text)
-			}
-			chains = append(chains, c)
+			chains = append(chains, pc.chains(p, dir)...)
 			if dir == networkingv1.PolicyTypeEgress {
 				egress = append(egress, jumpLine(p, dir))
 			} else {
@@ -162,16 +163,25 @@ type builder struct {
 	sets     map[string]*ipset.Set
 }
 
-// podChain is pod p's chain in one direction: isolatedBy lists the policies selecting p
-// there (none: p is not isolated and has no chain).
+// podChain is pod p's chain in one direction: isolatedBy lists the NetworkPolicies
+// selecting p there, adminBy the admin policies with rules for p there (neither: p has no
+// chain). Its entries are the admin tier, then from tier on the NetworkPolicy and baseline
+// tiers: in a chain of their own (tierChainName) when a Pass goes there.
 type podChain struct {
 	name       string
 	isolatedBy []string
+	adminBy    []string
 	entries    []entry
+	tier       int
+	passes     bool
 }
+
+func (c *podChain) exists() bool { return len(c.isolatedBy)+len(c.adminBy) > 0 }
 
 func (b *builder) podChain(p *corev1.Pod, dir networkingv1.PolicyType) podChain {
 	c := podChain{name: ChainName(p, dir)}
+	admin := b.adminTier(p, dir, &c)
+	var tier []entry
 	for _, np := range b.state.Policies {
 		if np.Namespace != p.Namespace || !hasType(np, dir) || !selects(&np.Spec.PodSelector, p.Labels) {
 			continue
@@ -179,23 +189,54 @@ func (b *builder) podChain(p *corev1.Pod, dir networkingv1.PolicyType) podChain 
 		c.isolatedBy = append(c.isolatedBy, np.Namespace+"/"+np.Name)
 		if dir == networkingv1.PolicyTypeIngress {
 			for i, r := range np.Spec.Ingress {
-				c.entries = append(c.entries, b.ruleEntries(np, p, dir, i, r.From, r.Ports)...)
+				tier = append(tier, b.ruleEntries(np, p, dir, i, r.From, r.Ports)...)
 			}
 		} else {
 			for i, r := range np.Spec.Egress {
-				c.entries = append(c.entries, b.ruleEntries(np, p, dir, i, r.To, r.Ports)...)
+				tier = append(tier, b.ruleEntries(np, p, dir, i, r.To, r.Ports)...)
 			}
 		}
 	}
+	// A pod some NetworkPolicy isolates is denied what they do not allow; the baseline
+	// decides only for the others.
+	closing := entry{drop: true, text: fmt.Sprintf(`-m comment --comment "%s/%s %s denied" -j DROP`, p.Namespace, p.Name, strings.ToLower(string(dir)))}
 	if len(c.isolatedBy) == 0 {
+		tier = b.baselineTier(p, dir, &c)
+		closing = entry{allowRest: true, text: fmt.Sprintf(`-m comment --comment "%s/%s %s not denied" -j RETURN`, p.Namespace, p.Name, strings.ToLower(string(dir)))}
+	}
+	if !c.exists() {
 		return c
 	}
 	if dir == networkingv1.PolicyTypeIngress {
 		// The node itself (probes, kubectl port-forward's dial) may always reach its pods.
-		c.entries = append([]entry{{fromNode: true, text: `-m comment --comment "from the node itself" -m addrtype --src-type LOCAL -j RETURN`}}, c.entries...)
+		c.entries = append(c.entries, entry{fromNode: true, text: `-m comment --comment "from the node itself" -m addrtype --src-type LOCAL -j RETURN`})
 	}
-	c.entries = append(c.entries, entry{drop: true, text: fmt.Sprintf(`-m comment --comment "%s/%s %s denied" -j DROP`, p.Namespace, p.Name, strings.ToLower(string(dir)))})
+	c.entries = append(c.entries, admin...)
+	c.tier = len(c.entries)
+	for _, e := range admin {
+		c.passes = c.passes || e.pass
+	}
+	c.entries = append(append(c.entries, tier...), closing)
 	return c
+}
+
+// chains are c as iptables chains: one, or two when a Pass goes to the second.
+func (c *podChain) chains(p *corev1.Pod, dir networkingv1.PolicyType) []Chain {
+	texts := func(es []entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.text)
+		}
+		return out
+	}
+	if !c.passes {
+		return []Chain{{Name: c.name, Rules: texts(c.entries)}}
+	}
+	tier := tierChainName(p, dir)
+	return []Chain{
+		{Name: c.name, Rules: append(texts(c.entries[:c.tier]), fmt.Sprintf(`-m comment --comment "NetworkPolicy and baseline tiers" -g %s`, tier))},
+		{Name: tier, Rules: texts(c.entries[c.tier:])},
+	}
 }
 
 // entry is one rule of a pod's chain: its iptables text and what it matches, so that the
@@ -208,12 +249,22 @@ type entry struct {
 	ports    [2]int32   // a port or range; 0: any port (of proto, if any)
 	portSet  *ipset.Set // an egress named port: the destination's ip,port in this set
 	fromNode bool       // the node's own connections (addrtype LOCAL)
-	drop     bool
+	drop     bool       // the closing DROP of a pod some NetworkPolicy isolates
+	// allowRest: the closing RETURN of a pod isolated by admin policies only.
+	allowRest bool
+	deny      bool // an admin Deny rule: DROP when it matches
+	pass      bool // an AdminNetworkPolicy Pass rule: to the NetworkPolicy tier
 }
 
-// RuleRef names one (peer, port) of one rule of a NetworkPolicy, as an entry's comment does.
+// RuleRef names one (peer, port) of one rule of a NetworkPolicy, an AdminNetworkPolicy or
+// a BaselineAdminNetworkPolicy, as an entry's comment does.
 type RuleRef struct {
-	Policy    string `json:"policy"` // namespace/name
+	// Kind is "" for a NetworkPolicy, else AdminNetworkPolicy or BaselineAdminNetworkPolicy.
+	Kind      string `json:"kind,omitempty"`
+	Policy    string `json:"policy"`             // namespace/name; the name of a cluster-scoped admin policy
+	Priority  *int32 `json:"priority,omitempty"` // of an AdminNetworkPolicy
+	Name      string `json:"name,omitempty"`     // an admin policy rule's own name
+	Action    string `json:"action,omitempty"`   // an admin policy rule's Allow, Deny or Pass
 	Direction string `json:"direction"`
 	Rule      int    `json:"rule"`     // index in spec.ingress or spec.egress
 	Peer      int    `json:"peer"`     // index in from/to; -1: any peer
@@ -223,21 +274,55 @@ type RuleRef struct {
 }
 
 func (r RuleRef) String() string {
-	return fmt.Sprintf("%s %s rule %d (%s %s, on %s)", r.Policy, r.Direction, r.Rule, map[string]string{"ingress": "from", "egress": "to"}[r.Direction], r.PeerText, r.PortText)
+	s := fmt.Sprintf("%s %s rule %d", r.owner(), r.Direction, r.Rule)
+	if r.Kind != "" {
+		s = r.Kind + " " + s
+		if r.Priority != nil {
+			s = fmt.Sprintf("%s (priority %d)", s, *r.Priority)
+		}
+		if r.Name != "" {
+			s += fmt.Sprintf(" %q", r.Name)
+		}
+		s += " " + r.Action
+	}
+	return fmt.Sprintf("%s (%s %s, on %s)", s, map[string]string{"ingress": "from", "egress": "to"}[r.Direction], r.PeerText, r.PortText)
+}
+
+// owner is the policy as comments name it: namespace/name, anp/NAME or banp/NAME.
+func (r RuleRef) owner() string {
+	switch r.Kind {
+	case kindANP:
+		return "anp/" + r.Policy
+	case kindBANP:
+		return "banp/" + r.Policy
+	}
+	return r.Policy
 }
 
 // ruleEntries are the RETURN entries of one ingress (peers = from) or egress (peers = to)
 // rule of np, for pod p: any peer with any port.
 func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir networkingv1.PolicyType, idx int, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) []entry {
-	comment := fmt.Sprintf(`-m comment --comment "%s/%s %s rule %d"`, np.Namespace, np.Name, strings.ToLower(string(dir)), idx)
+	ref := RuleRef{Policy: np.Namespace + "/" + np.Name, Direction: strings.ToLower(string(dir)), Rule: idx}
+	return b.peerPortEntries(np.Namespace, ref, p, dir, peers, ports, "-j RETURN")
+}
+
+// peerPortEntries are the entries of one rule (ref) of a policy in namespace ns (any, for
+// the cluster-scoped admin policies, whose peers all select namespaces), for pod p: one per
+// peer and port, jumping to target.
+func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir networkingv1.PolicyType, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, target string) []entry {
+	comment := fmt.Sprintf(`-m comment --comment "%s %s rule %d"`, ref.owner(), ref.Direction, ref.Rule)
 	side := "src"
 	if dir == networkingv1.PolicyTypeEgress {
 		side = "dst"
 	}
 	ruleID := func(parts ...string) string {
-		return hash(append([]string{np.Namespace, np.Name, string(dir), strconv.Itoa(idx)}, parts...)...)
+		id := []string{ref.Policy, string(dir), strconv.Itoa(ref.Rule)}
+		if ref.Kind != "" {
+			id = append([]string{ref.Kind}, id...)
+		}
+		return hash(append(id, parts...)...)
 	}
-	ref := RuleRef{Policy: np.Namespace + "/" + np.Name, Direction: strings.ToLower(string(dir)), Rule: idx, Peer: -1, PeerText: "any peer", Port: -1, PortText: "any port"}
+	ref.Peer, ref.PeerText, ref.Port, ref.PortText = -1, "any peer", -1, "any port"
 	// One entry per peer with its set (nil: any address).
 	peerEntries := []entry{{rule: ref}}
 	var peerPods [][]*corev1.Pod // per pod-selecting peer, for named egress ports
@@ -247,8 +332,9 @@ func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir
 			peer := &peers[j]
 			e := entry{rule: ref}
 			e.rule.Peer, e.rule.PeerText = j, peerText(peer)
+			setComment := fmt.Sprintf("%s %s rule %d peer %d", ref.owner(), dir, ref.Rule, j)
 			if peer.IPBlock != nil {
-				e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashNet, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
+				e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashNet, setComment)
 				for _, n := range ipv4Nets(peer.IPBlock.CIDR) {
 					e.peer.Add(n)
 				}
@@ -260,9 +346,9 @@ func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir
 				peerEntries = append(peerEntries, e)
 				continue
 			}
-			selected := b.selectPeers(np.Namespace, peer)
+			selected := b.selectPeers(ns, peer)
 			peerPods = append(peerPods, selected)
-			e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, fmt.Sprintf("%s/%s %s rule %d peer %d", np.Namespace, np.Name, dir, idx, j))
+			e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, setComment)
 			for _, pod := range selected {
 				e.peer.Add(podIP(pod))
 			}
@@ -280,7 +366,7 @@ func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir
 	var out []entry
 	if len(ports) == 0 {
 		for _, e := range peerEntries {
-			e.text = join(peerMatch(e), comment, "-j RETURN")
+			e.text = join(peerMatch(e), comment, target)
 			out = append(out, e)
 		}
 		return out
@@ -295,14 +381,14 @@ func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir
 					for _, e := range peerEntries {
 						e.rule.Port, e.rule.PortText = k, fmt.Sprintf("%s port %s (%d on %s/%s)", proto, port.Port.StrVal, n, p.Namespace, p.Name)
 						e.proto, e.ports = proto, [2]int32{n, n}
-						e.text = join(peerMatch(e), fmt.Sprintf("-p %s --dport %d", lproto, n), comment, "-j RETURN")
+						e.text = join(peerMatch(e), fmt.Sprintf("-p %s --dport %d", lproto, n), comment, target)
 						out = append(out, e)
 					}
 				}
 				continue
 			}
 			// Egress to a named port: each peer pod's own port of that name, one ip,port set.
-			set := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s/%s egress rule %d port %s", np.Namespace, np.Name, idx, port.Port.StrVal))
+			set := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, port.Port.StrVal))
 			for _, pods := range peerPods {
 				for _, pod := range pods {
 					if n := namedPort(pod, port.Port.StrVal, proto); n != 0 {
@@ -312,7 +398,7 @@ func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir
 			}
 			e := entry{rule: ref, proto: proto, portSet: set}
 			e.rule.Port, e.rule.PortText = k, fmt.Sprintf("%s port %s of the peer pods", proto, port.Port.StrVal)
-			e.text = join(fmt.Sprintf("-p %s -m set --match-set %s dst,dst", lproto, set.Name), comment, "-j RETURN")
+			e.text = join(fmt.Sprintf("-p %s -m set --match-set %s dst,dst", lproto, set.Name), comment, target)
 			out = append(out, e)
 			continue
 		}
@@ -332,7 +418,7 @@ func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir
 		for _, e := range peerEntries {
 			e.rule.Port, e.rule.PortText = k, portText
 			e.proto, e.ports = proto, rng
-			e.text = join(peerMatch(e), pm, comment, "-j RETURN")
+			e.text = join(peerMatch(e), pm, comment, target)
 			out = append(out, e)
 		}
 	}

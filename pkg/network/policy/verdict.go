@@ -28,14 +28,17 @@ type Verdict struct {
 	Direction  string   `json:"direction"` // "egress" (of the source) or "ingress" (of the destination)
 	Pod        string   `json:"pod"`       // namespace/name
 	Node       string   `json:"node"`
-	IsolatedBy []string `json:"isolatedBy"` // the policies selecting the pod in this direction; none: not isolated
-	Allowed    bool     `json:"allowed"`
+	IsolatedBy []string `json:"isolatedBy"` // the NetworkPolicies selecting the pod in this direction
+	// AdminBy are the admin policies with rules for the pod in this direction ("anp/NAME",
+	// "banp/default"); with IsolatedBy empty too, the pod is not isolated.
+	AdminBy []string `json:"adminBy,omitempty"`
+	Allowed bool     `json:"allowed"`
 	// Chain is the pod's chain ("" when not isolated); Index is the rule of it that decided
 	// (a RETURN, or the closing DROP) and Rule that rule's text, as the controller wrote it.
 	Chain  string   `json:"chain,omitempty"`
 	Index  int      `json:"index"`
 	Rule   string   `json:"rule,omitempty"`
-	By     *RuleRef `json:"by,omitempty"` // the policy rule that allowed it
+	By     *RuleRef `json:"by,omitempty"` // the policy rule that allowed it (or, an admin one, denied it)
 	Reason string   `json:"reason"`
 }
 
@@ -52,36 +55,52 @@ func Decide(s *State, pod *corev1.Pod, dir networkingv1.PolicyType, c Connection
 		return v
 	}
 	pc := newBuilder(s).podChain(pod, dir)
-	if len(pc.isolatedBy) == 0 {
+	if !pc.exists() {
 		v.Allowed, v.Reason = true, fmt.Sprintf("not isolated for %s: no policy selects %s", v.Direction, v.Pod)
 		return v
 	}
-	v.IsolatedBy, v.Chain = pc.isolatedBy, pc.name
+	v.IsolatedBy, v.AdminBy, v.Chain = pc.isolatedBy, pc.adminBy, pc.name
 	far := c.Src
 	if dir == networkingv1.PolicyTypeEgress {
 		far = c.Dst
 	}
-	for i, e := range pc.entries {
+	var passed *RuleRef
+	for i := 0; i < len(pc.entries); i++ {
+		e := pc.entries[i]
 		if !e.matches(c, far) {
 			continue
 		}
 		v.Index, v.Rule = i, e.text
+		if pc.passes && i >= pc.tier {
+			v.Chain, v.Index = tierChainName(pod, dir), i-pc.tier
+		}
+		by := e.rule
 		switch {
+		case e.pass:
+			// The rest of the admin tier is skipped; the next tiers decide.
+			passed, i = &by, pc.tier-1
+			continue
 		case e.drop:
 			what := "from " + orAddr(c.SrcName, c.Src)
 			if dir == networkingv1.PolicyTypeEgress {
 				what = "to " + orAddr(c.DstName, c.Dst)
 			}
 			v.Reason = fmt.Sprintf("denied: no policy selecting %s allows %s %s on %s %d (policies: %s)", v.Pod, v.Direction, what, c.Protocol, c.Port, strings.Join(pc.isolatedBy, ", "))
+		case e.deny:
+			v.By, v.Reason = &by, "denied by "+by.String()
+		case e.allowRest:
+			v.Allowed, v.Reason = true, fmt.Sprintf("allowed: no admin policy rule matched (%s) and no NetworkPolicy isolates %s", strings.Join(pc.adminBy, ", "), v.Pod)
 		case e.fromNode:
 			v.Allowed, v.Reason = true, "allowed: from the node itself (probes), before any policy"
 		default:
-			by := e.rule
 			v.Allowed, v.By, v.Reason = true, &by, "allowed by "+by.String()
+		}
+		if passed != nil {
+			v.Reason += ", after " + passed.String()
 		}
 		return v
 	}
-	v.Reason = "no rule of the chain matched (it always ends in a DROP)" // not reached
+	v.Reason = "no rule of the chain matched (it always ends in a DROP or a RETURN)" // not reached
 	return v
 }
 
@@ -95,7 +114,7 @@ func orAddr(name, addr string) string {
 // matches tells whether e takes connection c, far being the address on the other end.
 func (e *entry) matches(c Connection, far string) bool {
 	switch {
-	case e.drop:
+	case e.drop, e.allowRest:
 		return true
 	case e.fromNode:
 		return c.FromNode

@@ -14,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 )
 
 var (
@@ -132,7 +133,10 @@ var Restore = Relabeling{"x", "a", map[string]string{"pod": "a"}}
 type Case struct {
 	Name     string
 	Policies []*networkingv1.NetworkPolicy
-	Relabel  *Relabeling
+	// AdminPolicies and Baseline are created after Policies (the admin cases' only).
+	AdminPolicies []*anpv1alpha1.AdminNetworkPolicy
+	Baseline      *anpv1alpha1.BaselineAdminNetworkPolicy
+	Relabel       *Relabeling
 	// AcceptFirstInForward: before the policies, an ACCEPT of everything is inserted first in
 	// the FORWARD chain of the nodes (a service proxy restarting after minilet); the next
 	// sync must move the policy jumps back on top.

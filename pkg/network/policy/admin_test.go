@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/policy/admincrd"
+	"github.com/minik8s/minik8s/pkg/network/policy/policytest"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
+	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
+	anpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
+)
+
+// adminCases are the admin tiers' cases with this test's pod addresses.
+func adminCases() []policytest.Case {
+	ips := map[string]string{}
+	for _, p := range matrixPods() {
+		ips[p.key()] = p.ip
+	}
+	return policytest.AdminCases(func(key string) string { return ips[key] })
+}
+
+// TestAdminConnectivityMatrix runs the admin tiers' cases against the controller on a real
+// miniapi serving the CRDs of package admincrd, writing real rules in the node namespace.
+func TestAdminConnectivityMatrix(t *testing.T) {
+	mn := newMatrixNet(t)
+	c := newCluster(t, mn)
+	ctx, cancel := context.WithCancel(context.Background())
+	anps := anpClient(t, ctx, c.config)
+	factory := informers.NewSharedInformerFactory(c.client, 0)
+	ctrl := New(factory, "node1", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	ctrl.WithAdminPolicies(anpinformers.NewSharedInformerFactory(anps, 0))
+	ctrl.NetNS = mn.node
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+		cleanedUp(t, mn)
+	})
+	admin := anps.PolicyV1alpha1()
+	for _, tc := range adminCases() {
+		t.Run(tc.Name, func(t *testing.T) {
+			for _, np := range tc.Policies {
+				if _, err := c.client.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, anp := range tc.AdminPolicies {
+				if _, err := admin.AdminNetworkPolicies().Create(ctx, anp, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.Baseline != nil {
+				if _, err := admin.BaselineAdminNetworkPolicies().Create(ctx, tc.Baseline, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Probe only once every policy is written: a matrix seen half way could match.
+			var comments []string
+			for _, np := range tc.Policies {
+				comments = append(comments, `"`+np.Namespace+"/"+np.Name+" ")
+			}
+			for _, anp := range tc.AdminPolicies {
+				comments = append(comments, `"anp/`+anp.Name+" ")
+			}
+			if tc.Baseline != nil {
+				comments = append(comments, `"banp/`+tc.Baseline.Name+" ")
+			}
+			mn.waitRules(t, "every policy written", func(rules string) bool {
+				for _, c := range comments {
+					if !strings.Contains(rules, c) {
+						return false
+					}
+				}
+				return true
+			})
+			for pr, want := range tc.Expect {
+				mn.expect(t, tc.Name, pr, want)
+			}
+			for _, ns := range policytest.Namespaces {
+				if err := c.client.NetworkingV1().NetworkPolicies(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := admin.AdminNetworkPolicies().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.BaselineAdminNetworkPolicies().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Back to no pod chain before the next case.
+			mn.waitRules(t, "no pod chain left", func(rules string) bool { return !strings.Contains(rules, ":"+chainPrefix) })
+			mn.expect(t, tc.Name+", all deleted", policytest.TCP80, policytest.Matrix(true))
+		})
+	}
+}
+
+// waitRules waits (10 s at most) until the node's filter table satisfies ok.
+func (mn *matrixNet) waitRules(t *testing.T, what string, ok func(rules string) bool) {
+	t.Helper()
+	var rules []byte
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		err := network.InNetNS(mn.node, func() error {
+			var err error
+			rules, err = exec.Command("iptables-save", "-t", "filter").Output()
+			return err
+		})
+		return err == nil && ok(string(rules)), err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v; the rules:\n%s", what, err, rules)
+	}
+}
+
+// anpClient installs the admin CRDs and waits until their resources are served.
+func anpClient(t *testing.T, ctx context.Context, cfg *rest.Config) *anpclient.Clientset {
+	t.Helper()
+	crds, err := crdclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admincrd.Install(ctx, crds.ApiextensionsV1()); err != nil {
+		t.Fatal(err)
+	}
+	anps, err := anpclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err1 := anps.PolicyV1alpha1().AdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+		_, err2 := anps.PolicyV1alpha1().BaselineAdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+		return err1 == nil && err2 == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("admin network policies not served: %v", err)
+	}
+	return anps
+}
+
+// TestAdminVerdictsMatchMatrix: for every admin case, the verdicts Decide gives are the
+// matrix TestAdminConnectivityMatrix expects of the kernel.
+func TestAdminVerdictsMatchMatrix(t *testing.T) {
+	testPods := matrixPods()
+	pods := map[string]*corev1.Pod{}
+	state := State{Node: "node1"}
+	for _, p := range testPods {
+		pod := p.apiPod()
+		pod.UID, pod.Status = types.UID("uid-"+p.key()), p.status()
+		pods[p.key()] = pod
+		state.Pods = append(state.Pods, pod)
+	}
+	for _, ns := range policytest.Namespaces {
+		state.Namespaces = append(state.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
+	}
+	for _, tc := range adminCases() {
+		state.Policies, state.AdminPolicies, state.Baseline = tc.Policies, tc.AdminPolicies, tc.Baseline
+		for pr, r := range tc.Expect {
+			var diff []string
+			for _, f := range testPods {
+				for _, to := range testPods {
+					if f == to {
+						continue
+					}
+					c := Connection{Src: f.ip, Dst: to.ip, Protocol: pr.Proto, Port: int32(pr.Port), SrcName: f.key(), DstName: to.key()}
+					eg := Decide(&state, pods[f.key()], networkingv1.PolicyTypeEgress, c)
+					in := Decide(&state, pods[to.key()], networkingv1.PolicyTypeIngress, c)
+					if got := eg.Allowed && in.Allowed; got != r[f.key()][to.key()] {
+						diff = append(diff, fmt.Sprintf("%s -> %s: got %v (egress: %s; ingress: %s), want %v", f.key(), to.key(), got, eg.Reason, in.Reason, !got))
+					}
+				}
+			}
+			if len(diff) > 0 {
+				t.Errorf("%s on %s: %d pairs differ:\n%s", tc.Name, pr, len(diff), strings.Join(diff, "\n"))
+			}
+		}
+	}
+}
+
+// TestAdminVerdictNamesTheRule: a verdict names the ANP rule that denied, the Pass that
+// handed over and the NetworkPolicy rule that then allowed, at the chain and index written.
+func TestAdminVerdictNamesTheRule(t *testing.T) {
+	xa := statePod("x", "a", "node1", "10.0.0.1", map[string]string{"pod": "a"})
+	yb := statePod("y", "b", "node2", "10.0.0.2", map[string]string{"pod": "b"})
+	zc := statePod("z", "c", "node2", "10.0.0.3", map[string]string{"pod": "c"})
+	tcp := corev1.ProtocolTCP
+	anp := policytest.ANP("guard-x", 7, sel("ns", "x"))
+	anp.Spec.Ingress = []anpv1alpha1.AdminNetworkPolicyIngressRule{
+		policytest.FromNamespaces(anpv1alpha1.AdminNetworkPolicyRuleActionPass, sel("ns", "y")),
+		policytest.FromNamespaces(anpv1alpha1.AdminNetworkPolicyRuleActionDeny, sel("ns", "z")),
+	}
+	anp.Spec.Ingress[1].Name = "no-z"
+	var namespaces []*corev1.Namespace
+	for _, ns := range policytest.Namespaces {
+		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
+	}
+	s := &State{Node: "node1", Pods: []*corev1.Pod{xa, yb, zc}, Namespaces: namespaces,
+		Policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-y", sel("pod", "a"), ingress), networkingv1.NetworkPolicyIngressRule{
+			From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}},
+			Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromInt32(80))}})},
+		AdminPolicies: []*anpv1alpha1.AdminNetworkPolicy{anp}}
+	chains := map[string][]string{}
+	for _, c := range Build(s).Chains {
+		chains[c.Name] = c.Rules
+	}
+	at := func(v Verdict) string {
+		if r := chains[v.Chain]; v.Index < len(r) {
+			return r[v.Index]
+		}
+		return ""
+	}
+	v := Decide(s, xa, ingress, Connection{Src: zc.Status.PodIP, Dst: xa.Status.PodIP, Protocol: tcp, Port: 80, SrcName: "z/c"})
+	want := `denied by AdminNetworkPolicy anp/guard-x ingress rule 1 (priority 7) "no-z" Deny (from NamespaceSelector: ns=z, on any port)`
+	if v.Allowed || v.By == nil || v.By.Kind != "AdminNetworkPolicy" || v.Reason != want || v.Chain != ChainName(xa, ingress) || at(v) != v.Rule || !strings.Contains(v.Rule, "-j DROP") {
+		t.Errorf("z/c -> x/a: %+v, want %q", v, want)
+	}
+	v = Decide(s, xa, ingress, Connection{Src: yb.Status.PodIP, Dst: xa.Status.PodIP, Protocol: tcp, Port: 80, SrcName: "y/b"})
+	want = `allowed by x/from-y ingress rule 0 (from NamespaceSelector: ns=y, on TCP 80), after AdminNetworkPolicy anp/guard-x ingress rule 0 (priority 7) Pass (from NamespaceSelector: ns=y, on any port)`
+	if !v.Allowed || v.By == nil || v.By.Policy != "x/from-y" || v.Reason != want || v.Chain != tierChainName(xa, ingress) || at(v) != v.Rule ||
+		strings.Join(v.AdminBy, ",") != "anp/guard-x" {
+		t.Errorf("y/b -> x/a: %+v, want %q", v, want)
+	}
+	v = Decide(s, xa, ingress, Connection{Src: yb.Status.PodIP, Dst: xa.Status.PodIP, Protocol: tcp, Port: 81, SrcName: "y/b"})
+	if v.Allowed || v.By != nil || !strings.HasPrefix(v.Reason, "denied: no policy selecting x/a allows") || at(v) != v.Rule {
+		t.Errorf("y/b -> x/a:81: %+v, want the NetworkPolicy tier's DROP", v)
+	}
+}
