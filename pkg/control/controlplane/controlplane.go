@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -455,7 +456,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	running.Go(func() { installAdminPolicyCRDs(ctx, crds, log) })
+	adminCRDs := make(chan struct{}) // closed once they are served: readiness waits for it
+	running.Go(func() { installAdminPolicyCRDs(ctx, crds, adminCRDs, log) })
 	if err := g.start(ctx, privileged, o); err != nil {
 		return err
 	}
@@ -475,7 +477,15 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.Ready != nil {
-		running.Go(func() { callWhenServing(ctx, controllerManager, o.Ready) })
+		running.Go(func() {
+			callWhenServing(ctx, controllerManager, func() {
+				select {
+				case <-adminCRDs:
+					o.Ready()
+				case <-ctx.Done():
+				}
+			})
+		})
 	}
 	select {
 	case err := <-errc:
@@ -501,15 +511,24 @@ func callWhenServing(ctx context.Context, cfg *rest.Config, ready func()) {
 	}
 }
 
-// installAdminPolicyCRDs installs package admincrd's definitions once the server answers.
-func installAdminPolicyCRDs(ctx context.Context, crds crdclient.Interface, log *slog.Logger) {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = admincrd.Install(ctx, crds.ApiextensionsV1())
-		return last == nil, nil
+// installAdminPolicyCRDs installs package admincrd's definitions once the server answers
+// and closes served when they are Established, so that a client told the server is ready
+// can apply an AdminNetworkPolicy at once. Failures are logged, at most every few seconds.
+func installAdminPolicyCRDs(ctx context.Context, crds crdclient.Interface, served chan<- struct{}, log *slog.Logger) {
+	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 5 * time.Second}
+	attempts := 0
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		err := admincrd.Install(ctx, crds.ApiextensionsV1())
+		if err == nil {
+			err = admincrd.Established(ctx, crds.ApiextensionsV1())
+		}
+		if attempts++; err != nil && attempts > 6 { // past the first ~3 s of start-up
+			log.Warn("admin network policy definitions not served yet", "err", err)
+		}
+		return err == nil, nil
 	})
-	if err != nil && ctx.Err() == nil {
-		log.Error("admin network policy definitions not installed", "err", last)
+	if err == nil {
+		close(served)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,6 +54,25 @@ func Install(ctx context.Context, client crdclient.CustomResourceDefinitionsGett
 		_, err := client.CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create customresourcedefinition %s: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// Established tells whether every definition is Established (served); an error names the
+// first that is not.
+func Established(ctx context.Context, client crdclient.CustomResourceDefinitionsGetter) error {
+	crds, err := CRDs()
+	if err != nil {
+		return err
+	}
+	for _, want := range crds {
+		crd, err := client.CustomResourceDefinitions().Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			return fmt.Errorf("customresourcedefinition %s is not Established yet", crd.Name)
 		}
 	}
 	return nil
