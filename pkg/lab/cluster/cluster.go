@@ -30,7 +30,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -211,8 +214,20 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 	if err := l.Save(); err != nil {
 		return err
 	}
+	// The waits poll through client-go, not a kubectl process per poll: where every process
+	// is slow to start (a lab inside an emulated VM) those polls were most of up's time.
+	var client kubernetes.Interface
 	if err := waitFor(ctx, "miniapi to serve", func() bool {
-		_, err := Kubectl(ctx, l, "get", "--raw", "/readyz")
+		if client == nil {
+			cfg, err := RESTConfig(l) // miniapi writes the kubeconfig as it starts
+			if err != nil {
+				return false
+			}
+			if client, err = kubernetes.NewForConfig(cfg); err != nil {
+				return false
+			}
+		}
+		_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil
 	}); err != nil {
 		return err
@@ -302,7 +317,7 @@ func start(ctx context.Context, l *lab.Lab, o Options, pubs []lab.Publication) e
 			return err
 		}
 	}
-	if err := waitNodesReady(ctx, l, o.Progress); err != nil {
+	if err := waitNodesReady(ctx, l, client, o.Progress); err != nil {
 		return err
 	}
 	if err := waitProxiesHealthy(ctx, l, o.Progress); err != nil {
@@ -394,19 +409,32 @@ func preloadImages(ctx context.Context, l *lab.Lab, o Options) error {
 	return nil
 }
 
-func waitNodesReady(ctx context.Context, l *lab.Lab, progress io.Writer) error {
+func waitNodesReady(ctx context.Context, l *lab.Lab, client kubernetes.Interface, progress io.Writer) error {
 	last := ""
 	return waitFor(ctx, fmt.Sprintf("%d nodes to be Ready", len(l.Nodes)), func() bool {
-		out, err := Kubectl(ctx, l, "get", "nodes", "-o",
-			`jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{" "}{end}`)
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
-		if out != last {
-			step(progress, "nodes: %s", strings.TrimSpace(out))
+		var states []string
+		ready := 0
+		for _, n := range nodes.Items {
+			status := "Unknown"
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					status = string(c.Status)
+				}
+			}
+			if status == string(corev1.ConditionTrue) {
+				ready++
+			}
+			states = append(states, n.Name+"="+status)
+		}
+		if out := strings.Join(states, " "); out != last {
+			step(progress, "nodes: %s", out)
 			last = out
 		}
-		return strings.Count(out, "=True") == len(l.Nodes)
+		return ready == len(l.Nodes)
 	})
 }
 
