@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -173,25 +172,7 @@ func TestAdminVerdictsMatchMatrix(t *testing.T) {
 	}
 	for _, tc := range adminCases() {
 		state.Policies, state.AdminPolicies, state.Baseline = tc.Policies, tc.AdminPolicies, tc.Baseline
-		for pr, r := range tc.Expect {
-			var diff []string
-			for _, f := range testPods {
-				for _, to := range testPods {
-					if f == to {
-						continue
-					}
-					c := Connection{Src: f.ip, Dst: to.ip, Protocol: pr.Proto, Port: int32(pr.Port), SrcName: f.key(), DstName: to.key()}
-					eg := Decide(&state, pods[f.key()], networkingv1.PolicyTypeEgress, c)
-					in := Decide(&state, pods[to.key()], networkingv1.PolicyTypeIngress, c)
-					if got := eg.Allowed && in.Allowed; got != r[f.key()][to.key()] {
-						diff = append(diff, fmt.Sprintf("%s -> %s: got %v (egress: %s; ingress: %s), want %v", f.key(), to.key(), got, eg.Reason, in.Reason, !got))
-					}
-				}
-			}
-			if len(diff) > 0 {
-				t.Errorf("%s on %s: %d pairs differ:\n%s", tc.Name, pr, len(diff), strings.Join(diff, "\n"))
-			}
-		}
+		checkDecisions(t, &state, testPods, pods, tc.Name, tc.Expect)
 	}
 }
 

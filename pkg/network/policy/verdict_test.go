@@ -42,25 +42,7 @@ func TestVerdictsMatchMatrix(t *testing.T) {
 		for _, np := range policies {
 			state.Policies = append(state.Policies, np)
 		}
-		for pr, r := range tc.Expect {
-			var diff []string
-			for _, f := range testPods {
-				for _, to := range testPods {
-					if f == to {
-						continue
-					}
-					c := Connection{Src: f.ip, Dst: to.ip, Protocol: pr.Proto, Port: int32(pr.Port), SrcName: f.key(), DstName: to.key()}
-					eg := Decide(&state, pods[f.key()], networkingv1.PolicyTypeEgress, c)
-					in := Decide(&state, pods[to.key()], networkingv1.PolicyTypeIngress, c)
-					if got := eg.Allowed && in.Allowed; got != r[f.key()][to.key()] {
-						diff = append(diff, fmt.Sprintf("%s -> %s: got %v (egress: %s; ingress: %s), want %v", f.key(), to.key(), got, eg.Reason, in.Reason, !got))
-					}
-				}
-			}
-			if len(diff) > 0 {
-				t.Errorf("%s on %s: %d pairs differ:\n%s", tc.Name, pr, len(diff), strings.Join(diff, "\n"))
-			}
-		}
+		checkDecisions(t, &state, testPods, pods, tc.Name, tc.Expect)
 		if !tc.Keep {
 			policies = map[string]*networkingv1.NetworkPolicy{}
 			pods[policytest.Restore.NS+"/"+policytest.Restore.Name].Labels = policytest.Restore.Labels
@@ -110,5 +92,30 @@ func TestVerdictNamesTheRule(t *testing.T) {
 	}
 	if v := Decide(s, xb, egress, Connection{Src: xb.Status.PodIP, Dst: xa.Status.PodIP, Protocol: tcp, Port: 80}); !v.Allowed || v.Chain != "" || len(v.IsolatedBy) != 0 {
 		t.Errorf("egress of x/b: %+v, want not isolated", v)
+	}
+}
+
+// checkDecisions holds Decide's verdict for every pair of test pods, on every probe of
+// expect, against the reachability expected.
+func checkDecisions(t *testing.T, state *State, testPods []*testPod, pods map[string]*corev1.Pod, name string, expect map[policytest.Probe]policytest.Reachability) {
+	t.Helper()
+	for pr, r := range expect {
+		var diff []string
+		for _, f := range testPods {
+			for _, to := range testPods {
+				if f == to {
+					continue
+				}
+				c := Connection{Src: f.ip, Dst: to.ip, Protocol: pr.Proto, Port: int32(pr.Port), SrcName: f.key(), DstName: to.key()}
+				eg := Decide(state, pods[f.key()], networkingv1.PolicyTypeEgress, c)
+				in := Decide(state, pods[to.key()], networkingv1.PolicyTypeIngress, c)
+				if got := eg.Allowed && in.Allowed; got != r[f.key()][to.key()] {
+					diff = append(diff, fmt.Sprintf("%s -> %s: got %v (egress: %s; ingress: %s), want %v", f.key(), to.key(), got, eg.Reason, in.Reason, !got))
+				}
+			}
+		}
+		if len(diff) > 0 {
+			t.Errorf("%s on %s: %d pairs differ:\n%s", name, pr, len(diff), strings.Join(diff, "\n"))
+		}
 	}
 }
