@@ -111,7 +111,7 @@ bench-ha: deps etcd
 conformance: build
 	FOCUS='$(FOCUS)' MINIK8S_IMAGES=$(IMAGES) bash hack/conformance.sh
 
-# `make install` copies bin/ (run `make build` first) to $(DESTDIR)$(PREFIX)/bin, the units of
+# `make install` copies bin/ (run `make build` first; etcd and etcdctl too) to $(DESTDIR)$(PREFIX)/bin, the units of
 # systemd/ to $(UNITDIR) and their example flags to $(CONFDIR) (an existing one is kept);
 # `make uninstall` removes them, configuration only where unchanged (docs/systemd.md).
 PREFIX ?= /usr/local
@@ -120,13 +120,15 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
 NETWORKDIR ?= $(PREFIX)/lib/systemd/network
 CONFDIR ?= /etc/minik8s
-DAEMONS := miniapi minilet miniproxy
+DAEMONS := miniapi minilet miniproxy etcd
+# Our commands and etcd's (make etcd), for an HA control plane's etcd unit.
+INSTALLED := $(COMMANDS) etcd etcdctl
 SUBST := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g'
 
 install:
-	@for c in $(COMMANDS); do [[ -x $(BIN)/$$c ]] || { echo "install: no $(BIN)/$$c: run make build first" >&2; exit 1; }; done
+	@for c in $(INSTALLED); do [[ -x $(BIN)/$$c ]] || { echo "install: no $(BIN)/$$c: run make build first" >&2; exit 1; }; done
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MODULESLOADDIR) $(DESTDIR)$(NETWORKDIR) $(DESTDIR)$(CONFDIR)/manifests
-	install -m 0755 $(addprefix $(BIN)/,$(COMMANDS)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(addprefix $(BIN)/,$(INSTALLED)) $(DESTDIR)$(BINDIR)/
 	install -m 0644 systemd/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf
 	install -m 0644 systemd/80-minik8s.link $(DESTDIR)$(NETWORKDIR)/80-minik8s.link
 	@set -e; for d in $(DAEMONS); do \
@@ -134,10 +136,10 @@ install:
 		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
 		if [[ -e $$env ]]; then echo "install: kept $$env"; else $(SUBST) systemd/$$d.env >$$env; chmod 0644 $$env; fi; \
 	done
-	@echo "installed; on a systemd host: systemctl daemon-reload, udevadm control --reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy"
+	@echo "installed; on a systemd host: systemctl daemon-reload, udevadm control --reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy (and etcd on control-plane hosts of an HA control plane)"
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(COMMANDS)) $(foreach d,$(DAEMONS),$(DESTDIR)$(UNITDIR)/$(d).service) $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf $(DESTDIR)$(NETWORKDIR)/80-minik8s.link
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALLED)) $(foreach d,$(DAEMONS),$(DESTDIR)$(UNITDIR)/$(d).service) $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf $(DESTDIR)$(NETWORKDIR)/80-minik8s.link
 	@for d in $(DAEMONS); do \
 		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
 		if $(SUBST) systemd/$$d.env | cmp -s - $$env; then rm -f $$env; elif [[ -e $$env ]]; then echo "uninstall: kept $$env (changed)"; fi; \

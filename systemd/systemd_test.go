@@ -26,8 +26,8 @@ import (
 )
 
 var (
-	daemons  = []string{"miniapi", "minilet", "miniproxy"}
-	commands = []string{"miniapi", "minilet", "miniproxy", "minilab"}
+	daemons  = []string{"miniapi", "minilet", "miniproxy", "etcd"}
+	commands = []string{"miniapi", "minilet", "miniproxy", "minilab", "etcd", "etcdctl"}
 )
 
 // binDir is where the built daemons are: MINIK8S_BIN under make test, else ../bin.

@@ -90,7 +90,7 @@ func newCommand() *cobra.Command {
 	f.BoolVar(&o.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (non-resource paths: cluster-admin reads them, as kube-apiserver's)")
 	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
-	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand())
+	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand(), newEtcdCertsCommand())
 	return cmd
 }
 
@@ -153,6 +153,46 @@ func newServingCertCommand() *cobra.Command {
 	f.StringSliceVar(&hosts, "host", nil, "IP or DNS name the certificate is valid for (repeatable)")
 	f.StringVar(&outDir, "out-dir", "", "directory to write the certificate, its key and ca.crt")
 	for _, flag := range []string{"name", "host", "out-dir"} {
+		_ = cmd.MarkFlagRequired(flag)
+	}
+	return cmd
+}
+
+func newEtcdCertsCommand() *cobra.Command {
+	var dataDir, name, outDir string
+	var hosts []string
+	cmd := &cobra.Command{
+		Use:   "etcd-certs",
+		Short: "Issue an etcd member's peer certificate and miniapi's etcd client certificate, signed by the cluster CA (the etcd unit)",
+		Long: `Writes into --out-dir, from the CA in --data-dir/pki (made if there is none):
+  NAME.crt, NAME.key        etcd member NAME's certificate: serves --host, NAME and 127.0.0.1,
+                            and is a client of the other members (--cert-file, --peer-cert-file)
+  apiserver-etcd-client.*   miniapi's client certificate (--etcd-certfile, --etcd-keyfile)
+  ca.crt                    the CA (etcd's --trusted-ca-file, miniapi's --etcd-cafile)
+Every control-plane host of one cluster runs it with the same CA (copied from the first).`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ca, err := pki.EnsureCA(controlplane.PKIDir(dataDir))
+			if err != nil {
+				return err
+			}
+			if err := ca.WriteEtcdMember(outDir, name, hosts); err != nil {
+				return err
+			}
+			if err := ca.WriteEtcdClient(outDir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote member %s's certificate and the etcd client certificate in %s\n", name, outDir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
+	f.StringVar(&name, "name", "", "the etcd member's name (etcd --name): writes NAME.crt and NAME.key")
+	f.StringSliceVar(&hosts, "host", nil, "IP or DNS name the member serves at besides 127.0.0.1 (repeatable)")
+	f.StringVar(&outDir, "out-dir", "", "directory to write the certificates, keys and ca.crt")
+	for _, flag := range []string{"name", "out-dir"} {
 		_ = cmd.MarkFlagRequired(flag)
 	}
 	return cmd

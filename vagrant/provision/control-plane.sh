@@ -4,25 +4,85 @@
 # a bootstrap token with its bootstrap kubeconfig (the token is a kube-system Secret in
 # kubeadm's format), node kubeconfigs for JOIN_METHOD=kubeconfig, miniproxy's kubeconfig
 # and the workers' node API serving certificates. Settings: common.sh.
+# With CONTROL_PLANE_MEMBERS (the Vagrantfile's CONTROL_PLANES=N > 1), each control plane also
+# runs an etcd member (etcd.service, TLS from the cluster CA) and its miniapi stores in it;
+# the first member starts the etcd cluster and the CA, the next ones copy the CA and join.
 # Vagrant's shell provisioner uploads this script alone to /tmp/vagrant-shell and runs it
 # there: common.sh is found in the repository ($SRC), not beside $0.
 source "${SRC:-/vagrant}/vagrant/provision/common.sh"
 # The workers, NAME=IP each (the Vagrantfile's).
 WORKERS=${WORKERS:-"worker-1=192.168.56.11 worker-2=192.168.56.12"}
+# The control planes of an HA control plane, NAME=IP each, the first first; empty: this one
+# alone, on miniapi's embedded bolt store.
+CONTROL_PLANE_MEMBERS=${CONTROL_PLANE_MEMBERS:-}
 DATA=/var/lib/miniapi
 ADMIN=$DATA/admin.kubeconfig
+ETCD_PKI=$CONFDIR/etcd-pki
+# The first control plane leaves the cluster CA and the token signing key here for the others.
+SHARED_PKI=$JOIN_DIR/control-plane-pki
 k() { kubectl --kubeconfig "$ADMIN" "$@"; }
+etcdctl_() { etcdctl --cacert "$ETCD_PKI/ca.crt" --cert "$ETCD_PKI/apiserver-etcd-client.crt" --key "$ETCD_PKI/apiserver-etcd-client.key" "$@"; }
+first_member() { [[ -z $CONTROL_PLANE_MEMBERS || ${CONTROL_PLANE_MEMBERS%%=*} == "$NODE_NAME" ]]; }
+
+# start_etcd: this host's etcd member. The first starts a cluster of itself; each next one is
+# added (etcdctl member add, through the members provisioned before it) and starts with
+# --initial-cluster-state=existing, as kubeadm joins a control plane. Once the member has
+# data, its flags are kept: etcd rejoins with what it stored.
+start_etcd() {
+  local peer=https://$NODE_IP:2380 client=https://$NODE_IP:2379 cluster state=new before="" m out
+  [[ " $CONTROL_PLANE_MEMBERS " == *" $NODE_NAME=$NODE_IP "* ]] || die "$NODE_NAME=$NODE_IP is not in CONTROL_PLANE_MEMBERS ($CONTROL_PLANE_MEMBERS)"
+  if ! first_member; then
+    # One CA and one token signing key for the whole control plane: each miniapi trusts what
+    # another issued.
+    wait_until "the first control plane's $SHARED_PKI/ready" test -f "$SHARED_PKI/ready"
+    install -d -m 0700 "$DATA/pki"
+    install -m 0600 "$SHARED_PKI/ca.crt" "$SHARED_PKI/ca.key" "$SHARED_PKI/sa.key" "$DATA/pki/"
+  fi
+  miniapi etcd-certs --data-dir "$DATA" --name "$NODE_NAME" --host "$NODE_IP" --out-dir "$ETCD_PKI" >/dev/null
+  if [[ ! -d /var/lib/etcd/member ]]; then
+    cluster="$NODE_NAME=$peer"
+    if ! first_member; then
+      for m in $CONTROL_PLANE_MEMBERS; do
+        [[ ${m%%=*} == "$NODE_NAME" ]] && break
+        before="$before${before:+,}https://${m#*=}:2379"
+      done
+      say "adding etcd member $NODE_NAME through $before"
+      # Not retried: an add that timed out may have been made (a busy first member took more
+      # than etcdctl's default 5 s), hence a long wait for the answer.
+      out=$(etcdctl_ --endpoints "$before" --command-timeout=5m member add "$NODE_NAME" --peer-urls "$peer") || die "etcdctl member add: $out"
+      cluster=$(sed -n 's/^ETCD_INITIAL_CLUSTER="\(.*\)"$/\1/p' <<<"$out") state=existing
+    fi
+    # Heartbeat and election timeout 5 times etcd's defaults (100 ms, 1 s): on starved VMs
+    # (emulated, on a loaded host) the members lost their leader every few seconds.
+    write_env etcd "--name=$NODE_NAME --data-dir=/var/lib/etcd --heartbeat-interval=500 --election-timeout=5000 --listen-client-urls=$client,https://127.0.0.1:2379 --advertise-client-urls=$client --listen-peer-urls=$peer --initial-advertise-peer-urls=$peer --initial-cluster=$cluster --initial-cluster-state=$state --initial-cluster-token=minik8s --client-cert-auth --trusted-ca-file=$ETCD_PKI/ca.crt --cert-file=$ETCD_PKI/$NODE_NAME.crt --key-file=$ETCD_PKI/$NODE_NAME.key --peer-client-cert-auth --peer-trusted-ca-file=$ETCD_PKI/ca.crt --peer-cert-file=$ETCD_PKI/$NODE_NAME.crt --peer-key-file=$ETCD_PKI/$NODE_NAME.key"
+  fi
+  say "starting etcd (member $NODE_NAME)"
+  start_units etcd
+}
 
 install_packages
 install_minik8s
 import_images
 
+store=""
+if [[ -n $CONTROL_PLANE_MEMBERS ]]; then
+  first_member && rm -f "$SHARED_PKI/ready"
+  start_etcd
+  # The local member, as kubeadm's stacked etcd: this miniapi lives and dies with its host.
+  store="--store=etcd://127.0.0.1:2379 --etcd-cafile=$ETCD_PKI/ca.crt --etcd-certfile=$ETCD_PKI/apiserver-etcd-client.crt --etcd-keyfile=$ETCD_PKI/apiserver-etcd-client.key"
+fi
 say "starting miniapi"
 # --advertise-address: the kubernetes Service's endpoint; left to itself miniapi would take
 # the first address, on Vagrant's NAT interface (eth0: 10.0.2.15 in every VirtualBox VM).
-write_env miniapi "--data-dir=$DATA --bind-address=0.0.0.0 --advertise-address=$NODE_IP --secure-port=6443 --tls-san=$NODE_IP --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$CLUSTER_CIDR --node-cidr-mask-size=24"
+write_env miniapi "--data-dir=$DATA --bind-address=0.0.0.0 --advertise-address=$NODE_IP --secure-port=6443 --tls-san=$NODE_IP --service-cluster-ip-range=$SERVICE_CIDR --cluster-cidr=$CLUSTER_CIDR --node-cidr-mask-size=24${store:+ $store}"
 start_units miniapi
 k get --raw /readyz >/dev/null || die "miniapi is active but /readyz does not answer"
+if [[ -n $CONTROL_PLANE_MEMBERS ]] && first_member; then
+  # For the next control planes, which join from here on (sa.key: made by miniapi's first start).
+  install -d -m 0700 "$SHARED_PKI"
+  install -m 0600 "$DATA/pki/ca.crt" "$DATA/pki/ca.key" "$DATA/pki/sa.key" "$SHARED_PKI/"
+  date -u +%FT%TZ >"$SHARED_PKI/ready"
+fi
 
 # This node's credentials, issued by the cluster CA directly (the control plane has it).
 mkdir -p "$CONFDIR/pki"
@@ -39,6 +99,11 @@ start_units minilet miniproxy
 wait_until "node $NODE_NAME to be Ready" k wait --for=condition=Ready "node/$NODE_NAME" --timeout=5s
 k label node "$NODE_NAME" node-role.kubernetes.io/control-plane= --overwrite >/dev/null
 k taint node "$NODE_NAME" node-role.kubernetes.io/control-plane:NoSchedule --overwrite >/dev/null
+
+if ! first_member; then
+  say "control plane $NODE_NAME joined (etcd member and miniapi)"
+  exit 0
+fi
 
 # --- what the workers need ---
 mkdir -p "$JOIN_DIR"

@@ -44,10 +44,7 @@ func EtcdPKIDir(l *lab.Lab) string { return filepath.Join(l.StateDir, "etcd-pki"
 // EtcdClientFiles are the CA, certificate and key a client of the lab's etcd presents
 // (miniapi's --etcd-cafile, --etcd-certfile, --etcd-keyfile; etcdctl's --cacert, --cert,
 // --key).
-func EtcdClientFiles(l *lab.Lab) (ca, cert, key string) {
-	dir := EtcdPKIDir(l)
-	return filepath.Join(dir, pki.CACertFile), filepath.Join(dir, "apiserver-etcd-client.crt"), filepath.Join(dir, "apiserver-etcd-client.key")
-}
+func EtcdClientFiles(l *lab.Lab) (ca, cert, key string) { return pki.EtcdClientFiles(EtcdPKIDir(l)) }
 
 // EtcdEndpoints are the members' client URLs.
 func EtcdEndpoints(l *lab.Lab) []string {
@@ -75,7 +72,7 @@ func startControlPlanes(ctx context.Context, l *lab.Lab, o Options, ca *pki.CA) 
 	caFile := filepath.Join(EtcdPKIDir(l), pki.CACertFile)
 	for _, m := range l.ControlPlanes {
 		step(o.Progress, "starting etcd member %s in %s (https://%s:%d)", m.Name, m.NetNS, m.IP, EtcdClientPort)
-		cert, key := filepath.Join(EtcdPKIDir(l), m.Name+".crt"), filepath.Join(EtcdPKIDir(l), m.Name+".key")
+		cert, key := pki.EtcdMemberFiles(EtcdPKIDir(l), m.Name)
 		client := fmt.Sprintf("https://%s:%d", m.IP, EtcdClientPort)
 		peer := fmt.Sprintf("https://%s:%d", m.IP, EtcdPeerPort)
 		// Started again on its data dir (minilab restart), a member ignores the
@@ -136,28 +133,16 @@ func startControlPlanes(ctx context.Context, l *lab.Lab, o Options, ca *pki.CA) 
 	return ca.WriteKubeconfig(l.Kubeconfig, serverURL(), "admin", []string{"system:masters"})
 }
 
-// writeEtcdPKI issues each member's peer certificate (serving its address, and a client
-// of the other members) and the API servers' etcd client certificate.
+// writeEtcdPKI issues each member's peer certificate and the API servers' etcd client
+// certificate (the code `miniapi etcd-certs` runs on hosts).
 func writeEtcdPKI(l *lab.Lab, ca *pki.CA) error {
 	dir := EtcdPKIDir(l)
 	for _, m := range l.ControlPlanes {
-		pair, err := ca.IssuePeer(m.Name, []string{m.IP, m.Name, "127.0.0.1", "localhost"})
-		if err != nil {
-			return err
-		}
-		if err := pair.WriteFiles(filepath.Join(dir, m.Name+".crt"), filepath.Join(dir, m.Name+".key")); err != nil {
+		if err := ca.WriteEtcdMember(dir, m.Name, []string{m.IP}); err != nil {
 			return err
 		}
 	}
-	pair, err := ca.IssueClient("kube-apiserver-etcd-client", nil)
-	if err != nil {
-		return err
-	}
-	caFile, cert, key := EtcdClientFiles(l)
-	if err := pair.WriteFiles(cert, key); err != nil {
-		return err
-	}
-	return os.WriteFile(caFile, ca.CertPEM, 0o644)
+	return ca.WriteEtcdClient(dir)
 }
 
 // waitEtcdHealthy waits until every member answers /health with its cluster's quorum,
