@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strings"
@@ -94,12 +95,13 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-func newKubeconfigCommand() *cobra.Command {
-	var dataDir, user, server, out string
-	var groups []string
+// caCommand is a subcommand that issues something signed by the cluster CA in
+// --data-dir/pki (made if there is none): run writes it and says what it wrote.
+func caCommand(use, short string, run func(ca *pki.CA, out io.Writer) error) *cobra.Command {
+	var dataDir string
 	cmd := &cobra.Command{
-		Use:          "kubeconfig",
-		Short:        "Issue a client certificate signed by the cluster CA and write a kubeconfig for it",
+		Use:          use,
+		Short:        short,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -107,95 +109,83 @@ func newKubeconfigCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := ca.WriteKubeconfig(out, server, user, groups); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s for user %q\n", out, user)
-			return nil
+			return run(ca, cmd.OutOrStdout())
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
-	f.StringVar(&user, "user", "", "user name, e.g. system:node:node-1")
-	f.StringSliceVar(&groups, "group", nil, "group (repeatable), e.g. system:nodes")
-	f.StringVar(&server, "server", "", "API server URL, e.g. https://10.0.0.1:6443")
-	f.StringVar(&out, "out", "", "kubeconfig file to write")
-	for _, name := range []string{"user", "server", "out"} {
+	cmd.Flags().StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
+	return cmd
+}
+
+func markRequired(cmd *cobra.Command, flags ...string) *cobra.Command {
+	for _, name := range flags {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
 }
 
-func newServingCertCommand() *cobra.Command {
-	var dataDir, name, outDir string
-	var hosts []string
-	cmd := &cobra.Command{
-		Use:          "serving-cert",
-		Short:        "Issue a serving certificate signed by the cluster CA (a node API's: minilet --tls-cert-file)",
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ca, err := pki.EnsureCA(controlplane.PKIDir(dataDir))
-			if err != nil {
+func newKubeconfigCommand() *cobra.Command {
+	var user, server, out string
+	var groups []string
+	cmd := caCommand("kubeconfig", "Issue a client certificate signed by the cluster CA and write a kubeconfig for it",
+		func(ca *pki.CA, w io.Writer) error {
+			if err := ca.WriteKubeconfig(out, server, user, groups); err != nil {
 				return err
 			}
+			fmt.Fprintf(w, "wrote %s for user %q\n", out, user)
+			return nil
+		})
+	f := cmd.Flags()
+	f.StringVar(&user, "user", "", "user name, e.g. system:node:node-1")
+	f.StringSliceVar(&groups, "group", nil, "group (repeatable), e.g. system:nodes")
+	f.StringVar(&server, "server", "", "API server URL, e.g. https://10.0.0.1:6443")
+	f.StringVar(&out, "out", "", "kubeconfig file to write")
+	return markRequired(cmd, "user", "server", "out")
+}
+
+func newServingCertCommand() *cobra.Command {
+	var name, outDir string
+	var hosts []string
+	cmd := caCommand("serving-cert", "Issue a serving certificate signed by the cluster CA (a node API's: minilet --tls-cert-file)",
+		func(ca *pki.CA, w io.Writer) error {
 			cert, key, caFile, err := ca.WriteServing(outDir, name, hosts)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s, %s and %s\n", cert, key, caFile)
+			fmt.Fprintf(w, "wrote %s, %s and %s\n", cert, key, caFile)
 			return nil
-		},
-	}
+		})
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
 	f.StringVar(&name, "name", "", "certificate name: writes NAME.crt and NAME.key")
 	f.StringSliceVar(&hosts, "host", nil, "IP or DNS name the certificate is valid for (repeatable)")
 	f.StringVar(&outDir, "out-dir", "", "directory to write the certificate, its key and ca.crt")
-	for _, flag := range []string{"name", "host", "out-dir"} {
-		_ = cmd.MarkFlagRequired(flag)
-	}
-	return cmd
+	return markRequired(cmd, "name", "host", "out-dir")
 }
 
 func newEtcdCertsCommand() *cobra.Command {
-	var dataDir, name, outDir string
+	var name, outDir string
 	var hosts []string
-	cmd := &cobra.Command{
-		Use:   "etcd-certs",
-		Short: "Issue an etcd member's peer certificate and miniapi's etcd client certificate, signed by the cluster CA (the etcd unit)",
-		Long: `Writes into --out-dir, from the CA in --data-dir/pki (made if there is none):
-  NAME.crt, NAME.key        etcd member NAME's certificate: serves --host, NAME and 127.0.0.1,
-                            and is a client of the other members (--cert-file, --peer-cert-file)
-  apiserver-etcd-client.*   miniapi's client certificate (--etcd-certfile, --etcd-keyfile)
-  ca.crt                    the CA (etcd's --trusted-ca-file, miniapi's --etcd-cafile)
-Every control-plane host of one cluster runs it with the same CA (copied from the first).`,
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ca, err := pki.EnsureCA(controlplane.PKIDir(dataDir))
-			if err != nil {
-				return err
-			}
+	cmd := caCommand("etcd-certs", "Issue an etcd member's peer certificate and miniapi's etcd client certificate, signed by the cluster CA (the etcd unit)",
+		func(ca *pki.CA, w io.Writer) error {
 			if err := ca.WriteEtcdMember(outDir, name, hosts); err != nil {
 				return err
 			}
 			if err := ca.WriteEtcdClient(outDir); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote member %s's certificate and the etcd client certificate in %s\n", name, outDir)
+			fmt.Fprintf(w, "wrote member %s's certificate and the etcd client certificate in %s\n", name, outDir)
 			return nil
-		},
-	}
+		})
+	cmd.Long = `Writes into --out-dir, from the CA in --data-dir/pki (made if there is none):
+  NAME.crt, NAME.key        etcd member NAME's certificate: serves --host, NAME and 127.0.0.1,
+                            and is a client of the other members (--cert-file, --peer-cert-file)
+  apiserver-etcd-client.*   miniapi's client certificate (--etcd-certfile, --etcd-keyfile)
+  ca.crt                    the CA (etcd's --trusted-ca-file, miniapi's --etcd-cafile)
+Every control-plane host of one cluster runs it with the same CA (copied from the first).`
 	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", controlplane.DefaultDataDir, "miniapi's data directory (holds pki/)")
 	f.StringVar(&name, "name", "", "the etcd member's name (etcd --name): writes NAME.crt and NAME.key")
 	f.StringSliceVar(&hosts, "host", nil, "IP or DNS name the member serves at besides 127.0.0.1 (repeatable)")
 	f.StringVar(&outDir, "out-dir", "", "directory to write the certificates, keys and ca.crt")
-	for _, flag := range []string{"name", "out-dir"} {
-		_ = cmd.MarkFlagRequired(flag)
-	}
-	return cmd
+	return markRequired(cmd, "name", "out-dir")
 }
 
 // advertiseAddress is --advertise-address, an IP address.
