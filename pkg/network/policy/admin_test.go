@@ -2,8 +2,6 @@ package policy
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -16,10 +14,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
@@ -40,20 +36,9 @@ func adminCases() []policytest.Case {
 func TestAdminConnectivityMatrix(t *testing.T) {
 	mn := newMatrixNet(t)
 	c := newCluster(t, mn)
-	ctx, cancel := context.WithCancel(context.Background())
-	anps := anpClient(t, ctx, c.config)
-	factory := informers.NewSharedInformerFactory(c.client, 0)
-	ctrl := New(factory, "node1", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	ctrl.WithAdminPolicies(anpinformers.NewSharedInformerFactory(anps, 0))
-	ctrl.NetNS = mn.node
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-		cleanedUp(t, mn)
+	anps := anpClient(t, t.Context(), c.config)
+	ctx := startController(t, mn, c, func(ctrl *Controller) {
+		ctrl.WithAdminPolicies(anpinformers.NewSharedInformerFactory(anps, 0))
 	})
 	admin := anps.PolicyV1alpha1()
 	for _, tc := range adminCases() {
@@ -159,17 +144,7 @@ func anpClient(t *testing.T, ctx context.Context, cfg *rest.Config) *anpclient.C
 // matrix TestAdminConnectivityMatrix expects of the kernel.
 func TestAdminVerdictsMatchMatrix(t *testing.T) {
 	testPods := matrixPods()
-	pods := map[string]*corev1.Pod{}
-	state := State{Node: "node1"}
-	for _, p := range testPods {
-		pod := p.apiPod()
-		pod.UID, pod.Status = types.UID("uid-"+p.key()), p.status()
-		pods[p.key()] = pod
-		state.Pods = append(state.Pods, pod)
-	}
-	for _, ns := range policytest.Namespaces {
-		state.Namespaces = append(state.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
-	}
+	state, pods := matrixState(testPods)
 	for _, tc := range adminCases() {
 		state.Policies, state.AdminPolicies, state.Baseline = tc.Policies, tc.AdminPolicies, tc.Baseline
 		checkDecisions(t, &state, testPods, pods, tc.Name, tc.Expect)
@@ -189,11 +164,7 @@ func TestAdminVerdictNamesTheRule(t *testing.T) {
 		policytest.FromNamespaces(anpv1alpha1.AdminNetworkPolicyRuleActionDeny, sel("ns", "z")),
 	}
 	anp.Spec.Ingress[1].Name = "no-z"
-	var namespaces []*corev1.Namespace
-	for _, ns := range policytest.Namespaces {
-		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
-	}
-	s := &State{Node: "node1", Pods: []*corev1.Pod{xa, yb, zc}, Namespaces: namespaces,
+	s := &State{Node: "node1", Pods: []*corev1.Pod{xa, yb, zc}, Namespaces: matrixNamespaces(),
 		Policies: []*networkingv1.NetworkPolicy{withIngress(policy("x", "from-y", sel("pod", "a"), ingress), networkingv1.NetworkPolicyIngressRule{
 			From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: sel("ns", "y")}},
 			Ports: []networkingv1.NetworkPolicyPort{port(tcp, intstr.FromInt32(80))}})},

@@ -267,15 +267,15 @@ func matrixCases() []policytest.Case {
 	return policytest.Cases("10.78.0.0/24", func(key string) string { return ips[key] })
 }
 
-// TestConnectivityMatrix runs the netpol e2e's cases against the controller on a real
-// miniapi, writing real iptables rules and ipsets in the test's node namespace.
-func TestConnectivityMatrix(t *testing.T) {
-	mn := newMatrixNet(t)
-	c := newCluster(t, mn)
+// startController runs node1's controller against the cluster, set up further by with,
+// writing rules in the matrix's node namespace. It is stopped at cleanup, and must have
+// left nothing behind. The context returned ends with it.
+func startController(t *testing.T, mn *matrixNet, c *cluster, with func(*Controller)) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	ctrl := New(factory, "node1", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	ctrl.NetNS = mn.node
+	with(ctrl)
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
 	t.Cleanup(func() {
@@ -285,6 +285,15 @@ func TestConnectivityMatrix(t *testing.T) {
 		}
 		cleanedUp(t, mn)
 	})
+	return ctx
+}
+
+// TestConnectivityMatrix runs the netpol e2e's cases against the controller on a real
+// miniapi, writing real iptables rules and ipsets in the test's node namespace.
+func TestConnectivityMatrix(t *testing.T) {
+	mn := newMatrixNet(t)
+	c := newCluster(t, mn)
+	ctx := startController(t, mn, c, func(*Controller) {})
 	nps := c.client.NetworkingV1()
 	for _, tc := range matrixCases() {
 		t.Run(tc.Name, func(t *testing.T) {

@@ -19,17 +19,7 @@ import (
 // from case to case as that test does.
 func TestVerdictsMatchMatrix(t *testing.T) {
 	testPods := matrixPods()
-	pods := map[string]*corev1.Pod{}
-	var state State
-	for _, p := range testPods {
-		pod := p.apiPod()
-		pod.UID, pod.Status = types.UID("uid-"+p.key()), p.status()
-		pods[p.key()] = pod
-		state.Pods = append(state.Pods, pod)
-	}
-	for _, ns := range policytest.Namespaces {
-		state.Namespaces = append(state.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
-	}
+	state, pods := matrixState(testPods)
 	policies := map[string]*networkingv1.NetworkPolicy{}
 	for _, tc := range matrixCases() {
 		if r := tc.Relabel; r != nil {
@@ -48,6 +38,28 @@ func TestVerdictsMatchMatrix(t *testing.T) {
 			pods[policytest.Restore.NS+"/"+policytest.Restore.Name].Labels = policytest.Restore.Labels
 		}
 	}
+}
+
+// matrixState is node1's view of the matrix pods (running, with their addresses), by key
+// too, and of the namespaces labelled ns=NAME.
+func matrixState(testPods []*testPod) (State, map[string]*corev1.Pod) {
+	state := State{Node: "node1", Namespaces: matrixNamespaces()}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range testPods {
+		pod := p.apiPod()
+		pod.UID, pod.Status = types.UID("uid-"+p.key()), p.status()
+		pods[p.key()] = pod
+		state.Pods = append(state.Pods, pod)
+	}
+	return state, pods
+}
+
+func matrixNamespaces() []*corev1.Namespace {
+	var namespaces []*corev1.Namespace
+	for _, ns := range policytest.Namespaces {
+		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
+	}
+	return namespaces
 }
 
 // TestVerdictNamesTheRule: the verdict names the isolating policies, the rule, peer and port
