@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/healthz"
 )
 
 // Config is what a Server needs.
@@ -57,6 +58,9 @@ type Config struct {
 	// Profiling serves Go's profiles at /debug/pprof/, as kube-apiserver's --profiling:
 	// non-resource paths, so only who RBAC lets get them (cluster-admin) reads them.
 	Profiling bool
+	// ReadyChecks are /readyz's checks beyond the health checks (kube-apiserver's
+	// post-start hooks).
+	ReadyChecks []healthz.HealthChecker
 }
 
 // Server is the API server's HTTP handler.
@@ -107,9 +111,13 @@ func New(cfg Config) *Server {
 		s.leaseTTL = DefaultMasterLeaseTTL
 	}
 	mux := http.NewServeMux()
-	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
-		mux.HandleFunc(p, s.serveHealth)
-	}
+	// kube-apiserver's health checks, by the names tools look for ("etcd" is the store's,
+	// whichever engine it is; not "log", which watches klog): each also under its own path,
+	// ?verbose lists them.
+	checks := []healthz.HealthChecker{healthz.PingHealthz, healthz.NamedCheck("etcd", s.checkStore)}
+	healthz.InstallHandler(mux, checks...)
+	healthz.InstallLivezHandler(mux, checks...)
+	healthz.InstallReadyzHandler(mux, append(checks, cfg.ReadyChecks...)...)
 	mux.HandleFunc("/version", serveVersion)
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamAdmissionMetrics}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
@@ -143,15 +151,12 @@ func (s *Server) OpenAPI() *OpenAPIDocuments { return s.openAPI }
 // (tests and the authenticating wrapper use it).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+// checkStore is the store's health: it answers a read within two seconds.
+func (s *Server) checkStore(r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if _, _, err := s.store.List(ctx, "/registry/core/namespaces/default"); err != nil {
-		http.Error(w, "store: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain")
-	_, _ = w.Write([]byte("ok"))
+	_, _, err := s.store.List(ctx, "/registry/core/namespaces/default")
+	return err
 }
 
 // serveAPI routes /api/... and /apis/... to discovery or to a resource.

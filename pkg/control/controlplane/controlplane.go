@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/trim"
@@ -41,6 +43,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -409,9 +412,16 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	var bootstrapped atomic.Bool // the authorizer's caches filled and the bootstrap policy reconciled (guard.start)
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
 		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
-		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits, Admission: chain, Profiling: o.Profiling})
+		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits, Admission: chain, Profiling: o.Profiling,
+		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("poststarthook/rbac/bootstrap-roles", func(*http.Request) error {
+			if !bootstrapped.Load() {
+				return errors.New("not finished")
+			}
+			return nil
+		})}})
 	if err := srv.Bootstrap(ctx); err != nil {
 		return err
 	}
@@ -434,7 +444,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := ca.WriteKubeconfig(AdminKubeconfig(o.DataDir), o.ServerURL(), "admin", []string{"system:masters"}); err != nil {
 		return err
 	}
-	g, err := newGuard(o, privileged, shared, srv, tokens)
+	g, err := newGuard(o, privileged, shared, srv, tokens, &bootstrapped)
 	if err != nil {
 		return err
 	}

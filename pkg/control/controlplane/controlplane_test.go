@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -344,6 +345,42 @@ func TestAuthentication(t *testing.T) {
 	out, err := exec.Command("kubectl", "--kubeconfig", empty, "--server", c.url, "--insecure-skip-tls-verify", "--token", "adm1n", "get", "ns", "default").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "default") {
 		t.Errorf("kubectl with a bearer token: %v\n%s", err, out)
+	}
+}
+
+// TestHealthChecks: /healthz, /livez and /readyz answer as kube-apiserver's: named checks,
+// listed with ?verbose, one at a time under their path, ?exclude= leaving one out, and
+// /readyz holding for the bootstrap RBAC policy.
+func TestHealthChecks(t *testing.T) {
+	c := startCluster(t)
+	get := func(path string) (string, error) {
+		p, query, _ := strings.Cut(path, "?")
+		req := c.client.Discovery().RESTClient().Get().AbsPath(p)
+		params, _ := url.ParseQuery(query)
+		for k, vs := range params {
+			for _, v := range vs {
+				req = req.Param(k, v)
+			}
+		}
+		out, err := req.DoRaw(t.Context())
+		return string(out), err
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/readyz?verbose", "[+]ping ok\n[+]etcd ok\n[+]poststarthook/rbac/bootstrap-roles ok\nreadyz check passed"},
+		{"/livez?verbose", "[+]ping ok\n[+]etcd ok\nlivez check passed"},
+		{"/healthz?verbose", "[+]ping ok\n[+]etcd ok\nhealthz check passed"},
+		{"/readyz?verbose&exclude=etcd", "[+]ping ok\n[+]etcd excluded: ok\n[+]poststarthook/rbac/bootstrap-roles ok\nreadyz check passed"},
+		{"/readyz/etcd", "ok"},
+		{"/readyz/poststarthook/rbac/bootstrap-roles", "ok"},
+		{"/livez", "ok"},
+	} {
+		got, err := get(tc.path)
+		if err != nil || strings.TrimSpace(got) != tc.want {
+			t.Errorf("GET %s = %q, %v; want %q", tc.path, got, err, tc.want)
+		}
+	}
+	if _, err := get("/readyz/no-such-check"); !apierrors.IsNotFound(err) {
+		t.Errorf("GET /readyz/no-such-check: want 404, got %v", err)
 	}
 }
 

@@ -56,7 +56,7 @@ func (s *Security) modes() []string {
 // (TokenRequest, OIDC discovery) around the API server's handler; the access and token
 // reviews are API server extensions it installs.
 type guard struct {
-	ready   atomic.Bool // the caches are filled and the policy reconciled
+	ready   *atomic.Bool // the caches are filled and the policy reconciled: /readyz's post-start hook
 	auditor *apiserver.Auditor
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
@@ -67,7 +67,7 @@ type guard struct {
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
 // (system:masters), which shared, the process's informers, read through.
-func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static apiserver.Tokens) (*guard, error) {
+func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static apiserver.Tokens, ready *atomic.Bool) (*guard, error) {
 	api := srv.Handler()
 	sec := o.Security
 	authz, err := auth.New(sec.modes(), privileged, shared)
@@ -106,7 +106,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	for _, p := range []generic.ValidatingAdmission{certificates.Approval{Authorizer: authz}, certificates.Signing{Authorizer: authz}, certificates.SubjectRestriction{}} {
 		srv.AddValidatingAdmission(p)
 	}
-	g := &guard{authz: authz, tokens: tokens, bootstrap: auth.NewBootstrapTokens(privileged)}
+	g := &guard{ready: ready, authz: authz, tokens: tokens, bootstrap: auth.NewBootstrapTokens(privileged)}
 	reviews := &auth.Reviews{Authorizer: authz, Rules: authz.Rules, Tokens: &auth.TokenReviewer{APIAudiences: tokens.Audiences(),
 		Agnostic: []apiserver.TokenAuthenticator{static.Authenticate, g.bootstrap.Authenticate}, Bound: []apiserver.TokenAuthenticator{tokens.Authenticate}}}
 	for _, e := range reviews.Extensions() {
@@ -115,13 +115,6 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	routes := http.NewServeMux()
 	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.ServerURL()+serviceaccount.JWKSPath))
 	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
-	routes.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.ready.Load() { // as kube-apiserver's rbac/bootstrap-roles post-start hook holds /readyz
-			http.Error(w, "[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed", http.StatusInternalServerError)
-			return
-		}
-		api.ServeHTTP(w, r)
-	}))
 	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {
 			tokens.ServeTokenRequest(w, r, ns, name)
