@@ -73,7 +73,8 @@ func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.I
 	}
 	if cfg.ServesNodeAPI() {
 		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
-			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile, Machine: nodestatus.Machine}
+			CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile, ClientCAFile: cfg.ClientCAFile, Machine: nodestatus.Machine,
+			Configz: func() any { return cfg.KubeletConfiguration() }}
 		if cfg.RotateServerCertificates {
 			m, err := certificate.Serving(ctx, client, cfg.CertDir, cfg.NodeName, cfg.NodeIP)
 			if err != nil {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,36 @@ func TestConfigValidateEvictionFlags(t *testing.T) {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.cfg.Eviction, err, tc.want)
 		}
+	}
+}
+
+// TestKubeletConfiguration: /configz's KubeletConfiguration holds the flags' values in the
+// kubelet's shapes: eviction thresholds as signal → value maps, the healthz address split.
+func TestKubeletConfiguration(t *testing.T) {
+	kc := Config{HealthzAddr: "127.0.0.1:10248", Port: 10250, TLSCertFile: "c", TLSPrivateKeyFile: "k", ClientCAFile: "ca",
+		ContainerdAddress: "/run/containerd/containerd.sock",
+		Eviction: stats.EvictionFlags{Hard: "memory.available<100Mi,nodefs.available<10%", Soft: "memory.available<300Mi",
+			SoftGracePeriod: "memory.available=1m30s", MinimumReclaim: "nodefs.available=500Mi"},
+		EvictionMaxPodGracePeriod: 30 * time.Second}.KubeletConfiguration()
+	for name, got := range map[string]string{
+		"evictionHard memory":   kc.EvictionHard["memory.available"],
+		"evictionHard nodefs":   kc.EvictionHard["nodefs.available"],
+		"evictionSoft":          kc.EvictionSoft["memory.available"],
+		"evictionSoftGrace":     kc.EvictionSoftGracePeriod["memory.available"],
+		"evictionMinReclaim":    kc.EvictionMinimumReclaim["nodefs.available"],
+		"healthzBindAddress":    kc.HealthzBindAddress,
+		"healthzPort":           strconv.Itoa(int(*kc.HealthzPort)),
+		"runtime endpoint":      kc.ContainerRuntimeEndpoint,
+		"maxPodGracePeriod (s)": strconv.Itoa(int(kc.EvictionMaxPodGracePeriod)),
+	} {
+		want := map[string]string{"evictionHard memory": "100Mi", "evictionHard nodefs": "10%", "evictionSoft": "300Mi",
+			"evictionSoftGrace": "1m30s", "evictionMinReclaim": "500Mi", "healthzBindAddress": "127.0.0.1", "healthzPort": "10248",
+			"runtime endpoint": "unix:///run/containerd/containerd.sock", "maxPodGracePeriod (s)": "30"}[name]
+		if got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if len(kc.EvictionHard) != 2 || kc.Port != 10250 || !*kc.EnableServer {
+		t.Errorf("evictionHard %v, port %d, enableServer %v", kc.EvictionHard, kc.Port, *kc.EnableServer)
 	}
 }

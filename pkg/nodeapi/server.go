@@ -44,6 +44,9 @@ type Config struct {
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Machine, if set, is the node's machine info that /spec/ serves.
 	Machine func() (*cadvisorapi.MachineInfo, error)
+	// Configz, if set, is the node agent's configuration that /configz serves, as the
+	// kubelet's (a KubeletConfiguration).
+	Configz func() any
 }
 
 // Server is the node API's HTTP handler.
@@ -58,7 +61,7 @@ type Server struct {
 
 // New makes the handler. healthy answers /healthz; st (may be nil) serves /stats/summary,
 // /metrics/resource and /metrics/cadvisor; metrics (may be nil) is minilet's /metrics;
-// cfg.Machine (may be nil) serves /spec/.
+// cfg.Machine (may be nil) serves /spec/, cfg.Configz (may be nil) /configz.
 func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() error, st Stats, metrics http.Handler) *Server {
 	s := &Server{cfg: cfg, rt: rt, client: client, healthy: healthy, mux: http.NewServeMux()}
 	if client != nil {
@@ -78,6 +81,9 @@ func New(cfg Config, rt Runtime, client kubernetes.Interface, healthy func() err
 	}
 	if metrics != nil {
 		s.mux.Handle("GET /metrics", metrics)
+	}
+	if cfg.Configz != nil {
+		s.mux.HandleFunc("GET /configz", s.serveConfigz)
 	}
 	if cfg.Machine != nil {
 		s.mux.HandleFunc("GET /spec/{$}", s.serveSpec)

@@ -16,3 +16,9 @@ func (s *Server) serveSpec(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(info) // a write error is the client gone
 }
+
+// serveConfigz answers as the kubelet's /configz: {"kubeletconfig": CONFIGURATION}.
+func (s *Server) serveConfigz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"kubeletconfig": s.cfg.Configz()}) // a write error is the client gone
+}

@@ -91,3 +91,13 @@ func TestSpec(t *testing.T) {
 		t.Errorf("without machine info: %d", rec.Code)
 	}
 }
+
+// /configz serves the agent's configuration under "kubeletconfig", as the kubelet's.
+func TestConfigz(t *testing.T) {
+	rec := httptest.NewRecorder()
+	configz := func() any { return map[string]int{"port": 10250} }
+	New(Config{NodeName: "n1", Configz: configz}, nil, nil, func() error { return nil }, nil, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/configz", nil))
+	if got := strings.TrimSpace(rec.Body.String()); rec.Code != http.StatusOK || got != `{"kubeletconfig":{"port":10250}}` {
+		t.Errorf("GET /configz: %d %s", rec.Code, got)
+	}
+}

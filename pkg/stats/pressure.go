@@ -324,3 +324,15 @@ func (p *Pressure) Under(cond Condition, now time.Time) (bool, []string) {
 	sort.Strings(crossed)
 	return true, crossed
 }
+
+// Maps are the flags as the kubelet's configuration holds them (evictionHard,
+// evictionSoft, evictionSoftGracePeriod, evictionMinimumReclaim): signal → value. The
+// flags are assumed valid (ParseThresholdConfig); a statement that is not is left out.
+func (f EvictionFlags) Maps() (hard, soft, softGracePeriod, minimumReclaim map[string]string) {
+	signalMap := func(s, op string) map[string]string {
+		out := map[string]string{}
+		_ = eachStatement(s, op, "", func(signal, value string) error { out[signal] = value; return nil })
+		return out
+	}
+	return signalMap(f.Hard, "<"), signalMap(f.Soft, "<"), signalMap(f.SoftGracePeriod, "="), signalMap(f.MinimumReclaim, "=")
+}

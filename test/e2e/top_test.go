@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+
 	cadvisorapi "github.com/google/cadvisor/lib/model"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -105,6 +107,14 @@ func TestTopAndStats(t *testing.T) {
 	}
 	if node, want := mustKubectl(t, l, "get", "node", "node-1", "-o", "jsonpath={.status.capacity.cpu}/{.status.nodeInfo.bootID}"), fmt.Sprintf("%d/%s", spec.NumCores, spec.BootID); node != want {
 		t.Errorf("node-1 cpu/bootID %q, /spec/ %q", node, want)
+	}
+	// minilet's settings as the kubelet's /configz gives them: the lab's memory threshold.
+	var configz struct {
+		Kubelet kubeletconfig.KubeletConfiguration `json:"kubeletconfig"`
+	}
+	if raw := mustKubectl(t, l, "get", "--raw", "/api/v1/nodes/node-1/proxy/configz"); json.Unmarshal([]byte(raw), &configz) != nil ||
+		configz.Kubelet.EvictionHard["memory.available"] != "100Mi" || configz.Kubelet.Port != 10250 || configz.Kubelet.ClusterDomain != "cluster.local" {
+		t.Errorf("/configz is not node-1's KubeletConfiguration:\n%s", raw)
 	}
 
 	// The node's pressure conditions are measured, not constant.

@@ -19,8 +19,8 @@ import (
 // KubeletVersion is what minilet reports as status.nodeInfo.kubeletVersion.
 const KubeletVersion = "v1.32.0-minik8s"
 
-// maxPods is the kubelet's default --max-pods.
-const maxPods = 110
+// MaxPods is the kubelet's default --max-pods.
+const MaxPods = 110
 
 // HostCapacity measures what the host offers to pods from its machine info: its CPUs
 // (cAdvisor's NumCores, as the kubelet's CapacityFromMachineInfo), its memory (or the
@@ -54,7 +54,7 @@ func capacityOf(m *cadvisorapi.MachineInfo, rootDir, nodeCgroup string) (corev1.
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(int64(m.NumCores), resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(maxPods, resource.DecimalSI),
+		corev1.ResourcePods:             *resource.NewQuantity(MaxPods, resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(fs.Blocks)*int64(fs.Bsize), resource.BinarySI),
 	}
 	for _, hp := range m.HugePages {
