@@ -19,8 +19,9 @@ import (
 // (ipsets, port matches, explain) serve all three tiers.
 
 const (
-	kindANP  = "AdminNetworkPolicy"
-	kindBANP = "BaselineAdminNetworkPolicy"
+	// KindANP and KindBANP are the Kind of a RuleRef to an admin policy's rule.
+	KindANP  = "AdminNetworkPolicy"
+	KindBANP = "BaselineAdminNetworkPolicy"
 	// BaselineName is the one name a BaselineAdminNetworkPolicy may have.
 	BaselineName = "default"
 )
@@ -64,7 +65,7 @@ func (b *builder) adminTier(p *corev1.Pod, dir networkingv1.PolicyType, c *podCh
 		}
 		c.adminBy = append(c.adminBy, "anp/"+anp.Name)
 		prio := anp.Spec.Priority
-		ref := RuleRef{Kind: kindANP, Policy: anp.Name, Priority: &prio, Direction: strings.ToLower(string(dir))}
+		ref := RuleRef{Kind: KindANP, Policy: anp.Name, Priority: &prio, Direction: strings.ToLower(string(dir))}
 		out = append(out, b.adminEntries(ref, p, dir, rules)...)
 	}
 	return out
@@ -94,7 +95,7 @@ func (b *builder) baselineTier(p *corev1.Pod, dir networkingv1.PolicyType, c *po
 		return nil
 	}
 	c.adminBy = append(c.adminBy, "banp/"+banp.Name)
-	return b.adminEntries(RuleRef{Kind: kindBANP, Policy: banp.Name, Direction: strings.ToLower(string(dir))}, p, dir, rules)
+	return b.adminEntries(RuleRef{Kind: KindBANP, Policy: banp.Name, Direction: strings.ToLower(string(dir))}, p, dir, rules)
 }
 
 // adminEntries are the entries of rules, ref naming their policy: Allow returns, Deny

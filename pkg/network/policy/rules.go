@@ -291,9 +291,9 @@ func (r RuleRef) String() string {
 // owner is the policy as comments name it: namespace/name, anp/NAME or banp/NAME.
 func (r RuleRef) owner() string {
 	switch r.Kind {
-	case kindANP:
+	case KindANP:
 		return "anp/" + r.Policy
-	case kindBANP:
+	case KindBANP:
 		return "banp/" + r.Policy
 	}
 	return r.Policy
