@@ -171,7 +171,8 @@ func namespacedPeer(ns *metav1.LabelSelector, pods *anpv1alpha1.NamespacedPod) [
 	return nil
 }
 
-// adminPorts are ports as NetworkPolicy ports (nil: any port). A named port is taken as TCP.
+// adminPorts are ports as NetworkPolicy ports (nil: any port). A named port has anyProtocol:
+// each pod's container port of that name decides, with its own protocol.
 func adminPorts(ports *[]anpv1alpha1.AdminNetworkPolicyPort) []networkingv1.NetworkPolicyPort {
 	if ports == nil {
 		return nil
@@ -190,7 +191,7 @@ func adminPorts(ports *[]anpv1alpha1.AdminNetworkPolicyPort) []networkingv1.Netw
 			start, end := intstr.FromInt32(p.PortRange.Start), p.PortRange.End
 			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &start, EndPort: &end})
 		case p.NamedPort != nil:
-			proto, port := corev1.ProtocolTCP, intstr.FromString(*p.NamedPort)
+			proto, port := anyProtocol, intstr.FromString(*p.NamedPort)
 			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
 		}
 	}
