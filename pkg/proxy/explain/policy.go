@@ -88,6 +88,7 @@ func readCluster(ctx context.Context, client kubernetes.Interface, admin anpclie
 		return c, nil
 	}
 	// An API that does not serve the admin policies (their CRDs not installed) has none.
+	// The BANP is listed, not read by name: a node may list and watch it, as minilet does.
 	anps, err := admin.PolicyV1alpha1().AdminNetworkPolicies().List(ctx, metav1.ListOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing adminnetworkpolicies: %w", err)
@@ -97,12 +98,16 @@ func readCluster(ctx context.Context, client kubernetes.Interface, admin anpclie
 			c.state.AdminPolicies = append(c.state.AdminPolicies, &anps.Items[i])
 		}
 	}
-	banp, err := admin.PolicyV1alpha1().BaselineAdminNetworkPolicies().Get(ctx, policy.BaselineName, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		c.state.Baseline = banp
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading baselineadminnetworkpolicy %s: %w", policy.BaselineName, err)
+	banps, err := admin.PolicyV1alpha1().BaselineAdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing baselineadminnetworkpolicies: %w", err)
+	}
+	if err == nil {
+		for i := range banps.Items {
+			if banps.Items[i].Name == policy.BaselineName {
+				c.state.Baseline = &banps.Items[i]
+			}
+		}
 	}
 	return c, nil
 }
