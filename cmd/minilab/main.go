@@ -318,7 +318,7 @@ func explainCommand(name *string) *cobra.Command {
 	var port int32
 	cmd := &cobra.Command{
 		Use:   "explain NODE (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
-		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there, and the NetworkPolicy verdict",
+		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there, and the network policy verdict (admin tiers included)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := loadLab(*name)

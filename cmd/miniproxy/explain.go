@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 func explainCommand() *cobra.Command {
@@ -16,14 +17,15 @@ func explainCommand() *cobra.Command {
 	var port int32
 	cmd := &cobra.Command{
 		Use:   "explain (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
-		Short: "Show the path a packet to a Service takes through the iptables rules this node holds now, and the NetworkPolicy verdict",
+		Short: "Show the path a packet to a Service takes through the iptables rules this node holds now, and the network policy verdict",
 		Long: "Reads the Service (cluster IP, ports, node ports) from the API and the rules from the kernel\n" +
 			"(iptables-save -c), and prints the chains a packet passes, each KUBE-SEP it may reach with its\n" +
 			"probability and packet counters, the DNAT target and whether the source is masqueraded.\n" +
-			"With --from POD or --to, it also gives the NetworkPolicy verdict of each connection (to each\n" +
+			"With --from POD or --to, it also gives the policy verdict of each connection (to each\n" +
 			"endpoint of a Service, or to the pod): the egress of the source, the ingress of the destination,\n" +
-			"the policies isolating them, the rule that allowed or the denial, and the counters of those\n" +
-			"rules on this node. POD is NAMESPACE/NAME; --to takes pod/NAMESPACE/NAME or\n" +
+			"the policies isolating them (AdminNetworkPolicies with their priority, NetworkPolicies, the\n" +
+			"BaselineAdminNetworkPolicy), the tier and rule that allowed or the denial, and the counters of\n" +
+			"those rules on this node. POD is NAMESPACE/NAME; --to takes pod/NAMESPACE/NAME or\n" +
 			"service/NAMESPACE/NAME when a pod and a Service share the name.",
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
@@ -44,9 +46,13 @@ func explainCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			admin, err := anpclient.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
 			ctx, stop := daemon.SignalContext()
 			defer stop()
-			return explain.Run(ctx, client, o, cmd.OutOrStdout())
+			return explain.Run(ctx, client, admin, o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

@@ -19,8 +19,9 @@ import (
 // (ipsets, port matches, explain) serve all three tiers.
 
 const (
-	kindANP  = "AdminNetworkPolicy"
-	kindBANP = "BaselineAdminNetworkPolicy"
+	// KindANP and KindBANP are the Kind of a RuleRef to an admin policy's rule.
+	KindANP  = "AdminNetworkPolicy"
+	KindBANP = "BaselineAdminNetworkPolicy"
 	// BaselineName is the one name a BaselineAdminNetworkPolicy may have.
 	BaselineName = "default"
 )
@@ -64,7 +65,7 @@ func (b *builder) adminTier(p *corev1.Pod, dir networkingv1.PolicyType, c *podCh
 		}
 		c.adminBy = append(c.adminBy, "anp/"+anp.Name)
 		prio := anp.Spec.Priority
-		ref := RuleRef{Kind: kindANP, Policy: anp.Name, Priority: &prio, Direction: strings.ToLower(string(dir))}
+		ref := RuleRef{Kind: KindANP, Policy: anp.Name, Priority: &prio, Direction: strings.ToLower(string(dir))}
 		out = append(out, b.adminEntries(ref, p, dir, rules)...)
 	}
 	return out
@@ -94,7 +95,7 @@ func (b *builder) baselineTier(p *corev1.Pod, dir networkingv1.PolicyType, c *po
 		return nil
 	}
 	c.adminBy = append(c.adminBy, "banp/"+banp.Name)
-	return b.adminEntries(RuleRef{Kind: kindBANP, Policy: banp.Name, Direction: strings.ToLower(string(dir))}, p, dir, rules)
+	return b.adminEntries(RuleRef{Kind: KindBANP, Policy: banp.Name, Direction: strings.ToLower(string(dir))}, p, dir, rules)
 }
 
 // adminEntries are the entries of rules, ref naming their policy: Allow returns, Deny
@@ -170,7 +171,8 @@ func namespacedPeer(ns *metav1.LabelSelector, pods *anpv1alpha1.NamespacedPod) [
 	return nil
 }
 
-// adminPorts are ports as NetworkPolicy ports (nil: any port). A named port is taken as TCP.
+// adminPorts are ports as NetworkPolicy ports (nil: any port). A named port has anyProtocol:
+// each pod's container port of that name decides, with its own protocol.
 func adminPorts(ports *[]anpv1alpha1.AdminNetworkPolicyPort) []networkingv1.NetworkPolicyPort {
 	if ports == nil {
 		return nil
@@ -189,7 +191,7 @@ func adminPorts(ports *[]anpv1alpha1.AdminNetworkPolicyPort) []networkingv1.Netw
 			start, end := intstr.FromInt32(p.PortRange.Start), p.PortRange.End
 			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &start, EndPort: &end})
 		case p.NamedPort != nil:
-			proto, port := corev1.ProtocolTCP, intstr.FromString(*p.NamedPort)
+			proto, port := anyProtocol, intstr.FromString(*p.NamedPort)
 			out = append(out, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
 		}
 	}

@@ -291,9 +291,9 @@ func (r RuleRef) String() string {
 // owner is the policy as comments name it: namespace/name, anp/NAME or banp/NAME.
 func (r RuleRef) owner() string {
 	switch r.Kind {
-	case kindANP:
+	case KindANP:
 		return "anp/" + r.Policy
-	case kindBANP:
+	case KindBANP:
 		return "banp/" + r.Policy
 	}
 	return r.Policy
@@ -377,28 +377,33 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 		if port.Port != nil && port.Port.Type == intstr.String {
 			if dir == networkingv1.PolicyTypeIngress {
 				// The destination is p: its own container port of that name.
-				if n := namedPort(p, port.Port.StrVal, proto); n != 0 {
+				if n, proto := namedPort(p, port.Port.StrVal, proto); n != 0 {
 					for _, e := range peerEntries {
 						e.rule.Port, e.rule.PortText = k, fmt.Sprintf("%s port %s (%d on %s/%s)", proto, port.Port.StrVal, n, p.Namespace, p.Name)
 						e.proto, e.ports = proto, [2]int32{n, n}
-						e.text = join(peerMatch(e), fmt.Sprintf("-p %s --dport %d", lproto, n), comment, target)
+						e.text = join(peerMatch(e), fmt.Sprintf("-p %s --dport %d", strings.ToLower(string(proto)), n), comment, target)
 						out = append(out, e)
 					}
 				}
 				continue
 			}
-			// Egress to a named port: each peer pod's own port of that name, one ip,port set.
+			// Egress to a named port: each peer pod's own port of that name, one ip,port set
+			// (whose entries carry the protocol, so anyProtocol needs no -p).
 			set := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, port.Port.StrVal))
 			for _, pods := range peerPods {
 				for _, pod := range pods {
-					if n := namedPort(pod, port.Port.StrVal, proto); n != 0 {
-						set.Add(ipset.IPPort(podIP(pod), lproto, n))
+					if n, proto := namedPort(pod, port.Port.StrVal, proto); n != 0 {
+						set.Add(ipset.IPPort(podIP(pod), strings.ToLower(string(proto)), n))
 					}
 				}
 			}
 			e := entry{rule: ref, proto: proto, portSet: set}
-			e.rule.Port, e.rule.PortText = k, fmt.Sprintf("%s port %s of the peer pods", proto, port.Port.StrVal)
-			e.text = join(fmt.Sprintf("-p %s -m set --match-set %s dst,dst", lproto, set.Name), comment, target)
+			e.rule.Port, e.rule.PortText = k, strings.TrimSpace(fmt.Sprintf("%s port %s of the peer pods", proto, port.Port.StrVal))
+			match := fmt.Sprintf("-m set --match-set %s dst,dst", set.Name)
+			if proto != anyProtocol {
+				match = "-p " + lproto + " " + match
+			}
+			e.text = join(match, comment, target)
 			out = append(out, e)
 			continue
 		}
@@ -505,19 +510,25 @@ func podIP(p *corev1.Pod) string {
 	return p.Status.PodIP
 }
 
-func namedPort(p *corev1.Pod, name string, proto corev1.Protocol) int32 {
+// anyProtocol, as a named port's protocol, takes each pod's container port of that name
+// with whatever protocol it has: an admin policy's named port names no protocol.
+const anyProtocol corev1.Protocol = ""
+
+// namedPort is p's container port called name with protocol proto (anyProtocol: any), and
+// its protocol; 0 when p has none.
+func namedPort(p *corev1.Pod, name string, proto corev1.Protocol) (int32, corev1.Protocol) {
 	for _, c := range p.Spec.Containers {
 		for _, cp := range c.Ports {
 			pp := cp.Protocol
 			if pp == "" {
 				pp = corev1.ProtocolTCP
 			}
-			if cp.Name == name && pp == proto {
-				return cp.ContainerPort
+			if cp.Name == name && (proto == anyProtocol || pp == proto) {
+				return cp.ContainerPort, pp
 			}
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 func protocolOf(p networkingv1.NetworkPolicyPort) corev1.Protocol {

@@ -11,8 +11,10 @@ import (
 	"github.com/minik8s/minik8s/pkg/network/policy"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 // Report is explain --from POD --to POD|SERVICE: the Service translation when the
@@ -39,17 +41,23 @@ type Connection struct {
 // End is one pod's verdict with the counters of the rules it met on this node.
 type End struct {
 	policy.Verdict
-	Hops []Hop  `json:"hops"`
-	Note string `json:"note,omitempty"`
+	// Tier is the tier whose rule decided: AdminNetworkPolicy, NetworkPolicy or
+	// BaselineAdminNetworkPolicy; "" when none did (not isolated, no admin rule matched).
+	Tier string `json:"tier,omitempty"`
+	// Admin are AdminBy in the order they decide, an AdminNetworkPolicy with its priority.
+	Admin []string `json:"admin,omitempty"`
+	Hops  []Hop    `json:"hops"`
+	Note  string   `json:"note,omitempty"`
 }
 
-// cluster is what the policy verdict reads from the API: every pod, namespace and policy.
+// cluster is what the policy verdict reads from the API: every pod, namespace, NetworkPolicy
+// and admin policy.
 type cluster struct {
 	state policy.State
 	byIP  map[string]*corev1.Pod // pods (not hostNetwork) by their IP
 }
 
-func readCluster(ctx context.Context, client kubernetes.Interface) (*cluster, error) {
+func readCluster(ctx context.Context, client kubernetes.Interface, admin anpclient.Interface) (*cluster, error) {
 	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
@@ -76,6 +84,31 @@ func readCluster(ctx context.Context, client kubernetes.Interface) (*cluster, er
 	for i := range nps.Items {
 		c.state.Policies = append(c.state.Policies, &nps.Items[i])
 	}
+	if admin == nil {
+		return c, nil
+	}
+	// An API that does not serve the admin policies (their CRDs not installed) has none.
+	// The BANP is listed, not read by name: a node may list and watch it, as minilet does.
+	anps, err := admin.PolicyV1alpha1().AdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing adminnetworkpolicies: %w", err)
+	}
+	if err == nil {
+		for i := range anps.Items {
+			c.state.AdminPolicies = append(c.state.AdminPolicies, &anps.Items[i])
+		}
+	}
+	banps, err := admin.PolicyV1alpha1().BaselineAdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("listing baselineadminnetworkpolicies: %w", err)
+	}
+	if err == nil {
+		for i := range banps.Items {
+			if banps.Items[i].Name == policy.BaselineName {
+				c.state.Baseline = &banps.Items[i]
+			}
+		}
+	}
 	return c, nil
 }
 
@@ -94,8 +127,8 @@ func (c *cluster) pod(ref string) (*corev1.Pod, error) {
 
 // runConnections explains o's connections: o.From a pod or an address, o.To (or o.Service)
 // a pod or a Service.
-func runConnections(ctx context.Context, client kubernetes.Interface, o Options, out io.Writer) error {
-	c, err := readCluster(ctx, client)
+func runConnections(ctx context.Context, client kubernetes.Interface, admin anpclient.Interface, o Options, out io.Writer) error {
+	c, err := readCluster(ctx, client, admin)
 	if err != nil {
 		return err
 	}
@@ -207,20 +240,51 @@ func (c *cluster) connection(tables Tables, local func(string) bool, src *corev1
 		}
 	}
 	if src != nil {
-		out.Egress = end(tables, policy.Decide(&c.state, src, networkingv1.PolicyTypeEgress, conn))
+		out.Egress = c.end(tables, policy.Decide(&c.state, src, networkingv1.PolicyTypeEgress, conn))
 	}
 	if dst != nil {
-		out.Ingress = end(tables, policy.Decide(&c.state, dst, networkingv1.PolicyTypeIngress, conn))
+		out.Ingress = c.end(tables, policy.Decide(&c.state, dst, networkingv1.PolicyTypeIngress, conn))
 	}
-	switch {
-	case out.Egress != nil && !out.Egress.Allowed:
-		out.Verdict = "denied by the egress policies of " + out.Egress.Pod
-	case out.Ingress != nil && !out.Ingress.Allowed:
-		out.Verdict = "denied by the ingress policies of " + out.Ingress.Pod
-	default:
-		out.Verdict = "allowed"
+	out.Verdict = "allowed"
+	for _, e := range []*End{out.Egress, out.Ingress} {
+		if e == nil || e.Allowed {
+			continue
+		}
+		out.Verdict = fmt.Sprintf("denied by the %s policies of %s", e.Direction, e.Pod)
+		if e.By != nil && e.Tier != tierNetworkPolicy {
+			out.Verdict += fmt.Sprintf(": %s %s", e.Tier, c.adminPolicy(e.By.Kind, e.By.Policy))
+		}
+		break
 	}
 	return out
+}
+
+// adminPolicy names an admin policy of kind as people read it: anp/NAME (priority N) or
+// banp/NAME.
+func (c *cluster) adminPolicy(kind, name string) string {
+	if kind == policy.KindBANP {
+		return "banp/" + name
+	}
+	for _, anp := range c.state.AdminPolicies {
+		if anp.Name == name {
+			return fmt.Sprintf("anp/%s (priority %d)", name, anp.Spec.Priority)
+		}
+	}
+	return "anp/" + name
+}
+
+const tierNetworkPolicy = "NetworkPolicy"
+
+// tier is the tier whose rule gave v: the kind of the rule that decided, or the closing DROP
+// of the NetworkPolicies isolating the pod.
+func tier(v policy.Verdict) string {
+	switch {
+	case v.By != nil && v.By.Kind != "":
+		return v.By.Kind
+	case v.By != nil, !v.Allowed && len(v.IsolatedBy) > 0:
+		return tierNetworkPolicy
+	}
+	return ""
 }
 
 func (t Tables) chain(name string) ([]Rule, bool) {
@@ -232,10 +296,18 @@ func (t Tables) chain(name string) ([]Rule, bool) {
 	return rules, ok
 }
 
-// end adds to v the counters of this node's rules it names: TopChain's jump to the pod's
-// chain, the rule that decided, and the chain's DROP.
-func end(t Tables, v policy.Verdict) *End {
-	e := &End{Verdict: v, Hops: []Hop{}}
+// end adds to v its tier, its admin policies and the counters of this node's rules it
+// names: TopChain's jump to the pod's chain, the rule that decided, and the chain's DROP.
+func (c *cluster) end(t Tables, v policy.Verdict) *End {
+	e := &End{Verdict: v, Tier: tier(v), Hops: []Hop{}}
+	for _, a := range v.AdminBy {
+		kind, name, _ := strings.Cut(a, "/")
+		if kind == "banp" {
+			e.Admin = append(e.Admin, a)
+		} else {
+			e.Admin = append(e.Admin, c.adminPolicy(policy.KindANP, name))
+		}
+	}
 	if v.Chain == "" {
 		return e
 	}
@@ -275,12 +347,27 @@ func RenderConnection(out io.Writer, c Connection) {
 			continue
 		}
 		e := side.e
-		if len(e.IsolatedBy) == 0 {
+		if len(e.IsolatedBy) == 0 && len(e.Admin) == 0 {
 			fmt.Fprintf(out, "  %s of %s on %s: %s\n", side.dir, e.Pod, e.Node, e.Reason)
 			continue
 		}
-		fmt.Fprintf(out, "  %s of %s on %s: isolated for %s by %s\n", side.dir, e.Pod, e.Node, side.dir, strings.Join(e.IsolatedBy, ", "))
-		fmt.Fprintf(out, "    %s\n", e.Reason)
+		var by []string
+		if len(e.IsolatedBy) > 0 {
+			by = append(by, strings.Join(e.IsolatedBy, ", "))
+		}
+		if len(e.Admin) > 0 {
+			by = append(by, "the admin policies "+strings.Join(e.Admin, ", "))
+		}
+		fmt.Fprintf(out, "  %s of %s on %s: isolated for %s by %s\n", side.dir, e.Pod, e.Node, side.dir, strings.Join(by, "; "))
+		// With admin policies around, which of the three tiers decided is worth saying.
+		switch {
+		case len(e.Admin) == 0:
+			fmt.Fprintf(out, "    %s\n", e.Reason)
+		case e.Tier == "":
+			fmt.Fprintf(out, "    no tier decided: %s\n", e.Reason)
+		default:
+			fmt.Fprintf(out, "    the %s tier decided: %s\n", e.Tier, e.Reason)
+		}
 		for _, h := range e.Hops {
 			fmt.Fprintf(out, "    %-6s %-20s [%d pkts, %d bytes] %s   <- %s\n", h.Table, h.Chain, h.Packets, h.Bytes, h.Rule, h.Note)
 		}

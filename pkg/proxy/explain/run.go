@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 // Options are miniproxy explain's flags.
@@ -77,13 +78,14 @@ func isRef(s string) bool {
 }
 
 // Run explains the Service's paths from the rules this network namespace holds now; with
-// a pod on either end (--from POD, --to), the NetworkPolicy verdict of each connection too.
-func Run(ctx context.Context, client kubernetes.Interface, o Options, out io.Writer) error {
+// a pod on either end (--from POD, --to), the policy verdict of each connection too, across
+// the admin policies admin reads (nil: NetworkPolicies only) and the NetworkPolicies.
+func Run(ctx context.Context, client kubernetes.Interface, admin anpclient.Interface, o Options, out io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if o.To != "" || isRef(o.From) {
-		return runConnections(ctx, client, o, out)
+		return runConnections(ctx, client, admin, o, out)
 	}
 	tables, err := readTables(ctx)
 	if err != nil {
