@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/network/policy/policytest"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
 )
@@ -36,17 +34,9 @@ func TestAdminNamedPortsTakeThePodsProtocol(t *testing.T) {
 	}
 
 	testPods := matrixPods()
-	pods := map[string]*corev1.Pod{}
-	state := &State{Node: "node1", AdminPolicies: []*anpv1alpha1.AdminNetworkPolicy{in, out}}
-	for _, p := range testPods {
-		pod := p.apiPod()
-		pod.UID, pod.Status = types.UID("uid-"+p.key()), p.status()
-		pods[p.key()] = pod
-		state.Pods = append(state.Pods, pod)
-	}
-	for _, ns := range policytest.Namespaces {
-		state.Namespaces = append(state.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
-	}
+	matrix, pods := matrixState(testPods)
+	state := &matrix
+	state.AdminPolicies = []*anpv1alpha1.AdminNetworkPolicy{in, out}
 	checkDecisions(t, state, testPods, pods, "named ports", expect)
 
 	mn := newMatrixNet(t)
