@@ -28,11 +28,11 @@ import (
 // admissionChain is the admission chain after NamespaceLifecycle (which the API server
 // puts first), in kube-apiserver's recommended order: every mutating plugin, then every
 // validating one, ResourceQuota last so only writes every other plugin admitted are
-// charged; the admission webhooks after the built-in plugins of their kind, after the
-// ValidatingAdmissionPolicies. The plugins read the process's shared informers and the API
+// charged; the admission policies and webhooks after the built-in plugins of their kind,
+// each kind's policies before its webhooks. The plugins read the process's shared informers and the API
 // server's own loopback client (loopback is its config); the returned informers are
 // started once the server serves, the policies once the authorizer is made.
-func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface, loopback *rest.Config, shared informers.SharedInformerFactory) (generic.Admission, *admission.Informers, *policy.Plugin, error) {
+func admissionChain(st store.Interface, reg *registry.Registry, privileged kubernetes.Interface, loopback *rest.Config, shared informers.SharedInformerFactory) (generic.Admission, *admission.Informers, *policy.Plugins, error) {
 	inf := admission.NewInformers(shared, privileged)
 	limits := limitranger.New(inf)
 	accounts := serviceaccount.New(inf)
@@ -63,13 +63,13 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
 			storageprotection.Plugin{},
-			mutatingWebhooks,
+			upstream.NewMutating(objects, inf.Started, policies.Mutating, mutatingWebhooks),
 		},
 		Validating: []generic.ValidatingAdmission{
 			limits,
 			accounts,
 			podSecurity,
-			policies,
+			policies.Validating,
 			validatingWebhooks,
 			resourcequota.New(inf),
 		},

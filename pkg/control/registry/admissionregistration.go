@@ -102,11 +102,7 @@ var (
 			},
 			Row: func(obj runtime.Object) []any {
 				p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-				kind := "<unset>"
-				if pk := p.Spec.ParamKind; pk != nil {
-					kind = pk.APIVersion + "/" + pk.Kind
-				}
-				return []any{p.Name, int64(len(p.Spec.Validations)), kind, Age(p.CreationTimestamp)}
+				return []any{p.Name, int64(len(p.Spec.Validations)), paramKindColumn(p.Spec.ParamKind), Age(p.CreationTimestamp)}
 			},
 		},
 	}
@@ -128,22 +124,33 @@ var (
 			},
 			Row: func(obj runtime.Object) []any {
 				b := obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
-				ref := "<unset>"
-				if r := b.Spec.ParamRef; r != nil {
-					switch {
-					case r.Name != "" && r.Namespace != "":
-						ref = r.Namespace + "/" + r.Name
-					case r.Name != "":
-						ref = r.Name
-					case r.Selector != nil:
-						ref = "*/" + metav1.FormatLabelSelector(r.Selector)
-					}
-				}
-				return []any{b.Name, b.Spec.PolicyName, ref, Age(b.CreationTimestamp)}
+				return []any{b.Name, b.Spec.PolicyName, paramRefColumn(b.Spec.ParamRef), Age(b.CreationTimestamp)}
 			},
 		},
 	}
 )
+
+// paramKindColumn is a policy's PARAMKIND in `kubectl get`.
+func paramKindColumn(pk *admissionregistrationv1.ParamKind) string {
+	if pk == nil {
+		return "<unset>"
+	}
+	return pk.APIVersion + "/" + pk.Kind
+}
+
+// paramRefColumn is a binding's PARAMREF in `kubectl get`.
+func paramRefColumn(r *admissionregistrationv1.ParamRef) string {
+	switch {
+	case r == nil:
+	case r.Name != "" && r.Namespace != "":
+		return r.Namespace + "/" + r.Name
+	case r.Name != "":
+		return r.Name
+	case r.Selector != nil:
+		return "*/" + metav1.FormatLabelSelector(r.Selector)
+	}
+	return "<unset>"
+}
 
 func webhookConfigurationTable(row func(obj runtime.Object) (string, int)) *TableDef {
 	return &TableDef{
@@ -502,14 +509,7 @@ var validationActions = []admissionregistrationv1.ValidationAction{admissionregi
 func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAdmissionPolicy) field.ErrorList {
 	errs := validateMeta(vap, false, validation.NameIsDNSSubdomain)
 	s, p := vap.Spec, field.NewPath("spec")
-	if pk := s.ParamKind; pk != nil {
-		if pk.Kind == "" {
-			errs = append(errs, field.Required(p.Child("paramKind", "kind"), ""))
-		}
-		if pk.APIVersion == "" {
-			errs = append(errs, field.Required(p.Child("paramKind", "apiVersion"), ""))
-		}
-	}
+	errs = append(errs, validateParamKind(s.ParamKind, p.Child("paramKind"))...)
 	errs = append(errs, validateMatchResources(s.MatchConstraints, p.Child("matchConstraints"), true)...)
 	if s.FailurePolicy != nil && !oneOf(*s.FailurePolicy, failurePolicies) {
 		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *s.FailurePolicy, failurePolicies))
@@ -564,28 +564,8 @@ func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAd
 func validateValidatingAdmissionPolicyBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) field.ErrorList {
 	errs := validateMeta(b, false, validation.NameIsDNSSubdomain)
 	s, p := b.Spec, field.NewPath("spec")
-	if s.PolicyName == "" {
-		errs = append(errs, field.Required(p.Child("policyName"), ""))
-	} else {
-		for _, msg := range validation.NameIsDNSSubdomain(s.PolicyName, false) {
-			errs = append(errs, field.Invalid(p.Child("policyName"), s.PolicyName, msg))
-		}
-	}
-	if r := s.ParamRef; r != nil {
-		rp := p.Child("paramRef")
-		if r.Name != "" && r.Selector != nil {
-			errs = append(errs, field.Forbidden(rp.Child("name"), "name and selector are mutually exclusive"))
-		}
-		if r.Name == "" && r.Selector == nil {
-			errs = append(errs, field.Required(rp, "one of name or selector must be specified"))
-		}
-		actions := []admissionregistrationv1.ParameterNotFoundActionType{admissionregistrationv1.AllowAction, admissionregistrationv1.DenyAction}
-		if a := r.ParameterNotFoundAction; a == nil {
-			errs = append(errs, field.Required(rp.Child("parameterNotFoundAction"), ""))
-		} else if !oneOf(*a, actions) {
-			errs = append(errs, field.NotSupported(rp.Child("parameterNotFoundAction"), *a, actions))
-		}
-	}
+	errs = append(errs, validatePolicyName(s.PolicyName, p.Child("policyName"))...)
+	errs = append(errs, validateParamRef(s.ParamRef, p.Child("paramRef"))...)
 	errs = append(errs, validateMatchResources(s.MatchResources, p.Child("matchResources"), false)...)
 	ap := p.Child("validationActions")
 	if len(s.ValidationActions) == 0 {
@@ -603,6 +583,53 @@ func validateValidatingAdmissionPolicyBinding(b *admissionregistrationv1.Validat
 	}
 	if seen.Has(admissionregistrationv1.Deny) && seen.Has(admissionregistrationv1.Warn) {
 		errs = append(errs, field.Invalid(ap, s.ValidationActions, "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"))
+	}
+	return errs
+}
+
+// validateParamKind: a policy's params name their kind and its API version.
+func validateParamKind(pk *admissionregistrationv1.ParamKind, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if pk == nil {
+		return nil
+	}
+	if pk.Kind == "" {
+		errs = append(errs, field.Required(p.Child("kind"), ""))
+	}
+	if pk.APIVersion == "" {
+		errs = append(errs, field.Required(p.Child("apiVersion"), ""))
+	}
+	return errs
+}
+
+func validatePolicyName(name string, p *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.NameIsDNSSubdomain(name, false) {
+		errs = append(errs, field.Invalid(p, name, msg))
+	}
+	return errs
+}
+
+// validateParamRef: a binding's params by name or by selector, and what to do without one.
+func validateParamRef(r *admissionregistrationv1.ParamRef, p *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if r.Name != "" && r.Selector != nil {
+		errs = append(errs, field.Forbidden(p.Child("name"), "name and selector are mutually exclusive"))
+	}
+	if r.Name == "" && r.Selector == nil {
+		errs = append(errs, field.Required(p, "one of name or selector must be specified"))
+	}
+	actions := []admissionregistrationv1.ParameterNotFoundActionType{admissionregistrationv1.AllowAction, admissionregistrationv1.DenyAction}
+	if a := r.ParameterNotFoundAction; a == nil {
+		errs = append(errs, field.Required(p.Child("parameterNotFoundAction"), ""))
+	} else if !oneOf(*a, actions) {
+		errs = append(errs, field.NotSupported(p.Child("parameterNotFoundAction"), *a, actions))
 	}
 	return errs
 }

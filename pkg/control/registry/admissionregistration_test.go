@@ -57,3 +57,88 @@ func TestWebhookConfigurationRules(t *testing.T) {
 		}
 	}
 }
+
+// A MutatingAdmissionPolicy is defaulted as Kubernetes' v1 defaulters do and refused, naming
+// the field, where kube-apiserver refuses it: CEL that does not compile included.
+func TestMutatingAdmissionPolicyRules(t *testing.T) {
+	good := func() *admissionregistrationv1.MutatingAdmissionPolicy {
+		return &admissionregistrationv1.MutatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "label"},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{"CREATE"},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+					},
+				}}},
+				Variables:          []admissionregistrationv1.Variable{{Name: "who", Expression: `"policy"`}},
+				MatchConditions:    []admissionregistrationv1.MatchCondition{{Name: "named", Expression: `object.metadata.name != ""`}},
+				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+				Mutations: []admissionregistrationv1.Mutation{{
+					PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
+					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"by": variables.who}}}`},
+				}, {
+					PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+					JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "add", path: "/data/x", value: "y"}]`},
+				}},
+			},
+		}
+	}
+	p := good()
+	mutatingAdmissionPolicyRules.Default(p)
+	if *p.Spec.FailurePolicy != admissionregistrationv1.Fail || *p.Spec.MatchConstraints.MatchPolicy != admissionregistrationv1.Equivalent ||
+		p.Spec.MatchConstraints.NamespaceSelector == nil || *p.Spec.MatchConstraints.ResourceRules[0].Scope != admissionregistrationv1.AllScopes {
+		t.Errorf("defaults: %+v", p.Spec)
+	}
+	if errs := mutatingAdmissionPolicyRules.Validate(p); len(errs) != 0 {
+		t.Errorf("a valid policy refused: %v", errs)
+	}
+	for name, tc := range map[string]struct {
+		change func(s *admissionregistrationv1.MutatingAdmissionPolicySpec)
+		want   string
+	}{
+		"bad apply CEL": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+			s.Mutations[0].ApplyConfiguration.Expression = `Object{metadata: nope}`
+		}, "spec.mutations[0].applyConfiguration.expression: Invalid value"},
+		"bad JSON patch CEL": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+			s.Mutations[1].JSONPatch.Expression = `[JSONPatch{op: 1}]`
+		}, "spec.mutations[1].jsonPatch.expression: Invalid value"},
+		"undeclared variable": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.Variables = nil }, "undefined field 'who'"},
+		"bad match condition": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+			s.MatchConditions[0].Expression = `object.metadata.name +`
+		}, "spec.matchConditions[0].expression: Invalid value"},
+		"variable name": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.Variables[0].Name = "in" }, "must be a valid CEL identifier"},
+		"no mutations":  {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.Mutations = nil }, "spec.mutations: Required value"},
+		"patch type":    {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.Mutations[0].PatchType = "Merge" }, "spec.mutations[0].patchType: Unsupported value"},
+		"both patches": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+			s.Mutations[1].ApplyConfiguration = s.Mutations[0].ApplyConfiguration
+		}, "must not be specified when patchType is JSONPatch"},
+		"reinvocation": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.ReinvocationPolicy = "" }, "spec.reinvocationPolicy: Required value"},
+		"delete": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+			s.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{"DELETE"}
+		}, "spec.matchConstraints.resourceRules.operations: Unsupported value"},
+		"no resource rules": {func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.MatchConstraints.ResourceRules = nil }, "spec.matchConstraints.resourceRules: Required value"},
+	} {
+		p := good()
+		tc.change(&p.Spec)
+		mutatingAdmissionPolicyRules.Default(p)
+		errs := mutatingAdmissionPolicyRules.Validate(p)
+		if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+			t.Errorf("%s: want %q, got %v", name, tc.want, errs)
+		}
+	}
+
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "label"}}
+	if errs := mutatingAdmissionPolicyBindingRules.Validate(b); len(errs) != 0 {
+		t.Errorf("a binding naming only its policy refused: %v", errs)
+	}
+	b.Spec.PolicyName = ""
+	b.Spec.ParamRef = &admissionregistrationv1.ParamRef{Name: "p"}
+	got := mutatingAdmissionPolicyBindingRules.Validate(b).ToAggregate().Error()
+	for _, want := range []string{"spec.policyName: Required value", "spec.paramRef.parameterNotFoundAction: Required value"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("binding: want %q in %s", want, got)
+		}
+	}
+}

@@ -79,6 +79,8 @@ func Builtin() (*Registry, error) {
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, validatingWebhookConfigurationRules, nil, []string{"api-extensions"}),
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, validatingAdmissionPolicyRules, nil, []string{"api-extensions"}, "status"),
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, validatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
+		res(admissionregistrationv1.SchemeGroupVersion, "mutatingadmissionpolicies", "MutatingAdmissionPolicy", false, mutatingAdmissionPolicyRules, nil, []string{"api-extensions"}),
+		res(admissionregistrationv1.SchemeGroupVersion, "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", false, mutatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
 	)
 }
 

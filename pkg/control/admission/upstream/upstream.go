@@ -1,5 +1,5 @@
 // Package upstream runs k8s.io/apiserver's own admission plugins (the admission webhooks
-// and ValidatingAdmissionPolicy) in our chain: it turns our write's attributes into
+// and the admission policies) in our chain: it turns our write's attributes into
 // k8s.io/apiserver's admission.Attributes and gives them the scheme and resource mapping
 // those plugins convert and match with.
 package upstream
@@ -161,4 +161,51 @@ func (c convertor) Convert(in, out, context any) error {
 		return nil
 	}
 	return c.Scheme.Convert(in, out, context)
+}
+
+// Mutating runs k8s.io/apiserver's mutating plugins (MutatingAdmissionPolicy, then the
+// mutating webhooks, kube-apiserver's order) on one set of attributes, and all of them once
+// more when one whose reinvocationPolicy is IfNeeded saw the object before a later one
+// changed it, as kube-apiserver's reinvoker does (it re-runs the built-in plugins too).
+type Mutating struct {
+	plugins []admission.MutationInterface
+	objects *Objects
+	started func() bool
+}
+
+// NewMutating runs plugins, in order, once started says the shared informers they read
+// have begun: before that (the server's own bootstrap writes) nothing can be registered.
+func NewMutating(objects *Objects, started func() bool, plugins ...admission.MutationInterface) *Mutating {
+	return &Mutating{plugins: plugins, objects: objects, started: started}
+}
+
+// Admit lets each plugin mutate the write's object in place.
+func (m *Mutating) Admit(ctx context.Context, a *generic.Attributes) error {
+	if !m.started() {
+		return nil
+	}
+	attrs, err := Attributes(ctx, a)
+	if err != nil {
+		return err
+	}
+	if err := m.admit(ctx, attrs); err != nil {
+		return err
+	}
+	if rc := attrs.GetReinvocationContext(); rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return m.admit(ctx, attrs)
+	}
+	return nil
+}
+
+func (m *Mutating) admit(ctx context.Context, attrs admission.Attributes) error {
+	for _, p := range m.plugins {
+		if !p.Handles(attrs.GetOperation()) {
+			continue
+		}
+		if err := p.Admit(ctx, attrs, m.objects); err != nil {
+			return err
+		}
+	}
+	return nil
 }

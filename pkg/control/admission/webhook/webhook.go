@@ -22,13 +22,6 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 )
 
-// Mutating runs the mutating webhooks; it goes after the built-in mutating plugins.
-type Mutating struct {
-	plugin  *mutating.Plugin
-	objects *upstream.Objects
-	inf     *admission.Informers
-}
-
 // Validating runs the validating webhooks.
 type Validating struct {
 	plugin  *validating.Plugin
@@ -37,8 +30,9 @@ type Validating struct {
 }
 
 // New makes both plugins on the shared informers (configurations, namespaces, services,
-// endpoint slices).
-func New(inf *admission.Informers, objects *upstream.Objects) (*Mutating, *Validating, error) {
+// endpoint slices). The mutating one runs in upstream.Mutating, after the
+// MutatingAdmissionPolicies, which shares its reinvocation with theirs.
+func New(inf *admission.Informers, objects *upstream.Objects) (*mutating.Plugin, *Validating, error) {
 	m, err := mutating.NewMutatingWebhook(nil)
 	if err != nil {
 		return nil, nil, err
@@ -63,27 +57,7 @@ func New(inf *admission.Informers, objects *upstream.Objects) (*Mutating, *Valid
 	if err := v.ValidateInitialization(); err != nil {
 		return nil, nil, fmt.Errorf("validating admission webhooks: %w", err)
 	}
-	return &Mutating{plugin: m, objects: objects, inf: inf}, &Validating{plugin: v, objects: objects, inf: inf}, nil
-}
-
-// Admit calls the matching mutating webhooks, again once if a webhook with
-// reinvocationPolicy IfNeeded saw the object before a later webhook changed it.
-func (m *Mutating) Admit(ctx context.Context, a *generic.Attributes) error {
-	if !m.inf.Started() { // the server's own bootstrap writes, before any webhook can be registered
-		return nil
-	}
-	attrs, err := upstream.Attributes(ctx, a)
-	if err != nil {
-		return err
-	}
-	if err := m.plugin.Admit(ctx, attrs, m.objects); err != nil {
-		return err
-	}
-	if rc := attrs.GetReinvocationContext(); rc.ShouldReinvoke() {
-		rc.SetIsReinvoke()
-		return m.plugin.Admit(ctx, attrs, m.objects)
-	}
-	return nil
+	return m, &Validating{plugin: v, objects: objects, inf: inf}, nil
 }
 
 // Validate calls the matching validating webhooks (in parallel, as upstream).
@@ -117,7 +91,4 @@ func (r *endpointResolver) ResolveEndpoint(namespace, name string, port int32) (
 	return proxy.ResolveEndpoint(r.services, r.slices, namespace, name, port)
 }
 
-var (
-	_ generic.MutatingAdmission   = (*Mutating)(nil)
-	_ generic.ValidatingAdmission = (*Validating)(nil)
-)
+var _ generic.ValidatingAdmission = (*Validating)(nil)
