@@ -97,6 +97,25 @@ func PodCounts(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
+// UpdateChangesUsage says an update of an object may change what it uses of quotas, as
+// Kubernetes' quota monitor decides which updates to act on: a pod that finishes, a Service
+// whose type or node ports change, a claim whose storage request changes. Any other update
+// leaves usage as it was.
+func UpdateChangesUsage(old, cur any) bool {
+	switch o := old.(type) {
+	case *corev1.Pod:
+		n, ok := cur.(*corev1.Pod)
+		return ok && PodCounts(o) != PodCounts(n)
+	case *corev1.Service:
+		n, ok := cur.(*corev1.Service)
+		return ok && (o.Spec.Type != n.Spec.Type || nodePortsOf(o) != nodePortsOf(n))
+	case *corev1.PersistentVolumeClaim:
+		n, ok := cur.(*corev1.PersistentVolumeClaim)
+		return ok && !o.Spec.Resources.Requests.Storage().Equal(*n.Spec.Resources.Requests.Storage())
+	}
+	return false
+}
+
 // Usage is what objects of one group-resource in the namespace use of a quota name.
 func Usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matches func(*corev1.Pod) bool) resource.Quantity {
 	// The sum keeps the format of its first term ("128Mi" stays binary), as Kubernetes' quota sums do.

@@ -159,3 +159,28 @@ func TestQuotaExtendedResources(t *testing.T) {
 	}
 	waitUsed(t, c, "devices", "hugepages-2Mi=0/8Mi requests.example.com/dongle=0/3 requests.hugepages-2Mi=0/8Mi")
 }
+
+// An update that changes no usage (here ResourceQuota admission's own charge, an update of
+// a quota that counts resourcequotas) does not recount: the informers may not hold yet the
+// object just charged, and a recount would drop its charge (conformance: "should create a
+// ResourceQuota and capture the life of a configMap", under load).
+func TestQuotaKeepsChargesOnUpdates(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	c.MustKubectl(t, "", "create", "quota", "objects", "--hard=resourcequotas=2,secrets=10")
+	waitUsed(t, c, "objects", "resourcequotas=1/2 secrets=0/10")
+	// What admission does when it charges a secret the secrets informer has not seen yet.
+	quotas := c.Client.CoreV1().ResourceQuotas("default")
+	q, err := quotas.Get(ctx, "objects", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status.Used[corev1.ResourceSecrets] = resource.MustParse("1")
+	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if got, want := used(t, c, "objects"), "resourcequotas=1/2 secrets=1/10"; got != want {
+		t.Fatalf("the quota's update recounted it: used %s, want %s", got, want)
+	}
+}
