@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // kubectl delete --cascade=background|foreground|orphan on an owner with dependents: config
@@ -23,7 +24,9 @@ func TestCascadingDeletion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: o.UID}
+		// blockOwnerDeletion, as controllers set it: only such dependents hold an owner
+		// deleted in the foreground.
+		ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: o.UID, BlockOwnerDeletion: ptr.To(true)}
 		for i := 0; i < n; i++ {
 			dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner + "-dep-" + string(rune('a'+i)), OwnerReferences: []metav1.OwnerReference{ref}}}
 			if _, err := cms.Create(ctx, dep, metav1.CreateOptions{}); err != nil {

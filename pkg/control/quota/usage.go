@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -50,6 +51,9 @@ func ResourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
 	if _, ok := computeNames[name]; ok {
 		return schema.GroupResource{Resource: "pods"}, true
 	}
+	if _, ok := requestedByPrefix(name); ok {
+		return schema.GroupResource{Resource: "pods"}, true
+	}
 	switch name {
 	case corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers:
 		return schema.GroupResource{Resource: "services"}, true
@@ -62,9 +66,54 @@ func ResourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
 	return schema.GroupResource{}, false
 }
 
+// requestedByPrefix is the pod resource whose requests a quota name sums when the name is
+// not one of computeNames, as Kubernetes' pod evaluator does: "requests.<name>" of an
+// extended resource (example.com/dongle), "hugepages-<size>" and "requests.hugepages-<size>".
+func requestedByPrefix(name corev1.ResourceName) (corev1.ResourceName, bool) {
+	if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+		return name, true
+	}
+	rest, ok := strings.CutPrefix(string(name), corev1.DefaultResourceRequestsPrefix)
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(rest, corev1.ResourceHugePagesPrefix) || isExtended(rest) {
+		return corev1.ResourceName(rest), true
+	}
+	return "", false
+}
+
+// isExtended says a resource name is an extended resource (a domain-qualified name outside
+// kubernetes.io), as Kubernetes' IsExtendedResourceName decides.
+func isExtended(name string) bool {
+	if !strings.Contains(name, "/") || strings.Contains(name, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(name, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+name)) == 0
+}
+
 // PodCounts says whether a pod uses quota: a pod that finished no longer does.
 func PodCounts(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// UpdateChangesUsage says an update of an object may change what it uses of quotas, as
+// Kubernetes' quota monitor decides which updates to act on: a pod that finishes, a Service
+// whose type or node ports change, a claim whose storage request changes. Any other update
+// leaves usage as it was.
+func UpdateChangesUsage(old, cur any) bool {
+	switch o := old.(type) {
+	case *corev1.Pod:
+		n, ok := cur.(*corev1.Pod)
+		return ok && PodCounts(o) != PodCounts(n)
+	case *corev1.Service:
+		n, ok := cur.(*corev1.Service)
+		return ok && (o.Spec.Type != n.Spec.Type || nodePortsOf(o) != nodePortsOf(n))
+	case *corev1.PersistentVolumeClaim:
+		n, ok := cur.(*corev1.PersistentVolumeClaim)
+		return ok && !o.Spec.Resources.Requests.Storage().Equal(*n.Spec.Resources.Requests.Storage())
+	}
+	return false
 }
 
 // Usage is what objects of one group-resource in the namespace use of a quota name.
@@ -90,6 +139,12 @@ func Usage(name corev1.ResourceName, gr schema.GroupResource, objs []any, matche
 		for _, o := range objs {
 			pod, ok := o.(*corev1.Pod)
 			if !ok || !PodCounts(pod) || !matches(pod) {
+				continue
+			}
+			if r, ok := requestedByPrefix(name); ok {
+				if q, ok := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[r]; ok {
+					add(q)
+				}
 				continue
 			}
 			c, compute := computeNames[name]

@@ -1,8 +1,10 @@
 // Package garbagecollector deletes objects whose owners are gone, as Kubernetes' garbage
 // collector does with ownerReferences: Background deletion removes the owner at once and the
 // collector then deletes its dependents; Foreground (finalizer foregroundDeletion) deletes
-// the dependents first and the owner last; Orphan (finalizer orphan) strips the owner
-// reference from the dependents and keeps them. Like Kubernetes' collector it reads and writes
+// the dependents first and the owner once no dependent blocks it (blockOwnerDeletion);
+// Orphan (finalizer orphan) strips the owner reference from the dependents and keeps them.
+// A dependent that still has a valid owner is kept and loses only its references to owners
+// gone or being deleted in the foreground. Like Kubernetes' collector it reads and writes
 // only metadata, whatever the kind: through metadata informers (PartialObjectMetadata), or
 // through the typed informers other components of the process already run.
 package garbagecollector
@@ -31,10 +33,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 )
-
-// foregroundRetry is how soon an owner waiting for its dependents is looked at again.
-const foregroundRetry = time.Second
 
 // Collector is the garbage collector.
 type Collector struct {
@@ -125,12 +125,13 @@ func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEvent
 			return
 		}
 		o := objectFrom(gvr, m)
-		c.graph.upsert(o)
+		old := c.graph.upsert(o)
 		// An owner being deleted with a collector finalizer, or a dependent whose owner may
 		// already be gone, needs a look.
-		if (o.deleting && (o.hasFinalizer(metav1.FinalizerDeleteDependents) || o.hasFinalizer(metav1.FinalizerOrphanDependents))) || (!o.deleting && len(o.owners) > 0) {
+		if o.deletingDependents() || (o.deleting && o.hasFinalizer(metav1.FinalizerOrphanDependents)) || (!o.deleting && len(o.owners) > 0) {
 			c.queue.Add(o.uid)
 		}
+		c.wakeWaitingOwners(old, o)
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    upsert,
@@ -140,14 +141,32 @@ func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEvent
 			if !ok {
 				return
 			}
-			for _, dep := range c.graph.remove(m.GetUID()) {
+			old, deps := c.graph.remove(m.GetUID())
+			for _, dep := range deps {
 				c.queue.Add(dep)
 			}
+			c.wakeWaitingOwners(old)
 		},
 	}
 }
 
-// process handles one object, asking for another look while an owner waits for its dependents.
+// wakeWaitingOwners queues the owners of objs that wait for their dependents: an object
+// that goes, or drops or unblocks its reference, may be the last one they wait for.
+func (c *Collector) wakeWaitingOwners(objs ...*object) {
+	for _, o := range objs {
+		if o == nil {
+			continue
+		}
+		for _, ref := range o.owners {
+			if owner := c.graph.get(ref.UID); owner != nil && owner.deletingDependents() {
+				c.queue.Add(owner.uid)
+			}
+		}
+	}
+}
+
+// process handles one object. Events, not polling, bring it back: an owner waiting for its
+// dependents is queued again when one of them goes or lets go of it (wakeWaitingOwners).
 func (c *Collector) process(ctx context.Context, uid types.UID) (time.Duration, error) {
 	o := c.graph.get(uid)
 	if o == nil {
@@ -156,70 +175,176 @@ func (c *Collector) process(ctx context.Context, uid types.UID) (time.Duration, 
 	switch {
 	case o.deleting && o.hasFinalizer(metav1.FinalizerOrphanDependents):
 		return 0, c.orphanDependents(ctx, o)
-	case o.deleting && o.hasFinalizer(metav1.FinalizerDeleteDependents):
-		return c.deleteDependentsFirst(ctx, o)
+	case o.deletingDependents():
+		return 0, c.deleteDependentsFirst(ctx, o)
 	case !o.deleting && len(o.owners) > 0:
-		return 0, c.deleteIfOrphaned(ctx, o)
+		return 0, c.attemptToDelete(ctx, o)
 	}
-	return 0, nil
+	return 0, nil // being deleted is a one-way trip: its dependents get their look once it is gone
 }
 
-// deleteIfOrphaned deletes a dependent none of whose owners exists any more.
-func (c *Collector) deleteIfOrphaned(ctx context.Context, o *object) error {
-	for _, ref := range o.owners {
-		exists, err := c.ownerExists(ctx, ref, o.namespace)
-		if err != nil || exists {
-			return err
+// references sorts an object's owner references, as Kubernetes' classifyReferences does.
+type references struct {
+	solid    []metav1.OwnerReference // owners that exist and are not being deleted in the foreground
+	dangling []metav1.OwnerReference // owners gone
+	waiting  []metav1.OwnerReference // owners waiting for their dependents to be deleted
+}
+
+func (c *Collector) classify(ctx context.Context, namespace string, refs []metav1.OwnerReference) (references, error) {
+	var r references
+	for _, ref := range refs {
+		owner, err := c.owner(ctx, ref, namespace)
+		switch {
+		case err != nil:
+			return r, err
+		case owner == nil:
+			r.dangling = append(r.dangling, ref)
+		case owner.deletingDependents():
+			r.waiting = append(r.waiting, ref)
+		default:
+			r.solid = append(r.solid, ref)
 		}
 	}
-	c.log.Info("deleting object whose owners are gone", "resource", o.gvr.Resource, "namespace", o.namespace, "name", o.name)
-	background := metav1.DeletePropagationBackground
-	return c.delete(ctx, o, background)
+	return r, nil
 }
 
-// ownerExists checks the graph and, when the graph has not seen the owner, the API (the
-// graph may lag behind), matching the UID so a re-created namesake does not count.
-func (c *Collector) ownerExists(ctx context.Context, ref metav1.OwnerReference, namespace string) (bool, error) {
+// attemptToDelete deletes a dependent none of whose owners stays, as Kubernetes'
+// attemptToDeleteItem does: one valid owner keeps it, and it only loses its references to
+// the others; an owner waiting in the foreground has it deleted in the foreground too when
+// it has dependents of its own.
+func (c *Collector) attemptToDelete(ctx context.Context, o *object) error {
+	r, err := c.classify(ctx, o.namespace, o.owners)
+	if err != nil || len(r.dangling)+len(r.waiting) == 0 {
+		return err
+	}
+	// The graph may lag behind: decide on the object as the server has it now (an owner
+	// reference added a moment ago keeps it).
+	latest, err := c.metadata.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if latest.UID != o.uid || latest.DeletionTimestamp != nil || len(latest.OwnerReferences) == 0 {
+		return nil
+	}
+	if r, err = c.classify(ctx, o.namespace, latest.OwnerReferences); err != nil {
+		return err
+	}
+	switch {
+	case len(r.solid) > 0:
+		if len(r.dangling)+len(r.waiting) == 0 {
+			return nil
+		}
+		drop := map[types.UID]bool{}
+		for _, ref := range append(r.dangling, r.waiting...) {
+			drop[ref.UID] = true
+		}
+		c.log.Info("removing references to owners gone or being deleted from an object with a valid owner", "resource", o.gvr.Resource, "namespace", o.namespace, "name", o.name)
+		return c.patchMetadata(ctx, o, func(m *metav1.ObjectMeta) bool {
+			kept := m.OwnerReferences[:0]
+			for _, ref := range m.OwnerReferences {
+				if !drop[ref.UID] {
+					kept = append(kept, ref)
+				}
+			}
+			changed := len(kept) != len(m.OwnerReferences)
+			m.OwnerReferences = kept
+			return changed
+		})
+	case len(r.waiting) > 0 && len(c.graph.dependentsOf(o.uid)) > 0:
+		if c.hasDependentDeletingDependents(o.uid) {
+			// Probably an ownership cycle: were this object to block its owners while it
+			// waits for a dependent that waits (through the cycle) for them, none would go.
+			if err := c.unblockOwners(ctx, o); err != nil {
+				return err
+			}
+		}
+		c.log.Info("deleting in the foreground an object whose owner waits for it", "resource", o.gvr.Resource, "namespace", o.namespace, "name", o.name)
+		return c.delete(ctx, o, metav1.DeletePropagationForeground)
+	}
+	policy := metav1.DeletePropagationBackground
+	switch {
+	case hasFinalizer(latest.Finalizers, metav1.FinalizerOrphanDependents):
+		policy = metav1.DeletePropagationOrphan
+	case hasFinalizer(latest.Finalizers, metav1.FinalizerDeleteDependents):
+		policy = metav1.DeletePropagationForeground
+	}
+	c.log.Info("deleting object whose owners are gone or going", "resource", o.gvr.Resource, "namespace", o.namespace, "name", o.name)
+	return c.delete(ctx, o, policy)
+}
+
+func (c *Collector) hasDependentDeletingDependents(uid types.UID) bool {
+	for _, dep := range c.graph.dependentsOf(uid) {
+		if d := c.graph.get(dep); d != nil && d.deletingDependents() {
+			return true
+		}
+	}
+	return false
+}
+
+// unblockOwners sets blockOwnerDeletion to false on every owner reference of the object.
+func (c *Collector) unblockOwners(ctx context.Context, o *object) error {
+	return c.patchMetadata(ctx, o, func(m *metav1.ObjectMeta) bool {
+		changed := false
+		for i, ref := range m.OwnerReferences {
+			if ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+				m.OwnerReferences[i].BlockOwnerDeletion = ptr.To(false)
+				changed = true
+			}
+		}
+		return changed
+	})
+}
+
+// owner is what the graph or, when the graph has not seen it, the API (the graph may lag
+// behind) knows of the owner a reference names; nil when it is gone, matching the UID so a
+// re-created namesake does not count.
+func (c *Collector) owner(ctx context.Context, ref metav1.OwnerReference, namespace string) (*object, error) {
 	if owner := c.graph.get(ref.UID); owner != nil {
-		return true, nil
+		return owner, nil
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return false, nil // an owner reference no API could serve: treat the owner as gone
+		return nil, nil // an owner reference no API could serve: treat the owner as gone
 	}
 	mapping, err := c.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 	if err != nil {
-		return false, nil
+		return nil, nil
 	}
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		namespace = ""
 	}
 	got, err := c.metadata.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
-	if err != nil {
-		return false, err
+	if err != nil || got.UID != ref.UID {
+		return nil, err
 	}
-	return got.UID == ref.UID, nil
+	return objectFrom(mapping.Resource, got), nil
 }
 
-// deleteDependentsFirst deletes an owner's dependents (foreground, recursively) and removes
-// its foregroundDeletion finalizer once none is left.
-func (c *Collector) deleteDependentsFirst(ctx context.Context, o *object) (time.Duration, error) {
-	deps := c.graph.dependentsOf(o.uid)
-	foreground := metav1.DeletePropagationForeground
-	for _, uid := range deps {
-		if d := c.graph.get(uid); d != nil && !d.deleting {
-			if err := c.delete(ctx, d, foreground); err != nil {
-				return 0, err
-			}
+// deleteDependentsFirst has an owner's dependents looked at (deleted, or freed from the
+// owner when another owner keeps them) and removes its foregroundDeletion finalizer once
+// no dependent blocks it, as Kubernetes' processDeletingDependentsItem does.
+func (c *Collector) deleteDependentsFirst(ctx context.Context, o *object) error {
+	blocked := false
+	for _, uid := range c.graph.dependentsOf(o.uid) {
+		d := c.graph.get(uid)
+		if d == nil {
+			continue
+		}
+		blocked = blocked || d.blocks(o.uid)
+		if !d.deleting {
+			c.queue.Add(uid)
 		}
 	}
-	if len(deps) > 0 {
-		return foregroundRetry, nil
+	if blocked {
+		return nil
 	}
-	return 0, c.removeFinalizer(ctx, o, metav1.FinalizerDeleteDependents)
+	return c.removeFinalizer(ctx, o, metav1.FinalizerDeleteDependents)
 }
 
 // orphanDependents strips the owner reference from every dependent, then lets the owner go.

@@ -1,6 +1,7 @@
 package garbagecollector
 
 import (
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,13 +27,26 @@ func objectFrom(gvr schema.GroupVersionResource, m metav1.Object) *object {
 	}
 }
 
-func (o *object) hasFinalizer(f string) bool {
-	for _, x := range o.finalizers {
-		if x == f {
+// deletingDependents says the object is being deleted in the foreground: it waits for the
+// dependents that block it.
+func (o *object) deletingDependents() bool {
+	return o.deleting && o.hasFinalizer(metav1.FinalizerDeleteDependents)
+}
+
+// blocks says the object's reference to owner holds the owner's foreground deletion.
+func (o *object) blocks(owner types.UID) bool {
+	for _, ref := range o.owners {
+		if ref.UID == owner && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
 			return true
 		}
 	}
 	return false
+}
+
+func (o *object) hasFinalizer(f string) bool { return hasFinalizer(o.finalizers, f) }
+
+func hasFinalizer(finalizers []string, f string) bool {
+	return slices.Contains(finalizers, f)
 }
 
 // graph is the ownership graph: objects by UID and, per owner UID, its dependents.
@@ -46,10 +60,12 @@ func newGraph() *graph {
 	return &graph{objects: map[types.UID]*object{}, dependents: map[types.UID]map[types.UID]bool{}}
 }
 
-func (g *graph) upsert(o *object) {
+// upsert records an object and returns what the graph held of it before, if anything.
+func (g *graph) upsert(o *object) *object {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old := g.objects[o.uid]; old != nil {
+	old := g.objects[o.uid]
+	if old != nil {
 		g.unlink(old)
 	}
 	g.objects[o.uid] = o
@@ -59,17 +75,20 @@ func (g *graph) upsert(o *object) {
 		}
 		g.dependents[ref.UID][o.uid] = true
 	}
+	return old
 }
 
-// remove forgets an object and returns its dependents.
-func (g *graph) remove(uid types.UID) []types.UID {
+// remove forgets an object and returns what the graph held of it (nil if nothing) and
+// its dependents.
+func (g *graph) remove(uid types.UID) (*object, []types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old := g.objects[uid]; old != nil {
+	old := g.objects[uid]
+	if old != nil {
 		g.unlink(old)
 		delete(g.objects, uid)
 	}
-	return g.dependentsLocked(uid)
+	return old, g.dependentsLocked(uid)
 }
 
 func (g *graph) unlink(o *object) {

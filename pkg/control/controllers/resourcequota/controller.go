@@ -112,17 +112,16 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 		}
 		inf = generic.Informer()
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			// Not on adds: ResourceQuota admission charged them already, and a recount from
-			// this informer, which may not yet hold objects admitted a moment ago, would
-			// undo those charges and let creates past the quota. Updates and deletes
-			// release usage (replenishment, as kube-controller-manager's).
+			// Not on adds, nor on updates that change no usage: ResourceQuota admission
+			// charged new objects already, and a recount from this informer, which may not
+			// yet hold objects admitted a moment ago, would undo those charges and let
+			// creates past the quota (admission's own charge, an update of the quota, woke
+			// such a recount). Usage-changing updates and deletes release usage
+			// (replenishment, as kube-controller-manager's).
 			UpdateFunc: func(old, obj any) {
-				if o, ok := old.(*corev1.Pod); ok {
-					if n, ok := obj.(*corev1.Pod); ok && quota.PodCounts(o) == quota.PodCounts(n) {
-						return // a pod's usage changes only when it finishes
-					}
+				if quota.UpdateChangesUsage(old, obj) {
+					c.objectChanged(obj)
 				}
-				c.objectChanged(obj)
 			},
 			DeleteFunc: c.objectChanged,
 		}); err != nil {

@@ -127,3 +127,60 @@ func TestQuotaUsage(t *testing.T) {
 		}
 	}
 }
+
+// Extended resources and hugepages count by their requests under "requests.<name>" (and
+// hugepages also under their bare name), as Kubernetes' pod evaluator counts them: the
+// status captures a pod's requests, admission refuses a pod that would exceed them, and a
+// deleted pod releases them (conformance: "should create a ResourceQuota and capture the
+// life of a pod").
+func TestQuotaExtendedResources(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	c.MustKubectl(t, "", "create", "quota", "devices", "--hard=requests.example.com/dongle=3,hugepages-2Mi=8Mi,requests.hugepages-2Mi=8Mi")
+	waitUsed(t, c, "devices", "hugepages-2Mi=0/8Mi requests.example.com/dongle=0/3 requests.hugepages-2Mi=0/8Mi")
+
+	withDevices := func(name, dongles, hugepages string) *corev1.Pod {
+		p := pod(name, "", "", "")
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi"),
+			"example.com/dongle": resource.MustParse(dongles), "hugepages-2Mi": resource.MustParse(hugepages)}
+		p.Spec.Containers[0].Resources.Limits = p.Spec.Containers[0].Resources.Requests
+		return p
+	}
+	pods := c.Client.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, withDevices("fits", "2", "4Mi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUsed(t, c, "devices", "hugepages-2Mi=4Mi/8Mi requests.example.com/dongle=2/3 requests.hugepages-2Mi=4Mi/8Mi")
+	if _, err := pods.Create(ctx, withDevices("too-many", "2", "2Mi"), metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "exceeded quota") {
+		t.Fatalf("a pod over the quota's dongles was admitted or refused for another reason: %v", err)
+	}
+	if err := pods.Delete(ctx, "fits", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitUsed(t, c, "devices", "hugepages-2Mi=0/8Mi requests.example.com/dongle=0/3 requests.hugepages-2Mi=0/8Mi")
+}
+
+// An update that changes no usage (here ResourceQuota admission's own charge, an update of
+// a quota that counts resourcequotas) does not recount: the informers may not hold yet the
+// object just charged, and a recount would drop its charge (conformance: "should create a
+// ResourceQuota and capture the life of a configMap", under load).
+func TestQuotaKeepsChargesOnUpdates(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	c.MustKubectl(t, "", "create", "quota", "objects", "--hard=resourcequotas=2,secrets=10")
+	waitUsed(t, c, "objects", "resourcequotas=1/2 secrets=0/10")
+	// What admission does when it charges a secret the secrets informer has not seen yet.
+	quotas := c.Client.CoreV1().ResourceQuotas("default")
+	q, err := quotas.Get(ctx, "objects", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status.Used[corev1.ResourceSecrets] = resource.MustParse("1")
+	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if got, want := used(t, c, "objects"), "resourcequotas=1/2 secrets=1/10"; got != want {
+		t.Fatalf("the quota's update recounted it: used %s, want %s", got, want)
+	}
+}
