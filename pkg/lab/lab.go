@@ -7,6 +7,9 @@
 //     with eth0 cabled to br0 by a veth pair whose switch end is named after the member
 //     (cp, node-i): cp is 10.200.0.2/24, node-i is 10.200.0.(10+i)/24 with pod CIDR
 //     10.244.i.0/24. Routes between nodes' pods are minilet's (--pod-network), not the lab's;
+//     the control plane (mk-NAME-cp, cp-i) routes each node's pod CIDR via the node (via the
+//     router for a node on another segment, and the router via the node), so miniapi
+//     reaches pods (pods/proxy, services/proxy) as kube-apiserver does from its host;
 //   - with Spec.ControlPlanes = N > 1: control-plane members mk-NAME-cp-1 ... cp-N at
 //     10.200.0.(4+i) on segment 0 (an etcd member and a miniapi each); mk-NAME-cp then
 //     holds the API balancer in front of them on the control-plane address;

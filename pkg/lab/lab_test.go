@@ -151,6 +151,14 @@ func TestLabLifecycle(t *testing.T) {
 			return nil
 		})
 	}
+	// The control plane reaches pods (miniapi's pods/proxy) via their node.
+	inNS(t, l.ControlPlane.NetNS, func() error {
+		routes, err := netlink.RouteGet(net.ParseIP("10.244.2.5"))
+		if err != nil || len(routes) != 1 || !routes[0].Gw.Equal(net.ParseIP(n2.IP)) {
+			t.Errorf("the control plane routes node-2's pods via %v (%v), want %s", routes, err, n2.IP)
+		}
+		return nil
+	})
 	inNS(t, n1.NetNS, func() error {
 		// Pod CIDRs are minilet's to route (--pod-network), not the lab's.
 		if routes, err := netlink.RouteGet(net.ParseIP("10.244.2.5")); err == nil {
@@ -468,6 +476,16 @@ func TestLabSegments(t *testing.T) {
 		if out, err := Command(ctx, hop.from, "busybox", "ping", "-c", "1", "-W", "2", hop.to).CombinedOutput(); err != nil {
 			t.Errorf("ping %s from %s: %v\n%s", hop.to, hop.from, err, out)
 		}
+	}
+	// The control plane reaches node-2's pods through the router, which routes them on.
+	for _, hop := range []struct{ netns, via string }{{l.ControlPlane.NetNS, "10.200.0.1"}, {l.Router.NetNS, n2.IP}} {
+		inNS(t, hop.netns, func() error {
+			routes, err := netlink.RouteGet(net.ParseIP("10.244.2.5"))
+			if err != nil || len(routes) != 1 || !routes[0].Gw.Equal(net.ParseIP(hop.via)) {
+				t.Errorf("%s routes node-2's pods via %v (%v), want %s", hop.netns, routes, err, hop.via)
+			}
+			return nil
+		})
 	}
 	inNS(t, l.Router.NetNS, func() error {
 		routes, err := netlink.RouteList(nil, netlink.FAMILY_ALL)

@@ -130,8 +130,9 @@ func (l *Lab) build() error {
 		}
 	}
 
-	// Pod CIDRs are routed by minilet (--pod-network), not by the lab. Members reach the
-	// other segments through the router; nodes route the Service range onto their segment.
+	// Pod CIDRs between nodes are routed by minilet (--pod-network), not by the lab. Members
+	// reach the other segments through the router; nodes route the Service range onto their
+	// segment; the control plane routes pods as a host-gw node would (routeNodePods).
 	for _, m := range members {
 		isNode := slices.ContainsFunc(l.Nodes, func(n Node) bool { return n.Name == m.Name })
 		s := segment[m.Name]
@@ -147,6 +148,9 @@ func (l *Lab) build() error {
 			}
 			if isNode {
 				return routeServiceCIDR(l.ServiceCIDR)
+			}
+			if m.Name == l.ControlPlane.Name || slices.Contains(l.ControlPlanes, m) {
+				return l.routeNodePods(0)
 			}
 			return nil
 		})
@@ -172,8 +176,25 @@ func (l *Lab) buildRouter(switches []*namespace, bridges []netlink.Link) error {
 		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 			return fmt.Errorf("enable IP forwarding in %s: %w", l.Router.NetNS, err)
 		}
-		return nil
+		return l.routeNodePods(-1)
 	})
+}
+
+// routeNodePods routes every node's pod CIDR via the node, in the namespace of a member on
+// segment seg (-1: the router, on every segment): miniapi dials pods (pods/proxy,
+// services/proxy) from the control plane, as kube-apiserver does from its host. A node on
+// another segment is reached through the router, which routes its pods on.
+func (l *Lab) routeNodePods(seg int) error {
+	for _, n := range l.Nodes {
+		gw := n.IP
+		if seg >= 0 && n.Segment != seg {
+			gw = l.Router.IPs[seg]
+		}
+		if err := routeVia(n.PodCIDR, gw); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // routeVia routes cidr through gw (another lab segment through the router).

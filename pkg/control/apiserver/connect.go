@@ -31,7 +31,8 @@ var connectSubresources = map[string]string{
 }
 
 // serveConnect proxies pods/{log,exec,attach,portforward} and nodes/NAME/proxy/... to the
-// node's API, as kube-apiserver does; ok is false for any other path.
+// node's API, and pods/ID/proxy/... and services/ID/proxy/... to the pod or a service
+// endpoint (connect_proxy.go), as kube-apiserver does; ok is false for any other path.
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) bool {
 	// Not the deprecated /watch/ and /proxy/ verb paths, which kube-apiserver does not connect either.
 	if !ri.IsResourceRequest || ri.APIPrefix != "api" || ri.APIVersion != "v1" || ri.Verb == "watch" || ri.Verb == "proxy" {
@@ -43,6 +44,9 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *reques
 		return true
 	case ri.Resource == "pods" && ri.Namespace != "" && len(ri.Parts) == 3 && ri.Name != "" && connectSubresources[ri.Subresource] != "":
 		s.proxyPodSubresource(w, r, ri.Namespace, ri.Name, ri.Subresource)
+		return true
+	case (ri.Resource == "pods" || ri.Resource == "services") && ri.Namespace != "" && ri.Subresource == "proxy" && ri.Name != "":
+		s.proxyToPodOrService(w, r, ri)
 		return true
 	}
 	return false

@@ -1,0 +1,73 @@
+package apiserver
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// pods/proxy and services/proxy are authorized as kube-apiserver authorizes them: the
+// HTTP method's verb on the proxy subresource of the name as written (NAME:PORT
+// included), and the path after /proxy goes to the pod with its trailing slash.
+func TestProxyAttributesAndSubpath(t *testing.T) {
+	for _, tc := range []struct {
+		method, path              string
+		verb, resource, name, sub string
+	}{
+		{http.MethodGet, "/api/v1/namespaces/default/pods/web/proxy/", "get", "pods", "web", "/"},
+		{http.MethodPost, "/api/v1/namespaces/default/services/echo:80/proxy/echo", "create", "services", "echo:80", "/echo"},
+		{http.MethodPut, "/api/v1/namespaces/default/services/https:echo:web/proxy/a/b/", "update", "services", "https:echo:web", "/a/b/"},
+		{http.MethodDelete, "/api/v1/namespaces/default/pods/web:8080/proxy", "delete", "pods", "web:8080", ""},
+		{http.MethodPatch, "/api/v1/namespaces/default/pods/web/proxy/x", "patch", "pods", "web", "/x"},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		a, err := Attributes(r, User{Name: "vera"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Verb != tc.verb || a.Resource != tc.resource || a.Subresource != "proxy" || a.Name != tc.name || a.Namespace != "default" {
+			t.Errorf("%s %s: attributes %+v", tc.method, tc.path, a)
+		}
+		ri, err := requestInfoOf(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := proxySubpath(ri); got != tc.sub {
+			t.Errorf("%s: subpath %q, want %q", tc.path, got, tc.sub)
+		}
+	}
+}
+
+// What cannot be proxied says why: a pod without an IP, a bad ID, a service port that
+// does not exist, a service without endpoints.
+func TestProxyRefusals(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	runningPod(t, h, "web", true) // no IP in its status
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/services", svc); w.Code != http.StatusCreated {
+		t.Fatalf("create service: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"pods/web/proxy/", http.StatusBadRequest, "pod web has no IP address yet (phase Running)"},
+		{"pods/web:http/proxy/", http.StatusBadRequest, `invalid pod request \"web:http\": the port of a pod is a number`},
+		{"pods/ftp:web:80/proxy/", http.StatusBadRequest, `invalid pod request \"ftp:web:80\"`},
+		{"services/echo:81/proxy/", http.StatusServiceUnavailable, `no service port 81 found for service \"echo\"`},
+		{"services/echo:80/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"echo\"`},
+		{"services/gone/proxy/", http.StatusNotFound, `services \"gone\" not found`},
+	} {
+		w := do(t, h, "GET", "/api/v1/namespaces/default/"+tc.path, nil)
+		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("GET %s: %d %s, want %d %s", tc.path, w.Code, w.Body, tc.code, tc.want)
+		}
+	}
+}
