@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -36,8 +37,9 @@ type Served interface {
 }
 
 // Start runs the controllers until ctx ends; cfg is the API server's loopback identity.
-// A nil openAPI publishes no OpenAPI documents of custom resources.
-func Start(ctx context.Context, cfg *rest.Config, served Served, openAPI OpenAPI, log *slog.Logger) error {
+// A nil openAPI publishes no OpenAPI documents of custom resources; metrics, when not nil,
+// is where the controllers' counters are registered.
+func Start(ctx context.Context, cfg *rest.Config, served Served, openAPI OpenAPI, metrics prometheus.Registerer, log *slog.Logger) error {
 	client, err := crdclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("apiextensions client: %w", err)
@@ -82,7 +84,7 @@ func Start(ctx context.Context, cfg *rest.Config, served Served, openAPI OpenAPI
 		return err
 	}
 	if openAPI != nil {
-		publishing, err := newOpenAPIController(crds, openAPI, log)
+		publishing, err := newOpenAPIController(crds, openAPI, metrics, log)
 		if err != nil {
 			return err
 		}

@@ -47,6 +47,45 @@ func (o *Object) SetContent(content map[string]any) error {
 	return json.Unmarshal(data, o)
 }
 
+// withoutMetadata is the object's content but for its metadata: apiVersion, kind, spec,
+// status and the other fields, the values themselves rather than copies.
+func (o *Object) withoutMetadata() map[string]any {
+	out := make(map[string]any, len(o.Fields)+4)
+	for k, v := range o.Fields {
+		out[k] = v
+	}
+	if o.APIVersion != "" {
+		out["apiVersion"] = o.APIVersion
+	}
+	if o.Kind != "" {
+		out["kind"] = o.Kind
+	}
+	if o.Spec != nil {
+		out["spec"] = o.Spec
+	}
+	if o.Status != nil {
+		out["status"] = o.Status
+	}
+	return out
+}
+
+// setWithoutMetadata replaces what withoutMetadata gave, keeping the metadata.
+func (o *Object) setWithoutMetadata(content map[string]any) {
+	o.Spec, o.Status, o.Fields = content["spec"], content["status"], nil
+	o.APIVersion, _ = content["apiVersion"].(string)
+	o.Kind, _ = content["kind"].(string)
+	for k, v := range content {
+		switch k {
+		case "apiVersion", "kind", "metadata", "spec", "status":
+		default:
+			if o.Fields == nil {
+				o.Fields = map[string]any{}
+			}
+			o.Fields[k] = v
+		}
+	}
+}
+
 // MarshalJSON writes the object with its other fields beside apiVersion, kind, metadata,
 // spec and status.
 func (o *Object) MarshalJSON() ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	crdinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions/apiextensions/v1"
 	crdlisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,8 +38,8 @@ type OpenAPI interface {
 
 // openAPIController keeps the OpenAPI documents of every served version of the
 // Established CustomResourceDefinitions, as apiextensions-apiserver's openapi and
-// openapiv3 controllers do: each one built by upstream's builder when its CustomResourceDefinition
-// changes, the v2 specs merged with the built-in spec, the v3 ones merged per group version.
+// openapiv3 controllers do: each one built by upstream's builder when its CustomResourceDefinition's
+// spec changes, the v2 specs merged with the built-in spec, the v3 ones merged per group version.
 type openAPIController struct {
 	crds  crdlisters.CustomResourceDefinitionLister
 	out   OpenAPI
@@ -49,15 +50,36 @@ type openAPIController struct {
 	v2 map[string]*spec.Swagger
 	// v3 holds each CustomResourceDefinition's documents by the group version they describe.
 	v3 map[string]map[schema.GroupVersion]*spec3.OpenAPI
+	// built is the uid and generation each CustomResourceDefinition's documents were built
+	// from, what upstream's controllers key their documents on (the builder reads the spec
+	// only): an update of its status alone (conditions, stored versions) rebuilds nothing.
+	built map[string]string
+	// regenerations count the documents built and taken away, as upstream's counters
+	// of the same names do (but for syncs that rebuild nothing, which these do not count).
+	regenerationsV2, regenerationsV3 *prometheus.CounterVec
 }
 
-func newOpenAPIController(crds crdinformers.CustomResourceDefinitionInformer, out OpenAPI, log *slog.Logger) (*openAPIController, error) {
+// newOpenAPIController makes the controller; metrics, when not nil, is where its counters
+// are registered.
+func newOpenAPIController(crds crdinformers.CustomResourceDefinitionInformer, out OpenAPI, metrics prometheus.Registerer, log *slog.Logger) (*openAPIController, error) {
 	c := &openAPIController{
 		crds: crds.Lister(), out: out, log: log,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd_openapi"}),
-		v2: map[string]*spec.Swagger{},
-		v3: map[string]map[schema.GroupVersion]*spec3.OpenAPI{},
+		v2:    map[string]*spec.Swagger{},
+		v3:    map[string]map[schema.GroupVersion]*spec3.OpenAPI{},
+		built: map[string]string{},
+		regenerationsV2: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiextensions_openapi_v2_regeneration_count",
+			Help: "Counter of OpenAPI v2 spec regeneration count broken down by causing CRD name and reason."}, []string{"crd", "reason"}),
+		regenerationsV3: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "apiextensions_openapi_v3_regeneration_count",
+			Help: "Counter of OpenAPI v3 spec regeneration count broken down by group, version, causing CRD and reason."}, []string{"group", "version", "crd", "reason"}),
+	}
+	if metrics != nil {
+		for _, counter := range []prometheus.Collector{c.regenerationsV2, c.regenerationsV3} {
+			if err := metrics.Register(counter); err != nil {
+				return nil, err
+			}
+		}
 	}
 	enqueue := func(obj any) {
 		if name, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -98,21 +120,28 @@ func (c *openAPIController) next() bool {
 	return true
 }
 
-// sync rebuilds the documents of the CustomResourceDefinition named and publishes what
-// changed.
+// sync rebuilds the documents of the CustomResourceDefinition named, unless they were
+// built from its spec as it is, and publishes what changed.
 func (c *openAPIController) sync(name string) error {
 	crd, err := c.crds.Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	var key string // none when it is to have no documents
+	if err == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+		key = fmt.Sprintf("%s,%d", crd.UID, crd.Generation)
+	}
+	was, published := c.built[name]
+	if was == key {
+		return nil
+	}
 	var v2 *spec.Swagger
 	v3 := map[schema.GroupVersion]*spec3.OpenAPI{}
-	if err == nil && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+	if key != "" {
 		if v2, v3, err = buildOpenAPI(crd); err != nil {
 			return err
 		}
 	}
-
 	// The group versions it described before or describes now.
 	changed := map[schema.GroupVersion]bool{}
 	for gv := range c.v3[name] {
@@ -146,6 +175,22 @@ func (c *openAPIController) sync(name string) error {
 			return fmt.Errorf("merging the OpenAPI v3 documents of %s: %w", gv, err)
 		}
 		c.out.SetGroupVersionV3(gv, merged)
+	}
+	reason := "update"
+	switch {
+	case key == "":
+		reason = "remove"
+	case !published:
+		reason = "add"
+	}
+	if key == "" {
+		delete(c.built, name)
+	} else {
+		c.built[name] = key
+	}
+	c.regenerationsV2.WithLabelValues(name, reason).Inc()
+	for gv := range changed {
+		c.regenerationsV3.WithLabelValues(gv.Group, gv.Version, name, reason).Inc()
 	}
 	return nil
 }

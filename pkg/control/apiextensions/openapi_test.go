@@ -72,7 +72,7 @@ func BenchmarkOpenAPIRebuild(b *testing.B) {
 	factory := crdinformers.NewSharedInformerFactory(crdfake.NewClientset(), 0)
 	crds := factory.Apiextensions().V1().CustomResourceDefinitions()
 	out := &mergingOpenAPI{static: docs.V2, v3: map[schema.GroupVersion]*spec3.OpenAPI{}}
-	c, err := newOpenAPIController(crds, out, slog.Default())
+	c, err := newOpenAPIController(crds, out, nil, slog.Default())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,9 +93,14 @@ func BenchmarkOpenAPIRebuild(b *testing.B) {
 	if len(out.v3) != 1 {
 		b.Fatalf("v3 documents of %d group versions, want 1", len(out.v3))
 	}
+	changed := established(0)
 	b.ResetTimer()
 	for b.Loop() {
-		if err := c.sync(established(0).Name); err != nil {
+		changed.Generation++ // its spec changed
+		if err := crds.Informer().GetIndexer().Update(changed); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.sync(changed.Name); err != nil {
 			b.Fatal(err)
 		}
 	}

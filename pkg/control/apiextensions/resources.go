@@ -39,6 +39,10 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 	if err != nil {
 		return nil, err
 	}
+	schemas, err := structuralSchemas(crd)
+	if err != nil {
+		return nil, err
+	}
 	var storage *registry.Resource
 	var out []*registry.Resource
 	// One type converter knows every version, built at the first write.
@@ -47,7 +51,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 		if !v.Served && v.Name != storageVersion {
 			continue
 		}
-		res, err := versionResource(crd, v)
+		res, err := versionResource(crd, v, schemas[v.Name])
 		if err != nil {
 			return nil, fmt.Errorf("version %s: %w", v.Name, err)
 		}
@@ -64,7 +68,94 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 			res.Conversion = noneConversion(storage)
 		}
 	}
+	if len(schemas) > 0 && !crd.Spec.PreserveUnknownFields {
+		storage.Rules.Decoded = fromStorage(crd, schemas)
+	}
 	return out, nil
+}
+
+// structuralSchemas are the structural schemas of crd's versions that have one, with
+// defaults that pruning would drop taken out (as apiextensions-apiserver's CRD handler
+// prepares them).
+func structuralSchemas(crd *apiextensionsv1.CustomResourceDefinition) (map[string]*structuralschema.Structural, error) {
+	out := map[string]*structuralschema.Structural{}
+	for _, v := range crd.Spec.Versions {
+		internal, err := internalValidation(crd, v.Name)
+		if err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		if internal.OpenAPIV3Schema == nil {
+			continue
+		}
+		s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+		if err != nil {
+			return nil, fmt.Errorf("version %s: the schema is not structural: %w", v.Name, err)
+		}
+		s = s.DeepCopy()
+		if err := structuraldefaulting.PruneDefaults(s); err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		out[v.Name] = s
+	}
+	return out, nil
+}
+
+// internalValidation is the schema of a version of crd, in the internal form upstream's
+// validators take.
+func internalValidation(crd *apiextensionsv1.CustomResourceDefinition, version string) (*apiextensions.CustomResourceValidation, error) {
+	validation, err := apiextensionshelpers.GetSchemaForVersion(crd, version)
+	if err != nil {
+		return nil, err
+	}
+	internal := &apiextensions.CustomResourceValidation{}
+	if validation != nil {
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(validation, internal, nil); err != nil {
+			return nil, err
+		}
+	}
+	return internal, nil
+}
+
+// fromStorage brings a custom resource read from storage up to the current schema of the
+// version it is stored at, as apiextensions-apiserver's storage codec does as it decodes
+// (schemaCoercingDecoder, then unstructuredDefaulter): what the schema no longer declares
+// is pruned, the defaults it has gained since are filled in. An object of a version or
+// kind the CustomResourceDefinition no longer has is left as it is, as upstream leaves it.
+func fromStorage(crd *apiextensionsv1.CustomResourceDefinition, schemas map[string]*structuralschema.Structural) func(runtime.Object) error {
+	return func(obj runtime.Object) error {
+		o := obj.(*Object)
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return err
+		}
+		s := schemas[gv.Version]
+		if gv.Group != crd.Spec.Group || o.Kind != crd.Status.AcceptedNames.Kind || s == nil {
+			return nil
+		}
+		// The typed metadata needs no pruning and the schema may default none of it: the
+		// rest is worked on in place, with no encoding.
+		content := o.withoutMetadata()
+		if err := coerce(content, s, true); err != nil {
+			return err
+		}
+		structuraldefaulting.Default(content, s)
+		o.setWithoutMetadata(content)
+		return nil
+	}
+}
+
+// coerce prunes the fields content's schema does not declare and the nulls it does not
+// allow, and checks the metadata of embedded resources, as apiextensions-apiserver's
+// unstructuredSchemaCoercer does for every custom resource it decodes; dropInvalidMetadata
+// drops, instead of refusing, what does not fit the metadata (upstream drops it from what
+// it reads from storage).
+func coerce(content map[string]any, s *structuralschema.Structural, dropInvalidMetadata bool) error {
+	structuralpruning.Prune(content, s, true)
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(content, s)
+	if err := structuralobjectmeta.Coerce(nil, content, s, true, dropInvalidMetadata); err != nil {
+		return err
+	}
+	return nil
 }
 
 // noneConversion stores objects of a served version at the storage version, as the
@@ -83,32 +174,17 @@ func noneConversion(storage *registry.Resource) *registry.Conversion {
 }
 
 // versionResource builds the resource of one version from upstream's custom resource
-// strategy, as apiextensions-apiserver's CRD handler builds its storage.
-func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*registry.Resource, error) {
+// strategy, as apiextensions-apiserver's CRD handler builds its storage; structural is the
+// version's schema (structuralSchemas), nil if it has none.
+func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, structural *structuralschema.Structural) (*registry.Resource, error) {
 	names := crd.Status.AcceptedNames
 	gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
 	kind, listKind := gv.WithKind(names.Kind), gv.WithKind(names.ListKind)
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 
-	validation, err := apiextensionshelpers.GetSchemaForVersion(crd, v.Name)
+	internal, err := internalValidation(crd, v.Name)
 	if err != nil {
 		return nil, err
-	}
-	internal := &apiextensions.CustomResourceValidation{}
-	if validation != nil {
-		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(validation, internal, nil); err != nil {
-			return nil, err
-		}
-	}
-	var structural *structuralschema.Structural
-	if internal.OpenAPIV3Schema != nil {
-		if structural, err = structuralschema.NewStructural(internal.OpenAPIV3Schema); err != nil {
-			return nil, fmt.Errorf("the schema is not structural: %w", err)
-		}
-		structural = structural.DeepCopy()
-		if err := structuraldefaulting.PruneDefaults(structural); err != nil {
-			return nil, err
-		}
 	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(internal.OpenAPIV3Schema)
 	if err != nil {
@@ -149,16 +225,15 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 	}
 	ctx := context.Background()
 	rules := registry.Rules{
-		// Pruning and defaulting, which upstream does as it decodes a request and as it
-		// reads from storage.
+		// Pruning and defaulting, which upstream does as it decodes a request (and as it
+		// reads from storage: fromStorage).
 		Default: func(obj runtime.Object) {
 			if structural == nil || crd.Spec.PreserveUnknownFields {
 				return
 			}
 			mutate(obj, func(u *unstructured.Unstructured) {
 				c := u.UnstructuredContent()
-				structuralpruning.Prune(c, structural, true)
-				_ = structuralobjectmeta.Coerce(nil, c, structural, true, false)
+				_ = coerce(c, structural, false)
 				structuraldefaulting.Default(c, structural)
 			})
 		},

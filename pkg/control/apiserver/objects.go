@@ -25,7 +25,8 @@ var (
 // storedObject is one version of a stored object as readers send it: the value and the
 // encodings derived from it, which every GET, LIST and WATCH reading that version shares
 // (see encodings). Its JSON is the stored JSON with the resourceVersion put in, with no
-// decoding; it is decoded, once, only for what needs the typed object (selectors, tables).
+// decoding (but where the resource converts or its rules fix up what is read); it is
+// decoded, once, only for what needs the typed object (selectors, tables).
 // What it returns is shared: never modify it.
 type storedObject struct {
 	res   *registry.Resource
@@ -161,7 +162,9 @@ func (o *storedObject) Object() (runtime.Object, error) {
 func (o *storedObject) JSON() ([]byte, error) {
 	o.jsonOnce.Do(func() {
 		var ok bool
-		if o.res.Conversion == nil { // the stored JSON is this version's
+		// The stored JSON is what is sent, unless it is converted to another version or
+		// brought up to the kind's current rules as it is read.
+		if o.res.Conversion == nil && o.res.Rules.Decoded == nil {
 			if o.json, ok = withResourceVersion(o.value, o.rev); ok {
 				return
 			}

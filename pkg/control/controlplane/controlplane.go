@@ -457,7 +457,7 @@ func Run(ctx context.Context, o Options) error {
 	running.Go(func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler) })
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 	admissionInformers.Start(ctx)
-	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg), srv.OpenAPI(), log.With("component", "apiextensions")); err != nil {
+	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg), srv.OpenAPI(), metrics, log.With("component", "apiextensions")); err != nil {
 		return err
 	}
 	// AdminNetworkPolicy and BaselineAdminNetworkPolicy, which minilet enforces, are served

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -168,4 +170,78 @@ func (w *warningRecorder) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.warnings, "\n")
+}
+
+// Server-side apply works across the versions of a CustomResourceDefinition (conversion
+// None): one field manager applies at v1, then at v2; its fields are converted, so what it
+// no longer applies is removed, without a conflict with itself.
+func TestCustomResourceServerSideApplyAcrossVersions(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	version := func(name string, storage bool) string {
+		return fmt.Sprintf(`  - name: %s
+    served: true
+    storage: %v
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+              size: {type: integer}
+`, name, storage)
+	}
+	c.mustKubectl(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: cogs.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: cogs, singular: cog, kind: Cog, listKind: CogList}
+  versions:
+`+version("v1", true)+version("v2", false), "apply", "-f", "-")
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/cogs.example.com")
+	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(admin)
+	cogs := func(v string) dynamic.ResourceInterface {
+		return dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: v, Resource: "cogs"}).Namespace("default")
+	}
+	apply := func(v, spec string) error {
+		_, err := cogs(v).Patch(ctx, "c1", types.ApplyYAMLPatchType, []byte("apiVersion: example.com/"+v+"\nkind: Cog\nmetadata: {name: c1}\nspec: "+spec+"\n"),
+			metav1.PatchOptions{FieldManager: "one"})
+		return err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for err := apply("v1", "{color: red, size: 1}"); err != nil; err = apply("v1", "{color: red, size: 1}") {
+		if time.Now().After(deadline) {
+			t.Fatalf("apply at v1: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for err := apply("v2", "{color: blue}"); err != nil; err = apply("v2", "{color: blue}") {
+		if time.Now().After(deadline) {
+			t.Fatalf("apply at v2: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, v := range []string{"v1", "v2"} {
+		got, err := cogs(v).Get(ctx, "c1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _, _ := unstructured.NestedMap(got.Object, "spec")
+		if len(spec) != 1 || spec["color"] != "blue" {
+			t.Errorf("read at %s after applies at v1 then v2: spec %v, want {color: blue}", v, spec)
+		}
+		managed := got.GetManagedFields()
+		if len(managed) != 1 || managed[0].Manager != "one" || managed[0].Operation != metav1.ManagedFieldsOperationApply || managed[0].APIVersion != "example.com/v2" {
+			t.Errorf("managed fields read at %s: %+v; want one Apply entry of manager one at example.com/v2", v, managed)
+		}
+	}
 }

@@ -2,12 +2,19 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // A CustomResourceDefinition whose schema documents its fields, for kubectl explain.
@@ -177,5 +184,81 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 	await("deleted", func(definition []byte, v3 map[string]string) bool { return definition == nil && len(v3) == 0 })
 	if code, _ := get(url); code != http.StatusNotFound {
 		t.Errorf("GET %s after the deletion: %d, want 404", url, code)
+	}
+}
+
+// The OpenAPI documents of a CustomResourceDefinition are rebuilt when its spec changes,
+// not when only its status or metadata do (as upstream's controllers key them on its uid
+// and generation): apiextensions_openapi_v{2,3}_regeneration_count count the rebuilds.
+func TestCustomResourceOpenAPIRebuiltOnSpecChange(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
+	const name = "gizmos.openapi.example.com"
+	counts := func() string {
+		var out []string
+		for _, line := range strings.Split(c.metrics(t), "\n") {
+			if strings.HasPrefix(line, "apiextensions_openapi_v") && strings.Contains(line, `crd="`+name+`"`) {
+				out = append(out, line)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	// published waits until the other CustomResourceDefinition is published: the one
+	// worker syncs in the order of the events, so every event of gizmos before its
+	// creation has been synced by then.
+	published := func(other string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(c.metrics(t), `apiextensions_openapi_v2_regeneration_count{crd="`+other+`",reason="add"} 1`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not published within 15s", other)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	other := func(i int) string {
+		return strings.NewReplacer("gizmos", fmt.Sprintf("others%d", i), "gizmo", fmt.Sprintf("other%d", i), "Gizmo", fmt.Sprintf("Other%d", i), "SIZEFIELD", "").Replace(gizmosCRD)
+	}
+
+	c.mustKubectl(t, strings.Replace(gizmosCRD, "SIZEFIELD", "", 1), "apply", "-f", "-")
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/"+name)
+	c.mustKubectl(t, other(1), "apply", "-f", "-")
+	published("others1.openapi.example.com")
+	added := `apiextensions_openapi_v2_regeneration_count{crd="` + name + `",reason="add"} 1` + "\n" +
+		`apiextensions_openapi_v3_regeneration_count{crd="` + name + `",group="openapi.example.com",reason="add",version="v1"} 1`
+	if got := counts(); got != added {
+		t.Fatalf("after the creation:\n%s\nwant\n%s", got, added)
+	}
+
+	// Its status and labels change: nothing is rebuilt.
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Status.Conditions = append(crd.Status.Conditions, apiextensionsv1.CustomResourceDefinitionCondition{Type: "Example",
+		Status: apiextensionsv1.ConditionTrue, Reason: "Testing", Message: "a status-only update", LastTransitionTime: metav1.Now()})
+	if _, err := crds.UpdateStatus(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.mustKubectl(t, "", "label", "crd", name, "touched=yes")
+	c.mustKubectl(t, other(2), "apply", "-f", "-")
+	published("others2.openapi.example.com")
+	if got := counts(); got != added {
+		t.Errorf("after updates of its status and labels:\n%s\nwant\n%s", got, added)
+	}
+
+	// Its spec changes: rebuilt.
+	c.mustKubectl(t, strings.Replace(gizmosCRD, "SIZEFIELD", "size: {type: integer, description: How big the gizmo is.}", 1), "apply", "-f", "-")
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(counts(), `apiextensions_openapi_v2_regeneration_count{crd="`+name+`",reason="update"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not rebuilt after a change of its spec:\n%s", counts())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -59,6 +59,13 @@ type Conversion struct {
 type Rules struct {
 	// Default fills defaulted fields on create and update, as Kubernetes' defaulters do.
 	Default func(obj runtime.Object)
+	// Decoded, when set, brings an object read from storage up to the kind's current rules
+	// on every read (GET, LIST, WATCH, and the old object of a write), as kube-apiserver's
+	// storage codec of custom resources prunes and defaults what it decodes with the
+	// CustomResourceDefinition's current schema: a default added to the schema later shows
+	// on objects stored before it, and is stored at their next write. A kind with Decoded
+	// is decoded for every read instead of sending its stored JSON.
+	Decoded func(obj runtime.Object) error
 	// DefaultRequest, when set, replaces Default for a create request before admission (as
 	// Kubernetes defaults it while decoding it): it leaves unset what admission fills in.
 	DefaultRequest func(obj runtime.Object)

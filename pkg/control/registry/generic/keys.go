@@ -51,6 +51,11 @@ func Decode(res *registry.Resource, value []byte, rev int64) (runtime.Object, er
 	if err := json.Unmarshal(value, obj); err != nil {
 		return nil, fmt.Errorf("stored %s is corrupt: %w", res.Resource, err)
 	}
+	if stored.Rules.Decoded != nil {
+		if err := stored.Rules.Decoded(obj); err != nil {
+			return nil, fmt.Errorf("stored %s does not fit its schema: %w", res.Resource, err)
+		}
+	}
 	if res.Conversion != nil {
 		if obj, err = res.Conversion.FromStorage(obj); err != nil {
 			return nil, fmt.Errorf("stored %s cannot be converted to %s: %w", res.Resource, res.GroupVersion(), err)
