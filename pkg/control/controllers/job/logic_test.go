@@ -9,7 +9,7 @@ import (
 )
 
 func TestIndexesRoundTrip(t *testing.T) {
-	for in, want := range map[string]string{"": "", "0": "0", "0-4": "0-4", "0,1,2,4": "0-2,4", "3,1,7-8,x,9-z": "1,3,7-8", "5-12": "5-9"} {
+	for in, want := range map[string]string{"": "", "0": "0", "0-4": "0-4", "0,1,2,4": "0-2,4", "3,1,7-8,x,9-z": "1,3,7,8", "0-1": "0,1", "5-12": "5-9"} {
 		if got := formatIndexes(parseIndexes(in, 10)); got != want {
 			t.Errorf("%q: got %q, want %q", in, got, want)
 		}
