@@ -47,6 +47,9 @@ var jobRules = Rules{
 		errs = append(errs, immutable(j.Spec.Selector, o.Spec.Selector, spec.Child("selector"))...)
 		errs = append(errs, immutable(j.Spec.Template, o.Spec.Template, spec.Child("template"))...)
 		errs = append(errs, immutable(j.Spec.CompletionMode, o.Spec.CompletionMode, spec.Child("completionMode"))...)
+		errs = append(errs, immutable(j.Spec.BackoffLimitPerIndex, o.Spec.BackoffLimitPerIndex, spec.Child("backoffLimitPerIndex"))...)
+		errs = append(errs, immutable(j.Spec.ManagedBy, o.Spec.ManagedBy, spec.Child("managedBy"))...)
+		errs = append(errs, immutable(j.Spec.SuccessPolicy, o.Spec.SuccessPolicy, spec.Child("successPolicy"))...)
 		return append(errs, immutable(j.Spec.Completions, o.Spec.Completions, spec.Child("completions"))...)
 	},
 	Fields: func(obj runtime.Object) fields.Set {
@@ -168,6 +171,7 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(path.Child("completionMode"), *m, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
 		}
 	}
+	errs = append(errs, validateJobPolicies(s, path)...)
 	return append(errs, validatePodTemplate(&s.Template, path.Child("template"), corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 }
 

@@ -7,6 +7,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func job() *batchv1.Job {
@@ -59,6 +60,56 @@ func TestJobValidation(t *testing.T) {
 	errs = updateSteps(jobRules, changed, old)
 	expectErrors(t, "new template", errs, "spec.template: FieldValueInvalid")
 	expectMessage(t, errs, "spec.template", "field is immutable")
+}
+
+// The per-index and success policies need an Indexed Job, FailIndex needs
+// backoffLimitPerIndex, as kube-apiserver says.
+func TestJobPolicyValidation(t *testing.T) {
+	indexed := func(change func(*batchv1.JobSpec)) *batchv1.Job {
+		j := job()
+		j.Spec.CompletionMode, j.Spec.Completions = ptr.To(batchv1.IndexedCompletion), int32Ptr(3)
+		change(&j.Spec)
+		return j
+	}
+	ok := indexed(func(s *batchv1.JobSpec) {
+		s.BackoffLimitPerIndex, s.MaxFailedIndexes, s.ManagedBy = int32Ptr(1), int32Ptr(2), ptr.To("example.com/batch")
+		s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}}}}
+		s.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0,2"), SucceededCount: int32Ptr(1)}, {SucceededCount: int32Ptr(3)}}}
+	})
+	if errs := createSteps(jobRules, ok); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if *ok.Spec.BackoffLimit != 1<<31-1 {
+		t.Errorf("backoffLimit with backoffLimitPerIndex defaulted to %d", *ok.Spec.BackoffLimit)
+	}
+	for name, tc := range map[string]struct {
+		job  *batchv1.Job
+		want []string
+	}{
+		"per index, NonIndexed": {func() *batchv1.Job {
+			j := job()
+			j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes = int32Ptr(1), int32Ptr(0)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: int32Ptr(1)}}}
+			return j
+		}(), []string{"spec.backoffLimitPerIndex: FieldValueInvalid", "spec.maxFailedIndexes: FieldValueInvalid", "spec.successPolicy: FieldValueInvalid"}},
+		"maxFailedIndexes alone, above completions": {indexed(func(s *batchv1.JobSpec) { s.MaxFailedIndexes = int32Ptr(4) }),
+			[]string{"spec.backoffLimitPerIndex: FieldValueRequired", "spec.maxFailedIndexes: FieldValueInvalid"}},
+		"FailIndex without backoffLimitPerIndex": {indexed(func(s *batchv1.JobSpec) {
+			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex}}}
+		}), []string{"spec.podFailurePolicy.rules[0].action: FieldValueInvalid"}},
+		"bad managedBy": {indexed(func(s *batchv1.JobSpec) { s.ManagedBy = ptr.To("no-domain") }), []string{"spec.managedBy: FieldValueInvalid"}},
+		"bad success rules": {indexed(func(s *batchv1.JobSpec) {
+			s.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{}, {SucceededIndexes: ptr.To("2,1")}, {SucceededIndexes: ptr.To("0-3")}, {SucceededIndexes: ptr.To("1"), SucceededCount: int32Ptr(2)}}}
+		}), []string{"spec.successPolicy.rules[0]: FieldValueRequired", "spec.successPolicy.rules[1].succeededIndexes: FieldValueInvalid",
+			"spec.successPolicy.rules[2].succeededIndexes: FieldValueInvalid", "spec.successPolicy.rules[3].succeededCount: FieldValueInvalid"}},
+	} {
+		expectErrors(t, name, createSteps(jobRules, tc.job), tc.want...)
+	}
+	changed := ok.DeepCopy()
+	changed.Spec.SuccessPolicy, changed.Spec.ManagedBy, changed.Spec.BackoffLimitPerIndex = nil, nil, int32Ptr(2)
+	expectErrors(t, "policies changed", updateSteps(jobRules, changed, ok),
+		"spec.successPolicy: FieldValueInvalid", "spec.managedBy: FieldValueInvalid", "spec.backoffLimitPerIndex: FieldValueInvalid")
 }
 
 func TestJobColumns(t *testing.T) {

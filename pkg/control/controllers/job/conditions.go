@@ -16,6 +16,9 @@ const (
 	msgBackoffLimitExceeded = "Job has reached the specified backoff limit"
 	msgDeadlineExceeded     = "Job was active longer than specified deadline"
 	msgCompletionsReached   = "Reached expected number of succeeded pods"
+
+	msgMaxFailedIndexesExceeded = "Job has exceeded the specified maximal number of failed indexes"
+	msgFailedIndexes            = "Job has failed indexes"
 )
 
 func condition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

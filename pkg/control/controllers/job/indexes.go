@@ -33,8 +33,8 @@ func parseIndexes(s string, completions int) map[int]bool {
 	return set
 }
 
-// formatIndexes writes a set of indexes as Kubernetes does: ascending, consecutive runs
-// of more than one index as "a-b", runs joined by commas.
+// formatIndexes writes a set of indexes as Kubernetes does: ascending, runs of three or
+// more consecutive indexes as "a-b", everything joined by commas ("0,1,3-5").
 func formatIndexes(set map[int]bool) string {
 	sorted := make([]int, 0, len(set))
 	for i, in := range set {
@@ -52,10 +52,13 @@ func formatIndexes(set map[int]bool) string {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		if j > i {
-			fmt.Fprintf(&b, "%d-%d", sorted[i], sorted[j])
-		} else {
+		switch j - i {
+		case 0:
 			b.WriteString(strconv.Itoa(sorted[i]))
+		case 1:
+			fmt.Fprintf(&b, "%d,%d", sorted[i], sorted[j])
+		default:
+			fmt.Fprintf(&b, "%d-%d", sorted[i], sorted[j])
 		}
 		i = j + 1
 	}

@@ -19,7 +19,7 @@ func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
 	var want int
 	switch {
 	case s.indexed:
-		want = min(parallelism, s.completions-len(s.completed))
+		want = min(parallelism, s.completions-len(s.completed)-len(s.failed))
 	case job.Spec.Completions != nil:
 		want = min(parallelism, max(s.completions-int(job.Status.Succeeded), 0))
 	case job.Status.Succeeded > 0:
@@ -40,7 +40,12 @@ func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
 	if missing <= 0 {
 		return 0
 	}
-	if wait := s.st.lastFailure.Add(backoff(s.st.failures)).Sub(s.now.Time); s.st.failures > 0 && wait > 0 {
+	if s.perIndex {
+		indexes, wait := s.indexesOutOfBackoff(s.freeIndexes(missing))
+		c.createPods(ctx, s, indexes)
+		return wait
+	}
+	if wait := backoffLeft(s.st.failures, s.st.lastFailure, s.now.Time); wait > 0 {
 		return wait
 	}
 	indexes := make([]int, missing)
@@ -54,14 +59,38 @@ func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
 	return 0
 }
 
+// indexesOutOfBackoff are the indexes whose own back-off is over; when none is, it says how
+// long until the first one is, as Kubernetes holds the others back meanwhile.
+func (s *syncCtx) indexesOutOfBackoff(indexes []int) ([]int, time.Duration) {
+	var ready []int
+	var wait time.Duration
+	for _, i := range indexes {
+		left := time.Duration(0)
+		if last := s.lastFailed[i]; last != nil {
+			left = backoffLeft(allIndexFailures(last)+1, finishedTime(last), s.now.Time)
+		}
+		switch {
+		case left == 0:
+			ready = append(ready, i)
+		case wait == 0 || left < wait:
+			wait = left
+		}
+	}
+	if len(ready) > 0 {
+		return ready, 0
+	}
+	return nil, wait
+}
+
 // surplusIndexed are the active pods of an Indexed Job that must go: without a valid index,
-// for an index already completed, or a second one for an index; they leave s.active.
+// for an index already completed or failed, or a second one for an index; they leave
+// s.active.
 func (s *syncCtx) surplusIndexed() []*corev1.Pod {
 	seen := map[int]bool{}
 	var keep, surplus []*corev1.Pod
 	for _, p := range s.active {
 		i := podIndex(p, s.completions)
-		if i < 0 || s.completed[i] || seen[i] {
+		if i < 0 || s.completed[i] || s.failed[i] || seen[i] {
 			surplus = append(surplus, p)
 			continue
 		}
@@ -72,7 +101,7 @@ func (s *syncCtx) surplusIndexed() []*corev1.Pod {
 	return surplus
 }
 
-// freeIndexes are the n lowest indexes neither completed nor held by a running or
+// freeIndexes are the n lowest indexes neither completed, failed nor held by a running or
 // just-created pod.
 func (s *syncCtx) freeIndexes(n int) []int {
 	held := map[int]bool{}
@@ -84,7 +113,7 @@ func (s *syncCtx) freeIndexes(n int) []int {
 	}
 	var free []int
 	for i := 0; i < s.completions && len(free) < n; i++ {
-		if !s.completed[i] && !held[i] {
+		if !s.completed[i] && !s.failed[i] && !held[i] {
 			free = append(free, i)
 		}
 	}
@@ -106,7 +135,11 @@ func (c *Controller) createPods(ctx context.Context, s *syncCtx, indexes []int) 
 }
 
 func (c *Controller) createPod(ctx context.Context, s *syncCtx, index int) bool {
-	pod, err := c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, newPod(s.job, index), metav1.CreateOptions{})
+	pod := newPod(s.job, index)
+	if s.perIndex {
+		setIndexFailures(pod, s.job, s.lastFailed[index])
+	}
+	pod, err := c.client.CoreV1().Pods(s.job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			c.recorder.Eventf(s.job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)

@@ -19,44 +19,47 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Back-off between the recreations of failed pods: 10s, 20s, 40s, ... at most six minutes.
-const (
-	podFailureBackoff    = 10 * time.Second
-	maxPodFailureBackoff = 6 * time.Minute
-)
-
-// backoff is how long after the last failure the next pod may be created.
-func backoff(failures int) time.Duration {
-	if failures <= 0 {
-		return 0
-	}
-	d := podFailureBackoff
-	for i := 1; i < failures && d < maxPodFailureBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxPodFailureBackoff)
-}
-
 // syncCtx is one look at a Job: its pods and what they count for.
 type syncCtx struct {
 	job         *batchv1.Job
 	st          *jobState
 	pods        []*corev1.Pod
 	indexed     bool
+	perIndex    bool // Indexed with backoffLimitPerIndex
+	suspended   bool
 	completions int
-	completed   map[int]bool // Indexed: the indexes that succeeded
+	completed   map[int]bool        // Indexed: the indexes that succeeded
+	failed      map[int]bool        // perIndex: the indexes that failed for good
+	lastFailed  map[int]*corev1.Pod // perIndex: the last failed pod of each index to retry
 	active      []*corev1.Pod
 	now         metav1.Time
 }
 
 func (s *syncCtx) activeCount() int { return len(s.active) + len(s.st.creating) }
 
+// podFailure says whether a pod's end is a failure of the Job: not one that the suspension
+// deleted.
+func (s *syncCtx) podFailure(p *corev1.Pod) bool {
+	return podFailed(p, s.job) && (!s.suspended || p.Status.Phase == corev1.PodFailed)
+}
+
+// finishing says whether the Job has failed or succeeded, and waits for its pods to go.
+func (s *syncCtx) finishing() bool {
+	return conditionTrue(s.job, batchv1.JobFailureTarget) || conditionTrue(s.job, batchv1.JobSuccessCriteriaMet)
+}
+
+// managedElsewhere is a Job whose spec.managedBy names another controller, which Kubernetes'
+// job controller leaves alone.
+func managedElsewhere(job *batchv1.Job) bool {
+	return job.Spec.ManagedBy != nil && *job.Spec.ManagedBy != batchv1.JobControllerName
+}
+
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	shared, found, err := workloop.Lookup(key, c.jobs.Jobs)
 	if err != nil {
 		return 0, err
 	}
-	if !found {
+	if !found || managedElsewhere(shared) {
 		c.forget(key)
 		return 0, nil
 	}
@@ -74,6 +77,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	s.indexed = ptr.Deref(s.job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
 	s.completions = int(ptr.Deref(s.job.Spec.Completions, 0))
 	s.completed = parseIndexes(s.job.Status.CompletedIndexes, s.completions)
+	s.perIndex = s.indexed && s.job.Spec.BackoffLimitPerIndex != nil
+	s.suspended = ptr.Deref(s.job.Spec.Suspend, false)
+	if s.perIndex {
+		s.failed = parseIndexes(ptr.Deref(s.job.Status.FailedIndexes, ""), s.completions)
+	}
 	s.st.prune(pods, s.now.Time)
 
 	if err := c.countFinished(ctx, s); err != nil {
@@ -86,7 +94,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			}
 		}
 	}
-	suspended := ptr.Deref(s.job.Spec.Suspend, false)
+	suspended := s.suspended
 	st := &s.job.Status
 	if !suspended && conditionTrue(s.job, batchv1.JobSuspended) {
 		setCondition(s.job, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", s.now)
@@ -101,7 +109,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	c.judge(s, suspended, &again)
 	var final *batchv1.JobCondition
 	switch {
-	case conditionTrue(s.job, batchv1.JobFailureTarget) || conditionTrue(s.job, batchv1.JobSuccessCriteriaMet):
+	case s.finishing():
 		final = c.finish(ctx, s)
 	case suspended:
 		c.deletePods(ctx, s, s.active)
@@ -134,6 +142,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		st.CompletedIndexes = formatIndexes(s.completed)
 		st.Succeeded = int32(len(s.completed))
 	}
+	if s.perIndex {
+		st.FailedIndexes = ptr.To(formatIndexes(s.failed))
+	}
 	if apiequality.Semantic.DeepEqual(shared.Status, s.job.Status) {
 		return again, nil
 	}
@@ -160,9 +171,13 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 	}
 	unc := job.Status.UncountedTerminatedPods
 	byUID := map[types.UID]*corev1.Pod{}
-	var release []*corev1.Pod
+	var release, succeeded, failed []*corev1.Pod
 	failJob := ""
-	suspended := ptr.Deref(job.Spec.Suspend, false)
+	if s.perIndex {
+		s.markFailedIndexes()
+		s.lastFailed = s.lastFailedPods()
+		job.Status.FailedIndexes = ptr.To(formatIndexes(s.failed))
+	}
 	for _, p := range s.pods {
 		byUID[p.UID] = p
 		if _, done := s.st.finalized[p.UID]; done || !hasTrackingFinalizer(p) {
@@ -175,19 +190,20 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded:
 			unc.Succeeded = append(unc.Succeeded, p.UID)
-			s.st.failures = 0
+			succeeded = append(succeeded, p)
+		case s.awaitsReplacement(p):
+			continue
 		case podFailed(p, job):
 			action, msg := matchFailurePolicy(job.Spec.PodFailurePolicy, p)
 			switch {
 			case action != nil && *action == batchv1.PodFailurePolicyActionIgnore:
-			case suspended && p.Status.Phase != corev1.PodFailed: // deleted by the suspension, not a failure
+			case !s.podFailure(p): // deleted by the suspension, not a failure
 			default:
 				if action != nil && *action == batchv1.PodFailurePolicyActionFailJob && failJob == "" {
 					failJob = msg
 				}
 				unc.Failed = append(unc.Failed, p.UID)
-				s.st.failures++
-				s.st.lastFailure = s.now.Time
+				failed = append(failed, p)
 			}
 		default:
 			continue // still running, or deleted with a phase the Job waits for
@@ -197,7 +213,8 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 	if failJob != "" && !conditionTrue(job, batchv1.JobFailureTarget) {
 		setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonPodFailurePolicy, failJob, s.now)
 	}
-	if len(unc.Succeeded)+len(unc.Failed) > 0 {
+	s.st.recordFinished(succeeded, failed)
+	if len(unc.Succeeded)+len(unc.Failed) > 0 { // with the indexes these pods failed
 		updated, err := c.client.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("record finished pods of job %s/%s: %w", job.Namespace, job.Name, err)
@@ -233,7 +250,7 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 // when the active deadline runs out.
 func (c *Controller) judge(s *syncCtx, suspended bool, again *time.Duration) {
 	job := s.job
-	if conditionTrue(job, batchv1.JobFailureTarget) || conditionTrue(job, batchv1.JobSuccessCriteriaMet) {
+	if s.finishing() {
 		return
 	}
 	if job.Status.Failed > ptr.Deref(job.Spec.BackoffLimit, 6) || c.pastBackoffLimitOnFailure(s) {
@@ -247,6 +264,20 @@ func (c *Controller) judge(s *syncCtx, suspended bool, again *time.Duration) {
 			return
 		}
 		*again = left
+	}
+	if s.perIndex {
+		if m := job.Spec.MaxFailedIndexes; m != nil && len(s.failed) > int(*m) {
+			setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexesExceeded, s.now)
+			return
+		}
+		if len(s.failed) > 0 && len(s.failed)+len(s.completed) >= s.completions {
+			setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, batchv1.JobReasonFailedIndexes, msgFailedIndexes, s.now)
+			return
+		}
+	}
+	if msg, met := matchSuccessPolicy(job.Spec.SuccessPolicy, s.completions, s.completed); s.indexed && met {
+		setCondition(job, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonSuccessPolicy, msg, s.now)
+		return
 	}
 	succeeded := int(job.Status.Succeeded)
 	var done bool
@@ -287,8 +318,8 @@ func (c *Controller) pastBackoffLimitOnFailure(s *syncCtx) bool {
 func (c *Controller) finish(ctx context.Context, s *syncCtx) *batchv1.JobCondition {
 	idle := s.activeCount() == 0
 	for _, p := range s.pods {
-		if podTerminating(p) {
-			idle = false
+		if _, counted := s.st.finalized[p.UID]; podTerminating(p) || (hasTrackingFinalizer(p) && !counted) {
+			idle = false // running, or finished but not counted yet: the next sync counts it
 		}
 	}
 	if !idle {
@@ -299,7 +330,8 @@ func (c *Controller) finish(ctx context.Context, s *syncCtx) *batchv1.JobConditi
 		setCondition(s.job, batchv1.JobFailed, corev1.ConditionTrue, t.Reason, t.Message, s.now)
 		return condition(s.job, batchv1.JobFailed)
 	}
-	setCondition(s.job, batchv1.JobComplete, corev1.ConditionTrue, reasonCompletionsReached, msgCompletionsReached, s.now)
+	met := condition(s.job, batchv1.JobSuccessCriteriaMet)
+	setCondition(s.job, batchv1.JobComplete, corev1.ConditionTrue, met.Reason, met.Message, s.now)
 	s.job.Status.CompletionTime = &s.now
 	return condition(s.job, batchv1.JobComplete)
 }

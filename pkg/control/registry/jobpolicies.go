@@ -1,0 +1,158 @@
+package registry
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Kubernetes' limits on the per-index and success policies of a Job.
+const (
+	maxFailedIndexesLimit      = 100_000
+	maxManagedByLength         = 63
+	maxSuccessPolicyRules      = 20
+	maxSucceededIndexesLength  = 64 * 1024
+	requiresIndexedCompletion  = "requires indexed completion mode"
+	maxFailedIndexesHighLimit  = 10_000
+	completionsSoftLimit       = 100_000
+	parallelismHighCompletions = 10_000
+)
+
+// validateJobPolicies checks backoffLimitPerIndex, maxFailedIndexes, managedBy,
+// successPolicy and the FailIndex action as kube-apiserver does: the per-index and success
+// policies need an Indexed Job, FailIndex needs backoffLimitPerIndex.
+func validateJobPolicies(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
+	errs := nonNegative(s.BackoffLimitPerIndex, path.Child("backoffLimitPerIndex"))
+	errs = append(errs, nonNegative(s.MaxFailedIndexes, path.Child("maxFailedIndexes"))...)
+	indexed := s.CompletionMode != nil && *s.CompletionMode == batchv1.IndexedCompletion
+	if m := s.MaxFailedIndexes; m != nil {
+		if s.BackoffLimitPerIndex == nil {
+			errs = append(errs, field.Required(path.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
+		}
+		if indexed && s.Completions != nil && *m > *s.Completions {
+			errs = append(errs, field.Invalid(path.Child("maxFailedIndexes"), *m, "must be less than or equal to completions"))
+		}
+		if *m > maxFailedIndexesLimit {
+			errs = append(errs, field.Invalid(path.Child("maxFailedIndexes"), *m, fmt.Sprintf("must be less than or equal to %d", maxFailedIndexesLimit)))
+		}
+	}
+	if indexed && s.BackoffLimitPerIndex != nil && s.Completions != nil && *s.Completions > completionsSoftLimit {
+		if s.MaxFailedIndexes == nil {
+			errs = append(errs, field.Required(path.Child("maxFailedIndexes"), fmt.Sprintf("must be specified when completions is above %d", completionsSoftLimit)))
+		} else if *s.MaxFailedIndexes > maxFailedIndexesHighLimit {
+			errs = append(errs, field.Invalid(path.Child("maxFailedIndexes"), *s.MaxFailedIndexes, fmt.Sprintf("must be less than or equal to %d when completions are above %d and used with backoff limit per index", maxFailedIndexesHighLimit, completionsSoftLimit)))
+		}
+		if s.Parallelism != nil && *s.Parallelism > parallelismHighCompletions {
+			errs = append(errs, field.Invalid(path.Child("parallelism"), *s.Parallelism, fmt.Sprintf("must be less than or equal to %d when completions are above %d and used with backoff limit per index", parallelismHighCompletions, completionsSoftLimit)))
+		}
+	}
+	if !indexed {
+		if s.BackoffLimitPerIndex != nil {
+			errs = append(errs, field.Invalid(path.Child("backoffLimitPerIndex"), *s.BackoffLimitPerIndex, requiresIndexedCompletion))
+		}
+		if s.MaxFailedIndexes != nil {
+			errs = append(errs, field.Invalid(path.Child("maxFailedIndexes"), *s.MaxFailedIndexes, requiresIndexedCompletion))
+		}
+	}
+	if m := s.ManagedBy; m != nil {
+		errs = append(errs, utilvalidation.IsDomainPrefixedPath(path.Child("managedBy"), *m)...)
+		if len(*m) > maxManagedByLength {
+			errs = append(errs, field.TooLong(path.Child("managedBy"), "", maxManagedByLength))
+		}
+	}
+	if p := s.PodFailurePolicy; p != nil && s.BackoffLimitPerIndex == nil {
+		for i, rule := range p.Rules {
+			if rule.Action == batchv1.PodFailurePolicyActionFailIndex {
+				errs = append(errs, field.Invalid(path.Child("podFailurePolicy", "rules").Index(i).Child("action"), rule.Action, "requires the backoffLimitPerIndex to be set"))
+			}
+		}
+	}
+	if s.SuccessPolicy != nil {
+		if !indexed {
+			errs = append(errs, field.Invalid(path.Child("successPolicy"), *s.SuccessPolicy, requiresIndexedCompletion))
+		} else {
+			errs = append(errs, validateSuccessPolicy(s, path.Child("successPolicy", "rules"))...)
+		}
+	}
+	return errs
+}
+
+func validateSuccessPolicy(s *batchv1.JobSpec, rules *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch n := len(s.SuccessPolicy.Rules); {
+	case n == 0:
+		errs = append(errs, field.Required(rules, "at least one rules must be specified when the successPolicy is specified"))
+	case n > maxSuccessPolicyRules:
+		errs = append(errs, field.TooMany(rules, n, maxSuccessPolicyRules))
+	}
+	completions := deref(s.Completions)
+	for i, rule := range s.SuccessPolicy.Rules {
+		path := rules.Index(i)
+		if rule.SucceededCount == nil && rule.SucceededIndexes == nil {
+			errs = append(errs, field.Required(path, "at least one of succeededCount or succeededIndexes must be specified"))
+		}
+		var total int32
+		if ix := rule.SucceededIndexes; ix != nil {
+			if len(*ix) > maxSucceededIndexesLength {
+				errs = append(errs, field.TooLong(path.Child("succeededIndexes"), "", maxSucceededIndexesLength))
+			}
+			var err error
+			if total, err = countIndexes(*ix, completions); err != nil {
+				errs = append(errs, field.Invalid(path.Child("succeededIndexes"), *ix, "error parsing succeededIndexes: "+err.Error()))
+			}
+		}
+		if c := rule.SucceededCount; c != nil {
+			errs = append(errs, nonNegative(c, path.Child("succeededCount"))...)
+			if *c > completions {
+				errs = append(errs, field.Invalid(path.Child("succeededCount"), *c, fmt.Sprintf("must be less than or equal to %d (the number of specified completions)", completions)))
+			}
+			if rule.SucceededIndexes != nil && *c > total {
+				errs = append(errs, field.Invalid(path.Child("succeededCount"), *c, fmt.Sprintf("must be less than or equal to %d (the number of indexes in the specified succeededIndexes field)", total)))
+			}
+		}
+	}
+	return errs
+}
+
+// countIndexes reads an index list ("0,2-4") as Kubernetes requires it, increasing and
+// below completions, and counts its indexes.
+func countIndexes(list string, completions int32) (int32, error) {
+	if list == "" {
+		return 0, nil
+	}
+	var total int32
+	last := int32(-1)
+	for _, part := range strings.Split(list, ",") {
+		bounds := strings.Split(part, "-")
+		if len(bounds) > 2 {
+			return 0, fmt.Errorf("the fragment %q violates the requirement that an index interval can have at most two parts separated by '-'", part)
+		}
+		var lohi [2]int32
+		for i, b := range bounds {
+			n, err := strconv.Atoi(b)
+			if err != nil {
+				return 0, fmt.Errorf("cannot convert string to integer for index: %q", b)
+			}
+			if n >= int(completions) {
+				return 0, fmt.Errorf("too large index: %q", b)
+			}
+			lohi[i] = int32(n)
+		}
+		lo, hi := lohi[0], lohi[0]
+		if len(bounds) == 2 {
+			if hi = lohi[1]; lo >= hi {
+				return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", lo, hi)
+			}
+		}
+		if last >= lo {
+			return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", last, lo)
+		}
+		total += hi - lo + 1
+		last = hi
+	}
+	return total, nil
+}
