@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // Builtin returns the registry of every resource miniapi serves, with the short names and
@@ -79,6 +80,7 @@ func Builtin() (*Registry, error) {
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false, validatingWebhookConfigurationRules, nil, []string{"api-extensions"}),
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, validatingAdmissionPolicyRules, nil, []string{"api-extensions"}, "status"),
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, validatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
+		res(apiregistrationv1.SchemeGroupVersion, "apiservices", "APIService", false, apiServiceRules, nil, []string{"api-extensions"}, "status"),
 	)
 }
 
