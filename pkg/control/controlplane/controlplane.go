@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiservices"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
@@ -458,6 +459,9 @@ func Run(ctx context.Context, o Options) error {
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 	admissionInformers.Start(ctx)
 	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg), srv.OpenAPI(), metrics, log.With("component", "apiextensions")); err != nil {
+		return err
+	}
+	if err := apiservices.Start(ctx, loopback, log.With("component", "apiservices")); err != nil {
 		return err
 	}
 	// AdminNetworkPolicy and BaselineAdminNetworkPolicy, which minilet enforces, are served

@@ -40,7 +40,9 @@ func TestDiscovery(t *testing.T) {
 	for _, want := range []string{"v1/pods", "v1/pods/status", "v1/pods/binding", "v1/nodes", "v1/namespaces/finalize", "coordination.k8s.io/v1/leases",
 		// the reviews behind kubectl auth can-i and whoami, listed as kube-apiserver lists them
 		"authorization.k8s.io/v1/selfsubjectaccessreviews", "authorization.k8s.io/v1/localsubjectaccessreviews",
-		"authentication.k8s.io/v1/selfsubjectreviews", "authentication.k8s.io/v1/tokenreviews"} {
+		"authentication.k8s.io/v1/selfsubjectreviews", "authentication.k8s.io/v1/tokenreviews",
+		// what the conformance discovery tests expect of every cluster
+		"apiregistration.k8s.io/v1/apiservices", "node.k8s.io/v1/runtimeclasses", "storage.k8s.io/v1/csinodes"} {
 		if !found[want] {
 			t.Errorf("discovery lacks %s", want)
 		}

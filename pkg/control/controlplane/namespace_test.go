@@ -89,3 +89,60 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// A terminating namespace's pods go first: nothing else is deleted while a pod is left
+// (Kubernetes' OrderedNamespaceDeletion), so a pod never outlives its ConfigMaps.
+func TestNamespaceDeletionDeletesPodsFirst(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ordered"}}
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The finalizer holds the deleted pod as a pod still terminating on its node would.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/app"}}},
+	}
+	if _, err := c.client.CoreV1().Pods("ordered").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config"}}
+	if _, err := c.client.CoreV1().ConfigMaps("ordered").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.client.CoreV1().Namespaces().Delete(ctx, "ordered", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Once the controller tells that the pod remains it has been through the namespace.
+	waitFor(t, "pod remaining", func() bool {
+		got, err := c.client.CoreV1().Namespaces().Get(ctx, "ordered", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == corev1.NamespaceContentRemaining && strings.Contains(cond.Message, "pods. has 1 resource instances") {
+				return true
+			}
+		}
+		return false
+	})
+	got, err := c.client.CoreV1().ConfigMaps("ordered").Get(ctx, "config", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil {
+		t.Fatalf("the ConfigMap must stay while a pod is left: %v, deletionTimestamp %v", err, got.GetDeletionTimestamp())
+	}
+
+	p, err := c.client.CoreV1().Pods("ordered").Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("the pod should be deleted first: %v %+v", err, p.GetDeletionTimestamp())
+	}
+	p.Finalizers = nil
+	if _, err := c.client.CoreV1().Pods("ordered").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "namespace gone", func() bool {
+		_, err := c.client.CoreV1().Namespaces().Get(ctx, "ordered", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}

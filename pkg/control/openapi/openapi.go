@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/kubernetes/scheme"
+	aggregatoropenapi "k8s.io/kube-aggregator/pkg/generated/openapi"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/common"
@@ -93,12 +94,15 @@ func Build(reg *registry.Registry, version string) (*Documents, error) {
 }
 
 // definitions are the generated definitions of k8s.io/api and apimachinery (ours) and of
-// apiextensions.k8s.io (apiextensions-apiserver's, generated there).
+// apiextensions.k8s.io and apiregistration.k8s.io (generated in apiextensions-apiserver
+// and kube-aggregator).
 func definitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	defs := GetOpenAPIDefinitions(ref)
-	for name, def := range apiextensionsopenapi.GetOpenAPIDefinitions(ref) {
-		if _, ok := defs[name]; !ok {
-			defs[name] = def
+	for _, more := range []map[string]common.OpenAPIDefinition{apiextensionsopenapi.GetOpenAPIDefinitions(ref), aggregatoropenapi.GetOpenAPIDefinitions(ref)} {
+		for name, def := range more {
+			if _, ok := defs[name]; !ok {
+				defs[name] = def
+			}
 		}
 	}
 	return defs

@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -22,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // Builtin returns the registry of every resource miniapi serves, with the short names and
@@ -66,6 +68,8 @@ func Builtin() (*Registry, error) {
 		res(rbacv1.SchemeGroupVersion, "roles", "Role", true, roleRules, nil, nil),
 		res(schedulingv1.SchemeGroupVersion, "priorityclasses", "PriorityClass", false, priorityClassRules, []string{"pc"}, nil),
 		res(storagev1.SchemeGroupVersion, "storageclasses", "StorageClass", false, storageClassRules, []string{"sc"}, nil),
+		res(storagev1.SchemeGroupVersion, "csinodes", "CSINode", false, csiNodeRules, nil, nil),
+		res(nodev1.SchemeGroupVersion, "runtimeclasses", "RuntimeClass", false, runtimeClassRules, nil, nil),
 		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, leaseRules, nil, nil),
 		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, endpointSliceRules, nil, nil),
 		res(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, csrRules, []string{"csr"}, nil, "status", "approval"),
@@ -81,6 +85,7 @@ func Builtin() (*Registry, error) {
 		res(admissionregistrationv1.SchemeGroupVersion, "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, validatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
 		res(admissionregistrationv1.SchemeGroupVersion, "mutatingadmissionpolicies", "MutatingAdmissionPolicy", false, mutatingAdmissionPolicyRules, nil, []string{"api-extensions"}),
 		res(admissionregistrationv1.SchemeGroupVersion, "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", false, mutatingAdmissionPolicyBindingRules, nil, []string{"api-extensions"}),
+		res(apiregistrationv1.SchemeGroupVersion, "apiservices", "APIService", false, apiServiceRules, nil, []string{"api-extensions"}, "status"),
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
+
+// podsGVR are the pods, deleted before the rest of a namespace's content.
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 
 // contentRetry is how soon a namespace whose content is still going away is looked at again.
 const contentRetry = 2 * time.Second
@@ -79,10 +83,23 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	}
 	left := newContent()
 	var deleteErrs []string
-	for _, gvr := range resources {
-		// One resource failing does not stop the others from going away.
-		if err := c.deleteAll(ctx, gvr, name, left); err != nil {
+	// Pods go first, and nothing else goes while one is left (Kubernetes'
+	// OrderedNamespaceDeletion): a terminating pod may still use its ConfigMaps, Secrets,
+	// PersistentVolumeClaims and ServiceAccount.
+	if slices.Contains(resources, podsGVR) {
+		if err := c.deleteAll(ctx, podsGVR, name, left); err != nil {
 			deleteErrs = append(deleteErrs, err.Error())
+		}
+	}
+	if len(deleteErrs) == 0 && left.remaining[podsGVR] == 0 {
+		for _, gvr := range resources {
+			if gvr == podsGVR {
+				continue
+			}
+			// One resource failing does not stop the others from going away.
+			if err := c.deleteAll(ctx, gvr, name, left); err != nil {
+				deleteErrs = append(deleteErrs, err.Error())
+			}
 		}
 	}
 	if err := c.updateConditions(ctx, ns, left.failures(discoveryErr, deleteErrs)); err != nil {

@@ -1,0 +1,164 @@
+// Package apiservices keeps, inside miniapi, an APIService (apiregistration.k8s.io/v1) for
+// every group version the API server serves itself, as kube-apiserver's autoregister and
+// crdregistration controllers do in a cluster without extension API servers: a local one
+// (spec.service unset, always available) for each built-in group version, with upstream's
+// priorities, and one for each served version of a CustomResourceDefinition. The
+// APIServices are kept by kube-aggregator's own autoregister controller, an API client
+// over the API server's loopback identity.
+package apiservices
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	crdinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
+	crdlisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	aggregatorinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
+	"k8s.io/kube-aggregator/pkg/controllers/autoregister"
+)
+
+// priority orders a group among groups and a version within its group in discovery.
+type priority struct{ group, version int32 }
+
+// priorities are kube-apiserver's (cmd/kube-apiserver/app/aggregator.go and
+// pkg/controlplane/apiserver/aggregator.go), for the group versions miniapi serves, and
+// metrics-server's own APIService's for metrics.k8s.io, which miniapi serves itself. As
+// upstream, a served group version without one gets no APIService.
+var priorities = map[schema.GroupVersion]priority{
+	{Group: "", Version: "v1"}:                             {18000, 1},
+	{Group: "apps", Version: "v1"}:                         {17800, 15},
+	{Group: "events.k8s.io", Version: "v1"}:                {17750, 15},
+	{Group: "authentication.k8s.io", Version: "v1"}:        {17700, 15},
+	{Group: "authorization.k8s.io", Version: "v1"}:         {17600, 15},
+	{Group: "autoscaling", Version: "v1"}:                  {17500, 15},
+	{Group: "autoscaling", Version: "v2"}:                  {17500, 30},
+	{Group: "batch", Version: "v1"}:                        {17400, 15},
+	{Group: "certificates.k8s.io", Version: "v1"}:          {17300, 15},
+	{Group: "networking.k8s.io", Version: "v1"}:            {17200, 15},
+	{Group: "policy", Version: "v1"}:                       {17100, 15},
+	{Group: "rbac.authorization.k8s.io", Version: "v1"}:    {17000, 15},
+	{Group: "storage.k8s.io", Version: "v1"}:               {16800, 15},
+	{Group: "apiextensions.k8s.io", Version: "v1"}:         {16700, 15},
+	{Group: "admissionregistration.k8s.io", Version: "v1"}: {16700, 15},
+	{Group: "scheduling.k8s.io", Version: "v1"}:            {16600, 15},
+	{Group: "coordination.k8s.io", Version: "v1"}:          {16500, 15},
+	{Group: "node.k8s.io", Version: "v1"}:                  {16300, 15},
+	{Group: "discovery.k8s.io", Version: "v1"}:             {16200, 15},
+	{Group: "resource.k8s.io", Version: "v1"}:              {16200, 21},
+	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
+	{Group: "metrics.k8s.io", Version: "v1beta1"}:          {100, 100},
+}
+
+// crdPriority is what kube-apiserver's crdregistration gives custom resources' versions.
+var crdPriority = priority{group: 1000, version: 100}
+
+// Start registers the group versions the API server lists in discovery, then keeps them
+// and those of CustomResourceDefinitions until ctx ends; cfg is the API server's loopback
+// identity. Call it once the server serves every built-in group.
+func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	client, err := aggregatorclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("apiregistration client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	crds, err := crdclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("apiextensions client: %w", err)
+	}
+	factory := aggregatorinformers.NewSharedInformerFactory(client, 5*time.Minute)
+	reg := autoregister.NewAutoRegisterController(factory.Apiregistration().V1().APIServices(), client.ApiregistrationV1())
+	crdFactory := crdinformers.NewSharedInformerFactory(crds, 5*time.Minute)
+	crdInformer := crdFactory.Apiextensions().V1().CustomResourceDefinitions()
+	if err := registerCRDs(crdInformer.Informer(), crdInformer.Lister(), reg, log); err != nil {
+		return err
+	}
+	go func() {
+		// The built-in group versions are those served at start, as upstream's are those
+		// of the paths kube-apiserver lists; the listener may not answer yet.
+		var groups *metav1.APIGroupList
+		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+			var discErr error
+			groups, discErr = disc.ServerGroups()
+			return discErr == nil, nil
+		})
+		if err != nil {
+			return // stopped
+		}
+		for _, g := range groups.Groups {
+			for _, v := range g.Versions {
+				gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
+				if p, ok := priorities[gv]; ok {
+					reg.AddAPIServiceToSyncOnStart(local(gv, p))
+				}
+			}
+		}
+		factory.Start(ctx.Done())
+		crdFactory.Start(ctx.Done())
+		reg.Run(1, ctx.Done())
+	}()
+	return nil
+}
+
+// local is the APIService of a group version the API server serves itself.
+func local(gv schema.GroupVersion, p priority) *apiregistrationv1.APIService {
+	return &apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group},
+		Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
+			GroupPriorityMinimum: p.group, VersionPriority: p.version},
+	}
+}
+
+// registerCRDs keeps an APIService for each served version of a CustomResourceDefinition,
+// as crdregistration does: a group version stays while any CustomResourceDefinition serves it.
+func registerCRDs(informer cache.SharedIndexInformer, lister crdlisters.CustomResourceDefinitionLister, reg autoregister.AutoAPIServiceRegistration, log *slog.Logger) error {
+	check := func(gv schema.GroupVersion) {
+		all, err := lister.List(labels.Everything())
+		if err != nil {
+			log.Error("listing CustomResourceDefinitions", "err", err)
+			return
+		}
+		for _, crd := range all {
+			for _, v := range crd.Spec.Versions {
+				if crd.Spec.Group == gv.Group && v.Name == gv.Version && v.Served {
+					reg.AddAPIServiceToSync(local(gv, crdPriority))
+					return
+				}
+			}
+		}
+		reg.RemoveAPIServiceToSync(gv.Version + "." + gv.Group)
+	}
+	changed := func(objs ...any) {
+		for _, obj := range objs {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+				for _, v := range crd.Spec.Versions {
+					check(schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name})
+				}
+			}
+		}
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { changed(obj) },
+		UpdateFunc: func(old, obj any) { changed(old, obj) },
+		DeleteFunc: func(obj any) { changed(obj) },
+	})
+	return err
+}

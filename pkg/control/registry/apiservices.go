@@ -1,0 +1,132 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kube-aggregator/pkg/apis/apiregistration"
+	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	apiservicestrategy "k8s.io/kube-aggregator/pkg/registry/apiservice"
+)
+
+// APIServices (apiregistration.k8s.io/v1) are stored as v1 and checked by kube-aggregator's
+// own strategy on its internal version, as kube-apiserver checks them. miniapi has no
+// aggregator: it serves every group itself, and the API server's autoregistration lists
+// each as a local APIService (spec.service unset), which is always available. An APIService
+// naming a Service is stored, but no request is proxied to it: it is marked unavailable.
+
+// apiServiceScheme holds apiregistration's internal and external versions with their
+// conversions and defaulters; client-go's scheme, which the REST layer decodes with, learns v1.
+var apiServiceScheme = runtime.NewScheme()
+
+func init() {
+	apiregistrationinstall.Install(apiServiceScheme)
+	if err := apiregistrationv1.AddToScheme(scheme.Scheme); err != nil {
+		panic(fmt.Sprintf("adding apiregistration.k8s.io/v1 to the scheme: %v", err))
+	}
+}
+
+var (
+	apiServiceStrategy       = apiservicestrategy.NewStrategy(apiServiceScheme)
+	apiServiceStatusStrategy = apiservicestrategy.NewStatusStrategy(apiServiceScheme)
+)
+
+// NotProxiedReason is the reason of the Available=False condition of an APIService that
+// names a Service: miniapi does not proxy to extension API servers.
+const NotProxiedReason = "ProxyNotSupported"
+
+// internalAPIService converts a v1 APIService to apiregistration's internal version.
+func internalAPIService(obj runtime.Object) *apiregistration.APIService {
+	out := &apiregistration.APIService{}
+	if err := apiServiceScheme.Convert(obj, out, nil); err != nil {
+		panic(fmt.Sprintf("converting an APIService to the internal version: %v", err)) // lossless by construction
+	}
+	return out
+}
+
+// fromInternalAPIService writes an internal APIService back into the v1 obj.
+func fromInternalAPIService(in *apiregistration.APIService, obj runtime.Object) {
+	if err := apiServiceScheme.Convert(in, obj, nil); err != nil {
+		panic(fmt.Sprintf("converting an APIService to v1: %v", err))
+	}
+}
+
+// markAvailability sets the Available condition miniapi can vouch for: true for a local
+// APIService (the strategy sets it on create), false for one served by a Service.
+func markAvailability(svc *apiregistration.APIService) {
+	if svc.Spec.Service == nil {
+		apiregistration.SetAPIServiceCondition(svc, apiregistration.NewLocalAvailableAPIServiceCondition())
+		return
+	}
+	apiregistration.SetAPIServiceCondition(svc, apiregistration.APIServiceCondition{
+		Type: apiregistration.Available, Status: apiregistration.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: NotProxiedReason,
+		Message: fmt.Sprintf("minik8s does not proxy API requests to extension API servers: %s/%s is not served through this API server",
+			svc.Spec.Group, svc.Spec.Version),
+	})
+}
+
+var apiServiceRules = Rules{
+	Default: func(obj runtime.Object) { apiServiceScheme.Default(obj) },
+	PrepareCreate: func(obj runtime.Object) {
+		svc := internalAPIService(obj)
+		apiServiceStrategy.PrepareForCreate(context.Background(), svc)
+		markAvailability(svc)
+		fromInternalAPIService(svc, obj)
+	},
+	PrepareUpdate: func(obj, old runtime.Object) {
+		svc := internalAPIService(obj)
+		apiServiceStrategy.PrepareForUpdate(context.Background(), svc, internalAPIService(old))
+		markAvailability(svc) // spec.service may have changed
+		fromInternalAPIService(svc, obj)
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return apiServiceStrategy.Validate(context.Background(), internalAPIService(obj))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		svc, was := internalAPIService(obj), internalAPIService(old)
+		// The generic store checks the metadata update itself, knowing a deletion may set
+		// deletionTimestamp; the strategy would refuse it.
+		was.DeletionTimestamp, was.DeletionGracePeriodSeconds = svc.DeletionTimestamp, svc.DeletionGracePeriodSeconds
+		return apiServiceStrategy.ValidateUpdate(context.Background(), svc, was)
+	},
+	SubresourceUpdates: map[string]SubresourceRules{
+		"status": {Validate: func(obj, old runtime.Object) field.ErrorList {
+			svc, was := internalAPIService(obj), internalAPIService(old)
+			was.DeletionTimestamp, was.DeletionGracePeriodSeconds = svc.DeletionTimestamp, svc.DeletionGracePeriodSeconds
+			return apiServiceStatusStrategy.ValidateUpdate(context.Background(), svc, was)
+		}},
+	},
+	Table: &TableDef{
+		// kube-aggregator's columns.
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("Service", "string", "The reference to the service that hosts this API endpoint.", false),
+			column("Available", "string", "Whether this service is available.", false),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			svc := obj.(*apiregistrationv1.APIService)
+			service := "Local"
+			if svc.Spec.Service != nil {
+				service = svc.Spec.Service.Namespace + "/" + svc.Spec.Service.Name
+			}
+			available := "Unknown"
+			for _, c := range svc.Status.Conditions {
+				if c.Type != apiregistrationv1.Available {
+					continue
+				}
+				available = string(c.Status)
+				if c.Reason != "" {
+					available += " (" + c.Reason + ")"
+				}
+			}
+			return []any{svc.Name, service, available, Age(svc.CreationTimestamp)}
+		},
+	},
+}
