@@ -50,7 +50,7 @@ func (o *Object) SetContent(content map[string]any) error {
 // withoutMetadata is the object's content but for its metadata: apiVersion, kind, spec,
 // status and the other fields, the values themselves rather than copies.
 func (o *Object) withoutMetadata() map[string]any {
-	out := make(map[string]any, len(o.Fields)+4)
+	out := make(map[string]any, len(o.Fields)+5) // and metadata, if MarshalJSON adds it
 	for k, v := range o.Fields {
 		out[k] = v
 	}
@@ -89,23 +89,8 @@ func (o *Object) setWithoutMetadata(content map[string]any) {
 // MarshalJSON writes the object with its other fields beside apiVersion, kind, metadata,
 // spec and status.
 func (o *Object) MarshalJSON() ([]byte, error) {
-	out := make(map[string]any, len(o.Fields)+5)
-	for k, v := range o.Fields {
-		out[k] = v
-	}
-	if o.APIVersion != "" {
-		out["apiVersion"] = o.APIVersion
-	}
-	if o.Kind != "" {
-		out["kind"] = o.Kind
-	}
+	out := o.withoutMetadata()
 	out["metadata"] = &o.ObjectMeta
-	if o.Spec != nil {
-		out["spec"] = o.Spec
-	}
-	if o.Status != nil {
-		out["status"] = o.Status
-	}
 	return json.Marshal(out)
 }
 
