@@ -66,6 +66,26 @@ func TestExplainNamesTheSEPChains(t *testing.T) {
 	sort.Strings(want)
 
 	n1 := l.Nodes[0]
+	explainJSON := func() ([]explain.Path, []byte) {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(e.BinDir, "minilab"), "--name", l.Name, "explain", n1.Name,
+			"--service", "default/explained", "--port", "80", "--from", n1.IP, "-o", "json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("minilab explain: %v\n%s", err, out)
+		}
+		var paths []explain.Path
+		if err := json.Unmarshal(out, &paths); err != nil {
+			t.Fatalf("explain -o json: %v\n%s", err, out)
+		}
+		return paths, out
+	}
+	// miniproxy syncs at most once a --min-sync-period (1 s): the second endpoint may reach
+	// node-1's rules a sync after the slice lists it. Traffic goes once both are there.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if paths, _ := explainJSON(); len(paths) == 1 && len(paths[0].Endpoints) == len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
 	url := fmt.Sprintf("http://%s:80/hostname", svc.Spec.ClusterIP)
 	if got, err := getEventually(lab.NetNSPath(n1.NetNS), url, 15*time.Second); err != nil {
 		t.Fatalf("node-1 → %s: %q %v", url, got, err)
@@ -76,15 +96,7 @@ func TestExplainNamesTheSEPChains(t *testing.T) {
 		}
 	}
 
-	out, err := exec.Command(filepath.Join(e.BinDir, "minilab"), "--name", l.Name, "explain", n1.Name,
-		"--service", "default/explained", "--port", "80", "--from", n1.IP, "-o", "json").CombinedOutput()
-	if err != nil {
-		t.Fatalf("minilab explain: %v\n%s", err, out)
-	}
-	var paths []explain.Path
-	if err := json.Unmarshal(out, &paths); err != nil {
-		t.Fatalf("explain -o json: %v\n%s", err, out)
-	}
+	paths, out := explainJSON()
 	if len(paths) != 1 || paths[0].Kind != "cluster IP" || paths[0].DstIP != svc.Spec.ClusterIP {
 		t.Fatalf("explain answered %d paths, want the cluster IP's:\n%s", len(paths), out)
 	}
