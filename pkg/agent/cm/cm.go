@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
@@ -153,10 +155,28 @@ func removeTree(dir string) error {
 			}
 		}
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := rmdirCgroup(dir); err != nil {
 		return fmt.Errorf("remove cgroup %s: %w", dir, err)
 	}
 	return nil
+}
+
+// rmdirCgroup removes an empty cgroup. One whose last task is still exiting is busy for a
+// moment, so EBUSY is retried for about 2.5 s, doubling the wait, as libcontainer's
+// RemovePath does.
+func rmdirCgroup(dir string) error {
+	delay := 10 * time.Millisecond
+	for try := 1; ; try++ {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || try == 9 {
+			return err
+		}
+		time.Sleep(delay)
+		delay *= 2
+	}
 }
 
 // ownOOMScoreAdj is the kubelet's score for itself: the OOM killer spares the node agent.
