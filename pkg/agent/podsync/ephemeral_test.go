@@ -16,9 +16,7 @@ import (
 // not restarted after it exits, whatever the pod's restart policy.
 func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	h.Runtime.TakeCalls()
 
 	live := h.apiPod(pod)
@@ -31,9 +29,7 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sync(st, pod)
-	if got, want := h.Runtime.TakeCalls(), []string{"create dbg", "start dbg"}; !slices.Equal(got, want) {
-		t.Fatalf("runtime calls: %q, want %q", got, want)
-	}
+	h.wantCalls("for the new ephemeral container", "create dbg", "start dbg")
 	if target, app := h.Runtime.PIDTargets["dbg"], h.Runtime.Named(string(pod.UID), "app")[0].ID; target != app {
 		t.Errorf("the debug container joins the PID namespace of %q, want app's %q", target, app)
 	}
@@ -79,8 +75,7 @@ func TestEphemeralContainerWaitsForItsTarget(t *testing.T) {
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "localhost/minik8s/busybox:v1", ImagePullPolicy: corev1.PullIfNotPresent},
 		TargetContainerName:      "app",
 	}}
-	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(pod)
 	h.Runtime.StartErr = os.ErrPermission
 	_, _ = h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)) // app fails to start
 	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(h.Runtime.Named(string(pod.UID), "dbg")) != 0 ||

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,37 @@ func (h *harness) newSyncer() *Syncer {
 func (h *harness) createPod(pod *corev1.Pod) *corev1.Pod {
 	h.t.Helper()
 	return agenttest.CreatePod(h.ctx, h.t, h.Client, pod)
+}
+
+// admit stores pod and gives it the state a worker makes when it first sees it.
+func (h *harness) admit(pod *corev1.Pod) (*corev1.Pod, *PodState) {
+	h.t.Helper()
+	pod = h.createPod(pod)
+	return pod, newPodState(pod, apiTime(h.Clock.Now()))
+}
+
+// start admits pod and syncs it once.
+func (h *harness) start(pod *corev1.Pod) (*corev1.Pod, *PodState) {
+	h.t.Helper()
+	pod, st := h.admit(pod)
+	h.sync(st, pod)
+	return pod, st
+}
+
+// exitAndSync has container name of pod exit with code a second on, then syncs the pod.
+func (h *harness) exitAndSync(st *PodState, pod *corev1.Pod, name string, code int32) {
+	h.t.Helper()
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(string(pod.UID), name, code)
+	h.sync(st, pod)
+}
+
+// wantCalls stops the test unless the runtime calls since the last take are exactly want.
+func (h *harness) wantCalls(when string, want ...string) {
+	h.t.Helper()
+	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, want) {
+		h.t.Fatalf("runtime calls %s:\n got %q\nwant %q", when, calls, want)
+	}
 }
 
 // apiPod reads a pod back from the fake API.

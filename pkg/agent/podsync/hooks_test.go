@@ -19,9 +19,7 @@ func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
 	h := newHarness(t)
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo bye"}}}}
-	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(pod)
 	h.Runtime.TakeCalls()
 
 	if err := h.Client.CoreV1().Pods("default").Delete(h.ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](10)}); err != nil {
@@ -50,8 +48,7 @@ func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) { return 3, "no config" }
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}}}
-	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(pod)
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync with a failing postStart hook reported no error")
 	}

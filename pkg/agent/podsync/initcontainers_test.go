@@ -1,9 +1,7 @@
 package podsync
 
 import (
-	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -33,14 +31,10 @@ func initStatusOf(pod *corev1.Pod, name string) corev1.ContainerStatus {
 // the statuses read as kubectl's Init:N/M expects, then the app starts.
 func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "first", "second"))
-	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "first", "second"))
 
 	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first"}) {
-		t.Fatalf("first sync: %q", calls)
-	}
+	h.wantCalls("first sync", "sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first")
 	got := h.apiPod(pod)
 	if got.Status.Phase != corev1.PodPending || conditionStatus(got, corev1.PodInitialized) != corev1.ConditionFalse {
 		t.Errorf("while init runs: phase %s, Initialized %s", got.Status.Phase, conditionStatus(got, corev1.PodInitialized))
@@ -56,21 +50,13 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
 		t.Fatalf("sync while the first init container runs: %q", calls)
 	}
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "first", 0)
-	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create second", "start second"}) {
-		t.Fatalf("after first succeeded: %q", calls)
-	}
+	h.exitAndSync(st, pod, "first", 0)
+	h.wantCalls("after first succeeded", "create second", "start second")
 	if cs := initStatusOf(h.apiPod(pod), "first"); cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" || !cs.Ready {
 		t.Errorf("status of the finished init container: %+v", cs)
 	}
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "second", 0)
-	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
-		t.Fatalf("after both succeeded: %q", calls)
-	}
+	h.exitAndSync(st, pod, "second", 0)
+	h.wantCalls("after both succeeded", "create app", "start app")
 	got = h.apiPod(pod)
 	if got.Status.Phase != corev1.PodRunning || conditionStatus(got, corev1.PodInitialized) != corev1.ConditionTrue ||
 		conditionStatus(got, corev1.PodReady) != corev1.ConditionTrue {
@@ -78,12 +64,8 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 	}
 
 	// Init containers never run again once the app has run, even if it restarts.
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "app", 1)
-	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
-		t.Errorf("app restart: %q", calls)
-	}
+	h.exitAndSync(st, pod, "app", 1)
+	h.wantCalls("app restart", "create app", "start app")
 }
 
 // TestFailedInitContainer: it is retried with back-off (Init:CrashLoopBackOff) unless
@@ -91,14 +73,10 @@ func TestInitContainersRunInOrderBeforeTheApp(t *testing.T) {
 func TestFailedInitContainer(t *testing.T) {
 	t.Run("retried", func(t *testing.T) {
 		h := newHarness(t)
-		pod := h.createPod(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "setup"))
+		pod, st := h.start(withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "setup"))
 		uid := string(pod.UID)
-		st := newPodState(pod, apiTime(h.Clock.Now()))
-		h.sync(st, pod)
 		for i := range 2 {
-			h.Clock.Step(time.Second)
-			h.Runtime.Exit(uid, "setup", 1)
-			h.sync(st, pod)
+			h.exitAndSync(st, pod, "setup", 1)
 			if i == 0 {
 				if cs := initStatusOf(h.apiPod(pod), "setup"); cs.RestartCount != 1 || cs.State.Running == nil {
 					t.Fatalf("first failure not retried at once: %+v", cs)
@@ -119,13 +97,9 @@ func TestFailedInitContainer(t *testing.T) {
 	})
 	t.Run("never", func(t *testing.T) {
 		h := newHarness(t)
-		pod := h.createPod(withInit(agenttest.Pod("job", corev1.RestartPolicyNever, "app"), "setup"))
+		pod, st := h.start(withInit(agenttest.Pod("job", corev1.RestartPolicyNever, "app"), "setup"))
 		uid := string(pod.UID)
-		st := newPodState(pod, apiTime(h.Clock.Now()))
-		h.sync(st, pod)
-		h.Clock.Step(time.Second)
-		h.Runtime.Exit(uid, "setup", 2)
-		h.sync(st, pod)
+		h.exitAndSync(st, pod, "setup", 2)
 		got := h.apiPod(pod)
 		if got.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase %s, want Failed", got.Status.Phase)
@@ -142,26 +116,13 @@ func TestSidecarInitContainerKeepsRunning(t *testing.T) {
 	h := newHarness(t)
 	pod := withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"), "proxy", "setup")
 	pod.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
-	pod = h.createPod(pod)
-	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.start(pod)
 	h.sync(st, pod)
-	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create proxy", "start proxy", "create setup", "start setup"}) {
-		t.Fatalf("calls: %q", calls)
-	}
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "setup", 0)
-	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create app", "start app"}) {
-		t.Fatalf("after setup: %q", calls)
-	}
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "proxy", 0)
-	h.sync(st, pod)
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"create proxy", "start proxy"}) {
-		t.Errorf("sidecar exit: %q, want a restart", calls)
-	}
+	h.wantCalls("first sync", "sandbox web", "pull localhost/minik8s/busybox:v1", "create proxy", "start proxy", "create setup", "start setup")
+	h.exitAndSync(st, pod, "setup", 0)
+	h.wantCalls("after setup", "create app", "start app")
+	h.exitAndSync(st, pod, "proxy", 0)
+	h.wantCalls("sidecar exit", "create proxy", "start proxy")
 	got := h.apiPod(pod)
 	if cs := initStatusOf(got, "proxy"); cs.State.Running == nil || cs.RestartCount != 1 || !cs.Ready {
 		t.Errorf("sidecar status %+v", cs)

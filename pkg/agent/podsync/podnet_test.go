@@ -16,9 +16,7 @@ import (
 // until a later DEL succeeds.
 func TestFailedCNIDelIsRetried(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	deleting := h.apiPod(pod)
 	deleting.DeletionTimestamp = &metav1.Time{Time: h.Clock.Now()}
 	deleting.DeletionGracePeriodSeconds = ptr.To[int64](0)
@@ -55,9 +53,7 @@ func TestFailedCNIDelIsRetried(t *testing.T) {
 // a failing CHECK starts the pod over with a new sandbox.
 func TestCNICheckOnSync(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	h.sync(st, pod)
 	if h.Network.Checks != 0 {
 		t.Errorf("%d CHECKs right after ADD, want none", h.Network.Checks)

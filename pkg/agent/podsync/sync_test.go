@@ -26,15 +26,8 @@ import (
 
 func TestNewPodRunsSandboxThenContainersInOrder(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-
-	h.sync(st, pod)
-
-	want := []string{"sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first", "create second", "start second"}
-	if got := h.Runtime.TakeCalls(); !slices.Equal(got, want) {
-		t.Fatalf("runtime calls:\n got %q\nwant %q", got, want)
-	}
+	pod, _ := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
+	h.wantCalls("of the first sync", "sandbox web", "pull localhost/minik8s/busybox:v1", "create first", "start first", "create second", "start second")
 	if _, err := os.Stat(filepath.Join(h.syncer.cfg.NetNSDir, string(pod.UID))); err != nil {
 		t.Errorf("pod netns: %v", err)
 	}
@@ -74,8 +67,7 @@ func TestNewPodRunsSandboxThenContainersInOrder(t *testing.T) {
 
 func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	h.Network.SetUpErr = os.ErrPermission
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
@@ -102,10 +94,8 @@ func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
 
 func TestRestartPolicyAlwaysRestartsWithBackOff(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("crash", corev1.RestartPolicyAlways, "app"))
+	pod, st := h.start(agenttest.Pod("crash", corev1.RestartPolicyAlways, "app"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
 
 	// The first exit restarts at once, as the kubelet does.
 	h.Clock.Step(time.Second)
@@ -180,10 +170,8 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 	}{{0, corev1.PodSucceeded}, {1, corev1.PodFailed}} {
 		t.Run(string(tc.phase), func(t *testing.T) {
 			h := newHarness(t)
-			pod := h.createPod(agenttest.Pod("job", corev1.RestartPolicyNever, "app"))
+			pod, st := h.start(agenttest.Pod("job", corev1.RestartPolicyNever, "app"))
 			uid := string(pod.UID)
-			st := newPodState(pod, apiTime(h.Clock.Now()))
-			h.sync(st, pod)
 			h.Clock.Step(time.Second)
 			h.Runtime.Exit(uid, "app", tc.exit)
 			h.Runtime.TakeCalls()
@@ -198,9 +186,7 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 				t.Errorf("container status %+v", cs)
 			}
 			// The finished pod's sandbox and network are released; its container stays for logs.
-			if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, []string{"stop sandbox", "remove sandbox"}) {
-				t.Errorf("runtime calls after the exit: %q", calls)
-			}
+			h.wantCalls("runtime calls after the exit", "stop sandbox", "remove sandbox")
 			if h.Network.AttachedCount() != 0 {
 				t.Error("network of the finished pod not torn down")
 			}
@@ -218,20 +204,13 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 
 func TestRestartPolicyOnFailure(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("job", corev1.RestartPolicyOnFailure, "app"))
-	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(agenttest.Pod("job", corev1.RestartPolicyOnFailure, "app"))
 
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "app", 3)
-	h.sync(st, pod)
+	h.exitAndSync(st, pod, "app", 3)
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.RestartCount != 1 || cs.State.Running == nil {
 		t.Fatalf("failed container not restarted: %+v", cs)
 	}
-	h.Clock.Step(time.Second)
-	h.Runtime.Exit(uid, "app", 0)
-	h.sync(st, pod)
+	h.exitAndSync(st, pod, "app", 0)
 	if got := h.apiPod(pod); got.Status.Phase != corev1.PodSucceeded || conditionStatus(got, corev1.PodReady) != corev1.ConditionFalse {
 		t.Errorf("phase %s after success, want Succeeded", got.Status.Phase)
 	}
@@ -239,8 +218,7 @@ func TestRestartPolicyOnFailure(t *testing.T) {
 
 func TestImagePullFailureBacksOff(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	h.Runtime.PullErr = os.ErrNotExist
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
@@ -301,10 +279,8 @@ func TestPullPolicies(t *testing.T) {
 
 func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "first", "second"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
 	logDir := h.syncer.podLogDir(pod.Namespace, pod.Name, uid)
 	if _, err := os.Stat(logDir); err != nil {
 		t.Fatalf("pod log dir: %v", err)
@@ -403,10 +379,7 @@ func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
 	}
 	h.Clock.Step(time.Second)
 	h.sync(st, pod)
-	want := []string{"stop second", "pull localhost/minik8s/netexec:v1", "create second", "start second"}
-	if calls := h.Runtime.TakeCalls(); !slices.Equal(calls, want) {
-		t.Errorf("after a spec change:\n got %q\nwant %q", calls, want)
-	}
+	h.wantCalls("after a spec change", "stop second", "pull localhost/minik8s/netexec:v1", "create second", "start second")
 	got := h.apiPod(pod)
 	if cs := agenttest.ContainerStatus(got, "second"); cs.RestartCount != 1 || cs.State.Running == nil || cs.Image != "localhost/minik8s/netexec:v1" {
 		t.Errorf("status of the changed container: %+v", cs)
@@ -484,8 +457,7 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 // container's do, instead of being retried at once on every sync.
 func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	h.Runtime.StartErr = os.ErrPermission
 
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
@@ -533,9 +505,7 @@ func TestHostNetworkPodUsesTheNodeNetwork(t *testing.T) {
 	h := newHarness(t)
 	pod := agenttest.Pod("proxy", corev1.RestartPolicyAlways, "app")
 	pod.Spec.HostNetwork = true
-	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(pod)
 
 	got := h.apiPod(pod)
 	if got.Status.Phase != corev1.PodRunning || got.Status.PodIP != "10.200.0.11" {
@@ -610,8 +580,7 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	h := newHarness(t)
 	pod := agenttest.Pod("job", corev1.RestartPolicyNever, "app")
 	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
-	pod = h.createPod(pod)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
+	pod, st := h.admit(pod)
 	if after := h.sync(st, pod); after != 30*time.Second {
 		t.Errorf("sync asks to come back after %s, want the 30 s deadline", after)
 	}
@@ -635,9 +604,7 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 // failed when the next sync still sees it Running (an informer behind our write).
 func TestEndFailsARunningPod(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("hog", corev1.RestartPolicyAlways, "app"))
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
+	pod, st := h.start(agenttest.Pod("hog", corev1.RestartPolicyAlways, "app"))
 	running := h.apiPod(pod)
 	if running.Status.Phase != corev1.PodRunning {
 		t.Fatalf("phase %s before the ending", running.Status.Phase)
@@ -726,10 +693,8 @@ func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
 // kubelet reports it: exited, or Unknown (255) when its end went unseen.
 func TestNewSandboxKeepsLastState(t *testing.T) {
 	h := newHarness(t)
-	pod := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "exited", "vanished"))
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "exited", "vanished"))
 	uid := string(pod.UID)
-	st := newPodState(pod, apiTime(h.Clock.Now()))
-	h.sync(st, pod)
 	old := map[string]string{}
 	for _, name := range []string{"exited", "vanished"} {
 		old[name] = runtime.StatusID(h.Runtime.Named(uid, name)[0].ID)
