@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 )
@@ -19,10 +18,7 @@ import (
 func TestAPIServices(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	client, err := aggregatorclient.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

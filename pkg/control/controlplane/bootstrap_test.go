@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate/csr"
 	"k8s.io/utils/ptr"
@@ -41,10 +40,7 @@ func createBootstrapToken(t *testing.T, c *cluster, id, secret, expiration strin
 // restConfig is the admin kubeconfig's server and CA with other credentials.
 func (c *cluster) restConfig(t *testing.T, token string, certPEM, keyPEM []byte) *rest.Config {
 	t.Helper()
-	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.adminConfig(t)
 	return &rest.Config{Host: admin.Host, BearerToken: token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CertData: certPEM, KeyData: keyPEM}}
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -429,11 +430,18 @@ func TestInformerSeesChangesInOrder(t *testing.T) {
 	}
 }
 
-func (c *cluster) httpClient(t *testing.T) *http.Client {
+// adminConfig is the admin's client config, for the clients a test builds itself.
+func (c *cluster) adminConfig(t *testing.T) *rest.Config {
+	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func (c *cluster) httpClient(t *testing.T) *http.Client {
+	cfg := c.adminConfig(t)
 	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
 	if err != nil {
 		t.Fatal(err)

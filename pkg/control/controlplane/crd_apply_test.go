@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // A CustomResourceDefinition whose spec.ports is a list-map keyed by name, so that server-side
@@ -76,8 +75,7 @@ func managers(t *testing.T, c *cluster, name string) string {
 func TestCustomResourceServerSideApply(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	c.mustKubectl(t, sprocketsCRD, "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/sprockets.example.com")
+	c.applyCRD(t, sprocketsCRD, "sprockets.example.com")
 	waitForKubectl(t, c, "get", "sprockets")
 
 	// A plain create records its manager.
@@ -118,13 +116,10 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 
 	// fieldValidation: an unknown field fails a Strict apply; a duplicate field fails Strict
 	// and warns with Warn.
-	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.adminConfig(t)
 	warnings := &warningRecorder{}
 	admin.WarningHandler = warnings
-	sprockets := dynamic.NewForConfigOrDie(admin).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "sprockets"}).Namespace("default")
+	sprockets := customResources(admin, "example.com", "v1", "sprockets")
 	apply := func(body, validation string) error {
 		_, err := sprockets.Patch(ctx, "g1", types.ApplyYAMLPatchType, []byte(body), metav1.PatchOptions{FieldManager: "carol", FieldValidation: validation})
 		return err
@@ -204,10 +199,7 @@ spec:
   versions:
 `+version("v1", true)+version("v2", false), "apply", "-f", "-")
 	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/cogs.example.com")
-	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.adminConfig(t)
 	dyn := dynamic.NewForConfigOrDie(admin)
 	cogs := func(v string) dynamic.ResourceInterface {
 		return dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: v, Resource: "cogs"}).Namespace("default")

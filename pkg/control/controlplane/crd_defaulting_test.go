@@ -10,10 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // knobsCRD declares a top-level field a and spec.b, spec.gone, with no defaults yet.
@@ -52,16 +49,13 @@ func knobFields(u *unstructured.Unstructured) [3]string {
 func TestCustomResourceDefaultingFromStorage(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.adminConfig(t)
 	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
 	if _, err := crds.Create(ctx, knobsCRD(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/knobs.defaulting.example.com")
-	knobs := dynamic.NewForConfigOrDie(admin).Resource(schema.GroupVersionResource{Group: "defaulting.example.com", Version: "v1", Resource: "knobs"}).Namespace("default")
+	knobs := customResources(admin, "defaulting.example.com", "v1", "knobs")
 	// await polls f until it holds; a changed schema is served within a moment.
 	await := func(what string, f func() (bool, error)) {
 		t.Helper()
@@ -79,6 +73,7 @@ func TestCustomResourceDefaultingFromStorage(t *testing.T) {
 	}
 	var before *unstructured.UnstructuredList
 	await("knobs served", func() (bool, error) {
+		var err error
 		before, err = knobs.List(ctx, metav1.ListOptions{})
 		return err == nil, err
 	})

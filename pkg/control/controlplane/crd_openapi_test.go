@@ -14,7 +14,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // A CustomResourceDefinition whose schema documents its fields, for kubectl explain.
@@ -193,10 +192,7 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 func TestCustomResourceOpenAPIRebuiltOnSpecChange(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := c.adminConfig(t)
 	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
 	const name = "gizmos.openapi.example.com"
 	counts := func() string {
@@ -225,8 +221,7 @@ func TestCustomResourceOpenAPIRebuiltOnSpecChange(t *testing.T) {
 		return strings.NewReplacer("gizmos", fmt.Sprintf("others%d", i), "gizmo", fmt.Sprintf("other%d", i), "Gizmo", fmt.Sprintf("Other%d", i), "SIZEFIELD", "").Replace(gizmosCRD)
 	}
 
-	c.mustKubectl(t, strings.Replace(gizmosCRD, "SIZEFIELD", "", 1), "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/"+name)
+	c.applyCRD(t, strings.Replace(gizmosCRD, "SIZEFIELD", "", 1), name)
 	c.mustKubectl(t, other(1), "apply", "-f", "-")
 	published("others1.openapi.example.com")
 	added := `apiextensions_openapi_v2_regeneration_count{crd="` + name + `",reason="add"} 1` + "\n" +

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 )
 
 // A structural CustomResourceDefinition of the kind operators install (namespaced, status
@@ -111,12 +111,8 @@ func TestCustomResourceDefinitionEstablished(t *testing.T) {
 func TestCustomResources(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	c.mustKubectl(t, widgetsCRD, "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com")
-	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.applyCRD(t, widgetsCRD, "widgets.example.com")
+	admin := c.adminConfig(t)
 	dyn := dynamic.NewForConfigOrDie(admin)
 	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
 
@@ -256,12 +252,23 @@ status: {replicas: 7}
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Created again, the CRD serves no custom resource of the old one.
-	c.mustKubectl(t, widgetsCRD, "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com")
+	c.applyCRD(t, widgetsCRD, "widgets.example.com")
 	waitForKubectl(t, c, "get", "wd")
 	if list, err := widgets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("custom resources outlived their CRD: %v %v", err, list)
 	}
+}
+
+// applyCRD applies a CustomResourceDefinition manifest and waits until the CRD name is established.
+func (c *cluster) applyCRD(t *testing.T, manifest, name string) {
+	t.Helper()
+	c.mustKubectl(t, manifest, "apply", "-f", "-")
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/"+name)
+}
+
+// customResources is a dynamic client of a resource in the default namespace.
+func customResources(cfg *rest.Config, group, version, resource string) dynamic.ResourceInterface {
+	return dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: resource}).Namespace("default")
 }
 
 // waitForKubectl retries a kubectl command until it succeeds (discovery catching up).

@@ -5,17 +5,13 @@ import (
 	"testing"
 
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // client-go's discovery uses aggregated discovery (v2) when the server offers it: one
 // request for /api and one for /apis instead of one per group version.
 func TestDiscovery(t *testing.T) {
 	c := startCluster(t)
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // client-go's metadata client (what the garbage collector uses) lists, watches, gets,
@@ -21,10 +20,7 @@ func TestMetadataClient(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

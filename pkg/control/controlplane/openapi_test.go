@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // kubectlBinDir holds kubectl.1.27 ... kubectl.1.33 beside the default kubectl.
@@ -301,10 +300,7 @@ func TestKubectlServerSideApply(t *testing.T) {
 	if cm, _ = cms.Get(ctx, "plain", metav1.GetOptions{}); managerEntry(cm, "kubectl-create") == nil || managerEntry(cm, "kubectl-create").Operation != metav1.ManagedFieldsOperationUpdate {
 		t.Errorf("kubectl create should record kubectl-create/Update: %+v", cm.ManagedFields)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	cfg.UserAgent = "shop-controller/v1.2 (linux/amd64)"
 	shop := kubernetes.NewForConfigOrDie(cfg)
 	cm.Data["k"] = "w"

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -74,10 +73,7 @@ func TestGatewayAPIStandardCRDs(t *testing.T) {
 	waitForKubectl(t, c, "get", "gateways,httproutes,gatewayclasses")
 
 	// Valid objects through the gateway-api Go types, defaults applied by the server.
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	scheme := runtime.NewScheme()
 	if err := gatewayv1.Install(scheme); err != nil {
 		t.Fatal(err)
@@ -360,13 +356,9 @@ func TestControllerRuntimeManager(t *testing.T) {
 	c := startCluster(t)
 	t.Setenv("KUBECONFIG", c.kubeconfig)
 	ctx := context.Background()
-	c.mustKubectl(t, greetingsCRD, "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/greetings.example.com")
+	c.applyCRD(t, greetingsCRD, "greetings.example.com")
 	waitForKubectl(t, c, "get", "greetings")
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	greetings := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "greetings"}).Namespace("default")
 

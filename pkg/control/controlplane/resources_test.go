@@ -13,11 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // everyKind holds one object of each kind issue 3 asks for, as a user would write it.
-const everyKind = `
+var everyKind = `
 apiVersion: v1
 kind: Service
 metadata: {name: web}
@@ -96,54 +95,7 @@ metadata: {name: data}
 spec:
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
----
-apiVersion: v1
-kind: ReplicationController
-metadata: {name: legacy}
-spec:
-  replicas: 1
-  template:
-    metadata: {labels: {app: legacy}}
-    spec: {containers: [{name: c, image: localhost/minik8s/busybox:v1}]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: c, image: localhost/minik8s/netexec:v1}]}
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: front}
-spec:
-  selector: {matchLabels: {app: front}}
-  template:
-    metadata: {labels: {app: front}}
-    spec: {containers: [{name: c, image: localhost/minik8s/netexec:v1}]}
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec: {containers: [{name: c, image: localhost/minik8s/busybox:v1}]}
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec: {containers: [{name: c, image: localhost/minik8s/busybox:v1}]}
----
+` + workloads + `---
 apiVersion: apps/v1
 kind: ControllerRevision
 metadata: {name: db-1}
@@ -205,6 +157,31 @@ spec:
   minAvailable: 1
   selector: {matchLabels: {app: web}}
 `
+
+// workloads are one of each workload kind, all with a pod template labelled app=<name>.
+var workloads = workload("v1", "ReplicationController", "legacy", "busybox", "replicas: 1") +
+	workload("apps/v1", "Deployment", "web", "netexec", "replicas: 2", "selector: {matchLabels: {app: web}}") +
+	workload("apps/v1", "ReplicaSet", "front", "netexec", "selector: {matchLabels: {app: front}}") +
+	workload("apps/v1", "StatefulSet", "db", "busybox", "serviceName: db", "selector: {matchLabels: {app: db}}") +
+	workload("apps/v1", "DaemonSet", "agent", "busybox", "selector: {matchLabels: {app: agent}}")
+
+// workload is the manifest of a workload whose pod runs one container of a minik8s image;
+// specLines are the lines of its spec before the pod template.
+func workload(apiVersion, kind, name, image string, specLines ...string) string {
+	var spec strings.Builder
+	for _, l := range specLines {
+		spec.WriteString("  " + l + "\n")
+	}
+	return fmt.Sprintf(`---
+apiVersion: %s
+kind: %s
+metadata: {name: %s}
+spec:
+%s  template:
+    metadata: {labels: {app: %[3]s}}
+    spec: {containers: [{name: c, image: localhost/minik8s/%[5]s:v1}]}
+`, apiVersion, kind, name, spec.String(), image)
+}
 
 func TestKubectlServesEveryKind(t *testing.T) {
 	// The tables of objects as stored: no workload or endpoint controller changes them.
@@ -375,10 +352,7 @@ func TestKubectlScale(t *testing.T) {
 // fastClient is a client-go clientset without client-side rate limits, to load the server.
 func (c *cluster) fastClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	cfg.QPS, cfg.Burst = 1000, 1000
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

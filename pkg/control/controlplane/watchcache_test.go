@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // gate sits in a client's transport: while closed it holds the client's requests, so a
@@ -96,10 +95,7 @@ func TestInformerAcrossRestartAndCompaction(t *testing.T) {
 	const history = 20
 	m := newRestartable(t, func(o *Options) { o.WatchHistory = history })
 	c := m.start()
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := c.adminConfig(t)
 	g := newGate()
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { g.next = rt; return g }
 	informed, err := kubernetes.NewForConfig(cfg)
