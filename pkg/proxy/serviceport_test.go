@@ -12,30 +12,34 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// testService is Service ns/name with cluster IP ip and one port, http 80/TCP.
+func testService(name, ip string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+}
+
+// testSlice is the EndpointSlice of Service ns/svcName with one endpoint, ip on node-1, port http 8080/TCP.
+func testSlice(svcName, ip string) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-x", Namespace: "ns",
+		Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, NodeName: ptr.To("node-1")}}}
+}
+
 func TestSnapshotterReusesUnchangedServices(t *testing.T) {
 	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	svc := func(name, ip string) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-	}
-	slice := func(svcName, ip string) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-x", Namespace: "ns",
-			Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, NodeName: ptr.To("node-1")}}}
-	}
-	_ = svcIdx.Add(svc("a", "10.96.0.1"))
-	_ = svcIdx.Add(svc("b", "10.96.0.2"))
-	_ = sliceIdx.Add(slice("a", "10.244.0.1"))
-	_ = sliceIdx.Add(slice("b", "10.244.0.2"))
+	_ = svcIdx.Add(testService("a", "10.96.0.1"))
+	_ = svcIdx.Add(testService("b", "10.96.0.2"))
+	_ = sliceIdx.Add(testSlice("a", "10.244.0.1"))
+	_ = sliceIdx.Add(testSlice("b", "10.244.0.2"))
 	sn := &Snapshotter{Services: corelisters.NewServiceLister(svcIdx), Slices: discoverylisters.NewEndpointSliceLister(sliceIdx), NodeName: "node-1"}
 	first, err := sn.Snapshot()
 	if err != nil || len(first) != 2 {
 		t.Fatalf("first snapshot %v %v", first, err)
 	}
-	_ = sliceIdx.Update(slice("b", "10.244.0.9")) // b's endpoint replaced
+	_ = sliceIdx.Update(testSlice("b", "10.244.0.9")) // b's endpoint replaced
 	second, err := sn.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +60,7 @@ func TestSnapshotterReusesUnchangedServices(t *testing.T) {
 			t.Errorf("port %d: remembered %+v, fresh %+v", i, second[i], fresh[i])
 		}
 	}
-	_ = svcIdx.Delete(svc("a", ""))
+	_ = svcIdx.Delete(testService("a", ""))
 	if third, _ := sn.Snapshot(); len(third) != 1 || third[0].Name != "ns/b:http" {
 		t.Errorf("after deleting a: %+v", third)
 	}
@@ -65,20 +69,9 @@ func TestSnapshotterReusesUnchangedServices(t *testing.T) {
 func TestSnapshotterChangesReadsOnlyMarkedServices(t *testing.T) {
 	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	svc := func(name, ip string) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-	}
-	slice := func(svcName, ip string) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-x", Namespace: "ns",
-			Labels: map[string]string{discoveryv1.LabelServiceName: svcName}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}}}}
-	}
 	for _, n := range []string{"a", "b", "c"} {
-		_ = svcIdx.Add(svc(n, "10.96.0.1"))
-		_ = sliceIdx.Add(slice(n, "10.244.0.1"))
+		_ = svcIdx.Add(testService(n, "10.96.0.1"))
+		_ = sliceIdx.Add(testSlice(n, "10.244.0.1"))
 	}
 	{
 		sn := &Snapshotter{Services: corelisters.NewServiceLister(svcIdx), Slices: discoverylisters.NewEndpointSliceLister(sliceIdx)}
@@ -88,12 +81,12 @@ func TestSnapshotterChangesReadsOnlyMarkedServices(t *testing.T) {
 		if _, err := sn.Snapshot(); err != nil {
 			t.Fatal(err)
 		}
-		b := slice("b", "10.244.0.9")
+		b := testSlice("b", "10.244.0.9")
 		_ = sliceIdx.Update(b)
 		sn.Mark(b)
-		sn.Mark(svc("a", "")) // marked but the same object: no change
-		_ = svcIdx.Delete(svc("c", ""))
-		sn.Mark(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: svc("c", "")})
+		sn.Mark(testService("a", "")) // marked but the same object: no change
+		_ = svcIdx.Delete(testService("c", ""))
+		sn.Mark(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: testService("c", "")})
 		changes, err := sn.Changes()
 		if err != nil {
 			t.Fatal(err)
@@ -112,12 +105,12 @@ func TestSnapshotterChangesReadsOnlyMarkedServices(t *testing.T) {
 			t.Errorf("changes again without marks: %+v", again)
 		}
 		// A second slice for b, and c back with its slice still there: both read.
-		b2 := slice("b", "10.244.0.7")
+		b2 := testSlice("b", "10.244.0.7")
 		b2.Name = "b-y"
 		_ = sliceIdx.Add(b2)
 		sn.Mark(b2)
-		_ = svcIdx.Add(svc("c", "10.96.0.1"))
-		sn.Mark(svc("c", ""))
+		_ = svcIdx.Add(testService("c", "10.96.0.1"))
+		sn.Mark(testService("c", ""))
 		changes, err = sn.Changes()
 		if err != nil {
 			t.Fatal(err)

@@ -132,32 +132,12 @@ func (tn *testNet) save(t *testing.T, table string) string {
 
 func TestProxierAgainstTheKernel(t *testing.T) {
 	tn := newTestNet(t)
-	cl := controlplanetest.Start(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	factory := informers.NewSharedInformerFactory(cl.Client, 0)
-	services, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := New(Config{ClusterCIDR: "10.244.0.0/16"}, services.Lister(), slices.Lister(), "node-1", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tellChanges(t, p, services.Informer(), slices.Informer())
-	factory.Start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
+	cl, p := tn.startProxier(t, ctx)
 	sync := func(wantFull bool) SyncResult {
 		t.Helper()
-		// Let the informers see what the test just wrote.
-		time.Sleep(300 * time.Millisecond)
-		var res SyncResult
-		err := network.InNetNS(tn.node, func() error {
-			var err error
-			res, err = p.Sync(ctx)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := tn.sync(t, ctx, p)
 		if res.Full != wantFull {
 			t.Fatalf("sync full=%v, want %v", res.Full, wantFull)
 		}
@@ -194,7 +174,7 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 	}
 	// No endpoints: refused at once, not a timeout.
 	start := time.Now()
-	_, err = tn.dial("10.96.0.51:80")
+	_, err := tn.dial("10.96.0.51:80")
 	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > time.Second {
 		t.Errorf("dial a service without endpoints: %v after %v, want connection refused at once", err, time.Since(start))
 	}
@@ -267,6 +247,40 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 }
 
 // tellChanges tells p the informers' events, as miniproxy's server does.
+// startProxier runs a Proxier for node-1 on informers of a fresh control plane until ctx ends.
+func (tn *testNet) startProxier(t *testing.T, ctx context.Context) (*controlplanetest.Cluster, *Proxier) {
+	t.Helper()
+	cl := controlplanetest.Start(t, nil)
+	factory := informers.NewSharedInformerFactory(cl.Client, 0)
+	services, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := New(Config{ClusterCIDR: "10.244.0.0/16"}, services.Lister(), slices.Lister(), "node-1", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tellChanges(t, p, services.Informer(), slices.Informer())
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
+	return cl, p
+}
+
+// sync runs one sync of p in the node namespace, once the informers have had a moment to
+// see what the test just wrote.
+func (tn *testNet) sync(t *testing.T, ctx context.Context, p *Proxier) SyncResult {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	var res SyncResult
+	err := network.InNetNS(tn.node, func() error {
+		var err error
+		res, err = p.Sync(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func tellChanges(t *testing.T, p *Proxier, informers ...cache.SharedIndexInformer) {
 	t.Helper()
 	for _, inf := range informers {
@@ -329,31 +343,15 @@ func mkSlice(t *testing.T, c kubernetes.Interface, svc string, ips ...string) {
 func TestLoadBalancerSourceRangesAgainstTheKernel(t *testing.T) {
 	tn := newTestNet(t)
 	nettest.Run(t, "ip", "-n", filepath.Base(tn.node), "route", "add", "10.200.0.0/24", "dev", "ep1")
-	cl := controlplanetest.Start(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	factory := informers.NewSharedInformerFactory(cl.Client, 0)
-	services, slices := factory.Core().V1().Services(), factory.Discovery().V1().EndpointSlices()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := New(Config{ClusterCIDR: "10.244.0.0/16"}, services.Lister(), slices.Lister(), "node-1", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tellChanges(t, p, services.Informer(), slices.Informer())
-	factory.Start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced)
-	sync := func() {
-		t.Helper()
-		time.Sleep(300 * time.Millisecond) // let the informers see the change
-		if err := network.InNetNS(tn.node, func() error { _, err := p.Sync(ctx); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cl, p := tn.startProxier(t, ctx)
+	sync := func() { t.Helper(); tn.sync(t, ctx, p) }
 	// The node's own address towards the endpoints (10.99.1.1) is the client here.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: "default"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerSourceRanges: []string{"10.99.1.0/24"},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-	svc, err = cl.Client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	svc, err := cl.Client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
