@@ -9,7 +9,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -18,6 +17,16 @@ func newIndexedJob(name string, completions, parallelism int32) *batchv1.Job {
 	j.Spec.Completions, j.Spec.Parallelism = ptr.To(completions), ptr.To(parallelism)
 	j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	return j
+}
+
+// failIndex is an exit for runIndexes: the pod of index failing exits with code, the others with 0.
+func failIndex(failing string, code int32) func(index string) int32 {
+	return func(index string) int32 {
+		if index == failing {
+			return code
+		}
+		return 0
+	}
 }
 
 // runIndexes plays the kubelet for an Indexed Job until done holds: each new running pod
@@ -52,15 +61,8 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 	c, ctx := start(t)
 	j := newIndexedJob("perindex", 3, 2)
 	j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	exit := func(idx string) int32 {
-		if idx == "1" {
-			return 3
-		}
-		return 0
-	}
+	createJob(t, ctx, c, j)
+	exit := failIndex("1", 3)
 	pods := runIndexes(t, ctx, c, "perindex", 40*time.Second, exit, isFailed)
 	j = getJob(t, ctx, c, "perindex")
 	if cond := jobCondition(j, batchv1.JobFailed); cond.Reason != "FailedIndexes" || cond.Message != "Job has failed indexes" {
@@ -92,9 +94,7 @@ func TestMaxFailedIndexes(t *testing.T) {
 	c, ctx := start(t)
 	j := newIndexedJob("maxfailed", 4, 3)
 	j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes = ptr.To[int32](0), ptr.To[int32](0)
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	controllertest.Until(t, "three pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "maxfailed"))) == 3 })
 	for _, p := range running(jobPods(t, ctx, c, "maxfailed")) {
 		if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0" {
@@ -123,15 +123,8 @@ func TestFailIndex(t *testing.T) {
 	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
 		{Action: batchv1.PodFailurePolicyActionFailIndex, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
 	}}
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	exit := func(idx string) int32 {
-		if idx == "0" {
-			return 42
-		}
-		return 0
-	}
+	createJob(t, ctx, c, j)
+	exit := failIndex("0", 42)
 	pods := runIndexes(t, ctx, c, "failindex", 20*time.Second, exit, isFailed)
 	j = getJob(t, ctx, c, "failindex")
 	if cond := jobCondition(j, batchv1.JobFailed); cond.Reason != "FailedIndexes" || ptr.Deref(j.Status.FailedIndexes, "") != "0" || j.Status.CompletedIndexes != "1" {
@@ -151,9 +144,7 @@ func TestSuccessPolicy(t *testing.T) {
 		{SucceededCount: ptr.To[int32](5)},
 		{SucceededIndexes: ptr.To("0,2")},
 	}}
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	exit := func(idx string) int32 {
 		if idx == "0" || idx == "2" {
 			return 0
@@ -180,13 +171,9 @@ func TestManagedByAnotherController(t *testing.T) {
 	c, ctx := start(t)
 	j := newJob("external")
 	j.Spec.ManagedBy = ptr.To("example.com/batch")
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	// A Job of ours created after it is synced, so the controller has seen both.
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, newJob("ours"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, newJob("ours"))
 	controllertest.Until(t, "a pod of our job", 10*time.Second, func() bool { return len(jobPods(t, ctx, c, "ours")) == 1 })
 	time.Sleep(time.Second)
 	if n := len(jobPods(t, ctx, c, "external")); n != 0 {

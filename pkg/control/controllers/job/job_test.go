@@ -99,6 +99,13 @@ func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, p
 	}
 }
 
+func createJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, j *batchv1.Job) {
+	t.Helper()
+	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func getJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, name string) *batchv1.Job {
 	t.Helper()
 	j, err := c.Client.BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
@@ -218,9 +225,7 @@ func TestBackoffLimit(t *testing.T) {
 	c, ctx := start(t)
 	j := newJob("fails")
 	j.Spec.BackoffLimit = ptr.To[int32](1)
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	var first corev1.Pod
 	controllertest.Until(t, "the first pod", 20*time.Second, func() bool {
 		run := running(jobPods(t, ctx, c, "fails"))
@@ -270,9 +275,7 @@ func TestActiveDeadline(t *testing.T) {
 	j := newJob("slow")
 	j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](2), ptr.To[int32](4)
 	j.Spec.ActiveDeadlineSeconds = ptr.To[int64](3)
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "slow"))) == 2 })
 	controllertest.Until(t, "the deadline", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "slow"), batchv1.JobFailed) != nil })
 	j = getJob(t, ctx, c, "slow")
@@ -292,9 +295,7 @@ func TestSuspend(t *testing.T) {
 	c, ctx := start(t)
 	j := newJob("pause")
 	j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "pause"))) == 2 })
 	c.MustKubectl(t, "", "patch", "job", "pause", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
 	controllertest.Until(t, "suspension", 20*time.Second, func() bool {
@@ -334,9 +335,7 @@ func TestPodFailurePolicy(t *testing.T) {
 		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
 		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
 	}}
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createJob(t, ctx, c, j)
 	var pod corev1.Pod
 	one := func(exclude string) func() bool {
 		return func() bool {
