@@ -164,22 +164,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		return strings.Contains(string(data), "hello from web")
 	})
 
-	deleting, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	deleting.DeletionGracePeriodSeconds = ptr.To[int64](1)
-	if _, err := client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "final delete", func() bool {
-		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	if left, err := rt.ListContainers(ctx, string(pod.UID)); err != nil || len(left) != 0 {
-		t.Errorf("containers left after deletion: %+v (%v)", left, err)
-	}
+	deleteAndWait(ctx, t, client, rt, pod)
 	if _, err := os.Stat(filepath.Join(cfg.netnsDir(), string(pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("pod netns left after deletion: %v", err)
 	}
@@ -240,6 +225,28 @@ func httpGetInNetNS(nsPath, addr, path string) (string, error) {
 	return string(reply), err
 }
 
+// deleteAndWait marks pod deleted with a grace of 1 s, as the API server does, waits until
+// minilet has stopped it and removed it from the API, and checks it left no container.
+func deleteAndWait(ctx context.Context, t *testing.T, client *fake.Clientset, rt *runtime.Runtime, pod *corev1.Pod) {
+	t.Helper()
+	deleting, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](1)
+	if _, err := client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the final delete of "+pod.Name, func() bool {
+		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if left, err := rt.ListContainers(ctx, string(pod.UID)); err != nil || len(left) != 0 {
+		t.Errorf("containers of %s left after deletion: %+v (%v)", pod.Name, left, err)
+	}
+}
+
 // testHostNetworkPod runs a hostNetwork pod serving its hostname on port 18080: it answers
 // on the loopback of the node namespace (minilet's, which the test stands in for), not in
 // the test's own namespace (the host's, where containerd runs), and is named after the node.
@@ -264,22 +271,7 @@ func testHostNetworkPod(ctx context.Context, t *testing.T, client *fake.Clientse
 	if listening(t, 18080) {
 		t.Error("the hostNetwork pod listens in the host's namespace")
 	}
-	deleting, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	deleting.DeletionGracePeriodSeconds = ptr.To[int64](1)
-	if _, err := client.CoreV1().Pods(pod.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "hostNetwork pod's final delete", func() bool {
-		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	if left, err := rt.ListContainers(ctx, string(pod.UID)); err != nil || len(left) != 0 {
-		t.Errorf("containers left after deletion: %+v (%v)", left, err)
-	}
+	deleteAndWait(ctx, t, client, rt, pod)
 	if err := network.InNetNS(nodeNS, func() error { _, err := netlink.LinkByName("cni0"); return err }); err != nil {
 		t.Errorf("the node's bridge is gone after the hostNetwork pod: %v", err)
 	}
