@@ -43,6 +43,7 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage
 	agnhostLayer := baseLayer()
 	busybox.addTo(agnhostLayer)
 	agnhostLayer.File("/agnhost", 0o755, agnhost)
+	agnhostLayer.File("/agnhost-2", 0o755, agnhost) // the Containers tests override the entrypoint with it
 	agnhostLayer.File("/netexec", 0o755, netexec)
 	agnhostLayer.File("/localhost.crt", 0o644, cert)
 	agnhostLayer.File("/localhost.key", 0o600, key)
