@@ -31,11 +31,11 @@ var E2ETarballs = map[string]string{
 	"registry.k8s.io/pause:3.10.2":                     "pause-3.10.2.tar",
 }
 
-// e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec
-// and busybox beside it (the suite runs shell commands in agnhost pods too) and a
-// self-signed localhost certificate at /localhost.crt and /localhost.key as upstream's
-// image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80.
-func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage.Image, error) {
+// e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec,
+// busybox and images/nettools beside it (the suite runs shell commands, curl and nc in
+// agnhost pods too) and a self-signed localhost certificate at /localhost.crt and
+// /localhost.key as upstream's image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80.
+func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) ([]ociimage.Image, error) {
 	cert, key, err := localhostCertificate()
 	if err != nil {
 		return nil, err
@@ -45,6 +45,11 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage
 	agnhostLayer.File("/agnhost", 0o755, agnhost)
 	agnhostLayer.File("/agnhost-2", 0o755, agnhost) // the Containers tests override the entrypoint with it
 	agnhostLayer.File("/netexec", 0o755, netexec)
+	// curl, a full nc, and a sh that prefers them to busybox's applets (images/nettools).
+	agnhostLayer.File("/usr/bin/nettools", 0o755, nettools)
+	for _, name := range []string{"/usr/bin/curl", "/usr/bin/nc", "/bin/sh"} {
+		agnhostLayer.Symlink(name, "/usr/bin/nettools")
+	}
 	agnhostLayer.File("/localhost.crt", 0o644, cert)
 	agnhostLayer.File("/localhost.key", 0o600, key)
 	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Env: []string{defaultPath}, WorkingDir: "/"}
