@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	tools := map[string]func([]string) int{"curl": curl, "nc": nc, "sh": sh}
+	tools := map[string]func([]string) int{"curl": curl, "dig": dig, "getent": getent, "nc": nc, "sh": sh}
 	name := filepath.Base(os.Args[0])
 	tool, ok := tools[name]
 	if !ok && len(os.Args) > 1 { // nettools curl ...
@@ -23,7 +23,7 @@ func main() {
 		os.Args = os.Args[1:]
 	}
 	if !ok {
-		fmt.Fprintln(os.Stderr, "nettools: run as curl, nc or sh")
+		fmt.Fprintln(os.Stderr, "nettools: run as curl, dig, getent, nc or sh")
 		os.Exit(2)
 	}
 	os.Exit(tool(os.Args[1:]))

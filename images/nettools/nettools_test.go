@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 )
 
 // tool builds nettools once per test and returns the path of a link named name to it.
@@ -166,5 +168,59 @@ func TestShPrelude(t *testing.T) {
 	os.Symlink("nc", filepath.Join(dir, "nslookup"))
 	if want := "nc() { " + dir + "/nc \"$@\"; }; nslookup() { " + dir + "/nslookup \"$@\"; }; "; prelude(dir) != want {
 		t.Errorf("prelude = %q, want %q: links to busybox are its applets", prelude(dir), want)
+	}
+}
+
+// TestDig: the DNS tests' probes against a server on loopback that knows one name in
+// the search list's second domain, over UDP and TCP.
+func TestDig(t *testing.T) {
+	mux := dns.NewServeMux()
+	mux.HandleFunc(".", func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		q := r.Question[0]
+		switch {
+		case q.Name == "web.svc.cluster.local." && q.Qtype == dns.TypeA:
+			rr, _ := dns.NewRR("web.svc.cluster.local. 30 IN A 10.96.0.10")
+			m.Answer = append(m.Answer, rr)
+		case q.Name == "_http._tcp.web.svc.cluster.local." && q.Qtype == dns.TypeSRV:
+			rr, _ := dns.NewRR("_http._tcp.web.svc.cluster.local. 30 IN SRV 0 100 80 web.svc.cluster.local.")
+			m.Answer = append(m.Answer, rr)
+		default:
+			m.Rcode = dns.RcodeNameError
+		}
+		w.WriteMsg(m)
+	})
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(pc.LocalAddr().(*net.UDPAddr).Port)
+	l, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	udpSrv, tcpSrv := &dns.Server{PacketConn: pc, Handler: mux}, &dns.Server{Listener: l, Handler: mux}
+	go udpSrv.ActivateAndServe()
+	go tcpSrv.ActivateAndServe()
+	defer udpSrv.Shutdown()
+	defer tcpSrv.Shutdown()
+	conf := filepath.Join(t.TempDir(), "resolv.conf")
+	os.WriteFile(conf, []byte("nameserver 127.0.0.1\nsearch ns.svc.cluster.local svc.cluster.local\noptions ndots:5\n"), 0o644)
+
+	for _, tc := range []struct {
+		args string
+		out  string
+	}{
+		{"+notcp +noall +answer +search web A", "web.svc.cluster.local.\t30\tIN\tA\t10.96.0.10\n"},
+		{"+tcp +noall +answer +search web A", "web.svc.cluster.local.\t30\tIN\tA\t10.96.0.10\n"},
+		{"+noall +answer web A", ""}, // no search: web. does not exist
+		{"+short _http._tcp.web.svc.cluster.local SRV", "0 100 80 web.svc.cluster.local.\n"},
+		{"+notcp +noall +answer +search other A", ""},
+	} {
+		var out bytes.Buffer
+		if code := digWith(conf, append([]string{"-p", port}, strings.Fields(tc.args)...), &out); code != 0 || out.String() != tc.out {
+			t.Errorf("dig %s = %q, exit %d; want %q", tc.args, out.String(), code, tc.out)
+		}
 	}
 }
