@@ -26,7 +26,7 @@ const (
 
 // curl fetches one URL as curl does with the options the suite uses: -s, -S, -q, -g
 // (accepted), -i, -I, -o FILE, -w FORMAT (%{http_code}, %{response_code}), -m/--max-time,
-// --connect-timeout, -f, -k, -L, -X, -H, -d, -v.
+// --connect-timeout, --interface IP, -f, -k, -L, -X, -H, -d, -v.
 func curl(args []string) int {
 	fs := pflag.NewFlagSet("curl", pflag.ContinueOnError)
 	for _, f := range []struct{ long, short string }{{"silent", "s"}, {"show-error", "S"}, {"disable", "q"}, {"globoff", "g"}} {
@@ -45,7 +45,7 @@ func curl(args []string) int {
 	headers := fs.StringArrayP("header", "H", nil, "extra header 'K: V'")
 	data := fs.StringP("data", "d", "", "POST this body")
 	verbose := fs.BoolP("verbose", "v", false, "print the exchange on stderr")
-	fs.String("interface", "", "accepted, no effect")
+	iface := fs.String("interface", "", "connect from this local IP")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: curl [options] URL")
 		return 2
@@ -87,8 +87,17 @@ func curl(args []string) int {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
+	dialer := &net.Dialer{Timeout: seconds(*connectTimeout)}
+	if *iface != "" {
+		ip := net.ParseIP(*iface)
+		if ip == nil {
+			fmt.Fprintf(os.Stderr, "curl: (45) --interface %q: only an IP address is supported\n", *iface)
+			return 45
+		}
+		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	client := &http.Client{Transport: &http.Transport{
-		DialContext:     (&net.Dialer{Timeout: seconds(*connectTimeout)}).DialContext,
+		DialContext:     dialer.DialContext,
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: *insecure},
 	}}
 	if !*follow {

@@ -82,6 +82,8 @@ func TestCurl(t *testing.T) {
 		{[]string{"-q", "-s", "--connect-timeout", "2", host + "/hostname"}, "GET /hostname", 0},
 		{[]string{"-g", "-q", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://" + host + "/missing"}, "404", 0},
 		{[]string{"-s", "-f", "http://" + host + "/missing"}, "", 22},
+		{[]string{"-s", "--interface", "127.0.0.1", host + "/i"}, "GET /i", 0},
+		{[]string{"-s", "--interface", "192.0.2.1", host + "/i"}, "", 7}, // not a local address
 		{[]string{"-s", "-X", "POST", "-d", "x=1", "http://" + host + "/p"}, "POST /p", 0},
 		{[]string{"-s", "--max-time", "1", "http://" + host + "/slow"}, "", 28},
 		{[]string{"-s", "--connect-timeout", "1", "-w", "%{http_code}", "http://" + closedPort(t) + "/"}, "000", 7},
