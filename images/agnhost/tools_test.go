@@ -1,12 +1,19 @@
 package main
 
 import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func buildAgnhost(t *testing.T) string {
@@ -48,5 +55,41 @@ func TestResolvConfField(t *testing.T) {
 	}
 	if _, err := resolvConfField(path, "domain"); err == nil {
 		t.Error("a missing key was found")
+	}
+}
+
+// TestPorterTLS: SERVE_TLS_PORT_N is served over HTTPS with CERT_FILE and KEY_FILE.
+func TestPorterTLS(t *testing.T) {
+	bin, dir := buildAgnhost(t), t.TempDir()
+	gen := exec.Command("go", "run", filepath.Join(runtime.GOROOT(), "src/crypto/tls/generate_cert.go"), "--host", "127.0.0.1")
+	gen.Dir = dir
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("generate_cert: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	porter := exec.Command(bin, "porter")
+	porter.Env = append(os.Environ(), "SERVE_TLS_PORT_"+port+"=tls-ok", "CERT_FILE="+filepath.Join(dir, "cert.pem"), "KEY_FILE="+filepath.Join(dir, "key.pem"))
+	if err := porter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer porter.Process.Kill()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	var body []byte
+	for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(100 * time.Millisecond) {
+		resp, err := client.Get("https://127.0.0.1:" + port + "/")
+		if err != nil {
+			continue
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		break
+	}
+	if string(body) != "tls-ok" {
+		t.Errorf("porter over TLS answered %q, want tls-ok", body)
 	}
 }
