@@ -23,19 +23,20 @@ const E2EDir = "e2e"
 
 // E2ETarballs are the tarballs of E2EDir, by the upstream image reference each stands for.
 var E2ETarballs = map[string]string{
-	"registry.k8s.io/e2e-test-images/agnhost:2.63.0":   "agnhost-2.63.0.tar",
-	"registry.k8s.io/e2e-test-images/agnhost:2.55":     "agnhost-2.55.tar",
-	"registry.k8s.io/e2e-test-images/busybox:1.37.0-1": "busybox-1.37.0-1.tar",
-	"registry.k8s.io/e2e-test-images/nginx:1.15-4":     "nginx-1.15-4.tar",
-	"registry.k8s.io/e2e-test-images/nginx:1.27-0":     "nginx-1.27-0.tar",
-	"registry.k8s.io/pause:3.10.2":                     "pause-3.10.2.tar",
+	"registry.k8s.io/e2e-test-images/agnhost:2.63.0":          "agnhost-2.63.0.tar",
+	"registry.k8s.io/e2e-test-images/agnhost:2.55":            "agnhost-2.55.tar",
+	"registry.k8s.io/e2e-test-images/busybox:1.37.0-1":        "busybox-1.37.0-1.tar",
+	"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0": "glibc-dns-testing-2.0.0.tar",
+	"registry.k8s.io/e2e-test-images/nginx:1.15-4":            "nginx-1.15-4.tar",
+	"registry.k8s.io/e2e-test-images/nginx:1.27-0":            "nginx-1.27-0.tar",
+	"registry.k8s.io/pause:3.10.2":                            "pause-3.10.2.tar",
 }
 
-// e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec
-// and busybox beside it (the suite runs shell commands in agnhost pods too) and a
-// self-signed localhost certificate at /localhost.crt and /localhost.key as upstream's
-// image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80.
-func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage.Image, error) {
+// e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec,
+// busybox and images/nettools beside it (the suite runs shell commands, curl and nc in
+// agnhost pods too) and a self-signed localhost certificate at /localhost.crt and
+// /localhost.key as upstream's image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80.
+func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) ([]ociimage.Image, error) {
 	cert, key, err := localhostCertificate()
 	if err != nil {
 		return nil, err
@@ -43,7 +44,14 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage
 	agnhostLayer := baseLayer()
 	busybox.addTo(agnhostLayer)
 	agnhostLayer.File("/agnhost", 0o755, agnhost)
+	agnhostLayer.File("/agnhost-2", 0o755, agnhost) // the Containers tests override the entrypoint with it
 	agnhostLayer.File("/netexec", 0o755, netexec)
+	// curl, dig, getent, a full nc, and a sh that prefers them to busybox's applets
+	// (images/nettools).
+	agnhostLayer.File("/usr/bin/nettools", 0o755, nettools)
+	for _, name := range []string{"/usr/bin/curl", "/usr/bin/dig", "/usr/bin/getent", "/usr/bin/nc", "/bin/sh"} {
+		agnhostLayer.Symlink(name, "/usr/bin/nettools")
+	}
 	agnhostLayer.File("/localhost.crt", 0o644, cert)
 	agnhostLayer.File("/localhost.key", 0o600, key)
 	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Env: []string{defaultPath}, WorkingDir: "/"}
@@ -69,8 +77,10 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, pause []byte) ([]ociimage
 	}{
 		"agnhost": {agnhostLayer, agnhostConfig},
 		"busybox": {busyboxLayer, busyboxConfig},
-		"nginx":   {nginxLayer, nginxConfig},
-		"pause":   {pauseLayer, pauseConfig},
+		// The DNS tests' second querier (upstream: Debian with BIND's dig): the same tools.
+		"glibc-dns-testing": {agnhostLayer, busyboxConfig},
+		"nginx":             {nginxLayer, nginxConfig},
+		"pause":             {pauseLayer, pauseConfig},
 	}
 	var out []ociimage.Image
 	for ref := range E2ETarballs {

@@ -107,6 +107,10 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	nettools, err := goBuild(ctx, opts.Log, binDir, "nettools")
+	if err != nil {
+		return err
+	}
 	coredns, err := buildCoreDNS(ctx, opts.Log, binDir)
 	if err != nil {
 		return err
@@ -150,7 +154,7 @@ func Build(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	e2e, err := e2eImages(busybox, agnhost, netexec, pause)
+	e2e, err := e2eImages(busybox, agnhost, netexec, nettools, pause)
 	if err != nil {
 		return err
 	}

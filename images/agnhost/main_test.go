@@ -11,11 +11,7 @@ import (
 // TestMounttestLines: mounttest prints the lines the volume tests match, in their words,
 // and exits 1 when a path it was asked about is missing.
 func TestMounttestLines(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "agnhost")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin, dir := buildAgnhost(t), t.TempDir()
 	file := filepath.Join(dir, "f")
 	out, err := exec.Command(bin, "mounttest", "--new_file_0644="+file, "--file_mode="+file, "--file_perm="+file, "--file_content="+file).CombinedOutput()
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -148,7 +149,7 @@ func livenessCommand() *cobra.Command {
 }
 
 // porterCommand serves the value of each SERVE_PORT_N / SERVE_TCP_PORT_N (HTTP) and
-// SERVE_UDP_PORT_N variable on port N.
+// SERVE_UDP_PORT_N variable on port N, and over HTTPS for SERVE_TLS_PORT_N.
 func porterCommand() *cobra.Command {
 	var jsonResponse bool
 	cmd := &cobra.Command{
@@ -169,8 +170,10 @@ func porterCommand() *cobra.Command {
 						return fmt.Errorf("%s: %w", key, err)
 					}
 					go answerUDP(conn, []byte(value))
-				case strings.HasPrefix(key, "SERVE_SCTP_PORT_"), strings.HasPrefix(key, "SERVE_TLS_PORT_"):
-					return fmt.Errorf("%s: SCTP and TLS ports are not served by this agnhost (docs/conformance.md)", key)
+				case strings.HasPrefix(key, "SERVE_TLS_PORT_"):
+					go servePorterTLS(strings.TrimPrefix(key, "SERVE_TLS_PORT_"), value, jsonResponse)
+				case strings.HasPrefix(key, "SERVE_SCTP_PORT_"):
+					return fmt.Errorf("%s: SCTP ports are not served by this agnhost (docs/conformance.md)", key)
 				}
 			}
 			select {}
@@ -181,7 +184,20 @@ func porterCommand() *cobra.Command {
 }
 
 func servePorterHTTP(port, value string, jsonResponse bool) {
-	err := http.ListenAndServe(":"+port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	err := http.ListenAndServe(":"+port, porterHandler(value, jsonResponse))
+	log.Printf("server on port %q failed: %v", port, err)
+}
+
+// servePorterTLS serves HTTPS with CERT_FILE and KEY_FILE, by default the image's
+// localhost.crt and localhost.key (relative to the working directory, as upstream).
+func servePorterTLS(port, value string, jsonResponse bool) {
+	cert, key := cmp.Or(os.Getenv("CERT_FILE"), "localhost.crt"), cmp.Or(os.Getenv("KEY_FILE"), "localhost.key")
+	err := http.ListenAndServeTLS(":"+port, cert, key, porterHandler(value, jsonResponse))
+	log.Printf("tls server on port %q with certFile=%q, keyFile=%q failed: %v", port, cert, key, err)
+}
+
+func porterHandler(value string, jsonResponse bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !jsonResponse {
 			fmt.Fprint(w, value)
 			return
@@ -189,6 +205,5 @@ func servePorterHTTP(port, value string, jsonResponse bool) {
 		body, _ := json.Marshal(struct{ Method, Body string }{r.Method, value})
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
-	}))
-	log.Printf("server on port %q failed: %v", port, err)
+	})
 }
