@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -54,6 +56,12 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *reques
 
 func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns, name, sub string) {
 	pods, _ := s.reg.Lookup(podsGVR)
+	if options := connectOptions(sub, r.URL.Query()); options != nil {
+		if err := s.objects.AdmitConnect(r.Context(), pods, sub, ns, name, options); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
 	obj, err := s.objects.Get(r.Context(), pods, ns, name)
 	if err != nil {
 		writeError(w, err)
@@ -81,6 +89,30 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		return
 	}
 	s.proxyToNode(w, r, pod.Spec.NodeName, path)
+}
+
+// connectOptions are the options of a CONNECT (exec, attach, portforward), read from its
+// query as kube-apiserver reads them, for admission; nil for pods/log, which is a GET.
+func connectOptions(sub string, q url.Values) runtime.Object {
+	flag := func(name string) bool { b, _ := strconv.ParseBool(q.Get(name)); return b }
+	meta := func(kind string) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: "v1", Kind: kind} }
+	switch sub {
+	case "exec":
+		return &corev1.PodExecOptions{TypeMeta: meta("PodExecOptions"), Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"),
+			TTY: flag("tty"), Container: q.Get("container"), Command: q["command"]}
+	case "attach":
+		return &corev1.PodAttachOptions{TypeMeta: meta("PodAttachOptions"), Stdin: flag("stdin"), Stdout: flag("stdout"), Stderr: flag("stderr"),
+			TTY: flag("tty"), Container: q.Get("container")}
+	case "portforward":
+		options := &corev1.PodPortForwardOptions{TypeMeta: meta("PodPortForwardOptions")}
+		for _, p := range q["ports"] {
+			if port, err := strconv.ParseInt(p, 10, 32); err == nil {
+				options.Ports = append(options.Ports, int32(port))
+			}
+		}
+		return options
+	}
+	return nil
 }
 
 // streamQuery turns PodExecOptions/PodAttachOptions parameters into the node API's

@@ -15,6 +15,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 )
@@ -84,6 +85,23 @@ func startWebhookServer(t *testing.T) *webhookServer {
 		case <-stop:
 		}
 	}))
+	// /connect refuses exec and attach with stdin, naming what it was sent.
+	mux.HandleFunc("/connect", func(w http.ResponseWriter, r *http.Request) {
+		var ar admissionv1.AdmissionReview
+		var options corev1.PodExecOptions // PodAttachOptions' fields and the command
+		if err := json.NewDecoder(r.Body).Decode(&ar); err != nil || ar.Request == nil || json.Unmarshal(ar.Request.Object.Raw, &options) != nil {
+			http.Error(w, "not an AdmissionReview of exec or attach", http.StatusBadRequest)
+			return
+		}
+		req := ar.Request
+		resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: !options.Stdin}
+		if options.Stdin {
+			resp.Result = &metav1.Status{Message: fmt.Sprintf("no stdin: %s %s/%s %s of %s in %s, container %s, command %q",
+				req.Operation, req.Resource.Resource, req.SubResource, req.Kind.Kind, req.Name, req.Namespace, options.Container, options.Command)}
+		}
+		ar.Response, ar.Request = resp, nil
+		_ = json.NewEncoder(w).Encode(ar)
+	})
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { close(stop); _ = srv.Close() })
@@ -231,6 +249,48 @@ webhooks:
 	// dryRun: the webhooks declare no side effects, so a server-side dry run is sent to them.
 	if out, err := c.kubectl(t, "", "run", "dry", "-n", "hooked", "--image=x", "--labels=deny=true", "--dry-run=server"); err == nil || !strings.Contains(out, "not welcome") {
 		t.Errorf("a server-side dry run was not sent to the validating webhook: %v\n%s", err, out)
+	}
+}
+
+// TestAdmissionWebhookConnect: exec and attach are CONNECTs that webhooks admit, before
+// the pod is looked for, with the request's options as the object (the e2e's "should be
+// able to deny attaching pod").
+func TestAdmissionWebhookConnect(t *testing.T) {
+	c := startCluster(t)
+	hook := startWebhookServer(t)
+	c.mustKubectl(t, "", "create", "namespace", "hooked")
+	c.mustKubectl(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: check-connect}
+webhooks:
+- name: connect.pods.example.com
+  clientConfig: {url: "%s/connect", caBundle: "%s"}
+  rules: [{operations: [CONNECT], apiGroups: [""], apiVersions: [v1], resources: [pods/attach, pods/exec]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`, hook.url, hook.caBundle), "apply", "-f", "-")
+	connect := func(sub string, params ...string) error {
+		req := c.client.CoreV1().RESTClient().Post().AbsPath("/api/v1/namespaces/hooked/pods/app/" + sub)
+		for i := 0; i < len(params); i += 2 {
+			req.Param(params[i], params[i+1])
+		}
+		return req.Do(context.Background()).Error()
+	}
+	var err error
+	waitFor(t, "the webhook to refuse an attach with stdin", func() bool {
+		err = connect("attach", "stdin", "true", "container", "c1")
+		return err != nil && strings.Contains(err.Error(), "denied the request")
+	})
+	want := `admission webhook "connect.pods.example.com" denied the request: no stdin: CONNECT pods/attach PodAttachOptions of app in hooked, container c1, command []`
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("attach with stdin: %v, want %q", err, want)
+	}
+	want = `no stdin: CONNECT pods/exec PodExecOptions of app in hooked, container c1, command ["sh" "-c"]`
+	if err := connect("exec", "stdin", "1", "container", "c1", "command", "sh", "command", "-c"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("exec with stdin: %v, want %q", err, want)
+	}
+	if err := connect("attach", "container", "c1", "stdout", "true"); !apierrors.IsNotFound(err) {
+		t.Errorf("attach without stdin: %v, want the webhook to admit it and the pod to be not found", err)
 	}
 }
 

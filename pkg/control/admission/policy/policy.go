@@ -105,6 +105,9 @@ func (p *Plugins) Start(ctx context.Context, authz authorizer.UnconditionalAutho
 	return nil
 }
 
+// AdmitsConnect: policies see CONNECTs (exec, attach, port-forward) too.
+func (p *Validating) AdmitsConnect() {}
+
 // Validate refuses a write a binding's policy denies, and sends the warnings of Warn.
 func (p *Validating) Validate(ctx context.Context, a *generic.Attributes) error {
 	if !p.started.Load() || !p.inf.Started() {

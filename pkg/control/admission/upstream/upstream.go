@@ -93,6 +93,8 @@ func operation(a *generic.Attributes) (admission.Operation, runtime.Object) {
 		return admission.Update, &metav1.UpdateOptions{TypeMeta: meta("UpdateOptions"), DryRun: dryRun}
 	case generic.Delete:
 		return admission.Delete, &metav1.DeleteOptions{TypeMeta: meta("DeleteOptions"), DryRun: dryRun}
+	case generic.Connect:
+		return admission.Connect, nil
 	default:
 		return admission.Create, &metav1.CreateOptions{TypeMeta: meta("CreateOptions"), DryRun: dryRun}
 	}
@@ -178,6 +180,9 @@ type Mutating struct {
 func NewMutating(objects *Objects, started func() bool, plugins ...admission.MutationInterface) *Mutating {
 	return &Mutating{plugins: plugins, objects: objects, started: started}
 }
+
+// AdmitsConnect: the mutating webhooks and policies see CONNECTs too.
+func (m *Mutating) AdmitsConnect() {}
 
 // Admit lets each plugin mutate the write's object in place.
 func (m *Mutating) Admit(ctx context.Context, a *generic.Attributes) error {

@@ -60,6 +60,9 @@ func New(inf *admission.Informers, objects *upstream.Objects) (*mutating.Plugin,
 	return m, &Validating{plugin: v, objects: objects, inf: inf}, nil
 }
 
+// AdmitsConnect: webhooks see CONNECTs (exec, attach, port-forward) too.
+func (v *Validating) AdmitsConnect() {}
+
 // Validate calls the matching validating webhooks (in parallel, as upstream).
 func (v *Validating) Validate(ctx context.Context, a *generic.Attributes) error {
 	if !v.inf.Started() {
@@ -91,4 +94,7 @@ func (r *endpointResolver) ResolveEndpoint(namespace, name string, port int32) (
 	return proxy.ResolveEndpoint(r.services, r.slices, namespace, name, port)
 }
 
-var _ generic.ValidatingAdmission = (*Validating)(nil)
+var (
+	_ generic.ValidatingAdmission = (*Validating)(nil)
+	_ generic.ConnectAdmission    = (*Validating)(nil)
+)

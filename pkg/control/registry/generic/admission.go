@@ -20,6 +20,9 @@ const (
 	Create Operation = "CREATE"
 	Update Operation = "UPDATE"
 	Delete Operation = "DELETE"
+	// Connect is an exec, attach or port-forward of a pod; its object is the request's
+	// options (PodExecOptions, PodAttachOptions, PodPortForwardOptions).
+	Connect Operation = "CONNECT"
 )
 
 // Attributes describe one write to admission, as k8s.io/apiserver's admission.Attributes
@@ -50,6 +53,12 @@ type ValidatingAdmission interface {
 	Validate(ctx context.Context, a *Attributes) error
 }
 
+// ConnectAdmission marks a plugin that admits CONNECTs too. In kube-apiserver only the
+// admission webhooks and policies handle them; the built-in plugins see writes only.
+type ConnectAdmission interface {
+	AdmitsConnect()
+}
+
 // Admission is the admission chain: every mutating plugin, then every validating plugin.
 type Admission struct {
 	Mutating   []MutatingAdmission
@@ -60,6 +69,26 @@ func (c Admission) admit(ctx context.Context, a *Attributes) error {
 	for _, p := range c.Mutating {
 		if err := p.Admit(ctx, a); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// connect runs the plugins that admit CONNECTs, mutating then validating, as
+// kube-apiserver's connect handler does.
+func (c Admission) connect(ctx context.Context, a *Attributes) error {
+	for _, p := range c.Mutating {
+		if _, ok := p.(ConnectAdmission); ok {
+			if err := p.Admit(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range c.Validating {
+		if _, ok := p.(ConnectAdmission); ok {
+			if err := p.Validate(ctx, a); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

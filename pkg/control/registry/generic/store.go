@@ -93,6 +93,12 @@ type UpdateOptions struct {
 	admitted bool
 }
 
+// AdmitConnect admits a CONNECT (exec, attach, port-forward) of an object's subresource,
+// whose object is the request's options.
+func (s *Store) AdmitConnect(ctx context.Context, res *registry.Resource, sub, ns, name string, options runtime.Object) error {
+	return s.admission.connect(ctx, &Attributes{Operation: Connect, Resource: res, Subresource: sub, Namespace: ns, Name: name, Object: options})
+}
+
 // Get reads the object as it is now.
 func (s *Store) Get(ctx context.Context, res *registry.Resource, ns, name string) (runtime.Object, error) {
 	obj, _, err := s.current(ctx, res, name, Key(res, ns, name))
