@@ -18,6 +18,7 @@ func main() {
 	root := &cobra.Command{Use: "agnhost", Short: "the servers and probes of the Kubernetes e2e suite's pods", SilenceUsage: true}
 	root.AddCommand(pauseCommand(), testWebserverCommand(), serveHostnameCommand(), livenessCommand(),
 		porterCommand(), mounttestCommand(), netexecCommand())
+	root.AddCommand(crdConversionWebhookCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
