@@ -35,8 +35,7 @@ func noneConversion(storage *registry.Resource) *registry.Conversion {
 // (v1 or v1beta1, the first of conversionReviewVersions), the HTTPS call to the url or
 // the Service of its clientConfig, the checks of the response (uid, as many objects as
 // sent, apiVersion and kind, name, namespace and uid unchanged, metadata but labels and
-// annotations restored) and the apiserver_crd_conversion_webhook_duration_seconds and
-// apiserver_conversion_webhook_* metrics are upstream's. The storage version converts
+// annotations restored) are upstream's. The storage version converts
 // too: an object stored before the storage version changed is at another version.
 func useWebhook(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.CRConverterFactory,
 	storage *registry.Resource, served []*registry.Resource, schemas map[string]*structuralschema.Structural) error {
