@@ -56,7 +56,7 @@ func listServer(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition, ca
 	if err != nil {
 		tb.Fatal(err)
 	}
-	resources, err := Resources(crd)
+	resources, err := Resources(crd, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

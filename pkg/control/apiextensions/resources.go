@@ -10,6 +10,7 @@ import (
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structuralobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
@@ -33,8 +34,10 @@ import (
 // resource strategy (metadata, schema and CEL validation, status and generation), its
 // structural pruning and defaulting, its table convertor for the printer columns. The
 // versions share one key space: a version other than the storage version is converted
-// (strategy None: only apiVersion changes) on every read and write.
-func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resource, error) {
+// on every read and write (strategy None: only apiVersion changes; Webhook: by the
+// CustomResourceDefinition's conversion webhook, through converters, which may be nil
+// where no webhook can be called).
+func Resources(crd *apiextensionsv1.CustomResourceDefinition, converters *conversion.CRConverterFactory) ([]*registry.Resource, error) {
 	storageVersion, err := apiextensionshelpers.GetCRDStorageVersion(crd)
 	if err != nil {
 		return nil, err
@@ -63,13 +66,19 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Resou
 			out = append(out, res)
 		}
 	}
+	if len(schemas) > 0 && !crd.Spec.PreserveUnknownFields {
+		storage.Rules.Decoded = fromStorage(crd, schemas)
+	}
+	if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
+		if err := useWebhook(crd, converters, storage, out, schemas); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	for _, res := range out {
 		if res != storage {
 			res.Conversion = noneConversion(storage)
 		}
-	}
-	if len(schemas) > 0 && !crd.Spec.PreserveUnknownFields {
-		storage.Rules.Decoded = fromStorage(crd, schemas)
 	}
 	return out, nil
 }
@@ -156,21 +165,6 @@ func coerce(content map[string]any, s *structuralschema.Structural, dropInvalidM
 		return err
 	}
 	return nil
-}
-
-// noneConversion stores objects of a served version at the storage version, as the
-// `None` conversion strategy does: the same fields under another apiVersion.
-func noneConversion(storage *registry.Resource) *registry.Conversion {
-	convert := func(gv schema.GroupVersion) func(obj runtime.Object) (runtime.Object, error) {
-		return func(obj runtime.Object) (runtime.Object, error) {
-			out := obj.DeepCopyObject().(*Object)
-			out.APIVersion = gv.String()
-			return out, nil
-		}
-	}
-	return &registry.Conversion{Storage: storage, ToStorage: convert(storage.GroupVersion()),
-		// FromStorage's result is given its served apiVersion by the caller (generic.Decode).
-		FromStorage: func(obj runtime.Object) (runtime.Object, error) { return obj, nil }}
 }
 
 // versionResource builds the resource of one version from upstream's custom resource

@@ -5,6 +5,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -12,8 +13,9 @@ import (
 // registry (and taking them out again), which the REST layer, discovery and the generic
 // store read at every request.
 type RegistryServed struct {
-	reg *registry.Registry
-	mu  sync.Mutex
+	reg        *registry.Registry
+	converters *conversion.CRConverterFactory
+	mu         sync.Mutex
 	// served are the resources of each CustomResourceDefinition and the resourceVersion
 	// they were built from.
 	served map[string]servedCRD
@@ -24,9 +26,10 @@ type servedCRD struct {
 	gvrs            []schema.GroupVersionResource
 }
 
-// NewRegistryServed serves custom resources in reg.
-func NewRegistryServed(reg *registry.Registry) *RegistryServed {
-	return &RegistryServed{reg: reg, served: map[string]servedCRD{}}
+// NewRegistryServed serves custom resources in reg; converters call the conversion
+// webhooks of CustomResourceDefinitions with the Webhook conversion strategy.
+func NewRegistryServed(reg *registry.Registry, converters *conversion.CRConverterFactory) *RegistryServed {
+	return &RegistryServed{reg: reg, converters: converters, served: map[string]servedCRD{}}
 }
 
 // Serve (re)builds the resources of crd.
@@ -36,7 +39,7 @@ func (s *RegistryServed) Serve(crd *apiextensionsv1.CustomResourceDefinition) er
 	if cur, ok := s.served[crd.Name]; ok && cur.resourceVersion == crd.ResourceVersion {
 		return nil
 	}
-	resources, err := Resources(crd)
+	resources, err := Resources(crd, s.converters)
 	if err != nil {
 		return err
 	}

@@ -38,13 +38,10 @@ type storedObject struct {
 // derived holds what readers derive from one version of a value. It does not hold the value:
 // its lifetime is the value's (see encodings).
 type derived struct {
-	jsonOnce sync.Once
-	json     []byte
-	jsonErr  error
-
-	objOnce sync.Once
-	obj     runtime.Object
-	objErr  error
+	// The object and its JSON are kept once made; a failure is not (a conversion webhook
+	// may be down for a moment), the next reader tries again.
+	json kept[[]byte]
+	obj  kept[runtime.Object]
 
 	protobufOnce sync.Once
 	protobuf     []byte
@@ -154,29 +151,51 @@ func sharedProtobuf(r *http.Request, res *registry.Resource, obj runtime.Object)
 
 // Object is the decoded object, with its resourceVersion.
 func (o *storedObject) Object() (runtime.Object, error) {
-	o.objOnce.Do(func() { o.obj, o.objErr = generic.Decode(o.res, o.value, o.rev) })
-	return o.obj, o.objErr
+	return o.obj.get(func() (runtime.Object, error) { return generic.Decode(o.res, o.value, o.rev) })
 }
 
 // JSON is the object as a response or a watch event carries it.
 func (o *storedObject) JSON() ([]byte, error) {
-	o.jsonOnce.Do(func() {
-		var ok bool
+	return o.json.get(func() ([]byte, error) {
 		// The stored JSON is what is sent, unless it is converted to another version or
 		// brought up to the kind's current rules as it is read.
 		if o.res.Conversion == nil && o.res.Rules.Decoded == nil {
-			if o.json, ok = withResourceVersion(o.value, o.rev); ok {
-				return
+			if out, ok := withResourceVersion(o.value, o.rev); ok {
+				return out, nil
 			}
 		}
 		obj, err := o.Object()
 		if err != nil {
-			o.jsonErr = err
-			return
+			return nil, err
 		}
-		o.json, o.jsonErr = json.Marshal(obj)
+		return json.Marshal(obj)
 	})
-	return o.json, o.jsonErr
+}
+
+// kept is a value made once by its first reader that succeeds: a failure is returned to
+// its reader only. Readers wait for the one making it; once made, reading it costs what
+// sync.Once does.
+type kept[T any] struct {
+	done atomic.Bool
+	mu   sync.Mutex
+	v    T
+}
+
+func (k *kept[T]) get(build func() (T, error)) (T, error) {
+	if k.done.Load() {
+		return k.v, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.done.Load() {
+		v, err := build()
+		if err != nil {
+			return v, err
+		}
+		k.v = v
+		k.done.Store(true)
+	}
+	return k.v, nil
 }
 
 // Protobuf is the object as Kubernetes protobuf, as a watch event carries it to client-go.

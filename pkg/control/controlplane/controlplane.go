@@ -25,6 +25,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/trim"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
+	"github.com/minik8s/minik8s/pkg/control/admission/webhook"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
@@ -42,6 +43,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -413,6 +415,16 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// CustomResourceDefinitions' conversion webhooks reach their Services as the admission
+	// webhooks do.
+	webhookServices, err := webhook.NewServiceResolver(shared)
+	if err != nil {
+		return err
+	}
+	converters, err := conversion.NewCRConverterFactory(webhookServices, nil)
+	if err != nil {
+		return err
+	}
 	var bootstrapped atomic.Bool // the authorizer's caches filled and the bootstrap policy reconciled (guard.start)
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
 		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
@@ -458,7 +470,7 @@ func Run(ctx context.Context, o Options) error {
 	running.Go(func() { errc <- srv.ListenAndServeTLS(ctx, addr, tlsCfg, g.handler) })
 	log.Info("serving the Kubernetes API", "address", addr, "kubeconfig", AdminKubeconfig(o.DataDir))
 	admissionInformers.Start(ctx)
-	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg), srv.OpenAPI(), metrics, log.With("component", "apiextensions")); err != nil {
+	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg, converters), srv.OpenAPI(), metrics, log.With("component", "apiextensions")); err != nil {
 		return err
 	}
 	if err := apiservices.Start(ctx, loopback, log.With("component", "apiservices")); err != nil {

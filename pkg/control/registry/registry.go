@@ -32,7 +32,10 @@ type Resource struct {
 	Rules        Rules
 	// Conversion is set on a resource served at a version other than the one its objects
 	// are stored at (autoscaling/v1 HorizontalPodAutoscalers are stored as v2): both
-	// versions share one key space, and every read and write converts.
+	// versions share one key space, and every read and write converts. It is set on the
+	// storage version itself (Storage the resource) where stored objects may be of other
+	// versions: the custom resources of a CustomResourceDefinition with a conversion
+	// webhook, stored before its storage version changed.
 	Conversion *Conversion
 	// Computed, when set, makes a resource that is not stored but made at each read
 	// (ComponentStatus: the health of the control plane's parts); it serves get and list
@@ -48,7 +51,9 @@ type Resource struct {
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
-// kube-apiserver converts through its internal version.
+// kube-apiserver converts through its internal version. FromStorage is given the object as
+// it is stored, at whatever version it was stored; an error it or ToStorage returns that is
+// an API status (apierrors.APIStatus) is the request's answer.
 type Conversion struct {
 	Storage     *Resource
 	ToStorage   func(obj runtime.Object) (runtime.Object, error)

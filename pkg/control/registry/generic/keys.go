@@ -2,6 +2,7 @@ package generic
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -70,6 +71,10 @@ func Decode(res *registry.Resource, value []byte, rev int64) (runtime.Object, er
 func encode(res *registry.Resource, obj runtime.Object) ([]byte, error) {
 	if res.Conversion != nil {
 		stored, err := res.Conversion.ToStorage(obj)
+		var status apierrors.APIStatus
+		if errors.As(err, &status) { // the conversion's own error (a failed conversion webhook)
+			return nil, err
+		}
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s cannot be stored as %s: %v", res.GVK(), res.Conversion.Storage.GVK(), err))
 		}
@@ -81,6 +86,26 @@ func encode(res *registry.Resource, obj runtime.Object) ([]byte, error) {
 	defer m.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(res.GVK())
 	return json.Marshal(obj)
+}
+
+// writeResponse is what a write of obj, stored as data at rev, answers. For a resource whose
+// objects are converted to be stored, it is the stored object read back at the resource's
+// version, as kube-apiserver decodes what it stored: what the conversion changes (a
+// conversion webhook's labels) shows. A dry run (rev 0) answers no resourceVersion.
+func writeResponse(res *registry.Resource, obj runtime.Object, data []byte, rev int64) (runtime.Object, error) {
+	if res.Conversion != nil {
+		read, err := Decode(res, data, rev)
+		if err != nil {
+			return nil, err
+		}
+		obj = read
+	}
+	if rev == 0 {
+		MustMeta(obj).SetResourceVersion("")
+	} else {
+		SetResourceVersion(obj, rev)
+	}
+	return obj, nil
 }
 
 // SetResourceVersion sets obj's resourceVersion to a store revision.

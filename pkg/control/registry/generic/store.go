@@ -160,7 +160,7 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 		return nil, err
 	}
 	if opts.DryRun {
-		return obj, nil
+		return writeResponse(res, obj, data, 0)
 	}
 	rev, err := s.store.Create(ctx, Key(res, m.GetNamespace(), m.GetName()), data)
 	if err != nil {
@@ -174,7 +174,7 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	}
 	SetResourceVersion(obj, rev)
 	s.wrote(ctx, res, data, rev, obj)
-	return obj, nil
+	return writeResponse(res, obj, data, rev)
 }
 
 // wrote tells Config.Stored of an object stored as value at rev.
@@ -263,18 +263,15 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		if (bytes.Equal(data, kv.Value) && !kv.Stale) || opts.DryRun {
 			// Nothing changed: like Kubernetes, no new resourceVersion and no watch event
 			// (unless the stored value is encrypted with an old key: the rewrite re-encrypts).
-			SetResourceVersion(obj, kv.Revision)
-			return obj, nil
+			return writeResponse(res, obj, data, kv.Revision)
 		}
 		deleted := finalized(res, obj)
+		var rev int64
 		if deleted {
 			_, _, err = s.store.Delete(ctx, key, kv.Revision)
-		} else {
-			var rev int64
-			if rev, err = s.store.Update(ctx, key, data, kv.Revision); err == nil {
-				SetResourceVersion(obj, rev)
-				s.wrote(ctx, res, data, rev, obj)
-			}
+		} else if rev, err = s.store.Update(ctx, key, data, kv.Revision); err == nil {
+			SetResourceVersion(obj, rev)
+			s.wrote(ctx, res, data, rev, obj)
 		}
 		if err != nil {
 			undo()
@@ -282,10 +279,14 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			continue
 		}
-		if err == nil {
-			s.release(ctx, res, obj, old, deleted)
+		if err != nil {
+			return obj, err
 		}
-		return obj, err
+		s.release(ctx, res, obj, old, deleted)
+		if deleted {
+			return obj, nil
+		}
+		return writeResponse(res, obj, data, rev)
 	}
 	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
 }
