@@ -2,11 +2,9 @@ package controlplane
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -23,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 )
 
@@ -41,18 +38,7 @@ type conversionServer struct {
 
 func startConversionServer(t *testing.T) *conversionServer {
 	t.Helper()
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, certPEM := loopbackTLSListener(t)
 	s := &conversionServer{url: "https://" + l.Addr().String() + "/convert", caBundle: certPEM}
 	s.mode.Store("")
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.convert)}

@@ -28,7 +28,9 @@ type webhookServer struct {
 	caBundle string
 }
 
-func startWebhookServer(t *testing.T) *webhookServer {
+// loopbackTLSListener listens on a loopback port with a fresh self-signed certificate for
+// 127.0.0.1, whose PEM is the caBundle that trusts it.
+func loopbackTLSListener(t *testing.T) (net.Listener, []byte) {
 	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
@@ -42,6 +44,12 @@ func startWebhookServer(t *testing.T) *webhookServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, certPEM
+}
+
+func startWebhookServer(t *testing.T) *webhookServer {
+	t.Helper()
+	l, certPEM := loopbackTLSListener(t)
 	stop := make(chan struct{})
 	review := func(answer func(pod *corev1.Pod, resp *admissionv1.AdmissionResponse)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
