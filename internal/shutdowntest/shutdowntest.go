@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
+
+	"github.com/minik8s/minik8s/internal/testenv"
 )
 
 // argsEnv, set, makes the test binary the daemon with these arguments (unit separated).
@@ -71,6 +73,7 @@ type Daemon struct {
 // READY=1 on its notify socket, as systemd waits for a Type=notify service.
 func Start(t *testing.T, prefix, args []string) *Daemon {
 	t.Helper()
+	testenv.Integration(t, "runs a whole daemon")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

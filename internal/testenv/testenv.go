@@ -3,9 +3,10 @@
 // a missing piece is a failure: a skip there would hide a capability nobody tested. Run
 // any other way (a plain `go test ./...`, non-root) the test skips and says why.
 //
-// `make unit` runs with -short: there every test that needs root, containerd or a VM (the
-// ones that call RequireRoot or Integration) skips, whatever the host offers, so the fast
-// loop stays fast and runs the same set on a laptop and here.
+// `make unit` runs with -short: there every integration test (the ones that call RequireRoot
+// or Integration: they need root, containerd or a VM, or start whole daemons such as a
+// control plane or etcd) skips, whatever the host offers, so the fast loop stays fast and
+// runs the same set on a laptop and here.
 package testenv
 
 import (
@@ -29,12 +30,14 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// Integration skips t under -short (`make unit`): it needs root, containerd or a VM, for
-// why. `make test` runs without -short, so this never skips there.
+// Integration skips t under -short (`make unit`): it needs root, containerd or a VM, or
+// starts whole daemons (a control plane, etcd, a lab), for why. Test helpers that start
+// such daemons call it, so every test using them is an integration test. `make test` runs
+// without -short, so this never skips there.
 func Integration(t testing.TB, why string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skipf("-short (make unit) leaves out tests that need root, containerd or a VM: %s", why)
+		t.Skipf("-short (make unit) leaves out integration tests: %s", why)
 	}
 }
 

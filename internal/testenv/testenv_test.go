@@ -30,3 +30,27 @@ func TestMissingFailsUnderMakeTest(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationSkipsOnlyUnderShort runs an integration test in a child process: -short
+// (make unit) skips it, a run without (make test) runs it.
+func TestIntegrationSkipsOnlyUnderShort(t *testing.T) {
+	if os.Getenv("TESTENV_CHILD") == "1" {
+		Integration(t, "starts a pretend control plane")
+		t.Log("integration body ran")
+		return
+	}
+	for _, tc := range []struct {
+		short    string
+		wantText string
+	}{
+		{"true", "--- SKIP"},
+		{"false", "integration body ran"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestIntegrationSkipsOnlyUnderShort$", "-test.v", "-test.short="+tc.short)
+		cmd.Env = append(os.Environ(), "TESTENV_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.wantText) {
+			t.Errorf("-test.short=%s: err=%v, want %q:\n%s", tc.short, err, tc.wantText, out)
+		}
+	}
+}

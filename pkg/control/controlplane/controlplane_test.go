@@ -57,6 +57,7 @@ type restartable struct {
 }
 
 func newRestartable(t *testing.T, change func(*Options)) *restartable {
+	testenv.Integration(t, "starts a whole miniapi control plane")
 	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	change(&o)

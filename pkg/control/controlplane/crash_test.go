@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minik8s/minik8s/internal/testenv"
 )
 
 const crashChildEnv = "MINIK8S_CONTROLPLANE_CRASH_CHILD" // DATA_DIR:PORT of the child miniapi
@@ -50,6 +52,7 @@ func TestCrashConsistency(t *testing.T) {
 		crashChild(spec)
 		return
 	}
+	testenv.Integration(t, "runs miniapi in a child process for 30 s of writes")
 	dir, port := t.TempDir(), freePort(t)
 	start := func() (*exec.Cmd, kubernetes.Interface) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashConsistency$")

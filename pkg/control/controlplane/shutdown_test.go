@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 )
@@ -22,6 +23,7 @@ import (
 // scheduler, leader election), waits until both leases are held, then cancels Run as
 // SIGTERM does: Run must return with every goroutine it started gone.
 func TestShutdownLeavesNoGoroutine(t *testing.T) {
+	testenv.Integration(t, "starts a whole miniapi control plane")
 	before := goleak.IgnoreCurrent()
 	baseline := runtime.NumGoroutine()
 	o := controlplane.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: controlplanetest.FreePort(t), Store: "bolt",

@@ -198,6 +198,7 @@ func ForTest(t testing.TB) *Cluster { return ClusterForTest(t, Options{}) }
 // ClusterForTest is ForTest for a cluster shaped by o.
 func ClusterForTest(t testing.TB, o Options) *Cluster {
 	t.Helper()
+	testenv.Integration(t, "starts an etcd cluster")
 	if _, err := Binary(); err != nil {
 		testenv.Missing(t, "%v", err)
 	}
