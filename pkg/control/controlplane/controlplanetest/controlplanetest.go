@@ -40,7 +40,6 @@ type Cluster struct {
 // the options first (e.g. Controllers).
 func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 	t.Helper()
-	testenv.Integration(t, "starts a whole miniapi control plane")
 	o := controlplane.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: FreePort(t), Store: "bolt",
 		ServiceRange: clusterdefaults.ServiceCIDR, Controllers: []string{"*"},
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
