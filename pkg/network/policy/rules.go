@@ -150,6 +150,12 @@ func newBuilder(s *State) *builder {
 			b.peers = append(b.peers, p)
 		}
 	}
+	// Listers list in no set order: sorted, an unchanged state gives the same
+	// iptables-restore input, which the controller then does not write again.
+	sort.Slice(b.peers, func(i, j int) bool {
+		a, c := b.peers[i], b.peers[j]
+		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
+	})
 	sort.Slice(s.Policies, func(i, j int) bool {
 		a, c := s.Policies[i], s.Policies[j]
 		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
