@@ -12,7 +12,7 @@ COMMANDS := miniapi minilet miniproxy minilab
 # of minilet's RSS (docs/performance.md, "minilet: memory at 0 pods").
 TAGS := grpcnotrace
 
-.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha clean install uninstall conformance
+.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-policy clean install uninstall conformance
 
 all: build
 
@@ -107,6 +107,13 @@ bench: deps etcd
 bench-ha: deps etcd
 	$(GO) build -tags $(TAGS) -o $(BIN)/ ./cmd/miniapi
 	MINIK8S_BIN=$(BIN) $(GO) run ./bench/habench -miniapi $(BIN)/miniapi -kube-apiserver "$$(bash hack/kube-build.sh kube-apiserver)"
+
+# The NetworkPolicy figures of docs/performance.md: our enforcement (bin/policyd, minilet's
+# controller alone) beside kube-router's (built once into ~/.cache/minik8s by
+# hack/kube-router-build.sh), 1000 policies over 5000 pods, each in a namespace of its own.
+bench-policy: deps
+	$(GO) build -tags $(TAGS) -o $(BIN)/ ./bench/policybench/policyd
+	$(GO) run ./bench/policybench -policyd $(BIN)/policyd -kube-router "$$(bash hack/kube-router-build.sh)"
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows

@@ -134,9 +134,9 @@ func tierChainName(p *corev1.Pod, dir networkingv1.PolicyType) string {
 func (b *builder) subjectSelects(s *anpv1alpha1.AdminNetworkPolicySubject, p *corev1.Pod) bool {
 	switch {
 	case s.Namespaces != nil:
-		return selects(s.Namespaces, b.nsLabels[p.Namespace])
+		return b.selects(s.Namespaces, b.nsLabels[p.Namespace])
 	case s.Pods != nil:
-		return selects(&s.Pods.NamespaceSelector, b.nsLabels[p.Namespace]) && selects(&s.Pods.PodSelector, p.Labels)
+		return b.selects(&s.Pods.NamespaceSelector, b.nsLabels[p.Namespace]) && b.selects(&s.Pods.PodSelector, p.Labels)
 	}
 	return false
 }

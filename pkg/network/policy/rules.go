@@ -140,7 +140,8 @@ func jumpLine(p *corev1.Pod, dir networkingv1.PolicyType) string {
 }
 
 func newBuilder(s *State) *builder {
-	b := &builder{state: s, sets: map[string]*ipset.Set{}, nsLabels: map[string]labels.Set{}}
+	b := &builder{state: s, sets: map[string]*ipset.Set{}, nsLabels: map[string]labels.Set{},
+		selectors: map[*metav1.LabelSelector]labels.Selector{}, selected: map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod{}}
 	for _, ns := range s.Namespaces {
 		b.nsLabels[ns.Name] = ns.Labels
 	}
@@ -149,6 +150,12 @@ func newBuilder(s *State) *builder {
 			b.peers = append(b.peers, p)
 		}
 	}
+	// Listers list in no set order: sorted, an unchanged state gives the same
+	// iptables-restore input, which the controller then does not write again.
+	sort.Slice(b.peers, func(i, j int) bool {
+		a, c := b.peers[i], b.peers[j]
+		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
+	})
 	sort.Slice(s.Policies, func(i, j int) bool {
 		a, c := s.Policies[i], s.Policies[j]
 		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
@@ -161,6 +168,9 @@ type builder struct {
 	peers    []*corev1.Pod // pods with an IP that peers may select (hostNetwork ones left out)
 	nsLabels map[string]labels.Set
 	sets     map[string]*ipset.Set
+	// Memos of one build: every pod a policy selects asks the same questions.
+	selectors map[*metav1.LabelSelector]labels.Selector
+	selected  map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod
 }
 
 // podChain is pod p's chain in one direction: isolatedBy lists the NetworkPolicies
@@ -183,7 +193,7 @@ func (b *builder) podChain(p *corev1.Pod, dir networkingv1.PolicyType) podChain 
 	admin := b.adminTier(p, dir, &c)
 	var tier []entry
 	for _, np := range b.state.Policies {
-		if np.Namespace != p.Namespace || !hasType(np, dir) || !selects(&np.Spec.PodSelector, p.Labels) {
+		if np.Namespace != p.Namespace || !hasType(np, dir) || !b.selects(&np.Spec.PodSelector, p.Labels) {
 			continue
 		}
 		c.isolatedBy = append(c.isolatedBy, np.Namespace+"/"+np.Name)
@@ -334,13 +344,15 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			e.rule.Peer, e.rule.PeerText = j, peerText(peer)
 			setComment := fmt.Sprintf("%s %s rule %d peer %d", ref.owner(), dir, ref.Rule, j)
 			if peer.IPBlock != nil {
-				e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashNet, setComment)
-				for _, n := range ipv4Nets(peer.IPBlock.CIDR) {
-					e.peer.Add(n)
-				}
-				for _, x := range peer.IPBlock.Except {
-					for _, n := range ipv4Nets(x) {
-						e.peer.Add(n + " nomatch")
+				var fresh bool
+				if e.peer, fresh = b.set(ruleID("peer", strconv.Itoa(j)), hashNet, setComment); fresh {
+					for _, n := range ipv4Nets(peer.IPBlock.CIDR) {
+						e.peer.Add(n)
+					}
+					for _, x := range peer.IPBlock.Except {
+						for _, n := range ipv4Nets(x) {
+							e.peer.Add(n + " nomatch")
+						}
 					}
 				}
 				peerEntries = append(peerEntries, e)
@@ -348,9 +360,11 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			}
 			selected := b.selectPeers(ns, peer)
 			peerPods = append(peerPods, selected)
-			e.peer = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, setComment)
-			for _, pod := range selected {
-				e.peer.Add(podIP(pod))
+			var fresh bool
+			if e.peer, fresh = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, setComment); fresh {
+				for _, pod := range selected {
+					e.peer.Add(podIP(pod))
+				}
 			}
 			peerEntries = append(peerEntries, e)
 		}
@@ -389,11 +403,13 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			}
 			// Egress to a named port: each peer pod's own port of that name, one ip,port set
 			// (whose entries carry the protocol, so anyProtocol needs no -p).
-			set := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, port.Port.StrVal))
-			for _, pods := range peerPods {
-				for _, pod := range pods {
-					if n, proto := namedPort(pod, port.Port.StrVal, proto); n != 0 {
-						set.Add(ipset.IPPort(podIP(pod), strings.ToLower(string(proto)), n))
+			set, fresh := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, port.Port.StrVal))
+			if fresh {
+				for _, pods := range peerPods {
+					for _, pod := range pods {
+						if n, proto := namedPort(pod, port.Port.StrVal, proto); n != 0 {
+							set.Add(ipset.IPPort(podIP(pod), strings.ToLower(string(proto)), n))
+						}
 					}
 				}
 			}
@@ -461,31 +477,37 @@ func selectorText(sel *metav1.LabelSelector) string {
 
 // selectPeers lists the pods a pod/namespace selector peer of a policy in ns selects.
 func (b *builder) selectPeers(ns string, peer *networkingv1.NetworkPolicyPeer) []*corev1.Pod {
+	if out, ok := b.selected[peer]; ok {
+		return out
+	}
 	var out []*corev1.Pod
 	for _, pod := range b.peers {
 		if peer.NamespaceSelector == nil {
 			if pod.Namespace != ns {
 				continue
 			}
-		} else if !selects(peer.NamespaceSelector, b.nsLabels[pod.Namespace]) {
+		} else if !b.selects(peer.NamespaceSelector, b.nsLabels[pod.Namespace]) {
 			continue
 		}
-		if peer.PodSelector != nil && !selects(peer.PodSelector, pod.Labels) {
+		if peer.PodSelector != nil && !b.selects(peer.PodSelector, pod.Labels) {
 			continue
 		}
 		out = append(out, pod)
 	}
+	b.selected[peer] = out
 	return out
 }
 
-func (b *builder) set(id string, typ ipset.Type, comment string) *ipset.Set {
+// set is the set of id, and whether it is new: its members, the same for every pod whose
+// rule it serves, are filled once.
+func (b *builder) set(id string, typ ipset.Type, comment string) (*ipset.Set, bool) {
 	name := setPrefix + string(typ[5]) + "-" + id
 	if s, ok := b.sets[name]; ok {
-		return s
+		return s, false
 	}
 	s := ipset.New(name, typ, comment)
 	b.sets[name] = s
-	return s
+	return s, true
 }
 
 // ipv4Nets is cidr as hash:net entries: none for an IPv6 one (the pod network is IPv4, and an
@@ -552,9 +574,16 @@ func hasType(np *networkingv1.NetworkPolicy, dir networkingv1.PolicyType) bool {
 }
 
 // selects reports whether sel matches set; an invalid selector matches nothing.
-func selects(sel *metav1.LabelSelector, set labels.Set) bool {
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	return err == nil && s.Matches(set)
+func (b *builder) selects(sel *metav1.LabelSelector, set labels.Set) bool {
+	s, ok := b.selectors[sel]
+	if !ok {
+		var err error
+		if s, err = metav1.LabelSelectorAsSelector(sel); err != nil {
+			s = labels.Nothing()
+		}
+		b.selectors[sel] = s
+	}
+	return s.Matches(set)
 }
 
 func hash(parts ...string) string {
