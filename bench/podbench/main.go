@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/bench/internal/benchlab"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
@@ -53,17 +54,11 @@ func run(singles, burst, full int, bin, images string) error {
 	if err != nil {
 		return err
 	}
-	name := fmt.Sprintf("podbench-%d", os.Getpid()%10000)
-	fmt.Printf("podbench: bringing up lab %s (1 node)\n", name)
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: bin, ImagesDir: images, Progress: os.Stdout})
+	l, down, err := benchlab.Up(ctx, "podbench", bin, images)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			fmt.Fprintln(os.Stderr, "podbench: lab down:", err)
-		}
-	}()
+	defer down()
 	cfg, err := cluster.RESTConfig(l)
 	if err != nil {
 		return err
@@ -73,11 +68,7 @@ func run(singles, burst, full int, bin, images string) error {
 	if err != nil {
 		return err
 	}
-	pid, err := proc.LabPID(l, "minilet-"+l.Nodes[0].Name)
-	if err != nil {
-		return err
-	}
-	containerd, err := proc.LabPID(l, "containerd")
+	pid, containerd, err := proc.NodePIDs(l)
 	if err != nil {
 		return err
 	}

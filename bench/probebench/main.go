@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/benchlab"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
@@ -80,22 +81,12 @@ func printRow(phase, process string, u usage, rss float64, containerd float64) {
 
 func run(pods int, kinds []string, window time.Duration, floor bool, perfOut, bin, images string) error {
 	ctx := context.Background()
-	name := fmt.Sprintf("probebench-%d", os.Getpid()%10000)
-	fmt.Printf("probebench: bringing up lab %s (1 node)\n", name)
-	l, err := cluster.Up(ctx, cluster.Options{Name: name, Nodes: 1, BinDir: bin, ImagesDir: images, Progress: os.Stdout})
+	l, down, err := benchlab.Up(ctx, "probebench", bin, images)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			fmt.Fprintln(os.Stderr, "probebench: lab down:", err)
-		}
-	}()
-	pid, err := proc.LabPID(l, "minilet-"+l.Nodes[0].Name)
-	if err != nil {
-		return err
-	}
-	containerd, err := proc.LabPID(l, "containerd")
+	defer down()
+	pid, containerd, err := proc.NodePIDs(l)
 	if err != nil {
 		return err
 	}

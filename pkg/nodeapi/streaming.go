@@ -41,12 +41,7 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("exec needs a command (query parameter command)"))
 		return
 	}
-	opts, err := remotecommand.NewOptions(r)
-	if err != nil {
-		writeError(w, badRequest("%v", err))
-		return
-	}
-	c, err := s.runningContainer(r, namespace, pod, name)
+	c, opts, err := s.streamTarget(r, namespace, pod, name)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -59,18 +54,24 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 // client joins the running container's streams (runtime.Attach).
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	opts, err := remotecommand.NewOptions(r)
-	if err != nil {
-		writeError(w, badRequest("%v", err))
-		return
-	}
-	c, err := s.runningContainer(r, namespace, pod, name)
+	c, opts, err := s.streamTarget(r, namespace, pod, name)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	remotecommand.ServeAttach(w, r, attacher{s.rt}, namespace+"/"+pod, c.PodUID, c.ID, opts,
 		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, execProtocols)
+}
+
+// streamTarget is what exec and attach start from: the stream options the request asks
+// for and the running container it names.
+func (s *Server) streamTarget(r *http.Request, namespace, pod, name string) (runtime.Container, *remotecommand.Options, error) {
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		return runtime.Container{}, nil, badRequest("%v", err)
+	}
+	c, err := s.runningContainer(r, namespace, pod, name)
+	return c, opts, err
 }
 
 // servePortForward answers /portForward/{namespace}/{pod}: each stream is a connection to a

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -80,7 +81,7 @@ func (sn *Snapshotter) Changes() ([]Change, error) {
 		if err != nil {
 			return nil, err
 		}
-		if had && prev.svc == svc && sameObjects(prev.slices, list) {
+		if had && prev.svc == svc && slices.Equal(prev.slices, list) {
 			continue
 		}
 		e := sn.entry(svc, list)

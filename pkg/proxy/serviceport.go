@@ -6,6 +6,7 @@ package proxy
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 		list := byService[k]
 		sortSlices(list)
 		e, ok := sn.last[k]
-		if !ok || e.svc != svc || !sameObjects(e.slices, list) {
+		if !ok || e.svc != svc || !slices.Equal(e.slices, list) {
 			e = sn.entry(svc, list)
 		}
 		next[k] = e
@@ -164,18 +165,6 @@ func sortSlices(list []*discoveryv1.EndpointSlice) {
 	if len(list) > 1 {
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	}
-}
-
-func sameObjects(a, b []*discoveryv1.EndpointSlice) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {

@@ -215,16 +215,22 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelTTY:            strconv.FormatBool(cfg.TTY),
 	})
 
-	c, err := r.client.NewContainer(ctx, id,
+	c, err := r.newContainer(ctx, id, img, spec, labels)
+	if err != nil {
+		return Container{}, fmt.Errorf("creating container %s of pod %s: %w", cfg.Name, sandbox.PodUID, err)
+	}
+	return r.status(ctx, c)
+}
+
+// newContainer creates container id (a sandbox or an app container) from img, on a new
+// snapshot of it, with its stop signal (SIGTERM when it names none).
+func (r *Runtime) newContainer(ctx context.Context, id string, img containerd.Image, spec []oci.SpecOpts, labels map[string]string) (containerd.Container, error) {
+	return r.client.NewContainer(ctx, id,
 		containerd.WithImage(img),
 		containerd.WithImageStopSignal(img, "SIGTERM"),
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(spec...),
 		containerd.WithContainerLabels(labels))
-	if err != nil {
-		return Container{}, fmt.Errorf("creating container %s of pod %s: %w", cfg.Name, sandbox.PodUID, err)
-	}
-	return r.status(ctx, c)
 }
 
 // imageRef names img as CRI's imageRef does: its repository and the digest its name
@@ -314,17 +320,26 @@ func (r *Runtime) startTask(ctx context.Context, c containerd.Container, output 
 	return nil
 }
 
+// loadContainer loads container id; found is false, with no error, when there is none.
+func (r *Runtime) loadContainer(ctx context.Context, id string) (c containerd.Container, found bool, err error) {
+	c, err = r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("loading container %s: %w", id, err)
+	}
+	return c, true, nil
+}
+
 // StopContainer sends the container its stop signal (the image's, default SIGTERM),
 // then SIGKILL when it has not exited after grace. Stopping a container that is not
 // running, or does not exist, does nothing.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
 	ctx = r.nsContext(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("loading container %s: %w", id, err)
+	c, found, err := r.loadContainer(ctx, id)
+	if !found {
+		return err
 	}
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
@@ -390,12 +405,9 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 // the container and its snapshot. Removing a container that does not exist does nothing.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.nsContext(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("loading container %s: %w", id, err)
+	c, found, err := r.loadContainer(ctx, id)
+	if !found {
+		return err
 	}
 	task, err := c.Task(ctx, nil)
 	switch {

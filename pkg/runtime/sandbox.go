@@ -10,7 +10,6 @@ import (
 	"net"
 	"strconv"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
@@ -108,12 +107,7 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 		LabelHostNetwork:   strconv.FormatBool(cfg.HostNetwork),
 	})
 
-	c, err := r.client.NewContainer(ctx, id,
-		containerd.WithImage(img),
-		containerd.WithImageStopSignal(img, "SIGTERM"),
-		containerd.WithNewSnapshot(id, img),
-		containerd.WithNewSpec(spec...),
-		containerd.WithContainerLabels(labels))
+	c, err := r.newContainer(ctx, id, img, spec, labels)
 	if err != nil {
 		return Container{}, fmt.Errorf("creating sandbox of pod %s: %w", cfg.PodUID, err)
 	}

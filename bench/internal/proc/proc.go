@@ -106,6 +106,16 @@ func LabPID(l *lab.Lab, name string) (int, error) {
 	return 0, fmt.Errorf("no process %s in lab %s (%s)", name, l.Name, filepath.Join(lab.StateRoot, l.Name))
 }
 
+// NodePIDs are the PIDs of the minilet of the lab's first node and of the lab's
+// containerd: what the node benchmarks measure.
+func NodePIDs(l *lab.Lab) (minilet, containerd int, err error) {
+	if minilet, err = LabPID(l, "minilet-"+l.Nodes[0].Name); err != nil {
+		return 0, 0, err
+	}
+	containerd, err = LabPID(l, "containerd")
+	return minilet, containerd, err
+}
+
 // HostCPU is the CPU time the whole host has spent busy (user, system, interrupts), and
 // how many CPUs it has.
 func HostCPU() (time.Duration, int, error) {

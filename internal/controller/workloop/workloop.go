@@ -46,11 +46,19 @@ func Run[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterfa
 // RunWorkers waits for the informers' caches, then works q with n workers until ctx ends:
 // every controller's Run.
 func RunWorkers[T comparable](ctx context.Context, n int, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, sync SyncFunc[T], synced ...cache.InformerSynced) {
+	RunWorkersFrom(ctx, n, q, log, func() {}, sync, synced...)
+}
+
+// RunWorkersFrom is RunWorkers for a controller that keeps state beside the caches (what
+// it handed out): once the caches are full, load rebuilds it from them, before any key is
+// synced.
+func RunWorkersFrom[T comparable](ctx context.Context, n int, q workqueue.TypedRateLimitingInterface[T], log *slog.Logger, load func(), sync SyncFunc[T], synced ...cache.InformerSynced) {
 	defer utilruntime.HandleCrash()
 	defer q.ShutDown() // its goroutines end with it, also when ctx ended before the caches filled
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
+	load()
 	var wg gosync.WaitGroup
 	for range n {
 		wg.Add(1)

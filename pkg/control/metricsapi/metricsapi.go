@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -125,17 +126,7 @@ func (a *API) serveNodes(ctx context.Context, w http.ResponseWriter, name, selec
 			Usage: usage(s.Node.CPU, s.Node.Memory),
 		})
 	}
-	if name != "" {
-		if len(out.Items) == 0 {
-			writeError(w, apierrors.NewNotFound(GroupVersion.WithResource("nodes").GroupResource(), name))
-			return
-		}
-		item := out.Items[0]
-		item.TypeMeta = metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: GroupVersion.String()}
-		writeJSON(w, item)
-		return
-	}
-	writeJSON(w, out)
+	writeOneOrAll(w, name, "nodes", "NodeMetrics", out.Items, out)
 }
 
 func (a *API) servePods(ctx context.Context, w http.ResponseWriter, namespace, name, selector string) {
@@ -183,17 +174,7 @@ func (a *API) servePods(ctx context.Context, w http.ResponseWriter, namespace, n
 			out.Items = append(out.Items, m)
 		}
 	}
-	if name != "" {
-		if len(out.Items) == 0 {
-			writeError(w, apierrors.NewNotFound(GroupVersion.WithResource("pods").GroupResource(), name))
-			return
-		}
-		item := out.Items[0]
-		item.TypeMeta = metav1.TypeMeta{Kind: "PodMetrics", APIVersion: GroupVersion.String()}
-		writeJSON(w, item)
-		return
-	}
-	writeJSON(w, out)
+	writeOneOrAll(w, name, "pods", "PodMetrics", out.Items, out)
 }
 
 // podMetrics are a pod's figures; ok is false while any of its containers has none (a
@@ -312,6 +293,25 @@ func (a *API) fetch(ctx context.Context, node *corev1.Node) (*statsapi.Summary, 
 		return nil, fmt.Errorf("%s: %w", u.String(), err)
 	}
 	return &s, nil
+}
+
+// writeOneOrAll answers a get of name with its item, a 404 while it has no figures (as
+// metrics-server), and a list (name empty) with list.
+func writeOneOrAll[T any, PT interface {
+	*T
+	runtime.Object
+}](w http.ResponseWriter, name, resource, kind string, items []T, list any) {
+	if name == "" {
+		writeJSON(w, list)
+		return
+	}
+	if len(items) == 0 {
+		writeError(w, apierrors.NewNotFound(GroupVersion.WithResource(resource).GroupResource(), name))
+		return
+	}
+	item := items[0]
+	PT(&item).GetObjectKind().SetGroupVersionKind(GroupVersion.WithKind(kind))
+	writeJSON(w, item)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -21,13 +21,9 @@ var deploymentRules = Rules{
 		d, o := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
 		return append(validateDeployment(d), immutable(d.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))...)
 	},
-	Scale: &ScaleDef{
-		Replicas: func(obj runtime.Object) (int32, int32, string) {
-			d := obj.(*appsv1.Deployment)
-			return deref(d.Spec.Replicas), d.Status.Replicas, selectorText(d.Spec.Selector)
-		},
-		SetReplicas: func(obj runtime.Object, n int32) { obj.(*appsv1.Deployment).Spec.Replicas = &n },
-	},
+	Scale: replicasScale(func(d *appsv1.Deployment) (**int32, int32, string) {
+		return &d.Spec.Replicas, d.Status.Replicas, selectorText(d.Spec.Selector)
+	}),
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			nameColumn,

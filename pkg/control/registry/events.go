@@ -29,43 +29,11 @@ var eventRules = Rules{
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		e := obj.(*corev1.Event)
-		return fields.Set{
-			"involvedObject.kind":            e.InvolvedObject.Kind,
-			"involvedObject.namespace":       e.InvolvedObject.Namespace,
-			"involvedObject.name":            e.InvolvedObject.Name,
-			"involvedObject.uid":             string(e.InvolvedObject.UID),
-			"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
-			"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
-			"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
-			"reason":                         e.Reason,
-			"reportingComponent":             e.ReportingController,
-			"source":                         e.Source.Component,
-			"type":                           e.Type,
-		}
+		set := referenceFields("involvedObject", e.InvolvedObject)
+		set["reason"], set["reportingComponent"], set["source"], set["type"] = e.Reason, e.ReportingController, e.Source.Component, e.Type
+		return set
 	},
-	Table: eventTable(func(obj runtime.Object) eventRow {
-		e := obj.(*corev1.Event)
-		first := e.FirstTimestamp.Time
-		if first.IsZero() {
-			first = e.EventTime.Time
-		}
-		last, count := e.LastTimestamp.Time, e.Count
-		if last.IsZero() {
-			last = first
-		}
-		if e.Series != nil {
-			last, count = e.Series.LastObservedTime.Time, e.Series.Count
-		}
-		source := e.Source.Component
-		if source == "" {
-			source = e.ReportingController
-		}
-		host := e.Source.Host
-		if host == "" {
-			host = e.ReportingInstance
-		}
-		return eventRow{e.Name, first, last, count, e.Type, e.Reason, e.InvolvedObject, source, host, e.Message}
-	}),
+	Table: eventTable(func(obj runtime.Object) eventRow { return coreEventRow(obj.(*corev1.Event)) }),
 }
 
 var eventsV1Rules = Rules{
@@ -85,41 +53,21 @@ var eventsV1Rules = Rules{
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		e := obj.(*eventsv1.Event)
-		return fields.Set{
-			"regarding.kind":            e.Regarding.Kind,
-			"regarding.namespace":       e.Regarding.Namespace,
-			"regarding.name":            e.Regarding.Name,
-			"regarding.uid":             string(e.Regarding.UID),
-			"regarding.apiVersion":      e.Regarding.APIVersion,
-			"regarding.resourceVersion": e.Regarding.ResourceVersion,
-			"regarding.fieldPath":       e.Regarding.FieldPath,
-			"reason":                    e.Reason,
-			"reportingController":       e.ReportingController,
-			"type":                      e.Type,
-		}
+		set := referenceFields("regarding", e.Regarding)
+		set["reason"], set["reportingController"], set["type"] = e.Reason, e.ReportingController, e.Type
+		return set
 	},
 	Table: eventTable(func(obj runtime.Object) eventRow {
 		e := obj.(*eventsv1.Event)
-		first := e.DeprecatedFirstTimestamp.Time
-		if first.IsZero() {
-			first = e.EventTime.Time
-		}
-		last, count := e.DeprecatedLastTimestamp.Time, e.DeprecatedCount
-		if last.IsZero() {
-			last = first
-		}
+		// The same columns as a core/v1 Event's: its fields under their core/v1 names.
+		core := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: e.Name}, InvolvedObject: e.Regarding, Reason: e.Reason, Message: e.Note,
+			Source: e.DeprecatedSource, FirstTimestamp: e.DeprecatedFirstTimestamp, LastTimestamp: e.DeprecatedLastTimestamp,
+			Count: e.DeprecatedCount, Type: e.Type, EventTime: e.EventTime,
+			ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance}
 		if e.Series != nil {
-			last, count = e.Series.LastObservedTime.Time, e.Series.Count
+			core.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
 		}
-		source := e.DeprecatedSource.Component
-		if source == "" {
-			source = e.ReportingController
-		}
-		host := e.DeprecatedSource.Host
-		if host == "" {
-			host = e.ReportingInstance
-		}
-		return eventRow{e.Name, first, last, count, e.Type, e.Reason, e.Regarding, source, host, e.Note}
+		return coreEventRow(core)
 	}),
 }
 
@@ -132,6 +80,44 @@ type eventRow struct {
 	regarding    corev1.ObjectReference
 	source, host string
 	message      string
+}
+
+// referenceFields are the field selectors on an Event's object reference, under prefix.
+func referenceFields(prefix string, ref corev1.ObjectReference) fields.Set {
+	return fields.Set{
+		prefix + ".kind":            ref.Kind,
+		prefix + ".namespace":       ref.Namespace,
+		prefix + ".name":            ref.Name,
+		prefix + ".uid":             string(ref.UID),
+		prefix + ".apiVersion":      ref.APIVersion,
+		prefix + ".resourceVersion": ref.ResourceVersion,
+		prefix + ".fieldPath":       ref.FieldPath,
+	}
+}
+
+// coreEventRow is the row of a core/v1 Event: the deprecated timestamps and source where
+// set, the events.k8s.io fields (eventTime, series, reporting*) where not.
+func coreEventRow(e *corev1.Event) eventRow {
+	first := e.FirstTimestamp.Time
+	if first.IsZero() {
+		first = e.EventTime.Time
+	}
+	last, count := e.LastTimestamp.Time, e.Count
+	if last.IsZero() {
+		last = first
+	}
+	if e.Series != nil {
+		last, count = e.Series.LastObservedTime.Time, e.Series.Count
+	}
+	source := e.Source.Component
+	if source == "" {
+		source = e.ReportingController
+	}
+	host := e.Source.Host
+	if host == "" {
+		host = e.ReportingInstance
+	}
+	return eventRow{e.Name, first, last, count, e.Type, e.Reason, e.InvolvedObject, source, host, e.Message}
 }
 
 func eventTable(row func(runtime.Object) eventRow) *TableDef {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -118,7 +119,7 @@ func validateMutatingAdmissionPolicy(m *admissionregistrationv1.MutatingAdmissio
 		return append(errs, field.InternalError(p, err))
 	}
 	// Unchanged match conditions are not compiled again, as kube-apiserver leaves them be.
-	if old == nil || !equalMatchConditions(s.MatchConditions, old.Spec.MatchConditions) {
+	if old == nil || !slices.Equal(s.MatchConditions, old.Spec.MatchConditions) {
 		errs = append(errs, validateMatchConditions(s.MatchConditions, p.Child("matchConditions"))...)
 		for i := range s.MatchConditions {
 			errs = append(errs, cel.matchCondition(s.MatchConditions[i], p.Child("matchConditions").Index(i).Child("expression"))...)
@@ -134,18 +135,6 @@ func validateMutatingAdmissionPolicy(m *admissionregistrationv1.MutatingAdmissio
 		errs = append(errs, cel.mutation(mu, p.Child("mutations").Index(i))...)
 	}
 	return errs
-}
-
-func equalMatchConditions(a, b []admissionregistrationv1.MatchCondition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // validateMutatingOperations: a mutating policy or binding matches CREATE and UPDATE only.

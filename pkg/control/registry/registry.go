@@ -144,6 +144,21 @@ type ScaleDef struct {
 	SetReplicas func(obj runtime.Object, replicas int32)
 }
 
+// replicasScale is the ScaleDef of a workload scaled by its spec.replicas: fields gives
+// the address of that field (to read or set), status.replicas and the selector.
+func replicasScale[T runtime.Object](fields func(obj T) (spec **int32, status int32, selector string)) *ScaleDef {
+	return &ScaleDef{
+		Replicas: func(obj runtime.Object) (int32, int32, string) {
+			spec, status, selector := fields(obj.(T))
+			return deref(*spec), status, selector
+		},
+		SetReplicas: func(obj runtime.Object, n int32) {
+			spec, _, _ := fields(obj.(T))
+			*spec = &n
+		},
+	}
+}
+
 // GVK returns the group/version/kind of the resource's objects.
 func (r *Resource) GVK() schema.GroupVersionKind { return r.GroupVersion().WithKind(r.Kind) }
 

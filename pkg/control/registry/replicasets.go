@@ -34,13 +34,9 @@ var replicaSetRules = Rules{
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.replicas": fmt.Sprint(obj.(*appsv1.ReplicaSet).Status.Replicas)}
 	},
-	Scale: &ScaleDef{
-		Replicas: func(obj runtime.Object) (int32, int32, string) {
-			rs := obj.(*appsv1.ReplicaSet)
-			return deref(rs.Spec.Replicas), rs.Status.Replicas, selectorText(rs.Spec.Selector)
-		},
-		SetReplicas: func(obj runtime.Object, n int32) { obj.(*appsv1.ReplicaSet).Spec.Replicas = &n },
-	},
+	Scale: replicasScale(func(rs *appsv1.ReplicaSet) (**int32, int32, string) {
+		return &rs.Spec.Replicas, rs.Status.Replicas, selectorText(rs.Spec.Selector)
+	}),
 	Table: replicaTable(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc(), func(obj runtime.Object) replicaRow {
 		rs := obj.(*appsv1.ReplicaSet)
 		return replicaRow{rs.ObjectMeta, deref(rs.Spec.Replicas), rs.Status.Replicas, rs.Status.ReadyReplicas, &rs.Spec.Template, selectorText(rs.Spec.Selector)}
@@ -74,13 +70,9 @@ var replicationControllerRules = Rules{
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.replicas": fmt.Sprint(obj.(*corev1.ReplicationController).Status.Replicas)}
 	},
-	Scale: &ScaleDef{
-		Replicas: func(obj runtime.Object) (int32, int32, string) {
-			rc := obj.(*corev1.ReplicationController)
-			return deref(rc.Spec.Replicas), rc.Status.Replicas, labels.SelectorFromSet(rc.Spec.Selector).String()
-		},
-		SetReplicas: func(obj runtime.Object, n int32) { obj.(*corev1.ReplicationController).Spec.Replicas = &n },
-	},
+	Scale: replicasScale(func(rc *corev1.ReplicationController) (**int32, int32, string) {
+		return &rc.Spec.Replicas, rc.Status.Replicas, labels.SelectorFromSet(rc.Spec.Selector).String()
+	}),
 	Table: replicaTable(corev1.ReplicationControllerSpec{}.SwaggerDoc(), corev1.ReplicationControllerStatus{}.SwaggerDoc(), func(obj runtime.Object) replicaRow {
 		rc := obj.(*corev1.ReplicationController)
 		return replicaRow{rc.ObjectMeta, deref(rc.Spec.Replicas), rc.Status.Replicas, rc.Status.ReadyReplicas, rc.Spec.Template, labels.FormatLabels(rc.Spec.Selector)}

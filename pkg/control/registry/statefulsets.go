@@ -30,13 +30,9 @@ var statefulSetRules = Rules{
 		}
 		return errs
 	},
-	Scale: &ScaleDef{
-		Replicas: func(obj runtime.Object) (int32, int32, string) {
-			s := obj.(*appsv1.StatefulSet)
-			return deref(s.Spec.Replicas), s.Status.Replicas, selectorText(s.Spec.Selector)
-		},
-		SetReplicas: func(obj runtime.Object, n int32) { obj.(*appsv1.StatefulSet).Spec.Replicas = &n },
-	},
+	Scale: replicasScale(func(s *appsv1.StatefulSet) (**int32, int32, string) {
+		return &s.Spec.Replicas, s.Status.Replicas, selectorText(s.Spec.Selector)
+	}),
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			nameColumn,

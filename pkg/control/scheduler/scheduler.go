@@ -21,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/queue"
 	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -188,21 +189,13 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 			}
 			switch point(pt) {
 			case preFilter:
-				if x, ok := pl.(framework.PreFilterPlugin); ok {
-					fwk.PreFilters = append(fwk.PreFilters, x)
-				}
+				appendIfImplements(&fwk.PreFilters, pl)
 			case filter:
-				if x, ok := pl.(framework.FilterPlugin); ok {
-					fwk.Filters = append(fwk.Filters, x)
-				}
+				appendIfImplements(&fwk.Filters, pl)
 			case postFilter:
-				if x, ok := pl.(framework.PostFilterPlugin); ok {
-					fwk.PostFilters = append(fwk.PostFilters, x)
-				}
+				appendIfImplements(&fwk.PostFilters, pl)
 			case preScore:
-				if x, ok := pl.(framework.PreScorePlugin); ok {
-					fwk.PreScores = append(fwk.PreScores, x)
-				}
+				appendIfImplements(&fwk.PreScores, pl)
 			case score:
 				if x, ok := pl.(framework.ScorePlugin); ok {
 					w := r.weights[name]
@@ -212,17 +205,11 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 					fwk.Scores = append(fwk.Scores, framework.WeightedScore{ScorePlugin: x, Weight: w})
 				}
 			case reserve:
-				if x, ok := pl.(framework.ReservePlugin); ok {
-					fwk.Reserves = append(fwk.Reserves, x)
-				}
+				appendIfImplements(&fwk.Reserves, pl)
 			case preBind:
-				if x, ok := pl.(framework.PreBindPlugin); ok {
-					fwk.PreBinds = append(fwk.PreBinds, x)
-				}
+				appendIfImplements(&fwk.PreBinds, pl)
 			case bind:
-				if x, ok := pl.(framework.BindPlugin); ok {
-					fwk.Binds = append(fwk.Binds, x)
-				}
+				appendIfImplements(&fwk.Binds, pl)
 			}
 		}
 	}
@@ -266,18 +253,11 @@ func (s *Scheduler) Run(ctx context.Context) {
 }
 
 func (s *Scheduler) reportPending(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for q, n := range s.queue.Lengths() {
-				s.metrics.pending.WithLabelValues(q).Set(float64(n))
-			}
+	wait.UntilWithContext(ctx, func(context.Context) {
+		for q, n := range s.queue.Lengths() {
+			s.metrics.pending.WithLabelValues(q).Set(float64(n))
 		}
-	}
+	}, time.Second)
 }
 
 // scheduleOne runs one pod's scheduling cycle and hands a placed pod to a binding goroutine.
@@ -464,4 +444,11 @@ func attemptsLabel(n int) string {
 		return "15+"
 	}
 	return fmt.Sprint(n)
+}
+
+// appendIfImplements appends pl to list when it implements the list's extension point.
+func appendIfImplements[P any](list *[]P, pl framework.Plugin) {
+	if x, ok := pl.(P); ok {
+		*list = append(*list, x)
+	}
 }

@@ -573,26 +573,16 @@ type cacheMetrics struct {
 
 func newCacheMetrics(watchers func() int) cacheMetrics {
 	return cacheMetrics{
-		engineReads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "minik8s_store_cache_engine_reads_total",
-			Help: "Reads the watch cache passed to the store engine because it had not caught up with it, or no longer kept the changes a list at a past revision undoes.",
-		}),
-		engineWatches: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "minik8s_store_cache_engine_watches_total",
-			Help: "Watches from a revision older than the watch cache's ring, served by the store engine.",
-		}),
-		slowWatchers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "minik8s_store_cache_slow_watchers_closed_total",
-			Help: "Watch cache watches closed because they fell too far behind.",
-		}),
-		reloads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "minik8s_store_cache_reloads_total",
-			Help: "Times the watch cache reloaded the store because the changes it missed were compacted.",
-		}),
-		watchers: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "minik8s_store_cache_watchers",
-			Help: "Open watches served by the watch cache.",
-		}, func() float64 { return float64(watchers()) }),
+		engineReads: newCounter("minik8s_store_cache_engine_reads_total",
+			"Reads the watch cache passed to the store engine because it had not caught up with it, or no longer kept the changes a list at a past revision undoes."),
+		engineWatches: newCounter("minik8s_store_cache_engine_watches_total",
+			"Watches from a revision older than the watch cache's ring, served by the store engine."),
+		slowWatchers: newCounter("minik8s_store_cache_slow_watchers_closed_total",
+			"Watch cache watches closed because they fell too far behind."),
+		reloads: newCounter("minik8s_store_cache_reloads_total",
+			"Times the watch cache reloaded the store because the changes it missed were compacted."),
+		watchers: newGaugeFunc("minik8s_store_cache_watchers", "Open watches served by the watch cache.",
+			func() float64 { return float64(watchers()) }),
 	}
 }
 

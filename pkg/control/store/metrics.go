@@ -22,19 +22,18 @@ func newMetrics(revision func() int64, watchers func() int) *metrics {
 			Help:    "Writes that shared one commit.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
-		slowWatchers: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "minik8s_store_slow_watchers_closed_total",
-			Help: "Watches closed because they fell too far behind.",
-		}),
-		revision: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "minik8s_store_revision",
-			Help: "Current store revision.",
-		}, func() float64 { return float64(revision()) }),
-		watchers: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "minik8s_store_watchers",
-			Help: "Open store watches.",
-		}, func() float64 { return float64(watchers()) }),
+		slowWatchers: newCounter("minik8s_store_slow_watchers_closed_total", "Watches closed because they fell too far behind."),
+		revision:     newGaugeFunc("minik8s_store_revision", "Current store revision.", func() float64 { return float64(revision()) }),
+		watchers:     newGaugeFunc("minik8s_store_watchers", "Open store watches.", func() float64 { return float64(watchers()) }),
 	}
+}
+
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func newGaugeFunc(name, help string, value func() float64) prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value)
 }
 
 func (m *metrics) collectors() []prometheus.Collector {

@@ -28,6 +28,19 @@ func isCSR(a *generic.Attributes, sub string) bool {
 	return a.Resource.Group == certificatesv1.GroupName && a.Resource.Resource == "certificatesigningrequests" && a.Subresource == sub
 }
 
+// storedCSR is the stored request that a, an update of its subresource sub, changes; nil,
+// with no error, when a is another request.
+func storedCSR(a *generic.Attributes, sub string) (*certificatesv1.CertificateSigningRequest, error) {
+	if a.Operation != generic.Update || !isCSR(a, sub) {
+		return nil, nil
+	}
+	old, ok := a.OldObject.(*certificatesv1.CertificateSigningRequest)
+	if !ok {
+		return nil, admission.Forbidden(a, fmt.Errorf("expected type CertificateSigningRequest, got: %T", a.OldObject))
+	}
+	return old, nil
+}
+
 // Approval is the CertificateApproval plugin: an update of certificatesigningrequests/
 // approval needs `approve` on the signer of the stored request (the stored one: the
 // approval subresource cannot change the signerName, and must not be a way to pick one).
@@ -35,12 +48,9 @@ type Approval struct{ Authorizer authorizer.Authorizer }
 
 // Validate checks approvals.
 func (p Approval) Validate(ctx context.Context, a *generic.Attributes) error {
-	if a.Operation != generic.Update || !isCSR(a, "approval") {
-		return nil
-	}
-	old, ok := a.OldObject.(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return admission.Forbidden(a, fmt.Errorf("expected type CertificateSigningRequest, got: %T", a.OldObject))
+	old, err := storedCSR(a, "approval")
+	if old == nil {
+		return err
 	}
 	if !authorizedForSigner(ctx, p.Authorizer, "approve", old.Spec.SignerName) {
 		return admission.Forbidden(a, fmt.Errorf("user not permitted to approve requests with signerName %q", old.Spec.SignerName))
@@ -55,12 +65,9 @@ type Signing struct{ Authorizer authorizer.Authorizer }
 
 // Validate checks certificates being issued.
 func (p Signing) Validate(ctx context.Context, a *generic.Attributes) error {
-	if a.Operation != generic.Update || !isCSR(a, "status") {
-		return nil
-	}
-	old, ok := a.OldObject.(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return admission.Forbidden(a, fmt.Errorf("expected type CertificateSigningRequest, got: %T", a.OldObject))
+	old, err := storedCSR(a, "status")
+	if old == nil {
+		return err
 	}
 	csr, ok := a.Object.(*certificatesv1.CertificateSigningRequest)
 	if !ok {

@@ -264,46 +264,50 @@ func values(request, limit, enforced resource.Quantity) (int64, int64, int64) {
 	return r, l, e
 }
 
-func minConstraint(kind, name string, enforced resource.Quantity, requests, limits corev1.ResourceList) error {
-	req, reqOK := requests[corev1.ResourceName(name)]
-	lim, limOK := limits[corev1.ResourceName(name)]
-	r, l, e := values(req, lim, enforced)
+// amount is a container's or pod's request or limit of one resource, for a min or max
+// constraint: whether it is given, and its value as shown and as compared.
+type amount struct {
+	name  string // "request" or "limit"
+	given bool
+	shown resource.Quantity
+	value int64
+}
+
+// amounts are the request and limit of resource name, and enforced, as compared.
+func amounts(name string, enforced resource.Quantity, requests, limits corev1.ResourceList) (req, lim amount, e int64) {
+	rq, reqOK := requests[corev1.ResourceName(name)]
+	lq, limOK := limits[corev1.ResourceName(name)]
+	r, l, e := values(rq, lq, enforced)
+	return amount{"request", reqOK, rq, r}, amount{"limit", limOK, lq, l}, e
+}
+
+// boundConstraint checks a minimum or maximum (bound) of enforced: required must be given,
+// and neither it nor optional (when given) may be beyond it.
+func boundConstraint(bound, kind, name string, enforced resource.Quantity, required, optional amount, beyond func(v int64) bool) error {
 	switch {
-	case !reqOK:
-		return fmt.Errorf("minimum %s usage per %s is %s.  No request is specified", name, kind, enforced.String())
-	case r < e:
-		return fmt.Errorf("minimum %s usage per %s is %s, but request is %s", name, kind, enforced.String(), req.String())
-	case limOK && l < e:
-		return fmt.Errorf("minimum %s usage per %s is %s, but limit is %s", name, kind, enforced.String(), lim.String())
+	case !required.given:
+		return fmt.Errorf("%s %s usage per %s is %s.  No %s is specified", bound, name, kind, enforced.String(), required.name)
+	case beyond(required.value):
+		return fmt.Errorf("%s %s usage per %s is %s, but %s is %s", bound, name, kind, enforced.String(), required.name, required.shown.String())
+	case optional.given && beyond(optional.value):
+		return fmt.Errorf("%s %s usage per %s is %s, but %s is %s", bound, name, kind, enforced.String(), optional.name, optional.shown.String())
 	}
 	return nil
+}
+
+func minConstraint(kind, name string, enforced resource.Quantity, requests, limits corev1.ResourceList) error {
+	req, lim, e := amounts(name, enforced, requests, limits)
+	return boundConstraint("minimum", kind, name, enforced, req, lim, func(v int64) bool { return v < e })
 }
 
 func maxConstraint(kind, name string, enforced resource.Quantity, requests, limits corev1.ResourceList) error {
-	req, reqOK := requests[corev1.ResourceName(name)]
-	lim, limOK := limits[corev1.ResourceName(name)]
-	r, l, e := values(req, lim, enforced)
-	switch {
-	case !limOK:
-		return fmt.Errorf("maximum %s usage per %s is %s.  No limit is specified", name, kind, enforced.String())
-	case l > e:
-		return fmt.Errorf("maximum %s usage per %s is %s, but limit is %s", name, kind, enforced.String(), lim.String())
-	case reqOK && r > e:
-		return fmt.Errorf("maximum %s usage per %s is %s, but request is %s", name, kind, enforced.String(), req.String())
-	}
-	return nil
+	req, lim, e := amounts(name, enforced, requests, limits)
+	return boundConstraint("maximum", kind, name, enforced, lim, req, func(v int64) bool { return v > e })
 }
 
 func maxRequestConstraint(kind, name string, enforced resource.Quantity, requests corev1.ResourceList) error {
-	req, ok := requests[corev1.ResourceName(name)]
-	r, _, e := values(req, resource.Quantity{}, enforced)
-	switch {
-	case !ok:
-		return fmt.Errorf("maximum %s usage per %s is %s.  No request is specified", name, kind, enforced.String())
-	case r > e:
-		return fmt.Errorf("maximum %s usage per %s is %s, but request is %s", name, kind, enforced.String(), req.String())
-	}
-	return nil
+	req, _, e := amounts(name, enforced, requests, nil)
+	return boundConstraint("maximum", kind, name, enforced, req, amount{}, func(v int64) bool { return v > e })
 }
 
 func ratioConstraint(kind, name string, enforced resource.Quantity, requests, limits corev1.ResourceList) error {

@@ -13,18 +13,14 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/internal/controller/csrqueue"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
-	certlisters "k8s.io/client-go/listers/certificates/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // Name is the controller's name.
@@ -46,31 +42,17 @@ var recognizers = []recognizer{
 }
 
 // Controller approves node client CSRs.
-type Controller struct {
-	client kubernetes.Interface
-	csrs   certlisters.CertificateSigningRequestLister
-	synced cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
-	log    *slog.Logger
-}
+type Controller struct{ *csrqueue.Base }
 
 // New wires the controller to the shared CSR informer.
 func New(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, log *slog.Logger) (*Controller, error) {
-	c := &Controller{client: client, csrs: csrs.Lister(), synced: csrs.Informer().HasSynced, log: log,
-		queue: workloop.NewCertificateQueue[string](Name)}
-	_, err := csrs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
-	return c, err
-}
-
-func (c *Controller) enqueue(obj any) {
-	if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && pending(csr) {
-		c.queue.Add(csr.Name)
-	}
+	b, err := csrqueue.New(Name, client, csrs, pending, log)
+	return &Controller{b}, err
 }
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced)
+	c.Work(ctx, c.sync)
 }
 
 // pending: neither approved nor denied, no certificate yet.
@@ -87,16 +69,13 @@ func pending(csr *certificatesv1.CertificateSigningRequest) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	csr, err := c.csrs.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil || !pending(csr) {
+	csr, err := c.Wanted(name)
+	if csr == nil {
 		return 0, err
 	}
 	req, err := registry.ParseCSR(csr.Spec.Request)
 	if err != nil {
-		c.log.Info("unable to parse csr", "csr", name, "err", err)
+		c.Log.Info("unable to parse csr", "csr", name, "err", err)
 		return 0, nil // validation let it in; nothing a retry would change
 	}
 	var tried []string
@@ -116,15 +95,15 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: r.message,
 		})
-		if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("error updating approval for csr: %w", err)
 		}
-		c.log.Info("approved", "csr", name, "requester", csr.Spec.Username, "as", r.subresource)
+		c.Log.Info("approved", "csr", name, "requester", csr.Spec.Username, "as", r.subresource)
 		return 0, nil
 	}
 	if len(tried) > 0 {
 		// Left for a person to approve or deny, as upstream's ignorable error does.
-		c.log.Debug("recognized csr but subject access review was not approved", "csr", name, "as", tried)
+		c.Log.Debug("recognized csr but subject access review was not approved", "csr", name, "as", tried)
 	}
 	return 0, nil
 }
@@ -140,7 +119,7 @@ func (c *Controller) authorize(ctx context.Context, csr *certificatesv1.Certific
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: certificatesv1.GroupName,
 			Resource: "certificatesigningrequests", Verb: "create", Subresource: subresource},
 	}}
-	sar, err := c.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	sar, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
 		return false, err
 	}

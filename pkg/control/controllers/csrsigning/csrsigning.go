@@ -12,18 +12,14 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/internal/controller/csrqueue"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/pki"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
-	certlisters "k8s.io/client-go/listers/certificates/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // Name is the controller's name.
@@ -43,14 +39,10 @@ const (
 
 // Controller signs approved CSRs.
 type Controller struct {
-	client   kubernetes.Interface
-	csrs     certlisters.CertificateSigningRequestLister
-	synced   cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	*csrqueue.Base
 	ca       *pki.CA
 	duration time.Duration
 	now      func() time.Time
-	log      *slog.Logger
 }
 
 // New wires the controller to the shared CSR informer; duration is
@@ -59,21 +51,13 @@ func New(client kubernetes.Interface, csrs certinformers.CertificateSigningReque
 	if duration <= 0 {
 		return nil, fmt.Errorf("--cluster-signing-duration %v must be positive", duration)
 	}
-	c := &Controller{client: client, csrs: csrs.Lister(), synced: csrs.Informer().HasSynced, ca: ca, duration: duration,
-		now: time.Now, log: log, queue: workloop.NewCertificateQueue[string](Name)}
-	_, err := csrs.Informer().AddEventHandler(workloop.OnAddOrUpdate(c.enqueue))
-	return c, err
-}
-
-func (c *Controller) enqueue(obj any) {
-	if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && toSign(csr) {
-		c.queue.Add(csr.Name)
-	}
+	b, err := csrqueue.New(Name, client, csrs, toSign, log)
+	return &Controller{Base: b, ca: ca, duration: duration, now: time.Now}, err
 }
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced)
+	c.Work(ctx, c.sync)
 }
 
 // toSign: approved, not failed, no certificate yet.
@@ -101,11 +85,8 @@ var checks = map[string]func(req *x509.CertificateRequest, usages []certificates
 }
 
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	csr, err := c.csrs.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil || !toSign(csr) {
+	csr, err := c.Wanted(name)
+	if csr == nil {
 		return 0, err
 	}
 	check, ours := checks[csr.Spec.SignerName]
@@ -122,7 +103,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 			Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue, Reason: "SignerValidationFailure",
 			Message: err.Error(), LastUpdateTime: metav1.Now(),
 		})
-		if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("error adding failure condition for csr: %w", err)
 		}
 		return 0, nil
@@ -132,10 +113,10 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 		return 0, fmt.Errorf("error auto signing csr: %w", err)
 	}
 	csr.Status.Certificate = cert
-	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("error updating signature for csr: %w", err)
 	}
-	c.log.Info("signed", "csr", name, "signer", csr.Spec.SignerName, "subject", req.Subject.CommonName)
+	c.Log.Info("signed", "csr", name, "signer", csr.Spec.SignerName, "subject", req.Subject.CommonName)
 	return 0, nil
 }
 

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -52,12 +51,12 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 
 // Run works the queue with one worker until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown() // also when ctx ends before the caches fill
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	// The addresses already handed out, from the Services themselves (survives restarts).
+	workloop.RunWorkersFrom(ctx, 1, c.queue, c.log, c.loadUsed, c.sync, c.synced)
+}
+
+// loadUsed reads the addresses already handed out from the Services themselves (so they
+// survive restarts).
+func (c *Controller) loadUsed() {
 	c.used = map[netip.Addr]string{}
 	all, _ := c.services.List(labels.Everything())
 	for _, svc := range all {
@@ -67,7 +66,6 @@ func (c *Controller) Run(ctx context.Context) {
 			}
 		}
 	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
 }
 
 // release frees key's address and looks again at the Services still waiting for one.

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -80,11 +79,11 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, ranges R
 
 // Run works the queue with one worker until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown() // also when ctx ends before the caches fill
-	defer utilruntime.HandleCrash()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
+	workloop.RunWorkersFrom(ctx, 1, c.queue, c.log, c.loadUsed, c.sync, c.synced)
+}
+
+// loadUsed reads the subnets already handed out from the Nodes (so they survive restarts).
+func (c *Controller) loadUsed() {
 	c.used = map[netip.Prefix]string{}
 	nodes, _ := c.nodes.List(labels.Everything())
 	for _, n := range nodes {
@@ -92,7 +91,6 @@ func (c *Controller) Run(ctx context.Context) {
 			c.used[p.Masked()] = n.Name
 		}
 	}
-	workloop.Run(ctx, c.queue, c.log, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/internal/controller/pernamespace"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // Name is the ConfigMap's name, and DataKey its key, as in Kubernetes.
@@ -27,51 +26,34 @@ const (
 
 // Controller is the root-ca-cert-publisher.
 type Controller struct {
-	client     kubernetes.Interface
+	*pernamespace.Base
 	caPEM      string
-	namespaces corelisters.NamespaceLister
 	configMaps corelisters.ConfigMapLister
-	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
-	log        *slog.Logger
 }
 
 // New wires the controller: caPEM is the CA bundle pods trust the API server with.
 func New(client kubernetes.Interface, caPEM []byte, namespaces coreinformers.NamespaceInformer, configMaps coreinformers.ConfigMapInformer, log *slog.Logger) (*Controller, error) {
-	c := &Controller{client: client, caPEM: string(caPEM), namespaces: namespaces.Lister(), configMaps: configMaps.Lister(),
-		synced: []cache.InformerSynced{namespaces.Informer().HasSynced, configMaps.Informer().HasSynced}, log: log,
-		queue: workloop.NewQueue[string]("root_ca_cert_publisher")}
-	if _, err := namespaces.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.queue))); err != nil {
-		return nil, err
+	// A ConfigMap changed or deleted is put back.
+	handlers := func(on func(obj any)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) { on(obj) }, DeleteFunc: on}
 	}
-	onConfigMap := func(obj any) {
-		if cm, ok := workloop.Object[*corev1.ConfigMap](obj); ok && cm.Name == Name {
-			c.queue.Add(cm.Namespace)
-		}
-	}
-	_, err := configMaps.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { onConfigMap(obj) }, DeleteFunc: onConfigMap,
-	})
-	return c, err
+	b, err := pernamespace.New("root_ca_cert_publisher", client, namespaces, configMaps.Informer(), Name, handlers, log)
+	return &Controller{Base: b, caPEM: string(caPEM), configMaps: configMaps.Lister()}, err
 }
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
+	c.Work(ctx, c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error) {
-	namespace, err := c.namespaces.Get(ns)
-	if apierrors.IsNotFound(err) || (err == nil && namespace.Status.Phase != corev1.NamespaceActive) {
-		return 0, nil
-	}
-	if err != nil {
+	if active, err := c.Active(ns); !active {
 		return 0, err
 	}
 	cm, err := c.configMaps.ConfigMaps(ns).Get(Name)
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err = c.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		_, err = c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: ns, Annotations: map[string]string{"kubernetes.io/description": description}},
 			Data:       map[string]string{DataKey: c.caPEM},
 		}, metav1.CreateOptions{})
@@ -87,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	}
 	fixed := cm.DeepCopy()
 	fixed.Data, fixed.BinaryData = map[string]string{DataKey: c.caPEM}, nil
-	_, err = c.client.CoreV1().ConfigMaps(ns).Update(ctx, fixed, metav1.UpdateOptions{})
+	_, err = c.Client.CoreV1().ConfigMaps(ns).Update(ctx, fixed, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return 0, nil // the newer version is queued by its event
 	}
