@@ -23,7 +23,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 )
 
-func review(t *testing.T, apiVersion, desired string, objects ...string) []byte {
+func conversionReview(t *testing.T, apiVersion, desired string, objects ...string) []byte {
 	t.Helper()
 	raws := make([]string, len(objects))
 	for i, o := range objects {
@@ -62,7 +62,7 @@ func objectsOf(t *testing.T, raws []runtime.RawExtension) []map[string]any {
 // the request's version with its uid, and fails a review with upstream's messages.
 func TestCRDConversionWebhook(t *testing.T) {
 	var v1 apiextensionsv1.ConversionReview
-	if err := json.Unmarshal(post(t, review(t, "apiextensions.k8s.io/v1", "stable.example.com/v2",
+	if err := json.Unmarshal(post(t, conversionReview(t, "apiextensions.k8s.io/v1", "stable.example.com/v2",
 		`v1|"hostPort":"localhost:8080"`, `v1|"other":1`)), &v1); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCRDConversionWebhook(t *testing.T) {
 	}
 
 	var v1beta1 apiextensionsv1beta1.ConversionReview
-	if err := json.Unmarshal(post(t, review(t, "apiextensions.k8s.io/v1beta1", "stable.example.com/v1",
+	if err := json.Unmarshal(post(t, conversionReview(t, "apiextensions.k8s.io/v1beta1", "stable.example.com/v1",
 		`v2|"host":"example.com","port":"80"`, `v2|"port":"81"`)), &v1beta1); err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +94,9 @@ func TestCRDConversionWebhook(t *testing.T) {
 		body []byte
 		want string
 	}{
-		{review(t, "apiextensions.k8s.io/v1", "stable.example.com/v2", `v1|"hostPort":"a:b:c"`), "invalid hostPort value `a:b:c`"},
-		{review(t, "apiextensions.k8s.io/v1", "stable.example.com/v1", `v1|"hostPort":"a:1"`), "conversion from a version to itself should not call the webhook: stable.example.com/v1"},
-		{review(t, "apiextensions.k8s.io/v1", "stable.example.com/v3", `v1|"hostPort":"a:1"`), `unexpected conversion version "stable.example.com/v3"`},
+		{conversionReview(t, "apiextensions.k8s.io/v1", "stable.example.com/v2", `v1|"hostPort":"a:b:c"`), "invalid hostPort value `a:b:c`"},
+		{conversionReview(t, "apiextensions.k8s.io/v1", "stable.example.com/v1", `v1|"hostPort":"a:1"`), "conversion from a version to itself should not call the webhook: stable.example.com/v1"},
+		{conversionReview(t, "apiextensions.k8s.io/v1", "stable.example.com/v3", `v1|"hostPort":"a:1"`), `unexpected conversion version "stable.example.com/v3"`},
 	} {
 		var r apiextensionsv1.ConversionReview
 		if err := json.Unmarshal(post(t, c.body), &r); err != nil {
@@ -159,7 +159,7 @@ func TestCRDConversionWebhookCommand(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	resp, err := client.Post(base+"/crdconvert", "application/json", bytes.NewReader(review(t, "apiextensions.k8s.io/v1", "stable.example.com/v2", `v1|"hostPort":"h:1"`)))
+	resp, err := client.Post(base+"/crdconvert", "application/json", bytes.NewReader(conversionReview(t, "apiextensions.k8s.io/v1", "stable.example.com/v2", `v1|"hostPort":"h:1"`)))
 	if err != nil {
 		t.Fatal(err)
 	}
