@@ -2,7 +2,6 @@ package registry
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 )
 
 // The admissionregistration.k8s.io/v1 kinds: webhook configurations and
@@ -282,7 +282,14 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	if objSel != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(objSel, labelOpts, p.Child("objectSelector"))...)
 	}
-	return append(errs, validateMatchConditions(conditions, p.Child("matchConditions"))...)
+	errs = append(errs, validateMatchConditions(conditions, p.Child("matchConditions"))...)
+	// As kube-apiserver, a condition that does not compile is refused when it is written,
+	// not met at every request it would have matched.
+	webhookCEL := &policyCEL{stored: sets.New[string]()}
+	for i, c := range conditions {
+		errs = append(errs, webhookCEL.matchCondition(c, p.Child("matchConditions").Index(i).Child("expression"))...)
+	}
+	return errs
 }
 
 func joinQuoted[T ~string](vs []T) string {
@@ -317,54 +324,20 @@ func validateReviewVersions(versions []string, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateClientConfig: exactly one of url and service, each checked by k8s.io/apiserver's
+// webhook validation, as kube-apiserver does.
 func validateClientConfig(cc admissionregistrationv1.WebhookClientConfig, p *field.Path) field.ErrorList {
 	switch {
-	case cc.URL == nil && cc.Service == nil:
-		return field.ErrorList{field.Required(p, "exactly one of url or service is required")}
-	case cc.URL != nil && cc.Service != nil:
+	case (cc.URL == nil) == (cc.Service == nil):
 		return field.ErrorList{field.Required(p, "exactly one of url or service is required")}
 	case cc.URL != nil:
-		return validateWebhookURL(*cc.URL, p.Child("url"))
+		return webhookutil.ValidateWebhookURL(p.Child("url"), *cc.URL, true)
 	}
-	var errs field.ErrorList
-	s := cc.Service
-	if s.Name == "" {
-		errs = append(errs, field.Required(p.Child("service", "name"), "service name is required"))
+	port := int32(443) // the default, when validation runs before defaulting
+	if cc.Service.Port != nil {
+		port = *cc.Service.Port
 	}
-	if s.Namespace == "" {
-		errs = append(errs, field.Required(p.Child("service", "namespace"), "service namespace is required"))
-	}
-	if s.Port != nil {
-		for _, msg := range utilvalidation.IsValidPortNum(int(*s.Port)) {
-			errs = append(errs, field.Invalid(p.Child("service", "port"), *s.Port, "port is not valid: "+msg))
-		}
-	}
-	if s.Path != nil && !strings.HasPrefix(*s.Path, "/") {
-		errs = append(errs, field.Invalid(p.Child("service", "path"), *s.Path, "must start with a '/'"))
-	}
-	return errs
-}
-
-// validateWebhookURL: an absolute https URL without user info, query or fragment.
-func validateWebhookURL(raw string, p *field.Path) field.ErrorList {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return field.ErrorList{field.Invalid(p, raw, "url must be a valid URL: "+err.Error())}
-	}
-	var errs field.ErrorList
-	if u.Scheme != "https" {
-		errs = append(errs, field.Invalid(p, u.Scheme, "'https' is the only allowed URL scheme"))
-	}
-	if u.Host == "" {
-		errs = append(errs, field.Invalid(p, u.Host, "host must be specified"))
-	}
-	if u.User != nil {
-		errs = append(errs, field.Invalid(p, u.User.String(), "user information is not permitted in the URL"))
-	}
-	if u.Fragment != "" || u.RawQuery != "" {
-		errs = append(errs, field.Invalid(p, raw, "fragments and query parameters are not permitted in the URL"))
-	}
-	return errs
+	return webhookutil.ValidateWebhookService(p.Child("service"), cc.Service.Namespace, cc.Service.Name, cc.Service.Path, port)
 }
 
 func validateRuleWithOperations(r admissionregistrationv1.RuleWithOperations, p *field.Path) field.ErrorList {

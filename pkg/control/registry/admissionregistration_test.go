@@ -35,6 +35,13 @@ func TestWebhookConfigurationRules(t *testing.T) {
 	if errs := validatingWebhookConfigurationRules.Validate(c); len(errs) != 0 {
 		t.Errorf("a valid configuration refused: %v", errs)
 	}
+	// An empty service path is the root, as kube-apiserver takes it.
+	empty := ""
+	c.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc", Path: &empty}}
+	c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "not-a-lease", Expression: "object.kind != 'Lease'"}}
+	if errs := validatingWebhookConfigurationRules.Validate(c); len(errs) != 0 {
+		t.Errorf("a service with an empty path, a condition that compiles: refused: %v", errs)
+	}
 	for name, tc := range map[string]struct {
 		change func(w *admissionregistrationv1.ValidatingWebhook)
 		want   string
@@ -48,6 +55,13 @@ func TestWebhookConfigurationRules(t *testing.T) {
 		"operation": {func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.Rules[0].Operations = []admissionregistrationv1.OperationType{"PATCH"}
 		}, "webhooks[0].rules[0].operations[0]: Unsupported value"},
+		"condition that does not compile": {func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "bad", Expression: "object.x +"}}
+		}, "webhooks[0].matchConditions[0].expression: Invalid value"},
+		"service path segment": {func(w *admissionregistrationv1.ValidatingWebhook) {
+			path := "/a//b"
+			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "svc", Path: &path}}
+		}, "segment[1] may not be empty"},
 	} {
 		c := good()
 		tc.change(&c.Webhooks[0])
