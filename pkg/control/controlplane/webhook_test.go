@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -377,4 +378,48 @@ spec: {policyName: local-images, validationActions: [Deny, Warn]}
 	if out, err := c.kubectl(t, bad, "apply", "-f", "-"); err == nil || !strings.Contains(out, "spec.validationActions: Invalid value") {
 		t.Errorf("a binding with both Deny and Warn: err %v\n%s", err, out)
 	}
+}
+
+// TestAdmissionWebhookMutatesCustomResource: a mutating webhook's JSON patch lands on a
+// custom resource (an object client-go's scheme does not know), as on a pod; before, the
+// webhook's answer could not be decoded ("no kind ... is registered").
+func TestAdmissionWebhookMutatesCustomResource(t *testing.T) {
+	c := startCluster(t)
+	hook := startWebhookServer(t)
+	c.applyCRD(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.hooks.example.com}
+spec:
+  group: hooks.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+`, "widgets.hooks.example.com")
+	c.mustKubectl(t, fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: label-widgets}
+webhooks:
+- name: label.widgets.example.com
+  clientConfig: {url: "%s/mutate", caBundle: "%s"}
+  rules: [{operations: [CREATE], apiGroups: [hooks.example.com], apiVersions: [v1], resources: [widgets]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`, hook.url, hook.caBundle), "apply", "-f", "-")
+	widgets := customResources(c.adminConfig(t), "hooks.example.com", "v1", "widgets")
+	i := 0
+	waitFor(t, "a new widget to be labelled by the webhook", func() bool {
+		i++
+		w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "hooks.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": fmt.Sprintf("w%d", i), "labels": map[string]any{"app": "x"}}, "spec": map[string]any{"size": int64(1)}}}
+		got, err := widgets.Create(context.Background(), w, metav1.CreateOptions{})
+		if err != nil {
+			t.Logf("create widget: %v", err)
+			return false
+		}
+		return got.GetLabels()["mutated"] == "yes" && got.GetLabels()["app"] == "x"
+	})
 }

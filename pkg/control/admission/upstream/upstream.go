@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -144,7 +146,7 @@ func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
 	return r.GVK()
 }
 
-func (o *Objects) GetObjectCreater() runtime.ObjectCreater     { return scheme.Scheme }
+func (o *Objects) GetObjectCreater() runtime.ObjectCreater     { return creater{} }
 func (o *Objects) GetObjectTyper() runtime.ObjectTyper         { return scheme.Scheme }
 func (o *Objects) GetObjectDefaulter() runtime.ObjectDefaulter { return scheme.Scheme }
 func (o *Objects) GetObjectConvertor() runtime.ObjectConvertor { return convertor{scheme.Scheme} }
@@ -152,12 +154,37 @@ func (o *Objects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper
 	return o.mapper
 }
 
+// creater makes the objects of client-go's scheme, and a custom resource's (a kind the
+// scheme does not know) as Unstructured, as kube-apiserver's custom resource handler does.
+type creater struct{}
+
+func (creater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if scheme.Scheme.Recognizes(gvk) {
+		return scheme.Scheme.New(gvk)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
 // convertor copies an object into one of its own type (kube-apiserver converts to its
-// internal version there; our objects are the served versions already), else converts
-// through the scheme.
+// internal version there; our objects are the served versions already; a custom resource
+// is copied and the caller sets the apiVersion asked for, which is its conversion under the
+// None strategy, not under a conversion webhook), else converts through the scheme.
 type convertor struct{ *runtime.Scheme }
 
 func (c convertor) Convert(in, out, context any) error {
+	// A custom resource (our apiextensions.Object, or the Unstructured a webhook's patch is
+	// decoded into) goes through its JSON.
+	_, inU := in.(*unstructured.Unstructured)
+	_, outU := out.(*unstructured.Unstructured)
+	if inU || outU {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(data, out)
+	}
 	if reflect.TypeOf(in) == reflect.TypeOf(out) && reflect.TypeOf(in).Kind() == reflect.Pointer {
 		reflect.ValueOf(out).Elem().Set(reflect.ValueOf(in).Elem())
 		return nil
