@@ -77,6 +77,7 @@ var (
 	}
 
 	validatingAdmissionPolicyRules = Rules{
+		StatusMetadata: metav1.ResetObjectMetaForStatus,
 		Default: func(obj runtime.Object) {
 			s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
 			if s.FailurePolicy == nil {

@@ -72,7 +72,9 @@ func markAvailability(svc *apiregistration.APIService) {
 }
 
 var apiServiceRules = Rules{
-	Default: func(obj runtime.Object) { apiServiceScheme.Default(obj) },
+	// kube-aggregator's status strategy keeps labels, annotations, finalizers and owners.
+	StatusMetadata: metav1.ResetObjectMetaForStatus,
+	Default:        func(obj runtime.Object) { apiServiceScheme.Default(obj) },
 	PrepareCreate: func(obj runtime.Object) {
 		svc := internalAPIService(obj)
 		apiServiceStrategy.PrepareForCreate(context.Background(), svc)

@@ -81,7 +81,7 @@ var customResourceDefinitionRules = Rules{
 		return crdStrategy.WarningsOnCreate(context.Background(), internalCRD(obj))
 	},
 	SubresourceUpdates: map[string]SubresourceRules{
-		"status": {Metadata: true, Validate: func(obj, old runtime.Object) field.ErrorList {
+		"status": {Validate: func(obj, old runtime.Object) field.ErrorList {
 			crd, was := internalCRD(obj), internalCRD(old)
 			was.DeletionTimestamp, was.DeletionGracePeriodSeconds = crd.DeletionTimestamp, crd.DeletionGracePeriodSeconds
 			return crdstrategy.NewStatusStrategy(crdScheme).ValidateUpdate(context.Background(), crd, was)

@@ -10,7 +10,9 @@ import (
 )
 
 var deploymentRules = Rules{
-	Generation: true,
+	// kube's deployment status strategy keeps the labels.
+	StatusMetadata: func(meta, old metav1.Object) { meta.SetLabels(old.GetLabels()) },
+	Generation:     true,
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*appsv1.Deployment).Spec.Template, field.NewPath("spec"))
 	},

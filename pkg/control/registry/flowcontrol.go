@@ -47,7 +47,8 @@ var (
 )
 
 var flowSchemaRules = Rules{
-	Generation: true,
+	StatusMetadata: statusKeepsAllMetadata,
+	Generation:     true,
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*flowcontrolv1.FlowSchema).Status = flowcontrolv1.FlowSchemaStatus{}
 	},
@@ -308,7 +309,8 @@ func nonResourceURLProblem(u string) string {
 }
 
 var priorityLevelRules = Rules{
-	Generation: true,
+	StatusMetadata: statusKeepsAllMetadata,
+	Generation:     true,
 	PrepareCreate: func(obj runtime.Object) {
 		obj.(*flowcontrolv1.PriorityLevelConfiguration).Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
 	},

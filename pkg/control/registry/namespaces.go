@@ -43,7 +43,6 @@ var namespaceRules = Rules{
 	},
 	// kube's namespace status strategy keeps only the spec: labels and annotations change
 	// through status too.
-	SubresourceUpdates: map[string]SubresourceRules{"status": {Metadata: true}},
 	Finalizing:         func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
 	FinalizingConflict: "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
 	Table: &TableDef{

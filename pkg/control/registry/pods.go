@@ -19,6 +19,8 @@ import (
 )
 
 var podRules = Rules{
+	// kube's pod status strategy keeps the owners: old kubelets corrupted them.
+	StatusMetadata: func(meta, old metav1.Object) { meta.SetOwnerReferences(old.GetOwnerReferences()) },
 	Warnings: func(obj runtime.Object) []string {
 		return podSpecWarnings(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
 	},

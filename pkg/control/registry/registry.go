@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -123,16 +124,22 @@ type Rules struct {
 	// named subresource, where a kind's rules differ by subresource (a CSR's status and
 	// approval). An "approval" update takes status from the body, like "status".
 	SubresourceUpdates map[string]SubresourceRules
+	// StatusMetadata puts back what an update through status (or approval) may not change
+	// of the metadata. The rest comes from the body, as most of Kubernetes' status
+	// strategies reset only the spec; nil puts back nothing.
+	StatusMetadata func(meta, old metav1.Object)
+}
+
+// statusKeepsAllMetadata is the StatusMetadata of kinds whose status strategy keeps all
+// the stored metadata (flowcontrol's).
+func statusKeepsAllMetadata(meta, old metav1.Object) {
+	*meta.(*metav1.ObjectMeta) = *old.(*metav1.ObjectMeta).DeepCopy()
 }
 
 // SubresourceRules prepare and validate an update through one subresource.
 type SubresourceRules struct {
 	Prepare  func(obj, old runtime.Object)
 	Validate func(obj, old runtime.Object) field.ErrorList
-	// Metadata: the update takes the object's metadata (labels, finalizers...) from the
-	// body too, as CustomResourceDefinitions' status strategy lets it (their finalizer is
-	// removed through status).
-	Metadata bool
 }
 
 // ScaleDef maps a kind to the autoscaling/v1 Scale of its scale subresource.

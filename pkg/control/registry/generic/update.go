@@ -25,8 +25,11 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	case sub == "status" || sub == "approval":
 		req := obj
 		obj, err = withField(old, obj, "status")
-		if err == nil && res.Rules.SubresourceUpdates[sub].Metadata {
+		if err == nil {
 			*ObjectMeta(obj) = *ObjectMeta(req).DeepCopy() // system fields are reset below
+			if keep := res.Rules.StatusMetadata; keep != nil {
+				keep(ObjectMeta(obj), ObjectMeta(old))
+			}
 		}
 	case sub == "finalize":
 		obj, err = withField(old, obj, "spec")
