@@ -54,7 +54,13 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) (
 	}
 	agnhostLayer.File("/localhost.crt", 0o644, cert)
 	agnhostLayer.File("/localhost.key", 0o600, key)
-	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Env: []string{defaultPath}, WorkingDir: "/"}
+	// As upstream's image: a user and group the supplemental-groups tests expect of the
+	// image, and `pause` when a pod names no command (the HostPort test's host pod).
+	agnhostLayer.File("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"+
+		"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n"))
+	agnhostLayer.File("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\nuser-defined-in-image:x:1000:\n"+
+		"group-defined-in-image:x:50000:user-defined-in-image\n"))
+	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{defaultPath}, WorkingDir: "/"}
 
 	busyboxLayer := baseLayer()
 	busybox.addTo(busyboxLayer)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,4 +65,24 @@ func TestWriteTarballOnlyWhenChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	written()
+}
+
+// TestAgnhostDefaultsToPause: a pod of the agnhost image that names no command runs
+// `agnhost pause`, as upstream's image (ENTRYPOINT /agnhost, CMD pause); the HostPort
+// conformance test's host pod relies on it.
+func TestAgnhostDefaultsToPause(t *testing.T) {
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, []byte("agnhost"), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range imgs {
+		if img.Name != "registry.k8s.io/e2e-test-images/agnhost:2.63.0" {
+			continue
+		}
+		if got := append(img.Config.Entrypoint, img.Config.Cmd...); !slices.Equal(got, []string{"/agnhost", "pause"}) {
+			t.Errorf("agnhost runs %q with no command, want [/agnhost pause]", got)
+		}
+		return
+	}
+	t.Fatal("no agnhost:2.63.0 image")
 }
