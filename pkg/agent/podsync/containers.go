@@ -122,7 +122,13 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 	if err != nil {
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}
-	mounts, err := volumes.ContainerMounts(spec, st.volumes)
+	// The kubelet makes the mounts while it makes the container's config: their errors
+	// (a subPath that cannot be, a subPathExpr missing a value) are config errors.
+	mounted, err := withSubPaths(spec, env)
+	var mounts []runtime.Mount
+	if err == nil {
+		mounts, err = volumes.ContainerMounts(mounted, st.volumes)
+	}
 	if err == nil {
 		var events []dns.Event
 		mounts, events, err = s.cfg.DNS.PodMounts(s.podDir(pod), pod, podHostname(pod), st.podIP, mounts)
@@ -131,7 +137,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		}
 	}
 	if err != nil {
-		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
+		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}
 	count := st.restartCounts[spec.Name]
 	if restart {

@@ -186,6 +186,15 @@ func isTrue(b *bool) bool { return b != nil && *b }
 // env values, command and args: $$ is a literal $, and a reference to an unknown name
 // stays as written.
 func expand(s string, vars map[string]string) string {
+	return expandWith(s, func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	})
+}
+
+// expandWith is expand with the values from lookup; a name it does not know (false)
+// stays as written.
+func expandWith(s string, lookup func(name string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -205,8 +214,7 @@ func expand(s string, vars map[string]string) string {
 				b.WriteString(s[i:])
 				return b.String()
 			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vars[name]; ok {
+			if v, ok := lookup(s[i+2 : i+2+end]); ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString(s[i : i+3+end])
@@ -219,19 +227,55 @@ func expand(s string, vars map[string]string) string {
 	return b.String()
 }
 
+// withSubPaths is c with each volumeMount's subPathExpr expanded into its subPath by the
+// container's environment, as the kubelet does: a variable missing or empty is an error
+// (the pod waits in CreateContainerConfigError until, say, the annotation it reads is set).
+func withSubPaths(c *corev1.Container, env []string) (*corev1.Container, error) {
+	if !slices.ContainsFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.SubPathExpr != "" }) {
+		return c, nil
+	}
+	vars := envMap(env)
+	c = c.DeepCopy()
+	for i := range c.VolumeMounts {
+		vm := &c.VolumeMounts[i]
+		if vm.SubPathExpr == "" {
+			continue
+		}
+		var missing []string
+		vm.SubPath = expandWith(vm.SubPathExpr, func(name string) (string, bool) {
+			if vars[name] == "" && !slices.Contains(missing, name) {
+				missing = append(missing, name)
+			}
+			return vars[name], true
+		})
+		vm.SubPathExpr = ""
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			return nil, fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
+		}
+	}
+	return c, nil
+}
+
 // expandAll expands $(VAR) references in a container's command or args.
 func expandAll(list []string, env []string) []string {
 	if len(list) == 0 {
 		return list
 	}
-	vars := make(map[string]string, len(env))
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		vars[k] = v
-	}
+	vars := envMap(env)
 	out := make([]string, len(list))
 	for i, s := range list {
 		out[i] = expand(s, vars)
 	}
 	return out
+}
+
+// envMap is a container's environment (NAME=value) by name.
+func envMap(env []string) map[string]string {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return vars
 }

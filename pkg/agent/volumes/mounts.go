@@ -27,7 +27,7 @@ func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mou
 			return nil, fmt.Errorf("volumeMount %q of container %s: the pod has no such volume ready", vm.Name, c.Name)
 		}
 		if vm.SubPathExpr != "" {
-			return nil, fmt.Errorf("volumeMount %q of container %s: subPathExpr is not supported by minilet", vm.Name, c.Name)
+			return nil, fmt.Errorf("volumeMount %q of container %s: subPathExpr not expanded", vm.Name, c.Name)
 		}
 		source := v.Path
 		if vm.SubPath != "" {
