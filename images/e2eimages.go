@@ -63,7 +63,7 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) (
 	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{defaultPath}, WorkingDir: "/"}
 
 	busyboxLayer := baseLayer()
-	busybox.addTo(busyboxLayer)
+	busybox.allInBin().addTo(busyboxLayer)
 	busyboxConfig := ocispec.ImageConfig{Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/"}
 
 	nginxLayer := baseLayer()

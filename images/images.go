@@ -214,6 +214,17 @@ func (b busyboxFiles) addTo(l *ociimage.Layer) {
 	}
 }
 
+// allInBin is b with every applet in /bin, as the official busybox image lays them out
+// (the e2e suite runs /bin/sysctl in it).
+func (b busyboxFiles) allInBin() busyboxFiles {
+	out := b
+	out.applets = make([]string, len(b.applets))
+	for i, applet := range b.applets {
+		out.applets[i] = "bin/" + path.Base(applet)
+	}
+	return out
+}
+
 // goBuild compiles ./images/NAME statically into dir and returns the binary.
 func goBuild(ctx context.Context, log *slog.Logger, dir, name string) ([]byte, error) {
 	out := filepath.Join(dir, name)

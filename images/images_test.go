@@ -86,3 +86,15 @@ func TestAgnhostDefaultsToPause(t *testing.T) {
 	}
 	t.Fatal("no agnhost:2.63.0 image")
 }
+
+// TestBusyboxAppletsInBin: the e2e busybox image has every applet in /bin, as the
+// official busybox image (the Sysctls conformance test runs /bin/sysctl).
+func TestBusyboxAppletsInBin(t *testing.T) {
+	b := busyboxFiles{binary: []byte("busybox"), applets: []string{"bin/sh", "sbin/sysctl", "usr/bin/wget"}}
+	if got := b.allInBin().applets; !slices.Equal(got, []string{"bin/sh", "bin/sysctl", "bin/wget"}) {
+		t.Errorf("applets %q, want all in bin/", got)
+	}
+	if b.applets[1] != "sbin/sysctl" {
+		t.Error("allInBin changed the original")
+	}
+}
