@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -89,23 +90,19 @@ func (h conversionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch review := obj.(type) {
 	case *apiextensionsv1.ConversionReview:
-		if review.Request == nil {
-			http.Error(w, "a ConversionReview without a request", http.StatusBadRequest)
-			return
-		}
-		converted, status := convertAll(review.Request.Objects, review.Request.DesiredAPIVersion)
-		review.Response = &apiextensionsv1.ConversionResponse{UID: review.Request.UID, ConvertedObjects: converted, Result: status}
+		review.Response, err = convertReview(review.Request)
 		review.Request = &apiextensionsv1.ConversionRequest{}
 	case *apiextensionsv1beta1.ConversionReview:
-		if review.Request == nil {
-			http.Error(w, "a ConversionReview without a request", http.StatusBadRequest)
-			return
-		}
-		converted, status := convertAll(review.Request.Objects, review.Request.DesiredAPIVersion)
-		review.Response = &apiextensionsv1beta1.ConversionResponse{UID: review.Request.UID, ConvertedObjects: converted, Result: status}
+		// v1beta1's request and response have v1's fields, so they convert as Go types.
+		var response *apiextensionsv1.ConversionResponse
+		response, err = convertReview((*apiextensionsv1.ConversionRequest)(review.Request))
+		review.Response = (*apiextensionsv1beta1.ConversionResponse)(response)
 		review.Request = &apiextensionsv1beta1.ConversionRequest{}
 	default:
-		http.Error(w, fmt.Sprintf("unsupported kind %T", obj), http.StatusBadRequest)
+		err = fmt.Errorf("unsupported kind %T", obj)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	out, err := json.Marshal(obj)
@@ -118,6 +115,15 @@ func (h conversionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// convertReview answers a ConversionReview's request.
+func convertReview(request *apiextensionsv1.ConversionRequest) (*apiextensionsv1.ConversionResponse, error) {
+	if request == nil {
+		return nil, errors.New("a ConversionReview without a request")
+	}
+	converted, status := convertAll(request.Objects, request.DesiredAPIVersion)
+	return &apiextensionsv1.ConversionResponse{UID: request.UID, ConvertedObjects: converted, Result: status}, nil
 }
 
 // convertAll converts each object to apiVersion; the first that fails fails them all.

@@ -59,7 +59,8 @@ func objectsOf(t *testing.T, raws []runtime.RawExtension) []map[string]any {
 
 // TestCRDConversionWebhook: /crdconvert converts the suite's custom resource between v1
 // (`hostPort`) and v2 (`host`, `port`) in ConversionReviews v1 and v1beta1, answering in
-// the request's version with its uid, and fails a review with upstream's messages.
+// the request's version with its uid, fails a review with upstream's messages, and
+// refuses a body that is not a ConversionReview or has no request.
 func TestCRDConversionWebhook(t *testing.T) {
 	var v1 apiextensionsv1.ConversionReview
 	if err := json.Unmarshal(post(t, conversionReview(t, "apiextensions.k8s.io/v1", "stable.example.com/v2",
@@ -106,10 +107,16 @@ func TestCRDConversionWebhook(t *testing.T) {
 			t.Errorf("want failure %q, got %+v", c.want, r.Response)
 		}
 	}
-	rec := httptest.NewRecorder()
-	conversionHandler{}.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/crdconvert", strings.NewReader(`{"kind":"Pod","apiVersion":"v1"}`)))
-	if rec.Code != http.StatusBadRequest {
-		t.Errorf("not a ConversionReview: status %d", rec.Code)
+	for _, body := range []string{
+		`{"kind":"Pod","apiVersion":"v1"}`,
+		`{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1"}`,
+		`{"kind":"ConversionReview","apiVersion":"apiextensions.k8s.io/v1beta1"}`,
+	} {
+		rec := httptest.NewRecorder()
+		conversionHandler{}.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/crdconvert", strings.NewReader(body)))
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400 (not a ConversionReview, or one without a request)", body, rec.Code)
+		}
 	}
 }
 
