@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
 
 const volumePods = `apiVersion: v1
@@ -80,13 +83,32 @@ spec:
     volumeMounts: [{name: config, mountPath: /etc/app}]
   volumes:
   - {name: config, configMap: {name: does-not-exist}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: subpathexpr}
+spec:
+  containers:
+  - name: app
+    image: localhost/minik8s/busybox:v1
+    command: [sh, -c, "echo in-subpath > /subpath/file; sleep 3600"]
+    env:
+    - {name: POD_NAME, value: foo}
+    - name: ANNOTATION
+      valueFrom: {fieldRef: {fieldPath: "metadata.annotations['mysubpath']"}}
+    volumeMounts:
+    - {name: work, mountPath: /subpath, subPathExpr: "$(ANNOTATION)/$(POD_NAME)"}
+    - {name: work, mountPath: /work}
+  volumes:
+  - {name: work, emptyDir: {}}
 `
 
 // TestVolumes: an init container's file in an emptyDir is seen by the app, which shares
 // the emptyDir with a second container; env from a ConfigMap and a Secret; a ConfigMap,
 // a Secret (mode 0400) and the pod's labels as files; an update of the ConfigMap reaches
 // the running container; a claim bound to a hostPath PV is mounted; a missing ConfigMap
-// keeps a pod ContainerCreating with a FailedMount event.
+// keeps a pod ContainerCreating with a FailedMount event; a subPathExpr reading an
+// annotation not yet set keeps a pod in CreateContainerConfigError until it is set.
 func TestVolumes(t *testing.T) {
 	l := upLab(t, "e2e-vol", 1)
 	suffix := fmt.Sprint(time.Now().UnixNano())
@@ -137,5 +159,18 @@ func TestVolumes(t *testing.T) {
 	if out := mustKubectl(t, l, "get", "pod", "nocm", "--no-headers"); !strings.Contains(out, "ContainerCreating") {
 		t.Errorf("pod with a missing ConfigMap: %s, want ContainerCreating", out)
 	}
+
+	waitFor(t, "a Failed event for the subPathExpr missing its annotation", 60*time.Second, func() (bool, string) {
+		out := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=subpathexpr")
+		return strings.Contains(out, "Error: missing value for ANNOTATION"), out
+	})
+	if out := mustKubectl(t, l, "get", "pod", "subpathexpr", "--no-headers"); !strings.Contains(out, "CreateContainerConfigError") {
+		t.Errorf("pod with a subPathExpr missing a value: %s, want CreateContainerConfigError", out)
+	}
+	mustKubectl(t, l, "annotate", "pod", "subpathexpr", "mysubpath=mypath")
+	waitFor(t, "the subPathExpr pod writing into mypath/foo", 60*time.Second, func() (bool, string) {
+		out, _ := cluster.Kubectl(context.Background(), l, "exec", "subpathexpr", "--", "cat", "/work/mypath/foo/file")
+		return strings.TrimSpace(out) == "in-subpath", out
+	})
 	mustKubectl(t, l, "delete", "pod", "vols", "--wait=true")
 }
