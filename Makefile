@@ -12,7 +12,7 @@ COMMANDS := miniapi minilet miniproxy minilab
 # of minilet's RSS (docs/performance.md, "minilet: memory at 0 pods").
 TAGS := grpcnotrace
 
-.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-policy clean install uninstall conformance
+.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-cr bench-policy clean install uninstall conformance
 
 all: build
 
@@ -107,6 +107,12 @@ bench: deps etcd
 bench-ha: deps etcd
 	$(GO) build -tags $(TAGS) -o $(BIN)/ ./cmd/miniapi
 	MINIK8S_BIN=$(BIN) $(GO) run ./bench/habench -miniapi $(BIN)/miniapi -kube-apiserver "$$(bash hack/kube-build.sh kube-apiserver)"
+
+# The custom resource figures of docs/performance.md: creates of a CR with a 20-field schema
+# and a CEL rule on miniapi (bolt, etcd) and on kube-apiserver (etcd), as bench-ha builds it.
+bench-cr: deps etcd
+	$(GO) build -tags $(TAGS) -o $(BIN)/ ./cmd/miniapi
+	MINIK8S_BIN=$(BIN) $(GO) run ./bench/crbench -miniapi $(BIN)/miniapi -kube-apiserver "$$(bash hack/kube-build.sh kube-apiserver)"
 
 # The NetworkPolicy figures of docs/performance.md: our enforcement (bin/policyd, minilet's
 # controller alone) beside kube-router's (built once into ~/.cache/minik8s by

@@ -17,19 +17,16 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/apiproc"
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/proc"
-	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
-	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/lab/apilb"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -38,7 +35,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 type config struct {
@@ -101,21 +97,23 @@ func run(cfg config) error {
 		return err
 	}
 	kinds := []struct {
-		name  string
-		start func(dir string, i int, port string) []string
-	}{{"miniapi", miniapiArgs(cfg, etcd, saKey)}}
+		name string
+		args func(i int) apiproc.Args
+	}{{"miniapi", func(i int) apiproc.Args {
+		return apiproc.MiniapiArgs(cfg.miniapi, etcd, saKey, "--leader-elect", "--hostname-override", fmt.Sprintf("habench-%d", i))
+	}}}
 	if cfg.kubeAPI != "" {
 		kinds = append(kinds, struct {
-			name  string
-			start func(dir string, i int, port string) []string
-		}{"kube-apiserver", kubeAPIArgs(cfg, etcd, ca, saKey)})
+			name string
+			args func(i int) apiproc.Args
+		}{"kube-apiserver", func(int) apiproc.Args { return apiproc.KubeAPIServerArgs(cfg.kubeAPI, etcd, "/habench-kube", saKey) }})
 	} else {
 		fmt.Println("# kube-apiserver: not measured (no -kube-apiserver)")
 	}
 	var all []figures
 	for _, k := range kinds {
 		fmt.Printf("\n## %s x3\n", k.name)
-		f, err := measure(cfg, ca, filepath.Join(work, "pki"), filepath.Join(work, k.name), k.name, k.start)
+		f, err := measure(cfg, ca, filepath.Join(work, "pki"), filepath.Join(work, k.name), k.name, k.args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", k.name, err)
 		}
@@ -126,41 +124,17 @@ func run(cfg config) error {
 	return nil
 }
 
-func miniapiArgs(cfg config, etcd *etcdtest.Cluster, saKey string) func(dir string, i int, port string) []string {
-	return func(dir string, i int, port string) []string {
-		return []string{cfg.miniapi, "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", port,
-			"--store", "etcd://" + strings.Join(etcd.HostPorts, ","),
-			"--etcd-cafile", etcd.TLS.CAFile, "--etcd-certfile", etcd.TLS.CertFile, "--etcd-keyfile", etcd.TLS.KeyFile,
-			"--leader-elect", "--hostname-override", fmt.Sprintf("habench-%d", i), "--service-account-signing-key-file", saKey}
-	}
-}
-
-// kubeAPIArgs run kube-apiserver as kubeadm would, on loopback: client certificates of
-// the CA, Node,RBAC authorization (the default admission plugins), the same service
-// account key as miniapi, its own etcd prefix.
-func kubeAPIArgs(cfg config, etcd *etcdtest.Cluster, ca *pki.CA, saKey string) func(dir string, i int, port string) []string {
-	return func(dir string, i int, port string) []string {
-		return []string{cfg.kubeAPI, "--etcd-servers", strings.Join(etcd.Endpoints, ","), "--etcd-prefix", "/habench-kube",
-			"--etcd-cafile", etcd.TLS.CAFile, "--etcd-certfile", etcd.TLS.CertFile, "--etcd-keyfile", etcd.TLS.KeyFile,
-			"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", port,
-			"--tls-cert-file", filepath.Join(dir, "serving.crt"), "--tls-private-key-file", filepath.Join(dir, "serving.key"),
-			"--cert-dir", dir, "--client-ca-file", filepath.Join(dir, pki.CACertFile), "--authorization-mode", "Node,RBAC",
-			"--service-account-issuer", controlplane.DefaultIssuer, "--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
-			"--service-cluster-ip-range", clusterdefaults.ServiceCIDR}
-	}
-}
-
 // measure starts three servers of a kind, runs every phase on them and stops them.
-func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir string, i int, port string) []string) (figures, error) {
+func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(i int) apiproc.Args) (figures, error) {
 	f := figures{name: name}
-	var servers []*server
+	var servers []*apiproc.Server
 	defer func() {
 		for _, s := range servers {
-			s.stop()
+			s.Stop()
 		}
 	}()
 	for i := range 3 {
-		s, err := startServer(ca, caDir, filepath.Join(dir, fmt.Sprint(i)), fmt.Sprintf("%s-%d", name, i), func(d, port string) []string { return args(d, i, port) })
+		s, err := apiproc.Start(ca, caDir, filepath.Join(dir, fmt.Sprint(i)), fmt.Sprintf("%s-%d", name, i), args(i))
 		if err != nil {
 			return f, err
 		}
@@ -168,7 +142,7 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir stri
 	}
 	start := time.Now()
 	for _, s := range servers {
-		if err := s.waitReady(90 * time.Second); err != nil {
+		if err := s.WaitReady(90 * time.Second); err != nil {
 			return f, err
 		}
 	}
@@ -197,7 +171,7 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir stri
 	fmt.Printf("watch     %d creates/s on server 1, watcher on server 0: from the create's answer p50 %s, p99 %s (%d of %d events came before the answer, %d missed); from its sending p50 %s, p99 %s\n",
 		cfg.watchRate, f.watch.p(50), f.watch.p(99), f.beforeAck, len(f.watch.ds), f.missed, f.watchSent.p(50), f.watchSent.p(99))
 	for _, s := range servers {
-		rss, err := proc.PeakRSSMiB(s.cmd.Process.Pid)
+		rss, err := proc.PeakRSSMiB(s.PID())
 		if err != nil {
 			return f, err
 		}
@@ -209,17 +183,17 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(dir stri
 			return f, err
 		}
 		fmt.Printf("failover  %s killed with SIGKILL under load: longest write gap from the kill on %s, before it %s (%d creates, %d failed)\n",
-			servers[2].name, f.gap.Round(time.Millisecond), f.gapBefore.Round(time.Millisecond), f.failoverN, f.failoverErrors)
+			servers[2].Name, f.gap.Round(time.Millisecond), f.gapBefore.Round(time.Millisecond), f.failoverN, f.failoverErrors)
 	}
 	return f, nil
 }
 
 // serversCPU is the CPU time the servers used so far: per create, a figure that depends
 // less on how busy the machine is than creates/s.
-func serversCPU(servers []*server) (time.Duration, error) {
+func serversCPU(servers []*apiproc.Server) (time.Duration, error) {
 	var sum time.Duration
 	for _, s := range servers {
-		t, err := proc.CPUTime(s.cmd.Process.Pid)
+		t, err := proc.CPUTime(s.PID())
 		if err != nil {
 			return 0, err
 		}
@@ -228,123 +202,10 @@ func serversCPU(servers []*server) (time.Duration, error) {
 	return sum, nil
 }
 
-// server is one API server process.
-type server struct {
-	name, url, kubeconfig, logPath string
-	cmd                            *exec.Cmd
-	done                           chan struct{}
-}
-
-// startServer copies the CA from caDir to dir's pki directory, where miniapi finds it
-// (the three servers trust each other's tokens and certificates), writes a serving
-// certificate (kube-apiserver's; miniapi issues its own) and starts the process args give on a free loopback port.
-func startServer(ca *pki.CA, caDir, dir, name string, args func(dir, port string) []string) (*server, error) {
-	pkiDir := controlplane.PKIDir(dir)
-	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
-		return nil, err
-	}
-	for _, file := range []string{pki.CACertFile, pki.CAKeyFile} {
-		data, err := os.ReadFile(filepath.Join(caDir, file))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(pkiDir, file), data, 0o600)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if _, _, _, err := ca.WriteServing(dir, "serving", []string{"127.0.0.1", "localhost"}); err != nil {
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &server{name: name, url: "https://127.0.0.1:" + port, kubeconfig: filepath.Join(dir, "bench.kubeconfig"),
-		logPath: filepath.Join(dir, "server.log"), done: make(chan struct{})}
-	if err := ca.WriteKubeconfig(s.kubeconfig, s.url, "habench-admin", []string{"system:masters"}); err != nil {
-		return nil, err
-	}
-	log, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, err
-	}
-	argv := args(dir, port)
-	s.cmd = exec.Command(argv[0], argv[1:]...)
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // none outlives the benchmark
-	if err := s.cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	go func() { _ = s.cmd.Wait(); log.Close(); close(s.done) }()
-	return s, nil
-}
-
-func (s *server) waitReady(timeout time.Duration) error {
-	c, err := s.clients(1)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		body, err := c[0].RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
-		if err == nil && strings.TrimSpace(string(body)) == "ok" {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("%s exited; log:\n%s", s.name, tail(s.logPath))
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s: %v; log:\n%s", s.name, timeout, err, tail(s.logPath))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func (s *server) kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-// stop ends the server as its service manager would, SIGKILL if it takes over 10s.
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.kill()
-	}
-}
-
-// clients are n admin clients of s, each on its own connection (a Dial of its own keeps
-// client-go from sharing one transport), without client-side rate limits.
-func (s *server) clients(n int) ([]*kubernetes.Clientset, error) { return clientsOf(s.kubeconfig, n) }
-
-func clientsOf(kubeconfig string, n int) ([]*kubernetes.Clientset, error) {
-	var out []*kubernetes.Clientset
-	for range n {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		cfg.QPS = -1
-		cfg.Timeout = 30 * time.Second
-		cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
 // namespace creates ns and its default ServiceAccount (kube-apiserver alone runs no
 // controller that would) and waits until every server admits a pod in it.
-func namespace(servers []*server, ns string) error {
-	c, err := servers[0].clients(1)
+func namespace(servers []*apiproc.Server, ns string) error {
+	c, err := servers[0].Clients(1)
 	if err != nil {
 		return err
 	}
@@ -356,7 +217,7 @@ func namespace(servers []*server, ns string) error {
 		return err
 	}
 	for i, s := range servers {
-		sc, err := s.clients(1)
+		sc, err := s.Clients(1)
 		if err != nil {
 			return err
 		}
@@ -368,7 +229,7 @@ func namespace(servers []*server, ns string) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("%s admits no pod in %s: %w", s.name, ns, err)
+				return fmt.Errorf("%s admits no pod in %s: %w", s.Name, ns, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -377,10 +238,10 @@ func namespace(servers []*server, ns string) error {
 }
 
 // createPhase runs cfg.clients closed-loop creators, client i on server i%3.
-func createPhase(cfg config, servers []*server, ns string) (latencies, error) {
+func createPhase(cfg config, servers []*apiproc.Server, ns string) (latencies, error) {
 	var clients []*kubernetes.Clientset
 	for i := range cfg.clients {
-		c, err := servers[i%len(servers)].clients(1)
+		c, err := servers[i%len(servers)].Clients(1)
 		if err != nil {
 			return latencies{}, err
 		}
@@ -420,12 +281,12 @@ func createPhase(cfg config, servers []*server, ns string) (latencies, error) {
 // watchPhase watches pods on server 0 while one client of server 1 creates watchRate
 // pods a second; a pod's delivery is from the create's answer to its ADDED event
 // (negative when the event came first, which beforeAck counts), and from its sending.
-func watchPhase(cfg config, servers []*server, ns string) (lat, fromSent latencies, beforeAck, missed int, err error) {
-	watcher, err := servers[0].clients(1)
+func watchPhase(cfg config, servers []*apiproc.Server, ns string) (lat, fromSent latencies, beforeAck, missed int, err error) {
+	watcher, err := servers[0].Clients(1)
 	if err != nil {
 		return lat, fromSent, 0, 0, err
 	}
-	creator, err := servers[1].clients(1)
+	creator, err := servers[1].Clients(1)
 	if err != nil {
 		return lat, fromSent, 0, 0, err
 	}
@@ -506,7 +367,7 @@ func watchPhase(cfg config, servers []*server, ns string) (lat, fromSent latenci
 // minilab's apilb, checking /readyz), kills server 2 with SIGKILL after a third of the
 // phase and returns the longest time any writer went without a successful create, in
 // the gaps that end after the kill and in those that end before it.
-func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, gapBefore time.Duration, creates, failed int, err error) {
+func failoverPhase(cfg config, ca *pki.CA, servers []*apiproc.Server, ns string) (gap, gapBefore time.Duration, creates, failed int, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -515,17 +376,17 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, g
 	}
 	lb := &apilb.Balancer{Check: apilb.ReadyzCheck(ca.CertPool())}
 	for _, s := range servers {
-		lb.Backends = append(lb.Backends, strings.TrimPrefix(s.url, "https://"))
+		lb.Backends = append(lb.Backends, strings.TrimPrefix(s.URL, "https://"))
 	}
 	lbDone := make(chan error, 1)
 	go func() { lbDone <- lb.Serve(ctx, ln) }()
 	defer func() { cancel(); <-lbDone }()
-	kubeconfig := filepath.Join(filepath.Dir(servers[0].kubeconfig), "lb.kubeconfig")
+	kubeconfig := filepath.Join(filepath.Dir(servers[0].Kubeconfig), "lb.kubeconfig")
 	if err := ca.WriteKubeconfig(kubeconfig, "https://"+ln.Addr().String(), "habench-admin", []string{"system:masters"}); err != nil {
 		return 0, 0, 0, 0, err
 	}
 	const writers = 6 // two connections on each server
-	clients, err := clientsOf(kubeconfig, writers)
+	clients, err := apiproc.ClientsOf(kubeconfig, writers)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
@@ -563,7 +424,7 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*server, ns string) (gap, g
 		})
 	}
 	time.Sleep(time.Until(killAt))
-	servers[2].kill()
+	servers[2].Kill()
 	wg.Wait()
 	if creates == 0 {
 		return 0, 0, 0, failed, errors.New("no create passed the balancer")
@@ -615,19 +476,4 @@ func joinMiB(rss []float64) string {
 		parts = append(parts, fmt.Sprintf("%.0f", r))
 	}
 	return strings.Join(parts, " / ")
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port), nil
-}
-
-// tail is the end of a server's log, for an error.
-func tail(path string) string {
-	data, _ := os.ReadFile(path)
-	return string(data[max(0, len(data)-4096):])
 }

@@ -23,28 +23,48 @@ type Object struct {
 
 var _ runtime.Object = &Object{}
 
-// Content is the object as unstructured JSON values (what the schema packages work on).
+// Content is the object as unstructured JSON values (what the schema packages work on):
+// a copy of spec, status and the other fields, the metadata as the unstructured converter
+// makes it (as its JSON would decode). No JSON round trip: every create runs this several
+// times (defaulting, strategy, validation, field manager), see docs/performance.md.
 func (o *Object) Content() (map[string]any, error) {
-	data, err := json.Marshal(o)
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, err
-	}
+	out := runtime.DeepCopyJSON(o.withoutMetadata())
 	toInt64(out)
+	out["metadata"] = meta
 	return out, nil
 }
 
-// SetContent replaces the object with unstructured JSON values.
-func (o *Object) SetContent(content map[string]any) error {
-	data, err := json.Marshal(content)
+// ToUnstructured is Content for runtime.DefaultUnstructuredConverter (what the field
+// manager's type converter calls), which would otherwise encode the object to JSON and
+// decode it.
+func (o *Object) ToUnstructured() any {
+	c, err := o.Content()
 	if err != nil {
-		return err
+		panic(fmt.Sprintf("a custom resource does not convert: %v", err)) // its metadata is a typed ObjectMeta
 	}
-	*o = Object{}
-	return json.Unmarshal(data, o)
+	return c
+}
+
+// SetContent replaces the object with unstructured JSON values, which it takes (not
+// copies): the caller gives them up.
+func (o *Object) SetContent(content map[string]any) error {
+	var meta metav1.ObjectMeta
+	switch m := content["metadata"].(type) {
+	case nil:
+	case map[string]any:
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &meta); err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+	default:
+		return fmt.Errorf("metadata: want an object, got %T", m)
+	}
+	*o = Object{ObjectMeta: meta}
+	o.setWithoutMetadata(toInt64(content).(map[string]any))
+	return nil
 }
 
 // withoutMetadata is the object's content but for its metadata: apiVersion, kind, spec,

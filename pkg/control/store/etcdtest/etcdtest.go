@@ -294,6 +294,17 @@ func (m *Member) Stop() {
 	exited <- err
 }
 
+// PID is the member's process id (0 before it started), for benchmarks that read its
+// CPU time and RSS.
+func (m *Member) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
 // LogTail returns the last n bytes of the member's log.
 func (m *Member) LogTail(n int) string {
 	logs, err := os.ReadFile(m.logPath)
