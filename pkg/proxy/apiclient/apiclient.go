@@ -43,21 +43,25 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	core, err := restClient(cfg, httpClient, "/api", corev1.SchemeGroupVersion)
+	core, err := RESTClient(cfg, httpClient, corev1.SchemeGroupVersion, scheme)
 	if err != nil {
 		return nil, err
 	}
-	discovery, err := restClient(cfg, httpClient, "/apis", discoveryv1.SchemeGroupVersion)
+	discovery, err := RESTClient(cfg, httpClient, discoveryv1.SchemeGroupVersion, scheme)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{Core: core, Discovery: discovery}, nil
 }
 
-// restClient is what a generated typed client's setConfigDefaults does, with our scheme.
-func restClient(cfg *rest.Config, httpClient *http.Client, apiPath string, gv schema.GroupVersion) (*rest.RESTClient, error) {
+// RESTClient is a client of group version gv decoding the kinds of scheme, over httpClient:
+// what a generated typed client's setConfigDefaults does, with a scheme of the caller's.
+func RESTClient(cfg *rest.Config, httpClient *http.Client, gv schema.GroupVersion, scheme *runtime.Scheme) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
-	c.APIPath = apiPath
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api" // the legacy core group
+	}
 	c.GroupVersion = &gv
 	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	if c.UserAgent == "" {
