@@ -55,9 +55,16 @@ func New(cfg *rest.Config) (*Client, error) {
 }
 
 // RESTClient is a client of group version gv decoding the kinds of scheme, over httpClient:
-// what a generated typed client's setConfigDefaults does, with a scheme of the caller's.
+// what a generated typed client's setConfigDefaults does, with a scheme of the caller's. It
+// asks for protobuf, JSON if the server has none, as the clientset does for built-in kinds
+// (a list of 10 000 Services decodes with less CPU and garbage than from JSON), unless cfg
+// names a content type: custom resources have no protobuf.
 func RESTClient(cfg *rest.Config, httpClient *http.Client, gv schema.GroupVersion, scheme *runtime.Scheme) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
+	if c.ContentType == "" {
+		c.ContentType = runtime.ContentTypeProtobuf
+		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
 	c.APIPath = "/apis"
 	if gv.Group == "" {
 		c.APIPath = "/api" // the legacy core group

@@ -34,12 +34,15 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	jsonOnly := rest.CopyConfig(cfg) // the admin policies are custom resources: no protobuf
+	jsonOnly.ContentType = runtime.ContentTypeJSON
 	c := &Client{}
 	for _, g := range []struct {
 		client *rest.Interface
+		cfg    *rest.Config
 		gv     schema.GroupVersion
-	}{{&c.core, corev1.SchemeGroupVersion}, {&c.networking, networkingv1.SchemeGroupVersion}, {&c.admin, anpv1alpha1.SchemeGroupVersion}} {
-		rc, err := apiclient.RESTClient(cfg, httpClient, g.gv, scheme)
+	}{{&c.core, cfg, corev1.SchemeGroupVersion}, {&c.networking, cfg, networkingv1.SchemeGroupVersion}, {&c.admin, jsonOnly, anpv1alpha1.SchemeGroupVersion}} {
+		rc, err := apiclient.RESTClient(g.cfg, httpClient, g.gv, scheme)
 		if err != nil {
 			return nil, err
 		}
