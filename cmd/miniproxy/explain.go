@@ -6,9 +6,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/proxy/explain"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 func explainCommand() *cobra.Command {
@@ -42,17 +40,13 @@ func explainCommand() *cobra.Command {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
 			cfg.UserAgent = "miniproxy-explain"
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			admin, err := anpclient.NewForConfig(cfg)
+			client, err := explain.NewClient(cfg)
 			if err != nil {
 				return err
 			}
 			ctx, stop := daemon.SignalContext()
 			defer stop()
-			return explain.Run(ctx, client, admin, o, cmd.OutOrStdout())
+			return explain.Run(ctx, client, o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

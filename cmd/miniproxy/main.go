@@ -7,11 +7,11 @@ import (
 	"os"
 
 	"github.com/minik8s/minik8s/pkg/daemon"
+	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
 	"github.com/minik8s/minik8s/pkg/proxy/server"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -57,7 +57,7 @@ func newCommand() *cobra.Command {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
 			cfg.UserAgent = "miniproxy"
-			client, err := kubernetes.NewForConfig(cfg)
+			client, err := apiclient.New(cfg)
 			if err != nil {
 				return err
 			}

@@ -1,5 +1,6 @@
-// Command informerfloor is proxybench's floor for miniproxy's memory: client-go's clientset
-// and the two informers miniproxy runs (Services and EndpointSlices, trimmed by proxy.Trim),
+// Command informerfloor is proxybench's floor for miniproxy's memory: miniproxy's API
+// client (pkg/proxy/apiclient, client-go's REST client and informers over a scheme of core/v1
+// and discovery.k8s.io/v1) and the two informers miniproxy runs (Services and EndpointSlices, trimmed by proxy.Trim),
 // nothing else. It prints "synced" once both have listed, collects and gives the heap back
 // as miniproxy does after a full sync, then waits to be stopped.
 package main
@@ -12,8 +13,7 @@ import (
 	"runtime/debug"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -34,15 +34,15 @@ func run(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := apiclient.New(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(proxy.Trim))
-	services := factory.Core().V1().Services().Informer()
-	slices := factory.Discovery().V1().EndpointSlices().Informer()
+	factory := apiclient.NewInformers(client, nil, proxy.Trim)
+	services := factory.Services()
+	slices := factory.EndpointSlices()
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), services.HasSynced, slices.HasSynced) {
 		return ctx.Err()

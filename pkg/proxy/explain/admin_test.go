@@ -75,9 +75,20 @@ func TestAdminTiersFromTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c, err := readCluster(ctx, api.Client, admin)
+	client, err := NewClient(api.Config)
 	if err != nil {
 		t.Fatal(err)
+	}
+	c, err := readCluster(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client reads one object too: --to names a pod, and a missing one is neither.
+	if kind, err := targetKind(ctx, client, "x/a"); kind != "pod" || err != nil {
+		t.Fatalf("targetKind(x/a) = %q, %v; want pod", kind, err)
+	}
+	if _, err := targetKind(ctx, client, "x/missing"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("targetKind(x/missing): %v, want both not found", err)
 	}
 	// node-1's rules as the controller writes them from the same objects, each counted.
 	state := c.state

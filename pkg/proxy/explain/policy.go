@@ -12,9 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 // Report is explain --from POD --to POD|SERVICE: the Service translation when the
@@ -57,16 +54,16 @@ type cluster struct {
 	byIP  map[string]*corev1.Pod // pods (not hostNetwork) by their IP
 }
 
-func readCluster(ctx context.Context, client kubernetes.Interface, admin anpclient.Interface) (*cluster, error) {
-	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+func readCluster(ctx context.Context, client *Client) (*cluster, error) {
+	pods, err := client.pods(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	nss, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	nss, err := client.namespaces(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
-	nps, err := client.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{})
+	nps, err := client.networkPolicies(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing networkpolicies: %w", err)
 	}
@@ -84,12 +81,9 @@ func readCluster(ctx context.Context, client kubernetes.Interface, admin anpclie
 	for i := range nps.Items {
 		c.state.Policies = append(c.state.Policies, &nps.Items[i])
 	}
-	if admin == nil {
-		return c, nil
-	}
 	// An API that does not serve the admin policies (their CRDs not installed) has none.
 	// The BANP is listed, not read by name: a node may list and watch it, as minilet does.
-	anps, err := admin.PolicyV1alpha1().AdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+	anps, err := client.adminNetworkPolicies(ctx)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing adminnetworkpolicies: %w", err)
 	}
@@ -98,7 +92,7 @@ func readCluster(ctx context.Context, client kubernetes.Interface, admin anpclie
 			c.state.AdminPolicies = append(c.state.AdminPolicies, &anps.Items[i])
 		}
 	}
-	banps, err := admin.PolicyV1alpha1().BaselineAdminNetworkPolicies().List(ctx, metav1.ListOptions{})
+	banps, err := client.baselineAdminNetworkPolicies(ctx)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("listing baselineadminnetworkpolicies: %w", err)
 	}
@@ -127,8 +121,8 @@ func (c *cluster) pod(ref string) (*corev1.Pod, error) {
 
 // runConnections explains o's connections: o.From a pod or an address, o.To (or o.Service)
 // a pod or a Service.
-func runConnections(ctx context.Context, client kubernetes.Interface, admin anpclient.Interface, o Options, out io.Writer) error {
-	c, err := readCluster(ctx, client, admin)
+func runConnections(ctx context.Context, client *Client, o Options, out io.Writer) error {
+	c, err := readCluster(ctx, client)
 	if err != nil {
 		return err
 	}
@@ -206,10 +200,10 @@ func runConnections(ctx context.Context, client kubernetes.Interface, admin anpc
 
 // targetKind tells whether ref (namespace/name) is a pod or a Service, refusing to guess
 // when it is both.
-func targetKind(ctx context.Context, client kubernetes.Interface, ref string) (string, error) {
+func targetKind(ctx context.Context, client *Client, ref string) (string, error) {
 	ns, name, _ := strings.Cut(ref, "/")
-	_, podErr := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	_, svcErr := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	_, podErr := client.pod(ctx, ns, name)
+	_, svcErr := client.service(ctx, ns, name)
 	switch {
 	case podErr == nil && svcErr == nil:
 		return "", fmt.Errorf("--to %s: both a pod and a Service have that name: write --to pod/%s or --to service/%s", ref, ref, ref)

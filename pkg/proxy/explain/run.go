@@ -10,9 +10,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
 // Options are miniproxy explain's flags.
@@ -79,13 +76,13 @@ func isRef(s string) bool {
 
 // Run explains the Service's paths from the rules this network namespace holds now; with
 // a pod on either end (--from POD, --to), the policy verdict of each connection too, across
-// the admin policies admin reads (nil: NetworkPolicies only) and the NetworkPolicies.
-func Run(ctx context.Context, client kubernetes.Interface, admin anpclient.Interface, o Options, out io.Writer) error {
+// the admin policies and the NetworkPolicies.
+func Run(ctx context.Context, client *Client, o Options, out io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if o.To != "" || isRef(o.From) {
-		return runConnections(ctx, client, admin, o, out)
+		return runConnections(ctx, client, o, out)
 	}
 	tables, err := readTables(ctx)
 	if err != nil {
@@ -109,9 +106,9 @@ func Run(ctx context.Context, client kubernetes.Interface, admin anpclient.Inter
 
 // servicePaths walks tables for the Service ref (namespace/name): each destination of its
 // ports, or of port and protocol when given, from source from ("" any).
-func servicePaths(ctx context.Context, client kubernetes.Interface, tables Tables, ref string, port int32, protocol, from string) ([]Path, error) {
+func servicePaths(ctx context.Context, client *Client, tables Tables, ref string, port int32, protocol, from string) ([]Path, error) {
 	ns, name, _ := strings.Cut(ref, "/")
-	svc, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	svc, err := client.service(ctx, ns, name)
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", ref, err)
 	}

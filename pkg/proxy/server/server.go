@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
+	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,8 +29,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -115,7 +116,7 @@ func (o *Options) memoryLimit() (int64, error) {
 }
 
 // Run proxies until ctx ends.
-func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.Logger) error {
+func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Logger) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -132,15 +133,13 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }),
-		informers.WithTransform(proxy.Trim))
-	services := factory.Core().V1().Services()
-	slices := factory.Discovery().V1().EndpointSlices()
+	factory := apiclient.NewInformers(client, func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }, proxy.Trim)
+	services := factory.Services()
+	slices := factory.EndpointSlices()
 	if err := cleanupOtherMode(ctx, o.ProxyMode, log); err != nil {
 		return err
 	}
-	proxier, err := newProxier(o, services.Lister(), slices.Lister(), log)
+	proxier, err := newProxier(o, corelisters.NewServiceLister(services.GetIndexer()), discoverylisters.NewEndpointSliceLister(slices.GetIndexer()), log)
 	if err != nil {
 		return err
 	}
@@ -207,7 +206,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 	for _, inf := range []struct {
 		informer cache.SharedIndexInformer
 		counter  prometheus.Counter
-	}{{services.Informer(), m.serviceChanges}, {slices.Informer(), m.endpointChanges}} {
+	}{{services, m.serviceChanges}, {slices, m.endpointChanges}} {
 		on := changed(inf.counter)
 		if _, err := inf.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { on(obj) }, DeleteFunc: func(obj any) { on(obj) }, UpdateFunc: func(old, obj any) { on(old, obj) },
@@ -216,7 +215,7 @@ func Run(ctx context.Context, client kubernetes.Interface, o Options, log *slog.
 		}
 	}
 	factory.Start(ctx.Done())
-	synced := []cache.InformerSynced{services.Informer().HasSynced, slices.Informer().HasSynced}
+	synced := []cache.InformerSynced{services.HasSynced, slices.HasSynced}
 	if speaker != nil {
 		synced = append(synced, speaker.nodesSynced)
 	}

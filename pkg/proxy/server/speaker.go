@@ -6,8 +6,10 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
 	"github.com/minik8s/minik8s/pkg/proxy/l2"
-	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -21,7 +23,7 @@ type speaker struct {
 
 // newSpeaker opens the ARP sockets and watches Nodes (whose proxies' /healthz say which
 // are live); nil without --lb-interfaces.
-func newSpeaker(o Options, factory informers.SharedInformerFactory, log *slog.Logger) (*speaker, error) {
+func newSpeaker(o Options, factory *apiclient.Informers, log *slog.Logger) (*speaker, error) {
 	if len(o.LBInterfaces) == 0 {
 		return nil, nil
 	}
@@ -31,13 +33,13 @@ func newSpeaker(o Options, factory informers.SharedInformerFactory, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	nodes := factory.Core().V1().Nodes()
-	s := &speaker{responder: responder, nodesSynced: nodes.Informer().HasSynced, Speaker: &l2.Speaker{
-		Node: o.HostnameOverride, Services: factory.Core().V1().Services().Lister(),
-		Slices: factory.Discovery().V1().EndpointSlices().Lister(), Nodes: nodes.Lister(),
+	nodes := factory.Nodes()
+	s := &speaker{responder: responder, nodesSynced: nodes.HasSynced, Speaker: &l2.Speaker{
+		Node: o.HostnameOverride, Services: corelisters.NewServiceLister(factory.Services().GetIndexer()),
+		Slices: discoverylisters.NewEndpointSliceLister(factory.EndpointSlices().GetIndexer()), Nodes: corelisters.NewNodeLister(nodes.GetIndexer()),
 		HealthzPort: port, Announcer: responder, Segment: responder.Segment, Log: log}}
 	on := func(any) { s.Changed() }
-	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: on, DeleteFunc: on, UpdateFunc: func(_, obj any) { on(obj) },
 	}); err != nil {
 		responder.Close()
