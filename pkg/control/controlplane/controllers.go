@@ -21,6 +21,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/disruption"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
+	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslicemirroring"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -104,6 +105,7 @@ var controllers = []controller{
 	{"replicationcontroller", startReplicationController},
 	{"deployment", startDeployment},
 	{"endpointslice", startEndpointSlice},
+	{"endpointslicemirroring", startEndpointSliceMirroring},
 	{"endpoint", startEndpoints},
 	{"serviceaccount", startServiceAccount},
 	{"job", startJob},
@@ -248,6 +250,17 @@ func startEndpointSlice(ctx context.Context, c *ControllerContext) error {
 		return err
 	}
 	c.goRun(func() { es.Run(ctx) })
+	return nil
+}
+
+func startEndpointSliceMirroring(ctx context.Context, c *ControllerContext) error {
+	core := c.Informers.Core().V1()
+	m, err := endpointslicemirroring.New(c.Client, core.Endpoints(), core.Services(), c.Informers.Discovery().V1().EndpointSlices(),
+		c.Recorder(endpointslicemirroring.Name), c.Log.With("component", endpointslicemirroring.Name))
+	if err != nil {
+		return err
+	}
+	c.goRun(func() { m.Run(ctx) })
 	return nil
 }
 
