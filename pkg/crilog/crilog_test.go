@@ -58,7 +58,7 @@ func TestStreamSplitsLines(t *testing.T) {
 		}
 		got = append(got, e.Stream+" "+tag+" "+string(e.Content[:min(len(e.Content), 3)]))
 	}
-	want := []string{"stdout F one", "stderr F oop", "stdout F two", "stdout P xxx", "stdout F xxx", "stdout F unf"}
+	want := []string{"stdout F one", "stderr F oop", "stdout F two", "stdout P xxx", "stdout F xxx", "stdout P unf"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("entries %q, want %q", got, want)
 	}

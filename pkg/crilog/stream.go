@@ -53,13 +53,14 @@ func (s *Stream) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close writes what is left of an unfinished line as a whole one (the container has
-// stopped writing).
+// Close writes what is left of an unfinished line as a partial entry, as containerd's
+// CRI logger does at the end of a stream: readers then show it without a newline the
+// container never wrote (`echo -n DONE` is a termination message of "DONE").
 func (s *Stream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.pending) > 0 {
-		s.emit(s.pending, false)
+		s.emit(s.pending, true)
 		s.pending = nil
 	}
 	return s.err
