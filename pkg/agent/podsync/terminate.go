@@ -100,25 +100,34 @@ func gracePeriod(pod *corev1.Pod) time.Duration {
 }
 
 // stopContainers stops the running containers among cs in parallel, each
-// with its preStop hook, then SIGTERM, then SIGKILL when grace is over. pod is
-// nil for orphans (no events, no hooks: their specs are unknown).
+// with its preStop hook, then SIGTERM, then SIGKILL when grace is over; sidecars
+// stop after the regular containers (terminationOrder). pod is nil for orphans (no
+// events, no hooks: their specs are unknown).
 func (s *Syncer) stopContainers(ctx context.Context, pod *corev1.Pod, cs []runtime.Container, grace time.Duration) error {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		running []runtime.Container
+		names   []string
 	)
 	for _, c := range cs {
-		if c.State == runtime.StateExited || c.State == runtime.StateCreated {
-			continue
+		if c.State != runtime.StateExited && c.State != runtime.StateCreated {
+			running = append(running, c)
+			names = append(names, c.Name)
 		}
+	}
+	order := newTerminationOrder(s.clock, pod, names)
+	for _, c := range running {
 		if pod != nil && !c.Sandbox {
 			s.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "Stopping container %s", c.Name)
 		}
 		wg.Go(func() {
+			defer order.terminated(c.Name)
 			grace := grace
 			if pod != nil && !c.Sandbox {
 				grace = s.runPreStop(ctx, pod, c, grace)
+				grace = max(grace-order.waitForTurn(c.Name, grace), minGracePeriod)
 			}
 			if err := s.rt.StopContainer(ctx, c.ID, grace); err != nil {
 				mu.Lock()
