@@ -127,7 +127,9 @@ func (s *Syncer) stopContainers(ctx context.Context, pod *corev1.Pod, cs []runti
 			grace := grace
 			if pod != nil && !c.Sandbox {
 				grace = s.runPreStop(ctx, pod, c, grace)
-				grace = max(grace-order.waitForTurn(c.Name, grace), minGracePeriod)
+				if waited := order.waitForTurn(c.Name, grace); waited > 0 {
+					grace = max(grace-waited, minGracePeriod)
+				}
 			}
 			if err := s.rt.StopContainer(ctx, c.ID, grace); err != nil {
 				mu.Lock()
