@@ -39,7 +39,7 @@ type Controller struct {
 	chains  map[string]bool // our chains the kernel holds (nil: read them first)
 	setsNow map[string]bool // our sets the kernel holds
 	// model is what the last sync wrote, which pod changes update (nil: build everything
-	// next); lastFull is when everything was last built.
+	// next); lastFull is when the last full sync ended.
 	model    *model
 	lastFull time.Time
 
@@ -191,7 +191,8 @@ func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 		return err
 	})
 	if err == nil {
-		c.model, c.lastFull = m, start
+		// From its end: a full sync longer than SyncPeriod must not make the next one full.
+		c.model, c.lastFull = m, time.Now()
 	}
 	res.Full, res.Took = true, time.Since(start)
 	return res, err
@@ -335,8 +336,11 @@ func (c *Controller) write(ctx context.Context, rs *Ruleset) (SyncResult, error)
 			staleSets = append(staleSets, s)
 		}
 	}
-	if err := ipset.Destroy(ctx, staleSets...); err != nil {
-		return res, err
+	if len(staleSets) > 0 {
+		// (Destroy reads every set first: not for nothing.)
+		if err := ipset.Destroy(ctx, staleSets...); err != nil {
+			return res, err
+		}
 	}
 	c.setsNow = wantSets
 	return res, nil
