@@ -131,6 +131,7 @@ func (m *model) applyPods(now map[string]*corev1.Pod) *podDelta {
 	if localChange {
 		m.b.peers = slices.Collect(maps.Values(m.pods))
 		sortPods(m.b.peers)
+		clear(m.b.selected)
 		topChanged := false
 		for _, c := range changes {
 			old := m.local[c.key]

@@ -163,7 +163,8 @@ func jumpLine(p *corev1.Pod, dir networkingv1.PolicyType) string {
 
 func newBuilder(s *State) *builder {
 	b := &builder{state: s, sets: map[string]*ipset.Set{}, members: map[string]func(*corev1.Pod) []string{},
-		nsLabels: map[string]labels.Set{}, selectors: map[*metav1.LabelSelector]labels.Selector{}}
+		nsLabels: map[string]labels.Set{}, selectors: map[*metav1.LabelSelector]labels.Selector{},
+		selected: map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod{}, nsSelected: map[*metav1.LabelSelector]map[string]bool{}}
 	for _, ns := range s.Namespaces {
 		b.nsLabels[ns.Name] = ns.Labels
 	}
@@ -191,8 +192,11 @@ type builder struct {
 	// are filled with it, and a pod's change applied with it (model.go).
 	members map[string]func(*corev1.Pod) []string
 	fresh   []*ipset.Set // the sets made since the last look (model.go)
-	// Memo of one state: every pod a policy selects asks the same questions.
-	selectors map[*metav1.LabelSelector]labels.Selector
+	// Memos of one state: every pod a policy selects asks the same questions. selected
+	// holds for peers (the pods each selects), so it goes when peers changes.
+	selectors  map[*metav1.LabelSelector]labels.Selector
+	selected   map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod
+	nsSelected map[*metav1.LabelSelector]map[string]bool // namespace selector -> namespace -> selects
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -390,7 +394,7 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 				continue
 			}
 			podPeers = append(podPeers, peer)
-			e.peer = b.podSet(ruleID("peer", strconv.Itoa(j)), hashIP, setComment, func(pod *corev1.Pod) []string {
+			e.peer = b.podSet(ruleID("peer", strconv.Itoa(j)), hashIP, setComment, func() []*corev1.Pod { return b.selectPeers(ns, peer) }, func(pod *corev1.Pod) []string {
 				if !b.selectsPeer(ns, peer, pod) {
 					return nil
 				}
@@ -399,7 +403,18 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			peerEntries = append(peerEntries, e)
 		}
 	}
-	// peerPod tells whether pod is a peer of the rule: any pod when it lists no peers.
+	// peerPods are the rule's peer pods (with repeats): any pod when it lists no peers.
+	peerPods := func() []*corev1.Pod {
+		if len(peers) == 0 {
+			return b.peers
+		}
+		var out []*corev1.Pod
+		for _, peer := range podPeers {
+			out = append(out, b.selectPeers(ns, peer)...)
+		}
+		return out
+	}
+	// peerPod tells whether pod is a peer of the rule.
 	peerPod := func(pod *corev1.Pod) bool {
 		if len(peers) == 0 {
 			return true
@@ -444,7 +459,7 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			// Egress to a named port: each peer pod's own port of that name, one ip,port set
 			// (whose entries carry the protocol, so anyProtocol needs no -p).
 			name := port.Port.StrVal
-			set := b.podSet(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, name), func(pod *corev1.Pod) []string {
+			set := b.podSet(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, name), peerPods, func(pod *corev1.Pod) []string {
 				if n, proto := namedPort(pod, name, proto); n != 0 && peerPod(pod) {
 					return []string{ipset.IPPort(podIP(pod), strings.ToLower(string(proto)), n)}
 				}
@@ -512,16 +527,53 @@ func selectorText(sel *metav1.LabelSelector) string {
 	return "<all>"
 }
 
+// selectPeers lists the pods a pod/namespace selector peer of a policy in ns selects.
+func (b *builder) selectPeers(ns string, peer *networkingv1.NetworkPolicyPeer) []*corev1.Pod {
+	if out, ok := b.selected[peer]; ok {
+		return out
+	}
+	pods := b.peers
+	if peer.NamespaceSelector == nil {
+		// b.peers is sorted: the policy's namespace is one run of it.
+		i := sort.Search(len(pods), func(i int) bool { return pods[i].Namespace >= ns })
+		j := sort.Search(len(pods), func(i int) bool { return pods[i].Namespace > ns })
+		pods = pods[i:j]
+	}
+	var out []*corev1.Pod
+	for _, pod := range pods {
+		if b.selectsPeer(ns, peer, pod) {
+			out = append(out, pod)
+		}
+	}
+	b.selected[peer] = out
+	return out
+}
+
 // selectsPeer tells whether a pod/namespace selector peer of a policy in ns selects pod.
 func (b *builder) selectsPeer(ns string, peer *networkingv1.NetworkPolicyPeer, pod *corev1.Pod) bool {
 	if peer.NamespaceSelector == nil {
 		if pod.Namespace != ns {
 			return false
 		}
-	} else if !b.selects(peer.NamespaceSelector, b.nsLabels[pod.Namespace]) {
+	} else if !b.selectsNamespace(peer.NamespaceSelector, pod.Namespace) {
 		return false
 	}
 	return peer.PodSelector == nil || b.selects(peer.PodSelector, pod.Labels)
+}
+
+// selectsNamespace tells whether sel selects namespace ns (asked once per pair).
+func (b *builder) selectsNamespace(sel *metav1.LabelSelector, ns string) bool {
+	memo := b.nsSelected[sel]
+	if memo == nil {
+		memo = map[string]bool{}
+		b.nsSelected[sel] = memo
+	}
+	ok, seen := memo[ns]
+	if !seen {
+		ok = b.selects(sel, b.nsLabels[ns])
+		memo[ns] = ok
+	}
+	return ok
 }
 
 // set is the set of id, and whether it is new: its members, the same for every pod whose
@@ -538,12 +590,12 @@ func (b *builder) set(id string, typ ipset.Type, comment string) (*ipset.Set, bo
 }
 
 // podSet is the set of id whose members are pods, members giving a pod's entries in it;
-// filled from every pod when new.
-func (b *builder) podSet(id string, typ ipset.Type, comment string, members func(*corev1.Pod) []string) *ipset.Set {
+// filled when new from the pods candidates gives (those members may give entries for).
+func (b *builder) podSet(id string, typ ipset.Type, comment string, candidates func() []*corev1.Pod, members func(*corev1.Pod) []string) *ipset.Set {
 	s, fresh := b.set(id, typ, comment)
 	if fresh {
 		b.members[s.Name] = members
-		for _, pod := range b.peers {
+		for _, pod := range candidates() {
 			for _, e := range members(pod) {
 				s.Add(e)
 			}
