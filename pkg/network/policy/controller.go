@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	goipt "github.com/coreos/go-iptables/iptables"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -33,9 +35,17 @@ type Controller struct {
 	MinSyncPeriod, SyncPeriod time.Duration
 
 	sets    ipset.Syncer
-	written string          // the last iptables-restore input that succeeded
+	written string          // the whole ruleset as written (Ruleset.Restore(nil)); "": unknown
 	chains  map[string]bool // our chains the kernel holds (nil: read them first)
 	setsNow map[string]bool // our sets the kernel holds
+	// model is what the last sync wrote, which pod changes update (nil: build everything
+	// next); lastFull is when the last full sync ended.
+	model    *model
+	lastFull time.Time
+
+	mu    sync.Mutex
+	dirty map[string]bool // the pods (namespace/name) changed since the last sync
+	full  bool            // a namespace or a policy changed since: build everything
 }
 
 // New makes the controller of node's pods from factory's pods, namespaces and
@@ -63,30 +73,15 @@ func (c *Controller) WithAdminPolicies(f anpinformers.SharedInformerFactory) *Co
 // rules in place (a restarting minilet keeps its pods isolated).
 func (c *Controller) Run(ctx context.Context) error {
 	r := runner.New(func() {
-		if res, err := c.Sync(ctx); err != nil {
+		if res, err := c.syncChanges(ctx); err != nil {
 			c.log.Error("network policy sync failed", "err", err)
-		} else {
-			c.log.Debug("network policy sync", "chains", res.Chains, "sets", res.Sets, "setLines", res.SetLines, "rulesWritten", res.RulesWritten, "took", res.Took)
+		} else if res != nil {
+			c.log.Debug("network policy sync", "full", res.Full, "pods", res.Pods, "chains", res.Chains, "sets", res.Sets, "setLines", res.SetLines, "rulesWritten", res.RulesWritten, "took", res.Took)
 		}
 	}, c.MinSyncPeriod, c.SyncPeriod)
-	kick := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { r.Run() },
-		UpdateFunc: func(any, any) { r.Run() },
-		DeleteFunc: func(any) { r.Run() },
-	}
-	infs := []cache.SharedIndexInformer{
-		c.factory.Core().V1().Pods().Informer(),
-		c.factory.Core().V1().Namespaces().Informer(),
-		c.factory.Networking().V1().NetworkPolicies().Informer(),
-	}
-	if c.admin != nil {
-		infs = append(infs, c.admin.Policy().V1alpha1().AdminNetworkPolicies().Informer(),
-			c.admin.Policy().V1alpha1().BaselineAdminNetworkPolicies().Informer())
-	}
-	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(kick); err != nil {
-			return err
-		}
+	infs, err := c.watch(r.Run)
+	if err != nil {
+		return err
 	}
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown() // its informers' goroutines end before Run returns
@@ -103,30 +98,164 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
+// watch marks what changes in the informers, pods by name and anything else as a whole,
+// and calls kick at each change; it returns the informers to wait for.
+func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
+	pod := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.mu.Lock()
+			if c.dirty == nil {
+				c.dirty = map[string]bool{}
+			}
+			c.dirty[key] = true
+			c.mu.Unlock()
+		}
+		kick()
+	}
+	full := func(any) {
+		c.mu.Lock()
+		c.full = true
+		c.mu.Unlock()
+		kick()
+	}
+	pods := c.factory.Core().V1().Pods().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: pod, UpdateFunc: func(_, obj any) { pod(obj) }, DeleteFunc: pod,
+	}); err != nil {
+		return nil, err
+	}
+	infs := []cache.SharedIndexInformer{
+		pods,
+		c.factory.Core().V1().Namespaces().Informer(),
+		c.factory.Networking().V1().NetworkPolicies().Informer(),
+	}
+	if c.admin != nil {
+		infs = append(infs, c.admin.Policy().V1alpha1().AdminNetworkPolicies().Informer(),
+			c.admin.Policy().V1alpha1().BaselineAdminNetworkPolicies().Informer())
+	}
+	for _, inf := range infs[1:] {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: full, UpdateFunc: func(_, obj any) { full(obj) }, DeleteFunc: full,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return infs, nil
+}
+
 // SyncResult says what one sync did.
 type SyncResult struct {
-	Chains, Sets int
+	Full         bool // everything built; false: only changed pods applied
+	Pods         int  // the pods whose changes were applied (not Full)
+	Chains, Sets int  // chains and sets written (Full: all of them)
 	SetLines     int  // ipset restore lines written
 	RulesWritten bool // false: the rules were unchanged, only set members (if any) changed
 	Took         time.Duration
 }
 
+// syncChanges applies what changed since the last sync: only the changed pods when
+// nothing else changed, else (and every SyncPeriod, or when applying pods failed)
+// everything. A nil result: nothing to do.
+func (c *Controller) syncChanges(ctx context.Context) (*SyncResult, error) {
+	c.mu.Lock()
+	dirty, full := c.dirty, c.full
+	c.dirty, c.full = nil, false
+	c.mu.Unlock()
+	if !full && c.model != nil && time.Since(c.lastFull) < c.SyncPeriod {
+		if len(dirty) == 0 {
+			return nil, nil
+		}
+		res, err := c.SyncPods(ctx, dirty)
+		if err == nil {
+			return &res, nil
+		}
+		c.log.Error("network policy: applying pod changes failed, building everything", "err", err)
+	}
+	res, err := c.Sync(ctx)
+	return &res, err
+}
+
 // Sync writes the rules and sets of what the informers hold now.
 func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
+	c.model = nil
 	st, err := c.state()
 	if err != nil {
 		return SyncResult{}, err
 	}
-	rs := Build(st)
+	rs, m := build(st)
 	var res SyncResult
 	err = c.inNetNS(func() error {
 		var err error
 		res, err = c.write(ctx, rs)
 		return err
 	})
-	res.Took = time.Since(start)
+	if err == nil {
+		// From its end: a full sync longer than SyncPeriod must not make the next one full.
+		c.model, c.lastFull = m, time.Now()
+	}
+	res.Full, res.Took = true, time.Since(start)
 	return res, err
+}
+
+// SyncPods applies the changes of pods (namespace/name) to what the last sync wrote: the
+// sets' members in one ipset restore, and only when a pod of the node gains, loses or
+// changes chains, those chains (and the jumps to them) in one iptables-restore --noflush.
+// Any failure leaves the next sync to build everything.
+func (c *Controller) SyncPods(ctx context.Context, keys map[string]bool) (SyncResult, error) {
+	start := time.Now()
+	m := c.model
+	if m == nil {
+		return SyncResult{}, fmt.Errorf("no sync yet to apply pod changes to")
+	}
+	c.model = nil // until written
+	lister := c.factory.Core().V1().Pods().Lister()
+	now := map[string]*corev1.Pod{}
+	for key := range keys {
+		ns, name, err := cache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		p, err := lister.Pods(ns).Get(name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return SyncResult{}, err
+		}
+		now[key] = p
+	}
+	d := m.applyPods(now)
+	res := SyncResult{Pods: len(keys), Chains: len(d.chains), Sets: len(d.fresh), SetLines: strings.Count(d.sets, "\n")}
+	err := c.inNetNS(func() error {
+		if err := ipset.Restore(ctx, d.sets); err != nil {
+			return err
+		}
+		for _, s := range d.fresh {
+			c.setsNow[s] = true
+		}
+		if len(d.fresh) > 0 {
+			c.sets.Reset() // it knows not the sets made here: it reads the kernel next time
+		}
+		if input := d.rules(); input != "" {
+			if err := restore(ctx, input); err != nil {
+				return err
+			}
+			for _, ch := range d.chains {
+				c.chains[ch.Name] = true
+			}
+			for _, ch := range d.gone {
+				delete(c.chains, ch)
+			}
+			c.written, res.RulesWritten = m.ruleset().Restore(nil), true
+		}
+		return nil
+	})
+	if err != nil {
+		c.written, c.chains = "", nil
+		c.sets.Reset()
+		return res, err
+	}
+	c.model = m
+	res.Took = time.Since(start)
+	return res, nil
 }
 
 func (c *Controller) state() (*State, error) {
@@ -185,9 +314,8 @@ func (c *Controller) write(ctx context.Context, rs *Ruleset) (SyncResult, error)
 			stale = append(stale, ch)
 		}
 	}
-	input := rs.Restore(stale)
-	if input != c.written {
-		if err := restore(ctx, input); err != nil {
+	if input := rs.Restore(nil); input != c.written || len(stale) > 0 {
+		if err := restore(ctx, rs.Restore(stale)); err != nil {
 			c.written, c.chains = "", nil
 			c.sets.Reset()
 			return res, err
@@ -208,8 +336,11 @@ func (c *Controller) write(ctx context.Context, rs *Ruleset) (SyncResult, error)
 			staleSets = append(staleSets, s)
 		}
 	}
-	if err := ipset.Destroy(ctx, staleSets...); err != nil {
-		return res, err
+	if len(staleSets) > 0 {
+		// (Destroy reads every set first: not for nothing.)
+		if err := ipset.Destroy(ctx, staleSets...); err != nil {
+			return res, err
+		}
 	}
 	c.setsNow = wantSets
 	return res, nil

@@ -13,6 +13,7 @@ import (
 	"encoding/base32"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,42 +88,63 @@ func (rs *Ruleset) Restore(stale []string) string {
 
 // Build computes the ruleset of s.
 func Build(s *State) *Ruleset {
-	b := newBuilder(s)
-	top := Chain{Name: TopChain, Rules: []string{
-		`-m comment --comment "replies of allowed connections" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN`,
-	}}
-	var egress, ingress []string
-	var chains []Chain
-	for _, p := range b.peers {
-		if p.Spec.NodeName != s.Node {
+	rs, _ := build(s)
+	return rs
+}
+
+// build computes the ruleset of s, and the model of it that pod changes update (model.go).
+func build(s *State) (*Ruleset, *model) {
+	m := newModel(newBuilder(s))
+	for _, p := range m.b.peers {
+		m.pods[podKey(p)] = p
+		m.indexIP(p, true)
+		if pr := m.b.podRules(p); pr.exists() {
+			m.local[podKey(p)] = pr
+		}
+	}
+	m.b.fresh = nil
+	return m.ruleset(), m
+}
+
+// podRules are what a local pod adds to the ruleset: its jumps from TopChain and its chains.
+type podRules struct {
+	egress, ingress string // TopChain's jump line in each direction; "": none
+	chains          []Chain
+}
+
+func (r podRules) exists() bool { return len(r.chains) > 0 }
+
+func (r podRules) equal(o podRules) bool {
+	if r.egress != o.egress || r.ingress != o.ingress || len(r.chains) != len(o.chains) {
+		return false
+	}
+	for i, c := range r.chains {
+		if c.Name != o.chains[i].Name || !slices.Equal(c.Rules, o.chains[i].Rules) {
+			return false
+		}
+	}
+	return true
+}
+
+// podRules are p's rules when p is a pod of the node; none for the others.
+func (b *builder) podRules(p *corev1.Pod) podRules {
+	var r podRules
+	if p.Spec.NodeName != b.state.Node || podIP(p) == "" {
+		return r
+	}
+	for _, dir := range []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress} {
+		pc := b.podChain(p, dir)
+		if !pc.exists() {
 			continue
 		}
-		for _, dir := range []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress} {
-			pc := b.podChain(p, dir)
-			if !pc.exists() {
-				continue
-			}
-			chains = append(chains, pc.chains(p, dir)...)
-			if dir == networkingv1.PolicyTypeEgress {
-				egress = append(egress, jumpLine(p, dir))
-			} else {
-				ingress = append(ingress, jumpLine(p, dir))
-			}
+		r.chains = append(r.chains, pc.chains(p, dir)...)
+		if dir == networkingv1.PolicyTypeEgress {
+			r.egress = jumpLine(p, dir)
+		} else {
+			r.ingress = jumpLine(p, dir)
 		}
 	}
-	// Egress of the source first, then ingress of the destination: a connection between
-	// two local pods must pass both.
-	top.Rules = append(append(top.Rules, egress...), ingress...)
-	rs := &Ruleset{Chains: append([]Chain{top}, chains...)}
-	names := make([]string, 0, len(b.sets))
-	for n := range b.sets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		rs.Sets = append(rs.Sets, b.sets[n])
-	}
-	return rs
+	return r
 }
 
 // ChainName is the chain of pod p's rules in direction dir.
@@ -140,8 +162,9 @@ func jumpLine(p *corev1.Pod, dir networkingv1.PolicyType) string {
 }
 
 func newBuilder(s *State) *builder {
-	b := &builder{state: s, sets: map[string]*ipset.Set{}, nsLabels: map[string]labels.Set{},
-		selectors: map[*metav1.LabelSelector]labels.Selector{}, selected: map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod{}}
+	b := &builder{state: s, sets: map[string]*ipset.Set{}, members: map[string]func(*corev1.Pod) []string{},
+		nsLabels: map[string]labels.Set{}, selectors: map[*metav1.LabelSelector]labels.Selector{},
+		selected: map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod{}, nsSelected: map[*metav1.LabelSelector]map[string]bool{}}
 	for _, ns := range s.Namespaces {
 		b.nsLabels[ns.Name] = ns.Labels
 	}
@@ -152,10 +175,7 @@ func newBuilder(s *State) *builder {
 	}
 	// Listers list in no set order: sorted, an unchanged state gives the same
 	// iptables-restore input, which the controller then does not write again.
-	sort.Slice(b.peers, func(i, j int) bool {
-		a, c := b.peers[i], b.peers[j]
-		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
-	})
+	sortPods(b.peers)
 	sort.Slice(s.Policies, func(i, j int) bool {
 		a, c := s.Policies[i], s.Policies[j]
 		return a.Namespace+"/"+a.Name < c.Namespace+"/"+c.Name
@@ -168,9 +188,24 @@ type builder struct {
 	peers    []*corev1.Pod // pods with an IP that peers may select (hostNetwork ones left out)
 	nsLabels map[string]labels.Set
 	sets     map[string]*ipset.Set
-	// Memos of one build: every pod a policy selects asks the same questions.
-	selectors map[*metav1.LabelSelector]labels.Selector
-	selected  map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod
+	// members gives, for each set whose members are pods, a pod's entries in it: the sets
+	// are filled with it, and a pod's change applied with it (model.go).
+	members map[string]func(*corev1.Pod) []string
+	fresh   []*ipset.Set // the sets made since the last look (model.go)
+	// Memos of one state: every pod a policy selects asks the same questions. selected
+	// holds for peers (the pods each selects), so it goes when peers changes.
+	selectors  map[*metav1.LabelSelector]labels.Selector
+	selected   map[*networkingv1.NetworkPolicyPeer][]*corev1.Pod
+	nsSelected map[*metav1.LabelSelector]map[string]bool // namespace selector -> namespace -> selects
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// sortPods orders pods by namespace/name: listers list in no set order, and an unchanged
+// state must give the same iptables-restore input, which the controller then does not
+// write again.
+func sortPods(pods []*corev1.Pod) {
+	sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
 }
 
 // podChain is pod p's chain in one direction: isolatedBy lists the NetworkPolicies
@@ -335,7 +370,7 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 	ref.Peer, ref.PeerText, ref.Port, ref.PortText = -1, "any peer", -1, "any port"
 	// One entry per peer with its set (nil: any address).
 	peerEntries := []entry{{rule: ref}}
-	var peerPods [][]*corev1.Pod // per pod-selecting peer, for named egress ports
+	var podPeers []*networkingv1.NetworkPolicyPeer // the pod-selecting peers, for named egress ports
 	if len(peers) > 0 {
 		peerEntries = nil
 		for j := range peers {
@@ -358,18 +393,38 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 				peerEntries = append(peerEntries, e)
 				continue
 			}
-			selected := b.selectPeers(ns, peer)
-			peerPods = append(peerPods, selected)
-			var fresh bool
-			if e.peer, fresh = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, setComment); fresh {
-				for _, pod := range selected {
-					e.peer.Add(podIP(pod))
+			podPeers = append(podPeers, peer)
+			e.peer = b.podSet(ruleID("peer", strconv.Itoa(j)), hashIP, setComment, func() []*corev1.Pod { return b.selectPeers(ns, peer) }, func(pod *corev1.Pod) []string {
+				if !b.selectsPeer(ns, peer, pod) {
+					return nil
 				}
-			}
+				return []string{podIP(pod)}
+			})
 			peerEntries = append(peerEntries, e)
 		}
-	} else {
-		peerPods = [][]*corev1.Pod{b.peers}
+	}
+	// peerPods are the rule's peer pods (with repeats): any pod when it lists no peers.
+	peerPods := func() []*corev1.Pod {
+		if len(peers) == 0 {
+			return b.peers
+		}
+		var out []*corev1.Pod
+		for _, peer := range podPeers {
+			out = append(out, b.selectPeers(ns, peer)...)
+		}
+		return out
+	}
+	// peerPod tells whether pod is a peer of the rule.
+	peerPod := func(pod *corev1.Pod) bool {
+		if len(peers) == 0 {
+			return true
+		}
+		for _, peer := range podPeers {
+			if b.selectsPeer(ns, peer, pod) {
+				return true
+			}
+		}
+		return false
 	}
 	peerMatch := func(e entry) string {
 		if e.peer == nil {
@@ -403,16 +458,13 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			}
 			// Egress to a named port: each peer pod's own port of that name, one ip,port set
 			// (whose entries carry the protocol, so anyProtocol needs no -p).
-			set, fresh := b.set(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, port.Port.StrVal))
-			if fresh {
-				for _, pods := range peerPods {
-					for _, pod := range pods {
-						if n, proto := namedPort(pod, port.Port.StrVal, proto); n != 0 {
-							set.Add(ipset.IPPort(podIP(pod), strings.ToLower(string(proto)), n))
-						}
-					}
+			name := port.Port.StrVal
+			set := b.podSet(ruleID("port", strconv.Itoa(k)), hashIPPort, fmt.Sprintf("%s egress rule %d port %s", ref.owner(), ref.Rule, name), peerPods, func(pod *corev1.Pod) []string {
+				if n, proto := namedPort(pod, name, proto); n != 0 && peerPod(pod) {
+					return []string{ipset.IPPort(podIP(pod), strings.ToLower(string(proto)), n)}
 				}
-			}
+				return nil
+			})
 			e := entry{rule: ref, proto: proto, portSet: set}
 			e.rule.Port, e.rule.PortText = k, strings.TrimSpace(fmt.Sprintf("%s port %s of the peer pods", proto, port.Port.StrVal))
 			match := fmt.Sprintf("-m set --match-set %s dst,dst", set.Name)
@@ -480,22 +532,48 @@ func (b *builder) selectPeers(ns string, peer *networkingv1.NetworkPolicyPeer) [
 	if out, ok := b.selected[peer]; ok {
 		return out
 	}
+	pods := b.peers
+	if peer.NamespaceSelector == nil {
+		// b.peers is sorted: the policy's namespace is one run of it.
+		i := sort.Search(len(pods), func(i int) bool { return pods[i].Namespace >= ns })
+		j := sort.Search(len(pods), func(i int) bool { return pods[i].Namespace > ns })
+		pods = pods[i:j]
+	}
 	var out []*corev1.Pod
-	for _, pod := range b.peers {
-		if peer.NamespaceSelector == nil {
-			if pod.Namespace != ns {
-				continue
-			}
-		} else if !b.selects(peer.NamespaceSelector, b.nsLabels[pod.Namespace]) {
-			continue
+	for _, pod := range pods {
+		if b.selectsPeer(ns, peer, pod) {
+			out = append(out, pod)
 		}
-		if peer.PodSelector != nil && !b.selects(peer.PodSelector, pod.Labels) {
-			continue
-		}
-		out = append(out, pod)
 	}
 	b.selected[peer] = out
 	return out
+}
+
+// selectsPeer tells whether a pod/namespace selector peer of a policy in ns selects pod.
+func (b *builder) selectsPeer(ns string, peer *networkingv1.NetworkPolicyPeer, pod *corev1.Pod) bool {
+	if peer.NamespaceSelector == nil {
+		if pod.Namespace != ns {
+			return false
+		}
+	} else if !b.selectsNamespace(peer.NamespaceSelector, pod.Namespace) {
+		return false
+	}
+	return peer.PodSelector == nil || b.selects(peer.PodSelector, pod.Labels)
+}
+
+// selectsNamespace tells whether sel selects namespace ns (asked once per pair).
+func (b *builder) selectsNamespace(sel *metav1.LabelSelector, ns string) bool {
+	memo := b.nsSelected[sel]
+	if memo == nil {
+		memo = map[string]bool{}
+		b.nsSelected[sel] = memo
+	}
+	ok, seen := memo[ns]
+	if !seen {
+		ok = b.selects(sel, b.nsLabels[ns])
+		memo[ns] = ok
+	}
+	return ok
 }
 
 // set is the set of id, and whether it is new: its members, the same for every pod whose
@@ -507,7 +585,23 @@ func (b *builder) set(id string, typ ipset.Type, comment string) (*ipset.Set, bo
 	}
 	s := ipset.New(name, typ, comment)
 	b.sets[name] = s
+	b.fresh = append(b.fresh, s)
 	return s, true
+}
+
+// podSet is the set of id whose members are pods, members giving a pod's entries in it;
+// filled when new from the pods candidates gives (those members may give entries for).
+func (b *builder) podSet(id string, typ ipset.Type, comment string, candidates func() []*corev1.Pod, members func(*corev1.Pod) []string) *ipset.Set {
+	s, fresh := b.set(id, typ, comment)
+	if fresh {
+		b.members[s.Name] = members
+		for _, pod := range candidates() {
+			for _, e := range members(pod) {
+				s.Add(e)
+			}
+		}
+	}
+	return s
 }
 
 // ipv4Nets is cidr as hash:net entries: none for an IPv6 one (the pod network is IPv4, and an
