@@ -79,13 +79,13 @@ func TestIPAllocateRequested(t *testing.T) {
 		}
 	}
 	// Only the holder can release it.
-	if err := r.Release(ctx, ip, "uid-2"); err != nil {
+	if err := r.Release(ctx, ip, owner(2)); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Allocate(ctx, ip, owner(2)); !errors.Is(err, ErrIPAllocated) {
 		t.Errorf("a release by a non-holder freed %s: %v", ip, err)
 	}
-	if err := r.Release(ctx, ip, "uid-1"); err != nil {
+	if err := r.Release(ctx, ip, owner(1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Allocate(ctx, ip, owner(2)); err != nil {
@@ -192,7 +192,7 @@ func TestDryRunHoldsNothing(t *testing.T) {
 	if err := dry.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
 		t.Fatal(err)
 	}
-	if kvs, _, err := st.List(ctx, "/registry/ranges/"); err != nil || len(kvs) != 0 {
+	if kvs, _, err := st.List(ctx, "/registry/"); err != nil || len(kvs) != 0 {
 		t.Errorf("dry run wrote %d keys (%v)", len(kvs), err)
 	}
 	if err := ranges.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
