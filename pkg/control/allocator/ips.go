@@ -160,3 +160,32 @@ func (r *IPRange) dryRun() *IPRange {
 	dry.dry = true
 	return &dry
 }
+
+// legacyServiceIPsPrefix is where cluster IPs were held (as owner references) before they
+// were IPAddresses.
+const legacyServiceIPsPrefix = "/registry/ranges/serviceips/"
+
+// MigrateLegacy turns the cluster IPs a store holds the old way into IPAddresses, so a
+// cluster started by an older miniapi keeps its Services' IPs held.
+func (r *IPRange) MigrateLegacy(ctx context.Context) error {
+	kvs, _, err := r.store.List(ctx, legacyServiceIPsPrefix)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", legacyServiceIPsPrefix, err)
+	}
+	for _, kv := range kvs {
+		var owner corev1.ObjectReference
+		ip, perr := netip.ParseAddr(kv.Key[len(legacyServiceIPsPrefix):])
+		if err := json.Unmarshal(kv.Value, &owner); err != nil || perr != nil {
+			return fmt.Errorf("%s holds a corrupt owner: %v", kv.Key, errors.Join(err, perr))
+		}
+		if i, ok := r.offset(ip); ok {
+			if err := r.claim(ctx, i, &owner, ErrIPAllocated); err != nil && !errors.Is(err, ErrIPAllocated) {
+				return err
+			}
+		}
+		if _, _, err := r.store.Delete(ctx, kv.Key, kv.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("delete %s: %w", kv.Key, err)
+		}
+	}
+	return nil
+}

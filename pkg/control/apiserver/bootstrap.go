@@ -32,6 +32,9 @@ const kubernetesService = "kubernetes"
 // priority classes, FlowSchemas and PriorityLevelConfigurations, and the `kubernetes`
 // Service pointing at this API server.
 func (s *Server) Bootstrap(ctx context.Context) error {
+	if err := s.ranges.ServiceIPs.MigrateLegacy(ctx); err != nil {
+		return err
+	}
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := s.ensure(ctx, namespacesGVR, ns, nil); err != nil {
