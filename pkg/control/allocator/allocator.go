@@ -15,7 +15,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // ErrFull: every value of the range is held.
@@ -37,8 +36,26 @@ type space struct {
 	size   uint64
 	static uint64
 	name   func(i uint64) string
+	// hold is what the key of value i stores for owner; owns tells whether a stored value
+	// is owner's.
+	hold func(i uint64, owner *corev1.ObjectReference) ([]byte, error)
+	owns func(value []byte, owner *corev1.ObjectReference) (bool, error)
 	// dry checks without writing, for dryRun requests.
 	dry bool
+}
+
+// holdReference stores the owner's reference, as node ports are held.
+func holdReference(_ uint64, owner *corev1.ObjectReference) ([]byte, error) {
+	return json.Marshal(owner)
+}
+
+// referenceOwns: the stored reference has owner's UID.
+func referenceOwns(value []byte, owner *corev1.ObjectReference) (bool, error) {
+	var holder corev1.ObjectReference
+	if err := json.Unmarshal(value, &holder); err != nil {
+		return false, err
+	}
+	return holder.UID == owner.UID, nil
 }
 
 // staticBand is Kubernetes' size of the band reserved for explicit requests:
@@ -60,7 +77,7 @@ func (s *space) claim(ctx context.Context, i uint64, owner *corev1.ObjectReferen
 		}
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	value, err := json.Marshal(owner)
+	value, err := s.hold(i, owner)
 	if err != nil {
 		return err
 	}
@@ -113,8 +130,8 @@ func (s *space) claimNext(ctx context.Context, owner *corev1.ObjectReference) (u
 	return 0, ErrFull
 }
 
-// release gives value i back, unless another owner than uid holds it now.
-func (s *space) release(ctx context.Context, i uint64, uid types.UID) error {
+// release gives value i back, unless another than owner (nil: anyone) holds it now.
+func (s *space) release(ctx context.Context, i uint64, owner *corev1.ObjectReference) error {
 	if s.dry {
 		return nil
 	}
@@ -127,12 +144,14 @@ func (s *space) release(ctx context.Context, i uint64, uid types.UID) error {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", key, err)
 		}
-		var holder corev1.ObjectReference
-		if err := json.Unmarshal(kv.Value, &holder); err != nil {
-			return fmt.Errorf("%s holds a corrupt owner: %w", key, err)
-		}
-		if uid != "" && holder.UID != uid {
-			return nil
+		if owner != nil {
+			owns, err := s.owns(kv.Value, owner)
+			if err != nil {
+				return fmt.Errorf("%s holds a corrupt owner: %w", key, err)
+			}
+			if !owns {
+				return nil
+			}
 		}
 		_, _, err = s.store.Delete(ctx, key, kv.Revision)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {

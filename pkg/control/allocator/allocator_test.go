@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -79,13 +80,13 @@ func TestIPAllocateRequested(t *testing.T) {
 		}
 	}
 	// Only the holder can release it.
-	if err := r.Release(ctx, ip, "uid-2"); err != nil {
+	if err := r.Release(ctx, ip, owner(2)); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Allocate(ctx, ip, owner(2)); !errors.Is(err, ErrIPAllocated) {
 		t.Errorf("a release by a non-holder freed %s: %v", ip, err)
 	}
-	if err := r.Release(ctx, ip, "uid-1"); err != nil {
+	if err := r.Release(ctx, ip, owner(1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Allocate(ctx, ip, owner(2)); err != nil {
@@ -192,7 +193,7 @@ func TestDryRunHoldsNothing(t *testing.T) {
 	if err := dry.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
 		t.Fatal(err)
 	}
-	if kvs, _, err := st.List(ctx, "/registry/ranges/"); err != nil || len(kvs) != 0 {
+	if kvs, _, err := st.List(ctx, "/registry/"); err != nil || len(kvs) != 0 {
 		t.Errorf("dry run wrote %d keys (%v)", len(kvs), err)
 	}
 	if err := ranges.NodePorts.Allocate(ctx, 30001, owner(1)); err != nil {
@@ -229,5 +230,33 @@ func TestPortRange(t *testing.T) {
 	}
 	if _, err := NewPortRange(newStore(t), PortSpan{Base: 65000, Size: 1000}); err == nil {
 		t.Error("a range past 65535 should be refused")
+	}
+}
+
+// Cluster IPs held the old way (owner references under /registry/ranges/serviceips/) stay
+// held, as IPAddresses of their Services.
+func TestMigrateLegacyServiceIPs(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	value, _ := json.Marshal(owner(1))
+	if _, err := st.Create(ctx, "/registry/ranges/serviceips/10.0.0.10", value); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRange(t, st, "10.0.0.0/24")
+	if err := r.MigrateLegacy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ip := netip.MustParseAddr("10.0.0.10")
+	if err := r.Allocate(ctx, ip, owner(2)); !errors.Is(err, ErrIPAllocated) {
+		t.Errorf("a migrated IP should stay held: %v", err)
+	}
+	if kvs, _, err := st.List(ctx, "/registry/ranges/serviceips/"); err != nil || len(kvs) != 0 {
+		t.Errorf("%d legacy keys left (%v)", len(kvs), err)
+	}
+	if err := r.Release(ctx, ip, owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Allocate(ctx, ip, owner(2)); err != nil {
+		t.Errorf("the migrated IP's Service released it: %v", err)
 	}
 }

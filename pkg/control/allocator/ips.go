@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -9,14 +10,22 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
 // ErrIPAllocated: the requested cluster IP is held by another Service.
 var ErrIPAllocated = errors.New("provided IP is already allocated")
 
-// serviceIPsPrefix holds one key per cluster IP in use, named by the IP.
-const serviceIPsPrefix = "/registry/ranges/serviceips/"
+// serviceIPsPrefix holds one key per cluster IP in use, named by the IP: the
+// networking.k8s.io/v1 IPAddress objects of the API (registry/generic's key of
+// ipaddresses), as kube-apiserver's allocator holds cluster IPs.
+const serviceIPsPrefix = "/registry/networking.k8s.io/ipaddresses/"
+
+// ipAllocatorName is the managed-by label kube-apiserver's allocator puts on the
+// IPAddresses it holds.
+const ipAllocatorName = "ipallocator.k8s.io"
 
 // maxRangeSize caps the size of huge (IPv6) ranges so offsets fit an int64.
 const maxRangeSize = uint64(1) << 62
@@ -50,8 +59,28 @@ func NewIPRange(st store.Interface, cidr netip.Prefix) (*IPRange, error) {
 	}
 	r := &IPRange{cidr: cidr, base: cidr.Addr().Next()}
 	r.space = space{store: st, prefix: serviceIPsPrefix, size: size, static: staticBand(size, 16, 16, 256),
-		name: func(i uint64) string { return r.addr(i).String() }}
+		name: func(i uint64) string { return r.addr(i).String() }, hold: r.ipAddress, owns: parentIs}
 	return r, nil
+}
+
+// ipAddress is the stored IPAddress object holding value i for a Service.
+func (r *IPRange) ipAddress(i uint64, owner *corev1.ObjectReference) ([]byte, error) {
+	return json.Marshal(&networkingv1.IPAddress{
+		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "IPAddress"},
+		ObjectMeta: metav1.ObjectMeta{Name: r.addr(i).String(), UID: uuid.NewUUID(), CreationTimestamp: metav1.Now(),
+			Labels: map[string]string{networkingv1.LabelIPAddressFamily: string(r.Family()), networkingv1.LabelManagedBy: ipAllocatorName}},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: owner.Namespace, Name: owner.Name}},
+	})
+}
+
+// parentIs: the stored IPAddress is the Service owner's.
+func parentIs(value []byte, owner *corev1.ObjectReference) (bool, error) {
+	var ip networkingv1.IPAddress
+	if err := json.Unmarshal(value, &ip); err != nil {
+		return false, err
+	}
+	p := ip.Spec.ParentRef
+	return p != nil && p.Group == "" && p.Resource == "services" && p.Namespace == owner.Namespace && p.Name == owner.Name, nil
 }
 
 // CIDR is the range.
@@ -97,13 +126,13 @@ func (r *IPRange) AllocateNext(ctx context.Context, owner *corev1.ObjectReferenc
 	return r.addr(i), nil
 }
 
-// Release gives ip back unless a Service other than uid holds it.
-func (r *IPRange) Release(ctx context.Context, ip netip.Addr, uid types.UID) error {
+// Release gives ip back unless another than the Service owner (nil: anyone) holds it.
+func (r *IPRange) Release(ctx context.Context, ip netip.Addr, owner *corev1.ObjectReference) error {
 	i, ok := r.offset(ip)
 	if !ok {
 		return nil // never handed out from this range (the range may have changed since)
 	}
-	return r.release(ctx, i, uid)
+	return r.release(ctx, i, owner)
 }
 
 func (r *IPRange) addr(i uint64) netip.Addr {
@@ -130,4 +159,33 @@ func (r *IPRange) dryRun() *IPRange {
 	dry := *r
 	dry.dry = true
 	return &dry
+}
+
+// legacyServiceIPsPrefix is where cluster IPs were held (as owner references) before they
+// were IPAddresses.
+const legacyServiceIPsPrefix = "/registry/ranges/serviceips/"
+
+// MigrateLegacy turns the cluster IPs a store holds the old way into IPAddresses, so a
+// cluster started by an older miniapi keeps its Services' IPs held.
+func (r *IPRange) MigrateLegacy(ctx context.Context) error {
+	kvs, _, err := r.store.List(ctx, legacyServiceIPsPrefix)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", legacyServiceIPsPrefix, err)
+	}
+	for _, kv := range kvs {
+		var owner corev1.ObjectReference
+		ip, perr := netip.ParseAddr(kv.Key[len(legacyServiceIPsPrefix):])
+		if err := json.Unmarshal(kv.Value, &owner); err != nil || perr != nil {
+			return fmt.Errorf("%s holds a corrupt owner: %v", kv.Key, errors.Join(err, perr))
+		}
+		if i, ok := r.offset(ip); ok {
+			if err := r.claim(ctx, i, &owner, ErrIPAllocated); err != nil && !errors.Is(err, ErrIPAllocated) {
+				return err
+			}
+		}
+		if _, _, err := r.store.Delete(ctx, kv.Key, kv.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("delete %s: %w", kv.Key, err)
+		}
+	}
+	return nil
 }

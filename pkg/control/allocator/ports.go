@@ -39,7 +39,8 @@ func NewPortRange(st store.Interface, span PortSpan) (*PortRange, error) {
 	size := uint64(span.Size)
 	return &PortRange{span: span, space: space{store: st, prefix: nodePortsPrefix, size: size,
 		static: staticBand(size, 16, 32, 128),
-		name:   func(i uint64) string { return strconv.Itoa(span.Base + int(i)) }}}, nil
+		name:   func(i uint64) string { return strconv.Itoa(span.Base + int(i)) },
+		hold:   holdReference, owns: referenceOwns}}, nil
 }
 
 // PortNotInRangeError: a requested node port is outside the range.
@@ -74,7 +75,11 @@ func (r *PortRange) Release(ctx context.Context, port int, uid types.UID) error 
 	if !ok {
 		return nil
 	}
-	return r.release(ctx, i, uid)
+	var owner *corev1.ObjectReference
+	if uid != "" {
+		owner = &corev1.ObjectReference{UID: uid}
+	}
+	return r.release(ctx, i, owner)
 }
 
 func (r *PortRange) offset(port int) (uint64, bool) {

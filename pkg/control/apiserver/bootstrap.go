@@ -3,13 +3,16 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +32,9 @@ const kubernetesService = "kubernetes"
 // priority classes, FlowSchemas and PriorityLevelConfigurations, and the `kubernetes`
 // Service pointing at this API server.
 func (s *Server) Bootstrap(ctx context.Context) error {
+	if err := s.ranges.ServiceIPs.MigrateLegacy(ctx); err != nil {
+		return err
+	}
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := s.ensure(ctx, namespacesGVR, ns, nil); err != nil {
@@ -51,7 +57,49 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.ensureDefaultServiceCIDR(ctx); err != nil {
+		return err
+	}
 	return s.reconcileKubernetesService(ctx)
+}
+
+// defaultServiceCIDR is the ServiceCIDR of the API server's Service range, as
+// kube-apiserver's default-servicecidr controller names it.
+const defaultServiceCIDR = "kubernetes"
+
+// serviceCIDRFinalizer holds a ServiceCIDR while cluster IPs of it are in use; Kubernetes'
+// servicecidrs controller puts it on every ServiceCIDR.
+const serviceCIDRFinalizer = "networking.k8s.io/service-cidr-finalizer"
+
+// ensureDefaultServiceCIDR creates the `kubernetes` ServiceCIDR of the Service range and
+// marks it Ready, as kube-apiserver's default-servicecidr controller does: a Ready
+// condition already there (True or False) and a ServiceCIDR that no longer matches the
+// range are left as they are.
+func (s *Server) ensureDefaultServiceCIDR(ctx context.Context) error {
+	cidrs := []string{s.ranges.ServiceIPs.CIDR().String()}
+	gvr := networkingv1.SchemeGroupVersion.WithResource("servicecidrs")
+	sc := &networkingv1.ServiceCIDR{
+		ObjectMeta: metav1.ObjectMeta{Name: defaultServiceCIDR, Finalizers: []string{serviceCIDRFinalizer}},
+		Spec:       networkingv1.ServiceCIDRSpec{CIDRs: cidrs},
+	}
+	if err := s.ensure(ctx, gvr, sc, nil); err != nil {
+		return err
+	}
+	res, _ := s.reg.Lookup(gvr)
+	_, err := s.objects.Update(ctx, res, "", defaultServiceCIDR, generic.UpdateOptions{Subresource: "status"}, func(cur runtime.Object) (runtime.Object, error) {
+		sc := cur.(*networkingv1.ServiceCIDR)
+		if sc.DeletionTimestamp != nil || !slices.Equal(sc.Spec.CIDRs, cidrs) ||
+			apimeta.FindStatusCondition(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady) != nil {
+			return cur, nil
+		}
+		apimeta.SetStatusCondition(&sc.Status.Conditions, metav1.Condition{Type: networkingv1.ServiceCIDRConditionReady,
+			Status: metav1.ConditionTrue, Message: "Kubernetes default Service CIDR is ready"})
+		return sc, nil
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrap servicecidrs %s status: %w", defaultServiceCIDR, err)
+	}
+	return nil
 }
 
 // reconcileKubernetesService makes the `kubernetes` Service hold the first IP of the range

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
@@ -13,8 +14,11 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -113,5 +117,31 @@ func TestBootstrapWithALoopbackAddressMakesNoEndpoints(t *testing.T) {
 	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("endpoints"))
 	if _, err := s.objects.Get(context.Background(), res, "default", "kubernetes"); !apierrors.IsNotFound(err) {
 		t.Errorf("loopback endpoints are useless to pods and invalid in Kubernetes, want none: %v", err)
+	}
+}
+
+// The `kubernetes` ServiceCIDR is the Service range, Ready and held by the servicecidrs
+// finalizer, as kube-apiserver's default-servicecidr controller leaves it; a restart
+// rewrites nothing.
+func TestBootstrapMakesTheDefaultServiceCIDRReady(t *testing.T) {
+	ctx := context.Background()
+	st := openTestStore(t)
+	s := newTestServer(t, st, "10.100.0.0/16", "10.200.0.2", 6443)
+	if err := s.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gvr := networkingv1.SchemeGroupVersion.WithResource("servicecidrs")
+	sc := read[*networkingv1.ServiceCIDR](t, s, gvr, "", "kubernetes")
+	ready := apimeta.FindStatusCondition(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady)
+	if !slices.Equal(sc.Spec.CIDRs, []string{"10.100.0.0/16"}) || ready == nil || ready.Status != metav1.ConditionTrue ||
+		!slices.Equal(sc.Finalizers, []string{"networking.k8s.io/service-cidr-finalizer"}) {
+		t.Fatalf("default ServiceCIDR: %+v", sc)
+	}
+	s = newTestServer(t, st, "10.100.0.0/16", "10.200.0.2", 6443)
+	if err := s.Bootstrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := read[*networkingv1.ServiceCIDR](t, s, gvr, "", "kubernetes"); again.ResourceVersion != sc.ResourceVersion {
+		t.Errorf("a restart rewrote the default ServiceCIDR: resourceVersion %s, was %s", again.ResourceVersion, sc.ResourceVersion)
 	}
 }

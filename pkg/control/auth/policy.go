@@ -265,7 +265,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule("list", "watch").groups(legacyGroup).resources("services", "endpoints"),
 			rule("get", "list", "watch").groups(legacyGroup).resources("nodes"),
 			rule("create", "patch", "update").groups(legacyGroup, eventsGroup).resources("events"),
-			rule("list", "watch").groups(discoveryGroup).resources("endpointslices"))),
+			rule("list", "watch").groups(discoveryGroup).resources("endpointslices"),
+			rule("list", "watch").groups(networking).resources("servicecidrs"))),
 		// minilet's NetworkPolicy enforcement needs every pod (peers live on other nodes), as
 		// k3s' agents read them for kube-router's controller.
 		clusterRole("system:minik8s:network-policy", nil, rules(

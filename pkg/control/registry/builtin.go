@@ -76,6 +76,8 @@ func Builtin() (*Registry, error) {
 		res(networkingv1.SchemeGroupVersion, "networkpolicies", "NetworkPolicy", true, networkPolicyRules, []string{"netpol"}, nil),
 		res(networkingv1.SchemeGroupVersion, "ingresses", "Ingress", true, ingressRules, []string{"ing"}, nil, "status"),
 		res(networkingv1.SchemeGroupVersion, "ingressclasses", "IngressClass", false, ingressClassRules, nil, nil),
+		res(networkingv1.SchemeGroupVersion, "servicecidrs", "ServiceCIDR", false, serviceCIDRRules, nil, nil, "status"),
+		res(networkingv1.SchemeGroupVersion, "ipaddresses", "IPAddress", false, ipAddressRules, []string{"ip"}, nil),
 		res(flowcontrolv1.SchemeGroupVersion, "flowschemas", "FlowSchema", false, flowSchemaRules, nil, nil, "status"),
 		res(flowcontrolv1.SchemeGroupVersion, "prioritylevelconfigurations", "PriorityLevelConfiguration", false, priorityLevelRules, nil, nil, "status"),
 		res(apiextensionsv1.SchemeGroupVersion, "customresourcedefinitions", "CustomResourceDefinition", false, customResourceDefinitionRules, []string{"crd", "crds"}, []string{"api-extensions"}, "status"),

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,6 +54,14 @@ func TestNetworkingKubectl(t *testing.T) {
 			t.Errorf("kubectl get: no %q in\n%s", want, got)
 		}
 	}
+	// The Service range's ServiceCIDR and the `kubernetes` Service's IPAddress, as kubectl shows them.
+	got = c.MustKubectl(t, "", "get", "servicecidr,ip")
+	for _, want := range []string{`(?m)^servicecidr\.networking\.k8s\.io/kubernetes\s+[0-9a-f.:]+/\d+\s+\d+s$`,
+		`(?m)^ipaddress\.networking\.k8s\.io/[0-9a-f.:]+\s+services/default/kubernetes$`} {
+		if !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("kubectl get servicecidr,ip: no %s in\n%s", want, got)
+		}
+	}
 	desc := c.MustKubectl(t, "", "describe", "networkpolicy", "web-allow")
 	for _, want := range []string{"PodSelector:     app=web", "NamespaceSelector: team=a", "PodSelector: role=client",
 		"IPBlock:", "CIDR: 10.0.0.0/8", "Except: 10.1.0.0/16", "To Port Range: 8000-8080/TCP", "Not affecting egress traffic", "Policy Types: Ingress"} {
@@ -68,5 +77,10 @@ func TestNetworkingKubectl(t *testing.T) {
 	out, err := c.Kubectl(t, bad, "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, "spec.ingress[0].ports[1].endPort: Invalid value: 8000: must be greater than or equal to `port`") {
 		t.Errorf("invalid policy: err %v, output:\n%s", err, out)
+	}
+	badCIDRs := "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: two-v4}\nspec: {cidrs: [10.0.0.0/24, 10.1.0.0/24]}\n"
+	out, err = c.Kubectl(t, badCIDRs, "create", "-f", "-")
+	if err == nil || !strings.Contains(out, "spec.cidrs: Invalid value: [\"10.0.0.0/24\",\"10.1.0.0/24\"]: may specify no more than one IP for each IP family") {
+		t.Errorf("invalid ServiceCIDR: err %v, output:\n%s", err, out)
 	}
 }

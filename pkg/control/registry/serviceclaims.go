@@ -87,7 +87,7 @@ func releaseService(ctx context.Context, ranges allocator.Ranges, obj, old runti
 	var errs []error
 	for ip := range holdsOf(prev).ips {
 		if !keep.ips[ip] {
-			errs = append(errs, ranges.ServiceIPs.Release(ctx, ip, prev.UID))
+			errs = append(errs, ranges.ServiceIPs.Release(ctx, ip, serviceOwner(prev)))
 		}
 	}
 	for port := range holdsOf(prev).ports {
@@ -260,7 +260,7 @@ func (c *serviceClaim) claimPort(ctx context.Context, port int, path *field.Path
 func (c *serviceClaim) release(ctx context.Context) error {
 	var errs []error
 	for ip := range c.claimed.ips {
-		errs = append(errs, c.ranges.ServiceIPs.Release(ctx, ip, c.owner.UID))
+		errs = append(errs, c.ranges.ServiceIPs.Release(ctx, ip, c.owner))
 	}
 	for port := range c.claimed.ports {
 		errs = append(errs, c.ranges.NodePorts.Release(ctx, port, c.owner.UID))

@@ -17,7 +17,7 @@ func TestServiceWritesHoldExactlyWhatIsStored(t *testing.T) {
 	res, _ := s.reg.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
 	held := func(what string, wantIPs, wantPorts int) {
 		t.Helper()
-		ips, _, err := st.List(ctx, "/registry/ranges/serviceips/")
+		ips, _, err := st.List(ctx, "/registry/networking.k8s.io/ipaddresses/")
 		if err != nil {
 			t.Fatal(err)
 		}
