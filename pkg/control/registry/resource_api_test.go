@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,5 +102,37 @@ func TestResourceAPI(t *testing.T) {
 	}
 	if list, err := slices.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("slices left after deletecollection: %v, %v", list, err)
+	}
+}
+
+const resourceObjects = `
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: req-0
+      exactly: {deviceClassName: dra.example.com}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-1-gpu}
+spec:
+  driver: dra.example.com
+  nodeName: node-1
+  pool: {name: pool-a, generation: 1, resourceSliceCount: 1}
+`
+
+// TestResourceKubectl: kubectl shows a claim's state and a slice's node, driver and pool.
+func TestResourceKubectl(t *testing.T) {
+	testenv.RequireTools(t, "kubectl")
+	c := controlplanetest.Start(t, nil)
+	c.MustKubectl(t, resourceObjects, "apply", "-f", "-")
+	for args, want := range map[string]string{"resourceclaims": "NAME STATE AGE gpu pending", "resourceslices": "NAME NODE DRIVER POOL AGE node-1-gpu node-1 dra.example.com pool-a"} {
+		got := strings.Join(strings.Fields(c.MustKubectl(t, "", "get", args)), " ")
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("kubectl get %s: %q, want %q...", args, got, want)
+		}
 	}
 }
