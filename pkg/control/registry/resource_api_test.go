@@ -64,6 +64,16 @@ func TestResourceAPI(t *testing.T) {
 		t.Fatalf("patch claim status: %v", err)
 	}
 
+	apply := func(body string, sub ...string) (*resourcev1.ResourceClaim, error) {
+		return claims.Patch(ctx, "gpu", types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "test", Force: ptr.To(true)}, sub...)
+	}
+	if claim, err = apply(`{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "gpu", "labels": {"applied": "yes"}}}`); err != nil ||
+		claim.Labels["applied"] != "yes" {
+		t.Fatalf("apply claim labels: %v", err)
+	}
+	if _, err = apply(`{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "gpu"}, "status": {"allocation": {}}}`, "status"); err != nil {
+		t.Fatalf("apply claim status: %v", err)
+	}
 	_, err = claims.Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
 		Requests: []resourcev1.DeviceRequest{{Name: "req-0"}}}}}, opts)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.devices.requests[0]: Required value: exactly one of `exactly` or `firstAvailable` is required") {
