@@ -28,6 +28,7 @@ PACKAGES=(
   k8s.io/api/storage/v1
   k8s.io/api/networking/v1
   k8s.io/api/node/v1
+  k8s.io/api/resource/v1
   k8s.io/apimachinery/pkg/apis/meta/v1
   k8s.io/apimachinery/pkg/runtime
   k8s.io/apimachinery/pkg/version

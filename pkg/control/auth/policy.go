@@ -26,6 +26,7 @@ const (
 	networking     = "networking.k8s.io"
 	certsGroup     = "certificates.k8s.io"
 	storageGroup   = "storage.k8s.io"
+	resourceGroup  = "resource.k8s.io"
 )
 
 var (
@@ -243,6 +244,7 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(write...).groups(networking).resources("ingresses", "networkpolicies"),
 			rule(write...).groups(policyGroup).resources("poddisruptionbudgets"),
 			rule(write...).groups(discoveryGroup).resources("endpointslices"),
+			rule(write...).groups(resourceGroup).resources("resourceclaims", "resourceclaimtemplates"),
 			// edit reads what view must not: secrets and the pods' streams.
 			rule(read...).groups(legacyGroup).resources("pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"))),
 		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"}, rules(
@@ -258,7 +260,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 			rule(read...).groups(autoscaling).resources("horizontalpodautoscalers", "horizontalpodautoscalers/status"),
 			rule(read...).groups(batchGroup).resources("cronjobs", "cronjobs/status", "jobs", "jobs/status"),
 			rule(read...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status"),
-			rule(read...).groups(networking).resources("ingresses", "ingresses/status", "networkpolicies"))),
+			rule(read...).groups(networking).resources("ingresses", "ingresses/status", "networkpolicies"),
+			rule(read...).groups(resourceGroup).resources("resourceclaims", "resourceclaims/status", "resourceclaimtemplates"))),
 
 		// Our components.
 		clusterRole("system:node-proxier", nil, rules(

@@ -38,7 +38,9 @@ func TestDiscovery(t *testing.T) {
 		"authorization.k8s.io/v1/selfsubjectaccessreviews", "authorization.k8s.io/v1/localsubjectaccessreviews",
 		"authentication.k8s.io/v1/selfsubjectreviews", "authentication.k8s.io/v1/tokenreviews",
 		// what the conformance discovery tests expect of every cluster
-		"apiregistration.k8s.io/v1/apiservices", "node.k8s.io/v1/runtimeclasses", "storage.k8s.io/v1/csinodes"} {
+		"apiregistration.k8s.io/v1/apiservices", "node.k8s.io/v1/runtimeclasses", "storage.k8s.io/v1/csinodes",
+		// the DRA CRUD conformance tests
+		"resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1/resourceclaims/status", "resource.k8s.io/v1/resourceclaimtemplates", "resource.k8s.io/v1/resourceslices"} {
 		if !found[want] {
 			t.Errorf("discovery lacks %s", want)
 		}

@@ -17,6 +17,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -70,6 +71,10 @@ func Builtin() (*Registry, error) {
 		res(storagev1.SchemeGroupVersion, "storageclasses", "StorageClass", false, storageClassRules, []string{"sc"}, nil),
 		res(storagev1.SchemeGroupVersion, "csinodes", "CSINode", false, csiNodeRules, nil, nil),
 		res(nodev1.SchemeGroupVersion, "runtimeclasses", "RuntimeClass", false, runtimeClassRules, nil, nil),
+		res(resourcev1.SchemeGroupVersion, "deviceclasses", "DeviceClass", false, deviceClassRules, nil, nil),
+		res(resourcev1.SchemeGroupVersion, "resourceclaims", "ResourceClaim", true, resourceClaimRules, nil, nil, "status"),
+		res(resourcev1.SchemeGroupVersion, "resourceclaimtemplates", "ResourceClaimTemplate", true, resourceClaimTemplateRules, nil, nil),
+		res(resourcev1.SchemeGroupVersion, "resourceslices", "ResourceSlice", false, resourceSliceRules, nil, nil),
 		res(coordinationv1.SchemeGroupVersion, "leases", "Lease", true, leaseRules, nil, nil),
 		res(discoveryv1.SchemeGroupVersion, "endpointslices", "EndpointSlice", true, endpointSliceRules, nil, nil),
 		res(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, csrRules, []string{"csr"}, nil, "status", "approval"),

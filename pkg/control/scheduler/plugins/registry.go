@@ -9,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/defaultbinder"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/defaultpreemption"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/dynamicresources"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/imagelocality"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/interpodaffinity"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/nodeaffinity"
@@ -55,6 +56,7 @@ var Registry = map[string]Factory{
 	podtopologyspread.Name:     noArgs(podtopologyspread.New),
 	interpodaffinity.Name:      noArgs(interpodaffinity.New),
 	imagelocality.Name:         noArgs(imagelocality.New),
+	dynamicresources.Name:      noArgs(dynamicresources.New),
 	defaultpreemption.Name:     noArgs(defaultpreemption.New),
 	defaultbinder.Name:         noArgs(defaultbinder.New),
 }
@@ -77,6 +79,7 @@ var Defaults = []Weighted{
 	{volumebinding.Name, 0},
 	{podtopologyspread.Name, 2},
 	{interpodaffinity.Name, 2},
+	{dynamicresources.Name, 0}, // kube-scheduler adds it before DefaultPreemption
 	{defaultpreemption.Name, 0},
 	{noderesources.BalancedName, 1},
 	{imagelocality.Name, 1},
