@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
 	"github.com/minik8s/minik8s/pkg/agent/status"
+	"github.com/minik8s/minik8s/pkg/agent/sysctl"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -104,7 +105,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		metrics:  newMetrics(),
 	}
 	a.pressure = a.newPressure()
-	a.admitters = []admitter{eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
+	a.admitters = []admitter{sysctl.Admission{}, eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()

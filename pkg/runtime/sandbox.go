@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
@@ -39,6 +40,9 @@ type SandboxConfig struct {
 	Labels     map[string]string
 	Linux      Linux
 	Namespaces Namespaces
+	// Sysctls are set in the sandbox's namespaces (the pod's securityContext.sysctls, as
+	// CRI's sandbox sysctls); its containers share them.
+	Sysctls map[string]string
 }
 
 // Namespaces are the pod's choices of shared namespaces (hostIPC, hostPID,
@@ -93,6 +97,15 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 	}
 	if cfg.Namespaces.HostIPC {
 		spec = append(spec, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	if len(cfg.Sysctls) > 0 {
+		spec = append(spec, func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+			if s.Linux == nil {
+				s.Linux = &specs.Linux{}
+			}
+			s.Linux.Sysctl = maps.Clone(cfg.Sysctls)
+			return nil
+		})
 	}
 	if cfg.Namespaces.HostPID {
 		spec = append(spec, oci.WithHostNamespace(specs.PIDNamespace))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
+	"github.com/minik8s/minik8s/pkg/agent/sysctl"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/cniconf"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -90,6 +91,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		Hostname:     podHostname(pod),
 		Labels:       podLabels(pod),
 		Namespaces:   namespacesOf(pod),
+		Sysctls:      sysctl.Sandbox(pod),
 		Linux:        runtime.Linux{CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod), OOMScoreAdj: ptr.To(max(cm.SandboxOOMScoreAdj, s.cfg.OOMFloor))},
 	}
 	if err := cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids); err != nil {

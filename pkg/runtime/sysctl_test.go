@@ -1,0 +1,44 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// TestSandboxSysctls: the sandbox's sysctls are set in its own IPC and network
+// namespaces, which its containers share, and not on the host.
+func TestSandboxSysctls(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	netns := newNetNS(t)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "sysctls", NetNSPath: netns.path,
+		Sysctls: map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.ip_local_port_range": "20000 30000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.rt.StopContainer(ctx, sandbox.ID, 0); e.rt.RemoveContainer(ctx, sandbox.ID) })
+	read := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("nsenter", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nsenter %v: %v: %s", args, err, out)
+		}
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	pid := fmt.Sprint(sandbox.PID)
+	if got := read("-t", pid, "-i", "cat", "/proc/sys/kernel/shm_rmid_forced"); got != "1" {
+		t.Errorf("kernel.shm_rmid_forced in the sandbox: %q, want 1", got)
+	}
+	if got := read("-t", pid, "-n", "cat", "/proc/sys/net/ipv4/ip_local_port_range"); got != "20000 30000" {
+		t.Errorf("net.ipv4.ip_local_port_range in the sandbox: %q, want 20000 30000", got)
+	}
+	if own, _ := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); strings.Join(strings.Fields(string(own)), " ") == "20000 30000" {
+		t.Error("the test's own net.ipv4.ip_local_port_range changed")
+	}
+}
