@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/policy"
 	"github.com/minik8s/minik8s/pkg/control/admission/priority"
 	"github.com/minik8s/minik8s/pkg/control/admission/resourcequota"
+	"github.com/minik8s/minik8s/pkg/control/admission/runtimeclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/admission/storageprotection"
 	"github.com/minik8s/minik8s/pkg/control/admission/upstream"
@@ -60,6 +61,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			accounts,
 			noderestriction.New(privileged),
 			priority.New(inf, st, reg),
+			runtimeclass.New(inf, st, reg),
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
 			storageprotection.Plugin{},

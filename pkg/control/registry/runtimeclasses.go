@@ -25,7 +25,7 @@ var runtimeClassRules = Rules{
 	},
 	Warnings: func(obj runtime.Object) []string {
 		rc := obj.(*nodev1.RuntimeClass)
-		return []string{fmt.Sprintf("minik8s runs every pod with containerd's default runtime: pods naming RuntimeClass %q do not get its handler %q, overhead or scheduling", rc.Name, rc.Handler)}
+		return []string{fmt.Sprintf("minik8s runs every pod with containerd's default runtime: pods naming RuntimeClass %q do not get its handler %q (its overhead and scheduling apply)", rc.Name, rc.Handler)}
 	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{nameColumn, column("Handler", "string", nodev1.RuntimeClass{}.SwaggerDoc()["handler"], false), ageColumn},

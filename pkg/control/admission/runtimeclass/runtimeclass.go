@@ -1,0 +1,126 @@
+// Package runtimeclass is Kubernetes' RuntimeClass admission plugin: a pod naming a
+// RuntimeClass that does not exist is refused, and one that exists gives the pod its
+// overhead and its scheduling (node selector and tolerations) when the pod is created.
+package runtimeclass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	nodelisters "k8s.io/client-go/listers/node/v1"
+)
+
+// Plugin reads RuntimeClasses from the shared informer; one the informer has not seen
+// yet (created a moment before) is read from the store before the pod is refused.
+type Plugin struct {
+	informers *admission.Informers
+	lister    nodelisters.RuntimeClassLister
+	synced    func() bool
+	store     store.Interface
+	classes   *registry.Resource
+}
+
+// New is the plugin, registering its informer in inf; st answers what the informer lacks.
+func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *Plugin {
+	classes, _ := reg.Lookup(nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))
+	rc := inf.Factory.Node().V1().RuntimeClasses()
+	return &Plugin{informers: inf, lister: rc.Lister(), synced: rc.Informer().HasSynced, store: st, classes: classes}
+}
+
+// Admit applies the pod's RuntimeClass to a pod being created, with kube's messages.
+func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
+	if a.Operation != generic.Create || a.Subresource != "" || a.Resource.Group != "" || a.Resource.Resource != "pods" {
+		return nil
+	}
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok || p.classes == nil {
+		return nil
+	}
+	forbidden := func(format string, args ...any) error {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), pod.Name, fmt.Errorf(format, args...))
+	}
+	if pod.Spec.RuntimeClassName == nil {
+		if pod.Spec.Overhead != nil {
+			return forbidden("pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead")
+		}
+		return nil
+	}
+	rc, err := p.get(ctx, a, *pod.Spec.RuntimeClassName)
+	if err != nil {
+		return err
+	}
+	if rc == nil {
+		return forbidden("pod rejected: RuntimeClass %q not found", *pod.Spec.RuntimeClassName)
+	}
+	switch {
+	case rc.Overhead != nil && pod.Spec.Overhead != nil && !apiequality.Semantic.DeepEqual(rc.Overhead.PodFixed, pod.Spec.Overhead):
+		return forbidden("pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")
+	case rc.Overhead != nil:
+		pod.Spec.Overhead = rc.Overhead.PodFixed.DeepCopy()
+	case pod.Spec.Overhead != nil:
+		return forbidden("pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead")
+	}
+	if rc.Scheduling == nil {
+		return nil
+	}
+	for key, value := range rc.Scheduling.NodeSelector {
+		if have, ok := pod.Spec.NodeSelector[key]; ok && have != value {
+			return forbidden("conflict: runtimeClass.scheduling.nodeSelector[%s] = %s; pod.spec.nodeSelector[%s] = %s", key, value, key, have)
+		}
+	}
+	for key, value := range rc.Scheduling.NodeSelector {
+		if pod.Spec.NodeSelector == nil {
+			pod.Spec.NodeSelector = map[string]string{}
+		}
+		pod.Spec.NodeSelector[key] = value
+	}
+	for _, t := range rc.Scheduling.Tolerations {
+		if !hasToleration(pod.Spec.Tolerations, t) {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
+		}
+	}
+	return nil
+}
+
+func hasToleration(list []corev1.Toleration, t corev1.Toleration) bool {
+	for _, have := range list {
+		if apiequality.Semantic.DeepEqual(have, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// get is the named class from the informer, else the store; nil when there is none.
+func (p *Plugin) get(ctx context.Context, a *generic.Attributes, name string) (*nodev1.RuntimeClass, error) {
+	cached, err := p.informers.Wait(ctx, a, p.synced)
+	if err != nil {
+		return nil, err
+	}
+	if cached {
+		if rc, err := p.lister.Get(name); err == nil {
+			return rc, nil
+		}
+	}
+	kv, err := p.store.Get(ctx, generic.Key(p.classes, "", name))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*nodev1.RuntimeClass), nil
+}
