@@ -18,6 +18,8 @@ import (
 // writers' conditions, nominatedNodeName, qosClass) are kept.
 func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Container, sandboxReady bool) corev1.PodStatus {
 	ps := *pod.Status.DeepCopy()
+	// The generation of the spec this status reflects, as the kubelet reports it.
+	ps.ObservedGeneration = pod.Generation
 	ps.HostIP = s.cfg.NodeIP
 	if ps.QOSClass == "" { // set by the API server at create; static pods come without
 		ps.QOSClass = qos.Class(pod)

@@ -19,6 +19,9 @@ import (
 )
 
 var podRules = Rules{
+	// A pod's generation counts its spec's changes and its graceful deletion, as kube's
+	// pod strategy (GA in 1.35); minilet reports the one it acted on as observedGeneration.
+	Generation: true,
 	// kube's pod status strategy keeps the owners: old kubelets corrupted them.
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetOwnerReferences(old.GetOwnerReferences()) },
 	Warnings: func(obj runtime.Object) []string {

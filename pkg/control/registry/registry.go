@@ -91,8 +91,8 @@ type Rules struct {
 	// ?fieldValidation= refuses or warns of, as it does a built-in kind's unknown fields.
 	UnknownFields func(obj runtime.Object) []string
 	// Generation: the kind's metadata.generation counts changes to its spec (1 on create),
-	// as the strategies of Kubernetes' workloads and PodDisruptionBudgets set it; other kinds
-	// (pods, Services, ConfigMaps, ...) have none.
+	// as the strategies of Kubernetes' workloads, pods and PodDisruptionBudgets set it; other
+	// kinds (Services, ConfigMaps, ...) have none.
 	Generation bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)

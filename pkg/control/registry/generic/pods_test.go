@@ -34,8 +34,8 @@ func TestBindAssignsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := get(t, s, "a")
-	if got.Spec.NodeName != "node-1" || got.Annotations["example.com/placed-by"] != "test" || got.Generation != 0 {
-		t.Errorf("bound pod: node %q, annotations %v, generation %d; want node-1, the binding's annotation, 0 (pods have none in v1.32)",
+	if got.Spec.NodeName != "node-1" || got.Annotations["example.com/placed-by"] != "test" || got.Generation != 1 {
+		t.Errorf("bound pod: node %q, annotations %v, generation %d; want node-1, the binding's annotation, 1 (a binding is no spec update: kube's stays 1)",
 			got.Spec.NodeName, got.Annotations, got.Generation)
 	}
 	scheduled := false
