@@ -15,29 +15,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
 )
 
-// Plugin reads PriorityClasses from the shared informer, as kube-apiserver's plugin reads its
-// lister: a pod create costs no read of the store (with etcd, a round trip to learn its
-// revision). A named class the informer has not seen yet (created a moment before) is read
-// from the store before the pod is refused; the globalDefault class, as in Kubernetes, is
-// the informer's. Before the informers start (the server's own bootstrap writes) the store
-// answers both.
+// Plugin reads PriorityClasses through admission.ClusterObjects: the shared informer, and
+// the store for a class created a moment before or before the informers start.
 type Plugin struct {
-	informers *admission.Informers
-	lister    schedulinglisters.PriorityClassLister
-	synced    func() bool
-	store     store.Interface
-	classes   *registry.Resource
+	classes *admission.ClusterObjects[*schedulingv1.PriorityClass]
 }
 
 // New is the plugin, registering its informer in inf; st answers what the informer lacks.
 func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *Plugin {
-	classes, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
-	pc := inf.Factory.Scheduling().V1().PriorityClasses()
-	return &Plugin{informers: inf, lister: pc.Lister(), synced: pc.Informer().HasSynced, store: st, classes: classes}
+	res, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
+	informer := inf.Factory.Scheduling().V1().PriorityClasses().Informer()
+	return &Plugin{classes: admission.NewClusterObjects[*schedulingv1.PriorityClass](inf, informer, st, res)}
 }
 
 // Admit resolves the priority of a pod being created.
@@ -46,7 +36,7 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 		return nil
 	}
 	pod, ok := a.Object.(*corev1.Pod)
-	if !ok || p.classes == nil {
+	if !ok || !p.classes.Served() {
 		return nil
 	}
 	class, err := p.resolve(ctx, a, pod.Spec.PriorityClassName)
@@ -78,24 +68,15 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 // resolve finds the named class, or with no name the globalDefault class (the one with the
 // lowest value if several claim it, as Kubernetes picks); nil when there is none.
 func (p *Plugin) resolve(ctx context.Context, a *generic.Attributes, name string) (*schedulingv1.PriorityClass, error) {
-	cached, err := p.informers.Wait(ctx, a, p.synced)
-	if err != nil {
-		return nil, err
-	}
 	if name != "" {
-		if cached {
-			if pc, err := p.lister.Get(name); err == nil {
-				return pc, nil
-			}
+		pc, ok, err := p.classes.Get(ctx, a, name)
+		if err == nil && !ok {
+			err = apierrors.NewForbidden(corev1.Resource("pods"), "", fmt.Errorf("no PriorityClass with name %s was found", name))
 		}
-		return p.stored(ctx, name)
+		return pc, err
 	}
-	var all []*schedulingv1.PriorityClass
-	if cached {
-		if all, err = p.lister.List(labels.Everything()); err != nil {
-			return nil, err
-		}
-	} else if all, err = p.storedAll(ctx); err != nil {
+	all, err := p.classes.List(ctx, a)
+	if err != nil {
 		return nil, err
 	}
 	var def *schedulingv1.PriorityClass
@@ -105,38 +86,4 @@ func (p *Plugin) resolve(ctx context.Context, a *generic.Attributes, name string
 		}
 	}
 	return def, nil
-}
-
-// stored reads the named class from the store.
-func (p *Plugin) stored(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
-	kv, err := p.store.Get(ctx, generic.Key(p.classes, "", name))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierrors.NewForbidden(corev1.Resource("pods"), "",
-			fmt.Errorf("no PriorityClass with name %s was found", name))
-	}
-	if err != nil {
-		return nil, err
-	}
-	obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*schedulingv1.PriorityClass), nil
-}
-
-// storedAll reads every class from the store.
-func (p *Plugin) storedAll(ctx context.Context) ([]*schedulingv1.PriorityClass, error) {
-	kvs, _, err := p.store.List(ctx, generic.ListPrefix(p.classes, ""))
-	if err != nil {
-		return nil, err
-	}
-	all := make([]*schedulingv1.PriorityClass, 0, len(kvs))
-	for _, kv := range kvs {
-		obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, obj.(*schedulingv1.PriorityClass))
-	}
-	return all, nil
 }

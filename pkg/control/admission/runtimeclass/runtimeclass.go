@@ -5,7 +5,6 @@ package runtimeclass
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
@@ -16,24 +15,19 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	nodelisters "k8s.io/client-go/listers/node/v1"
 )
 
-// Plugin reads RuntimeClasses from the shared informer; one the informer has not seen
-// yet (created a moment before) is read from the store before the pod is refused.
+// Plugin reads RuntimeClasses through admission.ClusterObjects: the shared informer, and
+// the store for a class created a moment before or before the informers start.
 type Plugin struct {
-	informers *admission.Informers
-	lister    nodelisters.RuntimeClassLister
-	synced    func() bool
-	store     store.Interface
-	classes   *registry.Resource
+	classes *admission.ClusterObjects[*nodev1.RuntimeClass]
 }
 
 // New is the plugin, registering its informer in inf; st answers what the informer lacks.
 func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *Plugin {
-	classes, _ := reg.Lookup(nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))
-	rc := inf.Factory.Node().V1().RuntimeClasses()
-	return &Plugin{informers: inf, lister: rc.Lister(), synced: rc.Informer().HasSynced, store: st, classes: classes}
+	res, _ := reg.Lookup(nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))
+	informer := inf.Factory.Node().V1().RuntimeClasses().Informer()
+	return &Plugin{classes: admission.NewClusterObjects[*nodev1.RuntimeClass](inf, informer, st, res)}
 }
 
 // Admit applies the pod's RuntimeClass to a pod being created, with kube's messages.
@@ -42,7 +36,7 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 		return nil
 	}
 	pod, ok := a.Object.(*corev1.Pod)
-	if !ok || p.classes == nil {
+	if !ok || !p.classes.Served() {
 		return nil
 	}
 	forbidden := func(format string, args ...any) error {
@@ -54,11 +48,11 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 		}
 		return nil
 	}
-	rc, err := p.get(ctx, a, *pod.Spec.RuntimeClassName)
+	rc, found, err := p.classes.Get(ctx, a, *pod.Spec.RuntimeClassName)
 	if err != nil {
 		return err
 	}
-	if rc == nil {
+	if !found {
 		return forbidden("pod rejected: RuntimeClass %q not found", *pod.Spec.RuntimeClassName)
 	}
 	switch {
@@ -98,29 +92,4 @@ func hasToleration(list []corev1.Toleration, t corev1.Toleration) bool {
 		}
 	}
 	return false
-}
-
-// get is the named class from the informer, else the store; nil when there is none.
-func (p *Plugin) get(ctx context.Context, a *generic.Attributes, name string) (*nodev1.RuntimeClass, error) {
-	cached, err := p.informers.Wait(ctx, a, p.synced)
-	if err != nil {
-		return nil, err
-	}
-	if cached {
-		if rc, err := p.lister.Get(name); err == nil {
-			return rc, nil
-		}
-	}
-	kv, err := p.store.Get(ctx, generic.Key(p.classes, "", name))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	obj, err := generic.Decode(p.classes, kv.Value, kv.Revision)
-	if err != nil {
-		return nil, err
-	}
-	return obj.(*nodev1.RuntimeClass), nil
 }
