@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"os"
@@ -68,6 +69,8 @@ func (s *server) routes() http.Handler {
 		w.Write(data)
 	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		// Upstream's line, which the lifecycle hook tests look for in the log.
+		log.Printf("GET /echo?msg=%s&code=%s", r.FormValue("msg"), r.FormValue("code"))
 		if raw := r.FormValue("code"); raw != "" {
 			code, err := strconv.Atoi(raw)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"mime/multipart"
 	"net"
@@ -256,5 +257,18 @@ func TestGRPCHealthFollowsSetHealth(t *testing.T) {
 	s.setHealth(http.StatusServiceUnavailable)
 	if got := check(); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("after 503: %s", got)
+	}
+}
+
+// TestEchoLogsUpstreamsLine: /echo logs "GET /echo?msg=M&code=C" as upstream's netexec,
+// the line the lifecycle hook conformance tests look for in the handler pod's log.
+func TestEchoLogsUpstreamsLine(t *testing.T) {
+	var out bytes.Buffer
+	log.SetOutput(&out)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	_, srv := testServer(t)
+	get(t, srv.URL+"/echo?msg=prestop")
+	if !strings.Contains(out.String(), "GET /echo?msg=prestop&code=\n") {
+		t.Errorf("log %q lacks upstream's line", out.String())
 	}
 }
