@@ -509,3 +509,31 @@ func TestLabSegments(t *testing.T) {
 		t.Errorf("namespaces left: %v", left)
 	}
 }
+
+// TestAliveUntilOnlyTheZombieIsLeft: a running process is alive; once it has exited and
+// only its zombie waits for the parent (its one thread gone), it is not.
+func TestAliveUntilOnlyTheZombieIsLeft(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	start, _, err := procStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !alive(cmd.Process.Pid, start) {
+		t.Fatal("a running process is not alive")
+	}
+	cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(cmd.Process.Pid, start) {
+		if time.Now().After(deadline) {
+			t.Fatal("a killed process's zombie is still alive")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, state, err := procStat(cmd.Process.Pid); err != nil || state != 'Z' {
+		t.Errorf("state %c, %v: want the zombie still there (not yet waited for)", state, err)
+	}
+}

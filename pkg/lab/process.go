@@ -216,11 +216,20 @@ func waitGone(procs []ProcessRecord, timeout time.Duration) bool {
 	}
 }
 
-// alive tells whether pid is still the process that started at start. Zombies count as gone:
-// they have exited and only wait for their parent.
+// alive tells whether pid is still the process that started at start. A zombie counts as
+// gone once it alone is left of its threads: it has exited and only waits for its parent.
+// A multi-threaded process's leader turns zombie while its other threads still exit, and
+// those still hold its files (a listening socket a restarted daemon must bind again).
 func alive(pid int, start uint64) bool {
 	got, state, err := procStat(pid)
-	return err == nil && state != 'Z' && state != 'X' && got == start
+	if err != nil || got != start || state == 'X' {
+		return false
+	}
+	if state != 'Z' {
+		return true
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return err == nil && len(tasks) > 1
 }
 
 // procStat reads a process's start time and state from /proc/PID/stat.
