@@ -68,6 +68,9 @@ func TestJobPolicies(t *testing.T) {
 			t.Fatalf("jobs not ended after 90 s:\n%s", kubectl("get", "jobs,pods", "-o", "wide"))
 		}
 		time.Sleep(time.Second)
+		// Fresh values each round: Unmarshal into a used struct keeps the fields the new
+		// JSON omits (status.active once it is 0), and the test would judge a stale count.
+		perIndex, leader = batchv1.Job{}, batchv1.Job{}
 		if err := json.Unmarshal([]byte(kubectl("get", "job", "perindex", "-o", "json")), &perIndex); err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,7 @@ func TestJobs(t *testing.T) {
 			}
 		}
 		maxRunning = max(maxRunning, running)
+		job = batchv1.Job{} // Unmarshal into a used struct would keep fields the new JSON omits
 		if err := json.Unmarshal([]byte(kubectl("get", "job", "idx", "-o", "json")), &job); err != nil {
 			t.Fatal(err)
 		}
