@@ -159,6 +159,7 @@ func newCommand() *cobra.Command {
 	f.IntVar(&apiBurst, "kube-api-burst", 100, "burst of requests to the API server above --kube-api-qps")
 	f.Float32Var(&eventQPS, "event-qps", 50, "events per second sent to the API server, limited apart from --kube-api-qps (the kubelet's default)")
 	f.IntVar(&eventBurst, "event-burst", 100, "burst of events above --event-qps")
+	f.StringSliceVar(&cfg.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set beyond the safe ones, e.g. 'kernel.msg*,net.core.somaxconn'; each must be namespaced. Use at your own risk")
 	f.BoolVar(&cfg.NetworkPolicy, "network-policy", true, "enforce NetworkPolicies for this node's pods in iptables and ipsets")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(networkCommand())

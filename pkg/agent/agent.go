@@ -105,7 +105,11 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		metrics:  newMetrics(),
 	}
 	a.pressure = a.newPressure()
-	a.admitters = []admitter{sysctl.Admission{}, eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
+	sysctls, err := sysctl.NewAdmission(cfg.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, err
+	}
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()

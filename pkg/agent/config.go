@@ -14,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
+	"github.com/minik8s/minik8s/pkg/agent/sysctl"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -49,6 +50,9 @@ type Config struct {
 	HealthzAddr                  string // host:port of /healthz and /metrics; empty serves nothing
 	Profiling                    bool   // --profiling: /debug/pprof beside /healthz
 	NetworkPolicy                bool   // --network-policy: enforce NetworkPolicies (pkg/network/policy)
+	// --allowed-unsafe-sysctls: namespaced sysctls (or patterns ending in *) pods may set
+	// beyond the kubelet's safe ones.
+	AllowedUnsafeSysctls []string
 	// The node API (pkg/nodeapi) on NodeIP:Port, served only with a certificate.
 	Port                                         int    // --port
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile string // --tls-cert-file, --tls-private-key-file, --client-ca-file
@@ -92,6 +96,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--pod-network: %w", err))
 	}
 	if _, err := stats.ParseThresholdConfig(c.Eviction); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := sysctl.NewAdmission(c.AllowedUnsafeSysctls); err != nil {
 		errs = append(errs, err)
 	}
 	if c.EvictionMaxPodGracePeriod < 0 {

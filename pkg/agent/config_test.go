@@ -38,11 +38,11 @@ func TestConfigValidateNodeAPIFlags(t *testing.T) {
 }
 
 func TestConfigValidateNamesFlags(t *testing.T) {
-	err := Config{NodeIP: "x", PodCIDR: "10.0.0.0", RootDir: "rel", InsecureRegistries: []string{"http://r.lab/x"}}.Validate()
+	err := Config{NodeIP: "x", PodCIDR: "10.0.0.0", RootDir: "rel", InsecureRegistries: []string{"http://r.lab/x"}, AllowedUnsafeSysctls: []string{"vm.swappiness"}}.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd", "--insecure-registry", "--cgroup-root"} {
+	for _, flag := range []string{"--node-name", "--node-ip", "--pod-cidr", "--root-dir", "--containerd", "--insecure-registry", "--cgroup-root", "--allowed-unsafe-sysctls"} {
 		if !strings.Contains(err.Error(), flag) {
 			t.Errorf("error does not name %s: %v", flag, err)
 		}
