@@ -182,26 +182,13 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		}
 	}
 	// Beyond replicas: delete, highest first (one at a time when ordered).
-	var condemned []int
-	for i := range pods {
-		if i >= replicas {
-			condemned = append(condemned, i)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(condemned)))
-	for _, i := range condemned {
-		if pods[i].DeletionTimestamp != nil {
-			if ordered {
-				return nil
-			}
-			continue
-		}
+	for _, i := range condemnedToDelete(pods, replicas, ordered) {
 		if err := c.deletePod(ctx, set, pods[i]); err != nil {
 			return err
 		}
-		if ordered {
-			return nil
-		}
+	}
+	if ordered && len(condemnedLeft(pods, replicas)) > 0 {
+		return nil // scaling down comes before updating
 	}
 	// RollingUpdate: the highest pod not at the update revision, down to the partition, once
 	// every pod is Running and Ready.
@@ -219,6 +206,52 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		}
 	}
 	return nil
+}
+
+// condemnedLeft is the ordinals at or beyond replicas, highest first.
+func condemnedLeft(pods map[int]*corev1.Pod, replicas int) []int {
+	var condemned []int
+	for i := range pods {
+		if i >= replicas {
+			condemned = append(condemned, i)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(condemned)))
+	return condemned
+}
+
+// condemnedToDelete picks the pods beyond replicas to delete now. Parallel: all not yet
+// terminating. Ordered, as kube's controller: at most one, the highest, once every higher
+// one is gone, and only if it is Running and Ready or the lowest unhealthy one, so a
+// scale-down halts while a pod it would pass is unhealthy.
+func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool) []int {
+	condemned := condemnedLeft(pods, replicas)
+	if !ordered {
+		var live []int
+		for _, i := range condemned {
+			if pods[i].DeletionTimestamp == nil {
+				live = append(live, i)
+			}
+		}
+		return live
+	}
+	firstUnhealthy := -1
+	for _, i := range condemned { // highest first: the last one found is the lowest
+		if !runningAndReady(pods[i]) {
+			firstUnhealthy = i
+		}
+	}
+	if len(condemned) == 0 {
+		return nil
+	}
+	switch top := condemned[0]; {
+	case pods[top].DeletionTimestamp != nil:
+		return nil // wait for it to go
+	case !runningAndReady(pods[top]) && top != firstUnhealthy:
+		return nil
+	default:
+		return []int{top}
+	}
 }
 
 // templateOf is the pod template a revision recorded.
