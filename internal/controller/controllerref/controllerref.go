@@ -21,8 +21,9 @@ type PatchFunc[T metav1.Object] func(ctx context.Context, obj T, patch []byte) e
 
 // Claim returns the objects owner controls among objs, adopting orphans that selector
 // matches (unless owner is being deleted) and releasing the ones it controls that selector
-// no longer matches. An object deleted meanwhile is skipped.
-func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, ownerKind schema.GroupVersionKind, selector labels.Selector, objs []T, patch PatchFunc[T]) ([]T, error) {
+// no longer matches. An object deleted meanwhile is skipped. finalizers are added on
+// adoption and removed on release (the Job's tracking finalizer), as the ref manager's.
+func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, ownerKind schema.GroupVersionKind, selector labels.Selector, objs []T, patch PatchFunc[T], finalizers ...string) ([]T, error) {
 	var owned []T
 	for _, obj := range objs {
 		ref := metav1.GetControllerOfNoCopy(obj)
@@ -31,11 +32,11 @@ func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, ownerKind 
 		case ref != nil && ref.UID == owner.GetUID() && matches:
 			owned = append(owned, obj)
 		case ref != nil && ref.UID == owner.GetUID():
-			if err := apply(ctx, obj, releasePatch(owner.GetUID(), obj.GetUID()), patch); err != nil {
+			if err := apply(ctx, obj, releasePatch(owner.GetUID(), obj.GetUID(), finalizers), patch); err != nil {
 				return nil, fmt.Errorf("release %s: %w", obj.GetName(), err)
 			}
 		case ref == nil && matches && owner.GetDeletionTimestamp() == nil && obj.GetDeletionTimestamp() == nil:
-			if err := apply(ctx, obj, adoptPatch(owner, ownerKind, obj.GetUID()), patch); err != nil {
+			if err := apply(ctx, obj, adoptPatch(owner, ownerKind, obj.GetUID(), finalizers), patch); err != nil {
 				return nil, fmt.Errorf("adopt %s: %w", obj.GetName(), err)
 			}
 			owned = append(owned, obj)
@@ -67,18 +68,27 @@ func apply[T metav1.Object](ctx context.Context, obj T, body map[string]any, pat
 	return nil
 }
 
-// adoptPatch adds owner as the controller; the uid guards against a namesake.
-func adoptPatch(owner metav1.Object, kind schema.GroupVersionKind, uid types.UID) map[string]any {
-	return map[string]any{"metadata": map[string]any{
+// adoptPatch adds owner as the controller, and finalizers; the uid guards against a
+// namesake.
+func adoptPatch(owner metav1.Object, kind schema.GroupVersionKind, uid types.UID, finalizers []string) map[string]any {
+	meta := map[string]any{
 		"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)},
 		"uid":             uid,
-	}}
+	}
+	if len(finalizers) > 0 {
+		meta["finalizers"] = finalizers // a merge list: added to the object's own
+	}
+	return map[string]any{"metadata": meta}
 }
 
-// releasePatch removes owner's reference (ownerReferences merge by uid).
-func releasePatch(owner, uid types.UID) map[string]any {
-	return map[string]any{"metadata": map[string]any{
+// releasePatch removes owner's reference (ownerReferences merge by uid) and finalizers.
+func releasePatch(owner, uid types.UID, finalizers []string) map[string]any {
+	meta := map[string]any{
 		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": owner}},
 		"uid":             uid,
-	}}
+	}
+	if len(finalizers) > 0 {
+		meta["$deleteFromPrimitiveList/finalizers"] = finalizers
+	}
+	return map[string]any{"metadata": meta}
 }

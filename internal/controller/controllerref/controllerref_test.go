@@ -60,6 +60,29 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("adopting a recreated namesake: err %v, want a 409 uid precondition failure", err)
 	}
+
+	// With finalizers (the Job's tracking finalizer): added on adoption beside the
+	// object's own, removed on release with the reference.
+	const f = "example.com/tracking"
+	orphan2 := mk("orphan2", "x")
+	child2 := mk("child2", "y", *metav1.NewControllerRef(owner, kind))
+	if child2, err = cms.Patch(ctx, "child2", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/own","`+f+`"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{orphan2, child2}, patch, f); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cms.Get(ctx, "orphan2", metav1.GetOptions{}); len(got.Finalizers) != 1 || got.Finalizers[0] != f || metav1.GetControllerOf(got) == nil {
+		t.Errorf("adopted with finalizers %v, references %v; want [%s] and the owner", got.Finalizers, got.OwnerReferences, f)
+	}
+	if got, _ := cms.Get(ctx, "child2", metav1.GetOptions{}); len(got.Finalizers) != 1 || got.Finalizers[0] != "example.com/own" || len(got.OwnerReferences) != 0 {
+		t.Errorf("released with finalizers %v, references %v; want [example.com/own] and none", got.Finalizers, got.OwnerReferences)
+	}
+	for _, name := range []string{"orphan2", "child2"} { // let the cluster's teardown delete them
+		if _, err := cms.Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestControlled keeps the objects whose controller is the owner, in order: not those

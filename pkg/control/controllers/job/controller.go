@@ -124,6 +124,17 @@ func (c *Controller) podChanged(obj any) {
 		deleted = true
 	}
 	ref := metav1.GetControllerOf(pod)
+	if ref == nil && !deleted {
+		// An orphan: the Jobs it matches may adopt it; with none, its finalizer goes.
+		matching := c.matchingJobs(pod)
+		for _, job := range matching {
+			c.queue.Add(job.Namespace + "/" + job.Name)
+		}
+		if len(matching) == 0 && hasTrackingFinalizer(pod) {
+			c.orphans.Add(pod.Namespace + "/" + pod.Name)
+		}
+		return
+	}
 	if ref == nil || ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
 		if hasTrackingFinalizer(pod) && !deleted {
 			c.orphans.Add(pod.Namespace + "/" + pod.Name)
@@ -183,7 +194,7 @@ func (st *jobState) prune(pods []*corev1.Pod, now time.Time) {
 }
 
 // releaseOrphan removes our finalizer from a pod whose Job is gone (checked against the
-// API, not only the cache), so the pod can be deleted.
+// API, not only the cache) or that no Job would adopt, so the pod can be deleted.
 func (c *Controller) releaseOrphan(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -196,7 +207,11 @@ func (c *Controller) releaseOrphan(ctx context.Context, key string) (time.Durati
 	if err != nil {
 		return 0, err
 	}
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == jobKind.Kind {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil && len(c.matchingJobs(pod)) > 0 {
+		return 0, nil // a Job adopts it, finalizer and all
+	}
+	if ref != nil && ref.Kind == jobKind.Kind {
 		job, err := c.client.BatchV1().Jobs(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err == nil && job.UID == ref.UID {
 			c.queue.Add(ns + "/" + ref.Name)

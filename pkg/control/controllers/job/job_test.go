@@ -383,3 +383,34 @@ func TestDeletedJobReleasesPods(t *testing.T) {
 		t.Errorf("%d pods created for a Job deleted with its one pod", created)
 	}
 }
+
+// TestAdoptAndRelease, as the conformance test "should adopt matching orphans and release
+// non-matching pods": a pod orphaned by removing its owner references is adopted again,
+// with the tracking finalizer; one relabelled out of the selector is released, without it.
+func TestAdoptAndRelease(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("adopt")
+	j.Spec.Parallelism = ptr.To[int32](2)
+	j.Spec.Completions = ptr.To[int32](4)
+	createJob(t, ctx, c, j)
+	job := getJob(t, ctx, c, "adopt")
+	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "adopt"))) == 2 })
+	name := running(jobPods(t, ctx, c, "adopt"))[0].Name
+	pods := c.Client.CoreV1().Pods("default")
+	if _, err := pods.Patch(ctx, name, "application/merge-patch+json", []byte(`{"metadata":{"ownerReferences":null,"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "the orphan adopted", 10*time.Second, func() bool {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		ref := metav1.GetControllerOf(p)
+		return err == nil && ref != nil && ref.UID == job.UID && slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
+	})
+	if _, err := pods.Patch(ctx, name, "application/merge-patch+json", []byte(`{"metadata":{"labels":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "the relabelled pod released", 10*time.Second, func() bool {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		return err == nil && metav1.GetControllerOf(p) == nil && !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
+	})
+	controllertest.Until(t, "a replacement", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "adopt"))) == 2 })
+}

@@ -67,11 +67,14 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	pods := controllerref.Controlled(all, shared.UID)
 	if finished(shared) || shared.DeletionTimestamp != nil {
-		// Nothing more to count or to start: a Job being deleted leaves its pods to the
+		// Nothing more to count, start or adopt: a Job being deleted leaves its pods to the
 		// garbage collector, without finalizers that would hold them.
-		return 0, c.releaseAll(ctx, pods)
+		return 0, c.releaseAll(ctx, controllerref.Controlled(all, shared.UID))
+	}
+	pods, err := c.claimPods(ctx, shared, all)
+	if err != nil {
+		return 0, err
 	}
 	s := &syncCtx{job: shared.DeepCopy(), st: c.state(key, shared.UID), pods: pods, now: metav1.NewTime(c.clock.Now())}
 	s.indexed = ptr.Deref(s.job.Spec.CompletionMode, batchv1.NonIndexedCompletion) == batchv1.IndexedCompletion
