@@ -57,7 +57,7 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 	}
 	switch {
 	case current == nil:
-		data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": o.Template, "$patch": "replace"}})
+		data, err := Patch(o.Template)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -109,4 +109,21 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 		owned = kept
 	}
 	return current, owned, nil
+}
+
+// Patch is the revision's data for template, byte for byte as kube's controllers write it
+// ({"spec":{"template":{"$patch":"replace",...}}}, keys sorted, through a generic map):
+// clients such as the conformance tests find a set's current revision by comparing
+// these bytes with the patch they compute from the set.
+func Patch(template *corev1.PodTemplateSpec) ([]byte, error) {
+	typed, err := json.Marshal(template)
+	if err != nil {
+		return nil, err
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(typed, &generic); err != nil {
+		return nil, err
+	}
+	generic["$patch"] = "replace"
+	return json.Marshal(map[string]any{"spec": map[string]any{"template": generic}})
 }
