@@ -230,7 +230,8 @@ func TestReconcileOldTakesTheOldestFirst(t *testing.T) {
 }
 
 // TestResize: a new size mid-rollout is shared out in proportion to the active
-// ReplicaSets' sizes, the largest taking what rounding leaves; maxSurge stays allowed.
+// ReplicaSets' sizes (each rounded, as kube's controller), the largest taking what rounding
+// leaves; maxSurge stays allowed.
 func TestResize(t *testing.T) {
 	t.Parallel()
 	type rs struct {
@@ -249,8 +250,12 @@ func TestResize(t *testing.T) {
 			[]rs{{"web-old", 0, 0, 10}, {"web-new", 10, 10, 10}}, map[string]int32{"web-old": 0, "web-new": 12}, 1},
 		{"5 -> 10 in proportion", 10, 0,
 			[]rs{{"web-old", 2, 2, 5}, {"web-new", 3, 3, 5}}, map[string]int32{"web-old": 4, "web-new": 6}, 2},
-		{"5 -> 3: the largest takes the rounding", 3, 0, // the new one not yet all available
-			[]rs{{"web-old", 2, 2, 5}, {"web-new", 3, 2, 5}}, map[string]int32{"web-old": 2, "web-new": 1}, 2},
+		{"5 -> 3: each rounded", 3, 0, // the new one not yet all available
+			[]rs{{"web-old", 2, 2, 5}, {"web-new", 3, 2, 5}}, map[string]int32{"web-old": 1, "web-new": 2}, 2},
+		// The conformance test "deployment should support proportional scaling": 8 old and
+		// 5 new pods sized for 10+3, scaled to 30+3: 8*33/13 = 20.3, 5*33/13 = 12.7.
+		{"10 -> 30 with surge 3 over 13 pods", 30, 3,
+			[]rs{{"web-old", 8, 8, 10}, {"web-new", 5, 0, 10}}, map[string]int32{"web-old": 20, "web-new": 13}, 2},
 		{"10 -> 20 with surge 2 over 12 pods", 20, 2,
 			[]rs{{"web-old", 8, 8, 10}, {"web-new", 4, 0, 10}}, map[string]int32{"web-old": 15, "web-new": 7}, 2},
 		{"scale down to zero", 0, 0,
@@ -267,7 +272,9 @@ func TestResize(t *testing.T) {
 				if i == len(tc.sets)-1 {
 					image = "v2"
 				}
-				all = append(all, replicaSet(d, s.name, image, i, s.size, s.available, s.desired))
+				set := replicaSet(d, s.name, image, i, s.size, s.available, s.desired)
+				set.Annotations[maxReplicasAnnotation] = strconv.Itoa(int(s.desired + tc.surge))
+				all = append(all, set)
 			}
 			r, client := newRollout(d, all...)
 			if !r.isScalingEvent() {

@@ -2,6 +2,8 @@ package deployment
 
 import (
 	"context"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -22,8 +24,9 @@ func (r *rollout) isScalingEvent() bool {
 }
 
 // scale resizes without rolling out (a paused Deployment, or a new size mid-rollout): the
-// only active ReplicaSet takes the new size; otherwise the change is shared out in
-// proportion to the ReplicaSets' sizes, the largest taking what rounding leaves.
+// only active ReplicaSet takes the new size; otherwise, for RollingUpdate, the change is
+// shared out in proportion to the ReplicaSets' sizes, the largest taking what rounding
+// leaves, as kube's controller does.
 func (r *rollout) scale(ctx context.Context) (time.Duration, error) {
 	newRS, old, err := r.replicaSets(ctx, false)
 	if err != nil {
@@ -67,19 +70,27 @@ func (r *rollout) resize(ctx context.Context, newRS *appsv1.ReplicaSet, old []*a
 		}
 		return nil
 	}
+	if r.d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		return nil // Recreate: the rollout itself sizes the ReplicaSets
+	}
 	total, _ := sumReplicas(act)
-	allowed := want
-	if r.d.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
-		allowed += maxSurge(r.d)
+	allowed := int32(0)
+	if want > 0 {
+		allowed = want + maxSurge(r.d)
 	}
 	toAdd := allowed - total
+	// Largest first; among equals, the newest first when growing, the oldest when shrinking.
+	act = byAge(act)
+	if toAdd > 0 {
+		slices.Reverse(act)
+	}
 	sort.SliceStable(act, func(i, j int) bool { return replicas(act[i]) > replicas(act[j]) })
 	sizes := make([]int32, len(act))
 	added := int32(0)
 	for i, rs := range act {
-		share := int32(int64(replicas(rs)) * int64(toAdd) / int64(max(total, 1)))
-		sizes[i] = max(0, replicas(rs)+share)
-		added += sizes[i] - replicas(rs)
+		share := r.proportion(rs, toAdd, added)
+		sizes[i] = replicas(rs) + share
+		added += share
 	}
 	sizes[0] = max(0, sizes[0]+toAdd-added)
 	for i, rs := range act {
@@ -88,4 +99,31 @@ func (r *rollout) resize(ctx context.Context, newRS *appsv1.ReplicaSet, old []*a
 		}
 	}
 	return nil
+}
+
+// proportion is rs's share of toAdd (negative when shrinking), as kube's
+// GetReplicaSetProportion: rs grows as the Deployment's most (replicas + maxSurge) grows
+// from the most rs was last sized for (its max-replicas annotation), rounded, never past
+// what is left to add.
+func (r *rollout) proportion(rs *appsv1.ReplicaSet, toAdd, added int32) int32 {
+	size := replicas(rs)
+	if size == 0 || toAdd == 0 || toAdd == added {
+		return 0
+	}
+	var fraction int32
+	if want := ptrOr(r.d.Spec.Replicas, 1); want == 0 {
+		fraction = -size
+	} else {
+		before, err := strconv.Atoi(rs.Annotations[maxReplicasAnnotation])
+		if err != nil || before <= 0 {
+			before = int(r.d.Status.Replicas) // the annotation was tampered with
+		}
+		if before > 0 {
+			fraction = int32(math.Round(float64(size)*float64(want+maxSurge(r.d))/float64(before))) - size
+		}
+	}
+	if toAdd > 0 {
+		return min(fraction, toAdd-added)
+	}
+	return max(fraction, toAdd-added)
 }
