@@ -20,6 +20,8 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -32,6 +34,11 @@ func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod
 	s.probes.Forget(pod.UID)  // probes of a terminating pod stop
 	s.endings.forget(pod.UID) // deleted: there is nothing left to fail
 	if !st.terminated {
+		if !gone && !staticpod.IsStatic(pod) {
+			if err := s.stopAndReport(ctx, st, pod); err != nil {
+				return err
+			}
+		}
 		if err := s.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
 			return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)
 		}
@@ -57,6 +64,32 @@ func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod
 		return fmt.Errorf("delete pod %s: %w", PodKey(pod), err)
 	}
 	return nil
+}
+
+// stopAndReport stops a deleted pod's containers and writes its terminal status, as the
+// kubelet does before the pod may go: Succeeded if every container exited 0, else
+// Failed. A pod held by a finalizer (a Job's pods) shows so how it ended, and its
+// controller counts it and lets it go.
+func (s *Syncer) stopAndReport(ctx context.Context, st *PodState, pod *corev1.Pod) error {
+	if IsTerminal(pod.Status.Phase) || st.lastStatus != nil && IsTerminal(st.lastStatus.Phase) {
+		return nil // its status already says how it ended
+	}
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	if err := s.stopContainers(ctx, pod, appContainersOf(all), gracePeriod(pod)); err != nil {
+		return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)
+	}
+	if all, err = s.rt.ListContainers(ctx, string(pod.UID)); err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	ps := s.podStatus(st, pod, all, false)
+	// Nothing restarts now, whatever the restart policy.
+	if ps.Phase = status.Phase(corev1.RestartPolicyNever, ps.ContainerStatuses); !IsTerminal(ps.Phase) {
+		ps.Phase = corev1.PodFailed
+	}
+	return s.writeStatus(ctx, st, pod, ps)
 }
 
 // killPod stops every container of a pod (its containers in parallel, then

@@ -4,11 +4,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -43,5 +49,38 @@ func TestTerminationMessage(t *testing.T) {
 	os.WriteFile(msgFile, []byte(strings.Repeat("m", maxTerminationMessage+10)), 0o666)
 	if got := terminationMessage(fallback, failed); got != strings.Repeat("m", maxTerminationMessage) {
 		t.Errorf("message file: %d bytes, want the first %d", len(got), maxTerminationMessage)
+	}
+}
+
+// TestDeletedPodReportsHowItEnded: a deleted pod's containers stop, then its status says
+// so (terminated containers, phase Failed for the SIGTERM exit), before the pod is deleted
+// for good, as the kubelet does: a pod a finalizer holds (a Job's) must not stay Running.
+func TestDeletedPodReportsHowItEnded(t *testing.T) {
+	h := newHarness(t)
+	pod, st := h.start(agenttest.Pod("job-pod", corev1.RestartPolicyAlways, "work"))
+	deleting := h.apiPod(pod)
+	deleting.DeletionTimestamp = &metav1.Time{Time: h.Clock.Now()}
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	h.Client.ClearActions()
+	if err := h.syncer.TerminatePod(h.ctx, st, deleting, false); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	var final *corev1.Pod
+	for _, a := range h.Client.Actions() {
+		switch {
+		case a.GetVerb() == "update" && a.GetSubresource() == "status":
+			order = append(order, "status")
+			final = a.(clienttesting.UpdateAction).GetObject().(*corev1.Pod)
+		case a.GetVerb() == "delete":
+			order = append(order, "delete")
+		}
+	}
+	if !slices.Equal(order, []string{"status", "delete"}) {
+		t.Fatalf("API writes %v, want the status, then the delete", order)
+	}
+	cs := final.Status.ContainerStatuses
+	if final.Status.Phase != corev1.PodFailed || len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 143 {
+		t.Errorf("final status: phase %s, containers %+v; want Failed with work terminated (143)", final.Status.Phase, cs)
 	}
 }
