@@ -29,14 +29,20 @@ var E2ETarballs = map[string]string{
 	"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0": "glibc-dns-testing-2.0.0.tar",
 	"registry.k8s.io/e2e-test-images/nginx:1.15-4":            "nginx-1.15-4.tar",
 	"registry.k8s.io/e2e-test-images/nginx:1.27-0":            "nginx-1.27-0.tar",
+	"registry.k8s.io/e2e-test-images/nonewprivs:1.4":          "nonewprivs-1.4.tar",
 	"registry.k8s.io/pause:3.10.2":                            "pause-3.10.2.tar",
 }
+
+// nnpPath is where the nonewprivs image holds its program, as upstream's.
+const nnpPath = "/usr/local/bin/nnp"
 
 // e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec,
 // busybox and images/nettools beside it (the suite runs shell commands, curl and nc in
 // agnhost pods too) and a self-signed localhost certificate at /localhost.crt and
-// /localhost.key as upstream's image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80.
-func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) ([]ociimage.Image, error) {
+// /localhost.key as upstream's image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80;
+// nonewprivs is images/nonewprivs installed setuid and setgid root (upstream: chmod +s) at
+// /usr/local/bin/nnp, the command it runs, beside busybox (upstream's is Alpine).
+func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, nnp, pause []byte) ([]ociimage.Image, error) {
 	cert, key, err := localhostCertificate()
 	if err != nil {
 		return nil, err
@@ -73,6 +79,11 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) (
 	nginxConfig := ocispec.ImageConfig{Cmd: []string{"httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"},
 		Env: []string{defaultPath}, WorkingDir: "/", ExposedPorts: map[string]struct{}{"80/tcp": {}}}
 
+	nonewprivsLayer := baseLayer()
+	busybox.addTo(nonewprivsLayer)
+	nonewprivsLayer.File(nnpPath, 0o6755, nnp)
+	nonewprivsConfig := ocispec.ImageConfig{Cmd: []string{path.Base(nnpPath)}, Env: []string{defaultPath}, WorkingDir: "/"}
+
 	pauseLayer := baseLayer()
 	pauseLayer.File("/pause", 0o755, pause)
 	pauseConfig := ocispec.ImageConfig{Entrypoint: []string{"/pause"}, Env: []string{defaultPath}, WorkingDir: "/", StopSignal: "SIGTERM"}
@@ -86,6 +97,7 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, pause []byte) (
 		// The DNS tests' second querier (upstream: Debian with BIND's dig): the same tools.
 		"glibc-dns-testing": {agnhostLayer, busyboxConfig},
 		"nginx":             {nginxLayer, nginxConfig},
+		"nonewprivs":        {nonewprivsLayer, nonewprivsConfig},
 		"pause":             {pauseLayer, pauseConfig},
 	}
 	var out []ociimage.Image

@@ -111,6 +111,10 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	nnp, err := goBuild(ctx, opts.Log, binDir, "nonewprivs")
+	if err != nil {
+		return err
+	}
 	coredns, err := buildCoreDNS(ctx, opts.Log, binDir)
 	if err != nil {
 		return err
@@ -154,7 +158,7 @@ func Build(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	e2e, err := e2eImages(busybox, agnhost, netexec, nettools, pause)
+	e2e, err := e2eImages(busybox, agnhost, netexec, nettools, nnp, pause)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,21 @@
 package images
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/ociimage"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -71,7 +78,7 @@ func TestWriteTarballOnlyWhenChanged(t *testing.T) {
 // `agnhost pause`, as upstream's image (ENTRYPOINT /agnhost, CMD pause); the HostPort
 // conformance test's host pod relies on it.
 func TestAgnhostDefaultsToPause(t *testing.T) {
-	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, []byte("agnhost"), nil, nil, nil)
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, []byte("agnhost"), nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +103,99 @@ func TestBusyboxAppletsInBin(t *testing.T) {
 	}
 	if b.applets[1] != "sbin/sysctl" {
 		t.Error("allInBin changed the original")
+	}
+}
+
+// TestNonewprivsSetuidRoot: the nonewprivs image's tarball, as minilet imports it, holds
+// nnp owned by root with the setuid bit (without it the AllowPrivilegeEscalation tests
+// could not tell no_new_privs from its absence), and a pod naming no command runs it
+// from PATH, as upstream's CMD ["nnp"].
+func TestNonewprivsSetuidRoot(t *testing.T) {
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox"), applets: []string{"bin/sh"}}, nil, nil, nil, []byte("nnp"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(imgs, func(img ociimage.Image) bool { return img.Name == "registry.k8s.io/e2e-test-images/nonewprivs:1.4" })
+	if i < 0 {
+		t.Fatal("no nonewprivs:1.4 image")
+	}
+	var layout bytes.Buffer
+	if _, err := ociimage.WriteLayout(&layout, imgs[i]); err != nil {
+		t.Fatal(err)
+	}
+	config, layer := readLayout(t, layout.Bytes())
+	if !slices.Equal(config.Cmd, []string{"nnp"}) || len(config.Entrypoint) != 0 || !slices.Contains(config.Env, defaultPath) ||
+		!strings.Contains(defaultPath, ":/usr/local/bin:") {
+		t.Errorf("config runs %q %q with %q, want nnp found in /usr/local/bin", config.Entrypoint, config.Cmd, config.Env)
+	}
+	hdr, ok := layer["usr/local/bin/nnp"]
+	switch {
+	case !ok:
+		t.Fatal("no usr/local/bin/nnp in the layer")
+	case hdr.Typeflag != tar.TypeReg || hdr.Uid != 0 || hdr.Gid != 0:
+		t.Errorf("nnp is type %c owned by %d:%d, want a regular file of root's", hdr.Typeflag, hdr.Uid, hdr.Gid)
+	case hdr.FileInfo().Mode()&(os.ModeSetuid|os.ModeSetgid) != os.ModeSetuid|os.ModeSetgid || hdr.Mode&0o111 != 0o111:
+		t.Errorf("nnp has mode %v, want setuid, setgid and executable by all", hdr.FileInfo().Mode())
+	}
+	if _, ok := layer["bin/sh"]; !ok {
+		t.Error("no shell in the nonewprivs image (upstream's is Alpine)")
+	}
+}
+
+// readLayout returns the config and the layer's entries, by path, of a single-image
+// OCI layout tarball.
+func readLayout(t *testing.T, data []byte) (ocispec.ImageConfig, map[string]*tar.Header) {
+	t.Helper()
+	files := map[string][]byte{}
+	readTar(t, bytes.NewReader(data), func(hdr *tar.Header, content []byte) { files[hdr.Name] = content })
+	blob := func(d digest.Digest, v any) []byte {
+		t.Helper()
+		content, ok := files["blobs/sha256/"+d.Encoded()]
+		if !ok {
+			t.Fatalf("blob %s missing", d)
+		}
+		if v != nil {
+			if err := json.Unmarshal(content, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return content
+	}
+	var index ocispec.Index
+	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("index.json: %v, %d manifests", err, len(index.Manifests))
+	}
+	var manifest ocispec.Manifest
+	blob(index.Manifests[0].Digest, &manifest)
+	var image ocispec.Image
+	blob(manifest.Config.Digest, &image)
+	if len(manifest.Layers) != 1 {
+		t.Fatalf("%d layers, want 1", len(manifest.Layers))
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(blob(manifest.Layers[0].Digest, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]*tar.Header{}
+	readTar(t, gz, func(hdr *tar.Header, _ []byte) { entries[strings.TrimSuffix(hdr.Name, "/")] = hdr })
+	return image.Config, entries
+}
+
+func readTar(t *testing.T, r io.Reader, each func(*tar.Header, []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		each(hdr, content)
 	}
 }

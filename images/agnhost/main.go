@@ -17,7 +17,7 @@ import (
 func main() {
 	root := &cobra.Command{Use: "agnhost", Short: "the servers and probes of the Kubernetes e2e suite's pods", SilenceUsage: true}
 	root.AddCommand(pauseCommand(), testWebserverCommand(), serveHostnameCommand(), livenessCommand(),
-		porterCommand(), mounttestCommand(), netexecCommand(), entrypointTesterCommand(), logsGeneratorCommand(),
+		porterCommand(), mounttestCommand(), netexecCommand(), nettestCommand(), entrypointTesterCommand(), logsGeneratorCommand(),
 		resolvConfCommand("dns-suffix", "search", "Prints the host's DNS suffix list"),
 		resolvConfCommand("dns-server-list", "nameserver", "Prints the host's DNS server list"), etcHostsCommand())
 	root.AddCommand(webhookCommand(), crdConversionWebhookCommand(), grpcHealthCheckingCommand())
