@@ -14,10 +14,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/network/inspect"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
 	"github.com/minik8s/minik8s/pkg/network/policy"
-	"k8s.io/client-go/informers"
+	"github.com/minik8s/minik8s/pkg/network/policy/policyinformers"
 	"k8s.io/client-go/kubernetes"
 	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
-	anpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
 )
 
 // networkCommand prints the node's pod network: `minilet network`.
@@ -55,8 +54,7 @@ func networkCommand() *cobra.Command {
 // runNetworkPolicy enforces NetworkPolicies, with the AdminNetworkPolicies before them and
 // the BaselineAdminNetworkPolicy after, for the node's pods until ctx ends.
 func runNetworkPolicy(ctx context.Context, client kubernetes.Interface, adminPolicies anpclient.Interface, node string, log *slog.Logger) {
-	c := policy.New(informers.NewSharedInformerFactory(client, 0), node, log).
-		WithAdminPolicies(anpinformers.NewSharedInformerFactory(adminPolicies, 0))
+	c := policyinformers.NewController(client, adminPolicies, node, log)
 	if err := c.Run(ctx); err != nil {
 		log.Error("network policy enforcement stopped", "err", err)
 	}

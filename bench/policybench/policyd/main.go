@@ -13,12 +13,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/minik8s/minik8s/pkg/network/policy"
-	"k8s.io/client-go/informers"
+	"github.com/minik8s/minik8s/pkg/network/policy/policyinformers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
-	anpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
 )
 
 func main() {
@@ -50,7 +48,5 @@ func run(kubeconfig, node string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return policy.New(informers.NewSharedInformerFactory(client, 0), node, log).
-		WithAdminPolicies(anpinformers.NewSharedInformerFactory(admin, 0)).
-		Run(ctx)
+	return policyinformers.NewController(client, admin, node, log).Run(ctx)
 }

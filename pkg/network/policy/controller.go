@@ -17,17 +17,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
-	anpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
+	anplisters "sigs.k8s.io/network-policy-api/pkg/client/listers/apis/v1alpha1"
 )
 
 // Controller keeps the node's policy chains and sets equal to what the API holds.
 type Controller struct {
-	factory informers.SharedInformerFactory
-	admin   anpinformers.SharedInformerFactory // nil: no admin tiers
-	node    string
-	log     *slog.Logger
+	inf       Informers
+	admin     *AdminInformers // nil: no admin tiers
+	factories []Factory
+	node      string
+	log       *slog.Logger
 	// NetNS, when set, is the network namespace whose iptables and ipsets are written (a
 	// test's or a lab's node); empty: the process's own.
 	NetNS string
@@ -48,24 +50,56 @@ type Controller struct {
 	full  bool            // a namespace or a policy changed since: build everything
 }
 
-// New makes the controller of node's pods from factory's pods, namespaces and
-// networkpolicies informers; start factory after New.
-func New(factory informers.SharedInformerFactory, node string, log *slog.Logger) *Controller {
-	c := &Controller{factory: factory, node: node, log: log, MinSyncPeriod: 100 * time.Millisecond, SyncPeriod: time.Minute}
+// Informer is a shared informer with its lister, as client-go's informer factories give
+// them (informers.SharedInformerFactory's Core().V1().Pods(), for one).
+type Informer[L any] interface {
+	Informer() cache.SharedIndexInformer
+	Lister() L
+}
+
+// Factory starts the informers it made and stops them: client-go's informer factories.
+type Factory interface {
+	Start(stop <-chan struct{})
+	Shutdown()
+}
+
+// Informers are what the controller reads of the API. Given one by one rather than as
+// client-go's informers.SharedInformerFactory: that package links a typed client and an
+// informer of every API group, and registers all their kinds at start, in every binary
+// that imports this package; miniproxy does, for its explain command's verdicts, and
+// would pay it in RSS (docs/performance.md, miniproxy).
+type Informers struct {
+	Pods            Informer[corelisters.PodLister]
+	Namespaces      Informer[corelisters.NamespaceLister]
+	NetworkPolicies Informer[networkinglisters.NetworkPolicyLister]
+}
+
+// AdminInformers are what the admin tiers read.
+type AdminInformers struct {
+	AdminNetworkPolicies         Informer[anplisters.AdminNetworkPolicyLister]
+	BaselineAdminNetworkPolicies Informer[anplisters.BaselineAdminNetworkPolicyLister]
+}
+
+// NewController makes the controller of node's pods from inf, made by factory; Run starts
+// factory.
+func NewController(factory Factory, inf Informers, node string, log *slog.Logger) *Controller {
+	c := &Controller{inf: inf, factories: []Factory{factory}, node: node, log: log, MinSyncPeriod: 100 * time.Millisecond, SyncPeriod: time.Minute}
 	// Ask for the informers now, so that factory.Start starts them.
-	factory.Core().V1().Pods().Informer()
-	factory.Core().V1().Namespaces().Informer()
-	factory.Networking().V1().NetworkPolicies().Informer()
+	inf.Pods.Informer()
+	inf.Namespaces.Informer()
+	inf.NetworkPolicies.Informer()
 	return c
 }
 
-// WithAdminPolicies enforces the AdminNetworkPolicies and the BaselineAdminNetworkPolicy
-// of f around the NetworkPolicies; call it before Run, whose start of f finds them served
-// (miniapi installs their definitions as it starts, see package admincrd).
-func (c *Controller) WithAdminPolicies(f anpinformers.SharedInformerFactory) *Controller {
-	c.admin = f
-	f.Policy().V1alpha1().AdminNetworkPolicies().Informer()
-	f.Policy().V1alpha1().BaselineAdminNetworkPolicies().Informer()
+// WithAdmin enforces the AdminNetworkPolicies and the BaselineAdminNetworkPolicy of inf,
+// made by factory, around the NetworkPolicies; call it before Run, whose start of factory
+// finds them served (miniapi installs their definitions as it starts, see package
+// admincrd).
+func (c *Controller) WithAdmin(factory Factory, inf AdminInformers) *Controller {
+	c.admin = &inf
+	c.factories = append(c.factories, factory)
+	inf.AdminNetworkPolicies.Informer()
+	inf.BaselineAdminNetworkPolicies.Informer()
 	return c
 }
 
@@ -83,11 +117,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown() // its informers' goroutines end before Run returns
-	if c.admin != nil {
-		c.admin.Start(ctx.Done())
-		defer c.admin.Shutdown()
+	for _, f := range c.factories {
+		f.Start(ctx.Done())
+		defer f.Shutdown() // its informers' goroutines end before Run returns
 	}
 	for _, inf := range infs {
 		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) && ctx.Err() == nil {
@@ -118,7 +150,7 @@ func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
 		c.mu.Unlock()
 		kick()
 	}
-	pods := c.factory.Core().V1().Pods().Informer()
+	pods := c.inf.Pods.Informer()
 	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: pod, UpdateFunc: func(_, obj any) { pod(obj) }, DeleteFunc: pod,
 	}); err != nil {
@@ -126,12 +158,11 @@ func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
 	}
 	infs := []cache.SharedIndexInformer{
 		pods,
-		c.factory.Core().V1().Namespaces().Informer(),
-		c.factory.Networking().V1().NetworkPolicies().Informer(),
+		c.inf.Namespaces.Informer(),
+		c.inf.NetworkPolicies.Informer(),
 	}
 	if c.admin != nil {
-		infs = append(infs, c.admin.Policy().V1alpha1().AdminNetworkPolicies().Informer(),
-			c.admin.Policy().V1alpha1().BaselineAdminNetworkPolicies().Informer())
+		infs = append(infs, c.admin.AdminNetworkPolicies.Informer(), c.admin.BaselineAdminNetworkPolicies.Informer())
 	}
 	for _, inf := range infs[1:] {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -209,7 +240,7 @@ func (c *Controller) SyncPods(ctx context.Context, keys map[string]bool) (SyncRe
 		return SyncResult{}, fmt.Errorf("no sync yet to apply pod changes to")
 	}
 	c.model = nil // until written
-	lister := c.factory.Core().V1().Pods().Lister()
+	lister := c.inf.Pods.Lister()
 	now := map[string]*corev1.Pod{}
 	for key := range keys {
 		ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -261,23 +292,22 @@ func (c *Controller) SyncPods(ctx context.Context, keys map[string]bool) (SyncRe
 func (c *Controller) state() (*State, error) {
 	st := &State{Node: c.node}
 	var err error
-	if st.Pods, err = c.factory.Core().V1().Pods().Lister().List(labels.Everything()); err != nil {
+	if st.Pods, err = c.inf.Pods.Lister().List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	if st.Namespaces, err = c.factory.Core().V1().Namespaces().Lister().List(labels.Everything()); err != nil {
+	if st.Namespaces, err = c.inf.Namespaces.Lister().List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	if st.Policies, err = c.factory.Networking().V1().NetworkPolicies().Lister().List(labels.Everything()); err != nil {
+	if st.Policies, err = c.inf.NetworkPolicies.Lister().List(labels.Everything()); err != nil {
 		return nil, err
 	}
 	if c.admin == nil {
 		return st, nil
 	}
-	admin := c.admin.Policy().V1alpha1()
-	if st.AdminPolicies, err = admin.AdminNetworkPolicies().Lister().List(labels.Everything()); err != nil {
+	if st.AdminPolicies, err = c.admin.AdminNetworkPolicies.Lister().List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	if st.Baseline, err = admin.BaselineAdminNetworkPolicies().Lister().Get(BaselineName); apierrors.IsNotFound(err) {
+	if st.Baseline, err = c.admin.BaselineAdminNetworkPolicies.Lister().Get(BaselineName); apierrors.IsNotFound(err) {
 		st.Baseline, err = nil, nil
 	}
 	return st, err

@@ -1,0 +1,27 @@
+package policy
+
+import (
+	"log/slog"
+
+	"k8s.io/client-go/informers"
+	anpinformers "sigs.k8s.io/network-policy-api/pkg/client/informers/externalversions"
+)
+
+// New is the controller on client-go's informer factory, as cmd/minilet wires it: the
+// tests' shorthand (the package itself names no factory, see Informers).
+func New(factory informers.SharedInformerFactory, node string, log *slog.Logger) *Controller {
+	return NewController(factory, Informers{
+		Pods:            factory.Core().V1().Pods(),
+		Namespaces:      factory.Core().V1().Namespaces(),
+		NetworkPolicies: factory.Networking().V1().NetworkPolicies(),
+	}, node, log)
+}
+
+// WithAdminPolicies is WithAdmin on the admin policies' informer factory.
+func (c *Controller) WithAdminPolicies(f anpinformers.SharedInformerFactory) *Controller {
+	admin := f.Policy().V1alpha1()
+	return c.WithAdmin(f, AdminInformers{
+		AdminNetworkPolicies:         admin.AdminNetworkPolicies(),
+		BaselineAdminNetworkPolicies: admin.BaselineAdminNetworkPolicies(),
+	})
+}
