@@ -668,6 +668,15 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", own.PID)); !strings.Contains(string(status), "Seccomp:\t0") {
 		t.Error("a container without a seccomp profile is filtered")
 	}
+	// no_new_privs only with allowPrivilegeEscalation: false, as containerd's CRI plugin
+	// sets it (its default spec has it on): setuid programs work in other containers.
+	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", own.PID)); !strings.Contains(string(status), "NoNewPrivs:\t0") {
+		t.Error("a container without allowPrivilegeEscalation: false runs with no_new_privs")
+	}
+	nnp := run("nnp", runtime.Namespaces{}, runtime.Security{NoNewPrivileges: true})
+	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", nnp.PID)); !strings.Contains(string(status), "NoNewPrivs:\t1") {
+		t.Error("allowPrivilegeEscalation: false: the container runs without no_new_privs")
+	}
 	// An ephemeral container with a target joins the target's PID namespace.
 	debug, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{
 		Name: "debug", Image: images.BusyboxRef, Command: []string{"sleep", "1000"}, SandboxID: sandbox.ID, PIDTargetID: own.ID,
@@ -691,7 +700,7 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 		t.Error("hostPID: the container is not in the host's PID namespace")
 	}
 	if shims := shimsOf(t, e.ns, ids); shims != 1 {
-		t.Errorf("a sandbox and its 4 containers run under %d shims, want one for the pod", shims)
+		t.Errorf("a sandbox and its 5 containers run under %d shims, want one for the pod", shims)
 	}
 
 	_, err = e.rt.CreateContainer(ctx, runtime.ContainerConfig{

@@ -61,8 +61,12 @@ func (s Security) specOpts(imageUser string) ([]oci.SpecOpts, error) {
 	if s.ReadOnlyRootFS {
 		opts = append(opts, oci.WithRootFSReadonly())
 	}
+	// containerd's default spec sets no_new_privs; as its CRI plugin, only
+	// allowPrivilegeEscalation: false keeps it, so setuid programs work elsewhere.
 	if s.NoNewPrivileges {
 		opts = append(opts, oci.WithNoNewPrivileges)
+	} else {
+		opts = append(opts, oci.WithNewPrivileges)
 	}
 	// Last: the default profile allows syscalls by the capabilities set above. A
 	// privileged container runs unconfined, as with every CRI runtime.
