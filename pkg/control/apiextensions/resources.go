@@ -249,13 +249,13 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			was.SetDeletionGracePeriodSeconds(u.GetDeletionGracePeriodSeconds())
 			return strategy.ValidateUpdate(ctx, u, was)
 		},
-		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, toUnstructured(obj)) },
+		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj)) },
 		// The fields pruning would drop, as upstream's decoder of custom resources reports them.
 		UnknownFields: func(obj runtime.Object) []string {
 			if structural == nil || crd.Spec.PreserveUnknownFields {
 				return nil
 			}
-			paths := structuralpruning.PruneWithOptions(toUnstructured(obj).UnstructuredContent(), structural, true,
+			paths := structuralpruning.PruneWithOptions(withoutManagedFields(obj).UnstructuredContent(), structural, true,
 				structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 			for i, p := range paths {
 				paths[i] = fmt.Sprintf("unknown field %q", p)
@@ -263,7 +263,7 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			return paths
 		},
 		Fields: func(obj runtime.Object) fields.Set {
-			_, set, err := strategy.GetAttrs(toUnstructured(obj))
+			_, set, err := strategy.GetAttrs(withoutManagedFields(obj))
 			if err != nil {
 				return nil
 			}
@@ -359,11 +359,33 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: c}
 }
 
-// mutate lets f change obj as unstructured content.
+// withoutManagedFields is toUnstructured for the readers that do not look at
+// metadata.managedFields (selectable fields, warnings, pruning): their conversion to
+// unstructured values (a JSON decoding of each entry's fields) was most of what the
+// metadata cost.
+func withoutManagedFields(obj runtime.Object) *unstructured.Unstructured {
+	o := obj.(*Object)
+	managed := o.ManagedFields
+	o.ManagedFields = nil
+	defer func() { o.ManagedFields = managed }()
+	return toUnstructured(o)
+}
+
+// mutate lets f change obj as unstructured content. The managed fields are kept out of
+// it: no strategy changes them, and each round trip through unstructured values decoded
+// and encoded every entry's fields again (upstream's metadata coercion does it twice
+// more), several times per write. f may still drop or set them (the status strategy puts
+// back the ones it was given); left alone, they come back as that round trip would have
+// made them (canonicalManagedFields), converted once.
 func mutate(obj runtime.Object, f func(u *unstructured.Unstructured)) {
-	u := toUnstructured(obj)
+	o := obj.(*Object)
+	managed := o.ManagedFields
+	u := withoutManagedFields(o)
 	f(u)
-	if err := obj.(*Object).SetContent(u.Object); err != nil {
+	if err := o.SetContent(u.Object); err != nil {
 		panic(fmt.Sprintf("a custom resource does not decode: %v", err))
+	}
+	if _, set, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields"); !set {
+		o.ManagedFields = canonicalManagedFields(managed)
 	}
 }
