@@ -220,16 +220,19 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 	ctx := context.Background()
 	rules := registry.Rules{
 		// Pruning and defaulting, which upstream does as it decodes a request (and as it
-		// reads from storage: fromStorage).
+		// reads from storage: fromStorage). As there, without the typed metadata, which
+		// needs no pruning and which the schema may default none of: its conversion to
+		// unstructured values and back, and upstream's of the root metadata in coerce, made
+		// up most of what defaulting cost, twice per create.
 		Default: func(obj runtime.Object) {
 			if structural == nil || crd.Spec.PreserveUnknownFields {
 				return
 			}
-			mutate(obj, func(u *unstructured.Unstructured) {
-				c := u.UnstructuredContent()
-				_ = coerce(c, structural, false)
-				structuraldefaulting.Default(c, structural)
-			})
+			o := obj.(*Object)
+			content := o.withoutMetadata()
+			_ = coerce(content, structural, false)
+			structuraldefaulting.Default(content, structural)
+			o.setWithoutMetadata(content)
 		},
 		PrepareCreate: func(obj runtime.Object) {
 			mutate(obj, func(u *unstructured.Unstructured) { strategy.PrepareForCreate(ctx, u) })
