@@ -2,6 +2,7 @@ package apiextensions
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,44 @@ func TestMutateKeepsManagedFieldsAsTheRoundTripMadeThem(t *testing.T) {
 	mutate(obj, func(u *unstructured.Unstructured) { u.SetManagedFields(old.ManagedFields) })
 	if !equality.Semantic.DeepEqual(obj.ManagedFields, old.ManagedFields) {
 		t.Errorf("set: managed fields are not the ones set:\n%s", diff.Diff(old.ManagedFields, obj.ManagedFields))
+	}
+}
+
+// A custom resource created through the handler keeps managed fields in the form their
+// round trip through unstructured values gives (encoding/json's order of the decoded
+// fields), the bytes custom resources have always been stored with; its list keys in the
+// field manager's order would differ (80 before 100).
+func TestCreatedManagedFieldsAreTheRoundTrips(t *testing.T) {
+	crd := listedCRD()
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	ports := spec.Properties["ports"]
+	mapList := "map"
+	ports.XListType, ports.XListMapKeys, ports.Items.Schema.Required = &mapList, []string{"port"}, []string{"port"}
+	spec.Properties["ports"] = ports
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	h := listServer(t, crd, true)
+	body := []byte(`{"apiVersion":"bench.example.com/v1","kind":"Thing0","metadata":{"name":"t","labels":{"app":"a"}},` +
+		`"spec":{"name":"n","labels":{"b":"1","a":"2"},"ports":[{"name":"x","port":80},{"name":"y","port":100}]}}`)
+	var created Object
+	if err := json.Unmarshal(serve(t, h, "POST", "/apis/bench.example.com/v1/namespaces/default/thing0s?fieldManager=tester", body), &created); err != nil {
+		t.Fatal(err)
+	}
+	if len(created.ManagedFields) != 1 || created.ManagedFields[0].FieldsV1 == nil {
+		t.Fatalf("managed fields: %+v", created.ManagedFields)
+	}
+	raw := created.ManagedFields[0].FieldsV1.Raw
+	var decoded map[string]any
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"k:{\"port\":100}"`) {
+		t.Fatalf("the ports are not a map list: %s", raw)
+	}
+	if string(raw) != string(want) {
+		t.Errorf("managed fields are not their round trip's:\n got  %s\n want %s", raw, want)
 	}
 }
