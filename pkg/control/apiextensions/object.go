@@ -29,13 +29,18 @@ var _ runtime.Object = &Object{}
 // JSON round trip: every create runs this several times (defaulting, strategy, validation,
 // field manager), see docs/performance.md.
 func (o *Object) Content() (map[string]any, error) {
+	return o.content(true)
+}
+
+// content is Content, without metadata.managedFields unless managed.
+func (o *Object) content(managed bool) (map[string]any, error) {
 	m := o.ObjectMeta
 	m.ManagedFields = nil
 	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m)
 	if err != nil {
 		return nil, err
 	}
-	if len(o.ManagedFields) > 0 {
+	if managed && len(o.ManagedFields) > 0 {
 		if meta["managedFields"], err = managedFieldsContent(o.ManagedFields); err != nil {
 			return nil, err
 		}

@@ -355,23 +355,23 @@ func scaleDef(scale *apiextensions.CustomResourceSubresourceScale) *registry.Sca
 
 // toUnstructured is the custom resource as upstream's strategy takes it.
 func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
-	c, err := obj.(*Object).Content()
-	if err != nil {
-		panic(fmt.Sprintf("a custom resource does not encode: %v", err)) // it was decoded from JSON
-	}
-	return &unstructured.Unstructured{Object: c}
+	return contentOf(obj, true)
 }
 
 // withoutManagedFields is toUnstructured for the readers that do not look at
 // metadata.managedFields (selectable fields, warnings, pruning): their conversion to
 // unstructured values (a JSON decoding of each entry's fields) was most of what the
-// metadata cost.
+// metadata cost. obj itself is left as it is: readers share stored objects.
 func withoutManagedFields(obj runtime.Object) *unstructured.Unstructured {
-	o := obj.(*Object)
-	managed := o.ManagedFields
-	o.ManagedFields = nil
-	defer func() { o.ManagedFields = managed }()
-	return toUnstructured(o)
+	return contentOf(obj, false)
+}
+
+func contentOf(obj runtime.Object, managed bool) *unstructured.Unstructured {
+	c, err := obj.(*Object).content(managed)
+	if err != nil {
+		panic(fmt.Sprintf("a custom resource does not encode: %v", err)) // it was decoded from JSON
+	}
+	return &unstructured.Unstructured{Object: c}
 }
 
 // mutate lets f change obj as unstructured content. The managed fields are kept out of
