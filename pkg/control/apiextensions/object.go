@@ -25,12 +25,25 @@ var _ runtime.Object = &Object{}
 
 // Content is the object as unstructured JSON values (what the schema packages work on):
 // a copy of spec, status and the other fields, the metadata as the unstructured converter
-// makes it (as its JSON would decode). No JSON round trip: every create runs this several
-// times (defaulting, strategy, validation, field manager), see docs/performance.md.
+// makes it (as its JSON would decode; the managed fields' JSON decoded once per shape). No
+// JSON round trip: every create runs this several times (defaulting, strategy, validation,
+// field manager), see docs/performance.md.
 func (o *Object) Content() (map[string]any, error) {
-	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta)
+	return o.content(true)
+}
+
+// content is Content, without metadata.managedFields unless managed.
+func (o *Object) content(managed bool) (map[string]any, error) {
+	m := o.ObjectMeta
+	m.ManagedFields = nil
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m)
 	if err != nil {
 		return nil, err
+	}
+	if managed && len(o.ManagedFields) > 0 {
+		if meta["managedFields"], err = managedFieldsContent(o.ManagedFields); err != nil {
+			return nil, err
+		}
 	}
 	out := runtime.DeepCopyJSON(o.withoutMetadata())
 	toInt64(out)

@@ -220,16 +220,19 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 	ctx := context.Background()
 	rules := registry.Rules{
 		// Pruning and defaulting, which upstream does as it decodes a request (and as it
-		// reads from storage: fromStorage).
+		// reads from storage: fromStorage). As there, without the typed metadata, which
+		// needs no pruning and which the schema may default none of: its conversion to
+		// unstructured values and back, and upstream's of the root metadata in coerce, made
+		// up most of what defaulting cost, twice per create.
 		Default: func(obj runtime.Object) {
 			if structural == nil || crd.Spec.PreserveUnknownFields {
 				return
 			}
-			mutate(obj, func(u *unstructured.Unstructured) {
-				c := u.UnstructuredContent()
-				_ = coerce(c, structural, false)
-				structuraldefaulting.Default(c, structural)
-			})
+			o := obj.(*Object)
+			content := o.withoutMetadata()
+			_ = coerce(content, structural, false)
+			structuraldefaulting.Default(content, structural)
+			o.setWithoutMetadata(content)
 		},
 		PrepareCreate: func(obj runtime.Object) {
 			mutate(obj, func(u *unstructured.Unstructured) { strategy.PrepareForCreate(ctx, u) })
@@ -249,13 +252,13 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			was.SetDeletionGracePeriodSeconds(u.GetDeletionGracePeriodSeconds())
 			return strategy.ValidateUpdate(ctx, u, was)
 		},
-		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, toUnstructured(obj)) },
+		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj)) },
 		// The fields pruning would drop, as upstream's decoder of custom resources reports them.
 		UnknownFields: func(obj runtime.Object) []string {
 			if structural == nil || crd.Spec.PreserveUnknownFields {
 				return nil
 			}
-			paths := structuralpruning.PruneWithOptions(toUnstructured(obj).UnstructuredContent(), structural, true,
+			paths := structuralpruning.PruneWithOptions(withoutManagedFields(obj).UnstructuredContent(), structural, true,
 				structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 			for i, p := range paths {
 				paths[i] = fmt.Sprintf("unknown field %q", p)
@@ -263,7 +266,7 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			return paths
 		},
 		Fields: func(obj runtime.Object) fields.Set {
-			_, set, err := strategy.GetAttrs(toUnstructured(obj))
+			_, set, err := strategy.GetAttrs(withoutManagedFields(obj))
 			if err != nil {
 				return nil
 			}
@@ -352,18 +355,40 @@ func scaleDef(scale *apiextensions.CustomResourceSubresourceScale) *registry.Sca
 
 // toUnstructured is the custom resource as upstream's strategy takes it.
 func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
-	c, err := obj.(*Object).Content()
+	return contentOf(obj, true)
+}
+
+// withoutManagedFields is toUnstructured for the readers that do not look at
+// metadata.managedFields (selectable fields, warnings, pruning): their conversion to
+// unstructured values (a JSON decoding of each entry's fields) was most of what the
+// metadata cost. obj itself is left as it is: readers share stored objects.
+func withoutManagedFields(obj runtime.Object) *unstructured.Unstructured {
+	return contentOf(obj, false)
+}
+
+func contentOf(obj runtime.Object, managed bool) *unstructured.Unstructured {
+	c, err := obj.(*Object).content(managed)
 	if err != nil {
 		panic(fmt.Sprintf("a custom resource does not encode: %v", err)) // it was decoded from JSON
 	}
 	return &unstructured.Unstructured{Object: c}
 }
 
-// mutate lets f change obj as unstructured content.
+// mutate lets f change obj as unstructured content. The managed fields are kept out of
+// it: no strategy changes them, and each round trip through unstructured values decoded
+// and encoded every entry's fields again (upstream's metadata coercion does it twice
+// more), several times per write. f may still drop or set them (the status strategy puts
+// back the ones it was given); left alone, they come back as that round trip would have
+// made them (canonicalManagedFields), converted once.
 func mutate(obj runtime.Object, f func(u *unstructured.Unstructured)) {
-	u := toUnstructured(obj)
+	o := obj.(*Object)
+	managed := o.ManagedFields
+	u := withoutManagedFields(o)
 	f(u)
-	if err := obj.(*Object).SetContent(u.Object); err != nil {
+	if err := o.SetContent(u.Object); err != nil {
 		panic(fmt.Sprintf("a custom resource does not decode: %v", err))
+	}
+	if _, set, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "managedFields"); !set {
+		o.ManagedFields = canonicalManagedFields(managed)
 	}
 }

@@ -24,7 +24,7 @@ import (
 )
 
 // newTestServer is a Server on a bbolt store of its own (no network: tests call it directly).
-func newTestServer(t *testing.T, st store.Interface, cidr string, advertise string, port int) *Server {
+func newTestServer(t testing.TB, st store.Interface, cidr string, advertise string, port int) *Server {
 	t.Helper()
 	reg, err := registry.Builtin()
 	if err != nil {

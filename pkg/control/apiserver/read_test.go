@@ -22,7 +22,7 @@ import (
 )
 
 // newCachedServer is a Server reading through the watch cache, as miniapi's is.
-func newCachedServer(t *testing.T) (*Server, *store.Cache) {
+func newCachedServer(t testing.TB) (*Server, *store.Cache) {
 	t.Helper()
 	engine, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
 	if err != nil {
@@ -41,7 +41,7 @@ func newCachedServer(t *testing.T) (*Server, *store.Cache) {
 	return s, st
 }
 
-func do(t *testing.T, h http.Handler, method, path string, body any) *httptest.ResponseRecorder {
+func do(t testing.TB, h http.Handler, method, path string, body any) *httptest.ResponseRecorder {
 	t.Helper()
 	var data []byte
 	if body != nil {
