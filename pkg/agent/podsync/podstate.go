@@ -42,6 +42,8 @@ type PodState struct {
 	// resizeErr: the last in-place resize of the pod's containers failed, so (reported as
 	// PodResizeInProgress with reason Error).
 	resizeErr error
+	// podCgroupOpen: resizePod lifted the pod cgroup's limits, for finishResize to set.
+	podCgroupOpen bool
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {

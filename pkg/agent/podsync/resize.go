@@ -62,20 +62,25 @@ func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
 }
 
 // resizePod applies the new resources of the pod's running containers that take them in
-// place. The pod's cgroup is opened first and set to the pod's new limits after: on
-// cgroup v1 a container's CFS quota may not exceed its pod's, whichever way each moves.
+// place; those whose resizePolicy restarts them, syncContainer restarts. The pod's cgroup
+// is opened first, and finishResize sets it to the pod's new limits once its containers
+// are synced: on cgroup v1 a container's CFS quota may not exceed its pod's, whichever way
+// each moves.
 func (s *Syncer) resizePod(ctx context.Context, st *PodState, pod *corev1.Pod, all []runtime.Container) error {
 	var resize []*corev1.Container
 	var ids []string
+	st.resizeErr, st.podCgroupOpen = nil, false
 	for _, spec := range podContainerSpecs(pod) {
 		history := containersNamed(all, spec.Name)
-		if len(history) == 0 || !needsResize(history[0], spec) || resizeRestarts(history[0], spec) {
+		if len(history) == 0 || !needsResize(history[0], spec) {
 			continue
 		}
-		resize, ids = append(resize, spec), append(ids, history[0].ID)
+		st.podCgroupOpen = true
+		if !resizeRestarts(history[0], spec) {
+			resize, ids = append(resize, spec), append(ids, history[0].ID)
+		}
 	}
-	if len(resize) == 0 {
-		st.resizeErr = nil
+	if !st.podCgroupOpen {
 		return nil
 	}
 	errs := []error{cm.OpenPodCgroup(s.cfg.CgroupRoot, pod)}
@@ -84,9 +89,21 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, pod *corev1.Pod, a
 			errs = append(errs, s.rt.UpdateContainerResources(ctx, ids[i], cm.ContainerResources(spec), recordedResources(spec)))
 		}
 	}
-	errs = append(errs, cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids))
 	st.resizeErr = errors.Join(errs...)
 	return st.resizeErr
+}
+
+// finishResize sets the pod cgroup that resizePod opened to the pod's limits.
+func (s *Syncer) finishResize(st *PodState, pod *corev1.Pod) error {
+	if !st.podCgroupOpen {
+		return nil
+	}
+	st.podCgroupOpen = false
+	if err := cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids); err != nil {
+		st.resizeErr = errors.Join(st.resizeErr, err)
+		return err
+	}
+	return nil
 }
 
 // podContainerSpecs are the containers of pod that run alongside each other: sidecars

@@ -2,6 +2,9 @@ package podsync
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +14,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
+
+// podMemoryLimit reads a pod cgroup's memory limit (cgroup v1 or v2).
+func podMemoryLimit(t *testing.T, path string) string {
+	t.Helper()
+	file := filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		file = filepath.Join("/sys/fs/cgroup", path, "memory.max")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
 
 func guaranteed(cpu, mem string) corev1.ResourceRequirements {
 	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
@@ -59,6 +77,9 @@ func TestResizeInPlace(t *testing.T) {
 	h.sync(st, pod)
 	h.wantCalls("of a resize", "resize c cpu=25/2500 memory=41943040")
 	wantStatus("resized", guaranteed("25m", "40Mi"))
+	if got := podMemoryLimit(t, cm.PodCgroup(h.syncer.cfg.CgroupRoot, pod)); got != "41943040" {
+		t.Errorf("pod cgroup memory limit %s after the resize, want 41943040", got)
+	}
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "c"); cs.RestartCount != 0 {
 		t.Errorf("restart count %d after a resize in place", cs.RestartCount)
 	}
@@ -99,6 +120,9 @@ func TestResizeInPlace(t *testing.T) {
 	h.Clock.Step(time.Second) // the new run starts after the old
 	h.sync(st, pod)
 	h.wantCalls("of a resize whose policy restarts", "stop c", "create c", "start c")
+	if got := podMemoryLimit(t, cm.PodCgroup(h.syncer.cfg.CgroupRoot, pod)); got != "52428800" {
+		t.Errorf("pod cgroup memory limit %s after the restart, want 52428800", got)
+	}
 	wantStatus("restarted", guaranteed("25m", "50Mi"))
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "c"); cs.RestartCount != 1 {
 		t.Errorf("restart count %d after a resize that restarts", cs.RestartCount)
