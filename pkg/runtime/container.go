@@ -425,3 +425,42 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	return r.logs.removeLogPipes(id)
 }
+
+// UpdateContainerResources changes the CPU and memory of a running container in place,
+// as CRI's UpdateContainerResources: the running task's cgroup first, then the stored spec
+// (so a restart of the task keeps them) with recorded, the caller's note of them
+// (LabelResources).
+func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, res *specs.LinuxResources, recorded string) error {
+	ctx = r.nsContext(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return fmt.Errorf("loading container %s: %w", id, err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("task of container %s: %w", id, err)
+	}
+	if err := task.Update(ctx, containerd.WithResources(res)); err != nil {
+		return fmt.Errorf("update resources of container %s: %w", id, err)
+	}
+	spec, err := c.Spec(ctx)
+	if err != nil {
+		return fmt.Errorf("spec of container %s: %w", id, err)
+	}
+	if spec.Linux == nil {
+		spec.Linux = &specs.Linux{}
+	}
+	if spec.Linux.Resources == nil {
+		spec.Linux.Resources = &specs.LinuxResources{}
+	}
+	spec.Linux.Resources.CPU, spec.Linux.Resources.Memory = res.CPU, res.Memory
+	err = c.Update(ctx, containerd.UpdateContainerOpts(containerd.WithSpec(spec)),
+		func(_ context.Context, _ *containerd.Client, info *containers.Container) error {
+			info.Labels[LabelResources] = recorded
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("record resources of container %s: %w", id, err)
+	}
+	return nil
+}

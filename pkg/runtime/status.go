@@ -44,6 +44,9 @@ const (
 	LabelPodIP = labelPrefix + "pod-ip"
 	// LabelRestartCount: on an app container, its restartCount when it was made.
 	LabelRestartCount = labelPrefix + "restart-count"
+	// LabelResources: the resources the caller gave the container, as it recorded them
+	// (minilet: its spec's requests and limits), kept current by UpdateContainerResources.
+	LabelResources = labelPrefix + "resources"
 )
 
 // startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
@@ -93,6 +96,7 @@ type Container struct {
 	PID            uint32 // of the running task; 0 otherwise
 	OOMKilled      bool   // the OOM killer ended it (seen by WatchOOM)
 	StartError     string // its task could not be started: why (it is exited, with code 128)
+	Resources      string // LabelResources
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
@@ -257,6 +261,7 @@ func fromLabels(info containers.Container) Container {
 		PodIP:          l[LabelPodIP],
 		LogPath:        l[LabelLogPath],
 		TerminationLog: l[LabelTerminationLog],
+		Resources:      l[LabelResources],
 		StartedAt:      parseTime(l[LabelStartedAt]),
 		FinishedAt:     parseTime(l[LabelFinishedAt]),
 		OOMKilled:      l[LabelOOMKilled] == "true",

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -35,6 +36,7 @@ type Runtime struct {
 	nextID     int
 	PullErr    error
 	StartErr   error
+	ResizeErr  error // what UpdateContainerResources fails with
 	versionErr error
 	StopGrace  map[string]time.Duration
 	// SandboxConfigs: what RunSandbox was asked for, in order.
@@ -153,6 +155,7 @@ func (f *Runtime) CreateContainer(_ context.Context, cfg runtime.ContainerConfig
 	c := &runtime.Container{
 		ID: fmt.Sprintf("c%d", f.nextID), PodUID: cfg.PodUID, Name: cfg.Name, Image: cfg.Image, SpecHash: cfg.SpecHash,
 		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated, RestartCount: cfg.RestartCount,
+		Resources: cfg.Labels[runtime.LabelResources],
 	}
 	f.Containers = append(f.Containers, c)
 	f.PIDTargets[cfg.Name] = cfg.PIDTargetID
@@ -367,4 +370,28 @@ type Env struct {
 func NewEnv() *Env {
 	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	return &Env{Client: fake.NewClientset(), Runtime: NewRuntime(clk), Network: NewNetwork(), Clock: clk, Events: record.NewFakeRecorder(10000)}
+}
+
+// UpdateContainerResources records "resize NAME cpu=SHARES/QUOTA memory=LIMIT" and the
+// container's new record.
+func (f *Runtime) UpdateContainerResources(_ context.Context, id string, res *specs.LinuxResources, recorded string) error {
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	c := f.Find(id)
+	if c == nil || c.State != runtime.StateRunning {
+		return fmt.Errorf("container %s is not running", id)
+	}
+	var quota, memory int64
+	if res.CPU.Quota != nil {
+		quota = *res.CPU.Quota
+	}
+	if res.Memory != nil && res.Memory.Limit != nil {
+		memory = *res.Memory.Limit
+	}
+	f.record("resize %s cpu=%d/%d memory=%d", c.Name, *res.CPU.Shares, quota, memory)
+	if f.ResizeErr != nil {
+		return f.ResizeErr
+	}
+	c.Resources = recorded
+	return nil
 }

@@ -114,3 +114,19 @@ func limitOrMax(v int64) string {
 func sharesToWeight(shares uint64) uint64 {
 	return 1 + ((shares-2)*9999)/262142
 }
+
+// OpenPodCgroup lifts the pod cgroup's CPU quota and memory limit before its containers
+// are resized: on cgroup v1 the kernel refuses a container a quota above its pod's.
+// EnsurePodCgroup sets the pod's own limits again after.
+func OpenPodCgroup(root string, pod *corev1.Pod) error {
+	path := PodCgroup(root, pod)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return writeAll(filepath.Join("/sys/fs/cgroup", path), map[string]string{
+			"cpu.max": fmt.Sprintf("max %d", cfsPeriod), "memory.max": "max",
+		})
+	}
+	return errors.Join(
+		writeAll(filepath.Join("/sys/fs/cgroup/cpu", path), map[string]string{"cpu.cfs_quota_us": "-1"}),
+		writeAll(filepath.Join("/sys/fs/cgroup/memory", path), map[string]string{"memory.limit_in_bytes": "-1"}),
+	)
+}

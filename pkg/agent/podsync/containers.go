@@ -49,10 +49,15 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 	cur := history[0]
 	switch cur.State {
 	case runtime.StateRunning:
-		if cur.SpecHash == hash {
-			return 0, nil
+		resizeRestart := needsResize(cur, spec) && resizeRestarts(cur, spec)
+		if cur.SpecHash == hash && !resizeRestart {
+			return 0, nil // a resize in place is resizePod's
 		}
-		s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
+		if resizeRestart {
+			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s resize requires restart, will be restarted", spec.Name)
+		} else {
+			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
+		}
 		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, gracePeriod(pod)); err != nil { // nil: the event is above
 			return 0, err
 		}
@@ -153,6 +158,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 	}
 	labels := podLabels(pod)
 	labels["io.kubernetes.container.name"] = spec.Name
+	labels[runtime.LabelResources] = recordedResources(spec)
 	c, err := s.rt.CreateContainer(ctx, runtime.ContainerConfig{
 		PodUID:         string(pod.UID),
 		Name:           spec.Name,
@@ -244,10 +250,13 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 // containerHash fingerprints a container's spec, like the kubelet's
 // HashContainer: a running container whose hash differs from its spec's was
 // made from an older spec and is restarted. The hash is stored with the
-// container, so it survives a minilet restart.
+// container, so it survives a minilet restart. Resources and resizePolicy are left
+// out: a resize changes them in place (resize.go).
 func containerHash(c *corev1.Container) string {
+	hashed := *c
+	hashed.Resources, hashed.ResizePolicy = corev1.ResourceRequirements{}, nil
 	// A corev1.Container always marshals, deterministically (map keys sorted).
-	data, _ := json.Marshal(c)
+	data, _ := json.Marshal(&hashed)
 	h := fnv.New32a()
 	h.Write(data)
 	return strconv.FormatUint(uint64(h.Sum32()), 16)

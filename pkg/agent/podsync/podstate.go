@@ -39,6 +39,11 @@ type PodState struct {
 	netChecked time.Time
 	// trace times a new pod's start (nil for a pod that already ran: adopted after a restart).
 	trace *starttrace.Trace
+	// resizeErr: the last in-place resize of the pod's containers failed, so (reported as
+	// PodResizeInProgress with reason Error).
+	resizeErr error
+	// podCgroupOpen: resizePod lifted the pod cgroup's limits, for finishResize to set.
+	podCgroupOpen bool
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {

@@ -6,6 +6,8 @@ import (
 	"net"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -25,6 +27,9 @@ type Runtime interface {
 	CreateContainer(ctx context.Context, cfg runtime.ContainerConfig) (runtime.Container, error)
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	// UpdateContainerResources gives a running container new CPU and memory settings and
+	// records recorded (runtime.LabelResources) on it.
+	UpdateContainerResources(ctx context.Context, id string, res *specs.LinuxResources, recorded string) error
 	RemoveContainer(ctx context.Context, id string) error
 	ListImages(ctx context.Context) ([]runtime.Image, error)
 	RemoveImage(ctx context.Context, name string) error

@@ -41,6 +41,11 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			history = append(history, prev)
 		}
 		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name])
+		var cur *runtime.Container
+		if len(history) > 0 {
+			cur = &history[0]
+		}
+		withResources(&cs, spec, cur)
 		if cs.State.Running != nil { // probes decide readiness
 			cs.Ready = s.probes.Ready(pod.UID, spec)
 			cs.Started = ptr.To(s.probes.Started(pod.UID, spec.Name))
@@ -88,6 +93,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			}
 		}
 	}
+	setResizeConditions(&ps, st.resizeErr, apiTime(s.clock.Now()))
 	status.SetConditions(&ps, apiTime(s.clock.Now()), sandboxReady, uninitialized, pod.Spec.ReadinessGates)
 	return ps
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -19,6 +20,12 @@ func TestContainerHashFollowsTheSpec(t *testing.T) {
 	before := containerHash(&c)
 	if containerHash(c.DeepCopy()) != before {
 		t.Fatal("hash of an identical spec differs")
+	}
+	// Resources and resizePolicy change in place (an in-place resize), as the kubelet's hash.
+	c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+	if containerHash(&c) != before {
+		t.Error("hash changed with the resources")
 	}
 	c.Image = "localhost/minik8s/netexec:v1"
 	if containerHash(&c) == before {

@@ -78,6 +78,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		}
 		var d time.Duration
 		var initialized bool
+		errs = append(errs, s.resizePod(ctx, st, pod, all))
 		initialized, d, err = s.syncInitContainers(ctx, st, pod, sandbox, all)
 		errs = append(errs, err)
 		after = d
@@ -91,6 +92,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 				after = d
 			}
 		}
+		errs = append(errs, s.finishResize(st, pod))
 		d, err = s.syncEphemeralContainers(ctx, st, pod, sandbox, all)
 		errs = append(errs, err)
 		if d > 0 && (after == 0 || d < after) {

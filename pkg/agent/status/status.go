@@ -24,6 +24,7 @@ import (
 // them (after the conditions others own), as `kubectl describe pod` lists them.
 var kubeletConditions = []corev1.PodConditionType{
 	corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled,
+	corev1.PodResizePending, corev1.PodResizeInProgress,
 }
 
 // Owned are the conditions the kubelet sets, kubeletConditions as a set.

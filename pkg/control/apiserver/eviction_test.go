@@ -148,9 +148,9 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 		t.Errorf("/api/v1 has no pods/eviction of policy/v1 Eviction: %+v", list.APIResources)
 	}
 	runningPod(t, h, "a", true)
-	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a/resize", nil)
-	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/resize") {
-		t.Errorf("GET pods/a/resize: %d %s", w.Code, w.Body)
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/a/unknown", nil)
+	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "does not serve pods/unknown") {
+		t.Errorf("GET pods/a/unknown: %d %s", w.Code, w.Body)
 	}
 	// kubectl tells a missing subresource from a missing pod by details with no name
 	// (kubectl debug dereferenced them: without details it panicked).

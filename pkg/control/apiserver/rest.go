@@ -16,7 +16,7 @@ import (
 )
 
 // subresourceVerbs are the verbs a subresource serves; the others (status, scale,
-// approval, ephemeralcontainers) serve objectSubresourceVerbs, as kube-apiserver's routes.
+// approval, ephemeralcontainers, resize) serve objectSubresourceVerbs, as kube-apiserver's routes.
 var subresourceVerbs = map[string][]string{"binding": {"create"}, "eviction": {"create"}, "finalize": {"update"}}
 
 var objectSubresourceVerbs = []string{"get", "update", "patch"}

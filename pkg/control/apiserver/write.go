@@ -90,7 +90,7 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 	} else {
 		m.SetNamespace("")
 	}
-	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" || info.Subresource == "ephemeralcontainers" {
+	if info.Name != "" && info.Subresource == "" || info.Subresource == "status" || info.Subresource == "finalize" || info.Subresource == "approval" || info.Subresource == "ephemeralcontainers" || info.Subresource == "resize" {
 		switch m.GetName() {
 		case "":
 			m.SetName(info.Name)

@@ -40,7 +40,7 @@ func Builtin() (*Registry, error) {
 		res(core, "namespaces", "Namespace", false, namespaceRules, []string{"ns"}, nil, "status", "finalize"),
 		res(core, "nodes", "Node", false, nodeRules, []string{"no"}, nil, "status"),
 		componentStatuses(),
-		res(core, "pods", "Pod", true, podRules, []string{"po"}, all, "status", "binding", "eviction", "ephemeralcontainers"),
+		res(core, "pods", "Pod", true, podRules, []string{"po"}, all, "status", "binding", "eviction", "ephemeralcontainers", "resize"),
 		res(core, "services", "Service", true, serviceRules, []string{"svc"}, all, "status"),
 		res(core, "endpoints", "Endpoints", true, endpointsRules, []string{"ep"}, nil),
 		res(core, "configmaps", "ConfigMap", true, configMapRules, []string{"cm"}, nil),

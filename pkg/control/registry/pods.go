@@ -68,7 +68,7 @@ var podRules = Rules{
 		}
 	},
 	Table:              podTable,
-	SubresourceUpdates: map[string]SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate},
+	SubresourceUpdates: map[string]SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate, "resize": podResizeUpdate},
 	GracefulDelete: func(obj runtime.Object, requested *int64) (int64, bool) {
 		p := obj.(*corev1.Pod)
 		// An unscheduled or finished pod has nothing running to stop: delete it now.

@@ -1,0 +1,150 @@
+package podsync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// In-place resize (a pod's pods/resize subresource changed its containers' CPU or
+// memory): a running container whose recorded resources differ from its spec's gets the
+// new ones through the runtime, as the kubelet's doPodResizeAction, unless its
+// resizePolicy says RestartContainer for a resource that changed (syncContainer restarts
+// it then). The status reports what each running container got.
+
+// recordedResources is what minilet records of a container's resources on it
+// (runtime.LabelResources): its spec's requests and limits.
+func recordedResources(spec *corev1.Container) string {
+	data, _ := json.Marshal(spec.Resources) // a ResourceRequirements always marshals
+	return string(data)
+}
+
+// appliedResources are the resources a runtime container was given, false when it has no
+// record of them (made by an older minilet).
+func appliedResources(c runtime.Container) (corev1.ResourceRequirements, bool) {
+	var r corev1.ResourceRequirements
+	if c.Resources == "" || json.Unmarshal([]byte(c.Resources), &r) != nil {
+		return corev1.ResourceRequirements{}, false
+	}
+	return r, true
+}
+
+// needsResize: c runs spec's container with other resources than spec's.
+func needsResize(c runtime.Container, spec *corev1.Container) bool {
+	return c.State == runtime.StateRunning && c.SpecHash == containerHash(spec) && c.Resources != recordedResources(spec)
+}
+
+// resizeRestarts: the resize from c's resources to spec's changes a resource whose
+// resizePolicy is RestartContainer.
+func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
+	applied, ok := appliedResources(c)
+	if !ok {
+		return false // nothing known to compare: apply in place
+	}
+	for _, p := range spec.ResizePolicy {
+		if p.RestartPolicy != corev1.RestartContainer {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(applied.Requests[p.ResourceName], spec.Resources.Requests[p.ResourceName]) ||
+			!equality.Semantic.DeepEqual(applied.Limits[p.ResourceName], spec.Resources.Limits[p.ResourceName]) {
+			return true
+		}
+	}
+	return false
+}
+
+// resizePod applies the new resources of the pod's running containers that take them in
+// place; those whose resizePolicy restarts them, syncContainer restarts. The pod's cgroup
+// is opened first, and finishResize sets it to the pod's new limits once its containers
+// are synced: on cgroup v1 a container's CFS quota may not exceed its pod's, whichever way
+// each moves.
+func (s *Syncer) resizePod(ctx context.Context, st *PodState, pod *corev1.Pod, all []runtime.Container) error {
+	var resize []*corev1.Container
+	var ids []string
+	st.resizeErr, st.podCgroupOpen = nil, false
+	for _, spec := range podContainerSpecs(pod) {
+		history := containersNamed(all, spec.Name)
+		if len(history) == 0 || !needsResize(history[0], spec) {
+			continue
+		}
+		st.podCgroupOpen = true
+		if !resizeRestarts(history[0], spec) {
+			resize, ids = append(resize, spec), append(ids, history[0].ID)
+		}
+	}
+	if !st.podCgroupOpen {
+		return nil
+	}
+	errs := []error{cm.OpenPodCgroup(s.cfg.CgroupRoot, pod)}
+	if errs[0] == nil {
+		for i, spec := range resize {
+			errs = append(errs, s.rt.UpdateContainerResources(ctx, ids[i], cm.ContainerResources(spec), recordedResources(spec)))
+		}
+	}
+	st.resizeErr = errors.Join(errs...)
+	return st.resizeErr
+}
+
+// finishResize sets the pod cgroup that resizePod opened to the pod's limits.
+func (s *Syncer) finishResize(st *PodState, pod *corev1.Pod) error {
+	if !st.podCgroupOpen {
+		return nil
+	}
+	st.podCgroupOpen = false
+	if err := cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids); err != nil {
+		st.resizeErr = errors.Join(st.resizeErr, err)
+		return err
+	}
+	return nil
+}
+
+// podContainerSpecs are the containers of pod that run alongside each other: sidecars
+// and app containers.
+func podContainerSpecs(pod *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			out = append(out, &pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// withResources adds to cs what the kubelet reports of a container's resources: the
+// requests it allocated (the spec's), and, of a running container, the requests and
+// limits it runs with.
+func withResources(cs *corev1.ContainerStatus, spec *corev1.Container, cur *runtime.Container) {
+	cs.AllocatedResources = spec.Resources.Requests.DeepCopy()
+	if cs.State.Running == nil || cur == nil {
+		return
+	}
+	applied, ok := appliedResources(*cur)
+	if !ok {
+		applied = *spec.Resources.DeepCopy()
+	}
+	applied.Claims = nil
+	cs.Resources = &applied
+}
+
+// setResizeConditions reports a resize that failed as the kubelet does: PodResizeInProgress
+// with reason Error; with none, neither resize condition.
+func setResizeConditions(ps *corev1.PodStatus, resizeErr error, now metav1.Time) {
+	ps.Conditions = slices.DeleteFunc(ps.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress
+	})
+	if resizeErr != nil {
+		ps.Conditions = append(ps.Conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonError, Message: resizeErr.Error(), LastTransitionTime: now, LastProbeTime: now})
+	}
+}

@@ -1,0 +1,130 @@
+package podsync
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/agent/cm"
+)
+
+// podMemoryLimit reads a pod cgroup's memory limit (cgroup v1 or v2).
+func podMemoryLimit(t *testing.T, path string) string {
+	t.Helper()
+	file := filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		file = filepath.Join("/sys/fs/cgroup", path, "memory.max")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func guaranteed(cpu, mem string) corev1.ResourceRequirements {
+	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+}
+
+// TestResizeInPlace: a resize (the pod's containers' resources changed through
+// pods/resize) reaches the running container through the runtime, without a restart,
+// and the status reports the resources it runs with; a failed one is reported as
+// PodResizeInProgress with reason Error; a resource whose resizePolicy says
+// RestartContainer restarts the container instead.
+func TestResizeInPlace(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("rs", corev1.RestartPolicyAlways, "c")
+	pod.Spec.Containers[0].Resources = guaranteed("20m", "35Mi")
+	pod, st := h.start(pod)
+	h.Runtime.TakeCalls()
+	wantStatus := func(when string, want corev1.ResourceRequirements) {
+		t.Helper()
+		got := h.apiPod(pod)
+		cs := agenttest.ContainerStatus(got, "c")
+		if cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, want) {
+			t.Errorf("%s: status resources %+v, want %+v (%+v)", when, cs.Resources, want, cs.State)
+		}
+		// Allocated are the spec's: the node took the resize, even where it could not apply it.
+		if allocated := got.Spec.Containers[0].Resources.Requests; !equality.Semantic.DeepEqual(cs.AllocatedResources, allocated) {
+			t.Errorf("%s: allocated %+v, want %+v", when, cs.AllocatedResources, allocated)
+		}
+		if got.Status.ObservedGeneration != got.Generation {
+			t.Errorf("%s: observedGeneration %d of generation %d", when, got.Status.ObservedGeneration, got.Generation)
+		}
+	}
+	wantStatus("started", guaranteed("20m", "35Mi"))
+
+	resize := func(r corev1.ResourceRequirements) {
+		t.Helper()
+		p := h.apiPod(pod)
+		p.Spec.Containers[0].Resources = r
+		p.Generation++
+		if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resize(guaranteed("25m", "40Mi"))
+	h.sync(st, pod)
+	h.wantCalls("of a resize", "resize c cpu=25/2500 memory=41943040")
+	wantStatus("resized", guaranteed("25m", "40Mi"))
+	if got := podMemoryLimit(t, cm.PodCgroup(h.syncer.cfg.CgroupRoot, pod)); got != "41943040" {
+		t.Errorf("pod cgroup memory limit %s after the resize, want 41943040", got)
+	}
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "c"); cs.RestartCount != 0 {
+		t.Errorf("restart count %d after a resize in place", cs.RestartCount)
+	}
+	h.sync(st, pod)
+	h.wantCalls("of a sync after the resize")
+
+	h.Runtime.ResizeErr = errors.New("memory limit (1024) below current usage")
+	resize(guaranteed("25m", "1Ki"))
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Error("a failed resize made no error")
+	}
+	var inProgress *corev1.PodCondition
+	for _, c := range h.apiPod(pod).Status.Conditions {
+		if c.Type == corev1.PodResizeInProgress {
+			inProgress = &c
+		}
+	}
+	if inProgress == nil || inProgress.Reason != corev1.PodReasonError || inProgress.Message == "" {
+		t.Errorf("a failed resize's condition: %+v", inProgress)
+	}
+	wantStatus("resize failed", guaranteed("25m", "40Mi"))
+	h.Runtime.ResizeErr = nil
+	resize(guaranteed("25m", "40Mi"))
+	h.sync(st, pod)
+	for _, c := range h.apiPod(pod).Status.Conditions {
+		if c.Type == corev1.PodResizeInProgress || c.Type == corev1.PodResizePending {
+			t.Errorf("condition %s after the resize was undone", c.Type)
+		}
+	}
+	h.Runtime.TakeCalls()
+
+	p := h.apiPod(pod)
+	p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	p.Spec.Containers[0].Resources = guaranteed("25m", "50Mi")
+	if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Step(time.Second) // the new run starts after the old
+	h.sync(st, pod)
+	h.wantCalls("of a resize whose policy restarts", "stop c", "create c", "start c")
+	if got := podMemoryLimit(t, cm.PodCgroup(h.syncer.cfg.CgroupRoot, pod)); got != "52428800" {
+		t.Errorf("pod cgroup memory limit %s after the restart, want 52428800", got)
+	}
+	wantStatus("restarted", guaranteed("25m", "50Mi"))
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "c"); cs.RestartCount != 1 {
+		t.Errorf("restart count %d after a resize that restarts", cs.RestartCount)
+	}
+}

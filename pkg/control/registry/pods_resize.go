@@ -1,0 +1,196 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minik8s/minik8s/pkg/qos"
+)
+
+// A running pod's CPU and memory are changed in place through its resize subresource, as
+// kube-apiserver's podResizeStrategy: the update keeps everything of the stored pod but
+// its containers' resources and resizePolicy; the spec change counts one more generation,
+// and the node acts on it (in-place pod vertical scaling, GA in 1.35).
+var podResizeUpdate = SubresourceRules{
+	Prepare: func(obj, old runtime.Object) {
+		pod, o := obj.(*corev1.Pod), old.(*corev1.Pod)
+		*pod = *dropNonResizeUpdates(pod, o.DeepCopy())
+	},
+	Validate: func(obj, old runtime.Object) field.ErrorList {
+		return validatePodResize(obj.(*corev1.Pod), old.(*corev1.Pod))
+	},
+}
+
+// dropNonResizeUpdates is kube's: old with the resources and resize policies of new's
+// containers. A pod whose containers were added, removed, renamed or reordered comes
+// back as sent, for the validation to refuse.
+func dropNonResizeUpdates(pod, old *corev1.Pod) *corev1.Pod {
+	containers, ok := withResizeFields(pod.Spec.Containers, old.Spec.Containers)
+	initContainers, initOK := withResizeFields(pod.Spec.InitContainers, old.Spec.InitContainers)
+	if !ok || !initOK {
+		return pod
+	}
+	out, meta := old, old.ObjectMeta
+	out.ObjectMeta = *pod.ObjectMeta.DeepCopy() // what may change of it, the generic update checks
+	out.Labels, out.Annotations, out.OwnerReferences, out.Finalizers = meta.Labels, meta.Annotations, meta.OwnerReferences, meta.Finalizers
+	out.Spec.Containers, out.Spec.InitContainers = containers, initContainers
+	return out
+}
+
+// withResizeFields is old with each container's resources and resizePolicy from cs, or
+// false when cs are not old's containers in old's order.
+func withResizeFields(cs, old []corev1.Container) ([]corev1.Container, bool) {
+	if len(cs) != len(old) {
+		return nil, false
+	}
+	out := make([]corev1.Container, len(old))
+	for i := range old {
+		if cs[i].Name != old[i].Name {
+			return nil, false
+		}
+		out[i] = old[i]
+		out[i].Resources, out[i].ResizePolicy = cs[i].Resources, cs[i].ResizePolicy
+	}
+	return out, true
+}
+
+// validatePodResize is kube-apiserver's ValidatePodResize for pods without pod-level
+// resources: the pod stays valid, keeps its QoS class and its containers (names and
+// order), no request or limit goes away, and only CPU and memory change.
+func validatePodResize(p, old *corev1.Pod) field.ErrorList {
+	if _, mirror := old.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return field.ErrorList{field.Forbidden(field.NewPath(""), "static pods cannot be resized")}
+	}
+	if old.Spec.OS != nil && old.Spec.OS.Name == corev1.Windows {
+		return field.ErrorList{field.Forbidden(field.NewPath(""), "windows pods cannot be resized")}
+	}
+	errs := validatePod(p)
+	spec := field.NewPath("spec")
+	oldClass := old.Status.QOSClass
+	if oldClass == "" {
+		oldClass = qos.Class(old)
+	}
+	if oldClass != qos.Class(p) {
+		errs = append(errs, field.Invalid(spec, p.Status.QOSClass, "Pod QOS Class may not change as a result of resizing"))
+	}
+	if !resizeSupported(old) {
+		errs = append(errs, field.Forbidden(spec, "Pod running on node without support for resize"))
+	}
+	if hasPodLevelResources(old) || hasPodLevelResources(p) {
+		return append(errs, field.Forbidden(field.NewPath(""), "resize of pods with pod-level resources is forbidden when InPlacePodLevelResourcesVerticalScalingEnabled feature gate is disabled"))
+	}
+	if order := validateResizeOrder(p, old, spec); len(order) > 0 {
+		return append(errs, order...)
+	}
+	for i := range old.Spec.Containers {
+		errs = append(errs, validateContainerResize(&p.Spec.Containers[i].Resources, &old.Spec.Containers[i].Resources, spec.Child("containers").Index(i).Child("resources"))...)
+	}
+	for i := range old.Spec.InitContainers {
+		if !isSidecar(&old.Spec.InitContainers[i]) && !equality.Semantic.DeepEqual(p.Spec.InitContainers[i], old.Spec.InitContainers[i]) {
+			errs = append(errs, field.Forbidden(spec, "resources for non-sidecar init containers are immutable"))
+			continue
+		}
+		errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// Put back the old CPU and memory: what differs then is a change resize may not make.
+	masked := p.Spec.DeepCopy()
+	for i := range masked.Containers {
+		keepCPUMemory(&masked.Containers[i], &old.Spec.Containers[i])
+	}
+	for i := range masked.InitContainers {
+		keepCPUMemory(&masked.InitContainers[i], &old.Spec.InitContainers[i])
+	}
+	if !equality.Semantic.DeepEqual(*masked, old.Spec) {
+		errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
+	}
+	return errs
+}
+
+// resizeSupported is kube's version-skew check: a node that reports no resources for a
+// running container cannot resize it. A pod with nothing running yet may be resized.
+func resizeSupported(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			return c.Resources != nil
+		}
+	}
+	return true
+}
+
+func hasPodLevelResources(pod *corev1.Pod) bool {
+	r := pod.Spec.Resources
+	return r != nil && len(r.Requests)+len(r.Limits) > 0
+}
+
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// validateResizeOrder refuses containers added, removed, renamed or reordered.
+func validateResizeOrder(p, old *corev1.Pod, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		name     string
+		cs, olds []corev1.Container
+	}{{"containers", p.Spec.Containers, old.Spec.Containers}, {"initContainers", p.Spec.InitContainers, old.Spec.InitContainers}} {
+		if len(list.cs) != len(list.olds) {
+			errs = append(errs, field.Forbidden(spec.Child(list.name), list.name+" may not be added or removed on resize"))
+			continue
+		}
+		for i := range list.olds {
+			if list.cs[i].Name != list.olds[i].Name {
+				errs = append(errs, field.Forbidden(spec.Child(list.name).Index(i).Child("name"), list.name+" may not be renamed or reordered on resize"))
+			}
+		}
+	}
+	return errs
+}
+
+// validateContainerResize: requests and limits may change, not go away.
+func validateContainerResize(r, old *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if resourcesRemoved(r.Requests, old.Requests) {
+		errs = append(errs, field.Forbidden(path.Child("requests"), "resource requests cannot be removed"))
+	}
+	if resourcesRemoved(r.Limits, old.Limits) {
+		errs = append(errs, field.Forbidden(path.Child("limits"), "resource limits cannot be removed"))
+	}
+	return errs
+}
+
+func resourcesRemoved(list, old corev1.ResourceList) bool {
+	for name := range old {
+		if _, ok := list[name]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// keepCPUMemory sets c's CPU and memory requests and limits to old's, leaving the rest.
+func keepCPUMemory(c, old *corev1.Container) {
+	c.Resources.Limits = withCPUMemoryOf(c.Resources.Limits, old.Resources.Limits)
+	c.Resources.Requests = withCPUMemoryOf(c.Resources.Requests, old.Resources.Requests)
+}
+
+func withCPUMemoryOf(list, old corev1.ResourceList) corev1.ResourceList {
+	if list == nil && old == nil {
+		return nil
+	}
+	out := list.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		delete(out, name)
+		if q, ok := old[name]; ok {
+			out[name] = q
+		}
+	}
+	return out
+}

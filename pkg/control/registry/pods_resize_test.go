@@ -1,0 +1,133 @@
+package registry_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+)
+
+func cpuMem(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+// TestPodResize: pods/NAME/resize changes a pod's CPU and memory in place, as
+// kube-apiserver's podResizeStrategy: one more generation, nothing but the containers'
+// resources taken from the request, the same pod read back through the
+// subresource, and the resizes Kubernetes refuses refused with its messages (the
+// "Pod InPlace Resize" conformance tests and their invalid-patch table).
+func TestPodResize(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx, pods := context.Background(), c.Client.CoreV1().Pods("default")
+	guaranteed := corev1.ResourceRequirements{Requests: cpuMem("20m", "35Mi"), Limits: cpuMem("20m", "35Mi")}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rs", Labels: map[string]string{"a": "1"}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
+			{Name: "c1", Image: "busybox", Resources: guaranteed},
+			{Name: "c2", Image: "busybox", Resources: guaranteed},
+		}}}
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := func(resources *corev1.ResourceRequirements) {
+		t.Helper()
+		got, err := pods.Get(ctx, "rs", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Status.ContainerStatuses = nil
+		for _, c := range got.Spec.Containers {
+			got.Status.ContainerStatuses = append(got.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, Resources: resources})
+		}
+		if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A node that reports no resources of a running container cannot resize it.
+	running(nil)
+	up := `{"spec":{"containers":[{"name":"c1","resources":{"requests":{"cpu":"25m","memory":"40Mi"},"limits":{"cpu":"25m","memory":"40Mi"}}}]}}`
+	if _, err := pods.Patch(ctx, "rs", types.StrategicMergePatchType, []byte(up), metav1.PatchOptions{}, "resize"); err == nil ||
+		!strings.Contains(err.Error(), "Pod running on node without support for resize") {
+		t.Fatalf("resize on a node without support: %v", err)
+	}
+	running(&guaranteed)
+
+	// Only the resources and resizePolicy of the request count.
+	withMore := `{"metadata":{"labels":{"a":"2"}},"spec":{"activeDeadlineSeconds":5,"containers":[{"name":"c1","image":"nginx",` +
+		`"resources":{"requests":{"cpu":"25m","memory":"40Mi"},"limits":{"cpu":"25m","memory":"40Mi"}}}]}}`
+	got, err := pods.Patch(ctx, "rs", types.StrategicMergePatchType, []byte(withMore), metav1.PatchOptions{}, "resize")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := got.Spec.Containers[0]
+	if !equality.Semantic.DeepEqual(c1.Resources.Limits, cpuMem("25m", "40Mi")) || !equality.Semantic.DeepEqual(c1.Resources.Requests, cpuMem("25m", "40Mi")) {
+		t.Errorf("c1 after the resize: %+v", c1.Resources)
+	}
+	if c1.Image != "busybox" || got.Labels["a"] != "1" || got.Spec.ActiveDeadlineSeconds != nil {
+		t.Errorf("the resize changed more than resources: image %q, labels %v, activeDeadlineSeconds %v", c1.Image, got.Labels, got.Spec.ActiveDeadlineSeconds)
+	}
+	if got.Generation != created.Generation+1 {
+		t.Errorf("generation %d after a resize of a pod at %d", got.Generation, created.Generation)
+	}
+	if !equality.Semantic.DeepEqual(got.Status, func() corev1.PodStatus { p, _ := pods.Get(ctx, "rs", metav1.GetOptions{}); return p.Status }()) {
+		t.Error("the resize changed the status")
+	}
+
+	// The replace endpoint, and the pod read through the subresource.
+	got.Spec.Containers[1].Resources = corev1.ResourceRequirements{Requests: cpuMem("15m", "30Mi"), Limits: cpuMem("15m", "30Mi")}
+	if got, err = pods.UpdateResize(ctx, "rs", got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != created.Generation+2 || got.Spec.Containers[1].Resources.Limits.Cpu().String() != "15m" {
+		t.Errorf("after UpdateResize: generation %d, c2 %+v", got.Generation, got.Spec.Containers[1].Resources)
+	}
+	dyn := dynamic.NewForConfigOrDie(c.Config)
+	u, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("default").Get(ctx, "rs", metav1.GetOptions{}, "resize")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetResourceVersion() != got.ResourceVersion || u.GetKind() != "Pod" {
+		t.Errorf("pods/rs/resize: %s %s, want the pod at %s", u.GetKind(), u.GetResourceVersion(), got.ResourceVersion)
+	}
+
+	// The main resource still refuses a change of resources.
+	got.Spec.Containers[0].Resources.Limits = cpuMem("30m", "40Mi")
+	if _, err := pods.Update(ctx, got, metav1.UpdateOptions{}); err == nil {
+		t.Error("an update of the pod changed its resources")
+	}
+
+	burstable := pod.DeepCopy()
+	burstable.Name, burstable.Spec.Containers = "bu", []corev1.Container{{Name: "c1", Image: "busybox",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("35Mi")}}}}
+	if _, err := pods.Create(ctx, burstable, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, pod, patch, want string }{
+		{"QoS class changes", "rs", `{"spec":{"containers":[{"name":"c1","resources":{"requests":{"cpu":"10m"}}}]}}`,
+			"Pod QOS Class may not change as a result of resizing"},
+		{"limits removed", "rs", `{"spec":{"containers":[{"name":"c1","resources":{"limits":{"cpu":null,"memory":null}}}]}}`,
+			"resource limits cannot be removed"},
+		{"requests removed", "bu", `{"spec":{"containers":[{"name":"c1","resources":{"requests":{"memory":null}}}]}}`,
+			"resource requests cannot be removed"},
+		{"ephemeral storage", "rs", `{"spec":{"containers":[{"name":"c1","resources":{"requests":{"ephemeral-storage":"1Gi"},"limits":{"ephemeral-storage":"1Gi"}}}]}}`,
+			"only cpu and memory resources are mutable"},
+		{"reordered", "rs", `{"spec":{"$setElementOrder/containers":[{"name":"c2"},{"name":"c1"}]}}`,
+			"spec.containers[0].name: Forbidden: containers may not be renamed or reordered on resize, spec.containers[1].name: Forbidden: containers may not be renamed or reordered on resize"},
+	} {
+		_, err := pods.Patch(ctx, tc.pod, types.StrategicMergePatchType, []byte(tc.patch), metav1.PatchOptions{}, "resize")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
