@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +76,17 @@ func RequireFile(t testing.TB, path, what string) {
 func CgroupRoot(t testing.TB) string {
 	dir := t.TempDir()
 	return "/minik8s-test-" + filepath.Base(filepath.Dir(dir)) + "-" + filepath.Base(dir)
+}
+
+// ModuleDir is where the Go toolchain keeps module, a requirement of go.mod: tests use the
+// published modules' own files (CRDs, example programs) unmodified from there.
+func ModuleDir(t testing.TB, module string) string {
+	t.Helper()
+	RequireTools(t, "go")
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		t.Fatalf("go list -m %s: %v %q", module, err, out)
+	}
+	return dir
 }
