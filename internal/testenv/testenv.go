@@ -10,11 +10,11 @@
 package testenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -78,15 +78,16 @@ func CgroupRoot(t testing.TB) string {
 	return "/minik8s-test-" + filepath.Base(filepath.Dir(dir)) + "-" + filepath.Base(dir)
 }
 
-// ModuleDir is where the Go toolchain keeps module, a requirement of go.mod: tests use the
-// published modules' own files (CRDs, example programs) unmodified from there.
+// ModuleDir is where the Go toolchain keeps module, a requirement of go.mod (downloaded
+// first if the module cache lacks it): tests use the published modules' own files (CRDs,
+// example programs) unmodified from there.
 func ModuleDir(t testing.TB, module string) string {
 	t.Helper()
 	RequireTools(t, "go")
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
-		t.Fatalf("go list -m %s: %v %q", module, err, out)
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
+	var m struct{ Dir string }
+	if err != nil || json.Unmarshal(out, &m) != nil || m.Dir == "" {
+		t.Fatalf("go mod download -json %s: %v %s", module, err, out)
 	}
-	return dir
+	return m.Dir
 }
