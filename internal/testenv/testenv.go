@@ -10,6 +10,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,4 +76,18 @@ func RequireFile(t testing.TB, path, what string) {
 func CgroupRoot(t testing.TB) string {
 	dir := t.TempDir()
 	return "/minik8s-test-" + filepath.Base(filepath.Dir(dir)) + "-" + filepath.Base(dir)
+}
+
+// ModuleDir is where the Go toolchain keeps module, a requirement of go.mod (downloaded
+// first if the module cache lacks it): tests use the published modules' own files (CRDs,
+// example programs) unmodified from there.
+func ModuleDir(t testing.TB, module string) string {
+	t.Helper()
+	RequireTools(t, "go")
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
+	var m struct{ Dir string }
+	if err != nil || json.Unmarshal(out, &m) != nil || m.Dir == "" {
+		t.Fatalf("go mod download -json %s: %v %s", module, err, out)
+	}
+	return m.Dir
 }

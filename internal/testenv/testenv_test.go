@@ -54,3 +54,11 @@ func TestIntegrationSkipsOnlyUnderShort(t *testing.T) {
 		}
 	}
 }
+
+// ModuleDir finds the files of a module go.mod requires, as published.
+func TestModuleDir(t *testing.T) {
+	dir := ModuleDir(t, "sigs.k8s.io/gateway-api")
+	if _, err := os.Stat(dir + "/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"); err != nil {
+		t.Errorf("ModuleDir: %v", err)
+	}
+}

@@ -70,11 +70,17 @@ func mustKubectl(t *testing.T, l *lab.Lab, args ...string) string {
 // applyYAML applies a manifest inside the lab.
 func applyYAML(t *testing.T, l *lab.Lab, manifest string) {
 	t.Helper()
+	mustKubectl(t, l, "apply", "-f", writeManifest(t, manifest))
+}
+
+// writeManifest writes a manifest into the test's temp dir, for kubectl -f.
+func writeManifest(t *testing.T, manifest string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifest.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustKubectl(t, l, "apply", "-f", path)
+	return path
 }
 
 // labRanges are the lab's addresses; the host must never route to any of them.

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -59,6 +60,9 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition, converters *conver
 			return nil, fmt.Errorf("version %s: %w", v.Name, err)
 		}
 		res.TypeConverter = types
+		if v.Deprecated {
+			res.Deprecation = deprecationWarning(crd.Spec, v)
+		}
 		if v.Name == storageVersion {
 			storage = res
 		}
@@ -81,6 +85,27 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition, converters *conver
 		}
 	}
 	return out, nil
+}
+
+// deprecationWarning is what a request to the deprecated version v gets: its own
+// deprecationWarning, else apiextensions-apiserver's default (unexported there), which
+// names the newest served version that is newer and not deprecated.
+func deprecationWarning(crd apiextensionsv1.CustomResourceDefinitionSpec, v apiextensionsv1.CustomResourceDefinitionVersion) string {
+	if v.DeprecationWarning != nil {
+		return *v.DeprecationWarning
+	}
+	msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Group, v.Name, crd.Names.Kind)
+	newest := ""
+	for _, other := range crd.Versions {
+		if other.Served && !other.Deprecated && version.CompareKubeAwareVersionStrings(v.Name, other.Name) < 0 &&
+			(newest == "" || version.CompareKubeAwareVersionStrings(newest, other.Name) < 0) {
+			newest = other.Name
+		}
+	}
+	if newest == "" {
+		return msg
+	}
+	return fmt.Sprintf("%s; use %s/%s %s", msg, crd.Group, newest, crd.Names.Kind)
 }
 
 // structuralSchemas are the structural schemas of crd's versions that have one, with

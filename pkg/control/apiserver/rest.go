@@ -26,6 +26,9 @@ var objectSubresourceVerbs = []string{"get", "update", "patch"}
 // become a Status.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) {
 	r = r.WithContext(warning.WithWarningRecorder(r.Context(), headerWarnings{w})) // admission's warnings
+	if res.Deprecation != "" {
+		addWarning(w, res.Deprecation)
+	}
 	if err := s.dispatch(w, r, res, info); err != nil {
 		if timeOutNow(r.Context()) {
 			err = timeoutError(r.Context()) // what the client gets from withRequestTimeout

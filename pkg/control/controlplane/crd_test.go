@@ -286,3 +286,38 @@ func waitForKubectl(t *testing.T, c *cluster, args ...string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// A deprecated version of a CRD warns on every request to it, as kube-apiserver does:
+// with the CRD's deprecationWarning, else upstream's message naming the newest served
+// version that is not deprecated; requests to other versions carry no warning.
+func TestCustomResourceDeprecatedVersion(t *testing.T) {
+	c := startCluster(t)
+	c.applyCRD(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gauges, singular: gauge, kind: Gauge}
+  versions:
+  - {name: v1alpha1, served: true, storage: false, deprecated: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v1beta1, served: true, storage: false, deprecated: true, deprecationWarning: "example.com/v1beta1 Gauge goes in 2027",
+     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v2, served: false, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+`, "gauges.example.com")
+	waitForKubectl(t, c, "get", "gauges")
+	const alpha = "Warning: example.com/v1alpha1 Gauge is deprecated; use example.com/v1 Gauge"
+	if out := c.mustKubectl(t, "apiVersion: example.com/v1alpha1\nkind: Gauge\nmetadata: {name: g}\n", "create", "-f", "-"); !strings.Contains(out, alpha) {
+		t.Errorf("create at v1alpha1:\n%s", out)
+	}
+	if out := c.mustKubectl(t, "", "get", "gauges.v1alpha1.example.com", "g"); !strings.Contains(out, alpha) {
+		t.Errorf("get at v1alpha1:\n%s", out)
+	}
+	if out := c.mustKubectl(t, "", "label", "gauges.v1beta1.example.com", "g", "a=b"); !strings.Contains(out, "Warning: example.com/v1beta1 Gauge goes in 2027") {
+		t.Errorf("patch at v1beta1:\n%s", out)
+	}
+	if out := c.mustKubectl(t, "", "get", "gauges.v1.example.com", "g"); strings.Contains(out, "Warning") {
+		t.Errorf("get at v1:\n%s", out)
+	}
+}

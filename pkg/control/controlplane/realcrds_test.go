@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,19 +33,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// gatewayAPIDir is where the Go toolchain keeps the gateway-api module that go.mod requires:
-// its CRDs are applied from the module's own files, unmodified.
-func gatewayAPIDir(t *testing.T) string {
-	t.Helper()
-	testenv.RequireTools(t, "go")
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
-	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
-		t.Fatalf("go list -m sigs.k8s.io/gateway-api: %v %q", err, out)
-	}
-	return dir
-}
-
 // The Gateway API's standard channel, installed as its docs say (`kubectl apply
 // --server-side`, here from the kustomization the module ships): every CRD is established,
 // its defaults apply, its CEL rules and enums refuse with kube-apiserver's messages, its
@@ -54,7 +40,7 @@ func gatewayAPIDir(t *testing.T) string {
 func TestGatewayAPIStandardCRDs(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	crds := filepath.Join(gatewayAPIDir(t), "config", "crd")
+	crds := filepath.Join(testenv.ModuleDir(t, "sigs.k8s.io/gateway-api"), "config", "crd")
 	out := c.mustKubectl(t, "", "apply", "--server-side", "-k", crds)
 	for _, want := range []string{
 		"customresourcedefinition.apiextensions.k8s.io/gateways.gateway.networking.k8s.io serverside-applied",

@@ -45,6 +45,9 @@ type Resource struct {
 	// NewObject and NewListObject, when set, make the resource's objects instead of the
 	// scheme: the custom resources of a CustomResourceDefinition have no Go type there.
 	NewObject, NewListObject func() runtime.Object
+	// Deprecation, when set, is the warning sent with every request to the resource: that
+	// of a CustomResourceDefinition's deprecated version, as kube-apiserver sends it.
+	Deprecation string
 	// TypeConverter, when set, gives the schema that managed fields and server-side apply
 	// work on, for a kind without a generated OpenAPI definition (a custom resource's, from
 	// its CustomResourceDefinition); it may build the schema at its first call.

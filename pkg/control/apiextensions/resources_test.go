@@ -1,0 +1,41 @@
+package apiextensions
+
+import (
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
+)
+
+// A deprecated version's warning is upstream's: its own text, else the newest served,
+// newer version that is not deprecated (in kube-aware order, where v1 ranks above v2beta1),
+// else none.
+func TestDeprecationWarning(t *testing.T) {
+	v := func(name string, served, deprecated bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: served, Deprecated: deprecated}
+	}
+	spec := func(versions ...apiextensionsv1.CustomResourceDefinitionVersion) apiextensionsv1.CustomResourceDefinitionSpec {
+		return apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Gauge"}, Versions: versions}
+	}
+	own := v("v1beta1", true, true)
+	own.DeprecationWarning = ptr.To("goes in 2027")
+	for _, tc := range []struct {
+		spec apiextensionsv1.CustomResourceDefinitionSpec
+		of   apiextensionsv1.CustomResourceDefinitionVersion
+		want string
+	}{
+		{spec(v("v1alpha1", true, true), v("v1", true, false), v("v2beta1", true, false), v("v3", false, false)), v("v1alpha1", true, true),
+			"example.com/v1alpha1 Gauge is deprecated; use example.com/v1 Gauge"},
+		{spec(v("v1beta1", true, true), v("v1beta2", true, false), v("v1", true, false), v("v2", true, false)), v("v1beta1", true, true),
+			"example.com/v1beta1 Gauge is deprecated; use example.com/v2 Gauge"},
+		{spec(v("v1", true, true), v("v1beta1", true, false), v("v2alpha1", true, false)), v("v1", true, true),
+			"example.com/v1 Gauge is deprecated"},
+		{spec(v("v1alpha1", true, true), v("v1alpha2", true, true)), v("v1alpha1", true, true),
+			"example.com/v1alpha1 Gauge is deprecated"},
+		{spec(own, v("v1", true, false)), own, "goes in 2027"},
+	} {
+		if got := deprecationWarning(tc.spec, tc.of); got != tc.want {
+			t.Errorf("%s of %+v: %q, want %q", tc.of.Name, tc.spec.Versions, got, tc.want)
+		}
+	}
+}
