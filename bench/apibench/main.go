@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
@@ -730,21 +731,7 @@ func (a *miniapi) printPodSize() error {
 // clients returns n clientsets, each with its own connection as separate programs would
 // have (client-go shares one transport between identical configs), and no rate limit.
 func (a *miniapi) clients(n int) ([]*kubernetes.Clientset, error) {
-	var out []*kubernetes.Clientset
-	for range n {
-		cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		cfg.QPS = -1 // no client-side rate limit
-		cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return kubeclient.Clients(n, func() (*rest.Config, error) { return kubeclient.Unlimited(a.kubeconfig) })
 }
 
 // httpClient authenticates as the admin with a plain HTTP client.

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -46,7 +47,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
@@ -468,7 +468,7 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(apiCtx, o) }()
 	defer func() { stopAPI(); <-done }()
-	client, err := connect(ctx, controlplane.AdminKubeconfig(dir))
+	client, err := kubeclient.Wait(ctx, controlplane.AdminKubeconfig(dir), 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -763,26 +763,6 @@ func scrape(addr string) (map[string]float64, error) {
 		}
 	}
 	return m, nil
-}
-
-func connect(ctx context.Context, kubeconfig string) (*kubernetes.Clientset, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err == nil {
-			cfg.QPS, cfg.Burst = 5000, 5000
-			var c *kubernetes.Clientset
-			if c, err = kubernetes.NewForConfig(cfg); err == nil {
-				if _, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
-					return c, nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("miniapi did not come up: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func parallel(workers, n int, fn func(i int) error) error {
