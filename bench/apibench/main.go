@@ -31,10 +31,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
@@ -117,8 +117,8 @@ func run(cfg config) error {
 		cfg.audit.LogPath = filepath.Join(work, "audit.log")
 	}
 	fmt.Printf("# apibench: %s per phase, %d pods listed, %d creates/s offered, --authorization-mode=%s, --audit-policy-file=%q; %d CPUs, GOMAXPROCS %d, GOGC %d; load average %s\n\n",
-		cfg.duration, cfg.listPods, cfg.rate, strings.Join(cfg.authzModes, ","), cfg.audit.PolicyFile, runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), loadAverage())
-	defer func() { fmt.Printf("\n# load average at the end: %s\n", loadAverage()) }()
+		cfg.duration, cfg.listPods, cfg.rate, strings.Join(cfg.authzModes, ","), cfg.audit.PolicyFile, runtime.NumCPU(), runtime.GOMAXPROCS(0), gcPercent(), benchapi.LoadAverage())
+	defer func() { fmt.Printf("\n# load average at the end: %s\n", benchapi.LoadAverage()) }()
 	rtt, err := trivialHTTPS(cfg.duration)
 	if err != nil {
 		return err
@@ -335,16 +335,6 @@ func gcPercent() int {
 	return p
 }
 
-// loadAverage is the 1, 5 and 15 minute load average: how busy the machine was besides us.
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	fields := strings.Fields(string(data))
-	return strings.Join(fields[:min(3, len(fields))], " ")
-}
-
 // spread prints the median and the extremes of a few timings.
 func spread(ds []time.Duration) string {
 	slices.Sort(ds)
@@ -391,15 +381,6 @@ type result struct {
 	elapsed   time.Duration
 	cpu       time.Duration   // CPU time of this process (clients and server) during the phase
 	latencies []time.Duration // sorted
-}
-
-// cpuTime is the user and system CPU time this process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (r result) perSecond() float64 { return float64(r.ops) / r.elapsed.Seconds() }
@@ -451,7 +432,7 @@ func (rec *recorder) add(d time.Duration, err error) {
 
 func (rec *recorder) result(elapsed time.Duration) (result, error) {
 	slices.Sort(rec.latencies)
-	r := result{ops: len(rec.latencies), errors: rec.errors, elapsed: elapsed, cpu: cpuTime() - rec.cpuStart, latencies: rec.latencies}
+	r := result{ops: len(rec.latencies), errors: rec.errors, elapsed: elapsed, cpu: benchapi.ProcessCPU() - rec.cpuStart, latencies: rec.latencies}
 	if rec.errors > len(rec.latencies)/100 {
 		return r, fmt.Errorf("%d of %d operations failed, first: %w", rec.errors, rec.errors+r.ops, rec.firstErr)
 	}
@@ -461,7 +442,7 @@ func (rec *recorder) result(elapsed time.Duration) (result, error) {
 // backToBack runs op from each of workers goroutines, one call after another, for d, and
 // records each call's latency; i numbers the calls across workers from 1.
 func backToBack(workers int, d time.Duration, op func(worker int, i int64) error) (result, error) {
-	rec := &recorder{cpuStart: cpuTime()}
+	rec := &recorder{cpuStart: benchapi.ProcessCPU()}
 	var seq atomic.Int64
 	start := time.Now()
 	deadline := start.Add(d)
@@ -495,7 +476,7 @@ func openLoop(clients []*kubernetes.Clientset, tag string, rate int, d time.Dura
 	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return result{}, err
 	}
-	rec := &recorder{cpuStart: cpuTime()}
+	rec := &recorder{cpuStart: benchapi.ProcessCPU()}
 	interval := time.Second / time.Duration(rate)
 	total := int(d / interval)
 	start := time.Now()
@@ -730,21 +711,7 @@ func (a *miniapi) printPodSize() error {
 // clients returns n clientsets, each with its own connection as separate programs would
 // have (client-go shares one transport between identical configs), and no rate limit.
 func (a *miniapi) clients(n int) ([]*kubernetes.Clientset, error) {
-	var out []*kubernetes.Clientset
-	for range n {
-		cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		cfg.QPS = -1 // no client-side rate limit
-		cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return kubeclient.Clients(n, func() (*rest.Config, error) { return kubeclient.Unlimited(a.kubeconfig) })
 }
 
 // httpClient authenticates as the admin with a plain HTTP client.

@@ -20,7 +20,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/apiproc"
@@ -92,16 +91,9 @@ type side struct {
 
 // phase is one load level's results.
 type phase struct {
-	clients            int
-	latencies          []time.Duration
-	wall               time.Duration
+	clients int
+	benchapi.Latencies
 	serverCPU, etcdCPU time.Duration // per create
-}
-
-func (p phase) perSecond() float64 { return float64(len(p.latencies)) / p.wall.Seconds() }
-
-func (p phase) percentile(pct float64) time.Duration {
-	return benchapi.Percentile(p.latencies, pct/100).Round(10 * time.Microsecond)
 }
 
 // figures are one side's results.
@@ -211,7 +203,7 @@ func measure(cfg config, ca *pki.CA, caDir, saKey, dir string, s side, profile s
 			return f, err
 		}
 		fmt.Printf("create    %2d clients: %6.0f/s, p50 %s, p99 %s; CPU per create: server %s, etcd %s (n=%d)\n",
-			n, p.perSecond(), p.percentile(50), p.percentile(99), p.serverCPU.Round(time.Microsecond), p.etcdCPU.Round(time.Microsecond), len(p.latencies))
+			n, p.PerSecond(), p.P(50), p.P(99), p.serverCPU.Round(time.Microsecond), p.etcdCPU.Round(time.Microsecond), len(p.Each))
 		f.phases = append(f.phases, p)
 		if profiling != nil {
 			if err := <-profiling; err != nil {
@@ -328,40 +320,19 @@ func load(srv *apiproc.Server, ns string, n, creates, serverPID, etcdPID int) (p
 		return p, err
 	}
 	etcd0 := cpuTime(etcdPID)
-	var mu sync.Mutex
-	var first error
 	each := max(creates/n, 1)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w, c := range clients {
-		wg.Go(func() {
-			mine := make([]time.Duration, 0, each)
-			for i := range each {
-				obj := widget(ns, fmt.Sprintf("c%d-%d-%d", n, w, i), int64(i))
-				t := time.Now()
-				if _, err := c.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t))
-			}
-			mu.Lock()
-			p.latencies = append(p.latencies, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	p.wall = time.Since(start)
-	if first != nil {
-		return p, first
+	p.Latencies, err = benchapi.ClosedLoop(clients, func(i int) bool { return i < each }, func(c dynamic.ResourceInterface, w, i int) error {
+		_, err := c.Create(context.Background(), widget(ns, fmt.Sprintf("c%d-%d-%d", n, w, i), int64(i)), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return p, err
 	}
 	server1, err := proc.CPUTime(serverPID)
 	if err != nil {
 		return p, err
 	}
-	done := time.Duration(len(p.latencies))
+	done := time.Duration(len(p.Each))
 	p.serverCPU, p.etcdCPU = (server1-server0)/done, (cpuTime(etcdPID)-etcd0)/done
 	return p, nil
 }
@@ -409,9 +380,9 @@ func printTable(cfg config, all []figures) {
 		}
 	}
 	for i, n := range cfg.clients {
-		row(fmt.Sprintf("creates/s, %d clients", n), func(f figures) string { return fmt.Sprintf("%.0f", f.phases[i].perSecond()) })
+		row(fmt.Sprintf("creates/s, %d clients", n), func(f figures) string { return fmt.Sprintf("%.0f", f.phases[i].PerSecond()) })
 		row("  p50 / p99", func(f figures) string {
-			return fmt.Sprintf("%s / %s", f.phases[i].percentile(50), f.phases[i].percentile(99))
+			return fmt.Sprintf("%s / %s", f.phases[i].P(50), f.phases[i].P(99))
 		})
 		row("  CPU per create, server + etcd", func(f figures) string {
 			return fmt.Sprintf("%s + %s", f.phases[i].serverCPU.Round(time.Microsecond), f.phases[i].etcdCPU.Round(time.Microsecond))
@@ -432,7 +403,7 @@ func printTable(cfg config, all []figures) {
 	for _, f := range all[:len(all)-1] {
 		var ratios []string
 		for i, n := range cfg.clients {
-			ratios = append(ratios, fmt.Sprintf("%.2fx at %d", f.phases[i].perSecond()/kube.phases[i].perSecond(), n))
+			ratios = append(ratios, fmt.Sprintf("%.2fx at %d", f.phases[i].PerSecond()/kube.phases[i].PerSecond(), n))
 		}
 		fmt.Printf("ratio     %s creates/s vs kube-apiserver's: %s\n", f.name, strings.Join(ratios, ", "))
 		same := "the same"

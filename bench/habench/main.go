@@ -66,8 +66,8 @@ func main() {
 // figures are one kind of server's results.
 type figures struct {
 	name                      string
-	creates                   latencies
-	watch, watchSent          latencies // from the create's answer (negative: the event came first), from its sending
+	creates                   benchapi.Latencies
+	watch, watchSent          benchapi.Latencies // from the create's answer (negative: the event came first), from its sending
 	beforeAck, missed         int
 	cpuPerCreate              time.Duration // the three servers' CPU time over the creates
 	gap, gapBefore            time.Duration // longest write gap from the kill on, and before it (the same load's own)
@@ -162,14 +162,14 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(i int) a
 	if err != nil {
 		return f, err
 	}
-	f.cpuPerCreate = (cpu1 - cpu0) / time.Duration(max(len(f.creates.ds), 1))
+	f.cpuPerCreate = (cpu1 - cpu0) / time.Duration(max(len(f.creates.Each), 1))
 	fmt.Printf("creates   %d clients over 3 servers: %.0f/s, p50 %s, p99 %s; servers' CPU %s per create\n",
-		cfg.clients, f.creates.perSecond(), f.creates.p(50), f.creates.p(99), f.cpuPerCreate.Round(time.Microsecond))
+		cfg.clients, f.creates.PerSecond(), f.creates.P(50), f.creates.P(99), f.cpuPerCreate.Round(time.Microsecond))
 	if f.watch, f.watchSent, f.beforeAck, f.missed, err = watchPhase(cfg, servers, ns); err != nil {
 		return f, err
 	}
 	fmt.Printf("watch     %d creates/s on server 1, watcher on server 0: from the create's answer p50 %s, p99 %s (%d of %d events came before the answer, %d missed); from its sending p50 %s, p99 %s\n",
-		cfg.watchRate, f.watch.p(50), f.watch.p(99), f.beforeAck, len(f.watch.ds), f.missed, f.watchSent.p(50), f.watchSent.p(99))
+		cfg.watchRate, f.watch.P(50), f.watch.P(99), f.beforeAck, len(f.watch.Each), f.missed, f.watchSent.P(50), f.watchSent.P(99))
 	for _, s := range servers {
 		rss, err := proc.PeakRSSMiB(s.PID())
 		if err != nil {
@@ -238,50 +238,28 @@ func namespace(servers []*apiproc.Server, ns string) error {
 }
 
 // createPhase runs cfg.clients closed-loop creators, client i on server i%3.
-func createPhase(cfg config, servers []*apiproc.Server, ns string) (latencies, error) {
+func createPhase(cfg config, servers []*apiproc.Server, ns string) (benchapi.Latencies, error) {
 	var clients []*kubernetes.Clientset
 	for i := range cfg.clients {
 		c, err := servers[i%len(servers)].Clients(1)
 		if err != nil {
-			return latencies{}, err
+			return benchapi.Latencies{}, err
 		}
 		clients = append(clients, c[0])
 	}
-	var mu sync.Mutex
-	var all latencies
-	var first error
-	start := time.Now()
-	end := start.Add(cfg.duration)
-	var wg sync.WaitGroup
-	for w, c := range clients {
-		wg.Go(func() {
-			var mine []time.Duration
-			for i := 0; time.Now().Before(end); i++ {
-				pod := benchapi.Pod(ns, int64(i))
-				pod.Name = fmt.Sprintf("create-%d-%d", w, i)
-				t := time.Now()
-				if _, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
-					return
-				}
-				mine = append(mine, time.Since(t))
-			}
-			mu.Lock()
-			all.ds = append(all.ds, mine...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	all.wall = time.Since(start)
-	return all, first
+	end := time.Now().Add(cfg.duration)
+	return benchapi.ClosedLoop(clients, func(int) bool { return time.Now().Before(end) }, func(c *kubernetes.Clientset, w, i int) error {
+		pod := benchapi.Pod(ns, int64(i))
+		pod.Name = fmt.Sprintf("create-%d-%d", w, i)
+		_, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+		return err
+	})
 }
 
 // watchPhase watches pods on server 0 while one client of server 1 creates watchRate
 // pods a second; a pod's delivery is from the create's answer to its ADDED event
 // (negative when the event came first, which beforeAck counts), and from its sending.
-func watchPhase(cfg config, servers []*apiproc.Server, ns string) (lat, fromSent latencies, beforeAck, missed int, err error) {
+func watchPhase(cfg config, servers []*apiproc.Server, ns string) (lat, fromSent benchapi.Latencies, beforeAck, missed int, err error) {
 	watcher, err := servers[0].Clients(1)
 	if err != nil {
 		return lat, fromSent, 0, 0, err
@@ -356,8 +334,8 @@ func watchPhase(cfg config, servers []*apiproc.Server, ns string) (lat, fromSent
 			if e.Before(a) {
 				beforeAck++
 			}
-			lat.ds = append(lat.ds, e.Sub(a))
-			fromSent.ds = append(fromSent.ds, e.Sub(sent[name]))
+			lat.Each = append(lat.Each, e.Sub(a))
+			fromSent.Each = append(fromSent.Each, e.Sub(sent[name]))
 		}
 	}
 	return lat, fromSent, beforeAck, missed, nil
@@ -432,18 +410,6 @@ func failoverPhase(cfg config, ca *pki.CA, servers []*apiproc.Server, ns string)
 	return gap, gapBefore, creates, failed, nil
 }
 
-// latencies are a phase's request latencies and its wall time.
-type latencies struct {
-	ds   []time.Duration
-	wall time.Duration
-}
-
-func (l latencies) perSecond() float64 { return float64(len(l.ds)) / l.wall.Seconds() }
-
-func (l latencies) p(pct float64) time.Duration {
-	return benchapi.Percentile(l.ds, pct/100).Round(10 * time.Microsecond)
-}
-
 func printTable(cfg config, all []figures) {
 	fmt.Printf("\n%-38s", "")
 	for _, f := range all {
@@ -455,11 +421,11 @@ func printTable(cfg config, all []figures) {
 			fmt.Printf(" %-24s", cell(f))
 		}
 	}
-	row(fmt.Sprintf("creates/s, %d clients", cfg.clients), func(f figures) string { return fmt.Sprintf("%.0f", f.creates.perSecond()) })
-	row("create latency p50 / p99", func(f figures) string { return fmt.Sprintf("%s / %s", f.creates.p(50), f.creates.p(99)) })
+	row(fmt.Sprintf("creates/s, %d clients", cfg.clients), func(f figures) string { return fmt.Sprintf("%.0f", f.creates.PerSecond()) })
+	row("create latency p50 / p99", func(f figures) string { return fmt.Sprintf("%s / %s", f.creates.P(50), f.creates.P(99)) })
 	row("servers' CPU per create", func(f figures) string { return f.cpuPerCreate.Round(time.Microsecond).String() })
-	row(fmt.Sprintf("watch, answer->event p50 / p99, %d/s", cfg.watchRate), func(f figures) string { return fmt.Sprintf("%s / %s", f.watch.p(50), f.watch.p(99)) })
-	row("watch, sent->event p50 / p99", func(f figures) string { return fmt.Sprintf("%s / %s", f.watchSent.p(50), f.watchSent.p(99)) })
+	row(fmt.Sprintf("watch, answer->event p50 / p99, %d/s", cfg.watchRate), func(f figures) string { return fmt.Sprintf("%s / %s", f.watch.P(50), f.watch.P(99)) })
+	row("watch, sent->event p50 / p99", func(f figures) string { return fmt.Sprintf("%s / %s", f.watchSent.P(50), f.watchSent.P(99)) })
 	if cfg.failover {
 		row("longest write gap, 1 of 3 killed", func(f figures) string {
 			return fmt.Sprintf("%s (%d failed)", f.gap.Round(time.Millisecond), f.failoverErrors)

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -227,22 +228,8 @@ func (b *bench) startAPI(ctx context.Context) error {
 	b.onCleanup(func() { stopAPI(); <-done })
 	b.apiAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	b.kubeconfig = clientcmdFile{dir: dir, admin: controlplane.AdminKubeconfig(dir)}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		cfg, err := clientcmd.BuildConfigFromFlags("", b.kubeconfig.admin)
-		if err == nil {
-			cfg.QPS, cfg.Burst = 5000, 5000
-			if b.client, err = kubernetes.NewForConfig(cfg); err == nil {
-				if _, err = b.client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
-					return nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("miniapi did not come up: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.client, err = kubeclient.Wait(ctx, b.kubeconfig.admin, 60*time.Second)
+	return err
 }
 
 // createWorkload writes the node, namespaces, pods (then their status, which a create

@@ -30,10 +30,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -46,7 +46,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 )
 
@@ -134,7 +133,7 @@ func sweep(top string) {
 func run(id string, sizes []int, changes int, miniproxy string) error {
 	ctx := context.Background()
 	ver, _ := exec.Command("iptables-restore", "--version").CombinedOutput()
-	fmt.Printf("proxybench: %s; %d CPUs, load average %s\n", strings.TrimSpace(string(ver)), nproc(), loadAverage())
+	fmt.Printf("proxybench: %s; %d CPUs, load average %s\n", strings.TrimSpace(string(ver)), nproc(), benchapi.LoadAverage())
 	fmt.Println("times are wall clock (the machine is shared) and, for iptables-restore, its own CPU time (user+sys)")
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	largest := sizes[len(sizes)-1]
@@ -174,13 +173,13 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	var selfCPU time.Duration
 	sync := func() (iptables.SyncResult, error) {
 		var res iptables.SyncResult
-		before := processCPU()
+		before := benchapi.ProcessCPU()
 		err := network.InNetNS(ns, func() error {
 			var err error
 			res, err = p.Sync(ctx)
 			return err
 		})
-		selfCPU = processCPU() - before
+		selfCPU = benchapi.ProcessCPU() - before
 		return res, err
 	}
 	first, err := sync()
@@ -468,7 +467,7 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(apiCtx, o) }()
 	defer func() { stopAPI(); <-done }()
-	client, err := connect(ctx, controlplane.AdminKubeconfig(dir))
+	client, err := kubeclient.Wait(ctx, controlplane.AdminKubeconfig(dir), 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -476,7 +475,7 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 		return err
 	}
 	create := func(from, to int) error {
-		return parallel(32, to-from, func(i int) error {
+		return benchapi.Parallel(32, to-from, func(i int) error {
 			i += from
 			if _, err := client.CoreV1().Services("bench").Create(ctx, service(i, ""), metav1.CreateOptions{}); err != nil {
 				return err
@@ -765,54 +764,6 @@ func scrape(addr string) (map[string]float64, error) {
 	return m, nil
 }
 
-func connect(ctx context.Context, kubeconfig string) (*kubernetes.Clientset, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err == nil {
-			cfg.QPS, cfg.Burst = 5000, 5000
-			var c *kubernetes.Clientset
-			if c, err = kubernetes.NewForConfig(cfg); err == nil {
-				if _, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
-					return c, nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("miniapi did not come up: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func parallel(workers, n int, fn func(i int) error) error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return first
-}
-
 func newNetns(name string) (string, error) {
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
@@ -878,22 +829,6 @@ func cpuOf(pid int) time.Duration {
 	u, _ := strconv.ParseUint(f[11], 10, 64)
 	st, _ := strconv.ParseUint(f[12], 10, 64)
 	return time.Duration(u+st) * 10 * time.Millisecond
-}
-
-// processCPU is this process's user+system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func loadAverage() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func nproc() int {

@@ -14,13 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Args are a server's command line for its directory and port.
@@ -129,35 +129,20 @@ func (s *Server) Clients(n int) ([]*kubernetes.Clientset, error) { return Client
 // Config is an admin client configuration of s on a connection of its own.
 func (s *Server) Config() (*rest.Config, error) { return ConfigOf(s.Kubeconfig) }
 
-// ConfigOf is kubeconfig's client configuration without client-side rate limits, with a
-// Dial of its own, which keeps client-go from sharing one transport (and connection)
-// between the clients made from it.
+// ConfigOf is kubeconfig's client configuration as kubeclient.Unlimited makes it (no
+// rate limit, a connection of its own), with a 30s request timeout.
 func ConfigOf(kubeconfig string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := kubeclient.Unlimited(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS = -1
 	cfg.Timeout = 30 * time.Second
-	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
 	return cfg, nil
 }
 
 // ClientsOf are n clients of kubeconfig, each on its own connection.
 func ClientsOf(kubeconfig string, n int) ([]*kubernetes.Clientset, error) {
-	var out []*kubernetes.Clientset
-	for range n {
-		cfg, err := ConfigOf(kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return kubeclient.Clients(n, func() (*rest.Config, error) { return ConfigOf(kubeconfig) })
 }
 
 // LogTail is the end of the server's log, for an error.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -55,23 +55,11 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 		os.RemoveAll(dir) // before done: the benchmark exits as soon as it reads it
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cfg, err := clientcmd.BuildConfigFromFlags("", controlplane.AdminKubeconfig(o.DataDir))
-		if err == nil {
-			cfg.QPS, cfg.Burst = 5000, 5000
-			var c *kubernetes.Clientset
-			if c, err = kubernetes.NewForConfig(cfg); err == nil {
-				if _, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
-					return c, done, nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("miniapi did not come up: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	c, err := kubeclient.Wait(ctx, controlplane.AdminKubeconfig(o.DataDir), 30*time.Second)
+	if err != nil {
+		return nil, nil, err
 	}
+	return c, done, nil
 }
 
 // CreateNodes makes Ready nodes fake-<from>..fake-<to-1> (110 pods, 32 cpu, 128Gi each),

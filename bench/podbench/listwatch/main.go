@@ -12,12 +12,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func main() {
@@ -34,11 +33,7 @@ func run(kubeconfig, node string) error {
 	if kubeconfig == "" || node == "" {
 		return fmt.Errorf("-kubeconfig and -node are required")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, _, err := kubeclient.New(kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/pkg/network/policy/policyinformers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	anpclient "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned"
 )
 
@@ -33,11 +32,7 @@ func run(kubeconfig, node string) error {
 	if kubeconfig == "" || node == "" {
 		return fmt.Errorf("--kubeconfig and --hostname-override are required")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, cfg, err := kubeclient.New(kubeconfig)
 	if err != nil {
 		return err
 	}

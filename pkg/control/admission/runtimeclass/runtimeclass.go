@@ -32,11 +32,8 @@ func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *
 
 // Admit applies the pod's RuntimeClass to a pod being created, with kube's messages.
 func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
-	if a.Operation != generic.Create || a.Subresource != "" || a.Resource.Group != "" || a.Resource.Resource != "pods" {
-		return nil
-	}
-	pod, ok := a.Object.(*corev1.Pod)
-	if !ok || !p.classes.Served() {
+	pod := admission.PodCreate(a)
+	if pod == nil || !p.classes.Served() {
 		return nil
 	}
 	forbidden := func(format string, args ...any) error {

@@ -13,20 +13,16 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/servicepods"
+	"github.com/minik8s/minik8s/internal/controller/serviceslices"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
 
@@ -39,33 +35,26 @@ const (
 
 // Controller is the endpointslice controller.
 type Controller struct {
-	client   kubernetes.Interface
-	services corelisters.ServiceLister
-	pods     corelisters.PodLister
-	nodes    corelisters.NodeLister
-	slices   discoverylisters.EndpointSliceLister
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
-	log      *slog.Logger
+	*serviceslices.Base
+	pods  corelisters.PodLister
+	nodes corelisters.NodeLister
 }
 
 // New wires the controller to the shared informers.
 func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
 	slices discoveryinformers.EndpointSliceInformer, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		client: client, services: services.Lister(), pods: pods.Lister(), nodes: nodes.Lister(), slices: slices.Lister(),
-		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, slices.Informer().HasSynced},
-		queue:  workloop.NewQueue[string]("endpoint_slice"),
-		log:    log,
+		Base: serviceslices.New("endpoint_slice", ManagedBy, client, services, slices, log, pods.Informer(), nodes.Informer()),
+		pods: pods.Lister(), nodes: nodes.Lister(),
 	}
-	w := &servicepods.Watcher{Services: c.services, Queue: c.queue}
+	w := &servicepods.Watcher{Services: c.Services, Queue: c.Queue}
 	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
 		return nil, err
 	}
 	// A slice changed or deleted by someone else is put back.
 	onSlice := func(obj any) {
-		if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
-			c.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+		if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && c.Manages(s) {
+			c.EnqueueService(s)
 		}
 	}
 	_, err := slices.Informer().AddEventHandler(workloop.OnEvery(onSlice))
@@ -74,7 +63,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	workloop.RunWorkers(ctx, 5, c.queue, c.log, c.sync, c.synced...)
+	c.Work(ctx, c.sync)
 }
 
 // group is the endpoints that resolve a Service's ports to the same pod ports.
@@ -84,12 +73,11 @@ type group struct {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	svc, found, err := workloop.Lookup(key, c.services.Services)
+	svc, found, err := workloop.Lookup(key, c.Services.Services)
 	if !found {
 		return 0, err // its slices go with it: the Service owns them
 	}
-	existing, err := c.slices.EndpointSlices(svc.Namespace).List(labels.SelectorFromSet(labels.Set{
-		discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: ManagedBy}))
+	existing, err := c.Existing(svc.Namespace, svc.Name)
 	if err != nil {
 		return 0, err
 	}
@@ -112,7 +100,7 @@ func (c *Controller) desired(svc *corev1.Service, pods []*corev1.Pod) []group {
 			sp := &svc.Spec.Ports[i]
 			port, err := servicepods.TargetPort(pod, sp)
 			if err != nil {
-				c.log.Debug("service port not found on pod", "service", svc.Namespace+"/"+svc.Name, "err", err)
+				c.Log.Debug("service port not found on pod", "service", svc.Namespace+"/"+svc.Name, "err", err)
 				continue
 			}
 			ports = append(ports, discoveryv1.EndpointPort{Name: &sp.Name, Port: &port, Protocol: &sp.Protocol, AppProtocol: sp.AppProtocol})
@@ -215,7 +203,7 @@ func (c *Controller) write(ctx context.Context, svc *corev1.Service, cur *discov
 		Ports:       ports,
 		Endpoints:   endpoints,
 	}
-	slices := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	slices := c.Client.DiscoveryV1().EndpointSlices(svc.Namespace)
 	if cur == nil {
 		_, err := slices.Create(ctx, want, metav1.CreateOptions{})
 		return err
@@ -243,8 +231,7 @@ func sliceLabels(svc *corev1.Service) map[string]string {
 
 func (c *Controller) deleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
 	for _, s := range slices {
-		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Delete(ctx, s); err != nil {
 			return err
 		}
 	}

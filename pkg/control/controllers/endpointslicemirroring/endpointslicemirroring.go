@@ -13,22 +13,20 @@ import (
 	"sort"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/serviceslices"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	endpointsliceutil "k8s.io/endpointslice/util"
 	netutils "k8s.io/utils/net"
 )
@@ -45,31 +43,24 @@ const (
 
 // Controller is the endpointslicemirroring controller.
 type Controller struct {
-	client    kubernetes.Interface
+	*serviceslices.Base
 	endpoints corelisters.EndpointsLister
-	services  corelisters.ServiceLister
-	slices    discoverylisters.EndpointSliceLister
 	// tracker remembers the generations of the slices this controller wrote, so a sync
 	// against a cache that has not seen them yet is retried instead of writing twice.
 	tracker  *endpointsliceutil.EndpointSliceTracker
-	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
-	log      *slog.Logger
 }
 
 // New wires the controller to the shared informers.
 func New(client kubernetes.Interface, endpoints coreinformers.EndpointsInformer, services coreinformers.ServiceInformer,
 	slices discoveryinformers.EndpointSliceInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		client: client, endpoints: endpoints.Lister(), services: services.Lister(), slices: slices.Lister(),
-		tracker:  endpointsliceutil.NewEndpointSliceTracker(),
-		synced:   []cache.InformerSynced{endpoints.Informer().HasSynced, services.Informer().HasSynced, slices.Informer().HasSynced},
-		queue:    workloop.NewQueue[string]("endpoint_slice_mirroring"),
-		recorder: recorder,
-		log:      log,
+		Base:      serviceslices.New("endpoint_slice_mirroring", ManagedBy, client, services, slices, log, endpoints.Informer()),
+		endpoints: endpoints.Lister(),
+		tracker:   endpointsliceutil.NewEndpointSliceTracker(),
+		recorder:  recorder,
 	}
-	enqueue := workloop.Enqueue(c.queue)
+	enqueue := workloop.Enqueue(c.Queue)
 	// Endpoints: only those that are (or were) to be mirrored; the endpoint controller's
 	// change with every pod and are none of this controller's business.
 	_, err := endpoints.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -112,24 +103,24 @@ func New(client kubernetes.Interface, endpoints coreinformers.EndpointsInformer,
 	}
 	_, err = slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if s := obj.(*discoveryv1.EndpointSlice); mirrored(s) && c.tracker.ShouldSync(s) {
-				c.enqueueSlice(s)
+			if s := obj.(*discoveryv1.EndpointSlice); c.Manages(s) && c.tracker.ShouldSync(s) {
+				c.EnqueueService(s)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, cur := oldObj.(*discoveryv1.EndpointSlice), newObj.(*discoveryv1.EndpointSlice)
 			switch {
 			case old.Labels[discoveryv1.LabelServiceName] != cur.Labels[discoveryv1.LabelServiceName]:
-				c.enqueueSlice(old)
-				c.enqueueSlice(cur)
-			case mirrored(old) != mirrored(cur) || (mirrored(cur) && c.tracker.ShouldSync(cur)):
-				c.enqueueSlice(cur)
+				c.EnqueueService(old)
+				c.EnqueueService(cur)
+			case c.Manages(old) != c.Manages(cur) || (c.Manages(cur) && c.tracker.ShouldSync(cur)):
+				c.EnqueueService(cur)
 			}
 		},
 		// A slice deleted by someone else is put back.
 		DeleteFunc: func(obj any) {
-			if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && mirrored(s) && c.tracker.Has(s) && !c.tracker.HandleDeletion(s) {
-				c.enqueueSlice(s)
+			if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && c.Manages(s) && c.tracker.Has(s) && !c.tracker.HandleDeletion(s) {
+				c.EnqueueService(s)
 			}
 		},
 	})
@@ -138,23 +129,13 @@ func New(client kubernetes.Interface, endpoints coreinformers.EndpointsInformer,
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	workloop.RunWorkers(ctx, 5, c.queue, c.log, c.sync, c.synced...) // --mirroring-concurrent-service-endpoint-syncs
+	c.Work(ctx, c.sync)
 }
 
 // shouldMirror: not marked skip-mirror, and not a leader-election record.
 func shouldMirror(ep *corev1.Endpoints) bool {
 	_, leaderElection := ep.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
 	return ep.Labels[discoveryv1.LabelSkipMirror] != "true" && !leaderElection
-}
-
-func mirrored(s *discoveryv1.EndpointSlice) bool {
-	return s.Labels[discoveryv1.LabelManagedBy] == ManagedBy
-}
-
-func (c *Controller) enqueueSlice(s *discoveryv1.EndpointSlice) {
-	if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-		c.queue.Add(s.Namespace + "/" + name)
-	}
 }
 
 // errStaleCache retries a sync whose slice cache lags behind this controller's own writes.
@@ -165,8 +146,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, nil
 	}
-	existing, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
-		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ManagedBy}))
+	existing, err := c.Existing(ns, name)
 	if err != nil {
 		return 0, err
 	}
@@ -176,7 +156,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	var svc *corev1.Service
 	if err == nil && shouldMirror(ep) {
-		if svc, err = c.services.Services(ns).Get(name); err != nil && !apierrors.IsNotFound(err) {
+		if svc, err = c.Services.Services(ns).Get(name); err != nil && !apierrors.IsNotFound(err) {
 			return 0, err
 		}
 	}
@@ -184,7 +164,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// slices the endpointslice controller writes): no mirrored slices.
 	if svc == nil || svc.Spec.Selector != nil {
 		c.tracker.DeleteService(ns, name)
-		return 0, c.delete(ctx, existing)
+		return 0, c.deleteSlices(ctx, existing)
 	}
 	if c.tracker.StaleSlices(svc, existing) {
 		return 0, errStaleCache
@@ -384,7 +364,7 @@ func upToDate(cur, want *discoveryv1.EndpointSlice, endpoints endpointsliceutil.
 
 // write applies the changes, remembering each written slice's generation in the tracker.
 func (c *Controller) write(ctx context.Context, ep *corev1.Endpoints, toCreate, toUpdate, toDelete []*discoveryv1.EndpointSlice) error {
-	client := c.client.DiscoveryV1().EndpointSlices(ep.Namespace)
+	client := c.Client.DiscoveryV1().EndpointSlices(ep.Namespace)
 	if ep.DeletionTimestamp == nil {
 		for _, s := range toCreate {
 			created, err := client.Create(ctx, s, metav1.CreateOptions{})
@@ -404,13 +384,12 @@ func (c *Controller) write(ctx context.Context, ep *corev1.Endpoints, toCreate, 
 		}
 		c.tracker.Update(updated)
 	}
-	return c.delete(ctx, toDelete)
+	return c.deleteSlices(ctx, toDelete)
 }
 
-func (c *Controller) delete(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
+func (c *Controller) deleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
 	for _, s := range slices {
-		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Delete(ctx, s); err != nil {
 			return err
 		}
 		c.tracker.ExpectDeletion(s)
