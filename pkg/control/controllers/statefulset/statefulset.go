@@ -201,7 +201,7 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		}
 	}
 	for i := replicas - 1; i >= partition; i-- {
-		if pods[i].Labels[history.HashLabel] != update.Labels[history.HashLabel] {
+		if !ofRevision(pods[i], update) {
 			return c.deletePod(ctx, set, pods[i])
 		}
 	}
@@ -280,7 +280,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 	for k, v := range template.Labels {
 		pod.Labels[k] = v
 	}
-	pod.Labels[history.HashLabel] = rev.Labels[history.HashLabel]
+	pod.Labels[history.HashLabel] = rev.Name // a StatefulSet's pods name their revision, as kube's
 	pod.Labels[appsv1.StatefulSetPodNameLabel] = name
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(i)
 	pod.Spec.Hostname, pod.Spec.Subdomain = name, set.Spec.ServiceName
@@ -352,6 +352,13 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 	return nil
 }
 
+// ofRevision: pod was made from rev. Its label names the revision, as kube's StatefulSet
+// pods do; pods made before minik8s did so carry the bare hash.
+func ofRevision(pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
+	label := pod.Labels[history.HashLabel]
+	return label == rev.Name || label == rev.Labels[history.HashLabel]
+}
+
 // status counts the pods as `kubectl get sts` and `kubectl rollout status sts` read them;
 // once every pod runs the update revision it becomes the current one.
 func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision) appsv1.StatefulSetStatus {
@@ -366,13 +373,13 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 			st.ReadyReplicas++
 			st.AvailableReplicas++
 		}
-		switch p.Labels[history.HashLabel] {
-		case update.Labels[history.HashLabel]:
+		switch {
+		case ofRevision(p, update):
 			st.UpdatedReplicas++
 			if current.Name == update.Name {
 				st.CurrentReplicas++
 			}
-		case current.Labels[history.HashLabel]:
+		case ofRevision(p, current):
 			st.CurrentReplicas++
 		}
 	}

@@ -136,6 +136,15 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 		pod.Labels["apps.kubernetes.io/pod-index"] != "1" || pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "www-web-1" {
 		t.Errorf("pod web-1: %v %+v", err, pod)
 	}
+	// A pod names its revision, as kube's StatefulSet pods do (the conformance tests compare
+	// the label with status.currentRevision).
+	sts, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels["controller-revision-hash"] != sts.Status.CurrentRevision {
+		t.Errorf("pod web-1 of revision %q, the set's current revision %q", pod.Labels["controller-revision-hash"], sts.Status.CurrentRevision)
+	}
 
 	// Scale down goes from the top, one at a time.
 	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=1")
