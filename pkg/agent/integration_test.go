@@ -113,7 +113,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := fake.NewClientset()
+	client := agenttest.NewClient()
 	a, err := New(cfg, Dependencies{Client: client, Recorder: record.NewFakeRecorder(1000), Runtime: rt, Network: nodeNetwork{cni, nodeNS}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,10 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -369,7 +372,30 @@ type Env struct {
 // NewEnv is a fresh Env whose clock starts at a fixed time.
 func NewEnv() *Env {
 	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	return &Env{Client: fake.NewClientset(), Runtime: NewRuntime(clk), Network: NewNetwork(), Clock: clk, Events: record.NewFakeRecorder(10000)}
+	return &Env{Client: NewClient(), Runtime: NewRuntime(clk), Network: NewNetwork(), Clock: clk, Events: record.NewFakeRecorder(10000)}
+}
+
+// NewClient is a fake clientset whose pod status writes keep the stored pod's deletion
+// (deletionTimestamp, grace period), as the API server's status strategy does: the fake
+// otherwise stores the whole object sent, and a status write racing a delete undid it.
+func NewClient() *fake.Clientset {
+	c := fake.NewClientset()
+	c.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+		u, ok := action.(clienttesting.UpdateAction)
+		if !ok || u.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		pod, ok := u.GetObject().(*corev1.Pod)
+		if !ok {
+			return false, nil, nil
+		}
+		if stored, err := c.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), pod.Namespace, pod.Name); err == nil {
+			s := stored.(*corev1.Pod)
+			pod.DeletionTimestamp, pod.DeletionGracePeriodSeconds = s.DeletionTimestamp, s.DeletionGracePeriodSeconds
+		}
+		return false, nil, nil // the tracker stores it
+	})
+	return c
 }
 
 // UpdateContainerResources records "resize NAME cpu=SHARES/QUOTA memory=LIMIT" and the
