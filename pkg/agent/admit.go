@@ -47,3 +47,15 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		return
 	}
 }
+
+// admittedPods are the node's pods that passed admission before (they have a worker) and
+// may still run: what a new pod's host ports must not collide with.
+func (a *Agent) admittedPods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range a.activePods() {
+		if a.workers.Known(pod.UID) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}

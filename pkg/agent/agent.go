@@ -24,6 +24,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/eviction"
+	"github.com/minik8s/minik8s/pkg/agent/hostport"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/pleg"
@@ -109,7 +110,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}}
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, hostport.Admission{Others: a.admittedPods}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()
