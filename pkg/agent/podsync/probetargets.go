@@ -28,21 +28,6 @@ func (s *Syncer) Kill(ctx context.Context, pod *corev1.Pod, container, container
 	return s.stopContainers(ctx, nil, []runtime.Container{rc}, s.runPreStop(ctx, pod, rc, g))
 }
 
-// probedContainers are the containers of a pod that may have probes: its sidecars and
-// app containers.
-func probedContainers(pod *corev1.Pod) []*corev1.Container {
-	var probed []*corev1.Container
-	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
-			probed = append(probed, &pod.Spec.InitContainers[i])
-		}
-	}
-	for i := range pod.Spec.Containers {
-		probed = append(probed, &pod.Spec.Containers[i])
-	}
-	return probed
-}
-
 // execIn runs commands in the container with the given status ID (exec probes).
 func (s *Syncer) execIn(containerID string) probe.Execer {
 	return s.execInID(runtime.IDFromStatus(containerID))

@@ -106,7 +106,8 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	status := s.podStatus(st, pod, all, sandbox != nil)
 	probed := pod.DeepCopy()
 	probed.Status.PodIP = status.PodIP
-	s.probes.Sync(probed, probedContainers(probed), slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
+	s.probes.Sync(probed, podContainerSpecs(probed), // sidecars and app containers may have probes
+		slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
 	st.trace.Mark("status", s.clock.Now())
 	err = s.writeStatus(ctx, st, pod, status)
 	st.trace.Mark("statusWrite", s.clock.Now())

@@ -92,15 +92,7 @@ func BenchmarkListCustomResources(b *testing.B) {
 		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
 			h := listServer(b, listedCRD(), cached)
 			for i := range n {
-				body, err := json.Marshal(map[string]any{"apiVersion": "bench.example.com/v1", "kind": "Thing0",
-					"metadata": map[string]any{"name": fmt.Sprintf("t%04d", i), "labels": map[string]any{"app": "bench"}},
-					"spec": map[string]any{"name": "thing", "image": "registry.example.com/thing:v1.2.3", "zone": "zone-a",
-						"labels": map[string]any{"tier": "backend", "team": "platform"},
-						"ports":  []any{map[string]any{"name": "http", "port": 80}, map[string]any{"name": "metrics", "port": 9090}}}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				serve(b, h, http.MethodPost, path, body)
+				serve(b, h, http.MethodPost, path, thingBody(b, fmt.Sprintf("t%04d", i)))
 			}
 			var list struct{ Items []map[string]any }
 			if err := json.Unmarshal(serve(b, h, http.MethodGet, path, nil), &list); err != nil || len(list.Items) != n {
@@ -123,15 +115,20 @@ func BenchmarkCreateCustomResource(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		body, err := json.Marshal(map[string]any{"apiVersion": "bench.example.com/v1", "kind": "Thing0",
-			"metadata": map[string]any{"name": fmt.Sprintf("t%06d", i), "labels": map[string]any{"app": "bench"}},
-			"spec": map[string]any{"name": "thing", "image": "registry.example.com/thing:v1.2.3", "zone": "zone-a",
-				"labels": map[string]any{"tier": "backend", "team": "platform"},
-				"ports":  []any{map[string]any{"name": "http", "port": 80}, map[string]any{"name": "metrics", "port": 9090}}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		serve(b, h, http.MethodPost, path, body)
+		serve(b, h, http.MethodPost, path, thingBody(b, fmt.Sprintf("t%06d", i)))
 		i++
 	}
+}
+
+// thingBody is a Thing0 of the benchmarks' CRD named name, as JSON.
+func thingBody(b *testing.B, name string) []byte {
+	body, err := json.Marshal(map[string]any{"apiVersion": "bench.example.com/v1", "kind": "Thing0",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"app": "bench"}},
+		"spec": map[string]any{"name": "thing", "image": "registry.example.com/thing:v1.2.3", "zone": "zone-a",
+			"labels": map[string]any{"tier": "backend", "team": "platform"},
+			"ports":  []any{map[string]any{"name": "http", "port": 80}, map[string]any{"name": "metrics", "port": 9090}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
 }
