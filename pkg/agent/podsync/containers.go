@@ -50,7 +50,7 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 	switch cur.State {
 	case runtime.StateRunning:
 		resizeRestart := needsResize(cur, spec) && resizeRestarts(cur, spec)
-		if cur.SpecHash == hash && !resizeRestart {
+		if (cur.SpecHash == hash || cur.SpecHash == fingerprint(spec)) && !resizeRestart {
 			return 0, nil // a resize in place is resizePod's
 		}
 		if resizeRestart {
@@ -255,8 +255,15 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 func containerHash(c *corev1.Container) string {
 	hashed := *c
 	hashed.Resources, hashed.ResizePolicy = corev1.ResourceRequirements{}, nil
+	return fingerprint(&hashed)
+}
+
+// fingerprint hashes the whole spec: the container hash of minilet before in-place
+// resize, which its running containers still carry; they count as unchanged, so an
+// upgrade restarts none of them.
+func fingerprint(c *corev1.Container) string {
 	// A corev1.Container always marshals, deterministically (map keys sorted).
-	data, _ := json.Marshal(&hashed)
+	data, _ := json.Marshal(c)
 	h := fnv.New32a()
 	h.Write(data)
 	return strconv.FormatUint(uint64(h.Sum32()), 16)

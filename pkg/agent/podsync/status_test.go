@@ -103,3 +103,24 @@ func TestImageIDIsTheRepoDigest(t *testing.T) {
 		t.Errorf("imageID without a recorded ref %q, want the name", cs.ImageID)
 	}
 }
+
+// TestContainerOfTheOldHashKept: a container made by minilet before resources left the
+// hash carries the whole spec's fingerprint; it counts as unchanged, so an upgrade of
+// minilet restarts none of the running containers.
+func TestContainerOfTheOldHashKept(t *testing.T) {
+	h := newHarness(t)
+	p := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	pod, st := h.start(p)
+	h.Runtime.Mu.Lock()
+	for _, c := range h.Runtime.Containers {
+		if c.Name == "app" {
+			c.SpecHash = fingerprint(&pod.Spec.Containers[0])
+		}
+	}
+	h.Runtime.Mu.Unlock()
+	h.Runtime.TakeCalls()
+	h.Clock.Step(time.Second)
+	h.sync(st, pod)
+	h.wantCalls("syncing a container of the old hash")
+}
