@@ -66,7 +66,7 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 	const f = "example.com/tracking"
 	orphan2 := mk("orphan2", "x")
 	child2 := mk("child2", "y", *metav1.NewControllerRef(owner, kind))
-	if child2, err = cms.Patch(ctx, "child2", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/own","`+f+`"]}}`), metav1.PatchOptions{}); err != nil {
+	if _, err = cms.Patch(ctx, "child2", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/own","`+f+`"]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{orphan2, child2}, patch, f); err != nil {
