@@ -149,8 +149,9 @@ func (r *rollout) replicaSets(ctx context.Context, create bool) (*appsv1.Replica
 	return newRS, old, nil
 }
 
-// setReplicaSetAnnotations gives rs d's annotations, the revision when bump is set, and
-// the replica annotations; it reports whether anything changed.
+// setReplicaSetAnnotations gives rs d's annotations and the revision when bump is set; it
+// reports whether anything changed. The replica annotations are scaleTo's (and a new
+// ReplicaSet's): proportional scaling reads the size they held before.
 func (r *rollout) setReplicaSetAnnotations(rs *appsv1.ReplicaSet, bump bool, rev string) bool {
 	if rs.Annotations == nil {
 		rs.Annotations = map[string]string{}
@@ -166,7 +167,7 @@ func (r *rollout) setReplicaSetAnnotations(rs *appsv1.ReplicaSet, bump bool, rev
 			rs.Annotations[revisionAnnotation], changed = rev, true
 		}
 	}
-	return r.setReplicasAnnotations(rs) || changed
+	return changed
 }
 
 // setReplicasAnnotations records on rs the Deployment's size and its size with surge, which
@@ -208,6 +209,7 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 	}
 	*rs.Spec.Replicas = newReplicaSetSize(d, r.all, nil)
 	r.setReplicaSetAnnotations(rs, true, rev)
+	r.setReplicasAnnotations(rs)
 	created, err := r.c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		existing, getErr := r.c.client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})

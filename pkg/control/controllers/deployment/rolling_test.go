@@ -304,3 +304,25 @@ func TestResize(t *testing.T) {
 		})
 	}
 }
+
+// TestScaleReadsTheOldMaxReplicas: finding the new ReplicaSet leaves its replica
+// annotations alone; scaling writes them, after it read the size they held (the conformance
+// test "deployment should support proportional scaling" got 28/5 instead of 20/13 when the
+// new ReplicaSet's max-replicas was already the new size).
+func TestScaleReadsTheOldMaxReplicas(t *testing.T) {
+	d := rollingDeployment(30, intstr.FromInt32(3), intstr.FromInt32(2))
+	old := replicaSet(d, "web-old", "v1", 0, 8, 8, 10)
+	newRS := replicaSet(d, "web-new", "v2", 1, 5, 0, 10)
+	for i, rs := range []*appsv1.ReplicaSet{old, newRS} {
+		rs.Annotations[maxReplicasAnnotation] = "13"
+		rs.Annotations[revisionAnnotation] = strconv.Itoa(i + 1)
+	}
+	d.Annotations = map[string]string{revisionAnnotation: "2"}
+	r, client := newRollout(d, old, newRS)
+	if _, err := r.scale(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(t, client); got["web-old"] != 20 || got["web-new"] != 13 {
+		t.Errorf("sizes %v, want web-old 20 and web-new 13", got)
+	}
+}
