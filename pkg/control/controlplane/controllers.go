@@ -179,6 +179,9 @@ func enabledControllers(flag []string) (map[string]bool, error) {
 // startControllers starts the controllers --controllers turns on.
 func startControllers(ctx context.Context, c *ControllerContext, enabled map[string]bool) error {
 	for _, ctrl := range controllers {
+		if ctx.Err() != nil {
+			return nil // leadership lost or shutting down: a controller made now would never run
+		}
 		if !enabled[ctrl.name] {
 			c.Log.Info("controller disabled", "controller", ctrl.name)
 			continue
