@@ -12,14 +12,16 @@ bin=${MINIK8S_BIN:-$root/bin}
 e2e=$(hack/kube-build.sh e2e.test)
 rm -rf "$out" && mkdir -p "$out"
 
-args=(--ginkgo.label-filter=Conformance --ginkgo.no-color --ginkgo.v --report-dir="$out"
-	--dump-logs-on-failure=false --kubectl-path="$(command -v kubectl)" --e2e-output-dir="$out"
-	--ginkgo.timeout="${CONFORMANCE_TIMEOUT:-6h}")
-[[ -n ${FOCUS:-} ]] && args+=(--ginkgo.focus="$FOCUS")
-[[ -n ${SKIP:-} ]] && args+=(--ginkgo.skip="$SKIP")
+# Ginkgo's own flags, given to e2e.test as --ginkgo.X or to the Ginkgo CLI as they are.
+ginkgo_args=(--label-filter=Conformance --no-color -v --timeout="${CONFORMANCE_TIMEOUT:-6h}")
+[[ -n ${FOCUS:-} ]] && ginkgo_args+=(--focus="$FOCUS")
+[[ -n ${SKIP:-} ]] && ginkgo_args+=(--skip="$SKIP")
+suite_args=(--report-dir="$out" --dump-logs-on-failure=false --kubectl-path="$(command -v kubectl)"
+	--e2e-output-dir="$out")
 
 if [[ -n ${CONFORMANCE_KUBECONFIG:-} ]]; then
-	run=("$e2e" --kubeconfig="$CONFORMANCE_KUBECONFIG")
+	kubeconfig=$CONFORMANCE_KUBECONFIG
+	in_lab=()
 else
 	lab=conf-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	trap '"$bin"/minilab down --name "$lab" >/dev/null' EXIT
@@ -30,13 +32,23 @@ else
 	netns=$(sed -n 's/.*"controlPlaneNetns": "\(.*\)",/\1/p' <<<"$info")
 	# The API is reachable only from inside the lab: the suite runs in the control
 	# plane's namespace (docs/conformance.md).
-	run=(ip netns exec "$netns" "$e2e" --kubeconfig="$kubeconfig")
+	in_lab=(ip netns exec "$netns")
+fi
+suite_args+=(--kubeconfig="$kubeconfig")
+
+# CONFORMANCE_PROCS=N runs N e2e.test processes through the Ginkgo CLI, as Kubernetes' own
+# CI does (hack/ginkgo-e2e.sh); [Serial] tests still run alone, after the others.
+procs=${CONFORMANCE_PROCS:-1}
+if [[ $procs -gt 1 ]]; then
+	run=("${in_lab[@]}" "$(hack/kube-build.sh ginkgo)" --procs="$procs" "${ginkgo_args[@]}" "$e2e" -- "${suite_args[@]}")
+else
+	run=("${in_lab[@]}" "$e2e" "${suite_args[@]}" "${ginkgo_args[@]/#--/--ginkgo.}")
 fi
 
 start=$(date +%s)
-echo "conformance: running e2e.test ($e2e) focus=${FOCUS:-all}; log: $out/e2e.log"
+echo "conformance: running e2e.test ($e2e) focus=${FOCUS:-all} procs=$procs; log: $out/e2e.log"
 set +e
-"${run[@]}" "${args[@]}" 2>&1 | tee "$out/e2e.log" | awk -v start="$start" '
+"${run[@]}" 2>&1 | tee "$out/e2e.log" | awk -v start="$start" '
 	# One line per finished test: Ginkgo -v ends each with "• [N seconds]", "• [FAILED] ..."
 	# or "S [SKIPPED] ...".
 	/^• \[FAILED\]|^• \[PANICKED\]|^• \[TIMEDOUT\]/ { f++; done=1 }

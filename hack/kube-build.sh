@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# hack/kube-build.sh e2e.test|kube-apiserver: builds a Kubernetes binary from the published
+# hack/kube-build.sh e2e.test|kube-apiserver|ginkgo: builds a Kubernetes binary from the published
 # module k8s.io/kubernetes in a throw-away wrapper module and caches it by version
 # (~/.cache/minik8s/e2e-VERSION/e2e.test, kube-apiserver-VERSION/kube-apiserver), so
-# `make conformance` and `make bench-ha` reuse one build. Prints the binary's path.
+# `make conformance` and `make bench-ha` reuse one build. Prints the binary's path. ginkgo is
+# the Ginkgo CLI at the version k8s.io/kubernetes requires: it runs e2e.test in parallel.
 # KUBE_VERSION picks the release (default v1.36.3, the one our baselines use).
 #
 # k8s.io/kubernetes requires its staging modules as v0.0.0 with replace directives to
@@ -14,7 +15,8 @@ what=${1:-}
 case "$what" in
 e2e.test) pkg=k8s.io/kubernetes/test/e2e dir=e2e ;;
 kube-apiserver) pkg=k8s.io/kubernetes/cmd/kube-apiserver dir=kube-apiserver ;;
-*) echo "usage: hack/kube-build.sh e2e.test|kube-apiserver (got '${what}')" >&2; exit 2 ;;
+ginkgo) pkg=github.com/onsi/ginkgo/v2/ginkgo dir=ginkgo ;;
+*) echo "usage: hack/kube-build.sh e2e.test|kube-apiserver|ginkgo (got '${what}')" >&2; exit 2 ;;
 esac
 version=${KUBE_VERSION:-v1.36.3}
 cache=${MINIK8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minik8s}
@@ -41,6 +43,8 @@ start=$(date +%s)
 echo "kube-build: building $what $version (cold build, 10-20 min on 2 cores)" >&2
 if [[ $what == e2e.test ]]; then
 	go test -c -o "$what" "$pkg"
+elif [[ $what == ginkgo ]]; then
+	go build -o "$what" "$pkg"
 else
 	minor=${version#v1.}
 	minor=${minor%%.*}

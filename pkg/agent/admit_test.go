@@ -46,3 +46,26 @@ func TestAdmitRejectsBestEffortUnderMemoryPressure(t *testing.T) {
 		t.Error("the burstable pod did not start")
 	}
 }
+
+// A pod asking for more CPU than the node has allocatable (bound by nodeName, past the
+// scheduler) is rejected as the kubelet's predicate admission does: Failed, OutOfcpu, the
+// InsufficientResourceError words, and a Warning Event.
+func TestAdmitRejectsPodOutOfCPU(t *testing.T) {
+	h := newHarness(t)
+	greedy := agenttest.Pod("greedy", corev1.RestartPolicyAlways, "app")
+	greedy.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}
+	greedy = h.createPod(greedy)
+	h.agent.admit(greedy)
+	h.sync(greedy)
+	got := agenttest.GetPod(h.ctx, t, h.Client, greedy)
+	want := "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000000, used: 0, capacity: "
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "OutOfcpu" || !strings.HasPrefix(got.Status.Message, want) {
+		t.Errorf("status %s %s %q, want Failed OutOfcpu %q...", got.Status.Phase, got.Status.Reason, got.Status.Message, want)
+	}
+	if cs, _ := h.Runtime.ListContainers(h.ctx, string(greedy.UID)); len(cs) != 0 {
+		t.Errorf("the rejected pod got containers: %+v", cs)
+	}
+	if ev := <-h.Events.Events; !strings.HasPrefix(ev, "Warning OutOfcpu Node didn't have enough resource: cpu, requested: 100000000") {
+		t.Errorf("event %q", ev)
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/podsource"
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/agent/podworkers"
+	"github.com/minik8s/minik8s/pkg/agent/resourcefit"
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/sysctl"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
@@ -110,7 +111,9 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, hostport.Admission{Others: a.admittedPods}}
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now},
+		resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods},
+		hostport.Admission{Others: a.admittedPods}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()
