@@ -46,6 +46,9 @@ var Tarballs = map[string]string{
 // DefaultBusybox is where Debian's busybox-static package installs its binary.
 const DefaultBusybox = "/bin/busybox"
 
+// DefaultBashStatic is where Debian's bash-static package installs its binary.
+const DefaultBashStatic = "/bin/bash-static"
+
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Options configure Build.
@@ -55,6 +58,9 @@ type Options struct {
 	// Busybox is a statically linked busybox binary copied into the images
 	// (default DefaultBusybox).
 	Busybox string
+	// BashStatic is a statically linked bash, the e2e busybox image's /bin/sh (default
+	// DefaultBashStatic; e2eImages says why).
+	BashStatic string
 	// Log receives one line per step (default: discarded).
 	Log *slog.Logger
 }
@@ -64,6 +70,9 @@ type Options struct {
 func Build(ctx context.Context, opts Options) error {
 	if opts.Busybox == "" {
 		opts.Busybox = DefaultBusybox
+	}
+	if opts.BashStatic == "" {
+		opts.BashStatic = DefaultBashStatic
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -158,7 +167,11 @@ func Build(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	e2e, err := e2eImages(busybox, agnhost, netexec, nettools, nnp, pause)
+	bash, err := os.ReadFile(opts.BashStatic)
+	if err != nil {
+		return fmt.Errorf("reading bash (install Debian's bash-static): %w", err)
+	}
+	e2e, err := e2eImages(busybox, bash, agnhost, netexec, nettools, nnp, pause)
 	if err != nil {
 		return err
 	}
