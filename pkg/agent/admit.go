@@ -49,12 +49,13 @@ func (a *Agent) admit(pod *corev1.Pod) {
 }
 
 // admittedPods are the node's pods that passed admission before (they have a worker) and
-// may still run: what a new pod's host ports must not collide with.
+// may still run, with the resources the node granted them: what a new pod or a resize
+// must fit beside, and whose host ports a new pod's must not collide with.
 func (a *Agent) admittedPods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range a.activePods() {
 		if a.workers.Known(pod.UID) {
-			out = append(out, pod)
+			out = append(out, a.sync.AllocatedPod(pod))
 		}
 	}
 	return out

@@ -111,9 +111,8 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now},
-		resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods},
-		hostport.Admission{Others: a.admittedPods}}
+	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, fit, hostport.Admission{Others: a.admittedPods}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()
@@ -140,6 +139,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		Client: deps.Client, Recorder: deps.Recorder, Runtime: deps.Runtime, Network: deps.Network,
 		Clock: clk, Log: log, Volumes: a.volumes, Statuses: status.NewWriter(a.client, func(p *corev1.Pod) *corev1.Pod { return a.pods.MirrorOf(p) }),
 		ObserveProbe: a.metrics.probeObserver, Wake: func(uid types.UID) { a.workers.Wake(uid) }, // workers are made on the syncer
+		Fits: fit.Admit,
 	})
 	a.workers = podworkers.New(a.clock, a.sync, a.metrics.observeSync, a.sync.NewPodState, a.log)
 	a.pods = podsource.New(podsource.Config{

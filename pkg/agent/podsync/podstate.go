@@ -44,6 +44,8 @@ type PodState struct {
 	resizeErr error
 	// podCgroupOpen: resizePod lifted the pod cgroup's limits, for finishResize to set.
 	podCgroupOpen bool
+	// resizePending: the pod's resize does not fit on the node yet (allocation.go).
+	resizePending *resizePending
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {

@@ -137,14 +137,31 @@ func withResources(cs *corev1.ContainerStatus, spec *corev1.Container, cur *runt
 	cs.Resources = &applied
 }
 
-// setResizeConditions reports a resize that failed as the kubelet does: PodResizeInProgress
-// with reason Error; with none, neither resize condition.
-func setResizeConditions(ps *corev1.PodStatus, resizeErr error, now metav1.Time) {
+// setResizeConditions reports a resize as the kubelet does: one the node cannot grant yet
+// as PodResizePending (reason Deferred), one that failed as PodResizeInProgress with
+// reason Error; with neither, neither resize condition.
+func setResizeConditions(ps *corev1.PodStatus, pending *resizePending, resizeErr error, now metav1.Time) {
+	var conditions []corev1.PodCondition
+	if pending != nil {
+		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
+			Reason: pending.reason, Message: pending.message})
+	}
+	if resizeErr != nil {
+		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonError, Message: resizeErr.Error()})
+	}
+	// A condition that says what it said before keeps its times, so an unchanged
+	// resize writes no new status.
+	for i, c := range conditions {
+		conditions[i].LastTransitionTime, conditions[i].LastProbeTime = now, now
+		for _, old := range ps.Conditions {
+			if old.Type == c.Type && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+				conditions[i].LastTransitionTime, conditions[i].LastProbeTime = old.LastTransitionTime, old.LastProbeTime
+			}
+		}
+	}
 	ps.Conditions = slices.DeleteFunc(ps.Conditions, func(c corev1.PodCondition) bool {
 		return c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress
 	})
-	if resizeErr != nil {
-		ps.Conditions = append(ps.Conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,
-			Reason: corev1.PodReasonError, Message: resizeErr.Error(), LastTransitionTime: now, LastProbeTime: now})
-	}
+	ps.Conditions = append(ps.Conditions, conditions...)
 }

@@ -128,3 +128,81 @@ func TestResizeInPlace(t *testing.T) {
 		t.Errorf("restart count %d after a resize that restarts", cs.RestartCount)
 	}
 }
+
+// TestResizeDeferred: a resize the node cannot hold beside its other pods is not applied;
+// the container keeps running with the resources it was granted (status resources and
+// allocatedResources say so), the pod reports PodResizePending with reason Deferred and
+// the admission's words and a ResizeDeferred event, and the sync asks to be repeated. Once
+// the node holds it (the other pod gone), the resize goes through as any other.
+func TestResizeDeferred(t *testing.T) {
+	h := newHarness(t)
+	room := true
+	const full = "Node didn't have enough resource: cpu, requested: 900, used: 800, capacity: 1000"
+	h.syncer.fits = func(*corev1.Pod) (bool, string, string) {
+		if room {
+			return true, "", ""
+		}
+		return false, "OutOfcpu", full
+	}
+	pod := agenttest.Pod("rs", corev1.RestartPolicyAlways, "c")
+	pod.Spec.Containers[0].Resources = guaranteed("20m", "35Mi")
+	pod, st := h.start(pod)
+	h.Runtime.TakeCalls()
+	h.takeEvents()
+
+	room = false
+	p := h.apiPod(pod)
+	p.Spec.Containers[0].Resources = guaranteed("900m", "35Mi")
+	p.Generation++
+	if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if after := h.sync(st, pod); after <= 0 || after > resizeRetry {
+		t.Errorf("a deferred resize asks to sync again after %v, want within %v", after, resizeRetry)
+	}
+	h.wantCalls("of a deferred resize")
+	got := h.apiPod(pod)
+	cs := agenttest.ContainerStatus(got, "c")
+	if cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, guaranteed("20m", "35Mi")) ||
+		!equality.Semantic.DeepEqual(cs.AllocatedResources, guaranteed("20m", "35Mi").Requests) {
+		t.Errorf("deferred: status resources %+v, allocated %+v, want the granted 20m", cs.Resources, cs.AllocatedResources)
+	}
+	var pending *corev1.PodCondition
+	for _, c := range got.Status.Conditions {
+		if c.Type == corev1.PodResizePending {
+			pending = &c
+		}
+	}
+	if pending == nil || pending.Status != corev1.ConditionTrue || pending.Reason != corev1.PodReasonDeferred || pending.Message != full {
+		t.Errorf("PodResizePending: %+v, want True Deferred %q", pending, full)
+	}
+	if ev := h.takeEvents(); len(ev) != 1 || ev[0] != "Warning ResizeDeferred Pod resize Deferred: "+full {
+		t.Errorf("events %q", ev)
+	}
+	// The other pods see it with what it was granted, not with what it asks for.
+	if r := h.syncer.AllocatedPod(got).Spec.Containers[0].Resources; !equality.Semantic.DeepEqual(r, guaranteed("20m", "35Mi")) {
+		t.Errorf("allocated pod's resources %+v", r)
+	}
+	updates := h.statusUpdates()
+	h.Clock.Step(resizeRetry)
+	h.sync(st, pod)
+	if n := h.statusUpdates(); n != updates {
+		t.Errorf("a resize still deferred wrote %d more statuses", n-updates)
+	}
+	if ev := h.takeEvents(); len(ev) != 0 {
+		t.Errorf("a resize still deferred recorded %q again", ev)
+	}
+
+	room = true
+	h.sync(st, pod)
+	h.wantCalls("of the resize once it fits", "resize c cpu=921/90000 memory=36700160")
+	got = h.apiPod(pod)
+	if cs := agenttest.ContainerStatus(got, "c"); cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, guaranteed("900m", "35Mi")) {
+		t.Errorf("granted: status resources %+v", cs.Resources)
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == corev1.PodResizePending {
+			t.Errorf("PodResizePending %+v after the resize was granted", c)
+		}
+	}
+}

@@ -41,6 +41,9 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
 	st.trace.Mark("list", s.clock.Now())
+	// The pod as the node granted it runs; its status is written to the pod as the API
+	// has it.
+	apiPod, pod := pod, s.allocate(st, pod, all)
 	// A restart count the pod's status does not give (a static pod's, after a restart) is
 	// the one recorded on the container, as the kubelet reads it from the runtime.
 	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
@@ -109,7 +112,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	s.probes.Sync(probed, podContainerSpecs(probed), // sidecars and app containers may have probes
 		slices.Concat(status.InitContainerStatuses, status.ContainerStatuses))
 	st.trace.Mark("status", s.clock.Now())
-	err = s.writeStatus(ctx, st, pod, status)
+	err = s.writeStatus(ctx, st, apiPod, status)
 	st.trace.Mark("statusWrite", s.clock.Now())
 	if err == nil && status.Phase == corev1.PodRunning {
 		st.trace.Running(s.log, PodKey(pod), s.clock.Now())
@@ -121,6 +124,9 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	errs = append(errs, s.removeDeadContainers(ctx, pod, all))
 	if hasDeadline && (after == 0 || deadline < after) {
 		after = deadline
+	}
+	if st.resizePending != nil && (after == 0 || resizeRetry < after) {
+		after = resizeRetry
 	}
 	return after, errors.Join(errs...)
 }

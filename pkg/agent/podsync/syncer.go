@@ -56,6 +56,8 @@ type Deps struct {
 	// synced again (the pod workers), when a probe changes its status.
 	ObserveProbe prober.Observer
 	Wake         func(types.UID)
+	// Fits decides whether a resize is granted (allocation.go); nil grants every one.
+	Fits Fits
 }
 
 // Syncer runs pods on the node's runtime and network.
@@ -76,7 +78,9 @@ type Syncer struct {
 	// pods' containers and kills those that fail liveness (probetargets.go).
 	probes *prober.Manager
 
-	endings endings // pods asked to end (End), for their workers
+	endings   endings     // pods asked to end (End), for their workers
+	allocated allocations // the resources granted each pod (allocation.go)
+	fits      Fits
 }
 
 // New makes a syncer for the node cfg describes on deps.
@@ -86,7 +90,7 @@ func New(cfg Config, deps Deps) *Syncer {
 		clock: deps.Clock, log: deps.Log, backoff: newBackoff(deps.Clock), volumes: deps.Volumes, statuses: deps.Statuses,
 		images: images.New(images.Config{Runtime: deps.Runtime, Secrets: deps.Client.CoreV1(), Recorder: deps.Recorder,
 			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(deps.Clock), Clock: deps.Clock, Log: deps.Log}),
-		hostNet: hostnetwork.New(deps.Network, cfg.RootDir, deps.Log),
+		hostNet: hostnetwork.New(deps.Network, cfg.RootDir, deps.Log), fits: deps.Fits,
 	}
 	s.probes = prober.New(prober.Config{Containers: s, Events: s, Observe: deps.ObserveProbe, Wake: deps.Wake, Clock: deps.Clock})
 	return s

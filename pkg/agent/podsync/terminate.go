@@ -33,6 +33,7 @@ import (
 func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod, gone bool) error {
 	s.probes.Forget(pod.UID)  // probes of a terminating pod stop
 	s.endings.forget(pod.UID) // deleted: there is nothing left to fail
+	s.allocated.forget(pod.UID)
 	if !st.terminated {
 		if !gone && !staticpod.IsStatic(pod) {
 			if err := s.stopAndReport(ctx, st, pod); err != nil {

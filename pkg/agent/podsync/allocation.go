@@ -1,0 +1,136 @@
+package podsync
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
+)
+
+// Allocation, as the kubelet's allocation manager: the resources the node granted each
+// pod's running containers. A pod's spec is granted when it starts; a resize of it
+// (pods/resize) is granted only if the node holds the pod's new requests beside the other
+// pods' granted ones. Until then the pod keeps running with what it was granted and
+// reports PodResizePending with reason Deferred and the admission's words ("Node didn't
+// have enough resource: cpu, ..."); it is asked again every resizeRetry and whenever the
+// pod is synced, so a resize goes through once other pods free what it needs.
+
+// resizeRetry is how often a deferred resize is tried again.
+const resizeRetry = 5 * time.Second
+
+// Fits tells whether the node holds pod (with the resources of its spec) beside the other
+// pods it runs, with the reason and words of the kubelet's admission when it does not.
+type Fits func(pod *corev1.Pod) (ok bool, reason, message string)
+
+// allocations are the granted resources of each pod's containers, by pod and container
+// name. The agent reads them (AllocatedPod) while pod workers write them.
+type allocations struct {
+	mu   sync.Mutex
+	pods map[types.UID]map[string]corev1.ResourceRequirements
+}
+
+func (a *allocations) get(uid types.UID) (map[string]corev1.ResourceRequirements, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	granted, ok := a.pods[uid]
+	return granted, ok
+}
+
+func (a *allocations) set(uid types.UID, granted map[string]corev1.ResourceRequirements) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pods == nil {
+		a.pods = map[types.UID]map[string]corev1.ResourceRequirements{}
+	}
+	a.pods[uid] = granted
+}
+
+func (a *allocations) forget(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.pods, uid)
+}
+
+// resizePending is a resize the node could not grant yet.
+type resizePending struct {
+	reason, message string
+}
+
+// AllocatedPod is pod as the node granted it: its containers with the resources they were
+// granted where a resize of them is pending; pod itself otherwise.
+func (s *Syncer) AllocatedPod(pod *corev1.Pod) *corev1.Pod {
+	granted, ok := s.allocated.get(pod.UID)
+	if !ok {
+		return pod
+	}
+	return withGranted(pod, granted)
+}
+
+// allocate grants pod's spec if it is new, unchanged, or a resize that fits, and returns
+// the pod to sync: pod itself, or, while its resize is deferred, pod with the resources
+// granted before.
+func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container) *corev1.Pod {
+	granted, known := s.allocated.get(pod.UID)
+	if !known {
+		// New to this minilet: what its running containers were given (a restarted
+		// minilet), else its spec.
+		granted = map[string]corev1.ResourceRequirements{}
+		for _, spec := range podContainerSpecs(pod) {
+			granted[spec.Name] = spec.Resources
+			if history := containersNamed(all, spec.Name); len(history) > 0 && history[0].State == runtime.StateRunning {
+				if applied, ok := appliedResources(history[0]); ok {
+					granted[spec.Name] = applied
+				}
+			}
+		}
+	}
+	running := withGranted(pod, granted)
+	if running == pod {
+		s.allocated.set(pod.UID, granted)
+		st.resizePending = nil
+		return pod
+	}
+	ok, _, message := true, "", ""
+	if s.fits != nil {
+		ok, _, message = s.fits(pod)
+	}
+	if ok {
+		all := map[string]corev1.ResourceRequirements{}
+		for _, spec := range podContainerSpecs(pod) {
+			all[spec.Name] = spec.Resources
+		}
+		s.allocated.set(pod.UID, all)
+		st.resizePending = nil
+		return pod
+	}
+	s.allocated.set(pod.UID, granted)
+	if st.resizePending == nil || st.resizePending.message != message {
+		s.podEvent(pod, corev1.EventTypeWarning, "ResizeDeferred", "Pod resize Deferred: %s", message)
+	}
+	st.resizePending = &resizePending{reason: corev1.PodReasonDeferred, message: message}
+	return running
+}
+
+// withGranted is pod with its containers' resources as granted, a copy where they differ
+// from its spec, else pod itself.
+func withGranted(pod *corev1.Pod, granted map[string]corev1.ResourceRequirements) *corev1.Pod {
+	differs := func(c *corev1.Container) bool {
+		r, ok := granted[c.Name]
+		return ok && !equality.Semantic.DeepEqual(r, c.Resources)
+	}
+	if !slices.ContainsFunc(podContainerSpecs(pod), differs) {
+		return pod
+	}
+	out := pod.DeepCopy()
+	for _, c := range podContainerSpecs(out) {
+		if r, ok := granted[c.Name]; ok {
+			c.Resources = *r.DeepCopy()
+		}
+	}
+	return out
+}
