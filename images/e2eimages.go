@@ -27,6 +27,8 @@ var E2ETarballs = map[string]string{
 	"registry.k8s.io/e2e-test-images/agnhost:2.55":            "agnhost-2.55.tar",
 	"registry.k8s.io/e2e-test-images/busybox:1.37.0-1":        "busybox-1.37.0-1.tar",
 	"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0": "glibc-dns-testing-2.0.0.tar",
+	"registry.k8s.io/e2e-test-images/kitten:1.8":              "kitten-1.8.tar",
+	"registry.k8s.io/e2e-test-images/nautilus:1.8":            "nautilus-1.8.tar",
 	"registry.k8s.io/e2e-test-images/nginx:1.15-4":            "nginx-1.15-4.tar",
 	"registry.k8s.io/e2e-test-images/nginx:1.27-0":            "nginx-1.27-0.tar",
 	"registry.k8s.io/e2e-test-images/nonewprivs:1.4":          "nonewprivs-1.4.tar",
@@ -51,25 +53,29 @@ func e2eImages(busybox busyboxFiles, bash, agnhost, netexec, nettools, nnp, paus
 	if err != nil {
 		return nil, err
 	}
-	agnhostLayer := baseLayer()
-	busybox.addTo(agnhostLayer)
-	agnhostLayer.File("/agnhost", 0o755, agnhost)
-	agnhostLayer.File("/agnhost-2", 0o755, agnhost) // the Containers tests override the entrypoint with it
-	agnhostLayer.File("/netexec", 0o755, netexec)
-	// curl, dig, getent, a full nc, and a sh that prefers them to busybox's applets
-	// (images/nettools).
-	agnhostLayer.File("/usr/bin/nettools", 0o755, nettools)
-	for _, name := range []string{"/usr/bin/curl", "/usr/bin/dig", "/usr/bin/getent", "/usr/bin/nc", "/bin/sh"} {
-		agnhostLayer.Symlink(name, "/usr/bin/nettools")
+	newAgnhostLayer := func() *ociimage.Layer {
+		agnhostLayer := baseLayer()
+		busybox.addTo(agnhostLayer)
+		agnhostLayer.File("/agnhost", 0o755, agnhost)
+		agnhostLayer.File("/agnhost-2", 0o755, agnhost) // the Containers tests override the entrypoint with it
+		agnhostLayer.File("/netexec", 0o755, netexec)
+		// curl, dig, getent, a full nc, and a sh that prefers them to busybox's applets
+		// (images/nettools).
+		agnhostLayer.File("/usr/bin/nettools", 0o755, nettools)
+		for _, name := range []string{"/usr/bin/curl", "/usr/bin/dig", "/usr/bin/getent", "/usr/bin/nc", "/bin/sh"} {
+			agnhostLayer.Symlink(name, "/usr/bin/nettools")
+		}
+		agnhostLayer.File("/localhost.crt", 0o644, cert)
+		agnhostLayer.File("/localhost.key", 0o600, key)
+		// As upstream's image: a user and group the supplemental-groups tests expect of the
+		// image, and `pause` when a pod names no command (the HostPort test's host pod).
+		agnhostLayer.File("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"+
+			"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n"))
+		agnhostLayer.File("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\nuser-defined-in-image:x:1000:\n"+
+			"group-defined-in-image:x:50000:user-defined-in-image\n"))
+		return agnhostLayer
 	}
-	agnhostLayer.File("/localhost.crt", 0o644, cert)
-	agnhostLayer.File("/localhost.key", 0o600, key)
-	// As upstream's image: a user and group the supplemental-groups tests expect of the
-	// image, and `pause` when a pod names no command (the HostPort test's host pod).
-	agnhostLayer.File("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"+
-		"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n"))
-	agnhostLayer.File("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\nuser-defined-in-image:x:1000:\n"+
-		"group-defined-in-image:x:50000:user-defined-in-image\n"))
+	agnhostLayer := newAgnhostLayer()
 	agnhostConfig := ocispec.ImageConfig{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, Env: []string{defaultPath}, WorkingDir: "/"}
 
 	busyboxLayer := baseLayer()
@@ -93,6 +99,18 @@ func e2eImages(busybox busyboxFiles, bash, agnhost, netexec, nettools, nnp, paus
 	pauseLayer.File("/pause", 0o755, pause)
 	pauseConfig := ocispec.ImageConfig{Entrypoint: []string{"/pause"}, Env: []string{defaultPath}, WorkingDir: "/", StopSignal: "SIGTERM"}
 
+	// The update-demo images (upstream: agnhost with the picture and its data.json beside
+	// it, serving them with test-webserver); the Update Demo tests read data.json through
+	// the pods' proxy. The picture is a stand-in: no test looks at it.
+	updateDemo := func(picture string) *ociimage.Layer {
+		l := newAgnhostLayer()
+		l.File("/"+picture, 0o644, []byte("a stand-in for the update demo's "+picture+"\n"))
+		l.File("/data.json", 0o644, []byte(`{"image": "`+picture+`"}`+"\n"))
+		return l
+	}
+	updateDemoConfig := agnhostConfig
+	updateDemoConfig.Cmd = []string{"test-webserver"}
+
 	layers := map[string]struct {
 		layer  *ociimage.Layer
 		config ocispec.ImageConfig
@@ -102,6 +120,8 @@ func e2eImages(busybox busyboxFiles, bash, agnhost, netexec, nettools, nnp, paus
 		// The DNS tests' second querier (upstream: Debian with BIND's dig): the same tools.
 		"glibc-dns-testing": {agnhostLayer, busyboxConfig},
 		"nginx":             {nginxLayer, nginxConfig},
+		"nautilus":          {updateDemo("nautilus.jpg"), updateDemoConfig},
+		"kitten":            {updateDemo("kitten.jpg"), updateDemoConfig},
 		"nonewprivs":        {nonewprivsLayer, nonewprivsConfig},
 		"pause":             {pauseLayer, pauseConfig},
 	}

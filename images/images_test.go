@@ -237,3 +237,34 @@ func TestE2EBusyboxShellKeepsEveryEnvName(t *testing.T) {
 		t.Errorf("bin/env is %+v, want busybox's applet", hdr)
 	}
 }
+
+// TestUpdateDemoImages: nautilus:1.8 and kitten:1.8 are agnhost serving the files of / on
+// port 80 (test-webserver), with data.json naming their picture beside it, as upstream's.
+func TestUpdateDemoImages(t *testing.T) {
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, nil, []byte("agnhost"), nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nautilus", "kitten"} {
+		i := slices.IndexFunc(imgs, func(img ociimage.Image) bool { return img.Name == "registry.k8s.io/e2e-test-images/"+name+":1.8" })
+		if i < 0 {
+			t.Fatalf("no %s:1.8 image", name)
+		}
+		if got := append(imgs[i].Config.Entrypoint, imgs[i].Config.Cmd...); !slices.Equal(got, []string{"/agnhost", "test-webserver"}) {
+			t.Errorf("%s runs %q, want [/agnhost test-webserver]", name, got)
+		}
+		var layout bytes.Buffer
+		if _, err := ociimage.WriteLayout(&layout, imgs[i]); err != nil {
+			t.Fatal(err)
+		}
+		_, layer := readLayout(t, layout.Bytes())
+		for _, f := range []string{"agnhost", "data.json", name + ".jpg"} {
+			if hdr, ok := layer[f]; !ok || hdr.Typeflag != tar.TypeReg {
+				t.Errorf("%s: no file /%s", name, f)
+			}
+		}
+		if want := len(`{"image": "` + name + `.jpg"}` + "\n"); layer["data.json"] == nil || layer["data.json"].Size != int64(want) {
+			t.Errorf("%s: data.json is not the %d bytes naming %s.jpg", name, want, name)
+		}
+	}
+}
