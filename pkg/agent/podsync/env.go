@@ -3,6 +3,7 @@ package podsync
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -14,8 +15,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
 )
 
-// containerEnv is a container's environment as the kubelet makes it: envFrom sources in
-// order, then env (later names win); values from the downward API, ConfigMaps, Secrets
+// containerEnv is a container's environment as the kubelet makes it: the Services'
+// variables (serviceEnv), then envFrom sources in order, then env (later names win); values from the downward API, ConfigMaps, Secrets
 // and resources resolved; $(VAR) references to earlier variables expanded. A missing
 // source that is not optional is an error, reported as CreateContainerConfigError with
 // the kubelet's message.
@@ -28,7 +29,11 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		}
 		vars[name] = value
 	}
-	for _, kv := range s.masterServiceEnv(ctx) {
+	services, err := s.serviceEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range services {
 		set(kv[0], kv[1])
 	}
 	for _, from := range c.EnvFrom {
@@ -68,30 +73,63 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	return env, nil
 }
 
-// masterServiceEnv is the environment every container gets for the API's `kubernetes`
-// Service in default (KUBERNETES_SERVICE_HOST, ..._PORT, KUBERNETES_PORT_443_TCP...), as
-// the kubelet gives it: what client-go's InClusterConfig reads. Without the Service (or
-// the API) the variables are left out.
-func (s *Syncer) masterServiceEnv(ctx context.Context) [][2]string {
-	svc, err := s.client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
+// serviceEnv is the environment a container gets for Services, as the kubelet's
+// getServiceEnvVarMap: the API's `kubernetes` Service in default always (what client-go's
+// InClusterConfig reads), and, unless the pod sets enableServiceLinks false, every Service
+// of the pod's namespace that has a cluster IP (one there named `kubernetes` wins), in
+// Docker's link style: NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME], NAME_PORT,
+// NAME_PORT_80_TCP[_PROTO|_PORT|_ADDR]. Without the `kubernetes` Service (or the API) its
+// variables are left out; a namespace whose Services cannot be listed fails the start, as
+// the kubelet's "failed to list services when setting up env vars".
+func (s *Syncer) serviceEnv(ctx context.Context, pod *corev1.Pod) ([][2]string, error) {
+	byName := map[string]*corev1.Service{}
+	if master, err := s.client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
+		byName[master.Name] = master
+	}
+	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
+		list, err := s.client.CoreV1().Services(pod.Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
+		}
+		for i := range list.Items {
+			byName[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	var env [][2]string
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		env = append(env, serviceLinkEnv(byName[name])...)
+	}
+	return env, nil
+}
+
+// serviceLinkEnv are one Service's variables (the kubelet's envvars.FromServices), none
+// for a Service without a cluster IP (headless, ExternalName).
+func serviceLinkEnv(svc *corev1.Service) [][2]string {
+	ip := svc.Spec.ClusterIP
+	if ip == "" || ip == corev1.ClusterIPNone || len(svc.Spec.Ports) == 0 {
 		return nil
 	}
-	ip := svc.Spec.ClusterIP
-	p := svc.Spec.Ports[0]
-	port := fmt.Sprint(p.Port)
-	proto := strings.ToLower(string(p.Protocol))
-	if proto == "" {
-		proto = "tcp"
+	prefix := strings.ToUpper(strings.ReplaceAll(svc.Name, "-", "_"))
+	env := [][2]string{{prefix + "_SERVICE_HOST", ip}, {prefix + "_SERVICE_PORT", fmt.Sprint(svc.Spec.Ports[0].Port)}}
+	for _, p := range svc.Spec.Ports {
+		if p.Name != "" {
+			env = append(env, [2]string{prefix + "_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_")), fmt.Sprint(p.Port)})
+		}
 	}
-	url := fmt.Sprintf("%s://%s", proto, net.JoinHostPort(ip, port))
-	prefix := fmt.Sprintf("KUBERNETES_PORT_%s_%s", port, strings.ToUpper(proto))
-	env := [][2]string{{"KUBERNETES_SERVICE_HOST", ip}, {"KUBERNETES_SERVICE_PORT", port}}
-	if p.Name != "" {
-		env = append(env, [2]string{"KUBERNETES_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_")), port})
+	for i, p := range svc.Spec.Ports {
+		proto := strings.ToLower(string(p.Protocol))
+		if proto == "" {
+			proto = "tcp"
+		}
+		url := fmt.Sprintf("%s://%s", proto, net.JoinHostPort(ip, fmt.Sprint(p.Port)))
+		if i == 0 { // Docker's special case of the first port
+			env = append(env, [2]string{prefix + "_PORT", url})
+		}
+		portPrefix := fmt.Sprintf("%s_PORT_%d_%s", prefix, p.Port, strings.ToUpper(proto))
+		env = append(env, [2]string{portPrefix, url}, [2]string{portPrefix + "_PROTO", proto},
+			[2]string{portPrefix + "_PORT", fmt.Sprint(p.Port)}, [2]string{portPrefix + "_ADDR", ip})
 	}
-	return append(env, [2]string{"KUBERNETES_PORT", url}, [2]string{prefix, url},
-		[2]string{prefix + "_PROTO", proto}, [2]string{prefix + "_PORT", port}, [2]string{prefix + "_ADDR", ip})
+	return env
 }
 
 // envFromSource reads the ConfigMap or Secret of an envFrom entry; a missing optional

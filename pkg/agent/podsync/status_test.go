@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,60 @@ func TestContainerEnv(t *testing.T) {
 		if _, err := h.syncer.containerEnv(ctx, pod, c, ""); err == nil || err.Error() != tc.want {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// TestServiceEnv: a container gets the kubelet's variables for the `kubernetes` Service
+// of default and for every Service of its namespace with a cluster IP (headless and
+// ExternalName ones have none), each in Docker's link style; enableServiceLinks false
+// leaves only the `kubernetes` Service's; the container's own env wins and may refer to them.
+func TestServiceEnv(t *testing.T) {
+	h := newHarness(t)
+	ctx := h.ctx
+	svc := func(ns, name, ip string, ports ...corev1.ServicePort) {
+		t.Helper()
+		if _, err := h.Client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: ports}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc("default", "kubernetes", "10.96.0.1", corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
+	svc("shop", "fooservice", "10.96.0.20", corev1.ServicePort{Port: 8765, Protocol: corev1.ProtocolTCP})
+	svc("shop", "dns-x", "10.96.0.30", corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}, corev1.ServicePort{Name: "metrics", Port: 9153})
+	svc("shop", "headless", corev1.ClusterIPNone, corev1.ServicePort{Port: 80})
+	svc("elsewhere", "other", "10.96.0.40", corev1.ServicePort{Port: 80})
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Namespace = "shop"
+	c := &pod.Spec.Containers[0]
+	c.Env = []corev1.EnvVar{{Name: "FOOSERVICE_SERVICE_PORT", Value: "mine"}, {Name: "DNS", Value: "$(DNS_X_SERVICE_HOST)"}}
+	env, err := h.syncer.containerEnv(ctx, pod, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"DNS_X_SERVICE_HOST=10.96.0.30", "DNS_X_SERVICE_PORT=53", "DNS_X_SERVICE_PORT_DNS=53", "DNS_X_SERVICE_PORT_METRICS=9153",
+		"DNS_X_PORT=udp://10.96.0.30:53", "DNS_X_PORT_53_UDP=udp://10.96.0.30:53", "DNS_X_PORT_53_UDP_PROTO=udp",
+		"DNS_X_PORT_53_UDP_PORT=53", "DNS_X_PORT_53_UDP_ADDR=10.96.0.30", "DNS_X_PORT_9153_TCP=tcp://10.96.0.30:9153",
+		"DNS_X_PORT_9153_TCP_PROTO=tcp", "DNS_X_PORT_9153_TCP_PORT=9153", "DNS_X_PORT_9153_TCP_ADDR=10.96.0.30",
+		"FOOSERVICE_SERVICE_HOST=10.96.0.20", "FOOSERVICE_SERVICE_PORT=mine", "FOOSERVICE_PORT=tcp://10.96.0.20:8765",
+		"FOOSERVICE_PORT_8765_TCP=tcp://10.96.0.20:8765", "FOOSERVICE_PORT_8765_TCP_PROTO=tcp", "FOOSERVICE_PORT_8765_TCP_PORT=8765",
+		"FOOSERVICE_PORT_8765_TCP_ADDR=10.96.0.20",
+		"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_SERVICE_PORT_HTTPS=443",
+		"KUBERNETES_PORT=tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP=tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP_PROTO=tcp",
+		"KUBERNETES_PORT_443_TCP_PORT=443", "KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1",
+		"DNS=10.96.0.30",
+	}
+	if !slices.Equal(env, want) {
+		t.Errorf("env\n got %q\nwant %q", env, want)
+	}
+	pod.Spec.EnableServiceLinks = ptr.To(false)
+	c.Env = nil
+	env, err = h.syncer.containerEnv(ctx, pod, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) != 8 || !slices.Contains(env, "KUBERNETES_SERVICE_HOST=10.96.0.1") || slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "FOOSERVICE") }) {
+		t.Errorf("enableServiceLinks false: env %q, want only the kubernetes Service's 8", env)
 	}
 }
 
