@@ -30,7 +30,13 @@ var eventRules = Rules{
 	Fields: func(obj runtime.Object) fields.Set {
 		e := obj.(*corev1.Event)
 		set := referenceFields("involvedObject", e.InvolvedObject)
-		set["reason"], set["reportingComponent"], set["source"], set["type"] = e.Reason, e.ReportingController, e.Source.Component, e.Type
+		// source is the reporting controller where the event has no source component (one
+		// written through events.k8s.io), as kube-apiserver's ToSelectableFields.
+		source := e.Source.Component
+		if source == "" {
+			source = e.ReportingController
+		}
+		set["reason"], set["reportingComponent"], set["source"], set["type"] = e.Reason, e.ReportingController, source, e.Type
 		return set
 	},
 	Table: eventTable(func(obj runtime.Object) eventRow { return coreEventRow(obj.(*corev1.Event)) }),
