@@ -132,16 +132,19 @@ func CSRCondition(csr *certificatesv1.CertificateSigningRequest) string {
 	return status
 }
 
-// preserveConditions keeps the stored conditions of type t in place of the new ones.
+// preserveConditions puts the stored conditions of type t in place of the new ones, at
+// the new ones' positions, as kube-apiserver's preserveConditionInstances; where the
+// update adds or removes one, it is left for validation to refuse.
 func preserveConditions(csr, old *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) {
-	var kept []certificatesv1.CertificateSigningRequestCondition
-	for _, c := range csr.Status.Conditions {
-		if c.Type != t {
-			kept = append(kept, c)
+	stored := findConditions(old, t)
+	if len(stored) != len(findConditions(csr, t)) {
+		return
+	}
+	for i := range csr.Status.Conditions {
+		if csr.Status.Conditions[i].Type == t {
+			csr.Status.Conditions[i], stored = stored[0], stored[1:]
 		}
 	}
-	kept = append(kept, findConditions(old, t)...)
-	csr.Status.Conditions = kept
 }
 
 // stampConditions fills lastUpdateTime and lastTransitionTime as kube-apiserver does:
