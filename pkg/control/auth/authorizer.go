@@ -149,6 +149,12 @@ func (a *Authorizers) Pod(ctx context.Context, namespace, name string) (*corev1.
 	return a.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+// Node reads a node from the watch cache (ResourceVersion 0), as kube-apiserver's
+// TokenRequest does for the node of a bound pod.
+func (a *Authorizers) Node(ctx context.Context, name string) (*corev1.Node, error) {
+	return a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+}
+
 // privilegedGroups allows system:masters everything, before any mode is asked.
 type privilegedGroups struct{}
 

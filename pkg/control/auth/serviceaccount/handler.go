@@ -96,6 +96,16 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
 		}
 		issue.Pod = pod
+		if pod.Spec.NodeName != "" {
+			node, err := t.objects.Node(ctx, pod.Spec.NodeName)
+			switch {
+			case apierrors.IsNotFound(err): // still named, without its UID
+				node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}
+			case err != nil:
+				return nil, apierrors.NewInternalError(err)
+			}
+			issue.Node = node
+		}
 	}
 	token, exp, err := t.Issue(issue)
 	if err != nil {

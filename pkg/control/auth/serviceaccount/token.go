@@ -41,6 +41,7 @@ type ref struct {
 type Objects interface {
 	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
 	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	Node(ctx context.Context, name string) (*corev1.Node, error)
 }
 
 // Tokens issues and checks bound service account tokens.
@@ -99,6 +100,9 @@ func (t *Tokens) Issuer() string { return t.issuer }
 type Request struct {
 	Account   *corev1.ServiceAccount
 	Pod       *corev1.Pod // nil: not bound to a pod
+	// Node is the bound pod's node, named in the token with its UID (only its name when
+	// the Node object is gone), as kube-apiserver's ServiceAccountTokenPodNodeInfo.
+	Node *corev1.Node
 	Audiences []string
 	Expires   time.Duration
 }
@@ -118,8 +122,8 @@ func (t *Tokens) Issue(r Request) (string, time.Time, error) {
 		SvcAcct: ref{Name: r.Account.Name, UID: string(r.Account.UID)}}}
 	if r.Pod != nil {
 		priv.Kubernetes.Pod = &ref{Name: r.Pod.Name, UID: string(r.Pod.UID)}
-		if r.Pod.Spec.NodeName != "" {
-			priv.Kubernetes.Node = &ref{Name: r.Pod.Spec.NodeName}
+		if r.Node != nil {
+			priv.Kubernetes.Node = &ref{Name: r.Node.Name, UID: string(r.Node.UID)}
 		}
 	}
 	token, err := jwt.Signed(t.signer).Claims(pub).Claims(priv).Serialize()

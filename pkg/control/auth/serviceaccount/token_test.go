@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +23,9 @@ import (
 )
 
 type objects struct {
-	sas  map[string]*corev1.ServiceAccount
-	pods map[string]*corev1.Pod
+	sas   map[string]*corev1.ServiceAccount
+	pods  map[string]*corev1.Pod
+	nodes map[string]*corev1.Node
 }
 
 func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
@@ -38,6 +40,13 @@ func (o *objects) Pod(_ context.Context, ns, name string) (*corev1.Pod, error) {
 		return p, nil
 	}
 	return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+}
+
+func (o *objects) Node(_ context.Context, name string) (*corev1.Node, error) {
+	if n, ok := o.nodes[name]; ok {
+		return n, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 }
 
 func TestTokens(t *testing.T) {
@@ -56,7 +65,8 @@ func TestTokens(t *testing.T) {
 	tokens.now = func() time.Time { return now }
 	ctx := context.Background()
 
-	bound, _, err := tokens.Issue(Request{Account: sa, Pod: pod, Expires: time.Hour})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-uid"}}
+	bound, _, err := tokens.Issue(Request{Account: sa, Pod: pod, Node: node, Expires: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +75,8 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("bound token: ok=%v err=%v", ok, err)
 	}
 	if u.Name != "system:serviceaccount:apps:robot" || u.UID != "sa-uid" || len(u.Groups) != 2 || u.Groups[1] != "system:serviceaccounts:apps" ||
-		u.Extra["authentication.kubernetes.io/pod-name"][0] != "web" || u.Extra["authentication.kubernetes.io/node-name"][0] != "node-1" {
+		u.Extra["authentication.kubernetes.io/pod-name"][0] != "web" || u.Extra["authentication.kubernetes.io/node-name"][0] != "node-1" ||
+		len(u.Extra["authentication.kubernetes.io/node-uid"]) != 1 || u.Extra["authentication.kubernetes.io/node-uid"][0] != "node-uid" {
 		t.Errorf("user %+v", u)
 	}
 
@@ -185,6 +196,25 @@ func TestTokenRequest(t *testing.T) {
 		_, err := tokens.tokenRequest(ctx, tc.user, "apps", tc.sa, tc.req)
 		if !tc.check(err) {
 			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+
+	// A token bound to a pod names its node with the node's UID (the ServiceAccounts
+	// conformance test reviews it for node-uid), or by name alone when the node is gone.
+	objs.nodes = map[string]*corev1.Node{"node-1": {ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-1-uid"}}}
+	for pod, want := range map[string][]string{"on-1": {"node-1", "node-1-uid"}, "on-2": {"node-2"}} {
+		resp, err := tokens.tokenRequest(ctx, admin, "apps", "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+			BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, ok, err := tokens.Authenticate(ctx, resp.Status.Token)
+		if !ok || err != nil {
+			t.Fatalf("token bound to %s: %v", pod, err)
+		}
+		got := append(u.Extra["authentication.kubernetes.io/node-name"], u.Extra["authentication.kubernetes.io/node-uid"]...)
+		if !slices.Equal(got, want) {
+			t.Errorf("token bound to %s names node %q, want %q", pod, got, want)
 		}
 	}
 }
