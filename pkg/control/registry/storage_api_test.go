@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -29,7 +31,10 @@ func TestStorageAPI(t *testing.T) {
 	testenv.RequireTools(t, "kubectl")
 	ctx := context.Background()
 	c := controlplanetest.Start(t, nil)
-	api := c.Client.StorageV1()
+	// The e2e framework's clients speak protobuf.
+	cfg := rest.CopyConfig(c.Config)
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON
+	api := kubernetes.NewForConfigOrDie(cfg).StorageV1()
 
 	t.Run("CSIDriver", func(t *testing.T) {
 		drivers := api.CSIDrivers()
