@@ -39,6 +39,9 @@ func TestDiscovery(t *testing.T) {
 		"authentication.k8s.io/v1/selfsubjectreviews", "authentication.k8s.io/v1/tokenreviews",
 		// what the conformance discovery tests expect of every cluster
 		"apiregistration.k8s.io/v1/apiservices", "node.k8s.io/v1/runtimeclasses", "storage.k8s.io/v1/csinodes",
+		// the storage conformance tests
+		"storage.k8s.io/v1/csidrivers", "storage.k8s.io/v1/volumeattachments/status", "storage.k8s.io/v1/csistoragecapacities",
+		"storage.k8s.io/v1/volumeattributesclasses",
 		// the DRA CRUD conformance tests
 		"resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1/resourceclaims/status", "resource.k8s.io/v1/resourceclaimtemplates", "resource.k8s.io/v1/resourceslices"} {
 		if !found[want] {

@@ -86,7 +86,7 @@ func TestBuiltinNamesAndCategories(t *testing.T) {
 	want := map[string]string{"services": "svc", "deployments": "deploy", "replicasets": "rs", "statefulsets": "sts",
 		"daemonsets": "ds", "replicationcontrollers": "rc", "cronjobs": "cj", "endpoints": "ep", "persistentvolumes": "pv",
 		"persistentvolumeclaims": "pvc", "resourcequotas": "quota", "limitranges": "limits", "poddisruptionbudgets": "pdb",
-		"priorityclasses": "pc", "configmaps": "cm", "serviceaccounts": "sa", "horizontalpodautoscalers": "hpa"}
+		"priorityclasses": "pc", "configmaps": "cm", "serviceaccounts": "sa", "horizontalpodautoscalers": "hpa", "volumeattributesclasses": "vac"}
 	all := map[string]bool{}
 	for _, r := range reg.Resources() {
 		if short, ok := want[r.Resource]; ok && !slices.Contains(r.ShortNames, short) {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -93,27 +94,8 @@ var storageClassRules = Rules{
 
 func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	errs := validateMeta(sc, false, validation.NameIsDNSSubdomain)
-	p := field.NewPath("provisioner")
-	if sc.Provisioner == "" {
-		errs = append(errs, field.Required(p, ""))
-	} else {
-		for _, msg := range utilvalidation.IsQualifiedName(sc.Provisioner) {
-			errs = append(errs, field.Invalid(p, sc.Provisioner, msg))
-		}
-	}
-	size := 0
-	for k, v := range sc.Parameters {
-		if k == "" {
-			errs = append(errs, field.Invalid(field.NewPath("parameters"), sc.Parameters, "key cannot be empty"))
-		}
-		size += len(k) + len(v)
-	}
-	if len(sc.Parameters) > maxProvisionerParameterLen {
-		errs = append(errs, field.TooLong(field.NewPath("parameters"), sc.Parameters, maxProvisionerParameterLen))
-	}
-	if size > maxProvisionerParameterSize {
-		errs = append(errs, field.TooLong(field.NewPath("parameters"), "", maxProvisionerParameterSize))
-	}
+	errs = append(errs, validateProvisioner(sc.Provisioner, field.NewPath("provisioner"))...)
+	errs = append(errs, validateParameters(sc.Parameters, true, field.NewPath("parameters"))...)
 	policies := []corev1.PersistentVolumeReclaimPolicy{corev1.PersistentVolumeReclaimDelete, corev1.PersistentVolumeReclaimRetain}
 	if r := sc.ReclaimPolicy; r != nil && *r != policies[0] && *r != policies[1] {
 		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), *r, policies))
@@ -125,4 +107,72 @@ func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), *m, modes))
 	}
 	return errs
+}
+
+// validateProvisioner is kube's check of a StorageClass's provisioner and a
+// VolumeAttributesClass's driverName.
+func validateProvisioner(name string, path *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	lower := strings.ToLower(name) // kube checks, and names, the lowercase form
+	for _, msg := range utilvalidation.IsQualifiedName(lower) {
+		errs = append(errs, field.Invalid(path, lower, msg))
+	}
+	return errs
+}
+
+// validateParameters is kube's check of the parameters a class passes to its driver.
+func validateParameters(params map[string]string, allowEmpty bool, path *field.Path) field.ErrorList {
+	if len(params) > maxProvisionerParameterLen {
+		return field.ErrorList{field.TooLong(path, "", maxProvisionerParameterLen)}
+	}
+	var errs field.ErrorList
+	size := 0
+	for k, v := range params {
+		if k == "" {
+			errs = append(errs, field.Invalid(path, k, "field can not be empty."))
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxProvisionerParameterSize {
+		errs = append(errs, field.TooLong(path, "", maxProvisionerParameterSize))
+	}
+	if !allowEmpty && len(params) == 0 {
+		errs = append(errs, field.Required(path, "must contain at least one key/value pair"))
+	}
+	return errs
+}
+
+var volumeAttributesClassRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateVolumeAttributesClass(obj.(*storagev1.VolumeAttributesClass))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		c, o := obj.(*storagev1.VolumeAttributesClass), old.(*storagev1.VolumeAttributesClass)
+		var errs field.ErrorList
+		if c.DriverName != o.DriverName {
+			errs = append(errs, field.Forbidden(field.NewPath("driverName"), "updates to driverName are forbidden."))
+		}
+		if !equality.Semantic.DeepEqual(c.Parameters, o.Parameters) {
+			errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
+		}
+		return append(errs, validateVolumeAttributesClass(c)...)
+	},
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn, column("DriverName", "string", storagev1.VolumeAttributesClass{}.SwaggerDoc()["driverName"], false), ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			c := obj.(*storagev1.VolumeAttributesClass)
+			return []any{c.Name, c.DriverName, Age(c.CreationTimestamp)}
+		},
+	},
+}
+
+func validateVolumeAttributesClass(c *storagev1.VolumeAttributesClass) field.ErrorList {
+	errs := validateMeta(c, false, validation.NameIsDNSSubdomain)
+	errs = append(errs, validateProvisioner(c.DriverName, field.NewPath("driverName"))...)
+	return append(errs, validateParameters(c.Parameters, false, field.NewPath("parameters"))...)
 }
