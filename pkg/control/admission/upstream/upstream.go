@@ -107,7 +107,8 @@ func operation(a *generic.Attributes) (admission.Operation, runtime.Object) {
 // are one stored resource (autoscaling/v1 and v2 HorizontalPodAutoscalers), for
 // matchPolicy Equivalent.
 type Objects struct {
-	mapper runtime.EquivalentResourceRegistry
+	mapper    runtime.EquivalentResourceRegistry
+	defaulter defaulter
 }
 
 // NewObjects maps every resource of reg.
@@ -131,7 +132,7 @@ func NewObjects(reg *registry.Registry) *Objects {
 			m.RegisterKindFor(r.GroupVersionResource, sub, subresourceKind(r, sub))
 		}
 	}
-	return &Objects{mapper: m}
+	return &Objects{mapper: m, defaulter: defaulter{reg}}
 }
 
 func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
@@ -148,10 +149,61 @@ func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
 
 func (o *Objects) GetObjectCreater() runtime.ObjectCreater     { return creater{} }
 func (o *Objects) GetObjectTyper() runtime.ObjectTyper         { return scheme.Scheme }
-func (o *Objects) GetObjectDefaulter() runtime.ObjectDefaulter { return scheme.Scheme }
+func (o *Objects) GetObjectDefaulter() runtime.ObjectDefaulter { return o.defaulter }
 func (o *Objects) GetObjectConvertor() runtime.ObjectConvertor { return convertor{scheme.Scheme} }
 func (o *Objects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
 	return o.mapper
+}
+
+// defaulter applies the request defaults of the resource serving an object's kind (a
+// built-in kind's defaulting, a custom resource's structural schema's defaults): the
+// plugins default what each mutating webhook or policy returns before the next one sees
+// it, as kube-apiserver's scope defaulter (its scheme's, apiextensions' unstructuredDefaulter)
+// does, so a container a webhook adds gets its imagePullPolicy and terminationMessagePath.
+type defaulter struct{ reg *registry.Registry }
+
+func (d defaulter) Default(obj runtime.Object) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		kinds, _, err := scheme.Scheme.ObjectKinds(obj)
+		if err != nil {
+			return
+		}
+		gvk = kinds[0]
+	}
+	res, ok := d.reg.ForKind(gvk)
+	if !ok {
+		return
+	}
+	def := res.Rules.DefaultRequest
+	if def == nil {
+		def = res.Rules.Default
+	}
+	if def == nil {
+		return
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		defaultThroughJSON(res, def, u)
+		return
+	}
+	def(obj)
+}
+
+// defaultThroughJSON defaults a custom resource, which the plugins hold as Unstructured,
+// as its resource's object, through its JSON as the convertor converts it.
+func defaultThroughJSON(res *registry.Resource, def func(runtime.Object), u *unstructured.Unstructured) {
+	served, err := res.New()
+	if err != nil {
+		return
+	}
+	data, err := json.Marshal(u)
+	if err != nil || json.Unmarshal(data, served) != nil {
+		return
+	}
+	def(served)
+	if data, err = json.Marshal(served); err == nil {
+		_ = json.Unmarshal(data, u)
+	}
 }
 
 // creater makes the objects of client-go's scheme, and a custom resource's (a kind the
