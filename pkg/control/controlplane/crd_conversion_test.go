@@ -131,7 +131,7 @@ func hostPortsCRD(url string, caBundle []byte) *apiextensionsv1.CustomResourceDe
 // GET, LIST, WATCH, the answers to writes, objects stored at the old storage version after
 // it changes; the webhook's labels are kept, a changed name is refused, a webhook that is
 // down fails the requests that need it with kube's error and not the others; the CRD's
-// conversion settings are checked as kube checks them.
+// conversion settings are checked as kube checks them; the conversion metrics count it all.
 func TestCustomResourceConversionWebhook(t *testing.T) {
 	c := startCluster(t)
 	hook := startConversionServer(t)
@@ -141,6 +141,7 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
+	metricsBefore := c.metrics(t)
 
 	bad := hostPortsCRD(hook.url, hook.caBundle)
 	bad.Spec.Conversion.Webhook = nil
@@ -319,5 +320,21 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 	}
 	if got, err := at("v2").Get(ctx, "five", metav1.GetOptions{}); err != nil || got.Object["host"] != "h5" {
 		t.Errorf("GET at the storage version of an object stored at it needs no webhook: %v", err)
+	}
+
+	// apiextensions-apiserver's conversion metrics, on miniapi's /metrics as on
+	// kube-apiserver's: what this test added to them (the counters are the process's).
+	metricsAfter := c.metrics(t)
+	for _, series := range []string{
+		`apiserver_crd_conversion_webhook_duration_seconds_count{crd_name="hostports.conversion.example.com",from_version="v1",succeeded="true",to_version="v2"}`,
+		`apiserver_crd_conversion_webhook_duration_seconds_count{crd_name="hostports.conversion.example.com",from_version="v2",succeeded="false",to_version="v1"}`,
+		`apiserver_conversion_webhook_request_total{failure_type="",result="success"}`,
+		`apiserver_conversion_webhook_request_total{failure_type="conversion_webhook_call_failure",result="failure"}`,
+		`apiserver_conversion_webhook_request_total{failure_type="conversion_webhook_invalid_converted_object_failure",result="failure"}`,
+		`apiserver_conversion_webhook_duration_seconds_count{failure_type="",result="success"}`,
+	} {
+		if added := metricValue(t, metricsAfter, series) - metricValue(t, metricsBefore, series); added < 1 {
+			t.Errorf("/metrics: %s rose by %v, want at least 1", series, added)
+		}
 	}
 }
