@@ -15,35 +15,56 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// jsonPatchReview is a mutating webhook that admits every object with the JSON patch that
+// patch gives for it.
+func jsonPatchReview(patch func(obj *unstructured.Unstructured) string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var ar admissionv1.AdmissionReview
+		obj := &unstructured.Unstructured{}
+		if err := json.NewDecoder(r.Body).Decode(&ar); err != nil || ar.Request == nil || obj.UnmarshalJSON(ar.Request.Object.Raw) != nil {
+			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		ar.Response = &admissionv1.AdmissionResponse{UID: ar.Request.UID, Allowed: true, Patch: []byte(patch(obj)), PatchType: &pt}
+		ar.Request = nil
+		_ = json.NewEncoder(w).Encode(ar)
+	}
+}
+
+// annotateSeen is the JSON patch operation that sets the annotation seen to value.
+func annotateSeen(obj *unstructured.Unstructured, value string) string {
+	v, _ := json.Marshal(value)
+	if obj.GetAnnotations() == nil {
+		return fmt.Sprintf(`{"op":"add","path":"/metadata/annotations","value":{"seen":%s}}`, v)
+	}
+	return fmt.Sprintf(`{"op":"add","path":"/metadata/annotations/seen","value":%s}`, v)
+}
+
+// serveWebhooks serves mux over HTTPS on loopback.
+func serveWebhooks(t *testing.T, mux *http.ServeMux) *webhookServer {
+	t.Helper()
+	l, certPEM := loopbackTLSListener(t)
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return &webhookServer{url: "https://" + l.Addr().String(), caBundle: base64.StdEncoding.EncodeToString(certPEM)}
+}
+
 // startDefaultingWebhooks serves two mutating webhooks: /add adds a container named
 // sidecar to a pod and an empty spec.extra to a widget; /observe annotates the object with
 // what it was sent of them (seen: the sidecar's imagePullPolicy and terminationMessagePath,
 // or the widget's spec.extra.mode).
 func startDefaultingWebhooks(t *testing.T) *webhookServer {
 	t.Helper()
-	l, certPEM := loopbackTLSListener(t)
-	review := func(patch func(obj *unstructured.Unstructured) string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			var ar admissionv1.AdmissionReview
-			obj := &unstructured.Unstructured{}
-			if err := json.NewDecoder(r.Body).Decode(&ar); err != nil || ar.Request == nil || obj.UnmarshalJSON(ar.Request.Object.Raw) != nil {
-				http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
-				return
-			}
-			pt := admissionv1.PatchTypeJSONPatch
-			ar.Response = &admissionv1.AdmissionResponse{UID: ar.Request.UID, Allowed: true, Patch: []byte(patch(obj)), PatchType: &pt}
-			ar.Request = nil
-			_ = json.NewEncoder(w).Encode(ar)
-		}
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/add", review(func(obj *unstructured.Unstructured) string {
+	mux.Handle("/add", jsonPatchReview(func(obj *unstructured.Unstructured) string {
 		if obj.GetKind() == "Pod" {
 			return `[{"op":"add","path":"/spec/containers/-","value":{"name":"sidecar","image":"localhost/minik8s/netexec:v1"}}]`
 		}
 		return `[{"op":"add","path":"/spec/extra","value":{}}]`
 	}))
-	mux.Handle("/observe", review(func(obj *unstructured.Unstructured) string {
+	mux.Handle("/observe", jsonPatchReview(func(obj *unstructured.Unstructured) string {
 		var seen string
 		if obj.GetKind() == "Pod" {
 			var pod corev1.Pod
@@ -57,16 +78,9 @@ func startDefaultingWebhooks(t *testing.T) *webhookServer {
 		} else {
 			seen, _, _ = unstructured.NestedString(obj.Object, "spec", "extra", "mode")
 		}
-		value, _ := json.Marshal(seen)
-		if obj.GetAnnotations() == nil {
-			return fmt.Sprintf(`[{"op":"add","path":"/metadata/annotations","value":{"seen":%s}}]`, value)
-		}
-		return fmt.Sprintf(`[{"op":"add","path":"/metadata/annotations/seen","value":%s}]`, value)
+		return "[" + annotateSeen(obj, seen) + "]"
 	}))
-	srv := &http.Server{Handler: mux}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return &webhookServer{url: "https://" + l.Addr().String(), caBundle: base64.StdEncoding.EncodeToString(certPEM)}
+	return serveWebhooks(t, mux)
 }
 
 // TestAdmissionWebhookSeesDefaults: what a mutating webhook adds is defaulted before the
