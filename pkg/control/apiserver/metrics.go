@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,20 +13,27 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// upstreamAdmissionMetrics are the metrics k8s.io/apiserver's own admission plugins keep
-// in component-base's legacy registry (apiserver_admission_webhook_*,
-// apiserver_validating_admission_policy_*); the registry's Go and process collectors are
-// left out, as ours has its own.
-var upstreamAdmissionMetrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+// upstreamMetrics are the metrics k8s.io/apiserver's own admission plugins and
+// apiextensions-apiserver's conversion webhook converter keep in component-base's legacy
+// registry, as kube-apiserver serves them from there; the registry's Go and process
+// collectors are left out, as ours has its own.
+var upstreamMetrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	kept := families[:0]
 	for _, f := range families {
-		if strings.HasPrefix(f.GetName(), "apiserver_admission_") || strings.HasPrefix(f.GetName(), "apiserver_validating_admission_policy_") {
+		if slices.ContainsFunc(upstreamMetricPrefixes, func(p string) bool { return strings.HasPrefix(f.GetName(), p) }) {
 			kept = append(kept, f)
 		}
 	}
 	return kept, err
 })
+
+var upstreamMetricPrefixes = []string{
+	"apiserver_admission_",                   // admission webhooks and policies
+	"apiserver_validating_admission_policy_", // ValidatingAdmissionPolicy
+	"apiserver_crd_conversion_webhook_",      // conversion webhooks, per CustomResourceDefinition
+	"apiserver_conversion_webhook_",          // conversion webhook requests
+}
 
 type metrics struct {
 	requests *prometheus.CounterVec

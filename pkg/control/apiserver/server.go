@@ -119,7 +119,7 @@ func New(cfg Config) *Server {
 	healthz.InstallLivezHandler(mux, checks...)
 	healthz.InstallReadyzHandler(mux, append(checks, cfg.ReadyChecks...)...)
 	mux.HandleFunc("/version", serveVersion)
-	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamAdmissionMetrics}, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamMetrics}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

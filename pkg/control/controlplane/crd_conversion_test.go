@@ -131,7 +131,7 @@ func hostPortsCRD(url string, caBundle []byte) *apiextensionsv1.CustomResourceDe
 // GET, LIST, WATCH, the answers to writes, objects stored at the old storage version after
 // it changes; the webhook's labels are kept, a changed name is refused, a webhook that is
 // down fails the requests that need it with kube's error and not the others; the CRD's
-// conversion settings are checked as kube checks them.
+// conversion settings are checked as kube checks them; the conversion metrics count it all.
 func TestCustomResourceConversionWebhook(t *testing.T) {
 	c := startCluster(t)
 	hook := startConversionServer(t)
@@ -141,6 +141,7 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
+	metricsBefore := c.metrics(t)
 
 	bad := hostPortsCRD(hook.url, hook.caBundle)
 	bad.Spec.Conversion.Webhook = nil
@@ -319,5 +320,70 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 	}
 	if got, err := at("v2").Get(ctx, "five", metav1.GetOptions{}); err != nil || got.Object["host"] != "h5" {
 		t.Errorf("GET at the storage version of an object stored at it needs no webhook: %v", err)
+	}
+
+	// apiextensions-apiserver's conversion metrics, on miniapi's /metrics as on
+	// kube-apiserver's: what this test added to them (the counters are the process's).
+	metricsAfter := c.metrics(t)
+	for _, series := range []string{
+		`apiserver_crd_conversion_webhook_duration_seconds_count{crd_name="hostports.conversion.example.com",from_version="v1",succeeded="true",to_version="v2"}`,
+		`apiserver_crd_conversion_webhook_duration_seconds_count{crd_name="hostports.conversion.example.com",from_version="v2",succeeded="false",to_version="v1"}`,
+		`apiserver_conversion_webhook_request_total{failure_type="",result="success"}`,
+		`apiserver_conversion_webhook_request_total{failure_type="conversion_webhook_call_failure",result="failure"}`,
+		`apiserver_conversion_webhook_request_total{failure_type="conversion_webhook_invalid_converted_object_failure",result="failure"}`,
+		`apiserver_conversion_webhook_duration_seconds_count{failure_type="",result="success"}`,
+	} {
+		if added := metricValue(t, metricsAfter, series) - metricValue(t, metricsBefore, series); added < 1 {
+			t.Errorf("/metrics: %s rose by %v, want at least 1", series, added)
+		}
+	}
+}
+
+// TestAdmissionWebhookEquivalentConvertsCustomResource: with matchPolicy Equivalent, a
+// mutating webhook registered for v2 of a CRD whose conversion is a webhook is sent a custom
+// resource created at v1 converted to v2 by the conversion webhook (v2's host and port, not
+// v1's hostPort), and its patch at v2 is converted back to v1, as kube-apiserver does.
+// Before, the webhook was not called (the CRD's versions were not known equivalent), and
+// the conversion for it only changed apiVersion.
+func TestAdmissionWebhookEquivalentConvertsCustomResource(t *testing.T) {
+	c := startCluster(t)
+	conv := startConversionServer(t)
+	ctx := context.Background()
+	admin := c.adminConfig(t)
+	crds := crdclient.NewForConfigOrDie(admin).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := crds.Create(ctx, hostPortsCRD(conv.url, conv.caBundle), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/hostports.conversion.example.com")
+	mux := http.NewServeMux()
+	mux.Handle("/port", jsonPatchReview(func(obj *unstructured.Unstructured) string {
+		seen := fmt.Sprintf("%s host=%v port=%v hostPort=%v", obj.GetAPIVersion(), obj.Object["host"], obj.Object["port"], obj.Object["hostPort"])
+		return "[" + annotateSeen(obj, seen) + `,{"op":"add","path":"/port","value":"2"}]`
+	}))
+	hook := serveWebhooks(t, mux)
+	c.mustKubectl(t, webhookConfiguration("MutatingWebhookConfiguration", "hostports-v2",
+		hook.webhook("port.hostports.example.com", "/port", `{operations: [CREATE], apiGroups: [conversion.example.com], apiVersions: [v2], resources: [hostports]}`,
+			"matchPolicy: Equivalent")), "apply", "-f", "-")
+
+	v1 := customResources(admin, "conversion.example.com", "v1", "hostports")
+	i := 0
+	var got *unstructured.Unstructured
+	waitFor(t, "the v2 webhook to see a hostport created at v1", func() bool {
+		i++
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "conversion.example.com/v1", "kind": "HostPort",
+			"metadata": map[string]any{"name": fmt.Sprintf("hp%d", i)}, "hostPort": "h:1"}}
+		var err error
+		if got, err = v1.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Logf("create at v1: %v", err)
+			return false
+		}
+		_, seen := got.GetAnnotations()["seen"]
+		return seen
+	})
+	if seen, want := got.GetAnnotations()["seen"], "conversion.example.com/v2 host=h port=1 hostPort=<nil>"; seen != want {
+		t.Errorf("the webhook of v2 was sent %q, want the object converted by the conversion webhook: %q", seen, want)
+	}
+	if got.GetAPIVersion() != "conversion.example.com/v1" || got.Object["hostPort"] != "h:2" || got.Object["port"] != nil {
+		t.Errorf("the webhook's patch at v2 (port 2), converted back to v1: %v, want hostPort h:2", got.Object)
 	}
 }

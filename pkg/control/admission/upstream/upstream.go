@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -103,18 +104,53 @@ func operation(a *generic.Attributes) (admission.Operation, runtime.Object) {
 }
 
 // Objects are the admission.ObjectInterfaces of the kinds the registry serves: client-go's
-// scheme, and the resource mapper that tells each resource's kind and which resources
-// are one stored resource (autoscaling/v1 and v2 HorizontalPodAutoscalers), for
-// matchPolicy Equivalent.
+// scheme and the registry's custom resources, and the resource mapper that tells each
+// resource's kind and which resources are one stored resource (autoscaling/v1 and v2
+// HorizontalPodAutoscalers, a custom resource's versions), for matchPolicy Equivalent.
 type Objects struct {
-	mapper runtime.EquivalentResourceRegistry
+	mapper    *resourceMapper
+	defaulter defaulter
+	convertor convertor
 }
 
-// NewObjects maps every resource of reg.
+// NewObjects maps every resource of reg, as it is at each admission.
 func NewObjects(reg *registry.Registry) *Objects {
-	identity := func(gr schema.GroupResource) string { return gr.String() }
+	return &Objects{mapper: &resourceMapper{reg: reg}, defaulter: defaulter{reg}, convertor: convertor{scheme.Scheme, reg}}
+}
+
+// resourceMapper maps the registry's resources as they are now: custom resources come and
+// go with their CustomResourceDefinitions, whose versions kube-apiserver's CRD handler
+// registers as it serves them. The mapping is rebuilt when the registry's list changes.
+type resourceMapper struct {
+	reg    *registry.Registry
+	mu     sync.Mutex
+	mapped []*registry.Resource // the list the mapper was built from
+	mapper runtime.EquivalentResourceMapper
+}
+
+func (m *resourceMapper) current() runtime.EquivalentResourceMapper {
+	resources := m.reg.Resources()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// The registry never changes a list it gave out: it makes a new one, or appends.
+	if m.mapper == nil || len(resources) != len(m.mapped) || (len(resources) > 0 && &resources[0] != &m.mapped[0]) {
+		m.mapper, m.mapped = mapResources(resources), resources
+	}
+	return m.mapper
+}
+
+func (m *resourceMapper) EquivalentResourcesFor(r schema.GroupVersionResource, sub string) []schema.GroupVersionResource {
+	return m.current().EquivalentResourcesFor(r, sub)
+}
+
+func (m *resourceMapper) KindFor(r schema.GroupVersionResource, sub string) schema.GroupVersionKind {
+	return m.current().KindFor(r, sub)
+}
+
+// mapResources maps resources, those stored as another resource (Conversion) equivalent to it.
+func mapResources(resources []*registry.Resource) runtime.EquivalentResourceMapper {
 	storage := map[schema.GroupResource]string{}
-	for _, r := range reg.Resources() {
+	for _, r := range resources {
 		if r.Conversion != nil {
 			storage[r.GroupResource()] = r.Conversion.Storage.GroupResource().String()
 		}
@@ -123,15 +159,15 @@ func NewObjects(reg *registry.Registry) *Objects {
 		if id, ok := storage[gr]; ok {
 			return id
 		}
-		return identity(gr)
+		return gr.String()
 	})
-	for _, r := range reg.Resources() {
+	for _, r := range resources {
 		m.RegisterKindFor(r.GroupVersionResource, "", r.GVK())
 		for _, sub := range r.Subresources {
 			m.RegisterKindFor(r.GroupVersionResource, sub, subresourceKind(r, sub))
 		}
 	}
-	return &Objects{mapper: m}
+	return m
 }
 
 func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
@@ -148,10 +184,61 @@ func subresourceKind(r *registry.Resource, sub string) schema.GroupVersionKind {
 
 func (o *Objects) GetObjectCreater() runtime.ObjectCreater     { return creater{} }
 func (o *Objects) GetObjectTyper() runtime.ObjectTyper         { return scheme.Scheme }
-func (o *Objects) GetObjectDefaulter() runtime.ObjectDefaulter { return scheme.Scheme }
-func (o *Objects) GetObjectConvertor() runtime.ObjectConvertor { return convertor{scheme.Scheme} }
+func (o *Objects) GetObjectDefaulter() runtime.ObjectDefaulter { return o.defaulter }
+func (o *Objects) GetObjectConvertor() runtime.ObjectConvertor { return o.convertor }
 func (o *Objects) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
 	return o.mapper
+}
+
+// defaulter applies the request defaults of the resource serving an object's kind (a
+// built-in kind's defaulting, a custom resource's structural schema's defaults): the
+// plugins default what each mutating webhook or policy returns before the next one sees
+// it, as kube-apiserver's scope defaulter (its scheme's, apiextensions' unstructuredDefaulter)
+// does, so a container a webhook adds gets its imagePullPolicy and terminationMessagePath.
+type defaulter struct{ reg *registry.Registry }
+
+func (d defaulter) Default(obj runtime.Object) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		kinds, _, err := scheme.Scheme.ObjectKinds(obj)
+		if err != nil {
+			return
+		}
+		gvk = kinds[0]
+	}
+	res, ok := d.reg.ForKind(gvk)
+	if !ok {
+		return
+	}
+	def := res.Rules.DefaultRequest
+	if def == nil {
+		def = res.Rules.Default
+	}
+	if def == nil {
+		return
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		defaultThroughJSON(res, def, u)
+		return
+	}
+	def(obj)
+}
+
+// defaultThroughJSON defaults a custom resource, which the plugins hold as Unstructured,
+// as its resource's object, through its JSON as the convertor converts it.
+func defaultThroughJSON(res *registry.Resource, def func(runtime.Object), u *unstructured.Unstructured) {
+	served, err := res.New()
+	if err != nil {
+		return
+	}
+	data, err := json.Marshal(u)
+	if err != nil || json.Unmarshal(data, served) != nil {
+		return
+	}
+	def(served)
+	if data, err = json.Marshal(served); err == nil {
+		_ = json.Unmarshal(data, u)
+	}
 }
 
 // creater makes the objects of client-go's scheme, and a custom resource's (a kind the
@@ -168,28 +255,61 @@ func (creater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 }
 
 // convertor copies an object into one of its own type (kube-apiserver converts to its
-// internal version there; our objects are the served versions already; a custom resource
-// is copied and the caller sets the apiVersion asked for, which is its conversion under the
-// None strategy, not under a conversion webhook), else converts through the scheme.
-type convertor struct{ *runtime.Scheme }
+// internal version there; our objects are the served versions already), converts a custom
+// resource to the version of out through its CustomResourceDefinition's conversion, else
+// converts through the scheme.
+type convertor struct {
+	*runtime.Scheme
+	reg *registry.Registry
+}
 
 func (c convertor) Convert(in, out, context any) error {
-	// A custom resource (our apiextensions.Object, or the Unstructured a webhook's patch is
-	// decoded into) goes through its JSON.
+	// A custom resource: our apiextensions.Object, or the Unstructured a webhook is sent
+	// or whose patch is decoded into.
 	_, inU := in.(*unstructured.Unstructured)
 	_, outU := out.(*unstructured.Unstructured)
 	if inU || outU {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(data, out)
+		return c.convertCustomResource(in.(runtime.Object), out.(runtime.Object))
 	}
 	if reflect.TypeOf(in) == reflect.TypeOf(out) && reflect.TypeOf(in).Kind() == reflect.Pointer {
 		reflect.ValueOf(out).Elem().Set(reflect.ValueOf(in).Elem())
 		return nil
 	}
 	return c.Scheme.Convert(in, out, context)
+}
+
+// convertCustomResource converts in to the version out has, through the conversion of the
+// resource serving it (its webhook under the Webhook strategy: one call from in's version to
+// out's; under None only apiVersion changes), as kube-apiserver's custom resource handler's
+// convertor does for a webhook of another version (matchPolicy Equivalent) and back.
+func (c convertor) convertCustomResource(in, out runtime.Object) error {
+	to := out.GetObjectKind().GroupVersionKind()
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	if res, ok := c.reg.ForKind(to); ok && res.Conversion != nil && in.GetObjectKind().GroupVersionKind() != to {
+		obj, err := res.New()
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, obj); err != nil {
+			return err
+		}
+		if obj, err = res.Conversion.FromStorage(obj); err != nil {
+			return err
+		}
+		if data, err = json.Marshal(obj); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return err
+	}
+	if !to.Empty() {
+		out.GetObjectKind().SetGroupVersionKind(to)
+	}
+	return nil
 }
 
 // Mutating runs k8s.io/apiserver's mutating plugins (MutatingAdmissionPolicy, then the
