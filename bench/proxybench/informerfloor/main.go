@@ -40,7 +40,7 @@ func run(kubeconfig string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	factory := apiclient.NewInformers(client, nil, proxy.Trim)
+	factory := apiclient.NewInformers(client, nil, proxy.Compact)
 	services := factory.Services()
 	slices := factory.EndpointSlices()
 	factory.Start(ctx.Done())
