@@ -7,7 +7,7 @@
 // full table, and both again with iptables-legacy for comparison. Last, the real
 // bin/miniproxy is run against an in-process miniapi holding the largest N, and its RSS
 // (anonymous and file-backed) is read once it has synced, beside its floor: bin/informerfloor,
-// client-go with miniproxy's two trimmed informers and nothing else, against the same
+// client-go with miniproxy's two informers (holding proxy.Compact's records) and nothing else, against the same
 // Services. (No kube-proxy here: the benchmark builds none.)
 //
 // It re-executes itself inside a namespace of its own (so the API server and miniproxy talk
@@ -540,7 +540,7 @@ func floorMemory(dir string, n int) error {
 	if _, err := io.ReadFull(out, line); err != nil || string(line) != "synced\n" {
 		return fmt.Errorf("%s: no %q: %v\n%s", floor, "synced", err, logs.String())
 	}
-	fmt.Printf("  floor: client-go and miniproxy's two trimmed informers alone (%s) at %d services: %s\n", floor, n, daemonMemory(cmd.Process.Pid))
+	fmt.Printf("  floor: client-go and miniproxy's two informers (proxy.Compact's records) alone (%s) at %d services: %s\n", floor, n, daemonMemory(cmd.Process.Pid))
 	return nil
 }
 

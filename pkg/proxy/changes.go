@@ -2,12 +2,9 @@ package proxy
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -16,7 +13,7 @@ import (
 type Change struct{ Before, After []ServicePort }
 
 // Mark notes that the Service an informer event is about changed: a Service, an
-// EndpointSlice (its Service's; call it with the old object of an update too, in case its
+// EndpointSlice (its Service's; either as an API object or as a record; call it with the old object of an update too, in case its
 // service label moved), or a deleted one's tombstone. This is kube-proxy's change
 // tracking: the informers say what changed, so a sync need not compare all 10 000.
 func (sn *Snapshotter) Mark(obj any) {
@@ -30,6 +27,10 @@ func (sn *Snapshotter) Mark(obj any) {
 		k = nsName{o.Namespace, o.Name}
 	case *discoveryv1.EndpointSlice:
 		k, slice = nsName{o.Namespace, o.Labels[discoveryv1.LabelServiceName]}, o.Name
+	case *ServiceRecord:
+		k = nsName{o.Namespace, o.Name}
+	case *SliceRecord:
+		k, slice = nsName{o.Namespace, o.Service}, o.Name
 	}
 	if k.name == "" {
 		return
@@ -64,24 +65,25 @@ func (sn *Snapshotter) Changes() ([]Change, error) {
 		return nil, fmt.Errorf("changes asked before a snapshot")
 	}
 	var out []Change
+	src := sn.source()
 	for k, named := range sn.takeMarks() {
 		prev, had := sn.last[k]
-		svc, err := sn.Services.Services(k.namespace).Get(k.name)
-		if err != nil && !apierrors.IsNotFound(err) {
+		svc, err := src.Service(k.namespace, k.name)
+		if err != nil {
 			return nil, err
 		}
-		if err != nil || !proxied(svc) {
+		if svc == nil || !proxied(svc) {
 			if had {
 				delete(sn.last, k)
 				out = append(out, Change{Before: prev.ports})
 			}
 			continue
 		}
-		list, err := sn.slicesOf(k, had, prev.slices, named)
+		list, err := slicesOf(src, k, had, prev.slices, named)
 		if err != nil {
 			return nil, err
 		}
-		if had && prev.svc == svc && slices.Equal(prev.slices, list) {
+		if had && prev.unchanged(svc, list) {
 			continue
 		}
 		e := sn.entry(svc, list)
@@ -94,10 +96,10 @@ func (sn *Snapshotter) Changes() ([]Change, error) {
 // slicesOf are a Service's EndpointSlices now, sorted by name: of those it had and those
 // events named, the ones still labelled for it — no index of all slices by service
 // needed. A Service new to the snapshot has no earlier slices to start from, and its
-// slices may have come before it: its namespace is listed.
-func (sn *Snapshotter) slicesOf(k nsName, had bool, prev []*discoveryv1.EndpointSlice, named []string) ([]*discoveryv1.EndpointSlice, error) {
+// slices may have come before it: its namespace is read.
+func slicesOf(src Source, k nsName, had bool, prev []*SliceRecord, named []string) ([]*SliceRecord, error) {
 	if !had {
-		list, err := sn.Slices.EndpointSlices(k.namespace).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: k.name}))
+		list, err := src.ServiceSlices(k.namespace, k.name)
 		sortSlices(list)
 		return list, err
 	}
@@ -110,16 +112,13 @@ func (sn *Snapshotter) slicesOf(k nsName, had bool, prev []*discoveryv1.Endpoint
 			names[n] = true
 		}
 	}
-	var list []*discoveryv1.EndpointSlice
+	var list []*SliceRecord
 	for n := range names {
-		s, err := sn.Slices.EndpointSlices(k.namespace).Get(n)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		s, err := src.Slice(k.namespace, n)
 		if err != nil {
 			return nil, err
 		}
-		if s.Labels[discoveryv1.LabelServiceName] == k.name {
+		if s != nil && s.Service == k.name {
 			list = append(list, s)
 		}
 	}

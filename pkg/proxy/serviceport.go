@@ -6,6 +6,7 @@ package proxy
 import (
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -13,10 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/utils/ptr"
 )
 
 // ServicePort is one port of one Service as the proxy programs it.
@@ -77,11 +76,14 @@ func Snapshot(services corelisters.ServiceLister, slices discoverylisters.Endpoi
 	return (&Snapshotter{Services: services, Slices: slices, NodeName: nodeName}).Snapshot()
 }
 
-// Snapshotter takes snapshots with memory of the last one: a Service whose object and
-// EndpointSlices are the very objects it read last time (informer caches replace objects,
-// never change them) keeps the service ports it had, so a snapshot after one change
-// builds one Service's ports, not 10 000.
+// Snapshotter takes snapshots with memory of the last one: a Service whose record and
+// EndpointSlices' records are those it read last time (the very ones, as informer caches
+// replace records, never change them, or equal ones) keeps the service ports it had, so a
+// snapshot after one change builds one Service's ports, not 10 000.
 type Snapshotter struct {
+	// Source is read when set (miniproxy: Records); otherwise Services and Slices, API
+	// objects made records as they are read.
+	Source   Source
 	Services corelisters.ServiceLister
 	Slices   discoverylisters.EndpointSliceLister
 	NodeName string
@@ -94,9 +96,22 @@ type Snapshotter struct {
 type nsName struct{ namespace, name string }
 
 type snapshotEntry struct {
-	svc    *corev1.Service
-	slices []*discoveryv1.EndpointSlice
+	svc    *ServiceRecord
+	slices []*SliceRecord
 	ports  []ServicePort
+}
+
+// unchanged: svc and its slices are those e was made of.
+func (e snapshotEntry) unchanged(svc *ServiceRecord, list []*SliceRecord) bool {
+	return (e.svc == svc || reflect.DeepEqual(e.svc, svc)) &&
+		slices.EqualFunc(e.slices, list, func(a, b *SliceRecord) bool { return a == b || reflect.DeepEqual(a, b) })
+}
+
+func (sn *Snapshotter) source() Source {
+	if sn.Source != nil {
+		return sn.Source
+	}
+	return Listers(sn.Services, sn.Slices)
 }
 
 // Snapshot reads every Service with a cluster IP and its EndpointSlices into service
@@ -104,20 +119,21 @@ type snapshotEntry struct {
 // read them, do not change them.
 func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 	sn.takeMarks() // all of it is read now
-	svcs, err := sn.Services.List(labels.Everything())
+	src := sn.source()
+	svcs, err := src.Services()
 	if err != nil {
 		return nil, err
 	}
 	// One pass over every slice, grouped by service: a label-selector list per service
 	// would scan every slice of the namespace each time, quadratic at 10 000 services.
-	all, err := sn.Slices.List(labels.Everything())
+	all, err := src.Slices()
 	if err != nil {
 		return nil, err
 	}
-	byService := make(map[nsName][]*discoveryv1.EndpointSlice, len(svcs))
+	byService := make(map[nsName][]*SliceRecord, len(svcs))
 	for _, s := range all {
-		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-			k := nsName{s.Namespace, name}
+		if s.Service != "" {
+			k := nsName{s.Namespace, s.Service}
 			byService[k] = append(byService[k], s)
 		}
 	}
@@ -131,7 +147,7 @@ func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 		list := byService[k]
 		sortSlices(list)
 		e, ok := sn.last[k]
-		if !ok || e.svc != svc || !slices.Equal(e.slices, list) {
+		if !ok || !e.unchanged(svc, list) {
 			e = sn.entry(svc, list)
 		}
 		next[k] = e
@@ -148,52 +164,41 @@ func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 }
 
 // proxied: a Service with a cluster IP (not headless, not ExternalName) has rules.
-func proxied(svc *corev1.Service) bool {
-	return svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != ""
+func proxied(svc *ServiceRecord) bool {
+	return svc.Type != corev1.ServiceTypeExternalName && svc.ClusterIP != corev1.ClusterIPNone && svc.ClusterIP != ""
 }
 
 // entry reads svc's service ports from its slices (sorted by name).
-func (sn *Snapshotter) entry(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) snapshotEntry {
-	e := snapshotEntry{svc: svc, slices: slices, ports: make([]ServicePort, 0, len(svc.Spec.Ports))}
-	for i := range svc.Spec.Ports {
-		e.ports = append(e.ports, servicePort(svc, &svc.Spec.Ports[i], slices, sn.NodeName))
+func (sn *Snapshotter) entry(svc *ServiceRecord, slices []*SliceRecord) snapshotEntry {
+	e := snapshotEntry{svc: svc, slices: slices, ports: make([]ServicePort, 0, len(svc.Ports))}
+	for i := range svc.Ports {
+		e.ports = append(e.ports, portOf(svc, &svc.Ports[i], slices, sn.NodeName))
 	}
 	return e
 }
 
-func sortSlices(list []*discoveryv1.EndpointSlice) {
+func sortSlices(list []*SliceRecord) {
 	if len(list) > 1 {
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	}
 }
 
-func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {
+// portOf is service port p of svc with the endpoints of slices, svc's (sorted by name).
+func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nodeName string) ServicePort {
 	name := svc.Namespace + "/" + svc.Name
 	if p.Name != "" {
 		name += ":" + p.Name
 	}
 	sp := ServicePort{
-		Name: name, Protocol: p.Protocol, ClusterIP: svc.Spec.ClusterIP, Port: p.Port, NodePort: p.NodePort,
-		ExternalIPs:   svc.Spec.ExternalIPs,
-		ExternalLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal && externallyReachable(svc),
-		InternalLocal: ptr.Deref(svc.Spec.InternalTrafficPolicy, corev1.ServiceInternalTrafficPolicyCluster) == corev1.ServiceInternalTrafficPolicyLocal,
+		Name: name, Protocol: p.Protocol, ClusterIP: svc.ClusterIP, Port: p.Port, NodePort: p.NodePort,
+		ExternalIPs:     svc.ExternalIPs,
+		ExternalLocal:   svc.ExternalPolicyLocal && externallyReachable(svc),
+		InternalLocal:   svc.InternalPolicyLocal,
+		AffinitySeconds: svc.AffinitySeconds,
 	}
-	if sp.Protocol == "" {
-		sp.Protocol = corev1.ProtocolTCP
-	}
-	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-		sp.AffinitySeconds = corev1.DefaultClientIPServiceAffinitySeconds
-		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			sp.AffinitySeconds = *c.ClientIP.TimeoutSeconds
-		}
-	}
-	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-		for _, ing := range svc.Status.LoadBalancer.Ingress {
-			if ing.IP != "" {
-				sp.LoadBalancerIPs = append(sp.LoadBalancerIPs, ing.IP)
-			}
-		}
-		sp.SourceRanges = sourceRanges(svc)
+	if svc.Type == corev1.ServiceTypeLoadBalancer {
+		sp.LoadBalancerIPs = svc.LoadBalancerIPs
+		sp.SourceRanges = svc.SourceRanges
 	}
 	type ipPort struct {
 		ip   string
@@ -205,23 +210,20 @@ func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discovery
 			continue
 		}
 		var port *int32
-		for _, ep := range s.Ports {
-			if ptr.Deref(ep.Name, "") == p.Name && ptr.Deref(ep.Protocol, corev1.ProtocolTCP) == sp.Protocol {
-				port = ep.Port
+		for i, ep := range s.Ports {
+			if ep.Name == p.Name && ep.Protocol == sp.Protocol {
+				port = &s.Ports[i].Port
 			}
 		}
 		if port == nil {
 			continue
 		}
 		for _, ep := range s.Endpoints {
-			if len(ep.Addresses) == 0 {
+			if ep.IP == "" {
 				continue
 			}
-			e := Endpoint{IP: ep.Addresses[0], Port: *port,
-				Ready:       ptr.Deref(ep.Conditions.Ready, true),
-				Serving:     ptr.Deref(ep.Conditions.Serving, ptr.Deref(ep.Conditions.Ready, true)),
-				Terminating: ptr.Deref(ep.Conditions.Terminating, false),
-				Local:       ptr.Deref(ep.NodeName, "") == nodeName && nodeName != ""}
+			e := Endpoint{IP: ep.IP, Port: *port, Ready: ep.Ready, Serving: ep.Serving, Terminating: ep.Terminating,
+				Local: ep.NodeName == nodeName && nodeName != ""}
 			if k := (ipPort{e.IP, e.Port}); !seen[k] { // the same endpoint in two slices (mid-update) counts once
 				seen[k] = true
 				sp.Endpoints = append(sp.Endpoints, e)
@@ -258,6 +260,6 @@ func sourceRanges(svc *corev1.Service) []string {
 
 // externallyReachable: NodePort and LoadBalancer Services, or any with external IPs, are
 // what externalTrafficPolicy applies to.
-func externallyReachable(svc *corev1.Service) bool {
-	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+func externallyReachable(svc *ServiceRecord) bool {
+	return svc.Type == corev1.ServiceTypeNodePort || svc.Type == corev1.ServiceTypeLoadBalancer || len(svc.ExternalIPs) > 0
 }

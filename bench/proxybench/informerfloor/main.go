@@ -1,6 +1,6 @@
 // Command informerfloor is proxybench's floor for miniproxy's memory: miniproxy's API
 // client (pkg/proxy/apiclient, client-go's REST client and informers over a scheme of core/v1
-// and discovery.k8s.io/v1) and the two informers miniproxy runs (Services and EndpointSlices, trimmed by proxy.Trim),
+// and discovery.k8s.io/v1) and the two informers miniproxy runs (Services and EndpointSlices, holding proxy.Compact's records),
 // nothing else. It prints "synced" once both have listed, collects and gives the heap back
 // as miniproxy does after a full sync, then waits to be stopped.
 package main
@@ -40,7 +40,7 @@ func run(kubeconfig string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	factory := apiclient.NewInformers(client, nil, proxy.Trim)
+	factory := apiclient.NewInformers(client, nil, proxy.Compact)
 	services := factory.Services()
 	slices := factory.EndpointSlices()
 	factory.Start(ctx.Done())

@@ -96,7 +96,13 @@ type Proxier struct {
 
 // New makes a proxier; the first Sync is a full one. Feed it the informers' events
 // (Changed): partial syncs read only the Services they name.
+// It reads API objects through listers; NewOn reads records.
 func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string, log *slog.Logger) (*Proxier, error) {
+	return NewOn(cfg, proxy.Listers(services, slices), nodeName, log)
+}
+
+// NewOn is New reading src (miniproxy: its informers' records, proxy.Records).
+func NewOn(cfg Config, src proxy.Source, nodeName string, log *slog.Logger) (*Proxier, error) {
 	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
 	if err != nil {
 		return nil, fmt.Errorf("iptables: %w (Debian package iptables)", err)
@@ -106,7 +112,7 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 	}
 	return &Proxier{cfg: cfg, log: log, ipt: ipt,
 		wholeCache: nftBacked(), needFull: true,
-		snap: &proxy.Snapshotter{Services: services, Slices: slices, NodeName: nodeName}}, nil
+		snap: &proxy.Snapshotter{Source: src, NodeName: nodeName}}, nil
 }
 
 // Changed notes the Service (or EndpointSlice, or a deleted one's tombstone) an informer

@@ -87,7 +87,13 @@ type ipvsHandle interface {
 
 // New checks that the kernel has IPVS and the scheduler, and makes a proxier whose first Sync
 // is a full one.
+// It reads API objects through listers; NewOn reads records.
 func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string, log *slog.Logger) (*Proxier, error) {
+	return NewOn(cfg, proxy.Listers(services, slices), nodeName, log)
+}
+
+// NewOn is New reading src (miniproxy: its informers' records, proxy.Records).
+func NewOn(cfg Config, src proxy.Source, nodeName string, log *slog.Logger) (*Proxier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -107,7 +113,7 @@ func New(cfg Config, services corelisters.ServiceLister, slices discoverylisters
 		return nil, fmt.Errorf("netlink: %w", err)
 	}
 	return &Proxier{cfg: cfg, log: log, ipvs: h, nl: nl, needFull: true,
-		snap: &proxy.Snapshotter{Services: services, Slices: slices, NodeName: nodeName}}, nil
+		snap: &proxy.Snapshotter{Source: src, NodeName: nodeName}}, nil
 }
 
 // Validate checks the configuration.

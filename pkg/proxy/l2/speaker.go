@@ -12,12 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/proxy"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/utils/ptr"
 )
 
 // Announcer is what a Speaker drives: a Responder, or a fake in tests.
@@ -30,7 +29,10 @@ type Announcer interface{ Set([]netip.Addr) }
 // client address); a Service with no ready endpoint anywhere is not answered at all. Among
 // the candidates Elect picks one, on every node alike.
 type Speaker struct {
-	Node        string
+	Node string
+	// Source is read when set (miniproxy: its informers' records); otherwise Services and
+	// Slices.
+	Source      proxy.Source
 	Services    corelisters.ServiceLister
 	Slices      discoverylisters.EndpointSliceLister
 	Nodes       corelisters.NodeLister
@@ -153,7 +155,11 @@ func nodeIP(n *corev1.Node) string {
 
 // Owned are the LoadBalancer addresses this node wins, given the live nodes.
 func (s *Speaker) Owned(live map[string]bool) ([]netip.Addr, error) {
-	svcs, err := s.Services.List(labels.Everything())
+	src := s.Source
+	if src == nil {
+		src = proxy.Listers(s.Services, s.Slices)
+	}
+	svcs, err := src.Services()
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +178,12 @@ func (s *Speaker) Owned(live map[string]bool) ([]netip.Addr, error) {
 	}
 	var owned []netip.Addr
 	for _, svc := range svcs {
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if svc.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
 		var ips []netip.Addr
-		for _, ing := range svc.Status.LoadBalancer.Ingress {
-			if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
+		for _, ip := range svc.LoadBalancerIPs {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
 				ips = append(ips, a)
 			}
 		}
@@ -191,14 +197,14 @@ func (s *Speaker) Owned(live map[string]bool) ([]netip.Addr, error) {
 				continue
 			}
 		}
-		withEndpoints, err := s.readyNodes(svc)
+		withEndpoints, err := readyNodes(src, svc)
 		if err != nil {
 			return nil, err
 		}
 		if len(withEndpoints) == 0 {
 			continue // nothing would answer behind the address
 		}
-		local := svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+		local := svc.ExternalPolicyLocal
 		var candidates []string
 		for n := range live {
 			if s.Segment != nil && n != s.Node && !segment.Contains(nodeAddrs[n]) {
@@ -219,17 +225,16 @@ func (s *Speaker) Owned(live map[string]bool) ([]netip.Addr, error) {
 
 // readyNodes are the nodes holding a ready endpoint of svc ("" for endpoints without a
 // node, which still make the Service answerable).
-func (s *Speaker) readyNodes(svc *corev1.Service) (map[string]bool, error) {
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
-	list, err := s.Slices.EndpointSlices(svc.Namespace).List(sel)
+func readyNodes(src proxy.Source, svc *proxy.ServiceRecord) (map[string]bool, error) {
+	list, err := src.ServiceSlices(svc.Namespace, svc.Name)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint slices of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	nodes := map[string]bool{}
 	for _, sl := range list {
 		for _, ep := range sl.Endpoints {
-			if ptr.Deref(ep.Conditions.Ready, true) {
-				nodes[ptr.Deref(ep.NodeName, "")] = true
+			if ep.Ready {
+				nodes[ep.NodeName] = true
 			}
 		}
 	}

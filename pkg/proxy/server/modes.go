@@ -7,11 +7,10 @@ import (
 	"time"
 
 	goipt "github.com/coreos/go-iptables/iptables"
+	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
 	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
 	"github.com/vishvananda/netlink"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 )
 
 // Proxy modes, by kube-proxy's --proxy-mode names.
@@ -54,13 +53,13 @@ type proxier interface {
 	Changed(obj any)
 }
 
-func newProxier(o Options, services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, log *slog.Logger) (proxier, error) {
+func newProxier(o Options, src proxy.Source, log *slog.Logger) (proxier, error) {
 	switch o.ProxyMode {
 	case ModeIPTables, "":
-		p, err := iptables.New(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, services, slices, o.HostnameOverride, log)
+		p, err := iptables.NewOn(iptables.Config{ClusterCIDR: o.ClusterCIDR, MasqueradeAll: o.MasqueradeAll}, src, o.HostnameOverride, log)
 		return iptablesMode{p}, err
 	case ModeIPVS:
-		p, err := ipvs.New(o.ipvsConfig(), services, slices, o.HostnameOverride, log)
+		p, err := ipvs.NewOn(o.ipvsConfig(), src, o.HostnameOverride, log)
 		return ipvsMode{p}, err
 	}
 	return nil, fmt.Errorf("--proxy-mode %q: want %q or %q", o.ProxyMode, ModeIPTables, ModeIPVS)

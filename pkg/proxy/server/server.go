@@ -29,8 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -133,17 +131,18 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	if err != nil {
 		return err
 	}
-	factory := apiclient.NewInformers(client, func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }, proxy.Trim)
+	factory := apiclient.NewInformers(client, func(opts *metav1.ListOptions) { opts.LabelSelector = noOtherProxy.String() }, proxy.Compact)
 	services := factory.Services()
 	slices := factory.EndpointSlices()
 	if err := cleanupOtherMode(ctx, o.ProxyMode, log); err != nil {
 		return err
 	}
-	proxier, err := newProxier(o, corelisters.NewServiceLister(services.GetIndexer()), discoverylisters.NewEndpointSliceLister(slices.GetIndexer()), log)
+	src := proxy.Records(services.GetIndexer(), slices.GetIndexer())
+	proxier, err := newProxier(o, src, log)
 	if err != nil {
 		return err
 	}
-	speaker, err := newSpeaker(o, factory, log)
+	speaker, err := newSpeaker(o, factory, src, log)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,10 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
 	"github.com/minik8s/minik8s/pkg/proxy/l2"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -23,7 +23,7 @@ type speaker struct {
 
 // newSpeaker opens the ARP sockets and watches Nodes (whose proxies' /healthz say which
 // are live); nil without --lb-interfaces.
-func newSpeaker(o Options, factory *apiclient.Informers, log *slog.Logger) (*speaker, error) {
+func newSpeaker(o Options, factory *apiclient.Informers, src proxy.Source, log *slog.Logger) (*speaker, error) {
 	if len(o.LBInterfaces) == 0 {
 		return nil, nil
 	}
@@ -35,8 +35,7 @@ func newSpeaker(o Options, factory *apiclient.Informers, log *slog.Logger) (*spe
 	}
 	nodes := factory.Nodes()
 	s := &speaker{responder: responder, nodesSynced: nodes.HasSynced, Speaker: &l2.Speaker{
-		Node: o.HostnameOverride, Services: corelisters.NewServiceLister(factory.Services().GetIndexer()),
-		Slices: discoverylisters.NewEndpointSliceLister(factory.EndpointSlices().GetIndexer()), Nodes: corelisters.NewNodeLister(nodes.GetIndexer()),
+		Node: o.HostnameOverride, Source: src, Nodes: corelisters.NewNodeLister(nodes.GetIndexer()),
 		HealthzPort: port, Announcer: responder, Segment: responder.Segment, Log: log}}
 	on := func(any) { s.Changed() }
 	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// ServiceRecord is what the proxy keeps of a Service: the fields its service ports and the
+// layer-2 speaker are made of, as kube-proxy's change trackers keep their own small
+// structures instead of API objects. At 10 000 Services the informers' cache of trimmed
+// API objects was the largest part of miniproxy's memory (docs/performance.md): an API
+// struct's fixed size and its pointer fields cannot be trimmed away.
+type ServiceRecord struct {
+	Namespace, Name string
+	// ResourceVersion tells an informer an update from a resync: one with the same version
+	// is not passed on.
+	ResourceVersion string
+	Type            corev1.ServiceType
+	ClusterIP       string
+	Ports           []ServiceRecordPort
+	ExternalIPs     []string
+	// LoadBalancerIPs are status.loadBalancer.ingress's IPs (those with one), whatever
+	// the type; SourceRanges the allowed client CIDRs (sourceRanges).
+	LoadBalancerIPs []string
+	SourceRanges    []string
+	// AffinitySeconds > 0: ClientIP session affinity, that long.
+	AffinitySeconds     int32
+	ExternalPolicyLocal bool // externalTrafficPolicy: Local
+	InternalPolicyLocal bool // internalTrafficPolicy: Local
+}
+
+// ServiceRecordPort is one of spec.ports.
+type ServiceRecordPort struct {
+	Name           string
+	Protocol       corev1.Protocol // TCP when the object left it empty
+	Port, NodePort int32
+}
+
+// SliceRecord is what the proxy keeps of an EndpointSlice.
+type SliceRecord struct {
+	Namespace, Name, ResourceVersion string
+	Service                          string // the kubernetes.io/service-name label
+	AddressType                      discoveryv1.AddressType
+	Ports                            []SliceRecordPort // those with a port number
+	Endpoints                        []SliceRecordEndpoint
+}
+
+// SliceRecordPort is one of an EndpointSlice's ports.
+type SliceRecordPort struct {
+	Name     string
+	Protocol corev1.Protocol // TCP when the object left it empty
+	Port     int32
+}
+
+// SliceRecordEndpoint is one endpoint, its conditions as the API defaults them.
+type SliceRecordEndpoint struct {
+	IP                          string // the first address; "" when it has none
+	NodeName                    string
+	Ready, Serving, Terminating bool
+}
+
+// GetObjectMeta lets client-go's informers key, index and compare records as objects
+// (meta.Accessor): namespace, name and resource version are all they read.
+func (r *ServiceRecord) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, ResourceVersion: r.ResourceVersion}
+}
+
+// GetObjectMeta: as ServiceRecord's.
+func (r *SliceRecord) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, ResourceVersion: r.ResourceVersion}
+}
+
+// Compact is the informers' transform (client-go's SetTransform): a Service becomes a
+// ServiceRecord, an EndpointSlice a SliceRecord, so the informers' caches hold only
+// records and the decoded objects are garbage at once. A record is passed as it is:
+// client-go may transform an object twice.
+func Compact(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return ServiceRecordOf(o), nil
+	case *discoveryv1.EndpointSlice:
+		return SliceRecordOf(o), nil
+	}
+	return obj, nil
+}
+
+// ServiceRecordOf is svc's record.
+func ServiceRecordOf(svc *corev1.Service) *ServiceRecord {
+	r := &ServiceRecord{Namespace: svc.Namespace, Name: svc.Name, ResourceVersion: svc.ResourceVersion,
+		Type: svc.Spec.Type, ClusterIP: svc.Spec.ClusterIP, ExternalIPs: svc.Spec.ExternalIPs,
+		SourceRanges:        sourceRanges(svc),
+		ExternalPolicyLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+		InternalPolicyLocal: ptr.Deref(svc.Spec.InternalTrafficPolicy, corev1.ServiceInternalTrafficPolicyCluster) == corev1.ServiceInternalTrafficPolicyLocal,
+	}
+	if len(svc.Spec.Ports) > 0 {
+		r.Ports = make([]ServiceRecordPort, len(svc.Spec.Ports))
+		for i, p := range svc.Spec.Ports {
+			r.Ports[i] = ServiceRecordPort{Name: p.Name, Protocol: orTCP(p.Protocol), Port: p.Port, NodePort: p.NodePort}
+		}
+	}
+	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		r.AffinitySeconds = corev1.DefaultClientIPServiceAffinitySeconds
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			r.AffinitySeconds = *c.ClientIP.TimeoutSeconds
+		}
+	}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP != "" {
+			r.LoadBalancerIPs = append(r.LoadBalancerIPs, ing.IP)
+		}
+	}
+	return r
+}
+
+// SliceRecordOf is s's record.
+func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
+	r := &SliceRecord{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion,
+		Service: s.Labels[discoveryv1.LabelServiceName], AddressType: s.AddressType}
+	for _, p := range s.Ports {
+		// A port without a number means "all ports": nothing a proxy can send to. Port
+		// names are unique within a slice, so dropping it loses no other match.
+		if p.Port != nil {
+			r.Ports = append(r.Ports, SliceRecordPort{Name: ptr.Deref(p.Name, ""), Protocol: orTCP(ptr.Deref(p.Protocol, "")), Port: *p.Port})
+		}
+	}
+	if len(s.Endpoints) > 0 {
+		r.Endpoints = make([]SliceRecordEndpoint, len(s.Endpoints))
+		for i, ep := range s.Endpoints {
+			ready := ptr.Deref(ep.Conditions.Ready, true)
+			e := SliceRecordEndpoint{NodeName: ptr.Deref(ep.NodeName, ""), Ready: ready,
+				Serving: ptr.Deref(ep.Conditions.Serving, ready), Terminating: ptr.Deref(ep.Conditions.Terminating, false)}
+			if len(ep.Addresses) > 0 {
+				e.IP = ep.Addresses[0]
+			}
+			r.Endpoints[i] = e
+		}
+	}
+	return r
+}
+
+func orTCP(p corev1.Protocol) corev1.Protocol {
+	if p == "" {
+		return corev1.ProtocolTCP
+	}
+	return p
+}

@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// servicePort is port p of svc with slices' endpoints, read from API objects as the
+// proxy reads their records.
+func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {
+	return portOf(ServiceRecordOf(svc), &ServiceRecordPort{Name: p.Name, Protocol: orTCP(p.Protocol), Port: p.Port, NodePort: p.NodePort},
+		sliceRecords(slices), nodeName)
+}
+
+// Records on indexers holding Compact's records read as Listers on the API objects do:
+// the same snapshot, the same changes when a record replaces another.
+func TestRecordsReadAsListers(t *testing.T) {
+	lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", ResourceVersion: "7",
+		Annotations: map[string]string{corev1.AnnotationLoadBalancerSourceRangesKey: "10.0.0.0/8,bad"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.9", ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			SessionAffinity: corev1.ServiceAffinityClientIP, ExternalIPs: []string{"192.0.2.1"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, NodePort: 30080}, {Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{Hostname: "x"}, {IP: "10.200.0.200"}}}}}
+	lbSlice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-x", Namespace: "ns", ResourceVersion: "8",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080)}, {Name: ptr.To("dns"), Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To[int32](5353)},
+			{Name: ptr.To("any")}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5", "10.244.0.6"}, NodeName: ptr.To("node-1")},
+			{Addresses: []string{"10.244.1.5"}, NodeName: ptr.To("node-2"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}},
+			{NodeName: ptr.To("node-2")}}}
+	v6 := testSlice("web", "fd00::1")
+	v6.Name, v6.AddressType = "web-v6", discoveryv1.AddressTypeIPv6
+	headless := testService("headless", corev1.ClusterIPNone)
+	objs := []any{lb, lbSlice, v6, headless, testService("a", "10.96.0.1"), testSlice("a", "10.244.0.1"), testSlice("gone", "10.244.0.2")}
+
+	apiSvcs, apiSlices := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	// As an informer's indexer: keyed and indexed through the records' GetObjectMeta.
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	recSvcs, recSlices := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers), cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+	for _, o := range objs {
+		r, _ := Compact(o)
+		if again, _ := Compact(r); again != r {
+			t.Fatalf("Compact of a record %+v is not the record", r)
+		}
+		api, rec := apiSvcs, recSvcs
+		if _, ok := o.(*discoveryv1.EndpointSlice); ok {
+			api, rec = apiSlices, recSlices
+		}
+		if err := api.Add(o); err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apiSn := &Snapshotter{Services: corelisters.NewServiceLister(apiSvcs), Slices: discoverylisters.NewEndpointSliceLister(apiSlices), NodeName: "node-1"}
+	recSn := &Snapshotter{Source: Records(recSvcs, recSlices), NodeName: "node-1"}
+	want, err := apiSn.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := recSn.Snapshot()
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("records give\n%+v, %v\nAPI objects give\n%+v", got, err, want)
+	}
+	if len(want) != 3 || want[2].Name != "ns/web:http" || len(want[2].Endpoints) != 2 || want[2].AffinitySeconds != corev1.DefaultClientIPServiceAffinitySeconds ||
+		!want[2].ExternalLocal || fmt.Sprint(want[2].SourceRanges, want[2].LoadBalancerIPs) != "[10.0.0.0/8] [10.200.0.200]" {
+		t.Errorf("service ports %+v: want a's, web's dns and http, http with two endpoints (an endpoint's first address; one without an address left out), affinity, a local policy, one source range and one address", want)
+	}
+
+	moved := lbSlice.DeepCopy()
+	moved.Endpoints = moved.Endpoints[:1]
+	_ = apiSlices.Update(moved)
+	apiSn.Mark(moved)
+	r, _ := Compact(moved)
+	_ = recSlices.Update(r)
+	recSn.Mark(r)
+	_ = apiSvcs.Delete(testService("a", ""))
+	apiSn.Mark(testService("a", ""))
+	gone, _ := Compact(testService("a", ""))
+	_ = recSvcs.Delete(gone)
+	recSn.Mark(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: gone})
+	wantChanges, err := apiSn.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotChanges, err := recSn.Changes()
+	byName := func(cs []Change) map[string]Change {
+		m := map[string]Change{}
+		for _, c := range cs {
+			for _, p := range append(c.Before, c.After...) {
+				m[p.Name] = c
+			}
+		}
+		return m
+	}
+	if err != nil || len(gotChanges) != 2 || !reflect.DeepEqual(byName(gotChanges), byName(wantChanges)) {
+		t.Errorf("records' changes\n%+v, %v\nAPI objects'\n%+v", gotChanges, err, wantChanges)
+	}
+}
