@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# hack/kube-build.sh e2e.test|kube-apiserver: builds a Kubernetes binary from the published
-# module k8s.io/kubernetes in a throw-away wrapper module and caches it by version
-# (~/.cache/minik8s/e2e-VERSION/e2e.test, kube-apiserver-VERSION/kube-apiserver), so
-# `make conformance` and `make bench-ha` reuse one build. Prints the binary's path.
+# hack/kube-build.sh e2e.test|kube-apiserver|kube-scheduler|kube-controller-manager: builds a
+# Kubernetes binary from the published module k8s.io/kubernetes in a throw-away wrapper module
+# and caches it by version (~/.cache/minik8s/e2e-VERSION/e2e.test, kube-apiserver-VERSION/
+# kube-apiserver, ...), so `make conformance`, `make bench-ha` and `make bench-mem` reuse one
+# build. Prints the binary's path.
 # KUBE_VERSION picks the release (default v1.36.3, the one our baselines use).
 #
 # k8s.io/kubernetes requires its staging modules as v0.0.0 with replace directives to
@@ -13,8 +14,8 @@ set -euo pipefail
 what=${1:-}
 case "$what" in
 e2e.test) pkg=k8s.io/kubernetes/test/e2e dir=e2e ;;
-kube-apiserver) pkg=k8s.io/kubernetes/cmd/kube-apiserver dir=kube-apiserver ;;
-*) echo "usage: hack/kube-build.sh e2e.test|kube-apiserver (got '${what}')" >&2; exit 2 ;;
+kube-apiserver | kube-scheduler | kube-controller-manager) pkg=k8s.io/kubernetes/cmd/$what dir=$what ;;
+*) echo "usage: hack/kube-build.sh e2e.test|kube-apiserver|kube-scheduler|kube-controller-manager (got '${what}')" >&2; exit 2 ;;
 esac
 version=${KUBE_VERSION:-v1.36.3}
 cache=${MINIK8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minik8s}
