@@ -90,7 +90,7 @@ type peaks struct {
 // phase is one phase's figures on one side.
 type phase struct {
 	name       string
-	throughput float64 // per second; what of is the phase's unit
+	throughput float64 // in unit
 	unit       string
 	peaks      peaks
 	heapMiB    float64 // the API server's Go heap in use at the phase's end
@@ -258,7 +258,7 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 		return err
 	}
 	for _, n := range []int{1, 16, 64} {
-		if err := measure(fmt.Sprintf("creates, %d clients", n), "creates/s", func() (float64, error) {
+		if err := measure(fmt.Sprintf("creates, %d client(s)", n), "creates/s", func() (float64, error) {
 			l, err := creates(s, n, cfg.creates, fmt.Sprintf("c%d", n))
 			stored += cfg.creates
 			return float64(cfg.creates) / l.Wall.Seconds(), err
@@ -275,7 +275,7 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 			return err
 		}
 	}
-	if err := measure(fmt.Sprintf("LIST of %d pods", stored), "LISTs/s", func() (float64, error) { return list(admin[0], cfg.listRounds, stored) }); err != nil {
+	if err := measure(fmt.Sprintf("LIST of %d pods", stored), "ms/LIST", func() (float64, error) { return list(admin[0], cfg.listRounds, stored) }); err != nil {
 		return err
 	}
 	if err := measure(fmt.Sprintf("%d watchers", cfg.watchers), "events/s", func() (float64, error) { return watchers(cfg, s) }); err != nil {
@@ -310,8 +310,8 @@ func creates(s *apiproc.Server, clients, n int, prefix string) (benchapi.Latenci
 	})
 }
 
-// list times rounds typed LISTs of every pod (client-go's decoding included) and checks
-// each holds want pods.
+// list times rounds typed LISTs of every pod (client-go's decoding included), in ms per
+// LIST, and checks each holds want pods.
 func list(c *kubernetes.Clientset, rounds, want int) (float64, error) {
 	start := time.Now()
 	for range rounds {
@@ -323,7 +323,7 @@ func list(c *kubernetes.Clientset, rounds, want int) (float64, error) {
 			return 0, fmt.Errorf("LIST got %d pods, want %d", len(pods.Items), want)
 		}
 	}
-	return float64(rounds) / time.Since(start).Seconds(), nil
+	return float64(time.Since(start).Milliseconds()) / float64(rounds), nil
 }
 
 // watchers opens cfg.watchers watches of the namespace's pods, each on its own connection,
@@ -489,6 +489,9 @@ func printTable(results []sideResult) {
 	for _, r := range results {
 		fmt.Printf(" | %-38s", r.name+" "+r.note)
 	}
+	if len(results) == 2 {
+		fmt.Printf(" | %s / %s", results[0].name, results[1].name)
+	}
 	fmt.Println()
 	fmt.Printf("%-22s", "")
 	for range results {
@@ -503,6 +506,17 @@ func printTable(results []sideResult) {
 			}
 			q := r.phases[i]
 			fmt.Printf(" | %-38s", fmt.Sprintf("%6.0f %-9s %5.0f (%5.0f) %5.0f", q.throughput, q.unit, q.peaks.sumRSS, q.peaks.sumAnon, q.heapMiB))
+		}
+		if len(results) == 2 && i < len(results[1].phases) {
+			q := results[1].phases[i]
+			fmt.Printf(" | RSS %.2fx", p.peaks.sumRSS/q.peaks.sumRSS)
+			switch {
+			case q.throughput == 0:
+			case strings.HasPrefix(q.unit, "ms"):
+				fmt.Printf(", time %.2fx", p.throughput/q.throughput)
+			default:
+				fmt.Printf(", rate %.2fx", p.throughput/q.throughput)
+			}
 		}
 		fmt.Println()
 	}
