@@ -54,7 +54,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	// The body is shared with other readers: write it as it is. A client going away mid-body
+	// The body may be shared with other readers: write it as it is. A client going away mid-body
 	// is not ours to report.
 	_, _ = w.Write(body)
 	_, _ = w.Write([]byte("\n"))
