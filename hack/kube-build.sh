@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# hack/kube-build.sh e2e.test|kube-apiserver|ginkgo: builds a Kubernetes binary from the published
-# module k8s.io/kubernetes in a throw-away wrapper module and caches it by version
-# (~/.cache/minik8s/e2e-VERSION/e2e.test, kube-apiserver-VERSION/kube-apiserver), so
-# `make conformance` and `make bench-ha` reuse one build. Prints the binary's path. ginkgo is
-# the Ginkgo CLI at the version k8s.io/kubernetes requires: it runs e2e.test in parallel.
+# hack/kube-build.sh e2e.test|kube-apiserver|kube-scheduler|kube-controller-manager|ginkgo:
+# builds a Kubernetes binary from the published module k8s.io/kubernetes in a throw-away
+# wrapper module and caches it by version (~/.cache/minik8s/e2e-VERSION/e2e.test,
+# kube-apiserver-VERSION/kube-apiserver, ...), so `make conformance`, `make bench-ha` and
+# `make bench-mem` reuse one build. Prints the binary's path. ginkgo is the Ginkgo CLI at the
+# version k8s.io/kubernetes requires: it runs e2e.test in parallel.
 # KUBE_VERSION picks the release (default v1.36.3, the one our baselines use).
 #
 # k8s.io/kubernetes requires its staging modules as v0.0.0 with replace directives to
@@ -14,9 +15,9 @@ set -euo pipefail
 what=${1:-}
 case "$what" in
 e2e.test) pkg=k8s.io/kubernetes/test/e2e dir=e2e ;;
-kube-apiserver) pkg=k8s.io/kubernetes/cmd/kube-apiserver dir=kube-apiserver ;;
+kube-apiserver | kube-scheduler | kube-controller-manager) pkg=k8s.io/kubernetes/cmd/$what dir=$what ;;
 ginkgo) pkg=github.com/onsi/ginkgo/v2/ginkgo dir=ginkgo ;;
-*) echo "usage: hack/kube-build.sh e2e.test|kube-apiserver|ginkgo (got '${what}')" >&2; exit 2 ;;
+*) echo "usage: hack/kube-build.sh e2e.test|kube-apiserver|kube-scheduler|kube-controller-manager|ginkgo (got '${what}')" >&2; exit 2 ;;
 esac
 version=${KUBE_VERSION:-v1.36.3}
 cache=${MINIK8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minik8s}

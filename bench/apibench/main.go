@@ -80,7 +80,7 @@ func main() {
 	flag.Parse()
 	cfg.stores = strings.Split(stores, ",")
 	cfg.authzModes = strings.Split(*authz, ",")
-	controlplane.TuneRuntime() // as cmd/miniapi does
+	controlplane.TuneRuntime(context.Background(), controlplane.DefaultMemoryLimit) // as cmd/miniapi does
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "apibench:", err)
 		os.Exit(1)

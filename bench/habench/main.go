@@ -148,7 +148,7 @@ func measure(cfg config, ca *pki.CA, caDir, dir, name string, args func(i int) a
 	}
 	fmt.Printf("ready     3 servers in %s\n", time.Since(start).Round(10*time.Millisecond))
 	const ns = "habench"
-	if err := namespace(servers, ns); err != nil {
+	if err := apiproc.Namespace(servers, ns); err != nil {
 		return f, err
 	}
 	cpu0, err := serversCPU(servers)
@@ -200,41 +200,6 @@ func serversCPU(servers []*apiproc.Server) (time.Duration, error) {
 		sum += t
 	}
 	return sum, nil
-}
-
-// namespace creates ns and its default ServiceAccount (kube-apiserver alone runs no
-// controller that would) and waits until every server admits a pod in it.
-func namespace(servers []*apiproc.Server, ns string) error {
-	c, err := servers[0].Clients(1)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	if _, err := c[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if _, err := c[0].CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	for i, s := range servers {
-		sc, err := s.Clients(1)
-		if err != nil {
-			return err
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		pod := benchapi.Pod(ns, int64(i))
-		pod.Name = fmt.Sprintf("warm-%d", i)
-		for {
-			if _, err = sc[0].CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("%s admits no pod in %s: %w", s.Name, ns, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return nil
 }
 
 // createPhase runs cfg.clients closed-loop creators, client i on server i%3.

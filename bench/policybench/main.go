@@ -206,7 +206,7 @@ func (b *bench) run(ctx context.Context, w *workload, policyd, kubeRouter string
 
 // startAPI runs miniapi on bolt in a temporary directory on the host's loopback.
 func (b *bench) startAPI(ctx context.Context) error {
-	controlplane.TuneRuntime()
+	controlplane.TuneRuntime(context.Background(), controlplane.DefaultMemoryLimit)
 	dir, err := os.MkdirTemp("", "policybench-")
 	if err != nil {
 		return err

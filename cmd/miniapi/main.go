@@ -20,6 +20,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func main() {
@@ -31,6 +32,7 @@ func main() {
 func newCommand() *cobra.Command {
 	var o controlplane.Options
 	var verbose bool
+	memoryLimit := resource.QuantityValue{Quantity: *resource.NewQuantity(controlplane.DefaultMemoryLimit, resource.BinarySI)}
 	cmd := &cobra.Command{
 		Use:           "miniapi",
 		Short:         "Kubernetes API server, scheduler and controllers in one process",
@@ -40,9 +42,9 @@ func newCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Log = daemon.Logger(verbose)
 			o.Ready = daemon.NotifyReady
-			controlplane.TuneRuntime()
 			ctx, stop := daemon.SignalContext()
 			defer stop()
+			controlplane.TuneRuntime(ctx, memoryLimit.Value())
 			return controlplane.Run(ctx, o)
 		},
 	}
@@ -90,6 +92,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "its private key")
 	f.BoolVar(&o.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (non-resource paths: cluster-admin reads them, as kube-apiserver's)")
 	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
+	f.Var(&memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (GOMEMLIMIT, which overrides it): the collector runs more often as memory nears it; it grows to twice the live heap when that is more (about 15 KiB a stored pod); 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand(), newEtcdCertsCommand())
 	return cmd

@@ -14,11 +14,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -180,6 +184,41 @@ func KubeAPIServerArgs(binary string, etcd *etcdtest.Cluster, etcdPrefix, saKey 
 			"--service-account-issuer", controlplane.DefaultIssuer, "--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
 			"--service-cluster-ip-range", clusterdefaults.ServiceCIDR}
 	}
+}
+
+// Namespace creates ns and its default ServiceAccount (kube-apiserver alone runs no
+// controller that would) and waits until every server admits a pod in it.
+func Namespace(servers []*Server, ns string) error {
+	c, err := servers[0].Clients(1)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if _, err := c[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if _, err := c[0].CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for i, s := range servers {
+		sc, err := s.Clients(1)
+		if err != nil {
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		pod := benchapi.Pod(ns, int64(i))
+		pod.Name = fmt.Sprintf("warm-%d", i)
+		for {
+			if _, err = sc[0].CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s admits no pod in %s: %w", s.Name, ns, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func freePort() (string, error) {

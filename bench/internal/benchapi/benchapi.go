@@ -35,7 +35,7 @@ import (
 // client (rate limits lifted) and a channel with Run's result. The fake nodes post no
 // heartbeats, so the node lifecycle controller is off.
 func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
-	controlplane.TuneRuntime()
+	controlplane.TuneRuntime(ctx, controlplane.DefaultMemoryLimit)
 	dir, err := os.MkdirTemp("", "benchapi-")
 	if err != nil {
 		return nil, nil, err

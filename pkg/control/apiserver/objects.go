@@ -40,7 +40,7 @@ type storedObject struct {
 type derived struct {
 	// The object and its JSON are kept once made; a failure is not (a conversion webhook
 	// may be down for a moment), the next reader tries again.
-	json kept[[]byte]
+	json kept[jsonForm]
 	obj  kept[runtime.Object]
 
 	protobufOnce sync.Once
@@ -154,22 +154,49 @@ func (o *storedObject) Object() (runtime.Object, error) {
 	return o.obj.get(func() (runtime.Object, error) { return generic.Decode(o.res, o.value, o.rev) })
 }
 
-// JSON is the object as a response or a watch event carries it.
+// JSON is the object as a response or a watch event carries it: a copy of the stored
+// value's bytes with its resourceVersion put in (see jsonPieces), or the JSON the object
+// encodes to where it is converted or fixed up as it is read, which is kept.
 func (o *storedObject) JSON() ([]byte, error) {
-	return o.json.get(func() ([]byte, error) {
-		// The stored JSON is what is sent, unless it is converted to another version or
-		// brought up to the kind's current rules as it is read.
+	p, err := o.jsonPieces()
+	if err != nil || p[1] == nil {
+		return p[0], err
+	}
+	return bytes.Join(p[:], nil), nil
+}
+
+// jsonPieces are the object's JSON in pieces written one after the other: the stored value
+// up to where its resourceVersion goes, that field, and the rest of the value, so that a
+// LIST copies no stored value and nothing but an offset is kept per version; or, where the
+// resource converts the object or its rules fix it up as it is read, the whole JSON, kept.
+func (o *storedObject) jsonPieces() ([3][]byte, error) {
+	f, err := o.json.get(func() (jsonForm, error) {
 		if o.res.Conversion == nil && o.res.Rules.Decoded == nil {
-			if out, ok := withResourceVersion(o.value, o.rev); ok {
-				return out, nil
+			if at, ok := resourceVersionAt(o.value); ok {
+				return jsonForm{at: at}, nil
 			}
 		}
 		obj, err := o.Object()
 		if err != nil {
-			return nil, err
+			return jsonForm{}, err
 		}
-		return json.Marshal(obj)
+		whole, err := json.Marshal(obj)
+		return jsonForm{whole: whole}, err
 	})
+	switch {
+	case err != nil:
+		return [3][]byte{}, err
+	case f.whole != nil:
+		return [3][]byte{f.whole}, nil
+	}
+	return [3][]byte{o.value[:f.at], resourceVersionField(o.value, f.at, o.rev), o.value[f.at:]}, nil
+}
+
+// jsonForm is how a version's JSON is made: whole, or the stored value with the
+// resourceVersion put in at offset at.
+type jsonForm struct {
+	whole []byte
+	at    int
 }
 
 // kept is a value made once by its first reader that succeeds: a failure is returned to
@@ -260,19 +287,16 @@ func storedMetadata(value []byte, rev int64) (md []byte, ok bool) {
 	return withResourceVersionAt(value[start:end], 1, rev), true
 }
 
-// withResourceVersion puts metadata.resourceVersion into a stored object's JSON (which never
-// holds it) as the first field of its metadata: the object decoding and encoding again would
-// give, but for the order of its fields, at the cost of a copy. ok is false when value is
-// not a JSON object with a metadata object.
-func withResourceVersion(value []byte, rev int64) (out []byte, ok bool) {
+// resourceVersionAt is where metadata.resourceVersion goes into a stored object's JSON
+// (which never holds it): as the first field of its metadata, which gives the object
+// decoding and encoding again would, but for the order of its fields. ok is false when
+// value is not a JSON object with a metadata object.
+func resourceVersionAt(value []byte) (at int, ok bool) {
 	if !json.Valid(value) {
-		return nil, false
+		return 0, false
 	}
 	start, _, ok := metadataSpan(value)
-	if !ok {
-		return nil, false
-	}
-	return withResourceVersionAt(value, start+1, rev), true
+	return start + 1, ok
 }
 
 // metadataSpan finds the top-level "metadata" object of a JSON object: value[start:end]. The
@@ -302,10 +326,15 @@ func metadataSpan(value []byte) (start, end int, ok bool) {
 // withResourceVersionAt copies b with a resourceVersion field put at at, just after the
 // opening brace of a metadata object.
 func withResourceVersionAt(b []byte, at int, rev int64) []byte {
+	return bytes.Join([][]byte{b[:at], resourceVersionField(b, at, rev), b[at:]}, nil)
+}
+
+// resourceVersionField is the resourceVersion field that goes into b at at, with the comma
+// when more metadata fields follow.
+func resourceVersionField(b []byte, at int, rev int64) []byte {
 	field := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
-	if rest := bytes.TrimSpace(b[at:]); len(rest) > 0 && rest[0] != '}' { // more metadata fields follow
+	if rest := bytes.TrimSpace(b[at:]); len(rest) > 0 && rest[0] != '}' {
 		field += ","
 	}
-	out := make([]byte, 0, len(b)+len(field))
-	return append(append(append(out, b[:at]...), field...), b[at:]...)
+	return []byte(field)
 }

@@ -30,15 +30,20 @@ func TestWithResourceVersion(t *testing.T) {
 		`["metadata",{}]`:                    "",
 		`{"kind":"Pod","metadata":{"a":1}}x`: "",
 	} {
-		got, ok := withResourceVersion([]byte(in), 42)
-		if ok != (want != "") || string(got) != want {
-			t.Errorf("withResourceVersion(%s) = %s, %v; want %s", in, got, ok, want)
+		at, ok := resourceVersionAt([]byte(in))
+		if ok != (want != "") {
+			t.Errorf("resourceVersionAt(%s) = %v, want %v", in, ok, want != "")
+			continue
+		}
+		if got := withResourceVersionAt([]byte(in), at, 42); ok && string(got) != want {
+			t.Errorf("%s with resourceVersion 42 = %s, want %s", in, got, want)
 		}
 	}
 }
 
 // Readers of one version's bytes share what is derived from them; other bytes, even equal,
-// do not; the entry goes once the bytes are collected.
+// do not; the entry goes once the bytes are collected. Its JSON is made from the stored
+// bytes each time: only where the resourceVersion goes is kept.
 func TestEncodingsShareByTheValuesBytes(t *testing.T) {
 	reg, err := registry.Builtin()
 	if err != nil {
@@ -53,8 +58,14 @@ func TestEncodingsShareByTheValuesBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	jb, _ := b.JSON()
-	if a.derived != b.derived || unsafe.SliceData(ja) != unsafe.SliceData(jb) {
+	if a.derived != b.derived || !a.json.done.Load() {
 		t.Fatal("two readers of the same bytes derived their JSON twice")
+	}
+	if want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"7","name":"a","namespace":"default"}}`; string(ja) != want || string(jb) != want {
+		t.Fatalf("JSON %s and %s, want %s", ja, jb, want)
+	}
+	if unsafe.SliceData(ja) == unsafe.SliceData(jb) || a.json.v.whole != nil {
+		t.Fatal("a copy of the JSON was kept")
 	}
 	if c := e.object(res, bytes.Clone(value), 7); c.derived == a.derived {
 		t.Fatal("other bytes shared a derivation")

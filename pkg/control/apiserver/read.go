@@ -54,7 +54,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	// The body is shared with other readers: write it as it is. A client going away mid-body
+	// The body may be shared with other readers: write it as it is. A client going away mid-body
 	// is not ours to report.
 	_, _ = w.Write(body)
 	_, _ = w.Write([]byte("\n"))
@@ -125,16 +125,20 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		writeJSON(w, http.StatusOK, table)
 		return nil
 	case asPartialMetadataList:
-		partial := func(item *storedObject) ([]byte, error) { return item.PartialMetadata(rep.version) }
+		partial := func(item *storedObject) ([3][]byte, error) {
+			body, err := item.PartialMetadata(rep.version)
+			return [3][]byte{body}, err
+		}
 		return writeList(w, metav1.TypeMeta{Kind: asPartialMetadataList, APIVersion: rep.apiVersion()}, listMeta, items, partial)
 	}
-	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).JSON)
+	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).jsonPieces)
 }
 
-// writeList writes what encoding a typed list would, but puts the items' shared encodings
-// (encode's) in the list envelope instead of encoding every object.
-func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) ([]byte, error)) error {
-	bodies := make([][]byte, len(items))
+// writeList writes what encoding a typed list would, but puts the items' stored or shared
+// encodings (encode's, in pieces written one after the other) in the list envelope instead
+// of encoding every object.
+func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.ListMeta, items []*storedObject, encode func(*storedObject) ([3][]byte, error)) error {
+	bodies := make([][3][]byte, len(items))
 	for i, item := range items {
 		var err error
 		if bodies[i], err = encode(item); err != nil {
@@ -161,7 +165,9 @@ func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.
 		if i > 0 {
 			_ = out.WriteByte(',')
 		}
-		_, _ = out.Write(body)
+		for _, piece := range body {
+			_, _ = out.Write(piece)
+		}
 	}
 	_, _ = out.WriteString("]}\n")
 	_ = out.Flush()
