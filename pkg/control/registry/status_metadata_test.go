@@ -21,8 +21,8 @@ import (
 // APIService's labels and annotations. The status-lifecycle conformance tests of Services,
 // Ingresses and Namespaces patch an annotation and the status at once.
 func TestStatusTakesMetadata(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
-	ctx, ns := context.Background(), "default"
+	c := controlplanetest.Shared(t)
+	ctx, ns := context.Background(), c.Namespace
 	dyn := dynamic.NewForConfigOrDie(c.Config)
 	create := func(obj any) {
 		t.Helper()
