@@ -18,9 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The tests share one miniapi, each in a namespace of its own.
-func TestMain(m *testing.M) { controlplanetest.Main(m) }
-
 func template(app string) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
@@ -30,7 +27,7 @@ func template(app string) corev1.PodTemplateSpec {
 
 func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 	return &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: template(name)},
 	}
@@ -39,7 +36,7 @@ func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 // ownedPods lists the active pods whose controller has uid, sorted by name.
 func ownedPods(t *testing.T, c kubernetes.Interface, uid string) []corev1.Pod {
 	t.Helper()
-	list, err := c.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
+	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +69,9 @@ func markReady(t *testing.T, c kubernetes.Interface, pod corev1.Pod) {
 }
 
 func TestReplicaSetScalesAndRanks(t *testing.T) {
-	cl := controlplanetest.Shared(t)
+	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	rsClient := cl.Client.AppsV1().ReplicaSets(cl.Namespace)
+	rsClient := cl.Client.AppsV1().ReplicaSets("default")
 	rs, err := rsClient.Create(ctx, replicaSet("web", 3), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,16 +109,16 @@ func TestReplicaSetScalesAndRanks(t *testing.T) {
 }
 
 func TestReplicaSetAdoptsAndReleases(t *testing.T) {
-	cl := controlplanetest.Shared(t)
+	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "api"}}, Spec: template("api").Spec}
-	if _, err := cl.Client.CoreV1().Pods(cl.Namespace).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", Labels: map[string]string{"app": "api"}}, Spec: template("api").Spec}
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Let the controller's pod cache see the orphan before the set appears, as it would
 	// have long before on a live cluster; otherwise the set may create both pods first.
 	time.Sleep(500 * time.Millisecond)
-	rs, err := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Create(ctx, replicaSet("api", 2), metav1.CreateOptions{})
+	rs, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, replicaSet("api", 2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +132,11 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	}
 	// Relabel the adopted pod out of the selector: released, and replaced.
 	patch := []byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`)
-	if _, err := cl.Client.CoreV1().Pods(cl.Namespace).Patch(ctx, "orphan", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+	if _, err := cl.Client.CoreV1().Pods("default").Patch(ctx, "orphan", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	controllertest.WaitFor(t, "the relabelled pod released", 20*time.Second, func() (bool, string) {
-		p, err := cl.Client.CoreV1().Pods(cl.Namespace).Get(ctx, "orphan", metav1.GetOptions{})
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "orphan", metav1.GetOptions{})
 		return err == nil && metav1.GetControllerOf(p) == nil, fmt.Sprintf("%v %v", err, p.OwnerReferences)
 	})
 	after := waitOwned(t, cl.Client, string(rs.UID), 2)
@@ -154,19 +151,19 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 // creations never makes more pods than asked: every pod the controller creates is watched
 // and counted.
 func TestReplicationControllerBurst(t *testing.T) {
-	cl := controlplanetest.Shared(t)
+	cl := controlplanetest.Start(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := cl.Client.CoreV1().Pods(cl.Namespace).Watch(ctx, metav1.ListOptions{})
+	w, err := cl.Client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc := &corev1.ReplicationController{
-		ObjectMeta: metav1.ObjectMeta{Name: "burst"},
+		ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
 		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](40), Selector: map[string]string{"app": "burst"},
 			Template: ptr.To(template("burst"))},
 	}
-	created, err := cl.Client.CoreV1().ReplicationControllers(cl.Namespace).Create(ctx, rc, metav1.CreateOptions{})
+	created, err := cl.Client.CoreV1().ReplicationControllers("default").Create(ctx, rc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +187,7 @@ func TestReplicationControllerBurst(t *testing.T) {
 		t.Errorf("%d pods were created in all, want 40 (no extra creation)", adds)
 	}
 	controllertest.WaitFor(t, "RC status", 20*time.Second, func() (bool, string) {
-		got, _ := cl.Client.CoreV1().ReplicationControllers(cl.Namespace).Get(ctx, "burst", metav1.GetOptions{})
+		got, _ := cl.Client.CoreV1().ReplicationControllers("default").Get(ctx, "burst", metav1.GetOptions{})
 		return got.Status.Replicas == 40 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
 	})
 	cl.MustKubectl(t, "", "scale", "rc/burst", "--replicas=0")
@@ -201,15 +198,15 @@ func TestReplicationControllerBurst(t *testing.T) {
 // qualified name: templates do not validate finalizers, pods do, as in Kubernetes) gives
 // the ReplicaFailure condition and a FailedCreate event, and few attempts (slow start).
 func TestReplicaFailure(t *testing.T) {
-	cl := controlplanetest.Shared(t)
+	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
 	rs := replicaSet("broken", 8)
 	rs.Spec.Template.Finalizers = []string{"not a finalizer"}
-	if _, err := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	if _, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	controllertest.WaitFor(t, "ReplicaFailure condition", 20*time.Second, func() (bool, string) {
-		got, _ := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Get(ctx, "broken", metav1.GetOptions{})
+		got, _ := cl.Client.AppsV1().ReplicaSets("default").Get(ctx, "broken", metav1.GetOptions{})
 		for _, c := range got.Status.Conditions {
 			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate" && strings.Contains(c.Message, "finalizer") {
 				return true, ""
@@ -218,7 +215,7 @@ func TestReplicaFailure(t *testing.T) {
 		return false, fmt.Sprintf("%+v", got.Status.Conditions)
 	})
 	failures := func() int32 {
-		events, err := cl.Client.CoreV1().Events(cl.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "broken").String()})
+		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "broken").String()})
 		if err != nil {
 			t.Fatal(err)
 		}
