@@ -67,8 +67,8 @@ lint:
 # The fast loop: the unit tests, with the race detector. -short makes internal/testenv skip
 # the integration tests (RequireRoot, Integration: root, containerd, a VM, or whole daemons
 # such as pkg/control/controlplane's clusters or etcd); `make test` runs without it, so they all
-# run there. The clients' tests on an in-process miniapi (controlplanetest) stay: those that
-# need no options of their own share one per package. The last line is the wall time and the
+# run there. The clients' tests on an in-process miniapi (controlplanetest) stay; tests that
+# need no options of their own can share one per package (Shared). The last line is the wall time and the
 # CPU time it took (user + sys, the builds included): on a shared machine the CPU time says
 # whether a slow wall time was the load; there MINIK8S_TEST_TIMEOUT_SCALE=3 stretches the
 # tests' limits (internal/testenv.Timeout).
