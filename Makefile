@@ -66,9 +66,12 @@ lint:
 
 # The fast loop: the unit tests, with the race detector. -short makes internal/testenv skip
 # the integration tests (RequireRoot, Integration: root, containerd, a VM, or whole daemons
-# such as a control plane or etcd); `make test` runs without it, so they all run there. The
-# last line is the wall time and the CPU time it took (user + sys, the builds included): on a
-# shared machine the CPU time says whether a slow wall time was the load.
+# such as pkg/control/controlplane's clusters or etcd); `make test` runs without it, so they all
+# run there. The clients' tests on an in-process miniapi (controlplanetest) stay; tests that
+# need no options of their own can share one per package (Shared). The last line is the wall time and the
+# CPU time it took (user + sys, the builds included): on a shared machine the CPU time says
+# whether a slow wall time was the load; there MINIK8S_TEST_TIMEOUT_SCALE=3 stretches the
+# tests' limits (internal/testenv.Timeout).
 unit:
 	@TIMEFORMAT='%0Rs wall, %0Us user + %0Ss sys CPU'; \
 		{ time { $(GO) test -short -race -count=1 -timeout 15m ./...; rc=$$?; printf 'make unit: exit %d, ' $$rc; }; } 2>&1; \

@@ -15,11 +15,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // UnderMakeTest reports whether the tests run under `make test`.
 func UnderMakeTest() bool { return os.Getenv("MINIK8S_MAKE_TEST") == "1" }
+
+// TimeoutScaleEnv names the factor Timeout stretches a test's limits by: a machine shared
+// with other work (load far above its cores) sets it above 1 rather than the tests waiting
+// longer everywhere.
+const TimeoutScaleEnv = "MINIK8S_TEST_TIMEOUT_SCALE"
+
+// Timeout is d stretched by $MINIK8S_TEST_TIMEOUT_SCALE (a positive number, 1 when unset).
+func Timeout(d time.Duration) time.Duration {
+	scale, err := strconv.ParseFloat(os.Getenv(TimeoutScaleEnv), 64)
+	if err != nil || scale <= 0 {
+		return d
+	}
+	return time.Duration(float64(d) * scale)
+}
 
 // Missing stops t for want of something: a failure under `make test`, a skip elsewhere.
 func Missing(t testing.TB, format string, args ...any) {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMissingFailsUnderMakeTest runs a test that lacks a tool twice in a child process:
@@ -60,5 +61,23 @@ func TestModuleDir(t *testing.T) {
 	dir := ModuleDir(t, "sigs.k8s.io/gateway-api")
 	if _, err := os.Stat(dir + "/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"); err != nil {
 		t.Errorf("ModuleDir: %v", err)
+	}
+}
+
+func TestTimeoutScales(t *testing.T) {
+	for _, tc := range []struct {
+		scale string
+		want  time.Duration
+	}{
+		{"", 20 * time.Second},
+		{"3", time.Minute},
+		{"0.5", 10 * time.Second},
+		{"0", 20 * time.Second},
+		{"lots", 20 * time.Second},
+	} {
+		t.Setenv(TimeoutScaleEnv, tc.scale)
+		if got := Timeout(20 * time.Second); got != tc.want {
+			t.Errorf("%s=%q: Timeout(20s) = %v, want %v", TimeoutScaleEnv, tc.scale, got, tc.want)
+		}
 	}
 }

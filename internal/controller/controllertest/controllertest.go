@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,11 +18,12 @@ import (
 // poll is how often a condition is looked at again.
 const poll = 100 * time.Millisecond
 
-// WaitFor looks at cond now and every poll until it holds, failing t after within with what
-// it waited for and the last state cond reported. cond runs on the test's goroutine, so it
-// may fail t itself.
+// WaitFor looks at cond now and every poll until it holds, failing t after within (stretched
+// by testenv.Timeout) with what it waited for and the last state cond reported. cond runs on
+// the test's goroutine, so it may fail t itself.
 func WaitFor(t testing.TB, what string, within time.Duration, cond func() (ok bool, state string)) {
 	t.Helper()
+	within = testenv.Timeout(within)
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), poll, within, true, func(context.Context) (bool, error) {
 		ok, state := cond()

@@ -15,8 +15,8 @@ import (
 // whatever the client sent, a spec change counts one more, a label change none, and a
 // graceful deletion one more (the pod generation conformance tests).
 func TestPodGeneration(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
-	ctx, pods := context.Background(), c.Client.CoreV1().Pods("default")
+	c := controlplanetest.Shared(t)
+	ctx, pods := context.Background(), c.Client.CoreV1().Pods(c.Namespace)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gen", Generation: 100},
 		Spec: corev1.PodSpec{NodeName: "node-1", ActiveDeadlineSeconds: ptr.To[int64](5000),
 			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}

@@ -26,8 +26,8 @@ func cpuMem(cpu, mem string) corev1.ResourceList {
 // subresource, and the resizes Kubernetes refuses refused with its messages (the
 // "Pod InPlace Resize" conformance tests and their invalid-patch table).
 func TestPodResize(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
-	ctx, pods := context.Background(), c.Client.CoreV1().Pods("default")
+	c := controlplanetest.Shared(t)
+	ctx, pods := context.Background(), c.Client.CoreV1().Pods(c.Namespace)
 	guaranteed := corev1.ResourceRequirements{Requests: cpuMem("20m", "35Mi"), Limits: cpuMem("20m", "35Mi")}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rs", Labels: map[string]string{"a": "1"}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
@@ -93,7 +93,7 @@ func TestPodResize(t *testing.T) {
 		t.Errorf("after UpdateResize: generation %d, c2 %+v", got.Generation, got.Spec.Containers[1].Resources)
 	}
 	dyn := dynamic.NewForConfigOrDie(c.Config)
-	u, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("default").Get(ctx, "rs", metav1.GetOptions{}, "resize")
+	u, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(c.Namespace).Get(ctx, "rs", metav1.GetOptions{}, "resize")
 	if err != nil {
 		t.Fatal(err)
 	}

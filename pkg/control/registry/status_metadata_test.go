@@ -21,8 +21,9 @@ import (
 // APIService's labels and annotations. The status-lifecycle conformance tests of Services,
 // Ingresses and Namespaces patch an annotation and the status at once.
 func TestStatusTakesMetadata(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
-	ctx, ns := context.Background(), "default"
+	c := controlplanetest.Shared(t)
+	// team is named after the test's namespace, so a second run (-count) makes a new one.
+	ctx, ns, team := context.Background(), c.Namespace, c.Namespace+"-a"
 	dyn := dynamic.NewForConfigOrDie(c.Config)
 	create := func(obj any) {
 		t.Helper()
@@ -42,7 +43,7 @@ func TestStatusTakesMetadata(t *testing.T) {
 		}
 	}
 	labels := map[string]string{"app": "web"}
-	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}})
 	create(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To("example.com/internal-vip"),
 			Ports: []corev1.ServicePort{{Port: 80}}}})
@@ -62,7 +63,7 @@ func TestStatusTakesMetadata(t *testing.T) {
 		annotation bool // the patched annotation is taken
 		label      bool // the patched label is taken
 	}{
-		{gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), name: "team-a",
+		{gvr: corev1.SchemeGroupVersion.WithResource("namespaces"), name: team,
 			patch:      `{"spec":{"finalizers":[]},"status":{"conditions":[{"type":"StatusPatch","status":"True","reason":"E2E"}]}}`,
 			annotation: true, label: true},
 		{gvr: corev1.SchemeGroupVersion.WithResource("services"), namespace: ns, name: "web",
@@ -96,7 +97,7 @@ func TestStatusTakesMetadata(t *testing.T) {
 		})
 	}
 	// The spec stays through status: the namespace keeps its kubernetes finalizer.
-	got, err := c.Client.CoreV1().Namespaces().Get(ctx, "team-a", metav1.GetOptions{})
+	got, err := c.Client.CoreV1().Namespaces().Get(ctx, team, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,23 +21,27 @@ import (
 // The tests play the kubelet: pods do not run, the test writes their status, and finishes
 // the deletion of pods being deleted as a kubelet does once their containers stopped.
 
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
+
+// start gives t a namespace of its own on the package's miniapi and a node of its own to
+// run pods on (a node stops heartbeating when its test ends).
 func start(t *testing.T) (*controlplanetest.Cluster, context.Context) {
-	c := controlplanetest.Start(t, nil)
-	c.CreateReadyNode(t, "node-1", 110, nil)
+	c := controlplanetest.Shared(t)
+	c.CreateReadyNode(t, c.Namespace, 110, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go kubeletDeletes(ctx, c.Client)
+	go kubeletDeletes(ctx, c.Client, c.Namespace)
 	return c, ctx
 }
 
-// kubeletDeletes removes pods being deleted gracefully, as their kubelet would.
-func kubeletDeletes(ctx context.Context, client kubernetes.Interface) {
+// kubeletDeletes removes pods of namespace being deleted gracefully, as their kubelet would.
+func kubeletDeletes(ctx context.Context, client kubernetes.Interface, namespace string) {
 	for ctx.Err() == nil {
-		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for _, p := range pods.Items {
 				if p.DeletionTimestamp != nil && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 0) {
-					_ = client.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+					_ = client.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 				}
 			}
 		}
@@ -50,7 +54,7 @@ func kubeletDeletes(ctx context.Context, client kubernetes.Interface) {
 
 func newJob(name string) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers:    []corev1.Container{{Name: "work", Image: "localhost/minik8s/busybox:v1"}},
@@ -60,7 +64,7 @@ func newJob(name string) *batchv1.Job {
 
 func jobPods(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job string) []corev1.Pod {
 	t.Helper()
-	pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	pods, err := c.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +87,7 @@ func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, p
 	}
 	// The scheduler writes the status of unbound pods too: retry on conflict.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		cur, err := c.Client.CoreV1().Pods(c.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -91,7 +95,7 @@ func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, p
 		cur.Status.Conditions = append(cur.Status.Conditions, conditions...)
 		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "work", State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, FinishedAt: metav1.Now()}}}}
-		_, err = c.Client.CoreV1().Pods("default").UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		_, err = c.Client.CoreV1().Pods(c.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -101,14 +105,14 @@ func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, p
 
 func createJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, j *batchv1.Job) {
 	t.Helper()
-	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.BatchV1().Jobs(c.Namespace).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func getJob(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, name string) *batchv1.Job {
 	t.Helper()
-	j, err := c.Client.BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+	j, err := c.Client.BatchV1().Jobs(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func jobCondition(j *batchv1.Job, ct batchv1.JobConditionType) *batchv1.JobCondi
 
 func events(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job *batchv1.Job) []corev1.Event {
 	t.Helper()
-	evs, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(job.UID)})
+	evs, err := c.Client.CoreV1().Events(c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(job.UID)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +151,7 @@ func TestIndexedJob(t *testing.T) {
 	j := newJob("idx")
 	j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](5), ptr.To[int32](2)
 	j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
-	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, j, metav1.CreateOptions{})
+	j, err := c.Client.BatchV1().Jobs(c.Namespace).Create(ctx, j, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +360,7 @@ func TestPodFailurePolicy(t *testing.T) {
 	finishPod(t, ctx, c, pod, 42)
 	controllertest.Until(t, "the job to fail", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed) != nil })
 	cond := jobCondition(getJob(t, ctx, c, "policy"), batchv1.JobFailed)
-	want := fmt.Sprintf("Container work for pod default/%s failed with exit code 42 matching FailJob rule at index 0", pod.Name)
+	want := fmt.Sprintf("Container work for pod %s/%s failed with exit code 42 matching FailJob rule at index 0", c.Namespace, pod.Name)
 	if cond.Reason != "PodFailurePolicy" || cond.Message != want {
 		t.Errorf("Failed condition = %+v, want message %q", cond, want)
 	}
@@ -365,7 +369,7 @@ func TestPodFailurePolicy(t *testing.T) {
 // A pod of a deleted Job loses the job-tracking finalizer, so it does not linger.
 func TestDeletedJobReleasesPods(t *testing.T) {
 	c, ctx := start(t)
-	j, err := c.Client.BatchV1().Jobs("default").Create(ctx, newJob("gone"), metav1.CreateOptions{})
+	j, err := c.Client.BatchV1().Jobs(c.Namespace).Create(ctx, newJob("gone"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +400,7 @@ func TestAdoptAndRelease(t *testing.T) {
 	job := getJob(t, ctx, c, "adopt")
 	controllertest.Until(t, "two pods", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "adopt"))) == 2 })
 	name := running(jobPods(t, ctx, c, "adopt"))[0].Name
-	pods := c.Client.CoreV1().Pods("default")
+	pods := c.Client.CoreV1().Pods(c.Namespace)
 	if _, err := pods.Patch(ctx, name, "application/merge-patch+json", []byte(`{"metadata":{"ownerReferences":null,"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

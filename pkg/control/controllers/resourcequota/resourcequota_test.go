@@ -14,9 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// The tests share one miniapi, each counting in a namespace of its own.
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
+
 func used(t *testing.T, c *controlplanetest.Cluster, name string) string {
 	t.Helper()
-	q, err := c.Client.CoreV1().ResourceQuotas("default").Get(context.Background(), name, metav1.GetOptions{})
+	q, err := c.Client.CoreV1().ResourceQuotas(c.Namespace).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +62,18 @@ func pod(name, cpu, memory string, phase corev1.PodPhase) *corev1.Pod {
 // services and Jobs (count/jobs.batch); a BestEffort-scoped quota counts only pods without
 // requests; kubectl reads it.
 func TestQuotaUsage(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
+	c := controlplanetest.Shared(t)
 	ctx := context.Background()
 	// The root-ca-cert-publisher's kube-root-ca.crt counts too: wait for it before counting.
 	for i := 0; i < 100; i++ {
-		if _, err := c.Client.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err == nil {
+		if _, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	cms, _ := c.Client.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	cms, _ := c.Client.CoreV1().ConfigMaps(c.Namespace).List(ctx, metav1.ListOptions{})
 	baseCMs := len(cms.Items)
-	svcs, _ := c.Client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	svcs, _ := c.Client.CoreV1().Services(c.Namespace).List(ctx, metav1.ListOptions{})
 	baseSvcs := len(svcs.Items) // the "kubernetes" Service counts too
 	c.MustKubectl(t, "", "create", "quota", "all", "--hard=pods=10,services=5,configmaps=20,secrets=10,count/jobs.batch=3")
 	// Compute quotas oblige every pod they cover to state its resources (ResourceQuota
@@ -87,7 +90,7 @@ func TestQuotaUsage(t *testing.T) {
 	waitUsed(t, c, "compute", compute("0", "0"))
 	waitUsed(t, c, "besteffort", "pods=0/5")
 
-	pods := c.Client.CoreV1().Pods("default")
+	pods := c.Client.CoreV1().Pods(c.Namespace)
 	for _, p := range []*corev1.Pod{pod("a", "250m", "128Mi", ""), pod("b", "500m", "256Mi", ""), pod("be", "", "", "")} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -134,7 +137,7 @@ func TestQuotaUsage(t *testing.T) {
 // deleted pod releases them (conformance: "should create a ResourceQuota and capture the
 // life of a pod").
 func TestQuotaExtendedResources(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
+	c := controlplanetest.Shared(t)
 	ctx := context.Background()
 	c.MustKubectl(t, "", "create", "quota", "devices", "--hard=requests.example.com/dongle=3,hugepages-2Mi=8Mi,requests.hugepages-2Mi=8Mi")
 	waitUsed(t, c, "devices", "hugepages-2Mi=0/8Mi requests.example.com/dongle=0/3 requests.hugepages-2Mi=0/8Mi")
@@ -146,7 +149,7 @@ func TestQuotaExtendedResources(t *testing.T) {
 		p.Spec.Containers[0].Resources.Limits = p.Spec.Containers[0].Resources.Requests
 		return p
 	}
-	pods := c.Client.CoreV1().Pods("default")
+	pods := c.Client.CoreV1().Pods(c.Namespace)
 	if _, err := pods.Create(ctx, withDevices("fits", "2", "4Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +168,12 @@ func TestQuotaExtendedResources(t *testing.T) {
 // object just charged, and a recount would drop its charge (conformance: "should create a
 // ResourceQuota and capture the life of a configMap", under load).
 func TestQuotaKeepsChargesOnUpdates(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
+	c := controlplanetest.Shared(t)
 	ctx := context.Background()
 	c.MustKubectl(t, "", "create", "quota", "objects", "--hard=resourcequotas=2,secrets=10")
 	waitUsed(t, c, "objects", "resourcequotas=1/2 secrets=0/10")
 	// What admission does when it charges a secret the secrets informer has not seen yet.
-	quotas := c.Client.CoreV1().ResourceQuotas("default")
+	quotas := c.Client.CoreV1().ResourceQuotas(c.Namespace)
 	q, err := quotas.Get(ctx, "objects", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ package controlplanetest
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -34,13 +36,42 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     kubernetes.Interface
 	Options    controlplane.Options
+	// Namespace is the test's own namespace on a Shared cluster ("" on one of Start's):
+	// Kubectl works in it.
+	Namespace string
 }
 
+// readyWithin is how long a new miniapi may take to answer ready, stretched by
+// testenv.Timeout: it takes a few CPU seconds under -race, which at load 40 on two cores
+// took over a minute.
+const readyWithin = 2 * time.Minute
+
 // Start runs miniapi on a fresh bolt store until the test ends; change, if not nil, edits
-// the options first (e.g. Controllers).
+// the options first (e.g. Controllers). A test that needs no options of its own and can
+// work in a namespace of its own takes Shared instead.
 func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 	t.Helper()
-	o := controlplane.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: FreePort(t), Store: "bolt",
+	dir := t.TempDir()
+	c, stop, err := launch(dir, change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("miniapi stopped with error: %v", err)
+		}
+	})
+	return c
+}
+
+// launch runs miniapi with its data in dir until stop is called; it returns once miniapi
+// answers ready.
+func launch(dir string, change func(*controlplane.Options)) (c *Cluster, stop func() error, err error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt",
 		ServiceRange: clusterdefaults.ServiceCIDR, Controllers: []string{"*"},
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if change != nil {
@@ -49,51 +80,66 @@ func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- controlplane.Run(ctx, o) }()
-	t.Cleanup(func() {
+	stop = func() error {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("miniapi stopped with error: %v", err)
-		}
-	})
-	c := &Cluster{Kubeconfig: controlplane.AdminKubeconfig(o.DataDir), URL: o.ServerURL(), Options: o}
-	deadline := time.Now().Add(20 * time.Second)
+		return <-done
+	}
+	c = &Cluster{Kubeconfig: controlplane.AdminKubeconfig(o.DataDir), URL: o.ServerURL(), Options: o}
+	within := testenv.Timeout(readyWithin)
+	deadline := time.Now().Add(within)
 	for {
-		var err error
 		select {
 		case err = <-done:
-			t.Fatalf("miniapi stopped before answering: %v", err)
+			cancel()
+			return nil, nil, fmt.Errorf("miniapi stopped before answering: %v", err)
 		default:
 		}
-		c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-		if err == nil {
-			c.Config.QPS, c.Config.Burst = 500, 1000
-			c.Client, err = kubernetes.NewForConfig(c.Config)
-		}
-		if err == nil {
-			_, err = c.Client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
-		}
-		if err == nil { // ready: the authorization caches are filled and the bootstrap policy is in
-			_, err = c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		}
-		if err == nil {
-			return c
+		if err = c.connect(ctx); err == nil {
+			return c, stop, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("miniapi did not come up: %v", err)
+			return nil, nil, errors.Join(fmt.Errorf("miniapi did not come up within %v (%s scales it): %v", within, testenv.TimeoutScaleEnv, err), stop())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
+// connect builds c's client and asks miniapi whether it is ready: the authorization caches
+// filled and the bootstrap policy in.
+func (c *Cluster) connect(ctx context.Context) error {
+	var err error
+	c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	c.Config.QPS, c.Config.Burst = 500, 1000
+	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return err
+	}
+	if _, err = c.Client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		return err
+	}
+	_, err = c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err
+}
+
 // FreePort is a loopback TCP port nobody listens on now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Kubectl runs the real kubectl against the cluster with a cache directory of its own.
@@ -104,7 +150,11 @@ func (c *Cluster) Kubectl(t testing.TB, stdin string, args ...string) (string, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
+	flags := []string{"--kubeconfig", c.Kubeconfig, "--cache-dir", t.TempDir()}
+	if c.Namespace != "" {
+		flags = append(flags, "--namespace", c.Namespace)
+	}
+	cmd := exec.Command(bin, append(flags, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
