@@ -76,9 +76,15 @@ type Handle struct {
 	fwk     *framework.Framework
 }
 
-// NewHandle makes a Handle whose informers hold objs.
+// NewHandle makes a Handle whose informers hold objs and whose clientset holds the
+// snapshot's pods (what preemption patches and deletes).
 func NewHandle(snap *cache.Snapshot, objs ...any) *Handle {
 	client := fake.NewClientset()
+	for _, n := range snap.List() {
+		for _, pi := range n.Pods {
+			_ = client.Tracker().Add(pi.Pod)
+		}
+	}
 	f := informers.NewSharedInformerFactory(client, 0)
 	h := &Handle{Snap: snap, client: client, factory: f}
 	core := f.Core().V1()

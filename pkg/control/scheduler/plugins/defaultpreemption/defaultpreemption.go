@@ -8,6 +8,7 @@ package defaultpreemption
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
@@ -20,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -100,6 +102,12 @@ func (p *Plugin) PostFilter(ctx context.Context, _ *framework.CycleState, pod *f
 	}
 	best := pick(candidates)
 	for _, v := range best.victims {
+		if err := p.markDisruptionTarget(ctx, v, pod.Pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // gone already
+			}
+			return "", framework.AsStatus(fmt.Errorf("preempt %s/%s: %w", v.Namespace, v.Name, err))
+		}
 		err := p.client.CoreV1().Pods(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &v.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return "", framework.AsStatus(fmt.Errorf("preempt %s/%s: %w", v.Namespace, v.Name, err))
@@ -109,6 +117,31 @@ func (p *Plugin) PostFilter(ctx context.Context, _ *framework.CycleState, pod *f
 		}
 	}
 	return best.node, nil
+}
+
+// markDisruptionTarget tells the victim why it goes before it is deleted, as
+// kube-scheduler's preemption executor: a DisruptionTarget condition, reason
+// PreemptionByScheduler (a Job's podFailurePolicy and `kubectl describe` read it).
+func (p *Plugin) markDisruptionTarget(ctx context.Context, victim, preemptor *corev1.Pod) error {
+	for _, c := range victim.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return nil
+		}
+	}
+	scheduler := preemptor.Spec.SchedulerName
+	if scheduler == "" {
+		scheduler = corev1.DefaultSchedulerName
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
+		Message:            scheduler + ": preempting to accommodate a higher priority pod",
+		LastTransitionTime: metav1.Now(),
+	}}}})
+	if err != nil {
+		return err
+	}
+	_, err = p.client.CoreV1().Pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }
 
 // victimsOn finds the fewest lower-priority pods on n whose eviction lets pod fit.

@@ -2,6 +2,7 @@ package defaultpreemption
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
@@ -11,6 +12,8 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/tainttoleration"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -48,7 +51,15 @@ func TestPreemption(t *testing.T) {
 	if !st.IsSuccess() || node != "n1" || len(victims) != 1 || victims[0] != "low1@n1" {
 		t.Fatalf("nominated %q (%v), victims %v; want n1 with low1 only", node, st.Message(), victims)
 	}
-	// Priority 3 cannot evict mid; still n1.
+	// The victim was told why before it went, as kube-scheduler does.
+	if actions := h.Client().(*fake.Clientset).Actions(); len(actions) < 2 || actions[0].GetSubresource() != "status" || actions[1].GetVerb() != "delete" {
+		t.Fatalf("calls %v, want the status patch then the delete", actions)
+	} else if patch := string(actions[0].(clienttesting.PatchAction).GetPatch()); !strings.Contains(patch, `"type":"DisruptionTarget"`) ||
+		!strings.Contains(patch, `"reason":"PreemptionByScheduler"`) || !strings.Contains(patch, `"message":"default-scheduler: preempting to accommodate a higher priority pod"`) {
+		t.Errorf("status patch %s", patch)
+	}
+	// Priority 3 cannot evict mid; still n1 (low1 as the snapshot still has it).
+	_ = h.Client().(*fake.Clientset).Tracker().Add(pods[0])
 	victims = nil
 	if node, _ := p.PostFilter(context.Background(), nil, framework.NewPodInfo(prio(schedtest.Pod("p3", nil, 4000), 3)), statuses); node != "n1" || len(victims) != 2 {
 		t.Fatalf("priority 3, 4 CPUs: %q victims %v, want n1 with both low pods", node, victims)
