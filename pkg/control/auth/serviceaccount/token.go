@@ -98,11 +98,11 @@ func (t *Tokens) Issuer() string { return t.issuer }
 
 // Request is what a token is issued for.
 type Request struct {
-	Account   *corev1.ServiceAccount
-	Pod       *corev1.Pod // nil: not bound to a pod
+	Account *corev1.ServiceAccount
+	Pod     *corev1.Pod // nil: not bound to a pod
 	// Node is the bound pod's node, named in the token with its UID (only its name when
 	// the Node object is gone), as kube-apiserver's ServiceAccountTokenPodNodeInfo.
-	Node *corev1.Node
+	Node      *corev1.Node
 	Audiences []string
 	Expires   time.Duration
 }
