@@ -126,10 +126,10 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 // stopped the balancer still answers (control-plane-1's), a write through it succeeds, and
 // minilet, restarted, becomes active (READY=1 needs the API) and the node stays Ready.
 //
-// Opt-in (MINIK8S_VM_HA=1), not in make test: it has not passed yet on this 2-core host. Its
-// first run (load average 40 to 72) failed before the balancer's checks, where the hand runs
-// did: control-plane-2's miniapi could not bootstrap on the starved two-member etcd cluster
-// (docs/systemd.md, "The HA control plane under systemd").
+// Opt-in (MINIK8S_VM_HA=1), not in make test: 16 minutes at a load average of 8 to 18, and at
+// 40 to 72 it failed before the balancer's checks, where the hand runs did: control-plane-2's
+// miniapi could not bootstrap on the starved two-member etcd cluster (docs/systemd.md, "The
+// HA control plane under systemd").
 func TestHAControlPlaneUnderSystemdInVM(t *testing.T) {
 	if os.Getenv("MINIK8S_VM_HA") != "1" {
 		t.Skip("opt-in, about 30 minutes of two emulated VMs: MINIK8S_VM_HA=1 (docs/systemd.md)")
