@@ -147,7 +147,8 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
 NETWORKDIR ?= $(PREFIX)/lib/systemd/network
 CONFDIR ?= /etc/minik8s
-DAEMONS := miniapi minilet miniproxy etcd
+# apilb.service runs miniproxy apilb: the nodes' local API balancer of an HA control plane.
+DAEMONS := miniapi minilet miniproxy etcd apilb
 # Our commands and etcd's (make etcd), for an HA control plane's etcd unit.
 INSTALLED := $(COMMANDS) etcd etcdctl
 SUBST := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g'
@@ -163,7 +164,7 @@ install:
 		env=$(DESTDIR)$(CONFDIR)/$$d.env; \
 		if [[ -e $$env ]]; then echo "install: kept $$env"; else $(SUBST) systemd/$$d.env >$$env; chmod 0644 $$env; fi; \
 	done
-	@echo "installed; on a systemd host: systemctl daemon-reload, udevadm control --reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy (and etcd on control-plane hosts of an HA control plane)"
+	@echo "installed; on a systemd host: systemctl daemon-reload, udevadm control --reload, edit $(CONFDIR)/*.env, systemctl enable --now miniapi minilet miniproxy (and etcd on control-plane hosts of an HA control plane, apilb on every node of one)"
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALLED)) $(foreach d,$(DAEMONS),$(DESTDIR)$(UNITDIR)/$(d).service) $(DESTDIR)$(MODULESLOADDIR)/minik8s.conf $(DESTDIR)$(NETWORKDIR)/80-minik8s.link

@@ -6,6 +6,7 @@ package systemd_test
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -26,9 +27,18 @@ import (
 )
 
 var (
-	daemons  = []string{"miniapi", "minilet", "miniproxy", "etcd"}
+	daemons  = []string{"miniapi", "minilet", "miniproxy", "etcd", "apilb"}
 	commands = []string{"miniapi", "minilet", "miniproxy", "minilab", "etcd", "etcdctl"}
 )
+
+// command is what a daemon's unit runs: the binary of its name, but for apilb, which is
+// miniproxy's subcommand.
+func command(d string) []string {
+	if d == "apilb" {
+		return []string{"miniproxy", "apilb"}
+	}
+	return []string{d}
+}
 
 // binDir is where the built daemons are: MINIK8S_BIN under make test, else ../bin.
 func binDir(t *testing.T) string {
@@ -40,7 +50,8 @@ func binDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range daemons {
+	for _, d := range daemons {
+		c := command(d)[0]
 		testenv.RequireFile(t, filepath.Join(abs, c), c+" binary (make build)")
 	}
 	return abs
@@ -103,7 +114,7 @@ func TestInstallUninstall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("unit not installed: %v", err)
 		}
-		wantExec := fmt.Sprintf("ExecStart=/usr/local/bin/%s $%s_ARGS\n", d, strings.ToUpper(d))
+		wantExec := fmt.Sprintf("ExecStart=/usr/local/bin/%s $%s_ARGS\n", strings.Join(command(d), " "), strings.ToUpper(d))
 		wantEnv := fmt.Sprintf("EnvironmentFile=/etc/minik8s/%s.env\n", d)
 		for _, want := range []string{wantExec, wantEnv} {
 			if !strings.Contains(string(unitText), want) {
@@ -174,6 +185,7 @@ func TestUnitsVerify(t *testing.T) {
 		"Install/WantedBy": "multi-user.target"}
 	want := map[string]map[string]string{
 		"minilet": {"Service/Delegate": "yes", "Service/KillMode": "process", "Unit/Wants": "containerd.service"},
+		"apilb":   {"Unit/Before": "minilet.service"},
 	}
 	for _, d := range daemons {
 		f, err := os.Open(filepath.Join(unitDir, d+".service"))
@@ -204,8 +216,11 @@ func TestUnitsVerify(t *testing.T) {
 		for k, v := range want[d] {
 			check(k, v)
 		}
-		if d == "minilet" {
+		switch d {
+		case "minilet":
 			check("Unit/After", "containerd.service")
+		case "apilb":
+			check("Unit/Before", "miniproxy.service")
 		}
 	}
 }
@@ -230,7 +245,8 @@ func TestEnvFlagsExist(t *testing.T) {
 		if len(flags) == 0 {
 			t.Fatalf("%s.env: no %s_ARGS with flags", d, strings.ToUpper(d))
 		}
-		help, err := exec.Command(filepath.Join(bin, d), "--help").CombinedOutput()
+		c := command(d)
+		help, err := exec.Command(filepath.Join(bin, c[0]), append(c[1:], "--help")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s --help: %v\n%s", d, err, help)
 		}
@@ -418,4 +434,40 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestApilbNotifiesReady starts a real miniapi and apilb.service's command in front of it
+// and of an address where nothing listens, as apilb.env configures it (the cluster CA for
+// the /readyz checks), and checks that when READY=1 arrives every connection through the
+// balancer reaches miniapi, verified as 127.0.0.1 against the cluster CA: the dead backend
+// was checked out before the first connection.
+func TestApilbNotifiesReady(t *testing.T) {
+	bin := binDir(t)
+	data := filepath.Join(t.TempDir(), "data")
+	apiPort, deadPort, lbPort := freePort(t), freePort(t), freePort(t)
+	api := startNotifying(t, "", filepath.Join(bin, "miniapi"), "--data-dir", data,
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(apiPort))
+	api.awaitReady(t)
+	lb := startNotifying(t, "", filepath.Join(bin, "miniproxy"), "apilb", "--listen", fmt.Sprintf("127.0.0.1:%d", lbPort),
+		fmt.Sprintf("--backend=127.0.0.1:%d,127.0.0.1:%d", deadPort, apiPort), "--ca-file", filepath.Join(data, "pki/ca.crt"))
+	lb.awaitReady(t)
+	ca, err := os.ReadFile(filepath.Join(data, "pki/ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+	for i := range 4 { // every backend's turn twice
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", lbPort))
+		if err != nil {
+			t.Fatalf("GET /readyz #%d through the balancer: %v", i+1, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /readyz #%d through the balancer: %s", i+1, resp.Status)
+		}
+	}
+	lb.noMore(t)
 }

@@ -16,15 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/cmd/internal/apilbcmd"
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/lab"
-	"github.com/minik8s/minik8s/pkg/lab/apilb"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/lab/echo"
 	"github.com/minik8s/minik8s/pkg/lab/forward"
 	"github.com/minik8s/minik8s/pkg/lab/upstreamdns"
 	"github.com/spf13/cobra"
-	certutil "k8s.io/client-go/util/cert"
 )
 
 func main() {
@@ -474,46 +473,8 @@ func forwardCommand() *cobra.Command {
 }
 
 func apilbCommand() *cobra.Command {
-	var listen, caFile string
-	var backends []string
-	cmd := &cobra.Command{
-		Use:    "apilb --listen IP:PORT --backend IP:PORT... [--ca-file FILE]",
-		Short:  "Balance TCP connections over API servers, leaving out those whose /readyz fails (minilab up --control-planes runs it)",
-		Args:   cobra.NoArgs,
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(backends) == 0 {
-				return fmt.Errorf("--backend: name at least one API server")
-			}
-			for _, b := range backends {
-				if _, _, err := net.SplitHostPort(b); err != nil {
-					return fmt.Errorf("--backend %q: %w", b, err)
-				}
-			}
-			b := &apilb.Balancer{Backends: backends}
-			if caFile != "" {
-				ca, err := certutil.NewPool(caFile)
-				if err != nil {
-					return fmt.Errorf("--ca-file: %w", err)
-				}
-				b.Check = apilb.ReadyzCheck(ca)
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("--listen: %w", err)
-			}
-			ctx, stop := daemon.SignalContext()
-			defer stop()
-			log := daemon.Logger(false)
-			b.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
-			log.Info("balancing", "listen", listen, "backends", backends)
-			return b.Serve(ctx, ln)
-		},
-	}
-	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on")
-	cmd.Flags().StringArrayVar(&backends, "backend", nil, "an API server's address (repeatable)")
-	cmd.Flags().StringVar(&caFile, "ca-file", "", "CA of the API servers' certificates: check GET /readyz over TLS (empty: check that a TCP connection opens)")
-	_ = cmd.MarkFlagRequired("listen")
+	cmd := apilbcmd.New("Balance TCP connections over API servers, leaving out those whose /readyz fails (minilab up --control-planes runs it)")
+	cmd.Hidden = true
 	return cmd
 }
 

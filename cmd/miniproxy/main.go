@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/minik8s/minik8s/cmd/internal/apilbcmd"
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
@@ -70,6 +71,6 @@ func newCommand() *cobra.Command {
 	o.AddFlags(f)
 	f.BoolVar(&cleanup, "cleanup", false, "remove every chain and rule miniproxy made, then exit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
-	cmd.AddCommand(explainCommand())
+	cmd.AddCommand(explainCommand(), apilbcmd.New("This node's stable API address: balance TCP connections over the API servers, leaving out those whose /readyz fails (apilb.service)"))
 	return cmd
 }

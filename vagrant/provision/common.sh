@@ -16,6 +16,13 @@ NODE_NAME=${NODE_NAME:-$(hostname -s)}
 #   kubeconfig - a node kubeconfig the control plane issued, copied from $JOIN_DIR;
 #   auto       - bootstrap when the installed minilet has --bootstrap-kubeconfig, else kubeconfig.
 JOIN_METHOD=${JOIN_METHOD:-auto}
+# The control planes of an HA control plane, NAME=IP each, the first first (the
+# Vagrantfile's CONTROL_PLANES=N > 1); empty: one control plane, at CONTROL_PLANE_IP.
+CONTROL_PLANE_MEMBERS=${CONTROL_PLANE_MEMBERS:-}
+# With CONTROL_PLANE_MEMBERS, every node (control planes too) reaches the API through its
+# own balancer on 127.0.0.1:APILB_PORT (apilb.service, kubespray's localhost load
+# balancing), so its minilet and miniproxy outlive any one miniapi.
+APILB_PORT=6444
 CLUSTER_CIDR=${CLUSTER_CIDR:-10.244.0.0/16}
 SERVICE_CIDR=${SERVICE_CIDR:-10.96.0.0/12}
 WAIT_SECONDS=${WAIT_SECONDS:-600}           # bound of every wait
@@ -125,4 +132,22 @@ join_method() {
     auto) if /usr/local/bin/minilet --help 2>&1 | grep -q -- --bootstrap-kubeconfig; then echo bootstrap; else echo kubeconfig; fi ;;
     *) die "JOIN_METHOD=$JOIN_METHOD: want bootstrap, kubeconfig or auto" ;;
   esac
+}
+
+# api_server: the API address this cluster's kubeconfigs name: the node's own balancer
+# with an HA control plane, else the control plane.
+api_server() {
+  if [[ -n $CONTROL_PLANE_MEMBERS ]]; then echo "https://127.0.0.1:$APILB_PORT"; else echo "https://$CONTROL_PLANE_IP:6443"; fi
+}
+
+# start_apilb: with an HA control plane, this node's balancer in front of every member's
+# miniapi (checked with GET /readyz against the cluster CA, $CONFDIR/pki/ca.crt), started
+# before minilet and miniproxy, whose kubeconfigs name it (api_server).
+start_apilb() {
+  local backends="" m
+  [[ -n $CONTROL_PLANE_MEMBERS ]] || return 0
+  for m in $CONTROL_PLANE_MEMBERS; do backends="$backends${backends:+,}${m#*=}:6443"; done
+  write_env apilb "--listen=127.0.0.1:$APILB_PORT --backend=$backends --ca-file=$CONFDIR/pki/ca.crt"
+  say "starting apilb (127.0.0.1:$APILB_PORT -> $backends)"
+  start_units apilb
 }

@@ -7,14 +7,13 @@
 # With CONTROL_PLANE_MEMBERS (the Vagrantfile's CONTROL_PLANES=N > 1), each control plane also
 # runs an etcd member (etcd.service, TLS from the cluster CA) and its miniapi stores in it;
 # the first member starts the etcd cluster and the CA, the next ones copy the CA and join.
+# Then every node, this one included, reaches the API through its own balancer
+# (apilb.service on 127.0.0.1, common.sh): the kubeconfigs made here name it.
 # Vagrant's shell provisioner uploads this script alone to /tmp/vagrant-shell and runs it
 # there: common.sh is found in the repository ($SRC), not beside $0.
 source "${SRC:-/vagrant}/vagrant/provision/common.sh"
 # The workers, NAME=IP each (the Vagrantfile's).
 WORKERS=${WORKERS:-"worker-1=192.168.56.11 worker-2=192.168.56.12"}
-# The control planes of an HA control plane, NAME=IP each, the first first; empty: this one
-# alone, on miniapi's embedded bolt store.
-CONTROL_PLANE_MEMBERS=${CONTROL_PLANE_MEMBERS:-}
 DATA=/var/lib/miniapi
 ADMIN=$DATA/admin.kubeconfig
 ETCD_PKI=$CONFDIR/etcd-pki
@@ -86,12 +85,16 @@ fi
 
 # This node's credentials, issued by the cluster CA directly (the control plane has it).
 mkdir -p "$CONFDIR/pki"
+# With an HA control plane, through this node's balancer (its miniapi may be the one lost).
+local_api=https://$NODE_IP:6443
+[[ -z $CONTROL_PLANE_MEMBERS ]] || local_api=$(api_server)
 miniapi kubeconfig --data-dir "$DATA" --user "system:node:$NODE_NAME" --group system:nodes \
-  --server "https://$NODE_IP:6443" --out "$CONFDIR/minilet.kubeconfig" >/dev/null
+  --server "$local_api" --out "$CONFDIR/minilet.kubeconfig" >/dev/null
 miniapi kubeconfig --data-dir "$DATA" --user system:kube-proxy \
-  --server "https://$NODE_IP:6443" --out "$CONFDIR/miniproxy.kubeconfig" >/dev/null
+  --server "$local_api" --out "$CONFDIR/miniproxy.kubeconfig" >/dev/null
 miniapi serving-cert --data-dir "$DATA" --name minilet --host "$NODE_IP" --host "$NODE_NAME" \
   --out-dir "$CONFDIR/pki" >/dev/null
+start_apilb
 write_env minilet "--kubeconfig=$CONFDIR/minilet.kubeconfig --node-name=$NODE_NAME --node-ip=$NODE_IP --containerd=/run/containerd/containerd.sock --root-dir=/var/lib/minilet --cni-bin-dir=/usr/lib/cni --pod-network=host-gw --pod-manifest-path=$CONFDIR/manifests --tls-cert-file=$CONFDIR/pki/minilet.crt --tls-private-key-file=$CONFDIR/pki/minilet.key --client-ca-file=$CONFDIR/pki/ca.crt --cluster-dns=10.96.0.10"
 write_env miniproxy "--kubeconfig=$CONFDIR/miniproxy.kubeconfig --hostname-override=$NODE_NAME --cluster-cidr=$CLUSTER_CIDR --proxy-mode=iptables --healthz-bind-address=0.0.0.0:10256 --metrics-bind-address=127.0.0.1:10249"
 say "starting minilet and miniproxy"
@@ -138,7 +141,7 @@ bind kubeadm:node-autoapprove-certificate-rotation system:certificates.k8s.io:ce
 kubeconfig() { # file user [credential flags...]
   local file=$1 user=$2; shift 2
   rm -f "$file"
-  kubectl config --kubeconfig "$file" set-cluster minik8s --server "https://$CONTROL_PLANE_IP:6443" \
+  kubectl config --kubeconfig "$file" set-cluster minik8s --server "$(api_server)" \
     --certificate-authority "$JOIN_DIR/ca.crt" --embed-certs >/dev/null
   kubectl config --kubeconfig "$file" set-credentials "$user" "$@" >/dev/null
   kubectl config --kubeconfig "$file" set-context default --cluster minik8s --user "$user" >/dev/null
@@ -149,11 +152,11 @@ kubeconfig "$JOIN_DIR/bootstrap.kubeconfig" tls-bootstrap-token-user --token "$t
 # For JOIN_METHOD=kubeconfig: each worker's node credentials, issued here. And for every
 # worker: miniproxy's credentials and a serving certificate for its node API.
 miniapi kubeconfig --data-dir "$DATA" --user system:kube-proxy \
-  --server "https://$CONTROL_PLANE_IP:6443" --out "$JOIN_DIR/miniproxy.kubeconfig" >/dev/null
+  --server "$(api_server)" --out "$JOIN_DIR/miniproxy.kubeconfig" >/dev/null
 for w in $WORKERS; do
   name=${w%%=*} ip=${w#*=}
   miniapi kubeconfig --data-dir "$DATA" --user "system:node:$name" --group system:nodes \
-    --server "https://$CONTROL_PLANE_IP:6443" --out "$JOIN_DIR/$name.kubeconfig" >/dev/null
+    --server "$(api_server)" --out "$JOIN_DIR/$name.kubeconfig" >/dev/null
   miniapi serving-cert --data-dir "$DATA" --name minilet --host "$ip" --host "$name" \
     --out-dir "$JOIN_DIR/$name-pki" >/dev/null
 done

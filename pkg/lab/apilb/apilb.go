@@ -32,6 +32,9 @@ type Balancer struct {
 	// call is bounded by Interval.
 	Check func(ctx context.Context, backend string) error
 	Logf  func(format string, args ...any)
+	// Ready, when set, is called once the first round of checks is done, just before the
+	// first connection is taken (systemd's READY=1).
+	Ready func()
 
 	mu      sync.Mutex
 	healthy map[string]bool
@@ -85,6 +88,9 @@ func (b *Balancer) Serve(ctx context.Context, ln net.Listener) error {
 		b.Logf = func(string, ...any) {}
 	}
 	b.checkAll(ctx)
+	if b.Ready != nil {
+		b.Ready()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
