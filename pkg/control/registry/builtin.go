@@ -36,6 +36,9 @@ func Builtin() (*Registry, error) {
 	hpa := res(autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, hpaRules, []string{"hpa"}, all, "status")
 	hpaV1 := res(autoscalingv1.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, hpaV1Rules, []string{"hpa"}, all, "status")
 	hpaV1.Conversion = hpaV1Conversion(hpa)
+	coreEvents := res(core, "events", "Event", true, eventRules, []string{"ev"}, nil)
+	events := res(eventsv1.SchemeGroupVersion, "events", "Event", true, eventsV1Rules, []string{"ev"}, nil)
+	events.Conversion = eventsV1Conversion(coreEvents)
 	return New(
 		res(core, "namespaces", "Namespace", false, namespaceRules, []string{"ns"}, nil, "status", "finalize"),
 		res(core, "nodes", "Node", false, nodeRules, []string{"no"}, nil, "status"),
@@ -46,7 +49,7 @@ func Builtin() (*Registry, error) {
 		res(core, "configmaps", "ConfigMap", true, configMapRules, []string{"cm"}, nil),
 		res(core, "secrets", "Secret", true, secretRules, nil, nil),
 		res(core, "serviceaccounts", "ServiceAccount", true, serviceAccountRules, []string{"sa"}, nil),
-		res(core, "events", "Event", true, eventRules, []string{"ev"}, nil),
+		coreEvents,
 		res(core, "limitranges", "LimitRange", true, limitRangeRules, []string{"limits"}, nil),
 		res(core, "resourcequotas", "ResourceQuota", true, resourceQuotaRules, []string{"quota"}, nil, "status"),
 		res(core, "persistentvolumes", "PersistentVolume", false, persistentVolumeRules, []string{"pv"}, nil, "status"),
@@ -58,7 +61,7 @@ func Builtin() (*Registry, error) {
 		res(appsv1.SchemeGroupVersion, "statefulsets", "StatefulSet", true, statefulSetRules, []string{"sts"}, all, "scale", "status"),
 		res(appsv1.SchemeGroupVersion, "daemonsets", "DaemonSet", true, daemonSetRules, []string{"ds"}, all, "status"),
 		res(appsv1.SchemeGroupVersion, "controllerrevisions", "ControllerRevision", true, controllerRevisionRules, nil, nil),
-		res(eventsv1.SchemeGroupVersion, "events", "Event", true, eventsV1Rules, []string{"ev"}, nil),
+		events,
 		res(batchv1.SchemeGroupVersion, "jobs", "Job", true, jobRules, nil, all, "status"),
 		res(batchv1.SchemeGroupVersion, "cronjobs", "CronJob", true, cronJobRules, []string{"cj"}, all, "status"),
 		hpa, hpaV1,

@@ -13,8 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Store keys: /registry/GROUP/RESOURCE/[NAMESPACE/]NAME, "core" for the legacy group.
+// Store keys: /registry/GROUP/RESOURCE/[NAMESPACE/]NAME, "core" for the legacy group; a
+// resource stored as another (Conversion) has that one's keys, as events.k8s.io Events are
+// core ones.
 func resourcePrefix(res *registry.Resource) string {
+	if res.Conversion != nil {
+		res = res.Conversion.Storage
+	}
 	group := res.Group
 	if group == "" {
 		group = "core"
