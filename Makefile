@@ -134,7 +134,8 @@ bench-policy: deps
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows
-# the run; the JUnit report and the per-SIG summary go to _output/conformance/.
+# the run, CONFORMANCE_PROCS=N runs N processes (the Ginkgo CLI); the JUnit report and the
+# per-SIG summary go to _output/conformance/.
 conformance: build
 	FOCUS='$(FOCUS)' MINIK8S_IMAGES=$(IMAGES) bash hack/conformance.sh
 
