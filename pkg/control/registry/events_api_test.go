@@ -37,6 +37,10 @@ func TestEventsOneStorage(t *testing.T) {
 		core.Items[0].ResourceVersion != written.ResourceVersion {
 		t.Fatalf("core list by source: %+v", core.Items)
 	}
+	v1List, err := c.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reportingController=test-controller"})
+	if err != nil || len(v1List.Items) != 1 || v1List.Items[0].Name != "e1" {
+		t.Fatalf("events.k8s.io list by reportingController: %v %+v", err, v1List)
+	}
 	patched, err := c.Client.CoreV1().Events(ns).Patch(ctx, "e1", types.MergePatchType, []byte(`{"message":"patched"}`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
