@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,14 @@ func TestEviction(t *testing.T) {
 	if _, deleting := podState(t, h, "free"); !deleting {
 		t.Error("an evicted running pod is not being deleted gracefully")
 	}
+	// It was told why, as kube-apiserver's eviction does (a Job's podFailurePolicy reads it).
+	var evicted corev1.Pod
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/free", nil).Body.Bytes(), &evicted)
+	if i := slices.IndexFunc(evicted.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }); i < 0 ||
+		evicted.Status.Conditions[i].Status != corev1.ConditionTrue || evicted.Status.Conditions[i].Reason != "EvictionByEvictionAPI" ||
+		evicted.Status.Conditions[i].Message != "Eviction API: evicting" {
+		t.Errorf("evicted pod's conditions %+v, want DisruptionTarget EvictionByEvictionAPI", evicted.Status.Conditions)
+	}
 
 	min := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -101,6 +110,10 @@ func TestEviction(t *testing.T) {
 	}
 	if _, deleting := podState(t, h, "web-1"); deleting || budgetStatus(t, h).DisruptionsAllowed != 1 {
 		t.Fatal("a dry-run eviction deleted the pod or spent the budget")
+	}
+	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/web-1", nil).Body.Bytes(), &evicted)
+	if slices.ContainsFunc(evicted.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }) {
+		t.Error("a dry-run eviction marked the pod")
 	}
 	if code, body := evict("web-1", ""); code != http.StatusCreated {
 		t.Fatalf("eviction the budget allows: %d %s", code, body)

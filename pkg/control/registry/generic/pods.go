@@ -139,8 +139,49 @@ func (s *Store) Evict(ctx context.Context, pods *registry.Resource, ns, name str
 			return err
 		}
 	}
+	if !dry {
+		if opts, err = s.markEvicted(ctx, pods, ns, name, opts); err != nil {
+			return err
+		}
+	}
 	_, err = s.delete(ctx, pods, ns, name, opts, false)
 	return err
+}
+
+// markEvicted gives the pod the DisruptionTarget condition (EvictionByEvictionAPI) before
+// it is deleted, as kube-apiserver's eviction does, so that a Job's podFailurePolicy can
+// tell an eviction from a failure; a resourceVersion precondition moves to the version
+// that write made.
+func (s *Store) markEvicted(ctx context.Context, pods *registry.Resource, ns, name string, opts metav1.DeleteOptions) (metav1.DeleteOptions, error) {
+	// Not admitted on its own: the eviction was (as kube-apiserver writes it from its store).
+	updated, err := s.Update(ctx, pods, ns, name, UpdateOptions{Subresource: "status", admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
+		pod := cur.(*corev1.Pod)
+		if err := checkPreconditions(pods, pod, opts.Preconditions); err != nil {
+			return nil, err
+		}
+		pod.ResourceVersion = "" // on whatever is current
+		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()}
+		for i, c := range pod.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+					return pod, nil
+				}
+				pod.Status.Conditions[i] = cond
+				return pod, nil
+			}
+		}
+		pod.Status.Conditions = append(pod.Status.Conditions, cond)
+		return pod, nil
+	})
+	if err != nil {
+		return opts, err
+	}
+	if p := opts.Preconditions; p != nil && p.ResourceVersion != nil && *p.ResourceVersion != "" {
+		rv := updated.(metav1.Object).GetResourceVersion()
+		opts.Preconditions = &metav1.Preconditions{UID: p.UID, ResourceVersion: &rv}
+	}
+	return opts, nil
 }
 
 // admitSubresourceCreate runs the admission chain on a write that creates a subresource
