@@ -73,6 +73,9 @@ allowed=(
   'pkg/proxy/ipvs/host_test.go:.*this kernel has IPVS'
   # The IPVS benchmark in the VM (minutes): opt-in, as benchmarks are; not a tool.
   'pkg/proxy/ipvs/bench_vm_test.go:.*a benchmark: set'
+  # The HA control plane under systemd in two VMs (16-30 min of qemu, over make test's
+  # budget): opt-in with MINIK8S_VM_HA=1, run by hand (docs/systemd.md); not a tool.
+  'systemd/vm_test.go:.*opt-in, about 30 minutes of two emulated VMs'
 )
 skips=$(grep -rnE '\.Skip(f|Now)?\(' --include='*_test.go' cmd pkg test images deploy bench systemd 2>/dev/null |
   grep -v '^internal/testenv/' || true)
