@@ -79,9 +79,8 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 	if !known {
 		// New to this minilet: what its running containers were given (a restarted
 		// minilet), else its spec.
-		granted = map[string]corev1.ResourceRequirements{}
+		granted = specResources(pod)
 		for _, spec := range podContainerSpecs(pod) {
-			granted[spec.Name] = spec.Resources
 			if history := containersNamed(all, spec.Name); len(history) > 0 && history[0].State == runtime.StateRunning {
 				if applied, ok := appliedResources(history[0]); ok {
 					granted[spec.Name] = applied
@@ -95,16 +94,12 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 		st.resizePending = nil
 		return pod
 	}
-	ok, _, message := true, "", ""
+	ok, message := true, ""
 	if s.fits != nil {
 		ok, _, message = s.fits(pod)
 	}
 	if ok {
-		all := map[string]corev1.ResourceRequirements{}
-		for _, spec := range podContainerSpecs(pod) {
-			all[spec.Name] = spec.Resources
-		}
-		s.allocated.set(pod.UID, all)
+		s.allocated.set(pod.UID, specResources(pod))
 		st.resizePending = nil
 		return pod
 	}
@@ -114,6 +109,15 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 	}
 	st.resizePending = &resizePending{reason: corev1.PodReasonDeferred, message: message}
 	return running
+}
+
+// specResources are the resources pod's spec asks for, by container.
+func specResources(pod *corev1.Pod) map[string]corev1.ResourceRequirements {
+	out := map[string]corev1.ResourceRequirements{}
+	for _, c := range podContainerSpecs(pod) {
+		out[c.Name] = c.Resources
+	}
+	return out
 }
 
 // withGranted is pod with its containers' resources as granted, a copy where they differ
