@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -100,9 +101,13 @@ func assignPod(pods *registry.Resource, pod *corev1.Pod, b *corev1.Binding) erro
 }
 
 func setPodScheduled(pod *corev1.Pod) {
-	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}
+	setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+}
+
+// setPodCondition puts cond in place of the pod's condition of its type, or adds it.
+func setPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
 	for i, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
+		if c.Type == cond.Type {
 			pod.Status.Conditions[i] = cond
 			return
 		}
@@ -162,16 +167,11 @@ func (s *Store) markEvicted(ctx context.Context, pods *registry.Resource, ns, na
 		pod.ResourceVersion = "" // on whatever is current
 		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.Now()}
-		for i, c := range pod.Status.Conditions {
-			if c.Type == corev1.DisruptionTarget {
-				if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
-					return pod, nil
-				}
-				pod.Status.Conditions[i] = cond
-				return pod, nil
-			}
+		if !slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == cond.Type && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message
+		}) { // an unchanged condition keeps its time
+			setPodCondition(pod, cond)
 		}
-		pod.Status.Conditions = append(pod.Status.Conditions, cond)
 		return pod, nil
 	})
 	if err != nil {
