@@ -213,10 +213,7 @@ func newCluster(t *testing.T, mn *matrixNet) *cluster {
 	c := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
 	ctx := context.Background()
 	for _, ns := range policytest.Namespaces {
-		_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c.CreateNamespace(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
 	}
 	for _, p := range mn.pods {
 		created, err := c.Client.CoreV1().Pods(p.ns).Create(ctx, p.apiPod(), metav1.CreateOptions{})

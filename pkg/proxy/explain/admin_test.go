@@ -40,9 +40,7 @@ func TestAdminTiersFromTheAPI(t *testing.T) {
 		t.Fatalf("admin network policies not served: %v", err)
 	}
 	for _, ns := range []string{"x", "y", "z"} {
-		if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		api.CreateNamespace(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"ns": ns}}})
 	}
 	for key, ip := range map[string]string{"x/a": "10.244.1.2", "y/b": "10.244.1.3", "z/c": "10.244.1.4"} {
 		ns, name, _ := strings.Cut(key, "/")

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -201,4 +202,23 @@ func (c *Cluster) CreateReadyNode(t testing.TB, name string, pods int64, labels 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// CreateNamespace creates a namespace and waits until the serviceaccount controller (which
+// must be running) has made its "default" account. Admission refuses a pod whose account is
+// missing, and on a loaded machine the controller can take longer than admission's own
+// short wait for it, as the e2e framework also knows.
+func (c *Cluster) CreateNamespace(t testing.TB, ns *corev1.Namespace) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("namespace %s has no default ServiceAccount after a minute: %v", ns.Name, err)
+	}
 }
