@@ -7,7 +7,7 @@ PACKAGES=(
   containerd runc containernetworking-plugins # pods: runtime, OCI runtime, CNI plugins
   iptables ipset conntrack iproute2            # networking and service proxy
   busybox-static                               # copied into the images we build
-  bash-static                                  # the e2e busybox image's sh (images/e2eimages.go says why)
+  bash-static                                  # /bin/sh of our images (images/images.go busyboxFiles says why)
   util-linux                                   # nsenter, for daemons inside lab namespaces
   jq                                           # docs/labs guides (and their tests) read JSON with it
   e2fsprogs                                    # chattr, for the store's permission test as root

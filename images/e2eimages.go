@@ -43,12 +43,10 @@ const nnpPath = "/usr/local/bin/nnp"
 // agnhost pods too) and a self-signed localhost certificate at /localhost.crt and
 // /localhost.key as upstream's image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80;
 // nonewprivs is images/nonewprivs installed setuid and setgid root (upstream: chmod +s) at
-// /usr/local/bin/nnp, the command it runs, beside busybox (upstream's is Alpine). The
-// busybox image's /bin/sh is bash (POSIX mode as sh), not Debian's ash: Debian reverts
-// upstream ash's keeping of environment variables whose names are no shell identifiers
-// (busybox commit 9c143ce52), and the suite's `sh -c env` must show `data-1=value-1` of
-// a ConfigMap's envFrom, as upstream's busybox 1.37 does.
-func e2eImages(busybox busyboxFiles, bash, agnhost, netexec, nettools, nnp, pause []byte) ([]ociimage.Image, error) {
+// /usr/local/bin/nnp, the command it runs, beside busybox (upstream's is Alpine). Their
+// /bin/sh is bash as in all our images (busyboxFiles says why), but agnhost's, which is
+// images/nettools' sh.
+func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, nnp, pause []byte) ([]ociimage.Image, error) {
 	cert, key, err := localhostCertificate()
 	if err != nil {
 		return nil, err
@@ -80,7 +78,6 @@ func e2eImages(busybox busyboxFiles, bash, agnhost, netexec, nettools, nnp, paus
 
 	busyboxLayer := baseLayer()
 	busybox.allInBin().addTo(busyboxLayer)
-	busyboxLayer.File("/bin/sh", 0o755, bash)
 	busyboxConfig := ocispec.ImageConfig{Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/"}
 
 	nginxLayer := baseLayer()

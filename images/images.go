@@ -58,8 +58,8 @@ type Options struct {
 	// Busybox is a statically linked busybox binary copied into the images
 	// (default DefaultBusybox).
 	Busybox string
-	// BashStatic is a statically linked bash, the e2e busybox image's /bin/sh (default
-	// DefaultBashStatic; e2eImages says why).
+	// BashStatic is a statically linked bash, /bin/sh of every image that carries busybox
+	// (default DefaultBashStatic; busyboxFiles says why).
 	BashStatic string
 	// Log receives one line per step (default: discarded).
 	Log *slog.Logger
@@ -86,7 +86,7 @@ func Build(ctx context.Context, opts Options) error {
 	}
 	defer os.RemoveAll(binDir)
 
-	busybox, err := readBusybox(ctx, opts.Busybox)
+	busybox, err := readBusybox(ctx, opts.Busybox, opts.BashStatic)
 	if err != nil {
 		return err
 	}
@@ -167,11 +167,7 @@ func Build(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	bash, err := os.ReadFile(opts.BashStatic)
-	if err != nil {
-		return fmt.Errorf("reading bash (install Debian's bash-static): %w", err)
-	}
-	e2e, err := e2eImages(busybox, bash, agnhost, netexec, nettools, nnp, pause)
+	e2e, err := e2eImages(busybox, agnhost, netexec, nettools, nnp, pause)
 	if err != nil {
 		return err
 	}
@@ -199,14 +195,21 @@ func baseLayer() *ociimage.Layer {
 	return l
 }
 
-// busyboxFiles is a busybox binary and the applet links it names itself.
+// busyboxFiles is a busybox binary and the applet links it names itself, with bash as
+// /bin/sh. Debian's busybox ash runs its own applets before any program on PATH, so in
+// `sh -c` its wget applet would run in place of ours (and die of a segmentation fault on
+// -T, images/wget says why), and it drops variables whose names are no shell identifiers
+// (`data-1` of a ConfigMap's envFrom), which upstream busybox 1.37's ash keeps: Debian
+// reverts that change (busybox commit 9c143ce52). bash, run as sh (POSIX mode), finds
+// programs on PATH and keeps such variables.
 type busyboxFiles struct {
 	binary  []byte
 	applets []string // paths relative to the root, e.g. bin/sh
 	wget    []byte   // in place of the wget applet
+	sh      []byte   // in place of the sh applet
 }
 
-func readBusybox(ctx context.Context, path string) (busyboxFiles, error) {
+func readBusybox(ctx context.Context, path, bashPath string) (busyboxFiles, error) {
 	binary, err := os.ReadFile(path)
 	if err != nil {
 		return busyboxFiles{}, fmt.Errorf("reading busybox (install Debian's busybox-static): %w", err)
@@ -215,7 +218,11 @@ func readBusybox(ctx context.Context, path string) (busyboxFiles, error) {
 	if err != nil {
 		return busyboxFiles{}, fmt.Errorf("listing applets of %s: %w", path, err)
 	}
-	return busyboxFiles{binary: binary, applets: strings.Fields(string(out))}, nil
+	bash, err := os.ReadFile(bashPath)
+	if err != nil {
+		return busyboxFiles{}, fmt.Errorf("reading bash (install Debian's bash-static): %w", err)
+	}
+	return busyboxFiles{binary: binary, applets: strings.Fields(string(out)), sh: bash}, nil
 }
 
 func (b busyboxFiles) addTo(l *ociimage.Layer) {
@@ -225,6 +232,8 @@ func (b busyboxFiles) addTo(l *ociimage.Layer) {
 		case applet == "bin/busybox":
 		case path.Base(applet) == "wget" && b.wget != nil:
 			l.File("/"+applet, 0o755, b.wget)
+		case applet == "bin/sh" && b.sh != nil:
+			l.File("/bin/sh", 0o755, b.sh)
 		default:
 			l.Symlink(applet, "/bin/busybox")
 		}

@@ -79,7 +79,7 @@ func TestWriteTarballOnlyWhenChanged(t *testing.T) {
 // `agnhost pause`, as upstream's image (ENTRYPOINT /agnhost, CMD pause); the HostPort
 // conformance test's host pod relies on it.
 func TestAgnhostDefaultsToPause(t *testing.T) {
-	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, nil, []byte("agnhost"), nil, nil, nil, nil)
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, []byte("agnhost"), nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestBusyboxAppletsInBin(t *testing.T) {
 // could not tell no_new_privs from its absence), and a pod naming no command runs it
 // from PATH, as upstream's CMD ["nnp"].
 func TestNonewprivsSetuidRoot(t *testing.T) {
-	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox"), applets: []string{"bin/sh"}}, nil, nil, nil, nil, []byte("nnp"), nil)
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox"), applets: []string{"bin/sh"}}, nil, nil, nil, []byte("nnp"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,23 +201,31 @@ func readTar(t *testing.T, r io.Reader, each func(*tar.Header, []byte)) {
 	}
 }
 
-// TestE2EBusyboxShellKeepsEveryEnvName: the e2e busybox image's /bin/sh is the bash of
-// Debian's bash-static, and that bash run as sh passes a variable whose name is no shell
-// identifier on to the commands it runs, as upstream busybox's ash does (the ConfigMap
-// and Secret envFrom conformance tests run `sh -c env` and look for `data-1=value-1`).
-func TestE2EBusyboxShellKeepsEveryEnvName(t *testing.T) {
+// TestShellIsBash: the /bin/sh of our images with busybox is the bash of Debian's
+// bash-static, not busybox's ash (busyboxFiles says why); that bash run as sh passes a
+// variable whose name is no shell identifier on to the commands it runs, as upstream
+// busybox's ash does (the ConfigMap and Secret envFrom conformance tests run `sh -c env`
+// and look for `data-1=value-1`), and runs the wget on PATH, not an applet.
+func TestShellIsBash(t *testing.T) {
 	bash, err := os.ReadFile(DefaultBashStatic)
 	if err != nil {
 		t.Fatalf("%v (make test installs bash-static)", err)
 	}
-	sh := exec.Command(DefaultBashStatic, "-c", "env")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "wget"), []byte("#!/bin/bash-static\necho our wget\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command(DefaultBashStatic, "-c", "env; wget")
 	sh.Args[0] = "sh"
-	sh.Env = []string{"data-1=value-1", "PATH=/usr/bin:/bin"}
-	if out, err := sh.Output(); err != nil || !strings.Contains(string(out), "data-1=value-1\n") {
-		t.Errorf("sh -c env: %v, output %q lacks data-1=value-1", err, out)
+	sh.Env = []string{"data-1=value-1", "PATH=" + dir + ":/usr/bin:/bin"}
+	if out, err := sh.Output(); err != nil || !strings.Contains(string(out), "data-1=value-1\n") || !strings.HasSuffix(string(out), "our wget\n") {
+		t.Errorf("sh -c 'env; wget': %v, output %q lacks data-1=value-1 or our wget's line", err, out)
 	}
 
-	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox"), applets: []string{"bin/sh", "bin/env"}}, bash, nil, nil, nil, nil, nil)
+	busybox := busyboxFiles{binary: []byte("busybox"), applets: []string{"bin/sh", "bin/env"}, sh: bash}
+	user := ociimage.NewLayer()
+	busybox.addTo(user)
+	imgs, err := e2eImages(busybox, nil, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,23 +233,25 @@ func TestE2EBusyboxShellKeepsEveryEnvName(t *testing.T) {
 	if i < 0 {
 		t.Fatal("no busybox:1.37.0-1 image")
 	}
-	var layout bytes.Buffer
-	if _, err := ociimage.WriteLayout(&layout, imgs[i]); err != nil {
-		t.Fatal(err)
-	}
-	_, layer := readLayout(t, layout.Bytes())
-	if hdr, ok := layer["bin/sh"]; !ok || hdr.Typeflag != tar.TypeReg || hdr.Size != int64(len(bash)) {
-		t.Errorf("bin/sh is %+v, want bash (%d bytes)", hdr, len(bash))
-	}
-	if hdr, ok := layer["bin/env"]; !ok || hdr.Typeflag != tar.TypeSymlink {
-		t.Errorf("bin/env is %+v, want busybox's applet", hdr)
+	for name, l := range map[string]*ociimage.Layer{"our images' busybox layer": user, "e2e busybox:1.37.0-1": imgs[i].Layer} {
+		var layout bytes.Buffer
+		if _, err := ociimage.WriteLayout(&layout, ociimage.Image{Name: "localhost/x:v1", Layer: l}); err != nil {
+			t.Fatal(err)
+		}
+		_, layer := readLayout(t, layout.Bytes())
+		if hdr, ok := layer["bin/sh"]; !ok || hdr.Typeflag != tar.TypeReg || hdr.Size != int64(len(bash)) {
+			t.Errorf("%s: bin/sh is %+v, want bash (%d bytes)", name, hdr, len(bash))
+		}
+		if hdr, ok := layer["bin/env"]; !ok || hdr.Typeflag != tar.TypeSymlink {
+			t.Errorf("%s: bin/env is %+v, want busybox's applet", name, hdr)
+		}
 	}
 }
 
 // TestUpdateDemoImages: nautilus:1.8 and kitten:1.8 are agnhost serving the files of / on
 // port 80 (test-webserver), with data.json naming their picture beside it, as upstream's.
 func TestUpdateDemoImages(t *testing.T) {
-	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, nil, []byte("agnhost"), nil, nil, nil, nil)
+	imgs, err := e2eImages(busyboxFiles{binary: []byte("busybox")}, []byte("agnhost"), nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func run(log *slog.Logger) error {
 	flags := pflag.NewFlagSet("build", pflag.ExitOnError)
 	flags.StringVarP(&opts.OutDir, "out", "o", "images/out", "directory for the image tarballs")
 	flags.StringVar(&opts.Busybox, "busybox", images.DefaultBusybox, "statically linked busybox copied into the images")
-	flags.StringVar(&opts.BashStatic, "bash-static", images.DefaultBashStatic, "statically linked bash, the e2e busybox image's /bin/sh")
+	flags.StringVar(&opts.BashStatic, "bash-static", images.DefaultBashStatic, "statically linked bash, /bin/sh of every image with busybox")
 	flags.StringVar(&pauseEmbed, "pause-embed", "", "where to copy pause.tar for minilet to embed (default: pkg/runtime/pauseimage/assets/ of this module; \"-\" skips the copy)")
 	if err := flags.Parse(os.Args[1:]); err != nil {
 		return err

@@ -1,8 +1,8 @@
 // Command wget is the wget of our images, in place of busybox's applet: Debian bookworm
 // builds busybox-static without FEATURE_WGET_TIMEOUT, and its wget then dies of a
 // segmentation fault on -T (it parses the option into a NULL destination), which probes
-// and scripts written for other busybox images use. (busybox's sh prefers its applets: a
-// bare `wget` in `sh -c` still runs the applet; `/usr/bin/wget` runs this.) It takes
+// and scripts written for other busybox images use (our images' sh is bash, which finds
+// this on PATH where busybox's ash would run its applet). It takes
 // busybox wget's common options, in getopt's forms (-qO-, -T2, --timeout=2): -q, -O FILE
 // ("-" for stdout), -T SEC, -S, -U AGENT, --header 'K: V', --post-data DATA, --spider.
 package main

@@ -99,9 +99,10 @@ spec:
     command: [sh, -c, 'echo hello > /tmp/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp']
 `
 
-// TestBusyboxWgetTimeout: `wget -T 2` in our busybox image (run as a program, as kubectl
-// exec and exec probes do) fetches, and fails cleanly (exit 1) on a closed port, instead
-// of dying of a segmentation fault (139) as Debian's busybox applet does.
+// TestBusyboxWgetTimeout: `wget -T 2` in our busybox image, run as a program (as kubectl
+// exec and exec probes do) and from `sh -c` (as scripts and `kubectl run -- sh -c` do),
+// fetches, and fails cleanly (exit 1) on a closed port, instead of dying of a
+// segmentation fault (139) as Debian's busybox applet does.
 func TestBusyboxWgetTimeout(t *testing.T) {
 	l := upLab(t, "e2e-wget", 1)
 	ctx := context.Background()
@@ -112,9 +113,17 @@ func TestBusyboxWgetTimeout(t *testing.T) {
 		out, _ = cluster.Kubectl(ctx, l, "exec", "wget", "--", "wget", "-T", "2", "-q", "-O", "-", "http://127.0.0.1:8080/index.html")
 		return out == "hello\n", out
 	})
-	start := time.Now()
-	out, err := cluster.Kubectl(ctx, l, "exec", "wget", "--", "wget", "-T", "2", "-q", "-O", "-", "http://127.0.0.1:1/")
-	if err == nil || !strings.Contains(out, "exit code 1") || !strings.Contains(out, "refused") || time.Since(start) > 10*time.Second {
-		t.Errorf("wget -T 2 of a closed port: %v after %v:\n%s\nwant connection refused, exit code 1", err, time.Since(start), out)
+	if out, err := cluster.Kubectl(ctx, l, "exec", "wget", "--", "sh", "-c", "wget -T 2 -qO- http://127.0.0.1:8080/index.html; echo exit=$?"); out != "hello\nexit=0\n" {
+		t.Errorf("sh -c 'wget -T 2 ...': %v:\n%s\nwant hello, exit=0", err, out)
+	}
+	for _, command := range [][]string{
+		{"wget", "-T", "2", "-q", "-O", "-", "http://127.0.0.1:1/"},
+		{"sh", "-c", "wget -T 2 -qO- http://127.0.0.1:1/"},
+	} {
+		start := time.Now()
+		out, err := cluster.Kubectl(ctx, l, append([]string{"exec", "wget", "--"}, command...)...)
+		if err == nil || !strings.Contains(out, "exit code 1") || !strings.Contains(out, "refused") || time.Since(start) > 10*time.Second {
+			t.Errorf("%q of a closed port: %v after %v:\n%s\nwant connection refused, exit code 1", command, err, time.Since(start), out)
+		}
 	}
 }
