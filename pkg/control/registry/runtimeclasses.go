@@ -50,8 +50,8 @@ func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
 	return errs
 }
 
-// csiNodeIDMaxLength is the longest node ID a CSI driver may report.
-const csiNodeIDMaxLength = 192
+// csiNodeIDMaxLength is the longest node ID a CSI driver may report, as in kube v1.36.
+const csiNodeIDMaxLength = 256
 
 var csiNodeRules = Rules{
 	Validate: func(obj runtime.Object) field.ErrorList { return validateCSINode(obj.(*storagev1.CSINode)) },
@@ -98,9 +98,9 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 		}
 		seen[d.Name] = true
 		if d.NodeID == "" {
-			errs = append(errs, field.Required(path.Child("nodeID"), "nodeID must not be empty"))
+			errs = append(errs, field.Required(path.Child("nodeID"), ""))
 		} else if len(d.NodeID) > csiNodeIDMaxLength {
-			errs = append(errs, field.TooLong(path.Child("nodeID"), d.NodeID, csiNodeIDMaxLength))
+			errs = append(errs, field.Invalid(path.Child("nodeID"), d.NodeID, fmt.Sprintf("must be %d characters or less", csiNodeIDMaxLength)))
 		}
 		for j, key := range d.TopologyKeys {
 			for _, msg := range utilvalidation.IsQualifiedName(key) {

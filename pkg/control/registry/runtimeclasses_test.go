@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,11 @@ func TestCSINodeRules(t *testing.T) {
 	}}}
 	expectErrors(t, "csi node", createSteps(csiNodeRules, n), "spec.drivers[1].name: FieldValueDuplicate",
 		"spec.drivers[1].nodeID: FieldValueRequired", "spec.drivers[1].allocatable.count: FieldValueInvalid")
+	// kube's limit on a node ID is 256 characters, in kube's words.
+	long := &storagev1.CSINode{ObjectMeta: n.ObjectMeta, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: "a.csi.example.com", NodeID: strings.Repeat("n", 256)}, {Name: "b.csi.example.com", NodeID: strings.Repeat("n", 257)}}}}
+	expectErrors(t, "long node IDs", createSteps(csiNodeRules, long), "spec.drivers[1].nodeID: FieldValueInvalid")
+	expectMessage(t, createSteps(csiNodeRules, long), "spec.drivers[1].nodeID", "must be 256 characters or less")
 	old := &storagev1.CSINode{ObjectMeta: n.ObjectMeta, Spec: storagev1.CSINodeSpec{Drivers: n.Spec.Drivers[:1]}}
 	changed := old.DeepCopy()
 	changed.Spec.Drivers[0].NodeID = "i-2"
