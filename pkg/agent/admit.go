@@ -50,11 +50,13 @@ func (a *Agent) admit(pod *corev1.Pod) {
 
 // admittedPods are the node's pods that passed admission before (they have a worker) and
 // may still run, with the resources the node granted them: what a new pod or a resize
-// must fit beside, and whose host ports a new pod's must not collide with.
+// must fit beside, and whose host ports a new pod's must not collide with. A pod being
+// deleted holds its resources until it has stopped, as the kubelet's filterOutInactivePods
+// counts it.
 func (a *Agent) admittedPods() []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, pod := range a.activePods() {
-		if a.workers.Known(pod.UID) {
+	for _, pod := range a.nodePods() {
+		if !podsync.IsTerminal(pod.Status.Phase) && a.workers.Known(pod.UID) {
 			out = append(out, a.sync.AllocatedPod(pod))
 		}
 	}

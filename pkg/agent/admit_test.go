@@ -3,10 +3,13 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 )
@@ -67,5 +70,72 @@ func TestAdmitRejectsPodOutOfCPU(t *testing.T) {
 	}
 	if ev := <-h.Events.Events; !strings.HasPrefix(ev, "Warning OutOfcpu Node didn't have enough resource: cpu, requested: 100000000") {
 		t.Errorf("event %q", ev)
+	}
+}
+
+// A pod being deleted holds its resources until it has stopped, as the kubelet counts it
+// (filterOutInactivePods): while its preStop hook runs, a new pod that fits only without
+// it is rejected OutOfcpu.
+func TestAdmitCountsPodsBeingDeleted(t *testing.T) {
+	h := newHarness(t)
+	hookStarted, releaseHook := make(chan struct{}), make(chan struct{})
+	h.Runtime.ExecFn = func(_ string, cmd []string) (int, string) {
+		if len(cmd) > 0 && cmd[0] == "hold" {
+			close(hookStarted)
+			<-releaseHook
+		}
+		return 0, ""
+	}
+	defer func() {
+		select {
+		case <-releaseHook:
+		default:
+			close(releaseHook)
+		}
+	}()
+	_, ctx := h.run()
+	var cpu resource.Quantity
+	waitFor(t, "node allocatable", func() bool {
+		node, err := h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		cpu = node.Status.Allocatable[corev1.ResourceCPU]
+		return !cpu.IsZero()
+	})
+	asking := func(name string, milli int64) *corev1.Pod {
+		pod := agenttest.Pod(name, corev1.RestartPolicyAlways, "app")
+		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}
+		return pod
+	}
+	old := asking("old", cpu.MilliValue()*2/3)
+	old.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"hold"}}}}
+	old = h.createPod(old)
+	waitFor(t, "old pod Running", func() bool {
+		got, err := h.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodRunning
+	})
+	deleting, err := h.Client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &metav1.Time{Time: time.Now()}, ptr.To[int64](30)
+	if _, err := h.Client.CoreV1().Pods(old.Namespace).Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hookStarted:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the old pod's preStop hook did not run")
+	}
+
+	newPod := h.createPod(asking("new", cpu.MilliValue()/2))
+	waitFor(t, "new pod rejected", func() bool {
+		got, err := h.Client.CoreV1().Pods(newPod.Namespace).Get(ctx, newPod.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase != corev1.PodPending
+	})
+	got := agenttest.GetPod(ctx, t, h.Client, newPod)
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "OutOfcpu" {
+		t.Errorf("new pod %s %s %q, want Failed OutOfcpu while the old one stops", got.Status.Phase, got.Status.Reason, got.Status.Message)
 	}
 }

@@ -25,23 +25,7 @@ import (
 // delete to the final delete, and health and metrics on the way.
 func TestRunPodLifecycle(t *testing.T) {
 	h := newHarness(t)
-	a := h.newAgentOn(clock.RealClock{}) // the lease controller and informers run on real time
-	h.agent = a
-	h.Runtime.Clock = a.clock
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after its context ended")
-		}
-	})
+	a, ctx := h.run()
 
 	waitFor(t, "node Ready", func() bool {
 		node, err := h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
@@ -121,11 +105,7 @@ func TestRunCleansUpOrphansAndAdoptsKnownPods(t *testing.T) {
 	knownIDs := containerIDs(h.Runtime, string(known.UID))
 	h.Runtime.TakeCalls()
 
-	h.agent = h.newAgentOn(clock.RealClock{})
-	ctx, cancel := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- h.agent.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	_, ctx := h.run()
 
 	waitFor(t, "orphan removed", func() bool {
 		cs, _ := h.Runtime.ListContainers(ctx, string(orphan.UID))
@@ -159,6 +139,30 @@ func containerIDs(rt *agenttest.Runtime, podUID string) []string {
 }
 
 // waitFor polls cond for up to 20 s.
+// run runs a new agent of the harness on real time (its lease controller and informers
+// need it) until the test ends, and returns it with the context it runs in.
+func (h *harness) run() (*Agent, context.Context) {
+	t := h.t
+	a := h.newAgentOn(clock.RealClock{})
+	h.agent = a
+	h.Runtime.Clock = a.clock
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+	return a, ctx
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
