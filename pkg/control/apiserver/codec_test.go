@@ -72,9 +72,15 @@ func TestDecodeBodyJSONErrorsAndWarnings(t *testing.T) {
 	if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], "bogus") {
 		t.Errorf("Warn: got %v, warnings %v; want one warning naming the field", err, warnings)
 	}
+	// kube-apiserver's words (transformDecodeError), which kubectl users know.
 	_, err = decodeBody(bodyRequest("application/json", body), &pod, podGVK, validationStrict)
-	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "bogus") {
-		t.Errorf("Strict: got %v, want 400 naming the field", err)
+	if want := `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.bogus"`; !apierrors.IsBadRequest(err) || err.Error() != want {
+		t.Errorf("Strict: got %v, want 400 %q", err, want)
+	}
+	wrongType := []byte("kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, command: [true]}]\n")
+	_, err = decodeBody(bodyRequest("application/yaml", wrongType), &pod, podGVK, validationStrict)
+	if want := `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal bool into Go struct field Container.spec.containers.command of type string`; !apierrors.IsBadRequest(err) || err.Error() != want {
+		t.Errorf("a bool for a string: got %v, want 400 %q", err, want)
 	}
 	_, err = decodeBody(bodyRequest("text/plain", body), &pod, podGVK, validationWarn)
 	if !apierrors.IsUnsupportedMediaType(err) {
