@@ -162,8 +162,7 @@ func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, ru
 	if m.cfg.Node.APIPort != 0 {
 		status.DaemonEndpoints.KubeletEndpoint.Port = int32(m.cfg.Node.APIPort)
 	}
-	status.Capacity = m.cfg.Capacity
-	status.Allocatable = m.cfg.Allocatable
+	m.setResources(status)
 	info := HostNodeInfo(runtimeVersion)
 	if runtimeVersion == "" { // keep the last known version while the runtime is down
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
@@ -175,6 +174,27 @@ func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, ru
 	} else {
 		setCondition(status, now, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
 	}
+}
+
+// setResources posts our capacity and allocatable and keeps what others added, as the
+// kubelet's MachineInfo setter: an extended resource patched into the node's capacity (by
+// a device operator, or a test) stays, and is allocatable in full.
+func (m *Manager) setResources(status *corev1.NodeStatus) {
+	capacity := corev1.ResourceList{}
+	for name, q := range status.Capacity {
+		capacity[name] = q
+	}
+	for name, q := range m.cfg.Capacity {
+		capacity[name] = q
+	}
+	allocatable := corev1.ResourceList{}
+	for name, q := range capacity {
+		if ours, ok := m.cfg.Allocatable[name]; ok {
+			q = ours
+		}
+		allocatable[name] = q
+	}
+	status.Capacity, status.Allocatable = capacity, allocatable
 }
 
 // pressureConditions are the kubelet's words for each pressure condition, off and on.

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -157,6 +159,45 @@ func TestNodeAPIPortInDaemonEndpoints(t *testing.T) {
 	}
 	if port := tm.node(t).Status.DaemonEndpoints.KubeletEndpoint.Port; port != 10250 {
 		t.Errorf("kubelet endpoint port %d, want 10250", port)
+	}
+}
+
+// An extended resource patched into the node's status (the e2e scheduling tests' way to
+// advertise one) survives our status updates, as with the kubelet; ours stay ours.
+func TestStatusKeepsExtendedResourcesOthersAdded(t *testing.T) {
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}
+	tm := newTestManager(t, func(c *Config) {
+		c.Capacity, c.Allocatable = capacity, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m"), corev1.ResourcePods: resource.MustParse("110")}
+	})
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tm.node(t)
+	const foo = corev1.ResourceName("scheduling.k8s.io/foo")
+	patch := `{"status":{"capacity":{"scheduling.k8s.io/foo":"5","cpu":"64"},"allocatable":{"scheduling.k8s.io/foo":"5","cpu":"64"}}}`
+	if _, err := tm.client.CoreV1().Nodes().Patch(t.Context(), testNode, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	node := tm.node(t)
+	if q := node.Status.Capacity[foo]; q.Value() != 5 {
+		t.Errorf("capacity %v lost the patched %s", node.Status.Capacity, foo)
+	}
+	if q := node.Status.Allocatable[foo]; q.Value() != 5 {
+		t.Errorf("allocatable %v lost the patched %s", node.Status.Allocatable, foo)
+	}
+	if node.Status.Capacity.Cpu().Value() != 2 || node.Status.Allocatable.Cpu().MilliValue() != 1900 {
+		t.Errorf("cpu capacity %v allocatable %v, want ours (2, 1900m)", node.Status.Capacity.Cpu(), node.Status.Allocatable.Cpu())
+	}
+
+	// Taken out of capacity and allocatable (the tests' cleanup): it stays out.
+	delete(node.Status.Capacity, foo)
+	delete(node.Status.Allocatable, foo)
+	if _, err := tm.client.CoreV1().Nodes().UpdateStatus(t.Context(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node = tm.node(t)
+	if _, ok := node.Status.Allocatable[foo]; ok {
+		t.Errorf("allocatable %v kept the removed %s", node.Status.Allocatable, foo)
 	}
 }
 
