@@ -217,77 +217,130 @@ var podTable = &TableDef{
 	},
 	Row: func(obj runtime.Object) []any {
 		p := obj.(*corev1.Pod)
-		ready, total, restarts := 0, len(p.Spec.Containers), int32(0)
-		for _, cs := range p.Status.ContainerStatuses {
-			restarts += cs.RestartCount
-			if cs.Ready && cs.State.Running != nil {
-				ready++
-			}
+		c := podColumns(p)
+		restarts := fmt.Sprint(c.restarts)
+		if c.restarts != 0 && !c.lastRestart.IsZero() {
+			restarts = fmt.Sprintf("%d (%s ago)", c.restarts, Age(c.lastRestart))
 		}
-		restartText := fmt.Sprint(restarts)
-		if last := lastRestart(p); !last.IsZero() && restarts > 0 {
-			restartText = fmt.Sprintf("%d (%s ago)", restarts, Age(last))
+		ip := ""
+		if len(p.Status.PodIPs) > 0 {
+			ip = p.Status.PodIPs[0].IP
 		}
-		return []any{p.Name, fmt.Sprintf("%d/%d", ready, total), PodStatusText(p), restartText, Age(p.CreationTimestamp),
-			orNone(p.Status.PodIP), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), readinessGates(p)}
+		return []any{p.Name, fmt.Sprintf("%d/%d", c.ready, c.total), c.status, restarts, Age(p.CreationTimestamp),
+			orNone(ip), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), readinessGates(p)}
 	},
 }
 
-func lastRestart(p *corev1.Pod) metav1.Time {
-	var last metav1.Time
-	for _, cs := range p.Status.ContainerStatuses {
-		if t := cs.LastTerminationState.Terminated; t != nil && t.FinishedAt.After(last.Time) {
-			last = t.FinishedAt
-		}
-	}
-	return last
+// podRow is what `kubectl get pods` shows of a pod's containers.
+type podRow struct {
+	ready, total, restarts int
+	status                 string
+	lastRestart            metav1.Time
 }
 
-// PodStatusText is the STATUS column of `kubectl get pods`, following kubectl's printer.
-func PodStatusText(p *corev1.Pod) string {
-	reason := string(p.Status.Phase)
+// podColumns computes the READY, STATUS and RESTARTS columns as kube-apiserver's pod printer
+// does (pkg/printers/internalversion printPod): sidecars (restartable init containers) count
+// among the containers once started, a failed or waiting init container shows as Init:...,
+// and a pod being deleted as Terminating until its phase is terminal.
+func podColumns(p *corev1.Pod) podRow {
+	row := podRow{total: len(p.Spec.Containers), status: string(p.Status.Phase)}
 	if p.Status.Reason != "" {
-		reason = p.Status.Reason
+		row.status = p.Status.Reason
 	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
+			row.status = corev1.PodReasonSchedulingGated
+		}
+	}
+	sidecars := map[string]bool{}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars[c.Name] = true
+			row.total++
+		}
+	}
+	var sidecarRestarts int
+	var lastSidecarRestart metav1.Time
 	initializing := false
 	for i, cs := range p.Status.InitContainerStatuses {
+		row.restarts += int(cs.RestartCount)
+		laterOf(&row.lastRestart, cs.LastTerminationState.Terminated)
+		if sidecars[cs.Name] {
+			sidecarRestarts += int(cs.RestartCount)
+			laterOf(&lastSidecarRestart, cs.LastTerminationState.Terminated)
+		}
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 			continue
+		case sidecars[cs.Name] && cs.Started != nil && *cs.Started:
+			if cs.Ready {
+				row.ready++
+			}
+			continue
 		case cs.State.Terminated != nil:
-			reason = "Init:" + terminatedText(cs.State.Terminated)
+			row.status = "Init:" + terminatedText(cs.State.Terminated)
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
-			reason = "Init:" + cs.State.Waiting.Reason
+			row.status = "Init:" + cs.State.Waiting.Reason
 		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
+			row.status = fmt.Sprintf("Init:%d/%d", i, len(p.Spec.InitContainers))
 		}
 		initializing = true
 		break
 	}
-	if !initializing {
-		hasRunning := false
+	if !initializing || podConditionTrue(p, corev1.PodInitialized) {
+		row.restarts, row.lastRestart = sidecarRestarts, lastSidecarRestart
+		hasRunning, errorReason := false, ""
 		for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
 			cs := p.Status.ContainerStatuses[i]
+			row.restarts += int(cs.RestartCount)
+			laterOf(&row.lastRestart, cs.LastTerminationState.Terminated)
 			switch {
 			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
-				reason = cs.State.Waiting.Reason
+				row.status = cs.State.Waiting.Reason
 			case cs.State.Terminated != nil:
-				reason = terminatedText(cs.State.Terminated)
+				row.status = terminatedText(cs.State.Terminated)
+				if cs.State.Terminated.ExitCode != 0 {
+					errorReason = row.status
+				}
 			case cs.Ready && cs.State.Running != nil:
 				hasRunning = true
+				row.ready++
 			}
 		}
-		if reason == "Completed" && hasRunning {
-			reason = "Running"
+		if row.status == "Completed" {
+			switch {
+			case hasRunning && podConditionTrue(p, corev1.PodReady):
+				row.status = "Running"
+			case errorReason != "":
+				row.status = errorReason
+			case hasRunning:
+				row.status = "NotReady"
+			}
 		}
 	}
-	if p.DeletionTimestamp != nil {
-		if p.Status.Reason == "NodeLost" {
-			return "Unknown"
-		}
-		return "Terminating"
+	switch {
+	case p.DeletionTimestamp != nil && p.Status.Reason == "NodeLost":
+		row.status = "Unknown"
+	case p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+		row.status = "Terminating"
 	}
-	return reason
+	return row
+}
+
+// laterOf moves last to t's finish if t finished later.
+func laterOf(last *metav1.Time, t *corev1.ContainerStateTerminated) {
+	if t != nil && last.Before(&t.FinishedAt) {
+		*last = t.FinishedAt
+	}
+}
+
+func podConditionTrue(p *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func terminatedText(t *corev1.ContainerStateTerminated) string {
