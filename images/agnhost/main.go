@@ -20,7 +20,7 @@ func main() {
 		porterCommand(), mounttestCommand(), netexecCommand(), nettestCommand(), entrypointTesterCommand(), logsGeneratorCommand(),
 		resolvConfCommand("dns-suffix", "search", "Prints the host's DNS suffix list"),
 		resolvConfCommand("dns-server-list", "nameserver", "Prints the host's DNS server list"), etcHostsCommand())
-	root.AddCommand(webhookCommand(), crdConversionWebhookCommand(), grpcHealthCheckingCommand())
+	root.AddCommand(webhookCommand(), crdConversionWebhookCommand(), grpcHealthCheckingCommand(), guestbookCommand(), issuerDiscoveryCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

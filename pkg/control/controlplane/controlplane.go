@@ -336,6 +336,15 @@ func (o *Options) advertiseAddress() netip.Addr {
 	return netip.Addr{}
 }
 
+// externalURL is where pods and other hosts reach this server (kube-apiserver's
+// ExternalAddress, which its OIDC jwks_uri names): the advertise address, else ServerURL.
+func (o *Options) externalURL() string {
+	if a := o.advertiseAddress(); a.IsValid() {
+		return "https://" + net.JoinHostPort(a.String(), strconv.Itoa(o.SecurePort))
+	}
+	return o.ServerURL()
+}
+
 // ServerURL is the URL clients on this host use to reach the API.
 func (o *Options) ServerURL() string {
 	host := o.BindAddress
@@ -627,9 +636,14 @@ func (o Options) hostname() string {
 // ctx lasts, on a goroutine counted in running) and asks clients for certificates signed
 // by the cluster CA.
 func servingTLS(ctx context.Context, running *sync.WaitGroup, ca *pki.CA, o Options) (*tls.Config, error) {
-	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}
+	// kubernetes.default.svc.cluster.local is also the default issuer's host, where pods
+	// fetch the OIDC discovery document (kubeadm names it for the same reason).
+	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
 	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, o.BindAddress)
+	}
+	if a := o.advertiseAddress(); a.IsValid() {
+		hosts = append(hosts, a.String())
 	}
 	if h := o.hostname(); h != "" {
 		hosts = append(hosts, h)

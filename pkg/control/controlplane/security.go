@@ -113,7 +113,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 		srv.AddExtension(e)
 	}
 	routes := http.NewServeMux()
-	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.ServerURL()+serviceaccount.JWKSPath))
+	routes.Handle(serviceaccount.DiscoveryPath, tokens.ServeDiscovery(o.externalURL()+serviceaccount.JWKSPath))
 	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
 	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {

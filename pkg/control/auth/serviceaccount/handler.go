@@ -151,7 +151,7 @@ func (t *Tokens) ServeDiscovery(jwksURI string) http.HandlerFunc {
 		"id_token_signing_alg_values_supported": keys(algs),
 	}
 	body, _ := json.Marshal(doc) // plain maps and strings
-	return serveJSON(body)
+	return serveJSON("application/json", body)
 }
 
 // ServeJWKS answers the public keys that verify tokens, as a JSON Web Key Set.
@@ -164,16 +164,18 @@ func (t *Tokens) ServeJWKS() http.HandlerFunc {
 	if err != nil {
 		body = []byte(`{"keys":[]}`)
 	}
-	return serveJSON(body)
+	return serveJSON("application/jwk-set+json", body)
 }
 
-func serveJSON(body []byte) http.HandlerFunc {
+// serveJSON answers body of contentType, as kube-apiserver does: a key set as
+// application/jwk-set+json (RFC 7517), both cacheable for an hour.
+func serveJSON(contentType string, body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(body)
 	}

@@ -130,10 +130,16 @@ func TestTokens(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &jwks); err != nil || len(jwks.Keys) != 1 || jwks.Keys[0].Alg != "ES256" || jwks.Keys[0].Kid == "" {
 		t.Errorf("jwks %s (%v)", w.Body, err)
 	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/jwk-set+json" {
+		t.Errorf("jwks Content-Type %q, want kube-apiserver's application/jwk-set+json", ct)
+	}
 	w = httptest.NewRecorder()
 	tokens.ServeDiscovery("https://api/openid/v1/jwks")(w, httptest.NewRequest("GET", DiscoveryPath, nil))
 	if !strings.Contains(w.Body.String(), `"issuer":"https://issuer.example"`) || !strings.Contains(w.Body.String(), `"jwks_uri":"https://api/openid/v1/jwks"`) {
 		t.Errorf("discovery %s", w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("discovery Content-Type %q", ct)
 	}
 }
 
