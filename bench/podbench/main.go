@@ -3,7 +3,8 @@
 // time; then a burst of pods created at once, each timed from its create call to the
 // Running phase seen through a watch (Kubernetes' pod startup SLO measures the same,
 // 5 s at p99); then the node filled to its 110 pods. minilet's RSS is printed with 0 pods,
-// beside a floor (floor.go: a bare client-go process watching the node's pods and Node),
+// beside two floors (floor.go: a bare client-go process watching the node's pods and Node
+// through the clientset, and through a core/v1 REST client alone),
 // and with 110, and its CPU share while 110 pods just run. For the burst it also prints
 // who spent the host's CPU per pod (minilet, the CNI plugins, containerd, shims and runc,
 // the rest) and the p50/p99 of each step of minilet's start of a pod, from its log.
@@ -50,7 +51,11 @@ func run(singles, burst, full int, bin, images string) error {
 		return err
 	}
 	defer os.RemoveAll(floorDir)
-	floorBin, err := buildFloor(floorDir)
+	floorBin, err := buildFloor(floorDir, "listwatch")
+	if err != nil {
+		return err
+	}
+	coreFloorBin, err := buildFloor(floorDir, "corewatch")
 	if err != nil {
 		return err
 	}
@@ -82,13 +87,23 @@ func run(singles, burst, full int, bin, images string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("minilet RSS with 0 pods: %.1f MiB (target <= 47.7 MiB, 50 MB): %.1f MiB anonymous (heap, stacks), %.1f MiB of its binary's pages\n", idle, anon, file)
+	heapInuse, heapAlloc, err := goHeap(ctx, client, l.Nodes[0].Name) // after the RSS: serving /metrics allocates
+	if err != nil {
+		return err
+	}
+	fmt.Printf("minilet RSS with 0 pods: %.1f MiB (target <= 47.7 MiB, 50 MB): %.1f MiB anonymous (heap, stacks), %.1f MiB of its binary's pages; Go heap %.1f MiB in use, %.1f MiB allocated\n", idle, anon, file, heapInuse, heapAlloc)
 	floor, floorAnon, floorFile, err := floorRSS(floorBin, l, settle)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("floor, client-go's clientset and informers doing LIST+WATCH of the node's pods and Node (bench/podbench/listwatch): %.1f MiB: %.1f MiB anonymous, %.1f MiB of its binary's pages; minilet above it %.1f MiB\n",
 		floor, floorAnon, floorFile, idle-floor)
+	core, coreAnon, coreFile, err := floorRSS(coreFloorBin, l, settle)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("narrow floor, the same through a REST client of core/v1 alone, no clientset (bench/podbench/corewatch): %.1f MiB: %.1f MiB anonymous, %.1f MiB of its binary's pages; the clientset costs %.1f MiB\n",
+		core, coreAnon, coreFile, floor-core)
 
 	var single []time.Duration
 	for i := range singles {
