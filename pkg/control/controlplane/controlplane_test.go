@@ -461,6 +461,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// eventually runs kubectl until it succeeds (discovery catching up, an informer filling)
+// and returns its output.
+func eventually(t *testing.T, c *cluster, args ...string) string {
+	t.Helper()
+	var out string
+	waitFor(t, "kubectl "+strings.Join(args, " "), func() bool {
+		var err error
+		out, err = c.kubectl(t, "", args...)
+		return err == nil
+	})
+	return out
+}
+
+// waitFor runs kubectl until its output is want.
+func (c *cluster) waitFor(t *testing.T, want string, args ...string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("kubectl %s to print %q", strings.Join(args, " "), want), func() bool {
+		out, _ := c.kubectl(t, "", args...)
+		return out == want
+	})
+}
+
 // regexpLine tells whether some line of out matches pattern.
 func regexpLine(out, pattern string) bool {
 	return regexp.MustCompile(`(?m)` + pattern).MatchString(out)
