@@ -23,6 +23,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/unit"
 	"github.com/minik8s/minik8s/internal/testenv"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	"github.com/vishvananda/netns"
 )
 
@@ -263,7 +264,7 @@ func TestEnvFlagsExist(t *testing.T) {
 // arrives the API already answers /healthz.
 func TestMiniapiNotifiesReady(t *testing.T) {
 	bin := binDir(t)
-	port := freePort(t)
+	port := controlplanetest.FreePort(t)
 	d := startNotifying(t, "", filepath.Join(bin, "miniapi"), "--data-dir", filepath.Join(t.TempDir(), "data"),
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port))
 	d.awaitReady(t)
@@ -427,15 +428,6 @@ func (d *notifying) noMore(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestApilbNotifiesReady starts a real miniapi and apilb.service's command in front of it
 // and of an address where nothing listens, as apilb.env configures it (the cluster CA for
 // the /readyz checks), and checks that when READY=1 arrives every connection through the
@@ -444,7 +436,7 @@ func freePort(t *testing.T) int {
 func TestApilbNotifiesReady(t *testing.T) {
 	bin := binDir(t)
 	data := filepath.Join(t.TempDir(), "data")
-	apiPort, deadPort, lbPort := freePort(t), freePort(t), freePort(t)
+	apiPort, deadPort, lbPort := controlplanetest.FreePort(t), controlplanetest.FreePort(t), controlplanetest.FreePort(t)
 	api := startNotifying(t, "", filepath.Join(bin, "miniapi"), "--data-dir", data,
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(apiPort))
 	api.awaitReady(t)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/internal/shutdowntest"
+	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 )
 
 func TestMain(m *testing.M) {
@@ -30,12 +30,7 @@ func TestMain(m *testing.M) {
 // started stopped (goleak): the API server drained, informers, controllers, the scheduler
 // and leader election joined, the store closed.
 func TestShutdownLeavesNoGoroutine(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := controlplanetest.FreePort(t)
 	dir := filepath.Join(t.TempDir(), "miniapi")
 	d := shutdowntest.Start(t, nil, []string{"--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)})
 

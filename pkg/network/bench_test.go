@@ -71,18 +71,7 @@ func BenchmarkSyncPodRoutes(b *testing.B) {
 		}
 	}
 	in(b, func() error {
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "v0"}, PeerName: "v1"}); err != nil {
-			return err
-		}
-		v0, _ := netlink.LinkByName("v0")
-		addr, _ := netlink.ParseAddr("10.200.0.1/24")
-		if err := netlink.AddrAdd(v0, addr); err != nil {
-			return err
-		}
-		if err := netlink.LinkSetUp(v0); err != nil {
-			return err
-		}
-		if err := setLinkUp("v1"); err != nil {
+		if err := onLink("10.200.0.1/24"); err != nil {
 			return err
 		}
 		if failed := SyncPodRoutes(routes); len(failed) > 0 {

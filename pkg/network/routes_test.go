@@ -11,26 +11,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// onLink puts addr's subnet on-link in the current namespace: a veth pair v0/v1, both up,
+// with addr on v0.
+func onLink(addr string) error {
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "v0"}, PeerName: "v1"}); err != nil {
+		return err
+	}
+	v0, err := netlink.LinkByName("v0")
+	if err != nil {
+		return err
+	}
+	a, err := netlink.ParseAddr(addr)
+	if err != nil {
+		return err
+	}
+	if err := netlink.AddrAdd(v0, a); err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(v0); err != nil {
+		return err
+	}
+	return setLinkUp("v1")
+}
+
 func TestSyncPodRoutes(t *testing.T) {
 	requireRoot(t)
 	node := newTestNetNS(t, netnsDir(t), "node")
 	err := InNetNS(node, func() error {
-		// A veth pair inside the test namespace puts 10.200.9.0/24 on-link for the gateways.
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "v0"}, PeerName: "v1"}); err != nil {
-			return err
-		}
-		v0, err := netlink.LinkByName("v0")
-		if err != nil {
-			return err
-		}
-		addr, _ := netlink.ParseAddr("10.200.9.1/24")
-		if err := netlink.AddrAdd(v0, addr); err != nil {
-			return err
-		}
-		if err := netlink.LinkSetUp(v0); err != nil {
-			return err
-		}
-		if err := setLinkUp("v1"); err != nil {
+		if err := onLink("10.200.9.1/24"); err != nil { // for the gateways
 			return err
 		}
 		_, foreignDst, _ := net.ParseCIDR("10.244.9.0/24")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // TestJoinWithBootstrapToken: nodes given only a bootstrap kubeconfig (minilab up
@@ -131,21 +131,11 @@ func clientCert(t *testing.T, l *lab.Lab, n lab.Node) *x509.Certificate {
 // certIn is the certificate of a file of the node's --cert-dir.
 func certIn(t *testing.T, l *lab.Lab, n lab.Node, file string) *x509.Certificate {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(l.StateDir, n.Name+"-pki", "client", file))
+	certs, err := certutil.CertsFromFile(filepath.Join(l.StateDir, n.Name+"-pki", "client", file))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s's %s: %v", n.Name, file, err)
 	}
-	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
-		if block.Type == "CERTIFICATE" {
-			cert, err := x509.ParseCertificate(block.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cert
-		}
-	}
-	t.Fatalf("no certificate in %s's %s", n.Name, file)
-	return nil
+	return certs[0]
 }
 
 // runPodOn runs a pod bound to node and waits for it to run.

@@ -4,6 +4,7 @@ package controllertest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,6 +44,15 @@ func WaitFor(t testing.TB, what string, within time.Duration, cond func() (ok bo
 func Until(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
 	WaitFor(t, what, within, func() (bool, string) { return cond(), "" })
+}
+
+// Eventually is WaitFor for a state that must come to read want.
+func Eventually(t testing.TB, what string, within time.Duration, got func() string, want string) {
+	t.Helper()
+	WaitFor(t, fmt.Sprintf("%s: %q", what, want), within, func() (bool, string) {
+		g := got()
+		return g == want, g
+	})
 }
 
 // MarkReady plays pod's kubelet: the pod runs and is Ready. It retries on conflict (the

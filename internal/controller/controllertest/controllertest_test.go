@@ -58,3 +58,15 @@ func TestWaitForFailsWithTheLastState(t *testing.T) {
 		t.Errorf("Until's failure %q", msg)
 	}
 }
+
+func TestEventuallyNamesWantAndTheLastReading(t *testing.T) {
+	msg := run(func(tb testing.TB) {
+		Eventually(tb, "slices", 300*time.Millisecond, func() string { return "a,b" }, "a")
+	})
+	if !strings.Contains(msg, `waiting for slices: "a"`) || !strings.Contains(msg, "last: a,b") {
+		t.Errorf("failure %q, want what was awaited, its wanted reading and the last one", msg)
+	}
+	if msg := run(func(tb testing.TB) { Eventually(tb, "slices", 5*time.Second, func() string { return "a" }, "a") }); msg != "" {
+		t.Errorf("failure %q for a state that reads want", msg)
+	}
+}

@@ -3,9 +3,7 @@ package certificate
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
 
@@ -62,21 +61,11 @@ func whoami(t *testing.T, cfg *rest.Config) (string, error) {
 
 func currentCert(t *testing.T, dir string) *x509.Certificate {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "kubelet-client-current.pem"))
+	certs, err := certutil.CertsFromFile(filepath.Join(dir, "kubelet-client-current.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
-		if block.Type == "CERTIFICATE" {
-			cert, err := x509.ParseCertificate(block.Bytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return cert
-		}
-	}
-	t.Fatal("no certificate in kubelet-client-current.pem")
-	return nil
+	return certs[0]
 }
 
 // A node given only a bootstrap kubeconfig gets its certificate and kubeconfig, renews

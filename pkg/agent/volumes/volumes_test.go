@@ -10,28 +10,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
-func testManager(t *testing.T, objects ...any) (*Manager, string) {
+func testManager(t *testing.T, objects ...runtime.Object) (*Manager, string) {
 	t.Helper()
-	client := fake.NewClientset()
-	ctx := context.Background()
-	for _, o := range objects {
-		switch o := o.(type) {
-		case *corev1.ConfigMap:
-			client.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.Secret:
-			client.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.PersistentVolumeClaim:
-			client.CoreV1().PersistentVolumeClaims(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.PersistentVolume:
-			client.CoreV1().PersistentVolumes().Create(ctx, o, metav1.CreateOptions{})
-		}
-	}
 	dir := t.TempDir()
-	return New(filepath.Join(dir, "pods"), client, func() corev1.ResourceList { return nil }), dir
+	return New(filepath.Join(dir, "pods"), fake.NewClientset(objects...), func() corev1.ResourceList { return nil }), dir
+}
+
+// boundClaim is the claim default/data bound to the hostPath volume pv1 at host.
+func boundClaim(host string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}}
 }
 
 func volumePod(vols ...corev1.Volume) *corev1.Pod {
@@ -43,13 +38,11 @@ func volumePod(vols ...corev1.Volume) *corev1.Pod {
 
 func TestSetUpLaysOutVolumesAsTheKubelet(t *testing.T) {
 	host := t.TempDir()
+	claim, volume := boundClaim(host)
 	m, root := testManager(t,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"app.conf": "x=1", "other": "o"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"password": []byte("s3cret")}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
-			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}},
+		claim, volume,
 	)
 	pod := volumePod(
 		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -194,12 +187,10 @@ func TestContainerMountsAndSubPaths(t *testing.T) {
 
 func TestFSGroupOwnsThePodsVolumes(t *testing.T) {
 	host := t.TempDir()
+	claim, volume := boundClaim(host)
 	m, _ := testManager(t,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"app.conf": "x=1"}},
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
-			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}},
+		claim, volume,
 	)
 	pod := volumePod(
 		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},

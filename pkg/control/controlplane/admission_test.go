@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
@@ -19,22 +18,6 @@ func admissionPod(name, spec string) string {
 }
 
 const plainContainers = "  containers: [{name: app, image: localhost/minik8s/netexec:v1}]\n"
-
-// waitFor polls kubectl until its output is want.
-func (c *cluster) waitFor(t *testing.T, want string, args ...string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, _ := c.kubectl(t, "", args...)
-		if out == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl %v: %q, want %q", args, out, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // TestServiceAccountAdmission: a pod naming a missing account is refused with
 // kube-apiserver's message; an account with automountServiceAccountToken: false gives its

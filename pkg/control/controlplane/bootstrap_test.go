@@ -350,18 +350,6 @@ rules:
 	})
 }
 
-// eventually runs kubectl until it succeeds (for at most 30 s) and returns its output.
-func eventually(t *testing.T, c *cluster, args ...string) string {
-	t.Helper()
-	var out string
-	waitFor(t, "kubectl "+strings.Join(args, " "), func() bool {
-		var err error
-		out, err = c.kubectl(t, "", args...)
-		return err == nil
-	})
-	return out
-}
-
 // TestTokenCleaner: miniapi's tokencleaner deletes bootstrap tokens once expired (made
 // with docs/security.md's kubectl recipe), when they fall due, and nothing else.
 func TestTokenCleaner(t *testing.T) {

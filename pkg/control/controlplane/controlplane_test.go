@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/testenv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -450,15 +451,32 @@ func (c *cluster) httpClient(t *testing.T) *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
 }
 
+// waitFor polls cond for up to 30 s: generous, as CI runs packages side by side on 2 cores.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // generous: CI runs packages side by side on 2 cores
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	controllertest.Until(t, what, 30*time.Second, cond)
+}
+
+// eventually runs kubectl until it succeeds (discovery catching up, an informer filling)
+// and returns its output.
+func eventually(t *testing.T, c *cluster, args ...string) string {
+	t.Helper()
+	var out string
+	waitFor(t, "kubectl "+strings.Join(args, " "), func() bool {
+		var err error
+		out, err = c.kubectl(t, "", args...)
+		return err == nil
+	})
+	return out
+}
+
+// waitFor runs kubectl until its output is want.
+func (c *cluster) waitFor(t *testing.T, want string, args ...string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("kubectl %s to print %q", strings.Join(args, " "), want), func() bool {
+		out, _ := c.kubectl(t, "", args...)
+		return out == want
+	})
 }
 
 // regexpLine tells whether some line of out matches pattern.

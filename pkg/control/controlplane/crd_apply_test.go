@@ -76,7 +76,7 @@ func TestCustomResourceServerSideApply(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	c.applyCRD(t, sprocketsCRD, "sprockets.example.com")
-	waitForKubectl(t, c, "get", "sprockets")
+	eventually(t, c, "get", "sprockets")
 
 	// A plain create records its manager.
 	c.mustKubectl(t, "apiVersion: example.com/v1\nkind: Sprocket\nmetadata: {name: g0}\nspec: {color: green}\n", "create", "-f", "-")

@@ -117,7 +117,7 @@ func TestCustomResources(t *testing.T) {
 	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
 
 	// Discovery serves the new kind (kubectl resolves "widget" and the short name).
-	waitForKubectl(t, c, "get", "wd")
+	eventually(t, c, "get", "wd")
 	out := c.mustKubectl(t, `apiVersion: example.com/v1
 kind: Widget
 metadata: {name: w1}
@@ -253,7 +253,7 @@ status: {replicas: 7}
 	}
 	// Created again, the CRD serves no custom resource of the old one.
 	c.applyCRD(t, widgetsCRD, "widgets.example.com")
-	waitForKubectl(t, c, "get", "wd")
+	eventually(t, c, "get", "wd")
 	if list, err := widgets.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
 		t.Errorf("custom resources outlived their CRD: %v %v", err, list)
 	}
@@ -269,22 +269,6 @@ func (c *cluster) applyCRD(t *testing.T, manifest, name string) {
 // customResources is a dynamic client of a resource in the default namespace.
 func customResources(cfg *rest.Config, group, version, resource string) dynamic.ResourceInterface {
 	return dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: resource}).Namespace("default")
-}
-
-// waitForKubectl retries a kubectl command until it succeeds (discovery catching up).
-func waitForKubectl(t *testing.T, c *cluster, args ...string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, err := c.kubectl(t, "", args...)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // A deprecated version of a CRD warns on every request to it, as kube-apiserver does:
@@ -306,7 +290,7 @@ spec:
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
   - {name: v2, served: false, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
 `, "gauges.example.com")
-	waitForKubectl(t, c, "get", "gauges")
+	eventually(t, c, "get", "gauges")
 	const alpha = "Warning: example.com/v1alpha1 Gauge is deprecated; use example.com/v1 Gauge"
 	if out := c.mustKubectl(t, "apiVersion: example.com/v1alpha1\nkind: Gauge\nmetadata: {name: g}\n", "create", "-f", "-"); !strings.Contains(out, alpha) {
 		t.Errorf("create at v1alpha1:\n%s", out)

@@ -56,7 +56,7 @@ func TestGatewayAPIStandardCRDs(t *testing.T) {
 	if out := c.mustKubectl(t, "", "get", "crd", "-o", "name"); strings.Count(out, ".gateway.networking.k8s.io") != 10 {
 		t.Errorf("CRDs:\n%s", out)
 	}
-	waitForKubectl(t, c, "get", "gateways,httproutes,gatewayclasses")
+	eventually(t, c, "get", "gateways,httproutes,gatewayclasses")
 
 	// Valid objects through the gateway-api Go types, defaults applied by the server.
 	cfg := c.adminConfig(t)
@@ -343,7 +343,7 @@ func TestControllerRuntimeManager(t *testing.T) {
 	t.Setenv("KUBECONFIG", c.kubeconfig)
 	ctx := context.Background()
 	c.applyCRD(t, greetingsCRD, "greetings.example.com")
-	waitForKubectl(t, c, "get", "greetings")
+	eventually(t, c, "get", "greetings")
 	cfg := c.adminConfig(t)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	greetings := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "greetings"}).Namespace("default")

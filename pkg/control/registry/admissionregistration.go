@@ -247,9 +247,7 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	timeout *int32, reviewVersions []string, cc admissionregistrationv1.WebhookClientConfig, nsSel, objSel *metav1.LabelSelector,
 	conditions []admissionregistrationv1.MatchCondition) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(p.Child("name"), name, msg))
-	}
+	errs = append(errs, invalidEach(p.Child("name"), name, utilvalidation.IsDNS1123Subdomain(name))...)
 	if len(strings.Split(name, ".")) < 3 {
 		errs = append(errs, field.Invalid(p.Child("name"), name, "should be a domain with at least three segments separated by dots"))
 	}
@@ -310,9 +308,7 @@ func validateReviewVersions(versions []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen, known := sets.New[string](), false
 	for i, v := range versions {
-		for _, msg := range utilvalidation.IsDNS1035Label(v) {
-			errs = append(errs, field.Invalid(p.Index(i), v, msg))
-		}
+		errs = append(errs, invalidEach(p.Index(i), v, utilvalidation.IsDNS1035Label(v))...)
 		if seen.Has(v) {
 			errs = append(errs, field.Invalid(p.Index(i), v, "duplicate version"))
 		}
@@ -423,9 +419,7 @@ func validateMatchConditions(conditions []admissionregistrationv1.MatchCondition
 		if c.Name == "" {
 			errs = append(errs, field.Required(cp.Child("name"), ""))
 		} else {
-			for _, msg := range validation.NameIsDNSLabel(c.Name, false) {
-				errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
-			}
+			errs = append(errs, invalidEach(cp.Child("name"), c.Name, validation.NameIsDNSLabel(c.Name, false))...)
 		}
 		if names.Has(c.Name) {
 			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
@@ -471,9 +465,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.
 func validateNamedRule(r admissionregistrationv1.NamedRuleWithOperations, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, n := range r.ResourceNames {
-		for _, msg := range validation.NameIsDNSSubdomain(n, false) {
-			errs = append(errs, field.Invalid(p.Child("resourceNames").Index(i), n, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("resourceNames").Index(i), n, validation.NameIsDNSSubdomain(n, false))...)
 	}
 	return append(errs, validateRuleWithOperations(r.RuleWithOperations, p)...)
 }
@@ -507,9 +499,7 @@ func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAd
 	keys := sets.New[string]()
 	for i, a := range s.AuditAnnotations {
 		ap := p.Child("auditAnnotations").Index(i)
-		for _, msg := range utilvalidation.IsQualifiedName(vap.Name + "/" + a.Key) {
-			errs = append(errs, field.Invalid(ap.Child("key"), a.Key, msg))
-		}
+		errs = append(errs, invalidEach(ap.Child("key"), a.Key, utilvalidation.IsQualifiedName(vap.Name+"/"+a.Key))...)
 		if keys.Has(a.Key) {
 			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
 		}
@@ -580,11 +570,7 @@ func validatePolicyName(name string, p *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
-	var errs field.ErrorList
-	for _, msg := range validation.NameIsDNSSubdomain(name, false) {
-		errs = append(errs, field.Invalid(p, name, msg))
-	}
-	return errs
+	return invalidEach(p, name, validation.NameIsDNSSubdomain(name, false))
 }
 
 // validateParamRef: a binding's params by name or by selector, and what to do without one.

@@ -128,9 +128,7 @@ func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	if s.ScaleTargetRef.Name == "" {
 		errs = append(errs, field.Required(ref.Child("name"), ""))
 	} else {
-		for _, msg := range path.IsValidPathSegmentName(s.ScaleTargetRef.Name) {
-			errs = append(errs, field.Invalid(ref.Child("name"), s.ScaleTargetRef.Name, msg))
-		}
+		errs = append(errs, invalidEach(ref.Child("name"), s.ScaleTargetRef.Name, path.IsValidPathSegmentName(s.ScaleTargetRef.Name))...)
 	}
 	for i := range s.Metrics {
 		errs = append(errs, validateMetricSpec(&s.Metrics[i], spec.Child("metrics").Index(i))...)

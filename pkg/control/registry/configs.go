@@ -64,11 +64,7 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 }
 
 func validateConfigKey(key string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsConfigMapKey(key) {
-		errs = append(errs, field.Invalid(path, key, msg))
-	}
-	return errs
+	return invalidEach(path, key, utilvalidation.IsConfigMapKey(key))
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

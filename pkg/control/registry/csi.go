@@ -212,9 +212,7 @@ func validateVolumeAttachment(a *storagev1.VolumeAttachment) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs = append(errs, validateDriverName(a.Spec.Attacher, spec.Child("attacher"))...)
 	errs = append(errs, validateAttachmentSource(&a.Spec.Source, spec.Child("source"))...)
-	for _, msg := range validation.NameIsDNSSubdomain(a.Spec.NodeName, false) {
-		errs = append(errs, field.Invalid(spec.Child("nodeName"), a.Spec.NodeName, msg))
-	}
+	errs = append(errs, invalidEach(spec.Child("nodeName"), a.Spec.NodeName, validation.NameIsDNSSubdomain(a.Spec.NodeName, false))...)
 	status := field.NewPath("status")
 	size := 0
 	for k, v := range a.Status.AttachmentMetadata {
@@ -226,9 +224,7 @@ func validateVolumeAttachment(a *storagev1.VolumeAttachment) field.ErrorList {
 	errs = append(errs, validateVolumeError(a.Status.AttachError, status.Child("attachError"))...)
 	errs = append(errs, validateVolumeError(a.Status.DetachError, status.Child("detachError"))...)
 	if pv := a.Spec.Source.PersistentVolumeName; pv != nil {
-		for _, msg := range validation.NameIsDNSSubdomain(*pv, false) {
-			errs = append(errs, field.Invalid(field.NewPath("spec.source.persistentVolumeName"), *pv, msg))
-		}
+		errs = append(errs, invalidEach(field.NewPath("spec.source.persistentVolumeName"), *pv, validation.NameIsDNSSubdomain(*pv, false))...)
 	}
 	return errs
 }

@@ -60,14 +60,10 @@ func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
 				ap := path.Child(set.name).Index(j)
 				errs = append(errs, validateEndpointIP(a.IP, ap.Child("ip"))...)
 				if a.Hostname != "" {
-					for _, msg := range utilvalidation.IsDNS1123Label(a.Hostname) {
-						errs = append(errs, field.Invalid(ap.Child("hostname"), a.Hostname, msg))
-					}
+					errs = append(errs, invalidEach(ap.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
 				}
 				if a.NodeName != nil {
-					for _, msg := range validation.NameIsDNSSubdomain(*a.NodeName, false) {
-						errs = append(errs, field.Invalid(ap.Child("nodeName"), *a.NodeName, msg))
-					}
+					errs = append(errs, invalidEach(ap.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
 				}
 			}
 		}
@@ -113,19 +109,11 @@ func validatePortName(name string, required bool, path *field.Path) field.ErrorL
 		}
 		return nil
 	}
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(name) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return invalidEach(path, name, utilvalidation.IsDNS1123Label(name))
 }
 
 func validatePort(port int32, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsValidPortNum(int(port)) {
-		errs = append(errs, field.Invalid(path, port, msg))
-	}
-	return errs
+	return invalidEach(path, port, utilvalidation.IsValidPortNum(int(port)))
 }
 
 // endpointsText is the ENDPOINTS column: up to three address:port pairs, then "+ N more...".
@@ -242,9 +230,7 @@ func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {
 			errs = append(errs, validateSliceAddress(s.AddressType, a, ap.Index(j))...)
 		}
 		if e.Hostname != nil {
-			for _, msg := range utilvalidation.IsDNS1123Label(*e.Hostname) {
-				errs = append(errs, field.Invalid(endpoints.Index(i).Child("hostname"), *e.Hostname, msg))
-			}
+			errs = append(errs, invalidEach(endpoints.Index(i).Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
 		}
 	}
 	ports := field.NewPath("ports")

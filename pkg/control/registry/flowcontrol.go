@@ -106,9 +106,7 @@ func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	if pl := s.PriorityLevelConfiguration.Name; pl == "" {
 		errs = append(errs, field.Required(plPath, "must reference a priority level"))
 	} else {
-		for _, msg := range validation.NameIsDNSSubdomain(pl, false) {
-			errs = append(errs, field.Invalid(plPath, pl, msg))
-		}
+		errs = append(errs, invalidEach(plPath, pl, validation.NameIsDNSSubdomain(pl, false))...)
 	}
 	for i := range s.Rules {
 		errs = append(errs, validatePolicyRulesWithSubjects(&s.Rules[i], spec.Child("rules").Index(i))...)
@@ -209,16 +207,12 @@ func validateServiceAccountSubject(sa *flowcontrolv1.ServiceAccountSubject, path
 	case sa.Name == "":
 		errs = append(errs, field.Required(path.Child("name"), ""))
 	case sa.Name != flowcontrolv1.NameAll:
-		for _, msg := range validation.ValidateServiceAccountName(sa.Name, false) {
-			errs = append(errs, field.Invalid(path.Child("name"), sa.Name, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("name"), sa.Name, validation.ValidateServiceAccountName(sa.Name, false))...)
 	}
 	if sa.Namespace == "" {
 		return append(errs, field.Required(path.Child("namespace"), "must specify namespace for service account"))
 	}
-	for _, msg := range validation.ValidateNamespaceName(sa.Namespace, false) {
-		errs = append(errs, field.Invalid(path.Child("namespace"), sa.Namespace, msg))
-	}
+	errs = append(errs, invalidEach(path.Child("namespace"), sa.Namespace, validation.ValidateNamespaceName(sa.Namespace, false))...)
 	return errs
 }
 

@@ -125,9 +125,7 @@ func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, path *field
 		if port.EndPort != nil {
 			errs = append(errs, field.Invalid(path.Child("endPort"), *port.EndPort, "may not be specified when `port` is non-numeric"))
 		}
-		for _, msg := range utilvalidation.IsValidPortName(port.Port.StrVal) {
-			errs = append(errs, field.Invalid(path.Child("port"), port.Port.StrVal, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("port"), port.Port.StrVal, utilvalidation.IsValidPortName(port.Port.StrVal))...)
 	}
 	return errs
 }
@@ -256,18 +254,14 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 		errs = append(errs, validateIngressBackend(s.DefaultBackend, spec.Child("defaultBackend"))...)
 	}
 	if s.IngressClassName != nil {
-		for _, msg := range validation.NameIsDNSSubdomain(*s.IngressClassName, false) {
-			errs = append(errs, field.Invalid(spec.Child("ingressClassName"), *s.IngressClassName, msg))
-		}
+		errs = append(errs, invalidEach(spec.Child("ingressClassName"), *s.IngressClassName, validation.NameIsDNSSubdomain(*s.IngressClassName, false))...)
 	}
 	for i, tls := range s.TLS {
 		for j, host := range tls.Hosts {
 			errs = append(errs, validateIngressHost(host, spec.Child("tls").Index(i).Child("hosts").Index(j))...)
 		}
 		if tls.SecretName != "" {
-			for _, msg := range validation.NameIsDNSSubdomain(tls.SecretName, false) {
-				errs = append(errs, field.Invalid(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, msg))
-			}
+			errs = append(errs, invalidEach(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, validation.NameIsDNSSubdomain(tls.SecretName, false))...)
 		}
 	}
 	for i, rule := range s.Rules {
@@ -298,9 +292,7 @@ func validateIngressHost(host string, path *field.Path) field.ErrorList {
 	if strings.Contains(host, "*") {
 		check = utilvalidation.IsWildcardDNS1123Subdomain
 	}
-	for _, msg := range check(host) {
-		errs = append(errs, field.Invalid(path, host, msg))
-	}
+	errs = append(errs, invalidEach(path, host, check(host))...)
 	return errs
 }
 
@@ -343,17 +335,13 @@ func validateIngressBackend(b *networkingv1.IngressBackend, path *field.Path) fi
 		if b.Service.Name == "" {
 			errs = append(errs, field.Required(sp.Child("name"), ""))
 		}
-		for _, msg := range validation.NameIsDNS1035Label(b.Service.Name, false) {
-			errs = append(errs, field.Invalid(sp.Child("name"), b.Service.Name, msg))
-		}
+		errs = append(errs, invalidEach(sp.Child("name"), b.Service.Name, validation.NameIsDNS1035Label(b.Service.Name, false))...)
 		port := b.Service.Port
 		switch {
 		case port.Name != "" && port.Number != 0:
 			errs = append(errs, field.Invalid(sp.Child("port"), port, "cannot set both port name & port number"))
 		case port.Name != "":
-			for _, msg := range utilvalidation.IsValidPortName(port.Name) {
-				errs = append(errs, field.Invalid(sp.Child("port", "name"), port.Name, msg))
-			}
+			errs = append(errs, invalidEach(sp.Child("port", "name"), port.Name, utilvalidation.IsValidPortName(port.Name))...)
 		case port.Number != 0:
 			errs = append(errs, validatePort(port.Number, sp.Child("port", "number"))...)
 		default:
@@ -414,9 +402,7 @@ func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 	case len(c) > maxIngressClassControllerLen:
 		errs = append(errs, field.TooLong(spec.Child("controller"), "", maxIngressClassControllerLen))
 	default:
-		for _, msg := range validateDomainPrefixedPath(c) {
-			errs = append(errs, field.Invalid(spec.Child("controller"), c, msg))
-		}
+		errs = append(errs, invalidEach(spec.Child("controller"), c, validateDomainPrefixedPath(c))...)
 	}
 	p := ic.Spec.Parameters
 	if p == nil {

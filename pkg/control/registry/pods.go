@@ -160,9 +160,7 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 	case names.Has(c.Name):
 		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
 	default:
-		for _, msg := range utilvalidation.IsDNS1123Label(c.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("name"), c.Name, utilvalidation.IsDNS1123Label(c.Name))...)
 	}
 	names.Insert(c.Name)
 	if strings.TrimSpace(c.Image) == "" {

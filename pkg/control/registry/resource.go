@@ -227,11 +227,7 @@ func validateDeviceClassName(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return invalidEach(path, name, utilvalidation.IsDNS1123Subdomain(name))
 }
 
 func validateAllocationMode(mode resourcev1.DeviceAllocationMode, count int64, path *field.Path) field.ErrorList {
@@ -301,18 +297,12 @@ func validateDriverName(name string, path *field.Path) field.ErrorList {
 	if len(name) > 63 {
 		errs = append(errs, field.TooLong(path, "", 63))
 	}
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
+	errs = append(errs, invalidEach(path, name, utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)))...)
 	return errs
 }
 
 func dnsLabel(name string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(name) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return invalidEach(path, name, utilvalidation.IsDNS1123Label(name))
 }
 
 var resourceSliceRules = Rules{
@@ -365,9 +355,7 @@ func validateResourceSliceSpec(spec *resourcev1.ResourceSliceSpec) field.ErrorLi
 			errs = append(errs, field.TooLong(pool.Child("name"), "", resourcev1.PoolNameMaxLength))
 		}
 		for _, part := range strings.Split(spec.Pool.Name, "/") {
-			for _, msg := range utilvalidation.IsDNS1123Subdomain(part) {
-				errs = append(errs, field.Invalid(pool.Child("name"), part, msg))
-			}
+			errs = append(errs, invalidEach(pool.Child("name"), part, utilvalidation.IsDNS1123Subdomain(part))...)
 		}
 	}
 	if spec.Pool.ResourceSliceCount <= 0 {
@@ -383,9 +371,7 @@ func validateResourceSliceSpec(spec *resourcev1.ResourceSliceSpec) field.ErrorLi
 			errs = append(errs, field.Invalid(path.Child("nodeName"), "", "must be either unset or set to a non-empty string"))
 		} else {
 			set = append(set, "`nodeName`")
-			for _, msg := range validation.NameIsDNSSubdomain(*spec.NodeName, false) {
-				errs = append(errs, field.Invalid(path.Child("nodeName"), *spec.NodeName, msg))
-			}
+			errs = append(errs, invalidEach(path.Child("nodeName"), *spec.NodeName, validation.NameIsDNSSubdomain(*spec.NodeName, false))...)
 		}
 	}
 	if spec.NodeSelector != nil {

@@ -38,9 +38,7 @@ var runtimeClassRules = Rules{
 
 func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
 	errs := validateMeta(rc, false, validation.NameIsDNSSubdomain)
-	for _, msg := range utilvalidation.IsDNS1123Label(rc.Handler) {
-		errs = append(errs, field.Invalid(field.NewPath("handler"), rc.Handler, msg))
-	}
+	errs = append(errs, invalidEach(field.NewPath("handler"), rc.Handler, utilvalidation.IsDNS1123Label(rc.Handler))...)
 	if rc.Overhead != nil {
 		errs = append(errs, validateResourceList(rc.Overhead.PodFixed, field.NewPath("overhead", "podFixed"))...)
 	}
@@ -92,9 +90,7 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 		case seen[d.Name]:
 			errs = append(errs, field.Duplicate(path.Child("name"), d.Name))
 		default:
-			for _, msg := range utilvalidation.IsDNS1123Subdomain(d.Name) {
-				errs = append(errs, field.Invalid(path.Child("name"), d.Name, msg))
-			}
+			errs = append(errs, invalidEach(path.Child("name"), d.Name, utilvalidation.IsDNS1123Subdomain(d.Name))...)
 		}
 		seen[d.Name] = true
 		if d.NodeID == "" {
@@ -103,9 +99,7 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("nodeID"), d.NodeID, fmt.Sprintf("must be %d characters or less", csiNodeIDMaxLength)))
 		}
 		for j, key := range d.TopologyKeys {
-			for _, msg := range utilvalidation.IsQualifiedName(key) {
-				errs = append(errs, field.Invalid(path.Child("topologyKeys").Index(j), key, msg))
-			}
+			errs = append(errs, invalidEach(path.Child("topologyKeys").Index(j), key, utilvalidation.IsQualifiedName(key))...)
 		}
 		if d.Allocatable != nil && d.Allocatable.Count != nil {
 			errs = append(errs, nonNegative(d.Allocatable.Count, path.Child("allocatable", "count"))...)

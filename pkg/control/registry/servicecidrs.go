@@ -134,9 +134,7 @@ func validateIPAddress(ip *networkingv1.IPAddress) field.ErrorList {
 		return append(errs, field.Required(path, ""))
 	}
 	if ref.Group != "" { // the core group, Services', is ""
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(ref.Group) {
-			errs = append(errs, field.Invalid(path.Child("group"), ref.Group, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("group"), ref.Group, utilvalidation.IsDNS1123Subdomain(ref.Group))...)
 	}
 	pathSegment := func(value, name string, required bool) {
 		if value == "" {
@@ -145,9 +143,7 @@ func validateIPAddress(ip *networkingv1.IPAddress) field.ErrorList {
 			}
 			return
 		}
-		for _, msg := range content.IsPathSegmentName(value) {
-			errs = append(errs, field.Invalid(path.Child(name), value, msg))
-		}
+		errs = append(errs, invalidEach(path.Child(name), value, content.IsPathSegmentName(value))...)
 	}
 	pathSegment(ref.Resource, "resource", true)
 	pathSegment(ref.Name, "name", true)

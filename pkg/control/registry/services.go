@@ -278,9 +278,7 @@ func validateExternalName(svc *corev1.Service, spec *field.Path) field.ErrorList
 	if s.ExternalName == "" {
 		return append(errs, field.Required(spec.Child("externalName"), ""))
 	}
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")) {
-		errs = append(errs, field.Invalid(spec.Child("externalName"), s.ExternalName, msg))
-	}
+	errs = append(errs, invalidEach(spec.Child("externalName"), s.ExternalName, utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")))...)
 	return errs
 }
 
@@ -300,28 +298,20 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		case p.Name == "" && len(svc.Spec.Ports) > 1:
 			errs = append(errs, field.Required(pp.Child("name"), ""))
 		case p.Name != "":
-			for _, msg := range utilvalidation.IsDNS1123Label(p.Name) {
-				errs = append(errs, field.Invalid(pp.Child("name"), p.Name, msg))
-			}
+			errs = append(errs, invalidEach(pp.Child("name"), p.Name, utilvalidation.IsDNS1123Label(p.Name))...)
 			if names.Has(p.Name) {
 				errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
 			}
 			names.Insert(p.Name)
 		}
-		for _, msg := range utilvalidation.IsValidPortNum(int(p.Port)) {
-			errs = append(errs, field.Invalid(pp.Child("port"), p.Port, msg))
-		}
+		errs = append(errs, invalidEach(pp.Child("port"), p.Port, utilvalidation.IsValidPortNum(int(p.Port)))...)
 		if !slices.Contains(serviceProtocols, p.Protocol) {
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, serviceProtocols))
 		}
 		if p.TargetPort.Type == intstr.String {
-			for _, msg := range utilvalidation.IsValidPortName(p.TargetPort.StrVal) {
-				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort, msg))
-			}
+			errs = append(errs, invalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
 		} else {
-			for _, msg := range utilvalidation.IsValidPortNum(p.TargetPort.IntValue()) {
-				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort, msg))
-			}
+			errs = append(errs, invalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortNum(p.TargetPort.IntValue()))...)
 		}
 		if p.NodePort == 0 {
 			continue
@@ -330,9 +320,7 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		case corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName:
 			errs = append(errs, field.Forbidden(pp.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", svc.Spec.Type)))
 		}
-		for _, msg := range utilvalidation.IsValidPortNum(int(p.NodePort)) {
-			errs = append(errs, field.Invalid(pp.Child("nodePort"), p.NodePort, msg))
-		}
+		errs = append(errs, invalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
 		key := nodePortKey{p.NodePort, p.Protocol}
 		if seenNodePorts.Has(key) {
 			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))

@@ -117,9 +117,7 @@ func validateProvisioner(name string, path *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	lower := strings.ToLower(name) // kube checks, and names, the lowercase form
-	for _, msg := range utilvalidation.IsQualifiedName(lower) {
-		errs = append(errs, field.Invalid(path, lower, msg))
-	}
+	errs = append(errs, invalidEach(path, lower, utilvalidation.IsQualifiedName(lower))...)
 	return errs
 }
 

@@ -13,6 +13,16 @@ import (
 
 // Checks and defaults many kinds share.
 
+// invalidEach is an Invalid error at path for each message a validator such as
+// utilvalidation.IsDNS1123Label gave about value.
+func invalidEach(path *field.Path, value any, msgs []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(path, value, msg))
+	}
+	return errs
+}
+
 // validateMeta checks an object's metadata with the kind's rule for names.
 func validateMeta(obj runtime.Object, namespaced bool, name validation.ValidateNameFunc) field.ErrorList {
 	return validation.ValidateObjectMetaAccessor(metaOf(obj), namespaced, name, field.NewPath("metadata"))
@@ -27,9 +37,7 @@ func validateIntOrPercent(v *intstr.IntOrString, path *field.Path, capped bool) 
 	var errs field.ErrorList
 	switch v.Type {
 	case intstr.String:
-		for _, msg := range utilvalidation.IsValidPercent(v.StrVal) {
-			errs = append(errs, field.Invalid(path, v, msg))
-		}
+		errs = append(errs, invalidEach(path, v, utilvalidation.IsValidPercent(v.StrVal))...)
 		if n, ok := percent(v); ok && capped && n > 100 {
 			errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
 		}

@@ -245,11 +245,7 @@ func validateVolumeMode(m *corev1.PersistentVolumeMode, path *field.Path) field.
 }
 
 func validateClassName(name string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.NameIsDNSSubdomain(name, false) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return invalidEach(path, name, validation.NameIsDNSSubdomain(name, false))
 }
 
 // accessModesText is the ACCESS MODES column: "RWO,ROX,RWX,RWOP" in this order.

@@ -23,31 +23,13 @@ import (
 // EndpointSlices and Nodes from a real miniapi, narrowed by the list options and trimmed by
 // the transform, and the listers read them by namespace.
 func TestInformersListAndWatch(t *testing.T) {
-	api := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	svc := func(name string, labels map[string]string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, Labels: labels},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
 	}
-	for _, s := range []*corev1.Service{svc("ours", nil), svc("theirs", map[string]string{"other": "yes"})} {
-		if _, err := api.Client.CoreV1().Services("a").Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "ours-1", Labels: map[string]string{discoveryv1.LabelServiceName: "ours"}},
-		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}}
-	if _, err := api.Client.DiscoveryV1().EndpointSlices("a").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	client, err := apiclient.New(api.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, client := startWithServices(t, svc("ours", nil), svc("theirs", map[string]string{"other": "yes"}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	f := apiclient.NewInformers(client, func(o *metav1.ListOptions) { o.LabelSelector = "!other" }, proxy.Trim)
 	services, slices, nodes := f.Services(), f.EndpointSlices(), f.Nodes()
 	if f.Services() != services {
@@ -74,18 +56,52 @@ func TestInformersListAndWatch(t *testing.T) {
 	}
 
 	// A change is watched.
-	s, err := api.Client.CoreV1().Services("a").Get(ctx, "ours", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Ports[0].Port = 81
-	if _, err := api.Client.CoreV1().Services("a").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setPort(t, ctx, api, "ours", 81)
 	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
 		s, err := serviceLister.Services("a").Get("ours")
 		return err == nil && s.Spec.Ports[0].Port == 81, nil
 	}); err != nil {
 		t.Fatalf("the update of ours was not watched: %v", err)
+	}
+}
+
+// startWithServices starts a control plane holding namespace "a", services (in "a") and
+// an EndpointSlice <first>-1 with one endpoint, 10.0.0.1, for the first of them, and
+// returns it with the narrow client on it.
+func startWithServices(t *testing.T, services ...*corev1.Service) (*controlplanetest.Cluster, *apiclient.Client) {
+	t.Helper()
+	ctx := t.Context()
+	api := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
+	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range services {
+		if _, err := api.Client.CoreV1().Services("a").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := services[0].Name
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: first + "-1", Labels: map[string]string{discoveryv1.LabelServiceName: first}},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}}
+	if _, err := api.Client.DiscoveryV1().EndpointSlices("a").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := apiclient.New(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api, client
+}
+
+// setPort changes the first port of Service a/name.
+func setPort(t *testing.T, ctx context.Context, api *controlplanetest.Cluster, name string, port int32) {
+	t.Helper()
+	s, err := api.Client.CoreV1().Services("a").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Ports[0].Port = port
+	if _, err := api.Client.CoreV1().Services("a").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

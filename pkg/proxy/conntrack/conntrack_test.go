@@ -3,14 +3,13 @@ package conntrack
 import (
 	"fmt"
 	"net"
-	"runtime"
 	"sort"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/netnstest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -63,16 +62,7 @@ func TestStaleUDPFlows(t *testing.T) {
 // namespace of the test's own, with entries made through netlink as NAT leaves them.
 func TestCleanStaleUDPInKernel(t *testing.T) {
 	testenv.RequireRoot(t, "a network namespace and its conntrack table")
-	runtime.LockOSThread() // the namespace is this thread's; the thread dies with the test
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = netns.Set(orig); ns.Close(); orig.Close() }()
+	netnstest.Enter(t)
 	add := func(sport uint16, dst string, dport uint16, replySrc string, replyPort uint16) {
 		t.Helper()
 		f := &netlink.ConntrackFlow{FamilyType: netlink.FAMILY_V4, TimeOut: 60,

@@ -2,12 +2,11 @@ package ipset
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/netnstest"
 	"github.com/minik8s/minik8s/internal/testenv"
-	"github.com/vishvananda/netns"
 )
 
 func TestScriptCreatesMissingSetsAndSendsOnlyTheDifference(t *testing.T) {
@@ -79,23 +78,7 @@ func TestKubeSetsAreKubeProxys(t *testing.T) {
 func TestSyncerAgainstTheKernel(t *testing.T) {
 	testenv.RequireRoot(t, "creates a network namespace and ip sets in it")
 	testenv.RequireTools(t, "ipset")
-	runtime.LockOSThread() // the namespace belongs to this thread; exec'd ipset inherits it
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatalf("new netns: %v", err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			t.Errorf("back to the original netns: %v", err)
-		}
-		ns.Close()
-	}()
+	netnstest.Enter(t) // exec'd ipset inherits the test's namespace
 	ctx := context.Background()
 	build := func(endpoints ...string) []*Set {
 		sets := KubeSets()

@@ -5,13 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/netnstest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
-	"github.com/vishvananda/netns"
 )
 
 // TestNewRefusesAKernelWithoutIPVS: on a kernel without IPVS (this development host's) the
@@ -31,17 +30,7 @@ func TestNewRefusesAKernelWithoutIPVS(t *testing.T) {
 func TestCleanupWithoutIPVS(t *testing.T) {
 	testenv.RequireRoot(t, "creates a network namespace with chains and sets in it")
 	testenv.RequireTools(t, "iptables-restore", "iptables-save", "ipset")
-	runtime.LockOSThread() // programs run from here inherit the test's namespace
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	must(t, err)
-	defer orig.Close()
-	ns, err := netns.New()
-	must(t, err)
-	defer func() {
-		must(t, netns.Set(orig))
-		ns.Close()
-	}()
+	netnstest.Enter(t) // programs run from here inherit the test's namespace
 	ctx := context.Background()
 	st := desiredState(Config{}, ports(), nil)
 	var s ipset.Syncer

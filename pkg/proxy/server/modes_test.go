@@ -5,14 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/netnstest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/proxy/iptables"
-	"github.com/vishvananda/netns"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -74,23 +73,7 @@ func TestValidateLBInterfaces(t *testing.T) {
 func TestSwitchingToIPVSRemovesTheIPTablesModesRules(t *testing.T) {
 	testenv.RequireRoot(t, "creates a network namespace with iptables chains in it")
 	testenv.RequireTools(t, "iptables", "iptables-restore", "iptables-save")
-	runtime.LockOSThread() // programs run from here inherit the test's namespace
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			t.Error(err)
-		}
-		ns.Close()
-	}()
+	netnstest.Enter(t) // programs run from here inherit the test's namespace
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idx := func() cache.Indexer {

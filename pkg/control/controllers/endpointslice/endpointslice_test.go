@@ -128,12 +128,10 @@ func endpointsState(t *testing.T, c kubernetes.Interface, svc string) string {
 	return strings.Join(parts, " ")
 }
 
+// eventually waits for got to read want, as long as the controllers take on a loaded machine.
 func eventually(t *testing.T, what string, got func() string, want string) {
 	t.Helper()
-	controllertest.WaitFor(t, fmt.Sprintf("%s: %q", what, want), 20*time.Second, func() (bool, string) {
-		g := got()
-		return g == want, g
-	})
+	controllertest.Eventually(t, what, 20*time.Second, got, want)
 }
 
 func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
