@@ -13,7 +13,7 @@ e2e=$(hack/kube-build.sh e2e.test)
 rm -rf "$out" && mkdir -p "$out"
 
 # Ginkgo's own flags, given to e2e.test as --ginkgo.X or to the Ginkgo CLI as they are.
-ginkgo_args=(--label-filter=Conformance --no-color -v --timeout="${CONFORMANCE_TIMEOUT:-6h}")
+ginkgo_args=(--label-filter=Conformance --no-color --v --timeout="${CONFORMANCE_TIMEOUT:-6h}")
 [[ -n ${FOCUS:-} ]] && ginkgo_args+=(--focus="$FOCUS")
 [[ -n ${SKIP:-} ]] && ginkgo_args+=(--skip="$SKIP")
 suite_args=(--report-dir="$out" --dump-logs-on-failure=false --kubectl-path="$(command -v kubectl)"
