@@ -57,6 +57,7 @@ func newCommand() *cobra.Command {
 	f.StringSliceVar(&o.TLSSANs, "tls-san", nil, "extra DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&o.HostnameOverride, "hostname-override", "", "the name this server goes by instead of the host's: its Lease holderIdentity (NAME_<uuid>) and a name in its serving certificate (several miniapi on one host, as in minilab up --control-planes)")
 	f.StringVar(&o.Store, "store", "bolt", `storage engine: "bolt" (embedded, DATA_DIR/state.db) or "etcd://HOST:PORT[,HOST:PORT...]"`)
+	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", controlplane.DefaultCompactionInterval, "how often the store's history (bolt's or etcd's) is compacted to the revision it had one interval earlier: watches resume, and continue tokens go on, from that far back at most (0: the default)")
 	f.StringVar(&o.EncryptionProviderConfig, "encryption-provider-config", "", "apiserver.config.k8s.io/v1 EncryptionConfiguration file: providers (aescbc, aesgcm, secretbox, identity) that encrypt the listed resources in the store (empty: stored as they are)")
 	f.StringVar(&o.ServiceRange, "service-cluster-ip-range", clusterdefaults.ServiceCIDR, "CIDR from which Service cluster IPs are allocated")
 	f.StringVar(&o.TokenFile, "token-auth-file", "", `static bearer tokens, one "token,user,uid[,\"group1,group2\"]" line each`)

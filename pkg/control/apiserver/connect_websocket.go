@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -15,12 +16,14 @@ import (
 // kube-apiserver does, since the node API (like the kubelet) speaks only SPDY to
 // apiservers: exec and attach over v5.channel.k8s.io are translated to SPDY streams
 // (StreamTranslatorHandler), port-forward's SPDY is tunnelled through the WebSocket
-// (TunnelingHandler). ok is false for requests left to the plain proxy (SPDY, older
-// WebSocket protocols, logs).
+// (TunnelingHandler), and a log is read from the node and written to the WebSocket
+// (logOverWebSocket). ok is false for requests left to the plain proxy (SPDY, older
+// WebSocket protocols, plain logs).
 func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName, sub, path string, podQuery url.Values) bool {
 	translate := (sub == "exec" || sub == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r)
 	tunnel := sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r)
-	if !translate && !tunnel {
+	logs := sub == "log" && wsstream.IsWebSocketRequest(r)
+	if !translate && !tunnel && !logs {
 		return false
 	}
 	if s.nodeTransport == nil {
@@ -33,6 +36,10 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 		return true
 	}
 	target.Path, target.RawQuery = path, r.URL.RawQuery
+	if logs {
+		s.logOverWebSocket(w, r, nodeName, target)
+		return true
+	}
 	w = hijacker(w) // the WebSocket servers assert http.Hijacker instead of unwrapping
 	if translate {
 		on := func(name string) bool { v := podQuery.Get(name); return v == "true" || v == "1" }
@@ -46,6 +53,54 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 	upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, nodeResponder{nodeName, target.Host})
 	apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
 	return true
+}
+
+// logOverWebSocket GETs the log at target from the node and writes it to the WebSocket the
+// request asks for (binary.k8s.io, base64.binary.k8s.io or none), as kube-apiserver's
+// StreamObject does: the node API serves logs over plain HTTP only. A node error is
+// answered before the upgrade, as for a plain GET.
+func (s *Server) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeName string, target *url.URL) {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target.String(), nil)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	resp, err := s.nodeTransport.RoundTrip(req)
+	if err != nil {
+		nodeResponder{nodeName, target.Host}.Error(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		if err = nodeError(resp); err == nil {
+			err = apierrors.NewInternalError(fmt.Errorf("node %s answered %s for the log", nodeName, resp.Status))
+		}
+		writeError(w, err)
+		return
+	}
+	body := &errorAfterData{r: resp.Body}
+	if err := wsstream.NewReader(body, true, wsstream.NewDefaultReaderProtocols()).Copy(hijacker(w), r); err != nil {
+		s.log.Debug("log over WebSocket ended", "node", nodeName, "err", err)
+	}
+}
+
+// errorAfterData holds back the error of a read that also returned data until the next
+// read: wsstream drops the data of such a read, which the end of a response with a
+// Content-Length is.
+type errorAfterData struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errorAfterData) Read(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.r.Read(p)
+	if n > 0 && err != nil {
+		e.err, err = err, nil
+	}
+	return n, err
 }
 
 // hijacker is the innermost of w's wrappers (request metrics, ...) that can hijack the

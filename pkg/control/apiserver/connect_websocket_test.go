@@ -3,18 +3,22 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -22,19 +26,20 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
+	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // fakeNodeRuntime is the node API's runtime for one running pod default/a (container c,
-// host network): exec echoes its input after its command and exits 3.
-type fakeNodeRuntime struct{}
+// host network, its log at logPath): exec echoes its input after its command and exits 3.
+type fakeNodeRuntime struct{ logPath string }
 
-func (fakeNodeRuntime) ListContainers(context.Context, string) ([]runtime.Container, error) {
+func (f fakeNodeRuntime) ListContainers(context.Context, string) ([]runtime.Container, error) {
 	base := runtime.Container{PodUID: "uid-a", PodNamespace: "default", PodName: "a", State: runtime.StateRunning, StartedAt: time.Now()}
 	sandbox, app := base, base
 	sandbox.ID, sandbox.Name, sandbox.Sandbox = "sb", "sandbox", true
-	app.ID, app.Name = "cid", "c"
+	app.ID, app.Name, app.LogPath = "cid", "c", f.logPath
 	return []runtime.Container{sandbox, app}, nil
 }
 
@@ -50,21 +55,16 @@ func (fakeNodeRuntime) Attach(context.Context, string, runtime.AttachOptions) er
 	return errors.New("not used")
 }
 
-// TestStreamsOverWebSocketAndSPDY: exec reaches the node's SPDY-only API both from a
-// WebSocket client (kubectl 1.30+, translated by miniapi) and a SPDY client (older
-// kubectl); port-forward tunnels SPDY through a WebSocket, and a connection to a closed
-// port fails alone.
-func TestStreamsOverWebSocketAndSPDY(t *testing.T) {
-	var mu sync.Mutex
-	var upgrades []string // the Upgrade header of each request reaching the node
-	api := nodeapi.New(nodeapi.Config{NodeName: "node-1"}, fakeNodeRuntime{}, nil, func() error { return nil }, nil, nil)
+// serverWithNode is a miniapi whose node-1 is the node API over rt, and pod default/a
+// running on it; seen is called with each request reaching the node.
+func serverWithNode(t *testing.T, rt nodeapi.Runtime, seen func(*http.Request)) *httptest.Server {
+	t.Helper()
+	api := nodeapi.New(nodeapi.Config{NodeName: "node-1"}, rt, nil, func() error { return nil }, nil, nil)
 	node := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		upgrades = append(upgrades, r.URL.Path+" "+r.Header.Get("Upgrade"))
-		mu.Unlock()
+		seen(r)
 		api.ServeHTTP(w, r)
 	}))
-	defer node.Close()
+	t.Cleanup(node.Close)
 	_, port, _ := net.SplitHostPort(node.Listener.Addr().String())
 	nodePort, _ := strconv.Atoi(port)
 
@@ -83,7 +83,22 @@ func TestStreamsOverWebSocketAndSPDY(t *testing.T) {
 	}
 	runningPod(t, h, "a", true)
 	srv := httptest.NewServer(h)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestStreamsOverWebSocketAndSPDY: exec reaches the node's SPDY-only API both from a
+// WebSocket client (kubectl 1.30+, translated by miniapi) and a SPDY client (older
+// kubectl); port-forward tunnels SPDY through a WebSocket, and a connection to a closed
+// port fails alone.
+func TestStreamsOverWebSocketAndSPDY(t *testing.T) {
+	var mu sync.Mutex
+	var upgrades []string // the Upgrade header of each request reaching the node
+	srv := serverWithNode(t, fakeNodeRuntime{}, func(r *http.Request) {
+		mu.Lock()
+		upgrades = append(upgrades, r.URL.Path+" "+r.Header.Get("Upgrade"))
+		mu.Unlock()
+	})
 	cfg := &rest.Config{Host: srv.URL}
 
 	execURL, _ := url.Parse(srv.URL + "/api/v1/namespaces/default/pods/a/exec?command=echo&command=x&stdin=true&stdout=true&container=c")
@@ -184,5 +199,65 @@ func TestStreamsOverWebSocketAndSPDY(t *testing.T) {
 	defer mu.Unlock()
 	if !strings.Contains(strings.Join(upgrades, "\n"), "/portForward/default/a SPDY/3.1") {
 		t.Errorf("the node saw no SPDY port-forward: %q", upgrades)
+	}
+}
+
+// TestLogOverWebSocket: pods/log answers a WebSocket (the conformance test's
+// binary.k8s.io, and base64.binary.k8s.io) with the log, as kube-apiserver does, while a
+// plain GET still gets it as text.
+func TestLogOverWebSocket(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "c.log")
+	var log []byte
+	for _, line := range []string{"container is alive", "second line"} {
+		log = append(log, crilog.Entry{Time: time.Now(), Stream: crilog.Stdout, Content: []byte(line)}.Bytes()...)
+	}
+	if err := os.WriteFile(logPath, log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := serverWithNode(t, fakeNodeRuntime{logPath: logPath}, func(*http.Request) {})
+	const want = "container is alive\nsecond line\n"
+	logURL := srv.URL + "/api/v1/namespaces/default/pods/a/log?container=c"
+
+	for protocol, decode := range map[string]func([]byte) ([]byte, error){
+		"binary.k8s.io":        func(b []byte) ([]byte, error) { return b, nil },
+		"base64.binary.k8s.io": func(b []byte) ([]byte, error) { return base64.StdEncoding.DecodeString(string(b)) },
+	} {
+		cfg, err := websocket.NewConfig("ws"+strings.TrimPrefix(logURL, "http"), srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Protocol = []string{protocol}
+		ws, err := websocket.DialConfig(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", protocol, err)
+		}
+		var got []byte
+		for {
+			var msg []byte
+			if err := websocket.Message.Receive(ws, &msg); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", protocol, err)
+			}
+			b, err := decode(msg)
+			if err != nil {
+				t.Fatalf("%s: message %q: %v", protocol, msg, err)
+			}
+			got = append(got, b...)
+		}
+		ws.Close()
+		if string(got) != want {
+			t.Errorf("log over %s: %q, want %q", protocol, got, want)
+		}
+	}
+
+	resp, err := http.Get(logURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != want {
+		t.Errorf("plain GET: %d %q, want %q", resp.StatusCode, body, want)
 	}
 }

@@ -66,9 +66,13 @@ type Options struct {
 	HostnameOverride string
 	Store            string // "bolt" or "etcd://host:port,..."
 	WatchHistory     int    // past changes kept for resuming watches: bolt's log, the watch cache's ring (0: defaults)
-	ServiceRange     string
-	TokenFile        string   // static bearer tokens (--token-auth-file)
-	Controllers      []string // --controllers: "*", "name", "-name"
+	// CompactionInterval is how often the store's history is compacted to the revision it had
+	// one interval earlier, on both engines (--etcd-compaction-interval; 0: 5 min,
+	// kube-apiserver's default).
+	CompactionInterval time.Duration
+	ServiceRange       string
+	TokenFile          string   // static bearer tokens (--token-auth-file)
+	Controllers        []string // --controllers: "*", "name", "-name"
 	// NodeMonitorPeriod and NodeMonitorGracePeriod time the node lifecycle controller
 	// (0: nodelifecycle's defaults, kube-controller-manager's).
 	NodeMonitorPeriod, NodeMonitorGracePeriod time.Duration
@@ -167,6 +171,9 @@ func (o *Options) Validate() error {
 	if o.ClusterSigningDuration < 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must not be negative", o.ClusterSigningDuration))
 	}
+	if o.CompactionInterval < 0 {
+		errs = append(errs, fmt.Errorf("compaction interval %s must not be negative", o.CompactionInterval))
+	}
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
 	}
@@ -176,9 +183,9 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// etcdCompactionInterval is how much etcd history watches can resume from, as in
-// kube-apiserver (--etcd-compaction-interval).
-const etcdCompactionInterval = 5 * time.Minute
+// DefaultCompactionInterval is kube-apiserver's --etcd-compaction-interval: watches resume,
+// and continue tokens go on, from one to two intervals back at most.
+const DefaultCompactionInterval = 5 * time.Minute
 
 // etcdStorePrefix is "etcd://": --store=etcd://HOST:PORT[,HOST:PORT...] selects etcd.
 const etcdStorePrefix = "etcd://"
@@ -378,10 +385,10 @@ func Run(ctx context.Context, o Options) error {
 	defer st.Close()
 	var running sync.WaitGroup
 	defer running.Wait()
-	defer cancel()         // before the wait: what runs stops with ctx
-	if o.Store != "bolt" { // bolt trims its own history; etcd keeps all until compacted
-		running.Go(func() { st.CompactHistory(ctx, etcdCompactionInterval) })
-	}
+	defer cancel() // before the wait: what runs stops with ctx
+	// By time on both engines, as kube-apiserver, which clients wait for (a continue token
+	// expires within two intervals); bolt also trims its log to WatchHistory changes.
+	running.Go(func() { st.CompactHistory(ctx, cmp.Or(o.CompactionInterval, DefaultCompactionInterval)) })
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
