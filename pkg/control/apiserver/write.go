@@ -9,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
@@ -57,7 +58,7 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 	}
 	undeclared, err := undeclaredFields(res, obj, directive)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, cannotHandle(metav1.TypeMeta{}, res.GVK(), err)
 	}
 	warnings = append(warnings, undeclared...)
 	return obj, warnings, checkNames(res, obj, info)

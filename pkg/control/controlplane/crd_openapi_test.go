@@ -137,7 +137,7 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 		name := strings.ReplaceAll(version, ".", "-")
 		out, err = c.kubectlAt(t, bin, "apiVersion: openapi.example.com/v1\nkind: Gizmo\nmetadata: {name: g-"+name+", namespace: default}\nspec: {color: red, shade: dark}\n",
 			"create", "--validate=strict", "-f", "-")
-		if err == nil || !strings.Contains(out, `unknown field "spec.shade"`) {
+		if err == nil || !strings.Contains(out, `Gizmo in version "v1" cannot be handled as a Gizmo: strict decoding error: unknown field "spec.shade"`) {
 			t.Errorf("kubectl %s create of an unknown field should fail naming it: %v\n%s", version, err, out)
 		}
 	}

@@ -115,7 +115,7 @@ func TestKubectlValidationAndExplain(t *testing.T) {
 			}
 
 			out, err = c.kubectlAt(t, bin, strings.ReplaceAll(podWithUnknownField, "VERSION", name), "apply", "-f", "-")
-			if err == nil || !strings.Contains(out, `unknown field "spec.foo"`) {
+			if err == nil || !strings.Contains(out, `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo"`) {
 				t.Errorf("kubectl apply of an unknown field should fail naming it: %v\n%s", err, out)
 			}
 			if _, err := c.client.CoreV1().Pods("default").Get(context.Background(), "typo-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
