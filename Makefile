@@ -88,9 +88,10 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 30s ./pkg/control/apiserver/ || exit 1; done
 
 # The longest packages come first: go test starts packages in the order given (-p of them at
-# once), so the end-to-end scenarios and the lab guides (a VM among them) run beside each other
-# and beside all the rest instead of after most of them.
-SLOWEST_TESTS := ./test/e2e/ ./test/labs/ ./systemd/ ./pkg/control/controlplane/
+# once), so the end-to-end scenarios, the conformance subset (test/conformance/ci-subset.txt,
+# e2e.test built once into ~/.cache/minik8s) and the lab guides (a VM among them) run beside
+# each other and beside all the rest instead of after most of them.
+SLOWEST_TESTS := ./test/e2e/ ./test/conformance/ ./test/labs/ ./systemd/ ./pkg/control/controlplane/
 test: deps build lint fresh-check fuzz
 	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 55m $(SLOWEST_TESTS) ./...
 
@@ -134,7 +135,8 @@ bench-policy: deps
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows
-# the run, CONFORMANCE_PROCS=N runs N processes (the Ginkgo CLI); the JUnit report and the
+# the run (FOCUS_FILE=test/conformance/ci-subset.txt: the subset make test runs, by name),
+# CONFORMANCE_PROCS=N runs N processes (the Ginkgo CLI); the JUnit report and the
 # per-SIG summary go to _output/conformance/.
 conformance: build
 	FOCUS='$(FOCUS)' MINIK8S_IMAGES=$(IMAGES) bash hack/conformance.sh
