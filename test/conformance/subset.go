@@ -2,9 +2,7 @@ package conformance
 
 import (
 	"bufio"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 )
 
@@ -28,32 +26,36 @@ func ReadNames(path string) ([]string, error) {
 }
 
 // Missed names each listed test that did not pass: failed (with the first line of its
-// failure), skipped, or not run at all (a name no test has any more), each test that ran
-// without being listed, and a failed suite node (its setup, or its log check after the tests).
+// failure), skipped, or not run at all (renamed, or the run stopped before it), each test
+// that ran without being listed, and each failed suite node (its setup, or its log check
+// after the tests).
 func Missed(names []string, results []Result) []string {
-	byName := map[string]Result{}
-	for _, r := range results {
-		byName[strings.TrimPrefix(r.Name, "[It] ")] = r
+	listed := map[string]bool{}
+	for _, n := range names {
+		listed[n] = true
 	}
 	var missed []string
-	for _, n := range names {
-		r, ran := byName[n]
+	ran := map[string]bool{}
+	for _, r := range results {
+		name := strings.TrimPrefix(r.Name, "[It] ")
+		msg, _, _ := strings.Cut(strings.TrimSpace(r.Message), "\n")
 		switch {
-		case !ran:
-			missed = append(missed, n+": did not run (no test has this name)")
-		case r.Status != "passed":
-			msg, _, _ := strings.Cut(strings.TrimSpace(r.Message), "\n")
-			missed = append(missed, n+": "+r.Status+": "+msg)
+		case listed[name]:
+			ran[name] = true
+			if r.Status != "passed" {
+				missed = append(missed, name+": "+r.Status+": "+msg)
+			}
+		case isSuiteNode(name):
+			if r.Status == "failed" {
+				missed = append(missed, name+": failed: "+msg)
+			}
+		default:
+			missed = append(missed, name+": ran but is not listed")
 		}
-		delete(byName, n)
 	}
-	for _, n := range slices.Sorted(maps.Keys(byName)) {
-		switch r := byName[n]; {
-		case !isSuiteNode(n):
-			missed = append(missed, n+": ran but is not listed")
-		case r.Status == "failed": // the suite's setup or checks ([ReportAfterSuite] Log Check)
-			msg, _, _ := strings.Cut(strings.TrimSpace(r.Message), "\n")
-			missed = append(missed, n+": failed: "+msg)
+	for _, n := range names {
+		if !ran[n] {
+			missed = append(missed, n+": did not run (renamed, or the run stopped before it)")
 		}
 	}
 	return missed
