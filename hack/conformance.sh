@@ -16,7 +16,8 @@ e2e=$(hack/kube-build.sh e2e.test)
 if [[ -n ${FOCUS_FILE:-} ]]; then
 	[[ -z ${FOCUS:-} ]] || { echo "conformance: FOCUS and FOCUS_FILE exclude each other" >&2; exit 2; }
 	# Each name literally (regexp metacharacters escaped), the names joined by |.
-	FOCUS=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e 's/[][\\.*^$+?(){}|]/\\&/g' "$FOCUS_FILE" | paste -sd '|')
+	FOCUS=$(sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e '/^$/d' \
+		-e 's/[][\\.*^$+?(){}|]/\\&/g' "$FOCUS_FILE" | paste -sd '|')
 	[[ -n $FOCUS ]] || { echo "conformance: no test names in $FOCUS_FILE" >&2; exit 2; }
 fi
 rm -rf "$out" && mkdir -p "$out"
