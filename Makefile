@@ -12,7 +12,7 @@ COMMANDS := miniapi minilet miniproxy minilab
 # of minilet's RSS (docs/performance.md, "minilet: memory at 0 pods").
 TAGS := grpcnotrace
 
-.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-mem bench-cr bench-policy clean install uninstall conformance
+.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-mem bench-cr bench-policy clean install uninstall conformance kube-e2e
 
 all: build
 
@@ -88,11 +88,19 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 30s ./pkg/control/apiserver/ || exit 1; done
 
 # The longest packages come first: go test starts packages in the order given (-p of them at
-# once), so the end-to-end scenarios and the lab guides (a VM among them) run beside each other
-# and beside all the rest instead of after most of them.
-SLOWEST_TESTS := ./test/e2e/ ./test/labs/ ./systemd/ ./pkg/control/controlplane/
-test: deps build lint fresh-check fuzz
+# once), so the end-to-end scenarios, the conformance subset (test/conformance/ci-subset.txt,
+# e2e.test built once into ~/.cache/minik8s) and the lab guides (a VM among them) run beside
+# each other and beside all the rest instead of after most of them.
+SLOWEST_TESTS := ./test/e2e/ ./test/conformance/ ./test/labs/ ./systemd/ ./pkg/control/controlplane/
+test: deps build lint fresh-check fuzz kube-e2e
 	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 55m $(SLOWEST_TESTS) ./...
+
+# e2e.test and the Ginkgo CLI for the conformance subset (TestCISubset), built once into
+# ~/.cache/minik8s by hack/kube-build.sh: a cold e2e.test build (about 10 min of two idle
+# cores) happens here, outside go test's -timeout; later runs find both cached.
+kube-e2e:
+	@bash hack/kube-build.sh e2e.test >/dev/null
+	@bash hack/kube-build.sh ginkgo >/dev/null
 
 # A host without kubectl and busybox on PATH can follow the README: `make build` into a
 # scratch bin/ (building bin/kubectl), the minilab commands on a lab of their own, and no
@@ -134,7 +142,8 @@ bench-policy: deps
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows
-# the run, CONFORMANCE_PROCS=N runs N processes (the Ginkgo CLI); the JUnit report and the
+# the run (FOCUS_FILE=test/conformance/ci-subset.txt: the subset make test runs, by name),
+# CONFORMANCE_PROCS=N runs N processes (the Ginkgo CLI); the JUnit report and the
 # per-SIG summary go to _output/conformance/.
 conformance: build
 	FOCUS='$(FOCUS)' MINIK8S_IMAGES=$(IMAGES) bash hack/conformance.sh

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make conformance`: the Kubernetes [Conformance] tests (e2e.test, hack/kube-build.sh)
 # against a fresh 2-node minilab, or against CONFORMANCE_KUBECONFIG. FOCUS narrows the run
-# (a Ginkgo focus regex, ANDed with the Conformance label). Writes the suite's JUnit report
-# and log under _output/conformance/ and prints a summary per SIG (docs/conformance.md).
+# (a Ginkgo focus regex, ANDed with the Conformance label); FOCUS_FILE instead names a file
+# of exact test names, one a line, `#` comments (test/conformance/ci-subset.txt, the subset
+# `make test` runs). Writes the suite's JUnit report and log under _output/conformance/
+# (CONFORMANCE_OUT) and prints a summary per SIG (docs/conformance.md). CONFORMANCE_LAB names
+# the lab, so a caller can take it down if this script is killed before its trap runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -10,6 +13,13 @@ out=${CONFORMANCE_OUT:-$root/_output/conformance}
 images=${MINIK8S_IMAGES:-$root/images/out}
 bin=${MINIK8S_BIN:-$root/bin}
 e2e=$(hack/kube-build.sh e2e.test)
+if [[ -n ${FOCUS_FILE:-} ]]; then
+	[[ -z ${FOCUS:-} ]] || { echo "conformance: FOCUS and FOCUS_FILE exclude each other" >&2; exit 2; }
+	# Each name literally (regexp metacharacters escaped), the names joined by |.
+	FOCUS=$(sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e '/^$/d' \
+		-e 's/[][\\.*^$+?(){}|]/\\&/g' "$FOCUS_FILE" | paste -sd '|')
+	[[ -n $FOCUS ]] || { echo "conformance: no test names in $FOCUS_FILE" >&2; exit 2; }
+fi
 rm -rf "$out" && mkdir -p "$out"
 
 # Ginkgo's own flags, given to e2e.test as --ginkgo.X or to the Ginkgo CLI as they are.
@@ -23,7 +33,7 @@ if [[ -n ${CONFORMANCE_KUBECONFIG:-} ]]; then
 	kubeconfig=$CONFORMANCE_KUBECONFIG
 	in_lab=()
 else
-	lab=conf-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	lab=${CONFORMANCE_LAB:-conf-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 	trap '"$bin"/minilab down --name "$lab" >/dev/null' EXIT
 	"$bin"/minilab up --name "$lab" --nodes 2 --images-dir "$images"
 	for image in "$images"/e2e/*.tar; do "$bin"/minilab image load --name "$lab" "$image"; done
@@ -46,7 +56,7 @@ else
 fi
 
 start=$(date +%s)
-echo "conformance: running e2e.test ($e2e) focus=${FOCUS:-all} procs=$procs; log: $out/e2e.log"
+echo "conformance: running e2e.test ($e2e) focus=${FOCUS_FILE:-${FOCUS:-all}} procs=$procs; log: $out/e2e.log"
 set +e
 "${run[@]}" 2>&1 | tee "$out/e2e.log" | awk -v start="$start" '
 	# One line per finished test: Ginkgo -v ends each with "• [N seconds]", "• [FAILED] ..."
