@@ -38,14 +38,23 @@ var E2ETarballs = map[string]string{
 // nnpPath is where the nonewprivs image holds its program, as upstream's.
 const nnpPath = "/usr/local/bin/nnp"
 
+// suiteShell makes l's /bin/sh images/nettools' sh: busybox ash, whose messages the suite's
+// tests expect ("/bin/sh: can't create /file: Read-only file system"), or bash, installed
+// beside it, when ash would drop a variable the tests look for (images/nettools/sh.go).
+func suiteShell(l *ociimage.Layer, nettools, bash []byte) {
+	l.File("/usr/bin/nettools", 0o755, nettools)
+	l.File("/bin/bash", 0o755, bash)
+	l.Symlink("/bin/sh", "/usr/bin/nettools")
+}
+
 // e2eImages are the images of E2ETarballs: agnhost is images/agnhost with our netexec,
 // busybox and images/nettools beside it (the suite runs shell commands, curl and nc in
 // agnhost pods too) and a self-signed localhost certificate at /localhost.crt and
 // /localhost.key as upstream's image has; nginx is busybox's httpd serving /usr/share/nginx/html on port 80;
 // nonewprivs is images/nonewprivs installed setuid and setgid root (upstream: chmod +s) at
 // /usr/local/bin/nnp, the command it runs, beside busybox (upstream's is Alpine). Their
-// /bin/sh is bash as in all our images (busyboxFiles says why), but agnhost's, which is
-// images/nettools' sh.
+// /bin/sh is bash as in all our images (busyboxFiles says why), but agnhost's and
+// busybox's, where it is suiteShell's.
 func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, nnp, pause []byte) ([]ociimage.Image, error) {
 	cert, key, err := localhostCertificate()
 	if err != nil {
@@ -59,8 +68,8 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, nnp, pause []by
 		agnhostLayer.File("/netexec", 0o755, netexec)
 		// curl, dig, getent, a full nc, and a sh that prefers them to busybox's applets
 		// (images/nettools).
-		agnhostLayer.File("/usr/bin/nettools", 0o755, nettools)
-		for _, name := range []string{"/usr/bin/curl", "/usr/bin/dig", "/usr/bin/getent", "/usr/bin/nc", "/bin/sh"} {
+		suiteShell(agnhostLayer, nettools, busybox.sh)
+		for _, name := range []string{"/usr/bin/curl", "/usr/bin/dig", "/usr/bin/getent", "/usr/bin/nc"} {
 			agnhostLayer.Symlink(name, "/usr/bin/nettools")
 		}
 		agnhostLayer.File("/localhost.crt", 0o644, cert)
@@ -78,6 +87,7 @@ func e2eImages(busybox busyboxFiles, agnhost, netexec, nettools, nnp, pause []by
 
 	busyboxLayer := baseLayer()
 	busybox.allInBin().addTo(busyboxLayer)
+	suiteShell(busyboxLayer, nettools, busybox.sh)
 	busyboxConfig := ocispec.ImageConfig{Cmd: []string{"sh"}, Env: []string{defaultPath}, WorkingDir: "/"}
 
 	nginxLayer := baseLayer()

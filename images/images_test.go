@@ -202,7 +202,8 @@ func readTar(t *testing.T, r io.Reader, each func(*tar.Header, []byte)) {
 }
 
 // TestShellIsBash: the /bin/sh of our images with busybox is the bash of Debian's
-// bash-static, not busybox's ash (busyboxFiles says why); that bash run as sh passes a
+// bash-static, not busybox's ash (busyboxFiles says why), and the suite's busybox image has
+// it beside nettools' sh (suiteShell); that bash run as sh passes a
 // variable whose name is no shell identifier on to the commands it runs, as upstream
 // busybox's ash does (the ConfigMap and Secret envFrom conformance tests run `sh -c env`
 // and look for `data-1=value-1`), and runs the wget on PATH, not an applet.
@@ -233,18 +234,28 @@ func TestShellIsBash(t *testing.T) {
 	if i < 0 {
 		t.Fatal("no busybox:1.37.0-1 image")
 	}
-	for name, l := range map[string]*ociimage.Layer{"our images' busybox layer": user, "e2e busybox:1.37.0-1": imgs[i].Layer} {
+	files := func(l *ociimage.Layer) map[string]*tar.Header {
 		var layout bytes.Buffer
 		if _, err := ociimage.WriteLayout(&layout, ociimage.Image{Name: "localhost/x:v1", Layer: l}); err != nil {
 			t.Fatal(err)
 		}
 		_, layer := readLayout(t, layout.Bytes())
-		if hdr, ok := layer["bin/sh"]; !ok || hdr.Typeflag != tar.TypeReg || hdr.Size != int64(len(bash)) {
-			t.Errorf("%s: bin/sh is %+v, want bash (%d bytes)", name, hdr, len(bash))
-		}
-		if hdr, ok := layer["bin/env"]; !ok || hdr.Typeflag != tar.TypeSymlink {
-			t.Errorf("%s: bin/env is %+v, want busybox's applet", name, hdr)
-		}
+		return layer
+	}
+	layer := files(user)
+	if hdr, ok := layer["bin/sh"]; !ok || hdr.Typeflag != tar.TypeReg || hdr.Size != int64(len(bash)) {
+		t.Errorf("bin/sh is %+v, want bash (%d bytes)", hdr, len(bash))
+	}
+	if hdr, ok := layer["bin/env"]; !ok || hdr.Typeflag != tar.TypeSymlink {
+		t.Errorf("bin/env is %+v, want busybox's applet", hdr)
+	}
+	// The suite's busybox has nettools' sh: ash, or the bash beside it (suiteShell).
+	layer = files(imgs[i].Layer)
+	if hdr, ok := layer["bin/sh"]; !ok || hdr.Typeflag != tar.TypeSymlink || hdr.Linkname != "/usr/bin/nettools" {
+		t.Errorf("e2e busybox: bin/sh is %+v, want a link to /usr/bin/nettools", hdr)
+	}
+	if hdr, ok := layer["bin/bash"]; !ok || hdr.Typeflag != tar.TypeReg || hdr.Size != int64(len(bash)) {
+		t.Errorf("e2e busybox: bin/bash is %+v, want bash (%d bytes)", hdr, len(bash))
 	}
 }
 

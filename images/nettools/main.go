@@ -4,7 +4,8 @@
 // inside agnhost pods (`curl -g -q -s 'http://IP:8083/dial?...'`, `echo hostName | nc -v -u
 // -w 2 IP PORT`); Debian's busybox-static has no curl and a nc without -u, -v or -t, and
 // its ash runs its own applets before any program on PATH, so /bin/sh is ours too: busybox
-// ash with our tools defined as functions, which ash looks up before its applets.
+// ash with our tools defined as functions, which ash looks up before its applets (or bash
+// when ash would drop a variable, sh.go says why). The suite's busybox image has this sh too.
 package main
 
 import (

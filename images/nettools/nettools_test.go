@@ -173,6 +173,37 @@ func TestShPrelude(t *testing.T) {
 	}
 }
 
+// sh is busybox's ash, whose messages the suite expects, unless the environment holds a
+// variable ash would drop: then bash, which passes it on (this host's busybox-static and
+// bash stand in for the image's).
+func TestShKeepsVariablesAndAshMessages(t *testing.T) {
+	sh := tool(t, "sh")
+	cmd := exec.Command(sh, "-c", "echo x > /nonexistent/file 2>&1")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "can't create /nonexistent/file") {
+		t.Errorf("sh -c 'echo x > /nonexistent/file': %q, want ash's \"can't create\"", out)
+	}
+	cmd = exec.Command(sh, "-c", "env")
+	cmd.Env = []string{"data-1=value-1", "PATH=/usr/bin:/bin"}
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "data-1=value-1\n") {
+		t.Errorf("sh -c env: %v, %q lacks data-1=value-1", err, out)
+	}
+}
+
+// Debian's ash drops variables whose names are no shell identifiers; sh then runs bash.
+func TestShDropsVariables(t *testing.T) {
+	for env, want := range map[string]bool{
+		"PATH=/bin,HOME=/root,_x1=a": false,
+		"PATH=/bin,data-1=value-1":   true,
+		"1st=x":                      true,
+		"a.b=x":                      true,
+	} {
+		if got := dropsVariables(strings.Split(env, ",")); got != want {
+			t.Errorf("dropsVariables(%s) = %v, want %v", env, got, want)
+		}
+	}
+}
+
 // TestDig: the DNS tests' probes against a server on loopback that knows one name in
 // the search list's second domain, over UDP and TCP.
 func TestDig(t *testing.T) {

@@ -8,19 +8,44 @@ import (
 	"syscall"
 )
 
-// busybox is the shell sh hands over to.
-const busybox = "/bin/busybox"
+// busybox is the shell sh hands over to; bash when ash would drop a variable.
+const (
+	busybox = "/bin/busybox"
+	bash    = "/bin/bash"
+)
 
 // overridden are the busybox applets this image replaces by programs of its own.
 var overridden = []string{"nc", "wget", "nslookup"}
 
 // sh runs busybox ash with the same arguments; a command string (-c) gets a prelude of
-// functions that call the image's own nc, wget and nslookup instead of the applets.
+// functions that call the image's own nc, wget and nslookup instead of the applets. When
+// the environment holds a variable whose name is no shell identifier (`data-1` of a
+// ConfigMap's envFrom), it runs bash as sh instead: upstream busybox 1.37's ash passes
+// such variables on to its commands, Debian's drops them (it reverts busybox commit
+// 9c143ce52), bash keeps them. Otherwise ash, whose messages the suite expects
+// ("/bin/sh: can't create /file: Read-only file system").
 func sh(args []string) int {
-	argv := append([]string{busybox, "ash"}, withPrelude(args, prelude("/usr/bin", "/bin"))...)
-	err := syscall.Exec(busybox, argv, os.Environ())
+	path, argv := busybox, append([]string{busybox, "ash"}, withPrelude(args, prelude("/usr/bin", "/bin"))...)
+	if dropsVariables(os.Environ()) {
+		path, argv = bash, append([]string{"sh"}, args...)
+	}
+	err := syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintln(os.Stderr, "sh:", err)
 	return 127
+}
+
+// dropsVariables reports whether Debian's ash would drop one of env's variables: a name
+// that is not a shell identifier (letters, digits and _, not starting with a digit).
+func dropsVariables(env []string) bool {
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		for i, c := range name {
+			if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // prelude defines a function for each overridden applet found in one of dirs as a
