@@ -180,8 +180,8 @@ func TestShKeepsVariablesAndAshMessages(t *testing.T) {
 	sh := tool(t, "sh")
 	cmd := exec.Command(sh, "-c", "echo x > /nonexistent/file 2>&1")
 	out, _ := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "can't create /nonexistent/file") {
-		t.Errorf("sh -c 'echo x > /nonexistent/file': %q, want ash's \"can't create\"", out)
+	if want := sh + ": can't create /nonexistent/file"; !strings.HasPrefix(string(out), want) {
+		t.Errorf("sh -c 'echo x > /nonexistent/file': %q, want ash's %q", out, want)
 	}
 	cmd = exec.Command(sh, "-c", "env")
 	cmd.Env = []string{"data-1=value-1", "PATH=/usr/bin:/bin"}

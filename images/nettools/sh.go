@@ -24,10 +24,12 @@ var overridden = []string{"nc", "wget", "nslookup"}
 // such variables on to its commands, Debian's drops them (it reverts busybox commit
 // 9c143ce52), bash keeps them. Otherwise ash, whose messages the suite expects
 // ("/bin/sh: can't create /file: Read-only file system").
+// Either runs under the name sh was called by (/bin/sh), which busybox reads as its ash
+// applet and both shells put before their messages, as upstream's /bin/sh does.
 func sh(args []string) int {
-	path, argv := busybox, append([]string{busybox, "ash"}, withPrelude(args, prelude("/usr/bin", "/bin"))...)
+	path, argv := busybox, append([]string{os.Args[0]}, withPrelude(args, prelude("/usr/bin", "/bin"))...)
 	if dropsVariables(os.Environ()) {
-		path, argv = bash, append([]string{"sh"}, args...)
+		path, argv = bash, append([]string{os.Args[0]}, args...)
 	}
 	err := syscall.Exec(path, argv, os.Environ())
 	fmt.Fprintln(os.Stderr, "sh:", err)
