@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 )
 
 // containerEnv is a container's environment as the kubelet makes it: the Services'
@@ -80,7 +81,9 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 // Docker's link style: NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME], NAME_PORT,
 // NAME_PORT_80_TCP[_PROTO|_PORT|_ADDR]. Without the `kubernetes` Service (or the API) its
 // variables are left out; a namespace whose Services cannot be listed fails the start, as
-// the kubelet's "failed to list services when setting up env vars".
+// the kubelet's "failed to list services when setting up env vars", but for a static pod,
+// which starts without the API (how a control plane bootstraps), as the kubelet lets a static
+// pod start before it has read the Services.
 func (s *Syncer) serviceEnv(ctx context.Context, pod *corev1.Pod) ([][2]string, error) {
 	byName := map[string]*corev1.Service{}
 	if master, err := s.client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
@@ -88,11 +91,15 @@ func (s *Syncer) serviceEnv(ctx context.Context, pod *corev1.Pod) ([][2]string, 
 	}
 	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
 		list, err := s.client.CoreV1().Services(pod.Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
+		switch {
+		case err != nil && staticpod.IsStatic(pod):
+			s.log.Info("static pod started without its namespace's Service variables", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		case err != nil:
 			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
-		}
-		for i := range list.Items {
-			byName[list.Items[i].Name] = &list.Items[i]
+		default:
+			for i := range list.Items {
+				byName[list.Items[i].Name] = &list.Items[i]
+			}
 		}
 	}
 	var env [][2]string

@@ -1,17 +1,21 @@
 package podsync
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 	"github.com/minik8s/minik8s/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -134,6 +138,23 @@ func TestServiceEnv(t *testing.T) {
 	}
 	if len(env) != 8 || !slices.Contains(env, "KUBERNETES_SERVICE_HOST=10.96.0.1") || slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "FOOSERVICE") }) {
 		t.Errorf("enableServiceLinks false: env %q, want only the kubernetes Service's 8", env)
+	}
+}
+
+// With the API down, a pod's start fails on its Services (the kubelet's "failed to list
+// services when setting up env vars"), but a static pod starts without their variables.
+func TestServiceEnvWithoutTheAPI(t *testing.T) {
+	h := newHarness(t)
+	h.Client.PrependReactor("list", "services", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], ""); err == nil || !strings.Contains(err.Error(), "failed to list services when setting up env vars") {
+		t.Errorf("an API pod's env without the API: %v, want the kubelet's error", err)
+	}
+	pod.Annotations = map[string]string{staticpod.AnnotationSource: "file"}
+	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], ""); err != nil {
+		t.Errorf("a static pod's env without the API: %v", err)
 	}
 }
 
