@@ -350,6 +350,9 @@ func workersClient(ctx context.Context, ips []netip.Addr, ports floorPorts, coun
 			w := &probe.Worker{Kind: probe.Readiness, Probe: p, Clock: clock.RealClock{},
 				Run: func(ctx context.Context) (probe.Result, string) { return probe.Run(ctx, p, c, ip.String(), nil) },
 				Report: func(r probe.Result, out string, _ probe.Result, _ bool) {
+					if ctx.Err() != nil {
+						return // cut off by the run's end, not the server's answer
+					}
 					if r != probe.Success {
 						count(errors.New(out))
 						return
