@@ -251,8 +251,8 @@ func podColumns(p *corev1.Pod) podRow {
 		}
 	}
 	sidecars := map[string]bool{}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; isSidecar(c) {
 			sidecars[c.Name] = true
 			row.total++
 		}
