@@ -93,7 +93,7 @@ func (s *Syncer) serviceEnv(ctx context.Context, pod *corev1.Pod) ([][2]string, 
 		list, err := s.client.CoreV1().Services(pod.Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		switch {
 		case err != nil && staticpod.IsStatic(pod):
-			s.log.Info("static pod started without its namespace's Service variables", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			s.log.Info("static pod started without its namespace's Service variables", "pod", PodKey(pod), "err", err)
 		case err != nil:
 			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
 		default:

@@ -69,7 +69,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 				return nil, kindErr
 			}
 		}
-		return warnings, cannotHandle(tm, want, err)
+		return warnings, cannotHandle(want, err)
 	}
 	var tm metav1.TypeMeta
 	tm.APIVersion, tm.Kind = obj.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
@@ -134,16 +134,13 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 
 // cannotHandle puts kube-apiserver's words (its transformDecodeError) before why a body of
 // the kind wanted did not decode: `Pod in version "v1" cannot be handled as a Pod: ...`.
-func cannotHandle(tm metav1.TypeMeta, want schema.GroupVersionKind, err error) error {
+// The body named want's kind and version, or none (checkKind refused any other).
+func cannotHandle(want schema.GroupVersionKind, err error) error {
 	var status apierrors.APIStatus
 	if err == nil || want.Empty() || !errors.As(err, &status) {
 		return err
 	}
-	version := want.Version
-	if gv, parseErr := schema.ParseGroupVersion(tm.APIVersion); parseErr == nil && tm.APIVersion != "" {
-		version = gv.Version
-	}
-	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", want.Kind, version, want.Kind, status.Status().Message))
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", want.Kind, want.Version, want.Kind, status.Status().Message))
 }
 
 // decodeInto decodes JSON into obj; unknown and duplicate fields are handled per directive,

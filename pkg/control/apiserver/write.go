@@ -9,7 +9,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
@@ -58,7 +57,7 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 	}
 	undeclared, err := undeclaredFields(res, obj, directive)
 	if err != nil {
-		return nil, nil, cannotHandle(metav1.TypeMeta{}, res.GVK(), err)
+		return nil, nil, cannotHandle(res.GVK(), err)
 	}
 	warnings = append(warnings, undeclared...)
 	return obj, warnings, checkNames(res, obj, info)
