@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -192,6 +194,38 @@ func encodeProtobuf(obj runtime.Object) ([]byte, error) {
 	var out keptWrites
 	err := protobufSerializer.EncodeWithAllocator(obj, &out, &runtime.SimpleAllocator{})
 	return out.b, err
+}
+
+// protobufMagic starts every Kubernetes protobuf envelope.
+var protobufMagic = []byte("k8s\x00")
+
+// protobufMessage is the object's message inside an envelope encodeProtobuf made: the raw
+// field of its runtime.Unknown, not copied.
+func protobufMessage(envelope []byte) ([]byte, error) {
+	b, ok := bytes.CutPrefix(envelope, protobufMagic)
+	if !ok {
+		return nil, errors.New("not a Kubernetes protobuf envelope")
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == 2 && typ == protowire.BytesType {
+			raw, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			return raw, nil
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return nil, errors.New("a Kubernetes protobuf envelope without its object")
 }
 
 // keptWrites keeps what is written to it: the first write's bytes themselves, later ones

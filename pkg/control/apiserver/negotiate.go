@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // The meta.k8s.io views of an object a client may ask for with Accept's as= parameter.
@@ -102,24 +103,33 @@ func (rep representation) suits(res *registry.Resource, list bool) error {
 	return nil
 }
 
-// protobufAnswers says whether a request answers with one object or a stream of events of
-// one object each, of a kind with protobuf marshalling, which may go as protobuf. Lists go
-// as JSON: the server holds each object's JSON, and encoding thousands of objects again
-// would cost it more than clients save.
+// protobufAnswers says whether a request's answer may go as protobuf: one object or a stream
+// of events of one object each, of a kind with protobuf marshalling, or a list of such
+// objects whose list kind has it too. A LIST sends each item's shared protobuf (see
+// protobufList), as a watch event does. deletecollection answers in JSON.
 func (s *Server) protobufAnswers(res *registry.Resource, verb string) bool {
-	return verb != "list" && verb != "deletecollection" && s.protobufKinds[res]
+	switch verb {
+	case "list":
+		return s.protobufLists[res]
+	case "deletecollection":
+		return false
+	}
+	return s.protobufKinds[res]
 }
 
 // protobufResources are the resources whose kind has protobuf marshalling, as every
-// k8s.io/api kind has: found once, not per request.
-func protobufResources(reg *registry.Registry) map[*registry.Resource]bool {
-	out := map[*registry.Resource]bool{}
+// k8s.io/api kind has, and those whose list kind has it too: found once, not per request.
+func protobufResources(reg *registry.Registry) (kinds, lists map[*registry.Resource]bool) {
+	kinds, lists = map[*registry.Resource]bool{}, map[*registry.Resource]bool{}
 	for _, res := range reg.Resources() {
 		obj, err := res.New()
 		_, ok := obj.(runtime.ProtobufMarshaller)
-		out[res] = err == nil && ok
+		kinds[res] = err == nil && ok
+		list, err := scheme.Scheme.New(res.GroupVersion().WithKind(res.Kind + "List"))
+		_, ok = list.(runtime.ProtobufMarshaller)
+		lists[res] = kinds[res] && err == nil && ok
 	}
-	return out
+	return kinds, lists
 }
 
 // protobufEncodable says whether obj can go as protobuf: it has protobuf marshalling, as

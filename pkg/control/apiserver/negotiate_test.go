@@ -167,7 +167,7 @@ func TestNotAcceptable(t *testing.T) {
 	cases := []struct{ method, path, accept string }{
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2"},
-		{"GET", "/api/v1/namespaces/default/pods", "application/vnd.kubernetes.protobuf"},
+		{"GET", "/api/v1/namespaces/default/pods", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/yaml"},
@@ -195,8 +195,9 @@ func TestNotAcceptable(t *testing.T) {
 // What client-go's typed clients send: protobuf first, then JSON.
 const clientGoAccept = "application/vnd.kubernetes.protobuf,application/json"
 
-// One object goes as protobuf to a client that asks for it first, and is the object JSON
-// gives; lists, views and errors go as JSON, which such a client accepts too.
+// One object and a list go as protobuf to a client that asks for it first, and are the
+// objects JSON gives; views, errors and deletecollection go as JSON, which such a client
+// accepts too.
 func TestProtobufResponses(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
@@ -230,8 +231,16 @@ func TestProtobufResponses(t *testing.T) {
 		t.Fatalf("update in protobuf: %+v", got)
 	}
 
+	do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("b"))
+	do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("c", "db"))
+	checkProtobufList(t, h, "/api/v1/namespaces/default/pods")
+	checkProtobufList(t, h, "/api/v1/pods?labelSelector=app%3Dweb")
+	checkProtobufList(t, h, "/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dc")
+	checkProtobufList(t, h, "/api/v1/namespaces/default/pods?limit=2")
+	checkProtobufList(t, h, "/api/v1/namespaces/default/pods?limit=1&labelSelector=app%3Dweb")
+	checkProtobufList(t, h, "/api/v1/namespaces/other/pods")
+
 	for _, c := range []struct{ what, method, path string }{
-		{"list", "GET", "/api/v1/namespaces/default/pods"},
 		{"error", "GET", "/api/v1/namespaces/default/pods/missing"},
 		{"deletecollection", "DELETE", "/api/v1/namespaces/default/pods"},
 	} {
@@ -243,6 +252,97 @@ func TestProtobufResponses(t *testing.T) {
 	if table.Header().Get("Content-Type") != "application/json" || !bytes.Contains(table.Body.Bytes(), []byte(`"kind":"Table"`)) {
 		t.Errorf("a Table asked for first: %s", table.Body)
 	}
+}
+
+// checkProtobufList checks that the protobuf LIST of path, asked for as client-go's typed
+// clients ask, decodes to the PodList its JSON LIST gives: items, resourceVersion, continue
+// token and remaining count.
+func checkProtobufList(t *testing.T, h http.Handler, path string) {
+	t.Helper()
+	w := do(t, withAccept(clientGoAccept, h), "GET", path, nil)
+	if ct := w.Header().Get("Content-Type"); w.Code != http.StatusOK || ct != runtime.ContentTypeProtobuf {
+		t.Fatalf("LIST %s: %d Content-Type %q, want protobuf: %s", path, w.Code, ct, w.Body)
+	}
+	var got corev1.PodList
+	if err := decodeProtobuf(w.Body.Bytes(), &got, corev1.SchemeGroupVersion.WithKind("PodList")); err != nil {
+		t.Fatalf("LIST %s: %v", path, err)
+	}
+	var want corev1.PodList
+	decodeStrict(t, do(t, h, "GET", path, nil).Body.Bytes(), &want)
+	// TypeMeta is the envelope's in protobuf, and an item's message has none.
+	want.TypeMeta, got.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+	for i := range want.Items {
+		want.Items[i].TypeMeta = metav1.TypeMeta{}
+	}
+	if !equality.Semantic.DeepEqual(&got, &want) {
+		t.Fatalf("LIST %s in protobuf:\n got %+v\nwant %+v", path, got, want)
+	}
+}
+
+// The protobuf LIST is, byte for byte, what the protobuf serializer makes of the typed list
+// of the items, for every resource that answers in protobuf: its list kind's field numbers
+// are the ones protobufList writes.
+func TestProtobufListIsTheSerializers(t *testing.T) {
+	s, _ := newCachedServer(t)
+	checked := 0
+	for res, ok := range s.protobufLists {
+		if !ok {
+			continue
+		}
+		checked++
+		listGVK := res.GroupVersion().WithKind(res.Kind + "List")
+		list, err := scheme.Scheme.New(listGVK)
+		if err != nil {
+			t.Fatalf("%s: %v", res.Kind, err)
+		}
+		var items []runtime.Object
+		var envelopes [][]byte
+		for _, name := range []string{"a", "b"} {
+			obj, err := res.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustMeta(obj).SetName(name)
+			mustMeta(obj).SetResourceVersion("7")
+			obj.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind))
+			envelope, err := encodeProtobuf(obj)
+			if err != nil {
+				t.Fatalf("%s: %v", res.Kind, err)
+			}
+			items, envelopes = append(items, obj), append(envelopes, envelope)
+		}
+		if err := meta.SetList(list, items); err != nil {
+			t.Fatalf("%s: %v", res.Kind, err)
+		}
+		remaining := int64(3)
+		listMeta := metav1.ListMeta{ResourceVersion: "9", Continue: "token", RemainingItemCount: &remaining}
+		*mustListMeta(t, list) = listMeta
+		list.GetObjectKind().SetGroupVersionKind(listGVK)
+		want, err := encodeProtobuf(list)
+		if err != nil {
+			t.Fatalf("%s: %v", listGVK.Kind, err)
+		}
+		var got bytes.Buffer
+		if err := protobufList(&got, listGVK, listMeta, envelopes); err != nil {
+			t.Fatalf("%s: %v", listGVK.Kind, err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("%s: protobufList wrote\n%q\nthe serializer\n%q", listGVK.Kind, got.Bytes(), want)
+		}
+	}
+	if checked < 40 {
+		t.Errorf("%d resources answer lists in protobuf, want every built-in kind's", checked)
+	}
+}
+
+// mustListMeta is the ListMeta field of a typed list.
+func mustListMeta(t *testing.T, list runtime.Object) *metav1.ListMeta {
+	t.Helper()
+	field := reflect.ValueOf(list).Elem().FieldByName("ListMeta")
+	if !field.IsValid() {
+		t.Fatalf("%T has no ListMeta", list)
+	}
+	return field.Addr().Interface().(*metav1.ListMeta)
 }
 
 func TestStoredMetadata(t *testing.T) {

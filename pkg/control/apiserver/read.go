@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
@@ -131,7 +133,69 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		}
 		return writeList(w, metav1.TypeMeta{Kind: asPartialMetadataList, APIVersion: rep.apiVersion()}, listMeta, items, partial)
 	}
+	if rep.protobuf {
+		envelopes := make([][]byte, len(items))
+		for i, item := range items {
+			if envelopes[i], err = item.Protobuf(); err != nil {
+				return err
+			}
+		}
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+		w.WriteHeader(http.StatusOK)
+		out := bufio.NewWriterSize(w, 64<<10)
+		// Errors past the header are the client going away mid-body, not ours to report.
+		if err := protobufList(out, res.GroupVersion().WithKind(res.Kind+"List"), listMeta, envelopes); err == nil {
+			_ = out.Flush()
+		}
+		return nil
+	}
 	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).jsonPieces)
+}
+
+// protobufList writes what the protobuf serializer makes of the typed list of kind, but puts
+// in it each item's message from its shared envelope (an object's Protobuf) instead of
+// encoding every object again: the envelope of the list kind around the list message, whose
+// field 1 is the ListMeta and field 2 each item, as in every k8s.io/api list.
+func protobufList(out io.Writer, kind schema.GroupVersionKind, listMeta metav1.ListMeta, envelopes [][]byte) error {
+	meta, err := listMeta.Marshal()
+	if err != nil {
+		return err
+	}
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(meta))
+	messages := make([][]byte, len(envelopes))
+	for i, envelope := range envelopes {
+		if messages[i], err = protobufMessage(envelope); err != nil {
+			return err
+		}
+		size += protowire.SizeTag(2) + protowire.SizeBytes(len(messages[i]))
+	}
+	typeMeta, err := (&runtime.TypeMeta{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind}).Marshal()
+	if err != nil {
+		return err
+	}
+	head := append([]byte(nil), protobufMagic...)
+	head = protowire.AppendTag(head, 1, protowire.BytesType) // runtime.Unknown's typeMeta
+	head = protowire.AppendBytes(head, typeMeta)
+	head = protowire.AppendTag(head, 2, protowire.BytesType) // its raw: the list message
+	head = protowire.AppendVarint(head, uint64(size))
+	head = protowire.AppendTag(head, 1, protowire.BytesType)
+	head = protowire.AppendBytes(head, meta)
+	if _, err := out.Write(head); err != nil {
+		return err
+	}
+	for _, message := range messages {
+		item := protowire.AppendTag(head[:0], 2, protowire.BytesType)
+		item = protowire.AppendVarint(item, uint64(len(message)))
+		if _, err := out.Write(item); err != nil {
+			return err
+		}
+		if _, err := out.Write(message); err != nil {
+			return err
+		}
+	}
+	// runtime.Unknown's contentEncoding and contentType, empty, as the serializer writes them.
+	_, err = out.Write([]byte{0x1a, 0, 0x22, 0})
+	return err
 }
 
 // writeList writes what encoding a typed list would, but puts the items' stored or shared

@@ -76,8 +76,9 @@ type Server struct {
 	fields    *fieldManagers
 	handler   http.Handler
 	ranges    allocator.Ranges
-	// protobufKinds are the resources that may answer in protobuf.
-	protobufKinds map[*registry.Resource]bool
+	// protobufKinds are the resources that may answer in protobuf, protobufLists those
+	// whose lists may too.
+	protobufKinds, protobufLists map[*registry.Resource]bool
 	// advertise is where the `kubernetes` Service's endpoints point.
 	advertise netip.AddrPort
 	leaseTTL  time.Duration
@@ -104,7 +105,7 @@ func New(cfg Config) *Server {
 	admission.Mutating = append([]generic.MutatingAdmission{generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)}, admission.Mutating...)
 	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
-	s.protobufKinds = protobufResources(cfg.Registry)
+	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)
 	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
