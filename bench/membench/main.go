@@ -1,11 +1,16 @@
-// Command membench measures the memory of a whole control plane under one client-go API
-// load, on both sides in one run: bin/miniapi as a process on bolt (its scheduler and
-// controllers in-process), then kube-apiserver on bin/etcd with kube-scheduler and
-// kube-controller-manager beside it (each as hack/kube-build.sh builds it). The load:
-// pod creates at 1, 16 and 64 clients, a fill to -list-pods pods, typed LISTs of them
-// all, then watchers that each receive every event of a burst of creates. During each
+// Command membench measures the memory of a whole control plane under one load, on both
+// sides in one run: bin/miniapi as a process on bolt (its scheduler and controllers
+// in-process), then kube-apiserver on bin/etcd with kube-scheduler and
+// kube-controller-manager beside it (each as hack/kube-build.sh builds it). Its loads
+// (-load):
+//   - api: client-go pod creates at 1, 16 and 64 clients, a fill to -list-pods pods, typed
+//     LISTs of them all, then watchers that each receive every event of a burst of creates;
+//   - deployment: -nodes fake Ready nodes, then a Deployment scaled from 0 to -replicas,
+//     timed until every pod is bound (the ReplicaSet controller's and the scheduler's work).
+//
+// Node lifecycle is off on both sides (the fake nodes post no heartbeats). During each
 // phase it samples every process's RSS and anonymous RSS (/proc/PID/status) and prints,
-// per phase, the throughput, both sides' peaks and the API servers' Go heap
+// per phase, the throughput or time, both sides' peaks and the API servers' Go heap
 // (go_memstats_heap_inuse_bytes at the phase's end). See docs/performance.md.
 package main
 
@@ -29,6 +34,8 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/apiproc"
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/bench/internal/scaleload"
+	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -43,12 +50,18 @@ type config struct {
 	kubeAPI, kubeSched, kubeCM      string
 	creates, listPods, listRounds   int
 	watchers, watchCreates          int
+	workload                        string
+	nodes, replicas                 int
+	deployTimeout                   time.Duration
 	profileDir                      string
 	sides                           []string
 	sampleEvery, idle, readyTimeout time.Duration
 }
 
 const ns = "membench"
+
+// clusterCIDR holds a /24 for each of thousands of fake nodes on both sides.
+const clusterCIDR = "10.128.0.0/9"
 
 func main() {
 	var cfg config
@@ -58,6 +71,10 @@ func main() {
 	flag.StringVar(&cfg.kubeAPI, "kube-apiserver", "", "kube-apiserver binary (hack/kube-build.sh kube-apiserver prints it)")
 	flag.StringVar(&cfg.kubeSched, "kube-scheduler", "", "kube-scheduler binary; empty: the kube side runs without it")
 	flag.StringVar(&cfg.kubeCM, "kube-controller-manager", "", "kube-controller-manager binary; empty: the kube side runs without it")
+	flag.StringVar(&cfg.workload, "load", "api", "the load: api (creates, LIST, watchers) or deployment (a Deployment scaled 0 -> -replicas on -nodes nodes)")
+	flag.IntVar(&cfg.nodes, "nodes", 500, "fake Ready nodes of the deployment load")
+	flag.IntVar(&cfg.replicas, "replicas", 3000, "the Deployment's replicas in the deployment load")
+	flag.DurationVar(&cfg.deployTimeout, "deploy-timeout", 5*time.Minute, "how long the deployment load waits for its pods to be bound")
 	flag.IntVar(&cfg.creates, "creates", 3000, "pods created in each of the 1, 16 and 64 client phases")
 	flag.IntVar(&cfg.listPods, "list-pods", 10000, "pods stored before the LIST phase (the create phases' and a fill)")
 	flag.IntVar(&cfg.listRounds, "list-rounds", 3, "typed LISTs of every pod")
@@ -111,8 +128,15 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	fmt.Printf("# membench: %d creates at 1/16/64 clients, LIST of %d pods x%d, %d watchers x %d events; RSS sampled every %s; %d CPUs; load average %s\n",
-		cfg.creates, cfg.listPods, cfg.listRounds, cfg.watchers, cfg.watchCreates, cfg.sampleEvery, runtime.NumCPU(), benchapi.LoadAverage())
+	switch cfg.workload {
+	case "api":
+		fmt.Printf("# membench: %d creates at 1/16/64 clients, LIST of %d pods x%d, %d watchers x %d events", cfg.creates, cfg.listPods, cfg.listRounds, cfg.watchers, cfg.watchCreates)
+	case "deployment":
+		fmt.Printf("# membench: %d fake Ready nodes, a Deployment scaled 0 -> %d timed until all bound", cfg.nodes, cfg.replicas)
+	default:
+		return fmt.Errorf("unknown -load %q (api or deployment)", cfg.workload)
+	}
+	fmt.Printf("; RSS sampled every %s; %d CPUs; load average %s\n", cfg.sampleEvery, runtime.NumCPU(), benchapi.LoadAverage())
 	ca, err := pki.EnsureCA(filepath.Join(work, "pki"))
 	if err != nil {
 		return err
@@ -146,7 +170,7 @@ func run(cfg config) error {
 func measureMiniapi(cfg config, ca *pki.CA, work string) (sideResult, error) {
 	fmt.Printf("\n## miniapi (bolt; scheduler and controllers in-process)\n")
 	s, err := apiproc.Start(ca, filepath.Join(work, "pki"), filepath.Join(work, "miniapi"), "miniapi",
-		apiproc.MiniapiArgs(cfg.miniapi, nil, "", strings.Fields(cfg.miniapiFlags)...))
+		apiproc.MiniapiArgs(cfg.miniapi, nil, "", append([]string{"--controllers=*,-nodelifecycle", "--cluster-cidr=" + clusterCIDR}, strings.Fields(cfg.miniapiFlags)...)...))
 	if err != nil {
 		return sideResult{}, err
 	}
@@ -184,9 +208,13 @@ func measureKube(cfg config, ca *pki.CA, work, saKey string) (sideResult, error)
 			continue
 		}
 		fmt.Printf(", %s", c.name)
-		args := []string{"--kubeconfig", s.Kubeconfig, "--leader-elect=false", "--secure-port=0"}
+		// miniapi's in-process clients' rate limits (kube's default, 20 or 50 QPS, would
+		// make the deployment load a measure of its client-side limiter).
+		args := []string{"--kubeconfig", s.Kubeconfig, "--leader-elect=false", "--secure-port=0", "--kube-api-qps=2000", "--kube-api-burst=4000"}
 		if c.name == "kube-controller-manager" {
-			args = append(args, "--service-account-private-key-file", saKey, "--root-ca-file", caFile, "--use-service-account-credentials=false")
+			args = append(args, "--service-account-private-key-file", saKey, "--root-ca-file", caFile, "--use-service-account-credentials=false",
+				"--controllers=*,-node-lifecycle-controller", "--allocate-node-cidrs", "--cluster-cidr="+clusterCIDR, "--node-cidr-mask-size=24",
+				"--service-cluster-ip-range="+clusterdefaults.ServiceCIDR)
 		}
 		cmd, err := startComponent(filepath.Join(work, c.name+".log"), c.binary, args)
 		if err != nil {
@@ -233,7 +261,6 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 	if err != nil {
 		return err
 	}
-	stored := 1 // Namespace's warm-up pod
 	measure := func(name, unit string, do func() (float64, error)) error {
 		smp := startSampling(r.procs, cfg.sampleEvery)
 		rate, err := do()
@@ -247,7 +274,7 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 		}
 		p := phase{name: name, throughput: rate, unit: unit, peaks: pk, heapMiB: heap}
 		r.phases = append(r.phases, p)
-		fmt.Printf("%-22s %8.0f %-10s peak RSS %5.0f MiB (anon %5.0f)%s; API server's Go heap in use %4.0f MiB; load %s\n",
+		fmt.Printf("%-22s %8.1f %-10s peak RSS %5.0f MiB (anon %5.0f)%s; API server's Go heap in use %4.0f MiB; load %s\n",
 			name, rate, unit, pk.sumRSS, pk.sumAnon, perProcess(r.procs, pk), heap, benchapi.LoadAverage())
 		if profileDir != "" {
 			return saveHeapProfile(admin[0], filepath.Join(profileDir, fmt.Sprintf("%s-%s.pb.gz", r.name, strings.ReplaceAll(name, " ", "-"))))
@@ -257,6 +284,57 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 	if err := measure("idle", "", func() (float64, error) { time.Sleep(cfg.idle); return 0, nil }); err != nil {
 		return err
 	}
+	if cfg.workload == "deployment" {
+		err = deploymentLoad(cfg, admin[0], measure)
+	} else {
+		err = apiLoad(cfg, s, admin[0], measure)
+	}
+	if err != nil {
+		return err
+	}
+	r.hwm = map[string]float64{}
+	for _, pr := range r.procs {
+		if r.hwm[pr.name], err = proc.PeakRSSMiB(pr.pid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureFunc runs a phase named name whose figure do returns, in unit, sampling the
+// side's memory.
+type measureFunc func(name, unit string, do func() (float64, error)) error
+
+// deploymentLoad makes cfg.nodes fake Ready nodes, then scales a Deployment from 0 to
+// cfg.replicas and times it until every pod is bound.
+func deploymentLoad(cfg config, c *kubernetes.Clientset, measure measureFunc) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := measure(fmt.Sprintf("%d nodes", cfg.nodes), "s", func() (float64, error) {
+		start := time.Now()
+		err := benchapi.CreateNodes(ctx, c, 0, cfg.nodes)
+		return time.Since(start).Seconds(), err
+	}); err != nil {
+		return err
+	}
+	watch := scaleload.NewPodWatch(ctx, c)
+	scale, err := scaleload.DeploymentScale(ctx, c, "deploy", cfg.replicas)
+	if err != nil {
+		return err
+	}
+	return measure(fmt.Sprintf("deployment 0 -> %d", cfg.replicas), "s bound", func() (float64, error) {
+		t, err := watch.Phase(ctx, "deploy", cfg.replicas, cfg.deployTimeout, os.Stdout, scale)
+		if err == nil {
+			fmt.Printf("#   all created %.2fs, all bound %.2fs (%.0f pods/s)\n", t.Created.Seconds(), t.Bound.Seconds(), float64(cfg.replicas)/t.Bound.Seconds())
+		}
+		return t.Bound.Seconds(), err
+	})
+}
+
+// apiLoad runs the API load's phases: creates at 1, 16 and 64 clients, a fill, LISTs
+// and watchers.
+func apiLoad(cfg config, s *apiproc.Server, admin *kubernetes.Clientset, measure measureFunc) error {
+	stored := 1 // Namespace's warm-up pod
 	for _, n := range []int{1, 16, 64} {
 		if err := measure(fmt.Sprintf("creates, %d client(s)", n), "creates/s", func() (float64, error) {
 			l, err := creates(s, n, cfg.creates, fmt.Sprintf("c%d", n))
@@ -275,19 +353,10 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 			return err
 		}
 	}
-	if err := measure(fmt.Sprintf("LIST of %d pods", stored), "ms/LIST", func() (float64, error) { return list(admin[0], cfg.listRounds, stored) }); err != nil {
+	if err := measure(fmt.Sprintf("LIST of %d pods", stored), "ms/LIST", func() (float64, error) { return list(admin, cfg.listRounds, stored) }); err != nil {
 		return err
 	}
-	if err := measure(fmt.Sprintf("%d watchers", cfg.watchers), "events/s", func() (float64, error) { return watchers(cfg, s) }); err != nil {
-		return err
-	}
-	r.hwm = map[string]float64{}
-	for _, pr := range r.procs {
-		if r.hwm[pr.name], err = proc.PeakRSSMiB(pr.pid); err != nil {
-			return err
-		}
-	}
-	return nil
+	return measure(fmt.Sprintf("%d watchers", cfg.watchers), "events/s", func() (float64, error) { return watchers(cfg, s) })
 }
 
 // creates makes n pods from clients closed-loop clients, each on its own connection. Its
@@ -505,14 +574,14 @@ func printTable(results []sideResult) {
 				continue
 			}
 			q := r.phases[i]
-			fmt.Printf(" | %-38s", fmt.Sprintf("%6.0f %-9s %5.0f (%5.0f) %5.0f", q.throughput, q.unit, q.peaks.sumRSS, q.peaks.sumAnon, q.heapMiB))
+			fmt.Printf(" | %-38s", fmt.Sprintf("%6.1f %-9s %5.0f (%5.0f) %5.0f", q.throughput, q.unit, q.peaks.sumRSS, q.peaks.sumAnon, q.heapMiB))
 		}
 		if len(results) == 2 && i < len(results[1].phases) {
 			q := results[1].phases[i]
 			fmt.Printf(" | RSS %.2fx", p.peaks.sumRSS/q.peaks.sumRSS)
 			switch {
 			case q.throughput == 0:
-			case strings.HasPrefix(q.unit, "ms"):
+			case strings.HasPrefix(q.unit, "ms"), strings.HasPrefix(q.unit, "s"):
 				fmt.Printf(", time %.2fx", p.throughput/q.throughput)
 			default:
 				fmt.Printf(", rate %.2fx", p.throughput/q.throughput)

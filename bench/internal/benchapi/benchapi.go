@@ -102,7 +102,14 @@ func createNodes(ctx context.Context, c kubernetes.Interface, from, to int) erro
 			}
 			cur.Status = corev1.NodeStatus{Capacity: res, Allocatable: res,
 				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}}
-			_, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			if cur, err = c.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil || len(cur.Spec.Taints) == 0 {
+				return err
+			}
+			// kube-apiserver's TaintNodesByCondition admission gave the new node the
+			// not-ready taint, which only the node lifecycle controller (off for nodes
+			// that post no heartbeats) would take away.
+			cur.Spec.Taints = nil
+			_, err = c.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		})
 	})
