@@ -3,9 +3,12 @@
 // on bin/miniapi (on bolt, and on etcd) and on kube-apiserver on etcd, in one run: the
 // same client-go dynamic clients (one connection each, no client-side rate limit) at 1,
 // 16 and 64 concurrent clients, creates/s, latency, the server's and etcd's CPU per
-// create, and their RSS from /proc (peak and after the load). Before the load it checks
-// that both refuse an object breaking the rule with the same 422. kube-apiserver is the
-// one hack/kube-build.sh kube-apiserver builds. See docs/performance.md.
+// create, and their RSS from /proc (peak and after the load). Each phase also says where a
+// create's time went: the client's mean, the server's and its store's from the server's
+// /metrics, the clients' CPU; after the servers, the floors of a 1-client create (floor.go).
+// Before the load it checks that both refuse an object breaking the rule with the same
+// 422. kube-apiserver is the one hack/kube-build.sh kube-apiserver builds. See
+// docs/performance.md.
 package main
 
 import (
@@ -221,7 +224,7 @@ func measure(cfg config, ca *pki.CA, caDir, saKey, dir string, s side, profile s
 			return f, err
 		}
 		fmt.Printf("create    %2d clients: %6.0f/s, p50 %s, p99 %s; mean: client %s, server %s, store %s; CPU per create: server %s, etcd %s, client %s (n=%d)\n",
-			n, p.PerSecond(), p.P(50), p.P(99), mean(p.Each), p.serverMean, p.storeMean,
+			n, p.PerSecond(), p.P(50), p.P(99), mean(p.Each), orDash(p.serverMean), orDash(p.storeMean),
 			p.serverCPU.Round(time.Microsecond), p.etcdCPU.Round(time.Microsecond), p.clientCPU.Round(time.Microsecond), len(p.Each))
 		f.phases = append(f.phases, p)
 		if profiling != nil {
@@ -401,6 +404,14 @@ func serverTimes(before, after benchapi.Metrics) (request, store time.Duration) 
 	return request, store
 }
 
+// orDash is d, or "-" for 0: a mean the server's /metrics did not give.
+func orDash(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.String()
+}
+
 // cpuTime is a process's CPU time, 0 for no process.
 func cpuTime(pid int) time.Duration {
 	if pid == 0 {
@@ -453,7 +464,7 @@ func printTable(cfg config, all []figures) {
 		})
 		row("  CPU per create, client", func(f figures) string { return f.phases[i].clientCPU.Round(time.Microsecond).String() })
 		row("  mean: client / server / store", func(f figures) string {
-			return fmt.Sprintf("%s / %s / %s", mean(f.phases[i].Each), f.phases[i].serverMean, f.phases[i].storeMean)
+			return fmt.Sprintf("%s / %s / %s", mean(f.phases[i].Each), orDash(f.phases[i].serverMean), orDash(f.phases[i].storeMean))
 		})
 	}
 	row("RSS server, MiB: peak / after", func(f figures) string { return fmt.Sprintf("%.0f / %.0f", f.peakServer, f.rssServer) })
