@@ -42,7 +42,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -760,7 +759,7 @@ func (a *miniapi) stats() (serverStats, error) {
 	}
 	var st serverStats
 	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
-		if hasLabels(m, "verb", "create", "resource", "pods") {
+		if benchapi.HasLabels(m, "verb", "create", "resource", "pods") {
 			st.createSum, st.createCount = m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
 		}
 	}
@@ -771,19 +770,6 @@ func (a *miniapi) stats() (serverStats, error) {
 		st.batchSum = m.GetHistogram().GetSampleSum()
 	}
 	return st, nil
-}
-
-func hasLabels(m *dto.Metric, pairs ...string) bool {
-	want := map[string]string{}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		want[pairs[i]] = pairs[i+1]
-	}
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			delete(want, l.GetName())
-		}
-	}
-	return len(want) == 0
 }
 
 // describe tells what the server saw between two scrapes spanning a phase of length d.

@@ -3,9 +3,12 @@
 // on bin/miniapi (on bolt, and on etcd) and on kube-apiserver on etcd, in one run: the
 // same client-go dynamic clients (one connection each, no client-side rate limit) at 1,
 // 16 and 64 concurrent clients, creates/s, latency, the server's and etcd's CPU per
-// create, and their RSS from /proc (peak and after the load). Before the load it checks
-// that both refuse an object breaking the rule with the same 422. kube-apiserver is the
-// one hack/kube-build.sh kube-apiserver builds. See docs/performance.md.
+// create, and their RSS from /proc (peak and after the load). Each phase also says where a
+// create's time went: the client's mean, the server's and its store's from the server's
+// /metrics, the clients' CPU; after the servers, the floors of a 1-client create (floor.go).
+// Before the load it checks that both refuse an object breaking the rule with the same
+// 422. kube-apiserver is the one hack/kube-build.sh kube-apiserver builds. See
+// docs/performance.md.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +36,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -94,6 +99,11 @@ type phase struct {
 	clients int
 	benchapi.Latencies
 	serverCPU, etcdCPU time.Duration // per create
+	clientCPU          time.Duration // per create, this process's: the clients'
+	// The server's own means from its /metrics: a create's handling (from its
+	// request-duration histogram) and its store's write (miniapi's bolt commit,
+	// kube-apiserver's etcd create); 0 when the server has no such histogram.
+	serverMean, storeMean time.Duration
 }
 
 // figures are one side's results.
@@ -104,6 +114,7 @@ type figures struct {
 	refused               string // the answer to the object breaking the CEL rule
 	peakServer, rssServer float64
 	peakEtcd, rssEtcd     float64
+	answer                *unstructured.Unstructured // the server's answer to the first create
 }
 
 func run(cfg config) error {
@@ -157,6 +168,16 @@ func run(cfg config) error {
 		results = append(results, f)
 	}
 	printTable(cfg, results)
+	if slices.Contains(cfg.clients, 1) && len(results) > 0 {
+		fs, err := floors(work, results[0].answer, cfg.creates)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\n# floors of a 1-client create, %d back to back on this machine and disk:\n", cfg.creates)
+		for _, f := range fs {
+			fmt.Println(f)
+		}
+	}
 	fmt.Printf("\n# load average at the end: %s\n", benchapi.LoadAverage())
 	return nil
 }
@@ -185,7 +206,7 @@ func measure(cfg config, ca *pki.CA, caDir, saKey, dir string, s side, profile s
 	}
 	fmt.Printf("ready     in %s\n", time.Since(start).Round(10*time.Millisecond))
 	const ns = "crbench"
-	if err := setup(srv, ns); err != nil {
+	if f.answer, err = setup(srv, ns); err != nil {
 		return f, err
 	}
 	if f.refused, err = refuseInvalid(srv, ns); err != nil {
@@ -202,8 +223,9 @@ func measure(cfg config, ca *pki.CA, caDir, saKey, dir string, s side, profile s
 		if err != nil {
 			return f, err
 		}
-		fmt.Printf("create    %2d clients: %6.0f/s, p50 %s, p99 %s; CPU per create: server %s, etcd %s (n=%d)\n",
-			n, p.PerSecond(), p.P(50), p.P(99), p.serverCPU.Round(time.Microsecond), p.etcdCPU.Round(time.Microsecond), len(p.Each))
+		fmt.Printf("create    %2d clients: %6.0f/s, p50 %s, p99 %s; mean: client %s, server %s, store %s; CPU per create: server %s, etcd %s, client %s (n=%d)\n",
+			n, p.PerSecond(), p.P(50), p.P(99), mean(p.Each), orDash(p.serverMean), orDash(p.storeMean),
+			p.serverCPU.Round(time.Microsecond), p.etcdCPU.Round(time.Microsecond), p.clientCPU.Round(time.Microsecond), len(p.Each))
 		f.phases = append(f.phases, p)
 		if profiling != nil {
 			if err := <-profiling; err != nil {
@@ -234,40 +256,41 @@ func rss(pid int) (peak, now float64, err error) {
 }
 
 // setup creates the namespace and the CRD and waits until the server creates a Widget
-// (the CRD Established and its resource served).
-func setup(srv *apiproc.Server, ns string) error {
+// (the CRD Established and its resource served); it returns the server's answer.
+func setup(srv *apiproc.Server, ns string) (*unstructured.Unstructured, error) {
 	cfg, err := srv.Config()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx := context.Background()
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		return nil, err
 	}
 	ext, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(), metav1.CreateOptions{}); err != nil {
-		return err
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var answer *unstructured.Unstructured
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = dyn.Resource(widgets).Namespace(ns).Create(ctx, widget(ns, "warm", 0), metav1.CreateOptions{})
+		answer, last = dyn.Resource(widgets).Namespace(ns).Create(ctx, widget(ns, "warm", 0), metav1.CreateOptions{})
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("no Widget created within a minute: %w", cmp.Or(last, err))
+		return nil, fmt.Errorf("no Widget created within a minute: %w", cmp.Or(last, err))
 	}
-	return nil
+	return answer, nil
 }
 
 // refuseInvalid creates a Widget breaking the CEL rule and returns the refusal; any other
@@ -315,11 +338,23 @@ func load(srv *apiproc.Server, ns string, n, creates, serverPID, etcdPID int) (p
 		}
 		clients = append(clients, dyn.Resource(widgets).Namespace(ns))
 	}
+	admin, err := srv.Config()
+	if err != nil {
+		return p, err
+	}
+	metricsClient, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return p, err
+	}
+	before, err := benchapi.ScrapeMetrics(context.Background(), metricsClient.RESTClient())
+	if err != nil {
+		return p, err
+	}
 	server0, err := proc.CPUTime(serverPID)
 	if err != nil {
 		return p, err
 	}
-	etcd0 := cpuTime(etcdPID)
+	etcd0, client0 := cpuTime(etcdPID), benchapi.ProcessCPU()
 	each := max(creates/n, 1)
 	p.Latencies, err = benchapi.ClosedLoop(clients, func(i int) bool { return i < each }, func(c dynamic.ResourceInterface, w, i int) error {
 		_, err := c.Create(context.Background(), widget(ns, fmt.Sprintf("c%d-%d-%d", n, w, i), int64(i)), metav1.CreateOptions{})
@@ -333,8 +368,48 @@ func load(srv *apiproc.Server, ns string, n, creates, serverPID, etcdPID int) (p
 		return p, err
 	}
 	done := time.Duration(len(p.Each))
-	p.serverCPU, p.etcdCPU = (server1-server0)/done, (cpuTime(etcdPID)-etcd0)/done
+	p.serverCPU, p.etcdCPU, p.clientCPU = (server1-server0)/done, (cpuTime(etcdPID)-etcd0)/done, (benchapi.ProcessCPU()-client0)/done
+	after, err := benchapi.ScrapeMetrics(context.Background(), metricsClient.RESTClient())
+	if err != nil {
+		return p, err
+	}
+	p.serverMean, p.storeMean = serverTimes(before, after)
 	return p, nil
+}
+
+// serverTimes are the mean Widget create and mean store write between two scrapes of a
+// server's /metrics: miniapi's request verb is "create", kube-apiserver's "POST"; miniapi
+// on bolt times its commits, kube-apiserver its etcd requests.
+func serverTimes(before, after benchapi.Metrics) (request, store time.Duration) {
+	delta := func(name string, pairs ...string) (float64, float64) {
+		s0, n0 := before.Histogram(name, pairs...)
+		s1, n1 := after.Histogram(name, pairs...)
+		return s1 - s0, n1 - n0
+	}
+	meanOf := func(parts ...[2]float64) time.Duration {
+		var sum, n float64
+		for _, p := range parts {
+			sum, n = sum+p[0], n+p[1]
+		}
+		if n == 0 {
+			return 0
+		}
+		return time.Duration(sum / n * float64(time.Second)).Round(time.Microsecond)
+	}
+	pair := func(sum, n float64) [2]float64 { return [2]float64{sum, n} }
+	request = meanOf(pair(delta("apiserver_request_duration_seconds", "verb", "create", "resource", plural)),
+		pair(delta("apiserver_request_duration_seconds", "verb", "POST", "resource", plural)))
+	store = meanOf(pair(delta("minik8s_store_commit_duration_seconds")),
+		pair(delta("etcd_request_duration_seconds", "operation", "create")))
+	return request, store
+}
+
+// orDash is d, or "-" for 0: a mean the server's /metrics did not give.
+func orDash(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.String()
 }
 
 // cpuTime is a process's CPU time, 0 for no process.
@@ -386,6 +461,10 @@ func printTable(cfg config, all []figures) {
 		})
 		row("  CPU per create, server + etcd", func(f figures) string {
 			return fmt.Sprintf("%s + %s", f.phases[i].serverCPU.Round(time.Microsecond), f.phases[i].etcdCPU.Round(time.Microsecond))
+		})
+		row("  CPU per create, client", func(f figures) string { return f.phases[i].clientCPU.Round(time.Microsecond).String() })
+		row("  mean: client / server / store", func(f figures) string {
+			return fmt.Sprintf("%s / %s / %s", mean(f.phases[i].Each), orDash(f.phases[i].serverMean), orDash(f.phases[i].storeMean))
 		})
 	}
 	row("RSS server, MiB: peak / after", func(f figures) string { return fmt.Sprintf("%.0f / %.0f", f.peakServer, f.rssServer) })
