@@ -181,7 +181,8 @@ func pack(ss []*string) {
 	}
 }
 
-// intern is s, shared with every record that holds the same string.
+// intern is s, shared with the other records holding the same string (unique's copy: kept
+// while a record made since the last collection holds it, made anew after).
 func intern(s string) string {
 	if s == "" {
 		return ""

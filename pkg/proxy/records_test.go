@@ -3,8 +3,10 @@ package proxy
 import (
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"unique"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,6 +123,11 @@ func TestRecordsOwnTheirStrings(t *testing.T) {
 		s.Namespace, s.Name, s.Endpoints[0].NodeName = strings.Clone("ns"), strings.Clone(s.Name), ptr.To(strings.Clone("node-1"))
 		return s
 	}
+	// Interned strings are shared while a handle to them lives (unique drops them after a
+	// collection otherwise): one for each, so a collection between the records cannot.
+	ns, node := unique.Make("ns"), unique.Make("node-1")
+	defer runtime.KeepAlive(ns)
+	defer runtime.KeepAlive(node)
 	a, b := decoded("10.244.0.1"), decoded("10.244.0.2")
 	ra, rb := SliceRecordOf(a), SliceRecordOf(b)
 	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
