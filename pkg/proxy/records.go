@@ -181,8 +181,8 @@ func pack(ss []*string) {
 	}
 }
 
-// intern is s, shared with the other records holding the same string (unique's copy: kept
-// while a record made since the last collection holds it, made anew after).
+// intern is s, shared with the other records holding the same string: unique's copy, which
+// it forgets at a collection (no handle is kept), so records made after share a new one.
 func intern(s string) string {
 	if s == "" {
 		return ""
