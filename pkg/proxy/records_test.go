@@ -3,7 +3,11 @@ package proxy
 import (
 	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
+	"unique"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -106,5 +110,36 @@ func TestRecordsReadAsListers(t *testing.T) {
 	}
 	if err != nil || len(gotChanges) != 2 || !reflect.DeepEqual(byName(gotChanges), byName(wantChanges)) {
 		t.Errorf("records' changes\n%+v, %v\nAPI objects'\n%+v", gotChanges, err, wantChanges)
+	}
+}
+
+// A record keeps none of the decoder's strings: those many records repeat are shared
+// (namespace, node name), its own are copies (docs/performance.md, "Where miniproxy's
+// memory goes").
+func TestRecordsOwnTheirStrings(t *testing.T) {
+	decoded := func(ip string) *discoveryv1.EndpointSlice {
+		s := testSlice("web", ip)
+		// As a decoder makes them: each string an allocation of its own.
+		s.Namespace, s.Name, s.Endpoints[0].NodeName = strings.Clone("ns"), strings.Clone(s.Name), ptr.To(strings.Clone("node-1"))
+		return s
+	}
+	// Interned strings are shared while a handle to them lives (unique drops them after a
+	// collection otherwise): one for each, so a collection between the records cannot.
+	ns, node := unique.Make("ns"), unique.Make("node-1")
+	defer runtime.KeepAlive(ns)
+	defer runtime.KeepAlive(node)
+	a, b := decoded("10.244.0.1"), decoded("10.244.0.2")
+	ra, rb := SliceRecordOf(a), SliceRecordOf(b)
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	if ra.Namespace != "ns" || !same(ra.Namespace, rb.Namespace) || !same(ra.Endpoints[0].NodeName, rb.Endpoints[0].NodeName) {
+		t.Errorf("records of two slices of namespace ns on node-1 hold namespaces %q, %q and node names %q, %q: want one string each",
+			ra.Namespace, rb.Namespace, ra.Endpoints[0].NodeName, rb.Endpoints[0].NodeName)
+	}
+	if ra.Name != a.Name || same(ra.Name, a.Name) || ra.Endpoints[0].IP != "10.244.0.1" || same(ra.Endpoints[0].IP, a.Endpoints[0].Addresses[0]) {
+		t.Errorf("record %+v: want its name and IP equal to the slice's, not the slice's strings", ra)
+	}
+	svc := testService("web", strings.Clone("10.96.0.1"))
+	if r := ServiceRecordOf(svc); r.ClusterIP != svc.Spec.ClusterIP || same(r.ClusterIP, svc.Spec.ClusterIP) || r.Ports[0].Name != "http" {
+		t.Errorf("record %+v: want the Service's cluster IP and port name, not its strings", r)
 	}
 }
