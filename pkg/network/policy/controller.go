@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +22,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
+	anpclientv1alpha1 "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned/typed/apis/v1alpha1"
 	anplisters "sigs.k8s.io/network-policy-api/pkg/client/listers/apis/v1alpha1"
 )
 
@@ -74,10 +77,15 @@ type Informers struct {
 	NetworkPolicies Informer[networkinglisters.NetworkPolicyLister]
 }
 
-// AdminInformers are what the admin tiers read.
+// AdminInformers are what the admin tiers read: the policies, and the Nodes their egress
+// node peers select (an informer of the core factory, which Run starts too).
 type AdminInformers struct {
 	AdminNetworkPolicies         Informer[anplisters.AdminNetworkPolicyLister]
 	BaselineAdminNetworkPolicies Informer[anplisters.BaselineAdminNetworkPolicyLister]
+	Nodes                        Informer[corelisters.NodeLister]
+	// Status writes the conditions of what the policies ask and this enforcement lacks
+	// (status.go); nil: not written.
+	Status anpclientv1alpha1.AdminNetworkPoliciesGetter
 }
 
 // NewController makes the controller of node's pods from inf, made by factory; Run starts
@@ -100,6 +108,7 @@ func (c *Controller) WithAdmin(factory Factory, inf AdminInformers) *Controller 
 	c.factories = append(c.factories, factory)
 	inf.AdminNetworkPolicies.Informer()
 	inf.BaselineAdminNetworkPolicies.Informer()
+	inf.Nodes.Informer()
 	return c
 }
 
@@ -171,7 +180,34 @@ func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
 			return nil, err
 		}
 	}
+	if c.admin != nil {
+		// Only a node's labels and addresses matter to node peers, not its status heartbeats.
+		nodes := c.admin.Nodes.Informer()
+		if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: full, DeleteFunc: full,
+			UpdateFunc: func(old, obj any) {
+				if a, b, ok := nodePair(old, obj); !ok || !sameToNodePeers(a, b) {
+					full(obj)
+				}
+			},
+		}); err != nil {
+			return nil, err
+		}
+		infs = append(infs, nodes)
+	}
 	return infs, nil
+}
+
+func nodePair(old, obj any) (*corev1.Node, *corev1.Node, bool) {
+	a, ok1 := old.(*corev1.Node)
+	b, ok2 := obj.(*corev1.Node)
+	return a, b, ok1 && ok2
+}
+
+// sameToNodePeers tells whether two versions of a node are the same to node peers: the
+// same labels and addresses.
+func sameToNodePeers(a, b *corev1.Node) bool {
+	return maps.Equal(a.Labels, b.Labels) && slices.Equal(a.Status.Addresses, b.Status.Addresses)
 }
 
 // SyncResult says what one sync did.
@@ -213,6 +249,11 @@ func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 	st, err := c.state()
 	if err != nil {
 		return SyncResult{}, err
+	}
+	if c.admin != nil && c.admin.Status != nil {
+		if err := reportUnsupported(ctx, c.admin.Status, st.AdminPolicies); err != nil {
+			c.log.Debug("network policy: admin policy status not written", "err", err)
+		}
 	}
 	rs, m := build(st)
 	var res SyncResult
@@ -310,6 +351,10 @@ func (c *Controller) state() (*State, error) {
 	if st.Baseline, err = c.admin.BaselineAdminNetworkPolicies.Lister().Get(BaselineName); apierrors.IsNotFound(err) {
 		st.Baseline, err = nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	st.Nodes, err = c.admin.Nodes.Lister().List(labels.Everything())
 	return st, err
 }
 
