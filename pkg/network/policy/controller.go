@@ -47,6 +47,8 @@ type Controller struct {
 	// next); lastFull is when the last full sync ended.
 	model    *model
 	lastFull time.Time
+	// statusTried: the admin policies' status writes tried (status.go).
+	statusTried map[string]int64
 
 	mu    sync.Mutex
 	dirty map[string]bool // the pods (namespace/name) changed since the last sync
@@ -251,8 +253,11 @@ func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 		return SyncResult{}, err
 	}
 	if c.admin != nil && c.admin.Status != nil {
-		if err := reportUnsupported(ctx, c.admin.Status, st.AdminPolicies); err != nil {
-			c.log.Debug("network policy: admin policy status not written", "err", err)
+		if c.statusTried == nil {
+			c.statusTried = map[string]int64{}
+		}
+		for _, err := range reportUnsupported(ctx, c.admin.Status, st.AdminPolicies, c.statusTried) {
+			c.log.Warn("network policy: an admin policy asks for what is not enforced; its status could not say so", "err", err)
 		}
 	}
 	rs, m := build(st)

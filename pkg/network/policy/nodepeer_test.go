@@ -114,8 +114,9 @@ func TestDomainNamesReported(t *testing.T) {
 	plain := &anpv1alpha1.AdminNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
 	client := anpfake.NewSimpleClientset(withDomains, plain)
 	anps := client.PolicyV1alpha1()
-	if err := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{withDomains, plain}); err != nil {
-		t.Fatal(err)
+	tried := map[string]int64{}
+	if errs := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{withDomains, plain}, tried); errs != nil {
+		t.Fatal(errs)
 	}
 	got, err := anps.AdminNetworkPolicies().Get(ctx, "to-k8s-io", metav1.GetOptions{})
 	if err != nil {
@@ -126,12 +127,13 @@ func TestDomainNamesReported(t *testing.T) {
 		t.Fatalf("conditions %+v, want %s False", got.Status.Conditions, ConditionDomainNames)
 	}
 	writes := len(client.Actions())
-	if err := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{got, plain}); err != nil || len(client.Actions()) != writes {
-		t.Errorf("reported again: %v, %d actions after %d", err, len(client.Actions()), writes)
+	if errs := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{got, plain}, tried); errs != nil || len(client.Actions()) != writes {
+		t.Errorf("reported again: %v, %d actions after %d", errs, len(client.Actions()), writes)
 	}
 	got.Spec.Egress[0].To[0] = anpv1alpha1.AdminNetworkPolicyEgressPeer{Networks: []anpv1alpha1.CIDR{"192.0.2.0/24"}}
-	if err := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{got}); err != nil {
-		t.Fatal(err)
+	got.Generation = 3
+	if errs := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{got}, tried); errs != nil {
+		t.Fatal(errs)
 	}
 	if got, _ = anps.AdminNetworkPolicies().Get(ctx, "to-k8s-io", metav1.GetOptions{}); meta.FindStatusCondition(got.Status.Conditions, ConditionDomainNames) != nil {
 		t.Errorf("condition left after the domainNames went: %+v", got.Status.Conditions)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,25 +33,32 @@ func domainNamesCondition(anp *anpv1alpha1.AdminNetworkPolicy) *metav1.Condition
 }
 
 // reportUnsupported puts ConditionDomainNames in (or takes it out of) the status of the
-// AdminNetworkPolicies whose spec calls for it; it returns the first error of a write (a
-// conflict with another node's write is retried by the next full sync).
-func reportUnsupported(ctx context.Context, client anpclientv1alpha1.AdminNetworkPoliciesGetter, anps []*anpv1alpha1.AdminNetworkPolicy) error {
-	var first error
+// AdminNetworkPolicies whose spec calls for it. tried holds the writes already tried
+// (generation by UID and name): one failing (a node not allowed to write the status, a conflict
+// with another node's write, whose result the informer then shows) is not tried again
+// until the policy changes. It returns the errors of the writes it tried.
+func reportUnsupported(ctx context.Context, client anpclientv1alpha1.AdminNetworkPoliciesGetter, anps []*anpv1alpha1.AdminNetworkPolicy, tried map[string]int64) []error {
+	var errs []error
 	for _, anp := range anps {
 		want, have := domainNamesCondition(anp), meta.FindStatusCondition(anp.Status.Conditions, ConditionDomainNames)
 		if want == nil && have == nil ||
 			want != nil && have != nil && have.Status == want.Status && have.Reason == want.Reason && have.ObservedGeneration == want.ObservedGeneration {
 			continue
 		}
+		key := string(anp.UID) + "/" + anp.Name
+		if gen, ok := tried[key]; ok && gen == anp.Generation {
+			continue
+		}
+		tried[key] = anp.Generation
 		anp = anp.DeepCopy()
 		if want == nil {
 			meta.RemoveStatusCondition(&anp.Status.Conditions, ConditionDomainNames)
 		} else {
 			meta.SetStatusCondition(&anp.Status.Conditions, *want)
 		}
-		if _, err := client.AdminNetworkPolicies().UpdateStatus(ctx, anp, metav1.UpdateOptions{}); err != nil && first == nil {
-			first = err
+		if _, err := client.AdminNetworkPolicies().UpdateStatus(ctx, anp, metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("adminnetworkpolicy %s: status condition %s: %w", anp.Name, ConditionDomainNames, err))
 		}
 	}
-	return first
+	return errs
 }
