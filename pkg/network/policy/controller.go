@@ -18,6 +18,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -80,7 +81,8 @@ type Informers struct {
 }
 
 // AdminInformers are what the admin tiers read: the policies, and the Nodes their egress
-// node peers select (an informer of the core factory, which Run starts too).
+// node peers select (an informer of the core factory, which Run starts too; it caches only
+// the nodes' labels and addresses, see nodePeerFields, so it must be no other reader's).
 type AdminInformers struct {
 	AdminNetworkPolicies         Informer[anplisters.AdminNetworkPolicyLister]
 	BaselineAdminNetworkPolicies Informer[anplisters.BaselineAdminNetworkPolicyLister]
@@ -110,8 +112,24 @@ func (c *Controller) WithAdmin(factory Factory, inf AdminInformers) *Controller 
 	c.factories = append(c.factories, factory)
 	inf.AdminNetworkPolicies.Informer()
 	inf.BaselineAdminNetworkPolicies.Informer()
-	inf.Nodes.Informer()
+	if err := inf.Nodes.Informer().SetTransform(nodePeerFields); err != nil {
+		c.log.Warn("network policy: nodes are cached whole", "err", err) // started already: only memory lost
+	}
 	return c
+}
+
+// nodePeerFields keeps of a Node what node peers read, its labels and addresses: not its
+// images, conditions and the rest, which every node's informer would otherwise hold for
+// every node.
+func nodePeerFields(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels},
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
 }
 
 // Run syncs at every change of pods, namespaces or policies until ctx ends, then leaves the

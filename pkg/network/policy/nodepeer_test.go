@@ -139,3 +139,30 @@ func TestDomainNamesReported(t *testing.T) {
 		t.Errorf("condition left after the domainNames went: %+v", got.Status.Conditions)
 	}
 }
+
+// TestNodeHeartbeatsNoSync: of a node, only what node peers read is cached, and only a
+// change of it (labels, addresses) makes a sync; a status heartbeat does not.
+func TestNodeHeartbeatsNoSync(t *testing.T) {
+	n := stateNode("node2", map[string]string{"role": "infra"}, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.168.0.2"})
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.k8s.io/pause:3.10"}}}
+	cached, err := nodePeerFields(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cached.(*corev1.Node); c.Name != "node2" || c.Labels["role"] != "infra" || len(c.Status.Addresses) != 1 || c.Status.Images != nil || c.Status.Conditions != nil {
+		t.Errorf("cached %+v", c)
+	}
+	beat := n.DeepCopy()
+	beat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	if !sameToNodePeers(n, beat) {
+		t.Error("a heartbeat makes a sync")
+	}
+	relabelled := n.DeepCopy()
+	relabelled.Labels["role"] = "worker"
+	readdressed := n.DeepCopy()
+	readdressed.Status.Addresses[0].Address = "192.168.0.20"
+	if sameToNodePeers(n, relabelled) || sameToNodePeers(n, readdressed) {
+		t.Error("a label or address change makes no sync")
+	}
+}
