@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -16,7 +17,10 @@ import (
 // Deny drops and Pass goes to the NetworkPolicy tier; then the NetworkPolicies as ever; then,
 // for a pod no NetworkPolicy isolates, the BaselineAdminNetworkPolicy's Allow and Deny.
 // Admin peers and ports are written as NetworkPolicy peers and ports, so the same entries
-// (ipsets, port matches, explain) serve all three tiers.
+// (ipsets, port matches, explain) serve all three tiers; an egress peer selecting nodes is a
+// set of the selected Nodes' addresses. A domainNames peer (an Extended feature this
+// enforcement lacks: it needs a DNS proxy) matches nothing, and the policy's status says so
+// (status.go).
 
 const (
 	// KindANP and KindBANP are the Kind of a RuleRef to an admin policy's rule.
@@ -31,6 +35,7 @@ const (
 type adminRule struct {
 	name, action string
 	peers        []networkingv1.NetworkPolicyPeer
+	nodes        []*metav1.LabelSelector // egress peers selecting nodes, numbered after peers
 	ports        []networkingv1.NetworkPolicyPort
 }
 
@@ -53,11 +58,12 @@ func (b *builder) adminTier(p *corev1.Pod, dir networkingv1.PolicyType, c *podCh
 		var rules []adminRule
 		if dir == networkingv1.PolicyTypeIngress {
 			for _, r := range anp.Spec.Ingress {
-				rules = append(rules, adminRule{r.Name, string(r.Action), ingressPeers(r.From), adminPorts(r.Ports)})
+				rules = append(rules, adminRule{r.Name, string(r.Action), ingressPeers(r.From), nil, adminPorts(r.Ports)})
 			}
 		} else {
 			for _, r := range anp.Spec.Egress {
-				rules = append(rules, adminRule{r.Name, string(r.Action), egressPeers(r.To), adminPorts(r.Ports)})
+				peers, nodes := egressPeers(r.To)
+				rules = append(rules, adminRule{r.Name, string(r.Action), peers, nodes, adminPorts(r.Ports)})
 			}
 		}
 		if len(rules) == 0 {
@@ -80,7 +86,7 @@ func (b *builder) baselineTier(p *corev1.Pod, dir networkingv1.PolicyType, c *po
 	var rules []adminRule
 	if dir == networkingv1.PolicyTypeIngress {
 		for _, r := range banp.Spec.Ingress {
-			rules = append(rules, adminRule{r.Name, string(r.Action), ingressPeers(r.From), adminPorts(r.Ports)})
+			rules = append(rules, adminRule{r.Name, string(r.Action), ingressPeers(r.From), nil, adminPorts(r.Ports)})
 		}
 	} else {
 		for _, r := range banp.Spec.Egress {
@@ -88,7 +94,8 @@ func (b *builder) baselineTier(p *corev1.Pod, dir networkingv1.PolicyType, c *po
 			for _, t := range r.To {
 				to = append(to, anpv1alpha1.AdminNetworkPolicyEgressPeer{Namespaces: t.Namespaces, Pods: t.Pods, Nodes: t.Nodes, Networks: t.Networks})
 			}
-			rules = append(rules, adminRule{r.Name, string(r.Action), egressPeers(to), adminPorts(r.Ports)})
+			peers, nodes := egressPeers(to)
+			rules = append(rules, adminRule{r.Name, string(r.Action), peers, nodes, adminPorts(r.Ports)})
 		}
 	}
 	if len(rules) == 0 {
@@ -100,11 +107,11 @@ func (b *builder) baselineTier(p *corev1.Pod, dir networkingv1.PolicyType, c *po
 
 // adminEntries are the entries of rules, ref naming their policy: Allow returns, Deny
 // drops, Pass goes to p's NetworkPolicy tier. A rule none of whose peers this enforcement
-// can match (nodes, domain names) matches nothing.
+// can match (domain names) matches nothing.
 func (b *builder) adminEntries(ref RuleRef, p *corev1.Pod, dir networkingv1.PolicyType, rules []adminRule) []entry {
 	var out []entry
 	for i, r := range rules {
-		if len(r.peers) == 0 {
+		if len(r.peers)+len(r.nodes) == 0 {
 			continue
 		}
 		ref := ref
@@ -116,7 +123,7 @@ func (b *builder) adminEntries(ref RuleRef, p *corev1.Pod, dir networkingv1.Poli
 		case string(anpv1alpha1.AdminNetworkPolicyRuleActionPass):
 			target = "-g " + tierChainName(p, dir)
 		}
-		for _, e := range b.peerPortEntries("", ref, p, dir, r.peers, r.ports, target) {
+		for _, e := range b.peerPortEntries("", ref, p, dir, r.peers, r.nodes, r.ports, target) {
 			e.deny = target == "-j DROP"
 			e.pass = strings.HasPrefix(target, "-g ")
 			out = append(out, e)
@@ -149,13 +156,38 @@ func ingressPeers(from []anpv1alpha1.AdminNetworkPolicyIngressPeer) []networking
 	return out
 }
 
-// egressPeers are to's peers but nodes and domain names, which are not enforced.
-func egressPeers(to []anpv1alpha1.AdminNetworkPolicyEgressPeer) []networkingv1.NetworkPolicyPeer {
+// egressPeers are to's peers as NetworkPolicy peers, and its node selectors; domain names
+// are left out (not enforced: see hasDomainNames).
+func egressPeers(to []anpv1alpha1.AdminNetworkPolicyEgressPeer) ([]networkingv1.NetworkPolicyPeer, []*metav1.LabelSelector) {
 	var out []networkingv1.NetworkPolicyPeer
+	var nodes []*metav1.LabelSelector
 	for _, t := range to {
 		out = append(out, namespacedPeer(t.Namespaces, t.Pods)...)
 		for _, n := range t.Networks {
 			out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: string(n)}})
+		}
+		if t.Nodes != nil {
+			nodes = append(nodes, t.Nodes)
+		}
+	}
+	return out, nodes
+}
+
+// nodeAddresses are the IPv4 InternalIP and ExternalIP addresses (the pod network and the
+// sets are IPv4, as ipv4Nets says) of the nodes sel selects.
+func (b *builder) nodeAddresses(sel *metav1.LabelSelector) []string {
+	var out []string
+	for _, n := range b.state.Nodes {
+		if !b.selects(sel, n.Labels) {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() {
+				out = append(out, ip.Unmap().String())
+			}
 		}
 	}
 	return out

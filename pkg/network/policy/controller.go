@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,10 +18,12 @@ import (
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
+	anpclientv1alpha1 "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned/typed/apis/v1alpha1"
 	anplisters "sigs.k8s.io/network-policy-api/pkg/client/listers/apis/v1alpha1"
 )
 
@@ -44,6 +48,8 @@ type Controller struct {
 	// next); lastFull is when the last full sync ended.
 	model    *model
 	lastFull time.Time
+	// statusTried: the admin policies' status writes tried (status.go).
+	statusTried map[string]int64
 
 	mu    sync.Mutex
 	dirty map[string]bool // the pods (namespace/name) changed since the last sync
@@ -74,10 +80,16 @@ type Informers struct {
 	NetworkPolicies Informer[networkinglisters.NetworkPolicyLister]
 }
 
-// AdminInformers are what the admin tiers read.
+// AdminInformers are what the admin tiers read: the policies, and the Nodes their egress
+// node peers select (an informer of the core factory, which Run starts too; it caches only
+// the nodes' labels and addresses, see nodePeerFields, so it must be no other reader's).
 type AdminInformers struct {
 	AdminNetworkPolicies         Informer[anplisters.AdminNetworkPolicyLister]
 	BaselineAdminNetworkPolicies Informer[anplisters.BaselineAdminNetworkPolicyLister]
+	Nodes                        Informer[corelisters.NodeLister]
+	// Status writes the conditions of what the policies ask and this enforcement lacks
+	// (status.go); nil: not written.
+	Status anpclientv1alpha1.AdminNetworkPoliciesGetter
 }
 
 // NewController makes the controller of node's pods from inf, made by factory; Run starts
@@ -100,7 +112,24 @@ func (c *Controller) WithAdmin(factory Factory, inf AdminInformers) *Controller 
 	c.factories = append(c.factories, factory)
 	inf.AdminNetworkPolicies.Informer()
 	inf.BaselineAdminNetworkPolicies.Informer()
+	if err := inf.Nodes.Informer().SetTransform(nodePeerFields); err != nil {
+		c.log.Warn("network policy: nodes are cached whole", "err", err) // started already: only memory lost
+	}
 	return c
+}
+
+// nodePeerFields keeps of a Node what node peers read, its labels and addresses: not its
+// images, conditions and the rest, which every node's informer would otherwise hold for
+// every node.
+func nodePeerFields(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels},
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, nil
 }
 
 // Run syncs at every change of pods, namespaces or policies until ctx ends, then leaves the
@@ -171,7 +200,34 @@ func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
 			return nil, err
 		}
 	}
+	if c.admin != nil {
+		// Only a node's labels and addresses matter to node peers, not its status heartbeats.
+		nodes := c.admin.Nodes.Informer()
+		if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: full, DeleteFunc: full,
+			UpdateFunc: func(old, obj any) {
+				if a, b, ok := nodePair(old, obj); !ok || !sameToNodePeers(a, b) {
+					full(obj)
+				}
+			},
+		}); err != nil {
+			return nil, err
+		}
+		infs = append(infs, nodes)
+	}
 	return infs, nil
+}
+
+func nodePair(old, obj any) (*corev1.Node, *corev1.Node, bool) {
+	a, ok1 := old.(*corev1.Node)
+	b, ok2 := obj.(*corev1.Node)
+	return a, b, ok1 && ok2
+}
+
+// sameToNodePeers tells whether two versions of a node are the same to node peers: the
+// same labels and addresses.
+func sameToNodePeers(a, b *corev1.Node) bool {
+	return maps.Equal(a.Labels, b.Labels) && slices.Equal(a.Status.Addresses, b.Status.Addresses)
 }
 
 // SyncResult says what one sync did.
@@ -213,6 +269,14 @@ func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 	st, err := c.state()
 	if err != nil {
 		return SyncResult{}, err
+	}
+	if c.admin != nil && c.admin.Status != nil {
+		if c.statusTried == nil {
+			c.statusTried = map[string]int64{}
+		}
+		for _, err := range reportUnsupported(ctx, c.admin.Status, st.AdminPolicies, c.statusTried) {
+			c.log.Warn("network policy: an admin policy asks for what is not enforced; its status could not say so", "err", err)
+		}
 	}
 	rs, m := build(st)
 	var res SyncResult
@@ -310,6 +374,10 @@ func (c *Controller) state() (*State, error) {
 	if st.Baseline, err = c.admin.BaselineAdminNetworkPolicies.Lister().Get(BaselineName); apierrors.IsNotFound(err) {
 		st.Baseline, err = nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	st.Nodes, err = c.admin.Nodes.Lister().List(labels.Everything())
 	return st, err
 }
 

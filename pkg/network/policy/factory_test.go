@@ -17,11 +17,13 @@ func New(factory informers.SharedInformerFactory, node string, log *slog.Logger)
 	}, node, log)
 }
 
-// WithAdminPolicies is WithAdmin on the admin policies' informer factory.
-func (c *Controller) WithAdminPolicies(f anpinformers.SharedInformerFactory) *Controller {
+// WithAdminPolicies is WithAdmin on the admin policies' informer factory, with the Nodes of
+// core, a factory the controller already starts.
+func (c *Controller) WithAdminPolicies(f anpinformers.SharedInformerFactory, core informers.SharedInformerFactory) *Controller {
 	admin := f.Policy().V1alpha1()
 	return c.WithAdmin(f, AdminInformers{
 		AdminNetworkPolicies:         admin.AdminNetworkPolicies(),
 		BaselineAdminNetworkPolicies: admin.BaselineAdminNetworkPolicies(),
+		Nodes:                        core.Core().V1().Nodes(),
 	})
 }

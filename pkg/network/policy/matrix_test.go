@@ -55,6 +55,7 @@ func (p *testPod) key() string { return p.ns + "/" + p.name }
 
 type matrixNet struct {
 	node string // path of the node namespace
+	id   string // in the names of its namespaces
 	pods []*testPod
 }
 
@@ -68,35 +69,36 @@ func newMatrixNet(t *testing.T) *matrixNet {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	node := "mknp-" + id + "-node"
-	names := []string{node}
-	t.Cleanup(func() {
-		for _, n := range names {
-			_ = exec.Command("ip", "netns", "del", n).Run()
-		}
-	})
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", node).Run() })
 	nettest.Run(t, "ip", "netns", "add", node)
 	nettest.Run(t, "ip", "-n", node, "link", "set", "lo", "up")
 	nettest.Run(t, "ip", "-n", node, "link", "add", "br0", "type", "bridge")
 	nettest.Run(t, "ip", "-n", node, "addr", "add", "10.78.0.1/24", "dev", "br0")
 	nettest.Run(t, "ip", "-n", node, "link", "set", "br0", "up")
 	nettest.Run(t, "ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
-	mn := &matrixNet{node: "/run/netns/" + node, pods: matrixPods()}
+	mn := &matrixNet{node: "/run/netns/" + node, id: id, pods: matrixPods()}
 	for _, p := range mn.pods {
-		ns, name, ip := p.ns, p.name, p.ip
-		pn := fmt.Sprintf("mknp-%s-%s%s", id, ns, name)
-		names = append(names, pn)
-		veth := fmt.Sprintf("v%s%s", ns, name)
-		nettest.Run(t, "ip", "netns", "add", pn)
-		nettest.Run(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
-		nettest.Run(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
-		nettest.Run(t, "ip", "-n", pn, "addr", "add", ip+"/24", "dev", "eth0")
-		nettest.Run(t, "ip", "-n", pn, "link", "set", "eth0", "up")
-		nettest.Run(t, "ip", "-n", pn, "link", "set", "lo", "up")
-		nettest.Run(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
-		p.netns = "/run/netns/" + pn
-		serve(t, p)
+		mn.attach(t, p)
 	}
 	return mn
+}
+
+// attach makes p's namespace behind a veth on the bridge, serving its key.
+func (mn *matrixNet) attach(t *testing.T, p *testPod) {
+	t.Helper()
+	node := strings.TrimPrefix(mn.node, "/run/netns/")
+	pn := fmt.Sprintf("mknp-%s-%s%s", mn.id, p.ns, p.name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", pn).Run() })
+	veth := fmt.Sprintf("v%s%s", p.ns, p.name)
+	nettest.Run(t, "ip", "netns", "add", pn)
+	nettest.Run(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
+	nettest.Run(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
+	nettest.Run(t, "ip", "-n", pn, "addr", "add", p.ip+"/24", "dev", "eth0")
+	nettest.Run(t, "ip", "-n", pn, "link", "set", "eth0", "up")
+	nettest.Run(t, "ip", "-n", pn, "link", "set", "lo", "up")
+	nettest.Run(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
+	p.netns = "/run/netns/" + pn
+	serve(t, p)
 }
 
 // matrixPods are x/a ... z/c with their addresses, 10.78.0.11 to 10.78.0.19.
@@ -265,14 +267,14 @@ func matrixCases() []policytest.Case {
 }
 
 // startController runs node1's controller against the cluster, set up further by with,
-// writing rules in the matrix's node namespace. It is stopped at cleanup, and must have
+// writing rules in the matrix's node namespace; with gets its core informer factory. It is stopped at cleanup, and must have
 // left nothing behind. The context returned ends with it.
-func startController(t *testing.T, mn *matrixNet, c *cluster, with func(*Controller)) context.Context {
+func startController(t *testing.T, mn *matrixNet, c *cluster, with func(*Controller, informers.SharedInformerFactory)) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(c.client, 0)
 	ctrl := New(factory, "node1", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	ctrl.NetNS = mn.node
-	with(ctrl)
+	with(ctrl, factory)
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
 	t.Cleanup(func() {
@@ -290,7 +292,7 @@ func startController(t *testing.T, mn *matrixNet, c *cluster, with func(*Control
 func TestConnectivityMatrix(t *testing.T) {
 	mn := newMatrixNet(t)
 	c := newCluster(t, mn)
-	ctx := startController(t, mn, c, func(*Controller) {})
+	ctx := startController(t, mn, c, func(*Controller, informers.SharedInformerFactory) {})
 	nps := c.client.NetworkingV1()
 	for _, tc := range matrixCases() {
 		t.Run(tc.Name, func(t *testing.T) {

@@ -48,6 +48,7 @@ type State struct {
 	Policies      []*networkingv1.NetworkPolicy
 	AdminPolicies []*anpv1alpha1.AdminNetworkPolicy
 	Baseline      *anpv1alpha1.BaselineAdminNetworkPolicy // nil: none
+	Nodes         []*corev1.Node                          // what admin egress rules' node peers select
 }
 
 // Ruleset is what one sync writes: the filter table's chains (TopChain first) and the sets
@@ -348,13 +349,14 @@ func (r RuleRef) owner() string {
 // rule of np, for pod p: any peer with any port.
 func (b *builder) ruleEntries(np *networkingv1.NetworkPolicy, p *corev1.Pod, dir networkingv1.PolicyType, idx int, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort) []entry {
 	ref := RuleRef{Policy: np.Namespace + "/" + np.Name, Direction: strings.ToLower(string(dir)), Rule: idx}
-	return b.peerPortEntries(np.Namespace, ref, p, dir, peers, ports, "-j RETURN")
+	return b.peerPortEntries(np.Namespace, ref, p, dir, peers, nil, ports, "-j RETURN")
 }
 
 // peerPortEntries are the entries of one rule (ref) of a policy in namespace ns (any, for
 // the cluster-scoped admin policies, whose peers all select namespaces), for pod p: one per
-// peer and port, jumping to target.
-func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir networkingv1.PolicyType, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort, target string) []entry {
+// peer and port, jumping to target. nodes are an admin egress rule's peers selecting nodes,
+// numbered after peers; a rule with neither peers nor nodes takes any peer.
+func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir networkingv1.PolicyType, peers []networkingv1.NetworkPolicyPeer, nodes []*metav1.LabelSelector, ports []networkingv1.NetworkPolicyPort, target string) []entry {
 	comment := fmt.Sprintf(`-m comment --comment "%s %s rule %d"`, ref.owner(), ref.Direction, ref.Rule)
 	side := "src"
 	if dir == networkingv1.PolicyTypeEgress {
@@ -371,7 +373,8 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 	// One entry per peer with its set (nil: any address).
 	peerEntries := []entry{{rule: ref}}
 	var podPeers []*networkingv1.NetworkPolicyPeer // the pod-selecting peers, for named egress ports
-	if len(peers) > 0 {
+	anyPeer := len(peers)+len(nodes) == 0
+	if !anyPeer {
 		peerEntries = nil
 		for j := range peers {
 			peer := &peers[j]
@@ -402,10 +405,24 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 			})
 			peerEntries = append(peerEntries, e)
 		}
+		// A node peer's set holds the addresses of the nodes it selects, as they are now: a
+		// node's change makes a new build, whose writes are these sets' members that changed.
+		for k, sel := range nodes {
+			j := len(peers) + k
+			e := entry{rule: ref}
+			e.rule.Peer, e.rule.PeerText = j, "NodeSelector: "+selectorText(sel)
+			var fresh bool
+			if e.peer, fresh = b.set(ruleID("peer", strconv.Itoa(j)), hashIP, fmt.Sprintf("%s %s rule %d peer %d", ref.owner(), dir, ref.Rule, j)); fresh {
+				for _, a := range b.nodeAddresses(sel) {
+					e.peer.Add(a)
+				}
+			}
+			peerEntries = append(peerEntries, e)
+		}
 	}
 	// peerPods are the rule's peer pods (with repeats): any pod when it lists no peers.
 	peerPods := func() []*corev1.Pod {
-		if len(peers) == 0 {
+		if anyPeer {
 			return b.peers
 		}
 		var out []*corev1.Pod
@@ -416,7 +433,7 @@ func (b *builder) peerPortEntries(ns string, ref RuleRef, p *corev1.Pod, dir net
 	}
 	// peerPod tells whether pod is a peer of the rule.
 	peerPod := func(pod *corev1.Pod) bool {
-		if len(peers) == 0 {
+		if anyPeer {
 			return true
 		}
 		for _, peer := range podPeers {

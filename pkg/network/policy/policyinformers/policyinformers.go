@@ -15,7 +15,9 @@ import (
 )
 
 // NewController is the controller of node's pods reading client's pods, namespaces and
-// NetworkPolicies and admin's AdminNetworkPolicies and BaselineAdminNetworkPolicy.
+// NetworkPolicies and admin's AdminNetworkPolicies and BaselineAdminNetworkPolicy, with
+// client's Nodes for their node peers; it writes what admin's policies ask and it lacks in
+// their status.
 func NewController(client kubernetes.Interface, admin anpclient.Interface, node string, log *slog.Logger) *policy.Controller {
 	f := informers.NewSharedInformerFactory(client, 0)
 	a := anpinformers.NewSharedInformerFactory(admin, 0)
@@ -26,5 +28,7 @@ func NewController(client kubernetes.Interface, admin anpclient.Interface, node 
 	}, node, log).WithAdmin(a, policy.AdminInformers{
 		AdminNetworkPolicies:         a.Policy().V1alpha1().AdminNetworkPolicies(),
 		BaselineAdminNetworkPolicies: a.Policy().V1alpha1().BaselineAdminNetworkPolicies(),
+		Nodes:                        f.Core().V1().Nodes(),
+		Status:                       admin.PolicyV1alpha1(),
 	})
 }
