@@ -275,7 +275,9 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:minik8s:network-policy", nil, rules(
 			rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
 			rule("list", "watch").groups(networking).resources("networkpolicies"),
-			rule("list", "watch").groups("policy.networking.k8s.io").resources("adminnetworkpolicies", "baselineadminnetworkpolicies"))),
+			rule("list", "watch").groups("policy.networking.k8s.io").resources("adminnetworkpolicies", "baselineadminnetworkpolicies"),
+			// the DomainNamesSupported condition of a policy whose domainNames peers it cannot enforce
+			rule("update").groups("policy.networking.k8s.io").resources("adminnetworkpolicies/status"))),
 		// miniapi's metrics.k8s.io reads nodes and pods as metrics-server's role allows it.
 		clusterRole("system:metrics-server", nil, rules(
 			rule("get").groups(legacyGroup).resources("nodes/metrics"),

@@ -81,6 +81,11 @@ func (c *Client) namespaces(ctx context.Context) (*corev1.NamespaceList, error) 
 	return &l, list(ctx, c.core, "namespaces", &l)
 }
 
+func (c *Client) nodes(ctx context.Context) (*corev1.NodeList, error) {
+	var l corev1.NodeList
+	return &l, list(ctx, c.core, "nodes", &l)
+}
+
 func (c *Client) networkPolicies(ctx context.Context) (*networkingv1.NetworkPolicyList, error) {
 	var l networkingv1.NetworkPolicyList
 	return &l, list(ctx, c.networking, "networkpolicies", &l)

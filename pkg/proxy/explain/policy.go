@@ -67,7 +67,15 @@ func readCluster(ctx context.Context, client *Client) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing networkpolicies: %w", err)
 	}
+	// Nodes, for the admin policies' node peers.
+	nodes, err := client.nodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
 	c := &cluster{byIP: map[string]*corev1.Pod{}}
+	for i := range nodes.Items {
+		c.state.Nodes = append(c.state.Nodes, &nodes.Items[i])
+	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		c.state.Pods = append(c.state.Pods, p)
