@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"strings"
 	"unique"
 
@@ -92,7 +93,7 @@ func Compact(obj any) (any, error) {
 // ServiceRecordOf is svc's record.
 func ServiceRecordOf(svc *corev1.Service) *ServiceRecord {
 	r := &ServiceRecord{Namespace: intern(svc.Namespace), Name: svc.Name, ResourceVersion: svc.ResourceVersion,
-		Type: serviceType(svc.Spec.Type), ClusterIP: svc.Spec.ClusterIP, ExternalIPs: svc.Spec.ExternalIPs,
+		Type: canonical(svc.Spec.Type, corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName), ClusterIP: svc.Spec.ClusterIP, ExternalIPs: svc.Spec.ExternalIPs,
 		SourceRanges:        sourceRanges(svc),
 		ExternalPolicyLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		InternalPolicyLocal: ptr.Deref(svc.Spec.InternalTrafficPolicy, corev1.ServiceInternalTrafficPolicyCluster) == corev1.ServiceInternalTrafficPolicyLocal,
@@ -123,7 +124,7 @@ func ServiceRecordOf(svc *corev1.Service) *ServiceRecord {
 // SliceRecordOf is s's record.
 func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
 	r := &SliceRecord{Namespace: intern(s.Namespace), Name: s.Name, ResourceVersion: s.ResourceVersion,
-		Service: s.Labels[discoveryv1.LabelServiceName], AddressType: addressType(s.AddressType)}
+		Service: s.Labels[discoveryv1.LabelServiceName], AddressType: canonical(s.AddressType, discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN)}
 	for _, p := range s.Ports {
 		// A port without a number means "all ports": nothing a proxy can send to. Port
 		// names are unique within a slice, so dropping it loses no other match.
@@ -190,32 +191,18 @@ func intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-func serviceType(t corev1.ServiceType) corev1.ServiceType {
-	for _, known := range []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName} {
-		if t == known {
-			return known
-		}
+// canonical is v as the one of known it equals, whose string is the program's constant, or
+// else interned.
+func canonical[T ~string](v T, known ...T) T {
+	if i := slices.Index(known, v); i >= 0 {
+		return known[i]
 	}
-	return corev1.ServiceType(intern(string(t)))
-}
-
-func addressType(t discoveryv1.AddressType) discoveryv1.AddressType {
-	for _, known := range []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN} {
-		if t == known {
-			return known
-		}
-	}
-	return discoveryv1.AddressType(intern(string(t)))
+	return T(intern(string(v)))
 }
 
 func orTCP(p corev1.Protocol) corev1.Protocol {
-	for _, known := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP} {
-		if p == known {
-			return known
-		}
-	}
 	if p == "" {
 		return corev1.ProtocolTCP
 	}
-	return corev1.Protocol(intern(string(p)))
+	return canonical(p, corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
 }
