@@ -94,19 +94,21 @@ func TestDaemonSetAndNodeFailure(t *testing.T) {
 	}
 }
 
+// appPods lists the pods labelled app=<app>.
+func appPods(t *testing.T, l *lab.Lab, app string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(mustKubectl(t, l, "get", "pods", "-l", "app="+app, "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
 // runningOn lists the nodes of app's Running pods not being deleted, sorted.
 func runningOn(t *testing.T, l *lab.Lab, app string) string {
 	t.Helper()
-	out, err := cluster.Kubectl(context.Background(), l, "get", "pods", "-l", "app="+app, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatal(err)
-	}
 	var nodes []string
-	for _, p := range list.Items {
+	for _, p := range appPods(t, l, app) {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			nodes = append(nodes, p.Spec.NodeName)
 		}

@@ -201,15 +201,7 @@ func waitReadyEndpoints(t *testing.T, l *lab.Lab, svc string, want int) {
 // runningPod finds a Running pod of app and the lab node it runs on.
 func runningPod(t *testing.T, l *lab.Lab, app string) (corev1.Pod, lab.Node) {
 	t.Helper()
-	out, err := cluster.Kubectl(context.Background(), l, "get", "pods", "-l", "app="+app, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range list.Items {
+	for _, p := range appPods(t, l, app) {
 		for _, n := range l.Nodes {
 			if p.Spec.NodeName == n.Name && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				return p, n
