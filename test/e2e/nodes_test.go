@@ -94,13 +94,19 @@ func TestDaemonSetAndNodeFailure(t *testing.T) {
 	}
 }
 
+// kubectlJSON runs kubectl with -o json inside the lab and decodes what it prints into v.
+func kubectlJSON(t *testing.T, l *lab.Lab, v any, args ...string) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(mustKubectl(t, l, append(args, "-o", "json")...)), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // appPods lists the pods labelled app=<app>.
 func appPods(t *testing.T, l *lab.Lab, app string) []corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
-	if err := json.Unmarshal([]byte(mustKubectl(t, l, "get", "pods", "-l", "app="+app, "-o", "json")), &list); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &list, "get", "pods", "-l", "app="+app)
 	return list.Items
 }
 

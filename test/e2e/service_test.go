@@ -59,9 +59,7 @@ func TestDeploymentBehindAService(t *testing.T) {
 		t.Errorf("kubectl get deployment web:\n%s", out)
 	}
 	var svc corev1.Service
-	if err := json.Unmarshal([]byte(kubectl("get", "service", "web", "-o", "json")), &svc); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &svc, "get", "service", "web")
 	waitReadyEndpoints(t, l, "web", 4)
 
 	n1, n2 := l.Nodes[0], l.Nodes[1]
@@ -96,9 +94,7 @@ func TestDeploymentBehindAService(t *testing.T) {
 	}
 	// A Service without endpoints refuses at once.
 	var nobody corev1.Service
-	if err := json.Unmarshal([]byte(kubectl("get", "service", "nobody", "-o", "json")), &nobody); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &nobody, "get", "service", "nobody")
 	start := time.Now()
 	_, err := httpGetIn(lab.NetNSPath(n1.NetNS), fmt.Sprintf("http://%s:80/", nobody.Spec.ClusterIP))
 	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 2*time.Second {
