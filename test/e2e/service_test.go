@@ -18,6 +18,15 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
+// nobodyService is a Service whose selector matches no pod: it never has endpoints.
+const nobodyService = `apiVersion: v1
+kind: Service
+metadata: {name: nobody}
+spec:
+  selector: {app: nobody}
+  ports: [{port: 80, targetPort: 8080}]
+`
+
 const webApp = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -38,13 +47,7 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: http, nodePort: 30080}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: nobody}
-spec:
-  selector: {app: nobody}
-  ports: [{port: 80, targetPort: 8080}]
-`
+` + nobodyService
 
 // TestDeploymentBehindAService is what a user does first: a Deployment (scheduled, not
 // pinned), a Service in front of it, traffic to its ClusterIP and NodePort from pods and
@@ -228,13 +231,7 @@ spec:
   nodeName: node-1
   containers: [{name: netexec, image: localhost/minik8s/netexec:v1}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: nobody}
-spec:
-  selector: {app: nobody}
-  ports: [{port: 80, targetPort: 8080}]
-`
+` + nobodyService
 
 // TestPodRefusedByServiceWithoutEndpoints: a pod connecting to a ClusterIP without
 // endpoints is refused at once (miniproxy's REJECT in filter KUBE-SERVICES, reached from
