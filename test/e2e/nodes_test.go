@@ -110,6 +110,16 @@ func appPods(t *testing.T, l *lab.Lab, app string) []corev1.Pod {
 	return list.Items
 }
 
+// podNow is the pod as kubectl reads it now: the zero Pod while it cannot be read (not yet
+// created, or gone), for conditions that waitFor polls.
+func podNow(l *lab.Lab, name string) corev1.Pod {
+	var p corev1.Pod
+	if out, err := cluster.Kubectl(context.Background(), l, "get", "pod", name, "-o", "json"); err == nil {
+		_ = json.Unmarshal([]byte(out), &p)
+	}
+	return p
+}
+
 // runningOn lists the nodes of app's Running pods not being deleted, sorted.
 func runningOn(t *testing.T, l *lab.Lab, app string) string {
 	t.Helper()
