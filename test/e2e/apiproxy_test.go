@@ -24,13 +24,7 @@ spec:
   selector: {app: echo}
   ports: [{name: http, port: 80, targetPort: web}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: nobody}
-spec:
-  selector: {app: nobody}
-  ports: [{port: 80, targetPort: 8080}]
-`
+` + nobodyService
 
 // TestAPIServerProxy: kubectl get --raw reaches a pod and a service through miniapi's
 // pods/proxy and services/proxy (as `kubectl proxy` users and the sig-network "Proxy

@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
 
 // TestEphemeralStorageEviction: a pod writing past its containers' ephemeral-storage limits and a
@@ -18,7 +14,6 @@ import (
 // about a minute of writing.
 func TestEphemeralStorageEviction(t *testing.T) {
 	l := upLab(t, "e2e-eslim", 1)
-	ctx := context.Background()
 	applyYAML(t, l, `apiVersion: v1
 kind: Pod
 metadata: {name: layer-writer}
@@ -55,13 +50,7 @@ spec:
     volumeMounts: [{name: scratch, mountPath: /scratch}]
     resources: {limits: {ephemeral-storage: 64Mi}}
 `)
-	status := func(name string) corev1.PodStatus {
-		var p corev1.Pod
-		if out, err := cluster.Kubectl(ctx, l, "get", "pod", name, "-o", "json"); err == nil {
-			_ = json.Unmarshal([]byte(out), &p)
-		}
-		return p.Status
-	}
+	status := func(name string) corev1.PodStatus { return podNow(l, name).Status }
 	waitFor(t, "both writers evicted", 3*time.Minute, func() (bool, string) {
 		a, b := status("layer-writer"), status("scratch-writer")
 		return a.Reason == "Evicted" && b.Reason == "Evicted", fmt.Sprintf("layer-writer %s/%s, scratch-writer %s/%s", a.Phase, a.Reason, b.Phase, b.Reason)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -71,12 +70,8 @@ func TestJobPolicies(t *testing.T) {
 		// Fresh values each round: Unmarshal into a used struct keeps the fields the new
 		// JSON omits (status.active once it is 0), and the test would judge a stale count.
 		perIndex, leader = batchv1.Job{}, batchv1.Job{}
-		if err := json.Unmarshal([]byte(kubectl("get", "job", "perindex", "-o", "json")), &perIndex); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal([]byte(kubectl("get", "job", "leader", "-o", "json")), &leader); err != nil {
-			t.Fatal(err)
-		}
+		kubectlJSON(t, l, &perIndex, "get", "job", "perindex")
+		kubectlJSON(t, l, &leader, "get", "job", "leader")
 	}
 	t.Logf("both jobs ended after %v", time.Since(start).Round(time.Second))
 	last := func(j *batchv1.Job) batchv1.JobCondition { return j.Status.Conditions[len(j.Status.Conditions)-1] }
@@ -93,9 +88,7 @@ func TestJobPolicies(t *testing.T) {
 		t.Errorf("success-policy job status %+v", st)
 	}
 	var pods corev1.PodList
-	if err := json.Unmarshal([]byte(kubectl("get", "pods", "-l", "job-name=leader", "-o", "json")), &pods); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &pods, "get", "pods", "-l", "job-name=leader")
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			t.Errorf("worker %s still runs after the success policy was met", p.Name)

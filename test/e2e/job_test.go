@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -41,9 +40,7 @@ func TestJobs(t *testing.T) {
 	var job batchv1.Job
 	for {
 		var pods corev1.PodList
-		if err := json.Unmarshal([]byte(kubectl("get", "pods", "-l", "job-name=idx", "-o", "json")), &pods); err != nil {
-			t.Fatal(err)
-		}
+		kubectlJSON(t, l, &pods, "get", "pods", "-l", "job-name=idx")
 		running := 0
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
@@ -52,9 +49,7 @@ func TestJobs(t *testing.T) {
 		}
 		maxRunning = max(maxRunning, running)
 		job = batchv1.Job{} // Unmarshal into a used struct would keep fields the new JSON omits
-		if err := json.Unmarshal([]byte(kubectl("get", "job", "idx", "-o", "json")), &job); err != nil {
-			t.Fatal(err)
-		}
+		kubectlJSON(t, l, &job, "get", "job", "idx")
 		if job.Status.CompletionTime != nil {
 			break
 		}
@@ -75,9 +70,7 @@ func TestJobs(t *testing.T) {
 	start = time.Now()
 	for {
 		var jobs batchv1.JobList
-		if err := json.Unmarshal([]byte(kubectl("get", "jobs", "-o", "json")), &jobs); err != nil {
-			t.Fatal(err)
-		}
+		kubectlJSON(t, l, &jobs, "get", "jobs")
 		found := false
 		for _, j := range jobs.Items {
 			if strings.HasPrefix(j.Name, "tick-") && j.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"] != "" {

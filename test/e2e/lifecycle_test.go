@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -91,13 +90,6 @@ func TestPodLifecycle(t *testing.T) {
 	l := upLab(t, "e2e-life", 1)
 	ctx := context.Background()
 	applyYAML(t, l, lifecyclePods)
-	pod := func(name string) corev1.Pod {
-		var p corev1.Pod
-		if out, err := cluster.Kubectl(ctx, l, "get", "pod", name, "-o", "json"); err == nil {
-			_ = json.Unmarshal([]byte(out), &p)
-		}
-		return p
-	}
 	status := func(name string) string { // the STATUS column of kubectl get pod
 		out, _ := cluster.Kubectl(ctx, l, "get", "pod", name, "--no-headers")
 		if f := strings.Fields(out); len(f) > 2 {
@@ -115,7 +107,7 @@ func TestPodLifecycle(t *testing.T) {
 	if !seen["Init:0/2"] {
 		t.Errorf("kubectl never showed Init:0/2 for the init pod; it showed %v", seen)
 	}
-	p := pod("init")
+	p := podNow(l, "init")
 	first, second := p.Status.InitContainerStatuses[0].State.Terminated, p.Status.InitContainerStatuses[1].State.Terminated
 	if first == nil || second == nil || first.Reason != "Completed" || second.Reason != "Completed" {
 		t.Fatalf("init container statuses %+v", p.Status.InitContainerStatuses)
@@ -131,7 +123,7 @@ func TestPodLifecycle(t *testing.T) {
 		s := status("badinit")
 		return s == "Init:CrashLoopBackOff", s
 	})
-	if p := pod("badinit"); p.Status.Phase != corev1.PodPending || p.Status.ContainerStatuses[0].State.Waiting == nil {
+	if p := podNow(l, "badinit"); p.Status.Phase != corev1.PodPending || p.Status.ContainerStatuses[0].State.Waiting == nil {
 		t.Errorf("bad init pod: phase %s, app %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
 	}
 	// A crash-looping container's last run has logs, as the kubelet serves them; the app
@@ -145,7 +137,7 @@ func TestPodLifecycle(t *testing.T) {
 
 	// postStart made /tmp/healthy, so the exec readiness probe passes.
 	waitFor(t, "the hooks pod Ready", 60*time.Second, func() (bool, string) {
-		for _, c := range pod("hooks").Status.Conditions {
+		for _, c := range podNow(l, "hooks").Status.Conditions {
 			if c.Type == corev1.PodReady {
 				return c.Status == corev1.ConditionTrue, string(c.Status)
 			}
@@ -154,7 +146,7 @@ func TestPodLifecycle(t *testing.T) {
 	})
 	mustKubectl(t, l, "exec", "hooks", "--", "rm", "/tmp/healthy")
 	waitFor(t, "the hooks container restarted by its exec liveness probe", 60*time.Second, func() (bool, string) {
-		cs := pod("hooks").Status.ContainerStatuses
+		cs := podNow(l, "hooks").Status.ContainerStatuses
 		return len(cs) == 1 && cs[0].RestartCount >= 1, fmt.Sprint(cs)
 	})
 	prev := mustKubectl(t, l, "logs", "hooks", "--previous")
@@ -168,7 +160,7 @@ func TestPodLifecycle(t *testing.T) {
 
 	// A readiness gate holds Ready back until its condition, set by someone else, is True.
 	conditions := func() (ready, containersReady string) {
-		for _, c := range pod("gated").Status.Conditions {
+		for _, c := range podNow(l, "gated").Status.Conditions {
 			switch c.Type {
 			case corev1.PodReady:
 				ready = string(c.Status) + " " + c.Reason
@@ -193,13 +185,13 @@ func TestPodLifecycle(t *testing.T) {
 	})
 
 	waitFor(t, "the deadline pod failed", 60*time.Second, func() (bool, string) {
-		p := pod("deadline")
+		p := podNow(l, "deadline")
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "DeadlineExceeded", fmt.Sprint(p.Status.Phase, " ", p.Status.Reason)
 	})
 
 	// A command not in the image: StartError (128), restarts backing off as a crash's.
 	waitFor(t, "the no-command pod in CrashLoopBackOff after a StartError", 60*time.Second, func() (bool, string) {
-		cs := pod("no-command").Status.ContainerStatuses
+		cs := podNow(l, "no-command").Status.ContainerStatuses
 		if len(cs) != 1 || cs[0].LastTerminationState.Terminated == nil {
 			return false, fmt.Sprint(cs)
 		}
@@ -224,7 +216,7 @@ func TestPodLifecycle(t *testing.T) {
 
 	waitFor(t, "the last words of both containers", 60*time.Second, func() (bool, string) {
 		got := map[string]string{}
-		for _, cs := range pod("last-words").Status.ContainerStatuses {
+		for _, cs := range podNow(l, "last-words").Status.ContainerStatuses {
 			if cs.State.Terminated != nil {
 				got[cs.Name] = cs.State.Terminated.Message
 			}

@@ -94,19 +94,37 @@ func TestDaemonSetAndNodeFailure(t *testing.T) {
 	}
 }
 
+// kubectlJSON runs kubectl with -o json inside the lab and decodes what it prints into v.
+func kubectlJSON(t *testing.T, l *lab.Lab, v any, args ...string) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(mustKubectl(t, l, append(args, "-o", "json")...)), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appPods lists the pods labelled app=<app>.
+func appPods(t *testing.T, l *lab.Lab, app string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	kubectlJSON(t, l, &list, "get", "pods", "-l", "app="+app)
+	return list.Items
+}
+
+// podNow is the pod as kubectl reads it now: the zero Pod while it cannot be read (not yet
+// created, or gone), for conditions that waitFor polls.
+func podNow(l *lab.Lab, name string) corev1.Pod {
+	var p corev1.Pod
+	if out, err := cluster.Kubectl(context.Background(), l, "get", "pod", name, "-o", "json"); err == nil {
+		_ = json.Unmarshal([]byte(out), &p)
+	}
+	return p
+}
+
 // runningOn lists the nodes of app's Running pods not being deleted, sorted.
 func runningOn(t *testing.T, l *lab.Lab, app string) string {
 	t.Helper()
-	out, err := cluster.Kubectl(context.Background(), l, "get", "pods", "-l", "app="+app, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatal(err)
-	}
 	var nodes []string
-	for _, p := range list.Items {
+	for _, p := range appPods(t, l, app) {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			nodes = append(nodes, p.Spec.NodeName)
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -86,14 +85,6 @@ func TestProbes(t *testing.T) {
 	ctx := context.Background()
 	applyYAML(t, l, probedPods)
 	node := lab.NetNSPath(l.Nodes[0].NetNS)
-	pod := func(name string) corev1.Pod {
-		out, err := cluster.Kubectl(ctx, l, "get", "pod", name, "-o", "json")
-		var p corev1.Pod
-		if err == nil {
-			_ = json.Unmarshal([]byte(out), &p)
-		}
-		return p
-	}
 	ready := func(p corev1.Pod) bool {
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
@@ -103,25 +94,25 @@ func TestProbes(t *testing.T) {
 		return false
 	}
 	waitFor(t, "the ready, tcp, grpc and exec pods Ready through their probes", 60*time.Second, func() (bool, string) {
-		r, tcp, grpc, exec := ready(pod("ready")), ready(pod("tcp")), ready(pod("grpc")), ready(pod("exec"))
+		r, tcp, grpc, exec := ready(podNow(l, "ready")), ready(podNow(l, "tcp")), ready(podNow(l, "grpc")), ready(podNow(l, "exec"))
 		return r && tcp && grpc && exec, fmt.Sprintf("ready=%v tcp=%v grpc=%v exec=%v", r, tcp, grpc, exec)
 	})
 	// The gRPC and exec probes also fail when the server turns unhealthy.
 	node0 := lab.NetNSPath(l.Nodes[0].NetNS)
 	for _, name := range []string{"grpc", "exec"} {
-		if _, err := httpGetIn(node0, "http://"+pod(name).Status.PodIP+":8080/sethealth?code=503"); err != nil {
+		if _, err := httpGetIn(node0, "http://"+podNow(l, name).Status.PodIP+":8080/sethealth?code=503"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the "+name+" pod NotReady", 20*time.Second, func() (bool, string) { return !ready(pod(name)), "still Ready" })
+		waitFor(t, "the "+name+" pod NotReady", 20*time.Second, func() (bool, string) { return !ready(podNow(l, name)), "still Ready" })
 	}
 	waitReadyEndpoints(t, l, "ready", 1)
 
 	// Readiness: /healthz answers 500, the pod leaves the Service's ready endpoints; back.
-	readyIP := pod("ready").Status.PodIP
+	readyIP := podNow(l, "ready").Status.PodIP
 	if _, err := httpGetIn(node, "http://"+readyIP+":8080/sethealth?code=500"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the ready pod NotReady", 20*time.Second, func() (bool, string) { return !ready(pod("ready")), "still Ready" })
+	waitFor(t, "the ready pod NotReady", 20*time.Second, func() (bool, string) { return !ready(podNow(l, "ready")), "still Ready" })
 	waitReadyEndpoints(t, l, "ready", 0)
 	if _, err := httpGetIn(node, "http://"+readyIP+":8080/sethealth?code=200"); err != nil {
 		t.Fatal(err)
@@ -129,12 +120,12 @@ func TestProbes(t *testing.T) {
 	waitReadyEndpoints(t, l, "ready", 1)
 
 	// Liveness: two failures in a row restart the container.
-	waitFor(t, "the live pod running", 60*time.Second, func() (bool, string) { return pod("live").Status.PodIP != "", "no IP" })
-	if _, err := httpGetIn(node, "http://"+pod("live").Status.PodIP+":8080/sethealth?code=500"); err != nil {
+	waitFor(t, "the live pod running", 60*time.Second, func() (bool, string) { return podNow(l, "live").Status.PodIP != "", "no IP" })
+	if _, err := httpGetIn(node, "http://"+podNow(l, "live").Status.PodIP+":8080/sethealth?code=500"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the live pod's container restarted", 30*time.Second, func() (bool, string) {
-		p := pod("live")
+		p := podNow(l, "live")
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1, fmt.Sprint(p.Status.ContainerStatuses)
 	})
 	events, _ := cluster.Kubectl(ctx, l, "get", "events", "--field-selector", "involvedObject.name=live")
@@ -146,8 +137,8 @@ func TestProbes(t *testing.T) {
 
 	// Startup: the slow container (8 s before it serves) is never killed by its liveness
 	// probe (failureThreshold 1), because the startup probe gates it.
-	waitFor(t, "the slow pod Ready", 60*time.Second, func() (bool, string) { return ready(pod("slow")), "not ready" })
-	if p := pod("slow"); p.Status.ContainerStatuses[0].RestartCount != 0 {
+	waitFor(t, "the slow pod Ready", 60*time.Second, func() (bool, string) { return ready(podNow(l, "slow")), "not ready" })
+	if p := podNow(l, "slow"); p.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("the slow container was restarted %d times before its startup probe succeeded", p.Status.ContainerStatuses[0].RestartCount)
 	}
 }

@@ -18,6 +18,15 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
+// nobodyService is a Service whose selector matches no pod: it never has endpoints.
+const nobodyService = `apiVersion: v1
+kind: Service
+metadata: {name: nobody}
+spec:
+  selector: {app: nobody}
+  ports: [{port: 80, targetPort: 8080}]
+`
+
 const webApp = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -38,13 +47,7 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 80, targetPort: http, nodePort: 30080}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: nobody}
-spec:
-  selector: {app: nobody}
-  ports: [{port: 80, targetPort: 8080}]
-`
+` + nobodyService
 
 // TestDeploymentBehindAService is what a user does first: a Deployment (scheduled, not
 // pinned), a Service in front of it, traffic to its ClusterIP and NodePort from pods and
@@ -59,9 +62,7 @@ func TestDeploymentBehindAService(t *testing.T) {
 		t.Errorf("kubectl get deployment web:\n%s", out)
 	}
 	var svc corev1.Service
-	if err := json.Unmarshal([]byte(kubectl("get", "service", "web", "-o", "json")), &svc); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &svc, "get", "service", "web")
 	waitReadyEndpoints(t, l, "web", 4)
 
 	n1, n2 := l.Nodes[0], l.Nodes[1]
@@ -96,9 +97,7 @@ func TestDeploymentBehindAService(t *testing.T) {
 	}
 	// A Service without endpoints refuses at once.
 	var nobody corev1.Service
-	if err := json.Unmarshal([]byte(kubectl("get", "service", "nobody", "-o", "json")), &nobody); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &nobody, "get", "service", "nobody")
 	start := time.Now()
 	_, err := httpGetIn(lab.NetNSPath(n1.NetNS), fmt.Sprintf("http://%s:80/", nobody.Spec.ClusterIP))
 	if !errors.Is(err, syscall.ECONNREFUSED) || time.Since(start) > 2*time.Second {
@@ -201,15 +200,7 @@ func waitReadyEndpoints(t *testing.T, l *lab.Lab, svc string, want int) {
 // runningPod finds a Running pod of app and the lab node it runs on.
 func runningPod(t *testing.T, l *lab.Lab, app string) (corev1.Pod, lab.Node) {
 	t.Helper()
-	out, err := cluster.Kubectl(context.Background(), l, "get", "pods", "-l", "app="+app, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range list.Items {
+	for _, p := range appPods(t, l, app) {
 		for _, n := range l.Nodes {
 			if p.Spec.NodeName == n.Name && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				return p, n
@@ -240,13 +231,7 @@ spec:
   nodeName: node-1
   containers: [{name: netexec, image: localhost/minik8s/netexec:v1}]
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: nobody}
-spec:
-  selector: {app: nobody}
-  ports: [{port: 80, targetPort: 8080}]
-`
+` + nobodyService
 
 // TestPodRefusedByServiceWithoutEndpoints: a pod connecting to a ClusterIP without
 // endpoints is refused at once (miniproxy's REJECT in filter KUBE-SERVICES, reached from

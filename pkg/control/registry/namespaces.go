@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +32,7 @@ var namespaceRules = Rules{
 	PrepareCreate: func(obj runtime.Object) {
 		ns := obj.(*corev1.Namespace)
 		ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-		if !hasFinalizer(ns.Spec.Finalizers, NamespaceFinalizer) {
+		if !slices.Contains(ns.Spec.Finalizers, NamespaceFinalizer) {
 			ns.Spec.Finalizers = append(ns.Spec.Finalizers, NamespaceFinalizer)
 		}
 	},
@@ -56,13 +58,4 @@ var namespaceRules = Rules{
 			return []any{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp)}
 		},
 	},
-}
-
-func hasFinalizer(list []corev1.FinalizerName, f corev1.FinalizerName) bool {
-	for _, x := range list {
-		if x == f {
-			return true
-		}
-	}
-	return false
 }

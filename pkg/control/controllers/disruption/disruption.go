@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	"k8s.io/utils/clock"
 )
 
@@ -150,7 +151,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	again := c.pruneDisrupted(pdb, pods)
 	healthy := int32(0)
 	for _, p := range pods {
-		if _, disrupted := pdb.Status.DisruptedPods[p.Name]; p.DeletionTimestamp == nil && !disrupted && podReady(p) {
+		if _, disrupted := pdb.Status.DisruptedPods[p.Name]; p.DeletionTimestamp == nil && !disrupted && endpointsliceutil.IsPodReady(p) {
 			healthy++
 		}
 	}
@@ -302,13 +303,4 @@ func (c *Controller) controllerScale(ns string, ref *metav1.OwnerReference) (typ
 		return rc.UID, replicas(rc.Spec.Replicas), nil
 	}
 	return "", 0, missing
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

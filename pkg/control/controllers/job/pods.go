@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 // completionIndexEnv is the variable Indexed Jobs' containers read their index from.
@@ -117,15 +118,6 @@ func podTerminating(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // restarts sums the container restarts of a pod, which count against backoffLimit when the
 // template restarts containers in place (restartPolicy OnFailure).
 func restarts(pod *corev1.Pod) int32 {
@@ -148,7 +140,7 @@ func deletionRank(a, b *corev1.Pod) int {
 			return 0
 		case p.Status.Phase == corev1.PodPending:
 			return 1
-		case !podReady(p):
+		case !endpointsliceutil.IsPodReady(p):
 			return 2
 		}
 		return 3

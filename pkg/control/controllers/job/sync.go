@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	"k8s.io/utils/ptr"
 )
 
@@ -129,7 +130,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	ready := int32(0)
 	terminating := int32(0)
 	for _, p := range s.active {
-		if podReady(p) {
+		if endpointsliceutil.IsPodReady(p) {
 			ready++
 		}
 	}

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	"k8s.io/utils/ptr"
 )
 
@@ -91,15 +92,7 @@ func ordinal(set *appsv1.StatefulSet, pod *corev1.Pod) int {
 }
 
 func runningAndReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && endpointsliceutil.IsPodReady(p)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {

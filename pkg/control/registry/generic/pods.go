@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 var disruptionBudgets = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
@@ -237,7 +238,7 @@ func (s *Store) spendDisruption(ctx context.Context, pod *corev1.Pod, dry bool) 
 		if pdb.Status.ObservedGeneration < pdb.Generation {
 			return nil, budgetViolation("The disruption budget %s is still being processed by the server.", pdb.Name)
 		}
-		if !podReady(pod) && unhealthyMayGo(pdb) {
+		if !endpointsliceutil.IsPodReady(pod) && unhealthyMayGo(pdb) {
 			return nil, errNotSpent
 		}
 		if pdb.Status.DisruptionsAllowed <= 0 {
@@ -264,15 +265,6 @@ func unhealthyMayGo(pdb *policyv1.PodDisruptionBudget) bool {
 		return true
 	}
 	return pdb.Status.DesiredHealthy > 0 && pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // budgetViolation is Kubernetes' refusal of an eviction: 429, with the budget named in a
