@@ -19,13 +19,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// fakeKubelet plays every node: a new pod runs and turns Ready a moment later, unless its
-// image says it never will.
-func fakeKubelet(t *testing.T, c kubernetes.Interface) {
+// fakeKubelet plays every node for namespace: a new pod runs and turns Ready a moment
+// later, unless its image says it never will.
+func fakeKubelet(t *testing.T, c kubernetes.Interface, namespace string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	factory := informers.NewSharedInformerFactory(c, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(namespace))
 	pods := factory.Core().V1().Pods().Informer()
 	ready := func(obj any) {
 		pod := obj.(*corev1.Pod)
@@ -43,9 +43,9 @@ func fakeKubelet(t *testing.T, c kubernetes.Interface) {
 	factory.Start(ctx.Done())
 }
 
-// readyPods counts the pods of app that are Ready and not being deleted.
-func readyPods(ctx context.Context, c kubernetes.Interface, app string) (int, map[string]int, error) {
-	list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"app": app}.String()})
+// readyPods counts the pods of app in namespace that are Ready and not being deleted.
+func readyPods(ctx context.Context, c kubernetes.Interface, namespace, app string) (int, map[string]int, error) {
+	list, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{"app": app}.String()})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -66,7 +66,7 @@ func readyPods(ctx context.Context, c kubernetes.Interface, app string) (int, ma
 
 // sample watches app's pods during a rollout and reports the fewest ready ones seen and
 // whether two images ever ran side by side.
-func sample(t *testing.T, c kubernetes.Interface, app string) (stop func() (minReady int, mixed bool)) {
+func sample(t *testing.T, c kubernetes.Interface, namespace, app string) (stop func() (minReady int, mixed bool)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var least atomic.Int64
 	var both atomic.Bool
@@ -75,7 +75,7 @@ func sample(t *testing.T, c kubernetes.Interface, app string) (stop func() (minR
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			if n, images, err := readyPods(ctx, c, app); err == nil {
+			if n, images, err := readyPods(ctx, c, namespace, app); err == nil {
 				least.Store(min(least.Load(), int64(n)))
 				if len(images) > 1 {
 					both.Store(true)
@@ -91,9 +91,9 @@ func sample(t *testing.T, c kubernetes.Interface, app string) (stop func() (minR
 	}
 }
 
-func replicaSetsOf(t *testing.T, c kubernetes.Interface, app string) map[string]*appsv1.ReplicaSet {
+func replicaSetsOf(t *testing.T, c kubernetes.Interface, namespace, app string) map[string]*appsv1.ReplicaSet {
 	t.Helper()
-	list, err := c.AppsV1().ReplicaSets("default").List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": app}.String()})
+	list, err := c.AppsV1().ReplicaSets(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: labels.Set{"app": app}.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,9 +120,13 @@ spec:
       containers: [{name: c, image: "localhost/minik8s/netexec:v1"}]
 `
 
+// The tests share the package's miniapi, each in a namespace of its own.
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
+
 func TestRollingUpdateUndoAndStatus(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
-	fakeKubelet(t, cl.Client)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	fakeKubelet(t, cl.Client, cl.Namespace)
 	cl.MustKubectl(t, webDeployment, "apply", "-f", "-")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
 	out := cl.MustKubectl(t, "", "get", "deploy", "web")
@@ -130,13 +134,13 @@ func TestRollingUpdateUndoAndStatus(t *testing.T) {
 		t.Errorf("kubectl get deploy after the rollout:\n%s", out)
 	}
 
-	stop := sample(t, cl.Client, "web")
+	stop := sample(t, cl.Client, cl.Namespace, "web")
 	cl.MustKubectl(t, "", "set", "image", "deployment/web", "c=localhost/minik8s/netexec:v2")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
 	if least, _ := stop(); least < 3 {
 		t.Errorf("ready pods fell to %d during a maxUnavailable=0 rollout, want never below 3", least)
 	}
-	sets := replicaSetsOf(t, cl.Client, "web")
+	sets := replicaSetsOf(t, cl.Client, cl.Namespace, "web")
 	if len(sets) != 2 || *sets["1"].Spec.Replicas != 0 || *sets["2"].Spec.Replicas != 3 {
 		t.Fatalf("after the rollout: replica sets by revision %v", summary(sets))
 	}
@@ -158,13 +162,13 @@ func TestRollingUpdateUndoAndStatus(t *testing.T) {
 	// Undo returns to revision 1's ReplicaSet (which becomes revision 3).
 	cl.MustKubectl(t, "", "rollout", "undo", "deployment/web")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
-	sets = replicaSetsOf(t, cl.Client, "web")
+	sets = replicaSetsOf(t, cl.Client, cl.Namespace, "web")
 	if len(sets) != 2 || sets["3"] == nil || sets["3"].Spec.Template.Spec.Containers[0].Image != "localhost/minik8s/netexec:v1" || *sets["3"].Spec.Replicas != 3 {
 		t.Fatalf("after undo: %v", summary(sets))
 	}
 	cl.MustKubectl(t, "", "rollout", "undo", "deployment/web", "--to-revision=2")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
-	d, err := cl.Client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	d, err := cl.Client.AppsV1().Deployments(cl.Namespace).Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,15 +189,16 @@ func TestRollingUpdateUndoAndStatus(t *testing.T) {
 }
 
 func TestRecreatePauseAndHistoryLimit(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
-	fakeKubelet(t, cl.Client)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	fakeKubelet(t, cl.Client, cl.Namespace)
 	manifest := strings.NewReplacer("name: web", "name: db", "app: web", "app: db",
 		"type: RollingUpdate\n    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}", "type: Recreate",
 		"replicas: 3", "replicas: 2\n  revisionHistoryLimit: 1").Replace(webDeployment)
 	cl.MustKubectl(t, manifest, "apply", "-f", "-")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
 
-	stop := sample(t, cl.Client, "db")
+	stop := sample(t, cl.Client, cl.Namespace, "db")
 	cl.MustKubectl(t, "", "set", "image", "deployment/db", "c=localhost/minik8s/netexec:v2")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
 	if _, mixed := stop(); mixed {
@@ -205,24 +210,25 @@ func TestRecreatePauseAndHistoryLimit(t *testing.T) {
 	cl.MustKubectl(t, "", "set", "image", "deployment/db", "c=localhost/minik8s/netexec:v3")
 	cl.MustKubectl(t, "", "scale", "deployment/db", "--replicas=4")
 	controllertest.WaitFor(t, "paused deployment scaled to 4 on its current template", 30*time.Second, func() (bool, string) {
-		n, images, err := readyPods(context.Background(), cl.Client, "db")
+		n, images, err := readyPods(context.Background(), cl.Client, cl.Namespace, "db")
 		return err == nil && n == 4 && images["localhost/minik8s/netexec:v2"] == 4, fmt.Sprint(n, images, err)
 	})
-	if sets := replicaSetsOf(t, cl.Client, "db"); sets["3"] != nil {
+	if sets := replicaSetsOf(t, cl.Client, cl.Namespace, "db"); sets["3"] != nil {
 		t.Errorf("a paused deployment created a replica set: %v", summary(sets))
 	}
 	cl.MustKubectl(t, "", "rollout", "resume", "deployment/db")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/db", "--timeout=60s")
 	// revisionHistoryLimit 1: the new set and one old one are kept.
 	controllertest.WaitFor(t, "history limited to one old replica set", 30*time.Second, func() (bool, string) {
-		sets := replicaSetsOf(t, cl.Client, "db")
+		sets := replicaSetsOf(t, cl.Client, cl.Namespace, "db")
 		return len(sets) == 2 && sets["3"] != nil && sets["2"] != nil, fmt.Sprint(summary(sets))
 	})
 }
 
 func TestProgressDeadlineAndBadSelector(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
-	fakeKubelet(t, cl.Client)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	fakeKubelet(t, cl.Client, cl.Namespace)
 	manifest := strings.NewReplacer("replicas: 3", "replicas: 2\n  progressDeadlineSeconds: 2", "netexec:v1", "never-ready:v1").Replace(webDeployment)
 	cl.MustKubectl(t, manifest, "apply", "-f", "-")
 	out, err := cl.Kubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")

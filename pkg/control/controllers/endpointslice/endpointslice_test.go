@@ -27,15 +27,15 @@ type podSpec struct {
 }
 
 // runPod creates a pod and writes the status a kubelet would.
-func runPod(t *testing.T, c kubernetes.Interface, app string, p podSpec) {
+func runPod(t *testing.T, c kubernetes.Interface, ns, app string, p podSpec) {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: "default", Labels: map[string]string{"app": app}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{"app": app}},
 		Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "img",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: p.httpPort}}}}},
 	}
-	if _, err := c.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	phase := p.phase
@@ -44,7 +44,7 @@ func runPod(t *testing.T, c kubernetes.Interface, app string, p podSpec) {
 	}
 	// The scheduler may write the status of an unbound pod meanwhile: retry on conflict.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.CoreV1().Pods("default").Get(ctx, p.name, metav1.GetOptions{})
+		cur, err := c.CoreV1().Pods(ns).Get(ctx, p.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func runPod(t *testing.T, c kubernetes.Interface, app string, p podSpec) {
 			cur.Status.PodIPs = []corev1.PodIP{{IP: p.ip}}
 		}
 		setReady(cur, p.ready)
-		_, err = c.CoreV1().Pods("default").UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -71,15 +71,15 @@ func setReady(p *corev1.Pod, ready bool) {
 
 func service(name string, publishNotReady bool, ports ...corev1.ServicePort) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"tier": "front"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tier": "front"}},
 		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: ports, PublishNotReadyAddresses: publishNotReady},
 	}
 }
 
 // slicesState renders the managed slices of a service: "ports|ip:ready/serving/terminating@node/zone ..." sorted.
-func slicesState(t *testing.T, c kubernetes.Interface, svc string) []string {
+func slicesState(t *testing.T, c kubernetes.Interface, ns, svc string) []string {
 	t.Helper()
-	list, err := c.DiscoveryV1().EndpointSlices("default").List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+	list, err := c.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +104,8 @@ func slicesState(t *testing.T, c kubernetes.Interface, svc string) []string {
 	return out
 }
 
-func endpointsState(t *testing.T, c kubernetes.Interface, svc string) string {
-	ep, err := c.CoreV1().Endpoints("default").Get(context.Background(), svc, metav1.GetOptions{})
+func endpointsState(t *testing.T, c kubernetes.Interface, ns, svc string) string {
+	ep, err := c.CoreV1().Endpoints(ns).Get(context.Background(), svc, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}
@@ -134,8 +134,14 @@ func eventually(t *testing.T, what string, got func() string, want string) {
 	controllertest.Eventually(t, what, 20*time.Second, got, want)
 }
 
+// The tests share the package's miniapi, each in a namespace of its own (ns), and run in
+// parallel: most of their time is waiting for the controller.
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
+
 func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
 	cl.CreateReadyNode(t, "node-a", 10, map[string]string{corev1.LabelTopologyZone: "zone-1"})
@@ -143,32 +149,32 @@ func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
 		{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
 		{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9090)},
 	}
-	if _, err := c.CoreV1().Services("default").Create(ctx, service("web", false, ports...), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Services(ns).Create(ctx, service("web", false, ports...), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	runPod(t, c, "web", podSpec{name: "a", ip: "10.244.1.1", node: "node-a", ready: true, httpPort: 8080})
-	runPod(t, c, "web", podSpec{name: "b", ip: "10.244.1.2", node: "node-a", ready: false, httpPort: 8081})
-	runPod(t, c, "web", podSpec{name: "no-ip", httpPort: 8080})
-	runPod(t, c, "web", podSpec{name: "done", ip: "10.244.1.9", phase: corev1.PodSucceeded, httpPort: 8080})
+	runPod(t, c, ns, "web", podSpec{name: "a", ip: "10.244.1.1", node: "node-a", ready: true, httpPort: 8080})
+	runPod(t, c, ns, "web", podSpec{name: "b", ip: "10.244.1.2", node: "node-a", ready: false, httpPort: 8081})
+	runPod(t, c, ns, "web", podSpec{name: "no-ip", httpPort: 8080})
+	runPod(t, c, ns, "web", podSpec{name: "done", ip: "10.244.1.9", phase: corev1.PodSucceeded, httpPort: 8080})
 
-	slices := func() string { return strings.Join(slicesState(t, c, "web"), "\n") }
+	slices := func() string { return strings.Join(slicesState(t, c, ns, "web"), "\n") }
 	eventually(t, "slices of web (the named port differs per pod: two slices)", slices,
 		"http=8080,metrics=9090|10.244.1.1:true/true/false@node-a/zone-1\nhttp=8081,metrics=9090|10.244.1.2:false/false/false@node-a/zone-1")
-	eventually(t, "endpoints of web", func() string { return endpointsState(t, c, "web") },
+	eventually(t, "endpoints of web", func() string { return endpointsState(t, c, ns, "web") },
 		"http=8080,metrics=9090,ready:10.244.1.1 http=8081,metrics=9090,notready:10.244.1.2")
 
 	// b turns ready; a starts terminating.
-	b, _ := c.CoreV1().Pods("default").Get(ctx, "b", metav1.GetOptions{})
+	b, _ := c.CoreV1().Pods(ns).Get(ctx, "b", metav1.GetOptions{})
 	setReady(b, true)
-	if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CoreV1().Pods("default").Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "a", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](300)}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "slices after b ready and a terminating", slices,
 		"http=8080,metrics=9090|10.244.1.1:false/true/true@node-a/zone-1\nhttp=8081,metrics=9090|10.244.1.2:true/true/false@node-a/zone-1")
-	eventually(t, "endpoints without the terminating pod", func() string { return endpointsState(t, c, "web") },
+	eventually(t, "endpoints without the terminating pod", func() string { return endpointsState(t, c, ns, "web") },
 		"http=8081,metrics=9090,ready:10.244.1.2")
 
 	out := cl.MustKubectl(t, "", "get", "endpoints", "web")
@@ -181,27 +187,29 @@ func TestEndpointSlicesAndEndpointsFollowPods(t *testing.T) {
 	}
 
 	// Deleting the Service takes its Endpoints and (by ownership) its slices.
-	if err := c.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	if err := c.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "slices gone with the service", slices, "")
-	eventually(t, "endpoints gone with the service", func() string { return endpointsState(t, c, "web") }, `endpoints "web" not found`)
+	eventually(t, "endpoints gone with the service", func() string { return endpointsState(t, c, ns, "web") }, `endpoints "web" not found`)
 }
 
 func TestEndpointSlicesSplitPublishAndLeaveOthersAlone(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
-	if _, err := c.CoreV1().Services("default").Create(ctx, service("many", true, corev1.ServicePort{Name: "http", Port: 80}), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Services(ns).Create(ctx, service("many", true, corev1.ServicePort{Name: "http", Port: 80}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 150 {
-		runPod(t, c, "many", podSpec{name: fmt.Sprintf("p%03d", i), ip: fmt.Sprintf("10.244.%d.%d", 2+i/200, 1+i%200), httpPort: 80, ready: i%2 == 0})
+		runPod(t, c, ns, "many", podSpec{name: fmt.Sprintf("p%03d", i), ip: fmt.Sprintf("10.244.%d.%d", 2+i/200, 1+i%200), httpPort: 80, ready: i%2 == 0})
 	}
 	eventually(t, "150 endpoints in slices of at most 100, all ready (publishNotReadyAddresses)", func() string {
 		var sizes []string
 		ready := 0
-		for _, s := range slicesState(t, c, "many") {
+		for _, s := range slicesState(t, c, ns, "many") {
 			eps := strings.Fields(strings.SplitN(s, "|", 2)[1])
 			sizes = append(sizes, fmt.Sprint(len(eps)))
 			ready += strings.Count(s, ":true/true/false")
@@ -211,24 +219,24 @@ func TestEndpointSlicesSplitPublishAndLeaveOthersAlone(t *testing.T) {
 	}, "[100 50] ready=150")
 
 	// A Service without selector: its slices are its owner's, never touched.
-	manual := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: "default"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
-	if _, err := c.CoreV1().Services("default").Create(ctx, manual, metav1.CreateOptions{}); err != nil {
+	manual := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "external"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := c.CoreV1().Services(ns).Create(ctx, manual, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: "external-1", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: "external", discoveryv1.LabelManagedBy: "someone-else"}},
+		ObjectMeta:  metav1.ObjectMeta{Name: "external-1", Labels: map[string]string{discoveryv1.LabelServiceName: "external", discoveryv1.LabelManagedBy: "someone-else"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.10"}}},
 	}
-	if _, err := c.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+	if _, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	list, err := c.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=external"})
+	list, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=external"})
 	if err != nil || len(list.Items) != 1 || list.Items[0].Endpoints[0].Addresses[0] != "192.0.2.10" {
 		t.Errorf("the selectorless service's slices changed: %v %+v", err, list)
 	}
-	if _, err := c.CoreV1().Endpoints("default").Get(ctx, "external", metav1.GetOptions{}); err == nil {
+	if _, err := c.CoreV1().Endpoints(ns).Get(ctx, "external", metav1.GetOptions{}); err == nil {
 		t.Errorf("an Endpoints object was made for a selectorless service")
 	}
 }

@@ -18,11 +18,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-const ns = "default"
+// The tests share the package's miniapi, each in a namespace of its own (ns), and run in
+// parallel: most of their time is waiting for the controller.
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
 
-// slicesState renders every slice of a service: "name=port,...|ip:ready@node ..." sorted,
-// and checks the labels, annotations and owner of the mirrored ones.
-func slicesState(t *testing.T, c kubernetes.Interface, svc string, owner types.UID) string {
+// slicesState renders every slice of a service of ns: "name=port,...|ip:ready@node ..."
+// sorted, and checks the labels, annotations and owner of the mirrored ones.
+func slicesState(t *testing.T, c kubernetes.Interface, ns, svc string, owner types.UID) string {
 	t.Helper()
 	list, err := c.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
 	if err != nil {
@@ -58,13 +60,13 @@ func eventually(t *testing.T, what string, got func() string, want string) {
 }
 
 func selectorless(name string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
 }
 
 func customEndpoints(name string, subsets ...corev1.EndpointSubset) *corev1.Endpoints {
 	return &corev1.Endpoints{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"team": "blue"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"team": "blue"},
 			Annotations: map[string]string{"note": "kept", corev1.LastAppliedConfigAnnotation: "{}"}},
 		Subsets: subsets,
 	}
@@ -79,7 +81,9 @@ func addresses(ips ...string) []corev1.EndpointAddress {
 }
 
 func TestMirrorsCustomEndpointsThroughCreateUpdateAndDelete(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
 	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("custom"), metav1.CreateOptions{}); err != nil {
@@ -96,7 +100,7 @@ func TestMirrorsCustomEndpointsThroughCreateUpdateAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices := func() string { return slicesState(t, c, "custom", ep.UID) }
+	slices := func() string { return slicesState(t, c, ns, "custom", ep.UID) }
 	eventually(t, "slices by ports and address type", slices, strings.Join([]string{
 		"IPv4 dns=5353/UDP|10.1.2.5:true@",
 		"IPv4 http=8080/TCP|10.1.2.3:true@node-a 10.1.2.4:false@",
@@ -131,7 +135,9 @@ func TestMirrorsCustomEndpointsThroughCreateUpdateAndDelete(t *testing.T) {
 }
 
 func TestMirrorsOnlySelectorlessServicesEndpoints(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
 	subset := corev1.EndpointSubset{Addresses: addresses("10.1.0.1"), Ports: []corev1.EndpointPort{{Name: "http", Port: 80}}}
@@ -150,13 +156,13 @@ func TestMirrorsOnlySelectorlessServicesEndpoints(t *testing.T) {
 	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("skipped"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := slicesState(t, c, "late", ep.UID); got != "" {
+	if got := slicesState(t, c, ns, "late", ep.UID); got != "" {
 		t.Fatalf("slices without a Service: %q", got)
 	}
 	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("late"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	slices := func() string { return slicesState(t, c, "late", ep.UID) }
+	slices := func() string { return slicesState(t, c, ns, "late", ep.UID) }
 	eventually(t, "slices once the Service exists", slices, "IPv4 http=80/TCP|10.1.0.1:true@")
 
 	// The Service gets a selector: its slices are the endpointslice controller's now.
@@ -184,7 +190,9 @@ func TestMirrorsOnlySelectorlessServicesEndpoints(t *testing.T) {
 }
 
 func TestMirrorsAtMostMaxEndpointsPerSubset(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
 	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("big"), metav1.CreateOptions{}); err != nil {

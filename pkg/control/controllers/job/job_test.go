@@ -24,8 +24,10 @@ import (
 func TestMain(m *testing.M) { controlplanetest.Main(m) }
 
 // start gives t a namespace of its own on the package's miniapi and a node of its own to
-// run pods on (a node stops heartbeating when its test ends).
+// run pods on (a node stops heartbeating when its test ends). The tests share nothing else,
+// so they run in parallel: most of their time is waiting for the controller.
 func start(t *testing.T) (*controlplanetest.Cluster, context.Context) {
+	t.Parallel()
 	c := controlplanetest.Shared(t)
 	c.CreateReadyNode(t, c.Namespace, 110, nil)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package replicaset_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -27,16 +28,16 @@ func template(app string) corev1.PodTemplateSpec {
 
 func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
 	return &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: template(name)},
 	}
 }
 
-// ownedPods lists the active pods whose controller has uid, sorted by name.
-func ownedPods(t *testing.T, c kubernetes.Interface, uid string) []corev1.Pod {
+// ownedPods lists the active pods of namespace whose controller has uid, sorted by name.
+func ownedPods(t *testing.T, c kubernetes.Interface, namespace, uid string) []corev1.Pod {
 	t.Helper()
-	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	list, err := c.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +51,11 @@ func ownedPods(t *testing.T, c kubernetes.Interface, uid string) []corev1.Pod {
 	return out
 }
 
-func waitOwned(t *testing.T, c kubernetes.Interface, uid string, n int) []corev1.Pod {
+func waitOwned(t *testing.T, c kubernetes.Interface, namespace, uid string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	controllertest.WaitFor(t, fmt.Sprintf("%d owned pods", n), 20*time.Second, func() (bool, string) {
-		pods = ownedPods(t, c, uid)
+		pods = ownedPods(t, c, namespace, uid)
 		return len(pods) == n, fmt.Sprintf("%d pods", len(pods))
 	})
 	return pods
@@ -68,16 +69,21 @@ func markReady(t *testing.T, c kubernetes.Interface, pod corev1.Pod) {
 	}
 }
 
+// The tests share the package's miniapi, each in a namespace of its own, and run in
+// parallel: most of their time is waiting for the controller.
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
+
 func TestReplicaSetScalesAndRanks(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
 	ctx := context.Background()
-	rsClient := cl.Client.AppsV1().ReplicaSets("default")
+	rsClient := cl.Client.AppsV1().ReplicaSets(cl.Namespace)
 	rs, err := rsClient.Create(ctx, replicaSet("web", 3), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	uid := string(rs.UID)
-	pods := waitOwned(t, cl.Client, uid, 3)
+	pods := waitOwned(t, cl.Client, cl.Namespace, uid, 3)
 	for _, p := range pods {
 		if !strings.HasPrefix(p.Name, "web-") || p.Labels["app"] != "web" {
 			t.Errorf("pod %s labels %v: want a name after the set and the template's labels", p.Name, p.Labels)
@@ -96,10 +102,19 @@ func TestReplicaSetScalesAndRanks(t *testing.T) {
 			got.Status.FullyLabeledReplicas == 3 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
 	})
 	cl.MustKubectl(t, "", "scale", "rs/web", "--replicas=2")
-	left := waitOwned(t, cl.Client, uid, 2)
+	left := waitOwned(t, cl.Client, cl.Namespace, uid, 2)
 	if left[0].Name != pods[0].Name || left[1].Name != pods[2].Name {
 		t.Errorf("scale-down kept %s and %s, want the ready %s and %s", left[0].Name, left[1].Name, pods[0].Name, pods[2].Name)
 	}
+	// The controller records its events asynchronously: wait for the delete's, then read
+	// them all as a user would.
+	controllertest.WaitFor(t, "the SuccessfulDelete event", 20*time.Second, func() (bool, string) {
+		events, err := cl.Client.CoreV1().Events(cl.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool { return e.Reason == "SuccessfulDelete" }), fmt.Sprint(len(events.Items), " events")
+	})
 	out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=web")
 	for _, want := range []string{"SuccessfulCreate", "Created pod: web-", "SuccessfulDelete", "Deleted pod: " + pods[1].Name} {
 		if !strings.Contains(out, want) {
@@ -109,20 +124,21 @@ func TestReplicaSetScalesAndRanks(t *testing.T) {
 }
 
 func TestReplicaSetAdoptsAndReleases(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
 	ctx := context.Background()
-	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", Labels: map[string]string{"app": "api"}}, Spec: template("api").Spec}
-	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "api"}}, Spec: template("api").Spec}
+	if _, err := cl.Client.CoreV1().Pods(cl.Namespace).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Let the controller's pod cache see the orphan before the set appears, as it would
 	// have long before on a live cluster; otherwise the set may create both pods first.
 	time.Sleep(500 * time.Millisecond)
-	rs, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, replicaSet("api", 2), metav1.CreateOptions{})
+	rs, err := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Create(ctx, replicaSet("api", 2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := waitOwned(t, cl.Client, string(rs.UID), 2)
+	pods := waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 2)
 	adopted := false
 	for _, p := range pods {
 		adopted = adopted || p.Name == "orphan"
@@ -132,14 +148,14 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	}
 	// Relabel the adopted pod out of the selector: released, and replaced.
 	patch := []byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`)
-	if _, err := cl.Client.CoreV1().Pods("default").Patch(ctx, "orphan", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+	if _, err := cl.Client.CoreV1().Pods(cl.Namespace).Patch(ctx, "orphan", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	controllertest.WaitFor(t, "the relabelled pod released", 20*time.Second, func() (bool, string) {
-		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "orphan", metav1.GetOptions{})
+		p, err := cl.Client.CoreV1().Pods(cl.Namespace).Get(ctx, "orphan", metav1.GetOptions{})
 		return err == nil && metav1.GetControllerOf(p) == nil, fmt.Sprintf("%v %v", err, p.OwnerReferences)
 	})
-	after := waitOwned(t, cl.Client, string(rs.UID), 2)
+	after := waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 2)
 	for _, p := range after {
 		if p.Name == "orphan" {
 			t.Errorf("released pod still owned")
@@ -151,25 +167,26 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 // creations never makes more pods than asked: every pod the controller creates is watched
 // and counted.
 func TestReplicationControllerBurst(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := cl.Client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	w, err := cl.Client.CoreV1().Pods(cl.Namespace).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc := &corev1.ReplicationController{
-		ObjectMeta: metav1.ObjectMeta{Name: "burst", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "burst"},
 		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](40), Selector: map[string]string{"app": "burst"},
 			Template: ptr.To(template("burst"))},
 	}
-	created, err := cl.Client.CoreV1().ReplicationControllers("default").Create(ctx, rc, metav1.CreateOptions{})
+	created, err := cl.Client.CoreV1().ReplicationControllers(cl.Namespace).Create(ctx, rc, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOwned(t, cl.Client, string(created.UID), 40)
+	waitOwned(t, cl.Client, cl.Namespace, string(created.UID), 40)
 	time.Sleep(2 * time.Second) // room for a late, wrong extra creation
-	if got := len(ownedPods(t, cl.Client, string(created.UID))); got != 40 {
+	if got := len(ownedPods(t, cl.Client, cl.Namespace, string(created.UID))); got != 40 {
 		t.Fatalf("%d pods after the burst settled, want exactly 40", got)
 	}
 	adds := 0
@@ -187,26 +204,27 @@ func TestReplicationControllerBurst(t *testing.T) {
 		t.Errorf("%d pods were created in all, want 40 (no extra creation)", adds)
 	}
 	controllertest.WaitFor(t, "RC status", 20*time.Second, func() (bool, string) {
-		got, _ := cl.Client.CoreV1().ReplicationControllers("default").Get(ctx, "burst", metav1.GetOptions{})
+		got, _ := cl.Client.CoreV1().ReplicationControllers(cl.Namespace).Get(ctx, "burst", metav1.GetOptions{})
 		return got.Status.Replicas == 40 && got.Status.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", got.Status)
 	})
 	cl.MustKubectl(t, "", "scale", "rc/burst", "--replicas=0")
-	waitOwned(t, cl.Client, string(created.UID), 0)
+	waitOwned(t, cl.Client, cl.Namespace, string(created.UID), 0)
 }
 
 // TestReplicaFailure: a template the pod validation refuses (a finalizer that is no
 // qualified name: templates do not validate finalizers, pods do, as in Kubernetes) gives
 // the ReplicaFailure condition and a FailedCreate event, and few attempts (slow start).
 func TestReplicaFailure(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
 	ctx := context.Background()
 	rs := replicaSet("broken", 8)
 	rs.Spec.Template.Finalizers = []string{"not a finalizer"}
-	if _, err := cl.Client.AppsV1().ReplicaSets("default").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	if _, err := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	controllertest.WaitFor(t, "ReplicaFailure condition", 20*time.Second, func() (bool, string) {
-		got, _ := cl.Client.AppsV1().ReplicaSets("default").Get(ctx, "broken", metav1.GetOptions{})
+		got, _ := cl.Client.AppsV1().ReplicaSets(cl.Namespace).Get(ctx, "broken", metav1.GetOptions{})
 		for _, c := range got.Status.Conditions {
 			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue && c.Reason == "FailedCreate" && strings.Contains(c.Message, "finalizer") {
 				return true, ""
@@ -215,7 +233,7 @@ func TestReplicaFailure(t *testing.T) {
 		return false, fmt.Sprintf("%+v", got.Status.Conditions)
 	})
 	failures := func() int32 {
-		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "broken").String()})
+		events, err := cl.Client.CoreV1().Events(cl.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "broken").String()})
 		if err != nil {
 			t.Fatal(err)
 		}

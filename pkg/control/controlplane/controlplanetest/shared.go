@@ -1,7 +1,6 @@
 package controlplanetest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -46,10 +45,7 @@ func Shared(t testing.TB) *Cluster {
 	}
 	c := *shared.c
 	c.Namespace = fmt.Sprintf("t%d-%s", shared.tests.Add(1), dnsLabel(t.Name()))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace}}
-	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c.CreateNamespace(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace}})
 	return &c
 }
 
