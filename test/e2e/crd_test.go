@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,9 +73,18 @@ func buildChaosPodExample(t *testing.T, dir string) func() string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("go build: %v", err)
 	}
+	var once sync.Once
+	var err error
+	wait := func() error {
+		once.Do(func() { err = cmd.Wait() })
+		return err
+	}
+	// A test that fails before it waits still waits here, before its temporary directory
+	// is removed: the build would write the program into it after.
+	t.Cleanup(func() { _ = wait() })
 	return func() string {
 		t.Helper()
-		if err := cmd.Wait(); err != nil {
+		if err := wait(); err != nil {
 			t.Fatalf("go build sigs.k8s.io/controller-runtime/examples/crd: %v\n%s", err, out.String())
 		}
 		return program
@@ -101,6 +111,7 @@ func waitKubectl(t *testing.T, l *lab.Lab, args ...string) string {
 // reconciling ChaosPods: it creates each one's pod, records when, and replaces the pod
 // when its time is up; deleting a ChaosPod deletes its pod.
 func TestThirdPartyCRDsAndController(t *testing.T) {
+	testenv.RequireBuilt(t) // before the build: under -short (make unit) the test skips
 	gatewayAPI := filepath.Join(testenv.ModuleDir(t, "sigs.k8s.io/gateway-api"), "config", "crd", "standard")
 	waitBuilt := buildChaosPodExample(t, t.TempDir()) // builds while the lab comes up
 	l := upLab(t, "e2e-crd", 1)
