@@ -167,6 +167,9 @@ func (l *containerLogs) stop() {
 	for _, c := range l.copied {
 		c.io.Cancel()
 	}
+	// The namespace's pipe directory goes with its last container's pipes (a test's
+	// namespace, say); os.Remove leaves it while a container still has its pipes there.
+	_ = os.Remove(l.cfg.FIFODir)
 }
 
 // removeLogPipes removes a container's pipes (left by a reboot, or never opened).
