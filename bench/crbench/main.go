@@ -381,26 +381,24 @@ func load(srv *apiproc.Server, ns string, n, creates, serverPID, etcdPID int) (p
 // server's /metrics: miniapi's request verb is "create", kube-apiserver's "POST"; miniapi
 // on bolt times its commits, kube-apiserver its etcd requests.
 func serverTimes(before, after benchapi.Metrics) (request, store time.Duration) {
-	delta := func(name string, pairs ...string) (float64, float64) {
-		s0, n0 := before.Histogram(name, pairs...)
-		s1, n1 := after.Histogram(name, pairs...)
-		return s1 - s0, n1 - n0
-	}
-	meanOf := func(parts ...[2]float64) time.Duration {
+	// mean is the mean of the histograms named by series (each a name, then label pairs)
+	// between the two scrapes; 0 when they saw no sample.
+	mean := func(series ...[]string) time.Duration {
 		var sum, n float64
-		for _, p := range parts {
-			sum, n = sum+p[0], n+p[1]
+		for _, s := range series {
+			s0, n0 := before.Histogram(s[0], s[1:]...)
+			s1, n1 := after.Histogram(s[0], s[1:]...)
+			sum, n = sum+s1-s0, n+n1-n0
 		}
 		if n == 0 {
 			return 0
 		}
 		return time.Duration(sum / n * float64(time.Second)).Round(time.Microsecond)
 	}
-	pair := func(sum, n float64) [2]float64 { return [2]float64{sum, n} }
-	request = meanOf(pair(delta("apiserver_request_duration_seconds", "verb", "create", "resource", plural)),
-		pair(delta("apiserver_request_duration_seconds", "verb", "POST", "resource", plural)))
-	store = meanOf(pair(delta("minik8s_store_commit_duration_seconds")),
-		pair(delta("etcd_request_duration_seconds", "operation", "create")))
+	request = mean([]string{"apiserver_request_duration_seconds", "verb", "create", "resource", plural},
+		[]string{"apiserver_request_duration_seconds", "verb", "POST", "resource", plural})
+	store = mean([]string{"minik8s_store_commit_duration_seconds"},
+		[]string{"etcd_request_duration_seconds", "operation", "create"})
 	return request, store
 }
 
