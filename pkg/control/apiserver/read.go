@@ -141,12 +141,11 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 			}
 		}
 		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-		w.WriteHeader(http.StatusOK)
 		out := bufio.NewWriterSize(w, 64<<10)
-		// Errors past the header are the client going away mid-body, not ours to report.
-		if err := protobufList(out, res.GroupVersion().WithKind(res.Kind+"List"), listMeta, envelopes); err == nil {
-			_ = out.Flush()
+		if err := protobufList(out, res.GroupVersion().WithKind(res.Kind+"List"), listMeta, envelopes); err != nil {
+			return err // nothing written yet
 		}
+		_ = out.Flush()
 		return nil
 	}
 	return writeList(w, metav1.TypeMeta{Kind: res.Kind + "List", APIVersion: res.GroupVersion().String()}, listMeta, items, (*storedObject).jsonPieces)
@@ -155,7 +154,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 // protobufList writes what the protobuf serializer makes of the typed list of kind, but puts
 // in it each item's message from its shared envelope (an object's Protobuf) instead of
 // encoding every object again: the envelope of the list kind around the list message, whose
-// field 1 is the ListMeta and field 2 each item, as in every k8s.io/api list.
+// field 1 is the ListMeta and field 2 each item, as in every k8s.io/api list. It returns an
+// error only before it writes anything; write errors (the client going away mid-body) are
+// not ours to report.
 func protobufList(out io.Writer, kind schema.GroupVersionKind, listMeta metav1.ListMeta, envelopes [][]byte) error {
 	meta, err := listMeta.Marshal()
 	if err != nil {
@@ -180,22 +181,16 @@ func protobufList(out io.Writer, kind schema.GroupVersionKind, listMeta metav1.L
 	head = protowire.AppendVarint(head, uint64(size))
 	head = protowire.AppendTag(head, 1, protowire.BytesType)
 	head = protowire.AppendBytes(head, meta)
-	if _, err := out.Write(head); err != nil {
-		return err
-	}
+	_, _ = out.Write(head)
 	for _, message := range messages {
 		item := protowire.AppendTag(head[:0], 2, protowire.BytesType)
 		item = protowire.AppendVarint(item, uint64(len(message)))
-		if _, err := out.Write(item); err != nil {
-			return err
-		}
-		if _, err := out.Write(message); err != nil {
-			return err
-		}
+		_, _ = out.Write(item)
+		_, _ = out.Write(message)
 	}
 	// runtime.Unknown's contentEncoding and contentType, empty, as the serializer writes them.
-	_, err = out.Write([]byte{0x1a, 0, 0x22, 0})
-	return err
+	_, _ = out.Write([]byte{0x1a, 0, 0x22, 0})
+	return nil
 }
 
 // writeList writes what encoding a typed list would, but puts the items' stored or shared
