@@ -110,6 +110,7 @@ func NewController(factory Factory, inf Informers, node string, log *slog.Logger
 func (c *Controller) WithAdmin(factory Factory, inf AdminInformers) *Controller {
 	c.admin = &inf
 	c.factories = append(c.factories, factory)
+	c.statusTried = map[string]int64{}
 	inf.AdminNetworkPolicies.Informer()
 	inf.BaselineAdminNetworkPolicies.Informer()
 	if err := inf.Nodes.Informer().SetTransform(nodePeerFields); err != nil {
@@ -271,9 +272,6 @@ func (c *Controller) Sync(ctx context.Context) (SyncResult, error) {
 		return SyncResult{}, err
 	}
 	if c.admin != nil && c.admin.Status != nil {
-		if c.statusTried == nil {
-			c.statusTried = map[string]int64{}
-		}
 		for _, err := range reportUnsupported(ctx, c.admin.Status, st.AdminPolicies, c.statusTried) {
 			c.log.Warn("network policy: an admin policy asks for what is not enforced; its status could not say so", "err", err)
 		}
