@@ -13,6 +13,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 // Watcher queues the key of every Service whose endpoints a change can affect: the
@@ -88,19 +89,9 @@ func Selected(pods corelisters.PodLister, svc *corev1.Service) ([]*corev1.Pod, e
 // publishNotReadyAddresses every pod is ready and serving.
 func Conditions(svc *corev1.Service, pod *corev1.Pod) (ready, serving, terminating bool) {
 	terminating = pod.DeletionTimestamp != nil
-	serving = PodReady(pod) || svc.Spec.PublishNotReadyAddresses
+	serving = endpointsliceutil.IsPodReady(pod) || svc.Spec.PublishNotReadyAddresses
 	ready = serving && (!terminating || svc.Spec.PublishNotReadyAddresses)
 	return ready, serving, terminating
-}
-
-// PodReady reads the pod's Ready condition.
-func PodReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // TargetPort is the pod port a Service port sends to: a number as it is, a name looked up
