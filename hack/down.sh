@@ -47,6 +47,11 @@ if [[ -d /var/lib/minilet/netns ]]; then
   done
   umount /var/lib/minilet/netns 2>/dev/null || true # minilet makes the dir a shared mount
 fi
+# The volumes of pods still running when minilet stopped (a Deployment's replacements of
+# the pods deleted above): minilet unmounts a pod's volumes only when the pod goes.
+awk '$2 ~ "^/var/lib/minilet/pods/" {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+  umount "$m" 2>/dev/null || umount -l "$m" || true
+done
 ip link del cni0 2>/dev/null || true
 "$PWD/bin/minilet" network --cleanup 2>/dev/null || true # routes, VXLAN device, egress rules
 rm -rf "$STATE" /var/lib/minilet "$RUN"
