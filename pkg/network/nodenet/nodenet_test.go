@@ -135,6 +135,11 @@ func TestPrepareRefusesAnOccupiedBridge(t *testing.T) {
 	ns := nettest.NetNS(t, "node")[0]
 	_, own, _ := net.ParseCIDR("10.244.1.0/24")
 	nettest.In(t, ns, func() error {
+		// A new namespace inherits the host's IPv4 settings (net.core.devconf_inherit_init_net=0
+		// means "inherit" for IPv4), so a host with forwarding on starts this one with it on too.
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("0"), 0o644); err != nil {
+			return err
+		}
 		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "cni0"}}); err != nil {
 			return err
 		}
