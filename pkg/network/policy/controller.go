@@ -418,7 +418,7 @@ func (c *Controller) write(ctx context.Context, rs *Ruleset) (SyncResult, error)
 		}
 		c.written, c.chains, res.RulesWritten = input, wantChains, true
 	}
-	if err := ensureJump(); err != nil {
+	if err := ensureJumps(); err != nil {
 		c.written = ""
 		return res, err
 	}
@@ -451,7 +451,7 @@ func (c *Controller) readKernel(ctx context.Context) error {
 	c.chains = map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if name, ok := strings.CutPrefix(line, ":"); ok {
-			if name = strings.Fields(name)[0]; name == TopChain || strings.HasPrefix(name, chainPrefix) {
+			if name = strings.Fields(name)[0]; name == TopChain || name == InputChain || strings.HasPrefix(name, chainPrefix) {
 				c.chains[name] = true
 			}
 		}
@@ -480,42 +480,54 @@ func restore(ctx context.Context, input string) error {
 	return nil
 }
 
-// jumpRule sends forwarded traffic (pod to pod, pod to outside) through our chain, first in
-// FORWARD (moved back there when a service proxy or firewall inserted above it, as
-// kube-router keeps its own): our chain only drops or returns, so what follows still
-// decides the rest, and no ACCEPT above it lets a new connection skip the policies.
-var jumpRule = []string{"-m", "comment", "--comment", "minik8s network policies", "-j", TopChain}
+// jumps are our chains' jumps from the built-in ones, each first there (moved back there
+// when a service proxy or firewall inserted above it, as kube-router keeps its own): our
+// chains only drop or return, so what follows still decides the rest, and no ACCEPT above
+// them lets a new connection skip the policies. FORWARD carries pod to pod and pod to
+// outside, INPUT a pod to its own node (after any DNAT: a node port or a Service whose
+// endpoint is the node is decided on the endpoint's address).
+var jumps = []struct {
+	from string
+	rule []string
+}{
+	{"FORWARD", []string{"-m", "comment", "--comment", "minik8s network policies", "-j", TopChain}},
+	{"INPUT", []string{"-m", "comment", "--comment", "minik8s network policies: pods to their node", "-j", InputChain}},
+}
 
-func ensureJump() error {
+func ensureJumps() error {
 	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
 	if err != nil {
 		return err
 	}
-	rules, err := ipt.List("filter", "FORWARD")
-	if err != nil {
-		return fmt.Errorf("iptables: %w", err)
-	}
-	// rules[0] is the chain's policy (-P FORWARD ...).
-	if len(rules) > 1 && strings.HasSuffix(rules[1], "-j "+TopChain) {
-		return nil
-	}
-	if err := ipt.DeleteIfExists("filter", "FORWARD", jumpRule...); err != nil {
-		return fmt.Errorf("iptables: %w", err)
-	}
-	if err := ipt.Insert("filter", "FORWARD", 1, jumpRule...); err != nil {
-		return fmt.Errorf("jump from filter/FORWARD to %s: %w", TopChain, err)
+	for _, j := range jumps {
+		rules, err := ipt.List("filter", j.from)
+		if err != nil {
+			return fmt.Errorf("iptables: %w", err)
+		}
+		// rules[0] is the chain's policy (-P FORWARD ...).
+		if len(rules) > 1 && strings.HasSuffix(rules[1], "-j "+j.rule[len(j.rule)-1]) {
+			continue
+		}
+		if err := ipt.DeleteIfExists("filter", j.from, j.rule...); err != nil {
+			return fmt.Errorf("iptables: %w", err)
+		}
+		if err := ipt.Insert("filter", j.from, 1, j.rule...); err != nil {
+			return fmt.Errorf("jump from filter/%s to %s: %w", j.from, j.rule[len(j.rule)-1], err)
+		}
 	}
 	return nil
 }
 
-// Cleanup removes the jump, every chain and every set of ours (in the current namespace).
+// Cleanup removes the jumps, every chain and every set of ours (in the current namespace).
 func Cleanup(ctx context.Context) error {
 	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
 	if err != nil {
 		return err
 	}
-	if err := ipt.DeleteIfExists("filter", "FORWARD", jumpRule...); err != nil {
-		return err
+	for _, j := range jumps {
+		if err := ipt.DeleteIfExists("filter", j.from, j.rule...); err != nil {
+			return err
+		}
 	}
 	c := &Controller{}
 	if err := c.readKernel(ctx); err != nil {

@@ -45,7 +45,7 @@ func (m *model) indexIP(p *corev1.Pod, in bool) {
 // ruleset is the whole ruleset of the model: what Build gives for the same state, but for
 // sets no rule uses any more (left to the next full build).
 func (m *model) ruleset() *Ruleset {
-	rs := &Ruleset{Chains: []Chain{m.top()}}
+	rs := &Ruleset{Chains: m.tops()}
 	for _, k := range slices.Sorted(maps.Keys(m.local)) {
 		rs.Chains = append(rs.Chains, m.local[k].chains...)
 	}
@@ -55,11 +55,10 @@ func (m *model) ruleset() *Ruleset {
 	return rs
 }
 
-// top is TopChain: replies pass, then the jumps of the node's pods to their chains.
-func (m *model) top() Chain {
-	top := Chain{Name: TopChain, Rules: []string{
-		`-m comment --comment "replies of allowed connections" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN`,
-	}}
+// tops are TopChain and InputChain: replies pass, then the jumps of the node's pods to their
+// chains; InputChain has the egress ones only (no pod is a destination in INPUT).
+func (m *model) tops() []Chain {
+	replies := `-m comment --comment "replies of allowed connections" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN`
 	var egress, ingress []string
 	for _, k := range slices.Sorted(maps.Keys(m.local)) {
 		r := m.local[k]
@@ -72,15 +71,17 @@ func (m *model) top() Chain {
 	}
 	// Egress of the source first, then ingress of the destination: a connection between
 	// two local pods must pass both.
-	top.Rules = append(append(top.Rules, egress...), ingress...)
-	return top
+	return []Chain{
+		{Name: TopChain, Rules: append(append([]string{replies}, egress...), ingress...)},
+		{Name: InputChain, Rules: append([]string{replies}, egress...)},
+	}
 }
 
 // podDelta is what applying pods' changes writes.
 type podDelta struct {
 	sets   string   // ipset restore input: the new sets, then the entries added and deleted
 	fresh  []string // the sets it creates
-	chains []Chain  // the chains to write again (TopChain first when a jump changed)
+	chains []Chain  // the chains to write again (TopChain and InputChain first when a jump changed)
 	gone   []string // the chains to delete
 }
 
@@ -156,7 +157,7 @@ func (m *model) applyPods(now map[string]*corev1.Pod) *podDelta {
 			}
 		}
 		if topChanged {
-			d.chains = append([]Chain{m.top()}, d.chains...)
+			d.chains = append(m.tops(), d.chains...)
 		}
 		for _, s := range m.b.fresh {
 			d.fresh = append(d.fresh, s.Name)

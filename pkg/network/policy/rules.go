@@ -4,6 +4,8 @@
 // counted DROP; every peer of a rule (pods by selector, an ipBlock) is an ipset, so pods
 // coming and going change set members, not rules. Replies of allowed connections pass by
 // conntrack, traffic from the node itself passes, hostNetwork pods are never selected.
+// A pod's egress chain sees its connections to other hosts and pods (FORWARD) and to its
+// own node (INPUT), so the node is a destination like any other.
 // AdminNetworkPolicies and the BaselineAdminNetworkPolicy are tiers before and after the
 // NetworkPolicies in the same chains (admin.go).
 package policy
@@ -31,6 +33,11 @@ const (
 	// TopChain is jumped to from FORWARD; it sends new connections of local pods to their
 	// pods' chains.
 	TopChain = "MINIK8S-NETPOL"
+	// InputChain is jumped to from INPUT: a local pod's connections to its own node (its
+	// addresses, hostNetwork pods and node ports there, a Service endpoint there after the
+	// DNAT) never cross FORWARD. It sends them to the pod's egress chain, as kube-router's
+	// KUBE-ROUTER-INPUT does; the node's own traffic and other hosts' never match its jumps.
+	InputChain = "MINIK8S-NETPOL-INPUT"
 	// chainPrefix and setPrefix name every chain and set of ours but the top one.
 	chainPrefix = "MKNP-"
 	setPrefix   = "MKNP-"
@@ -51,7 +58,8 @@ type State struct {
 	Nodes         []*corev1.Node                          // what admin egress rules' node peers select
 }
 
-// Ruleset is what one sync writes: the filter table's chains (TopChain first) and the sets
+// Ruleset is what one sync writes: the filter table's chains (TopChain and InputChain
+// first) and the sets
 // their rules match.
 type Ruleset struct {
 	Chains []Chain
@@ -107,9 +115,10 @@ func build(s *State) (*Ruleset, *model) {
 	return m.ruleset(), m
 }
 
-// podRules are what a local pod adds to the ruleset: its jumps from TopChain and its chains.
+// podRules are what a local pod adds to the ruleset: its jumps from TopChain (and, egress,
+// from InputChain) and its chains.
 type podRules struct {
-	egress, ingress string // TopChain's jump line in each direction; "": none
+	egress, ingress string // the jump line in each direction; "": none
 	chains          []Chain
 }
 
@@ -153,7 +162,7 @@ func ChainName(p *corev1.Pod, dir networkingv1.PolicyType) string {
 	return chainPrefix + string(dir[0]) + "-" + hash(p.Namespace, p.Name, string(p.UID))
 }
 
-// jumpLine is TopChain's rule sending p's connections in direction dir to its chain.
+// jumpLine is the rule sending p's connections in direction dir to its chain.
 func jumpLine(p *corev1.Pod, dir networkingv1.PolicyType) string {
 	addr := "-d" // ingress: to the pod
 	if dir == networkingv1.PolicyTypeEgress {

@@ -43,7 +43,7 @@ func TestHostNetworkPodsUnaffected(t *testing.T) {
 	np := withIngress(policy("x", "deny", sel(), ingress, egress),
 		networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: sel("pod", "b")}}})
 	rs := Build(&State{Node: "node1", Pods: []*corev1.Pod{host}, Policies: []*networkingv1.NetworkPolicy{np}})
-	if len(rs.Chains) != 1 || strings.Contains(rs.Restore(nil), "192.0.2.10") {
+	if len(rs.Chains) != 2 || strings.Contains(rs.Restore(nil), "192.0.2.10") { // TopChain and InputChain alone
 		t.Errorf("hostNetwork pod enforced:\n%s", rs.Restore(nil))
 	}
 	for _, s := range rs.Sets {
