@@ -164,13 +164,16 @@ func TestQueriesAndOutput(t *testing.T) {
 			t.Errorf("options %+v accepted", bad)
 		}
 	}
-	for _, good := range []Options{{To: "x/y", From: "x/z", Protocol: "udp"}, {To: "pod/x/y", From: "10.0.0.1"}, {To: "service/x/y", From: "x/z"}, {Service: "x/y", From: "x/z"}} {
+	for _, good := range []Options{{To: "x/y", From: "x/z", Protocol: "udp"}, {To: "pod/x/y", From: "10.0.0.1"}, {To: "10.0.0.2", From: "x/z", Port: 22}, {To: "service/x/y", From: "x/z"}, {Service: "x/y", From: "x/z"}} {
 		if err := good.Validate(); err != nil {
 			t.Errorf("options %+v: %v", good, err)
 		}
 	}
 	if kind, ref := (&Options{To: "service/x/y"}).target(); kind != "service" || ref != "x/y" {
 		t.Errorf("--to service/x/y: %q %q", kind, ref)
+	}
+	if kind, ref := (&Options{To: "10.0.0.2"}).target(); kind != "address" || ref != "10.0.0.2" {
+		t.Errorf("--to 10.0.0.2: %q %q", kind, ref)
 	}
 }
 
@@ -237,5 +240,44 @@ func TestPolicyCounters(t *testing.T) {
 	// An address that is no pod's: no egress verdict.
 	if conn = cl.connection(tables, nil, nil, "192.0.2.1", a.Status.PodIP, tcp, 80); conn.Egress != nil || conn.Verdict != "denied by the ingress policies of x/a" {
 		t.Errorf("from an address: %+v", conn)
+	}
+}
+
+// TestPolicyToOwnNode: a local pod's connection to its own node's address is decided by the
+// pod's egress chain, met from InputChain (INPUT), and named after the node.
+func TestPolicyToOwnNode(t *testing.T) {
+	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "a", UID: "a", Labels: map[string]string{"app": "a"}},
+		Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.1.2"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.50.11"}}}}
+	cl := &cluster{byIP: map[string]*corev1.Pod{a.Status.PodIP: a}, state: policy.State{Node: "node-1", Pods: []*corev1.Pod{a}, Nodes: []*corev1.Node{node},
+		Policies: []*networkingv1.NetworkPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "deny-egress"},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}}}}}}
+	var save strings.Builder
+	for _, line := range strings.Split(policy.Build(&cl.state).Restore(nil), "\n") {
+		if strings.HasPrefix(line, "-A ") {
+			line = "[3:180] " + line
+		}
+		save.WriteString(line + "\n")
+	}
+	tables, err := ParseSave(save.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := func(ip string) bool { return ip == "192.168.50.11" }
+	conn := cl.connection(tables, local, a, a.Status.PodIP, "192.168.50.11", corev1.ProtocolTCP, 22)
+	if conn.To != "node/node-1 (192.168.50.11)" || conn.Ingress != nil || conn.Verdict != "denied by the egress policies of x/a" {
+		t.Fatalf("x/a -> its node: %+v", conn)
+	}
+	hops := conn.Egress.Hops
+	if len(hops) != 2 || hops[0].Chain != policy.InputChain || !strings.Contains(hops[0].Note, "to this node") || hops[1].Note != "decides" || !strings.HasSuffix(hops[1].Rule, "-j DROP") {
+		t.Errorf("hops %+v", hops)
+	}
+	if want := "denied: no policy selecting x/a allows egress to node/node-1 (192.168.50.11) on TCP 22 (policies: x/deny-egress)"; conn.Egress.Reason != want {
+		t.Errorf("reason %q, want %q", conn.Egress.Reason, want)
+	}
+	// The same address seen from elsewhere (not local): FORWARD's chain.
+	if conn = cl.connection(tables, func(string) bool { return false }, a, a.Status.PodIP, "192.168.50.11", corev1.ProtocolTCP, 22); conn.Egress.Hops[0].Chain != policy.TopChain {
+		t.Errorf("hops %+v", conn.Egress.Hops)
 	}
 }

@@ -157,19 +157,23 @@ func runConnections(ctx context.Context, client *Client, o Options, out io.Write
 	}
 	local := localAddresses()
 	var r Report
-	if kind == "pod" {
-		dst, err := c.pod(ref)
-		if err != nil {
-			return fmt.Errorf("--to: %w", err)
+	if kind == "pod" || kind == "address" {
+		dstIP := ref
+		if kind == "pod" {
+			dst, err := c.pod(ref)
+			if err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			dstIP = dst.Status.PodIP
 		}
 		if o.Port == 0 {
-			return fmt.Errorf("--port is required with --to a pod (the destination port to decide on)")
+			return fmt.Errorf("--port is required with --to a pod or an address (the destination port to decide on)")
 		}
 		proto := corev1.Protocol(strings.ToUpper(o.Protocol))
 		if proto == "" {
 			proto = corev1.ProtocolTCP
 		}
-		r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, dst.Status.PodIP, proto, o.Port))
+		r.Connections = append(r.Connections, c.connection(tables, local, src, srcIP, dstIP, proto, o.Port))
 	} else {
 		if r.Paths, err = servicePaths(ctx, client, tables, ref, o.Port, o.Protocol, srcIP); err != nil {
 			return err
@@ -232,6 +236,10 @@ func (c *cluster) connection(tables Tables, local func(string) bool, src *corev1
 		conn.SrcName = src.Namespace + "/" + src.Name
 		out.From = fmt.Sprintf("%s (%s)", conn.SrcName, srcIP)
 	}
+	if node := c.nodeOf(dstIP); node != "" && dst == nil {
+		conn.DstName = "node/" + node
+		out.To = fmt.Sprintf("%s (%s)", conn.DstName, dstIP)
+	}
 	if dst != nil {
 		conn.DstName = dst.Namespace + "/" + dst.Name
 		out.To = fmt.Sprintf("%s (%s)", conn.DstName, dstIP)
@@ -242,10 +250,16 @@ func (c *cluster) connection(tables Tables, local func(string) bool, src *corev1
 		}
 	}
 	if src != nil {
-		out.Egress = c.end(tables, policy.Decide(&c.state, src, networkingv1.PolicyTypeEgress, conn))
+		// A connection to this node's own address (a hostNetwork pod, a node port, a Service
+		// DNATed to the node) meets the source's chain from INPUT, not FORWARD.
+		top := policy.TopChain
+		if local != nil && local(dstIP) {
+			top = policy.InputChain
+		}
+		out.Egress = c.end(tables, top, policy.Decide(&c.state, src, networkingv1.PolicyTypeEgress, conn))
 	}
 	if dst != nil {
-		out.Ingress = c.end(tables, policy.Decide(&c.state, dst, networkingv1.PolicyTypeIngress, conn))
+		out.Ingress = c.end(tables, policy.TopChain, policy.Decide(&c.state, dst, networkingv1.PolicyTypeIngress, conn))
 	}
 	out.Verdict = "allowed"
 	for _, e := range []*End{out.Egress, out.Ingress} {
@@ -259,6 +273,18 @@ func (c *cluster) connection(tables Tables, local func(string) bool, src *corev1
 		break
 	}
 	return out
+}
+
+// nodeOf is the name of the Node having ip among its addresses; "": none.
+func (c *cluster) nodeOf(ip string) string {
+	for _, n := range c.state.Nodes {
+		for _, a := range n.Status.Addresses {
+			if a.Address == ip {
+				return n.Name
+			}
+		}
+	}
+	return ""
 }
 
 // adminPolicy names an admin policy of kind as people read it: anp/NAME (priority N) or
@@ -299,8 +325,9 @@ func (t Tables) chain(name string) ([]Rule, bool) {
 }
 
 // end adds to v its tier, its admin policies and the counters of this node's rules it
-// names: TopChain's jump to the pod's chain, the rule that decided, and the chain's DROP.
-func (c *cluster) end(t Tables, v policy.Verdict) *End {
+// names: top's (TopChain's or InputChain's) jump to the pod's chain, the rule that decided,
+// and the chain's DROP.
+func (c *cluster) end(t Tables, top string, v policy.Verdict) *End {
 	e := &End{Verdict: v, Tier: tier(v), Hops: []Hop{}}
 	for _, a := range v.AdminBy {
 		kind, name, _ := strings.Cut(a, "/")
@@ -318,10 +345,14 @@ func (c *cluster) end(t Tables, v policy.Verdict) *End {
 		e.Note = fmt.Sprintf("%s is not on this node: it is enforced on %s (run explain there for its counters)", v.Chain, v.Node)
 		return e
 	}
-	top, _ := t.chain(policy.TopChain)
-	for _, r := range top {
+	jumps, _ := t.chain(top)
+	note := "new connections of " + v.Pod
+	if top == policy.InputChain {
+		note += " to this node"
+	}
+	for _, r := range jumps {
 		if r.Target == v.Chain {
-			e.Hops = append(e.Hops, Hop{Table: "filter", Chain: policy.TopChain, Rule: r.Text, Packets: r.Packets, Bytes: r.Bytes, Note: "new connections of " + v.Pod})
+			e.Hops = append(e.Hops, Hop{Table: "filter", Chain: top, Rule: r.Text, Packets: r.Packets, Bytes: r.Bytes, Note: note})
 		}
 	}
 	_, want, err := parseRule("-A " + v.Chain + " " + v.Rule)

@@ -16,7 +16,7 @@ import (
 type Options struct {
 	Service  string // namespace/name
 	From     string // source address or pod (namespace/name); "" unknown
-	To       string // destination pod or Service: [pod/|service/]namespace/name
+	To       string // destination pod or Service, [pod/|service/]namespace/name, or an address
 	Port     int32  // a service port or node port, or the pod's port; 0: every service port
 	Protocol string // "" (every service port; TCP to a pod), TCP, UDP or SCTP
 	Output   string // "" (text) or "json"
@@ -32,8 +32,8 @@ func (o *Options) Validate() error {
 	case o.Service != "" && !isRef(o.Service):
 		return fmt.Errorf("--service %q: want NAMESPACE/NAME", o.Service)
 	}
-	if _, ref := o.target(); o.To != "" && !isRef(ref) {
-		return fmt.Errorf("--to %q: want NAMESPACE/NAME, pod/NAMESPACE/NAME or service/NAMESPACE/NAME", o.To)
+	if kind, ref := o.target(); o.To != "" && kind != "address" && !isRef(ref) {
+		return fmt.Errorf("--to %q: want NAMESPACE/NAME, pod/NAMESPACE/NAME, service/NAMESPACE/NAME or an IPv4 address", o.To)
 	}
 	if o.From != "" && net.ParseIP(o.From).To4() == nil && !isRef(o.From) {
 		return fmt.Errorf("--from %q: want an IPv4 address or a pod, NAMESPACE/NAME", o.From)
@@ -55,11 +55,14 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// target is the destination's kind ("pod", "service", or "" when --to does not say) and
-// its namespace/name.
+// target is the destination's kind ("pod", "service", "address", or "" when --to does not
+// say) and its namespace/name (the address).
 func (o *Options) target() (string, string) {
 	if o.Service != "" {
 		return "service", o.Service
+	}
+	if net.ParseIP(o.To).To4() != nil {
+		return "address", o.To
 	}
 	for _, k := range []string{"pod", "service"} {
 		if ref, ok := strings.CutPrefix(o.To, k+"/"); ok && strings.Count(o.To, "/") == 2 {
