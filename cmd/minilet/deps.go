@@ -18,6 +18,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/nodenet"
+	"github.com/minik8s/minik8s/pkg/network/policy"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -70,6 +71,9 @@ func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.I
 	wg.Go(func() { collector.Run(ctx) })
 	if cfg.NetworkPolicy {
 		wg.Go(func() { runNetworkPolicy(ctx, client, adminPolicies, cfg.NodeName, log) })
+	} else if err := policy.Cleanup(ctx); err != nil {
+		// An earlier run's chains would keep the pods isolated with nobody keeping them true.
+		log.Warn("removing an earlier run's network policy rules", "err", err)
 	}
 	if cfg.ServesNodeAPI() {
 		apiCfg := nodeapi.Config{NodeName: cfg.NodeName, Addr: net.JoinHostPort(cfg.NodeIP, strconv.Itoa(cfg.Port)),
