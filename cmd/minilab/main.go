@@ -316,7 +316,7 @@ func explainCommand(name *string) *cobra.Command {
 	var service, from, to, protocol, output string
 	var port int32
 	cmd := &cobra.Command{
-		Use:   "explain NODE (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
+		Use:   "explain NODE (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE|IP) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
 		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there, and the network policy verdict (admin tiers included)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -342,7 +342,7 @@ func explainCommand(name *string) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&service, "service", "", "the Service, NAMESPACE/NAME")
 	f.StringVar(&from, "from", "", "source of the packet: an address or a pod, NAMESPACE/NAME (default: any)")
-	f.StringVar(&to, "to", "", "destination pod or Service, NAMESPACE/NAME (instead of --service)")
+	f.StringVar(&to, "to", "", "destination pod or Service, NAMESPACE/NAME (instead of --service), or an address")
 	f.Int32Var(&port, "port", 0, "a service port or node port, or the destination pod's port (default: every service port)")
 	f.StringVar(&protocol, "protocol", "", "TCP, UDP or SCTP (default: every service port's; TCP to a pod)")
 	f.StringVarP(&output, "output", "o", "", "output format: json")

@@ -14,7 +14,7 @@ func explainCommand() *cobra.Command {
 	var kubeconfig string
 	var port int32
 	cmd := &cobra.Command{
-		Use:   "explain (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
+		Use:   "explain (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE|IP) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
 		Short: "Show the path a packet to a Service takes through the iptables rules this node holds now, and the network policy verdict",
 		Long: "Reads the Service (cluster IP, ports, node ports) from the API and the rules from the kernel\n" +
 			"(iptables-save -c), and prints the chains a packet passes, each KUBE-SEP it may reach with its\n" +
@@ -24,7 +24,7 @@ func explainCommand() *cobra.Command {
 			"the policies isolating them (AdminNetworkPolicies with their priority, NetworkPolicies, the\n" +
 			"BaselineAdminNetworkPolicy), the tier and rule that allowed or the denial, and the counters of\n" +
 			"those rules on this node. POD is NAMESPACE/NAME; --to takes pod/NAMESPACE/NAME or\n" +
-			"service/NAMESPACE/NAME when a pod and a Service share the name.",
+			"service/NAMESPACE/NAME when a pod and a Service share the name, or an address (with --port).",
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
