@@ -486,13 +486,14 @@ func restore(ctx context.Context, input string) error {
 // them lets a new connection skip the policies. FORWARD carries pod to pod and pod to
 // outside, INPUT a pod to its own node (after any DNAT: a node port or a Service whose
 // endpoint is the node is decided on the endpoint's address).
-var jumps = []struct {
-	from string
-	rule []string
-}{
-	{"FORWARD", []string{"-m", "comment", "--comment", "minik8s network policies", "-j", TopChain}},
-	{"INPUT", []string{"-m", "comment", "--comment", "minik8s network policies: pods to their node", "-j", InputChain}},
+var jumps = []jump{
+	{"FORWARD", TopChain, "minik8s network policies"},
+	{"INPUT", InputChain, "minik8s network policies: pods to their node"},
 }
+
+type jump struct{ from, to, comment string }
+
+func (j jump) rule() []string { return []string{"-m", "comment", "--comment", j.comment, "-j", j.to} }
 
 func ensureJumps() error {
 	ipt, err := goipt.NewWithProtocol(goipt.ProtocolIPv4)
@@ -504,15 +505,15 @@ func ensureJumps() error {
 		if err != nil {
 			return fmt.Errorf("iptables: %w", err)
 		}
-		// rules[0] is the chain's policy (-P FORWARD ...).
-		if len(rules) > 1 && strings.HasSuffix(rules[1], "-j "+j.rule[len(j.rule)-1]) {
+		// rules[0] is the chain's policy (-P FORWARD ACCEPT).
+		if len(rules) > 1 && strings.HasSuffix(rules[1], "-j "+j.to) {
 			continue
 		}
-		if err := ipt.DeleteIfExists("filter", j.from, j.rule...); err != nil {
+		if err := ipt.DeleteIfExists("filter", j.from, j.rule()...); err != nil {
 			return fmt.Errorf("iptables: %w", err)
 		}
-		if err := ipt.Insert("filter", j.from, 1, j.rule...); err != nil {
-			return fmt.Errorf("jump from filter/%s to %s: %w", j.from, j.rule[len(j.rule)-1], err)
+		if err := ipt.Insert("filter", j.from, 1, j.rule()...); err != nil {
+			return fmt.Errorf("jump from filter/%s to %s: %w", j.from, j.to, err)
 		}
 	}
 	return nil
@@ -525,7 +526,7 @@ func Cleanup(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jumps {
-		if err := ipt.DeleteIfExists("filter", j.from, j.rule...); err != nil {
+		if err := ipt.DeleteIfExists("filter", j.from, j.rule()...); err != nil {
 			return err
 		}
 	}
