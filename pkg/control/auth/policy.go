@@ -274,7 +274,8 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		// k3s' agents read them for kube-router's controller.
 		clusterRole("system:minik8s:network-policy", nil, rules(
 			rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
-			rule("list", "watch").groups(networking).resources("networkpolicies"),
+			// the Service ranges, which pass the pods' egress chains from INPUT (package policy)
+			rule("list", "watch").groups(networking).resources("networkpolicies", "servicecidrs"),
 			rule("list", "watch").groups("policy.networking.k8s.io").resources("adminnetworkpolicies", "baselineadminnetworkpolicies"),
 			// the DomainNamesSupported condition of a policy whose domainNames peers it cannot enforce
 			rule("update").groups("policy.networking.k8s.io").resources("adminnetworkpolicies/status"))),

@@ -78,6 +78,7 @@ type Informers struct {
 	Pods            Informer[corelisters.PodLister]
 	Namespaces      Informer[corelisters.NamespaceLister]
 	NetworkPolicies Informer[networkinglisters.NetworkPolicyLister]
+	ServiceCIDRs    Informer[networkinglisters.ServiceCIDRLister]
 }
 
 // AdminInformers are what the admin tiers read: the policies, and the Nodes their egress
@@ -100,6 +101,7 @@ func NewController(factory Factory, inf Informers, node string, log *slog.Logger
 	inf.Pods.Informer()
 	inf.Namespaces.Informer()
 	inf.NetworkPolicies.Informer()
+	inf.ServiceCIDRs.Informer()
 	return c
 }
 
@@ -190,6 +192,7 @@ func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
 		pods,
 		c.inf.Namespaces.Informer(),
 		c.inf.NetworkPolicies.Informer(),
+		c.inf.ServiceCIDRs.Informer(),
 	}
 	if c.admin != nil {
 		infs = append(infs, c.admin.AdminNetworkPolicies.Informer(), c.admin.BaselineAdminNetworkPolicies.Informer())
@@ -363,6 +366,14 @@ func (c *Controller) state() (*State, error) {
 	if st.Policies, err = c.inf.NetworkPolicies.Lister().List(labels.Everything()); err != nil {
 		return nil, err
 	}
+	cidrs, err := c.inf.ServiceCIDRs.Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range cidrs {
+		st.ServiceCIDRs = append(st.ServiceCIDRs, sc.Spec.CIDRs...)
+	}
+	slices.Sort(st.ServiceCIDRs)
 	if c.admin == nil {
 		return st, nil
 	}

@@ -14,6 +14,7 @@ func New(factory informers.SharedInformerFactory, node string, log *slog.Logger)
 		Pods:            factory.Core().V1().Pods(),
 		Namespaces:      factory.Core().V1().Namespaces(),
 		NetworkPolicies: factory.Networking().V1().NetworkPolicies(),
+		ServiceCIDRs:    factory.Networking().V1().ServiceCIDRs(),
 	}, node, log)
 }
 

@@ -21,6 +21,8 @@ type model struct {
 	pods  map[string]*corev1.Pod     // the pods with an IP, by namespace/name
 	byIP  map[string]map[string]bool // pod IP -> the keys of the pods with it
 	local map[string]podRules        // the node's pods that have chains, by key
+	// serviceCIDRs pass InputChain (see there)
+	serviceCIDRs []string
 }
 
 func newModel(b *builder) *model {
@@ -69,11 +71,15 @@ func (m *model) tops() []Chain {
 			ingress = append(ingress, r.ingress)
 		}
 	}
+	input := []string{replies}
+	for _, cidr := range m.serviceCIDRs {
+		input = append(input, fmt.Sprintf(`-d %s -m comment --comment "Services: decided after their translation" -j RETURN`, cidr))
+	}
 	// Egress of the source first, then ingress of the destination: a connection between
 	// two local pods must pass both.
 	return []Chain{
 		{Name: TopChain, Rules: append(append([]string{replies}, egress...), ingress...)},
-		{Name: InputChain, Rules: append([]string{replies}, egress...)},
+		{Name: InputChain, Rules: append(input, egress...)},
 	}
 }
 

@@ -161,4 +161,17 @@ func TestVerdictToOwnNode(t *testing.T) {
 	if len(input) != 2 || !strings.Contains(input[0], "RELATED,ESTABLISHED -j RETURN") || !strings.HasSuffix(input[1], "-j "+ChainName(xa, egress)) {
 		t.Errorf("%s: %q", InputChain, input)
 	}
+	// The Service ranges pass it before the jumps: in IPVS mode the cluster IPs are the
+	// node's own and reach INPUT before IPVS translates them.
+	s.ServiceCIDRs = []string{"10.96.0.0/12", "fd00:10:96::/108"}
+	input = nil
+	for _, c := range Build(s).Chains {
+		if c.Name == InputChain {
+			input = c.Rules
+		}
+	}
+	if len(input) != 3 || !strings.HasPrefix(input[1], "-d 10.96.0.0/12 ") || !strings.HasSuffix(input[1], "-j RETURN") ||
+		!strings.HasSuffix(input[2], "-j "+ChainName(xa, egress)) { // the IPv6 range: not in IPv4's rules
+		t.Errorf("%s with Service ranges: %q", InputChain, input)
+	}
 }

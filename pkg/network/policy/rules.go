@@ -37,6 +37,11 @@ const (
 	// addresses, hostNetwork pods and node ports there, a Service endpoint there after the
 	// DNAT) never cross FORWARD. It sends them to the pod's egress chain, as kube-router's
 	// KUBE-ROUTER-INPUT does; the node's own traffic and other hosts' never match its jumps.
+	// Connections to the Service ranges pass it: miniproxy's IPVS mode binds every cluster
+	// IP to the node (kube-ipvs0), so they reach INPUT before IPVS translates them (at a
+	// later priority of the same hook), and a rule allowing the Service's pods would not
+	// match the cluster IP; kube-router lets the range through in INPUT the same way. In
+	// iptables mode no connection to a cluster IP reaches INPUT (DNAT in PREROUTING).
 	InputChain = "MINIK8S-NETPOL-INPUT"
 	// chainPrefix and setPrefix name every chain and set of ours but the top one.
 	chainPrefix = "MKNP-"
@@ -56,6 +61,9 @@ type State struct {
 	AdminPolicies []*anpv1alpha1.AdminNetworkPolicy
 	Baseline      *anpv1alpha1.BaselineAdminNetworkPolicy // nil: none
 	Nodes         []*corev1.Node                          // what admin egress rules' node peers select
+	// ServiceCIDRs are the Service ranges: InputChain lets connections to them pass, to be
+	// decided after their translation (see InputChain).
+	ServiceCIDRs []string
 }
 
 // Ruleset is what one sync writes: the filter table's chains (TopChain and InputChain
@@ -104,6 +112,11 @@ func Build(s *State) *Ruleset {
 // build computes the ruleset of s, and the model of it that pod changes update (model.go).
 func build(s *State) (*Ruleset, *model) {
 	m := newModel(newBuilder(s))
+	for _, cidr := range s.ServiceCIDRs {
+		if p, err := netip.ParsePrefix(cidr); err == nil && p.Addr().Is4() { // the rules are IPv4's
+			m.serviceCIDRs = append(m.serviceCIDRs, p.String())
+		}
+	}
 	for _, p := range m.b.peers {
 		m.pods[podKey(p)] = p
 		m.indexIP(p, true)

@@ -25,6 +25,7 @@ func NewController(client kubernetes.Interface, admin anpclient.Interface, node 
 		Pods:            f.Core().V1().Pods(),
 		Namespaces:      f.Core().V1().Namespaces(),
 		NetworkPolicies: f.Networking().V1().NetworkPolicies(),
+		ServiceCIDRs:    f.Networking().V1().ServiceCIDRs(),
 	}, node, log).WithAdmin(a, policy.AdminInformers{
 		AdminNetworkPolicies:         a.Policy().V1alpha1().AdminNetworkPolicies(),
 		BaselineAdminNetworkPolicies: a.Policy().V1alpha1().BaselineAdminNetworkPolicies(),
