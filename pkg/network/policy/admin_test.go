@@ -257,7 +257,7 @@ func TestAdminEgressToNodes(t *testing.T) {
 	anps := anpClient(t, ctx, c.config, installExperimental)
 	startController(t, mn, c, func(ctrl *Controller, core informers.SharedInformerFactory) {
 		ctrl.WithAdminPolicies(anpinformers.NewSharedInformerFactory(anps, 0), core)
-		ctrl.admin.Status = anps.PolicyV1alpha1()
+		ctrl.admin.Status = anps.PolicyV1alpha1().AdminNetworkPolicies()
 	})
 	pod := map[string]*testPod{}
 	for _, p := range mn.pods {

@@ -113,12 +113,12 @@ func TestDomainNamesReported(t *testing.T) {
 				To: []anpv1alpha1.AdminNetworkPolicyEgressPeer{{DomainNames: []anpv1alpha1.DomainName{"kubernetes.io"}}}}}}}
 	plain := &anpv1alpha1.AdminNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
 	client := anpfake.NewSimpleClientset(withDomains, plain)
-	anps := client.PolicyV1alpha1()
+	anps := client.PolicyV1alpha1().AdminNetworkPolicies()
 	tried := map[string]int64{}
 	if errs := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{withDomains, plain}, tried); errs != nil {
 		t.Fatal(errs)
 	}
-	got, err := anps.AdminNetworkPolicies().Get(ctx, "to-k8s-io", metav1.GetOptions{})
+	got, err := anps.Get(ctx, "to-k8s-io", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestDomainNamesReported(t *testing.T) {
 	if errs := reportUnsupported(ctx, anps, []*anpv1alpha1.AdminNetworkPolicy{got}, tried); errs != nil {
 		t.Fatal(errs)
 	}
-	if got, _ = anps.AdminNetworkPolicies().Get(ctx, "to-k8s-io", metav1.GetOptions{}); meta.FindStatusCondition(got.Status.Conditions, ConditionDomainNames) != nil {
+	if got, _ = anps.Get(ctx, "to-k8s-io", metav1.GetOptions{}); meta.FindStatusCondition(got.Status.Conditions, ConditionDomainNames) != nil {
 		t.Errorf("condition left after the domainNames went: %+v", got.Status.Conditions)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	anpv1alpha1 "sigs.k8s.io/network-policy-api/apis/v1alpha1"
-	anpclientv1alpha1 "sigs.k8s.io/network-policy-api/pkg/client/clientset/versioned/typed/apis/v1alpha1"
 )
 
 // ConditionDomainNames is the condition an AdminNetworkPolicy with domainNames egress peers
@@ -37,7 +36,7 @@ func domainNamesCondition(anp *anpv1alpha1.AdminNetworkPolicy) *metav1.Condition
 // (generation by UID and name): one failing (a node not allowed to write the status, a conflict
 // with another node's write, whose result the informer then shows) is not tried again
 // until the policy changes. It returns the errors of the writes it tried.
-func reportUnsupported(ctx context.Context, client anpclientv1alpha1.AdminNetworkPoliciesGetter, anps []*anpv1alpha1.AdminNetworkPolicy, tried map[string]int64) []error {
+func reportUnsupported(ctx context.Context, client StatusWriter, anps []*anpv1alpha1.AdminNetworkPolicy, tried map[string]int64) []error {
 	var errs []error
 	for _, anp := range anps {
 		want, have := domainNamesCondition(anp), meta.FindStatusCondition(anp.Status.Conditions, ConditionDomainNames)
@@ -56,7 +55,7 @@ func reportUnsupported(ctx context.Context, client anpclientv1alpha1.AdminNetwor
 		} else {
 			meta.SetStatusCondition(&anp.Status.Conditions, *want)
 		}
-		if _, err := client.AdminNetworkPolicies().UpdateStatus(ctx, anp, metav1.UpdateOptions{}); err != nil {
+		if _, err := client.UpdateStatus(ctx, anp, metav1.UpdateOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("adminnetworkpolicy %s: status condition %s: %w", anp.Name, ConditionDomainNames, err))
 		}
 	}

@@ -30,6 +30,6 @@ func NewController(client kubernetes.Interface, admin anpclient.Interface, node 
 		AdminNetworkPolicies:         a.Policy().V1alpha1().AdminNetworkPolicies(),
 		BaselineAdminNetworkPolicies: a.Policy().V1alpha1().BaselineAdminNetworkPolicies(),
 		Nodes:                        f.Core().V1().Nodes(),
-		Status:                       admin.PolicyV1alpha1(),
+		Status:                       admin.PolicyV1alpha1().AdminNetworkPolicies(),
 	})
 }
