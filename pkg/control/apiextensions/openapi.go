@@ -30,7 +30,7 @@ import (
 type OpenAPI interface {
 	// SetCustomResourcesV2 replaces the custom resources' part of /openapi/v2: one spec per
 	// CustomResourceDefinition, every served version in it.
-	SetCustomResourcesV2(specs []*spec.Swagger) error
+	SetCustomResourcesV2(specs []*spec.Swagger)
 	// SetGroupVersionV3 replaces the /openapi/v3 document of a custom resources' group
 	// version; nil takes it away.
 	SetGroupVersionV3(gv schema.GroupVersion, doc *spec3.OpenAPI)
@@ -156,9 +156,7 @@ func (c *openAPIController) sync(name string) error {
 	} else {
 		c.v2[name], c.v3[name] = v2, v3
 	}
-	if err := c.out.SetCustomResourcesV2(slices.Collect(maps.Values(c.v2))); err != nil {
-		return err
-	}
+	c.out.SetCustomResourcesV2(slices.Collect(maps.Values(c.v2)))
 	for gv := range changed {
 		var docs []*spec3.OpenAPI
 		for _, byGV := range c.v3 {

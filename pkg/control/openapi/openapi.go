@@ -88,10 +88,14 @@ func Build(reg *registry.Registry, version string) (*Documents, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building the OpenAPI v3 document of %s: %w", ws.gv, err)
 		}
-		docs.V3[strings.TrimPrefix(ws.root, "/")] = doc
+		docs.V3[V3Path(ws.gv)] = doc
 	}
 	return docs, nil
 }
+
+// V3Path is where the v3 document of a group version is served under /openapi/v3:
+// "api/v1", "apis/apps/v1".
+func V3Path(gv schema.GroupVersion) string { return strings.TrimPrefix(rootPath(gv), "/") }
 
 // definitions are the generated definitions of k8s.io/api and apimachinery (ours) and of
 // apiextensions.k8s.io and apiregistration.k8s.io (generated in apiextensions-apiserver
