@@ -157,12 +157,14 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
+	a.nodeEvent(corev1.EventTypeNormal, "Starting", "Starting kubelet.")
 	if err := a.sync.BindNodeNetNS(); err != nil {
 		return err
 	}
 	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
+	a.nodeEvent(corev1.EventTypeNormal, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
 	a.node = a.newNodeStatus()
 
 	// Every goroutine started below ends with ctx, and Run returns only once all have.

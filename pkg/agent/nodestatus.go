@@ -22,7 +22,8 @@ func (a *Agent) newNodeStatus() *nodestatus.Manager {
 	}
 	return nodestatus.New(nodestatus.Config{Node: node, Client: a.client, Clock: a.clock, Log: a.log,
 		Runtime: a.runtimeStatus, Capacity: a.capacity, Allocatable: a.allocatable,
-		Stats: a.stats, Pressure: a.pressure})
+		Stats: a.stats, Pressure: a.pressure,
+		Event: func(eventType, reason, message string) { a.nodeEvent(eventType, reason, "%s", message) }})
 }
 
 // runtimeStatus returns the runtime's version, or why the node cannot run pods.

@@ -60,6 +60,17 @@ func TestDaemonSetAndNodeFailure(t *testing.T) {
 	if got := runningOn(t, l, "survivor"); got != "node-2,node-2" {
 		t.Fatalf("survivor pods on %q; want both on node-2", got)
 	}
+	// The kubelet tells of its node in events that kubectl describe node shows: its start,
+	// each condition it set, and the cordon at its next status post.
+	waitFor(t, "node-1's events", 30*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(ctx, l, "describe", "node", "node-1")
+		for _, want := range []string{"Starting kubelet.", "NodeHasSufficientMemory", "Node node-1 status is now: NodeReady", "Node node-1 status is now: NodeNotSchedulable"} {
+			if err != nil || !strings.Contains(out, want) {
+				return false, fmt.Sprintf("%v; no %q in\n%s", err, want, out)
+			}
+		}
+		return true, ""
+	})
 	kubectl("taint", "node", "node-2", "dedicated-")
 	kubectl("uncordon", "node-1")
 	waitRunningOn(t, l, "agent", "node-1,node-2", 60*time.Second)

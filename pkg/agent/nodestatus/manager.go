@@ -55,11 +55,19 @@ type Config struct {
 	// against the eviction thresholds (shared with the eviction manager).
 	Stats    interface{ Latest() *stats.Snapshot }
 	Pressure *stats.Pressure
+	// Event records an event on the node (nil: none); the manager tells of each condition
+	// it changes and each change of the node's schedulability, as the kubelet does.
+	Event func(eventType, reason, message string)
 }
 
 // Manager is the kubelet's node status side: it registers the Node, posts its status
 // (addresses, capacity, nodeInfo, Ready and the pressure conditions) and renews its Lease.
-type Manager struct{ cfg Config }
+type Manager struct {
+	cfg Config
+	// unschedulable is the node's spec.unschedulable at the last status posted, as the
+	// kubelet's lastNodeUnschedulable: a node starts schedulable, untold.
+	unschedulable bool
+}
 
 // New makes the manager of the node cfg describes.
 func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
@@ -135,7 +143,9 @@ func (m *Manager) UpdateStatus(ctx context.Context) error {
 	runtimeVersion, runtimeErr := m.cfg.Runtime(ctx)
 	nodes := m.cfg.Client.CoreV1().Nodes()
 	name := m.cfg.Node.Name
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var changes []string
+	var unschedulable bool
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			m.cfg.Log.Warn("node object is gone, registering again", "node", name)
@@ -147,13 +157,39 @@ func (m *Manager) UpdateStatus(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", name, err)
 		}
-		m.setStatus(&node.Status, runtimeVersion, runtimeErr)
+		changes = m.setStatus(&node.Status, runtimeVersion, runtimeErr)
+		unschedulable = node.Spec.Unschedulable
 		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	if unschedulable != m.unschedulable {
+		m.unschedulable = unschedulable
+		if unschedulable {
+			changes = append(changes, "NodeNotSchedulable")
+		} else {
+			changes = append(changes, "NodeSchedulable")
+		}
+	}
+	m.tell(changes)
+	return nil
 }
 
-func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, runtimeErr error) {
+// tell records the kubelet's event for each change of the node's status: its reason and
+// "Node node-1 status is now: NodeReady" (the kubelet's recordNodeStatusEvent).
+func (m *Manager) tell(changes []string) {
+	if m.cfg.Event == nil {
+		return
+	}
+	for _, reason := range changes {
+		m.cfg.Event(corev1.EventTypeNormal, reason, fmt.Sprintf("Node %s status is now: %s", m.cfg.Node.Name, reason))
+	}
+}
+
+// setStatus fills status and returns the event reasons of the conditions it changed.
+func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, runtimeErr error) (changes []string) {
 	now := metav1.NewTime(m.cfg.Clock.Now()).Rfc3339Copy()
 	status.Addresses = []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: m.cfg.Node.IP},
@@ -168,12 +204,15 @@ func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, ru
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
 	}
 	status.NodeInfo = info
-	m.setPressureConditions(status, now)
+	changes = m.setPressureConditions(status, now)
 	if runtimeErr != nil {
-		setCondition(status, now, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", runtimeErr.Error())
-	} else {
-		setCondition(status, now, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+		if setCondition(status, now, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", runtimeErr.Error()) {
+			changes = append(changes, "NodeNotReady")
+		}
+	} else if setCondition(status, now, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status") {
+		changes = append(changes, "NodeReady")
 	}
+	return changes
 }
 
 // setResources posts our capacity and allocatable and keeps what others added, as the
@@ -197,22 +236,24 @@ func (m *Manager) setResources(status *corev1.NodeStatus) {
 	status.Capacity, status.Allocatable = capacity, allocatable
 }
 
-// pressureConditions are the kubelet's words for each pressure condition, off and on.
+// pressureConditions are the kubelet's words for each pressure condition, off and on:
+// the condition's reason and message, and the event telling of the change.
 var pressureConditions = []struct {
-	cond                  stats.Condition
-	typ                   corev1.NodeConditionType
-	offReason, offMessage string
-	onReason, onMessage   string
+	cond                            stats.Condition
+	typ                             corev1.NodeConditionType
+	offReason, offMessage, offEvent string
+	onReason, onMessage, onEvent    string
 }{
-	{stats.MemoryPressure, corev1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
-	{stats.DiskPressure, corev1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure", "KubeletHasDiskPressure", "kubelet has disk pressure"},
-	{stats.PIDPressure, corev1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available", "KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+	{stats.MemoryPressure, corev1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available", "NodeHasSufficientMemory", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available", "NodeHasInsufficientMemory"},
+	{stats.DiskPressure, corev1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure", "NodeHasNoDiskPressure", "KubeletHasDiskPressure", "kubelet has disk pressure", "NodeHasDiskPressure"},
+	{stats.PIDPressure, corev1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available", "NodeHasSufficientPID", "KubeletHasInsufficientPID", "kubelet has insufficient PID available", "NodeHasInsufficientPID"},
 }
 
 // setPressureConditions sets MemoryPressure, DiskPressure and PIDPressure from the latest
 // usage sample against the hard and soft eviction thresholds, as the kubelet's eviction manager decides them
-// (the eviction manager, pkg/agent/eviction, acts on the same thresholds).
-func (m *Manager) setPressureConditions(status *corev1.NodeStatus, now metav1.Time) {
+// (the eviction manager, pkg/agent/eviction, acts on the same thresholds). It returns the
+// event reasons of the conditions it changed.
+func (m *Manager) setPressureConditions(status *corev1.NodeStatus, now metav1.Time) (changes []string) {
 	pressure := m.cfg.Pressure
 	if m.cfg.Stats != nil && pressure != nil {
 		if snap := m.cfg.Stats.Latest(); snap != nil {
@@ -230,16 +271,19 @@ func (m *Manager) setPressureConditions(status *corev1.NodeStatus, now metav1.Ti
 			if len(crossed) > 0 {
 				msg += " (" + strings.Join(crossed, "; ") + ")"
 			}
-			setCondition(status, now, p.typ, corev1.ConditionTrue, p.onReason, msg)
-		} else {
-			setCondition(status, now, p.typ, corev1.ConditionFalse, p.offReason, p.offMessage)
+			if setCondition(status, now, p.typ, corev1.ConditionTrue, p.onReason, msg) {
+				changes = append(changes, p.onEvent)
+			}
+		} else if setCondition(status, now, p.typ, corev1.ConditionFalse, p.offReason, p.offMessage) {
+			changes = append(changes, p.offEvent)
 		}
 	}
+	return changes
 }
 
 // setCondition refreshes a condition's heartbeat; its transition time moves only when its
-// status changes.
-func setCondition(status *corev1.NodeStatus, now metav1.Time, typ corev1.NodeConditionType, value corev1.ConditionStatus, reason, message string) {
+// status changes (or the condition is new), and then it reports true.
+func setCondition(status *corev1.NodeStatus, now metav1.Time, typ corev1.NodeConditionType, value corev1.ConditionStatus, reason, message string) (changed bool) {
 	cond := corev1.NodeCondition{Type: typ, Status: value, Reason: reason, Message: message, LastHeartbeatTime: now, LastTransitionTime: now}
 	for i, old := range status.Conditions {
 		if old.Type != typ {
@@ -249,9 +293,10 @@ func setCondition(status *corev1.NodeStatus, now metav1.Time, typ corev1.NodeCon
 			cond.LastTransitionTime = old.LastTransitionTime
 		}
 		status.Conditions[i] = cond
-		return
+		return old.Status != value
 	}
 	status.Conditions = append(status.Conditions, cond)
+	return true
 }
 
 // RunStatus posts node status every statusPeriod until ctx ends.

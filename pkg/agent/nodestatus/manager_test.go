@@ -264,3 +264,56 @@ func TestPressureConditions(t *testing.T) {
 		t.Errorf("memory pressure after the transition period: %+v", mem)
 	}
 }
+
+// The kubelet tells of each condition it sets and each change of the node's
+// schedulability in an event on the node ("Node node-1 status is now: NodeReady"), which
+// kubectl describe node shows; a status post repeating the same conditions tells nothing.
+func TestNodeStatusEvents(t *testing.T) {
+	var events []string
+	tm := newTestManager(t, func(c *Config) {
+		c.Event = func(eventType, reason, message string) {
+			events = append(events, eventType+" "+reason+" "+message)
+		}
+	})
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what string, want ...string) {
+		t.Helper()
+		if strings.Join(events, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: events\n%s\nwant\n%s", what, strings.Join(events, "\n"), strings.Join(want, "\n"))
+		}
+		events = nil
+	}
+	tm.node(t)
+	expect("first status",
+		"Normal NodeHasSufficientMemory Node node-1 status is now: NodeHasSufficientMemory",
+		"Normal NodeHasNoDiskPressure Node node-1 status is now: NodeHasNoDiskPressure",
+		"Normal NodeHasSufficientPID Node node-1 status is now: NodeHasSufficientPID",
+		"Normal NodeReady Node node-1 status is now: NodeReady")
+	tm.node(t)
+	expect("same status again")
+
+	tm.runtimeErr = errors.New("container runtime is down: connection refused")
+	tm.node(t)
+	expect("containerd down", "Normal NodeNotReady Node node-1 status is now: NodeNotReady")
+
+	tm.runtimeErr = nil
+	node := tm.node(t)
+	events = nil
+	node.Spec.Unschedulable = true // kubectl cordon
+	if _, err := tm.client.CoreV1().Nodes().Update(t.Context(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tm.node(t)
+	expect("cordoned", "Normal NodeNotSchedulable Node node-1 status is now: NodeNotSchedulable")
+	tm.node(t)
+	expect("still cordoned")
+	node.Spec.Unschedulable = false
+	node.ResourceVersion = ""
+	if _, err := tm.client.CoreV1().Nodes().Update(t.Context(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tm.node(t)
+	expect("uncordoned", "Normal NodeSchedulable Node node-1 status is now: NodeSchedulable")
+}

@@ -35,6 +35,7 @@ const (
 	reasonCreateConfigError    = "CreateContainerConfigError"
 	reasonCreateContainerError = "CreateContainerError"
 	reasonRunContainerError    = "RunContainerError"
+	reasonPostStartHookError   = "PostStartHookError"
 )
 
 // syncContainer brings one container of the pod in line with its spec:
@@ -240,6 +241,10 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 		return nil
 	}
 	s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPostStartHook", "%s", err.Error())
+	// Until the restart the container waits with the hook's failure, as the kubelet's
+	// reason cache has it.
+	st.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonPostStartHookError, Message: err.Error()}
+	s.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "FailedPostStartHook")
 	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, gracePeriod(pod))
 	if kill != nil {
 		return fmt.Errorf("%w; killing the container: %v", err, kill)

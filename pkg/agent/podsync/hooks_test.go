@@ -56,14 +56,23 @@ func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 	if i := slices.Index(calls, "exec app setup"); i < 0 || !slices.Contains(calls[i:], "stop app") {
 		t.Errorf("calls %q: want the hook, then the kill", calls)
 	}
-	var found bool
+	var found, killing bool
 	for _, e := range h.takeEvents() {
 		if strings.HasPrefix(e, "Warning FailedPostStartHook") && strings.Contains(e, "no config") && strings.Contains(e, "exited with 3") {
 			found = true
 		}
+		killing = killing || e == "Normal Killing FailedPostStartHook"
 	}
 	if !found {
 		t.Error("no FailedPostStartHook event quoting the output")
+	}
+	if !killing {
+		t.Error(`no "Normal Killing FailedPostStartHook" event, the kubelet's killContainer's`)
+	}
+	// Until it restarts, the container waits with the kubelet's reason for the failed start
+	// (kubectl get pods shows PostStartHookError).
+	if w := agenttest.ContainerStatus(h.apiPod(pod), "app").State.Waiting; w == nil || w.Reason != "PostStartHookError" || !strings.Contains(w.Message, "no config") {
+		t.Errorf("waiting %+v after the failed hook, want PostStartHookError with the hook's message", w)
 	}
 	h.Runtime.ExecFn = nil
 	h.Clock.Step(time.Second)

@@ -246,6 +246,11 @@ func TestKubectlServesEveryKind(t *testing.T) {
 	if !regexpLine(out, `CONTAINERS\s+IMAGES\s+SELECTOR`) || !regexpLine(out, `web\s.*\sc\s+localhost/minik8s/netexec:v1\s+app=web`) {
 		t.Errorf("kubectl get deploy -o wide:\n%s", out)
 	}
+	// A selector the object does not have is <none>, as metav1.FormatLabelSelector prints it.
+	out = c.mustKubectl(t, "", "get", "cj", "nightly", "-o", "wide")
+	if !regexpLine(out, `CONTAINERS\s+IMAGES\s+SELECTOR`) || !regexpLine(out, `nightly\s.*\s<none>$`) {
+		t.Errorf("kubectl get cj -o wide:\n%s", out)
+	}
 
 	// Defaults are visible to clients as Kubernetes sets them.
 	d, err := c.client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})

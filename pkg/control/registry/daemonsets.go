@@ -41,7 +41,7 @@ var daemonSetRules = Rules{
 			names, images := containerCells(&d.Spec.Template)
 			return []any{d.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
 				int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(d.Spec.Template.Spec.NodeSelector),
-				Age(d.CreationTimestamp), names, images, selectorText(d.Spec.Selector)}
+				Age(d.CreationTimestamp), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 		},
 	},
 }

@@ -39,7 +39,7 @@ var deploymentRules = Rules{
 			d := obj.(*appsv1.Deployment)
 			names, images := containerCells(&d.Spec.Template)
 			return []any{d.Name, ratio(d.Status.ReadyReplicas, deref(d.Spec.Replicas)), int64(d.Status.UpdatedReplicas),
-				int64(d.Status.AvailableReplicas), Age(d.CreationTimestamp), names, images, selectorText(d.Spec.Selector)}
+				int64(d.Status.AvailableReplicas), Age(d.CreationTimestamp), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 		},
 	},
 }

@@ -67,7 +67,7 @@ var jobRules = Rules{
 		Row: func(obj runtime.Object) []any {
 			j := obj.(*batchv1.Job)
 			names, images := containerCells(&j.Spec.Template)
-			return []any{j.Name, jobStatusText(j), jobCompletions(j), jobDuration(j), Age(j.CreationTimestamp), names, images, selectorText(j.Spec.Selector)}
+			return []any{j.Name, jobStatusText(j), jobCompletions(j), jobDuration(j), Age(j.CreationTimestamp), names, images, metav1.FormatLabelSelector(j.Spec.Selector)}
 		},
 	},
 }
@@ -256,7 +256,7 @@ var cronJobRules = Rules{
 			}
 			t := &c.Spec.JobTemplate.Spec
 			names, images := containerCells(&t.Template)
-			return []any{c.Name, c.Spec.Schedule, tz, suspend, int64(len(c.Status.Active)), last, Age(c.CreationTimestamp), names, images, selectorText(t.Selector)}
+			return []any{c.Name, c.Spec.Schedule, tz, suspend, int64(len(c.Status.Active)), last, Age(c.CreationTimestamp), names, images, metav1.FormatLabelSelector(t.Selector)}
 		},
 	},
 }

@@ -39,7 +39,7 @@ var replicaSetRules = Rules{
 	}),
 	Table: replicaTable(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc(), func(obj runtime.Object) replicaRow {
 		rs := obj.(*appsv1.ReplicaSet)
-		return replicaRow{rs.ObjectMeta, deref(rs.Spec.Replicas), rs.Status.Replicas, rs.Status.ReadyReplicas, &rs.Spec.Template, selectorText(rs.Spec.Selector)}
+		return replicaRow{rs.ObjectMeta, deref(rs.Spec.Replicas), rs.Status.Replicas, rs.Status.ReadyReplicas, &rs.Spec.Template, metav1.FormatLabelSelector(rs.Spec.Selector)}
 	}),
 }
 

@@ -96,7 +96,8 @@ func containerCells(t *corev1.PodTemplateSpec) (names, images string) {
 	return strings.Join(n, ","), strings.Join(i, ",")
 }
 
-// selectorText is a label selector as kubectl shows it, "<invalid>" if it is not one.
+// selectorText is a label selector as a scale subresource's status.selector has it
+// ("<invalid>" if it is not one); tables print selectors with metav1.FormatLabelSelector.
 func selectorText(sel *metav1.LabelSelector) string {
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {

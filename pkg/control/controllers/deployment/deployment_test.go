@@ -166,6 +166,10 @@ func TestRollingUpdateUndoAndStatus(t *testing.T) {
 	if len(sets) != 2 || sets["3"] == nil || sets["3"].Spec.Template.Spec.Containers[0].Image != "localhost/minik8s/netexec:v1" || *sets["3"].Spec.Replicas != 3 {
 		t.Fatalf("after undo: %v", summary(sets))
 	}
+	// The revisions a ReplicaSet had before are kept in revision-history, as Kubernetes' do.
+	if h := sets["3"].Annotations["deployment.kubernetes.io/revision-history"]; h != "1" {
+		t.Errorf("revision 3's revision-history %q, want \"1\"", h)
+	}
 	cl.MustKubectl(t, "", "rollout", "undo", "deployment/web", "--to-revision=2")
 	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
 	d, err := cl.Client.AppsV1().Deployments(cl.Namespace).Get(context.Background(), "web", metav1.GetOptions{})
@@ -174,6 +178,9 @@ func TestRollingUpdateUndoAndStatus(t *testing.T) {
 	}
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "localhost/minik8s/netexec:v2" || d.Annotations["deployment.kubernetes.io/revision"] != "4" {
 		t.Errorf("after undo --to-revision=2: image %s, revision %s", img, d.Annotations["deployment.kubernetes.io/revision"])
+	}
+	if h := replicaSetsOf(t, cl.Client, cl.Namespace, "web")["4"].Annotations["deployment.kubernetes.io/revision-history"]; h != "2" {
+		t.Errorf("revision 4's revision-history %q, want \"2\"", h)
 	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && (c.Status != corev1.ConditionTrue || c.Reason != "NewReplicaSetAvailable") {

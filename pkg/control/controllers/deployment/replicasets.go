@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,14 +18,19 @@ import (
 // The annotations Kubernetes' deployment controller and kubectl rollout read.
 const (
 	revisionAnnotation        = "deployment.kubernetes.io/revision"
+	revisionHistoryAnnotation = "deployment.kubernetes.io/revision-history"
 	desiredReplicasAnnotation = "deployment.kubernetes.io/desired-replicas"
 	maxReplicasAnnotation     = "deployment.kubernetes.io/max-replicas"
 )
 
+// maxRevisionHistoryChars bounds revision-history as Kubernetes' controller does: the
+// oldest revisions go first.
+const maxRevisionHistoryChars = 2000
+
 // notCopied are the Deployment annotations a ReplicaSet does not inherit.
 var notCopied = map[string]bool{
 	corev1.LastAppliedConfigAnnotation: true, revisionAnnotation: true, desiredReplicasAnnotation: true,
-	maxReplicasAnnotation: true, "deployment.kubernetes.io/revision-history": true,
+	maxReplicasAnnotation: true, revisionHistoryAnnotation: true,
 }
 
 // rollout is one sync of one Deployment: d and the ReplicaSets it controls, kept up to date
@@ -163,11 +169,28 @@ func (r *rollout) setReplicaSetAnnotations(rs *appsv1.ReplicaSet, bump bool, rev
 		}
 	}
 	if bump || rs.Annotations[revisionAnnotation] == "" {
-		if rs.Annotations[revisionAnnotation] != rev {
+		if old := rs.Annotations[revisionAnnotation]; old != rev {
+			if old != "" {
+				appendRevisionHistory(rs, old)
+			}
 			rs.Annotations[revisionAnnotation], changed = rev, true
 		}
 	}
 	return changed
+}
+
+// appendRevisionHistory records in rs's revision-history the revision it leaves (a
+// rollback reuses an old ReplicaSet under a new revision), as Kubernetes' controller does.
+func appendRevisionHistory(rs *appsv1.ReplicaSet, old string) {
+	var history []string
+	if h := rs.Annotations[revisionHistoryAnnotation]; h != "" {
+		history = strings.Split(h, ",")
+	}
+	history = append(history, old)
+	for len(history) > 1 && len(strings.Join(history, ",")) > maxRevisionHistoryChars {
+		history = history[1:]
+	}
+	rs.Annotations[revisionHistoryAnnotation] = strings.Join(history, ",")
 }
 
 // setReplicasAnnotations records on rs the Deployment's size and its size with surge, which

@@ -92,6 +92,9 @@ func (c *Controller) Run(ctx context.Context) {
 		seen := make(map[string]bool, len(nodes))
 		for _, n := range nodes {
 			seen[n.Name] = true
+			if _, known := c.health[n.Name]; !known {
+				c.recorder.Eventf(n, corev1.EventTypeNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", n.Name, n.Name)
+			}
 			if err := c.monitor(ctx, n); err != nil {
 				c.log.Info("node check failed, will retry", "node", n.Name, "err", err)
 			}

@@ -48,6 +48,13 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 		t.Errorf("DefaultTolerationSeconds: tolerations %+v, want not-ready and unreachable for 300 s", got.Spec.Tolerations)
 	}
 
+	// kube-controller-manager's node controller tells of each node it comes to know,
+	// in an event kubectl describe node shows.
+	controllertest.WaitFor(t, "node-1's RegisteredNode event", 10*time.Second, func() (bool, string) {
+		out := cl.MustKubectl(t, "", "get", "events", "-A", "--field-selector", "involvedObject.kind=Node,involvedObject.name=node-1,reason=RegisteredNode",
+			"-o", "custom-columns=SOURCE:.source.component,MESSAGE:.message", "--no-headers")
+		return strings.TrimSpace(out) == "node-controller   Node node-1 event: Registered Node node-1 in Controller", out
+	})
 	waitUnreachable(t, cl.Client, "node-1", 15*time.Second)
 	controllertest.WaitFor(t, "the pod tolerating 1 s evicted", 10*time.Second, func() (bool, string) {
 		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{})
