@@ -113,8 +113,7 @@ func TestCustomResources(t *testing.T) {
 	ctx := context.Background()
 	c.applyCRD(t, widgetsCRD, "widgets.example.com")
 	admin := c.adminConfig(t)
-	dyn := dynamic.NewForConfigOrDie(admin)
-	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
+	widgets := customResources(admin, "example.com", "v1", "widgets")
 
 	// Discovery serves the new kind (kubectl resolves "widget" and the short name).
 	eventually(t, c, "get", "wd")
