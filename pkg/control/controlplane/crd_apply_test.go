@@ -187,7 +187,7 @@ func TestCustomResourceServerSideApplyAcrossVersions(t *testing.T) {
               size: {type: integer}
 `, name, storage)
 	}
-	c.mustKubectl(t, `apiVersion: apiextensions.k8s.io/v1
+	c.applyCRD(t, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: cogs.example.com
@@ -196,8 +196,7 @@ spec:
   scope: Namespaced
   names: {plural: cogs, singular: cog, kind: Cog, listKind: CogList}
   versions:
-`+version("v1", true)+version("v2", false), "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/cogs.example.com")
+`+version("v1", true)+version("v2", false), "cogs.example.com")
 	admin := c.adminConfig(t)
 	cogs := func(v string) dynamic.ResourceInterface { return customResources(admin, "example.com", v, "cogs") }
 	apply := func(v, spec string) error {

@@ -262,6 +262,12 @@ status: {replicas: 7}
 func (c *cluster) applyCRD(t *testing.T, manifest, name string) {
 	t.Helper()
 	c.mustKubectl(t, manifest, "apply", "-f", "-")
+	c.waitEstablished(t, name)
+}
+
+// waitEstablished waits until the CRD name is established.
+func (c *cluster) waitEstablished(t *testing.T, name string) {
+	t.Helper()
 	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/"+name)
 }
 
