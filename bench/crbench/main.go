@@ -29,7 +29,6 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/apiproc"
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/proc"
-	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
@@ -126,12 +125,8 @@ func run(cfg config) error {
 	fmt.Printf("# crbench: %d creates of a %s (20-field schema, CEL rule %q) per phase at %v clients; %d CPUs; load average %s\n",
 		cfg.creates, kind, celRule, cfg.clients, runtime.NumCPU(), benchapi.LoadAverage())
 	caDir := filepath.Join(work, "pki")
-	ca, err := pki.EnsureCA(caDir)
+	ca, saKey, err := apiproc.EnsurePKI(caDir)
 	if err != nil {
-		return err
-	}
-	saKey := filepath.Join(caDir, "sa.key")
-	if _, err := serviceaccount.EnsureSigningKey(saKey); err != nil {
 		return err
 	}
 	all := map[string]side{

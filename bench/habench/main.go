@@ -26,7 +26,6 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/apiproc"
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/proc"
-	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/lab/apilb"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -88,12 +87,8 @@ func run(cfg config) error {
 		return err
 	}
 	defer etcd.Stop()
-	ca, err := pki.EnsureCA(filepath.Join(work, "pki"))
+	ca, saKey, err := apiproc.EnsurePKI(filepath.Join(work, "pki"))
 	if err != nil {
-		return err
-	}
-	saKey := filepath.Join(work, "pki", "sa.key")
-	if _, err := serviceaccount.EnsureSigningKey(saKey); err != nil {
 		return err
 	}
 	kinds := []struct {

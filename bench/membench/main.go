@@ -36,7 +36,6 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/bench/internal/scaleload"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
-	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
@@ -137,12 +136,8 @@ func run(cfg config) error {
 		return fmt.Errorf("unknown -load %q (api or deployment)", cfg.workload)
 	}
 	fmt.Printf("; RSS sampled every %s; %d CPUs; load average %s\n", cfg.sampleEvery, runtime.NumCPU(), benchapi.LoadAverage())
-	ca, err := pki.EnsureCA(filepath.Join(work, "pki"))
+	ca, saKey, err := apiproc.EnsurePKI(filepath.Join(work, "pki"))
 	if err != nil {
-		return err
-	}
-	saKey := filepath.Join(work, "pki", "sa.key")
-	if _, err := serviceaccount.EnsureSigningKey(saKey); err != nil {
 		return err
 	}
 	var results []sideResult

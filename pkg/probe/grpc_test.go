@@ -38,6 +38,16 @@ func listen(t *testing.T) net.Listener {
 	return l
 }
 
+// serveHealth serves grpc-go's health service on l, made with opts, until the test ends.
+func serveHealth(t *testing.T, l net.Listener, opts ...grpc.ServerOption) *health.Server {
+	s := grpc.NewServer(opts...)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(s, hs)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return hs
+}
+
 // TestGRPCAgainstGRPCServer checks the handler's one-call HTTP/2 exchange against grpc-go's
 // own server: a connection per probe, the kubelet's User-Agent and the probe's deadline
 // reach the server, and each answer gets the kubelet's result and message.
@@ -45,7 +55,7 @@ func TestGRPCAgainstGRPCServer(t *testing.T) {
 	l := &countingListener{Listener: listen(t)}
 	var agent atomic.Value
 	var deadline atomic.Int64
-	s := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	hs := serveHealth(t, l, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		agent.Store(strings.Join(md.Get("user-agent"), ","))
 		if d, ok := ctx.Deadline(); ok {
@@ -53,10 +63,6 @@ func TestGRPCAgainstGRPCServer(t *testing.T) {
 		}
 		return h(ctx, req)
 	}))
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(s, hs)
-	go s.Serve(l)
-	defer s.Stop()
 	hs.SetServingStatus("db", healthpb.HealthCheckResponse_NOT_SERVING)
 	addr := l.Addr().String()
 
@@ -124,13 +130,10 @@ func TestGRPCSlowCall(t *testing.T) {
 	l := listen(t)
 	release := make(chan struct{})
 	defer close(release)
-	s := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	serveHealth(t, l, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		<-release
 		return h(ctx, req)
 	}))
-	healthpb.RegisterHealthServer(s, health.NewServer())
-	go s.Serve(l)
-	defer s.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if r, out := GRPC(ctx, l.Addr().String(), ""); r != Failure || out != "timeout: health rpc did not complete within 1s" {

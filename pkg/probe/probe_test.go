@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -91,15 +89,8 @@ func TestTCPAndGRPCHandlers(t *testing.T) {
 		t.Errorf("TCP to a closed port = %v %q", r, out)
 	}
 
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(s, hs)
-	go s.Serve(gl)
-	defer s.Stop()
+	gl := listen(t)
+	hs := serveHealth(t, gl)
 	hs.SetServingStatus("db", healthpb.HealthCheckResponse_NOT_SERVING)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

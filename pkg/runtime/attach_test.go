@@ -40,12 +40,7 @@ func TestAttach(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e.importImage(t, images.BusyboxRef)
-	netns := newNetNS(t)
-	podUID := randomHex(16)
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "attach", NetNSPath: netns.path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, podUID := e.runSandbox(ctx, t, "attach")
 	logPath := filepath.Join(e.logsDir, podUID, "0.log")
 	c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{Name: "upper", Image: images.BusyboxRef,
 		Command: []string{"sh", "-c", "echo ready; tr a-z A-Z; echo done >&2"}, SandboxID: sandbox.ID, LogPath: logPath,

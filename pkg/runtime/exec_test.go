@@ -19,12 +19,7 @@ func TestExec(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e.importImage(t, images.BusyboxRef)
-	netns := newNetNS(t)
-	podUID := randomHex(16)
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "exec", NetNSPath: netns.path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, podUID := e.runSandbox(ctx, t, "exec")
 	c, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{Name: "sleeper", Image: images.BusyboxRef,
 		Command: []string{"sleep", "3600"}, SandboxID: sandbox.ID, LogPath: filepath.Join(e.logsDir, podUID, "sleeper.log")})
 	if err != nil {

@@ -295,12 +295,7 @@ func TestCommandEnvAndStop(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	e.importImage(t, images.BusyboxRef)
-	netns := newNetNS(t)
-	podUID := randomHex(16)
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "jobs", NetNSPath: netns.path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, podUID := e.runSandbox(ctx, t, "jobs")
 
 	run := func(name, image string, command, args, env []string) runtime.Container {
 		t.Helper()
@@ -553,6 +548,18 @@ func waitState(t *testing.T, e *env, id string, want runtime.State) runtime.Cont
 // netNS is a named network namespace the test made, with loopback up.
 type netNS struct {
 	name, path string
+}
+
+// runSandbox starts the sandbox of a pod named name, with a random UID, in a network
+// namespace of its own.
+func (e *env) runSandbox(ctx context.Context, t *testing.T, name string) (sandbox runtime.Container, podUID string) {
+	t.Helper()
+	podUID = randomHex(16)
+	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: name, NetNSPath: newNetNS(t).path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sandbox, podUID
 }
 
 func newNetNS(t *testing.T) netNS {

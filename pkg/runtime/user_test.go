@@ -60,12 +60,7 @@ func userImage(t *testing.T, name, user string) []byte {
 func TestContainerUser(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	netns := newNetNS(t)
-	podUID := randomHex(16)
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "users", NetNSPath: netns.path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, podUID := e.runSandbox(ctx, t, "users")
 	ids := []string{sandbox.ID}
 	for i, tc := range []struct {
 		imageUser string

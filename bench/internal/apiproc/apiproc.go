@@ -1,6 +1,6 @@
 // Package apiproc runs an API server, bin/miniapi or kube-apiserver, as a process of its
 // own on loopback, with certificates of one CA and an admin kubeconfig: what the
-// benchmarks that compare the two (habench, crbench) start and measure the same way.
+// benchmarks that compare the two (habench, crbench, membench) start and measure the same way.
 package apiproc
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
+	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -36,6 +37,19 @@ type Server struct {
 	Cmd                   *exec.Cmd
 	logPath               string
 	done                  chan struct{}
+}
+
+// EnsurePKI makes the CA the servers share in dir, and its saKey: the service-account
+// signing key every server is given, so each accepts the others' tokens.
+func EnsurePKI(dir string) (ca *pki.CA, saKey string, err error) {
+	if ca, err = pki.EnsureCA(dir); err != nil {
+		return nil, "", err
+	}
+	saKey = filepath.Join(dir, "sa.key")
+	if _, err := serviceaccount.EnsureSigningKey(saKey); err != nil {
+		return nil, "", err
+	}
+	return ca, saKey, nil
 }
 
 // Start copies the CA from caDir to dir's pki directory, where miniapi finds it (servers

@@ -8,12 +8,8 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/minik8s/minik8s/bench/internal/nodewatch"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -25,25 +21,14 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
-	node := flag.String("node", "", "name of the node whose pods and Node are watched")
-	flag.Parse()
-	if err := run(*kubeconfig, *node); err != nil {
-		fmt.Fprintln(os.Stderr, "corewatch:", err)
-		os.Exit(1)
-	}
+	nodewatch.Main("corewatch", start)
 }
 
-func run(kubeconfig, node string) error {
-	if kubeconfig == "" || node == "" {
-		return fmt.Errorf("-kubeconfig and -node are required")
-	}
+func start(ctx context.Context, kubeconfig, node string) ([]cache.InformerSynced, error) {
 	client, err := coreClient(kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	informer := func(resource string, obj runtime.Object, field, value string) cache.SharedIndexInformer {
 		lw := cache.NewFilteredListWatchFromClient(client, resource, metav1.NamespaceAll, func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector(field, value).String()
@@ -54,12 +39,7 @@ func run(kubeconfig, node string) error {
 	nodes := informer("nodes", &corev1.Node{}, "metadata.name", node)
 	go pods.RunWithContext(ctx)
 	go nodes.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
-		return fmt.Errorf("caches not synced: %w", ctx.Err())
-	}
-	fmt.Println("synced")
-	<-ctx.Done()
-	return nil
+	return []cache.InformerSynced{pods.HasSynced, nodes.HasSynced}, nil
 }
 
 // coreClient is a REST client of the core/v1 group with client-go's defaults (as

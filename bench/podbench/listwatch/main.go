@@ -6,13 +6,9 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
+	"github.com/minik8s/minik8s/bench/internal/nodewatch"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -20,25 +16,14 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
-	node := flag.String("node", "", "name of the node whose pods and Node are watched")
-	flag.Parse()
-	if err := run(*kubeconfig, *node); err != nil {
-		fmt.Fprintln(os.Stderr, "listwatch:", err)
-		os.Exit(1)
-	}
+	nodewatch.Main("listwatch", start)
 }
 
-func run(kubeconfig, node string) error {
-	if kubeconfig == "" || node == "" {
-		return fmt.Errorf("-kubeconfig and -node are required")
-	}
+func start(ctx context.Context, kubeconfig, node string) ([]cache.InformerSynced, error) {
 	client, _, err := kubeclient.New(kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	selector := func(field, value string) informers.SharedInformerOption {
 		return informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector(field, value).String()
@@ -52,12 +37,5 @@ func run(kubeconfig, node string) error {
 	}
 	pods.Start(ctx.Done())
 	nodes.Start(ctx.Done())
-	defer pods.Shutdown()
-	defer nodes.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("caches not synced: %w", ctx.Err())
-	}
-	fmt.Println("synced")
-	<-ctx.Done()
-	return nil
+	return synced, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/utils/ptr"
 )
 
 // HashLabel is the label naming a revision, on the revision and on its pods.
@@ -33,6 +35,13 @@ type Owner struct {
 	Hash     string // of Template
 	Limit    int    // revisionHistoryLimit
 	Keep     string // a revision still in use (a StatefulSet's currentRevision), never pruned
+}
+
+// NewOwner is the Owner of a DaemonSet or StatefulSet: its template hashed with its
+// collisionCount, and its revisionHistoryLimit (Kubernetes' default 10 when unset).
+func NewOwner(obj metav1.Object, kind schema.GroupVersionKind, template *corev1.PodTemplateSpec, collisionCount, revisionHistoryLimit *int32) Owner {
+	return Owner{Object: obj, Kind: kind, Template: template, Hash: templatehash.Of(template, collisionCount),
+		Limit: int(ptr.Deref(revisionHistoryLimit, 10))}
 }
 
 // Ensure makes sure the current template has the newest revision and prunes old ones; it

@@ -8,6 +8,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -23,9 +24,15 @@ type ClusterObjects[T runtime.Object] struct {
 	resource  *registry.Resource // nil: the registry does not serve the kind
 }
 
-// NewClusterObjects reads informer's kind, stored as res, through inf and st.
-func NewClusterObjects[T runtime.Object](inf *Informers, informer cache.SharedIndexInformer, st store.Interface, res *registry.Resource) *ClusterObjects[T] {
-	return &ClusterObjects[T]{informers: inf, informer: informer, store: st, resource: res}
+// NewClusterObjects reads the kind of gvr through the shared informer of inf and through
+// st, where reg stores it; the kind is not served when reg or the informer factory lacks it.
+func NewClusterObjects[T runtime.Object](inf *Informers, st store.Interface, reg *registry.Registry, gvr schema.GroupVersionResource) *ClusterObjects[T] {
+	o := &ClusterObjects[T]{informers: inf, store: st}
+	informer, err := inf.Factory.ForResource(gvr)
+	if res, ok := reg.Lookup(gvr); ok && err == nil {
+		o.informer, o.resource = informer.Informer(), res
+	}
+	return o
 }
 
 // Served says whether the registry serves the kind at all.

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/bootstraptoken"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -36,15 +35,9 @@ type BootstrapTokens struct {
 // NewBootstrapTokens reads the bootstrap token Secrets of kube-system through an informer
 // of client (only that namespace and that type are cached, not every Secret).
 func NewBootstrapTokens(client kubernetes.Interface) *BootstrapTokens {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(metav1.NamespaceSystem),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("type", string(bootstrapapi.SecretTypeBootstrapToken)).String()
-		}))
-	inf := factory.Core().V1().Secrets()
-	b := &BootstrapTokens{secrets: inf.Lister().Secrets(metav1.NamespaceSystem), synced: inf.Informer().HasSynced,
-		start: factory.Start, now: time.Now}
-	return b
+	inf, start := bootstraptoken.NewInformer(client)
+	return &BootstrapTokens{secrets: inf.Lister().Secrets(metav1.NamespaceSystem), synced: inf.Informer().HasSynced,
+		start: start, now: time.Now}
 }
 
 // Start runs the informer until ctx ends and waits for its cache.

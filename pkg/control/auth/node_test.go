@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,11 +49,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		a.FieldSelectorRequirements = fields.ParseSelectorOrDie(sel).Requirements()
 		return a
 	}
-	for _, tc := range []struct {
-		name string
-		a    authorizer.AttributesRecord
-		want bool
-	}{
+	for _, tc := range []decision{
 		{"secret in its pod's volume", res(node1, "get", "", "secrets", "", "apps", "tls"), true},
 		{"secret in its pod's env", res(node1, "get", "", "secrets", "", "apps", "db"), true},
 		{"secret of another node's pod", res(node1, "get", "", "secrets", "", "apps", "only-2"), false},
@@ -95,12 +90,6 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"no deployments", res(node1, "list", "apps", "deployments", "", "", ""), false},
 		{"not a node without system:nodes", res(impostor, "get", "", "secrets", "", "apps", "tls"), false},
 	} {
-		d, reason, err := n.Authorize(context.Background(), tc.a)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-		}
-		if got := d == authorizer.DecisionAllow; got != tc.want {
-			t.Errorf("%s: allowed = %v, want %v (%s)", tc.name, got, tc.want, reason)
-		}
+		tc.check(t, n)
 	}
 }

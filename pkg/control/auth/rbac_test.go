@@ -78,6 +78,26 @@ func res(u user.Info, verb, group, resource, sub, ns, name string) authorizer.At
 		Namespace: ns, Name: name, ResourceRequest: true}
 }
 
+// decision is a request an authorizer is asked about, and whether it should allow it.
+type decision struct {
+	name string
+	a    authorizer.AttributesRecord
+	want bool
+}
+
+// check asks authz about tc and reports a wrong answer; it returns the decision.
+func (tc decision) check(t *testing.T, authz authorizer.Authorizer) authorizer.Decision {
+	t.Helper()
+	d, reason, err := authz.Authorize(context.Background(), tc.a)
+	if err != nil {
+		t.Errorf("%s: %v", tc.name, err)
+	}
+	if got := d == authorizer.DecisionAllow; got != tc.want {
+		t.Errorf("%s: allowed = %v, want %v (%s)", tc.name, got, tc.want, reason)
+	}
+	return d
+}
+
 func path(u user.Info, verb, p string) authorizer.AttributesRecord {
 	return authorizer.AttributesRecord{User: u, Verb: verb, Path: p}
 }
@@ -114,11 +134,7 @@ func TestRBACRules(t *testing.T) {
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "m"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
 			Subjects: []rbacv1.Subject{userSubject("pia")}},
 	)
-	for _, tc := range []struct {
-		name string
-		a    authorizer.AttributesRecord
-		want bool
-	}{
+	for _, tc := range []decision{
 		{"view reads pods", res(viewer, "list", "", "pods", "", "apps", ""), true},
 		{"view only in its namespace", res(viewer, "list", "", "pods", "", "other", ""), false},
 		{"view does not read secrets", res(viewer, "get", "", "secrets", "", "apps", "s"), false},
@@ -168,14 +184,7 @@ func TestRBACRules(t *testing.T) {
 		{"controller manager publishes the root CA", res(kcm, "create", "", "configmaps", "", "apps", ""), true},
 		{"controller manager does not exec into pods", res(kcm, "create", "", "pods", "exec", "apps", "p"), false},
 	} {
-		d, reason, err := a.Authorize(context.Background(), tc.a)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-		}
-		if got := d == authorizer.DecisionAllow; got != tc.want {
-			t.Errorf("%s: allowed = %v, want %v (%s)", tc.name, got, tc.want, reason)
-		}
-		if d == authorizer.DecisionDeny {
+		if tc.check(t, a) == authorizer.DecisionDeny {
 			t.Errorf("%s: RBAC denied; it may only allow or have no opinion", tc.name)
 		}
 	}

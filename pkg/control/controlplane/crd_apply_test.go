@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
@@ -188,7 +187,7 @@ func TestCustomResourceServerSideApplyAcrossVersions(t *testing.T) {
               size: {type: integer}
 `, name, storage)
 	}
-	c.mustKubectl(t, `apiVersion: apiextensions.k8s.io/v1
+	c.applyCRD(t, `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: cogs.example.com
@@ -197,13 +196,9 @@ spec:
   scope: Namespaced
   names: {plural: cogs, singular: cog, kind: Cog, listKind: CogList}
   versions:
-`+version("v1", true)+version("v2", false), "apply", "-f", "-")
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/cogs.example.com")
+`+version("v1", true)+version("v2", false), "cogs.example.com")
 	admin := c.adminConfig(t)
-	dyn := dynamic.NewForConfigOrDie(admin)
-	cogs := func(v string) dynamic.ResourceInterface {
-		return dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: v, Resource: "cogs"}).Namespace("default")
-	}
+	cogs := func(v string) dynamic.ResourceInterface { return customResources(admin, "example.com", v, "cogs") }
 	apply := func(v, spec string) error {
 		_, err := cogs(v).Patch(ctx, "c1", types.ApplyYAMLPatchType, []byte("apiVersion: example.com/"+v+"\nkind: Cog\nmetadata: {name: c1}\nspec: "+spec+"\n"),
 			metav1.PatchOptions{FieldManager: "one"})

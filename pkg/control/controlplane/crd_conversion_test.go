@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
@@ -157,10 +156,9 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 	if _, err := crds.Create(ctx, hostPortsCRD(hook.url, hook.caBundle), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/hostports.conversion.example.com")
-	dyn := dynamic.NewForConfigOrDie(admin)
+	c.waitEstablished(t, "hostports.conversion.example.com")
 	at := func(version string) dynamic.ResourceInterface {
-		return dyn.Resource(schema.GroupVersionResource{Group: "conversion.example.com", Version: version, Resource: "hostports"}).Namespace("default")
+		return customResources(admin, "conversion.example.com", version, "hostports")
 	}
 	object := func(version, name string, fields map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "conversion.example.com/" + version, "kind": "HostPort",
@@ -354,7 +352,7 @@ func TestAdmissionWebhookEquivalentConvertsCustomResource(t *testing.T) {
 	if _, err := crds.Create(ctx, hostPortsCRD(conv.url, conv.caBundle), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/hostports.conversion.example.com")
+	c.waitEstablished(t, "hostports.conversion.example.com")
 	mux := http.NewServeMux()
 	mux.Handle("/port", jsonPatchReview(func(obj *unstructured.Unstructured) string {
 		seen := fmt.Sprintf("%s host=%v port=%v hostPort=%v", obj.GetAPIVersion(), obj.Object["host"], obj.Object["port"], obj.Object["hostPort"])

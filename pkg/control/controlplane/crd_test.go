@@ -113,8 +113,7 @@ func TestCustomResources(t *testing.T) {
 	ctx := context.Background()
 	c.applyCRD(t, widgetsCRD, "widgets.example.com")
 	admin := c.adminConfig(t)
-	dyn := dynamic.NewForConfigOrDie(admin)
-	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
+	widgets := customResources(admin, "example.com", "v1", "widgets")
 
 	// Discovery serves the new kind (kubectl resolves "widget" and the short name).
 	eventually(t, c, "get", "wd")
@@ -263,6 +262,12 @@ status: {replicas: 7}
 func (c *cluster) applyCRD(t *testing.T, manifest, name string) {
 	t.Helper()
 	c.mustKubectl(t, manifest, "apply", "-f", "-")
+	c.waitEstablished(t, name)
+}
+
+// waitEstablished waits until the CRD name is established.
+func (c *cluster) waitEstablished(t *testing.T, name string) {
+	t.Helper()
 	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/"+name)
 }
 

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -345,8 +344,7 @@ func TestControllerRuntimeManager(t *testing.T) {
 	c.applyCRD(t, greetingsCRD, "greetings.example.com")
 	eventually(t, c, "get", "greetings")
 	cfg := c.adminConfig(t)
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	greetings := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "greetings"}).Namespace("default")
+	greetings := customResources(cfg, "example.com", "v1", "greetings")
 
 	first, firstR, firstLog, stopFirst := startGreetingManager(t, c, "first")
 	select {

@@ -80,11 +80,7 @@ var (
 		StatusMetadata: metav1.ResetObjectMetaForStatus,
 		Default: func(obj runtime.Object) {
 			s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
-			if s.FailurePolicy == nil {
-				fail := admissionregistrationv1.Fail
-				s.FailurePolicy = &fail
-			}
-			defaultMatchResources(s.MatchConstraints)
+			defaultPolicy(&s.FailurePolicy, s.MatchConstraints)
 		},
 		// Status is the type checking the policy controller writes; a client's is dropped.
 		PrepareCreate: func(obj runtime.Object) {
@@ -94,18 +90,12 @@ var (
 		Validate: func(obj runtime.Object) field.ErrorList {
 			return validateValidatingAdmissionPolicy(obj.(*admissionregistrationv1.ValidatingAdmissionPolicy))
 		},
-		Table: &TableDef{
-			Columns: []metav1.TableColumnDefinition{
-				nameColumn,
-				integerColumn("Validations", "Validations is the count of validations."),
-				column("ParamKind", "string", admissionregistrationv1.ValidatingAdmissionPolicySpec{}.SwaggerDoc()["paramKind"], false),
-				ageColumn,
-			},
-			Row: func(obj runtime.Object) []any {
-				p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-				return []any{p.Name, int64(len(p.Spec.Validations)), paramKindColumn(p.Spec.ParamKind), Age(p.CreationTimestamp)}
-			},
-		},
+		Table: policyTable(integerColumn("Validations", "Validations is the count of validations."),
+			admissionregistrationv1.ValidatingAdmissionPolicySpec{}.SwaggerDoc()["paramKind"],
+			func(obj runtime.Object) (int, *admissionregistrationv1.ParamKind) {
+				s := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+				return len(s.Validations), s.ParamKind
+			}),
 	}
 
 	validatingAdmissionPolicyBindingRules = Rules{
@@ -116,20 +106,55 @@ var (
 		Validate: func(obj runtime.Object) field.ErrorList {
 			return validateValidatingAdmissionPolicyBinding(obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
 		},
-		Table: &TableDef{
-			Columns: []metav1.TableColumnDefinition{
-				nameColumn,
-				column("PolicyName", "string", admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["policyName"], false),
-				column("ParamRef", "string", admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["paramRef"], false),
-				ageColumn,
-			},
-			Row: func(obj runtime.Object) []any {
-				b := obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
-				return []any{b.Name, b.Spec.PolicyName, paramRefColumn(b.Spec.ParamRef), Age(b.CreationTimestamp)}
-			},
-		},
+		Table: policyBindingTable(admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["policyName"],
+			admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{}.SwaggerDoc()["paramRef"],
+			func(obj runtime.Object) (string, *admissionregistrationv1.ParamRef) {
+				s := obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec
+				return s.PolicyName, s.ParamRef
+			}),
 	}
 )
+
+// defaultPolicy fills what Kubernetes' v1 defaulters fill in a validating or mutating
+// admission policy.
+func defaultPolicy(failure **admissionregistrationv1.FailurePolicyType, match *admissionregistrationv1.MatchResources) {
+	if *failure == nil {
+		fail := admissionregistrationv1.Fail
+		*failure = &fail
+	}
+	defaultMatchResources(match)
+}
+
+// policyTable is `kubectl get` of a validating or mutating admission policy: row says how
+// many validations or mutations it has, and its paramKind.
+func policyTable(count metav1.TableColumnDefinition, paramKindDoc string, row func(obj runtime.Object) (int, *admissionregistrationv1.ParamKind)) *TableDef {
+	return &TableDef{
+		Columns: []metav1.TableColumnDefinition{nameColumn, count, column("ParamKind", "string", paramKindDoc, false), ageColumn},
+		Row: func(obj runtime.Object) []any {
+			n, kind := row(obj)
+			m := metaOf(obj)
+			return []any{m.GetName(), int64(n), paramKindColumn(kind), Age(m.GetCreationTimestamp())}
+		},
+	}
+}
+
+// policyBindingTable is `kubectl get` of a policy binding: its policyName and paramRef,
+// which row reads, with their descriptions.
+func policyBindingTable(policyNameDoc, paramRefDoc string, row func(obj runtime.Object) (string, *admissionregistrationv1.ParamRef)) *TableDef {
+	return &TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			column("PolicyName", "string", policyNameDoc, false),
+			column("ParamRef", "string", paramRefDoc, false),
+			ageColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			policy, ref := row(obj)
+			m := metaOf(obj)
+			return []any{m.GetName(), policy, paramRefColumn(ref), Age(m.GetCreationTimestamp())}
+		},
+	}
+}
 
 // paramKindColumn is a policy's PARAMKIND in `kubectl get`.
 func paramKindColumn(pk *admissionregistrationv1.ParamKind) string {

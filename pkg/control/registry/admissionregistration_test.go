@@ -1,11 +1,13 @@
 package registry
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A webhook configuration is defaulted as Kubernetes' v1 defaulters do and refused, naming
@@ -153,6 +155,39 @@ func TestMutatingAdmissionPolicyRules(t *testing.T) {
 	for _, want := range []string{"spec.policyName: Required value", "spec.paramRef.parameterNotFoundAction: Required value"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("binding: want %q in %s", want, got)
+		}
+	}
+}
+
+// `kubectl get` of the validating and mutating policies and their bindings shows the same
+// columns, each read from its own kind.
+func TestAdmissionPolicyTables(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "p"}
+	kind := &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	ref := &admissionregistrationv1.ParamRef{Name: "cm", Namespace: "ns"}
+	for _, c := range []struct {
+		rules Rules
+		obj   runtime.Object
+		want  []any
+	}{
+		{validatingAdmissionPolicyRules, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{ParamKind: kind, Validations: make([]admissionregistrationv1.Validation, 2)}},
+			[]any{"p", int64(2), "v1/ConfigMap", "<unknown>"}},
+		{mutatingAdmissionPolicyRules, &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: meta,
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{Mutations: make([]admissionregistrationv1.Mutation, 3)}},
+			[]any{"p", int64(3), "<unset>", "<unknown>"}},
+		{validatingAdmissionPolicyBindingRules, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "pol", ParamRef: ref}},
+			[]any{"p", "pol", "ns/cm", "<unknown>"}},
+		{mutatingAdmissionPolicyBindingRules, &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: meta,
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: "pol"}},
+			[]any{"p", "pol", "<unset>", "<unknown>"}},
+	} {
+		if got := c.rules.Table.Row(c.obj); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%T row = %v, want %v", c.obj, got, c.want)
+		}
+		if n := len(c.rules.Table.Columns); n != len(c.want) {
+			t.Errorf("%T has %d columns, want %d", c.obj, n, len(c.want))
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,11 +28,7 @@ var (
 	mutatingAdmissionPolicyRules = Rules{
 		Default: func(obj runtime.Object) {
 			s := &obj.(*admissionregistrationv1.MutatingAdmissionPolicy).Spec
-			if s.FailurePolicy == nil {
-				fail := admissionregistrationv1.Fail
-				s.FailurePolicy = &fail
-			}
-			defaultMatchResources(s.MatchConstraints)
+			defaultPolicy(&s.FailurePolicy, s.MatchConstraints)
 		},
 		Generation: true,
 		Validate: func(obj runtime.Object) field.ErrorList {
@@ -42,18 +37,12 @@ var (
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return validateMutatingAdmissionPolicy(obj.(*admissionregistrationv1.MutatingAdmissionPolicy), old.(*admissionregistrationv1.MutatingAdmissionPolicy))
 		},
-		Table: &TableDef{
-			Columns: []metav1.TableColumnDefinition{
-				nameColumn,
-				integerColumn("Mutations", "Mutation indicates the number of mutations rules defined in this configuration"),
-				column("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy", false),
-				ageColumn,
-			},
-			Row: func(obj runtime.Object) []any {
-				p := obj.(*admissionregistrationv1.MutatingAdmissionPolicy)
-				return []any{p.Name, int64(len(p.Spec.Mutations)), paramKindColumn(p.Spec.ParamKind), Age(p.CreationTimestamp)}
-			},
-		},
+		Table: policyTable(integerColumn("Mutations", "Mutation indicates the number of mutations rules defined in this configuration"),
+			"ParamKind specifies the kind of resources used to parameterize this policy",
+			func(obj runtime.Object) (int, *admissionregistrationv1.ParamKind) {
+				s := obj.(*admissionregistrationv1.MutatingAdmissionPolicy).Spec
+				return len(s.Mutations), s.ParamKind
+			}),
 	}
 
 	mutatingAdmissionPolicyBindingRules = Rules{
@@ -64,18 +53,12 @@ var (
 		Validate: func(obj runtime.Object) field.ErrorList {
 			return validateMutatingAdmissionPolicyBinding(obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding))
 		},
-		Table: &TableDef{
-			Columns: []metav1.TableColumnDefinition{
-				nameColumn,
-				column("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to", false),
-				column("ParamRef", "string", "ParamRef indicates the param resource which sets the configuration param", false),
-				ageColumn,
-			},
-			Row: func(obj runtime.Object) []any {
-				b := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding)
-				return []any{b.Name, b.Spec.PolicyName, paramRefColumn(b.Spec.ParamRef), Age(b.CreationTimestamp)}
-			},
-		},
+		Table: policyBindingTable("PolicyName indicates the policy definition which the policy binding binded to",
+			"ParamRef indicates the param resource which sets the configuration param",
+			func(obj runtime.Object) (string, *admissionregistrationv1.ParamRef) {
+				s := obj.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec
+				return s.PolicyName, s.ParamRef
+			}),
 	}
 )
 

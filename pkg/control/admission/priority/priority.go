@@ -17,17 +17,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Plugin reads PriorityClasses through admission.ClusterObjects: the shared informer, and
-// the store for a class created a moment before or before the informers start.
+// Plugin reads PriorityClasses through admission.ClusterObjects.
 type Plugin struct {
 	classes *admission.ClusterObjects[*schedulingv1.PriorityClass]
 }
 
 // New is the plugin, registering its informer in inf; st answers what the informer lacks.
 func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *Plugin {
-	res, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
-	informer := inf.Factory.Scheduling().V1().PriorityClasses().Informer()
-	return &Plugin{classes: admission.NewClusterObjects[*schedulingv1.PriorityClass](inf, informer, st, res)}
+	return &Plugin{classes: admission.NewClusterObjects[*schedulingv1.PriorityClass](inf, st, reg, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))}
 }
 
 // Admit resolves the priority of a pod being created.

@@ -17,17 +17,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Plugin reads RuntimeClasses through admission.ClusterObjects: the shared informer, and
-// the store for a class created a moment before or before the informers start.
+// Plugin reads RuntimeClasses through admission.ClusterObjects.
 type Plugin struct {
 	classes *admission.ClusterObjects[*nodev1.RuntimeClass]
 }
 
 // New is the plugin, registering its informer in inf; st answers what the informer lacks.
 func New(inf *admission.Informers, st store.Interface, reg *registry.Registry) *Plugin {
-	res, _ := reg.Lookup(nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))
-	informer := inf.Factory.Node().V1().RuntimeClasses().Informer()
-	return &Plugin{classes: admission.NewClusterObjects[*nodev1.RuntimeClass](inf, informer, st, res)}
+	return &Plugin{classes: admission.NewClusterObjects[*nodev1.RuntimeClass](inf, st, reg, nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))}
 }
 
 // Admit applies the pod's RuntimeClass to a pod being created, with kube's messages.

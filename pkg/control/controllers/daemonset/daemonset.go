@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
-	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +33,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 )
 
 var kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
@@ -235,11 +233,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	ds := cached.DeepCopy()
-	hash := templatehash.Of(&ds.Spec.Template, ds.Status.CollisionCount)
-	if _, _, err := history.Ensure(ctx, c.client, c.revisions, history.Owner{Object: ds, Kind: kind, Template: &ds.Spec.Template,
-		Hash: hash, Limit: int(ptr.Deref(ds.Spec.RevisionHistoryLimit, 10))}); err != nil {
+	owner := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
+	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
 		return 0, err
 	}
+	hash := owner.Hash
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return 0, err

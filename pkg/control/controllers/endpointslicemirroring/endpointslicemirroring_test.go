@@ -59,9 +59,14 @@ func eventually(t *testing.T, what string, got func() string, want string) {
 	controllertest.Eventually(t, what, 20*time.Second, got, want)
 }
 
-func selectorless(name string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+// createSelectorless creates a Service without a selector: its Endpoints are the user's.
+func createSelectorless(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
+	if _, err := c.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func customEndpoints(name string, subsets ...corev1.EndpointSubset) *corev1.Endpoints {
@@ -86,9 +91,7 @@ func TestMirrorsCustomEndpointsThroughCreateUpdateAndDelete(t *testing.T) {
 	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
-	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("custom"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSelectorless(t, c, ns, "custom")
 	node := "node-a"
 	http := corev1.EndpointSubset{
 		Addresses:         []corev1.EndpointAddress{{IP: "10.1.2.3", NodeName: &node}},
@@ -153,15 +156,11 @@ func TestMirrorsOnlySelectorlessServicesEndpoints(t *testing.T) {
 	if _, err := c.CoreV1().Endpoints(ns).Create(ctx, skipped, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("skipped"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSelectorless(t, c, ns, "skipped")
 	if got := slicesState(t, c, ns, "late", ep.UID); got != "" {
 		t.Fatalf("slices without a Service: %q", got)
 	}
-	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("late"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSelectorless(t, c, ns, "late")
 	slices := func() string { return slicesState(t, c, ns, "late", ep.UID) }
 	eventually(t, "slices once the Service exists", slices, "IPv4 http=80/TCP|10.1.0.1:true@")
 
@@ -195,9 +194,7 @@ func TestMirrorsAtMostMaxEndpointsPerSubset(t *testing.T) {
 	ns := cl.Namespace
 	c := cl.Client
 	ctx := context.Background()
-	if _, err := c.CoreV1().Services(ns).Create(ctx, selectorless("big"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSelectorless(t, c, ns, "big")
 	var ips []string
 	for i := range 1005 {
 		ips = append(ips, fmt.Sprintf("10.3.%d.%d", i/250, 1+i%250))

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/allocated"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,9 +37,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	pool     Pool // zero: no pool
 	log      *slog.Logger
-	// used maps each handed-out address to its Service key. One worker owns it, so two
-	// Services never get the same address while the cache lags behind our writes.
-	used map[netip.Addr]string
+	used     allocated.Owners[netip.Addr] // address -> Service key
 }
 
 // New wires the controller to the shared Service informer.
@@ -57,7 +56,7 @@ func (c *Controller) Run(ctx context.Context) {
 // loadUsed reads the addresses already handed out from the Services themselves (so they
 // survive restarts).
 func (c *Controller) loadUsed() {
-	c.used = map[netip.Addr]string{}
+	c.used = allocated.Owners[netip.Addr]{}
 	all, _ := c.services.List(labels.Everything())
 	for _, svc := range all {
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
@@ -70,14 +69,7 @@ func (c *Controller) loadUsed() {
 
 // release frees key's address and looks again at the Services still waiting for one.
 func (c *Controller) release(key string) {
-	freed := false
-	for ip, owner := range c.used {
-		if owner == key {
-			delete(c.used, ip)
-			freed = true
-		}
-	}
-	if !freed {
+	if !c.used.Release(key) {
 		return
 	}
 	all, _ := c.services.List(labels.Everything())
@@ -138,7 +130,7 @@ func (c *Controller) choose(svc *corev1.Service, key string) (netip.Addr, string
 		switch {
 		case err != nil || !c.pool.Contains(ip):
 			return netip.Addr{}, "LoadBalancerIPNotInPool", fmt.Sprintf("spec.loadBalancerIP %s is not in the pool %s-%s", want, c.pool.first, c.pool.last)
-		case c.used[ip] != "" && c.used[ip] != key:
+		case !c.used.FreeFor(ip, key):
 			return netip.Addr{}, "LoadBalancerIPInUse", fmt.Sprintf("spec.loadBalancerIP %s is used by Service %s", want, c.used[ip])
 		}
 		return ip, "", ""

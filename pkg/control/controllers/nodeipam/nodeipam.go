@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/allocated"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,7 +67,7 @@ type Controller struct {
 	recorder record.EventRecorder
 	ranges   Ranges
 	log      *slog.Logger
-	used     map[netip.Prefix]string // subnet -> node; one worker owns it
+	used     allocated.Owners[netip.Prefix] // subnet -> node
 }
 
 // New wires the controller to the shared Node informer.
@@ -84,7 +85,7 @@ func (c *Controller) Run(ctx context.Context) {
 
 // loadUsed reads the subnets already handed out from the Nodes (so they survive restarts).
 func (c *Controller) loadUsed() {
-	c.used = map[netip.Prefix]string{}
+	c.used = allocated.Owners[netip.Prefix]{}
 	nodes, _ := c.nodes.List(labels.Everything())
 	for _, n := range nodes {
 		if p, err := netip.ParsePrefix(n.Spec.PodCIDR); err == nil {
@@ -96,11 +97,7 @@ func (c *Controller) loadUsed() {
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
-		for p, owner := range c.used {
-			if owner == name {
-				delete(c.used, p)
-			}
-		}
+		c.used.Release(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -119,7 +116,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 			c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
 			return 0, fmt.Errorf("no pod CIDR left in %s for node %s", c.ranges.cluster, name)
 		}
-		if owner, taken := c.used[p]; !taken || owner == name {
+		if c.used.FreeFor(p, name) {
 			free = p
 			break
 		}

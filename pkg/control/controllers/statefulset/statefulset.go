@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
-	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,9 +100,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	set := cached.DeepCopy()
-	hash := templatehash.Of(&set.Spec.Template, set.Status.CollisionCount)
-	update, revs, err := history.Ensure(ctx, c.client, c.revisions, history.Owner{Object: set, Kind: kind, Template: &set.Spec.Template,
-		Hash: hash, Limit: int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10)), Keep: set.Status.CurrentRevision})
+	owner := history.NewOwner(set, kind, &set.Spec.Template, set.Status.CollisionCount, set.Spec.RevisionHistoryLimit)
+	owner.Keep = set.Status.CurrentRevision
+	update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
 	if err != nil {
 		return 0, err
 	}

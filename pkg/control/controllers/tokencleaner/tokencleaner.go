@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -21,6 +19,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstrapsecrets "k8s.io/cluster-bootstrap/util/secrets"
 
+	"github.com/minik8s/minik8s/internal/bootstraptoken"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 )
 
@@ -38,17 +37,11 @@ type Controller struct {
 	log     *slog.Logger
 }
 
-// New watches kube-system's bootstrap token Secrets only (its own informer: the shared
-// factory would cache every Secret of the cluster for this).
+// New watches kube-system's bootstrap token Secrets only, through an informer of its own.
 func New(client kubernetes.Interface, log *slog.Logger) (*Controller, error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(metav1.NamespaceSystem),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("type", string(bootstrapapi.SecretTypeBootstrapToken)).String()
-		}))
-	inf := factory.Core().V1().Secrets()
+	inf, start := bootstraptoken.NewInformer(client)
 	c := &Controller{client: client, secrets: inf.Lister().Secrets(metav1.NamespaceSystem), synced: inf.Informer().HasSynced,
-		start: factory.Start, now: time.Now, log: log,
+		start: start, now: time.Now, log: log,
 		queue: workloop.NewQueue[string]("token_cleaner")}
 	enqueue := func(obj any) {
 		if s, ok := obj.(*corev1.Secret); ok {
