@@ -51,13 +51,15 @@ import (
 
 const childEnv = "PROXYBENCH_ID" // set in the re-executed child: the run's id
 
-// gogcs are the -gogc values, memoryLimits the -memory-limit ones; daemonOnly is -daemon-only.
+// gogcs are the -gogc values, memoryLimits the -memory-limit ones; daemonOnly is -daemon-only,
+// daemonChanges -daemon-changes.
 var (
-	gogcs        string
-	memoryLimits string
-	floor        string
-	daemonOnly   bool
-	heapProfile  string
+	gogcs         string
+	memoryLimits  string
+	floor         string
+	daemonOnly    bool
+	heapProfile   string
+	daemonChanges int
 )
 
 func main() {
@@ -65,6 +67,7 @@ func main() {
 	changes := flag.Int("changes", 5, "one-endpoint changes to time at the largest size")
 	miniproxy := flag.String("miniproxy", "bin/miniproxy", "miniproxy binary for the RSS figure, or several separated by commas, run in turn against the same Services (A/B); empty: skip")
 	flag.BoolVar(&daemonOnly, "daemon-only", false, "only the daemon's figures (RSS, CPU) at the largest size")
+	flag.IntVar(&daemonChanges, "daemon-changes", 50, "endpoint changes, back to back, after the daemon's three timed ones: its CPU per change and its RSS after them (0: none)")
 	flag.StringVar(&heapProfile, "heap-profile", "", "write the daemon's heap profile at the largest size to this file")
 	flag.StringVar(&gogcs, "gogc", "50,25", "GOGC values to run the daemon with too at the largest size, beside Go's default (empty: none)")
 	flag.StringVar(&floor, "floor", "bin/informerfloor", "the client-go floor's binary (go build -o bin/ ./bench/proxybench/informerfloor), run at 10 and at the largest number of Services; empty: skip")
@@ -614,27 +617,13 @@ func daemonAt(ctx context.Context, client *kubernetes.Clientset, miniproxy, dir 
 }
 
 // endpointChanges changes one Service's endpoints through the API a few times, each timed
-// until the daemon has programmed it, with the daemon's own CPU for it and its RSS after.
+// until the daemon has programmed it, with the daemon's own CPU for it and its RSS after;
+// then -daemon-changes more, back to back.
 func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemon, n int, gen *int) error {
 	for range 3 {
-		*gen++
-		m, err := scrape(d.addr)
-		if err != nil {
-			return err
-		}
-		s, err := client.DiscoveryV1().EndpointSlices("bench").Get(ctx, slice(n/2, 0).Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Endpoints = slice(n/2, *gen).Endpoints
 		cpu := cpuOf(d.cmd.Process.Pid)
 		changed := time.Now()
-		if _, err := client.DiscoveryV1().EndpointSlices("bench").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		m2, err := waitMetrics(d.addr, time.Minute, func(m2 map[string]float64) bool {
-			return m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4] > m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4]
-		})
+		m, m2, err := changeEndpoints(ctx, client, d, n, gen)
 		if err != nil {
 			return err
 		}
@@ -643,7 +632,42 @@ func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemo
 			ms(secs(m2["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4]-m["kubeproxy_sync_partial_proxy_rules_duration_seconds_sum"+v4])),
 			programmed.Round(time.Millisecond), cpuOf(d.cmd.Process.Pid)-cpu, daemonMemory(d.cmd.Process.Pid))
 	}
+	if daemonChanges == 0 {
+		return nil
+	}
+	// The CPU per change out of many 10 ms ticks, and the RSS once the garbage of many
+	// changes has met its collections (three changes make too little of it).
+	own, children := cpuTimes(d.cmd.Process.Pid)
+	for range daemonChanges {
+		if _, _, err := changeEndpoints(ctx, client, d, n, gen); err != nil {
+			return err
+		}
+	}
+	own2, children2 := cpuTimes(d.cmd.Process.Pid)
+	fmt.Printf("    %d more changes: CPU per change, the daemon's own %v, its children's (iptables-restore) %v; then %s\n",
+		daemonChanges, (own2-own)/time.Duration(daemonChanges), (children2-children)/time.Duration(daemonChanges), daemonMemory(d.cmd.Process.Pid))
 	return nil
+}
+
+// changeEndpoints gives the middle Service's slice new endpoints through the API and waits
+// for the daemon's partial sync of it: its metrics before and after.
+func changeEndpoints(ctx context.Context, client *kubernetes.Clientset, d *daemon, n int, gen *int) (before, after map[string]float64, err error) {
+	*gen++
+	if before, err = scrape(d.addr); err != nil {
+		return nil, nil, err
+	}
+	s, err := client.DiscoveryV1().EndpointSlices("bench").Get(ctx, slice(n/2, 0).Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Endpoints = slice(n/2, *gen).Endpoints
+	if _, err := client.DiscoveryV1().EndpointSlices("bench").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return nil, nil, err
+	}
+	after, err = waitMetrics(d.addr, time.Minute, func(m map[string]float64) bool {
+		return m["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4] > before["kubeproxy_sync_partial_proxy_rules_duration_seconds_count"+v4]
+	})
+	return before, after, err
 }
 
 // The sync metrics' names as /metrics prints them: they carry kube-proxy's ip_family label.
@@ -820,15 +844,24 @@ func fetch(url, file string) error {
 // cpuOf is process pid's user+system CPU time so far (/proc/PID/stat, in clock ticks of
 // 10 ms).
 func cpuOf(pid int) time.Duration {
+	own, _ := cpuTimes(pid)
+	return own
+}
+
+// cpuTimes is a process's own user+system CPU and that of its children it has waited for
+// (miniproxy's: iptables-restore and iptables-save), in 10 ms ticks.
+func cpuTimes(pid int) (own, children time.Duration) {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the name may hold spaces
-	if len(f) < 13 {
-		return 0
+	if len(f) < 15 {
+		return 0, 0
 	}
-	u, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond
+	var t [4]uint64 // utime, stime, cutime, cstime
+	for i := range t {
+		t[i], _ = strconv.ParseUint(f[11+i], 10, 64)
+	}
+	return time.Duration(t[0]+t[1]) * 10 * time.Millisecond, time.Duration(t[2]+t[3]) * 10 * time.Millisecond
 }
 
 func nproc() int {
