@@ -282,15 +282,7 @@ func TestAdminEgressToNodes(t *testing.T) {
 		{Name: "infra", Action: anpv1alpha1.AdminNetworkPolicyRuleActionDeny,
 			To: []anpv1alpha1.AdminNetworkPolicyEgressPeer{{Nodes: sel("role", "infra")}}},
 	}
-	// Until the experimental schema is served, the standard one prunes the node peer and
-	// refuses the peer left empty.
-	var createErr error
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, createErr = anps.PolicyV1alpha1().AdminNetworkPolicies().Create(ctx, anp, metav1.CreateOptions{})
-		return createErr == nil, nil
-	}); err != nil {
-		t.Fatalf("create %s: %v", anp.Name, createErr)
-	}
+	createWhenServed(t, ctx, anps, anp)
 	reaches("ANP denying x egress to role=infra", pod["x/a"], node2, false)
 	reaches("ANP denying x egress to role=infra", pod["y/b"], node2, true)
 	reaches("ANP denying x egress to role=infra", pod["x/a"], pod["y/b"], true)
@@ -323,4 +315,17 @@ func TestAdminEgressToNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	reaches("ANP deleted", pod["x/a"], node2, true)
+}
+
+// createWhenServed creates anp, which has node peers: until the experimental schema is
+// served, the standard one prunes the node peer and refuses the peer left empty.
+func createWhenServed(t *testing.T, ctx context.Context, anps anpclient.Interface, anp *anpv1alpha1.AdminNetworkPolicy) {
+	t.Helper()
+	var createErr error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, createErr = anps.PolicyV1alpha1().AdminNetworkPolicies().Create(ctx, anp, metav1.CreateOptions{})
+		return createErr == nil, nil
+	}); err != nil {
+		t.Fatalf("create %s: %v", anp.Name, createErr)
+	}
 }

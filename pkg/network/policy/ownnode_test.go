@@ -97,14 +97,7 @@ func TestEgressToOwnNode(t *testing.T) {
 	anp := policytest.ANP("no-nodes", 5, sel("ns", "x"))
 	anp.Spec.Egress = []anpv1alpha1.AdminNetworkPolicyEgressRule{{Name: "nodes", Action: anpv1alpha1.AdminNetworkPolicyRuleActionDeny,
 		To: []anpv1alpha1.AdminNetworkPolicyEgressPeer{{Nodes: sel("role", "worker")}}}}
-	// Until the experimental schema is served, the standard one refuses the node peer.
-	var createErr error
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, createErr = anps.PolicyV1alpha1().AdminNetworkPolicies().Create(ctx, anp, metav1.CreateOptions{})
-		return createErr == nil, nil
-	}); err != nil {
-		t.Fatalf("create %s: %v", anp.Name, createErr)
-	}
+	createWhenServed(t, ctx, anps, anp)
 	reaches("ANP denying x egress to the nodes", xa.netns, node, tcp80, false)
 	reaches("ANP denying x egress to the nodes", xb.netns, node, tcp81, false)
 	reaches("ANP denying x egress to the nodes", pod["y/a"].netns, node, tcp80, true)

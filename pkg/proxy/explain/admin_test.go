@@ -91,17 +91,7 @@ func TestAdminTiersFromTheAPI(t *testing.T) {
 	// node-1's rules as the controller writes them from the same objects, each counted.
 	state := c.state
 	state.Node = "node-1"
-	var save strings.Builder
-	for _, line := range strings.Split(policy.Build(&state).Restore(nil), "\n") {
-		if strings.HasPrefix(line, "-A ") {
-			line = "[3:180] " + line
-		}
-		save.WriteString(line + "\n")
-	}
-	tables, err := ParseSave(save.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tables := countedRules(t, &state)
 	explain := func(from, to string) (Connection, string) {
 		src, err := c.pod(from)
 		if err != nil {

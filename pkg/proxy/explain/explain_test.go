@@ -253,17 +253,7 @@ func TestPolicyToOwnNode(t *testing.T) {
 		Policies: []*networkingv1.NetworkPolicy{{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "deny-egress"},
 			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}}}}}}
-	var save strings.Builder
-	for _, line := range strings.Split(policy.Build(&cl.state).Restore(nil), "\n") {
-		if strings.HasPrefix(line, "-A ") {
-			line = "[3:180] " + line
-		}
-		save.WriteString(line + "\n")
-	}
-	tables, err := ParseSave(save.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tables := countedRules(t, &cl.state)
 	local := func(ip string) bool { return ip == "192.168.50.11" }
 	conn := cl.connection(tables, local, a, a.Status.PodIP, "192.168.50.11", corev1.ProtocolTCP, 22)
 	if conn.To != "node/node-1 (192.168.50.11)" || conn.Ingress != nil || conn.Verdict != "denied by the egress policies of x/a" {
@@ -280,4 +270,22 @@ func TestPolicyToOwnNode(t *testing.T) {
 	if conn = cl.connection(tables, func(string) bool { return false }, a, a.Status.PodIP, "192.168.50.11", corev1.ProtocolTCP, 22); conn.Egress.Hops[0].Chain != policy.TopChain {
 		t.Errorf("hops %+v", conn.Egress.Hops)
 	}
+}
+
+// countedRules are the rules the policy controller writes for state, as iptables-save -c
+// shows them with every rule counted (3 packets, 180 bytes).
+func countedRules(t *testing.T, state *policy.State) Tables {
+	t.Helper()
+	var save strings.Builder
+	for _, line := range strings.Split(policy.Build(state).Restore(nil), "\n") {
+		if strings.HasPrefix(line, "-A ") {
+			line = "[3:180] " + line
+		}
+		save.WriteString(line + "\n")
+	}
+	tables, err := ParseSave(save.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tables
 }
