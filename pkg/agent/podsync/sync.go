@@ -57,6 +57,12 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		after time.Duration
 		errs  []error
 	)
+	// A new pod says ContainerCreating before its volumes and sandbox are made, as the
+	// kubelet's first status (SetPodStatus before it mounts): else it shows Pending with no
+	// containers until its first sync ends.
+	if st.lastStatus == nil && len(all) == 0 {
+		errs = append(errs, s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, false)))
+	}
 	// Volumes first, as the kubelet waits for them before the sandbox: a pod whose
 	// ConfigMap is missing stays ContainerCreating, with FailedMount events.
 	vols, err := s.volumes.SetUp(ctx, pod)

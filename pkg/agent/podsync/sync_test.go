@@ -432,8 +432,24 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 	original := h.createPod(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
 	st := newPodState(original, apiTime(h.Clock.Now()))
 	h.sync(st, original)
-	if n := h.statusUpdates(); n != 1 {
-		t.Fatalf("%d status updates for a new pod, want 1", n)
+	// Two for a new pod, as the kubelet: ContainerCreating before its volumes and sandbox
+	// are made (else it shows Pending with no containers until its first sync ends), then
+	// Running.
+	var written []corev1.PodStatus
+	for _, a := range h.Client.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetSubresource() == "status" && a.GetResource().Resource == "pods" {
+			written = append(written, u.GetObject().(*corev1.Pod).Status)
+		}
+	}
+	if len(written) != 2 {
+		t.Fatalf("%d status updates for a new pod, want 2", len(written))
+	}
+	if cs := written[0].ContainerStatuses; written[0].Phase != corev1.PodPending || len(cs) != 1 ||
+		cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("a new pod's first status: %s %+v, want Pending with app waiting ContainerCreating", written[0].Phase, cs)
+	}
+	if written[1].Phase != corev1.PodRunning {
+		t.Errorf("a new pod's second status: %s, want Running", written[1].Phase)
 	}
 	h.Clock.Step(time.Minute)
 	h.sync(st, original)
@@ -441,13 +457,13 @@ func TestStatusOnlyWrittenWhenChanged(t *testing.T) {
 	if _, err := h.syncer.SyncPod(h.ctx, st, original); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.statusUpdates(); n != 1 {
-		t.Errorf("%d status updates without a change, want 1", n)
+	if n := h.statusUpdates(); n != 2 {
+		t.Errorf("%d status updates without a change, want 2", n)
 	}
 	h.Runtime.Exit(string(original.UID), "app", 1)
 	h.sync(st, original)
-	if n := h.statusUpdates(); n != 2 {
-		t.Errorf("%d status updates after a container exit, want 2", n)
+	if n := h.statusUpdates(); n != 3 {
+		t.Errorf("%d status updates after a container exit, want 3", n)
 	}
 }
 
