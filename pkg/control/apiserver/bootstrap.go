@@ -138,17 +138,26 @@ func (s *Server) ensure(ctx context.Context, gvr schema.GroupVersionResource, ob
 	m := mustMeta(obj)
 	// Update first: a create of what exists could fail on other grounds than existing (the
 	// cluster IP it asks for is held by the existing Service).
-	var err error = apierrors.NewNotFound(res.GroupResource(), m.GetName())
-	if reconcile != nil {
-		_, err = s.objects.Update(ctx, res, m.GetNamespace(), m.GetName(), generic.UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+	update := func() error {
+		if reconcile == nil {
+			return apierrors.NewNotFound(res.GroupResource(), m.GetName())
+		}
+		_, err := s.objects.Update(ctx, res, m.GetNamespace(), m.GetName(), generic.UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
 			reconcile(cur)
 			return cur, nil
 		})
+		return err
 	}
+	err := update()
 	if apierrors.IsNotFound(err) {
 		_, err = s.objects.Create(ctx, res, obj.DeepCopyObject(), generic.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) && reconcile == nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Another API server made it since the update (several start at once on one
+			// etcd): bring that one in line instead.
 			err = nil
+			if reconcile != nil {
+				err = update()
+			}
 		}
 	}
 	if err != nil {

@@ -2,11 +2,13 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
@@ -105,6 +107,31 @@ func TestBootstrapPointsTheKubernetesServiceAtTheServer(t *testing.T) {
 	}
 	if err := s.ranges.ServiceIPs.Allocate(ctx, netip.MustParseAddr("10.100.0.1"), &corev1.ObjectReference{UID: "other"}); err == nil {
 		t.Error("the kubernetes Service's IP should be held")
+	}
+}
+
+// TestServersBootstrappingTogether: API servers starting at once on one store all
+// bootstrap; the one whose create of an object another just made updates it instead of
+// failing (three miniapi of an HA lab exited with "already exists").
+func TestServersBootstrappingTogether(t *testing.T) {
+	for round := range 5 {
+		st := openTestStore(t) // a new cluster each round
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i := range errs {
+			s := newTestServer(t, st, "10.100.0.0/16", fmt.Sprintf("10.200.%d.%d", round, i+2), 6443)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.Bootstrap(context.Background())
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: server %d: %v", round, i, err)
+			}
+		}
 	}
 }
 
