@@ -91,7 +91,7 @@ func TestAdminTiersFromTheAPI(t *testing.T) {
 	// node-1's rules as the controller writes them from the same objects, each counted.
 	state := c.state
 	state.Node = "node-1"
-	tables := countedRules(t, &state)
+	tables := countedRules(t, &state, "[3:180]")
 	explain := func(from, to string) (Connection, string) {
 		src, err := c.pod(from)
 		if err != nil {
