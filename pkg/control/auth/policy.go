@@ -273,7 +273,9 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		// minilet's NetworkPolicy enforcement needs every pod (peers live on other nodes), as
 		// k3s' agents read them for kube-router's controller.
 		clusterRole("system:minik8s:network-policy", nil, rules(
-			rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces"),
+			// services: their node ports, which pass the pods' egress chains from INPUT in
+			// IPVS mode (package policy)
+			rule("list", "watch").groups(legacyGroup).resources("pods", "namespaces", "services"),
 			// the Service ranges, which pass the pods' egress chains from INPUT (package policy)
 			rule("list", "watch").groups(networking).resources("networkpolicies", "servicecidrs"),
 			rule("list", "watch").groups("policy.networking.k8s.io").resources("adminnetworkpolicies", "baselineadminnetworkpolicies"),

@@ -174,6 +174,7 @@ func TestRBACRules(t *testing.T) {
 		{"a node watches every pod for network policies", res(node, "watch", "", "pods", "", "", ""), true},
 		{"a node lists namespaces for network policies", res(node, "list", "", "namespaces", "", "", ""), true},
 		{"a node watches network policies", res(node, "watch", networking, "networkpolicies", "", "", ""), true},
+		{"a node watches every Service for their node ports (network policies)", res(node, "watch", "", "services", "", "", ""), true},
 		{"a node does not change network policies", res(node, "update", networking, "networkpolicies", "", "x", "np"), false},
 		{"scheduler binds pods", res(sched, "create", "", "pods", "binding", "apps", "p"), true},
 		{"scheduler does not delete nodes", res(sched, "delete", "", "nodes", "", "", "n"), false},

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -79,6 +81,8 @@ type Informers struct {
 	Namespaces      Informer[corelisters.NamespaceLister]
 	NetworkPolicies Informer[networkinglisters.NetworkPolicyLister]
 	ServiceCIDRs    Informer[networkinglisters.ServiceCIDRLister]
+	// Services give the node ports (see InputChain); nil: none pass InputChain.
+	Services Informer[corelisters.ServiceLister]
 }
 
 // AdminInformers are what the admin tiers read: the policies, and the Nodes their egress
@@ -110,7 +114,44 @@ func NewController(factory Factory, inf Informers, node string, log *slog.Logger
 	inf.Namespaces.Informer()
 	inf.NetworkPolicies.Informer()
 	inf.ServiceCIDRs.Informer()
+	if inf.Services != nil {
+		if err := inf.Services.Informer().SetTransform(nodePortFields); err != nil {
+			c.log.Warn("network policy: services are cached whole", "err", err) // started already: only memory lost
+		}
+	}
 	return c
+}
+
+// nodePortFields keeps of a Service what the controller reads, its ports' protocols and node
+// ports, as nodePeerFields does of a Node.
+func nodePortFields(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	out := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion}}
+	for _, p := range s.Spec.Ports {
+		if p.NodePort != 0 {
+			out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Protocol: p.Protocol, NodePort: p.NodePort})
+		}
+	}
+	return out, nil
+}
+
+// nodePorts are the node ports of services, by protocol, sorted.
+func nodePorts(services []*corev1.Service) map[corev1.Protocol][]int32 {
+	out := map[corev1.Protocol][]int32{}
+	for _, s := range services {
+		for _, p := range s.Spec.Ports {
+			if p.NodePort != 0 && !slices.Contains(out[p.Protocol], p.NodePort) {
+				out[p.Protocol] = append(out[p.Protocol], p.NodePort)
+			}
+		}
+	}
+	for _, ports := range out {
+		slices.Sort(ports)
+	}
+	return out
 }
 
 // WithAdmin enforces the AdminNetworkPolicies and the BaselineAdminNetworkPolicy of inf,
@@ -212,6 +253,28 @@ func (c *Controller) watch(kick func()) ([]cache.SharedIndexInformer, error) {
 			return nil, err
 		}
 	}
+	if c.inf.Services != nil {
+		// Only node ports matter: a Service without one changes no rule.
+		withNodePorts := func(obj any) {
+			if s, ok := obj.(*corev1.Service); !ok || len(nodePorts([]*corev1.Service{s})) > 0 {
+				full(obj)
+			}
+		}
+		services := c.inf.Services.Informer()
+		if _, err := services.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: withNodePorts, DeleteFunc: withNodePorts,
+			UpdateFunc: func(old, obj any) {
+				a, okA := old.(*corev1.Service)
+				b, okB := obj.(*corev1.Service)
+				if !okA || !okB || !reflect.DeepEqual(nodePorts([]*corev1.Service{a}), nodePorts([]*corev1.Service{b})) {
+					full(obj)
+				}
+			},
+		}); err != nil {
+			return nil, err
+		}
+		infs = append(infs, services)
+	}
 	if c.admin != nil {
 		// Only a node's labels and addresses matter to node peers, not its status heartbeats.
 		nodes := c.admin.Nodes.Informer()
@@ -260,7 +323,7 @@ func (c *Controller) syncChanges(ctx context.Context) (*SyncResult, error) {
 	dirty, full := c.dirty, c.full
 	c.dirty, c.full = nil, false
 	c.mu.Unlock()
-	if !full && c.model != nil && time.Since(c.lastFull) < c.SyncPeriod {
+	if !full && c.model != nil && time.Since(c.lastFull) < c.SyncPeriod && c.model.ipvs == c.hasIPVS() {
 		if len(dirty) == 0 {
 			return nil, nil
 		}
@@ -382,6 +445,14 @@ func (c *Controller) state() (*State, error) {
 		st.ServiceCIDRs = append(st.ServiceCIDRs, sc.Spec.CIDRs...)
 	}
 	slices.Sort(st.ServiceCIDRs)
+	if c.inf.Services != nil {
+		services, err := c.inf.Services.Lister().List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		st.NodePorts = nodePorts(services)
+	}
+	st.IPVS = c.hasIPVS()
 	if c.admin == nil {
 		return st, nil
 	}
@@ -396,6 +467,18 @@ func (c *Controller) state() (*State, error) {
 	}
 	st.Nodes, err = c.admin.Nodes.Lister().List(labels.Everything())
 	return st, err
+}
+
+// hasIPVS tells whether the kernel has IPVS loaded (miniproxy's IPVS mode loads it), in
+// the controller's network namespace: then OutputChain decides what IPVS translated.
+func (c *Controller) hasIPVS() bool {
+	var err error
+	_ = c.inNetNS(func() error {
+		// thread-self: inNetNS moved this thread alone.
+		_, err = os.Stat("/proc/thread-self/net/ip_vs")
+		return nil
+	})
+	return err == nil
 }
 
 func (c *Controller) inNetNS(fn func() error) error {
@@ -470,7 +553,7 @@ func (c *Controller) readKernel(ctx context.Context) error {
 	c.chains = map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if name, ok := strings.CutPrefix(line, ":"); ok {
-			if name = strings.Fields(name)[0]; name == TopChain || name == InputChain || strings.HasPrefix(name, chainPrefix) {
+			if name = strings.Fields(name)[0]; name == TopChain || name == InputChain || name == OutputChain || strings.HasPrefix(name, chainPrefix) {
 				c.chains[name] = true
 			}
 		}
@@ -504,10 +587,11 @@ func restore(ctx context.Context, input string) error {
 // chains only drop or return, so what follows still decides the rest, and no ACCEPT above
 // them lets a new connection skip the policies. FORWARD carries pod to pod and pod to
 // outside, INPUT a pod to its own node (after any DNAT: a node port or a Service whose
-// endpoint is the node is decided on the endpoint's address).
+// endpoint is the node is decided on the endpoint's address), OUTPUT what IPVS translated.
 var jumps = []jump{
 	{"FORWARD", TopChain, "minik8s network policies"},
 	{"INPUT", InputChain, "minik8s network policies: pods to their node"},
+	{"OUTPUT", OutputChain, "minik8s network policies: after IPVS"},
 }
 
 type jump struct{ from, to, comment string }

@@ -94,8 +94,8 @@ func TestControllerAppliesPodChangesAlone(t *testing.T) {
 	if _, err := pods.Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if res := sync("new pod", podChanged("x/n")); res.Full || !res.RulesWritten || res.Chains != 4 {
-		t.Errorf("a new local pod: %+v, want its two chains, TopChain and InputChain written", res)
+	if res := sync("new pod", podChanged("x/n")); res.Full || !res.RulesWritten || res.Chains != 5 {
+		t.Errorf("a new local pod: %+v, want its two chains, TopChain, InputChain and OutputChain written", res)
 	}
 	var save []byte
 	nettest.In(t, node, func() error {

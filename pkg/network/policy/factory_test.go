@@ -15,6 +15,7 @@ func New(factory informers.SharedInformerFactory, node string, log *slog.Logger)
 		Namespaces:      factory.Core().V1().Namespaces(),
 		NetworkPolicies: factory.Networking().V1().NetworkPolicies(),
 		ServiceCIDRs:    factory.Networking().V1().ServiceCIDRs(),
+		Services:        factory.Core().V1().Services(),
 	}, node, log)
 }
 

@@ -21,8 +21,10 @@ type model struct {
 	pods  map[string]*corev1.Pod     // the pods with an IP, by namespace/name
 	byIP  map[string]map[string]bool // pod IP -> the keys of the pods with it
 	local map[string]podRules        // the node's pods that have chains, by key
-	// serviceCIDRs pass InputChain (see there)
+	// serviceCIDRs and the ports of the nodePorts sets pass InputChain (see there)
 	serviceCIDRs []string
+	nodePorts    []*ipset.Set
+	ipvs         bool // OutputChain decides what IPVS translated
 }
 
 func newModel(b *builder) *model {
@@ -57,8 +59,9 @@ func (m *model) ruleset() *Ruleset {
 	return rs
 }
 
-// tops are TopChain and InputChain: replies pass, then the jumps of the node's pods to their
-// chains; InputChain has the egress ones only (no pod is a destination in INPUT).
+// tops are TopChain, InputChain and OutputChain: replies pass, then the jumps of the node's
+// pods to their chains; InputChain has the egress ones only (no pod is a destination in
+// INPUT), OutputChain all of them, for what IPVS translated alone.
 func (m *model) tops() []Chain {
 	replies := `-m comment --comment "replies of allowed connections" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN`
 	var egress, ingress []string
@@ -75,11 +78,22 @@ func (m *model) tops() []Chain {
 	for _, cidr := range m.serviceCIDRs {
 		input = append(input, fmt.Sprintf(`-d %s -m comment --comment "Services: decided after their translation" -j RETURN`, cidr))
 	}
+	for _, set := range m.nodePorts {
+		input = append(input, fmt.Sprintf(`-p %s -m set --match-set %s dst -m conntrack ! --ctstate DNAT -m comment --comment "node ports: decided after their translation" -j RETURN`,
+			strings.ToLower(strings.TrimPrefix(set.Name, NodePortSet(""))), set.Name))
+	}
 	// Egress of the source first, then ingress of the destination: a connection between
 	// two local pods must pass both.
+	jumps := append(append([]string{}, egress...), ingress...)
+	output := []string{replies}
+	if m.ipvs {
+		output = append(append(output, `-m comment --comment "what IPVS did not translate" -m ipvs ! --ipvs -j RETURN`,
+			`-m comment --comment "IPVS replies" -m ipvs --vdir REPLY -j RETURN`), jumps...)
+	}
 	return []Chain{
-		{Name: TopChain, Rules: append(append([]string{replies}, egress...), ingress...)},
+		{Name: TopChain, Rules: append([]string{replies}, jumps...)},
 		{Name: InputChain, Rules: append(input, egress...)},
+		{Name: OutputChain, Rules: output},
 	}
 }
 
@@ -87,7 +101,7 @@ func (m *model) tops() []Chain {
 type podDelta struct {
 	sets   string   // ipset restore input: the new sets, then the entries added and deleted
 	fresh  []string // the sets it creates
-	chains []Chain  // the chains to write again (TopChain and InputChain first when a jump changed)
+	chains []Chain  // the chains to write again (TopChain, InputChain and OutputChain first when a jump changed)
 	gone   []string // the chains to delete
 }
 

@@ -102,7 +102,7 @@ func TestLabelChangeWritesSetMembersOnly(t *testing.T) {
 }
 
 // TestNewPodWritesOnlyItsChains: a new pod of the node that the policy selects gets its two
-// chains and its jumps (TopChain and InputChain written again), nothing else; a new remote pod that is a
+// chains and its jumps (TopChain, InputChain and OutputChain written again), nothing else; a new remote pod that is a
 // peer only joins the sets.
 func TestNewPodWritesOnlyItsChains(t *testing.T) {
 	st := modelState()
@@ -112,7 +112,7 @@ func TestNewPodWritesOnlyItsChains(t *testing.T) {
 	for _, c := range d.chains {
 		names = append(names, c.Name)
 	}
-	if want := []string{TopChain, InputChain, ChainName(n, egress), ChainName(n, ingress)}; !slices.Equal(names, want) {
+	if want := []string{TopChain, InputChain, OutputChain, ChainName(n, egress), ChainName(n, ingress)}; !slices.Equal(names, want) {
 		t.Errorf("chains written %v, want %v", names, want)
 	}
 	if d.sets != "" || len(d.gone) != 0 {
@@ -142,7 +142,8 @@ func TestDeletedPodRemovesItsChainsAndEntries(t *testing.T) {
 	if want := []string{ChainName(a, egress), ChainName(a, ingress)}; !slices.Equal(d.gone, want) {
 		t.Errorf("chains deleted %v, want %v", d.gone, want)
 	}
-	if len(d.chains) != 2 || d.chains[0].Name != TopChain || len(d.chains[0].Rules) != 1 || d.chains[1].Name != InputChain || len(d.chains[1].Rules) != 1 {
+	if len(d.chains) != 3 || d.chains[0].Name != TopChain || len(d.chains[0].Rules) != 1 || d.chains[1].Name != InputChain || len(d.chains[1].Rules) != 1 ||
+		d.chains[2].Name != OutputChain || len(d.chains[2].Rules) != 1 {
 		t.Errorf("chains written %v", d.chains)
 	}
 

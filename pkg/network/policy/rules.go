@@ -41,8 +41,18 @@ const (
 	// IP to the node (kube-ipvs0), so they reach INPUT before IPVS translates them (at a
 	// later priority of the same hook), and a rule allowing the Service's pods would not
 	// match the cluster IP; kube-router lets the range through in INPUT the same way. In
-	// iptables mode no connection to a cluster IP reaches INPUT (DNAT in PREROUTING).
+	// iptables mode no connection to a cluster IP reaches INPUT (DNAT in PREROUTING). A
+	// node port on the node's own addresses passes it the same way unless a DNAT already
+	// translated it: IPVS binds those too.
 	InputChain = "MINIK8S-NETPOL-INPUT"
+	// OutputChain is jumped to from OUTPUT: IPVS sends what it translated (at INPUT's hook,
+	// after the filter table) on through OUTPUT, never FORWARD, so a local pod's new
+	// connection to a Service is decided here, on the endpoint's address and port, by the
+	// pod's egress chain, and one to a local pod by that pod's ingress chain, as
+	// kube-router's KUBE-ROUTER-OUTPUT does. It takes only what IPVS translated (-m ipvs
+	// --ipvs --vdir ORIGINAL): the node's own connections, and in iptables mode everything,
+	// pass it. Its jumps are written only when the node's kernel has IPVS (State.IPVS).
+	OutputChain = "MINIK8S-NETPOL-OUTPUT"
 	// chainPrefix and setPrefix name every chain and set of ours but the top one.
 	chainPrefix = "MKNP-"
 	setPrefix   = "MKNP-"
@@ -64,11 +74,16 @@ type State struct {
 	// ServiceCIDRs are the Service ranges: InputChain lets connections to them pass, to be
 	// decided after their translation (see InputChain).
 	ServiceCIDRs []string
+	// NodePorts are the Services' node ports by protocol: InputChain lets the connections
+	// to them that no DNAT translated pass (see InputChain).
+	NodePorts map[corev1.Protocol][]int32
+	// IPVS: the kernel has IPVS (and its ipvs match): OutputChain decides what IPVS
+	// translated. False: OutputChain holds the replies' rule alone.
+	IPVS bool
 }
 
-// Ruleset is what one sync writes: the filter table's chains (TopChain and InputChain
-// first) and the sets
-// their rules match.
+// Ruleset is what one sync writes: the filter table's chains (TopChain, InputChain and
+// OutputChain first) and the sets their rules match.
 type Ruleset struct {
 	Chains []Chain
 	Sets   []*ipset.Set
@@ -116,6 +131,18 @@ func build(s *State) (*Ruleset, *model) {
 		if p, err := netip.ParsePrefix(cidr); err == nil && p.Addr().Is4() { // the rules are IPv4's
 			m.serviceCIDRs = append(m.serviceCIDRs, p.String())
 		}
+	}
+	m.ipvs = s.IPVS
+	for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP} {
+		if len(s.NodePorts[proto]) == 0 {
+			continue
+		}
+		set := ipset.New(NodePortSet(proto), ipset.BitmapPort, fmt.Sprintf("%s node ports: decided after their translation", proto))
+		for _, port := range s.NodePorts[proto] {
+			set.Add(strconv.Itoa(int(port)))
+		}
+		m.b.sets[set.Name] = set
+		m.nodePorts = append(m.nodePorts, set)
 	}
 	for _, p := range m.b.peers {
 		m.pods[podKey(p)] = p
@@ -169,6 +196,9 @@ func (b *builder) podRules(p *corev1.Pod) podRules {
 	}
 	return r
 }
+
+// NodePortSet is the set of the node ports of proto (see InputChain).
+func NodePortSet(proto corev1.Protocol) string { return setPrefix + "NODE-PORTS-" + string(proto) }
 
 // ChainName is the chain of pod p's rules in direction dir.
 func ChainName(p *corev1.Pod, dir networkingv1.PolicyType) string {

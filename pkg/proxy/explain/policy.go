@@ -325,8 +325,9 @@ func (t Tables) chain(name string) ([]Rule, bool) {
 }
 
 // end adds to v its tier, its admin policies and the counters of this node's rules it
-// names: top's (TopChain's or InputChain's) jump to the pod's chain, the rule that decided,
-// and the chain's DROP.
+// names: top's (TopChain's or InputChain's) jump to the pod's chain, OutputChain's (where
+// what IPVS translated is decided, when the node has IPVS), the rule that decided, and the
+// chain's DROP.
 func (c *cluster) end(t Tables, top string, v policy.Verdict) *End {
 	e := &End{Verdict: v, Tier: tier(v), Hops: []Hop{}}
 	for _, a := range v.AdminBy {
@@ -353,6 +354,15 @@ func (c *cluster) end(t Tables, top string, v policy.Verdict) *End {
 	for _, r := range jumps {
 		if r.Target == v.Chain {
 			e.Hops = append(e.Hops, Hop{Table: "filter", Chain: top, Rule: r.Text, Packets: r.Packets, Bytes: r.Bytes, Note: note})
+		}
+	}
+	if top != policy.InputChain { // a connection to the node itself is not translated
+		afterIPVS, _ := t.chain(policy.OutputChain)
+		for _, r := range afterIPVS {
+			if r.Target == v.Chain {
+				e.Hops = append(e.Hops, Hop{Table: "filter", Chain: policy.OutputChain, Rule: r.Text, Packets: r.Packets, Bytes: r.Bytes,
+					Note: "new connections of " + v.Pod + " through IPVS (a Service), decided after its translation"})
+			}
 		}
 	}
 	_, want, err := parseRule("-A " + v.Chain + " " + v.Rule)

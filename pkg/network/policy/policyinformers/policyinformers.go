@@ -26,6 +26,7 @@ func NewController(client kubernetes.Interface, admin anpclient.Interface, node 
 		Namespaces:      f.Core().V1().Namespaces(),
 		NetworkPolicies: f.Networking().V1().NetworkPolicies(),
 		ServiceCIDRs:    f.Networking().V1().ServiceCIDRs(),
+		Services:        f.Core().V1().Services(),
 	}, node, log).WithAdmin(a, policy.AdminInformers{
 		AdminNetworkPolicies:         a.Policy().V1alpha1().AdminNetworkPolicies(),
 		BaselineAdminNetworkPolicies: a.Policy().V1alpha1().BaselineAdminNetworkPolicies(),
