@@ -389,6 +389,9 @@ func slice(svc string, proto corev1.Protocol, port int32, ips ...string) *discov
 	return s
 }
 
+// backendNS are the network namespaces startBackend made, by their address.
+var backendNS = map[string]netns.NsHandle{}
+
 // startBackend makes a network namespace joined to the VM's by a veth pair (10.0.i.1 on the
 // VM's side, 10.0.i.2 inside) with a TCP server on :8080 and a UDP one on :5353 answering
 // its name.
@@ -401,6 +404,7 @@ func startBackend(t *testing.T, name string, i int) string {
 	defer orig.Close()
 	ns, err := netns.New() // this thread is now inside
 	must(t, err)
+	backendNS[fmt.Sprintf("10.0.%d.2", i)] = ns
 	must(t, netns.Set(orig))
 	hostIP, nsIP := fmt.Sprintf("10.0.%d.1", i), fmt.Sprintf("10.0.%d.2", i)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "veth-" + name}, PeerName: "eth-" + name}
