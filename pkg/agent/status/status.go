@@ -99,9 +99,11 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, sandboxReady bool, unin
 		}
 	}
 	containersReady := corev1.PodCondition{Status: corev1.ConditionTrue}
-	switch {
+	switch { // a finished pod's reason has no message, as the kubelet's generateContainersReadyConditionForTerminalPhase
 	case s.Phase == corev1.PodSucceeded:
 		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
+	case s.Phase == corev1.PodFailed:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodFailed"}
 	case len(unready) > 0:
 		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
 			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
@@ -120,7 +122,10 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, sandboxReady bool, unin
 	}
 	set(corev1.PodReadyToStartContainers, corev1.PodCondition{Status: sandbox})
 	initialized := corev1.PodCondition{Status: corev1.ConditionTrue}
-	if len(uninitialized) > 0 {
+	switch {
+	case s.Phase == corev1.PodSucceeded:
+		initialized.Reason = "PodCompleted"
+	case len(uninitialized) > 0:
 		initialized = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized",
 			Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(uninitialized, " "))}
 	}

@@ -121,3 +121,29 @@ func TestOurDisruptionTargetAsThePodFails(t *testing.T) {
 		t.Errorf("running pod's conditions %+v, want the API's DisruptionTarget", got.Conditions)
 	}
 }
+
+// A finished pod's conditions as the kubelet's generate.go words them: a failed pod is not
+// Ready with reason PodFailed (no message: its containers may still be stopping), a
+// succeeded one with PodCompleted, and a succeeded pod is Initialized with PodCompleted.
+func TestConditionsOfAFinishedPod(t *testing.T) {
+	now := metav1.Now()
+	exited := corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}}}
+	for _, tc := range []struct {
+		phase                 corev1.PodPhase
+		ready, initializedWhy string
+	}{
+		{corev1.PodFailed, "PodFailed", ""},
+		{corev1.PodSucceeded, "PodCompleted", "PodCompleted"},
+	} {
+		s := corev1.PodStatus{Phase: tc.phase, ContainerStatuses: []corev1.ContainerStatus{exited}}
+		SetConditions(&s, now, false, nil, nil)
+		for _, typ := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+			if c := Condition(&s, typ); c.Status != corev1.ConditionFalse || c.Reason != tc.ready || c.Message != "" {
+				t.Errorf("%s pod: %s = %+v, want False %s without a message", tc.phase, typ, c, tc.ready)
+			}
+		}
+		if c := Condition(&s, corev1.PodInitialized); c.Status != corev1.ConditionTrue || c.Reason != tc.initializedWhy {
+			t.Errorf("%s pod: Initialized = %+v, want True %q", tc.phase, c, tc.initializedWhy)
+		}
+	}
+}

@@ -68,10 +68,6 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		return
 	}
 	pod := obj.(*corev1.Pod)
-	if pod.Spec.NodeName == "" {
-		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
-		return
-	}
 	path := "/" + connectSubresources[sub] + "/" + ns + "/" + name
 	if sub != "portforward" {
 		container, err := podContainer(pod, r.URL.Query().Get("container"), sub, r.URL.Query().Get("previous") == "true")
@@ -80,6 +76,16 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 			return
 		}
 		path += "/" + container
+	}
+	switch {
+	case pod.Spec.NodeName == "" && sub == "log":
+		// kube's LogLocation gives no location, and a null stream is 204 No Content:
+		// kubectl logs of a pod not yet scheduled prints nothing and succeeds.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case pod.Spec.NodeName == "":
+		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
+		return
 	}
 	podQuery := r.URL.Query()
 	if sub == "exec" || sub == "attach" {
@@ -134,14 +140,21 @@ func streamQuery(q url.Values) url.Values {
 // running.
 func podContainer(pod *corev1.Pod, name, sub string, previous bool) (string, error) {
 	if name == "" {
-		if len(pod.Spec.Containers) != 1 {
+		switch len(pod.Spec.Containers) {
+		case 1:
+			name = pod.Spec.Containers[0].Name
+		case 0:
+			return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s", pod.Name))
+		default: // every container named, init and ephemeral ones too, as kube's validateContainer
 			var names []string
-			for _, c := range pod.Spec.Containers {
+			for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+				names = append(names, c.Name)
+			}
+			for _, c := range pod.Spec.EphemeralContainers {
 				names = append(names, c.Name)
 			}
 			return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", pod.Name, names))
 		}
-		name = pod.Spec.Containers[0].Name
 	}
 	if !podHasContainer(pod, name) {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))

@@ -25,13 +25,17 @@ func TestPodContainer(t *testing.T) {
 			{Name: "puller", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}},
 		}}}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "crasher"}, corev1.Container{Name: "puller"}, corev1.Container{Name: "new"})
+	pod.Spec.InitContainers = []corev1.Container{{Name: "setup"}}
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger"}}}
 	for _, tc := range []struct {
 		name, sub string
 		previous  bool
 		want      string // container, or the start of the error
 	}{
 		{"app", "log", false, "app"},
-		{"", "log", false, "a container name must be specified for pod web, choose one of: [app sidecar crasher puller new]"},
+		// Every container is named, init and ephemeral ones too, as kube's validateContainer.
+		{"", "log", false, "a container name must be specified for pod web, choose one of: [setup app sidecar crasher puller new debugger]"},
+		{"", "exec", false, "a container name must be specified for pod web, choose one of: [setup app sidecar crasher puller new debugger]"},
 		{"db", "log", false, "container db is not valid for pod web"},
 		{"sidecar", "log", false, `container "sidecar" in pod "web" is waiting to start: ContainerCreating`},
 		{"sidecar", "log", true, "sidecar"},
@@ -51,6 +55,38 @@ func TestPodContainer(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("container %q: got %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A pod without containers (only ephemeral ones could be) has none to choose from.
+func TestPodContainerWithoutContainers(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	_, err := podContainer(pod, "", "log", false)
+	if want := "a container name must be specified for pod web"; !apierrors.IsBadRequest(err) || err.Error() != want {
+		t.Errorf("got %v, want 400 %q", err, want)
+	}
+}
+
+// The logs of a pod not yet scheduled are empty (kube-apiserver's LogLocation has no
+// location for it, a null stream answered 204 No Content: kubectl logs prints nothing and
+// succeeds), once its container is checked; exec and attach are refused.
+func TestLogsOfAnUnscheduledPod(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("pending", "web")); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/pending/log", nil)
+	if w.Code != http.StatusNoContent || w.Body.Len() != 0 {
+		t.Errorf("logs of an unscheduled pod: %d %q, want 204 and nothing", w.Code, w.Body)
+	}
+	w = do(t, h, "GET", "/api/v1/namespaces/default/pods/pending/log?container=db", nil)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "container db is not valid for pod pending") {
+		t.Errorf("logs of a container the pod does not have: %d %s", w.Code, w.Body)
+	}
+	w = do(t, h, "POST", "/api/v1/namespaces/default/pods/pending/exec?command=true&stdout=true", nil)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "pod pending does not have a host assigned") {
+		t.Errorf("exec in an unscheduled pod: %d %s", w.Code, w.Body)
 	}
 }
 

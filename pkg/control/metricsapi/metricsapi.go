@@ -126,7 +126,7 @@ func (a *API) serveNodes(ctx context.Context, w http.ResponseWriter, name, selec
 			Usage: usage(s.Node.CPU, s.Node.Memory),
 		})
 	}
-	writeOneOrAll(w, name, "nodes", "NodeMetrics", out.Items, out)
+	writeOneOrAll(w, name, name, "nodemetrics", "NodeMetrics", out.Items, out)
 }
 
 func (a *API) servePods(ctx context.Context, w http.ResponseWriter, namespace, name, selector string) {
@@ -174,7 +174,7 @@ func (a *API) servePods(ctx context.Context, w http.ResponseWriter, namespace, n
 			out.Items = append(out.Items, m)
 		}
 	}
-	writeOneOrAll(w, name, "pods", "PodMetrics", out.Items, out)
+	writeOneOrAll(w, name, namespace+"/"+name, "podmetrics", "PodMetrics", out.Items, out)
 }
 
 // podMetrics are a pod's figures; ok is false while any of its containers has none (a
@@ -296,17 +296,18 @@ func (a *API) fetch(ctx context.Context, node *corev1.Node) (*statsapi.Summary, 
 }
 
 // writeOneOrAll answers a get of name with its item, a 404 while it has no figures (as
-// metrics-server), and a list (name empty) with list.
+// metrics-server: its resource podmetrics or nodemetrics, the item as notFound names it,
+// namespace/name for a pod), and a list (name empty) with list.
 func writeOneOrAll[T any, PT interface {
 	*T
 	runtime.Object
-}](w http.ResponseWriter, name, resource, kind string, items []T, list any) {
+}](w http.ResponseWriter, name, notFound, resource, kind string, items []T, list any) {
 	if name == "" {
 		writeJSON(w, list)
 		return
 	}
 	if len(items) == 0 {
-		writeError(w, apierrors.NewNotFound(GroupVersion.WithResource(resource).GroupResource(), name))
+		writeError(w, apierrors.NewNotFound(GroupVersion.WithResource(resource).GroupResource(), notFound))
 		return
 	}
 	item := items[0]

@@ -107,6 +107,14 @@ func TestMetricsAPI(t *testing.T) {
 	if code := get("namespaces/default/pods/new", nil); code != http.StatusNotFound {
 		t.Errorf("unmeasured pod: %d, want 404 as metrics-server", code)
 	}
+	// In metrics-server's words: kubectl top pod new says
+	// Error from server (NotFound): podmetrics.metrics.k8s.io "default/new" not found
+	var status metav1.Status
+	rec := httptest.NewRecorder()
+	api.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/new", nil))
+	if err := json.Unmarshal(rec.Body.Bytes(), &status); err != nil || status.Message != `podmetrics.metrics.k8s.io "default/new" not found` {
+		t.Errorf("unmeasured pod: %v %q, want metrics-server's message", err, status.Message)
+	}
 	// All of that within the cache's life took one question to the node.
 	if n := hits.Load(); n != 1 {
 		t.Errorf("the node was asked %d times, want 1 (cached %s)", n, cacheTTL)
