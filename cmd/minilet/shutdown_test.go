@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/shutdowntest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
@@ -75,11 +76,8 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	shutdowntest.Start(t, []string{"nsenter", inNS, "--"}, args).StopAndCheck(t)
 }
 
+// waitUntil polls cond until it holds, failing t after a minute.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	controllertest.Until(t, what, time.Minute, cond)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/containerd/cgroups/v3"
@@ -761,13 +762,10 @@ func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
 	}
 }
 
+// waitUntil polls cond until it holds, failing t after 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	controllertest.Until(t, what, 20*time.Second, cond)
 }
 
 // shimsOf counts the containerd shims serving containerd namespace ns.
