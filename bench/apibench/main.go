@@ -11,12 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	_ "net/http/pprof"
@@ -621,7 +619,7 @@ func (a *miniapi) restart() error {
 }
 
 func (a *miniapi) start() error {
-	port, err := freePort()
+	port, err := benchapi.FreePort()
 	if err != nil {
 		return err
 	}
@@ -724,19 +722,6 @@ func (a *miniapi) httpClient() (*http.Client, error) {
 		return nil, err
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}}, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("listener has no TCP address")
-	}
-	return addr.Port, nil
 }
 
 // serverStats are sums and counts from miniapi's /metrics that tell where a phase's time went.

@@ -40,12 +40,10 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: clusterdefaults.ServiceCIDR,
 		Controllers: []string{"*", "-nodelifecycle"}, ClusterCIDR: "10.128.0.0/9", // room for 5000 nodes' /24s
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -60,6 +58,17 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 		return nil, nil, err
 	}
 	return c, done, nil
+}
+
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now, for a server the
+// benchmark starts (miniapi, kube-apiserver, miniproxy's metrics).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // CreateNodes makes Ready nodes fake-<from>..fake-<to-1> (110 pods, 32 cpu, 128Gi each),
