@@ -35,6 +35,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/network"
@@ -176,13 +177,13 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	var selfCPU time.Duration
 	sync := func() (iptables.SyncResult, error) {
 		var res iptables.SyncResult
-		before := benchapi.ProcessCPU()
+		before := cputime.Self()
 		err := network.InNetNS(ns, func() error {
 			var err error
 			res, err = p.Sync(ctx)
 			return err
 		})
-		selfCPU = benchapi.ProcessCPU() - before
+		selfCPU = cputime.Self() - before
 		return res, err
 	}
 	first, err := sync()

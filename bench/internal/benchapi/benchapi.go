@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
@@ -207,17 +206,6 @@ func WriteHeapProfile(file string) error {
 	defer f.Close()
 	runtime.GC()
 	return pprof.Lookup("heap").WriteTo(f, 0)
-}
-
-// ProcessCPU is the CPU time (user + system) this process used so far: miniapi, its
-// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
-// figure that does not depend on how much of the CPU the process was given.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Pod is a pod as a workload controller would create it: labels, one container with
