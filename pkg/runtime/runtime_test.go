@@ -699,10 +699,7 @@ func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
 	e.importImage(t, images.BusyboxRef)
 	fifoDir := t.TempDir()
 	e.rt.SetLogConfig(runtime.LogConfig{FIFODir: fifoDir, MaxSize: 4096, MaxFiles: 3})
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "logs", NetNSPath: newNetNS(t).path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, _ := e.runSandbox(ctx, t, "logs")
 	signals := t.TempDir()
 	logPath := filepath.Join(e.logsDir, "chatty", "0.log")
 	script := `i=0; while [ $i -lt 300 ]; do echo "line $i of the first burst"; i=$((i+1)); done; echo before;
@@ -800,11 +797,7 @@ func TestContainerSeesItsCgroups(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	e.importImage(t, images.BusyboxRef)
-	podUID := randomHex(16)
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "cgroups", NetNSPath: newNetNS(t).path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, podUID := e.runSandbox(ctx, t, "cgroups")
 	ids := []string{sandbox.ID}
 	t.Cleanup(func() {
 		for _, id := range ids {
