@@ -24,6 +24,7 @@ import (
 	"github.com/coreos/go-systemd/v22/unit"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	"github.com/minik8s/minik8s/pkg/network/nettest"
 	"github.com/vishvananda/netns"
 )
 
@@ -288,13 +289,7 @@ func TestMiniproxyNotifiesReady(t *testing.T) {
 	testenv.RequireRoot(t, "runs miniproxy in a network namespace of its own")
 	testenv.RequireTools(t, "ip", "iptables-restore")
 	ns := fmt.Sprintf("minik8s-sdnotify-%d", os.Getpid())
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-	if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		t.Fatalf("lo up: %v: %s", err, out)
-	}
+	nettest.Named(t, ns)
 	data := filepath.Join(t.TempDir(), "data")
 	api := startNotifying(t, ns, filepath.Join(bin, "miniapi"), "--data-dir", data, "--bind-address", "127.0.0.1", "--secure-port", "6443")
 	api.awaitReady(t)

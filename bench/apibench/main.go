@@ -11,12 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	_ "net/http/pprof"
@@ -36,6 +34,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -431,7 +430,7 @@ func (rec *recorder) add(d time.Duration, err error) {
 
 func (rec *recorder) result(elapsed time.Duration) (result, error) {
 	slices.Sort(rec.latencies)
-	r := result{ops: len(rec.latencies), errors: rec.errors, elapsed: elapsed, cpu: benchapi.ProcessCPU() - rec.cpuStart, latencies: rec.latencies}
+	r := result{ops: len(rec.latencies), errors: rec.errors, elapsed: elapsed, cpu: cputime.Self() - rec.cpuStart, latencies: rec.latencies}
 	if rec.errors > len(rec.latencies)/100 {
 		return r, fmt.Errorf("%d of %d operations failed, first: %w", rec.errors, rec.errors+r.ops, rec.firstErr)
 	}
@@ -441,7 +440,7 @@ func (rec *recorder) result(elapsed time.Duration) (result, error) {
 // backToBack runs op from each of workers goroutines, one call after another, for d, and
 // records each call's latency; i numbers the calls across workers from 1.
 func backToBack(workers int, d time.Duration, op func(worker int, i int64) error) (result, error) {
-	rec := &recorder{cpuStart: benchapi.ProcessCPU()}
+	rec := &recorder{cpuStart: cputime.Self()}
 	var seq atomic.Int64
 	start := time.Now()
 	deadline := start.Add(d)
@@ -475,7 +474,7 @@ func openLoop(clients []*kubernetes.Clientset, tag string, rate int, d time.Dura
 	if err := benchapi.Namespace(context.Background(), clients[0], ns); err != nil {
 		return result{}, err
 	}
-	rec := &recorder{cpuStart: benchapi.ProcessCPU()}
+	rec := &recorder{cpuStart: cputime.Self()}
 	interval := time.Second / time.Duration(rate)
 	total := int(d / interval)
 	start := time.Now()
@@ -621,7 +620,7 @@ func (a *miniapi) restart() error {
 }
 
 func (a *miniapi) start() error {
-	port, err := freePort()
+	port, err := benchapi.FreePort()
 	if err != nil {
 		return err
 	}
@@ -724,19 +723,6 @@ func (a *miniapi) httpClient() (*http.Client, error) {
 		return nil, err
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}}, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("listener has no TCP address")
-	}
-	return addr.Port, nil
 }
 
 // serverStats are sums and counts from miniapi's /metrics that tell where a phase's time went.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/scaleload"
+	"github.com/minik8s/minik8s/internal/cputime"
 )
 
 func main() {
@@ -71,7 +72,7 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 			return err
 		}
 	}
-	cpu := benchapi.ProcessCPU()
+	cpu := cputime.Self()
 	dep, err := watch.Phase(ctx, "bench", replicas, timeout, nil, scale)
 	if err != nil {
 		return err
@@ -79,7 +80,7 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 	fmt.Printf("deployment 0 -> %d:               all created %6.2fs (%5.0f pods/s), all bound %6.2fs (%5.0f pods/s)\n",
 		replicas, dep.Created.Seconds(), float64(replicas)/dep.Created.Seconds(), dep.Bound.Seconds(), float64(replicas)/dep.Bound.Seconds())
 	pprof.StopCPUProfile()
-	fmt.Printf("deployment phase: process CPU %.2f ms per pod\n", float64((benchapi.ProcessCPU()-cpu).Microseconds())/1000/float64(replicas))
+	fmt.Printf("deployment phase: process CPU %.2f ms per pod\n", float64((cputime.Self()-cpu).Microseconds())/1000/float64(replicas))
 	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", benchapi.PeakRSS())
 	if memProfile != "" {
 		if err := benchapi.WriteHeapProfile(memProfile); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,14 +133,14 @@ func etcdFloor(dir string, value []byte, n int) (floor, error) {
 // timed runs create(0..n-1) back to back and takes this process's and etcdPID's CPU.
 func timed(what string, n int, create func(i int) error, etcdPID int) (floor, error) {
 	f := floor{what: what}
-	client0, etcd0 := benchapi.ProcessCPU(), cpuTime(etcdPID)
+	client0, etcd0 := cputime.Self(), cpuTime(etcdPID)
 	var err error
 	f.Latencies, err = benchapi.ClosedLoop([]int{0}, func(i int) bool { return i < n }, func(_ int, _, i int) error { return create(i) })
 	if err != nil {
 		return f, err
 	}
 	done := time.Duration(len(f.Each))
-	f.clientCPU, f.etcdCPU = (benchapi.ProcessCPU()-client0)/done, (cpuTime(etcdPID)-etcd0)/done
+	f.clientCPU, f.etcdCPU = (cputime.Self()-client0)/done, (cpuTime(etcdPID)-etcd0)/done
 	return f, nil
 }
 

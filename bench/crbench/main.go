@@ -29,6 +29,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/apiproc"
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
@@ -349,7 +350,7 @@ func load(srv *apiproc.Server, ns string, n, creates, serverPID, etcdPID int) (p
 	if err != nil {
 		return p, err
 	}
-	etcd0, client0 := cpuTime(etcdPID), benchapi.ProcessCPU()
+	etcd0, client0 := cpuTime(etcdPID), cputime.Self()
 	each := max(creates/n, 1)
 	p.Latencies, err = benchapi.ClosedLoop(clients, func(i int) bool { return i < each }, func(c dynamic.ResourceInterface, w, i int) error {
 		_, err := c.Create(context.Background(), widget(ns, fmt.Sprintf("c%d-%d-%d", n, w, i), int64(i)), metav1.CreateOptions{})
@@ -363,7 +364,7 @@ func load(srv *apiproc.Server, ns string, n, creates, serverPID, etcdPID int) (p
 		return p, err
 	}
 	done := time.Duration(len(p.Each))
-	p.serverCPU, p.etcdCPU, p.clientCPU = (server1-server0)/done, (cpuTime(etcdPID)-etcd0)/done, (benchapi.ProcessCPU()-client0)/done
+	p.serverCPU, p.etcdCPU, p.clientCPU = (server1-server0)/done, (cpuTime(etcdPID)-etcd0)/done, (cputime.Self()-client0)/done
 	after, err := benchapi.ScrapeMetrics(context.Background(), metricsClient.RESTClient())
 	if err != nil {
 		return p, err

@@ -35,6 +35,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/network"
@@ -176,13 +177,13 @@ func syncSize(ctx context.Context, id string, n int, log *slog.Logger, largest b
 	var selfCPU time.Duration
 	sync := func() (iptables.SyncResult, error) {
 		var res iptables.SyncResult
-		before := benchapi.ProcessCPU()
+		before := cputime.Self()
 		err := network.InNetNS(ns, func() error {
 			var err error
 			res, err = p.Sync(ctx)
 			return err
 		})
-		selfCPU = benchapi.ProcessCPU() - before
+		selfCPU = cputime.Self() - before
 		return res, err
 	}
 	first, err := sync()
@@ -460,7 +461,7 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	port, err := benchapi.FreePort()
 	if err != nil {
 		return err
 	}
@@ -689,7 +690,7 @@ type daemon struct {
 // startMiniproxy runs miniproxy, with args beside the usual ones, against the API in dir
 // until it has written n services.
 func startMiniproxy(miniproxy, dir string, n int, args []string, env ...string) (*daemon, error) {
-	port, err := freePort()
+	port, err := benchapi.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -805,15 +806,6 @@ func inNS(ns string, stdin io.Reader, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", strings.Join(args, " "), err)
 	}
 	return out, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond / 10) }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/internal/controller/trim"
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,12 +93,12 @@ func run(n, small, large int, only, cpuProfile, memProfile string, timeout time.
 		if err != nil {
 			return err
 		}
-		cpu := benchapi.ProcessCPU()
+		cpu := cputime.Self()
 		if err := measure(ctx, client, w, sc, n, timeout); err != nil {
 			share.stop()
 			return err
 		}
-		used := benchapi.ProcessCPU() - cpu
+		used := cputime.Self() - cpu
 		scheduling, binding, err := share.stop()
 		if err != nil {
 			return err

@@ -6,15 +6,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/shutdowntest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
+	"github.com/minik8s/minik8s/pkg/network/nettest"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
 )
 
@@ -35,14 +36,11 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	testenv.RequireFile(t, miniapi, "miniapi binary (go build -o bin/ ./cmd/...; MINIK8S_BIN=bin)")
 	containerd := runtimetest.StartContainerd(t)
 
-	ns := "minilet-shutdown-" + strconv.Itoa(os.Getpid())
-	runCmd(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { runCmd(t, "ip", "netns", "del", ns) })
-	runCmd(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	netnsPath := nettest.Named(t, "minilet-shutdown-"+strconv.Itoa(os.Getpid()))
 
 	dir := t.TempDir()
 	// nsenter, not ip netns exec: that mounts a sysfs of its own, without the cgroups.
-	inNS := "--net=/run/netns/" + ns
+	inNS := "--net=" + netnsPath
 	api := exec.Command("nsenter", inNS, "--", miniapi, "--data-dir", filepath.Join(dir, "miniapi"),
 		"--bind-address", "127.0.0.1", "--secure-port", "6443")
 	var apiLog bytes.Buffer
@@ -78,18 +76,8 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	shutdowntest.Start(t, []string{"nsenter", inNS, "--"}, args).StopAndCheck(t)
 }
 
-func runCmd(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-	}
-}
-
+// waitUntil polls cond until it holds, failing t after a minute.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	controllertest.Until(t, what, time.Minute, cond)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -163,13 +164,8 @@ func (h *harness) run() (*Agent, context.Context) {
 	return a, ctx
 }
 
+// waitFor polls cond until it holds, failing t after 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	controllertest.Until(t, what, 20*time.Second, cond)
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
+
+	"github.com/minik8s/minik8s/internal/cputime"
 )
 
 // The benchmarks measure what one probe costs the prober's process in CPU time (user and
@@ -105,7 +106,7 @@ func benchCPU(b *testing.B, probe func(ctx context.Context) (Result, string)) {
 	if r, out := probe(ctx); r != Success { // warm up, and check it works
 		b.Fatalf("probe = %v %q", r, out)
 	}
-	before := cpuTime()
+	before := cputime.Self()
 	b.ResetTimer()
 	for range b.N {
 		if r, out := probe(ctx); r != Success {
@@ -113,13 +114,7 @@ func benchCPU(b *testing.B, probe func(ctx context.Context) (Result, string)) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Self()-before).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 func BenchmarkProbeBaselineConnect(b *testing.B) {
@@ -203,9 +198,9 @@ func BenchmarkProbeWorkers(b *testing.B) {
 					}
 				}
 				time.Sleep(2 * time.Second) // every worker past its first probe
-				before, start := cpuTime(), time.Now()
+				before, start := cputime.Self(), time.Now()
 				time.Sleep(window)
-				share += float64(cpuTime()-before) / float64(time.Since(start))
+				share += float64(cputime.Self()-before) / float64(time.Since(start))
 				cancel()
 				if n := failures.Load(); n > 0 {
 					b.Errorf("%d probes failed", n)

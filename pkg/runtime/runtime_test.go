@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/containerd/cgroups/v3"
@@ -26,6 +27,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/minik8s/minik8s/images"
 	"github.com/minik8s/minik8s/pkg/crilog"
+	"github.com/minik8s/minik8s/pkg/network/nettest"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -170,7 +172,7 @@ func TestPodLifecycle(t *testing.T) {
 	if !sandbox.Sandbox || sandbox.State != runtime.StateRunning || sandbox.PID == 0 || sandbox.StartedAt.IsZero() {
 		t.Fatalf("sandbox = %+v; want a running sandbox with a PID and start time", sandbox)
 	}
-	if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", sandbox.PID), netns.path) {
+	if !nettest.SameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", sandbox.PID), netns.path) {
 		t.Errorf("pause is not in the pod network namespace %s", netns.path)
 	}
 	// The pod's address, recorded after its network set-up, is in the sandbox's status.
@@ -204,11 +206,11 @@ func TestPodLifecycle(t *testing.T) {
 		t.Fatalf("started container = %+v", server)
 	}
 	for _, ns := range []string{"net", "ipc", "uts"} {
-		if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/%s", server.PID, ns), fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns)) {
+		if !nettest.SameNamespace(t, fmt.Sprintf("/proc/%d/ns/%s", server.PID, ns), fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns)) {
 			t.Errorf("container does not share the sandbox's %s namespace", ns)
 		}
 	}
-	if sameNamespace(t, fmt.Sprintf("/proc/%d/ns/pid", server.PID), fmt.Sprintf("/proc/%d/ns/pid", sandbox.PID)) {
+	if nettest.SameNamespace(t, fmt.Sprintf("/proc/%d/ns/pid", server.PID), fmt.Sprintf("/proc/%d/ns/pid", sandbox.PID)) {
 		t.Error("container shares the sandbox's PID namespace; pods do not by default")
 	}
 
@@ -405,11 +407,11 @@ func TestHostNetworkSandbox(t *testing.T) {
 		t.Errorf("sandbox = %+v; want HostNetwork in %s", sandbox, node.path)
 	}
 	pauseNS := func(ns string) string { return fmt.Sprintf("/proc/%d/ns/%s", sandbox.PID, ns) }
-	if !sameNamespace(t, pauseNS("net"), node.path) {
+	if !nettest.SameNamespace(t, pauseNS("net"), node.path) {
 		t.Error("host-network sandbox is not in the node's network namespace")
 	}
 	for _, ns := range []string{"net", "uts", "ipc"} {
-		if sameNamespace(t, pauseNS(ns), "/proc/self/ns/"+ns) {
+		if nettest.SameNamespace(t, pauseNS(ns), "/proc/self/ns/"+ns) {
 			t.Errorf("host-network sandbox shares the runtime's %s namespace", ns)
 		}
 	}
@@ -426,7 +428,7 @@ func TestHostNetworkSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	app = status(t, e, app.ID)
-	if !app.HostNetwork || !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", app.PID), node.path) {
+	if !app.HostNetwork || !nettest.SameNamespace(t, fmt.Sprintf("/proc/%d/ns/net", app.PID), node.path) {
 		t.Errorf("container %+v is not in the node's network namespace", app)
 	}
 	if got := node.get(t, "http://127.0.0.1:18080/hostname"); got != "node-1" {
@@ -438,7 +440,7 @@ func TestHostNetworkSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.rt.RemoveContainer(ctx, hostUTS.ID) })
-	if !sameNamespace(t, fmt.Sprintf("/proc/%d/ns/uts", hostUTS.PID), "/proc/self/ns/uts") {
+	if !nettest.SameNamespace(t, fmt.Sprintf("/proc/%d/ns/uts", hostUTS.PID), "/proc/self/ns/uts") {
 		t.Error("HostUTS sandbox is not in the host's UTS namespace")
 	}
 
@@ -564,20 +566,8 @@ func (e *env) runSandbox(ctx context.Context, t *testing.T, name string) (sandbo
 
 func newNetNS(t *testing.T) netNS {
 	t.Helper()
-	n := netNS{name: "mk-rt-" + randomHex(4)}
-	n.path = "/var/run/netns/" + n.name
-	if err := ip("netns", "add", n.name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ip("netns", "delete", n.name); err != nil {
-			t.Error(err)
-		}
-	})
-	if err := ip("-n", n.name, "link", "set", "lo", "up"); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	name := "mk-rt-" + randomHex(4)
+	return netNS{name: name, path: nettest.Named(t, name)}
 }
 
 // get fetches url from inside the namespace, retrying while the server starts. (Debian's
@@ -598,25 +588,6 @@ func (n netNS) get(t *testing.T, url string) string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func ip(args ...string) error {
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return nil
-}
-
-func sameNamespace(t *testing.T, a, b string) bool {
-	t.Helper()
-	var sa, sb syscall.Stat_t
-	if err := syscall.Stat(a, &sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Stat(b, &sb); err != nil {
-		t.Fatal(err)
-	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 func randomHex(n int) string {
@@ -658,10 +629,10 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	nsOf := func(pid uint32, ns string) string { return fmt.Sprintf("/proc/%d/ns/%s", pid, ns) }
 
 	shared := run("shared", hostIPC, runtime.Security{Seccomp: runtime.SeccompRuntimeDefault})
-	if !sameNamespace(t, nsOf(sandbox.PID, "ipc"), "/proc/self/ns/ipc") || !sameNamespace(t, nsOf(shared.PID, "ipc"), "/proc/self/ns/ipc") {
+	if !nettest.SameNamespace(t, nsOf(sandbox.PID, "ipc"), "/proc/self/ns/ipc") || !nettest.SameNamespace(t, nsOf(shared.PID, "ipc"), "/proc/self/ns/ipc") {
 		t.Error("hostIPC: the sandbox or its container is not in the host's IPC namespace")
 	}
-	if !sameNamespace(t, nsOf(shared.PID, "pid"), nsOf(sandbox.PID, "pid")) {
+	if !nettest.SameNamespace(t, nsOf(shared.PID, "pid"), nsOf(sandbox.PID, "pid")) {
 		t.Error("shareProcessNamespace: the container is not in the sandbox's PID namespace")
 	}
 	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", shared.PID)); !strings.Contains(string(status), "Seccomp:\t2") {
@@ -669,7 +640,7 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	}
 
 	own := run("own", runtime.Namespaces{}, runtime.Security{})
-	if sameNamespace(t, nsOf(own.PID, "pid"), nsOf(sandbox.PID, "pid")) || sameNamespace(t, nsOf(own.PID, "pid"), "/proc/self/ns/pid") {
+	if nettest.SameNamespace(t, nsOf(own.PID, "pid"), nsOf(sandbox.PID, "pid")) || nettest.SameNamespace(t, nsOf(own.PID, "pid"), "/proc/self/ns/pid") {
 		t.Error("a container without shared PIDs is not in its own PID namespace")
 	}
 	if status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", own.PID)); !strings.Contains(string(status), "Seccomp:\t0") {
@@ -696,14 +667,14 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 		t.Fatal(err)
 	}
 	debug = waitState(t, e, debug.ID, runtime.StateRunning)
-	if !sameNamespace(t, nsOf(debug.PID, "pid"), nsOf(own.PID, "pid")) || !sameNamespace(t, nsOf(debug.PID, "net"), nsOf(own.PID, "net")) {
+	if !nettest.SameNamespace(t, nsOf(debug.PID, "pid"), nsOf(own.PID, "pid")) || !nettest.SameNamespace(t, nsOf(debug.PID, "net"), nsOf(own.PID, "net")) {
 		t.Error("a container targeting another is not in its PID and network namespaces")
 	}
 	if _, err := e.rt.CreateContainer(ctx, runtime.ContainerConfig{Name: "stray", Image: images.BusyboxRef, SandboxID: sandbox.ID, PIDTargetID: sandbox.ID}); err == nil {
 		t.Error("a container targeting the sandbox was made")
 	}
 	host := run("host", runtime.Namespaces{HostPID: true}, runtime.Security{})
-	if !sameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
+	if !nettest.SameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
 		t.Error("hostPID: the container is not in the host's PID namespace")
 	}
 	if shims := shimsOf(t, e.ns, ids); shims != 1 {
@@ -728,10 +699,7 @@ func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
 	e.importImage(t, images.BusyboxRef)
 	fifoDir := t.TempDir()
 	e.rt.SetLogConfig(runtime.LogConfig{FIFODir: fifoDir, MaxSize: 4096, MaxFiles: 3})
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "logs", NetNSPath: newNetNS(t).path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, _ := e.runSandbox(ctx, t, "logs")
 	signals := t.TempDir()
 	logPath := filepath.Join(e.logsDir, "chatty", "0.log")
 	script := `i=0; while [ $i -lt 300 ]; do echo "line $i of the first burst"; i=$((i+1)); done; echo before;
@@ -791,13 +759,10 @@ func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
 	}
 }
 
+// waitUntil polls cond until it holds, failing t after 20 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	controllertest.Until(t, what, 20*time.Second, cond)
 }
 
 // shimsOf counts the containerd shims serving containerd namespace ns.
@@ -832,11 +797,7 @@ func TestContainerSeesItsCgroups(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	e.importImage(t, images.BusyboxRef)
-	podUID := randomHex(16)
-	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: podUID, PodName: "cgroups", NetNSPath: newNetNS(t).path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sandbox, podUID := e.runSandbox(ctx, t, "cgroups")
 	ids := []string{sandbox.ID}
 	t.Cleanup(func() {
 		for _, id := range ids {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -79,13 +80,6 @@ func podCgroups(b *testing.B, n int) []runtime.Container {
 	return list
 }
 
-// cpuTime is the CPU (user and system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkSample is one housekeeping sample of 110 pods (the kubelet's default maximum)
 // against the baseline of a sample with no pods (the node's own figures). Run with
 // -benchtime=20x. cpu-ms/op is the CPU one sample takes (the process's, the cgroup
@@ -100,13 +94,13 @@ func BenchmarkSample(b *testing.B) {
 			}
 			ctx := context.Background()
 			c.Sample(ctx) // the first walks disks
-			cpu0 := cpuTime()
+			cpu0 := cputime.Self()
 			b.ResetTimer()
 			for range b.N {
 				c.Sample(ctx)
 			}
 			b.StopTimer()
-			cpuPerOp := (cpuTime() - cpu0) / time.Duration(b.N)
+			cpuPerOp := (cputime.Self() - cpu0) / time.Duration(b.N)
 			if got := len(c.Latest().Summary.Pods); got != n {
 				b.Fatalf("%d pods sampled, want %d", got, n)
 			}

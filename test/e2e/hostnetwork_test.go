@@ -16,6 +16,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/nettest"
 )
 
 const hostNetworkPort = 18090
@@ -76,7 +77,7 @@ func TestHostNetworkPodInTheLabNode(t *testing.T) {
 
 	// minilet restarts after its bind mount of the node namespace was lost.
 	bound := filepath.Join(node.RunDir, "nodens", "net")
-	if !network.IsNetNS(bound) || !sameInode(t, bound, nodeNS) {
+	if !network.IsNetNS(bound) || !nettest.SameNamespace(t, bound, nodeNS) {
 		t.Fatalf("%s is not a bind mount of the node namespace %s", bound, nodeNS)
 	}
 	var minilet lab.Process
@@ -98,7 +99,7 @@ func TestHostNetworkPodInTheLabNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the node namespace bound again", 30*time.Second, func() (bool, string) {
-		return network.IsNetNS(bound) && sameInode(t, bound, nodeNS), bound
+		return network.IsNetNS(bound) && nettest.SameNamespace(t, bound, nodeNS), bound
 	})
 	// The pod from before the restart is left alone; a new one joins the new mount.
 	if got, err := getEventually(nodeNS, base+"/hostname", 30*time.Second); err != nil || got != node.Name {
@@ -165,16 +166,4 @@ func linksIn(t *testing.T, netnsPath string) []string {
 		t.Fatal(err)
 	}
 	return names
-}
-
-func sameInode(t *testing.T, a, b string) bool {
-	t.Helper()
-	var sa, sb syscall.Stat_t
-	if err := syscall.Stat(a, &sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Stat(b, &sb); err != nil {
-		t.Fatal(err)
-	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }

@@ -148,15 +148,5 @@ spec:
   nodeName: `+node+`
   containers: [{name: app, image: localhost/minik8s/netexec:v1}]
 `)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		phase := mustKubectl(t, l, "get", "pod", name, "-o", "jsonpath={.status.phase}")
-		if phase == "Running" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s on %s is %q, want Running", name, node, phase)
-		}
-		time.Sleep(time.Second)
-	}
+	waitRunning(t, l, name)
 }

@@ -6,10 +6,10 @@ package apiproc
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -73,10 +73,11 @@ func Start(ca *pki.CA, caDir, dir, name string, args Args) (*Server, error) {
 	if _, _, _, err := ca.WriteServing(dir, "serving", []string{"127.0.0.1", "localhost"}); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	p, err := benchapi.FreePort()
 	if err != nil {
 		return nil, err
 	}
+	port := strconv.Itoa(p)
 	s := &Server{Name: name, URL: "https://127.0.0.1:" + port, Kubeconfig: filepath.Join(dir, "bench.kubeconfig"),
 		logPath: filepath.Join(dir, "server.log"), done: make(chan struct{})}
 	if err := ca.WriteKubeconfig(s.Kubeconfig, s.URL, "bench-admin", []string{"system:masters"}); err != nil {
@@ -233,13 +234,4 @@ func Namespace(servers []*Server, ns string) error {
 		}
 	}
 	return nil
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port), nil
 }

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
@@ -40,12 +39,10 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := FreePort()
 	if err != nil {
 		return nil, nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	o := controlplane.Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: port, Store: "bolt", ServiceRange: clusterdefaults.ServiceCIDR,
 		Controllers: []string{"*", "-nodelifecycle"}, ClusterCIDR: "10.128.0.0/9", // room for 5000 nodes' /24s
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -60,6 +57,17 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 		return nil, nil, err
 	}
 	return c, done, nil
+}
+
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now, for a server the
+// benchmark starts (miniapi, kube-apiserver, miniproxy's metrics).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // CreateNodes makes Ready nodes fake-<from>..fake-<to-1> (110 pods, 32 cpu, 128Gi each),
@@ -198,17 +206,6 @@ func WriteHeapProfile(file string) error {
 	defer f.Close()
 	runtime.GC()
 	return pprof.Lookup("heap").WriteTo(f, 0)
-}
-
-// ProcessCPU is the CPU time (user + system) this process used so far: miniapi, its
-// scheduler and controllers, and the benchmark's clients. On a shared machine it is the
-// figure that does not depend on how much of the CPU the process was given.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Pod is a pod as a workload controller would create it: labels, one container with

@@ -375,6 +375,19 @@ func NewEnv() *Env {
 	return &Env{Client: NewClient(), Runtime: NewRuntime(clk), Network: NewNetwork(), Clock: clk, Events: record.NewFakeRecorder(10000)}
 }
 
+// TakeEvents returns the events recorded since the last call.
+func (e *Env) TakeEvents() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.Events.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
 // NewClient is a fake clientset whose pod status writes keep the stored pod's deletion
 // (deletionTimestamp, grace period), as the API server's status strategy does: the fake
 // otherwise stores the whole object sent, and a status write racing a delete undid it.

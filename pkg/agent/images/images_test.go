@@ -24,14 +24,6 @@ func newManager(env *agenttest.Env) *images.Manager {
 		Backoff: backoff, Clock: env.Clock, Log: slog.Default()})
 }
 
-func takeEvents(env *agenttest.Env) []string {
-	var events []string
-	for len(env.Events.Events) > 0 {
-		events = append(events, <-env.Events.Events)
-	}
-	return events
-}
-
 func TestPullPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		policy  corev1.PullPolicy
@@ -61,7 +53,7 @@ func TestPullPolicies(t *testing.T) {
 			if pulled := slices.Contains(env.Runtime.TakeCalls(), "pull "+image); pulled != tc.pulled {
 				t.Errorf("pulled: %v, want %v", pulled, tc.pulled)
 			}
-			if events := takeEvents(env); !slices.Contains(events, tc.event) {
+			if events := env.TakeEvents(); !slices.Contains(events, tc.event) {
 				t.Errorf("events %q, want the kubelet's %q", events, tc.event)
 			}
 		})
@@ -80,7 +72,7 @@ func TestFailedPullBacksOff(t *testing.T) {
 	if waitingReason(waiting) != images.ReasonErrImagePull || retry != 10*time.Second || err == nil {
 		t.Fatalf("failed pull: waiting %+v, retry %v, err %v", waiting, retry, err)
 	}
-	events := takeEvents(env)
+	events := env.TakeEvents()
 	for _, want := range []string{"Warning FailedToRetrieveImagePullSecret", "Warning Failed Failed to pull image"} {
 		if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, want) }) {
 			t.Errorf("events %q, want one starting %q", events, want)

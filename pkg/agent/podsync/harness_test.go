@@ -132,19 +132,6 @@ func (h *harness) statusUpdates() int {
 	return n
 }
 
-// takeEvents returns the events recorded since the last call.
-func (h *harness) takeEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.Events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func hasEvent(events []string, prefix string) bool {
 	for _, e := range events {
 		if strings.HasPrefix(e, prefix) {

@@ -57,7 +57,7 @@ func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 		t.Errorf("calls %q: want the hook, then the kill", calls)
 	}
 	var found, killing bool
-	for _, e := range h.takeEvents() {
+	for _, e := range h.TakeEvents() {
 		if strings.HasPrefix(e, "Warning FailedPostStartHook") && strings.Contains(e, "no config") && strings.Contains(e, "exited with 3") {
 			found = true
 		}

@@ -69,7 +69,7 @@ func TestCNICheckOnSync(t *testing.T) {
 	h.Network.CheckErr = errors.New("eth0 has no address")
 	h.Clock.Step(netCheckPeriod + time.Second)
 	h.sync(st, pod)
-	if !hasEvent(h.takeEvents(), "Warning SandboxChanged") {
+	if !hasEvent(h.TakeEvents(), "Warning SandboxChanged") {
 		t.Error("no SandboxChanged event after a failed CHECK")
 	}
 	if after := h.Runtime.Named(string(pod.UID), "app"); len(after) != 1 || len(before) != 1 || after[0].ID == before[0].ID {

@@ -148,7 +148,7 @@ func TestResizeDeferred(t *testing.T) {
 	pod.Spec.Containers[0].Resources = guaranteed("20m", "35Mi")
 	pod, st := h.start(pod)
 	h.Runtime.TakeCalls()
-	h.takeEvents()
+	h.TakeEvents()
 
 	room = false
 	p := h.apiPod(pod)
@@ -176,7 +176,7 @@ func TestResizeDeferred(t *testing.T) {
 	if pending == nil || pending.Status != corev1.ConditionTrue || pending.Reason != corev1.PodReasonDeferred || pending.Message != full {
 		t.Errorf("PodResizePending: %+v, want True Deferred %q", pending, full)
 	}
-	if ev := h.takeEvents(); len(ev) != 1 || ev[0] != "Warning ResizeDeferred Pod resize Deferred: "+full {
+	if ev := h.TakeEvents(); len(ev) != 1 || ev[0] != "Warning ResizeDeferred Pod resize Deferred: "+full {
 		t.Errorf("events %q", ev)
 	}
 	// The other pods see it with what it was granted, not with what it asks for.
@@ -189,7 +189,7 @@ func TestResizeDeferred(t *testing.T) {
 	if n := h.statusUpdates(); n != updates {
 		t.Errorf("a resize still deferred wrote %d more statuses", n-updates)
 	}
-	if ev := h.takeEvents(); len(ev) != 0 {
+	if ev := h.TakeEvents(); len(ev) != 0 {
 		t.Errorf("a resize still deferred recorded %q again", ev)
 	}
 

@@ -58,7 +58,7 @@ func TestNewPodRunsSandboxThenContainersInOrder(t *testing.T) {
 			t.Errorf("condition %s is %q, want True", c, s)
 		}
 	}
-	events := h.takeEvents()
+	events := h.TakeEvents()
 	for _, e := range []string{"Normal Pulling", "Normal Pulled", "Normal Created", "Normal Started"} {
 		if !hasEvent(events, e) {
 			t.Errorf("no %q event in %q", e, events)
@@ -74,7 +74,7 @@ func TestSandboxFailureIsReportedAndRetried(t *testing.T) {
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
 		t.Fatal("sync succeeded without a network")
 	}
-	if !hasEvent(h.takeEvents(), "Warning FailedCreatePodSandBox") {
+	if !hasEvent(h.TakeEvents(), "Warning FailedCreatePodSandBox") {
 		t.Error("no FailedCreatePodSandBox event")
 	}
 	if left, _ := h.Runtime.ListContainers(h.ctx, ""); len(left) != 0 {
@@ -133,7 +133,7 @@ func TestRestartPolicyAlwaysRestartsWithBackOff(t *testing.T) {
 	if got.Status.Phase != corev1.PodRunning || conditionStatus(got, corev1.PodReady) != corev1.ConditionFalse {
 		t.Errorf("phase %s ready %s during back-off, want Running and not ready", got.Status.Phase, conditionStatus(got, corev1.PodReady))
 	}
-	if !hasEvent(h.takeEvents(), "Warning BackOff") {
+	if !hasEvent(h.TakeEvents(), "Warning BackOff") {
 		t.Error("no BackOff event")
 	}
 
@@ -235,7 +235,7 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	}
 	// The kubelet follows "Failed to pull image" with "Error: ErrImagePull",
 	// and each "Back-off pulling image" with "Error: ImagePullBackOff".
-	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ErrImagePull") {
+	if events := h.TakeEvents(); !hasEvent(events, "Warning Failed Error: ErrImagePull") {
 		t.Errorf("events after a failed pull: %q, want Warning Failed Error: ErrImagePull", events)
 	}
 	h.Runtime.TakeCalls()
@@ -244,7 +244,7 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != images.ReasonImagePullBackOff {
 		t.Fatalf("status during pull back-off: %+v", cs)
 	}
-	if events := h.takeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
+	if events := h.TakeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
 		t.Errorf("events during pull back-off: %q, want Warning Failed Error: ImagePullBackOff", events)
 	}
 	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
@@ -278,7 +278,7 @@ func TestPullPolicies(t *testing.T) {
 		t.Errorf("a present image with pull policy Always was not pulled: %q", calls)
 	}
 	want := `Normal Pulled Successfully pulled image "localhost/minik8s/netexec:v1" in 0s (0s including waiting). Image size: 4096 bytes.`
-	if events := h.takeEvents(); !slices.Contains(events, want) {
+	if events := h.TakeEvents(); !slices.Contains(events, want) {
 		t.Errorf("events %q, want the kubelet's %q", events, want)
 	}
 }
@@ -324,7 +324,7 @@ func TestDeletionStopsTearsDownThenDeletes(t *testing.T) {
 	if _, err := os.Stat(logDir); !os.IsNotExist(err) {
 		t.Errorf("log dir still there: %v", err)
 	}
-	if !hasEvent(h.takeEvents(), "Normal Killing") {
+	if !hasEvent(h.TakeEvents(), "Normal Killing") {
 		t.Error("no Killing event")
 	}
 
@@ -390,7 +390,7 @@ func TestRestartedAgentAdoptsRunningContainers(t *testing.T) {
 	if cs := agenttest.ContainerStatus(got, "second"); cs.RestartCount != 1 || cs.State.Running == nil || cs.Image != "localhost/minik8s/netexec:v1" {
 		t.Errorf("status of the changed container: %+v", cs)
 	}
-	if !hasEvent(h.takeEvents(), "Normal Killing Container second definition changed") {
+	if !hasEvent(h.TakeEvents(), "Normal Killing Container second definition changed") {
 		t.Error("no Killing event for the changed container")
 	}
 }
@@ -489,7 +489,7 @@ func TestStartFailureBacksOffAsACrash(t *testing.T) {
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonRunContainerError {
 		t.Errorf("status after a failed start: %+v", cs)
 	}
-	if !hasEvent(h.takeEvents(), "Warning Failed Error: "+os.ErrPermission.Error()) {
+	if !hasEvent(h.TakeEvents(), "Warning Failed Error: "+os.ErrPermission.Error()) {
 		t.Error("no Failed event")
 	}
 	// The first restart is at once (no back-off yet), as after a crash; it fails too.
@@ -616,7 +616,7 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") {
 		t.Errorf("calls %q: the container was not stopped", calls)
 	}
-	if !hasEvent(h.takeEvents(), "Normal DeadlineExceeded") {
+	if !hasEvent(h.TakeEvents(), "Normal DeadlineExceeded") {
 		t.Error("no DeadlineExceeded event")
 	}
 }
@@ -686,7 +686,7 @@ func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Runtime.TakeCalls()
-	h.takeEvents()
+	h.TakeEvents()
 
 	h.syncer = h.newSyncer()
 	h.Clock.Step(time.Second)
@@ -705,7 +705,7 @@ func TestRestartedAgentKeepsStaticPodRunning(t *testing.T) {
 	if cs := h.syncer.podStatus(adopted, again, h.Runtime.Named(string(pod.UID), "app"), true); agenttest.ContainerStatus(&corev1.Pod{Status: cs}, "app").RestartCount != 1 {
 		t.Errorf("adopted static pod reports restartCount %d, want 1", agenttest.ContainerStatus(&corev1.Pod{Status: cs}, "app").RestartCount)
 	}
-	if events := h.takeEvents(); len(events) != 0 {
+	if events := h.TakeEvents(); len(events) != 0 {
 		t.Errorf("events after the restart: %q", events)
 	}
 }
@@ -780,7 +780,7 @@ func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
 	})
 
 	h.sync(newPodState(pod, apiTime(h.Clock.Now())), pod)
-	if events := h.takeEvents(); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "FailedMount") }) {
+	if events := h.TakeEvents(); slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, "FailedMount") }) {
 		t.Errorf("events %q, want no FailedMount", events)
 	}
 	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Running == nil {

@@ -1,9 +1,10 @@
-// Package nettest gives tests of pkg/network's packages throw-away network namespaces, so
-// nothing they do reaches the host's network.
+// Package nettest gives tests throw-away network namespaces, so nothing they do reaches the
+// host's network.
 package nettest
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -47,6 +48,38 @@ func NetNS(t *testing.T, names ...string) []string {
 		paths = append(paths, path)
 	}
 	return paths
+}
+
+// Named makes the network namespace name in /run/netns (lo up), deleted when the test ends,
+// and returns its path: for tests that reach it by name (ip -n, ip netns exec) or hand it
+// to the programs they run. It needs root: without it the test skips (fails under make
+// test).
+func Named(t *testing.T, name string) string {
+	t.Helper()
+	testenv.RequireRoot(t, "creates network namespaces")
+	Run(t, "ip", "netns", "add", name)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "delete", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns delete %s: %v\n%s", name, err, out)
+		}
+	})
+	Run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	return "/run/netns/" + name
+}
+
+// SameNamespace says whether the namespace files a and b (/proc/PID/ns/net, /run/netns/NAME,
+// a pod's bind mount...) are one namespace, failing the test when either cannot be read.
+func SameNamespace(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(fa, fb)
 }
 
 // In runs fn inside the namespace at path, failing the test on error.

@@ -69,14 +69,12 @@ func newMatrixNet(t *testing.T) *matrixNet {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	node := "mknp-" + id + "-node"
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", node).Run() })
-	nettest.Run(t, "ip", "netns", "add", node)
-	nettest.Run(t, "ip", "-n", node, "link", "set", "lo", "up")
+	nodePath := nettest.Named(t, node)
 	nettest.Run(t, "ip", "-n", node, "link", "add", "br0", "type", "bridge")
 	nettest.Run(t, "ip", "-n", node, "addr", "add", "10.78.0.1/24", "dev", "br0")
 	nettest.Run(t, "ip", "-n", node, "link", "set", "br0", "up")
 	nettest.Run(t, "ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1")
-	mn := &matrixNet{node: "/run/netns/" + node, id: id, pods: matrixPods()}
+	mn := &matrixNet{node: nodePath, id: id, pods: matrixPods()}
 	for _, p := range mn.pods {
 		mn.attach(t, p)
 	}
@@ -88,16 +86,13 @@ func (mn *matrixNet) attach(t *testing.T, p *testPod) {
 	t.Helper()
 	node := strings.TrimPrefix(mn.node, "/run/netns/")
 	pn := fmt.Sprintf("mknp-%s-%s%s", mn.id, p.ns, p.name)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", pn).Run() })
 	veth := fmt.Sprintf("v%s%s", p.ns, p.name)
-	nettest.Run(t, "ip", "netns", "add", pn)
+	p.netns = nettest.Named(t, pn)
 	nettest.Run(t, "ip", "-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", pn)
 	nettest.Run(t, "ip", "-n", node, "link", "set", veth, "master", "br0", "up")
 	nettest.Run(t, "ip", "-n", pn, "addr", "add", p.ip+"/24", "dev", "eth0")
 	nettest.Run(t, "ip", "-n", pn, "link", "set", "eth0", "up")
-	nettest.Run(t, "ip", "-n", pn, "link", "set", "lo", "up")
 	nettest.Run(t, "ip", "-n", pn, "route", "add", "default", "via", "10.78.0.1")
-	p.netns = "/run/netns/" + pn
 	serve(t, p)
 }
 

@@ -46,31 +46,22 @@ func newTestNet(t *testing.T) *testNet {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
-	tn := &testNet{node: "/run/netns/mkpx-" + id + "-node"}
-	names := []string{"mkpx-" + id + "-node"}
-	t.Cleanup(func() {
-		for _, n := range names {
-			_ = exec.Command("ip", "netns", "del", n).Run()
-		}
-	})
-	nettest.Run(t, "ip", "netns", "add", names[0])
-	nettest.Run(t, "ip", "-n", names[0], "link", "set", "lo", "up")
+	node := "mkpx-" + id + "-node"
+	tn := &testNet{node: nettest.Named(t, node)}
 	for i := 1; i <= 2; i++ {
 		ep := fmt.Sprintf("mkpx-%s-ep%d", id, i)
-		names = append(names, ep)
-		nettest.Run(t, "ip", "netns", "add", ep)
-		nettest.Run(t, "ip", "-n", names[0], "link", "add", fmt.Sprintf("ep%d", i), "type", "veth", "peer", "name", "eth0", "netns", ep)
-		nettest.Run(t, "ip", "-n", names[0], "addr", "add", fmt.Sprintf("10.99.%d.1/24", i), "dev", fmt.Sprintf("ep%d", i))
-		nettest.Run(t, "ip", "-n", names[0], "link", "set", fmt.Sprintf("ep%d", i), "up")
+		epPath := nettest.Named(t, ep)
+		nettest.Run(t, "ip", "-n", node, "link", "add", fmt.Sprintf("ep%d", i), "type", "veth", "peer", "name", "eth0", "netns", ep)
+		nettest.Run(t, "ip", "-n", node, "addr", "add", fmt.Sprintf("10.99.%d.1/24", i), "dev", fmt.Sprintf("ep%d", i))
+		nettest.Run(t, "ip", "-n", node, "link", "set", fmt.Sprintf("ep%d", i), "up")
 		nettest.Run(t, "ip", "-n", ep, "addr", "add", fmt.Sprintf("10.99.%d.2/24", i), "dev", "eth0")
 		nettest.Run(t, "ip", "-n", ep, "link", "set", "eth0", "up")
-		nettest.Run(t, "ip", "-n", ep, "link", "set", "lo", "up")
 		nettest.Run(t, "ip", "-n", ep, "route", "add", "10.99.0.0/16", "via", fmt.Sprintf("10.99.%d.1", i))
-		tn.eps = append(tn.eps, "/run/netns/"+ep)
-		serveName(t, "/run/netns/"+ep, fmt.Sprintf("ep%d", i))
+		tn.eps = append(tn.eps, epPath)
+		serveName(t, epPath, fmt.Sprintf("ep%d", i))
 	}
 	// Service addresses need a route for the first routing decision; the DNAT reroutes.
-	nettest.Run(t, "ip", "-n", names[0], "route", "add", "10.96.0.0/12", "dev", "ep1")
+	nettest.Run(t, "ip", "-n", node, "route", "add", "10.96.0.0/12", "dev", "ep1")
 	return tn
 }
 

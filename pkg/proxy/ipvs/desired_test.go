@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/cputime"
 	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
 	"golang.org/x/sys/unix"
@@ -197,7 +198,7 @@ func BenchmarkWantedState(b *testing.B) {
 					have[name] = s.Entries
 				}
 				g := 0
-				cpu0 := cpuTime()
+				cpu0 := cputime.Self()
 				b.ResetTimer()
 				for b.Loop() {
 					g++
@@ -238,17 +239,8 @@ func BenchmarkWantedState(b *testing.B) {
 					track.markApplied()
 				}
 				// CPU time per sync: on a shared host the wall time mostly measures the queue.
-				b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(cputime.Self()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 			})
 		}
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
