@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -21,12 +22,6 @@ func openStore(t *testing.T, path string) *store.Bolt {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
-}
-
-func newStore(t *testing.T) *store.Bolt {
-	st := openStore(t, filepath.Join(t.TempDir(), "state.db"))
-	t.Cleanup(func() { st.Close() })
 	return st
 }
 
@@ -44,7 +39,7 @@ func mustRange(t *testing.T, st store.Interface, cidr string) *IPRange {
 }
 
 func TestIPRangeBounds(t *testing.T) {
-	st := newStore(t)
+	st := storetest.Bolt(t)
 	for _, tc := range []struct {
 		cidr, first string
 		size        uint64
@@ -65,7 +60,7 @@ func TestIPRangeBounds(t *testing.T) {
 
 func TestIPAllocateRequested(t *testing.T) {
 	ctx := context.Background()
-	r := mustRange(t, newStore(t), "10.0.0.0/24")
+	r := mustRange(t, storetest.Bolt(t), "10.0.0.0/24")
 	ip := netip.MustParseAddr("10.0.0.10")
 	if err := r.Allocate(ctx, ip, owner(1)); err != nil {
 		t.Fatal(err)
@@ -96,7 +91,7 @@ func TestIPAllocateRequested(t *testing.T) {
 
 func TestIPAllocateNextFillsTheRangeWithoutDuplicates(t *testing.T) {
 	ctx := context.Background()
-	r := mustRange(t, newStore(t), "10.0.0.0/26") // 62 usable, static band 16
+	r := mustRange(t, storetest.Bolt(t), "10.0.0.0/26") // 62 usable, static band 16
 	var mu sync.Mutex
 	seen := map[netip.Addr]int{}
 	var wg sync.WaitGroup
@@ -135,7 +130,7 @@ func TestIPAllocateNextFillsTheRangeWithoutDuplicates(t *testing.T) {
 
 func TestIPAllocateNextPrefersTheDynamicBand(t *testing.T) {
 	ctx := context.Background()
-	r := mustRange(t, newStore(t), "10.0.0.0/24") // 254 usable, the first 16 are static
+	r := mustRange(t, storetest.Bolt(t), "10.0.0.0/24") // 254 usable, the first 16 are static
 	for n := 0; n < 50; n++ {
 		ip, err := r.AllocateNext(ctx, owner(n))
 		if err != nil {
@@ -180,7 +175,7 @@ func TestAllocationsSurviveRestart(t *testing.T) {
 
 func TestDryRunHoldsNothing(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := storetest.Bolt(t)
 	ports, err := NewPortRange(st, PortSpan{Base: 30000, Size: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +201,7 @@ func TestDryRunHoldsNothing(t *testing.T) {
 
 func TestPortRange(t *testing.T) {
 	ctx := context.Background()
-	ports, err := NewPortRange(newStore(t), PortSpan{Base: 30000, Size: 40})
+	ports, err := NewPortRange(storetest.Bolt(t), PortSpan{Base: 30000, Size: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +223,7 @@ func TestPortRange(t *testing.T) {
 	if _, err := ports.AllocateNext(ctx, owner(41)); !errors.Is(err, ErrFull) {
 		t.Errorf("full port range: %v", err)
 	}
-	if _, err := NewPortRange(newStore(t), PortSpan{Base: 65000, Size: 1000}); err == nil {
+	if _, err := NewPortRange(storetest.Bolt(t), PortSpan{Base: 65000, Size: 1000}); err == nil {
 		t.Error("a range past 65535 should be refused")
 	}
 }
@@ -237,7 +232,7 @@ func TestPortRange(t *testing.T) {
 // held, as IPAddresses of their Services.
 func TestMigrateLegacyServiceIPs(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := storetest.Bolt(t)
 	value, _ := json.Marshal(owner(1))
 	if _, err := st.Create(ctx, "/registry/ranges/serviceips/10.0.0.10", value); err != nil {
 		t.Fatal(err)

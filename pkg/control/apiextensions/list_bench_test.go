@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -38,20 +38,12 @@ func listedCRD() *apiextensionsv1.CustomResourceDefinition {
 // the watch cache when cached, as miniapi's is.
 func listServer(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition, cached bool) http.Handler {
 	tb.Helper()
-	engine, err := store.OpenBolt(filepath.Join(tb.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var st store.Interface = engine
+	var st store.Interface
 	if cached {
-		c, err := store.NewCache(engine, store.CacheOptions{})
-		if err != nil {
-			_ = engine.Close()
-			tb.Fatal(err)
-		}
-		st = c
+		st = storetest.Cached(tb)
+	} else {
+		st = storetest.Bolt(tb)
 	}
-	tb.Cleanup(func() { _ = st.Close() })
 	reg, err := registry.Builtin()
 	if err != nil {
 		tb.Fatal(err)

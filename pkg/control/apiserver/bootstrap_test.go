@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -44,16 +44,6 @@ func newTestServer(t testing.TB, st store.Interface, cidr string, advertise stri
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 }
 
-func openTestStore(t *testing.T) *store.Bolt {
-	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // read gets a stored object through the server's own read path.
 func read[T runtime.Object](t *testing.T, s *Server, gvr schema.GroupVersionResource, ns, name string) T {
 	t.Helper()
@@ -67,7 +57,7 @@ func read[T runtime.Object](t *testing.T, s *Server, gvr schema.GroupVersionReso
 
 func TestBootstrapPointsTheKubernetesServiceAtTheServer(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := storetest.Bolt(t)
 	s := newTestServer(t, st, "10.100.0.0/16", "10.200.0.2", 6443)
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
@@ -115,7 +105,7 @@ func TestBootstrapPointsTheKubernetesServiceAtTheServer(t *testing.T) {
 // failing (three miniapi of an HA lab exited with "already exists").
 func TestServersBootstrappingTogether(t *testing.T) {
 	for round := range 5 {
-		st := openTestStore(t) // a new cluster each round
+		st := storetest.Bolt(t) // a new cluster each round
 		var wg sync.WaitGroup
 		errs := make([]error, 3)
 		for i := range errs {
@@ -136,7 +126,7 @@ func TestServersBootstrappingTogether(t *testing.T) {
 }
 
 func TestBootstrapWithALoopbackAddressMakesNoEndpoints(t *testing.T) {
-	s := newTestServer(t, openTestStore(t), "10.96.0.0/12", "127.0.0.1", 6443)
+	s := newTestServer(t, storetest.Bolt(t), "10.96.0.0/12", "127.0.0.1", 6443)
 	if err := s.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +142,7 @@ func TestBootstrapWithALoopbackAddressMakesNoEndpoints(t *testing.T) {
 // rewrites nothing.
 func TestBootstrapMakesTheDefaultServiceCIDRReady(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := storetest.Bolt(t)
 	s := newTestServer(t, st, "10.100.0.0/16", "10.200.0.2", 6443)
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -11,7 +12,7 @@ import (
 // A renewal that changes nothing writes neither the Endpoints nor the EndpointSlice.
 func TestEndpointRenewalWritesNothingUnchanged(t *testing.T) {
 	ctx := context.Background()
-	s := newTestServer(t, openTestStore(t), "10.100.0.0/16", "10.200.0.2", 6443)
+	s := newTestServer(t, storetest.Bolt(t), "10.100.0.0/16", "10.200.0.2", 6443)
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -23,7 +22,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
-	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,15 +35,7 @@ var mutatingInFlight = regexp.MustCompile(`(?m)^apiserver_current_inflight_reque
 
 func hardenedServer(t *testing.T, limits Limits, headerTimeout time.Duration) string {
 	t.Helper()
-	engine, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.NewCache(engine, store.CacheOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := storetest.Cached(t)
 	reg, err := registry.Builtin()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +17,7 @@ import (
 // `kubernetes` Service's from the bootstrap), gone with its deletion.
 func TestServiceClusterIPsAreIPAddresses(t *testing.T) {
 	ctx := context.Background()
-	s := newTestServer(t, openTestStore(t), "10.100.0.0/16", "10.200.0.2", 6443)
+	s := newTestServer(t, storetest.Bolt(t), "10.100.0.0/16", "10.200.0.2", 6443)
 	if err := s.Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}

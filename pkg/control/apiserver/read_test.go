@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
@@ -24,16 +24,7 @@ import (
 // newCachedServer is a Server reading through the watch cache, as miniapi's is.
 func newCachedServer(t testing.TB) (*Server, *store.Cache) {
 	t.Helper()
-	engine, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.NewCache(engine, store.CacheOptions{})
-	if err != nil {
-		_ = engine.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := storetest.Cached(t)
 	s := newTestServer(t, st, "10.96.0.0/12", "", 0)
 	if err := s.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -14,7 +15,7 @@ import (
 // what routing does with them: the object routing resolves is the one authorized, with the
 // same verb, because both read the one RequestInfo.
 func TestRoutingAndAuthorizationAgree(t *testing.T) {
-	s := newTestServer(t, openTestStore(t), "10.96.0.0/12", "", 0)
+	s := newTestServer(t, storetest.Bolt(t), "10.96.0.0/12", "", 0)
 	pods := func(ns, name, sub, verb string) *requestInfo {
 		return &requestInfo{GroupVersion: schema.GroupVersion{Version: "v1"}, Resource: "pods", Namespace: ns, Name: name, Subresource: sub, Verb: verb}
 	}

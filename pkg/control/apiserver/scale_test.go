@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,7 @@ import (
 )
 
 func TestScaleSubresource(t *testing.T) {
-	s := newTestServer(t, openTestStore(t), "10.96.0.0/12", "", 6443)
+	s := newTestServer(t, storetest.Bolt(t), "10.96.0.0/12", "", 6443)
 	if err := s.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}

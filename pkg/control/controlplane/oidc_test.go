@@ -7,9 +7,6 @@ import (
 	"testing"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -23,16 +20,7 @@ import (
 func TestOIDCDiscoveryInCluster(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	if _, err := c.client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "validator"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	token := func(audiences ...string) string {
-		tr, err := c.client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "validator", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
+	token := c.serviceAccountTokens(t, "validator")
 
 	admin, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -383,23 +383,18 @@ func TestServiceClusterIPAllocation(t *testing.T) {
 	const n = 200
 	client := c.fastClient(t)
 	ips := make([]string, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	var creates errgroup.Group
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		creates.Go(func() error {
 			svc, err := client.CoreV1().Services("default").Create(ctx, clusterIPService(fmt.Sprint("svc-", i), 80), metav1.CreateOptions{})
 			if err != nil {
-				errs <- err
-				return
+				return err
 			}
 			ips[i] = svc.Spec.ClusterIP
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := creates.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{kube.Spec.ClusterIP: true}
@@ -455,25 +450,20 @@ func TestServiceNodePortAllocation(t *testing.T) {
 	client := c.fastClient(t)
 	const n = 40
 	ports := make([]int32, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	var creates errgroup.Group
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		creates.Go(func() error {
 			svc := clusterIPService(fmt.Sprint("np-", i), 80)
 			svc.Spec.Type = corev1.ServiceTypeNodePort
 			created, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
 			if err != nil {
-				errs <- err
-				return
+				return err
 			}
 			ports[i] = created.Spec.Ports[0].NodePort
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := creates.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[int32]bool{}

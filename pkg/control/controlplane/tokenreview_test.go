@@ -12,22 +12,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// serviceAccountTokens creates the ServiceAccount name in default and returns what mints
+// its tokens through TokenRequest, for audiences (the API server's own when none).
+func (c *cluster) serviceAccountTokens(t *testing.T, name string) func(audiences ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return func(audiences ...string) string {
+		tr, err := c.client.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+}
+
 // TokenReview answers as kube-apiserver's: who a service account token is, for the
 // audiences the review and the token share; a token for other audiences, or no token of
 // ours, is not authenticated.
 func TestTokenReview(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	if _, err := c.client.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "delegate"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	token := func(audiences ...string) string {
-		tr, err := c.client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "delegate", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
+	token := c.serviceAccountTokens(t, "delegate")
 	review := func(token string, audiences ...string) authnv1.TokenReviewStatus {
 		t.Helper()
 		r, err := c.client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences}}, metav1.CreateOptions{})

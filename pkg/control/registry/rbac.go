@@ -57,45 +57,37 @@ func validatePolicyRules(rules []rbacv1.PolicyRule) field.ErrorList {
 	return errs
 }
 
-var roleBindingRules = Rules{
-	Default: func(obj runtime.Object) {
-		b := obj.(*rbacv1.RoleBinding)
-		defaultBinding(&b.RoleRef, b.Subjects)
-	},
-	Validate: func(obj runtime.Object) field.ErrorList {
-		b := obj.(*rbacv1.RoleBinding)
-		errs := validateMeta(b, true, path.ValidatePathSegmentName)
-		return append(errs, validateBinding(b.RoleRef, b.Subjects, "Role", "ClusterRole")...)
-	},
-	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-		b, o := obj.(*rbacv1.RoleBinding), old.(*rbacv1.RoleBinding)
-		errs := validateMeta(b, true, path.ValidatePathSegmentName)
-		return append(errs, validateBindingUpdate(b.RoleRef, o.RoleRef, b.Subjects, "Role", "ClusterRole")...)
-	},
-	Table: bindingTable(func(obj runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef, []rbacv1.Subject) {
-		b := obj.(*rbacv1.RoleBinding)
-		return b.ObjectMeta, b.RoleRef, b.Subjects
-	}),
-}
+var roleBindingRules = bindingRules(func(obj runtime.Object) (*rbacv1.RoleRef, []rbacv1.Subject) {
+	b := obj.(*rbacv1.RoleBinding)
+	return &b.RoleRef, b.Subjects
+}, true, "Role", "ClusterRole")
 
-var clusterRoleBindingRules = Rules{
-	Default: func(obj runtime.Object) {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		defaultBinding(&b.RoleRef, b.Subjects)
-	},
-	Validate: func(obj runtime.Object) field.ErrorList {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		return append(validateMeta(b, false, path.ValidatePathSegmentName), validateBinding(b.RoleRef, b.Subjects, "ClusterRole")...)
-	},
-	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-		b, o := obj.(*rbacv1.ClusterRoleBinding), old.(*rbacv1.ClusterRoleBinding)
-		errs := validateMeta(b, false, path.ValidatePathSegmentName)
-		return append(errs, validateBindingUpdate(b.RoleRef, o.RoleRef, b.Subjects, "ClusterRole")...)
-	},
-	Table: bindingTable(func(obj runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef, []rbacv1.Subject) {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		return b.ObjectMeta, b.RoleRef, b.Subjects
-	}),
+var clusterRoleBindingRules = bindingRules(func(obj runtime.Object) (*rbacv1.RoleRef, []rbacv1.Subject) {
+	b := obj.(*rbacv1.ClusterRoleBinding)
+	return &b.RoleRef, b.Subjects
+}, false, "ClusterRole")
+
+// bindingRules are the Rules of a RoleBinding or a ClusterRoleBinding, the same apart from
+// their scope and the kinds of role they may name: parts reaches a binding's roleRef and
+// subjects.
+func bindingRules(parts func(runtime.Object) (*rbacv1.RoleRef, []rbacv1.Subject), namespaced bool, kinds ...string) Rules {
+	return Rules{
+		Default: func(obj runtime.Object) {
+			defaultBinding(parts(obj))
+		},
+		Validate: func(obj runtime.Object) field.ErrorList {
+			ref, subjects := parts(obj)
+			errs := validateMeta(obj, namespaced, path.ValidatePathSegmentName)
+			return append(errs, validateBinding(*ref, subjects, kinds...)...)
+		},
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			ref, subjects := parts(obj)
+			oldRef, _ := parts(old)
+			errs := validateMeta(obj, namespaced, path.ValidatePathSegmentName)
+			return append(errs, validateBindingUpdate(*ref, *oldRef, subjects, kinds...)...)
+		},
+		Table: bindingTable(parts),
+	}
 }
 
 func validateBindingUpdate(ref, oldRef rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...string) field.ErrorList {
@@ -153,7 +145,7 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, kinds ...str
 	return errs
 }
 
-func bindingTable(parts func(runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef, []rbacv1.Subject)) *TableDef {
+func bindingTable(parts func(runtime.Object) (*rbacv1.RoleRef, []rbacv1.Subject)) *TableDef {
 	return &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -164,7 +156,7 @@ func bindingTable(parts func(runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef,
 			column("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", true),
 		},
 		Row: func(obj runtime.Object) []any {
-			meta, ref, subjects := parts(obj)
+			ref, subjects := parts(obj)
 			var users, groups, sas []string
 			for _, s := range subjects {
 				switch s.Kind {
@@ -176,7 +168,8 @@ func bindingTable(parts func(runtime.Object) (metav1.ObjectMeta, rbacv1.RoleRef,
 					sas = append(sas, s.Namespace+"/"+s.Name)
 				}
 			}
-			return []any{meta.Name, ref.Kind + "/" + ref.Name, Age(meta.CreationTimestamp),
+			m := metaOf(obj)
+			return []any{m.GetName(), ref.Kind + "/" + ref.Name, Age(m.GetCreationTimestamp()),
 				strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
 		},
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
-	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,12 +73,7 @@ func TestServiceValidation(t *testing.T) {
 
 func newRanges(t *testing.T, cidr string) allocator.Ranges {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	ranges, err := allocator.NewRanges(st, netip.MustParsePrefix(cidr), allocator.PortSpan{Base: 30000, Size: 100})
+	ranges, err := allocator.NewRanges(storetest.Bolt(t), netip.MustParsePrefix(cidr), allocator.PortSpan{Base: 30000, Size: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,14 @@ package admissiontest
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +37,31 @@ func Attrs(t testing.TB, op generic.Operation, gvr schema.GroupVersionResource, 
 		}
 	}
 	return a
+}
+
+// Stored is a bolt store holding objs of the built-in resource gvr, written as the API
+// server stores them: what a plugin finds there and not yet in its informer.
+func Stored(t testing.TB, reg *registry.Registry, gvr schema.GroupVersionResource, objs ...runtime.Object) store.Interface {
+	t.Helper()
+	st := storetest.Bolt(t)
+	res, ok := reg.Lookup(gvr)
+	if !ok {
+		t.Fatalf("no resource %v", gvr)
+	}
+	for _, obj := range objs {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Create(context.Background(), generic.Key(res, m.GetNamespace(), m.GetName()), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
 }
 
 // Informers are started informers over a fake clientset holding objs; the fake is

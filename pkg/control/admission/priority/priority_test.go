@@ -2,8 +2,6 @@ package priority
 
 import (
 	"context"
-	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
-	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,23 +21,8 @@ func class(name string, value int32, def bool) *schedulingv1.PriorityClass {
 		ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, GlobalDefault: def}
 }
 
-// storeWith is a bolt store holding classes, as the API server stores them.
-func storeWith(t *testing.T, reg *registry.Registry, classes ...*schedulingv1.PriorityClass) store.Interface {
-	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	res, _ := reg.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))
-	for _, pc := range classes {
-		data, _ := json.Marshal(pc)
-		if _, err := st.Create(context.Background(), generic.Key(res, "", pc.Name), data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return st
-}
+// priorityClasses is the resource the plugin reads.
+var priorityClasses = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
 
 // The informer answers what it holds; a named class only the store holds yet (created a
 // moment ago) is found there; a missing one is refused with Kubernetes' message; before the
@@ -57,7 +39,9 @@ func TestResolve(t *testing.T) {
 		return pod, err
 	}
 	var p *Plugin
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf, storeWith(t, reg, high, fallback, late), reg) }, high, fallback)
+	admissiontest.Informers(t, func(inf *admission.Informers) {
+		p = New(inf, admissiontest.Stored(t, reg, priorityClasses, high, fallback, late), reg)
+	}, high, fallback)
 	for _, c := range []struct {
 		name, want string
 		value      int32
@@ -72,7 +56,7 @@ func TestResolve(t *testing.T) {
 	}
 
 	client := fake.NewClientset()
-	notStarted := New(admission.NewInformers(informers.NewSharedInformerFactory(client, 0), client), storeWith(t, reg, fallback), reg)
+	notStarted := New(admission.NewInformers(informers.NewSharedInformerFactory(client, 0), client), admissiontest.Stored(t, reg, priorityClasses, fallback), reg)
 	if pod, err := admit(notStarted, ""); err != nil || *pod.Spec.Priority != 7 {
 		t.Errorf("before the informers start, the store's globalDefault: %v %v", err, pod.Spec.Priority)
 	}

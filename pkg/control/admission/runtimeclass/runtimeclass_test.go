@@ -2,15 +2,12 @@ package runtimeclass
 
 import (
 	"context"
-	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
-	"github.com/minik8s/minik8s/pkg/control/store"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,18 +32,7 @@ func TestAdmit(t *testing.T) {
 		Scheduling: &nodev1.Scheduling{NodeSelector: map[string]string{"sandbox": "kata"}, Tolerations: []corev1.Toleration{toleration}}}
 	late := &nodev1.RuntimeClass{TypeMeta: kata.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "late"}, Handler: "runc"}
 
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	res, _ := reg.Lookup(nodev1.SchemeGroupVersion.WithResource("runtimeclasses"))
-	for _, rc := range []*nodev1.RuntimeClass{kata, late} {
-		data, _ := json.Marshal(rc)
-		if _, err := st.Create(context.Background(), generic.Key(res, "", rc.Name), data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := admissiontest.Stored(t, reg, nodev1.SchemeGroupVersion.WithResource("runtimeclasses"), kata, late)
 	var p *Plugin
 	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf, st, reg) }, kata)
 	admit := func(spec corev1.PodSpec) (*corev1.Pod, error) {

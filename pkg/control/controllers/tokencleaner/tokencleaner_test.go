@@ -24,6 +24,22 @@ func token(name, expiration string, typ corev1.SecretType) *corev1.Secret {
 	return s
 }
 
+// started is a cleaner over client with its cache synced, stopped when t ends.
+func started(t *testing.T, client *fake.Clientset) *Controller {
+	t.Helper()
+	c, err := New(client, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c.start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		t.Fatal("cache not synced")
+	}
+	return c
+}
+
 func TestSync(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	rfc := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
@@ -42,16 +58,8 @@ func TestSync(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(tc.secret)
-			c, err := New(client, slog.Default())
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			c.start(ctx.Done())
-			if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-				t.Fatal("cache not synced")
-			}
+			c := started(t, client)
+			ctx := t.Context()
 			c.now = func() time.Time { return now }
 			again, err := c.sync(ctx, tc.secret.Name)
 			if err != nil {
@@ -81,14 +89,8 @@ func TestSync(t *testing.T) {
 func TestSyncGoneOrReplaced(t *testing.T) {
 	old := token("bootstrap-token-abcdef", "2000-01-01T00:00:00Z", bootstrapapi.SecretTypeBootstrapToken)
 	client := fake.NewClientset(old)
-	c, err := New(client, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.start(ctx.Done())
-	cache.WaitForCacheSync(ctx.Done(), c.synced)
+	c := started(t, client)
+	ctx := t.Context()
 	if _, err := c.sync(ctx, "bootstrap-token-missing"); err != nil {
 		t.Errorf("missing: %v", err)
 	}

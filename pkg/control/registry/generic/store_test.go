@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +20,7 @@ import (
 // newTestStore is a Store on a bbolt file of its own, with the default namespace.
 func newTestStore(t *testing.T, admission Admission) (*Store, store.Interface) {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Bolt(t)
 	reg, err := registry.Builtin()
 	if err != nil {
 		t.Fatal(err)

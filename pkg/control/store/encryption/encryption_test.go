@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/store"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 )
 
 func load(t testing.TB, resources, providers string) Transformers {
@@ -54,11 +54,7 @@ func TestForKey(t *testing.T) {
 // previous value) are plaintext; a value of a key that no longer writes is stale.
 func TestStoreRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	engine, err := store.OpenBolt(filepath.Join(t.TempDir(), "state.db"), store.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer engine.Close()
+	engine := storetest.Bolt(t)
 	old := load(t, "[secrets]", "  - aescbc:\n      keys:\n      - {name: old, secret: "+key32+"}\n")
 	s := Wrap(engine, old, slog.New(slog.DiscardHandler))
 	const key = "/registry/core/secrets/ns/a"
