@@ -55,6 +55,11 @@ else
 	run=("${in_lab[@]}" "$e2e" "${suite_args[@]}" "${ginkgo_args[@]/#--/--ginkgo.}")
 fi
 
+# e2e.test's kubectl tests leave a test-kuberc* directory each in TMPDIR: the suite gets
+# one of its own under $out, removed when it ends (with $out by the next run if killed).
+suite_tmp=$out/tmp
+mkdir "$suite_tmp"
+export TMPDIR=$suite_tmp
 start=$(date +%s)
 echo "conformance: running e2e.test ($e2e) focus=${FOCUS_FILE:-${FOCUS:-all}} procs=$procs; log: $out/e2e.log"
 set +e
@@ -67,6 +72,8 @@ set +e
 	done { done=0; printf "conformance: %d passed, %d failed, %d skipped, %ds\n", p, f, s, systime()-start; fflush() }'
 status=${PIPESTATUS[0]}
 set -e
+rm -rf "$suite_tmp"
+unset TMPDIR
 echo "conformance: e2e.test exited $status after $(( $(date +%s) - start ))s"
 report=$(ls "$out"/junit*.xml 2>/dev/null | head -1)
 [[ -n $report ]] || { echo "conformance: no JUnit report in $out" >&2; exit 1; }

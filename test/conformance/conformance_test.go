@@ -72,8 +72,14 @@ func TestCISubset(t *testing.T) {
 	cmd.WaitDelay = time.Minute
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
+	leftovers := filepath.Join(os.TempDir(), "test-kuberc*")
+	before, _ := filepath.Glob(leftovers)
 	start := time.Now()
 	runErr := cmd.Run()
+	after, _ := filepath.Glob(leftovers)
+	if left := slices.DeleteFunc(after, func(p string) bool { return slices.Contains(before, p) }); len(left) > 0 {
+		t.Errorf("the run left e2e.test's temporary directories in %s: %v", os.TempDir(), left)
+	}
 	t.Logf("hack/conformance.sh (%s, %d tests, %d processes):\n%s", time.Since(start).Round(time.Second), len(names), ciProcs, output.String())
 
 	results, err := Read(filepath.Join(out, "junit_01.xml"))
