@@ -124,14 +124,8 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		st.trace.Running(s.log, PodKey(pod), s.clock.Now())
 	}
 	errs = append(errs, err)
-	if IsTerminal(status.Phase) && !st.released {
-		err := s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod))
-		if err == nil {
-			// Its sandbox gone, the pod is no longer ready to start containers: the kubelet
-			// writes the status again once SyncTerminatingPod has stopped it.
-			err = s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, false))
-		}
-		errs = append(errs, err)
+	if IsTerminal(status.Phase) {
+		errs = append(errs, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod)))
 	}
 	errs = append(errs, s.removeDeadContainers(ctx, pod, all))
 	if hasDeadline && (after == 0 || deadline < after) {

@@ -20,7 +20,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/images"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
-	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -193,11 +192,6 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 			}
 			if len(h.Runtime.Named(uid, "app")) != 1 {
 				t.Error("exited container of the finished pod removed")
-			}
-			// Its sandbox gone, it is no longer ready to start containers, as the kubelet
-			// reports a pod it has terminated.
-			if c := status.Condition(&h.apiPod(pod).Status, corev1.PodReadyToStartContainers); c == nil || c.Status != corev1.ConditionFalse {
-				t.Errorf("PodReadyToStartContainers of the finished pod: %+v, want False", c)
 			}
 			updates := h.statusUpdates()
 			h.sync(st, pod)
