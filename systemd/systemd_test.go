@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/unit"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/testenv"
-	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	"github.com/minik8s/minik8s/pkg/network/nettest"
 	"github.com/vishvananda/netns"
 )
@@ -265,7 +265,7 @@ func TestEnvFlagsExist(t *testing.T) {
 // arrives the API already answers /healthz.
 func TestMiniapiNotifiesReady(t *testing.T) {
 	bin := binDir(t)
-	port := controlplanetest.FreePort(t)
+	port := freeport.For(t)
 	d := startNotifying(t, "", filepath.Join(bin, "miniapi"), "--data-dir", filepath.Join(t.TempDir(), "data"),
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port))
 	d.awaitReady(t)
@@ -431,7 +431,11 @@ func (d *notifying) noMore(t *testing.T) {
 func TestApilbNotifiesReady(t *testing.T) {
 	bin := binDir(t)
 	data := filepath.Join(t.TempDir(), "data")
-	apiPort, deadPort, lbPort := controlplanetest.FreePort(t), controlplanetest.FreePort(t), controlplanetest.FreePort(t)
+	ports, err := freeport.Loopback(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiPort, deadPort, lbPort := ports[0], ports[1], ports[2]
 	api := startNotifying(t, "", filepath.Join(bin, "miniapi"), "--data-dir", data,
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(apiPort))
 	api.awaitReady(t)

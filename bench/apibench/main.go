@@ -35,6 +35,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/internal/cputime"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -620,7 +621,7 @@ func (a *miniapi) restart() error {
 }
 
 func (a *miniapi) start() error {
-	port, err := benchapi.FreePort()
+	port, err := freeport.One()
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
 	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/internal/cputime"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/network"
@@ -461,7 +462,7 @@ func daemonRSS(ctx context.Context, n int, binaries []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	port, err := benchapi.FreePort()
+	port, err := freeport.One()
 	if err != nil {
 		return err
 	}
@@ -690,7 +691,7 @@ type daemon struct {
 // startMiniproxy runs miniproxy, with args beside the usual ones, against the API in dir
 // until it has written n services.
 func startMiniproxy(miniproxy, dir string, n int, args []string, env ...string) (*daemon, error) {
-	port, err := benchapi.FreePort()
+	port, err := freeport.One()
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/shutdowntest"
-	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 )
 
 func TestMain(m *testing.M) {
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // started stopped (goleak): the API server drained, informers, controllers, the scheduler
 // and leader election joined, the store closed.
 func TestShutdownLeavesNoGoroutine(t *testing.T) {
-	port := controlplanetest.FreePort(t)
+	port := freeport.For(t)
 	dir := filepath.Join(t.TempDir(), "miniapi")
 	d := shutdowntest.Start(t, nil, []string{"--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)})
 

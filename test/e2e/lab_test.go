@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/labtest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/ociimage"
@@ -116,17 +117,6 @@ func checkNoHostRoute(t *testing.T) {
 	}
 }
 
-// freeLoopbackPort is a host loopback port nobody listens on now.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // hostGet is an HTTP GET from the host namespace, to a loopback address.
 func hostGet(url string) (string, error) {
 	c := &http.Client{Timeout: 5 * time.Second}
@@ -146,7 +136,7 @@ func hostGet(url string) (string, error) {
 func TestLabFromTheHost(t *testing.T) {
 	e := testenv.RequireBuilt(t)
 	checkNoHostRoute(t)
-	nodePortHost := freeLoopbackPort(t)
+	nodePortHost := freeport.For(t)
 	name := testenv.UniqueName("e2e-reach")
 	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: 2, BinDir: e.BinDir, ImagesDir: e.ImagesDir,
 		Progress: testWriter{t}, DNS: false, Uplink: true, NodeMonitorGracePeriod: 15 * time.Second, Publish: []string{fmt.Sprintf("127.0.0.1:%d:node-1:30080", nodePortHost)}})
@@ -203,7 +193,7 @@ spec:
 	}
 
 	t.Run("port-forward", func(t *testing.T) {
-		port := freeLoopbackPort(t)
+		port := freeport.For(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		pf := exec.CommandContext(ctx, "kubectl", "--kubeconfig", l.HostKubeconfig, "port-forward", "pod/web", fmt.Sprintf("%d:8080", port))
@@ -237,7 +227,7 @@ spec:
 			t.Fatalf("GET 127.0.0.1:%d (published node-1:30080): %q, %v", nodePortHost, got, err)
 		}
 		// minilab publish on the running lab, to the other node; a non-loopback address is refused.
-		second := freeLoopbackPort(t)
+		second := freeport.For(t)
 		if out, err := minilab("publish", fmt.Sprintf("%d:node-2:30080", second)); err != nil {
 			t.Fatalf("minilab publish: %v\n%s", err, out)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
@@ -73,7 +74,7 @@ func Start(ca *pki.CA, caDir, dir, name string, args Args) (*Server, error) {
 	if _, _, _, err := ca.WriteServing(dir, "serving", []string{"127.0.0.1", "localhost"}); err != nil {
 		return nil, err
 	}
-	p, err := benchapi.FreePort()
+	p, err := freeport.One()
 	if err != nil {
 		return nil, err
 	}

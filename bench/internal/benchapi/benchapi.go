@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/kubeclient"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +39,7 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	port, err := FreePort()
+	port, err := freeport.One()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,17 +57,6 @@ func Start(ctx context.Context) (*kubernetes.Clientset, <-chan error, error) {
 		return nil, nil, err
 	}
 	return c, done, nil
-}
-
-// FreePort is a TCP port on 127.0.0.1 that nothing listens on now, for a server the
-// benchmark starts (miniapi, kube-apiserver, miniproxy's metrics).
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // CreateNodes makes Ready nodes fake-<from>..fake-<to-1> (110 pods, 32 cpu, 128Gi each),

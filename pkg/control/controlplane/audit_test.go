@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -230,7 +231,7 @@ func TestAuditPolicyErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt", ServiceRange: "10.96.0.0/12",
+	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freeport.For(t), Store: "bolt", ServiceRange: "10.96.0.0/12",
 		Log: slog.New(slog.DiscardHandler)}
 	o.Security.Audit.LogPath, o.Security.Audit.PolicyFile = filepath.Join(dir, "audit.log"), bad
 	err := Run(context.Background(), o)

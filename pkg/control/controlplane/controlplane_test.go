@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/testenv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +59,7 @@ type restartable struct {
 
 func newRestartable(t *testing.T, change func(*Options)) *restartable {
 	testenv.Integration(t, "starts a whole miniapi control plane")
-	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt",
+	o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freeport.For(t), Store: "bolt",
 		ServiceRange: "10.96.0.0/12", Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	change(&o)
 	m := &restartable{t: t, o: o}
@@ -105,15 +105,6 @@ func (m *restartable) start() *cluster {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (c *cluster) kubectl(t *testing.T, stdin string, args ...string) (string, error) {

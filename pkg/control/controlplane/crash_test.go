@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/testenv"
 )
 
@@ -53,7 +54,7 @@ func TestCrashConsistency(t *testing.T) {
 		return
 	}
 	testenv.Integration(t, "runs miniapi in a child process for 30 s of writes")
-	dir, port := t.TempDir(), freePort(t)
+	dir, port := t.TempDir(), freeport.For(t)
 	start := func() (*exec.Cmd, kubernetes.Interface) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashConsistency$")
 		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d", crashChildEnv, dir, port))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -165,7 +166,7 @@ func TestEncryptionConfigErrors(t *testing.T) {
 		write("shortkey.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - name: k\n        secret: "+base64.StdEncoding.EncodeToString([]byte("short"))+"\n"): "secret is not of the expected length",
 		write("nokeys.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aesgcm:\n      keys: []\n"):                                                                                         "keys: Required value",
 	} {
-		o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freePort(t), Store: "bolt", ServiceRange: "10.96.0.0/12",
+		o := Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freeport.For(t), Store: "bolt", ServiceRange: "10.96.0.0/12",
 			EncryptionProviderConfig: path, Log: slog.New(slog.DiscardHandler)}
 		err := Run(context.Background(), o)
 		if err == nil || !strings.Contains(err.Error(), "--encryption-provider-config") || !strings.Contains(err.Error(), want) {

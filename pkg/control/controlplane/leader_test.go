@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -130,7 +131,7 @@ func TestKubernetesEndpointsWithTwoAPIServers(t *testing.T) {
 	const ttl = 3 * time.Second
 	// One port for all, on loopback addresses of their own, as API servers on several hosts
 	// serve on one port (the endpoints carry one port, as kube-apiserver's do).
-	port := freePort(t)
+	port := freeport.For(t)
 	server := func(ip string) func(*Options) {
 		return func(o *Options) {
 			o.BindAddress, o.SecurePort = "127.0.0."+ip[strings.LastIndex(ip, ".")+1:], port

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
-	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 )
 
 // TestShutdownLeavesNoGoroutine runs miniapi as the binary does (every controller, the
@@ -26,7 +26,7 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	testenv.Integration(t, "starts a whole miniapi control plane")
 	before := goleak.IgnoreCurrent()
 	baseline := runtime.NumGoroutine()
-	o := controlplane.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: controlplanetest.FreePort(t), Store: "bolt",
+	o := controlplane.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", SecurePort: freeport.For(t), Store: "bolt",
 		ServiceRange: "10.96.0.0/12", Controllers: []string{"*"},
 		LeaderElection: controlplane.LeaderElection{Enabled: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 		Log:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}

@@ -2,25 +2,15 @@ package store
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 )
-
-func freeLoopbackPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-}
 
 func TestEtcdConformance(t *testing.T) {
 	endpoints := etcdtest.ForTest(t).Endpoints
@@ -40,7 +30,7 @@ func TestEtcdConformance(t *testing.T) {
 }
 
 func TestEtcdUnreachable(t *testing.T) {
-	endpoint := "127.0.0.1:" + freeLoopbackPort(t) // nothing listens there any more
+	endpoint := "127.0.0.1:" + strconv.Itoa(freeport.For(t)) // nothing listens there any more
 	start := time.Now()
 	_, err := OpenEtcd([]string{endpoint}, "/x", nil)
 	if err == nil || !strings.Contains(err.Error(), endpoint) || !strings.Contains(err.Error(), "not reachable") {

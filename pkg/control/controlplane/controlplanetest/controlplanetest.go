@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
@@ -68,7 +68,7 @@ func Start(t testing.TB, change func(*controlplane.Options)) *Cluster {
 // launch runs miniapi with its data in dir until stop is called; it returns once miniapi
 // answers ready.
 func launch(dir string, change func(*controlplane.Options)) (c *Cluster, stop func() error, err error) {
-	port, err := freePort()
+	port, err := freeport.One()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,25 +122,6 @@ func (c *Cluster) connect(ctx context.Context) error {
 	}
 	_, err = c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	return err
-}
-
-// FreePort is a loopback TCP port nobody listens on now.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Kubectl runs the real kubectl against the cluster with a cache directory of its own.

@@ -7,9 +7,7 @@ package etcdtest
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/pki"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -112,14 +111,14 @@ func StartCluster(dir string, o Options) (*Cluster, error) {
 	}
 	var peers []string
 	for i := range n {
-		ports, err := freeLoopbackPorts(2)
+		ports, err := freeport.Loopback(2)
 		if err != nil {
 			return nil, err
 		}
 		m := &Member{Name: fmt.Sprintf("etcd-%d", i+1), bin: bin, health: health}
-		hostPort := "127.0.0.1:" + ports[0]
+		hostPort := "127.0.0.1:" + strconv.Itoa(ports[0])
 		m.ClientURL = scheme + "://" + hostPort
-		peerURL := scheme + "://127.0.0.1:" + ports[1]
+		peerURL := scheme + "://127.0.0.1:" + strconv.Itoa(ports[1])
 		m.logPath = filepath.Join(dir, m.Name+".log")
 		m.args = []string{"--name", m.Name, "--data-dir", filepath.Join(dir, m.Name),
 			"--listen-client-urls", m.ClientURL, "--advertise-client-urls", m.ClientURL,
@@ -312,22 +311,4 @@ func (m *Member) LogTail(n int) string {
 		return err.Error()
 	}
 	return string(logs[max(0, len(logs)-n):])
-}
-
-// freeLoopbackPorts finds n distinct free loopback ports (all held open until all are found).
-func freeLoopbackPorts(n int) ([]string, error) {
-	var ports []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free loopback port: %w", err)
-		}
-		defer l.Close()
-		addr, ok := l.Addr().(*net.TCPAddr)
-		if !ok {
-			return nil, errors.New("find a free loopback port: listener has no TCP address")
-		}
-		ports = append(ports, strconv.Itoa(addr.Port))
-	}
-	return ports, nil
 }
