@@ -158,7 +158,7 @@ func (f *Runtime) CreateContainer(_ context.Context, cfg runtime.ContainerConfig
 	c := &runtime.Container{
 		ID: fmt.Sprintf("c%d", f.nextID), PodUID: cfg.PodUID, Name: cfg.Name, Image: cfg.Image, SpecHash: cfg.SpecHash,
 		SandboxID: cfg.SandboxID, LogPath: cfg.LogPath, State: runtime.StateCreated, RestartCount: cfg.RestartCount,
-		Resources: cfg.Labels[runtime.LabelResources],
+		Resources: cfg.Labels[runtime.LabelResources], TerminationLog: cfg.TerminationLog,
 	}
 	f.Containers = append(f.Containers, c)
 	f.PIDTargets[cfg.Name] = cfg.PIDTargetID

@@ -67,7 +67,7 @@ func pidTarget(pod *corev1.Pod, ec *corev1.EphemeralContainer, all []runtime.Con
 // ephemeralStatuses are status.ephemeralContainerStatuses: like a container's, never
 // ready (no probe or service counts on them) and without a started field, as the kubelet
 // reports them.
-func ephemeralStatuses(pod *corev1.Pod, all []runtime.Container, waiting map[string]corev1.ContainerStateWaiting) []corev1.ContainerStatus {
+func ephemeralStatuses(pod *corev1.Pod, all []runtime.Container, waiting map[string]corev1.ContainerStateWaiting, logs terminationLogs) []corev1.ContainerStatus {
 	var out []corev1.ContainerStatus
 	for i := range pod.Spec.EphemeralContainers {
 		spec := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
@@ -79,7 +79,7 @@ func ephemeralStatuses(pod *corev1.Pod, all []runtime.Container, waiting map[str
 		if len(history) > 1 {
 			history = history[:1] // never restarted: no last state
 		}
-		cs := containerStatus(spec, history, w, 0)
+		cs := containerStatus(spec, history, w, 0, logs)
 		cs.Ready, cs.Started = false, nil
 		out = append(out, cs)
 	}

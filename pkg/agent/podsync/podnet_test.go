@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -77,5 +78,42 @@ func TestCNICheckOnSync(t *testing.T) {
 	}
 	if h.Network.AttachedCount() != 1 {
 		t.Errorf("%d sandboxes attached, want the new one only", h.Network.AttachedCount())
+	}
+}
+
+// TestFinishedPodReleasedOnRetry: a finished pod whose CNI DEL failed is released by a later
+// sync, which then reports it no longer ready to start containers, keeping its
+// termination message.
+func TestFinishedPodReleasedOnRetry(t *testing.T) {
+	h := newHarness(t)
+	job := agenttest.Pod("job", corev1.RestartPolicyNever, "app")
+	job.Spec.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
+	pod, st := h.start(job)
+	uid := string(pod.UID)
+	if err := os.WriteFile(h.Runtime.Named(uid, "app")[0].TerminationLog, []byte("goodbye"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Step(time.Second)
+	h.Runtime.Exit(uid, "app", 0)
+	h.Network.TearDownErr = errors.New("plugin bridge failed")
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync succeeded although CNI DEL failed")
+	}
+	if got := h.apiPod(pod); got.Status.Phase != corev1.PodSucceeded || conditionStatus(got, corev1.PodReadyToStartContainers) != corev1.ConditionTrue {
+		t.Fatalf("phase %s, PodReadyToStartContainers %s before the release, want Succeeded, True",
+			got.Status.Phase, conditionStatus(got, corev1.PodReadyToStartContainers))
+	}
+
+	h.Network.TearDownErr = nil
+	h.sync(st, pod)
+	if h.Network.AttachedCount() != 0 {
+		t.Fatal("network of the finished pod not torn down on the retry")
+	}
+	got := h.apiPod(pod)
+	if c := conditionStatus(got, corev1.PodReadyToStartContainers); c != corev1.ConditionFalse {
+		t.Errorf("PodReadyToStartContainers %s once released, want False", c)
+	}
+	if cs := agenttest.ContainerStatus(got, "app"); cs.State.Terminated == nil || cs.State.Terminated.Message != "goodbye" {
+		t.Errorf("container status once released: %+v, want terminated with message goodbye", cs.State)
 	}
 }

@@ -31,6 +31,8 @@ type PodState struct {
 	lastStatus *corev1.PodStatus
 	// released: the sandbox and network of a finished pod are gone.
 	released bool
+	// terminationLogs hold the termination messages of a released pod's containers.
+	terminationLogs terminationLogs
 	// terminated: everything of a deleted pod is gone.
 	terminated bool
 	// volumes are the pod's volumes as the last sync set them up.
@@ -50,11 +52,12 @@ type PodState struct {
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {
 	st := &PodState{
-		podIP:         net.ParseIP(pod.Status.PodIP),
-		startTime:     now,
-		restartCounts: map[string]int32{},
-		previous:      map[string]runtime.Container{},
-		waiting:       map[string]corev1.ContainerStateWaiting{},
+		podIP:           net.ParseIP(pod.Status.PodIP),
+		startTime:       now,
+		restartCounts:   map[string]int32{},
+		previous:        map[string]runtime.Container{},
+		waiting:         map[string]corev1.ContainerStateWaiting{},
+		terminationLogs: terminationLogs{},
 	}
 	if pod.Status.StartTime != nil {
 		st.startTime = *pod.Status.StartTime

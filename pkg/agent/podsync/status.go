@@ -40,7 +40,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 		if prev, ok := st.previous[spec.Name]; ok && len(history) == 1 && history[0].ID != prev.ID {
 			history = append(history, prev)
 		}
-		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name])
+		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name], st.terminationLogs)
 		var cur *runtime.Container
 		if len(history) > 0 {
 			cur = &history[0]
@@ -65,7 +65,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	for i := range pod.Spec.Containers {
 		ps.ContainerStatuses = append(ps.ContainerStatuses, statusOf(&pod.Spec.Containers[i]))
 	}
-	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting)
+	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting, st.terminationLogs)
 	uninitialized := incompleteInitContainers(pod, ps.InitContainerStatuses, ps.ContainerStatuses)
 	if len(uninitialized) > 0 { // what has not started yet waits for the init containers
 		for _, list := range [][]corev1.ContainerStatus{ps.InitContainerStatuses, ps.ContainerStatuses} {
@@ -99,7 +99,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 }
 
 // containerStatus reports one container from its runtime history (newest first).
-func containerStatus(spec *corev1.Container, history []runtime.Container, waiting *corev1.ContainerStateWaiting, restarts int32) corev1.ContainerStatus {
+func containerStatus(spec *corev1.Container, history []runtime.Container, waiting *corev1.ContainerStateWaiting, restarts int32, logs terminationLogs) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: spec.Name, Image: spec.Image, RestartCount: restarts, Started: ptr.To(false)}
 	if len(history) == 0 || history[0].State == runtime.StateCreated || history[0].State == runtime.StateUnknown {
 		if waiting == nil {
@@ -115,7 +115,7 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 		cs.ImageID = cur.Image
 	}
 	if len(history) > 1 && (history[1].State == runtime.StateExited || history[1].State == runtime.StateUnknown) {
-		cs.LastTerminationState.Terminated = terminatedState(spec, history[1])
+		cs.LastTerminationState.Terminated = terminatedState(spec, history[1], logs)
 	}
 	switch {
 	case isRunning(cur):
@@ -123,9 +123,9 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 		cs.Ready, cs.Started = true, ptr.To(true)
 	case waiting != nil: // exited, and held back from restarting
 		cs.State.Waiting = waiting
-		cs.LastTerminationState.Terminated = terminatedState(spec, cur)
+		cs.LastTerminationState.Terminated = terminatedState(spec, cur, logs)
 	default:
-		cs.State.Terminated = terminatedState(spec, cur)
+		cs.State.Terminated = terminatedState(spec, cur, logs)
 	}
 	return cs
 }
@@ -133,8 +133,8 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 // unknownExitCode is containerd CRI's exit code of a container whose exit was not seen.
 const unknownExitCode = 255
 
-func terminatedState(spec *corev1.Container, c runtime.Container) *corev1.ContainerStateTerminated {
-	reason, message := "Completed", terminationMessage(spec, c)
+func terminatedState(spec *corev1.Container, c runtime.Container, logs terminationLogs) *corev1.ContainerStateTerminated {
+	reason, message := "Completed", terminationMessage(spec, c, logs)
 	switch {
 	case c.State == runtime.StateUnknown:
 		// Its task went without an exit on record (a node outage): containerd's CRI

@@ -171,11 +171,11 @@ func TestImageIDIsTheRepoDigest(t *testing.T) {
 	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1"}
 	c := runtime.Container{ID: "c1", Name: "app", Image: "localhost/minik8s/busybox:v1", State: runtime.StateRunning, StartedAt: time.Now(),
 		ImageRef: "localhost/minik8s/busybox@sha256:9caad36a033df11cb403e3f1896105ca0b8924e56b51c5c8fa07c7855265e468"}
-	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.ImageRef || cs.Image != spec.Image {
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0, nil); cs.ImageID != c.ImageRef || cs.Image != spec.Image {
 		t.Errorf("image %q, imageID %q; want %q, %q", cs.Image, cs.ImageID, spec.Image, c.ImageRef)
 	}
 	c.ImageRef = ""
-	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0); cs.ImageID != c.Image {
+	if cs := containerStatus(spec, []runtime.Container{c}, nil, 0, nil); cs.ImageID != c.Image {
 		t.Errorf("imageID without a recorded ref %q, want the name", cs.ImageID)
 	}
 }

@@ -20,7 +20,20 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	// Finished as the API has it, or as we last wrote it (the informer may lag behind).
 	if IsTerminal(pod.Status.Phase) || st.lastStatus != nil && IsTerminal(st.lastStatus.Phase) {
 		s.endings.forget(pod.UID)
-		return 0, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod))
+		if st.released {
+			return 0, nil
+		}
+		if err := s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod)); err != nil {
+			return 0, err
+		}
+		// Released now (an earlier release failed, or minilet restarted before it): the
+		// status it ended with, its sandbox gone.
+		ps := pod.Status.DeepCopy()
+		if st.lastStatus != nil && IsTerminal(st.lastStatus.Phase) {
+			ps = st.lastStatus.DeepCopy()
+		}
+		status.SetCondition(ps, corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}, apiTime(s.clock.Now()))
+		return 0, s.writeStatus(ctx, st, pod, *ps)
 	}
 	if e := s.endings.of(pod.UID); e != nil {
 		err := s.fail(ctx, st, pod, e.Ending)
@@ -124,8 +137,16 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		st.trace.Running(s.log, PodKey(pod), s.clock.Now())
 	}
 	errs = append(errs, err)
-	if IsTerminal(status.Phase) {
-		errs = append(errs, s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod)))
+	if IsTerminal(status.Phase) && !st.released {
+		err := s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod))
+		if err == nil {
+			// Its sandbox gone, the pod is no longer ready to start containers: the kubelet
+			// writes the status again once SyncTerminatingPod has stopped it, from the
+			// containers as they are now (a sidecar stopped), with the termination messages
+			// read before the release removed their files.
+			err = s.writeReleasedStatus(ctx, st, apiPod, pod)
+		}
+		errs = append(errs, err)
 	}
 	errs = append(errs, s.removeDeadContainers(ctx, pod, all))
 	if hasDeadline && (after == 0 || deadline < after) {
@@ -182,6 +203,9 @@ func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *core
 	if err := s.releaseSandbox(ctx, podRef(pod), sandboxesOf(all)); err != nil {
 		return err
 	}
+	// The termination messages are read while their files are there, for the statuses
+	// written after the release.
+	st.terminationLogs.keep(all)
 	// Its volumes go as the kubelet unmounts a terminated pod's: a memory-backed emptyDir
 	// would otherwise hold its memory until the pod is deleted.
 	if err := s.volumes.TearDown(string(pod.UID)); err != nil {
@@ -189,6 +213,15 @@ func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *core
 	}
 	st.released = true
 	return nil
+}
+
+// writeReleasedStatus writes the status of a pod just released, whose sandbox is gone.
+func (s *Syncer) writeReleasedStatus(ctx context.Context, st *PodState, apiPod, pod *corev1.Pod) error {
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	return s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, false))
 }
 
 // removeDeadContainers keeps, per container name, the current container and

@@ -20,6 +20,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/images"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -170,9 +171,14 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 	}{{0, corev1.PodSucceeded}, {1, corev1.PodFailed}} {
 		t.Run(string(tc.phase), func(t *testing.T) {
 			h := newHarness(t)
-			pod, st := h.start(agenttest.Pod("job", corev1.RestartPolicyNever, "app"))
+			job := agenttest.Pod("job", corev1.RestartPolicyNever, "app")
+			job.Spec.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
+			pod, st := h.start(job)
 			uid := string(pod.UID)
 			h.Clock.Step(time.Second)
+			if err := os.WriteFile(h.Runtime.Named(uid, "app")[0].TerminationLog, []byte("goodbye"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			h.Runtime.Exit(uid, "app", tc.exit)
 			h.Runtime.TakeCalls()
 			h.sync(st, pod)
@@ -183,7 +189,17 @@ func TestRestartPolicyNeverEndsThePod(t *testing.T) {
 			}
 			cs := agenttest.ContainerStatus(got, "app")
 			if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != tc.exit || cs.RestartCount != 0 {
-				t.Errorf("container status %+v", cs)
+				t.Fatalf("container status %+v", cs)
+			}
+			// The status written once its sandbox and volumes are gone keeps what the
+			// container wrote to its termination message file.
+			if msg := cs.State.Terminated.Message; msg != "goodbye" {
+				t.Errorf("termination message %q, want %q", msg, "goodbye")
+			}
+			// Its sandbox gone, it is no longer ready to start containers, as the kubelet
+			// reports a pod it has terminated.
+			if c := status.Condition(&got.Status, corev1.PodReadyToStartContainers); c == nil || c.Status != corev1.ConditionFalse {
+				t.Errorf("PodReadyToStartContainers of the finished pod: %+v, want False", c)
 			}
 			// The finished pod's sandbox and network are released; its container stays for logs.
 			h.wantCalls("runtime calls after the exit", "stop sandbox", "remove sandbox")
@@ -596,9 +612,15 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	h := newHarness(t)
 	pod := agenttest.Pod("job", corev1.RestartPolicyNever, "app")
 	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
+	pod.Spec.Containers[0].TerminationMessagePath = corev1.TerminationMessagePathDefault
 	pod, st := h.admit(pod)
 	if after := h.sync(st, pod); after != 30*time.Second {
 		t.Errorf("sync asks to come back after %s, want the 30 s deadline", after)
+	}
+	// What the container writes as it is stopped is in the status written after the
+	// release, which removed the file.
+	if err := os.WriteFile(h.Runtime.Named(string(pod.UID), "app")[0].TerminationLog, []byte("stopped"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	h.Clock.Step(31 * time.Second)
 	h.Runtime.TakeCalls()
@@ -606,6 +628,9 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	got := h.apiPod(pod)
 	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "DeadlineExceeded" {
 		t.Errorf("phase %s reason %q, want Failed DeadlineExceeded", got.Status.Phase, got.Status.Reason)
+	}
+	if cs := agenttest.ContainerStatus(got, "app"); cs.State.Terminated == nil || cs.State.Terminated.Message != "stopped" {
+		t.Errorf("container state %+v, want terminated with message stopped", cs.State)
 	}
 	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") {
 		t.Errorf("calls %q: the container was not stopped", calls)

@@ -274,18 +274,43 @@ func (s *Syncer) terminationLog(pod *corev1.Pod, spec *corev1.Container, run int
 	return path, append(mounts, runtime.Mount{HostPath: path, ContainerPath: spec.TerminationMessagePath}), nil
 }
 
-// terminationMessage is what an exited container left: its termination message file,
-// or, under FallbackToLogsOnError when that is empty and the container failed, the end
-// of its log.
-func terminationMessage(spec *corev1.Container, c runtime.Container) string {
-	if c.TerminationLog != "" {
-		if f, err := os.Open(c.TerminationLog); err == nil {
-			msg, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
-			f.Close()
-			if len(msg) > 0 {
-				return string(msg)
-			}
+// terminationLogs are what containers' termination message files held, by container
+// ID, read before a finished pod's volumes go: the files live in the pod's directory,
+// which the release removes, and the status written after it still reports them.
+type terminationLogs map[string][]byte
+
+// keep reads the termination message files of cs, which have stopped.
+func (k terminationLogs) keep(cs []runtime.Container) {
+	for _, c := range cs {
+		if c.TerminationLog != "" {
+			k[c.ID] = k.read(c)
 		}
+	}
+}
+
+// read is what container c's termination message file holds, as kept or read now.
+func (k terminationLogs) read(c runtime.Container) []byte {
+	if msg, ok := k[c.ID]; ok {
+		return msg
+	}
+	if c.TerminationLog == "" {
+		return nil
+	}
+	f, err := os.Open(c.TerminationLog)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	msg, _ := io.ReadAll(io.LimitReader(f, maxTerminationMessage))
+	return msg
+}
+
+// terminationMessage is what an exited container left: its termination message file
+// (kept holds those of a released pod), or, under FallbackToLogsOnError when that is
+// empty and the container failed, the end of its log.
+func terminationMessage(spec *corev1.Container, c runtime.Container, kept terminationLogs) string {
+	if msg := kept.read(c); len(msg) > 0 {
+		return string(msg)
 	}
 	if spec.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError || c.ExitCode == 0 || c.LogPath == "" {
 		return ""

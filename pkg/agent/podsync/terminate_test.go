@@ -36,18 +36,18 @@ func TestTerminationMessage(t *testing.T) {
 	readFile := &corev1.Container{TerminationMessagePolicy: corev1.TerminationMessageReadFile}
 	failed := runtime.Container{ExitCode: 1, LogPath: logFile, TerminationLog: msgFile}
 
-	if got := terminationMessage(readFile, failed); got != "" {
+	if got := terminationMessage(readFile, failed, nil); got != "" {
 		t.Errorf("ReadFile with an empty file: %q, want nothing", got)
 	}
-	got := terminationMessage(fallback, failed)
+	got := terminationMessage(fallback, failed, nil)
 	if len(got) > fallbackLogBytes || !strings.HasSuffix(got, "log line 099\n") || strings.Contains(got, "log line 019\n") {
 		t.Errorf("FallbackToLogsOnError: %d bytes ending %q, want at most %d bytes of the last 80 lines", len(got), got[max(0, len(got)-20):], fallbackLogBytes)
 	}
-	if got := terminationMessage(fallback, runtime.Container{LogPath: logFile, TerminationLog: msgFile}); got != "" {
+	if got := terminationMessage(fallback, runtime.Container{LogPath: logFile, TerminationLog: msgFile}, nil); got != "" {
 		t.Errorf("FallbackToLogsOnError after success: %q, want nothing", got)
 	}
 	os.WriteFile(msgFile, []byte(strings.Repeat("m", maxTerminationMessage+10)), 0o666)
-	if got := terminationMessage(fallback, failed); got != strings.Repeat("m", maxTerminationMessage) {
+	if got := terminationMessage(fallback, failed, nil); got != strings.Repeat("m", maxTerminationMessage) {
 		t.Errorf("message file: %d bytes, want the first %d", len(got), maxTerminationMessage)
 	}
 }
