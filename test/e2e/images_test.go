@@ -70,6 +70,12 @@ spec:
 			t.Errorf("%s: no ErrImagePull status or failed-pull event before the back-off", pod)
 		}
 	}
+	// The back-off says what the last pull failed with, as the kubelet's since 1.32: here
+	// the registry's 404, a NotFound from containerd's CRI plugin.
+	want := fmt.Sprintf(`Back-off pulling image "%[1]s/lab/nope:v1": ErrImagePull: rpc error: code = NotFound desc = failed to pull and unpack image "%[1]s/lab/nope:v1": `, registry)
+	if msg := mustKubectl(t, l, "get", "pod", "missing", "-o", "jsonpath={.status.containerStatuses[0].state.waiting.message}"); !strings.HasPrefix(msg, want) {
+		t.Errorf("missing's waiting message %q, want it to start %q", msg, want)
+	}
 
 	applyYAML(t, l, fmt.Sprintf(`apiVersion: v1
 kind: Pod

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -21,11 +24,14 @@ import (
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
-// Waiting reasons of a container whose image is not there, as the kubelet's.
+// Waiting reasons of a container whose image is not there, as the kubelet's
+// (pkg/kubelet/images/types.go).
 const (
 	ReasonErrImagePull      = "ErrImagePull"
 	ReasonImagePullBackOff  = "ImagePullBackOff"
 	ReasonErrImageNeverPull = "ErrImageNeverPull"
+	ReasonInvalidImageName  = "InvalidImageName"
+	ReasonImageInspectError = "ImageInspectError"
 )
 
 // Event reasons, as the kubelet spells them (pkg/kubelet/events).
@@ -35,6 +41,7 @@ const (
 	eventFailed            = "Failed"
 	eventBackOff           = "BackOff"
 	eventErrImageNeverPull = "ErrImageNeverPull"
+	eventInspectFailed     = "InspectFailed"
 )
 
 // Runtime is the part of the container runtime that holds images.
@@ -56,45 +63,92 @@ type Config struct {
 }
 
 // Manager pulls the images of the node's containers.
-type Manager struct{ cfg Config }
+type Manager struct {
+	cfg Config
+
+	mu sync.Mutex
+	// failed holds the last failed pull of each back-off key: when, and the message the
+	// ImagePullBackOff that follows carries (the kubelet's prevPullErrMsg).
+	failed map[string]pullFailure
+}
+
+type pullFailure struct {
+	at  time.Time
+	msg string
+}
 
 // New makes a Manager on cfg.
-func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
+func New(cfg Config) *Manager { return &Manager{cfg: cfg, failed: map[string]pullFailure{}} }
 
 // EnsureImage makes a container's image present according to its imagePullPolicy:
 // Always pulls for every new container, IfNotPresent only when missing, Never fails
 // when missing. Failed pulls back off; a positive duration is when to retry. ref is
 // the container, for events. When the image is not there, waiting says why (the
-// container's waiting state).
+// container's waiting state), in the words and events of the kubelet's image manager
+// (pkg/kubelet/images/image_manager.go, v1.36).
 func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, ref *corev1.ObjectReference) (waiting *corev1.ContainerStateWaiting, retry time.Duration, err error) {
-	present, err := m.cfg.Runtime.HasImage(ctx, c.Image)
-	if err != nil {
-		return nil, 0, fmt.Errorf("look up image %q: %w", c.Image, err)
-	}
-	switch {
-	case c.ImagePullPolicy == corev1.PullNever && !present:
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventErrImageNeverPull, "%s", msg)
-		return &corev1.ContainerStateWaiting{Reason: ReasonErrImageNeverPull, Message: msg}, 0,
+	// The kubelet's applyDefaultImageTag, with its parsers.ParseImageName.
+	if _, err := reference.ParseNormalizedNamed(c.Image); err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", c.Image, c.Image, err)
+		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
+		return &corev1.ContainerStateWaiting{Reason: ReasonInvalidImageName, Message: msg}, 0,
 			fmt.Errorf("container %s of pod %s: %s", c.Name, podKey(pod), msg)
-	case present && c.ImagePullPolicy != corev1.PullAlways:
-		m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine", c.Image)
-		return nil, 0, nil
+	}
+	if c.ImagePullPolicy != corev1.PullAlways {
+		present, err := m.cfg.Runtime.HasImage(ctx, c.Image)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
+			return &corev1.ContainerStateWaiting{Reason: ReasonImageInspectError, Message: msg}, 0,
+				fmt.Errorf("container %s of pod %s: %s", c.Name, podKey(pod), msg)
+		}
+		switch {
+		case present:
+			// The words of a kubelet with KubeletEnsureSecretPulledImages (on by default
+			// since 1.35).
+			m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine and can be accessed by the pod", c.Image)
+			return nil, 0, nil
+		case c.ImagePullPolicy == corev1.PullNever:
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventErrImageNeverPull, "%s", msg)
+			return &corev1.ContainerStateWaiting{Reason: ReasonErrImageNeverPull, Message: msg}, 0,
+				fmt.Errorf("container %s of pod %s: %s", c.Name, podKey(pod), msg)
+		}
 	}
 
 	key := "pull/" + string(pod.UID) + "/" + c.Image
-	if m.cfg.Backoff.IsInBackOffSinceUpdate(key, m.cfg.Clock.Now()) {
+	now := m.cfg.Clock.Now()
+	if m.cfg.Backoff.IsInBackOffSinceUpdate(key, now) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventBackOff, "%s", msg)
-		return &corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: msg}, m.cfg.Backoff.Get(key), nil
+		retry = m.cfg.Backoff.Get(key)
+		m.mu.Lock()
+		if last, ok := m.failed[key]; ok {
+			// The status, not the event, says what the last pull failed with.
+			msg += ": " + last.msg
+			retry = last.at.Add(retry).Sub(now)
+		}
+		m.mu.Unlock()
+		return &corev1.ContainerStateWaiting{Reason: ReasonImagePullBackOff, Message: msg}, max(retry, time.Millisecond), nil
 	}
+	m.mu.Lock()
+	delete(m.failed, key)
+	m.mu.Unlock()
+
 	m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
 	start := m.cfg.Clock.Now()
 	size, err := m.cfg.Runtime.PullImage(ctx, c.Image, m.pullOptions(ctx, pod))
 	if err != nil {
-		m.cfg.Backoff.Next(key, m.cfg.Clock.Now())
-		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %v", c.Image, err)
-		return &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: err.Error()}, m.cfg.Backoff.Get(key),
+		now := m.cfg.Clock.Now()
+		m.cfg.Backoff.Next(key, now)
+		// The kubelet has the error through the CRI, as containerd's CRI plugin
+		// returns it: a gRPC status.
+		msg := errgrpc.ToGRPC(err).Error()
+		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		m.mu.Lock()
+		m.failed[key] = pullFailure{at: now, msg: ReasonErrImagePull + ": " + msg}
+		m.mu.Unlock()
+		return &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: msg}, m.cfg.Backoff.Get(key),
 			fmt.Errorf("pull image %q for container %s of pod %s: %w", c.Image, c.Name, podKey(pod), err)
 	}
 	// Pulls are not queued here, so the time including waiting is the pull's.
@@ -103,8 +157,18 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	return nil, 0, nil
 }
 
-// ForgetExpiredBackoffs drops pull back-offs that have expired (housekeeping).
-func (m *Manager) ForgetExpiredBackoffs() { m.cfg.Backoff.GC() }
+// ForgetExpiredBackoffs drops pull back-offs that have expired, and what their last
+// pulls failed with (housekeeping).
+func (m *Manager) ForgetExpiredBackoffs() {
+	m.cfg.Backoff.GC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key := range m.failed {
+		if m.cfg.Backoff.Get(key) == 0 {
+			delete(m.failed, key)
+		}
+	}
+}
 
 // pullOptions are the registry settings for pulling a pod's images: the node's insecure
 // registries and the credentials of the pod's imagePullSecrets. A secret that cannot be

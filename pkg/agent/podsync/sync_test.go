@@ -251,8 +251,10 @@ func TestImagePullFailureBacksOff(t *testing.T) {
 	h.Runtime.TakeCalls()
 	h.Clock.Step(time.Second)
 	h.sync(st, pod)
-	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != images.ReasonImagePullBackOff {
-		t.Fatalf("status during pull back-off: %+v", cs)
+	// Since 1.32 the kubelet's ImagePullBackOff says what the last pull failed with.
+	backOff := `Back-off pulling image "localhost/minik8s/busybox:v1": ErrImagePull: rpc error: code = Unknown desc = file does not exist`
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Waiting == nil || cs.State.Waiting.Reason != images.ReasonImagePullBackOff || cs.State.Waiting.Message != backOff {
+		t.Fatalf("status during pull back-off: %+v, want ImagePullBackOff %q", cs, backOff)
 	}
 	if events := h.TakeEvents(); !hasEvent(events, "Warning Failed Error: ImagePullBackOff") {
 		t.Errorf("events during pull back-off: %q, want Warning Failed Error: ImagePullBackOff", events)
