@@ -412,7 +412,7 @@ func startNodeLifecycle(ctx context.Context, c *ControllerContext) error {
 		MonitorPeriod: cmp.Or(c.Options.NodeMonitorPeriod, nodelifecycle.DefaultMonitorPeriod),
 		GracePeriod:   cmp.Or(c.Options.NodeMonitorGracePeriod, nodelifecycle.DefaultGracePeriod),
 	}
-	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
+	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), c.Recorder("taint-eviction-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
 	c.goRun(func() { nl.Run(ctx) })
 	return nil
 }

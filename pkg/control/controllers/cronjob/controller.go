@@ -104,7 +104,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	jobs := controllerref.Controlled(all, cj.UID)
-	c.trackActive(cj, jobs)
+	if cj, err = c.trackActive(ctx, cj, jobs); err != nil {
+		return 0, err
+	}
 	again, err := c.schedule(ctx, cj, jobs)
 	if err != nil {
 		return 0, err
@@ -120,18 +122,34 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	return again, nil
 }
 
-// trackActive brings status.active and lastSuccessfulTime up to date with the Jobs.
-func (c *Controller) trackActive(cj *batchv1.CronJob, jobs []*batchv1.Job) {
+// trackActive brings status.active and lastSuccessfulTime up to date with the Jobs, and
+// returns the CronJob it worked on (a fresh read of it, where the cached one was stale).
+// A running Job of the CronJob's that status.active does not name (one made with kubectl
+// create job --from=cronjob/X) is reported, not adopted into status.active, as in
+// Kubernetes' syncCronJob: it neither blocks a Forbid schedule nor is replaced.
+func (c *Controller) trackActive(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) (*batchv1.CronJob, error) {
 	byUID := map[string]*batchv1.Job{}
 	for _, j := range jobs {
 		byUID[string(j.UID)] = j
-		inActive := slices.ContainsFunc(cj.Status.Active, func(r corev1.ObjectReference) bool { return r.UID == j.UID })
+		inActive := func(cj *batchv1.CronJob) bool {
+			return slices.ContainsFunc(cj.Status.Active, func(r corev1.ObjectReference) bool { return r.UID == j.UID })
+		}
+		active := inActive(cj)
 		condition, done := jobFinished(j)
-		switch {
-		case !done && !inActive && j.DeletionTimestamp == nil:
+		if !done && !active && j.DeletionTimestamp == nil {
+			// The cache may not hold the status that named the Job yet: read it again.
+			fresh, err := c.client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
+			if err != nil {
+				return cj, err
+			}
+			if inActive(fresh) {
+				cj = fresh
+				continue
+			}
 			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
-			cj.Status.Active = append(cj.Status.Active, jobRef(j))
-		case done && inActive:
+		}
+		switch {
+		case done && active:
 			c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, condition)
 		}
 		if condition == batchv1.JobComplete && j.Status.CompletionTime != nil {
@@ -151,6 +169,7 @@ func (c *Controller) trackActive(cj *batchv1.CronJob, jobs []*batchv1.Job) {
 	if len(cj.Status.Active) == 0 {
 		cj.Status.Active = nil
 	}
+	return cj, nil
 }
 
 // schedule starts the Job due now, if any, and says how long until the next start time.

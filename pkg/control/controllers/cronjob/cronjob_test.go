@@ -241,3 +241,39 @@ func TestKubectlCronJob(t *testing.T) {
 		t.Errorf("kubectl create job --from: %s", out)
 	}
 }
+
+// A Job someone made from the CronJob (kubectl create job --from=cronjob/x) is the
+// CronJob's, but not one it started: as in Kubernetes it is reported (UnexpectedJob) and
+// left out of status.active, so a Forbid CronJob still starts its own Job on schedule and
+// no SawCompletedJob follows the manual Job's end.
+func TestCronJobManualJobNotActive(t *testing.T) {
+	c, clk, ctx := startWithFakeClock(t)
+	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("hand", batchv1.ForbidConcurrent), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.MustKubectl(t, "", "create", "job", "manual", "--from=cronjob/hand")
+	cj := getCronJob(t, ctx, c, "hand")
+	controllertest.Until(t, "UnexpectedJob", 10*time.Second, func() bool {
+		return hasEvent(t, ctx, c, cj, "UnexpectedJob", "Saw a job that the controller did not create or forgot: manual")
+	})
+	if st := getCronJob(t, ctx, c, "hand").Status; len(st.Active) != 0 {
+		t.Errorf("status.active %v, want the manual job left out", st.Active)
+	}
+	clk.Step(time.Minute)
+	scheduled := fmt.Sprintf("hand-%d", cronStart(clk.Now()).Unix()/60)
+	controllertest.Until(t, "the scheduled job beside the running manual one", 10*time.Second, func() bool {
+		return slices.ContainsFunc(jobs(t, ctx, c, "hand"), func(j batchv1.Job) bool { return j.Name == scheduled })
+	})
+	controllertest.Until(t, "status.active names the scheduled job only", 10*time.Second, func() bool {
+		st := getCronJob(t, ctx, c, "hand").Status
+		return len(st.Active) == 1 && st.Active[0].Name == scheduled
+	})
+	completeJob(t, ctx, c, "manual")
+	controllertest.Until(t, "lastSuccessfulTime from the manual job", 10*time.Second, func() bool {
+		return getCronJob(t, ctx, c, "hand").Status.LastSuccessfulTime != nil
+	})
+	time.Sleep(time.Second)
+	if hasEvent(t, ctx, c, cj, "SawCompletedJob", "Saw completed job: manual") {
+		t.Error("SawCompletedJob for a job that was never active")
+	}
+}

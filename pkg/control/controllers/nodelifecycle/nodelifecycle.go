@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/disruption"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,10 +52,13 @@ type Controller struct {
 	leases   coordinationlisters.LeaseLister
 	synced   []cache.InformerSynced
 	recorder record.EventRecorder
-	clock    clock.Clock
-	opts     Options
-	log      *slog.Logger
-	health   map[string]*nodeHealth // by node name; only Run's goroutine touches it
+	// evictions records the taint manager's events, under kube-controller-manager's
+	// taint-eviction-controller (a controller of its own there since v1.29).
+	evictions record.EventRecorder
+	clock     clock.Clock
+	opts      Options
+	log       *slog.Logger
+	health    map[string]*nodeHealth // by node name; only Run's goroutine touches it
 }
 
 // nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
@@ -68,13 +72,14 @@ type nodeHealth struct {
 }
 
 // New wires the controller to the shared informers.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, opts Options, log *slog.Logger) *Controller {
+// recorder records the node controller's events, evictions the taint manager's.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder, evictions record.EventRecorder, opts Options, log *slog.Logger) *Controller {
 	nodes, pods := factory.Core().V1().Nodes(), factory.Core().V1().Pods()
 	leases := factory.Coordination().V1().Leases()
 	return &Controller{
 		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
-		recorder: recorder, clock: clock.RealClock{}, opts: opts, log: log,
+		recorder: recorder, evictions: evictions, clock: clock.RealClock{}, opts: opts, log: log,
 		health: map[string]*nodeHealth{},
 	}
 }
@@ -316,8 +321,15 @@ func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) e
 		if forever || now.Before(deadline) {
 			continue
 		}
-		c.recorder.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
-		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		c.evictions.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
+		err := disruption.Mark(ctx, c.client, pod, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		err = c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}

@@ -3,6 +3,7 @@ package nodelifecycle_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +67,21 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 			t.Errorf("pod %s should stay (tolerates the taint longer): %v", name, err)
 		}
 	}
-	out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=short")
-	if !strings.Contains(out, "TaintManagerEviction") || !strings.Contains(out, "Marking for deletion Pod default/short") {
-		t.Errorf("events of the evicted pod:\n%s", out)
+	// As kube-controller-manager's taint-eviction-controller: its own event source, and a
+	// DisruptionTarget condition on the pod before it is deleted (a Job's podFailurePolicy
+	// reads it).
+	controllertest.WaitFor(t, "the evicted pod's event", 10*time.Second, func() (bool, string) {
+		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=short",
+			"-o", "custom-columns=REASON:.reason,SOURCE:.source.component,MESSAGE:.message", "--no-headers")
+		return strings.TrimSpace(out) == "TaintManagerEviction   taint-eviction-controller   Marking for deletion Pod default/short", out
+	})
+	if p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "short", metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "DeletionByTaintManager" &&
+			c.Message == "Taint manager: deleting due to NoExecute taint"
+	}) {
+		t.Errorf("evicted pod's conditions %+v lack DisruptionTarget DeletionByTaintManager", p.Status.Conditions)
 	}
 
 	// The node posts Ready again: the taints go.

@@ -8,20 +8,19 @@ package defaultpreemption
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
 	"sort"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/controller/disruption"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -121,27 +120,13 @@ func (p *Plugin) PostFilter(ctx context.Context, _ *framework.CycleState, pod *f
 
 // markDisruptionTarget tells the victim why it goes before it is deleted, as
 // kube-scheduler's preemption executor: a DisruptionTarget condition, reason
-// PreemptionByScheduler (a Job's podFailurePolicy and `kubectl describe` read it).
+// PreemptionByScheduler.
 func (p *Plugin) markDisruptionTarget(ctx context.Context, victim, preemptor *corev1.Pod) error {
-	for _, c := range victim.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
-			return nil
-		}
-	}
 	scheduler := preemptor.Spec.SchedulerName
 	if scheduler == "" {
 		scheduler = corev1.DefaultSchedulerName
 	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
-		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonPreemptionByScheduler,
-		Message:            scheduler + ": preempting to accommodate a higher priority pod",
-		LastTransitionTime: metav1.Now(),
-	}}}})
-	if err != nil {
-		return err
-	}
-	_, err = p.client.CoreV1().Pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	return err
+	return disruption.Mark(ctx, p.client, victim, corev1.PodReasonPreemptionByScheduler, scheduler+": preempting to accommodate a higher priority pod")
 }
 
 // victimsOn finds the fewest lower-priority pods on n whose eviction lets pod fit.
