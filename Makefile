@@ -148,7 +148,7 @@ bench-cr: deps etcd
 # hack/kube-router-build.sh), 1000 policies over 5000 pods, each in a namespace of its own.
 bench-policy: deps
 	$(GO) build -tags $(TAGS) -o $(BIN)/ ./bench/policybench/policyd
-	$(GO) run ./bench/policybench -policyd $(BIN)/policyd -kube-router "$$(bash hack/kube-router-build.sh)"
+	$(GO) run ./bench/policybench -policyd $(BIN)/policyd -kube-router "$$(bash hack/kube-router-build.sh)" -changes 1 -sync-timeout 25m -change-timeout 20m
 
 # The Kubernetes v1.36 [Conformance] tests on a fresh 2-node minilab (docs/conformance.md):
 # e2e.test is built once into ~/.cache/minik8s (about 10 min cold); FOCUS=REGEX narrows
