@@ -31,10 +31,19 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// newAgent makes an agent on the harness's fakes, as a restarted minilet would be.
+// newAgent makes an agent on the harness's fakes, as a restarted minilet would be, for
+// syncs without Run: its Service informer runs (and has synced) until the test ends.
 func (h *harness) newAgent() *Agent {
 	h.t.Helper()
-	return h.newAgentOn(h.Clock)
+	a := h.newAgentOn(h.Clock)
+	a.services.Start(h.ctx.Done())
+	h.t.Cleanup(a.services.Shutdown)
+	for typ, ok := range a.services.WaitForCacheSync(h.ctx.Done()) {
+		if !ok {
+			h.t.Fatalf("informer of %v did not sync", typ)
+		}
+	}
+	return a
 }
 
 // newAgentOn makes an agent on the harness's fakes and clk.
