@@ -22,6 +22,7 @@ type harness struct {
 	ctx   context.Context
 	agent *Agent
 	*agenttest.Env
+	servicesOf *Agent // the agent whose Service informer sync started
 }
 
 func newHarness(t *testing.T) *harness {
@@ -31,19 +32,10 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// newAgent makes an agent on the harness's fakes, as a restarted minilet would be, for
-// syncs without Run: its Service informer runs (and has synced) until the test ends.
+// newAgent makes an agent on the harness's fakes, as a restarted minilet would be.
 func (h *harness) newAgent() *Agent {
 	h.t.Helper()
-	a := h.newAgentOn(h.Clock)
-	a.services.Start(h.ctx.Done())
-	h.t.Cleanup(a.services.Shutdown)
-	for typ, ok := range a.services.WaitForCacheSync(h.ctx.Done()) {
-		if !ok {
-			h.t.Fatalf("informer of %v did not sync", typ)
-		}
-	}
-	return a
+	return h.newAgentOn(h.Clock)
 }
 
 // newAgentOn makes an agent on the harness's fakes and clk.
@@ -83,6 +75,16 @@ func (h *harness) createPod(pod *corev1.Pod) *corev1.Pod {
 // sync runs a pod's first sync the way a worker does, with the pod as the API has it now.
 func (h *harness) sync(pod *corev1.Pod) {
 	h.t.Helper()
+	if h.servicesOf != h.agent { // syncs without Run: the agent's Service informer runs until the test ends
+		h.servicesOf = h.agent
+		h.agent.services.Start(h.ctx.Done())
+		h.t.Cleanup(h.agent.services.Shutdown)
+		for typ, ok := range h.agent.services.WaitForCacheSync(h.ctx.Done()) {
+			if !ok {
+				h.t.Fatalf("informer of %v did not sync", typ)
+			}
+		}
+	}
 	if _, err := h.agent.sync.SyncPod(h.ctx, h.agent.sync.NewPodState(pod), agenttest.GetPod(h.ctx, h.t, h.Client, pod)); err != nil {
 		h.t.Fatalf("sync %s: %v", pod.Name, err)
 	}
