@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/minik8s/minik8s/pkg/pki"
 )
 
 // everyKind holds one object of each kind issue 3 asks for, as a user would write it.
@@ -561,15 +558,7 @@ func TestNodeListsAndWatchesServicesWithClusterIPs(t *testing.T) {
 	var dataDir string
 	c := startClusterWith(t, func(o *Options) { dataDir = o.DataDir })
 	ctx := t.Context()
-	ca, err := pki.EnsureCA(PKIDir(dataDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := *c
-	node.kubeconfig = filepath.Join(t.TempDir(), "node-1.kubeconfig")
-	if err := ca.WriteKubeconfig(node.kubeconfig, c.url, "system:node:node-1", []string{"system:nodes"}); err != nil {
-		t.Fatal(err)
-	}
+	node := c.asNode(t, dataDir, "node-1")
 	client, err := kubernetes.NewForConfig(node.adminConfig(t))
 	if err != nil {
 		t.Fatal(err)
