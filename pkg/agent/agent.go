@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -60,7 +61,8 @@ type Agent struct {
 	log      *slog.Logger
 	metrics  *metrics
 
-	sync             *podsync.Syncer // runs the pods: their sandboxes, containers and status
+	sync             *podsync.Syncer                 // runs the pods: their sandboxes, containers and status
+	services         informers.SharedInformerFactory // the Services, for containers' variables
 	volumes          *volumes.Manager
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
@@ -129,6 +131,8 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", cfg.KubeReserved)
 	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
+	var services podsync.Services
+	a.services, services = podsync.NewServiceInformer(deps.Client)
 	a.sync = podsync.New(podsync.Config{
 		NodeName: cfg.NodeName, NodeIP: cfg.NodeIP, CgroupRoot: cfg.CgroupRoot,
 		InsecureRegistries: cfg.InsecureRegistries, PodMaxPids: cfg.PodMaxPids,
@@ -139,7 +143,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		Client: deps.Client, Recorder: deps.Recorder, Runtime: deps.Runtime, Network: deps.Network,
 		Clock: clk, Log: log, Volumes: a.volumes, Statuses: status.NewWriter(a.client, func(p *corev1.Pod) *corev1.Pod { return a.pods.MirrorOf(p) }),
 		ObserveProbe: a.metrics.probeObserver, Wake: func(uid types.UID) { a.workers.Wake(uid) }, // workers are made on the syncer
-		Fits: fit.Admit,
+		Fits: fit.Admit, Services: services,
 	})
 	a.workers = podworkers.New(a.clock, a.sync, a.metrics.observeSync, a.sync.NewPodState, a.log)
 	a.pods = podsource.New(podsource.Config{
@@ -172,6 +176,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	// The Services are read from the start, as the kubelet's informer: an API pod's
+	// containers wait for them (podsync.Syncer.serviceEnv), static pods do not.
+	wg.Go(func() {
+		a.services.Start(ctx.Done())
+		<-ctx.Done()
+		a.services.Shutdown()
+	})
 	if a.cfg.HealthzAddr != "" {
 		if err := a.serveHealth(ctx, &wg, a.cfg.HealthzAddr); err != nil {
 			return err

@@ -22,6 +22,7 @@ type harness struct {
 	ctx   context.Context
 	agent *Agent
 	*agenttest.Env
+	servicesOf *Agent // the agent whose Service informer sync started
 }
 
 func newHarness(t *testing.T) *harness {
@@ -74,6 +75,16 @@ func (h *harness) createPod(pod *corev1.Pod) *corev1.Pod {
 // sync runs a pod's first sync the way a worker does, with the pod as the API has it now.
 func (h *harness) sync(pod *corev1.Pod) {
 	h.t.Helper()
+	if h.servicesOf != h.agent { // syncs without Run: the agent's Service informer runs until the test ends
+		h.servicesOf = h.agent
+		h.agent.services.Start(h.ctx.Done())
+		h.t.Cleanup(h.agent.services.Shutdown)
+		for typ, ok := range h.agent.services.WaitForCacheSync(h.ctx.Done()) {
+			if !ok {
+				h.t.Fatalf("informer of %v did not sync", typ)
+			}
+		}
+	}
 	if _, err := h.agent.sync.SyncPod(h.ctx, h.agent.sync.NewPodState(pod), agenttest.GetPod(h.ctx, h.t, h.Client, pod)); err != nil {
 		h.t.Fatalf("sync %s: %v", pod.Name, err)
 	}

@@ -71,7 +71,8 @@ func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod net
 // TestIntegrationPodOnContainerdAndCNI runs one pod through the real runtime
 // (a private containerd) and the real CNI plugins, in a node namespace the
 // test makes, with the fake clientset feeding the pod: it starts, serves
-// HTTP on its pod IP, logs to its log file, and is torn down on deletion.
+// HTTP on its pod IP, logs to its log file (with the Services' variables in
+// its env), and is torn down on deletion.
 func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	testenv.RequireFile(t, filepath.Join(cniBinDir, "bridge"), "CNI plugins: Debian's containernetworking-plugins")
 	address := runtimetest.StartContainerd(t) // skips when not root or containerd is missing
@@ -114,6 +115,17 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := agenttest.NewClient()
+	// The Services' variables come from minilet's Service informer.
+	for _, svc := range []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-svc"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", Ports: []corev1.ServicePort{{Port: 8080, Protocol: corev1.ProtocolTCP}}}},
+	} {
+		if _, err := client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a, err := New(cfg, Dependencies{Client: client, Recorder: record.NewFakeRecorder(1000), Runtime: rt, Network: nodeNetwork{cni, nodeNS}})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +142,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
-	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo hello from $POD_NAME; echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"}
+	pod.Spec.Containers[0].Command = []string{"sh", "-c", "echo hello from $POD_NAME via $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT and $WEB_SVC_PORT; echo ok > /tmp/index.html; exec httpd -f -p 8080 -h /tmp"}
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -161,7 +173,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	logFile := filepath.Join(root, "logs", "default_web_"+string(pod.UID), "app", "0.log")
 	waitFor(t, "the container's log", func() bool {
 		data, _ := os.ReadFile(logFile)
-		return strings.Contains(string(data), "hello from web")
+		return strings.Contains(string(data), "hello from web via 10.96.0.1:443 and tcp://10.96.0.20:8080")
 	})
 
 	deleteAndWait(ctx, t, client, rt, pod)

@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
@@ -30,7 +32,7 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		}
 		vars[name] = value
 	}
-	services, err := s.serviceEnv(ctx, pod)
+	services, err := s.serviceEnv(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -75,31 +77,33 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 }
 
 // serviceEnv is the environment a container gets for Services, as the kubelet's
-// getServiceEnvVarMap: the API's `kubernetes` Service in default always (what client-go's
-// InClusterConfig reads), and, unless the pod sets enableServiceLinks false, every Service
-// of the pod's namespace that has a cluster IP (one there named `kubernetes` wins), in
-// Docker's link style: NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME], NAME_PORT,
-// NAME_PORT_80_TCP[_PROTO|_PORT|_ADDR]. Without the `kubernetes` Service (or the API) its
-// variables are left out; a namespace whose Services cannot be listed fails the start, as
-// the kubelet's "failed to list services when setting up env vars", but for a static pod,
-// which starts without the API (how a control plane bootstraps), as the kubelet lets a static
-// pod start before it has read the Services.
-func (s *Syncer) serviceEnv(ctx context.Context, pod *corev1.Pod) ([][2]string, error) {
+// getServiceEnvVarMap, read from the Service informer's lister (no request to the API):
+// the API's `kubernetes` Service in default always (what client-go's InClusterConfig
+// reads), and, unless the pod sets enableServiceLinks false, every Service of the pod's
+// namespace that has a cluster IP (one there named `kubernetes` wins), in Docker's link
+// style: NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME], NAME_PORT,
+// NAME_PORT_80_TCP[_PROTO|_PORT|_ADDR]. Until the informer has read the Services once, a
+// pod's start fails with the kubelet's error (its containers would miss the `kubernetes`
+// Service's variables), but a static pod's, which starts without the API (how a control
+// plane bootstraps), as the kubelet's makeEnvironmentVariables: it gets what the informer has.
+func (s *Syncer) serviceEnv(pod *corev1.Pod) ([][2]string, error) {
+	if s.services.Lister == nil { // no API: no Services
+		return nil, nil
+	}
+	if !staticpod.IsStatic(pod) && !s.services.HasSynced() {
+		return nil, errors.New("services have not yet been read at least once, cannot construct envvars")
+	}
 	byName := map[string]*corev1.Service{}
-	if master, err := s.client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
+	if master, err := s.services.Lister.Services(metav1.NamespaceDefault).Get("kubernetes"); err == nil {
 		byName[master.Name] = master
 	}
 	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
-		list, err := s.client.CoreV1().Services(pod.Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		switch {
-		case err != nil && staticpod.IsStatic(pod):
-			s.log.Info("static pod started without its namespace's Service variables", "pod", PodKey(pod), "err", err)
-		case err != nil:
+		list, err := s.services.Lister.Services(pod.Namespace).List(labels.Everything())
+		if err != nil {
 			return nil, fmt.Errorf("failed to list services when setting up env vars: %w", err)
-		default:
-			for i := range list.Items {
-				byName[list.Items[i].Name] = &list.Items[i]
-			}
+		}
+		for _, svc := range list {
+			byName[svc.Name] = svc
 		}
 	}
 	var env [][2]string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
@@ -28,6 +29,9 @@ type harness struct {
 	ctx    context.Context
 	syncer *Syncer
 	*agenttest.Env
+	// servicesDown: the Services cannot be read; newSyncer does not wait for its Service
+	// informer to sync.
+	servicesDown bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -38,7 +42,8 @@ func newHarness(t *testing.T) *harness {
 }
 
 // newSyncer makes a syncer on the harness's fakes, as a restarted minilet would have:
-// the same directories and cgroup root as the syncer before it.
+// the same directories and cgroup root as the syncer before it, and a Service informer
+// of its own, synced (unless servicesDown) and stopped when the test ends.
 func (h *harness) newSyncer() *Syncer {
 	h.t.Helper()
 	root, cgroupRoot := h.t.TempDir(), testenv.CgroupRoot(h.t)
@@ -52,8 +57,14 @@ func (h *harness) newSyncer() *Syncer {
 		RootDir: root, PodsDir: filepath.Join(root, "pods"), LogsDir: filepath.Join(root, "logs"),
 		NetNSDir: filepath.Join(root, "netns"), SeccompDir: filepath.Join(root, "seccomp"), DNS: &dns.Configurer{},
 	}
+	factory, services := NewServiceInformer(h.Client)
+	factory.Start(h.ctx.Done())
+	h.t.Cleanup(factory.Shutdown)
+	if !h.servicesDown && !cache.WaitForCacheSync(h.ctx.Done(), services.HasSynced) {
+		h.t.Fatal("the Service informer did not sync")
+	}
 	s := New(cfg, Deps{
-		Client: h.Client, Recorder: h.Events, Runtime: h.Runtime, Network: h.Network, Clock: h.Clock, Log: slog.Default(),
+		Services: services, Client: h.Client, Recorder: h.Events, Runtime: h.Runtime, Network: h.Network, Clock: h.Clock, Log: slog.Default(),
 		Volumes:  volumes.New(filepath.Join(root, "pods"), h.Client, func() corev1.ResourceList { return nil }),
 		Statuses: status.NewWriter(h.Client, func(*corev1.Pod) *corev1.Pod { return nil }),
 	})

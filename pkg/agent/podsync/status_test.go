@@ -12,6 +12,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -106,6 +107,8 @@ func TestServiceEnv(t *testing.T) {
 	svc("shop", "dns-x", "10.96.0.30", corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}, corev1.ServicePort{Name: "metrics", Port: 9153})
 	svc("shop", "headless", corev1.ClusterIPNone, corev1.ServicePort{Port: 80})
 	svc("elsewhere", "other", "10.96.0.40", corev1.ServicePort{Port: 80})
+	h.syncer = h.newSyncer() // a minilet started now, whose informer has read the Services
+	requests := serviceRequests(h)
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
 	pod.Namespace = "shop"
 	c := &pod.Spec.Containers[0]
@@ -139,17 +142,33 @@ func TestServiceEnv(t *testing.T) {
 	if len(env) != 8 || !slices.Contains(env, "KUBERNETES_SERVICE_HOST=10.96.0.1") || slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "FOOSERVICE") }) {
 		t.Errorf("enableServiceLinks false: env %q, want only the kubernetes Service's 8", env)
 	}
+	if n := serviceRequests(h) - requests; n != 0 {
+		t.Errorf("%d requests for Services to make two containers' env, want none (the informer's lister)", n)
+	}
 }
 
-// With the API down, a pod's start fails on its Services (the kubelet's "failed to list
-// services when setting up env vars"), but a static pod starts without their variables.
+// serviceRequests counts the requests for Services sent to the fake API so far.
+func serviceRequests(h *harness) int {
+	n := 0
+	for _, a := range h.Client.Actions() {
+		if a.GetResource().Resource == "services" {
+			n++
+		}
+	}
+	return n
+}
+
+// A minilet that has not yet read the Services (the API down since it started) fails an
+// API pod's start with the kubelet's "services have not yet been read at least once", but
+// a static pod starts without their variables.
 func TestServiceEnvWithoutTheAPI(t *testing.T) {
-	h := newHarness(t)
+	h := &harness{t: t, ctx: t.Context(), Env: agenttest.NewEnv(), servicesDown: true}
 	h.Client.PrependReactor("list", "services", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
+	h.syncer = h.newSyncer()
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
-	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], ""); err == nil || !strings.Contains(err.Error(), "failed to list services when setting up env vars") {
+	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], ""); err == nil || err.Error() != "services have not yet been read at least once, cannot construct envvars" {
 		t.Errorf("an API pod's env without the API: %v, want the kubelet's error", err)
 	}
 	pod.Annotations = map[string]string{staticpod.AnnotationSource: "file"}
@@ -199,4 +218,30 @@ func TestContainerOfTheOldHashKept(t *testing.T) {
 	h.Clock.Step(time.Second)
 	h.sync(st, pod)
 	h.wantCalls("syncing a container of the old hash")
+}
+
+// TestServiceInformerKeepsWhatEnvNeeds: the Service informer keeps of each Service only
+// its name, namespace and what its variables read (cluster IP; ports' names, numbers and
+// protocols), not its labels, annotations, selector or status.
+func TestServiceInformerKeepsWhatEnvNeeds(t *testing.T) {
+	h := newHarness(t)
+	if _, err := h.Client.CoreV1().Services("shop").Create(h.ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{"note": strings.Repeat("x", 1000)}},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", ClusterIPs: []string{"10.96.0.20"}, Selector: map[string]string{"app": "web"},
+			Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, NodePort: 30080}}},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.syncer = h.newSyncer()
+	got, err := h.syncer.services.Lister.Services("shop").Get("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: got.ResourceVersion},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the informer keeps\n%+v\nwant\n%+v", got, want)
+	}
 }

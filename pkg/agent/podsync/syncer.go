@@ -58,6 +58,8 @@ type Deps struct {
 	Wake         func(types.UID)
 	// Fits decides whether a resize is granted (allocation.go); nil grants every one.
 	Fits Fits
+	// Services are read for containers' variables (serviceEnv).
+	Services Services
 }
 
 // Syncer runs pods on the node's runtime and network.
@@ -74,6 +76,7 @@ type Syncer struct {
 	hostNet  *hostnetwork.Node // the node's network namespace, which hostNetwork pods join
 	volumes  *volumes.Manager
 	statuses *status.Writer
+	services Services
 	// probes are the prober manager, built on the syncer: it runs exec probes in the
 	// pods' containers and kills those that fail liveness (probetargets.go).
 	probes *prober.Manager
@@ -88,6 +91,7 @@ func New(cfg Config, deps Deps) *Syncer {
 	s := &Syncer{
 		cfg: cfg, client: deps.Client, rt: deps.Runtime, net: deps.Network, recorder: deps.Recorder,
 		clock: deps.Clock, log: deps.Log, backoff: newBackoff(deps.Clock), volumes: deps.Volumes, statuses: deps.Statuses,
+		services: deps.Services,
 		images: images.New(images.Config{Runtime: deps.Runtime, Secrets: deps.Client.CoreV1(), Recorder: deps.Recorder,
 			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(deps.Clock), Clock: deps.Clock, Log: deps.Log}),
 		hostNet: hostnetwork.New(deps.Network, cfg.RootDir, deps.Log), fits: deps.Fits,

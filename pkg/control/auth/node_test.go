@@ -86,6 +86,8 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"a lease elsewhere", res(node1, "update", coordGroup, "leases", "", "kube-system", "node-1"), false},
 		{"events", res(node1, "create", "", "events", "", "apps", ""), true},
 		{"the kubernetes service", res(node1, "get", "", "services", "", "default", "kubernetes"), true},
+		{"list every Service (containers' variables)", res(node1, "list", "", "services", "", "", ""), true},
+		{"watch every Service", res(node1, "watch", "", "services", "", "", ""), true},
 		{"no writing services", res(node1, "update", "", "services", "", "default", "kubernetes"), false},
 		{"no deployments", res(node1, "list", "apps", "deployments", "", "", ""), false},
 		{"not a node without system:nodes", res(impostor, "get", "", "secrets", "", "apps", "tls"), false},

@@ -190,15 +190,7 @@ func TestNodeRestrictionAdmission(t *testing.T) {
 	c := startClusterWith(t, func(o *Options) { dataDir = o.DataDir })
 	c.createReadyNode(t, "node-1", 10)
 	c.createReadyNode(t, "node-2", 10)
-	ca, err := pki.EnsureCA(PKIDir(dataDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := *c
-	node.kubeconfig = filepath.Join(t.TempDir(), "node-1.kubeconfig")
-	if err := ca.WriteKubeconfig(node.kubeconfig, c.url, "system:node:node-1", []string{"system:nodes"}); err != nil {
-		t.Fatal(err)
-	}
+	node := c.asNode(t, dataDir, "node-1")
 	n1, err := c.client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -251,4 +243,20 @@ spec:
 			t.Errorf("node-1: kubectl %s lease %s: %v\n%s\nwant 403 %q", args[0], name, err, out, other)
 		}
 	}
+}
+
+// asNode is c with the credentials of node name (system:node:name in system:nodes), signed
+// by the cluster CA under dataDir.
+func (c *cluster) asNode(t *testing.T, dataDir, name string) cluster {
+	t.Helper()
+	ca, err := pki.EnsureCA(PKIDir(dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := *c
+	node.kubeconfig = filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := ca.WriteKubeconfig(node.kubeconfig, c.url, "system:node:"+name, []string{"system:nodes"}); err != nil {
+		t.Fatal(err)
+	}
+	return node
 }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -546,4 +549,57 @@ func TestServiceAllocationsSurviveARestart(t *testing.T) {
 			t.Errorf("the kubernetes Service after a restart: %v %+v", err, kube)
 		}
 	})
+}
+
+// TestNodeListsAndWatchesServicesWithClusterIPs: a node's own credentials list and watch
+// every namespace's Services with the kubelet's field selector spec.clusterIP!=None (its
+// Service informer, for containers' variables), which leaves the headless ones out.
+func TestNodeListsAndWatchesServicesWithClusterIPs(t *testing.T) {
+	var dataDir string
+	c := startClusterWith(t, func(o *Options) { dataDir = o.DataDir })
+	ctx := t.Context()
+	node := c.asNode(t, dataDir, "node-1")
+	client, err := kubernetes.NewForConfig(node.adminConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headless := clusterIPService("headless", 80)
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	for _, svc := range []*corev1.Service{clusterIPService("web", 80), headless} {
+		if _, err := c.client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := metav1.ListOptions{FieldSelector: "spec.clusterIP!=None"}
+	list, err := client.CoreV1().Services("").List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, svc := range list.Items {
+		names = append(names, svc.Namespace+"/"+svc.Name)
+	}
+	if !slices.Contains(names, "default/kubernetes") || !slices.Contains(names, "default/web") || slices.Contains(names, "default/headless") {
+		t.Errorf("the node's list %v, want kubernetes and web, not headless", names)
+	}
+	opts.ResourceVersion = list.ResourceVersion
+	w, err := client.CoreV1().Services("").Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	headless.Name = "headless-2"
+	for _, svc := range []*corev1.Service{headless, clusterIPService("api", 80)} {
+		if _, err := c.client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if svc, ok := ev.Object.(*corev1.Service); !ok || ev.Type != watch.Added || svc.Name != "api" {
+			t.Errorf("the node's watch: %s %+v, want api Added", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the node's watch saw nothing")
+	}
 }
