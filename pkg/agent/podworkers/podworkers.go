@@ -1,6 +1,6 @@
 // Package podworkers runs one goroutine per pod, like the kubelet's pod workers: updates
 // for a pod coalesce, its goroutine always works on the newest version, a pod is never
-// worked on twice at once, and failing syncs retry with back-off.
+// worked on twice at once, and failing syncs retry 10 to 15 s later.
 package podworkers
 
 import (
@@ -11,13 +11,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 )
 
-// Retries of a failing sync back off from errorRetryMin to errorRetryMax.
+// A failing sync runs again errorRetryPeriod later, plus up to half of it at random, each
+// time: the kubelet's pod workers' backOffPeriod and workerBackOffPeriodJitterFactor. So a
+// pod waiting for a ConfigMap or Secret starts within 15 s of its creation, as there.
 const (
-	errorRetryMin = 2 * time.Second
-	errorRetryMax = time.Minute
+	errorRetryPeriod = 10 * time.Second
+	errorRetryJitter = 0.5
 )
 
 // Handler does the work for one pod, keeping what it knows of the pod in a state of
@@ -147,7 +150,6 @@ func (p *Workers[S]) run(ctx context.Context, uid types.UID, w *podWorker, st S)
 	defer w.cancel()
 	timer := p.clock.NewTimer(time.Hour)
 	timer.Stop() // armed only when a sync asks to be repeated
-	retry := time.Duration(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -175,12 +177,9 @@ func (p *Workers[S]) run(ctx context.Context, uid types.UID, w *podWorker, st S)
 		}
 		if err != nil && ctx.Err() == nil {
 			p.log.Error("sync pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			retry = min(max(2*retry, errorRetryMin), errorRetryMax)
 			if after == 0 {
-				after = retry
+				after = wait.Jitter(errorRetryPeriod, errorRetryJitter)
 			}
-		} else {
-			retry = 0
 		}
 		timer.Stop()
 		if after > 0 {

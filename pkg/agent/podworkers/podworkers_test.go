@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
 )
@@ -93,14 +95,26 @@ func TestPodWorkersSerialiseCoalesceAndRetire(t *testing.T) {
 	}
 }
 
+// A failed sync runs again by itself 10 to 15 s later, each time (not doubling), as the
+// kubelet's pod workers retry (backOffPeriod, jittered by half).
 func TestPodWorkersRetryFailedSyncs(t *testing.T) {
 	h := &recordingHandler{t: t, terminal: make(chan string, 1)}
-	h.failures.Store(1)
-	w := New(clock.RealClock{}, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
+	h.failures.Store(3)
+	clk := clocktesting.NewFakeClock(time.Now())
+	w := New(clk, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
 	go w.Run(t.Context())
 	w.Update(testPod("web"))
-	// errorRetryMin later the failed sync runs again by itself.
-	waitFor(t, "a retry", func() bool { return h.syncs.Load() >= 2 })
+	waitFor(t, "the first sync", func() bool { return h.syncs.Load() == 1 })
+	for n := int32(2); n <= 3; n++ {
+		waitFor(t, "the retry's timer", clk.HasWaiters)
+		clk.Step(errorRetryPeriod - time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		if got := h.syncs.Load(); got != n-1 {
+			t.Fatalf("sync %d ran before %v had passed", got, errorRetryPeriod)
+		}
+		clk.Step(errorRetryPeriod/2 + time.Millisecond)
+		waitFor(t, fmt.Sprintf("retry %d within %v", n-1, errorRetryPeriod*3/2), func() bool { return h.syncs.Load() == n })
+	}
 }
 
 func testPod(name string) *corev1.Pod {
