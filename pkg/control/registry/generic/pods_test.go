@@ -17,13 +17,12 @@ func TestBindAssignsOnce(t *testing.T) {
 	s, _ := newTestStore(t, Admission{})
 	ctx := t.Context()
 	pods := s.resource(t, "pods")
-	created, err := s.Create(ctx, pods, pod("a"), CreateOptions{})
-	if err != nil {
+	if _, err := s.Create(ctx, pods, pod("a"), CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The scheduler nominated a node (preemption); binding clears the hint, as
 	// kube-apiserver's does with ClearingNominatedNodeNameAfterBinding (on since 1.35).
-	created, err = s.Update(ctx, pods, "default", "a", UpdateOptions{Subresource: "status"}, func(cur runtime.Object) (runtime.Object, error) {
+	created, err := s.Update(ctx, pods, "default", "a", UpdateOptions{Subresource: "status"}, func(cur runtime.Object) (runtime.Object, error) {
 		p := cur.(*corev1.Pod).DeepCopy()
 		p.Status.NominatedNodeName = "node-1"
 		return p, nil
