@@ -246,6 +246,18 @@ func TestProgressDeadlineAndBadSelector(t *testing.T) {
 	if !strings.Contains(desc, "ProgressDeadlineExceeded") {
 		t.Errorf("describe lacks ProgressDeadlineExceeded:\n%s", desc)
 	}
+	// Kubernetes' deployment controller only sets the condition: it records no Event for
+	// the deadline (its Events are ScalingReplicaSet, rollback and SelectingAll ones).
+	time.Sleep(2 * time.Second) // events are written asynchronously
+	events, err := cl.Client.CoreV1().Events(cl.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Deployment" && e.Reason == "ProgressDeadlineExceeded" {
+			t.Errorf("unexpected Event %s %q on the deployment: Kubernetes records none for a passed deadline", e.Reason, e.Message)
+		}
+	}
 
 	bad := strings.Replace(webDeployment, "selector: {matchLabels: {app: web}}", "selector: {matchLabels: {app: other}}", 1)
 	bad = strings.Replace(bad, "name: web", "name: bad", 1)

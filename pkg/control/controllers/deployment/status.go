@@ -119,7 +119,7 @@ func (r *rollout) syncRolloutStatus(ctx context.Context, newRS *appsv1.ReplicaSe
 			} else {
 				setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, now, "ProgressDeadlineExceeded",
 					fmt.Sprintf("ReplicaSet %q has timed out progressing.", name)))
-				r.c.recorder.Eventf(d, corev1.EventTypeWarning, "ProgressDeadlineExceeded", "Deployment %q has timed out progressing.", d.Name)
+				// Only the condition, as Kubernetes: its controller records no Event here.
 			}
 		}
 	}

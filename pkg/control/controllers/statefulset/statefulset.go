@@ -352,7 +352,7 @@ func ofRevision(pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
 }
 
 // status counts the pods as `kubectl get sts` and `kubectl rollout status sts` read them;
-// once every pod runs the update revision it becomes the current one.
+// once every pod runs the update revision and is ready it becomes the current one.
 func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision) appsv1.StatefulSetStatus {
 	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount, Conditions: set.Status.Conditions,
 		CurrentRevision: current.Name, UpdateRevision: update.Name}
@@ -375,7 +375,8 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 			st.CurrentReplicas++
 		}
 	}
-	if want := ptr.Deref(set.Spec.Replicas, 1); st.UpdatedReplicas == want && st.Replicas == want {
+	// kube's completeRollingUpdate: every replica updated, and ready.
+	if want := ptr.Deref(set.Spec.Replicas, 1); st.UpdatedReplicas == want && st.ReadyReplicas == want && st.Replicas == want {
 		st.CurrentRevision, st.CurrentReplicas = update.Name, st.UpdatedReplicas
 	}
 	return st

@@ -91,6 +91,9 @@ func assignPod(pods *registry.Resource, pod *corev1.Pod, b *corev1.Binding) erro
 		return refuse("pod %s has non-empty .spec.schedulingGates", pod.Name)
 	}
 	pod.Spec.NodeName = b.Target.Name
+	// The nomination hint is stale once bound: kube-apiserver clears it
+	// (ClearingNominatedNodeNameAfterBinding, on by default since 1.35).
+	pod.Status.NominatedNodeName = ""
 	if len(b.Annotations) > 0 && pod.Annotations == nil {
 		pod.Annotations = make(map[string]string, len(b.Annotations))
 	}

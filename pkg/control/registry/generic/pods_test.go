@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -16,9 +17,21 @@ func TestBindAssignsOnce(t *testing.T) {
 	s, _ := newTestStore(t, Admission{})
 	ctx := t.Context()
 	pods := s.resource(t, "pods")
-	created, err := s.Create(ctx, pods, pod("a"), CreateOptions{})
+	if _, err := s.Create(ctx, pods, pod("a"), CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler nominated a node (preemption); binding clears the hint, as
+	// kube-apiserver's does with ClearingNominatedNodeNameAfterBinding (on since 1.35).
+	created, err := s.Update(ctx, pods, "default", "a", UpdateOptions{Subresource: "status"}, func(cur runtime.Object) (runtime.Object, error) {
+		p := cur.(*corev1.Pod).DeepCopy()
+		p.Status.NominatedNodeName = "node-1"
+		return p, nil
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if created.(*corev1.Pod).Status.NominatedNodeName != "node-1" {
+		t.Fatal("status.nominatedNodeName was not stored")
 	}
 	uid := created.(*corev1.Pod).UID
 	b := &corev1.Binding{Target: corev1.ObjectReference{Name: "node-1"}}
@@ -41,6 +54,9 @@ func TestBindAssignsOnce(t *testing.T) {
 	scheduled := false
 	for _, c := range got.Status.Conditions {
 		scheduled = scheduled || (c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero())
+	}
+	if got.Status.NominatedNodeName != "" {
+		t.Errorf("bound pod keeps status.nominatedNodeName %q; kube-apiserver's binding clears it", got.Status.NominatedNodeName)
 	}
 	if !scheduled || got.ResourceVersion == created.(*corev1.Pod).ResourceVersion {
 		t.Errorf("bound pod: conditions %v, resourceVersion %s (created %s)", got.Status.Conditions, got.ResourceVersion, created.(*corev1.Pod).ResourceVersion)

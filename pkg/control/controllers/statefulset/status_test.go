@@ -1,0 +1,38 @@
+package statefulset
+
+import (
+	"testing"
+
+	"github.com/minik8s/minik8s/internal/controller/history"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestStatusCompletesRollingUpdateOnlyWhenReady: as kube's completeRollingUpdate, the
+// update revision becomes the current one once every replica runs it AND is ready.
+func TestStatusCompletesRollingUpdateOnlyWhenReady(t *testing.T) {
+	current := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}}
+	update := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-2"}}
+	pod := func(ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{history.HashLabel: update.Name}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return p
+	}
+	set := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2),
+		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}}}
+
+	st := status(set, map[int]*corev1.Pod{0: pod(true), 1: pod(false)}, current, update)
+	if st.CurrentRevision != current.Name || st.CurrentReplicas != 0 || st.UpdatedReplicas != 2 {
+		t.Errorf("one updated pod not ready: current %s/%d updated %d, want %s/0 updated 2",
+			st.CurrentRevision, st.CurrentReplicas, st.UpdatedReplicas, current.Name)
+	}
+	st = status(set, map[int]*corev1.Pod{0: pod(true), 1: pod(true)}, current, update)
+	if st.CurrentRevision != update.Name || st.CurrentReplicas != 2 {
+		t.Errorf("all updated and ready: current %s/%d, want %s/2", st.CurrentRevision, st.CurrentReplicas, update.Name)
+	}
+}
