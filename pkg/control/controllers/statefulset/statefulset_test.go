@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 // kubelet makes every bound pod Running and Ready after a moment, and records the order of
@@ -36,11 +37,7 @@ func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
 		}
 		go func() {
 			time.Sleep(300 * time.Millisecond)
-			if marked, _ := controllertest.MarkReady(ctx, c, pod); marked {
-				k.mu.Lock()
-				k.ready[pod.Name] = true
-				k.mu.Unlock()
-			}
+			_, _ = controllertest.MarkReady(ctx, c, pod)
 		}()
 	}
 	_, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -60,6 +57,13 @@ func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
 		},
 		UpdateFunc: func(_, obj any) {
 			pod := obj.(*corev1.Pod)
+			// Ready as the controller sees it, in the order of the API's events: noted
+			// after MarkReady returned, a pod created in between would seem early.
+			if endpointsliceutil.IsPodReady(pod) {
+				k.mu.Lock()
+				k.ready[pod.Name] = true
+				k.mu.Unlock()
+			}
 			if pod.DeletionTimestamp != nil { // the containers stopped: the pod goes
 				zero := int64(0)
 				_ = c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
