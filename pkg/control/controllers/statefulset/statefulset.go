@@ -357,13 +357,15 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount, Conditions: set.Status.Conditions,
 		CurrentRevision: current.Name, UpdateRevision: update.Name}
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
+		// As kube's computeReplicaStatus: a pod being deleted still counts in replicas
+		// and, running and ready, in readyReplicas; in no revision's count.
 		st.Replicas++
-		if runningAndReady(p) {
+		if p.Status.Phase == corev1.PodRunning && endpointsliceutil.IsPodReady(p) {
 			st.ReadyReplicas++
 			st.AvailableReplicas++
+		}
+		if p.DeletionTimestamp != nil {
+			continue
 		}
 		switch {
 		case ofRevision(p, update):

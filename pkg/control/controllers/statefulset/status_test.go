@@ -36,3 +36,24 @@ func TestStatusCompletesRollingUpdateOnlyWhenReady(t *testing.T) {
 		t.Errorf("all updated and ready: current %s/%d, want %s/2", st.CurrentRevision, st.CurrentReplicas, update.Name)
 	}
 }
+
+// TestStatusCountsTerminatingPods: as kube's computeReplicaStatus, a pod being deleted
+// still counts in replicas and, running and ready, in readyReplicas (so `kubectl get sts`
+// reads 3/3 while a pod is replaced), but in no revision's count.
+func TestStatusCountsTerminatingPods(t *testing.T) {
+	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}}
+	ready := func(terminating bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{history.HashLabel: rev.Name}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		if terminating {
+			p.DeletionTimestamp = &metav1.Time{}
+		}
+		return p
+	}
+	set := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
+	st := status(set, map[int]*corev1.Pod{0: ready(false), 1: ready(false), 2: ready(true)}, rev, rev)
+	if st.Replicas != 3 || st.ReadyReplicas != 3 || st.AvailableReplicas != 3 || st.UpdatedReplicas != 2 || st.CurrentReplicas != 2 {
+		t.Errorf("one of three ready pods terminating: replicas %d ready %d available %d updated %d current %d, want 3 3 3 2 2",
+			st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas)
+	}
+}
