@@ -67,24 +67,17 @@ func (s *Server) podContainers(r *http.Request, namespace, pod string) ([]runtim
 // attach.
 func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
 	list, err := s.podContainers(r, namespace, pod)
-	if err != nil {
+	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
 		return runtime.Container{}, err
 	}
-	var names []string
 	for _, c := range list {
-		if c.Sandbox {
-			continue
-		}
-		if c.Name == name && c.State == runtime.StateRunning {
+		if !c.Sandbox && c.Name == name && c.State == runtime.StateRunning {
 			return c, nil
 		}
-		names = append(names, c.Name)
 	}
-	if slices.Contains(names, name) {
-		return runtime.Container{}, badRequest("container %s is not running", name)
-	}
-	slices.Sort(names)
-	return runtime.Container{}, notFound("container %q not found in pod %s/%s; its containers: %s", name, namespace, pod, strings.Join(slices.Compact(names), ", "))
+	// The kubelet's GetExec/GetAttach/RunInContainer: it looks among running containers
+	// only, and answers this as an internal error (cri-streaming's WriteError).
+	return runtime.Container{}, fmt.Errorf("container not found (%q)", name)
 }
 
 // sandbox is the running pause container of the pod namespace/name.

@@ -84,3 +84,34 @@ func TestPreviousIsTheLastTerminatedRun(t *testing.T) {
 		t.Errorf("--previous before any restart: %d %q, want 400 naming the container", code, out)
 	}
 }
+
+// exec, attach and run into a container with no running instance (crash-looping, or
+// not in the pod) are answered as the kubelet's GetExec answers them: 500, `container not
+// found ("c")`, which kubectl prints as "unable to upgrade connection: container not found".
+func TestStreamsNeedARunningContainer(t *testing.T) {
+	exited := runtime.Container{ID: "id0", PodNamespace: "default", PodName: "crasher", Name: "c", State: runtime.StateExited}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crasher"}}
+	s := New(Config{NodeName: "node-1"}, listOnly{containers: []runtime.Container{exited}}, fake.NewClientset(pod), func() error { return nil }, nil, nil)
+	for _, tc := range []struct {
+		path      string
+		container string
+		serve     http.HandlerFunc
+	}{
+		{"/exec/default/crasher/c?command=true&output=1", "c", s.serveExec},
+		{"/attach/default/crasher/c?output=1", "c", s.serveAttach},
+		{"/run/default/crasher/c?cmd=true", "c", s.serveRun},
+		{"/exec/default/crasher/other?command=true&output=1", "other", s.serveExec},
+		// A pod whose sandbox is not made yet (ContainerCreating).
+		{"/exec/default/new/c?command=true&output=1", "c", s.serveExec},
+	} {
+		r := httptest.NewRequest(http.MethodPost, tc.path, nil)
+		r.SetPathValue("namespace", "default")
+		r.SetPathValue("pod", strings.Split(tc.path, "/")[3])
+		r.SetPathValue("container", tc.container)
+		w := httptest.NewRecorder()
+		tc.serve(w, r)
+		if want := fmt.Sprintf("container not found (%q)", tc.container); w.Code != http.StatusInternalServerError || strings.TrimSpace(w.Body.String()) != want {
+			t.Errorf("%s: %d %q, want 500 %q", tc.path, w.Code, strings.TrimSpace(w.Body.String()), want)
+		}
+	}
+}

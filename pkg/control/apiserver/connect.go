@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
@@ -136,8 +137,8 @@ func streamQuery(q url.Values) url.Values {
 
 // podContainer is the container a request names, checked as kube-apiserver checks it (one
 // of the pod's), and for logs as the kubelet checks its status (validateContainerLogStatus:
-// a container that ran has logs, even while it waits to restart); exec and attach need it
-// running.
+// a container that ran has logs, even while it waits to restart). Exec and attach go to
+// the node, which answers for a container that does not run, as the kubelet.
 func podContainer(pod *corev1.Pod, name, sub string, previous bool) (string, error) {
 	if name == "" {
 		switch len(pod.Spec.Containers) {
@@ -159,8 +160,8 @@ func podContainer(pod *corev1.Pod, name, sub string, previous bool) (string, err
 	if !podHasContainer(pod, name) {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
 	}
-	if sub == "log" && previous {
-		return name, nil // the node knows the runs it kept
+	if sub != "log" || previous {
+		return name, nil // the node knows what runs and the runs it kept
 	}
 	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
 	i := slices.IndexFunc(statuses, func(st corev1.ContainerStatus) bool { return st.Name == name })
@@ -169,17 +170,15 @@ func podContainer(pod *corev1.Pod, name, sub string, previous bool) (string, err
 	}
 	st := statuses[i]
 	waiting := st.State.Waiting
-	if waiting == nil || (sub == "log" && st.LastTerminationState.Terminated != nil) {
+	if waiting == nil || st.LastTerminationState.Terminated != nil {
 		return name, nil
 	}
 	reason := waiting.Reason
-	if sub == "log" { // the kubelet's words for the commonest pending failures
-		switch reason {
-		case "ErrImagePull":
-			reason = "image can't be pulled"
-		case "ImagePullBackOff":
-			reason = "trying and failing to pull image"
-		}
+	switch reason { // the kubelet's words for the commonest pending failures
+	case "ErrImagePull":
+		reason = "image can't be pulled"
+	case "ImagePullBackOff":
+		reason = "trying and failing to pull image"
 	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, reason))
 }
@@ -229,9 +228,12 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 // message, as kube-apiserver's response checker makes of the kubelet's (kubectl then prints
 // "previous terminated container ... not found", not "the server rejected our request for
 // an unknown reason"); the proxy's ErrorHandler writes it. Upgrades (exec, attach,
-// port-forward) pass as they are.
+// port-forward over SPDY) pass as they are, refused ones too, as kube-apiserver's
+// upgrade-aware proxy passes the kubelet's answer: kubectl then prints "unable to upgrade
+// connection: container not found ("c")".
 func nodeError(resp *http.Response) error {
 	if resp.StatusCode < http.StatusBadRequest || resp.StatusCode == http.StatusSwitchingProtocols ||
+		(resp.Request != nil && httpstream.IsUpgradeRequest(resp.Request)) ||
 		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		return nil
 	}

@@ -39,9 +39,12 @@ func TestPodContainer(t *testing.T) {
 		{"db", "log", false, "container db is not valid for pod web"},
 		{"sidecar", "log", false, `container "sidecar" in pod "web" is waiting to start: ContainerCreating`},
 		{"sidecar", "log", true, "sidecar"},
-		// A crash-looping container's last run has logs (the kubelet's rule), but no exec.
+		// A crash-looping container's last run has logs (the kubelet's rule). Exec and
+		// attach go to the node, which answers for what runs (kube-apiserver checks no
+		// status: kubectl says "unable to upgrade connection: container not found").
 		{"crasher", "log", false, "crasher"},
-		{"crasher", "exec", false, `container "crasher" in pod "web" is waiting to start: CrashLoopBackOff`},
+		{"crasher", "exec", false, "crasher"},
+		{"sidecar", "attach", false, "sidecar"},
 		{"puller", "log", false, `container "puller" in pod "web" is waiting to start: trying and failing to pull image`},
 		{"new", "log", false, "new"}, // no status yet: the node answers
 	} {
@@ -109,14 +112,23 @@ func TestNodeErrorIsAStatus(t *testing.T) {
 		contentType string
 		body        string
 		wantReason  metav1.StatusReason // "" : passed on as it is
+		upgrade     bool                // an exec or attach over SPDY
 	}{
-		{http.StatusBadRequest, "text/plain; charset=utf-8", "previous terminated container \"b\" in pod \"logger\" not found\n", metav1.StatusReasonBadRequest},
-		{http.StatusNotFound, "text/plain; charset=utf-8", "container \"x\" not found in pod default/p\n", metav1.StatusReasonNotFound},
-		{http.StatusInternalServerError, "text/plain", "log of container c: disk gone", metav1.StatusReasonInternalError},
-		{http.StatusOK, "text/plain", "a log line\n", ""},
-		{http.StatusBadRequest, "application/json", `{"kind":"Status"}`, ""},
+		{http.StatusBadRequest, "text/plain; charset=utf-8", "previous terminated container \"b\" in pod \"logger\" not found\n", metav1.StatusReasonBadRequest, false},
+		{http.StatusNotFound, "text/plain; charset=utf-8", "container \"x\" not found in pod default/p\n", metav1.StatusReasonNotFound, false},
+		{http.StatusInternalServerError, "text/plain", "log of container c: disk gone", metav1.StatusReasonInternalError, false},
+		{http.StatusOK, "text/plain", "a log line\n", "", false},
+		{http.StatusBadRequest, "application/json", `{"kind":"Status"}`, "", false},
+		// A refused upgrade passes as it is, as kube-apiserver's upgrade-aware proxy passes
+		// the kubelet's: kubectl prints "unable to upgrade connection: container not found".
+		{http.StatusInternalServerError, "text/plain; charset=utf-8", "container not found (\"c\")\n", "", true},
 	} {
-		resp := &http.Response{StatusCode: tc.code, Header: http.Header{"Content-Type": {tc.contentType}}, Body: io.NopCloser(strings.NewReader(tc.body))}
+		req := httptest.NewRequest(http.MethodPost, "/exec/default/p/c", nil)
+		if tc.upgrade {
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "SPDY/3.1")
+		}
+		resp := &http.Response{StatusCode: tc.code, Header: http.Header{"Content-Type": {tc.contentType}}, Body: io.NopCloser(strings.NewReader(tc.body)), Request: req}
 		nodeErr := nodeError(resp)
 		if tc.wantReason == "" {
 			data, _ := io.ReadAll(resp.Body)
