@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
+	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -218,15 +219,6 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
-func podReady(p *corev1.Pod) (bool, time.Time) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
-}
-
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	cached, found, err := workloop.Lookup(key, c.sets.DaemonSets)
 	if !found {
@@ -373,7 +365,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ha
 			continue
 		}
 		p := have[0]
-		ok := available(p, ds.Spec.MinReadySeconds, now)
+		ok := podready.Available(p, ds.Spec.MinReadySeconds, now)
 		if !ok {
 			unavailable++
 		}
@@ -396,11 +388,6 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, ha
 	return c.deletePods(ctx, ds, remove)
 }
 
-func available(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	ready, since := podReady(p)
-	return ready && (minReadySeconds == 0 || !since.Add(time.Duration(minReadySeconds)*time.Second).After(now))
-}
-
 // status counts the nodes and pods as `kubectl rollout status ds` reads them.
 func status(ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, eligible map[string]bool) appsv1.DaemonSetStatus {
 	st := appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, CollisionCount: ds.Status.CollisionCount, Conditions: ds.Status.Conditions}
@@ -419,10 +406,10 @@ func status(ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, 
 		}
 		st.CurrentNumberScheduled++
 		p := have[0]
-		if ready, _ := podReady(p); ready {
+		if podready.Ready(p) {
 			st.NumberReady++
 		}
-		if available(p, ds.Spec.MinReadySeconds, now) {
+		if podready.Available(p, ds.Spec.MinReadySeconds, now) {
 			st.NumberAvailable++
 		}
 		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -137,7 +138,7 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 	}
 	if key, ok := c.ownerKey(cur); ok {
 		c.queue.Add(key)
-		if set, err := c.kind.get(cur.Namespace, curRef.Name); err == nil && set.Spec.MinReadySeconds > 0 && !podReady(old) && podReady(cur) {
+		if set, err := c.kind.get(cur.Namespace, curRef.Name); err == nil && set.Spec.MinReadySeconds > 0 && !podready.Ready(old) && podready.Ready(cur) {
 			// It becomes available minReadySeconds from now: look again then.
 			c.queue.AddAfter(key, time.Duration(set.Spec.MinReadySeconds)*time.Second+time.Second)
 		}

@@ -2,8 +2,8 @@ package replicaset
 
 import (
 	"sort"
-	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/podready"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,8 +27,8 @@ func lessUseful(a, b *corev1.Pod) bool {
 	if phaseRank[a.Status.Phase] != phaseRank[b.Status.Phase] {
 		return phaseRank[a.Status.Phase] < phaseRank[b.Status.Phase]
 	}
-	aReady, aSince := readiness(a)
-	bReady, bSince := readiness(b)
+	aReady, aSince := podready.Since(a)
+	bReady, bSince := podready.Since(b)
 	if aReady != bReady {
 		return !aReady
 	}
@@ -42,16 +42,6 @@ func lessUseful(a, b *corev1.Pod) bool {
 		return a.CreationTimestamp.After(b.CreationTimestamp.Time)
 	}
 	return a.Name > b.Name
-}
-
-// readiness is the pod's Ready condition and when it last changed.
-func readiness(p *corev1.Pod) (bool, time.Time) {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
 }
 
 // restarts is the highest restart count among the pod's containers.

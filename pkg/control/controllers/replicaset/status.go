@@ -1,8 +1,7 @@
 package replicaset
 
 import (
-	"time"
-
+	"github.com/minik8s/minik8s/internal/controller/podready"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,9 +21,9 @@ func (c *Controller) calculateStatus(set *appsv1.ReplicaSet, owned []*corev1.Pod
 		if templateLabels.Matches(labels.Set(pod.Labels)) {
 			st.FullyLabeledReplicas++
 		}
-		if podReady(pod) {
+		if podready.Ready(pod) {
 			st.ReadyReplicas++
-			if podAvailable(pod, set.Spec.MinReadySeconds, now) {
+			if podready.Available(pod, set.Spec.MinReadySeconds, now) {
 				st.AvailableReplicas++
 			}
 		}
@@ -67,18 +66,4 @@ func setFailureCondition(conds []appsv1.ReplicaSetCondition, cond *appsv1.Replic
 		out = append(out, *cond)
 	}
 	return out
-}
-
-func podReady(p *corev1.Pod) bool {
-	ready, _ := readiness(p)
-	return ready
-}
-
-// podAvailable: ready for at least minReadySeconds.
-func podAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	ready, since := readiness(p)
-	if !ready {
-		return false
-	}
-	return minReadySeconds == 0 || (!since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now))
 }
