@@ -40,7 +40,7 @@ func TestCondemnedToDelete(t *testing.T) {
 		{"none beyond replicas", map[int]*corev1.Pod{0: unready()}, 1, true, nil},
 		{"parallel: all not terminating", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: terminating(), 3: ready()}, 0, false, []int{3, 1, 0}},
 	} {
-		if got := condemnedToDelete(tc.pods, tc.replicas, tc.ordered); !slices.Equal(got, tc.want) {
+		if got := condemnedToDelete(tc.pods, tc.replicas, tc.ordered, runningAndReady); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: deletes %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -10,12 +10,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
+	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,12 +97,21 @@ func runningAndReady(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && endpointsliceutil.IsPodReady(p)
 }
 
+// availableAt is kube's isRunningAndAvailable for set at now: running, ready, not being
+// deleted, and Ready for the set's minReadySeconds.
+func availableAt(set *appsv1.StatefulSet, now time.Time) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		return runningAndReady(p) && podready.Available(p, set.Spec.MinReadySeconds, now)
+	}
+}
+
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	cached, found, err := workloop.Lookup(key, c.sets.StatefulSets)
 	if !found {
 		return 0, err
 	}
 	set := cached.DeepCopy()
+	now := time.Now()
 	owner := history.NewOwner(set, kind, &set.Spec.Template, set.Status.CollisionCount, set.Spec.RevisionHistoryLimit)
 	owner.Keep = set.Status.CurrentRevision
 	update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
@@ -125,24 +137,26 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	if set.DeletionTimestamp == nil {
-		if err := c.manage(ctx, set, pods, current, update); err != nil {
+		if err := c.manage(ctx, set, pods, current, update, now); err != nil {
 			return 0, err
 		}
 	}
-	st := status(set, pods, current, update)
+	st := status(set, pods, current, update, now)
 	if !equality.Semantic.DeepEqual(st, cached.Status) {
 		set.Status = st
 		if _, err := c.client.AppsV1().StatefulSets(cached.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, err
 		}
 	}
-	return 0, nil
+	// A pod Ready but not yet available: look again when it becomes so.
+	return podready.NextAvailable(slices.Collect(maps.Values(pods)), set.Spec.MinReadySeconds, now), nil
 }
 
 // manage takes one step towards the spec: create, replace or delete pods in ordinal order.
-func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision) error {
+func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision, now time.Time) error {
 	replicas := int(ptr.Deref(set.Spec.Replicas, 1))
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	available := availableAt(set, now)
 	partition := 0
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 		partition = int(*ru.Partition)
@@ -169,12 +183,12 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 			if ordered {
 				return nil
 			}
-		case ordered && !runningAndReady(pod):
-			return nil // wait for this one before the next
+		case ordered && !available(pod):
+			return nil // wait for this one (Running, Ready for minReadySeconds) before the next
 		}
 	}
 	// Beyond replicas: delete, highest first (one at a time when ordered).
-	for _, i := range condemnedToDelete(pods, replicas, ordered) {
+	for _, i := range condemnedToDelete(pods, replicas, ordered, available) {
 		if err := c.deletePod(ctx, set, pods[i]); err != nil {
 			return err
 		}
@@ -182,19 +196,21 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 	if ordered && len(condemnedLeft(pods, replicas)) > 0 {
 		return nil // scaling down comes before updating
 	}
-	// RollingUpdate: the highest pod not at the update revision, down to the partition, once
-	// every pod is Running and Ready.
+	// RollingUpdate, as kube's: from the highest ordinal down to the partition, delete the
+	// first pod not at the update revision, but stop at an updated one that is not yet
+	// available (Running, Ready for minReadySeconds). OrderedReady got here only with every
+	// pod available; Parallel may have unavailable pods below.
 	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
 		return nil
 	}
-	for i := 0; i < replicas; i++ {
-		if pods[i] == nil || !runningAndReady(pods[i]) {
-			return nil
-		}
-	}
 	for i := replicas - 1; i >= partition; i-- {
-		if !ofRevision(pods[i], update) {
-			return c.deletePod(ctx, set, pods[i])
+		switch pod := pods[i]; {
+		case pod == nil:
+			return nil // just created
+		case !ofRevision(pod, update) && pod.DeletionTimestamp == nil:
+			return c.deletePod(ctx, set, pod)
+		case !available(pod):
+			return nil
 		}
 	}
 	return nil
@@ -214,9 +230,9 @@ func condemnedLeft(pods map[int]*corev1.Pod, replicas int) []int {
 
 // condemnedToDelete picks the pods beyond replicas to delete now. Parallel: all not yet
 // terminating. Ordered, as kube's controller: at most one, the highest, once every higher
-// one is gone, and only if it is Running and Ready or the lowest unhealthy one, so a
-// scale-down halts while a pod it would pass is unhealthy.
-func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool) []int {
+// one is gone, and only if it is available or the lowest unavailable one, so a scale-down
+// halts while a pod it would pass is unhealthy.
+func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool, available func(*corev1.Pod) bool) []int {
 	condemned := condemnedLeft(pods, replicas)
 	if !ordered {
 		var live []int
@@ -229,7 +245,7 @@ func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool) []i
 	}
 	firstUnhealthy := -1
 	for _, i := range condemned { // highest first: the last one found is the lowest
-		if !runningAndReady(pods[i]) {
+		if !available(pods[i]) {
 			firstUnhealthy = i
 		}
 	}
@@ -239,7 +255,7 @@ func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool) []i
 	switch top := condemned[0]; {
 	case pods[top].DeletionTimestamp != nil:
 		return nil // wait for it to go
-	case !runningAndReady(pods[top]) && top != firstUnhealthy:
+	case !available(pods[top]) && top != firstUnhealthy:
 		return nil
 	default:
 		return []int{top}
@@ -352,8 +368,9 @@ func ofRevision(pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
 }
 
 // status counts the pods as `kubectl get sts` and `kubectl rollout status sts` read them;
-// once every pod runs the update revision and is ready it becomes the current one.
-func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision) appsv1.StatefulSetStatus {
+// once every pod of a RollingUpdate runs the update revision and is ready it becomes the
+// current one.
+func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision, now time.Time) appsv1.StatefulSetStatus {
 	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount, Conditions: set.Status.Conditions,
 		CurrentRevision: current.Name, UpdateRevision: update.Name}
 	for _, p := range pods {
@@ -362,7 +379,9 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 		st.Replicas++
 		if p.Status.Phase == corev1.PodRunning && endpointsliceutil.IsPodReady(p) {
 			st.ReadyReplicas++
-			st.AvailableReplicas++
+			if podready.Available(p, set.Spec.MinReadySeconds, now) {
+				st.AvailableReplicas++
+			}
 		}
 		if p.DeletionTimestamp != nil {
 			continue
@@ -377,8 +396,10 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 			st.CurrentReplicas++
 		}
 	}
-	// kube's completeRollingUpdate: every replica updated, and ready.
-	if want := ptr.Deref(set.Spec.Replicas, 1); st.UpdatedReplicas == want && st.ReadyReplicas == want && st.Replicas == want {
+	// kube's completeRollingUpdate: a RollingUpdate with every replica updated, and ready.
+	// OnDelete keeps its current revision.
+	want := ptr.Deref(set.Spec.Replicas, 1)
+	if set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType && st.UpdatedReplicas == want && st.ReadyReplicas == want && st.Replicas == want {
 		st.CurrentRevision, st.CurrentReplicas = update.Name, st.UpdatedReplicas
 	}
 	return st

@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"testing"
+	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,12 +27,12 @@ func TestStatusCompletesRollingUpdateOnlyWhenReady(t *testing.T) {
 	set := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2),
 		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType}}}
 
-	st := status(set, map[int]*corev1.Pod{0: pod(true), 1: pod(false)}, current, update)
+	st := status(set, map[int]*corev1.Pod{0: pod(true), 1: pod(false)}, current, update, time.Now())
 	if st.CurrentRevision != current.Name || st.CurrentReplicas != 0 || st.UpdatedReplicas != 2 {
 		t.Errorf("one updated pod not ready: current %s/%d updated %d, want %s/0 updated 2",
 			st.CurrentRevision, st.CurrentReplicas, st.UpdatedReplicas, current.Name)
 	}
-	st = status(set, map[int]*corev1.Pod{0: pod(true), 1: pod(true)}, current, update)
+	st = status(set, map[int]*corev1.Pod{0: pod(true), 1: pod(true)}, current, update, time.Now())
 	if st.CurrentRevision != update.Name || st.CurrentReplicas != 2 {
 		t.Errorf("all updated and ready: current %s/%d, want %s/2", st.CurrentRevision, st.CurrentReplicas, update.Name)
 	}
@@ -51,7 +52,7 @@ func TestStatusCountsTerminatingPods(t *testing.T) {
 		return p
 	}
 	set := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
-	st := status(set, map[int]*corev1.Pod{0: ready(false), 1: ready(false), 2: ready(true)}, rev, rev)
+	st := status(set, map[int]*corev1.Pod{0: ready(false), 1: ready(false), 2: ready(true)}, rev, rev, time.Now())
 	if st.Replicas != 3 || st.ReadyReplicas != 3 || st.AvailableReplicas != 3 || st.UpdatedReplicas != 2 || st.CurrentReplicas != 2 {
 		t.Errorf("one of three ready pods terminating: replicas %d ready %d available %d updated %d current %d, want 3 3 3 2 2",
 			st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas)
