@@ -20,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -59,6 +61,10 @@ type Controller struct {
 	opts      Options
 	log       *slog.Logger
 	health    map[string]*nodeHealth // by node name; only Run's goroutine touches it
+	// waiting is, by node, the pods whose eviction waits for a toleration's time to run
+	// out: kube's taint eviction queue, whose cancelled entries get an event. Only Run's
+	// goroutine touches it.
+	waiting map[string]map[types.NamespacedName]bool
 }
 
 // nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
@@ -80,7 +86,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
 		recorder: recorder, evictions: evictions, clock: clock.RealClock{}, opts: opts, log: log,
-		health: map[string]*nodeHealth{},
+		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]bool{},
 	}
 }
 
@@ -107,6 +113,7 @@ func (c *Controller) Run(ctx context.Context) {
 		for name := range c.health {
 			if !seen[name] {
 				delete(c.health, name)
+				delete(c.waiting, name)
 			}
 		}
 		select {
@@ -299,30 +306,54 @@ func sameTaints(a, b []corev1.Taint) bool {
 
 // evict deletes the pods on a NoExecute-tainted node whose tolerations have run out (or
 // that tolerate the taint not at all), as the taint manager does.
-func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) error {
+func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) (err error) {
 	var noExecute []corev1.Taint
 	for _, t := range n.Spec.Taints {
 		if t.Effect == corev1.TaintEffectNoExecute {
 			noExecute = append(noExecute, t)
 		}
 	}
-	if len(noExecute) == 0 {
+	waited := c.waiting[n.Name]
+	if len(noExecute) == 0 && len(waited) == 0 {
 		return nil
 	}
 	pods, err := c.podsOn(n.Name)
 	if err != nil {
 		return err
 	}
+	waiting := map[types.NamespacedName]bool{}
+	defer func() {
+		if err != nil { // the pods not looked at yet wait on
+			for key := range waited {
+				waiting[key] = true
+			}
+		}
+		c.cancelled(waited, waiting, pods)
+	}()
+	if len(noExecute) == 0 {
+		delete(c.waiting, n.Name)
+		return nil
+	}
+	c.waiting[n.Name] = waiting
 	for _, pod := range pods {
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		if pod.DeletionTimestamp != nil {
+			if waited[key] {
+				waiting[key] = true // kube's queue keeps it until the pod is gone
+			}
 			continue
 		}
 		deadline, forever := evictionTime(pod, noExecute)
-		if forever || now.Before(deadline) {
+		if forever {
 			continue
 		}
+		if now.Before(deadline) {
+			waiting[key] = true
+			continue
+		}
+		delete(waited, key) // its time ran out: evicted, not cancelled
 		c.evictions.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
-		err := disruption.Mark(ctx, c.client, pod, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+		err = disruption.Mark(ctx, c.client, pod, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -335,6 +366,24 @@ func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) e
 		}
 	}
 	return nil
+}
+
+// cancelled records, as kube's taint-eviction-controller, "Cancelling deletion of Pod" for
+// each pod whose eviction waited and waits no more: its node's taints went, it now
+// tolerates them forever, or it was deleted.
+func (c *Controller) cancelled(waited, waiting map[types.NamespacedName]bool, pods []*corev1.Pod) {
+	for key := range waited {
+		if waiting[key] {
+			continue
+		}
+		var obj runtime.Object = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: key.Namespace, Name: key.Name}
+		for _, pod := range pods {
+			if pod.Namespace == key.Namespace && pod.Name == key.Name {
+				obj = pod // with its uid: kubectl describe pod finds the event
+			}
+		}
+		c.evictions.Eventf(obj, corev1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)
+	}
 }
 
 // evictionTime is when the pod must go: at once for a taint it does not tolerate, else when

@@ -106,6 +106,17 @@ func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 		n, _ := cl.Client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 		return len(n.Spec.Taints) == 0, fmt.Sprint(n.Spec.Taints)
 	})
+	// As the taint-eviction-controller: the eviction that waited on the pod's 300 s is
+	// cancelled with an event; the pod that tolerates forever had none to cancel.
+	controllertest.WaitFor(t, "the waiting eviction's cancellation event", 10*time.Second, func() (bool, string) {
+		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=default,reason=TaintManagerEviction",
+			"-o", "custom-columns=SOURCE:.source.component,MESSAGE:.message", "--no-headers")
+		return strings.TrimSpace(out) == "taint-eviction-controller   Cancelling deletion of Pod default/default", out
+	})
+	if out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=forever,reason=TaintManagerEviction",
+		"-o", "custom-columns=MESSAGE:.message", "--no-headers"); strings.Contains(out, "deletion") {
+		t.Errorf("the pod tolerating forever got eviction events: %s", out)
+	}
 }
 
 // TestFutureLeaseDoesNotKeepNodeReady: the controller judges a node by when it saw the
