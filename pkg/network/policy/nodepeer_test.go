@@ -138,6 +138,10 @@ func TestDomainNamesReported(t *testing.T) {
 	if got, _ = anps.Get(ctx, "to-k8s-io", metav1.GetOptions{}); meta.FindStatusCondition(got.Status.Conditions, ConditionDomainNames) != nil {
 		t.Errorf("condition left after the domainNames went: %+v", got.Status.Conditions)
 	}
+	// A deleted policy's tried write is forgotten: the map holds only the policies there are.
+	if errs := reportUnsupported(ctx, anps, nil, tried); errs != nil || len(tried) != 0 {
+		t.Errorf("after every policy went: errors %v, tried %v, want none", errs, tried)
+	}
 }
 
 // TestNodeHeartbeatsNoSync: of a node, only what node peers read is cached, and only a

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,9 +36,15 @@ func domainNamesCondition(anp *anpv1alpha1.AdminNetworkPolicy) *metav1.Condition
 // AdminNetworkPolicies whose spec calls for it. tried holds the writes already tried
 // (generation by UID and name): one failing (a node not allowed to write the status, a conflict
 // with another node's write, whose result the informer then shows) is not tried again
-// until the policy changes. It returns the errors of the writes it tried.
+// until the policy changes; a policy no longer in anps (all there are) is forgotten. It
+// returns the errors of the writes it tried.
 func reportUnsupported(ctx context.Context, client StatusWriter, anps []*anpv1alpha1.AdminNetworkPolicy, tried map[string]int64) []error {
 	var errs []error
+	there := make(map[string]bool, len(anps))
+	for _, anp := range anps {
+		there[string(anp.UID)+"/"+anp.Name] = true
+	}
+	maps.DeleteFunc(tried, func(key string, _ int64) bool { return !there[key] })
 	for _, anp := range anps {
 		want, have := domainNamesCondition(anp), meta.FindStatusCondition(anp.Status.Conditions, ConditionDomainNames)
 		if want == nil && have == nil ||
