@@ -33,6 +33,9 @@ type ServiceRecord struct {
 	AffinitySeconds     int32
 	ExternalPolicyLocal bool // externalTrafficPolicy: Local
 	InternalPolicyLocal bool // internalTrafficPolicy: Local
+	// HealthCheckNodePort is spec.healthCheckNodePort of a LoadBalancer with
+	// externalTrafficPolicy Local (0 otherwise), served by pkg/proxy/healthcheck.
+	HealthCheckNodePort int32
 }
 
 // ServiceRecordPort is one of spec.ports.
@@ -97,6 +100,9 @@ func ServiceRecordOf(svc *corev1.Service) *ServiceRecord {
 		SourceRanges:        sourceRanges(svc),
 		ExternalPolicyLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		InternalPolicyLocal: ptr.Deref(svc.Spec.InternalTrafficPolicy, corev1.ServiceInternalTrafficPolicyCluster) == corev1.ServiceInternalTrafficPolicyLocal,
+	}
+	if r.Type == corev1.ServiceTypeLoadBalancer && r.ExternalPolicyLocal {
+		r.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
 	}
 	own := []*string{&r.Name, &r.ResourceVersion, &r.ClusterIP}
 	if len(svc.Spec.Ports) > 0 {

@@ -96,6 +96,20 @@ func TestLoadBalancerFromOutsideTheNodes(t *testing.T) {
 		t.Errorf("client → %s/clientip = %q, %v; want the client's address %s kept", localIP, got, err, lab.ClientIP)
 	}
 	waitNeighbour(t, l, localIP, l.Nodes[0].Name, macs)
+	// Its healthCheckNodePort, what a cloud load balancer probes: kube-proxy's answer on
+	// every node, 200 where the endpoint is, 503 elsewhere.
+	hc := strings.TrimSpace(kubectl("get", "svc", "lb-local", "-o", "jsonpath={.spec.healthCheckNodePort}"))
+	for i, n := range l.Nodes {
+		wantCode, wantCount := "", 1
+		if i != 0 {
+			wantCode, wantCount = "503", 0
+		}
+		want := fmt.Sprintf("{\n\t\"service\": {\n\t\t\"namespace\": \"default\",\n\t\t\"name\": \"lb-local\"\n\t},\n\t\"localEndpoints\": %d,\n\t\"serviceProxyHealthy\": true\n}", wantCount)
+		waitFor(t, fmt.Sprintf("%s's health check node port %s", n.Name, hc), 20*time.Second, func() (bool, string) {
+			got, err := httpGetIn(client, "http://"+n.IP+":"+hc+"/healthz")
+			return got == want && (err == nil) == (wantCode == "") && (err == nil || strings.Contains(err.Error(), wantCode)), fmt.Sprintf("%q %v", got, err)
+		})
+	}
 	// The endpoint moves to the other node: so does the address.
 	kubectl("delete", "pod", "local-a", "--wait=true")
 	applyYAML(t, l, localPod("local-b", l.Nodes[1].Name))

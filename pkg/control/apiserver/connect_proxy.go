@@ -24,6 +24,7 @@ import (
 var (
 	servicesGVR       = corev1.SchemeGroupVersion.WithResource("services")
 	endpointSlicesGVR = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
+	endpointsGVR      = corev1.SchemeGroupVersion.WithResource("endpoints")
 )
 
 // podTransport reaches pods (pods/proxy, services/proxy) from miniapi's own network, as
@@ -119,7 +120,9 @@ func (s *Server) podLocation(ctx context.Context, ns, id string) (*url.URL, erro
 
 // serviceLocation is a random ready endpoint of the service's EndpointSlices for the port
 // id names (by number, by name, or the unnamed one), as kube's service ResourceLocation;
-// only endpoints that are the pods they name count.
+// only endpoints that are the pods they name count. Its refusals are kube's, which reads
+// the Service's Endpoints: none is their NotFound (ExternalName, no selector), none with
+// an address names the service, none ready for the port names id as written.
 func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, error) {
 	scheme, name, portName, ok := utilnet.SplitSchemeNamePort(id)
 	if !ok {
@@ -142,6 +145,14 @@ func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, 
 			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", number, name))
 		}
 	}
+	endpoints, _ := s.reg.Lookup(endpointsGVR)
+	epObj, err := s.objects.Get(ctx, endpoints, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(epObj.(*corev1.Endpoints).Subsets) == 0 {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+	}
 	var candidates []string
 	serviceSlices, err := s.endpointSlices(ctx, ns, name)
 	if err != nil {
@@ -163,7 +174,7 @@ func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, 
 		}
 	}
 	if len(candidates) == 0 {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", id))
 	}
 	return &url.URL{Scheme: scheme, Host: candidates[rand.IntN(len(candidates))]}, nil
 }

@@ -50,8 +50,25 @@ func TestProxyRefusals(t *testing.T) {
 	runningPod(t, h, "web", true) // no IP in its status
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
-	if w := do(t, h, "POST", "/api/v1/namespaces/default/services", svc); w.Code != http.StatusCreated {
-		t.Fatalf("create service: %d %s", w.Code, w.Body)
+	// As kube-apiserver's ResourceLocation, which reads the Service's Endpoints: none (an
+	// ExternalName Service, one without selector) is the Endpoints' NotFound; an Endpoints
+	// without subsets names the service; one with addresses but none ready for the port
+	// names the ID as written.
+	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.test"}}
+	notReady := svc.DeepCopy()
+	notReady.Name = "nr"
+	for _, o := range []struct {
+		path string
+		obj  any
+	}{
+		{"services", svc}, {"services", ext}, {"services", notReady},
+		{"endpoints", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "echo"}}},
+		{"endpoints", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "nr"}, Subsets: []corev1.EndpointSubset{{
+			NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.244.0.9"}}, Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}}}}}},
+	} {
+		if w := do(t, h, "POST", "/api/v1/namespaces/default/"+o.path, o.obj); w.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", o.path, w.Code, w.Body)
+		}
 	}
 	for _, tc := range []struct {
 		path string
@@ -64,6 +81,9 @@ func TestProxyRefusals(t *testing.T) {
 		{"services/echo:81/proxy/", http.StatusServiceUnavailable, `no service port 81 found for service \"echo\"`},
 		{"services/echo:80/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"echo\"`},
 		{"services/gone/proxy/", http.StatusNotFound, `services \"gone\" not found`},
+		{"services/ext/proxy/", http.StatusNotFound, `endpoints \"ext\" not found`},
+		{"services/nr:80/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"nr:80\"`},
+		{"services/https:nr:http/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"https:nr:http\"`},
 	} {
 		w := do(t, h, "GET", "/api/v1/namespaces/default/"+tc.path, nil)
 		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {

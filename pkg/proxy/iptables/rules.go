@@ -182,11 +182,13 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 	if len(clusterEPs) > 0 {
 		nat.add(kubeServices, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "-j", clusterTarget)
 	} else {
-		reason := "has no endpoints"
+		// As kube-proxy: REJECT without endpoints; DROP when only this node lacks them
+		// (internalTrafficPolicy Local).
+		reason, target := "has no endpoints", "REJECT"
 		if sp.InternalLocal && len(allEPs) > 0 {
-			reason = "has no local endpoints"
+			reason, target = "has no local endpoints", "DROP"
 		}
-		filter.add(kubeServices, comment(sp.Name+" "+reason), match(sp.ClusterIP, sp.Port), "-j REJECT")
+		filter.add(kubeServices, comment(sp.Name+" "+reason), match(sp.ClusterIP, sp.Port), "-j", target)
 	}
 	// External addresses (external IPs, load balancer IPs) and the node port.
 	externalTarget := ext

@@ -31,9 +31,11 @@ func TestRulesForExternalTraffic(t *testing.T) {
 	farOnly := proxy.ServicePort{Name: "default/far", Protocol: corev1.ProtocolUDP, ClusterIP: "10.96.0.12", Port: 53, NodePort: 30082,
 		ExternalLocal: true, Endpoints: []proxy.Endpoint{remote}}
 	none := proxy.ServicePort{Name: "default/none", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.13", Port: 80, NodePort: 30083}
+	internalFar := proxy.ServicePort{Name: "default/ifar", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.15", Port: 80,
+		InternalLocal: true, Endpoints: []proxy.Endpoint{remote}}
 	terminating := proxy.ServicePort{Name: "default/drain", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.14", Port: 80,
 		Endpoints: []proxy.Endpoint{{IP: "10.244.3.5", Port: 8080, Serving: true, Terminating: true}}}
-	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{np, lb, farOnly, none, terminating}))
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{np, lb, farOnly, none, terminating, internalFar}))
 	for _, want := range []string{
 		// NodePort, cluster policy: through KUBE-EXT, masqueraded, to every endpoint.
 		"-A KUBE-NODEPORTS " + comment("default/np") + " -m tcp -p tcp --dport 30080 -j " + extChain(&np),
@@ -46,6 +48,9 @@ func TestRulesForExternalTraffic(t *testing.T) {
 		// Local policy with no local endpoint: dropped on this node, still served in the cluster.
 		"-A KUBE-EXTERNAL-SERVICES " + comment("default/far has no local endpoints") + " -m addrtype --dst-type LOCAL -m udp -p udp --dport 30082 -j DROP",
 		"-A KUBE-SERVICES " + comment("default/far cluster IP") + " -m udp -p udp -d 10.96.0.12/32 --dport 53 -j " + svcChain(&farOnly),
+		// internalTrafficPolicy Local with no local endpoint: the cluster IP drops, as
+		// kube-proxy's (a client times out; REJECT is for no endpoints at all).
+		"-A KUBE-SERVICES " + comment("default/ifar has no local endpoints") + " -m tcp -p tcp -d 10.96.0.15/32 --dport 80 -j DROP",
 		// No endpoints at all: rejected.
 		"-A KUBE-SERVICES " + comment("default/none has no endpoints") + " -m tcp -p tcp -d 10.96.0.13/32 --dport 80 -j REJECT",
 		"-A KUBE-EXTERNAL-SERVICES " + comment("default/none has no endpoints") + " -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30083 -j REJECT",

@@ -20,6 +20,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
+	"github.com/minik8s/minik8s/pkg/proxy/healthcheck"
 	"github.com/minik8s/minik8s/pkg/proxy/runner"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -162,6 +163,9 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	var firstOnce sync.Once
 	m := newMetrics()
 	h := &health{period: o.SyncPeriod}
+	// The health check node ports of LoadBalancers with externalTrafficPolicy Local.
+	hc := healthcheck.New(o.HostnameOverride, func() bool { return h.healthy(time.Now()) }, log)
+	defer hc.Close()
 	var lastFull time.Time
 	var pendingSince time.Time
 	var mu sync.Mutex
@@ -189,6 +193,9 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 			debug.FreeOSMemory()
 		}
 		h.synced(time.Now())
+		if err := hc.Sync(src); err != nil {
+			log.Error("sync of service health checks failed", "err", err)
+		}
 		firstOnce.Do(func() { close(firstSync) })
 		if o.Ready != nil {
 			readyOnce.Do(o.Ready)
@@ -301,19 +308,43 @@ func (h *health) synced(t time.Time) {
 	h.mu.Unlock()
 }
 
+// healthy: synced once, and no change has waited two sync periods at now.
+func (h *health) healthy(now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.healthyLocked(now)
+}
+
+func (h *health) healthyLocked(now time.Time) bool {
+	return !h.last.IsZero() && (h.oldest.IsZero() || now.Sub(h.oldest) < 2*h.period)
+}
+
+// proxierHealth is one IP family's entry of kube-proxy's "status".
+type proxierHealth struct {
+	LastUpdated time.Time `json:"lastUpdated"`
+	Healthy     bool      `json:"healthy"`
+}
+
 func (h *health) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		h.mu.Lock()
-		last, oldest := h.last, h.oldest
-		h.mu.Unlock()
 		now := time.Now()
-		healthy := !last.IsZero() && (oldest.IsZero() || now.Sub(oldest) < 2*h.period)
+		h.mu.Lock()
+		last, healthy := h.last, h.healthyLocked(now)
+		h.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if !healthy {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"lastUpdated": last, "currentTime": now, "nodeEligible": true})
+		// kube-proxy's ProxyHealth: one proxier, IPv4. As kube-proxy, the top-level
+		// lastUpdated of a healthy proxy is now (older releases' meaning: the loop ran).
+		top := last
+		if healthy {
+			top = now
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"lastUpdated": top, "currentTime": now, "nodeEligible": true, "healthy": healthy,
+			"status": map[string]proxierHealth{ipFamily: {LastUpdated: last, Healthy: healthy}}})
 	})
 	return mux
 }

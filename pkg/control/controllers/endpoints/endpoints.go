@@ -25,8 +25,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// skipMirrorLabel tells the EndpointSlice mirroring controller these Endpoints have slices.
-const skipMirrorLabel = "endpointslice.kubernetes.io/skip-mirror"
+// The managed-by label of the Endpoints this controller writes, as kube's
+// (pkg/controller/endpoint LabelManagedBy, ControllerName).
+const (
+	managedByLabel = "endpoints.kubernetes.io/managed-by"
+	controllerName = "endpoint-controller"
+)
 
 // Controller is the endpoint controller.
 type Controller struct {
@@ -83,12 +87,19 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	want := &corev1.Endpoints{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{skipMirrorLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
 		Subsets:    subsets(svc, pods),
 	}
+	// As kube's: the Service's labels, headless or not, and ours. The mirroring controller
+	// leaves them alone as their Service has a selector (no skip-mirror label, as kube).
 	for k, v := range svc.Labels {
 		want.Labels[k] = v
 	}
+	delete(want.Labels, corev1.IsHeadlessService)
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
+		want.Labels[corev1.IsHeadlessService] = ""
+	}
+	want.Labels[managedByLabel] = controllerName
 	cur, err := c.endpoints.Endpoints(ns).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):

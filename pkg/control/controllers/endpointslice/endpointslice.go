@@ -218,11 +218,18 @@ func (c *Controller) write(ctx context.Context, svc *corev1.Service, cur *discov
 	return err
 }
 
-// sliceLabels are the Service's labels and the two that tie a slice to it and to us.
+// sliceLabels are the Service's labels but the reserved ones, the two that tie a slice to
+// it and to us, and service.kubernetes.io/headless for a Service without a cluster IP, as
+// kube's reconciler (k8s.io/endpointslice setEndpointSliceLabels).
 func sliceLabels(svc *corev1.Service) map[string]string {
 	out := map[string]string{}
 	for k, v := range svc.Labels {
-		out[k] = v
+		if k != discoveryv1.LabelServiceName && k != discoveryv1.LabelManagedBy && k != corev1.IsHeadlessService {
+			out[k] = v
+		}
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "" {
+		out[corev1.IsHeadlessService] = ""
 	}
 	out[discoveryv1.LabelServiceName] = svc.Name
 	out[discoveryv1.LabelManagedBy] = ManagedBy

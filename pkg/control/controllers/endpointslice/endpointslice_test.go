@@ -240,3 +240,76 @@ func TestEndpointSlicesSplitPublishAndLeaveOthersAlone(t *testing.T) {
 		t.Errorf("an Endpoints object was made for a selectorless service")
 	}
 }
+
+// As kube's reconciler (k8s.io/endpointslice setEndpointSliceLabels): the slices of a
+// headless Service carry service.kubernetes.io/headless, and the Service's own labels
+// are copied except the reserved ones (service-name, managed-by, headless).
+func TestEndpointSliceLabels(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
+	c := cl.Client
+	ctx := context.Background()
+	labelsOf := func(svc string) func() string {
+		return func() string {
+			list, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+			if err != nil {
+				return err.Error()
+			}
+			var out []string
+			for _, s := range list.Items {
+				out = append(out, fmt.Sprint(s.Labels))
+			}
+			return strings.Join(out, " ")
+		}
+	}
+	headless := service("hl", false, corev1.ServicePort{Name: "http", Port: 80})
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	if _, err := c.CoreV1().Services(ns).Create(ctx, headless, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "labels of a headless Service's slice", labelsOf("hl"),
+		"map[endpointslice.kubernetes.io/managed-by:endpointslice-controller.k8s.io kubernetes.io/service-name:hl service.kubernetes.io/headless: tier:front]")
+
+	plain := service("plain", false, corev1.ServicePort{Name: "http", Port: 80})
+	plain.Labels[corev1.IsHeadlessService] = "x"
+	plain.Labels[discoveryv1.LabelManagedBy] = "me"
+	if _, err := c.CoreV1().Services(ns).Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "labels of a Service with a cluster IP, reserved labels on the Service not copied", labelsOf("plain"),
+		"map[endpointslice.kubernetes.io/managed-by:endpointslice-controller.k8s.io kubernetes.io/service-name:plain tier:front]")
+}
+
+// The endpoint controller's Endpoints are labelled as kube's (endpoints_controller.go):
+// the Service's labels, endpoints.kubernetes.io/managed-by=endpoint-controller, and
+// service.kubernetes.io/headless for a headless Service; no skip-mirror label (only the
+// API server's own kubernetes Endpoints carry it).
+func TestEndpointsLabels(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns := cl.Namespace
+	c := cl.Client
+	ctx := context.Background()
+	headless := service("hl", false, corev1.ServicePort{Name: "http", Port: 80})
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	plain := service("plain", false, corev1.ServicePort{Name: "http", Port: 80})
+	for _, svc := range []*corev1.Service{headless, plain} {
+		if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labelsOf := func(name string) func() string {
+		return func() string {
+			ep, err := c.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			return fmt.Sprint(ep.Labels)
+		}
+	}
+	eventually(t, "labels of a headless Service's Endpoints", labelsOf("hl"),
+		"map[endpoints.kubernetes.io/managed-by:endpoint-controller service.kubernetes.io/headless: tier:front]")
+	eventually(t, "labels of a Service's Endpoints", labelsOf("plain"),
+		"map[endpoints.kubernetes.io/managed-by:endpoint-controller tier:front]")
+}

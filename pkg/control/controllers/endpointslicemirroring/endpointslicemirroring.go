@@ -1,8 +1,9 @@
 // Package endpointslicemirroring mirrors the Endpoints of a Service without a selector into
 // EndpointSlices, as kube-controller-manager's endpointslicemirroring controller: custom
 // Endpoints written by hand or by an operator reach miniproxy and CoreDNS, which read slices.
-// Endpoints labelled endpointslice.kubernetes.io/skip-mirror=true (the endpoint controller's
-// and the `kubernetes` Service's, whose slices are written beside them) are left alone.
+// Endpoints labelled endpointslice.kubernetes.io/skip-mirror=true (the `kubernetes`
+// Service's, whose slice is written beside them) and those of a Service with a selector
+// (the endpoint controller's) are left alone.
 package endpointslicemirroring
 
 import (

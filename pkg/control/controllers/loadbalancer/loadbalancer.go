@@ -67,10 +67,11 @@ func (c *Controller) loadUsed() {
 	}
 }
 
-// release frees key's address and looks again at the Services still waiting for one.
-func (c *Controller) release(key string) {
+// release frees key's address and looks again at the Services still waiting for one;
+// false: key held none.
+func (c *Controller) release(key string) bool {
 	if !c.used.Release(key) {
-		return
+		return false
 	}
 	all, _ := c.services.List(labels.Everything())
 	for _, svc := range all {
@@ -78,6 +79,7 @@ func (c *Controller) release(key string) {
 			c.queue.Add(svc.Namespace + "/" + svc.Name)
 		}
 	}
+	return true
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -94,8 +96,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		c.release(key)
-		if len(svc.Status.LoadBalancer.Ingress) > 0 { // no longer a LoadBalancer: its address goes
+		// No longer a LoadBalancer: its address goes (miniapi cleared the status, as
+		// kube-apiserver), with the Events of the cloud service controller's deletion.
+		if c.release(key) {
+			c.recorder.Event(svc, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer")
+			c.recorder.Event(svc, corev1.EventTypeNormal, "DeletedLoadBalancer", "Deleted load balancer")
+		}
+		if len(svc.Status.LoadBalancer.Ingress) > 0 {
 			return 0, c.writeIngress(ctx, svc, nil)
 		}
 		return 0, nil

@@ -96,6 +96,19 @@ func TestAddressesFromThePool(t *testing.T) {
 	cl.MustKubectl(t, "", "patch", "svc", got, "--type=merge", "-p", `{"spec":{"type":"ClusterIP"}}`)
 	waitIngress(t, cl.Client, got, "")
 	waitIngress(t, cl.Client, left, "10.200.0.200")
+	// As the cloud service controller's: its load balancer deleted, said in two Events.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name="+got, "-o",
+			`jsonpath={range .items[*]}{.type}/{.reason}/{.message}{"\n"}{end}`)
+		if strings.Contains(out, "Normal/DeletingLoadBalancer/Deleting load balancer\n") && strings.Contains(out, "Normal/DeletedLoadBalancer/Deleted load balancer\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no DeletingLoadBalancer and DeletedLoadBalancer Events for %s turned ClusterIP:\n%s", got, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func TestNoPoolStaysPending(t *testing.T) {
