@@ -75,7 +75,7 @@ func (sn *Snapshotter) Changes() ([]Change, error) {
 		if svc == nil || !proxied(svc) {
 			if had {
 				delete(sn.last, k)
-				out = append(out, Change{Before: prev.ports})
+				out = append(out, Change{Before: sn.ports(nil, prev)})
 			}
 			continue
 		}
@@ -86,9 +86,13 @@ func (sn *Snapshotter) Changes() ([]Change, error) {
 		if had && prev.unchanged(svc, list) {
 			continue
 		}
-		e := sn.entry(svc, list)
+		var before []ServicePort // what the last snapshot or change gave: the same records, the same ports
+		if had {
+			before = sn.ports(nil, prev)
+		}
+		e := snapshotEntry{svc, list}
 		sn.last[k] = e
-		out = append(out, Change{Before: prev.ports, After: e.ports})
+		out = append(out, Change{Before: before, After: sn.ports(nil, e)})
 	}
 	return out, nil
 }

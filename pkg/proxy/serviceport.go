@@ -76,10 +76,13 @@ func Snapshot(services corelisters.ServiceLister, slices discoverylisters.Endpoi
 	return (&Snapshotter{Services: services, Slices: slices, NodeName: nodeName}).Snapshot()
 }
 
-// Snapshotter takes snapshots with memory of the last one: a Service whose record and
-// EndpointSlices' records are those it read last time (the very ones, as informer caches
-// replace records, never change them, or equal ones) keeps the service ports it had, so a
-// snapshot after one change builds one Service's ports, not 10 000.
+// Snapshotter takes snapshots with memory of the last one: the records it read of each
+// Service and its EndpointSlices (informer caches replace records, never change them), so
+// Changes can leave out a Service whose records are those it read last time (the very
+// ones, or equal ones) and say what its ports were. It keeps the records, not the ports:
+// a port's Before is made again from them when the Service changes (at 10 000 Services
+// the ports kept were ~2.5 MB of the daemon's heap; the proxiers forget the snapshot
+// before each full one, so an unchanged Service's ports were never reused).
 type Snapshotter struct {
 	// Source is read when set (miniproxy: Records); otherwise Services and Slices, API
 	// objects made records as they are read.
@@ -98,7 +101,6 @@ type nsName struct{ namespace, name string }
 type snapshotEntry struct {
 	svc    *ServiceRecord
 	slices []*SliceRecord
-	ports  []ServicePort
 }
 
 // unchanged: svc and its slices are those e was made of.
@@ -115,8 +117,7 @@ func (sn *Snapshotter) source() Source {
 }
 
 // Snapshot reads every Service with a cluster IP and its EndpointSlices into service
-// ports, sorted by name. The ports' endpoint lists may be shared with earlier snapshots:
-// read them, do not change them.
+// ports, sorted by name.
 func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 	sn.takeMarks() // all of it is read now
 	src := sn.source()
@@ -146,12 +147,9 @@ func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 		k := nsName{svc.Namespace, svc.Name}
 		list := byService[k]
 		sortSlices(list)
-		e, ok := sn.last[k]
-		if !ok || !e.unchanged(svc, list) {
-			e = sn.entry(svc, list)
-		}
+		e := snapshotEntry{svc, list}
 		next[k] = e
-		out = append(out, e.ports...)
+		out = sn.ports(out, e)
 	}
 	sn.last = next
 	sort.Slice(out, func(i, j int) bool {
@@ -168,13 +166,12 @@ func proxied(svc *ServiceRecord) bool {
 	return svc.Type != corev1.ServiceTypeExternalName && svc.ClusterIP != corev1.ClusterIPNone && svc.ClusterIP != ""
 }
 
-// entry reads svc's service ports from its slices (sorted by name).
-func (sn *Snapshotter) entry(svc *ServiceRecord, slices []*SliceRecord) snapshotEntry {
-	e := snapshotEntry{svc: svc, slices: slices, ports: make([]ServicePort, 0, len(svc.Ports))}
-	for i := range svc.Ports {
-		e.ports = append(e.ports, portOf(svc, &svc.Ports[i], slices, sn.NodeName))
+// ports appends e's service ports, read from its Service and slices (sorted by name), to out.
+func (sn *Snapshotter) ports(out []ServicePort, e snapshotEntry) []ServicePort {
+	for i := range e.svc.Ports {
+		out = append(out, portOf(e.svc, &e.svc.Ports[i], e.slices, sn.NodeName))
 	}
-	return e
+	return out
 }
 
 func sortSlices(list []*SliceRecord) {

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +29,7 @@ func testSlice(svcName, ip string) *discoveryv1.EndpointSlice {
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, NodeName: ptr.To("node-1")}}}
 }
 
-func TestSnapshotterReusesUnchangedServices(t *testing.T) {
+func TestSnapshotterSnapshotsAgain(t *testing.T) {
 	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = svcIdx.Add(testService("a", "10.96.0.1"))
@@ -43,9 +45,6 @@ func TestSnapshotterReusesUnchangedServices(t *testing.T) {
 	second, err := sn.Snapshot()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if &second[0].Endpoints[0] != &first[0].Endpoints[0] {
-		t.Errorf("unchanged service a was read again")
 	}
 	if got := second[1].Endpoints[0]; got.IP != "10.244.0.9" || !got.Local || !got.Ready {
 		t.Errorf("changed service b: endpoint %+v, want 10.244.0.9, local and ready", got)
@@ -123,5 +122,34 @@ func TestSnapshotterChangesReadsOnlyMarkedServices(t *testing.T) {
 				t.Errorf("%s has %d endpoints: %+v", c.After[0].Name, n, c.After[0].Endpoints)
 			}
 		}
+	}
+}
+
+// BenchmarkSnapshotterMemory is what a Snapshotter keeps after a snapshot of 10 000
+// Services x 2 endpoints read from records (miniproxy's informers), the snapshot itself
+// dropped: live bytes and objects, as the daemon holds them between syncs.
+func BenchmarkSnapshotterMemory(b *testing.B) {
+	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for i := range 10000 {
+		name := fmt.Sprintf("svc-%05d", i)
+		_ = svcIdx.Add(ServiceRecordOf(testService(name, fmt.Sprintf("10.96.%d.%d", i/250, i%250+1))))
+		s := testSlice(name, fmt.Sprintf("10.244.%d.%d", i/250, i%250+1))
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.245.%d.%d", i/250, i%250+1)}, NodeName: ptr.To("node-2")})
+		_ = sliceIdx.Add(SliceRecordOf(s))
+	}
+	var before, after runtime.MemStats
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		sn := &Snapshotter{Source: Records(svcIdx, sliceIdx), NodeName: "node-1"}
+		if ports, err := sn.Snapshot(); err != nil || len(ports) != 10000 {
+			b.Fatal(len(ports), err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MiB")
+		b.ReportMetric(float64(after.HeapObjects-before.HeapObjects), "live-objects")
+		runtime.KeepAlive(sn)
 	}
 }

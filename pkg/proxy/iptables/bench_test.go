@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
@@ -16,13 +17,7 @@ import (
 
 // BenchmarkBuildRules lays out 10 000 services x 2 endpoints: the Go side of a full sync.
 func BenchmarkBuildRules(b *testing.B) {
-	ports := make([]proxy.ServicePort, 10000)
-	for i := range ports {
-		ports[i] = proxy.ServicePort{Name: fmt.Sprintf("bench/svc-%05d:http", i), Protocol: corev1.ProtocolTCP,
-			ClusterIP: fmt.Sprintf("10.96.%d.%d", i/250, i%250+1), Port: 80,
-			Endpoints: []proxy.Endpoint{{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+1), Port: 8080, Ready: true},
-				{IP: fmt.Sprintf("10.245.%d.%d", i/250, i%250+1), Port: 8080, Ready: true}}}
-	}
+	ports := benchPorts(10000)
 	b.ReportAllocs()
 	for b.Loop() {
 		rs := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, ports)
@@ -74,4 +69,40 @@ func BenchmarkPartialLayout(b *testing.B) {
 			b.Fatalf("wrote %v, want the service's chain and the new endpoint's", rs.nat.order)
 		}
 	}
+}
+
+// BenchmarkBuilderMemory is what the builder keeps of 10 000 services x 2 endpoints after a
+// full layout (its rule text garbage): live bytes and objects, as the daemon holds them
+// between syncs.
+func BenchmarkBuilderMemory(b *testing.B) {
+	ports := benchPorts(10000)
+	var before, after runtime.MemStats
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		bld := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
+		rs := bld.build(ports)
+		for _, t := range []*table{rs.filter, rs.nat} {
+			for _, c := range t.order {
+				t.sum(c)
+			}
+		}
+		rs = ruleSet{}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MiB")
+		b.ReportMetric(float64(after.HeapObjects-before.HeapObjects), "live-objects")
+		runtime.KeepAlive(bld)
+	}
+}
+
+func benchPorts(n int) []proxy.ServicePort {
+	ports := make([]proxy.ServicePort, n)
+	for i := range ports {
+		ports[i] = proxy.ServicePort{Name: fmt.Sprintf("bench/svc-%05d:http", i), Protocol: corev1.ProtocolTCP,
+			ClusterIP: fmt.Sprintf("10.96.%d.%d", i/250, i%250+1), Port: 80,
+			Endpoints: []proxy.Endpoint{{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+1), Port: 8080, Ready: true},
+				{IP: fmt.Sprintf("10.245.%d.%d", i/250, i%250+1), Port: 8080, Ready: true}}}
+	}
+	return ports
 }

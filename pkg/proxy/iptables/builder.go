@@ -2,8 +2,10 @@ package iptables
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
 )
@@ -14,11 +16,15 @@ import (
 // Services that changed and says which chains to write (own chains whose rules differ,
 // top-level chains some port's lines in them differ) and which to delete, so a
 // one-endpoint change at 10 000 services costs one port's layout, not 10 000.
+//
+// What it remembers of a port is one allocation (fragment.data), in a slice sorted by
+// port: at 10 000 ports a map of fragments, each with its slices and chain-name strings,
+// was 7 objects and ~630 bytes a port, the largest part of the proxier's memory between
+// syncs (BenchmarkBuilderMemory).
 type builder struct {
 	cfg   Config
-	ports map[portKey]*fragment
-	order []portKey // sorted: the order of the ports' lines in the top-level chains
-	rules [2]int    // filter, nat: rules in the tables now, for the metrics
+	ports []fragment // sorted by key: the order of the ports' lines in the top-level chains
+	rules [2]int     // filter, nat: rules in the tables now, for the metrics
 }
 
 type portKey struct {
@@ -29,48 +35,128 @@ type portKey struct {
 func keyOf(sp *proxy.ServicePort) portKey { return portKey{sp.Name, string(sp.Protocol)} }
 
 func (k portKey) compare(o portKey) int {
-	if k.name != o.name {
-		if k.name < o.name {
-			return -1
-		}
-		return 1
+	if c := strings.Compare(k.name, o.name); c != 0 {
+		return c
 	}
-	if k.protocol != o.protocol {
-		if k.protocol < o.protocol {
-			return -1
-		}
-		return 1
-	}
-	return 0
+	return strings.Compare(k.protocol, o.protocol)
 }
 
-// fragment is one service port's part of the tables.
+// fragment is one service port's part of the tables, encoded in data: first its own chains
+// (KUBE-SVC-..., KUBE-SEP-..., ...), each as
+//
+//	table (0 filter, 1 nat), name length, name, rule count (uint32), hash (uint64)
+//
+// then, from split on, its lines in our top-level chains, each as
+//
+//	table, the chain's index in fixed[table].order, rule count (uint32), text length (uint32), text
 type fragment struct {
-	shared [2][]sharedLines // filter, nat: its lines in our top-level chains
-	own    [2][]ownChain    // filter, nat: its own chains (KUBE-SVC-..., KUBE-SEP-..., ...)
+	key   portKey
+	data  []byte
+	split uint32
 }
 
-type sharedLines struct {
-	chain string
-	text  []byte
-	rules int
-}
-
+// ownChain is one of a port's own chains as a fragment holds it.
 type ownChain struct {
+	table int
+	chain []byte // in the fragment's data: copy it to keep it
+	rules int
+	sum   uint64
+}
+
+// sharedLines are a port's lines in one top-level chain.
+type sharedLines struct {
+	table, chain int // chain: index in fixed[table].order
+	text         []byte
+	rules        int
+}
+
+// laidOut is one of a port's own chains as laid out, for newFragment.
+type laidOut struct {
+	table int
 	chain string
 	rules int
 	sum   uint64
 }
 
+// newFragment encodes own and shared.
+func newFragment(k portKey, own []laidOut, shared []sharedLines) fragment {
+	n := 0
+	for _, o := range own {
+		n += 2 + len(o.chain) + 4 + 8
+	}
+	split := n
+	for _, s := range shared {
+		n += 2 + 4 + 4 + len(s.text)
+	}
+	d := make([]byte, 0, n)
+	for _, o := range own {
+		d = append(d, byte(o.table), byte(len(o.chain)))
+		d = append(d, o.chain...)
+		d = binary.LittleEndian.AppendUint32(d, uint32(o.rules))
+		d = binary.LittleEndian.AppendUint64(d, o.sum)
+	}
+	for _, s := range shared {
+		d = append(d, byte(s.table), byte(s.chain))
+		d = binary.LittleEndian.AppendUint32(d, uint32(s.rules))
+		d = binary.LittleEndian.AppendUint32(d, uint32(len(s.text)))
+		d = append(d, s.text...)
+	}
+	return fragment{key: k, data: d, split: uint32(split)}
+}
+
+// own are the port's own chains.
+func (f *fragment) own(yield func(ownChain) bool) {
+	d := f.data[:f.split]
+	for len(d) > 0 {
+		o := ownChain{table: int(d[0])}
+		n := int(d[1])
+		o.chain, d = d[2:2+n], d[2+n:]
+		o.rules, o.sum = int(binary.LittleEndian.Uint32(d)), binary.LittleEndian.Uint64(d[4:])
+		d = d[12:]
+		if !yield(o) {
+			return
+		}
+	}
+}
+
+// shared are the port's lines in our top-level chains.
+func (f *fragment) shared(yield func(sharedLines) bool) {
+	d := f.data[f.split:]
+	for len(d) > 0 {
+		s := sharedLines{table: int(d[0]), chain: int(d[1]), rules: int(binary.LittleEndian.Uint32(d[2:]))}
+		n := int(binary.LittleEndian.Uint32(d[6:]))
+		s.text, d = d[10:10+n], d[10+n:]
+		if !yield(s) {
+			return
+		}
+	}
+}
+
 func (f *fragment) rules(ti int) int {
 	n := 0
-	for _, s := range f.shared[ti] {
-		n += s.rules
+	for s := range f.shared {
+		if s.table == ti {
+			n += s.rules
+		}
 	}
-	for _, o := range f.own[ti] {
-		n += o.rules
+	for o := range f.own {
+		if o.table == ti {
+			n += o.rules
+		}
 	}
 	return n
+}
+
+// sameShared: f and g have the same lines in the top-level chains.
+func (f *fragment) sameShared(g *fragment) bool {
+	return bytes.Equal(f.data[f.split:], g.data[g.split:])
+}
+
+// markShared marks the top-level chains f has lines in.
+func (f *fragment) markShared(dirty [2]map[string]bool) {
+	for s := range f.shared {
+		dirty[s.table][fixed[s.table].order[s.chain]] = true
+	}
 }
 
 // fixed are our top-level chains with their fixed rules: the chains every port may add
@@ -82,8 +168,7 @@ var fixed = func() [2]*table {
 
 // build lays out every port (sorted by name and protocol, as a snapshot is) anew.
 func (b *builder) build(ports []proxy.ServicePort) ruleSet {
-	b.ports = make(map[portKey]*fragment, len(ports))
-	b.order = make([]portKey, 0, len(ports))
+	b.ports = make([]fragment, 0, len(ports))
 	out := [2]*table{newTable("filter"), newTable("nat")}
 	dirty := [2]map[string]bool{{}, {}}
 	for ti := range out {
@@ -92,23 +177,33 @@ func (b *builder) build(ports []proxy.ServicePort) ruleSet {
 			dirty[ti][c] = true
 		}
 	}
+	// A port named twice (the API server refuses it): the first one counts. A snapshot's
+	// ports are sorted, so a name repeated follows itself; only other input needs a set.
+	sorted := slices.IsSortedFunc(ports, func(x, y proxy.ServicePort) int { return keyOf(&x).compare(keyOf(&y)) })
+	var seen map[portKey]bool
+	if !sorted {
+		seen = make(map[portKey]bool, len(ports))
+	}
 	for i := range ports {
 		sp := &ports[i]
 		k := keyOf(sp)
-		if b.ports[k] != nil {
-			continue // a port named twice: the API server refuses it, the first one counts
+		if sorted && i > 0 && keyOf(&ports[i-1]) == k || !sorted && seen[k] {
+			continue
+		}
+		if !sorted {
+			seen[k] = true
 		}
 		f, own := b.layout(sp)
-		b.ports[k] = f
-		b.order = append(b.order, k)
+		b.ports = append(b.ports, f)
 		for ti := range out {
 			b.rules[ti] += f.rules(ti)
-			for _, o := range f.own[ti] {
-				out[ti].put(o.chain, own[ti].chains[o.chain])
-			}
+		}
+		for o := range f.own {
+			c := string(o.chain)
+			out[o.table].put(c, own[o.table].chains[c])
 		}
 	}
-	slices.SortFunc(b.order, portKey.compare) // sorted already when they come from a snapshot
+	slices.SortFunc(b.ports, func(x, y fragment) int { return x.key.compare(y.key) })
 	b.assemble(out, dirty)
 	return ruleSet{filter: out[0], nat: out[1]}
 }
@@ -119,21 +214,20 @@ func (b *builder) update(changes []proxy.Change) (rs ruleSet, stale [2][]string)
 	out := [2]*table{newTable("filter"), newTable("nat")}
 	dirty := [2]map[string]bool{{}, {}}
 	old := [2]map[string]uint64{{}, {}} // own chains of the ports taken out: their sums as written
-	before := map[portKey]*fragment{}
+	before := map[portKey]fragment{}
 	for _, ch := range changes {
 		for i := range ch.Before {
 			k := keyOf(&ch.Before[i])
-			f := b.ports[k]
-			if f == nil {
+			f, ok := b.remove(k)
+			if !ok {
 				continue
 			}
 			before[k] = f
-			b.remove(k)
 			for ti := range out {
 				b.rules[ti] -= f.rules(ti)
-				for _, o := range f.own[ti] {
-					old[ti][o.chain] = o.sum
-				}
+			}
+			for o := range f.own {
+				old[o.table][string(o.chain)] = o.sum
 			}
 		}
 	}
@@ -141,39 +235,36 @@ func (b *builder) update(changes []proxy.Change) (rs ruleSet, stale [2][]string)
 		for i := range ch.After {
 			sp := &ch.After[i]
 			k := keyOf(sp)
-			if b.ports[k] != nil {
+			if _, ok := b.find(k); ok {
 				continue
 			}
 			f, own := b.layout(sp)
-			b.insert(k, f)
-			prev := before[k]
+			b.insert(f)
+			prev, had := before[k]
 			delete(before, k)
 			for ti := range out {
 				b.rules[ti] += f.rules(ti)
-				for _, o := range f.own[ti] {
-					if sum, ok := old[ti][o.chain]; ok {
-						delete(old[ti], o.chain)
-						if sum == o.sum {
-							continue // as written: the chain keeps its counters
-						}
+			}
+			for o := range f.own {
+				c := string(o.chain)
+				if sum, ok := old[o.table][c]; ok {
+					delete(old[o.table], c)
+					if sum == o.sum {
+						continue // as written: the chain keeps its counters
 					}
-					out[ti].put(o.chain, own[ti].chains[o.chain])
 				}
-				var was []sharedLines
-				if prev != nil {
-					was = prev.shared[ti]
+				out[o.table].put(c, own[o.table].chains[c])
+			}
+			if !had || !prev.sameShared(&f) {
+				if had {
+					prev.markShared(dirty)
 				}
-				if !sameShared(was, f.shared[ti]) {
-					markShared(dirty[ti], was)
-					markShared(dirty[ti], f.shared[ti])
-				}
+				f.markShared(dirty)
 			}
 		}
 	}
 	for _, f := range before { // ports gone
-		for ti := range dirty {
-			markShared(dirty[ti], f.shared[ti])
-		}
+		f.markShared(dirty)
 	}
 	b.assemble(out, dirty)
 	for ti := range old {
@@ -186,22 +277,22 @@ func (b *builder) update(changes []proxy.Change) (rs ruleSet, stale [2][]string)
 }
 
 // layout lays out one port: its fragment, and its own chains' text by table.
-func (b *builder) layout(sp *proxy.ServicePort) (*fragment, [2]*table) {
+func (b *builder) layout(sp *proxy.ServicePort) (fragment, [2]*table) {
 	own := [2]*table{newTable("filter"), newTable("nat")}
 	addServicePort(b.cfg, own[0], own[1], sp)
-	f := &fragment{}
+	var owns []laidOut
+	var shared []sharedLines
 	for ti, t := range own {
 		for _, c := range t.order {
 			ct := t.chains[c]
-			if _, top := fixed[ti].chains[c]; top {
-				// Kept until the port changes: an exact copy, not the layout's buffer.
-				f.shared[ti] = append(f.shared[ti], sharedLines{c, bytes.Clone(ct.text), ct.rules})
+			if i := slices.Index(fixed[ti].order, c); i >= 0 {
+				shared = append(shared, sharedLines{table: ti, chain: i, text: ct.text, rules: ct.rules})
 				continue
 			}
-			f.own[ti] = append(f.own[ti], ownChain{c, ct.rules, t.sum(c)})
+			owns = append(owns, laidOut{table: ti, chain: c, rules: ct.rules, sum: t.sum(c)})
 		}
 	}
-	return f, own
+	return newFragment(keyOf(sp), owns, shared), own
 }
 
 // assemble lays the dirty top-level chains out whole into out: their fixed rules, every
@@ -211,23 +302,26 @@ func (b *builder) assemble(out [2]*table, dirty [2]map[string]bool) {
 		if len(dirty[ti]) == 0 {
 			continue
 		}
-		chains := map[string]*chainText{}
-		for _, c := range fixed[ti].order { // in their fixed order
+		chains := make([]*chainText, len(fixed[ti].order))
+		for i, c := range fixed[ti].order { // in their fixed order
 			if dirty[ti][c] {
 				f := fixed[ti].chains[c]
-				chains[c] = &chainText{text: slices.Clone(f.text), rules: f.rules}
-				t.put(c, chains[c])
+				chains[i] = &chainText{text: slices.Clone(f.text), rules: f.rules}
+				t.put(c, chains[i])
 			}
 		}
-		for _, k := range b.order {
-			for _, s := range b.ports[k].shared[ti] {
+		for i := range b.ports {
+			for s := range b.ports[i].shared {
+				if s.table != ti {
+					continue
+				}
 				if ct := chains[s.chain]; ct != nil {
 					ct.text = append(ct.text, s.text...)
 					ct.rules += s.rules
 				}
 			}
 		}
-		if t.name == "nat" && chains[kubeServices] != nil {
+		if t.name == "nat" && dirty[ti][kubeServices] {
 			addNodePortsJump(t)
 		}
 	}
@@ -245,25 +339,23 @@ func (b *builder) totalRules(ti int) int { return b.rules[ti] + fixedRules[ti] }
 // fixedRules are the rules of the top-level chains that no port adds, by table.
 var fixedRules = [2]int{fixed[0].rules(), fixed[1].rules() + 1} // + the node ports jump
 
-func (b *builder) insert(k portKey, f *fragment) {
-	b.ports[k] = f
-	i, _ := slices.BinarySearchFunc(b.order, k, portKey.compare)
-	b.order = slices.Insert(b.order, i, k)
+// find is where port k is in b.ports, or would be.
+func (b *builder) find(k portKey) (int, bool) {
+	return slices.BinarySearchFunc(b.ports, k, func(f fragment, k portKey) int { return f.key.compare(k) })
 }
 
-func (b *builder) remove(k portKey) {
-	delete(b.ports, k)
-	if i, ok := slices.BinarySearchFunc(b.order, k, portKey.compare); ok {
-		b.order = slices.Delete(b.order, i, i+1)
+func (b *builder) insert(f fragment) {
+	i, _ := b.find(f.key)
+	b.ports = slices.Insert(b.ports, i, f)
+}
+
+// remove takes port k out and returns what it had.
+func (b *builder) remove(k portKey) (fragment, bool) {
+	i, ok := b.find(k)
+	if !ok {
+		return fragment{}, false
 	}
-}
-
-func sameShared(a, b []sharedLines) bool {
-	return slices.EqualFunc(a, b, func(x, y sharedLines) bool { return x.chain == y.chain && bytes.Equal(x.text, y.text) })
-}
-
-func markShared(dirty map[string]bool, lines []sharedLines) {
-	for _, s := range lines {
-		dirty[s.chain] = true
-	}
+	f := b.ports[i]
+	b.ports = slices.Delete(b.ports, i, i+1)
+	return f, true
 }
