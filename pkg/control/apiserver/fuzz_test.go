@@ -81,13 +81,8 @@ func FuzzPatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, patch []byte) {
 		cur := podNamed("web", "a")
 		cur.Finalizers = []string{"x"}
-		out, err := applyPatch(fuzzPods, patchTypes[int(kind)%len(patchTypes)], cur, patch)
+		_, _, err := applyPatch(fuzzPods, patchTypes[int(kind)%len(patchTypes)], cur, patch, validationStrict)
 		checkAPIError(t, err)
-		if err == nil {
-			obj, _ := fuzzPods.New()
-			_, err = decodeInto(out, obj, validationStrict)
-			checkAPIError(t, err)
-		}
 	})
 }
 

@@ -48,15 +48,12 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		}
 		auditRequestPatch(r.Context(), patch)
 		change = func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-			patched, err := applyPatch(scaleKind, patchType, cur, patch)
+			patched, _, err := applyPatch(scaleKind, patchType, cur, patch, validationIgnore)
 			if err != nil {
 				return nil, err
 			}
-			var scale autoscalingv1.Scale
-			if _, err := decodeInto(patched, &scale, validationIgnore); err != nil {
-				return nil, err
-			}
-			return &scale, checkScaleNames(&scale, info)
+			scale := patched.(*autoscalingv1.Scale)
+			return scale, checkScaleNames(scale, info)
 		}
 	default:
 		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
