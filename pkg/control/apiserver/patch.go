@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -18,21 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	kjson "sigs.k8s.io/json"
 )
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	patchType, err := patchType(r, res)
 	if err != nil {
-		return unsupportedMediaType(r.Header.Get("Content-Type"))
+		return err
 	}
-	patchType := types.PatchType(mediaType)
-	switch patchType {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType:
+	if patchType == types.ApplyYAMLPatchType {
 		return s.serveApply(w, r, res, info)
-	default:
-		return unsupportedMediaType(mediaType)
 	}
 	directive, err := parseFieldValidation(r)
 	if err != nil {
@@ -145,7 +140,7 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 			return nil, nil, unknownError(err)
 		}
 	default:
-		return nil, nil, unsupportedMediaType(string(pt))
+		return nil, nil, negotiation.NewUnsupportedMediaTypeError(patchTypes(res))
 	}
 	decodeStrict, err := kjson.UnmarshalStrict(patched, out)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // A patch that cannot be applied, or whose result is not an object of the kind, answers
@@ -79,5 +80,40 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 				t.Errorf("details: %+v, want one FieldValueInvalid cause on %s", st.Details, tc.causeField)
 			}
 		})
+	}
+}
+
+// A request body or a patch of a media type the resource does not take gets kube's 415, which
+// names the types it accepts (handlers/negotiation's errUnsupportedMediaType).
+func TestUnsupportedMediaTypesAsKubeAPIServer(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("a", "web")); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	// A kind the scheme does not know is a custom resource's: JSON and YAML only.
+	if err := unsupportedBody(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}); err.Error() !=
+		"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml" {
+		t.Errorf("a custom resource's body: %v", err)
+	}
+	for _, tc := range []struct{ method, path, contentType, want string }{
+		{"PATCH", "/api/v1/namespaces/default/pods/a", "text/plain",
+			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"},
+		{"PATCH", "/api/v1/namespaces/default/pods/a", "",
+			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"},
+		{"POST", "/api/v1/namespaces/default/pods", "text/plain",
+			"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader("{}"))
+		if tc.contentType != "" {
+			req.Header.Set("Content-Type", tc.contentType)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		var st metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != http.StatusUnsupportedMediaType ||
+			st.Reason != metav1.StatusReasonUnsupportedMediaType || st.Message != tc.want {
+			t.Errorf("%s %q: %d %s\nwant 415 %q", tc.method, tc.contentType, w.Code, w.Body, tc.want)
+		}
 	}
 }
