@@ -8,15 +8,19 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -35,12 +39,13 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil {
-			return nil, unsupportedMediaType(ct)
+			return nil, unsupportedBody(want)
 		}
 		mediaType = mt
 	}
-	if mediaType != runtime.ContentTypeProtobuf && !strings.HasSuffix(mediaType, "json") && !strings.HasSuffix(mediaType, "yaml") {
-		return nil, unsupportedMediaType(mediaType)
+	if mediaType == runtime.ContentTypeProtobuf && isCustom(want) ||
+		mediaType != runtime.ContentTypeProtobuf && !strings.HasSuffix(mediaType, "json") && !strings.HasSuffix(mediaType, "yaml") {
+		return nil, unsupportedBody(want)
 	}
 	data, err := readRaw(r)
 	if err != nil {
@@ -273,9 +278,36 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, code, st)
 }
 
-func unsupportedMediaType(mediaType string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the media type %q is not supported here; accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf, and for PATCH application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml", mediaType),
-	}}
+// unsupportedBody is kube-apiserver's 415 for a request body of a media type its codec for
+// kind does not decode, naming those it does: a custom resource's has no protobuf.
+func unsupportedBody(kind schema.GroupVersionKind) error {
+	accepted := []string{runtime.ContentTypeJSON, runtime.ContentTypeYAML, runtime.ContentTypeProtobuf}
+	if isCustom(kind) {
+		accepted = accepted[:2]
+	}
+	return negotiation.NewUnsupportedMediaTypeError(accepted)
+}
+
+// isCustom tells a custom resource's kind, which the scheme of built-in kinds does not know.
+func isCustom(kind schema.GroupVersionKind) bool {
+	return !kind.Empty() && !scheme.Scheme.Recognizes(kind)
+}
+
+// patchTypes are the patch media types kube-apiserver takes for res, in its order: a custom
+// resource takes no strategic merge patch (apiextensions-apiserver's list).
+func patchTypes(res *registry.Resource) []string {
+	if res.NewObject != nil {
+		return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
+	}
+	return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}
+}
+
+// patchType is the request's patch type when res takes it, else kube's 415.
+func patchType(r *http.Request, res *registry.Resource) (types.PatchType, error) {
+	mediaType, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	accepted := patchTypes(res)
+	if !slices.Contains(accepted, mediaType) {
+		return "", negotiation.NewUnsupportedMediaTypeError(accepted)
+	}
+	return types.PatchType(mediaType), nil
 }

@@ -70,7 +70,7 @@ func FuzzDecodeBody(f *testing.F) {
 	})
 }
 
-var patchTypes = []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType}
+var fuzzPatchTypes = []types.PatchType{types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType}
 
 func FuzzPatch(f *testing.F) {
 	f.Add(uint8(0), []byte(`[{"op":"add","path":"/metadata/labels/x","value":"y"},{"op":"copy","from":"/spec","path":"/z"}]`))
@@ -81,13 +81,8 @@ func FuzzPatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, patch []byte) {
 		cur := podNamed("web", "a")
 		cur.Finalizers = []string{"x"}
-		out, err := applyPatch(fuzzPods, patchTypes[int(kind)%len(patchTypes)], cur, patch)
+		_, _, err := applyPatch(fuzzPods, fuzzPatchTypes[int(kind)%len(fuzzPatchTypes)], cur, patch, validationStrict)
 		checkAPIError(t, err)
-		if err == nil {
-			obj, _ := fuzzPods.New()
-			_, err = decodeInto(out, obj, validationStrict)
-			checkAPIError(t, err)
-		}
 	})
 }
 

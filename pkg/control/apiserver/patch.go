@@ -4,30 +4,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	kjson "sigs.k8s.io/json"
 )
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	patchType, err := patchType(r, res)
 	if err != nil {
-		return unsupportedMediaType(r.Header.Get("Content-Type"))
+		return err
 	}
-	patchType := types.PatchType(mediaType)
-	switch patchType {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType:
+	if patchType == types.ApplyYAMLPatchType {
 		return s.serveApply(w, r, res, info)
-	default:
-		return unsupportedMediaType(mediaType)
 	}
 	directive, err := parseFieldValidation(r)
 	if err != nil {
@@ -45,17 +45,11 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	var warnings []string
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
-		patched, err := applyPatch(res, patchType, cur, patch)
+		out, strict, err := applyPatch(res, patchType, cur, patch, directive)
 		if err != nil {
 			return nil, err
 		}
-		out, err := res.New()
-		if err != nil {
-			return nil, err
-		}
-		if warnings, err = decodeInto(patched, out, directive); err != nil {
-			return nil, err
-		}
+		warnings = strict
 		undeclared, err := undeclaredFields(res, out, directive)
 		if err != nil {
 			return nil, err
@@ -73,45 +67,165 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 // maxJSONPatchOperations is the most operations a JSON patch may have, as in kube-apiserver.
 const maxJSONPatchOperations = 10000
 
-// applyPatch applies a JSON, merge or strategic-merge patch to the object's JSON. A JSON
-// patch may have at most maxJSONPatchOperations operations and its copies may add at most
-// MaxBodyBytes to the object, so a small patch cannot amplify itself into gigabytes.
-func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, patch []byte) ([]byte, error) {
+// applyPatch applies a JSON, merge or strategic-merge patch to cur and decodes the result
+// into a new object of res, with the statuses kube-apiserver's patch handler gives
+// (apiserver/pkg/endpoints/handlers/patch.go): a patch that does not decode is 400; a JSON
+// patch that does not apply is 422 with kube's generic message only; a result that is not
+// an object of the kind is 422 on the field "patch"; strategic-merge errors keep kube's
+// codes (400 for a malformed directive, 422 for lists of lists, 500 for the rest). Unknown
+// and duplicate fields are warnings under Warn and a 422 under Strict. A JSON patch may have
+// at most maxJSONPatchOperations operations and its copies may add at most MaxBodyBytes to
+// the object, so a small patch cannot amplify itself into gigabytes.
+func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, patch []byte, directive fieldValidation) (runtime.Object, []string, error) {
+	out, err := res.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	checkStrict := directive == validationWarn || directive == validationStrict
+	var strictErrs []error
+	if pt == types.StrategicMergePatchType {
+		if strictErrs, err = strategicMergePatch(cur, patch, out, directive); err != nil {
+			return nil, nil, err
+		}
+		return out, strictWarnings(strictErrs, directive), nil
+	}
 	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	var patched []byte
+	switch pt {
+	case types.JSONPatchType:
+		if checkStrict {
+			var ops []jsonPatchOp
+			if strictErrs, err = kjson.UnmarshalStrict(patch, &ops); err != nil {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+			for i, e := range strictErrs {
+				strictErrs[i] = fmt.Errorf("json patch %v", e)
+			}
+		}
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			// kube's json-patch (v4) decodes any list of objects and refuses a bad
+			// operation only as it applies it; v5 refuses it here.
+			if uerr := json.Unmarshal(patch, &jsonpatch.Patch{}); uerr != nil {
+				return nil, nil, apierrors.NewBadRequest(uerr.Error())
+			}
+			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
+		if err = testsOfRootWithoutValue(p); err == nil {
+			opts := jsonpatch.NewApplyOptions()
+			opts.AccumulatedCopySizeLimit = MaxBodyBytes
+			patched, err = p.ApplyWithOptions(orig, opts)
+		}
+		if tooLarge := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &tooLarge) {
+			return nil, nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
+		}
+		if err != nil {
+			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	case types.MergePatchType:
+		if checkStrict {
+			if strictErrs, err = kjson.UnmarshalStrict(patch, &map[string]any{}); err != nil {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+		}
+		if patched, err = jsonpatch.MergePatch(orig, patch); errors.Is(err, jsonpatch.ErrBadJSONPatch) {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		} else if err != nil {
+			return nil, nil, unknownError(err)
+		}
+	default:
+		return nil, nil, negotiation.NewUnsupportedMediaTypeError(patchTypes(res))
+	}
+	decodeStrict, err := kjson.UnmarshalStrict(patched, out)
+	if err != nil {
+		return nil, nil, invalidPatch(string(patched), err)
+	}
+	strictErrs = append(strictErrs, decodeStrict...)
+	if directive == validationStrict && len(strictErrs) > 0 {
+		return nil, nil, invalidPatch(string(patched), runtime.NewStrictDecodingError(strictErrs))
+	}
+	return out, strictWarnings(strictErrs, directive), nil
+}
+
+// jsonPatchOp is an operation of a JSON patch, to find its unknown and duplicate fields.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
+// strategicMergePatch applies a strategic merge patch to cur into out as kube-apiserver does: on
+// maps, converted to out, with the unknown and duplicate fields it finds under Warn and
+// Strict (the error under Strict names the patch, not the patched object).
+func strategicMergePatch(cur runtime.Object, patch []byte, out runtime.Object, directive fieldValidation) ([]error, error) {
+	checkStrict := directive == validationWarn || directive == validationStrict
+	orig, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	switch pt {
-	case types.JSONPatchType:
-		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(patch); err != nil {
-			break
-		}
-		if len(p) > maxJSONPatchOperations {
-			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
-		}
-		if err = testsOfRootWithoutValue(p); err != nil {
-			break
-		}
-		opts := jsonpatch.NewApplyOptions()
-		opts.AccumulatedCopySizeLimit = MaxBodyBytes
-		out, err = p.ApplyWithOptions(orig, opts)
-		if tooLarge := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &tooLarge) {
-			return nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
-		}
-	case types.MergePatchType:
-		out, err = jsonpatch.MergePatch(orig, patch)
-	case types.StrategicMergePatchType:
-		var schema runtime.Object
-		if schema, err = res.New(); err == nil {
-			out, err = strategicpatch.StrategicMergePatch(orig, patch, schema)
-		}
+	patchMap := map[string]any{}
+	var strictErrs []error
+	if checkStrict {
+		strictErrs, err = kjson.UnmarshalStrict(patch, &patchMap)
+	} else {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(patch, &patchMap)
 	}
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the %s patch could not be applied: %v", pt, err))
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	return out, nil
+	patched, err := strategicpatch.StrategicMergeMapPatch(orig, patchMap, out)
+	switch {
+	case errors.Is(err, mergepatch.ErrBadJSONDoc), errors.Is(err, mergepatch.ErrBadPatchFormatForPrimitiveList),
+		errors.Is(err, mergepatch.ErrBadPatchFormatForRetainKeys), errors.Is(err, mergepatch.ErrBadPatchFormatForSetElementOrderList),
+		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
+		return nil, apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	case err != nil:
+		return nil, unknownError(err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, out, checkStrict); err != nil {
+		strict, ok := runtime.AsStrictDecodingError(err)
+		if !ok {
+			return nil, invalidPatch(fmt.Sprintf("%+v", patchMap), err)
+		}
+		strictErrs = append(strictErrs, strict.Errors()...)
+	}
+	if directive == validationStrict && len(strictErrs) > 0 {
+		return nil, invalidPatch(fmt.Sprintf("%+v", patchMap), runtime.NewStrictDecodingError(strictErrs))
+	}
+	return strictErrs, nil
+}
+
+// invalidPatch is kube's 422 for a patched object that does not decode: the field "patch"
+// holding value (the patched object, or the patch of a strategic merge).
+func invalidPatch(value string, err error) error {
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, err.Error())})
+}
+
+// unknownError is the status kube-apiserver gives an error that is no status: 500, reason
+// empty, the error's text as message.
+func unknownError(err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
+}
+
+// strictWarnings are the strict decoding errors as Warning headers, under Warn only.
+func strictWarnings(errs []error, directive fieldValidation) []string {
+	if directive != validationWarn {
+		return nil
+	}
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	return msgs
 }
 
 // testsOfRootWithoutValue fails a patch that tests the whole document against a missing or

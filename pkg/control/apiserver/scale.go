@@ -2,13 +2,13 @@ package apiserver
 
 import (
 	"fmt"
-	"mime"
 	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 )
 
 // scaleKind is the autoscaling/v1 Scale that every scale subresource reads and writes, for
@@ -37,10 +37,13 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		}
 		change = func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error) { return scale, nil }
 	case "patch":
-		mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		patchType := types.PatchType(mediaType)
-		if err != nil || patchType != types.JSONPatchType && patchType != types.MergePatchType && patchType != types.StrategicMergePatchType {
-			return unsupportedMediaType(r.Header.Get("Content-Type"))
+		patchType, err := patchType(r, res)
+		if err != nil {
+			return err
+		}
+		if patchType == types.ApplyYAMLPatchType { // not served here: the other patch types only
+			accepted := patchTypes(res)
+			return negotiation.NewUnsupportedMediaTypeError(accepted[:len(accepted)-1])
 		}
 		patch, err := readRaw(r)
 		if err != nil {
@@ -48,15 +51,12 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		}
 		auditRequestPatch(r.Context(), patch)
 		change = func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-			patched, err := applyPatch(scaleKind, patchType, cur, patch)
+			patched, _, err := applyPatch(scaleKind, patchType, cur, patch, validationIgnore)
 			if err != nil {
 				return nil, err
 			}
-			var scale autoscalingv1.Scale
-			if _, err := decodeInto(patched, &scale, validationIgnore); err != nil {
-				return nil, err
-			}
-			return &scale, checkScaleNames(&scale, info)
+			scale := patched.(*autoscalingv1.Scale)
+			return scale, checkScaleNames(scale, info)
 		}
 	default:
 		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)

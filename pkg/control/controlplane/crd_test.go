@@ -222,6 +222,13 @@ status: {replicas: 7}
 	if out, err := c.kubectl(t, "", "patch", "widget", "w4", "--type=merge", "-p", `{"spec":{"zone":"b"}}`); err == nil || !strings.Contains(out, `spec.zone: Invalid value: "b": zone is immutable`) {
 		t.Errorf("transition rule: %v\n%s", err, out)
 	}
+	// A custom resource takes no strategic merge patch: kubectl's default type gets kube's 415
+	// (apiextensions-apiserver's supported patch types), which kubectl names.
+	const noSMP = `error: application/strategic-merge-patch+json is not supported by example.com/v1, Kind=Widget: ` +
+		`the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`
+	if out, err := c.kubectl(t, "", "patch", "widget", "w4", "-p", `{"spec":{"color":"blue"}}`); err == nil || strings.TrimSpace(out) != noSMP {
+		t.Errorf("strategic merge patch of a custom resource: %v\n%s\nwant %s", err, out, noSMP)
+	}
 	c.mustKubectl(t, "", "delete", "widget", "w4")
 	if _, err := widgets.Get(ctx, "w4", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after delete: %v", err)

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -166,9 +167,42 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 	if strings.TrimSpace(c.Image) == "" {
 		errs = append(errs, field.Required(p.Child("image"), ""))
 	}
-	for j, port := range c.Ports {
-		if port.ContainerPort < 1 || port.ContainerPort > 65535 {
-			errs = append(errs, field.Invalid(p.Child("ports").Index(j).Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
+	errs = append(errs, validateContainerPorts(c.Ports, p.Child("ports"))...)
+	return errs
+}
+
+// supportedPortProtocols are the protocols of a container port, sorted as kube lists them.
+var supportedPortProtocols = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
+
+// validateContainerPorts is kube's: names are IANA service names, once each in the
+// container; container ports required and in range, host ports in range; protocols
+// TCP, UDP or SCTP.
+func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, port := range ports {
+		p := path.Index(i)
+		if port.Name != "" {
+			if msgs := utilvalidation.IsValidPortName(port.Name); len(msgs) != 0 {
+				errs = append(errs, invalidEach(p.Child("name"), port.Name, msgs)...)
+			} else if names.Has(port.Name) {
+				errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
+			} else {
+				names.Insert(port.Name)
+			}
+		}
+		if port.ContainerPort == 0 {
+			errs = append(errs, field.Required(p.Child("containerPort"), ""))
+		} else {
+			errs = append(errs, invalidEach(p.Child("containerPort"), port.ContainerPort, utilvalidation.IsValidPortNum(int(port.ContainerPort)))...)
+		}
+		if port.HostPort != 0 {
+			errs = append(errs, invalidEach(p.Child("hostPort"), port.HostPort, utilvalidation.IsValidPortNum(int(port.HostPort)))...)
+		}
+		if port.Protocol == "" {
+			errs = append(errs, field.Required(p.Child("protocol"), ""))
+		} else if !slices.Contains(supportedPortProtocols, port.Protocol) {
+			errs = append(errs, field.NotSupported(p.Child("protocol"), port.Protocol, supportedPortProtocols))
 		}
 	}
 	return errs
