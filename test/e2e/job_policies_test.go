@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/jobutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -54,15 +55,7 @@ func TestJobPolicies(t *testing.T) {
 	applyYAML(t, l, perIndexJobs)
 	start := time.Now()
 	var perIndex, leader batchv1.Job
-	ended := func(j *batchv1.Job) bool {
-		for _, c := range j.Status.Conditions {
-			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	}
-	for !ended(&perIndex) || !ended(&leader) {
+	for !jobutil.Finished(&perIndex) || !jobutil.Finished(&leader) {
 		if time.Since(start) > 90*time.Second {
 			t.Fatalf("jobs not ended after 90 s:\n%s", kubectl("get", "jobs,pods", "-o", "wide"))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodeutil "k8s.io/component-helpers/node/util"
 
 	"github.com/minik8s/minik8s/internal/labtest"
 	"github.com/minik8s/minik8s/internal/testenv"
@@ -58,7 +59,7 @@ func testPodNetwork(t *testing.T, mode string, segments int) {
 	e := testenv.RequireBuilt(t)
 	ctx := context.Background()
 	l := podnetLab(t, e, mode, segments, 3)
-	applyManifest(t, l, podnetPods)
+	applyYAML(t, l, podnetPods)
 	pods := map[string]*corev1.Pod{}
 	for _, name := range []string{"pn-1", "pn-2", "pn-3"} {
 		pods[name] = waitRunning(t, l, name)
@@ -239,17 +240,6 @@ func podnetLab(t *testing.T, e testenv.Built, mode string, segments, nodes int) 
 	return l
 }
 
-func applyManifest(t *testing.T, l *lab.Lab, manifest string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "manifest.yaml")
-	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := cluster.Kubectl(context.Background(), l, "apply", "-f", path); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
-	}
-}
-
 // podNetNS is where pod pod of lab node i has its network namespace.
 func podNetNS(l *lab.Lab, i int, pod *corev1.Pod) string {
 	return filepath.Join(l.Nodes[i].RunDir, "netns", string(pod.UID))
@@ -272,24 +262,14 @@ func podMatrix(t *testing.T, l *lab.Lab, pods map[string]*corev1.Pod) {
 
 func getNode(t *testing.T, l *lab.Lab, name string) *corev1.Node {
 	t.Helper()
-	out, err := cluster.Kubectl(context.Background(), l, "get", "node", name, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var node corev1.Node
-	if err := json.Unmarshal([]byte(out), &node); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &node, "get", "node", name)
 	return &node
 }
 
 func nodeCondition(node *corev1.Node, typ corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == typ {
-			return &node.Status.Conditions[i]
-		}
-	}
-	return nil
+	_, c := nodeutil.GetNodeCondition(&node.Status, typ)
+	return c
 }
 
 // minletNetwork is `minilet network -o json` run in node n's namespace.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
@@ -95,6 +97,26 @@ func Enqueue(q workqueue.TypedInterface[string]) func(obj any) {
 	return func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			q.Add(key)
+		}
+	}
+}
+
+// EnqueueNamespace is an event handler's body for a controller whose objects count what
+// else their namespace holds (disruption budgets, resource quotas): it adds to q the key of
+// every object in the event object's namespace, listed through in (a lister's namespace
+// accessor, such as lister.ResourceQuotas).
+func EnqueueNamespace[L interface {
+	List(selector labels.Selector) ([]T, error)
+}, T any](q workqueue.TypedInterface[string], in func(namespace string) L) func(obj any) {
+	enqueue := Enqueue(q)
+	return func(obj any) {
+		o, ok := Object[metav1.Object](obj)
+		if !ok {
+			return
+		}
+		list, _ := in(o.GetNamespace()).List(labels.Everything())
+		for _, item := range list {
+			enqueue(item)
 		}
 	}
 }

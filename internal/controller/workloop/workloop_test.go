@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -164,5 +165,31 @@ func TestLookup(t *testing.T) {
 		if found != want.found || (err != nil) != want.err || (found && pod.Name != "here") {
 			t.Errorf("LookupFunc(%q) = %v, %v, %v; want found %v, error %v", key, pod, found, err, want.found, want.err)
 		}
+	}
+}
+
+func TestEnqueueNamespace(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, key := range []string{"a/q1", "a/q2", "b/q3"} {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		if err := indexer.Add(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := NewQueue[string]("test")
+	defer q.ShutDown()
+	changed := EnqueueNamespace(q, corelisters.NewResourceQuotaLister(indexer).ResourceQuotas)
+	changed(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"}})
+	changed(cache.DeletedFinalStateUnknown{Key: "c/p", Obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "p"}}})
+	changed("not an object")
+	var got []string
+	for q.Len() > 0 {
+		k, _ := q.Get()
+		got = append(got, k)
+		q.Done(k)
+	}
+	slices.Sort(got)
+	if want := []string{"a/q1", "a/q2"}; !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/jobutil"
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -175,27 +176,18 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	return append(errs, validatePodTemplate(&s.Template, path.Child("template"), corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 }
 
-func hasJobCondition(j *batchv1.Job, t batchv1.JobConditionType) bool {
-	for _, c := range j.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // jobStatusText is the STATUS column of `kubectl get jobs`.
 func jobStatusText(j *batchv1.Job) string {
 	switch {
-	case hasJobCondition(j, batchv1.JobComplete):
+	case jobutil.ConditionTrue(j, batchv1.JobComplete):
 		return "Complete"
-	case hasJobCondition(j, batchv1.JobFailed):
+	case jobutil.ConditionTrue(j, batchv1.JobFailed):
 		return "Failed"
 	case j.DeletionTimestamp != nil:
 		return "Terminating"
-	case hasJobCondition(j, batchv1.JobSuspended):
+	case jobutil.ConditionTrue(j, batchv1.JobSuspended):
 		return "Suspended"
-	case hasJobCondition(j, batchv1.JobFailureTarget):
+	case jobutil.ConditionTrue(j, batchv1.JobFailureTarget):
 		return "FailureTarget"
 	}
 	return "Running"

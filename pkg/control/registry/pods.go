@@ -90,12 +90,8 @@ var podRules = Rules{
 func validatePod(p *corev1.Pod) field.ErrorList {
 	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	spec := field.NewPath("spec")
-	if len(p.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(spec.Child("containers"), "must have at least one container"))
-	}
 	names := sets.New[string]()
-	errs = append(errs, validateContainers(p.Spec.InitContainers, spec.Child("initContainers"), names)...)
-	errs = append(errs, validateContainers(p.Spec.Containers, spec.Child("containers"), names)...)
+	errs = append(errs, validatePodSpecContainers(&p.Spec, spec, names)...)
 	errs = append(errs, validateEphemeralContainers(p.Spec.EphemeralContainers, spec.Child("ephemeralContainers"), names)...)
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
@@ -141,6 +137,18 @@ func validateSysctls(sysctls []corev1.Sysctl, hostNet, hostIPC bool, path *field
 		names.Insert(s.Name)
 	}
 	return errs
+}
+
+// validatePodSpecContainers checks what a pod and a pod template both hold: at least one
+// container, and the init and regular containers, whose names go into names (unique among
+// them all).
+func validatePodSpecContainers(spec *corev1.PodSpec, path *field.Path, names sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	if len(spec.Containers) == 0 {
+		errs = append(errs, field.Required(path.Child("containers"), "must have at least one container"))
+	}
+	errs = append(errs, validateContainers(spec.InitContainers, path.Child("initContainers"), names)...)
+	return append(errs, validateContainers(spec.Containers, path.Child("containers"), names)...)
 }
 
 func validateContainers(cs []corev1.Container, path *field.Path, names sets.Set[string]) field.ErrorList {

@@ -36,12 +36,7 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
 	errs = append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
 	spec := path.Child("spec")
-	if len(t.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(spec.Child("containers"), "must have at least one container"))
-	}
-	names := sets.New[string]()
-	errs = append(errs, validateContainers(t.Spec.InitContainers, spec.Child("initContainers"), names)...)
-	errs = append(errs, validateContainers(t.Spec.Containers, spec.Child("containers"), names)...)
+	errs = append(errs, validatePodSpecContainers(&t.Spec, spec, sets.New[string]())...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}

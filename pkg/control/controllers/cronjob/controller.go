@@ -14,6 +14,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/internal/jobutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -84,15 +85,6 @@ func (c *Controller) jobChanged(obj any) {
 	}
 }
 
-func jobFinished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return c.Type, true
-		}
-	}
-	return "", false
-}
-
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	shared, found, err := workloop.Lookup(key, c.cronJobs.CronJobs)
 	if !found {
@@ -135,7 +127,7 @@ func (c *Controller) trackActive(ctx context.Context, cj *batchv1.CronJob, jobs 
 			return slices.ContainsFunc(cj.Status.Active, func(r corev1.ObjectReference) bool { return r.UID == j.UID })
 		}
 		active := inActive(cj)
-		condition, done := jobFinished(j)
+		condition, done := jobutil.FinishedCondition(j)
 		if !done && !active && j.DeletionTimestamp == nil {
 			// The cache may not hold the status that named the Job yet: read it again.
 			fresh, err := c.client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
@@ -163,8 +155,7 @@ func (c *Controller) trackActive(ctx context.Context, cj *batchv1.CronJob, jobs 
 		if !ok {
 			return true
 		}
-		_, done := jobFinished(j)
-		return done
+		return jobutil.Finished(j)
 	})
 	if len(cj.Status.Active) == 0 {
 		cj.Status.Active = nil
@@ -298,7 +289,7 @@ func (c *Controller) cleanupHistory(ctx context.Context, cj *batchv1.CronJob, jo
 		if j.DeletionTimestamp != nil {
 			continue
 		}
-		switch condition, _ := jobFinished(j); condition {
+		switch condition, _ := jobutil.FinishedCondition(j); condition {
 		case batchv1.JobComplete:
 			succeeded = append(succeeded, j)
 		case batchv1.JobFailed:

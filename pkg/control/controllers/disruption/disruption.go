@@ -79,7 +79,7 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 	}
 	// A scale change moves expectedPods: look again at the budgets of the namespace.
 	for _, inf := range []cache.SharedIndexInformer{rss.Informer(), deps.Informer(), sets.Informer(), rcs.Informer()} {
-		if _, err := inf.AddEventHandler(workloop.OnEvery(c.namespaceChanged)); err != nil {
+		if _, err := inf.AddEventHandler(workloop.OnEvery(workloop.EnqueueNamespace(c.queue, c.pdbs.PodDisruptionBudgets))); err != nil {
 			return nil, err
 		}
 	}
@@ -104,17 +104,6 @@ func (c *Controller) podChanged(obj any) {
 		if sel, err := selector(pdb); err == nil && sel.Matches(labels.Set(pod.GetLabels())) {
 			c.enqueue(pdb)
 		}
-	}
-}
-
-func (c *Controller) namespaceChanged(obj any) {
-	o, ok := workloop.Object[metav1.Object](obj)
-	if !ok {
-		return
-	}
-	pdbs, _ := c.pdbs.PodDisruptionBudgets(o.GetNamespace()).List(labels.Everything())
-	for _, pdb := range pdbs {
-		c.enqueue(pdb)
 	}
 }
 

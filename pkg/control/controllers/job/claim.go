@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
+	"github.com/minik8s/minik8s/internal/jobutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,7 @@ func (c *Controller) matchingJobs(pod *corev1.Pod) []*batchv1.Job {
 	var out []*batchv1.Job
 	for _, job := range jobs {
 		sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) && !finished(job) && job.DeletionTimestamp == nil {
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels)) && !jobutil.Finished(job) && job.DeletionTimestamp == nil {
 			out = append(out, job)
 		}
 	}

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"github.com/minik8s/minik8s/internal/jobutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,28 +22,9 @@ const (
 	msgFailedIndexes            = "Job has failed indexes"
 )
 
-func condition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
-	for i := range job.Status.Conditions {
-		if job.Status.Conditions[i].Type == t {
-			return &job.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func conditionTrue(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	c := condition(job, t)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// finished says whether the Job reached Complete or Failed, after which nothing changes.
-func finished(job *batchv1.Job) bool {
-	return conditionTrue(job, batchv1.JobComplete) || conditionTrue(job, batchv1.JobFailed)
-}
-
 // setCondition sets a condition, keeping its transition time when its status stays.
 func setCondition(job *batchv1.Job, t batchv1.JobConditionType, status corev1.ConditionStatus, reason, message string, now metav1.Time) {
-	if c := condition(job, t); c != nil {
+	if c := jobutil.Condition(job, t); c != nil {
 		if c.Status != status {
 			c.LastTransitionTime = now
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/internal/jobutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -46,7 +47,7 @@ func (s *syncCtx) podFailure(p *corev1.Pod) bool {
 
 // finishing says whether the Job has failed or succeeded, and waits for its pods to go.
 func (s *syncCtx) finishing() bool {
-	return conditionTrue(s.job, batchv1.JobFailureTarget) || conditionTrue(s.job, batchv1.JobSuccessCriteriaMet)
+	return jobutil.ConditionTrue(s.job, batchv1.JobFailureTarget) || jobutil.ConditionTrue(s.job, batchv1.JobSuccessCriteriaMet)
 }
 
 // managedElsewhere is a Job whose spec.managedBy names another controller, which Kubernetes'
@@ -68,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	if finished(shared) || shared.DeletionTimestamp != nil {
+	if jobutil.Finished(shared) || shared.DeletionTimestamp != nil {
 		// Nothing more to count, start or adopt: a Job being deleted leaves its pods to the
 		// garbage collector, without finalizers that would hold them.
 		return 0, c.releaseAll(ctx, controllerref.Controlled(all, shared.UID))
@@ -100,7 +101,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	suspended := s.suspended
 	st := &s.job.Status
-	if !suspended && conditionTrue(s.job, batchv1.JobSuspended) {
+	if !suspended && jobutil.ConditionTrue(s.job, batchv1.JobSuspended) {
 		setCondition(s.job, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", s.now)
 		st.StartTime = &s.now // a resumed Job's deadline counts from now
 		c.recorder.Event(s.job, corev1.EventTypeNormal, "Resumed", "Job resumed")
@@ -117,7 +118,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		final = c.finish(ctx, s)
 	case suspended:
 		c.deletePods(ctx, s, s.active)
-		if !conditionTrue(s.job, batchv1.JobSuspended) {
+		if !jobutil.ConditionTrue(s.job, batchv1.JobSuspended) {
 			setCondition(s.job, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", s.now)
 			c.recorder.Event(s.job, corev1.EventTypeNormal, "Suspended", "Job suspended")
 		}
@@ -214,7 +215,7 @@ func (c *Controller) countFinished(ctx context.Context, s *syncCtx) error {
 		}
 		release = append(release, p)
 	}
-	if failJob != "" && !conditionTrue(job, batchv1.JobFailureTarget) {
+	if failJob != "" && !jobutil.ConditionTrue(job, batchv1.JobFailureTarget) {
 		setCondition(job, batchv1.JobFailureTarget, corev1.ConditionTrue, reasonPodFailurePolicy, failJob, s.now)
 	}
 	s.st.recordFinished(succeeded, failed)
@@ -330,14 +331,14 @@ func (c *Controller) finish(ctx context.Context, s *syncCtx) *batchv1.JobConditi
 		c.deletePods(ctx, s, s.active)
 		return nil
 	}
-	if t := condition(s.job, batchv1.JobFailureTarget); t != nil && t.Status == corev1.ConditionTrue {
+	if t := jobutil.Condition(s.job, batchv1.JobFailureTarget); t != nil && t.Status == corev1.ConditionTrue {
 		setCondition(s.job, batchv1.JobFailed, corev1.ConditionTrue, t.Reason, t.Message, s.now)
-		return condition(s.job, batchv1.JobFailed)
+		return jobutil.Condition(s.job, batchv1.JobFailed)
 	}
-	met := condition(s.job, batchv1.JobSuccessCriteriaMet)
+	met := jobutil.Condition(s.job, batchv1.JobSuccessCriteriaMet)
 	setCondition(s.job, batchv1.JobComplete, corev1.ConditionTrue, met.Reason, met.Message, s.now)
 	s.job.Status.CompletionTime = &s.now
-	return condition(s.job, batchv1.JobComplete)
+	return jobutil.Condition(s.job, batchv1.JobComplete)
 }
 
 // releaseAll removes our finalizer from the pods of a finished Job.

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
@@ -83,18 +82,6 @@ func (c *Controller) Run(ctx context.Context) {
 
 func (c *Controller) enqueue(obj any) { workloop.Enqueue(c.queue)(obj) }
 
-// objectChanged wakes the quotas of the object's namespace.
-func (c *Controller) objectChanged(obj any) {
-	o, ok := workloop.Object[metav1.Object](obj)
-	if !ok {
-		return
-	}
-	quotas, _ := c.quotas.ResourceQuotas(o.GetNamespace()).List(labels.Everything())
-	for _, q := range quotas {
-		c.enqueue(q)
-	}
-}
-
 // monitor is the shared informer of a resource, started and synced on first use.
 func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer, error) {
 	gvr, err := c.mapper.ResourceFor(gr.WithVersion(""))
@@ -111,6 +98,7 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 			return nil, fmt.Errorf("no informer for %s: %w", gr, err)
 		}
 		inf = generic.Informer()
+		objectChanged := workloop.EnqueueNamespace(c.queue, c.quotas.ResourceQuotas) // wakes the quotas of the object's namespace
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			// Not on adds, nor on updates that change no usage: ResourceQuota admission
 			// charged new objects already, and a recount from this informer, which may not
@@ -120,10 +108,10 @@ func (c *Controller) monitor(gr schema.GroupResource) (cache.SharedIndexInformer
 			// (replenishment, as kube-controller-manager's).
 			UpdateFunc: func(old, obj any) {
 				if quota.UpdateChangesUsage(old, obj) {
-					c.objectChanged(obj)
+					objectChanged(obj)
 				}
 			},
-			DeleteFunc: c.objectChanged,
+			DeleteFunc: objectChanged,
 		}); err != nil {
 			c.mu.Unlock()
 			return nil, err

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/internal/jobutil"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
@@ -61,23 +61,12 @@ func (c *Controller) Run(ctx context.Context) {
 
 // needsCleanup: a finished Job with a TTL that is not already being deleted.
 func needsCleanup(j *batchv1.Job) bool {
-	_, done := finishedAt(j)
-	return j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil && done
-}
-
-// finishedAt is when the Job got its Complete or Failed condition.
-func finishedAt(j *batchv1.Job) (time.Time, bool) {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
+	return j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil && jobutil.Finished(j)
 }
 
 // left is how long the Job has to live; <= 0 once expired.
 func (c *Controller) left(j *batchv1.Job) time.Duration {
-	at, _ := finishedAt(j)
+	at, _ := jobutil.FinishTime(j)
 	return at.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second).Sub(c.clock.Now())
 }
 
