@@ -309,8 +309,8 @@ func TestSuspend(t *testing.T) {
 		return jobCondition(j, batchv1.JobSuspended) != nil && len(jobPods(t, ctx, c, "pause")) == 0 && j.Status.Active == 0
 	})
 	j = getJob(t, ctx, c, "pause")
-	if j.Status.Failed != 0 || jobCondition(j, batchv1.JobSuspended).Reason != "JobSuspended" {
-		t.Errorf("suspended status = %+v", j.Status)
+	if j.Status.Failed != 0 || jobCondition(j, batchv1.JobSuspended).Reason != "JobSuspended" || j.Status.StartTime != nil {
+		t.Errorf("suspended status = %+v, want no failures and no startTime (Kubernetes 1.36 clears it)", j.Status)
 	}
 	if out := c.MustKubectl(t, "", "get", "job", "pause"); !strings.Contains(out, "Suspended") {
 		t.Errorf("kubectl get job:\n%s", out)
@@ -324,6 +324,11 @@ func TestSuspend(t *testing.T) {
 	j = getJob(t, ctx, c, "pause")
 	if !hasEvent(events(t, ctx, c, j), "Suspended", "Job suspended") || !hasEvent(events(t, ctx, c, j), "Resumed", "Job resumed") {
 		t.Errorf("events: %+v", events(t, ctx, c, j))
+	}
+	for _, e := range events(t, ctx, c, j) {
+		if (e.Reason == "Suspended" || e.Reason == "Resumed") && e.Count > 1 {
+			t.Errorf("event %s sent %d times, want once", e.Reason, e.Count)
+		}
 	}
 	for _, cond := range j.Status.Conditions {
 		if cond.Type == batchv1.JobSuspended && (cond.Status != corev1.ConditionFalse || cond.Reason != "JobResumed") {
