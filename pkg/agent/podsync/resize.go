@@ -106,6 +106,23 @@ func (s *Syncer) finishResize(st *PodState, pod *corev1.Pod) error {
 	return nil
 }
 
+// resizeEvents reports the end of a resize as the kubelet does: ResizeCompleted once the
+// resize that started is applied, ResizeError (once per error) when applying it failed.
+func (s *Syncer) resizeEvents(st *PodState, pod *corev1.Pod) {
+	if st.resizeErr != nil {
+		if msg := st.resizeErr.Error(); msg != st.resizeErrMessage {
+			st.resizeErrMessage = msg
+			s.podEvent(pod, corev1.EventTypeWarning, "ResizeError", "%s", resizeMessage(pod, "Pod resize error", msg))
+		}
+		return
+	}
+	st.resizeErrMessage = ""
+	if st.resizeStarted {
+		st.resizeStarted = false
+		s.podEvent(pod, corev1.EventTypeNormal, "ResizeCompleted", "%s", resizeMessage(pod, "Pod resize completed", ""))
+	}
+}
+
 // podContainerSpecs are the containers of pod that run alongside each other: sidecars
 // and app containers.
 func podContainerSpecs(pod *corev1.Pod) []*corev1.Container {
