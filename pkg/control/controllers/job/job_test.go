@@ -425,3 +425,37 @@ func TestAdoptAndRelease(t *testing.T) {
 	})
 	controllertest.Until(t, "a replacement", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "adopt"))) == 2 })
 }
+
+// TestPodReplacementPolicyFailed: a Job with podReplacementPolicy Failed does not replace
+// a pod while it terminates (status.terminating says so), and does once it has failed.
+func TestPodReplacementPolicyFailed(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("failedonly")
+	j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	createJob(t, ctx, c, j)
+	var pod corev1.Pod
+	controllertest.Until(t, "a pod", 10*time.Second, func() bool {
+		run := running(jobPods(t, ctx, c, "failedonly"))
+		if len(run) == 1 {
+			pod = run[0]
+		}
+		return len(run) == 1
+	})
+	if err := c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "terminating 1", 10*time.Second, func() bool {
+		return ptr.Deref(getJob(t, ctx, c, "failedonly").Status.Terminating, 0) == 1
+	})
+	time.Sleep(2 * time.Second)
+	if run := running(jobPods(t, ctx, c, "failedonly")); len(run) != 0 {
+		t.Fatalf("a replacement %s while the pod terminates", run[0].Name)
+	}
+	finishPod(t, ctx, c, pod, 137)
+	controllertest.Until(t, "a replacement once the pod failed", 30*time.Second, func() bool {
+		return len(running(jobPods(t, ctx, c, "failedonly"))) == 1
+	})
+	if j := getJob(t, ctx, c, "failedonly"); j.Status.Failed != 1 {
+		t.Errorf("failed = %d, want 1", j.Status.Failed)
+	}
+}
