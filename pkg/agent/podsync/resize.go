@@ -161,7 +161,7 @@ func setResizeConditions(ps *corev1.PodStatus, pending *resizePending, resizeErr
 	var conditions []corev1.PodCondition
 	if pending != nil {
 		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
-			Reason: pending.reason, Message: pending.message})
+			Reason: pending.reason, Message: pending.message, ObservedGeneration: pending.generation})
 	}
 	if resizeErr != nil {
 		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,
