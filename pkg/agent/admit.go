@@ -1,6 +1,8 @@
 package agent
 
 import (
+	goruntime "runtime"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -61,4 +63,19 @@ func (a *Agent) admittedPods() []*corev1.Pod {
 		}
 	}
 	return out
+}
+
+// osAdmission refuses a pod made for another operating system, as the kubelet's predicate
+// admit handler does before it checks resources: one labelled kubernetes.io/os with
+// another OS than the node's, or whose spec.os names another.
+type osAdmission struct{}
+
+func (osAdmission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
+	if os, labelled := pod.Labels[corev1.LabelOSStable]; labelled && os != goruntime.GOOS {
+		return false, "PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != goruntime.GOOS {
+		return false, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"
+	}
+	return true, "", ""
 }

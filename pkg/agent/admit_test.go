@@ -139,3 +139,32 @@ func TestAdmitCountsPodsBeingDeleted(t *testing.T) {
 		t.Errorf("new pod %s %s %q, want Failed OutOfcpu while the old one stops", got.Status.Phase, got.Status.Reason, got.Status.Message)
 	}
 }
+
+// A pod for another OS (spec.os, or a kubernetes.io/os label) bound past the scheduler is
+// rejected as the kubelet's predicate admission does: Failed, PodOSNotSupported or
+// PodOSSelectorNodeLabelDoesNotMatch, and a Warning Event.
+func TestAdmitRejectsPodOfAnotherOS(t *testing.T) {
+	h := newHarness(t)
+	windows := agenttest.Pod("windows", corev1.RestartPolicyAlways, "app")
+	windows.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+	labelled := agenttest.Pod("labelled", corev1.RestartPolicyAlways, "app")
+	labelled.Labels = map[string]string{corev1.LabelOSStable: "windows"}
+	for _, c := range []struct {
+		pod             *corev1.Pod
+		reason, message string
+	}{
+		{windows, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"},
+		{labelled, "PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
+	} {
+		pod := h.createPod(c.pod)
+		h.agent.admit(pod)
+		h.sync(pod)
+		got := agenttest.GetPod(h.ctx, t, h.Client, pod)
+		if got.Status.Phase != corev1.PodFailed || got.Status.Reason != c.reason || got.Status.Message != "Pod was rejected: "+c.message {
+			t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, c.reason, c.message)
+		}
+		if ev := <-h.Events.Events; ev != "Warning "+c.reason+" "+c.message {
+			t.Errorf("%s: event %q", pod.Name, ev)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		return nil, err
 	}
 	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, fit, hostport.Admission{Others: a.admittedPods}}
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit, hostport.Admission{Others: a.admittedPods}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()

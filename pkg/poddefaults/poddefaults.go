@@ -11,9 +11,44 @@ import (
 // TerminationGracePeriod is Kubernetes' default for spec.terminationGracePeriodSeconds.
 const TerminationGracePeriod int64 = 30
 
-// Pod applies the defaults kube-apiserver gives a pod (k8s.io/api has none of its own).
+// Pod applies the defaults kube-apiserver gives a pod (k8s.io/api has none of its own):
+// those of every pod spec (PodSpec) and those only a pod gets, as SetDefaults_Pod in
+// k8s.io/kubernetes/pkg/apis/core/v1: requests default to limits, enableServiceLinks, and
+// with hostNetwork a container port's hostPort is its containerPort.
 func Pod(p *corev1.Pod) {
 	s := &p.Spec
+	PodSpec(s)
+	for i := range s.InitContainers {
+		requestsFromLimits(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		requestsFromLimits(&s.Containers[i])
+	}
+	if s.EnableServiceLinks == nil {
+		t := corev1.DefaultEnableServiceLinks
+		s.EnableServiceLinks = &t
+	}
+	if s.Priority == nil {
+		var zero int32
+		s.Priority = &zero
+	}
+	if s.HostNetwork {
+		for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+			for i := range cs {
+				for j := range cs[i].Ports {
+					if cs[i].Ports[j].HostPort == 0 {
+						cs[i].Ports[j].HostPort = cs[i].Ports[j].ContainerPort
+					}
+				}
+			}
+		}
+	}
+}
+
+// PodSpec applies the defaults every pod spec gets, a pod's or a pod template's (Deployment,
+// Job, ...), as kube-apiserver's generated defaulters: SetDefaults_PodSpec, and those of
+// its volumes, containers, probes, lifecycle handlers and field selectors.
+func PodSpec(s *corev1.PodSpec) {
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = corev1.RestartPolicyAlways
 	}
@@ -30,16 +65,11 @@ func Pod(p *corev1.Pod) {
 	if s.SecurityContext == nil {
 		s.SecurityContext = &corev1.PodSecurityContext{}
 	}
-	if s.EnableServiceLinks == nil {
-		t := true
-		s.EnableServiceLinks = &t
-	}
 	if s.ServiceAccountName == "" && s.DeprecatedServiceAccount != "" {
 		s.ServiceAccountName = s.DeprecatedServiceAccount
 	}
-	if s.Priority == nil {
-		var zero int32
-		s.Priority = &zero
+	for i := range s.Volumes {
+		volume(&s.Volumes[i])
 	}
 	for i := range s.InitContainers {
 		container(&s.InitContainers[i])
@@ -49,6 +79,59 @@ func Pod(p *corev1.Pod) {
 	}
 	for i := range s.EphemeralContainers {
 		container((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+}
+
+func volume(v *corev1.Volume) {
+	src := &v.VolumeSource
+	if *src == (corev1.VolumeSource{}) {
+		src.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+	if src.HostPath != nil && src.HostPath.Type == nil {
+		t := corev1.HostPathUnset
+		src.HostPath.Type = &t
+	}
+	if src.Secret != nil && src.Secret.DefaultMode == nil {
+		m := corev1.SecretVolumeSourceDefaultMode
+		src.Secret.DefaultMode = &m
+	}
+	if src.ConfigMap != nil && src.ConfigMap.DefaultMode == nil {
+		m := corev1.ConfigMapVolumeSourceDefaultMode
+		src.ConfigMap.DefaultMode = &m
+	}
+	if d := src.DownwardAPI; d != nil {
+		if d.DefaultMode == nil {
+			m := corev1.DownwardAPIVolumeSourceDefaultMode
+			d.DefaultMode = &m
+		}
+		downwardAPIItems(d.Items)
+	}
+	if p := src.Projected; p != nil {
+		if p.DefaultMode == nil {
+			m := corev1.ProjectedVolumeSourceDefaultMode
+			p.DefaultMode = &m
+		}
+		for i := range p.Sources {
+			if d := p.Sources[i].DownwardAPI; d != nil {
+				downwardAPIItems(d.Items)
+			}
+			if t := p.Sources[i].ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+				hour := int64(3600)
+				t.ExpirationSeconds = &hour
+			}
+		}
+	}
+}
+
+func downwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
+	for i := range items {
+		fieldSelector(items[i].FieldRef)
+	}
+}
+
+func fieldSelector(f *corev1.ObjectFieldSelector) {
+	if f != nil && f.APIVersion == "" {
+		f.APIVersion = "v1"
 	}
 }
 
@@ -62,18 +145,77 @@ func container(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = pullPolicy(c.Image)
 	}
-	// A limit without a request requests the limit.
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	for i := range c.Env {
+		if from := c.Env[i].ValueFrom; from != nil {
+			fieldSelector(from.FieldRef)
+			if from.FileKeyRef != nil && from.FileKeyRef.Optional == nil {
+				f := false
+				from.FileKeyRef.Optional = &f
+			}
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		probe(p)
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil {
+				httpGet(h.HTTPGet)
+			}
+		}
+	}
+}
+
+// probe applies SetDefaults_Probe: a timeout of 1 s, a period of 10 s, one success and
+// three failures.
+func probe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	httpGet(p.HTTPGet)
+	if p.GRPC != nil && p.GRPC.Service == nil {
+		empty := ""
+		p.GRPC.Service = &empty
+	}
+}
+
+func httpGet(h *corev1.HTTPGetAction) {
+	if h == nil {
+		return
+	}
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// requestsFromLimits: a limit without a request requests the limit (pods only, not templates).
+func requestsFromLimits(c *corev1.Container) {
 	for name, limit := range c.Resources.Limits {
 		if _, ok := c.Resources.Requests[name]; !ok {
 			if c.Resources.Requests == nil {
 				c.Resources.Requests = corev1.ResourceList{}
 			}
 			c.Resources.Requests[name] = limit.DeepCopy()
-		}
-	}
-	for i := range c.Ports {
-		if c.Ports[i].Protocol == "" {
-			c.Ports[i].Protocol = corev1.ProtocolTCP
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func TestPodDefaults(t *testing.T) {
@@ -24,5 +25,75 @@ func TestPodDefaults(t *testing.T) {
 	if c.ImagePullPolicy != corev1.PullAlways || c.Ports[0].Protocol != corev1.ProtocolTCP || pod.Spec.RestartPolicy != corev1.RestartPolicyAlways ||
 		*pod.Spec.TerminationGracePeriodSeconds != TerminationGracePeriod {
 		t.Errorf("defaults: %+v", pod.Spec)
+	}
+}
+
+// TestSpecDefaults holds the defaults kube-apiserver gives what a pod spec holds (its
+// generated SetObjectDefaults_Pod): probes, HTTP handlers, volume modes, field selectors.
+func TestSpecDefaults(t *testing.T) {
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		HostNetwork: true,
+		Containers: []corev1.Container{{
+			Name: "app", Image: "busybox:1",
+			Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
+			ReadinessProbe: probe,
+			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9}}, PeriodSeconds: 5},
+			Lifecycle:      &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}},
+			Env:            []corev1.EnvVar{{Name: "N", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "none"},
+			{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}},
+			{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+			{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}},
+			{Name: "d", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "n", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+			{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}}},
+		},
+	}}
+	Pod(pod)
+	c := pod.Spec.Containers[0]
+	if p := c.ReadinessProbe; p.TimeoutSeconds != 1 || p.PeriodSeconds != 10 || p.SuccessThreshold != 1 || p.FailureThreshold != 3 ||
+		p.HTTPGet.Path != "/" || p.HTTPGet.Scheme != corev1.URISchemeHTTP {
+		t.Errorf("readiness probe %+v: want timeout 1, period 10, success 1, failure 3, path /, scheme HTTP", p)
+	}
+	if p := c.LivenessProbe; p.PeriodSeconds != 5 || p.FailureThreshold != 3 || p.GRPC.Service == nil || *p.GRPC.Service != "" {
+		t.Errorf("liveness probe %+v: a given period stays, grpc service \"\"", p)
+	}
+	if h := c.Lifecycle.PreStop.HTTPGet; h.Path != "/" || h.Scheme != corev1.URISchemeHTTP {
+		t.Errorf("preStop %+v", h)
+	}
+	if f := c.Env[0].ValueFrom.FieldRef; f.APIVersion != "v1" {
+		t.Errorf("env fieldRef %+v: want apiVersion v1", f)
+	}
+	if c.Ports[0].HostPort != 8080 {
+		t.Errorf("hostNetwork port %+v: want hostPort = containerPort", c.Ports[0])
+	}
+	v := pod.Spec.Volumes
+	if v[0].EmptyDir == nil {
+		t.Errorf("a volume without a source: %+v, want emptyDir", v[0])
+	}
+	if *v[1].Secret.DefaultMode != 0o644 || *v[2].ConfigMap.DefaultMode != 0o644 || *v[4].DownwardAPI.DefaultMode != 0o644 ||
+		*v[5].Projected.DefaultMode != 0o644 {
+		t.Errorf("volume modes: %+v", v)
+	}
+	if *v[3].HostPath.Type != corev1.HostPathUnset || v[4].DownwardAPI.Items[0].FieldRef.APIVersion != "v1" ||
+		*v[5].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds != 3600 {
+		t.Errorf("volumes: %+v", v)
+	}
+}
+
+// TestTemplateDefaults: a template gets the pod spec's defaults, not a pod's own.
+func TestTemplateDefaults(t *testing.T) {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1",
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
+	PodSpec(spec)
+	if spec.RestartPolicy != corev1.RestartPolicyAlways || spec.DNSPolicy != corev1.DNSClusterFirst {
+		t.Errorf("spec defaults missing: %+v", spec)
+	}
+	if spec.EnableServiceLinks != nil || spec.Containers[0].Resources.Requests != nil {
+		t.Errorf("a template got a pod's defaults: enableServiceLinks %v, requests %v", spec.EnableServiceLinks, spec.Containers[0].Resources.Requests)
 	}
 }

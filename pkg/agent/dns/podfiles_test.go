@@ -19,7 +19,7 @@ func TestPodMounts(t *testing.T) {
 	c := &Configurer{ClusterDNS: []net.IP{net.ParseIP("10.96.0.10")}, ClusterDomain: "cluster.local"}
 	var events []Event
 	podMounts := func(pod *corev1.Pod, ip net.IP, mounts []runtime.Mount) ([]runtime.Mount, error) {
-		mounts, ev, err := c.PodMounts(dir, pod, pod.Name, ip, mounts)
+		mounts, ev, err := c.PodMounts(dir, pod, pod.Name, pod.Name+".kernel", ip, mounts)
 		events = append(events, ev...)
 		return mounts, err
 	}
@@ -30,8 +30,11 @@ func TestPodMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mounts) != 2 || mounts[0].ContainerPath != "/etc/resolv.conf" || mounts[1].ContainerPath != "/etc/hosts" {
+	if len(mounts) != 3 || mounts[0].ContainerPath != "/etc/resolv.conf" || mounts[1].ContainerPath != "/etc/hosts" || mounts[2].ContainerPath != "/etc/hostname" {
 		t.Fatalf("mounts %+v", mounts)
+	}
+	if hostname, _ := os.ReadFile(mounts[2].HostPath); string(hostname) != "web.kernel\n" {
+		t.Errorf("/etc/hostname %q, want the sandbox's hostname", hostname)
 	}
 	resolv, _ := os.ReadFile(mounts[0].HostPath)
 	if want := "search shop.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"; string(resolv) != want {
@@ -51,7 +54,7 @@ func TestPodMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mounts) != 2 || mounts[0].HostPath != "/x" || mounts[1].ContainerPath != "/etc/hosts" {
+	if len(mounts) != 3 || mounts[0].HostPath != "/x" || mounts[1].ContainerPath != "/etc/hosts" {
 		t.Errorf("a container's own /etc/resolv.conf mount must win: %+v", mounts)
 	}
 	if hosts, _ := os.ReadFile(podHostsFile(dir)); string(hosts) != "kept\n" {
@@ -68,5 +71,29 @@ func TestPodMounts(t *testing.T) {
 	}
 	if len(events) != 0 {
 		t.Errorf("events %v", events)
+	}
+}
+
+// TestKernelHostname: with setHostnameAsFQDN and a subdomain the sandbox's hostname is the
+// pod's fully qualified name, refused past 64 characters, as the kubelet's.
+func TestKernelHostname(t *testing.T) {
+	c := &Configurer{ClusterDomain: "cluster.local"}
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: corev1.PodSpec{Subdomain: "sub"}}
+	if h, err := c.KernelHostname(pod, "web"); err != nil || h != "web" {
+		t.Errorf("without setHostnameAsFQDN: %q %v", h, err)
+	}
+	pod.Spec.SetHostnameAsFQDN = &yes
+	if h, err := c.KernelHostname(pod, "web"); err != nil || h != "web.sub.shop.svc.cluster.local" {
+		t.Errorf("setHostnameAsFQDN: %q %v", h, err)
+	}
+	pod.Spec.Subdomain = ""
+	if h, err := c.KernelHostname(pod, "web"); err != nil || h != "web" {
+		t.Errorf("setHostnameAsFQDN without a subdomain: %q %v", h, err)
+	}
+	pod.Spec.Subdomain = strings.Repeat("s", 40)
+	want := "failed to construct FQDN from pod hostname and cluster domain, FQDN web." + pod.Spec.Subdomain + ".shop.svc.cluster.local is too long (64 characters is the max, 67 characters requested)"
+	if _, err := c.KernelHostname(pod, "web"); err == nil || err.Error() != want {
+		t.Errorf("a long FQDN: %v, want %q", err, want)
 	}
 }

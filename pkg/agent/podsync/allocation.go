@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -59,6 +60,7 @@ func (a *allocations) forget(uid types.UID) {
 // resizePending is a resize the node could not grant yet.
 type resizePending struct {
 	reason, message string
+	generation      int64 // the pod's, when it was deferred
 }
 
 // AllocatedPod is pod as the node granted it: its containers with the resources they were
@@ -101,14 +103,42 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 	if ok {
 		s.allocated.set(pod.UID, specResources(pod))
 		st.resizePending = nil
+		st.resizeStarted = true
+		s.podEvent(pod, corev1.EventTypeNormal, "ResizeStarted", "%s", resizeMessage(pod, "Pod resize started", ""))
 		return pod
 	}
 	s.allocated.set(pod.UID, granted)
-	if st.resizePending == nil || st.resizePending.message != message {
-		s.podEvent(pod, corev1.EventTypeWarning, "ResizeDeferred", "Pod resize Deferred: %s", message)
+	if st.resizePending == nil || st.resizePending.message != message || st.resizePending.generation != pod.Generation {
+		s.podEvent(pod, corev1.EventTypeWarning, "ResizeDeferred", "%s", resizeMessage(pod, "Pod resize Deferred", message))
 	}
-	st.resizePending = &resizePending{reason: corev1.PodReasonDeferred, message: message}
+	st.resizePending = &resizePending{reason: corev1.PodReasonDeferred, message: message, generation: pod.Generation}
 	return running
+}
+
+// resizeMessage is the message of a resize event, as the kubelet's podResizeMessage: a
+// prefix, then the resources pod's spec asks for, its generation and an error, in JSON.
+func resizeMessage(pod *corev1.Pod, prefix, errorMessage string) string {
+	type containerAllocation struct {
+		Name      string                      `json:"name"`
+		Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	}
+	summary := struct {
+		InitContainers []containerAllocation `json:"initContainers,omitempty"`
+		Containers     []containerAllocation `json:"containers,omitempty"`
+		Generation     int64                 `json:"generation"`
+		Error          string                `json:"error,omitempty"`
+	}{Generation: pod.Generation, Error: errorMessage}
+	for _, c := range pod.Spec.InitContainers {
+		summary.InitContainers = append(summary.InitContainers, containerAllocation{Name: c.Name, Resources: c.Resources})
+	}
+	for _, c := range pod.Spec.Containers {
+		summary.Containers = append(summary.Containers, containerAllocation{Name: c.Name, Resources: c.Resources})
+	}
+	data, err := json.Marshal(summary)
+	if err != nil {
+		return prefix
+	}
+	return prefix + ": " + string(data)
 }
 
 // specResources are the resources pod's spec asks for, by container.

@@ -135,9 +135,13 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 	if err == nil {
 		mounts, err = volumes.ContainerMounts(mounted, st.volumes)
 	}
+	var kernelHostname string
+	if err == nil {
+		kernelHostname, err = s.sandboxHostname(pod)
+	}
 	if err == nil {
 		var events []dns.Event
-		mounts, events, err = s.cfg.DNS.PodMounts(s.podDir(pod), pod, podHostname(pod), st.podIP, mounts)
+		mounts, events, err = s.cfg.DNS.PodMounts(s.podDir(pod), pod, podHostname(pod), kernelHostname, st.podIP, mounts)
 		for _, e := range events {
 			s.podEvent(pod, corev1.EventTypeWarning, e.Reason, "%s", e.Message)
 		}

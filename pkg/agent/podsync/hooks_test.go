@@ -41,6 +41,30 @@ func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
 	}
 }
 
+// TestFailedPreStopHook: a failing preStop hook is a Warning FailedPreStopHook event that
+// says only "PreStopHook failed" (the kubelet keeps the hook's output out of events, which
+// may hold secrets), and the container is stopped all the same.
+func TestFailedPreStopHook(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}}}
+	pod, st := h.start(pod)
+	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) { return 3, "token=secret" }
+	h.TakeEvents()
+	deleting := pod.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](10)
+	if err := h.syncer.TerminatePod(h.ctx, st, deleting, true); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(h.Runtime.TakeCalls(), "stop app") {
+		t.Error("the container was not stopped after its failed preStop hook")
+	}
+	if ev := h.TakeEvents(); !slices.Contains(ev, "Warning FailedPreStopHook PreStopHook failed") {
+		t.Errorf("events %q, want \"Warning FailedPreStopHook PreStopHook failed\"", ev)
+	}
+}
+
 // TestFailedPostStartHookKillsTheContainer: the container is killed with a
 // FailedPostStartHook event quoting the hook's output, and restarts by its policy.
 func TestFailedPostStartHookKillsTheContainer(t *testing.T) {

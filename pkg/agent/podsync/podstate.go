@@ -48,6 +48,11 @@ type PodState struct {
 	podCgroupOpen bool
 	// resizePending: the pod's resize does not fit on the node yet (allocation.go).
 	resizePending *resizePending
+	// resizeStarted: a resize was granted (ResizeStarted) and is not yet applied
+	// (ResizeCompleted).
+	resizeStarted bool
+	// resizeErrMessage is the last failed resize's error, reported once as ResizeError.
+	resizeErrMessage string
 }
 
 func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {

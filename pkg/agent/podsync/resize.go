@@ -106,6 +106,23 @@ func (s *Syncer) finishResize(st *PodState, pod *corev1.Pod) error {
 	return nil
 }
 
+// resizeEvents reports the end of a resize as the kubelet does: ResizeCompleted once the
+// resize that started is applied, ResizeError (once per error) when applying it failed.
+func (s *Syncer) resizeEvents(st *PodState, pod *corev1.Pod) {
+	if st.resizeErr != nil {
+		if msg := st.resizeErr.Error(); msg != st.resizeErrMessage {
+			st.resizeErrMessage = msg
+			s.podEvent(pod, corev1.EventTypeWarning, "ResizeError", "%s", resizeMessage(pod, "Pod resize error", msg))
+		}
+		return
+	}
+	st.resizeErrMessage = ""
+	if st.resizeStarted {
+		st.resizeStarted = false
+		s.podEvent(pod, corev1.EventTypeNormal, "ResizeCompleted", "%s", resizeMessage(pod, "Pod resize completed", ""))
+	}
+}
+
 // podContainerSpecs are the containers of pod that run alongside each other: sidecars
 // and app containers.
 func podContainerSpecs(pod *corev1.Pod) []*corev1.Container {
@@ -144,7 +161,7 @@ func setResizeConditions(ps *corev1.PodStatus, pending *resizePending, resizeErr
 	var conditions []corev1.PodCondition
 	if pending != nil {
 		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
-			Reason: pending.reason, Message: pending.message})
+			Reason: pending.reason, Message: pending.message, ObservedGeneration: pending.generation})
 	}
 	if resizeErr != nil {
 		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,

@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,10 +74,16 @@ func TestResizeInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	h.TakeEvents()
 	resize(guaranteed("25m", "40Mi"))
 	h.sync(st, pod)
 	h.wantCalls("of a resize", "resize c cpu=25/2500 memory=41943040")
 	wantStatus("resized", guaranteed("25m", "40Mi"))
+	// The kubelet's words: what the spec asks for and its generation, in JSON.
+	summary := fmt.Sprintf(`{"containers":[{"name":"c","resources":{"limits":{"cpu":"25m","memory":"40Mi"},"requests":{"cpu":"25m","memory":"40Mi"}}}],"generation":%d}`, h.apiPod(pod).Generation)
+	if ev := h.TakeEvents(); len(ev) != 2 || ev[0] != "Normal ResizeStarted Pod resize started: "+summary || ev[1] != "Normal ResizeCompleted Pod resize completed: "+summary {
+		t.Errorf("events of a resize %q, want ResizeStarted and ResizeCompleted with %s", ev, summary)
+	}
 	if got := podMemoryLimit(t, cm.PodCgroup(h.syncer.cfg.CgroupRoot, pod)); got != "41943040" {
 		t.Errorf("pod cgroup memory limit %s after the resize, want 41943040", got)
 	}
@@ -176,8 +183,9 @@ func TestResizeDeferred(t *testing.T) {
 	if pending == nil || pending.Status != corev1.ConditionTrue || pending.Reason != corev1.PodReasonDeferred || pending.Message != full {
 		t.Errorf("PodResizePending: %+v, want True Deferred %q", pending, full)
 	}
-	if ev := h.TakeEvents(); len(ev) != 1 || ev[0] != "Warning ResizeDeferred Pod resize Deferred: "+full {
-		t.Errorf("events %q", ev)
+	want := fmt.Sprintf(`Warning ResizeDeferred Pod resize Deferred: {"containers":[{"name":"c","resources":{"limits":{"cpu":"900m","memory":"35Mi"},"requests":{"cpu":"900m","memory":"35Mi"}}}],"generation":%d,"error":%q}`, got.Generation, full)
+	if ev := h.TakeEvents(); len(ev) != 1 || ev[0] != want {
+		t.Errorf("events %q, want %q", ev, want)
 	}
 	// The other pods see it with what it was granted, not with what it asks for.
 	if r := h.syncer.AllocatedPod(got).Spec.Containers[0].Resources; !equality.Semantic.DeepEqual(r, guaranteed("20m", "35Mi")) {

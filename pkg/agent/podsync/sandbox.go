@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,11 +85,15 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 // fails. A hostNetwork pod gets neither netns nor CNI: it joins the node's
 // network namespace and shares its address.
 func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Pod) (*runtime.Container, error) {
+	hostname, err := s.sandboxHostname(pod)
+	if err != nil {
+		return nil, err
+	}
 	cfg := runtime.SandboxConfig{
 		PodUID:       string(pod.UID),
 		PodNamespace: pod.Namespace,
 		PodName:      pod.Name,
-		Hostname:     podHostname(pod),
+		Hostname:     hostname,
 		Labels:       podLabels(pod),
 		Namespaces:   namespacesOf(pod),
 		Sysctls:      sysctl.Sandbox(pod),
@@ -105,7 +110,6 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		if err := s.hostNet.Join(&cfg); err != nil {
 			return nil, err
 		}
-		cfg.Hostname = truncateHostname(s.cfg.NodeName)
 		sb, err := s.rt.RunSandbox(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("run pause container: %w", err)
@@ -196,10 +200,20 @@ func podHostname(pod *corev1.Pod) string {
 	return truncateHostname(name)
 }
 
-// truncateHostname cuts a hostname to a DNS label's 63 characters.
+// sandboxHostname is the hostname of the pod's sandbox: the node's for a hostNetwork pod,
+// else the pod's, or its fully qualified name with setHostnameAsFQDN.
+func (s *Syncer) sandboxHostname(pod *corev1.Pod) (string, error) {
+	if pod.Spec.HostNetwork {
+		return truncateHostname(s.cfg.NodeName), nil
+	}
+	return s.cfg.DNS.KernelHostname(pod, podHostname(pod))
+}
+
+// truncateHostname cuts a hostname to a DNS label's 63 characters, without a trailing
+// '-' or '.', as the kubelet's truncatePodHostnameIfNeeded.
 func truncateHostname(name string) string {
 	if len(name) > 63 {
-		name = name[:63]
+		name = strings.TrimRight(name[:63], "-.")
 	}
 	return name
 }

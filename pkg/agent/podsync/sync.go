@@ -115,6 +115,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 			}
 		}
 		errs = append(errs, s.finishResize(st, pod))
+		s.resizeEvents(st, pod)
 		d, err = s.syncEphemeralContainers(ctx, st, pod, sandbox, all)
 		errs = append(errs, err)
 		if d > 0 && (after == 0 || d < after) {

@@ -337,7 +337,10 @@ func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Con
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop); err != nil {
-		s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPreStopHook", "%s", err.Error())
+		// As the kubelet: the hook's words go to the log, not to the event, where they
+		// could show secrets.
+		s.log.Warn("preStop hook failed", "pod", PodKey(pod), "container", c.Name, "err", err)
+		s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 	}
 	return max(grace-s.clock.Since(start), minGracePeriod)
 }

@@ -84,9 +84,10 @@ func Phase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) corev
 	}
 }
 
-// SetConditions sets the conditions the kubelet owns at now; each keeps its
-// lastTransitionTime while its status stays the same.
-func SetConditions(s *corev1.PodStatus, now metav1.Time, sandboxReady bool, uninitialized []string, gates []corev1.PodReadinessGate) {
+// SetConditions sets the conditions the kubelet owns at now, each observed at the pod's
+// generation (as the kubelet with PodObservedGenerationTracking, GA in 1.35); each keeps
+// its lastTransitionTime while its status stays the same.
+func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandboxReady bool, uninitialized []string, gates []corev1.PodReadinessGate) {
 	var unready []string
 	for _, cs := range s.ContainerStatuses {
 		if !cs.Ready {
@@ -118,6 +119,7 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, sandboxReady bool, unin
 	}
 	set := func(typ corev1.PodConditionType, c corev1.PodCondition) {
 		c.Type = typ
+		c.ObservedGeneration = generation
 		SetCondition(s, c, now)
 	}
 	set(corev1.PodReadyToStartContainers, corev1.PodCondition{Status: sandbox})
@@ -132,8 +134,10 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, sandboxReady bool, unin
 	set(corev1.PodInitialized, initialized)
 	set(corev1.PodReady, ready)
 	set(corev1.ContainersReady, containersReady)
-	if Condition(s, corev1.PodScheduled) == nil {
+	if c := Condition(s, corev1.PodScheduled); c == nil {
 		set(corev1.PodScheduled, corev1.PodCondition{Status: corev1.ConditionTrue})
+	} else {
+		c.ObservedGeneration = generation
 	}
 	s.Conditions = inKubeletOrder(s.Conditions)
 }

@@ -53,7 +53,7 @@ func TestInitializedIsHonest(t *testing.T) {
 		{[]string{"setup", "migrate"}, corev1.ConditionFalse, "containers with incomplete status: [setup migrate]"},
 	} {
 		var s corev1.PodStatus
-		SetConditions(&s, now, true, tc.uninitialized, nil)
+		SetConditions(&s, now, 1, true, tc.uninitialized, nil)
 		c := Condition(&s, corev1.PodInitialized)
 		if c == nil || c.Status != tc.want || c.Message != tc.message {
 			t.Errorf("init containers %v: Initialized %+v, want %s %q", tc.uninitialized, c, tc.want, tc.message)
@@ -67,7 +67,7 @@ func TestReadinessGates(t *testing.T) {
 	now := metav1.Now()
 	gates := []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: "example.com/dns"}}
 	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: "example.com/dns", Status: corev1.ConditionFalse}}}
-	SetConditions(&s, now, true, nil, gates)
+	SetConditions(&s, now, 1, true, nil, gates)
 	ready := Condition(&s, corev1.PodReady)
 	want := `corresponding condition of pod readiness gate "example.com/lb" does not exist., the status of pod readiness gate "example.com/dns" is not "True", but False`
 	if ready.Status != corev1.ConditionFalse || ready.Reason != "ReadinessGatesNotReady" || ready.Message != want {
@@ -78,7 +78,7 @@ func TestReadinessGates(t *testing.T) {
 	}
 	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
 	Condition(&s, "example.com/dns").Status = corev1.ConditionTrue
-	SetConditions(&s, now, true, nil, gates)
+	SetConditions(&s, now, 1, true, nil, gates)
 	if c := Condition(&s, corev1.PodReady); c.Status != corev1.ConditionTrue {
 		t.Errorf("Ready with both gates True = %+v", c)
 	}
@@ -92,7 +92,7 @@ func TestConditionOrder(t *testing.T) {
 	now := metav1.Now()
 	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}}
-	SetConditions(&s, now, true, nil, nil)
+	SetConditions(&s, now, 1, true, nil, nil)
 	s = WithTheirConditions(s, corev1.PodStatus{Conditions: []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}})
 	var got []string
@@ -136,7 +136,7 @@ func TestConditionsOfAFinishedPod(t *testing.T) {
 		{corev1.PodSucceeded, "PodCompleted", "PodCompleted"},
 	} {
 		s := corev1.PodStatus{Phase: tc.phase, ContainerStatuses: []corev1.ContainerStatus{exited}}
-		SetConditions(&s, now, false, nil, nil)
+		SetConditions(&s, now, 1, false, nil, nil)
 		for _, typ := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
 			if c := Condition(&s, typ); c.Status != corev1.ConditionFalse || c.Reason != tc.ready || c.Message != "" {
 				t.Errorf("%s pod: %s = %+v, want False %s without a message", tc.phase, typ, c, tc.ready)
@@ -145,5 +145,20 @@ func TestConditionsOfAFinishedPod(t *testing.T) {
 		if c := Condition(&s, corev1.PodInitialized); c.Status != corev1.ConditionTrue || c.Reason != tc.initializedWhy {
 			t.Errorf("%s pod: Initialized = %+v, want True %q", tc.phase, c, tc.initializedWhy)
 		}
+	}
+}
+
+// TestConditionsObserveTheGeneration: every condition the kubelet owns, and the scheduler's
+// PodScheduled, carries the pod's generation, as the kubelet's since 1.35.
+func TestConditionsObserveTheGeneration(t *testing.T) {
+	s := corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, ObservedGeneration: 1}}}
+	SetConditions(&s, metav1.Now(), 3, true, nil, nil)
+	for _, c := range s.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Errorf("condition %s observedGeneration %d, want 3", c.Type, c.ObservedGeneration)
+		}
+	}
+	if len(s.Conditions) != 5 {
+		t.Errorf("conditions %+v", s.Conditions)
 	}
 }

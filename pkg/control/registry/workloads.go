@@ -19,14 +19,11 @@ import (
 // ReplicationController, Job, CronJob) share: a pod template, a selector of its pods, and
 // the columns that show them.
 
-// defaultPodTemplate applies the pod defaults to a pod template, as Kubernetes' defaulters
-// do for every embedded PodTemplateSpec.
+// defaultPodTemplate applies the pod spec defaults to a pod template, as Kubernetes'
+// defaulters do for every embedded PodTemplateSpec (not those only a pod gets: requests
+// from limits, enableServiceLinks, priority).
 func defaultPodTemplate(t *corev1.PodTemplateSpec) {
-	pod := corev1.Pod{Spec: t.Spec}
-	poddefaults.Pod(&pod)
-	// A pod gets its priority from its priority class when it is created, a template none.
-	pod.Spec.Priority = t.Spec.Priority
-	t.Spec = pod.Spec
+	poddefaults.PodSpec(&t.Spec)
 }
 
 // validatePodTemplate checks a pod template: its metadata, its containers, and a restart

@@ -309,8 +309,8 @@ func TestSuspend(t *testing.T) {
 		return jobCondition(j, batchv1.JobSuspended) != nil && len(jobPods(t, ctx, c, "pause")) == 0 && j.Status.Active == 0
 	})
 	j = getJob(t, ctx, c, "pause")
-	if j.Status.Failed != 0 || jobCondition(j, batchv1.JobSuspended).Reason != "JobSuspended" {
-		t.Errorf("suspended status = %+v", j.Status)
+	if j.Status.Failed != 0 || jobCondition(j, batchv1.JobSuspended).Reason != "JobSuspended" || j.Status.StartTime != nil {
+		t.Errorf("suspended status = %+v, want no failures and no startTime (Kubernetes 1.36 clears it)", j.Status)
 	}
 	if out := c.MustKubectl(t, "", "get", "job", "pause"); !strings.Contains(out, "Suspended") {
 		t.Errorf("kubectl get job:\n%s", out)
@@ -324,6 +324,11 @@ func TestSuspend(t *testing.T) {
 	j = getJob(t, ctx, c, "pause")
 	if !hasEvent(events(t, ctx, c, j), "Suspended", "Job suspended") || !hasEvent(events(t, ctx, c, j), "Resumed", "Job resumed") {
 		t.Errorf("events: %+v", events(t, ctx, c, j))
+	}
+	for _, e := range events(t, ctx, c, j) {
+		if (e.Reason == "Suspended" || e.Reason == "Resumed") && e.Count > 1 {
+			t.Errorf("event %s sent %d times, want once", e.Reason, e.Count)
+		}
 	}
 	for _, cond := range j.Status.Conditions {
 		if cond.Type == batchv1.JobSuspended && (cond.Status != corev1.ConditionFalse || cond.Reason != "JobResumed") {
@@ -419,4 +424,38 @@ func TestAdoptAndRelease(t *testing.T) {
 		return err == nil && metav1.GetControllerOf(p) == nil && !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
 	})
 	controllertest.Until(t, "a replacement", 10*time.Second, func() bool { return len(running(jobPods(t, ctx, c, "adopt"))) == 2 })
+}
+
+// TestPodReplacementPolicyFailed: a Job with podReplacementPolicy Failed does not replace
+// a pod while it terminates (status.terminating says so), and does once it has failed.
+func TestPodReplacementPolicyFailed(t *testing.T) {
+	c, ctx := start(t)
+	j := newJob("failedonly")
+	j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	createJob(t, ctx, c, j)
+	var pod corev1.Pod
+	controllertest.Until(t, "a pod", 10*time.Second, func() bool {
+		run := running(jobPods(t, ctx, c, "failedonly"))
+		if len(run) == 1 {
+			pod = run[0]
+		}
+		return len(run) == 1
+	})
+	if err := c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "terminating 1", 10*time.Second, func() bool {
+		return ptr.Deref(getJob(t, ctx, c, "failedonly").Status.Terminating, 0) == 1
+	})
+	time.Sleep(2 * time.Second)
+	if run := running(jobPods(t, ctx, c, "failedonly")); len(run) != 0 {
+		t.Fatalf("a replacement %s while the pod terminates", run[0].Name)
+	}
+	finishPod(t, ctx, c, pod, 137)
+	controllertest.Until(t, "a replacement once the pod failed", 30*time.Second, func() bool {
+		return len(running(jobPods(t, ctx, c, "failedonly"))) == 1
+	})
+	if j := getJob(t, ctx, c, "failedonly"); j.Status.Failed != 1 {
+		t.Errorf("failed = %d, want 1", j.Status.Failed)
+	}
 }

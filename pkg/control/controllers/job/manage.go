@@ -36,7 +36,8 @@ func (c *Controller) managePods(ctx context.Context, s *syncCtx) time.Duration {
 		c.deletePods(ctx, s, victims[:min(extra, len(victims))])
 		return 0
 	}
-	missing := want - s.activeCount()
+	// A Job that replaces only failed pods counts its terminating ones as still there.
+	missing := want - s.activeCount() - len(s.replaceLater())
 	if missing <= 0 {
 		return 0
 	}
@@ -111,6 +112,9 @@ func (s *syncCtx) freeIndexes(n int) []int {
 	for _, p := range s.st.creating {
 		held[p.index] = true
 	}
+	for _, p := range s.replaceLater() {
+		held[podIndex(p, s.completions)] = true
+	}
 	var free []int
 	for i := 0; i < s.completions && len(free) < n; i++ {
 		if !s.completed[i] && !s.failed[i] && !held[i] {
@@ -118,6 +122,20 @@ func (s *syncCtx) freeIndexes(n int) []int {
 		}
 	}
 	return free
+}
+
+// replaceLater are the terminating pods a Job that replaces only failed pods waits for.
+func (s *syncCtx) replaceLater() []*corev1.Pod {
+	if !onlyReplaceFailedPods(s.job) {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, p := range s.pods {
+		if podTerminating(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // createPods creates pods in batches of 1, 2, 4, ... as kube-controller-manager does, so a

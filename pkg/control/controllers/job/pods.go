@@ -102,10 +102,17 @@ func podFailed(pod *corev1.Pod, job *batchv1.Job) bool {
 	if pod.Status.Phase == corev1.PodFailed {
 		return true
 	}
-	if p := job.Spec.PodReplacementPolicy; p != nil && *p == batchv1.Failed {
+	if onlyReplaceFailedPods(job) {
 		return false
 	}
 	return pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded
+}
+
+// onlyReplaceFailedPods: the Job replaces a pod only once it has failed, not while it
+// terminates (podReplacementPolicy Failed, which a podFailurePolicy implies), as Kubernetes'.
+func onlyReplaceFailedPods(job *batchv1.Job) bool {
+	p := job.Spec.PodReplacementPolicy
+	return p != nil && *p == batchv1.Failed || job.Spec.PodFailurePolicy != nil
 }
 
 // podActive is a pod that is neither finished nor being deleted.

@@ -101,10 +101,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	suspended := s.suspended
 	st := &s.job.Status
+	// The Suspended and Resumed events follow the status that records them, so a sync on a
+	// stale Job whose update conflicts sends none.
+	var suspendEvent string
 	if !suspended && jobutil.ConditionTrue(s.job, batchv1.JobSuspended) {
 		setCondition(s.job, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", s.now)
 		st.StartTime = &s.now // a resumed Job's deadline counts from now
-		c.recorder.Event(s.job, corev1.EventTypeNormal, "Resumed", "Job resumed")
+		suspendEvent = "Resumed"
 	}
 	if !suspended && st.StartTime == nil {
 		st.StartTime = &s.now
@@ -120,7 +123,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.deletePods(ctx, s, s.active)
 		if !jobutil.ConditionTrue(s.job, batchv1.JobSuspended) {
 			setCondition(s.job, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", s.now)
-			c.recorder.Event(s.job, corev1.EventTypeNormal, "Suspended", "Job suspended")
+			// As Kubernetes 1.36 (MutableSchedulingDirectivesForSuspendedJobs, on by
+			// default): a suspended Job has not started; resuming starts it anew.
+			st.StartTime = nil
+			suspendEvent = "Suspended"
 		}
 	default:
 		if wait := c.managePods(ctx, s); wait > 0 && (again == 0 || wait < again) {
@@ -155,6 +161,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	if _, err := c.client.BatchV1().Jobs(shared.Namespace).UpdateStatus(ctx, s.job, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("update status of job %s: %w", key, err)
+	}
+	switch suspendEvent {
+	case "Suspended":
+		c.recorder.Event(s.job, corev1.EventTypeNormal, "Suspended", "Job suspended")
+	case "Resumed":
+		c.recorder.Event(s.job, corev1.EventTypeNormal, "Resumed", "Job resumed")
 	}
 	if final != nil {
 		if final.Type == batchv1.JobComplete {
