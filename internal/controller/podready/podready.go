@@ -4,6 +4,7 @@
 package podready
 
 import (
+	"iter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,18 +37,21 @@ func Available(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 
 // NextAvailable is how long until the first of pods that is Ready but not yet available
 // becomes available, or 0 if none is waiting: when a controller looks again.
-func NextAvailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+func NextAvailable(pods iter.Seq[*corev1.Pod], minReadySeconds int32, now time.Time) time.Duration {
+	if minReadySeconds == 0 {
+		return 0
+	}
 	var next time.Duration
-	for _, p := range pods {
+	for p := range pods {
 		ready, since := Since(p)
-		if !ready || minReadySeconds == 0 || Available(p, minReadySeconds, now) {
+		if !ready {
 			continue
 		}
 		wait := time.Second // a Ready condition with no time: look again soon
 		if !since.IsZero() {
 			wait = since.Add(time.Duration(minReadySeconds) * time.Second).Sub(now)
 		}
-		if next == 0 || wait < next {
+		if wait > 0 && (next == 0 || wait < next) {
 			next = wait
 		}
 	}

@@ -1,6 +1,7 @@
 package podready
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -38,13 +39,13 @@ func TestAvailable(t *testing.T) {
 func TestNextAvailable(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	pods := []*corev1.Pod{readyAt(now.Add(-2 * time.Second)), readyAt(now.Add(-7 * time.Second)), readyAt(now.Add(-20 * time.Second)), {}}
-	if got := NextAvailable(pods, 10, now); got != 3*time.Second {
+	if got := NextAvailable(slices.Values(pods), 10, now); got != 3*time.Second {
 		t.Errorf("NextAvailable = %v, want 3s (the pod ready 7s ago)", got)
 	}
-	if got := NextAvailable(pods, 0, now); got != 0 {
+	if got := NextAvailable(slices.Values(pods), 0, now); got != 0 {
 		t.Errorf("NextAvailable without minReadySeconds = %v, want 0", got)
 	}
-	if got := NextAvailable(pods[2:], 10, now); got != 0 {
+	if got := NextAvailable(slices.Values(pods[2:]), 10, now); got != 0 {
 		t.Errorf("NextAvailable with every ready pod available = %v, want 0", got)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +33,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	endpointsliceutil "k8s.io/endpointslice/util"
 	"k8s.io/utils/ptr"
 )
 
@@ -94,7 +92,7 @@ func ordinal(set *appsv1.StatefulSet, pod *corev1.Pod) int {
 }
 
 func runningAndReady(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && endpointsliceutil.IsPodReady(p)
+	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && podready.Ready(p)
 }
 
 // availableAt is kube's isRunningAndAvailable for set at now: running, ready, not being
@@ -149,7 +147,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	// A pod Ready but not yet available: look again when it becomes so.
-	return podready.NextAvailable(slices.Collect(maps.Values(pods)), set.Spec.MinReadySeconds, now), nil
+	return podready.NextAvailable(maps.Values(pods), set.Spec.MinReadySeconds, now), nil
 }
 
 // manage takes one step towards the spec: create, replace or delete pods in ordinal order.
@@ -377,7 +375,7 @@ func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *
 		// As kube's computeReplicaStatus: a pod being deleted still counts in replicas
 		// and, running and ready, in readyReplicas; in no revision's count.
 		st.Replicas++
-		if p.Status.Phase == corev1.PodRunning && endpointsliceutil.IsPodReady(p) {
+		if p.Status.Phase == corev1.PodRunning && podready.Ready(p) {
 			st.ReadyReplicas++
 			if podready.Available(p, set.Spec.MinReadySeconds, now) {
 				st.AvailableReplicas++
