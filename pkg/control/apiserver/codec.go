@@ -296,7 +296,7 @@ func isCustom(kind schema.GroupVersionKind) bool {
 // patchTypes are the patch media types kube-apiserver takes for res, in its order: a custom
 // resource takes no strategic merge patch (apiextensions-apiserver's list).
 func patchTypes(res *registry.Resource) []string {
-	if res.NewObject != nil {
+	if isCustom(res.GVK()) {
 		return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 	}
 	return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}
