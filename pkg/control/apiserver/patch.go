@@ -112,7 +112,7 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 			if uerr := json.Unmarshal(patch, &jsonpatch.Patch{}); uerr != nil {
 				return nil, nil, apierrors.NewBadRequest(uerr.Error())
 			}
-			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+			return nil, nil, unprocessable(err)
 		}
 		if len(p) > maxJSONPatchOperations {
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
@@ -126,7 +126,7 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
 		}
 		if err != nil {
-			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+			return nil, nil, unprocessable(err)
 		}
 	case types.MergePatchType:
 		if checkStrict {
@@ -187,7 +187,7 @@ func strategicMergePatch(cur runtime.Object, patch []byte, out runtime.Object, d
 		errors.Is(err, mergepatch.ErrUnsupportedStrategicMergePatchFormat):
 		return nil, apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		return nil, unprocessable(err)
 	case err != nil:
 		return nil, unknownError(err)
 	}
@@ -208,6 +208,12 @@ func strategicMergePatch(cur runtime.Object, patch []byte, out runtime.Object, d
 // holding value (the patched object, or the patch of a strategic merge).
 func invalidPatch(value string, err error) error {
 	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, err.Error())})
+}
+
+// unprocessable is kube's 422 for a patch that does not apply: the error's text, no
+// kind, reason or details (NewGenericServerResponse).
+func unprocessable(err error) error {
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 }
 
 // unknownError is the status kube-apiserver gives an error that is no status: 500, reason
