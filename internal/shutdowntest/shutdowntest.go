@@ -4,7 +4,6 @@
 package shutdowntest
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/goleak"
 
+	"github.com/minik8s/minik8s/internal/syncbuf"
 	"github.com/minik8s/minik8s/internal/testenv"
 )
 
@@ -63,8 +62,8 @@ func HelperMain(newCommand func() *cobra.Command) {
 // Daemon is the test binary running as a daemon.
 type Daemon struct {
 	cmd  *exec.Cmd
-	out  output
-	done chan struct{} // closed when the process has exited, with err
+	out  syncbuf.Buffer // read while the daemon may still be writing
+	done chan struct{}  // closed when the process has exited, with err
 	err  error
 }
 
@@ -140,22 +139,4 @@ func (d *Daemon) StopAndCheck(t *testing.T) {
 		t.Fatalf("the daemon did not check its goroutines:\n%s", out)
 	}
 	t.Log(out[strings.LastIndex(out, "\n")+1:])
-}
-
-// output is the daemon's output, read while it may still be writing.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
 }

@@ -6,31 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/minik8s/minik8s/images"
+	"github.com/minik8s/minik8s/internal/syncbuf"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
-
-// syncBuffer is a bytes.Buffer safe for the copier and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestAttach attaches to a real container made with stdin: true and stdinOnce: the
 // client's input reaches its stdin, its output reaches the client as well as the log,
@@ -62,7 +44,7 @@ func TestAttach(t *testing.T) {
 	}
 
 	inR, inW := io.Pipe()
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer // the copier writes, the test reads
 	done := make(chan error, 1)
 	go func() {
 		done <- e.rt.Attach(ctx, c.ID, runtime.AttachOptions{Stdin: inR, Stdout: &out, Stderr: &errOut})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/syncbuf"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
@@ -82,7 +83,7 @@ func TestKubectlDebug(t *testing.T) {
 	// stdin runs in the shell. The input stays open until the answer is back: as with
 	// containerd's CRI, the end of a client's input detaches it (stdinOnce is not set).
 	cmd := cluster.KubectlCommand(ctx, l, "debug", "-i", "target", debugImage, "--target=app", "-c", "shell", "--", "sh")
-	var session lockedBuffer
+	var session syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &session, &session
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

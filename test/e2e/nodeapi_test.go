@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/syncbuf"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
@@ -175,7 +175,7 @@ func TestNodeAPI(t *testing.T) {
 
 	// Port-forward, reached from the same (control-plane) namespace.
 	pf := cluster.KubectlCommand(ctx, l, "-v=4", "port-forward", "pod/web", "18080:8080", "18081:9999")
-	var pfOut lockedBuffer // read while kubectl writes
+	var pfOut syncbuf.Buffer // read while kubectl writes
 	pf.Stdout, pf.Stderr = &pfOut, &pfOut
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -242,24 +242,6 @@ func TestNodeAPI(t *testing.T) {
 		_ = follow.Process.Kill()
 		t.Errorf("kubectl logs -f still runs 60s after its pod was deleted:\n%s", followOut.String())
 	}
-}
-
-// lockedBuffer is a strings.Builder a command's output goroutine and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // crasherLogs waits for the crasher pod's container to be in state (a waiting reason, or
