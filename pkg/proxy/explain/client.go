@@ -51,52 +51,52 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	return c, nil
 }
 
-// get reads the object name of namespace into into.
-func get(ctx context.Context, c rest.Interface, namespace, resource, name string, into runtime.Object) error {
-	return c.Get().Namespace(namespace).Resource(resource).Name(name).Do(ctx).Into(into)
+// object is a pointer to an API type T, which the REST client decodes into.
+type object[T any] interface {
+	*T
+	runtime.Object
 }
 
-// list reads every namespace's objects of resource into into.
-func list(ctx context.Context, c rest.Interface, resource string, into runtime.Object) error {
-	return c.Get().Resource(resource).Do(ctx).Into(into)
+// get reads the object name of namespace.
+func get[T any, PT object[T]](ctx context.Context, c rest.Interface, namespace, resource, name string) (PT, error) {
+	into := PT(new(T))
+	return into, c.Get().Namespace(namespace).Resource(resource).Name(name).Do(ctx).Into(into)
+}
+
+// list reads every namespace's objects of resource.
+func list[T any, PT object[T]](ctx context.Context, c rest.Interface, resource string) (PT, error) {
+	into := PT(new(T))
+	return into, c.Get().Resource(resource).Do(ctx).Into(into)
 }
 
 func (c *Client) service(ctx context.Context, ns, name string) (*corev1.Service, error) {
-	var s corev1.Service
-	return &s, get(ctx, c.core, ns, "services", name, &s)
+	return get[corev1.Service](ctx, c.core, ns, "services", name)
 }
 
 func (c *Client) pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
-	var p corev1.Pod
-	return &p, get(ctx, c.core, ns, "pods", name, &p)
+	return get[corev1.Pod](ctx, c.core, ns, "pods", name)
 }
 
 func (c *Client) pods(ctx context.Context) (*corev1.PodList, error) {
-	var l corev1.PodList
-	return &l, list(ctx, c.core, "pods", &l)
+	return list[corev1.PodList](ctx, c.core, "pods")
 }
 
 func (c *Client) namespaces(ctx context.Context) (*corev1.NamespaceList, error) {
-	var l corev1.NamespaceList
-	return &l, list(ctx, c.core, "namespaces", &l)
+	return list[corev1.NamespaceList](ctx, c.core, "namespaces")
 }
 
 func (c *Client) nodes(ctx context.Context) (*corev1.NodeList, error) {
-	var l corev1.NodeList
-	return &l, list(ctx, c.core, "nodes", &l)
+	return list[corev1.NodeList](ctx, c.core, "nodes")
 }
 
 func (c *Client) networkPolicies(ctx context.Context) (*networkingv1.NetworkPolicyList, error) {
-	var l networkingv1.NetworkPolicyList
-	return &l, list(ctx, c.networking, "networkpolicies", &l)
+	return list[networkingv1.NetworkPolicyList](ctx, c.networking, "networkpolicies")
 }
 
 func (c *Client) adminNetworkPolicies(ctx context.Context) (*anpv1alpha1.AdminNetworkPolicyList, error) {
-	var l anpv1alpha1.AdminNetworkPolicyList
-	return &l, list(ctx, c.admin, "adminnetworkpolicies", &l)
+	return list[anpv1alpha1.AdminNetworkPolicyList](ctx, c.admin, "adminnetworkpolicies")
 }
 
 func (c *Client) baselineAdminNetworkPolicies(ctx context.Context) (*anpv1alpha1.BaselineAdminNetworkPolicyList, error) {
-	var l anpv1alpha1.BaselineAdminNetworkPolicyList
-	return &l, list(ctx, c.admin, "baselineadminnetworkpolicies", &l)
+	return list[anpv1alpha1.BaselineAdminNetworkPolicyList](ctx, c.admin, "baselineadminnetworkpolicies")
 }
