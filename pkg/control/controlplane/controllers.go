@@ -78,8 +78,14 @@ type ControllerContext struct {
 	running *sync.WaitGroup
 }
 
-// goRun runs f (a controller's Run) on a goroutine that miniapi's Run waits for.
-func (c *ControllerContext) goRun(f func()) { c.running.Go(f) }
+// runner is a controller made and ready to work until ctx ends.
+type runner interface{ Run(ctx context.Context) }
+
+// runFunc is a runner made of a function.
+type runFunc func(ctx context.Context)
+
+// Run calls f.
+func (f runFunc) Run(ctx context.Context) { f(ctx) }
 
 // Recorder emits Events with component as their source, as kube-controller-manager's
 // controllers do (source "deployment-controller", "replicaset-controller", ...).
@@ -87,9 +93,10 @@ func (c *ControllerContext) Recorder(component string) record.EventRecorder {
 	return c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 }
 
-// controllerStart asks for the informers a controller needs and starts it. It runs before
-// the factory starts, so the controller waits for its caches in its own goroutine.
-type controllerStart func(ctx context.Context, c *ControllerContext) error
+// controllerStart asks for the informers a controller needs and makes the controller, which
+// startControllers runs. It runs before the factory starts, so the controller waits for its
+// caches in its own goroutine.
+type controllerStart func(c *ControllerContext) (runner, error)
 
 // controller is one entry of --controllers.
 type controller struct {
@@ -186,276 +193,162 @@ func startControllers(ctx context.Context, c *ControllerContext, enabled map[str
 			c.Log.Info("controller disabled", "controller", ctrl.name)
 			continue
 		}
-		if err := ctrl.start(ctx, c); err != nil {
+		r, err := ctrl.start(c)
+		if err != nil {
 			return fmt.Errorf("start %s controller: %w", ctrl.name, err)
 		}
+		// On a goroutine that miniapi's Run waits for.
+		c.running.Go(func() { r.Run(ctx) })
 	}
 	return nil
 }
 
-func startNamespace(ctx context.Context, c *ControllerContext) error {
-	ns, err := namespace.New(c.Client, c.Metadata, c.Informers.Core().V1().Namespaces(), c.Log.With("component", "namespace-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { ns.Run(ctx) })
-	return nil
+func startNamespace(c *ControllerContext) (runner, error) {
+	return namespace.New(c.Client, c.Metadata, c.Informers.Core().V1().Namespaces(), c.Log.With("component", "namespace-controller"))
 }
 
-func startGarbageCollector(ctx context.Context, c *ControllerContext) error {
+func startGarbageCollector(c *ControllerContext) (runner, error) {
 	gc := garbagecollector.New(c.Metadata, c.Client.Discovery(), map[schema.GroupVersionResource]cache.SharedIndexInformer{
 		corev1.SchemeGroupVersion.WithResource("pods"):       c.Informers.Core().V1().Pods().Informer(),
 		corev1.SchemeGroupVersion.WithResource("namespaces"): c.Informers.Core().V1().Namespaces().Informer(),
 	}, c.Log.With("component", "garbage-collector"))
-	c.goRun(func() {
+	return runFunc(func(ctx context.Context) {
 		if err := gc.Run(ctx); err != nil {
 			c.Log.Error("garbage collector stopped", "err", err)
 		}
-	})
-	return nil
+	}), nil
 }
 
-func startReplicaSet(ctx context.Context, c *ControllerContext) error {
-	rs, err := replicaset.NewReplicaSet(c.Client, c.Informers.Apps().V1().ReplicaSets(), c.Informers.Core().V1().Pods(),
+func startReplicaSet(c *ControllerContext) (runner, error) {
+	return replicaset.NewReplicaSet(c.Client, c.Informers.Apps().V1().ReplicaSets(), c.Informers.Core().V1().Pods(),
 		c.Recorder("replicaset-controller"), c.Log.With("component", "replicaset-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { rs.Run(ctx) })
-	return nil
 }
 
-func startReplicationController(ctx context.Context, c *ControllerContext) error {
-	rc, err := replicaset.NewReplicationController(c.Client, c.Informers.Core().V1().ReplicationControllers(), c.Informers.Core().V1().Pods(),
+func startReplicationController(c *ControllerContext) (runner, error) {
+	return replicaset.NewReplicationController(c.Client, c.Informers.Core().V1().ReplicationControllers(), c.Informers.Core().V1().Pods(),
 		c.Recorder("replication-controller"), c.Log.With("component", "replication-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { rc.Run(ctx) })
-	return nil
 }
 
-func startDeployment(ctx context.Context, c *ControllerContext) error {
-	d, err := deployment.New(c.Client, c.Informers.Apps().V1().Deployments(), c.Informers.Apps().V1().ReplicaSets(),
+func startDeployment(c *ControllerContext) (runner, error) {
+	return deployment.New(c.Client, c.Informers.Apps().V1().Deployments(), c.Informers.Apps().V1().ReplicaSets(),
 		c.Informers.Core().V1().Pods(), c.Recorder("deployment-controller"), c.Log.With("component", "deployment-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { d.Run(ctx) })
-	return nil
 }
 
-func startEndpointSlice(ctx context.Context, c *ControllerContext) error {
+func startEndpointSlice(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	es, err := endpointslice.New(c.Client, core.Services(), core.Pods(), core.Nodes(), c.Informers.Discovery().V1().EndpointSlices(),
+	return endpointslice.New(c.Client, core.Services(), core.Pods(), core.Nodes(), c.Informers.Discovery().V1().EndpointSlices(),
 		c.Log.With("component", "endpointslice-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { es.Run(ctx) })
-	return nil
 }
 
-func startEndpointSliceMirroring(ctx context.Context, c *ControllerContext) error {
+func startEndpointSliceMirroring(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	m, err := endpointslicemirroring.New(c.Client, core.Endpoints(), core.Services(), c.Informers.Discovery().V1().EndpointSlices(),
+	return endpointslicemirroring.New(c.Client, core.Endpoints(), core.Services(), c.Informers.Discovery().V1().EndpointSlices(),
 		c.Recorder(endpointslicemirroring.Name), c.Log.With("component", endpointslicemirroring.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { m.Run(ctx) })
-	return nil
 }
 
-func startEndpoints(ctx context.Context, c *ControllerContext) error {
+func startEndpoints(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	ep, err := endpoints.New(c.Client, core.Services(), core.Pods(), core.Endpoints(), c.Log.With("component", "endpoint-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { ep.Run(ctx) })
-	return nil
+	return endpoints.New(c.Client, core.Services(), core.Pods(), core.Endpoints(), c.Log.With("component", "endpoint-controller"))
 }
 
-func startServiceAccount(ctx context.Context, c *ControllerContext) error {
-	sa, err := serviceaccount.New(c.Client, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ServiceAccounts(),
+func startServiceAccount(c *ControllerContext) (runner, error) {
+	return serviceaccount.New(c.Client, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ServiceAccounts(),
 		c.Log.With("component", "serviceaccount-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { sa.Run(ctx) })
-	return nil
 }
 
-func startClusterRoleAggregation(ctx context.Context, c *ControllerContext) error {
-	agg, err := clusterroleaggregation.New(c.Client, c.Informers.Rbac().V1().ClusterRoles(), c.Log.With("component", "clusterrole-aggregation-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { agg.Run(ctx) })
-	return nil
+func startClusterRoleAggregation(c *ControllerContext) (runner, error) {
+	return clusterroleaggregation.New(c.Client, c.Informers.Rbac().V1().ClusterRoles(), c.Log.With("component", "clusterrole-aggregation-controller"))
 }
 
-func startRootCACertPublisher(ctx context.Context, c *ControllerContext) error {
+func startRootCACertPublisher(c *ControllerContext) (runner, error) {
 	if len(c.RootCA) == 0 {
-		return errors.New("root-ca-cert-publisher: no CA to publish")
+		return nil, errors.New("root-ca-cert-publisher: no CA to publish")
 	}
-	pub, err := rootcacertpublisher.New(c.Client, c.RootCA, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ConfigMaps(),
+	return rootcacertpublisher.New(c.Client, c.RootCA, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ConfigMaps(),
 		c.Log.With("component", "root-ca-cert-publisher"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { pub.Run(ctx) })
-	return nil
 }
 
-func startDaemonSet(ctx context.Context, c *ControllerContext) error {
+func startDaemonSet(c *ControllerContext) (runner, error) {
 	apps := c.Informers.Apps().V1()
-	ds, err := daemonset.New(c.Client, apps.DaemonSets(), c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(),
+	return daemonset.New(c.Client, apps.DaemonSets(), c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(),
 		apps.ControllerRevisions(), c.Recorder("daemonset-controller"), c.Log.With("component", "daemonset-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { ds.Run(ctx) })
-	return nil
 }
 
-func startJob(ctx context.Context, c *ControllerContext) error {
-	jc, err := job.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Informers.Core().V1().Pods(), c.Recorder(job.Name), clock.RealClock{}, c.Log.With("component", job.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { jc.Run(ctx) })
-	return nil
+func startJob(c *ControllerContext) (runner, error) {
+	return job.New(c.Client, c.Informers.Batch().V1().Jobs(), c.Informers.Core().V1().Pods(), c.Recorder(job.Name), clock.RealClock{}, c.Log.With("component", job.Name))
 }
 
-func startCronJob(ctx context.Context, c *ControllerContext) error {
+func startCronJob(c *ControllerContext) (runner, error) {
 	batch := c.Informers.Batch().V1()
-	cc, err := cronjob.New(c.Client, batch.CronJobs(), batch.Jobs(), c.Recorder(cronjob.Name), clock.RealClock{}, c.Log.With("component", cronjob.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { cc.Run(ctx) })
-	return nil
+	return cronjob.New(c.Client, batch.CronJobs(), batch.Jobs(), c.Recorder(cronjob.Name), clock.RealClock{}, c.Log.With("component", cronjob.Name))
 }
 
-func startTTLAfterFinished(ctx context.Context, c *ControllerContext) error {
-	tc, err := ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), clock.RealClock{}, c.Log.With("component", ttlafterfinished.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { tc.Run(ctx) })
-	return nil
+func startTTLAfterFinished(c *ControllerContext) (runner, error) {
+	return ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), clock.RealClock{}, c.Log.With("component", ttlafterfinished.Name))
 }
 
-func startDisruption(ctx context.Context, c *ControllerContext) error {
-	dc, err := disruption.New(c.Client, c.Informers, c.Recorder(disruption.Name), clock.RealClock{}, c.Log.With("component", disruption.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { dc.Run(ctx) })
-	return nil
+func startDisruption(c *ControllerContext) (runner, error) {
+	return disruption.New(c.Client, c.Informers, c.Recorder(disruption.Name), clock.RealClock{}, c.Log.With("component", disruption.Name))
 }
 
-func startResourceQuota(ctx context.Context, c *ControllerContext) error {
-	rq, err := resourcequota.New(c.Client, c.Informers, c.Log.With("component", resourcequota.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { rq.Run(ctx) })
-	return nil
+func startResourceQuota(c *ControllerContext) (runner, error) {
+	return resourcequota.New(c.Client, c.Informers, c.Log.With("component", resourcequota.Name))
 }
 
-func startPVBinder(ctx context.Context, c *ControllerContext) error {
+func startPVBinder(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	pb, err := pvbinder.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), core.Nodes(),
+	return pvbinder.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), core.Nodes(),
 		c.Informers.Storage().V1().StorageClasses(), c.Recorder(pvbinder.Name), c.Log.With("component", pvbinder.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { pb.Run(ctx) })
-	return nil
 }
 
-func startPVCProtection(ctx context.Context, c *ControllerContext) error {
+func startPVCProtection(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	p, err := volumeprotection.NewClaims(c.Client, core.PersistentVolumeClaims(), core.Pods(), c.Log.With("component", volumeprotection.PVCName))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { p.Run(ctx) })
-	return nil
+	return volumeprotection.NewClaims(c.Client, core.PersistentVolumeClaims(), core.Pods(), c.Log.With("component", volumeprotection.PVCName))
 }
 
-func startPVProtection(ctx context.Context, c *ControllerContext) error {
-	p, err := volumeprotection.NewVolumes(c.Client, c.Informers.Core().V1().PersistentVolumes(), c.Log.With("component", volumeprotection.PVName))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { p.Run(ctx) })
-	return nil
+func startPVProtection(c *ControllerContext) (runner, error) {
+	return volumeprotection.NewVolumes(c.Client, c.Informers.Core().V1().PersistentVolumes(), c.Log.With("component", volumeprotection.PVName))
 }
 
-func startLocalPath(ctx context.Context, c *ControllerContext) error {
+func startLocalPath(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	lp, err := localpath.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), core.Nodes(),
+	return localpath.New(c.Client, core.PersistentVolumes(), core.PersistentVolumeClaims(), core.Nodes(),
 		c.Informers.Storage().V1().StorageClasses(), c.Recorder(localpath.Name), c.Log.With("component", localpath.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { lp.Run(ctx) })
-	return nil
 }
 
-func startNodeLifecycle(ctx context.Context, c *ControllerContext) error {
+func startNodeLifecycle(c *ControllerContext) (runner, error) {
 	opts := nodelifecycle.Options{
 		MonitorPeriod: cmp.Or(c.Options.NodeMonitorPeriod, nodelifecycle.DefaultMonitorPeriod),
 		GracePeriod:   cmp.Or(c.Options.NodeMonitorGracePeriod, nodelifecycle.DefaultGracePeriod),
 	}
 	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), c.Recorder("taint-eviction-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
-	c.goRun(func() { nl.Run(ctx) })
-	return nil
+	return nl, nil
 }
 
-func startStatefulSet(ctx context.Context, c *ControllerContext) error {
+func startStatefulSet(c *ControllerContext) (runner, error) {
 	apps := c.Informers.Apps().V1()
-	ss, err := statefulset.New(c.Client, apps.StatefulSets(), c.Informers.Core().V1().Pods(), apps.ControllerRevisions(),
+	return statefulset.New(c.Client, apps.StatefulSets(), c.Informers.Core().V1().Pods(), apps.ControllerRevisions(),
 		c.Recorder("statefulset-controller"), c.Log.With("component", "statefulset-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { ss.Run(ctx) })
-	return nil
 }
 
-func startLoadBalancer(ctx context.Context, c *ControllerContext) error {
+func startLoadBalancer(c *ControllerContext) (runner, error) {
 	var pool loadbalancer.Pool
 	if c.Options.LoadBalancerIPPool != "" {
 		var err error
 		if pool, err = loadbalancer.ParsePool(c.Options.LoadBalancerIPPool); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	lb, err := loadbalancer.New(c.Client, c.Informers.Core().V1().Services(), pool, c.Recorder("service-controller"),
+	return loadbalancer.New(c.Client, c.Informers.Core().V1().Services(), pool, c.Recorder("service-controller"),
 		c.Log.With("component", "service-lb-controller"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { lb.Run(ctx) })
-	return nil
 }
 
-func startNodeIPAM(ctx context.Context, c *ControllerContext) error {
+func startNodeIPAM(c *ControllerContext) (runner, error) {
 	ranges, err := c.Options.nodeRanges()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ipam, err := nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder("node-controller"), c.Log.With("component", "nodeipam"))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { ipam.Run(ctx) })
-	return nil
+	return nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder("node-controller"), c.Log.With("component", "nodeipam"))
 }
 
 // HPAOptions are kube-controller-manager's --horizontal-pod-autoscaler-* flags.
@@ -465,7 +358,7 @@ type HPAOptions struct {
 	Tolerance              float64
 }
 
-func startHorizontalPodAutoscaler(ctx context.Context, c *ControllerContext) error {
+func startHorizontalPodAutoscaler(c *ControllerContext) (runner, error) {
 	opts, h := podautoscaler.DefaultOptions(), c.Options.HPA
 	opts.SyncPeriod = cmp.Or(h.SyncPeriod, opts.SyncPeriod)
 	opts.DownscaleStabilization = cmp.Or(h.DownscaleStabilization, opts.DownscaleStabilization)
@@ -475,58 +368,37 @@ func startHorizontalPodAutoscaler(ctx context.Context, c *ControllerContext) err
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
 	scales, err := scale.NewForConfig(c.Config, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(c.Client.Discovery()))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	metrics, err := metricsclient.NewForConfig(c.Config)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	hc, err := podautoscaler.New(c.Client, scales, mapper, podautoscaler.ResourceMetrics{Client: metrics},
+	return podautoscaler.New(c.Client, scales, mapper, podautoscaler.ResourceMetrics{Client: metrics},
 		c.Informers.Autoscaling().V2().HorizontalPodAutoscalers(), c.Informers.Core().V1().Pods(),
 		c.Recorder(podautoscaler.Name), clock.RealClock{}, opts, c.Log.With("component", podautoscaler.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { hc.Run(ctx) })
-	return nil
 }
 
-func startCSRApproving(ctx context.Context, c *ControllerContext) error {
-	ac, err := csrapproving.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrapproving.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { ac.Run(ctx) })
-	return nil
+func startCSRApproving(c *ControllerContext) (runner, error) {
+	return csrapproving.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrapproving.Name))
 }
 
-func startCSRSigning(ctx context.Context, c *ControllerContext) error {
+func startCSRSigning(c *ControllerContext) (runner, error) {
 	d := c.Options.ClusterSigningDuration
 	if d == 0 {
 		d = csrsigning.DefaultDuration
 	}
-	sc, err := csrsigning.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.CA, d, c.Log.With("component", csrsigning.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { sc.Run(ctx) })
-	return nil
+	return csrsigning.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.CA, d, c.Log.With("component", csrsigning.Name))
 }
 
-func startCSRCleaner(ctx context.Context, c *ControllerContext) error {
+func startCSRCleaner(c *ControllerContext) (runner, error) {
 	cleaner := csrcleaner.New(c.Client, c.Informers.Certificates().V1().CertificateSigningRequests(), c.Log.With("component", csrcleaner.Name))
-	c.goRun(func() { cleaner.Run(ctx) })
-	return nil
+	return cleaner, nil
 }
 
 // startTokenCleaner deletes expired bootstrap tokens. kube-controller-manager leaves it
 // off unless --controllers names it; kubeadm, whose bootstrap tokens miniapi serves,
 // always turns it on, and so does miniapi's default.
-func startTokenCleaner(ctx context.Context, c *ControllerContext) error {
-	tc, err := tokencleaner.New(c.Client, c.Log.With("component", tokencleaner.Name))
-	if err != nil {
-		return err
-	}
-	c.goRun(func() { tc.Run(ctx) })
-	return nil
+func startTokenCleaner(c *ControllerContext) (runner, error) {
+	return tokencleaner.New(c.Client, c.Log.With("component", tokencleaner.Name))
 }
