@@ -68,13 +68,9 @@ func TestUnitsUnderSystemdInVM(t *testing.T) {
 	want(cp, "provision", "0", "vagrant/provision/control-plane.sh")
 	want(w, "provision", "0", "vagrant/provision/worker.sh")
 	for _, r := range []map[string]string{cp, w} {
-		for _, u := range []string{"containerd", "minilet", "miniproxy"} {
-			want(r, "active-"+u, "active", "systemctl is-active "+u)
-			want(r, "enabled-"+u, "enabled", "systemctl is-enabled "+u)
-		}
+		wantUnitsUp(t, r, "containerd", "minilet", "miniproxy")
 	}
-	want(cp, "active-miniapi", "active", "systemctl is-active miniapi")
-	want(cp, "enabled-miniapi", "enabled", "systemctl is-enabled miniapi")
+	wantUnitsUp(t, cp, "miniapi")
 	want(w, "join-method", "bootstrap", "how worker.sh joined (JOIN_METHOD=auto with a minilet that has --bootstrap-kubeconfig)")
 	want(cp, "pod-phase", "Running", "the pod web")
 	want(cp, "restart-minilet", "0", "systemctl restart minilet")
@@ -142,10 +138,7 @@ func TestHAControlPlaneUnderSystemdInVM(t *testing.T) {
 	want := wantResult(t)
 	for _, r := range []map[string]string{cp1, cp2} {
 		want(r, "provision", "0", "vagrant/provision/control-plane.sh with CONTROL_PLANE_MEMBERS")
-		for _, u := range []string{"etcd", "miniapi", "apilb", "minilet", "miniproxy"} {
-			want(r, "active-"+u, "active", "systemctl is-active "+u)
-			want(r, "enabled-"+u, "enabled", "systemctl is-enabled "+u)
-		}
+		wantUnitsUp(t, r, "etcd", "miniapi", "apilb", "minilet", "miniproxy")
 	}
 	want(cp2, "minilet-server", "https://127.0.0.1:6444", "the server of minilet's kubeconfig (the node's balancer)")
 	want(cp2, "etcd-members", "2", "etcdctl member list (started members)")
@@ -442,6 +435,16 @@ func wantResult(t *testing.T) func(results map[string]string, key, value, what s
 		} else if got != value {
 			t.Errorf("%s: %s: %s=%q, want %q", results["vm"], what, key, got, value)
 		}
+	}
+}
+
+// wantUnitsUp checks that the guest script found each systemd unit active and enabled.
+func wantUnitsUp(t *testing.T, results map[string]string, units ...string) {
+	t.Helper()
+	want := wantResult(t)
+	for _, u := range units {
+		want(results, "active-"+u, "active", "systemctl is-active "+u)
+		want(results, "enabled-"+u, "enabled", "systemctl is-enabled "+u)
 	}
 }
 
