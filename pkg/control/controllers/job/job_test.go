@@ -80,6 +80,22 @@ func running(pods []corev1.Pod) []corev1.Pod {
 	})
 }
 
+// onlyPod waits within for job to have a single running pod, not the one named exclude
+// (a replacement), and returns it.
+func onlyPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, job, exclude, what string, within time.Duration) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	controllertest.Until(t, what, within, func() bool {
+		run := running(jobPods(t, ctx, c, job))
+		if len(run) == 1 && run[0].Name != exclude {
+			pod = run[0]
+			return true
+		}
+		return false
+	})
+	return pod
+}
+
 // finishPod writes the status a kubelet writes when the pod's only container exited.
 func finishPod(t *testing.T, ctx context.Context, c *controlplanetest.Cluster, pod corev1.Pod, exitCode int32, conditions ...corev1.PodCondition) {
 	t.Helper()
@@ -232,25 +248,10 @@ func TestBackoffLimit(t *testing.T) {
 	j := newJob("fails")
 	j.Spec.BackoffLimit = ptr.To[int32](1)
 	createJob(t, ctx, c, j)
-	var first corev1.Pod
-	controllertest.Until(t, "the first pod", 20*time.Second, func() bool {
-		run := running(jobPods(t, ctx, c, "fails"))
-		if len(run) == 1 {
-			first = run[0]
-		}
-		return len(run) == 1
-	})
+	first := onlyPod(t, ctx, c, "fails", "", "the first pod", 20*time.Second)
 	failedAt := time.Now()
 	finishPod(t, ctx, c, first, 1)
-	var second corev1.Pod
-	controllertest.Until(t, "a replacement pod", 30*time.Second, func() bool {
-		run := running(jobPods(t, ctx, c, "fails"))
-		if len(run) == 1 && run[0].Name != first.Name {
-			second = run[0]
-			return true
-		}
-		return false
-	})
+	second := onlyPod(t, ctx, c, "fails", first.Name, "a replacement pod", 30*time.Second)
 	if waited := second.CreationTimestamp.Sub(failedAt); waited < 9*time.Second {
 		t.Errorf("replacement created %v after the failure, want the 10s back-off", waited)
 	}
@@ -347,20 +348,9 @@ func TestPodFailurePolicy(t *testing.T) {
 		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
 	}}
 	createJob(t, ctx, c, j)
-	var pod corev1.Pod
-	one := func(exclude string) func() bool {
-		return func() bool {
-			run := running(jobPods(t, ctx, c, "policy"))
-			if len(run) == 1 && run[0].Name != exclude {
-				pod = run[0]
-				return true
-			}
-			return false
-		}
-	}
-	controllertest.Until(t, "a pod", 10*time.Second, one(""))
+	pod := onlyPod(t, ctx, c, "policy", "", "a pod", 10*time.Second)
 	finishPod(t, ctx, c, pod, 137, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
-	controllertest.Until(t, "a replacement without back-off", 5*time.Second, one(pod.Name))
+	pod = onlyPod(t, ctx, c, "policy", pod.Name, "a replacement without back-off", 5*time.Second)
 	if f := getJob(t, ctx, c, "policy").Status.Failed; f != 0 {
 		t.Errorf("an ignored failure was counted: failed = %d", f)
 	}
@@ -433,14 +423,7 @@ func TestPodReplacementPolicyFailed(t *testing.T) {
 	j := newJob("failedonly")
 	j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
 	createJob(t, ctx, c, j)
-	var pod corev1.Pod
-	controllertest.Until(t, "a pod", 10*time.Second, func() bool {
-		run := running(jobPods(t, ctx, c, "failedonly"))
-		if len(run) == 1 {
-			pod = run[0]
-		}
-		return len(run) == 1
-	})
+	pod := onlyPod(t, ctx, c, "failedonly", "", "a pod", 10*time.Second)
 	if err := c.Client.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
