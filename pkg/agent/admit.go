@@ -45,7 +45,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		}
 		a.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", reason, "message", message)
 		a.recorder.Eventf(pod, corev1.EventTypeWarning, reason, "%s", message)
-		a.sync.End(pod.UID, podsync.Ending{Reason: reason, Message: "Pod was rejected: " + message})
+		a.sync.End(pod.UID, podsync.Ending{Reason: reason, Message: "Pod was rejected: " + message, Rejected: true})
 		return
 	}
 }

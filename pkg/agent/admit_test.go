@@ -65,6 +65,12 @@ func TestAdmitRejectsPodOutOfCPU(t *testing.T) {
 	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "OutOfcpu" || !strings.HasPrefix(got.Status.Message, want) {
 		t.Errorf("status %s %s %q, want Failed OutOfcpu %q...", got.Status.Phase, got.Status.Reason, got.Status.Message, want)
 	}
+	// The kubelet's rejectPod status and nothing more: no container statuses (kubectl get
+	// pods shows OutOfcpu, not ContainerCreating), no conditions of the kubelet's, no IPs.
+	if s := got.Status; len(s.ContainerStatuses) != 0 || len(s.InitContainerStatuses) != 0 || len(s.Conditions) != 0 ||
+		s.HostIP != "" || len(s.HostIPs) != 0 || s.PodIP != "" || s.StartTime == nil || s.QOSClass != corev1.PodQOSBurstable {
+		t.Errorf("rejected pod's status has more or less than rejectPod's: %+v", s)
+	}
 	if cs, _ := h.Runtime.ListContainers(h.ctx, string(greedy.UID)); len(cs) != 0 {
 		t.Errorf("the rejected pod got containers: %+v", cs)
 	}
