@@ -174,3 +174,49 @@ func TestAdmitRejectsPodOfAnotherOS(t *testing.T) {
 		}
 	}
 }
+
+// A pod bound by nodeName to a node its nodeSelector does not match, or whose NoExecute
+// taint it does not tolerate, is rejected as the kubelet's predicate admission does:
+// Failed, NodeAffinity or TaintToleration, "Predicate ... failed: ...", a Warning Event.
+// A pod that matches and tolerates starts.
+func TestAdmitRejectsPodTheNodeDoesNotMatch(t *testing.T) {
+	h := newHarness(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{"disk": "ssd"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}}}}
+	if _, err := h.Client.CoreV1().Nodes().Create(h.ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tolerating := func(pod *corev1.Pod) *corev1.Pod {
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		return pod
+	}
+	selecting := tolerating(agenttest.Pod("selecting", corev1.RestartPolicyAlways, "app"))
+	selecting.Spec.NodeSelector = map[string]string{"disk": "hdd"}
+	untolerating := agenttest.Pod("untolerating", corev1.RestartPolicyAlways, "app")
+	for _, c := range []struct {
+		pod             *corev1.Pod
+		reason, message string
+	}{
+		{selecting, "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
+		{untolerating, "TaintToleration", "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
+	} {
+		pod := h.createPod(c.pod)
+		h.agent.admit(pod)
+		h.sync(pod)
+		got := agenttest.GetPod(h.ctx, t, h.Client, pod)
+		if got.Status.Phase != corev1.PodFailed || got.Status.Reason != c.reason || got.Status.Message != "Pod was rejected: "+c.message {
+			t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, c.reason, c.message)
+		}
+		if ev := <-h.Events.Events; ev != "Warning "+c.reason+" "+c.message {
+			t.Errorf("%s: event %q", pod.Name, ev)
+		}
+	}
+	fitting := tolerating(agenttest.Pod("fitting", corev1.RestartPolicyAlways, "app"))
+	fitting.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	fitting = h.createPod(fitting)
+	h.agent.admit(fitting)
+	h.sync(fitting)
+	if got := agenttest.GetPod(h.ctx, t, h.Client, fitting); got.Status.Phase == corev1.PodFailed {
+		t.Errorf("fitting pod rejected: %s %q", got.Status.Reason, got.Status.Message)
+	}
+}

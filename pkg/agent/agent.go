@@ -27,6 +27,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/eviction"
 	"github.com/minik8s/minik8s/pkg/agent/hostport"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/agent/nodematch"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/pleg"
 	"github.com/minik8s/minik8s/pkg/agent/podsource"
@@ -114,7 +115,10 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		return nil, err
 	}
 	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit, hostport.Admission{Others: a.admittedPods}}
+	// In the order of the kubelet's predicate admission: OS, resources, node affinity,
+	// host ports, NoExecute taints.
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit,
+		nodematch.Affinity{Node: a.nodeForAdmission}, hostport.Admission{Others: a.admittedPods}, nodematch.Taints{Node: a.nodeForAdmission}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()
