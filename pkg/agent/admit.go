@@ -83,11 +83,11 @@ func (osAdmission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
 	return true, "", ""
 }
 
-// nodeForAdmission is the node the admitters match pods against: as its last status post
-// found it, or read from the API when fresh or not posted yet; nil when it cannot be read.
+// nodeForAdmission is the node the admitters match pods against: as the node informer has
+// it, or read from the API when fresh or not in the informer yet; nil when it cannot be read.
 func (a *Agent) nodeForAdmission(fresh bool) *corev1.Node {
-	if !fresh && a.node != nil {
-		if node := a.node.Node(); node != nil {
+	if !fresh {
+		if node, err := a.nodes.Get(a.cfg.NodeName); err == nil {
 			return node
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 )
 
@@ -162,16 +163,7 @@ func TestAdmitRejectsPodOfAnotherOS(t *testing.T) {
 		{windows, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"},
 		{labelled, "PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
 	} {
-		pod := h.createPod(c.pod)
-		h.agent.admit(pod)
-		h.sync(pod)
-		got := agenttest.GetPod(h.ctx, t, h.Client, pod)
-		if got.Status.Phase != corev1.PodFailed || got.Status.Reason != c.reason || got.Status.Message != "Pod was rejected: "+c.message {
-			t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, c.reason, c.message)
-		}
-		if ev := <-h.Events.Events; ev != "Warning "+c.reason+" "+c.message {
-			t.Errorf("%s: event %q", pod.Name, ev)
-		}
+		h.wantRejected(c.pod, c.reason, c.message)
 	}
 }
 
@@ -200,16 +192,7 @@ func TestAdmitRejectsPodTheNodeDoesNotMatch(t *testing.T) {
 		{selecting, "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
 		{untolerating, "TaintToleration", "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
 	} {
-		pod := h.createPod(c.pod)
-		h.agent.admit(pod)
-		h.sync(pod)
-		got := agenttest.GetPod(h.ctx, t, h.Client, pod)
-		if got.Status.Phase != corev1.PodFailed || got.Status.Reason != c.reason || got.Status.Message != "Pod was rejected: "+c.message {
-			t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, c.reason, c.message)
-		}
-		if ev := <-h.Events.Events; ev != "Warning "+c.reason+" "+c.message {
-			t.Errorf("%s: event %q", pod.Name, ev)
-		}
+		h.wantRejected(c.pod, c.reason, c.message)
 	}
 	fitting := tolerating(agenttest.Pod("fitting", corev1.RestartPolicyAlways, "app"))
 	fitting.Spec.NodeSelector = map[string]string{"disk": "ssd"}
@@ -218,5 +201,45 @@ func TestAdmitRejectsPodTheNodeDoesNotMatch(t *testing.T) {
 	h.sync(fitting)
 	if got := agenttest.GetPod(h.ctx, t, h.Client, fitting); got.Status.Phase == corev1.PodFailed {
 		t.Errorf("fitting pod rejected: %s %q", got.Status.Reason, got.Status.Message)
+	}
+}
+
+// The node the admitters see is the API's as it is now, as the kubelet's node informer
+// gives it: a NoExecute taint put on a running node refuses the next pod at once, not
+// after the node's next status post.
+func TestAdmitSeesTheNodeAsItIsNow(t *testing.T) {
+	h := newHarness(t)
+	a, ctx := h.run()
+	var node *corev1.Node
+	waitFor(t, "node registered", func() bool {
+		var err error
+		node, err = h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		return err == nil && a.nodeForAdmission(false) != nil
+	})
+	node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}}
+	if _, err := h.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "the taint seen by admission", 3*time.Second, func() bool {
+		seen := a.nodeForAdmission(false)
+		return seen != nil && len(seen.Spec.Taints) == 1
+	})
+}
+
+// wantRejected creates pod, has the agent admit and sync it, and wants it refused as the
+// kubelet's rejectPod: Failed with reason, "Pod was rejected: " and message, and a Warning
+// event with reason and message.
+func (h *harness) wantRejected(pod *corev1.Pod, reason, message string) {
+	t := h.t
+	t.Helper()
+	pod = h.createPod(pod)
+	h.agent.admit(pod)
+	h.sync(pod)
+	got := agenttest.GetPod(h.ctx, t, h.Client, pod)
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != reason || got.Status.Message != "Pod was rejected: "+message {
+		t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, reason, message)
+	}
+	if ev := <-h.Events.Events; ev != "Warning "+reason+" "+message {
+		t.Errorf("%s: event %q", pod.Name, ev)
 	}
 }

@@ -16,9 +16,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -64,6 +67,8 @@ type Agent struct {
 
 	sync             *podsync.Syncer                 // runs the pods: their sandboxes, containers and status
 	services         informers.SharedInformerFactory // the Services, for containers' variables
+	nodeInformer     informers.SharedInformerFactory // this node's Node, for the admission of pods
+	nodes            corelisters.NodeLister
 	volumes          *volumes.Manager
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
@@ -135,6 +140,11 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", cfg.KubeReserved)
 	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
+	// The node as the API has it now (labels, taints), as the kubelet's node informer.
+	a.nodeInformer = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+	}))
+	a.nodes = a.nodeInformer.Core().V1().Nodes().Lister()
 	var services podsync.Services
 	a.services, services = podsync.NewServiceInformer(deps.Client)
 	a.sync = podsync.New(podsync.Config{
@@ -184,8 +194,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	// containers wait for them (podsync.Syncer.serviceEnv), static pods do not.
 	wg.Go(func() {
 		a.services.Start(ctx.Done())
+		a.nodeInformer.Start(ctx.Done())
 		<-ctx.Done()
 		a.services.Shutdown()
+		a.nodeInformer.Shutdown()
 	})
 	if a.cfg.HealthzAddr != "" {
 		if err := a.serveHealth(ctx, &wg, a.cfg.HealthzAddr); err != nil {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -68,13 +67,7 @@ type Manager struct {
 	// unschedulable is the node's spec.unschedulable at the last status posted, as the
 	// kubelet's lastNodeUnschedulable: a node starts schedulable, untold.
 	unschedulable bool
-	// last is the Node as the API answered the last status posted (nil before the first).
-	last atomic.Pointer[corev1.Node]
 }
-
-// Node is the node as its last status post found it: its labels and taints for the
-// admission of pods; nil before the first post.
-func (m *Manager) Node() *corev1.Node { return m.last.Load() }
 
 // New makes the manager of the node cfg describes.
 func New(cfg Config) *Manager { return &Manager{cfg: cfg} }
@@ -166,10 +159,7 @@ func (m *Manager) UpdateStatus(ctx context.Context) error {
 		}
 		changes = m.setStatus(&node.Status, runtimeVersion, runtimeErr)
 		unschedulable = node.Spec.Unschedulable
-		posted, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		if err == nil {
-			m.last.Store(posted)
-		}
+		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
