@@ -67,15 +67,7 @@ func TestResizeInPlace(t *testing.T) {
 	}
 	wantStatus("started", guaranteed("20m", "35Mi"))
 
-	resize := func(r corev1.ResourceRequirements) {
-		t.Helper()
-		p := h.apiPod(pod)
-		p.Spec.Containers[0].Resources = r
-		p.Generation++
-		if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	resize := func(r corev1.ResourceRequirements) { h.resize(pod, r) }
 	h.TakeEvents()
 	resize(guaranteed("25m", "40Mi"))
 	h.sync(st, pod)
@@ -242,16 +234,7 @@ func TestResizeInProgressCondition(t *testing.T) {
 		}
 		return nil
 	}
-	resize := func(r corev1.ResourceRequirements) int64 {
-		t.Helper()
-		p := h.apiPod(pod)
-		p.Spec.Containers[0].Resources = r
-		p.Generation++
-		if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return p.Generation
-	}
+	resize := func(r corev1.ResourceRequirements) int64 { return h.resize(pod, r) }
 	gen := resize(guaranteed("25m", "40Mi"))
 	h.sync(st, pod)
 	if len(written) < 2 {
@@ -283,4 +266,17 @@ func TestResizeInProgressCondition(t *testing.T) {
 	if c := inProgress(h.apiPod(pod).Status); c == nil || c.Reason != corev1.PodReasonError || c.Message == "" || c.ObservedGeneration != gen {
 		t.Errorf("a failed resize's condition: %+v, want reason Error at generation %d", c, gen)
 	}
+}
+
+// resize gives pod's first container resources r, as a resize through pods/resize does (its
+// generation bumped), and returns its new generation.
+func (h *harness) resize(pod *corev1.Pod, r corev1.ResourceRequirements) int64 {
+	h.t.Helper()
+	p := h.apiPod(pod)
+	p.Spec.Containers[0].Resources = r
+	p.Generation++
+	if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	return p.Generation
 }
