@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	goruntime "runtime"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
@@ -45,7 +48,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		}
 		a.log.Info("pod rejected", "pod", pod.Namespace+"/"+pod.Name, "reason", reason, "message", message)
 		a.recorder.Eventf(pod, corev1.EventTypeWarning, reason, "%s", message)
-		a.sync.End(pod.UID, podsync.Ending{Reason: reason, Message: "Pod was rejected: " + message})
+		a.sync.End(pod.UID, podsync.Ending{Reason: reason, Message: "Pod was rejected: " + message, Rejected: true})
 		return
 	}
 }
@@ -78,4 +81,22 @@ func (osAdmission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
 		return false, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"
 	}
 	return true, "", ""
+}
+
+// nodeForAdmission is the node the admitters match pods against: as the node informer has
+// it, or read from the API when fresh or not in the informer yet; nil when it cannot be read.
+func (a *Agent) nodeForAdmission(fresh bool) *corev1.Node {
+	if !fresh {
+		if node, err := a.nodes.Get(a.cfg.NodeName); err == nil {
+			return node
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		a.log.Warn("read the node for pod admission", "err", err)
+		return nil
+	}
+	return node
 }

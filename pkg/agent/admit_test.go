@@ -11,6 +11,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 )
 
@@ -64,6 +65,12 @@ func TestAdmitRejectsPodOutOfCPU(t *testing.T) {
 	want := "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000000, used: 0, capacity: "
 	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != "OutOfcpu" || !strings.HasPrefix(got.Status.Message, want) {
 		t.Errorf("status %s %s %q, want Failed OutOfcpu %q...", got.Status.Phase, got.Status.Reason, got.Status.Message, want)
+	}
+	// The kubelet's rejectPod status and nothing more: no container statuses (kubectl get
+	// pods shows OutOfcpu, not ContainerCreating), no conditions of the kubelet's, no IPs.
+	if s := got.Status; len(s.ContainerStatuses) != 0 || len(s.InitContainerStatuses) != 0 || len(s.Conditions) != 0 ||
+		s.HostIP != "" || len(s.HostIPs) != 0 || s.PodIP != "" || s.StartTime == nil || s.QOSClass != corev1.PodQOSBurstable {
+		t.Errorf("rejected pod's status has more or less than rejectPod's: %+v", s)
 	}
 	if cs, _ := h.Runtime.ListContainers(h.ctx, string(greedy.UID)); len(cs) != 0 {
 		t.Errorf("the rejected pod got containers: %+v", cs)
@@ -156,15 +163,83 @@ func TestAdmitRejectsPodOfAnotherOS(t *testing.T) {
 		{windows, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"},
 		{labelled, "PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
 	} {
-		pod := h.createPod(c.pod)
-		h.agent.admit(pod)
-		h.sync(pod)
-		got := agenttest.GetPod(h.ctx, t, h.Client, pod)
-		if got.Status.Phase != corev1.PodFailed || got.Status.Reason != c.reason || got.Status.Message != "Pod was rejected: "+c.message {
-			t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, c.reason, c.message)
-		}
-		if ev := <-h.Events.Events; ev != "Warning "+c.reason+" "+c.message {
-			t.Errorf("%s: event %q", pod.Name, ev)
-		}
+		h.wantRejected(c.pod, c.reason, c.message)
+	}
+}
+
+// A pod bound by nodeName to a node its nodeSelector does not match, or whose NoExecute
+// taint it does not tolerate, is rejected as the kubelet's predicate admission does:
+// Failed, NodeAffinity or TaintToleration, "Predicate ... failed: ...", a Warning Event.
+// A pod that matches and tolerates starts.
+func TestAdmitRejectsPodTheNodeDoesNotMatch(t *testing.T) {
+	h := newHarness(t)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: map[string]string{"disk": "ssd"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}}}}
+	if _, err := h.Client.CoreV1().Nodes().Create(h.ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tolerating := func(pod *corev1.Pod) *corev1.Pod {
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		return pod
+	}
+	selecting := tolerating(agenttest.Pod("selecting", corev1.RestartPolicyAlways, "app"))
+	selecting.Spec.NodeSelector = map[string]string{"disk": "hdd"}
+	untolerating := agenttest.Pod("untolerating", corev1.RestartPolicyAlways, "app")
+	for _, c := range []struct {
+		pod             *corev1.Pod
+		reason, message string
+	}{
+		{selecting, "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"},
+		{untolerating, "TaintToleration", "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
+	} {
+		h.wantRejected(c.pod, c.reason, c.message)
+	}
+	fitting := tolerating(agenttest.Pod("fitting", corev1.RestartPolicyAlways, "app"))
+	fitting.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+	fitting = h.createPod(fitting)
+	h.agent.admit(fitting)
+	h.sync(fitting)
+	if got := agenttest.GetPod(h.ctx, t, h.Client, fitting); got.Status.Phase == corev1.PodFailed {
+		t.Errorf("fitting pod rejected: %s %q", got.Status.Reason, got.Status.Message)
+	}
+}
+
+// The node the admitters see is the API's as it is now, as the kubelet's node informer
+// gives it: a NoExecute taint put on a running node refuses the next pod at once, not
+// after the node's next status post.
+func TestAdmitSeesTheNodeAsItIsNow(t *testing.T) {
+	h := newHarness(t)
+	a, ctx := h.run()
+	var node *corev1.Node
+	waitFor(t, "node registered", func() bool {
+		var err error
+		node, err = h.Client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+		return err == nil && a.nodeForAdmission(false) != nil
+	})
+	node.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}}
+	if _, err := h.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "the taint seen by admission", 3*time.Second, func() bool {
+		seen := a.nodeForAdmission(false)
+		return seen != nil && len(seen.Spec.Taints) == 1
+	})
+}
+
+// wantRejected creates pod, has the agent admit and sync it, and wants it refused as the
+// kubelet's rejectPod: Failed with reason, "Pod was rejected: " and message, and a Warning
+// event with reason and message.
+func (h *harness) wantRejected(pod *corev1.Pod, reason, message string) {
+	t := h.t
+	t.Helper()
+	pod = h.createPod(pod)
+	h.agent.admit(pod)
+	h.sync(pod)
+	got := agenttest.GetPod(h.ctx, t, h.Client, pod)
+	if got.Status.Phase != corev1.PodFailed || got.Status.Reason != reason || got.Status.Message != "Pod was rejected: "+message {
+		t.Errorf("%s: status %s %s %q, want Failed %s %q", pod.Name, got.Status.Phase, got.Status.Reason, got.Status.Message, reason, message)
+	}
+	if ev := <-h.Events.Events; ev != "Warning "+reason+" "+message {
+		t.Errorf("%s: event %q", pod.Name, ev)
 	}
 }

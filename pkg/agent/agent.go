@@ -16,9 +16,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -27,6 +30,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/eviction"
 	"github.com/minik8s/minik8s/pkg/agent/hostport"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/agent/nodematch"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/pleg"
 	"github.com/minik8s/minik8s/pkg/agent/podsource"
@@ -63,6 +67,8 @@ type Agent struct {
 
 	sync             *podsync.Syncer                 // runs the pods: their sandboxes, containers and status
 	services         informers.SharedInformerFactory // the Services, for containers' variables
+	nodeInformer     informers.SharedInformerFactory // this node's Node, for the admission of pods
+	nodes            corelisters.NodeLister
 	volumes          *volumes.Manager
 	capacity         corev1.ResourceList
 	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
@@ -114,7 +120,10 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		return nil, err
 	}
 	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit, hostport.Admission{Others: a.admittedPods}}
+	// In the order of the kubelet's predicate admission: OS, resources, node affinity,
+	// host ports, NoExecute taints.
+	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit,
+		nodematch.Affinity{Node: a.nodeForAdmission}, hostport.Admission{Others: a.admittedPods}, nodematch.Taints{Node: a.nodeForAdmission}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()
@@ -131,6 +140,11 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", cfg.KubeReserved)
 	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
+	// The node as the API has it now (labels, taints), as the kubelet's node informer.
+	a.nodeInformer = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+	}))
+	a.nodes = a.nodeInformer.Core().V1().Nodes().Lister()
 	var services podsync.Services
 	a.services, services = podsync.NewServiceInformer(deps.Client)
 	a.sync = podsync.New(podsync.Config{
@@ -180,8 +194,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	// containers wait for them (podsync.Syncer.serviceEnv), static pods do not.
 	wg.Go(func() {
 		a.services.Start(ctx.Done())
+		a.nodeInformer.Start(ctx.Done())
 		<-ctx.Done()
 		a.services.Shutdown()
+		a.nodeInformer.Shutdown()
 	})
 	if a.cfg.HealthzAddr != "" {
 		if err := a.serveHealth(ctx, &wg, a.cfg.HealthzAddr); err != nil {

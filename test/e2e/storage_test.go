@@ -70,6 +70,10 @@ func TestDynamicProvisioning(t *testing.T) {
 	if out := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=data-db-0,reason=ProvisioningSucceeded"); !strings.Contains(out, "Successfully provisioned volume pvc-") {
 		t.Fatalf("no ProvisioningSucceeded event: %s", out)
 	}
+	// As sig-storage-lib-external-provisioner tells of the start of a provisioning.
+	if out := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=data-db-0,reason=Provisioning"); !strings.Contains(out, `External provisioner is provisioning volume for claim "default/data-db-0"`) {
+		t.Fatalf("no Provisioning event: %s", out)
+	}
 
 	// The data outlives the pod: the StatefulSet's new db-0 sees what the old one wrote.
 	mustKubectl(t, l, "delete", "pod", "db-0")

@@ -104,6 +104,7 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 		s.allocated.set(pod.UID, specResources(pod))
 		st.resizePending = nil
 		st.resizeStarted = true
+		st.resizeGeneration = pod.Generation // a new resize: its generation, as the kubelet clears and sets the condition
 		s.podEvent(pod, corev1.EventTypeNormal, "ResizeStarted", "%s", resizeMessage(pod, "Pod resize started", ""))
 		return pod
 	}

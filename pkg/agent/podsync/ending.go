@@ -14,6 +14,10 @@ type Ending struct {
 	Reason, Message string
 	Condition       *corev1.PodCondition // added to the failed pod's status (DisruptionTarget)
 	Grace           time.Duration
+	// Rejected: the node refused the pod at admission, before anything of it started. Its
+	// status is then the kubelet's rejectPod one alone (phase, reason, message, qosClass,
+	// startTime): no container statuses, no conditions of the node's, no IPs.
+	Rejected bool
 }
 
 // End asks the pod's next sync to end it as e says (the kubelet's kill with a status

@@ -51,6 +51,9 @@ type PodState struct {
 	// resizeStarted: a resize was granted (ResizeStarted) and is not yet applied
 	// (ResizeCompleted).
 	resizeStarted bool
+	// resizeGeneration is the pod's generation when the node granted the resize it is
+	// applying (PodResizeInProgress, at that generation); 0 when none is in progress.
+	resizeGeneration int64
 	// resizeErrMessage is the last failed resize's error, reported once as ResizeError.
 	resizeErrMessage string
 }

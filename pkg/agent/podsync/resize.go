@@ -61,6 +61,23 @@ func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
 	return false
 }
 
+// reportResize writes the pod's status with PodResizeInProgress before its running
+// containers get the resources the node granted them, as the kubelet's SyncPod reports
+// a resize in progress (allocated resources not yet actual) before it applies it; nothing
+// when none needs new resources.
+func (s *Syncer) reportResize(ctx context.Context, st *PodState, apiPod, pod *corev1.Pod, all []runtime.Container) error {
+	if !slices.ContainsFunc(podContainerSpecs(pod), func(spec *corev1.Container) bool {
+		history := containersNamed(all, spec.Name)
+		return len(history) > 0 && needsResize(history[0], spec)
+	}) {
+		return nil
+	}
+	if st.resizeGeneration == 0 { // granted before this minilet started
+		st.resizeGeneration = pod.Generation
+	}
+	return s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, true))
+}
+
 // resizePod applies the new resources of the pod's running containers that take them in
 // place; those whose resizePolicy restarts them, syncContainer restarts. The pod's cgroup
 // is opened first, and finishResize sets it to the pod's new limits once its containers
@@ -117,6 +134,7 @@ func (s *Syncer) resizeEvents(st *PodState, pod *corev1.Pod) {
 		return
 	}
 	st.resizeErrMessage = ""
+	st.resizeGeneration = 0 // the containers run with what the node granted
 	if st.resizeStarted {
 		st.resizeStarted = false
 		s.podEvent(pod, corev1.EventTypeNormal, "ResizeCompleted", "%s", resizeMessage(pod, "Pod resize completed", ""))
@@ -155,24 +173,28 @@ func withResources(cs *corev1.ContainerStatus, spec *corev1.Container, cur *runt
 }
 
 // setResizeConditions reports a resize as the kubelet does: one the node cannot grant yet
-// as PodResizePending (reason Deferred), one that failed as PodResizeInProgress with
-// reason Error; with neither, neither resize condition.
-func setResizeConditions(ps *corev1.PodStatus, pending *resizePending, resizeErr error, now metav1.Time) {
+// as PodResizePending (reason Deferred), one it granted at generation inProgress and is
+// applying as PodResizeInProgress (no reason), with reason Error and its words once
+// applying it failed; with neither, neither resize condition.
+func setResizeConditions(ps *corev1.PodStatus, pending *resizePending, inProgress int64, resizeErr error, now metav1.Time) {
 	var conditions []corev1.PodCondition
 	if pending != nil {
 		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
 			Reason: pending.reason, Message: pending.message, ObservedGeneration: pending.generation})
 	}
-	if resizeErr != nil {
-		conditions = append(conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,
-			Reason: corev1.PodReasonError, Message: resizeErr.Error()})
+	if inProgress != 0 || resizeErr != nil {
+		c := corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, ObservedGeneration: inProgress}
+		if resizeErr != nil {
+			c.Reason, c.Message = corev1.PodReasonError, resizeErr.Error()
+		}
+		conditions = append(conditions, c)
 	}
 	// A condition that says what it said before keeps its times, so an unchanged
 	// resize writes no new status.
 	for i, c := range conditions {
 		conditions[i].LastTransitionTime, conditions[i].LastProbeTime = now, now
 		for _, old := range ps.Conditions {
-			if old.Type == c.Type && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+			if old.Type == c.Type && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
 				conditions[i].LastTransitionTime, conditions[i].LastProbeTime = old.LastTransitionTime, old.LastProbeTime
 			}
 		}

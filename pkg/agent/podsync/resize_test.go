@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
@@ -65,15 +67,7 @@ func TestResizeInPlace(t *testing.T) {
 	}
 	wantStatus("started", guaranteed("20m", "35Mi"))
 
-	resize := func(r corev1.ResourceRequirements) {
-		t.Helper()
-		p := h.apiPod(pod)
-		p.Spec.Containers[0].Resources = r
-		p.Generation++
-		if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	resize := func(r corev1.ResourceRequirements) { h.resize(pod, r) }
 	h.TakeEvents()
 	resize(guaranteed("25m", "40Mi"))
 	h.sync(st, pod)
@@ -213,4 +207,76 @@ func TestResizeDeferred(t *testing.T) {
 			t.Errorf("PodResizePending %+v after the resize was granted", c)
 		}
 	}
+}
+
+// TestResizeInProgressCondition: while the node applies a resize it granted, the pod
+// reports PodResizeInProgress=True (no reason or message, observedGeneration the
+// generation of the resize), written before the containers get their new resources, as
+// the kubelet's SyncPod does; once they run with them the condition goes. A failed resize
+// keeps the condition, now with reason Error, at the generation it started with.
+func TestResizeInProgressCondition(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("rip", corev1.RestartPolicyAlways, "c")
+	pod.Spec.Containers[0].Resources = guaranteed("20m", "35Mi")
+	pod, st := h.start(pod)
+	var written []corev1.PodStatus
+	h.Client.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if u, ok := action.(clienttesting.UpdateAction); ok && u.GetSubresource() == "status" {
+			written = append(written, *u.GetObject().(*corev1.Pod).Status.DeepCopy())
+		}
+		return false, nil, nil
+	})
+	inProgress := func(s corev1.PodStatus) *corev1.PodCondition {
+		for _, c := range s.Conditions {
+			if c.Type == corev1.PodResizeInProgress {
+				return &c
+			}
+		}
+		return nil
+	}
+	resize := func(r corev1.ResourceRequirements) int64 { return h.resize(pod, r) }
+	gen := resize(guaranteed("25m", "40Mi"))
+	h.sync(st, pod)
+	if len(written) < 2 {
+		t.Fatalf("%d status writes for a resize, want one while it is applied and one after", len(written))
+	}
+	during := written[len(written)-2]
+	c := inProgress(during)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "" || c.Message != "" || c.ObservedGeneration != gen {
+		t.Errorf("PodResizeInProgress while the resize is applied: %+v, want True at generation %d", c, gen)
+	}
+	if cs := during.ContainerStatuses[0]; cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, guaranteed("20m", "35Mi")) {
+		t.Errorf("resources while the resize is applied %+v, want the old ones", cs.Resources)
+	}
+	if c := inProgress(h.apiPod(pod).Status); c != nil {
+		t.Errorf("PodResizeInProgress after the resize: %+v", c)
+	}
+
+	written = nil
+	h.sync(st, pod)
+	if len(written) != 0 {
+		t.Errorf("a sync after the resize wrote the status: %+v", written)
+	}
+
+	h.Runtime.ResizeErr = errors.New("memory limit (1024) below current usage")
+	gen = resize(guaranteed("25m", "1Ki"))
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Error("a failed resize made no error")
+	}
+	if c := inProgress(h.apiPod(pod).Status); c == nil || c.Reason != corev1.PodReasonError || c.Message == "" || c.ObservedGeneration != gen {
+		t.Errorf("a failed resize's condition: %+v, want reason Error at generation %d", c, gen)
+	}
+}
+
+// resize gives pod's first container resources r, as a resize through pods/resize does (its
+// generation bumped), and returns its new generation.
+func (h *harness) resize(pod *corev1.Pod, r corev1.ResourceRequirements) int64 {
+	h.t.Helper()
+	p := h.apiPod(pod)
+	p.Spec.Containers[0].Resources = r
+	p.Generation++
+	if _, err := h.Client.CoreV1().Pods(p.Namespace).Update(h.ctx, p, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	return p.Generation
 }

@@ -93,7 +93,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			}
 		}
 	}
-	setResizeConditions(&ps, st.resizePending, st.resizeErr, apiTime(s.clock.Now()))
+	setResizeConditions(&ps, st.resizePending, st.resizeGeneration, st.resizeErr, apiTime(s.clock.Now()))
 	status.SetConditions(&ps, apiTime(s.clock.Now()), pod.Generation, sandboxReady, uninitialized, pod.Spec.ReadinessGates)
 	return ps
 }

@@ -100,7 +100,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		}
 		var d time.Duration
 		var initialized bool
-		errs = append(errs, s.resizePod(ctx, st, pod, all))
+		errs = append(errs, s.reportResize(ctx, st, apiPod, pod, all), s.resizePod(ctx, st, pod, all))
 		initialized, d, err = s.syncInitContainers(ctx, st, pod, sandbox, all)
 		errs = append(errs, err)
 		after = d
@@ -180,11 +180,23 @@ func (s *Syncer) fail(ctx context.Context, st *PodState, pod *corev1.Pod, e Endi
 		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
 	ps := s.podStatus(st, pod, all, false)
+	if e.Rejected {
+		ps = rejectedStatus(ps)
+	}
 	ps.Phase, ps.Reason, ps.Message = corev1.PodFailed, e.Reason, e.Message
 	if e.Condition != nil {
 		status.SetCondition(&ps, *e.Condition, apiTime(s.clock.Now()))
 	}
 	return s.writeStatus(ctx, st, pod, ps)
+}
+
+// rejectedStatus is the status of a pod the node refused at admission, as the kubelet's
+// rejectPod writes it through its status manager: qosClass and startTime of computed and
+// nothing of containers, IPs or generation; of the conditions, only those other writers
+// own stay (writeStatus keeps them), the kubelet's own (PodScheduled among them) going as
+// its mergePodStatus drops them.
+func rejectedStatus(computed corev1.PodStatus) corev1.PodStatus {
+	return corev1.PodStatus{QOSClass: computed.QOSClass, StartTime: computed.StartTime}
 }
 
 // releaseFinishedPod frees what a finished pod no longer needs — running

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"fmt"
 	"mime"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
 // The meta.k8s.io views of an object a client may ask for with Accept's as= parameter.
@@ -28,17 +30,18 @@ type representation struct {
 	as       string
 	version  string
 	protobuf bool
+	yaml     bool // the JSON answer goes as YAML (yamlWriter)
 }
 
 func (rep representation) apiVersion() string { return "meta.k8s.io/" + rep.version }
 
 // negotiate picks, from the Accept header, the representation to answer with: that of the
 // media type with the highest q (the first of equal ones) that we can produce. We answer in
-// JSON, and one object or a watch's events (not a list or a meta.k8s.io view) also in
+// JSON or YAML, and one object or a watch's events (not a list or a meta.k8s.io view) also in
 // protobuf when protobuf says so, which client-go asks for first: decoding it costs clients a
-// fraction of decoding JSON. Other media types (YAML) are skipped, as are views Kubernetes
-// does not have; a header naming nothing we can produce gets 406 as from Kubernetes. No
-// header asks for the object itself, in JSON.
+// fraction of decoding JSON. Other media types are skipped, as are views Kubernetes does not
+// have; a header naming nothing we can produce gets 406 as from Kubernetes. No header asks
+// for the object itself, in JSON.
 func negotiate(r *http.Request, protobuf bool) (representation, error) {
 	header := r.Header.Get("Accept")
 	if header == "" {
@@ -48,13 +51,16 @@ func negotiate(r *http.Request, protobuf bool) (representation, error) {
 	bestQ := -1.0
 	for _, part := range strings.Split(header, ",") {
 		mt, params, err := mime.ParseMediaType(part)
-		if err != nil || (mt != "application/json" && mt != "application/*" && mt != "*/*" && mt != runtime.ContentTypeProtobuf) {
+		if err != nil || (mt != "application/json" && mt != "application/*" && mt != "*/*" && mt != runtime.ContentTypeProtobuf && mt != runtime.ContentTypeYAML) {
 			continue
 		}
 		rep, ok := viewOf(params)
-		if mt == runtime.ContentTypeProtobuf {
+		switch mt {
+		case runtime.ContentTypeProtobuf:
 			ok = ok && protobuf && rep.as == ""
 			rep.protobuf = true
+		case runtime.ContentTypeYAML:
+			rep.yaml = true
 		}
 		q := 1.0
 		if v, found := params["q"]; found {
@@ -65,7 +71,7 @@ func negotiate(r *http.Request, protobuf bool) (representation, error) {
 		}
 	}
 	if bestQ < 0 {
-		msg := "only the following media types are accepted: application/json"
+		msg := "only the following media types are accepted: application/json, application/yaml"
 		if protobuf {
 			msg += ", application/vnd.kubernetes.protobuf"
 		}
@@ -143,4 +149,60 @@ func notAcceptable(msg string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: msg,
 	}}
+}
+
+// streamable refuses, as kube-apiserver's watch does, a watch asked for in YAML, which has no
+// stream framing: 406 naming the stream media types.
+func (rep representation) streamable(protobuf bool) error {
+	if !rep.yaml {
+		return nil
+	}
+	msg := "only the following media types are accepted: application/json;stream=watch"
+	if protobuf {
+		msg += ", application/vnd.kubernetes.protobuf;stream=watch"
+	}
+	return notAcceptable(msg)
+}
+
+// yamlWriter answers in YAML a request whose Accept asks for it: it holds the JSON response
+// (an object, a list, a Table, an error's Status) and, at finish, writes what
+// kube-apiserver's YAML serializer makes of that JSON (sigs.k8s.io/yaml's JSONToYAML, which
+// the serializer runs on the object's JSON), with the status code the handler set.
+type yamlWriter struct {
+	http.ResponseWriter
+	code int
+	body bytes.Buffer
+}
+
+// answerYAML is w for a request whose answer goes as YAML, with the function that writes it.
+func answerYAML(w http.ResponseWriter) (*yamlWriter, func()) {
+	y := &yamlWriter{ResponseWriter: w}
+	return y, y.finish
+}
+
+func (y *yamlWriter) WriteHeader(code int) {
+	if y.code == 0 {
+		y.code = code
+	}
+}
+
+func (y *yamlWriter) Write(p []byte) (int, error) {
+	y.WriteHeader(http.StatusOK)
+	return y.body.Write(p)
+}
+
+func (y *yamlWriter) finish() {
+	if y.code == 0 {
+		return // nothing written
+	}
+	body, header := y.body.Bytes(), y.ResponseWriter.Header()
+	if mt, _, _ := mime.ParseMediaType(header.Get("Content-Type")); mt == runtime.ContentTypeJSON {
+		if out, err := yaml.JSONToYAML(body); err == nil {
+			body = out
+			header.Set("Content-Type", runtime.ContentTypeYAML)
+			header.Del("Content-Length")
+		}
+	}
+	y.ResponseWriter.WriteHeader(y.code)
+	_, _ = y.ResponseWriter.Write(body) // the client going away mid-body is not ours to report
 }

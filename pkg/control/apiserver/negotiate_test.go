@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	restwatch "k8s.io/client-go/rest/watch"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // What client-go's metadata client sends: protobuf first, which miniapi answers only for
@@ -170,7 +172,6 @@ func TestNotAcceptable(t *testing.T) {
 		{"GET", "/api/v1/namespaces/default/pods", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"},
-		{"GET", "/api/v1/namespaces/default/pods?watch=1", "application/yaml"},
 		{"POST", "/api/v1/namespaces/default/pods", "application/json;as=Foo;g=meta.k8s.io;v=v1"},
 		{"GET", "/api/v1/namespaces/default/pods/a", metadataListAccept},
 		{"GET", "/api/v1/namespaces/default/pods", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"},
@@ -432,4 +433,63 @@ func nextTyped(t *testing.T, events <-chan watch.Event) watch.Event {
 		t.Fatal("no watch event in 10s")
 	}
 	return watch.Event{}
+}
+
+// YAML is answered as kube-apiserver answers it: GET, LIST (their Tables too) and
+// create in the bytes its YAML serializer makes of the JSON (sigs.k8s.io/yaml's
+// JSONToYAML), errors as a YAML Status; a watch has no YAML framing: 406, naming the
+// stream media types, in YAML. JSON first of equal q stays JSON; an Accept naming only
+// what cannot be produced gets 406 in JSON naming YAML among the accepted types.
+func TestYAMLResponses(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a"))
+	asYAML := withAccept("application/yaml", h)
+	sameAsJSON := func(path, accept string) {
+		t.Helper()
+		w := do(t, asYAML, "GET", path, nil)
+		if accept != "application/yaml" {
+			w = do(t, withAccept(accept, h), "GET", path, nil)
+		}
+		jsonAccept := strings.Replace(accept, "application/yaml", "application/json", 1)
+		want, err := sigsyaml.JSONToYAML(do(t, withAccept(jsonAccept, h), "GET", path, nil).Body.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/yaml" || w.Body.String() != string(want) {
+			t.Errorf("GET %s with Accept %s: %d %q\n%s\nwant\n%s", path, accept, w.Code, w.Header().Get("Content-Type"), w.Body, want)
+		}
+	}
+	sameAsJSON("/api/v1/namespaces/default/pods/a", "application/yaml")
+	sameAsJSON("/api/v1/namespaces/default/pods", "application/yaml")
+	sameAsJSON("/api/v1/namespaces/default/pods", "application/yaml;as=Table;g=meta.k8s.io;v=v1")
+
+	created := do(t, asYAML, "POST", "/api/v1/namespaces/default/pods", ownedPod("b"))
+	var pod corev1.Pod
+	if err := sigsyaml.UnmarshalStrict(created.Body.Bytes(), &pod); err != nil || created.Code != http.StatusCreated ||
+		created.Header().Get("Content-Type") != "application/yaml" || pod.Name != "b" {
+		t.Errorf("create with Accept application/yaml: %d %q %v\n%s", created.Code, created.Header().Get("Content-Type"), err, created.Body)
+	}
+
+	yamlStatus := func(w *httptest.ResponseRecorder, what string, code int, message string) {
+		t.Helper()
+		var status metav1.Status
+		if err := sigsyaml.UnmarshalStrict(w.Body.Bytes(), &status); err != nil || w.Code != code || w.Header().Get("Content-Type") != "application/yaml" ||
+			status.Kind != "Status" || status.Code != int32(code) || status.Message != message {
+			t.Errorf("%s: %d %q %v\n%s\nwant a YAML Status %d %q", what, w.Code, w.Header().Get("Content-Type"), err, w.Body, code, message)
+		}
+	}
+	yamlStatus(do(t, asYAML, "GET", "/api/v1/namespaces/default/pods/missing", nil), "GET of a missing pod", http.StatusNotFound, `pods "missing" not found`)
+	yamlStatus(do(t, asYAML, "GET", "/api/v1/namespaces/default/pods?watch=1", nil), "watch", http.StatusNotAcceptable,
+		"only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
+
+	if w := do(t, withAccept("application/json, application/yaml", h), "GET", "/api/v1/namespaces/default/pods/a", nil); w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("JSON first of equal q: %q", w.Header().Get("Content-Type"))
+	}
+	w := do(t, withAccept("text/plain", h), "GET", "/api/v1/namespaces/default/pods/a", nil)
+	var status metav1.Status
+	decodeStrict(t, w.Body.Bytes(), &status)
+	if want := "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"; w.Code != http.StatusNotAcceptable || status.Message != want {
+		t.Errorf("Accept text/plain: %d %q, want 406 %q", w.Code, status.Message, want)
+	}
 }

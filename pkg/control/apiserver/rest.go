@@ -29,6 +29,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 	if res.Deprecation != "" {
 		addWarning(w, res.Deprecation)
 	}
+	// An answer asked for in YAML, errors too, as kube-apiserver negotiates its errors' too.
+	if rep, err := negotiate(r, s.protobufAnswers(res, info.Verb)); err == nil && rep.yaml {
+		yw, finish := answerYAML(w)
+		defer finish()
+		w = yw
+	}
 	if err := s.dispatch(w, r, res, info); err != nil {
 		if timeOutNow(r.Context()) {
 			err = timeoutError(r.Context()) // what the client gets from withRequestTimeout
@@ -44,6 +50,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	}
 	// What cannot be produced is refused before anything is read or written, as in Kubernetes.
 	rep, err := negotiate(r, s.protobufAnswers(res, info.Verb))
+	if err == nil && info.Verb == "watch" {
+		err = rep.streamable(s.protobufAnswers(res, info.Verb))
+	}
 	if err != nil {
 		return err
 	}

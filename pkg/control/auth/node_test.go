@@ -70,9 +70,14 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"watch another node's pods", withSelector(res(node1, "watch", "", "pods", "", "", ""), "spec.nodeName=node-2"), false},
 		{"list every pod", res(node1, "list", "", "pods", "", "", ""), false},
 		{"its pod's status", res(node1, "patch", "", "pods", "status", "apps", "web"), true},
-		{"another node's pod's status", res(node1, "update", "", "pods", "status", "apps", "api"), false},
+		// As kube's Node authorizer: a pod's status and deletion are the NodeRestriction
+		// admission plugin's to refuse, from the stored pod (no lag of the informer: a pod
+		// bound a moment ago is the node's at once).
+		{"another node's pod's status", res(node1, "update", "", "pods", "status", "apps", "api"), true},
+		{"status of a pod the informer has not seen yet", res(node1, "update", "", "pods", "status", "apps", "new"), true},
 		{"delete its pod", res(node1, "delete", "", "pods", "", "apps", "web"), true},
-		{"delete another node's pod", res(node1, "delete", "", "pods", "", "apps", "api"), false},
+		{"delete another node's pod", res(node1, "delete", "", "pods", "", "apps", "api"), true},
+		{"delete a pod the informer has not seen yet", res(node1, "delete", "", "pods", "", "apps", "new"), true},
 		{"create a mirror pod", res(node1, "create", "", "pods", "", "apps", ""), true},
 		{"its node's status", res(node1, "patch", "", "nodes", "status", "", "node-1"), true},
 		{"another node's status", res(node1, "patch", "", "nodes", "status", "", "node-2"), false},

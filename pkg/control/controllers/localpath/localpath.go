@@ -106,7 +106,12 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 		return 0, err // waiting for the scheduler, or no node yet (err says why)
 	}
 	dir := path.Join(params.path, fmt.Sprintf("%s_%s_%s", pvName, pvc.Namespace, pvc.Name))
-	done, err := c.runHelper(ctx, "create-"+pvName, node, params, dir, `mkdir -m 0777 -p "$VOL_DIR" && chmod 0777 "$VOL_DIR"`)
+	// The start of each attempt is told on the claim as sig-storage-lib-external-provisioner
+	// tells it, when the helper that makes the directory is made.
+	started := func() {
+		c.Recorder.Eventf(pvc, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", pvc.Namespace+"/"+pvc.Name)
+	}
+	done, err := c.runHelper(ctx, "create-"+pvName, node, params, dir, `mkdir -m 0777 -p "$VOL_DIR" && chmod 0777 "$VOL_DIR"`, started)
 	if err != nil {
 		c.Recorder.Eventf(pvc, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", sc.Name, err)
 		return 0, err
@@ -231,7 +236,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration
 				params.image = p.image
 			}
 		}
-		done, err := c.runHelper(ctx, "delete-"+pv.Name, node, params, dir, `rm -rf "$VOL_DIR"`)
+		done, err := c.runHelper(ctx, "delete-"+pv.Name, node, params, dir, `rm -rf "$VOL_DIR"`, nil)
 		if err != nil {
 			c.Recorder.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
 			return 0, err
@@ -269,12 +274,16 @@ func parameters(sc *storagev1.StorageClass) (helperParams, error) {
 }
 
 // runHelper runs script in a pod on node with dir's parent mounted and VOL_DIR set to dir:
-// done once it succeeded (the pod is then deleted); an error when it failed.
-func (c *Controller) runHelper(ctx context.Context, name, node string, p helperParams, dir, script string) (bool, error) {
+// done once it succeeded (the pod is then deleted); an error when it failed. started (nil:
+// nothing) is called when the pod is made.
+func (c *Controller) runHelper(ctx context.Context, name, node string, p helperParams, dir, script string, started func()) (bool, error) {
 	pods := c.Client.CoreV1().Pods(helperNamespace)
 	pod, err := pods.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = pods.Create(ctx, helperPod(name, node, p.image, path.Dir(dir), dir, script), metav1.CreateOptions{})
+		if err == nil && started != nil {
+			started()
+		}
 		return false, err
 	}
 	if err != nil {
