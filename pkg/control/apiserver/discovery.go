@@ -97,8 +97,14 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		Verbs:      metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 		ShortNames: res.ShortNames, Categories: res.Categories,
 	}}
-	if res.Computed != nil {
+	switch {
+	case res.Computed != nil:
 		out[0].Verbs = computedVerbs
+	case res.Terminating:
+		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "watch"}
+	case isCustom(res.GVK()):
+		// apiextensions-apiserver's discovery controller lists them in this order.
+		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 	}
 	for _, sub := range res.Subresources {
 		entry := metav1.APIResource{Name: res.Resource + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind}

@@ -52,6 +52,10 @@ type Resource struct {
 	// work on, for a kind without a generated OpenAPI definition (a custom resource's, from
 	// its CustomResourceDefinition); it may build the schema at its first call.
 	TypeConverter func() (managedfields.TypeConverter, error)
+	// Terminating marks the resource of a CustomResourceDefinition being deleted: creates
+	// are refused (apiextensions-apiserver's forbidCreateAdmission) and discovery lists
+	// only the verbs left (delete, deletecollection, get, list, watch).
+	Terminating bool
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
