@@ -72,7 +72,15 @@ func (s *Server) serveGroup(w http.ResponseWriter, _ *http.Request, name string)
 			return
 		}
 	}
-	writeError(w, apierrors.NewNotFound(schema.GroupResource{}, name))
+	writeError(w, notServed())
+}
+
+// notServed is kube-apiserver's 404 for a path nothing serves (a group, version or
+// resource it does not have): go-restful's answer for a route its group version lacks, and
+// what client-go makes of the plain "404 page not found" of the others. kubectl prints
+// `Error from server (NotFound): the server could not find the requested resource`.
+func notServed() *apierrors.StatusError {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
 
 func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
@@ -84,7 +92,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv sc
 		list.APIResources = append(list.APIResources, apiResources(res)...)
 	}
 	if list.APIResources == nil {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, gv.String()))
+		writeError(w, notServed())
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
