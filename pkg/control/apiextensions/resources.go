@@ -322,6 +322,7 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 		Categories:           names.Categories,
 		Subresources:         subs,
 		Rules:                rules,
+		Terminating:          !crd.DeletionTimestamp.IsZero() || apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating),
 		NewObject: func() runtime.Object {
 			return &Object{TypeMeta: metav1.TypeMeta{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind}}
 		},

@@ -72,7 +72,15 @@ func (s *Server) serveGroup(w http.ResponseWriter, _ *http.Request, name string)
 			return
 		}
 	}
-	writeError(w, apierrors.NewNotFound(schema.GroupResource{}, name))
+	writeError(w, notServed())
+}
+
+// notServed is kube-apiserver's 404 for a path nothing serves (a group, version or
+// resource it does not have): go-restful's answer for a route its group version lacks, and
+// what client-go makes of the plain "404 page not found" of the others. kubectl prints
+// `Error from server (NotFound): the server could not find the requested resource`.
+func notServed() *apierrors.StatusError {
+	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
 
 func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
@@ -84,7 +92,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv sc
 		list.APIResources = append(list.APIResources, apiResources(res)...)
 	}
 	if list.APIResources == nil {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, gv.String()))
+		writeError(w, notServed())
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -97,8 +105,14 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		Verbs:      metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"},
 		ShortNames: res.ShortNames, Categories: res.Categories,
 	}}
-	if res.Computed != nil {
+	switch {
+	case res.Computed != nil:
 		out[0].Verbs = computedVerbs
+	case res.Terminating:
+		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "watch"}
+	case isCustom(res.GVK()):
+		// apiextensions-apiserver's discovery controller lists them in this order.
+		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 	}
 	for _, sub := range res.Subresources {
 		entry := metav1.APIResource{Name: res.Resource + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind}

@@ -37,3 +37,33 @@ func TestDiscoveryRootsWithTrailingSlash(t *testing.T) {
 		}
 	}
 }
+
+// TestUnservedPathsAnswerNotFound: a group, version or resource the server does not serve
+// (a CRD deleted, a typo) answers kube-apiserver's 404, whose words kubectl prints
+// (`Error from server (NotFound): the server could not find the requested resource`),
+// not a NotFound of an object with an empty name.
+func TestUnservedPathsAnswerNotFound(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	for _, path := range []string{
+		"/apis/nosuch.example.com",
+		"/apis/nosuch.example.com/v1",
+		"/apis/apps/v9",
+		"/apis/apps/v9/deployments",
+		"/apis/apps/v1/nosuch",
+		"/apis/apps/v1/namespaces/default/nosuch/x",
+		"/api/v2",
+		"/api/v1/namespaces/default/nodes/n1", // nodes are not namespaced
+	} {
+		w := do(t, h, "GET", path, nil)
+		if w.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d %s", path, w.Code, w.Body)
+			continue
+		}
+		var st metav1.Status
+		decodeStrict(t, w.Body.Bytes(), &st)
+		if st.Reason != metav1.StatusReasonNotFound || st.Message != "the server could not find the requested resource" {
+			t.Errorf("GET %s: %+v", path, st)
+		}
+	}
+}

@@ -202,11 +202,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestInfo, error) {
 	info, ok := resourceRequest(ri)
 	if !ok {
-		return nil, info, apierrors.NewNotFound(schema.GroupResource{}, ri.Path)
+		return nil, info, notServed()
 	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
 	if !found {
-		return nil, info, apierrors.NewNotFound(info.GroupVersion.WithResource(info.Resource).GroupResource(), info.Name)
+		return nil, info, notServed()
 	}
 	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
 		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec). Details
@@ -217,7 +217,7 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		return nil, info, apierrors.NewNotFound(res.GroupResource(), info.Name)
+		return nil, info, notServed()
 	}
 	// A namespace's requests carry its name as their namespace, which is what they are
 	// authorized in (Kubernetes'); the object itself is cluster-scoped.

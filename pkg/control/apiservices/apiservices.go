@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -66,9 +67,11 @@ var priorities = map[schema.GroupVersion]priority{
 var crdPriority = priority{group: 1000, version: 100}
 
 // Start registers the group versions the API server lists in discovery, then keeps them
-// and those of CustomResourceDefinitions until ctx ends; cfg is the API server's loopback
-// identity. Call it once the server serves every built-in group.
-func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+// and those of CustomResourceDefinitions until ctx ends, and keeps the availability of
+// the APIServices served by a Service (Availability, reading Services and EndpointSlices
+// from shared); cfg is the API server's loopback identity. Call it once the server serves
+// every built-in group.
+func Start(ctx context.Context, cfg *rest.Config, shared informers.SharedInformerFactory, log *slog.Logger) error {
 	client, err := aggregatorclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("apiregistration client: %w", err)
@@ -86,6 +89,11 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
 	crdFactory := crdinformers.NewSharedInformerFactory(crds, 5*time.Minute)
 	crdInformer := crdFactory.Apiextensions().V1().CustomResourceDefinitions()
 	if err := registerCRDs(crdInformer.Informer(), crdInformer.Lister(), reg, log); err != nil {
+		return err
+	}
+	availability, err := NewAvailability(client, factory.Apiregistration().V1().APIServices(), shared.Core().V1().Services(),
+		shared.Discovery().V1().EndpointSlices(), log.With("controller", "RemoteAvailabilityController"))
+	if err != nil {
 		return err
 	}
 	go func() {
@@ -110,6 +118,8 @@ func Start(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
 		}
 		factory.Start(ctx.Done())
 		crdFactory.Start(ctx.Done())
+		shared.Start(ctx.Done()) // Services and EndpointSlices, if nothing else asked for them
+		go availability.Run(ctx)
 		reg.Run(1, ctx.Done())
 	}()
 	return nil

@@ -2,9 +2,12 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -87,9 +90,44 @@ func TestAPIServices(t *testing.T) {
 	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Status != apiregistrationv1.ConditionFalse || got.Status.Conditions[0].Reason != "ProxyNotSupported" {
 		t.Errorf("an aggregated APIService's status: %+v", got.Status)
 	}
-	if out := c.mustKubectl(t, "", "get", "apiservice", "v1alpha1.wardle.example.com"); !regexpLine(out, `^v1alpha1\.wardle\.example\.com +default/wardle +False \(ProxyNotSupported\) +`) {
+	// Then kube-aggregator's checks of the Service, with its reasons and words, until
+	// all pass but the one miniapi cannot: the proxying.
+	available := func(reason, message string) {
+		t.Helper()
+		var cond apiregistrationv1.APIServiceCondition
+		controllertest.WaitFor(t, "Available "+reason, 30*time.Second, func() (bool, string) {
+			got, err := apiServices.Get(ctx, aggregated.Name, metav1.GetOptions{})
+			if err != nil || len(got.Status.Conditions) != 1 {
+				return false, fmt.Sprintf("%v %+v", err, got)
+			}
+			cond = got.Status.Conditions[0]
+			return cond.Reason == reason, fmt.Sprintf("%+v", cond)
+		})
+		if cond.Type != apiregistrationv1.Available || cond.Status != apiregistrationv1.ConditionFalse || cond.Message != message {
+			t.Errorf("condition %s: %+v, want the message %q", reason, cond, message)
+		}
+	}
+	available("ServiceNotFound", `service/wardle in "default" is not present`)
+	if out := c.mustKubectl(t, "", "get", "apiservice", "v1alpha1.wardle.example.com"); !regexpLine(out, `^v1alpha1\.wardle\.example\.com +default/wardle +False \(ServiceNotFound\) +`) {
 		t.Errorf("kubectl get apiservice:\n%s", out)
 	}
+	// No selector: its EndpointSlices are the test's to write.
+	service := "apiVersion: v1\nkind: Service\nmetadata: {name: wardle}\nspec: {ports: [{name: 443-8443, port: PORT, targetPort: 8443}]}\n"
+	c.mustKubectl(t, strings.Replace(service, "PORT", "8443", 1), "apply", "-f", "-")
+	available("ServicePortError", `service/wardle in "default" is not listening on port 443`)
+	c.mustKubectl(t, strings.Replace(service, "PORT", "443", 1), "apply", "-f", "-")
+	available("EndpointsNotFound", `cannot find endpointslices for service/wardle in "default"`)
+	slice := `apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: wardle-1, labels: {kubernetes.io/service-name: wardle}}
+addressType: IPv4
+ports: [{name: "443-8443", port: 8443, protocol: TCP}]
+endpoints: [{addresses: [10.0.0.9], conditions: {ready: READY}}]
+`
+	c.mustKubectl(t, strings.Replace(slice, "READY", "false", 1), "apply", "-f", "-")
+	available("MissingEndpoints", `endpointslices for service/wardle in "default" have no addresses with port name "443-8443"`)
+	c.mustKubectl(t, strings.Replace(slice, "READY", "true", 1), "apply", "-f", "-")
+	available("ProxyNotSupported", "minik8s does not proxy API requests to extension API servers: wardle.example.com/v1alpha1 is not served through this API server")
 	// kube-aggregator's validation, with its words.
 	bad := aggregated.DeepCopy()
 	bad.Name, bad.Spec.Group, bad.Spec.GroupPriorityMinimum = "v1alpha1.other.example.com", "other.example.com", 0

@@ -30,6 +30,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
+	"github.com/minik8s/minik8s/pkg/control/controllers/policystatus"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
@@ -39,9 +40,13 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/tokencleaner"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
 	"github.com/minik8s/minik8s/pkg/control/controllers/volumeprotection"
+	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/pki"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -136,6 +141,7 @@ var controllers = []controller{
 	{"csrsigning", startCSRSigning},
 	{"csrcleaner", startCSRCleaner},
 	{"tokencleaner", startTokenCleaner},
+	{"validatingadmissionpolicy-status", startPolicyStatus},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -258,6 +264,17 @@ func startServiceAccount(c *ControllerContext) (runner, error) {
 
 func startClusterRoleAggregation(c *ControllerContext) (runner, error) {
 	return clusterroleaggregation.New(c.Client, c.Informers.Rbac().V1().ClusterRoles(), c.Log.With("component", "clusterrole-aggregation-controller"))
+}
+
+// startPolicyStatus type-checks ValidatingAdmissionPolicies with the schemas
+// kube-controller-manager gives its type checker: the built-in kinds' generated OpenAPI
+// definitions, then what discovery and /openapi/v3 serve (custom resources).
+func startPolicyStatus(c *ControllerContext) (runner, error) {
+	schemas := resolver.NewDefinitionsSchemaResolver(openapi.GetOpenAPIDefinitions, scheme.Scheme, apiextensionsscheme.Scheme).
+		Combine(&resolver.ClientDiscoveryResolver{Discovery: c.Client.Discovery()})
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
+	return policystatus.New(c.Client, c.Informers.Admissionregistration().V1().ValidatingAdmissionPolicies(),
+		&validating.TypeChecker{SchemaResolver: schemas, RestMapper: mapper}, c.Log.With("component", "validatingadmissionpolicy-status-controller"))
 }
 
 func startRootCACertPublisher(c *ControllerContext) (runner, error) {

@@ -489,7 +489,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := apiextensions.Start(ctx, loopback, apiextensions.NewRegistryServed(reg, converters), srv.OpenAPI(), metrics, log.With("component", "apiextensions")); err != nil {
 		return err
 	}
-	if err := apiservices.Start(ctx, loopback, log.With("component", "apiservices")); err != nil {
+	if err := apiservices.Start(ctx, loopback, shared, log.With("component", "apiservices")); err != nil {
 		return err
 	}
 	// AdminNetworkPolicy and BaselineAdminNetworkPolicy, which minilet enforces, are served

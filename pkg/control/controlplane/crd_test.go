@@ -317,3 +317,47 @@ spec:
 		t.Errorf("get at v1:\n%s", out)
 	}
 }
+
+// While a CustomResourceDefinition is being deleted (its custom resources going first),
+// kube-apiserver refuses new custom resources of it with a Forbidden naming the reason, and
+// discovery lists only the verbs still allowed; custom resources that are there may
+// still be changed (a controller removing its finalizer). Discovery lists a CRD's verbs in
+// apiextensions-apiserver's order, not sorted as a built-in resource's.
+func TestCustomResourceDefinitionTerminating(t *testing.T) {
+	c := startCluster(t)
+	c.applyCRD(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gauges, singular: gauge, kind: Gauge}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+`, "gauges.example.com")
+	eventually(t, c, "get", "gauges")
+	if out := c.mustKubectl(t, "", "api-resources", "--api-group=example.com", "-o", "wide"); !strings.Contains(out, "delete,deletecollection,get,list,patch,create,update,watch") {
+		t.Errorf("verbs of a served CRD:\n%s", out)
+	}
+	c.mustKubectl(t, "apiVersion: example.com/v1\nkind: Gauge\nmetadata: {name: held, finalizers: [example.com/hold]}\n", "create", "-f", "-")
+	c.mustKubectl(t, "", "delete", "crd", "gauges.example.com", "--wait=false")
+	c.mustKubectl(t, "", "wait", "--for=condition=Terminating", "--timeout=20s", "crd/gauges.example.com")
+	// The API server serves the terminating CRD once its informer has seen the condition.
+	const refused = `Error from server (Forbidden): error when creating "STDIN": gauges.example.com "new" is forbidden: create not allowed while custom resource definition is terminating`
+	var out string
+	waitFor(t, "a create refused", func() bool {
+		var err error
+		if out, err = c.kubectl(t, "apiVersion: example.com/v1\nkind: Gauge\nmetadata: {name: new}\n", "create", "-f", "-"); err == nil {
+			c.mustKubectl(t, "", "delete", "gauge", "new", "--ignore-not-found")
+		}
+		return strings.TrimSpace(out) == refused
+	})
+	if out, err := c.kubectl(t, "apiVersion: example.com/v1\nkind: Gauge\nmetadata: {name: applied}\n", "apply", "--server-side", "-f", "-"); err == nil || !strings.Contains(out, `gauges.example.com "applied" is forbidden: create not allowed while custom resource definition is terminating`) {
+		t.Errorf("server-side apply creating while terminating: %v\n%s", err, out)
+	}
+	if out := c.mustKubectl(t, "", "api-resources", "--api-group=example.com", "-o", "wide"); !strings.Contains(out, "delete,deletecollection,get,list,watch") {
+		t.Errorf("verbs of a terminating CRD:\n%s", out)
+	}
+	c.mustKubectl(t, "", "patch", "gauge", "held", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	c.waitFor(t, "", "get", "crd", "--ignore-not-found", "gauges.example.com")
+}

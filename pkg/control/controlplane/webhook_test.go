@@ -425,3 +425,47 @@ spec:
 		return got.GetLabels()["mutated"] == "yes" && got.GetLabels()["app"] == "x"
 	})
 }
+
+// A ValidatingAdmissionPolicy's expressions are type-checked against the kinds it matches
+// once per generation, and what is wrong is written to status.typeChecking, as
+// kube-controller-manager's validatingadmissionpolicy-status controller does: the policy
+// is still admitted (and enforced), the status is how its author learns of the typo.
+func TestValidatingAdmissionPolicyTypeChecking(t *testing.T) {
+	c := startCluster(t)
+	c.mustKubectl(t, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replicas}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments]}]
+  validations:
+  - expression: "object.spec.replicas <= 5"
+  - expression: "object.spec.replica <= 5"
+    messageExpression: "'too many: ' + string(object.spec.replicas)"
+`, "apply", "-f", "-")
+	status := func() string {
+		return c.mustKubectl(t, "", "get", "validatingadmissionpolicy", "replicas", "-o",
+			`jsonpath={.metadata.generation} {.status.observedGeneration} {range .status.typeChecking.expressionWarnings[*]}[{.fieldRef}] {.warning}{end}`)
+	}
+	var out string
+	waitFor(t, "the type checking of generation 1", func() bool {
+		out = status()
+		return strings.HasPrefix(out, "1 1 ")
+	})
+	want := "1 1 [spec.validations[1].expression] apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replica'"
+	if !strings.HasPrefix(out, want) || strings.Count(out, "[spec.") != 1 {
+		t.Errorf("status of a policy with a typo:\n%s\nwant it to start with\n%s", out, want)
+	}
+	c.mustKubectl(t, "", "patch", "validatingadmissionpolicy", "replicas", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/validations/1/expression","value":"object.spec.replicas >= 0"}]`)
+	waitFor(t, "the type checking of generation 2", func() bool {
+		out = status()
+		return strings.HasPrefix(out, "2 2")
+	})
+	if strings.TrimSpace(out) != "2 2" {
+		t.Errorf("status of the corrected policy: %q", out)
+	}
+	if out := c.mustKubectl(t, "", "get", "validatingadmissionpolicy", "replicas", "-o", "jsonpath={.metadata.managedFields[*].manager}"); !strings.Contains(out, "validatingadmissionpolicy-status") {
+		t.Errorf("managers of the policy: %s", out)
+	}
+}

@@ -56,18 +56,27 @@ func fromInternalAPIService(in *apiregistration.APIService, obj runtime.Object) 
 	}
 }
 
+// NotProxiedMessage is the message of the Available=False condition of an APIService of
+// group and version that names a Service.
+func NotProxiedMessage(group, version string) string {
+	return fmt.Sprintf("minik8s does not proxy API requests to extension API servers: %s/%s is not served through this API server", group, version)
+}
+
 // markAvailability sets the Available condition miniapi can vouch for: true for a local
-// APIService (the strategy sets it on create), false for one served by a Service.
+// APIService (the strategy sets it on create), false for one served by a Service. The
+// availability controller (pkg/control/apiservices) then tells why where kube-aggregator's
+// would (ServiceNotFound, MissingEndpoints, ...); an update keeps what it wrote.
 func markAvailability(svc *apiregistration.APIService) {
 	if svc.Spec.Service == nil {
 		apiregistration.SetAPIServiceCondition(svc, apiregistration.NewLocalAvailableAPIServiceCondition())
 		return
 	}
+	if c := apiregistration.GetAPIServiceConditionByType(svc, apiregistration.Available); c != nil && c.Reason != "Local" {
+		return
+	}
 	apiregistration.SetAPIServiceCondition(svc, apiregistration.APIServiceCondition{
 		Type: apiregistration.Available, Status: apiregistration.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: NotProxiedReason,
-		Message: fmt.Sprintf("minik8s does not proxy API requests to extension API servers: %s/%s is not served through this API server",
-			svc.Spec.Group, svc.Spec.Version),
+		Reason: NotProxiedReason, Message: NotProxiedMessage(svc.Spec.Group, svc.Spec.Version),
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -52,6 +53,10 @@ type Resource struct {
 	// work on, for a kind without a generated OpenAPI definition (a custom resource's, from
 	// its CustomResourceDefinition); it may build the schema at its first call.
 	TypeConverter func() (managedfields.TypeConverter, error)
+	// Terminating marks the resource of a CustomResourceDefinition being deleted: creates
+	// are refused (apiextensions-apiserver's forbidCreateAdmission) and discovery lists
+	// only the verbs left (delete, deletecollection, get, list, watch).
+	Terminating bool
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
@@ -272,17 +277,30 @@ func (reg *Registry) Resources() []*Resource {
 	return reg.all
 }
 
-// GroupVersions returns the served group versions, the legacy core group first.
+// GroupVersions returns the served group versions, the legacy core group first, the
+// groups in registration order, each group's versions in kube's priority order (GA, beta,
+// alpha, newest first: what kube-aggregator sorts versions of one priority by, as it does
+// a CustomResourceDefinition's), so the first is the group's preferred version.
 func (reg *Registry) GroupVersions() []schema.GroupVersion {
-	seen := map[schema.GroupVersion]bool{}
-	var out []schema.GroupVersion
+	var groups []string
+	versions := map[string][]string{}
 	for _, r := range reg.Resources() {
-		gv := r.GroupVersion()
-		if !seen[gv] {
-			seen[gv] = true
-			out = append(out, gv)
+		vs, ok := versions[r.Group]
+		if !ok {
+			groups = append(groups, r.Group)
+		}
+		if !slices.Contains(vs, r.Version) {
+			versions[r.Group] = append(vs, r.Version)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Group == "" && out[j].Group != "" })
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i] == "" && groups[j] != "" })
+	var out []schema.GroupVersion
+	for _, g := range groups {
+		vs := versions[g]
+		slices.SortStableFunc(vs, func(a, b string) int { return -version.CompareKubeAwareVersionStrings(a, b) })
+		for _, v := range vs {
+			out = append(out, schema.GroupVersion{Group: g, Version: v})
+		}
+	}
 	return out
 }

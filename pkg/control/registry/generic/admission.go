@@ -66,6 +66,9 @@ type Admission struct {
 }
 
 func (c Admission) admit(ctx context.Context, a *Attributes) error {
+	if a.Operation == Create && a.Subresource == "" && a.Resource != nil && a.Resource.Terminating {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New("create not allowed while custom resource definition is terminating"))
+	}
 	for _, p := range c.Mutating {
 		if err := p.Admit(ctx, a); err != nil {
 			return err
