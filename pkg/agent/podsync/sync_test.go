@@ -812,3 +812,29 @@ func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
 		t.Errorf("token file %q (%v) after %d requests, want the token of the third", token, err, requests)
 	}
 }
+
+// TestStartFailureUnderRestartNeverEndsAsStartError: a container that will not be
+// restarted (restartPolicy Never) and whose start failed ends terminated with StartError
+// and exit code 128, as the kubelet reports it (its reason cache gives Waiting only to a
+// container ShouldContainerBeRestarted keeps), not waiting in RunContainerError forever.
+func TestStartFailureUnderRestartNeverEndsAsStartError(t *testing.T) {
+	h := newHarness(t)
+	pod, st := h.admit(agenttest.Pod("once", corev1.RestartPolicyNever, "app"))
+	h.Runtime.StartErr = os.ErrPermission
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync succeeded although the container did not start")
+	}
+	h.Clock.Step(time.Second)
+	h.sync(st, pod)
+	got := h.apiPod(pod)
+	cs := agenttest.ContainerStatus(got, "app")
+	if term := cs.State.Terminated; term == nil || term.Reason != "StartError" || term.ExitCode != 128 || term.Message != os.ErrPermission.Error() {
+		t.Errorf("state %+v, want terminated with StartError 128", cs.State)
+	}
+	if cs.LastTerminationState.Terminated != nil {
+		t.Errorf("last state %+v, want none", cs.LastTerminationState)
+	}
+	if got.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase %s, want Failed", got.Status.Phase)
+	}
+}
