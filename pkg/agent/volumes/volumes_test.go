@@ -110,7 +110,7 @@ func TestSetUpFailuresAreWordedAsTheKubelet(t *testing.T) {
 	for _, want := range []string{
 		`MountVolume.SetUp failed for volume "missing" : configmap "nope" not found`,
 		`MountVolume.SetUp failed for volume "badkey" : configmap references non-existent config key: zz`,
-		`hostPath type check failed: /nonexistent/minik8s does not exist`,
+		`MountVolume.SetUp failed for volume "nodir" : hostPath type check failed: /nonexistent/minik8s is not a directory`,
 		`persistentvolumeclaim "nope" not found`,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -140,6 +140,13 @@ func TestHostPathTypes(t *testing.T) {
 		{"/dev/null", corev1.HostPathCharDev, ""},
 		{file, corev1.HostPathBlockDev, "is not a block device"},
 		{"relative", corev1.HostPathUnset, "not an absolute path"},
+		// What is missing is not what the type asks for, in the kubelet's words.
+		{filepath.Join(dir, "nothing"), corev1.HostPathFile, "hostPath type check failed: " + filepath.Join(dir, "nothing") + " is not a file"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathDirectory, "hostPath type check failed: " + filepath.Join(dir, "nothing") + " is not a directory"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathSocket, "is not a socket file"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathCharDev, "is not a character device"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathBlockDev, "is not a block device"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathUnset, ""},
 	} {
 		err := checkHostPath(&corev1.HostPathVolumeSource{Path: tc.path, Type: &tc.typ})
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
