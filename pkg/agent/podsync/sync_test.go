@@ -838,3 +838,32 @@ func TestStartFailureUnderRestartNeverEndsAsStartError(t *testing.T) {
 		t.Errorf("phase %s, want Failed", got.Status.Phase)
 	}
 }
+
+// TestFailedMountIsOneEventPerVolume: each volume that cannot be set up has its own
+// FailedMount event, as the kubelet's reconciler reports each volume's MountVolume.SetUp,
+// not one event whose message holds every volume's failure on its own line.
+func TestFailedMountIsOneEventPerVolume(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late"}}}},
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "later"}}},
+	}
+	pod = h.createPod(pod)
+	if _, err := h.syncer.SyncPod(h.ctx, newPodState(pod, apiTime(h.Clock.Now())), pod); err == nil {
+		t.Fatal("sync succeeded without the pod's ConfigMap and Secret")
+	}
+	var mounts []string
+	for _, e := range h.TakeEvents() {
+		if strings.Contains(e, "FailedMount") {
+			mounts = append(mounts, e)
+		}
+	}
+	want := []string{
+		`Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "late" not found`,
+		`Warning FailedMount MountVolume.SetUp failed for volume "sec" : secret "later" not found`,
+	}
+	if !slices.Equal(mounts, want) {
+		t.Errorf("FailedMount events %q, want %q", mounts, want)
+	}
+}

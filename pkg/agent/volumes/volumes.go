@@ -57,6 +57,9 @@ type MountError struct{ errs []error }
 
 func (e *MountError) Error() string { return errors.Join(e.errs...).Error() }
 
+// Unwrap gives each volume's failure, one FailedMount event each.
+func (e *MountError) Unwrap() []error { return e.errs }
+
 // SetUp makes every volume of the pod ready, refreshing configMap, secret and
 // downwardAPI contents that changed; it is called on every sync of the pod. The volumes
 // it could set up are returned even when others failed (a *MountError).
