@@ -37,10 +37,10 @@ type Security struct {
 // SeccompRuntimeDefault asks for the runtime's default seccomp profile.
 const SeccompRuntimeDefault = "runtime/default"
 
-// specOpts are the OCI spec options for s, for container id (name, of pod: the
-// kubelet's name_namespace(uid)); imageUser is the image's USER, checked against
-// RunAsNonRoot as the kubelet does.
-func (s Security) specOpts(imageUser, id, pod, name string) ([]oci.SpecOpts, error) {
+// specOpts are the OCI spec options for s, for container name of pod (the kubelet's
+// name_namespace(uid)); imageUser is the image's USER, checked against RunAsNonRoot as
+// the kubelet does.
+func (s Security) specOpts(imageUser, pod, name string) ([]oci.SpecOpts, error) {
 	if s.RunAsNonRoot {
 		if err := checkNonRoot(s.RunAsUser, imageUser, pod, name); err != nil {
 			return nil, err
@@ -77,9 +77,11 @@ func (s Security) specOpts(imageUser, id, pod, name string) ([]oci.SpecOpts, err
 		opts = append(opts, seccomp.WithDefaultProfile())
 	default:
 		// Read here, before the container's snapshot is made, with the words of
-		// containerd's CRI plugin (which reads it as it generates the spec).
+		// containerd's CRI plugin (which reads it as it generates the spec). Its message
+		// starts 'failed to generate container "ID" spec: ' with an ID new at each try;
+		// that part is left out, so the pod's status does not change at every retry.
 		if _, err := os.ReadFile(s.Seccomp); err != nil {
-			return nil, fmt.Errorf("failed to generate container %q spec: failed to generate spec: cannot load seccomp profile %q: %v", id, s.Seccomp, err)
+			return nil, fmt.Errorf("failed to generate spec: cannot load seccomp profile %q: %v", s.Seccomp, err)
 		}
 		opts = append(opts, seccomp.WithProfile(s.Seccomp))
 	}
