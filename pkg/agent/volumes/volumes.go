@@ -85,20 +85,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	switch s := v.VolumeSource; {
 	case s.EmptyDir != nil:
 		dir := m.pluginDir(pod, "empty-dir", v.Name)
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return Volume{}, err
+		var size string
+		if s.EmptyDir.SizeLimit != nil && !s.EmptyDir.SizeLimit.IsZero() {
+			size = "size=" + strconv.FormatInt(s.EmptyDir.SizeLimit.Value(), 10)
 		}
-		if err := os.Chmod(dir, 0o777); err != nil { // world-writable, as the kubelet makes it
+		if err := setupDir(dir, s.EmptyDir.Medium == corev1.StorageMediumMemory, size); err != nil {
 			return Volume{}, err
-		}
-		if s.EmptyDir.Medium == corev1.StorageMediumMemory {
-			opts := "mode=0777"
-			if s.EmptyDir.SizeLimit != nil && !s.EmptyDir.SizeLimit.IsZero() {
-				opts += ",size=" + strconv.FormatInt(s.EmptyDir.SizeLimit.Value(), 10)
-			}
-			if err := ensureTmpfs(dir, opts); err != nil {
-				return Volume{}, err
-			}
 		}
 		if err := ensureOwnership(pod, dir); err != nil {
 			return Volume{}, fmt.Errorf("fsGroup: %w", err)
@@ -126,7 +118,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err != nil {
 			return Volume{}, err
 		}
-		return m.writeFiles(pod, "downward-api", v.Name, files, false)
+		return m.writeFiles(pod, "downward-api", v.Name, files, true)
 	case s.Projected != nil:
 		files, err := m.projectedFiles(ctx, pod, s.Projected)
 		if err != nil {
@@ -148,17 +140,13 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)")
 }
 
-// writeFiles writes a volume's files atomically; secrets (and projections, which may
-// hold them) live on a tmpfs so they never reach the node's disk.
-func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[string]File, secret bool) (Volume, error) {
+// writeFiles writes a volume's files atomically in an emptyDir of its own, as the
+// kubelet wraps one: secrets, downwardAPI and projections (which may hold secrets) live
+// on a tmpfs (memory) so they never reach the node's disk.
+func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[string]File, memory bool) (Volume, error) {
 	dir := m.pluginDir(pod, plugin, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := setupDir(dir, memory, ""); err != nil {
 		return Volume{}, err
-	}
-	if secret {
-		if err := ensureTmpfs(dir, "mode=0755"); err != nil {
-			return Volume{}, err
-		}
 	}
 	changed, err := writeAtomically(dir, files)
 	if err != nil {
@@ -262,3 +250,24 @@ func (m *Manager) claimPath(ctx context.Context, ns, claim string) (path string,
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// setupDir makes an emptyDir's directory as the kubelet's emptyDir does: world-writable
+// (0777, chmod only when the bits differ, so fsGroup's setgid stays), and for medium
+// Memory a tmpfs mounted over it with no mode (its root is 1777, drwxrwxrwt) and opts
+// (its size, if limited).
+func setupDir(dir string, memory bool, opts string) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err != nil {
+		return err
+	} else if fi.Mode().Perm() != 0o777 {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
+	}
+	if memory {
+		return ensureTmpfs(dir, opts)
+	}
+	return nil
+}

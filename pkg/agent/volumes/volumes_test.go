@@ -226,3 +226,44 @@ func TestFSGroupOwnsThePodsVolumes(t *testing.T) {
 		t.Error("a hostPath PV was given to the fsGroup; the kubelet leaves hostPaths alone")
 	}
 }
+
+// TestVolumeRootsHaveTheKubeletsModes: the kubelet lays configMap volumes on a disk
+// emptyDir (drwxrwxrwx) and secret, downwardAPI and projected volumes, like emptyDirs of
+// medium Memory, on a tmpfs mounted without a mode (drwxrwxrwt): `ls -ld` in a container
+// shows those modes.
+func TestVolumeRootsHaveTheKubeletsModes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount tmpfs")
+	}
+	m, _ := testManager(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"a": "1"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}},
+	)
+	pod := volumePod(
+		corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+		corev1.Volume{Name: "labels", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+		corev1.Volume{Name: "memory", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	)
+	vols, err := m.SetUp(context.Background(), pod)
+	t.Cleanup(func() {
+		if err := m.TearDown("uid-1"); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{
+		"config": os.ModeDir | 0o777,
+		"secret": os.ModeDir | os.ModeSticky | 0o777,
+		"labels": os.ModeDir | os.ModeSticky | 0o777,
+		"memory": os.ModeDir | os.ModeSticky | 0o777,
+	} {
+		fi, err := os.Stat(vols[name].Path)
+		if err != nil || fi.Mode() != want {
+			t.Errorf("%s volume: mode %v (%v), want %v", name, fi.Mode(), err, want)
+		}
+	}
+}
