@@ -17,8 +17,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
 
 // Volume is a pod volume set up on the node.
@@ -85,11 +88,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	switch s := v.VolumeSource; {
 	case s.EmptyDir != nil:
 		dir := m.pluginDir(pod, "empty-dir", v.Name)
-		var size string
-		if s.EmptyDir.SizeLimit != nil && !s.EmptyDir.SizeLimit.IsZero() {
-			size = "size=" + strconv.FormatInt(s.EmptyDir.SizeLimit.Value(), 10)
-		}
-		if err := setupDir(dir, s.EmptyDir.Medium == corev1.StorageMediumMemory, size); err != nil {
+		if err := setupDir(dir, s.EmptyDir.Medium == corev1.StorageMediumMemory, m.tmpfsSize(pod, s.EmptyDir.SizeLimit)); err != nil {
 			return Volume{}, err
 		}
 		if err := ensureOwnership(pod, dir); err != nil {
@@ -145,7 +144,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 // on a tmpfs (memory) so they never reach the node's disk.
 func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[string]File, memory bool) (Volume, error) {
 	dir := m.pluginDir(pod, plugin, name)
-	if err := setupDir(dir, memory, ""); err != nil {
+	if err := setupDir(dir, memory, m.tmpfsSize(pod, nil)); err != nil {
 		return Volume{}, err
 	}
 	changed, err := writeAtomically(dir, files)
@@ -270,4 +269,30 @@ func setupDir(dir string, memory bool, opts string) error {
 		return ensureTmpfs(dir, opts)
 	}
 	return nil
+}
+
+// tmpfsSize is the size option of a pod's tmpfs volume, as the kubelet's
+// calculateEmptyDirMemorySize: the node's allocatable memory, the pod's memory limit (of
+// its cgroup) when lower, the volume's sizeLimit when lower still. "" (the kernel's
+// default, half the RAM) when the node's allocatable is not known.
+func (m *Manager) tmpfsSize(pod *corev1.Pod, sizeLimit *resource.Quantity) string {
+	var size int64
+	if m.allocatable != nil {
+		if q, ok := m.allocatable()[corev1.ResourceMemory]; ok {
+			size = q.Value()
+		}
+	}
+	if size <= 0 {
+		if sizeLimit == nil || sizeLimit.Value() <= 0 {
+			return ""
+		}
+		size = sizeLimit.Value()
+	}
+	if limit := cm.PodResources(pod, 0).MemoryLimit; limit > 0 && limit <= size {
+		size = limit
+	}
+	if sizeLimit != nil && sizeLimit.Value() > 0 && sizeLimit.Value() <= size {
+		size = sizeLimit.Value()
+	}
+	return "size=" + strconv.FormatInt(size, 10)
 }

@@ -8,9 +8,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
@@ -264,6 +267,67 @@ func TestVolumeRootsHaveTheKubeletsModes(t *testing.T) {
 		fi, err := os.Stat(vols[name].Path)
 		if err != nil || fi.Mode() != want {
 			t.Errorf("%s volume: mode %v (%v), want %v", name, fi.Mode(), err, want)
+		}
+	}
+}
+
+// TestMemoryVolumesAreSizedAsTheKubelet: a tmpfs volume (emptyDir medium Memory, and the
+// tmpfs of a secret) is as big as the node's allocatable memory, or the pod's memory
+// limit when it has one, or the emptyDir's sizeLimit when smaller still: the kubelet's
+// calculateEmptyDirMemorySize, what df shows in the container.
+func TestMemoryVolumesAreSizedAsTheKubelet(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount tmpfs")
+	}
+	m, _ := testManager(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}})
+	m.allocatable = func() corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	}
+	size := func(dir string) string {
+		mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir))
+		if err != nil || len(mounts) != 1 {
+			t.Fatalf("mount of %s: %v %v", dir, mounts, err)
+		}
+		for _, o := range strings.Split(mounts[0].VFSOptions, ",") {
+			if strings.HasPrefix(o, "size=") {
+				return o
+			}
+		}
+		return mounts[0].VFSOptions
+	}
+	for _, tc := range []struct {
+		name        string
+		limit       string
+		sizeLimit   string
+		mem, secret string
+	}{
+		{"nolimit", "", "", "size=1048576k", "size=1048576k"},
+		{"limit", "256Mi", "", "size=262144k", "size=262144k"},
+		{"sizelimit", "256Mi", "64Mi", "size=65536k", "size=262144k"},
+		{"bigsizelimit", "256Mi", "2Gi", "size=262144k", "size=262144k"},
+	} {
+		empty := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		if tc.sizeLimit != "" {
+			empty.SizeLimit = ptr.To(resource.MustParse(tc.sizeLimit))
+		}
+		pod := volumePod(
+			corev1.Volume{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: empty}},
+			corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+		)
+		pod.UID = types.UID("uid-" + tc.name)
+		if tc.limit != "" {
+			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(tc.limit)}
+		}
+		vols, err := m.SetUp(context.Background(), pod)
+		t.Cleanup(func() { m.TearDown(string(pod.UID)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := size(vols["mem"].Path); got != tc.mem {
+			t.Errorf("%s: emptyDir tmpfs %s, want %s", tc.name, got, tc.mem)
+		}
+		if got := size(vols["secret"].Path); got != tc.secret {
+			t.Errorf("%s: secret tmpfs %s, want %s", tc.name, got, tc.secret)
 		}
 	}
 }
