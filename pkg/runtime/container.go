@@ -193,7 +193,8 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	}
 	id := newContainerID(sandbox.PodUID, cfg.Name)
 	spec = append(spec, cfg.Linux.specOpts(id)...)
-	security, err := cfg.Security.specOpts(imgSpec.Config.User)
+	pod := fmt.Sprintf("%s_%s(%s)", sandbox.PodName, sandbox.PodNamespace, sandbox.PodUID) // the kubelet's format.Pod
+	security, err := cfg.Security.specOpts(imgSpec.Config.User, pod, cfg.Name)
 	if err != nil {
 		return Container{}, err
 	}

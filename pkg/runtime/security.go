@@ -37,11 +37,12 @@ type Security struct {
 // SeccompRuntimeDefault asks for the runtime's default seccomp profile.
 const SeccompRuntimeDefault = "runtime/default"
 
-// specOpts are the OCI spec options for s; imageUser is the image's USER, checked
-// against RunAsNonRoot as the kubelet does.
-func (s Security) specOpts(imageUser string) ([]oci.SpecOpts, error) {
+// specOpts are the OCI spec options for s, for container name of pod (the kubelet's
+// name_namespace(uid)); imageUser is the image's USER, checked against RunAsNonRoot as
+// the kubelet does.
+func (s Security) specOpts(imageUser, pod, name string) ([]oci.SpecOpts, error) {
 	if s.RunAsNonRoot {
-		if err := checkNonRoot(s.RunAsUser, imageUser); err != nil {
+		if err := checkNonRoot(s.RunAsUser, imageUser, pod, name); err != nil {
 			return nil, err
 		}
 	}
@@ -75,8 +76,12 @@ func (s Security) specOpts(imageUser string) ([]oci.SpecOpts, error) {
 	case s.Seccomp == SeccompRuntimeDefault:
 		opts = append(opts, seccomp.WithDefaultProfile())
 	default:
-		if _, err := os.Stat(s.Seccomp); err != nil {
-			return nil, configError("seccomp profile: %v", err)
+		// Read here, before the container's snapshot is made, with the words of
+		// containerd's CRI plugin (which reads it as it generates the spec). Its message
+		// starts 'failed to generate container "ID" spec: ' with an ID new at each try;
+		// that part is left out, so the pod's status does not change at every retry.
+		if _, err := os.ReadFile(s.Seccomp); err != nil {
+			return nil, fmt.Errorf("failed to generate spec: cannot load seccomp profile %q: %v", s.Seccomp, err)
 		}
 		opts = append(opts, seccomp.WithProfile(s.Seccomp))
 	}
@@ -96,24 +101,26 @@ func (s Security) user(imageUser string) string {
 	return u
 }
 
-// checkNonRoot refuses a container that would run as root, with the kubelet's words.
-func checkNonRoot(runAsUser *int64, imageUser string) error {
+// checkNonRoot refuses a container that would run as root, with the kubelet's words
+// (verifyRunAsNonRoot). The image's USER is read as containerd's CRI plugin reads it: a
+// number is a uid, anything else (root too) a name that cannot be verified.
+func checkNonRoot(runAsUser *int64, imageUser, pod, container string) error {
 	if runAsUser != nil {
 		if *runAsUser == 0 {
-			return configError("container's runAsUser breaks non-root policy")
+			return configError("container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod, container)
 		}
 		return nil
 	}
 	name, _, _ := strings.Cut(imageUser, ":")
-	if name == "" || name == "root" {
-		return configError("container has runAsNonRoot and image will run as root")
+	if name == "" {
+		return configError("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod, container)
 	}
 	uid, err := strconv.ParseInt(name, 10, 64)
 	if err != nil {
-		return configError("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root", name)
+		return configError("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", name, pod, container)
 	}
 	if uid == 0 {
-		return configError("container has runAsNonRoot and image will run as root")
+		return configError("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod, container)
 	}
 	return nil
 }

@@ -1,32 +1,53 @@
 package runtime
 
 import (
-	"strings"
+	"errors"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/utils/ptr"
 )
 
 func TestCheckNonRoot(t *testing.T) {
+	const pod, suffix = "web_default(uid-1)", ` (pod: "web_default(uid-1)", container: app)`
 	for _, tc := range []struct {
 		runAs     *int64
 		imageUser string
 		want      string
 	}{
-		{nil, "", "image will run as root"},
-		{nil, "root", "image will run as root"},
-		{nil, "0:0", "image will run as root"},
-		{nil, "nobody", "non-numeric user (nobody)"},
+		{nil, "", "container has runAsNonRoot and image will run as root" + suffix},
+		{nil, "0:0", "container has runAsNonRoot and image will run as root" + suffix},
+		// containerd's CRI reports a USER that is no number as a name, root included.
+		{nil, "root", "container has runAsNonRoot and image has non-numeric user (root), cannot verify user is non-root" + suffix},
+		{nil, "nobody", "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify user is non-root" + suffix},
 		{nil, "1000", ""},
-		{ptr.To[int64](0), "1000", "runAsUser breaks non-root policy"},
+		{ptr.To[int64](0), "1000", "container's runAsUser breaks non-root policy" + suffix},
 		{ptr.To[int64](1000), "", ""},
 	} {
-		err := checkNonRoot(tc.runAs, tc.imageUser)
-		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+		err := checkNonRoot(tc.runAs, tc.imageUser, pod, "app")
+		if (tc.want == "") != (err == nil) || err != nil && err.Error() != tc.want {
 			t.Errorf("runAsUser %v image user %q: %v, want %q", tc.runAs, tc.imageUser, err, tc.want)
+		}
+		if cfgErr := (*ConfigError)(nil); err != nil && !errors.As(err, &cfgErr) {
+			t.Errorf("runAsUser %v image user %q: %T, want a *ConfigError (CreateContainerConfigError)", tc.runAs, tc.imageUser, err)
 		}
 	}
 	if got := capNames([]string{"net_admin", "CAP_SYS_TIME"}); got[0] != "CAP_NET_ADMIN" || got[1] != "CAP_SYS_TIME" {
 		t.Errorf("capNames = %v", got)
+	}
+}
+
+// TestMissingLocalhostSeccompProfile: a Localhost profile that is not on the node fails
+// the container's creation (CreateContainerError, not a config error) with containerd's
+// CRI words (less the container ID, new at each try).
+func TestMissingLocalhostSeccompProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.json")
+	_, err := Security{Seccomp: path}.specOpts("", "web_default(uid-1)", "app")
+	want := `failed to generate spec: cannot load seccomp profile "` + path + `": open ` + path + `: no such file or directory`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if cfgErr := (*ConfigError)(nil); errors.As(err, &cfgErr) {
+		t.Error("a missing profile is a *ConfigError; the kubelet reports CreateContainerError")
 	}
 }

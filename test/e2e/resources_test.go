@@ -118,12 +118,14 @@ func TestResources(t *testing.T) {
 		t.Errorf("capabilities after dropping ALL: %q", out)
 	}
 	waitFor(t, "the nonroot pod refused", 60*time.Second, func() (bool, string) {
-		cs := pod("nonroot").Status.ContainerStatuses
+		p := pod("nonroot")
+		cs := p.Status.ContainerStatuses
 		if len(cs) == 0 || cs[0].State.Waiting == nil {
 			return false, fmt.Sprint(cs)
 		}
 		w := cs[0].State.Waiting
-		return w.Reason == "CreateContainerConfigError" && w.Message == "container has runAsNonRoot and image will run as root", w.Reason + ": " + w.Message
+		want := fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: app)", "nonroot_default("+string(p.UID)+")")
+		return w.Reason == "CreateContainerConfigError" && w.Message == want, w.Reason + ": " + w.Message
 	})
 
 	waitFor(t, "the hog OOMKilled and restarted", 90*time.Second, func() (bool, string) {

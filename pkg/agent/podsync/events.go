@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -17,8 +18,17 @@ const (
 	eventSandboxChanged = "SandboxChanged"
 )
 
-// containerRef points an event at one container of a pod, like the kubelet's.
+// containerRef points an event at one container of a pod, like the kubelet's
+// GenerateContainerRef: its fieldPath names the spec list that holds it.
 func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
+	list := "containers"
+	switch {
+	case slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }):
+	case slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == name }):
+		list = "initContainers"
+	case slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return c.Name == name }):
+		list = "ephemeralContainers"
+	}
 	return &corev1.ObjectReference{
 		Kind:            "Pod",
 		APIVersion:      "v1",
@@ -26,7 +36,7 @@ func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
 		Name:            pod.Name,
 		UID:             pod.UID,
 		ResourceVersion: pod.ResourceVersion,
-		FieldPath:       fmt.Sprintf("spec.containers{%s}", name),
+		FieldPath:       fmt.Sprintf("spec.%s{%s}", list, name),
 	}
 }
 

@@ -131,3 +131,22 @@ func TestSidecarInitContainerKeepsRunning(t *testing.T) {
 		t.Errorf("phase %s, Initialized %s", got.Status.Phase, conditionStatus(got, corev1.PodInitialized))
 	}
 }
+
+// TestContainerEventsPointAtTheirSpecList: an event about a container names it where the
+// pod spec has it, as the kubelet's fieldPath does (kubectl get events -o wide shows it
+// as SUBOBJECT): spec.containers{main}, spec.initContainers{side},
+// spec.ephemeralContainers{debugger}.
+func TestContainerEventsPointAtTheirSpecList(t *testing.T) {
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "main")
+	pod.Spec.InitContainers = []corev1.Container{{Name: "side"}}
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger"}}}
+	for name, want := range map[string]string{
+		"main":     "spec.containers{main}",
+		"side":     "spec.initContainers{side}",
+		"debugger": "spec.ephemeralContainers{debugger}",
+	} {
+		if got := containerRef(pod, name).FieldPath; got != want {
+			t.Errorf("%s: fieldPath %q, want %q", name, got, want)
+		}
+	}
+}

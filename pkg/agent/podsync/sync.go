@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/status"
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -82,7 +83,13 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	st.volumes = vols
 	st.trace.Mark("volumes", s.clock.Now())
 	if err != nil {
-		s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
+		failed := []error{err}
+		if mountErr := (*volumes.MountError)(nil); errors.As(err, &mountErr) {
+			failed = mountErr.Unwrap()
+		}
+		for _, err := range failed { // one event per volume, as the kubelet's reconciler
+			s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
+		}
 		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", PodKey(pod), err))
 		status := s.podStatus(st, pod, all, false)
 		return 0, errors.Join(append(errs, s.writeStatus(ctx, st, pod, status))...)

@@ -812,3 +812,58 @@ func TestTokenRaceWithNodeAuthorizerMakesNoFailedMount(t *testing.T) {
 		t.Errorf("token file %q (%v) after %d requests, want the token of the third", token, err, requests)
 	}
 }
+
+// TestStartFailureUnderRestartNeverEndsAsStartError: a container that will not be
+// restarted (restartPolicy Never) and whose start failed ends terminated with StartError
+// and exit code 128, as the kubelet reports it (its reason cache gives Waiting only to a
+// container ShouldContainerBeRestarted keeps), not waiting in RunContainerError forever.
+func TestStartFailureUnderRestartNeverEndsAsStartError(t *testing.T) {
+	h := newHarness(t)
+	pod, st := h.admit(agenttest.Pod("once", corev1.RestartPolicyNever, "app"))
+	h.Runtime.StartErr = os.ErrPermission
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync succeeded although the container did not start")
+	}
+	h.Clock.Step(time.Second)
+	h.sync(st, pod)
+	got := h.apiPod(pod)
+	cs := agenttest.ContainerStatus(got, "app")
+	if term := cs.State.Terminated; term == nil || term.Reason != "StartError" || term.ExitCode != 128 || term.Message != os.ErrPermission.Error() {
+		t.Errorf("state %+v, want terminated with StartError 128", cs.State)
+	}
+	if cs.LastTerminationState.Terminated != nil {
+		t.Errorf("last state %+v, want none", cs.LastTerminationState)
+	}
+	if got.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase %s, want Failed", got.Status.Phase)
+	}
+}
+
+// TestFailedMountIsOneEventPerVolume: each volume that cannot be set up has its own
+// FailedMount event, as the kubelet's reconciler reports each volume's MountVolume.SetUp,
+// not one event whose message holds every volume's failure on its own line.
+func TestFailedMountIsOneEventPerVolume(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late"}}}},
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "later"}}},
+	}
+	pod = h.createPod(pod)
+	if _, err := h.syncer.SyncPod(h.ctx, newPodState(pod, apiTime(h.Clock.Now())), pod); err == nil {
+		t.Fatal("sync succeeded without the pod's ConfigMap and Secret")
+	}
+	var mounts []string
+	for _, e := range h.TakeEvents() {
+		if strings.Contains(e, "FailedMount") {
+			mounts = append(mounts, e)
+		}
+	}
+	want := []string{
+		`Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "late" not found`,
+		`Warning FailedMount MountVolume.SetUp failed for volume "sec" : secret "later" not found`,
+	}
+	if !slices.Equal(mounts, want) {
+		t.Errorf("FailedMount events %q, want %q", mounts, want)
+	}
+}

@@ -15,6 +15,7 @@ import (
 type File struct {
 	Data []byte
 	Mode fs.FileMode
+	UID  *int64 // its owner, when not root (a token's, as the kubelet's FsUser)
 }
 
 // dataLink is the symlink to the current version of a volume's files.
@@ -54,6 +55,11 @@ func writeAtomically(dir string, payload map[string]File) (bool, error) {
 		}
 		if err := os.Chmod(path, f.Mode); err != nil { // WriteFile's mode is subject to the umask
 			return false, err
+		}
+		if f.UID != nil {
+			if err := os.Lchown(path, int(*f.UID), -1); err != nil {
+				return false, err
+			}
 		}
 	}
 	old, _ := os.Readlink(filepath.Join(dir, dataLink))
@@ -127,10 +133,8 @@ func sameContents(version string, payload map[string]File) bool {
 		if !ok {
 			return fs.ErrExist
 		}
-		info, err := d.Info()
-		if err != nil || info.Mode().Perm() != f.Mode.Perm() {
-			return fs.ErrExist
-		}
+		// Contents only, as the kubelet's atomic writer: a pod's modes never change
+		// (its volumes are immutable), and fsGroup changes the ones written.
 		data, err := os.ReadFile(path)
 		if err != nil || !bytes.Equal(data, f.Data) {
 			return fs.ErrExist

@@ -17,7 +17,7 @@ func read(t *testing.T, path string) string {
 
 func TestWriteAtomically(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "vol")
-	changed, err := writeAtomically(dir, map[string]File{"a": {[]byte("1"), 0o644}, "sub/b": {[]byte("2"), 0o400}})
+	changed, err := writeAtomically(dir, map[string]File{"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o400}})
 	if err != nil || !changed {
 		t.Fatalf("first write: %v, %v", changed, err)
 	}
@@ -32,11 +32,11 @@ func TestWriteAtomically(t *testing.T) {
 	}
 	first, _ := os.Readlink(filepath.Join(dir, dataLink))
 
-	if changed, err := writeAtomically(dir, map[string]File{"a": {[]byte("1"), 0o644}, "sub/b": {[]byte("2"), 0o400}}); err != nil || changed {
+	if changed, err := writeAtomically(dir, map[string]File{"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o400}}); err != nil || changed {
 		t.Errorf("same payload again: changed=%v err=%v", changed, err)
 	}
 
-	changed, err = writeAtomically(dir, map[string]File{"a": {[]byte("new"), 0o644}, "c": {[]byte("3"), 0o644}})
+	changed, err = writeAtomically(dir, map[string]File{"a": {Data: []byte("new"), Mode: 0o644}, "c": {Data: []byte("3"), Mode: 0o644}})
 	if err != nil || !changed {
 		t.Fatalf("update: %v, %v", changed, err)
 	}
@@ -50,7 +50,7 @@ func TestWriteAtomically(t *testing.T) {
 		t.Errorf("old version %s left behind", first)
 	}
 	for _, bad := range []string{"../x", "/etc/passwd", "..data", "a/../../x"} {
-		if _, err := writeAtomically(dir, map[string]File{bad: {[]byte("x"), 0o644}}); err == nil {
+		if _, err := writeAtomically(dir, map[string]File{bad: {Data: []byte("x"), Mode: 0o644}}); err == nil {
 			t.Errorf("path %q accepted", bad)
 		}
 	}

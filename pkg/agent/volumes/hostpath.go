@@ -11,7 +11,8 @@ import (
 )
 
 // checkHostPath applies a hostPath volume's type: the *OrCreate types make what is
-// missing, the others check what is there, with the kubelet's messages.
+// missing, the others check what is there, with the kubelet's messages (checkTypeInternal:
+// a missing path is "not a file" as much as one of another kind).
 func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	if !filepath.IsAbs(h.Path) {
 		return fmt.Errorf("hostPath %q is not an absolute path", h.Path)
@@ -20,56 +21,48 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	if h.Type != nil {
 		typ = *h.Type
 	}
+	if typ == corev1.HostPathUnset {
+		return nil
+	}
 	fi, err := os.Stat(h.Path)
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
 		return fmt.Errorf("hostPath %s: %w", h.Path, err)
 	}
-	switch typ {
-	case corev1.HostPathUnset:
-		return nil
-	case corev1.HostPathDirectoryOrCreate:
-		if missing {
-			return os.MkdirAll(h.Path, 0o755)
+	switch {
+	case missing && typ == corev1.HostPathDirectoryOrCreate:
+		return os.MkdirAll(h.Path, 0o755)
+	case missing && typ == corev1.HostPathFileOrCreate:
+		if err := os.MkdirAll(filepath.Dir(h.Path), 0o755); err != nil {
+			return err
 		}
-		if !fi.IsDir() {
-			return fmt.Errorf("hostPath type check failed: %s is not a directory", h.Path)
+		f, err := os.OpenFile(h.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
 		}
-		return nil
-	case corev1.HostPathFileOrCreate:
-		if missing {
-			if err := os.MkdirAll(filepath.Dir(h.Path), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(h.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-			if err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-			if f != nil {
-				f.Close()
-			}
-			return nil
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("hostPath type check failed: %s is not a file", h.Path)
+		if f != nil {
+			f.Close()
 		}
 		return nil
 	}
-	if missing {
-		return fmt.Errorf("hostPath type check failed: %s does not exist", h.Path)
+	var mode fs.FileMode
+	if fi != nil {
+		mode = fi.Mode()
 	}
 	want := map[corev1.HostPathType]struct {
 		ok   bool
 		what string
 	}{
-		corev1.HostPathDirectory: {fi.IsDir(), "a directory"},
-		corev1.HostPathFile:      {fi.Mode().IsRegular(), "a file"},
-		corev1.HostPathSocket:    {fi.Mode()&fs.ModeSocket != 0, "a socket file"},
-		corev1.HostPathCharDev:   {fi.Mode()&fs.ModeCharDevice != 0, "a character device"},
-		corev1.HostPathBlockDev:  {fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0, "a block device"},
+		corev1.HostPathDirectoryOrCreate: {!missing && mode.IsDir(), "a directory"},
+		corev1.HostPathDirectory:         {!missing && mode.IsDir(), "a directory"},
+		corev1.HostPathFileOrCreate:      {!missing && mode.IsRegular(), "a file"},
+		corev1.HostPathFile:              {!missing && mode.IsRegular(), "a file"},
+		corev1.HostPathSocket:            {mode&fs.ModeSocket != 0, "a socket file"},
+		corev1.HostPathCharDev:           {mode&fs.ModeCharDevice != 0, "a character device"},
+		corev1.HostPathBlockDev:          {mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0, "a block device"},
 	}[typ]
 	if want.what == "" {
-		return fmt.Errorf("hostPath %s: unknown type %q", h.Path, typ)
+		return fmt.Errorf("%s is an invalid volume type", typ)
 	}
 	if !want.ok {
 		return fmt.Errorf("hostPath type check failed: %s is not %s", h.Path, want.what)

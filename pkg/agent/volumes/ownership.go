@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,4 +66,31 @@ func ensureOwnership(pod *corev1.Pod, dir string) error {
 		return nil
 	}
 	return setOwnership(dir, *gid, false)
+}
+
+// fsUserOf is the one user every container of the pod runs as (runAsUser, the
+// container's over the pod's), or nil when one has none or two differ: the kubelet's
+// FsUserFrom, the owner of a projected token.
+func fsUserOf(pod *corev1.Pod) *int64 {
+	var contexts []*corev1.SecurityContext
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		contexts = append(contexts, c.SecurityContext)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		contexts = append(contexts, c.SecurityContext)
+	}
+	var user *int64
+	for _, sc := range contexts {
+		var uid *int64
+		if sc != nil && sc.RunAsUser != nil {
+			uid = sc.RunAsUser
+		} else if psc := pod.Spec.SecurityContext; psc != nil {
+			uid = psc.RunAsUser
+		}
+		if uid == nil || user != nil && *user != *uid {
+			return nil
+		}
+		user = uid
+	}
+	return user
 }

@@ -97,9 +97,15 @@ func (m *Manager) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Se
 	if sa == "" {
 		sa = "default"
 	}
+	// As the kubelet: 0600 and owned by the pod's one runAsUser when there is one, or
+	// when fsGroup will make it 0640.
+	uid := fsUserOf(pod)
+	if uid != nil || fsGroupOf(pod) != nil {
+		dflt = 0o600
+	}
 	key := fmt.Sprintf("%s/%s/%s/%s/%d", pod.Namespace, sa, pod.UID, src.Audience, ptrValue(src.ExpirationSeconds))
 	if token, ok := m.tokens.get(key); ok {
-		return map[string]File{src.Path: {Data: []byte(token), Mode: dflt}}, nil
+		return map[string]File{src.Path: {Data: []byte(token), Mode: dflt, UID: uid}}, nil
 	}
 	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
 		ExpirationSeconds: src.ExpirationSeconds,
@@ -120,7 +126,7 @@ func (m *Manager) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Se
 		return nil, fmt.Errorf("get service account token for pod %q: %w", pod.Namespace+"/"+pod.Name, err)
 	}
 	m.tokens.put(key, resp.Status.Token, resp.CreationTimestamp.Time, resp.Status.ExpirationTimestamp.Time)
-	return map[string]File{src.Path: {Data: []byte(resp.Status.Token), Mode: dflt}}, nil
+	return map[string]File{src.Path: {Data: []byte(resp.Status.Token), Mode: dflt, UID: uid}}, nil
 }
 
 // tokenRetry spaces the retries of a forbidden token request: 0.1 s doubling, 1.5 s in all.

@@ -3,6 +3,9 @@ package volumes
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -57,5 +61,60 @@ func TestServiceAccountToken(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	if tok := read(); tok != "token-2" {
 		t.Errorf("after 80%% of its life: %q, want a renewed token", tok)
+	}
+}
+
+// TestTokenFileModeUnderFSGroupAndRunAsUser: as the kubelet's projected volume, a
+// token is 0600 when the pod has an fsGroup or one runAsUser for all its containers,
+// owned by that user; fsGroup then makes it 0640 (the default 0644 otherwise). Files
+// the fsGroup walk changed are not rewritten at every sync.
+func TestTokenFileModeUnderFSGroupAndRunAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown and mount tmpfs")
+	}
+	client := fake.NewClientset()
+	client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		req := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenRequest).DeepCopy()
+		req.Status = authnv1.TokenRequestStatus{Token: "tok", ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+		return true, req, nil
+	})
+	for _, tc := range []struct {
+		name     string
+		sc       *corev1.PodSecurityContext
+		mode     os.FileMode
+		uid, gid uint32
+	}{
+		{"plain", nil, 0o644, 0, 0},
+		{"fsgroup", &corev1.PodSecurityContext{FSGroup: ptr.To[int64](2000)}, 0o640, 0, 2000},
+		{"runasuser", &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}, 0o600, 1000, 0},
+		{"both", &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}, 0o640, 1000, 2000},
+	} {
+		m := New(t.TempDir(), client, nil)
+		pod := volumePod(corev1.Volume{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr.To[int32](0o644),
+			Sources:     []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}},
+		}}})
+		pod.UID = types.UID("uid-" + tc.name)
+		pod.Spec.SecurityContext = tc.sc
+		vols, err := m.SetUp(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.TearDown(string(pod.UID)) })
+		data, _ := os.Readlink(filepath.Join(vols["t"].Path, "..data"))
+		fi, err := os.Stat(filepath.Join(vols["t"].Path, "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != tc.mode || st.Uid != tc.uid || st.Gid != tc.gid {
+			t.Errorf("%s: token %v %d:%d, want %v %d:%d", tc.name, fi.Mode().Perm(), st.Uid, st.Gid, tc.mode, tc.uid, tc.gid)
+		}
+		if _, err := m.SetUp(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := os.Readlink(filepath.Join(vols["t"].Path, "..data")); again != data {
+			t.Errorf("%s: the unchanged token was written again (%s, then %s)", tc.name, data, again)
+		}
 	}
 }

@@ -17,8 +17,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
 
 // Volume is a pod volume set up on the node.
@@ -57,6 +60,9 @@ type MountError struct{ errs []error }
 
 func (e *MountError) Error() string { return errors.Join(e.errs...).Error() }
 
+// Unwrap gives each volume's failure, one FailedMount event each.
+func (e *MountError) Unwrap() []error { return e.errs }
+
 // SetUp makes every volume of the pod ready, refreshing configMap, secret and
 // downwardAPI contents that changed; it is called on every sync of the pod. The volumes
 // it could set up are returned even when others failed (a *MountError).
@@ -82,20 +88,8 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	switch s := v.VolumeSource; {
 	case s.EmptyDir != nil:
 		dir := m.pluginDir(pod, "empty-dir", v.Name)
-		if err := os.MkdirAll(dir, 0o777); err != nil {
+		if err := setupDir(dir, s.EmptyDir.Medium == corev1.StorageMediumMemory, m.tmpfsSize(pod, s.EmptyDir.SizeLimit)); err != nil {
 			return Volume{}, err
-		}
-		if err := os.Chmod(dir, 0o777); err != nil { // world-writable, as the kubelet makes it
-			return Volume{}, err
-		}
-		if s.EmptyDir.Medium == corev1.StorageMediumMemory {
-			opts := "mode=0777"
-			if s.EmptyDir.SizeLimit != nil && !s.EmptyDir.SizeLimit.IsZero() {
-				opts += ",size=" + strconv.FormatInt(s.EmptyDir.SizeLimit.Value(), 10)
-			}
-			if err := ensureTmpfs(dir, opts); err != nil {
-				return Volume{}, err
-			}
 		}
 		if err := ensureOwnership(pod, dir); err != nil {
 			return Volume{}, fmt.Errorf("fsGroup: %w", err)
@@ -123,7 +117,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err != nil {
 			return Volume{}, err
 		}
-		return m.writeFiles(pod, "downward-api", v.Name, files, false)
+		return m.writeFiles(pod, "downward-api", v.Name, files, true)
 	case s.Projected != nil:
 		files, err := m.projectedFiles(ctx, pod, s.Projected)
 		if err != nil {
@@ -145,17 +139,13 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)")
 }
 
-// writeFiles writes a volume's files atomically; secrets (and projections, which may
-// hold them) live on a tmpfs so they never reach the node's disk.
-func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[string]File, secret bool) (Volume, error) {
+// writeFiles writes a volume's files atomically in an emptyDir of its own, as the
+// kubelet wraps one: secrets, downwardAPI and projections (which may hold secrets) live
+// on a tmpfs (memory) so they never reach the node's disk.
+func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[string]File, memory bool) (Volume, error) {
 	dir := m.pluginDir(pod, plugin, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := setupDir(dir, memory, m.tmpfsSize(pod, nil)); err != nil {
 		return Volume{}, err
-	}
-	if secret {
-		if err := ensureTmpfs(dir, "mode=0755"); err != nil {
-			return Volume{}, err
-		}
 	}
 	changed, err := writeAtomically(dir, files)
 	if err != nil {
@@ -259,3 +249,50 @@ func (m *Manager) claimPath(ctx context.Context, ns, claim string) (path string,
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// setupDir makes an emptyDir's directory as the kubelet's emptyDir does: world-writable
+// (0777, chmod only when the bits differ, so fsGroup's setgid stays), and for medium
+// Memory a tmpfs mounted over it with no mode (its root is 1777, drwxrwxrwt) and opts
+// (its size, if limited).
+func setupDir(dir string, memory bool, opts string) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(dir); err != nil {
+		return err
+	} else if fi.Mode().Perm() != 0o777 {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
+	}
+	if memory {
+		return ensureTmpfs(dir, opts)
+	}
+	return nil
+}
+
+// tmpfsSize is the size option of a pod's tmpfs volume, as the kubelet's
+// calculateEmptyDirMemorySize: the node's allocatable memory, the pod's memory limit (of
+// its cgroup) when lower, the volume's sizeLimit when lower still. "" (the kernel's
+// default, half the RAM) when the node's allocatable is not known.
+func (m *Manager) tmpfsSize(pod *corev1.Pod, sizeLimit *resource.Quantity) string {
+	var size int64
+	if m.allocatable != nil {
+		if q, ok := m.allocatable()[corev1.ResourceMemory]; ok {
+			size = q.Value()
+		}
+	}
+	if size <= 0 {
+		if sizeLimit == nil || sizeLimit.Value() <= 0 {
+			return ""
+		}
+		size = sizeLimit.Value()
+	}
+	if limit := cm.PodResources(pod, 0).MemoryLimit; limit > 0 && limit <= size {
+		size = limit
+	}
+	if sizeLimit != nil && sizeLimit.Value() > 0 && sizeLimit.Value() <= size {
+		size = sizeLimit.Value()
+	}
+	return "size=" + strconv.FormatInt(size, 10)
+}

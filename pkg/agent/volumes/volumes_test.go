@@ -8,9 +8,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
@@ -110,7 +113,7 @@ func TestSetUpFailuresAreWordedAsTheKubelet(t *testing.T) {
 	for _, want := range []string{
 		`MountVolume.SetUp failed for volume "missing" : configmap "nope" not found`,
 		`MountVolume.SetUp failed for volume "badkey" : configmap references non-existent config key: zz`,
-		`hostPath type check failed: /nonexistent/minik8s does not exist`,
+		`MountVolume.SetUp failed for volume "nodir" : hostPath type check failed: /nonexistent/minik8s is not a directory`,
 		`persistentvolumeclaim "nope" not found`,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -140,6 +143,13 @@ func TestHostPathTypes(t *testing.T) {
 		{"/dev/null", corev1.HostPathCharDev, ""},
 		{file, corev1.HostPathBlockDev, "is not a block device"},
 		{"relative", corev1.HostPathUnset, "not an absolute path"},
+		// What is missing is not what the type asks for, in the kubelet's words.
+		{filepath.Join(dir, "nothing"), corev1.HostPathFile, "hostPath type check failed: " + filepath.Join(dir, "nothing") + " is not a file"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathDirectory, "hostPath type check failed: " + filepath.Join(dir, "nothing") + " is not a directory"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathSocket, "is not a socket file"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathCharDev, "is not a character device"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathBlockDev, "is not a block device"},
+		{filepath.Join(dir, "nothing"), corev1.HostPathUnset, ""},
 	} {
 		err := checkHostPath(&corev1.HostPathVolumeSource{Path: tc.path, Type: &tc.typ})
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
@@ -217,5 +227,107 @@ func TestFSGroupOwnsThePodsVolumes(t *testing.T) {
 	check(filepath.Join(vols["config"].Path, "app.conf"), 4321, 0o640) // 0600 plus the group's read
 	if fi, _ := os.Stat(host); fi.Sys().(*syscall.Stat_t).Gid == 4321 {
 		t.Error("a hostPath PV was given to the fsGroup; the kubelet leaves hostPaths alone")
+	}
+}
+
+// TestVolumeRootsHaveTheKubeletsModes: the kubelet lays configMap volumes on a disk
+// emptyDir (drwxrwxrwx) and secret, downwardAPI and projected volumes, like emptyDirs of
+// medium Memory, on a tmpfs mounted without a mode (drwxrwxrwt): `ls -ld` in a container
+// shows those modes.
+func TestVolumeRootsHaveTheKubeletsModes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount tmpfs")
+	}
+	m, _ := testManager(t,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"a": "1"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}},
+	)
+	pod := volumePod(
+		corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+		corev1.Volume{Name: "labels", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+		corev1.Volume{Name: "memory", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	)
+	vols, err := m.SetUp(context.Background(), pod)
+	t.Cleanup(func() {
+		if err := m.TearDown("uid-1"); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{
+		"config": os.ModeDir | 0o777,
+		"secret": os.ModeDir | os.ModeSticky | 0o777,
+		"labels": os.ModeDir | os.ModeSticky | 0o777,
+		"memory": os.ModeDir | os.ModeSticky | 0o777,
+	} {
+		fi, err := os.Stat(vols[name].Path)
+		if err != nil || fi.Mode() != want {
+			t.Errorf("%s volume: mode %v (%v), want %v", name, fi.Mode(), err, want)
+		}
+	}
+}
+
+// TestMemoryVolumesAreSizedAsTheKubelet: a tmpfs volume (emptyDir medium Memory, and the
+// tmpfs of a secret) is as big as the node's allocatable memory, or the pod's memory
+// limit when it has one, or the emptyDir's sizeLimit when smaller still: the kubelet's
+// calculateEmptyDirMemorySize, what df shows in the container.
+func TestMemoryVolumesAreSizedAsTheKubelet(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount tmpfs")
+	}
+	m, _ := testManager(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}})
+	m.allocatable = func() corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	}
+	size := func(dir string) string {
+		mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir))
+		if err != nil || len(mounts) != 1 {
+			t.Fatalf("mount of %s: %v %v", dir, mounts, err)
+		}
+		for _, o := range strings.Split(mounts[0].VFSOptions, ",") {
+			if strings.HasPrefix(o, "size=") {
+				return o
+			}
+		}
+		return mounts[0].VFSOptions
+	}
+	for _, tc := range []struct {
+		name        string
+		limit       string
+		sizeLimit   string
+		mem, secret string
+	}{
+		{"nolimit", "", "", "size=1048576k", "size=1048576k"},
+		{"limit", "256Mi", "", "size=262144k", "size=262144k"},
+		{"sizelimit", "256Mi", "64Mi", "size=65536k", "size=262144k"},
+		{"bigsizelimit", "256Mi", "2Gi", "size=262144k", "size=262144k"},
+	} {
+		empty := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+		if tc.sizeLimit != "" {
+			empty.SizeLimit = ptr.To(resource.MustParse(tc.sizeLimit))
+		}
+		pod := volumePod(
+			corev1.Volume{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: empty}},
+			corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+		)
+		pod.UID = types.UID("uid-" + tc.name)
+		if tc.limit != "" {
+			pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(tc.limit)}
+		}
+		vols, err := m.SetUp(context.Background(), pod)
+		t.Cleanup(func() { m.TearDown(string(pod.UID)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := size(vols["mem"].Path); got != tc.mem {
+			t.Errorf("%s: emptyDir tmpfs %s, want %s", tc.name, got, tc.mem)
+		}
+		if got := size(vols["secret"].Path); got != tc.secret {
+			t.Errorf("%s: secret tmpfs %s, want %s", tc.name, got, tc.secret)
+		}
 	}
 }
