@@ -27,6 +27,9 @@ type kind struct {
 	list         func(ns string) ([]*appsv1.ReplicaSet, error)
 	object       func(set *appsv1.ReplicaSet) runtime.Object // what Events are about
 	updateStatus func(ctx context.Context, set *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error
+	// terminating: the status counts the pods being deleted (terminatingReplicas), which
+	// ReplicaSets have (for Deployments to sum) and ReplicationControllers do not.
+	terminating bool
 }
 
 // NewReplicaSet is the replicaset controller.
@@ -34,7 +37,7 @@ func NewReplicaSet(client kubernetes.Interface, sets appsinformers.ReplicaSetInf
 	lister := sets.Lister()
 	k := &kind{
 		gvk:       appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-		component: "replicaset",
+		component: "replicaset", terminating: true,
 		informer:  sets.Informer(),
 		get:       func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
 		list:      func(ns string) ([]*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).List(labels.Everything()) },
