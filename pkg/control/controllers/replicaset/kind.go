@@ -36,12 +36,13 @@ type kind struct {
 func NewReplicaSet(client kubernetes.Interface, sets appsinformers.ReplicaSetInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	lister := sets.Lister()
 	k := &kind{
-		gvk:       appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-		component: "replicaset", terminating: true,
-		informer:  sets.Informer(),
-		get:       func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
-		list:      func(ns string) ([]*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).List(labels.Everything()) },
-		object:    func(set *appsv1.ReplicaSet) runtime.Object { return set },
+		gvk:         appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		component:   "replicaset",
+		terminating: true,
+		informer:    sets.Informer(),
+		get:         func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
+		list:        func(ns string) ([]*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).List(labels.Everything()) },
+		object:      func(set *appsv1.ReplicaSet) runtime.Object { return set },
 		updateStatus: func(ctx context.Context, set *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error {
 			set = set.DeepCopy()
 			set.Status = st
