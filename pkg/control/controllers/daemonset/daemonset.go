@@ -20,6 +20,7 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,6 +188,9 @@ func podFor(ds *appsv1.DaemonSet, hash, node string) *corev1.Pod {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+	if gen, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]; ok {
+		pod.Labels[extensionsv1beta1.DaemonSetTemplateGenerationKey] = gen // as kube's CreatePodTemplate
+	}
 	automaticTolerations(&pod.Spec)
 	if node == "" {
 		return pod

@@ -247,6 +247,13 @@ func TestDaemonSetMaxSurge(t *testing.T) {
 		if p.DeletionTimestamp == nil && len(p.Spec.Containers[0].Env) == 0 {
 			t.Errorf("pod %s on %s still runs the old template", p.Name, p.Spec.NodeName)
 		}
+		// kube-apiserver counts template changes in an annotation, the controller labels pods with it.
+		if p.DeletionTimestamp == nil && p.Labels["pod-template-generation"] != "2" {
+			t.Errorf("pod %s labels %v: want pod-template-generation=2", p.Name, p.Labels)
+		}
+	}
+	if gen := cl.MustKubectl(t, "", "get", "ds", "agent", "-o", `jsonpath={.metadata.annotations.deprecated\.daemonset\.template\.generation}`); gen != "2" {
+		t.Errorf("deprecated.daemonset.template.generation %q after one template change, want 2", gen)
 	}
 }
 
