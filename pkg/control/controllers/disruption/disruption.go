@@ -149,10 +149,18 @@ func (c *Controller) podChanged(obj any) {
 		return
 	}
 	pdbs, _ := c.pdbs.PodDisruptionBudgets(pod.GetNamespace()).List(labels.Everything())
+	var matched []*policyv1.PodDisruptionBudget
 	for _, pdb := range pdbs {
 		if sel, err := selector(pdb); err == nil && sel.Matches(labels.Set(pod.GetLabels())) {
 			c.enqueue(pdb)
+			matched = append(matched, pdb)
 		}
+	}
+	// Kubernetes warns on a real pod that more than one budget covers (the eviction
+	// subresource refuses such a pod).
+	if p, ok := pod.(*corev1.Pod); ok && len(matched) > 1 && p.UID != "" {
+		c.recorder.Eventf(p, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets",
+			"Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", p.Namespace, p.Name, matched[0].Name)
 	}
 }
 

@@ -187,3 +187,30 @@ func TestBudgetWithoutPodsIsLeftAloneByOtherWorkloads(t *testing.T) {
 		t.Errorf("NoPods events: %d once the budget was synced, %d after another Deployment's churn; want the same, at least 1", before, after)
 	}
 }
+
+// A pod that two budgets select gets Kubernetes' Warning MultiplePodDisruptionBudgets.
+func TestPodWithTwoBudgetsIsWarnedOf(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	c.MustKubectl(t, "", "create", "pdb", "one", "--selector=app=twice", "--min-available=1")
+	c.MustKubectl(t, "", "create", "pdb", "two", "--selector=app=twice", "--max-unavailable=1")
+	time.Sleep(time.Second) // the budgets in the controller's cache
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "twice", Labels: map[string]string{"app": "twice"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "the MultiplePodDisruptionBudgets event", 15*time.Second, func() (bool, string) {
+		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod,involvedObject.name=twice"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == "MultiplePodDisruptionBudgets" && e.Source.Component == "disruption-controller" &&
+				strings.HasPrefix(e.Message, `Pod "default"/"twice" matches multiple PodDisruptionBudgets.  Chose "`) && strings.HasSuffix(e.Message, `" arbitrarily.`) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(len(events.Items), " events")
+	})
+}
