@@ -364,23 +364,19 @@ func live(pods []*corev1.Pod) []*corev1.Pod {
 // maxSurge and maxUnavailable are the rolling update's limits out of desired nodes
 // (kube's SurgeCount and UnavailableCount: percentages round up; 0 when unset).
 func maxSurge(ds *appsv1.DaemonSet, desired int) int {
-	ru := ds.Spec.UpdateStrategy.RollingUpdate
-	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || ru.MaxSurge == nil {
-		return 0
-	}
-	v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, desired, true)
-	if err != nil {
-		return 0
-	}
-	return max(v, 0)
+	return rollingLimit(ds, func(ru *appsv1.RollingUpdateDaemonSet) *intstr.IntOrString { return ru.MaxSurge }, desired)
 }
 
 func maxUnavailable(ds *appsv1.DaemonSet, desired int) int {
+	return rollingLimit(ds, func(ru *appsv1.RollingUpdateDaemonSet) *intstr.IntOrString { return ru.MaxUnavailable }, desired)
+}
+
+func rollingLimit(ds *appsv1.DaemonSet, limit func(*appsv1.RollingUpdateDaemonSet) *intstr.IntOrString, desired int) int {
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
-	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || ru.MaxUnavailable == nil {
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || limit(ru) == nil {
 		return 0
 	}
-	v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, desired, true)
+	v, err := intstr.GetScaledValueFromIntOrPercent(limit(ru), desired, true)
 	if err != nil {
 		return 0
 	}
