@@ -1,8 +1,11 @@
 package registry
 
 import (
+	"strconv"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,9 +19,23 @@ var daemonSetRules = Rules{
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*appsv1.DaemonSet).Spec.Template, field.NewPath("spec"))
 	},
-	Default:       func(obj runtime.Object) { defaultDaemonSet(obj.(*appsv1.DaemonSet)) },
-	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.DaemonSet).Status = appsv1.DaemonSetStatus{} },
-	Validate:      func(obj runtime.Object) field.ErrorList { return validateDaemonSet(obj.(*appsv1.DaemonSet)) },
+	Default: func(obj runtime.Object) { defaultDaemonSet(obj.(*appsv1.DaemonSet)) },
+	PrepareCreate: func(obj runtime.Object) {
+		d := obj.(*appsv1.DaemonSet)
+		d.Status = appsv1.DaemonSetStatus{}
+		setTemplateGeneration(d, max(templateGeneration(d), 1))
+	},
+	PrepareUpdate: func(obj, old runtime.Object) {
+		d, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+		gen := max(templateGeneration(o), 1)
+		t := d.Spec.Template.DeepCopy()
+		defaultPodTemplate(t)
+		if !equality.Semantic.DeepEqual(*t, o.Spec.Template) {
+			gen++
+		}
+		setTemplateGeneration(d, gen)
+	},
+	Validate: func(obj runtime.Object) field.ErrorList { return validateDaemonSet(obj.(*appsv1.DaemonSet)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		d, o := obj.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
 		return append(validateDaemonSet(d), immutable(d.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))...)
@@ -44,6 +61,22 @@ var daemonSetRules = Rules{
 				Age(d.CreationTimestamp), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 		},
 	},
+}
+
+// templateGeneration is kube's internal spec.templateGeneration, which apps/v1 shows as
+// the annotation deprecated.daemonset.template.generation (0 when absent or not a number):
+// 1 on create, one more at each template change, whatever a client sends. The daemonset
+// controller labels its pods with it (pod-template-generation).
+func templateGeneration(d *appsv1.DaemonSet) int64 {
+	v, _ := strconv.ParseInt(d.Annotations[appsv1.DeprecatedTemplateGeneration], 10, 64)
+	return v
+}
+
+func setTemplateGeneration(d *appsv1.DaemonSet, gen int64) {
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(gen, 10)
 }
 
 func defaultDaemonSet(d *appsv1.DaemonSet) {

@@ -3,7 +3,8 @@
 // node affinity and taints (with the tolerations DaemonSet pods get automatically; a pod
 // stays on a node whose NoExecute taints it tolerates, an unreachable one too), pods
 // pinned to their node by node affinity for the scheduler to bind, RollingUpdate within
-// maxUnavailable or OnDelete, ControllerRevisions for `kubectl rollout history`, and the
+// maxUnavailable or maxSurge or OnDelete, a replacement only once the pod it replaces is
+// gone (unless surging), ControllerRevisions for `kubectl rollout history`, and the
 // status `kubectl rollout status ds` reads.
 package daemonset
 
@@ -19,6 +20,7 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -186,6 +188,9 @@ func podFor(ds *appsv1.DaemonSet, hash, node string) *corev1.Pod {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+	if gen, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]; ok {
+		pod.Labels[extensionsv1beta1.DaemonSetTemplateGenerationKey] = gen // as kube's CreatePodTemplate
+	}
 	automaticTolerations(&pod.Spec)
 	if node == "" {
 		return pod
@@ -238,39 +243,31 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	// As in Kubernetes, a pod being deleted still holds its node until it is gone (unless it
+	// has already ended): no replacement is started beside it, and the status counts it.
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID && p.DeletionTimestamp == nil {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID && (p.DeletionTimestamp == nil || !terminal(p)) {
 			byNode[nodeOf(p)] = append(byNode[nodeOf(p)], p)
 		}
 	}
+	for _, have := range byNode {
+		sort.Slice(have, func(i, j int) bool { return olderScheduled(have[i], have[j]) })
+	}
 	template := podFor(ds, hash, "")
+	surge := maxSurge(ds, 1) > 0
 	var create []string
 	var remove []*corev1.Pod
 	eligible := map[string]bool{}
 	for _, node := range nodes {
 		run, keep := shouldRun(template, node)
 		eligible[node.Name] = run
-		have := byNode[node.Name]
-		switch {
-		case !keep:
-			remove = append(remove, have...)
-		case len(have) == 0:
-			if run {
-				create = append(create, node.Name)
-			}
-		default:
-			// One pod per node: the oldest stays; a failed one is replaced.
-			sort.Slice(have, func(i, j int) bool { return have[i].CreationTimestamp.Before(&have[j].CreationTimestamp) })
-			remove = append(remove, have[1:]...)
-			if have[0].Status.Phase == corev1.PodFailed {
-				remove = append(remove, have[0])
-			}
-		}
+		c2, r := c.podsForNode(ds, node.Name, byNode[node.Name], run, keep, surge, hash)
+		create, remove = append(create, c2...), append(remove, r...)
 	}
 	for n, have := range byNode { // pods for nodes that are gone
 		if _, known := eligible[n]; !known {
-			remove = append(remove, have...)
+			remove = append(remove, live(have)...)
 		}
 	}
 	c.mu.Lock()
@@ -283,8 +280,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if err := c.deletePods(ctx, ds, remove); err != nil {
 			return 0, err
 		}
-		if err := c.rollingUpdate(ctx, ds, hash, byNode, eligible); err != nil {
-			return 0, err
+		// Like Kubernetes, update only once the pods are as the manage step wants them.
+		if len(create) == 0 && len(remove) == 0 {
+			if err := c.rollingUpdate(ctx, key, ds, hash, byNode, eligible); err != nil {
+				return 0, err
+			}
 		}
 	}
 	st := status(ds, hash, byNode, eligible)
@@ -333,57 +333,219 @@ func (c *Controller) deletePods(ctx context.Context, ds *appsv1.DaemonSet, pods 
 	return nil
 }
 
-// rollingUpdate deletes pods of old revisions (unavailable ones first) while no more than
-// maxUnavailable of the eligible nodes lack an available pod; the next syncs replace them.
-func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, eligible map[string]bool) error {
+// terminal: the pod has ended (it holds its node no longer once it is being deleted).
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// olderScheduled orders a node's pods as Kubernetes does: scheduled ones first, then by
+// creation time and name.
+func olderScheduled(a, b *corev1.Pod) bool {
+	if (a.Spec.NodeName != "") != (b.Spec.NodeName != "") {
+		return a.Spec.NodeName != ""
+	}
+	if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.Name < b.Name
+	}
+	return a.CreationTimestamp.Before(&b.CreationTimestamp)
+}
+
+// live is the pods not being deleted.
+func live(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// maxSurge and maxUnavailable are the rolling update's limits out of desired nodes
+// (kube's SurgeCount and UnavailableCount: percentages round up; 0 when unset).
+func maxSurge(ds *appsv1.DaemonSet, desired int) int {
+	return rollingLimit(ds, func(ru *appsv1.RollingUpdateDaemonSet) *intstr.IntOrString { return ru.MaxSurge }, desired)
+}
+
+func maxUnavailable(ds *appsv1.DaemonSet, desired int) int {
+	return rollingLimit(ds, func(ru *appsv1.RollingUpdateDaemonSet) *intstr.IntOrString { return ru.MaxUnavailable }, desired)
+}
+
+func rollingLimit(ds *appsv1.DaemonSet, limit func(*appsv1.RollingUpdateDaemonSet) *intstr.IntOrString, desired int) int {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ru == nil || limit(ru) == nil {
+		return 0
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(limit(ru), desired, true)
+	if err != nil {
+		return 0
+	}
+	return max(v, 0)
+}
+
+// podsForNode is kube's podsShouldBeOnNode: whether node needs a pod and which of its pods
+// (have, oldest first) go. An ended pod is deleted (and replaced on a later sync); without
+// maxSurge one running pod stays, the oldest; with it, the oldest of the current revision
+// and the oldest of an older one may run side by side until the new one is available.
+func (c *Controller) podsForNode(ds *appsv1.DaemonSet, node string, have []*corev1.Pod, run, keep, surge bool, hash string) (create []string, remove []*corev1.Pod) {
+	switch {
+	case run && len(have) == 0:
+		return []string{node}, nil
+	case !keep:
+		return nil, live(have)
+	}
+	var running []*corev1.Pod
+	for _, p := range live(have) {
+		switch p.Status.Phase {
+		case corev1.PodFailed:
+			c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node)
+			remove = append(remove, p)
+		case corev1.PodSucceeded:
+			c.recorder.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, node)
+			remove = append(remove, p)
+		default:
+			running = append(running, p)
+		}
+	}
+	if !surge {
+		if len(running) > 1 {
+			remove = append(remove, running[1:]...)
+		}
+		return nil, remove
+	}
+	if len(running) <= 1 {
+		if len(running) == 0 && run {
+			create = []string{node}
+		}
+		return create, remove
+	}
+	var oldestNew, oldestOld *corev1.Pod
+	for _, p := range running {
+		switch {
+		case p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash && oldestNew == nil:
+			oldestNew = p
+		case p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash && oldestOld == nil:
+			oldestOld = p
+		default:
+			remove = append(remove, p)
+		}
+	}
+	if oldestNew != nil && oldestOld != nil && (!podready.Ready(oldestOld) || podready.Available(oldestNew, ds.Spec.MinReadySeconds, time.Now())) {
+		remove = append(remove, oldestOld)
+	}
+	return create, remove
+}
+
+// updatedAndOld is kube's findUpdatedPodsOnNode: a node's live pod of the current revision
+// and its pod of an older one; ok is false when it has two of either.
+func updatedAndOld(pods []*corev1.Pod, hash string) (updated, old *corev1.Pod, ok bool) {
+	for _, p := range live(pods) {
+		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+			if updated != nil {
+				return nil, nil, false
+			}
+			updated = p
+		} else {
+			if old != nil {
+				return nil, nil, false
+			}
+			old = p
+		}
+	}
+	return updated, old, true
+}
+
+// rollingUpdate replaces pods of old revisions as kube's daemonset controller does. Without
+// maxSurge it deletes them (unavailable ones first) while no more than maxUnavailable of
+// the nodes lack an available pod, and the next syncs start the new ones once the old are
+// gone. With maxSurge it starts a new pod beside an old one on up to maxSurge nodes at a
+// time (at once where the old one is unavailable) and deletes the old one when the new
+// one is available.
+func (c *Controller) rollingUpdate(ctx context.Context, key string, ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, eligible map[string]bool) error {
 	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
 		return nil
 	}
+	nodes := map[string][]*corev1.Pod{}
 	desired := 0
-	for _, run := range eligible {
+	for node, run := range eligible {
 		if run {
 			desired++
+			nodes[node] = byNode[node]
 		}
 	}
-	maxUnavailable := 1
-	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
-		v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, desired, true)
-		if err == nil {
-			maxUnavailable = max(v, 0)
-		}
+	for node, have := range byNode {
+		nodes[node] = have
+	}
+	surge, unavailable := maxSurge(ds, desired), maxUnavailable(ds, desired)
+	if desired > 0 && surge == 0 && unavailable == 0 {
+		unavailable = 1
 	}
 	now := time.Now()
-	unavailable := 0
-	var oldAvailable, oldUnavailable []*corev1.Pod
-	for node, run := range eligible {
-		if !run {
-			continue
-		}
-		have := byNode[node]
-		if len(have) == 0 {
-			unavailable++
-			continue
-		}
-		p := have[0]
-		ok := podready.Available(p, ds.Spec.MinReadySeconds, now)
-		if !ok {
-			unavailable++
-		}
-		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash {
-			if ok {
-				oldAvailable = append(oldAvailable, p)
-			} else {
-				oldUnavailable = append(oldUnavailable, p)
+	available := func(p *corev1.Pod) bool { return podready.Available(p, ds.Spec.MinReadySeconds, now) }
+	if surge == 0 {
+		var remove, candidates []*corev1.Pod
+		numUnavailable := 0
+		for _, have := range nodes {
+			updated, old, ok := updatedAndOld(have, hash)
+			switch {
+			case !ok, updated == nil && old == nil, updated != nil && old != nil:
+				numUnavailable++ // the manage step sees to this node
+			case updated != nil:
+				if !available(updated) {
+					numUnavailable++
+				}
+			case !available(old):
+				remove = append(remove, old) // replacing it costs no availability
+				numUnavailable++
+			case numUnavailable < unavailable:
+				candidates = append(candidates, old)
 			}
 		}
+		n := min(max(unavailable-numUnavailable, 0), len(candidates))
+		return c.deletePods(ctx, ds, append(remove, candidates[:n]...))
 	}
-	remove := oldUnavailable // replacing these costs no availability
-	for _, p := range oldAvailable {
-		if unavailable >= maxUnavailable {
-			break
+	var remove, shouldNotRun []*corev1.Pod
+	var replace, candidates []string
+	numSurge, numAvailable := 0, 0
+	for node, have := range nodes {
+		updated, old, ok := updatedAndOld(have, hash)
+		if !ok {
+			numSurge++
+			continue
 		}
-		remove = append(remove, p)
-		unavailable++
+		if old != nil && available(old) || old == nil && updated != nil && available(updated) {
+			numAvailable++
+		}
+		switch {
+		case old == nil:
+		case updated == nil && !available(old):
+			if !eligible[node] {
+				remove = append(remove, old)
+				continue
+			}
+			replace = append(replace, node)
+		case updated == nil:
+			if !eligible[node] {
+				shouldNotRun = append(shouldNotRun, old)
+				continue
+			}
+			if numSurge < surge {
+				candidates = append(candidates, node)
+			}
+		case !available(updated):
+			numSurge++
+		default:
+			remove = append(remove, old)
+		}
+	}
+	// With maxSurge the owner expects full availability: a pod on a node it no longer
+	// belongs on goes only once as many are available elsewhere.
+	if n := min(numAvailable-desired, len(shouldNotRun)); n > 0 {
+		remove = append(remove, shouldNotRun[:n]...)
+	}
+	n := min(max(surge-numSurge, 0), len(candidates))
+	if err := c.createPods(ctx, key, ds, hash, append(replace, candidates[:n]...)); err != nil {
+		return err
 	}
 	return c.deletePods(ctx, ds, remove)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,14 +20,24 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// fakeKubelet marks every pod Running and Ready once the scheduler has bound it.
-func fakeKubelet(t *testing.T, c kubernetes.Interface) {
+// fakeKubelet marks every pod Running and Ready once the scheduler has bound it, and ends
+// the pods being deleted (as a kubelet does once their containers stop) unless hold is set.
+func fakeKubelet(t *testing.T, c kubernetes.Interface) (hold *atomic.Bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	hold = &atomic.Bool{}
 	factory := informers.NewSharedInformerFactory(c, 0)
 	run := func(obj any) {
 		pod := obj.(*corev1.Pod)
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning || pod.DeletionTimestamp != nil {
+		if pod.DeletionTimestamp != nil {
+			if !hold.Load() {
+				go func() {
+					_ = c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+				}()
+			}
+			return
+		}
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning {
 			return
 		}
 		go controllertest.MarkReady(ctx, c, pod)
@@ -37,6 +48,7 @@ func fakeKubelet(t *testing.T, c kubernetes.Interface) {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
+	return hold
 }
 
 // placement lists "node" for every live pod of the DaemonSet, sorted.
@@ -173,4 +185,114 @@ func TestDaemonSetPodsStayOnUnreachableNode(t *testing.T) {
 	if out != "0 1" {
 		t.Errorf("status desired/misscheduled %q, want \"0 1\" (kube's counting of a pod on a node it would not start one on)", out)
 	}
+}
+
+// pods lists the DaemonSet's pods: name, node and whether each is being deleted.
+func pods(t *testing.T, c kubernetes.Interface) []corev1.Pod {
+	list, err := c.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestDaemonSetMaxSurge: with maxSurge 1 and maxUnavailable 0 an update starts the new pod
+// beside the old one and deletes the old one once the new one is available, so no node is
+// ever without a ready pod; the rollout finishes.
+func TestDaemonSetMaxSurge(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	fakeKubelet(t, cl.Client)
+	edge := map[string]string{"role": "edge"}
+	cl.CreateReadyNode(t, "node-a", 10, edge)
+	cl.CreateReadyNode(t, "node-b", 10, edge)
+	surging := strings.Replace(agent, "  template:", "  updateStrategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}\n  template:", 1)
+	cl.MustKubectl(t, surging, "apply", "-f", "-")
+	waitPlacement(t, cl.Client, "node-a,node-b")
+	cl.MustKubectl(t, "", "rollout", "status", "ds/agent", "--timeout=60s")
+
+	stop := make(chan struct{})
+	gaps := make(chan string, 1)
+	go func() {
+		defer close(gaps)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			ready := map[string]bool{}
+			for _, p := range pods(t, cl.Client) {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+						ready[p.Spec.NodeName] = true
+					}
+				}
+			}
+			if !ready["node-a"] || !ready["node-b"] {
+				gaps <- fmt.Sprint(ready)
+				return
+			}
+		}
+	}()
+	cl.MustKubectl(t, "", "set", "env", "ds/agent", "GENERATION=2")
+	out, err := cl.Kubectl(t, "", "rollout", "status", "ds/agent", "--timeout=30s")
+	close(stop)
+	if err != nil {
+		t.Fatalf("rollout status with maxSurge 1, maxUnavailable 0: %v\n%s", err, out)
+	}
+	if gap, ok := <-gaps; ok {
+		t.Errorf("a node was without a ready pod during a surging update: ready on %s", gap)
+	}
+	for _, p := range pods(t, cl.Client) {
+		if p.DeletionTimestamp == nil && len(p.Spec.Containers[0].Env) == 0 {
+			t.Errorf("pod %s on %s still runs the old template", p.Name, p.Spec.NodeName)
+		}
+		// kube-apiserver counts template changes in an annotation, the controller labels pods with it.
+		if p.DeletionTimestamp == nil && p.Labels["pod-template-generation"] != "2" {
+			t.Errorf("pod %s labels %v: want pod-template-generation=2", p.Name, p.Labels)
+		}
+	}
+	if gen := cl.MustKubectl(t, "", "get", "ds", "agent", "-o", `jsonpath={.metadata.annotations.deprecated\.daemonset\.template\.generation}`); gen != "2" {
+		t.Errorf("deprecated.daemonset.template.generation %q after one template change, want 2", gen)
+	}
+}
+
+// TestDaemonSetWaitsForTheOldPodToGo: as in Kubernetes, the controller starts no new pod on
+// a node while the pod it replaces is still terminating (a hostPort, a device or a lock
+// may still be held), and counts the terminating pod in its status.
+func TestDaemonSetWaitsForTheOldPodToGo(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	hold := fakeKubelet(t, cl.Client)
+	cl.CreateReadyNode(t, "node-a", 10, map[string]string{"role": "edge"})
+	cl.MustKubectl(t, agent, "apply", "-f", "-")
+	waitPlacement(t, cl.Client, "node-a")
+	cl.MustKubectl(t, "", "rollout", "status", "ds/agent", "--timeout=60s")
+
+	hold.Store(true)
+	cl.MustKubectl(t, "", "set", "env", "ds/agent", "GENERATION=2")
+	var old corev1.Pod
+	controllertest.WaitFor(t, "the old pod terminating", 15*time.Second, func() (bool, string) {
+		list := pods(t, cl.Client)
+		if len(list) > 0 {
+			old = list[0]
+		}
+		return len(list) == 1 && list[0].DeletionTimestamp != nil, fmt.Sprint(len(list))
+	})
+	time.Sleep(time.Second) // several syncs
+	if list := pods(t, cl.Client); len(list) != 1 {
+		t.Errorf("%d pods on node-a while the old one terminates, want the old one alone", len(list))
+	}
+	hold.Store(false)
+	if err := cl.Client.CoreV1().Pods("default").Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	cl.MustKubectl(t, "", "rollout", "status", "ds/agent", "--timeout=30s")
+
+	// A node that stops matching: its pod terminates, and is counted misscheduled meanwhile.
+	hold.Store(true)
+	cl.MustKubectl(t, "", "label", "node", "node-a", "role-")
+	controllertest.Eventually(t, "desired/current/misscheduled", 15*time.Second, func() string {
+		return cl.MustKubectl(t, "", "get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.currentNumberScheduled}/{.status.numberMisscheduled}")
+	}, "0/0/1")
 }

@@ -274,3 +274,26 @@ func summary(sets map[string]*appsv1.ReplicaSet) map[string]string {
 	}
 	return out
 }
+
+// A Deployment sums its ReplicaSets' terminatingReplicas (Kubernetes v1.36): a pod kept
+// terminating by a finalizer shows as 1 until it is gone.
+func TestDeploymentTerminatingReplicas(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	fakeKubelet(t, cl.Client, cl.Namespace)
+	cl.MustKubectl(t, webDeployment, "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+	terminating := func(want string) {
+		t.Helper()
+		controllertest.Eventually(t, "deployment terminatingReplicas", 20*time.Second, func() string {
+			return cl.MustKubectl(t, "", "get", "deploy", "web", "-o", "jsonpath={.status.terminatingReplicas}")
+		}, want)
+	}
+	terminating("0")
+	pod := strings.TrimPrefix(strings.Fields(cl.MustKubectl(t, "", "get", "pods", "-l", "app=web", "-o", "name"))[0], "pod/")
+	cl.MustKubectl(t, "", "patch", "pod", pod, "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+	cl.MustKubectl(t, "", "delete", "pod", pod, "--wait=false")
+	terminating("1")
+	cl.MustKubectl(t, "", "patch", "pod", pod, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	terminating("0")
+}

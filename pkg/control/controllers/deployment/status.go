@@ -63,6 +63,7 @@ func (r *rollout) calculateStatus(newRS *appsv1.ReplicaSet) appsv1.DeploymentSta
 	if newRS != nil {
 		st.UpdatedReplicas = newRS.Status.Replicas
 	}
+	st.TerminatingReplicas = terminatingReplicas(r.all)
 	want := ptrOr(r.d.Spec.Replicas, 1)
 	st.UnavailableReplicas = max(0, want-st.AvailableReplicas)
 	st.ObservedGeneration = r.d.Generation
@@ -73,6 +74,23 @@ func (r *rollout) calculateStatus(newRS *appsv1.ReplicaSet) appsv1.DeploymentSta
 		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, now, "MinimumReplicasUnavailable", "Deployment does not have minimum availability."))
 	}
 	return st
+}
+
+// terminatingReplicas sums the ReplicaSets' pods being deleted (kube's
+// GetTerminatingReplicaCountForReplicaSets): a set the controller has never synced counts
+// for nothing, and one synced without the count leaves the sum unknown (nil).
+func terminatingReplicas(sets []*appsv1.ReplicaSet) *int32 {
+	n := int32(0)
+	for _, rs := range sets {
+		switch {
+		case rs == nil, rs.Status.ObservedGeneration == 0 && rs.Status.TerminatingReplicas == nil:
+		case rs.Status.TerminatingReplicas == nil:
+			return nil
+		default:
+			n += *rs.Status.TerminatingReplicas
+		}
+	}
+	return &n
 }
 
 // complete: every desired pod is updated and available and no old pod is left.

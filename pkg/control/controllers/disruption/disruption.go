@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -77,13 +78,61 @@ func New(client kubernetes.Interface, f informers.SharedInformerFactory, recorde
 	}); err != nil {
 		return nil, err
 	}
-	// A scale change moves expectedPods: look again at the budgets of the namespace.
+	// A scale change moves expectedPods: look again at the budgets that select the
+	// controller's pods. Other changes (status, templates) reach them through the pods, so a
+	// budget is not synced, and a budget without pods does not say NoPods, at every write
+	// of a workload beside it (Kubernetes watches only pods and budgets).
 	for _, inf := range []cache.SharedIndexInformer{rss.Informer(), deps.Informer(), sets.Informer(), rcs.Informer()} {
-		if _, err := inf.AddEventHandler(workloop.OnEvery(workloop.EnqueueNamespace(c.queue, c.pdbs.PodDisruptionBudgets))); err != nil {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: c.scaleChanged,
+			UpdateFunc: func(old, obj any) {
+				if r, pod := scaleOf(old); r != nil && pod != nil {
+					if r2, _ := scaleOf(obj); r2 == nil || *r2 != *r {
+						c.podChanged(pod)
+					}
+				}
+			},
+			DeleteFunc: c.scaleChanged,
+		}); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// scaleOf is a workload's replicas and a pod of it (its namespace and labels).
+func scaleOf(obj any) (*int32, *corev1.Pod) {
+	replicas, l := replicasAndLabels(obj)
+	if l == nil {
+		return replicas, nil
+	}
+	return replicas, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: obj.(metav1.Object).GetNamespace(), Labels: l}}
+}
+
+func replicasAndLabels(obj any) (*int32, map[string]string) {
+	switch w := obj.(type) {
+	case *appsv1.ReplicaSet:
+		return w.Spec.Replicas, w.Spec.Template.Labels
+	case *appsv1.Deployment:
+		return w.Spec.Replicas, w.Spec.Template.Labels
+	case *appsv1.StatefulSet:
+		return w.Spec.Replicas, w.Spec.Template.Labels
+	case *corev1.ReplicationController:
+		if w.Spec.Template == nil {
+			return w.Spec.Replicas, w.Spec.Selector
+		}
+		return w.Spec.Replicas, w.Spec.Template.Labels
+	}
+	return nil, nil
+}
+
+// scaleChanged wakes the budgets of a workload added or deleted.
+func (c *Controller) scaleChanged(obj any) {
+	if w, ok := workloop.Object[any](obj); ok {
+		if _, pod := scaleOf(w); pod != nil {
+			c.podChanged(pod)
+		}
+	}
 }
 
 // Run works the queue until ctx ends.
@@ -100,10 +149,18 @@ func (c *Controller) podChanged(obj any) {
 		return
 	}
 	pdbs, _ := c.pdbs.PodDisruptionBudgets(pod.GetNamespace()).List(labels.Everything())
+	var matched []*policyv1.PodDisruptionBudget
 	for _, pdb := range pdbs {
 		if sel, err := selector(pdb); err == nil && sel.Matches(labels.Set(pod.GetLabels())) {
 			c.enqueue(pdb)
+			matched = append(matched, pdb)
 		}
+	}
+	// Kubernetes warns on a real pod that more than one budget covers (the eviction
+	// subresource refuses such a pod).
+	if p, ok := pod.(*corev1.Pod); ok && len(matched) > 1 && p.UID != "" {
+		c.recorder.Eventf(p, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets",
+			"Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", p.Namespace, p.Name, matched[0].Name)
 	}
 }
 

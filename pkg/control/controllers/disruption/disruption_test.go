@@ -152,3 +152,65 @@ func TestBudgetWithoutControllers(t *testing.T) {
 		return cond != nil && cond.Reason == policyv1.SyncFailedReason && strings.Contains(cond.Message, `found no controller ref for pod "lone"`), summary(p)
 	})
 }
+
+// A budget that selects no pods says so (NoPods) when it is synced, as in Kubernetes, but
+// the churn of an unrelated Deployment in its namespace (ReplicaSets created, scaled, their
+// status written) does not sync it again and again.
+func TestBudgetWithoutPodsIsLeftAloneByOtherWorkloads(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	noPods := func() int32 {
+		time.Sleep(2 * time.Second) // syncs and the event recorder's writes
+		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=nobody"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := int32(0)
+		for _, e := range events.Items {
+			if e.Reason == "NoPods" {
+				count += max(e.Count, 1)
+			}
+		}
+		return count
+	}
+	c.MustKubectl(t, "", "create", "pdb", "nobody", "--selector=app=nobody", "--min-available=1")
+	controllertest.WaitFor(t, "budget status", 15*time.Second, func() (bool, string) {
+		p := statusOf(t, c, "nobody")
+		return summary(p) == "expected=0 desired=1 healthy=0 allowed=0 gen=1/1 False/InsufficientPods", summary(p)
+	})
+	before := noPods()
+	c.MustKubectl(t, "", "create", "deployment", "other", "--image=localhost/minik8s/netexec:v1", "--replicas=2")
+	c.MustKubectl(t, "", "scale", "deployment", "other", "--replicas=4")
+	c.MustKubectl(t, "", "set", "env", "deployment/other", "A=1")
+	c.MustKubectl(t, "", "scale", "deployment", "other", "--replicas=1")
+	if after := noPods(); before == 0 || after != before {
+		t.Errorf("NoPods events: %d once the budget was synced, %d after another Deployment's churn; want the same, at least 1", before, after)
+	}
+}
+
+// A pod that two budgets select gets Kubernetes' Warning MultiplePodDisruptionBudgets.
+func TestPodWithTwoBudgetsIsWarnedOf(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	c.MustKubectl(t, "", "create", "pdb", "one", "--selector=app=twice", "--min-available=1")
+	c.MustKubectl(t, "", "create", "pdb", "two", "--selector=app=twice", "--max-unavailable=1")
+	time.Sleep(time.Second) // the budgets in the controller's cache
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "twice", Labels: map[string]string{"app": "twice"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "the MultiplePodDisruptionBudgets event", 15*time.Second, func() (bool, string) {
+		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Pod,involvedObject.name=twice"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == "MultiplePodDisruptionBudgets" && e.Source.Component == "disruption-controller" &&
+				strings.HasPrefix(e.Message, `Pod "default"/"twice" matches multiple PodDisruptionBudgets.  Chose "`) && strings.HasSuffix(e.Message, `" arbitrarily.`) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(len(events.Items), " events")
+	})
+}

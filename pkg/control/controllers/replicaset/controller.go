@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -193,6 +194,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		manageErr = c.manageReplicas(ctx, key, set, owned)
 	}
 	status := c.calculateStatus(set, owned, manageErr)
+	if c.kind.terminating {
+		status.TerminatingReplicas = ptr.To(terminatingPods(set, selector, all))
+	}
 	if !equality.Semantic.DeepEqual(status, set.Status) {
 		if err := c.kind.updateStatus(ctx, set, status); err != nil && !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("update status of %s: %w", key, err)
@@ -216,6 +220,19 @@ func activePods(pods []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return active
+}
+
+// terminatingPods counts set's pods being deleted that have not ended yet (kube's
+// FilterTerminatingPods and FilterClaimedPods): they still run, beside their replacements.
+func terminatingPods(set *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) int32 {
+	n := int32(0)
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed &&
+			metav1.IsControlledBy(p, set) && selector.Matches(labels.Set(p.Labels)) {
+			n++
+		}
+	}
+	return n
 }
 
 // manageReplicas creates or deletes pods to reach the wanted count.

@@ -27,18 +27,22 @@ type kind struct {
 	list         func(ns string) ([]*appsv1.ReplicaSet, error)
 	object       func(set *appsv1.ReplicaSet) runtime.Object // what Events are about
 	updateStatus func(ctx context.Context, set *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error
+	// terminating: the status counts the pods being deleted (terminatingReplicas), which
+	// ReplicaSets have (for Deployments to sum) and ReplicationControllers do not.
+	terminating bool
 }
 
 // NewReplicaSet is the replicaset controller.
 func NewReplicaSet(client kubernetes.Interface, sets appsinformers.ReplicaSetInformer, pods coreinformers.PodInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	lister := sets.Lister()
 	k := &kind{
-		gvk:       appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
-		component: "replicaset",
-		informer:  sets.Informer(),
-		get:       func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
-		list:      func(ns string) ([]*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).List(labels.Everything()) },
-		object:    func(set *appsv1.ReplicaSet) runtime.Object { return set },
+		gvk:         appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		component:   "replicaset",
+		terminating: true,
+		informer:    sets.Informer(),
+		get:         func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
+		list:        func(ns string) ([]*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).List(labels.Everything()) },
+		object:      func(set *appsv1.ReplicaSet) runtime.Object { return set },
 		updateStatus: func(ctx context.Context, set *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error {
 			set = set.DeepCopy()
 			set.Status = st

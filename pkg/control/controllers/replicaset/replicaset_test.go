@@ -261,3 +261,39 @@ func names(pods []corev1.Pod) []string {
 	}
 	return out
 }
+
+// A ReplicaSet counts its pods being deleted in status.terminatingReplicas (Kubernetes
+// v1.36, DeploymentReplicaSetTerminatingReplicas on by default): 0 when none, 1 while a
+// deleted pod is held by a finalizer (replaced meanwhile), 0 again once it is gone.
+func TestReplicaSetTerminatingReplicas(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ctx := context.Background()
+	rsClient := cl.Client.AppsV1().ReplicaSets(cl.Namespace)
+	rs, err := rsClient.Create(ctx, replicaSet("held", 2), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminating := func(want string) {
+		t.Helper()
+		controllertest.WaitFor(t, "terminatingReplicas "+want, 20*time.Second, func() (bool, string) {
+			got, err := rsClient.Get(ctx, "held", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			s := "<nil>"
+			if got.Status.TerminatingReplicas != nil {
+				s = fmt.Sprint(*got.Status.TerminatingReplicas)
+			}
+			return s == want && got.Status.Replicas == 2, fmt.Sprintf("terminating %s, replicas %d", s, got.Status.Replicas)
+		})
+	}
+	pods := waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 2)
+	terminating("0")
+	cl.MustKubectl(t, "", "patch", "pod", pods[0].Name, "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+	cl.MustKubectl(t, "", "delete", "pod", pods[0].Name, "--wait=false")
+	waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 2)
+	terminating("1")
+	cl.MustKubectl(t, "", "patch", "pod", pods[0].Name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	terminating("0")
+}
