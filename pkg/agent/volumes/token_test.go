@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,9 +70,7 @@ func TestServiceAccountToken(t *testing.T) {
 // owned by that user; fsGroup then makes it 0640 (the default 0644 otherwise). Files
 // the fsGroup walk changed are not rewritten at every sync.
 func TestTokenFileModeUnderFSGroupAndRunAsUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown and mount tmpfs")
-	}
+	testenv.RequireRoot(t, "chown and mount tmpfs")
 	client := fake.NewClientset()
 	client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		req := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenRequest).DeepCopy()

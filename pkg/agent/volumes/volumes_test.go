@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -235,9 +236,7 @@ func TestFSGroupOwnsThePodsVolumes(t *testing.T) {
 // medium Memory, on a tmpfs mounted without a mode (drwxrwxrwt): `ls -ld` in a container
 // shows those modes.
 func TestVolumeRootsHaveTheKubeletsModes(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount tmpfs")
-	}
+	testenv.RequireRoot(t, "mount tmpfs")
 	m, _ := testManager(t,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"a": "1"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}},
@@ -276,9 +275,7 @@ func TestVolumeRootsHaveTheKubeletsModes(t *testing.T) {
 // limit when it has one, or the emptyDir's sizeLimit when smaller still: the kubelet's
 // calculateEmptyDirMemorySize, what df shows in the container.
 func TestMemoryVolumesAreSizedAsTheKubelet(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount tmpfs")
-	}
+	testenv.RequireRoot(t, "mount tmpfs")
 	m, _ := testManager(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}})
 	m.allocatable = func() corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
