@@ -61,32 +61,17 @@ func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
 	return false
 }
 
-// reportResize writes the pod's status with PodResizeInProgress before its running
-// containers get the resources the node granted them, as the kubelet's SyncPod reports
-// a resize in progress (allocated resources not yet actual) before it applies it; nothing
-// when none needs new resources.
-func (s *Syncer) reportResize(ctx context.Context, st *PodState, apiPod, pod *corev1.Pod, all []runtime.Container) error {
-	if !slices.ContainsFunc(podContainerSpecs(pod), func(spec *corev1.Container) bool {
-		history := containersNamed(all, spec.Name)
-		return len(history) > 0 && needsResize(history[0], spec)
-	}) {
-		return nil
-	}
-	if st.resizeGeneration == 0 { // granted before this minilet started
-		st.resizeGeneration = pod.Generation
-	}
-	return s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, true))
-}
-
 // resizePod applies the new resources of the pod's running containers that take them in
-// place; those whose resizePolicy restarts them, syncContainer restarts. The pod's cgroup
-// is opened first, and finishResize sets it to the pod's new limits once its containers
+// place; those whose resizePolicy restarts them, syncContainer restarts. First it writes
+// the pod's status with PodResizeInProgress, as the kubelet's SyncPod reports a resize in
+// progress (allocated resources not yet actual) before it applies it. The pod's cgroup
+// is opened then, and finishResize sets it to the pod's new limits once its containers
 // are synced: on cgroup v1 a container's CFS quota may not exceed its pod's, whichever way
 // each moves.
-func (s *Syncer) resizePod(ctx context.Context, st *PodState, pod *corev1.Pod, all []runtime.Container) error {
+func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev1.Pod, all []runtime.Container) error {
 	var resize []*corev1.Container
 	var ids []string
-	st.resizeErr, st.podCgroupOpen = nil, false
+	st.podCgroupOpen = false
 	for _, spec := range podContainerSpecs(pod) {
 		history := containersNamed(all, spec.Name)
 		if len(history) == 0 || !needsResize(history[0], spec) {
@@ -98,8 +83,14 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, pod *corev1.Pod, a
 		}
 	}
 	if !st.podCgroupOpen {
+		st.resizeErr = nil
 		return nil
 	}
+	if st.resizeGeneration == 0 { // granted before this minilet started
+		st.resizeGeneration = pod.Generation
+	}
+	// The status says how the last try ended until this one has.
+	reported := s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, true))
 	errs := []error{cm.OpenPodCgroup(s.cfg.CgroupRoot, pod)}
 	if errs[0] == nil {
 		for i, spec := range resize {
@@ -107,7 +98,7 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, pod *corev1.Pod, a
 		}
 	}
 	st.resizeErr = errors.Join(errs...)
-	return st.resizeErr
+	return errors.Join(reported, st.resizeErr)
 }
 
 // finishResize sets the pod cgroup that resizePod opened to the pod's limits.

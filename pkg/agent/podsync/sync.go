@@ -107,7 +107,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		}
 		var d time.Duration
 		var initialized bool
-		errs = append(errs, s.reportResize(ctx, st, apiPod, pod, all), s.resizePod(ctx, st, pod, all))
+		errs = append(errs, s.resizePod(ctx, st, apiPod, pod, all))
 		initialized, d, err = s.syncInitContainers(ctx, st, pod, sandbox, all)
 		errs = append(errs, err)
 		after = d
