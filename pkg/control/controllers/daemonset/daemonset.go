@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +34,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -53,6 +55,10 @@ type Controller struct {
 	log       *slog.Logger
 	mu        sync.Mutex
 	pending   map[string]int // creations per DaemonSet not yet seen by the informer
+	// failedPods spaces out the replacing of a node's failed pod, per DaemonSet and node,
+	// as kube-controller-manager's does (1 s doubling to 15 min): a kubelet that rejects
+	// every pod would otherwise fight the controller in a hot loop.
+	failedPods *flowcontrol.Backoff
 }
 
 // New wires the controller to the shared informers.
@@ -63,6 +69,7 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		synced:   []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, nodes.Informer().HasSynced, revisions.Informer().HasSynced},
 		queue:    workloop.NewQueue[string]("daemonset"),
 		recorder: recorder, log: log, pending: map[string]int{},
+		failedPods: flowcontrol.NewBackOff(time.Second, 15*time.Minute),
 	}
 	enqueue := workloop.Enqueue(c.queue)
 	if _, err := sets.Informer().AddEventHandler(workloop.OnEvery(enqueue)); err != nil {
@@ -120,7 +127,10 @@ func (c *Controller) observed(key string) {
 
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { wait.Until(c.failedPods.GC, time.Minute, ctx.Done()) })
 	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
+	wg.Wait()
 }
 
 // automaticTolerations are the ones every DaemonSet pod gets, so it runs where ordinary
@@ -258,12 +268,14 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	surge := maxSurge(ds, 1) > 0
 	var create []string
 	var remove []*corev1.Pod
+	var retry time.Duration // until a failed pod held back may go
 	eligible := map[string]bool{}
 	for _, node := range nodes {
 		run, keep := shouldRun(template, node)
 		eligible[node.Name] = run
-		c2, r := c.podsForNode(ds, node.Name, byNode[node.Name], run, keep, surge, hash)
+		c2, r, hold := c.podsForNode(ds, node.Name, byNode[node.Name], run, keep, surge, hash)
 		create, remove = append(create, c2...), append(remove, r...)
+		retry = sooner(retry, hold)
 	}
 	for n, have := range byNode { // pods for nodes that are gone
 		if _, known := eligible[n]; !known {
@@ -295,9 +307,17 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		}
 	}
 	if ds.Spec.MinReadySeconds > 0 && st.NumberAvailable < st.NumberReady {
-		return time.Duration(ds.Spec.MinReadySeconds) * time.Second, nil
+		retry = sooner(retry, time.Duration(ds.Spec.MinReadySeconds)*time.Second)
 	}
-	return 0, nil
+	return retry, nil
+}
+
+// sooner is the shorter of two waits, 0 standing for none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func (c *Controller) createPods(ctx context.Context, key string, ds *appsv1.DaemonSet, hash string, nodes []string) error {
@@ -384,20 +404,27 @@ func rollingLimit(ds *appsv1.DaemonSet, limit func(*appsv1.RollingUpdateDaemonSe
 }
 
 // podsForNode is kube's podsShouldBeOnNode: whether node needs a pod and which of its pods
-// (have, oldest first) go. An ended pod is deleted (and replaced on a later sync); without
-// maxSurge one running pod stays, the oldest; with it, the oldest of the current revision
-// and the oldest of an older one may run side by side until the new one is available.
-func (c *Controller) podsForNode(ds *appsv1.DaemonSet, node string, have []*corev1.Pod, run, keep, surge bool, hash string) (create []string, remove []*corev1.Pod) {
+// (have, oldest first) go. An ended pod is deleted (and replaced on a later sync), a failed
+// one once the node's back-off allows (hold is how long until then); without maxSurge one
+// running pod stays, the oldest; with it, the oldest of the current revision and the oldest
+// of an older one may run side by side until the new one is available.
+func (c *Controller) podsForNode(ds *appsv1.DaemonSet, node string, have []*corev1.Pod, run, keep, surge bool, hash string) (create []string, remove []*corev1.Pod, hold time.Duration) {
 	switch {
 	case run && len(have) == 0:
-		return []string{node}, nil
+		return []string{node}, nil, 0
 	case !keep:
-		return nil, live(have)
+		return nil, live(have), 0
 	}
 	var running []*corev1.Pod
 	for _, p := range live(have) {
 		switch p.Status.Phase {
 		case corev1.PodFailed:
+			backoff, now := string(ds.UID)+"/"+node, c.failedPods.Clock.Now()
+			if c.failedPods.IsInBackOffSinceUpdate(backoff, now) {
+				hold = c.failedPods.Get(backoff)
+				continue
+			}
+			c.failedPods.Next(backoff, now)
 			c.recorder.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node)
 			remove = append(remove, p)
 		case corev1.PodSucceeded:
@@ -411,13 +438,13 @@ func (c *Controller) podsForNode(ds *appsv1.DaemonSet, node string, have []*core
 		if len(running) > 1 {
 			remove = append(remove, running[1:]...)
 		}
-		return nil, remove
+		return nil, remove, hold
 	}
 	if len(running) <= 1 {
 		if len(running) == 0 && run {
 			create = []string{node}
 		}
-		return create, remove
+		return create, remove, hold
 	}
 	var oldestNew, oldestOld *corev1.Pod
 	for _, p := range running {
@@ -433,7 +460,7 @@ func (c *Controller) podsForNode(ds *appsv1.DaemonSet, node string, have []*core
 	if oldestNew != nil && oldestOld != nil && (!podready.Ready(oldestOld) || podready.Available(oldestNew, ds.Spec.MinReadySeconds, time.Now())) {
 		remove = append(remove, oldestOld)
 	}
-	return create, remove
+	return create, remove, hold
 }
 
 // updatedAndOld is kube's findUpdatedPodsOnNode: a node's live pod of the current revision

@@ -296,3 +296,46 @@ func TestDaemonSetWaitsForTheOldPodToGo(t *testing.T) {
 		return cl.MustKubectl(t, "", "get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled}/{.status.currentNumberScheduled}/{.status.numberMisscheduled}")
 	}, "0/0/1")
 }
+
+// A node that fails every daemon pod (as a kubelet rejecting them does) gets its failed pod
+// replaced with kube's back-off per DaemonSet and node (1 s, doubling): not in a hot loop of
+// creates and deletes.
+func TestDaemonSetBacksOffFailedPods(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var created atomic.Int32
+	factory := informers.NewSharedInformerFactory(cl.Client, 0)
+	fail := func(obj any) {
+		pod := obj.(*corev1.Pod)
+		switch {
+		case pod.DeletionTimestamp != nil:
+			go func() {
+				_ = cl.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+			}()
+		case pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodFailed:
+			p := pod.DeepCopy()
+			p.Status.Phase, p.Status.Reason = corev1.PodFailed, "OutOfcpu"
+			go func() { _, _ = cl.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}) }()
+		}
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { created.Add(1); fail(obj) },
+		UpdateFunc: func(_, obj any) { fail(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	cl.CreateReadyNode(t, "node-a", 10, map[string]string{"role": "edge"})
+	cl.MustKubectl(t, agent, "apply", "-f", "-")
+	controllertest.WaitFor(t, "the first pod", 15*time.Second, func() (bool, string) { return created.Load() > 0, "" })
+	time.Sleep(4 * time.Second)
+	// Kube's back-off deletes at ~0, 1, 3 s (then 7 s): three or four pods in 4 s.
+	if n := created.Load(); n < 2 || n > 5 {
+		t.Errorf("%d daemon pods created in 4 s on a node failing each, want 2..5 (a failed pod is replaced with back-off)", n)
+	}
+	events := cl.MustKubectl(t, "", "get", "events", "--field-selector", "reason=FailedDaemonPod", "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(events, "Found failed daemon pod default/agent-") || !strings.Contains(events, "on node node-a, will try to kill it") {
+		t.Errorf("FailedDaemonPod events: %q", events)
+	}
+}
