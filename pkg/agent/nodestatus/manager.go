@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/apimachinery/lease"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -30,6 +31,9 @@ const (
 	leaseDurationSeconds = 40
 	leaseRenewInterval   = leaseDurationSeconds * time.Second / 4
 )
+
+// controllerManagedAttachAnnotation is the kubelet's volutil.ControllerManagedAttachAnnotation.
+const controllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 // apiTimeout bounds a single API request made outside a caller's context.
 const apiTimeout = 10 * time.Second
@@ -112,8 +116,14 @@ func (m *Manager) ensureNode(ctx context.Context) error {
 	for k, v := range want.Labels {
 		updated.Labels[k] = v
 	}
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	for k, v := range want.Annotations {
+		updated.Annotations[k] = v
+	}
 	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = want.Spec.PodCIDR, want.Spec.PodCIDRs
-	if apiequality.Semantic.DeepEqual(existing.Labels, updated.Labels) && apiequality.Semantic.DeepEqual(existing.Spec, updated.Spec) {
+	if apiequality.Semantic.DeepEqual(existing.ObjectMeta, updated.ObjectMeta) && apiequality.Semantic.DeepEqual(existing.Spec, updated.Spec) {
 		return nil
 	}
 	_, err = nodes.Update(ctx, updated, metav1.UpdateOptions{})
@@ -127,11 +137,17 @@ func (m *Manager) desiredNode() *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: n.Name,
+			// The kubelet's initialNode: the stable labels and, still, the beta ones.
 			Labels: map[string]string{
 				corev1.LabelHostname:   n.Name,
 				corev1.LabelOSStable:   goruntime.GOOS,
 				corev1.LabelArchStable: goruntime.GOARCH,
+				kubeletapis.LabelOS:    goruntime.GOOS,
+				kubeletapis.LabelArch:  goruntime.GOARCH,
 			},
+			// As the kubelet with --enable-controller-attach-detach (its default): the
+			// node attaches no volume itself.
+			Annotations: map[string]string{controllerManagedAttachAnnotation: "true"},
 		},
 		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}},
 	}

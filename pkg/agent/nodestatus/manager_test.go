@@ -88,6 +88,14 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 	if node.Labels[corev1.LabelHostname] != testNode || node.Labels[corev1.LabelOSStable] != "linux" || node.Labels[corev1.LabelArchStable] == "" {
 		t.Errorf("labels %v", node.Labels)
 	}
+	// The kubelet still sets the beta os/arch labels beside the stable ones, and says
+	// volumes are attached by the controller.
+	if node.Labels["beta.kubernetes.io/os"] != "linux" || node.Labels["beta.kubernetes.io/arch"] != node.Labels[corev1.LabelArchStable] {
+		t.Errorf("beta labels missing: %v", node.Labels)
+	}
+	if node.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations %v", node.Annotations)
+	}
 	if node.Spec.PodCIDR != "10.244.1.0/24" || len(node.Spec.PodCIDRs) != 1 {
 		t.Errorf("podCIDR %q %v", node.Spec.PodCIDR, node.Spec.PodCIDRs)
 	}
@@ -211,8 +219,11 @@ func TestRegistrationKeepsExistingNodeAndRefusesOtherPodCIDR(t *testing.T) {
 		t.Fatal(err)
 	}
 	node, _ := tm.client.CoreV1().Nodes().Get(t.Context(), testNode, metav1.GetOptions{})
-	if node.Labels["team"] != "a" || node.Labels[corev1.LabelHostname] != testNode || node.Spec.PodCIDR != "10.244.1.0/24" {
+	if node.Labels["team"] != "a" || node.Labels[corev1.LabelHostname] != testNode || node.Labels["beta.kubernetes.io/os"] != "linux" || node.Spec.PodCIDR != "10.244.1.0/24" {
 		t.Errorf("existing node not brought in line: labels %v podCIDR %q", node.Labels, node.Spec.PodCIDR)
+	}
+	if node.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("existing node's annotations %v", node.Annotations)
 	}
 
 	other := newTestManager(t, func(c *Config) { c.Node.PodCIDR = "10.244.9.0/24"; c.Client = tm.client })
