@@ -20,6 +20,7 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -53,7 +54,9 @@ type Config struct {
 	Clock  clock.Clock
 	Log    *slog.Logger
 	// Runtime is the container runtime's version, or why the node cannot run pods.
-	Runtime               func(ctx context.Context) (string, error)
+	Runtime func(ctx context.Context) (string, error)
+	// Images lists the runtime's images for status.images (nil: none listed).
+	Images                func(ctx context.Context) ([]runtime.Image, error)
 	Capacity, Allocatable corev1.ResourceList
 	// Stats is the latest usage sample (nil: none) that Pressure (nil: none) holds
 	// against the eviction thresholds (shared with the eviction manager).
@@ -130,6 +133,20 @@ func (m *Manager) ensureNode(ctx context.Context) error {
 	return err
 }
 
+// images is the node's status.images; none when the runtime cannot list them (logged), as
+// the kubelet's Images setter leaves it.
+func (m *Manager) images(ctx context.Context) []corev1.ContainerImage {
+	if m.cfg.Images == nil {
+		return nil
+	}
+	imgs, err := m.cfg.Images(ctx)
+	if err != nil {
+		m.cfg.Log.Error("error getting image list", "node", m.cfg.Node.Name, "err", err)
+		return nil
+	}
+	return containerImages(imgs)
+}
+
 // desiredNode is the Node object as minilet registers it; its status is filled by the
 // first heartbeat.
 func (m *Manager) desiredNode() *corev1.Node {
@@ -157,6 +174,7 @@ func (m *Manager) desiredNode() *corev1.Node {
 // heartbeat. A node deleted behind our back is registered again.
 func (m *Manager) UpdateStatus(ctx context.Context) error {
 	runtimeVersion, runtimeErr := m.cfg.Runtime(ctx)
+	images := m.images(ctx)
 	nodes := m.cfg.Client.CoreV1().Nodes()
 	name := m.cfg.Node.Name
 	var changes []string
@@ -174,6 +192,7 @@ func (m *Manager) UpdateStatus(ctx context.Context) error {
 			return fmt.Errorf("get node %s: %w", name, err)
 		}
 		changes = m.setStatus(&node.Status, runtimeVersion, runtimeErr)
+		node.Status.Images = images
 		unschedulable = node.Spec.Unschedulable
 		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		return err
