@@ -122,12 +122,17 @@ func (p *Workers[S]) Update(pod *corev1.Pod) {
 	poke(w.wake)
 }
 
-// Remove tells a pod's worker that the API object is gone; the worker tears
-// the pod down and exits.
+// Remove tells a pod's worker that the API object is gone (or the static pod's file); the
+// worker tears the pod down and exits.
 func (p *Workers[S]) Remove(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w, ok := p.workers[uid]; ok {
+		// Gone from the API while terminating: the API server cut its grace period to
+		// 0 (a forced deletion), so the termination under way ends and starts again.
+		if !w.gone && w.terminating != nil {
+			w.cutShort()
+		}
 		w.gone = true
 		poke(w.wake)
 	}

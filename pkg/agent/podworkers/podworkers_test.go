@@ -138,8 +138,12 @@ func (g *graceHandler) SyncPod(context.Context, struct{}, *corev1.Pod) (time.Dur
 	return 0, nil
 }
 
-func (g *graceHandler) TerminatePod(ctx context.Context, _ struct{}, pod *corev1.Pod, _ bool) error {
-	g.terminations <- *pod.DeletionGracePeriodSeconds
+func (g *graceHandler) TerminatePod(ctx context.Context, _ struct{}, pod *corev1.Pod, gone bool) error {
+	if gone {
+		g.terminations <- -1
+	} else {
+		g.terminations <- *pod.DeletionGracePeriodSeconds
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -185,6 +189,12 @@ func TestPodWorkersShortenedGracePeriodRestartsTermination(t *testing.T) {
 	w.Update(deleted(3))
 	if grace := next("after the grace period was shortened"); grace != 3 {
 		t.Errorf("terminating again with grace %d, want 3", grace)
+	}
+	// Gone from the API (kubectl delete --force: the API server cut the grace period to
+	// 0): cut short again, the pod is torn down as gone.
+	w.Remove(types.UID("uid-web"))
+	if grace := next("after the pod was removed"); grace != -1 {
+		t.Errorf("terminating again with grace %d, want the pod gone", grace)
 	}
 	close(g.release)
 }
