@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
+	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // runtimeTimeout bounds one question to the runtime, so a hung containerd
@@ -21,7 +22,7 @@ func (a *Agent) newNodeStatus() *nodestatus.Manager {
 		node.APIPort = a.cfg.Port
 	}
 	return nodestatus.New(nodestatus.Config{Node: node, Client: a.client, Clock: a.clock, Log: a.log,
-		Runtime: a.runtimeStatus, Capacity: a.capacity, Allocatable: a.allocatable,
+		Runtime: a.runtimeStatus, Images: a.listImages, Capacity: a.capacity, Allocatable: a.allocatable,
 		Stats: a.stats, Pressure: a.pressure,
 		Event: func(eventType, reason, message string) { a.nodeEvent(eventType, reason, "%s", message) }})
 }
@@ -38,4 +39,11 @@ func (a *Agent) runtimeStatus(ctx context.Context) (string, error) {
 		return version, errors.New("container runtime is not ready: pause image is not imported yet")
 	}
 	return version, nil
+}
+
+// listImages lists the runtime's images for the node's status.images.
+func (a *Agent) listImages(ctx context.Context) ([]runtime.Image, error) {
+	ctx, cancel := context.WithTimeout(ctx, runtimeTimeout)
+	defer cancel()
+	return a.rt.ListImages(ctx)
 }

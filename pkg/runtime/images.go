@@ -194,7 +194,11 @@ func unpackIfNeeded(ctx context.Context, img containerd.Image) error {
 
 // Image is an image stored in the runtime's namespace.
 type Image struct {
-	Name      string
+	Name string
+	// Ref is the repository and the digest Name points to, as the imageID of a container
+	// made from it ("localhost/minik8s/busybox@sha256:..."); names pointing to one digest
+	// are one image to CRI.
+	Ref       string
 	Size      int64 // bytes of its content (compressed layers, config, manifests)
 	CreatedAt time.Time
 }
@@ -212,7 +216,7 @@ func (r *Runtime) ListImages(ctx context.Context) ([]Image, error) {
 		if err != nil {
 			return nil, fmt.Errorf("size of image %s: %w", img.Name(), err)
 		}
-		out = append(out, Image{Name: img.Name(), Size: size, CreatedAt: img.Metadata().CreatedAt})
+		out = append(out, Image{Name: img.Name(), Ref: imageRef(img), Size: size, CreatedAt: img.Metadata().CreatedAt})
 	}
 	return out, nil
 }

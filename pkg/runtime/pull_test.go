@@ -45,6 +45,9 @@ func TestPullFromRegistry(t *testing.T) {
 	if i < 0 || list[i].Size <= 0 || list[i].CreatedAt.IsZero() {
 		t.Fatalf("ListImages = %+v; want %s with a size and a creation time", list, remote)
 	}
+	if want := strings.TrimSuffix(remote, ":v1") + "@sha256:"; !strings.HasPrefix(list[i].Ref, want) {
+		t.Errorf("ListImages' ref of %s = %q; want %s... (repository@digest, as a container's imageID)", remote, list[i].Ref, want)
+	}
 	used, capacity, err := e.rt.ImageFsUsage(ctx)
 	if err != nil || used == 0 || capacity <= used {
 		t.Errorf("ImageFsUsage = %d, %d, %v", used, capacity, err)

@@ -17,8 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/apimachinery/lease"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -30,6 +32,9 @@ const (
 	leaseDurationSeconds = 40
 	leaseRenewInterval   = leaseDurationSeconds * time.Second / 4
 )
+
+// controllerManagedAttachAnnotation is the kubelet's volutil.ControllerManagedAttachAnnotation.
+const controllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 // apiTimeout bounds a single API request made outside a caller's context.
 const apiTimeout = 10 * time.Second
@@ -49,7 +54,9 @@ type Config struct {
 	Clock  clock.Clock
 	Log    *slog.Logger
 	// Runtime is the container runtime's version, or why the node cannot run pods.
-	Runtime               func(ctx context.Context) (string, error)
+	Runtime func(ctx context.Context) (string, error)
+	// Images lists the runtime's images for status.images (nil: none listed).
+	Images                func(ctx context.Context) ([]runtime.Image, error)
 	Capacity, Allocatable corev1.ResourceList
 	// Stats is the latest usage sample (nil: none) that Pressure (nil: none) holds
 	// against the eviction thresholds (shared with the eviction manager).
@@ -112,12 +119,32 @@ func (m *Manager) ensureNode(ctx context.Context) error {
 	for k, v := range want.Labels {
 		updated.Labels[k] = v
 	}
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	for k, v := range want.Annotations {
+		updated.Annotations[k] = v
+	}
 	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = want.Spec.PodCIDR, want.Spec.PodCIDRs
-	if apiequality.Semantic.DeepEqual(existing.Labels, updated.Labels) && apiequality.Semantic.DeepEqual(existing.Spec, updated.Spec) {
+	if apiequality.Semantic.DeepEqual(existing.ObjectMeta, updated.ObjectMeta) && apiequality.Semantic.DeepEqual(existing.Spec, updated.Spec) {
 		return nil
 	}
 	_, err = nodes.Update(ctx, updated, metav1.UpdateOptions{})
 	return err
+}
+
+// images is the node's status.images; none when the runtime cannot list them (logged), as
+// the kubelet's Images setter leaves it.
+func (m *Manager) images(ctx context.Context) []corev1.ContainerImage {
+	if m.cfg.Images == nil {
+		return nil
+	}
+	imgs, err := m.cfg.Images(ctx)
+	if err != nil {
+		m.cfg.Log.Error("error getting image list", "node", m.cfg.Node.Name, "err", err)
+		return nil
+	}
+	return containerImages(imgs)
 }
 
 // desiredNode is the Node object as minilet registers it; its status is filled by the
@@ -127,11 +154,17 @@ func (m *Manager) desiredNode() *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: n.Name,
+			// The kubelet's initialNode: the stable labels and, still, the beta ones.
 			Labels: map[string]string{
 				corev1.LabelHostname:   n.Name,
 				corev1.LabelOSStable:   goruntime.GOOS,
 				corev1.LabelArchStable: goruntime.GOARCH,
+				kubeletapis.LabelOS:    goruntime.GOOS,
+				kubeletapis.LabelArch:  goruntime.GOARCH,
 			},
+			// As the kubelet with --enable-controller-attach-detach (its default): the
+			// node attaches no volume itself.
+			Annotations: map[string]string{controllerManagedAttachAnnotation: "true"},
 		},
 		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}},
 	}
@@ -141,6 +174,7 @@ func (m *Manager) desiredNode() *corev1.Node {
 // heartbeat. A node deleted behind our back is registered again.
 func (m *Manager) UpdateStatus(ctx context.Context) error {
 	runtimeVersion, runtimeErr := m.cfg.Runtime(ctx)
+	images := m.images(ctx)
 	nodes := m.cfg.Client.CoreV1().Nodes()
 	name := m.cfg.Node.Name
 	var changes []string
@@ -158,6 +192,7 @@ func (m *Manager) UpdateStatus(ctx context.Context) error {
 			return fmt.Errorf("get node %s: %w", name, err)
 		}
 		changes = m.setStatus(&node.Status, runtimeVersion, runtimeErr)
+		node.Status.Images = images
 		unschedulable = node.Spec.Unschedulable
 		_, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		return err

@@ -3,7 +3,9 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -87,6 +90,14 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 	node := tm.node(t)
 	if node.Labels[corev1.LabelHostname] != testNode || node.Labels[corev1.LabelOSStable] != "linux" || node.Labels[corev1.LabelArchStable] == "" {
 		t.Errorf("labels %v", node.Labels)
+	}
+	// The kubelet still sets the beta os/arch labels beside the stable ones, and says
+	// volumes are attached by the controller.
+	if node.Labels["beta.kubernetes.io/os"] != "linux" || node.Labels["beta.kubernetes.io/arch"] != node.Labels[corev1.LabelArchStable] {
+		t.Errorf("beta labels missing: %v", node.Labels)
+	}
+	if node.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations %v", node.Annotations)
 	}
 	if node.Spec.PodCIDR != "10.244.1.0/24" || len(node.Spec.PodCIDRs) != 1 {
 		t.Errorf("podCIDR %q %v", node.Spec.PodCIDR, node.Spec.PodCIDRs)
@@ -211,8 +222,11 @@ func TestRegistrationKeepsExistingNodeAndRefusesOtherPodCIDR(t *testing.T) {
 		t.Fatal(err)
 	}
 	node, _ := tm.client.CoreV1().Nodes().Get(t.Context(), testNode, metav1.GetOptions{})
-	if node.Labels["team"] != "a" || node.Labels[corev1.LabelHostname] != testNode || node.Spec.PodCIDR != "10.244.1.0/24" {
+	if node.Labels["team"] != "a" || node.Labels[corev1.LabelHostname] != testNode || node.Labels["beta.kubernetes.io/os"] != "linux" || node.Spec.PodCIDR != "10.244.1.0/24" {
 		t.Errorf("existing node not brought in line: labels %v podCIDR %q", node.Labels, node.Spec.PodCIDR)
+	}
+	if node.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("existing node's annotations %v", node.Annotations)
 	}
 
 	other := newTestManager(t, func(c *Config) { c.Node.PodCIDR = "10.244.9.0/24"; c.Client = tm.client })
@@ -316,4 +330,49 @@ func TestNodeStatusEvents(t *testing.T) {
 	}
 	tm.node(t)
 	expect("uncordoned", "Normal NodeSchedulable Node node-1 status is now: NodeSchedulable")
+}
+
+// The node's status lists its images as the kubelet's Images setter: one entry per image
+// (the names pointing to one digest together), its repo digests before its tags, at most
+// 5 names, the largest images first, at most 50 of them.
+func TestNodeStatusImages(t *testing.T) {
+	imgs := []runtime.Image{
+		{Name: "localhost/minik8s/busybox:v1", Ref: "localhost/minik8s/busybox@sha256:b1", Size: 2_000_000},
+		{Name: "localhost/minik8s/pause:v1", Ref: "localhost/minik8s/pause@sha256:p1", Size: 300_000},
+		{Name: "localhost/minik8s/busybox:latest", Ref: "localhost/minik8s/busybox@sha256:b1", Size: 2_000_000},
+		{Name: "localhost/minik8s/netexec@sha256:n1", Ref: "localhost/minik8s/netexec@sha256:n1", Size: 9_000_000},
+	}
+	for i := range 6 {
+		imgs = append(imgs, runtime.Image{Name: fmt.Sprintf("r.lab/many:t%d", i), Ref: "r.lab/many@sha256:m1", Size: 1_000})
+	}
+	for i := range 60 {
+		imgs = append(imgs, runtime.Image{Name: fmt.Sprintf("r.lab/small%02d:v1", i), Ref: fmt.Sprintf("r.lab/small%02d@sha256:s%d", i, i), Size: 10})
+	}
+	var listErr error
+	tm := newTestManager(t, func(c *Config) {
+		c.Images = func(context.Context) ([]runtime.Image, error) { return imgs, listErr }
+	})
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := tm.node(t).Status.Images
+	if len(got) != 50 {
+		t.Fatalf("%d images, want the kubelet's 50 at most: %v", len(got), got)
+	}
+	want := []corev1.ContainerImage{
+		{Names: []string{"localhost/minik8s/netexec@sha256:n1"}, SizeBytes: 9_000_000},
+		{Names: []string{"localhost/minik8s/busybox@sha256:b1", "localhost/minik8s/busybox:latest", "localhost/minik8s/busybox:v1"}, SizeBytes: 2_000_000},
+		{Names: []string{"localhost/minik8s/pause@sha256:p1", "localhost/minik8s/pause:v1"}, SizeBytes: 300_000},
+		{Names: []string{"r.lab/many@sha256:m1", "r.lab/many:t0", "r.lab/many:t1", "r.lab/many:t2", "r.lab/many:t3"}, SizeBytes: 1_000},
+		{Names: []string{"r.lab/small00@sha256:s0", "r.lab/small00:v1"}, SizeBytes: 10},
+	}
+	if !reflect.DeepEqual(got[:len(want)], want) {
+		t.Errorf("images\n got %v\nwant %v", got[:len(want)], want)
+	}
+
+	// The runtime cannot list them: no list, as the kubelet's setter leaves it.
+	listErr = errors.New("listing images: connection refused")
+	if got := tm.node(t).Status.Images; len(got) != 0 {
+		t.Errorf("images while the runtime cannot list them: %v", got)
+	}
 }

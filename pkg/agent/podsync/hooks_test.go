@@ -22,13 +22,10 @@ func TestPreStopRunsBeforeTheStopSignal(t *testing.T) {
 	pod, st := h.start(pod)
 	h.Runtime.TakeCalls()
 
-	if err := h.Client.CoreV1().Pods("default").Delete(h.ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](10)}); err != nil {
-		t.Fatal(err)
-	}
 	deleting := pod.DeepCopy()
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
 	deleting.DeletionGracePeriodSeconds = ptr.To[int64](10)
-	if err := h.syncer.TerminatePod(h.ctx, st, deleting, true); err != nil {
+	if err := h.syncer.TerminatePod(h.ctx, st, deleting, false); err != nil {
 		t.Fatal(err)
 	}
 	calls := h.Runtime.TakeCalls()

@@ -40,7 +40,14 @@ func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod
 				return err
 			}
 		}
-		if err := s.killPod(ctx, pod, podRef(pod), gracePeriod(pod)); err != nil {
+		grace := gracePeriod(pod)
+		if gone && !staticpod.IsStatic(pod) {
+			// The API server removes a pod that still runs only once its grace period
+			// was cut to 0 (a forced deletion): the kubelet's floor is all it gets. A
+			// static pod whose file went keeps its own.
+			grace = minGracePeriod
+		}
+		if err := s.killPod(ctx, pod, podRef(pod), grace); err != nil {
 			return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)
 		}
 		if err := cm.RemovePodCgroup(s.cfg.CgroupRoot, string(pod.UID)); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -82,5 +83,35 @@ func TestDeletedPodReportsHowItEnded(t *testing.T) {
 	cs := final.Status.ContainerStatuses
 	if final.Status.Phase != corev1.PodFailed || len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 143 {
 		t.Errorf("final status: phase %s, containers %+v; want Failed with work terminated (143)", final.Status.Phase, cs)
+	}
+}
+
+// TestGonePodStopsWithTheShortestGrace: a pod gone from the API before its containers
+// stopped was deleted with grace period 0 (kubectl delete --force: the API server cuts it
+// to 0 before it removes the pod), so its containers get the kubelet's 2 s floor, not the
+// grace period of the version last seen; a static pod whose file went keeps its own
+// terminationGracePeriodSeconds, as the kubelet's REMOVE of a file pod.
+func TestGonePodStopsWithTheShortestGrace(t *testing.T) {
+	h := newHarness(t)
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	deleting := pod.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](60)
+	if err := h.syncer.TerminatePod(h.ctx, st, deleting, true); err != nil {
+		t.Fatal(err)
+	}
+	if g := h.Runtime.StopGrace["app"]; g != minGracePeriod {
+		t.Errorf("SIGTERM grace %s for a pod gone from the API, want %s", g, minGracePeriod)
+	}
+
+	static := agenttest.Pod("etcd", corev1.RestartPolicyAlways, "member")
+	static.Annotations = map[string]string{staticpod.AnnotationSource: "file"}
+	static.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45)
+	static, st = h.start(static)
+	if err := h.syncer.TerminatePod(h.ctx, st, static, true); err != nil {
+		t.Fatal(err)
+	}
+	if g := h.Runtime.StopGrace["member"]; g != 45*time.Second {
+		t.Errorf("SIGTERM grace %s for a static pod whose file went, want its 45 s", g)
 	}
 }

@@ -61,6 +61,17 @@ type podWorker struct {
 	// guarded by podWorkers.mu
 	pod  *corev1.Pod
 	gone bool
+	// terminating is the pod a TerminatePod under way works with (nil: none), and
+	// cutShort ends that sync: a newer pod with a shorter grace period cuts it short.
+	terminating *corev1.Pod
+	cutShort    context.CancelFunc
+}
+
+// shortensGrace reports whether pod was deleted with a shorter grace period than old, the
+// pod a termination works with; the API server only ever shortens it.
+func shortensGrace(old, pod *corev1.Pod) bool {
+	was, now := old.DeletionGracePeriodSeconds, pod.DeletionGracePeriodSeconds
+	return now != nil && (was == nil || *now < *was)
 }
 
 // New starts no worker yet; each pod's starts at its first Update and runs until Run's
@@ -102,16 +113,26 @@ func (p *Workers[S]) Update(pod *corev1.Pod) {
 	}
 	if !w.gone {
 		w.pod = pod
+		// As the kubelet's pod workers: a shorter grace period cancels the termination
+		// under way, which starts again with it.
+		if w.terminating != nil && shortensGrace(w.terminating, pod) {
+			w.cutShort()
+		}
 	}
 	poke(w.wake)
 }
 
-// Remove tells a pod's worker that the API object is gone; the worker tears
-// the pod down and exits.
+// Remove tells a pod's worker that the API object is gone (or the static pod's file); the
+// worker tears the pod down and exits.
 func (p *Workers[S]) Remove(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w, ok := p.workers[uid]; ok {
+		// Gone from the API while terminating: the API server cut its grace period to
+		// 0 (a forced deletion), so the termination under way ends and starts again.
+		if !w.gone && w.terminating != nil {
+			w.cutShort()
+		}
 		w.gone = true
 		poke(w.wake)
 	}
@@ -165,11 +186,22 @@ func (p *Workers[S]) run(ctx context.Context, uid types.UID, w *podWorker, st S)
 		var err error
 		start := p.clock.Now()
 		if gone || pod.DeletionTimestamp != nil {
-			err = p.handler.TerminatePod(ctx, st, pod, gone)
+			syncCtx, cutShort := context.WithCancel(ctx)
+			p.mu.Lock()
+			w.terminating, w.cutShort = pod, cutShort
+			p.mu.Unlock()
+			err = p.handler.TerminatePod(syncCtx, st, pod, gone)
+			p.mu.Lock()
+			w.terminating, w.cutShort = nil, nil
+			p.mu.Unlock()
+			cutShort()
 			p.observe("terminate", start, err)
 			if err == nil && gone {
 				p.retire(uid)
 				return
+			}
+			if err != nil && syncCtx.Err() != nil && ctx.Err() == nil {
+				continue // cut short by a shorter grace period: its update woke us already
 			}
 		} else {
 			after, err = p.handler.SyncPod(ctx, st, pod)

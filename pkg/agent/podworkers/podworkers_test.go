@@ -126,3 +126,75 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	controllertest.Until(t, what, 10*time.Second, cond)
 }
+
+// graceHandler's TerminatePod "waits out" the pod's grace period: it returns when its
+// context ends (then with its error) or when release is closed.
+type graceHandler struct {
+	terminations chan int64 // the deletionGracePeriodSeconds of each TerminatePod
+	release      chan struct{}
+}
+
+func (g *graceHandler) SyncPod(context.Context, struct{}, *corev1.Pod) (time.Duration, error) {
+	return 0, nil
+}
+
+func (g *graceHandler) TerminatePod(ctx context.Context, _ struct{}, pod *corev1.Pod, gone bool) error {
+	if gone {
+		g.terminations <- -1
+	} else {
+		g.terminations <- *pod.DeletionGracePeriodSeconds
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.release:
+		return nil
+	}
+}
+
+// A pod deleted again with a shorter grace period while it terminates (kubectl delete
+// --grace-period=3 after 60, or --force) has its termination cut short and started again
+// with the new grace period, as the kubelet's pod workers cancel the sync under way when
+// the grace period decreases; a longer one changes nothing.
+func TestPodWorkersShortenedGracePeriodRestartsTermination(t *testing.T) {
+	g := &graceHandler{terminations: make(chan int64, 10), release: make(chan struct{})}
+	w := New(clock.RealClock{}, g, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
+	go w.Run(t.Context())
+	deleted := func(grace int64) *corev1.Pod {
+		p := testPod("web")
+		p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		p.DeletionGracePeriodSeconds = &grace
+		return p
+	}
+	next := func(what string) int64 {
+		t.Helper()
+		select {
+		case grace := <-g.terminations:
+			return grace
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no termination %s", what)
+			return 0
+		}
+	}
+	w.Update(deleted(60))
+	if grace := next("at the deletion"); grace != 60 {
+		t.Fatalf("terminating with grace %d, want 60", grace)
+	}
+	w.Update(deleted(90))
+	select {
+	case grace := <-g.terminations:
+		t.Fatalf("a longer grace period (%d) restarted the termination", grace)
+	case <-time.After(200 * time.Millisecond):
+	}
+	w.Update(deleted(3))
+	if grace := next("after the grace period was shortened"); grace != 3 {
+		t.Errorf("terminating again with grace %d, want 3", grace)
+	}
+	// Gone from the API (kubectl delete --force: the API server cut the grace period to
+	// 0): cut short again, the pod is torn down as gone.
+	w.Remove(types.UID("uid-web"))
+	if grace := next("after the pod was removed"); grace != -1 {
+		t.Errorf("terminating again with grace %d, want the pod gone", grace)
+	}
+	close(g.release)
+}
