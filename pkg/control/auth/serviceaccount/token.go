@@ -42,6 +42,10 @@ type Objects interface {
 	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
 	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	Node(ctx context.Context, name string) (*corev1.Node, error)
+	// Secret is where a legacy token is checked against its Secret's copy, and
+	// LabelSecret dates its use.
+	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	LabelSecret(ctx context.Context, secret *corev1.Secret, key, value string) error
 }
 
 // Tokens issues and checks bound service account tokens.
@@ -159,23 +163,35 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 		return apiserver.User{}, false, nil
 	}
 	var unverified jwt.Claims
-	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || unverified.Issuer != t.issuer {
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || (unverified.Issuer != t.issuer && unverified.Issuer != LegacyIssuer) {
 		return apiserver.User{}, false, nil
 	}
+	legacy := unverified.Issuer == LegacyIssuer
 	var pub jwt.Claims
 	var priv privateClaims
+	var legacyPriv legacyClaims
+	claims := any(&priv)
+	if legacy {
+		claims = &legacyPriv
+	}
 	verified := false
 	for _, k := range t.verify {
 		if kid := tok.Headers[0].KeyID; kid != "" && kid != k.id {
 			continue
 		}
-		if err := tok.Claims(k.key, &pub, &priv); err == nil {
+		if err := tok.Claims(k.key, &pub, claims); err == nil {
 			verified = true
 			break
 		}
 	}
 	if !verified {
 		return apiserver.User{}, false, errInvalid
+	}
+	if legacy { // no audience of its own: the API's, which a TokenReview may not want
+		if wanted, ok := authenticator.AudiencesFrom(ctx); ok && len(authenticator.Audiences(t.audiences).Intersect(wanted)) == 0 {
+			return apiserver.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", t.audiences, []string(wanted))
+		}
+		return t.authenticateLegacy(ctx, token, pub, legacyPriv)
 	}
 	if err := pub.ValidateWithLeeway(jwt.Expected{Issuer: t.issuer, Time: t.now()}, leeway); err != nil {
 		return apiserver.User{}, false, fmt.Errorf("%w: %v", errInvalid, err)

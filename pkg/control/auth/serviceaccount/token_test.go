@@ -23,9 +23,25 @@ import (
 )
 
 type objects struct {
-	sas   map[string]*corev1.ServiceAccount
-	pods  map[string]*corev1.Pod
-	nodes map[string]*corev1.Node
+	sas     map[string]*corev1.ServiceAccount
+	pods    map[string]*corev1.Pod
+	nodes   map[string]*corev1.Node
+	secrets map[string]*corev1.Secret
+}
+
+func (o *objects) Secret(_ context.Context, ns, name string) (*corev1.Secret, error) {
+	if s, ok := o.secrets[ns+"/"+name]; ok {
+		return s, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
+}
+
+func (o *objects) LabelSecret(_ context.Context, s *corev1.Secret, key, value string) error {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[key] = value
+	return nil
 }
 
 func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
@@ -223,4 +239,50 @@ func TestTokenRequest(t *testing.T) {
 			t.Errorf("token bound to %s names node %q, want %q", pod, got, want)
 		}
 	}
+}
+
+// TestLegacyTokens: a legacy token authenticates as its account while its Secret holds it
+// and the account is the one it names, refused otherwise with kube-apiserver's reasons.
+func TestLegacyTokens(t *testing.T) {
+	key, err := EnsureSigningKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot", UID: "sa-uid"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot-token"}}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"apps/robot": sa}, secrets: map[string]*corev1.Secret{"apps/robot-token": secret}}
+	tokens, err := New("https://issuer.example", nil, key, nil, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := tokens.IssueLegacy(sa, "robot-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	check := func(what, wantErr string) {
+		t.Helper()
+		u, ok, err := tokens.Authenticate(ctx, token)
+		switch {
+		case wantErr == "" && (err != nil || !ok || u.Name != "system:serviceaccount:apps:robot" || u.UID != "sa-uid"):
+			t.Errorf("%s: user %+v ok=%v err=%v", what, u, ok, err)
+		case wantErr != "" && (ok || err == nil || err.Error() != wantErr):
+			t.Errorf("%s: ok=%v err=%v, want %q", what, ok, err, wantErr)
+		}
+	}
+	check("a Secret without the token", "Token does not match server's copy")
+	secret.Data = map[string][]byte{"token": []byte(token)}
+	check("the Secret's token", "")
+	if got, want := secret.Labels[LastUsedLabelKey], time.Now().UTC().Format(time.DateOnly); got != want {
+		t.Errorf("last used %q, want %q", got, want)
+	}
+	secret.Labels[InvalidSinceLabelKey] = "2026-01-01"
+	check("a token marked invalid", "the token in secret apps/robot-token for service account apps/robot has been marked invalid. "+
+		"Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the 'kubernetes.io/legacy-token-invalid-since' label from the secret to temporarily allow use of this token")
+	delete(secret.Labels, InvalidSinceLabelKey)
+	sa.UID = "other"
+	check("another account of that name", "ServiceAccount UID (other) does not match claim (sa-uid)")
+	sa.UID = "sa-uid"
+	delete(objs.secrets, "apps/robot-token")
+	check("the Secret deleted", "Token has been invalidated")
 }
