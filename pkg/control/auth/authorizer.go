@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -157,10 +158,15 @@ func (a *Authorizers) Node(ctx context.Context, name string) (*corev1.Node, erro
 	return a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 }
 
-// Secret reads a Secret from the watch cache (ResourceVersion 0): a legacy service
-// account token is checked against its Secret's copy.
+// Secret reads a Secret from the watch cache (ResourceVersion 0), then (just created?)
+// from the store: a legacy service account token is checked against its Secret's copy, a
+// token bound to a Secret against its UID.
 func (a *Authorizers) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	return a.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	s, err := a.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		s, err = a.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return s, err
 }
 
 // LabelSecret sets one label on secret (a merge patch, on its UID), as kube-apiserver
