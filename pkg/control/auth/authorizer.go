@@ -2,12 +2,15 @@ package auth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
@@ -153,6 +156,28 @@ func (a *Authorizers) Pod(ctx context.Context, namespace, name string) (*corev1.
 // TokenRequest does for the node of a bound pod.
 func (a *Authorizers) Node(ctx context.Context, name string) (*corev1.Node, error) {
 	return a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+}
+
+// Secret reads a Secret from the watch cache (ResourceVersion 0), then (just created?)
+// from the store: a legacy service account token is checked against its Secret's copy, a
+// token bound to a Secret against its UID.
+func (a *Authorizers) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s, err := a.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		s, err = a.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return s, err
+}
+
+// LabelSecret sets one label on secret (a merge patch, on its UID), as kube-apiserver
+// dates a legacy token's use.
+func (a *Authorizers) LabelSecret(ctx context.Context, secret *corev1.Secret, key, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": secret.UID, "labels": map[string]string{key: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = a.client.CoreV1().Secrets(secret.Namespace).Patch(ctx, secret.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // privilegedGroups allows system:masters everything, before any mode is asked.

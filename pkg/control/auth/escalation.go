@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/component-helpers/auth/rbac/validation"
@@ -111,31 +112,60 @@ func (e *Escalation) confirmNoEscalation(u user.Info, gr schema.GroupResource, n
 	if covered {
 		return nil
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "user %q (groups=%q) is attempting to grant RBAC permissions not currently held:", u.GetName(), u.GetGroups())
-	for _, r := range missing {
-		fmt.Fprintf(&b, "\n%s", compactRule(r))
+	lines := sets.New[string]()
+	for _, r := range compactRules(missing) {
+		lines.Insert(compactRule(r))
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "user %q (groups=%q) is attempting to grant RBAC permissions not currently held:\n%s",
+		u.GetName(), u.GetGroups(), strings.Join(sets.List(lines), "\n"))
 	if resolveErr != nil {
 		fmt.Fprintf(&b, "; resolution errors: %v", resolveErr)
 	}
 	return apierrors.NewForbidden(gr, name, fmt.Errorf("%s", b.String()))
 }
 
-// compactRule prints a rule as kube-apiserver's escalation message does.
+// compactRules merges the verbs of rules naming one group, one resource and at most one
+// resource name, as kube-apiserver's CompactRules before it lists missing rights.
+func compactRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	type simple struct{ group, resource, name string }
+	var out []rbacv1.PolicyRule
+	merged := map[simple]*rbacv1.PolicyRule{}
+	var order []simple
+	for _, r := range rules {
+		if len(r.APIGroups) != 1 || len(r.Resources) != 1 || len(r.ResourceNames) > 1 || len(r.NonResourceURLs) > 0 {
+			out = append(out, r)
+			continue
+		}
+		key := simple{group: r.APIGroups[0], resource: r.Resources[0]}
+		if len(r.ResourceNames) == 1 {
+			key.name = "/" + r.ResourceNames[0]
+		}
+		if m, ok := merged[key]; ok {
+			m.Verbs = append(m.Verbs, r.Verbs...)
+			continue
+		}
+		merged[key] = r.DeepCopy()
+		order = append(order, key)
+	}
+	for _, k := range order {
+		out = append(out, *merged[k])
+	}
+	return out
+}
+
+// compactRule prints a rule as kube-apiserver's escalation message does (rbacv1helpers.CompactString).
 func compactRule(r rbacv1.PolicyRule) string {
 	var parts []string
 	add := func(field string, v []string) {
 		if len(v) > 0 {
-			parts = append(parts, fmt.Sprintf("%s:[%q]", field, strings.Join(v, `" "`)))
+			parts = append(parts, fmt.Sprintf("%s:%q", field, v))
 		}
 	}
-	if len(r.NonResourceURLs) == 0 {
-		parts = append(parts, fmt.Sprintf("APIGroups:[%q]", strings.Join(r.APIGroups, `" "`)))
-	}
+	add("APIGroups", r.APIGroups)
 	add("Resources", r.Resources)
-	add("ResourceNames", r.ResourceNames)
 	add("NonResourceURLs", r.NonResourceURLs)
+	add("ResourceNames", r.ResourceNames)
 	add("Verbs", r.Verbs)
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -69,3 +69,28 @@ func TestEscalation(t *testing.T) {
 		t.Errorf("message: %v", err)
 	}
 }
+
+// TestEscalationMessageCompacted: the missing rules are listed as kube-apiserver lists them:
+// one line per resource with its verbs merged (CompactRules), the lines sorted, the fields
+// in CompactString's order.
+func TestEscalationMessageCompacted(t *testing.T) {
+	r := rbacFrom(t)
+	e := NewEscalation(r, r)
+	ctx := apiserver.WithUser(context.Background(), apiserver.User{Name: "eve", Groups: []string{"system:authenticated"}})
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "r"}, Rules: []rbacv1.PolicyRule{
+		{Verbs: []string{"get", "list"}, APIGroups: []string{"apps", ""}, Resources: []string{"pods", "deployments"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"s1"}},
+		{Verbs: []string{"get"}, NonResourceURLs: []string{"/logs"}},
+	}}
+	err := e.Check(ctx, schema.GroupResource{Group: rbacv1.GroupName, Resource: "roles"}, role, nil)
+	want := `roles.rbac.authorization.k8s.io "r" is forbidden: user "eve" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:
+{APIGroups:[""], Resources:["deployments"], Verbs:["get" "list"]}
+{APIGroups:[""], Resources:["pods"], Verbs:["get" "list"]}
+{APIGroups:[""], Resources:["secrets"], ResourceNames:["s1"], Verbs:["get"]}
+{APIGroups:["apps"], Resources:["deployments"], Verbs:["get" "list"]}
+{APIGroups:["apps"], Resources:["pods"], Verbs:["get" "list"]}
+{NonResourceURLs:["/logs"], Verbs:["get"]}`
+	if err == nil || err.Error() != want {
+		t.Errorf("message:\n%v\nwant:\n%s", err, want)
+	}
+}

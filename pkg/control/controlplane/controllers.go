@@ -36,6 +36,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/controllers/rootcacertpublisher"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccount"
+	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccounttoken"
 	"github.com/minik8s/minik8s/pkg/control/controllers/statefulset"
 	"github.com/minik8s/minik8s/pkg/control/controllers/tokencleaner"
 	"github.com/minik8s/minik8s/pkg/control/controllers/ttlafterfinished"
@@ -76,6 +77,9 @@ type ControllerContext struct {
 	RootCA []byte
 	// CA signs approved certificate requests (csrsigning).
 	CA *pki.CA
+	// LegacyTokens signs the tokens of kubernetes.io/service-account-token Secrets, with the
+	// API server's service account key (--service-account-private-key-file's).
+	LegacyTokens serviceaccounttoken.Issuer
 
 	broadcaster record.EventBroadcaster
 	// running counts the goroutines the controllers run on, so miniapi's Run returns only
@@ -120,6 +124,7 @@ var controllers = []controller{
 	{"endpointslicemirroring", startEndpointSliceMirroring},
 	{"endpoint", startEndpoints},
 	{"serviceaccount", startServiceAccount},
+	{"serviceaccount-token", startServiceAccountToken},
 	{"job", startJob},
 	{"cronjob", startCronJob},
 	{"ttl-after-finished", startTTLAfterFinished},
@@ -260,6 +265,14 @@ func startEndpoints(c *ControllerContext) (runner, error) {
 func startServiceAccount(c *ControllerContext) (runner, error) {
 	return serviceaccount.New(c.Client, c.Informers.Core().V1().Namespaces(), c.Informers.Core().V1().ServiceAccounts(),
 		c.Log.With("component", "serviceaccount-controller"))
+}
+
+func startServiceAccountToken(c *ControllerContext) (runner, error) {
+	if c.LegacyTokens == nil {
+		return nil, errors.New("serviceaccount-token: no service account signing key")
+	}
+	return serviceaccounttoken.New(c.Client, c.Informers.Core().V1().ServiceAccounts(), c.LegacyTokens, c.RootCA,
+		c.Log.With("component", serviceaccounttoken.Name))
 }
 
 func startClusterRoleAggregation(c *ControllerContext) (runner, error) {

@@ -33,6 +33,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
+	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccounttoken"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -515,7 +516,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := runComponents(ctx, &running, shared, controllerManager, schedulerCfg, ca, o, metrics, log); err != nil {
+	if err := runComponents(ctx, &running, shared, controllerManager, schedulerCfg, ca, g.tokens, o, metrics, log); err != nil {
 		return err
 	}
 	if o.Ready != nil {
@@ -578,7 +579,7 @@ func installAdminPolicyCRDs(ctx context.Context, crds crdclient.Interface, serve
 // process's shared informers; the controllers write as the controller manager (cfg), the
 // scheduler (its bindings, pod status and leases) as itself. What they run is counted in
 // running.
-func runComponents(ctx context.Context, running *sync.WaitGroup, factory informers.SharedInformerFactory, cfg, schedulerCfg *rest.Config, ca *pki.CA, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
+func runComponents(ctx context.Context, running *sync.WaitGroup, factory informers.SharedInformerFactory, cfg, schedulerCfg *rest.Config, ca *pki.CA, legacyTokens serviceaccounttoken.Issuer, o Options, metrics prometheus.Registerer, log *slog.Logger) error {
 	enabled, err := enabledControllers(o.Controllers)
 	if err != nil {
 		return err
@@ -600,7 +601,7 @@ func runComponents(ctx context.Context, running *sync.WaitGroup, factory informe
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	running.Go(func() { <-ctx.Done(); broadcaster.Shutdown() })
 	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca,
-		broadcaster: broadcaster, running: running}
+		LegacyTokens: legacyTokens, broadcaster: broadcaster, running: running}
 	identity := electionIdentity(o.hostname())
 	// Informers run for the whole process (a standby's caches stay warm; admission's and
 	// authorization's run from the start); the components run while this miniapi leads,

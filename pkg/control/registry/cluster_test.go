@@ -76,6 +76,25 @@ func TestRBACRules(t *testing.T) {
 	}
 }
 
+// TestRBACRoleRules: kube-apiserver's ValidateRole and ValidateClusterRole: a Role's rules
+// may not name non-resource URLs; a ClusterRole's rules are checked with an
+// aggregationRule too, which needs a valid selector or more.
+func TestRBACRoleRules(t *testing.T) {
+	urls := rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}}
+	role := &rbacv1.Role{ObjectMeta: objMeta("urls"), Rules: []rbacv1.PolicyRule{urls}}
+	expectErrors(t, "a Role naming a non-resource URL", createSteps(roleRules, role), "rules[0].nonResourceURLs: FieldValueInvalid")
+	clusterRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "urls"}, Rules: []rbacv1.PolicyRule{urls}}
+	expectErrors(t, "a ClusterRole naming a non-resource URL", createSteps(clusterRoleRules, clusterRole))
+	aggregated := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	expectErrors(t, "an aggregated ClusterRole", createSteps(clusterRoleRules, aggregated),
+		"rules[0].verbs: FieldValueRequired", "aggregationRule.clusterRoleSelectors: FieldValueRequired")
+	aggregated.Rules = nil
+	aggregated.AggregationRule.ClusterRoleSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"a/b/c": "x"}}}
+	expectErrors(t, "an aggregated ClusterRole with a bad selector", createSteps(clusterRoleRules, aggregated),
+		"aggregationRule.clusterRoleSelectors[0].matchLabels: FieldValueInvalid")
+}
+
 func TestVolumeRules(t *testing.T) {
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"}, Spec: corev1.PersistentVolumeSpec{
 		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},

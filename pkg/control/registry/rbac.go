@@ -7,17 +7,18 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// RBAC objects are stored and validated, not enforced: miniapi authorizes every
-// authenticated user.
+// RBAC objects are validated as kube-apiserver's rbac validation does; package auth
+// enforces them (and guards their writes against escalation).
 
 var roleRules = Rules{
 	Validate: func(obj runtime.Object) field.ErrorList {
 		r := obj.(*rbacv1.Role)
-		return append(validateMeta(r, true, path.ValidatePathSegmentName), validatePolicyRules(r.Rules)...)
+		return append(validateMeta(r, true, path.ValidatePathSegmentName), validatePolicyRules(r.Rules, true)...)
 	},
 	Table: createdAtTable,
 }
@@ -25,16 +26,27 @@ var roleRules = Rules{
 var clusterRoleRules = Rules{
 	Validate: func(obj runtime.Object) field.ErrorList {
 		r := obj.(*rbacv1.ClusterRole)
-		errs := validateMeta(r, false, path.ValidatePathSegmentName)
-		if r.AggregationRule != nil { // the aggregation controller fills the rules in
+		errs := append(validateMeta(r, false, path.ValidatePathSegmentName), validatePolicyRules(r.Rules, false)...)
+		if r.AggregationRule == nil {
 			return errs
 		}
-		return append(errs, validatePolicyRules(r.Rules)...)
+		// The aggregation controller fills the rules in from the roles the selectors match.
+		selectors := field.NewPath("aggregationRule", "clusterRoleSelectors")
+		if len(r.AggregationRule.ClusterRoleSelectors) == 0 {
+			errs = append(errs, field.Required(selectors, "at least one clusterRoleSelector required if aggregationRule is non-nil"))
+		}
+		for i := range r.AggregationRule.ClusterRoleSelectors {
+			errs = append(errs, metav1validation.ValidateLabelSelector(&r.AggregationRule.ClusterRoleSelectors[i],
+				metav1validation.LabelSelectorValidationOptions{}, selectors.Index(i))...)
+		}
+		return errs
 	},
 	Table: createdAtTable,
 }
 
-func validatePolicyRules(rules []rbacv1.PolicyRule) field.ErrorList {
+// validatePolicyRules is kube-apiserver's ValidatePolicyRule on each rule; a Role's
+// (namespaced) may not name non-resource URLs.
+func validatePolicyRules(rules []rbacv1.PolicyRule, namespaced bool) field.ErrorList {
 	var errs field.ErrorList
 	for i, r := range rules {
 		p := field.NewPath("rules").Index(i)
@@ -42,6 +54,9 @@ func validatePolicyRules(rules []rbacv1.PolicyRule) field.ErrorList {
 			errs = append(errs, field.Required(p.Child("verbs"), "verbs must contain at least one value"))
 		}
 		if len(r.NonResourceURLs) > 0 {
+			if namespaced {
+				errs = append(errs, field.Invalid(p.Child("nonResourceURLs"), r.NonResourceURLs, "namespaced rules cannot apply to non-resource URLs"))
+			}
 			if len(r.APIGroups) > 0 || len(r.Resources) > 0 || len(r.ResourceNames) > 0 {
 				errs = append(errs, field.Invalid(p.Child("nonResourceURLs"), r.NonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"))
 			}

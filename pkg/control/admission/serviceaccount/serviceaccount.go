@@ -2,7 +2,8 @@
 // namespace's "default" account unless it names one, the account must exist, and the pod
 // gets a projected kube-api-access-xxxxx volume (a bound token, the cluster CA, its
 // namespace) mounted where client-go's InClusterConfig looks, unless the pod or its
-// account opts out (automountServiceAccountToken: false).
+// account opts out (automountServiceAccountToken: false); an account annotated
+// kubernetes.io/enforce-mountable-secrets limits its pods to the secrets it lists.
 package serviceaccount
 
 import (
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -101,8 +104,68 @@ func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
 	if pod.Spec.ServiceAccountName == "" {
 		return admission.Forbidden(a, fmt.Errorf("no service account specified for pod %s/%s", a.Namespace, pod.Name))
 	}
-	_, err := p.account(ctx, a, pod.Spec.ServiceAccountName)
-	return err
+	sa, err := p.account(ctx, a, pod.Spec.ServiceAccountName)
+	if err != nil || sa == nil {
+		return err
+	}
+	if enforce, _ := strconv.ParseBool(sa.Annotations[EnforceMountableSecretsAnnotation]); enforce {
+		if err := limitSecretReferences(sa, pod); err != nil {
+			return admission.Forbidden(a, err)
+		}
+	}
+	return nil
+}
+
+// EnforceMountableSecretsAnnotation on an account ("true") limits its pods to the secrets
+// and pull secrets it lists.
+const EnforceMountableSecretsAnnotation = "kubernetes.io/enforce-mountable-secrets"
+
+// limitSecretReferences refuses a pod naming a secret its account does not list (in a
+// volume, or the env of a container or init container) or a pull secret it does not list,
+// with kube-apiserver's wording.
+func limitSecretReferences(sa *corev1.ServiceAccount, pod *corev1.Pod) error {
+	mountable := sets.New[string]()
+	for _, s := range sa.Secrets {
+		mountable.Insert(s.Name)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil && !mountable.Has(v.Secret.SecretName) {
+			return fmt.Errorf("volume with secret.secretName=%q is not allowed because service account %s does not reference that secret", v.Secret.SecretName, sa.Name)
+		}
+	}
+	containers := func(kind string, cs []corev1.Container) error {
+		for _, c := range cs {
+			for _, env := range c.Env {
+				if ref := env.ValueFrom; ref != nil && ref.SecretKeyRef != nil && !mountable.Has(ref.SecretKeyRef.Name) {
+					return fmt.Errorf("%s %s with envVar %s referencing secret.secretName=%q is not allowed because service account %s does not reference that secret",
+						kind, c.Name, env.Name, ref.SecretKeyRef.Name, sa.Name)
+				}
+			}
+			for _, from := range c.EnvFrom {
+				if from.SecretRef != nil && !mountable.Has(from.SecretRef.Name) {
+					return fmt.Errorf("%s %s with envFrom referencing secret.secretName=%q is not allowed because service account %s does not reference that secret",
+						kind, c.Name, from.SecretRef.Name, sa.Name)
+				}
+			}
+		}
+		return nil
+	}
+	if err := containers("init container", pod.Spec.InitContainers); err != nil {
+		return err
+	}
+	if err := containers("container", pod.Spec.Containers); err != nil {
+		return err
+	}
+	pullable := sets.New[string]()
+	for _, s := range sa.ImagePullSecrets {
+		pullable.Insert(s.Name)
+	}
+	for i, ref := range pod.Spec.ImagePullSecrets {
+		if !pullable.Has(ref.Name) {
+			return fmt.Errorf("imagePullSecrets[%d].name=%q is not allowed because service account %s does not reference that imagePullSecret", i, ref.Name, sa.Name)
+		}
+	}
+	return nil
 }
 
 func validateMirror(a *generic.Attributes, pod *corev1.Pod) error {

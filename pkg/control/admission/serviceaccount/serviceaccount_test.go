@@ -121,3 +121,47 @@ func TestMirrorPods(t *testing.T) {
 		}
 	}
 }
+
+// TestEnforceMountableSecrets: an account annotated kubernetes.io/enforce-mountable-secrets
+// lets its pods name only the secrets it lists (volumes, env of containers and init
+// containers) and the pull secrets it lists, with kube-apiserver's refusals.
+func TestEnforceMountableSecrets(t *testing.T) {
+	strict := account("strict", ptr.To(false))
+	strict.Annotations = map[string]string{"kubernetes.io/enforce-mountable-secrets": "true"}
+	strict.Secrets = []corev1.ObjectReference{{Name: "listed"}}
+	loose := account("loose", ptr.To(false))
+	loose.Annotations = map[string]string{"kubernetes.io/enforce-mountable-secrets": "false"}
+	p := start(t, strict, loose)
+	secretVolume := func(name string) func(*corev1.Pod) {
+		return func(pd *corev1.Pod) {
+			pd.Spec.Volumes = append(pd.Spec.Volumes, corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
+		}
+	}
+	for _, tc := range []struct {
+		name, sa string
+		mutate   func(*corev1.Pod)
+		want     string
+	}{
+		{"a listed secret", "strict", secretVolume("listed"), ""},
+		{"the account's pull secret", "strict", func(pd *corev1.Pod) {}, ""},
+		{"an unlisted volume", "strict", secretVolume("other"),
+			`pods "p" is forbidden: volume with secret.secretName="other" is not allowed because service account strict does not reference that secret`},
+		{"an unlisted env var", "strict", func(pd *corev1.Pod) {
+			pd.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}, Key: "k"}}}}
+		}, `pods "p" is forbidden: container app with envVar PW referencing secret.secretName="other" is not allowed because service account strict does not reference that secret`},
+		{"an unlisted envFrom of an init container", "strict", func(pd *corev1.Pod) {
+			pd.Spec.InitContainers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}}}}
+		}, `pods "p" is forbidden: init container init with envFrom referencing secret.secretName="other" is not allowed because service account strict does not reference that secret`},
+		{"an unlisted pull secret", "strict", func(pd *corev1.Pod) {
+			pd.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}, {Name: "mine"}}
+		}, `pods "p" is forbidden: imagePullSecrets[1].name="mine" is not allowed because service account strict does not reference that imagePullSecret`},
+		{"not enforced", "loose", secretVolume("other"), ""},
+	} {
+		pd := pod("p", tc.sa)
+		tc.mutate(pd)
+		err := admit(t, p, pd)
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || err.Error() != tc.want)) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

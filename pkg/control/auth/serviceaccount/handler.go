@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -47,25 +49,30 @@ func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, names
 }
 
 func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
-	invalid := func(errs field.ErrorList) error {
+	invalid := func(name string, errs field.ErrorList) error {
 		return apierrors.NewInvalid(authnv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), name, errs)
 	}
 	if req.Name != "" && req.Name != name {
-		return nil, invalid(field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
+		return nil, invalid(name, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
 	}
-	expires := defaultExpiration
-	if s := req.Spec.ExpirationSeconds; s != nil {
-		expires = time.Duration(*s) * time.Second
-		if expires < minExpiration {
-			return nil, invalid(field.ErrorList{field.Invalid(field.NewPath("spec", "expirationSeconds"), *s, "may not specify a duration less than 10 minutes")})
-		}
-		if expires > 1<<32*time.Second {
-			return nil, invalid(field.ErrorList{field.TooLong(field.NewPath("spec", "expirationSeconds"), *s, 1<<32)})
-		}
+	if req.Namespace != "" && req.Namespace != namespace {
+		return nil, invalid(name, field.ErrorList{field.Invalid(field.NewPath("metadata", "namespace"), req.Namespace, "must match the service account namespace if specified")})
 	}
 	sa, err := t.objects.ServiceAccount(ctx, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	// Validated after the account is found, under no name, as kube-apiserver does.
+	expires := defaultExpiration
+	if s := req.Spec.ExpirationSeconds; s != nil {
+		expires = time.Duration(*s) * time.Second
+		path := field.NewPath("spec", "expirationSeconds")
+		if expires < minExpiration {
+			return nil, invalid("", field.ErrorList{field.Invalid(path, *s, "may not specify a duration less than 10 minutes")})
+		}
+		if *s > 1<<32 {
+			return nil, invalid("", field.ErrorList{field.Invalid(path, *s, "may not specify a duration larger than 2^32 seconds")})
+		}
 	}
 	issue := Request{Account: sa, Audiences: req.Spec.Audiences, Expires: expires}
 	// A node gets tokens only bound to its own pods (NodeRestriction's rule).
@@ -74,37 +81,50 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 		return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name, fmt.Errorf("node requested token not bound to a pod"))
 	}
 	if b := req.Spec.BoundObjectRef; b != nil {
-		path := field.NewPath("spec", "boundObjectRef")
-		if b.Kind != "Pod" {
-			return nil, invalid(field.ErrorList{field.NotSupported(path.Child("kind"), b.Kind, []string{"Pod"})})
-		}
-		if b.APIVersion != "" && b.APIVersion != "v1" {
-			return nil, invalid(field.ErrorList{field.NotSupported(path.Child("apiVersion"), b.APIVersion, []string{"v1"})})
-		}
-		pod, err := t.objects.Pod(ctx, namespace, b.Name)
-		if err != nil {
-			return nil, err
-		}
-		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(corev1.Resource("pods"), b.Name, fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", b.UID))
-		}
-		if isNode && pod.Spec.NodeName != node {
-			return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name,
-				fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
-		}
-		if podSA(pod) != name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
-		}
-		issue.Pod = pod
-		if pod.Spec.NodeName != "" {
-			node, err := t.objects.Node(ctx, pod.Spec.NodeName)
-			switch {
-			case apierrors.IsNotFound(err): // still named, without its UID
-				node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}
-			case err != nil:
-				return nil, apierrors.NewInternalError(err)
+		gvk := schema.FromAPIVersionAndKind(b.APIVersion, b.Kind)
+		var uid types.UID
+		switch {
+		case gvk.Group == "" && gvk.Kind == "Pod":
+			pod, err := t.objects.Pod(ctx, namespace, b.Name)
+			if err != nil {
+				return nil, err
 			}
-			issue.Node = node
+			if isNode && pod.Spec.NodeName != node {
+				return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name,
+					fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
+			}
+			if podSA(pod) != name {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
+			}
+			issue.Pod, uid = pod, pod.UID
+			if pod.Spec.NodeName != "" {
+				node, err := t.objects.Node(ctx, pod.Spec.NodeName)
+				switch {
+				case apierrors.IsNotFound(err): // still named, without its UID
+					node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}
+				case err != nil:
+					return nil, apierrors.NewInternalError(err)
+				}
+				issue.Node = node
+			}
+		case gvk.Group == "" && gvk.Kind == "Node":
+			node, err := t.objects.Node(ctx, b.Name)
+			if err != nil {
+				return nil, err
+			}
+			issue.Node, uid = node, node.UID
+		case gvk.Group == "" && gvk.Kind == "Secret":
+			secret, err := t.objects.Secret(ctx, namespace, b.Name)
+			if err != nil {
+				return nil, err
+			}
+			issue.Secret, uid = secret, secret.UID
+		default:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk.String()))
+		}
+		if b.UID != "" && b.UID != uid {
+			return nil, apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, b.Name,
+				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", b.UID))
 		}
 	}
 	token, exp, err := t.Issue(issue)

@@ -13,6 +13,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -27,6 +28,7 @@ type kubernetesClaims struct {
 	Namespace string           `json:"namespace"`
 	SvcAcct   ref              `json:"serviceaccount"`
 	Pod       *ref             `json:"pod,omitempty"`
+	Secret    *ref             `json:"secret,omitempty"`
 	Node      *ref             `json:"node,omitempty"`
 	WarnAfter *jwt.NumericDate `json:"warnafter,omitempty"`
 }
@@ -42,6 +44,10 @@ type Objects interface {
 	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
 	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	Node(ctx context.Context, name string) (*corev1.Node, error)
+	// Secret is where a legacy token is checked against its Secret's copy, and
+	// LabelSecret dates its use.
+	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	LabelSecret(ctx context.Context, secret *corev1.Secret, key, value string) error
 }
 
 // Tokens issues and checks bound service account tokens.
@@ -99,9 +105,13 @@ func (t *Tokens) Issuer() string { return t.issuer }
 // Request is what a token is issued for.
 type Request struct {
 	Account *corev1.ServiceAccount
-	Pod     *corev1.Pod // nil: not bound to a pod
-	// Node is the bound pod's node, named in the token with its UID (only its name when
-	// the Node object is gone), as kube-apiserver's ServiceAccountTokenPodNodeInfo.
+	// The token is bound to at most one of Pod, Secret and Node, which it names with its
+	// UID: it holds while that object does.
+	Pod    *corev1.Pod
+	Secret *corev1.Secret
+	// Node is the node a token is bound to, or the bound pod's node, named in the token
+	// with its UID (only its name when the Node object is gone), as kube-apiserver's
+	// ServiceAccountTokenPodNodeInfo.
 	Node      *corev1.Node
 	Audiences []string
 	Expires   time.Duration
@@ -115,18 +125,28 @@ func (t *Tokens) Issue(r Request) (string, time.Time, error) {
 		audiences = t.audiences
 	}
 	exp := now.Add(r.Expires)
+	// aud is always a list, as kube-apiserver's go-jose v2 writes it (v4 writes one alone
+	// as a string).
 	pub := jwt.Claims{Issuer: t.issuer, Subject: saauth.MakeUsername(r.Account.Namespace, r.Account.Name),
-		Audience: jwt.Audience(audiences), IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
+		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
 		Expiry: jwt.NewNumericDate(exp), ID: string(uuid.NewUUID())}
+	aud := struct {
+		Audience []string `json:"aud"`
+	}{audiences}
 	priv := privateClaims{Kubernetes: kubernetesClaims{Namespace: r.Account.Namespace,
 		SvcAcct: ref{Name: r.Account.Name, UID: string(r.Account.UID)}}}
-	if r.Pod != nil {
+	switch {
+	case r.Pod != nil:
 		priv.Kubernetes.Pod = &ref{Name: r.Pod.Name, UID: string(r.Pod.UID)}
 		if r.Node != nil {
 			priv.Kubernetes.Node = &ref{Name: r.Node.Name, UID: string(r.Node.UID)}
 		}
+	case r.Secret != nil:
+		priv.Kubernetes.Secret = &ref{Name: r.Secret.Name, UID: string(r.Secret.UID)}
+	case r.Node != nil:
+		priv.Kubernetes.Node = &ref{Name: r.Node.Name, UID: string(r.Node.UID)}
 	}
-	token, err := jwt.Signed(t.signer).Claims(pub).Claims(priv).Serialize()
+	token, err := jwt.Signed(t.signer).Claims(pub).Claims(aud).Claims(priv).Serialize()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("sign service account token: %w", err)
 	}
@@ -136,7 +156,7 @@ func (t *Tokens) Issue(r Request) (string, time.Time, error) {
 // Audiences are the API's own: what a token must name to be accepted here.
 func (t *Tokens) Audiences() []string { return t.audiences }
 
-// errInvalid is what a rejected token gets; the reason stays in the server's log.
+// errInvalid is what a token of ours that does not verify gets.
 var errInvalid = errors.New("invalid bearer token")
 
 // leeway is the clock skew tolerated on exp and nbf, as kube-apiserver's.
@@ -159,17 +179,23 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 		return apiserver.User{}, false, nil
 	}
 	var unverified jwt.Claims
-	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || unverified.Issuer != t.issuer {
+	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || (unverified.Issuer != t.issuer && unverified.Issuer != LegacyIssuer) {
 		return apiserver.User{}, false, nil
 	}
+	legacy := unverified.Issuer == LegacyIssuer
 	var pub jwt.Claims
 	var priv privateClaims
+	var legacyPriv legacyClaims
+	claims := any(&priv)
+	if legacy {
+		claims = &legacyPriv
+	}
 	verified := false
 	for _, k := range t.verify {
 		if kid := tok.Headers[0].KeyID; kid != "" && kid != k.id {
 			continue
 		}
-		if err := tok.Claims(k.key, &pub, &priv); err == nil {
+		if err := tok.Claims(k.key, &pub, claims); err == nil {
 			verified = true
 			break
 		}
@@ -177,37 +203,86 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 	if !verified {
 		return apiserver.User{}, false, errInvalid
 	}
-	if err := pub.ValidateWithLeeway(jwt.Expected{Issuer: t.issuer, Time: t.now()}, leeway); err != nil {
-		return apiserver.User{}, false, fmt.Errorf("%w: %v", errInvalid, err)
+	if legacy { // no audience of its own: the API's, which a TokenReview may not want
+		if wanted, ok := authenticator.AudiencesFrom(ctx); ok && len(authenticator.Audiences(t.audiences).Intersect(wanted)) == 0 {
+			return apiserver.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", t.audiences, []string(wanted))
+		}
+		return t.authenticateLegacy(ctx, token, pub, legacyPriv)
+	}
+	switch err := pub.ValidateWithLeeway(jwt.Expected{Issuer: t.issuer, Time: t.now()}, leeway); {
+	case err == nil:
+	case errors.Is(err, jwt.ErrExpired):
+		return apiserver.User{}, false, errors.New("service account token has expired")
+	case errors.Is(err, jwt.ErrNotValidYet):
+		return apiserver.User{}, false, errors.New("service account token is not valid yet")
+	case errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return apiserver.User{}, false, errors.New("service account token is issued in the future")
+	default:
+		return apiserver.User{}, false, fmt.Errorf("service account token claims could not be validated: %w", err)
 	}
 	audiences := t.audiences
 	if wanted, ok := authenticator.AudiencesFrom(ctx); ok && len(wanted) > 0 { // a TokenReview's
 		audiences = wanted
 	}
 	if !slices.ContainsFunc(audiences, func(a string) bool { return pub.Audience.Contains(a) }) {
-		return apiserver.User{}, false, fmt.Errorf("%w: token audiences %v do not include the target audiences %v", errInvalid, pub.Audience, audiences)
+		return apiserver.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", []string(pub.Audience), audiences)
 	}
 	k := priv.Kubernetes
 	ns, name, err := saauth.SplitUsername(pub.Subject)
 	if err != nil || ns != k.Namespace || name != k.SvcAcct.Name {
 		return apiserver.User{}, false, fmt.Errorf("%w: subject %q does not match its claims", errInvalid, pub.Subject)
 	}
+	// kube-apiserver's bound token validator, with its wording: what a TokenReview shows.
+	deletedBefore := t.now().Add(-leeway)
+	gone := func(o metav1.Object) bool {
+		return o.GetDeletionTimestamp() != nil && o.GetDeletionTimestamp().Time.Before(deletedBefore)
+	}
+	invalidated := errors.New("service account token has been invalidated")
 	sa, err := t.objects.ServiceAccount(ctx, ns, name)
-	if err != nil || string(sa.UID) != k.SvcAcct.UID {
-		return apiserver.User{}, false, fmt.Errorf("%w: service account %s/%s has been deleted", errInvalid, ns, name)
+	switch {
+	case err != nil:
+		return apiserver.User{}, false, err
+	case string(sa.UID) != k.SvcAcct.UID:
+		return apiserver.User{}, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, k.SvcAcct.UID)
+	case gone(sa):
+		return apiserver.User{}, false, fmt.Errorf("service account %s/%s has been deleted", ns, name)
 	}
 	info := saauth.ServiceAccountInfo{Name: name, Namespace: ns, UID: k.SvcAcct.UID, CredentialID: "JTI=" + pub.ID}
+	if k.Secret != nil {
+		secret, err := t.objects.Secret(ctx, ns, k.Secret.Name)
+		switch {
+		case err != nil:
+			return apiserver.User{}, false, invalidated
+		case string(secret.UID) != k.Secret.UID:
+			return apiserver.User{}, false, fmt.Errorf("secret UID (%s) does not match service account secret ref claim (%s)", secret.UID, k.Secret.UID)
+		case gone(secret):
+			return apiserver.User{}, false, invalidated
+		}
+	}
 	if k.Pod != nil {
 		pod, err := t.objects.Pod(ctx, ns, k.Pod.Name)
-		if err != nil || string(pod.UID) != k.Pod.UID {
-			return apiserver.User{}, false, fmt.Errorf("%w: pod %s/%s has been deleted", errInvalid, ns, k.Pod.Name)
-		}
-		if pod.DeletionTimestamp != nil && t.now().After(pod.DeletionTimestamp.Add(deletedPodGrace)) {
-			return apiserver.User{}, false, fmt.Errorf("%w: pod %s/%s is being deleted", errInvalid, ns, k.Pod.Name)
+		switch {
+		case err != nil:
+			return apiserver.User{}, false, invalidated
+		case string(pod.UID) != k.Pod.UID:
+			return apiserver.User{}, false, fmt.Errorf("pod UID (%s) does not match service account pod ref claim (%s)", pod.UID, k.Pod.UID)
+		case pod.DeletionTimestamp != nil && t.now().After(pod.DeletionTimestamp.Add(deletedPodGrace)):
+			return apiserver.User{}, false, invalidated
 		}
 		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
 	}
 	if k.Node != nil {
+		if k.Pod == nil { // bound to the node itself
+			node, err := t.objects.Node(ctx, k.Node.Name)
+			switch {
+			case err != nil:
+				return apiserver.User{}, false, invalidated
+			case string(node.UID) != k.Node.UID:
+				return apiserver.User{}, false, fmt.Errorf("node UID (%s) does not match service account node ref claim (%s)", node.UID, k.Node.UID)
+			case gone(node):
+				return apiserver.User{}, false, invalidated
+			}
+		}
 		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
 	}
 	u := info.UserInfo()

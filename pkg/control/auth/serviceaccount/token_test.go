@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
@@ -23,9 +24,25 @@ import (
 )
 
 type objects struct {
-	sas   map[string]*corev1.ServiceAccount
-	pods  map[string]*corev1.Pod
-	nodes map[string]*corev1.Node
+	sas     map[string]*corev1.ServiceAccount
+	pods    map[string]*corev1.Pod
+	nodes   map[string]*corev1.Node
+	secrets map[string]*corev1.Secret
+}
+
+func (o *objects) Secret(_ context.Context, ns, name string) (*corev1.Secret, error) {
+	if s, ok := o.secrets[ns+"/"+name]; ok {
+		return s, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
+}
+
+func (o *objects) LabelSecret(_ context.Context, s *corev1.Secret, key, value string) error {
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[key] = value
+	return nil
 }
 
 func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
@@ -74,16 +91,26 @@ func TestTokens(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("bound token: ok=%v err=%v", ok, err)
 	}
+	// aud is a list even of one, as kube-apiserver writes it.
+	payload, err := base64.RawURLEncoding.DecodeString(strings.Split(bound, ".")[1])
+	if err != nil || !strings.Contains(string(payload), `"aud":["https://issuer.example"]`) {
+		t.Errorf("payload %s (%v)", payload, err)
+	}
 	if u.Name != "system:serviceaccount:apps:robot" || u.UID != "sa-uid" || len(u.Groups) != 2 || u.Groups[1] != "system:serviceaccounts:apps" ||
 		u.Extra["authentication.kubernetes.io/pod-name"][0] != "web" || u.Extra["authentication.kubernetes.io/node-name"][0] != "node-1" ||
 		len(u.Extra["authentication.kubernetes.io/node-uid"]) != 1 || u.Extra["authentication.kubernetes.io/node-uid"][0] != "node-uid" {
 		t.Errorf("user %+v", u)
 	}
 
-	other, _, _ := tokens.Issue(Request{Account: sa, Audiences: []string{"vault"}, Expires: time.Hour})
-	if _, ok, err := tokens.Authenticate(ctx, other); ok || err == nil {
-		t.Error("a token for another audience was accepted")
+	// Refusals carry kube-apiserver's reasons (a TokenReview's status.error shows them).
+	refused := func(what, token, want string) {
+		t.Helper()
+		if _, ok, err := tokens.Authenticate(ctx, token); ok || err == nil || err.Error() != want {
+			t.Errorf("%s: ok=%v err=%v, want %q", what, ok, err, want)
+		}
 	}
+	other, _, _ := tokens.Issue(Request{Account: sa, Audiences: []string{"vault"}, Expires: time.Hour})
+	refused("a token for another audience", other, `token audiences ["vault"] is invalid for the target audiences ["https://issuer.example"]`)
 	stranger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -103,24 +130,38 @@ func TestTokens(t *testing.T) {
 	}
 
 	now = now.Add(time.Hour + 2*time.Minute)
-	if _, ok, _ := tokens.Authenticate(ctx, bound); ok {
-		t.Error("an expired token was accepted")
-	}
+	refused("an expired token", bound, "service account token has expired")
 	now = now.Add(-time.Hour)
 
 	objs.pods["apps/web"] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "new-uid"}}
-	if _, ok, _ := tokens.Authenticate(ctx, bound); ok {
-		t.Error("the token of a re-created pod was accepted")
-	}
+	refused("the token of a re-created pod", bound, "pod UID (new-uid) does not match service account pod ref claim (pod-uid)")
 	delete(objs.pods, "apps/web")
-	if _, ok, _ := tokens.Authenticate(ctx, bound); ok {
-		t.Error("the token of a deleted pod was accepted")
+	refused("the token of a deleted pod", bound, "service account token has been invalidated")
+
+	// Tokens bound to a Secret or a Node hold while it does.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s", UID: "secret-uid"}}
+	objs.secrets = map[string]*corev1.Secret{"apps/s": secret}
+	objs.nodes = map[string]*corev1.Node{"node-1": node}
+	toSecret, _, _ := tokens.Issue(Request{Account: sa, Secret: secret, Expires: time.Hour})
+	toNode, _, _ := tokens.Issue(Request{Account: sa, Node: node, Expires: time.Hour})
+	for what, token := range map[string]string{"secret": toSecret, "node": toNode} {
+		if _, ok, err := tokens.Authenticate(ctx, token); !ok || err != nil {
+			t.Errorf("token bound to a %s: ok=%v err=%v", what, ok, err)
+		}
 	}
+	if u, _, _ := tokens.Authenticate(ctx, toNode); len(u.Extra["authentication.kubernetes.io/node-uid"]) != 1 || len(u.Extra["authentication.kubernetes.io/pod-name"]) != 0 {
+		t.Errorf("node-bound token's user %+v", u)
+	}
+	objs.secrets["apps/s"] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s", UID: "new"}}
+	refused("the token of a re-created secret", toSecret, "secret UID (new) does not match service account secret ref claim (secret-uid)")
+	delete(objs.secrets, "apps/s")
+	refused("the token of a deleted secret", toSecret, "service account token has been invalidated")
+	delete(objs.nodes, "node-1")
+	refused("the token of a deleted node", toNode, "service account token has been invalidated")
+
 	unbound, _, _ := tokens.Issue(Request{Account: sa, Expires: time.Hour})
 	delete(objs.sas, "apps/robot")
-	if _, ok, _ := tokens.Authenticate(ctx, unbound); ok {
-		t.Error("the token of a deleted service account was accepted")
-	}
+	refused("the token of a deleted service account", unbound, `serviceaccounts "robot" not found`)
 
 	w := httptest.NewRecorder()
 	tokens.ServeJWKS()(w, httptest.NewRequest("GET", JWKSPath, nil))
@@ -183,6 +224,13 @@ func TestTokenRequest(t *testing.T) {
 	if err != nil || *resp.Spec.ExpirationSeconds != 3600 || resp.Spec.Audiences[0] != "https://issuer.example" || resp.Status.Token == "" {
 		t.Fatalf("defaults: %v %+v", err, resp)
 	}
+	objs.secrets = map[string]*corev1.Secret{"apps/s": {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s", UID: "su"}}}
+	bind := func(kind, name string) *authnv1.TokenRequest {
+		return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: kind, APIVersion: "v1", Name: name}}}
+	}
+	message := func(want string) func(error) bool {
+		return func(err error) bool { return err != nil && err.Error() == want }
+	}
 	for _, tc := range []struct {
 		name  string
 		user  apiserver.User
@@ -190,7 +238,15 @@ func TestTokenRequest(t *testing.T) {
 		req   *authnv1.TokenRequest
 		check func(error) bool
 	}{
-		{"too short", admin, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60)}}, apierrors.IsInvalid},
+		{"too short", admin, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60)}},
+			message(`TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes`)},
+		{"too long", admin, "robot", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](1<<32 + 1)}},
+			message(`TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds`)},
+		{"too short for no account", admin, "ghost", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](60)}}, apierrors.IsNotFound},
+		{"bound to a secret", admin, "robot", bind("Secret", "s"), func(err error) bool { return err == nil }},
+		{"bound to a missing secret", admin, "robot", bind("Secret", "gone"), message(`secrets "gone" not found`)},
+		{"bound to a missing node", admin, "robot", bind("Node", "gone"), message(`nodes "gone" not found`)},
+		{"bound to a ConfigMap", admin, "robot", bind("ConfigMap", "c"), message("cannot bind token to object of type /v1, Kind=ConfigMap")},
 		{"no such account", admin, "ghost", &authnv1.TokenRequest{}, apierrors.IsNotFound},
 		{"no such pod", admin, "robot", pod("gone", ""), apierrors.IsNotFound},
 		{"pod re-created", admin, "robot", pod("on-1", "old"), apierrors.IsConflict},
@@ -223,4 +279,50 @@ func TestTokenRequest(t *testing.T) {
 			t.Errorf("token bound to %s names node %q, want %q", pod, got, want)
 		}
 	}
+}
+
+// TestLegacyTokens: a legacy token authenticates as its account while its Secret holds it
+// and the account is the one it names, refused otherwise with kube-apiserver's reasons.
+func TestLegacyTokens(t *testing.T) {
+	key, err := EnsureSigningKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot", UID: "sa-uid"}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot-token"}}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"apps/robot": sa}, secrets: map[string]*corev1.Secret{"apps/robot-token": secret}}
+	tokens, err := New("https://issuer.example", nil, key, nil, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := tokens.IssueLegacy(sa, "robot-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	check := func(what, wantErr string) {
+		t.Helper()
+		u, ok, err := tokens.Authenticate(ctx, token)
+		switch {
+		case wantErr == "" && (err != nil || !ok || u.Name != "system:serviceaccount:apps:robot" || u.UID != "sa-uid"):
+			t.Errorf("%s: user %+v ok=%v err=%v", what, u, ok, err)
+		case wantErr != "" && (ok || err == nil || err.Error() != wantErr):
+			t.Errorf("%s: ok=%v err=%v, want %q", what, ok, err, wantErr)
+		}
+	}
+	check("a Secret without the token", "Token does not match server's copy")
+	secret.Data = map[string][]byte{"token": []byte(token)}
+	check("the Secret's token", "")
+	if got, want := secret.Labels[LastUsedLabelKey], time.Now().UTC().Format(time.DateOnly); got != want {
+		t.Errorf("last used %q, want %q", got, want)
+	}
+	secret.Labels[InvalidSinceLabelKey] = "2026-01-01"
+	check("a token marked invalid", "the token in secret apps/robot-token for service account apps/robot has been marked invalid. "+
+		"Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the 'kubernetes.io/legacy-token-invalid-since' label from the secret to temporarily allow use of this token")
+	delete(secret.Labels, InvalidSinceLabelKey)
+	sa.UID = "other"
+	check("another account of that name", "ServiceAccount UID (other) does not match claim (sa-uid)")
+	sa.UID = "sa-uid"
+	delete(objs.secrets, "apps/robot-token")
+	check("the Secret deleted", "Token has been invalidated")
 }
