@@ -232,6 +232,7 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "may not be changed once set"))
 	}
 	specPath := field.NewPath("spec")
+	errs = append(errs, validateOnlyAddedTolerations(p.Spec.Tolerations, old.Spec.Tolerations, specPath.Child("tolerations"))...)
 	errs = append(errs, validateOnlyDeletedSchedulingGates(p.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
 	mutable := old.Spec.DeepCopy()
 	mutable.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
@@ -258,6 +259,20 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("spec"), "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)"))
 	}
 	return errs
+}
+
+// validateOnlyAddedTolerations refuses an update that removes or changes a toleration other
+// than in its tolerationSeconds, as kube's.
+func validateOnlyAddedTolerations(tolerations, old []corev1.Toleration, path *field.Path) field.ErrorList {
+	for _, o := range old {
+		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool {
+			o.TolerationSeconds = t.TolerationSeconds
+			return equality.Semantic.DeepEqual(o, t)
+		}) {
+			return field.ErrorList{field.Forbidden(path, "existing toleration can not be modified except its tolerationSeconds")}
+		}
+	}
+	return nil
 }
 
 // validateOnlyDeletedSchedulingGates refuses gates added by an update, as kube's: they

@@ -79,3 +79,33 @@ func TestPodSchedulingGates(t *testing.T) {
 		t.Errorf("after the updates: gates %v, nodeSelector %v", got.Spec.SchedulingGates, got.Spec.NodeSelector)
 	}
 }
+
+// TestPodTolerationsOnlyAdded: as kube's validateOnlyAddedTolerations, an update may add
+// tolerations and change an existing one's tolerationSeconds, but not remove or change one.
+func TestPodTolerationsOnlyAdded(t *testing.T) {
+	c := controlplanetest.Shared(t)
+	ctx, pods := context.Background(), c.Client.CoreV1().Pods(c.Namespace)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tolerant"},
+		Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpEqual, Value: "v", Effect: corev1.TaintEffectNoSchedule}},
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := func(p string) error {
+		_, err := pods.Patch(ctx, "tolerant", types.JSONPatchType, []byte(p), metav1.PatchOptions{})
+		return err
+	}
+	const want = `Pod "tolerant" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds`
+	if err := patch(`[{"op":"remove","path":"/spec/tolerations/0"}]`); err == nil || err.Error() != want {
+		t.Errorf("a toleration removed: %v, want %q", err, want)
+	}
+	if err := patch(`[{"op":"replace","path":"/spec/tolerations/0/value","value":"w"}]`); err == nil || err.Error() != want {
+		t.Errorf("a toleration changed: %v, want %q", err, want)
+	}
+	if err := patch(`[{"op":"add","path":"/spec/tolerations/-","value":{"key":"x","operator":"Exists","effect":"NoExecute","tolerationSeconds":60}}]`); err != nil {
+		t.Errorf("a toleration added: %v", err)
+	}
+	if err := patch(`[{"op":"replace","path":"/spec/tolerations/1/tolerationSeconds","value":30}]`); err != nil {
+		t.Errorf("an existing toleration's tolerationSeconds changed: %v", err)
+	}
+}
