@@ -55,12 +55,13 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 	if err != nil {
 		return generic.Admission{}, nil, nil, err
 	}
+	priorities := priority.New(inf, st, reg)
 	chain := generic.Admission{
 		Mutating: []generic.MutatingAdmission{
 			limits,
 			accounts,
 			noderestriction.New(privileged),
-			priority.New(inf, st, reg),
+			priorities,
 			runtimeclass.New(inf, st, reg),
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
@@ -70,6 +71,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 		Validating: []generic.ValidatingAdmission{
 			limits,
 			accounts,
+			priorities,
 			podSecurity,
 			policies.Validating,
 			validatingWebhooks,

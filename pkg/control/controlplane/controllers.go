@@ -30,6 +30,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
+	"github.com/minik8s/minik8s/pkg/control/controllers/podgc"
 	"github.com/minik8s/minik8s/pkg/control/controllers/policystatus"
 	"github.com/minik8s/minik8s/pkg/control/controllers/pvbinder"
 	"github.com/minik8s/minik8s/pkg/control/controllers/replicaset"
@@ -130,6 +131,7 @@ var controllers = []controller{
 	{"ttl-after-finished", startTTLAfterFinished},
 	{"daemonset", startDaemonSet},
 	{"nodelifecycle", startNodeLifecycle},
+	{podgc.Name, startPodGC},
 	{"statefulset", startStatefulSet},
 	{"service-lb-controller", startLoadBalancer},
 	{"nodeipam", startNodeIPAM},
@@ -315,6 +317,10 @@ func startCronJob(c *ControllerContext) (runner, error) {
 
 func startTTLAfterFinished(c *ControllerContext) (runner, error) {
 	return ttlafterfinished.New(c.Client, c.Informers.Batch().V1().Jobs(), clock.RealClock{}, c.Log.With("component", ttlafterfinished.Name))
+}
+
+func startPodGC(c *ControllerContext) (runner, error) {
+	return podgc.New(c.Client, c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(), clock.RealClock{}, c.Log.With("component", podgc.Name)), nil
 }
 
 func startDisruption(c *ControllerContext) (runner, error) {

@@ -43,6 +43,13 @@ var podRules = Rules{
 		pod := obj.(*corev1.Pod)
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
+		// As kube's pod strategy (applySchedulingGatedCondition): a gated pod says why it
+		// waits from the start, which `kubectl get pods` shows as SchedulingGated.
+		if len(pod.Spec.SchedulingGates) != 0 {
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonSchedulingGated, Message: "Scheduling is blocked due to non-empty scheduling gates",
+				LastTransitionTime: metav1.Now()}}
+		}
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		p := obj.(*corev1.Pod)
@@ -217,16 +224,27 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 }
 
 // validatePodUpdate enforces that a pod's spec is immutable except for the fields Kubernetes
-// allows to change (images, activeDeadlineSeconds, tolerations additions) and nodeName once set.
+// allows to change (images, activeDeadlineSeconds, tolerations additions, gates removed, a
+// gated pod's node selection narrowed) and nodeName once set.
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 	errs := validatePod(p)
 	if old.Spec.NodeName != "" && p.Spec.NodeName != old.Spec.NodeName {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "may not be changed once set"))
 	}
+	specPath := field.NewPath("spec")
+	errs = append(errs, validateOnlyAddedTolerations(p.Spec.Tolerations, old.Spec.Tolerations, specPath.Child("tolerations"))...)
+	errs = append(errs, validateOnlyDeletedSchedulingGates(p.Spec.SchedulingGates, old.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
 	mutable := old.Spec.DeepCopy()
 	mutable.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
 	mutable.Tolerations = p.Spec.Tolerations
 	mutable.NodeName = p.Spec.NodeName
+	mutable.SchedulingGates = p.Spec.SchedulingGates
+	if len(old.Spec.SchedulingGates) != 0 {
+		// A gated pod's scheduling directives may still be narrowed (kube's ValidatePodUpdate).
+		errs = append(errs, validateGatedSchedulingUpdate(specPath, &p.Spec, &old.Spec)...)
+		mutable.NodeSelector = p.Spec.NodeSelector
+		mutable.Affinity = withNodeAffinity(mutable.Affinity, p.Spec.Affinity)
+	}
 	if len(mutable.Containers) == len(p.Spec.Containers) {
 		for i := range mutable.Containers {
 			mutable.Containers[i].Image = p.Spec.Containers[i].Image
@@ -241,6 +259,95 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("spec"), "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)"))
 	}
 	return errs
+}
+
+// validateOnlyAddedTolerations refuses an update that removes or changes a toleration other
+// than in its tolerationSeconds, as kube's.
+func validateOnlyAddedTolerations(tolerations, old []corev1.Toleration, path *field.Path) field.ErrorList {
+	for _, o := range old {
+		if !slices.ContainsFunc(tolerations, func(t corev1.Toleration) bool {
+			o.TolerationSeconds = t.TolerationSeconds
+			return equality.Semantic.DeepEqual(o, t)
+		}) {
+			return field.ErrorList{field.Forbidden(path, "existing toleration can not be modified except its tolerationSeconds")}
+		}
+	}
+	return nil
+}
+
+// validateOnlyDeletedSchedulingGates refuses gates added by an update, as kube's: they
+// may only be removed.
+func validateOnlyDeletedSchedulingGates(gates, old []corev1.PodSchedulingGate, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, g := range gates {
+		if !slices.ContainsFunc(old, func(o corev1.PodSchedulingGate) bool { return o.Name == g.Name }) {
+			errs = append(errs, field.Forbidden(path.Index(i).Child("name"), fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+		}
+	}
+	return errs
+}
+
+// validateGatedSchedulingUpdate is what kube allows on a pod that is still gated: additions
+// to spec.nodeSelector and to the required node affinity's terms (a new affinity where there
+// was none), nothing removed or changed.
+func validateGatedSchedulingUpdate(path *field.Path, spec, old *corev1.PodSpec) field.ErrorList {
+	var errs field.ErrorList
+	for k, v := range old.NodeSelector {
+		if nv, ok := spec.NodeSelector[k]; !ok || nv != v {
+			errs = append(errs, field.Invalid(path.Child("nodeSelector"), spec.NodeSelector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+			break
+		}
+	}
+	required := func(a *corev1.Affinity) *corev1.NodeSelector {
+		if a == nil || a.NodeAffinity == nil {
+			return nil
+		}
+		return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	oldReq := required(old.Affinity)
+	if oldReq == nil || len(oldReq.NodeSelectorTerms) == 0 {
+		return errs
+	}
+	termsPath := path.Child("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+	var terms []corev1.NodeSelectorTerm
+	if req := required(spec.Affinity); req != nil {
+		terms = req.NodeSelectorTerms
+	}
+	if len(terms) != len(oldReq.NodeSelectorTerms) {
+		return append(errs, field.Invalid(termsPath, terms, "no additions/deletions to non-empty NodeSelectorTerms list are allowed"))
+	}
+	for i, o := range oldReq.NodeSelectorTerms {
+		if !termHasOnlyAdditions(terms[i], o) {
+			errs = append(errs, field.Invalid(termsPath.Index(i), terms[i], "only additions are allowed (no mutations or deletions)"))
+		}
+	}
+	return errs
+}
+
+// withNodeAffinity is old's pod (anti-)affinity with cur's node affinity: what an update of
+// a gated pod may change.
+func withNodeAffinity(old, cur *corev1.Affinity) *corev1.Affinity {
+	var a corev1.Affinity
+	if cur != nil {
+		a.NodeAffinity = cur.NodeAffinity
+	}
+	if old != nil {
+		a.PodAffinity, a.PodAntiAffinity = old.PodAffinity, old.PodAntiAffinity
+	}
+	if cur == nil && a == (corev1.Affinity{}) {
+		return nil
+	}
+	return &a
+}
+
+func termHasOnlyAdditions(term, old corev1.NodeSelectorTerm) bool {
+	if len(old.MatchExpressions) == 0 && len(old.MatchFields) == 0 && (len(term.MatchExpressions) > 0 || len(term.MatchFields) > 0) {
+		return false
+	}
+	prefix := func(reqs, old []corev1.NodeSelectorRequirement) bool {
+		return len(reqs) >= len(old) && equality.Semantic.DeepEqual(reqs[:len(old)], old)
+	}
+	return prefix(term.MatchExpressions, old.MatchExpressions) && prefix(term.MatchFields, old.MatchFields)
 }
 
 var podTable = &TableDef{

@@ -59,6 +59,27 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 	return nil
 }
 
+// Validate refuses a PriorityClass marked globalDefault while another class is the default,
+// as Kubernetes' Priority plugin does: there is only one.
+func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
+	if a.Resource.Group != schedulingv1.GroupName || a.Resource.Resource != "priorityclasses" || a.Subresource != "" ||
+		(a.Operation != generic.Create && a.Operation != generic.Update) || !p.classes.Served() {
+		return nil
+	}
+	pc, ok := a.Object.(*schedulingv1.PriorityClass)
+	if !ok || !pc.GlobalDefault {
+		return nil
+	}
+	def, err := p.resolve(ctx, a, "")
+	if err != nil {
+		return fmt.Errorf("failed to get default priority class: %v", err)
+	}
+	if def != nil && (a.Operation == generic.Create || def.Name != pc.Name) {
+		return admission.Forbidden(a, fmt.Errorf("PriorityClass %v is already marked as default. Only one default can exist", def.Name))
+	}
+	return nil
+}
+
 // resolve finds the named class, or with no name the globalDefault class (the one with the
 // lowest value if several claim it, as Kubernetes picks); nil when there is none.
 func (p *Plugin) resolve(ctx context.Context, a *generic.Attributes, name string) (*schedulingv1.PriorityClass, error) {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -59,5 +60,35 @@ func TestResolve(t *testing.T) {
 	notStarted := New(admission.NewInformers(informers.NewSharedInformerFactory(client, 0), client), admissiontest.Stored(t, reg, priorityClasses, fallback), reg)
 	if pod, err := admit(notStarted, ""); err != nil || *pod.Spec.Priority != 7 {
 		t.Errorf("before the informers start, the store's globalDefault: %v %v", err, pod.Spec.Priority)
+	}
+}
+
+// A second globalDefault class is refused, as Kubernetes' Priority plugin refuses it, on
+// create and on an update that marks another class; the default itself may be updated.
+func TestValidateOneGlobalDefault(t *testing.T) {
+	reg, err := registry.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fallback, other := class("fallback", 7, true), class("other", 3, false)
+	var p *Plugin
+	admissiontest.Informers(t, func(inf *admission.Informers) {
+		p = New(inf, admissiontest.Stored(t, reg, priorityClasses, fallback, other), reg)
+	}, fallback, other)
+	validate := func(op generic.Operation, pc *schedulingv1.PriorityClass, old runtime.Object) error {
+		return p.Validate(context.Background(), admissiontest.Attrs(t, op, priorityClasses, "", pc, old))
+	}
+	const want = `priorityclasses.scheduling.k8s.io "second" is forbidden: PriorityClass fallback is already marked as default. Only one default can exist`
+	if err := validate(generic.Create, class("second", 9, true), nil); err == nil || err.Error() != want {
+		t.Errorf("a second default created: %v, want %q", err, want)
+	}
+	if err := validate(generic.Create, class("second", 9, false), nil); err != nil {
+		t.Errorf("a class that is not the default: %v", err)
+	}
+	if err := validate(generic.Update, class("other", 3, true), other); err == nil || !strings.Contains(err.Error(), "PriorityClass fallback is already marked as default") {
+		t.Errorf("another class marked default: %v", err)
+	}
+	if err := validate(generic.Update, class("fallback", 7, true), fallback); err != nil {
+		t.Errorf("the default itself updated: %v", err)
 	}
 }
