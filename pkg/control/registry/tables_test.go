@@ -1,0 +1,42 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TestTableColumnsAsKube: the columns of `kubectl get` (a * marks an -o wide one) are
+// kube-apiserver v1.36's (pkg/printers/internalversion/printers.go), the name column
+// formatted as a name, and a row has a cell per column.
+func TestTableColumnsAsKube(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		table *TableDef
+		obj   runtime.Object
+		want  string
+	}{
+		// v1.36 has no SECRETS column: token Secrets are no longer listed in a ServiceAccount.
+		{"ServiceAccount", serviceAccountRules.Table, &corev1.ServiceAccount{ObjectMeta: objMeta("sa")}, "Name Age"},
+	} {
+		var names []string
+		for _, c := range tc.table.Columns {
+			n := strings.ReplaceAll(c.Name, " ", "-")
+			if c.Priority == 1 {
+				n += "*"
+			}
+			names = append(names, n)
+			if c.Name == "Name" && c.Format != "name" {
+				t.Errorf("%s: the Name column's format is %q, not name", tc.kind, c.Format)
+			}
+		}
+		if got := strings.Join(names, " "); got != tc.want {
+			t.Errorf("%s columns: got %q, want %q", tc.kind, got, tc.want)
+		}
+		if row := tc.table.Row(tc.obj); len(row) != len(tc.table.Columns) {
+			t.Errorf("%s: %d cells for %d columns: %v", tc.kind, len(row), len(tc.table.Columns), row)
+		}
+	}
+}
