@@ -20,6 +20,7 @@ func TestTableColumnsAsKube(t *testing.T) {
 	}{
 		// v1.36 has no SECRETS column: token Secrets are no longer listed in a ServiceAccount.
 		{"ServiceAccount", serviceAccountRules.Table, &corev1.ServiceAccount{ObjectMeta: objMeta("sa")}, "Name Age"},
+		{"PodTemplate", podTemplateRules.Table, &corev1.PodTemplate{ObjectMeta: objMeta("pt")}, "Name Containers Images Pod-Labels"},
 	} {
 		var names []string
 		for _, c := range tc.table.Columns {
