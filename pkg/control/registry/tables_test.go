@@ -4,13 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// TestTableColumnsAsKube: the columns of `kubectl get` (a * marks an -o wide one) are
-// kube-apiserver v1.36's (pkg/printers/internalversion/printers.go), the name column
-// formatted as a name, and a row has a cell per column.
+// TestTableColumnsAsKube: the columns of `kubectl get` (a * marks an -o wide one, a
+// :type follows a column that is not a string) are kube-apiserver v1.36's
+// (pkg/printers/internalversion/printers.go), the name column formatted as a name, and a
+// row has a cell per column.
 func TestTableColumnsAsKube(t *testing.T) {
 	for _, tc := range []struct {
 		kind  string
@@ -21,12 +23,18 @@ func TestTableColumnsAsKube(t *testing.T) {
 		// v1.36 has no SECRETS column: token Secrets are no longer listed in a ServiceAccount.
 		{"ServiceAccount", serviceAccountRules.Table, &corev1.ServiceAccount{ObjectMeta: objMeta("sa")}, "Name Age"},
 		{"PodTemplate", podTemplateRules.Table, &corev1.PodTemplate{ObjectMeta: objMeta("pt")}, "Name Containers Images Pod-Labels"},
+		// MinPods is "<unset>" without spec.minReplicas: kube types all three as strings.
+		{"HorizontalPodAutoscaler", hpaRules.Table, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: objMeta("hpa")},
+			"Name Reference Targets MinPods MaxPods Replicas Age"},
 	} {
 		var names []string
 		for _, c := range tc.table.Columns {
 			n := strings.ReplaceAll(c.Name, " ", "-")
 			if c.Priority == 1 {
 				n += "*"
+			}
+			if c.Type != "string" {
+				n += ":" + c.Type
 			}
 			names = append(names, n)
 			if c.Name == "Name" && c.Format != "name" {
