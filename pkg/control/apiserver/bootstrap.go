@@ -31,10 +31,14 @@ const kubernetesService = "kubernetes"
 // Bootstrap creates what every Kubernetes cluster has from the start: the system namespaces,
 // priority classes, FlowSchemas and PriorityLevelConfigurations, and the `kubernetes`
 // Service pointing at this API server.
+// What it writes is recorded in managedFields as kube-apiserver's own writes are: by its
+// loopback client (manager kube-apiserver), the flowcontrol objects by its APF config producer.
 func (s *Server) Bootstrap(ctx context.Context) error {
 	if err := s.ranges.ServiceIPs.MigrateLegacy(ctx); err != nil {
 		return err
 	}
+	apf := writingAs(ctx, apfConfigProducer)
+	ctx = writingAs(ctx, "kube-apiserver")
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := s.ensure(ctx, namespacesGVR, ns, nil); err != nil {
@@ -48,12 +52,12 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 	}
 	levels, schemas := registry.BootstrapFlowControl()
 	for _, pl := range levels {
-		if err := s.ensure(ctx, flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"), pl, nil); err != nil {
+		if err := s.ensure(apf, flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"), pl, nil); err != nil {
 			return err
 		}
 	}
 	for _, fs := range schemas {
-		if err := s.ensure(ctx, flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas"), fs, nil); err != nil {
+		if err := s.ensure(apf, flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas"), fs, nil); err != nil {
 			return err
 		}
 	}
@@ -61,6 +65,15 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 		return err
 	}
 	return s.reconcileKubernetesService(ctx)
+}
+
+// apfConfigProducer is the field manager of kube-apiserver's FlowSchema and
+// PriorityLevelConfiguration ensurer (pkg/registry/flowcontrol/ensurer).
+const apfConfigProducer = "api-priority-and-fairness-config-producer-v1"
+
+// writingAs is ctx for writes the server makes itself, recorded as manager's Updates.
+func writingAs(ctx context.Context, manager string) context.Context {
+	return context.WithValue(ctx, fieldOwnerKey{}, &fieldOwner{manager: manager})
 }
 
 // defaultServiceCIDR is the ServiceCIDR of the API server's Service range, as

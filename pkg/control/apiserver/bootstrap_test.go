@@ -162,3 +162,33 @@ func TestBootstrapMakesTheDefaultServiceCIDRReady(t *testing.T) {
 		t.Errorf("a restart rewrote the default ServiceCIDR: resourceVersion %s, was %s", again.ResourceVersion, sc.ResourceVersion)
 	}
 }
+
+// TestBootstrapObjectsHaveManagedFields: what the server makes at start is written as
+// kube-apiserver's loopback client writes it, so its managedFields name the manager a real
+// cluster shows: kube-apiserver, and for the flowcontrol objects its APF config producer.
+// (Without them, the first server-side apply to such an object made a before-first-apply
+// manager.)
+func TestBootstrapObjectsHaveManagedFields(t *testing.T) {
+	s := newTestServer(t, storetest.Bolt(t), "10.100.0.0/16", "10.200.0.2", 6443)
+	if err := s.Bootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		gvr      schema.GroupVersionResource
+		ns, name string
+		manager  string
+	}{
+		{corev1.SchemeGroupVersion.WithResource("namespaces"), "", "kube-system", "kube-apiserver"},
+		{corev1.SchemeGroupVersion.WithResource("services"), "default", "kubernetes", "kube-apiserver"},
+		{schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), "", "system-node-critical", "kube-apiserver"},
+		{networkingv1.SchemeGroupVersion.WithResource("servicecidrs"), "", "kubernetes", "kube-apiserver"},
+		{schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"}, "", "exempt", "api-priority-and-fairness-config-producer-v1"},
+		{schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"}, "", "exempt", "api-priority-and-fairness-config-producer-v1"},
+	} {
+		obj := read[runtime.Object](t, s, tc.gvr, tc.ns, tc.name)
+		mf := mustMeta(obj).GetManagedFields()
+		if len(mf) == 0 || mf[0].Manager != tc.manager || mf[0].Operation != metav1.ManagedFieldsOperationUpdate || mf[0].FieldsV1 == nil {
+			t.Errorf("%s %s managedFields: %+v, want an Update by %s", tc.gvr.Resource, tc.name, mf, tc.manager)
+		}
+	}
+}

@@ -3,11 +3,13 @@ package apiserver
 import (
 	"net/http"
 	"runtime"
+	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -15,8 +17,14 @@ import (
 const KubernetesVersion = "v1.32.0"
 
 func serveVersion(w http.ResponseWriter, _ *http.Request) {
+	// As kube-apiserver's effective version: it emulates the API level it serves, and is
+	// compatible with the minor before it.
+	v := utilversion.MustParseSemantic(KubernetesVersion)
+	major, minor := strconv.Itoa(int(v.Major())), strconv.Itoa(int(v.Minor()))
 	writeJSON(w, http.StatusOK, version.Info{
-		Major: "1", Minor: "32", GitVersion: KubernetesVersion + "-minik8s",
+		Major: major, Minor: minor, GitVersion: KubernetesVersion + "-minik8s",
+		EmulationMajor: major, EmulationMinor: minor,
+		MinCompatibilityMajor: major, MinCompatibilityMinor: strconv.Itoa(int(v.Minor()) - 1),
 		GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	})
 }

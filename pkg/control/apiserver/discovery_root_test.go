@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // TestDiscoveryRootsWithTrailingSlash: /apis/ and /api/ answer as /apis and /api do, as
@@ -65,5 +66,19 @@ func TestUnservedPathsAnswerNotFound(t *testing.T) {
 		if st.Reason != metav1.StatusReasonNotFound || st.Message != "the server could not find the requested resource" {
 			t.Errorf("GET %s: %+v", path, st)
 		}
+	}
+}
+
+// TestVersionNamesEmulationAndMinCompatibility: /version (kubectl version -o json) carries
+// the emulation and minimum compatibility versions kube-apiserver's (component-base's
+// effective version) does: the API level served, and the one before it.
+func TestVersionNamesEmulationAndMinCompatibility(t *testing.T) {
+	s, _ := newCachedServer(t)
+	w := do(t, s.Handler(), "GET", "/version", nil)
+	var info version.Info
+	decodeStrict(t, w.Body.Bytes(), &info)
+	if info.Major != "1" || info.EmulationMajor != info.Major || info.EmulationMinor != info.Minor ||
+		info.MinCompatibilityMajor != "1" || info.MinCompatibilityMinor == "" || info.MinCompatibilityMinor >= info.Minor {
+		t.Errorf("version: %#v", info)
 	}
 }

@@ -297,7 +297,7 @@ func managerFromUserAgent(ua string) string {
 
 // Track records a write in obj's managedFields: an Update by the request's field manager, or
 // what server-side apply merged. live is the stored object, nil on create. Writes the server
-// makes on its own (deletion, bootstrap) and subresources without a field manager (binding)
+// makes on its own (deletion) and subresources without a field manager (binding)
 // leave managedFields as they are.
 func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
 	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)

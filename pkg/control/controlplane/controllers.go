@@ -22,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslicemirroring"
+	"github.com/minik8s/minik8s/pkg/control/controllers/flowschemastatus"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -149,6 +150,7 @@ var controllers = []controller{
 	{"csrcleaner", startCSRCleaner},
 	{"tokencleaner", startTokenCleaner},
 	{"validatingadmissionpolicy-status", startPolicyStatus},
+	{"flowschema-status", startFlowSchemaStatus},
 }
 
 // ControllerNames lists every controller --controllers can name.
@@ -275,6 +277,13 @@ func startServiceAccountToken(c *ControllerContext) (runner, error) {
 	}
 	return serviceaccounttoken.New(c.Client, c.Informers.Core().V1().ServiceAccounts(), c.LegacyTokens, c.RootCA,
 		c.Log.With("component", serviceaccounttoken.Name))
+}
+
+// startFlowSchemaStatus keeps the FlowSchemas' Dangling condition, the work of
+// kube-apiserver's API Priority and Fairness config consumer.
+func startFlowSchemaStatus(c *ControllerContext) (runner, error) {
+	fc := c.Informers.Flowcontrol().V1()
+	return flowschemastatus.New(c.Client, fc.FlowSchemas(), fc.PriorityLevelConfigurations(), c.Log.With("component", "flowschema-status-controller"))
 }
 
 func startClusterRoleAggregation(c *ControllerContext) (runner, error) {

@@ -206,7 +206,7 @@ func TestKubectlServesEveryKind(t *testing.T) {
 		{"endpointslices manual-1", `NAME\s+ADDRESSTYPE\s+PORTS\s+ENDPOINTS\s+AGE`, `manual-1\s+IPv4\s+8080\s+10\.244\.1\.5`},
 		{"cm settings", `NAME\s+DATA\s+AGE`, `settings\s+1\s`},
 		{"secret creds", `NAME\s+TYPE\s+DATA\s+AGE`, `creds\s+Opaque\s+1\s`},
-		{"sa robot", `NAME\s+SECRETS\s+AGE`, `robot\s+0\s`},
+		{"sa robot", `NAME\s+AGE`, `robot\s+\d+\w`},
 		{"ev", `LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE`, `Normal\s+Testing\s+pod/web\s+hello`},
 		{"events.events.k8s.io", `LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE`, `Normal\s+Testing\s+pod/web\s+hello`},
 		{"limits limits", `NAME\s+CREATED AT`, `limits\s+\d{4}-`},

@@ -170,12 +170,11 @@ func validateSecret(s *corev1.Secret) field.ErrorList {
 
 var serviceAccountRules = Rules{
 	Table: &TableDef{
-		Columns: []metav1.TableColumnDefinition{
-			nameColumn, column("Secrets", "string", corev1.ServiceAccount{}.SwaggerDoc()["secrets"], false), ageColumn,
-		},
+		// No SECRETS column, as in kube v1.36: token Secrets are no longer listed in a ServiceAccount.
+		Columns: []metav1.TableColumnDefinition{nameColumn, ageColumn},
 		Row: func(obj runtime.Object) []any {
 			sa := obj.(*corev1.ServiceAccount)
-			return []any{sa.Name, int64(len(sa.Secrets)), Age(sa.CreationTimestamp)}
+			return []any{sa.Name, Age(sa.CreationTimestamp)}
 		},
 	},
 }

@@ -22,11 +22,11 @@ var podTemplateRules = Rules{
 	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
-			{Name: "Template", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]},
+			nameColumn,
 			// Shown without -o wide, as kube-apiserver shows them for a PodTemplate.
 			column("Containers", "string", containersColumn.Description, false),
 			column("Images", "string", imagesColumn.Description, false),
-			column("Pod Labels", "string", metav1.ObjectMeta{}.SwaggerDoc()["labels"], false),
+			column("Pod Labels", "string", "The labels for the pod template.", false),
 		},
 		Row: func(obj runtime.Object) []any {
 			pt := obj.(*corev1.PodTemplate)
