@@ -54,6 +54,12 @@ func TestCoreDNSManifestFitsTogether(t *testing.T) {
 	if !strings.Contains(corefile, "kubernetes "+ClusterDomain+" ") || !strings.Contains(corefile, "forward . /etc/resolv.conf") || !strings.Contains(corefile, "\n    loop\n") {
 		t.Errorf("Corefile must serve %s, forward the rest to the node's resolvers and stop on a loop:\n%s", ClusterDomain, corefile)
 	}
+	// kubeadm's Corefile caches the answers of the cluster's own zone in no way: a Service
+	// created or deleted resolves (or fails, NXDOMAIN) as soon as CoreDNS sees it, not 30 s
+	// later once a cached answer expires.
+	if !strings.Contains(corefile, "cache 30 {\n        disable success "+ClusterDomain+"\n        disable denial "+ClusterDomain+"\n    }") {
+		t.Errorf("Corefile must not cache %s's answers (kubeadm's cache block):\n%s", ClusterDomain, corefile)
+	}
 	pod := deploy.Spec.Template.Spec
 	if pod.DNSPolicy != corev1.DNSDefault {
 		t.Errorf("CoreDNS's dnsPolicy %q, want Default: it forwards to the node's resolvers, not to itself", pod.DNSPolicy)

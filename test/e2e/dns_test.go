@@ -147,6 +147,31 @@ func TestClusterDNS(t *testing.T) {
 	if out, err := cluster.Kubectl(context.Background(), l, "exec", "client", "--", "nslookup", "nosuch.shop.svc.cluster.local"); err == nil || !strings.Contains(out, "NXDOMAIN") {
 		t.Errorf("a name of no Service: want NXDOMAIN, got %v:\n%s", err, out)
 	}
+	// The cluster's zone is not cached (kubeadm's Corefile): the Service created right after
+	// that NXDOMAIN resolves within seconds, and is NXDOMAIN again as soon as it is deleted,
+	// not 30 s later when a cached answer expires.
+	kubectl("-n", "shop", "create", "service", "clusterip", "nosuch", "--tcp=80:80")
+	nosuchIP := kubectl("-n", "shop", "get", "service", "nosuch", "-o", "jsonpath={.spec.clusterIP}")
+	waitFor(t, "a new Service to resolve at once", 8*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(context.Background(), l, "exec", "client", "--", "nslookup", "nosuch.shop.svc.cluster.local")
+		return err == nil && strings.Contains(out, nosuchIP), out
+	})
+	// Asked again and again, so that both CoreDNS replicas would have cached the answer,
+	// the deleted Service must be NXDOMAIN at each of several lookups in a row.
+	for range 6 {
+		kubectl("exec", "client", "--", "nslookup", "nosuch.shop.svc.cluster.local")
+	}
+	kubectl("-n", "shop", "delete", "service", "nosuch")
+	gone := 0
+	waitFor(t, "a deleted Service to be NXDOMAIN at once, 6 lookups in a row", 15*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(context.Background(), l, "exec", "client", "--", "nslookup", "nosuch.shop.svc.cluster.local")
+		if err != nil && strings.Contains(out, "NXDOMAIN") {
+			gone++
+		} else {
+			gone = 0
+		}
+		return gone == 6, out
+	})
 
 	// A pod reaches a Service by its name: busybox's nc resolves it through the C library,
 	// which follows the pod's search list like every program in the pod.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	netutils "k8s.io/utils/net"
 )
 
 // networking.k8s.io/v1 as Kubernetes' networking strategies, defaulters, validation and
@@ -27,6 +28,9 @@ var networkPolicyRules = Rules{
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return validateNetworkPolicy(obj.(*networkingv1.NetworkPolicy))
+	},
+	Warnings: func(obj runtime.Object) []string {
+		return ipBlockWarnings(obj.(*networkingv1.NetworkPolicy))
 	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
@@ -92,13 +96,13 @@ func validateNetworkPolicy(np *networkingv1.NetworkPolicy) field.ErrorList {
 		}
 	}
 	types := []string{string(networkingv1.PolicyTypeIngress), string(networkingv1.PolicyTypeEgress)}
+	if len(s.PolicyTypes) > len(types) {
+		return append(errs, field.Invalid(spec.Child("policyTypes"), s.PolicyTypes, "may not specify more than two policyTypes"))
+	}
 	for i, t := range s.PolicyTypes {
 		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
 			errs = append(errs, field.NotSupported(spec.Child("policyTypes").Index(i), t, types))
 		}
-	}
-	if len(s.PolicyTypes) > len(types) {
-		errs = append(errs, field.Invalid(spec.Child("policyTypes"), s.PolicyTypes, "may not specify more than two policyTypes"))
 	}
 	return errs
 }
@@ -154,28 +158,58 @@ func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, path *field
 	return errs
 }
 
-// validateIPBlock: a valid CIDR whose excepts are strict subsets of it.
+// validateIPBlock: a valid CIDR whose excepts are strict subsets of it. Both are kube's
+// legacy CIDR fields, strictly parsed (StrictIPCIDRValidation, on in 1.36) but not held to
+// the canonical form: ipBlockWarnings names what is not in it.
 func validateIPBlock(b *networkingv1.IPBlock, path *field.Path) field.ErrorList {
 	if b.CIDR == "" {
 		return field.ErrorList{field.Required(path.Child("cidr"), "")}
 	}
-	errs := utilvalidation.IsValidCIDR(path.Child("cidr"), b.CIDR)
-	cidr, err := netip.ParsePrefix(b.CIDR)
+	errs := utilvalidation.IsValidCIDRForLegacyField(path.Child("cidr"), b.CIDR, true, nil)
+	_, cidr, err := netutils.ParseCIDRSloppy(b.CIDR)
 	if err != nil {
 		return errs
 	}
+	cidrBits, _ := cidr.Mask.Size()
 	for i, e := range b.Except {
 		p := path.Child("except").Index(i)
-		errs = append(errs, utilvalidation.IsValidCIDR(p, e)...)
-		except, err := netip.ParsePrefix(e)
+		errs = append(errs, utilvalidation.IsValidCIDRForLegacyField(p, e, true, nil)...)
+		_, except, err := netutils.ParseCIDRSloppy(e)
 		if err != nil {
 			continue
 		}
-		if !cidr.Contains(except.Addr()) || cidr.Bits() >= except.Bits() {
+		if exceptBits, _ := except.Mask.Size(); !cidr.Contains(except.IP) || cidrBits >= exceptBits {
 			errs = append(errs, field.Invalid(p, e, "must be a strict subset of `cidr`"))
 		}
 	}
 	return errs
+}
+
+// ipBlockWarnings are kube's warnings of a policy's ipBlocks: a CIDR or except not in the
+// canonical form (an IPv6 one; the rest are refused).
+func ipBlockWarnings(np *networkingv1.NetworkPolicy) []string {
+	var out []string
+	block := func(b *networkingv1.IPBlock, path *field.Path) {
+		if b == nil {
+			return
+		}
+		out = append(out, utilvalidation.GetWarningsForCIDR(path.Child("cidr"), b.CIDR)...)
+		for k, e := range b.Except {
+			out = append(out, utilvalidation.GetWarningsForCIDR(path.Child("except").Index(k), e)...)
+		}
+	}
+	spec := field.NewPath("spec")
+	for i, r := range np.Spec.Ingress {
+		for j := range r.From {
+			block(r.From[j].IPBlock, spec.Child("ingress").Index(i).Child("from").Index(j).Child("ipBlock"))
+		}
+	}
+	for i, r := range np.Spec.Egress {
+		for j := range r.To {
+			block(r.To[j].IPBlock, spec.Child("egress").Index(i).Child("to").Index(j).Child("ipBlock"))
+		}
+	}
+	return out
 }
 
 var ingressRules = Rules{

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,12 +45,37 @@ func TestNetworkPolicyRules(t *testing.T) {
 		},
 	}}
 	expectErrors(t, "bad policy", networkPolicyRules.Validate(np),
-		"spec.policyTypes[2]: FieldValueNotSupported", "spec.policyTypes: FieldValueInvalid",
+		"spec.policyTypes: FieldValueInvalid", // alone, as kube: more than two types are not looked at one by one
 		"spec.ingress[0].ports[0].protocol: FieldValueNotSupported", "spec.ingress[0].ports[0].port: FieldValueInvalid",
 		"spec.ingress[0].ports[1].endPort: FieldValueInvalid", "spec.ingress[0].ports[2].endPort: FieldValueInvalid",
 		"spec.ingress[0].from[0]: FieldValueRequired", "spec.ingress[0].from[1]: FieldValueForbidden",
 		"spec.ingress[0].from[2].ipBlock.except[0]: FieldValueInvalid", "spec.ingress[0].from[2].ipBlock.except[1]: FieldValueInvalid",
 		"spec.ingress[0].from[2].ipBlock.except[2]: FieldValueInvalid")
+}
+
+// TestNetworkPolicyIPBlockLegacyCIDRs: ipBlock's cidr and except are what kube calls legacy
+// CIDR fields: strictly parsed (no leading 0s, no IPv4-mapped address, no bits beyond the
+// prefix) but not held to the canonical form; an IPv6 value not in it is accepted with
+// kube's warning.
+func TestNetworkPolicyIPBlockLegacyCIDRs(t *testing.T) {
+	np := &networkingv1.NetworkPolicy{ObjectMeta: objMeta("np"), Spec: networkingv1.NetworkPolicySpec{
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "2001:DB8::/32", Except: []string{"2001:db8:0:0::/64"}}}}}},
+	}}
+	if errs := createSteps(networkPolicyRules, np); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	want := []string{
+		`spec.ingress[0].from[0].ipBlock.cidr: IPv6 CIDR value "2001:DB8::/32" should be in RFC 5952 canonical format ("2001:db8::/32")`,
+		`spec.ingress[0].from[0].ipBlock.except[0]: IPv6 CIDR value "2001:db8:0:0::/64" should be in RFC 5952 canonical format ("2001:db8::/64")`,
+	}
+	if got := networkPolicyRules.Warnings(np); !slices.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+	np.Spec.Ingress[0].From[0].IPBlock = &networkingv1.IPBlock{CIDR: "10.0.0.5/8", Except: []string{"::ffff:10.1.0.0/112", "010.2.0.0/16"}}
+	// Each once: the IPv4-mapped and the 0-led except are within cidr once parsed loosely.
+	expectErrors(t, "strict CIDRs", networkPolicyRules.Validate(np), "spec.ingress[0].from[0].ipBlock.cidr: FieldValueInvalid",
+		"spec.ingress[0].from[0].ipBlock.except[0]: FieldValueInvalid", "spec.ingress[0].from[0].ipBlock.except[1]: FieldValueInvalid")
 }
 
 func TestIngressRules(t *testing.T) {

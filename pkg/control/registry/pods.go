@@ -109,6 +109,7 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 	if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
 	}
+	errs = append(errs, validatePodDNS(&p.Spec, spec)...)
 	if sc := p.Spec.SecurityContext; sc != nil {
 		errs = append(errs, validateSysctls(sc.Sysctls, p.Spec.HostNetwork, p.Spec.HostIPC, spec.Child("securityContext", "sysctls"))...)
 	}

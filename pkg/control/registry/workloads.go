@@ -43,6 +43,7 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	if g := t.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
 	}
+	errs = append(errs, validatePodDNS(&t.Spec, spec)...)
 	return errs
 }
 
