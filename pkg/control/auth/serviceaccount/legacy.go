@@ -93,8 +93,7 @@ func (t *Tokens) authenticateLegacy(ctx context.Context, token string, pub jwt.C
 			break
 		}
 	}
-	u := (&saauth.ServiceAccountInfo{Name: name, Namespace: ns, UID: priv.ServiceAccountUID}).UserInfo()
-	return apiserver.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
+	return accountUser(saauth.ServiceAccountInfo{Name: name, Namespace: ns, UID: priv.ServiceAccountUID}), true, nil
 }
 
 // markUsed labels secret with today's date unless it says today (or tomorrow: another

@@ -237,7 +237,6 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 	gone := func(o metav1.Object) bool {
 		return o.GetDeletionTimestamp() != nil && o.GetDeletionTimestamp().Time.Before(deletedBefore)
 	}
-	invalidated := errors.New("service account token has been invalidated")
 	sa, err := t.objects.ServiceAccount(ctx, ns, name)
 	switch {
 	case err != nil:
@@ -250,43 +249,54 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 	info := saauth.ServiceAccountInfo{Name: name, Namespace: ns, UID: k.SvcAcct.UID, CredentialID: "JTI=" + pub.ID}
 	if k.Secret != nil {
 		secret, err := t.objects.Secret(ctx, ns, k.Secret.Name)
-		switch {
-		case err != nil:
-			return apiserver.User{}, false, invalidated
-		case string(secret.UID) != k.Secret.UID:
-			return apiserver.User{}, false, fmt.Errorf("secret UID (%s) does not match service account secret ref claim (%s)", secret.UID, k.Secret.UID)
-		case gone(secret):
-			return apiserver.User{}, false, invalidated
+		if err := checkBound("secret", secret, err, k.Secret.UID, gone); err != nil {
+			return apiserver.User{}, false, err
 		}
 	}
 	if k.Pod != nil {
 		pod, err := t.objects.Pod(ctx, ns, k.Pod.Name)
-		switch {
-		case err != nil:
-			return apiserver.User{}, false, invalidated
-		case string(pod.UID) != k.Pod.UID:
-			return apiserver.User{}, false, fmt.Errorf("pod UID (%s) does not match service account pod ref claim (%s)", pod.UID, k.Pod.UID)
-		case pod.DeletionTimestamp != nil && t.now().After(pod.DeletionTimestamp.Add(deletedPodGrace)):
-			return apiserver.User{}, false, invalidated
+		stopped := func(o metav1.Object) bool { // its containers may still need the API a while
+			d := o.GetDeletionTimestamp()
+			return d != nil && t.now().After(d.Add(deletedPodGrace))
+		}
+		if err := checkBound("pod", pod, err, k.Pod.UID, stopped); err != nil {
+			return apiserver.User{}, false, err
 		}
 		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
 	}
 	if k.Node != nil {
 		if k.Pod == nil { // bound to the node itself
 			node, err := t.objects.Node(ctx, k.Node.Name)
-			switch {
-			case err != nil:
-				return apiserver.User{}, false, invalidated
-			case string(node.UID) != k.Node.UID:
-				return apiserver.User{}, false, fmt.Errorf("node UID (%s) does not match service account node ref claim (%s)", node.UID, k.Node.UID)
-			case gone(node):
-				return apiserver.User{}, false, invalidated
+			if err := checkBound("node", node, err, k.Node.UID, gone); err != nil {
+				return apiserver.User{}, false, err
 			}
 		}
 		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
 	}
+	return accountUser(info), true, nil
+}
+
+// errInvalidated refuses a token whose bound object is gone.
+var errInvalidated = errors.New("service account token has been invalidated")
+
+// checkBound is kube-apiserver's check of the object a token is bound to (looked up with
+// err): it exists, has the UID the token names, and is not deleted.
+func checkBound(kind string, obj metav1.Object, err error, claimUID string, deleted func(metav1.Object) bool) error {
+	switch {
+	case err != nil:
+		return errInvalidated
+	case string(obj.GetUID()) != claimUID:
+		return fmt.Errorf("%s UID (%s) does not match service account %s ref claim (%s)", kind, obj.GetUID(), kind, claimUID)
+	case deleted(obj):
+		return errInvalidated
+	}
+	return nil
+}
+
+// accountUser is the user a service account token authenticates as.
+func accountUser(info saauth.ServiceAccountInfo) apiserver.User {
 	u := info.UserInfo()
-	return apiserver.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
+	return apiserver.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
 }
 
 // deletedPodGrace is how long a terminating pod's tokens still work (its containers may
