@@ -42,7 +42,7 @@ type Controller struct {
 	rootCA   []byte
 	accounts corelisters.ServiceAccountLister
 	secrets  corelisters.SecretLister
-	start    func(stop <-chan struct{})
+	factory  informers.SharedInformerFactory // the token Secrets' own
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string] // secrets' namespace/name
 	log      *slog.Logger
@@ -57,7 +57,7 @@ func New(client kubernetes.Interface, accounts coreinformers.ServiceAccountInfor
 	}))
 	secrets := factory.Core().V1().Secrets()
 	c := &Controller{client: client, issuer: issuer, rootCA: rootCA, accounts: accounts.Lister(), secrets: secrets.Lister(),
-		start: factory.Start, synced: []cache.InformerSynced{accounts.Informer().HasSynced, secrets.Informer().HasSynced},
+		factory: factory, synced: []cache.InformerSynced{accounts.Informer().HasSynced, secrets.Informer().HasSynced},
 		queue: workloop.NewQueue[string]("serviceaccount_tokens_secret"), log: log}
 	if _, err := secrets.Informer().AddEventHandler(workloop.OnAddOrUpdate(workloop.Enqueue(c.queue))); err != nil {
 		return nil, err
@@ -69,10 +69,11 @@ func New(client kubernetes.Interface, accounts coreinformers.ServiceAccountInfor
 	return c, nil
 }
 
-// Run works the queue until ctx ends.
+// Run works the queue until ctx ends, then waits for the Secrets' informer to stop.
 func (c *Controller) Run(ctx context.Context) {
-	c.start(ctx.Done())
+	c.factory.Start(ctx.Done())
 	workloop.RunWorkers(ctx, 1, c.queue, c.log, c.sync, c.synced...)
+	c.factory.Shutdown()
 }
 
 func (c *Controller) enqueueSecretsOf(obj any) {
