@@ -71,7 +71,8 @@ type Agent struct {
 	nodes            corelisters.NodeLister
 	volumes          *volumes.Manager
 	capacity         corev1.ResourceList
-	allocatable      corev1.ResourceList // capacity less --system-reserved and --kube-reserved
+	allocatable      corev1.ResourceList // capacity less --system-reserved, --kube-reserved and the hard eviction thresholds
+	podsCgroup       corev1.ResourceList // the pods' cgroup's size: allocatable with what eviction holds back
 	pauseImageReady  atomic.Bool
 	lastHousekeeping atomic.Int64       // unix nanoseconds
 	pods             *podsource.Sources // the pods the node runs: static and from the API
@@ -138,7 +139,11 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	}
 	systemReserved, _ := nodestatus.ParseReserved("system-reserved", cfg.SystemReserved) // checked by Validate
 	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", cfg.KubeReserved)
-	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
+	hard, _ := stats.ParseThresholds(cfg.Eviction.Hard) // checked by Validate
+	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity), nodestatus.EvictionReserved(a.capacity, hard))
+	// The pods' cgroup may use what eviction holds back: crossing the threshold evicts a
+	// pod before the kernel kills one (the kubelet's GetNodeAllocatableAbsolute).
+	a.podsCgroup = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	// The node as the API has it now (labels, taints), as the kubelet's node informer.
 	a.nodeInformer = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -179,7 +184,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.sync.BindNodeNetNS(); err != nil {
 		return err
 	}
-	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.allocatable.Cpu().MilliValue(), a.allocatable.Memory().Value()); err != nil {
+	if err := cm.EnsureNodeCgroup(a.cfg.CgroupRoot, a.podsCgroup.Cpu().MilliValue(), a.podsCgroup.Memory().Value()); err != nil {
 		return fmt.Errorf("pods' cgroup under --cgroup-root %s: %w", a.cfg.CgroupRoot, err)
 	}
 	a.nodeEvent(corev1.EventTypeNormal, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")

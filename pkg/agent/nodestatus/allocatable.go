@@ -1,12 +1,14 @@
 // Package nodestatus is the kubelet's node status side in minilet: the Node registered,
-// its status posted (addresses, capacity, allocatable less --system-reserved and
-// --kube-reserved, nodeInfo, Ready and pressure conditions) and its Lease renewed.
+// its status posted (addresses, capacity, allocatable less --system-reserved,
+// --kube-reserved and the hard eviction thresholds, nodeInfo, Ready and pressure
+// conditions) and its Lease renewed.
 package nodestatus
 
 import (
 	"fmt"
 	"sort"
 
+	"github.com/minik8s/minik8s/pkg/stats"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -38,8 +40,8 @@ func ParseReserved(flag string, m map[string]string) (corev1.ResourceList, error
 	return list, nil
 }
 
-// Allocatable is what pods may use: capacity less what is reserved for the system and
-// for minilet and containerd, never below zero (the kubelet's node allocatable).
+// Allocatable is what pods may use: capacity less what is reserved for the system, for
+// minilet and containerd and for eviction, never below zero (the kubelet's node allocatable).
 func Allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) corev1.ResourceList {
 	out := capacity.DeepCopy()
 	for name, q := range out {
@@ -52,6 +54,29 @@ func Allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) 
 			q = *resource.NewQuantity(0, q.Format)
 		}
 		out[name] = q
+	}
+	return out
+}
+
+// evictionReservable are the signals whose hard threshold the kubelet holds back from
+// allocatable, and the resource each one is measured in.
+var evictionReservable = map[string]corev1.ResourceName{
+	"memory.available": corev1.ResourceMemory,
+	"nodefs.available": corev1.ResourceEphemeralStorage,
+}
+
+// EvictionReserved is what the hard eviction thresholds hold back from allocatable, as
+// the kubelet's hardEvictionReservation: pods scheduled up to allocatable leave the node
+// above the threshold, so a full node is not under pressure at once.
+func EvictionReserved(capacity corev1.ResourceList, thresholds []stats.Threshold) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, t := range thresholds {
+		name, ok := evictionReservable[t.Signal]
+		if !ok || !t.Hard() {
+			continue
+		}
+		c := capacity[name]
+		out[name] = *resource.NewQuantity(t.Of(c.Value()), resource.BinarySI)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/stats"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -43,6 +44,36 @@ func TestReservedResources(t *testing.T) {
 		if _, err := ParseReserved("kube-reserved", bad); err == nil || !strings.Contains(err.Error(), "--kube-reserved") {
 			t.Errorf("ParseReserved(%v) = %v, want an error naming the flag", bad, err)
 		}
+	}
+}
+
+// As the kubelet's hardEvictionReservation: the hard memory.available and nodefs.available
+// thresholds (a quantity, or a share of capacity) are held back from allocatable memory and
+// ephemeral storage; soft thresholds and the other signals are not.
+func TestHardEvictionThresholdsAreReserved(t *testing.T) {
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	hard, err := stats.ParseThresholdConfig(stats.EvictionFlags{Hard: "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,pid.available<100",
+		Soft: "memory.available<300Mi", SoftGracePeriod: "memory.available=1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := EvictionReserved(capacity, hard)
+	if want := resource.MustParse("100Mi"); !reserved.Memory().Equal(want) {
+		t.Errorf("memory reserved for eviction = %v, want %v (the hard threshold, not the soft one)", reserved.Memory(), &want)
+	}
+	if got, want := reserved.StorageEphemeral().Value(), int64(10<<30); got != want {
+		t.Errorf("ephemeral-storage reserved for eviction = %d, want %d (10%% of capacity)", got, want)
+	}
+	if len(reserved) != 2 {
+		t.Errorf("reserved %v, want memory and ephemeral-storage only", reserved)
+	}
+	got := Allocatable(capacity, reserved)
+	if got.Memory().Value() != 924<<20 || got.StorageEphemeral().Value() != 90<<30 || got.Cpu().MilliValue() != 2000 {
+		t.Errorf("allocatable %v, want memory 924Mi, ephemeral-storage 90Gi, cpu 2", got)
+	}
+	if none := EvictionReserved(capacity, nil); len(none) != 0 {
+		t.Errorf("reserved without thresholds = %v, want nothing", none)
 	}
 }
 
