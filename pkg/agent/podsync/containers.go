@@ -244,7 +244,8 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 	if err == nil {
 		return nil
 	}
-	s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPostStartHook", "%s", err.Error())
+	// Not the hook's output, which may hold secrets: the kubelet keeps it out of the event.
+	s.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
 	// Until the restart the container waits with the hook's failure, as the kubelet's
 	// reason cache has it.
 	st.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonPostStartHookError, Message: err.Error()}

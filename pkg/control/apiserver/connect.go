@@ -15,10 +15,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
@@ -57,6 +59,12 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *reques
 
 func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns, name, sub string) {
 	pods, _ := s.reg.Lookup(podsGVR)
+	if sub == "log" {
+		if err := validLogOptions(name, r.URL.Query()); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
 	if options := connectOptions(sub, r.URL.Query()); options != nil {
 		if err := s.objects.AdmitConnect(r.Context(), pods, sub, ns, name, options); err != nil {
 			writeError(w, err)
@@ -118,6 +126,56 @@ func connectOptions(sub string, q url.Values) runtime.Object {
 			}
 		}
 		return options
+	}
+	return nil
+}
+
+// validLogOptions checks a pods/log query as kube-apiserver's LogREST does before it
+// reads the pod (ValidatePodLogOptions; the PodLogsQuerySplitStreams feature, alpha in
+// v1.36, is off): kubectl checks only some of these itself (`--since=400ms` is sent as
+// sinceSeconds=0).
+func validLogOptions(name string, q url.Values) error {
+	number := func(key string) (*int64, error) {
+		v, ok := q[key]
+		if !ok || len(v) == 0 {
+			return nil, nil
+		}
+		n, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return &n, nil
+	}
+	tail, err := number("tailLines")
+	if err != nil {
+		return err
+	}
+	limit, err := number("limitBytes")
+	if err != nil {
+		return err
+	}
+	since, err := number("sinceSeconds")
+	if err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	if tail != nil && *tail < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("tailLines"), *tail, apimachineryvalidation.IsNegativeErrorMsg))
+	}
+	if limit != nil && *limit < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("limitBytes"), *limit, "must be greater than 0"))
+	}
+	switch {
+	case since != nil && len(q["sinceTime"]) > 0:
+		errs = append(errs, field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+	case since != nil && *since < 1:
+		errs = append(errs, field.Invalid(field.NewPath("sinceSeconds"), *since, "must be greater than 0"))
+	}
+	if len(q["stream"]) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("stream"), "may not be specified"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, name, errs)
 	}
 	return nil
 }

@@ -93,6 +93,41 @@ func TestLogsOfAnUnscheduledPod(t *testing.T) {
 	}
 }
 
+// pods/log options are validated as kube-apiserver's LogREST validates them, before the
+// pod is read: `kubectl logs --since=400ms` (sent as sinceSeconds=0) is a 422 naming the
+// field, not the node's own wording.
+func TestLogOptionsValidated(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("pending", "web")); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct{ pod, query, want string }{
+		{"pending", "sinceSeconds=0", `PodLogOptions "pending" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0`},
+		{"pending", "tailLines=-2", `PodLogOptions "pending" is invalid: tailLines: Invalid value: -2: must be greater than or equal to 0`},
+		{"pending", "limitBytes=0", `PodLogOptions "pending" is invalid: limitBytes: Invalid value: 0: must be greater than 0`},
+		{"pending", "sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", "PodLogOptions \"pending\" is invalid: []: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"},
+		// The PodLogsQuerySplitStreams feature is alpha, off by default in v1.36.
+		{"pending", "stream=Stdout", `PodLogOptions "pending" is invalid: stream: Forbidden: may not be specified`},
+		// Before the pod is looked up.
+		{"absent", "tailLines=-1&limitBytes=-1", `PodLogOptions "absent" is invalid: [tailLines: Invalid value: -1: must be greater than or equal to 0, limitBytes: Invalid value: -1: must be greater than 0]`},
+	} {
+		w := do(t, h, "GET", "/api/v1/namespaces/default/pods/"+tc.pod+"/log?"+tc.query, nil)
+		var status metav1.Status
+		_ = json.Unmarshal(w.Body.Bytes(), &status)
+		if w.Code != http.StatusUnprocessableEntity || status.Reason != metav1.StatusReasonInvalid || status.Message != tc.want {
+			t.Errorf("GET log?%s: %d %s\nwant 422 %q", tc.query, w.Code, w.Body, tc.want)
+		}
+	}
+	w := do(t, h, "GET", "/api/v1/namespaces/default/pods/pending/log?tailLines=x", nil)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `parsing \"x\": invalid syntax`) {
+		t.Errorf("GET log?tailLines=x: %d %s, want 400 naming the value", w.Code, w.Body)
+	}
+	if w := do(t, h, "GET", "/api/v1/namespaces/default/pods/pending/log?tailLines=3&sinceSeconds=1&limitBytes=1", nil); w.Code != http.StatusNoContent {
+		t.Errorf("GET log with valid options: %d %s, want 204 (pod not scheduled)", w.Code, w.Body)
+	}
+}
+
 // pods/log is proxied to the pod's node: a node that does not exist is named in the error.
 func TestConnectWithoutNodeEndpoint(t *testing.T) {
 	s, _ := newCachedServer(t)

@@ -122,7 +122,9 @@ func TestEviction(t *testing.T) {
 	if _, deleting := podState(t, h, "web-1"); !deleting || st.DisruptionsAllowed != 0 || st.DisruptedPods["web-1"].Time.IsZero() {
 		t.Fatalf("after an allowed eviction: pod deleting %v, budget %+v", deleting, st)
 	}
-	if code, body := evict("web-2", ""); code != http.StatusTooManyRequests || !strings.Contains(body, "needs 1 healthy pods and has 2 currently") {
+	// The status still says 2 healthy (no controller here): more than needed, so kube's
+	// wording is the general one (TestEvictionRefusals has each).
+	if code, body := evict("web-2", ""); code != http.StatusTooManyRequests || !strings.Contains(body, "The disruption budget web does not allow evicting pods currently") {
 		t.Fatalf("eviction beyond the budget: %d %s", code, body)
 	}
 	if _, deleting := podState(t, h, "web-2"); deleting {
@@ -141,6 +143,79 @@ func TestEviction(t *testing.T) {
 	}
 	if exists, _ := podState(t, h, "web-pending"); exists {
 		t.Fatal("an evicted pending pod still exists")
+	}
+}
+
+// A refused eviction says why in kube-apiserver's words (its checkAndDecrement), which
+// kubectl drain prints: the budget's failed sync, its healthy count, its condition; a
+// budget the controller has not processed asks to retry after 10 s; a negative allowance
+// is forbidden; two budgets are a 500 with kube's own message.
+func TestEvictionRefusals(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	runningPod(t, h, "web-1", true)
+	min := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	if w := do(t, h, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb); w.Code != http.StatusCreated {
+		t.Fatalf("create budget: %d %s", w.Code, w.Body)
+	}
+	w := do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "10" {
+		t.Errorf("eviction under an unprocessed budget: %d Retry-After %q %s, want 429 and 10", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	refusal := func(status policyv1.PodDisruptionBudgetStatus) (int, metav1.Status) {
+		t.Helper()
+		decodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), pdb)
+		status.ObservedGeneration = pdb.Generation
+		pdb.Status = status
+		if w := do(t, h, "PUT", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web/status", pdb); w.Code != http.StatusOK {
+			t.Fatalf("budget status: %d %s", w.Code, w.Body)
+		}
+		w := do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
+		var st metav1.Status
+		decodeStrict(t, w.Body.Bytes(), &st)
+		return w.Code, st
+	}
+	condition := func(reason, message string) []metav1.Condition {
+		return []metav1.Condition{{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: metav1.Now()}}
+	}
+	for _, tc := range []struct {
+		status policyv1.PodDisruptionBudgetStatus
+		want   string
+	}{
+		{policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 2, DesiredHealthy: 1, Conditions: condition(policyv1.SyncFailedReason, `found no controllers for pod "web-1"`)},
+			`The disruption budget web does not allow evicting pods currently because it failed sync: found no controllers for pod "web-1"`},
+		{policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 1, DesiredHealthy: 1, Conditions: condition(policyv1.InsufficientPodsReason, "")},
+			"The disruption budget web needs 1 healthy pods and has 1 currently"},
+		{policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 2, DesiredHealthy: 1, Conditions: condition(policyv1.InsufficientPodsReason, "one pod disrupted")},
+			"The disruption budget web does not allow evicting pods currently (InsufficientPods): one pod disrupted"},
+		{policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 2, DesiredHealthy: 1},
+			"The disruption budget web does not allow evicting pods currently"},
+	} {
+		code, st := refusal(tc.status)
+		if code != http.StatusTooManyRequests || st.Message != "Cannot evict pod as it would violate the pod's disruption budget." ||
+			st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Message != tc.want {
+			t.Errorf("status %+v: %d %+v, want 429 with the cause %q", tc.status, code, st, tc.want)
+		}
+	}
+	if code, st := refusal(policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: -1}); code != http.StatusForbidden ||
+		st.Message != `poddisruptionbudget.policy "web" is forbidden: pdb disruptions allowed is negative` {
+		t.Errorf("negative allowance: %d %+v", code, st)
+	}
+
+	pdb.ObjectMeta = metav1.ObjectMeta{Name: "web-too"}
+	if w := do(t, h, "POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb); w.Code != http.StatusCreated {
+		t.Fatalf("create second budget: %d %s", w.Code, w.Body)
+	}
+	w = do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
+	var st metav1.Status
+	decodeStrict(t, w.Body.Bytes(), &st)
+	if w.Code != http.StatusInternalServerError || st.Message != "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support." {
+		t.Errorf("eviction under two budgets: %d %s", w.Code, w.Body)
+	}
+	if exists, deleting := podState(t, h, "web-1"); !exists || deleting {
+		t.Error("a refused eviction deleted the pod")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -231,21 +233,27 @@ func (s *Store) spendDisruption(ctx context.Context, pod *corev1.Pod, dry bool) 
 	switch {
 	case len(covering) == 0:
 		return nil
-	case len(covering) > 1:
-		return apierrors.NewInternalError(errors.New("this pod has more than one PodDisruptionBudget, which the eviction subresource does not support"))
+	case len(covering) > 1: // kube-apiserver's own Status: no reason, no "Internal error occurred"
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."}}
 	}
 	errNotSpent := errors.New("a pod that is not ready goes without spending a disruption")
 	_, err = s.Update(ctx, budgets, pod.Namespace, covering[0].Name, UpdateOptions{Subresource: "status", DryRun: dry}, func(cur runtime.Object) (runtime.Object, error) {
 		pdb := cur.(*policyv1.PodDisruptionBudget)
 		pdb.ResourceVersion = "" // re-checked on whatever is current
 		if pdb.Status.ObservedGeneration < pdb.Generation {
-			return nil, budgetViolation("The disruption budget %s is still being processed by the server.", pdb.Name)
+			return nil, budgetViolation(10, fmt.Sprintf("The disruption budget %s is still being processed by the server.", pdb.Name))
 		}
 		if !endpointsliceutil.IsPodReady(pod) && unhealthyMayGo(pdb) {
 			return nil, errNotSpent
 		}
-		if pdb.Status.DisruptionsAllowed <= 0 {
-			return nil, budgetViolation("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy)
+		switch {
+		case pdb.Status.DisruptionsAllowed < 0:
+			return nil, apierrors.NewForbidden(policyv1.Resource("poddisruptionbudget"), pdb.Name, errors.New("pdb disruptions allowed is negative"))
+		case len(pdb.Status.DisruptedPods) > maxDisruptedPods:
+			return nil, apierrors.NewForbidden(policyv1.Resource("poddisruptionbudget"), pdb.Name, errors.New("DisruptedPods map too big - too many evictions not confirmed by PDB controller"))
+		case pdb.Status.DisruptionsAllowed == 0:
+			return nil, budgetViolation(0, whyNoDisruption(pdb))
 		}
 		pdb.Status.DisruptionsAllowed--
 		if pdb.Status.DisruptedPods == nil {
@@ -270,10 +278,31 @@ func unhealthyMayGo(pdb *policyv1.PodDisruptionBudget) bool {
 	return pdb.Status.DesiredHealthy > 0 && pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy
 }
 
+// maxDisruptedPods is how many evictions a budget may have that its controller has not
+// yet seen go (kube-apiserver's MaxDisruptedPodSize).
+const maxDisruptedPods = 2000
+
+// whyNoDisruption says why a budget allows no disruption, as kube-apiserver's
+// checkAndDecrement words it: a failed sync first (its counts are not to be trusted),
+// then too few healthy pods, then the DisruptionAllowed condition.
+func whyNoDisruption(pdb *policyv1.PodDisruptionBudget) string {
+	cond := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
+	explained := cond != nil && cond.Status == metav1.ConditionFalse && cond.Message != ""
+	switch {
+	case explained && cond.Reason == policyv1.SyncFailedReason:
+		return fmt.Sprintf("The disruption budget %s does not allow evicting pods currently because it failed sync: %s", pdb.Name, cond.Message)
+	case pdb.Status.CurrentHealthy <= pdb.Status.DesiredHealthy:
+		return fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy)
+	case explained:
+		return fmt.Sprintf("The disruption budget %s does not allow evicting pods currently (%s): %s", pdb.Name, cond.Reason, cond.Message)
+	}
+	return fmt.Sprintf("The disruption budget %s does not allow evicting pods currently", pdb.Name)
+}
+
 // budgetViolation is Kubernetes' refusal of an eviction: 429, with the budget named in a
-// DisruptionBudget cause.
-func budgetViolation(format string, args ...any) error {
-	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: policyv1.DisruptionBudgetCause, Message: fmt.Sprintf(format, args...)})
+// DisruptionBudget cause, and when to retry (a budget not yet processed: 10 s).
+func budgetViolation(retryAfterSeconds int, why string) error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", retryAfterSeconds)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: policyv1.DisruptionBudgetCause, Message: why})
 	return err
 }
