@@ -1,0 +1,70 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A bad selector or limit is refused in kube-apiserver's words: the parser's error as it is,
+// and for an unknown field label the words of the kind's field label conversion (kinds with
+// selectable fields of their own) or of apimachinery's default (all others, ReplicaSets
+// included: apps/v1 registers no conversion for their status.replicas).
+func TestListParameterErrors(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	for _, tc := range []struct{ path, query, want string }{
+		{"/api/v1/namespaces/default/pods", "labelSelector=a in (b", `unable to parse requirement: found '', expected: ',' or ')'`},
+		{"/api/v1/namespaces/default/pods", "labelSelector=a===b", `unable to parse requirement: found '=', expected: identifier`},
+		{"/api/v1/namespaces/default/pods", "fieldSelector=a", `invalid selector: 'a'; can't understand 'a'`},
+		{"/api/v1/namespaces/default/pods", "fieldSelector=a==b=c", `invalid field selector: unescaped character in value: 61`},
+		{"/api/v1/namespaces/default/pods", "fieldSelector=spec.host2=x", `field label not supported: spec.host2`},
+		{"/api/v1/nodes", "fieldSelector=metadata.namespace=x", `field label not supported: metadata.namespace`},
+		{"/api/v1/namespaces", "fieldSelector=metadata.namespace=x", `field label not supported: metadata.namespace`},
+		{"/api/v1/namespaces/default/configmaps", "fieldSelector=data.x=1", `"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"`},
+		{"/apis/apps/v1/namespaces/default/replicasets", "fieldSelector=status.replicas=0", `"status.replicas" is not a known field selector: only "metadata.name", "metadata.namespace"`},
+		{"/api/v1/namespaces/default/pods", "limit=x", `strconv.ParseInt: parsing "x": invalid syntax`},
+		{"/api/v1/namespaces/default/pods", "watch=1&timeoutSeconds=x", `strconv.ParseInt: parsing "x": invalid syntax`},
+	} {
+		q, err := url.ParseQuery(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := do(t, h, "GET", tc.path+"?"+q.Encode(), nil)
+		var status metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
+			t.Fatalf("%s?%s: %v\n%s", tc.path, tc.query, err, w.Body)
+		}
+		if w.Code != http.StatusBadRequest || status.Reason != metav1.StatusReasonBadRequest || status.Message != tc.want {
+			t.Errorf("%s?%s: %d %s %q, want 400 BadRequest %q", tc.path, tc.query, w.Code, status.Reason, status.Message, tc.want)
+		}
+	}
+	// Known labels, and a negative limit (no limit, as kube-apiserver's storage takes it).
+	for _, path := range []string{
+		"/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3Dn1,metadata.namespace%3Ddefault",
+		"/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse,metadata.name%3Dn1",
+		"/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dx",
+		"/api/v1/namespaces/default/replicationcontrollers?fieldSelector=status.replicas%3D0",
+		"/api/v1/namespaces/default/pods?limit=-1",
+	} {
+		if w := do(t, h, "GET", path, nil); w.Code != http.StatusOK {
+			t.Errorf("%s: %d %s", path, w.Code, w.Body)
+		}
+	}
+	// A negative timeoutSeconds has passed already: the watch ends at once, as
+	// kube-apiserver's timer of that duration fires at once.
+	done := make(chan int)
+	go func() { done <- do(t, h, "GET", "/api/v1/namespaces/default/pods?watch=1&timeoutSeconds=-1", nil).Code }()
+	select {
+	case code := <-done:
+		if code != http.StatusOK {
+			t.Errorf("watch with timeoutSeconds=-1: %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch with timeoutSeconds=-1 still open after 10s")
+	}
+}
