@@ -68,3 +68,34 @@ func TestListParameterErrors(t *testing.T) {
 		t.Fatal("watch with timeoutSeconds=-1 still open after 10s")
 	}
 }
+
+// DeleteOptions come from the body or, without one, from the query, and are validated as
+// kube-apiserver's ValidateDeleteOptions does (422 on DeleteOptions).
+func TestDeleteOptionsErrors(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const path = "/api/v1/namespaces/default/configmaps/c"
+	for _, tc := range []struct {
+		query string
+		body  any
+		code  int
+		want  string
+	}{
+		{"?propagationPolicy=Sideways", nil, http.StatusUnprocessableEntity,
+			`DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`},
+		{"", map[string]any{"orphanDependents": true, "propagationPolicy": "Foreground"}, http.StatusUnprocessableEntity,
+			`DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Foreground": orphanDependents and deletionPropagation cannot be both set`},
+		{"?dryRun=Bogus", nil, http.StatusUnprocessableEntity,
+			`DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"`},
+		{"?gracePeriodSeconds=x", nil, http.StatusBadRequest, `strconv.ParseInt: parsing "x": invalid syntax`},
+	} {
+		w := do(t, h, "DELETE", path+tc.query, tc.body)
+		var status metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
+			t.Fatalf("%s %v: %v\n%s", tc.query, tc.body, err, w.Body)
+		}
+		if w.Code != tc.code || status.Message != tc.want {
+			t.Errorf("%s %v: %d %q, want %d %q", tc.query, tc.body, w.Code, status.Message, tc.code, tc.want)
+		}
+	}
+}
