@@ -99,3 +99,28 @@ func TestDeleteOptionsErrors(t *testing.T) {
 		}
 	}
 }
+
+// A write's dryRun other than All is refused as kube-apiserver's validation of the write's
+// options refuses it.
+func TestDryRunErrors(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/configmaps", cm); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct{ method, path, options string }{
+		{"POST", "/api/v1/namespaces/default/configmaps", "CreateOptions"},
+		{"PUT", "/api/v1/namespaces/default/configmaps/c", "UpdateOptions"},
+	} {
+		w := do(t, h, tc.method, tc.path+"?dryRun=Bogus", cm)
+		want := tc.options + `.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"`
+		var status metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.method, err, w.Body)
+		}
+		if w.Code != http.StatusUnprocessableEntity || status.Message != want {
+			t.Errorf("%s dryRun=Bogus: %d %q, want 422 %q", tc.method, w.Code, status.Message, want)
+		}
+	}
+}
