@@ -16,7 +16,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *regis
 	if _, err := decodeBody(r, &b, corev1.SchemeGroupVersion.WithKind("Binding"), validationIgnore); err != nil {
 		return err
 	}
-	dry, err := dryRun(r)
+	dry, err := dryRun(r, "CreateOptions")
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *regi
 	if ev.Name != info.Name || (ev.Namespace != "" && ev.Namespace != info.Namespace) {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
-	dry, err := dryRun(r)
+	dry, err := dryRun(r, "CreateOptions")
 	if err != nil {
 		return err
 	}

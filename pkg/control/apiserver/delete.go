@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -10,45 +9,34 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// deleteOptions reads DeleteOptions from the body (kubectl sends one) and the query.
+// deleteOptions reads DeleteOptions as kube-apiserver does: from the body (kubectl sends
+// one), or from the query when there is no body, then validated (422 on DeleteOptions).
 func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 	var opts metav1.DeleteOptions
 	body := bufio.NewReader(r.Body)
-	if _, err := body.Peek(1); err == nil { // an empty body is no options
+	if _, err := body.Peek(1); err == nil {
 		r.Body = io.NopCloser(body)
 		if _, err := decodeBody(r, &opts, schema.GroupVersionKind{}, validationIgnore); err != nil {
 			return opts, err
 		}
+	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
 	}
-	q := r.URL.Query()
-	if v := q.Get("gracePeriodSeconds"); v != "" {
-		g, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return opts, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds must be an integer, not %q", v))
-		}
-		opts.GracePeriodSeconds = &g
-	}
-	if v := q.Get("propagationPolicy"); v != "" {
-		p := metav1.DeletionPropagation(v)
-		opts.PropagationPolicy = &p
-	}
-	if p := opts.PropagationPolicy; p != nil && *p != metav1.DeletePropagationBackground && *p != metav1.DeletePropagationForeground && *p != metav1.DeletePropagationOrphan {
-		return opts, apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy must be Background, Foreground or Orphan, not %q", *p))
+	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
 		zero := int64(0)
 		opts.GracePeriodSeconds = &zero
 	}
-	dry, err := dryRun(r)
-	if dry {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	return opts, err
+	return opts, nil
 }
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {

@@ -33,7 +33,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	dry, err := dryRun(r)
+	dry, err := dryRun(r, "PatchOptions")
 	if err != nil {
 		return err
 	}

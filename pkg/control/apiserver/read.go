@@ -233,13 +233,21 @@ func writeList(w http.ResponseWriter, typeMeta metav1.TypeMeta, listMeta metav1.
 	return nil
 }
 
+// parseLimit reads a LIST's limit as kube-apiserver does: the parser's error as it is, and
+// no limit for one below 1.
 func parseLimit(v string) (int64, error) {
+	n, err := parseInt(v)
+	return max(n, 0), err
+}
+
+// parseInt reads an integer query parameter, "" as 0, refused in kube-apiserver's words.
+func parseInt(v string) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("limit must be a non-negative integer, not %q", v))
+	if err != nil {
+		return 0, apierrors.NewBadRequest(err.Error())
 	}
 	return n, nil
 }

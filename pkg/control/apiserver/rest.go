@@ -10,8 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/warning"
 )
 
@@ -141,12 +144,12 @@ func partialMetadata(obj runtime.Object, rep representation) *metav1.PartialObje
 	return partial
 }
 
-func dryRun(r *http.Request) (bool, error) {
+// dryRun reads a write's dryRun query parameter, refused as kube-apiserver's validation of
+// the write's options (CreateOptions, UpdateOptions or PatchOptions) refuses it.
+func dryRun(r *http.Request, options string) (bool, error) {
 	values := r.URL.Query()["dryRun"]
-	for _, v := range values {
-		if v != metav1.DryRunAll {
-			return false, apierrors.NewBadRequest("dryRun may only be All, not " + v)
-		}
+	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), values); len(errs) > 0 {
+		return false, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs)
 	}
 	return len(values) > 0, nil
 }

@@ -61,7 +61,11 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	default:
 		return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
 	}
-	dry, err := dryRun(r)
+	options := "UpdateOptions"
+	if info.Verb == "patch" {
+		options = "PatchOptions"
+	}
+	dry, err := dryRun(r, options)
 	if err != nil {
 		return err
 	}

@@ -19,21 +19,35 @@ type selectors struct {
 
 func parseSelectors(r *http.Request, res *registry.Resource) (selectors, error) {
 	q := r.URL.Query()
+	// The parsers' errors are kube-apiserver's answers as they are.
 	ls, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
-		return selectors{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		return selectors{}, apierrors.NewBadRequest(err.Error())
 	}
 	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
 	if err != nil {
-		return selectors{}, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		return selectors{}, apierrors.NewBadRequest(err.Error())
 	}
-	known := fieldSet(res, nil)
 	for _, req := range fs.Requirements() {
-		if _, ok := known[req.Field]; !ok {
-			return selectors{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		if err := checkFieldLabel(res, req.Field); err != nil {
+			return selectors{}, apierrors.NewBadRequest(err.Error())
 		}
 	}
 	return selectors{labels: ls, fields: fs}, nil
+}
+
+// checkFieldLabel refuses a field label as kube-apiserver's ConvertFieldLabel does: a kind
+// with selectable fields of its own has a conversion of its own, which knows them, the name
+// and, if namespaced, the namespace; any other kind has apimachinery's default conversion.
+func checkFieldLabel(res *registry.Resource, label string) error {
+	if res.Rules.Fields == nil {
+		_, _, err := runtime.DefaultMetaV1FieldSelectorConversion(label, "")
+		return err
+	}
+	if _, ok := fieldSet(res, nil)[label]; !ok || (label == "metadata.namespace" && !res.Namespaced) {
+		return fmt.Errorf("field label not supported: %s", label)
+	}
+	return nil
 }
 
 // empty tells whether the selectors select everything.

@@ -56,13 +56,11 @@ func parseWatchParams(r *http.Request) (watchParams, error) {
 		p.initialEvents = isTrue(v)
 		p.initialEventsDone = p.initialEvents && p.bookmarks
 	}
-	if v := q.Get("timeoutSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return p, apierrors.NewBadRequest(fmt.Sprintf("timeoutSeconds must be a non-negative integer, not %q", v))
-		}
-		p.timeout = time.Duration(n) * time.Second
+	n, err := parseInt(q.Get("timeoutSeconds"))
+	if err != nil {
+		return p, err
 	}
+	p.timeout = time.Duration(n) * time.Second
 	return p, nil
 }
 
@@ -204,7 +202,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		sel.fields = andName(sel, info.Name)
 	}
 	ctx := r.Context()
-	if params.timeout > 0 {
+	if params.timeout != 0 { // a negative one has passed already, as kube-apiserver's timer has
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, params.timeout)
 		defer cancel()

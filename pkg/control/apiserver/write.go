@@ -18,7 +18,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	dry, err := dryRun(r)
+	dry, err := dryRun(r, "CreateOptions")
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	dry, err := dryRun(r)
+	dry, err := dryRun(r, "UpdateOptions")
 	if err != nil {
 		return err
 	}

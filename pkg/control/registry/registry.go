@@ -86,7 +86,9 @@ type Rules struct {
 	// Validate checks a new object; ValidateUpdate checks an update against the old one.
 	Validate       func(obj runtime.Object) field.ErrorList
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
-	// Fields are the selectable fields beyond metadata.name/metadata.namespace.
+	// Fields are the selectable fields beyond metadata.name/metadata.namespace, for the
+	// kinds kube-apiserver registers a field label conversion of: a field selector on any
+	// other kind may name only metadata.name and metadata.namespace.
 	Fields func(obj runtime.Object) fields.Set
 	// Table renders server-side `kubectl get` columns.
 	Table *TableDef

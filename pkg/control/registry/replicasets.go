@@ -31,9 +31,9 @@ var replicaSetRules = Rules{
 		rs, o := obj.(*appsv1.ReplicaSet), old.(*appsv1.ReplicaSet)
 		return append(validateReplicaSet(rs), immutable(rs.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))...)
 	},
-	Fields: func(obj runtime.Object) fields.Set {
-		return fields.Set{"status.replicas": fmt.Sprint(obj.(*appsv1.ReplicaSet).Status.Replicas)}
-	},
+	// No Fields: apps/v1 registers no field label conversion, so kube-apiserver refuses
+	// status.replicas on ReplicaSets (kubernetes/kubernetes#135136) though it is in their
+	// selectable fields.
 	Scale: replicasScale(func(rs *appsv1.ReplicaSet) (**int32, int32, string) {
 		return &rs.Spec.Replicas, rs.Status.Replicas, selectorText(rs.Spec.Selector)
 	}),
