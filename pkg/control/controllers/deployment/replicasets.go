@@ -119,6 +119,9 @@ func (r *rollout) replicaSets(ctx context.Context, create bool) (*appsv1.Replica
 	case newRS != nil:
 		updated := newRS.DeepCopy()
 		changed := r.setReplicaSetAnnotations(updated, revision(newRS) <= maxOld, next)
+		if updated.Spec.MinReadySeconds != r.d.Spec.MinReadySeconds {
+			updated.Spec.MinReadySeconds, changed = r.d.Spec.MinReadySeconds, true
+		}
 		if changed {
 			var err error
 			if updated, err = r.c.client.AppsV1().ReplicaSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {

@@ -326,3 +326,21 @@ func TestScaleReadsTheOldMaxReplicas(t *testing.T) {
 		t.Errorf("sizes %v, want web-old 20 and web-new 13", got)
 	}
 }
+
+// TestNewReplicaSetTakesMinReadySeconds: a Deployment's new minReadySeconds (no new
+// template, so no new ReplicaSet) reaches its current ReplicaSet, whose pods it times, as
+// kube's getNewReplicaSet updates it.
+func TestNewReplicaSetTakesMinReadySeconds(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.MinReadySeconds = 10
+	rs := replicaSet(d, "web-new", "v2", 0, 2, 2, 2)
+	rs.Annotations[revisionAnnotation] = "1"
+	r, client := newRollout(d, rs)
+	if _, _, err := r.replicaSets(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.AppsV1().ReplicaSets("default").Get(context.Background(), "web-new", metav1.GetOptions{})
+	if err != nil || got.Spec.MinReadySeconds != 10 {
+		t.Errorf("the new ReplicaSet's minReadySeconds = %v (%v), want the Deployment's 10", got.Spec.MinReadySeconds, err)
+	}
+}
