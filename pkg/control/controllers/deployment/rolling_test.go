@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 // The rolling arithmetic one sync step at a time, against a fake clientset: what the
@@ -342,5 +345,29 @@ func TestNewReplicaSetTakesMinReadySeconds(t *testing.T) {
 	got, err := client.AppsV1().ReplicaSets("default").Get(context.Background(), "web-new", metav1.GetOptions{})
 	if err != nil || got.Spec.MinReadySeconds != 10 {
 		t.Errorf("the new ReplicaSet's minReadySeconds = %v (%v), want the Deployment's 10", got.Spec.MinReadySeconds, err)
+	}
+}
+
+// TestFailedReplicaSetCreate: a new ReplicaSet the API refuses (here a quota) shows as
+// Progressing False, reason ReplicaSetCreateError, with kube's message, besides the
+// FailedCreate Event.
+func TestFailedReplicaSetCreate(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	r, client := newRollout(d)
+	refused := apierrors.NewForbidden(appsv1.Resource("replicasets"), "", fmt.Errorf("exceeded quota: q, requested: count/replicasets.apps=1, used: count/replicasets.apps=1, limited: count/replicasets.apps=1"))
+	client.PrependReactor("create", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, refused })
+	if _, _, err := r.replicaSets(context.Background(), true); err == nil {
+		t.Fatal("the refused create gave no error")
+	}
+	got, err := client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "web-" + templatehash.Of(&d.Spec.Template, nil)
+	want := fmt.Sprintf("Failed to create new replica set %q: %v", name, refused)
+	cond := getCondition(got.Status, appsv1.DeploymentProgressing)
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != "ReplicaSetCreateError" || cond.Message != want {
+		t.Errorf("Progressing = %+v, want False ReplicaSetCreateError %q", cond, want)
 	}
 }
