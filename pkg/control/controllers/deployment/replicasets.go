@@ -312,20 +312,25 @@ func (r *rollout) scaleTo(ctx context.Context, rs *appsv1.ReplicaSet, size int32
 	return sizeChanged, nil
 }
 
-// cleanup deletes the oldest empty old ReplicaSets beyond revisionHistoryLimit.
+// cleanup deletes the old ReplicaSets of the oldest revisions beyond revisionHistoryLimit,
+// as kube's cleanupDeployment: every old one not being deleted counts, but only those
+// without pods (and whose size the ReplicaSet controller has seen) are deleted.
 func (r *rollout) cleanup(ctx context.Context, old []*appsv1.ReplicaSet) error {
 	limit := int(ptrOr(r.d.Spec.RevisionHistoryLimit, 10))
-	var empty []*appsv1.ReplicaSet
+	var alive []*appsv1.ReplicaSet
 	for _, rs := range old {
-		if replicas(rs) == 0 && rs.Status.Replicas == 0 && rs.DeletionTimestamp == nil {
-			empty = append(empty, rs)
+		if rs.DeletionTimestamp == nil {
+			alive = append(alive, rs)
 		}
 	}
-	if len(empty) <= limit {
+	if len(alive) <= limit {
 		return nil
 	}
-	sort.SliceStable(empty, func(i, j int) bool { return revision(empty[i]) < revision(empty[j]) })
-	for _, rs := range empty[:len(empty)-limit] {
+	sort.SliceStable(alive, func(i, j int) bool { return revision(alive[i]) < revision(alive[j]) })
+	for _, rs := range alive[:len(alive)-limit] {
+		if replicas(rs) != 0 || rs.Status.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
+			continue
+		}
 		err := r.c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err

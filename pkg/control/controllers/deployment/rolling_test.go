@@ -371,3 +371,22 @@ func TestFailedReplicaSetCreate(t *testing.T) {
 		t.Errorf("Progressing = %+v, want False ReplicaSetCreateError %q", cond, want)
 	}
 }
+
+// TestCleanupCountsEveryOldReplicaSet: revisionHistoryLimit counts every old ReplicaSet,
+// pods or not, as kube's cleanupDeployment; only empty ones beyond it are deleted, oldest
+// revision first (a paused rollout keeps a non-empty one).
+func TestCleanupCountsEveryOldReplicaSet(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+	r1 := replicaSet(d, "web-r1", "v0", 0, 0, 0, 2)
+	r1.Annotations[revisionAnnotation] = "1"
+	r2 := replicaSet(d, "web-r2", "v1", 1, 1, 1, 2)
+	r2.Annotations[revisionAnnotation] = "2"
+	r, client := newRollout(d, r1, r2)
+	if err := r.cleanup(context.Background(), []*appsv1.ReplicaSet{r1, r2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(t, client); len(got) != 1 || got["web-r2"] != 1 {
+		t.Errorf("ReplicaSets left %v, want only web-r2 (1 pod)", got)
+	}
+}
