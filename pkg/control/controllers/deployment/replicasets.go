@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The annotations Kubernetes' deployment controller and kubectl rollout read.
@@ -228,7 +229,7 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 	selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: d.Name + "-" + hash, Namespace: d.Namespace, Labels: template.Labels,
+			Name: replicaSetName(d.Name, hash), Namespace: d.Namespace, Labels: template.Labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, kind)},
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32), MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
@@ -275,6 +276,15 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 	}
 	r.all = append(r.all, created)
 	return created, nil
+}
+
+// replicaSetName is <deployment>-<hash>, the Deployment's name cut so that the whole fits
+// in a name's 253 characters, as kube's generateReplicaSetName.
+func replicaSetName(deployment, hash string) string {
+	if most := validation.DNS1123SubdomainMaxLength - 1 - len(hash); len(deployment) > most && most > 0 {
+		deployment = deployment[:most]
+	}
+	return deployment + "-" + hash
 }
 
 // replace puts a ReplicaSet written in this sync in place of its older copy.

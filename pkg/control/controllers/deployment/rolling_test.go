@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -388,5 +389,22 @@ func TestCleanupCountsEveryOldReplicaSet(t *testing.T) {
 	}
 	if got := sizes(t, client); len(got) != 1 || got["web-r2"] != 1 {
 		t.Errorf("ReplicaSets left %v, want only web-r2 (1 pod)", got)
+	}
+}
+
+// TestLongDeploymentNameFits: the new ReplicaSet of a Deployment whose name is near the
+// 253-character limit is named with that name cut, so the hash still fits, as kube's
+// generateReplicaSetName (the API would refuse <name>-<hash>).
+func TestLongDeploymentNameFits(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Name = strings.Repeat("a", 250)
+	r, _ := newRollout(d)
+	rs, _, err := r.replicaSets(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := templatehash.Of(&d.Spec.Template, nil)
+	if want := strings.Repeat("a", 253-1-len(hash)) + "-" + hash; rs.Name != want {
+		t.Errorf("ReplicaSet name %q (%d characters), want %q", rs.Name, len(rs.Name), want)
 	}
 }
