@@ -162,7 +162,7 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		partition = int(*ru.Partition)
 	}
 	// The replicas-th ordinals from start (the partition counts from start too, as kube's):
-	// create what is missing, replace what failed.
+	// create what is missing, replace what ended.
 	for i := 0; i < replicas; i++ {
 		pod := pods[start+i]
 		switch {
@@ -184,7 +184,8 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 			if ordered {
 				return nil
 			}
-		case pod.Status.Phase == corev1.PodFailed && pod.DeletionTimestamp == nil:
+		case (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && pod.DeletionTimestamp == nil:
+			// A pod of a set is to run forever: one that ended, even with success, is replaced.
 			if err := c.deletePod(ctx, set, pod); err != nil {
 				return err
 			}

@@ -266,3 +266,37 @@ func TestStatefulSetClaimRetentionPolicy(t *testing.T) {
 	cl.MustKubectl(t, "", "delete", "sts", "web")
 	controllertest.Until(t, "www-web-0 deleted with the set", 60*time.Second, claimGone("www-web-0"))
 }
+
+// TestStatefulSetReplacesSucceededPod: a pod that ended with success (a node shut down
+// under it, say) is replaced like a failed one, as kube's processReplica.
+func TestStatefulSetReplacesSucceededPod(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	// No node: the pods stay unscheduled, and go at once when deleted.
+	cl.MustKubectl(t, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: done}
+spec:
+  serviceName: done
+  replicas: 1
+  selector: {matchLabels: {app: done}}
+  template:
+    metadata: {labels: {app: done}}
+    spec:
+      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
+`, "apply", "-f", "-")
+	var first *corev1.Pod
+	controllertest.Until(t, "done-0 created and marked Succeeded", 30*time.Second, func() bool {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "done-0", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		pod.Status.Phase = corev1.PodSucceeded
+		first, err = cl.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err == nil // a conflict with the scheduler's write: again
+	})
+	controllertest.Until(t, "done-0 made again", 30*time.Second, func() bool {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "done-0", metav1.GetOptions{})
+		return err == nil && pod.UID != first.UID
+	})
+}
