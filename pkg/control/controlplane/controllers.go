@@ -373,7 +373,7 @@ func startNodeLifecycle(c *ControllerContext) (runner, error) {
 func startStatefulSet(c *ControllerContext) (runner, error) {
 	apps := c.Informers.Apps().V1()
 	return statefulset.New(c.Client, apps.StatefulSets(), c.Informers.Core().V1().Pods(), apps.ControllerRevisions(),
-		c.Recorder("statefulset-controller"), c.Log.With("component", "statefulset-controller"))
+		c.Informers.Core().V1().PersistentVolumeClaims(), c.Recorder("statefulset-controller"), c.Log.With("component", "statefulset-controller"))
 }
 
 func startLoadBalancer(c *ControllerContext) (runner, error) {

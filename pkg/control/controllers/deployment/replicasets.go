@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The annotations Kubernetes' deployment controller and kubectl rollout read.
@@ -119,6 +120,9 @@ func (r *rollout) replicaSets(ctx context.Context, create bool) (*appsv1.Replica
 	case newRS != nil:
 		updated := newRS.DeepCopy()
 		changed := r.setReplicaSetAnnotations(updated, revision(newRS) <= maxOld, next)
+		if updated.Spec.MinReadySeconds != r.d.Spec.MinReadySeconds {
+			updated.Spec.MinReadySeconds, changed = r.d.Spec.MinReadySeconds, true
+		}
 		if changed {
 			var err error
 			if updated, err = r.c.client.AppsV1().ReplicaSets(updated.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -225,7 +229,7 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 	selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: d.Name + "-" + hash, Namespace: d.Namespace, Labels: template.Labels,
+			Name: replicaSetName(d.Name, hash), Namespace: d.Namespace, Labels: template.Labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, kind)},
 		},
 		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32), MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: template},
@@ -250,8 +254,16 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 		}
 		return nil, fmt.Errorf("replica set %s exists with another template: hash collision, retrying with collisionCount %d", rs.Name, *d.Status.CollisionCount)
 	}
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return nil, err // every create fails from now on: nothing to tell
+	}
 	if err != nil {
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
+		if d.Spec.ProgressDeadlineSeconds != nil {
+			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, r.c.clock.Now(), "ReplicaSetCreateError", msg))
+			// The create's error is the one to return; this write is best effort, as kube's.
+			_, _ = r.c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		}
 		r.c.recorder.Event(d, corev1.EventTypeWarning, "FailedCreate", msg)
 		return nil, err
 	}
@@ -264,6 +276,15 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 	}
 	r.all = append(r.all, created)
 	return created, nil
+}
+
+// replicaSetName is <deployment>-<hash>, the Deployment's name cut so that the whole fits
+// in a name's 253 characters, as kube's generateReplicaSetName.
+func replicaSetName(deployment, hash string) string {
+	if most := validation.DNS1123SubdomainMaxLength - 1 - len(hash); len(deployment) > most && most > 0 {
+		deployment = deployment[:most]
+	}
+	return deployment + "-" + hash
 }
 
 // replace puts a ReplicaSet written in this sync in place of its older copy.
@@ -301,20 +322,25 @@ func (r *rollout) scaleTo(ctx context.Context, rs *appsv1.ReplicaSet, size int32
 	return sizeChanged, nil
 }
 
-// cleanup deletes the oldest empty old ReplicaSets beyond revisionHistoryLimit.
+// cleanup deletes the old ReplicaSets of the oldest revisions beyond revisionHistoryLimit,
+// as kube's cleanupDeployment: every old one not being deleted counts, but only those
+// without pods (and whose size the ReplicaSet controller has seen) are deleted.
 func (r *rollout) cleanup(ctx context.Context, old []*appsv1.ReplicaSet) error {
 	limit := int(ptrOr(r.d.Spec.RevisionHistoryLimit, 10))
-	var empty []*appsv1.ReplicaSet
+	var alive []*appsv1.ReplicaSet
 	for _, rs := range old {
-		if replicas(rs) == 0 && rs.Status.Replicas == 0 && rs.DeletionTimestamp == nil {
-			empty = append(empty, rs)
+		if rs.DeletionTimestamp == nil {
+			alive = append(alive, rs)
 		}
 	}
-	if len(empty) <= limit {
+	if len(alive) <= limit {
 		return nil
 	}
-	sort.SliceStable(empty, func(i, j int) bool { return revision(empty[i]) < revision(empty[j]) })
-	for _, rs := range empty[:len(empty)-limit] {
+	sort.SliceStable(alive, func(i, j int) bool { return revision(alive[i]) < revision(alive[j]) })
+	for _, rs := range alive[:len(alive)-limit] {
+		if replicas(rs) != 0 || rs.Status.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
+			continue
+		}
 		err := r.c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &rs.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err

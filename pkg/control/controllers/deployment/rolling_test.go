@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +20,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
 
 // The rolling arithmetic one sync step at a time, against a fake clientset: what the
@@ -324,5 +328,83 @@ func TestScaleReadsTheOldMaxReplicas(t *testing.T) {
 	}
 	if got := sizes(t, client); got["web-old"] != 20 || got["web-new"] != 13 {
 		t.Errorf("sizes %v, want web-old 20 and web-new 13", got)
+	}
+}
+
+// TestNewReplicaSetTakesMinReadySeconds: a Deployment's new minReadySeconds (no new
+// template, so no new ReplicaSet) reaches its current ReplicaSet, whose pods it times, as
+// kube's getNewReplicaSet updates it.
+func TestNewReplicaSetTakesMinReadySeconds(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.MinReadySeconds = 10
+	rs := replicaSet(d, "web-new", "v2", 0, 2, 2, 2)
+	rs.Annotations[revisionAnnotation] = "1"
+	r, client := newRollout(d, rs)
+	if _, _, err := r.replicaSets(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.AppsV1().ReplicaSets("default").Get(context.Background(), "web-new", metav1.GetOptions{})
+	if err != nil || got.Spec.MinReadySeconds != 10 {
+		t.Errorf("the new ReplicaSet's minReadySeconds = %v (%v), want the Deployment's 10", got.Spec.MinReadySeconds, err)
+	}
+}
+
+// TestFailedReplicaSetCreate: a new ReplicaSet the API refuses (here a quota) shows as
+// Progressing False, reason ReplicaSetCreateError, with kube's message, besides the
+// FailedCreate Event.
+func TestFailedReplicaSetCreate(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
+	r, client := newRollout(d)
+	refused := apierrors.NewForbidden(appsv1.Resource("replicasets"), "", fmt.Errorf("exceeded quota: q, requested: count/replicasets.apps=1, used: count/replicasets.apps=1, limited: count/replicasets.apps=1"))
+	client.PrependReactor("create", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, refused })
+	if _, _, err := r.replicaSets(context.Background(), true); err == nil {
+		t.Fatal("the refused create gave no error")
+	}
+	got, err := client.AppsV1().Deployments("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "web-" + templatehash.Of(&d.Spec.Template, nil)
+	want := fmt.Sprintf("Failed to create new replica set %q: %v", name, refused)
+	cond := getCondition(got.Status, appsv1.DeploymentProgressing)
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != "ReplicaSetCreateError" || cond.Message != want {
+		t.Errorf("Progressing = %+v, want False ReplicaSetCreateError %q", cond, want)
+	}
+}
+
+// TestCleanupCountsEveryOldReplicaSet: revisionHistoryLimit counts every old ReplicaSet,
+// pods or not, as kube's cleanupDeployment; only empty ones beyond it are deleted, oldest
+// revision first (a paused rollout keeps a non-empty one).
+func TestCleanupCountsEveryOldReplicaSet(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+	r1 := replicaSet(d, "web-r1", "v0", 0, 0, 0, 2)
+	r1.Annotations[revisionAnnotation] = "1"
+	r2 := replicaSet(d, "web-r2", "v1", 1, 1, 1, 2)
+	r2.Annotations[revisionAnnotation] = "2"
+	r, client := newRollout(d, r1, r2)
+	if err := r.cleanup(context.Background(), []*appsv1.ReplicaSet{r1, r2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sizes(t, client); len(got) != 1 || got["web-r2"] != 1 {
+		t.Errorf("ReplicaSets left %v, want only web-r2 (1 pod)", got)
+	}
+}
+
+// TestLongDeploymentNameFits: the new ReplicaSet of a Deployment whose name is near the
+// 253-character limit is named with that name cut, so the hash still fits, as kube's
+// generateReplicaSetName (the API would refuse <name>-<hash>).
+func TestLongDeploymentNameFits(t *testing.T) {
+	d := rollingDeployment(2, intstr.FromInt32(1), intstr.FromInt32(0))
+	d.Name = strings.Repeat("a", 250)
+	r, _ := newRollout(d)
+	rs, _, err := r.replicaSets(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := templatehash.Of(&d.Spec.Template, nil)
+	if want := strings.Repeat("a", 253-1-len(hash)) + "-" + hash; rs.Name != want {
+		t.Errorf("ReplicaSet name %q (%d characters), want %q", rs.Name, len(rs.Name), want)
 	}
 }

@@ -27,20 +27,23 @@ func TestCondemnedToDelete(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		pods     map[int]*corev1.Pod
+		start    int
 		replicas int
 		ordered  bool
 		want     []int
 	}{
-		{"all ready: the highest", map[int]*corev1.Pod{0: ready(), 1: ready(), 2: ready()}, 0, true, []int{2}},
-		{"all unready: halt", map[int]*corev1.Pod{0: unready(), 1: unready(), 2: unready()}, 0, true, nil},
-		{"only the highest unready: it goes", map[int]*corev1.Pod{0: ready(), 1: ready(), 2: unready()}, 1, true, []int{2}},
-		{"a lower condemned one unready: the ready highest goes", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: ready()}, 1, true, []int{2}},
-		{"the highest unready above another: halt", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: unready()}, 1, true, nil},
-		{"the highest terminating: wait", map[int]*corev1.Pod{0: ready(), 1: ready(), 2: terminating()}, 0, true, nil},
-		{"none beyond replicas", map[int]*corev1.Pod{0: unready()}, 1, true, nil},
-		{"parallel: all not terminating", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: terminating(), 3: ready()}, 0, false, []int{3, 1, 0}},
+		{"all ready: the highest", map[int]*corev1.Pod{0: ready(), 1: ready(), 2: ready()}, 0, 0, true, []int{2}},
+		{"all unready: halt", map[int]*corev1.Pod{0: unready(), 1: unready(), 2: unready()}, 0, 0, true, nil},
+		{"only the highest unready: it goes", map[int]*corev1.Pod{0: ready(), 1: ready(), 2: unready()}, 0, 1, true, []int{2}},
+		{"a lower condemned one unready: the ready highest goes", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: ready()}, 0, 1, true, []int{2}},
+		{"the highest unready above another: halt", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: unready()}, 0, 1, true, nil},
+		{"the highest terminating: wait", map[int]*corev1.Pod{0: ready(), 1: ready(), 2: terminating()}, 0, 0, true, nil},
+		{"none beyond replicas", map[int]*corev1.Pod{0: unready()}, 0, 1, true, nil},
+		{"ordinals from 5: the highest below them", map[int]*corev1.Pod{0: ready(), 1: ready(), 5: ready(), 6: ready()}, 5, 2, true, []int{1}},
+		{"ordinals from 5: the highest above them", map[int]*corev1.Pod{5: ready(), 6: ready(), 7: ready()}, 5, 2, true, []int{7}},
+		{"parallel: all not terminating", map[int]*corev1.Pod{0: ready(), 1: unready(), 2: terminating(), 3: ready()}, 0, 0, false, []int{3, 1, 0}},
 	} {
-		if got := condemnedToDelete(tc.pods, tc.replicas, tc.ordered, runningAndReady); !slices.Equal(got, tc.want) {
+		if got := condemnedToDelete(tc.pods, tc.start, tc.replicas, tc.ordered, runningAndReady); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: deletes %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -44,6 +44,7 @@ type Controller struct {
 	sets      appslisters.StatefulSetLister
 	pods      corelisters.PodLister
 	revisions appslisters.ControllerRevisionLister
+	claims    corelisters.PersistentVolumeClaimLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 	recorder  record.EventRecorder
@@ -52,10 +53,11 @@ type Controller struct {
 
 // New wires the controller to the shared informers.
 func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, pods coreinformers.PodInformer,
-	revisions appsinformers.ControllerRevisionInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
+	revisions appsinformers.ControllerRevisionInformer, claims coreinformers.PersistentVolumeClaimInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
-		client: client, sets: sets.Lister(), pods: pods.Lister(), revisions: revisions.Lister(),
-		synced:   []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, revisions.Informer().HasSynced},
+		client: client, sets: sets.Lister(), pods: pods.Lister(), revisions: revisions.Lister(), claims: claims.Lister(),
+		synced: []cache.InformerSynced{sets.Informer().HasSynced, pods.Informer().HasSynced, revisions.Informer().HasSynced,
+			claims.Informer().HasSynced},
 		queue:    workloop.NewQueue[string]("statefulset"),
 		recorder: recorder, log: log,
 	}
@@ -152,29 +154,38 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 
 // manage takes one step towards the spec: create, replace or delete pods in ordinal order.
 func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision, now time.Time) error {
-	replicas := int(ptr.Deref(set.Spec.Replicas, 1))
+	replicas, start := int(ptr.Deref(set.Spec.Replicas, 1)), startOrdinal(set)
 	ordered := set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
 	available := availableAt(set, now)
 	partition := 0
 	if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
 		partition = int(*ru.Partition)
 	}
-	// Up to replicas: create what is missing, replace what failed.
+	// The replicas-th ordinals from start (the partition counts from start too, as kube's):
+	// create what is missing, replace what ended.
 	for i := 0; i < replicas; i++ {
-		pod := pods[i]
+		pod := pods[start+i]
 		switch {
 		case pod == nil:
 			rev := update
 			if i < partition && set.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
 				rev = current
 			}
-			if err := c.createPod(ctx, set, i, rev); err != nil {
+			claim, err := c.claimOfFormerPod(set, start+i)
+			if err != nil {
+				return err
+			}
+			if claim != "" {
+				return fmt.Errorf("claim %s still belongs to a deleted pod %s-%d: waiting for its garbage collection", claim, set.Name, start+i)
+			}
+			if err := c.createPod(ctx, set, start+i, rev); err != nil {
 				return err
 			}
 			if ordered {
 				return nil
 			}
-		case pod.Status.Phase == corev1.PodFailed && pod.DeletionTimestamp == nil:
+		case (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && pod.DeletionTimestamp == nil:
+			// A pod of a set is to run forever: one that ended, even with success, is replaced.
 			if err := c.deletePod(ctx, set, pod); err != nil {
 				return err
 			}
@@ -183,15 +194,24 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 			}
 		case ordered && !available(pod):
 			return nil // wait for this one (Running, Ready for minReadySeconds) before the next
+		default:
+			if err := c.applyRetention(ctx, set, pod, false); err != nil {
+				return err
+			}
 		}
 	}
-	// Beyond replicas: delete, highest first (one at a time when ordered).
-	for _, i := range condemnedToDelete(pods, replicas, ordered, available) {
+	for _, i := range condemnedLeft(pods, start, replicas) {
+		if err := c.applyRetention(ctx, set, pods[i], true); err != nil {
+			return err
+		}
+	}
+	// Outside those ordinals: delete, highest first (one at a time when ordered).
+	for _, i := range condemnedToDelete(pods, start, replicas, ordered, available) {
 		if err := c.deletePod(ctx, set, pods[i]); err != nil {
 			return err
 		}
 	}
-	if ordered && len(condemnedLeft(pods, replicas)) > 0 {
+	if ordered && len(condemnedLeft(pods, start, replicas)) > 0 {
 		return nil // scaling down comes before updating
 	}
 	// RollingUpdate, as kube's: from the highest ordinal down to the partition, delete the
@@ -202,7 +222,7 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		return nil
 	}
 	for i := replicas - 1; i >= partition; i-- {
-		switch pod := pods[i]; {
+		switch pod := pods[start+i]; {
 		case pod == nil:
 			return nil // just created
 		case !ofRevision(pod, update) && pod.DeletionTimestamp == nil:
@@ -214,11 +234,11 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 	return nil
 }
 
-// condemnedLeft is the ordinals at or beyond replicas, highest first.
-func condemnedLeft(pods map[int]*corev1.Pod, replicas int) []int {
+// condemnedLeft is the ordinals outside the replicas ordinals from start, highest first.
+func condemnedLeft(pods map[int]*corev1.Pod, start, replicas int) []int {
 	var condemned []int
 	for i := range pods {
-		if i >= replicas {
+		if i < start || i >= start+replicas {
 			condemned = append(condemned, i)
 		}
 	}
@@ -226,12 +246,12 @@ func condemnedLeft(pods map[int]*corev1.Pod, replicas int) []int {
 	return condemned
 }
 
-// condemnedToDelete picks the pods beyond replicas to delete now. Parallel: all not yet
-// terminating. Ordered, as kube's controller: at most one, the highest, once every higher
-// one is gone, and only if it is available or the lowest unavailable one, so a scale-down
-// halts while a pod it would pass is unhealthy.
-func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool, available func(*corev1.Pod) bool) []int {
-	condemned := condemnedLeft(pods, replicas)
+// condemnedToDelete picks the pods outside the set's ordinals to delete now. Parallel: all
+// not yet terminating. Ordered, as kube's controller: at most one, the highest, once every
+// higher one is gone, and only if it is available or the lowest unavailable one, so a
+// scale-down halts while a pod it would pass is unhealthy.
+func condemnedToDelete(pods map[int]*corev1.Pod, start, replicas int, ordered bool, available func(*corev1.Pod) bool) []int {
+	condemned := condemnedLeft(pods, start, replicas)
 	if !ordered {
 		var live []int
 		for _, i := range condemned {
@@ -258,6 +278,14 @@ func condemnedToDelete(pods map[int]*corev1.Pod, replicas int, ordered bool, ava
 	default:
 		return []int{top}
 	}
+}
+
+// startOrdinal is the set's first ordinal: spec.ordinals.start, or 0.
+func startOrdinal(set *appsv1.StatefulSet) int {
+	if set.Spec.Ordinals != nil {
+		return int(set.Spec.Ordinals.Start)
+	}
+	return 0
 }
 
 // templateOf is the pod template a revision recorded.
@@ -291,7 +319,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(i)
 	pod.Spec.Hostname, pod.Spec.Subdomain = name, set.Spec.ServiceName
 	for _, tmpl := range set.Spec.VolumeClaimTemplates {
-		claim := fmt.Sprintf("%s-%s", tmpl.Name, name)
+		claim := claimName(set, &tmpl, i)
 		if err := c.createClaim(ctx, set, tmpl, claim, name); err != nil {
 			return err
 		}
@@ -306,7 +334,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 			pod.Spec.Volumes = append(pod.Spec.Volumes, volume)
 		}
 	}
-	_, err = c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil // our cache is behind
 	}
@@ -315,7 +343,7 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 		return err
 	}
 	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", name, set.Name)
-	return nil
+	return c.applyRetention(ctx, set, created, false)
 }
 
 // createClaim makes a pod's claim from its template; a claim that exists is kept (claims

@@ -10,6 +10,7 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -190,4 +191,112 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	if row := strings.Join(strings.Fields(out), " "); !strings.Contains(row, "web 3/3") {
 		t.Errorf("kubectl get sts:\n%s", out)
 	}
+}
+
+// TestStatefulSetOrdinalsStart: spec.ordinals.start numbers the pods and their claims from
+// it, as kube's (GA since v1.31); moving it makes the new ordinals' pods and removes the old
+// ones, highest first, after the new ones are ready.
+func TestStatefulSetOrdinalsStart(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	k := startKubelet(t, cl.Client)
+	cl.MustKubectl(t, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 2
+  ordinals: {start: 5}
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
+`, "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/db", "--timeout=60s")
+	for _, name := range []string{"db-5", "db-6"} {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("pod %s: %v", name, err)
+		} else if index := pod.Labels["apps.kubernetes.io/pod-index"]; pod.Spec.Hostname != name || index != strings.TrimPrefix(name, "db-") {
+			t.Errorf("pod %s: hostname %q, pod-index %q", name, pod.Spec.Hostname, index)
+		}
+	}
+	cl.MustKubectl(t, "", "patch", "sts", "db", "--type=merge", "-p", `{"spec":{"ordinals":{"start":0}}}`)
+	controllertest.Until(t, "db-0 and db-1 made, db-6 and db-5 removed", 30*time.Second, func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return strings.HasSuffix(strings.Join(k.events, " "), "+db-0 +db-1 -db-6 -db-5")
+	})
+}
+
+// TestStatefulSetClaimRetentionPolicy: whenScaled Delete hands a scaled-down pod's claims to
+// the pod, so they go with it; whenDeleted Delete makes the set their controller, so they go
+// with the set (kube's owner references; GA since v1.32). Retain, the default, keeps them
+// (TestStatefulSetOrderedPodsClaimsAndPartition).
+func TestStatefulSetClaimRetentionPolicy(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	startKubelet(t, cl.Client)
+	cl.MustKubectl(t, volumes, "apply", "-f", "-")
+	cl.MustKubectl(t, strings.Replace(web, "  replicas: 3\n", "  replicas: 2\n  persistentVolumeClaimRetentionPolicy: {whenScaled: Delete, whenDeleted: Delete}\n", 1), "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
+	sts, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimGone := func(name string) func() bool {
+		return func() bool {
+			_, err := cl.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}
+	}
+	controllertest.Until(t, "www-web-0 controlled by the set", 30*time.Second, func() bool {
+		claim, err := cl.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "www-web-0", metav1.GetOptions{})
+		ref := metav1.GetControllerOf(claim)
+		return err == nil && ref != nil && ref.Kind == "StatefulSet" && ref.UID == sts.UID
+	})
+	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=1")
+	controllertest.Until(t, "www-web-1 deleted with its pod", 60*time.Second, claimGone("www-web-1"))
+	if _, err := cl.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "www-web-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("the claim of web-0, still in range, went too: %v", err)
+	}
+	cl.MustKubectl(t, "", "delete", "sts", "web")
+	controllertest.Until(t, "www-web-0 deleted with the set", 60*time.Second, claimGone("www-web-0"))
+}
+
+// TestStatefulSetReplacesSucceededPod: a pod that ended with success (a node shut down
+// under it, say) is replaced like a failed one, as kube's processReplica.
+func TestStatefulSetReplacesSucceededPod(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	// No node: the pods stay unscheduled, and go at once when deleted.
+	cl.MustKubectl(t, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: done}
+spec:
+  serviceName: done
+  replicas: 1
+  selector: {matchLabels: {app: done}}
+  template:
+    metadata: {labels: {app: done}}
+    spec:
+      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
+`, "apply", "-f", "-")
+	var first *corev1.Pod
+	controllertest.Until(t, "done-0 created and marked Succeeded", 30*time.Second, func() bool {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "done-0", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		pod.Status.Phase = corev1.PodSucceeded
+		first, err = cl.Client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err == nil // a conflict with the scheduler's write: again
+	})
+	controllertest.Until(t, "done-0 made again", 30*time.Second, func() bool {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "done-0", metav1.GetOptions{})
+		return err == nil && pod.UID != first.UID
+	})
 }
