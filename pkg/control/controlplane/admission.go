@@ -9,6 +9,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/control/admission/policy"
 	"github.com/minik8s/minik8s/pkg/control/admission/priority"
+	"github.com/minik8s/minik8s/pkg/control/admission/pvcresize"
 	"github.com/minik8s/minik8s/pkg/control/admission/resourcequota"
 	"github.com/minik8s/minik8s/pkg/control/admission/runtimeclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
@@ -73,6 +74,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			accounts,
 			priorities,
 			podSecurity,
+			pvcresize.New(inf),
 			policies.Validating,
 			validatingWebhooks,
 			resourcequota.New(inf),

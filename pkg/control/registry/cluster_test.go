@@ -124,7 +124,12 @@ func TestVolumeRules(t *testing.T) {
 	}
 	grown, moved := pvc.DeepCopy(), pvc.DeepCopy()
 	grown.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
-	expectErrors(t, "grown claim", updateSteps(persistentVolumeClaimRules, grown, pvc))
+	expectErrors(t, "grown pending claim", updateSteps(persistentVolumeClaimRules, grown, pvc), "spec: FieldValueForbidden")
+	bound := pvc.DeepCopy()
+	bound.Spec.VolumeName, bound.Status.Phase = "pv", corev1.ClaimBound
+	grown = bound.DeepCopy()
+	grown.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+	expectErrors(t, "grown bound claim", updateSteps(persistentVolumeClaimRules, grown, bound))
 	moved.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	expectErrors(t, "new access mode", updateSteps(persistentVolumeClaimRules, moved, pvc), "spec: FieldValueForbidden")
 }

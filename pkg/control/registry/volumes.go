@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -140,27 +141,8 @@ var persistentVolumeClaimRules = Rules{
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		pvc, o := obj.(*corev1.PersistentVolumeClaim), old.(*corev1.PersistentVolumeClaim)
-		spec := field.NewPath("spec")
-		errs := append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), validateClaimSpec(&pvc.Spec, spec)...)
-		// A claim may only grow (when bound), change its attributes class, or be bound.
-		mutable := o.Spec.DeepCopy()
-		mutable.Resources.Requests, mutable.VolumeAttributesClassName = pvc.Spec.Resources.Requests, pvc.Spec.VolumeAttributesClassName
-		if o.Spec.VolumeName == "" {
-			mutable.VolumeName = pvc.Spec.VolumeName
-		}
-		if !equality.Semantic.DeepEqual(mutable, &pvc.Spec) {
-			errs = append(errs, field.Forbidden(spec, "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))
-		}
-		// Shrinking a request is allowed only while it stays above the capacity (to recover
-		// from a failed expansion, RecoverVolumeExpansionFailure); an unchanged request may
-		// be below it (a claim bound to a bigger volume, as most are).
-		requested, previous := pvc.Spec.Resources.Requests[corev1.ResourceStorage], o.Spec.Resources.Requests[corev1.ResourceStorage]
-		if o.Status.Phase == corev1.ClaimBound && requested.Cmp(previous) < 0 {
-			if capacity := o.Status.Capacity[corev1.ResourceStorage]; requested.Cmp(capacity) <= 0 {
-				errs = append(errs, field.Forbidden(spec.Child("resources", "requests", "storage"), "field can not be less than status.capacity"))
-			}
-		}
-		return errs
+		errs := append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), validateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
+		return append(errs, validateClaimSpecUpdate(pvc, o)...)
 	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
@@ -193,6 +175,84 @@ var persistentVolumeClaimRules = Rules{
 				stringOr(pvc.Spec.VolumeAttributesClassName, "<unset>"), Age(pvc.CreationTimestamp), volumeModeText(pvc.Spec.VolumeMode)}
 		},
 	},
+}
+
+// validateClaimSpecUpdate is kube-apiserver's check of what changed in a claim's spec: the
+// volumeName may be set once, the storageClassName set where there was none (the
+// retroactive default class, or the class of the beta annotation), and a bound claim's
+// storage request and volumeAttributesClassName changed; a request may shrink only while
+// it stays above the capacity (to recover from a failed expansion).
+func validateClaimSpecUpdate(pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
+	spec := field.NewPath("spec")
+	was, is := old.Spec.DeepCopy(), pvc.Spec.DeepCopy()
+	if was.VolumeName == "" {
+		was.VolumeName = is.VolumeName
+	}
+	if annotated, ok := old.Annotations[corev1.BetaStorageClassAnnotation]; was.StorageClassName == nil && is.StorageClassName != nil &&
+		(!ok || annotated == *is.StorageClassName) {
+		was.StorageClassName = is.StorageClassName
+	}
+	if pvc.Status.Phase == corev1.ClaimBound {
+		if is.Resources.Requests != nil {
+			is.Resources.Requests[corev1.ResourceStorage] = old.Spec.Resources.Requests[corev1.ResourceStorage]
+		}
+		is.VolumeAttributesClassName = was.VolumeAttributesClassName
+	}
+	var errs field.ErrorList
+	if !equality.Semantic.DeepEqual(was, is) {
+		errs = append(errs, field.Forbidden(spec, "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n"+
+			diff.Diff(internalClaimSpec(was), internalClaimSpec(is))))
+	}
+	requested, previous := pvc.Spec.Resources.Requests[corev1.ResourceStorage], old.Spec.Resources.Requests[corev1.ResourceStorage]
+	if capacity := old.Status.Capacity[corev1.ResourceStorage]; requested.Cmp(previous) < 0 && requested.Cmp(capacity) <= 0 {
+		errs = append(errs, field.Forbidden(spec.Child("resources", "requests", "storage"), "field can not be less than status.capacity"))
+	}
+	errs = append(errs, immutable(pvc.Spec.VolumeMode, old.Spec.VolumeMode, field.NewPath("volumeMode"))...) // sic: kube's path
+	if vac := pvc.Spec.VolumeAttributesClassName; old.Status.CurrentVolumeAttributesClassName != nil &&
+		!equality.Semantic.DeepEqual(vac, old.Spec.VolumeAttributesClassName) {
+		path := spec.Child("volumeAttributesClassName")
+		if vac == nil {
+			errs = append(errs, field.Forbidden(path, "update to nil is forbidden when status.currentVolumeAttributesClassName is not nil"))
+		} else if *vac == "" {
+			errs = append(errs, field.Forbidden(path, "update to empty string is forbidden when status.currentVolumeAttributesClassName is not nil"))
+		}
+	}
+	return errs
+}
+
+// internalClaimSpec is a claim's spec as kube-apiserver's internal type has it (Go field
+// names, no JSON tags), which is what the diff in its refusal shows.
+func internalClaimSpec(s *corev1.PersistentVolumeClaimSpec) any {
+	type localRef struct {
+		APIGroup   *string
+		Kind, Name string
+	}
+	type ref struct {
+		APIGroup   *string
+		Kind, Name string
+		Namespace  *string
+	}
+	type resources struct{ Limits, Requests corev1.ResourceList }
+	var source *localRef
+	if d := s.DataSource; d != nil {
+		source = &localRef{d.APIGroup, d.Kind, d.Name}
+	}
+	var sourceRef *ref
+	if d := s.DataSourceRef; d != nil {
+		sourceRef = &ref{d.APIGroup, d.Kind, d.Name, d.Namespace}
+	}
+	return struct {
+		AccessModes               []corev1.PersistentVolumeAccessMode
+		Selector                  *metav1.LabelSelector
+		Resources                 resources
+		VolumeName                string
+		StorageClassName          *string
+		VolumeMode                *corev1.PersistentVolumeMode
+		DataSource                *localRef
+		DataSourceRef             *ref
+		VolumeAttributesClassName *string
+	}{s.AccessModes, s.Selector, resources{s.Resources.Limits, s.Resources.Requests}, s.VolumeName, s.StorageClassName, s.VolumeMode,
+		source, sourceRef, s.VolumeAttributesClassName}
 }
 
 // defaultClaimSpec defaults a claim, also one in a StatefulSet's volumeClaimTemplates.

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,74 @@ func TestClaimRequestUpdates(t *testing.T) {
 		errs := persistentVolumeClaimRules.ValidateUpdate(upd, old)
 		if (len(errs) == 0) != tc.ok {
 			t.Errorf("%s: errors %v, want ok=%v", tc.name, errs, tc.ok)
+		}
+	}
+}
+
+// TestClaimSpecUpdates: what kube-apiserver lets change in a claim's spec, and its refusal
+// with the diff of the internal spec it words it with.
+func TestClaimSpecUpdates(t *testing.T) {
+	pending := func() *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", ResourceVersion: "1"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+		}
+	}
+	class := func(name string) func(*corev1.PersistentVolumeClaim) {
+		return func(c *corev1.PersistentVolumeClaim) { c.Spec.StorageClassName = &name }
+	}
+	request := func(q string) func(*corev1.PersistentVolumeClaim) {
+		return func(c *corev1.PersistentVolumeClaim) {
+			c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(q)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new func(*corev1.PersistentVolumeClaim)
+		want     []string // each error, as kubectl prints it after "is invalid: "
+	}{
+		{name: "class set on a claim without one (retroactive default)", new: class("standard")},
+		{name: "class set to the beta annotation's", old: func(c *corev1.PersistentVolumeClaim) {
+			c.Annotations = map[string]string{corev1.BetaStorageClassAnnotation: "gold"}
+		}, new: class("gold")},
+		{name: "class changed", old: class("a"), new: class("b"), want: []string{
+			"spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n" +
+				"@@ -10,7 +10,7 @@\n   }\n  },\n  \"VolumeName\": \"\",\n- \"StorageClassName\": \"a\",\n+ \"StorageClassName\": \"b\",\n  \"VolumeMode\": null,\n  \"DataSource\": null,\n  \"DataSourceRef\": null,\n"}},
+		{name: "pending claim grown", new: request("2Gi"), want: []string{
+			"spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n" +
+				"@@ -6,7 +6,7 @@\n  \"Resources\": {\n   \"Limits\": null,\n   \"Requests\": {\n-   \"storage\": \"1Gi\"\n+   \"storage\": \"2Gi\"\n   }\n  },\n  \"VolumeName\": \"\",\n"}},
+		{name: "volume mode changed", old: func(c *corev1.PersistentVolumeClaim) {
+			fs := corev1.PersistentVolumeFilesystem
+			c.Spec.VolumeMode = &fs
+		}, new: func(c *corev1.PersistentVolumeClaim) {
+			block := corev1.PersistentVolumeBlock
+			c.Spec.VolumeMode = &block
+		}, want: []string{
+			"spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n" +
+				"@@ -11,7 +11,7 @@\n  },\n  \"VolumeName\": \"\",\n  \"StorageClassName\": null,\n- \"VolumeMode\": \"Filesystem\",\n+ \"VolumeMode\": \"Block\",\n  \"DataSource\": null,\n  \"DataSourceRef\": null,\n  \"VolumeAttributesClassName\": null\n",
+			`volumeMode: Invalid value: "Block": field is immutable`}},
+		{name: "attributes class removed once applied", old: func(c *corev1.PersistentVolumeClaim) {
+			vac := "fast"
+			c.Spec.VolumeAttributesClassName, c.Status.CurrentVolumeAttributesClassName = &vac, &vac
+			c.Spec.VolumeName, c.Status.Phase = "pv", corev1.ClaimBound
+		}, new: func(c *corev1.PersistentVolumeClaim) { c.Spec.VolumeAttributesClassName = nil }, want: []string{
+			"spec.volumeAttributesClassName: Forbidden: update to nil is forbidden when status.currentVolumeAttributesClassName is not nil"}},
+	} {
+		old := pending()
+		if tc.old != nil {
+			tc.old(old)
+		}
+		upd := old.DeepCopy()
+		upd.ResourceVersion = "2"
+		tc.new(upd)
+		var got []string
+		for _, err := range persistentVolumeClaimRules.ValidateUpdate(upd, old) {
+			got = append(got, err.Error())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: errors\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}
 }

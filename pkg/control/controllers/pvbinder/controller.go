@@ -17,6 +17,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/volumes"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	"github.com/minik8s/minik8s/pkg/control/admission/defaultstorageclass"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,13 +78,19 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 		return 0, err
 	}
 	if pvc.Spec.VolumeName != "" {
-		return 0, c.syncBoundClaim(ctx, pvc)
+		return c.syncBoundClaim(ctx, pvc)
 	}
 	pvs, err := c.PVs.List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
-	sc, err := c.Classes.Get(claimClass(pvc))
+	if !storagehelpers.PersistentVolumeClaimHasClass(pvc) && bestVolume(pvs, pvc) == nil {
+		// A claim made before there was a default class gets the one there is now.
+		if assigned, err := c.assignDefaultClass(ctx, pvc); assigned || err != nil {
+			return 0, err
+		}
+	}
+	sc, err := c.Classes.Get(storagehelpers.GetPersistentVolumeClaimClass(pvc))
 	if err != nil {
 		sc = nil
 	}
@@ -109,6 +116,25 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (time.Duration, 
 	return c.awaitVolume(ctx, pvc, sc)
 }
 
+// assignDefaultClass gives a claim without a class the default one, if there is one now,
+// as Kubernetes' binder does since the retroactive default StorageClass (1.28).
+func (c *Controller) assignDefaultClass(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	classes, err := c.Classes.List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	def := defaultstorageclass.Default(classes)
+	if def == nil {
+		return false, nil
+	}
+	pvc = pvc.DeepCopy()
+	pvc.Spec.StorageClassName = &def.Name
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("give claim %s/%s the default class %s: %w", pvc.Namespace, pvc.Name, def.Name, err)
+	}
+	return true, nil
+}
+
 // delayed tells whether a class binds its claims only once a pod uses them.
 func delayed(sc *storagev1.StorageClass) bool {
 	return sc != nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
@@ -117,7 +143,7 @@ func delayed(sc *storagev1.StorageClass) bool {
 // awaitVolume says why a claim no volume fits waits, as Kubernetes' binder words it, and
 // marks a claim whose class names a provisioner for that provisioner.
 func (c *Controller) awaitVolume(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) (time.Duration, error) {
-	class := claimClass(pvc)
+	class := storagehelpers.GetPersistentVolumeClaimClass(pvc)
 	switch {
 	case class == "":
 		c.Recorder.Event(pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
@@ -147,25 +173,29 @@ func (c *Controller) awaitVolume(ctx context.Context, pvc *corev1.PersistentVolu
 
 // syncBoundClaim finishes a binding half done (or asked by the user through volumeName),
 // and marks a claim whose volume is gone Lost.
-func (c *Controller) syncBoundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+func (c *Controller) syncBoundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (time.Duration, error) {
 	pv, err := c.PVs.Get(pvc.Spec.VolumeName)
 	if apierrors.IsNotFound(err) {
 		if pvc.Status.Phase == corev1.ClaimBound {
 			c.Recorder.Event(pvc, corev1.EventTypeWarning, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
-			return c.claimPhase(ctx, pvc, corev1.ClaimLost, nil)
+			return 0, c.claimPhase(ctx, pvc, corev1.ClaimLost, nil)
 		}
-		return nil // a claim waiting for the volume it names
+		return 0, nil // a claim waiting for the volume it names
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	switch r := pv.Spec.ClaimRef; {
-	case r == nil && fits(pv, pvc):
-		return c.bind(ctx, pv, pvc)
-	case r != nil && r.UID == pvc.UID:
-		return c.bind(ctx, pv, pvc) // idempotent: completes what a crash interrupted
+	case r == nil:
+		if err := mismatch(pv, pvc); err != nil {
+			c.Recorder.Eventf(pvc, corev1.EventTypeWarning, "VolumeMismatch", "Cannot bind to requested volume %q: %s", pv.Name, err)
+			return resync, nil // the volume may be changed to fit
+		}
+		return 0, c.bind(ctx, pv, pvc)
+	case storagehelpers.IsVolumeBoundToClaim(pv, pvc):
+		return 0, c.bind(ctx, pv, pvc) // pre-bound both ways, or a binding a crash interrupted
 	}
-	return nil
+	return 0, nil
 }
 
 // bind points the volume at the claim and the claim at the volume, then marks both Bound;

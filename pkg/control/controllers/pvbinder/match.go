@@ -1,50 +1,43 @@
 package pvbinder
 
 import (
-	"slices"
+	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/utils/ptr"
 )
 
-// claimClass is the claim's storage class; no class means "" as for a volume.
-func claimClass(pvc *corev1.PersistentVolumeClaim) string {
-	if pvc.Spec.StorageClassName != nil {
-		return *pvc.Spec.StorageClassName
+// mismatch is why a volume cannot serve a claim, in the words of Kubernetes' binder
+// (checkVolumeSatisfyClaim): being deleted, too small, another class, attributes class or
+// volume mode, or not every access mode the claim asks for; nil when it can.
+func mismatch(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) error {
+	requested, size := pvc.Spec.Resources.Requests[corev1.ResourceStorage], pv.Spec.Capacity[corev1.ResourceStorage]
+	switch {
+	case pv.DeletionTimestamp != nil:
+		return fmt.Errorf("the volume is marked for deletion %q", pv.Name)
+	case size.Cmp(requested) < 0:
+		return errors.New("requested PV is too small")
+	case storagehelpers.GetPersistentVolumeClass(pv) != storagehelpers.GetPersistentVolumeClaimClass(pvc):
+		return errors.New("storageClassName does not match")
+	case ptr.Deref(pv.Spec.VolumeAttributesClassName, "") != ptr.Deref(pvc.Spec.VolumeAttributesClassName, ""):
+		return errors.New("volumeAttributesClassName does not match")
+	case storagehelpers.CheckVolumeModeMismatches(&pvc.Spec, &pv.Spec):
+		return errors.New("incompatible volumeMode")
+	case !storagehelpers.CheckAccessModes(pvc, pv):
+		return errors.New("incompatible accessMode")
 	}
-	return ""
+	return nil
 }
 
-func volumeMode(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
-	if m == nil {
-		return corev1.PersistentVolumeFilesystem
-	}
-	return *m
-}
-
-// preBoundTo says whether a volume's claimRef names this claim (an admin's pre-binding).
-func preBoundTo(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) bool {
-	r := pv.Spec.ClaimRef
-	return r != nil && r.Name == pvc.Name && r.Namespace == pvc.Namespace && (r.UID == "" || r.UID == pvc.UID)
-}
-
-// fits says whether a volume can serve a claim: same class and volume mode, every access
-// mode the claim asks for, enough capacity, and labels the claim's selector accepts.
+// fits says whether a volume can serve a claim that names none: no mismatch, and labels
+// the claim's selector accepts.
 func fits(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) bool {
-	if pv.Spec.StorageClassName != claimClass(pvc) || volumeMode(pv.Spec.VolumeMode) != volumeMode(pvc.Spec.VolumeMode) {
+	if mismatch(pv, pvc) != nil {
 		return false
-	}
-	for _, m := range pvc.Spec.AccessModes {
-		if !slices.Contains(pv.Spec.AccessModes, m) {
-			return false
-		}
-	}
-	if want, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-		have := pv.Spec.Capacity[corev1.ResourceStorage]
-		if have.Cmp(want) < 0 {
-			return false
-		}
 	}
 	if pvc.Spec.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(pvc.Spec.Selector)
@@ -60,10 +53,10 @@ func fits(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) bool {
 func bestVolume(pvs []*corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolume {
 	var best *corev1.PersistentVolume
 	for _, pv := range pvs {
-		if pv.DeletionTimestamp != nil || !fits(pv, pvc) {
+		if !fits(pv, pvc) {
 			continue
 		}
-		if preBoundTo(pv, pvc) {
+		if storagehelpers.IsVolumeBoundToClaim(pv, pvc) {
 			return pv
 		}
 		if pv.Spec.ClaimRef != nil || pv.Status.Phase != corev1.VolumeAvailable {

@@ -106,3 +106,55 @@ func TestBinding(t *testing.T) {
 		t.Errorf("claim nothing fits: %v %+v", err, pvc.Status)
 	}
 }
+
+// TestClaimsNamingOrLackingAClass: a claim naming a volume that cannot serve it is told so
+// (VolumeMismatch, kube's words) and stays Pending; a volume and claim naming each other
+// bind, and growing it is refused (kube's PersistentVolumeClaimResize); a claim made before any default class gets the default once there is one.
+func TestClaimsNamingOrLackingAClass(t *testing.T) {
+	c := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	pvs, pvcs := c.Client.CoreV1().PersistentVolumes(), c.Client.CoreV1().PersistentVolumeClaims("default")
+	rwo, none := corev1.ReadWriteOnce, ""
+	narrow := volume("narrow", "1Gi", "", corev1.PersistentVolumeReclaimRetain, nil, rwo)
+	pre := volume("pre", "1Gi", "", corev1.PersistentVolumeReclaimRetain, nil, rwo)
+	pre.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "both"}
+	wantsNarrow, both := claim("wants-narrow", "2Gi", &none, nil, rwo), claim("both", "1Gi", &none, nil, rwo)
+	wantsNarrow.Spec.VolumeName, both.Spec.VolumeName = "narrow", "pre"
+	late := claim("late", "5Gi", nil, nil, rwo) // no volume fits
+	for _, pv := range []*corev1.PersistentVolume{narrow, pre} {
+		if _, err := pvs.Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pvc := range []*corev1.PersistentVolumeClaim{wantsNarrow, both, late} {
+		if _, err := pvcs.Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	controllertest.Eventually(t, "VolumeMismatch event", 15*time.Second, func() string {
+		return c.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=wants-narrow", "-o", `jsonpath={.items[?(@.reason=="VolumeMismatch")].message}`)
+	}, `Cannot bind to requested volume "narrow": requested PV is too small`)
+	controllertest.WaitFor(t, "both bound to pre", 15*time.Second, func() (bool, string) {
+		pvc, err := pvcs.Get(ctx, "both", metav1.GetOptions{})
+		return err == nil && pvc.Status.Phase == corev1.ClaimBound, fmt.Sprint(pvc.Status.Phase, err)
+	})
+	if pvc, err := pvcs.Get(ctx, "wants-narrow", metav1.GetOptions{}); err != nil || pvc.Status.Phase != corev1.ClaimPending {
+		t.Errorf("claim naming a volume too small: %v %s, want Pending", err, pvc.Status.Phase)
+	}
+	// Growing a claim whose class does not allow expansion (here: no class) is refused.
+	out, err := c.Kubectl(t, "", "patch", "pvc", "both", "-p", `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`)
+	if want := `Error from server (Forbidden): persistentvolumeclaims "both" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("growing a claim of no class: %v\n%s\nwant %s", err, out, want)
+	}
+
+	c.MustKubectl(t, `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: std
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: example.com/nothing
+`, "apply", "-f", "-")
+	controllertest.Eventually(t, "the late claim's class", 30*time.Second, func() string {
+		return c.MustKubectl(t, "", "get", "pvc", "late", "-o", "jsonpath={.spec.storageClassName}")
+	}, "std")
+}
