@@ -279,13 +279,15 @@ func TestCronJobManualJobNotActive(t *testing.T) {
 }
 
 // A running Job deleted behind the CronJob's back leaves status.active with a MissingJob
-// Event; a schedule that never fires (February 31st) gets InvalidSchedule, as in Kubernetes.
+// Event; a schedule that never fires (February 31st) gets InvalidSchedule; 150 missed start
+// times TooManyMissedTimes, worded as in Kubernetes.
 func TestCronJobMissingJobAndInvalidSchedule(t *testing.T) {
 	c, clk, ctx := startWithFakeClock(t)
 	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("lost", batchv1.ForbidConcurrent), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute)
+	c.MustKubectl(t, "", "annotate", "cronjob", "lost", "wake=1") // a sync after the step, however late the first one was
 	controllertest.Until(t, "the job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "lost")) == 1 })
 	job := jobs(t, ctx, c, "lost")[0].Name
 	controllertest.Until(t, "status.active names the job", 10*time.Second, func() bool { return len(getCronJob(t, ctx, c, "lost").Status.Active) == 1 })
@@ -304,5 +306,15 @@ func TestCronJobMissingJobAndInvalidSchedule(t *testing.T) {
 	}
 	controllertest.Until(t, "InvalidSchedule", 10*time.Second, func() bool {
 		return hasEvent(t, ctx, c, never, "InvalidSchedule", "invalid schedule: 59 23 31 2 * : time difference between two schedules is less than 1 second")
+	})
+
+	many, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("many", batchv1.AllowConcurrent), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(150 * time.Minute) // 150 start times missed, no startingDeadlineSeconds
+	c.MustKubectl(t, "", "annotate", "cronjob", "many", "wake=1")
+	controllertest.Until(t, "TooManyMissedTimes", 10*time.Second, func() bool {
+		return hasEvent(t, ctx, c, many, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 	})
 }
