@@ -167,6 +167,18 @@ func TestJobPolicyValidation(t *testing.T) {
 		"FailIndex without backoffLimitPerIndex": {indexed(func(s *batchv1.JobSpec) {
 			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex}}}
 		}), []string{"spec.podFailurePolicy.rules[0].action: FieldValueInvalid"}},
+		"podFailurePolicy replacing terminating pods": {func() *batchv1.Job {
+			j := job()
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+			return j
+		}(), []string{"spec.podReplacementPolicy: FieldValueNotSupported"}},
+		"unknown podReplacementPolicy": {func() *batchv1.Job {
+			j := job()
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.PodReplacementPolicy("Never"))
+			return j
+		}(), []string{"spec.podReplacementPolicy: FieldValueNotSupported"}},
 		"bad managedBy": {indexed(func(s *batchv1.JobSpec) { s.ManagedBy = ptr.To("no-domain") }), []string{"spec.managedBy: FieldValueInvalid"}},
 		"bad success rules": {indexed(func(s *batchv1.JobSpec) {
 			s.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{}, {SucceededIndexes: ptr.To("2,1")}, {SucceededIndexes: ptr.To("0-3")}, {SucceededIndexes: ptr.To("1"), SucceededCount: int32Ptr(2)}}}
