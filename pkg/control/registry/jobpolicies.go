@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,6 +70,15 @@ func validateJobPolicies(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 			if rule.Action == batchv1.PodFailurePolicyActionFailIndex {
 				errs = append(errs, field.Invalid(path.Child("podFailurePolicy", "rules").Index(i).Child("action"), rule.Action, "requires the backoffLimitPerIndex to be set"))
 			}
+		}
+	}
+	if r := s.PodReplacementPolicy; r != nil {
+		supported := []batchv1.PodReplacementPolicy{batchv1.Failed, batchv1.TerminatingOrFailed}
+		if s.PodFailurePolicy != nil {
+			supported = supported[:1] // a podFailurePolicy judges only pods that have failed
+		}
+		if !slices.Contains(supported, *r) {
+			errs = append(errs, field.NotSupported(path.Child("podReplacementPolicy"), *r, supported))
 		}
 	}
 	if s.SuccessPolicy != nil {

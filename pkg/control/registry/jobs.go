@@ -46,12 +46,13 @@ var jobRules = Rules{
 		spec := field.NewPath("spec")
 		errs := validateJob(j)
 		errs = append(errs, immutable(j.Spec.Selector, o.Spec.Selector, spec.Child("selector"))...)
-		errs = append(errs, immutable(j.Spec.Template, o.Spec.Template, spec.Child("template"))...)
+		errs = append(errs, validateJobTemplateUpdate(j, o, spec.Child("template"))...)
 		errs = append(errs, immutable(j.Spec.CompletionMode, o.Spec.CompletionMode, spec.Child("completionMode"))...)
+		errs = append(errs, immutable(j.Spec.PodFailurePolicy, o.Spec.PodFailurePolicy, spec.Child("podFailurePolicy"))...)
 		errs = append(errs, immutable(j.Spec.BackoffLimitPerIndex, o.Spec.BackoffLimitPerIndex, spec.Child("backoffLimitPerIndex"))...)
 		errs = append(errs, immutable(j.Spec.ManagedBy, o.Spec.ManagedBy, spec.Child("managedBy"))...)
 		errs = append(errs, immutable(j.Spec.SuccessPolicy, o.Spec.SuccessPolicy, spec.Child("successPolicy"))...)
-		return append(errs, immutable(j.Spec.Completions, o.Spec.Completions, spec.Child("completions"))...)
+		return append(errs, validateCompletionsUpdate(&j.Spec, &o.Spec, spec.Child("completions"))...)
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
@@ -174,6 +175,58 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateJobPolicies(s, path)...)
 	return append(errs, validatePodTemplate(&s.Template, path.Child("template"), corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
+}
+
+// validateCompletionsUpdate: completions is immutable, except that an Indexed Job may scale
+// it together with parallelism (elastic Indexed Jobs).
+func validateCompletionsUpdate(s, old *batchv1.JobSpec, path *field.Path) field.ErrorList {
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
+		return immutable(s.Completions, old.Completions, path)
+	}
+	if s.Completions == nil || (old.Completions != nil && *s.Completions == *old.Completions) {
+		return nil // a missing completions is reported by validateJobSpec
+	}
+	if *s.Completions != deref(s.Parallelism) {
+		return field.ErrorList{field.Invalid(path, *s.Completions, "can only be modified in tandem with spec.parallelism")}
+	}
+	return nil
+}
+
+// validateJobTemplateUpdate: the pod template is immutable, except that a suspended Job with
+// no active pods that never started (or was suspended since) may change its scheduling
+// directives (node affinity, nodeSelector, tolerations, schedulingGates, labels and
+// annotations) and its containers' resources, as Kubernetes 1.36 allows
+// (MutableSchedulingDirectivesForSuspendedJobs, MutablePodResourcesForSuspendedJobs).
+func validateJobTemplateUpdate(j, o *batchv1.Job, path *field.Path) field.ErrorList {
+	suspended := o.Spec.Suspend != nil && *o.Spec.Suspend
+	notStarted := o.Status.StartTime == nil || jobutil.ConditionTrue(o, batchv1.JobSuspended)
+	if !suspended || !notStarted || o.Status.Active > 0 {
+		return immutable(j.Spec.Template, o.Spec.Template, path)
+	}
+	t, old := &j.Spec.Template, o.Spec.Template.DeepCopy()
+	switch {
+	case t.Spec.Affinity == nil && old.Spec.Affinity != nil:
+		old.Spec.Affinity.NodeAffinity = nil // clearing affinity is fine when it held only node affinity
+		if *old.Spec.Affinity == (corev1.Affinity{}) {
+			old.Spec.Affinity = nil
+		}
+	case t.Spec.Affinity != nil && old.Spec.Affinity == nil:
+		old.Spec.Affinity = &corev1.Affinity{NodeAffinity: t.Spec.Affinity.NodeAffinity}
+	case t.Spec.Affinity != nil:
+		old.Spec.Affinity.NodeAffinity = t.Spec.Affinity.NodeAffinity
+	}
+	old.Spec.NodeSelector, old.Spec.Tolerations, old.Spec.SchedulingGates = t.Spec.NodeSelector, t.Spec.Tolerations, t.Spec.SchedulingGates
+	for _, pair := range []struct{ new, old []corev1.Container }{{t.Spec.Containers, old.Spec.Containers}, {t.Spec.InitContainers, old.Spec.InitContainers}} {
+		if len(pair.new) != len(pair.old) {
+			continue
+		}
+		for i := range pair.new {
+			if pair.new[i].Name == pair.old[i].Name {
+				pair.old[i].Resources = pair.new[i].Resources
+			}
+		}
+	}
+	return immutable(t.Spec, old.Spec, path.Child("spec"))
 }
 
 // jobStatusText is the STATUS column of `kubectl get jobs`.

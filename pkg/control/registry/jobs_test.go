@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -62,6 +63,74 @@ func TestJobValidation(t *testing.T) {
 	expectMessage(t, errs, "spec.template", "field is immutable")
 }
 
+// As Kubernetes 1.36: a suspended Job that has not started may change its pods' scheduling
+// directives and resources, nothing else of its template; a Job that runs, none of it. An
+// Indexed Job scales completions with parallelism; podFailurePolicy never changes.
+func TestJobUpdateValidation(t *testing.T) {
+	created := func(change func(*batchv1.Job)) *batchv1.Job {
+		j := job()
+		change(j)
+		if errs := createSteps(jobRules, j); len(errs) > 0 {
+			t.Fatal(errs.ToAggregate())
+		}
+		return j
+	}
+	suspended := created(func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) })
+	scheduling := func(j *batchv1.Job) {
+		s := &j.Spec.Template.Spec
+		s.NodeSelector = map[string]string{"disk": "ssd"}
+		s.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+		s.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+		s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+		s.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+		j.Spec.Template.Annotations = map[string]string{"note": "moved"}
+	}
+	changed := suspended.DeepCopy()
+	scheduling(changed)
+	expectErrors(t, "suspended, not started: scheduling and resources", updateSteps(jobRules, changed, suspended))
+
+	changed.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+	errs := updateSteps(jobRules, changed, suspended)
+	expectErrors(t, "suspended, not started: image", errs, "spec.template.spec: FieldValueInvalid")
+	expectMessage(t, errs, "spec.template.spec", "field is immutable")
+
+	started := suspended.DeepCopy()
+	started.Status.StartTime, started.Status.Active = &metav1.Time{Time: time.Now()}, 0
+	changed = started.DeepCopy()
+	scheduling(changed)
+	expectErrors(t, "suspended after it started, not yet Suspended", updateSteps(jobRules, changed, started), "spec.template: FieldValueInvalid")
+	started.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue}}
+	expectErrors(t, "Suspended condition", updateSteps(jobRules, changed.DeepCopy(), started))
+	started.Status.Active = 1
+	expectErrors(t, "Suspended with an active pod", updateSteps(jobRules, changed.DeepCopy(), started), "spec.template: FieldValueInvalid")
+
+	running := created(func(*batchv1.Job) {})
+	changed = running.DeepCopy()
+	scheduling(changed)
+	expectErrors(t, "running", updateSteps(jobRules, changed, running), "spec.template: FieldValueInvalid")
+
+	indexed := created(func(j *batchv1.Job) {
+		j.Spec.CompletionMode, j.Spec.Completions, j.Spec.Parallelism = ptr.To(batchv1.IndexedCompletion), int32Ptr(3), int32Ptr(3)
+	})
+	changed = indexed.DeepCopy()
+	changed.Spec.Completions, changed.Spec.Parallelism = int32Ptr(5), int32Ptr(5)
+	expectErrors(t, "indexed, in tandem", updateSteps(jobRules, changed, indexed))
+	changed.Spec.Parallelism = int32Ptr(4)
+	errs = updateSteps(jobRules, changed, indexed)
+	expectErrors(t, "indexed, alone", errs, "spec.completions: FieldValueInvalid")
+	expectMessage(t, errs, "spec.completions", "can only be modified in tandem with spec.parallelism")
+	changed = running.DeepCopy()
+	changed.Spec.Completions, changed.Spec.Parallelism = int32Ptr(2), int32Ptr(2)
+	expectErrors(t, "NonIndexed", updateSteps(jobRules, changed, running), "spec.completions: FieldValueInvalid")
+
+	changed = running.DeepCopy()
+	changed.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+	changed.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	expectErrors(t, "podFailurePolicy", updateSteps(jobRules, changed, running), "spec.podFailurePolicy: FieldValueInvalid")
+}
+
 // The per-index and success policies need an Indexed Job, FailIndex needs
 // backoffLimitPerIndex, as kube-apiserver says.
 func TestJobPolicyValidation(t *testing.T) {
@@ -98,6 +167,18 @@ func TestJobPolicyValidation(t *testing.T) {
 		"FailIndex without backoffLimitPerIndex": {indexed(func(s *batchv1.JobSpec) {
 			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex}}}
 		}), []string{"spec.podFailurePolicy.rules[0].action: FieldValueInvalid"}},
+		"podFailurePolicy replacing terminating pods": {func() *batchv1.Job {
+			j := job()
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+			return j
+		}(), []string{"spec.podReplacementPolicy: FieldValueNotSupported"}},
+		"unknown podReplacementPolicy": {func() *batchv1.Job {
+			j := job()
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.PodReplacementPolicy("Never"))
+			return j
+		}(), []string{"spec.podReplacementPolicy: FieldValueNotSupported"}},
 		"bad managedBy": {indexed(func(s *batchv1.JobSpec) { s.ManagedBy = ptr.To("no-domain") }), []string{"spec.managedBy: FieldValueInvalid"}},
 		"bad success rules": {indexed(func(s *batchv1.JobSpec) {
 			s.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{}, {SucceededIndexes: ptr.To("2,1")}, {SucceededIndexes: ptr.To("0-3")}, {SucceededIndexes: ptr.To("1"), SucceededCount: int32Ptr(2)}}}

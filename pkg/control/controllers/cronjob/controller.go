@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
@@ -150,12 +151,24 @@ func (c *Controller) trackActive(ctx context.Context, cj *batchv1.CronJob, jobs 
 			}
 		}
 	}
+	var gone []types.UID
+	for _, r := range cj.Status.Active {
+		if _, ok := byUID[string(r.UID)]; ok {
+			continue
+		}
+		// The cache may lag behind the Job's creation: only the API says it is gone.
+		_, err := c.client.BatchV1().Jobs(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			c.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", r.Name)
+			gone = append(gone, r.UID)
+		case err != nil:
+			return cj, err
+		}
+	}
 	cj.Status.Active = slices.DeleteFunc(cj.Status.Active, func(r corev1.ObjectReference) bool {
 		j, ok := byUID[string(r.UID)]
-		if !ok {
-			return true
-		}
-		return jobutil.Finished(j)
+		return slices.Contains(gone, r.UID) || ok && jobutil.Finished(j)
 	})
 	if len(cj.Status.Active) == 0 {
 		cj.Status.Active = nil
@@ -188,13 +201,17 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil {
 		earliest = latest(earliest, now.Add(-time.Duration(*d)*time.Second))
 	}
+	scheduled, missed, err := mostRecent(sched, loc, earliest, now)
+	if err != nil {
+		c.recorder.Eventf(cj, corev1.EventTypeWarning, "InvalidSchedule", "invalid schedule: %s : %s", cj.Spec.Schedule, err)
+		return 0, nil // as for an unparseable schedule, an update of the spec wakes it
+	}
 	next := sched.Next(now.In(loc)).Sub(now) + nextDelta
-	scheduled, missed := mostRecent(sched, loc, earliest, now)
 	if scheduled.IsZero() {
 		return next, nil
 	}
 	if missed > tooManyMissed {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes", "too many missed start times: %d. Set or decrease .spec.startingDeadlineSeconds or check clock skew", missed)
+		c.recorder.Event(cj, corev1.EventTypeWarning, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 	}
 	if d := cj.Spec.StartingDeadlineSeconds; d != nil && scheduled.Add(time.Duration(*d)*time.Second).Before(now) {
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
@@ -218,7 +235,7 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*
 		}
 		cj.Status.Active = nil
 	}
-	job, err := c.client.BatchV1().Jobs(cj.Namespace).Create(ctx, newJob(cj, name, scheduled.In(loc)), metav1.CreateOptions{})
+	job, err := c.client.BatchV1().Jobs(cj.Namespace).Create(ctx, newJob(cj, name, scheduled, loc), metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		existing, getErr := c.client.BatchV1().Jobs(cj.Namespace).Get(ctx, name, metav1.GetOptions{})
@@ -252,8 +269,10 @@ func latest(a, b time.Time) time.Time {
 	return b
 }
 
-// newJob is the Job of one start time, from the CronJob's template.
-func newJob(cj *batchv1.CronJob, name string, scheduled time.Time) *batchv1.Job {
+// newJob is the Job of one start time, from the CronJob's template. Its scheduled-timestamp
+// annotation is in the CronJob's time zone, or in UTC (not the controller's zone, loc) when
+// it names none, as Kubernetes writes it.
+func newJob(cj *batchv1.CronJob, name string, scheduled time.Time, loc *time.Location) *batchv1.Job {
 	t := &cj.Spec.JobTemplate
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -267,7 +286,11 @@ func newJob(cj *batchv1.CronJob, name string, scheduled time.Time) *batchv1.Job 
 	if job.Annotations == nil {
 		job.Annotations = map[string]string{}
 	}
-	job.Annotations[ScheduledTimestampAnnotation] = scheduled.Format(time.RFC3339)
+	stamp := scheduled.UTC()
+	if cj.Spec.TimeZone != nil {
+		stamp = scheduled.In(loc)
+	}
+	job.Annotations[ScheduledTimestampAnnotation] = stamp.Format(time.RFC3339)
 	return job
 }
 

@@ -134,8 +134,8 @@ func TestCronJobForbidAndHistory(t *testing.T) {
 	if want := fmt.Sprintf("tick-%d", scheduled.Unix()/60); first.Name != want {
 		t.Errorf("job name %s, want %s", first.Name, want)
 	}
-	if got := first.Annotations[cronjob.ScheduledTimestampAnnotation]; got != scheduled.Local().Format(time.RFC3339) {
-		t.Errorf("scheduled-timestamp annotation %q, want %q", got, scheduled.Local().Format(time.RFC3339))
+	if got := first.Annotations[cronjob.ScheduledTimestampAnnotation]; got != scheduled.UTC().Format(time.RFC3339) {
+		t.Errorf("scheduled-timestamp annotation %q, want %q", got, scheduled.UTC().Format(time.RFC3339))
 	}
 	controllertest.Until(t, "status", 10*time.Second, func() bool {
 		st := getCronJob(t, ctx, c, "tick").Status
@@ -276,4 +276,45 @@ func TestCronJobManualJobNotActive(t *testing.T) {
 	if hasEvent(t, ctx, c, cj, "SawCompletedJob", "Saw completed job: manual") {
 		t.Error("SawCompletedJob for a job that was never active")
 	}
+}
+
+// A running Job deleted behind the CronJob's back leaves status.active with a MissingJob
+// Event; a schedule that never fires (February 31st) gets InvalidSchedule; 150 missed start
+// times TooManyMissedTimes, worded as in Kubernetes.
+func TestCronJobMissingJobAndInvalidSchedule(t *testing.T) {
+	c, clk, ctx := startWithFakeClock(t)
+	if _, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("lost", batchv1.ForbidConcurrent), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	c.MustKubectl(t, "", "annotate", "cronjob", "lost", "wake=1") // a sync after the step, however late the first one was
+	controllertest.Until(t, "the job", 10*time.Second, func() bool { return len(jobs(t, ctx, c, "lost")) == 1 })
+	job := jobs(t, ctx, c, "lost")[0].Name
+	controllertest.Until(t, "status.active names the job", 10*time.Second, func() bool { return len(getCronJob(t, ctx, c, "lost").Status.Active) == 1 })
+	c.MustKubectl(t, "", "delete", "job", job)
+	cj := getCronJob(t, ctx, c, "lost")
+	controllertest.Until(t, "MissingJob", 10*time.Second, func() bool {
+		return hasEvent(t, ctx, c, cj, "MissingJob", "Active job went missing: "+job)
+	})
+	controllertest.Until(t, "status.active empty", 10*time.Second, func() bool { return len(getCronJob(t, ctx, c, "lost").Status.Active) == 0 })
+
+	never := newCronJob("never", batchv1.AllowConcurrent)
+	never.Spec.Schedule = "59 23 31 2 *"
+	never, err := c.Client.BatchV1().CronJobs("default").Create(ctx, never, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Until(t, "InvalidSchedule", 10*time.Second, func() bool {
+		return hasEvent(t, ctx, c, never, "InvalidSchedule", "invalid schedule: 59 23 31 2 * : time difference between two schedules is less than 1 second")
+	})
+
+	many, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("many", batchv1.AllowConcurrent), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(150 * time.Minute) // 150 start times missed, no startingDeadlineSeconds
+	c.MustKubectl(t, "", "annotate", "cronjob", "many", "wake=1")
+	controllertest.Until(t, "TooManyMissedTimes", 10*time.Second, func() bool {
+		return hasEvent(t, ctx, c, many, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
+	})
 }

@@ -34,16 +34,24 @@ func schedule(cj *batchv1.CronJob) (cron.Schedule, *time.Location, error) {
 	return sched, loc, nil
 }
 
+// errNeverFires is Kubernetes' reason for a schedule that parses but has no start time
+// (February 31st): the cron library then answers the zero time.
+var errNeverFires = errors.New("time difference between two schedules is less than 1 second")
+
 // mostRecent is the latest start time in (earliest, now], and how many there were; zero when
 // none is due.
-func mostRecent(sched cron.Schedule, loc *time.Location, earliest, now time.Time) (time.Time, int) {
+func mostRecent(sched cron.Schedule, loc *time.Location, earliest, now time.Time) (time.Time, int, error) {
+	t1 := sched.Next(earliest.In(loc))
+	if t2 := sched.Next(t1); !now.Before(t2) && t2.Sub(t1).Round(time.Second) < time.Second {
+		return time.Time{}, 0, errNeverFires
+	}
 	var last time.Time
 	n := 0
-	for t := sched.Next(earliest.In(loc)); !t.After(now) && n < maxScan; t = sched.Next(t) {
+	for t := t1; !t.After(now) && n < maxScan; t = sched.Next(t) {
 		last = t
 		n++
 	}
-	return last, n
+	return last, n, nil
 }
 
 // jobName is <cronjob>-<scheduled time in minutes since the epoch>, so one start time makes
