@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -43,24 +43,22 @@ func parseWatchParams(r *http.Request) (watchParams, error) {
 		return p, err
 	}
 	rv := q.Get("resourceVersion")
-	if rv != "" {
-		n, err := strconv.ParseInt(rv, 10, 64)
-		if err != nil || n < 0 {
-			return p, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion must be an integer, not %q", rv))
-		}
-		p.fromRevision = n
+	n, err := parseResourceVersion(rv)
+	if err != nil {
+		return p, err
 	}
+	p.fromRevision = int64(min(n, math.MaxInt64)) // beyond int64: never reached
 	// Without a resourceVersion (or "0") a watch starts with the current state as ADDED events.
 	p.initialEvents = rv == "" || rv == "0"
 	if v := q.Get("sendInitialEvents"); v != "" {
 		p.initialEvents = isTrue(v)
 		p.initialEventsDone = p.initialEvents && p.bookmarks
 	}
-	n, err := parseInt(q.Get("timeoutSeconds"))
+	timeout, err := parseInt(q.Get("timeoutSeconds"))
 	if err != nil {
 		return p, err
 	}
-	p.timeout = time.Duration(n) * time.Second
+	p.timeout = time.Duration(timeout) * time.Second
 	return p, nil
 }
 
