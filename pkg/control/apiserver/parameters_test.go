@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,6 +154,29 @@ func TestResourceVersionNotANumber(t *testing.T) {
 			if w.Code != tc.code || int(status.Code) != tc.code || status.Reason != tc.reason || status.Message != tc.want {
 				t.Errorf("%s%s: %d %d %q %q, want %d %q %q", tc.path, rv, w.Code, status.Code, status.Reason, status.Message, tc.code, tc.reason, tc.want)
 			}
+		}
+	}
+}
+
+// A request body over kube-apiserver's default --max-request-body-bytes (3 MiB) is 413 in
+// its handlers' words.
+func TestRequestBodyTooLarge(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	big := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"},
+		"data": map[string]any{"x": strings.Repeat("x", 3<<20)}}
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/api/v1/namespaces/default/configmaps"},
+		{"PUT", "/api/v1/namespaces/default/configmaps/c"},
+	} {
+		w := do(t, h, tc.method, tc.path, big)
+		var status metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
+			t.Fatalf("%s: %v\n%.300s", tc.method, err, w.Body)
+		}
+		const want = "Request entity too large: limit is 3145728"
+		if w.Code != http.StatusRequestEntityTooLarge || status.Reason != metav1.StatusReasonRequestEntityTooLarge || status.Message != want {
+			t.Errorf("%s of a 3 MiB ConfigMap: %d %s %q, want 413 RequestEntityTooLarge %q", tc.method, w.Code, status.Reason, status.Message, want)
 		}
 	}
 }
