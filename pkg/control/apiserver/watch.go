@@ -231,8 +231,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		return nil
 	}
 	if errors.Is(err, store.ErrCompacted) {
-		// client-go's reflector relists when it gets this 410 Expired error event.
-		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())))
+		// client-go's reflector relists when it gets this 410 Expired error event, which
+		// names the oldest revision a watch can resume from as kube's watch cache does.
+		oldest := s.store.Revision() // etcd's watch does not say
+		if compacted, ok := errors.AsType[*store.WatchCompactedError](err); ok {
+			oldest = compacted.Oldest
+		}
+		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest)))
 		return nil
 	}
 	if err != nil {
