@@ -83,14 +83,15 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	return nil, checkKind(tm, want)
 }
 
-// readRaw reads the request body as it is, refusing one over MaxBodyBytes with 413.
+// readRaw reads the request body as it is, refusing one over MaxBodyBytes with 413 as
+// kube-apiserver's limitedReadBody words it.
 func readRaw(r *http.Request) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
 	if len(data) > MaxBodyBytes {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", MaxBodyBytes))
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxBodyBytes))
 	}
 	return data, nil
 }

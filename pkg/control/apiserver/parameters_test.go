@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,61 @@ func TestDryRunErrors(t *testing.T) {
 		}
 		if w.Code != http.StatusUnprocessableEntity || status.Message != want {
 			t.Errorf("%s dryRun=Bogus: %d %q, want 422 %q", tc.method, w.Code, status.Message, want)
+		}
+	}
+}
+
+// A resourceVersion that is not a number: a LIST is refused by kube-apiserver's
+// storage.ValidateListOptions (400), a GET and a WATCH by its watch cache, whose error the
+// handlers pass on unconverted: 500 with no reason (kubernetes/kubernetes#139485), the
+// WATCH's before its stream begins.
+func TestResourceVersionNotANumber(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	for _, rv := range []string{"abc", "-1"} {
+		invalid := `resourceVersion: Invalid value: "` + rv + `": strconv.ParseUint: parsing "` + rv + `": invalid syntax`
+		for _, tc := range []struct {
+			path   string
+			code   int
+			reason metav1.StatusReason
+			want   string
+		}{
+			{"/api/v1/namespaces/default/pods/p?resourceVersion=", http.StatusInternalServerError, "", invalid},
+			{"/api/v1/namespaces/default/pods?watch=1&resourceVersion=", http.StatusInternalServerError, "", invalid},
+			{"/api/v1/namespaces/default/pods?resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resource version: " + invalid},
+			{"/api/v1/namespaces/default/pods?limit=1&resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resource version: " + invalid},
+		} {
+			w := do(t, h, "GET", tc.path+rv, nil)
+			var status metav1.Status
+			if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
+				t.Fatalf("%s%s: %v\n%s", tc.path, rv, err, w.Body)
+			}
+			if w.Code != tc.code || int(status.Code) != tc.code || status.Reason != tc.reason || status.Message != tc.want {
+				t.Errorf("%s%s: %d %d %q %q, want %d %q %q", tc.path, rv, w.Code, status.Code, status.Reason, status.Message, tc.code, tc.reason, tc.want)
+			}
+		}
+	}
+}
+
+// A request body over kube-apiserver's default --max-request-body-bytes (3 MiB) is 413 in
+// its handlers' words.
+func TestRequestBodyTooLarge(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	big := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"},
+		"data": map[string]any{"x": strings.Repeat("x", 3<<20)}}
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/api/v1/namespaces/default/configmaps"},
+		{"PUT", "/api/v1/namespaces/default/configmaps/c"},
+	} {
+		w := do(t, h, tc.method, tc.path, big)
+		var status metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
+			t.Fatalf("%s: %v\n%.300s", tc.method, err, w.Body)
+		}
+		const want = "Request entity too large: limit is 3145728"
+		if w.Code != http.StatusRequestEntityTooLarge || status.Reason != metav1.StatusReasonRequestEntityTooLarge || status.Message != want {
+			t.Errorf("%s of a 3 MiB ConfigMap: %d %s %q, want 413 RequestEntityTooLarge %q", tc.method, w.Code, status.Reason, status.Message, want)
 		}
 	}
 }

@@ -30,6 +30,9 @@ import (
 // serveGet sends the object's shared JSON or shared PartialObjectMetadata, or the decoded
 // object as protobuf or a Table.
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {
+	if _, err := parseResourceVersion(r.URL.Query().Get("resourceVersion")); err != nil {
+		return err // any other is served the present, which is never older
+	}
 	kv, err := s.store.Get(r.Context(), generic.Key(res, info.Namespace, info.Name))
 	if errors.Is(err, store.ErrNotFound) {
 		err = apierrors.NewNotFound(res.GroupResource(), info.Name)
@@ -271,6 +274,19 @@ func listOptions(q url.Values, watch bool) (metainternalversion.ListOptions, err
 	return opts, nil
 }
 
+// parseResourceVersion reads a GET's or WATCH's resourceVersion as kube-apiserver's watch
+// cache does, "" and "0" as any. One that is not a number is refused with the storage's
+// error, which kube-apiserver's handlers pass on unconverted: 500 with no reason
+// (kubernetes#139485). A LIST checks it first, in words of its own (readList).
+func parseResourceVersion(v string) (uint64, error) {
+	rev, err := storage.APIObjectVersioner{}.ParseResourceVersion(v)
+	if err != nil {
+		return 0, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
+	}
+	return rev, nil
+}
+
 // Kubernetes' messages for lists of history that is gone (k8s.io/apiserver's etcd3 store).
 const (
 	listExpired = "The resourceVersion for the provided list is too old."
@@ -306,6 +322,7 @@ func (s *Server) readList(ctx context.Context, prefix string, opts metainternalv
 	} else {
 		var err error
 		if rev, err = (storage.APIObjectVersioner{}).ParseResourceVersion(opts.ResourceVersion); err != nil {
+			// kube-apiserver's storage.ValidateListOptions, before its watch cache is asked.
 			return nil, 0, "", apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 		}
 		exact = exact || (opts.ResourceVersionMatch == "" && limit > 0)

@@ -220,10 +220,17 @@ func TestWatchSelectorsAndExpiry(t *testing.T) {
 	if err := st.Compact(context.Background(), rev); err != nil {
 		t.Fatal(err)
 	}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("later", "a")); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
 	expired := watchLines(t, srv, fmt.Sprintf("/api/v1/namespaces/default/pods?watch=1&resourceVersion=%d", rev-1))
 	typ, obj := nextEvent(t, expired)
 	if typ != "ERROR" || obj["kind"] != "Status" || obj["apiVersion"] != "v1" || obj["code"] != float64(http.StatusGone) || obj["reason"] != "Expired" {
 		t.Fatalf("watch from a compacted revision: %s %v", typ, obj)
+	}
+	// kube's watch cache names the oldest revision a watch can resume from, not the newest.
+	if want := fmt.Sprintf("too old resource version: %d (%d)", rev-1, rev); obj["message"] != want {
+		t.Errorf("watch from a compacted revision: %q, want %q", obj["message"], want)
 	}
 }
 

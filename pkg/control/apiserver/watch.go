@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -43,24 +43,22 @@ func parseWatchParams(r *http.Request) (watchParams, error) {
 		return p, err
 	}
 	rv := q.Get("resourceVersion")
-	if rv != "" {
-		n, err := strconv.ParseInt(rv, 10, 64)
-		if err != nil || n < 0 {
-			return p, apierrors.NewBadRequest(fmt.Sprintf("resourceVersion must be an integer, not %q", rv))
-		}
-		p.fromRevision = n
+	n, err := parseResourceVersion(rv)
+	if err != nil {
+		return p, err
 	}
+	p.fromRevision = int64(min(n, math.MaxInt64)) // beyond int64: never reached
 	// Without a resourceVersion (or "0") a watch starts with the current state as ADDED events.
 	p.initialEvents = rv == "" || rv == "0"
 	if v := q.Get("sendInitialEvents"); v != "" {
 		p.initialEvents = isTrue(v)
 		p.initialEventsDone = p.initialEvents && p.bookmarks
 	}
-	n, err := parseInt(q.Get("timeoutSeconds"))
+	timeout, err := parseInt(q.Get("timeoutSeconds"))
 	if err != nil {
 		return p, err
 	}
-	p.timeout = time.Duration(n) * time.Second
+	p.timeout = time.Duration(timeout) * time.Second
 	return p, nil
 }
 
@@ -233,8 +231,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *registr
 		return nil
 	}
 	if errors.Is(err, store.ErrCompacted) {
-		// client-go's reflector relists when it gets this 410 Expired error event.
-		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.store.Revision())))
+		// client-go's reflector relists when it gets this 410 Expired error event, which
+		// names the oldest revision a watch can resume from as kube's watch cache does.
+		oldest := s.store.Revision() // etcd's watch does not say
+		if compacted, ok := errors.AsType[*store.WatchCompactedError](err); ok {
+			oldest = compacted.Oldest
+		}
+		ws.sendError(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest)))
 		return nil
 	}
 	if err != nil {

@@ -381,7 +381,7 @@ func (s *Bolt) history(ctx context.Context, prefix string, after int64, limit in
 			return err
 		}
 		if after < compacted {
-			return fmt.Errorf("history after revision %d (oldest retained is %d): %w", after, compacted, ErrCompacted)
+			return &WatchCompactedError{What: fmt.Sprintf("history after revision %d", after), Oldest: compacted}
 		}
 		c := tx.Bucket(bucketEvents).Cursor()
 		for k, v := c.Seek(revisionKey(after + 1)); k != nil && len(events) < limit; k, v = c.Next() {

@@ -147,7 +147,7 @@ func (b *broadcaster) watch(ctx context.Context, prefix string, from int64) (<-c
 	}
 	if from < b.compacted {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("watch %q from revision %d (oldest retained is %d): %w", prefix, from, b.compacted, ErrCompacted)
+		return nil, &WatchCompactedError{What: fmt.Sprintf("watch %q from revision %d", prefix, from), Oldest: b.compacted}
 	}
 	b.watchers[w] = struct{}{}
 	pending, live := b.join(w, from)

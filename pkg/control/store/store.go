@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -24,6 +25,19 @@ var (
 	// ErrFutureRevision: a read asked for a revision the store has not reached.
 	ErrFutureRevision = errors.New("requested revision is newer than the store's")
 )
+
+// WatchCompactedError is ErrCompacted for a watch, naming the oldest revision a watch can
+// still resume from, which kube-apiserver's "too old resource version" error names too.
+type WatchCompactedError struct {
+	What   string // the watch and the revision it asked for
+	Oldest int64
+}
+
+func (e *WatchCompactedError) Error() string {
+	return fmt.Sprintf("%s (oldest retained is %d): %v", e.What, e.Oldest, ErrCompacted)
+}
+
+func (e *WatchCompactedError) Unwrap() error { return ErrCompacted }
 
 // KV is one stored object.
 type KV struct {
