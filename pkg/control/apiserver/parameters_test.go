@@ -126,10 +126,10 @@ func TestDryRunErrors(t *testing.T) {
 	}
 }
 
-// A resourceVersion that is not a number: a LIST is refused by kube-apiserver's
-// storage.ValidateListOptions (400), a GET and a WATCH by its watch cache, whose error the
-// handlers pass on unconverted: 500 with no reason (kubernetes/kubernetes#139485), the
-// WATCH's before its stream begins.
+// A resourceVersion that is not a number: a LIST is refused in the words of kube-apiserver's
+// storage.ValidateListOptions, a GET and a WATCH (before its stream begins) in those of its
+// watch cache; all as 400s (kube-apiserver answers the GET and WATCH with a 500,
+// kubernetes/kubernetes#139485, which miniapi does not copy).
 func TestResourceVersionNotANumber(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
@@ -141,8 +141,8 @@ func TestResourceVersionNotANumber(t *testing.T) {
 			reason metav1.StatusReason
 			want   string
 		}{
-			{"/api/v1/namespaces/default/pods/p?resourceVersion=", http.StatusInternalServerError, "", invalid},
-			{"/api/v1/namespaces/default/pods?watch=1&resourceVersion=", http.StatusInternalServerError, "", invalid},
+			{"/api/v1/namespaces/default/pods/p?resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, invalid},
+			{"/api/v1/namespaces/default/pods?watch=1&resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, invalid},
 			{"/api/v1/namespaces/default/pods?resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resource version: " + invalid},
 			{"/api/v1/namespaces/default/pods?limit=1&resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resource version: " + invalid},
 		} {

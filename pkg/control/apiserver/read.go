@@ -276,13 +276,13 @@ func listOptions(q url.Values, watch bool) (metainternalversion.ListOptions, err
 
 // parseResourceVersion reads a GET's or WATCH's resourceVersion as kube-apiserver's watch
 // cache does, "" and "0" as any. One that is not a number is refused with the storage's
-// error, which kube-apiserver's handlers pass on unconverted: 500 with no reason
-// (kubernetes#139485). A LIST checks it first, in words of its own (readList).
+// words; kube-apiserver passes that error on as a 500 (kubernetes#139485, a bug with a fix
+// under review), miniapi as the 400 it is: the client sent it. A LIST checks it first, in
+// words of its own (readList).
 func parseResourceVersion(v string) (uint64, error) {
 	rev, err := storage.APIObjectVersioner{}.ParseResourceVersion(v)
 	if err != nil {
-		return 0, &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
+		return 0, apierrors.NewBadRequest(err.Error())
 	}
 	return rev, nil
 }
