@@ -140,10 +140,10 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	systemReserved, _ := nodestatus.ParseReserved("system-reserved", cfg.SystemReserved) // checked by Validate
 	kubeReserved, _ := nodestatus.ParseReserved("kube-reserved", cfg.KubeReserved)
 	hard, _ := stats.ParseThresholds(cfg.Eviction.Hard) // checked by Validate
-	a.allocatable = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity), nodestatus.EvictionReserved(a.capacity, hard))
 	// The pods' cgroup may use what eviction holds back: crossing the threshold evicts a
 	// pod before the kernel kills one (the kubelet's GetNodeAllocatableAbsolute).
 	a.podsCgroup = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
+	a.allocatable = nodestatus.Allocatable(a.podsCgroup, nodestatus.EvictionReserved(a.capacity, hard))
 	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
 	// The node as the API has it now (labels, taints), as the kubelet's node informer.
 	a.nodeInformer = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
