@@ -14,21 +14,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Plugin reads the classes from the admission informers.
 type Plugin struct {
-	inf     *admission.Informers
-	classes storagelisters.StorageClassLister
-	synced  cache.InformerSynced
+	classes admission.StorageClasses
 }
 
 // New is the plugin, registering its informer in inf.
 func New(inf *admission.Informers) *Plugin {
-	sc := inf.Factory.Storage().V1().StorageClasses()
-	return &Plugin{inf: inf, classes: sc.Lister(), synced: sc.Informer().HasSynced}
+	return &Plugin{classes: admission.NewStorageClasses(inf)}
 }
 
 // Admit sets the default class on a claim being created without one.
@@ -40,7 +35,7 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 	if !ok || pvc.Spec.StorageClassName != nil || pvc.Annotations[corev1.BetaStorageClassAnnotation] != "" {
 		return nil
 	}
-	if ready, err := p.inf.Wait(ctx, a, p.synced); !ready {
+	if ready, err := p.classes.Wait(ctx, a); !ready {
 		return err
 	}
 	classes, err := p.classes.List(labels.Everything())

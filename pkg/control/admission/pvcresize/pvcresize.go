@@ -10,22 +10,17 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
-	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // Plugin reads the classes from the admission informers.
 type Plugin struct {
-	inf     *admission.Informers
-	classes storagelisters.StorageClassLister
-	synced  cache.InformerSynced
+	classes admission.StorageClasses
 }
 
 // New is the plugin, registering its informer in inf.
 func New(inf *admission.Informers) *Plugin {
-	sc := inf.Factory.Storage().V1().StorageClasses()
-	return &Plugin{inf: inf, classes: sc.Lister(), synced: sc.Informer().HasSynced}
+	return &Plugin{classes: admission.NewStorageClasses(inf)}
 }
 
 // Validate refuses growing a claim that is not bound or whose class does not allow it.
@@ -45,7 +40,7 @@ func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
 	if old.Status.Phase != corev1.ClaimBound {
 		return admission.Forbidden(a, errors.New("Only bound persistent volume claims can be expanded"))
 	}
-	if ready, err := p.inf.Wait(ctx, a, p.synced); !ready {
+	if ready, err := p.classes.Wait(ctx, a); !ready {
 		return err
 	}
 	if !p.allowResize(pvc, old) {
