@@ -11,6 +11,10 @@ COMMANDS := miniapi minilet miniproxy minilab
 # no binary serves): its html/template keeps the linker from dropping unused methods, ~15 MiB
 # of minilet's RSS (docs/performance.md, "minilet: memory at 0 pods").
 TAGS := grpcnotrace
+# /version (kubectl version -o yaml) names the commit miniapi was built from: go build stamps
+# it where git can read the checkout, whatever GOFLAGS says; not where git refuses it (a root
+# build of a checkout another user owns), which would fail the build.
+BUILDVCS := $(shell git rev-parse --git-dir >/dev/null 2>&1 && echo auto || echo false)
 # miniproxy without cgo: only net's resolver and os/user linked it, and with it libc and ld.so,
 # ~1.5–2 MiB of the daemon's RSS (docs/performance.md, "Where miniproxy's memory goes"). Go's
 # own resolver reads /etc/hosts, /etc/resolv.conf and nsswitch.conf's hosts order; lost are
@@ -48,8 +52,8 @@ etcd:
 
 build: deps images kubectl etcd
 	@mkdir -p $(BIN)
-	$(GO) build -tags $(TAGS) -o $(BIN)/ $(addprefix ./cmd/,$(filter-out $(NOCGO_COMMANDS),$(COMMANDS)))
-	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $(BIN)/ $(addprefix ./cmd/,$(NOCGO_COMMANDS))
+	$(GO) build -tags $(TAGS) -buildvcs=$(BUILDVCS) -o $(BIN)/ $(addprefix ./cmd/,$(filter-out $(NOCGO_COMMANDS),$(COMMANDS)))
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -buildvcs=$(BUILDVCS) -o $(BIN)/ $(addprefix ./cmd/,$(NOCGO_COMMANDS))
 
 up: deps build
 	@bash hack/up.sh

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -21,12 +22,32 @@ func serveVersion(w http.ResponseWriter, _ *http.Request) {
 	// compatible with the minor before it.
 	v := utilversion.MustParseSemantic(KubernetesVersion)
 	major, minor := strconv.Itoa(int(v.Major())), strconv.Itoa(int(v.Minor()))
-	writeJSON(w, http.StatusOK, version.Info{
+	info := version.Info{
 		Major: major, Minor: minor, GitVersion: KubernetesVersion + "-minik8s",
 		EmulationMajor: major, EmulationMinor: minor,
 		MinCompatibilityMajor: major, MinCompatibilityMinor: strconv.Itoa(int(v.Minor()) - 1),
 		GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH,
-	})
+	}
+	if build, ok := debug.ReadBuildInfo(); ok {
+		stampBuild(&info, build.Settings)
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// stampBuild fills what kube-apiserver's build stamps through ldflags (gitCommit,
+// gitTreeState, buildDate) from the VCS settings go build records in a binary built in a git
+// checkout; buildDate is the commit's time, which a rebuild of the same tree keeps.
+func stampBuild(info *version.Info, settings []debug.BuildSetting) {
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			info.GitCommit = s.Value
+		case "vcs.time":
+			info.BuildDate = s.Value
+		case "vcs.modified":
+			info.GitTreeState = map[string]string{"true": "dirty", "false": "clean"}[s.Value]
+		}
+	}
 }
 
 func (s *Server) serveLegacyVersions(w http.ResponseWriter, r *http.Request) {
