@@ -172,7 +172,7 @@ func testPodNetwork(t *testing.T, mode string, segments int) {
 
 	t.Run("DeletedNodeLosesRoutes", func(t *testing.T) {
 		gone := l.Nodes[2]
-		if err := l.Stop("minilet-"+gone.Name, 10*time.Second); err != nil { // else it registers again
+		if err := l.Stop("minilet-"+gone.Name, 10*time.Second); err != nil { // a node taken out of the cluster
 			t.Fatal(err)
 		}
 		if out, err := cluster.Kubectl(ctx, l, "delete", "node", gone.Name); err != nil {

@@ -171,7 +171,8 @@ func (m *Manager) desiredNode() *corev1.Node {
 }
 
 // UpdateStatus posts the node's addresses, capacity, nodeInfo and conditions with a fresh
-// heartbeat. A node deleted behind our back is registered again.
+// heartbeat. A node deleted behind our back stays deleted, its status posts failing, until
+// minilet restarts and registers it: the kubelet registers once.
 func (m *Manager) UpdateStatus(ctx context.Context) error {
 	runtimeVersion, runtimeErr := m.cfg.Runtime(ctx)
 	images := m.images(ctx)
@@ -181,15 +182,8 @@ func (m *Manager) UpdateStatus(ctx context.Context) error {
 	var unschedulable bool
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			m.cfg.Log.Warn("node object is gone, registering again", "node", name)
-			if err := m.ensureNode(ctx); err != nil {
-				return fmt.Errorf("register node %s again: %w", name, err)
-			}
-			node, err = nodes.Get(ctx, name, metav1.GetOptions{})
-		}
 		if err != nil {
-			return fmt.Errorf("get node %s: %w", name, err)
+			return fmt.Errorf("error getting node %q: %w", name, err) // the kubelet's words
 		}
 		changes = m.setStatus(&node.Status, runtimeVersion, runtimeErr)
 		node.Status.Images = images

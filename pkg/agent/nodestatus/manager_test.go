@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,12 +156,23 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 		t.Errorf("MemoryPressure transition moved or heartbeat did not: %+v", m)
 	}
 
-	// Deleted behind minilet's back: registered again at the next status.
+	// Deleted behind minilet's back: as the kubelet, which registers once, the node stays
+	// gone (its pods are garbage collected) and each status post fails, until minilet
+	// restarts and registers it again.
 	if err := tm.client.CoreV1().Nodes().Delete(t.Context(), testNode, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := tm.UpdateStatus(t.Context()); err == nil || err.Error() != `error getting node "`+testNode+`": nodes "`+testNode+`" not found` {
+		t.Errorf("status of a deleted node: %v", err)
+	}
+	if _, err := tm.client.CoreV1().Nodes().Get(t.Context(), testNode, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("deleted node registered again: %v", err)
+	}
+	if err := tm.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	if node := tm.node(t); node.Spec.PodCIDR != "10.244.1.0/24" || condition(node, corev1.NodeReady).Status != corev1.ConditionTrue {
-		t.Errorf("node registered again: podCIDR %q, conditions %v", node.Spec.PodCIDR, node.Status.Conditions)
+		t.Errorf("node registered at restart: podCIDR %q, conditions %v", node.Spec.PodCIDR, node.Status.Conditions)
 	}
 }
 
