@@ -240,11 +240,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	ds := cached.DeepCopy()
-	owner := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
-	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
-		return 0, err
-	}
-	hash := owner.Hash
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return 0, err
@@ -253,6 +248,19 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	// As kube's cleanupHistory, the revisions of its pods (even ended ones being deleted)
+	// are kept, though they count against revisionHistoryLimit.
+	owner := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
+	owner.Live, owner.LiveCounts = map[string]bool{}, true
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
+			owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
+		}
+	}
+	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
+		return 0, err
+	}
+	hash := owner.Hash
 	// As in Kubernetes, a pod being deleted still holds its node until it is gone (unless it
 	// has already ended): no replacement is started beside it, and the status counts it.
 	byNode := map[string][]*corev1.Pod{}

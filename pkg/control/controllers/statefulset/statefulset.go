@@ -112,8 +112,21 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	set := cached.DeepCopy()
 	now := time.Now()
+	all, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	var owned []*corev1.Pod
+	// As kube's truncateHistory, the current revision and those of its pods are kept, and
+	// do not count against revisionHistoryLimit.
 	owner := history.NewOwner(set, kind, &set.Spec.Template, set.Status.CollisionCount, set.Spec.RevisionHistoryLimit)
-	owner.Keep = set.Status.CurrentRevision
+	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
+	for _, p := range all {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
+			owned = append(owned, p)
+			owner.Live[p.Labels[history.HashLabel]] = true
+		}
+	}
 	update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
 	if err != nil {
 		return 0, err
@@ -124,16 +137,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			current = r
 		}
 	}
-	all, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
-	if err != nil {
-		return 0, err
-	}
 	pods := map[int]*corev1.Pod{}
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
-			if i := ordinal(set, p); i >= 0 {
-				pods[i] = p
-			}
+	for _, p := range owned {
+		if i := ordinal(set, p); i >= 0 {
+			pods[i] = p
 		}
 	}
 	if set.DeletionTimestamp == nil {
