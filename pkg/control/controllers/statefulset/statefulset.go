@@ -119,7 +119,13 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	var owned []*corev1.Pod
 	// As kube's truncateHistory, the current revision and those of its pods are kept, and
 	// do not count against revisionHistoryLimit.
-	owner := history.NewOwner(set, kind, &set.Spec.Template, set.Status.CollisionCount, set.Spec.RevisionHistoryLimit)
+	// Revision names hash the collision count only once there was one: status reads 0
+	// before, as kube's, and the names made before that was written stay.
+	collisions := set.Status.CollisionCount
+	if ptr.Deref(collisions, 0) == 0 {
+		collisions = nil
+	}
+	owner := history.NewOwner(set, kind, &set.Spec.Template, collisions, set.Spec.RevisionHistoryLimit)
 	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
 	for _, p := range all {
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
@@ -404,7 +410,8 @@ func ofRevision(pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
 // once every pod of a RollingUpdate runs the update revision and is ready it becomes the
 // current one.
 func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision, now time.Time) appsv1.StatefulSetStatus {
-	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount, Conditions: set.Status.Conditions,
+	// kube's updateStatefulSet writes collisionCount always, 0 until a collision.
+	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: ptr.To(ptr.Deref(set.Status.CollisionCount, 0)), Conditions: set.Status.Conditions,
 		CurrentRevision: current.Name, UpdateRevision: update.Name}
 	for _, p := range pods {
 		// As kube's computeReplicaStatus: a pod being deleted still counts in replicas
