@@ -67,9 +67,9 @@ func TestRevisionCarriesOwnerAnnotations(t *testing.T) {
 	client := fake.NewClientset()
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default", UID: "u1",
 		Annotations: map[string]string{"kubernetes.io/change-cause": "first"}}}
-	revs := ensure(t, client, ds, "one", nil, false)
+	ensure(t, client, ds, "one", nil, false)
 	ds.Annotations["kubernetes.io/change-cause"] = "second"
-	revs = ensure(t, client, ds, "two", nil, false)
+	revs := ensure(t, client, ds, "two", nil, false)
 	var causes []string
 	for _, r := range revs {
 		causes = append(causes, fmt.Sprintf("%d:%s", r.Revision, r.Annotations["kubernetes.io/change-cause"]))
