@@ -1,14 +1,16 @@
 // Package history keeps the ControllerRevisions of a DaemonSet or StatefulSet as
 // Kubernetes' controller history does: one revision per pod template (named
 // <owner>-<hash>, labelled controller-revision-hash), numbered after the newest, the
-// template stored as the patch `kubectl rollout undo` applies, and at most
-// revisionHistoryLimit older ones kept.
+// template stored as the patch `kubectl rollout undo` applies, the owner's annotations
+// copied (its change-cause for `kubectl rollout history`), and old ones pruned down to
+// revisionHistoryLimit, never one that pods still run.
 package history
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/minik8s/minik8s/internal/controller/templatehash"
@@ -34,7 +36,11 @@ type Owner struct {
 	Template *corev1.PodTemplateSpec
 	Hash     string // of Template
 	Limit    int    // revisionHistoryLimit
-	Keep     string // a revision still in use (a StatefulSet's currentRevision), never pruned
+	// Live are the revisions still in use, by name or hash (those of the owner's pods, a
+	// StatefulSet's currentRevision): never pruned. LiveCounts: they count against Limit,
+	// as in kube's DaemonSet cleanupHistory (its StatefulSet truncateHistory leaves them out).
+	Live       map[string]bool
+	LiveCounts bool
 }
 
 // NewOwner is the Owner of a DaemonSet or StatefulSet: its template hashed with its
@@ -77,6 +83,11 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: newest + 1,
 		}
+		// As kube's, the owner's annotations go with the revision: `kubectl rollout
+		// history` reads its kubernetes.io/change-cause there.
+		if a := o.Object.GetAnnotations(); len(a) > 0 {
+			rev.Annotations = maps.Clone(a)
+		}
 		for k, v := range o.Template.Labels {
 			rev.Labels[k] = v
 		}
@@ -103,10 +114,17 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 		}
 	}
 	sort.Slice(owned, func(i, j int) bool { return owned[i].Revision < owned[j].Revision })
-	if excess := len(owned) - o.Limit - 1; excess > 0 {
+	live := func(r *appsv1.ControllerRevision) bool { return o.Live[r.Name] || o.Live[r.Labels[HashLabel]] }
+	excess := -o.Limit
+	for _, r := range owned {
+		if r.Name != current.Name && (o.LiveCounts || !live(r)) {
+			excess++
+		}
+	}
+	if excess > 0 {
 		var kept []*appsv1.ControllerRevision
 		for _, r := range owned {
-			if excess > 0 && r.UID != current.UID && r.Name != o.Keep {
+			if excess > 0 && r.Name != current.Name && !live(r) {
 				if err := client.AppsV1().ControllerRevisions(ns).Delete(ctx, r.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					return nil, nil, err
 				}

@@ -240,11 +240,6 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	ds := cached.DeepCopy()
-	owner := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
-	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
-		return 0, err
-	}
-	hash := owner.Hash
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return 0, err
@@ -253,6 +248,19 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	// As kube's cleanupHistory, the revisions of its pods (even ended ones being deleted)
+	// are kept, though they count against revisionHistoryLimit.
+	owner := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
+	owner.Live, owner.LiveCounts = map[string]bool{}, true
+	for _, p := range pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
+			owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
+		}
+	}
+	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
+		return 0, err
+	}
+	hash := owner.Hash
 	// As in Kubernetes, a pod being deleted still holds its node until it is gone (unless it
 	// has already ended): no replacement is started beside it, and the status counts it.
 	byNode := map[string][]*corev1.Pod{}
@@ -463,11 +471,18 @@ func (c *Controller) podsForNode(ds *appsv1.DaemonSet, node string, have []*core
 	return create, remove, hold
 }
 
+// isUpdated is kube's IsPodUpdated: p is of ds's current template by its hash, or by
+// its pod-template-generation (the DaemonSet's template generation annotation).
+func isUpdated(p *corev1.Pod, ds *appsv1.DaemonSet, hash string) bool {
+	gen, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]
+	return p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash || ok && p.Labels[extensionsv1beta1.DaemonSetTemplateGenerationKey] == gen
+}
+
 // updatedAndOld is kube's findUpdatedPodsOnNode: a node's live pod of the current revision
 // and its pod of an older one; ok is false when it has two of either.
-func updatedAndOld(pods []*corev1.Pod, hash string) (updated, old *corev1.Pod, ok bool) {
+func updatedAndOld(pods []*corev1.Pod, ds *appsv1.DaemonSet, hash string) (updated, old *corev1.Pod, ok bool) {
 	for _, p := range live(pods) {
-		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+		if isUpdated(p, ds, hash) {
 			if updated != nil {
 				return nil, nil, false
 			}
@@ -513,7 +528,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, key string, ds *appsv1.D
 		var remove, candidates []*corev1.Pod
 		numUnavailable := 0
 		for _, have := range nodes {
-			updated, old, ok := updatedAndOld(have, hash)
+			updated, old, ok := updatedAndOld(have, ds, hash)
 			switch {
 			case !ok, updated == nil && old == nil, updated != nil && old != nil:
 				numUnavailable++ // the manage step sees to this node
@@ -535,7 +550,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, key string, ds *appsv1.D
 	var replace, candidates []string
 	numSurge, numAvailable := 0, 0
 	for node, have := range nodes {
-		updated, old, ok := updatedAndOld(have, hash)
+		updated, old, ok := updatedAndOld(have, ds, hash)
 		if !ok {
 			numSurge++
 			continue
@@ -601,7 +616,7 @@ func status(ds *appsv1.DaemonSet, hash string, byNode map[string][]*corev1.Pod, 
 		if podready.Available(p, ds.Spec.MinReadySeconds, now) {
 			st.NumberAvailable++
 		}
-		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+		if isUpdated(p, ds, hash) {
 			st.UpdatedNumberScheduled++
 		}
 	}

@@ -112,8 +112,27 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	set := cached.DeepCopy()
 	now := time.Now()
-	owner := history.NewOwner(set, kind, &set.Spec.Template, set.Status.CollisionCount, set.Spec.RevisionHistoryLimit)
-	owner.Keep = set.Status.CurrentRevision
+	all, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	var owned []*corev1.Pod
+	// As kube's truncateHistory, the current revision and those of its pods are kept, and
+	// do not count against revisionHistoryLimit.
+	// Revision names hash the collision count only once there was one: status reads 0
+	// before, as kube's, and the names made before that was written stay.
+	collisions := set.Status.CollisionCount
+	if ptr.Deref(collisions, 0) == 0 {
+		collisions = nil
+	}
+	owner := history.NewOwner(set, kind, &set.Spec.Template, collisions, set.Spec.RevisionHistoryLimit)
+	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
+	for _, p := range all {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
+			owned = append(owned, p)
+			owner.Live[p.Labels[history.HashLabel]] = true
+		}
+	}
 	update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
 	if err != nil {
 		return 0, err
@@ -124,16 +143,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			current = r
 		}
 	}
-	all, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
-	if err != nil {
-		return 0, err
-	}
 	pods := map[int]*corev1.Pod{}
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
-			if i := ordinal(set, p); i >= 0 {
-				pods[i] = p
-			}
+	for _, p := range owned {
+		if i := ordinal(set, p); i >= 0 {
+			pods[i] = p
 		}
 	}
 	if set.DeletionTimestamp == nil {
@@ -397,7 +410,8 @@ func ofRevision(pod *corev1.Pod, rev *appsv1.ControllerRevision) bool {
 // once every pod of a RollingUpdate runs the update revision and is ready it becomes the
 // current one.
 func status(set *appsv1.StatefulSet, pods map[int]*corev1.Pod, current, update *appsv1.ControllerRevision, now time.Time) appsv1.StatefulSetStatus {
-	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: set.Status.CollisionCount, Conditions: set.Status.Conditions,
+	// kube's updateStatefulSet writes collisionCount always, 0 until a collision.
+	st := appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CollisionCount: ptr.To(ptr.Deref(set.Status.CollisionCount, 0)), Conditions: set.Status.Conditions,
 		CurrentRevision: current.Name, UpdateRevision: update.Name}
 	for _, p := range pods {
 		// As kube's computeReplicaStatus: a pod being deleted still counts in replicas

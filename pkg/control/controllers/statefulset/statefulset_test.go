@@ -150,6 +150,11 @@ func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
 	if pod.Labels["controller-revision-hash"] != sts.Status.CurrentRevision {
 		t.Errorf("pod web-1 of revision %q, the set's current revision %q", pod.Labels["controller-revision-hash"], sts.Status.CurrentRevision)
 	}
+	// The collisionCount 0 the status carries (as kube's) does not rename the revision.
+	revs, err := cl.Client.AppsV1().ControllerRevisions("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(revs.Items) != 1 || sts.Status.CollisionCount == nil || *sts.Status.CollisionCount != 0 {
+		t.Errorf("one template: %d revisions (%v), collisionCount %v; want 1 and 0", len(revs.Items), err, sts.Status.CollisionCount)
+	}
 
 	// Scale down goes from the top, one at a time.
 	cl.MustKubectl(t, "", "scale", "sts/web", "--replicas=1")

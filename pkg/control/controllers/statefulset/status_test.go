@@ -58,3 +58,17 @@ func TestStatusCountsTerminatingPods(t *testing.T) {
 			st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.CurrentReplicas)
 	}
 }
+
+// TestStatusAlwaysHasCollisionCount: as kube's updateStatefulSet, status.collisionCount is
+// always written, 0 until a revision name collides (`kubectl get sts -o yaml` shows it).
+func TestStatusAlwaysHasCollisionCount(t *testing.T) {
+	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}}
+	set := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0)}}
+	if st := status(set, nil, rev, rev, time.Now()); st.CollisionCount == nil || *st.CollisionCount != 0 {
+		t.Errorf("collisionCount %v, want 0", st.CollisionCount)
+	}
+	set.Status.CollisionCount = ptr.To[int32](2)
+	if st := status(set, nil, rev, rev, time.Now()); st.CollisionCount == nil || *st.CollisionCount != 2 {
+		t.Errorf("collisionCount %v, want 2", st.CollisionCount)
+	}
+}
