@@ -24,7 +24,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -87,17 +86,11 @@ func main() {
 }
 
 func run(cfg config) error {
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := benchapi.StartCPUProfile(cfg.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if cfg.pprofAddr != "" {
 		if ap, err := netip.ParseAddrPort(cfg.pprofAddr); err != nil || !ap.Addr().IsLoopback() {
 			return fmt.Errorf("-pprof %q: want a loopback IP:PORT such as 127.0.0.1:6060", cfg.pprofAddr)

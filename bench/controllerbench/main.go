@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/minik8s/minik8s/bench/internal/benchapi"
@@ -62,15 +61,9 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 	if err != nil {
 		return err
 	}
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+	stopProfile, err := benchapi.StartCPUProfile(cpuProfile)
+	if err != nil {
+		return err
 	}
 	cpu := cputime.Self()
 	dep, err := watch.Phase(ctx, "bench", replicas, timeout, nil, scale)
@@ -79,7 +72,7 @@ func run(nodes, replicas int, timeout time.Duration, cpuProfile, memProfile stri
 	}
 	fmt.Printf("deployment 0 -> %d:               all created %6.2fs (%5.0f pods/s), all bound %6.2fs (%5.0f pods/s)\n",
 		replicas, dep.Created.Seconds(), float64(replicas)/dep.Created.Seconds(), dep.Bound.Seconds(), float64(replicas)/dep.Bound.Seconds())
-	pprof.StopCPUProfile()
+	stopProfile()
 	fmt.Printf("deployment phase: process CPU %.2f ms per pod\n", float64((cputime.Self()-cpu).Microseconds())/1000/float64(replicas))
 	fmt.Printf("peak RSS of the process (miniapi + benchmark clients): %s\n", benchapi.PeakRSS())
 	if memProfile != "" {

@@ -10,12 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/bench/internal/proc"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU times.
-const clockTicks = 100
 
 // cpuSplit is who spent a burst's CPU: minilet itself, the processes it ran and reaped
 // (CNI plugins), containerd, the lab's shims with the runc runs they reaped, and the
@@ -28,10 +26,10 @@ type cpuSplit struct {
 func readSplit(l *lab.Lab, minilet, containerd int) (cpuSplit, error) {
 	var s cpuSplit
 	var err error
-	if s.minilet, s.cni, err = selfAndChildren(minilet); err != nil {
+	if s.minilet, s.cni, err = proc.SelfAndChildren(minilet); err != nil {
 		return s, err
 	}
-	if s.containerd, _, err = selfAndChildren(containerd); err != nil {
+	if s.containerd, _, err = proc.SelfAndChildren(containerd); err != nil {
 		return s, err
 	}
 	socket := cluster.ContainerdSocket(l)
@@ -42,40 +40,13 @@ func readSplit(l *lab.Lab, minilet, containerd int) (cpuSplit, error) {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(dir))
-		self, children, err := selfAndChildren(pid)
+		self, children, err := proc.SelfAndChildren(pid)
 		if err == nil {
 			s.shims += self + children
 		}
 	}
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return s, err
-	}
-	f := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
-	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
-		v, _ := strconv.ParseUint(f[i], 10, 64)
-		s.host += time.Duration(v) * time.Second / clockTicks
-	}
-	return s, nil
-}
-
-// selfAndChildren are a process's CPU time (user and system) and that of the children it reaped.
-func selfAndChildren(pid int) (self, children time.Duration, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// Fields after the command name (which may hold spaces) start after the last ')'.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	var t [4]time.Duration
-	for i := range t {
-		v, err := strconv.ParseUint(f[11+i], 10, 64) // utime stime cutime cstime
-		if err != nil {
-			return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
-		}
-		t[i] = time.Duration(v) * time.Second / clockTicks
-	}
-	return t[0] + t[1], t[2] + t[3], nil
+	s.host, _, err = proc.HostCPU()
+	return s, err
 }
 
 // printSplit prints the CPU per pod of each part between two readings. The shims of the

@@ -639,13 +639,14 @@ func endpointChanges(ctx context.Context, client *kubernetes.Clientset, d *daemo
 	}
 	// The CPU per change out of many 10 ms ticks, and the RSS once the garbage of many
 	// changes has met its collections (three changes make too little of it).
-	own, children := cpuTimes(d.cmd.Process.Pid)
+	// Its children: iptables-restore and iptables-save.
+	own, children, _ := proc.SelfAndChildren(d.cmd.Process.Pid)
 	for range daemonChanges {
 		if _, _, err := changeEndpoints(ctx, client, d, n, gen); err != nil {
 			return err
 		}
 	}
-	own2, children2 := cpuTimes(d.cmd.Process.Pid)
+	own2, children2, _ := proc.SelfAndChildren(d.cmd.Process.Pid)
 	fmt.Printf("    %d more changes: CPU per change, the daemon's own %v, its children's (iptables-restore) %v; then %s\n",
 		daemonChanges, (own2-own)/time.Duration(daemonChanges), (children2-children)/time.Duration(daemonChanges), daemonMemory(d.cmd.Process.Pid))
 	return nil
@@ -837,24 +838,8 @@ func fetch(url, file string) error {
 // cpuOf is process pid's user+system CPU time so far (/proc/PID/stat, in clock ticks of
 // 10 ms).
 func cpuOf(pid int) time.Duration {
-	own, _ := cpuTimes(pid)
+	own, _ := proc.CPUTime(pid)
 	return own
-}
-
-// cpuTimes is a process's own user+system CPU and that of its children it has waited for
-// (miniproxy's: iptables-restore and iptables-save), in 10 ms ticks.
-func cpuTimes(pid int) (own, children time.Duration) {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // the name may hold spaces
-	if len(f) < 15 {
-		return 0, 0
-	}
-	var t [4]uint64 // utime, stime, cutime, cstime
-	for i := range t {
-		t[i], _ = strconv.ParseUint(f[11+i], 10, 64)
-	}
-	return time.Duration(t[0]+t[1]) * 10 * time.Millisecond, time.Duration(t[2]+t[3]) * 10 * time.Millisecond
 }
 
 func nproc() int {

@@ -107,14 +107,9 @@ func netCommand(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			exe, _ := os.Executable()
-			for _, n := range l.Nodes {
-				if n.Name == args[0] {
-					return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), "minilet"),
-						"network", "--root-dir", n.RunDir, "-o", output))
-				}
-			}
-			return fmt.Errorf("lab %q has no node %q", *name, args[0])
+			return runBinaryInNode(l, args[0], "minilet", func(n lab.Node) []string {
+				return []string{"network", "--root-dir", n.RunDir, "-o", output}
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
@@ -324,19 +319,10 @@ func explainCommand(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, n := range l.Nodes {
-				if n.Name != args[0] {
-					continue
-				}
-				exe, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				argv := []string{"explain", "--kubeconfig", filepath.Join(l.StateDir, n.Name+".kubeconfig"), "--service", service,
+			return runBinaryInNode(l, args[0], "miniproxy", func(n lab.Node) []string {
+				return []string{"explain", "--kubeconfig", filepath.Join(l.StateDir, n.Name+".kubeconfig"), "--service", service,
 					"--from", from, "--to", to, "--port", fmt.Sprint(port), "--protocol", protocol, "--output", output}
-				return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), "miniproxy"), argv...))
-			}
-			return fmt.Errorf("lab %q has no node %q", *name, args[0])
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -347,6 +333,20 @@ func explainCommand(name *string) *cobra.Command {
 	f.StringVar(&protocol, "protocol", "", "TCP, UDP or SCTP (default: every service port's; TCP to a pod)")
 	f.StringVarP(&output, "output", "o", "", "output format: json")
 	return cmd
+}
+
+// runBinaryInNode runs binary, from minilab's own directory, in the network namespace of
+// the lab's node of that name, with the arguments args gives for that node.
+func runBinaryInNode(l *lab.Lab, node, binary string, args func(lab.Node) []string) error {
+	n, err := l.Node(node)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return runAttached(lab.Command(context.Background(), n.NetNS, filepath.Join(filepath.Dir(exe), binary), args(n)...))
 }
 
 func runAttached(cmd *exec.Cmd) error {
@@ -526,10 +526,8 @@ func imageCommand(name *string) *cobra.Command {
 
 // processName is the lab process a command names: a node name means its minilet.
 func processName(l *lab.Lab, arg string) string {
-	for _, n := range l.Nodes {
-		if n.Name == arg {
-			return "minilet-" + n.Name
-		}
+	if n, err := l.Node(arg); err == nil {
+		return "minilet-" + n.Name
 	}
 	return arg
 }

@@ -32,7 +32,8 @@ const (
 	FaultLinkDown  = "link-down"
 )
 
-func (l *Lab) node(name string) (Node, error) {
+// Node is the lab's worker node of that name.
+func (l *Lab) Node(name string) (Node, error) {
 	i := slices.IndexFunc(l.Nodes, func(n Node) bool { return n.Name == name })
 	if i < 0 {
 		return Node{}, fmt.Errorf("lab %q has no node %q", l.Name, name)
@@ -151,7 +152,7 @@ func (l *Lab) segmentOf(name string) (int, error) {
 		slices.ContainsFunc(l.ControlPlanes, func(m Member) bool { return m.Name == name }) {
 		return 0, nil
 	}
-	n, err := l.node(name)
+	n, err := l.Node(name)
 	return n.Segment, err
 }
 
@@ -182,7 +183,7 @@ func (n Netem) args() []string {
 // SetNetem puts delay, loss or a rate limit on node's uplink (its eth0) with tc netem; a
 // second call replaces the first.
 func (l *Lab) SetNetem(ctx context.Context, node string, n Netem) error {
-	if _, err := l.node(node); err != nil {
+	if _, err := l.Node(node); err != nil {
 		return err
 	}
 	args := n.args()
@@ -206,14 +207,14 @@ func (l *Lab) SetNetem(ctx context.Context, node string, n Netem) error {
 }
 
 func (l *Lab) nodeNetNS(node string) string {
-	n, _ := l.node(node)
+	n, _ := l.Node(node)
 	return n.NetNS
 }
 
 // SetLink takes node's cable out of the lab switch (its switch-side end down) or puts it
 // back.
 func (l *Lab) SetLink(node string, up bool) error {
-	n, err := l.node(node)
+	n, err := l.Node(node)
 	if err != nil {
 		return err
 	}

@@ -52,17 +52,10 @@ spec:
   imagePullSecrets: [{name: regcred}]
   containers: [{name: app, image: %[2]s/lab/nope:v1}]
 `, image, registry))
-	status := func(name string) string {
-		out, _ := cluster.Kubectl(ctx, l, "get", "pod", name, "--no-headers")
-		if f := strings.Fields(out); len(f) > 2 {
-			return f[2]
-		}
-		return out
-	}
 	for _, pod := range []string{"noauth", "missing"} {
 		seen := map[string]bool{}
 		waitFor(t, pod+" in ImagePullBackOff", 60*time.Second, func() (bool, string) {
-			s := status(pod)
+			s := podStatus(ctx, l, pod)
 			seen[s] = true
 			return s == "ImagePullBackOff", s
 		})
@@ -85,7 +78,7 @@ spec:
   containers: [{name: app, image: %s}]
 `, image))
 	waitFor(t, "the pulled pod Running", 90*time.Second, func() (bool, string) {
-		s := status("pulled")
+		s := podStatus(ctx, l, "pulled")
 		return s == "Running", s
 	})
 	events := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=pulled")

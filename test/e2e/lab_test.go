@@ -68,6 +68,16 @@ func mustKubectl(t *testing.T, l *lab.Lab, args ...string) string {
 	return out
 }
 
+// podStatus is the STATUS column of `kubectl get pod name` inside the lab, or kubectl's
+// output where it has none (an error).
+func podStatus(ctx context.Context, l *lab.Lab, name string) string {
+	out, _ := cluster.Kubectl(ctx, l, "get", "pod", name, "--no-headers")
+	if f := strings.Fields(out); len(f) > 2 {
+		return f[2]
+	}
+	return out
+}
+
 // applyYAML applies a manifest inside the lab.
 func applyYAML(t *testing.T, l *lab.Lab, manifest string) {
 	t.Helper()

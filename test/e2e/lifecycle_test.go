@@ -90,17 +90,10 @@ func TestPodLifecycle(t *testing.T) {
 	l := upLab(t, "e2e-life", 1)
 	ctx := context.Background()
 	applyYAML(t, l, lifecyclePods)
-	status := func(name string) string { // the STATUS column of kubectl get pod
-		out, _ := cluster.Kubectl(ctx, l, "get", "pod", name, "--no-headers")
-		if f := strings.Fields(out); len(f) > 2 {
-			return f[2]
-		}
-		return out
-	}
 
 	seen := map[string]bool{}
 	waitFor(t, "the init pod Running", 90*time.Second, func() (bool, string) {
-		s := status("init")
+		s := podStatus(ctx, l, "init")
 		seen[s] = true
 		return s == "Running", s
 	})
@@ -120,7 +113,7 @@ func TestPodLifecycle(t *testing.T) {
 	}
 
 	waitFor(t, "the bad init pod in Init:CrashLoopBackOff", 60*time.Second, func() (bool, string) {
-		s := status("badinit")
+		s := podStatus(ctx, l, "badinit")
 		return s == "Init:CrashLoopBackOff", s
 	})
 	if p := podNow(l, "badinit"); p.Status.Phase != corev1.PodPending || p.Status.ContainerStatuses[0].State.Waiting == nil {
@@ -196,8 +189,8 @@ func TestPodLifecycle(t *testing.T) {
 			return false, fmt.Sprint(cs)
 		}
 		last := cs[0].LastTerminationState.Terminated
-		return status("no-command") == "CrashLoopBackOff" && last.Reason == "StartError" && last.ExitCode == 128 &&
-			strings.Contains(last.Message, `"no-such-command": executable file not found`), fmt.Sprint(status("no-command"), " ", *last)
+		return podStatus(ctx, l, "no-command") == "CrashLoopBackOff" && last.Reason == "StartError" && last.ExitCode == 128 &&
+			strings.Contains(last.Message, `"no-such-command": executable file not found`), fmt.Sprint(podStatus(ctx, l, "no-command"), " ", *last)
 	})
 	attempts := 0
 	for _, n := range strings.Fields(mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=no-command,reason=Failed", "-o", "jsonpath={.items[*].count}")) {

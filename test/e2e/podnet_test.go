@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodeutil "k8s.io/component-helpers/node/util"
 
-	"github.com/minik8s/minik8s/internal/labtest"
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/minik8s/minik8s/pkg/lab"
 	"github.com/minik8s/minik8s/pkg/lab/cluster"
@@ -56,9 +55,8 @@ func TestPodNetworkVXLANSegments(t *testing.T) {
 }
 
 func testPodNetwork(t *testing.T, mode string, segments int) {
-	e := testenv.RequireBuilt(t)
 	ctx := context.Background()
-	l := podnetLab(t, e, mode, segments, 3)
+	l := upLabWith(t, "pn", cluster.Options{Nodes: 3, PodNetwork: mode, Segments: segments})
 	applyYAML(t, l, podnetPods)
 	pods := map[string]*corev1.Pod{}
 	for _, name := range []string{"pn-1", "pn-2", "pn-3"} {
@@ -205,8 +203,7 @@ func testPodNetwork(t *testing.T, mode string, segments int) {
 // TestPodNetworkHostGWAcrossRouter: host-gw cannot route to a node behind the router; the
 // node says so in an Event and in NetworkUnavailable, and still routes to its own segment.
 func TestPodNetworkHostGWAcrossRouter(t *testing.T) {
-	e := testenv.RequireBuilt(t)
-	l := podnetLab(t, e, "host-gw", 2, 3)
+	l := upLabWith(t, "pn", cluster.Options{Nodes: 3, PodNetwork: "host-gw", Segments: 2})
 	n1, n2, n3 := l.Nodes[0], l.Nodes[1], l.Nodes[2]
 	waitFor(t, "a FailedToCreateRoute event about "+n2.Name, 60*time.Second, func() (bool, string) {
 		out, err := cluster.Kubectl(context.Background(), l, "get", "events", "-A", "--field-selector", "reason=FailedToCreateRoute,involvedObject.name="+n1.Name,
@@ -221,23 +218,6 @@ func TestPodNetworkHostGWAcrossRouter(t *testing.T) {
 	if len(r.Routes) != 1 || r.Routes[0].Dst != n3.PodCIDR || r.Routes[0].Via != n3.IP {
 		t.Errorf("node-1 routes %+v, want only %s via %s (same segment)", r.Routes, n3.PodCIDR, n3.IP)
 	}
-}
-
-func podnetLab(t *testing.T, e testenv.Built, mode string, segments, nodes int) *lab.Lab {
-	t.Helper()
-	name := testenv.UniqueName("pn")
-	l, err := cluster.Up(context.Background(), cluster.Options{Name: name, Nodes: nodes, BinDir: e.BinDir, ImagesDir: e.ImagesDir,
-		Progress: testWriter{t}, PodNetwork: mode, Segments: segments})
-	if err != nil {
-		t.Fatalf("minilab up --pod-network %s --segments %d: %v", mode, segments, err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Down(context.Background(), name); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	labtest.DumpLogsOnFailure(t, l)
-	return l
 }
 
 // podNetNS is where pod pod of lab node i has its network namespace.

@@ -186,6 +186,26 @@ func LoadAverage() string {
 	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
+// StartCPUProfile starts a CPU profile into file (none when file is empty); stop ends it and
+// closes the file.
+func StartCPUProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
 // WriteHeapProfile writes the live heap (after a collection) to file.
 func WriteHeapProfile(file string) error {
 	f, err := os.Create(file)

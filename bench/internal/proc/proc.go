@@ -47,18 +47,37 @@ func CPUTime(pid int) (time.Duration, error) {
 // CPUTimes is the process's user and system CPU time so far: system time is the kernel's
 // work in its system calls (and the softirqs run in them).
 func CPUTimes(pid int) (user, system time.Duration, err error) {
+	t, err := statTimes(pid)
+	return t[0], t[1], err
+}
+
+// SelfAndChildren are the process's CPU time so far (user and system) and that of the
+// children it has waited for.
+func SelfAndChildren(pid int) (self, children time.Duration, err error) {
+	t, err := statTimes(pid)
+	return t[0] + t[1], t[2] + t[3], err
+}
+
+// statTimes are the CPU times of /proc/PID/stat: utime, stime, cutime and cstime.
+func statTimes(pid int) ([4]time.Duration, error) {
+	var t [4]time.Duration
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, err
+		return t, err
 	}
 	// Fields after the command name (which may hold spaces) start after the last ')'.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
-	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 15 {
+		return t, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
 	}
-	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, nil
+	for i := range t {
+		v, err := strconv.ParseUint(fields[11+i], 10, 64)
+		if err != nil {
+			return [4]time.Duration{}, fmt.Errorf("parse /proc/%d/stat", pid)
+		}
+		t[i] = time.Duration(v) * time.Second / clockTicks
+	}
+	return t, nil
 }
 
 // RSSMiB is the process's resident set size.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -440,6 +441,27 @@ func (c *cluster) httpClient(t *testing.T) *http.Client {
 		t.Fatal(err)
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}}
+}
+
+// getAccept GETs path from the API server with hc, asking for accept; it returns the
+// response, its body read and closed, and the body.
+func (c *cluster) getAccept(t *testing.T, hc *http.Client, path, accept string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
 }
 
 // waitFor polls cond for up to 30 s: generous, as CI runs packages side by side on 2 cores.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,20 +53,7 @@ func TestCustomResourceOpenAPI(t *testing.T) {
 	hc := c.httpClient(t)
 	get := func(path string) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, c.url+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Accept", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, body := c.getAccept(t, hc, path, "application/json")
 		return resp.StatusCode, body
 	}
 	// published reports the v2 definition of Gizmo v1 and the v3 root's URLs of the

@@ -152,28 +152,12 @@ func TestKubectlValidationAndExplain(t *testing.T) {
 func TestOpenAPIDocuments(t *testing.T) {
 	c := startCluster(t)
 	hc := c.httpClient(t)
-	get := func(path, accept string) (*http.Response, []byte) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, c.url+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Accept", accept)
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var body bytes.Buffer
-		_, _ = body.ReadFrom(resp.Body)
-		return resp, body.Bytes()
-	}
 
-	resp, body := get("/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json")
+	resp, body := c.getAccept(t, hc, "/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json")
 	if resp.StatusCode != http.StatusOK || !strings.HasSuffix(resp.Header.Get("Content-Type"), "+protobuf") || len(body) == 0 {
 		t.Errorf("/openapi/v2 as protobuf: %d %s (%d bytes)", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
-	resp, body = get("/openapi/v2", "application/json")
+	resp, body = c.getAccept(t, hc, "/openapi/v2", "application/json")
 	var v2 struct {
 		Definitions map[string]json.RawMessage `json:"definitions"`
 	}
@@ -181,7 +165,7 @@ func TestOpenAPIDocuments(t *testing.T) {
 		t.Errorf("/openapi/v2 as JSON: %d %v, Pod defined: %v", resp.StatusCode, err, v2.Definitions["io.k8s.api.core.v1.Pod"] != nil)
 	}
 
-	resp, body = get("/openapi/v3", "application/json")
+	resp, body = c.getAccept(t, hc, "/openapi/v3", "application/json")
 	var root struct {
 		Paths map[string]struct {
 			URL string `json:"serverRelativeURL"`
@@ -196,12 +180,12 @@ func TestOpenAPIDocuments(t *testing.T) {
 			t.Errorf("/openapi/v3 lists %s at %q", gv, url)
 			continue
 		}
-		resp, body = get(url, "application/json")
+		resp, body = c.getAccept(t, hc, url, "application/json")
 		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"x-kubernetes-group-version-kind"`)) || !bytes.Contains(body, []byte(`"fieldValidation"`)) {
 			t.Errorf("GET %s: %d, %d bytes", url, resp.StatusCode, len(body))
 		}
 	}
-	if resp, _ := get("/openapi/v3/apis/nope/v1", "application/json"); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := c.getAccept(t, hc, "/openapi/v3/apis/nope/v1", "application/json"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown group version: %d, want 404", resp.StatusCode)
 	}
 }
