@@ -45,7 +45,7 @@ func TestJobValidation(t *testing.T) {
 	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	j.Spec.Parallelism = int32Ptr(-2)
 	errs := createSteps(jobRules, j)
-	expectErrors(t, "job", errs, "spec.template.spec.restartPolicy: FieldValueNotSupported", "spec.parallelism: FieldValueInvalid")
+	expectErrors(t, "job", errs, "spec.template.spec.restartPolicy: FieldValueRequired", "spec.parallelism: FieldValueInvalid")
 
 	j = job()
 	manual := true
@@ -165,7 +165,8 @@ func TestJobPolicyValidation(t *testing.T) {
 		"maxFailedIndexes alone, above completions": {indexed(func(s *batchv1.JobSpec) { s.MaxFailedIndexes = int32Ptr(4) }),
 			[]string{"spec.backoffLimitPerIndex: FieldValueRequired", "spec.maxFailedIndexes: FieldValueInvalid"}},
 		"FailIndex without backoffLimitPerIndex": {indexed(func(s *batchv1.JobSpec) {
-			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex}}}
+			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
 		}), []string{"spec.podFailurePolicy.rules[0].action: FieldValueInvalid"}},
 		"podFailurePolicy replacing terminating pods": {func() *batchv1.Job {
 			j := job()
