@@ -264,6 +264,8 @@ func jobStatusText(j *batchv1.Job) string {
 		return "Suspended"
 	case jobutil.ConditionTrue(j, batchv1.JobFailureTarget):
 		return "FailureTarget"
+	case jobutil.ConditionTrue(j, batchv1.JobSuccessCriteriaMet):
+		return "SuccessCriteriaMet"
 	}
 	return "Running"
 }

@@ -204,6 +204,11 @@ func TestJobColumns(t *testing.T) {
 	if jobStatusText(j) != "Complete" || jobCompletions(j) != "3/3" || jobDuration(j) != "30s" {
 		t.Errorf("columns: %q %q %q", jobStatusText(j), jobCompletions(j), jobDuration(j))
 	}
+	// between a success policy being met and the last pods going, as kube's printer
+	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue}}
+	if jobStatusText(j) != "SuccessCriteriaMet" {
+		t.Errorf("status with SuccessCriteriaMet: %q", jobStatusText(j))
+	}
 	j.Spec.Completions, j.Spec.Parallelism = nil, int32Ptr(4)
 	if jobCompletions(j) != "3/1 of 4" {
 		t.Errorf("work queue completions: %q", jobCompletions(j))
