@@ -150,9 +150,7 @@ func validateJob(j *batchv1.Job) field.ErrorList {
 		}
 	}
 	if j.Spec.ManualSelector == nil || !*j.Spec.ManualSelector {
-		if uid, ok := j.Spec.Template.Labels[batchv1.ControllerUidLabel]; ok && uid != string(j.UID) {
-			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels").Key(batchv1.ControllerUidLabel), uid, fmt.Sprintf("must be '%s'", j.UID)))
-		}
+		errs = append(errs, validateGeneratedSelector(j, spec)...)
 	}
 	errs = append(errs, validateJobSpec(&j.Spec, spec)...)
 	if c := j.Spec.Completions; c != nil && *c > 0 && j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
@@ -160,6 +158,27 @@ func validateJob(j *batchv1.Job) field.ErrorList {
 		if hostname := fmt.Sprintf("%s-%d", j.Name, *c-1); len(utilvalidation.IsDNS1123Label(hostname)) > 0 {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), j.Name, "will not able to create pod with invalid DNS label: "+hostname))
 		}
+	}
+	return errs
+}
+
+// validateGeneratedSelector: a Job whose selector was generated keeps the labels that were
+// put on its template and a selector that picks only them, as kube-apiserver checks.
+func validateGeneratedSelector(j *batchv1.Job, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	labelsPath := spec.Child("template", "metadata", "labels")
+	want := map[string]string{legacyControllerUIDLabel: string(j.UID), legacyJobNameLabel: j.Name,
+		batchv1.ControllerUidLabel: string(j.UID), batchv1.JobNameLabel: j.Name}
+	for _, key := range []string{legacyControllerUIDLabel, legacyJobNameLabel, batchv1.ControllerUidLabel, batchv1.JobNameLabel} {
+		switch got, found := j.Spec.Template.Labels[key]; {
+		case !found:
+			errs = append(errs, field.Required(labelsPath.Key(key), fmt.Sprintf("must be '%s'", want[key])))
+		case got != want[key]:
+			errs = append(errs, field.Invalid(labelsPath.Key(key), j.Spec.Template.Labels, fmt.Sprintf("must be '%s'", want[key])))
+		}
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && !sel.Matches(labels.Set(want)) {
+		errs = append(errs, field.Invalid(spec.Child("selector"), j.Spec.Selector, "`selector` not auto-generated"))
 	}
 	return errs
 }

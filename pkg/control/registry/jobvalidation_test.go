@@ -186,3 +186,28 @@ func TestCronJobValidationWords(t *testing.T) {
 	expectErrorTexts(t, "TZ= added", updateSteps(cronJobRules, changed, old),
 		`spec.schedule: Invalid value: "TZ=UTC 0 3 * * *": cannot use TZ or CRON_TZ in schedule, use timeZone field instead`)
 }
+
+// A Job whose selector is generated must keep the generated labels and selector, as
+// kube-apiserver's validateGeneratedSelector says.
+func TestJobGeneratedSelectorValidation(t *testing.T) {
+	j := job()
+	j.Spec.Template.Labels["job-name"] = "other"
+	expectErrorTexts(t, "conflicting job-name", createSteps(jobRules, j),
+		`spec.template.metadata.labels[job-name]: Invalid value: {"batch.kubernetes.io/controller-uid":"0a1b","batch.kubernetes.io/job-name":"pi","controller-uid":"0a1b","job-name":"other","run":"pi"}: must be 'pi'`)
+
+	j = job()
+	j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"run": "pi"}}
+	expectErrorTexts(t, "selector of the user's", createSteps(jobRules, j),
+		`spec.selector: Invalid value: {"matchLabels":{"batch.kubernetes.io/controller-uid":"0a1b","run":"pi"}}: `+"`selector` not auto-generated")
+
+	j = job()
+	if errs := createSteps(jobRules, j); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	changed := j.DeepCopy()
+	delete(changed.Spec.Template.Labels, batchv1.ControllerUidLabel)
+	changed.Spec.Template.Labels[batchv1.JobNameLabel] = "x"
+	errs := updateSteps(jobRules, changed, j)
+	expectMessage(t, errs, "spec.template.metadata.labels[batch.kubernetes.io/controller-uid]", "Required value: must be '0a1b'")
+	expectMessage(t, errs, "spec.template.metadata.labels[batch.kubernetes.io/job-name]", "must be 'pi'")
+}
