@@ -301,7 +301,7 @@ metadata: {name: forever}
 spec:
   template:
     spec: {containers: [{name: c, image: x}]}
-`, `spec.template.spec.restartPolicy: Unsupported value: "Always"`},
+`, `spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"`},
 	} {
 		out, err := c.kubectl(t, tc.manifest, "create", "-f", "-")
 		if err == nil || !strings.Contains(out, tc.want) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -16,6 +18,10 @@ const (
 	maxFailedIndexesLimit      = 100_000
 	maxManagedByLength         = 63
 	maxSuccessPolicyRules      = 20
+	maxPodFailurePolicyRules   = 20
+	maxOnExitCodesValues       = 255
+	maxOnPodConditions         = 20
+	maxIndexedParallelism      = 100_000
 	maxSucceededIndexesLength  = 64 * 1024
 	requiresIndexedCompletion  = "requires indexed completion mode"
 	maxFailedIndexesHighLimit  = 10_000
@@ -24,7 +30,7 @@ const (
 )
 
 // validateJobPolicies checks backoffLimitPerIndex, maxFailedIndexes, managedBy,
-// successPolicy and the FailIndex action as kube-apiserver does: the per-index and success
+// podFailurePolicy and successPolicy as kube-apiserver does: the per-index and success
 // policies need an Indexed Job, FailIndex needs backoffLimitPerIndex.
 func validateJobPolicies(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	errs := nonNegative(s.BackoffLimitPerIndex, path.Child("backoffLimitPerIndex"))
@@ -65,12 +71,8 @@ func validateJobPolicies(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.TooLong(path.Child("managedBy"), "", maxManagedByLength))
 		}
 	}
-	if p := s.PodFailurePolicy; p != nil && s.BackoffLimitPerIndex == nil {
-		for i, rule := range p.Rules {
-			if rule.Action == batchv1.PodFailurePolicyActionFailIndex {
-				errs = append(errs, field.Invalid(path.Child("podFailurePolicy", "rules").Index(i).Child("action"), rule.Action, "requires the backoffLimitPerIndex to be set"))
-			}
-		}
+	if s.PodFailurePolicy != nil {
+		errs = append(errs, validatePodFailurePolicy(s, path.Child("podFailurePolicy", "rules"))...)
 	}
 	if r := s.PodReplacementPolicy; r != nil {
 		supported := []batchv1.PodReplacementPolicy{batchv1.Failed, batchv1.TerminatingOrFailed}
@@ -86,6 +88,102 @@ func validateJobPolicies(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("successPolicy"), *s.SuccessPolicy, requiresIndexedCompletion))
 		} else {
 			errs = append(errs, validateSuccessPolicy(s, path.Child("successPolicy", "rules"))...)
+		}
+	}
+	return errs
+}
+
+// What a podFailurePolicy rule may say, sorted as kube-apiserver lists them.
+var (
+	podFailurePolicyActions = []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionCount,
+		batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore}
+	onExitCodesOperators    = []batchv1.PodFailurePolicyOnExitCodesOperator{batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn}
+	onPodConditionsStatuses = []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue, corev1.ConditionUnknown}
+)
+
+// validatePodFailurePolicy checks the rules of a podFailurePolicy as kube-apiserver does.
+func validatePodFailurePolicy(s *batchv1.JobSpec, rules *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if n := len(s.PodFailurePolicy.Rules); n > maxPodFailurePolicyRules {
+		errs = append(errs, field.TooMany(rules, n, maxPodFailurePolicyRules))
+	}
+	containers := sets.New[string]()
+	for _, c := range slices.Concat(s.Template.Spec.Containers, s.Template.Spec.InitContainers) {
+		containers.Insert(c.Name)
+	}
+	for i, rule := range s.PodFailurePolicy.Rules {
+		path := rules.Index(i)
+		action := path.Child("action")
+		switch {
+		case rule.Action == "":
+			errs = append(errs, field.Required(action, fmt.Sprintf("valid values: %q", podFailurePolicyActions)))
+		case rule.Action == batchv1.PodFailurePolicyActionFailIndex:
+			if s.BackoffLimitPerIndex == nil {
+				errs = append(errs, field.Invalid(action, rule.Action, "requires the backoffLimitPerIndex to be set"))
+			}
+		case !slices.Contains(podFailurePolicyActions, rule.Action):
+			errs = append(errs, field.NotSupported(action, rule.Action, podFailurePolicyActions))
+		}
+		if rule.OnExitCodes != nil {
+			errs = append(errs, validateOnExitCodes(rule.OnExitCodes, path.Child("onExitCodes"), containers)...)
+		}
+		errs = append(errs, validateOnPodConditions(rule.OnPodConditions, path.Child("onPodConditions"))...)
+		switch conditions := len(rule.OnPodConditions) > 0; {
+		case rule.OnExitCodes != nil && conditions:
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, "specifying both OnExitCodes and OnPodConditions is not supported"))
+		case rule.OnExitCodes == nil && !conditions:
+			errs = append(errs, field.Invalid(path, field.OmitValueType{}, "specifying one of OnExitCodes and OnPodConditions is required"))
+		}
+	}
+	return errs
+}
+
+func validateOnExitCodes(r *batchv1.PodFailurePolicyOnExitCodesRequirement, path *field.Path, containers sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	switch operator := path.Child("operator"); {
+	case r.Operator == "":
+		errs = append(errs, field.Required(operator, fmt.Sprintf("valid values: %q", onExitCodesOperators)))
+	case !slices.Contains(onExitCodesOperators, r.Operator):
+		errs = append(errs, field.NotSupported(operator, r.Operator, onExitCodesOperators))
+	}
+	if r.ContainerName != nil && !containers.Has(*r.ContainerName) {
+		errs = append(errs, field.Invalid(path.Child("containerName"), *r.ContainerName, "must be one of the container or initContainer names in the pod template"))
+	}
+	values := path.Child("values")
+	switch n := len(r.Values); {
+	case n == 0:
+		errs = append(errs, field.Invalid(values, r.Values, "at least one value is required"))
+	case n > maxOnExitCodesValues:
+		errs = append(errs, field.TooMany(values, n, maxOnExitCodesValues))
+	}
+	seen := sets.New[int32]()
+	for i, v := range r.Values {
+		if r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && v == 0 {
+			errs = append(errs, field.Invalid(values.Index(i), v, "must not be 0 for the In operator"))
+		}
+		if seen.Has(v) {
+			errs = append(errs, field.Duplicate(values.Index(i), v))
+		}
+		seen.Insert(v)
+	}
+	if !slices.IsSorted(r.Values) {
+		errs = append(errs, field.Invalid(values, r.Values, "must be ordered"))
+	}
+	return errs
+}
+
+func validateOnPodConditions(patterns []batchv1.PodFailurePolicyOnPodConditionsPattern, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if n := len(patterns); n > maxOnPodConditions {
+		errs = append(errs, field.TooMany(path, n, maxOnPodConditions))
+	}
+	for i, p := range patterns {
+		errs = append(errs, invalidEach(path.Index(i).Child("type"), string(p.Type), utilvalidation.IsQualifiedName(string(p.Type)))...)
+		switch status := path.Index(i).Child("status"); {
+		case p.Status == "":
+			errs = append(errs, field.Required(status, fmt.Sprintf("valid values: %q", onPodConditionsStatuses)))
+		case !slices.Contains(onPodConditionsStatuses, p.Status):
+			errs = append(errs, field.NotSupported(status, p.Status, onPodConditionsStatuses))
 		}
 	}
 	return errs

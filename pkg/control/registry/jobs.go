@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // legacyJobNameLabel and legacyControllerUIDLabel are the unprefixed labels Kubernetes
@@ -147,11 +150,37 @@ func validateJob(j *batchv1.Job) field.ErrorList {
 		}
 	}
 	if j.Spec.ManualSelector == nil || !*j.Spec.ManualSelector {
-		if uid, ok := j.Spec.Template.Labels[batchv1.ControllerUidLabel]; ok && uid != string(j.UID) {
-			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels").Key(batchv1.ControllerUidLabel), uid, fmt.Sprintf("must be '%s'", j.UID)))
+		errs = append(errs, validateGeneratedSelector(j, spec)...)
+	}
+	errs = append(errs, validateJobSpec(&j.Spec, spec)...)
+	if c := j.Spec.Completions; c != nil && *c > 0 && j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
+		// the pods' hostnames are <job>-<index>
+		if hostname := fmt.Sprintf("%s-%d", j.Name, *c-1); len(utilvalidation.IsDNS1123Label(hostname)) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), j.Name, "will not able to create pod with invalid DNS label: "+hostname))
 		}
 	}
-	return append(errs, validateJobSpec(&j.Spec, spec)...)
+	return errs
+}
+
+// validateGeneratedSelector: a Job whose selector was generated keeps the labels that were
+// put on its template and a selector that picks only them, as kube-apiserver checks.
+func validateGeneratedSelector(j *batchv1.Job, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	labelsPath := spec.Child("template", "metadata", "labels")
+	want := map[string]string{legacyControllerUIDLabel: string(j.UID), legacyJobNameLabel: j.Name,
+		batchv1.ControllerUidLabel: string(j.UID), batchv1.JobNameLabel: j.Name}
+	for _, key := range []string{legacyControllerUIDLabel, legacyJobNameLabel, batchv1.ControllerUidLabel, batchv1.JobNameLabel} {
+		switch got, found := j.Spec.Template.Labels[key]; {
+		case !found:
+			errs = append(errs, field.Required(labelsPath.Key(key), fmt.Sprintf("must be '%s'", want[key])))
+		case got != want[key]:
+			errs = append(errs, field.Invalid(labelsPath.Key(key), j.Spec.Template.Labels, fmt.Sprintf("must be '%s'", want[key])))
+		}
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && !sel.Matches(labels.Set(want)) {
+		errs = append(errs, field.Invalid(spec.Child("selector"), j.Spec.Selector, "`selector` not auto-generated"))
+	}
+	return errs
 }
 
 func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
@@ -159,8 +188,8 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, nonNegative(s.Completions, path.Child("completions"))...)
 	errs = append(errs, nonNegative(s.BackoffLimit, path.Child("backoffLimit"))...)
 	errs = append(errs, nonNegative(s.TTLSecondsAfterFinished, path.Child("ttlSecondsAfterFinished"))...)
-	if a := s.ActiveDeadlineSeconds; a != nil && *a <= 0 {
-		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *a, "must be greater than 0"))
+	if a := s.ActiveDeadlineSeconds; a != nil {
+		errs = append(errs, validation.ValidateNonnegativeField(*a, path.Child("activeDeadlineSeconds"))...)
 	}
 	if m := s.CompletionMode; m != nil {
 		switch *m {
@@ -169,12 +198,24 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 			if s.Completions == nil {
 				errs = append(errs, field.Required(path.Child("completions"), "when completion mode is Indexed"))
 			}
+			if p := s.Parallelism; p != nil && *p > maxIndexedParallelism {
+				errs = append(errs, field.Invalid(path.Child("parallelism"), *p, fmt.Sprintf("must be less than or equal to %d when completion mode is Indexed", maxIndexedParallelism)))
+			}
 		default:
 			errs = append(errs, field.NotSupported(path.Child("completionMode"), *m, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
 		}
 	}
 	errs = append(errs, validateJobPolicies(s, path)...)
-	return append(errs, validatePodTemplate(&s.Template, path.Child("template"), corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
+	template := path.Child("template")
+	errs = append(errs, validatePodTemplate(&s.Template, template, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
+	// The pod defaults leave Always where none was given: kube-apiserver calls it missing.
+	switch restart, policy := template.Child("spec", "restartPolicy"), s.Template.Spec.RestartPolicy; {
+	case policy == corev1.RestartPolicyAlways:
+		errs = append(errs, field.Required(restart, fmt.Sprintf("valid values: %q, %q", corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)))
+	case s.PodFailurePolicy != nil && policy == corev1.RestartPolicyOnFailure:
+		errs = append(errs, field.Invalid(restart, policy, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
+	}
+	return errs
 }
 
 // validateCompletionsUpdate: completions is immutable, except that an Indexed Job may scale
@@ -242,6 +283,8 @@ func jobStatusText(j *batchv1.Job) string {
 		return "Suspended"
 	case jobutil.ConditionTrue(j, batchv1.JobFailureTarget):
 		return "FailureTarget"
+	case jobutil.ConditionTrue(j, batchv1.JobSuccessCriteriaMet):
+		return "SuccessCriteriaMet"
 	}
 	return "Running"
 }
@@ -276,6 +319,11 @@ var cronJobRules = Rules{
 	Default:       func(obj runtime.Object) { defaultCronJob(obj.(*batchv1.CronJob)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} },
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateCronJob(obj.(*batchv1.CronJob)) },
+	// An update is checked as a create but for the name's length (kube lets older, longer
+	// names be edited and deleted).
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		return validateCronJobSpec(&obj.(*batchv1.CronJob).Spec, &old.(*batchv1.CronJob).Spec, field.NewPath("spec"))
+	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -328,23 +376,33 @@ func validateCronJob(c *batchv1.CronJob) field.ErrorList {
 	if len(c.Name) > cronJobNameMax {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, fmt.Sprintf("must be no more than %d characters", cronJobNameMax)))
 	}
-	spec, s := field.NewPath("spec"), &c.Spec
-	switch {
-	case s.Schedule == "":
+	return append(errs, validateCronJobSpec(&c.Spec, nil, field.NewPath("spec"))...)
+}
+
+// validIANAZone is what a time zone name may hold between slashes, as kube-apiserver reads
+// the IANA rules (digits and + allowed for the legacy names).
+var validIANAZone = regexp.MustCompile(`^[A-Za-z\.\-_0-9+]{1,14}$`)
+
+// validateCronJobSpec checks a CronJob's spec; on an update (old set) a schedule that held
+// TZ= may keep it and an unchanged time zone is not looked up again, as kube-apiserver.
+func validateCronJobSpec(s, old *batchv1.CronJobSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Schedule == "" {
 		errs = append(errs, field.Required(spec.Child("schedule"), ""))
-	case strings.Contains(s.Schedule, "TZ"):
-		errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
-	default:
+	} else {
 		if _, err := cron.ParseStandard(s.Schedule); err != nil {
 			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, err.Error()))
 		}
-	}
-	if tz := s.TimeZone; tz != nil {
-		if strings.EqualFold(*tz, "Local") {
-			errs = append(errs, field.Invalid(spec.Child("timeZone"), *tz, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
-		} else if _, err := time.LoadLocation(*tz); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("timeZone"), *tz, err.Error()))
+		legacyTZ := old != nil && strings.Contains(old.Schedule, "TZ")
+		switch tz := strings.Contains(s.Schedule, "TZ"); {
+		case legacyTZ && tz && s.TimeZone != nil:
+			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+		case !legacyTZ && tz:
+			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
 		}
+	}
+	if old == nil || !ptr.Equal(old.TimeZone, s.TimeZone) {
+		errs = append(errs, validateTimeZone(s.TimeZone, spec.Child("timeZone"))...)
 	}
 	switch s.ConcurrencyPolicy {
 	case batchv1.AllowConcurrent, batchv1.ForbidConcurrent, batchv1.ReplaceConcurrent:
@@ -357,9 +415,34 @@ func validateCronJob(c *batchv1.CronJob) field.ErrorList {
 	}
 	errs = append(errs, nonNegative(s.SuccessfulJobsHistoryLimit, spec.Child("successfulJobsHistoryLimit"))...)
 	errs = append(errs, nonNegative(s.FailedJobsHistoryLimit, spec.Child("failedJobsHistoryLimit"))...)
-	jt := spec.Child("jobTemplate", "spec")
-	if t := &s.JobTemplate.Spec; (t.ManualSelector == nil || !*t.ManualSelector) && t.Selector != nil {
+	jt, t := spec.Child("jobTemplate", "spec"), &s.JobTemplate.Spec
+	if t.Selector != nil {
 		errs = append(errs, field.Invalid(jt.Child("selector"), t.Selector, "`selector` will be auto-generated"))
 	}
-	return append(errs, validateJobSpec(&s.JobTemplate.Spec, jt)...)
+	if t.ManualSelector != nil && *t.ManualSelector {
+		errs = append(errs, field.NotSupported(jt.Child("manualSelector"), t.ManualSelector, []string{"nil", "false"}))
+	}
+	return append(errs, validateJobSpec(t, jt)...)
+}
+
+func validateTimeZone(tz *string, path *field.Path) field.ErrorList {
+	switch {
+	case tz == nil:
+		return nil
+	case *tz == "":
+		return field.ErrorList{field.Invalid(path, *tz, "timeZone must be nil or non-empty string")}
+	}
+	for _, part := range strings.Split(*tz, "/") {
+		if part == "." || part == ".." || strings.HasPrefix(part, "-") || !validIANAZone.MatchString(part) {
+			return field.ErrorList{field.Invalid(path, *tz, "unknown time zone "+*tz)}
+		}
+	}
+	var errs field.ErrorList
+	if strings.EqualFold(*tz, "Local") {
+		errs = append(errs, field.Invalid(path, *tz, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"))
+	}
+	if _, err := time.LoadLocation(*tz); err != nil {
+		errs = append(errs, field.Invalid(path, *tz, err.Error()))
+	}
+	return errs
 }

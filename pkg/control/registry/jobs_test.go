@@ -45,7 +45,7 @@ func TestJobValidation(t *testing.T) {
 	j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	j.Spec.Parallelism = int32Ptr(-2)
 	errs := createSteps(jobRules, j)
-	expectErrors(t, "job", errs, "spec.template.spec.restartPolicy: FieldValueNotSupported", "spec.parallelism: FieldValueInvalid")
+	expectErrors(t, "job", errs, "spec.template.spec.restartPolicy: FieldValueRequired", "spec.parallelism: FieldValueInvalid")
 
 	j = job()
 	manual := true
@@ -165,7 +165,8 @@ func TestJobPolicyValidation(t *testing.T) {
 		"maxFailedIndexes alone, above completions": {indexed(func(s *batchv1.JobSpec) { s.MaxFailedIndexes = int32Ptr(4) }),
 			[]string{"spec.backoffLimitPerIndex: FieldValueRequired", "spec.maxFailedIndexes: FieldValueInvalid"}},
 		"FailIndex without backoffLimitPerIndex": {indexed(func(s *batchv1.JobSpec) {
-			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex}}}
+			s.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
 		}), []string{"spec.podFailurePolicy.rules[0].action: FieldValueInvalid"}},
 		"podFailurePolicy replacing terminating pods": {func() *batchv1.Job {
 			j := job()
@@ -202,6 +203,11 @@ func TestJobColumns(t *testing.T) {
 		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}
 	if jobStatusText(j) != "Complete" || jobCompletions(j) != "3/3" || jobDuration(j) != "30s" {
 		t.Errorf("columns: %q %q %q", jobStatusText(j), jobCompletions(j), jobDuration(j))
+	}
+	// between a success policy being met and the last pods going, as kube's printer
+	j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue}}
+	if jobStatusText(j) != "SuccessCriteriaMet" {
+		t.Errorf("status with SuccessCriteriaMet: %q", jobStatusText(j))
 	}
 	j.Spec.Completions, j.Spec.Parallelism = nil, int32Ptr(4)
 	if jobCompletions(j) != "3/1 of 4" {
