@@ -4,15 +4,13 @@
 package servicepods
 
 import (
-	"fmt"
-
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/endpointslice"
 	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
@@ -95,28 +93,8 @@ func Conditions(svc *corev1.Service, pod *corev1.Pod) (ready, serving, terminati
 }
 
 // TargetPort is the pod port a Service port sends to: a number as it is, a name looked up
-// among the pod's container ports of the same protocol.
+// among the pod's container ports of the same protocol, then its sidecars' (kube's FindPort).
 func TargetPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, error) {
-	if sp.TargetPort.Type == intstr.Int {
-		if sp.TargetPort.IntVal == 0 {
-			return sp.Port, nil
-		}
-		return sp.TargetPort.IntVal, nil
-	}
-	name := sp.TargetPort.StrVal
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name == name && protocolOf(p.Protocol) == protocolOf(sp.Protocol) {
-				return p.ContainerPort, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("no container port named %q (%s) in pod %s/%s", name, protocolOf(sp.Protocol), pod.Namespace, pod.Name)
-}
-
-func protocolOf(p corev1.Protocol) corev1.Protocol {
-	if p == "" {
-		return corev1.ProtocolTCP
-	}
-	return p
+	port, err := endpointslice.FindPort(pod, sp)
+	return int32(port), err
 }

@@ -94,7 +94,7 @@ func defaultService(svc *corev1.Service) {
 			p.TargetPort = intstr.FromInt32(p.Port)
 		}
 	}
-	if (s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer) && s.ExternalTrafficPolicy == "" {
+	if externallyAccessible(svc) && s.ExternalTrafficPolicy == "" {
 		s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
 	}
 	if s.Type != corev1.ServiceTypeExternalName && s.InternalTrafficPolicy == nil {
@@ -200,6 +200,11 @@ func needsNodePorts(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
 }
 
+// externallyAccessible: reachable from outside the cluster, through node ports or external IPs.
+func externallyAccessible(svc *corev1.Service) bool {
+	return needsNodePorts(svc) || svc.Spec.Type == corev1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0
+}
+
 func needsHealthCheckPort(svc *corev1.Service) bool {
 	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
@@ -219,7 +224,8 @@ func nodePorts(svc *corev1.Service) []int32 {
 var serviceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName}
 
 func validateService(svc *corev1.Service) field.ErrorList {
-	errs := validateMeta(svc, true, validation.NameIsDNS1035Label)
+	// RelaxedServiceNameValidation (beta, on by default in v1.36): any DNS label.
+	errs := validateMeta(svc, true, validation.NameIsDNSLabel)
 	s, spec := &svc.Spec, field.NewPath("spec")
 	if !slices.Contains(serviceTypes, s.Type) {
 		errs = append(errs, field.NotSupported(spec.Child("type"), s.Type, serviceTypes))
@@ -287,11 +293,12 @@ var serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP,
 func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := sets.New[string]()
-	type nodePortKey struct {
+	// Ports, and node ports, are unique per protocol.
+	type portKey struct {
 		port     int32
 		protocol corev1.Protocol
 	}
-	seenNodePorts := sets.New[nodePortKey]()
+	seenPorts, seenNodePorts := sets.New[portKey](), sets.New[portKey]()
 	for i, p := range svc.Spec.Ports {
 		pp := path.Index(i)
 		switch {
@@ -308,6 +315,11 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		if !slices.Contains(serviceProtocols, p.Protocol) {
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, serviceProtocols))
 		}
+		if key := (portKey{p.Port, p.Protocol}); seenPorts.Has(key) {
+			errs = append(errs, field.Duplicate(pp, corev1.ServicePort{Port: p.Port, Protocol: p.Protocol}))
+		} else {
+			seenPorts.Insert(key)
+		}
 		if p.TargetPort.Type == intstr.String {
 			errs = append(errs, invalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
 		} else {
@@ -321,7 +333,7 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 			errs = append(errs, field.Forbidden(pp.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", svc.Spec.Type)))
 		}
 		errs = append(errs, invalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
-		key := nodePortKey{p.NodePort, p.Protocol}
+		key := portKey{p.NodePort, p.Protocol}
 		if seenNodePorts.Has(key) {
 			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))
 		}
@@ -375,15 +387,17 @@ func validateTrafficPolicies(svc *corev1.Service, spec *field.Path) field.ErrorL
 	s := &svc.Spec
 	externalPolicies := []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal}
 	switch {
-	case needsNodePorts(svc) && !slices.Contains(externalPolicies, s.ExternalTrafficPolicy):
-		errs = append(errs, field.NotSupported(spec.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, externalPolicies))
-	case !needsNodePorts(svc) && s.ExternalTrafficPolicy != "" && len(s.ExternalIPs) == 0:
-		errs = append(errs, field.Forbidden(spec.Child("externalTrafficPolicy"), "may only be set for externally-accessible services"))
-	case s.ExternalTrafficPolicy != "" && !slices.Contains(externalPolicies, s.ExternalTrafficPolicy):
+	case !externallyAccessible(svc) && s.ExternalTrafficPolicy != "":
+		errs = append(errs, field.Invalid(spec.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, "may only be set for externally-accessible services"))
+	case externallyAccessible(svc) && !slices.Contains(externalPolicies, s.ExternalTrafficPolicy):
 		errs = append(errs, field.NotSupported(spec.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, externalPolicies))
 	}
 	if s.HealthCheckNodePort != 0 && !needsHealthCheckPort(svc) {
-		errs = append(errs, field.Forbidden(spec.Child("healthCheckNodePort"), "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+		errs = append(errs, field.Invalid(spec.Child("healthCheckNodePort"), s.HealthCheckNodePort, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+	}
+	distributions := []string{corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone, corev1.ServiceTrafficDistributionPreferSameNode}
+	if d := s.TrafficDistribution; d != nil && !slices.Contains(distributions, *d) {
+		errs = append(errs, field.NotSupported(spec.Child("trafficDistribution"), *d, distributions))
 	}
 	internalPolicies := []corev1.ServiceInternalTrafficPolicy{corev1.ServiceInternalTrafficPolicyCluster, corev1.ServiceInternalTrafficPolicyLocal}
 	if p := s.InternalTrafficPolicy; p != nil && !slices.Contains(internalPolicies, *p) {
@@ -394,10 +408,14 @@ func validateTrafficPolicies(svc *corev1.Service, spec *field.Path) field.ErrorL
 	return errs
 }
 
-// validateServiceUpdate: the cluster IP and IP family stay as allocated unless the Service
-// becomes or stops being an ExternalName.
+// validateServiceUpdate: the health check node port stays while the Service needs one; the
+// cluster IP and IP family stay as allocated unless the Service becomes or stops being an
+// ExternalName.
 func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
 	errs := validateService(svc)
+	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable"))
+	}
 	if !needsClusterIP(svc) || !needsClusterIP(old) {
 		return errs
 	}

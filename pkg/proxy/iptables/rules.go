@@ -190,13 +190,16 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 		}
 		filter.add(kubeServices, comment(sp.Name+" "+reason), match(sp.ClusterIP, sp.Port), "-j", target)
 	}
-	// External addresses (external IPs, load balancer IPs) and the node port.
+	// External addresses (external IPs, load balancer IPs) and the node port: to KUBE-EXT
+	// while the Service has endpoints anywhere, so that with externalTrafficPolicy Local and
+	// none here this node's pods and the node itself still reach it (kube-proxy's
+	// short-circuit); what KUBE-EXT does not translate meets KUBE-EXTERNAL-SERVICES.
 	externalTarget := ext
-	if len(externalEPs) == 0 {
+	if len(allEPs) == 0 {
 		externalTarget = ""
 	}
 	for _, ip := range sp.ExternalIPs {
-		addExternal(filter, nat, sp, comment(sp.Name+" external IP"), match(ip, sp.Port), externalTarget, allEPs)
+		addExternal(filter, nat, sp, comment(sp.Name+" external IP"), match(ip, sp.Port), externalTarget, allEPs, externalEPs)
 	}
 	// loadBalancerSourceRanges: the load balancer IPs go through KUBE-FW, which sends the
 	// allowed sources on to KUBE-EXT; what it does not DNAT meets the DROP in the filter
@@ -207,7 +210,7 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 		lbTarget = fwChain(sp)
 	}
 	for _, ip := range sp.LoadBalancerIPs {
-		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), lbTarget, allEPs)
+		addExternal(filter, nat, sp, comment(sp.Name+" loadbalancer IP"), match(ip, sp.Port), lbTarget, allEPs, externalEPs)
 		if usesFW {
 			filter.add(kubeProxyFirewall, comment(sp.Name+" traffic not accepted by "+lbTarget), match(ip, sp.Port), "-j DROP")
 		}
@@ -222,7 +225,8 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 		m := fmt.Sprintf("-m %s -p %s --dport %d", proto, proto, sp.NodePort)
 		if externalTarget != "" {
 			nat.add(kubeNodePorts, comment(sp.Name), m, "-j", externalTarget)
-		} else {
+		}
+		if len(externalEPs) == 0 {
 			filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, allEPs)), "-m addrtype --dst-type LOCAL", m, "-j", refusal(sp, allEPs))
 		}
 	}
@@ -252,7 +256,9 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 			}
 			nat.add(ext, comment("masquerade LOCAL traffic for "+sp.Name+" external destinations"), "-m addrtype --src-type LOCAL", "-j", kubeMarkMasq)
 			nat.add(ext, comment("route LOCAL traffic for "+sp.Name+" external destinations"), "-m addrtype --src-type LOCAL", "-j", svc)
-			nat.add(ext, "-j", svlChain(sp))
+			if len(externalEPs) > 0 {
+				nat.add(ext, "-j", svlChain(sp))
+			}
 		}
 	}
 	// KUBE-SEP: hairpin masquerade, then DNAT (remembering the client for affinity).
@@ -283,12 +289,15 @@ func refusal(sp *proxy.ServicePort, all []proxy.Endpoint) string {
 	return "REJECT"
 }
 
-func addExternal(filter, nat *table, sp *proxy.ServicePort, cmt, match, target string, all []proxy.Endpoint) {
+// addExternal sends an external address to target ("": none) and, when no endpoint
+// serves external traffic here, refuses what target did not translate.
+func addExternal(filter, nat *table, sp *proxy.ServicePort, cmt, match, target string, all, external []proxy.Endpoint) {
 	if target != "" {
 		nat.add(kubeServices, cmt, match, "-j", target)
-		return
 	}
-	filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, all)), match, "-j", refusal(sp, all))
+	if len(external) == 0 {
+		filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, all)), match, "-j", refusal(sp, all))
+	}
 }
 
 // addBalancing sends chain's traffic to one of eps: affinity first, then at random with

@@ -194,3 +194,32 @@ func TestBuilderUpdatesOnlyChanges(t *testing.T) {
 func buildRulesCount(cfg Config, ports []proxy.ServicePort) int {
 	return buildRules(cfg, ports).nat.rules()
 }
+
+// externalTrafficPolicy Local on a node without a local endpoint: as kube-proxy, traffic
+// from the node's pods and from the node itself still goes through KUBE-EXT, which sends
+// it to the cluster chain (the "short-circuit": it acts as if it went out to a load
+// balancer and came back to a node with an endpoint); only what else reaches the node
+// port or external IP is dropped by KUBE-EXTERNAL-SERVICES.
+func TestRulesShortCircuitLocalPolicyWithoutLocalEndpoints(t *testing.T) {
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	far := proxy.ServicePort{Name: "default/far", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.12", Port: 80, NodePort: 30082,
+		ExternalIPs: []string{"192.0.2.7"}, ExternalLocal: true, Endpoints: []proxy.Endpoint{remote}}
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{far}))
+	ext, svc := extChain(&far), svcChain(&far)
+	for _, want := range []string{
+		"-A KUBE-NODEPORTS " + comment("default/far") + " -m tcp -p tcp --dport 30082 -j " + ext,
+		"-A KUBE-SERVICES " + comment("default/far external IP") + " -m tcp -p tcp -d 192.0.2.7/32 --dport 80 -j " + ext,
+		"-A " + ext + " " + comment("pod traffic for default/far external destinations") + " -s 10.244.0.0/16 -j " + svc,
+		"-A " + ext + " " + comment("masquerade LOCAL traffic for default/far external destinations") + " -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ",
+		"-A " + ext + " " + comment("route LOCAL traffic for default/far external destinations") + " -m addrtype --src-type LOCAL -j " + svc,
+		"-A KUBE-EXTERNAL-SERVICES " + comment("default/far has no local endpoints") + " -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30082 -j DROP",
+		"-A KUBE-EXTERNAL-SERVICES " + comment("default/far has no local endpoints") + " -m tcp -p tcp -d 192.0.2.7/32 --dport 80 -j DROP",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("rules lack\n  %s\nin\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, svlChain(&far)) {
+		t.Errorf("rules name a local-endpoints chain without a local endpoint:\n%s", out)
+	}
+}

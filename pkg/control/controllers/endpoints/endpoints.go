@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"time"
@@ -31,6 +32,10 @@ const (
 	managedByLabel = "endpoints.kubernetes.io/managed-by"
 	controllerName = "endpoint-controller"
 )
+
+// maxCapacity is the most addresses an Endpoints holds, as kube's: past it the controller
+// keeps a share of each subset and marks the Endpoints over capacity ("truncated").
+const maxCapacity = 1000
 
 // Controller is the endpoint controller.
 type Controller struct {
@@ -90,6 +95,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
 		Subsets:    subsets(svc, pods),
 	}
+	truncated := truncate(want.Subsets)
+	if truncated {
+		want.Annotations = map[string]string{corev1.EndpointsOverCapacity: "truncated"}
+	}
 	// As kube's: the Service's labels, headless or not, and ours. The mirroring controller
 	// leaves them alone as their Service has a selector (no skip-mirror label, as kube).
 	for k, v := range svc.Labels {
@@ -110,11 +119,17 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	case err != nil:
 		return 0, err
-	case equality.Semantic.DeepEqual(cur.Subsets, want.Subsets) && equality.Semantic.DeepEqual(cur.Labels, want.Labels):
+	case equality.Semantic.DeepEqual(cur.Subsets, want.Subsets) && equality.Semantic.DeepEqual(cur.Labels, want.Labels) &&
+		cur.Annotations[corev1.EndpointsOverCapacity] == want.Annotations[corev1.EndpointsOverCapacity]:
 		return 0, nil
 	}
 	updated := cur.DeepCopy()
 	updated.Labels, updated.Subsets = want.Labels, want.Subsets
+	if truncated {
+		metav1.SetMetaDataAnnotation(&updated.ObjectMeta, corev1.EndpointsOverCapacity, "truncated")
+	} else {
+		delete(updated.Annotations, corev1.EndpointsOverCapacity)
+	}
 	_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
 	return 0, err
 }
@@ -176,4 +191,36 @@ func subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 
 func sortAddresses(a []corev1.EndpointAddress) {
 	sort.Slice(a, func(i, j int) bool { return a[i].IP < a[j].IP })
+}
+
+// truncate cuts subsets down to maxCapacity addresses, as kube's endpoint controller: the
+// not-ready addresses go first; each subset keeps its share of what is cut, rounded up,
+// until the room runs out. It reports whether it cut anything.
+func truncate(subsets []corev1.EndpointSubset) bool {
+	ready, notReady := 0, 0
+	for _, ss := range subsets {
+		ready, notReady = ready+len(ss.Addresses), notReady+len(ss.NotReadyAddresses)
+	}
+	if ready+notReady <= maxCapacity {
+		return false
+	}
+	cutReady := ready > maxCapacity
+	room, total := maxCapacity-ready, notReady
+	if cutReady {
+		room, total = maxCapacity, ready
+	}
+	left := room
+	for i := range subsets {
+		ss := &subsets[i]
+		list := &ss.NotReadyAddresses
+		if cutReady {
+			list, ss.NotReadyAddresses = &ss.Addresses, nil
+		}
+		share := min(left, int(math.Ceil(float64(len(*list))/float64(total)*float64(room))))
+		if len(*list) > share {
+			*list = (*list)[:share]
+		}
+		left -= len(*list)
+	}
+	return true
 }
