@@ -28,8 +28,6 @@ import (
 type Volume struct {
 	Path     string // on the host
 	ReadOnly bool   // configMap, secret, downwardAPI and projected volumes are read-only
-	// Writable: subPaths may be created in it (emptyDir, hostPath, claims).
-	Writable bool
 }
 
 // Manager sets up and tears down the volumes of one node's pods.
@@ -94,12 +92,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err := ensureOwnership(pod, dir); err != nil {
 			return Volume{}, fmt.Errorf("fsGroup: %w", err)
 		}
-		return Volume{Path: dir, Writable: true}, nil
+		return Volume{Path: dir}, nil
 	case s.HostPath != nil:
 		if err := checkHostPath(s.HostPath); err != nil {
 			return Volume{}, err
 		}
-		return Volume{Path: s.HostPath.Path, Writable: true}, nil
+		return Volume{Path: s.HostPath.Path}, nil
 	case s.ConfigMap != nil:
 		files, err := m.configMapFiles(ctx, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, mode(s.ConfigMap.DefaultMode, defaultMode), isTrue(s.ConfigMap.Optional))
 		if err != nil {
@@ -134,7 +132,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 				return Volume{}, fmt.Errorf("fsGroup: %w", err)
 			}
 		}
-		return Volume{Path: path, ReadOnly: s.PersistentVolumeClaim.ReadOnly, Writable: true}, nil
+		return Volume{Path: path, ReadOnly: s.PersistentVolumeClaim.ReadOnly}, nil
 	}
 	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)")
 }
