@@ -128,6 +128,9 @@ func ensureTmpfs(dir, opts string) error {
 // TearDown unmounts and removes everything of a pod under its directory. Removing a
 // pod that has nothing here is not an error.
 func (m *Manager) TearDown(uid string) error {
+	m.mu.Lock()
+	delete(m.mounted, uid)
+	m.mu.Unlock()
 	dir := m.PodDir(uid)
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ type Manager struct {
 	client      kubernetes.Interface
 	allocatable func() corev1.ResourceList
 	tokens      tokenCache
+
+	mu      sync.Mutex
+	mounted map[string]map[string]Volume // pod UID -> volume name -> the volume as set up
 }
 
 // New makes a manager keeping pod volumes under podsDir (ROOT/pods), reading
@@ -63,19 +67,33 @@ func (e *MountError) Unwrap() []error { return e.errs }
 
 // SetUp makes every volume of the pod ready, refreshing configMap, secret and
 // downwardAPI contents that changed; it is called on every sync of the pod. The volumes
-// it could set up are returned even when others failed (a *MountError).
+// it could set up are returned even when others failed (a *MountError), and so is one
+// set up before whose refresh failed (its ConfigMap deleted, say): it keeps what it
+// had, as the kubelet keeps a mounted volume mounted when its remount fails.
 func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume, error) {
 	vols := map[string]Volume{}
 	var errs []error
+	m.mu.Lock()
+	mounted := m.mounted[string(pod.UID)]
+	m.mu.Unlock()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		vol, err := m.setUp(ctx, pod, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err))
+			if vol, ok := mounted[v.Name]; ok {
+				vols[v.Name] = vol
+			}
 			continue
 		}
 		vols[v.Name] = vol
 	}
+	m.mu.Lock()
+	if m.mounted == nil {
+		m.mounted = map[string]map[string]Volume{}
+	}
+	m.mounted[string(pod.UID)] = vols
+	m.mu.Unlock()
 	if len(errs) > 0 {
 		return vols, &MountError{errs}
 	}
