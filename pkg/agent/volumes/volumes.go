@@ -78,11 +78,12 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 	m.mu.Unlock()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		vol, err := m.setUp(ctx, pod, v)
+		old, ok := mounted[v.Name]
+		vol, err := m.setUp(ctx, pod, v, ok)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err))
-			if vol, ok := mounted[v.Name]; ok {
-				vols[v.Name] = vol
+			if ok {
+				vols[v.Name] = old
 			}
 			continue
 		}
@@ -100,15 +101,19 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 	return vols, nil
 }
 
-func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (Volume, error) {
+// setUp sets up or refreshes one volume; mounted: it was set up at an earlier sync of
+// the pod (its ownership is not changed again).
+func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, mounted bool) (Volume, error) {
 	switch s := v.VolumeSource; {
 	case s.EmptyDir != nil:
 		dir := m.pluginDir(pod, "empty-dir", v.Name)
 		if err := setupDir(dir, s.EmptyDir.Medium == corev1.StorageMediumMemory, m.tmpfsSize(pod, s.EmptyDir.SizeLimit)); err != nil {
 			return Volume{}, err
 		}
-		if err := ensureOwnership(pod, dir); err != nil {
-			return Volume{}, fmt.Errorf("fsGroup: %w", err)
+		if !mounted {
+			if err := ensureOwnership(pod, dir); err != nil {
+				return Volume{}, fmt.Errorf("fsGroup: %w", err)
+			}
 		}
 		return Volume{Path: dir}, nil
 	case s.HostPath != nil:
@@ -145,7 +150,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err != nil {
 			return Volume{}, err
 		}
-		if managed && !s.PersistentVolumeClaim.ReadOnly {
+		if managed && !s.PersistentVolumeClaim.ReadOnly && !mounted {
 			if err := ensureOwnership(pod, path); err != nil {
 				return Volume{}, fmt.Errorf("fsGroup: %w", err)
 			}
