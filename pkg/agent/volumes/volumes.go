@@ -1,9 +1,9 @@
 // Package volumes is minilet's volume manager: it lays out a pod's volumes under
 // ROOT/pods/UID/volumes/kubernetes.io~PLUGIN/NAME as the kubelet does (emptyDir,
-// configMap, secret, downwardAPI, projected; hostPath and persistentVolumeClaims bound to
-// hostPath or local volumes are the host's own paths), keeps configMap, secret and
-// downward API files up to date, turns volumeMounts into container mounts and removes
-// everything with the pod.
+// configMap, secret, downwardAPI, projected; hostPath, and persistentVolumeClaims and
+// generic ephemeral volumes bound to hostPath or local volumes, are the host's own
+// paths), keeps configMap, secret and downward API files up to date, turns volumeMounts
+// into container mounts and removes everything with the pod.
 package volumes
 
 import (
@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
@@ -145,19 +146,24 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, 
 			return Volume{}, err
 		}
 		return m.writeFiles(pod, "projected", v.Name, files, true)
-	case s.PersistentVolumeClaim != nil:
-		path, managed, err := m.claimPath(ctx, pod.Namespace, s.PersistentVolumeClaim.ClaimName)
+	case s.PersistentVolumeClaim != nil, s.Ephemeral != nil:
+		// A generic ephemeral volume is the claim POD-VOLUME its controller makes.
+		claim, readOnly := ephemeral.VolumeClaimName(pod, v), false
+		if s.PersistentVolumeClaim != nil {
+			claim, readOnly = s.PersistentVolumeClaim.ClaimName, s.PersistentVolumeClaim.ReadOnly
+		}
+		path, managed, err := m.claimPath(ctx, pod, claim, s.Ephemeral != nil)
 		if err != nil {
 			return Volume{}, err
 		}
-		if managed && !s.PersistentVolumeClaim.ReadOnly && !mounted {
+		if managed && !readOnly && !mounted {
 			if err := ensureOwnership(pod, path); err != nil {
 				return Volume{}, fmt.Errorf("fsGroup: %w", err)
 			}
 		}
-		return Volume{Path: path, ReadOnly: s.PersistentVolumeClaim.ReadOnly}, nil
+		return Volume{Path: path, ReadOnly: readOnly}, nil
 	}
-	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)")
+	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, ephemeral)")
 }
 
 // writeFiles writes a volume's files atomically in an emptyDir of its own, as the
@@ -236,16 +242,22 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 	return out, nil
 }
 
-// claimPath is the host path of the PersistentVolume a claim is bound to (hostPath or
-// local volumes: the storage of one node), and whether the kubelet manages its
-// ownership (local volumes; a hostPath is left as the host has it).
-func (m *Manager) claimPath(ctx context.Context, ns, claim string) (path string, managed bool, err error) {
-	pvc, err := m.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+// claimPath is the host path of the PersistentVolume a claim of the pod is bound to
+// (hostPath or local volumes: the storage of one node), and whether the kubelet manages
+// its ownership (local volumes; a hostPath is left as the host has it). The claim of an
+// ephemeral volume must be the pod's own.
+func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, claim string, ephemeralVolume bool) (path string, managed bool, err error) {
+	pvc, err := m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", false, fmt.Errorf("persistentvolumeclaim %q not found", claim)
 		}
 		return "", false, fmt.Errorf("get persistentvolumeclaim %q: %w", claim, err)
+	}
+	if ephemeralVolume {
+		if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
+			return "", false, err
+		}
 	}
 	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
 		return "", false, fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
