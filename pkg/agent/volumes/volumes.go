@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/storage/ephemeral"
 
@@ -215,6 +216,7 @@ func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []core
 func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (map[string]File, error) {
 	dflt := mode(p.DefaultMode, defaultMode)
 	out := map[string]File{}
+	var errs []error // every source's, as the kubelet's projected volume reports them
 	for _, src := range p.Sources {
 		var (
 			files map[string]File
@@ -233,11 +235,15 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 			err = errors.New("unsupported projected volume source")
 		}
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		for p, f := range files {
 			out[p] = f
 		}
+	}
+	if err := utilerrors.NewAggregate(errs); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
