@@ -78,7 +78,9 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		errs = append(errs, s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, false)))
 	}
 	// Volumes first, as the kubelet waits for them before the sandbox: a pod whose
-	// ConfigMap is missing stays ContainerCreating, with FailedMount events.
+	// ConfigMap is missing stays ContainerCreating, with FailedMount events. A volume set
+	// up before whose refresh failed is still there (the kubelet keeps it mounted): the
+	// events say so and the pod goes on.
 	vols, err := s.volumes.SetUp(ctx, pod)
 	st.volumes = vols
 	st.trace.Mark("volumes", s.clock.Now())
@@ -90,6 +92,8 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		for _, err := range failed { // one event per volume, as the kubelet's reconciler
 			s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		}
+	}
+	if err != nil && len(vols) < len(pod.Spec.Volumes) {
 		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", PodKey(pod), err))
 		status := s.podStatus(st, pod, all, false)
 		return 0, errors.Join(append(errs, s.writeStatus(ctx, st, pod, status))...)

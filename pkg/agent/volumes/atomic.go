@@ -26,11 +26,13 @@ const dataLink = "..data"
 // live in a hidden timestamped directory, dir/..data links to it, and each top-level name
 // is a symlink through ..data. A container reading the volume sees the old files or the
 // new ones, never a mix. It reports whether anything changed.
-func writeAtomically(dir string, payload map[string]File) (bool, error) {
-	for p := range payload {
+func writeAtomically(dir string, files map[string]File) (bool, error) {
+	payload := make(map[string]File, len(files))
+	for p, f := range files {
 		if err := checkPayloadPath(p); err != nil {
 			return false, err
 		}
+		payload[filepath.Clean(p)] = f // "./a" is a, as the kubelet's atomic writer has it
 	}
 	if current, err := os.Readlink(filepath.Join(dir, dataLink)); err == nil && sameContents(filepath.Join(dir, current), payload) {
 		return false, nil

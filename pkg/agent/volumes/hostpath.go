@@ -21,22 +21,21 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	if h.Type != nil {
 		typ = *h.Type
 	}
-	if typ == corev1.HostPathUnset {
-		return nil
-	}
 	fi, err := os.Stat(h.Path)
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
 		return fmt.Errorf("hostPath %s: %w", h.Path, err)
 	}
 	switch {
-	case missing && typ == corev1.HostPathDirectoryOrCreate:
+	case typ == corev1.HostPathUnset && !missing:
+		return nil
+	// No type: the kubelet checks nothing, and the container runtime makes a missing
+	// mount source a directory (containerd's CRI, as Docker did).
+	case missing && (typ == corev1.HostPathUnset || typ == corev1.HostPathDirectoryOrCreate):
 		return os.MkdirAll(h.Path, 0o755)
 	case missing && typ == corev1.HostPathFileOrCreate:
-		if err := os.MkdirAll(filepath.Dir(h.Path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(h.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		// The file only, not its directory (the kubelet's makeFile).
+		f, err := os.OpenFile(h.Path, os.O_CREATE, 0o644)
 		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}

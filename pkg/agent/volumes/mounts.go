@@ -17,8 +17,9 @@ import (
 )
 
 // ContainerMounts turns a container's volumeMounts into bind mounts of the pod's
-// volumes: subPaths resolved (and made in writable volumes, as the kubelet does) without
+// volumes: subPaths resolved (and made when missing, as the kubelet does) without
 // leaving their volume, readOnly from the mount or the volume, propagation as asked.
+// The errors are the kubelet's makeMounts' (which say nothing of the host's paths).
 func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mount, error) {
 	var out []runtime.Mount
 	for _, vm := range c.VolumeMounts {
@@ -32,8 +33,8 @@ func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mou
 		source := v.Path
 		if vm.SubPath != "" {
 			var err error
-			if source, err = subPath(v, vm.SubPath); err != nil {
-				return nil, fmt.Errorf("volumeMount %q of container %s: %w", vm.Name, c.Name, err)
+			if source, err = subPath(v.Path, vm.SubPath, vm.Name, c.Name); err != nil {
+				return nil, err
 			}
 		}
 		propagation := "rprivate"
@@ -50,32 +51,63 @@ func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mou
 	return out, nil
 }
 
-// subPath is the host path of sub inside volume v, refusing one that leaves it by '..'
-// or through a symlink; a missing one is made as a directory in a writable volume.
-func subPath(v Volume, sub string) (string, error) {
-	if filepath.IsAbs(sub) || slices.Contains(strings.Split(sub, "/"), "..") {
-		return "", fmt.Errorf("subPath %q must be a relative path without '..'", sub)
+// subPath is the host path of sub inside the volume at base. A missing one is made, in
+// any volume, with the mode of the volume's root (so an emptyDir's subPath is writable
+// by all, an fsGroup's by the group), never through a symlink out of the volume; one
+// that resolves out of the volume is refused: the kubelet's SafeMakeDir and
+// PrepareSafeSubpath.
+func subPath(base, sub, mount, container string) (string, error) {
+	if filepath.IsAbs(sub) {
+		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
 	}
-	path := filepath.Join(v.Path, sub)
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && v.Writable {
-		if err := os.MkdirAll(path, 0o755); err != nil {
-			return "", fmt.Errorf("create subPath %q: %w", sub, err)
+	if slices.Contains(strings.Split(sub, "/"), "..") {
+		return "", fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+	}
+	path := filepath.Join(base, sub)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := makeSubPath(base, sub); err != nil {
+			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", mount, container)
 		}
 	}
 	resolved, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	base, err := filepath.EvalSymlinks(v.Path)
-	if err != nil {
-		return "", err
-	}
+	root, rootErr := filepath.EvalSymlinks(base)
 	// A configMap's visible names link through ..data inside the volume: fine. A link
 	// out of the volume is not.
-	if resolved != base && !strings.HasPrefix(resolved, base+"/") {
-		return "", fmt.Errorf("subPath %q resolves to %s, outside its volume", sub, resolved)
+	if err != nil || rootErr != nil || resolved != root && !strings.HasPrefix(resolved, root+"/") {
+		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", mount, container)
 	}
 	return resolved, nil
+}
+
+// makeSubPath makes the missing directories of sub in the volume at base with the
+// mode of base (umask aside), inside the volume only (an os.Root).
+func makeSubPath(base, sub string) error {
+	fi, err := os.Stat(base)
+	if err != nil {
+		return err
+	}
+	perm := fi.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSetuid | fs.ModeSticky)
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	dir := ""
+	for _, part := range strings.Split(filepath.Clean(sub), "/") {
+		dir = filepath.Join(dir, part)
+		if _, err := root.Stat(dir); err == nil {
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := root.Mkdir(dir, perm&fs.ModePerm); err != nil { // special bits by Chmod only
+			return err
+		}
+		if err := root.Chmod(dir, perm); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ensureTmpfs mounts a tmpfs on dir unless one is there.
@@ -96,6 +128,9 @@ func ensureTmpfs(dir, opts string) error {
 // TearDown unmounts and removes everything of a pod under its directory. Removing a
 // pod that has nothing here is not an error.
 func (m *Manager) TearDown(uid string) error {
+	m.mu.Lock()
+	delete(m.mounted, uid)
+	m.mu.Unlock()
 	dir := m.PodDir(uid)
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {

@@ -47,22 +47,27 @@ func setOwnership(dir string, gid int64, readOnly bool) error {
 	})
 }
 
-// ownedBy reports whether dir already belongs to gid with setgid set, so a volume that
-// was given to the group once is not walked again on every sync (the kubelet's
-// OnRootMismatch policy).
+// ownedBy reports whether dir already belongs to gid, setgid and with the group's
+// read-write-search bits: the kubelet's check for fsGroupChangePolicy OnRootMismatch.
 func ownedBy(dir string, gid int64) bool {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return false
 	}
 	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int64(st.Gid) == gid && info.Mode()&fs.ModeSetgid != 0
+	const perms = 0o660 | 0o110
+	return ok && info.IsDir() && int64(st.Gid) == gid && info.Mode().Perm()&perms == perms && info.Mode()&fs.ModeSetgid != 0
 }
 
-// ensureOwnership gives a writable volume to the pod's fsGroup once.
+// ensureOwnership gives a writable volume the pod mounts to its fsGroup: everything
+// under it, unless fsGroupChangePolicy is OnRootMismatch and its root is already the
+// group's (the kubelet's SetVolumeOwnership at each mount).
 func ensureOwnership(pod *corev1.Pod, dir string) error {
 	gid := fsGroupOf(pod)
-	if gid == nil || ownedBy(dir, *gid) {
+	if gid == nil {
+		return nil
+	}
+	if p := pod.Spec.SecurityContext.FSGroupChangePolicy; p != nil && *p == corev1.FSGroupChangeOnRootMismatch && ownedBy(dir, *gid) {
 		return nil
 	}
 	return setOwnership(dir, *gid, false)

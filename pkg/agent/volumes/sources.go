@@ -123,7 +123,7 @@ func (m *Manager) tokenFile(ctx context.Context, pod *corev1.Pod, src *corev1.Se
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get service account token for pod %q: %w", pod.Namespace+"/"+pod.Name, err)
+		return nil, fmt.Errorf("failed to fetch token: %w", err) // the kubelet's token manager's words
 	}
 	m.tokens.put(key, resp.Status.Token, resp.CreationTimestamp.Time, resp.Status.ExpirationTimestamp.Time)
 	return map[string]File{src.Path: {Data: []byte(resp.Status.Token), Mode: dflt, UID: uid}}, nil

@@ -1,9 +1,9 @@
 // Package volumes is minilet's volume manager: it lays out a pod's volumes under
 // ROOT/pods/UID/volumes/kubernetes.io~PLUGIN/NAME as the kubelet does (emptyDir,
-// configMap, secret, downwardAPI, projected; hostPath and persistentVolumeClaims bound to
-// hostPath or local volumes are the host's own paths), keeps configMap, secret and
-// downward API files up to date, turns volumeMounts into container mounts and removes
-// everything with the pod.
+// configMap, secret, downwardAPI, projected; hostPath, and persistentVolumeClaims and
+// generic ephemeral volumes bound to hostPath or local volumes, are the host's own
+// paths), keeps configMap, secret and downward API files up to date, turns volumeMounts
+// into container mounts and removes everything with the pod.
 package volumes
 
 import (
@@ -13,13 +13,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
@@ -28,8 +31,6 @@ import (
 type Volume struct {
 	Path     string // on the host
 	ReadOnly bool   // configMap, secret, downwardAPI and projected volumes are read-only
-	// Writable: subPaths may be created in it (emptyDir, hostPath, claims).
-	Writable bool
 }
 
 // Manager sets up and tears down the volumes of one node's pods.
@@ -38,6 +39,9 @@ type Manager struct {
 	client      kubernetes.Interface
 	allocatable func() corev1.ResourceList
 	tokens      tokenCache
+
+	mu      sync.Mutex
+	mounted map[string]map[string]Volume // pod UID -> volume name -> the volume as set up
 }
 
 // New makes a manager keeping pod volumes under podsDir (ROOT/pods), reading
@@ -65,41 +69,60 @@ func (e *MountError) Unwrap() []error { return e.errs }
 
 // SetUp makes every volume of the pod ready, refreshing configMap, secret and
 // downwardAPI contents that changed; it is called on every sync of the pod. The volumes
-// it could set up are returned even when others failed (a *MountError).
+// it could set up are returned even when others failed (a *MountError), and so is one
+// set up before whose refresh failed (its ConfigMap deleted, say): it keeps what it
+// had, as the kubelet keeps a mounted volume mounted when its remount fails.
 func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume, error) {
 	vols := map[string]Volume{}
 	var errs []error
+	m.mu.Lock()
+	mounted := m.mounted[string(pod.UID)]
+	m.mu.Unlock()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		vol, err := m.setUp(ctx, pod, v)
+		old, ok := mounted[v.Name]
+		vol, err := m.setUp(ctx, pod, v, ok)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err))
+			if ok {
+				vols[v.Name] = old
+			}
 			continue
 		}
 		vols[v.Name] = vol
 	}
+	m.mu.Lock()
+	if m.mounted == nil {
+		m.mounted = map[string]map[string]Volume{}
+	}
+	m.mounted[string(pod.UID)] = vols
+	m.mu.Unlock()
 	if len(errs) > 0 {
 		return vols, &MountError{errs}
 	}
 	return vols, nil
 }
 
-func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (Volume, error) {
+// setUp sets up or refreshes one volume; mounted: it was set up at an earlier sync of
+// the pod (its ownership is not changed again).
+func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, mounted bool) (Volume, error) {
 	switch s := v.VolumeSource; {
 	case s.EmptyDir != nil:
 		dir := m.pluginDir(pod, "empty-dir", v.Name)
 		if err := setupDir(dir, s.EmptyDir.Medium == corev1.StorageMediumMemory, m.tmpfsSize(pod, s.EmptyDir.SizeLimit)); err != nil {
 			return Volume{}, err
 		}
-		if err := ensureOwnership(pod, dir); err != nil {
-			return Volume{}, fmt.Errorf("fsGroup: %w", err)
+		if !mounted {
+			if err := ensureOwnership(pod, dir); err != nil {
+				return Volume{}, fmt.Errorf("fsGroup: %w", err)
+			}
 		}
-		return Volume{Path: dir, Writable: true}, nil
+		return Volume{Path: dir}, nil
 	case s.HostPath != nil:
 		if err := checkHostPath(s.HostPath); err != nil {
 			return Volume{}, err
 		}
-		return Volume{Path: s.HostPath.Path, Writable: true}, nil
+		return Volume{Path: s.HostPath.Path}, nil
 	case s.ConfigMap != nil:
 		files, err := m.configMapFiles(ctx, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, mode(s.ConfigMap.DefaultMode, defaultMode), isTrue(s.ConfigMap.Optional))
 		if err != nil {
@@ -124,19 +147,24 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 			return Volume{}, err
 		}
 		return m.writeFiles(pod, "projected", v.Name, files, true)
-	case s.PersistentVolumeClaim != nil:
-		path, managed, err := m.claimPath(ctx, pod.Namespace, s.PersistentVolumeClaim.ClaimName)
+	case s.PersistentVolumeClaim != nil, s.Ephemeral != nil:
+		// A generic ephemeral volume is the claim POD-VOLUME its controller makes.
+		claim, readOnly := ephemeral.VolumeClaimName(pod, v), false
+		if s.PersistentVolumeClaim != nil {
+			claim, readOnly = s.PersistentVolumeClaim.ClaimName, s.PersistentVolumeClaim.ReadOnly
+		}
+		path, managed, err := m.claimPath(ctx, pod, claim, s.Ephemeral != nil)
 		if err != nil {
 			return Volume{}, err
 		}
-		if managed && !s.PersistentVolumeClaim.ReadOnly {
+		if managed && !readOnly && !mounted {
 			if err := ensureOwnership(pod, path); err != nil {
 				return Volume{}, fmt.Errorf("fsGroup: %w", err)
 			}
 		}
-		return Volume{Path: path, ReadOnly: s.PersistentVolumeClaim.ReadOnly, Writable: true}, nil
+		return Volume{Path: path, ReadOnly: readOnly}, nil
 	}
-	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim)")
+	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, ephemeral)")
 }
 
 // writeFiles writes a volume's files atomically in an emptyDir of its own, as the
@@ -188,6 +216,7 @@ func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []core
 func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1.ProjectedVolumeSource) (map[string]File, error) {
 	dflt := mode(p.DefaultMode, defaultMode)
 	out := map[string]File{}
+	var errs []error // every source's, as the kubelet's projected volume reports them
 	for _, src := range p.Sources {
 		var (
 			files map[string]File
@@ -206,25 +235,35 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 			err = errors.New("unsupported projected volume source")
 		}
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		for p, f := range files {
 			out[p] = f
 		}
 	}
+	if err := utilerrors.NewAggregate(errs); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
-// claimPath is the host path of the PersistentVolume a claim is bound to (hostPath or
-// local volumes: the storage of one node), and whether the kubelet manages its
-// ownership (local volumes; a hostPath is left as the host has it).
-func (m *Manager) claimPath(ctx context.Context, ns, claim string) (path string, managed bool, err error) {
-	pvc, err := m.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+// claimPath is the host path of the PersistentVolume a claim of the pod is bound to
+// (hostPath or local volumes: the storage of one node), and whether the kubelet manages
+// its ownership (local volumes; a hostPath is left as the host has it). The claim of an
+// ephemeral volume must be the pod's own.
+func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, claim string, ephemeralVolume bool) (path string, managed bool, err error) {
+	pvc, err := m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", false, fmt.Errorf("persistentvolumeclaim %q not found", claim)
 		}
 		return "", false, fmt.Errorf("get persistentvolumeclaim %q: %w", claim, err)
+	}
+	if ephemeralVolume {
+		if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
+			return "", false, err
+		}
 	}
 	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
 		return "", false, fmt.Errorf("persistentvolumeclaim %q is not bound", claim)

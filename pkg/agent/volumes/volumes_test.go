@@ -166,7 +166,7 @@ func TestContainerMountsAndSubPaths(t *testing.T) {
 	vol := t.TempDir()
 	outside := t.TempDir()
 	os.Symlink(outside, filepath.Join(vol, "escape"))
-	vols := map[string]Volume{"data": {Path: vol, Writable: true}, "cfg": {Path: t.TempDir(), ReadOnly: true}}
+	vols := map[string]Volume{"data": {Path: vol}, "cfg": {Path: t.TempDir(), ReadOnly: true}}
 	c := &corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{
 		{Name: "data", MountPath: "/data", SubPath: "app/logs", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
 		{Name: "cfg", MountPath: "/etc/app"},

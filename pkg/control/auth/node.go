@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/storage/ephemeral"
 )
 
 // NodeUserPrefix and NodesGroup identify a node: system:node:<name> in system:nodes.
@@ -242,7 +243,7 @@ func (n *Node) pod(ns, name string) (*corev1.Pod, bool) {
 func (n *Node) nodeUses(node, resource, ns, name string) bool {
 	for _, pod := range n.podsOn(node) {
 		if resource == "persistentvolumes" {
-			for _, claim := range PodRefs(pod, "persistentvolumeclaims") {
+			for _, claim := range podClaims(pod) {
 				pvc, err := n.pvcs.PersistentVolumeClaims(pod.Namespace).Get(claim)
 				if err == nil && pvc.Spec.VolumeName == name {
 					return true
@@ -253,13 +254,30 @@ func (n *Node) nodeUses(node, resource, ns, name string) bool {
 		if pod.Namespace != ns {
 			continue
 		}
-		for _, ref := range PodRefs(pod, resource) {
+		refs := PodRefs(pod, resource)
+		if resource == "persistentvolumeclaims" {
+			refs = podClaims(pod)
+		}
+		for _, ref := range refs {
 			if ref == name {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// podClaims are the claims a pod uses: those of its persistentVolumeClaim volumes and
+// those of its generic ephemeral volumes (POD-VOLUME), as the node authorizer's graph
+// links them to the pod.
+func podClaims(pod *corev1.Pod) []string {
+	claims := PodRefs(pod, "persistentvolumeclaims")
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Ephemeral != nil {
+			claims = append(claims, ephemeral.VolumeClaimName(pod, &pod.Spec.Volumes[i]))
+		}
+	}
+	return claims
 }
 
 func serviceAccountOf(pod *corev1.Pod) string {

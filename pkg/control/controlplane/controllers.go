@@ -22,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpoints"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslicemirroring"
+	"github.com/minik8s/minik8s/pkg/control/controllers/ephemeral"
 	"github.com/minik8s/minik8s/pkg/control/controllers/flowschemastatus"
 	"github.com/minik8s/minik8s/pkg/control/controllers/garbagecollector"
 	"github.com/minik8s/minik8s/pkg/control/controllers/job"
@@ -142,6 +143,7 @@ var controllers = []controller{
 	{localpath.Name, startLocalPath},
 	{volumeprotection.PVCName, startPVCProtection},
 	{volumeprotection.PVName, startPVProtection},
+	{ephemeral.Name, startEphemeralVolume},
 	{"clusterrole-aggregation", startClusterRoleAggregation},
 	{"root-ca-cert-publisher", startRootCACertPublisher},
 	{"horizontalpodautoscaling", startHorizontalPodAutoscaler},
@@ -349,6 +351,11 @@ func startPVBinder(c *ControllerContext) (runner, error) {
 func startPVCProtection(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
 	return volumeprotection.NewClaims(c.Client, core.PersistentVolumeClaims(), core.Pods(), c.Log.With("component", volumeprotection.PVCName))
+}
+
+func startEphemeralVolume(c *ControllerContext) (runner, error) {
+	core := c.Informers.Core().V1()
+	return ephemeral.New(c.Client, core.Pods(), core.PersistentVolumeClaims(), c.Recorder(ephemeral.EventSource), c.Log.With("component", ephemeral.Name))
 }
 
 func startPVProtection(c *ControllerContext) (runner, error) {
