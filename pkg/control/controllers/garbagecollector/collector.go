@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/discovered"
@@ -119,7 +120,16 @@ func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("garbage collector discovery: %w", err)
 	}
-	return discovered.Supporting(lists, "list", "watch", "delete"), nil
+	return slices.DeleteFunc(discovered.Supporting(lists, "list", "watch", "delete"), func(gvr schema.GroupVersionResource) bool {
+		return ignoredResources[gvr.GroupResource()]
+	}), nil
+}
+
+// ignoredResources are left alone, as by Kubernetes' collector (its DefaultIgnoredResources):
+// Events, many and short-lived, are not owned.
+var ignoredResources = map[schema.GroupResource]bool{
+	{Resource: "events"}:                         true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
 }
 
 func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {

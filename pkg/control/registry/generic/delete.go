@@ -132,11 +132,11 @@ func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns,
 // kube-apiserver's store sets them on every deletion: orphan or foregroundDeletion as the
 // request's orphanDependents or propagation policy asks (Background asks for neither),
 // else as the object already has, else orphan for a kind that orphans by default. A graceful
-// deletion under way that the request does not hurry keeps them, and changed says whether
-// they differ from the object's.
+// deletion under way that the request does not hurry, and a kind the collector leaves alone,
+// keep them; changed says whether they differ from the object's.
 func collectorFinalizers(res *registry.Resource, m metav1.Object, opts metav1.DeleteOptions) (finalizers []string, changed bool) {
 	cur := m.GetFinalizers()
-	if g := m.GetDeletionGracePeriodSeconds(); m.GetDeletionTimestamp() != nil && g != nil && *g > 0 &&
+	if g := m.GetDeletionGracePeriodSeconds(); res.Rules.NotCollected || m.GetDeletionTimestamp() != nil && g != nil && *g > 0 &&
 		(opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *g) {
 		return cur, false
 	}

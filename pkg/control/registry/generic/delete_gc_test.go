@@ -98,3 +98,22 @@ func TestDeleteJobOrphansByDefault(t *testing.T) {
 		t.Errorf("job deleted in the background: %v, finalizers %v, warnings %q", err, MustMeta(out).GetFinalizers(), w)
 	}
 }
+
+// The garbage collector leaves Events alone, so a deletion never gives one its finalizers
+// (kube: the events strategy's garbage collection policy is Unsupported): it goes at once.
+func TestDeleteEventSetsNoCollectorFinalizer(t *testing.T) {
+	s, st := newTestStore(t, Admission{})
+	ctx := t.Context()
+	events := s.resource(t, "events")
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"}, Reason: "R", Type: corev1.EventTypeNormal}
+	if _, err := s.Create(ctx, events, ev, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, events, "default", "e", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(ctx, Key(events, "default", "e")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("event deleted in the foreground: still there (%v)", err)
+	}
+}
