@@ -12,8 +12,6 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -21,25 +19,8 @@ import (
 )
 
 // Forbidden is the refusal of a write, as k8s.io/apiserver's admission.NewForbidden words
-// it: `pods "web" is forbidden: <err>`, naming the object by its name, else its
-// generateName, else "Unknown". A Forbidden error is passed on as it is.
-func Forbidden(a *generic.Attributes, err error) error {
-	if apierrors.IsForbidden(err) {
-		return err
-	}
-	name := a.Name
-	if name == "" {
-		name = "Unknown"
-		if m, merr := meta.Accessor(a.Object); a.Object != nil && merr == nil {
-			if m.GetName() != "" {
-				name = m.GetName()
-			} else if m.GetGenerateName() != "" {
-				name = m.GetGenerateName()
-			}
-		}
-	}
-	return apierrors.NewForbidden(a.Resource.GroupResource(), name, err)
-}
+// it (generic.Forbidden, which the registry's own NamespaceLifecycle uses too).
+var Forbidden = generic.Forbidden
 
 // Is says whether a is a write of the core resource named (not of a subresource).
 func Is(a *generic.Attributes, resource string) bool {

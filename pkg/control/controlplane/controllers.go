@@ -228,7 +228,7 @@ func startGarbageCollector(c *ControllerContext) (runner, error) {
 	gc := garbagecollector.New(c.Metadata, c.Client.Discovery(), map[schema.GroupVersionResource]cache.SharedIndexInformer{
 		corev1.SchemeGroupVersion.WithResource("pods"):       c.Informers.Core().V1().Pods().Informer(),
 		corev1.SchemeGroupVersion.WithResource("namespaces"): c.Informers.Core().V1().Namespaces().Informer(),
-	}, c.Log.With("component", "garbage-collector"))
+	}, c.Recorder("garbage-collector-controller"), c.Log.With("component", "garbage-collector"))
 	return runFunc(func(ctx context.Context) {
 		if err := gc.Run(ctx); err != nil {
 			c.Log.Error("garbage collector stopped", "err", err)

@@ -51,7 +51,7 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		corev1.NamespaceDeletionGVParsingFailure: "False ParsedGroupVersions All legacy kube types successfully parsed",
 		corev1.NamespaceDeletionContentFailure:   "False ContentDeleted All content successfully deleted, may be waiting on finalization",
 		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain Some resources are remaining: configmaps. has 1 resource instances",
-		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizerRemain Some finalizers are remaining: example.com/hold in 1 resource instances",
+		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
 	}
 	var last []corev1.NamespaceCondition
 	waitFor(t, "namespace conditions", func() bool {

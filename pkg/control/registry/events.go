@@ -19,6 +19,7 @@ import (
 // through one API is not listed by the other.
 
 var eventRules = Rules{
+	NotCollected: true,
 	Validate: func(obj runtime.Object) field.ErrorList {
 		e := obj.(*corev1.Event)
 		errs := validateMeta(e, true, validation.NameIsDNSSubdomain)
@@ -43,6 +44,7 @@ var eventRules = Rules{
 }
 
 var eventsV1Rules = Rules{
+	NotCollected: true,
 	Validate: func(obj runtime.Object) field.ErrorList {
 		e := obj.(*eventsv1.Event)
 		errs := validateMeta(e, true, validation.NameIsDNSSubdomain)

@@ -32,7 +32,8 @@ const (
 )
 
 var jobRules = Rules{
-	Generation: true,
+	Generation:              true,
+	OrphanDependentsWarning: "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning",
 	Warnings: func(obj runtime.Object) []string {
 		return templateWarnings(&obj.(*batchv1.Job).Spec.Template, field.NewPath("spec"))
 	},

@@ -111,6 +111,13 @@ type Rules struct {
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.
 	Finalizing func(obj runtime.Object) bool
+	// NotCollected: the garbage collector leaves the kind alone (kube's Unsupported garbage
+	// collection policy, Events'), so a deletion sets neither orphan nor foregroundDeletion.
+	NotCollected bool
+	// OrphanDependentsWarning, when set, makes a deletion that names no propagation policy
+	// (nor orphanDependents) orphan the object's dependents, answered with this warning, as
+	// kube-apiserver's batch/v1 Job storage does (its DefaultGarbageCollectionPolicy).
+	OrphanDependentsWarning string
 	// FinalizingConflict, when set, refuses with 409 and this message a deletion asked again
 	// while Finalizing holds the object (kube-apiserver's namespace storage does).
 	FinalizingConflict string

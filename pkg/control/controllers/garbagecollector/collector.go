@@ -12,14 +12,17 @@ package garbagecollector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/discovered"
 	"github.com/minik8s/minik8s/internal/controller/trim"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +35,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 )
@@ -44,6 +48,7 @@ type Collector struct {
 	shared    map[schema.GroupVersionResource]cache.SharedIndexInformer
 	graph     *graph
 	queue     workqueue.TypedRateLimitingInterface[types.UID]
+	recorder  record.EventRecorder
 	log       *slog.Logger
 }
 
@@ -51,9 +56,9 @@ type Collector struct {
 // components run (and start) anyway: the collector watches those resources through them
 // rather than through a second watch and cache of its own, as kube-controller-manager's
 // collector uses the shared typed informers where they exist.
-func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[schema.GroupVersionResource]cache.SharedIndexInformer, log *slog.Logger) *Collector {
+func New(md metadata.Interface, disc discovery.DiscoveryInterface, shared map[schema.GroupVersionResource]cache.SharedIndexInformer, recorder record.EventRecorder, log *slog.Logger) *Collector {
 	return &Collector{
-		metadata: md, discovery: disc, shared: shared, log: log, graph: newGraph(),
+		metadata: md, discovery: disc, shared: shared, recorder: recorder, log: log, graph: newGraph(),
 		queue: workloop.NewQueue[types.UID](""),
 	}
 }
@@ -115,7 +120,16 @@ func (c *Collector) watchable() ([]schema.GroupVersionResource, error) {
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("garbage collector discovery: %w", err)
 	}
-	return discovered.Supporting(lists, "list", "watch", "delete"), nil
+	return slices.DeleteFunc(discovered.Supporting(lists, "list", "watch", "delete"), func(gvr schema.GroupVersionResource) bool {
+		return ignoredResources[gvr.GroupResource()]
+	}), nil
+}
+
+// ignoredResources are left alone, as by Kubernetes' collector (its DefaultIgnoredResources):
+// Events, many and short-lived, are not owned.
+var ignoredResources = map[schema.GroupResource]bool{
+	{Resource: "events"}:                         true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
 }
 
 func (c *Collector) handler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
@@ -178,7 +192,9 @@ func (c *Collector) process(ctx context.Context, uid types.UID) (time.Duration, 
 	case o.deletingDependents():
 		return 0, c.deleteDependentsFirst(ctx, o)
 	case !o.deleting && len(o.owners) > 0:
-		return 0, c.attemptToDelete(ctx, o)
+		if err := c.attemptToDelete(ctx, o); !errors.Is(err, errNamespacedOwnerOfClusterScoped) {
+			return 0, err
+		}
 	}
 	return 0, nil // being deleted is a one-way trip: its dependents get their look once it is gone
 }
@@ -188,12 +204,21 @@ type references struct {
 	solid    []metav1.OwnerReference // owners that exist and are not being deleted in the foreground
 	dangling []metav1.OwnerReference // owners gone
 	waiting  []metav1.OwnerReference // owners waiting for their dependents to be deleted
+	// elsewhere are the references whose UID is an object of another namespace (so dangling).
+	elsewhere []metav1.OwnerReference
 }
 
-func (c *Collector) classify(ctx context.Context, namespace string, refs []metav1.OwnerReference) (references, error) {
+// errNamespacedOwnerOfClusterScoped: a cluster-scoped object names a namespaced owner, which
+// no lookup can find; the collector leaves the object alone, as Kubernetes' does.
+var errNamespacedOwnerOfClusterScoped = errors.New("a cluster-scoped object refers to a namespaced owner")
+
+func (c *Collector) classify(ctx context.Context, dep *object, refs []metav1.OwnerReference) (references, error) {
 	var r references
 	for _, ref := range refs {
-		owner, err := c.owner(ctx, ref, namespace)
+		if owner := c.graph.get(ref.UID); owner != nil && owner.namespace != "" && owner.namespace != dep.namespace {
+			r.elsewhere = append(r.elsewhere, ref)
+		}
+		owner, err := c.owner(ctx, ref, dep.namespace)
 		switch {
 		case err != nil:
 			return r, err
@@ -213,7 +238,7 @@ func (c *Collector) classify(ctx context.Context, namespace string, refs []metav
 // the others; an owner waiting in the foreground has it deleted in the foreground too when
 // it has dependents of its own.
 func (c *Collector) attemptToDelete(ctx context.Context, o *object) error {
-	r, err := c.classify(ctx, o.namespace, o.owners)
+	r, err := c.classify(ctx, o, o.owners)
 	if err != nil || len(r.dangling)+len(r.waiting) == 0 {
 		return err
 	}
@@ -229,8 +254,11 @@ func (c *Collector) attemptToDelete(ctx context.Context, o *object) error {
 	if latest.UID != o.uid || latest.DeletionTimestamp != nil || len(latest.OwnerReferences) == 0 {
 		return nil
 	}
-	if r, err = c.classify(ctx, o.namespace, latest.OwnerReferences); err != nil {
+	if r, err = c.classify(ctx, o, latest.OwnerReferences); err != nil {
 		return err
+	}
+	for _, ref := range r.elsewhere {
+		c.reportInvalidNamespace(o, ref)
 	}
 	switch {
 	case len(r.solid) > 0:
@@ -298,11 +326,25 @@ func (c *Collector) unblockOwners(ctx context.Context, o *object) error {
 	})
 }
 
+// reportInvalidNamespace tells with a Warning Event on the dependent, in Kubernetes' words,
+// that its reference names an object of another namespace.
+func (c *Collector) reportInvalidNamespace(dep *object, ref metav1.OwnerReference) {
+	gvk, err := c.mapper.KindFor(dep.gvr)
+	if err != nil {
+		return
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	c.recorder.Eventf(&corev1.ObjectReference{Kind: kind, APIVersion: apiVersion, Namespace: dep.namespace, Name: dep.name, UID: dep.uid},
+		corev1.EventTypeWarning, "OwnerRefInvalidNamespace", "ownerRef [%s/%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q",
+		ref.APIVersion, ref.Kind, dep.namespace, ref.Name, ref.UID, dep.namespace)
+}
+
 // owner is what the graph or, when the graph has not seen it, the API (the graph may lag
-// behind) knows of the owner a reference names; nil when it is gone, matching the UID so a
-// re-created namesake does not count.
+// behind) knows of the owner a reference names in the dependent's namespace (or the
+// cluster); nil when it is gone, matching the UID so a re-created namesake does not count,
+// and the name and namespace so an object elsewhere with that UID does not either.
 func (c *Collector) owner(ctx context.Context, ref metav1.OwnerReference, namespace string) (*object, error) {
-	if owner := c.graph.get(ref.UID); owner != nil {
+	if owner := c.graph.get(ref.UID); owner != nil && owner.name == ref.Name && (owner.namespace == "" || owner.namespace == namespace) {
 		return owner, nil
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -313,8 +355,11 @@ func (c *Collector) owner(ctx context.Context, ref metav1.OwnerReference, namesp
 	if err != nil {
 		return nil, nil
 	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+	switch {
+	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		namespace = ""
+	case namespace == "":
+		return nil, errNamespacedOwnerOfClusterScoped
 	}
 	got, err := c.metadata.Resource(mapping.Resource).Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

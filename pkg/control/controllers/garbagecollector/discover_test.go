@@ -39,7 +39,7 @@ func TestDiscoverRetries(t *testing.T) {
 		GroupVersion: "v1",
 		APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"list", "watch", "delete"}}},
 	}}}}
-	c := New(nil, &flakyDiscovery{DiscoveryInterface: fake, failures: 3}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(nil, &flakyDiscovery{DiscoveryInterface: fake, failures: 3}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resources, err := c.discover(ctx)
@@ -52,7 +52,7 @@ func TestDiscoverRetries(t *testing.T) {
 
 	stopped, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	if _, err := New(nil, &flakyDiscovery{DiscoveryInterface: fake, failures: 1 << 30}, nil, slog.New(slog.NewTextHandler(io.Discard, nil))).discover(stopped); err == nil {
+	if _, err := New(nil, &flakyDiscovery{DiscoveryInterface: fake, failures: 1 << 30}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil))).discover(stopped); err == nil {
 		t.Fatal("discover against a dead server returned no error after its context ended")
 	}
 }

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 )
 
 // content is what a pass over a terminating namespace found still there: objects per
@@ -36,14 +38,19 @@ var okConditions = map[corev1.NamespaceConditionType][2]string{
 	corev1.NamespaceDeletionGVParsingFailure: {"ParsedGroupVersions", "All legacy kube types successfully parsed"},
 	corev1.NamespaceDeletionContentFailure:   {"ContentDeleted", "All content successfully deleted, may be waiting on finalization"},
 	corev1.NamespaceContentRemaining:         {"ContentRemoved", "All content successfully removed"},
-	corev1.NamespaceFinalizersRemaining:      {"ContentRemoved", "All content successfully removed"},
+	corev1.NamespaceFinalizersRemaining:      {"ContentHasNoFinalizers", "All content-preserving finalizers finished"},
 }
 
 // failures are the conditions that do not hold their "ok" value after a pass: what is
 // left, and the discovery or deletion errors met.
 func (c content) failures(discoveryErr error, deleteErrs []string) map[corev1.NamespaceConditionType][2]string {
 	out := map[corev1.NamespaceConditionType][2]string{}
-	if discoveryErr != nil {
+	var groupErr *discovery.ErrGroupDiscoveryFailed
+	switch {
+	case errors.As(discoveryErr, &groupErr):
+		out[corev1.NamespaceDeletionDiscoveryFailure] = [2]string{"DiscoveryFailed",
+			fmt.Sprintf("Discovery failed for some groups, %d failing: %v", len(groupErr.Groups), discoveryErr)}
+	case discoveryErr != nil:
 		out[corev1.NamespaceDeletionDiscoveryFailure] = [2]string{"DiscoveryFailed", discoveryErr.Error()}
 	}
 	if len(deleteErrs) > 0 {
@@ -65,7 +72,7 @@ func (c content) failures(discoveryErr error, deleteErrs []string) map[corev1.Na
 	}
 	if len(held) > 0 {
 		sort.Strings(held)
-		out[corev1.NamespaceFinalizersRemaining] = [2]string{"SomeFinalizerRemain", "Some finalizers are remaining: " + strings.Join(held, ", ")}
+		out[corev1.NamespaceFinalizersRemaining] = [2]string{"SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: " + strings.Join(held, ", ")}
 	}
 	return out
 }

@@ -77,6 +77,9 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil || ns.DeletionTimestamp == nil {
 		return 0, err
 	}
+	if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+		return 0, nil // finalized already (through /finalize): its content is no longer ours to delete
+	}
 	resources, discoveryErr := c.namespacedResources()
 	if discoveryErr != nil && len(resources) == 0 {
 		return 0, discoveryErr

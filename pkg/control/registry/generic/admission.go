@@ -8,10 +8,34 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// Forbidden is the refusal of a write, as k8s.io/apiserver's admission.NewForbidden words
+// it: `pods "web" is forbidden: <err>`, naming the object by its name, else its
+// generateName, else "Unknown". A Forbidden error is passed on as it is.
+func Forbidden(a *Attributes, err error) error {
+	if apierrors.IsForbidden(err) {
+		return err
+	}
+	name := a.Name
+	if name == "" {
+		name = "Unknown"
+		if m, merr := meta.Accessor(a.Object); a.Object != nil && merr == nil {
+			if m.GetName() != "" {
+				name = m.GetName()
+			} else if m.GetGenerateName() != "" {
+				name = m.GetGenerateName()
+			}
+		}
+	}
+	return apierrors.NewForbidden(a.Resource.GroupResource(), name, err)
+}
 
 // Operation is what a write does, in admission's terms.
 type Operation string
@@ -132,7 +156,7 @@ func NewNamespaceLifecycle(st store.Interface, reg *registry.Registry) *Namespac
 
 // Admit checks creates of namespaced objects.
 func (l *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
-	if a.Operation != Create || !a.Resource.Namespaced || a.Subresource != "" {
+	if a.Operation != Create || !a.Resource.Namespaced { // a Binding or an Eviction too
 		return nil
 	}
 	if l.namespaces == nil {
@@ -162,8 +186,13 @@ func (l *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 		l.mu.Unlock()
 	}
 	if st.terminating {
-		return apierrors.NewForbidden(l.namespaces.GroupResource(), a.Namespace,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
+		err := Forbidden(a, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
+		if status, ok := err.(*apierrors.StatusError); ok {
+			status.ErrStatus.Details.Causes = append(status.ErrStatus.Details.Causes, metav1.StatusCause{
+				Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", a.Namespace), Field: "metadata.namespace",
+			})
+		}
+		return err
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // Delete removes an object the Kubernetes way: preconditions first, then admission; a
@@ -18,7 +20,16 @@ import (
 // deletionTimestamp, and goes away when its grace period is cut to zero and its finalizers
 // are gone.
 func (s *Store) Delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
+	warnOrphaning(ctx, res, opts)
 	return s.delete(ctx, res, ns, name, opts, true)
+}
+
+// warnOrphaning sends the kind's warning when a deletion that names no policy orphans the
+// dependents by default (batch/v1 Jobs'), once per request.
+func warnOrphaning(ctx context.Context, res *registry.Resource, opts metav1.DeleteOptions) {
+	if msg := res.Rules.OrphanDependentsWarning; msg != "" && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
+		warning.AddWarning(ctx, "", msg)
+	}
 }
 
 // delete is Delete, with the admission of the deletion unless the caller admitted the
@@ -50,9 +61,9 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		if res.Rules.GracefulDelete != nil {
 			grace, graceful = res.Rules.GracefulDelete(obj, opts.GracePeriodSeconds)
 		}
-		gc := propagationFinalizer(opts)
-		if graceful || gc != "" || finalizing(res, obj) {
-			return s.markForDeletion(ctx, res, ns, name, opts.Preconditions, grace, gc, dry)
+		_, gcChanged := collectorFinalizers(res, MustMeta(obj), opts)
+		if graceful || gcChanged || finalizing(res, obj) {
+			return s.markForDeletion(ctx, res, ns, name, opts, grace, dry)
 		}
 		if dry {
 			return obj, nil
@@ -76,6 +87,7 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 	if err != nil {
 		return nil, 0, err
 	}
+	warnOrphaning(ctx, res, opts)
 	var deleted []runtime.Object
 	for _, kv := range kvs {
 		obj, err := Decode(res, kv.Value, kv.Revision)
@@ -86,7 +98,7 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 			continue
 		}
 		m := MustMeta(obj)
-		out, err := s.Delete(ctx, res, m.GetNamespace(), m.GetName(), opts)
+		out, err := s.delete(ctx, res, m.GetNamespace(), m.GetName(), opts, true)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -98,35 +110,66 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 	return deleted, rev, nil
 }
 
-// markForDeletion sets deletionTimestamp (now+grace) and adds the garbage collector's
-// finalizer, if any, leaving the rest of the deletion to the node agent, the finalizers'
-// owners or the garbage collector.
-func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, pre *metav1.Preconditions, grace int64, finalizer string, dry bool) (runtime.Object, error) {
+// markForDeletion sets deletionTimestamp (now+grace) and the garbage collector's
+// finalizers as the options ask, leaving the rest of the deletion to the node agent, the
+// finalizers' owners or the garbage collector; with no finalizer left and no grace the
+// update completes the deletion.
+func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, grace int64, dry bool) (runtime.Object, error) {
 	return s.Update(ctx, res, ns, name, UpdateOptions{DryRun: dry, deleting: true, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
-		if err := checkPreconditions(res, cur, pre); err != nil {
+		if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
 			return nil, err
 		}
 		m := MustMeta(cur)
-		if finalizer != "" && !slices.Contains(m.GetFinalizers(), finalizer) {
-			m.SetFinalizers(append(m.GetFinalizers(), finalizer))
+		if finalizers, changed := collectorFinalizers(res, m, opts); changed {
+			m.SetFinalizers(finalizers)
 		}
 		markDeleting(cur, grace)
 		return cur, nil
 	})
 }
 
-// propagationFinalizer is the finalizer that makes the garbage collector delete an object's
-// dependents first (Foreground) or orphan them (Orphan); Background needs none: the
-// collector deletes dependents whose owners are gone.
-func propagationFinalizer(opts metav1.DeleteOptions) string {
-	switch {
-	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground:
-		return metav1.FinalizerDeleteDependents
-	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan,
-		opts.PropagationPolicy == nil && opts.OrphanDependents != nil && *opts.OrphanDependents:
-		return metav1.FinalizerOrphanDependents
+// collectorFinalizers are the object's finalizers with the garbage collector's set as
+// kube-apiserver's store sets them on every deletion: orphan or foregroundDeletion as the
+// request's orphanDependents or propagation policy asks (Background asks for neither),
+// else as the object already has, else orphan for a kind that orphans by default. A graceful
+// deletion under way that the request does not hurry, and a kind the collector leaves alone,
+// keep them; changed says whether they differ from the object's.
+func collectorFinalizers(res *registry.Resource, m metav1.Object, opts metav1.DeleteOptions) (finalizers []string, changed bool) {
+	cur := m.GetFinalizers()
+	if g := m.GetDeletionGracePeriodSeconds(); res.Rules.NotCollected || m.GetDeletionTimestamp() != nil && g != nil && *g > 0 &&
+		(opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *g) {
+		return cur, false
 	}
-	return ""
+	var orphan, foreground bool
+	switch {
+	case opts.OrphanDependents != nil:
+		orphan = *opts.OrphanDependents
+	case opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	default:
+		i := slices.IndexFunc(cur, func(f string) bool {
+			return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+		})
+		switch {
+		case i >= 0:
+			orphan, foreground = cur[i] == metav1.FinalizerOrphanDependents, cur[i] == metav1.FinalizerDeleteDependents
+		default:
+			orphan = res.Rules.OrphanDependentsWarning != ""
+		}
+	}
+	for _, f := range cur {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			finalizers = append(finalizers, f)
+		}
+	}
+	if orphan {
+		finalizers = append(finalizers, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		finalizers = append(finalizers, metav1.FinalizerDeleteDependents)
+	}
+	return finalizers, !sets.New(cur...).Equal(sets.New(finalizers...))
 }
 
 func checkPreconditions(res *registry.Resource, obj runtime.Object, pre *metav1.Preconditions) error {

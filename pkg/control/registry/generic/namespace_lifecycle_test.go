@@ -1,0 +1,48 @@
+package generic
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A create in a terminating namespace is refused as kube-apiserver's NamespaceLifecycle
+// refuses it: forbidden on the object being created, with the NamespaceTerminating cause
+// (kubectl drain looks for it), and a pod's binding is refused the same way.
+func TestCreateInTerminatingNamespace(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	pods, nss := s.resource(t, "pods"), s.resource(t, "namespaces")
+	if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "going"}}, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := pod("a")
+	p.Namespace = "going"
+	if _, err := s.Create(ctx, pods, p, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, nss, "", "going", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cause := metav1.StatusCause{Type: corev1.NamespaceTerminatingCause, Message: "namespace going is being terminated", Field: "metadata.namespace"}
+	check := func(what string, err error, want string) {
+		t.Helper()
+		status, ok := err.(apierrors.APIStatus)
+		if !ok || !apierrors.IsForbidden(err) {
+			t.Fatalf("%s: %v, want forbidden", what, err)
+		}
+		if err.Error() != want {
+			t.Errorf("%s: %q, want %q", what, err.Error(), want)
+		}
+		if d := status.Status().Details; d == nil || len(d.Causes) != 1 || d.Causes[0] != cause {
+			t.Errorf("%s: details %+v, want the cause %+v", what, d, cause)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "going"}}
+	_, err := s.Create(ctx, s.resource(t, "configmaps"), cm, CreateOptions{})
+	check("create", err, `configmaps "late" is forbidden: unable to create new content in namespace going because it is being terminated`)
+	err = s.Bind(ctx, pods, "going", "a", &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "going"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}}, false)
+	check("binding", err, `pods "a" is forbidden: unable to create new content in namespace going because it is being terminated`)
+}
