@@ -12,6 +12,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -82,3 +83,25 @@ func (i *Informers) Wait(ctx context.Context, a *generic.Attributes, synced cach
 // Started says whether Start has begun the informers: before it, plugins that read only
 // objects users register (webhooks, policies) have nothing to apply.
 func (i *Informers) Started() bool { return i.started.Load() }
+
+// NewestDefault is, of items that isDefault marks, the newest (then the first by name), as
+// Kubernetes' DefaultStorageClass and DefaultIngressClass plugins choose the default class
+// when several are marked; the zero T (nil) when none is.
+func NewestDefault[T metav1.Object](items []T, isDefault func(T) bool) T {
+	var def T
+	found := false
+	for _, it := range items {
+		if !isDefault(it) {
+			continue
+		}
+		if !found {
+			def, found = it, true
+			continue
+		}
+		created, newest := it.GetCreationTimestamp(), def.GetCreationTimestamp()
+		if created.After(newest.Time) || (created.Equal(&newest) && it.GetName() < def.GetName()) {
+			def = it
+		}
+	}
+	return def
+}

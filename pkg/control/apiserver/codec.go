@@ -129,15 +129,13 @@ const (
 	validationStrict fieldValidation = "Strict"
 )
 
-func parseFieldValidation(r *http.Request) (fieldValidation, error) {
-	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
-	case "":
-		return validationWarn, nil
-	case validationIgnore, validationWarn, validationStrict:
-		return v, nil
-	default:
-		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, not %q", v))
+// parseFieldValidation is the request's directive, Warn when it names none (withFieldOwner
+// has refused any other value).
+func parseFieldValidation(r *http.Request) fieldValidation {
+	if v := fieldValidation(r.URL.Query().Get("fieldValidation")); v != "" {
+		return v
 	}
+	return validationWarn
 }
 
 // cannotHandle puts kube-apiserver's words (its transformDecodeError) before why a body of

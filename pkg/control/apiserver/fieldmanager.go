@@ -251,7 +251,8 @@ type fieldOwner struct {
 }
 
 // withFieldOwner tells the write path who a POST, PUT or PATCH writes as: ?fieldManager=, or
-// else the program name of the User-Agent, as in Kubernetes.
+// else the program name of the User-Agent, as in Kubernetes. It refuses a fieldManager or a
+// fieldValidation kube-apiserver's CreateOptions, UpdateOptions or PatchOptions refuse.
 func withFieldOwner(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var options string
@@ -266,8 +267,11 @@ func withFieldOwner(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		manager := r.URL.Query().Get("fieldManager")
-		if errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager")); len(errs) > 0 {
+		q := r.URL.Query()
+		manager := q.Get("fieldManager")
+		errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager"))
+		errs = append(errs, metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), q.Get("fieldValidation"))...)
+		if len(errs) > 0 {
 			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs))
 			return
 		}

@@ -29,10 +29,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	if patchType == types.ApplyYAMLPatchType {
 		return s.serveApply(w, r, res, info)
 	}
-	directive, err := parseFieldValidation(r)
-	if err != nil {
-		return err
-	}
+	directive := parseFieldValidation(r)
 	dry, err := dryRun(r, "PatchOptions")
 	if err != nil {
 		return err

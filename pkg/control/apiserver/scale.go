@@ -78,10 +78,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 
 // decodeScale reads the Scale a PUT sends.
 func decodeScale(r *http.Request, info requestInfo) (*autoscalingv1.Scale, error) {
-	directive, err := parseFieldValidation(r)
-	if err != nil {
-		return nil, err
-	}
+	directive := parseFieldValidation(r)
 	var scale autoscalingv1.Scale
 	if _, err := decodeBody(r, &scale, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), directive); err != nil {
 		return nil, err

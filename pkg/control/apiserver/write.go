@@ -43,10 +43,7 @@ func setRequester(ctx context.Context, res *registry.Resource, obj runtime.Objec
 // decodeRequest decodes the body into a new object of res and checks its namespace and name
 // against the URL.
 func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info requestInfo) (runtime.Object, []string, error) {
-	directive, err := parseFieldValidation(r)
-	if err != nil {
-		return nil, nil, err
-	}
+	directive := parseFieldValidation(r)
 	obj, err := res.New()
 	if err != nil {
 		return nil, nil, err

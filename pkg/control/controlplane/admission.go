@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"github.com/minik8s/minik8s/pkg/control/admission"
+	"github.com/minik8s/minik8s/pkg/control/admission/defaultingressclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/defaultstorageclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/defaulttolerationseconds"
 	"github.com/minik8s/minik8s/pkg/control/admission/limitranger"
@@ -67,6 +68,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			defaulttolerationseconds.Plugin{},
 			defaultstorageclass.New(inf),
 			storageprotection.Plugin{},
+			defaultingressclass.New(inf),
 			upstream.NewMutating(objects, inf.Started, policies.Mutating, mutatingWebhooks),
 		},
 		Validating: []generic.ValidatingAdmission{

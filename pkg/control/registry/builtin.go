@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
@@ -117,6 +118,10 @@ func res(gv schema.GroupVersion, plural, kind string, namespaced bool, rules Rul
 }
 
 var leaseRules = Rules{
+	Validate: func(obj runtime.Object) field.ErrorList { return validateLease(obj.(*coordinationv1.Lease)) },
+	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
+		return validateLeaseSpec(&obj.(*coordinationv1.Lease).Spec)
+	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			nameColumn, column("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"], false), ageColumn,

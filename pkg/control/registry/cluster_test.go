@@ -203,5 +203,6 @@ func TestEventTables(t *testing.T) {
 		t.Errorf("events.k8s.io event row: %v", row)
 	}
 	v1.ReportingController = ""
-	expectErrors(t, "events.k8s.io event", eventsV1Rules.Validate(v1), "reportingController: FieldValueRequired")
+	expectErrors(t, "events.k8s.io event", eventsV1Rules.Validate(v1), "reportingController: FieldValueRequired",
+		"reportingController: FieldValueInvalid", "reportingController: FieldValueInvalid", "action: FieldValueRequired", "reason: FieldValueRequired")
 }

@@ -11,22 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// Events are served in two versions: core/v1 and events.k8s.io/v1. Kubernetes stores them
-// once and converts; miniapi keeps each version in its own storage, so an event written
-// through one API is not listed by the other.
 
 var eventRules = Rules{
 	NotCollected: true,
 	Validate: func(obj runtime.Object) field.ErrorList {
 		e := obj.(*corev1.Event)
-		errs := validateMeta(e, true, validation.NameIsDNSSubdomain)
-		if ns := e.InvolvedObject.Namespace; ns != "" && ns != e.Namespace {
-			errs = append(errs, field.Invalid(field.NewPath("involvedObject", "namespace"), ns, "does not match event.namespace"))
-		}
-		return errs
+		return append(validateMeta(e, true, validation.NameIsDNSSubdomain), validateEvent(e, "reportingComponent")...)
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		e := obj.(*corev1.Event)
@@ -45,19 +38,15 @@ var eventRules = Rules{
 
 var eventsV1Rules = Rules{
 	NotCollected: true,
+	// kube-apiserver checks the stored (core) form, so the paths are core/v1's (message, not
+	// note); the stricter rules are for a create through events.k8s.io only.
 	Validate: func(obj runtime.Object) field.ErrorList {
-		e := obj.(*eventsv1.Event)
-		errs := validateMeta(e, true, validation.NameIsDNSSubdomain)
-		if e.EventTime.IsZero() {
-			errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
-		}
-		if e.ReportingController == "" {
-			errs = append(errs, field.Required(field.NewPath("reportingController"), ""))
-		}
-		if ns := e.Regarding.Namespace; ns != "" && ns != e.Namespace {
-			errs = append(errs, field.Invalid(field.NewPath("regarding", "namespace"), ns, "does not match event.namespace"))
-		}
-		return errs
+		e := coreEvent(obj.(*eventsv1.Event))
+		errs := append(validateEvent(e, "reportingController"), validateMeta(e, true, validation.NameIsDNSSubdomain)...)
+		return append(errs, validateNewEvent(e)...)
+	},
+	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
+		return validateEvent(coreEvent(obj.(*eventsv1.Event)), "reportingController")
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		e := obj.(*eventsv1.Event)
@@ -160,4 +149,77 @@ func eventTable(row func(runtime.Object) eventRow) *TableDef {
 				strings.TrimSpace(r.message), Age(metav1.NewTime(r.first)), int64(r.count), r.name}
 		},
 	}
+}
+
+// The longest reportingInstance, action and reason, and note (message), kube takes.
+const (
+	eventFieldLimit = 128
+	eventNoteLimit  = 1024
+)
+
+// validateEvent is kube's check of every event (its legacyValidateEvent): the namespaces
+// agree and, for an event with an eventTime, the reporting fields are set; reporting names
+// the reporting controller's field as the request's version calls it.
+func validateEvent(e *corev1.Event, reporting string) field.ErrorList {
+	var errs field.ErrorList
+	nsPath := field.NewPath("involvedObject", "namespace")
+	objNS := e.InvolvedObject.Namespace
+	if e.EventTime.IsZero() {
+		if (objNS == "" && e.Namespace != metav1.NamespaceNone && e.Namespace != metav1.NamespaceDefault) || (objNS != "" && objNS != e.Namespace) {
+			errs = append(errs, field.Invalid(nsPath, objNS, "does not match event.namespace"))
+		}
+	} else {
+		if objNS == "" && e.Namespace != metav1.NamespaceDefault && e.Namespace != metav1.NamespaceSystem {
+			errs = append(errs, field.Invalid(nsPath, objNS, "does not match event.namespace"))
+		}
+		if e.ReportingController == "" {
+			errs = append(errs, field.Required(field.NewPath(reporting), ""))
+		}
+		errs = append(errs, invalidEach(field.NewPath(reporting), e.ReportingController, utilvalidation.IsQualifiedName(e.ReportingController))...)
+		for _, f := range []struct {
+			name, value string
+			limit       int
+			required    bool
+		}{{"reportingInstance", e.ReportingInstance, eventFieldLimit, true}, {"action", e.Action, eventFieldLimit, true},
+			{"reason", e.Reason, eventFieldLimit, true}, {"message", e.Message, eventNoteLimit, false}} {
+			if f.required && f.value == "" {
+				errs = append(errs, field.Required(field.NewPath(f.name), ""))
+			}
+			if len(f.value) > f.limit {
+				errs = append(errs, field.Invalid(field.NewPath(f.name), "", fmt.Sprintf("can have at most %d characters", f.limit)))
+			}
+		}
+	}
+	return append(errs, invalidEach(field.NewPath("namespace"), e.Namespace, utilvalidation.IsDNS1123Subdomain(e.Namespace))...)
+}
+
+// validateNewEvent is what kube checks more of an event created through events.k8s.io: a
+// series of at least two, an eventTime, a type Normal or Warning, and none of the
+// deprecated core fields.
+func validateNewEvent(e *corev1.Event) field.ErrorList {
+	var errs field.ErrorList
+	if s := e.Series; s != nil {
+		if s.Count < 2 {
+			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
+		}
+		if s.LastObservedTime.IsZero() {
+			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
+		}
+	}
+	if e.EventTime.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
+	}
+	if e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning {
+		errs = append(errs, field.Invalid(field.NewPath("type"), "", fmt.Sprintf("has invalid value: %v", e.Type)))
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"firstTimestamp", !e.FirstTimestamp.IsZero()}, {"lastTimestamp", !e.LastTimestamp.IsZero()}, {"count", e.Count != 0},
+		{"source", e.Source.Component != "" || e.Source.Host != ""}} {
+		if f.set {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), "", "needs to be unset"))
+		}
+	}
+	return errs
 }

@@ -15,7 +15,12 @@ func eventsV1Conversion(storage *Resource) *Conversion {
 }
 
 func eventToCore(obj runtime.Object) (runtime.Object, error) {
-	in := obj.(*eventsv1.Event).DeepCopy()
+	return coreEvent(obj.(*eventsv1.Event)), nil
+}
+
+// coreEvent is an events.k8s.io/v1 Event as the core/v1 Event it is stored as.
+func coreEvent(e *eventsv1.Event) *corev1.Event {
+	in := e.DeepCopy()
 	out := &corev1.Event{ObjectMeta: in.ObjectMeta, InvolvedObject: in.Regarding, Related: in.Related, Reason: in.Reason,
 		Message: in.Note, Source: in.DeprecatedSource, FirstTimestamp: in.DeprecatedFirstTimestamp,
 		LastTimestamp: in.DeprecatedLastTimestamp, Count: in.DeprecatedCount, Type: in.Type, EventTime: in.EventTime,
@@ -24,7 +29,7 @@ func eventToCore(obj runtime.Object) (runtime.Object, error) {
 	if s := in.Series; s != nil {
 		out.Series = &corev1.EventSeries{Count: s.Count, LastObservedTime: s.LastObservedTime}
 	}
-	return out, nil
+	return out
 }
 
 func eventFromCore(obj runtime.Object) (runtime.Object, error) {

@@ -2,11 +2,12 @@ package registry
 
 import (
 	"fmt"
-	"net/netip"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	networkingv1beta1 "k8s.io/api/networking/v1beta1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -218,6 +219,9 @@ var ingressRules = Rules{
 		obj.(*networkingv1.Ingress).Status = networkingv1.IngressStatus{}
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateIngressCreate(obj.(*networkingv1.Ingress))
+	},
+	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
 		return validateIngress(obj.(*networkingv1.Ingress))
 	},
 	Table: &TableDef{
@@ -276,8 +280,21 @@ func ingressAddress(lb networkingv1.IngressLoadBalancerStatus) string {
 	return text
 }
 
-var pathTypes = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypePrefix, networkingv1.PathTypeImplementationSpecific}
+// pathTypes are the supported path types, sorted as kube lists them.
+var pathTypes = []networkingv1.PathType{networkingv1.PathTypeExact, networkingv1.PathTypeImplementationSpecific, networkingv1.PathTypePrefix}
 
+// validateIngressCreate is validateIngress and, on create only, kube's check that the old
+// kubernetes.io/ingress.class annotation names the same class as ingressClassName.
+func validateIngressCreate(ing *networkingv1.Ingress) field.ErrorList {
+	errs := validateIngress(ing)
+	if class, ok := ing.Annotations[networkingv1beta1.AnnotationIngressClass]; ok && ing.Spec.IngressClassName != nil && class != *ing.Spec.IngressClassName {
+		errs = append(errs, field.Invalid(field.NewPath("annotations").Child(networkingv1beta1.AnnotationIngressClass), class, "must match `ingressClassName` when both are specified"))
+	}
+	return errs
+}
+
+// validateIngress checks an Ingress as kube-apiserver does, in its order: the default
+// backend, the rules, tls, the class name.
 func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	errs := validateMeta(ing, true, validation.NameIsDNSSubdomain)
 	spec, s := field.NewPath("spec"), &ing.Spec
@@ -286,17 +303,6 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	}
 	if s.DefaultBackend != nil {
 		errs = append(errs, validateIngressBackend(s.DefaultBackend, spec.Child("defaultBackend"))...)
-	}
-	if s.IngressClassName != nil {
-		errs = append(errs, invalidEach(spec.Child("ingressClassName"), *s.IngressClassName, validation.NameIsDNSSubdomain(*s.IngressClassName, false))...)
-	}
-	for i, tls := range s.TLS {
-		for j, host := range tls.Hosts {
-			errs = append(errs, validateIngressHost(host, spec.Child("tls").Index(i).Child("hosts").Index(j))...)
-		}
-		if tls.SecretName != "" {
-			errs = append(errs, invalidEach(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, validation.NameIsDNSSubdomain(tls.SecretName, false))...)
-		}
 	}
 	for i, rule := range s.Rules {
 		p := spec.Child("rules").Index(i)
@@ -314,33 +320,60 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 			errs = append(errs, validateIngressPath(&path, hp.Index(j))...)
 		}
 	}
+	for i, tls := range s.TLS {
+		for j, host := range tls.Hosts {
+			errs = append(errs, invalidEach(spec.Child("tls").Index(i).Child("hosts").Index(j), host, dnsNameCheck(host)(host))...)
+		}
+		if tls.SecretName != "" {
+			errs = append(errs, invalidEach(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, validation.NameIsDNSSubdomain(tls.SecretName, false))...)
+		}
+	}
+	if s.IngressClassName != nil {
+		errs = append(errs, invalidEach(spec.Child("ingressClassName"), *s.IngressClassName, validation.NameIsDNSSubdomain(*s.IngressClassName, false))...)
+	}
 	return errs
+}
+
+// dnsNameCheck is the check of an Ingress host: a wildcard DNS subdomain if it has a "*".
+func dnsNameCheck(host string) func(string) []string {
+	if strings.Contains(host, "*") {
+		return utilvalidation.IsWildcardDNS1123Subdomain
+	}
+	return utilvalidation.IsDNS1123Subdomain
 }
 
 func validateIngressHost(host string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if _, err := netip.ParseAddr(host); err == nil {
-		return field.ErrorList{field.Invalid(path, host, "must be a DNS name, not an IP address")}
+	if netutils.ParseIPSloppy(host) != nil {
+		errs = append(errs, field.Invalid(path, host, "must be a DNS name, not an IP address"))
 	}
-	check := utilvalidation.IsDNS1123Subdomain
-	if strings.Contains(host, "*") {
-		check = utilvalidation.IsWildcardDNS1123Subdomain
-	}
-	errs = append(errs, invalidEach(path, host, check(host))...)
-	return errs
+	return append(errs, invalidEach(path, host, dnsNameCheck(host)(host))...)
 }
+
+// The sequences and endings an Exact or Prefix path may not have, as kube refuses them.
+var (
+	invalidIngressPathSequences = []string{"//", "/./", "/../", "%2f", "%2F"}
+	invalidIngressPathSuffixes  = []string{"/..", "/."}
+)
 
 func validateIngressPath(p *networkingv1.HTTPIngressPath, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case p.PathType == nil:
-		errs = append(errs, field.Required(path.Child("pathType"), "pathType must be specified"))
+		return field.ErrorList{field.Required(path.Child("pathType"), "pathType must be specified")}
 	case *p.PathType == networkingv1.PathTypeExact || *p.PathType == networkingv1.PathTypePrefix:
 		if !strings.HasPrefix(p.Path, "/") {
 			errs = append(errs, field.Invalid(path.Child("path"), p.Path, "must be an absolute path"))
 		}
-		if strings.Contains(p.Path, "//") {
-			errs = append(errs, field.Invalid(path.Child("path"), p.Path, "must not contain '//'"))
+		for _, seq := range invalidIngressPathSequences {
+			if strings.Contains(p.Path, seq) {
+				errs = append(errs, field.Invalid(path.Child("path"), p.Path, fmt.Sprintf("must not contain '%s'", seq)))
+			}
+		}
+		for _, suffix := range invalidIngressPathSuffixes {
+			if strings.HasSuffix(p.Path, suffix) {
+				errs = append(errs, field.Invalid(path.Child("path"), p.Path, fmt.Sprintf("cannot end with '%s'", suffix)))
+			}
 		}
 	case *p.PathType == networkingv1.PathTypeImplementationSpecific:
 		if p.Path != "" && !strings.HasPrefix(p.Path, "/") {
@@ -358,31 +391,45 @@ func validateIngressBackend(b *networkingv1.IngressBackend, path *field.Path) fi
 	case b.Service != nil && b.Resource != nil:
 		return field.ErrorList{field.Invalid(path, "", "cannot set both resource and service backends")}
 	case b.Resource != nil:
-		if b.Resource.Kind == "" {
-			errs = append(errs, field.Required(path.Child("resource", "kind"), "kind is required"))
-		}
-		if b.Resource.Name == "" {
-			errs = append(errs, field.Required(path.Child("resource", "name"), "name is required"))
-		}
+		errs = append(errs, validateTypedReference(b.Resource.APIGroup, b.Resource.Kind, b.Resource.Name, path.Child("resource"))...)
 	case b.Service != nil:
 		sp := path.Child("service")
 		if b.Service.Name == "" {
 			errs = append(errs, field.Required(sp.Child("name"), ""))
+		} else {
+			// A DNS label, as kube's RelaxedServiceNameValidation (on by default) has it.
+			errs = append(errs, invalidEach(sp.Child("name"), b.Service.Name, validation.NameIsDNSLabel(b.Service.Name, false))...)
 		}
-		errs = append(errs, invalidEach(sp.Child("name"), b.Service.Name, validation.NameIsDNS1035Label(b.Service.Name, false))...)
 		port := b.Service.Port
 		switch {
 		case port.Name != "" && port.Number != 0:
-			errs = append(errs, field.Invalid(sp.Child("port"), port, "cannot set both port name & port number"))
+			errs = append(errs, field.Invalid(path, "", "cannot set both port name & port number"))
 		case port.Name != "":
 			errs = append(errs, invalidEach(sp.Child("port", "name"), port.Name, utilvalidation.IsValidPortName(port.Name))...)
 		case port.Number != 0:
 			errs = append(errs, validatePort(port.Number, sp.Child("port", "number"))...)
 		default:
-			errs = append(errs, field.Required(sp.Child("port"), "port name or number is required"))
+			errs = append(errs, field.Required(path, "port name or number is required"))
 		}
 	default:
 		errs = append(errs, field.Invalid(path, "", "resource or service backend is required"))
+	}
+	return errs
+}
+
+// validateTypedReference checks the apiGroup, kind and name of an Ingress's resource backend
+// or an IngressClass's parameters.
+func validateTypedReference(apiGroup *string, kind, name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if apiGroup != nil {
+		errs = append(errs, invalidEach(path.Child("apiGroup"), *apiGroup, utilvalidation.IsDNS1123Subdomain(*apiGroup))...)
+	}
+	for _, f := range []struct{ name, value string }{{"kind", kind}, {"name", name}} {
+		if f.value == "" {
+			errs = append(errs, field.Required(path.Child(f.name), ""))
+		} else {
+			errs = append(errs, invalidEach(path.Child(f.name), f.value, content.IsPathSegmentName(f.value))...)
+		}
 	}
 	return errs
 }
@@ -429,33 +476,25 @@ const maxIngressClassControllerLen = 250
 func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 	errs := validateMeta(ic, false, validation.NameIsDNSSubdomain)
 	spec := field.NewPath("spec")
-	c := ic.Spec.Controller
-	switch {
-	case c == "":
-		errs = append(errs, field.Required(spec.Child("controller"), ""))
-	case len(c) > maxIngressClassControllerLen:
+	if len(ic.Spec.Controller) > maxIngressClassControllerLen {
 		errs = append(errs, field.TooLong(spec.Child("controller"), "", maxIngressClassControllerLen))
-	default:
-		errs = append(errs, invalidEach(spec.Child("controller"), c, validateDomainPrefixedPath(c))...)
 	}
+	errs = append(errs, utilvalidation.IsDomainPrefixedPath(spec.Child("controller"), ic.Spec.Controller)...)
 	p := ic.Spec.Parameters
 	if p == nil {
 		return errs
 	}
 	pp := spec.Child("parameters")
-	if p.Kind == "" {
-		errs = append(errs, field.Required(pp.Child("kind"), ""))
-	}
-	if p.Name == "" {
-		errs = append(errs, field.Required(pp.Child("name"), ""))
-	}
-	scopes := []string{networkingv1.IngressClassParametersReferenceScopeNamespace, networkingv1.IngressClassParametersReferenceScopeCluster}
+	errs = append(errs, validateTypedReference(p.APIGroup, p.Kind, p.Name, pp)...)
+	scopes := []string{networkingv1.IngressClassParametersReferenceScopeCluster, networkingv1.IngressClassParametersReferenceScopeNamespace}
 	switch {
 	case p.Scope == nil:
 		errs = append(errs, field.Required(pp.Child("scope"), ""))
 	case *p.Scope == networkingv1.IngressClassParametersReferenceScopeNamespace:
 		if p.Namespace == nil {
 			errs = append(errs, field.Required(pp.Child("namespace"), "`parameters.scope` is set to 'Namespace'"))
+		} else {
+			errs = append(errs, invalidEach(pp.Child("namespace"), *p.Namespace, validation.ValidateNamespaceName(*p.Namespace, false))...)
 		}
 	case *p.Scope == networkingv1.IngressClassParametersReferenceScopeCluster:
 		if p.Namespace != nil {
@@ -465,17 +504,4 @@ func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 		errs = append(errs, field.NotSupported(pp.Child("scope"), *p.Scope, scopes))
 	}
 	return errs
-}
-
-// validateDomainPrefixedPath: "example.com/name", as an IngressClass's controller is written.
-func validateDomainPrefixedPath(s string) []string {
-	domain, path, ok := strings.Cut(s, "/")
-	if !ok {
-		return []string{"must be a domain-prefixed path (such as \"acme.io/foo\")"}
-	}
-	msgs := utilvalidation.IsDNS1123Subdomain(domain)
-	if path == "" || strings.ContainsAny(path, " \t\n") {
-		msgs = append(msgs, "must be a domain-prefixed path (such as \"acme.io/foo\")")
-	}
-	return msgs
 }

@@ -106,8 +106,8 @@ func TestIngressRules(t *testing.T) {
 		{Path: "/x", Backend: networkingv1.IngressBackend{}},
 	}}}}}
 	expectErrors(t, "bad ingress", ingressRules.Validate(ing), "spec.rules[0].host: FieldValueInvalid",
-		"spec.rules[0].http.paths[0].path: FieldValueInvalid", "spec.rules[0].http.paths[0].backend.service.port: FieldValueInvalid",
-		"spec.rules[0].http.paths[1].pathType: FieldValueRequired", "spec.rules[0].http.paths[1].backend: FieldValueInvalid")
+		"spec.rules[0].http.paths[0].path: FieldValueInvalid", "spec.rules[0].http.paths[0].backend: FieldValueInvalid",
+		"spec.rules[0].http.paths[1].pathType: FieldValueRequired")
 	ing.Spec.Rules = nil
 	expectErrors(t, "empty ingress", ingressRules.Validate(ing), "spec: FieldValueInvalid")
 }

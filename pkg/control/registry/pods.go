@@ -73,6 +73,11 @@ var podRules = Rules{
 			"status.phase":             string(p.Status.Phase),
 			"status.podIP":             p.Status.PodIP,
 			"status.nominatedNodeName": p.Status.NominatedNodeName,
+			// Labels kube-apiserver's v1 conversion takes too: spec.host, old clients'
+			// spec.nodeName; status.podIPs, which kube's selectable fields of a pod do not
+			// carry, so it matches as an empty value.
+			"spec.host":     p.Spec.NodeName,
+			"status.podIPs": "",
 		}
 	},
 	Table:              podTable,

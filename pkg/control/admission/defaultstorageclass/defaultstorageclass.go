@@ -51,15 +51,5 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 // Default is the class a claim without one gets: of those marked default, the newest
 // (then the first by name), as Kubernetes chooses since 1.26; nil when none is marked.
 func Default(classes []*storagev1.StorageClass) *storagev1.StorageClass {
-	var def *storagev1.StorageClass
-	for _, sc := range classes {
-		if !registry.IsDefaultStorageClass(sc) {
-			continue
-		}
-		if def == nil || sc.CreationTimestamp.After(def.CreationTimestamp.Time) ||
-			(sc.CreationTimestamp.Equal(&def.CreationTimestamp) && sc.Name < def.Name) {
-			def = sc
-		}
-	}
-	return def
+	return admission.NewestDefault(classes, registry.IsDefaultStorageClass)
 }

@@ -1,0 +1,39 @@
+package registry
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestEventValidation: events are checked as kube-apiserver checks them: a core/v1 event
+// with an eventTime needs its reporting fields (the controller under its core/v1 name,
+// reportingComponent); one created through events.k8s.io/v1 also may not carry the
+// deprecated fields, with the paths of the stored core form.
+func TestEventValidation(t *testing.T) {
+	now := metav1.NewMicroTime(time.Unix(1_700_000_000, 0))
+	old := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "other"}}
+	expectMessages(t, "core without eventTime", eventRules.Validate(old), `involvedObject.namespace: Invalid value: "other": does not match event.namespace`)
+	core := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, EventTime: now,
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns"}, Reason: strings.Repeat("r", 129)}
+	expectMessages(t, "core with eventTime", eventRules.Validate(core),
+		`reportingComponent: Required value`,
+		`reportingComponent: Invalid value: "": name part must be non-empty`,
+		`reportingComponent: Invalid value: "": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+		`reportingInstance: Required value`,
+		`action: Required value`,
+		`reason: Invalid value: "": can have at most 128 characters`)
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, EventTime: now, Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "ns"},
+		ReportingController: "example.com/c", ReportingInstance: "c-1", Action: "Act", Reason: "Why", Type: "Info",
+		Series: &eventsv1.EventSeries{Count: 1}, DeprecatedCount: 3}
+	want := []string{`series.count: Invalid value: "": should be at least 2`, `series.lastObservedTime: Required value`,
+		`type: Invalid value: "": has invalid value: Info`, `count: Invalid value: "": needs to be unset`}
+	expectMessages(t, "events.k8s.io create", eventsV1Rules.Validate(ev), want...)
+	if errs := eventsV1Rules.ValidateUpdate(ev, ev); len(errs) != 0 {
+		t.Errorf("events.k8s.io update: %v", errs.ToAggregate())
+	}
+}
