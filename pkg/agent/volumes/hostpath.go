@@ -36,13 +36,10 @@ func checkHostPath(h *corev1.HostPathVolumeSource) error {
 	case missing && typ == corev1.HostPathFileOrCreate:
 		// The file only, not its directory (the kubelet's makeFile).
 		f, err := os.OpenFile(h.Path, os.O_CREATE, 0o644)
-		if err != nil && !errors.Is(err, fs.ErrExist) {
+		if err != nil {
 			return err
 		}
-		if f != nil {
-			f.Close()
-		}
-		return nil
+		return f.Close()
 	}
 	var mode fs.FileMode
 	if fi != nil {
