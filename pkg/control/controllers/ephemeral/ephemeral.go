@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-helpers/storage/ephemeral"
-	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 )
@@ -127,11 +126,10 @@ func (c *Controller) ensureClaim(ctx context.Context, pod *corev1.Pod, v *corev1
 	template := v.Ephemeral.VolumeClaimTemplate
 	pvc = &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
-			Labels:      template.Labels,
-			Annotations: template.Annotations,
+			Name:            name,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))},
+			Labels:          template.Labels,
+			Annotations:     template.Annotations,
 		},
 		Spec: template.Spec,
 	}
