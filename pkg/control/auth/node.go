@@ -254,9 +254,11 @@ func (n *Node) nodeUses(node, resource, ns, name string) bool {
 		if pod.Namespace != ns {
 			continue
 		}
-		refs := PodRefs(pod, resource)
+		var refs []string
 		if resource == "persistentvolumeclaims" {
 			refs = podClaims(pod)
+		} else {
+			refs = PodRefs(pod, resource)
 		}
 		for _, ref := range refs {
 			if ref == name {
