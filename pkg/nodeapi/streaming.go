@@ -88,7 +88,8 @@ func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	portforward.ServePortForward(w, r, podDialer{netns: sb.NetNSPath}, namespace+"/"+pod, sb.PodUID, opts,
+	// The sandbox's ID and no UID name the pod in errors, as through containerd.
+	portforward.ServePortForward(w, r, podDialer{netns: sb.NetNSPath}, sb.ID, "", opts,
 		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, portForwardProtocols)
 }
 
@@ -202,29 +203,46 @@ func terminalSizes(ctx context.Context, resize <-chan remotecommand.TerminalSize
 // podDialer connects port-forward streams to the pod's loopback.
 type podDialer struct{ netns string } // "" for host-network pods
 
+// PortForward is containerd's (sandbox_portforward_linux.go), in its words: IPv4 first,
+// then IPv6; once one direction ends, the other gets a second to finish. pod is the
+// sandbox's ID, as containerd's streaming server passes it.
 func (d podDialer) PortForward(ctx context.Context, pod, _ string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
 	var conn net.Conn
-	dial := func() (err error) {
-		conn, err = (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "tcp", addr)
-		return err
+	dial := func() error {
+		var err4, err6 error
+		dialer := net.Dialer{Timeout: dialTimeout}
+		if conn, err4 = dialer.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))); err4 == nil {
+			return nil
+		}
+		if conn, err6 = dialer.DialContext(ctx, "tcp6", net.JoinHostPort("::1", strconv.Itoa(int(port)))); err6 == nil {
+			return nil
+		}
+		return fmt.Errorf("failed to connect to localhost:%d inside namespace %q, IPv4: %v IPv6 %v ", port, pod, err4, err6)
 	}
 	var err error
-	if d.netns == "" {
+	netns := d.netns
+	if netns == "" {
+		netns = "host"
 		err = dial()
 	} else {
-		err = network.InNetNS(d.netns, dial) // the socket stays in the pod's namespace
+		err = network.InNetNS(netns, dial) // the socket stays in the pod's namespace
 	}
 	if err != nil {
-		return fmt.Errorf("port-forward to pod %s, port %d: %w", pod, port, err)
+		return fmt.Errorf("failed to execute portforward in network namespace %q: %w", netns, err)
 	}
 	defer conn.Close()
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(conn, stream); closeWrite(conn); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(stream, conn); done <- struct{}{} }()
-	select { // either side ending ends the forward, as the kubelet's does
+	select {
 	case <-done:
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Second):
 	case <-ctx.Done():
 	}
 	return nil

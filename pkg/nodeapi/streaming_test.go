@@ -1,0 +1,118 @@
+package nodeapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clientStream is the port-forward data stream as the node sees it: what the client sent,
+// then the client's half-close (EOF); what the node writes back is kept.
+type clientStream struct {
+	in  io.Reader
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (s *clientStream) Read(p []byte) (int, error) { return s.in.Read(p) }
+func (s *clientStream) Close() error               { return nil }
+
+func (s *clientStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.Write(p)
+}
+
+func (s *clientStream) written() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// A port nothing listens on is refused in containerd's words (sandbox_portforward_linux.go:
+// IPv4 first, then IPv6), which the streaming library prefixes with "error forwarding port
+// 81 to pod <sandbox ID>, uid :" for kubectl.
+func TestPortForwardToAClosedPort(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	err = podDialer{}.PortForward(context.Background(), "sb1", "", int32(port), &clientStream{in: strings.NewReader("")})
+	want := fmt.Sprintf(`failed to execute portforward in network namespace "host": `+
+		`failed to connect to localhost:%d inside namespace "sb1", `+
+		`IPv4: dial tcp4 127.0.0.1:%[1]d: connect: connection refused IPv6 dial tcp6 [::1]:%[1]d: connect: connection refused `, port)
+	if err == nil || err.Error() != want {
+		t.Errorf("port-forward to a closed port: %v\nwant %s", err, want)
+	}
+}
+
+// A client that sends its request and half-closes still gets the answer that follows, as
+// through containerd, which waits for the other direction after one ends.
+func TestPortForwardAnswerAfterTheClientHalfCloses(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		line := make([]byte, len("ping\n"))
+		if _, err := io.ReadFull(conn, line); err != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the answer comes after the client's EOF
+		_, _ = conn.Write([]byte("pong\n"))
+	}()
+	stream := &clientStream{in: strings.NewReader("ping\n")}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := (podDialer{}).PortForward(context.Background(), "sb1", "", int32(port), stream); err != nil {
+		t.Fatal(err)
+	}
+	if got := stream.written(); got != "pong\n" {
+		t.Errorf("the pod's answer after the client's half-close: got %q, want %q", got, "pong\n")
+	}
+}
+
+// A forward lives as long as both sides keep it open: an answer slower than the second the
+// closing of one direction gets still arrives.
+func TestPortForwardOutlivesASlowAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		time.Sleep(1500 * time.Millisecond)
+		_, _ = conn.Write([]byte("late\n"))
+	}()
+	in, client := io.Pipe()
+	stream := &clientStream{in: in}
+	done := make(chan error, 1)
+	go func() {
+		done <- podDialer{}.PortForward(context.Background(), "sb1", "", int32(ln.Addr().(*net.TCPAddr).Port), stream)
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	if got := stream.written(); got != "late\n" {
+		t.Errorf("an answer after 1.5s on an open forward: got %q, want %q", got, "late\n")
+	}
+}
