@@ -6,10 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // clientStream is the port-forward data stream as the node sees it: what the client sent,
@@ -114,5 +121,73 @@ func TestPortForwardOutlivesASlowAnswer(t *testing.T) {
 	client.Close()
 	if got := stream.written(); got != "late\n" {
 		t.Errorf("an answer after 1.5s on an open forward: got %q, want %q", got, "late\n")
+	}
+}
+
+// resizeRuntime runs one container, default/a's c; exec and attach print the first two
+// terminal sizes they are given.
+type resizeRuntime struct{}
+
+func (resizeRuntime) ListContainers(context.Context, string) ([]runtime.Container, error) {
+	base := runtime.Container{PodNamespace: "default", PodName: "a", State: runtime.StateRunning, StartedAt: time.Now()}
+	sandbox, c := base, base
+	sandbox.ID, sandbox.Sandbox = "sb", true
+	c.ID, c.Name = "cid", "c"
+	return []runtime.Container{sandbox, c}, nil
+}
+
+func printSizes(tty bool, sizes <-chan runtime.TerminalSize, out io.Writer) error {
+	if !tty || sizes == nil {
+		return fmt.Errorf("tty %v, resize channel %v", tty, sizes)
+	}
+	for range 2 {
+		select {
+		case s := <-sizes:
+			fmt.Fprintf(out, "%dx%d ", s.Width, s.Height)
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("no terminal size within 10s")
+		}
+	}
+	return nil
+}
+
+func (resizeRuntime) Exec(_ context.Context, _ string, o runtime.ExecOptions) (int, error) {
+	return 0, printSizes(o.TTY, o.Resize, o.Stdout)
+}
+
+func (resizeRuntime) Attach(_ context.Context, _ string, o runtime.AttachOptions) error {
+	return printSizes(o.TTY, o.Resize, o.Stdout)
+}
+
+// sizeQueue is a terminal resized twice, as kubectl's TerminalSizeQueue reports it.
+type sizeQueue struct{ sizes chan remotecommand.TerminalSize }
+
+func (q sizeQueue) Next() *remotecommand.TerminalSize {
+	if s, ok := <-q.sizes; ok {
+		return &s
+	}
+	return nil
+}
+
+// `kubectl exec -it` and `attach -it` pass each resize of the client's terminal on to the
+// process's terminal, as the kubelet does (remotecommand's resize stream).
+func TestTerminalResizesReachTheProcess(t *testing.T) {
+	srv := httptest.NewServer(New(Config{NodeName: "node-1"}, resizeRuntime{}, nil, func() error { return nil }, nil, nil))
+	defer srv.Close()
+	for _, path := range []string{"/exec/default/a/c?command=sh&output=1&tty=1", "/attach/default/a/c?output=1&tty=1"} {
+		u, _ := url.Parse(srv.URL + path)
+		ex, err := remotecommand.NewSPDYExecutor(&rest.Config{Host: srv.URL}, "POST", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := sizeQueue{make(chan remotecommand.TerminalSize, 2)}
+		q.sizes <- remotecommand.TerminalSize{Width: 80, Height: 24}
+		q.sizes <- remotecommand.TerminalSize{Width: 132, Height: 43}
+		var out bytes.Buffer
+		err = ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: &out, Tty: true, TerminalSizeQueue: q})
+		close(q.sizes)
+		if err != nil || out.String() != "80x24 132x43 " {
+			t.Errorf("%s: %v, the process saw %q; want 80x24 132x43", path, err, out.String())
+		}
 	}
 }
