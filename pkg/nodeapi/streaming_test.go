@@ -160,7 +160,9 @@ func (resizeRuntime) Attach(_ context.Context, _ string, o runtime.AttachOptions
 }
 
 // sizeQueue is a terminal resized twice, as kubectl's TerminalSizeQueue reports it.
-type sizeQueue struct{ sizes chan remotecommand.TerminalSize }
+type sizeQueue struct {
+	sizes chan remotecommand.TerminalSize
+}
 
 func (q sizeQueue) Next() *remotecommand.TerminalSize {
 	if s, ok := <-q.sizes; ok {
