@@ -80,10 +80,10 @@ func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) 
 	return runtime.Container{}, fmt.Errorf("container not found (%q)", name)
 }
 
-// sandbox is the running pause container of the pod namespace/name.
+// sandbox is the running pause container of the pod namespace/name, for port-forward.
 func (s *Server) sandbox(r *http.Request, namespace, pod string) (runtime.Container, error) {
 	list, err := s.podContainers(r, namespace, pod)
-	if err != nil {
+	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
 		return runtime.Container{}, err
 	}
 	for _, c := range list {
@@ -91,7 +91,9 @@ func (s *Server) sandbox(r *http.Request, namespace, pod string) (runtime.Contai
 			return c, nil
 		}
 	}
-	return runtime.Container{}, badRequest("pod %s/%s has no running sandbox", namespace, pod)
+	// The kubelet's GetPortForward: it looks among running pods only, by their full name,
+	// and answers this as an internal error (cri-streaming's WriteError).
+	return runtime.Container{}, fmt.Errorf("pod not found (%q)", pod+"_"+namespace)
 }
 
 // newestFirst orders containers of one name by start, newest first; never-started ones last.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -190,6 +191,21 @@ func TestTerminalResizesReachTheProcess(t *testing.T) {
 		close(q.sizes)
 		if err != nil || out.String() != "80x24 132x43 " {
 			t.Errorf("%s: %v, the process saw %q; want 80x24 132x43", path, err, out.String())
+		}
+	}
+}
+
+// Port-forward to a pod with no running sandbox here answers as the kubelet's
+// GetPortForward, which looks among running pods: 500 `pod not found ("a_default")`.
+func TestPortForwardNeedsARunningSandbox(t *testing.T) {
+	exited := runtime.Container{ID: "sb", PodNamespace: "default", PodName: "a", Sandbox: true, State: runtime.StateExited}
+	for name, known := range map[string][]runtime.Container{"no sandbox": nil, "an exited sandbox": {exited}} {
+		s := New(Config{NodeName: "node-1"}, listOnly{containers: known}, nil, func() error { return nil }, nil, nil)
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/portForward/default/a?port=80", nil)
+		s.ServeHTTP(w, r)
+		if body := strings.TrimSpace(w.Body.String()); w.Code != http.StatusInternalServerError || body != `pod not found ("a_default")` {
+			t.Errorf("%s: %d %q; want 500 pod not found (\"a_default\")", name, w.Code, body)
 		}
 	}
 }
