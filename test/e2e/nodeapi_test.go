@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -143,6 +145,22 @@ func TestNodeAPI(t *testing.T) {
 		t.Errorf("kubectl exec over WebSocket: exit %v, want 5, the input echoed and no fallback to SPDY:\n%s", cmd.ProcessState, b)
 	}
 
+	// kubectl cp both ways (tar over exec, with stdin one way): a few MiB arrive intact.
+	kubectlCp(ctx, t, l)
+
+	// kubectl run -i --rm: the input reaches the new pod, its exit code is kubectl's,
+	// kubectl names the failure as against a kubelet and deletes the pod.
+	cmd = cluster.KubectlCommand(ctx, l, "run", "-i", "--rm", "--restart=Never", "runner", "--image=localhost/minik8s/busybox:v1",
+		"--", "sh", "-c", "read a; echo got-$a; exit 3")
+	cmd.Stdin = strings.NewReader("x\n")
+	if b, _ := cmd.CombinedOutput(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 ||
+		!strings.Contains(string(b), "got-x") || !strings.Contains(string(b), "pod default/runner terminated (Error)") {
+		t.Errorf("kubectl run -i --rm ... exit 3: exit %v, want 3, got-x and kubectl's message:\n%s", cmd.ProcessState, b)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "get", "pod", "runner", "--ignore-not-found", "-o", "name"); err != nil || out != "" {
+		t.Errorf("kubectl run --rm left its pod: %v %q", err, out)
+	}
+
 	// kubectl attach -i: the input reaches the waiting container's stdin (stdinOnce), its
 	// answer comes back, and the end of the input ends the attach.
 	waitRunning(t, l, "asker")
@@ -201,7 +219,9 @@ func TestNodeAPI(t *testing.T) {
 	}
 	waitFor(t, "kubectl port-forward to report the refused connection", 10*time.Second, func() (bool, string) {
 		out := pfOut.String()
-		return strings.Contains(out, "port 9999") && strings.Contains(out, "connection refused"), out
+		return strings.Contains(out, "error forwarding port 9999 to pod ") &&
+			strings.Contains(out, "failed to connect to localhost:9999 inside namespace ") &&
+			strings.Contains(out, "IPv4: dial tcp4 127.0.0.1:9999: connect: connection refused"), out
 	})
 	if strings.Contains(pfOut.String(), "fallback") {
 		t.Errorf("port-forward fell back to SPDY:\n%s", pfOut.String())
@@ -274,6 +294,35 @@ func crasherLogs(ctx context.Context, t *testing.T, l *lab.Lab, state string, wa
 		return true, seen
 	})
 	t.Logf("crasher %s: %s", state, seen)
+}
+
+// kubectlCp copies a 4 MiB file into web's talker container and back, and checks both
+// copies' SHA-256.
+func kubectlCp(ctx context.Context, t *testing.T, l *lab.Lab) {
+	t.Helper()
+	dir := t.TempDir()
+	data := make([]byte, 4<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%x", sha256.Sum256(data))
+	src, back := filepath.Join(dir, "big.bin"), filepath.Join(dir, "back.bin")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "cp", src, "web:/tmp/big.bin", "-c", "talker"); err != nil {
+		t.Fatalf("kubectl cp to the pod: %v\n%s", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "exec", "web", "-c", "talker", "--", "sha256sum", "/tmp/big.bin"); err != nil || !strings.HasPrefix(out, want+" ") {
+		t.Errorf("the copy in the pod: %v %q, want sha256 %s", err, out, want)
+	}
+	if out, err := cluster.Kubectl(ctx, l, "cp", "web:/tmp/big.bin", back, "-c", "talker"); err != nil {
+		t.Fatalf("kubectl cp from the pod: %v\n%s", err, out)
+	}
+	got, err := os.ReadFile(back)
+	if err != nil || fmt.Sprintf("%x", sha256.Sum256(got)) != want {
+		t.Errorf("the copy back: %v, %d bytes, want sha256 %s", err, len(got), want)
+	}
 }
 
 // outputs runs cmd and returns its stdout and stderr apart.
