@@ -89,7 +89,7 @@ func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The sandbox's ID and no UID name the pod in errors, as through containerd.
-	portforward.ServePortForward(w, r, podDialer{netns: sb.NetNSPath}, sb.ID, "", opts,
+	portforward.ServePortForward(w, r, podDialer{netns: sb.NetNSPath, hostNetwork: sb.HostNetwork}, sb.ID, "", opts,
 		streamIdleTimeout, remotecommand.DefaultStreamCreationTimeout, portForwardProtocols)
 }
 
@@ -201,7 +201,10 @@ func terminalSizes(ctx context.Context, resize <-chan remotecommand.TerminalSize
 }
 
 // podDialer connects port-forward streams to the pod's loopback.
-type podDialer struct{ netns string } // "" for host-network pods
+type podDialer struct {
+	netns       string // "": the namespace minilet runs in
+	hostNetwork bool   // the node's namespace: "host" in errors, as containerd names it
+}
 
 // PortForward is containerd's (sandbox_portforward_linux.go), in its words: IPv4 first,
 // then IPv6; once one direction ends, the other gets a second to finish. pod is the
@@ -221,14 +224,16 @@ func (d podDialer) PortForward(ctx context.Context, pod, _ string, port int32, s
 		return fmt.Errorf("failed to connect to localhost:%d inside namespace %q, IPv4: %v IPv6 %v ", port, pod, err4, err6)
 	}
 	var err error
-	netns := d.netns
-	if netns == "" {
-		netns = "host"
+	if d.netns == "" {
 		err = dial()
 	} else {
-		err = network.InNetNS(netns, dial) // the socket stays in the pod's namespace
+		err = network.InNetNS(d.netns, dial) // the socket stays in the pod's namespace
 	}
 	if err != nil {
+		netns := d.netns
+		if d.hostNetwork {
+			netns = "host"
+		}
 		return fmt.Errorf("failed to execute portforward in network namespace %q: %w", netns, err)
 	}
 	defer conn.Close()

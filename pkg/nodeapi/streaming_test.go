@@ -53,7 +53,8 @@ func TestPortForwardToAClosedPort(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	err = podDialer{}.PortForward(context.Background(), "sb1", "", int32(port), &clientStream{in: strings.NewReader("")})
+	// A hostNetwork pod's namespace is "host" in the error, as containerd names it.
+	err = podDialer{hostNetwork: true}.PortForward(context.Background(), "sb1", "", int32(port), &clientStream{in: strings.NewReader("")})
 	want := fmt.Sprintf(`failed to execute portforward in network namespace "host": `+
 		`failed to connect to localhost:%d inside namespace "sb1", `+
 		`IPv4: dial tcp4 127.0.0.1:%[1]d: connect: connection refused IPv6 dial tcp6 [::1]:%[1]d: connect: connection refused `, port)
