@@ -244,3 +244,31 @@ func BenchmarkWantedState(b *testing.B) {
 		}
 	}
 }
+
+// An endpoint the topology hints leave to other nodes (Elsewhere) is no real server of the
+// cluster IP; externalTrafficPolicy Local uses it when it is local, whatever the hints.
+func TestDesiredVirtualServersFollowTopologyHints(t *testing.T) {
+	sp := proxy.ServicePort{Name: "default/close", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80,
+		ExternalIPs: []string{"192.0.2.7"}, ExternalLocal: true,
+		Endpoints: []proxy.Endpoint{
+			{IP: "10.244.1.2", Port: 8080, Ready: true, Serving: true, Local: true, Elsewhere: true},
+			{IP: "10.244.2.2", Port: 8080, Ready: true, Serving: true},
+		}}
+	st := desiredState(Config{}, []proxy.ServicePort{sp}, nil)
+	for k, want := range map[vsKey]string{
+		{unix.IPPROTO_TCP, "10.96.0.10", 80}: "10.244.2.2:8080",
+		{unix.IPPROTO_TCP, "192.0.2.7", 80}:  "10.244.1.2:8080",
+	} {
+		vs := st.services[k]
+		if vs == nil {
+			t.Fatalf("no virtual server %s", k)
+		}
+		var got []string
+		for d := range vs.Dests {
+			got = append(got, d)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s real servers %v, want %s", k, got, want)
+		}
+	}
+}
