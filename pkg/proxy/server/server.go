@@ -224,16 +224,23 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 		}
 	}
 	// This node's zone label, which the topology hints of EndpointSlices are read against:
-	// a change rewrites every Service (kube-proxy's NodeTopologyConfig).
+	// a change rewrites every Service; the Node's other updates (its status, every few
+	// seconds) ask for nothing (kube-proxy's NodeTopologyConfig).
 	node := nodeInformer(client, o.HostnameOverride)
+	zone := ""
 	onNode := func(obj any) {
+		z := ""
 		if n, ok := obj.(*corev1.Node); ok {
-			proxier.SetZone(n.Labels[corev1.LabelTopologyZone])
+			z = n.Labels[corev1.LabelTopologyZone]
+		}
+		if z != zone {
+			zone = z
+			proxier.SetZone(z)
 			r.Run()
 		}
 	}
 	if _, err := node.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onNode, UpdateFunc: func(_, obj any) { onNode(obj) }, DeleteFunc: func(any) { proxier.SetZone(""); r.Run() },
+		AddFunc: onNode, UpdateFunc: func(_, obj any) { onNode(obj) }, DeleteFunc: onNode,
 	}); err != nil {
 		return err
 	}
