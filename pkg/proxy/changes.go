@@ -54,8 +54,23 @@ func (sn *Snapshotter) takeMarks() map[nsName][]string {
 // Forget drops the memory of the last snapshot: the next one reads everything anew.
 func (sn *Snapshotter) Forget() { sn.last = nil }
 
-// Ready says Changes can be used: a Snapshot was taken, so there is a before.
-func (sn *Snapshotter) Ready() bool { return sn.last != nil }
+// Ready says Changes can be used: a Snapshot was taken, so there is a before, and this
+// node's zone is still the one it was read against.
+func (sn *Snapshotter) Ready() bool {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	return sn.last != nil && sn.zone == sn.nextZone
+}
+
+// SetZone says this node's topology.kubernetes.io/zone label (kube-proxy's
+// OnTopologyChange). A new zone changes which endpoints every Service's topology hints
+// leave to this node: Ready says no until a Snapshot has read everything against it. It
+// may be called while a sync runs.
+func (sn *Snapshotter) SetZone(zone string) {
+	sn.mu.Lock()
+	sn.nextZone = zone
+	sn.mu.Unlock()
+}
 
 // Changes reads again only the Services marked since the last Snapshot or Changes and
 // returns those whose ports may differ (a Service whose object and slices are the very

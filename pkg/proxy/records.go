@@ -66,7 +66,12 @@ type SliceRecordEndpoint struct {
 	IP                          string // the first address; "" when it has none
 	NodeName                    string
 	Ready, Serving, Terminating bool
+	Hints                       *EndpointHints // nil: none
 }
+
+// EndpointHints are an endpoint's topology hints: the zones and the nodes it is meant
+// for (forZones, forNodes).
+type EndpointHints struct{ Zones, Nodes []string }
 
 // GetObjectMeta lets client-go's informers key, index and compare records as objects
 // (meta.Accessor): namespace, name and resource version are all they read.
@@ -147,6 +152,7 @@ func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
 			if len(ep.Addresses) > 0 {
 				e.IP = ep.Addresses[0]
 			}
+			e.Hints = hintsOf(ep.Hints)
 			r.Endpoints[i] = e
 		}
 	}
@@ -167,6 +173,21 @@ func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
 // spans held a third more than its live objects). Strings many records repeat
 // (namespaces, node names, the API's enum values) are shared; a record's others are
 // copied into one allocation of its own.
+
+// hintsOf is h's record, its names shared (zones and nodes repeat across endpoints).
+func hintsOf(h *discoveryv1.EndpointHints) *EndpointHints {
+	if h == nil || len(h.ForZones)+len(h.ForNodes) == 0 {
+		return nil
+	}
+	out := &EndpointHints{}
+	for _, z := range h.ForZones {
+		out.Zones = append(out.Zones, intern(z.Name))
+	}
+	for _, n := range h.ForNodes {
+		out.Nodes = append(out.Nodes, intern(n.Name))
+	}
+	return out
+}
 
 // pack points the strings ss point to at copies of them in one allocation.
 func pack(ss []*string) {

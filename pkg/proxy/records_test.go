@@ -22,7 +22,7 @@ import (
 // proxy reads their records.
 func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {
 	return portOf(ServiceRecordOf(svc), &ServiceRecordPort{Name: p.Name, Protocol: orTCP(p.Protocol), Port: p.Port, NodePort: p.NodePort},
-		sliceRecords(slices), nodeName)
+		sliceRecords(slices), nodeName, "")
 }
 
 // Records on indexers holding Compact's records read as Listers on the API objects do:

@@ -47,13 +47,17 @@ type Endpoint struct {
 	Serving     bool
 	Terminating bool
 	Local       bool // on this node
+	// Elsewhere: topology hints send this node's cluster traffic to other endpoints
+	// (topology.go); local traffic policies still use it.
+	Elsewhere bool
 }
 
 func (e Endpoint) String() string { return net.JoinHostPort(e.IP, fmt.Sprint(e.Port)) }
 
-// Usable are the endpoints traffic goes to: the ready ones, or when none is ready, the
-// serving ones that are terminating (so connections drain instead of failing), as
-// kube-proxy does. local keeps only this node's.
+// Usable are the endpoints traffic goes to, as kube-proxy's CategorizeEndpoints: the
+// ready ones (for cluster traffic, those the topology hints leave to this node), or when
+// none is ready, the serving ones that are terminating (so connections drain instead of
+// failing). local keeps only this node's, whatever the hints.
 func (sp *ServicePort) Usable(local bool) []Endpoint {
 	pick := func(ok func(Endpoint) bool) []Endpoint {
 		var out []Endpoint
@@ -64,7 +68,7 @@ func (sp *ServicePort) Usable(local bool) []Endpoint {
 		}
 		return out
 	}
-	if ready := pick(func(e Endpoint) bool { return e.Ready }); len(ready) > 0 {
+	if ready := pick(func(e Endpoint) bool { return e.Ready && (local || !e.Elsewhere) }); len(ready) > 0 {
 		return ready
 	}
 	return pick(func(e Endpoint) bool { return e.Serving && e.Terminating })
@@ -91,9 +95,11 @@ type Snapshotter struct {
 	Slices   discoverylisters.EndpointSliceLister
 	NodeName string
 	last     map[nsName]snapshotEntry
+	zone     string // the zone the last snapshot was read against
 
-	mu    sync.Mutex
-	marks map[nsName][]string // Services marked since the last Snapshot or Changes: slice names the events gave
+	mu       sync.Mutex
+	marks    map[nsName][]string // Services marked since the last Snapshot or Changes: slice names the events gave
+	nextZone string              // SetZone's
 }
 
 type nsName struct{ namespace, name string }
@@ -120,6 +126,9 @@ func (sn *Snapshotter) source() Source {
 // ports, sorted by name.
 func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 	sn.takeMarks() // all of it is read now
+	sn.mu.Lock()
+	sn.zone = sn.nextZone
+	sn.mu.Unlock()
 	src := sn.source()
 	svcs, err := src.Services()
 	if err != nil {
@@ -169,7 +178,7 @@ func proxied(svc *ServiceRecord) bool {
 // ports appends e's service ports, read from its Service and slices (sorted by name), to out.
 func (sn *Snapshotter) ports(out []ServicePort, e snapshotEntry) []ServicePort {
 	for i := range e.svc.Ports {
-		out = append(out, portOf(e.svc, &e.svc.Ports[i], e.slices, sn.NodeName))
+		out = append(out, portOf(e.svc, &e.svc.Ports[i], e.slices, sn.NodeName, sn.zone))
 	}
 	return out
 }
@@ -180,8 +189,9 @@ func sortSlices(list []*SliceRecord) {
 	}
 }
 
-// portOf is service port p of svc with the endpoints of slices, svc's (sorted by name).
-func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nodeName string) ServicePort {
+// portOf is service port p of svc with the endpoints of slices, svc's (sorted by name), as
+// the node nodeName in zone sees them.
+func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nodeName, zone string) ServicePort {
 	name := svc.Namespace + "/" + svc.Name
 	if p.Name != "" {
 		name += ":" + p.Name
@@ -202,6 +212,7 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 		port int32
 	}
 	seen := map[ipPort]bool{}
+	var eps []hintedEndpoint
 	for _, s := range slices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -223,9 +234,12 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 				Local: ep.NodeName == nodeName && nodeName != ""}
 			if k := (ipPort{e.IP, e.Port}); !seen[k] { // the same endpoint in two slices (mid-update) counts once
 				seen[k] = true
-				sp.Endpoints = append(sp.Endpoints, e)
+				eps = append(eps, hintedEndpoint{e, ep.Hints})
 			}
 		}
+	}
+	if len(eps) > 0 {
+		sp.Endpoints = applyTopology(eps, nodeName, zone)
 	}
 	sort.Slice(sp.Endpoints, func(i, j int) bool {
 		a, b := sp.Endpoints[i], sp.Endpoints[j]

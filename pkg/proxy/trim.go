@@ -10,7 +10,7 @@ import (
 // an EndpointSlice only what a proxy reads — what the service ports are made of, and what
 // the layer-2 speaker reads — as kube-proxy's informers hold only their own small
 // structures. Everything else (managed fields, uid, timestamps, the selector, cluster IP
-// families, owner and target references, hints...) would be most of the cache: at 10 000
+// families, owner and target references...) would be most of the cache: at 10 000
 // Services it halves the heap the cache takes again after dropping only the largest
 // fields (BenchmarkInformerCache). It is idempotent: client-go may transform an object
 // twice.
@@ -42,7 +42,7 @@ func Trim(obj any) (any, error) {
 		}
 		o.ObjectMeta = leanMeta(o.ObjectMeta, labels)
 		for i, ep := range o.Endpoints {
-			o.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(len(ep.Addresses), 1)], Conditions: ep.Conditions, NodeName: ep.NodeName}
+			o.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(len(ep.Addresses), 1)], Conditions: ep.Conditions, NodeName: ep.NodeName, Hints: ep.Hints}
 		}
 		return o, nil
 	}

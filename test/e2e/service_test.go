@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -327,4 +328,68 @@ func TestNodePortOnLocalhost(t *testing.T) {
 			t.Errorf("node-1's filter table lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+const preferCloseApp = `apiVersion: v1
+kind: Pod
+metadata: {name: web-a, labels: {app: web}}
+spec:
+  nodeName: node-1
+  containers: [{name: netexec, image: localhost/minik8s/netexec:v1, ports: [{containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-b, labels: {app: web}}
+spec:
+  nodeName: node-2
+  containers: [{name: netexec, image: localhost/minik8s/netexec:v1, ports: [{containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  trafficDistribution: PreferClose
+  ports: [{port: 80, targetPort: 8080}]
+`
+
+// TestTrafficDistributionPreferClose follows the Kubernetes docs' Traffic Distribution:
+// nodes in zones a and b, an endpoint in each, and each node's traffic to the ClusterIP
+// stays in its zone (the endpointslice controller's hints, miniproxy's filtering); once
+// zone b has no endpoint, node-2 falls back to zone a's.
+func TestTrafficDistributionPreferClose(t *testing.T) {
+	l := upLab(t, "e2e-topo", 2)
+	mustKubectl(t, l, "label", "node", "node-1", "topology.kubernetes.io/zone=a")
+	mustKubectl(t, l, "label", "node", "node-2", "topology.kubernetes.io/zone=b")
+	applyYAML(t, l, preferCloseApp)
+	waitReadyEndpoints(t, l, "web", 2)
+	url := "http://" + strings.TrimSpace(mustKubectl(t, l, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")) + ":80/hostname"
+	// answers are what ten GETs from node n answered, deduplicated and sorted.
+	answers := func(n lab.Node) string {
+		seen := map[string]bool{}
+		for range 10 {
+			got, err := httpGetIn(lab.NetNSPath(n.NetNS), url)
+			if err != nil {
+				got = err.Error()
+			}
+			seen[got] = true
+		}
+		var out []string
+		for a := range seen {
+			out = append(out, a)
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	for n, want := range map[int]string{0: "web-a", 1: "web-b"} {
+		waitFor(t, l.Nodes[n].Name+" reaching only its zone's endpoint", 30*time.Second, func() (bool, string) {
+			got := answers(l.Nodes[n])
+			return got == want, got + "\n" + mustKubectl(t, l, "get", "endpointslices", "-o", "yaml")
+		})
+	}
+	mustKubectl(t, l, "delete", "pod", "web-b", "--grace-period=0")
+	waitFor(t, "node-2 falling back to zone a's endpoint", 30*time.Second, func() (bool, string) {
+		got := answers(l.Nodes[1])
+		return got == "web-a", got
+	})
 }

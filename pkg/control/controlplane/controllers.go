@@ -253,7 +253,7 @@ func startDeployment(c *ControllerContext) (runner, error) {
 
 func startEndpointSlice(c *ControllerContext) (runner, error) {
 	core := c.Informers.Core().V1()
-	return endpointslice.New(c.Client, core.Services(), core.Pods(), core.Nodes(), c.Informers.Discovery().V1().EndpointSlices(),
+	return endpointslice.New(c.Client, core.Services(), core.Pods(), core.Nodes(), c.Informers.Discovery().V1().EndpointSlices(), c.Recorder(endpointslice.Name),
 		c.Log.With("component", "endpointslice-controller"))
 }
 

@@ -121,6 +121,10 @@ func NewOn(cfg Config, src proxy.Source, nodeName string, log *slog.Logger) (*Pr
 // asking for the sync the event needs.
 func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
+// SetZone says this node's zone label, which topology hints are read against: a new one
+// makes the next Sync a full one.
+func (p *Proxier) SetZone(zone string) { p.snap.SetZone(zone) }
+
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
 func nftBacked() bool {
 	out, err := exec.Command("iptables-restore", "--version").CombinedOutput()

@@ -223,3 +223,19 @@ func TestRulesShortCircuitLocalPolicyWithoutLocalEndpoints(t *testing.T) {
 		t.Errorf("rules name a local-endpoints chain without a local endpoint:\n%s", out)
 	}
 }
+
+// An endpoint the topology hints leave to other nodes (Elsewhere) gets no cluster traffic
+// from this one, as kube-proxy's clusterEndpoints; a Local policy still uses it when local.
+func TestRulesFollowTopologyHints(t *testing.T) {
+	here := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true}
+	far := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true, Elsewhere: true}
+	sp := proxy.ServicePort{Name: "default/close", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80,
+		Endpoints: []proxy.Endpoint{here, far}}
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{sp}))
+	if want := "-A " + svcChain(&sp) + " " + comment("default/close -> 10.244.1.5:8080") + " -j " + sepChain(&sp, here) + "\n"; !strings.Contains(out, want) {
+		t.Errorf("rules lack\n  %s\nin\n%s", want, out)
+	}
+	if strings.Contains(out, "10.244.2.5") {
+		t.Errorf("the endpoint hinted elsewhere is in the rules:\n%s", out)
+	}
+}

@@ -128,8 +128,15 @@ func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart
 	proto := protoNumber(sp.Protocol)
 	proto4set := strings.ToLower(string(sp.Protocol))
 	dests := func(local bool) map[string]int {
+		eps := sp.Usable(local)
+		if local && len(eps) == 0 {
+			// As kube-proxy's IPVS mode (kubernetes#97081): with no endpoint here, a Local
+			// policy sends to the cluster's, so this node's pods and the node itself still
+			// reach the Service (an external client's replies come from the pod and are lost).
+			eps = sp.Usable(false)
+		}
 		out := map[string]int{}
-		for _, e := range sp.Usable(local) {
+		for _, e := range eps {
 			out[e.String()] = 1
 		}
 		return out

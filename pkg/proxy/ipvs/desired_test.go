@@ -244,3 +244,51 @@ func BenchmarkWantedState(b *testing.B) {
 		}
 	}
 }
+
+// An endpoint the topology hints leave to other nodes (Elsewhere) is no real server of the
+// cluster IP; externalTrafficPolicy Local uses it when it is local, whatever the hints.
+func TestDesiredVirtualServersFollowTopologyHints(t *testing.T) {
+	sp := proxy.ServicePort{Name: "default/close", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80,
+		ExternalIPs: []string{"192.0.2.7"}, ExternalLocal: true,
+		Endpoints: []proxy.Endpoint{
+			{IP: "10.244.1.2", Port: 8080, Ready: true, Serving: true, Local: true, Elsewhere: true},
+			{IP: "10.244.2.2", Port: 8080, Ready: true, Serving: true},
+		}}
+	st := desiredState(Config{}, []proxy.ServicePort{sp}, nil)
+	for k, want := range map[vsKey]string{
+		{unix.IPPROTO_TCP, "10.96.0.10", 80}: "10.244.2.2:8080",
+		{unix.IPPROTO_TCP, "192.0.2.7", 80}:  "10.244.1.2:8080",
+	} {
+		vs := st.services[k]
+		if vs == nil {
+			t.Fatalf("no virtual server %s", k)
+		}
+		var got []string
+		for d := range vs.Dests {
+			got = append(got, d)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s real servers %v, want %s", k, got, want)
+		}
+	}
+}
+
+// A Local traffic policy with no endpoint on this node sends to the cluster's endpoints, as
+// kube-proxy's IPVS mode (syncEndpoint, kubernetes#97081): this node's pods and the node
+// itself still reach the Service; an external client's replies come from the pod and are
+// lost, as there.
+func TestDesiredLocalPolicyWithoutLocalEndpoints(t *testing.T) {
+	remote := proxy.Endpoint{IP: "10.244.2.2", Port: 8080, Ready: true, Serving: true}
+	sp := proxy.ServicePort{Name: "default/far", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
+		ExternalLocal: true, InternalLocal: true, Endpoints: []proxy.Endpoint{remote}}
+	st := desiredState(Config{}, []proxy.ServicePort{sp}, []net.IP{net.ParseIP("10.200.0.11")})
+	for _, k := range []vsKey{{unix.IPPROTO_TCP, "10.96.0.10", 80}, {unix.IPPROTO_TCP, "10.200.0.11", 30080}} {
+		vs := st.services[k]
+		if vs == nil {
+			t.Fatalf("no virtual server %s", k)
+		}
+		if _, ok := vs.Dests[remote.String()]; !ok || len(vs.Dests) != 1 {
+			t.Errorf("%s real servers %v, want %s", k, vs.Dests, remote)
+		}
+	}
+}

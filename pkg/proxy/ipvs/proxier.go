@@ -171,6 +171,10 @@ func (p *Proxier) ForceFull() {
 // asking for the sync the event needs.
 func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
+// SetZone says this node's zone label, which topology hints are read against: a new one
+// makes the next Sync a full one.
+func (p *Proxier) SetZone(zone string) { p.snap.SetZone(zone) }
+
 // Sync programs the kernel for the current Services and EndpointSlices: on a full sync all
 // of them; otherwise only the Services named by Changed since the last sync.
 func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {

@@ -51,6 +51,8 @@ type proxier interface {
 	// Changed is told every Service and EndpointSlice event (old and new object of an
 	// update) before the sync it asks for.
 	Changed(obj any)
+	// SetZone is told this node's topology.kubernetes.io/zone label whenever it is read.
+	SetZone(zone string)
 }
 
 func newProxier(o Options, src proxy.Source, log *slog.Logger) (proxier, error) {

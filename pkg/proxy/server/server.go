@@ -28,8 +28,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -221,6 +223,28 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 			}
 		}
 	}
+	// This node's zone label, which the topology hints of EndpointSlices are read against:
+	// a change rewrites every Service; the Node's other updates (its status, every few
+	// seconds) ask for nothing (kube-proxy's NodeTopologyConfig).
+	node := nodeInformer(client, o.HostnameOverride)
+	zone := ""
+	onNode := func(obj any) {
+		z := ""
+		if n, ok := obj.(*corev1.Node); ok {
+			z = n.Labels[corev1.LabelTopologyZone]
+		}
+		if z != zone {
+			zone = z
+			proxier.SetZone(z)
+			r.Run()
+		}
+	}
+	if _, err := node.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onNode, UpdateFunc: func(_, obj any) { onNode(obj) }, DeleteFunc: onNode,
+	}); err != nil {
+		return err
+	}
+	go node.Run(ctx.Done())
 	for _, inf := range []struct {
 		informer cache.SharedIndexInformer
 		counter  prometheus.Counter
@@ -233,7 +257,7 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 		}
 	}
 	factory.Start(ctx.Done())
-	synced := []cache.InformerSynced{services.HasSynced, slices.HasSynced}
+	synced := []cache.InformerSynced{services.HasSynced, slices.HasSynced, node.HasSynced}
 	if speaker != nil {
 		synced = append(synced, speaker.nodesSynced)
 	}
@@ -274,6 +298,19 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	case err := <-errc:
 		return err
 	}
+}
+
+// nodeInformer watches the Node name alone, keeping only its labels.
+func nodeInformer(client *apiclient.Client, name string) cache.SharedIndexInformer {
+	lw := cache.NewListWatchFromClient(client.Core, "nodes", metav1.NamespaceAll, fields.OneTermEqualSelector("metadata.name", name))
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
+	utilruntime.Must(inf.SetTransform(func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+		}
+		return obj, nil
+	}))
+	return inf
 }
 
 func serve(ctx context.Context, l net.Listener, h http.Handler) error {

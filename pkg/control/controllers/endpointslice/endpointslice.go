@@ -1,6 +1,7 @@
 // Package endpointslice keeps the EndpointSlices of every Service with a selector: one
 // endpoint per selected pod with an IP, its ready/serving/terminating conditions, node and
-// zone, grouped by the ports it resolves to and at most 100 to a slice, as
+// zone, grouped by the ports it resolves to and at most 100 to a slice, and the topology
+// hints trafficDistribution or the topology-mode annotation ask for (hints.go), as
 // kube-controller-manager's endpointslice controller. miniproxy and CoreDNS read them.
 package endpointslice
 
@@ -23,12 +24,17 @@ import (
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/endpointslice/topologycache"
 	"k8s.io/utils/ptr"
 )
 
 const (
 	// ManagedBy is the managed-by label value of the slices this controller owns.
 	ManagedBy = "endpointslice-controller.k8s.io"
+	// Name is the source of its Events, as kube-controller-manager's.
+	Name = "endpoint-slice-controller"
 	// maxEndpoints per slice (--max-endpoints-per-slice).
 	maxEndpoints = 100
 )
@@ -36,19 +42,26 @@ const (
 // Controller is the endpointslice controller.
 type Controller struct {
 	*serviceslices.Base
-	pods  corelisters.PodLister
-	nodes corelisters.NodeLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	recorder record.EventRecorder
+	// topology is the CPU of each zone and the hints given by it, for topology-mode Auto.
+	topology *topologycache.TopologyCache
 }
 
 // New wires the controller to the shared informers.
 func New(client kubernetes.Interface, services coreinformers.ServiceInformer, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer,
-	slices discoveryinformers.EndpointSliceInformer, log *slog.Logger) (*Controller, error) {
+	slices discoveryinformers.EndpointSliceInformer, recorder record.EventRecorder, log *slog.Logger) (*Controller, error) {
 	c := &Controller{
 		Base: serviceslices.New("endpoint_slice", ManagedBy, client, services, slices, log, pods.Informer(), nodes.Informer()),
-		pods: pods.Lister(), nodes: nodes.Lister(),
+		pods: pods.Lister(), nodes: nodes.Lister(), recorder: recorder, topology: topologycache.NewTopologyCache(),
 	}
 	w := &servicepods.Watcher{Services: c.Services, Queue: c.Queue}
 	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
+		return nil, err
+	}
+	onNode := func(any) { c.Queue.Add(topologyKey) }
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onNode, UpdateFunc: c.onNodeUpdate, DeleteFunc: onNode}); err != nil {
 		return nil, err
 	}
 	// A slice changed or deleted by someone else is put back.
@@ -73,6 +86,10 @@ type group struct {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	if key == topologyKey {
+		c.checkNodeTopology()
+		return 0, nil
+	}
 	svc, found, err := workloop.Lookup(key, c.Services.Services)
 	if !found {
 		return 0, err // its slices go with it: the Service owns them
@@ -158,8 +175,8 @@ func (c *Controller) endpoint(svc *corev1.Service, pod *corev1.Pod) discoveryv1.
 }
 
 // reconcile makes the stored slices hold the groups: slices of a group's ports are reused
-// in order and rewritten only when their content differs; what is left over goes. A Service
-// with no endpoints keeps one empty slice, as Kubernetes does.
+// in order and rewritten only when their content or hints differ; what is left over goes.
+// A Service with no endpoints keeps one empty slice, as Kubernetes does.
 func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups []group, existing []*discoveryv1.EndpointSlice) error {
 	if len(groups) == 0 {
 		groups = []group{{}}
@@ -170,18 +187,35 @@ func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups 
 		k := portsKey(s.Ports)
 		byPorts[k] = append(byPorts[k], s)
 	}
+	si := &topologycache.SliceInfo{ServiceKey: svc.Namespace + "/" + svc.Name, AddressType: discoveryv1.AddressTypeIPv4}
 	for _, g := range groups {
 		k := portsKey(g.ports)
 		for start := 0; start == 0 || start < len(g.endpoints); start += maxEndpoints {
 			chunk := g.endpoints[start:min(start+maxEndpoints, len(g.endpoints))]
-			var reuse *discoveryv1.EndpointSlice
-			if list := byPorts[k]; len(list) > 0 {
-				reuse, byPorts[k] = list[0], list[1:]
+			want := newSlice(svc, g.ports, chunk)
+			list := byPorts[k]
+			if len(list) == 0 {
+				si.ToCreate = append(si.ToCreate, want)
+				continue
 			}
-			if err := c.write(ctx, svc, reuse, g.ports, chunk); err != nil {
-				return err
+			cur := list[0]
+			byPorts[k] = list[1:]
+			if sameContent(cur, want) {
+				si.Unchanged = append(si.Unchanged, cur)
+				continue
 			}
+			updated := cur.DeepCopy()
+			updated.Labels, updated.Ports, updated.Endpoints = want.Labels, want.Ports, want.Endpoints
+			si.ToUpdate = append(si.ToUpdate, updated)
 		}
+	}
+	create, update, events := c.hints(svc, si)
+	err := c.write(ctx, svc.Namespace, create, update)
+	for _, e := range events {
+		c.recorder.Event(svc, e.EventType, e.Reason, e.Message)
+	}
+	if err != nil {
+		return err
 	}
 	var leftover []*discoveryv1.EndpointSlice
 	for _, list := range byPorts {
@@ -190,9 +224,8 @@ func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups 
 	return c.deleteSlices(ctx, leftover)
 }
 
-// write creates a slice, or updates cur when its content differs.
-func (c *Controller) write(ctx context.Context, svc *corev1.Service, cur *discoveryv1.EndpointSlice, ports []discoveryv1.EndpointPort, endpoints []discoveryv1.Endpoint) error {
-	want := &discoveryv1.EndpointSlice{
+func newSlice(svc *corev1.Service, ports []discoveryv1.EndpointPort, endpoints []discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    svc.Name + "-",
 			Namespace:       svc.Namespace,
@@ -203,19 +236,39 @@ func (c *Controller) write(ctx context.Context, svc *corev1.Service, cur *discov
 		Ports:       ports,
 		Endpoints:   endpoints,
 	}
-	slices := c.Client.DiscoveryV1().EndpointSlices(svc.Namespace)
-	if cur == nil {
-		_, err := slices.Create(ctx, want, metav1.CreateOptions{})
-		return err
+}
+
+// sameContent: cur holds want's labels, ports and endpoints, hints aside (hints decide
+// on their own whether cur is rewritten).
+func sameContent(cur, want *discoveryv1.EndpointSlice) bool {
+	if !equality.Semantic.DeepEqual(cur.Ports, want.Ports) || !equality.Semantic.DeepEqual(cur.Labels, want.Labels) ||
+		len(cur.Endpoints) != len(want.Endpoints) {
+		return false
 	}
-	if equality.Semantic.DeepEqual(cur.Ports, want.Ports) && equality.Semantic.DeepEqual(cur.Endpoints, want.Endpoints) &&
-		equality.Semantic.DeepEqual(cur.Labels, want.Labels) {
-		return nil
+	for i := range cur.Endpoints {
+		a, b := cur.Endpoints[i], want.Endpoints[i]
+		a.Hints, b.Hints = nil, nil
+		if !equality.Semantic.DeepEqual(a, b) {
+			return false
+		}
 	}
-	updated := cur.DeepCopy()
-	updated.Labels, updated.Ports, updated.Endpoints = want.Labels, want.Ports, want.Endpoints
-	_, err := slices.Update(ctx, updated, metav1.UpdateOptions{})
-	return err
+	return true
+}
+
+// write creates and updates slices.
+func (c *Controller) write(ctx context.Context, namespace string, create, update []*discoveryv1.EndpointSlice) error {
+	slices := c.Client.DiscoveryV1().EndpointSlices(namespace)
+	for _, s := range create {
+		if _, err := slices.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, s := range update {
+		if _, err := slices.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sliceLabels are the Service's labels but the reserved ones, the two that tie a slice to

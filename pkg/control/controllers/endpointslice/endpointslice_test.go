@@ -313,3 +313,90 @@ func TestEndpointsLabels(t *testing.T) {
 	eventually(t, "labels of a Service's Endpoints", labelsOf("plain"),
 		"map[endpoints.kubernetes.io/managed-by:endpoint-controller tier:front]")
 }
+
+// hintsState renders the hints of a service's slices: "ip:zones/nodes" for each endpoint.
+func hintsState(t *testing.T, c kubernetes.Interface, ns, svc string) string {
+	t.Helper()
+	list, err := c.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			h := e.Addresses[0] + ":"
+			if e.Hints != nil {
+				var z, n []string
+				for _, f := range e.Hints.ForZones {
+					z = append(z, f.Name)
+				}
+				for _, f := range e.Hints.ForNodes {
+					n = append(n, f.Name)
+				}
+				h += strings.Join(z, ",") + "/" + strings.Join(n, ",")
+			}
+			out = append(out, h)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// trafficDistribution puts hints on the slices (and takes them off), as kube's
+// endpointslice controller; the topology-mode annotation Auto has it say in an Event
+// whether it could.
+func TestEndpointSliceHints(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns, c, ctx := cl.Namespace, cl.Client, context.Background()
+	cl.CreateReadyNode(t, "hints-1", 10, map[string]string{corev1.LabelTopologyZone: "zone-a"})
+	cl.CreateReadyNode(t, "hints-2", 10, map[string]string{corev1.LabelTopologyZone: "zone-b"})
+	svc := service("close", false, corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)})
+	svc.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+	if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runPod(t, c, ns, "close", podSpec{name: "a", ip: "10.244.7.1", node: "hints-1", ready: true, httpPort: 8080})
+	runPod(t, c, ns, "close", podSpec{name: "b", ip: "10.244.7.2", node: "hints-2", ready: true, httpPort: 8080})
+	runPod(t, c, ns, "close", podSpec{name: "c", ip: "10.244.7.3", node: "hints-2", ready: false, httpPort: 8080})
+	hints := func() string { return hintsState(t, c, ns, "close") }
+	eventually(t, "PreferClose: each ready endpoint hinted for its zone", hints, "10.244.7.1:zone-a/ 10.244.7.2:zone-b/ 10.244.7.3:")
+
+	update := func(change func(*corev1.Service)) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := c.CoreV1().Services(ns).Get(ctx, "close", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			change(cur)
+			_, err = c.CoreV1().Services(ns).Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(s *corev1.Service) {
+		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferSameNode)
+	})
+	eventually(t, "PreferSameNode: hinted for the node too", hints, "10.244.7.1:zone-a/hints-1 10.244.7.2:zone-b/hints-2 10.244.7.3:")
+	update(func(s *corev1.Service) { s.Spec.TrafficDistribution = nil })
+	eventually(t, "no trafficDistribution: no hints", hints, "10.244.7.1: 10.244.7.2: 10.244.7.3:")
+
+	// Whether Auto can hint depends on every Node of the shared cluster: only that the
+	// controller says so in an Event is checked here (hints_test.go has the cases).
+	update(func(s *corev1.Service) { s.Annotations = map[string]string{corev1.AnnotationTopologyMode: "Auto"} })
+	eventually(t, "an Event on the Service about Topology Aware Hints", func() string {
+		list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=close"})
+		if err != nil {
+			return err.Error()
+		}
+		for _, e := range list.Items {
+			if strings.HasPrefix(e.Reason, "TopologyAwareHints") {
+				return e.Source.Component
+			}
+		}
+		return fmt.Sprint(len(list.Items), " events")
+	}, "endpoint-slice-controller")
+}
