@@ -53,5 +53,4 @@ func TestStoreKeepsEachVersionOnce(t *testing.T) {
 	if grown > versions*3/2 {
 		t.Errorf("live heap grew %d KiB for %d KiB of versions: the versions are kept more than once", grown>>10, versions>>10)
 	}
-	runtime.KeepAlive(st)
 }
