@@ -263,7 +263,10 @@ func openStore(ctx context.Context, o Options, log *slog.Logger) (*store.Cache, 
 		if err := refuseEmptyStore(path, o.DataDir); err != nil {
 			return nil, err
 		}
-		engine, err = store.OpenBolt(path, store.BoltOptions{HistoryLimit: o.WatchHistory, Logger: log})
+		// The cache below keeps the recent events in its own ring of the same size, so bolt's
+		// ring would only hold each update's previous value a second time (a copy out of the
+		// mmap): the cache's rare re-watch reads bolt's on-disk log instead.
+		engine, err = store.OpenBolt(path, store.BoltOptions{HistoryLimit: o.WatchHistory, RingSize: 1, Logger: log})
 	} else {
 		var tlsConfig *tls.Config
 		if tlsConfig, err = o.etcdTLS(); err != nil {
