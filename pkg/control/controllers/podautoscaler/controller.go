@@ -225,7 +225,7 @@ func (c *Controller) failed(hpa *autoscalingv2.HorizontalPodAutoscaler, cond aut
 func (c *Controller) getScale(ctx context.Context, ns string, gk schema.GroupKind, name string) (*autoscalingv1.Scale, schema.GroupResource, error) {
 	mappings, err := c.mapper.RESTMappings(gk)
 	if err != nil {
-		return nil, schema.GroupResource{}, fmt.Errorf("unable to determine resource for scale target reference: %v", err)
+		return nil, schema.GroupResource{}, err
 	}
 	var firstErr error
 	for _, m := range mappings {

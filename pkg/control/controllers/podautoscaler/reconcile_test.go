@@ -37,8 +37,9 @@ func (f fixedMetrics) PodMetrics(_ context.Context, _ string, _ labels.Selector,
 }
 
 // reconcileOnce runs one reconcile of hpa over a Deployment "web" of 2 replicas whose pods
-// are pods, and returns the autoscaler and the Events recorded.
-func reconcileOnce(t *testing.T, hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, metrics fixedMetrics) (*autoscalingv2.HorizontalPodAutoscaler, []string) {
+// are pods (or over an apps/v1 target of kind, when named), and returns the autoscaler and
+// the Events recorded.
+func reconcileOnce(t *testing.T, hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, metrics fixedMetrics, kind ...string) (*autoscalingv2.HorizontalPodAutoscaler, []string) {
 	t.Helper()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -70,6 +71,9 @@ func reconcileOnce(t *testing.T, hpa *autoscalingv2.HorizontalPodAutoscaler, pod
 	hpa = hpa.DeepCopy()
 	hpa.Name, hpa.Namespace = "web", "default"
 	hpa.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	if len(kind) > 0 {
+		hpa.Spec.ScaleTargetRef.Kind = kind[0]
+	}
 	hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas = ptr.To[int32](1), 5
 	_ = c.reconcile(context.Background(), "default/web", hpa)
 	close(rec.Events)
@@ -141,5 +145,19 @@ func TestMemoryAverageValueInBinaryUnits(t *testing.T) {
 		fixedMetrics{corev1.ResourceMemory: {"p0": sample(mi), "p1": sample(mi)}})
 	if len(got.Status.CurrentMetrics) != 1 || got.Status.CurrentMetrics[0].Resource.Current.AverageValue.String() != "64Mi" {
 		t.Errorf("current metrics: %+v", got.Status.CurrentMetrics)
+	}
+}
+
+// A target of a kind the API does not serve: FailedGetScale carries the mapper's error as
+// it is, as kube-controller-manager's reconcileAutoscaler records it.
+func TestUnknownTargetKind(t *testing.T) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{Spec: autoscalingv2.HorizontalPodAutoscalerSpec{Metrics: []autoscalingv2.MetricSpec{cpuUtilization(50)}}}
+	got, events := reconcileOnce(t, hpa, nil, nil, "Widget")
+	want := `no matches for apps/, Resource=Widget` // the test's mapper's words
+	if c := condition(got, autoscalingv2.AbleToScale); c.Reason != "FailedGetScale" || c.Message != "the HPA controller was unable to get the target's current scale: "+want {
+		t.Errorf("AbleToScale: %+v", c)
+	}
+	if len(events) != 1 || events[0] != "Warning FailedGetScale "+want {
+		t.Errorf("events: %q", events)
 	}
 }
