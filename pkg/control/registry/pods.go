@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -189,7 +190,45 @@ func validateContainer(c *corev1.Container, p *field.Path, names sets.Set[string
 		errs = append(errs, field.Required(p.Child("image"), ""))
 	}
 	errs = append(errs, validateContainerPorts(c.Ports, p.Child("ports"))...)
+	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"))...)
 	return errs
+}
+
+// validateContainerResources is kube's validateResourceRequirements in what users meet
+// (kubectl set resources): no negative quantity, no request above its limit, and a
+// resource that cannot be overcommitted (extended, hugepages) limited at its request.
+func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	limits, requests := path.Child("limits"), path.Child("requests")
+	for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+		if q := r.Limits[name]; q.Sign() < 0 {
+			errs = append(errs, field.Invalid(limits.Key(string(name)), q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		q := r.Requests[name]
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(requests.Key(string(name)), q.String(), "must be greater than or equal to 0"))
+		}
+		limit, limited := r.Limits[name]
+		switch {
+		case limited && !overcommitAllowed(name) && q.Cmp(limit) != 0:
+			errs = append(errs, field.Invalid(requests, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+		case limited && q.Cmp(limit) > 0:
+			errs = append(errs, field.Invalid(requests, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
+		case !limited && !overcommitAllowed(name):
+			errs = append(errs, field.Required(limits, "Limit must be set for non overcommitable resources"))
+		}
+	}
+	return errs
+}
+
+// overcommitAllowed: a native resource (no domain, or a kubernetes.io one) other than
+// hugepages may be requested below its limit.
+func overcommitAllowed(name corev1.ResourceName) bool {
+	n := string(name)
+	native := !strings.Contains(n, "/") || strings.Contains(n, corev1.ResourceDefaultNamespacePrefix)
+	return native && !strings.HasPrefix(n, corev1.ResourceHugePagesPrefix)
 }
 
 // supportedPortProtocols are the protocols of a container port, sorted as kube lists them.

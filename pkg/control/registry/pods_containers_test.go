@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -23,4 +24,40 @@ func TestPodAndTemplateContainers(t *testing.T) {
 		"spec.template.spec.containers[0].name: FieldValueDuplicate")
 	expectErrors(t, "template without containers", validatePodTemplate(&corev1.PodTemplateSpec{Spec: empty}, template, corev1.RestartPolicyAlways),
 		"spec.template.spec.containers: FieldValueRequired")
+}
+
+// TestContainerResources: requests above limits (kubectl set resources --limits=cpu=100m
+// --requests=cpu=200m), negative quantities and an extended resource whose request differs
+// from its limit are refused with kube's words (validateResourceRequirements).
+func TestContainerResources(t *testing.T) {
+	pod := func(r corev1.ResourceRequirements) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: objMeta("p"), Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:1", Resources: r}}}}
+	}
+	list := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	errs := validatePod(pod(corev1.ResourceRequirements{Limits: list("cpu", "100m"), Requests: list("cpu", "200m")}))
+	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.requests: Invalid value: "200m": must be less than or equal to cpu limit of 100m` {
+		t.Errorf("request above limit: %v", errs)
+	}
+	errs = validatePod(pod(corev1.ResourceRequirements{Requests: list("memory", "-1")}))
+	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.requests[memory]: Invalid value: "-1": must be greater than or equal to 0` {
+		t.Errorf("negative request: %v", errs)
+	}
+	errs = validatePod(pod(corev1.ResourceRequirements{Limits: list("example.com/dongle", "2"), Requests: list("example.com/dongle", "1")}))
+	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/dongle limit of 2` {
+		t.Errorf("extended resource: %v", errs)
+	}
+	errs = validatePod(pod(corev1.ResourceRequirements{Requests: list("example.com/dongle", "1")}))
+	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources` {
+		t.Errorf("extended resource without limit: %v", errs)
+	}
+	if errs := validatePod(pod(corev1.ResourceRequirements{Limits: list("cpu", "1", "memory", "1Gi"), Requests: list("cpu", "1", "memory", "512Mi")})); len(errs) != 0 {
+		t.Errorf("valid resources refused: %v", errs)
+	}
 }

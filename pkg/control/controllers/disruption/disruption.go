@@ -185,7 +185,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if len(pods) == 0 {
 		c.recorder.Event(pdb, corev1.EventTypeNormal, "NoPods", "No matching pods found")
 	}
-	expected, desired, err := c.expectations(pdb, pods)
+	expected, desired, unmanaged, err := c.expectations(pdb, pods)
 	if err != nil {
 		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
 		pdb.Status.DisruptionsAllowed = 0
@@ -193,6 +193,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		apimeta.SetStatusCondition(&pdb.Status.Conditions, metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
 			Reason: policyv1.SyncFailedReason, Message: err.Error(), ObservedGeneration: pdb.Generation})
 		return 0, c.writeStatus(ctx, shared, pdb)
+	}
+	if unmanaged {
+		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "UnmanagedPods", "Pods selected by this PodDisruptionBudget (selector: %v) were found "+
+			"to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. "+
+			"To account for these pods please set \".spec.minAvailable\" field of the PDB to an integer value.", pdb.Spec.Selector)
 	}
 	again := c.pruneDisrupted(pdb, pods)
 	healthy := int32(0)
@@ -261,52 +266,53 @@ func (c *Controller) pruneDisrupted(pdb *policyv1.PodDisruptionBudget, pods []*c
 	return next
 }
 
-// expectations are how many pods the budget expects and how many must stay healthy. A
-// minAvailable number counts the matching pods; maxUnavailable and percentages scale with
-// the replicas of the pods' controllers.
-func (c *Controller) expectations(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (expected, desired int32, err error) {
+// expectations are how many pods the budget expects and how many must stay healthy, and
+// whether some pods have no controller to count them by. A minAvailable number counts the
+// matching pods; maxUnavailable and percentages scale with the replicas of the pods'
+// controllers.
+func (c *Controller) expectations(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (expected, desired int32, unmanaged bool, err error) {
 	switch {
 	case pdb.Spec.MaxUnavailable != nil:
-		if expected, err = c.scaleOf(pods); err != nil {
-			return 0, 0, err
+		if expected, unmanaged, err = c.scaleOf(pods); err != nil {
+			return 0, 0, false, err
 		}
 		unavailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, int(expected), true)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
-		return expected, max(expected-int32(unavailable), 0), nil
+		return expected, max(expected-int32(unavailable), 0), unmanaged, nil
 	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int:
-		return int32(len(pods)), pdb.Spec.MinAvailable.IntVal, nil
+		return int32(len(pods)), pdb.Spec.MinAvailable.IntVal, false, nil
 	case pdb.Spec.MinAvailable != nil:
-		if expected, err = c.scaleOf(pods); err != nil {
-			return 0, 0, err
+		if expected, unmanaged, err = c.scaleOf(pods); err != nil {
+			return 0, 0, false, err
 		}
 		available, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, int(expected), true)
-		return expected, int32(available), err
+		return expected, int32(available), unmanaged, err
 	}
-	return 0, 0, nil
+	return 0, 0, false, nil
 }
 
 // scaleOf sums the replicas of the pods' controllers, each counted once; a ReplicaSet of a
-// Deployment counts as the Deployment.
-func (c *Controller) scaleOf(pods []*corev1.Pod) (int32, error) {
+// Deployment counts as the Deployment. Pods without a controller are left out, and said.
+func (c *Controller) scaleOf(pods []*corev1.Pod) (total int32, unmanaged bool, err error) {
 	seen := map[types.UID]bool{}
-	var total int32
 	for _, p := range pods {
 		ref := metav1.GetControllerOf(p)
 		if ref == nil {
-			return 0, fmt.Errorf("found no controller ref for pod %q", p.Name)
+			unmanaged = true
+			continue
 		}
 		uid, replicas, err := c.controllerScale(p.Namespace, ref)
 		if err != nil {
-			return 0, err
+			return 0, false, fmt.Errorf("%w for pod %q", err, p.Name)
 		}
 		if !seen[uid] {
 			seen[uid] = true
 			total += replicas
 		}
 	}
-	return total, nil
+	return total, unmanaged, nil
 }
 
 var errNoController = errors.New("found no controllers")
@@ -318,12 +324,11 @@ func (c *Controller) controllerScale(ns string, ref *metav1.OwnerReference) (typ
 		}
 		return *r
 	}
-	missing := fmt.Errorf("%w for %s %q", errNoController, ref.Kind, ref.Name)
 	switch ref.Kind {
 	case "ReplicaSet":
 		rs, err := c.rss.ReplicaSets(ns).Get(ref.Name)
 		if err != nil || rs.UID != ref.UID {
-			return "", 0, missing
+			return "", 0, errNoController
 		}
 		if owner := metav1.GetControllerOf(rs); owner != nil && owner.Kind == "Deployment" {
 			return c.controllerScale(ns, owner)
@@ -332,21 +337,21 @@ func (c *Controller) controllerScale(ns string, ref *metav1.OwnerReference) (typ
 	case "Deployment":
 		d, err := c.deployments.Deployments(ns).Get(ref.Name)
 		if err != nil || d.UID != ref.UID {
-			return "", 0, missing
+			return "", 0, errNoController
 		}
 		return d.UID, replicas(d.Spec.Replicas), nil
 	case "StatefulSet":
 		s, err := c.sets.StatefulSets(ns).Get(ref.Name)
 		if err != nil || s.UID != ref.UID {
-			return "", 0, missing
+			return "", 0, errNoController
 		}
 		return s.UID, replicas(s.Spec.Replicas), nil
 	case "ReplicationController":
 		rc, err := c.rcs.ReplicationControllers(ns).Get(ref.Name)
 		if err != nil || rc.UID != ref.UID {
-			return "", 0, missing
+			return "", 0, errNoController
 		}
 		return rc.UID, replicas(rc.Spec.Replicas), nil
 	}
-	return "", 0, missing
+	return "", 0, errNoController
 }

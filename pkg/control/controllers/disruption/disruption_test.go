@@ -132,7 +132,9 @@ func TestBudgetStatusAndEviction(t *testing.T) {
 	})
 }
 
-// Pods without a controller cannot be scaled against: maxUnavailable fails the sync.
+// Pods without a controller are left out of a maxUnavailable budget's count with a Warning
+// UnmanagedPods Event, as Kubernetes does since 1.27 (getExpectedScale), instead of failing
+// the sync.
 func TestBudgetWithoutControllers(t *testing.T) {
 	c := controlplanetest.Start(t, nil)
 	ctx := context.Background()
@@ -146,10 +148,18 @@ func TestBudgetWithoutControllers(t *testing.T) {
 	if _, err := c.Client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "SyncFailed", 15*time.Second, func() (bool, string) {
+	controllertest.WaitFor(t, "the unmanaged pod left out", 15*time.Second, func() (bool, string) {
 		p := statusOf(t, c, "lone")
-		cond := apimeta.FindStatusCondition(p.Status.Conditions, policyv1.DisruptionAllowedCondition)
-		return cond != nil && cond.Reason == policyv1.SyncFailedReason && strings.Contains(cond.Message, `found no controller ref for pod "lone"`), summary(p)
+		return summary(p) == "expected=0 desired=0 healthy=0 allowed=0 gen=1/1 False/InsufficientPods", summary(p)
+	})
+	want := `Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:map[string]string{app: lone,},MatchExpressions:[]LabelSelectorRequirement{},}) were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set ".spec.minAvailable" field of the PDB to an integer value.`
+	controllertest.WaitFor(t, "the UnmanagedPods Event", 15*time.Second, func() (bool, string) {
+		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=lone,reason=UnmanagedPods"})
+		if err != nil || len(events.Items) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		e := events.Items[0]
+		return e.Type == corev1.EventTypeWarning && e.Message == want, e.Message
 	})
 }
 

@@ -167,8 +167,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, hpa *autoscaling
 		proposal, metricName, statuses, err = c.replicasForMetrics(ctx, hpa, sc, current)
 		if proposal < 0 {
 			hpa.Status.CurrentReplicas, hpa.Status.CurrentMetrics = current, statuses
-			c.recorder.Eventf(hpa, corev1.EventTypeWarning, "FailedComputeMetricsReplicas", "failed to compute desired number of replicas based on listed metrics for %s: %v", targetName(ref), err)
-			return err
+			c.recorder.Event(hpa, corev1.EventTypeWarning, "FailedComputeMetricsReplicas", err.Error())
+			return fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", targetName(ref), err)
 		}
 		desired = proposal
 		if desired > current {
@@ -225,7 +225,7 @@ func (c *Controller) failed(hpa *autoscalingv2.HorizontalPodAutoscaler, cond aut
 func (c *Controller) getScale(ctx context.Context, ns string, gk schema.GroupKind, name string) (*autoscalingv1.Scale, schema.GroupResource, error) {
 	mappings, err := c.mapper.RESTMappings(gk)
 	if err != nil {
-		return nil, schema.GroupResource{}, fmt.Errorf("unable to determine resource for scale target reference: %v", err)
+		return nil, schema.GroupResource{}, err
 	}
 	var firstErr error
 	for _, m := range mappings {
@@ -256,21 +256,25 @@ func (c *Controller) replicasForMetrics(ctx context.Context, hpa *autoscalingv2.
 	replicas, name := int32(0), ""
 	invalid := 0
 	var firstErr error
+	var firstCond autoscalingv2.HorizontalPodAutoscalerCondition
 	for i, spec := range hpa.Spec.Metrics {
-		proposal, metricName, status, err := c.replicasForMetric(ctx, hpa, spec, selector, current)
+		proposal, metricName, status, cond, err := c.replicasForMetric(ctx, hpa, spec, selector, current)
 		if err != nil {
 			invalid++
 			if firstErr == nil {
-				firstErr = err
+				firstErr, firstCond = err, cond
 			}
 			continue
 		}
 		statuses[i] = status
-		if proposal > replicas {
+		// The first valid metric names the proposal even when it asks for none.
+		if name == "" || proposal > replicas {
 			replicas, name = proposal, metricName
 		}
 	}
 	if invalid >= len(hpa.Spec.Metrics) || (invalid > 0 && replicas < current) {
+		// The first failing metric tells why in ScalingActive.
+		setCondition(hpa, firstCond.Type, firstCond.Status, firstCond.Reason, firstCond.Message, c.clock.Now())
 		return -1, "", statuses, fmt.Errorf("invalid metrics (%d invalid out of %d), first error is: %v", invalid, len(hpa.Spec.Metrics), firstErr)
 	}
 	setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", "the HPA was able to successfully calculate a replica count from "+name, c.clock.Now())
@@ -287,16 +291,18 @@ func (c *Controller) selector(hpa *autoscalingv2.HorizontalPodAutoscaler, sc *au
 	}
 	sel, err := labels.Parse(sc.Status.Selector)
 	if err != nil {
+		err = fmt.Errorf("couldn't convert selector into a corresponding internal selector object: %v", err)
 		c.recorder.Event(hpa, corev1.EventTypeWarning, "InvalidSelector", err.Error())
-		setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", "the HPA target's scale has an invalid selector: "+err.Error(), c.clock.Now())
+		setCondition(hpa, autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", err.Error(), c.clock.Now())
 		return nil, err
 	}
 	return sel, nil
 }
 
 // replicasForMetric is what one metric asks for, with its name as Events word it and its
-// status; a failure is an Event and a False ScalingActive condition.
-func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, spec autoscalingv2.MetricSpec, sel labels.Selector, current int32) (int32, string, autoscalingv2.MetricStatus, error) {
+// status; a failure is an Event and the False ScalingActive condition that would tell it.
+func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, spec autoscalingv2.MetricSpec, sel labels.Selector, current int32) (int32, string, autoscalingv2.MetricStatus, autoscalingv2.HorizontalPodAutoscalerCondition, error) {
+	var none autoscalingv2.MetricStatus
 	var res corev1.ResourceName
 	var target autoscalingv2.MetricTarget
 	var container string
@@ -307,9 +313,7 @@ func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.H
 		res, target, container = spec.ContainerResource.Name, spec.ContainerResource.Target, spec.ContainerResource.Container
 	default:
 		err := fmt.Errorf("unable to get %s metric: minik8s serves no custom or external metrics API (custom.metrics.k8s.io, external.metrics.k8s.io)", spec.Type)
-		reason := "FailedGet" + string(spec.Type) + "Metric"
-		c.failed(hpa, autoscalingv2.ScalingActive, reason, "the HPA was unable to compute the replica count: %v", err)
-		return 0, "", autoscalingv2.MetricStatus{}, err
+		return 0, "", none, c.unableToCompute(hpa, "FailedGet"+string(spec.Type)+"Metric", err), err
 	}
 	reason := "FailedGetResourceMetric"
 	if container != "" {
@@ -331,7 +335,7 @@ func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.H
 			var util int32
 			var raw int64
 			replicas, util, raw, err = c.calc.utilizationReplicas(current, *target.AverageUtilization, metrics, pods, res, container)
-			value = autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: resource.NewMilliQuantity(raw, resource.DecimalSI)}
+			value = autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: quantity(res, raw)}
 		} else if target.AverageValue != nil {
 			name = fmt.Sprintf("%s resource", res)
 			if container != "" {
@@ -339,7 +343,7 @@ func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.H
 			}
 			var avg int64
 			replicas, avg, err = c.calc.averageValueReplicas(current, target.AverageValue.MilliValue(), metrics, pods, res)
-			value = autoscalingv2.MetricValueStatus{AverageValue: resource.NewMilliQuantity(avg, resource.DecimalSI)}
+			value = autoscalingv2.MetricValueStatus{AverageValue: quantity(res, avg)}
 		} else {
 			err = errors.New("invalid resource metric source: neither an average utilization target nor an average value (usage) target was set")
 		}
@@ -350,11 +354,11 @@ func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.H
 		} else {
 			err = fmt.Errorf("failed to get %s usage: %w", res, err)
 		}
-		c.failed(hpa, autoscalingv2.ScalingActive, reason, "the HPA was unable to compute the replica count: %v", err)
+		cond := c.unableToCompute(hpa, reason, err)
 		if container != "" {
-			return 0, "", autoscalingv2.MetricStatus{}, fmt.Errorf("failed to get %s container metric value: %w", res, err)
+			return 0, "", none, cond, fmt.Errorf("failed to get %s container metric value: %w", res, err)
 		}
-		return 0, "", autoscalingv2.MetricStatus{}, fmt.Errorf("failed to get %s resource metric value: %w", res, err)
+		return 0, "", none, cond, fmt.Errorf("failed to get %s resource metric value: %w", res, err)
 	}
 	status := autoscalingv2.MetricStatus{Type: spec.Type}
 	if container != "" {
@@ -362,7 +366,23 @@ func (c *Controller) replicasForMetric(ctx context.Context, hpa *autoscalingv2.H
 	} else {
 		status.Resource = &autoscalingv2.ResourceMetricStatus{Name: res, Current: value}
 	}
-	return replicas, name, status, nil
+	return replicas, name, status, autoscalingv2.HorizontalPodAutoscalerCondition{}, nil
+}
+
+// unableToCompute records a metric's failure as a Warning Event and is the condition
+// that tells it.
+func (c *Controller) unableToCompute(hpa *autoscalingv2.HorizontalPodAutoscaler, reason string, err error) autoscalingv2.HorizontalPodAutoscalerCondition {
+	c.recorder.Event(hpa, corev1.EventTypeWarning, reason, err.Error())
+	return autoscalingv2.HorizontalPodAutoscalerCondition{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionFalse,
+		Reason: reason, Message: "the HPA was unable to compute the replica count: " + err.Error()}
+}
+
+// quantity is a usage in milli-units as metrics-server shows it: memory in binary units.
+func quantity(res corev1.ResourceName, milli int64) *resource.Quantity {
+	if res == corev1.ResourceMemory {
+		return resource.NewMilliQuantity(milli, resource.BinarySI)
+	}
+	return resource.NewMilliQuantity(milli, resource.DecimalSI)
 }
 
 func targetName(ref autoscalingv2.CrossVersionObjectReference) string {

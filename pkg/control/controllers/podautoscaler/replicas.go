@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 )
 
 // podMetric is one pod's usage of a resource (in milli-units, as the kube-controller-manager
@@ -187,12 +189,20 @@ func removeMetrics(metrics podMetrics, pods sets.Set[string]) {
 	}
 }
 
-// podRequests are the pods' requests of resource (milli-units), of one container if named.
+// podRequests are the pods' requests of resource (milli-units), of one container if named;
+// sidecars (init containers that keep running) count as the pod's containers do.
 func podRequests(pods []*corev1.Pod, container string, resource corev1.ResourceName) (map[string]int64, error) {
 	requests := make(map[string]int64, len(pods))
 	for _, pod := range pods {
+		containers := slices.Clone(pod.Spec.Containers)
+		for _, c := range pod.Spec.InitContainers {
+			if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways {
+				containers = append(containers, c)
+			}
+		}
 		var sum int64
-		for _, c := range pod.Spec.Containers {
+		found := false
+		for _, c := range containers {
 			if container != "" && c.Name != container {
 				continue
 			}
@@ -200,7 +210,10 @@ func podRequests(pods []*corev1.Pod, container string, resource corev1.ResourceN
 			if !ok {
 				return nil, fmt.Errorf("missing request for %s in container %s of Pod %s", resource, c.Name, pod.Name)
 			}
-			sum += req.MilliValue()
+			sum, found = sum+req.MilliValue(), true
+		}
+		if container != "" && !found {
+			return nil, fmt.Errorf("container %s not found in Pod %s", container, pod.Name)
 		}
 		requests[pod.Name] = sum
 	}

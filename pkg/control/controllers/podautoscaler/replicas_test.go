@@ -173,3 +173,19 @@ func TestNormalizeWithBehaviorPolicies(t *testing.T) {
 		t.Errorf("scale-down disabled: %+v, want 6", l)
 	}
 }
+
+// A sidecar (an init container that keeps running) counts in the pod's request, and a
+// container the autoscaler names that the pod lacks is an error, as kube's
+// calculatePodRequestsFromContainers has it.
+func TestSidecarRequestsCount(t *testing.T) {
+	p := pod("p0", corev1.PodRunning, corev1.ConditionTrue)
+	p.Spec.InitContainers = []corev1.Container{{Name: "side", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}
+	// 100m used of 200m requested is 50%.
+	if _, util, _, err := calc().utilizationReplicas(1, 50, podMetrics{"p0": sample(100)}, []*corev1.Pod{p}, corev1.ResourceCPU, ""); err != nil || util != 50 {
+		t.Errorf("utilization %d, err %v; want 50", util, err)
+	}
+	if _, _, _, err := calc().utilizationReplicas(1, 50, podMetrics{"p0": sample(100)}, []*corev1.Pod{p}, corev1.ResourceCPU, "other"); err == nil || err.Error() != "container other not found in Pod p0" {
+		t.Errorf("err %v", err)
+	}
+}
