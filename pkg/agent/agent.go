@@ -4,11 +4,9 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -298,7 +296,7 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 // it, retrying until it works; the node is NotReady until then.
 func (a *Agent) ensurePauseImage(ctx context.Context) error {
 	for {
-		err := a.rt.EnsureImage(ctx, pauseimage.Ref, pauseTarball)
+		err := a.rt.EnsureImage(ctx, pauseimage.Ref, pauseimage.Open)
 		if err == nil {
 			a.pauseImageReady.Store(true)
 			return nil
@@ -310,14 +308,6 @@ func (a *Agent) ensurePauseImage(ctx context.Context) error {
 		case <-time.After(pauseImageRetry):
 		}
 	}
-}
-
-func pauseTarball() (io.ReadCloser, error) {
-	data, err := pauseimage.Tarball()
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 // ignoreCanceled turns an error caused by ctx ending into a clean stop.

@@ -455,11 +455,13 @@ func TestSandboxImportsTheEmbeddedPauseImage(t *testing.T) {
 	ctx := context.Background()
 	netns := newNetNS(t)
 	sandbox, err := e.rt.RunSandbox(ctx, runtime.SandboxConfig{PodUID: randomHex(16), PodName: "p", NetNSPath: netns.path})
-	if _, embedErr := pauseimage.Tarball(); embedErr != nil {
+	if f, embedErr := pauseimage.Open(); embedErr != nil {
 		if err == nil || !strings.Contains(err.Error(), "make build") {
 			t.Fatalf("RunSandbox without pause image or embedded copy: %v; want an error telling to run make build", err)
 		}
 		testenv.Missing(t, "no embedded pause image in this build (make build embeds it); checked the error only")
+	} else {
+		f.Close()
 	}
 	if err != nil {
 		t.Fatal(err)

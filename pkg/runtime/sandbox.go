@@ -1,11 +1,9 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"strconv"
@@ -72,7 +70,7 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 	// imported from the embedded copy only when it is missing.
 	img, err := r.image(ctx, pauseimage.Ref)
 	if errdefs.IsNotFound(err) {
-		if err := r.EnsureImage(ctx, pauseimage.Ref, embeddedPause); err != nil {
+		if err := r.EnsureImage(ctx, pauseimage.Ref, pauseimage.Open); err != nil {
 			return Container{}, fmt.Errorf("sandbox of pod %s: %w", cfg.PodUID, err)
 		}
 		img, err = r.image(ctx, pauseimage.Ref)
@@ -152,14 +150,6 @@ const shimGroup = "io.containerd.runc.v2.group"
 // process of ~10 MiB, and starting it is a good part of starting a container).
 func inShimOf(sandboxID string) oci.SpecOpts {
 	return oci.WithAnnotations(map[string]string{shimGroup: sandboxID})
-}
-
-func embeddedPause() (io.ReadCloser, error) {
-	data, err := pauseimage.Tarball()
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 // withOwnLabels is a container's labels: the caller's, with ours (which identify the pod and

@@ -10,11 +10,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
+	"github.com/minik8s/minik8s/pkg/agent/podrefs"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
 )
 
@@ -148,21 +148,15 @@ func serviceLinkEnv(svc *corev1.Service) [][2]string {
 func (s *Syncer) envFromSource(ctx context.Context, ns string, from corev1.EnvFromSource) (map[string]string, error) {
 	switch {
 	case from.ConfigMapRef != nil:
-		cm, err := s.client.CoreV1().ConfigMaps(ns).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, notFound(err, "configmap", from.ConfigMapRef.Name)
+		cm, found, err := podrefs.Get(ctx, s.client.CoreV1().ConfigMaps(ns).Get, "configmap", from.ConfigMapRef.Name, isTrue(from.ConfigMapRef.Optional))
+		if err != nil || !found {
+			return nil, err
 		}
 		return cm.Data, nil
 	case from.SecretRef != nil:
-		s, err := s.client.CoreV1().Secrets(ns).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, notFound(err, "secret", from.SecretRef.Name)
+		s, found, err := podrefs.Get(ctx, s.client.CoreV1().Secrets(ns).Get, "secret", from.SecretRef.Name, isTrue(from.SecretRef.Optional))
+		if err != nil || !found {
+			return nil, err
 		}
 		data := make(map[string]string, len(s.Data))
 		for k, v := range s.Data {
@@ -184,12 +178,9 @@ func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
-		cm, err := s.client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, notFound(err, "configmap", ref.Name)
+		cm, found, err := podrefs.Get(ctx, s.client.CoreV1().ConfigMaps(pod.Namespace).Get, "configmap", ref.Name, isTrue(ref.Optional))
+		if err != nil || !found {
+			return "", false, err
 		}
 		if v, ok := cm.Data[ref.Key]; ok {
 			return v, true, nil
@@ -203,12 +194,9 @@ func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
-		s, err := s.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
-			return "", false, nil
-		}
-		if err != nil {
-			return "", false, notFound(err, "secret", ref.Name)
+		s, found, err := podrefs.Get(ctx, s.client.CoreV1().Secrets(pod.Namespace).Get, "secret", ref.Name, isTrue(ref.Optional))
+		if err != nil || !found {
+			return "", false, err
 		}
 		if v, ok := s.Data[ref.Key]; ok {
 			return string(v), true, nil
@@ -219,14 +207,6 @@ func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
 	}
 	return "", false, fmt.Errorf("env valueFrom names no source")
-}
-
-// notFound words a failed lookup as the kubelet does: `configmap "x" not found`.
-func notFound(err error, kind, name string) error {
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("%s %q not found", kind, name)
-	}
-	return fmt.Errorf("get %s %q: %w", kind, name, err)
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

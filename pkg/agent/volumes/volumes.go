@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/podrefs"
 )
 
 // Volume is a pod volume set up on the node.
@@ -188,27 +188,23 @@ func (m *Manager) writeFiles(pod *corev1.Pod, plugin, name string, files map[str
 }
 
 func (m *Manager) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, dflt os.FileMode, optional bool) (map[string]File, error) {
-	cm, err := m.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err) && optional:
+	cm, found, err := podrefs.Get(ctx, m.client.CoreV1().ConfigMaps(ns).Get, "configmap", name, optional)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
 		return map[string]File{}, nil
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("configmap %q not found", name)
-	case err != nil:
-		return nil, fmt.Errorf("get configmap %q: %w", name, err)
 	}
 	return keyedPayload("configmap", configMapData(cm), items, dflt, optional)
 }
 
 func (m *Manager) secretFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, dflt os.FileMode, optional bool) (map[string]File, error) {
-	secret, err := m.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err) && optional:
+	secret, found, err := podrefs.Get(ctx, m.client.CoreV1().Secrets(ns).Get, "secret", name, optional)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
 		return map[string]File{}, nil
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("secret %q not found", name)
-	case err != nil:
-		return nil, fmt.Errorf("get secret %q: %w", name, err)
 	}
 	return keyedPayload("secret", secret.Data, items, dflt, optional)
 }
@@ -253,12 +249,9 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 // its ownership (local volumes; a hostPath is left as the host has it). The claim of an
 // ephemeral volume must be the pod's own.
 func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, claim string, ephemeralVolume bool) (path string, managed bool, err error) {
-	pvc, err := m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	pvc, _, err := podrefs.Get(ctx, m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get, "persistentvolumeclaim", claim, false)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", false, fmt.Errorf("persistentvolumeclaim %q not found", claim)
-		}
-		return "", false, fmt.Errorf("get persistentvolumeclaim %q: %w", claim, err)
+		return "", false, err
 	}
 	if ephemeralVolume {
 		if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {

@@ -125,7 +125,7 @@ func (n *Node) authorizeToken(node string, a authorizer.Attributes) (authorizer.
 		return authorizer.DecisionNoOpinion, "can only create tokens for individual service accounts", nil
 	}
 	for _, pod := range n.podsOn(node) {
-		if pod.Namespace == a.GetNamespace() && serviceAccountOf(pod) == a.GetName() {
+		if pod.Namespace == a.GetNamespace() && ServiceAccountOf(pod) == a.GetName() {
 			return authorizer.DecisionAllow, "", nil
 		}
 	}
@@ -282,7 +282,9 @@ func podClaims(pod *corev1.Pod) []string {
 	return claims
 }
 
-func serviceAccountOf(pod *corev1.Pod) string {
+// ServiceAccountOf is the service account a pod runs as: "default" when it names none
+// (a mirror pod, which admission leaves without one).
+func ServiceAccountOf(pod *corev1.Pod) string {
 	if pod.Spec.ServiceAccountName == "" {
 		return "default"
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/nodeaddr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -265,13 +266,7 @@ func (a *API) summary(ctx context.Context, node *corev1.Node) (*statsapi.Summary
 // fetch asks the node's API for /stats/summary?only_cpu_and_memory=true.
 func (a *API) fetch(ctx context.Context, node *corev1.Node) (*statsapi.Summary, error) {
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	var host string
-	for _, addr := range node.Status.Addresses {
-		if addr.Type == corev1.NodeInternalIP {
-			host = addr.Address
-			break
-		}
-	}
+	host := nodeaddr.Of(node, corev1.NodeInternalIP)
 	if port == 0 || host == "" {
 		return nil, fmt.Errorf("node %s reports no node API address", node.Name)
 	}

@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/nodeaddr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +41,7 @@ var nodeRules = Rules{
 			n := obj.(*corev1.Node)
 			info := n.Status.NodeInfo
 			return []any{n.Name, NodeStatusText(n), nodeRoles(n), Age(n.CreationTimestamp), info.KubeletVersion,
-				nodeAddress(n, corev1.NodeInternalIP), nodeAddress(n, corev1.NodeExternalIP),
+				cmp.Or(nodeaddr.Of(n, corev1.NodeInternalIP), "<none>"), cmp.Or(nodeaddr.Of(n, corev1.NodeExternalIP), "<none>"),
 				info.OSImage, info.KernelVersion, info.ContainerRuntimeVersion}
 		},
 	},
@@ -75,15 +77,6 @@ func nodeRoles(n *corev1.Node) string {
 	}
 	sort.Strings(roles)
 	return strings.Join(roles, ",")
-}
-
-func nodeAddress(n *corev1.Node, t corev1.NodeAddressType) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == t {
-			return a.Address
-		}
-	}
-	return "<none>"
 }
 
 func boolText(b bool) string {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/minik8s/minik8s/internal/nodeaddr"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/network/masq"
 	"github.com/minik8s/minik8s/pkg/network/vxlan"
@@ -265,16 +266,7 @@ func (n *Node) Run(ctx context.Context, client kubernetes.Interface, rec record.
 
 // relevant is what of a Node the pod network depends on.
 func relevant(n *corev1.Node) string {
-	return strings.Join([]string{n.Spec.PodCIDR, internalIP(n), n.Annotations[AnnotationPodNetwork], n.Annotations[AnnotationVTEPMAC]}, " ")
-}
-
-func internalIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
+	return strings.Join([]string{n.Spec.PodCIDR, nodeaddr.Of(n, corev1.NodeInternalIP), n.Annotations[AnnotationPodNetwork], n.Annotations[AnnotationVTEPMAC]}, " ")
 }
 
 // peerNode is another node the network reaches.
@@ -313,7 +305,7 @@ func (n *Node) sync(ctx context.Context, client kubernetes.Interface, lister cor
 		if node.Name == n.cfg.NodeName {
 			continue
 		}
-		ip := net.ParseIP(internalIP(node))
+		ip := net.ParseIP(nodeaddr.Of(node, corev1.NodeInternalIP))
 		_, cidr, err := net.ParseCIDR(node.Spec.PodCIDR)
 		if ip != nil {
 			noMasq = append(noMasq, ip.String())

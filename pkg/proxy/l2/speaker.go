@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/nodeaddr"
 	"github.com/minik8s/minik8s/pkg/proxy"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -126,7 +127,7 @@ func (s *Speaker) liveNodes(ctx context.Context) map[string]bool {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, n := range nodes {
-		ip := nodeIP(n)
+		ip := nodeaddr.Of(n, corev1.NodeInternalIP)
 		if n.Name == s.Node || ip == "" {
 			continue
 		}
@@ -142,15 +143,6 @@ func (s *Speaker) liveNodes(ctx context.Context) map[string]bool {
 	}
 	wg.Wait()
 	return live
-}
-
-func nodeIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }
 
 // Owned are the LoadBalancer addresses this node wins, given the live nodes.
@@ -171,7 +163,7 @@ func (s *Speaker) Owned(live map[string]bool) ([]netip.Addr, error) {
 		}
 		nodeAddrs = map[string]netip.Addr{}
 		for _, n := range nodes {
-			if a, err := netip.ParseAddr(nodeIP(n)); err == nil {
+			if a, err := netip.ParseAddr(nodeaddr.Of(n, corev1.NodeInternalIP)); err == nil {
 				nodeAddrs[n.Name] = a
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 )
 
@@ -19,14 +20,14 @@ const TarballName = "pause.tar"
 //go:embed assets
 var assets embed.FS
 
-// Tarball returns the pause image as an OCI image-layout tarball.
-func Tarball() ([]byte, error) {
-	data, err := assets.ReadFile("assets/" + TarballName)
+// Open reads the pause image, an OCI image-layout tarball (what runtime.EnsureImage imports).
+func Open() (io.ReadCloser, error) {
+	f, err := assets.Open("assets/" + TarballName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errors.New("minilet was built without the embedded pause image; run `make build`")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded pause image: %w", err)
 	}
-	return data, nil
+	return f, nil
 }

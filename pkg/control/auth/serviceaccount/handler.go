@@ -93,7 +93,7 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 				return nil, apierrors.NewForbidden(corev1.Resource("serviceaccounts/token"), name,
 					fmt.Errorf("node requested token bound to a pod scheduled on a different node"))
 			}
-			if podSA(pod) != name {
+			if auth.ServiceAccountOf(pod) != name {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
 			}
 			issue.Pod, uid = pod, pod.UID
@@ -141,13 +141,6 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 	out.Spec.ExpirationSeconds = &secs
 	out.Status = authnv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
 	return out, nil
-}
-
-func podSA(pod *corev1.Pod) string {
-	if pod.Spec.ServiceAccountName == "" {
-		return "default"
-	}
-	return pod.Spec.ServiceAccountName
 }
 
 // OIDC discovery paths.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // recreate scales every old ReplicaSet to zero, waits until none of their pods runs, then
@@ -38,7 +39,7 @@ func (r *rollout) recreate(ctx context.Context, selector labels.Selector) (time.
 			return 0, err
 		}
 	}
-	if _, err := r.scaleTo(ctx, newRS, ptrOr(r.d.Spec.Replicas, 1)); err != nil {
+	if _, err := r.scaleTo(ctx, newRS, ptr.Deref(r.d.Spec.Replicas, 1)); err != nil {
 		return r.syncRolloutStatus(ctx, newRS, err)
 	}
 	if r.complete(newRS) {

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 )
 
 // The annotations Kubernetes' deployment controller and kubectl rollout read.
@@ -61,14 +62,7 @@ func revision(rs *appsv1.ReplicaSet) int64 {
 	return v
 }
 
-func replicas(rs *appsv1.ReplicaSet) int32 { return ptrOr(rs.Spec.Replicas, 0) }
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
+func replicas(rs *appsv1.ReplicaSet) int32 { return ptr.Deref(rs.Spec.Replicas, 0) }
 
 // byAge sorts ReplicaSets oldest first (name breaks ties).
 func byAge(list []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
@@ -200,7 +194,7 @@ func appendRevisionHistory(rs *appsv1.ReplicaSet, old string) {
 // setReplicasAnnotations records on rs the Deployment's size and its size with surge, which
 // later syncs compare to notice scaling.
 func (r *rollout) setReplicasAnnotations(rs *appsv1.ReplicaSet) bool {
-	want := ptrOr(r.d.Spec.Replicas, 1)
+	want := ptr.Deref(r.d.Spec.Replicas, 1)
 	desired, most := strconv.Itoa(int(want)), strconv.Itoa(int(want+maxSurge(r.d)))
 	if rs.Annotations == nil {
 		rs.Annotations = map[string]string{}
@@ -248,7 +242,7 @@ func (r *rollout) createReplicaSet(ctx context.Context, rev string) (*appsv1.Rep
 			return existing, nil
 		}
 		d.Status.CollisionCount = new(int32)
-		*d.Status.CollisionCount = ptrOr(r.d.Status.CollisionCount, 0) + 1
+		*d.Status.CollisionCount = ptr.Deref(r.d.Status.CollisionCount, 0) + 1
 		if _, err := r.c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
 			return nil, err
 		}
@@ -326,7 +320,7 @@ func (r *rollout) scaleTo(ctx context.Context, rs *appsv1.ReplicaSet, size int32
 // as kube's cleanupDeployment: every old one not being deleted counts, but only those
 // without pods (and whose size the ReplicaSet controller has seen) are deleted.
 func (r *rollout) cleanup(ctx context.Context, old []*appsv1.ReplicaSet) error {
-	limit := int(ptrOr(r.d.Spec.RevisionHistoryLimit, 10))
+	limit := int(ptr.Deref(r.d.Spec.RevisionHistoryLimit, 10))
 	var alive []*appsv1.ReplicaSet
 	for _, rs := range old {
 		if rs.DeletionTimestamp == nil {

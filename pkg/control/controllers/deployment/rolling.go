@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // fenceposts resolves maxSurge (rounded up) and maxUnavailable (rounded down) against the
@@ -15,7 +16,7 @@ func fenceposts(d *appsv1.Deployment) (surge, unavailable int32) {
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil {
 		return 0, 0
 	}
-	want := int(ptrOr(d.Spec.Replicas, 1))
+	want := int(ptr.Deref(d.Spec.Replicas, 1))
 	def := intstr.FromString("25%")
 	s, _ := intstr.GetScaledValueFromIntOrPercent(intstr.ValueOrDefault(ru.MaxSurge, def), want, true)
 	u, _ := intstr.GetScaledValueFromIntOrPercent(intstr.ValueOrDefault(ru.MaxUnavailable, def), want, false)
@@ -32,7 +33,7 @@ func maxSurge(d *appsv1.Deployment) int32 {
 
 // maxUnavailable is how many of the desired pods may be unavailable (none for Recreate).
 func maxUnavailable(d *appsv1.Deployment) int32 {
-	want := ptrOr(d.Spec.Replicas, 1)
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || want == 0 {
 		return 0
 	}
@@ -51,7 +52,7 @@ func sumReplicas(list []*appsv1.ReplicaSet) (spec, available int32) {
 // newReplicaSetSize is how big the new ReplicaSet may be now: for RollingUpdate, as big as
 // the surge allows; for Recreate, the desired size.
 func newReplicaSetSize(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) int32 {
-	want := ptrOr(d.Spec.Replicas, 1)
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		return want
 	}
@@ -104,7 +105,7 @@ func (r *rollout) olds(old []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 }
 
 func (r *rollout) reconcileNew(ctx context.Context, newRS *appsv1.ReplicaSet) (bool, error) {
-	want := ptrOr(r.d.Spec.Replicas, 1)
+	want := ptr.Deref(r.d.Spec.Replicas, 1)
 	switch {
 	case replicas(newRS) == want:
 		return false, nil
@@ -122,7 +123,7 @@ func (r *rollout) reconcileOld(ctx context.Context, newRS *appsv1.ReplicaSet, ol
 		return false, nil
 	}
 	total, _ := sumReplicas(r.all)
-	minAvailable := ptrOr(r.d.Spec.Replicas, 1) - maxUnavailable(r.d)
+	minAvailable := ptr.Deref(r.d.Spec.Replicas, 1) - maxUnavailable(r.d)
 	newUnavailable := replicas(newRS) - newRS.Status.AvailableReplicas
 	budget := total - minAvailable - newUnavailable
 	if budget <= 0 {

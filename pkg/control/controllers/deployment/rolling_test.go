@@ -94,7 +94,7 @@ func sizes(t *testing.T, client *fake.Clientset) map[string]int32 {
 func oldAndNew(t *testing.T, d *appsv1.Deployment, oldSize, oldAvailable, newSize, newAvailable int32,
 	step func(r *rollout, old, newRS *appsv1.ReplicaSet) (bool, error)) (bool, map[string]int32) {
 	t.Helper()
-	want := ptrOr(d.Spec.Replicas, 1)
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	old := replicaSet(d, "web-old", "v1", 0, oldSize, oldAvailable, want)
 	newRS := replicaSet(d, "web-new", "v2", 1, newSize, newAvailable, want)
 	r, client := newRollout(d, old, newRS)

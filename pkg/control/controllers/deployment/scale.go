@@ -9,12 +9,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
 )
 
 // isScalingEvent: the Deployment's size differs from what its active ReplicaSets were
 // last sized for.
 func (r *rollout) isScalingEvent() bool {
-	want := strconv.Itoa(int(ptrOr(r.d.Spec.Replicas, 1)))
+	want := strconv.Itoa(int(ptr.Deref(r.d.Spec.Replicas, 1)))
 	for _, rs := range active(r.all) {
 		if v, ok := rs.Annotations[desiredReplicasAnnotation]; ok && v != want {
 			return true
@@ -44,7 +45,7 @@ func (r *rollout) scale(ctx context.Context) (time.Duration, error) {
 }
 
 func (r *rollout) resize(ctx context.Context, newRS *appsv1.ReplicaSet, old []*appsv1.ReplicaSet) error {
-	want := ptrOr(r.d.Spec.Replicas, 1)
+	want := ptr.Deref(r.d.Spec.Replicas, 1)
 	act := active(r.all)
 	var only *appsv1.ReplicaSet
 	switch {
@@ -111,7 +112,7 @@ func (r *rollout) proportion(rs *appsv1.ReplicaSet, toAdd, added int32) int32 {
 		return 0
 	}
 	var fraction int32
-	if want := ptrOr(r.d.Spec.Replicas, 1); want == 0 {
+	if want := ptr.Deref(r.d.Spec.Replicas, 1); want == 0 {
 		fraction = -size
 	} else {
 		before, err := strconv.Atoi(rs.Annotations[maxReplicasAnnotation])

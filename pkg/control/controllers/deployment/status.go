@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func newCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, now time.Time, reason, msg string) appsv1.DeploymentCondition {
@@ -64,7 +65,7 @@ func (r *rollout) calculateStatus(newRS *appsv1.ReplicaSet) appsv1.DeploymentSta
 		st.UpdatedReplicas = newRS.Status.Replicas
 	}
 	st.TerminatingReplicas = terminatingReplicas(r.all)
-	want := ptrOr(r.d.Spec.Replicas, 1)
+	want := ptr.Deref(r.d.Spec.Replicas, 1)
 	st.UnavailableReplicas = max(0, want-st.AvailableReplicas)
 	st.ObservedGeneration = r.d.Generation
 	now := r.c.clock.Now()
@@ -100,7 +101,7 @@ func (r *rollout) complete(newRS *appsv1.ReplicaSet) bool {
 }
 
 func completeStatus(d *appsv1.Deployment, st appsv1.DeploymentStatus) bool {
-	want := ptrOr(d.Spec.Replicas, 1)
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	return st.UpdatedReplicas == want && st.Replicas == want && st.AvailableReplicas == want && st.ObservedGeneration >= d.Generation
 }
 

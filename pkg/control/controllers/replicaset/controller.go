@@ -237,7 +237,7 @@ func terminatingPods(set *appsv1.ReplicaSet, selector labels.Selector, pods []*c
 
 // manageReplicas creates or deletes pods to reach the wanted count.
 func (c *Controller) manageReplicas(ctx context.Context, key string, set *appsv1.ReplicaSet, owned []*corev1.Pod) error {
-	want := int(ptrOr(set.Spec.Replicas, 1))
+	want := int(ptr.Deref(set.Spec.Replicas, 1))
 	diff := len(owned) - want
 	switch {
 	case diff < 0:
@@ -351,11 +351,4 @@ func podFromTemplate(set *appsv1.ReplicaSet, gvk schema.GroupVersionKind) *corev
 		},
 		Spec: t.Spec,
 	}
-}
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 )
 
 // calculateStatus counts set's pods: all, fully labelled (every template label), ready, and
@@ -40,7 +41,7 @@ func replicaFailure(set *appsv1.ReplicaSet, have int, manageErr error) *appsv1.R
 		return nil
 	}
 	reason := "FailedCreate"
-	if have > int(ptrOr(set.Spec.Replicas, 1)) {
+	if have > int(ptr.Deref(set.Spec.Replicas, 1)) {
 		reason = "FailedDelete"
 	}
 	return &appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
