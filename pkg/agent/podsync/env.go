@@ -185,9 +185,6 @@ func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		if v, ok := cm.Data[ref.Key]; ok {
 			return v, true, nil
 		}
-		if v, ok := cm.BinaryData[ref.Key]; ok {
-			return string(v), true, nil
-		}
 		if isTrue(ref.Optional) {
 			return "", false, nil
 		}

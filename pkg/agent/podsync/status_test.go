@@ -43,7 +43,7 @@ func TestContainerEnv(t *testing.T) {
 	h := newHarness(t)
 	ctx := h.ctx
 	h.Client.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg"},
-		Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}, metav1.CreateOptions{})
+		Data: map[string]string{"MODE": "fast", "LEVEL": "3"}, BinaryData: map[string][]byte{"BLOB": []byte("raw")}}, metav1.CreateOptions{})
 	h.Client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
 		Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{})
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
@@ -79,6 +79,8 @@ func TestContainerEnv(t *testing.T) {
 	}{
 		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "k"}}, `configmap "gone" not found`},
 		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "k"}}, "couldn't find key k in ConfigMap default/cfg"},
+		// The kubelet reads env only from data; binaryData feeds volumes, not variables.
+		{corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "BLOB"}}, "couldn't find key BLOB in ConfigMap default/cfg"},
 		{corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "k"}}, "couldn't find key k in Secret default/creds"},
 	} {
 		c.EnvFrom, c.Env = nil, []corev1.EnvVar{{Name: "X", ValueFrom: &tc.from}}
