@@ -32,10 +32,6 @@ func deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 	if errs := metav1validation.ValidateDeleteOptions(&opts); len(errs) > 0 {
 		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
-	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
-		zero := int64(0)
-		opts.GracePeriodSeconds = &zero
-	}
 	return opts, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -28,3 +29,13 @@ func (g writeGuardAdmission) Validate(ctx context.Context, a *generic.Attributes
 // AddValidatingAdmission appends p to the validating admission plugins, for plugins that
 // need what is made after the server (the authorizer); call it before serving.
 func (s *Server) AddValidatingAdmission(p generic.ValidatingAdmission) { s.objects.AddValidating(p) }
+
+// AdmitNamespacedCreate refuses, as NamespaceLifecycle does, the create of a subresource
+// served outside the registry (a TokenRequest) in a missing or terminating namespace.
+func (s *Server) AdmitNamespacedCreate(ctx context.Context, gvr schema.GroupVersionResource, sub, ns, name string) error {
+	res, ok := s.reg.Lookup(gvr)
+	if !ok {
+		return apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return s.lifecycle.Admit(ctx, &generic.Attributes{Operation: generic.Create, Resource: res, Subresource: sub, Namespace: ns, Name: name})
+}

@@ -68,6 +68,9 @@ type Server struct {
 	// store is read (GET, LIST, WATCH); every write goes through objects.
 	store   store.Interface
 	objects *generic.Store
+	// lifecycle is NamespaceLifecycle, first in objects' chain, for the creates served
+	// outside the registry too (TokenRequests).
+	lifecycle *generic.NamespaceLifecycle
 	// encodings shares the encodings of each stored version among its readers.
 	encodings encodings
 	reg       *registry.Registry
@@ -102,7 +105,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
 	admission := cfg.Admission
-	admission.Mutating = append([]generic.MutatingAdmission{generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)}, admission.Mutating...)
+	s.lifecycle = generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)
+	admission.Mutating = append([]generic.MutatingAdmission{s.lifecycle}, admission.Mutating...)
 	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)

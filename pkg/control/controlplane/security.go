@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 )
@@ -117,6 +118,12 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	routes.Handle(serviceaccount.JWKSPath, tokens.ServeJWKS())
 	routes.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {
+			if r.Method == http.MethodPost {
+				if err := srv.AdmitNamespacedCreate(r.Context(), corev1.SchemeGroupVersion.WithResource("serviceaccounts"), "token", ns, name); err != nil {
+					apiserver.WriteError(w, err)
+					return
+				}
+			}
 			tokens.ServeTokenRequest(w, r, ns, name)
 			return
 		}

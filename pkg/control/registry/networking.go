@@ -224,6 +224,7 @@ var ingressRules = Rules{
 	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
 		return validateIngress(obj.(*networkingv1.Ingress))
 	},
+	SubresourceUpdates: map[string]SubresourceRules{"status": ingressStatusUpdate},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{
 			nameColumn,

@@ -85,9 +85,10 @@ var podRules = Rules{
 	SubresourceUpdates: map[string]SubresourceRules{"ephemeralcontainers": podEphemeralContainersUpdate, "resize": podResizeUpdate},
 	GracefulDelete: func(obj runtime.Object, requested *int64) (int64, bool) {
 		p := obj.(*corev1.Pod)
-		// An unscheduled or finished pod has nothing running to stop: delete it now.
+		// An unscheduled or finished pod has nothing running to stop: no grace, but still
+		// marked before it goes, as kube's pod strategy (CheckGracefulDelete) has it.
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return 0, false
+			return 0, true
 		}
 		grace := poddefaults.TerminationGracePeriod
 		if p.Spec.TerminationGracePeriodSeconds != nil {
@@ -96,7 +97,7 @@ var podRules = Rules{
 		if requested != nil {
 			grace = *requested
 		}
-		return grace, grace > 0
+		return grace, true
 	},
 }
 

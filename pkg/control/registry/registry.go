@@ -106,7 +106,9 @@ type Rules struct {
 	Generation bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)
-	// GracefulDelete returns the grace period to apply on delete, or false to delete now.
+	// GracefulDelete returns the grace period a deletion gives the object (requested is
+	// never negative), or false for a kind deleted without one; a graceful object is stored
+	// marked first, even with 0 (kube's CheckGracefulDelete).
 	GracefulDelete func(obj runtime.Object, requested *int64) (int64, bool)
 	// Finalizing tells whether the kind's own finalizers (beyond metadata.finalizers) still
 	// hold a deleted object, as a namespace's spec.finalizers do until it is empty.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // maxClientIPAffinitySeconds is the longest ClientIP session affinity Kubernetes allows.
@@ -38,8 +39,9 @@ var serviceRules = Rules{
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
 	},
-	Claim:   claimService,
-	Release: releaseService,
+	SubresourceUpdates: map[string]SubresourceRules{"status": serviceStatusUpdate},
+	Claim:              claimService,
+	Release:            releaseService,
 	Fields: func(obj runtime.Object) fields.Set {
 		svc := obj.(*corev1.Service)
 		return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
@@ -104,6 +106,13 @@ func defaultService(svc *corev1.Service) {
 	if s.Type == corev1.ServiceTypeLoadBalancer && s.AllocateLoadBalancerNodePorts == nil {
 		t := true
 		s.AllocateLoadBalancerNodePorts = &t
+	}
+	if s.Type == corev1.ServiceTypeLoadBalancer {
+		for i, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" && in.IPMode == nil {
+				svc.Status.LoadBalancer.Ingress[i].IPMode = ptr.To(corev1.LoadBalancerIPModeVIP)
+			}
+		}
 	}
 }
 

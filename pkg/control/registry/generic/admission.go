@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Forbidden is the refusal of a write, as k8s.io/apiserver's admission.NewForbidden words
@@ -154,8 +155,15 @@ func NewNamespaceLifecycle(st store.Interface, reg *registry.Registry) *Namespac
 	return &NamespaceLifecycle{store: st, namespaces: ns, seen: map[string]namespaceState{}}
 }
 
-// Admit checks creates of namespaced objects.
+// immortalNamespaces are the namespaces kube-apiserver's NamespaceLifecycle never lets go.
+var immortalNamespaces = sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic)
+
+// Admit refuses the deletion of an immortal namespace and checks creates of namespaced
+// objects.
 func (l *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
+	if a.Operation == Delete && a.Resource.GroupResource() == namespacesGVR.GroupResource() && immortalNamespaces.Has(a.Name) {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New("this namespace may not be deleted"))
+	}
 	if a.Operation != Create || !a.Resource.Namespaced { // a Binding or an Eviction too
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/utils/ptr"
 )
 
 // Delete removes an object the Kubernetes way: preconditions first, then admission; a
@@ -37,8 +39,13 @@ func warnOrphaning(ctx context.Context, res *registry.Resource, opts metav1.Dele
 func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, admit bool) (runtime.Object, error) {
 	dry := len(opts.DryRun) > 0
 	key := Key(res, ns, name)
+	var marked runtime.Object // as this request stored it, marked to go at once
+	goes := false             // marked so, or nothing to mark: delete whatever is there now
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		obj, kv, err := s.current(ctx, res, name, key)
+		if marked != nil && apierrors.IsNotFound(err) {
+			return marked, nil // someone else completed the deletion
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -57,13 +64,26 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 				return nil, err
 			}
 		}
-		grace, graceful := int64(0), false
-		if res.Rules.GracefulDelete != nil {
-			grace, graceful = res.Rules.GracefulDelete(obj, opts.GracePeriodSeconds)
-		}
-		_, gcChanged := collectorFinalizers(res, MustMeta(obj), opts)
-		if graceful || gcChanged || finalizing(res, obj) {
-			return s.markForDeletion(ctx, res, ns, name, opts, grace, dry)
+		if !goes {
+			marking := obj.DeepCopyObject()
+			graceful, pending := beforeDelete(res, marking, opts.GracePeriodSeconds)
+			if pending {
+				return obj, nil
+			}
+			_, gcChanged := collectorFinalizers(res, MustMeta(marking), opts)
+			if graceful || gcChanged || finalizing(res, obj) {
+				out, now, err := s.markForDeletion(ctx, res, ns, name, opts, dry)
+				if err != nil || !now || dry && out != nil {
+					return out, err
+				}
+				// Nothing holds it: it goes now, admitted already, the version this request
+				// stored being the one its precondition meant.
+				marked, admit, goes = out, false, true
+				if pre := opts.Preconditions; pre != nil && pre.ResourceVersion != nil && out != nil {
+					opts.Preconditions = &metav1.Preconditions{UID: pre.UID, ResourceVersion: ptr.To(MustMeta(out).GetResourceVersion())}
+				}
+				continue
+			}
 		}
 		if dry {
 			return obj, nil
@@ -78,6 +98,53 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		return obj, err
 	}
 	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+}
+
+// beforeDelete marks obj for deletion as kube's rest.BeforeDelete does: a graceful kind's
+// object gets deletionTimestamp now+grace (and a generation more); one marked already
+// may only be hurried, its deletionTimestamp moved back by the grace it loses, never
+// before now. graceful: obj was marked and is to be stored so; pending: a graceful
+// deletion under way that this request does not hurry, which leaves the object as it is.
+// A negative grace period is 1 s.
+func beforeDelete(res *registry.Resource, obj runtime.Object, requested *int64) (graceful, pending bool) {
+	if requested != nil && *requested < 0 {
+		requested = ptr.To[int64](1)
+	}
+	m := MustMeta(obj)
+	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g < 0 {
+		m.SetDeletionGracePeriodSeconds(ptr.To[int64](1))
+	}
+	if res.Rules.GracefulDelete == nil {
+		return false, false
+	}
+	if ts := m.GetDeletionTimestamp(); ts != nil {
+		cur := m.GetDeletionGracePeriodSeconds()
+		switch {
+		case cur == nil || *cur == 0:
+			return false, false // only the removal is left (or failed before)
+		case requested == nil || *requested >= *cur:
+			return false, true
+		}
+		period := *requested
+		at := metav1.NewTime(ts.Add(time.Duration(period-*cur) * time.Second))
+		if now := metav1.Now(); at.Before(&now) {
+			at = now
+			if period != 0 {
+				period = 1 // its grace is over, but the request asked for a graceful deletion
+			}
+		}
+		m.SetDeletionTimestamp(&at)
+		m.SetDeletionGracePeriodSeconds(&period)
+		return true, false
+	}
+	grace, ok := res.Rules.GracefulDelete(obj, requested)
+	if !ok {
+		return false, false
+	}
+	at := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
+	m.SetDeletionTimestamp(&at)
+	m.SetDeletionGracePeriodSeconds(&grace)
+	return true, false
 }
 
 // DeleteCollection deletes every object of res in ns (all namespaces when empty) that
@@ -110,34 +177,52 @@ func (s *Store) DeleteCollection(ctx context.Context, res *registry.Resource, ns
 	return deleted, rev, nil
 }
 
-// markForDeletion sets deletionTimestamp (now+grace) and the garbage collector's
-// finalizers as the options ask, leaving the rest of the deletion to the node agent, the
-// finalizers' owners or the garbage collector; with no finalizer left and no grace the
-// update completes the deletion.
-func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, grace int64, dry bool) (runtime.Object, error) {
-	return s.Update(ctx, res, ns, name, UpdateOptions{DryRun: dry, deleting: true, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
+// markForDeletion stores the object marked for deletion (beforeDelete) with the garbage
+// collector's finalizers as the options ask, leaving the rest of the deletion to the node
+// agent, the finalizers' owners or the garbage collector; a kind without graceful deletion
+// is marked only while finalizers hold it. now: the object is to be removed at once
+// (marked with no grace and nothing holding it, or not graceful and held by nothing).
+func (s *Store) markForDeletion(ctx context.Context, res *registry.Resource, ns, name string, opts metav1.DeleteOptions, dry bool) (out runtime.Object, now bool, err error) {
+	out, err = s.Update(ctx, res, ns, name, UpdateOptions{DryRun: dry, deleting: true, admitted: true}, func(cur runtime.Object) (runtime.Object, error) {
 		if err := checkPreconditions(res, cur, opts.Preconditions); err != nil {
 			return nil, err
+		}
+		graceful, pending := beforeDelete(res, cur, opts.GracePeriodSeconds)
+		if pending {
+			return cur, nil
 		}
 		m := MustMeta(cur)
 		if finalizers, changed := collectorFinalizers(res, m, opts); changed {
 			m.SetFinalizers(finalizers)
 		}
-		markDeleting(cur, grace)
+		if !graceful {
+			if !finalizing(res, cur) {
+				return nil, errDeleteNow
+			}
+			markDeleting(cur)
+		}
 		return cur, nil
 	})
+	if errors.Is(err, errDeleteNow) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, finalized(res, out), nil
 }
+
+// errDeleteNow tells markForDeletion that there is nothing to mark: the object just goes.
+var errDeleteNow = errors.New("delete now")
 
 // collectorFinalizers are the object's finalizers with the garbage collector's set as
 // kube-apiserver's store sets them on every deletion: orphan or foregroundDeletion as the
 // request's orphanDependents or propagation policy asks (Background asks for neither),
-// else as the object already has, else orphan for a kind that orphans by default. A graceful
-// deletion under way that the request does not hurry, and a kind the collector leaves alone,
-// keep them; changed says whether they differ from the object's.
+// else as the object already has, else orphan for a kind that orphans by default. A kind the
+// collector leaves alone keeps them; changed says whether they differ from the object's.
 func collectorFinalizers(res *registry.Resource, m metav1.Object, opts metav1.DeleteOptions) (finalizers []string, changed bool) {
 	cur := m.GetFinalizers()
-	if g := m.GetDeletionGracePeriodSeconds(); res.Rules.NotCollected || m.GetDeletionTimestamp() != nil && g != nil && *g > 0 &&
-		(opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *g) {
+	if res.Rules.NotCollected {
 		return cur, false
 	}
 	var orphan, foreground bool

@@ -46,3 +46,28 @@ func TestCreateInTerminatingNamespace(t *testing.T) {
 	err = s.Bind(ctx, pods, "going", "a", &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "going"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n"}}, false)
 	check("binding", err, `pods "a" is forbidden: unable to create new content in namespace going because it is being terminated`)
 }
+
+// default, kube-system and kube-public may not be deleted, as kube-apiserver's
+// NamespaceLifecycle refuses (its immortal namespaces); others may.
+func TestImmortalNamespaces(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	nss := s.resource(t, "namespaces")
+	for _, name := range []string{"kube-system", "kube-public", "other"} {
+		if _, err := s.Create(ctx, nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"default", "kube-system", "kube-public"} {
+		_, err := s.Delete(ctx, nss, "", name, metav1.DeleteOptions{})
+		if want := `namespaces "` + name + `" is forbidden: this namespace may not be deleted`; !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Errorf("delete %s: %v, want %q", name, err, want)
+		}
+		if ns, err := s.Get(ctx, nss, "", name); err != nil || ns.(*corev1.Namespace).DeletionTimestamp != nil {
+			t.Errorf("%s after the refused delete: %v", name, err)
+		}
+	}
+	if _, err := s.Delete(ctx, nss, "", "other", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete other: %v", err)
+	}
+}

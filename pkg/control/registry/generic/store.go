@@ -265,7 +265,9 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 			// (unless the stored value is encrypted with an old key: the rewrite re-encrypts).
 			return writeResponse(res, obj, data, kv.Revision)
 		}
-		deleted := finalized(res, obj)
+		// The delete path stores the mark even when nothing holds the object, so watchers see
+		// it before the object goes (as kube's store does); other updates complete it.
+		deleted := !opts.deleting && finalized(res, obj)
 		var rev int64
 		if deleted {
 			_, _, err = s.store.Delete(ctx, key, kv.Revision)

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // prepareUpdate applies what a client may not change: system metadata always; the status on
@@ -46,8 +46,8 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, om.UID))
 	}
 	m.UID, m.CreationTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.Generation
-	if opts.deleting && om.Generation > 0 && !m.DeletionTimestamp.Equal(om.DeletionTimestamp) {
-		m.Generation++ // a deletion starting or hurrying is a change of the object's intent, as in Kubernetes
+	if opts.deleting && om.Generation > 0 && om.DeletionTimestamp == nil && m.DeletionTimestamp != nil {
+		m.Generation++ // a deletion starting is a change of the object's intent, as in Kubernetes
 	}
 	if !opts.deleting {
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = om.DeletionTimestamp, om.DeletionGracePeriodSeconds
@@ -168,13 +168,13 @@ func jsonFieldIndex(t reflect.Type, name string) (int, bool) {
 	return idx, idx >= 0
 }
 
-// markDeleting sets deletionTimestamp now+grace, shortening (never lengthening) an earlier one.
-func markDeleting(obj runtime.Object, grace int64) {
+// markDeleting marks an object that finalizers hold as kube's markAsDeleting does: no grace
+// period, deletionTimestamp now unless it was earlier.
+func markDeleting(obj runtime.Object) {
 	m := MustMeta(obj)
-	if cur := m.GetDeletionGracePeriodSeconds(); m.GetDeletionTimestamp() != nil && cur != nil && *cur <= grace {
-		return
+	now := metav1.Now()
+	if ts := m.GetDeletionTimestamp(); ts == nil || ts.After(now.Time) {
+		m.SetDeletionTimestamp(&now)
 	}
-	ts := metav1.NewTime(time.Now().Add(time.Duration(grace) * time.Second))
-	m.SetDeletionTimestamp(&ts)
-	m.SetDeletionGracePeriodSeconds(&grace)
+	m.SetDeletionGracePeriodSeconds(ptr.To[int64](0))
 }
