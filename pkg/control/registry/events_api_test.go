@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
@@ -188,5 +189,37 @@ func TestEventRecorderCorrelates(t *testing.T) {
 		if e.Count == 3 && e.Message != "(combined from similar events): Liveness probe failed: try 12" {
 			t.Errorf("aggregated probe event: %q", e.Message)
 		}
+	}
+}
+
+// TestEventSeriesRecorder: client-go's events.k8s.io recorder, kube-scheduler's, turns a
+// repeated event into a series by a strategic merge patch our API takes (the rest of the
+// event is immutable there); kubectl describe shows it as "(x2 over ...)".
+func TestEventSeriesRecorder(t *testing.T) {
+	c := controlplanetest.Shared(t)
+	ctx, ns := context.Background(), c.Namespace
+	b := events.NewEventBroadcasterAdapterWithContext(ctx, c.Client)
+	b.StartRecordingToSink(ctx.Done())
+	defer b.Shutdown()
+	rec := b.NewRecorder("default-scheduler")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: ns, UID: "u1"}}
+	rec.Eventf(pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "0/2 nodes are available")
+	var got []corev1.Event
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pending"})
+		if err != nil {
+			return false, err
+		}
+		got = list.Items
+		if len(got) == 1 && got[0].Series == nil {
+			rec.Eventf(pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "0/2 nodes are available")
+		}
+		return len(got) == 1 && got[0].Series != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("events %+v: %v", got, err)
+	}
+	if e := got[0]; e.Series.Count != 2 || e.ReportingController != "default-scheduler" || e.Action != "Scheduling" || e.Source.Component != "" {
+		t.Errorf("series event: %+v", e)
 	}
 }
