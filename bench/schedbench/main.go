@@ -24,10 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 )
 
@@ -215,14 +213,12 @@ const backlogScheduler = "backlog-scheduler"
 // binding through the API included, without the creates competing for the CPU.
 func measureBacklog(ctx context.Context, c *kubernetes.Clientset, w *bindWatch, sc scenario, n int, started map[string]time.Time, timeout time.Duration) error {
 	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithTransform(trim.ManagedFields))
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.CoreV1().Events("")})
+	b := events.NewEventBroadcasterAdapterWithContext(ctx, c)
+	b.StartRecordingToSink(ctx.Done())
 	conf := &scheduler.Configuration{Profiles: []scheduler.Profile{{SchedulerName: backlogScheduler}}}
 	s, err := scheduler.New(scheduler.Config{Client: c, Informers: f, Configuration: conf,
-		Recorder: func(name string) record.EventRecorder {
-			return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name})
-		},
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Recorder: func(name string) events.EventRecorder { return b.NewRecorder(name) },
+		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -620,8 +621,13 @@ func runComponents(ctx context.Context, running *sync.WaitGroup, factory informe
 	if err != nil {
 		return err
 	}
+	// kube-scheduler records events.k8s.io Events (a series for repeats), not core ones.
+	schedEvents := events.NewEventBroadcasterAdapterWithContext(ctx, schedClient)
+	schedEvents.StartRecordingToSink(ctx.Done())
+	running.Go(func() { <-ctx.Done(); schedEvents.Shutdown() })
+	schedRecorder := func(name string) events.EventRecorder { return schedEvents.NewRecorder(name) }
 	whileLeading(ctx, running, schedClient, o.LeaderElection, "kube-scheduler", identity, log, func(lctx context.Context) {
-		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Informers: factory, Recorder: cc.Recorder,
+		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Informers: factory, Recorder: schedRecorder,
 			Log: log.With("component", "scheduler"), Metrics: schedMetrics, Configuration: schedConf})
 		if err != nil {
 			log.Error("scheduler did not start", "err", err)

@@ -7,10 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -45,8 +47,9 @@ var eventsV1Rules = Rules{
 		errs := append(validateEvent(e, "reportingController"), validateMeta(e, true, validation.NameIsDNSSubdomain)...)
 		return append(errs, validateNewEvent(e)...)
 	},
-	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
-		return validateEvent(coreEvent(obj.(*eventsv1.Event)), "reportingController")
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		e := coreEvent(obj.(*eventsv1.Event))
+		return append(validateEvent(e, "reportingController"), validateEventUpdate(e, coreEvent(old.(*eventsv1.Event)))...)
 	},
 	Fields: func(obj runtime.Object) fields.Set {
 		e := obj.(*eventsv1.Event)
@@ -197,15 +200,7 @@ func validateEvent(e *corev1.Event, reporting string) field.ErrorList {
 // series of at least two, an eventTime, a type Normal or Warning, and none of the
 // deprecated core fields.
 func validateNewEvent(e *corev1.Event) field.ErrorList {
-	var errs field.ErrorList
-	if s := e.Series; s != nil {
-		if s.Count < 2 {
-			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
-		}
-		if s.LastObservedTime.IsZero() {
-			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
-		}
-	}
+	errs := validateSeries(e)
 	if e.EventTime.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
 	}
@@ -222,4 +217,64 @@ func validateNewEvent(e *corev1.Event) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateEventUpdate is what kube checks more of an update through events.k8s.io: only
+// the series may change (and is checked again when it does), eventTime by less than its
+// microsecond precision.
+func validateEventUpdate(e, old *corev1.Event) field.ErrorList {
+	var errs field.ErrorList
+	if !equality.Semantic.DeepEqual(e.Series, old.Series) {
+		errs = validateSeries(e)
+	}
+	for _, f := range []struct {
+		name     string
+		new, old any
+	}{{"involvedObject", kubeReference(e.InvolvedObject), kubeReference(old.InvolvedObject)}, {"reason", e.Reason, old.Reason},
+		{"message", e.Message, old.Message}, {"source", kubeEventSource(e.Source), kubeEventSource(old.Source)},
+		{"firstTimestamp", e.FirstTimestamp, old.FirstTimestamp},
+		{"lastTimestamp", e.LastTimestamp, old.LastTimestamp}, {"count", e.Count, old.Count}, {"type", e.Type, old.Type},
+		{"eventTime", e.EventTime, old.EventTime}, {"action", e.Action, old.Action},
+		{"related", kubeReferencePtr(e.Related), kubeReferencePtr(old.Related)},
+		{"reportingController", e.ReportingController, old.ReportingController},
+		{"reportingInstance", e.ReportingInstance, old.ReportingInstance}} {
+		// Clients that send nanoseconds (or truncate them) are not changing the time.
+		if f.name == "eventTime" && e.EventTime.Truncate(time.Microsecond).Equal(old.EventTime.Truncate(time.Microsecond)) {
+			continue
+		}
+		errs = append(errs, validation.ValidateImmutableField(f.new, f.old, field.NewPath(f.name))...)
+	}
+	return errs
+}
+
+// validateSeries checks an events.k8s.io series: at least two, with a last observed time.
+func validateSeries(e *corev1.Event) field.ErrorList {
+	var errs field.ErrorList
+	if s := e.Series; s != nil {
+		if s.Count < 2 {
+			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
+		}
+		if s.LastObservedTime.IsZero() {
+			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
+		}
+	}
+	return errs
+}
+
+// kubeReference and kubeEventSource are an event's reference and source as kube's errors
+// print them: its internal types have no JSON tags, so their values show the Go names.
+type kubeReference struct {
+	Kind, Namespace, Name                  string
+	UID                                    types.UID
+	APIVersion, ResourceVersion, FieldPath string
+}
+
+type kubeEventSource struct{ Component, Host string }
+
+func kubeReferencePtr(r *corev1.ObjectReference) *kubeReference {
+	if r == nil {
+		return nil
+	}
+	k := kubeReference(*r)
+	return &k
 }

@@ -37,3 +37,42 @@ func TestEventValidation(t *testing.T) {
 		t.Errorf("events.k8s.io update: %v", errs.ToAggregate())
 	}
 }
+
+// TestEventUpdateValidation: an update through events.k8s.io/v1 may change only the series
+// (checked again when changed) and metadata, as kube's ValidateEventUpdate, with the core
+// paths; eventTime may move below a microsecond.
+func TestEventUpdateValidation(t *testing.T) {
+	now := metav1.NewMicroTime(time.Unix(1_700_000_000, 0))
+	old := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, EventTime: now, Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
+		ReportingController: "example.com/c", ReportingInstance: "c-1", Action: "Act", Reason: "Why", Note: "n", Type: corev1.EventTypeNormal}
+	series := old.DeepCopy()
+	series.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: now}
+	series.EventTime = metav1.NewMicroTime(now.Add(500 * time.Nanosecond))
+	expectMessages(t, "series and sub-microsecond eventTime", eventsV1Rules.ValidateUpdate(series, old))
+	bad := series.DeepCopy()
+	bad.Series.Count = 1
+	bad.Regarding.Name, bad.Reason, bad.Note, bad.Type = "q", "Other", "m", corev1.EventTypeWarning
+	bad.EventTime = metav1.NewMicroTime(now.Add(time.Second))
+	bad.Action, bad.ReportingController, bad.ReportingInstance = "Act2", "example.com/d", "d-1"
+	bad.Related = &corev1.ObjectReference{Kind: "Node", Name: "n"}
+	expectMessages(t, "immutable fields", eventsV1Rules.ValidateUpdate(bad, series),
+		`series.count: Invalid value: "": should be at least 2`,
+		`involvedObject: Invalid value: {"Kind":"Pod","Namespace":"ns","Name":"q","UID":"","APIVersion":"","ResourceVersion":"","FieldPath":""}: field is immutable`,
+		`reason: Invalid value: "Other": field is immutable`,
+		`message: Invalid value: "m": field is immutable`,
+		`type: Invalid value: "Warning": field is immutable`,
+		`eventTime: Invalid value: "2023-11-14T22:13:21.000000Z": field is immutable`,
+		`action: Invalid value: "Act2": field is immutable`,
+		`related: Invalid value: {"Kind":"Node","Namespace":"","Name":"n","UID":"","APIVersion":"","ResourceVersion":"","FieldPath":""}: field is immutable`,
+		`reportingController: Invalid value: "example.com/d": field is immutable`,
+		`reportingInstance: Invalid value: "d-1": field is immutable`)
+	deprecated := series.DeepCopy()
+	deprecated.DeprecatedCount, deprecated.DeprecatedSource = 3, corev1.EventSource{Component: "kubelet"}
+	deprecated.DeprecatedFirstTimestamp = metav1.NewTime(now.Time)
+	deprecated.DeprecatedLastTimestamp = metav1.NewTime(now.Time)
+	expectMessages(t, "deprecated fields", eventsV1Rules.ValidateUpdate(deprecated, series),
+		`source: Invalid value: {"Component":"kubelet","Host":""}: field is immutable`,
+		`firstTimestamp: Invalid value: "2023-11-14T22:13:20Z": field is immutable`,
+		`lastTimestamp: Invalid value: "2023-11-14T22:13:20Z": field is immutable`,
+		`count: Invalid value: 3: field is immutable`)
+}

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 )
 
 // BenchmarkDeploymentCycle is controllerbench's scheduling work without the API: a
@@ -35,7 +35,7 @@ func deploymentCycles(b *testing.B, workers int) {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}}}
 	_ = factory.Apps().V1().ReplicaSets().Informer().GetStore().Add(rs)
 	s, err := New(Config{Client: client, Informers: factory, Log: slog.New(slog.DiscardHandler),
-		Recorder: func(string) record.EventRecorder { return record.NewFakeRecorder(0) }})
+		Recorder: func(string) events.EventRecorder { return events.NewFakeRecorder(0) }})
 	if err != nil {
 		b.Fatal(err)
 	}

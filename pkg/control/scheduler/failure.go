@@ -45,7 +45,7 @@ func (s *Scheduler) fail(ctx context.Context, prof *profile, qp *queue.QueuedPod
 	}
 	s.queue.AddUnschedulable(qp, cycle)
 	msg := err.Error()
-	prof.recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+	prof.recorder.Eventf(pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", msg)
 	go s.recordUnschedulable(ctx, pod, reason, msg, nominated)
 }
 

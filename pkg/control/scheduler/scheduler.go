@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 )
 
 // Name is the schedulerName of the default profile.
@@ -35,8 +35,9 @@ const Name = corev1.DefaultSchedulerName
 type Config struct {
 	Client    kubernetes.Interface
 	Informers informers.SharedInformerFactory
-	// Recorder gives the event recorder of a profile (its schedulerName is the source).
-	Recorder func(schedulerName string) record.EventRecorder
+	// Recorder gives the events.k8s.io recorder of a profile (its schedulerName is the
+	// reporting controller), as kube-scheduler's.
+	Recorder func(schedulerName string) events.EventRecorder
 	Log      *slog.Logger
 	Metrics  *Metrics // nil: unregistered metrics
 	// Configuration is the KubeSchedulerConfiguration (nil: the defaults).
@@ -69,7 +70,7 @@ type Scheduler struct {
 // profile is a framework with its recorder.
 type profile struct {
 	*framework.Framework
-	recorder record.EventRecorder
+	recorder events.EventRecorder
 	handle   *handle
 }
 
@@ -171,7 +172,7 @@ func (s *Scheduler) buildProfile(cfg Config, conf *Configuration, p *Profile, ev
 		}
 		if pre, ok := pl.(*defaultpreemption.Plugin); ok {
 			pre.OnPreempt = func(victim, preemptor *corev1.Pod, node string) {
-				prof.recorder.Eventf(victim, corev1.EventTypeNormal, "Preempted", "Preempted by pod %s on node %s", preemptor.UID, node)
+				prof.recorder.Eventf(victim, preemptor, corev1.EventTypeNormal, "Preempted", "Preempting", "Preempted by pod %s on node %s", preemptor.UID, node)
 				s.metrics.victims.Observe(1)
 			}
 		}
@@ -436,7 +437,7 @@ func (s *Scheduler) bind(ctx context.Context, prof *profile, state *framework.Cy
 	s.metrics.attempts.WithLabelValues("scheduled", prof.ProfileName).Inc()
 	s.metrics.attemptDur.WithLabelValues("scheduled", prof.ProfileName).Observe(time.Since(start).Seconds())
 	s.metrics.e2eDur.WithLabelValues(attemptsLabel(qp.Attempts)).Observe(time.Since(qp.InitialAttempt).Seconds())
-	prof.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+	prof.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Scheduled", "Binding", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 }
 
 func attemptsLabel(n int) string {

@@ -105,11 +105,14 @@ func TestAgainstMiniapi(t *testing.T) {
 				cond = cd.Message
 			}
 		}
-		evs, _ := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pending).String()})
+		// An events.k8s.io event, as kube-scheduler records them: the scheduler's name and
+		// instance, an action, no deprecated source.
+		evs, _ := c.Client.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("regarding.name", pending).String()})
 		ev := ""
 		for _, e := range evs.Items {
-			if e.Reason == "FailedScheduling" && e.Type == corev1.EventTypeWarning && e.Source.Component == "default-scheduler" {
-				ev = e.Message
+			if e.Reason == "FailedScheduling" && e.Type == corev1.EventTypeWarning && e.ReportingController == "default-scheduler" && e.Action == "Scheduling" &&
+				strings.HasPrefix(e.ReportingInstance, "default-scheduler-") && e.DeprecatedSource.Component == "" {
+				ev = e.Note
 			}
 		}
 		return cond == want && ev == want, "condition " + cond + " / event " + ev
