@@ -10,38 +10,25 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 
+	"github.com/minik8s/minik8s/internal/syncbuf"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 // clientStream is the port-forward data stream as the node sees it: what the client sent,
 // then the client's half-close (EOF); what the node writes back is kept.
 type clientStream struct {
-	in  io.Reader
-	mu  sync.Mutex
-	out bytes.Buffer
+	in io.Reader
+	syncbuf.Buffer
 }
 
 func (s *clientStream) Read(p []byte) (int, error) { return s.in.Read(p) }
 func (s *clientStream) Close() error               { return nil }
-
-func (s *clientStream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.Write(p)
-}
-
-func (s *clientStream) written() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out.String()
-}
 
 // A port nothing listens on is refused in containerd's words (sandbox_portforward_linux.go:
 // IPv4 first, then IPv6), which the streaming library prefixes with "error forwarding port
@@ -89,7 +76,7 @@ func TestPortForwardAnswerAfterTheClientHalfCloses(t *testing.T) {
 	if err := (podDialer{}).PortForward(context.Background(), "sb1", "", int32(port), stream); err != nil {
 		t.Fatal(err)
 	}
-	if got := stream.written(); got != "pong\n" {
+	if got := stream.String(); got != "pong\n" {
 		t.Errorf("the pod's answer after the client's half-close: got %q, want %q", got, "pong\n")
 	}
 }
@@ -121,7 +108,7 @@ func TestPortForwardOutlivesASlowAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	client.Close()
-	if got := stream.written(); got != "late\n" {
+	if got := stream.String(); got != "late\n" {
 		t.Errorf("an answer after 1.5s on an open forward: got %q, want %q", got, "late\n")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
+	"github.com/minik8s/minik8s/pkg/control/controllers/endpointslice"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -322,21 +323,8 @@ func hintsState(t *testing.T, c kubernetes.Interface, ns, svc string) string {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, s := range list.Items {
-		for _, e := range s.Endpoints {
-			h := e.Addresses[0] + ":"
-			if e.Hints != nil {
-				var z, n []string
-				for _, f := range e.Hints.ForZones {
-					z = append(z, f.Name)
-				}
-				for _, f := range e.Hints.ForNodes {
-					n = append(n, f.Name)
-				}
-				h += strings.Join(z, ",") + "/" + strings.Join(n, ",")
-			}
-			out = append(out, h)
-		}
+	for i := range list.Items {
+		out = append(out, strings.Fields(endpointslice.HintsOf(&list.Items[i]))...)
 	}
 	sort.Strings(out)
 	return strings.Join(out, " ")
