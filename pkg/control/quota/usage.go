@@ -6,10 +6,10 @@ package quota
 import (
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -77,19 +77,10 @@ func requestedByPrefix(name corev1.ResourceName) (corev1.ResourceName, bool) {
 	if !ok {
 		return "", false
 	}
-	if strings.HasPrefix(rest, corev1.ResourceHugePagesPrefix) || isExtended(rest) {
+	if strings.HasPrefix(rest, corev1.ResourceHugePagesPrefix) || resourcename.IsExtended(corev1.ResourceName(rest)) {
 		return corev1.ResourceName(rest), true
 	}
 	return "", false
-}
-
-// isExtended says a resource name is an extended resource (a domain-qualified name outside
-// kubernetes.io), as Kubernetes' IsExtendedResourceName decides.
-func isExtended(name string) bool {
-	if !strings.Contains(name, "/") || strings.Contains(name, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(name, corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+name)) == 0
 }
 
 // PodCounts says whether a pod uses quota: a pod that finished no longer does.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
 	"github.com/minik8s/minik8s/pkg/poddefaults"
 	"github.com/minik8s/minik8s/pkg/qos"
 )
@@ -213,23 +214,15 @@ func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path
 		}
 		limit, limited := r.Limits[name]
 		switch {
-		case limited && !overcommitAllowed(name) && q.Cmp(limit) != 0:
+		case limited && !resourcename.OvercommitAllowed(name) && q.Cmp(limit) != 0:
 			errs = append(errs, field.Invalid(requests, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
 		case limited && q.Cmp(limit) > 0:
 			errs = append(errs, field.Invalid(requests, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
-		case !limited && !overcommitAllowed(name):
+		case !limited && !resourcename.OvercommitAllowed(name):
 			errs = append(errs, field.Required(limits, "Limit must be set for non overcommitable resources"))
 		}
 	}
 	return errs
-}
-
-// overcommitAllowed: a native resource (no domain, or a kubernetes.io one) other than
-// hugepages may be requested below its limit.
-func overcommitAllowed(name corev1.ResourceName) bool {
-	n := string(name)
-	native := !strings.Contains(n, "/") || strings.Contains(n, corev1.ResourceDefaultNamespacePrefix)
-	return native && !strings.HasPrefix(n, corev1.ResourceHugePagesPrefix)
 }
 
 // supportedPortProtocols are the protocols of a container port, sorted as kube lists them.

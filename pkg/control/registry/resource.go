@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,19 +32,10 @@ func validateDeviceClass(c *resourcev1.DeviceClass) field.ErrorList {
 	errs = append(errs, validateDeviceSelectors(c.Spec.Selectors, field.NewPath("spec", "selectors"))...)
 	errs = append(errs, validateDeviceConfigs(len(c.Spec.Config), func(i int) resourcev1.DeviceConfiguration { return c.Spec.Config[i].DeviceConfiguration },
 		field.NewPath("spec", "config"))...)
-	if name := c.Spec.ExtendedResourceName; name != nil && !isExtendedResourceName(*name) {
+	if name := c.Spec.ExtendedResourceName; name != nil && !resourcename.IsExtended(corev1.ResourceName(*name)) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "extendedResourceName"), *name, "must be a valid extended resource name"))
 	}
 	return errs
-}
-
-// isExtendedResourceName is kube's v1helper.IsExtendedResourceName: a qualified name outside
-// the kubernetes.io domains, without the "requests." prefix of quotas.
-func isExtendedResourceName(name string) bool {
-	if !strings.Contains(name, "/") || strings.Contains(name, "kubernetes.io/") || strings.HasPrefix(name, "requests.") {
-		return false
-	}
-	return len(utilvalidation.IsQualifiedName("requests."+name)) == 0
 }
 
 var resourceClaimRules = Rules{
