@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -262,6 +263,15 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 	return errs
 }
 
+// updatablePodSpecFields are the fields kube's refusal of a pod update lists.
+var updatablePodSpecFields = []string{
+	"`spec.containers[*].image`",
+	"`spec.initContainers[*].image`",
+	"`spec.activeDeadlineSeconds`",
+	"`spec.tolerations` (only additions to existing tolerations)",
+	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+}
+
 // validatePodUpdate enforces that a pod's spec is immutable except for the fields Kubernetes
 // allows to change (images, activeDeadlineSeconds, tolerations additions, gates removed, a
 // gated pod's node selection narrowed) and nodeName once set.
@@ -295,7 +305,10 @@ func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
 		}
 	}
 	if !equality.Semantic.DeepEqual(mutable, &p.Spec) {
-		errs = append(errs, field.Forbidden(field.NewPath("spec"), "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)"))
+		// kube-apiserver's words, with the diff it appends (of its internal types' JSON, whose
+		// field names are capitalized; ours are the API's).
+		errs = append(errs, field.Forbidden(specPath, fmt.Sprintf("pod updates may not change fields other than %s\n%v",
+			strings.Join(updatablePodSpecFields, ","), diff.Diff(*mutable, p.Spec))))
 	}
 	return errs
 }

@@ -70,7 +70,10 @@ func TestPodSchedulingGates(t *testing.T) {
 	allowed("a gate removed", `[{"op":"remove","path":"/spec/schedulingGates/0"}]`)
 	allowed("the last gate removed", `[{"op":"remove","path":"/spec/schedulingGates"}]`)
 	refused("nodeSelector added to once ungated", `[{"op":"add","path":"/spec/nodeSelector/rack","value":"r1"}]`,
-		"pod updates may not change fields other than")
+		"pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"+
+			"`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n")
+	refused("nodeSelector added to once ungated (the diff follows, as kube's)", `[{"op":"add","path":"/spec/nodeSelector/rack","value":"r1"}]`,
+		`+  "rack": "r1",`)
 	got, err = pods.Get(ctx, "gated", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
