@@ -50,29 +50,38 @@ func TestPortForwardToAClosedPort(t *testing.T) {
 	}
 }
 
-// A client that sends its request and half-closes still gets the answer that follows, as
-// through containerd, which waits for the other direction after one ends.
-func TestPortForwardAnswerAfterTheClientHalfCloses(t *testing.T) {
+// podPort listens on a loopback port as a pod's server would, serves its first connection
+// with serve and returns the port.
+func podPort(t *testing.T, serve func(net.Conn)) int {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
 		defer conn.Close()
+		serve(conn)
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A client that sends its request and half-closes still gets the answer that follows, as
+// through containerd, which waits for the other direction after one ends.
+func TestPortForwardAnswerAfterTheClientHalfCloses(t *testing.T) {
+	port := podPort(t, func(conn net.Conn) {
 		line := make([]byte, len("ping\n"))
 		if _, err := io.ReadFull(conn, line); err != nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond) // the answer comes after the client's EOF
 		_, _ = conn.Write([]byte("pong\n"))
-	}()
+	})
 	stream := &clientStream{in: strings.NewReader("ping\n")}
-	port := ln.Addr().(*net.TCPAddr).Port
 	if err := (podDialer{}).PortForward(context.Background(), "sb1", "", int32(port), stream); err != nil {
 		t.Fatal(err)
 	}
@@ -84,25 +93,15 @@ func TestPortForwardAnswerAfterTheClientHalfCloses(t *testing.T) {
 // A forward lives as long as both sides keep it open: an answer slower than the second the
 // closing of one direction gets still arrives.
 func TestPortForwardOutlivesASlowAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
+	port := podPort(t, func(conn net.Conn) {
 		time.Sleep(1500 * time.Millisecond)
 		_, _ = conn.Write([]byte("late\n"))
-	}()
+	})
 	in, client := io.Pipe()
 	stream := &clientStream{in: in}
 	done := make(chan error, 1)
 	go func() {
-		done <- podDialer{}.PortForward(context.Background(), "sb1", "", int32(ln.Addr().(*net.TCPAddr).Port), stream)
+		done <- podDialer{}.PortForward(context.Background(), "sb1", "", int32(port), stream)
 	}()
 	if err := <-done; err != nil {
 		t.Fatal(err)
