@@ -65,11 +65,13 @@ func (sn *Snapshotter) Ready() bool {
 // SetZone says this node's topology.kubernetes.io/zone label (kube-proxy's
 // OnTopologyChange). A new zone changes which endpoints every Service's topology hints
 // leave to this node: Ready says no until a Snapshot has read everything against it. It
-// may be called while a sync runs.
-func (sn *Snapshotter) SetZone(zone string) {
+// may be called while a sync runs. changed: zone differs from the one set before.
+func (sn *Snapshotter) SetZone(zone string) (changed bool) {
 	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	changed = zone != sn.nextZone
 	sn.nextZone = zone
-	sn.mu.Unlock()
+	return changed
 }
 
 // Changes reads again only the Services marked since the last Snapshot or Changes and

@@ -151,7 +151,9 @@ func TestSnapshotReadsHintsAgainstTheZone(t *testing.T) {
 	if got := cluster(); got != "10.244.1.5 10.244.2.5" {
 		t.Errorf("without a zone: %q", got)
 	}
-	sn.SetZone("b")
+	if !sn.SetZone("b") || sn.SetZone("b") {
+		t.Error("SetZone says a change only when the zone is new")
+	}
 	if sn.Ready() {
 		t.Error("Ready after the zone changed: a partial sync would keep the old zone's endpoints")
 	}

@@ -123,7 +123,7 @@ func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
 // SetZone says this node's zone label, which topology hints are read against: a new one
 // makes the next Sync a full one.
-func (p *Proxier) SetZone(zone string) { p.snap.SetZone(zone) }
+func (p *Proxier) SetZone(zone string) (changed bool) { return p.snap.SetZone(zone) }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
 func nftBacked() bool {

@@ -173,7 +173,7 @@ func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
 // SetZone says this node's zone label, which topology hints are read against: a new one
 // makes the next Sync a full one.
-func (p *Proxier) SetZone(zone string) { p.snap.SetZone(zone) }
+func (p *Proxier) SetZone(zone string) (changed bool) { return p.snap.SetZone(zone) }
 
 // Sync programs the kernel for the current Services and EndpointSlices: on a full sync all
 // of them; otherwise only the Services named by Changed since the last sync.

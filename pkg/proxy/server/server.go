@@ -227,15 +227,12 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	// a change rewrites every Service; the Node's other updates (its status, every few
 	// seconds) ask for nothing (kube-proxy's NodeTopologyConfig).
 	node := nodeInformer(client, o.HostnameOverride)
-	zone := ""
 	onNode := func(obj any) {
-		z := ""
+		zone := ""
 		if n, ok := obj.(*corev1.Node); ok {
-			z = n.Labels[corev1.LabelTopologyZone]
+			zone = n.Labels[corev1.LabelTopologyZone]
 		}
-		if z != zone {
-			zone = z
-			proxier.SetZone(z)
+		if proxier.SetZone(zone) {
 			r.Run()
 		}
 	}
