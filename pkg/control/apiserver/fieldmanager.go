@@ -21,7 +21,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -159,14 +158,6 @@ func (f *fieldManagers) manager(res *registry.Resource, subresource string) (*ma
 	}
 	f.custom[key] = c
 	return c.manager, c.err
-}
-
-// typeConverter is what converts res's objects for its field manager.
-func (f *fieldManagers) typeConverter(res *registry.Resource) (managedfields.TypeConverter, error) {
-	if res.TypeConverter != nil {
-		return res.TypeConverter()
-	}
-	return f.types, nil
 }
 
 // resourceCreater makes the empty objects of a resource's kind, which the scheme does not
@@ -353,14 +344,7 @@ func keepTimestampsOfNoOp(live, obj runtime.Object) {
 // serveApply is server-side apply (PATCH application/apply-patch+yaml): the applied
 // configuration is merged into the stored object by field ownership, conflicting with other
 // managers' fields unless forced; an object that does not exist yet is created.
-func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	var opts metav1.PatchOptions
-	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.Unversioned, &opts); err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
-	}
+func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, opts metav1.PatchOptions) error {
 	m, err := s.fields.manager(res, info.Subresource)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err))
@@ -368,7 +352,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	if m == nil {
 		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
 	}
-	patch, warnings, err := s.decodeApplyConfiguration(r, res, opts.FieldValidation)
+	patch, warnings, err := decodeApplyConfiguration(r, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
@@ -378,10 +362,16 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	dry := len(opts.DryRun) > 0
 	apply := func(live runtime.Object) (runtime.Object, error) {
 		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
+		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
+			err = unknownError(err) // kube-apiserver's 500 for the field manager's plain errors
+		}
 		if err != nil {
 			return nil, err
 		}
 		owner.applied = mustMeta(merged).GetManagedFields()
+		if name := mustMeta(merged).GetName(); name != info.Name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
+		}
 		return merged, checkNames(res, merged, info)
 	}
 	// Apply to a missing object creates it; one that appears meanwhile is applied to.
@@ -397,6 +387,10 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		empty, err := res.New()
 		if err == nil {
 			obj, err = apply(empty)
+		}
+		if err == nil && mustMeta(obj).GetUID() != "" {
+			err = apierrors.NewConflict(res.GroupResource(), info.Name,
+				fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", mustMeta(obj).GetUID()))
 		}
 		if err == nil {
 			setRequester(ctx, res, obj)
@@ -414,9 +408,9 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))
 }
 
-// decodeApplyConfiguration reads an apply configuration (YAML or JSON): it must be of the
-// resource's kind and fit its schema; duplicate fields fail or warn per ?fieldValidation=.
-func (s *Server) decodeApplyConfiguration(r *http.Request, res *registry.Resource, validation string) (*unstructured.Unstructured, []string, error) {
+// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields fail
+// or warn per ?fieldValidation=. Its kind and its fields are the field manager's to check.
+func decodeApplyConfiguration(r *http.Request, validation string) (*unstructured.Unstructured, []string, error) {
 	data, err := readRaw(r)
 	if err != nil {
 		return nil, nil, err
@@ -429,17 +423,6 @@ func (s *Server) decodeApplyConfiguration(r *http.Request, res *registry.Resourc
 	patch := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
-	}
-	if gvk := patch.GroupVersionKind(); gvk != res.GVK() {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the applied configuration is apiVersion %q kind %q, but %s takes apiVersion %q kind %q",
-			patch.GetAPIVersion(), patch.GetKind(), res.Resource, res.GVK().GroupVersion(), res.Kind))
-	}
-	tc, err := s.fields.typeConverter(res)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := tc.ObjectToTyped(patch); err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("failed to create typed patch object (%s): %v", res.GVK(), err))
 	}
 	var warnings []string
 	if validation != metav1.FieldValidationIgnore {

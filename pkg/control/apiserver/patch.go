@@ -11,6 +11,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
+	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
 )
 
@@ -26,22 +28,25 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
+	var opts metav1.PatchOptions
+	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.Unversioned, &opts); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
 	if patchType == types.ApplyYAMLPatchType {
-		return s.serveApply(w, r, res, info)
+		return s.serveApply(w, r, res, info, opts)
 	}
 	directive := parseFieldValidation(r)
-	dry, err := dryRun(r, "PatchOptions")
-	if err != nil {
-		return err
-	}
 	patch, err := readRaw(r)
 	if err != nil {
 		return err
 	}
 	auditRequestPatch(r.Context(), patch)
 	var warnings []string
-	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
-	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(cur runtime.Object) (runtime.Object, error) {
+	update := generic.UpdateOptions{Subresource: info.Subresource, DryRun: len(opts.DryRun) > 0}
+	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, update, func(cur runtime.Object) (runtime.Object, error) {
 		out, strict, err := applyPatch(res, patchType, cur, patch, directive)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Apply requests that kube-apiserver refuses, refused with its status, reason and message:
+// the kind and unknown-field checks are its field manager's (apimachinery's
+// managedfields: versionCheckManager, structuredMergeManager.Apply, which gives a plain
+// error, so a 500), the name and uid checks its patch handler's
+// (apiserver/pkg/endpoints/handlers/patch.go: applyYAML, checkName), force on another
+// patch type its ValidatePatchOptions.
+func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const cms = "/api/v1/namespaces/default/configmaps/"
+	if w := patchAs(h, applyYAML, cms+"cfg?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"1\"}\n"); w.Code != http.StatusCreated {
+		t.Fatalf("apply creating cfg: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct {
+		name, contentType, path, patch string
+		code                           int32
+		reason                         metav1.StatusReason
+		message                        string
+	}{
+		{"another kind", applyYAML, cms + "cfg?fieldManager=a", "apiVersion: v1\nkind: Secret\nmetadata: {name: cfg}\n",
+			400, metav1.StatusReasonBadRequest, "invalid object type: /v1, Kind=Secret"},
+		{"another version", applyYAML, cms + "cfg?fieldManager=a", "apiVersion: v2\nkind: ConfigMap\nmetadata: {name: cfg}\n",
+			400, metav1.StatusReasonBadRequest, "invalid object type: /v2, Kind=ConfigMap"},
+		{"no kind", applyYAML, cms + "cfg?fieldManager=a", "metadata: {name: cfg}\n",
+			400, metav1.StatusReasonBadRequest, "invalid object type: /, Kind="},
+		{"an unknown field", applyYAML, cms + "cfg?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: default}\nfoo: 1\n",
+			500, "", "failed to create typed patch object (default/cfg; /v1, Kind=ConfigMap): .foo: field not declared in schema"},
+		{"an unknown field, unvalidated", applyYAML, cms + "cfg?fieldManager=a&fieldValidation=Ignore", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: 1}\n",
+			500, "", "failed to create typed patch object (/cfg; /v1, Kind=ConfigMap): .data.x: expected string, got &value.valueUnstructured{Value:1}"},
+		{"another name", applyYAML, cms + "cfg?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
+			400, metav1.StatusReasonBadRequest, "the name of the object (other) does not match the name on the URL (cfg)"},
+		{"no name, creating", applyYAML, cms + "nameless?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\ndata: {x: \"1\"}\n",
+			400, metav1.StatusReasonBadRequest, "the name of the object () does not match the name on the URL (nameless)"},
+		{"a uid, creating", applyYAML, cms + "new?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new, uid: abc}\n",
+			409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on configmaps "new": uid mismatch: the provided object specified uid abc, and no existing object was found`},
+		{"force on a merge patch", "application/merge-patch+json", cms + "cfg?force=true", `{}`,
+			422, metav1.StatusReasonInvalid, `PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := patchAs(h, tc.contentType, tc.path, tc.patch)
+			var st metav1.Status
+			if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Kind != "Status" {
+				t.Fatalf("%d %s: not a Status (%v)", w.Code, w.Body, err)
+			}
+			if int32(w.Code) != tc.code || st.Code != tc.code || st.Reason != tc.reason || st.Message != tc.message {
+				t.Errorf("got %d %s %q\nwant %d %s %q", st.Code, st.Reason, st.Message, tc.code, tc.reason, tc.message)
+			}
+		})
+	}
+}
+
+const applyYAML = "application/apply-patch+yaml"
+
+func patchAs(h http.Handler, contentType, path, patch string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("PATCH", path, strings.NewReader(patch))
+	req.Header.Set("Content-Type", contentType)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
