@@ -239,6 +239,23 @@ type fieldOwner struct {
 	// object (the status subresource).
 	apply   bool
 	applied []metav1.ManagedFieldsEntry
+	// reset marks a write of managedFields [{}], which clears them.
+	reset bool
+}
+
+// takeManagedFieldsReset takes managedFields [{}], kube's way to clear them, off an object a
+// request writes, for Track to clear them: the write's validation, which runs before Track
+// here (after the field manager in Kubernetes), refuses the empty entry.
+func takeManagedFieldsReset(ctx context.Context, obj runtime.Object) {
+	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)
+	m := objectMeta(obj)
+	if !ok || m == nil {
+		return
+	}
+	owner.reset = len(m.ManagedFields) == 1 && equality.Semantic.DeepEqual(m.ManagedFields[0], metav1.ManagedFieldsEntry{})
+	if owner.reset {
+		m.ManagedFields = nil
+	}
 }
 
 // withFieldOwner tells the write path who a POST, PUT or PATCH writes as: ?fieldManager=, or
@@ -316,6 +333,9 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 			return obj
 		}
 		live = empty
+	}
+	if owner.reset {
+		objectMeta(obj).ManagedFields = []metav1.ManagedFieldsEntry{{}}
 	}
 	return m.UpdateNoErrors(live, obj, owner.manager)
 }

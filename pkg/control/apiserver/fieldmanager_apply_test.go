@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -69,4 +70,34 @@ func patchAs(h http.Handler, contentType, path, patch string) *httptest.Response
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	return w
+}
+
+// managedFields [{}] in a patch or an update clears them (apimachinery's managedfields:
+// isResetManagedFields; an update of an object managed by nobody records nothing,
+// skipNonAppliedManager), instead of failing validation on the empty entry.
+func TestManagedFieldsResetByOneEmptyEntry(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const cfg = "/api/v1/namespaces/default/configmaps/cfg"
+	if w := patchAs(h, applyYAML, cfg+"?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"1\"}\n"); w.Code != http.StatusCreated {
+		t.Fatalf("apply creating cfg: %d %s", w.Code, w.Body)
+	}
+	w := patchAs(h, "application/merge-patch+json", cfg+"?fieldManager=b", `{"metadata":{"managedFields":[{}]}}`)
+	var cm corev1.ConfigMap
+	if err := json.Unmarshal(w.Body.Bytes(), &cm); w.Code != http.StatusOK || err != nil || len(cm.ManagedFields) != 0 {
+		t.Fatalf("patch resetting managedFields: %d %s", w.Code, w.Body)
+	}
+
+	w = patchAs(h, applyYAML, cfg+"?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"1\"}\n")
+	// An apply to an object managed by nobody first gives what is there to before-first-apply.
+	if err := json.Unmarshal(w.Body.Bytes(), &cm); err != nil || len(cm.ManagedFields) != 2 || cm.ManagedFields[1].Manager != "before-first-apply" {
+		t.Fatalf("apply after the reset: %d %s", w.Code, w.Body)
+	}
+	cm.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+	cm.Data["y"] = "2"
+	w = do(t, h, "PUT", cfg+"?fieldManager=c", &cm)
+	cm = corev1.ConfigMap{}
+	if err := json.Unmarshal(w.Body.Bytes(), &cm); w.Code != http.StatusOK || err != nil || len(cm.ManagedFields) != 0 || cm.Data["y"] != "2" {
+		t.Fatalf("update resetting managedFields: %d %s", w.Code, w.Body)
+	}
 }

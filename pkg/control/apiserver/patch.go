@@ -57,6 +57,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 			return nil, err
 		}
 		warnings = append(warnings, undeclared...)
+		takeManagedFieldsReset(r.Context(), out)
 		return out, checkNames(res, out, info)
 	})
 	if err != nil {

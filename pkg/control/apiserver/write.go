@@ -110,7 +110,9 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	}
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(runtime.Object) (runtime.Object, error) {
-		return body.DeepCopyObject(), nil
+		obj := body.DeepCopyObject()
+		takeManagedFieldsReset(r.Context(), obj)
+		return obj, nil
 	})
 	if err != nil {
 		return err
