@@ -14,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,9 @@ type fieldManagers struct {
 	builtin map[fieldManagerKey]*managedfields.FieldManager
 	// unavailable are the built-in resources served without managed fields, and why.
 	unavailable map[schema.GroupVersionResource]error
+	// scale tracks writes through the scale subresources of built-in resources, on their
+	// autoscaling/v1 Scale; nil if it could not be built (logged).
+	scale *managedfields.FieldManager
 
 	mu sync.Mutex
 	// custom are the managers of the resources that bring their type converter (custom
@@ -86,7 +90,24 @@ func newFieldManagers(reg *registry.Registry, log *slog.Logger) *fieldManagers {
 			f.unavailable[res.GroupVersionResource] = err
 		}
 	}
+	if tcErr == nil {
+		if err := f.addScale(); err != nil {
+			log.Error("managed fields of scale subresources unavailable", "err", err)
+		}
+	}
 	return f
+}
+
+// addScale builds the field manager of the scale subresources, as kube-apiserver's for the
+// kind autoscaling/v1 Scale.
+func (f *fieldManagers) addScale() error {
+	gvk := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	if err := f.types.learn(&autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}}); err != nil {
+		return err
+	}
+	m, err := managedfields.NewDefaultFieldManager(f.types, f.convertor, scheme.Scheme, scheme.Scheme, gvk, gvk.GroupVersion(), "scale", nil)
+	f.scale = m
+	return err
 }
 
 func (f *fieldManagers) add(res *registry.Resource) error {
@@ -316,6 +337,9 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 	if !ok {
 		return obj
 	}
+	if subresource == "scale" && res.TypeConverter == nil && f.scale != nil && live != nil {
+		return f.trackScale(res, owner.manager, live, obj)
+	}
 	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
 	if m == nil {
 		return obj
@@ -338,6 +362,38 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 		objectMeta(obj).ManagedFields = []metav1.ManagedFieldsEntry{{}}
 	}
 	return m.UpdateNoErrors(live, obj, owner.manager)
+}
+
+// trackScale records a write through the scale subresource as kube-apiserver does: the
+// object's entries are seen as its Scale's, the Scale's field manager records the write, and
+// the result is mapped back, so that the writer owns spec.replicas (with subresource scale)
+// and its previous owner loses it.
+func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live, obj runtime.Object) runtime.Object {
+	gv := res.GroupVersion()
+	replicas := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
+	handler := managedfields.NewScaleHandler(objectMeta(live).ManagedFields, gv, replicas)
+	entries, err := handler.ToSubresource()
+	if err != nil {
+		return obj // entries that do not decode: kept as they are, as on any write
+	}
+	before, after := scaleOf(res, live), scaleOf(res, obj)
+	before.ManagedFields = entries
+	scale := f.scale.UpdateNoErrors(before, after, manager)
+	if entries, err = handler.ToParent(objectMeta(scale).ManagedFields); err == nil {
+		objectMeta(obj).ManagedFields = entries
+	}
+	return obj
+}
+
+// scaleOf is the part of obj's Scale its field manager compares: metadata and spec.replicas.
+func scaleOf(res *registry.Resource, obj runtime.Object) *autoscalingv1.Scale {
+	m := objectMeta(obj)
+	replicas, _, _ := res.Rules.Scale.Replicas(obj)
+	return &autoscalingv1.Scale{
+		TypeMeta:   metav1.TypeMeta{APIVersion: autoscalingv1.SchemeGroupVersion.String(), Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, CreationTimestamp: m.CreationTimestamp},
+		Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
+	}
 }
 
 // keepTimestampsOfNoOp keeps the stored managedFields when an apply changed nothing but their

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -100,4 +101,52 @@ func TestManagedFieldsResetByOneEmptyEntry(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &cm); w.Code != http.StatusOK || err != nil || len(cm.ManagedFields) != 0 || cm.Data["y"] != "2" {
 		t.Fatalf("update resetting managedFields: %d %s", w.Code, w.Body)
 	}
+}
+
+// A write through the scale subresource owns spec.replicas as an Update with subresource
+// scale, taking it from the applier, whose next apply of other replicas conflicts, as in
+// kube-apiserver (apimachinery's managedfields.ScaleHandler; `kubectl scale` after
+// `kubectl apply --server-side`).
+func TestScaleOwnsReplicas(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const web = "/apis/apps/v1/namespaces/default/deployments/web"
+	deploy := func(replicas string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: " + replicas +
+			"\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: busybox}]}\n"
+	}
+	if w := patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy("1")); w.Code != http.StatusCreated {
+		t.Fatalf("apply creating web: %d %s", w.Code, w.Body)
+	}
+	if w := patchAs(h, "application/merge-patch+json", web+"/scale?fieldManager=scaler", `{"spec":{"replicas":3}}`); w.Code != http.StatusOK {
+		t.Fatalf("scaling web: %d %s", w.Code, w.Body)
+	}
+	var d appsv1.Deployment
+	if err := json.Unmarshal(do(t, h, "GET", web, nil).Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	scaler := managerEntry(&d, "scaler")
+	if scaler == nil || scaler.Operation != metav1.ManagedFieldsOperationUpdate || scaler.Subresource != "scale" || scaler.APIVersion != "apps/v1" ||
+		string(scaler.FieldsV1.Raw) != `{"f:spec":{"f:replicas":{}}}` {
+		t.Errorf("the scaler should own spec.replicas through scale: %+v", d.ManagedFields)
+	}
+	if applier := managerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
+		t.Errorf("the applier should have lost spec.replicas: %+v", d.ManagedFields)
+	}
+
+	w := patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy("1"))
+	var st metav1.Status
+	_ = json.Unmarshal(w.Body.Bytes(), &st)
+	if want := `Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using apps/v1: .spec.replicas`; w.Code != http.StatusConflict || st.Message != want {
+		t.Errorf("apply of other replicas: %d %q\nwant 409 %q", w.Code, st.Message, want)
+	}
+}
+
+func managerEntry(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == manager {
+			return &m
+		}
+	}
+	return nil
 }
