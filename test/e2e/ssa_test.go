@@ -41,7 +41,7 @@ func TestServerSideApplyWithKubectl(t *testing.T) {
 	}
 
 	out, err = cluster.Kubectl(ctx, l, "apply", "--server-side", "-f", writeManifest(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: odd}\nfoo: bar\n"))
-	if want := "Error from server: failed to create typed patch object (default/odd; /v1, Kind=ConfigMap): .foo: field not declared in schema"; err == nil || !strings.Contains(out, want) {
+	if want := "Error from server (BadRequest): failed to create typed patch object (default/odd; /v1, Kind=ConfigMap): .foo: field not declared in schema"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("apply of an unknown field: %v\n%s\nwant %q", err, out, want)
 	}
 }

@@ -439,7 +439,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	apply := func(live runtime.Object) (runtime.Object, error) {
 		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
 		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
-			err = unknownError(err) // kube-apiserver's 500 for the field manager's plain errors
+			err = applyError(err)
 		}
 		if err != nil {
 			return nil, err
@@ -510,4 +510,15 @@ func decodeApplyConfiguration(r *http.Request, validation string) (*unstructured
 		}
 	}
 	return patch, warnings, nil
+}
+
+// applyError words the field manager's plain errors. One that the applied configuration
+// does not fit its schema (an unknown field, a wrong type) is the client's: a 400 with
+// kube's text, where kube-apiserver 1.36 answers a reasonless 500 (kubernetes#139253,
+// whose fix makes it this 400). The rest are kube's 500.
+func applyError(err error) error {
+	if strings.HasPrefix(err.Error(), "failed to create typed patch object") {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return unknownError(err)
 }
