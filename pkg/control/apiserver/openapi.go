@@ -1,9 +1,14 @@
 package apiserver
 
 import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/munnerz/goautoneg"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,36 +29,38 @@ import (
 
 // OpenAPIDocuments serves the OpenAPI documents of the registry's built-in resources and
 // those of custom resources, set as their CustomResourceDefinitions change: /openapi/v2
-// (JSON or the protobuf kubectl asks for first) and /openapi/v3, whose root lists each group
-// version's document with a content hash. kube-openapi's handlers do the content
-// negotiation, ETags and caching of the encoded documents.
+// (JSON or the protobuf kubectl asks for first, through kube-openapi's handler) and
+// /openapi/v3, whose root lists each group version's document with the hash of its JSON,
+// served as kube-openapi's handler3 serves them.
 //
 // The built-in documents are built when first asked for, and let go 10 s after their last
-// use: what stays is what kube-openapi's caches keep of a document they encoded (its JSON,
-// the protobuf if asked for, and the document itself). The v3 root is asked for at start
-// and every 5 s by the MutatingAdmissionPolicy plugin's loopback client, as in
-// kube-apiserver: its hashes are those of each group version's JSON, so the v3 documents
-// are built and encoded at start; the v2 document (~7 MB built, and its encodings) only
-// when a client (kubectl) asks for it, built again then.
+// use. The v3 root is asked for at start and every 5 s by the MutatingAdmissionPolicy
+// plugin's loopback client, as in kube-apiserver: the first request builds the documents to
+// hash each group version's JSON, and only the hashes are kept (they are the same for the
+// process's life), so the root never builds again; a group version's document is built and
+// encoded when a client (kubectl) asks for it. kube-openapi's handler3 would keep every
+// document and its JSON for the process's life (~16 MB).
 type OpenAPIDocuments struct {
-	reg       *registry.Registry // the built-in resources
-	buildable func() error       // builds the documents on its first call: whether they can be
+	reg *registry.Registry // the built-in resources
+	log *slog.Logger
+	// builtInHashes are the hashes of the built-in group versions' v3 JSON, by path,
+	// computed on the first call; an error says why the documents cannot be built.
+	builtInHashes func() (map[string]string, error)
+	hashedAt      time.Time // when builtInHashes built them: their Last-Modified
 
 	buildMu sync.Mutex
-	built   *openapi.Documents // kept for a while after a build, for the encodings that follow
+	built   *openapi.Documents // kept for a while after a build, for the requests that follow
 	drop    *time.Timer
 
 	v2 *handler.OpenAPIService
-	v3 *handler3.OpenAPIService
 
 	mu sync.RWMutex
-	// groupVersions are the v3 documents served: "api/v1", "apis/apps/v1"; true for the
-	// built-in ones.
-	groupVersions map[string]bool
+	// builtIn are the built-in group versions' paths: "api/v1", "apis/apps/v1".
+	builtIn map[string]bool
+	// custom are the custom resources' v3 documents, by path.
+	custom map[string]customV3
 
-	encodedMu sync.Mutex // not mu: a v3 document is asked for while mu is held to serve it
-	// encodedV3 are the built-in group versions whose document the handler has encoded.
-	encodedV3 map[string]bool
+	encodedMu sync.Mutex
 	// customV2 are the custom resources' v2 specs, changed customV2Changes times (the v2
 	// spec's etag); encodedV2 is the number of changes the handler last encoded.
 	customV2        []*spec.Swagger
@@ -60,43 +68,59 @@ type OpenAPIDocuments struct {
 	encodedV2       int
 }
 
-// builtInETag is the etag of a built-in group version's v3 document: the same for the
-// process's life. kube-openapi's caches encode a document again only when its etag changes.
-const builtInETag = "built-in"
+// customV3 is a custom resources' group version's document, encoded again when asked for.
+type customV3 struct {
+	doc      *spec3.OpenAPI
+	hash     string
+	err      error // why it could not be encoded
+	modified time.Time
+}
 
 // newOpenAPIDocuments describes the resources reg holds now, its built-in ones: those of
 // custom resources added later come through SetCustomResourcesV2 and SetGroupVersionV3.
 func newOpenAPIDocuments(reg *registry.Registry, log *slog.Logger) *OpenAPIDocuments {
 	builtIn, err := registry.New(reg.Resources()...)
-	h := &OpenAPIDocuments{
-		reg:           builtIn,
-		v3:            handler3.NewOpenAPIService(),
-		groupVersions: map[string]bool{},
-		encodedV3:     map[string]bool{},
-		encodedV2:     -1,
-	}
-	h.buildable = sync.OnceValue(func() error {
+	h := &OpenAPIDocuments{reg: builtIn, log: log, builtIn: map[string]bool{}, custom: map[string]customV3{}, encodedV2: -1}
+	h.builtInHashes = sync.OnceValues(func() (map[string]string, error) {
 		if err != nil {
-			return err
+			return nil, err
 		}
-		docs, err := h.documents()
+		hashes, err := h.hashBuiltIn()
 		if err != nil {
-			log.Error("OpenAPI documents unavailable; kubectl explain and client-side validation will fail", "err", err)
-			return err
+			h.log.Error("OpenAPI documents unavailable; kubectl explain and client-side validation will fail", "err", err)
 		}
-		for _, gvr := range docs.Undescribed {
-			log.Error("resource left out of the OpenAPI documents: its kind has no generated definition (see hack/update-openapi.sh)", "resource", gvr.String())
-		}
-		return nil
+		return hashes, err
 	})
 	h.v2 = handler.NewOpenAPIServiceLazy(cached.Func(h.v2Spec))
 	for _, gv := range reg.GroupVersions() {
-		path := openapi.V3Path(gv)
-		h.v3.UpdateGroupVersionLazy(path, cached.Func(func() (*spec3.OpenAPI, string, error) { return h.v3Doc(path) }))
-		h.groupVersions[path] = true
+		h.builtIn[openapi.V3Path(gv)] = true
 	}
 	return h
 }
+
+// hashBuiltIn builds the documents and hashes each group version's v3 JSON.
+func (h *OpenAPIDocuments) hashBuiltIn() (map[string]string, error) {
+	docs, err := h.documents()
+	if err != nil {
+		return nil, err
+	}
+	for _, gvr := range docs.Undescribed {
+		h.log.Error("resource left out of the OpenAPI documents: its kind has no generated definition (see hack/update-openapi.sh)", "resource", gvr.String())
+	}
+	hashes := make(map[string]string, len(docs.V3))
+	for path, doc := range docs.V3 {
+		data, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)
+		}
+		hashes[path] = hashOf(data)
+	}
+	h.hashedAt = time.Now()
+	return hashes, nil
+}
+
+// hashOf is kube-openapi's etag of an encoded document: its SHA-512 in upper-case hex.
+func hashOf(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) }
 
 // keepBuilt is how long the built documents are kept after their last use: a client's
 // requests for /openapi/v3 and its group versions, or for /openapi/v2 and /openapi/v3,
@@ -123,28 +147,11 @@ func (h *OpenAPIDocuments) documents() (*openapi.Documents, error) {
 	return h.built, nil
 }
 
-// The handlers' caches ask for a document on every request, to compare its etag, and
-// encode what they get only when that etag is new (or when encoding failed, which a built
-// document does not): a document is built and handed over only then, nil otherwise.
-
-// v3Doc is the source of a built-in group version's v3 document.
-func (h *OpenAPIDocuments) v3Doc(path string) (*spec3.OpenAPI, string, error) {
-	h.encodedMu.Lock()
-	defer h.encodedMu.Unlock()
-	if h.encodedV3[path] {
-		return nil, builtInETag, nil
-	}
-	docs, err := h.documents()
-	if err != nil {
-		return nil, "", err
-	}
-	h.encodedV3[path] = true
-	return docs.V3[path], builtInETag, nil
-}
-
 // v2Spec is the source of the v2 spec: the built-in spec merged with the custom resources'
 // specs as apiextensions-apiserver's openapi controller does (the built-in paths and
-// definitions win); its etag counts their changes.
+// definitions win); its etag counts their changes. kube-openapi's handler asks for it on
+// every request, to compare its etag, and encodes what it gets only when that etag is new:
+// the spec is built and handed over only then, nil otherwise.
 func (h *OpenAPIDocuments) v2Spec() (*spec.Swagger, string, error) {
 	h.encodedMu.Lock()
 	defer h.encodedMu.Unlock()
@@ -174,21 +181,25 @@ func (h *OpenAPIDocuments) SetCustomResourcesV2(specs []*spec.Swagger) {
 }
 
 // SetGroupVersionV3 serves doc as /openapi/v3/apis/GROUP/VERSION, or takes that document
-// away when doc is nil. A built-in group version is never replaced.
+// away when doc is nil. A built-in group version is never replaced. doc is kept, not
+// changed: it is encoded now for its hash, and again when asked for.
 func (h *OpenAPIDocuments) SetGroupVersionV3(gv schema.GroupVersion, doc *spec3.OpenAPI) {
 	path := openapi.V3Path(gv)
+	if h.builtIn[path] {
+		return
+	}
+	v := customV3{doc: doc, modified: time.Now()}
+	if doc != nil {
+		data, err := json.Marshal(doc)
+		v.hash, v.err = hashOf(data), err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if builtin, ok := h.groupVersions[path]; ok && builtin {
-		return
-	}
 	if doc == nil {
-		h.v3.DeleteGroupVersion(path)
-		delete(h.groupVersions, path)
+		delete(h.custom, path)
 		return
 	}
-	h.v3.UpdateGroupVersion(path, doc)
-	h.groupVersions[path] = false
+	h.custom[path] = v
 }
 
 // register serves /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/GROUP/VERSION} on mux.
@@ -196,14 +207,14 @@ func (h *OpenAPIDocuments) register(mux *http.ServeMux) {
 	v2 := http.NewServeMux()
 	h.v2.RegisterOpenAPIVersionedService("/openapi/v2", v2)
 	mux.Handle("/openapi/v2", h.whenBuilt(v2))
-	mux.Handle("/openapi/v3", h.whenBuilt(http.HandlerFunc(h.v3.HandleDiscovery)))
+	mux.Handle("/openapi/v3", h.whenBuilt(http.HandlerFunc(h.serveRoot)))
 	mux.Handle("/openapi/v3/", h.whenBuilt(http.HandlerFunc(h.serveGroupVersion)))
 }
 
 // whenBuilt serves with next if the built-in documents can be built, or says why not.
 func (h *OpenAPIDocuments) whenBuilt(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.buildable(); err != nil {
+		if _, err := h.builtInHashes(); err != nil {
 			writeError(w, apierrors.NewInternalError(fmt.Errorf("the OpenAPI documents could not be built: %w", err)))
 			return
 		}
@@ -211,14 +222,120 @@ func (h *OpenAPIDocuments) whenBuilt(next http.Handler) http.Handler {
 	})
 }
 
+// serveRoot lists each group version's document at its URL with the hash of its JSON, as
+// handler3.OpenAPIService.HandleDiscovery does.
+func (h *OpenAPIDocuments) serveRoot(w http.ResponseWriter, r *http.Request) {
+	builtIn, _ := h.builtInHashes() // whenBuilt has seen no error
+	hashes := maps.Clone(builtIn)
+	modified := h.hashedAt
+	h.mu.RLock()
+	for path, v := range h.custom {
+		if v.err != nil {
+			h.mu.RUnlock()
+			writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, v.err)))
+			return
+		}
+		hashes[path] = v.hash
+		if v.modified.After(modified) {
+			modified = v.modified
+		}
+	}
+	h.mu.RUnlock()
+	root := handler3.OpenAPIV3Discovery{Paths: make(map[string]handler3.OpenAPIV3DiscoveryGroupVersion, len(hashes))}
+	for path, hash := range hashes {
+		root.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: groupVersionURL(path, hash)}
+	}
+	data, err := json.Marshal(root)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Etag", strconv.Quote(hashOf(data)))
+	w.Header().Set("Content-Type", "application/json")
+	http.ServeContent(w, r, "/openapi/v3", modified, bytes.NewReader(data))
+}
+
+// groupVersionURL is where the root lists a group version's document: handler3's
+// /openapi/v3/apis/apps/v1?hash=HASH.
+func groupVersionURL(path, hash string) string {
+	u := url.URL{Path: "/openapi/v3/" + path, RawQuery: url.Values{"hash": {hash}}.Encode()}
+	return u.String()
+}
+
+// groupVersionJSON is the JSON of the group version's document at path, false if none is served.
+func (h *OpenAPIDocuments) groupVersionJSON(path string) ([]byte, time.Time, bool, error) {
+	h.mu.RLock()
+	v, custom := h.custom[path]
+	h.mu.RUnlock()
+	if custom {
+		data, err := json.Marshal(v.doc)
+		return data, v.modified, true, err
+	}
+	if builtIn, _ := h.builtInHashes(); builtIn[path] == "" {
+		return nil, time.Time{}, false, nil
+	}
+	docs, err := h.documents()
+	if err != nil {
+		return nil, time.Time{}, true, err
+	}
+	data, err := json.Marshal(docs.V3[path])
+	return data, h.hashedAt, true, err
+}
+
+// The encodings of a group version's document, in handler3's order of preference: JSON,
+// then protobuf under its two names (answered with the first).
+var v3Encodings = []struct{ subType, contentType string }{
+	{"json", "application/json"},
+	{"com.github.proto-openapi.spec.v3.v1.0+protobuf", "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"},
+	{"com.github.proto-openapi.spec.v3@v1.0+protobuf", "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"},
+}
+
+// serveGroupVersion serves a group version's document as handler3.OpenAPIService's
+// HandleGroupVersion does: in the encoding the Accept header asks for (406 for none), with
+// its hash as the Etag, cacheable for a year when asked for by its hash and redirected to
+// the current hash when asked for by another.
 func (h *OpenAPIDocuments) serveGroupVersion(w http.ResponseWriter, r *http.Request) {
-	gv := strings.TrimPrefix(r.URL.Path, "/openapi/v3/")
-	h.mu.RLock() // held while serving, so that the document is not taken away meanwhile
-	defer h.mu.RUnlock()
-	if _, ok := h.groupVersions[gv]; !ok {
+	path := strings.TrimPrefix(r.URL.Path, "/openapi/v3/")
+	data, modified, ok, err := h.groupVersionJSON(path)
+	switch {
+	case !ok:
 		// handler3 would answer an empty 200 for a group version it does not know.
 		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 		return
+	case err != nil:
+		writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
+		return
 	}
-	h.v3.HandleGroupVersion(w, r)
+	hash := hashOf(data)
+	w.Header().Add("Vary", "Accept")
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		accept = "*/*"
+	}
+	for _, clause := range goautoneg.ParseAccept(accept) {
+		for _, enc := range v3Encodings {
+			if (clause.Type != "application" && clause.Type != "*") || (clause.SubType != enc.subType && clause.SubType != "*") {
+				continue
+			}
+			if enc.subType != "json" {
+				if data, err = handler3.ToV3ProtoBinary(data); err != nil {
+					writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
+					return
+				}
+			}
+			w.Header().Set("Content-Type", enc.contentType)
+			w.Header().Set("Etag", strconv.Quote(hash))
+			if asked := r.URL.Query().Get("hash"); asked != "" {
+				if asked != hash {
+					http.Redirect(w, r, groupVersionURL(path, hash), http.StatusMovedPermanently)
+					return
+				}
+				w.Header().Set("Cache-Control", "public, immutable")
+				w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).Format(time.RFC1123))
+			}
+			http.ServeContent(w, r, "", modified, bytes.NewReader(data))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNotAcceptable)
 }
