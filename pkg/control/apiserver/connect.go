@@ -270,16 +270,36 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 		},
 		Transport:     s.nodeTransport,
 		FlushInterval: -1, // follows and streams go through at once
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var fromNode apierrors.APIStatus
 			if !errors.As(err, &fromNode) {
-				err = apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", nodeName, target.Host, err))
+				err = unreachableNode(r, target, err)
 			}
 			writeError(w, err)
 		},
 		ModifyResponse: nodeError,
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// unreachableNode is kube-apiserver's error for a node it could not reach, in the words of
+// the handler that proxies r there: the upgrade-aware proxy's dial for an upgrade (exec,
+// attach, port-forward), the HTTP client's for a log, and for nodes/proxy the proxy
+// transport's 503.
+func unreachableNode(r *http.Request, target *url.URL, err error) error {
+	switch {
+	case httpstream.IsUpgradeRequest(r):
+		return unknownError(fmt.Errorf("error dialing backend: %w", err))
+	case strings.HasPrefix(target.Path, "/containerLogs/"):
+		return logReadError(target, err)
+	}
+	return apierrors.NewServiceUnavailable("error trying to reach service: " + err.Error())
+}
+
+// logReadError is a failed GET of a log from the node as kube-apiserver's log streamer
+// reports it: the HTTP client's error, `Get "URL": ...`.
+func logReadError(target *url.URL, err error) error {
+	return unknownError(&url.Error{Op: "Get", URL: target.String(), Err: err})
 }
 
 // nodeError is the node API's plain-text error as a Status error with its text as the
