@@ -327,9 +327,9 @@ func addEndpoint(nat *table, sp *proxy.ServicePort, ep proxy.Endpoint) {
 	}
 	proto := protocol(sp)
 	nat.add(sep, comment(sp.Name), "-s "+ep.IP+"/32", "-j", kubeMarkMasq)
-	affinity := ""
-	if sp.AffinitySeconds > 0 {
-		affinity = "-m recent --name " + sep + " --set "
+	args := []string{comment(sp.Name)}
+	if sp.AffinitySeconds > 0 { // before the protocol match, as kube-proxy writes it
+		args = append(args, "-m recent --name "+sep+" --set")
 	}
-	nat.add(sep, comment(sp.Name), fmt.Sprintf("-m %s -p %s", proto, proto), affinity+"-j DNAT --to-destination "+ep.String())
+	nat.add(sep, append(args, fmt.Sprintf("-m %s -p %s -j DNAT --to-destination %s", proto, proto, ep.String()))...)
 }
