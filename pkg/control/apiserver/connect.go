@@ -97,8 +97,11 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		return
 	}
 	podQuery := r.URL.Query()
-	if sub == "exec" || sub == "attach" {
+	switch sub {
+	case "exec", "attach":
 		r.URL.RawQuery = streamQuery(podQuery).Encode()
+	case "log":
+		r.URL.RawQuery = logQuery(podQuery).Encode()
 	}
 	if s.serveWebSocket(w, r, pod.Spec.NodeName, sub, path, podQuery) {
 		return
@@ -190,6 +193,24 @@ func streamQuery(q url.Values) url.Values {
 		}
 	}
 	out["command"] = q["command"]
+	return out
+}
+
+// logQuery is the query of a log request to the node as kube-apiserver's LogLocation
+// writes it: the log options that are set (validLogOptions checked them), not the
+// container, which is in the path.
+func logQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for _, flag := range []string{"follow", "previous", "timestamps"} {
+		if on, _ := strconv.ParseBool(q.Get(flag)); on {
+			out.Set(flag, "true")
+		}
+	}
+	for _, option := range []string{"sinceSeconds", "sinceTime", "tailLines", "limitBytes"} {
+		if v := q.Get(option); v != "" {
+			out.Set(option, v)
+		}
+	}
 	return out
 }
 

@@ -304,7 +304,9 @@ func TestUnreachableNode(t *testing.T) {
 		{"POST", "/api/v1/namespaces/default/pods/a/exec?command=true&stdout=true", spdy, 500, "", "error dialing backend: " + refused},
 		{"POST", "/api/v1/namespaces/default/pods/a/portforward?ports=80", spdy, 500, "", "error dialing backend: " + refused},
 		{"GET", "/api/v1/namespaces/default/pods/a/portforward?ports=80", ws("SPDY/3.1+portforward.k8s.io"), 500, "", "error dialing backend: " + refused},
-		{"GET", "/api/v1/namespaces/default/pods/a/log", nil, 500, "", `Get "https://` + addr + `/containerLogs/default/a/c": ` + refused},
+		// The node gets the log options as kube's LogLocation writes them: the container is in the path.
+		{"GET", "/api/v1/namespaces/default/pods/a/log?container=c&follow=true&tailLines=2&timestamps=false", nil, 500, "",
+			`Get "https://` + addr + `/containerLogs/default/a/c?follow=true&tailLines=2": ` + refused},
 		{"GET", "/api/v1/namespaces/default/pods/a/log", ws("binary.k8s.io"), 500, "", `Get "https://` + addr + `/containerLogs/default/a/c": ` + refused},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
