@@ -120,7 +120,8 @@ func hijacker(w http.ResponseWriter) http.ResponseWriter {
 }
 
 // restResponder answers the upgrade-aware proxy's errors (its "error dialing backend: ..."
-// above all) as kube-apiserver's connect responder does.
+// above all) as kube-apiserver's connect responder does: a Status as it is, any other
+// error a 500 with its text and no reason.
 type restResponder struct{}
 
 func (restResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
