@@ -2,11 +2,16 @@ package nodeapi
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -41,6 +46,35 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// errNoSuchPod is the kubelet's answer to exec, attach, run and port-forward for a pod it
+// does not run.
+var errNoSuchPod = notFound("pod does not exist")
+
+// nodePod is the pod namespace/name and whether this node runs it (it is bound here), as
+// the kubelet's GetPodByName finds it among its pods. pod is nil when that is not known (no
+// API client in unit tests, the API not answering): the runtime then decides.
+func (s *Server) nodePod(ctx context.Context, namespace, name string) (pod *corev1.Pod, here bool) {
+	if s.client == nil {
+		return nil, true
+	}
+	pod, err := s.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err): // a node may read only its own pods
+		return nil, false
+	case err != nil:
+		return nil, true
+	}
+	return pod, pod.Spec.NodeName == s.cfg.NodeName
+}
+
+// declares tells whether the pod has a container, init container or ephemeral container
+// called name (the kubelet's GetContainerSpec).
+func declares(pod *corev1.Pod, name string) bool {
+	named := func(c corev1.Container) bool { return c.Name == name }
+	return slices.ContainsFunc(pod.Spec.Containers, named) || slices.ContainsFunc(pod.Spec.InitContainers, named) ||
+		slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return c.Name == name })
+}
+
 // podContainers are the containerd containers of the pod namespace/name on this node,
 // newest first; the pod's sandbox among them.
 func (s *Server) podContainers(r *http.Request, namespace, pod string) ([]runtime.Container, error) {
@@ -66,6 +100,9 @@ func (s *Server) podContainers(r *http.Request, namespace, pod string) ([]runtim
 // runningContainer finds the running container name of pod namespace/name, for exec and
 // attach.
 func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
+	if _, here := s.nodePod(r.Context(), namespace, pod); !here {
+		return runtime.Container{}, errNoSuchPod
+	}
 	list, err := s.podContainers(r, namespace, pod)
 	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
 		return runtime.Container{}, err
@@ -82,6 +119,9 @@ func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) 
 
 // sandbox is the running pause container of the pod namespace/name, for port-forward.
 func (s *Server) sandbox(r *http.Request, namespace, pod string) (runtime.Container, error) {
+	if _, here := s.nodePod(r.Context(), namespace, pod); !here {
+		return runtime.Container{}, errNoSuchPod
+	}
 	list, err := s.podContainers(r, namespace, pod)
 	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
 		return runtime.Container{}, err

@@ -96,6 +96,14 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// The kubelet's checks of the pod it runs and its spec, in its words.
+	if spec, here := s.nodePod(r.Context(), namespace, pod); !here {
+		writeError(w, notFound("pod %q does not exist", pod))
+		return
+	} else if spec != nil && !declares(spec, name) {
+		writeError(w, notFound("container %q not found in pod %q", name, pod))
+		return
+	}
 	list, err := s.podContainers(r, namespace, pod)
 	if err != nil {
 		writeError(w, err)

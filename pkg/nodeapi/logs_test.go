@@ -49,6 +49,7 @@ func TestPreviousIsTheLastTerminatedRun(t *testing.T) {
 			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, ContainerID: "containerd://" + last}
 		}
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crasher"},
+			Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}
 	}
 	logs := func(pod *corev1.Pod, known []runtime.Container, previous bool) (int, string) {
@@ -90,8 +91,9 @@ func TestPreviousIsTheLastTerminatedRun(t *testing.T) {
 // found ("c")`, which kubectl prints as "unable to upgrade connection: container not found".
 func TestStreamsNeedARunningContainer(t *testing.T) {
 	exited := runtime.Container{ID: "id0", PodNamespace: "default", PodName: "crasher", Name: "c", State: runtime.StateExited}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crasher"}}
-	s := New(Config{NodeName: "node-1"}, listOnly{containers: []runtime.Container{exited}}, fake.NewClientset(pod), func() error { return nil }, nil, nil)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crasher"}, Spec: corev1.PodSpec{NodeName: "node-1"}}
+	creating := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "new"}, Spec: corev1.PodSpec{NodeName: "node-1"}}
+	s := New(Config{NodeName: "node-1"}, listOnly{containers: []runtime.Container{exited}}, fake.NewClientset(pod, creating), func() error { return nil }, nil, nil)
 	for _, tc := range []struct {
 		path      string
 		container string

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 
@@ -193,6 +196,35 @@ func TestPortForwardNeedsARunningSandbox(t *testing.T) {
 		s.ServeHTTP(w, r)
 		if body := strings.TrimSpace(w.Body.String()); w.Code != http.StatusInternalServerError || body != `pod not found ("a_default")` {
 			t.Errorf("%s: %d %q; want 500 pod not found (\"a_default\")", name, w.Code, body)
+		}
+	}
+}
+
+// A pod this node does not run (bound to another node, or gone) is answered as the
+// kubelet's server answers a pod its pod manager does not have: 404 `pod does not exist`
+// (logs: `pod "NAME" does not exist`), before its containers are looked for; a log of a
+// container the pod does not declare is 404 `container "x" not found in pod "NAME"`.
+func TestStreamsToAPodNotOnThisNode(t *testing.T) {
+	here := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}}}
+	there := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "elsewhere"}, Spec: corev1.PodSpec{NodeName: "node-2"}}
+	running := []runtime.Container{
+		{ID: "sb", PodNamespace: "default", PodName: "a", Sandbox: true, State: runtime.StateRunning},
+		{ID: "c1", PodNamespace: "default", PodName: "a", Name: "c", State: runtime.StateRunning, LogPath: "/nonexistent"},
+	}
+	s := New(Config{NodeName: "node-1"}, listOnly{containers: running}, fake.NewClientset(here, there), func() error { return nil }, nil, nil)
+	for _, tc := range []struct{ method, path, want string }{
+		{"POST", "/exec/default/elsewhere/c?command=true&output=1", "pod does not exist"},
+		{"POST", "/attach/default/gone/c?output=1", "pod does not exist"},
+		{"POST", "/portForward/default/elsewhere?port=80", "pod does not exist"},
+		{"POST", "/run/default/gone/c?cmd=true", "pod does not exist"},
+		{"GET", "/containerLogs/default/elsewhere/c", `pod "elsewhere" does not exist`},
+		{"GET", "/containerLogs/default/a/x", `container "x" not found in pod "a"`},
+	} {
+		w := httptest.NewRecorder()
+		s.mux.ServeHTTP(w, httptest.NewRequest(tc.method, tc.path, nil)) // behind the access review
+		if body := strings.TrimSpace(w.Body.String()); w.Code != http.StatusNotFound || body != tc.want {
+			t.Errorf("%s %s: %d %q; want 404 %q", tc.method, tc.path, w.Code, body, tc.want)
 		}
 	}
 }

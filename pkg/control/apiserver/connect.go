@@ -97,8 +97,11 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		return
 	}
 	podQuery := r.URL.Query()
-	if sub == "exec" || sub == "attach" {
+	switch sub {
+	case "exec", "attach":
 		r.URL.RawQuery = streamQuery(podQuery).Encode()
+	case "log":
+		r.URL.RawQuery = logQuery(podQuery).Encode()
 	}
 	if s.serveWebSocket(w, r, pod.Spec.NodeName, sub, path, podQuery) {
 		return
@@ -193,6 +196,24 @@ func streamQuery(q url.Values) url.Values {
 	return out
 }
 
+// logQuery is the query of a log request to the node as kube-apiserver's LogLocation
+// writes it: the log options that are set (validLogOptions checked them), not the
+// container, which is in the path.
+func logQuery(q url.Values) url.Values {
+	out := url.Values{}
+	for _, flag := range []string{"follow", "previous", "timestamps"} {
+		if on, _ := strconv.ParseBool(q.Get(flag)); on {
+			out.Set(flag, "true")
+		}
+	}
+	for _, option := range []string{"sinceSeconds", "sinceTime", "tailLines", "limitBytes"} {
+		if v := q.Get(option); v != "" {
+			out.Set(option, v)
+		}
+	}
+	return out
+}
+
 // podContainer is the container a request names, checked as kube-apiserver checks it (one
 // of the pod's), and for logs as the kubelet checks its status (validateContainerLogStatus:
 // a container that ran has logs, even while it waits to restart). Exec and attach go to
@@ -270,16 +291,36 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 		},
 		Transport:     s.nodeTransport,
 		FlushInterval: -1, // follows and streams go through at once
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var fromNode apierrors.APIStatus
 			if !errors.As(err, &fromNode) {
-				err = apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", nodeName, target.Host, err))
+				err = unreachableNode(r, target, err)
 			}
 			writeError(w, err)
 		},
 		ModifyResponse: nodeError,
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// unreachableNode is kube-apiserver's error for a node it could not reach, in the words of
+// the handler that proxies r there: the upgrade-aware proxy's dial for an upgrade (exec,
+// attach, port-forward), the HTTP client's for a log, and for nodes/proxy the proxy
+// transport's 503.
+func unreachableNode(r *http.Request, target *url.URL, err error) error {
+	switch {
+	case httpstream.IsUpgradeRequest(r):
+		return unknownError(fmt.Errorf("error dialing backend: %w", err))
+	case strings.HasPrefix(target.Path, "/containerLogs/"):
+		return logReadError(target, err)
+	}
+	return apierrors.NewServiceUnavailable("error trying to reach service: " + err.Error())
+}
+
+// logReadError is a failed GET of a log from the node as kube-apiserver's log streamer
+// reports it: the HTTP client's error, `Get "URL": ...`.
+func logReadError(target *url.URL, err error) error {
+	return unknownError(&url.Error{Op: "Get", URL: target.String(), Err: err})
 }
 
 // nodeError is the node API's plain-text error as a Status error with its text as the

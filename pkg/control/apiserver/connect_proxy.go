@@ -53,7 +53,7 @@ func (s *Server) proxyToPodOrService(w http.ResponseWriter, r *http.Request, ri 
 	}
 	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, proxySubpath(ri))
 	r.Header.Del("Authorization") // the user's credentials are for miniapi, not for the pod
-	handler := proxy.NewUpgradeAwareHandler(loc, podTransport, true, false, proxyErrorResponder{})
+	handler := proxy.NewUpgradeAwareHandler(loc, podTransport, true, false, restResponder{})
 	handler.ServeHTTP(w, r)
 }
 
@@ -68,12 +68,6 @@ func proxySubpath(ri *request.RequestInfo) string {
 		p += "/"
 	}
 	return p
-}
-
-type proxyErrorResponder struct{}
-
-func (proxyErrorResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
-	writeError(w, err)
 }
 
 // podLocation is the pod's IP and the port id names, or its first container port (kube's

@@ -1,12 +1,15 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -88,6 +91,29 @@ func TestProxyRefusals(t *testing.T) {
 		w := do(t, h, "GET", "/api/v1/namespaces/default/"+tc.path, nil)
 		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
 			t.Errorf("GET %s: %d %s, want %d %s", tc.path, w.Code, w.Body, tc.code, tc.want)
+		}
+	}
+}
+
+// The upgrade-aware proxy's errors (pods/proxy, services/proxy, port-forward) are written
+// as kube-apiserver's connect responder writes them: a Status as it is, any other error a
+// 500 with its text and no reason ("error dialing backend: ...", not "Internal error
+// occurred: ...").
+func TestProxyErrorsAsKubeApiserver(t *testing.T) {
+	for _, tc := range []struct {
+		err     error
+		code    int
+		message string
+	}{
+		{errors.New("error dialing backend: dial tcp 10.244.1.9:80: connect: no route to host"), 500, "error dialing backend: dial tcp 10.244.1.9:80: connect: no route to host"},
+		{apierrors.NewServiceUnavailable("error trying to reach service: x"), 503, "error trying to reach service: x"},
+	} {
+		w := httptest.NewRecorder()
+		restResponder{}.Error(w, httptest.NewRequest("GET", "/", nil), tc.err)
+		var st metav1.Status
+		_ = json.Unmarshal(w.Body.Bytes(), &st)
+		if w.Code != tc.code || st.Message != tc.message || (tc.code == 500 && st.Reason != "") {
+			t.Errorf("%v: %d %s, want %d %q", tc.err, w.Code, w.Body, tc.code, tc.message)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,7 +51,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 	r.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
 	// The tunnelling writer hands over its connection without a bufio.ReadWriter, which
 	// only apimachinery's upgrade-aware proxy (kube-apiserver's) expects.
-	upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, nodeResponder{nodeName, target.Host})
+	upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, restResponder{})
 	apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
 	return true
 }
@@ -67,7 +68,7 @@ func (s *Server) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeNa
 	}
 	resp, err := s.nodeTransport.RoundTrip(req)
 	if err != nil {
-		nodeResponder{nodeName, target.Host}.Error(w, r, err)
+		writeError(w, logReadError(target, err))
 		return
 	}
 	defer resp.Body.Close()
@@ -118,9 +119,15 @@ func hijacker(w http.ResponseWriter) http.ResponseWriter {
 	}
 }
 
-// nodeResponder answers a failed proxy to the node as proxyToNode does.
-type nodeResponder struct{ node, addr string }
+// restResponder answers the upgrade-aware proxy's errors (its "error dialing backend: ..."
+// above all) as kube-apiserver's connect responder does: a Status as it is, any other
+// error a 500 with its text and no reason.
+type restResponder struct{}
 
-func (n nodeResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
-	writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s is not reachable at %s: %v", n.node, n.addr, err)))
+func (restResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		err = unknownError(err)
+	}
+	writeError(w, err)
 }

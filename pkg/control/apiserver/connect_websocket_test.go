@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -259,5 +261,78 @@ func TestLogOverWebSocket(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || string(body) != want {
 		t.Errorf("plain GET: %d %q, want %q", resp.StatusCode, body, want)
+	}
+}
+
+// TestUnreachableNode: a node nobody answers at is reported as kube-apiserver's handlers
+// report it, each in its own words: nodes/proxy by the proxy transport (503 "error trying to
+// reach service"), an upgrade (exec, attach, port-forward, over SPDY or a WebSocket tunnel)
+// by the upgrade-aware proxy's dial ("error dialing backend"), a log by the HTTP client
+// (`Get "URL": ...`), the last two as errors without a reason (500).
+func TestUnreachableNode(t *testing.T) {
+	srv := serverWithNode(t, fakeNodeRuntime{}, func(*http.Request) {})
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	var n corev1.Node
+	getJSON(t, srv.URL+"/api/v1/nodes/node-1", &n)
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(closed.Addr().(*net.TCPAddr).Port)
+	body, _ := json.Marshal(&n)
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/nodes/node-1/status", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("node status: %v %v", resp, err)
+	}
+	refused := "dial tcp " + addr + ": connect: connection refused"
+	spdy := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"SPDY/3.1"}, "X-Stream-Protocol-Version": {"v4.channel.k8s.io"}}
+	ws := func(protocol string) http.Header {
+		return http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}, "Sec-Websocket-Version": {"13"},
+			"Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}, "Sec-Websocket-Protocol": {protocol}}
+	}
+	for _, tc := range []struct {
+		method, path string
+		header       http.Header
+		code         int
+		reason       metav1.StatusReason
+		message      string
+	}{
+		{"GET", "/api/v1/nodes/node-1/proxy/healthz", nil, 503, metav1.StatusReasonServiceUnavailable, "error trying to reach service: " + refused},
+		{"GET", "/api/v1/nodes/node-1/proxy/healthz", spdy, 500, "", "error dialing backend: " + refused},
+		{"POST", "/api/v1/namespaces/default/pods/a/exec?command=true&stdout=true", spdy, 500, "", "error dialing backend: " + refused},
+		{"POST", "/api/v1/namespaces/default/pods/a/portforward?ports=80", spdy, 500, "", "error dialing backend: " + refused},
+		{"GET", "/api/v1/namespaces/default/pods/a/portforward?ports=80", ws("SPDY/3.1+portforward.k8s.io"), 500, "", "error dialing backend: " + refused},
+		// The node gets the log options as kube's LogLocation writes them: the container is in the path.
+		{"GET", "/api/v1/namespaces/default/pods/a/log?container=c&follow=true&tailLines=2&timestamps=false", nil, 500, "",
+			`Get "https://` + addr + `/containerLogs/default/a/c?follow=true&tailLines=2": ` + refused},
+		{"GET", "/api/v1/namespaces/default/pods/a/log", ws("binary.k8s.io"), 500, "", `Get "https://` + addr + `/containerLogs/default/a/c": ` + refused},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		maps.Copy(req.Header, tc.header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var st metav1.Status
+		_ = json.Unmarshal(data, &st)
+		if resp.StatusCode != tc.code || int(st.Code) != tc.code || st.Reason != tc.reason || st.Message != tc.message {
+			t.Errorf("%s %s (upgrade %q): %d %s\nwant %d %q %q", tc.method, tc.path, tc.header.Get("Upgrade"), resp.StatusCode, data, tc.code, tc.reason, tc.message)
+		}
+	}
+}
+
+func getJSON(t *testing.T, url string, into any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -177,6 +177,9 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 		clusterTarget = svlChain(sp)
 	}
 	hasExternal := sp.NodePort != 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0
+	// kube-proxy's UsesClusterEndpoints: the cluster chain serves internal traffic under
+	// policy Cluster, and external traffic's short-circuit whatever its policy.
+	usesCluster := !sp.InternalLocal || hasExternal
 
 	// Cluster IP.
 	if len(clusterEPs) > 0 {
@@ -232,7 +235,7 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 	}
 
 	// KUBE-SVC: masquerade what does not come from a pod, then pick an endpoint.
-	if len(allEPs) > 0 {
+	if usesCluster && len(allEPs) > 0 {
 		if cfg.MasqueradeAll {
 			nat.add(svc, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "-j", kubeMarkMasq)
 		} else if cfg.ClusterCIDR != "" {
@@ -262,8 +265,10 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 		}
 	}
 	// KUBE-SEP: hairpin masquerade, then DNAT (remembering the client for affinity).
-	for _, ep := range allEPs {
-		addEndpoint(nat, sp, ep)
+	if usesCluster {
+		for _, ep := range allEPs {
+			addEndpoint(nat, sp, ep)
+		}
 	}
 	if sp.InternalLocal || sp.ExternalLocal {
 		for _, ep := range sp.Usable(true) {
@@ -327,9 +332,9 @@ func addEndpoint(nat *table, sp *proxy.ServicePort, ep proxy.Endpoint) {
 	}
 	proto := protocol(sp)
 	nat.add(sep, comment(sp.Name), "-s "+ep.IP+"/32", "-j", kubeMarkMasq)
-	affinity := ""
-	if sp.AffinitySeconds > 0 {
-		affinity = "-m recent --name " + sep + " --set "
+	args := []string{comment(sp.Name)}
+	if sp.AffinitySeconds > 0 { // before the protocol match, as kube-proxy writes it
+		args = append(args, "-m recent --name "+sep+" --set")
 	}
-	nat.add(sep, comment(sp.Name), fmt.Sprintf("-m %s -p %s", proto, proto), affinity+"-j DNAT --to-destination "+ep.String())
+	nat.add(sep, append(args, fmt.Sprintf("-m %s -p %s -j DNAT --to-destination %s", proto, proto, ep.String()))...)
 }

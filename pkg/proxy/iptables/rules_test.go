@@ -239,3 +239,46 @@ func TestRulesFollowTopologyHints(t *testing.T) {
 		t.Errorf("the endpoint hinted elsewhere is in the rules:\n%s", out)
 	}
 }
+
+// sessionAffinity ClientIP: each endpoint's recent list is checked in KUBE-SVC (the timeout
+// in seconds, reaped) and set in its KUBE-SEP before the protocol match, as kube-proxy
+// writes them (iptables-save shows them so).
+func TestRulesForClientIPAffinity(t *testing.T) {
+	ep := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true}
+	sp := proxy.ServicePort{Name: "default/sticky", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, AffinitySeconds: 60,
+		Endpoints: []proxy.Endpoint{ep}}
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{sp}))
+	sep := sepChain(&sp, ep)
+	for _, want := range []string{
+		"-A " + svcChain(&sp) + " " + comment("default/sticky -> 10.244.1.5:8080") + " -m recent --name " + sep + " --rcheck --seconds 60 --reap -j " + sep,
+		"-A " + sep + " " + comment("default/sticky") + " -m recent --name " + sep + " --set -m tcp -p tcp -j DNAT --to-destination 10.244.1.5:8080",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("rules lack\n  %s\nin\n%s", want, out)
+		}
+	}
+}
+
+// internalTrafficPolicy Local on a Service not reachable from outside uses no cluster
+// endpoints (kube-proxy's UsesClusterEndpoints): no KUBE-SVC chain and no KUBE-SEP of a
+// remote endpoint, only the local ones' KUBE-SVL.
+func TestRulesOfInternalLocalUseNoClusterChain(t *testing.T) {
+	local := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true, Local: true}
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	sp := proxy.ServicePort{Name: "default/itp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, InternalLocal: true,
+		Endpoints: []proxy.Endpoint{local, remote}}
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{sp}))
+	for _, absent := range []string{":" + svcChain(&sp) + "\n", ":" + sepChain(&sp, remote) + "\n"} {
+		if strings.Contains(out, absent) {
+			t.Errorf("rules have %q, which kube-proxy does not write:\n%s", absent, out)
+		}
+	}
+	for _, want := range []string{
+		"-A KUBE-SERVICES " + comment("default/itp cluster IP") + " -m tcp -p tcp -d 10.96.0.10/32 --dport 80 -j " + svlChain(&sp),
+		"-A " + svlChain(&sp) + " " + comment("default/itp -> 10.244.1.5:8080") + " -j " + sepChain(&sp, local),
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("rules lack\n  %s\nin\n%s", want, out)
+		}
+	}
+}

@@ -3,40 +3,77 @@ package server
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"regexp"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // /healthz answers kube-proxy's ProxyHealth: lastUpdated, currentTime, nodeEligible,
 // healthy and the per-family status, 503 before the first sync and when a change waited
 // two sync periods.
 func TestHealthzAnswersKubeProxysFields(t *testing.T) {
-	h := &health{period: time.Second}
-	get := func() (int, map[string]any) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	h := &health{period: time.Second, node: func() *corev1.Node { return node }}
+	get := func(path string) (int, map[string]any) {
 		rec := httptest.NewRecorder()
-		h.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		h.handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		var body map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-			t.Fatalf("%v: %s", err, rec.Body)
+			t.Fatalf("%s: %v: %s", path, err, rec.Body)
 		}
-		if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
-			t.Errorf("headers %v: want kube-proxy's X-Content-Type-Options: nosniff", rec.Header())
+		if rec.Header().Get("X-Content-Type-Options") != "nosniff" || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: headers %v: want kube-proxy's", path, rec.Header())
 		}
 		return rec.Code, body
 	}
-	if code, body := get(); code != 503 || body["healthy"] != false {
+	if code, body := get("/healthz"); code != 503 || body["healthy"] != false {
 		t.Errorf("before the first sync: %d %v", code, body)
 	}
 	h.synced(time.Now())
-	code, body := get()
+	code, body := get("/healthz")
 	status, _ := body["status"].(map[string]any)
 	v4, _ := status["IPv4"].(map[string]any)
 	if code != 200 || body["healthy"] != true || body["nodeEligible"] != true || body["lastUpdated"] == nil || body["currentTime"] == nil ||
 		v4["healthy"] != true || v4["lastUpdated"] == nil || body["lastUpdated"] != body["currentTime"] {
 		t.Errorf("after a sync: %d %v", code, body)
 	}
+	// kube-proxy marshals its ProxyHealth struct: its fields in order, no newline after.
+	rec := httptest.NewRecorder()
+	h.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if order := regexp.MustCompile(`^\{"lastUpdated":"[^"]+","currentTime":"[^"]+","nodeEligible":true,"healthy":true,"status":\{"IPv4":\{"lastUpdated":"[^"]+","healthy":true\}\}\}$`); !order.Match(rec.Body.Bytes()) {
+		t.Errorf("body %q: want kube-proxy's field order and no trailing newline", rec.Body)
+	}
 	h.queued(time.Now().Add(-3 * time.Second))
-	if code, body := get(); code != 503 || body["healthy"] != false || h.healthy(time.Now()) {
+	if code, body := get("/healthz"); code != 503 || body["healthy"] != false || h.healthy(time.Now()) {
 		t.Errorf("with a change waiting 3 sync periods: %d %v", code, body)
+	}
+	if code, body := get("/livez"); code != 503 || body["healthy"] != false {
+		t.Errorf("/livez with a change waiting 3 sync periods: %d %v", code, body)
+	}
+}
+
+// A node being deleted, tainted for deletion by the cluster autoscaler, or gone is not
+// eligible: /healthz answers 503 with nodeEligible false (load balancers drain it), while
+// /livez, the proxy's own liveness, answers 200 without nodeEligible, as kube-proxy's.
+func TestNodeEligibility(t *testing.T) {
+	deleting := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
+	tainted := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule}}}}
+	for name, node := range map[string]*corev1.Node{"deleting": deleting, "tainted": tainted, "gone": nil} {
+		h := &health{period: time.Second, node: func() *corev1.Node { return node }}
+		h.synced(time.Now())
+		for path, want := range map[string]int{"/healthz": 503, "/livez": 200} {
+			rec := httptest.NewRecorder()
+			h.handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			var body map[string]any
+			_ = json.Unmarshal(rec.Body.Bytes(), &body)
+			eligible, has := body["nodeEligible"]
+			if rec.Code != want || body["healthy"] != true || (path == "/healthz" && eligible != false) || (path == "/livez" && has) {
+				t.Errorf("%s node, %s: %d %s; want %d, healthy, nodeEligible false on /healthz only", name, path, rec.Code, rec.Body, want)
+			}
+		}
 	}
 }

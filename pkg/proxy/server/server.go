@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +165,12 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	firstSync := make(chan struct{})
 	var firstOnce sync.Once
 	m := newMetrics()
-	h := &health{period: o.SyncPeriod}
+	node := nodeInformer(client, o.HostnameOverride)
+	h := &health{period: o.SyncPeriod, node: func() *corev1.Node {
+		obj, _, _ := node.GetStore().GetByKey(o.HostnameOverride)
+		n, _ := obj.(*corev1.Node)
+		return n
+	}}
 	// The health check node ports of LoadBalancers with externalTrafficPolicy Local.
 	hc := healthcheck.New(o.HostnameOverride, func() bool { return h.healthy(time.Now()) }, log)
 	defer hc.Close()
@@ -226,7 +232,6 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	// This node's zone label, which the topology hints of EndpointSlices are read against:
 	// a change rewrites every Service; the Node's other updates (its status, every few
 	// seconds) ask for nothing (kube-proxy's NodeTopologyConfig).
-	node := nodeInformer(client, o.HostnameOverride)
 	onNode := func(obj any) {
 		zone := ""
 		if n, ok := obj.(*corev1.Node); ok {
@@ -297,13 +302,15 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	}
 }
 
-// nodeInformer watches the Node name alone, keeping only its labels.
+// nodeInformer watches the Node name alone, keeping only its labels (its zone) and what
+// says whether it is eligible for load balancers' traffic (deletion, taints).
 func nodeInformer(client *apiclient.Client, name string) cache.SharedIndexInformer {
 	lw := cache.NewListWatchFromClient(client.Core, "nodes", metav1.NamespaceAll, fields.OneTermEqualSelector("metadata.name", name))
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
 	utilruntime.Must(inf.SetTransform(func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Node); ok {
-			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
+			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
+				DeletionTimestamp: n.DeletionTimestamp}, Spec: corev1.NodeSpec{Taints: n.Spec.Taints}}, nil
 		}
 		return obj, nil
 	}))
@@ -319,10 +326,12 @@ func serve(ctx context.Context, l net.Listener, h http.Handler) error {
 	return nil
 }
 
-// health answers /healthz as kube-proxy does: healthy unless a change has waited for a sync
-// longer than twice the sync period.
+// health answers /healthz and /livez as kube-proxy does: healthy unless a change has waited
+// for a sync longer than twice the sync period; /healthz also says whether the node is
+// eligible for load balancers' traffic.
 type health struct {
 	period time.Duration
+	node   func() *corev1.Node // this node as last seen; nil if it is gone
 	mu     sync.Mutex
 	last   time.Time // last successful sync
 	oldest time.Time // oldest change not yet synced (zero: none)
@@ -353,34 +362,67 @@ func (h *health) healthyLocked(now time.Time) bool {
 	return !h.last.IsZero() && (h.oldest.IsZero() || now.Sub(h.oldest) < 2*h.period)
 }
 
+// proxyHealth is kube-proxy's ProxyHealth, its fields in its order.
+type proxyHealth struct {
+	LastUpdated  time.Time                `json:"lastUpdated"`
+	CurrentTime  time.Time                `json:"currentTime"`
+	NodeEligible *bool                    `json:"nodeEligible,omitempty"`
+	Healthy      bool                     `json:"healthy"`
+	Status       map[string]proxierHealth `json:"status,omitempty"`
+}
+
 // proxierHealth is one IP family's entry of kube-proxy's "status".
 type proxierHealth struct {
 	LastUpdated time.Time `json:"lastUpdated"`
 	Healthy     bool      `json:"healthy"`
 }
 
+// report is the health at now of our one proxier, IPv4.
+func (h *health) report(now time.Time) proxyHealth {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	healthy := h.healthyLocked(now)
+	return proxyHealth{LastUpdated: h.last, CurrentTime: now, Healthy: healthy,
+		Status: map[string]proxierHealth{ipFamily: {LastUpdated: h.last, Healthy: healthy}}}
+}
+
+// nodeEligible is kube-proxy's NodeEligible: the node exists, is not being deleted and
+// is not tainted for deletion by the cluster autoscaler.
+func nodeEligible(n *corev1.Node) bool {
+	return n != nil && n.DeletionTimestamp.IsZero() &&
+		!slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == toBeDeletedTaint })
+}
+
+// toBeDeletedTaint is the cluster autoscaler's taint of a node it is about to remove.
+const toBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
 func (h *health) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		now := time.Now()
-		h.mu.Lock()
-		last, healthy := h.last, h.healthyLocked(now)
-		h.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if !healthy {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		// kube-proxy's ProxyHealth: one proxier, IPv4. As kube-proxy, the top-level
-		// lastUpdated of a healthy proxy is now (older releases' meaning: the loop ran).
-		top := last
-		if healthy {
-			top = now
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"lastUpdated": top, "currentTime": now, "nodeEligible": true, "healthy": healthy,
-			"status": map[string]proxierHealth{ipFamily: {LastUpdated: last, Healthy: healthy}}})
+		report := h.report(time.Now())
+		eligible := nodeEligible(h.node())
+		report.NodeEligible = &eligible
+		writeHealth(w, report, report.Healthy && eligible)
+	})
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+		report := h.report(time.Now())
+		writeHealth(w, report, report.Healthy)
 	})
 	return mux
+}
+
+// writeHealth answers 200 if ok, 503 if not, with the report as kube-proxy writes it: the
+// top-level lastUpdated of an ok answer is now (older releases' meaning: the loop ran).
+func writeHealth(w http.ResponseWriter, report proxyHealth, ok bool) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if ok {
+		report.LastUpdated = report.CurrentTime
+	} else {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	data, _ := json.Marshal(report)
+	_, _ = w.Write(data)
 }
 
 // metrics are kube-proxy's, by name. Those of one proxier's syncs carry kube-proxy's
