@@ -81,7 +81,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition, converters *conver
 	}
 	for _, res := range out {
 		if res != storage {
-			res.Conversion = noneConversion(storage)
+			res.Conversion = noneConversion(res, storage, schemas, crd.Spec.PreserveUnknownFields)
 		}
 	}
 	return out, nil
