@@ -3,6 +3,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -278,17 +279,25 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			return strategy.ValidateUpdate(ctx, u, was)
 		},
 		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj)) },
-		// The fields pruning would drop, as upstream's decoder of custom resources reports them.
+		// The fields nothing declares, as upstream's decoder of custom resources reports
+		// them: the metadata's, those pruning would drop, an embedded resource's metadata's.
 		UnknownFields: func(obj runtime.Object) []string {
-			if structural == nil || crd.Spec.PreserveUnknownFields {
-				return nil
+			unknown := slices.Clone(obj.(*Object).unknownMetadata)
+			if structural == nil {
+				return unknown
 			}
-			paths := structuralpruning.PruneWithOptions(withoutManagedFields(obj).UnstructuredContent(), structural, true,
-				structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-			for i, p := range paths {
-				paths[i] = fmt.Sprintf("unknown field %q", p)
+			content := withoutManagedFields(obj).UnstructuredContent()
+			var paths []string
+			if !crd.Spec.PreserveUnknownFields {
+				paths = structuralpruning.PruneWithOptions(content, structural, true,
+					structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 			}
-			return paths
+			_, embedded := structuralobjectmeta.CoerceWithOptions(nil, content, structural, false,
+				structuralobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+			for _, p := range append(paths, embedded...) {
+				unknown = append(unknown, fmt.Sprintf("unknown field %q", p))
+			}
+			return unknown
 		},
 		Fields: func(obj runtime.Object) fields.Set {
 			_, set, err := strategy.GetAttrs(withoutManagedFields(obj))
