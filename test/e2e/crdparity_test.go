@@ -50,8 +50,9 @@ spec:
 // fields of its metadata and of an embedded resource's metadata are refused by kubectl's
 // default (strict) field validation and warned of with --validate=warn; with the None
 // conversion, what the version converted to does not declare is pruned (not served at v2,
-// not stored at v1). Before, the metadata's unknown fields were dropped silently and every
-// field was kept across versions.
+// not stored at v1); an embedded resource that does not decode is a bad request. Before,
+// the metadata's unknown fields were dropped silently, every field was kept across
+// versions, and the embedded resource was refused by validation (422).
 func TestCustomResourceParity(t *testing.T) {
 	l := upLab(t, "e2e-crdparity", 1)
 	applyYAML(t, l, knobsCRD)
@@ -75,6 +76,20 @@ spec:
 		if !strings.Contains(out, want) {
 			t.Errorf("create --validate=warn: no %q in\n%s", want, out)
 		}
+	}
+
+	// An embedded resource that does not decode: refused as the body is decoded (400),
+	// whatever the field validation.
+	_, err = cluster.Kubectl(context.Background(), l, "create", "--validate=false", "-f", writeManifest(t, `apiVersion: example.com/v1
+kind: Knob
+metadata: {name: k3}
+spec:
+  template: {apiVersion: 5, kind: Pod}
+`))
+	want = `Error from server (BadRequest): error when creating`
+	wantCause := `Knob in version "v1" cannot be handled as a Knob: spec.template.apiVersion: Invalid value: 5: must be a string`
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), wantCause) {
+		t.Errorf("create with an embedded apiVersion of the wrong type: %v, want %q and %q", err, want, wantCause)
 	}
 
 	get := func(resource, name string) string {

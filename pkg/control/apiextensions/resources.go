@@ -19,6 +19,7 @@ import (
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
@@ -280,11 +281,12 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 		},
 		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj)) },
 		// The fields nothing declares, as upstream's decoder of custom resources reports
-		// them: the metadata's, those pruning would drop, an embedded resource's metadata's.
-		UnknownFields: func(obj runtime.Object) []string {
+		// them: the metadata's, those pruning would drop, an embedded resource's metadata's;
+		// an embedded resource that does not decode fails there.
+		UnknownFields: func(obj runtime.Object) ([]string, error) {
 			unknown := slices.Clone(obj.(*Object).unknownMetadata)
 			if structural == nil {
-				return unknown
+				return unknown, nil
 			}
 			content := withoutManagedFields(obj).UnstructuredContent()
 			var paths []string
@@ -292,12 +294,15 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 				paths = structuralpruning.PruneWithOptions(content, structural, true,
 					structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 			}
-			_, embedded := structuralobjectmeta.CoerceWithOptions(nil, content, structural, false,
+			fieldErr, embedded := structuralobjectmeta.CoerceWithOptions(nil, content, structural, false,
 				structuralobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+			if fieldErr != nil {
+				return nil, apierrors.NewBadRequest(fieldErr.Error())
+			}
 			for _, p := range append(paths, embedded...) {
 				unknown = append(unknown, fmt.Sprintf("unknown field %q", p))
 			}
-			return unknown
+			return unknown, nil
 		},
 		Fields: func(obj runtime.Object) fields.Set {
 			_, set, err := strategy.GetAttrs(withoutManagedFields(obj))

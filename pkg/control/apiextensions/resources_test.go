@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -83,7 +84,15 @@ status:
 		t.Fatal(err)
 	}
 	want := []string{`unknown field "metadata.junk"`, `unknown field "spec.other"`, `unknown field "spec.template.metadata.junk"`}
-	if got := resources[0].Rules.UnknownFields(obj); !reflect.DeepEqual(got, want) {
-		t.Errorf("unknown fields %q, want %q", got, want)
+	if got, err := resources[0].Rules.UnknownFields(obj); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("unknown fields %q (%v), want %q", got, err, want)
+	}
+
+	// An embedded resource whose apiVersion, kind or metadata does not decode cannot be
+	// handled: upstream's decoder fails on it, whatever the field validation.
+	obj.Spec = map[string]any{"template": map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": int64(5)}}}
+	wantErr := `spec.template.metadata: Invalid value: {"name":5}: json: cannot unmarshal number into Go struct field ObjectMeta.name of type string`
+	if _, err := resources[0].Rules.UnknownFields(obj); !apierrors.IsBadRequest(err) || err.Error() != wantErr {
+		t.Errorf("embedded metadata of the wrong type: %v, want %s", err, wantErr)
 	}
 }
