@@ -15,19 +15,31 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// noneConversion stores objects of a served version at the storage version, as the
-// `None` conversion strategy does: the same fields under another apiVersion.
-func noneConversion(storage *registry.Resource) *registry.Conversion {
-	convert := func(gv schema.GroupVersion) func(obj runtime.Object) (runtime.Object, error) {
-		return func(obj runtime.Object) (runtime.Object, error) {
-			out := obj.DeepCopyObject().(*Object)
-			out.APIVersion = gv.String()
-			return out, nil
+// noneConversion serves res, a version other than storage, with the `None` conversion
+// strategy: the same fields under another apiVersion, pruned with the schema of the
+// version converted to (schemas, by version), as upstream's schemaCoercingConverter prunes
+// what its converter returns.
+func noneConversion(res, storage *registry.Resource, schemas map[string]*structuralschema.Structural, preserveUnknownFields bool) *registry.Conversion {
+	convert := func(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error) {
+		out := obj.DeepCopyObject().(*Object)
+		out.APIVersion = to.String()
+		if s := schemas[to.Version]; s != nil && !preserveUnknownFields {
+			content := out.withoutMetadata()
+			if err := coerce(content, s, false); err != nil {
+				return nil, err
+			}
+			out.setWithoutMetadata(content)
 		}
+		return out, nil
 	}
-	return &registry.Conversion{Storage: storage, ToStorage: convert(storage.GroupVersion()),
-		// FromStorage's result is given its served apiVersion by the caller (generic.Decode).
-		FromStorage: func(obj runtime.Object) (runtime.Object, error) { return obj, nil }}
+	return &registry.Conversion{Storage: storage,
+		ToStorage: func(obj runtime.Object) (runtime.Object, error) { return convert(obj, storage.GroupVersion()) },
+		FromStorage: func(obj runtime.Object) (runtime.Object, error) {
+			if obj.(*Object).APIVersion == res.GroupVersion().String() {
+				return obj, nil
+			}
+			return convert(obj, res.GroupVersion())
+		}}
 }
 
 // useWebhook makes every served version of crd convert through its conversion webhook

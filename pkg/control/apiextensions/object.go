@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
 )
 
 // Object is a custom resource. Its metadata is a typed ObjectMeta, so that the registry's
@@ -19,6 +20,9 @@ type Object struct {
 	Status            any `json:"status,omitempty"`
 	// Fields are the other top-level fields.
 	Fields map[string]any `json:"-"`
+	// unknownMetadata are the fields of the metadata decoded that ObjectMeta does not have
+	// (or has twice), as strict decoding errors: upstream reports them as unknown fields.
+	unknownMetadata []string
 }
 
 var _ runtime.Object = &Object{}
@@ -142,7 +146,7 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 		case "kind":
 			err = json.Unmarshal(v, &o.Kind)
 		case "metadata":
-			err = json.Unmarshal(v, &o.ObjectMeta)
+			o.unknownMetadata, err = decodeMetadata(v, &o.ObjectMeta)
 		case "spec":
 			o.Spec, err = jsonValue(v)
 		case "status":
@@ -158,6 +162,23 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// decodeMetadata decodes metadata as kube-apiserver does (case-sensitive), and says which
+// of its fields are unknown or repeated ("unknown field \"metadata.x\"").
+func decodeMetadata(data []byte, meta *metav1.ObjectMeta) ([]string, error) {
+	strictErrs, err := kjson.UnmarshalStrict(data, meta)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, e := range strictErrs {
+		if fe, ok := e.(kjson.FieldError); ok {
+			fe.SetFieldPath("metadata." + fe.FieldPath())
+			unknown = append(unknown, fe.Error())
+		}
+	}
+	return unknown, nil
 }
 
 // jsonValue decodes a JSON value as unstructured.Unstructured does: integers as int64,

@@ -3,6 +3,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,6 +19,7 @@ import (
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured/unstructuredscheme"
@@ -81,7 +83,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition, converters *conver
 	}
 	for _, res := range out {
 		if res != storage {
-			res.Conversion = noneConversion(storage)
+			res.Conversion = noneConversion(res, storage, schemas, crd.Spec.PreserveUnknownFields)
 		}
 	}
 	return out, nil
@@ -278,17 +280,29 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 			return strategy.ValidateUpdate(ctx, u, was)
 		},
 		Warnings: func(obj runtime.Object) []string { return strategy.WarningsOnCreate(ctx, withoutManagedFields(obj)) },
-		// The fields pruning would drop, as upstream's decoder of custom resources reports them.
-		UnknownFields: func(obj runtime.Object) []string {
-			if structural == nil || crd.Spec.PreserveUnknownFields {
-				return nil
+		// The fields nothing declares, as upstream's decoder of custom resources reports
+		// them: the metadata's, those pruning would drop, an embedded resource's metadata's;
+		// an embedded resource that does not decode fails there.
+		UnknownFields: func(obj runtime.Object) ([]string, error) {
+			unknown := slices.Clone(obj.(*Object).unknownMetadata)
+			if structural == nil {
+				return unknown, nil
 			}
-			paths := structuralpruning.PruneWithOptions(withoutManagedFields(obj).UnstructuredContent(), structural, true,
-				structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-			for i, p := range paths {
-				paths[i] = fmt.Sprintf("unknown field %q", p)
+			content := withoutManagedFields(obj).UnstructuredContent()
+			var paths []string
+			if !crd.Spec.PreserveUnknownFields {
+				paths = structuralpruning.PruneWithOptions(content, structural, true,
+					structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 			}
-			return paths
+			fieldErr, embedded := structuralobjectmeta.CoerceWithOptions(nil, content, structural, false,
+				structuralobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+			if fieldErr != nil {
+				return nil, apierrors.NewBadRequest(fieldErr.Error())
+			}
+			for _, p := range append(paths, embedded...) {
+				unknown = append(unknown, fmt.Sprintf("unknown field %q", p))
+			}
+			return unknown, nil
 		},
 		Fields: func(obj runtime.Object) fields.Set {
 			_, set, err := strategy.GetAttrs(withoutManagedFields(obj))

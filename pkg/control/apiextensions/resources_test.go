@@ -1,10 +1,14 @@
 package apiextensions
 
 import (
+	"reflect"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 )
 
 // A deprecated version's warning is upstream's: its own text, else the newest served,
@@ -37,5 +41,58 @@ func TestDeprecationWarning(t *testing.T) {
 		if got := deprecationWarning(tc.spec, tc.of); got != tc.want {
 			t.Errorf("%s of %+v: %q, want %q", tc.of.Name, tc.spec.Versions, got, tc.want)
 		}
+	}
+}
+
+// The fields a custom resource names that nothing declares are upstream's unknown fields
+// (what fieldValidation Strict refuses and Warn warns of), in its order: those of the
+// metadata, those pruning drops, those of an embedded resource's metadata. Before, the
+// metadata's were not reported (dropped as the body was decoded).
+func TestUnknownFieldsOfTheMetadata(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: boxes.example.com}
+spec:
+  group: example.com
+  names: {plural: boxes, singular: box, kind: Box, listKind: BoxList}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+status:
+  acceptedNames: {plural: boxes, singular: box, kind: Box, listKind: BoxList}
+`), crd); err != nil {
+		t.Fatal(err)
+	}
+	resources, err := Resources(crd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &Object{}
+	body := `{"apiVersion":"example.com/v1","kind":"Box","metadata":{"name":"b","junk":1,"labels":{"a":"b"}},` +
+		`"spec":{"other":1,"template":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","junk":2},"spec":{}}}}`
+	if _, err := kjson.UnmarshalStrict([]byte(body), obj); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`unknown field "metadata.junk"`, `unknown field "spec.other"`, `unknown field "spec.template.metadata.junk"`}
+	if got, err := resources[0].Rules.UnknownFields(obj); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("unknown fields %q (%v), want %q", got, err, want)
+	}
+
+	// An embedded resource whose apiVersion, kind or metadata does not decode cannot be
+	// handled: upstream's decoder fails on it, whatever the field validation.
+	obj.Spec = map[string]any{"template": map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": int64(5)}}}
+	wantErr := `spec.template.metadata: Invalid value: {"name":5}: json: cannot unmarshal number into Go struct field ObjectMeta.name of type string`
+	if _, err := resources[0].Rules.UnknownFields(obj); !apierrors.IsBadRequest(err) || err.Error() != wantErr {
+		t.Errorf("embedded metadata of the wrong type: %v, want %s", err, wantErr)
 	}
 }

@@ -64,10 +64,13 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 // not declare, for the kinds that decode any field (registry.Rules.UnknownFields: custom
 // resources), as decodeInto handles a built-in kind's unknown fields.
 func undeclaredFields(res *registry.Resource, obj runtime.Object, directive fieldValidation) ([]string, error) {
-	if res.Rules.UnknownFields == nil || directive == validationIgnore {
+	if res.Rules.UnknownFields == nil {
 		return nil, nil
 	}
-	msgs := res.Rules.UnknownFields(obj)
+	msgs, err := res.Rules.UnknownFields(obj)
+	if err != nil || directive == validationIgnore {
+		return nil, err
+	}
 	if len(msgs) > 0 && directive == validationStrict {
 		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
 	}

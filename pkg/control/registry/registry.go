@@ -99,7 +99,8 @@ type Rules struct {
 	// UnknownFields names the fields of a decoded object that its schema does not declare,
 	// for kinds that decode whatever they are given (custom resources): what
 	// ?fieldValidation= refuses or warns of, as it does a built-in kind's unknown fields.
-	UnknownFields func(obj runtime.Object) []string
+	// Its error, whatever the field validation, is that the object cannot be decoded.
+	UnknownFields func(obj runtime.Object) ([]string, error)
 	// Generation: the kind's metadata.generation counts changes to its spec (1 on create),
 	// as the strategies of Kubernetes' workloads, pods and PodDisruptionBudgets set it; other
 	// kinds (Services, ConfigMaps, ...) have none.
