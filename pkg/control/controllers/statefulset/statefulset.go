@@ -119,13 +119,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	var owned []*corev1.Pod
 	// As kube's truncateHistory, the current revision and those of its pods are kept, and
 	// do not count against revisionHistoryLimit.
-	// Revision names hash the collision count only once there was one: status reads 0
-	// before, as kube's, and the names made before that was written stay.
-	collisions := set.Status.CollisionCount
-	if ptr.Deref(collisions, 0) == 0 {
-		collisions = nil
+	owner, err := history.NewStatefulSetOwner(set)
+	if err != nil {
+		return 0, err
 	}
-	owner := history.NewOwner(set, kind, &set.Spec.Template, collisions, set.Spec.RevisionHistoryLimit)
 	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
 	for _, p := range all {
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
