@@ -305,3 +305,35 @@ spec:
 		return err == nil && pod.UID != first.UID
 	})
 }
+
+// TestStatefulSetRestoresPodIdentity: a pod whose statefulset.kubernetes.io/pod-name label
+// was taken away gets it back, with kube's Event "update Pod id-0 in StatefulSet id
+// successful" (its identityMatches and UpdateStatefulPod).
+func TestStatefulSetRestoresPodIdentity(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	startKubelet(t, cl.Client)
+	cl.MustKubectl(t, `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: id}
+spec:
+  serviceName: id
+  replicas: 1
+  selector: {matchLabels: {app: id}}
+  template:
+    metadata: {labels: {app: id}}
+    spec:
+      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
+`, "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/id", "--timeout=60s")
+	cl.MustKubectl(t, "", "label", "pod", "id-0", "statefulset.kubernetes.io/pod-name-", "apps.kubernetes.io/pod-index=7", "--overwrite")
+	controllertest.Until(t, "the pod's identity labels restored", 30*time.Second, func() bool {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "id-0", metav1.GetOptions{})
+		return err == nil && pod.Labels["statefulset.kubernetes.io/pod-name"] == "id-0" && pod.Labels["apps.kubernetes.io/pod-index"] == "0"
+	})
+	controllertest.Until(t, "the SuccessfulUpdate event", 10*time.Second, func() bool {
+		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=id,reason=SuccessfulUpdate"})
+		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "update Pod id-0 in StatefulSet id successful"
+	})
+}
