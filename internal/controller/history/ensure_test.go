@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
@@ -109,5 +112,24 @@ func TestPruneSparesLiveRevisions(t *testing.T) {
 				t.Errorf("revisions left %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A revision whose data is the template's is the template's revision whatever its name and
+// hash label, as kube's controllers find it (StatefulSet FindEqualRevisions, DaemonSet
+// Match): a set whose revisions were named otherwise (by an older minik8s) rolls nothing.
+func TestEnsureFindsTheRevisionByItsData(t *testing.T) {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: "ns", UID: "u1"}}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "one"}}
+	data, err := Patch(&ds.Spec.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "ds-old", Namespace: "ns", Labels: map[string]string{HashLabel: "old"},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, dsKind)}}, Data: runtime.RawExtension{Raw: data}, Revision: 1}
+	client := fake.NewClientset(old)
+	revs := ensure(t, client, ds, "one", nil, false)
+	if len(revs) != 1 || revs["old"].Name != "ds-old" {
+		t.Errorf("revisions %v, want only ds-old", slices.Collect(maps.Keys(revs)))
 	}
 }

@@ -7,11 +7,14 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"sort"
+	"strconv"
 
 	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/utils/ptr"
@@ -43,11 +47,34 @@ type Owner struct {
 	LiveCounts bool
 }
 
-// NewOwner is the Owner of a DaemonSet or StatefulSet: its template hashed with its
-// collisionCount, and its revisionHistoryLimit (Kubernetes' default 10 when unset).
+// NewOwner is the Owner of a DaemonSet: its template hashed with its collisionCount, as
+// kube's daemonset controller names revisions (ComputeHash), and its revisionHistoryLimit
+// (Kubernetes' default 10 when unset).
 func NewOwner(obj metav1.Object, kind schema.GroupVersionKind, template *corev1.PodTemplateSpec, collisionCount, revisionHistoryLimit *int32) Owner {
 	return Owner{Object: obj, Kind: kind, Template: template, Hash: templatehash.Of(template, collisionCount),
 		Limit: int(ptr.Deref(revisionHistoryLimit, 10))}
+}
+
+// NewStatefulSetOwner is the Owner of a StatefulSet, whose revisions kube's statefulset
+// controller names otherwise (newRevision): by HashControllerRevision of the revision's
+// data with the collision count, 0 when the status has none.
+func NewStatefulSetOwner(set *appsv1.StatefulSet) (Owner, error) {
+	data, err := Patch(&set.Spec.Template)
+	if err != nil {
+		return Owner{}, err
+	}
+	o := NewOwner(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), &set.Spec.Template, nil, set.Spec.RevisionHistoryLimit)
+	o.Hash = hashData(data, ptr.Deref(set.Status.CollisionCount, 0))
+	return o, nil
+}
+
+// hashData is kube's HashControllerRevision: FNV-32 (not 32a) of the data, then of the
+// collision count in decimal, as safe characters.
+func hashData(data []byte, collisionCount int32) string {
+	h := fnv.New32()
+	h.Write(data)
+	h.Write([]byte(strconv.FormatInt(int64(collisionCount), 10)))
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
 // Ensure makes sure the current template has the newest revision and prunes old ones; it
@@ -58,6 +85,10 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 	if err != nil {
 		return nil, nil, err
 	}
+	data, err := Patch(o.Template)
+	if err != nil {
+		return nil, nil, err
+	}
 	var owned []*appsv1.ControllerRevision
 	var newest int64
 	var current *appsv1.ControllerRevision
@@ -65,17 +96,15 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == o.Object.GetUID() {
 			owned = append(owned, r)
 			newest = max(newest, r.Revision)
-			if r.Labels[HashLabel] == o.Hash {
+			// The template's revision is the newest with its data, whatever its name, as
+			// kube's FindEqualRevisions and the daemonset's Match find it.
+			if bytes.Equal(r.Data.Raw, data) && (current == nil || r.Revision > current.Revision) {
 				current = r
 			}
 		}
 	}
 	switch {
 	case current == nil:
-		data, err := Patch(o.Template)
-		if err != nil {
-			return nil, nil, err
-		}
 		rev := &appsv1.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: o.Object.GetName() + "-" + o.Hash, Namespace: ns,
 				Labels:          map[string]string{HashLabel: o.Hash},

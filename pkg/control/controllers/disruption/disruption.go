@@ -188,11 +188,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	expected, desired, unmanaged, err := c.expectations(pdb, pods)
 	if err != nil {
 		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
-		pdb.Status.DisruptionsAllowed = 0
-		pdb.Status.ObservedGeneration = pdb.Generation
-		apimeta.SetStatusCondition(&pdb.Status.Conditions, metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
-			Reason: policyv1.SyncFailedReason, Message: err.Error(), ObservedGeneration: pdb.Generation})
-		return 0, c.writeStatus(ctx, shared, pdb)
+		return 0, c.failSafe(ctx, shared, pdb, err)
 	}
 	if unmanaged {
 		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "UnmanagedPods", "Pods selected by this PodDisruptionBudget (selector: %v) were found "+
@@ -219,6 +215,16 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	apimeta.SetStatusCondition(&st.Conditions, cond)
 	return again, c.writeStatus(ctx, shared, pdb)
+}
+
+// failSafe allows no disruption after a failed sync, saying why, and keeps the rest of the
+// status, its observedGeneration too, as Kubernetes' failSafe: the status was not computed
+// for the current spec.
+func (c *Controller) failSafe(ctx context.Context, shared, pdb *policyv1.PodDisruptionBudget, err error) error {
+	pdb.Status.DisruptionsAllowed = 0
+	apimeta.SetStatusCondition(&pdb.Status.Conditions, metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
+		Reason: policyv1.SyncFailedReason, Message: err.Error(), ObservedGeneration: pdb.Status.ObservedGeneration})
+	return c.writeStatus(ctx, shared, pdb)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, shared, pdb *policyv1.PodDisruptionBudget) error {

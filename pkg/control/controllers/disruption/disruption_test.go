@@ -224,3 +224,35 @@ func TestPodWithTwoBudgetsIsWarnedOf(t *testing.T) {
 		return false, fmt.Sprint(len(events.Items), " events")
 	})
 }
+
+// A budget whose sync fails (a pod's controller is not found) allows no disruption and says
+// SyncFailed with the error, but keeps the generation it last observed, as Kubernetes'
+// failSafe does: the status does not claim to describe the spec it failed on.
+func TestFailedSyncKeepsObservedGeneration(t *testing.T) {
+	// Without the garbage collector, which would delete the pod of a missing owner.
+	c := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"*", "-garbagecollector"} })
+	ctx := context.Background()
+	gone := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "gone", UID: "0e1c1d0b-0000-4000-8000-000000000000", Controller: ptr.To(true)}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "orphan"}, OwnerReferences: []metav1.OwnerReference{gone}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A minAvailable number counts the pods themselves: the sync succeeds.
+	c.MustKubectl(t, "", "create", "pdb", "orphan", "--selector=app=orphan", "--min-available=1")
+	controllertest.WaitFor(t, "budget status", 15*time.Second, func() (bool, string) {
+		p := statusOf(t, c, "orphan")
+		return summary(p) == "expected=1 desired=1 healthy=0 allowed=0 gen=1/1 False/InsufficientPods", summary(p)
+	})
+	// maxUnavailable needs the pod's controller, which is not there.
+	c.MustKubectl(t, "", "patch", "pdb", "orphan", "--type=merge", "-p", `{"spec":{"minAvailable":null,"maxUnavailable":1}}`)
+	controllertest.WaitFor(t, "the failed sync", 15*time.Second, func() (bool, string) {
+		p := statusOf(t, c, "orphan")
+		cond := apimeta.FindStatusCondition(p.Status.Conditions, policyv1.DisruptionAllowedCondition)
+		got := summary(p)
+		if cond != nil {
+			got += fmt.Sprintf(" %q condition-gen=%d", cond.Message, cond.ObservedGeneration)
+		}
+		return got == `expected=1 desired=1 healthy=0 allowed=0 gen=1/2 False/SyncFailed "found no controllers for pod \"orphan\"" condition-gen=1`, got
+	})
+}

@@ -1,10 +1,10 @@
 package endpointslice
 
 import (
+	"github.com/minik8s/minik8s/internal/controller/nodeready"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/endpointslice/topologycache"
 	"k8s.io/endpointslice/trafficdist"
 	"k8s.io/klog/v2"
@@ -82,12 +82,7 @@ func (c *Controller) checkNodeTopology() {
 func (c *Controller) onNodeUpdate(old, cur any) {
 	o, ok1 := old.(*corev1.Node)
 	n, ok2 := cur.(*corev1.Node)
-	if !ok1 || !ok2 || nodeReady(o) != nodeReady(n) || o.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
+	if !ok1 || !ok2 || nodeready.Ready(o) != nodeready.Ready(n) || o.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
 		c.Queue.Add(topologyKey)
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	_, cond := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
-	return cond != nil && cond.Status == corev1.ConditionTrue
 }

@@ -442,3 +442,41 @@ func TestPodReplacementPolicyFailed(t *testing.T) {
 		t.Errorf("failed = %d, want 1", j.Status.Failed)
 	}
 }
+
+// Two pods that already succeeded are adopted by a Job of one completion (a manual
+// selector matching them): the Job counts both, completes, and says so with kube's
+// Warning TooManySucceededPods beside Completed.
+func TestTooManySucceededPods(t *testing.T) {
+	c, ctx := start(t)
+	labels := map[string]string{"app": "twice"}
+	for _, name := range []string{"done-1", "done-2"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "work", Image: "localhost/minik8s/busybox:v1"}}}}
+		p, err := c.Client.CoreV1().Pods(c.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		finishPod(t, ctx, c, *p, 0)
+	}
+	j := newJob("twice")
+	j.Spec.ManualSelector = ptr.To(true)
+	j.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+	j.Spec.Template.Labels = labels
+	createJob(t, ctx, c, j)
+	controllertest.Until(t, "completion", 20*time.Second, func() bool { return jobCondition(getJob(t, ctx, c, "twice"), batchv1.JobComplete) != nil })
+	j = getJob(t, ctx, c, "twice")
+	if j.Status.Succeeded != 2 {
+		t.Errorf("succeeded = %d, want both pods counted", j.Status.Succeeded)
+	}
+	controllertest.Until(t, "the TooManySucceededPods event", 10*time.Second, func() bool {
+		return hasEvent(events(t, ctx, c, j), "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
+	})
+	for _, e := range events(t, ctx, c, j) {
+		if e.Reason == "TooManySucceededPods" && e.Type != corev1.EventTypeWarning {
+			t.Errorf("TooManySucceededPods is a %s event", e.Type)
+		}
+	}
+	if !hasEvent(events(t, ctx, c, j), "Completed", "Job completed") {
+		t.Errorf("no Completed event: %+v", events(t, ctx, c, j))
+	}
+}

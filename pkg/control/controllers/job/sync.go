@@ -169,13 +169,22 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		c.recorder.Event(s.job, corev1.EventTypeNormal, "Resumed", "Job resumed")
 	}
 	if final != nil {
-		if final.Type == batchv1.JobComplete {
-			c.recorder.Event(s.job, corev1.EventTypeNormal, "Completed", "Job completed")
-		} else {
-			c.recorder.Event(s.job, corev1.EventTypeWarning, final.Reason, final.Message)
-		}
+		c.recordFinished(s.job, final)
 	}
 	return again, nil
+}
+
+// recordFinished sends the Events of a Job that has just finished, as Kubernetes'
+// recordJobFinished: a warning first when more pods succeeded than the completions asked.
+func (c *Controller) recordFinished(job *batchv1.Job, final *batchv1.JobCondition) {
+	if final.Type != batchv1.JobComplete {
+		c.recorder.Event(job, corev1.EventTypeWarning, final.Reason, final.Message)
+		return
+	}
+	if completions := job.Spec.Completions; completions != nil && job.Status.Succeeded > *completions {
+		c.recorder.Event(job, corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
+	}
+	c.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
 }
 
 // countFinished moves every newly finished pod into the Job's counts exactly once: its uid

@@ -17,6 +17,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/nodeready"
 	"github.com/minik8s/minik8s/internal/controller/volumes"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,6 @@ import (
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
-	nodeutil "k8s.io/component-helpers/node/util"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -150,7 +150,7 @@ func (c *Controller) node(pvc *corev1.PersistentVolumeClaim, sc *storagev1.Stora
 	}
 	best := ""
 	for _, n := range nodes {
-		if n.Spec.Unschedulable || !ready(n) {
+		if n.Spec.Unschedulable || !nodeready.Ready(n) {
 			continue
 		}
 		if best == "" || held[n.Name] < held[best] || (held[n.Name] == held[best] && n.Name < best) {
@@ -161,11 +161,6 @@ func (c *Controller) node(pvc *corev1.PersistentVolumeClaim, sc *storagev1.Stora
 		return "", fmt.Errorf("no schedulable Ready node for claim %s/%s", pvc.Namespace, pvc.Name)
 	}
 	return best, nil
-}
-
-func ready(n *corev1.Node) bool {
-	_, c := nodeutil.GetNodeCondition(&n.Status, corev1.NodeReady)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // volume is the PersistentVolume for the claim: a hostPath in dir on node, pre-bound to

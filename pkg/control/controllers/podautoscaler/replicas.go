@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelpers "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 )
 
@@ -190,10 +191,20 @@ func removeMetrics(metrics podMetrics, pods sets.Set[string]) {
 }
 
 // podRequests are the pods' requests of resource (milli-units), of one container if named;
-// sidecars (init containers that keep running) count as the pod's containers do.
+// sidecars (init containers that keep running) count as the pod's containers do. A pod with
+// pod-level requests (spec.resources) is measured against them unless a container is
+// named, as kube's calculatePodRequests (PodLevelResources, on by default).
 func podRequests(pods []*corev1.Pod, container string, resource corev1.ResourceName) (map[string]int64, error) {
 	requests := make(map[string]int64, len(pods))
 	for _, pod := range pods {
+		if container == "" && resourcehelpers.IsPodLevelRequestsSet(pod) {
+			req, ok := resourcehelpers.PodRequests(pod, resourcehelpers.PodResourcesOptions{})[resource]
+			if !ok {
+				return nil, fmt.Errorf("missing pod-level request for %s in Pod %s", resource, pod.Name)
+			}
+			requests[pod.Name] = req.MilliValue()
+			continue
+		}
 		containers := slices.Clone(pod.Spec.Containers)
 		for _, c := range pod.Spec.InitContainers {
 			if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways {

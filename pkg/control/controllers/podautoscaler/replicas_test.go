@@ -189,3 +189,22 @@ func TestSidecarRequestsCount(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// A pod with pod-level requests (spec.resources) is measured against them, as kube's
+// calculatePodRequests with PodLevelResources (on by default since 1.34), unless the
+// autoscaler names a container; a pod-level request lacking the resource is an error.
+func TestPodLevelRequests(t *testing.T) {
+	p := pod("p0", corev1.PodRunning, corev1.ConditionTrue)
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m")}}
+	// 100m used of the pod's 400m is 25%; of the container's 100m, 100%.
+	if _, util, _, err := calc().utilizationReplicas(1, 50, podMetrics{"p0": sample(100)}, []*corev1.Pod{p}, corev1.ResourceCPU, ""); err != nil || util != 25 {
+		t.Errorf("utilization %d, err %v; want 25 (of the pod-level request)", util, err)
+	}
+	if _, util, _, err := calc().utilizationReplicas(1, 50, podMetrics{"p0": sample(100)}, []*corev1.Pod{p}, corev1.ResourceCPU, "c"); err != nil || util != 100 {
+		t.Errorf("utilization of container c %d, err %v; want 100", util, err)
+	}
+	_, _, _, err := calc().utilizationReplicas(1, 50, podMetrics{"p0": sample(100)}, []*corev1.Pod{p}, corev1.ResourceMemory, "")
+	if err == nil || err.Error() != "missing pod-level request for memory in Pod p0" {
+		t.Errorf("memory without a pod-level memory request: err %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/nodeready"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,10 +88,7 @@ func (c *Controller) gcTerminating(ctx context.Context, pods []*corev1.Pod) {
 		if err != nil {
 			continue
 		}
-		ready := slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
-			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-		})
-		if ready || !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeOutOfService }) {
+		if nodeready.Ready(node) || !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeOutOfService }) {
 			continue
 		}
 		c.markFailedAndDelete(ctx, pod, nil, "terminating on an out-of-service node")

@@ -18,9 +18,10 @@ import (
 
 var minReadyNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// readyFor is a running pod of rev, Ready since d before minReadyNow.
+// readyFor is a running pod of rev, with its identity label, Ready since d before minReadyNow.
 func readyFor(name string, rev *appsv1.ControllerRevision, d time.Duration) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{history.HashLabel: rev.Name}},
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+		Labels: map[string]string{history.HashLabel: rev.Name, appsv1.StatefulSetPodNameLabel: name}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(minReadyNow.Add(-d))}}}}
 }

@@ -119,13 +119,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	var owned []*corev1.Pod
 	// As kube's truncateHistory, the current revision and those of its pods are kept, and
 	// do not count against revisionHistoryLimit.
-	// Revision names hash the collision count only once there was one: status reads 0
-	// before, as kube's, and the names made before that was written stay.
-	collisions := set.Status.CollisionCount
-	if ptr.Deref(collisions, 0) == 0 {
-		collisions = nil
+	owner, err := history.NewStatefulSetOwner(set)
+	if err != nil {
+		return 0, err
 	}
-	owner := history.NewOwner(set, kind, &set.Spec.Template, collisions, set.Spec.RevisionHistoryLimit)
 	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
 	for _, p := range all {
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
@@ -208,6 +205,9 @@ func (c *Controller) manage(ctx context.Context, set *appsv1.StatefulSet, pods m
 		case ordered && !available(pod):
 			return nil // wait for this one (Running, Ready for minReadySeconds) before the next
 		default:
+			if err := c.restoreIdentity(ctx, set, pod); err != nil {
+				return err
+			}
 			if err := c.applyRetention(ctx, set, pod, false); err != nil {
 				return err
 			}
@@ -351,11 +351,10 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 	if apierrors.IsAlreadyExists(err) {
 		return nil // our cache is behind
 	}
+	c.recordPodEvent(set, "create", name, err)
 	if err != nil {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Pod %s in StatefulSet %s failed error: %v", name, set.Name, err)
 		return err
 	}
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Pod %s in StatefulSet %s successful", name, set.Name)
 	return c.applyRetention(ctx, set, created, false)
 }
 
@@ -391,12 +390,39 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
-	if err != nil {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedDelete", "delete Pod %s in StatefulSet %s failed error: %v", pod.Name, set.Name, err)
-		return err
+	c.recordPodEvent(set, "delete", pod.Name, err)
+	return err
+}
+
+// restoreIdentity gives a pod back the statefulset.kubernetes.io/pod-name label it lost
+// (and its pod-index label), as kube's identityMatches and updateIdentity.
+func (c *Controller) restoreIdentity(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
+	if pod.Labels[appsv1.StatefulSetPodNameLabel] == pod.Name {
+		return nil
 	}
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful", pod.Name, set.Name)
-	return nil
+	pod = pod.DeepCopy()
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[appsv1.StatefulSetPodNameLabel] = pod.Name
+	pod.Labels[appsv1.PodIndexLabel] = strconv.Itoa(ordinal(set, pod))
+	_, err := c.client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return err // our cache is behind: look again
+	}
+	c.recordPodEvent(set, "update", pod.Name, err)
+	return err
+}
+
+// recordPodEvent says what became of a verb (create, update, delete) on a pod, in kube's
+// words (its recordPodEvent).
+func (c *Controller) recordPodEvent(set *appsv1.StatefulSet, verb, pod string, err error) {
+	reason := strings.ToUpper(verb[:1]) + verb[1:]
+	if err != nil {
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "Failed"+reason, "%s Pod %s in StatefulSet %s failed error: %v", verb, pod, set.Name, err)
+		return
+	}
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+reason, "%s Pod %s in StatefulSet %s successful", verb, pod, set.Name)
 }
 
 // ofRevision: pod was made from rev. Its label names the revision, as kube's StatefulSet

@@ -2,6 +2,7 @@ package statefulset_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -88,18 +89,23 @@ func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
 	return k
 }
 
-const web = `apiVersion: apps/v1
+// statefulSet is a StatefulSet of replicas pods, labelled app=<name>.
+func statefulSet(name string, replicas int) string {
+	return strings.ReplaceAll(fmt.Sprintf(`apiVersion: apps/v1
 kind: StatefulSet
-metadata: {name: web}
+metadata: {name: NAME}
 spec:
-  serviceName: web
-  replicas: 3
-  selector: {matchLabels: {app: web}}
+  serviceName: NAME
+  replicas: %d
+  selector: {matchLabels: {app: NAME}}
   template:
-    metadata: {labels: {app: web}}
+    metadata: {labels: {app: NAME}}
     spec:
       containers: [{name: c, image: localhost/minik8s/netexec:v1}]
-  volumeClaimTemplates:
+`, replicas), "NAME", name)
+}
+
+var web = statefulSet("web", 3) + `  volumeClaimTemplates:
   - metadata: {name: www}
     spec:
       accessModes: [ReadWriteOnce]
@@ -278,18 +284,7 @@ func TestStatefulSetReplacesSucceededPod(t *testing.T) {
 	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
 	// No node: the pods stay unscheduled, and go at once when deleted.
-	cl.MustKubectl(t, `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: done}
-spec:
-  serviceName: done
-  replicas: 1
-  selector: {matchLabels: {app: done}}
-  template:
-    metadata: {labels: {app: done}}
-    spec:
-      containers: [{name: c, image: localhost/minik8s/netexec:v1}]
-`, "apply", "-f", "-")
+	cl.MustKubectl(t, statefulSet("done", 1), "apply", "-f", "-")
 	var first *corev1.Pod
 	controllertest.Until(t, "done-0 created and marked Succeeded", 30*time.Second, func() bool {
 		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "done-0", metav1.GetOptions{})
@@ -303,5 +298,26 @@ spec:
 	controllertest.Until(t, "done-0 made again", 30*time.Second, func() bool {
 		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "done-0", metav1.GetOptions{})
 		return err == nil && pod.UID != first.UID
+	})
+}
+
+// TestStatefulSetRestoresPodIdentity: a pod whose statefulset.kubernetes.io/pod-name label
+// was taken away gets it back, with kube's Event "update Pod id-0 in StatefulSet id
+// successful" (its identityMatches and UpdateStatefulPod).
+func TestStatefulSetRestoresPodIdentity(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	startKubelet(t, cl.Client)
+	cl.MustKubectl(t, statefulSet("id", 1), "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/id", "--timeout=60s")
+	cl.MustKubectl(t, "", "label", "pod", "id-0", "statefulset.kubernetes.io/pod-name-", "apps.kubernetes.io/pod-index=7", "--overwrite")
+	controllertest.Until(t, "the pod's identity labels restored", 30*time.Second, func() bool {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "id-0", metav1.GetOptions{})
+		return err == nil && pod.Labels["statefulset.kubernetes.io/pod-name"] == "id-0" && pod.Labels["apps.kubernetes.io/pod-index"] == "0"
+	})
+	controllertest.Until(t, "the SuccessfulUpdate event", 10*time.Second, func() bool {
+		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=id,reason=SuccessfulUpdate"})
+		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "update Pod id-0 in StatefulSet id successful"
 	})
 }
