@@ -20,19 +20,12 @@ var configMapRules = Rules{
 	Validate: func(obj runtime.Object) field.ErrorList { return validateConfigMap(obj.(*corev1.ConfigMap)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		cm, o := obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap)
-		errs := validateConfigMap(cm)
+		var errs field.ErrorList
 		if isTrue(o.Immutable) {
-			if !isTrue(cm.Immutable) {
-				errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
-			}
-			if !reflect.DeepEqual(cm.Data, o.Data) {
-				errs = append(errs, field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set"))
-			}
-			if !reflect.DeepEqual(cm.BinaryData, o.BinaryData) {
-				errs = append(errs, field.Forbidden(field.NewPath("binaryData"), "field is immutable when `immutable` is set"))
-			}
+			errs = frozen(cm.Immutable, []frozenField{{"data", cm.Data, o.Data}, {"binaryData", cm.BinaryData, o.BinaryData}})
 		}
-		return errs
+		// kube lists what the update may not change before what is wrong with the new object.
+		return append(errs, validateConfigMap(cm)...)
 	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{nameColumn, column("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"], false), ageColumn},
@@ -48,13 +41,13 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 	size := 0
 	for key, value := range cm.Data {
 		errs = append(errs, validateConfigKey(key, field.NewPath("data").Key(key))...)
+		if _, dup := cm.BinaryData[key]; dup {
+			errs = append(errs, field.Invalid(field.NewPath("data").Key(key), key, "duplicate of key present in binaryData"))
+		}
 		size += len(value)
 	}
 	for key, value := range cm.BinaryData {
 		errs = append(errs, validateConfigKey(key, field.NewPath("binaryData").Key(key))...)
-		if _, dup := cm.Data[key]; dup {
-			errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(key), key, "duplicate of key present in data"))
-		}
 		size += len(value)
 	}
 	if size > maxConfigSize {
@@ -69,22 +62,38 @@ func validateConfigKey(key string, path *field.Path) field.ErrorList {
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
+// frozenField is a field of an immutable ConfigMap or Secret, new and old.
+type frozenField struct {
+	name     string
+	now, was any
+}
+
+// frozen refuses, as kube does for an object stored with immutable: true, setting immutable
+// back and any change of the fields.
+func frozen(immutable *bool, fields []frozenField) field.ErrorList {
+	const msg = "field is immutable when `immutable` is set"
+	var errs field.ErrorList
+	if !isTrue(immutable) {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), msg))
+	}
+	for _, f := range fields {
+		if !reflect.DeepEqual(f.now, f.was) {
+			errs = append(errs, field.Forbidden(field.NewPath(f.name), msg))
+		}
+	}
+	return errs
+}
+
 var secretRules = Rules{
 	Default:  func(obj runtime.Object) { defaultSecret(obj.(*corev1.Secret)) },
 	Validate: func(obj runtime.Object) field.ErrorList { return validateSecret(obj.(*corev1.Secret)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		s, o := obj.(*corev1.Secret), old.(*corev1.Secret)
-		errs := validateSecret(s)
-		errs = append(errs, immutable(s.Type, o.Type, field.NewPath("type"))...)
+		errs := immutable(s.Type, o.Type, field.NewPath("type"))
 		if isTrue(o.Immutable) {
-			if !isTrue(s.Immutable) {
-				errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
-			}
-			if !reflect.DeepEqual(s.Data, o.Data) {
-				errs = append(errs, field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set"))
-			}
+			errs = append(errs, frozen(s.Immutable, []frozenField{{"data", s.Data, o.Data}})...)
 		}
-		return errs
+		return append(errs, validateSecret(s)...)
 	},
 	Fields: func(obj runtime.Object) fields.Set { return fields.Set{"type": string(obj.(*corev1.Secret).Type)} },
 	Table: &TableDef{

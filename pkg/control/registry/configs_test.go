@@ -36,7 +36,7 @@ func TestSecretStringDataAndType(t *testing.T) {
 func TestConfigMapRules(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: objMeta("cfg"), Data: map[string]string{"a": "1", "big": strings.Repeat("x", maxConfigSize)},
 		BinaryData: map[string][]byte{"a": {1}}}
-	expectErrors(t, "config map", createSteps(configMapRules, cm), "binaryData[a]: FieldValueInvalid", "[]: FieldValueTooLong")
+	expectErrors(t, "config map", createSteps(configMapRules, cm), "data[a]: FieldValueInvalid", "[]: FieldValueTooLong")
 	cm = &corev1.ConfigMap{ObjectMeta: objMeta("cfg"), Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {1}}}
 	if row := configMapRules.Table.Row(cm); row[1] != int64(2) {
 		t.Errorf("DATA counts data and binaryData: %v", row)

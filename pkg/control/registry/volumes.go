@@ -9,13 +9,39 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
 // betaStorageClassAnnotation is the storage class annotation older clients still set.
 const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
+
+// betaToGALabel: a volume's node affinity may move from each beta topology label to its GA name.
+var betaToGALabel = map[string]string{
+	corev1.LabelFailureDomainBetaZone:   corev1.LabelTopologyZone,
+	corev1.LabelFailureDomainBetaRegion: corev1.LabelTopologyRegion,
+	kubeletapis.LabelOS:                 corev1.LabelOSStable,
+	kubeletapis.LabelArch:               corev1.LabelArchStable,
+	corev1.LabelInstanceType:            corev1.LabelInstanceTypeStable,
+}
+
+// nodeLabelsGoneGA compares node affinities, a requirement on a beta label being equal to
+// one on its GA name, as kube's getMaskNodeSelectorLabelChangeEqualities.
+var nodeLabelsGoneGA = func() conversion.Equalities {
+	eq := equality.Semantic.Copy()
+	if err := eq.AddFunc(func(req, old corev1.NodeSelectorRequirement) bool {
+		if betaToGALabel[old.Key] == req.Key {
+			old.Key = req.Key
+		}
+		return equality.Semantic.DeepEqual(req, old)
+	}); err != nil {
+		panic(err)
+	}
+	return eq
+}()
 
 var accessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
 
@@ -40,10 +66,22 @@ var persistentVolumeRules = Rules{
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		pv, o := obj.(*corev1.PersistentVolume), old.(*corev1.PersistentVolume)
 		errs := validatePersistentVolume(pv)
-		if !equality.Semantic.DeepEqual(pv.Spec.PersistentVolumeSource, o.Spec.PersistentVolumeSource) {
+		source := pv.Spec.PersistentVolumeSource.DeepCopy()
+		if o.Spec.CSI != nil && o.Spec.CSI.ControllerExpandSecretRef == nil && source.CSI != nil {
+			source.CSI.ControllerExpandSecretRef = nil // may be set once
+		}
+		if !equality.Semantic.DeepEqual(*source, o.Spec.PersistentVolumeSource) {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation"))
 		}
-		return append(errs, immutable(pv.Spec.VolumeMode, o.Spec.VolumeMode, field.NewPath("spec", "volumeMode"))...)
+		// sic: kube's paths of volumeMode and nodeAffinity
+		errs = append(errs, immutable(pv.Spec.VolumeMode, o.Spec.VolumeMode, field.NewPath("volumeMode"))...)
+		if o.Spec.NodeAffinity != nil && !nodeLabelsGoneGA.DeepEqual(pv.Spec.NodeAffinity, o.Spec.NodeAffinity) {
+			errs = append(errs, field.Invalid(field.NewPath("nodeAffinity"), pv.Spec.NodeAffinity, "field is immutable, except for updating from beta label to GA"))
+		}
+		if o.Spec.VolumeAttributesClassName != nil && pv.Spec.VolumeAttributesClassName == nil {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumeAttributesClassName"), "update from non-nil value to nil is forbidden"))
+		}
+		return errs
 	},
 	Table: &TableDef{
 		Columns: []metav1.TableColumnDefinition{

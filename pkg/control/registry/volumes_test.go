@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestClaimRequestUpdates: a bound claim may keep a request below its volume's capacity
@@ -107,4 +108,38 @@ func TestClaimSpecUpdates(t *testing.T) {
 			t.Errorf("%s: errors\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestPersistentVolumeUpdates: as kube's ValidatePersistentVolumeUpdate, a volume's
+// nodeAffinity is immutable once set but for beta topology labels turned GA, its CSI
+// controllerExpandSecretRef may be set once, and its volumeAttributesClassName not cleared.
+func TestPersistentVolumeUpdates(t *testing.T) {
+	affinity := func(key string) *corev1.VolumeNodeAffinity {
+		return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}
+	}
+	old := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv", ResourceVersion: "1"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:                  corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:               []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource:    corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "h"}},
+		NodeAffinity:              affinity(corev1.LabelFailureDomainBetaZone),
+		VolumeAttributesClassName: ptr.To("gold"),
+	}}
+	if errs := createSteps(persistentVolumeRules, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	ga := old.DeepCopy()
+	ga.Spec.NodeAffinity = affinity(corev1.LabelTopologyZone)
+	ga.Spec.CSI.ControllerExpandSecretRef = &corev1.SecretReference{Name: "expand", Namespace: "kube-system"}
+	expectErrors(t, "beta label to GA, expand secret set", updateSteps(persistentVolumeRules, ga, old))
+
+	changed := old.DeepCopy()
+	changed.Spec.NodeAffinity = affinity("example.com/rack")
+	changed.Spec.VolumeAttributesClassName = nil
+	changed.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeBlock)
+	errs := updateSteps(persistentVolumeRules, changed, old)
+	expectErrors(t, "affinity changed, class cleared, mode changed", errs,
+		"nodeAffinity: FieldValueInvalid", "spec.volumeAttributesClassName: FieldValueForbidden", "volumeMode: FieldValueInvalid")
+	expectMessage(t, errs, "nodeAffinity", "field is immutable, except for updating from beta label to GA")
+	expectMessage(t, errs, "spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden")
 }

@@ -55,35 +55,32 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		if msg := res.Rules.FinalizingConflict; msg != "" && MustMeta(obj).GetDeletionTimestamp() != nil && res.Rules.Finalizing(obj) {
 			return nil, apierrors.NewConflict(res.GroupResource(), name, errors.New(msg))
 		}
-		if admit {
-			attrs := &Attributes{Operation: Delete, Resource: res, Namespace: ns, Name: name, OldObject: obj, DryRun: dry}
-			if err := s.admission.admit(ctx, attrs); err != nil {
-				return nil, err
-			}
-			if err := s.admission.validate(ctx, attrs); err != nil {
-				return nil, err
-			}
-		}
+		mark := false
 		if !goes {
 			marking := obj.DeepCopyObject()
 			graceful, pending := beforeDelete(res, marking, opts.GracePeriodSeconds)
-			if pending {
+			if pending { // left as it is, unadmitted, as kube's store leaves it
 				return obj, nil
 			}
 			_, gcChanged := collectorFinalizers(res, MustMeta(marking), opts)
-			if graceful || gcChanged || finalizing(res, obj) {
-				out, now, err := s.markForDeletion(ctx, res, ns, name, opts, dry)
-				if err != nil || !now || dry && out != nil {
-					return out, err
-				}
-				// Nothing holds it: it goes now, admitted already, the version this request
-				// stored being the one its precondition meant.
-				marked, admit, goes = out, false, true
-				if pre := opts.Preconditions; pre != nil && pre.ResourceVersion != nil && out != nil {
-					opts.Preconditions = &metav1.Preconditions{UID: pre.UID, ResourceVersion: ptr.To(MustMeta(out).GetResourceVersion())}
-				}
-				continue
+			mark = graceful || gcChanged || finalizing(res, obj)
+		}
+		// Admitted for the mark and again for the removal, as kube's deleteValidation is.
+		if err := s.admitDelete(ctx, res, obj, admit, dry); err != nil {
+			return nil, err
+		}
+		if mark {
+			out, now, err := s.markForDeletion(ctx, res, ns, name, opts, dry)
+			if err != nil || !now || dry && out != nil {
+				return out, err
 			}
+			// Nothing holds it: it goes now, the version this request stored being the one
+			// its precondition meant.
+			marked, goes = out, true
+			if pre := opts.Preconditions; pre != nil && pre.ResourceVersion != nil && out != nil {
+				opts.Preconditions = &metav1.Preconditions{UID: pre.UID, ResourceVersion: ptr.To(MustMeta(out).GetResourceVersion())}
+			}
+			continue
 		}
 		if dry {
 			return obj, nil
@@ -98,6 +95,20 @@ func (s *Store) delete(ctx context.Context, res *registry.Resource, ns, name str
 		return obj, err
 	}
 	return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("too many concurrent writers, gave up after %d attempts", maxUpdateAttempts))
+}
+
+// admitDelete runs admission on the deletion of obj, unless the caller admitted the write
+// it is part of (an eviction).
+func (s *Store) admitDelete(ctx context.Context, res *registry.Resource, obj runtime.Object, admit, dry bool) error {
+	if !admit {
+		return nil
+	}
+	m := MustMeta(obj)
+	attrs := &Attributes{Operation: Delete, Resource: res, Namespace: m.GetNamespace(), Name: m.GetName(), OldObject: obj, DryRun: dry}
+	if err := s.admission.admit(ctx, attrs); err != nil {
+		return err
+	}
+	return s.admission.validate(ctx, attrs)
 }
 
 // beforeDelete marks obj for deletion as kube's rest.BeforeDelete does: a graceful kind's
