@@ -82,13 +82,13 @@ func Selected(pods corelisters.PodLister, svc *corev1.Service) ([]*corev1.Pod, e
 	return out, nil
 }
 
-// Conditions are an endpoint's ready, serving and terminating, as Kubernetes computes them:
-// serving is the pod's readiness, ready is serving and not terminating; with
-// publishNotReadyAddresses every pod is ready and serving.
+// Conditions are an endpoint's ready, serving and terminating, as kube's podToEndpoint
+// computes them: serving is the pod's readiness, ready is serving and not terminating;
+// with publishNotReadyAddresses every pod is ready, and serving still says whether it is.
 func Conditions(svc *corev1.Service, pod *corev1.Pod) (ready, serving, terminating bool) {
 	terminating = pod.DeletionTimestamp != nil
-	serving = endpointsliceutil.IsPodReady(pod) || svc.Spec.PublishNotReadyAddresses
-	ready = serving && (!terminating || svc.Spec.PublishNotReadyAddresses)
+	serving = endpointsliceutil.IsPodReady(pod)
+	ready = svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	return ready, serving, terminating
 }
 

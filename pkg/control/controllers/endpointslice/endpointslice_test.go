@@ -207,17 +207,19 @@ func TestEndpointSlicesSplitPublishAndLeaveOthersAlone(t *testing.T) {
 	for i := range 150 {
 		runPod(t, c, ns, "many", podSpec{name: fmt.Sprintf("p%03d", i), ip: fmt.Sprintf("10.244.%d.%d", 2+i/200, 1+i%200), httpPort: 80, ready: i%2 == 0})
 	}
-	eventually(t, "150 endpoints in slices of at most 100, all ready (publishNotReadyAddresses)", func() string {
+	// Serving stays the pod's readiness, as kube's podToEndpoint sets it.
+	eventually(t, "150 endpoints in slices of at most 100, all ready (publishNotReadyAddresses), the ready pods serving", func() string {
 		var sizes []string
-		ready := 0
+		serving, notServing := 0, 0
 		for _, s := range slicesState(t, c, ns, "many") {
 			eps := strings.Fields(strings.SplitN(s, "|", 2)[1])
 			sizes = append(sizes, fmt.Sprint(len(eps)))
-			ready += strings.Count(s, ":true/true/false")
+			serving += strings.Count(s, ":true/true/false")
+			notServing += strings.Count(s, ":true/false/false")
 		}
 		sort.Strings(sizes)
-		return fmt.Sprintf("%v ready=%d", sizes, ready)
-	}, "[100 50] ready=150")
+		return fmt.Sprintf("%v ready and serving=%d, ready not serving=%d", sizes, serving, notServing)
+	}, "[100 50] ready and serving=75, ready not serving=75")
 
 	// A Service without selector: its slices are its owner's, never touched.
 	manual := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "external"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
