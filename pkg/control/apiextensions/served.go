@@ -24,6 +24,8 @@ type RegistryServed struct {
 type servedCRD struct {
 	resourceVersion string
 	gvrs            []schema.GroupVersionResource
+	// gone is the resources' Gone: kept across rebuilds, closed by Unserve.
+	gone chan struct{}
 }
 
 // NewRegistryServed serves custom resources in reg; converters call the conversion
@@ -43,16 +45,23 @@ func (s *RegistryServed) Serve(crd *apiextensionsv1.CustomResourceDefinition) er
 	if err != nil {
 		return err
 	}
-	s.reg.Remove(s.served[crd.Name].gvrs...)
-	delete(s.served, crd.Name)
-	if err := s.reg.Add(resources...); err != nil {
-		return err
+	prev := s.served[crd.Name]
+	gone := prev.gone
+	if gone == nil {
+		gone = make(chan struct{})
 	}
+	s.reg.Remove(prev.gvrs...)
+	delete(s.served, crd.Name)
 	gvrs := make([]schema.GroupVersionResource, len(resources))
 	for i, r := range resources {
+		r.Gone = gone
 		gvrs[i] = r.GroupVersionResource
 	}
-	s.served[crd.Name] = servedCRD{resourceVersion: crd.ResourceVersion, gvrs: gvrs}
+	if err := s.reg.Add(resources...); err != nil {
+		stop(gone)
+		return err
+	}
+	s.served[crd.Name] = servedCRD{resourceVersion: crd.ResourceVersion, gvrs: gvrs, gone: gone}
 	return nil
 }
 
@@ -61,5 +70,13 @@ func (s *RegistryServed) Unserve(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reg.Remove(s.served[name].gvrs...)
+	stop(s.served[name].gone)
 	delete(s.served, name)
+}
+
+// stop ends the watches of resources no longer served.
+func stop(gone chan struct{}) {
+	if gone != nil {
+		close(gone)
+	}
 }

@@ -287,6 +287,8 @@ func (s *Server) streamEvents(ctx context.Context, ws *watchStream, sel selector
 		select {
 		case <-ctx.Done():
 			return
+		case <-ws.res.Gone:
+			return // the resource is no longer served
 		case <-ticker.C:
 			if bookmarks && ws.bookmark(last, nil) != nil {
 				return

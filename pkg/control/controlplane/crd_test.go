@@ -340,6 +340,13 @@ spec:
 		t.Errorf("verbs of a served CRD:\n%s", out)
 	}
 	c.mustKubectl(t, "apiVersion: example.com/v1\nkind: Gauge\nmetadata: {name: held, finalizers: [example.com/hold]}\n", "create", "-f", "-")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	watcher, err := customResources(c.adminConfig(t), "example.com", "v1", "gauges").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
 	c.mustKubectl(t, "", "delete", "crd", "gauges.example.com", "--wait=false")
 	c.mustKubectl(t, "", "wait", "--for=condition=Terminating", "--timeout=20s", "crd/gauges.example.com")
 	// The API server serves the terminating CRD once its informer has seen the condition.
@@ -360,4 +367,16 @@ spec:
 	}
 	c.mustKubectl(t, "", "patch", "gauge", "held", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 	c.waitFor(t, "", "get", "crd", "--ignore-not-found", "gauges.example.com")
+	// The resource's watches end with it, as kube-apiserver's crdHandler tears its storage down.
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case _, open := <-watcher.ResultChan():
+			if !open {
+				return
+			}
+		case <-timeout:
+			t.Fatal("a watch of gauges is still open 30 s after its CRD went")
+		}
+	}
 }

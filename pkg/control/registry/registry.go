@@ -57,6 +57,10 @@ type Resource struct {
 	// are refused (apiextensions-apiserver's forbidCreateAdmission) and discovery lists
 	// only the verbs left (delete, deletecollection, get, list, watch).
 	Terminating bool
+	// Gone, when set, is closed when the resource stops being served (its
+	// CustomResourceDefinition deleted): its watches end then, as kube-apiserver's
+	// crdHandler ends them when it tears the storage down.
+	Gone <-chan struct{}
 }
 
 // Conversion turns objects of a served version into the stored version and back, as
