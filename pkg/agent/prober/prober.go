@@ -5,6 +5,7 @@ package prober
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -176,7 +177,7 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 	m.mu.Unlock()
 	if current == probe.Failure && k.kind != probe.Readiness {
 		// A failed liveness or startup probe kills the container; its restart policy decides.
-		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, "Killing", "Container %s failed %s probe, will be restarted", c.Name, lower(k.kind))
+		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, "Killing", "%s", killMessage(pod, c.Name, k.kind))
 		m.wg.Go(func() {
 			if err := m.cfg.Containers.Kill(ctx, pod, c.Name, containerID, pr.TerminationGracePeriodSeconds); err != nil {
 				m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedKillPod", "error killing container %s: %v", c.Name, err)
@@ -185,6 +186,23 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 		})
 	}
 	m.cfg.Wake(pod.UID) // the pod's status changes
+}
+
+// killMessage is the Killing event's message for a container that failed its liveness or
+// startup probe, in the kubelet's words (computePodActions, computeInitContainerActions):
+// a sidecar is an "Init container", and an app container "will be restarted" unless the
+// pod's restartPolicy is Never.
+func killMessage(pod *corev1.Pod, container string, k probe.Kind) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == container {
+			return fmt.Sprintf("Init container %s failed %s probe", container, lower(k))
+		}
+	}
+	msg := fmt.Sprintf("Container %s failed %s probe", container, lower(k))
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		msg += ", will be restarted"
+	}
+	return msg
 }
 
 func lower(k probe.Kind) string {
