@@ -201,6 +201,28 @@ func TestImageIDIsTheRepoDigest(t *testing.T) {
 	}
 }
 
+// TestStatusListsVolumeMounts: every container status lists the container's volume mounts
+// (name, path, readOnly), waiting or running, as the kubelet's convertToAPIContainerStatuses;
+// a read-only one is not recursively read-only (RecursiveReadOnly Disabled: minilet does not
+// make recursive read-only mounts).
+func TestStatusListsVolumeMounts(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1", VolumeMounts: []corev1.VolumeMount{
+		{Name: "data", MountPath: "/data", SubPath: "x"},
+		{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+	}}
+	want := []corev1.VolumeMountStatus{
+		{Name: "data", MountPath: "/data"},
+		{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true,
+			RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyDisabled)},
+	}
+	running := runtime.Container{ID: "c1", Name: "app", Image: spec.Image, State: runtime.StateRunning, StartedAt: time.Now()}
+	for _, history := range [][]runtime.Container{nil, {running}} {
+		if got := containerStatus(spec, history, nil, 0, nil).VolumeMounts; !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%d runtime containers: volumeMounts %+v, want %+v", len(history), got, want)
+		}
+	}
+}
+
 // TestContainerOfTheOldHashKept: a container made by minilet before resources left the
 // hash carries the whole spec's fingerprint; it counts as unchanged, so an upgrade of
 // minilet restarts none of the running containers.
