@@ -107,10 +107,13 @@ func (m *Manager) Sync(pod *corev1.Pod, probed []*corev1.Container, statuses []c
 	want := map[key]string{}
 	for _, c := range probed {
 		for _, cs := range statuses {
-			if cs.Name != c.Name || cs.State.Running == nil || pod.DeletionTimestamp != nil {
+			if cs.Name != c.Name || cs.State.Running == nil {
 				continue
 			}
 			for kind, pr := range probesOf(c) {
+				if pod.DeletionTimestamp != nil && kind != probe.Readiness {
+					continue // a terminating pod's containers are only probed for readiness
+				}
 				k := key{pod.UID, c.Name, kind}
 				want[k] = cs.ContainerID
 				if w, ok := m.workers[k]; ok && w.containerID == cs.ContainerID {
@@ -233,12 +236,22 @@ func (m *Manager) Started(uid types.UID, container string) bool {
 	return !ok || r == probe.Success
 }
 
+// StopLivenessAndStartup stops the liveness and startup workers of a pod that terminates,
+// as the kubelet's prober manager: its readiness is probed until its containers stopped.
+func (m *Manager) StopLivenessAndStartup(uid types.UID) {
+	m.forget(uid, func(k probe.Kind) bool { return k != probe.Readiness })
+}
+
 // Forget stops every worker of a pod that is going.
 func (m *Manager) Forget(uid types.UID) {
+	m.forget(uid, func(probe.Kind) bool { return true })
+}
+
+func (m *Manager) forget(uid types.UID, stops func(probe.Kind) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, w := range m.workers {
-		if k.pod == uid {
+		if k.pod == uid && stops(k.kind) {
 			w.cancel()
 			delete(m.workers, k)
 			delete(m.results, k)
