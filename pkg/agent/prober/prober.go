@@ -169,8 +169,11 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 	if ctx.Err() != nil {
 		return // the worker was stopped meanwhile
 	}
-	if r == probe.Failure {
+	switch r {
+	case probe.Failure:
 		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", k.kind, output)
+	case probe.Unknown: // the probe could not run (the kubelet's prober error)
+		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in unknown state: %s", k.kind, output)
 	}
 	if !changed {
 		return

@@ -1,9 +1,12 @@
 package prober
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/probe"
@@ -37,5 +40,26 @@ func TestKillMessage(t *testing.T) {
 		if got := killMessage(pod(tc.policy), tc.container, tc.kind); got != tc.want {
 			t.Errorf("%s %s %s: %q, want %q", tc.policy, tc.container, tc.kind, got, tc.want)
 		}
+	}
+}
+
+type recordedEvents []string
+
+func (r *recordedEvents) ContainerEvent(_ *corev1.Pod, container, eventType, reason, format string, args ...any) {
+	*r = append(*r, fmt.Sprintf("%s %s %s: %s", container, eventType, reason, fmt.Sprintf(format, args...)))
+}
+
+// TestProbeErrorEvent: a probe that could not run (an exec probe whose command the runtime
+// could not start) is a Warning Unhealthy "Liveness probe errored and resulted in unknown
+// state: ...", as the kubelet's prober words it, and counts neither way.
+func TestProbeErrorEvent(t *testing.T) {
+	var events recordedEvents
+	m := New(Config{Events: &events, Wake: func(types.UID) {}})
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	k := key{pod.UID, "app", probe.Liveness}
+	m.report(t.Context(), k, pod, &pod.Spec.Containers[0], &corev1.Probe{}, "c1", probe.Unknown, "container not running", probe.Success, false)
+	want := []string{"app Warning Unhealthy: Liveness probe errored and resulted in unknown state: container not running"}
+	if !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
 	}
 }
