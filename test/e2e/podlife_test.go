@@ -44,7 +44,7 @@ spec:
 
 // TestPodLifeAsTheKubelet: a deleted pod's readiness is still probed while it stops (its
 // preStop hook removes what the probe reads: Ready turns False before the pod is gone), as
-// the kubelet's; its status lists its volume mounts; a Memory emptyDir is a tmpfs of the
+// the kubelet's; its status lists its volume mounts and the user its process runs as; a Memory emptyDir is a tmpfs of the
 // kubelet's options (size, no nosuid/nodev); a sidecar failing its startup probe is killed
 // with the kubelet's "Init container proxy failed startup probe".
 func TestPodLifeAsTheKubelet(t *testing.T) {
@@ -56,6 +56,10 @@ func TestPodLifeAsTheKubelet(t *testing.T) {
 		p := podNow(l, "draining")
 		return podReady(p), fmt.Sprint(p.Status.Conditions)
 	})
+	id := strings.TrimSpace(mustKubectl(t, l, "exec", "draining", "--", "sh", "-c", `echo "$(id -u) $(id -g) [$(id -G)]"`))
+	if u := podNow(l, "draining").Status.ContainerStatuses[0].User; u == nil || u.Linux == nil || fmt.Sprint(u.Linux.UID, u.Linux.GID, u.Linux.SupplementalGroups) != id {
+		t.Errorf("user in the status %+v, want what id says in the container: %s", u, id)
+	}
 	mounts := podNow(l, "draining").Status.ContainerStatuses[0].VolumeMounts
 	if len(mounts) != 2 || mounts[0].Name != "scratch" || mounts[0].MountPath != "/scratch" || mounts[0].ReadOnly ||
 		!mounts[1].ReadOnly || mounts[1].RecursiveReadOnly == nil || *mounts[1].RecursiveReadOnly != corev1.RecursiveReadOnlyDisabled {

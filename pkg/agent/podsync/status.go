@@ -114,6 +114,9 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	}
 	cur := history[0]
 	cs.ContainerID = runtime.StatusID(cur.ID)
+	if u := cur.User; u != nil { // what CRI's status reports, as the kubelet copies it
+		cs.User = &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: u.SupplementalGroups}}
+	}
 	cs.ImageID = cur.ImageRef
 	if cs.ImageID == "" { // made by an older minilet
 		cs.ImageID = cur.Image
