@@ -100,7 +100,7 @@ type Container struct {
 	OOMKilled      bool   // the OOM killer ended it (seen by WatchOOM)
 	StartError     string // its task could not be started: why (it is exited, with code 128)
 	Resources      string // LabelResources
-	User           *User  // nil for a sandbox, or a container made by an older minilet
+	User           string // LabelUser ("" for a sandbox, or a container made by an older minilet): see ParseUser
 }
 
 // User is the identity a container's process runs as: its uid, gid and additional groups
@@ -277,7 +277,7 @@ func fromLabels(info containers.Container) Container {
 		FinishedAt:     parseTime(l[LabelFinishedAt]),
 		OOMKilled:      l[LabelOOMKilled] == "true",
 		StartError:     l[LabelStartError],
-		User:           parseUser(l[LabelUser]),
+		User:           l[LabelUser],
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)

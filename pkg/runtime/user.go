@@ -202,8 +202,8 @@ func recordUser(labels map[string]string) oci.SpecOpts {
 	}
 }
 
-// parseUser reads LabelUser; nil when it is missing or malformed.
-func parseUser(label string) *User {
+// ParseUser reads a container's User (LabelUser); nil when it is missing or malformed.
+func ParseUser(label string) *User {
 	f := strings.Split(label, ":")
 	if len(f) != 3 {
 		return nil

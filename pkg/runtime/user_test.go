@@ -94,7 +94,7 @@ func TestContainerUser(t *testing.T) {
 			t.Fatalf("image user %q, %+v: %v", tc.imageUser, tc.security, err)
 		}
 		ids = append(ids, c.ID)
-		if got := userString(c.User); got != tc.want {
+		if got := userString(runtime.ParseUser(c.User)); got != tc.want {
 			t.Errorf("image user %q, %+v: the container's recorded user %s, want what it runs as, %s", tc.imageUser, tc.security, got, tc.want)
 		}
 		if err := e.rt.StartContainer(ctx, c.ID); err != nil {

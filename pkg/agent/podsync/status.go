@@ -114,7 +114,7 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	}
 	cur := history[0]
 	cs.ContainerID = runtime.StatusID(cur.ID)
-	if u := cur.User; u != nil { // what CRI's status reports, as the kubelet copies it
+	if u := runtime.ParseUser(cur.User); u != nil { // what CRI's status reports, as the kubelet copies it
 		cs.User = &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: u.SupplementalGroups}}
 	}
 	cs.ImageID = cur.ImageRef

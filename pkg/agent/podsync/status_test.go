@@ -229,12 +229,12 @@ func TestStatusListsVolumeMounts(t *testing.T) {
 func TestStatusReportsTheUser(t *testing.T) {
 	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1"}
 	c := runtime.Container{ID: "c1", Name: "app", Image: spec.Image, State: runtime.StateRunning, StartedAt: time.Now(),
-		User: &runtime.User{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}
+		User: "1000:3000:3000,4000"}
 	want := &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}
 	if got := containerStatus(spec, []runtime.Container{c}, nil, 0, nil).User; !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("user %+v, want %+v", got, want)
 	}
-	c.User = nil
+	c.User = ""
 	if got := containerStatus(spec, []runtime.Container{c}, nil, 0, nil).User; got != nil {
 		t.Errorf("user %+v of a container with none recorded, want none", got)
 	}
