@@ -216,6 +216,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelTTY:            strconv.FormatBool(cfg.TTY),
 	})
 
+	spec = append(spec, recordUser(labels))
 	c, err := r.newContainer(ctx, id, img, spec, labels)
 	if err != nil {
 		return Container{}, fmt.Errorf("creating container %s of pod %s: %w", cfg.Name, sandbox.PodUID, err)

@@ -47,6 +47,9 @@ const (
 	// LabelResources: the resources the caller gave the container, as it recorded them
 	// (minilet: its spec's requests and limits), kept current by UpdateContainerResources.
 	LabelResources = labelPrefix + "resources"
+	// LabelUser: the identity the container's process runs as, "UID:GID:G1,G2..." (its OCI
+	// spec's user, resolved at creation), which CRI's container status reports.
+	LabelUser = labelPrefix + "user"
 )
 
 // startErrorExitCode is the exit code of a container whose start failed (containerd CRI's).
@@ -97,6 +100,14 @@ type Container struct {
 	OOMKilled      bool   // the OOM killer ended it (seen by WatchOOM)
 	StartError     string // its task could not be started: why (it is exited, with code 128)
 	Resources      string // LabelResources
+	User           string // LabelUser ("" for a sandbox, or a container made by an older minilet): see ParseUser
+}
+
+// User is the identity a container's process runs as: its uid, gid and additional groups
+// (the gid among them), as CRI's LinuxContainerUser.
+type User struct {
+	UID, GID           int64
+	SupplementalGroups []int64
 }
 
 // ListContainers returns the containers of one pod, or of every pod when podUID is "".
@@ -266,6 +277,7 @@ func fromLabels(info containers.Container) Container {
 		FinishedAt:     parseTime(l[LabelFinishedAt]),
 		OOMKilled:      l[LabelOOMKilled] == "true",
 		StartError:     l[LabelStartError],
+		User:           l[LabelUser],
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)

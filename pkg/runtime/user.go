@@ -184,3 +184,40 @@ func readUserFile[T any](root *os.Root, name string, parse func(r io.Reader) ([]
 	}
 	return entries, nil
 }
+
+// recordUser records the process's user, as withUser resolved it, in labels (LabelUser):
+// the spec is built before the container's labels are stored.
+func recordUser(labels map[string]string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		if s.Process == nil {
+			return nil
+		}
+		u := s.Process.User
+		gids := make([]string, len(u.AdditionalGids))
+		for i, g := range u.AdditionalGids {
+			gids[i] = strconv.FormatUint(uint64(g), 10)
+		}
+		labels[LabelUser] = fmt.Sprintf("%d:%d:%s", u.UID, u.GID, strings.Join(gids, ","))
+		return nil
+	}
+}
+
+// ParseUser reads a container's User (LabelUser); nil when it is missing or malformed.
+func ParseUser(label string) *User {
+	f := strings.Split(label, ":")
+	if len(f) != 3 {
+		return nil
+	}
+	uid, err1 := strconv.ParseInt(f[0], 10, 64)
+	gid, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	u := &User{UID: uid, GID: gid}
+	for g := range strings.SplitSeq(f[2], ",") {
+		if n, err := strconv.ParseInt(g, 10, 64); err == nil {
+			u.SupplementalGroups = append(u.SupplementalGroups, n)
+		}
+	}
+	return u
+}

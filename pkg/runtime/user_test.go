@@ -3,9 +3,11 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,6 +94,9 @@ func TestContainerUser(t *testing.T) {
 			t.Fatalf("image user %q, %+v: %v", tc.imageUser, tc.security, err)
 		}
 		ids = append(ids, c.ID)
+		if got := userString(runtime.ParseUser(c.User)); got != tc.want {
+			t.Errorf("image user %q, %+v: the container's recorded user %s, want what it runs as, %s", tc.imageUser, tc.security, got, tc.want)
+		}
 		if err := e.rt.StartContainer(ctx, c.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -120,4 +125,17 @@ func TestContainerUser(t *testing.T) {
 		}
 	}
 	e.expectNothingLeft(t, ids...)
+}
+
+// userString writes a recorded user as the test's images print theirs ("user=UID:GID
+// groups=G..."), "none" when the runtime recorded none.
+func userString(u *runtime.User) string {
+	if u == nil {
+		return "none"
+	}
+	groups := make([]string, len(u.SupplementalGroups))
+	for i, g := range u.SupplementalGroups {
+		groups[i] = strconv.FormatInt(g, 10)
+	}
+	return fmt.Sprintf("user=%d:%d groups=%s", u.UID, u.GID, strings.Join(groups, " "))
 }

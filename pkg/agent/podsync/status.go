@@ -103,7 +103,8 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 
 // containerStatus reports one container from its runtime history (newest first).
 func containerStatus(spec *corev1.Container, history []runtime.Container, waiting *corev1.ContainerStateWaiting, restarts int32, logs terminationLogs) corev1.ContainerStatus {
-	cs := corev1.ContainerStatus{Name: spec.Name, Image: spec.Image, RestartCount: restarts, Started: ptr.To(false)}
+	cs := corev1.ContainerStatus{Name: spec.Name, Image: spec.Image, RestartCount: restarts, Started: ptr.To(false),
+		VolumeMounts: volumeMountStatuses(spec.VolumeMounts)}
 	if len(history) == 0 || history[0].State == runtime.StateCreated || history[0].State == runtime.StateUnknown {
 		if waiting == nil {
 			waiting = &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
@@ -113,6 +114,9 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 	}
 	cur := history[0]
 	cs.ContainerID = runtime.StatusID(cur.ID)
+	if u := runtime.ParseUser(cur.User); u != nil { // what CRI's status reports, as the kubelet copies it
+		cs.User = &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: u.SupplementalGroups}}
+	}
 	cs.ImageID = cur.ImageRef
 	if cs.ImageID == "" { // made by an older minilet
 		cs.ImageID = cur.Image
@@ -131,6 +135,21 @@ func containerStatus(spec *corev1.Container, history []runtime.Container, waitin
 		cs.State.Terminated = terminatedState(spec, cur, logs)
 	}
 	return cs
+}
+
+// volumeMountStatuses are a container's mounts as its status lists them (the kubelet's
+// convertToAPIContainerStatuses): a read-only one is not recursively so, as minilet makes no
+// recursive read-only mounts (a runtime without them, to the kubelet).
+func volumeMountStatuses(mounts []corev1.VolumeMount) []corev1.VolumeMountStatus {
+	var out []corev1.VolumeMountStatus
+	for _, m := range mounts {
+		vs := corev1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			vs.RecursiveReadOnly = ptr.To(corev1.RecursiveReadOnlyDisabled)
+		}
+		out = append(out, vs)
+	}
+	return out
 }
 
 // unknownExitCode is containerd CRI's exit code of a container whose exit was not seen.

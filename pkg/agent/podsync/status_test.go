@@ -201,6 +201,48 @@ func TestImageIDIsTheRepoDigest(t *testing.T) {
 	}
 }
 
+// TestStatusListsVolumeMounts: every container status lists the container's volume mounts
+// (name, path, readOnly), waiting or running, as the kubelet's convertToAPIContainerStatuses;
+// a read-only one is not recursively read-only (RecursiveReadOnly Disabled: minilet does not
+// make recursive read-only mounts).
+func TestStatusListsVolumeMounts(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1", VolumeMounts: []corev1.VolumeMount{
+		{Name: "data", MountPath: "/data", SubPath: "x"},
+		{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true},
+	}}
+	want := []corev1.VolumeMountStatus{
+		{Name: "data", MountPath: "/data"},
+		{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true,
+			RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyDisabled)},
+	}
+	running := runtime.Container{ID: "c1", Name: "app", Image: spec.Image, State: runtime.StateRunning, StartedAt: time.Now()}
+	for _, history := range [][]runtime.Container{nil, {running}} {
+		if got := containerStatus(spec, history, nil, 0, nil).VolumeMounts; !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%d runtime containers: volumeMounts %+v, want %+v", len(history), got, want)
+		}
+	}
+}
+
+// TestStatusReportsTheUser: a container's status reports the identity its process runs as
+// (user.linux: uid, gid, supplementalGroups), as the kubelet 1.35+ copies it from CRI's
+// status; a container not made yet, or made by an older minilet, reports none.
+func TestStatusReportsTheUser(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1"}
+	c := runtime.Container{ID: "c1", Name: "app", Image: spec.Image, State: runtime.StateRunning, StartedAt: time.Now(),
+		User: "1000:3000:3000,4000"}
+	want := &corev1.ContainerUser{Linux: &corev1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}
+	if got := containerStatus(spec, []runtime.Container{c}, nil, 0, nil).User; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("user %+v, want %+v", got, want)
+	}
+	c.User = ""
+	if got := containerStatus(spec, []runtime.Container{c}, nil, 0, nil).User; got != nil {
+		t.Errorf("user %+v of a container with none recorded, want none", got)
+	}
+	if got := containerStatus(spec, nil, nil, 0, nil).User; got != nil {
+		t.Errorf("user %+v of a container not made yet, want none", got)
+	}
+}
+
 // TestContainerOfTheOldHashKept: a container made by minilet before resources left the
 // hash carries the whole spec's fingerprint; it counts as unchanged, so an upgrade of
 // minilet restarts none of the running containers.

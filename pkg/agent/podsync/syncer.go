@@ -81,8 +81,9 @@ type Syncer struct {
 	// pods' containers and kills those that fail liveness (probetargets.go).
 	probes *prober.Manager
 
-	endings   endings     // pods asked to end (End), for their workers
-	allocated allocations // the resources granted each pod (allocation.go)
+	endings   endings      // pods asked to end (End), for their workers
+	stopping  stoppingPods // deleted pods whose containers stop, for their readiness (stopready.go)
+	allocated allocations  // the resources granted each pod (allocation.go)
 	fits      Fits
 }
 
@@ -96,7 +97,11 @@ func New(cfg Config, deps Deps) *Syncer {
 			InsecureRegistries: cfg.InsecureRegistries, Backoff: newBackoff(deps.Clock), Clock: deps.Clock, Log: deps.Log}),
 		hostNet: hostnetwork.New(deps.Network, cfg.RootDir, deps.Log), fits: deps.Fits,
 	}
-	s.probes = prober.New(prober.Config{Containers: s, Events: s, Observe: deps.ObserveProbe, Wake: deps.Wake, Clock: deps.Clock})
+	wake := func(uid types.UID) {
+		s.stopping.probeChanged(uid)
+		deps.Wake(uid)
+	}
+	s.probes = prober.New(prober.Config{Containers: s, Events: s, Observe: deps.ObserveProbe, Wake: wake, Clock: deps.Clock})
 	return s
 }
 

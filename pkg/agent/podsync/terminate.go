@@ -31,8 +31,8 @@ import (
 // already gone from the API), then deletes a gracefully deleted pod for good
 // (grace period 0), as the kubelet does once its containers have stopped.
 func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod, gone bool) error {
-	s.probes.Forget(pod.UID)  // probes of a terminating pod stop
-	s.endings.forget(pod.UID) // deleted: there is nothing left to fail
+	s.probes.StopLivenessAndStartup(pod.UID) // readiness is probed until the containers stopped
+	s.endings.forget(pod.UID)                // deleted: there is nothing left to fail
 	s.allocated.forget(pod.UID)
 	if !st.terminated {
 		if !gone && !staticpod.IsStatic(pod) {
@@ -50,6 +50,7 @@ func (s *Syncer) TerminatePod(ctx context.Context, st *PodState, pod *corev1.Pod
 		if err := s.killPod(ctx, pod, podRef(pod), grace); err != nil {
 			return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)
 		}
+		s.probes.Forget(pod.UID)
 		if err := cm.RemovePodCgroup(s.cfg.CgroupRoot, string(pod.UID)); err != nil {
 			return fmt.Errorf("remove cgroups of pod %s: %w", PodKey(pod), err)
 		}
@@ -86,7 +87,8 @@ func (s *Syncer) stopAndReport(ctx context.Context, st *PodState, pod *corev1.Po
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
-	if err := s.stopContainers(ctx, pod, appContainersOf(all), gracePeriod(pod)); err != nil {
+	stop := func() error { return s.stopContainers(ctx, pod, appContainersOf(all), gracePeriod(pod)) }
+	if err := s.stopReporting(ctx, st, pod, stop); err != nil {
 		return fmt.Errorf("stop pod %s: %w", PodKey(pod), err)
 	}
 	if all, err = s.rt.ListContainers(ctx, string(pod.UID)); err != nil {

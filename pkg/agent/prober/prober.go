@@ -5,6 +5,7 @@ package prober
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -106,10 +107,13 @@ func (m *Manager) Sync(pod *corev1.Pod, probed []*corev1.Container, statuses []c
 	want := map[key]string{}
 	for _, c := range probed {
 		for _, cs := range statuses {
-			if cs.Name != c.Name || cs.State.Running == nil || pod.DeletionTimestamp != nil {
+			if cs.Name != c.Name || cs.State.Running == nil {
 				continue
 			}
 			for kind, pr := range probesOf(c) {
+				if pod.DeletionTimestamp != nil && kind != probe.Readiness {
+					continue // a terminating pod's containers are only probed for readiness
+				}
 				k := key{pod.UID, c.Name, kind}
 				want[k] = cs.ContainerID
 				if w, ok := m.workers[k]; ok && w.containerID == cs.ContainerID {
@@ -165,8 +169,11 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 	if ctx.Err() != nil {
 		return // the worker was stopped meanwhile
 	}
-	if r == probe.Failure {
+	switch r {
+	case probe.Failure:
 		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", k.kind, output)
+	case probe.Unknown: // the probe could not run (the kubelet's prober error)
+		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in unknown state: %s", k.kind, output)
 	}
 	if !changed {
 		return
@@ -176,7 +183,7 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 	m.mu.Unlock()
 	if current == probe.Failure && k.kind != probe.Readiness {
 		// A failed liveness or startup probe kills the container; its restart policy decides.
-		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, "Killing", "Container %s failed %s probe, will be restarted", c.Name, lower(k.kind))
+		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, "Killing", "%s", killMessage(pod, c.Name, k.kind))
 		m.wg.Go(func() {
 			if err := m.cfg.Containers.Kill(ctx, pod, c.Name, containerID, pr.TerminationGracePeriodSeconds); err != nil {
 				m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedKillPod", "error killing container %s: %v", c.Name, err)
@@ -185,6 +192,23 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 		})
 	}
 	m.cfg.Wake(pod.UID) // the pod's status changes
+}
+
+// killMessage is the Killing event's message for a container that failed its liveness or
+// startup probe, in the kubelet's words (computePodActions, computeInitContainerActions):
+// a sidecar is an "Init container", and an app container "will be restarted" unless the
+// pod's restartPolicy is Never.
+func killMessage(pod *corev1.Pod, container string, k probe.Kind) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == container {
+			return fmt.Sprintf("Init container %s failed %s probe", container, lower(k))
+		}
+	}
+	msg := fmt.Sprintf("Container %s failed %s probe", container, lower(k))
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		msg += ", will be restarted"
+	}
+	return msg
 }
 
 func lower(k probe.Kind) string {
@@ -215,12 +239,22 @@ func (m *Manager) Started(uid types.UID, container string) bool {
 	return !ok || r == probe.Success
 }
 
+// StopLivenessAndStartup stops the liveness and startup workers of a pod that terminates,
+// as the kubelet's prober manager: its readiness is probed until its containers stopped.
+func (m *Manager) StopLivenessAndStartup(uid types.UID) {
+	m.forget(uid, func(k probe.Kind) bool { return k != probe.Readiness })
+}
+
 // Forget stops every worker of a pod that is going.
 func (m *Manager) Forget(uid types.UID) {
+	m.forget(uid, func(probe.Kind) bool { return true })
+}
+
+func (m *Manager) forget(uid types.UID, stops func(probe.Kind) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, w := range m.workers {
-		if k.pod == uid {
+		if k.pod == uid && stops(k.kind) {
 			w.cancel()
 			delete(m.workers, k)
 			delete(m.results, k)

@@ -110,7 +110,9 @@ func makeSubPath(base, sub string) error {
 	return nil
 }
 
-// ensureTmpfs mounts a tmpfs on dir unless one is there.
+// ensureTmpfs mounts a tmpfs on dir unless one is there, as the kubelet's emptyDir does:
+// with opts (its size) and noswap, so its pages never go to swap, where the kernel has it
+// (6.4+, not in a user namespace), and no other flag (neither nosuid nor nodev).
 func ensureTmpfs(dir, opts string) error {
 	mounted, err := mountinfo.Mounted(dir)
 	if err != nil {
@@ -119,7 +121,15 @@ func ensureTmpfs(dir, opts string) error {
 	if mounted {
 		return nil
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	noswap := "noswap"
+	if opts != "" {
+		noswap = opts + ",noswap"
+	}
+	err = unix.Mount("tmpfs", dir, "tmpfs", 0, noswap)
+	if errors.Is(err, unix.EINVAL) { // a kernel without noswap
+		err = unix.Mount("tmpfs", dir, "tmpfs", 0, opts)
+	}
+	if err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil

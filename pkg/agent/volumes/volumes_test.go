@@ -2,14 +2,17 @@ package volumes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,6 +269,43 @@ func TestVolumeRootsHaveTheKubeletsModes(t *testing.T) {
 		fi, err := os.Stat(vols[name].Path)
 		if err != nil || fi.Mode() != want {
 			t.Errorf("%s volume: mode %v (%v), want %v", name, fi.Mode(), err, want)
+		}
+	}
+}
+
+// TestMemoryVolumesAreMountedAsTheKubelet: the kubelet mounts a tmpfs volume (emptyDir
+// medium Memory, and the tmpfs of a secret) with its size and, on kernels that know it
+// (6.4+), noswap, and no other flag: not nosuid nor nodev (what `mount` shows in the
+// container).
+func TestMemoryVolumesAreMountedAsTheKubelet(t *testing.T) {
+	testenv.RequireRoot(t, "mount tmpfs")
+	m, _ := testManager(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"p": []byte("s")}})
+	pod := volumePod(
+		corev1.Volume{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+	)
+	vols, err := m.SetUp(context.Background(), pod)
+	t.Cleanup(func() { m.TearDown(string(pod.UID)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	fmt.Sscanf(unix.ByteSliceToString(uts.Release[:]), "%d.%d", &major, &minor)
+	noswap := major > 6 || major == 6 && minor >= 4
+	for _, name := range []string{"mem", "secret"} {
+		mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(vols[name].Path))
+		if err != nil || len(mounts) != 1 {
+			t.Fatalf("mount of %s: %v %v", name, mounts, err)
+		}
+		if opts := strings.Split(mounts[0].Options, ","); slices.Contains(opts, "nosuid") || slices.Contains(opts, "nodev") {
+			t.Errorf("%s tmpfs mounted %s, want neither nosuid nor nodev", name, mounts[0].Options)
+		}
+		if got := slices.Contains(strings.Split(mounts[0].VFSOptions, ","), "noswap"); got != noswap {
+			t.Errorf("%s tmpfs options %s: noswap %v, want %v (kernel %d.%d)", name, mounts[0].VFSOptions, got, noswap, major, minor)
 		}
 	}
 }
