@@ -283,7 +283,9 @@ func TestMiniapiNotifiesReady(t *testing.T) {
 
 // TestMiniproxyNotifiesReady runs miniapi and miniproxy in a network namespace of the test's
 // own (miniproxy writes its iptables rules there) and checks that when miniproxy's READY=1
-// arrives its /healthz says healthy: the first sync is done.
+// arrives its /livez says healthy: the first sync is done. /healthz, which as kube-proxy's
+// also asks whether the node is eligible for load balancers' traffic, says no: this
+// cluster has no Node node-1.
 func TestMiniproxyNotifiesReady(t *testing.T) {
 	bin := binDir(t)
 	testenv.RequireRoot(t, "runs miniproxy in a network namespace of its own")
@@ -297,12 +299,15 @@ func TestMiniproxyNotifiesReady(t *testing.T) {
 	proxy := startNotifying(t, ns, filepath.Join(bin, "miniproxy"), "--kubeconfig", filepath.Join(data, "admin.kubeconfig"),
 		"--hostname-override", "node-1", "--healthz-bind-address", "127.0.0.1:10256", "--metrics-bind-address", "127.0.0.1:10249")
 	proxy.awaitReady(t)
-	out, err := getInNetns(ns, "127.0.0.1:10256", "/healthz")
+	out, err := getInNetns(ns, "127.0.0.1:10256", "/livez")
 	if err != nil {
-		t.Fatalf("READY=1 came, but miniproxy's /healthz does not answer: %v", err)
+		t.Fatalf("READY=1 came, but miniproxy's /livez does not answer: %v", err)
 	}
 	if !strings.HasPrefix(out, "HTTP/1.0 200 ") || !strings.Contains(out, `"lastUpdated"`) {
-		t.Errorf("READY=1 came, but miniproxy's /healthz is not healthy:\n%s", out)
+		t.Errorf("READY=1 came, but miniproxy's /livez is not healthy:\n%s", out)
+	}
+	if out, err := getInNetns(ns, "127.0.0.1:10256", "/healthz"); err != nil || !strings.HasPrefix(out, "HTTP/1.0 503 ") || !strings.Contains(out, `"nodeEligible":false`) {
+		t.Errorf("miniproxy's /healthz without its Node: %v\n%s", err, out)
 	}
 	proxy.noMore(t)
 }
