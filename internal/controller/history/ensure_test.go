@@ -36,7 +36,10 @@ func ensure(t *testing.T, client *fake.Clientset, ds *appsv1.DaemonSet, image st
 		}
 	}
 	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: image}}
-	owner := NewOwner(ds, dsKind, &ds.Spec.Template, nil, ds.Spec.RevisionHistoryLimit)
+	owner, err := NewOwner(ds, dsKind, &ds.Spec.Template, nil, ds.Spec.RevisionHistoryLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
 	owner.Live, owner.LiveCounts = live, liveCounts
 	if _, _, err := Ensure(ctx, client, appslisters.NewControllerRevisionLister(indexer), owner); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,8 @@ type Owner struct {
 	Object   metav1.Object
 	Kind     schema.GroupVersionKind
 	Template *corev1.PodTemplateSpec
-	Hash     string // of Template
+	Data     []byte // Template as a revision stores it (Patch)
+	Hash     string // names Template's revision
 	Limit    int    // revisionHistoryLimit
 	// Live are the revisions still in use, by name or hash (those of the owner's pods, a
 	// StatefulSet's currentRevision): never pruned. LiveCounts: they count against Limit,
@@ -50,22 +51,19 @@ type Owner struct {
 // NewOwner is the Owner of a DaemonSet: its template hashed with its collisionCount, as
 // kube's daemonset controller names revisions (ComputeHash), and its revisionHistoryLimit
 // (Kubernetes' default 10 when unset).
-func NewOwner(obj metav1.Object, kind schema.GroupVersionKind, template *corev1.PodTemplateSpec, collisionCount, revisionHistoryLimit *int32) Owner {
-	return Owner{Object: obj, Kind: kind, Template: template, Hash: templatehash.Of(template, collisionCount),
-		Limit: int(ptr.Deref(revisionHistoryLimit, 10))}
+func NewOwner(obj metav1.Object, kind schema.GroupVersionKind, template *corev1.PodTemplateSpec, collisionCount, revisionHistoryLimit *int32) (Owner, error) {
+	data, err := Patch(template)
+	return Owner{Object: obj, Kind: kind, Template: template, Data: data, Hash: templatehash.Of(template, collisionCount),
+		Limit: int(ptr.Deref(revisionHistoryLimit, 10))}, err
 }
 
 // NewStatefulSetOwner is the Owner of a StatefulSet, whose revisions kube's statefulset
 // controller names otherwise (newRevision): by HashControllerRevision of the revision's
 // data with the collision count, 0 when the status has none.
 func NewStatefulSetOwner(set *appsv1.StatefulSet) (Owner, error) {
-	data, err := Patch(&set.Spec.Template)
-	if err != nil {
-		return Owner{}, err
-	}
-	o := NewOwner(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), &set.Spec.Template, nil, set.Spec.RevisionHistoryLimit)
-	o.Hash = hashData(data, ptr.Deref(set.Status.CollisionCount, 0))
-	return o, nil
+	o, err := NewOwner(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), &set.Spec.Template, nil, set.Spec.RevisionHistoryLimit)
+	o.Hash = hashData(o.Data, ptr.Deref(set.Status.CollisionCount, 0))
+	return o, err
 }
 
 // hashData is kube's HashControllerRevision: FNV-32 (not 32a) of the data, then of the
@@ -85,10 +83,6 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := Patch(o.Template)
-	if err != nil {
-		return nil, nil, err
-	}
 	var owned []*appsv1.ControllerRevision
 	var newest int64
 	var current *appsv1.ControllerRevision
@@ -98,7 +92,7 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 			newest = max(newest, r.Revision)
 			// The template's revision is the newest with its data, whatever its name, as
 			// kube's FindEqualRevisions and the daemonset's Match find it.
-			if bytes.Equal(r.Data.Raw, data) && (current == nil || r.Revision > current.Revision) {
+			if bytes.Equal(r.Data.Raw, o.Data) && (current == nil || r.Revision > current.Revision) {
 				current = r
 			}
 		}
@@ -109,7 +103,7 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 			ObjectMeta: metav1.ObjectMeta{Name: o.Object.GetName() + "-" + o.Hash, Namespace: ns,
 				Labels:          map[string]string{HashLabel: o.Hash},
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(o.Object, o.Kind)}},
-			Data:     runtime.RawExtension{Raw: data},
+			Data:     runtime.RawExtension{Raw: o.Data},
 			Revision: newest + 1,
 		}
 		// As kube's, the owner's annotations go with the revision: `kubectl rollout

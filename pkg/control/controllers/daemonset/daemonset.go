@@ -250,7 +250,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	// As kube's cleanupHistory, the revisions of its pods (even ended ones being deleted)
 	// are kept, though they count against revisionHistoryLimit.
-	owner := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
+	owner, err := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
+	if err != nil {
+		return 0, err
+	}
 	owner.Live, owner.LiveCounts = map[string]bool{}, true
 	for _, p := range pods {
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
