@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -26,4 +27,15 @@ func IsExtended(name corev1.ResourceName) bool {
 // OvercommitAllowed: a native resource other than hugepages may be requested below its limit.
 func OvercommitAllowed(name corev1.ResourceName) bool {
 	return IsNative(name) && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// counted are the native resources measured in whole units.
+var counted = sets.New(corev1.ResourcePods, corev1.ResourceQuotas, corev1.ResourceServices,
+	corev1.ResourceReplicationControllers, corev1.ResourceSecrets, corev1.ResourceConfigMaps,
+	corev1.ResourcePersistentVolumeClaims, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers)
+
+// IsInteger: a resource counted in whole units (pods, services, ...) or an extended one
+// (kube's IsIntegerResourceName).
+func IsInteger(name corev1.ResourceName) bool {
+	return counted.Has(name) || IsExtended(name)
 }

@@ -8,16 +8,18 @@ import (
 
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
-		name                    corev1.ResourceName
-		native, extended, overc bool
+		name                             corev1.ResourceName
+		native, extended, overc, integer bool
 	}{
-		{"cpu", true, false, true},
-		{"memory", true, false, true},
-		{"hugepages-2Mi", true, false, false},
-		{"kubernetes.io/something", true, false, true},
-		{"example.com/gpu", false, true, false},
-		{"requests.example.com/gpu", false, false, false},
-		{"example.com/bad name", false, false, false},
+		{"cpu", true, false, true, false},
+		{"memory", true, false, true, false},
+		{"hugepages-2Mi", true, false, false, false},
+		{"kubernetes.io/something", true, false, true, false},
+		{"pods", true, false, true, true},
+		{"services.loadbalancers", true, false, true, true},
+		{"example.com/gpu", false, true, false, true},
+		{"requests.example.com/gpu", false, false, false, false},
+		{"example.com/bad name", false, false, false, false},
 	} {
 		if got := IsNative(tc.name); got != tc.native {
 			t.Errorf("IsNative(%s) = %v", tc.name, got)
@@ -27,6 +29,9 @@ func TestClassify(t *testing.T) {
 		}
 		if got := OvercommitAllowed(tc.name); got != tc.overc {
 			t.Errorf("OvercommitAllowed(%s) = %v", tc.name, got)
+		}
+		if got := IsInteger(tc.name); got != tc.integer {
+			t.Errorf("IsInteger(%s) = %v", tc.name, got)
 		}
 	}
 }

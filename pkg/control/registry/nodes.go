@@ -16,7 +16,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
@@ -187,12 +186,6 @@ func validateTaints(taints []corev1.Taint, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// integerResources are the resources kube counts in whole units (its IsIntegerResourceName),
-// with the extended ones.
-var integerResources = sets.New(corev1.ResourcePods, corev1.ResourceQuotas, corev1.ResourceServices,
-	corev1.ResourceReplicationControllers, corev1.ResourceSecrets, corev1.ResourceConfigMaps,
-	corev1.ResourcePersistentVolumeClaims, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers)
-
 // validateNodeResources is kube's ValidateNodeResources: capacity and allocatable are not
 // negative, and whole numbers where the resource is counted.
 func validateNodeResources(n *corev1.Node) field.ErrorList {
@@ -206,7 +199,7 @@ func validateNodeResources(n *corev1.Node) field.ErrorList {
 			if q.Sign() < 0 {
 				errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
 			}
-			if (integerResources.Has(name) || resourcename.IsExtended(name)) && q.MilliValue()%1000 != 0 {
+			if resourcename.IsInteger(name) && q.MilliValue()%1000 != 0 {
 				errs = append(errs, field.Invalid(p, q, "must be an integer"))
 			}
 		}
