@@ -445,8 +445,8 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 			return nil, err
 		}
 		owner.applied = mustMeta(merged).GetManagedFields()
-		if name := mustMeta(merged).GetName(); name != info.Name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
+		if name := mustMeta(merged).GetName(); name != info.Name { // an empty one too, unlike checkNames
+			return nil, nameMismatch(name, info.Name)
 		}
 		return merged, checkNames(res, merged, info)
 	}

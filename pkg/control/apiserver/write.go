@@ -96,10 +96,15 @@ func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) er
 			m.SetName(info.Name)
 		case info.Name:
 		default:
-			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), info.Name))
+			return nameMismatch(m.GetName(), info.Name)
 		}
 	}
 	return nil
+}
+
+// nameMismatch is kube-apiserver's refusal of an object whose name is not the URL's.
+func nameMismatch(name, urlName string) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, urlName))
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
