@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -679,7 +680,7 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 	if !nettest.SameNamespace(t, nsOf(host.PID, "pid"), "/proc/self/ns/pid") {
 		t.Error("hostPID: the container is not in the host's PID namespace")
 	}
-	if shims := shimsOf(t, e.ns, ids); shims != 1 {
+	if shims := len(shimsOf(t, e.ns, ids)); shims != 1 {
 		t.Errorf("a sandbox and its 5 containers run under %d shims, want one for the pod", shims)
 	}
 
@@ -767,30 +768,33 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	controllertest.Until(t, what, 20*time.Second, cond)
 }
 
-// shimsOf counts the containerd shims serving containerd namespace ns.
-// shimsOf counts the shim processes of namespace ns serving any of the containers ids (a
+// shimsOf lists the shim processes of namespace ns serving any of the containers ids (a
 // shim is started with the ID of the first container it serves). Shims of other tests'
-// pods, still exiting on a loaded machine, are not counted.
-func shimsOf(t *testing.T, ns string, ids []string) int {
+// pods, still exiting on a loaded machine, are not listed.
+func shimsOf(t *testing.T, ns string, ids []string) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var pids []int
 	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil || !strings.Contains(string(cmdline), "containerd-shim") || !strings.Contains(string(cmdline), "-namespace\x00"+ns+"\x00") {
 			continue
 		}
 		for _, id := range ids {
 			if strings.Contains(string(cmdline), "-id\x00"+id+"\x00") {
-				n++
+				pids = append(pids, pid)
 				break
 			}
 		}
 	}
-	return n
+	return pids
 }
 
 // TestContainerSeesItsCgroups: a container reads its own memory limit under

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,9 +41,25 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("create in a terminating namespace: want Forbidden, got %v", err)
 	}
+	// What the waits below last saw, told if one of them gives up.
+	var left []string
+	var last []corev1.NamespaceCondition
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last seen: ConfigMaps %v, namespace conditions %+v", left, last)
+		}
+	})
 	waitFor(t, "content deleted", func() bool {
 		list, err := c.client.CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 1 && list.Items[0].Name == "held" && list.Items[0].DeletionTimestamp != nil
+		if err != nil {
+			left = []string{err.Error()}
+			return false
+		}
+		left = nil
+		for _, cm := range list.Items {
+			left = append(left, fmt.Sprintf("%s(deleting=%t)", cm.Name, cm.DeletionTimestamp != nil))
+		}
+		return len(list.Items) == 1 && list.Items[0].Name == "held" && list.Items[0].DeletionTimestamp != nil
 	})
 	// The namespace controller tells, as kube-controller-manager's does, what holds the
 	// namespace in its status conditions (kubectl describe namespace shows them).
@@ -53,7 +70,6 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 		corev1.NamespaceContentRemaining:         "True SomeResourcesRemain Some resources are remaining: configmaps. has 1 resource instances",
 		corev1.NamespaceFinalizersRemaining:      "True SomeFinalizersRemain Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances",
 	}
-	var last []corev1.NamespaceCondition
 	waitFor(t, "namespace conditions", func() bool {
 		got, err := c.client.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
 		if err != nil {

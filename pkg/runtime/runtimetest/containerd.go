@@ -104,7 +104,8 @@ func StartContainerd(t testing.TB) string {
 			t.Errorf("unmounting containerd directories: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("containerd log (%s):\n%s", address, tail(logPath, 60))
+			// Short, so that a test run's tail still shows the failure above it.
+			t.Logf("containerd log (%s):\n%s", address, tail(logPath, 25))
 		}
 	})
 
