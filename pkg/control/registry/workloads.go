@@ -33,17 +33,13 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
 	errs = append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
 	spec := path.Child("spec")
-	errs = append(errs, validatePodSpecContainers(&t.Spec, spec, sets.New[string]())...)
+	errs = append(errs, validatePodSpec(&t.Spec, spec, sets.New[string]())...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
 	if !slices.Contains(restartPolicies, t.Spec.RestartPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), t.Spec.RestartPolicy, restartPolicies))
 	}
-	if g := t.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(spec.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
-	}
-	errs = append(errs, validatePodDNS(&t.Spec, spec)...)
 	return errs
 }
 
