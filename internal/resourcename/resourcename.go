@@ -39,3 +39,29 @@ var counted = sets.New(corev1.ResourcePods, corev1.ResourceQuotas, corev1.Resour
 func IsInteger(name corev1.ResourceName) bool {
 	return counted.Has(name) || IsExtended(name)
 }
+
+// standard are the native names a resource list may hold without a domain (kube's
+// standardResources): compute, storage and the object counts of quotas.
+var standard = sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
+	corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceRequestsEphemeralStorage,
+	corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory, corev1.ResourceLimitsEphemeralStorage,
+	corev1.ResourcePods, corev1.ResourceQuotas, corev1.ResourceServices, corev1.ResourceReplicationControllers,
+	corev1.ResourceSecrets, corev1.ResourceConfigMaps, corev1.ResourcePersistentVolumeClaims,
+	corev1.ResourceStorage, corev1.ResourceRequestsStorage, corev1.ResourceServicesNodePorts,
+	corev1.ResourceServicesLoadBalancers)
+
+// IsStandard: a known name without a domain, or hugepages (kube's IsStandardResourceName).
+func IsStandard(name corev1.ResourceName) bool {
+	return standard.Has(name) || isQuotaHugePages(name)
+}
+
+// IsStandardQuota: a name without a domain that a ResourceQuota may limit (kube's
+// IsStandardQuotaResourceName): storage alone is not one, requests.storage is.
+func IsStandardQuota(name corev1.ResourceName) bool {
+	return name != corev1.ResourceStorage && IsStandard(name)
+}
+
+func isQuotaHugePages(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) ||
+		strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
+}

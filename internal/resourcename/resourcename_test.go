@@ -35,3 +35,27 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestStandardNames(t *testing.T) {
+	for _, tc := range []struct {
+		name            corev1.ResourceName
+		standard, quota bool
+	}{
+		{"cpu", true, true},
+		{"requests.memory", true, true},
+		{"pods", true, true},
+		{"storage", true, false},
+		{"requests.storage", true, true},
+		{"hugepages-2Mi", true, true},
+		{"requests.hugepages-1Gi", true, true},
+		{"gpu", false, false},
+		{"example.com/gpu", false, false},
+	} {
+		if got := IsStandard(tc.name); got != tc.standard {
+			t.Errorf("IsStandard(%s) = %v", tc.name, got)
+		}
+		if got := IsStandardQuota(tc.name); got != tc.quota {
+			t.Errorf("IsStandardQuota(%s) = %v", tc.name, got)
+		}
+	}
+}

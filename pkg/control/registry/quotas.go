@@ -2,16 +2,20 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -19,17 +23,13 @@ var resourceQuotaRules = Rules{
 	PrepareCreate: func(obj runtime.Object) { obj.(*corev1.ResourceQuota).Status = corev1.ResourceQuotaStatus{} },
 	Validate: func(obj runtime.Object) field.ErrorList {
 		q := obj.(*corev1.ResourceQuota)
-		errs := validateMeta(q, true, validation.NameIsDNSSubdomain)
-		errs = append(errs, validateResourceList(q.Spec.Hard, field.NewPath("spec", "hard"))...)
-		errs = append(errs, validateResourceList(q.Status.Hard, field.NewPath("status", "hard"))...)
-		errs = append(errs, validateResourceList(q.Status.Used, field.NewPath("status", "used"))...)
-		scopes := []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating,
-			corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeNotBestEffort, corev1.ResourceQuotaScopePriorityClass,
-			corev1.ResourceQuotaScopeCrossNamespacePodAffinity}
-		for i, s := range q.Spec.Scopes {
-			if !slices.Contains(scopes, s) {
-				errs = append(errs, field.NotSupported(field.NewPath("spec", "scopes").Index(i), s, scopes))
-			}
+		return append(validateMeta(q, true, validation.NameIsDNSSubdomain), validateResourceQuota(q)...)
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		q, oldQ := obj.(*corev1.ResourceQuota), old.(*corev1.ResourceQuota)
+		errs := validateResourceQuota(q)
+		if !sets.New(q.Spec.Scopes...).Equal(sets.New(oldQ.Spec.Scopes...)) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "scopes"), q.Spec.Scopes, "field is immutable"))
 		}
 		return errs
 	},
@@ -71,6 +71,145 @@ func validateResourceList(list corev1.ResourceList, path *field.Path) field.Erro
 		if q.Sign() < 0 {
 			errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
 		}
+	}
+	return errs
+}
+
+// validateResourceQuota is kube's ValidateResourceQuota less the metadata: the names a
+// quota can limit with their values, in spec and status, and the scopes.
+func validateResourceQuota(q *corev1.ResourceQuota) field.ErrorList {
+	spec := field.NewPath("spec")
+	errs := validateQuotaList(q.Spec.Hard, spec.Child("hard"))
+	errs = append(errs, validateQuotaScopes(&q.Spec, spec.Child("scopes"))...)
+	if q.Spec.ScopeSelector != nil {
+		errs = append(errs, validateScopeSelector(&q.Spec, spec.Child("scopeSelector", "matchExpressions"))...)
+	}
+	errs = append(errs, validateQuotaList(q.Status.Hard, field.NewPath("status", "hard"))...)
+	return append(errs, validateQuotaList(q.Status.Used, field.NewPath("status", "used"))...)
+}
+
+// validateQuotaList is kube's ValidateResourceQuotaResourceName and
+// ValidateResourceQuantityValue for each entry.
+func validateQuotaList(list corev1.ResourceList, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(list)) {
+		p, q := path.Key(string(name)), list[name]
+		if msgs := utilvalidation.IsQualifiedName(string(name)); len(msgs) > 0 {
+			errs = append(errs, invalidEach(p, name, msgs)...)
+		} else if !strings.Contains(string(name), "/") {
+			switch {
+			case !resourcename.IsStandard(name):
+				errs = append(errs, field.Invalid(p, name, "must be a standard resource type or fully qualified"))
+			case !resourcename.IsStandardQuota(name):
+				errs = append(errs, field.Invalid(p, name, "must be a standard resource for quota"))
+			}
+		}
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
+		}
+		if resourcename.IsInteger(name) && q.MilliValue()%1000 != 0 {
+			errs = append(errs, field.Invalid(p, q, "must be an integer"))
+		}
+	}
+	return errs
+}
+
+// quotaScopes are the scopes kube knows (IsStandardResourceQuotaScope).
+var quotaScopes = sets.New(corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating,
+	corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeNotBestEffort, corev1.ResourceQuotaScopePriorityClass,
+	corev1.ResourceQuotaScopeVolumeAttributesClass, corev1.ResourceQuotaScopeCrossNamespacePodAffinity)
+
+// conflictingScopes are the pairs no quota may hold both of.
+var conflictingScopes = [][2]corev1.ResourceQuotaScope{
+	{corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeNotBestEffort},
+	{corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating},
+}
+
+// scopeFits is kube's IsResourceQuotaScopeValidForResource: which standard resources a
+// scope can limit (a scope of pods limits pods and their compute, BestEffort pods only
+// their count, VolumeAttributesClass claims).
+func scopeFits(scope corev1.ResourceQuotaScope, name corev1.ResourceName) bool {
+	podCompute := sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceLimitsCPU,
+		corev1.ResourceLimitsMemory, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory)
+	switch scope {
+	case corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating, corev1.ResourceQuotaScopeNotBestEffort,
+		corev1.ResourceQuotaScopePriorityClass, corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+		return name == corev1.ResourcePods || podCompute.Has(name)
+	case corev1.ResourceQuotaScopeBestEffort:
+		return name == corev1.ResourcePods
+	case corev1.ResourceQuotaScopeVolumeAttributesClass:
+		return name == corev1.ResourcePersistentVolumeClaims || name == corev1.ResourceRequestsStorage
+	}
+	return true
+}
+
+// conflicting tells whether scopes hold both of a pair no quota may hold.
+func conflicting(scopes []corev1.ResourceQuotaScope) bool {
+	return slices.ContainsFunc(conflictingScopes, func(pair [2]corev1.ResourceQuotaScope) bool {
+		return slices.Contains(scopes, pair[0]) && slices.Contains(scopes, pair[1])
+	})
+}
+
+// misappliedScope is kube's refusal of a scope for each of the quota's standard resources
+// it cannot limit.
+func misappliedScope(scope corev1.ResourceQuotaScope, hard corev1.ResourceList, path *field.Path, bad any) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(hard)) {
+		if resourcename.IsStandardQuota(name) && !scopeFits(scope, name) {
+			errs = append(errs, field.Invalid(path, bad, "unsupported scope applied to resource"))
+		}
+	}
+	return errs
+}
+
+func validateQuotaScopes(spec *corev1.ResourceQuotaSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, scope := range spec.Scopes {
+		if !quotaScopes.Has(scope) {
+			errs = append(errs, field.Invalid(path, spec.Scopes, "unsupported scope"))
+		}
+		errs = append(errs, misappliedScope(scope, spec.Hard, path, spec.Scopes)...)
+	}
+	if conflicting(spec.Scopes) {
+		errs = append(errs, field.Invalid(path, spec.Scopes, "conflicting scopes"))
+	}
+	return errs
+}
+
+// existsOnlyScopes are the scopes a scope selector may only ask to exist.
+var existsOnlyScopes = sets.New(corev1.ResourceQuotaScopeBestEffort, corev1.ResourceQuotaScopeNotBestEffort,
+	corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating, corev1.ResourceQuotaScopeCrossNamespacePodAffinity)
+
+// validateScopeSelector is kube's validateScopedResourceSelectorRequirement, path being
+// the selector's matchExpressions.
+func validateScopeSelector(spec *corev1.ResourceQuotaSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var scopes []corev1.ResourceQuotaScope
+	for _, req := range spec.ScopeSelector.MatchExpressions {
+		if !quotaScopes.Has(req.ScopeName) {
+			errs = append(errs, field.Invalid(path.Child("scopeName"), req.ScopeName, "unsupported scope"))
+		}
+		errs = append(errs, misappliedScope(req.ScopeName, spec.Hard, path, spec.ScopeSelector)...)
+		if existsOnlyScopes.Has(req.ScopeName) && req.Operator != corev1.ScopeSelectorOpExists {
+			errs = append(errs, field.Invalid(path.Child("operator"), req.Operator,
+				"must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"))
+		}
+		switch req.Operator {
+		case corev1.ScopeSelectorOpIn, corev1.ScopeSelectorOpNotIn:
+			if len(req.Values) == 0 {
+				errs = append(errs, field.Required(path.Child("values"), "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"))
+			}
+		case corev1.ScopeSelectorOpExists, corev1.ScopeSelectorOpDoesNotExist:
+			if len(req.Values) != 0 {
+				errs = append(errs, field.Invalid(path.Child("values"), req.Values, "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"))
+			}
+		default:
+			errs = append(errs, field.Invalid(path.Child("operator"), req.Operator, "not a valid selector operator"))
+		}
+		scopes = append(scopes, req.ScopeName)
+	}
+	if conflicting(scopes) {
+		errs = append(errs, field.Invalid(path, spec.Scopes, "conflicting scopes"))
 	}
 	return errs
 }
