@@ -65,3 +65,13 @@ func isQuotaHugePages(name corev1.ResourceName) bool {
 	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) ||
 		strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
 }
+
+// IsStandardContainer: a name without a domain a container can request (kube's
+// IsStandardContainerResourceName): cpu, memory, ephemeral-storage, hugepages.
+func IsStandardContainer(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return true
+	}
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}

@@ -38,19 +38,23 @@ func TestClassify(t *testing.T) {
 
 func TestStandardNames(t *testing.T) {
 	for _, tc := range []struct {
-		name            corev1.ResourceName
-		standard, quota bool
+		name                       corev1.ResourceName
+		standard, quota, container bool
 	}{
-		{"cpu", true, true},
-		{"requests.memory", true, true},
-		{"pods", true, true},
-		{"storage", true, false},
-		{"requests.storage", true, true},
-		{"hugepages-2Mi", true, true},
-		{"requests.hugepages-1Gi", true, true},
-		{"gpu", false, false},
-		{"example.com/gpu", false, false},
+		{"cpu", true, true, true},
+		{"ephemeral-storage", true, true, true},
+		{"requests.memory", true, true, false},
+		{"pods", true, true, false},
+		{"storage", true, false, false},
+		{"requests.storage", true, true, false},
+		{"hugepages-2Mi", true, true, true},
+		{"requests.hugepages-1Gi", true, true, false},
+		{"gpu", false, false, false},
+		{"example.com/gpu", false, false, false},
 	} {
+		if got := IsStandardContainer(tc.name); got != tc.container {
+			t.Errorf("IsStandardContainer(%s) = %v", tc.name, got)
+		}
 		if got := IsStandard(tc.name); got != tc.standard {
 			t.Errorf("IsStandard(%s) = %v", tc.name, got)
 		}

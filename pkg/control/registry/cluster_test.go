@@ -186,7 +186,9 @@ func TestQuotaAndLimitRangeRules(t *testing.T) {
 		t.Errorf("limit range item not defaulted: %+v", item)
 	}
 	lr.Spec.Limits[0].Min[corev1.ResourceCPU] = resource.MustParse("3")
-	expectErrors(t, "min above max", limitRangeRules.Validate(lr), "spec.limits[0].min[cpu]: FieldValueInvalid")
+	// The defaults (2, from max) are below min too, as kube tells.
+	expectErrors(t, "min above max", limitRangeRules.Validate(lr), "spec.limits[0].min[cpu]: FieldValueInvalid",
+		"spec.limits[0].defaultRequest[cpu]: FieldValueInvalid", "spec.limits[0].default[cpu]: FieldValueInvalid")
 }
 
 func TestEventTables(t *testing.T) {

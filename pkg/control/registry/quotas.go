@@ -94,15 +94,10 @@ func validateQuotaList(list corev1.ResourceList, path *field.Path) field.ErrorLi
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(list)) {
 		p, q := path.Key(string(name)), list[name]
-		if msgs := utilvalidation.IsQualifiedName(string(name)); len(msgs) > 0 {
-			errs = append(errs, invalidEach(p, name, msgs)...)
-		} else if !strings.Contains(string(name), "/") {
-			switch {
-			case !resourcename.IsStandard(name):
-				errs = append(errs, field.Invalid(p, name, "must be a standard resource type or fully qualified"))
-			case !resourcename.IsStandardQuota(name):
-				errs = append(errs, field.Invalid(p, name, "must be a standard resource for quota"))
-			}
+		if nameErrs := validateResourceName(name, p); len(nameErrs) > 0 {
+			errs = append(errs, nameErrs...)
+		} else if !strings.Contains(string(name), "/") && !resourcename.IsStandardQuota(name) {
+			errs = append(errs, field.Invalid(p, name, "must be a standard resource for quota"))
 		}
 		if q.Sign() < 0 {
 			errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
@@ -250,12 +245,16 @@ func defaultLimitRangeItem(item *corev1.LimitRangeItem) {
 
 func validateLimitRange(lr *corev1.LimitRange) field.ErrorList {
 	errs := validateMeta(lr, true, validation.NameIsDNSSubdomain)
-	types := []corev1.LimitType{corev1.LimitTypePod, corev1.LimitTypeContainer, corev1.LimitTypePersistentVolumeClaim}
-	for i, item := range lr.Spec.Limits {
-		path := field.NewPath("spec", "limits").Index(i)
-		if !slices.Contains(types, item.Type) {
-			errs = append(errs, field.NotSupported(path.Child("type"), item.Type, types))
+	types := sets.New[corev1.LimitType]()
+	for i := range lr.Spec.Limits {
+		item, path := &lr.Spec.Limits[i], field.NewPath("spec", "limits").Index(i)
+		errs = append(errs, validateLimitType(item.Type, path.Child("type"))...)
+		if types.Has(item.Type) {
+			errs = append(errs, field.Duplicate(path.Child("type"), item.Type))
 		}
+		types.Insert(item.Type)
+		lists := map[string]corev1.ResourceList{"max": item.Max, "min": item.Min, "default": item.Default,
+			"defaultRequest": item.DefaultRequest, "maxLimitRequestRatio": item.MaxLimitRequestRatio}
 		if item.Type == corev1.LimitTypePod {
 			if len(item.Default) > 0 {
 				errs = append(errs, field.Forbidden(path.Child("default"), "may not be specified when `type` is 'Pod'"))
@@ -263,30 +262,113 @@ func validateLimitRange(lr *corev1.LimitRange) field.ErrorList {
 			if len(item.DefaultRequest) > 0 {
 				errs = append(errs, field.Forbidden(path.Child("defaultRequest"), "may not be specified when `type` is 'Pod'"))
 			}
+			delete(lists, "default") // refused: kube checks no more of them
+			delete(lists, "defaultRequest")
 		}
-		for _, l := range []struct {
-			name string
-			list corev1.ResourceList
-		}{{"max", item.Max}, {"min", item.Min}, {"default", item.Default}, {"defaultRequest", item.DefaultRequest}, {"maxLimitRequestRatio", item.MaxLimitRequestRatio}} {
-			errs = append(errs, validateResourceList(l.list, path.Child(l.name))...)
+		names := sets.New[corev1.ResourceName]()
+		for _, list := range []string{"max", "min", "default", "defaultRequest", "maxLimitRequestRatio"} {
+			for _, name := range slices.Sorted(maps.Keys(lists[list])) {
+				errs = append(errs, validateLimitRangeResourceName(item.Type, name, path.Child(list).Key(string(name)))...)
+				names.Insert(name)
+			}
 		}
-		for name, max := range item.Max {
-			p := path.Child("max").Key(string(name))
-			if min, ok := item.Min[name]; ok && min.Cmp(max) > 0 {
-				errs = append(errs, field.Invalid(path.Child("min").Key(string(name)), min.String(), fmt.Sprintf("min value %s is greater than max value %s", min.String(), max.String())))
-			}
-			for _, d := range []struct {
-				name string
-				q    resource.Quantity
-				ok   bool
-			}{{"default", item.Default[name], hasKey(item.Default, name)}, {"defaultRequest", item.DefaultRequest[name], hasKey(item.DefaultRequest, name)}} {
-				if d.ok && d.q.Cmp(max) > 0 {
-					errs = append(errs, field.Invalid(p, max.String(), fmt.Sprintf("%s value %s is greater than max value %s", d.name, d.q.String(), max.String())))
-				}
-			}
+		if item.Type == corev1.LimitTypePersistentVolumeClaim && !hasKey(item.Min, corev1.ResourceStorage) && !hasKey(item.Max, corev1.ResourceStorage) {
+			errs = append(errs, field.Required(path.Child("limits"), "either minimum or maximum storage value is required, but neither was provided"))
+		}
+		for _, name := range sets.List(names) {
+			errs = append(errs, validateLimitRangeBounds(lists, name, path)...)
 		}
 	}
 	return errs
+}
+
+// validateLimitRangeBounds is how kube's ValidateLimitRange relates one resource's min,
+// max, default, default request and limit/request ratio in an item (lists by field name).
+func validateLimitRangeBounds(lists map[string]corev1.ResourceList, name corev1.ResourceName, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	min, hasMin := lists["min"][name]
+	max, hasMax := lists["max"][name]
+	def, hasDef := lists["default"][name]
+	req, hasReq := lists["defaultRequest"][name]
+	ratio, hasRatio := lists["maxLimitRequestRatio"][name]
+	key := func(list string) *field.Path { return path.Child(list).Key(string(name)) }
+	if hasMin && hasMax && min.Cmp(max) > 0 {
+		errs = append(errs, field.Invalid(key("min"), min, fmt.Sprintf("min value %s is greater than max value %s", min.String(), max.String())))
+	}
+	if hasReq && hasMin && min.Cmp(req) > 0 {
+		errs = append(errs, field.Invalid(key("defaultRequest"), req, fmt.Sprintf("min value %s is greater than default request value %s", min.String(), req.String())))
+	}
+	if hasReq && hasMax && req.Cmp(max) > 0 {
+		errs = append(errs, field.Invalid(key("defaultRequest"), req, fmt.Sprintf("default request value %s is greater than max value %s", req.String(), max.String())))
+	}
+	if hasReq && hasDef && req.Cmp(def) > 0 {
+		errs = append(errs, field.Invalid(key("defaultRequest"), req, fmt.Sprintf("default request value %s is greater than default limit value %s", req.String(), def.String())))
+	}
+	if hasDef && hasMin && min.Cmp(def) > 0 {
+		errs = append(errs, field.Invalid(key("default"), min, fmt.Sprintf("min value %s is greater than default value %s", min.String(), def.String())))
+	}
+	if hasDef && hasMax && def.Cmp(max) > 0 {
+		errs = append(errs, field.Invalid(key("default"), max, fmt.Sprintf("default value %s is greater than max value %s", def.String(), max.String())))
+	}
+	if hasRatio && ratio.Cmp(*resource.NewQuantity(1, resource.DecimalSI)) < 0 {
+		errs = append(errs, field.Invalid(key("maxLimitRequestRatio"), ratio, fmt.Sprintf("ratio %s is less than 1", ratio.String())))
+	}
+	if hasRatio && hasMin && hasMax {
+		// In milli-units where they fit, as kube computes it.
+		r, lo, hi := float64(ratio.Value()), min.Value(), max.Value()
+		if ratio.Value() < resource.MaxMilliValue && lo < resource.MaxMilliValue && hi < resource.MaxMilliValue {
+			r, lo, hi = float64(ratio.MilliValue())/1000, min.MilliValue(), max.MilliValue()
+		}
+		if limit := float64(hi) / float64(lo); r > limit {
+			errs = append(errs, field.Invalid(key("maxLimitRequestRatio"), ratio, fmt.Sprintf("ratio %s is greater than max/min = %f", ratio.String(), limit)))
+		}
+	}
+	if !resourcename.OvercommitAllowed(name) && hasDef && hasReq && def.Cmp(req) != 0 {
+		errs = append(errs, field.Invalid(key("defaultRequest"), req, fmt.Sprintf("default value %s must equal to defaultRequest value %s in %s", def.String(), req.String(), name)))
+	}
+	return errs
+}
+
+// validateLimitType is kube's validateLimitRangeTypeName: a known type or a qualified one.
+func validateLimitType(t corev1.LimitType, path *field.Path) field.ErrorList {
+	if msgs := utilvalidation.IsQualifiedName(string(t)); len(msgs) > 0 {
+		return invalidEach(path, t, msgs)
+	}
+	switch t {
+	case corev1.LimitTypePod, corev1.LimitTypeContainer, corev1.LimitTypePersistentVolumeClaim:
+		return nil
+	}
+	if !strings.Contains(string(t), "/") {
+		return field.ErrorList{field.Invalid(path, t, "must be a standard limit type or fully qualified")}
+	}
+	return nil
+}
+
+// validateLimitRangeResourceName is kube's: a pod's or container's limits name what a
+// container can request; other types any standard or qualified resource.
+func validateLimitRangeResourceName(t corev1.LimitType, name corev1.ResourceName, path *field.Path) field.ErrorList {
+	errs := validateResourceName(name, path)
+	if len(errs) > 0 || (t != corev1.LimitTypePod && t != corev1.LimitTypeContainer) {
+		return errs
+	}
+	switch qualified := strings.Contains(string(name), "/"); {
+	case !qualified && !resourcename.IsStandardContainer(name):
+		return field.ErrorList{field.Invalid(path, name, "must be a standard resource for containers")}
+	case qualified && !resourcename.IsNative(name) && !resourcename.IsExtended(name):
+		return field.ErrorList{field.Invalid(path, name, "doesn't follow extended resource name standard")}
+	}
+	return nil
+}
+
+// validateResourceName is kube's: a qualified name, a known one when it has no domain.
+func validateResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	if msgs := utilvalidation.IsQualifiedName(string(name)); len(msgs) > 0 {
+		return invalidEach(path, name, msgs)
+	}
+	if !strings.Contains(string(name), "/") && !resourcename.IsStandard(name) {
+		return field.ErrorList{field.Invalid(path, name, "must be a standard resource type or fully qualified")}
+	}
+	return nil
 }
 
 func hasKey(list corev1.ResourceList, name corev1.ResourceName) bool {

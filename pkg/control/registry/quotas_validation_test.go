@@ -71,3 +71,58 @@ func TestResourceQuotaValidation(t *testing.T) {
 	used.Status.Used = list("pods", "500m")
 	expectMessage(t, updateSteps(resourceQuotaRules, used, old), "status.used[pods]", "must be an integer")
 }
+
+// TestLimitRangeValidation: kube's ValidateLimitRange: type and resource names, one item
+// per type, and how min, max, default, defaultRequest and the ratio relate (quantities
+// are not checked for sign: kube does not).
+func TestLimitRangeValidation(t *testing.T) {
+	list := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	lr := func(items ...corev1.LimitRangeItem) *corev1.LimitRange {
+		return &corev1.LimitRange{ObjectMeta: objMeta("lr"), Spec: corev1.LimitRangeSpec{Limits: items}}
+	}
+	for _, tc := range []struct {
+		what       string
+		lr         *corev1.LimitRange
+		field, msg string // "" when valid
+	}{
+		{"containers and claims", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: list("cpu", "2", "example.com/gpu", "1")},
+			corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Max: list("storage", "10Gi")}), "", ""},
+		{"a type of a domain", lr(corev1.LimitRangeItem{Type: "example.com/thing", Max: list("example.com/x", "1")}), "", ""},
+		{"unknown type", lr(corev1.LimitRangeItem{Type: "Volume"}), "spec.limits[0].type", `Invalid value: "Volume": must be a standard limit type or fully qualified`},
+		{"twice", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}, corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}), "spec.limits[1].type", `Duplicate value: "Container"`},
+		{"storage for a container", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: list("storage", "1Gi")}), "spec.limits[0].max[storage]", `Invalid value: "storage": must be a standard resource for containers`},
+		{"pods for a claim", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Max: list("storage", "1Gi", "gpu", "1")}), "spec.limits[0].max[gpu]", "must be a standard resource type or fully qualified"},
+		{"a claim without storage", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim}), "spec.limits[0].limits", "Required value: either minimum or maximum storage value is required, but neither was provided"},
+		{"default request above max", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: list("cpu", "1"), DefaultRequest: list("cpu", "2")}),
+			"spec.limits[0].defaultRequest[cpu]", `Invalid value: "2": default request value 2 is greater than max value 1`},
+		{"default below min", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: list("memory", "1Gi"), Default: list("memory", "512Mi")}),
+			"spec.limits[0].default[memory]", `Invalid value: "1Gi": min value 1Gi is greater than default value 512Mi`},
+		{"request above limit", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: list("cpu", "1"), DefaultRequest: list("cpu", "2")}),
+			"spec.limits[0].defaultRequest[cpu]", "default request value 2 is greater than default limit value 1"},
+		{"ratio below one", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: list("cpu", "500m")}),
+			"spec.limits[0].maxLimitRequestRatio[cpu]", `Invalid value: "500m": ratio 500m is less than 1`},
+		{"ratio above max/min", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: list("cpu", "1"), Max: list("cpu", "2"), MaxLimitRequestRatio: list("cpu", "3")}),
+			"spec.limits[0].maxLimitRequestRatio[cpu]", "ratio 3 is greater than max/min = 2.000000"},
+		{"hugepages overcommitted", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: list("hugepages-2Mi", "4Mi"), DefaultRequest: list("hugepages-2Mi", "2Mi")}),
+			"spec.limits[0].defaultRequest[hugepages-2Mi]", "default value 4Mi must equal to defaultRequest value 2Mi in hugepages-2Mi"},
+	} {
+		errs := createSteps(limitRangeRules, tc.lr)
+		if tc.field == "" {
+			if len(errs) > 0 {
+				t.Errorf("%s: %v", tc.what, errs.ToAggregate())
+			}
+			continue
+		}
+		expectMessage(t, errs, tc.field, tc.msg)
+	}
+	negative := lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: list("cpu", "-1")})
+	if errs := createSteps(limitRangeRules, negative); len(errs) > 0 {
+		t.Errorf("kube does not check a limit's sign: %v", errs.ToAggregate())
+	}
+}
