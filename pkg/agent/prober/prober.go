@@ -196,16 +196,23 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 
 // killMessage is the Killing event's message for a container that failed its liveness or
 // startup probe, in the kubelet's words (computePodActions, computeInitContainerActions):
-// a sidecar is an "Init container", and an app container "will be restarted" unless the
-// pod's restartPolicy is Never.
+// a sidecar is an "Init container", and an app container "will be restarted" unless its
+// restartPolicy, or else the pod's, is Never (its restartPolicyRules are not read: it has
+// not exited yet).
 func killMessage(pod *corev1.Pod, container string, k probe.Kind) string {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == container {
 			return fmt.Sprintf("Init container %s failed %s probe", container, lower(k))
 		}
 	}
+	restart := pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+	for _, c := range pod.Spec.Containers {
+		if c.Name == container && c.RestartPolicy != nil {
+			restart = *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+		}
+	}
 	msg := fmt.Sprintf("Container %s failed %s probe", container, lower(k))
-	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+	if restart {
 		msg += ", will be restarted"
 	}
 	return msg

@@ -14,15 +14,22 @@ import (
 
 // TestKillMessage: the Killing event of a container that failed its liveness or startup
 // probe is worded as the kubelet's computePodActions and computeInitContainerActions word
-// it: an app container "will be restarted" unless the pod's restartPolicy is Never, a
-// sidecar is an "Init container" (and no more is said).
+// it: an app container "will be restarted" unless its restartPolicy, or else the pod's, is
+// Never (its restartPolicyRules are not read: it has not exited), a sidecar is an "Init
+// container" (and no more is said).
 func TestKillMessage(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	pod := func(policy corev1.RestartPolicy) *corev1.Pod {
 		return &corev1.Pod{Spec: corev1.PodSpec{
 			RestartPolicy:  policy,
 			InitContainers: []corev1.Container{{Name: "proxy", RestartPolicy: ptr.To(always)}},
-			Containers:     []corev1.Container{{Name: "app"}},
+			Containers: []corev1.Container{{Name: "app"},
+				{Name: "once", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyNever)},
+				{Name: "retried", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyOnFailure), RestartPolicyRules: []corev1.ContainerRestartRule{{
+					Action:    corev1.ContainerRestartRuleActionRestart,
+					ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{137}},
+				}}},
+			},
 		}}
 	}
 	for _, tc := range []struct {
@@ -36,6 +43,8 @@ func TestKillMessage(t *testing.T) {
 		{corev1.RestartPolicyNever, "app", probe.Liveness, "Container app failed liveness probe"},
 		{corev1.RestartPolicyAlways, "proxy", probe.Startup, "Init container proxy failed startup probe"},
 		{corev1.RestartPolicyNever, "proxy", probe.Liveness, "Init container proxy failed liveness probe"},
+		{corev1.RestartPolicyAlways, "once", probe.Liveness, "Container once failed liveness probe"},
+		{corev1.RestartPolicyNever, "retried", probe.Liveness, "Container retried failed liveness probe, will be restarted"},
 	} {
 		if got := killMessage(pod(tc.policy), tc.container, tc.kind); got != tc.want {
 			t.Errorf("%s %s %s: %q, want %q", tc.policy, tc.container, tc.kind, got, tc.want)
