@@ -9,7 +9,8 @@ import (
 )
 
 // retried exits 42 on its first run and 1 on its second (its emptyDir outlives a run);
-// once exits 0 beside a container that keeps running.
+// once exits 0 beside a container that keeps running; unhealthy fails its liveness probe
+// and restarts nothing.
 const restartRulesPods = `apiVersion: v1
 kind: Pod
 metadata: {name: retried}
@@ -43,13 +44,28 @@ spec:
     image: localhost/minik8s/busybox:v1
     imagePullPolicy: Never
     command: [sleep, "3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unhealthy}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: localhost/minik8s/busybox:v1
+    imagePullPolicy: Never
+    command: [sleep, "3600"]
+    livenessProbe: {exec: {command: ["false"]}, periodSeconds: 1, failureThreshold: 1}
 `
 
 // TestContainerRestartRules: a container's restartPolicy and restartPolicyRules
 // (ContainerRestartRules, on in kube 1.35+) decide over the pod's restartPolicy: a Never
 // pod's container restarts after exit code 42, then stays terminated after 1 and the pod
 // fails, as the kubelet's; an Always pod's container with restartPolicy Never runs once
-// while the pod keeps running.
+// while the pod keeps running. Beside them, a Never pod's only container failing its
+// liveness probe is stopped as the kubelet kills such a pod ("Stopping container app"),
+// and the pod fails with the container's Error.
 func TestContainerRestartRules(t *testing.T) {
 	l := upLab(t, "node-rrules", 1)
 	applyYAML(t, l, restartRulesPods)
@@ -87,4 +103,16 @@ func TestContainerRestartRules(t *testing.T) {
 			once.State.Terminated != nil && once.State.Terminated.Reason == "Completed" && once.RestartCount == 0
 		return done, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
+
+	waitFor(t, "the unhealthy pod Failed", 3*time.Minute, func() (bool, string) {
+		p := podNow(l, "unhealthy")
+		return p.Status.Phase == corev1.PodFailed, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	if term := podNow(l, "unhealthy").Status.ContainerStatuses[0].State.Terminated; term == nil || term.Reason != "Error" || term.ExitCode == 0 {
+		t.Errorf("state of the unhealthy container %+v, want terminated with Error", term)
+	}
+	events := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=unhealthy,reason=Killing", "-o", "jsonpath={.items[*].message}")
+	if events != "Stopping container app" {
+		t.Errorf("Killing events of the unhealthy pod %q, want the kubelet's %q", events, "Stopping container app")
+	}
 }
