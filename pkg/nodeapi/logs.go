@@ -97,19 +97,28 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The kubelet's checks of the pod it runs and its spec, in its words.
-	if spec, here := s.nodePod(r.Context(), namespace, pod); !here {
+	spec, here := s.nodePod(r.Context(), namespace, pod)
+	if !here {
 		writeError(w, notFound("pod %q does not exist", pod))
 		return
-	} else if spec != nil && !declares(spec, name) {
+	}
+	if spec != nil && !declares(spec, name) {
 		writeError(w, notFound("container %q not found in pod %q", name, pod))
 		return
 	}
 	list, err := s.podContainers(r, namespace, pod)
-	if err != nil {
-		writeError(w, err)
-		return
+	var c runtime.Container
+	if err == nil {
+		c, err = namedContainer(list, namespace, pod, name)
 	}
-	c, err := namedContainer(list, namespace, pod, name)
+	if he, ok := err.(*httpError); ok && he.code == http.StatusNotFound && spec != nil {
+		// Not run here yet: the kubelet answers from the pod's status.
+		if opts.previous {
+			err = noPrevious(name, pod)
+		} else if why := notStarted(spec, name); why != nil {
+			err = why
+		}
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -208,7 +217,7 @@ func namedContainer(list []runtime.Container, namespace, pod, name string) (runt
 // CrashLoopBackOff the run that just ended, for a container running again the run before;
 // list is the pod's containers.
 func (s *Server) lastTerminated(r *http.Request, list []runtime.Container, namespace, pod, name string) (runtime.Container, error) {
-	none := badRequest("previous terminated container %q in pod %q not found", name, pod)
+	none := noPrevious(name, pod)
 	if s.client == nil {
 		return runtime.Container{}, errors.New("this node API has no API client to read the pod's status from")
 	}
@@ -233,6 +242,33 @@ func (s *Server) lastTerminated(r *http.Request, list []runtime.Container, names
 		}
 	}
 	return runtime.Container{}, none
+}
+
+func noPrevious(name, pod string) error {
+	return badRequest("previous terminated container %q in pod %q not found", name, pod)
+}
+
+// notStarted is the kubelet's validateContainerLogStatus for a container of pod that has
+// not run on the node: why it waits, as the pod's status says, or that it has no status
+// yet; nil when its status says it ran.
+func notStarted(pod *corev1.Pod, name string) error {
+	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
+	i := slices.IndexFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == name })
+	if i < 0 {
+		return badRequest("container %q in pod %q is not available", name, pod.Name)
+	}
+	cs := statuses[i]
+	if cs.State.Waiting == nil || cs.LastTerminationState.Terminated != nil {
+		return nil
+	}
+	reason := cs.State.Waiting.Reason
+	switch reason { // the kubelet's words for the commonest pending failures
+	case "ErrImagePull":
+		reason = "image can't be pulled"
+	case "ImagePullBackOff":
+		reason = "trying and failing to pull image"
+	}
+	return badRequest("container %q in pod %q is waiting to start: %s", name, pod.Name, reason)
 }
 
 // limitWriter writes at most left bytes, then fails.

@@ -117,3 +117,40 @@ func TestStreamsNeedARunningContainer(t *testing.T) {
 		}
 	}
 }
+
+// The logs of a container of a pod bound here that has not run yet are answered as the
+// kubelet's validateContainerLogStatus answers them from the pod's status: 400, why it
+// waits, or that it has no status yet.
+func TestLogsOfAContainerNotStarted(t *testing.T) {
+	pod := func(statuses ...corev1.ContainerStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "new"},
+			Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}},
+			Status: corev1.PodStatus{ContainerStatuses: statuses}}
+	}
+	waiting := func(reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		pod      *corev1.Pod
+		previous bool
+		want     string
+	}{
+		{"no status yet", pod(), false, `container "c" in pod "new" is not available`},
+		{"creating", pod(waiting("ContainerCreating")), false, `container "c" in pod "new" is waiting to start: ContainerCreating`},
+		{"image not pulled", pod(waiting("ErrImagePull")), false, `container "c" in pod "new" is waiting to start: image can't be pulled`},
+		{"image pull backing off", pod(waiting("ImagePullBackOff")), false, `container "c" in pod "new" is waiting to start: trying and failing to pull image`},
+		{"previous", pod(waiting("ContainerCreating")), true, `previous terminated container "c" in pod "new" not found`},
+	} {
+		s := New(Config{NodeName: "node-1"}, listOnly{}, fake.NewClientset(tc.pod), func() error { return nil }, nil, nil)
+		r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/containerLogs/default/new/c?previous=%v", tc.previous), nil)
+		r.SetPathValue("namespace", "default")
+		r.SetPathValue("pod", "new")
+		r.SetPathValue("container", "c")
+		w := httptest.NewRecorder()
+		s.serveLogs(w, r)
+		if got := strings.TrimSpace(w.Body.String()); w.Code != http.StatusBadRequest || got != tc.want {
+			t.Errorf("%s: %d %q, want 400 %q", tc.name, w.Code, got, tc.want)
+		}
+	}
+}

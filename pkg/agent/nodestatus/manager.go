@@ -19,6 +19,7 @@ import (
 	"k8s.io/component-helpers/apimachinery/lease"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
@@ -233,6 +234,7 @@ func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, ru
 		info.ContainerRuntimeVersion = status.NodeInfo.ContainerRuntimeVersion
 	}
 	status.NodeInfo = info
+	status.RuntimeHandlers = runtimeHandlers()
 	changes = m.setPressureConditions(status, now)
 	if runtimeErr != nil {
 		if setCondition(status, now, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", runtimeErr.Error()) {
@@ -242,6 +244,16 @@ func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, ru
 		changes = append(changes, "NodeReady")
 	}
 	return changes
+}
+
+// runtimeHandlers are the node's runtime handlers as the kubelet's RuntimeHandlers setter
+// reports them: minilet runs every pod on the default one (""), which has neither recursive
+// read-only mounts (volumes.ContainerMounts refuses a mount that needs one) nor user
+// namespaces.
+func runtimeHandlers() []corev1.NodeRuntimeHandler {
+	return []corev1.NodeRuntimeHandler{{Name: "", Features: &corev1.NodeRuntimeHandlerFeatures{
+		RecursiveReadOnlyMounts: ptr.To(false), UserNamespaces: ptr.To(false),
+	}}}
 }
 
 // setResources posts our capacity and allocatable and keeps what others added, as the

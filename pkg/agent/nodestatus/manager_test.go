@@ -118,6 +118,13 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.KubeletVersion != KubeletVersion || info.KernelVersion == "" || info.OSImage == "" {
 		t.Errorf("nodeInfo %+v", info)
 	}
+	// As the kubelet reports its runtime's handlers: the default one, without recursive
+	// read-only mounts or user namespaces.
+	if h := node.Status.RuntimeHandlers; len(h) != 1 || h[0].Name != "" || h[0].Features == nil ||
+		h[0].Features.RecursiveReadOnlyMounts == nil || *h[0].Features.RecursiveReadOnlyMounts ||
+		h[0].Features.UserNamespaces == nil || *h[0].Features.UserNamespaces {
+		t.Errorf("runtimeHandlers %+v, want the default handler with neither feature", h)
+	}
 	if port := node.Status.DaemonEndpoints.KubeletEndpoint.Port; port != 0 {
 		t.Errorf("kubelet endpoint port %d without a node API", port)
 	}

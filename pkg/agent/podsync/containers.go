@@ -18,6 +18,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -39,9 +40,9 @@ const (
 )
 
 // syncContainer brings one container of the pod in line with its spec:
-// starts it if it never ran, restarts it after an exit when the restart
-// policy says so (with back-off), and replaces it when its spec changed.
-func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, policy corev1.RestartPolicy, sandbox *runtime.Container, all []runtime.Container) (time.Duration, error) {
+// starts it if it never ran, restarts it after an exit when restarts says so
+// of its exit code (with back-off), and replaces it when its spec changed.
+func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, restarts restartCheck, sandbox *runtime.Container, all []runtime.Container) (time.Duration, error) {
 	hash := containerHash(spec)
 	history := containersNamed(all, spec.Name)
 	if len(history) == 0 {
@@ -70,7 +71,7 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 		}
 		return s.startContainer(ctx, st, pod, spec, sandbox, hash, false, "")
 	case runtime.StateExited:
-		if !shouldRestart(policy, cur.ExitCode) {
+		if !restarts(cur.ExitCode) {
 			delete(st.waiting, spec.Name)
 			return 0, nil
 		}
@@ -91,16 +92,13 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 	}
 }
 
-// shouldRestart applies a pod's restartPolicy to a container that exited.
-func shouldRestart(policy corev1.RestartPolicy, exitCode int32) bool {
-	switch policy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
+// restartCheck says whether a container that exited with exitCode runs again.
+type restartCheck func(exitCode int32) bool
+
+// appRestarts: an app container runs again as its restart policy and rules, or else the
+// pod's restartPolicy, say (the kubelet's ShouldContainerBeRestarted).
+func appRestarts(pod *corev1.Pod, c *corev1.Container) restartCheck {
+	return func(exitCode int32) bool { return status.ContainerShouldRestart(&pod.Spec, c, exitCode) }
 }
 
 // crashBackoffKey names a container's crash-loop back-off; a new spec starts a fresh one.

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -18,17 +19,13 @@ func isSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// initRestartPolicy is how a failed init container is treated: a sidecar always
-// restarts; a regular one is retried unless the pod never restarts anything, and a
-// successful one never runs again.
-func initRestartPolicy(pod *corev1.Pod, c *corev1.Container) corev1.RestartPolicy {
-	switch {
-	case isSidecar(c):
-		return corev1.RestartPolicyAlways
-	case pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
-		return corev1.RestartPolicyNever
+// initRestarts: a sidecar always runs again; a regular init container that succeeded
+// never does, and one that failed as its restart policy and rules, or else the pod's
+// restartPolicy, say (the kubelet's computeInitContainerActions).
+func initRestarts(pod *corev1.Pod, c *corev1.Container) restartCheck {
+	return func(exitCode int32) bool {
+		return isSidecar(c) || exitCode != 0 && status.ContainerShouldRestart(&pod.Spec, c, exitCode)
 	}
-	return corev1.RestartPolicyOnFailure
 }
 
 // syncInitContainers runs the pod's init containers one at a time in spec order, each
@@ -43,7 +40,7 @@ func (s *Syncer) syncInitContainers(ctx context.Context, st *PodState, pod *core
 		if !sidecar && appsStarted {
 			continue
 		}
-		after, err := s.syncContainer(ctx, st, pod, c, initRestartPolicy(pod, c), sandbox, all)
+		after, err := s.syncContainer(ctx, st, pod, c, initRestarts(pod, c), sandbox, all)
 		if err != nil || after > 0 {
 			return false, after, err
 		}
@@ -98,20 +95,16 @@ func incompleteInitContainers(pod *corev1.Pod, initStatuses, statuses []corev1.C
 	return names
 }
 
-// initFailed: a regular init container failed and the pod restarts nothing, so the
-// pod has failed (the kubelet's getPhase).
+// initFailed: a regular init container failed and will not run again, so the pod has
+// failed (the kubelet's getPhase).
 func initFailed(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
-	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
-		return false
-	}
 	for i, cs := range initStatuses {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
-			continue
+		c := &pod.Spec.InitContainers[i]
+		t := cs.State.Terminated
+		if cs.State.Waiting != nil {
+			t = cs.LastTerminationState.Terminated
 		}
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return true
-		}
-		if t := cs.LastTerminationState.Terminated; cs.State.Waiting != nil && t != nil && t.ExitCode != 0 {
+		if !isSidecar(c) && t != nil && t.ExitCode != 0 && !status.ContainerShouldRestart(&pod.Spec, c, t.ExitCode) {
 			return true
 		}
 	}

@@ -31,13 +31,13 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	}
 	startTime := st.startTime
 	ps.StartTime = &startTime
-	statusOf := func(spec *corev1.Container, policy corev1.RestartPolicy) corev1.ContainerStatus {
+	statusOf := func(spec *corev1.Container, restarts restartCheck) corev1.ContainerStatus {
 		history := containersNamed(all, spec.Name)
 		// Why a container waits is told only of one that will run again: one that exited
 		// for good (a failed start under restartPolicy Never) stays terminated, as the
 		// kubelet reads its reason cache only for what ShouldContainerBeRestarted keeps.
 		var waiting *corev1.ContainerStateWaiting
-		if w, ok := st.waiting[spec.Name]; ok && (len(history) == 0 || history[0].State != runtime.StateExited || shouldRestart(policy, history[0].ExitCode)) {
+		if w, ok := st.waiting[spec.Name]; ok && (len(history) == 0 || history[0].State != runtime.StateExited || restarts(history[0].ExitCode)) {
 			waiting = &w
 		}
 		if prev, ok := st.previous[spec.Name]; ok && len(history) == 1 && history[0].ID != prev.ID {
@@ -58,7 +58,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	ps.InitContainerStatuses = nil
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]
-		cs := statusOf(spec, initRestartPolicy(pod, spec))
+		cs := statusOf(spec, initRestarts(pod, spec))
 		if !isSidecar(spec) { // a regular init container is ready once it has succeeded
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
@@ -66,7 +66,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	}
 	ps.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
 	for i := range pod.Spec.Containers {
-		ps.ContainerStatuses = append(ps.ContainerStatuses, statusOf(&pod.Spec.Containers[i], pod.Spec.RestartPolicy))
+		ps.ContainerStatuses = append(ps.ContainerStatuses, statusOf(&pod.Spec.Containers[i], appRestarts(pod, &pod.Spec.Containers[i])))
 	}
 	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting, st.terminationLogs)
 	uninitialized := incompleteInitContainers(pod, ps.InitContainerStatuses, ps.ContainerStatuses)
@@ -79,7 +79,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			}
 		}
 	}
-	ps.Phase = status.Phase(pod.Spec.RestartPolicy, ps.ContainerStatuses)
+	ps.Phase = status.Phase(&pod.Spec, ps.ContainerStatuses, false)
 	switch {
 	case initFailed(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodFailed

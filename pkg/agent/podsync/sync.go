@@ -119,7 +119,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 			if !initialized {
 				break
 			}
-			d, err := s.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], pod.Spec.RestartPolicy, sandbox, all)
+			d, err := s.syncContainer(ctx, st, pod, &pod.Spec.Containers[i], appRestarts(pod, &pod.Spec.Containers[i]), sandbox, all)
 			errs = append(errs, err)
 			if d > 0 && (after == 0 || d < after) {
 				after = d

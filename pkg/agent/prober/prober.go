@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,11 +66,13 @@ type Manager struct {
 	stopped bool
 	workers map[key]worker
 	results map[key]probe.Result
+	// runningApps names, per pod, its app containers that ran at its last Sync.
+	runningApps map[types.UID][]string
 }
 
 // New makes a Manager; workers start at Sync and stop when Run's context ends.
 func New(cfg Config) *Manager {
-	return &Manager{cfg: cfg, workers: map[key]worker{}, results: map[key]probe.Result{}}
+	return &Manager{cfg: cfg, workers: map[key]worker{}, results: map[key]probe.Result{}, runningApps: map[types.UID][]string{}}
 }
 
 // Run waits until ctx ends, then stops every worker and waits for them.
@@ -103,6 +106,12 @@ func (m *Manager) Sync(pod *corev1.Pod, probed []*corev1.Container, statuses []c
 	defer m.mu.Unlock()
 	if m.stopped {
 		return
+	}
+	m.runningApps[pod.UID] = nil
+	for _, c := range pod.Spec.Containers {
+		if slices.ContainsFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == c.Name && cs.State.Running != nil }) {
+			m.runningApps[pod.UID] = append(m.runningApps[pod.UID], c.Name)
+		}
 	}
 	want := map[key]string{}
 	for _, c := range probed {
@@ -180,12 +189,18 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 	}
 	m.mu.Lock()
 	m.results[k] = current
+	othersRun := slices.ContainsFunc(m.runningApps[pod.UID], func(name string) bool { return name != c.Name })
 	m.mu.Unlock()
 	if current == probe.Failure && k.kind != probe.Readiness {
 		// A failed liveness or startup probe kills the container; its restart policy decides.
-		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, "Killing", "%s", killMessage(pod, c.Name, k.kind))
+		msg, podEnds := killMessage(pod, c.Name, k.kind, othersRun)
+		grace := pr.TerminationGracePeriodSeconds
+		if podEnds { // the kubelet kills the pod, as it ends any pod: in the pod's grace period
+			grace = nil
+		}
+		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, "Killing", "%s", msg)
 		m.wg.Go(func() {
-			if err := m.cfg.Containers.Kill(ctx, pod, c.Name, containerID, pr.TerminationGracePeriodSeconds); err != nil {
+			if err := m.cfg.Containers.Kill(ctx, pod, c.Name, containerID, grace); err != nil {
 				m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "FailedKillPod", "error killing container %s: %v", c.Name, err)
 			}
 			m.cfg.Wake(pod.UID)
@@ -196,19 +211,30 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 
 // killMessage is the Killing event's message for a container that failed its liveness or
 // startup probe, in the kubelet's words (computePodActions, computeInitContainerActions):
-// a sidecar is an "Init container", and an app container "will be restarted" unless the
-// pod's restartPolicy is Never.
-func killMessage(pod *corev1.Pod, container string, k probe.Kind) string {
+// a sidecar is an "Init container", and an app container "will be restarted" unless its
+// restartPolicy, or else the pod's, is Never (its restartPolicyRules are not read: it has
+// not exited yet). An app container that will not restart while no other one runs
+// (othersRun) ends the pod: the kubelet kills the whole pod instead (KillPod), its event
+// the plain "Stopping container X" of killContainer, and podEnds says so.
+func killMessage(pod *corev1.Pod, container string, k probe.Kind, othersRun bool) (msg string, podEnds bool) {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == container {
-			return fmt.Sprintf("Init container %s failed %s probe", container, lower(k))
+			return fmt.Sprintf("Init container %s failed %s probe", container, lower(k)), false
 		}
 	}
-	msg := fmt.Sprintf("Container %s failed %s probe", container, lower(k))
-	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
-		msg += ", will be restarted"
+	restart := pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+	for _, c := range pod.Spec.Containers {
+		if c.Name == container && c.RestartPolicy != nil {
+			restart = *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+		}
 	}
-	return msg
+	switch {
+	case restart:
+		return fmt.Sprintf("Container %s failed %s probe, will be restarted", container, lower(k)), false
+	case !othersRun:
+		return fmt.Sprintf("Stopping container %s", container), true
+	}
+	return fmt.Sprintf("Container %s failed %s probe", container, lower(k)), false
 }
 
 func lower(k probe.Kind) string {
@@ -248,6 +274,9 @@ func (m *Manager) StopLivenessAndStartup(uid types.UID) {
 // Forget stops every worker of a pod that is going.
 func (m *Manager) Forget(uid types.UID) {
 	m.forget(uid, func(probe.Kind) bool { return true })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.runningApps, uid)
 }
 
 func (m *Manager) forget(uid types.UID, stops func(probe.Kind) bool) {

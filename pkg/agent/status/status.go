@@ -50,22 +50,32 @@ func inKubeletOrder(conds []corev1.PodCondition) []corev1.PodCondition {
 	return out
 }
 
-// Phase is the kubelet's getPhase for a pod without init containers.
-func Phase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) corev1.PodPhase {
-	var running, waiting, stopped, succeeded int
+// Phase is the kubelet's getPhase (pkg/kubelet/kubelet_pods.go) for the app containers of
+// a pod with spec: once none runs, the pod runs on while one of them will restart, as
+// ContainerShouldRestart says of its exit code. terminal: the pod is being ended, so none
+// restarts whatever its policy.
+func Phase(spec *corev1.PodSpec, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
+	var running, waiting, stopped, stoppedForGood, succeeded int
 	for _, cs := range statuses {
+		var last *corev1.ContainerStateTerminated
 		switch {
 		case cs.State.Running != nil:
 			running++
 		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
+			last = cs.State.Terminated
+			if last.ExitCode == 0 {
 				succeeded++
 			}
 		case cs.LastTerminationState.Terminated != nil: // waiting to restart
-			stopped++
+			last = cs.LastTerminationState.Terminated
 		default:
 			waiting++
+		}
+		if last != nil {
+			stopped++
+			if !ContainerShouldRestart(spec, containerNamed(spec.Containers, cs.Name), last.ExitCode) {
+				stoppedForGood++
+			}
 		}
 	}
 	switch {
@@ -73,15 +83,76 @@ func Phase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) corev
 		return corev1.PodPending
 	case running > 0:
 		return corev1.PodRunning
-	case policy == corev1.RestartPolicyAlways:
-		return corev1.PodRunning // all exited, restarting
+	case !terminal && stopped != stoppedForGood:
+		return corev1.PodRunning // some restart
 	case stopped == succeeded:
 		return corev1.PodSucceeded
-	case policy == corev1.RestartPolicyNever:
-		return corev1.PodFailed
 	default:
-		return corev1.PodRunning // OnFailure: failed ones restart
+		return corev1.PodFailed
 	}
+}
+
+// ContainerShouldRestart is the kubelet's (pkg/api/v1/pod/util.go, with ContainerRestartRules
+// on as kube 1.35+ has it): whether container c of a pod with spec runs again after exiting
+// with exitCode. With a restartPolicy of its own, its first restartPolicyRule matching the
+// code decides (Restart), else its restartPolicy; without, the pod's restartPolicy.
+// RestartAllContainers rules are not carried out here and count as unmatched, as in a
+// kubelet without RestartAllContainersOnContainerExits.
+func ContainerShouldRestart(spec *corev1.PodSpec, c *corev1.Container, exitCode int32) bool {
+	if c.RestartPolicy != nil {
+		if rule, ok := matchingRestartRule(c, exitCode); ok && rule.Action == corev1.ContainerRestartRuleActionRestart {
+			return true
+		}
+		switch *c.RestartPolicy {
+		case corev1.ContainerRestartPolicyAlways:
+			return true
+		case corev1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case corev1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+// matchingRestartRule is the first of c's restartPolicyRules whose exitCodes match exitCode
+// (the kubelet's FindMatchingContainerRestartRule).
+func matchingRestartRule(c *corev1.Container, exitCode int32) (corev1.ContainerRestartRule, bool) {
+	for _, rule := range c.RestartPolicyRules {
+		if rule.ExitCodes == nil {
+			continue
+		}
+		in := slices.Contains(rule.ExitCodes.Values, exitCode)
+		switch rule.ExitCodes.Operator {
+		case corev1.ContainerRestartRuleOnExitCodesOpIn:
+			if in {
+				return rule, true
+			}
+		case corev1.ContainerRestartRuleOnExitCodesOpNotIn:
+			if !in {
+				return rule, true
+			}
+		}
+	}
+	return corev1.ContainerRestartRule{}, false
+}
+
+// containerNamed is the container called name in containers; one not there (it cannot
+// be: statuses follow the spec) has no policy of its own.
+func containerNamed(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return &corev1.Container{Name: name}
 }
 
 // SetConditions sets the conditions the kubelet owns at now, each observed at the pod's

@@ -1,14 +1,17 @@
 package status
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestPodPhase(t *testing.T) {
+	// Statuses of the containers "a" and "b", in spec order.
 	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	creating := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
 	exited := func(code int32) corev1.ContainerStatus {
@@ -18,24 +21,96 @@ func TestPodPhase(t *testing.T) {
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
 	}
+	// a restarts on exit code 42 only, whatever the pod's policy.
+	restartOn42 := corev1.Container{Name: "a", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyNever),
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}
+	always := corev1.Container{Name: "a", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}
 	for _, tc := range []struct {
 		name     string
 		policy   corev1.RestartPolicy
+		a        *corev1.Container // the spec of a, when not the plain one
 		statuses []corev1.ContainerStatus
+		terminal bool
 		want     corev1.PodPhase
 	}{
-		{"one still creating", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, creating}, corev1.PodPending},
-		{"all running", corev1.RestartPolicyAlways, []corev1.ContainerStatus{running, running}, corev1.PodRunning},
-		{"one running one exited", corev1.RestartPolicyNever, []corev1.ContainerStatus{running, exited(1)}, corev1.PodRunning},
-		{"crash loop", corev1.RestartPolicyAlways, []corev1.ContainerStatus{backingOff}, corev1.PodRunning},
-		{"always, all exited", corev1.RestartPolicyAlways, []corev1.ContainerStatus{exited(0)}, corev1.PodRunning},
-		{"never, all succeeded", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(0)}, corev1.PodSucceeded},
-		{"never, one failed", corev1.RestartPolicyNever, []corev1.ContainerStatus{exited(0), exited(2)}, corev1.PodFailed},
-		{"on failure, succeeded", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(0)}, corev1.PodSucceeded},
-		{"on failure, failed restarts", corev1.RestartPolicyOnFailure, []corev1.ContainerStatus{exited(1)}, corev1.PodRunning},
+		{"one still creating", corev1.RestartPolicyAlways, nil, []corev1.ContainerStatus{running, creating}, false, corev1.PodPending},
+		{"all running", corev1.RestartPolicyAlways, nil, []corev1.ContainerStatus{running, running}, false, corev1.PodRunning},
+		{"one running one exited", corev1.RestartPolicyNever, nil, []corev1.ContainerStatus{running, exited(1)}, false, corev1.PodRunning},
+		{"crash loop", corev1.RestartPolicyAlways, nil, []corev1.ContainerStatus{backingOff}, false, corev1.PodRunning},
+		{"always, all exited", corev1.RestartPolicyAlways, nil, []corev1.ContainerStatus{exited(0)}, false, corev1.PodRunning},
+		{"never, all succeeded", corev1.RestartPolicyNever, nil, []corev1.ContainerStatus{exited(0), exited(0)}, false, corev1.PodSucceeded},
+		{"never, one failed", corev1.RestartPolicyNever, nil, []corev1.ContainerStatus{exited(0), exited(2)}, false, corev1.PodFailed},
+		{"on failure, succeeded", corev1.RestartPolicyOnFailure, nil, []corev1.ContainerStatus{exited(0)}, false, corev1.PodSucceeded},
+		{"on failure, failed restarts", corev1.RestartPolicyOnFailure, nil, []corev1.ContainerStatus{exited(1)}, false, corev1.PodRunning},
+		{"always, but ending", corev1.RestartPolicyAlways, nil, []corev1.ContainerStatus{exited(0), exited(0)}, true, corev1.PodSucceeded},
+		{"on failure, failed but ending", corev1.RestartPolicyOnFailure, nil, []corev1.ContainerStatus{exited(1)}, true, corev1.PodFailed},
+		// Container-level restart policies and rules (ContainerRestartRules).
+		{"never, rule matches the exit code", corev1.RestartPolicyNever, &restartOn42, []corev1.ContainerStatus{exited(42), exited(0)}, false, corev1.PodRunning},
+		{"never, rule matched, backing off", corev1.RestartPolicyNever, &restartOn42, []corev1.ContainerStatus{{
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 42}},
+		}, exited(0)}, false, corev1.PodRunning},
+		{"never, rule does not match", corev1.RestartPolicyNever, &restartOn42, []corev1.ContainerStatus{exited(1), exited(0)}, false, corev1.PodFailed},
+		{"always, container never, rule does not match", corev1.RestartPolicyAlways, &restartOn42, []corev1.ContainerStatus{exited(1), exited(0)}, false, corev1.PodRunning},
+		{"on failure, container never, none restarts", corev1.RestartPolicyOnFailure, &restartOn42, []corev1.ContainerStatus{exited(1), exited(0)}, false, corev1.PodFailed},
+		{"never, container always", corev1.RestartPolicyNever, &always, []corev1.ContainerStatus{exited(0), exited(0)}, false, corev1.PodRunning},
+		{"never, container always, ending", corev1.RestartPolicyNever, &always, []corev1.ContainerStatus{exited(0), exited(0)}, true, corev1.PodSucceeded},
 	} {
-		if got := Phase(tc.policy, tc.statuses); got != tc.want {
+		spec := corev1.PodSpec{RestartPolicy: tc.policy, Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}}
+		if tc.a != nil {
+			spec.Containers[0] = *tc.a
+		}
+		statuses := slices.Clone(tc.statuses)
+		for i := range statuses {
+			statuses[i].Name = spec.Containers[i].Name
+		}
+		if got := Phase(&spec, statuses, tc.terminal); got != tc.want {
 			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestContainerShouldRestart: a container's own restart policy and rules decide over the
+// pod's, as the kubelet's ContainerShouldRestart (pkg/api/v1/pod/util.go).
+func TestContainerShouldRestart(t *testing.T) {
+	rule := func(action corev1.ContainerRestartRuleAction, op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) corev1.ContainerRestartRule {
+		return corev1.ContainerRestartRule{Action: action, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes}}
+	}
+	const (
+		restart = corev1.ContainerRestartRuleActionRestart
+		in      = corev1.ContainerRestartRuleOnExitCodesOpIn
+		notIn   = corev1.ContainerRestartRuleOnExitCodesOpNotIn
+	)
+	for _, tc := range []struct {
+		name      string
+		pod       corev1.RestartPolicy
+		container *corev1.ContainerRestartPolicy
+		rules     []corev1.ContainerRestartRule
+		exit      int32
+		want      bool
+	}{
+		{"pod always", corev1.RestartPolicyAlways, nil, nil, 0, true},
+		{"pod on failure, success", corev1.RestartPolicyOnFailure, nil, nil, 0, false},
+		{"pod on failure, failure", corev1.RestartPolicyOnFailure, nil, nil, 1, true},
+		{"pod never", corev1.RestartPolicyNever, nil, nil, 1, false},
+		{"pod never, container always", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyAlways), nil, 0, true},
+		{"pod never, container on failure", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyOnFailure), nil, 3, true},
+		{"pod always, container never", corev1.RestartPolicyAlways, ptr.To(corev1.ContainerRestartPolicyNever), nil, 1, false},
+		{"pod always, container on failure, success", corev1.RestartPolicyAlways, ptr.To(corev1.ContainerRestartPolicyOnFailure), nil, 0, false},
+		{"exit code in", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(restart, in, 42, 43)}, 43, true},
+		{"exit code not in the In list", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(restart, in, 42)}, 1, false},
+		{"exit code not in", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(restart, notIn, 0)}, 1, true},
+		{"exit code in the NotIn list", corev1.RestartPolicyAlways, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(restart, notIn, 0)}, 0, false},
+		{"no rule matches: the container's policy", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyOnFailure), []corev1.ContainerRestartRule{rule(restart, in, 42)}, 1, true},
+		{"a later rule matches", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(restart, in, 1), rule(restart, in, 2)}, 2, true},
+		{"rules without a policy of its own are not read", corev1.RestartPolicyNever, nil, []corev1.ContainerRestartRule{rule(restart, in, 42)}, 42, false},
+		{"RestartAllContainers is not done here", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(corev1.ContainerRestartRuleActionRestartAllContainers, in, 42)}, 42, false},
+	} {
+		spec := corev1.PodSpec{RestartPolicy: tc.pod}
+		c := corev1.Container{Name: "app", RestartPolicy: tc.container, RestartPolicyRules: tc.rules}
+		if got := ContainerShouldRestart(&spec, &c, tc.exit); got != tc.want {
+			t.Errorf("%s: restarts after exit %d: %v, want %v", tc.name, tc.exit, got, tc.want)
 		}
 	}
 }

@@ -46,9 +46,35 @@ func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mou
 				propagation = "rshared"
 			}
 		}
+		if err := recursiveReadOnly(vm); err != nil {
+			return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
+		}
 		out = append(out, runtime.Mount{HostPath: source, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly || v.ReadOnly, Propagation: propagation})
 	}
 	return out, nil
+}
+
+// recursiveReadOnly is the kubelet's resolveRecursiveReadOnly for a runtime handler without
+// recursive read-only mounts, as minilet's is (its node status says so): a mount asking for
+// one IfPossible is a plain read-only mount, one asking for it Enabled is refused.
+func recursiveReadOnly(vm corev1.VolumeMount) error {
+	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyDisabled {
+		return nil
+	}
+	if !vm.ReadOnly {
+		return fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
+	}
+	if vm.MountPropagation != nil && *vm.MountPropagation != corev1.MountPropagationNone {
+		return fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *vm.MountPropagation)
+	}
+	switch mode := *vm.RecursiveReadOnly; mode {
+	case corev1.RecursiveReadOnlyIfPossible:
+		return nil
+	case corev1.RecursiveReadOnlyEnabled:
+		return fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
+	default:
+		return fmt.Errorf("unknown recursive read-only mode %q", mode)
+	}
 }
 
 // subPath is the host path of sub inside the volume at base. A missing one is made, in

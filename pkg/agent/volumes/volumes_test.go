@@ -199,6 +199,39 @@ func TestContainerMountsAndSubPaths(t *testing.T) {
 	}
 }
 
+// TestRecursiveReadOnlyMounts: minilet makes no recursive read-only mounts, so a mount
+// asking for one IfPossible is a plain read-only mount and one asking for it Enabled is
+// refused in the kubelet's words (resolveRecursiveReadOnly, for a runtime without them).
+func TestRecursiveReadOnlyMounts(t *testing.T) {
+	vols := map[string]Volume{"data": {Path: t.TempDir()}}
+	for _, tc := range []struct {
+		mode        corev1.RecursiveReadOnlyMode
+		readOnly    bool
+		propagation *corev1.MountPropagationMode
+		wantErr     string
+	}{
+		{mode: corev1.RecursiveReadOnlyDisabled, readOnly: true},
+		{mode: corev1.RecursiveReadOnlyIfPossible, readOnly: true},
+		{mode: corev1.RecursiveReadOnlyEnabled, readOnly: true,
+			wantErr: `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`},
+		{mode: corev1.RecursiveReadOnlyIfPossible,
+			wantErr: `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not read-only`},
+		{mode: corev1.RecursiveReadOnlyIfPossible, readOnly: true, propagation: ptr.To(corev1.MountPropagationHostToContainer),
+			wantErr: `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not compatible with propagation "HostToContainer"`},
+	} {
+		c := &corev1.Container{Name: "app", VolumeMounts: []corev1.VolumeMount{
+			{Name: "data", MountPath: "/data", ReadOnly: tc.readOnly, RecursiveReadOnly: ptr.To(tc.mode), MountPropagation: tc.propagation},
+		}}
+		mounts, err := ContainerMounts(c, vols)
+		switch {
+		case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+			t.Errorf("%s (readOnly %v): error %v, want %q", tc.mode, tc.readOnly, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || !mounts[0].ReadOnly):
+			t.Errorf("%s: mounts %+v, error %v, want a read-only mount", tc.mode, mounts, err)
+		}
+	}
+}
+
 func TestFSGroupOwnsThePodsVolumes(t *testing.T) {
 	host := t.TempDir()
 	claim, volume := boundClaim(host)
