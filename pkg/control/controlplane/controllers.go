@@ -335,7 +335,7 @@ func startPodGC(c *ControllerContext) (runner, error) {
 }
 
 func startDisruption(c *ControllerContext) (runner, error) {
-	return disruption.New(c.Client, c.Informers, c.Recorder(disruption.Name), clock.RealClock{}, c.Log.With("component", disruption.Name))
+	return disruption.New(c.Client, c.Informers, c.Recorder(disruption.EventSource), clock.RealClock{}, c.Log.With("component", disruption.Name))
 }
 
 func startResourceQuota(c *ControllerContext) (runner, error) {
