@@ -400,7 +400,7 @@ func startNodeIPAM(c *ControllerContext) (runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder("node-controller"), c.Log.With("component", "nodeipam"))
+	return nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder(nodeipam.EventSource), c.Log.With("component", "nodeipam"))
 }
 
 // HPAOptions are kube-controller-manager's --horizontal-pod-autoscaler-* flags.
