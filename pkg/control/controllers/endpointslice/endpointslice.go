@@ -97,7 +97,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	svc, found, err := workloop.Lookup(key, c.Services.Services)
 	if !found {
-		if ns, name, splitErr := cache.SplitMetaNamespaceKey(key); err == nil && splitErr == nil {
+		if err == nil { // deleted: what was known of it goes too
+			ns, name, _ := cache.SplitMetaNamespaceKey(key)
 			c.triggerTimes.DeleteService(ns, name)
 		}
 		return 0, err // its slices go with it: the Service owns them
