@@ -4,8 +4,11 @@
 package servicepods
 
 import (
+	"time"
+
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -97,4 +100,16 @@ func Conditions(svc *corev1.Service, pod *corev1.Pod) (ready, serving, terminati
 func TargetPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, error) {
 	port, err := endpointslice.FindPort(pod, sp)
 	return int32(port), err
+}
+
+// SetTriggerTime annotates an Endpoints or EndpointSlice about to be written with the time
+// of the change behind the write (a TriggerTimeTracker's), or takes an older one off when
+// no change is known, as kube's controllers do (EndpointsLastChangeTriggerTime, which
+// latency measurements read).
+func SetTriggerTime(meta *metav1.ObjectMeta, t time.Time) {
+	if t.IsZero() {
+		delete(meta.Annotations, corev1.EndpointsLastChangeTriggerTime)
+		return
+	}
+	metav1.SetMetaDataAnnotation(meta, corev1.EndpointsLastChangeTriggerTime, t.UTC().Format(time.RFC3339Nano))
 }

@@ -335,7 +335,7 @@ func startPodGC(c *ControllerContext) (runner, error) {
 }
 
 func startDisruption(c *ControllerContext) (runner, error) {
-	return disruption.New(c.Client, c.Informers, c.Recorder(disruption.Name), clock.RealClock{}, c.Log.With("component", disruption.Name))
+	return disruption.New(c.Client, c.Informers, c.Recorder(disruption.EventSource), clock.RealClock{}, c.Log.With("component", disruption.Name))
 }
 
 func startResourceQuota(c *ControllerContext) (runner, error) {
@@ -400,7 +400,7 @@ func startNodeIPAM(c *ControllerContext) (runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder("node-controller"), c.Log.With("component", "nodeipam"))
+	return nodeipam.New(c.Client, c.Informers.Core().V1().Nodes(), ranges, c.Recorder(nodeipam.EventSource), c.Log.With("component", "nodeipam"))
 }
 
 // HPAOptions are kube-controller-manager's --horizontal-pod-autoscaler-* flags.

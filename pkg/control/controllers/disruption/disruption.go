@@ -32,8 +32,13 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Name is the controller's name in Events.
-const Name = "disruption-controller"
+const (
+	// Name is the controller's name in logs.
+	Name = "disruption-controller"
+	// EventSource is the source of its Events, as kube-controller-manager's disruption
+	// controller (which names no controller of its own there).
+	EventSource = "controllermanager"
+)
 
 // deletionTimeout is how long a pod the eviction subresource recorded as disrupted counts
 // as gone before the controller stops waiting for its deletion to show.

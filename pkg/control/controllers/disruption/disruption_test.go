@@ -216,7 +216,7 @@ func TestPodWithTwoBudgetsIsWarnedOf(t *testing.T) {
 			return false, err.Error()
 		}
 		for _, e := range events.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == "MultiplePodDisruptionBudgets" && e.Source.Component == "disruption-controller" &&
+			if e.Type == corev1.EventTypeWarning && e.Reason == "MultiplePodDisruptionBudgets" && e.Source.Component == "controllermanager" &&
 				strings.HasPrefix(e.Message, `Pod "default"/"twice" matches multiple PodDisruptionBudgets.  Chose "`) && strings.HasSuffix(e.Message, `" arbitrarily.`) {
 				return true, ""
 			}

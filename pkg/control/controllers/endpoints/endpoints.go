@@ -24,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 // The managed-by label of the Endpoints this controller writes, as kube's
@@ -46,6 +47,9 @@ type Controller struct {
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
 	log       *slog.Logger
+	// triggerTimes gives the time of the change an Endpoints write follows from, for its
+	// last-change-trigger-time annotation.
+	triggerTimes *endpointsliceutil.TriggerTimeTracker
 }
 
 // New wires the controller to the shared informers.
@@ -56,6 +60,8 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 		synced: []cache.InformerSynced{services.Informer().HasSynced, pods.Informer().HasSynced, endpoints.Informer().HasSynced},
 		queue:  workloop.NewQueue[string]("endpoint"),
 		log:    log,
+
+		triggerTimes: endpointsliceutil.NewTriggerTimeTracker(),
 	}
 	w := &servicepods.Watcher{Services: c.services, Queue: c.queue}
 	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
@@ -77,6 +83,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	client := c.client.CoreV1().Endpoints(ns)
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.triggerTimes.DeleteService(ns, name)
 		if _, err := c.endpoints.Endpoints(ns).Get(name); err == nil {
 			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return 0, err
@@ -91,6 +98,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	// Computed on every sync, written or not, so that the next write names only what
+	// changed since this one (as kube's endpoint controller).
+	triggerTime := c.triggerTimes.ComputeEndpointLastChangeTriggerTime(ns, svc, pods)
 	want := &corev1.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
 		Subsets:    subsets(svc, pods),
@@ -99,6 +109,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if truncated {
 		want.Annotations = map[string]string{corev1.EndpointsOverCapacity: "truncated"}
 	}
+	servicepods.SetTriggerTime(&want.ObjectMeta, triggerTime)
 	// As kube's: the Service's labels, headless or not, and ours. The mirroring controller
 	// leaves them alone as their Service has a selector (no skip-mirror label, as kube).
 	for k, v := range svc.Labels {
@@ -130,6 +141,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	} else {
 		delete(updated.Annotations, corev1.EndpointsOverCapacity)
 	}
+	servicepods.SetTriggerTime(&updated.ObjectMeta, triggerTime)
 	_, err = client.Update(ctx, updated, metav1.UpdateOptions{})
 	return 0, err
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/endpointslice/topologycache"
+	endpointsliceutil "k8s.io/endpointslice/util"
 	"k8s.io/utils/ptr"
 )
 
@@ -47,6 +48,9 @@ type Controller struct {
 	recorder record.EventRecorder
 	// topology is the CPU of each zone and the hints given by it, for topology-mode Auto.
 	topology *topologycache.TopologyCache
+	// triggerTimes gives the time of the change a slice write follows from, for its
+	// last-change-trigger-time annotation.
+	triggerTimes *endpointsliceutil.TriggerTimeTracker
 }
 
 // New wires the controller to the shared informers.
@@ -55,6 +59,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 	c := &Controller{
 		Base: serviceslices.New("endpoint_slice", ManagedBy, client, services, slices, log, pods.Informer(), nodes.Informer()),
 		pods: pods.Lister(), nodes: nodes.Lister(), recorder: recorder, topology: topologycache.NewTopologyCache(),
+		triggerTimes: endpointsliceutil.NewTriggerTimeTracker(),
 	}
 	w := &servicepods.Watcher{Services: c.Services, Queue: c.Queue}
 	if err := w.Register(services.Informer(), pods.Informer()); err != nil {
@@ -92,6 +97,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	svc, found, err := workloop.Lookup(key, c.Services.Services)
 	if !found {
+		if err == nil { // deleted: what was known of it goes too
+			ns, name, _ := cache.SplitMetaNamespaceKey(key)
+			c.triggerTimes.DeleteService(ns, name)
+		}
 		return 0, err // its slices go with it: the Service owns them
 	}
 	existing, err := c.Existing(svc.Namespace, svc.Name)
@@ -105,7 +114,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	return 0, c.reconcile(ctx, svc, c.desired(svc, pods), existing)
+	// Computed on every sync, written or not, so that the next write names only what
+	// changed since this one (as kube's endpointslice controller).
+	triggerTime := c.triggerTimes.ComputeEndpointLastChangeTriggerTime(svc.Namespace, svc, pods)
+	return 0, c.reconcile(ctx, svc, c.desired(svc, pods), existing, triggerTime)
 }
 
 // desired groups the endpoints of svc's pods by resolved ports, each group sorted.
@@ -177,7 +189,7 @@ func (c *Controller) endpoint(svc *corev1.Service, pod *corev1.Pod) discoveryv1.
 // reconcile makes the stored slices hold the groups: slices of a group's ports are reused
 // in order and rewritten only when their content or hints differ; what is left over goes.
 // A Service with no endpoints keeps one empty slice, as Kubernetes does.
-func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups []group, existing []*discoveryv1.EndpointSlice) error {
+func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups []group, existing []*discoveryv1.EndpointSlice, triggerTime time.Time) error {
 	if len(groups) == 0 {
 		groups = []group{{}}
 	}
@@ -210,7 +222,7 @@ func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups 
 		}
 	}
 	create, update, events := c.hints(svc, si)
-	err := c.write(ctx, svc.Namespace, create, update)
+	err := c.write(ctx, svc.Namespace, create, update, triggerTime)
 	for _, e := range events {
 		c.recorder.Event(svc, e.EventType, e.Reason, e.Message)
 	}
@@ -255,15 +267,17 @@ func sameContent(cur, want *discoveryv1.EndpointSlice) bool {
 	return true
 }
 
-// write creates and updates slices.
-func (c *Controller) write(ctx context.Context, namespace string, create, update []*discoveryv1.EndpointSlice) error {
+// write creates and updates slices, each with the time of the change behind the write.
+func (c *Controller) write(ctx context.Context, namespace string, create, update []*discoveryv1.EndpointSlice, triggerTime time.Time) error {
 	slices := c.Client.DiscoveryV1().EndpointSlices(namespace)
 	for _, s := range create {
+		servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
 		if _, err := slices.Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
 	for _, s := range update {
+		servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
 		if _, err := slices.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			return err
 		}

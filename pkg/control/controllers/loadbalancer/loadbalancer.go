@@ -123,7 +123,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		delete(c.used, ip)
 		return 0, err
 	}
-	c.recorder.Eventf(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer with IP %s", ip)
+	c.recorder.Event(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer")
 	return 0, nil
 }
 

@@ -27,6 +27,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
+// EventSource is the source of its Events, as kube-controller-manager's range allocator's.
+const EventSource = "cidrAllocator"
+
 // Ranges are the cluster CIDR cut into node subnets.
 type Ranges struct {
 	cluster netip.Prefix

@@ -2,10 +2,12 @@ package nodeipam_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
@@ -65,9 +67,13 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	if out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=d"); !strings.Contains(out, "CIDRNotAvailable") {
-		t.Errorf("no CIDRNotAvailable event for the node left without a range:\n%s", out)
-	}
+	// The node left without a range is told so, from kube's range allocator's source
+	// (pkg/controller/nodeipam/ipam/range_allocator.go: "cidrAllocator").
+	notAvailable := regexp.MustCompile(`(?m)^\s+Normal\s+CIDRNotAvailable\s+.*\scidrAllocator\s+Node d status is now: CIDRNotAvailable$`)
+	controllertest.WaitFor(t, "kubectl describe node d to show the CIDRNotAvailable Event", 30*time.Second, func() (bool, string) {
+		out, _ := cl.Kubectl(t, "", "describe", "node", "d")
+		return notAvailable.MatchString(out), out
+	})
 	// Deleting a node frees its range: the node that was waiting gets it.
 	if err := nodes.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
