@@ -119,7 +119,8 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 // containers (whose names go into names) and the pod-level fields. The restart policy
 // is the caller's: a workload allows fewer.
 func validatePodSpec(spec *corev1.PodSpec, path *field.Path, names sets.Set[string]) field.ErrorList {
-	errs := validatePodSpecContainers(spec, path, names)
+	errs := validateVolumes(spec.Volumes, path.Child("volumes"))
+	errs = append(errs, validatePodSpecContainers(spec, path, names)...)
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
 	}
@@ -127,7 +128,7 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path, names sets.Set[stri
 	if sc := spec.SecurityContext; sc != nil {
 		errs = append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, path.Child("securityContext", "sysctls"))...)
 	}
-	return errs
+	return append(errs, validatePodSpecFields(spec, path)...)
 }
 
 // sysctlName is kube's sysctl name, dotted or slashed, of at most sysctlMaxLength.
@@ -174,7 +175,13 @@ var updatablePodSpecFields = []string{
 // allows to change (images, activeDeadlineSeconds, tolerations additions, gates removed, a
 // gated pod's node selection narrowed) and nodeName once set.
 func validatePodUpdate(p, old *corev1.Pod) field.ErrorList {
-	errs := validatePod(p)
+	// A spec as stored passed when it was created: only a changed one is checked again, so
+	// a pod kept from before a stricter check still reports its status and can be deleted
+	// (kube checks neither a status update's nor a deletion's spec).
+	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	if !equality.Semantic.DeepEqual(&p.Spec, &old.Spec) {
+		errs = validatePod(p)
+	}
 	if old.Spec.NodeName != "" && p.Spec.NodeName != old.Spec.NodeName {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "may not be changed once set"))
 	}

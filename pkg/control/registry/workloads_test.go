@@ -122,7 +122,9 @@ func TestReplicaSetValidation(t *testing.T) {
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: template(map[string]string{"app": "x"}),
 	}}
 	rs.Spec.Template.Spec.ActiveDeadlineSeconds = new(int64)
-	expectErrors(t, "replica set with a deadline", createSteps(replicaSetRules, rs), "spec.template.spec.activeDeadlineSeconds: FieldValueForbidden")
+	// A deadline of 0 is also out of the pod spec's range, as kube reports too.
+	expectErrors(t, "replica set with a deadline", createSteps(replicaSetRules, rs),
+		"spec.template.spec.activeDeadlineSeconds: FieldValueForbidden", "spec.template.spec.activeDeadlineSeconds: FieldValueInvalid")
 }
 
 func TestStatefulSetRules(t *testing.T) {
