@@ -40,11 +40,34 @@ func validatePodSpecContainers(spec *corev1.PodSpec, path *field.Path, names set
 		errs = append(errs, pod.validateRunning(c, p)...)
 		errs = append(errs, validateContainerRestartPolicy(c, p)...)
 	}
+	errs = append(errs, hostPortConflicts(spec.Containers, regularPath)...)
 	initPath := path.Child("initContainers")
 	for i := range spec.InitContainers {
 		c, p := &spec.InitContainers[i], initPath.Index(i)
 		errs = append(errs, pod.validateContainer(c, p, names)...)
+		// Init containers run one by one: each on its own, named as kube does, at index 0.
+		errs = append(errs, hostPortConflicts(spec.InitContainers[i:i+1], initPath)...)
 		errs = append(errs, pod.validateInitContainer(c, p)...)
+	}
+	return errs
+}
+
+// hostPortConflicts is kube's checkHostPortConflicts: a host port, protocol and address
+// taken once among containers that run together.
+func hostPortConflicts(cs []corev1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	taken := sets.New[string]()
+	for i, c := range cs {
+		for j, port := range c.Ports {
+			if port.HostPort == 0 {
+				continue
+			}
+			key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort)
+			if taken.Has(key) {
+				errs = append(errs, field.Duplicate(path.Index(i).Child("ports").Index(j).Child("hostPort"), key))
+			}
+			taken.Insert(key)
+		}
 	}
 	return errs
 }

@@ -173,6 +173,15 @@ func TestContainersValidation(t *testing.T) {
 			c0 + `resizePolicy: Invalid value: "RestartContainer": must be 'NotRequired' when pod ` + "`restartPolicy`" + ` is 'Never'`,
 			c0 + `resizePolicy[1]: Duplicate value: "cpu"`,
 			c0 + `resizePolicy: Unsupported value: "gpu": supported values: "cpu", "memory"`}, podOnly: true},
+		"host ports": {change: func(s *corev1.PodSpec, c *corev1.Container) {
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+			s.Containers = append(s.Containers, corev1.Container{Name: "other", Image: "busybox:1",
+				Ports: []corev1.ContainerPort{{ContainerPort: 81, HostPort: 8080}, {ContainerPort: 82, HostPort: 8080, Protocol: corev1.ProtocolUDP}}})
+			s.InitContainers = append(s.InitContainers, corev1.Container{Name: "init2", Image: "busybox:1",
+				Ports: []corev1.ContainerPort{{ContainerPort: 81, HostPort: 8080}, {ContainerPort: 82, HostPort: 8080}}})
+		}, want: []string{
+			`spec.containers[1].ports[0].hostPort: Duplicate value: "TCP//8080"`,
+			`spec.initContainers[0].ports[1].hostPort: Duplicate value: "TCP//8080"`}},
 		"securityContext": {change: func(_ *corev1.PodSpec, c *corev1.Container) {
 			unmasked, localhost := corev1.UnmaskedProcMount, "/abs.json"
 			c.SecurityContext = &corev1.SecurityContext{RunAsUser: int64p(-1), RunAsGroup: int64p(1 << 31), ProcMount: &unmasked,
