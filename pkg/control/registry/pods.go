@@ -105,7 +105,7 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 	spec := field.NewPath("spec")
 	names := sets.New[string]()
 	errs = append(errs, validatePodSpec(&p.Spec, spec, names)...)
-	errs = append(errs, validateEphemeralContainers(p.Spec.EphemeralContainers, spec.Child("ephemeralContainers"), names)...)
+	errs = append(errs, validateEphemeralContainers(&p.Spec, spec.Child("ephemeralContainers"), names)...)
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:

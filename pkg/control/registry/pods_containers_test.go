@@ -9,19 +9,20 @@ import (
 )
 
 // TestPodAndTemplateContainers: a pod and a pod template are refused alike when they have
-// no container, or an init container named as a regular one, each error under its own path.
+// no container, or an init container named as a regular one (the init container is the
+// duplicate, as kube validates regular containers first), each error under its own path.
 func TestPodAndTemplateContainers(t *testing.T) {
 	clash := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
-		InitContainers: []corev1.Container{{Name: "app", Image: "busybox:1"}},
-		Containers:     []corev1.Container{{Name: "app", Image: "busybox:1"}}}
+		InitContainers: []corev1.Container{defaulted(corev1.Container{Name: "app", Image: "busybox:1"})},
+		Containers:     []corev1.Container{defaulted(corev1.Container{Name: "app", Image: "busybox:1"})}}
 	empty := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways}
 	expectErrors(t, "pod with clashing names", validatePod(&corev1.Pod{ObjectMeta: objMeta("p"), Spec: clash}),
-		"spec.containers[0].name: FieldValueDuplicate")
+		"spec.initContainers[0].name: FieldValueDuplicate")
 	expectErrors(t, "pod without containers", validatePod(&corev1.Pod{ObjectMeta: objMeta("p"), Spec: empty}),
 		"spec.containers: FieldValueRequired")
 	template := field.NewPath("spec", "template")
 	expectErrors(t, "template with clashing names", validatePodTemplate(&corev1.PodTemplateSpec{Spec: clash}, template, corev1.RestartPolicyAlways),
-		"spec.template.spec.containers[0].name: FieldValueDuplicate")
+		"spec.template.spec.initContainers[0].name: FieldValueDuplicate")
 	expectErrors(t, "template without containers", validatePodTemplate(&corev1.PodTemplateSpec{Spec: empty}, template, corev1.RestartPolicyAlways),
 		"spec.template.spec.containers: FieldValueRequired")
 }
@@ -32,7 +33,7 @@ func TestPodAndTemplateContainers(t *testing.T) {
 func TestContainerResources(t *testing.T) {
 	pod := func(r corev1.ResourceRequirements) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: objMeta("p"), Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:1", Resources: r}}}}
+			Containers: []corev1.Container{defaulted(corev1.Container{Name: "c", Image: "busybox:1", Resources: r})}}}
 	}
 	list := func(kv ...string) corev1.ResourceList {
 		l := corev1.ResourceList{}

@@ -16,7 +16,7 @@ func TestPodDNSValidation(t *testing.T) {
 	pod := func(f func(*corev1.PodSpec)) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
-				Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+				Containers: []corev1.Container{defaulted(corev1.Container{Name: "c", Image: "busybox"})}}}
 		f(&p.Spec)
 		return p
 	}

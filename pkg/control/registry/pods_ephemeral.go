@@ -60,14 +60,15 @@ func validateEphemeralContainersUpdate(p, old *corev1.Pod) field.ErrorList {
 // among its containers or init containers, and nothing that would make the workload rely
 // on them (ports, probes, lifecycle, resources, subPath mounts...). names holds the pod's
 // other containers' names.
-func validateEphemeralContainers(ecs []corev1.EphemeralContainer, path *field.Path, names sets.Set[string]) field.ErrorList {
+func validateEphemeralContainers(spec *corev1.PodSpec, path *field.Path, names sets.Set[string]) field.ErrorList {
+	ecs, pod := spec.EphemeralContainers, podOfContainers(spec)
 	targets := names.Clone()
 	var errs field.ErrorList
 	for i := range ecs {
 		ec := &ecs[i]
 		p := path.Index(i)
 		c := corev1.Container(ec.EphemeralContainerCommon)
-		errs = append(errs, validateContainer(&c, p, names)...)
+		errs = append(errs, pod.validateContainer(&c, p, names)...)
 		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
 			errs = append(errs, field.NotFound(p.Child("targetContainerName"), ec.TargetContainerName))
 		}

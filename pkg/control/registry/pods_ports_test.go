@@ -13,14 +13,14 @@ import (
 // `The Pod "x" is invalid: * spec.containers[0].ports[1].name: Duplicate value: "http" ...`.
 func TestPodContainerPortsValidation(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{defaulted(corev1.Container{Name: "c", Image: "busybox",
 			Ports: []corev1.ContainerPort{
 				{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP},
 				{Name: "http", ContainerPort: 81, Protocol: corev1.ProtocolTCP},
 				{Name: "Bad_Name", ContainerPort: 0, Protocol: "ICMP"},
 				{ContainerPort: 70000, HostPort: -1, Protocol: corev1.ProtocolUDP},
 				{Name: "ok", ContainerPort: 82},
-			}}}}}
+			}})}}}
 	got := validatePod(pod).ToAggregate().Error()
 	want := `[spec.containers[0].ports[1].name: Duplicate value: "http", ` +
 		`spec.containers[0].ports[2].name: Invalid value: "Bad_Name": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-), ` +

@@ -20,7 +20,7 @@ func TestPodSysctlsValidation(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
 			Spec: corev1.PodSpec{HostNetwork: hostNet, RestartPolicy: corev1.RestartPolicyAlways,
 				SecurityContext: &corev1.PodSecurityContext{Sysctls: sysctls},
-				Containers:      []corev1.Container{{Name: "c", Image: "busybox"}}}}
+				Containers:      []corev1.Container{defaulted(corev1.Container{Name: "c", Image: "busybox"})}}}
 	}
 	errs := validatePod(pod(false, "foo-", "kernel.shmmax", "safe-and-unsafe", "bar..")).ToAggregate().Error()
 	for _, want := range []string{`Invalid value: "foo-"`, `Invalid value: "bar.."`} {
