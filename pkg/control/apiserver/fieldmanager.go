@@ -337,18 +337,18 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 	if !ok {
 		return obj
 	}
-	if subresource == "scale" && res.TypeConverter == nil && f.scale != nil && live != nil {
-		return f.trackScale(res, owner.manager, live, obj)
-	}
-	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
-	if m == nil {
-		return obj
-	}
 	if owner.apply {
 		objectMeta(obj).ManagedFields = owner.applied
 		if live != nil {
 			keepTimestampsOfNoOp(live, obj)
 		}
+		return obj
+	}
+	if subresource == "scale" && res.TypeConverter == nil && f.scale != nil && live != nil {
+		return f.trackScale(res, owner.manager, live, obj)
+	}
+	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
+	if m == nil {
 		return obj
 	}
 	if live == nil {
@@ -369,9 +369,7 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 // the result is mapped back, so that the writer owns spec.replicas (with subresource scale)
 // and its previous owner loses it.
 func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live, obj runtime.Object) runtime.Object {
-	gv := res.GroupVersion()
-	replicas := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
-	handler := managedfields.NewScaleHandler(objectMeta(live).ManagedFields, gv, replicas)
+	handler := scaleHandler(res, live)
 	entries, err := handler.ToSubresource()
 	if err != nil {
 		return obj // entries that do not decode: kept as they are, as on any write
@@ -383,6 +381,45 @@ func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live,
 		objectMeta(obj).ManagedFields = entries
 	}
 	return obj
+}
+
+// scaleHandler maps the managed fields of parent, an object with a scale subresource, to
+// and from its Scale's.
+func scaleHandler(res *registry.Resource, parent runtime.Object) *managedfields.ScaleHandler {
+	gv := res.GroupVersion()
+	replicas := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
+	return managedfields.NewScaleHandler(objectMeta(parent).ManagedFields, gv, replicas)
+}
+
+// applyScale is server-side apply through the scale subresource, as kube-apiserver's patch
+// handler runs it on the Scale that parent's scale REST makes: the Scale's field manager
+// merges the applied configuration into cur, with parent's entries seen as the Scale's. It
+// returns the merged Scale and parent's entries after the apply.
+func (f *fieldManagers) applyScale(res *registry.Resource, parent runtime.Object, cur *autoscalingv1.Scale, patch *unstructured.Unstructured, manager string, force bool) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error) {
+	if f.scale == nil {
+		return nil, nil, apierrors.NewInternalError(errors.New("server-side apply of scale subresources is unavailable"))
+	}
+	handler := scaleHandler(res, parent)
+	entries, err := handler.ToSubresource()
+	if err != nil {
+		return nil, nil, unknownError(err)
+	}
+	cur.ManagedFields = entries
+	merged, err := f.scale.Apply(cur, patch, manager, force)
+	if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
+		err = applyError(err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	scale, ok := merged.(*autoscalingv1.Scale)
+	if !ok {
+		return nil, nil, unknownError(fmt.Errorf("server-side apply of a Scale made a %T", merged))
+	}
+	if entries, err = handler.ToParent(scale.ManagedFields); err != nil {
+		return nil, nil, unknownError(err)
+	}
+	return scale, entries, nil
 }
 
 // scaleOf is the part of obj's Scale its field manager compares: metadata and spec.replicas.
