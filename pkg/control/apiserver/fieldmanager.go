@@ -44,8 +44,8 @@ type fieldManagers struct {
 	builtin map[fieldManagerKey]*managedfields.FieldManager
 	// unavailable are the built-in resources served without managed fields, and why.
 	unavailable map[schema.GroupVersionResource]error
-	// scale tracks writes through the scale subresources of built-in resources, on their
-	// autoscaling/v1 Scale; nil if it could not be built (logged).
+	// scale tracks writes through the scale subresources of built-in and custom resources,
+	// on their autoscaling/v1 Scale; nil if it could not be built (logged).
 	scale *managedfields.FieldManager
 
 	mu sync.Mutex
@@ -344,7 +344,7 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 		}
 		return obj
 	}
-	if subresource == "scale" && res.TypeConverter == nil && f.scale != nil && live != nil {
+	if subresource == "scale" && f.scale != nil && live != nil {
 		return f.trackScale(res, owner.manager, live, obj)
 	}
 	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
@@ -387,7 +387,10 @@ func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live,
 // and from its Scale's.
 func scaleHandler(res *registry.Resource, parent runtime.Object) *managedfields.ScaleHandler {
 	gv := res.GroupVersion()
-	replicas := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
+	replicas := res.Rules.Scale.ReplicasPaths
+	if replicas == nil {
+		replicas = managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
+	}
 	return managedfields.NewScaleHandler(objectMeta(parent).ManagedFields, gv, replicas)
 }
 
