@@ -468,7 +468,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	if m == nil {
 		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
 	}
-	patch, warnings, err := decodeApplyConfiguration(r, opts.FieldValidation)
+	patch, warnings, refused, err := decodeApplyConfiguration(r, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
@@ -480,6 +480,9 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
 		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
 			err = applyError(err)
+		}
+		if err == nil {
+			err = refused
 		}
 		if err != nil {
 			return nil, err
@@ -524,32 +527,33 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))
 }
 
-// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields fail
-// or warn per ?fieldValidation=. Its kind and its fields are the field manager's to check.
-func decodeApplyConfiguration(r *http.Request, validation string) (*unstructured.Unstructured, []string, error) {
+// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields are
+// warnings or, under ?fieldValidation=Strict, refused: the error the apply returns once the
+// field manager merged it, as kube-apiserver checks them after the merge (a conflict comes
+// first). Its kind and its fields are the field manager's to check.
+func decodeApplyConfiguration(r *http.Request, validation string) (patch *unstructured.Unstructured, warnings []string, refused, err error) {
 	data, err := readRaw(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if auditing(r.Context()) {
 		if asJSON, err := yaml.YAMLToJSON(data); err == nil { // the event is JSON: a YAML body would break it
 			auditRequestPatch(r.Context(), asJSON)
 		}
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{}}
+	patch = &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
-	var warnings []string
 	if validation != metav1.FieldValidationIgnore {
 		if err := yaml.UnmarshalStrict(data, &map[string]any{}); err != nil {
 			if validation == metav1.FieldValidationStrict {
-				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
+				return patch, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)), nil
 			}
 			warnings = append(warnings, err.Error())
 		}
 	}
-	return patch, warnings, nil
+	return patch, warnings, nil, nil
 }
 
 // applyError words the field manager's plain errors. One that the applied configuration

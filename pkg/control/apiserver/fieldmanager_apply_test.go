@@ -16,7 +16,8 @@ import (
 // Apply requests that kube-apiserver refuses, refused with its status, reason and message:
 // the kind and unknown-field checks are its field manager's (apimachinery's
 // managedfields: versionCheckManager, structuredMergeManager.Apply, which gives a plain
-// error, so a 500), the name and uid checks its patch handler's
+// error, so a 500), the strict decoding's (duplicate fields) come after the field
+// manager's, conflicts too (patch.go: applyPatcher), the name and uid checks its patch handler's
 // (apiserver/pkg/endpoints/handlers/patch.go: applyYAML, checkName), force on another
 // patch type its ValidatePatchOptions.
 func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
@@ -48,6 +49,10 @@ func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
 			400, metav1.StatusReasonBadRequest, "the name of the object () does not match the name on the URL (nameless)"},
 		{"a uid, creating", applyYAML, cms + "new?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new, uid: abc}\n",
 			409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on configmaps "new": uid mismatch: the provided object specified uid abc, and no existing object was found`},
+		{"a conflict and a duplicate field", applyYAML, cms + "cfg?fieldManager=b&fieldValidation=Strict", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"2\", x: \"2\"}\n",
+			409, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "a": .data.x`},
+		{"a duplicate field", applyYAML, cms + "cfg?fieldManager=a&fieldValidation=Strict", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"2\", x: \"2\"}\n",
+			400, metav1.StatusReasonBadRequest, "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 4: key \"x\" already set in map"},
 		{"force on a merge patch", "application/merge-patch+json", cms + "cfg?force=true", `{}`,
 			422, metav1.StatusReasonInvalid, `PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch`},
 	} {

@@ -45,7 +45,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 			return err
 		}
 		if patchType == types.ApplyYAMLPatchType {
-			patch, strict, err := decodeApplyConfiguration(r, opts.FieldValidation)
+			patch, strict, refused, err := decodeApplyConfiguration(r, opts.FieldValidation)
 			if err != nil {
 				return err
 			}
@@ -54,6 +54,9 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 			ctx = context.WithValue(ctx, fieldOwnerKey{}, owner)
 			change = func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 				scale, applied, err := s.fields.applyScale(res, parent, cur, patch.DeepCopy(), opts.FieldManager, opts.Force != nil && *opts.Force)
+				if err == nil {
+					err = refused
+				}
 				if err != nil {
 					return nil, err
 				}
