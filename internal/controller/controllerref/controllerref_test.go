@@ -57,8 +57,8 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 		t.Errorf("non-matching child not released: %v", got.OwnerReferences)
 	}
 	_, err = controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{stale}, patch)
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("adopting a recreated namesake: err %v, want a 409 uid precondition failure", err)
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("adopting a recreated namesake: err %v, want kube's 422 (a patch may not change the uid)", err)
 	}
 
 	// With finalizers (the Job's tracking finalizer): added on adoption beside the

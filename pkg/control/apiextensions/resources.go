@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Resources are the registry resources serving a CustomResourceDefinition's custom
@@ -325,7 +326,9 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 		},
 	}
 	if scale != nil {
-		rules.Scale = scaleDef(scale)
+		if rules.Scale, err = scaleDef(crd, scale); err != nil {
+			return nil, err
+		}
 	}
 	return &registry.Resource{
 		GroupVersionResource: gv.WithResource(names.Plural),
@@ -373,9 +376,28 @@ func tableDef(table rest.TableConvertor) *registry.TableDef {
 }
 
 // scaleDef reads and writes replicas at the paths the CRD's scale subresource names.
-func scaleDef(scale *apiextensions.CustomResourceSubresourceScale) *registry.ScaleDef {
+func scaleDef(crd *apiextensionsv1.CustomResourceDefinition, scale *apiextensions.CustomResourceSubresourceScale) (*registry.ScaleDef, error) {
 	path := func(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+	// The replicas path of every version, as upstream's handler maps them for the managed
+	// fields of scale writes: entries made through any version keep their meaning.
+	paths := managedfields.ResourcePathMappings{}
+	for _, v := range crd.Spec.Versions {
+		subresources, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}.String()
+		paths[gv] = nil
+		if subresources != nil && subresources.Scale != nil {
+			replicas := fieldpath.Path{}
+			for _, name := range path(subresources.Scale.SpecReplicasPath) {
+				replicas = append(replicas, fieldpath.PathElement{FieldName: &name})
+			}
+			paths[gv] = replicas
+		}
+	}
 	return &registry.ScaleDef{
+		ReplicasPaths: paths,
 		Replicas: func(obj runtime.Object) (spec, status int32, selector string) {
 			c := toUnstructured(obj).UnstructuredContent()
 			sp, _, _ := unstructured.NestedInt64(c, path(scale.SpecReplicasPath)...)
@@ -390,7 +412,7 @@ func scaleDef(scale *apiextensions.CustomResourceSubresourceScale) *registry.Sca
 				_ = unstructured.SetNestedField(u.Object, int64(replicas), path(scale.SpecReplicasPath)...)
 			})
 		},
-	}
+	}, nil
 }
 
 // toUnstructured is the custom resource as upstream's strategy takes it.

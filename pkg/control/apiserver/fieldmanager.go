@@ -44,8 +44,8 @@ type fieldManagers struct {
 	builtin map[fieldManagerKey]*managedfields.FieldManager
 	// unavailable are the built-in resources served without managed fields, and why.
 	unavailable map[schema.GroupVersionResource]error
-	// scale tracks writes through the scale subresources of built-in resources, on their
-	// autoscaling/v1 Scale; nil if it could not be built (logged).
+	// scale tracks writes through the scale subresources of built-in and custom resources,
+	// on their autoscaling/v1 Scale; nil if it could not be built (logged).
 	scale *managedfields.FieldManager
 
 	mu sync.Mutex
@@ -337,18 +337,18 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 	if !ok {
 		return obj
 	}
-	if subresource == "scale" && res.TypeConverter == nil && f.scale != nil && live != nil {
-		return f.trackScale(res, owner.manager, live, obj)
-	}
-	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
-	if m == nil {
-		return obj
-	}
 	if owner.apply {
 		objectMeta(obj).ManagedFields = owner.applied
 		if live != nil {
 			keepTimestampsOfNoOp(live, obj)
 		}
+		return obj
+	}
+	if subresource == "scale" && f.scale != nil && live != nil {
+		return f.trackScale(res, owner.manager, live, obj)
+	}
+	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
+	if m == nil {
 		return obj
 	}
 	if live == nil {
@@ -369,9 +369,7 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 // the result is mapped back, so that the writer owns spec.replicas (with subresource scale)
 // and its previous owner loses it.
 func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live, obj runtime.Object) runtime.Object {
-	gv := res.GroupVersion()
-	replicas := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
-	handler := managedfields.NewScaleHandler(objectMeta(live).ManagedFields, gv, replicas)
+	handler := scaleHandler(res, live)
 	entries, err := handler.ToSubresource()
 	if err != nil {
 		return obj // entries that do not decode: kept as they are, as on any write
@@ -383,6 +381,48 @@ func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live,
 		objectMeta(obj).ManagedFields = entries
 	}
 	return obj
+}
+
+// scaleHandler maps the managed fields of parent, an object with a scale subresource, to
+// and from its Scale's.
+func scaleHandler(res *registry.Resource, parent runtime.Object) *managedfields.ScaleHandler {
+	gv := res.GroupVersion()
+	replicas := res.Rules.Scale.ReplicasPaths
+	if replicas == nil {
+		replicas = managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
+	}
+	return managedfields.NewScaleHandler(objectMeta(parent).ManagedFields, gv, replicas)
+}
+
+// applyScale is server-side apply through the scale subresource, as kube-apiserver's patch
+// handler runs it on the Scale that parent's scale REST makes: the Scale's field manager
+// merges the applied configuration into cur, with parent's entries seen as the Scale's. It
+// returns the merged Scale and parent's entries after the apply.
+func (f *fieldManagers) applyScale(res *registry.Resource, parent runtime.Object, cur *autoscalingv1.Scale, patch *unstructured.Unstructured, manager string, force bool) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error) {
+	if f.scale == nil {
+		return nil, nil, apierrors.NewInternalError(errors.New("server-side apply of scale subresources is unavailable"))
+	}
+	handler := scaleHandler(res, parent)
+	entries, err := handler.ToSubresource()
+	if err != nil {
+		return nil, nil, unknownError(err)
+	}
+	cur.ManagedFields = entries
+	merged, err := f.scale.Apply(cur, patch, manager, force)
+	if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
+		err = applyError(err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	scale, ok := merged.(*autoscalingv1.Scale)
+	if !ok {
+		return nil, nil, unknownError(fmt.Errorf("server-side apply of a Scale made a %T", merged))
+	}
+	if entries, err = handler.ToParent(scale.ManagedFields); err != nil {
+		return nil, nil, unknownError(err)
+	}
+	return scale, entries, nil
 }
 
 // scaleOf is the part of obj's Scale its field manager compares: metadata and spec.replicas.
@@ -428,7 +468,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	if m == nil {
 		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
 	}
-	patch, warnings, err := decodeApplyConfiguration(r, opts.FieldValidation)
+	patch, warnings, refused, err := decodeApplyConfiguration(r, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
@@ -440,6 +480,9 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
 		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
 			err = applyError(err)
+		}
+		if err == nil {
+			err = refused
 		}
 		if err != nil {
 			return nil, err
@@ -484,32 +527,33 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registr
 	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))
 }
 
-// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields fail
-// or warn per ?fieldValidation=. Its kind and its fields are the field manager's to check.
-func decodeApplyConfiguration(r *http.Request, validation string) (*unstructured.Unstructured, []string, error) {
+// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields are
+// warnings or, under ?fieldValidation=Strict, refused: the error the apply returns once the
+// field manager merged it, as kube-apiserver checks them after the merge (a conflict comes
+// first). Its kind and its fields are the field manager's to check.
+func decodeApplyConfiguration(r *http.Request, validation string) (patch *unstructured.Unstructured, warnings []string, refused, err error) {
 	data, err := readRaw(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if auditing(r.Context()) {
 		if asJSON, err := yaml.YAMLToJSON(data); err == nil { // the event is JSON: a YAML body would break it
 			auditRequestPatch(r.Context(), asJSON)
 		}
 	}
-	patch := &unstructured.Unstructured{Object: map[string]any{}}
+	patch = &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+		return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
-	var warnings []string
 	if validation != metav1.FieldValidationIgnore {
 		if err := yaml.UnmarshalStrict(data, &map[string]any{}); err != nil {
 			if validation == metav1.FieldValidationStrict {
-				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err))
+				return patch, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)), nil
 			}
 			warnings = append(warnings, err.Error())
 		}
 	}
-	return patch, warnings, nil
+	return patch, warnings, nil, nil
 }
 
 // applyError words the field manager's plain errors. One that the applied configuration

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -15,7 +16,8 @@ import (
 // Apply requests that kube-apiserver refuses, refused with its status, reason and message:
 // the kind and unknown-field checks are its field manager's (apimachinery's
 // managedfields: versionCheckManager, structuredMergeManager.Apply, which gives a plain
-// error, so a 500), the name and uid checks its patch handler's
+// error, so a 500), the strict decoding's (duplicate fields) come after the field
+// manager's, conflicts too (patch.go: applyPatcher), the name and uid checks its patch handler's
 // (apiserver/pkg/endpoints/handlers/patch.go: applyYAML, checkName), force on another
 // patch type its ValidatePatchOptions.
 func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
@@ -47,6 +49,10 @@ func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
 			400, metav1.StatusReasonBadRequest, "the name of the object () does not match the name on the URL (nameless)"},
 		{"a uid, creating", applyYAML, cms + "new?fieldManager=a", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new, uid: abc}\n",
 			409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on configmaps "new": uid mismatch: the provided object specified uid abc, and no existing object was found`},
+		{"a conflict and a duplicate field", applyYAML, cms + "cfg?fieldManager=b&fieldValidation=Strict", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"2\", x: \"2\"}\n",
+			409, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "a": .data.x`},
+		{"a duplicate field", applyYAML, cms + "cfg?fieldManager=a&fieldValidation=Strict", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {x: \"2\", x: \"2\"}\n",
+			400, metav1.StatusReasonBadRequest, "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 4: key \"x\" already set in map"},
 		{"force on a merge patch", "application/merge-patch+json", cms + "cfg?force=true", `{}`,
 			422, metav1.StatusReasonInvalid, `PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch`},
 	} {
@@ -149,4 +155,58 @@ func managerEntry(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry 
 		}
 	}
 	return nil
+}
+
+// Server-side apply through the scale subresource, as kube-apiserver serves it (its patch
+// handler's applyPatcher on the Scale, whose managed fields the ScaleHandler maps onto the
+// parent's spec.replicas): it conflicts with the parent's applier, takes spec.replicas when
+// forced, and the parent's next apply of other replicas conflicts with it in turn.
+func TestApplyThroughScale(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	const web = "/apis/apps/v1/namespaces/default/deployments/web"
+	const deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n" +
+		"  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: busybox}]}\n"
+	const scale = "apiVersion: autoscaling/v1\nkind: Scale\nmetadata: {name: web}\nspec: {replicas: 3}\n"
+	if w := patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy); w.Code != http.StatusCreated {
+		t.Fatalf("apply creating web: %d %s", w.Code, w.Body)
+	}
+	status := func(w *httptest.ResponseRecorder) metav1.Status {
+		var st metav1.Status
+		_ = json.Unmarshal(w.Body.Bytes(), &st)
+		return st
+	}
+
+	w := patchAs(h, applyYAML, web+"/scale?fieldManager=hpa", scale)
+	if want := `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`; w.Code != http.StatusConflict || status(w).Message != want {
+		t.Errorf("unforced apply to scale: %d %s\nwant 409 %q", w.Code, w.Body, want)
+	}
+	w = patchAs(h, applyYAML, web+"/scale?fieldManager=hpa&force=true", scale)
+	var sc autoscalingv1.Scale
+	if err := json.Unmarshal(w.Body.Bytes(), &sc); w.Code != http.StatusOK || err != nil || sc.Kind != "Scale" || sc.Spec.Replicas != 3 {
+		t.Fatalf("forced apply to scale: %d %s", w.Code, w.Body)
+	}
+	var d appsv1.Deployment
+	if err := json.Unmarshal(do(t, h, "GET", web, nil).Body.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	hpa := managerEntry(&d, "hpa")
+	if *d.Spec.Replicas != 3 || hpa == nil || hpa.Operation != metav1.ManagedFieldsOperationApply || hpa.Subresource != "scale" ||
+		hpa.APIVersion != "apps/v1" || string(hpa.FieldsV1.Raw) != `{"f:spec":{"f:replicas":{}}}` {
+		t.Errorf("the scale's applier should own spec.replicas: replicas %d, %+v", *d.Spec.Replicas, d.ManagedFields)
+	}
+	if applier := managerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
+		t.Errorf("the parent's applier should have lost spec.replicas: %+v", d.ManagedFields)
+	}
+
+	w = patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy)
+	if want := `Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas`; w.Code != http.StatusConflict || status(w).Message != want {
+		t.Errorf("apply of other replicas: %d %q\nwant 409 %q", w.Code, status(w).Message, want)
+	}
+	if w := patchAs(h, applyYAML, web+"/scale", scale); w.Code != http.StatusUnprocessableEntity {
+		t.Errorf("apply to scale without a field manager: %d %s", w.Code, w.Body)
+	}
+	if w := patchAs(h, applyYAML, web+"/scale?fieldManager=hpa", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"); w.Code != http.StatusBadRequest {
+		t.Errorf("apply of another kind to scale: %d %s", w.Code, w.Body)
+	}
 }

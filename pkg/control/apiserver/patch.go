@@ -24,16 +24,9 @@ import (
 )
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	patchType, err := patchType(r, res)
+	patchType, opts, err := patchOptions(r, res)
 	if err != nil {
 		return err
-	}
-	var opts metav1.PatchOptions
-	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.Unversioned, &opts); err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
 	if patchType == types.ApplyYAMLPatchType {
 		return s.serveApply(w, r, res, info, opts)
@@ -65,6 +58,22 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	}
 	setWarnings(w, res, info.Subresource, obj, warnings)
 	return s.respond(w, r, res, http.StatusOK, obj)
+}
+
+// patchOptions are a PATCH's patch type and options, refused as kube-apiserver refuses them.
+func patchOptions(r *http.Request, res *registry.Resource) (types.PatchType, metav1.PatchOptions, error) {
+	var opts metav1.PatchOptions
+	patchType, err := patchType(r, res)
+	if err != nil {
+		return "", opts, err
+	}
+	if err := scheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.Unversioned, &opts); err != nil {
+		return "", opts, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metav1validation.ValidatePatchOptions(&opts, patchType); len(errs) > 0 {
+		return "", opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
+	}
+	return patchType, opts, nil
 }
 
 // maxJSONPatchOperations is the most operations a JSON patch may have, as in kube-apiserver.

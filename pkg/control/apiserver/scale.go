@@ -1,14 +1,15 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 )
 
 // scaleKind is the autoscaling/v1 Scale that every scale subresource reads and writes, for
@@ -20,12 +21,14 @@ var scaleKind = &registry.Resource{
 }
 
 // serveScale serves .../scale of a kind with replicas: GET reads its Scale, PUT and PATCH
-// change spec.replicas (what `kubectl scale` and autoscalers do).
+// (server-side apply too) change spec.replicas (what `kubectl scale` and autoscalers do).
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
-	var change func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error)
+	ctx := r.Context()
+	var change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)
+	var warnings []string
 	switch info.Verb {
 	case "get":
-		scale, err := s.objects.GetScale(r.Context(), res, info.Namespace, info.Name)
+		scale, err := s.objects.GetScale(ctx, res, info.Namespace, info.Name)
 		if err != nil {
 			return err
 		}
@@ -35,22 +38,39 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return err
 		}
-		change = func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error) { return scale, nil }
+		change = func(runtime.Object, *autoscalingv1.Scale) (*autoscalingv1.Scale, error) { return scale, nil }
 	case "patch":
-		patchType, err := patchType(r, res)
+		patchType, opts, err := patchOptions(r, res)
 		if err != nil {
 			return err
 		}
-		if patchType == types.ApplyYAMLPatchType { // not served here: the other patch types only
-			accepted := patchTypes(res)
-			return negotiation.NewUnsupportedMediaTypeError(accepted[:len(accepted)-1])
+		if patchType == types.ApplyYAMLPatchType {
+			patch, strict, refused, err := decodeApplyConfiguration(r, opts.FieldValidation)
+			if err != nil {
+				return err
+			}
+			warnings = strict
+			owner := &fieldOwner{manager: opts.FieldManager, apply: true}
+			ctx = context.WithValue(ctx, fieldOwnerKey{}, owner)
+			change = func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+				scale, applied, err := s.fields.applyScale(res, parent, cur, patch.DeepCopy(), opts.FieldManager, opts.Force != nil && *opts.Force)
+				if err == nil {
+					err = refused
+				}
+				if err != nil {
+					return nil, err
+				}
+				owner.applied = applied
+				return scale, checkScaleNames(scale, info)
+			}
+			break
 		}
 		patch, err := readRaw(r)
 		if err != nil {
 			return err
 		}
-		auditRequestPatch(r.Context(), patch)
-		change = func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+		auditRequestPatch(ctx, patch)
+		change = func(_ runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			patched, _, err := applyPatch(scaleKind, patchType, cur, patch, validationIgnore)
 			if err != nil {
 				return nil, err
@@ -69,10 +89,11 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	scale, err := s.objects.UpdateScale(r.Context(), res, info.Namespace, info.Name, dry, change)
+	scale, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, dry, change)
 	if err != nil {
 		return err
 	}
+	setWarnings(w, scaleKind, info.Subresource, scale, warnings)
 	return s.respond(w, r, scaleKind, http.StatusOK, scale)
 }
 

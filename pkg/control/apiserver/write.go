@@ -116,7 +116,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	if err != nil {
 		return err
 	}
-	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}
+	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry, UID: mustMeta(body).GetUID()}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(runtime.Object) (runtime.Object, error) {
 		obj := body.DeepCopyObject()
 		takeManagedFieldsReset(r.Context(), obj)

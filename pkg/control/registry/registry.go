@@ -173,6 +173,10 @@ type ScaleDef struct {
 	Replicas func(obj runtime.Object) (spec, status int32, selector string)
 	// SetReplicas sets spec.replicas.
 	SetReplicas func(obj runtime.Object, replicas int32)
+	// ReplicasPaths are where each version of the kind keeps spec.replicas (nil in a version
+	// without scale), for the managed fields of writes through scale; nil: spec.replicas in
+	// the resource's version.
+	ReplicasPaths managedfields.ResourcePathMappings
 }
 
 // replicasScale is the ScaleDef of a workload scaled by its spec.replicas: fields gives

@@ -21,11 +21,11 @@ func (s *Store) GetScale(ctx context.Context, res *registry.Resource, ns, name s
 	return toScale(res, obj), nil
 }
 
-// UpdateScale sets spec.replicas to what change makes of the current Scale. A
-// resourceVersion left in the Scale must be the object's current one.
-func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, name string, dry bool, change func(cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, error) {
+// UpdateScale sets spec.replicas to what change makes of the current Scale of parent, the
+// stored object. A resourceVersion left in the Scale must be the object's current one.
+func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, name string, dry bool, change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, error) {
 	obj, err := s.Update(ctx, res, ns, name, UpdateOptions{Subresource: "scale", DryRun: dry}, func(cur runtime.Object) (runtime.Object, error) {
-		scale, err := change(toScale(res, cur))
+		scale, err := change(cur, toScale(res, cur))
 		if err != nil {
 			return nil, err
 		}

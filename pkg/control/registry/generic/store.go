@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,6 +87,8 @@ type UpdateOptions struct {
 	// Subresource is "", "status", "finalize" or "scale": what the update may change.
 	Subresource string
 	DryRun      bool
+	// UID, when set, must be the stored object's: the precondition a PUT's body's uid is.
+	UID types.UID
 	// deleting lets the update set deletionTimestamp/deletionGracePeriodSeconds, which only
 	// the delete path may do.
 	deleting bool
@@ -223,6 +226,10 @@ func (s *Store) Update(ctx context.Context, res *registry.Resource, ns, name str
 		old, kv, err := s.current(ctx, res, name, key)
 		if err != nil {
 			return nil, err
+		}
+		if uid := MustMeta(old).GetUID(); opts.UID != "" && opts.UID != uid {
+			// Kubernetes' etcd3 store checks it first, in these words.
+			return nil, apierrors.NewConflict(res.GroupResource(), name, fmt.Errorf("StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v", key, opts.UID, uid))
 		}
 		obj, err := tryUpdate(old.DeepCopyObject())
 		if err == nil {

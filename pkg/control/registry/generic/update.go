@@ -40,12 +40,10 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 		return nil, err
 	}
 	m, om := ObjectMeta(obj), ObjectMeta(old)
-	if m.UID != "" && m.UID != om.UID {
-		// A uid in the body is a precondition (controllers adopting by patch rely on it).
-		return nil, apierrors.NewConflict(res.GroupResource(), om.Name,
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.UID, om.UID))
+	if m.UID == "" { // another one fails validation: the uid is immutable
+		m.UID = om.UID
 	}
-	m.UID, m.CreationTimestamp, m.Generation = om.UID, om.CreationTimestamp, om.Generation
+	m.CreationTimestamp, m.Generation = om.CreationTimestamp, om.Generation
 	if opts.deleting && om.Generation > 0 && om.DeletionTimestamp == nil && m.DeletionTimestamp != nil {
 		m.Generation++ // a deletion starting is a change of the object's intent, as in Kubernetes
 	}
