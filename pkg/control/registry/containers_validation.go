@@ -309,7 +309,7 @@ func validateEnvValueFrom(ev *corev1.EnvVar, path *field.Path) field.ErrorList {
 	sources := 0
 	if from.FieldRef != nil {
 		sources++
-		errs = append(errs, validateEnvFieldRef(from.FieldRef, path.Child("fieldRef"))...)
+		errs = append(errs, validateFieldRef(from.FieldRef, envFieldPaths, path.Child("fieldRef"))...)
 	}
 	if from.ResourceFieldRef != nil {
 		sources++
@@ -338,8 +338,9 @@ func validateEnvValueFrom(ev *corev1.EnvVar, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateEnvFieldRef is kube's validateObjectFieldSelector for environment variables.
-func validateEnvFieldRef(fs *corev1.ObjectFieldSelector, path *field.Path) field.ErrorList {
+// validateFieldRef is kube's validateObjectFieldSelector: a field kube converts, among
+// allowed (an environment variable's or a downwardAPI volume file's).
+func validateFieldRef(fs *corev1.ObjectFieldSelector, allowed []string, path *field.Path) field.ErrorList {
 	switch {
 	case fs.APIVersion == "":
 		return field.ErrorList{field.Required(path.Child("apiVersion"), "")}
@@ -364,8 +365,8 @@ func validateEnvFieldRef(fs *corev1.ObjectFieldSelector, path *field.Path) field
 	if fieldPath == "spec.host" {
 		fieldPath = "spec.nodeName"
 	}
-	if !slices.Contains(envFieldPaths, fieldPath) {
-		return field.ErrorList{field.NotSupported(path.Child("fieldPath"), fieldPath, envFieldPaths)}
+	if !slices.Contains(allowed, fieldPath) {
+		return field.ErrorList{field.NotSupported(path.Child("fieldPath"), fieldPath, allowed)}
 	}
 	return nil
 }

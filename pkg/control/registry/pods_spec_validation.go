@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"math"
 	"path"
 	"slices"
@@ -218,11 +217,6 @@ func validateNoBacksteps(target string, p *field.Path) field.ErrorList {
 // volumeFieldPaths are the pod fields a downwardAPI volume file may hold, sorted.
 var volumeFieldPaths = []string{"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"}
 
-// podFieldLabels are the pod fields kube's v1 conversion of a downward API field knows.
-var podFieldLabels = sets.New(append([]string{"spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName",
-	"spec.schedulerName", "spec.host", "status.phase", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"},
-	volumeFieldPaths...)...)
-
 // validateDownwardAPIFile is kube's validateDownwardAPIVolumeFile, the container resources
 // of a resourceFieldRef aside.
 func validateDownwardAPIFile(file *corev1.DownwardAPIVolumeFile, path *field.Path) field.ErrorList {
@@ -233,7 +227,7 @@ func validateDownwardAPIFile(file *corev1.DownwardAPIVolumeFile, path *field.Pat
 	errs = append(errs, validateLocalNonReservedPath(file.Path, path.Child("path"))...)
 	switch {
 	case file.FieldRef != nil:
-		errs = append(errs, validateVolumeFieldRef(file.FieldRef, path.Child("fieldRef"))...)
+		errs = append(errs, validateFieldRef(file.FieldRef, volumeFieldPaths, path.Child("fieldRef"))...)
 		if file.ResourceFieldRef != nil {
 			errs = append(errs, field.Invalid(path, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 		}
@@ -241,41 +235,6 @@ func validateDownwardAPIFile(file *corev1.DownwardAPIVolumeFile, path *field.Pat
 		errs = append(errs, field.Required(path, "one of fieldRef and resourceFieldRef is required"))
 	}
 	return append(errs, validateFileMode(file.Mode, path.Child("mode"))...)
-}
-
-// validateVolumeFieldRef is kube's validateObjectFieldSelector for a downwardAPI volume.
-func validateVolumeFieldRef(fs *corev1.ObjectFieldSelector, path *field.Path) field.ErrorList {
-	switch {
-	case fs.APIVersion == "":
-		return field.ErrorList{field.Required(path.Child("apiVersion"), "")}
-	case fs.FieldPath == "":
-		return field.ErrorList{field.Required(path.Child("fieldPath"), "")}
-	case fs.APIVersion != "v1":
-		return field.ErrorList{field.Invalid(path.Child("fieldPath"), fs.FieldPath,
-			fmt.Sprintf("error converting fieldPath: unsupported pod version: %s", fs.APIVersion))}
-	}
-	if name, key, ok := strings.Cut(fs.FieldPath, "['"); ok && strings.HasSuffix(key, "']") {
-		key = strings.TrimSuffix(key, "']")
-		switch name {
-		case "metadata.annotations":
-			return metav1validation.ValidateLabelName(strings.ToLower(key), path)
-		case "metadata.labels":
-			return metav1validation.ValidateLabelName(key, path)
-		}
-		return field.ErrorList{field.Invalid(path.Child("fieldPath"), fs.FieldPath,
-			"error converting fieldPath: field label does not support subscript: "+fs.FieldPath)}
-	}
-	if !podFieldLabels.Has(fs.FieldPath) {
-		return field.ErrorList{field.Invalid(path.Child("fieldPath"), fs.FieldPath,
-			"error converting fieldPath: field label not supported: "+fs.FieldPath)}
-	}
-	if fp := fs.FieldPath; fp == "spec.host" || !sets.New(volumeFieldPaths...).Has(fp) {
-		if fp == "spec.host" {
-			fp = "spec.nodeName"
-		}
-		return field.ErrorList{field.NotSupported(path.Child("fieldPath"), fp, volumeFieldPaths)}
-	}
-	return nil
 }
 
 // validateProjectedSource is kube's validateProjectedVolumeSource for the secret,

@@ -207,14 +207,6 @@ func TestPodTemplateSpecValidation(t *testing.T) {
 	}
 }
 
-func errorStrings(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Error())
-	}
-	return out
-}
-
 // TestPodUpdateOfStoredSpec: an update that leaves the spec as stored (a status report, a
 // label, a deletion) passes even if the spec predates a check it fails; one that changes
 // the spec meets every check, as kube's ValidatePodUpdate.
