@@ -156,7 +156,7 @@ func TestCustomResourceConversionWebhook(t *testing.T) {
 	if _, err := crds.Create(ctx, hostPortsCRD(hook.url, hook.caBundle), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitEstablished(t, "hostports.conversion.example.com")
+	c.waitEstablished(t, "crd/hostports.conversion.example.com")
 	at := func(version string) dynamic.ResourceInterface {
 		return customResources(admin, "conversion.example.com", version, "hostports")
 	}
@@ -352,7 +352,7 @@ func TestAdmissionWebhookEquivalentConvertsCustomResource(t *testing.T) {
 	if _, err := crds.Create(ctx, hostPortsCRD(conv.url, conv.caBundle), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitEstablished(t, "hostports.conversion.example.com")
+	c.waitEstablished(t, "crd/hostports.conversion.example.com")
 	mux := http.NewServeMux()
 	mux.Handle("/port", jsonPatchReview(func(obj *unstructured.Unstructured) string {
 		seen := fmt.Sprintf("%s host=%v port=%v hostPort=%v", obj.GetAPIVersion(), obj.Object["host"], obj.Object["port"], obj.Object["hostPort"])

@@ -54,7 +54,7 @@ func TestCustomResourceDefaultingFromStorage(t *testing.T) {
 	if _, err := crds.Create(ctx, knobsCRD(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitEstablished(t, "knobs.defaulting.example.com")
+	c.waitEstablished(t, "crd/knobs.defaulting.example.com")
 	knobs := customResources(admin, "defaulting.example.com", "v1", "knobs")
 	// await polls f until it holds; a changed schema is served within a moment.
 	await := func(what string, f func() (bool, error)) {

@@ -65,7 +65,7 @@ func TestCustomResourceDefinitionEstablished(t *testing.T) {
 	if out := c.mustKubectl(t, widgetsCRD, "apply", "-f", "-"); !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created") {
 		t.Fatalf("apply:\n%s", out)
 	}
-	if out := c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com"); !strings.Contains(out, "condition met") {
+	if out := c.waitEstablished(t, "crd/widgets.example.com"); !strings.Contains(out, "condition met") {
 		t.Fatalf("wait Established:\n%s", out)
 	}
 	if out := c.mustKubectl(t, "", "get", "crd", "widgets.example.com", "-o", "jsonpath={.status.acceptedNames.kind} {.status.storedVersions} {.metadata.generation}"); out != `Widget ["v1"] 1` {
@@ -269,13 +269,16 @@ status: {replicas: 7}
 func (c *cluster) applyCRD(t *testing.T, manifest, name string) {
 	t.Helper()
 	c.mustKubectl(t, manifest, "apply", "-f", "-")
-	c.waitEstablished(t, name)
+	c.waitEstablished(t, "crd/"+name)
 }
 
-// waitEstablished waits until the CRD name is established.
-func (c *cluster) waitEstablished(t *testing.T, name string) {
+// waitEstablished waits until the CRDs (names, or --all) are established. kubectl wait
+// fails instead of waiting while a new CRD's status.conditions is still null (it is in
+// kube-apiserver too, until the naming controller's first write): try it again then.
+func (c *cluster) waitEstablished(t *testing.T, names ...string) string {
 	t.Helper()
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=20s", "crd/"+name)
+	args := append([]string{"wait", "--for=condition=Established", "--timeout=20s"}, names...)
+	return eventually(t, c, args...)
 }
 
 // customResources is a dynamic client of a resource in the default namespace.

@@ -51,7 +51,7 @@ func TestGatewayAPIStandardCRDs(t *testing.T) {
 			t.Errorf("apply: no %q in\n%s", want, out)
 		}
 	}
-	c.mustKubectl(t, "", "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+	c.waitEstablished(t, "crd", "--all")
 	if out := c.mustKubectl(t, "", "get", "crd", "-o", "name"); strings.Count(out, ".gateway.networking.k8s.io") != 10 {
 		t.Errorf("CRDs:\n%s", out)
 	}
