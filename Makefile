@@ -21,7 +21,7 @@ BUILDVCS := $(shell git rev-parse --git-dir >/dev/null 2>&1 && echo auto || echo
 # NSS modules (mdns, LDAP...) for the API server's name, which a kubeconfig gives as an address.
 NOCGO_COMMANDS := miniproxy
 
-.PHONY: all deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-mem bench-cr bench-policy clean install uninstall conformance kube-e2e
+.PHONY: all disk-space deps images kubectl etcd build up down test unit lint fresh-check fuzz bench bench-ha bench-mem bench-cr bench-policy clean install uninstall conformance kube-e2e
 
 all: build
 
@@ -104,12 +104,16 @@ FUZZ_TARGETS := FuzzDecodeBody=60000 FuzzPatch=60000 FuzzSelectors=20000 FuzzReq
 fuzz:
 	for t in $(FUZZ_TARGETS); do $(GO) test -run '^$$' -fuzz "^$${t%=*}$$" -fuzztime "$${t#*=}x" ./pkg/control/apiserver/ || exit 1; done
 
+# A test run needs room (labs, containerd, images, bbolt): see hack/disk-space.sh.
+disk-space:
+	@bash hack/disk-space.sh
+
 # The longest packages come first: go test starts packages in the order given (-p of them at
 # once), so the end-to-end scenarios, the conformance subset (test/conformance/ci-subset.txt,
 # e2e.test built once into ~/.cache/minik8s) and the lab guides (a VM among them) run beside
 # each other and beside all the rest instead of after most of them.
 SLOWEST_TESTS := ./test/e2e/ ./test/conformance/ ./test/labs/ ./systemd/ ./pkg/control/controlplane/
-test: deps build lint fresh-check fuzz kube-e2e
+test: disk-space deps build lint fresh-check fuzz kube-e2e
 	MINIK8S_MAKE_TEST=1 MINIK8S_BIN=$(BIN) MINIK8S_IMAGES=$(IMAGES) $(GO) test -count=1 -timeout 55m $(SLOWEST_TESTS) ./...
 
 # e2e.test and the Ginkgo CLI for the conformance subset (TestCISubset), built once into
