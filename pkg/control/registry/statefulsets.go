@@ -2,10 +2,12 @@ package registry
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -115,5 +117,33 @@ func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 	if spec.Ordinals != nil {
 		errs = append(errs, validation.ValidateNonnegativeField(int64(spec.Ordinals.Start), path.Child("ordinals", "start"))...)
 	}
-	return append(errs, validateWorkloadSelector(spec.Selector, &spec.Template, path, "statefulset")...)
+	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset")...)
+}
+
+// statefulSetPodTemplate is the template as kube's ValidateStatefulSetSpec validates it:
+// with a volume for each claim template (the controller gives each pod its claims) and
+// without the hostname and subdomain the controller sets on each pod.
+func statefulSetPodTemplate(spec *appsv1.StatefulSetSpec) *corev1.PodTemplateSpec {
+	if spec.Template.Spec.Hostname == "" && spec.Template.Spec.Subdomain == "" && len(spec.VolumeClaimTemplates) == 0 {
+		return &spec.Template
+	}
+	t := spec.Template.DeepCopy()
+	t.Spec.Hostname, t.Spec.Subdomain = "", ""
+	claims := sets.New[string]()
+	var volumes []corev1.Volume
+	for _, c := range spec.VolumeClaimTemplates {
+		if claims.Has(c.Name) {
+			continue
+		}
+		claims.Insert(c.Name)
+		volumes = append(volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name}}})
+	}
+	for _, v := range t.Spec.Volumes {
+		if !claims.Has(v.Name) {
+			volumes = append(volumes, v)
+		}
+	}
+	t.Spec.Volumes = volumes
+	return t
 }

@@ -134,9 +134,20 @@ func TestStatefulSetRules(t *testing.T) {
 		Template:             template(map[string]string{"app": "db"}),
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
 	}}
+	// The template mounts the claim template's volume, which only the pods get, and its
+	// hostname and subdomain are the controller's to set: kube validates the template
+	// with those volumes added and those names cleared.
+	s.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	s.Spec.Template.Spec.Hostname, s.Spec.Template.Spec.Subdomain = "Not_A_Label", "Not_A_Label"
 	if errs := createSteps(statefulSetRules, s); len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
+	if s.Spec.Template.Spec.Volumes != nil || s.Spec.Template.Spec.Hostname != "Not_A_Label" {
+		t.Errorf("validation changed the template: %+v", s.Spec.Template.Spec)
+	}
+	missing := s.DeepCopy()
+	missing.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}}
+	expectErrors(t, "a mount of no volume", createSteps(statefulSetRules, missing), "spec.template.spec.containers[0].volumeMounts[0].name: FieldValueNotFound")
 	spec := s.Spec
 	if spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement || *spec.Replicas != 1 || *spec.UpdateStrategy.RollingUpdate.Partition != 0 ||
 		spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
