@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/containerwait"
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	corev1 "k8s.io/api/core/v1"
@@ -252,23 +253,14 @@ func noPrevious(name, pod string) error {
 // not run on the node: why it waits, as the pod's status says, or that it has no status
 // yet; nil when its status says it ran.
 func notStarted(pod *corev1.Pod, name string) error {
-	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
-	i := slices.IndexFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == name })
-	if i < 0 {
+	listed, waiting := containerwait.Message(pod, name)
+	switch {
+	case !listed:
 		return badRequest("container %q in pod %q is not available", name, pod.Name)
+	case waiting != "":
+		return badRequest("%s", waiting)
 	}
-	cs := statuses[i]
-	if cs.State.Waiting == nil || cs.LastTerminationState.Terminated != nil {
-		return nil
-	}
-	reason := cs.State.Waiting.Reason
-	switch reason { // the kubelet's words for the commonest pending failures
-	case "ErrImagePull":
-		reason = "image can't be pulled"
-	case "ImagePullBackOff":
-		reason = "trying and failing to pull image"
-	}
-	return badRequest("container %q in pod %q is waiting to start: %s", name, pod.Name, reason)
+	return nil
 }
 
 // limitWriter writes at most left bytes, then fails.

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/minik8s/minik8s/internal/containerwait"
 )
 
 var (
@@ -242,24 +244,11 @@ func podContainer(pod *corev1.Pod, name, sub string, previous bool) (string, err
 	if sub != "log" || previous {
 		return name, nil // the node knows what runs and the runs it kept
 	}
-	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
-	i := slices.IndexFunc(statuses, func(st corev1.ContainerStatus) bool { return st.Name == name })
-	if i < 0 {
-		return name, nil // no status written yet: the node answers for what it runs
+	// Without a status yet, the node answers for what it runs.
+	if _, waiting := containerwait.Message(pod, name); waiting != "" {
+		return "", apierrors.NewBadRequest(waiting)
 	}
-	st := statuses[i]
-	waiting := st.State.Waiting
-	if waiting == nil || st.LastTerminationState.Terminated != nil {
-		return name, nil
-	}
-	reason := waiting.Reason
-	switch reason { // the kubelet's words for the commonest pending failures
-	case "ErrImagePull":
-		reason = "image can't be pulled"
-	case "ImagePullBackOff":
-		reason = "trying and failing to pull image"
-	}
-	return "", apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start: %s", name, pod.Name, reason))
+	return name, nil
 }
 
 // podHasContainer tells whether the pod has a container, init container or ephemeral

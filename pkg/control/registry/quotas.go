@@ -120,12 +120,14 @@ var conflictingScopes = [][2]corev1.ResourceQuotaScope{
 	{corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating},
 }
 
+// podCompute are the compute resources a quota of pods' scopes limits.
+var podCompute = sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceLimitsCPU,
+	corev1.ResourceLimitsMemory, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory)
+
 // scopeFits is kube's IsResourceQuotaScopeValidForResource: which standard resources a
 // scope can limit (a scope of pods limits pods and their compute, BestEffort pods only
 // their count, VolumeAttributesClass claims).
 func scopeFits(scope corev1.ResourceQuotaScope, name corev1.ResourceName) bool {
-	podCompute := sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceLimitsCPU,
-		corev1.ResourceLimitsMemory, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory)
 	switch scope {
 	case corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating, corev1.ResourceQuotaScopeNotBestEffort,
 		corev1.ResourceQuotaScopePriorityClass, corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
