@@ -25,7 +25,7 @@ import (
 // new netns and network) when there is none, as the kubelet does: a pod
 // whose sandbox died, or whose address is unknown, is killed and started
 // again. A nil sandbox without error means the pod must not start again
-// (restartPolicy Never after its sandbox died); its containers were stopped.
+// (restartPolicy Never, or every container succeeded for good); its containers were stopped.
 func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Pod, all []runtime.Container) (*runtime.Container, error) {
 	sandboxes := sandboxesOf(all)
 	if len(sandboxes) > 0 && isRunning(sandboxes[0]) && st.podIP == nil {
@@ -43,8 +43,9 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 	}
 	apps := appContainersOf(all)
 	grace := gracePeriod(pod)
-	if len(sandboxes) > 0 && len(apps) > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-		s.log.Info("sandbox of pod is gone and restartPolicy is Never; stopping its containers", "pod", PodKey(pod))
+	done := succeededForGood(pod, all)
+	if len(sandboxes) > 0 && len(apps) > 0 && (pod.Spec.RestartPolicy == corev1.RestartPolicyNever || len(done) == len(pod.Spec.Containers)) {
+		s.log.Info("sandbox of pod is gone and none of its containers runs again; stopping them", "pod", PodKey(pod))
 		return nil, s.stopContainers(ctx, pod, apps, grace)
 	}
 	if len(all) > 0 {
@@ -59,13 +60,15 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 			return nil, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 		}
 		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-			if history := containersNamed(stopped, c.Name); len(history) > 0 {
+			if history := containersNamed(stopped, c.Name); len(history) > 0 && !done[c.Name] {
 				st.restartCounts[c.Name]++
 				st.previous[c.Name] = history[0]
 			}
 		}
-		// Stopped ephemeral containers stay: they are never run again, in a new sandbox neither.
-		if err := s.removeContainers(ctx, withoutEphemeral(pod, apps)); err != nil {
+		// Stopped ephemeral containers and those done for good stay: they do not run again in
+		// the new sandbox.
+		again := slices.DeleteFunc(withoutEphemeral(pod, apps), func(c runtime.Container) bool { return done[c.Name] })
+		if err := s.removeContainers(ctx, again); err != nil {
 			return nil, err
 		}
 	}
@@ -78,6 +81,24 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		return nil, fmt.Errorf("create sandbox of pod %s: %w", PodKey(pod), err)
 	}
 	return sb, nil
+}
+
+// succeededForGood names the pod's containers a new sandbox does not start again, as the
+// kubelet's computePodActions: those whose last run succeeded under restartPolicy OnFailure,
+// the container's own or else the pod's.
+func succeededForGood(pod *corev1.Pod, all []runtime.Container) map[string]bool {
+	done := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		runOnce := pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
+		if c.RestartPolicy != nil {
+			runOnce = *c.RestartPolicy == corev1.ContainerRestartPolicyOnFailure
+		}
+		history := containersNamed(all, c.Name)
+		if runOnce && len(history) > 0 && history[0].State == runtime.StateExited && history[0].ExitCode == 0 {
+			done[c.Name] = true
+		}
+	}
+	return done
 }
 
 // createSandbox makes the pod's netns, its pause container holding it, and
