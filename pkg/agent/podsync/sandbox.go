@@ -101,11 +101,19 @@ func succeededForGood(pod *corev1.Pod, all []runtime.Container) map[string]bool 
 	return done
 }
 
+// errNoUserNamespaces is the kubelet's refusal (its user namespace manager's) of a pod asking
+// for a user namespace on a runtime handler without them: minilet's only handler has none,
+// as the node's status.runtimeHandlers says.
+var errNoUserNamespaces = errors.New("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
+
 // createSandbox makes the pod's netns, its pause container holding it, and
 // wires the network through CNI. What it made is undone when a later step
 // fails. A hostNetwork pod gets neither netns nor CNI: it joins the node's
 // network namespace and shares its address.
 func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Pod) (*runtime.Container, error) {
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		return nil, errNoUserNamespaces
+	}
 	hostname, err := s.sandboxHostname(pod)
 	if err != nil {
 		return nil, err
