@@ -157,6 +157,38 @@ func TestReaderOptionsAndRotation(t *testing.T) {
 	}
 }
 
+// TestTimestampsOnlyBeforeALine: --timestamps prints an entry's time only where a line
+// starts, not before the rest of a line split into partial entries, as the kubelet's
+// ReadLogs (k8s.io/cri-client logs.go) prefixes only at a new line.
+func TestTimestampsOnlyBeforeALine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	w, err := Open(path, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, e := range []Entry{
+		{Stream: Stdout, Content: []byte("long "), Partial: true},
+		{Stream: Stdout, Content: []byte("line")},
+		{Stream: Stdout, Content: []byte("short")},
+	} {
+		e.Time = base.Add(time.Duration(i) * time.Second)
+		w.Write(e)
+	}
+	r, err := OpenReader(path, ReadOptions{Tail: -1, Timestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var b bytes.Buffer
+	if _, err := r.CopyTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "2026-01-02T03:04:05Z long line\n2026-01-02T03:04:07Z short\n"; b.String() != want {
+		t.Errorf("timestamps over a split line: %q, want %q", b.String(), want)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)

@@ -13,7 +13,7 @@ import (
 type ReadOptions struct {
 	Since      time.Time // entries before are skipped; zero: none
 	Tail       int64     // start this many entries before the end; < 0: at the start
-	Timestamps bool      // print each entry's time (RFC 3339) before it
+	Timestamps bool      // print the time (RFC 3339) of the entry starting each line before it
 }
 
 // Reader prints the output in a log file, following the file across rotations.
@@ -23,6 +23,7 @@ type Reader struct {
 	f       *os.File
 	r       *bufio.Reader
 	pending []byte // a line read before its writer finished it
+	midLine bool   // the last entry read was part of a line going on in the next
 }
 
 // OpenReader opens the log at path, positioned as opts say.
@@ -102,10 +103,14 @@ func (r *Reader) print(out io.Writer, line []byte) (int, error) {
 	if err != nil {
 		return out.Write(line) // not ours (written before minilet wrote CRI logs): as it is
 	}
+	// Only where a line starts gets a time, as the kubelet's ReadLogs: an entry skipped by
+	// Since still says where the next line starts.
+	lineStart := !r.midLine
+	r.midLine = e.Partial && len(e.Content) > 0
 	if !r.opts.Since.IsZero() && e.Time.Before(r.opts.Since) {
 		return 0, nil
 	}
-	if r.opts.Timestamps {
+	if r.opts.Timestamps && lineStart {
 		var b bytes.Buffer
 		b.WriteString(e.Time.Format(time.RFC3339Nano))
 		b.WriteByte(' ')
