@@ -147,20 +147,20 @@ func podContainerSpecs(pod *corev1.Pod) []*corev1.Container {
 	return out
 }
 
-// withResources adds to cs what the kubelet reports of a container's resources: the
-// requests it allocated (the spec's), and, of a running container, the requests and
-// limits it runs with.
+// withResources adds to cs what the kubelet reports of the resources of a container the
+// runtime has (cur; none of one not made yet): the requests it allocated (the spec's), and
+// the requests and limits it runs with, the allocated ones when it is not running.
 func withResources(cs *corev1.ContainerStatus, spec *corev1.Container, cur *runtime.Container) {
-	cs.AllocatedResources = spec.Resources.Requests.DeepCopy()
-	if cs.State.Running == nil || cur == nil {
+	if cur == nil {
 		return
 	}
-	applied, ok := appliedResources(*cur)
-	if !ok {
-		applied = *spec.Resources.DeepCopy()
+	cs.AllocatedResources = spec.Resources.Requests.DeepCopy()
+	resources := *spec.Resources.DeepCopy()
+	if applied, ok := appliedResources(*cur); ok && cs.State.Running != nil {
+		resources = applied
 	}
-	applied.Claims = nil
-	cs.Resources = &applied
+	resources.Claims = nil
+	cs.Resources = &resources
 }
 
 // setResizeConditions reports a resize as the kubelet does: one the node cannot grant yet

@@ -243,6 +243,31 @@ func TestStatusReportsTheUser(t *testing.T) {
 	}
 }
 
+// TestStatusResourcesOfContainersThatRan: a container the runtime has reports its
+// allocatedResources and resources, the allocated ones (the spec's) when it is not running,
+// as the kubelet's convertToAPIContainerStatuses; one not made yet reports neither.
+func TestStatusResourcesOfContainersThatRan(t *testing.T) {
+	spec := &corev1.Container{Name: "app", Image: "localhost/minik8s/busybox:v1", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}}
+	exited := runtime.Container{ID: "c1", Name: "app", Image: spec.Image, State: runtime.StateExited, ExitCode: 1, StartedAt: time.Now(), FinishedAt: time.Now()}
+	for _, history := range [][]runtime.Container{nil, {exited}} {
+		cs := containerStatus(spec, history, &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff}, 0, nil)
+		var cur *runtime.Container
+		if len(history) > 0 {
+			cur = &history[0]
+		}
+		withResources(&cs, spec, cur)
+		switch {
+		case cur == nil && (cs.Resources != nil || cs.AllocatedResources != nil):
+			t.Errorf("container not made yet: resources %+v, allocated %+v; want neither", cs.Resources, cs.AllocatedResources)
+		case cur != nil && (cs.Resources == nil || !equality.Semantic.DeepEqual(*cs.Resources, spec.Resources) || !equality.Semantic.DeepEqual(cs.AllocatedResources, spec.Resources.Requests)):
+			t.Errorf("exited container: resources %+v, allocated %+v; want the spec's", cs.Resources, cs.AllocatedResources)
+		}
+	}
+}
+
 // TestContainerOfTheOldHashKept: a container made by minilet before resources left the
 // hash carries the whole spec's fingerprint; it counts as unchanged, so an upgrade of
 // minilet restarts none of the running containers.
