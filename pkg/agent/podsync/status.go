@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/status"
@@ -31,6 +32,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	}
 	startTime := st.startTime
 	ps.StartTime = &startTime
+	// What the node allocated to the whole pod, as the scheduler counts it (the 1.36 kubelet's,
+	// with InPlacePodLevelResourcesVerticalScaling).
+	ps.AllocatedResources = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	statusOf := func(spec *corev1.Container, restarts restartCheck) corev1.ContainerStatus {
 		history := containersNamed(all, spec.Name)
 		// Why a container waits is told only of one that will run again: one that exited

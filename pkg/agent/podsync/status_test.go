@@ -268,6 +268,25 @@ func TestStatusResourcesOfContainersThatRan(t *testing.T) {
 	}
 }
 
+// TestPodStatusAllocatedResources: the pod's status.allocatedResources are the requests the
+// node allocated to the whole pod, aggregated over its containers as the scheduler counts
+// them (an init container's above the app containers' sum counts), as the 1.36 kubelet
+// reports them (InPlacePodLevelResourcesVerticalScaling, beta and on).
+func TestPodStatusAllocatedResources(t *testing.T) {
+	h := newHarness(t)
+	cpu := func(v string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}}
+	}
+	pod := withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "a", "b"), "setup")
+	pod.Spec.InitContainers[0].Resources = cpu("500m")
+	pod.Spec.Containers[0].Resources, pod.Spec.Containers[1].Resources = cpu("100m"), cpu("200m")
+	pod, st := h.admit(pod)
+	got := h.syncer.podStatus(st, pod, nil, false).AllocatedResources
+	if want := (corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("allocatedResources %v, want %v", got, want)
+	}
+}
+
 // TestContainerOfTheOldHashKept: a container made by minilet before resources left the
 // hash carries the whole spec's fingerprint; it counts as unchanged, so an upgrade of
 // minilet restarts none of the running containers.
