@@ -3,7 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,13 +44,33 @@ spec:
     startupProbe: {exec: {command: ["false"]}, periodSeconds: 1, failureThreshold: 1}
   containers:
   - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: once}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - {name: done, image: localhost/minik8s/busybox:v1, command: [echo, finished]}
+  - {name: work, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: userns}
+spec:
+  hostUsers: false
+  containers:
+  - {name: app, image: localhost/minik8s/busybox:v1, command: [sleep, "3600"]}
 `
 
 // TestPodLifeAsTheKubelet: a deleted pod's readiness is still probed while it stops (its
 // preStop hook removes what the probe reads: Ready turns False before the pod is gone), as
 // the kubelet's; its status lists its volume mounts and the user its process runs as; a Memory emptyDir is a tmpfs of the
 // kubelet's options (size, no nosuid/nodev); a sidecar failing its startup probe is killed
-// with the kubelet's "Init container proxy failed startup probe".
+// with the kubelet's "Init container proxy failed startup probe"; a pod whose pause
+// container died starts over in a new sandbox without running again its container that
+// succeeded under restartPolicy OnFailure (whose log stays readable); a pod asking for a
+// user namespace gets no sandbox, with the kubelet's FailedCreatePodSandBox event.
 func TestPodLifeAsTheKubelet(t *testing.T) {
 	l := upLab(t, "e2e-podlife", 1)
 	ctx := context.Background()
@@ -82,4 +106,65 @@ func TestPodLifeAsTheKubelet(t *testing.T) {
 		events, _ := cluster.Kubectl(ctx, l, "get", "events", "--field-selector", "involvedObject.name=sidecar-probe")
 		return strings.Contains(events, "Init container proxy failed startup probe"), events
 	})
+
+	const noUserns = "Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	waitFor(t, "the pod in a user namespace refused", 60*time.Second, func() (bool, string) {
+		events, _ := cluster.Kubectl(ctx, l, "get", "events", "--field-selector", "involvedObject.name=userns,reason=FailedCreatePodSandBox", "-o", "jsonpath={.items[*].message}")
+		return strings.Contains(events, noUserns), events
+	})
+	if p := podNow(l, "userns"); p.Status.Phase != corev1.PodPending {
+		t.Errorf("the pod in a user namespace is %s, want Pending", p.Status.Phase)
+	}
+
+	containerStatus := func(p corev1.Pod, name string) corev1.ContainerStatus {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == name {
+				return cs
+			}
+		}
+		return corev1.ContainerStatus{}
+	}
+	waitFor(t, "once's done succeeded and its work running", 90*time.Second, func() (bool, string) {
+		p := podNow(l, "once")
+		done, work := containerStatus(p, "done"), containerStatus(p, "work")
+		return done.State.Terminated != nil && done.State.Terminated.ExitCode == 0 && work.State.Running != nil, fmt.Sprintf("%+v", p.Status.ContainerStatuses)
+	})
+	killPause(t, string(podNow(l, "once").UID))
+	waitFor(t, "once's work restarted in a new sandbox", 90*time.Second, func() (bool, string) {
+		p := podNow(l, "once")
+		work := containerStatus(p, "work")
+		return work.RestartCount == 1 && work.State.Running != nil, fmt.Sprintf("%+v", p.Status.ContainerStatuses)
+	})
+	p := podNow(l, "once")
+	if done := containerStatus(p, "done"); done.RestartCount != 0 || done.State.Terminated == nil || done.State.Terminated.ExitCode != 0 {
+		t.Errorf("done after a new sandbox: restarts %d, state %+v; want still terminated with 0", done.RestartCount, done.State)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Errorf("once after a new sandbox is %s, want Running", p.Status.Phase)
+	}
+	if out := mustKubectl(t, l, "logs", "once", "-c", "done"); strings.TrimSpace(out) != "finished" {
+		t.Errorf("log of done after a new sandbox %q, want finished", out)
+	}
+}
+
+// killPause SIGKILLs the pause process of the pod with uid, found by its pod cgroup.
+func killPause(t *testing.T, uid string) {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "pause" {
+			continue
+		}
+		cgroup, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cgroup), "pod"+uid) {
+			continue
+		}
+		pid, _ := strconv.Atoi(e.Name())
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the pause process of pod %s: %v", uid, err)
+		}
+		return
+	}
+	t.Fatalf("no pause process in the cgroup of pod %s", uid)
 }
