@@ -112,19 +112,6 @@ func TestReaderOptionsAndRotation(t *testing.T) {
 	for i, line := range []string{"a", "b", "c", "d"} {
 		w.Write(Entry{Time: base.Add(time.Duration(i) * time.Second), Stream: Stdout, Content: []byte(line)})
 	}
-	read := func(opts ReadOptions) string {
-		t.Helper()
-		r, err := OpenReader(path, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		var b bytes.Buffer
-		if _, err := r.CopyTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
-	}
 	for _, tc := range []struct {
 		opts ReadOptions
 		want string
@@ -135,7 +122,7 @@ func TestReaderOptionsAndRotation(t *testing.T) {
 		{ReadOptions{Tail: -1, Since: base.Add(2 * time.Second)}, "c\nd\n"},
 		{ReadOptions{Tail: 1, Timestamps: true}, "2026-01-02T03:04:08Z d\n"},
 	} {
-		if got := read(tc.opts); got != tc.want {
+		if got := readAll(t, path, tc.opts); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.opts, got, tc.want)
 		}
 	}
@@ -175,7 +162,16 @@ func TestTimestampsOnlyBeforeALine(t *testing.T) {
 		e.Time = base.Add(time.Duration(i) * time.Second)
 		w.Write(e)
 	}
-	r, err := OpenReader(path, ReadOptions{Tail: -1, Timestamps: true})
+	got := readAll(t, path, ReadOptions{Tail: -1, Timestamps: true})
+	if want := "2026-01-02T03:04:05Z long line\n2026-01-02T03:04:07Z short\n"; got != want {
+		t.Errorf("timestamps over a split line: %q, want %q", got, want)
+	}
+}
+
+// readAll is what a Reader of the log at path with opts prints.
+func readAll(t *testing.T, path string, opts ReadOptions) string {
+	t.Helper()
+	r, err := OpenReader(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +180,7 @@ func TestTimestampsOnlyBeforeALine(t *testing.T) {
 	if _, err := r.CopyTo(&b); err != nil {
 		t.Fatal(err)
 	}
-	if want := "2026-01-02T03:04:05Z long line\n2026-01-02T03:04:07Z short\n"; b.String() != want {
-		t.Errorf("timestamps over a split line: %q, want %q", b.String(), want)
-	}
+	return b.String()
 }
 
 func readFile(t *testing.T, path string) string {
