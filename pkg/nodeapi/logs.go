@@ -50,7 +50,15 @@ func parseLogOptions(q map[string][]string, now time.Time) (logOptions, error) {
 	if o.read.Timestamps, err = parseBool(get("timestamps"), "timestamps"); err != nil {
 		return o, err
 	}
-	if v := get("tailLines"); v != "" {
+	tailLines := get("tailLines")
+	switch tail := get("tail"); tail { // its older name, which the kubelet still takes
+	case "":
+	case "all":
+		tailLines = ""
+	default:
+		tailLines = tail
+	}
+	if v := tailLines; v != "" {
 		if o.read.Tail, err = strconv.ParseInt(v, 10, 64); err != nil || o.read.Tail < 0 {
 			return o, badRequest("tailLines %q must be a non-negative integer", v)
 		}

@@ -154,3 +154,22 @@ func TestLogsOfAContainerNotStarted(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsTailParameter: the kubelet still takes the old "tail" query parameter for
+// tailLines ("all": no tail), as its getContainerLogs does for backwards compatibility.
+func TestLogsTailParameter(t *testing.T) {
+	for _, tc := range []struct {
+		query map[string][]string
+		tail  int64
+	}{
+		{map[string][]string{"tail": {"2"}}, 2},
+		{map[string][]string{"tail": {"all"}}, -1},
+		{map[string][]string{"tail": {"all"}, "tailLines": {"3"}}, -1},
+		{map[string][]string{"tailLines": {"3"}}, 3},
+	} {
+		o, err := parseLogOptions(tc.query, time.Now())
+		if err != nil || o.read.Tail != tc.tail {
+			t.Errorf("%v: tail %d (%v), want %d", tc.query, o.read.Tail, err, tc.tail)
+		}
+	}
+}
