@@ -260,6 +260,11 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 		}
 	}
 	factory.Start(ctx.Done())
+	go func() { // kube-proxy's birth cry, once its informers have started
+		if err := recordStarting(ctx, client, o.HostnameOverride); err != nil {
+			log.Warn("could not record the Starting event", "err", err)
+		}
+	}()
 	synced := []cache.InformerSynced{services.HasSynced, slices.HasSynced, node.HasSynced}
 	if speaker != nil {
 		synced = append(synced, speaker.nodesSynced)
