@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -277,7 +278,7 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	for _, s := range []struct {
 		addr string
 		h    http.Handler
-	}{{o.MetricsAddress, m.handler(h, o.Profiling)}, {o.HealthzAddress, h.handler()}} {
+	}{{o.MetricsAddress, m.handler(cmp.Or(o.ProxyMode, ModeIPTables), o.Profiling)}, {o.HealthzAddress, h.handler()}} {
 		if s.addr == "" {
 			continue
 		}
@@ -508,7 +509,9 @@ func (m *metrics) synced(res syncResult, err error, since time.Time) {
 	}
 }
 
-func (m *metrics) handler(h *health, profiling bool) http.Handler {
+// handler serves the metrics address as kube-proxy's: /metrics, /healthz (the generic
+// "ok" of a server with no checks), /proxyMode (mode) and, with profiling, /debug/pprof.
+func (m *metrics) handler(mode string, profiling bool) http.Handler {
 	mux := http.NewServeMux()
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -517,7 +520,15 @@ func (m *metrics) handler(h *health, profiling bool) http.Handler {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-	mux.Handle("/healthz", h.handler())
+	text := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_, _ = io.WriteString(w, body)
+		}
+	}
+	mux.Handle("/healthz", text("ok"))
+	mux.Handle("/proxyMode", text(mode))
 	return mux
 }
 
