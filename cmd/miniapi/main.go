@@ -93,10 +93,21 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "its private key")
 	f.BoolVar(&o.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (non-resource paths: cluster-admin reads them, as kube-apiserver's)")
 	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
+	f.StringSliceVar(&o.KubeletPreferredAddressTypes, "kubelet-preferred-address-types", defaultNodeAddressTypes(),
+		"List of the preferred NodeAddressTypes to use for node API (kubelet) connections (kubeadm's order; kube-apiserver's own default puts Hostname first)")
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (GOMEMLIMIT, which overrides it): the collector runs more often as memory nears it; it grows to twice the live heap when that is more (about 15 KiB a stored pod); 0: no limit")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newKubeconfigCommand(), newServingCertCommand(), newEtcdCertsCommand())
 	return cmd
+}
+
+// defaultNodeAddressTypes is apiserver.DefaultNodeAddressTypes as the flag's strings.
+func defaultNodeAddressTypes() []string {
+	names := make([]string, 0, len(apiserver.DefaultNodeAddressTypes))
+	for _, t := range apiserver.DefaultNodeAddressTypes {
+		names = append(names, string(t))
+	}
+	return names
 }
 
 // caCommand is a subcommand that issues something signed by the cluster CA in

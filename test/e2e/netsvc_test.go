@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ spec:
 // in kube-apiserver's words (nodes/proxy 503 "error trying to reach service", logs the HTTP
 // client's `Get "URL": ...`), a node asked for a pod it does not run answers as the
 // kubelet (`pod "X" does not exist`), and miniproxy's /healthz drains a node tainted for
-// deletion by the cluster autoscaler while its /livez stays 200, as kube-proxy's.
+// deletion by the cluster autoscaler while its /livez stays 200, as kube-proxy's; its
+// start-up Event is listed for the node.
 func TestNodeProxyingAndProxyHealth(t *testing.T) {
 	l := upLab(t, "netsvc", 2)
 	kubectl := func(args ...string) string { t.Helper(); return mustKubectl(t, l, args...) }
@@ -61,6 +63,11 @@ func TestNodeProxyingAndProxyHealth(t *testing.T) {
 		if got := failing(tc.args...); got != tc.want {
 			t.Errorf("kubectl %s:\n got %s\nwant %s", strings.Join(tc.args, " "), got, tc.want)
 		}
+	}
+
+	// kube-proxy's birth cry, listed as kubectl events lists a node's.
+	if out := kubectl("events", "--for", "node/"+second.Name); !regexp.MustCompile(`Normal\s+Starting\s+Node/` + regexp.QuoteMeta(second.Name)).MatchString(out) {
+		t.Errorf("kubectl events --for node/%s:\n%s\nwant miniproxy's Starting event", second.Name, out)
 	}
 
 	client := lab.NetNSPath(l.Client.NetNS)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/minik8s/minik8s/internal/containerwait"
+	"github.com/minik8s/minik8s/internal/nodeaddr"
 )
 
 var (
@@ -259,8 +260,8 @@ func podHasContainer(pod *corev1.Pod, name string) bool {
 		slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return c.Name == name })
 }
 
-// proxyToNode sends the request to path on the node's API at its InternalIP and
-// daemonEndpoints port, upgrades (SPDY, WebSocket) included.
+// proxyToNode sends the request to path on the node's API (nodeURL), upgrades (SPDY,
+// WebSocket) included.
 func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, path string) {
 	target, err := s.nodeURL(r.Context(), nodeName)
 	if err != nil {
@@ -344,6 +345,17 @@ func nodeError(resp *http.Response) error {
 	return status
 }
 
+// DefaultNodeAddressTypes is miniapi's --kubelet-preferred-address-types: kubeadm's order.
+// kube-apiserver's own default puts Hostname first, but minilet registers its node name as
+// its Hostname address, and that name seldom resolves where miniapi runs.
+var DefaultNodeAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
+
+// defaultNodeAPIPort is kube-apiserver's --kubelet-port: the node API's port when the node
+// reports none.
+const defaultNodeAPIPort = 10250
+
+// nodeURL is where the node's API answers, as kube's NodeConnectionInfoGetter finds it: at
+// its address of the first preferred type it has and its daemonEndpoints port.
 func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {
 	nodes, _ := s.reg.Lookup(nodesGVR)
 	obj, err := s.objects.Get(ctx, nodes, "", nodeName)
@@ -351,14 +363,13 @@ func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error)
 		return nil, err
 	}
 	node := obj.(*corev1.Node)
+	host, err := nodeaddr.Preferred(node, s.nodeAddressTypes)
+	if err != nil {
+		return nil, unknownError(err)
+	}
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if port == 0 {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no node API port (status.daemonEndpoints)", nodeName))
+	if port <= 0 {
+		port = defaultNodeAPIPort
 	}
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return &url.URL{Scheme: "https", Host: net.JoinHostPort(a.Address, strconv.Itoa(int(port)))}, nil
-		}
-	}
-	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s has no InternalIP", nodeName))
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port)))}, nil
 }

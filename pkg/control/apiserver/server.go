@@ -22,6 +22,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,6 +54,9 @@ type Config struct {
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
 	// miniapi's kubelet-client certificate; nil answers them 503.
 	NodeTransport http.RoundTripper
+	// NodeAddressTypes are the node address types tried in order to reach a node's API
+	// (--kubelet-preferred-address-types); nil: DefaultNodeAddressTypes.
+	NodeAddressTypes []corev1.NodeAddressType
 	// Extensions are API groups served by handlers of their own (metrics.k8s.io).
 	Extensions []Extension
 	// Profiling serves Go's profiles at /debug/pprof/, as kube-apiserver's --profiling:
@@ -90,6 +94,9 @@ type Server struct {
 	extensions    []Extension
 	limits        Limits
 	openAPI       *OpenAPIDocuments
+
+	// nodeAddressTypes are the node address types tried in order to reach a node's API.
+	nodeAddressTypes []corev1.NodeAddressType
 }
 
 // New builds the server.
@@ -111,6 +118,9 @@ func New(cfg Config) *Server {
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)
 	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
+	if s.nodeAddressTypes = cfg.NodeAddressTypes; len(s.nodeAddressTypes) == 0 {
+		s.nodeAddressTypes = DefaultNodeAddressTypes
+	}
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
 		s.leaseTTL = DefaultMasterLeaseTTL

@@ -91,6 +91,9 @@ type Options struct {
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
 	// (zero: apiserver.DefaultLimits).
 	Limits apiserver.Limits
+	// KubeletPreferredAddressTypes are the node address types tried in order to reach a
+	// node's API (--kubelet-preferred-address-types; nil: apiserver.DefaultNodeAddressTypes).
+	KubeletPreferredAddressTypes []string
 	// ClusterSigningDuration is the longest certificate the csrsigning controller issues
 	// (--cluster-signing-duration; 0: a year, kube-controller-manager's default).
 	ClusterSigningDuration time.Duration
@@ -448,7 +451,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var bootstrapped atomic.Bool // the authorizer's caches filled and the bootstrap policy reconciled (guard.start)
 	srv := apiserver.New(apiserver.Config{Store: st, Registry: reg, Metrics: metrics, Log: log,
-		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport,
+		Ranges: ranges, AdvertiseAddress: o.advertiseAddress(), SecurePort: o.SecurePort, MasterLeaseTTL: o.MasterLeaseTTL, NodeTransport: nodeTransport, NodeAddressTypes: nodeAddressTypes(o.KubeletPreferredAddressTypes),
 		Extensions: []apiserver.Extension{metricsAPI}, Limits: o.Limits, Admission: chain, Profiling: o.Profiling,
 		ReadyChecks: []healthz.HealthChecker{healthz.NamedCheck("poststarthook/rbac/bootstrap-roles", func(*http.Request) error {
 			if !bootstrapped.Load() {
@@ -713,4 +716,14 @@ func loopbackConfig(ca *pki.CA, server, component, user string, groups []string)
 // filled in.
 func (o *Options) nodeRanges() (nodeipam.Ranges, error) {
 	return nodeipam.ParseRanges(cmp.Or(o.ClusterCIDR, clusterdefaults.ClusterCIDR), cmp.Or(o.NodeCIDRMaskSize, clusterdefaults.NodeCIDRMaskSize))
+}
+
+// nodeAddressTypes are --kubelet-preferred-address-types as types, unchecked as
+// kube-apiserver's: a name no node reports matches no address.
+func nodeAddressTypes(names []string) []corev1.NodeAddressType {
+	types := make([]corev1.NodeAddressType, 0, len(names))
+	for _, n := range names {
+		types = append(types, corev1.NodeAddressType(n))
+	}
+	return types
 }

@@ -1,5 +1,5 @@
-// Package apiclient is miniproxy's client of the API server: REST clients for core/v1 and
-// discovery.k8s.io/v1 over a scheme of only those groups, and informers on the kinds the
+// Package apiclient is miniproxy's client of the API server: REST clients for core/v1,
+// discovery.k8s.io/v1 and events.k8s.io/v1 over a scheme of only those groups, and informers on the kinds the
 // proxy reads. client-go's clientset would do the same, but its scheme registers every API
 // group at start and its informer factory links a typed client and informer for each:
 // about half of miniproxy's RSS at 10 Services (docs/performance.md), as kube-proxy's own
@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,18 +23,19 @@ import (
 )
 
 // scheme knows the kinds the clients decode: those of core/v1 (Services, Nodes, Pods...),
-// discovery.k8s.io/v1 and the meta kinds (Status, WatchEvent) every group answers with.
+// discovery.k8s.io/v1, events.k8s.io/v1 and the meta kinds (Status, WatchEvent) every group answers with.
 var scheme = runtime.NewScheme()
 
 func init() {
 	utilruntime.Must(corev1.AddToScheme(scheme))
 	utilruntime.Must(discoveryv1.AddToScheme(scheme))
+	utilruntime.Must(eventsv1.AddToScheme(scheme))
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 }
 
-// Client reaches core/v1 and discovery.k8s.io/v1.
+// Client reaches core/v1, discovery.k8s.io/v1 and events.k8s.io/v1.
 type Client struct {
-	Core, Discovery rest.Interface
+	Core, Discovery, Events rest.Interface
 }
 
 // New makes the clients, sharing one HTTP client (one connection pool) as the clientset's
@@ -51,7 +53,11 @@ func New(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Core: core, Discovery: discovery}, nil
+	events, err := RESTClient(cfg, httpClient, eventsv1.SchemeGroupVersion, scheme)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Core: core, Discovery: discovery, Events: events}, nil
 }
 
 // RESTClient is a client of group version gv decoding the kinds of scheme, over httpClient:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"regexp"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // two sync periods.
 func TestHealthzAnswersKubeProxysFields(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-	h := &health{period: time.Second, node: func() *corev1.Node { return node }}
+	h := &health{period: time.Second, node: func() *corev1.Node { return node }, metrics: newMetrics()}
 	get := func(path string) (int, map[string]any) {
 		rec := httptest.NewRecorder()
 		h.handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -63,7 +64,7 @@ func TestNodeEligibility(t *testing.T) {
 	tainted := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule}}}}
 	for name, node := range map[string]*corev1.Node{"deleting": deleting, "tainted": tainted, "gone": nil} {
-		h := &health{period: time.Second, node: func() *corev1.Node { return node }}
+		h := &health{period: time.Second, node: func() *corev1.Node { return node }, metrics: newMetrics()}
 		h.synced(time.Now())
 		for path, want := range map[string]int{"/healthz": 503, "/livez": 200} {
 			rec := httptest.NewRecorder()
@@ -75,5 +76,41 @@ func TestNodeEligibility(t *testing.T) {
 				t.Errorf("%s node, %s: %d %s; want %d, healthy, nodeEligible false on /healthz only", name, path, rec.Code, rec.Body, want)
 			}
 		}
+	}
+}
+
+// TestHealthAnswersCounted: each /healthz and /livez answer counts in kube-proxy's
+// kubeproxy_proxy_healthz_total and kubeproxy_proxy_livez_total by its HTTP code.
+func TestHealthAnswersCounted(t *testing.T) {
+	tainted := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule}}}}
+	m := newMetrics()
+	h := &health{period: time.Second, node: func() *corev1.Node { return tainted }, metrics: m}
+	get := func(path string) {
+		h.handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	get("/healthz") // not synced: 503
+	get("/livez")   // 503
+	h.synced(time.Now())
+	get("/healthz") // tainted: 503
+	get("/livez")   // 200
+	get("/livez")
+	counts := map[string]float64{}
+	families, err := m.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "code" {
+					counts[f.GetName()+"{code="+l.GetValue()+"}"] = s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]float64{"kubeproxy_proxy_healthz_total{code=503}": 2, "kubeproxy_proxy_livez_total{code=503}": 1, "kubeproxy_proxy_livez_total{code=200}": 2}
+	if !maps.Equal(counts, want) {
+		t.Errorf("counts %v, want %v", counts, want)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -53,6 +54,21 @@ func TestSyncMetricsCarryIPFamily(t *testing.T) {
 	for name := range want {
 		if !seen[name] {
 			t.Errorf("no %s", name)
+		}
+	}
+}
+
+// TestMetricsAddressPaths: the metrics address serves, beside /metrics, kube-proxy's
+// /healthz there (the generic "ok", not the proxy's health: that is the healthz address's)
+// and /proxyMode, the mode in use.
+func TestMetricsAddressPaths(t *testing.T) {
+	h := newMetrics().handler(ModeIPVS, false)
+	for path, want := range map[string]string{"/healthz": "ok", "/proxyMode": "ipvs"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 || rec.Body.String() != want || rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" ||
+			rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d %v %q; want 200 text/plain %q", path, rec.Code, rec.Header(), rec.Body, want)
 		}
 	}
 }

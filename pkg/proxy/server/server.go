@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,7 +168,7 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	var firstOnce sync.Once
 	m := newMetrics()
 	node := nodeInformer(client, o.HostnameOverride)
-	h := &health{period: o.SyncPeriod, node: func() *corev1.Node {
+	h := &health{period: o.SyncPeriod, metrics: m, node: func() *corev1.Node {
 		obj, _, _ := node.GetStore().GetByKey(o.HostnameOverride)
 		n, _ := obj.(*corev1.Node)
 		return n
@@ -259,6 +261,11 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 		}
 	}
 	factory.Start(ctx.Done())
+	go func() { // kube-proxy's birth cry, once its informers have started
+		if err := recordStarting(ctx, client, o.HostnameOverride); err != nil {
+			log.Warn("could not record the Starting event", "err", err)
+		}
+	}()
 	synced := []cache.InformerSynced{services.HasSynced, slices.HasSynced, node.HasSynced}
 	if speaker != nil {
 		synced = append(synced, speaker.nodesSynced)
@@ -271,7 +278,7 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	for _, s := range []struct {
 		addr string
 		h    http.Handler
-	}{{o.MetricsAddress, m.handler(h, o.Profiling)}, {o.HealthzAddress, h.handler()}} {
+	}{{o.MetricsAddress, m.handler(cmp.Or(o.ProxyMode, ModeIPTables), o.Profiling)}, {o.HealthzAddress, h.handler()}} {
 		if s.addr == "" {
 			continue
 		}
@@ -330,11 +337,12 @@ func serve(ctx context.Context, l net.Listener, h http.Handler) error {
 // for a sync longer than twice the sync period; /healthz also says whether the node is
 // eligible for load balancers' traffic.
 type health struct {
-	period time.Duration
-	node   func() *corev1.Node // this node as last seen; nil if it is gone
-	mu     sync.Mutex
-	last   time.Time // last successful sync
-	oldest time.Time // oldest change not yet synced (zero: none)
+	period  time.Duration
+	node    func() *corev1.Node // this node as last seen; nil if it is gone
+	metrics *metrics            // counts the answers
+	mu      sync.Mutex
+	last    time.Time // last successful sync
+	oldest  time.Time // oldest change not yet synced (zero: none)
 }
 
 func (h *health) queued(t time.Time) {
@@ -402,25 +410,29 @@ func (h *health) handler() http.Handler {
 		report := h.report(time.Now())
 		eligible := nodeEligible(h.node())
 		report.NodeEligible = &eligible
-		writeHealth(w, report, report.Healthy && eligible)
+		writeHealth(w, report, report.Healthy && eligible, h.metrics.healthzTotal)
 	})
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		report := h.report(time.Now())
-		writeHealth(w, report, report.Healthy)
+		writeHealth(w, report, report.Healthy, h.metrics.livezTotal)
 	})
 	return mux
 }
 
-// writeHealth answers 200 if ok, 503 if not, with the report as kube-proxy writes it: the
-// top-level lastUpdated of an ok answer is now (older releases' meaning: the loop ran).
-func writeHealth(w http.ResponseWriter, report proxyHealth, ok bool) {
+// writeHealth answers 200 if ok, 503 if not, counted in answers by code, with the report as
+// kube-proxy writes it: the top-level lastUpdated of an ok answer is now (older releases'
+// meaning: the loop ran).
+func writeHealth(w http.ResponseWriter, report proxyHealth, ok bool, answers *prometheus.CounterVec) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	code := http.StatusOK
 	if ok {
 		report.LastUpdated = report.CurrentTime
 	} else {
-		w.WriteHeader(http.StatusServiceUnavailable)
+		code = http.StatusServiceUnavailable
 	}
+	answers.WithLabelValues(strconv.Itoa(code)).Inc()
+	w.WriteHeader(code)
 	data, _ := json.Marshal(report)
 	_, _ = w.Write(data)
 }
@@ -436,6 +448,7 @@ type metrics struct {
 	rules                                   *prometheus.GaugeVec
 	restoreFailures                         *prometheus.CounterVec
 	serviceChanges, endpointChanges         prometheus.Counter
+	healthzTotal, livezTotal                *prometheus.CounterVec // answers of /healthz and /livez by code
 }
 
 // ipFamily is the ip_family label of our syncs: miniproxy is IPv4 only.
@@ -464,10 +477,14 @@ func newMetrics() *metrics {
 			Help: "Cumulative proxy rules Endpoint changes"}),
 		restoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 			Help: "Cumulative proxy iptables restore failures"}, family),
+		healthzTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_healthz_total",
+			Help: "Cumulative proxy healthz HTTP status"}, []string{"code"}),
+		livezTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_livez_total",
+			Help: "Cumulative proxy livez HTTP status"}, []string{"code"}),
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.duration, m.fullDuration, m.partialDuration, m.programming, m.lastTimestamp, m.rules,
-		m.serviceChanges, m.endpointChanges, m.restoreFailures)
+		m.serviceChanges, m.endpointChanges, m.restoreFailures, m.healthzTotal, m.livezTotal)
 	return m
 }
 
@@ -492,7 +509,9 @@ func (m *metrics) synced(res syncResult, err error, since time.Time) {
 	}
 }
 
-func (m *metrics) handler(h *health, profiling bool) http.Handler {
+// handler serves the metrics address as kube-proxy's: /metrics, /healthz (the generic
+// "ok" of a server with no checks), /proxyMode (mode) and, with profiling, /debug/pprof.
+func (m *metrics) handler(mode string, profiling bool) http.Handler {
 	mux := http.NewServeMux()
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -501,7 +520,15 @@ func (m *metrics) handler(h *health, profiling bool) http.Handler {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-	mux.Handle("/healthz", h.handler())
+	text := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			_, _ = io.WriteString(w, body)
+		}
+	}
+	mux.Handle("/healthz", text("ok"))
+	mux.Handle("/proxyMode", text(mode))
 	return mux
 }
 

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/minik8s/minik8s/pkg/proxy/apiclient"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record/util"
+)
+
+// recordStarting records kube-proxy's birth cry on node as kube-proxy's events.k8s.io
+// recorder writes it: regarding the Node by name alone (kube-proxy's NodeRef has no UID,
+// so `kubectl describe node`, which asks for the node's UID or its name as UID, does not
+// list it; `kubectl events --for node/NAME` does), in namespace default, reason Starting,
+// action StartKubeProxy, no note, from kube-proxy on this host.
+func recordStarting(ctx context.Context, client *apiclient.Client, node string) error {
+	hostname, _ := os.Hostname()
+	now := time.Now()
+	event := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(node, now.UnixNano()), Namespace: metav1.NamespaceDefault},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: kubeProxy,
+		ReportingInstance:   kubeProxy + "-" + hostname,
+		Action:              "StartKubeProxy",
+		Reason:              "Starting",
+		Regarding:           corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node},
+		Type:                corev1.EventTypeNormal,
+	}
+	return client.Events.Post().Namespace(event.Namespace).Resource("events").Body(event).Do(ctx).Error()
+}
+
+// kubeProxy is the component whose Events miniproxy records, kube-proxy's name.
+const kubeProxy = "kube-proxy"
