@@ -1,11 +1,11 @@
 package clusterroleaggregation
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -26,10 +26,7 @@ func TestSyncFillsAggregatedRoleAndSkipsTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	ctx := controllertest.StartInformers(t, factory)
 	for _, name := range []string{"agg", "reader", "gone"} {
 		if _, err := c.sync(ctx, name); err != nil {
 			t.Errorf("sync(%s): %v", name, err)
