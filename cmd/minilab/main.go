@@ -98,20 +98,12 @@ func upCommand(name *string) *cobra.Command {
 
 func netCommand(name *string) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
-		Use:   "net node-i",
-		Short: "Show a node's pod network (minilet network in its namespace): bridge, veth pairs, routes, VXLAN entries",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	cmd := labCommand(name, "net node-i", "Show a node's pod network (minilet network in its namespace): bridge, veth pairs, routes, VXLAN entries",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			return runBinaryInNode(l, args[0], "minilet", func(n lab.Node) []string {
 				return []string{"network", "--root-dir", n.RunDir, "-o", output}
 			})
-		},
-	}
+		})
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
@@ -198,15 +190,8 @@ type nodeInfo struct {
 
 func infoCommand(name *string) *cobra.Command {
 	var output string
-	cmd := &cobra.Command{
-		Use:   "info",
-		Short: "Show the lab: kubeconfig and, per node, name, IP, network namespace and pod manifest directory",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	cmd := labCommand(name, "info", "Show the lab: kubeconfig and, per node, name, IP, network namespace and pod manifest directory",
+		cobra.NoArgs, func(cmd *cobra.Command, l *lab.Lab, _ []string) error {
 			in := info{Name: l.Name, Kubeconfig: l.Kubeconfig, APIServer: fmt.Sprintf("https://%s:%d", l.ControlPlane.IP, cluster.APIPort), NetNS: l.ControlPlane.NetNS,
 				PodNetwork: l.PodNetwork, Segments: len(l.Switches), HostKubeconfig: l.HostKubeconfig, Published: l.Published, Uplink: l.Uplink}
 			in.Faults = []faultInfo{}
@@ -250,36 +235,21 @@ func infoCommand(name *string) *cobra.Command {
 			default:
 				return fmt.Errorf("-o %q: only json is supported", output)
 			}
-		},
-	}
+		})
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
 	return cmd
 }
 
 func kubectlCommand(name *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "kubectl -- ARGS...",
-		Short: "Run kubectl against the lab, from inside the lab",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	return labCommand(name, "kubectl -- ARGS...", "Run kubectl against the lab, from inside the lab",
+		nil, func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			return runAttached(cluster.KubectlCommand(context.Background(), l, args...))
-		},
-	}
+		})
 }
 
 func execCommand(name *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "exec NODE -- COMMAND...",
-		Short: "Run a command in a node's network namespace (NODE may also be cp, a control-plane member cp-N, client, or uplink: the internet host of --uplink)",
-		Args:  cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	return labCommand(name, "exec NODE -- COMMAND...", "Run a command in a node's network namespace (NODE may also be cp, a control-plane member cp-N, client, or uplink: the internet host of --uplink)",
+		cobra.MinimumNArgs(2), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			netns := ""
 			switch {
 			case args[0] == "cp":
@@ -303,28 +273,19 @@ func execCommand(name *string) *cobra.Command {
 				return fmt.Errorf("lab %q has no node %q", *name, args[0])
 			}
 			return runAttached(lab.Command(context.Background(), netns, args[1], args[2:]...))
-		},
-	}
+		})
 }
 
 func explainCommand(name *string) *cobra.Command {
 	var service, from, to, protocol, output string
 	var port int32
-	cmd := &cobra.Command{
-		Use:   "explain NODE (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE|IP) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]",
-		Short: "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there, and the network policy verdict (admin tiers included)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	cmd := labCommand(name, "explain NODE (--service NAMESPACE/NAME | --from POD|IP --to POD|SERVICE|IP) [--port PORT] [--protocol TCP|UDP|SCTP] [-o json]", "Run miniproxy explain in a node's network namespace: the path a packet to a Service takes there, and the network policy verdict (admin tiers included)",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			return runBinaryInNode(l, args[0], "miniproxy", func(n lab.Node) []string {
 				return []string{"explain", "--kubeconfig", filepath.Join(l.StateDir, n.Name+".kubeconfig"), "--service", service,
 					"--from", from, "--to", to, "--port", fmt.Sprint(port), "--protocol", protocol, "--output", output}
 			})
-		},
-	}
+		})
 	f := cmd.Flags()
 	f.StringVar(&service, "service", "", "the Service, NAMESPACE/NAME")
 	f.StringVar(&from, "from", "", "source of the packet: an address or a pod, NAMESPACE/NAME (default: any)")
@@ -388,34 +349,19 @@ func upstreamDNSCommand() *cobra.Command {
 }
 
 func kubeconfigCommand(name *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "kubeconfig",
-		Short: "Print the path of the lab's host kubeconfig: plain kubectl on the host reaches the lab's API through its loopback port",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	return labCommand(name, "kubeconfig", "Print the path of the lab's host kubeconfig: plain kubectl on the host reaches the lab's API through its loopback port",
+		cobra.NoArgs, func(cmd *cobra.Command, l *lab.Lab, _ []string) error {
 			if l.HostKubeconfig == "" {
 				return fmt.Errorf("lab %q has no host kubeconfig (made by an older minilab); use minilab kubectl", l.Name)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), l.HostKubeconfig)
 			return nil
-		},
-	}
+		})
 }
 
 func publishCommand(name *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "publish [127.0.0.1:]HOSTPORT:NODE:PORT",
-		Short: "Forward a host loopback port to a node's port (or a lab address's) on the running lab, as minilab up --publish",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	return labCommand(name, "publish [127.0.0.1:]HOSTPORT:NODE:PORT", "Forward a host loopback port to a node's port (or a lab address's) on the running lab, as minilab up --publish",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			p, err := cluster.ParsePublish(l, args[0])
 			if err != nil {
 				return err
@@ -431,8 +377,7 @@ func publishCommand(name *string) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s\n", p.Listen, p.Target)
 			return nil
-		},
-	}
+		})
 }
 
 func forwardCommand() *cobra.Command {
@@ -480,15 +425,8 @@ func apilbCommand() *cobra.Command {
 
 func imageCommand(name *string) *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "Bring your own images to the lab's nodes (there is no registry to pull from)"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "load FILE.tar|DIR",
-		Short: "Import an OCI image-layout or docker-archive tarball (or an OCI layout directory) into every node, as kind load image-archive",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+	load := labCommand(name, "load FILE.tar|DIR", "Import an OCI image-layout or docker-archive tarball (or an OCI layout directory) into every node, as kind load image-archive",
+		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			names, err := cluster.LoadImage(cmd.Context(), l, args[0])
 			if err != nil {
 				return err
@@ -497,16 +435,9 @@ func imageCommand(name *string) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "loaded %s on %d node(s)\n", n, len(l.Nodes))
 			}
 			return nil
-		},
-	}, &cobra.Command{
-		Use:   "ls",
-		Short: "List the images of every node",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadLab(*name)
-			if err != nil {
-				return err
-			}
+		})
+	ls := labCommand(name, "ls", "List the images of every node",
+		cobra.NoArgs, func(cmd *cobra.Command, l *lab.Lab, _ []string) error {
 			imgs, err := cluster.ListImages(cmd.Context(), l)
 			if err != nil {
 				return err
@@ -519,8 +450,8 @@ func imageCommand(name *string) *cobra.Command {
 				}
 			}
 			return nil
-		},
-	})
+		})
+	cmd.AddCommand(load, ls)
 	return cmd
 }
 
@@ -532,8 +463,8 @@ func processName(l *lab.Lab, arg string) string {
 	return arg
 }
 
-// faultCommand is a command changing a running lab: it loads the lab and hands it over.
-func faultCommand(name *string, use, short string, args cobra.PositionalArgs, run func(cmd *cobra.Command, l *lab.Lab, args []string) error) *cobra.Command {
+// labCommand is a command on an existing lab: it loads the lab and hands it over.
+func labCommand(name *string, use, short string, args cobra.PositionalArgs, run func(cmd *cobra.Command, l *lab.Lab, args []string) error) *cobra.Command {
 	return &cobra.Command{Use: use, Short: short, Args: args, RunE: func(cmd *cobra.Command, args []string) error {
 		l, err := loadLab(*name)
 		if err != nil {
@@ -545,7 +476,7 @@ func faultCommand(name *string, use, short string, args cobra.PositionalArgs, ru
 
 func stopCommand(name *string) *cobra.Command {
 	var grace time.Duration
-	cmd := faultCommand(name, "stop NODE|DAEMON", "Stop a daemon of the lab (a node name stops its minilet) until minilab start or heal",
+	cmd := labCommand(name, "stop NODE|DAEMON", "Stop a daemon of the lab (a node name stops its minilet) until minilab start or heal",
 		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			process := processName(l, args[0])
 			if err := l.StopProcess(process, grace); err != nil {
@@ -559,7 +490,7 @@ func stopCommand(name *string) *cobra.Command {
 }
 
 func startCommand(name *string) *cobra.Command {
-	return faultCommand(name, "start NODE|DAEMON", "Start again a daemon minilab stop stopped",
+	return labCommand(name, "start NODE|DAEMON", "Start again a daemon minilab stop stopped",
 		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			process := processName(l, args[0])
 			pid, err := l.StartProcess(process)
@@ -573,7 +504,7 @@ func startCommand(name *string) *cobra.Command {
 
 func partitionCommand(name *string) *cobra.Command {
 	var from []string
-	cmd := faultCommand(name, "partition NODE|cp-N... [--from cp|client|cp-N|NODE...]", "Drop every frame between the nodes (or control-plane members) and the rest of the lab (or --from members), both ways, on the lab switch",
+	cmd := labCommand(name, "partition NODE|cp-N... [--from cp|client|cp-N|NODE...]", "Drop every frame between the nodes (or control-plane members) and the rest of the lab (or --from members), both ways, on the lab switch",
 		cobra.MinimumNArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			if err := l.Partition(cmd.Context(), args, from); err != nil {
 				return err
@@ -587,7 +518,7 @@ func partitionCommand(name *string) *cobra.Command {
 
 func netemCommand(name *string) *cobra.Command {
 	var n lab.Netem
-	cmd := faultCommand(name, "netem NODE [--delay 100ms [--jitter 10ms]] [--loss 5%] [--rate 1mbit]", "Add delay, loss or a rate limit to a node's uplink (tc netem on its eth0)",
+	cmd := labCommand(name, "netem NODE [--delay 100ms [--jitter 10ms]] [--loss 5%] [--rate 1mbit]", "Add delay, loss or a rate limit to a node's uplink (tc netem on its eth0)",
 		cobra.ExactArgs(1), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			if err := l.SetNetem(cmd.Context(), args[0], n); err != nil {
 				return err
@@ -604,7 +535,7 @@ func netemCommand(name *string) *cobra.Command {
 }
 
 func linkCommand(name *string) *cobra.Command {
-	return faultCommand(name, "link down|up NODE", "Unplug a node's cable from the lab switch, or plug it back",
+	return labCommand(name, "link down|up NODE", "Unplug a node's cable from the lab switch, or plug it back",
 		cobra.ExactArgs(2), func(cmd *cobra.Command, l *lab.Lab, args []string) error {
 			if args[0] != "down" && args[0] != "up" {
 				return fmt.Errorf("link %q: want down or up", args[0])
@@ -618,7 +549,7 @@ func linkCommand(name *string) *cobra.Command {
 }
 
 func healCommand(name *string) *cobra.Command {
-	return faultCommand(name, "heal", "Undo every fault: start stopped daemons, remove partitions and netem, plug links back",
+	return labCommand(name, "heal", "Undo every fault: start stopped daemons, remove partitions and netem, plug links back",
 		cobra.NoArgs, func(cmd *cobra.Command, l *lab.Lab, _ []string) error {
 			n := len(l.Faults)
 			if err := l.Heal(cmd.Context()); err != nil {

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/proxy/explain"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func explainCommand() *cobra.Command {
@@ -32,14 +29,10 @@ func explainCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required (explain reads the Service from the API)")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := restConfig(kubeconfig, "miniproxy-explain", " (explain reads the Service from the API)")
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+				return err
 			}
-			cfg.UserAgent = "miniproxy-explain"
 			client, err := explain.NewClient(cfg)
 			if err != nil {
 				return err

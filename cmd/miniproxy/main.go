@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/proxy/ipvs"
 	"github.com/minik8s/minik8s/pkg/proxy/server"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -50,14 +51,10 @@ func newCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required")
-			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := restConfig(kubeconfig, "miniproxy", "")
 			if err != nil {
-				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+				return err
 			}
-			cfg.UserAgent = "miniproxy"
 			client, err := apiclient.New(cfg)
 			if err != nil {
 				return err
@@ -73,4 +70,18 @@ func newCommand() *cobra.Command {
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(explainCommand(), apilbcmd.New("This node's stable API address: balance TCP connections over the API servers, leaving out those whose /readyz fails (apilb.service)"))
 	return cmd
+}
+
+// restConfig is the client configuration of the --kubeconfig the command needs (why: for
+// what, said when it is missing), for a client named userAgent.
+func restConfig(kubeconfig, userAgent, why string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return nil, fmt.Errorf("--kubeconfig is required%s", why)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.UserAgent = userAgent
+	return cfg, nil
 }

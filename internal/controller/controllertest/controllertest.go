@@ -1,5 +1,6 @@
-// Package controllertest holds what the controllers' tests share: waiting for a controller
-// to bring the cluster to a state, and playing the kubelet of the pods it makes.
+// Package controllertest holds what the controllers' tests share: starting informers,
+// waiting for a controller to bring the cluster to a state, and playing the kubelet of the
+// pods it makes.
 package controllertest
 
 import (
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
@@ -53,6 +55,15 @@ func Eventually(t testing.TB, what string, within time.Duration, got func() stri
 		g := got()
 		return g == want, g
 	})
+}
+
+// StartInformers starts factory's informers for the length of the test and returns once
+// their caches are full, with the test's context for the calls that follow.
+func StartInformers(t testing.TB, factory informers.SharedInformerFactory) context.Context {
+	ctx := t.Context()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return ctx
 }
 
 // MarkReady plays pod's kubelet: the pod runs and is Ready. It retries on conflict (the

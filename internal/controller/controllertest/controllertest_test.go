@@ -6,6 +6,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // recorder is a testing.TB that records a Fatalf instead of ending the test.
@@ -68,5 +73,16 @@ func TestEventuallyNamesWantAndTheLastReading(t *testing.T) {
 	}
 	if msg := run(func(tb testing.TB) { Eventually(tb, "slices", 5*time.Second, func() string { return "a" }, "a") }); msg != "" {
 		t.Errorf("failure %q for a state that reads want", msg)
+	}
+}
+
+// TestStartInformersReturnsWithFullCaches: the objects the client holds are in the listers
+// when StartInformers returns.
+func TestStartInformersReturnsWithFullCaches(t *testing.T) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}), 0)
+	nodes := factory.Core().V1().Nodes().Lister()
+	ctx := StartInformers(t, factory)
+	if _, err := nodes.Get("n1"); err != nil || ctx.Err() != nil {
+		t.Errorf("node n1 in the cache: %v; context: %v", err, ctx.Err())
 	}
 }

@@ -154,7 +154,13 @@ func LookupFunc[T any](key string, get func(namespace, name string) (T, error)) 
 	if err != nil {
 		return obj, false, nil // not a key this controller made: nothing to retry
 	}
-	obj, err = get(ns, name)
+	return Found(get(ns, name))
+}
+
+// Found is how a sync of an object keyed by its name alone starts (cluster-scoped, or of
+// one namespace), from its lister's Get(name); Lookup ends with it too. found is false with no error when the object is gone, nothing to sync;
+// any other error is the lister's, for the sync to return and be retried.
+func Found[T any](obj T, err error) (_ T, found bool, _ error) {
 	if apierrors.IsNotFound(err) {
 		return obj, false, nil
 	}

@@ -168,6 +168,25 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestFound: a cluster-scoped object's Get read as a sync's start: gone is nothing to do,
+// any other error is returned for a retry.
+func TestFound(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := indexer.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "here"}}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := corelisters.NewNodeLister(indexer)
+	if node, found, err := Found(nodes.Get("here")); !found || err != nil || node.Name != "here" {
+		t.Errorf("Found(here) = %v, %v, %v; want the node", node, found, err)
+	}
+	if _, found, err := Found(nodes.Get("gone")); found || err != nil {
+		t.Errorf("Found(gone) = %v, %v; want not found, no error", found, err)
+	}
+	if _, found, err := Found[*corev1.Node](nil, errors.New("cache broken")); found || err == nil {
+		t.Errorf("Found(broken) = %v, %v; want not found and the error", found, err)
+	}
+}
+
 func TestEnqueueNamespace(t *testing.T) {
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, key := range []string{"a/q1", "a/q2", "b/q3"} {

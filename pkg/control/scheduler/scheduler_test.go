@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -18,17 +19,7 @@ import (
 
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+	controllertest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func webPod(name string) *corev1.Pod {

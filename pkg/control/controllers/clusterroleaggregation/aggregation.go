@@ -55,11 +55,8 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	role, err := c.roles.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	role, found, err := workloop.Found(c.roles.Get(name))
+	if !found {
 		return 0, err
 	}
 	if role.AggregationRule == nil {

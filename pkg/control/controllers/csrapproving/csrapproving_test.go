@@ -1,7 +1,6 @@
 package csrapproving
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,6 +10,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,10 +110,7 @@ func TestApproverRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			factory.Start(ctx.Done())
-			factory.WaitForCacheSync(ctx.Done())
+			ctx := controllertest.StartInformers(t, factory)
 			if _, err := c.sync(ctx, "csr-1"); err != nil {
 				t.Fatal(err)
 			}

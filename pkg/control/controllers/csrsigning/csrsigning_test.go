@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/pki"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,10 +89,7 @@ func TestSigning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	ctx := controllertest.StartInformers(t, factory)
 	get := func(name string) *certificatesv1.CertificateSigningRequest {
 		if _, err := c.sync(ctx, name); err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -69,17 +69,7 @@ func placement(t *testing.T, c kubernetes.Interface) string {
 
 func waitPlacement(t *testing.T, c kubernetes.Interface, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := placement(t, c)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemonset pods on %q, want %q", got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	controllertest.Eventually(t, "daemonset pods' nodes", 30*time.Second, func() string { return placement(t, c) }, want)
 }
 
 const agent = `apiVersion: apps/v1

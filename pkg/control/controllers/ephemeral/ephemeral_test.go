@@ -2,6 +2,7 @@ package ephemeral_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,8 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 )
+
+// The test works in a namespace of its own, whose default ServiceAccount Shared waits for
+// (a pod created before it exists is refused).
+func TestMain(m *testing.M) { controlplanetest.Main(m) }
 
 func ephemeralPod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
@@ -30,21 +36,18 @@ func ephemeralPod(name string) *corev1.Pod {
 // pod, as kube-controller-manager's ephemeral-volume controller makes it; a claim of that
 // name the pod does not own is left alone and the pod gets the controller's Warning.
 func TestEphemeralVolumeClaims(t *testing.T) {
-	c := controlplanetest.Start(t, nil)
+	c := controlplanetest.Shared(t)
+	ns := c.Namespace
 	ctx := context.Background()
-	pod, err := c.Client.CoreV1().Pods("default").Create(ctx, ephemeralPod("web"), metav1.CreateOptions{})
+	pod, err := c.Client.CoreV1().Pods(ns).Create(ctx, ephemeralPod("web"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pvc *corev1.PersistentVolumeClaim
-	for deadline := time.Now().Add(10 * time.Second); pvc == nil; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no claim web-scratch for the pod's ephemeral volume")
-		}
-		if got, err := c.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "web-scratch", metav1.GetOptions{}); err == nil {
-			pvc = got
-		}
-	}
+	controllertest.Until(t, "a claim web-scratch for the pod's ephemeral volume", 10*time.Second, func() bool {
+		pvc, err = c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "web-scratch", metav1.GetOptions{})
+		return err == nil
+	})
 	if refs := pvc.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Pod" || refs[0].APIVersion != "v1" || refs[0].Name != "web" ||
 		refs[0].UID != pod.UID || refs[0].Controller == nil || !*refs[0].Controller || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
 		t.Errorf("claim's owners %+v, want the pod as controller", refs)
@@ -54,27 +57,23 @@ func TestEphemeralVolumeClaims(t *testing.T) {
 	}
 
 	other := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "db-scratch"}, Spec: pvc.Spec}
-	if _, err := c.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, ephemeralPod("db"), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, ephemeralPod("db"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := "ephemeral volume scratch: PVC default/db-scratch was not created for pod default/db (pod is not owner)"
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "db").String()})
+	want := fmt.Sprintf("ephemeral volume scratch: PVC %s/db-scratch was not created for pod %s/db (pod is not owner)", ns, ns)
+	controllertest.WaitFor(t, fmt.Sprintf("pod db's Warning FailedBinding %q", want), 10*time.Second, func() (bool, string) {
+		events, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "db").String()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
 		for _, e := range events.Items {
-			found = found || e.Type == corev1.EventTypeWarning && e.Reason == "FailedBinding" && e.Message == want && e.Source.Component == "ephemeral_volume"
+			if e.Type == corev1.EventTypeWarning && e.Reason == "FailedBinding" && e.Message == want && e.Source.Component == "ephemeral_volume" {
+				return true, ""
+			}
 		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events of pod db %+v, want Warning FailedBinding %q", events.Items, want)
-		}
-	}
+		return false, fmt.Sprintf("%+v", events.Items)
+	})
 }

@@ -65,11 +65,8 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	fs, err := c.schemas.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	fs, found, err := workloop.Found(c.schemas.Get(name))
+	if !found {
 		return 0, err
 	}
 	level := fs.Spec.PriorityLevelConfiguration.Name

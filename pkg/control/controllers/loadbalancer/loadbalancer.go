@@ -16,7 +16,6 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/allocated"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -83,17 +82,13 @@ func (c *Controller) release(key string) bool {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0, nil
-	}
-	svc, err := c.services.Services(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		c.release(key)
-		return 0, nil
-	}
+	svc, found, err := workloop.Lookup(key, c.services.Services)
 	if err != nil {
 		return 0, err
+	}
+	if !found {
+		c.release(key)
+		return 0, nil
 	}
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 		// No longer a LoadBalancer: its address goes (miniapi cleared the status, as

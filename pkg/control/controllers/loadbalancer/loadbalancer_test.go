@@ -2,10 +2,12 @@ package loadbalancer_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
@@ -48,13 +50,7 @@ func ingressOf(c kubernetes.Interface, name string) string {
 
 func waitIngress(t *testing.T, c kubernetes.Interface, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for ingressOf(c, name) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("service %s ingress %q, want %q", name, ingressOf(c, name), want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	controllertest.Eventually(t, "service "+name+"'s ingress", 15*time.Second, func() string { return ingressOf(c, name) }, want)
 }
 
 func TestAddressesFromThePool(t *testing.T) {
@@ -71,17 +67,12 @@ func TestAddressesFromThePool(t *testing.T) {
 	// The last address goes to one of the other two: which one is not ordered (a controller
 	// started on a warm cache gets the Services in no particular order, as in Kubernetes).
 	got, left := "first", "third"
-	deadline := time.Now().Add(15 * time.Second)
-	for ingressOf(cl.Client, got) != "10.200.0.200" {
+	controllertest.WaitFor(t, "first or third to get 10.200.0.200", 15*time.Second, func() (bool, string) {
 		if ingressOf(cl.Client, left) == "10.200.0.200" {
 			got, left = left, got
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("neither first nor third got 10.200.0.200: %q, %q", ingressOf(cl.Client, "first"), ingressOf(cl.Client, "third"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ingressOf(cl.Client, got) == "10.200.0.200", fmt.Sprintf("first %q, third %q", ingressOf(cl.Client, "first"), ingressOf(cl.Client, "third"))
+	})
 	time.Sleep(500 * time.Millisecond)
 	if ip := ingressOf(cl.Client, left); ip != "" {
 		t.Errorf("a third Service (%s) got %s from a pool of two", left, ip)
@@ -97,18 +88,11 @@ func TestAddressesFromThePool(t *testing.T) {
 	waitIngress(t, cl.Client, got, "")
 	waitIngress(t, cl.Client, left, "10.200.0.200")
 	// As the cloud service controller's: its load balancer deleted, said in two Events.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	controllertest.WaitFor(t, "DeletingLoadBalancer and DeletedLoadBalancer Events for "+got+" turned ClusterIP", 10*time.Second, func() (bool, string) {
 		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name="+got, "-o",
 			`jsonpath={range .items[*]}{.type}/{.reason}/{.message}{"\n"}{end}`)
-		if strings.Contains(out, "Normal/DeletingLoadBalancer/Deleting load balancer\n") && strings.Contains(out, "Normal/DeletedLoadBalancer/Deleted load balancer\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no DeletingLoadBalancer and DeletedLoadBalancer Events for %s turned ClusterIP:\n%s", got, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(out, "Normal/DeletingLoadBalancer/Deleting load balancer\n") && strings.Contains(out, "Normal/DeletedLoadBalancer/Deleted load balancer\n"), out
+	})
 }
 
 func TestNoPoolStaysPending(t *testing.T) {
@@ -116,17 +100,10 @@ func TestNoPoolStaysPending(t *testing.T) {
 	if _, err := cl.Client.CoreV1().Services("default").Create(context.Background(), lbService("lonely", ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	controllertest.WaitFor(t, "a Warning event for a LoadBalancer Service without a pool", 10*time.Second, func() (bool, string) {
 		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=lonely")
-		if strings.Contains(out, "NoLoadBalancerIPPool") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Warning event for a LoadBalancer Service without a pool:\n%s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(out, "NoLoadBalancerIPPool"), out
+	})
 	if out := cl.MustKubectl(t, "", "get", "svc", "lonely"); !strings.Contains(out, "<pending>") {
 		t.Errorf("kubectl get svc:\n%s", out)
 	}

@@ -70,11 +70,8 @@ func (c *Controller) Run(ctx context.Context) {
 // still holds it, and finalizes it once it is empty, asking for another look while content
 // is still going away.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	ns, err := c.lister.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil || ns.DeletionTimestamp == nil {
+	ns, found, err := workloop.Found(c.lister.Get(name))
+	if !found || ns.DeletionTimestamp == nil {
 		return 0, err
 	}
 	if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {

@@ -54,18 +54,14 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 		mk(n, "")
 	}
 	want := map[string]string{"own": "10.50.0.64/26", "a": "10.50.0.0/26", "b": "10.50.0.128/26", "c": "10.50.0.192/26", "d": ""}
-	deadline := time.Now().Add(15 * time.Second)
 	for name, cidr := range want {
-		for {
+		controllertest.Eventually(t, "node "+name+"'s podCIDR and podCIDRs", 15*time.Second, func() string {
 			n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-			if err == nil && n.Spec.PodCIDR == cidr && (cidr == "" || n.Spec.PodCIDRs[0] == cidr) {
-				break
+			if err != nil {
+				return err.Error()
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s podCIDR %q, want %q", name, n.Spec.PodCIDR, cidr)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return strings.TrimSpace(n.Spec.PodCIDR + " " + strings.Join(n.Spec.PodCIDRs, ","))
+		}, strings.TrimSpace(cidr+" "+cidr))
 	}
 	// The node left without a range is told so, from kube's range allocator's source
 	// (pkg/controller/nodeipam/ipam/range_allocator.go: "cidrAllocator").
@@ -78,15 +74,11 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 	if err := nodes.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		n, _ := nodes.Get(ctx, "d", metav1.GetOptions{})
-		if n != nil && n.Spec.PodCIDR == "10.50.0.0/26" {
-			break
+	controllertest.Eventually(t, "waiting node d to get the freed range", 30*time.Second, func() string {
+		n, err := nodes.Get(ctx, "d", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting node d got %q, want the freed 10.50.0.0/26", n.Spec.PodCIDR)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return n.Spec.PodCIDR
+	}, "10.50.0.0/26")
 }

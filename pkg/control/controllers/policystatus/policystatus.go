@@ -53,11 +53,8 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	policy, err := c.policies.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	policy, found, err := workloop.Found(c.policies.Get(name))
+	if !found {
 		return 0, err
 	}
 	if policy.Generation <= policy.Status.ObservedGeneration {

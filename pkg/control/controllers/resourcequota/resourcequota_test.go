@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -35,17 +36,7 @@ func used(t *testing.T, c *controlplanetest.Cluster, name string) string {
 
 func waitUsed(t *testing.T, c *controlplanetest.Cluster, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := used(t, c, name)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("quota %s used:\n got  %s\n want %s", name, got, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	controllertest.Eventually(t, "quota "+name+" used", 15*time.Second, func() string { return used(t, c, name) }, want)
 }
 
 func pod(name, cpu, memory string, phase corev1.PodPhase) *corev1.Pod {

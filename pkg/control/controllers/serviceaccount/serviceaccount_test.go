@@ -2,9 +2,11 @@ package serviceaccount_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,15 +20,10 @@ func TestDefaultServiceAccountInEveryNamespace(t *testing.T) {
 	}
 	wait := func(ns string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if _, err := cl.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-				return
-			} else if time.Now().After(deadline) {
-				t.Fatalf("no default ServiceAccount in %s: %v", ns, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		controllertest.WaitFor(t, "the default ServiceAccount in "+ns, 10*time.Second, func() (bool, string) {
+			_, err := cl.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, fmt.Sprint(err)
+		})
 	}
 	for _, ns := range []string{"default", "kube-system", "team"} {
 		wait(ns)

@@ -62,11 +62,8 @@ func (c *Controller) Run(ctx context.Context) {
 
 // sync deletes the token if it expired, else asks to be called again when it expires.
 func (c *Controller) sync(ctx context.Context, name string) (time.Duration, error) {
-	secret, err := c.secrets.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	secret, found, err := workloop.Found(c.secrets.Get(name))
+	if !found {
 		return 0, err
 	}
 	if secret.Type != bootstrapapi.SecretTypeBootstrapToken { // never delete another Secret

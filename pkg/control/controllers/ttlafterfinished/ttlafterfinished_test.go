@@ -2,9 +2,11 @@ package ttlafterfinished_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,17 +56,10 @@ func TestFinishedJobDeletedAfterTTL(t *testing.T) {
 			}
 		}
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	controllertest.WaitFor(t, "the job with a 2s TTL to be deleted", 20*time.Second, func() (bool, string) {
 		_, err := jobs.Get(ctx, "short", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job with a 2s TTL still there 20s after it finished: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 	if after := time.Since(finishedAt); after < 2*time.Second {
 		t.Errorf("deleted %v after its completion time, before its 2s TTL", after)
 	}

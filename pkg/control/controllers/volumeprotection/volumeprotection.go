@@ -163,11 +163,8 @@ func (c *Volumes) Run(ctx context.Context) {
 }
 
 func (c *Volumes) sync(ctx context.Context, name string) (time.Duration, error) {
-	pv, err := c.pvs.Get(name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
+	pv, found, err := workloop.Found(c.pvs.Get(name))
+	if !found {
 		return 0, err
 	}
 	if pv.DeletionTimestamp == nil || !slices.Contains(pv.Finalizers, storageprotection.PVFinalizer) || pv.Status.Phase == corev1.VolumeBound {
