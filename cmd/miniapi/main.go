@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/nodeaddr"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
@@ -101,10 +102,10 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-// defaultNodeAddressTypes is apiserver.DefaultNodeAddressTypes as the flag's strings.
+// defaultNodeAddressTypes is nodeaddr.DefaultAPITypes as the flag's strings.
 func defaultNodeAddressTypes() []string {
-	names := make([]string, 0, len(apiserver.DefaultNodeAddressTypes))
-	for _, t := range apiserver.DefaultNodeAddressTypes {
+	names := make([]string, 0, len(nodeaddr.DefaultAPITypes))
+	for _, t := range nodeaddr.DefaultAPITypes {
 		names = append(names, string(t))
 	}
 	return names

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -345,15 +344,6 @@ func nodeError(resp *http.Response) error {
 	return status
 }
 
-// DefaultNodeAddressTypes is miniapi's --kubelet-preferred-address-types: kubeadm's order.
-// kube-apiserver's own default puts Hostname first, but minilet registers its node name as
-// its Hostname address, and that name seldom resolves where miniapi runs.
-var DefaultNodeAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
-
-// defaultNodeAPIPort is kube-apiserver's --kubelet-port: the node API's port when the node
-// reports none.
-const defaultNodeAPIPort = 10250
-
 // nodeURL is where the node's API answers, as kube's NodeConnectionInfoGetter finds it: at
 // its address of the first preferred type it has and its daemonEndpoints port.
 func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {
@@ -363,13 +353,9 @@ func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error)
 		return nil, err
 	}
 	node := obj.(*corev1.Node)
-	host, err := nodeaddr.Preferred(node, s.nodeAddressTypes)
+	host, err := nodeaddr.APIHostPort(node, s.nodeAddressTypes)
 	if err != nil {
 		return nil, unknownError(err)
 	}
-	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	if port <= 0 {
-		port = defaultNodeAPIPort
-	}
-	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port)))}, nil
+	return &url.URL{Scheme: "https", Host: host}, nil
 }

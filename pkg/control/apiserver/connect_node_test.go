@@ -48,16 +48,13 @@ func TestNodeURL(t *testing.T) {
 		{[]corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalIP}, []corev1.NodeAddress{internal, hostname}, 10250, "node-1:10250"},
 	} {
 		s.nodeAddressTypes = tc.types
-		if tc.types == nil {
-			s.nodeAddressTypes = DefaultNodeAddressTypes
-		}
 		setNode(tc.addrs, tc.port)
 		u, err := s.nodeURL(context.Background(), "node-1")
 		if err != nil || u.Scheme != "https" || u.Host != tc.want {
 			t.Errorf("types %v, addresses %v, port %d: %v %v; want https://%s", tc.types, tc.addrs, tc.port, u, err, tc.want)
 		}
 	}
-	s.nodeAddressTypes = DefaultNodeAddressTypes
+	s.nodeAddressTypes = nil
 	setNode([]corev1.NodeAddress{{Type: corev1.NodeInternalDNS, Address: "node-1.example"}}, 10250)
 	_, err := s.nodeURL(context.Background(), "node-1")
 	var st apierrors.APIStatus

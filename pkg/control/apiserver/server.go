@@ -55,7 +55,7 @@ type Config struct {
 	// miniapi's kubelet-client certificate; nil answers them 503.
 	NodeTransport http.RoundTripper
 	// NodeAddressTypes are the node address types tried in order to reach a node's API
-	// (--kubelet-preferred-address-types); nil: DefaultNodeAddressTypes.
+	// (--kubelet-preferred-address-types); nil: nodeaddr.DefaultAPITypes.
 	NodeAddressTypes []corev1.NodeAddressType
 	// Extensions are API groups served by handlers of their own (metrics.k8s.io).
 	Extensions []Extension
@@ -118,9 +118,7 @@ func New(cfg Config) *Server {
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)
 	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
-	if s.nodeAddressTypes = cfg.NodeAddressTypes; len(s.nodeAddressTypes) == 0 {
-		s.nodeAddressTypes = DefaultNodeAddressTypes
-	}
+	s.nodeAddressTypes = cfg.NodeAddressTypes
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
 		s.leaseTTL = DefaultMasterLeaseTTL

@@ -92,7 +92,7 @@ type Options struct {
 	// (zero: apiserver.DefaultLimits).
 	Limits apiserver.Limits
 	// KubeletPreferredAddressTypes are the node address types tried in order to reach a
-	// node's API (--kubelet-preferred-address-types; nil: apiserver.DefaultNodeAddressTypes).
+	// node's API (--kubelet-preferred-address-types; nil: nodeaddr.DefaultAPITypes).
 	KubeletPreferredAddressTypes []string
 	// ClusterSigningDuration is the longest certificate the csrsigning controller issues
 	// (--cluster-signing-duration; 0: a year, kube-controller-manager's default).

@@ -45,5 +45,5 @@ func metricsExtension(ca *pki.CA, o Options, nodeTransport http.RoundTripper, lo
 		return apiserver.Extension{}, err
 	}
 	return apiserver.Extension{GroupVersion: metricsapi.GroupVersion, Resources: metricsapi.Resources,
-		Handler: metricsapi.New(client, nodeTransport, log.With("component", "metrics"))}, nil
+		Handler: metricsapi.New(client, nodeTransport, nodeAddressTypes(o.KubeletPreferredAddressTypes), log.With("component", "metrics"))}, nil
 }

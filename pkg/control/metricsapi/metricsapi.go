@@ -9,10 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +50,9 @@ const (
 type API struct {
 	client    kubernetes.Interface
 	transport http.RoundTripper
-	log       *slog.Logger
+	// addressTypes pick the node address to reach (--kubelet-preferred-address-types).
+	addressTypes []corev1.NodeAddressType
+	log          *slog.Logger
 
 	mu    sync.Mutex
 	nodes map[string]*scrape
@@ -66,9 +66,11 @@ type scrape struct {
 	err     error
 }
 
-// New reads nodes and pods through client and reaches the nodes with transport.
-func New(client kubernetes.Interface, transport http.RoundTripper, log *slog.Logger) *API {
-	return &API{client: client, transport: transport, log: log, nodes: map[string]*scrape{}}
+// New reads nodes and pods through client and reaches the nodes with transport at their
+// address of the first of addressTypes (none: nodeaddr.DefaultAPITypes) they have, as the
+// node proxy does.
+func New(client kubernetes.Interface, transport http.RoundTripper, addressTypes []corev1.NodeAddressType, log *slog.Logger) *API {
+	return &API{client: client, transport: transport, addressTypes: addressTypes, log: log, nodes: map[string]*scrape{}}
 }
 
 // ServeHTTP answers GET (list, get) under /apis/metrics.k8s.io/v1beta1/.
@@ -265,12 +267,11 @@ func (a *API) summary(ctx context.Context, node *corev1.Node) (*statsapi.Summary
 
 // fetch asks the node's API for /stats/summary?only_cpu_and_memory=true.
 func (a *API) fetch(ctx context.Context, node *corev1.Node) (*statsapi.Summary, error) {
-	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	host := nodeaddr.Of(node, corev1.NodeInternalIP)
-	if port == 0 || host == "" {
-		return nil, fmt.Errorf("node %s reports no node API address", node.Name)
+	host, err := nodeaddr.APIHostPort(node, a.addressTypes)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node.Name, err)
 	}
-	u := url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(int(port))), Path: "/stats/summary", RawQuery: "only_cpu_and_memory=true"}
+	u := url.URL{Scheme: "https", Host: host, Path: "/stats/summary", RawQuery: "only_cpu_and_memory=true"}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err

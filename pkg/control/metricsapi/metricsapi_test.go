@@ -54,8 +54,10 @@ func TestMetricsAPI(t *testing.T) {
 	}
 	var hits atomic.Int32
 	srv, port := nodeAPI(t, summary, &hits)
+	// No InternalIP: the node is reached, as by the node proxy, at its first address of the
+	// preferred types (the default's ExternalIP before Hostname).
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
-		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "n1.invalid"}, {Type: corev1.NodeExternalIP, Address: "127.0.0.1"}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: port}}}}
 	pod := func(ns, name, uid string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), Labels: labels},
@@ -65,7 +67,7 @@ func TestMetricsAPI(t *testing.T) {
 		pod("default", "web", "u1", map[string]string{"app": "web"}),
 		pod("data", "db", "u2", map[string]string{"app": "db"}),
 		pod("default", "new", "u3", nil))
-	api := New(client, srv.Client().Transport, slog.Default())
+	api := New(client, srv.Client().Transport, nil, slog.Default())
 
 	get := func(path string, into any) int {
 		t.Helper()
