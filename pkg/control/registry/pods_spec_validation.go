@@ -361,6 +361,7 @@ func validateTolerations(tolerations []corev1.Toleration, path *field.Path) fiel
 func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs := metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector"))
 	errs = append(errs, validatePodSecurityContext(spec, path.Child("securityContext"))...)
+	errs = append(errs, validateAffinity(spec.Affinity, path.Child("affinity"))...)
 	for i, g := range spec.ReadinessGates {
 		errs = append(errs, metav1validation.ValidateLabelName(string(g.ConditionType), path.Child("readinessGates").Index(i).Child("conditionType"))...)
 	}
@@ -373,6 +374,7 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 		}
 		gates.Insert(g.Name)
 	}
+	errs = append(errs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
 	if n := spec.ServiceAccountName; n != "" {
 		errs = append(errs, invalidEach(path.Child("serviceAccountName"), n, validation.ValidateServiceAccountName(n, false))...)
 	}
