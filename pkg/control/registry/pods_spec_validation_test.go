@@ -149,7 +149,7 @@ func TestPodSpecValidation(t *testing.T) {
 
 	// A volume of no source at all is defaulted to an emptyDir first, so only a direct
 	// call meets kube's "must specify a volume type".
-	if got := errorStrings(validateVolumes([]corev1.Volume{{Name: "v"}}, field.NewPath("spec", "volumes"))); !slices.Equal(got,
+	if got := errorStrings(validateVolumes([]corev1.Volume{{Name: "v"}}, "", field.NewPath("spec", "volumes"))); !slices.Equal(got,
 		[]string{"spec.volumes[0]: Required value: must specify a volume type"}) {
 		t.Errorf("a volume of no source: %q", got)
 	}
