@@ -100,10 +100,7 @@ func TestPodSchedulingConstraintsValidation(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-		c.edit(&pod.Spec)
-		if got := errorStrings(createSteps(podRules, pod)); !slices.Equal(got, c.want) {
+		if got := podCreateErrors(metav1.ObjectMeta{Name: "p", Namespace: "default"}, c.edit); !slices.Equal(got, c.want) {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}

@@ -104,10 +104,8 @@ func TestPodRuntimeFieldsValidation(t *testing.T) {
 		}, []string{`spec.volumes[0].name: Invalid value: "` + strings.Repeat("v", 63) + `": PVC name "` + strings.Repeat("p", 190) + "-" + strings.Repeat("v", 63) + `": must be no more than 253 characters`}},
 	}
 	for _, c := range cases {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 190), Namespace: "default", Annotations: c.annotations},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-		c.edit(&pod.Spec)
-		if got := errorStrings(createSteps(podRules, pod)); !slices.Equal(got, c.want) {
+		meta := metav1.ObjectMeta{Name: strings.Repeat("p", 190), Namespace: "default", Annotations: c.annotations}
+		if got := podCreateErrors(meta, c.edit); !slices.Equal(got, c.want) {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
