@@ -106,7 +106,7 @@ func (pod containersPod) validateContainer(c *corev1.Container, p *field.Path, n
 		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
 	}
 	names.Insert(c.Name)
-	if strings.TrimSpace(c.Image) == "" {
+	if c.Image == "" {
 		errs = append(errs, field.Required(p.Child("image"), ""))
 	}
 	switch c.TerminationMessagePolicy {
@@ -133,6 +133,15 @@ func (pod containersPod) validateContainer(c *corev1.Container, p *field.Path, n
 	errs = append(errs, validateContainerResources(&c.Resources, p.Child("resources"))...)
 	errs = append(errs, validateResizePolicy(c.ResizePolicy, pod.restartPolicy, p.Child("resizePolicy"))...)
 	return append(errs, validateSecurityContext(c.SecurityContext, pod.hostUsers, p.Child("securityContext"))...)
+}
+
+// imageWithoutPadding is kube's validateContainerOnlyForPod: a pod's image has no
+// surrounding whitespace.
+func imageWithoutPadding(c *corev1.Container, p *field.Path) field.ErrorList {
+	if strings.TrimSpace(c.Image) != c.Image {
+		return field.ErrorList{field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace")}
+	}
+	return nil
 }
 
 // validateRunning checks what a container running beside others may have: a regular

@@ -57,7 +57,7 @@ var podRules = Rules{
 		if len(p.Spec.EphemeralContainers) > 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create"))
 		}
-		return errs
+		return append(errs, validateProfileAnnotations(p.Annotations, &p.Spec, field.NewPath("spec"))...)
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
@@ -104,8 +104,16 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	spec := field.NewPath("spec")
 	names := sets.New[string]()
-	errs = append(errs, validatePodSpec(&p.Spec, spec, names)...)
+	errs = append(errs, validatePodSpec(&p.Spec, p.Name, spec, names)...)
 	errs = append(errs, validateEphemeralContainers(&p.Spec, spec.Child("ephemeralContainers"), names)...)
+	// kube refuses a padded image in a pod, not in a template (a template's " " may stand for
+	// an image a controller fills in).
+	for i := range p.Spec.Containers {
+		errs = append(errs, imageWithoutPadding(&p.Spec.Containers[i], spec.Child("containers").Index(i))...)
+	}
+	for i := range p.Spec.InitContainers {
+		errs = append(errs, imageWithoutPadding(&p.Spec.InitContainers[i], spec.Child("initContainers").Index(i))...)
+	}
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
@@ -117,9 +125,9 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 
 // validatePodSpec is kube's ValidatePodSpec, what a pod and a pod template share: the
 // containers (whose names go into names) and the pod-level fields. The restart policy
-// is the caller's: a workload allows fewer.
-func validatePodSpec(spec *corev1.PodSpec, path *field.Path, names sets.Set[string]) field.ErrorList {
-	errs := validateVolumes(spec.Volumes, path.Child("volumes"))
+// is the caller's: a workload allows fewer. podName is the pod's, "" for a template.
+func validatePodSpec(spec *corev1.PodSpec, podName string, path *field.Path, names sets.Set[string]) field.ErrorList {
+	errs := validateVolumes(spec.Volumes, podName, path.Child("volumes"))
 	errs = append(errs, validatePodSpecContainers(spec, path, names)...)
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))

@@ -69,6 +69,7 @@ func validateEphemeralContainers(spec *corev1.PodSpec, path *field.Path, names s
 		p := path.Index(i)
 		c := corev1.Container(ec.EphemeralContainerCommon)
 		errs = append(errs, pod.validateContainer(&c, p, names)...)
+		errs = append(errs, imageWithoutPadding(&c, p)...)
 		if ec.TargetContainerName != "" && !targets.Has(ec.TargetContainerName) {
 			errs = append(errs, field.NotFound(p.Child("targetContainerName"), ec.TargetContainerName))
 		}

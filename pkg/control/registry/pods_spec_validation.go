@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"math"
 	"path"
 	"slices"
@@ -20,13 +21,20 @@ import (
 const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both inclusive"
 
 // validateVolumes is kube's ValidateVolumes: each volume named by a DNS label, once, and
-// of exactly one valid source.
-func validateVolumes(volumes []corev1.Volume, path *field.Path) field.ErrorList {
+// of exactly one valid source. podName is the pod's, "" for a template.
+func validateVolumes(volumes []corev1.Volume, podName string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := sets.New[string]()
 	for i, v := range volumes {
 		p := path.Index(i)
 		errs = append(errs, validateVolumeSource(&v.VolumeSource, p)...)
+		if v.Ephemeral != nil && podName != "" && v.Name != "" {
+			// The claim the ephemeral volume controller will make must be a valid name.
+			claim := podName + "-" + v.Name
+			for _, msg := range validation.NameIsDNSSubdomain(claim, false) {
+				errs = append(errs, field.Invalid(p.Child("name"), v.Name, fmt.Sprintf("PVC name %q: %v", claim, msg)))
+			}
+		}
 		namePath := p.Child("name")
 		if v.Name == "" {
 			errs = append(errs, field.Required(namePath, ""))
@@ -361,6 +369,7 @@ func validateTolerations(tolerations []corev1.Toleration, path *field.Path) fiel
 func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs := metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector"))
 	errs = append(errs, validatePodSecurityContext(spec, path.Child("securityContext"))...)
+	errs = append(errs, validateAffinity(spec.Affinity, path.Child("affinity"))...)
 	for i, g := range spec.ReadinessGates {
 		errs = append(errs, metav1validation.ValidateLabelName(string(g.ConditionType), path.Child("readinessGates").Index(i).Child("conditionType"))...)
 	}
@@ -373,6 +382,8 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 		}
 		gates.Insert(g.Name)
 	}
+	errs = append(errs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
+	errs = append(errs, validateHostUsers(spec, path)...)
 	if n := spec.ServiceAccountName; n != "" {
 		errs = append(errs, invalidEach(path.Child("serviceAccountName"), n, validation.ValidateServiceAccountName(n, false))...)
 	}
@@ -392,6 +403,23 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 	}
 	if n := spec.PriorityClassName; n != "" {
 		errs = append(errs, invalidEach(path.Child("priorityClassName"), n, validation.NameIsDNSSubdomain(n, false))...)
+	}
+	if n := spec.RuntimeClassName; n != nil {
+		errs = append(errs, invalidEach(path.Child("runtimeClassName"), *n, validation.NameIsDNSSubdomain(*n, false))...)
+	}
+	switch p := spec.PreemptionPolicy; {
+	case p == nil, *p == corev1.PreemptLowerPriority, *p == corev1.PreemptNever:
+	case *p == "":
+		errs = append(errs, field.Required(path.Child("preemptionPolicy"), ""))
+	default:
+		errs = append(errs, field.NotSupported(path.Child("preemptionPolicy"), *p, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
+	}
+	if spec.Overhead != nil {
+		// kube checks the overhead as a container's limits.
+		errs = append(errs, validateContainerResources(&corev1.ResourceRequirements{Limits: spec.Overhead}, path.Child("overhead"))...)
+	}
+	if spec.OS != nil {
+		errs = append(errs, validateOS(spec, path)...)
 	}
 	return errs
 }
@@ -426,5 +454,6 @@ func validatePodSecurityContext(spec *corev1.PodSpec, path *field.Path) field.Er
 	if p := sc.FSGroupChangePolicy; p != nil && !slices.Contains(fsGroupChangePolicies, *p) {
 		errs = append(errs, field.NotSupported(path.Child("fsGroupChangePolicy"), *p, fsGroupChangePolicies))
 	}
-	return errs
+	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, path.Child("seccompProfile"))...)
+	return append(errs, validateAppArmorProfile(sc.AppArmorProfile, path.Child("appArmorProfile"))...)
 }

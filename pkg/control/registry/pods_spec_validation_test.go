@@ -139,20 +139,24 @@ func TestPodSpecValidation(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-		c.edit(&pod.Spec)
-		if got := errorStrings(createSteps(podRules, pod)); !slices.Equal(got, c.want) {
+		if got := podCreateErrors(metav1.ObjectMeta{Name: "p", Namespace: "default"}, c.edit); !slices.Equal(got, c.want) {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
 
 	// A volume of no source at all is defaulted to an emptyDir first, so only a direct
 	// call meets kube's "must specify a volume type".
-	if got := errorStrings(validateVolumes([]corev1.Volume{{Name: "v"}}, field.NewPath("spec", "volumes"))); !slices.Equal(got,
+	if got := errorStrings(validateVolumes([]corev1.Volume{{Name: "v"}}, "", field.NewPath("spec", "volumes"))); !slices.Equal(got,
 		[]string{"spec.volumes[0]: Required value: must specify a volume type"}) {
 		t.Errorf("a volume of no source: %q", got)
 	}
+}
+
+// podCreateErrors are the errors of creating a pod of meta with one container, edited.
+func podCreateErrors(meta metav1.ObjectMeta, edit func(*corev1.PodSpec)) []string {
+	pod := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	edit(&pod.Spec)
+	return errorStrings(createSteps(podRules, pod))
 }
 
 // TestPodSpecValidationAcceptsValidVolumes: every source minilet mounts, well formed,

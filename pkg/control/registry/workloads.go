@@ -33,7 +33,7 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
 	errs = append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
 	spec := path.Child("spec")
-	errs = append(errs, validatePodSpec(&t.Spec, spec, sets.New[string]())...)
+	errs = append(errs, validatePodSpec(&t.Spec, "", spec, sets.New[string]())...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
