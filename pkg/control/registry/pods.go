@@ -57,6 +57,9 @@ var podRules = Rules{
 		if len(p.Spec.EphemeralContainers) > 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create"))
 		}
+		if p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) != 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "cannot be set until all schedulingGates have been cleared"))
+		}
 		return append(errs, validateProfileAnnotations(p.Annotations, &p.Spec, field.NewPath("spec"))...)
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {

@@ -27,6 +27,13 @@ func TestPodSchedulingGates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As kube's ValidatePodCreate: a pod cannot be created on a node while gated.
+	bound := pod.DeepCopy()
+	bound.Name, bound.Spec.NodeName = "gated-bound", "node-1"
+	if _, err := pods.Create(ctx, bound, metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), `Pod "gated-bound" is invalid: spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared`) {
+		t.Errorf("gated pod created with a nodeName: %v", err)
+	}
 	var cond *corev1.PodCondition
 	for i := range got.Status.Conditions {
 		if got.Status.Conditions[i].Type == corev1.PodScheduled {
