@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// DefaultMemoryLimit is miniapi's --memory-limit: under the API load of bench/membench
-// (10 000 pods) it keeps miniapi's peak RSS under 400 MiB without a cost in creates/s that
-// the run could show; docs/performance.md has the measurements.
-const DefaultMemoryLimit = 300 << 20
+// DefaultMemoryLimit is miniapi's --memory-limit: under bench/membench's loads it keeps
+// miniapi's peak RSS near 325 MiB (the Deployment 0 -> 3 000) and 340 MiB (the API load,
+// 10 000 pods) without a cost in speed the runs could show; 200Mi slowed the Deployment
+// by ~1.5x. docs/performance.md has the measurements.
+const DefaultMemoryLimit = 250 << 20
 
 // headroomPeriod is how often the memory limit is checked against the live heap.
 const headroomPeriod = 5 * time.Second
