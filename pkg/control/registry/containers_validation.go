@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -211,22 +212,28 @@ func (pod containersPod) validateInitContainer(c *corev1.Container, p *field.Pat
 	return errs
 }
 
-// validateContainerResources is kube's validateResourceRequirements in what users meet
-// (kubectl set resources): no negative quantity, no request above its limit, and a
-// resource that cannot be overcommitted (extended, hugepages) limited at its request.
+// validateContainerResources is kube's ValidateContainerResourceRequirements: the
+// resources of a container, or a pod's overhead as its limits.
 func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	return validateResourceRequirements(r, validateContainerResourceName, path)
+}
+
+// validateResourceRequirements is kube's: each name as validName says, quantities not
+// negative (whole where counted) and hugepages in whole pages; no request above its
+// limit, and a resource that cannot be overcommitted (extended, hugepages) limited at its
+// request; hugepages only beside cpu or memory.
+func validateResourceRequirements(r *corev1.ResourceRequirements, validName func(corev1.ResourceName, *field.Path) field.ErrorList, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	limits, requests := path.Child("limits"), path.Child("requests")
 	for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
-		if q := r.Limits[name]; q.Sign() < 0 {
-			errs = append(errs, field.Invalid(limits.Key(string(name)), q.String(), "must be greater than or equal to 0"))
-		}
+		p, q := limits.Key(string(name)), r.Limits[name]
+		errs = append(errs, validName(name, p)...)
+		errs = append(errs, validateResourceQuantity(name, q, p)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
-		q := r.Requests[name]
-		if q.Sign() < 0 {
-			errs = append(errs, field.Invalid(requests.Key(string(name)), q.String(), "must be greater than or equal to 0"))
-		}
+		p, q := requests.Key(string(name)), r.Requests[name]
+		errs = append(errs, validName(name, p)...)
+		errs = append(errs, validateResourceQuantity(name, q, p)...)
 		limit, limited := r.Limits[name]
 		switch {
 		case limited && !resourcename.OvercommitAllowed(name) && q.Cmp(limit) != 0:
@@ -237,7 +244,79 @@ func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path
 			errs = append(errs, field.Required(limits, "Limit must be set for non overcommitable resources"))
 		}
 	}
+	if anyName(isHugePages, r.Limits, r.Requests) && !anyName(isCPUOrMemory, r.Limits, r.Requests) {
+		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
+	}
 	return errs
+}
+
+// validateResourceQuantity is kube's ValidateResourceQuantityValue, and for hugepages
+// validateResourceQuantityHugePageValue: a quantity in whole pages of the name's size.
+func validateResourceQuantity(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if q.Sign() < 0 {
+		errs = append(errs, field.Invalid(path, q.String(), "must be greater than or equal to 0"))
+	}
+	if resourcename.IsInteger(name) && q.MilliValue()%1000 != 0 {
+		errs = append(errs, field.Invalid(path, q, "must be an integer"))
+	}
+	if size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix); ok && !wholePages(size, q) {
+		errs = append(errs, field.Invalid(path, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
+	}
+	return errs
+}
+
+// wholePages is kube's IsHugePageResourceValueDivisible: q counts whole pages of size.
+func wholePages(size string, q resource.Quantity) bool {
+	page, err := resource.ParseQuantity(size)
+	if err != nil || page.Sign() <= 0 || page.MilliValue()%1000 != 0 {
+		return false
+	}
+	return q.Value()%page.Value() == 0
+}
+
+// anyName: a name of one of lists is.
+func anyName(is func(corev1.ResourceName) bool, lists ...corev1.ResourceList) bool {
+	for _, list := range lists {
+		for name := range list {
+			if is(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isHugePages(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+func isCPUOrMemory(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory
+}
+
+// validateContainerResourceName is kube's: a resource name a container can ask for, the
+// standard ones without a domain, a native or an extended one with a domain.
+func validateContainerResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	errs := validateResourceName(name, path)
+	switch qualified := strings.Contains(string(name), "/"); {
+	case !qualified && !resourcename.IsStandardContainer(name):
+		errs = append(errs, field.Invalid(path, name, "must be a standard resource for containers"))
+	case qualified && !resourcename.IsNative(name) && !resourcename.IsExtended(name):
+		errs = append(errs, field.Invalid(path, name, "doesn't follow extended resource name standard"))
+	}
+	return errs
+}
+
+// validatePodResourceName is kube's: a resource name pod-level resources may hold.
+func validatePodResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	if errs := validateResourceName(name, path); len(errs) > 0 {
+		return errs
+	}
+	if isCPUOrMemory(name) || isHugePages(name) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, name, []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceHugePagesPrefix, corev1.ResourceMemory})}
 }
 
 // supportedPortProtocols are the protocols of a container port, sorted as kube lists them.

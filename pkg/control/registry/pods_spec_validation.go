@@ -414,6 +414,7 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 	default:
 		errs = append(errs, field.NotSupported(path.Child("preemptionPolicy"), *p, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
 	}
+	errs = append(errs, validatePodResources(spec, path.Child("resources"))...)
 	if spec.Overhead != nil {
 		// kube checks the overhead as a container's limits.
 		errs = append(errs, validateContainerResources(&corev1.ResourceRequirements{Limits: spec.Overhead}, path.Child("overhead"))...)
@@ -422,6 +423,23 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 		errs = append(errs, validateOS(spec, path)...)
 	}
 	return errs
+}
+
+// validatePodResources is kube's for pod-level resources: not on a windows pod, no
+// claims, and the names and quantities pod-level resources may hold.
+func validatePodResources(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	r := spec.Resources
+	switch {
+	case r == nil:
+		return nil
+	case spec.OS != nil && spec.OS.Name == corev1.Windows:
+		return field.ErrorList{field.Forbidden(path, "may not be set for a windows pod")}
+	}
+	var errs field.ErrorList
+	if r.Claims != nil {
+		errs = append(errs, field.Forbidden(path.Child("claims"), "claims may not be set for Resources at pod-level"))
+	}
+	return append(errs, validateResourceRequirements(r, validatePodResourceName, path)...)
 }
 
 // fsGroupChangePolicies are the supported policies, sorted as kube lists them.

@@ -349,17 +349,10 @@ func validateLimitType(t corev1.LimitType, path *field.Path) field.ErrorList {
 // validateLimitRangeResourceName is kube's: a pod's or container's limits name what a
 // container can request; other types any standard or qualified resource.
 func validateLimitRangeResourceName(t corev1.LimitType, name corev1.ResourceName, path *field.Path) field.ErrorList {
-	errs := validateResourceName(name, path)
-	if len(errs) > 0 || (t != corev1.LimitTypePod && t != corev1.LimitTypeContainer) {
-		return errs
+	if t == corev1.LimitTypePod || t == corev1.LimitTypeContainer {
+		return validateContainerResourceName(name, path)
 	}
-	switch qualified := strings.Contains(string(name), "/"); {
-	case !qualified && !resourcename.IsStandardContainer(name):
-		return field.ErrorList{field.Invalid(path, name, "must be a standard resource for containers")}
-	case qualified && !resourcename.IsNative(name) && !resourcename.IsExtended(name):
-		return field.ErrorList{field.Invalid(path, name, "doesn't follow extended resource name standard")}
-	}
-	return nil
+	return validateResourceName(name, path)
 }
 
 // validateResourceName is kube's: a qualified name, a known one when it has no domain.
