@@ -42,6 +42,7 @@ var podRules = Rules{
 	PrepareCreate: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
 		poddefaults.Pod(pod) // Default runs after PrepareCreate; the QoS class needs requests defaulted
+		mergeLabelKeys(pod)
 		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 		// As kube's pod strategy (applySchedulingGatedCondition): a gated pod says why it
 		// waits from the start, which `kubectl get pods` shows as SchedulingGated.
