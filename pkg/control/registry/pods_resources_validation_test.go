@@ -64,6 +64,18 @@ func TestPodResourceNamesValidation(t *testing.T) {
 			`spec.resources.limits[ephemeral-storage]: Unsupported value: "ephemeral-storage": supported values: "cpu", "hugepages-", "memory"`,
 			`spec.resources.limits[foo]: Invalid value: "foo": must be a standard resource type or fully qualified`,
 			`spec.resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`}},
+		{"pod-level resources below the containers'", func(s *corev1.PodSpec) {
+			s.Containers[0].Resources = corev1.ResourceRequirements{Limits: resourceList("memory", "2Gi", "hugepages-2Mi", "4Mi"),
+				Requests: resourceList("cpu", "2", "hugepages-2Mi", "4Mi")}
+			s.Resources = &corev1.ResourceRequirements{Limits: resourceList("cpu", "4", "memory", "1Gi", "hugepages-2Mi", "2Mi"),
+				Requests: resourceList("cpu", "1", "memory", "1Gi", "hugepages-2Mi", "2Mi")}
+		}, []string{
+			`spec.resources.requests[cpu]: Invalid value: "1": must be greater than or equal to aggregate container requests of 2`,
+			`spec.resources.requests[hugepages-2Mi]: Invalid value: "2Mi": must be greater than or equal to aggregate container requests of 4Mi`,
+			`spec.resources.requests[memory]: Invalid value: "1Gi": must be greater than or equal to aggregate container requests of 2Gi`,
+			`spec.resources.limits[hugepages-2Mi]: Invalid value: "2Mi": must be greater than or equal to aggregate container limits of 4Mi`,
+			`spec.resources.containers[0][hugepages-2Mi].limits: Invalid value: "4Mi": must be less than or equal to pod limits of 2Mi`,
+			`spec.resources.containers[0][memory].limits: Invalid value: "2Gi": must be less than or equal to pod limits of 1Gi`}},
 	}
 	for _, c := range cases {
 		if got := podCreateErrors(metav1.ObjectMeta{Name: "p", Namespace: "default"}, c.edit); !slices.Equal(got, c.want) {

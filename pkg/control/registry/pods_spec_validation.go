@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // The pod-level checks of kube's ValidatePodSpec (pkg/apis/core/validation/validation.go)
@@ -439,7 +441,39 @@ func validatePodResources(spec *corev1.PodSpec, path *field.Path) field.ErrorLis
 	if r.Claims != nil {
 		errs = append(errs, field.Forbidden(path.Child("claims"), "claims may not be set for Resources at pod-level"))
 	}
-	return append(errs, validateResourceRequirements(r, validatePodResourceName, path)...)
+	errs = append(errs, validateResourceRequirements(r, validatePodResourceName, path)...)
+	return append(errs, validatePodResourceConsistency(spec, path)...)
+}
+
+// validatePodResourceConsistency is kube's: pod-level requests at least what the
+// containers ask together, hugepages limits at least theirs together, and no container
+// limited above the pod (kube's path for the last, containers under resources, kept).
+func validatePodResourceConsistency(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	pod := &corev1.Pod{Spec: *spec}
+	requests := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range slices.Sorted(maps.Keys(requests)) {
+		if sum, set, ok := requests[name], spec.Resources.Requests[name], hasKey(spec.Resources.Requests, name); ok && sum.Cmp(set) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), set.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", sum.String())))
+		}
+	}
+	limits := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
+	for _, name := range slices.Sorted(maps.Keys(limits)) {
+		if sum, set, ok := limits[name], spec.Resources.Limits[name], hasKey(spec.Resources.Limits, name); ok && isHugePages(name) && sum.Cmp(set) > 0 {
+			errs = append(errs, field.Invalid(path.Child("limits").Key(string(name)), set.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container limits of %s", sum.String())))
+		}
+	}
+	for i, c := range spec.Containers {
+		for _, name := range slices.Sorted(maps.Keys(c.Resources.Limits)) {
+			if limit, set, ok := c.Resources.Limits[name], spec.Resources.Limits[name], hasKey(spec.Resources.Limits, name); ok && limit.Cmp(set) > 0 {
+				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Key(string(name)).Child("limits"), limit.String(),
+					fmt.Sprintf("must be less than or equal to pod limits of %s", set.String())))
+			}
+		}
+	}
+	return errs
 }
 
 // fsGroupChangePolicies are the supported policies, sorted as kube lists them.
