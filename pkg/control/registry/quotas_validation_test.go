@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // TestResourceQuotaValidation: kube's ValidateResourceQuota and its update: names a quota
@@ -14,28 +13,21 @@ func TestResourceQuotaValidation(t *testing.T) {
 	quota := func(hard corev1.ResourceList, scopes ...corev1.ResourceQuotaScope) *corev1.ResourceQuota {
 		return &corev1.ResourceQuota{ObjectMeta: objMeta("q"), Spec: corev1.ResourceQuotaSpec{Hard: hard, Scopes: scopes}}
 	}
-	list := func(kv ...string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return l
-	}
 	for _, tc := range []struct {
 		what       string
 		q          *corev1.ResourceQuota
 		field, msg string // "" when valid
 	}{
-		{"counted and computed", quota(list("pods", "10", "requests.cpu", "1500m", "count/deployments.apps", "3", "requests.example.com/gpu", "2", "requests.hugepages-2Mi", "1Gi")), "", ""},
-		{"half a pod", quota(list("pods", "1.5")), "spec.hard[pods]", `Invalid value: "1500m": must be an integer`},
-		{"half a Service", quota(list("services", "500m")), "spec.hard[services]", "must be an integer"},
-		{"negative", quota(list("pods", "-1")), "spec.hard[pods]", `Invalid value: "-1": must be greater than or equal to 0`},
-		{"unknown name", quota(list("gpu", "1")), "spec.hard[gpu]", `Invalid value: "gpu": must be a standard resource type or fully qualified`},
-		{"storage alone", quota(list("storage", "1Gi")), "spec.hard[storage]", `Invalid value: "storage": must be a standard resource for quota`},
-		{"bad name", quota(list("example.com/a b", "1")), "spec.hard[example.com/a b]", "name part must consist of alphanumeric characters"},
-		{"unknown scope", quota(list("pods", "1"), "Sometimes"), "spec.scopes", `Invalid value: ["Sometimes"]: unsupported scope`},
-		{"BestEffort limits memory", quota(list("memory", "1Gi"), corev1.ResourceQuotaScopeBestEffort), "spec.scopes", "unsupported scope applied to resource"},
-		{"conflicting", quota(list("pods", "1"), corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating), "spec.scopes", "conflicting scopes"},
+		{"counted and computed", quota(resourceList("pods", "10", "requests.cpu", "1500m", "count/deployments.apps", "3", "requests.example.com/gpu", "2", "requests.hugepages-2Mi", "1Gi")), "", ""},
+		{"half a pod", quota(resourceList("pods", "1.5")), "spec.hard[pods]", `Invalid value: "1500m": must be an integer`},
+		{"half a Service", quota(resourceList("services", "500m")), "spec.hard[services]", "must be an integer"},
+		{"negative", quota(resourceList("pods", "-1")), "spec.hard[pods]", `Invalid value: "-1": must be greater than or equal to 0`},
+		{"unknown name", quota(resourceList("gpu", "1")), "spec.hard[gpu]", `Invalid value: "gpu": must be a standard resource type or fully qualified`},
+		{"storage alone", quota(resourceList("storage", "1Gi")), "spec.hard[storage]", `Invalid value: "storage": must be a standard resource for quota`},
+		{"bad name", quota(resourceList("example.com/a b", "1")), "spec.hard[example.com/a b]", "name part must consist of alphanumeric characters"},
+		{"unknown scope", quota(resourceList("pods", "1"), "Sometimes"), "spec.scopes", `Invalid value: ["Sometimes"]: unsupported scope`},
+		{"BestEffort limits memory", quota(resourceList("memory", "1Gi"), corev1.ResourceQuotaScopeBestEffort), "spec.scopes", "unsupported scope applied to resource"},
+		{"conflicting", quota(resourceList("pods", "1"), corev1.ResourceQuotaScopeTerminating, corev1.ResourceQuotaScopeNotTerminating), "spec.scopes", "conflicting scopes"},
 	} {
 		errs := createSteps(resourceQuotaRules, tc.q)
 		if tc.field == "" {
@@ -48,7 +40,7 @@ func TestResourceQuotaValidation(t *testing.T) {
 	}
 
 	selector := func(reqs ...corev1.ScopedResourceSelectorRequirement) *corev1.ResourceQuota {
-		q := quota(list("pods", "1"))
+		q := quota(resourceList("pods", "1"))
 		q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: reqs}
 		return q
 	}
@@ -62,13 +54,13 @@ func TestResourceQuotaValidation(t *testing.T) {
 		t.Errorf("a priority class selector: %v", errs.ToAggregate())
 	}
 
-	old := quota(list("pods", "1"), corev1.ResourceQuotaScopeNotTerminating)
+	old := quota(resourceList("pods", "1"), corev1.ResourceQuotaScopeNotTerminating)
 	old.ResourceVersion = "1"
 	changed := old.DeepCopy()
 	changed.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}
 	expectMessage(t, updateSteps(resourceQuotaRules, changed, old), "spec.scopes", "field is immutable")
 	used := old.DeepCopy()
-	used.Status.Used = list("pods", "500m")
+	used.Status.Used = resourceList("pods", "500m")
 	expectMessage(t, updateSteps(resourceQuotaRules, used, old), "status.used[pods]", "must be an integer")
 }
 
@@ -76,13 +68,6 @@ func TestResourceQuotaValidation(t *testing.T) {
 // per type, and how min, max, default, defaultRequest and the ratio relate (quantities
 // are not checked for sign: kube does not).
 func TestLimitRangeValidation(t *testing.T) {
-	list := func(kv ...string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return l
-	}
 	lr := func(items ...corev1.LimitRangeItem) *corev1.LimitRange {
 		return &corev1.LimitRange{ObjectMeta: objMeta("lr"), Spec: corev1.LimitRangeSpec{Limits: items}}
 	}
@@ -91,25 +76,25 @@ func TestLimitRangeValidation(t *testing.T) {
 		lr         *corev1.LimitRange
 		field, msg string // "" when valid
 	}{
-		{"containers and claims", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: list("cpu", "2", "example.com/gpu", "1")},
-			corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Max: list("storage", "10Gi")}), "", ""},
-		{"a type of a domain", lr(corev1.LimitRangeItem{Type: "example.com/thing", Max: list("example.com/x", "1")}), "", ""},
+		{"containers and claims", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: resourceList("cpu", "2", "example.com/gpu", "1")},
+			corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Max: resourceList("storage", "10Gi")}), "", ""},
+		{"a type of a domain", lr(corev1.LimitRangeItem{Type: "example.com/thing", Max: resourceList("example.com/x", "1")}), "", ""},
 		{"unknown type", lr(corev1.LimitRangeItem{Type: "Volume"}), "spec.limits[0].type", `Invalid value: "Volume": must be a standard limit type or fully qualified`},
 		{"twice", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}, corev1.LimitRangeItem{Type: corev1.LimitTypeContainer}), "spec.limits[1].type", `Duplicate value: "Container"`},
-		{"storage for a container", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: list("storage", "1Gi")}), "spec.limits[0].max[storage]", `Invalid value: "storage": must be a standard resource for containers`},
-		{"pods for a claim", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Max: list("storage", "1Gi", "gpu", "1")}), "spec.limits[0].max[gpu]", "must be a standard resource type or fully qualified"},
+		{"storage for a container", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: resourceList("storage", "1Gi")}), "spec.limits[0].max[storage]", `Invalid value: "storage": must be a standard resource for containers`},
+		{"pods for a claim", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim, Max: resourceList("storage", "1Gi", "gpu", "1")}), "spec.limits[0].max[gpu]", "must be a standard resource type or fully qualified"},
 		{"a claim without storage", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePersistentVolumeClaim}), "spec.limits[0].limits", "Required value: either minimum or maximum storage value is required, but neither was provided"},
-		{"default request above max", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: list("cpu", "1"), DefaultRequest: list("cpu", "2")}),
+		{"default request above max", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: resourceList("cpu", "1"), DefaultRequest: resourceList("cpu", "2")}),
 			"spec.limits[0].defaultRequest[cpu]", `Invalid value: "2": default request value 2 is greater than max value 1`},
-		{"default below min", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: list("memory", "1Gi"), Default: list("memory", "512Mi")}),
+		{"default below min", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: resourceList("memory", "1Gi"), Default: resourceList("memory", "512Mi")}),
 			"spec.limits[0].default[memory]", `Invalid value: "1Gi": min value 1Gi is greater than default value 512Mi`},
-		{"request above limit", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: list("cpu", "1"), DefaultRequest: list("cpu", "2")}),
+		{"request above limit", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: resourceList("cpu", "1"), DefaultRequest: resourceList("cpu", "2")}),
 			"spec.limits[0].defaultRequest[cpu]", "default request value 2 is greater than default limit value 1"},
-		{"ratio below one", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: list("cpu", "500m")}),
+		{"ratio below one", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: resourceList("cpu", "500m")}),
 			"spec.limits[0].maxLimitRequestRatio[cpu]", `Invalid value: "500m": ratio 500m is less than 1`},
-		{"ratio above max/min", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: list("cpu", "1"), Max: list("cpu", "2"), MaxLimitRequestRatio: list("cpu", "3")}),
+		{"ratio above max/min", lr(corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: resourceList("cpu", "1"), Max: resourceList("cpu", "2"), MaxLimitRequestRatio: resourceList("cpu", "3")}),
 			"spec.limits[0].maxLimitRequestRatio[cpu]", "ratio 3 is greater than max/min = 2.000000"},
-		{"hugepages overcommitted", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: list("hugepages-2Mi", "4Mi"), DefaultRequest: list("hugepages-2Mi", "2Mi")}),
+		{"hugepages overcommitted", lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: resourceList("hugepages-2Mi", "4Mi"), DefaultRequest: resourceList("hugepages-2Mi", "2Mi")}),
 			"spec.limits[0].defaultRequest[hugepages-2Mi]", "default value 4Mi must equal to defaultRequest value 2Mi in hugepages-2Mi"},
 	} {
 		errs := createSteps(limitRangeRules, tc.lr)
@@ -121,7 +106,7 @@ func TestLimitRangeValidation(t *testing.T) {
 		}
 		expectMessage(t, errs, tc.field, tc.msg)
 	}
-	negative := lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: list("cpu", "-1")})
+	negative := lr(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: resourceList("cpu", "-1")})
 	if errs := createSteps(limitRangeRules, negative); len(errs) > 0 {
 		t.Errorf("kube does not check a limit's sign: %v", errs.ToAggregate())
 	}
