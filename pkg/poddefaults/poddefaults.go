@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/minik8s/minik8s/internal/resourcename"
 )
 
 // TerminationGracePeriod is Kubernetes' default for spec.terminationGracePeriodSeconds.
@@ -13,8 +16,9 @@ const TerminationGracePeriod int64 = 30
 
 // Pod applies the defaults kube-apiserver gives a pod (k8s.io/api has none of its own):
 // those of every pod spec (PodSpec) and those only a pod gets, as SetDefaults_Pod in
-// k8s.io/kubernetes/pkg/apis/core/v1: requests default to limits, enableServiceLinks, and
-// with hostNetwork a container port's hostPort is its containerPort.
+// k8s.io/kubernetes/pkg/apis/core/v1: requests default to limits (the containers' and then
+// the pod-level ones'), enableServiceLinks, and with hostNetwork a container port's hostPort
+// is its containerPort.
 func Pod(p *corev1.Pod) {
 	s := &p.Spec
 	PodSpec(s)
@@ -24,6 +28,9 @@ func Pod(p *corev1.Pod) {
 	for i := range s.Containers {
 		requestsFromLimits(&s.Containers[i])
 	}
+	// After the containers' own, as kube's (PodLevelResources, on by default).
+	podLevelHugePagesLimits(p)
+	podLevelRequests(p)
 	if s.EnableServiceLinks == nil {
 		t := corev1.DefaultEnableServiceLinks
 		s.EnableServiceLinks = &t
@@ -205,6 +212,55 @@ func httpGet(h *corev1.HTTPGetAction) {
 	}
 	if h.Scheme == "" {
 		h.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// podLevelHugePagesLimits is kube's defaultHugePagePodLimits: a pod with pod-level resources
+// but no hugepages request or limit of a size its containers limit gets their sum as its limit.
+func podLevelHugePagesLimits(p *corev1.Pod) {
+	r := p.Spec.Resources
+	if r == nil || len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return
+	}
+	for name, sum := range resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{}) {
+		if !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+			continue
+		}
+		if _, requested := r.Requests[name]; requested {
+			continue
+		}
+		if _, ok := r.Limits[name]; !ok {
+			if r.Limits == nil {
+				r.Limits = corev1.ResourceList{}
+			}
+			r.Limits[name] = sum.DeepCopy()
+		}
+	}
+}
+
+// podLevelRequests is kube's defaultPodRequests: a pod with pod-level limits requests what its
+// containers request together (overcommittable resources), else its limit.
+func podLevelRequests(p *corev1.Pod) {
+	r := p.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	requests := r.Requests
+	if requests == nil {
+		requests = corev1.ResourceList{}
+	}
+	for name, sum := range resourcehelper.AggregateContainerRequests(p, resourcehelper.PodResourcesOptions{}) {
+		if _, ok := requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) && resourcename.OvercommitAllowed(name) {
+			requests[name] = sum.DeepCopy()
+		}
+	}
+	for name, limit := range r.Limits {
+		if _, ok := requests[name]; !ok && resourcehelper.IsSupportedPodLevelResource(name) {
+			requests[name] = limit.DeepCopy()
+		}
+	}
+	if len(requests) > 0 {
+		r.Requests = requests
 	}
 }
 

@@ -97,3 +97,55 @@ func TestTemplateDefaults(t *testing.T) {
 		t.Errorf("a template got a pod's defaults: enableServiceLinks %v, requests %v", spec.EnableServiceLinks, spec.Containers[0].Resources.Requests)
 	}
 }
+
+// TestPodLevelDefaults: pod-level resources (spec.resources) get kube's SetDefaults_Pod
+// defaults (PodLevelResources, on by default): hugepages limits from the containers', then
+// requests from the containers' (overcommittable resources) or else from the pod's limits.
+func TestPodLevelDefaults(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name                 string
+		pod                  *corev1.ResourceRequirements
+		container            corev1.ResourceRequirements
+		wantReqs, wantLimits corev1.ResourceList
+	}{
+		{"no pod-level resources", nil, corev1.ResourceRequirements{}, nil, nil},
+		{"pod limits, containers ask nothing: requests are the limits",
+			&corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}}, corev1.ResourceRequirements{},
+			corev1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}, corev1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}},
+		{"pod limits, containers' requests: requests are the containers'",
+			&corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1")}},
+			corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("200m"), "memory": q("100Mi")}},
+			corev1.ResourceList{"cpu": q("200m"), "memory": q("100Mi")}, corev1.ResourceList{"cpu": q("1")}},
+		{"pod requests only: nothing defaulted",
+			&corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("1")}}, corev1.ResourceRequirements{},
+			corev1.ResourceList{"cpu": q("1")}, nil},
+		{"containers' hugepages limits become the pod's, then its requests",
+			&corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1")}},
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{"hugepages-2Mi": q("4Mi"), "memory": q("64Mi")}},
+			corev1.ResourceList{"cpu": q("1"), "memory": q("64Mi"), "hugepages-2Mi": q("4Mi")},
+			corev1.ResourceList{"cpu": q("1"), "hugepages-2Mi": q("4Mi")}},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Resources: tc.pod, Containers: []corev1.Container{{Name: "c", Image: "busybox:1", Resources: tc.container}}}}
+		Pod(pod)
+		var reqs, limits corev1.ResourceList
+		if r := pod.Spec.Resources; r != nil {
+			reqs, limits = r.Requests, r.Limits
+		}
+		if !equalLists(reqs, tc.wantReqs) || !equalLists(limits, tc.wantLimits) {
+			t.Errorf("%s: requests %v limits %v; want %v and %v", tc.name, reqs, limits, tc.wantReqs, tc.wantLimits)
+		}
+	}
+}
+
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, v := range a {
+		if w, ok := b[n]; !ok || w.Cmp(v) != 0 {
+			return false
+		}
+	}
+	return true
+}

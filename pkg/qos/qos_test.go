@@ -40,3 +40,36 @@ func TestClass(t *testing.T) {
 		}
 	}
 }
+
+// TestClassOfPodLevelResources: with pod-level resources (spec.resources, PodLevelResources
+// on by default since 1.34) they alone decide the class, as kube's ComputePodQOS.
+func TestClassOfPodLevelResources(t *testing.T) {
+	cpu, mem := corev1.ResourceCPU, corev1.ResourceMemory
+	both := map[corev1.ResourceName]string{cpu: "1", mem: "1Gi"}
+	list := func(m map[corev1.ResourceName]string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for n, v := range m {
+			l[n] = resource.MustParse(v)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name       string
+		pod        corev1.ResourceRequirements
+		containers []corev1.Container
+		want       corev1.PodQOSClass
+	}{
+		{"pod requests equal pod limits, containers ask nothing", corev1.ResourceRequirements{Requests: list(both), Limits: list(both)},
+			[]corev1.Container{container(nil, nil)}, corev1.PodQOSGuaranteed},
+		{"pod limits only cpu", corev1.ResourceRequirements{Requests: list(map[corev1.ResourceName]string{cpu: "1"}), Limits: list(map[corev1.ResourceName]string{cpu: "1"})},
+			[]corev1.Container{container(both, both)}, corev1.PodQOSBurstable},
+		{"pod requests only", corev1.ResourceRequirements{Requests: list(both)}, []corev1.Container{container(nil, nil)}, corev1.PodQOSBurstable},
+		{"empty pod-level resources: the containers' do not count", corev1.ResourceRequirements{},
+			[]corev1.Container{container(both, both)}, corev1.PodQOSBestEffort},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Resources: &tc.pod, Containers: tc.containers}}
+		if got := Class(pod); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -70,6 +70,12 @@ func TestPodCgroupAndOOMScore(t *testing.T) {
 	}
 }
 
+// withPodLevel gives p pod-level resources (spec.resources), as defaulted by the API server.
+func withPodLevel(p *corev1.Pod, req, lim corev1.ResourceList) *corev1.Pod {
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: req, Limits: lim}
+	return p
+}
+
 func TestPodResources(t *testing.T) {
 	pod := func(cs ...corev1.Container) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}, Spec: corev1.PodSpec{Containers: cs}}
@@ -84,6 +90,10 @@ func TestPodResources(t *testing.T) {
 			PodLimits{CPUShares: 768, CPUQuota: 75000, MemoryLimit: 96 << 20, PidsLimit: 100}},
 		{"burstable, one container without limits", pod(withResources(list("500m", "64Mi"), list("1", "128Mi")), withResources(list("100m", ""), nil)),
 			PodLimits{CPUShares: 614, PidsLimit: 100}},
+		{"pod-level limits, containers ask nothing", withPodLevel(pod(withResources(nil, nil)), list("1", "128Mi"), list("1", "128Mi")),
+			PodLimits{CPUShares: 1024, CPUQuota: 100000, MemoryLimit: 128 << 20, PidsLimit: 100}},
+		{"pod-level memory limit over a container without limits", withPodLevel(pod(withResources(list("100m", ""), nil)), list("100m", "64Mi"), list("", "64Mi")),
+			PodLimits{CPUShares: 102, MemoryLimit: 64 << 20, PidsLimit: 100}},
 	} {
 		if got := PodResources(tc.pod, 100); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)

@@ -38,6 +38,12 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) PodLimits {
 		cpuDeclared = cpuDeclared && !c.Resources.Limits.Cpu().IsZero()
 		memoryDeclared = memoryDeclared && !c.Resources.Limits.Memory().IsZero()
 	}
+	// Pod-level limits bound the pod whatever its containers declare, as the kubelet's
+	// ResourceConfigForPod (PodLevelResources, on by default).
+	if r := pod.Spec.Resources; r != nil {
+		cpuDeclared = cpuDeclared || !r.Limits.Cpu().IsZero()
+		memoryDeclared = memoryDeclared || !r.Limits.Memory().IsZero()
+	}
 	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	if m := limits.Cpu().MilliValue(); cpuDeclared && m > 0 {
 		l.CPUQuota = max(m*cfsPeriod/1000, minQuota)

@@ -106,3 +106,19 @@ func TestPodTemplateResourceNamesValidation(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// TestPodLevelResourcesDefaulted: a pod created with pod-level limits only is stored as
+// kube-apiserver stores it: requests defaulted (from the containers' or the limits) and its
+// QoS class from the pod-level resources (kube's SetDefaults_Pod and ComputePodQOS).
+func TestPodLevelResourcesDefaulted(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{
+		Resources:  &corev1.ResourceRequirements{Limits: resourceList("cpu", "1", "memory", "1Gi")},
+		Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	podRules.PrepareCreate(pod)
+	if got := pod.Spec.Resources.Requests; !got.Cpu().Equal(resource.MustParse("1")) || !got.Memory().Equal(resource.MustParse("1Gi")) {
+		t.Errorf("pod-level requests %v, want the limits", got)
+	}
+	if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
+		t.Errorf("qosClass %s, want Guaranteed", pod.Status.QOSClass)
+	}
+}
