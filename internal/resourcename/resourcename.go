@@ -24,9 +24,14 @@ func IsExtended(name corev1.ResourceName) bool {
 	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+string(name))) == 0
 }
 
+// IsHugePages: a hugepages-SIZE name.
+func IsHugePages(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
 // OvercommitAllowed: a native resource other than hugepages may be requested below its limit.
 func OvercommitAllowed(name corev1.ResourceName) bool {
-	return IsNative(name) && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+	return IsNative(name) && !IsHugePages(name)
 }
 
 // counted are the native resources measured in whole units.
@@ -62,8 +67,7 @@ func IsStandardQuota(name corev1.ResourceName) bool {
 }
 
 func isQuotaHugePages(name corev1.ResourceName) bool {
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) ||
-		strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
+	return IsHugePages(name) || strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
 }
 
 // IsStandardContainer: a name without a domain a container can request (kube's
@@ -73,5 +77,5 @@ func IsStandardContainer(name corev1.ResourceName) bool {
 	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
 		return true
 	}
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+	return IsHugePages(name)
 }

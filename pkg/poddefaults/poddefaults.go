@@ -223,7 +223,7 @@ func podLevelHugePagesLimits(p *corev1.Pod) {
 		return
 	}
 	for name, sum := range resourcehelper.AggregateContainerLimits(p, resourcehelper.PodResourcesOptions{}) {
-		if !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+		if !resourcename.IsHugePages(name) {
 			continue
 		}
 		if _, requested := r.Requests[name]; requested {

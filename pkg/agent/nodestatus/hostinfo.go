@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
@@ -70,7 +71,7 @@ func capacityOf(m *cadvisorapi.MachineInfo, rootDir, nodeCgroup string) (corev1.
 func HugePagesMemory(capacity corev1.ResourceList) corev1.ResourceList {
 	var total int64
 	for name, q := range capacity {
-		if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+		if resourcename.IsHugePages(name) {
 			total += q.Value()
 		}
 	}

@@ -70,7 +70,7 @@ func ResourceOf(name corev1.ResourceName) (schema.GroupResource, bool) {
 // not one of computeNames, as Kubernetes' pod evaluator does: "requests.<name>" of an
 // extended resource (example.com/dongle), "hugepages-<size>" and "requests.hugepages-<size>".
 func requestedByPrefix(name corev1.ResourceName) (corev1.ResourceName, bool) {
-	if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+	if resourcename.IsHugePages(name) {
 		return name, true
 	}
 	rest, ok := strings.CutPrefix(string(name), corev1.DefaultResourceRequestsPrefix)

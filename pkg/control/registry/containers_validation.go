@@ -244,7 +244,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, validName func
 			errs = append(errs, field.Required(limits, "Limit must be set for non overcommitable resources"))
 		}
 	}
-	if anyName(isHugePages, r.Limits, r.Requests) && !anyName(isCPUOrMemory, r.Limits, r.Requests) {
+	if anyName(resourcename.IsHugePages, r.Limits, r.Requests) && !anyName(isCPUOrMemory, r.Limits, r.Requests) {
 		errs = append(errs, field.Forbidden(path, "HugePages require cpu or memory"))
 	}
 	return errs
@@ -287,10 +287,6 @@ func anyName(is func(corev1.ResourceName) bool, lists ...corev1.ResourceList) bo
 	return false
 }
 
-func isHugePages(name corev1.ResourceName) bool {
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
-}
-
 func isCPUOrMemory(name corev1.ResourceName) bool {
 	return name == corev1.ResourceCPU || name == corev1.ResourceMemory
 }
@@ -313,7 +309,7 @@ func validatePodResourceName(name corev1.ResourceName, path *field.Path) field.E
 	if errs := validateResourceName(name, path); len(errs) > 0 {
 		return errs
 	}
-	if isCPUOrMemory(name) || isHugePages(name) {
+	if isCPUOrMemory(name) || resourcename.IsHugePages(name) {
 		return nil
 	}
 	return field.ErrorList{field.NotSupported(path, name, []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceHugePagesPrefix, corev1.ResourceMemory})}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -460,7 +461,7 @@ func validatePodResourceConsistency(spec *corev1.PodSpec, path *field.Path) fiel
 	}
 	limits := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
 	for _, name := range slices.Sorted(maps.Keys(limits)) {
-		if sum, set, ok := limits[name], spec.Resources.Limits[name], hasKey(spec.Resources.Limits, name); ok && isHugePages(name) && sum.Cmp(set) > 0 {
+		if sum, set, ok := limits[name], spec.Resources.Limits[name], hasKey(spec.Resources.Limits, name); ok && resourcename.IsHugePages(name) && sum.Cmp(set) > 0 {
 			errs = append(errs, field.Invalid(path.Child("limits").Key(string(name)), set.String(),
 				fmt.Sprintf("must be greater than or equal to aggregate container limits of %s", sum.String())))
 		}
