@@ -100,7 +100,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if cj, err = c.trackActive(ctx, cj, jobs); err != nil {
 		return 0, err
 	}
-	again, err := c.schedule(ctx, cj, jobs)
+	again, err := c.schedule(ctx, cj)
 	if err != nil {
 		return 0, err
 	}
@@ -177,7 +177,7 @@ func (c *Controller) trackActive(ctx context.Context, cj *batchv1.CronJob, jobs 
 }
 
 // schedule starts the Job due now, if any, and says how long until the next start time.
-func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) (time.Duration, error) {
+func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob) (time.Duration, error) {
 	if cj.DeletionTimestamp != nil {
 		return 0, nil
 	}
@@ -218,8 +218,8 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*
 		return next, nil
 	}
 	name := jobName(cj, scheduled)
-	if slices.ContainsFunc(jobs, func(j *batchv1.Job) bool { return j.Name == name }) {
-		return next, nil // already started, the status update was lost
+	if slices.ContainsFunc(cj.Status.Active, func(r corev1.ObjectReference) bool { return r.Name == name }) {
+		return next, nil // already started and recorded
 	}
 	switch cj.Spec.ConcurrencyPolicy {
 	case batchv1.ForbidConcurrent:
@@ -242,9 +242,10 @@ func (c *Controller) schedule(ctx context.Context, cj *batchv1.CronJob, jobs []*
 		if getErr != nil {
 			return 0, getErr
 		}
-		if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != cj.UID {
+		if !metav1.IsControlledBy(existing, cj) {
 			return next, nil // someone else's Job of that name: never adopt it
 		}
+		// Ours, started by a sync whose status update was lost: record it again.
 		job = existing
 	case err != nil:
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)

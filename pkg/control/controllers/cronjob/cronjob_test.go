@@ -318,3 +318,32 @@ func TestCronJobMissingJobAndInvalidSchedule(t *testing.T) {
 		return hasEvent(t, ctx, c, many, "TooManyMissedTimes", "too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
 	})
 }
+
+// A Job the controller started whose status update was lost (a conflict, a restart) is
+// taken back into status.active at its start time, as Kubernetes' syncCronJob does on
+// AlreadyExists: the CronJob must not forget a Job of its own that runs.
+func TestCronJobLostStatusUpdateRecovered(t *testing.T) {
+	c, clk, ctx := startWithFakeClock(t)
+	cj, err := c.Client.BatchV1().CronJobs("default").Create(ctx, newCronJob("forgot", batchv1.ForbidConcurrent), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := cronStart(clk.Now()).Add(time.Minute)
+	started := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("forgot-%d", due.Unix()/60), Namespace: "default",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))}},
+		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+	}
+	if _, err := c.Client.BatchV1().Jobs("default").Create(ctx, started, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(due.Add(2 * time.Second))
+	c.MustKubectl(t, "", "annotate", "cronjob", "forgot", "wake=1")
+	controllertest.Until(t, "status.active names the job started before the lost update", 10*time.Second, func() bool {
+		st := getCronJob(t, ctx, c, "forgot").Status
+		return len(st.Active) == 1 && st.Active[0].Name == started.Name && st.LastScheduleTime != nil && st.LastScheduleTime.Time.Equal(due)
+	})
+	if n := len(jobs(t, ctx, c, "forgot")); n != 1 {
+		t.Errorf("%d jobs, want the one already started", n)
+	}
+}
