@@ -24,10 +24,14 @@ import (
 
 // The kubelet's constants.
 const (
-	cfsPeriod    = 100000 // microseconds
-	minShares    = 2
-	minQuota     = 1000
-	sharesPerCPU = 1024
+	cfsPeriod = 100000 // microseconds
+	minShares = 2
+	// MinShares and MinMilliCPULimit are the smallest CPU request and limit a cgroup
+	// holds (the kubelet's cm.MinShares and MinMilliCPULimit).
+	MinShares        = minShares
+	MinMilliCPULimit = minQuota * 1000 / cfsPeriod
+	minQuota         = 1000
+	sharesPerCPU     = 1024
 	// SandboxOOMScoreAdj keeps the pause container, which holds the pod's namespaces,
 	// the last thing the OOM killer picks in a pod.
 	SandboxOOMScoreAdj    = -998

@@ -3,10 +3,14 @@ package cm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/minik8s/minik8s/pkg/qos"
@@ -135,4 +139,92 @@ func OpenPodCgroup(root string, pod *corev1.Pod) error {
 		writeAll(filepath.Join("/sys/fs/cgroup/cpu", path), map[string]string{"cpu.cfs_quota_us": "-1"}),
 		writeAll(filepath.Join("/sys/fs/cgroup/memory", path), map[string]string{"memory.limit_in_bytes": "-1"}),
 	)
+}
+
+// PodCgroupValues are the CPU request and limit and the memory limit a pod cgroup is set
+// to, read back as the kubelet's CPURequestsFromConfig, CPULimitsFromConfig and
+// MemoryLimitsFromConfig do; nil where the cgroup sets none.
+type PodCgroupValues struct {
+	CPURequest, CPULimit, MemoryLimit *resource.Quantity
+}
+
+// v1Unlimited: a cgroup v1 memory limit this high is the kernel's "no limit" (LONG_MAX
+// rounded to pages), which cgroup v2 spells "max".
+const v1Unlimited = int64(1) << 62
+
+// ReadPodCgroup reads the values of pod's cgroup.
+func ReadPodCgroup(root string, pod *corev1.Pod) (PodCgroupValues, error) {
+	path := PodCgroup(root, pod)
+	var shares uint64
+	var quota, memory int64
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dir := filepath.Join("/sys/fs/cgroup", path)
+		weight, err := readInt(dir, "cpu.weight")
+		if err != nil {
+			return PodCgroupValues{}, err
+		}
+		shares = 2 + uint64(weight-1)*262142/9999 // the inverse of sharesToWeight
+		cpuMax, err := readFields(dir, "cpu.max")
+		if err != nil {
+			return PodCgroupValues{}, err
+		}
+		quota, _ = strconv.ParseInt(cpuMax[0], 10, 64) // "max": none
+		if memory, err = readInt(dir, "memory.max"); err != nil && !errors.Is(err, strconv.ErrSyntax) {
+			return PodCgroupValues{}, err
+		}
+	} else {
+		s, err := readInt(filepath.Join("/sys/fs/cgroup/cpu", path), "cpu.shares")
+		if err != nil {
+			return PodCgroupValues{}, err
+		}
+		shares = uint64(s)
+		if quota, err = readInt(filepath.Join("/sys/fs/cgroup/cpu", path), "cpu.cfs_quota_us"); err != nil {
+			return PodCgroupValues{}, err
+		}
+		if memory, err = readInt(filepath.Join("/sys/fs/cgroup/memory", path), "memory.limit_in_bytes"); err != nil {
+			return PodCgroupValues{}, err
+		}
+	}
+	var v PodCgroupValues
+	if shares >= minShares {
+		v.CPURequest = resource.NewMilliQuantity(int64(math.Ceil(float64(shares*1000)/sharesPerCPU)), resource.DecimalSI)
+	}
+	if m := quota * 1000 / cfsPeriod; m > 0 {
+		v.CPULimit = resource.NewMilliQuantity(m, resource.DecimalSI)
+	}
+	if memory > 0 && memory < v1Unlimited {
+		v.MemoryLimit = resource.NewQuantity(memory, resource.BinarySI)
+	}
+	return v, nil
+}
+
+func readFields(dir, name string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("read %s of cgroup %s: %w", name, dir, err)
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return nil, fmt.Errorf("read %s of cgroup %s: empty", name, dir)
+	}
+	return fields, nil
+}
+
+// readInt reads a cgroup file holding one integer (an error wrapping strconv.ErrSyntax
+// when it holds "max").
+func readInt(dir, name string) (int64, error) {
+	fields, err := readFields(dir, name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(fields[0], 10, 64)
+}
+
+// PodMemoryUsage is the memory pod's cgroup is charged for.
+func PodMemoryUsage(root string, pod *corev1.Pod) (int64, error) {
+	path := PodCgroup(root, pod)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return readInt(filepath.Join("/sys/fs/cgroup", path), "memory.current")
+	}
+	return readInt(filepath.Join("/sys/fs/cgroup/memory", path), "memory.usage_in_bytes")
 }

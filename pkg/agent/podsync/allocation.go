@@ -14,8 +14,8 @@ import (
 )
 
 // Allocation, as the kubelet's allocation manager: the resources the node granted each
-// pod's running containers. A pod's spec is granted when it starts; a resize of it
-// (pods/resize) is granted only if the node holds the pod's new requests beside the other
+// pod's running containers and the pod itself (its pod-level spec.resources). A pod's
+// spec is granted when it starts; a resize of it (pods/resize) is granted only if the node holds the pod's new requests beside the other
 // pods' granted ones. Until then the pod keeps running with what it was granted and
 // reports PodResizePending with reason Deferred and the admission's words ("Node didn't
 // have enough resource: cpu, ..."); it is asked again every resizeRetry and whenever the
@@ -28,25 +28,33 @@ const resizeRetry = 5 * time.Second
 // pods it runs, with the reason and words of the kubelet's admission when it does not.
 type Fits func(pod *corev1.Pod) (ok bool, reason, message string)
 
-// allocations are the granted resources of each pod's containers, by pod and container
-// name. The agent reads them (AllocatedPod) while pod workers write them.
-type allocations struct {
-	mu   sync.Mutex
-	pods map[types.UID]map[string]corev1.ResourceRequirements
+// grant is what the node granted a pod: its containers' resources, by container name,
+// and its pod-level resources (spec.resources; nil when it has none), as the kubelet's
+// PodResourceInfo with InPlacePodLevelResourcesVerticalScaling.
+type grant struct {
+	containers map[string]corev1.ResourceRequirements
+	pod        *corev1.ResourceRequirements
 }
 
-func (a *allocations) get(uid types.UID) (map[string]corev1.ResourceRequirements, bool) {
+// allocations are the grants of each pod. The agent reads them (AllocatedPod) while pod
+// workers write them.
+type allocations struct {
+	mu   sync.Mutex
+	pods map[types.UID]grant
+}
+
+func (a *allocations) get(uid types.UID) (grant, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	granted, ok := a.pods[uid]
 	return granted, ok
 }
 
-func (a *allocations) set(uid types.UID, granted map[string]corev1.ResourceRequirements) {
+func (a *allocations) set(uid types.UID, granted grant) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pods == nil {
-		a.pods = map[types.UID]map[string]corev1.ResourceRequirements{}
+		a.pods = map[types.UID]grant{}
 	}
 	a.pods[uid] = granted
 }
@@ -85,7 +93,7 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 		for _, spec := range podContainerSpecs(pod) {
 			if history := containersNamed(all, spec.Name); len(history) > 0 && history[0].State == runtime.StateRunning {
 				if applied, ok := appliedResources(history[0]); ok {
-					granted[spec.Name] = applied
+					granted.containers[spec.Name] = applied
 				}
 			}
 		}
@@ -142,28 +150,30 @@ func resizeMessage(pod *corev1.Pod, prefix, errorMessage string) string {
 	return prefix + ": " + string(data)
 }
 
-// specResources are the resources pod's spec asks for, by container.
-func specResources(pod *corev1.Pod) map[string]corev1.ResourceRequirements {
-	out := map[string]corev1.ResourceRequirements{}
+// specResources are the resources pod's spec asks for.
+func specResources(pod *corev1.Pod) grant {
+	out := grant{containers: map[string]corev1.ResourceRequirements{}, pod: pod.Spec.Resources.DeepCopy()}
 	for _, c := range podContainerSpecs(pod) {
-		out[c.Name] = c.Resources
+		out.containers[c.Name] = c.Resources
 	}
 	return out
 }
 
-// withGranted is pod with its containers' resources as granted, a copy where they differ
-// from its spec, else pod itself.
-func withGranted(pod *corev1.Pod, granted map[string]corev1.ResourceRequirements) *corev1.Pod {
+// withGranted is pod with its pod-level and containers' resources as granted, a copy
+// where they differ from its spec, else pod itself.
+func withGranted(pod *corev1.Pod, granted grant) *corev1.Pod {
 	differs := func(c *corev1.Container) bool {
-		r, ok := granted[c.Name]
+		r, ok := granted.containers[c.Name]
 		return ok && !equality.Semantic.DeepEqual(r, c.Resources)
 	}
-	if !slices.ContainsFunc(podContainerSpecs(pod), differs) {
+	podLevelDiffers := !equality.Semantic.DeepEqual(granted.pod, pod.Spec.Resources)
+	if !podLevelDiffers && !slices.ContainsFunc(podContainerSpecs(pod), differs) {
 		return pod
 	}
 	out := pod.DeepCopy()
+	out.Spec.Resources = granted.pod.DeepCopy()
 	for _, c := range podContainerSpecs(out) {
-		if r, ok := granted[c.Name]; ok {
+		if r, ok := granted.containers[c.Name]; ok {
 			c.Resources = *r.DeepCopy()
 		}
 	}

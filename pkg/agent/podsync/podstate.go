@@ -44,6 +44,10 @@ type PodState struct {
 	// resizeErr: the last in-place resize of the pod's containers failed, so (reported as
 	// PodResizeInProgress with reason Error).
 	resizeErr error
+	// actuatedPodResources are the pod-level resources its cgroup was last set to (the
+	// kubelet's actuated state); podResourcesActuated says whether that is known.
+	actuatedPodResources *corev1.ResourceRequirements
+	podResourcesActuated bool
 	// podCgroupOpen: resizePod lifted the pod cgroup's limits, for finishResize to set.
 	podCgroupOpen bool
 	// resizePending: the pod's resize does not fit on the node yet (allocation.go).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,16 +63,18 @@ func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
 }
 
 // resizePod applies the new resources of the pod's running containers that take them in
-// place; those whose resizePolicy restarts them, syncContainer restarts. First it writes
-// the pod's status with PodResizeInProgress, as the kubelet's SyncPod reports a resize in
-// progress (allocated resources not yet actual) before it applies it. The pod's cgroup
-// is opened then, and finishResize sets it to the pod's new limits once its containers
+// place, and of the pod itself (pod-level resources, on its cgroup); containers whose
+// resizePolicy restarts them, syncContainer restarts. First it writes the pod's status
+// with PodResizeInProgress, as the kubelet's SyncPod reports a resize in progress
+// (allocated resources not yet actual) before it applies it. A pod memory limit below
+// the pod's usage is refused before anything is applied. The pod's cgroup is opened
+// then, and finishResize sets it to the pod's new limits once its containers
 // are synced: on cgroup v1 a container's CFS quota may not exceed its pod's, whichever way
 // each moves.
 func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev1.Pod, all []runtime.Container) error {
 	var resize []*corev1.Container
 	var ids []string
-	st.podCgroupOpen = false
+	st.podCgroupOpen = podLevelResizes(st, pod)
 	for _, spec := range podContainerSpecs(pod) {
 		history := containersNamed(all, spec.Name)
 		if len(history) == 0 || !needsResize(history[0], spec) {
@@ -91,6 +94,11 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev
 	}
 	// The status says how the last try ended until this one has.
 	reported := s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, true))
+	if err := s.podMemoryDecreaseFits(pod); err != nil {
+		st.podCgroupOpen = false
+		st.resizeErr = err
+		return errors.Join(reported, err)
+	}
 	errs := []error{cm.OpenPodCgroup(s.cfg.CgroupRoot, pod)}
 	if errs[0] == nil {
 		for i, spec := range resize {
@@ -99,6 +107,58 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev
 	}
 	st.resizeErr = errors.Join(errs...)
 	return errors.Join(reported, st.resizeErr)
+}
+
+// podLevelResizes: pod's pod-level CPU or memory differ from what its cgroup was last set
+// to, as the kubelet's computePodLevelResourcesResizeAction.
+func podLevelResizes(st *PodState, pod *corev1.Pod) bool {
+	if !st.podResourcesActuated { // adopted by a restarted minilet: its cgroup has what it was granted
+		st.actuatedPodResources, st.podResourcesActuated = pod.Spec.Resources.DeepCopy(), true
+		return false
+	}
+	return !cpuMemoryEqual(st.actuatedPodResources, pod.Spec.Resources)
+}
+
+// cpuMemoryEqual: a and b request and limit the same CPU and memory (nil: none).
+func cpuMemoryEqual(a, b *corev1.ResourceRequirements) bool {
+	if a == nil {
+		a = &corev1.ResourceRequirements{}
+	}
+	if b == nil {
+		b = &corev1.ResourceRequirements{}
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if a.Requests.Name(name, "").Cmp(*b.Requests.Name(name, "")) != 0 ||
+			a.Limits.Name(name, "").Cmp(*b.Limits.Name(name, "")) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// podMemoryDecreaseFits refuses a resize that would set the pod cgroup's memory limit
+// below what the pod uses, as the kubelet's validateMemoryResizeAction, before anything
+// of it is applied.
+func (s *Syncer) podMemoryDecreaseFits(pod *corev1.Pod) error {
+	desired := cm.PodResources(pod, s.cfg.PodMaxPids).MemoryLimit
+	if desired <= 0 {
+		return nil
+	}
+	current, err := cm.ReadPodCgroup(s.cfg.CgroupRoot, pod)
+	if err != nil {
+		return err
+	}
+	if current.MemoryLimit != nil && desired >= current.MemoryLimit.Value() {
+		return nil
+	}
+	usage, err := cm.PodMemoryUsage(s.cfg.CgroupRoot, pod)
+	if err != nil {
+		return fmt.Errorf("unable to read memory usage for pod %q", PodKey(pod))
+	}
+	if usage >= desired {
+		return fmt.Errorf("cannot decrease memory limits: attempting to set pod memory limit (%d) below current usage (%d)", desired, usage)
+	}
+	return nil
 }
 
 // finishResize sets the pod cgroup that resizePod opened to the pod's limits.
@@ -111,6 +171,7 @@ func (s *Syncer) finishResize(st *PodState, pod *corev1.Pod) error {
 		st.resizeErr = errors.Join(st.resizeErr, err)
 		return err
 	}
+	st.actuatedPodResources = pod.Spec.Resources.DeepCopy()
 	return nil
 }
 

@@ -131,6 +131,7 @@ func (s *Syncer) createSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 	if err := cm.EnsurePodCgroup(s.cfg.CgroupRoot, pod, s.cfg.PodMaxPids); err != nil {
 		return nil, fmt.Errorf("pod cgroup: %w", err)
 	}
+	st.actuatedPodResources, st.podResourcesActuated = pod.Spec.Resources.DeepCopy(), true
 	// A new sandbox has a new address: its containers get fresh DNS files.
 	if err := dns.RemovePodFiles(s.podDir(pod)); err != nil {
 		return nil, err

@@ -5,10 +5,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/qos"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -35,6 +37,11 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	// What the node allocated to the whole pod, as the scheduler counts it (the 1.36 kubelet's,
 	// with InPlacePodLevelResourcesVerticalScaling).
 	ps.AllocatedResources = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	previous := pod.Status
+	if st.lastStatus != nil {
+		previous = *st.lastStatus
+	}
+	ps.Resources = s.podLevelResourcesStatus(pod, previous)
 	statusOf := func(spec *corev1.Container, restarts restartCheck) corev1.ContainerStatus {
 		history := containersNamed(all, spec.Name)
 		// Why a container waits is told only of one that will run again: one that exited
@@ -203,4 +210,54 @@ func (s *Syncer) writeStatus(ctx context.Context, st *PodState, pod *corev1.Pod,
 	var err error
 	st.lastStatus, err = s.statuses.Update(ctx, pod, ps, st.lastStatus)
 	return err
+}
+
+// podLevelResourcesStatus is the pod's status.resources, as the kubelet's
+// convertToAPIPodLevelResourcesStatus: of a pod not running yet, what it was allocated
+// (its pod-level resources, requests and limits as the scheduler counts them); of a
+// running one, its pod-level resources with the CPU request and limit and the memory
+// limit its cgroup is set to, a value the cgroup does not give kept from the previous
+// status.
+func (s *Syncer) podLevelResourcesStatus(pod *corev1.Pod, previous corev1.PodStatus) *corev1.ResourceRequirements {
+	out := pod.Spec.Resources.DeepCopy()
+	if out == nil {
+		out = &corev1.ResourceRequirements{}
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		out.Requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+		out.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+		return out
+	}
+	if out.Requests == nil {
+		out.Requests = corev1.ResourceList{}
+	}
+	if out.Limits == nil {
+		out.Limits = corev1.ResourceList{}
+	}
+	old := previous.Resources
+	if previous.Phase != corev1.PodRunning || old == nil {
+		old = &corev1.ResourceRequirements{}
+	}
+	// A cgroup that cannot be read gives nothing: the previous values stay.
+	actual, _ := cm.ReadPodCgroup(s.cfg.CgroupRoot, pod)
+	keepOrSet := func(list, oldList corev1.ResourceList, name corev1.ResourceName, value *resource.Quantity, floorMilli int64) {
+		switch {
+		case value == nil:
+			if v, ok := oldList[name]; ok {
+				list[name] = v.DeepCopy()
+			}
+		// At or below the smallest value the cgroup holds, the allocated value is told.
+		case value.MilliValue() > floorMilli || list.Name(name, "").MilliValue() > floorMilli:
+			list[name] = value.DeepCopy()
+		}
+	}
+	keepOrSet(out.Requests, old.Requests, corev1.ResourceCPU, actual.CPURequest, cm.MinShares)
+	keepOrSet(out.Limits, old.Limits, corev1.ResourceCPU, actual.CPULimit, cm.MinMilliCPULimit)
+	keepOrSet(out.Limits, old.Limits, corev1.ResourceMemory, actual.MemoryLimit, 0)
+	if _, ok := out.Requests[corev1.ResourceMemory]; !ok {
+		if v, ok := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[corev1.ResourceMemory]; ok {
+			out.Requests[corev1.ResourceMemory] = v
+		}
+	}
+	return out
 }
