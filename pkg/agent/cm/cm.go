@@ -52,26 +52,46 @@ func PodCgroup(root string, pod *corev1.Pod) string {
 }
 
 // ContainerResources are a container's cgroup settings: CPU shares from its request
-// (2 without one), a CFS quota from its CPU limit, and a memory limit. The pids limit is
-// the pod's (EnsurePodCgroup).
-func ContainerResources(c *corev1.Container) *specs.LinuxResources {
+// (2 without one), a CFS quota from its CPU limit, and a memory limit; a limit the
+// container does not set is its pod's pod-level one (podLevel, nil: none), as the
+// kubelet's getCPULimit and getMemoryLimit. The pids limit is the pod's (EnsurePodCgroup).
+func ContainerResources(podLevel *corev1.ResourceRequirements, c *corev1.Container) *specs.LinuxResources {
 	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{}}
-	cpuReq, cpuLim := c.Resources.Requests.Cpu(), c.Resources.Limits.Cpu()
+	cpuReq := c.Resources.Requests.Cpu()
+	limits := ContainerLimits(podLevel, c)
 	shares := uint64(minShares)
 	if m := cpuReq.MilliValue(); m > 0 {
 		shares = max(uint64(m)*sharesPerCPU/1000, minShares)
-	} else if m := cpuLim.MilliValue(); m > 0 { // the API defaults requests to limits; be safe
+	} else if m := c.Resources.Limits.Cpu().MilliValue(); m > 0 { // the API defaults requests to limits; be safe
 		shares = max(uint64(m)*sharesPerCPU/1000, minShares)
 	}
 	r.CPU.Shares = &shares
-	if m := cpuLim.MilliValue(); m > 0 {
+	if m := limits.Cpu().MilliValue(); m > 0 {
 		quota, period := max(m*cfsPeriod/1000, minQuota), uint64(cfsPeriod)
 		r.CPU.Quota, r.CPU.Period = &quota, &period
 	}
-	if mem := c.Resources.Limits.Memory().Value(); mem > 0 {
+	if mem := limits.Memory().Value(); mem > 0 {
 		r.Memory = &specs.LinuxMemory{Limit: &mem}
 	}
 	return r
+}
+
+// ContainerLimits are c's limits, with its pod's pod-level CPU and memory limits
+// (podLevel, nil: none) for those it does not set, as the kubelet's GetLimits.
+func ContainerLimits(podLevel *corev1.ResourceRequirements, c *corev1.Container) corev1.ResourceList {
+	out := c.Resources.Limits.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	if podLevel == nil {
+		return out
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if pod := podLevel.Limits.Name(name, ""); out.Name(name, "").IsZero() && !pod.IsZero() {
+			out[name] = pod.DeepCopy()
+		}
+	}
+	return out
 }
 
 // OOMScoreAdj ranks a container for the OOM killer as the kubelet does: Guaranteed pods

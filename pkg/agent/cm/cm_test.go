@@ -28,18 +28,26 @@ func list(cpu, mem string) corev1.ResourceList {
 
 func TestContainerResources(t *testing.T) {
 	c := withResources(list("250m", "64Mi"), list("500m", "128Mi"))
-	r := ContainerResources(&c)
+	r := ContainerResources(nil, &c)
 	if *r.CPU.Shares != 256 || *r.CPU.Quota != 50000 || *r.CPU.Period != 100000 || *r.Memory.Limit != 128<<20 || r.Pids != nil {
 		t.Errorf("shares %d quota %d period %d memory %d pids %v", *r.CPU.Shares, *r.CPU.Quota, *r.CPU.Period, *r.Memory.Limit, r.Pids)
 	}
 	none := withResources(nil, nil)
-	r = ContainerResources(&none)
+	r = ContainerResources(nil, &none)
 	if *r.CPU.Shares != 2 || r.CPU.Quota != nil || r.Memory != nil || r.Pids != nil {
 		t.Errorf("best effort: %+v %+v", r.CPU, r.Memory)
 	}
 	tiny := withResources(nil, list("1m", ""))
-	if r := ContainerResources(&tiny); *r.CPU.Quota != 1000 || *r.CPU.Shares != 2 {
+	if r := ContainerResources(nil, &tiny); *r.CPU.Quota != 1000 || *r.CPU.Shares != 2 {
 		t.Errorf("1m limit: quota %d shares %d, want the kubelet's minimums 1000 and 2", *r.CPU.Quota, *r.CPU.Shares)
+	}
+	// A limit the container does not set is the pod-level one; one it sets is its own.
+	podLevel := &corev1.ResourceRequirements{Requests: list("1", "256Mi"), Limits: list("1", "256Mi")}
+	if r := ContainerResources(podLevel, &none); *r.CPU.Shares != 2 || r.CPU.Quota == nil || *r.CPU.Quota != 100000 || r.Memory == nil || *r.Memory.Limit != 256<<20 {
+		t.Errorf("no limits under pod-level ones: %+v %+v, want quota 100000 and memory %d", r.CPU, r.Memory, 256<<20)
+	}
+	if r := ContainerResources(podLevel, &c); *r.CPU.Quota != 50000 || *r.Memory.Limit != 128<<20 {
+		t.Errorf("own limits under pod-level ones: quota %d memory %d, want its own", *r.CPU.Quota, *r.Memory.Limit)
 	}
 }
 

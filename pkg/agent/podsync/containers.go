@@ -185,7 +185,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		TTY:            spec.TTY,
 		Linux: runtime.Linux{
 			CgroupParent: cm.PodCgroup(s.cfg.CgroupRoot, pod),
-			Resources:    cm.ContainerResources(spec),
+			Resources:    cm.ContainerResources(pod.Spec.Resources, spec),
 			OOMScoreAdj:  ptr.To(max(cm.OOMScoreAdj(pod, spec, s.cfg.Capacity.Memory().Value()), s.cfg.OOMFloor)),
 		},
 	})

@@ -93,7 +93,8 @@ func TestResizePodLevel(t *testing.T) {
 	})
 	gen := h.resizePodLevel(pod, guaranteed("200m", "128Mi"))
 	h.sync(st, pod)
-	h.wantCalls("of a pod-level resize") // the containers keep theirs
+	// The container sets no limits: its cgroup's follow the pod-level ones.
+	h.wantCalls("of a pod-level resize", "resize c cpu=2/20000 memory=134217728")
 	wantPod("resized", guaranteed("200m", "128Mi"), "20000", "134217728")
 	if len(written) < 2 {
 		t.Fatalf("%d status writes for a pod-level resize, want one while it is applied and one after", len(written))

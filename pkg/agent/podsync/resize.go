@@ -74,14 +74,19 @@ func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
 func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev1.Pod, all []runtime.Container) error {
 	var resize []*corev1.Container
 	var ids []string
-	st.podCgroupOpen = podLevelResizes(st, pod)
+	podLevel := podLevelResizes(st, pod)
+	st.podCgroupOpen = podLevel
 	for _, spec := range podContainerSpecs(pod) {
 		history := containersNamed(all, spec.Name)
-		if len(history) == 0 || !needsResize(history[0], spec) {
+		if len(history) == 0 {
+			continue
+		}
+		own := needsResize(history[0], spec)
+		if !own && (!podLevel || !inheritsNewLimits(st, pod, spec, history[0])) {
 			continue
 		}
 		st.podCgroupOpen = true
-		if !resizeRestarts(history[0], spec) {
+		if !own || !resizeRestarts(history[0], spec) {
 			resize, ids = append(resize, spec), append(ids, history[0].ID)
 		}
 	}
@@ -102,7 +107,7 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev
 	errs := []error{cm.OpenPodCgroup(s.cfg.CgroupRoot, pod)}
 	if errs[0] == nil {
 		for i, spec := range resize {
-			errs = append(errs, s.rt.UpdateContainerResources(ctx, ids[i], cm.ContainerResources(spec), recordedResources(spec)))
+			errs = append(errs, s.rt.UpdateContainerResources(ctx, ids[i], cm.ContainerResources(pod.Spec.Resources, spec), recordedResources(spec)))
 		}
 	}
 	st.resizeErr = errors.Join(errs...)
@@ -117,6 +122,14 @@ func podLevelResizes(st *PodState, pod *corev1.Pod) bool {
 		return false
 	}
 	return !cpuMemoryEqual(st.actuatedPodResources, pod.Spec.Resources)
+}
+
+// inheritsNewLimits: c runs spec's container, whose cgroup limits it does not set itself
+// follow the pod-level ones, and a pod-level resize changes them (the kubelet's
+// computePodResizeAction compares them with the pod-level limits applied).
+func inheritsNewLimits(st *PodState, pod *corev1.Pod, spec *corev1.Container, c runtime.Container) bool {
+	return c.State == runtime.StateRunning && c.SpecHash == containerHash(spec) &&
+		!equality.Semantic.DeepEqual(cm.ContainerLimits(st.actuatedPodResources, spec), cm.ContainerLimits(pod.Spec.Resources, spec))
 }
 
 // cpuMemoryEqual: a and b request and limit the same CPU and memory (nil: none).
@@ -171,7 +184,9 @@ func (s *Syncer) finishResize(st *PodState, pod *corev1.Pod) error {
 		st.resizeErr = errors.Join(st.resizeErr, err)
 		return err
 	}
-	st.actuatedPodResources = pod.Spec.Resources.DeepCopy()
+	if st.resizeErr == nil { // else the next sync applies it all again
+		st.actuatedPodResources = pod.Spec.Resources.DeepCopy()
+	}
 	return nil
 }
 
