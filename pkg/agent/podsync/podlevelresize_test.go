@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -174,4 +175,23 @@ func condition(s corev1.PodStatus, t corev1.PodConditionType) *corev1.PodConditi
 		}
 	}
 	return nil
+}
+
+// TestPodLevelStatusWithoutPodLevelResources: a pod with no pod-level resources reports
+// status.resources too, as the 1.36 kubelet: before it runs, its requests and limits as
+// the scheduler counts them; once it runs, the CPU request read back from its cgroup,
+// the memory request of its containers, and no limit where its cgroup sets none.
+func TestPodLevelStatusWithoutPodLevelResources(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("burst", corev1.RestartPolicyAlways, "c")
+	pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+	pod, st := h.start(pod)
+	want := corev1.ResourceRequirements{Requests: pod.Spec.Containers[0].Resources.Requests}
+	for _, when := range []string{"started", "running"} {
+		got := h.apiPod(pod).Status.Resources
+		if got == nil || !equality.Semantic.DeepEqual(got.Requests, want.Requests) || len(got.Limits) != 0 {
+			t.Errorf("%s: status.resources %+v, want %+v", when, got, want)
+		}
+		h.sync(st, pod)
+	}
 }
