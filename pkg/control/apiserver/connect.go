@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -47,7 +48,15 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *reques
 	}
 	switch {
 	case ri.Resource == "nodes" && ri.Namespace == "" && ri.Subresource == "proxy" && ri.Name != "":
-		s.proxyToNode(w, r, ri.Name, "/"+strings.Join(ri.Parts[3:], "/"))
+		target, err := s.nodeURL(r.Context(), ri.Name)
+		if err == nil {
+			err = proxyableNodeHost(r.Context(), target.Hostname())
+		}
+		if err != nil {
+			writeError(w, err)
+			return true
+		}
+		s.proxyTo(w, r, target, "/"+strings.Join(ri.Parts[3:], "/"))
 		return true
 	case ri.Resource == "pods" && ri.Namespace != "" && len(ri.Parts) == 3 && ri.Name != "" && connectSubresources[ri.Subresource] != "":
 		s.proxyPodSubresource(w, r, ri.Namespace, ri.Name, ri.Subresource)
@@ -267,6 +276,32 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 		writeError(w, err)
 		return
 	}
+	s.proxyTo(w, r, target, path)
+}
+
+// proxyableNodeHost refuses, as kube-apiserver's nodes/proxy does (isProxyableHostname), a
+// node host that is or resolves to an address other than a global unicast one (loopback,
+// link-local such as a cloud's metadata server, unspecified, multicast): a node's status
+// must not turn the API server into a proxy to its own host. Logs, exec, attach and
+// port-forward are not checked, as in kube.
+func proxyableNodeHost(ctx context.Context, host string) error {
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if len(addrs) == 0 {
+		return apierrors.NewBadRequest("no addresses for hostname")
+	}
+	for _, a := range addrs {
+		if !a.IP.IsGlobalUnicast() {
+			return apierrors.NewBadRequest("address not allowed")
+		}
+	}
+	return nil
+}
+
+// proxyTo sends the request to path on the node's API at target.
+func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL, path string) {
 	if s.nodeTransport == nil {
 		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
 		return

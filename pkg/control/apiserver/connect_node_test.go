@@ -2,8 +2,13 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,5 +66,65 @@ func TestNodeURL(t *testing.T) {
 	want := "no preferred addresses found; known addresses: [{InternalDNS node-1.example}]"
 	if !errors.As(err, &st) || st.Status().Code != 500 || st.Status().Reason != "" || st.Status().Message != want {
 		t.Errorf("node with no preferred address: %v; want 500 %q", err, want)
+	}
+}
+
+// TestNodesProxyRefusesNonGlobalAddress: nodes/proxy refuses a node whose address is not a
+// global unicast one (loopback here) with kube's 400 "address not allowed", upgrades too,
+// before dialing it (kube's node ResourceLocation, isProxyableHostname); a pod's log on the
+// same node is still read, as kube checks nodes/proxy alone.
+func TestNodesProxyRefusesNonGlobalAddress(t *testing.T) {
+	var mu sync.Mutex
+	var dialed []string
+	srv := serverWithNode(t, fakeNodeRuntime{}, func(r *http.Request) { mu.Lock(); dialed = append(dialed, r.URL.Path); mu.Unlock() })
+	spdy := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"SPDY/3.1"}, "X-Stream-Protocol-Version": {"v4.channel.k8s.io"}}
+	for _, header := range []http.Header{nil, spdy} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/nodes/node-1/proxy/healthz", nil)
+		maps.Copy(req.Header, header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var st metav1.Status
+		_ = json.Unmarshal(data, &st)
+		if resp.StatusCode != 400 || st.Reason != metav1.StatusReasonBadRequest || st.Message != "address not allowed" {
+			t.Errorf("nodes/proxy to a node on 127.0.0.1 (upgrade %q): %d %s; want 400 \"address not allowed\"", header.Get("Upgrade"), resp.StatusCode, data)
+		}
+	}
+	mu.Lock()
+	if len(dialed) != 0 {
+		t.Errorf("the node was dialed for %v", dialed)
+	}
+	mu.Unlock()
+	resp, err := http.Get(srv.URL + "/api/v1/namespaces/default/pods/a/log?previous=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(dialed, []string{"/containerLogs/default/a/c"}) {
+		t.Errorf("log of a pod on a node at 127.0.0.1: the node was dialed for %v; want its log", dialed)
+	}
+}
+
+// Which node hosts nodes/proxy reaches: those whose every address is global unicast (a
+// private one is), as kube's isProxyableHostname.
+func TestProxyableNodeHost(t *testing.T) {
+	for host, want := range map[string]string{
+		"10.200.0.11": "", "192.0.2.7": "", "2001:db8::1": "",
+		"127.0.0.1": "address not allowed", "::1": "address not allowed", "0.0.0.0": "address not allowed",
+		"169.254.169.254": "address not allowed", "fe80::1": "address not allowed", "224.0.0.1": "address not allowed",
+		"localhost": "address not allowed",
+	} {
+		err := proxyableNodeHost(context.Background(), host)
+		if (err == nil) != (want == "") || (err != nil && err.Error() != want) {
+			t.Errorf("%s: %v; want %q", host, err, want)
+		}
+	}
+	if err := proxyableNodeHost(context.Background(), "node-1.invalid"); err == nil {
+		t.Error("a host name that does not resolve is proxyable")
 	}
 }

@@ -18,6 +18,12 @@ import (
 // list it; `kubectl events --for node/NAME` does), in namespace default, reason Starting,
 // action StartKubeProxy, no note, from kube-proxy on this host.
 func recordStarting(ctx context.Context, client *apiclient.Client, node string) error {
+	return recordEvent(ctx, client, node, corev1.EventTypeNormal, "Starting", "")
+}
+
+// recordEvent records one of kube-proxy's Events on node, all of action StartKubeProxy,
+// as recordStarting says.
+func recordEvent(ctx context.Context, client *apiclient.Client, node, eventType, reason, note string) error {
 	hostname, _ := os.Hostname()
 	now := time.Now()
 	event := &eventsv1.Event{
@@ -26,9 +32,10 @@ func recordStarting(ctx context.Context, client *apiclient.Client, node string) 
 		ReportingController: kubeProxy,
 		ReportingInstance:   kubeProxy + "-" + hostname,
 		Action:              "StartKubeProxy",
-		Reason:              "Starting",
+		Reason:              reason,
+		Note:                note,
 		Regarding:           corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node},
-		Type:                corev1.EventTypeNormal,
+		Type:                eventType,
 	}
 	return client.Events.Post().Namespace(event.Namespace).Resource("events").Body(event).Do(ctx).Error()
 }

@@ -36,6 +36,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", clusterdefaults.ProxyMetricsAddress, "address of /metrics (empty: off)")
 	fs.BoolVar(&o.Profiling, "profiling", false, "serve /debug/pprof on the metrics address")
 	fs.StringVar(&o.HealthzAddress, "healthz-bind-address", net.JoinHostPort("0.0.0.0", strconv.Itoa(clusterdefaults.ProxyHealthzPort)), "address of /healthz (empty: off)")
+	fs.BoolVar(&o.BindAddressHardFail, "bind-address-hard-fail", false, "exit, recording an Event on the node, when the metrics or healthz address cannot be bound (default: log and try again every 5s)")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", "", "Go's soft memory limit (GOMEMLIMIT), a quantity such as 40Mi: the collector runs harder near it instead of letting garbage grow the heap (empty: GOMEMLIMIT's, or none)")
 	fs.StringSliceVar(&o.LBInterfaces, "lb-interfaces", nil, "interfaces on which this node answers ARP for the LoadBalancer addresses it is elected for, as MetalLB's layer-2 mode (default none: those addresses answer only on the nodes)")
 }

@@ -27,6 +27,12 @@ func TestAddFlagsDefaults(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Errorf("the defaults do not validate: %v", err)
 	}
+	if o.BindAddressHardFail {
+		t.Error("--bind-address-hard-fail is on by default; kube-proxy's is off")
+	}
+	if err := fs.Parse([]string{"--bind-address-hard-fail"}); err != nil || !o.BindAddressHardFail {
+		t.Errorf("--bind-address-hard-fail: %v, option %v", err, o.BindAddressHardFail)
+	}
 }
 
 // --memory-limit takes a quantity; anything else, or a limit of nothing, is refused by name.

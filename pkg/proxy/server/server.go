@@ -59,6 +59,9 @@ type Options struct {
 	MetricsAddress   string
 	Profiling        bool // /debug/pprof on the metrics address, as kube-proxy's --profiling
 	HealthzAddress   string
+	// BindAddressHardFail ends miniproxy, with an Event, when its metrics or healthz server
+	// cannot run; false: it logs and tries again (kube-proxy's --bind-address-hard-fail).
+	BindAddressHardFail bool
 	// LBInterfaces are where this node answers ARP for the LoadBalancer addresses it is
 	// elected for (pkg/proxy/l2); none: LoadBalancer addresses answer only on the nodes.
 	LBInterfaces []string
@@ -273,20 +276,14 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
-	// Listening before the first sync, so that when Ready says so /healthz answers.
-	errc := make(chan error, 2)
-	for _, s := range []struct {
-		addr string
-		h    http.Handler
-	}{{o.MetricsAddress, m.handler(cmp.Or(o.ProxyMode, ModeIPTables), o.Profiling)}, {o.HealthzAddress, h.handler()}} {
-		if s.addr == "" {
-			continue
+	failed := make(chan serverFailure, 2)
+	for _, s := range []httpServer{
+		metricsServer(o.MetricsAddress, m.handler(cmp.Or(o.ProxyMode, ModeIPTables), o.Profiling)),
+		healthzServer(o.HealthzAddress, h.handler()),
+	} {
+		if s.addr != "" {
+			s.start(ctx, o.BindAddressHardFail, serverRetryPeriod, failed, log)
 		}
-		l, err := net.Listen("tcp", s.addr)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", s.addr, err)
-		}
-		go func() { errc <- serve(ctx, l, s.h) }()
 	}
 	log.Info("miniproxy syncing Services", "mode", cmp.Or(o.ProxyMode, ModeIPTables), "node", o.HostnameOverride, "clusterCIDR", o.ClusterCIDR)
 	go r.Loop(ctx)
@@ -304,8 +301,8 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	select {
 	case <-ctx.Done():
 		return nil
-	case err := <-errc:
-		return err
+	case f := <-failed:
+		return recordServerFailure(ctx, client, o.HostnameOverride, f)
 	}
 }
 
