@@ -93,25 +93,43 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, validateContainerResize(&p.Spec.Containers[i].Resources, &old.Spec.Containers[i].Resources, spec.Child("containers").Index(i).Child("resources"))...)
 	}
 	for i := range old.Spec.InitContainers {
-		if !isSidecar(&old.Spec.InitContainers[i]) && !equality.Semantic.DeepEqual(p.Spec.InitContainers[i], old.Spec.InitContainers[i]) {
-			errs = append(errs, field.Forbidden(spec, "resources for non-sidecar init containers are immutable"))
-			continue
+		if isSidecar(&old.Spec.InitContainers[i]) {
+			errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
 		}
-		errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
-	}
-	if len(errs) > 0 {
-		return errs
 	}
 	for i := range masked.Containers {
 		keepCPUMemory(&masked.Containers[i], &old.Spec.Containers[i])
+		if !equality.Semantic.DeepEqual(masked.Containers[i], old.Spec.Containers[i]) {
+			errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
+		}
 	}
 	for i := range masked.InitContainers {
-		keepCPUMemory(&masked.InitContainers[i], &old.Spec.InitContainers[i])
+		errs = append(errs, maskInitContainerResize(&masked.InitContainers[i], &old.Spec.InitContainers[i], spec, spec.Child("initContainers").Index(i))...)
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	if !equality.Semantic.DeepEqual(*masked, old.Spec) {
 		errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
 	}
 	return errs
+}
+
+// maskInitContainerResize puts back a sidecar's old CPU and memory in c, refusing any
+// other change of it, and refuses any change of a non-sidecar init container (kube's with
+// InPlacePodVerticalScalingInitContainers off: minilet resizes no such container).
+func maskInitContainerResize(c, old *corev1.Container, spec, path *field.Path) field.ErrorList {
+	if !isSidecar(c) {
+		if !equality.Semantic.DeepEqual(*c, *old) {
+			return field.ErrorList{field.Forbidden(spec, "resources for non-sidecar init containers are immutable")}
+		}
+		return nil
+	}
+	keepCPUMemory(c, old)
+	if !equality.Semantic.DeepEqual(*c, *old) {
+		return field.ErrorList{field.Forbidden(path, "only cpu and memory resources for init or sidecar containers are mutable")}
+	}
+	return nil
 }
 
 // resizeSupported is kube's version-skew check: a node that reports no resources for a

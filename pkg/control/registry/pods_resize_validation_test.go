@@ -90,3 +90,39 @@ func TestPodLevelResourcesResize(t *testing.T) {
 		})
 	}
 }
+
+// TestResizeOnlyCPUMemory: a resize touching another resource is refused per container,
+// as kube's ValidatePodResize words it, beside the resize's other errors: at spec for a
+// container, at the init container for a sidecar.
+func TestResizeOnlyCPUMemory(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	old := &corev1.Pod{ObjectMeta: objMeta("p"), Spec: corev1.PodSpec{NodeName: "node-1",
+		InitContainers: []corev1.Container{{Name: "sidecar", Image: "busybox:1", RestartPolicy: &always,
+			Resources: corev1.ResourceRequirements{Requests: resourceList("cpu", "100m")}}},
+		Containers: []corev1.Container{{Name: "c1", Image: "busybox:1",
+			Resources: corev1.ResourceRequirements{Requests: resourceList("cpu", "100m")}}}}}
+	poddefaults.Pod(old)
+	storage := resourceList("x", "1Gi")["x"]
+	cases := []struct {
+		name   string
+		change func(p *corev1.Pod)
+		want   []string
+	}{
+		{"sidecar", func(p *corev1.Pod) {
+			p.Spec.InitContainers[0].Resources.Requests[corev1.ResourceEphemeralStorage] = storage
+		}, []string{"spec.initContainers[0]: Forbidden: only cpu and memory resources for init or sidecar containers are mutable"}},
+		{"container, with a removed request", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: storage}
+		}, []string{"spec.containers[0].resources.requests: Forbidden: resource requests cannot be removed",
+			"spec: Forbidden: only cpu and memory resources are mutable"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := old.DeepCopy()
+			tc.change(p)
+			if errs := errorStrings(validatePodResize(p, old)); !equalLines(errs, tc.want) {
+				t.Errorf("errors\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
