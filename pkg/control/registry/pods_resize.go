@@ -11,8 +11,9 @@ import (
 
 // A running pod's CPU and memory are changed in place through its resize subresource, as
 // kube-apiserver's podResizeStrategy: the update keeps everything of the stored pod but
-// its containers' resources and resizePolicy; the spec change counts one more generation,
-// and the node acts on it (in-place pod vertical scaling, GA in 1.35).
+// its containers' resources and resizePolicy and its pod-level resources; the spec change
+// counts one more generation, and the node acts on it (in-place pod vertical scaling, GA
+// in 1.35; of pod-level resources, InPlacePodLevelResourcesVerticalScaling, on in 1.36).
 var podResizeUpdate = SubresourceRules{
 	Prepare: func(obj, old runtime.Object) {
 		pod, o := obj.(*corev1.Pod), old.(*corev1.Pod)
@@ -23,9 +24,9 @@ var podResizeUpdate = SubresourceRules{
 	},
 }
 
-// dropNonResizeUpdates is kube's: old with the resources and resize policies of new's
-// containers. A pod whose containers were added, removed, renamed or reordered comes
-// back as sent, for the validation to refuse.
+// dropNonResizeUpdates is kube's: old with new's pod-level resources and the resources
+// and resize policies of new's containers. A pod whose containers were added, removed,
+// renamed or reordered comes back as sent, for the validation to refuse.
 func dropNonResizeUpdates(pod, old *corev1.Pod) *corev1.Pod {
 	containers, ok := withResizeFields(pod.Spec.Containers, old.Spec.Containers)
 	initContainers, initOK := withResizeFields(pod.Spec.InitContainers, old.Spec.InitContainers)
@@ -36,6 +37,7 @@ func dropNonResizeUpdates(pod, old *corev1.Pod) *corev1.Pod {
 	out.ObjectMeta = *pod.ObjectMeta.DeepCopy() // what may change of it, the generic update checks
 	out.Labels, out.Annotations, out.OwnerReferences, out.Finalizers = meta.Labels, meta.Annotations, meta.OwnerReferences, meta.Finalizers
 	out.Spec.Containers, out.Spec.InitContainers = containers, initContainers
+	out.Spec.Resources = pod.Spec.Resources
 	return out
 }
 
@@ -56,9 +58,9 @@ func withResizeFields(cs, old []corev1.Container) ([]corev1.Container, bool) {
 	return out, true
 }
 
-// validatePodResize is kube-apiserver's ValidatePodResize for pods without pod-level
-// resources: the pod stays valid, keeps its QoS class and its containers (names and
-// order), no request or limit goes away, and only CPU and memory change.
+// validatePodResize is kube-apiserver's ValidatePodResize: the pod stays valid, keeps its
+// QoS class and its containers (names and order), no request or limit (of a container or
+// of the pod) goes away, and only CPU and memory change.
 func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 	if _, mirror := old.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return field.ErrorList{field.Forbidden(field.NewPath(""), "static pods cannot be resized")}
@@ -78,8 +80,11 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 	if !resizeSupported(old) {
 		errs = append(errs, field.Forbidden(spec, "Pod running on node without support for resize"))
 	}
+	// Put back the old CPU and memory: what differs then is a change resize may not make.
+	masked := p.Spec.DeepCopy()
 	if hasPodLevelResources(old) || hasPodLevelResources(p) {
-		return append(errs, field.Forbidden(field.NewPath(""), "resize of pods with pod-level resources is forbidden when InPlacePodLevelResourcesVerticalScalingEnabled feature gate is disabled"))
+		errs = append(errs, validatePodLevelResourcesResize(p.Spec.Resources, old.Spec.Resources, spec)...)
+		masked.Resources = podLevelWithCPUMemoryOf(masked.Resources, old.Spec.Resources)
 	}
 	if order := validateResizeOrder(p, old, spec); len(order) > 0 {
 		return append(errs, order...)
@@ -88,27 +93,43 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, validateContainerResize(&p.Spec.Containers[i].Resources, &old.Spec.Containers[i].Resources, spec.Child("containers").Index(i).Child("resources"))...)
 	}
 	for i := range old.Spec.InitContainers {
-		if !isSidecar(&old.Spec.InitContainers[i]) && !equality.Semantic.DeepEqual(p.Spec.InitContainers[i], old.Spec.InitContainers[i]) {
-			errs = append(errs, field.Forbidden(spec, "resources for non-sidecar init containers are immutable"))
-			continue
+		if isSidecar(&old.Spec.InitContainers[i]) {
+			errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
 		}
-		errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
+	}
+	for i := range masked.Containers {
+		keepCPUMemory(&masked.Containers[i], &old.Spec.Containers[i])
+		if !equality.Semantic.DeepEqual(masked.Containers[i], old.Spec.Containers[i]) {
+			errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
+		}
+	}
+	for i := range masked.InitContainers {
+		errs = append(errs, maskInitContainerResize(&masked.InitContainers[i], &old.Spec.InitContainers[i], spec, spec.Child("initContainers").Index(i))...)
 	}
 	if len(errs) > 0 {
 		return errs
-	}
-	// Put back the old CPU and memory: what differs then is a change resize may not make.
-	masked := p.Spec.DeepCopy()
-	for i := range masked.Containers {
-		keepCPUMemory(&masked.Containers[i], &old.Spec.Containers[i])
-	}
-	for i := range masked.InitContainers {
-		keepCPUMemory(&masked.InitContainers[i], &old.Spec.InitContainers[i])
 	}
 	if !equality.Semantic.DeepEqual(*masked, old.Spec) {
 		errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable"))
 	}
 	return errs
+}
+
+// maskInitContainerResize puts back a sidecar's old CPU and memory in c, refusing any
+// other change of it, and refuses any change of a non-sidecar init container (kube's with
+// InPlacePodVerticalScalingInitContainers off: minilet resizes no such container).
+func maskInitContainerResize(c, old *corev1.Container, spec, path *field.Path) field.ErrorList {
+	if !isSidecar(c) {
+		if !equality.Semantic.DeepEqual(*c, *old) {
+			return field.ErrorList{field.Forbidden(spec, "resources for non-sidecar init containers are immutable")}
+		}
+		return nil
+	}
+	keepCPUMemory(c, old)
+	if !equality.Semantic.DeepEqual(*c, *old) {
+		return field.ErrorList{field.Forbidden(path, "only cpu and memory resources for init or sidecar containers are mutable")}
+	}
+	return nil
 }
 
 // resizeSupported is kube's version-skew check: a node that reports no resources for a
@@ -170,6 +191,48 @@ func resourcesRemoved(list, old corev1.ResourceList) bool {
 		}
 	}
 	return false
+}
+
+// validatePodLevelResourcesResize is kube's: pod-level resources, their requests and
+// their limits may change, not go away, and only in CPU and memory. Pod-level resources
+// may come to a pod without them (the QoS class check still applies).
+func validatePodLevelResourcesResize(r, old *corev1.ResourceRequirements, spec *field.Path) field.ErrorList {
+	if old != nil && r == nil {
+		return field.ErrorList{field.Forbidden(spec.Child("resources"), "pod-level resources cannot be removed")}
+	}
+	var errs field.ErrorList
+	if old != nil {
+		if resourcesRemoved(r.Requests, old.Requests) {
+			errs = append(errs, field.Forbidden(spec.Child("resources", "requests"), "pod-level resource requests cannot be removed"))
+		}
+		if resourcesRemoved(r.Limits, old.Limits) {
+			errs = append(errs, field.Forbidden(spec.Child("resources", "limits"), "pod-level resource limits cannot be removed"))
+		}
+	}
+	if !equality.Semantic.DeepEqual(podLevelWithCPUMemoryOf(r, old), old) {
+		errs = append(errs, field.Forbidden(spec, "only cpu and memory resources are mutable at pod-level"))
+	}
+	return errs
+}
+
+// podLevelWithCPUMemoryOf is r with old's CPU and memory requests and limits; nil when
+// that leaves nothing and old had no pod-level resources (kube's
+// dropCPUMemoryResourceRequirementsUpdates).
+func podLevelWithCPUMemoryOf(r, old *corev1.ResourceRequirements) *corev1.ResourceRequirements {
+	if r == nil {
+		return nil
+	}
+	var oldRequests, oldLimits corev1.ResourceList
+	if old != nil {
+		oldRequests, oldLimits = old.Requests, old.Limits
+	}
+	out := r.DeepCopy()
+	out.Requests = withCPUMemoryOf(r.Requests, oldRequests)
+	out.Limits = withCPUMemoryOf(r.Limits, oldLimits)
+	if old == nil && len(out.Requests)+len(out.Limits)+len(out.Claims) == 0 {
+		return nil
+	}
+	return out
 }
 
 // keepCPUMemory sets c's CPU and memory requests and limits to old's, leaving the rest.

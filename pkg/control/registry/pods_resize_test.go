@@ -131,3 +131,43 @@ func TestPodResize(t *testing.T) {
 		}
 	}
 }
+
+// TestPodLevelResourcesResizeKubectl: the real kubectl resizes a pod's pod-level
+// resources through pods/resize (kube 1.36, InPlacePodLevelResourcesVerticalScaling on),
+// one more generation; a removal is refused with kube's message, and a plain patch of
+// spec.resources stays refused as any pod update outside its mutable fields.
+func TestPodLevelResourcesResizeKubectl(t *testing.T) {
+	c := controlplanetest.Shared(t)
+	c.MustKubectl(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: plr}
+spec:
+  nodeName: node-1
+  resources:
+    requests: {cpu: 100m, memory: 64Mi}
+    limits: {cpu: 200m, memory: 128Mi}
+  containers:
+  - {name: c1, image: busybox, resources: {requests: {cpu: 50m}}}
+`, "apply", "-f", "-")
+	out := c.MustKubectl(t, "", "patch", "pod", "plr", "--subresource", "resize", "--type", "merge",
+		"-p", `{"spec":{"resources":{"requests":{"cpu":"150m"},"limits":{"cpu":"300m","memory":"256Mi"}}}}`)
+	if !strings.Contains(out, "pod/plr patched") {
+		t.Errorf("kubectl patch --subresource resize: %s", out)
+	}
+	got := c.MustKubectl(t, "", "get", "pod", "plr", "-o", "jsonpath={.metadata.generation} {.spec.resources.requests.cpu} {.spec.resources.limits.cpu} {.spec.resources.limits.memory}")
+	if got != "2 150m 300m 256Mi" {
+		t.Errorf("generation and pod-level resources after the resize: %q, want \"2 150m 300m 256Mi\"", got)
+	}
+	for _, tc := range []struct{ name, subresource, patch, want string }{
+		{"limit removed", "resize", `{"spec":{"resources":{"limits":{"memory":null}}}}`,
+			"spec.resources.limits: Forbidden: pod-level resource limits cannot be removed"},
+		{"plain patch", "", `{"spec":{"resources":{"requests":{"cpu":"200m"}}}}`,
+			"spec: Forbidden: pod updates may not change fields other than"},
+	} {
+		out, err := c.Kubectl(t, "", "patch", "pod", "plr", "--subresource", tc.subresource, "--type", "merge", "-p", tc.patch)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: %v %s, want %q", tc.name, err, out, tc.want)
+		}
+	}
+}
