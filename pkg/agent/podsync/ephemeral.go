@@ -81,6 +81,9 @@ func ephemeralStatuses(pod *corev1.Pod, all []runtime.Container, waiting map[str
 		}
 		cs := containerStatus(spec, history, w, 0, logs)
 		cs.Ready, cs.Started = false, nil
+		if len(history) > 0 {
+			cs.Resources = &corev1.ResourceRequirements{} // the allocated ones, which validation keeps empty
+		}
 		out = append(out, cs)
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
@@ -39,6 +40,10 @@ func TestEphemeralContainerStartsOnceInTheTargetsPIDNamespace(t *testing.T) {
 	}
 	if cs := got.Status.EphemeralContainerStatuses[0]; cs.Name != "dbg" || cs.State.Running == nil || cs.Ready || cs.Started != nil || cs.ContainerID == "" {
 		t.Errorf("status of the running debug container: %+v", cs)
+	}
+	// As the kubelet's: empty resources (its spec may set none), no allocatedResources.
+	if cs := got.Status.EphemeralContainerStatuses[0]; cs.Resources == nil || !apiequality.Semantic.DeepEqual(*cs.Resources, corev1.ResourceRequirements{}) || cs.AllocatedResources != nil {
+		t.Errorf("resources of the debug container: %v, allocated %v; want {} and none", cs.Resources, cs.AllocatedResources)
 	}
 	if got.Status.Phase != corev1.PodRunning || conditionStatus(got, corev1.PodReady) != corev1.ConditionTrue {
 		t.Errorf("the pod with a debug container: phase %s, Ready %s", got.Status.Phase, conditionStatus(got, corev1.PodReady))
@@ -81,5 +86,8 @@ func TestEphemeralContainerWaitsForItsTarget(t *testing.T) {
 	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || len(h.Runtime.Named(string(pod.UID), "dbg")) != 0 ||
 		cs[0].State.Waiting.Reason != "CreateContainerConfigError" || cs[0].State.Waiting.Message != "unable to find target container app" {
 		t.Errorf("debug container without its target: %+v", cs)
+	}
+	if cs := h.apiPod(pod).Status.EphemeralContainerStatuses[0]; cs.Resources != nil {
+		t.Errorf("resources of a debug container never made: %v, want none", cs.Resources)
 	}
 }
