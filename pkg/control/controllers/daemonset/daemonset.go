@@ -10,6 +10,8 @@ package daemonset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -38,6 +40,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 var kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
@@ -234,6 +237,25 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
+// bumpCollisionCount renames ds's next revision after a hash collision, as kube's
+// snapshot: the count goes up in the DaemonSet's status (unless ours was stale) and the
+// collision is returned, so the sync is retried under the new name.
+func (c *Controller) bumpCollisionCount(ctx context.Context, ds *appsv1.DaemonSet, collision error) error {
+	latest, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !equality.Semantic.DeepEqual(latest.Status.CollisionCount, ds.Status.CollisionCount) {
+		return fmt.Errorf("found a stale collision count (%d, expected %d) of DaemonSet %q while processing; will retry until it is updated",
+			ptr.Deref(ds.Status.CollisionCount, 0), ptr.Deref(latest.Status.CollisionCount, 0), ds.Name)
+	}
+	latest.Status.CollisionCount = ptr.To(ptr.Deref(latest.Status.CollisionCount, 0) + 1)
+	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, latest, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return collision
+}
+
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	cached, found, err := workloop.Lookup(key, c.sets.DaemonSets)
 	if !found {
@@ -260,7 +282,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
 		}
 	}
-	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
+	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); errors.Is(err, history.ErrHashCollision) {
+		return 0, c.bumpCollisionCount(ctx, ds, err)
+	} else if err != nil {
 		return 0, err
 	}
 	hash := owner.Hash

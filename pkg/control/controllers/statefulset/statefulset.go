@@ -8,6 +8,7 @@ package statefulset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -80,6 +81,30 @@ func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
 }
 
+// ensureRevision makes sure set's template has the newest revision and returns it with
+// every revision of set. A revision name taken by another template bumps
+// set.Status.CollisionCount, which the status update records, and the name with it, as
+// kube's CreateControllerRevision does.
+func (c *Controller) ensureRevision(ctx context.Context, set *appsv1.StatefulSet, owned []*corev1.Pod) (*appsv1.ControllerRevision, []*appsv1.ControllerRevision, error) {
+	for {
+		owner, err := history.NewStatefulSetOwner(set)
+		if err != nil {
+			return nil, nil, err
+		}
+		// As kube's truncateHistory, the current revision and those of its pods are kept,
+		// and do not count against revisionHistoryLimit.
+		owner.Live = map[string]bool{set.Status.CurrentRevision: true}
+		for _, p := range owned {
+			owner.Live[p.Labels[history.HashLabel]] = true
+		}
+		update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
+		if !errors.Is(err, history.ErrHashCollision) {
+			return update, revs, err
+		}
+		set.Status.CollisionCount = ptr.To(ptr.Deref(set.Status.CollisionCount, 0) + 1)
+	}
+}
+
 // ordinal of a pod of set, or -1.
 func ordinal(set *appsv1.StatefulSet, pod *corev1.Pod) int {
 	suffix, ok := strings.CutPrefix(pod.Name, set.Name+"-")
@@ -117,20 +142,12 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	var owned []*corev1.Pod
-	// As kube's truncateHistory, the current revision and those of its pods are kept, and
-	// do not count against revisionHistoryLimit.
-	owner, err := history.NewStatefulSetOwner(set)
-	if err != nil {
-		return 0, err
-	}
-	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
 	for _, p := range all {
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
 			owned = append(owned, p)
-			owner.Live[p.Labels[history.HashLabel]] = true
 		}
 	}
-	update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
+	update, revs, err := c.ensureRevision(ctx, set, owned)
 	if err != nil {
 		return 0, err
 	}
