@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -26,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -66,19 +68,59 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		return nil, err
 	}
 	onPod := func(obj any) {
-		if pod, ok := workloop.Object[*corev1.Pod](obj); ok {
-			if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
-				c.queue.Add(pod.Namespace + "/" + ref.Name)
-			}
+		pod, ok := workloop.Object[*corev1.Pod](obj)
+		if !ok {
+			return
+		}
+		switch ref := metav1.GetControllerOf(pod); {
+		case ref == nil:
+			c.enqueueAdopters(pod)
+		case ref.Kind == kind.Kind:
+			c.queue.Add(pod.Namespace + "/" + ref.Name)
 		}
 	}
 	_, err := pods.Informer().AddEventHandler(workloop.OnEvery(onPod))
 	return c, err
 }
 
+// enqueueAdopters queues the sets that may adopt an orphan pod: those it is named after
+// whose selector matches it.
+func (c *Controller) enqueueAdopters(pod *corev1.Pod) {
+	sets, err := c.sets.StatefulSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, set := range sets {
+		selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+		if err == nil && !selector.Empty() && selector.Matches(labels.Set(pod.Labels)) && ordinal(set, pod) >= 0 {
+			c.queue.Add(pod.Namespace + "/" + set.Name)
+		}
+	}
+}
+
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
+}
+
+// adoptOrphans takes the pods without a controller that are named as members of set and
+// that its selector matches, as kube's ClaimPods with isMemberOf: those of a set deleted
+// with --cascade=orphan and made again.
+func (c *Controller) adoptOrphans(ctx context.Context, set *appsv1.StatefulSet, all []*corev1.Pod) ([]*corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return nil, nil
+	}
+	var orphans []*corev1.Pod
+	for _, p := range all {
+		if metav1.GetControllerOfNoCopy(p) == nil && ordinal(set, p) >= 0 {
+			orphans = append(orphans, p)
+		}
+	}
+	return controllerref.Claim(ctx, set, kind, selector, orphans, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+		_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 }
 
 // ensureRevision makes sure set's template has the newest revision and returns it with
@@ -147,6 +189,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			owned = append(owned, p)
 		}
 	}
+	adopted, err := c.adoptOrphans(ctx, set, all)
+	if err != nil {
+		return 0, err
+	}
+	owned = append(owned, adopted...)
 	update, revs, err := c.ensureRevision(ctx, set, owned)
 	if err != nil {
 		return 0, err

@@ -58,3 +58,43 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 		t.Errorf("the update revision: %v", err)
 	}
 }
+
+// TestOrphanedPodsAreAdopted: a StatefulSet deleted with --cascade=orphan and made again
+// takes its pods back, as kube's ClaimPods: an orphan named as one of its members and
+// matched by its selector gets the set as controller (and counts in its status) instead of
+// a create of the same name that fails forever.
+func TestOrphanedPodsAreAdopted(t *testing.T) {
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u2"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	set.Spec.Template.Labels = map[string]string{"app": "web"}
+	set.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns", UID: "p0",
+		Labels: map[string]string{"app": "web", appsv1.StatefulSetPodNameLabel: "web-0"}}}
+	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webserver", Namespace: "ns", UID: "p1", Labels: map[string]string{"app": "web"}}}
+	client := fake.NewClientset(set, member, stranger)
+	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
+		sets: appslisters.NewStatefulSetLister(newIndexer(set)), revisions: appslisters.NewControllerRevisionLister(newIndexer()),
+		pods: corelisters.NewPodLister(newIndexer(member, stranger)), claims: corelisters.NewPersistentVolumeClaimLister(newIndexer())}
+	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod  string
+		want bool
+	}{{"web-0", true}, {"webserver", false}} {
+		pod, err := client.CoreV1().Pods("ns").Get(context.Background(), tc.pod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if adopted := metav1.IsControlledBy(pod, set); adopted != tc.want {
+			t.Errorf("pod %s adopted %v, want %v", tc.pod, adopted, tc.want)
+		}
+	}
+	got, err := client.AppsV1().StatefulSets("ns").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Replicas != 1 {
+		t.Errorf("status.replicas %d, want 1 (the adopted pod)", got.Status.Replicas)
+	}
+}
