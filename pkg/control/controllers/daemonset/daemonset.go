@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -27,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -104,7 +107,12 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		if !ok {
 			return
 		}
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil {
+			c.enqueueAdopters(pod)
+			return
+		}
+		if ref.Kind == kind.Kind {
 			key := pod.Namespace + "/" + ref.Name
 			if created {
 				c.observed(key)
@@ -118,6 +126,20 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		DeleteFunc: func(obj any) { onPod(obj, false) },
 	})
 	return c, err
+}
+
+// enqueueAdopters queues the DaemonSets whose selector matches an orphan pod: they adopt it.
+func (c *Controller) enqueueAdopters(pod *corev1.Pod) {
+	sets, err := c.sets.DaemonSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range sets {
+		selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+		if err == nil && !selector.Empty() && selector.Matches(labels.Set(pod.Labels)) {
+			c.queue.Add(pod.Namespace + "/" + ds.Name)
+		}
+	}
 }
 
 func (c *Controller) observed(key string) {
@@ -237,6 +259,40 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
+// adoptOrphans takes the pods without a controller that ds's selector matches, as kube's
+// ClaimPods (those of a DaemonSet deleted with --cascade=orphan and made again), and
+// returns pods with the adopted ones as the API now has them.
+func (c *Controller) adoptOrphans(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return pods, nil
+	}
+	var orphans []*corev1.Pod
+	for _, p := range pods {
+		if metav1.GetControllerOfNoCopy(p) == nil {
+			orphans = append(orphans, p)
+		}
+	}
+	adopted := map[types.UID]*corev1.Pod{}
+	_, err = controllerref.Claim(ctx, ds, kind, selector, orphans, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+		updated, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			adopted[pod.UID] = updated
+		}
+		return err
+	})
+	if err != nil || len(adopted) == 0 {
+		return pods, err
+	}
+	out := slices.Clone(pods)
+	for i, p := range out {
+		if a := adopted[p.UID]; a != nil {
+			out[i] = a
+		}
+	}
+	return out, nil
+}
+
 // bumpCollisionCount renames ds's next revision after a hash collision, as kube's
 // snapshot: the count goes up in the DaemonSet's status (unless ours was stale) and the
 // collision is returned, so the sync is retried under the new name.
@@ -268,6 +324,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	}
 	pods, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
 	if err != nil {
+		return 0, err
+	}
+	if pods, err = c.adoptOrphans(ctx, ds, pods); err != nil {
 		return 0, err
 	}
 	// As kube's cleanupHistory, the revisions of its pods (even ended ones being deleted)

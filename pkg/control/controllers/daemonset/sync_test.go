@@ -2,6 +2,8 @@ package daemonset
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/controller/history"
@@ -61,5 +63,43 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 	}
 	if len(pods.Items) != 0 {
 		t.Errorf("%d pods created with the colliding revision's hash, want none", len(pods.Items))
+	}
+}
+
+// TestOrphanedPodsAreAdopted: a DaemonSet deleted with --cascade=orphan and made again
+// takes the orphans its selector matches back, as kube's ClaimPods, instead of starting a
+// second daemon pod beside each.
+func TestOrphanedPodsAreAdopted(t *testing.T) {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "u2"},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
+	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	owner, err := history.NewOwner(ds, kind, &ds.Spec.Template, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A running pod of the same template, as the DaemonSet before had left it.
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-old", Namespace: "ns", UID: "p0",
+		Labels: map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: owner.Hash}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: ds.Spec.Template.Spec.Containers},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	client := fake.NewClientset(ds, node, orphan)
+	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
+		sets: appslisters.NewDaemonSetLister(newIndexer(ds)), revisions: appslisters.NewControllerRevisionLister(newIndexer()),
+		pods: corelisters.NewPodLister(newIndexer(orphan)), nodes: corelisters.NewNodeLister(newIndexer(node))}
+	if _, err := c.sync(context.Background(), "ns/agent"); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := client.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pods.Items {
+		got = append(got, fmt.Sprintf("%s adopted=%v", p.Name, metav1.IsControlledBy(&p, ds)))
+	}
+	if strings.Join(got, ", ") != "agent-old adopted=true" {
+		t.Errorf("pods %v, want the orphan alone, adopted", got)
 	}
 }
