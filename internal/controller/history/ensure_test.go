@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -134,5 +135,36 @@ func TestEnsureFindsTheRevisionByItsData(t *testing.T) {
 	revs := ensure(t, client, ds, "one", nil, false)
 	if len(revs) != 1 || revs["old"].Name != "ds-old" {
 		t.Errorf("revisions %v, want only ds-old", slices.Collect(maps.Keys(revs)))
+	}
+}
+
+// TestEnsureReportsAHashCollision: a revision of the template's name that holds another
+// template is a hash collision (kube's CreateControllerRevision and daemonset snapshot):
+// Ensure says so, for the owner to bump its collisionCount, and does not take the other
+// template's revision as its own. One with the template's data, which the cache had not
+// shown yet, is the template's revision.
+func TestEnsureReportsAHashCollision(t *testing.T) {
+	ctx := context.Background()
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Namespace: "ns", UID: "u1"}}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "one"}}
+	owner, err := NewOwner(ds, dsKind, &ds.Spec.Template, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyLister := appslisters.NewControllerRevisionLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
+	namesake := func(data []byte) *appsv1.ControllerRevision {
+		return &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "ds-" + owner.Hash, Namespace: "ns",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, dsKind)}}, Data: runtime.RawExtension{Raw: data}, Revision: 1}
+	}
+
+	other := fake.NewClientset(namesake([]byte(`{"spec":{"template":{"$patch":"replace"}}}`)))
+	if _, _, err := Ensure(ctx, other, emptyLister, owner); !errors.Is(err, ErrHashCollision) {
+		t.Errorf("a namesake revision with another template: error %v, want %v", err, ErrHashCollision)
+	}
+
+	same := fake.NewClientset(namesake(owner.Data))
+	current, _, err := Ensure(ctx, same, emptyLister, owner)
+	if err != nil || current.Name != "ds-"+owner.Hash {
+		t.Errorf("a namesake revision with the template, not yet in the cache: %v, %v; want it taken", current, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -32,6 +33,11 @@ import (
 
 // HashLabel is the label naming a revision, on the revision and on its pods.
 const HashLabel = appsv1.ControllerRevisionHashLabelKey
+
+// ErrHashCollision is Ensure's error when the name of the template's revision is taken by
+// a revision of another template: the owner bumps its collisionCount, which changes the
+// name, and tries again (kube's CreateControllerRevision, the daemonset's snapshot).
+var ErrHashCollision = errors.New("hash collision")
 
 // Owner is the set whose history is kept.
 type Owner struct {
@@ -116,7 +122,11 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 		}
 		created, err := client.AppsV1().ControllerRevisions(ns).Create(ctx, rev, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
+			// Ours, written by a sync the cache has not shown yet, or another template's.
 			created, err = client.AppsV1().ControllerRevisions(ns).Get(ctx, rev.Name, metav1.GetOptions{})
+			if err == nil && !bytes.Equal(created.Data.Raw, o.Data) {
+				return nil, nil, fmt.Errorf("controller revision %s holds another template: %w", rev.Name, ErrHashCollision)
+			}
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("create controller revision: %w", err)

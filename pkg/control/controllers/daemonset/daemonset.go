@@ -10,11 +10,15 @@ package daemonset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -25,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -38,6 +43,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 var kind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
@@ -101,7 +107,12 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		if !ok {
 			return
 		}
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
+		ref := metav1.GetControllerOf(pod)
+		if ref == nil {
+			c.enqueueAdopters(pod)
+			return
+		}
+		if ref.Kind == kind.Kind {
 			key := pod.Namespace + "/" + ref.Name
 			if created {
 				c.observed(key)
@@ -115,6 +126,20 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 		DeleteFunc: func(obj any) { onPod(obj, false) },
 	})
 	return c, err
+}
+
+// enqueueAdopters queues the DaemonSets whose selector matches an orphan pod: they adopt it.
+func (c *Controller) enqueueAdopters(pod *corev1.Pod) {
+	sets, err := c.sets.DaemonSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range sets {
+		selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+		if err == nil && !selector.Empty() && selector.Matches(labels.Set(pod.Labels)) {
+			c.queue.Add(pod.Namespace + "/" + ds.Name)
+		}
+	}
 }
 
 func (c *Controller) observed(key string) {
@@ -234,6 +259,59 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
+// adoptOrphans takes the pods without a controller that ds's selector matches, as kube's
+// ClaimPods (those of a DaemonSet deleted with --cascade=orphan and made again), and
+// returns pods with the adopted ones as the API now has them.
+func (c *Controller) adoptOrphans(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return pods, nil
+	}
+	var orphans []*corev1.Pod
+	for _, p := range pods {
+		if metav1.GetControllerOfNoCopy(p) == nil {
+			orphans = append(orphans, p)
+		}
+	}
+	adopted := map[types.UID]*corev1.Pod{}
+	_, err = controllerref.Claim(ctx, ds, kind, selector, orphans, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+		updated, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			adopted[pod.UID] = updated
+		}
+		return err
+	})
+	if err != nil || len(adopted) == 0 {
+		return pods, err
+	}
+	out := slices.Clone(pods)
+	for i, p := range out {
+		if a := adopted[p.UID]; a != nil {
+			out[i] = a
+		}
+	}
+	return out, nil
+}
+
+// bumpCollisionCount renames ds's next revision after a hash collision, as kube's
+// snapshot: the count goes up in the DaemonSet's status (unless ours was stale) and the
+// collision is returned, so the sync is retried under the new name.
+func (c *Controller) bumpCollisionCount(ctx context.Context, ds *appsv1.DaemonSet, collision error) error {
+	latest, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !equality.Semantic.DeepEqual(latest.Status.CollisionCount, ds.Status.CollisionCount) {
+		return fmt.Errorf("found a stale collision count (%d, expected %d) of DaemonSet %q while processing; will retry until it is updated",
+			ptr.Deref(ds.Status.CollisionCount, 0), ptr.Deref(latest.Status.CollisionCount, 0), ds.Name)
+	}
+	latest.Status.CollisionCount = ptr.To(ptr.Deref(latest.Status.CollisionCount, 0) + 1)
+	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, latest, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return collision
+}
+
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	cached, found, err := workloop.Lookup(key, c.sets.DaemonSets)
 	if !found {
@@ -248,6 +326,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	if pods, err = c.adoptOrphans(ctx, ds, pods); err != nil {
+		return 0, err
+	}
 	// As kube's cleanupHistory, the revisions of its pods (even ended ones being deleted)
 	// are kept, though they count against revisionHistoryLimit.
 	owner, err := history.NewOwner(ds, kind, &ds.Spec.Template, ds.Status.CollisionCount, ds.Spec.RevisionHistoryLimit)
@@ -260,7 +341,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
 		}
 	}
-	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); err != nil {
+	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); errors.Is(err, history.ErrHashCollision) {
+		return 0, c.bumpCollisionCount(ctx, ds, err)
+	} else if err != nil {
 		return 0, err
 	}
 	hash := owner.Hash

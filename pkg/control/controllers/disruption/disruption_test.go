@@ -169,8 +169,7 @@ func TestBudgetWithoutControllers(t *testing.T) {
 func TestBudgetWithoutPodsIsLeftAloneByOtherWorkloads(t *testing.T) {
 	c := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	noPods := func() int32 {
-		time.Sleep(2 * time.Second) // syncs and the event recorder's writes
+	countNoPods := func() int32 {
 		events, err := c.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=nobody"})
 		if err != nil {
 			t.Fatal(err)
@@ -181,6 +180,18 @@ func TestBudgetWithoutPodsIsLeftAloneByOtherWorkloads(t *testing.T) {
 				count += max(e.Count, 1)
 			}
 		}
+		return count
+	}
+	// noPods is the count once the syncs and the event recorder's writes are over: at
+	// least one, unchanged for 2 s (the writes are asynchronous, late on a busy machine).
+	noPods := func() int32 {
+		count, since := int32(-1), time.Now()
+		controllertest.WaitFor(t, "the NoPods events to settle", 30*time.Second, func() (bool, string) {
+			if n := countNoPods(); n != count {
+				count, since = n, time.Now()
+			}
+			return count > 0 && time.Since(since) >= 2*time.Second, fmt.Sprint(count)
+		})
 		return count
 	}
 	c.MustKubectl(t, "", "create", "pdb", "nobody", "--selector=app=nobody", "--min-available=1")
@@ -204,7 +215,13 @@ func TestPodWithTwoBudgetsIsWarnedOf(t *testing.T) {
 	ctx := context.Background()
 	c.MustKubectl(t, "", "create", "pdb", "one", "--selector=app=twice", "--min-available=1")
 	c.MustKubectl(t, "", "create", "pdb", "two", "--selector=app=twice", "--max-unavailable=1")
-	time.Sleep(time.Second) // the budgets in the controller's cache
+	// Both budgets synced: the controller's cache has them when the pod comes.
+	for _, name := range []string{"one", "two"} {
+		controllertest.WaitFor(t, "budget "+name+" synced", 15*time.Second, func() (bool, string) {
+			p := statusOf(t, c, name)
+			return p.Status.ObservedGeneration == p.Generation, summary(p)
+		})
+	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "twice", Labels: map[string]string{"app": "twice"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {

@@ -77,9 +77,10 @@ func TestAddressesFromThePool(t *testing.T) {
 	if ip := ingressOf(cl.Client, left); ip != "" {
 		t.Errorf("a third Service (%s) got %s from a pool of two", left, ip)
 	}
-	if out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name="+left); !strings.Contains(out, "LoadBalancerIPPoolExhausted") {
-		t.Errorf("no event saying the pool is exhausted:\n%s", out)
-	}
+	controllertest.WaitFor(t, "an event saying the pool is exhausted for "+left, 10*time.Second, func() (bool, string) {
+		out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name="+left)
+		return strings.Contains(out, "LoadBalancerIPPoolExhausted"), out
+	})
 	if out := cl.MustKubectl(t, "", "get", "svc", got); !strings.Contains(out, "10.200.0.200") {
 		t.Errorf("kubectl get svc shows no EXTERNAL-IP:\n%s", out)
 	}

@@ -47,12 +47,17 @@ func TestNodesGetDistinctPodCIDRs(t *testing.T) {
 		if _, err := nodes.Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // in creation order
 	}
 	mk("own", "10.50.0.64/26")
-	for _, n := range []string{"a", "b", "c", "d"} {
-		mk(n, "")
+	for _, name := range []string{"a", "b", "c"} {
+		mk(name, "")
+		// One at a time: each takes the lowest free range before the next node comes.
+		controllertest.Until(t, "node "+name+" given a range", 15*time.Second, func() bool {
+			n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && n.Spec.PodCIDR != ""
+		})
 	}
+	mk("d", "")
 	want := map[string]string{"own": "10.50.0.64/26", "a": "10.50.0.0/26", "b": "10.50.0.128/26", "c": "10.50.0.192/26", "d": ""}
 	for name, cidr := range want {
 		controllertest.Eventually(t, "node "+name+"'s podCIDR and podCIDRs", 15*time.Second, func() string {

@@ -280,6 +280,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration
 	}
 	pvc, err := c.PVCs.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
 	if err == nil && pvc.UID == ref.UID {
+		if pvc.Spec.VolumeName != "" && pvc.Spec.VolumeName != pv.Name {
+			return 0, c.releaseFromClaimBoundElsewhere(ctx, pv)
+		}
 		c.Claims.Add(ref.Namespace + "/" + ref.Name)
 		return 0, nil
 	}
@@ -295,6 +298,28 @@ func (c *Controller) syncVolume(ctx context.Context, name string) (time.Duration
 		return 0, err
 	}
 	return 0, c.reclaim(ctx, pv)
+}
+
+// releaseFromClaimBoundElsewhere frees a volume whose claim is bound to another volume (a
+// bind interrupted and retried on a stale cache), as kube's syncVolume: one provisioned
+// for the claim is reclaimed; otherwise the claimRef goes when the controller set it, only
+// its UID when a user pre-bound it (kube's unbindVolume), and the volume is Available.
+func (c *Controller) releaseFromClaimBoundElsewhere(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] != "" && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete {
+		return c.reclaim(ctx, pv)
+	}
+	pv = pv.DeepCopy()
+	if pv.Annotations[annBoundByController] != "" {
+		pv.Spec.ClaimRef = nil
+		delete(pv.Annotations, annBoundByController)
+	} else {
+		pv.Spec.ClaimRef.UID = ""
+	}
+	updated, err := c.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("unbind volume %s: %w", pv.Name, err)
+	}
+	return c.volumePhase(ctx, updated, corev1.VolumeAvailable)
 }
 
 // reclaim applies the volume's reclaim policy once its claim is gone.

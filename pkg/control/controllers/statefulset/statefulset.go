@@ -8,6 +8,7 @@ package statefulset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	"github.com/minik8s/minik8s/internal/controller/podready"
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -25,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -65,19 +68,83 @@ func New(client kubernetes.Interface, sets appsinformers.StatefulSetInformer, po
 		return nil, err
 	}
 	onPod := func(obj any) {
-		if pod, ok := workloop.Object[*corev1.Pod](obj); ok {
-			if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == kind.Kind {
-				c.queue.Add(pod.Namespace + "/" + ref.Name)
-			}
+		pod, ok := workloop.Object[*corev1.Pod](obj)
+		if !ok {
+			return
+		}
+		switch ref := metav1.GetControllerOf(pod); {
+		case ref == nil:
+			c.enqueueAdopters(pod)
+		case ref.Kind == kind.Kind:
+			c.queue.Add(pod.Namespace + "/" + ref.Name)
 		}
 	}
 	_, err := pods.Informer().AddEventHandler(workloop.OnEvery(onPod))
 	return c, err
 }
 
+// enqueueAdopters queues the sets that may adopt an orphan pod: those it is named after
+// whose selector matches it.
+func (c *Controller) enqueueAdopters(pod *corev1.Pod) {
+	sets, err := c.sets.StatefulSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, set := range sets {
+		selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+		if err == nil && !selector.Empty() && selector.Matches(labels.Set(pod.Labels)) && ordinal(set, pod) >= 0 {
+			c.queue.Add(pod.Namespace + "/" + set.Name)
+		}
+	}
+}
+
 // Run works the queue until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
+}
+
+// adoptOrphans takes the pods without a controller that are named as members of set and
+// that its selector matches, as kube's ClaimPods with isMemberOf: those of a set deleted
+// with --cascade=orphan and made again.
+func (c *Controller) adoptOrphans(ctx context.Context, set *appsv1.StatefulSet, all []*corev1.Pod) ([]*corev1.Pod, error) {
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil || selector.Empty() {
+		return nil, nil
+	}
+	var orphans []*corev1.Pod
+	for _, p := range all {
+		if metav1.GetControllerOfNoCopy(p) == nil && ordinal(set, p) >= 0 {
+			orphans = append(orphans, p)
+		}
+	}
+	return controllerref.Claim(ctx, set, kind, selector, orphans, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+		_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// ensureRevision makes sure set's template has the newest revision and returns it with
+// every revision of set. A revision name taken by another template bumps
+// set.Status.CollisionCount, which the status update records, and the name with it, as
+// kube's CreateControllerRevision does.
+func (c *Controller) ensureRevision(ctx context.Context, set *appsv1.StatefulSet, owned []*corev1.Pod) (*appsv1.ControllerRevision, []*appsv1.ControllerRevision, error) {
+	for {
+		owner, err := history.NewStatefulSetOwner(set)
+		if err != nil {
+			return nil, nil, err
+		}
+		// As kube's truncateHistory, the current revision and those of its pods are kept,
+		// and do not count against revisionHistoryLimit.
+		owner.Live = map[string]bool{set.Status.CurrentRevision: true}
+		for _, p := range owned {
+			owner.Live[p.Labels[history.HashLabel]] = true
+		}
+		update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
+		if !errors.Is(err, history.ErrHashCollision) {
+			return update, revs, err
+		}
+		set.Status.CollisionCount = ptr.To(ptr.Deref(set.Status.CollisionCount, 0) + 1)
+	}
 }
 
 // ordinal of a pod of set, or -1.
@@ -117,20 +184,17 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	var owned []*corev1.Pod
-	// As kube's truncateHistory, the current revision and those of its pods are kept, and
-	// do not count against revisionHistoryLimit.
-	owner, err := history.NewStatefulSetOwner(set)
-	if err != nil {
-		return 0, err
-	}
-	owner.Live = map[string]bool{set.Status.CurrentRevision: true}
 	for _, p := range all {
 		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
 			owned = append(owned, p)
-			owner.Live[p.Labels[history.HashLabel]] = true
 		}
 	}
-	update, revs, err := history.Ensure(ctx, c.client, c.revisions, owner)
+	adopted, err := c.adoptOrphans(ctx, set, all)
+	if err != nil {
+		return 0, err
+	}
+	owned = append(owned, adopted...)
+	update, revs, err := c.ensureRevision(ctx, set, owned)
 	if err != nil {
 		return 0, err
 	}

@@ -321,3 +321,48 @@ func TestStatefulSetRestoresPodIdentity(t *testing.T) {
 		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "update Pod id-0 in StatefulSet id successful"
 	})
 }
+
+// TestStatefulSetAdoptsOrphanedPods: deleted with --cascade=orphan and applied again (the
+// way to change a field that cannot be updated), a StatefulSet takes its running pods back
+// instead of waiting forever to create pods whose names are taken.
+func TestStatefulSetAdoptsOrphanedPods(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	startKubelet(t, cl.Client)
+	cl.MustKubectl(t, statefulSet("keep", 2), "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/keep", "--timeout=60s")
+	uids := func() string {
+		var out []string
+		for _, name := range []string{"keep-0", "keep-1"} {
+			pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			owner := "orphan"
+			if ref := metav1.GetControllerOf(pod); ref != nil {
+				owner = string(ref.UID)
+			}
+			out = append(out, string(pod.UID)+"@"+owner)
+		}
+		return strings.Join(out, " ")
+	}
+	before := uids()
+	cl.MustKubectl(t, "", "delete", "sts", "keep", "--cascade=orphan")
+	controllertest.WaitFor(t, "the pods orphaned", 30*time.Second, func() (bool, string) {
+		got := uids()
+		return strings.Count(got, "@orphan") == 2, got
+	})
+	cl.MustKubectl(t, statefulSet("keep", 2), "apply", "-f", "-")
+	set, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "keep", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, pod := range strings.Fields(before) {
+		uid, _, _ := strings.Cut(pod, "@")
+		want = append(want, uid+"@"+string(set.UID))
+	}
+	controllertest.Eventually(t, "the same pods, controlled by the new set", 30*time.Second, uids, strings.Join(want, " "))
+	cl.MustKubectl(t, "", "rollout", "status", "sts/keep", "--timeout=60s")
+}

@@ -1,0 +1,100 @@
+package statefulset
+
+import (
+	"context"
+	"testing"
+
+	"github.com/minik8s/minik8s/internal/controller/history"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+)
+
+func newIndexer(objects ...any) cache.Indexer {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, o := range objects {
+		_ = indexer.Add(o)
+	}
+	return indexer
+}
+
+// TestRevisionNameCollisionBumpsCollisionCount: when the name of the template's revision is
+// taken by a revision of another template, kube's CreateControllerRevision bumps the
+// collision count and creates the revision under the next name; status.collisionCount
+// records it. The set never takes the other template's revision as its update revision.
+func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	set.Spec.Template.Labels = map[string]string{"app": "web"}
+	set.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	owner, err := history.NewStatefulSetOwner(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	squatter := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-" + owner.Hash, Namespace: "ns"},
+		Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)}, Revision: 1}
+	client := fake.NewClientset(set, squatter)
+	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
+		sets: appslisters.NewStatefulSetLister(newIndexer(set)), revisions: appslisters.NewControllerRevisionLister(newIndexer(squatter)),
+		pods: corelisters.NewPodLister(newIndexer()), claims: corelisters.NewPersistentVolumeClaimLister(newIndexer())}
+	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.AppsV1().StatefulSets("ns").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(got.Status.CollisionCount, 0) != 1 || got.Status.UpdateRevision == squatter.Name || got.Status.UpdateRevision == "" {
+		t.Errorf("collisionCount %d, updateRevision %q; want 1 and a revision other than %s", ptr.Deref(got.Status.CollisionCount, 0), got.Status.UpdateRevision, squatter.Name)
+	}
+	if _, err := client.AppsV1().ControllerRevisions("ns").Get(context.Background(), got.Status.UpdateRevision, metav1.GetOptions{}); err != nil {
+		t.Errorf("the update revision: %v", err)
+	}
+}
+
+// TestOrphanedPodsAreAdopted: a StatefulSet deleted with --cascade=orphan and made again
+// takes its pods back, as kube's ClaimPods: an orphan named as one of its members and
+// matched by its selector gets the set as controller (and counts in its status) instead of
+// a create of the same name that fails forever.
+func TestOrphanedPodsAreAdopted(t *testing.T) {
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u2"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	set.Spec.Template.Labels = map[string]string{"app": "web"}
+	set.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns", UID: "p0",
+		Labels: map[string]string{"app": "web", appsv1.StatefulSetPodNameLabel: "web-0"}}}
+	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webserver", Namespace: "ns", UID: "p1", Labels: map[string]string{"app": "web"}}}
+	client := fake.NewClientset(set, member, stranger)
+	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
+		sets: appslisters.NewStatefulSetLister(newIndexer(set)), revisions: appslisters.NewControllerRevisionLister(newIndexer()),
+		pods: corelisters.NewPodLister(newIndexer(member, stranger)), claims: corelisters.NewPersistentVolumeClaimLister(newIndexer())}
+	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod  string
+		want bool
+	}{{"web-0", true}, {"webserver", false}} {
+		pod, err := client.CoreV1().Pods("ns").Get(context.Background(), tc.pod, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if adopted := metav1.IsControlledBy(pod, set); adopted != tc.want {
+			t.Errorf("pod %s adopted %v, want %v", tc.pod, adopted, tc.want)
+		}
+	}
+	got, err := client.AppsV1().StatefulSets("ns").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Replicas != 1 {
+		t.Errorf("status.replicas %d, want 1 (the adopted pod)", got.Status.Replicas)
+	}
+}
