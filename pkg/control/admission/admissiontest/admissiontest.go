@@ -79,6 +79,19 @@ func Informers(t testing.TB, register func(*admission.Informers), objs ...runtim
 	return inf, client
 }
 
+// Started makes a plugin with newPlugin on informers over a fake clientset holding objs, and
+// starts the informers (Informers, for a plugin with no other inputs).
+func Started[P any, O runtime.Object](t testing.TB, newPlugin func(*admission.Informers) P, objs ...O) P {
+	t.Helper()
+	var p P
+	all := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		all[i] = o
+	}
+	Informers(t, func(inf *admission.Informers) { p = newPlugin(inf) }, all...)
+	return p
+}
+
 // ResourceList is a ResourceList of name, quantity pairs.
 func ResourceList(pairs ...string) corev1.ResourceList {
 	list := corev1.ResourceList{}

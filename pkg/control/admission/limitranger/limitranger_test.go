@@ -5,12 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func pod(name string, containers ...corev1.Container) *corev1.Pod {
@@ -18,13 +16,7 @@ func pod(name string, containers ...corev1.Container) *corev1.Pod {
 }
 
 func start(t *testing.T, ranges ...*corev1.LimitRange) *Plugin {
-	var p *Plugin
-	var objs []runtime.Object
-	for _, r := range ranges {
-		objs = append(objs, r)
-	}
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, objs...)
-	return p
+	return admissiontest.Started(t, New, ranges...)
 }
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
