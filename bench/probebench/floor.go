@@ -162,19 +162,10 @@ func connect(fd int, addr unix.Sockaddr) error {
 	}
 }
 
-// read and write restart when a signal interrupts them.
-func read(fd int, b []byte) (int, error) {
+// restarted is op (unix.Read or unix.Write) on fd, restarted when a signal interrupts it.
+func restarted(op func(int, []byte) (int, error), fd int, b []byte) (int, error) {
 	for {
-		n, err := unix.Read(fd, b)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
-}
-
-func write(fd int, b []byte) (int, error) {
-	for {
-		n, err := unix.Write(fd, b)
+		n, err := op(fd, b)
 		if err != unix.EINTR {
 			return n, err
 		}
@@ -183,7 +174,7 @@ func write(fd int, b []byte) (int, error) {
 
 func writeAll(fd int, b []byte) error {
 	for len(b) > 0 {
-		n, err := write(fd, b)
+		n, err := restarted(unix.Write, fd, b)
 		if err != nil {
 			return err
 		}
@@ -200,7 +191,7 @@ func bareHTTP(fd int, req []byte) error {
 	var buf [4 << 10]byte
 	var head []byte
 	for {
-		n, err := read(fd, buf[:])
+		n, err := restarted(unix.Read, fd, buf[:])
 		if err != nil {
 			return err
 		}
@@ -322,7 +313,7 @@ func (r *frameReader) fill(n int) error {
 		r.from = 0
 	}
 	for r.to-r.from < n {
-		m, err := read(r.fd, r.buf[r.to:])
+		m, err := restarted(unix.Read, r.fd, r.buf[r.to:])
 		if err != nil {
 			return err
 		}

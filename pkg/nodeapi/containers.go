@@ -100,17 +100,9 @@ func (s *Server) podContainers(r *http.Request, namespace, pod string) ([]runtim
 // runningContainer finds the running container name of pod namespace/name, for exec and
 // attach.
 func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) (runtime.Container, error) {
-	if _, here := s.nodePod(r.Context(), namespace, pod); !here {
-		return runtime.Container{}, errNoSuchPod
-	}
-	list, err := s.podContainers(r, namespace, pod)
-	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
-		return runtime.Container{}, err
-	}
-	for _, c := range list {
-		if !c.Sandbox && c.Name == name && c.State == runtime.StateRunning {
-			return c, nil
-		}
+	c, found, err := s.findRunning(r, namespace, pod, func(c runtime.Container) bool { return !c.Sandbox && c.Name == name })
+	if err != nil || found {
+		return c, err
 	}
 	// The kubelet's GetExec/GetAttach/RunInContainer: it looks among running containers
 	// only, and answers this as an internal error (cri-streaming's WriteError).
@@ -119,21 +111,32 @@ func (s *Server) runningContainer(r *http.Request, namespace, pod, name string) 
 
 // sandbox is the running pause container of the pod namespace/name, for port-forward.
 func (s *Server) sandbox(r *http.Request, namespace, pod string) (runtime.Container, error) {
-	if _, here := s.nodePod(r.Context(), namespace, pod); !here {
-		return runtime.Container{}, errNoSuchPod
-	}
-	list, err := s.podContainers(r, namespace, pod)
-	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
-		return runtime.Container{}, err
-	}
-	for _, c := range list {
-		if c.Sandbox && c.State == runtime.StateRunning {
-			return c, nil
-		}
+	c, found, err := s.findRunning(r, namespace, pod, func(c runtime.Container) bool { return c.Sandbox })
+	if err != nil || found {
+		return c, err
 	}
 	// The kubelet's GetPortForward: it looks among running pods only, by their full name,
 	// and answers this as an internal error (cri-streaming's WriteError).
 	return runtime.Container{}, fmt.Errorf("pod not found (%q)", pod+"_"+namespace)
+}
+
+// findRunning is the newest running container of pod namespace/name that match accepts;
+// errNoSuchPod when the pod is not this node's. A pod without containers is not an error
+// here: the callers answer "not found" in the kubelet's words.
+func (s *Server) findRunning(r *http.Request, namespace, pod string, match func(runtime.Container) bool) (runtime.Container, bool, error) {
+	if _, here := s.nodePod(r.Context(), namespace, pod); !here {
+		return runtime.Container{}, false, errNoSuchPod
+	}
+	list, err := s.podContainers(r, namespace, pod)
+	if he, ok := err.(*httpError); err != nil && !(ok && he.code == http.StatusNotFound) {
+		return runtime.Container{}, false, err
+	}
+	for _, c := range list {
+		if c.State == runtime.StateRunning && match(c) {
+			return c, true, nil
+		}
+	}
+	return runtime.Container{}, false, nil
 }
 
 // newestFirst orders containers of one name by start, newest first; never-started ones last.

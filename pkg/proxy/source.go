@@ -104,24 +104,24 @@ func (l listers) Slices() ([]*SliceRecord, error) {
 
 func (l listers) Service(namespace, name string) (*ServiceRecord, error) {
 	s, err := l.services.Services(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return ServiceRecordOf(s), nil
+	return recordOf(s, err, ServiceRecordOf)
 }
 
 func (l listers) Slice(namespace, name string) (*SliceRecord, error) {
 	s, err := l.slices.EndpointSlices(namespace).Get(name)
+	return recordOf(s, err, SliceRecordOf)
+}
+
+// recordOf is the record of what a lister's Get found; nil, and no error, when it found
+// nothing.
+func recordOf[O, R any](obj O, err error, record func(O) *R) (*R, error) {
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return SliceRecordOf(s), nil
+	return record(obj), nil
 }
 
 func (l listers) ServiceSlices(namespace, service string) ([]*SliceRecord, error) {

@@ -33,15 +33,7 @@ func managedObject() *Object {
 
 // Content decodes the managed fields as the JSON round trip does, converted or remembered.
 func TestContentOfManagedFields(t *testing.T) {
-	data, err := json.Marshal(managedObject())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want map[string]any
-	if err := json.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
-	toInt64(want)
+	_, want := jsonRoundTrip(t, managedObject())
 	for i := range 2 {
 		got, err := managedObject().Content()
 		if err != nil {

@@ -24,15 +24,7 @@ func TestContentIsTheJSONRoundTrip(t *testing.T) {
 		Fields: map[string]any{"data": map[string]any{"x": "y"}},
 	}
 	for name, o := range map[string]*Object{"full": obj, "empty": {}} {
-		data, err := json.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want map[string]any
-		if err := json.Unmarshal(data, &want); err != nil {
-			t.Fatal(err)
-		}
-		toInt64(want)
+		data, want := jsonRoundTrip(t, o)
 		got, err := o.Content()
 		if err != nil {
 			t.Fatal(err)
@@ -57,4 +49,20 @@ func TestContentIsTheJSONRoundTrip(t *testing.T) {
 	if err := new(Object).SetContent(map[string]any{"metadata": "x"}); err == nil {
 		t.Error("SetContent took a metadata that is not an object")
 	}
+}
+
+// jsonRoundTrip is o encoded, and decoded again into unstructured values with whole
+// numbers as int64, as the custom resource store keeps them: what Content must give.
+func jsonRoundTrip(t testing.TB, o *Object) ([]byte, map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var content map[string]any
+	if err := json.Unmarshal(data, &content); err != nil {
+		t.Fatal(err)
+	}
+	toInt64(content)
+	return data, content
 }

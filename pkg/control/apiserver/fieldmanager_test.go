@@ -67,7 +67,7 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	withStatus := created.DeepCopy()
 	withStatus.Status.Message = "running"
 	updated := f.Track(withOwner("kubelet"), pods, "status", created, withStatus).(*corev1.Pod)
-	entry := managedBy(updated, "kubelet")
+	entry := managerEntry(updated, "kubelet")
 	if entry == nil || entry.Subresource != "status" || !strings.Contains(string(entry.FieldsV1.Raw), "f:message") || strings.Contains(string(entry.FieldsV1.Raw), "f:spec") {
 		t.Errorf("status update: %+v", updated.ManagedFields)
 	}
@@ -76,7 +76,7 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	relabelled.Labels["tier"] = "web"
 	relabelled.Status.Reason = "ignored through the main resource"
 	updated = f.Track(withOwner("labeller"), pods, "", updated, relabelled).(*corev1.Pod)
-	if entry := managedBy(updated, "labeller"); entry == nil || !strings.Contains(string(entry.FieldsV1.Raw), "f:tier") || strings.Contains(string(entry.FieldsV1.Raw), "f:status") {
+	if entry := managerEntry(updated, "labeller"); entry == nil || !strings.Contains(string(entry.FieldsV1.Raw), "f:tier") || strings.Contains(string(entry.FieldsV1.Raw), "f:status") {
 		t.Errorf("main resource update: %+v", updated.ManagedFields)
 	}
 
@@ -95,18 +95,9 @@ func TestTrackKeepsStoredEntriesWhenAWriteCarriesNone(t *testing.T) {
 	fromCache.ManagedFields = nil
 	fromCache.Status.Message = "scheduled"
 	updated := f.Track(withOwner("scheduler"), pods, "status", created, fromCache).(*corev1.Pod)
-	if managedBy(updated, "creator") == nil || managedBy(updated, "scheduler") == nil {
+	if managerEntry(updated, "creator") == nil || managerEntry(updated, "scheduler") == nil {
 		t.Errorf("want the creator's and the scheduler's entries, got %+v", updated.ManagedFields)
 	}
-}
-
-func managedBy(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
-	for _, m := range obj.GetManagedFields() {
-		if m.Manager == manager {
-			return &m
-		}
-	}
-	return nil
 }
 
 // BenchmarkTrackPodStatusUpdate is the cost managed fields add to a kubelet status update.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -201,22 +202,13 @@ func RuleAllows(a authorizer.Attributes, rule *rbacv1.PolicyRule) bool {
 	}
 	return matches(rule.APIGroups, a.GetAPIGroup()) &&
 		resourceMatches(rule.Resources, a.GetResource(), a.GetSubresource()) &&
-		(len(rule.ResourceNames) == 0 || contains(rule.ResourceNames, a.GetName()))
+		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, a.GetName()))
 }
 
 // matches: the list holds the value or "*".
 func matches(list []string, v string) bool {
 	for _, x := range list {
 		if x == rbacv1.VerbAll || x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -41,7 +42,7 @@ var (
 				errs = append(errs, validateWebhook(names, p, w.Name, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects,
 					w.TimeoutSeconds, w.AdmissionReviewVersions, w.ClientConfig, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions)...)
 				reinvocation := []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy}
-				if r := w.ReinvocationPolicy; r != nil && !oneOf(*r, reinvocation) {
+				if r := w.ReinvocationPolicy; r != nil && !slices.Contains(reinvocation, *r) {
 					errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *r, reinvocation))
 				}
 			}
@@ -247,15 +248,6 @@ func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
 	}
 }
 
-func oneOf[T comparable](v T, allowed []T) bool {
-	for _, a := range allowed {
-		if v == a {
-			return true
-		}
-	}
-	return false
-}
-
 var (
 	failurePolicies = []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Ignore, admissionregistrationv1.Fail}
 	matchPolicies   = []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Exact, admissionregistrationv1.Equivalent}
@@ -283,15 +275,15 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	for i, r := range rules {
 		errs = append(errs, validateRuleWithOperations(r, p.Child("rules").Index(i))...)
 	}
-	if failure != nil && !oneOf(*failure, failurePolicies) {
+	if failure != nil && !slices.Contains(failurePolicies, *failure) {
 		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *failure, failurePolicies))
 	}
-	if match != nil && !oneOf(*match, matchPolicies) {
+	if match != nil && !slices.Contains(matchPolicies, *match) {
 		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *match, matchPolicies))
 	}
 	if se == nil {
 		errs = append(errs, field.Required(p.Child("sideEffects"), fmt.Sprintf("must specify one of %v", joinQuoted(sideEffects))))
-	} else if !oneOf(*se, sideEffects) {
+	} else if !slices.Contains(sideEffects, *se) {
 		errs = append(errs, field.NotSupported(p.Child("sideEffects"), *se, sideEffects))
 	}
 	if timeout != nil && (*timeout < 1 || *timeout > 30) {
@@ -367,11 +359,11 @@ func validateRuleWithOperations(r admissionregistrationv1.RuleWithOperations, p 
 	if len(r.Operations) == 0 {
 		errs = append(errs, field.Required(p.Child("operations"), ""))
 	}
-	if len(r.Operations) > 1 && oneOf(admissionregistrationv1.OperationAll, r.Operations) {
+	if len(r.Operations) > 1 && slices.Contains(r.Operations, admissionregistrationv1.OperationAll) {
 		errs = append(errs, field.Invalid(p.Child("operations"), r.Operations, "if '*' is present, must not specify other operations"))
 	}
 	for i, op := range r.Operations {
-		if !oneOf(op, operations) {
+		if !slices.Contains(operations, op) {
 			errs = append(errs, field.NotSupported(p.Child("operations").Index(i), op, operations))
 		}
 	}
@@ -384,13 +376,13 @@ func validateRule(r admissionregistrationv1.Rule, p *field.Path) field.ErrorList
 	if len(r.APIGroups) == 0 {
 		errs = append(errs, field.Required(p.Child("apiGroups"), ""))
 	}
-	if len(r.APIGroups) > 1 && oneOf("*", r.APIGroups) {
+	if len(r.APIGroups) > 1 && slices.Contains(r.APIGroups, "*") {
 		errs = append(errs, field.Invalid(p.Child("apiGroups"), r.APIGroups, "if '*' is present, must not specify other API groups"))
 	}
 	if len(r.APIVersions) == 0 {
 		errs = append(errs, field.Required(p.Child("apiVersions"), ""))
 	}
-	if len(r.APIVersions) > 1 && oneOf("*", r.APIVersions) {
+	if len(r.APIVersions) > 1 && slices.Contains(r.APIVersions, "*") {
 		errs = append(errs, field.Invalid(p.Child("apiVersions"), r.APIVersions, "if '*' is present, must not specify other API versions"))
 	}
 	for i, v := range r.APIVersions {
@@ -418,13 +410,13 @@ func validateRule(r admissionregistrationv1.Rule, p *field.Path) field.ErrorList
 			subresources.Insert(parts[1])
 		}
 	}
-	if resources.Has("*") && resources.Len() > 1 && oneOf("*", r.Resources) {
+	if resources.Has("*") && resources.Len() > 1 && slices.Contains(r.Resources, "*") {
 		errs = append(errs, field.Invalid(p.Child("resources"), r.Resources, "if '*' is present, must not specify other resources without subresources"))
 	}
-	if subresources.Has("*") && oneOf("*/*", r.Resources) && len(r.Resources) > 1 {
+	if subresources.Has("*") && slices.Contains(r.Resources, "*/*") && len(r.Resources) > 1 {
 		errs = append(errs, field.Invalid(p.Child("resources"), r.Resources, "if '*/*' is present, must not specify other resources"))
 	}
-	if r.Scope != nil && !oneOf(*r.Scope, scopes) {
+	if r.Scope != nil && !slices.Contains(scopes, *r.Scope) {
 		errs = append(errs, field.NotSupported(p.Child("scope"), *r.Scope, scopes))
 	}
 	return errs
@@ -468,7 +460,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.
 	if required && len(m.ResourceRules) == 0 {
 		errs = append(errs, field.Required(p.Child("resourceRules"), ""))
 	}
-	if m.MatchPolicy != nil && !oneOf(*m.MatchPolicy, matchPolicies) {
+	if m.MatchPolicy != nil && !slices.Contains(matchPolicies, *m.MatchPolicy) {
 		errs = append(errs, field.NotSupported(p.Child("matchPolicy"), *m.MatchPolicy, matchPolicies))
 	}
 	for i, r := range m.ResourceRules {
@@ -502,7 +494,7 @@ func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAd
 	s, p := vap.Spec, field.NewPath("spec")
 	errs = append(errs, validateParamKind(s.ParamKind, p.Child("paramKind"))...)
 	errs = append(errs, validateMatchResources(s.MatchConstraints, p.Child("matchConstraints"), true)...)
-	if s.FailurePolicy != nil && !oneOf(*s.FailurePolicy, failurePolicies) {
+	if s.FailurePolicy != nil && !slices.Contains(failurePolicies, *s.FailurePolicy) {
 		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *s.FailurePolicy, failurePolicies))
 	}
 	if len(s.Validations) == 0 && len(s.AuditAnnotations) == 0 {
@@ -517,7 +509,7 @@ func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAd
 		if strings.Contains(v.Message, "\n") {
 			errs = append(errs, field.Invalid(vp.Child("message"), v.Message, "message must not contain line breaks"))
 		}
-		if v.Reason != nil && !oneOf(*v.Reason, reasons) {
+		if v.Reason != nil && !slices.Contains(reasons, *v.Reason) {
 			errs = append(errs, field.NotSupported(vp.Child("reason"), *v.Reason, reasons))
 		}
 	}
@@ -562,7 +554,7 @@ func validateValidatingAdmissionPolicyBinding(b *admissionregistrationv1.Validat
 	}
 	seen := sets.New[admissionregistrationv1.ValidationAction]()
 	for i, a := range s.ValidationActions {
-		if !oneOf(a, validationActions) {
+		if !slices.Contains(validationActions, a) {
 			errs = append(errs, field.NotSupported(ap.Index(i), a, validationActions))
 		}
 		if seen.Has(a) {
@@ -613,7 +605,7 @@ func validateParamRef(r *admissionregistrationv1.ParamRef, p *field.Path) field.
 	actions := []admissionregistrationv1.ParameterNotFoundActionType{admissionregistrationv1.AllowAction, admissionregistrationv1.DenyAction}
 	if a := r.ParameterNotFoundAction; a == nil {
 		errs = append(errs, field.Required(p.Child("parameterNotFoundAction"), ""))
-	} else if !oneOf(*a, actions) {
+	} else if !slices.Contains(actions, *a) {
 		errs = append(errs, field.NotSupported(p.Child("parameterNotFoundAction"), *a, actions))
 	}
 	return errs

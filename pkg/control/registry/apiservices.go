@@ -43,17 +43,13 @@ const NotProxiedReason = "ProxyNotSupported"
 // internalAPIService converts a v1 APIService to apiregistration's internal version.
 func internalAPIService(obj runtime.Object) *apiregistration.APIService {
 	out := &apiregistration.APIService{}
-	if err := apiServiceScheme.Convert(obj, out, nil); err != nil {
-		panic(fmt.Sprintf("converting an APIService to the internal version: %v", err)) // lossless by construction
-	}
+	mustConvert(apiServiceScheme, obj, out)
 	return out
 }
 
 // fromInternalAPIService writes an internal APIService back into the v1 obj.
 func fromInternalAPIService(in *apiregistration.APIService, obj runtime.Object) {
-	if err := apiServiceScheme.Convert(in, obj, nil); err != nil {
-		panic(fmt.Sprintf("converting an APIService to v1: %v", err))
-	}
+	mustConvert(apiServiceScheme, in, obj)
 }
 
 // NotProxiedMessage is the message of the Available=False condition of an APIService of

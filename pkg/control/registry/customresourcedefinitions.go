@@ -39,16 +39,20 @@ const CustomResourceCleanupFinalizer = apiextensionsv1.CustomResourceCleanupFina
 // internalCRD converts a v1 CustomResourceDefinition to apiextensions' internal version.
 func internalCRD(obj runtime.Object) *apiextensions.CustomResourceDefinition {
 	out := &apiextensions.CustomResourceDefinition{}
-	if err := crdScheme.Convert(obj, out, nil); err != nil {
-		panic(fmt.Sprintf("converting a CustomResourceDefinition to the internal version: %v", err)) // lossless by construction
-	}
+	mustConvert(crdScheme, obj, out)
 	return out
 }
 
 // fromInternalCRD writes an internal CustomResourceDefinition back into the v1 obj.
 func fromInternalCRD(in *apiextensions.CustomResourceDefinition, obj runtime.Object) {
-	if err := crdScheme.Convert(in, obj, nil); err != nil {
-		panic(fmt.Sprintf("converting a CustomResourceDefinition to v1: %v", err))
+	mustConvert(crdScheme, in, obj)
+}
+
+// mustConvert converts between an API type's v1 and internal versions, which is lossless
+// by construction: a failure is a bug in the scheme.
+func mustConvert(scheme *runtime.Scheme, in, out any) {
+	if err := scheme.Convert(in, out, nil); err != nil {
+		panic(fmt.Sprintf("converting %T to %T: %v", in, out, err))
 	}
 }
 

@@ -80,7 +80,7 @@ func validateMutatingAdmissionPolicy(m *admissionregistrationv1.MutatingAdmissio
 	s, p := m.Spec, field.NewPath("spec")
 	if s.FailurePolicy == nil {
 		errs = append(errs, field.Required(p.Child("failurePolicy"), ""))
-	} else if !oneOf(*s.FailurePolicy, failurePolicies) {
+	} else if !slices.Contains(failurePolicies, *s.FailurePolicy) {
 		errs = append(errs, field.NotSupported(p.Child("failurePolicy"), *s.FailurePolicy, failurePolicies))
 	}
 	errs = append(errs, validateParamKind(s.ParamKind, p.Child("paramKind"))...)
@@ -90,7 +90,7 @@ func validateMutatingAdmissionPolicy(m *admissionregistrationv1.MutatingAdmissio
 	}
 	if len(s.ReinvocationPolicy) == 0 {
 		errs = append(errs, field.Required(p.Child("reinvocationPolicy"), ""))
-	} else if !oneOf(s.ReinvocationPolicy, reinvocationPolicies) {
+	} else if !slices.Contains(reinvocationPolicies, s.ReinvocationPolicy) {
 		errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), s.ReinvocationPolicy, reinvocationPolicies))
 	}
 	var oldSpec *admissionregistrationv1.MutatingAdmissionPolicySpec
@@ -125,7 +125,7 @@ func validateMutatingOperations(m *admissionregistrationv1.MatchResources, p *fi
 	var errs field.ErrorList
 	for _, r := range m.ResourceRules {
 		for _, op := range r.Operations {
-			if !oneOf(op, mutatingOperations) {
+			if !slices.Contains(mutatingOperations, op) {
 				errs = append(errs, field.NotSupported(p.Child("operations"), op, mutatingOperations))
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -35,30 +34,23 @@ func TestContainerResources(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: objMeta("p"), Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
 			Containers: []corev1.Container{defaulted(corev1.Container{Name: "c", Image: "busybox:1", Resources: r})}}}
 	}
-	list := func(kv ...string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		for i := 0; i < len(kv); i += 2 {
-			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-		}
-		return l
-	}
-	errs := validatePod(pod(corev1.ResourceRequirements{Limits: list("cpu", "100m"), Requests: list("cpu", "200m")}))
+	errs := validatePod(pod(corev1.ResourceRequirements{Limits: resourceList("cpu", "100m"), Requests: resourceList("cpu", "200m")}))
 	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.requests: Invalid value: "200m": must be less than or equal to cpu limit of 100m` {
 		t.Errorf("request above limit: %v", errs)
 	}
-	errs = validatePod(pod(corev1.ResourceRequirements{Requests: list("memory", "-1")}))
+	errs = validatePod(pod(corev1.ResourceRequirements{Requests: resourceList("memory", "-1")}))
 	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.requests[memory]: Invalid value: "-1": must be greater than or equal to 0` {
 		t.Errorf("negative request: %v", errs)
 	}
-	errs = validatePod(pod(corev1.ResourceRequirements{Limits: list("example.com/dongle", "2"), Requests: list("example.com/dongle", "1")}))
+	errs = validatePod(pod(corev1.ResourceRequirements{Limits: resourceList("example.com/dongle", "2"), Requests: resourceList("example.com/dongle", "1")}))
 	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/dongle limit of 2` {
 		t.Errorf("extended resource: %v", errs)
 	}
-	errs = validatePod(pod(corev1.ResourceRequirements{Requests: list("example.com/dongle", "1")}))
+	errs = validatePod(pod(corev1.ResourceRequirements{Requests: resourceList("example.com/dongle", "1")}))
 	if len(errs) != 1 || errs[0].Error() != `spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources` {
 		t.Errorf("extended resource without limit: %v", errs)
 	}
-	if errs := validatePod(pod(corev1.ResourceRequirements{Limits: list("cpu", "1", "memory", "1Gi"), Requests: list("cpu", "1", "memory", "512Mi")})); len(errs) != 0 {
+	if errs := validatePod(pod(corev1.ResourceRequirements{Limits: resourceList("cpu", "1", "memory", "1Gi"), Requests: resourceList("cpu", "1", "memory", "512Mi")})); len(errs) != 0 {
 		t.Errorf("valid resources refused: %v", errs)
 	}
 }

@@ -87,11 +87,7 @@ func (h *handle) Informers() informers.SharedInformerFactory { return h.informer
 func (h *handle) Nodes() framework.NodeLister                { return h.sched.snapshot }
 
 func (h *handle) RunFilters(ctx context.Context, pod *framework.PodInfo, nodes framework.NodeLister, node *framework.NodeInfo) *framework.Status {
-	state := framework.NewCycleState()
-	if s := h.fwk.RunPreFilter(ctx, state, pod, nodes); !s.IsSuccess() {
-		return s
-	}
-	return h.fwk.RunFilter(ctx, state, pod, node)
+	return h.fwk.RunFilters(ctx, pod, nodes, node)
 }
 
 // New builds the profiles and wires the scheduler to the shared informers; call Run after

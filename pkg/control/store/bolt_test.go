@@ -25,11 +25,7 @@ import (
 func openBolt(t testing.TB, path string, opts BoltOptions) *Bolt {
 	t.Helper()
 	s, err := OpenBolt(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return closedAtEnd(t, s, err)
 }
 
 func boltStorage(opts BoltOptions) func(t *testing.T) openFunc {

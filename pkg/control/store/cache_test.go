@@ -17,11 +17,7 @@ import (
 func openCache(t *testing.T, engine Interface, opts CacheOptions) *Cache {
 	t.Helper()
 	c, err := NewCache(engine, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return closedAtEnd(t, c, err)
 }
 
 func cachedBolt(boltOpts BoltOptions, cacheOpts CacheOptions) func(t *testing.T) openFunc {
@@ -43,11 +39,7 @@ func TestCacheConformance(t *testing.T) {
 			prefix := fmt.Sprintf("/cache-conformance-%d/", cases)
 			return func(t *testing.T) Interface {
 				engine, err := OpenEtcd(endpoints, prefix, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = engine.Close() })
-				return openCache(t, engine, CacheOptions{})
+				return openCache(t, closedAtEnd(t, engine, err), CacheOptions{})
 			}
 		})
 	})
@@ -283,11 +275,7 @@ func TestCacheCloseEndsWatchesAndEngine(t *testing.T) {
 // CompactHistory keeps about one interval of history.
 func TestCacheCompactHistory(t *testing.T) {
 	engine, err := OpenEtcd(etcdtest.ForTest(t).Endpoints, "/compact-history/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = engine.Close() })
-	c := openCache(t, engine, CacheOptions{RingSize: 1})
+	c := openCache(t, closedAtEnd(t, engine, err), CacheOptions{RingSize: 1})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	const interval = 300 * time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,17 @@ import (
 // openFunc opens a store on the storage of one conformance case. Calling it again after the
 // case closed the store reopens the same storage. Engines also close stores in t.Cleanup.
 type openFunc func(t *testing.T) Interface
+
+// closedAtEnd fails the test on a store that did not open and closes one that did when the
+// test ends.
+func closedAtEnd[S io.Closer](t testing.TB, s S, err error) S {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
 
 // compactor is what the compaction case needs beyond Interface.
 type compactor interface {

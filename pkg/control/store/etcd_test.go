@@ -20,11 +20,7 @@ func TestEtcdConformance(t *testing.T) {
 		prefix := fmt.Sprintf("/conformance-%d", storages.Add(1))
 		return func(t *testing.T) Interface {
 			s, err := OpenEtcd(endpoints, prefix, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s
+			return closedAtEnd(t, s, err)
 		}
 	})
 }

@@ -11,13 +11,7 @@ import (
 )
 
 func TestRules(t *testing.T) {
-	ns := nettest.NetNS(t, "node")[0]
-	testenv.RequireTools(t, "iptables", "ipset")
-	_, cidr, _ := net.ParseCIDR("10.244.1.0/24")
-	r, err := New(cidr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, r := nodeRules(t)
 	save := func() string {
 		out, err := exec.Command("nsenter", "--net="+ns, "sh", "-c", "iptables-save; ipset list "+NoMasqSet).CombinedOutput()
 		if err != nil {
@@ -52,13 +46,7 @@ func TestRules(t *testing.T) {
 // proxy's jumps (kube-proxy's REJECT for Services without endpoints lives behind them),
 // whichever daemon wrote its rules first.
 func TestForwardJumpBelowServiceProxy(t *testing.T) {
-	ns := nettest.NetNS(t, "node")[0]
-	testenv.RequireTools(t, "iptables", "ipset")
-	_, cidr, _ := net.ParseCIDR("10.244.1.0/24")
-	r, err := New(cidr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, r := nodeRules(t)
 	sh := func(script string) string {
 		t.Helper()
 		out, err := exec.Command("nsenter", "--net="+ns, "sh", "-c", script).CombinedOutput()
@@ -96,4 +84,18 @@ func TestForwardJumpBelowServiceProxy(t *testing.T) {
 	nettest.In(t, ns, func() error { return r.Sync([]string{"10.244.1.0/24"}) })
 	check("again, unchanged")
 	nettest.In(t, ns, Remove)
+}
+
+// nodeRules is a fresh network namespace for a node and its masquerade rules for the pod
+// CIDR 10.244.1.0/24, not yet written.
+func nodeRules(t *testing.T) (string, *Rules) {
+	t.Helper()
+	ns := nettest.NetNS(t, "node")[0]
+	testenv.RequireTools(t, "iptables", "ipset")
+	_, cidr, _ := net.ParseCIDR("10.244.1.0/24")
+	r, err := New(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, r
 }

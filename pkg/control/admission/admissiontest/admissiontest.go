@@ -12,7 +12,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -75,4 +77,26 @@ func Informers(t testing.TB, register func(*admission.Informers), objs ...runtim
 	t.Cleanup(cancel)
 	inf.Start(ctx)
 	return inf, client
+}
+
+// Started makes a plugin with newPlugin on informers over a fake clientset holding objs, and
+// starts the informers (Informers, for a plugin with no other inputs).
+func Started[P any, O runtime.Object](t testing.TB, newPlugin func(*admission.Informers) P, objs ...O) P {
+	t.Helper()
+	var p P
+	all := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		all[i] = o
+	}
+	Informers(t, func(inf *admission.Informers) { p = newPlugin(inf) }, all...)
+	return p
+}
+
+// ResourceList is a ResourceList of name, quantity pairs.
+func ResourceList(pairs ...string) corev1.ResourceList {
+	list := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		list[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return list
 }

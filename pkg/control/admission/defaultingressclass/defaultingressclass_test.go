@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -30,8 +29,7 @@ func class(name string, age time.Duration, def string) *networkingv1.IngressClas
 // plugin sets it; one naming a class, by field or by the old annotation, keeps it, and updates
 // and subresources are left alone.
 func TestAdmit(t *testing.T) {
-	var p *Plugin
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) },
+	p := admissiontest.Started(t, New,
 		class("old", time.Hour, "true"), class("new", time.Minute, "true"), class("newest", 0, "false"), class("plain", 0, ""))
 	gvr := networkingv1.SchemeGroupVersion.WithResource("ingresses")
 	ingress := func(mutate func(*networkingv1.Ingress)) *networkingv1.Ingress {
@@ -71,8 +69,7 @@ func TestAdmit(t *testing.T) {
 
 // TestAdmitNoDefault: without a class marked default, an Ingress keeps no class.
 func TestAdmitNoDefault(t *testing.T) {
-	var p *Plugin
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, class("plain", 0, ""))
+	p := admissiontest.Started(t, New, class("plain", 0, ""))
 	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
 	a := admissiontest.Attrs(t, generic.Create, networkingv1.SchemeGroupVersion.WithResource("ingresses"), "", ing, nil)
 	if err := p.Admit(context.Background(), a); err != nil {

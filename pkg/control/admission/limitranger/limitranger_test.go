@@ -5,45 +5,28 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
-
-func list(kv ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return l
-}
 
 func pod(name string, containers ...corev1.Container) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.PodSpec{Containers: containers}}
 }
 
 func start(t *testing.T, ranges ...*corev1.LimitRange) *Plugin {
-	var p *Plugin
-	var objs []runtime.Object
-	for _, r := range ranges {
-		objs = append(objs, r)
-	}
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, objs...)
-	return p
+	return admissiontest.Started(t, New, ranges...)
 }
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 
 func TestDefaultsAndAnnotation(t *testing.T) {
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
-		Type: corev1.LimitTypeContainer, Default: list("cpu", "500m", "memory", "128Mi"), DefaultRequest: list("cpu", "100m"),
+		Type: corev1.LimitTypeContainer, Default: admissiontest.ResourceList("cpu", "500m", "memory", "128Mi"), DefaultRequest: admissiontest.ResourceList("cpu", "100m"),
 	}}}}
 	p := start(t, lr)
-	pd := pod("web", corev1.Container{Name: "app"}, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{Limits: list("cpu", "2")}})
+	pd := pod("web", corev1.Container{Name: "app"}, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{Limits: admissiontest.ResourceList("cpu", "2")}})
 	if err := p.Admit(context.Background(), admissiontest.Attrs(t, generic.Create, podsGVR, "", pd, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +45,8 @@ func TestDefaultsAndAnnotation(t *testing.T) {
 
 func TestConstraintMessages(t *testing.T) {
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-		{Type: corev1.LimitTypeContainer, Max: list("cpu", "1"), Min: list("memory", "10Mi"), MaxLimitRequestRatio: list("cpu", "2")},
-		{Type: corev1.LimitTypePod, Max: list("memory", "1Gi")},
+		{Type: corev1.LimitTypeContainer, Max: admissiontest.ResourceList("cpu", "1"), Min: admissiontest.ResourceList("memory", "10Mi"), MaxLimitRequestRatio: admissiontest.ResourceList("cpu", "2")},
+		{Type: corev1.LimitTypePod, Max: admissiontest.ResourceList("memory", "1Gi")},
 	}}}
 	p := start(t, lr)
 	for _, tc := range []struct {
@@ -71,15 +54,15 @@ func TestConstraintMessages(t *testing.T) {
 		res  corev1.ResourceRequirements
 		want string
 	}{
-		{"over-max", corev1.ResourceRequirements{Requests: list("cpu", "2", "memory", "20Mi"), Limits: list("cpu", "2", "memory", "20Mi")},
+		{"over-max", corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "2", "memory", "20Mi"), Limits: admissiontest.ResourceList("cpu", "2", "memory", "20Mi")},
 			`pods "over-max" is forbidden: maximum cpu usage per Container is 1, but limit is 2`},
-		{"no-limit", corev1.ResourceRequirements{Requests: list("cpu", "500m", "memory", "20Mi")},
+		{"no-limit", corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "500m", "memory", "20Mi")},
 			`maximum cpu usage per Container is 1.  No limit is specified`},
-		{"under-min", corev1.ResourceRequirements{Requests: list("cpu", "500m", "memory", "1Mi"), Limits: list("cpu", "500m", "memory", "20Mi")},
+		{"under-min", corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "500m", "memory", "1Mi"), Limits: admissiontest.ResourceList("cpu", "500m", "memory", "20Mi")},
 			`minimum memory usage per Container is 10Mi, but request is 1Mi`},
-		{"ratio", corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "20Mi"), Limits: list("cpu", "1", "memory", "20Mi")},
+		{"ratio", corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "100m", "memory", "20Mi"), Limits: admissiontest.ResourceList("cpu", "1", "memory", "20Mi")},
 			`cpu max limit to request ratio per Container is 2, but provided ratio is 10.000000`},
-		{"pod-max", corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "2Gi"), Limits: list("cpu", "1", "memory", "2Gi")},
+		{"pod-max", corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "1", "memory", "2Gi"), Limits: admissiontest.ResourceList("cpu", "1", "memory", "2Gi")},
 			`maximum memory usage per Pod is 1Gi, but limit is 2Gi`},
 	} {
 		err := p.Validate(context.Background(), admissiontest.Attrs(t, generic.Create, podsGVR, "", pod(tc.name, corev1.Container{Name: "c", Resources: tc.res}), nil))
@@ -87,7 +70,7 @@ func TestConstraintMessages(t *testing.T) {
 			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
 		}
 	}
-	ok := corev1.ResourceRequirements{Requests: list("cpu", "500m", "memory", "20Mi"), Limits: list("cpu", "1", "memory", "20Mi")}
+	ok := corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "500m", "memory", "20Mi"), Limits: admissiontest.ResourceList("cpu", "1", "memory", "20Mi")}
 	if err := p.Validate(context.Background(), admissiontest.Attrs(t, generic.Create, podsGVR, "", pod("fine", corev1.Container{Name: "c", Resources: ok}), nil)); err != nil {
 		t.Errorf("a pod within every bound: %v", err)
 	}
@@ -95,12 +78,12 @@ func TestConstraintMessages(t *testing.T) {
 
 func TestClaimBounds(t *testing.T) {
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-		{Type: corev1.LimitTypePersistentVolumeClaim, Min: list("storage", "1Gi"), Max: list("storage", "5Gi")},
+		{Type: corev1.LimitTypePersistentVolumeClaim, Min: admissiontest.ResourceList("storage", "1Gi"), Max: admissiontest.ResourceList("storage", "5Gi")},
 	}}}
 	p := start(t, lr)
 	claim := func(name, size string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: list("storage", size)}}}
+			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{Requests: admissiontest.ResourceList("storage", size)}}}
 	}
 	gvr := corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
 	for size, want := range map[string]string{
@@ -119,7 +102,7 @@ func TestClaimBounds(t *testing.T) {
 func TestLiveLookup(t *testing.T) {
 	p := start(t)
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "ns"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-		{Type: corev1.LimitTypeContainer, Default: list("cpu", "300m")}}}}
+		{Type: corev1.LimitTypeContainer, Default: admissiontest.ResourceList("cpu", "300m")}}}}
 	p.live.List = func(context.Context, string) ([]*corev1.LimitRange, error) { return []*corev1.LimitRange{lr}, nil }
 	pd := pod("web", corev1.Container{Name: "app"})
 	if err := p.Admit(context.Background(), admissiontest.Attrs(t, generic.Create, podsGVR, "", pd, nil)); err != nil {

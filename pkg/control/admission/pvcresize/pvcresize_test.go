@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +18,7 @@ import (
 func TestValidate(t *testing.T) {
 	expandable := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "expandable"}, Provisioner: "p", AllowVolumeExpansion: ptr.To(true)}
 	fixed := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fixed"}, Provisioner: "p"}
-	var p *Plugin
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, expandable, fixed)
+	p := admissiontest.Started(t, New, expandable, fixed)
 	claim := func(class *string, phase corev1.PersistentVolumeClaimPhase, size string) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
 			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class,

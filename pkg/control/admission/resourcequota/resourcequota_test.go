@@ -13,14 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func list(kv ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return l
-}
-
 func rq(name string, hard, used corev1.ResourceList, scopes ...corev1.ResourceQuotaScope) *corev1.ResourceQuota {
 	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
 		Spec: corev1.ResourceQuotaSpec{Hard: hard, Scopes: scopes}, Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used}}
@@ -35,7 +27,7 @@ func pod(name string, res corev1.ResourceRequirements) *corev1.Pod {
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 
 func TestCheck(t *testing.T) {
-	withLimits := corev1.ResourceRequirements{Requests: list("cpu", "500m"), Limits: list("cpu", "1")}
+	withLimits := corev1.ResourceRequirements{Requests: admissiontest.ResourceList("cpu", "500m"), Limits: admissiontest.ResourceList("cpu", "1")}
 	for _, tc := range []struct {
 		name   string
 		quotas []*corev1.ResourceQuota
@@ -43,21 +35,21 @@ func TestCheck(t *testing.T) {
 		want   string // error text, "" when admitted
 		used   string // the first quota's used after the charge
 	}{
-		{"exceeded", []*corev1.ResourceQuota{rq("q", list("pods", "2"), list("pods", "2"))}, pod("p", withLimits),
+		{"exceeded", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("pods", "2"), admissiontest.ResourceList("pods", "2"))}, pod("p", withLimits),
 			`pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2`, ""},
-		{"charged", []*corev1.ResourceQuota{rq("q", list("pods", "2", "limits.cpu", "4"), list("pods", "1", "limits.cpu", "1"))}, pod("p", withLimits),
+		{"charged", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("pods", "2", "limits.cpu", "4"), admissiontest.ResourceList("pods", "1", "limits.cpu", "1"))}, pod("p", withLimits),
 			"", "limits.cpu=2,pods=2"},
-		{"compute exceeded", []*corev1.ResourceQuota{rq("q", list("requests.cpu", "1"), list("requests.cpu", "800m"))}, pod("p", withLimits),
+		{"compute exceeded", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("requests.cpu", "1"), admissiontest.ResourceList("requests.cpu", "800m"))}, pod("p", withLimits),
 			`exceeded quota: q, requested: requests.cpu=500m, used: requests.cpu=800m, limited: requests.cpu=1`, ""},
-		{"limits required", []*corev1.ResourceQuota{rq("q", list("limits.memory", "1Gi", "cpu", "2"), list("limits.memory", "0", "cpu", "0"))}, pod("p", corev1.ResourceRequirements{}),
+		{"limits required", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("limits.memory", "1Gi", "cpu", "2"), admissiontest.ResourceList("limits.memory", "0", "cpu", "0"))}, pod("p", corev1.ResourceRequirements{}),
 			`pods "p" is forbidden: failed quota: q: must specify cpu for: c; limits.memory for: c`, ""},
-		{"status unknown", []*corev1.ResourceQuota{rq("q", list("pods", "2"), nil)}, pod("p", withLimits),
+		{"status unknown", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("pods", "2"), nil)}, pod("p", withLimits),
 			`status unknown for quota: q, resources: pods`, ""},
-		{"scope not matched", []*corev1.ResourceQuota{rq("q", list("pods", "1"), list("pods", "1"), corev1.ResourceQuotaScopeBestEffort)}, pod("p", withLimits),
+		{"scope not matched", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("pods", "1"), admissiontest.ResourceList("pods", "1"), corev1.ResourceQuotaScopeBestEffort)}, pod("p", withLimits),
 			"", ""},
-		{"scope matched", []*corev1.ResourceQuota{rq("q", list("pods", "1"), list("pods", "1"), corev1.ResourceQuotaScopeBestEffort)}, pod("p", corev1.ResourceRequirements{}),
+		{"scope matched", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("pods", "1"), admissiontest.ResourceList("pods", "1"), corev1.ResourceQuotaScopeBestEffort)}, pod("p", corev1.ResourceRequirements{}),
 			`exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`, ""},
-		{"count syntax", []*corev1.ResourceQuota{rq("q", list("count/pods", "3"), list("count/pods", "0"))}, pod("p", withLimits),
+		{"count syntax", []*corev1.ResourceQuota{rq("q", admissiontest.ResourceList("count/pods", "3"), admissiontest.ResourceList("count/pods", "0"))}, pod("p", withLimits),
 			"", "count/pods=1"},
 	} {
 		out, err := Check(admissiontest.Attrs(t, generic.Create, podsGVR, "", tc.pod, nil), tc.quotas)
@@ -91,7 +83,7 @@ func TestCheck(t *testing.T) {
 func TestValidateChargesStatus(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}}
 	var p *Plugin
-	_, client := admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, rq("q", list("configmaps", "2"), list("configmaps", "1")))
+	_, client := admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, rq("q", admissiontest.ResourceList("configmaps", "2"), admissiontest.ResourceList("configmaps", "1")))
 	a := admissiontest.Attrs(t, generic.Create, corev1.SchemeGroupVersion.WithResource("configmaps"), "", cm, nil)
 	a.DryRun = true
 	if err := p.Validate(context.Background(), a); err != nil {

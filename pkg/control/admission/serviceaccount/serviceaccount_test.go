@@ -5,25 +5,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 
 func start(t *testing.T, accounts ...*corev1.ServiceAccount) *Plugin {
-	var p *Plugin
-	var objs []runtime.Object
-	for _, a := range accounts {
-		objs = append(objs, a)
-	}
-	admissiontest.Informers(t, func(inf *admission.Informers) { p = New(inf) }, objs...)
-	return p
+	return admissiontest.Started(t, New, accounts...)
 }
 
 func account(name string, automount *bool) *corev1.ServiceAccount {

@@ -64,6 +64,16 @@ func (f *Framework) RunFilter(ctx context.Context, state *CycleState, pod *PodIn
 	return nil
 }
 
+// RunFilters runs PreFilter and then Filter for pod on node in a cycle of its own, against
+// nodes: what a Handle's RunFilters answers (preemption's what-if).
+func (f *Framework) RunFilters(ctx context.Context, pod *PodInfo, nodes NodeLister, node *NodeInfo) *Status {
+	state := NewCycleState()
+	if s := f.RunPreFilter(ctx, state, pod, nodes); !s.IsSuccess() {
+		return s
+	}
+	return f.RunFilter(ctx, state, pod, node)
+}
+
 // RunPostFilter runs PostFilter plugins until one nominates a node.
 func (f *Framework) RunPostFilter(ctx context.Context, state *CycleState, pod *PodInfo, statuses NodeStatuses) (string, *Status) {
 	var last *Status

@@ -113,11 +113,7 @@ func (h *Handle) Nodes() framework.NodeLister                { return h.Snap }
 func (h *Handle) SetFramework(f *framework.Framework) { h.fwk = f }
 
 func (h *Handle) RunFilters(ctx context.Context, pod *framework.PodInfo, nodes framework.NodeLister, node *framework.NodeInfo) *framework.Status {
-	state := framework.NewCycleState()
-	if s := h.fwk.RunPreFilter(ctx, state, pod, nodes); !s.IsSuccess() {
-		return s
-	}
-	return h.fwk.RunFilter(ctx, state, pod, node)
+	return h.fwk.RunFilters(ctx, pod, nodes, node)
 }
 
 // Filter runs a plugin's PreFilter (if any) and Filter for pod on every node of the
