@@ -28,6 +28,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/eviction"
 	"github.com/minik8s/minik8s/pkg/agent/hostport"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
+	"github.com/minik8s/minik8s/pkg/agent/nodefeatures"
 	"github.com/minik8s/minik8s/pkg/agent/nodematch"
 	"github.com/minik8s/minik8s/pkg/agent/nodestatus"
 	"github.com/minik8s/minik8s/pkg/agent/pleg"
@@ -120,9 +121,10 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	}
 	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
 	// In the order of the kubelet's predicate admission: OS, resources, node affinity,
-	// host ports, NoExecute taints.
+	// host ports, NoExecute taints; then, as the kubelet's last handler, declared features.
 	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit,
-		nodematch.Affinity{Node: a.nodeForAdmission}, hostport.Admission{Others: a.admittedPods}, nodematch.Taints{Node: a.nodeForAdmission}}
+		nodematch.Affinity{Node: a.nodeForAdmission}, hostport.Admission{Others: a.admittedPods}, nodematch.Taints{Node: a.nodeForAdmission},
+		nodefeatures.Admission{}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/minik8s/minik8s/pkg/agent/nodefeatures"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
@@ -171,9 +172,9 @@ func (m *Manager) desiredNode() *corev1.Node {
 	}
 }
 
-// UpdateStatus posts the node's addresses, capacity, nodeInfo and conditions with a fresh
-// heartbeat. A node deleted behind our back stays deleted, its status posts failing, until
-// minilet restarts and registers it: the kubelet registers once.
+// UpdateStatus posts the node's addresses, capacity, nodeInfo, declared features and
+// conditions with a fresh heartbeat. A node deleted behind our back stays deleted, its
+// status posts failing, until minilet restarts and registers it: the kubelet registers once.
 func (m *Manager) UpdateStatus(ctx context.Context) error {
 	runtimeVersion, runtimeErr := m.cfg.Runtime(ctx)
 	images := m.images(ctx)
@@ -235,6 +236,7 @@ func (m *Manager) setStatus(status *corev1.NodeStatus, runtimeVersion string, ru
 	}
 	status.NodeInfo = info
 	status.RuntimeHandlers = runtimeHandlers()
+	status.DeclaredFeatures = nodefeatures.Declared()
 	changes = m.setPressureConditions(status, now)
 	if runtimeErr != nil {
 		if setCondition(status, now, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", runtimeErr.Error()) {

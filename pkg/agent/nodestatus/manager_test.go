@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,10 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 	}
 	if port := node.Status.DaemonEndpoints.KubeletEndpoint.Port; port != 0 {
 		t.Errorf("kubelet endpoint port %d without a node API", port)
+	}
+	// NodeDeclaredFeatures (on in 1.36): the features the node carries out, sorted.
+	if got := node.Status.DeclaredFeatures; !slices.Equal(got, []string{"InPlacePodLevelResourcesVerticalScaling"}) {
+		t.Errorf("declaredFeatures %v", got)
 	}
 	ready := condition(node, corev1.NodeReady)
 	if ready.Status != corev1.ConditionTrue || ready.Reason != "KubeletReady" {

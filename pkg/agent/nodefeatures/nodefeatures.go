@@ -1,0 +1,69 @@
+// Package nodefeatures is minilet's side of NodeDeclaredFeatures (beta and on in 1.36):
+// the features the node lists in status.declaredFeatures, and the admission of pods that
+// need one it does not list.
+package nodefeatures
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/usernamespaceshostnetwork"
+	"k8s.io/component-helpers/nodedeclaredfeatures/types"
+)
+
+// kubeVersion is the Kubernetes release whose kubelet minilet follows.
+var kubeVersion = version.MustParse("1.36.3")
+
+// framework knows the features of 1.36's registry only: our component-helpers lists later
+// releases' too, which a 1.36 kubelet neither declares nor asks pods about.
+var framework = ndf.New([]ndf.Feature{
+	restartallcontainers.Feature,
+	inplacepodresize.PodLevelResourcesResizeFeature,
+	extendwebsocketstokubelet.Feature,
+	inplacepodresize.NonSidecarInitContainerResizeFeature,
+	usernamespaceshostnetwork.Feature,
+})
+
+// supported are the feature gates of the registry that minilet carries out. Left out,
+// though on in 1.36: RestartAllContainersOnContainerExits (such rules count as unmatched),
+// InPlacePodVerticalScalingInitContainers (non-sidecar init containers are not resized),
+// ExtendWebSocketsToKubelet (the node API serves SPDY; miniapi translates WebSockets);
+// UserNamespacesHostNetworkSupport is off in 1.36 and minilet refuses hostUsers: false.
+var supported = types.FeatureGateMap{inplacepodresize.IPPRPodLevelResourcesFeatureGate: true}
+
+var (
+	declared    = framework.DiscoverNodeFeatures(&ndf.NodeConfiguration{FeatureGates: supported, Version: kubeVersion})
+	declaredSet = framework.MustMapSorted(declared)
+)
+
+// Declared is the node's status.declaredFeatures, sorted as the kubelet publishes them.
+func Declared() []string { return append([]string(nil), declared...) }
+
+// Admission refuses a pod that needs a feature the node does not declare, as the
+// kubelet's DeclaredFeaturesAdmitHandler.
+type Admission struct{}
+
+func (Admission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
+	const unsupported = "PodFeatureUnsupported"
+	reqs, err := framework.InferForPodScheduling(&ndf.PodInfo{Spec: &pod.Spec, Status: &pod.Status}, kubeVersion)
+	if err != nil {
+		return false, unsupported, fmt.Sprintf("Failed to infer pod's feature requirements: %v", err)
+	}
+	if reqs.IsEmpty() {
+		return true, "", ""
+	}
+	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
+	if err != nil {
+		return false, unsupported, fmt.Sprintf("Failed to match pod's feature requirements against the node: %v", err)
+	}
+	if !match.IsMatch {
+		return false, unsupported, "Pod requires node features that are not available: " + strings.Join(match.UnsatisfiedRequirements, ", ")
+	}
+	return true, "", ""
+}
