@@ -11,47 +11,26 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/declaredfeatures"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/version"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/usernamespaceshostnetwork"
 	"k8s.io/component-helpers/nodedeclaredfeatures/types"
 )
 
-// Features are the declared features Kubernetes 1.36 knows (its component-helpers
-// registry); the newer library we build with lists more, which 1.36 would not require.
-func Features() []types.Feature {
-	return []types.Feature{
-		restartallcontainers.Feature,
-		inplacepodresize.PodLevelResourcesResizeFeature,
-		extendwebsocketstokubelet.Feature,
-		inplacepodresize.NonSidecarInitContainerResizeFeature,
-		usernamespaceshostnetwork.Feature,
-	}
-}
-
-// Version is the Kubernetes version the features are inferred for (a feature past its
-// maximum version is no longer required).
-var Version = version.MustParseGeneric("1.36.3")
-
 // Plugin reads the nodes from the admission informers.
 type Plugin struct {
-	nodes     corelisters.NodeLister
-	synced    cache.InformerSynced
-	inf       *admission.Informers
-	framework *ndf.Framework
+	nodes  corelisters.NodeLister
+	synced cache.InformerSynced
+	inf    *admission.Informers
 }
 
 // New is the plugin, registering the node informer in inf.
 func New(inf *admission.Informers) *Plugin {
 	nodes := inf.Factory.Core().V1().Nodes()
-	return &Plugin{nodes: nodes.Lister(), synced: nodes.Informer().HasSynced, inf: inf, framework: ndf.New(Features())}
+	return &Plugin{nodes: nodes.Lister(), synced: nodes.Informer().HasSynced, inf: inf}
 }
 
 // Validate refuses an update (or resize) of a bound pod whose spec change needs features
@@ -72,7 +51,7 @@ func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
 	if ready, err := p.inf.Wait(ctx, a, p.synced); !ready {
 		return err
 	}
-	reqs, err := p.framework.InferForPodUpdate(podInfo(old), podInfo(pod), Version)
+	reqs, err := declaredfeatures.Framework.InferForPodUpdate(podInfo(old), podInfo(pod), declaredfeatures.Version)
 	if err != nil {
 		return admission.Forbidden(a, fmt.Errorf("failed to infer pod capability requirements: %w", err))
 	}
@@ -91,7 +70,7 @@ func (p *Plugin) matchNode(a *generic.Attributes, reqs ndf.FeatureSet, nodeName 
 	if err != nil {
 		return admission.Forbidden(a, fmt.Errorf("failed to get node %q: %w", nodeName, err))
 	}
-	result, err := p.framework.MatchNode(reqs, node)
+	result, err := declaredfeatures.Framework.MatchNode(reqs, node)
 	if err != nil {
 		return admission.Forbidden(a, fmt.Errorf("failed to match pod requirements against node %q: %w", nodeName, err))
 	}
