@@ -6,6 +6,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/defaultstorageclass"
 	"github.com/minik8s/minik8s/pkg/control/admission/defaulttolerationseconds"
 	"github.com/minik8s/minik8s/pkg/control/admission/limitranger"
+	"github.com/minik8s/minik8s/pkg/control/admission/nodedeclaredfeatures"
 	"github.com/minik8s/minik8s/pkg/control/admission/noderestriction"
 	"github.com/minik8s/minik8s/pkg/control/admission/podsecurity"
 	"github.com/minik8s/minik8s/pkg/control/admission/policy"
@@ -77,6 +78,7 @@ func admissionChain(st store.Interface, reg *registry.Registry, privileged kuber
 			priorities,
 			podSecurity,
 			pvcresize.New(inf),
+			nodedeclaredfeatures.New(inf),
 			policies.Validating,
 			validatingWebhooks,
 			resourcequota.New(inf),

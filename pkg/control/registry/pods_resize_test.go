@@ -2,8 +2,10 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -11,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
 )
@@ -132,28 +136,75 @@ func TestPodResize(t *testing.T) {
 	}
 }
 
-// TestPodLevelResourcesResizeKubectl: the real kubectl resizes a pod's pod-level
-// resources through pods/resize (kube 1.36, InPlacePodLevelResourcesVerticalScaling on),
-// one more generation; a removal is refused with kube's message, and a plain patch of
-// spec.resources stays refused as any pod update outside its mutable fields.
-func TestPodLevelResourcesResizeKubectl(t *testing.T) {
-	c := controlplanetest.Shared(t)
-	c.MustKubectl(t, `
+// plrPod is the manifest of a pod named name, bound to node, with pod-level resources.
+func plrPod(name, node string) string {
+	return fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
-metadata: {name: plr}
+metadata: {name: %s}
 spec:
-  nodeName: node-1
+  nodeName: %s
   resources:
     requests: {cpu: 100m, memory: 64Mi}
     limits: {cpu: 200m, memory: 128Mi}
   containers:
   - {name: c1, image: busybox, resources: {requests: {cpu: 50m}}}
-`, "apply", "-f", "-")
-	out := c.MustKubectl(t, "", "patch", "pod", "plr", "--subresource", "resize", "--type", "merge",
-		"-p", `{"spec":{"resources":{"requests":{"cpu":"150m"},"limits":{"cpu":"300m","memory":"256Mi"}}}}`)
-	if !strings.Contains(out, "pod/plr patched") {
-		t.Errorf("kubectl patch --subresource resize: %s", out)
+`, name, node)
+}
+
+// createNodeDeclaring registers a node (named after the test's namespace, so reruns do not
+// collide) whose status declares features, as a minilet publishes them.
+func createNodeDeclaring(t *testing.T, c *controlplanetest.Cluster, name string, features ...string) string {
+	t.Helper()
+	ctx, name := context.Background(), c.Namespace+"-"+name
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The node IPAM controller writes a new node's podCIDR meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.DeclaredFeatures = features
+		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// TestPodLevelResourcesResizeKubectl: the real kubectl resizes a pod's pod-level
+// resources through pods/resize (kube 1.36, InPlacePodLevelResourcesVerticalScaling on),
+// one more generation, on a node declaring that feature; a removal is refused with kube's
+// message, and a plain patch of spec.resources stays refused as any pod update outside
+// its mutable fields. On a node declaring nothing, NodeDeclaredFeatureValidator refuses
+// the resize in kube's words.
+func TestPodLevelResourcesResizeKubectl(t *testing.T) {
+	c := controlplanetest.Shared(t)
+	bare := createNodeDeclaring(t, c, "plr-bare")
+	capable := createNodeDeclaring(t, c, "plr-capable", "InPlacePodLevelResourcesVerticalScaling")
+	c.MustKubectl(t, plrPod("plr", capable), "apply", "-f", "-")
+	c.MustKubectl(t, plrPod("plr-bare", bare), "apply", "-f", "-")
+	// The admission plugin reads nodes from an informer: wait until it has seen the
+	// capable node's features (and so the bare node, written before).
+	var out string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		out, err = c.Kubectl(t, "", "patch", "pod", "plr", "--subresource", "resize", "--type", "merge",
+			"-p", `{"spec":{"resources":{"requests":{"cpu":"150m"},"limits":{"cpu":"300m","memory":"256Mi"}}}}`)
+		return err == nil, nil
+	})
+	if err != nil || !strings.Contains(out, "pod/plr patched") {
+		t.Errorf("kubectl patch --subresource resize: %v %s", err, out)
+	}
+	out, err = c.Kubectl(t, "", "patch", "pod", "plr-bare", "--subresource", "resize", "--type", "merge",
+		"-p", `{"spec":{"resources":{"requests":{"cpu":"150m"}}}}`)
+	want := fmt.Sprintf(`pods "plr-bare" is forbidden: pod update requires features InPlacePodLevelResourcesVerticalScaling which are not available on node %q`, bare)
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("resize on a node declaring nothing: %v %s, want %q", err, out, want)
 	}
 	got := c.MustKubectl(t, "", "get", "pod", "plr", "-o", "jsonpath={.metadata.generation} {.spec.resources.requests.cpu} {.spec.resources.limits.cpu} {.spec.resources.limits.memory}")
 	if got != "2 150m 300m 256Mi" {

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -87,6 +89,9 @@ func nodeChange(o, n *corev1.Node) framework.ActionType {
 	}
 	if conditionStatuses(o) != conditionStatuses(n) {
 		a |= framework.UpdateNodeCondition
+	}
+	if !slices.Equal(o.Status.DeclaredFeatures, n.Status.DeclaredFeatures) {
+		a |= framework.UpdateNodeDeclaredFeature
 	}
 	return a
 }

@@ -152,10 +152,11 @@ const (
 	UpdateNodeLabel
 	UpdateNodeTaint
 	UpdateNodeCondition
+	UpdateNodeDeclaredFeature
 	UpdatePodLabel
 	UpdatePodScaleDown
 	Update // any other update
-	All    = Add | Delete | UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint | UpdateNodeCondition | UpdatePodLabel | UpdatePodScaleDown | Update
+	All    = Add | Delete | UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint | UpdateNodeCondition | UpdateNodeDeclaredFeature | UpdatePodLabel | UpdatePodScaleDown | Update
 )
 
 // Resource kinds events are about.

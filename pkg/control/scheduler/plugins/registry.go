@@ -13,6 +13,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/imagelocality"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/interpodaffinity"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/nodeaffinity"
+	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/nodedeclaredfeatures"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/nodename"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/nodeports"
 	"github.com/minik8s/minik8s/pkg/control/scheduler/plugins/noderesources"
@@ -59,6 +60,7 @@ var Registry = map[string]Factory{
 	dynamicresources.Name:      noArgs(dynamicresources.New),
 	defaultpreemption.Name:     noArgs(defaultpreemption.New),
 	defaultbinder.Name:         noArgs(defaultbinder.New),
+	nodedeclaredfeatures.Name:  noArgs(nodedeclaredfeatures.New),
 }
 
 // Weighted is a plugin of a profile with its score weight.
@@ -84,4 +86,5 @@ var Defaults = []Weighted{
 	{noderesources.BalancedName, 1},
 	{imagelocality.Name, 1},
 	{defaultbinder.Name, 0},
+	{nodedeclaredfeatures.Name, 0}, // kube-scheduler appends it, its gate being on in 1.36
 }
