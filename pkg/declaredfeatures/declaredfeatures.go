@@ -1,6 +1,6 @@
 // Package declaredfeatures is NodeDeclaredFeatures as Kubernetes 1.36 knows it: the
 // component-helpers framework over 1.36's feature registry, for the control plane's
-// admission plugin and scheduler filter.
+// admission plugin and scheduler filter and for what minilet declares and admits.
 package declaredfeatures
 
 import (

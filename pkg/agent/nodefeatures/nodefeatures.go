@@ -8,27 +8,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/version"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
-	"k8s.io/component-helpers/nodedeclaredfeatures/features/usernamespaceshostnetwork"
 	"k8s.io/component-helpers/nodedeclaredfeatures/types"
+
+	"github.com/minik8s/minik8s/pkg/declaredfeatures"
 )
-
-// kubeVersion is the Kubernetes release whose kubelet minilet follows.
-var kubeVersion = version.MustParse("1.36.3")
-
-// framework knows the features of 1.36's registry only: our component-helpers lists later
-// releases' too, which a 1.36 kubelet neither declares nor asks pods about.
-var framework = ndf.New([]ndf.Feature{
-	restartallcontainers.Feature,
-	inplacepodresize.PodLevelResourcesResizeFeature,
-	extendwebsocketstokubelet.Feature,
-	inplacepodresize.NonSidecarInitContainerResizeFeature,
-	usernamespaceshostnetwork.Feature,
-})
 
 // supported are the feature gates of the registry that minilet carries out. Left out,
 // though on in 1.36: RestartAllContainersOnContainerExits (such rules count as unmatched),
@@ -38,8 +23,8 @@ var framework = ndf.New([]ndf.Feature{
 var supported = types.FeatureGateMap{inplacepodresize.IPPRPodLevelResourcesFeatureGate: true}
 
 var (
-	declared    = framework.DiscoverNodeFeatures(&ndf.NodeConfiguration{FeatureGates: supported, Version: kubeVersion})
-	declaredSet = framework.MustMapSorted(declared)
+	declared    = declaredfeatures.Framework.DiscoverNodeFeatures(&ndf.NodeConfiguration{FeatureGates: supported, Version: declaredfeatures.Version})
+	declaredSet = declaredfeatures.Framework.MustMapSorted(declared)
 )
 
 // Declared is the node's status.declaredFeatures, sorted as the kubelet publishes them.
@@ -51,14 +36,14 @@ type Admission struct{}
 
 func (Admission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
 	const unsupported = "PodFeatureUnsupported"
-	reqs, err := framework.InferForPodScheduling(&ndf.PodInfo{Spec: &pod.Spec, Status: &pod.Status}, kubeVersion)
+	reqs, err := declaredfeatures.Framework.InferForPodScheduling(&ndf.PodInfo{Spec: &pod.Spec, Status: &pod.Status}, declaredfeatures.Version)
 	if err != nil {
 		return false, unsupported, fmt.Sprintf("Failed to infer pod's feature requirements: %v", err)
 	}
 	if reqs.IsEmpty() {
 		return true, "", ""
 	}
-	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
+	match, err := declaredfeatures.Framework.MatchNodeFeatureSet(reqs, declaredSet)
 	if err != nil {
 		return false, unsupported, fmt.Sprintf("Failed to match pod's feature requirements against the node: %v", err)
 	}
