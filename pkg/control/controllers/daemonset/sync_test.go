@@ -82,7 +82,7 @@ func TestOrphanedPodsAreAdopted(t *testing.T) {
 	// A running pod of the same template, as the DaemonSet before had left it.
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-old", Namespace: "ns", UID: "p0",
 		Labels: map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: owner.Hash}},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: ds.Spec.Template.Spec.Containers},
+		Spec:   corev1.PodSpec{NodeName: "n1", Containers: ds.Spec.Template.Spec.Containers},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	client := fake.NewClientset(ds, node, orphan)
 	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
