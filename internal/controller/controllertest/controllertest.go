@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -83,4 +84,14 @@ func MarkReady(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) (ma
 		return err
 	})
 	return marked, err
+}
+
+// Indexer is a lister's store holding objects, for a controller's sync tested without
+// informers.
+func Indexer(objects ...any) cache.Indexer {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, o := range objects {
+		_ = indexer.Add(o)
+	}
+	return indexer
 }

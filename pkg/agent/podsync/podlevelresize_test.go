@@ -24,15 +24,7 @@ import (
 // podCPUQuota reads a pod cgroup's CFS quota (cgroup v1 or v2).
 func podCPUQuota(t *testing.T, path string) string {
 	t.Helper()
-	file := filepath.Join("/sys/fs/cgroup/cpu", path, "cpu.cfs_quota_us")
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		file = filepath.Join("/sys/fs/cgroup", path, "cpu.max")
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(data))[0]
+	return strings.Fields(readPodCgroup(t, path, "cpu", "cpu.cfs_quota_us", "cpu.max"))[0]
 }
 
 // resizePodLevel gives pod pod-level resources r, as a resize through pods/resize does,

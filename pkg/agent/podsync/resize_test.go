@@ -23,9 +23,16 @@ import (
 // podMemoryLimit reads a pod cgroup's memory limit (cgroup v1 or v2).
 func podMemoryLimit(t *testing.T, path string) string {
 	t.Helper()
-	file := filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")
+	return readPodCgroup(t, path, "memory", "memory.limit_in_bytes", "memory.max")
+}
+
+// readPodCgroup reads a file of a pod cgroup: v1File under the controller's hierarchy, or
+// v2File in the unified one.
+func readPodCgroup(t *testing.T, path, controller, v1File, v2File string) string {
+	t.Helper()
+	file := filepath.Join("/sys/fs/cgroup", controller, path, v1File)
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		file = filepath.Join("/sys/fs/cgroup", path, "memory.max")
+		file = filepath.Join("/sys/fs/cgroup", path, v2File)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {

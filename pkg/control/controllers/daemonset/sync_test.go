@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,18 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
-
-func newIndexer(objects ...any) cache.Indexer {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, o := range objects {
-		_ = indexer.Add(o)
-	}
-	return indexer
-}
 
 // TestRevisionNameCollisionBumpsCollisionCount: when the name of the template's revision is
 // taken by a revision of another template, kube's snapshot bumps status.collisionCount
@@ -45,8 +37,8 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	client := fake.NewClientset(ds, squatter, node)
 	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(newIndexer(ds)), revisions: appslisters.NewControllerRevisionLister(newIndexer(squatter)),
-		pods: corelisters.NewPodLister(newIndexer()), nodes: corelisters.NewNodeLister(newIndexer(node))}
+		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(squatter)),
+		pods: corelisters.NewPodLister(controllertest.Indexer()), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
 	if _, err := c.sync(context.Background(), "ns/agent"); err == nil {
 		t.Error("sync of a colliding revision name: no error, want one (retry with the new collisionCount)")
 	}
@@ -86,8 +78,8 @@ func TestOrphanedPodsAreAdopted(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	client := fake.NewClientset(ds, node, orphan)
 	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(newIndexer(ds)), revisions: appslisters.NewControllerRevisionLister(newIndexer()),
-		pods: corelisters.NewPodLister(newIndexer(orphan)), nodes: corelisters.NewNodeLister(newIndexer(node))}
+		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer()),
+		pods: corelisters.NewPodLister(controllertest.Indexer(orphan)), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
 	if _, err := c.sync(context.Background(), "ns/agent"); err != nil {
 		t.Fatal(err)
 	}

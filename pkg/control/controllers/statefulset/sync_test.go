@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,18 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
-
-func newIndexer(objects ...any) cache.Indexer {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, o := range objects {
-		_ = indexer.Add(o)
-	}
-	return indexer
-}
 
 // TestRevisionNameCollisionBumpsCollisionCount: when the name of the template's revision is
 // taken by a revision of another template, kube's CreateControllerRevision bumps the
@@ -42,8 +34,8 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 		Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)}, Revision: 1}
 	client := fake.NewClientset(set, squatter)
 	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
-		sets: appslisters.NewStatefulSetLister(newIndexer(set)), revisions: appslisters.NewControllerRevisionLister(newIndexer(squatter)),
-		pods: corelisters.NewPodLister(newIndexer()), claims: corelisters.NewPersistentVolumeClaimLister(newIndexer())}
+		sets: appslisters.NewStatefulSetLister(controllertest.Indexer(set)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(squatter)),
+		pods: corelisters.NewPodLister(controllertest.Indexer()), claims: corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer())}
 	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +65,8 @@ func TestOrphanedPodsAreAdopted(t *testing.T) {
 	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webserver", Namespace: "ns", UID: "p1", Labels: map[string]string{"app": "web"}}}
 	client := fake.NewClientset(set, member, stranger)
 	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
-		sets: appslisters.NewStatefulSetLister(newIndexer(set)), revisions: appslisters.NewControllerRevisionLister(newIndexer()),
-		pods: corelisters.NewPodLister(newIndexer(member, stranger)), claims: corelisters.NewPersistentVolumeClaimLister(newIndexer())}
+		sets: appslisters.NewStatefulSetLister(controllertest.Indexer(set)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer()),
+		pods: corelisters.NewPodLister(controllertest.Indexer(member, stranger)), claims: corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer())}
 	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
 		t.Fatal(err)
 	}
