@@ -48,14 +48,8 @@ func (h *harness) resizePodLevel(pod *corev1.Pod, r corev1.ResourceRequirements)
 // cannot hold is deferred: the pod cgroup and the status keep the granted values.
 func TestResizePodLevel(t *testing.T) {
 	h := newHarness(t)
-	room := true
 	const full = "Node didn't have enough resource: memory, requested: 1073741824, used: 0, capacity: 1000"
-	h.syncer.fits = func(*corev1.Pod) (bool, string, string) {
-		if room {
-			return true, "", ""
-		}
-		return false, "OutOfmemory", full
-	}
+	room := switchableRoom(h, "OutOfmemory", full)
 	pod := agenttest.Pod("plr", corev1.RestartPolicyAlways, "c")
 	pod.Spec.Resources = ptr.To(guaranteed("100m", "64Mi"))
 	pod, st := h.start(pod)
@@ -107,7 +101,7 @@ func TestResizePodLevel(t *testing.T) {
 		t.Errorf("a sync after the resize wrote the status: %+v", written)
 	}
 
-	room = false
+	*room = false
 	h.resizePodLevel(pod, guaranteed("200m", "1Gi"))
 	h.sync(st, pod)
 	if c := condition(h.apiPod(pod).Status, corev1.PodResizePending); c == nil || c.Reason != corev1.PodReasonDeferred || c.Message != full {
@@ -119,7 +113,7 @@ func TestResizePodLevel(t *testing.T) {
 	}
 
 	// A memory limit below what the pod uses is refused before anything of it is applied.
-	room = true
+	*room = true
 	chargeMemory(t, cgroup, 8<<20)
 	gen = h.resizePodLevel(pod, guaranteed("200m", "1Mi"))
 	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {

@@ -144,21 +144,15 @@ func TestResizeInPlace(t *testing.T) {
 // the node holds it (the other pod gone), the resize goes through as any other.
 func TestResizeDeferred(t *testing.T) {
 	h := newHarness(t)
-	room := true
 	const full = "Node didn't have enough resource: cpu, requested: 900, used: 800, capacity: 1000"
-	h.syncer.fits = func(*corev1.Pod) (bool, string, string) {
-		if room {
-			return true, "", ""
-		}
-		return false, "OutOfcpu", full
-	}
+	room := switchableRoom(h, "OutOfcpu", full)
 	pod := agenttest.Pod("rs", corev1.RestartPolicyAlways, "c")
 	pod.Spec.Containers[0].Resources = guaranteed("20m", "35Mi")
 	pod, st := h.start(pod)
 	h.Runtime.TakeCalls()
 	h.TakeEvents()
 
-	room = false
+	*room = false
 	p := h.apiPod(pod)
 	p.Spec.Containers[0].Resources = guaranteed("900m", "35Mi")
 	p.Generation++
@@ -202,7 +196,7 @@ func TestResizeDeferred(t *testing.T) {
 		t.Errorf("a resize still deferred recorded %q again", ev)
 	}
 
-	room = true
+	*room = true
 	h.sync(st, pod)
 	h.wantCalls("of the resize once it fits", "resize c cpu=921/90000 memory=36700160")
 	got = h.apiPod(pod)
@@ -286,4 +280,17 @@ func (h *harness) resize(pod *corev1.Pod, r corev1.ResourceRequirements) int64 {
 		h.t.Fatal(err)
 	}
 	return p.Generation
+}
+
+// switchableRoom makes the node's admission check hold a resize while *room is true, and
+// refuse it with reason and message once the test sets it false.
+func switchableRoom(h *harness, reason, message string) *bool {
+	room := true
+	h.syncer.fits = func(*corev1.Pod) (bool, string, string) {
+		if room {
+			return true, "", ""
+		}
+		return false, reason, message
+	}
+	return &room
 }
