@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containerd/cgroups/v3"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
@@ -223,7 +224,7 @@ func ProtectSelf() (floor int, err error) {
 // together cannot eat what --system-reserved and --kube-reserved keep back.
 func EnsureNodeCgroup(root string, cpuMillis, memoryBytes int64) error {
 	shares := max(uint64(cpuMillis)*sharesPerCPU/1000, minShares)
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+	if unifiedCgroups() {
 		dir := filepath.Join("/sys/fs/cgroup", root, "kubepods")
 		if err := enableControllers(root); err != nil {
 			return err
@@ -269,7 +270,7 @@ func enableControllers(root string) error {
 // SetMemoryLimit caps the memory of cgroup dir (made where missing) at bytes: a lab node's
 // whole cgroup (minilab up --node-memory), which its minilet then reports as capacity.
 func SetMemoryLimit(dir string, bytes int64) error {
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+	if unifiedCgroups() {
 		if err := enableControllers(filepath.Dir(dir)); err != nil {
 			return err
 		}
@@ -326,3 +327,7 @@ func cgroupDirs(dir string) []string {
 	}
 	return dirs
 }
+
+// unifiedCgroups says whether the host runs cgroup v2 alone (containerd's check, done
+// once), which decides the files a cgroup's values are in.
+func unifiedCgroups() bool { return cgroups.Mode() == cgroups.Unified }

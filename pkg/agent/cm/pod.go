@@ -62,7 +62,7 @@ func PodResources(pod *corev1.Pod, pidsLimit int64) PodLimits {
 // below it (runc would make it without any).
 func EnsurePodCgroup(root string, pod *corev1.Pod, pidsLimit int64) error {
 	path, l := PodCgroup(root, pod), PodResources(pod, pidsLimit)
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+	if unifiedCgroups() {
 		if err := enableControllers(path); err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func sharesToWeight(shares uint64) uint64 {
 // EnsurePodCgroup sets the pod's own limits again after.
 func OpenPodCgroup(root string, pod *corev1.Pod) error {
 	path := PodCgroup(root, pod)
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+	if unifiedCgroups() {
 		return writeAll(filepath.Join("/sys/fs/cgroup", path), map[string]string{
 			"cpu.max": fmt.Sprintf("max %d", cfsPeriod), "memory.max": "max",
 		})
@@ -157,7 +157,7 @@ func ReadPodCgroup(root string, pod *corev1.Pod) (PodCgroupValues, error) {
 	path := PodCgroup(root, pod)
 	var shares uint64
 	var quota, memory int64
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+	if unifiedCgroups() {
 		dir := filepath.Join("/sys/fs/cgroup", path)
 		weight, err := readInt(dir, "cpu.weight")
 		if err != nil {
@@ -223,7 +223,7 @@ func readInt(dir, name string) (int64, error) {
 // PodMemoryUsage is the memory pod's cgroup is charged for.
 func PodMemoryUsage(root string, pod *corev1.Pod) (int64, error) {
 	path := PodCgroup(root, pod)
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+	if unifiedCgroups() {
 		return readInt(filepath.Join("/sys/fs/cgroup", path), "memory.current")
 	}
 	return readInt(filepath.Join("/sys/fs/cgroup/memory", path), "memory.usage_in_bytes")
