@@ -104,7 +104,7 @@ func initFailed(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
 		if cs.State.Waiting != nil {
 			t = cs.LastTerminationState.Terminated
 		}
-		if !isSidecar(c) && t != nil && t.ExitCode != 0 && !status.ContainerShouldRestart(&pod.Spec, c, t.ExitCode) {
+		if !isSidecar(c) && t != nil && t.ExitCode != 0 && !status.RunsAgain(&pod.Spec, c, t) {
 			return true
 		}
 	}

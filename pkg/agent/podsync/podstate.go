@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/starttrace"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -23,6 +24,9 @@ type PodState struct {
 	// previous is each container's last run before the pod's sandbox was made anew (those
 	// containers are removed): its lastState until the new one has ended a run itself.
 	previous map[string]runtime.Container
+	// restartedAll: the container was removed by a restart of all the pod's containers, so
+	// its lastState says so until its new run has ended too (restartall.go).
+	restartedAll map[string]bool
 	// waiting says why a container is not running now (ErrImagePull,
 	// CrashLoopBackOff ...); a started container clears its entry.
 	waiting map[string]corev1.ContainerStateWaiting
@@ -68,6 +72,7 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {
 		startTime:       now,
 		restartCounts:   map[string]int32{},
 		previous:        map[string]runtime.Container{},
+		restartedAll:    map[string]bool{},
 		waiting:         map[string]corev1.ContainerStateWaiting{},
 		terminationLogs: terminationLogs{},
 	}
@@ -76,6 +81,9 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {
 	}
 	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		st.restartCounts[cs.Name] = cs.RestartCount
+		if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == status.RestartingAllContainers {
+			st.restartedAll[cs.Name] = true
+		}
 	}
 	return st
 }

@@ -55,6 +55,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			history = append(history, prev)
 		}
 		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name], st.terminationLogs)
+		if st.restartedAll[spec.Name] && len(history) <= 1 && cs.LastTerminationState.Terminated == nil {
+			cs.LastTerminationState.Terminated = removedByRestartAll()
+		}
 		var cur *runtime.Container
 		if len(history) > 0 {
 			cur = &history[0]
@@ -94,7 +97,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	switch {
 	case initFailed(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodFailed
-	case len(uninitialized) > 0:
+	case len(uninitialized) > 0, initRunningAgain(st, pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodPending
 	}
 	ps.Reason, ps.Message = "", ""
@@ -109,6 +112,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	}
 	setResizeConditions(&ps, st.resizePending, st.resizeGeneration, st.resizeErr, apiTime(s.clock.Now()))
 	status.SetConditions(&ps, apiTime(s.clock.Now()), pod.Generation, sandboxReady, uninitialized, pod.Spec.ReadinessGates)
+	if cond, ok := allContainersRestarting(pod, ps.Phase); ok {
+		status.SetCondition(&ps, cond, apiTime(s.clock.Now()))
+	}
 	return ps
 }
 

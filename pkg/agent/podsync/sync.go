@@ -109,6 +109,11 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 				return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 			}
 		}
+		if restartAllTriggered(pod, all) {
+			if all, err = s.restartAll(ctx, st, apiPod, pod, all); err != nil {
+				return 0, errors.Join(append(errs, err)...)
+			}
+		}
 		var d time.Duration
 		var initialized bool
 		errs = append(errs, s.resizePod(ctx, st, apiPod, pod, all))

@@ -24,7 +24,7 @@ import (
 // them (after the conditions others own), as `kubectl describe pod` lists them.
 var kubeletConditions = []corev1.PodConditionType{
 	corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled,
-	corev1.PodResizePending, corev1.PodResizeInProgress,
+	corev1.AllContainersRestarting, corev1.PodResizePending, corev1.PodResizeInProgress,
 }
 
 // Owned are the conditions the kubelet sets, kubeletConditions as a set.
@@ -73,7 +73,7 @@ func Phase(spec *corev1.PodSpec, statuses []corev1.ContainerStatus, terminal boo
 		}
 		if last != nil {
 			stopped++
-			if !ContainerShouldRestart(spec, containerNamed(spec.Containers, cs.Name), last.ExitCode) {
+			if !RunsAgain(spec, containerNamed(spec.Containers, cs.Name), last) {
 				stoppedForGood++
 			}
 		}
@@ -95,13 +95,12 @@ func Phase(spec *corev1.PodSpec, statuses []corev1.ContainerStatus, terminal boo
 // ContainerShouldRestart is the kubelet's (pkg/api/v1/pod/util.go, with ContainerRestartRules
 // on as kube 1.35+ has it): whether container c of a pod with spec runs again after exiting
 // with exitCode. With a restartPolicy of its own, its first restartPolicyRule matching the
-// code decides (Restart), else its restartPolicy; without, the pod's restartPolicy.
-// RestartAllContainers rules are not carried out here and count as unmatched, as in a
-// kubelet without RestartAllContainersOnContainerExits.
+// code decides (Restart, or RestartAllContainers: it runs again with all the others),
+// else its restartPolicy; without, the pod's restartPolicy.
 func ContainerShouldRestart(spec *corev1.PodSpec, c *corev1.Container, exitCode int32) bool {
 	if c.RestartPolicy != nil {
-		if rule, ok := matchingRestartRule(c, exitCode); ok && rule.Action == corev1.ContainerRestartRuleActionRestart {
-			return true
+		if _, ok := matchingRestartRule(c, exitCode); ok {
+			return true // both actions restart it
 		}
 		switch *c.RestartPolicy {
 		case corev1.ContainerRestartPolicyAlways:
@@ -120,6 +119,24 @@ func ContainerShouldRestart(spec *corev1.PodSpec, c *corev1.Container, exitCode 
 	default:
 		return true
 	}
+}
+
+// RestartingAllContainers is the reason a container removed by a restart of all the pod's
+// containers terminated with, as the kubelet reports it.
+const RestartingAllContainers = "RestartingAllContainers"
+
+// RunsAgain: container c, which ended its last run as last says, will run again — as
+// ContainerShouldRestart says of its exit code, or, removed by a restart of all the pod's
+// containers, in any case (the kubelet's getPhase).
+func RunsAgain(spec *corev1.PodSpec, c *corev1.Container, last *corev1.ContainerStateTerminated) bool {
+	return last.Reason == RestartingAllContainers || ContainerShouldRestart(spec, c, last.ExitCode)
+}
+
+// RestartsAllContainers: c's first restartPolicyRule matching exitCode restarts all the
+// pod's containers (the kubelet's ShouldAllContainersRestart, for one container's exit).
+func RestartsAllContainers(c *corev1.Container, exitCode int32) bool {
+	rule, ok := matchingRestartRule(c, exitCode)
+	return ok && rule.Action == corev1.ContainerRestartRuleActionRestartAllContainers
 }
 
 // matchingRestartRule is the first of c's restartPolicyRules whose exitCodes match exitCode

@@ -21,6 +21,11 @@ func TestPodPhase(t *testing.T) {
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}},
 	}
+	// Removed by a restart of all the pod's containers, waiting to run again.
+	removed := corev1.ContainerStatus{
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: RestartingAllContainers, ExitCode: 137}},
+	}
 	// a restarts on exit code 42 only, whatever the pod's policy.
 	restartOn42 := corev1.Container{Name: "a", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyNever),
 		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
@@ -55,6 +60,8 @@ func TestPodPhase(t *testing.T) {
 		{"always, container never, rule does not match", corev1.RestartPolicyAlways, &restartOn42, []corev1.ContainerStatus{exited(1), exited(0)}, false, corev1.PodRunning},
 		{"on failure, container never, none restarts", corev1.RestartPolicyOnFailure, &restartOn42, []corev1.ContainerStatus{exited(1), exited(0)}, false, corev1.PodFailed},
 		{"never, container always", corev1.RestartPolicyNever, &always, []corev1.ContainerStatus{exited(0), exited(0)}, false, corev1.PodRunning},
+		{"never, removed by RestartAllContainers", corev1.RestartPolicyNever, nil, []corev1.ContainerStatus{removed, removed}, false, corev1.PodRunning},
+		{"never, removed by RestartAllContainers, ending", corev1.RestartPolicyNever, nil, []corev1.ContainerStatus{removed, removed}, true, corev1.PodFailed},
 		{"never, container always, ending", corev1.RestartPolicyNever, &always, []corev1.ContainerStatus{exited(0), exited(0)}, true, corev1.PodSucceeded},
 	} {
 		spec := corev1.PodSpec{RestartPolicy: tc.policy, Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}}
@@ -105,7 +112,7 @@ func TestContainerShouldRestart(t *testing.T) {
 		{"no rule matches: the container's policy", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyOnFailure), []corev1.ContainerRestartRule{rule(restart, in, 42)}, 1, true},
 		{"a later rule matches", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(restart, in, 1), rule(restart, in, 2)}, 2, true},
 		{"rules without a policy of its own are not read", corev1.RestartPolicyNever, nil, []corev1.ContainerRestartRule{rule(restart, in, 42)}, 42, false},
-		{"RestartAllContainers is not done here", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(corev1.ContainerRestartRuleActionRestartAllContainers, in, 42)}, 42, false},
+		{"RestartAllContainers runs it again", corev1.RestartPolicyNever, ptr.To(corev1.ContainerRestartPolicyNever), []corev1.ContainerRestartRule{rule(corev1.ContainerRestartRuleActionRestartAllContainers, in, 42)}, 42, true},
 	} {
 		spec := corev1.PodSpec{RestartPolicy: tc.pod}
 		c := corev1.Container{Name: "app", RestartPolicy: tc.container, RestartPolicyRules: tc.rules}
