@@ -10,17 +10,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
 	"k8s.io/component-helpers/nodedeclaredfeatures/types"
 
 	"github.com/minik8s/minik8s/pkg/declaredfeatures"
 )
 
 // supported are the feature gates of the registry that minilet carries out. Left out,
-// though on in 1.36: RestartAllContainersOnContainerExits (such rules count as unmatched),
-// InPlacePodVerticalScalingInitContainers (non-sidecar init containers are not resized),
-// ExtendWebSocketsToKubelet (the node API serves SPDY; miniapi translates WebSockets);
+// though on in 1.36: InPlacePodVerticalScalingInitContainers (non-sidecar init containers
+// are not resized), ExtendWebSocketsToKubelet (the node API serves SPDY; miniapi translates WebSockets);
 // UserNamespacesHostNetworkSupport is off in 1.36 and minilet refuses hostUsers: false.
-var supported = types.FeatureGateMap{inplacepodresize.IPPRPodLevelResourcesFeatureGate: true}
+var supported = types.FeatureGateMap{
+	inplacepodresize.IPPRPodLevelResourcesFeatureGate:         true,
+	restartallcontainers.RestartAllContainersOnContainerExits: true,
+}
 
 var (
 	declared    = declaredfeatures.Framework.DiscoverNodeFeatures(&ndf.NodeConfiguration{FeatureGates: supported, Version: declaredfeatures.Version})

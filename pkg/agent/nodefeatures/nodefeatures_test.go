@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // minilet declares, as a 1.36 kubelet with default gates would, only the features it
-// carries out: pod-level resize. Not restart-all-containers rules, non-sidecar init
+// carries out: pod-level resize and restart-all-containers rules. Not non-sidecar init
 // container resize, WebSockets served by the node, nor user namespaces.
 func TestDeclared(t *testing.T) {
-	want := []string{"InPlacePodLevelResourcesVerticalScaling"}
+	want := []string{"InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}
 	if got := Declared(); !slices.Equal(got, want) {
 		t.Errorf("declared %v, want %v", got, want)
 	}
@@ -26,11 +27,15 @@ func TestAdmission(t *testing.T) {
 		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
 		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
 	}}
-	if ok, reason, message := (Admission{}).Admit(plain); !ok {
-		t.Errorf("plain pod refused: %s: %s", reason, message)
+	userNSHostNet := plain.DeepCopy()
+	userNSHostNet.Spec.HostNetwork, userNSHostNet.Spec.HostUsers = true, ptr.To(false)
+	for name, pod := range map[string]*corev1.Pod{"plain pod": plain, "pod with a RestartAllContainers rule": restartAll} {
+		if ok, reason, message := (Admission{}).Admit(pod); !ok {
+			t.Errorf("%s refused: %s: %s", name, reason, message)
+		}
 	}
-	ok, reason, message := Admission{}.Admit(restartAll)
-	if ok || reason != "PodFeatureUnsupported" || message != "Pod requires node features that are not available: RestartAllContainersOnContainerExits" {
-		t.Errorf("pod with a RestartAllContainers rule: admitted %v, %q %q", ok, reason, message)
+	ok, reason, message := Admission{}.Admit(userNSHostNet)
+	if ok || reason != "PodFeatureUnsupported" || message != "Pod requires node features that are not available: UserNamespacesHostNetworkSupport" {
+		t.Errorf("hostNetwork pod with hostUsers false: admitted %v, %q %q", ok, reason, message)
 	}
 }
