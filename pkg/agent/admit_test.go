@@ -167,17 +167,14 @@ func TestAdmitRejectsPodOfAnotherOS(t *testing.T) {
 	}
 }
 
-// A pod that needs a feature the node does not declare (a RestartAllContainers rule) is
-// rejected as the kubelet's DeclaredFeaturesAdmitHandler does: Failed,
+// A pod that needs a feature the node does not declare (a user namespace on the host's
+// network) is rejected as the kubelet's DeclaredFeaturesAdmitHandler does: Failed,
 // PodFeatureUnsupported, and a Warning Event.
 func TestAdmitRejectsPodNeedingUndeclaredFeature(t *testing.T) {
 	h := newHarness(t)
-	pod := agenttest.Pod("restart-all", corev1.RestartPolicyAlways, "app")
-	pod.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{
-		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
-		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
-	}}
-	h.wantRejected(pod, "PodFeatureUnsupported", "Pod requires node features that are not available: RestartAllContainersOnContainerExits")
+	pod := agenttest.Pod("userns-hostnet", corev1.RestartPolicyAlways, "app")
+	pod.Spec.HostNetwork, pod.Spec.HostUsers = true, ptr.To(false)
+	h.wantRejected(pod, "PodFeatureUnsupported", "Pod requires node features that are not available: UserNamespacesHostNetworkSupport")
 }
 
 // A pod bound by nodeName to a node its nodeSelector does not match, or whose NoExecute
