@@ -17,10 +17,12 @@ import (
 
 // supported are the feature gates of the registry that minilet carries out. Left out,
 // though on in 1.36: RestartAllContainersOnContainerExits (such rules count as unmatched),
-// InPlacePodVerticalScalingInitContainers (non-sidecar init containers are not resized),
 // ExtendWebSocketsToKubelet (the node API serves SPDY; miniapi translates WebSockets);
 // UserNamespacesHostNetworkSupport is off in 1.36 and minilet refuses hostUsers: false.
-var supported = types.FeatureGateMap{inplacepodresize.IPPRPodLevelResourcesFeatureGate: true}
+var supported = types.FeatureGateMap{
+	inplacepodresize.IPPRPodLevelResourcesFeatureGate: true,
+	inplacepodresize.IPPRInitContainersFeatureGate:    true,
+}
 
 var (
 	declared    = declaredfeatures.Framework.DiscoverNodeFeatures(&ndf.NodeConfiguration{FeatureGates: supported, Version: declaredfeatures.Version})

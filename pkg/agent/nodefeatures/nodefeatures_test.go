@@ -8,10 +8,10 @@ import (
 )
 
 // minilet declares, as a 1.36 kubelet with default gates would, only the features it
-// carries out: pod-level resize. Not restart-all-containers rules, non-sidecar init
-// container resize, WebSockets served by the node, nor user namespaces.
+// carries out: pod-level resize and non-sidecar init container resize. Not
+// restart-all-containers rules, WebSockets served by the node, nor user namespaces.
 func TestDeclared(t *testing.T) {
-	want := []string{"InPlacePodLevelResourcesVerticalScaling"}
+	want := []string{"InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers"}
 	if got := Declared(); !slices.Equal(got, want) {
 		t.Errorf("declared %v, want %v", got, want)
 	}
