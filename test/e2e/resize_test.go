@@ -97,3 +97,58 @@ func TestInPlaceResize(t *testing.T) {
 		t.Errorf("pod cgroup: memory limit %q, cpu quota/period %q; want 150994944 (144Mi) and 70000 100000", memory, cpu)
 	}
 }
+
+const initResizePod = `apiVersion: v1
+kind: Pod
+metadata: {name: init-resized}
+spec:
+  initContainers:
+  - name: init
+    image: localhost/minik8s/busybox:v1
+    command: [sleep, "3600"]
+    resources: {limits: {cpu: 100m, memory: 64Mi}}
+  containers:
+  - name: app
+    image: localhost/minik8s/busybox:v1
+    command: [sleep, "3600"]
+    resources: {limits: {cpu: 100m, memory: 64Mi}}
+`
+
+// TestInPlaceResizeInitContainer: a running non-sidecar init container is resized through
+// pods/resize (kube 1.36, InPlacePodVerticalScalingInitContainers) without a restart: its
+// cgroup and its pod's get the new limits, and its status reports them.
+func TestInPlaceResizeInitContainer(t *testing.T) {
+	l := upLab(t, "e2e-irsz", 1)
+	applyYAML(t, l, initResizePod)
+	pod := func() corev1.Pod {
+		var p corev1.Pod
+		_ = json.Unmarshal([]byte(mustKubectl(t, l, "get", "pod", "init-resized", "-o", "json")), &p)
+		return p
+	}
+	var p corev1.Pod
+	waitFor(t, "the init container running", 60*time.Second, func() (bool, string) {
+		p = pod()
+		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].State.Running != nil, fmt.Sprintf("%+v", p.Status.InitContainerStatuses)
+	})
+	started := p.Status.InitContainerStatuses[0].ContainerID
+	mustKubectl(t, l, "patch", "pod", "init-resized", "--subresource=resize", "--type=strategic", "-p",
+		`{"spec":{"initContainers":[{"name":"init","resources":{"limits":{"cpu":"200m","memory":"96Mi"},"requests":{"cpu":"200m","memory":"96Mi"}}}]}}`)
+	waitFor(t, "the resize reported", 60*time.Second, func() (bool, string) {
+		p = pod()
+		cs := p.Status.InitContainerStatuses[0]
+		done := p.Status.ObservedGeneration == 2 && cs.Resources != nil && cs.Resources.Limits.Memory().String() == "96Mi"
+		return done, fmt.Sprintf("observedGeneration %d, %+v", p.Status.ObservedGeneration, cs.Resources)
+	})
+	cs := p.Status.InitContainerStatuses[0]
+	if cs.ContainerID != started || cs.RestartCount != 0 || cs.State.Running == nil {
+		t.Errorf("init container %s (was %s): restarts %d, state %+v; want the same one running", cs.ContainerID, started, cs.RestartCount, cs.State)
+	}
+	podDir := filepath.Join(cluster.CgroupRoot(l.Nodes[0]), "kubepods", "pod"+string(p.UID))
+	if memory, cpu := cgroupLimits(t, filepath.Join(podDir, strings.TrimPrefix(cs.ContainerID, "containerd://"))); memory != "100663296" || cpu != "20000 100000" {
+		t.Errorf("init container cgroup: memory limit %q, cpu quota/period %q; want 100663296 (96Mi) and 20000 100000", memory, cpu)
+	}
+	// The pod's limits are its init container's now, the larger.
+	if memory, cpu := cgroupLimits(t, podDir); memory != "100663296" || cpu != "20000 100000" {
+		t.Errorf("pod cgroup: memory limit %q, cpu quota/period %q; want 100663296 (96Mi) and 20000 100000", memory, cpu)
+	}
+}

@@ -17,11 +17,11 @@ import (
 )
 
 // supported are the feature gates of the registry that minilet carries out. Left out,
-// though on in 1.36: InPlacePodVerticalScalingInitContainers (non-sidecar init containers
-// are not resized), ExtendWebSocketsToKubelet (the node API serves SPDY; miniapi translates WebSockets);
-// UserNamespacesHostNetworkSupport is off in 1.36 and minilet refuses hostUsers: false.
+// though on in 1.36: ExtendWebSocketsToKubelet (the node API serves SPDY; miniapi translates
+// WebSockets); UserNamespacesHostNetworkSupport is off in 1.36 and minilet refuses hostUsers: false.
 var supported = types.FeatureGateMap{
 	inplacepodresize.IPPRPodLevelResourcesFeatureGate:         true,
+	inplacepodresize.IPPRInitContainersFeatureGate:            true,
 	restartallcontainers.RestartAllContainersOnContainerExits: true,
 }
 

@@ -9,10 +9,10 @@ import (
 )
 
 // minilet declares, as a 1.36 kubelet with default gates would, only the features it
-// carries out: pod-level resize and restart-all-containers rules. Not non-sidecar init
-// container resize, WebSockets served by the node, nor user namespaces.
+// carries out: pod-level resize, non-sidecar init container resize and restart-all-containers
+// rules. Not WebSockets served by the node, nor user namespaces.
 func TestDeclared(t *testing.T) {
-	want := []string{"InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}
+	want := []string{"InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}
 	if got := Declared(); !slices.Equal(got, want) {
 		t.Errorf("declared %v, want %v", got, want)
 	}

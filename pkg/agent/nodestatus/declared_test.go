@@ -32,7 +32,7 @@ func TestDeclaredFeaturesThroughTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := node.Status.DeclaredFeatures; !slices.Equal(got, []string{"InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}) {
+	if got := node.Status.DeclaredFeatures; !slices.Equal(got, []string{"InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}) {
 		t.Errorf("declaredFeatures %v", got)
 	}
 }

@@ -130,7 +130,7 @@ func TestNodeRegistrationAndStatus(t *testing.T) {
 		t.Errorf("kubelet endpoint port %d without a node API", port)
 	}
 	// NodeDeclaredFeatures (on in 1.36): the features the node carries out, sorted.
-	if got := node.Status.DeclaredFeatures; !slices.Equal(got, []string{"InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}) {
+	if got := node.Status.DeclaredFeatures; !slices.Equal(got, []string{"InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}) {
 		t.Errorf("declaredFeatures %v", got)
 	}
 	ready := condition(node, corev1.NodeReady)

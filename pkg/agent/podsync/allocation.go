@@ -90,7 +90,7 @@ func (s *Syncer) allocate(st *PodState, pod *corev1.Pod, all []runtime.Container
 		// New to this minilet: what its running containers were given (a restarted
 		// minilet), else its spec.
 		granted = specResources(pod)
-		for _, spec := range podContainerSpecs(pod) {
+		for _, spec := range resizableContainers(pod) {
 			if history := containersNamed(all, spec.Name); len(history) > 0 && history[0].State == runtime.StateRunning {
 				if applied, ok := appliedResources(history[0]); ok {
 					granted.containers[spec.Name] = applied
@@ -153,7 +153,7 @@ func resizeMessage(pod *corev1.Pod, prefix, errorMessage string) string {
 // specResources are the resources pod's spec asks for.
 func specResources(pod *corev1.Pod) grant {
 	out := grant{containers: map[string]corev1.ResourceRequirements{}, pod: pod.Spec.Resources.DeepCopy()}
-	for _, c := range podContainerSpecs(pod) {
+	for _, c := range resizableContainers(pod) {
 		out.containers[c.Name] = c.Resources
 	}
 	return out
@@ -167,12 +167,12 @@ func withGranted(pod *corev1.Pod, granted grant) *corev1.Pod {
 		return ok && !equality.Semantic.DeepEqual(r, c.Resources)
 	}
 	podLevelDiffers := !equality.Semantic.DeepEqual(granted.pod, pod.Spec.Resources)
-	if !podLevelDiffers && !slices.ContainsFunc(podContainerSpecs(pod), differs) {
+	if !podLevelDiffers && !slices.ContainsFunc(resizableContainers(pod), differs) {
 		return pod
 	}
 	out := pod.DeepCopy()
 	out.Spec.Resources = granted.pod.DeepCopy()
-	for _, c := range podContainerSpecs(out) {
+	for _, c := range resizableContainers(out) {
 		if r, ok := granted.containers[c.Name]; ok {
 			c.Resources = *r.DeepCopy()
 		}

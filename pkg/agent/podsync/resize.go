@@ -76,7 +76,7 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev
 	var ids []string
 	podLevel := podLevelResizes(st, pod)
 	st.podCgroupOpen = podLevel
-	for _, spec := range podContainerSpecs(pod) {
+	for _, spec := range resizableContainers(pod) {
 		history := containersNamed(all, spec.Name)
 		if len(history) == 0 {
 			continue
@@ -216,6 +216,21 @@ func podContainerSpecs(pod *corev1.Pod) []*corev1.Container {
 		if isSidecar(&pod.Spec.InitContainers[i]) {
 			out = append(out, &pod.Spec.InitContainers[i])
 		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// resizableContainers are the containers of pod the node resizes: all of them but
+// ephemeral ones, as the 1.36 kubelet's IsResizableContainer with
+// InPlacePodVerticalScalingInitContainers (on): non-sidecar init containers too, while
+// they run.
+func resizableContainers(pod *corev1.Pod) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
 	}
 	for i := range pod.Spec.Containers {
 		out = append(out, &pod.Spec.Containers[i])

@@ -13,7 +13,8 @@ import (
 // kube-apiserver's podResizeStrategy: the update keeps everything of the stored pod but
 // its containers' resources and resizePolicy and its pod-level resources; the spec change
 // counts one more generation, and the node acts on it (in-place pod vertical scaling, GA
-// in 1.35; of pod-level resources, InPlacePodLevelResourcesVerticalScaling, on in 1.36).
+// in 1.35; of pod-level resources, InPlacePodLevelResourcesVerticalScaling, and of
+// non-sidecar init containers, InPlacePodVerticalScalingInitContainers, both on in 1.36).
 var podResizeUpdate = SubresourceRules{
 	Prepare: func(obj, old runtime.Object) {
 		pod, o := obj.(*corev1.Pod), old.(*corev1.Pod)
@@ -93,9 +94,7 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 		errs = append(errs, validateContainerResize(&p.Spec.Containers[i].Resources, &old.Spec.Containers[i].Resources, spec.Child("containers").Index(i).Child("resources"))...)
 	}
 	for i := range old.Spec.InitContainers {
-		if isSidecar(&old.Spec.InitContainers[i]) {
-			errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
-		}
+		errs = append(errs, validateContainerResize(&p.Spec.InitContainers[i].Resources, &old.Spec.InitContainers[i].Resources, spec.Child("initContainers").Index(i).Child("resources"))...)
 	}
 	for i := range masked.Containers {
 		keepCPUMemory(&masked.Containers[i], &old.Spec.Containers[i])
@@ -104,7 +103,7 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 		}
 	}
 	for i := range masked.InitContainers {
-		errs = append(errs, maskInitContainerResize(&masked.InitContainers[i], &old.Spec.InitContainers[i], spec, spec.Child("initContainers").Index(i))...)
+		errs = append(errs, maskInitContainerResize(&masked.InitContainers[i], &old.Spec.InitContainers[i], spec.Child("initContainers").Index(i))...)
 	}
 	if len(errs) > 0 {
 		return errs
@@ -115,21 +114,29 @@ func validatePodResize(p, old *corev1.Pod) field.ErrorList {
 	return errs
 }
 
-// maskInitContainerResize puts back a sidecar's old CPU and memory in c, refusing any
-// other change of it, and refuses any change of a non-sidecar init container (kube's with
-// InPlacePodVerticalScalingInitContainers off: minilet resizes no such container).
-func maskInitContainerResize(c, old *corev1.Container, spec, path *field.Path) field.ErrorList {
-	if !isSidecar(c) {
-		if !equality.Semantic.DeepEqual(*c, *old) {
-			return field.ErrorList{field.Forbidden(spec, "resources for non-sidecar init containers are immutable")}
-		}
-		return nil
-	}
+// maskInitContainerResize puts back an init container's old CPU and memory in c, refusing
+// any other change of it. A non-sidecar one is resized too (kube 1.36's
+// InPlacePodVerticalScalingInitContainers), unless it has a RestartContainer policy.
+func maskInitContainerResize(c, old *corev1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	changed := !equality.Semantic.DeepEqual(*c, *old)
 	keepCPUMemory(c, old)
 	if !equality.Semantic.DeepEqual(*c, *old) {
-		return field.ErrorList{field.Forbidden(path, "only cpu and memory resources for init or sidecar containers are mutable")}
+		errs = append(errs, field.Forbidden(path, "only cpu and memory resources for init or sidecar containers are mutable"))
 	}
-	return nil
+	if changed && !isSidecar(c) && hasRestartContainerPolicy(c) {
+		errs = append(errs, field.Forbidden(path, "non-sidecar init containers with a resize policy of RestartContainer cannot be resized"))
+	}
+	return errs
+}
+
+func hasRestartContainerPolicy(c *corev1.Container) bool {
+	for _, p := range c.ResizePolicy {
+		if p.RestartPolicy == corev1.RestartContainer {
+			return true
+		}
+	}
+	return false
 }
 
 // resizeSupported is kube's version-skew check: a node that reports no resources for a

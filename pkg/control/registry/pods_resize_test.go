@@ -222,3 +222,50 @@ func TestPodLevelResourcesResizeKubectl(t *testing.T) {
 		}
 	}
 }
+
+// initPod is the manifest of a pod named name, bound to node, with a non-sidecar init container.
+func initPod(name, node string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  nodeName: %s
+  initContainers:
+  - {name: init, image: busybox, resources: {requests: {cpu: 50m, memory: 32Mi}}}
+  containers:
+  - {name: c1, image: busybox}
+`, name, node)
+}
+
+// TestInitContainerResizeKubectl: kubectl resizes a non-sidecar init container through
+// pods/resize (kube 1.36, InPlacePodVerticalScalingInitContainers on), one more generation,
+// on a node declaring that feature; on a node declaring nothing NodeDeclaredFeatureValidator
+// refuses it in kube's words.
+func TestInitContainerResizeKubectl(t *testing.T) {
+	c := controlplanetest.Shared(t)
+	bare := createNodeDeclaring(t, c, "init-bare")
+	capable := createNodeDeclaring(t, c, "init-capable", "InPlacePodVerticalScalingInitContainers")
+	c.MustKubectl(t, initPod("ir", capable), "apply", "-f", "-")
+	c.MustKubectl(t, initPod("ir-bare", bare), "apply", "-f", "-")
+	patch := `{"spec":{"initContainers":[{"name":"init","resources":{"requests":{"cpu":"80m","memory":"48Mi"}}}]}}`
+	// The admission plugin reads nodes from an informer: wait until it has seen the capable node.
+	var out string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		out, err = c.Kubectl(t, "", "patch", "pod", "ir", "--subresource", "resize", "--type", "strategic", "-p", patch)
+		return err == nil, nil
+	})
+	if err != nil || !strings.Contains(out, "pod/ir patched") {
+		t.Errorf("kubectl patch --subresource resize: %v %s", err, out)
+	}
+	got := c.MustKubectl(t, "", "get", "pod", "ir", "-o", "jsonpath={.metadata.generation} {.spec.initContainers[0].resources.requests.cpu} {.spec.initContainers[0].resources.requests.memory}")
+	if got != "2 80m 48Mi" {
+		t.Errorf("generation and init container requests after the resize: %q, want \"2 80m 48Mi\"", got)
+	}
+	out, err = c.Kubectl(t, "", "patch", "pod", "ir-bare", "--subresource", "resize", "--type", "strategic", "-p", patch)
+	want := fmt.Sprintf(`pods "ir-bare" is forbidden: pod update requires features InPlacePodVerticalScalingInitContainers which are not available on node %q`, bare)
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("resize on a node declaring nothing: %v %s, want %q", err, out, want)
+	}
+}

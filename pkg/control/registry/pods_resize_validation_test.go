@@ -126,3 +126,58 @@ func TestResizeOnlyCPUMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestNonSidecarInitContainerResize: with InPlacePodVerticalScalingInitContainers (beta,
+// on in 1.36) kube's ValidatePodResize takes a non-sidecar init container's CPU and memory
+// as a sidecar's, whether the pod is still initializing or past its init containers, and
+// refuses other resources, removals, and a resize of one with a RestartContainer policy.
+func TestNonSidecarInitContainerResize(t *testing.T) {
+	old := &corev1.Pod{ObjectMeta: objMeta("p"), Spec: corev1.PodSpec{NodeName: "node-1",
+		InitContainers: []corev1.Container{{Name: "init", Image: "busybox:1",
+			Resources: corev1.ResourceRequirements{Requests: resourceList("cpu", "100m", "memory", "64Mi")}}},
+		Containers: []corev1.Container{{Name: "c1", Image: "busybox:1",
+			Resources: corev1.ResourceRequirements{Requests: resourceList("cpu", "100m")}}}}}
+	poddefaults.Pod(old)
+	pastInit := old.DeepCopy()
+	pastInit.Status = corev1.PodStatus{
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "c1", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			Resources: old.Spec.Containers[0].Resources.DeepCopy()}}}
+	restartContainer := []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+	cases := []struct {
+		name   string
+		old    *corev1.Pod
+		change func(c *corev1.Container)
+		want   []string
+	}{
+		{"cpu and memory while initializing", old, func(c *corev1.Container) {
+			c.Resources.Requests = resourceList("cpu", "200m", "memory", "128Mi")
+			c.Resources.Limits = resourceList("memory", "256Mi")
+		}, nil},
+		{"cpu past the init containers", pastInit, func(c *corev1.Container) {
+			c.Resources.Requests = resourceList("cpu", "50m", "memory", "64Mi")
+		}, nil},
+		{"ephemeral storage", old, func(c *corev1.Container) {
+			c.Resources.Requests = resourceList("cpu", "100m", "memory", "64Mi", "ephemeral-storage", "1Gi")
+		}, []string{"spec.initContainers[0]: Forbidden: only cpu and memory resources for init or sidecar containers are mutable"}},
+		{"a request removed", old, func(c *corev1.Container) {
+			c.Resources.Requests = resourceList("cpu", "100m")
+		}, []string{"spec.initContainers[0].resources.requests: Forbidden: resource requests cannot be removed"}},
+		{"with a RestartContainer policy", old, func(c *corev1.Container) {
+			c.Resources.Requests = resourceList("cpu", "200m", "memory", "64Mi")
+			c.ResizePolicy = restartContainer
+		}, []string{
+			`spec.initContainers[0].resizePolicy[0].restartPolicy: Invalid value: "RestartContainer": must not be set to 'RestartContainer' for non-sidecar initContainers`,
+			"spec.initContainers[0]: Forbidden: only cpu and memory resources for init or sidecar containers are mutable",
+			"spec.initContainers[0]: Forbidden: non-sidecar init containers with a resize policy of RestartContainer cannot be resized"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.old.DeepCopy()
+			tc.change(&p.Spec.InitContainers[0])
+			if errs := errorStrings(validatePodResize(p, tc.old)); !equalLines(errs, tc.want) {
+				t.Errorf("errors\n%s\nwant\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
