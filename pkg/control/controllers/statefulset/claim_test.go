@@ -127,3 +127,20 @@ func TestOrphanedRevisionsAreAdopted(t *testing.T) {
 		t.Errorf("updateRevision %q, want the adopted %q", got.Status.UpdateRevision, mine.Name)
 	}
 }
+
+// TestEventWording: kube 1.36's recordPodEvent and recordClaimEvent title-case the verb.
+func TestEventWording(t *testing.T) {
+	set := webSet()
+	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "www"}}}
+	c, _ := controllerWith(set, nil, nil)
+	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	events := c.recorder.(*record.FakeRecorder).Events
+	for _, want := range []string{"Normal SuccessfulCreate Create Claim www-web-0 Pod web-0 in StatefulSet web success",
+		"Normal SuccessfulCreate Create Pod web-0 in StatefulSet web successful"} {
+		if got := <-events; got != want {
+			t.Errorf("event %q, want %q", got, want)
+		}
+	}
+}

@@ -441,10 +441,10 @@ func (c *Controller) createClaim(ctx context.Context, set *appsv1.StatefulSet, t
 	case apierrors.IsAlreadyExists(err):
 		return nil
 	case err != nil:
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim, pod, set.Name, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "Create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim, pod, set.Name, err)
 		return err
 	}
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", claim, pod, set.Name)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "Create Claim %s Pod %s in StatefulSet %s success", claim, pod, set.Name)
 	return nil
 }
 
@@ -478,14 +478,14 @@ func (c *Controller) restoreIdentity(ctx context.Context, set *appsv1.StatefulSe
 }
 
 // recordPodEvent says what became of a verb (create, update, delete) on a pod, in kube's
-// words (its recordPodEvent).
+// words (its recordPodEvent, the verb title-cased in reason and message).
 func (c *Controller) recordPodEvent(set *appsv1.StatefulSet, verb, pod string, err error) {
-	reason := strings.ToUpper(verb[:1]) + verb[1:]
+	verb = strings.ToUpper(verb[:1]) + verb[1:]
 	if err != nil {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "Failed"+reason, "%s Pod %s in StatefulSet %s failed error: %v", verb, pod, set.Name, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "Failed"+verb, "%s Pod %s in StatefulSet %s failed error: %v", verb, pod, set.Name, err)
 		return
 	}
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+reason, "%s Pod %s in StatefulSet %s successful", verb, pod, set.Name)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+verb, "%s Pod %s in StatefulSet %s successful", verb, pod, set.Name)
 }
 
 // ofRevision: pod was made from rev. Its label names the revision, as kube's StatefulSet

@@ -302,7 +302,7 @@ func TestStatefulSetReplacesSucceededPod(t *testing.T) {
 }
 
 // TestStatefulSetRestoresPodIdentity: a pod whose statefulset.kubernetes.io/pod-name label
-// was taken away gets it back, with kube's Event "update Pod id-0 in StatefulSet id
+// was taken away gets it back, with kube's Event "Update Pod id-0 in StatefulSet id
 // successful" (its identityMatches and UpdateStatefulPod).
 func TestStatefulSetRestoresPodIdentity(t *testing.T) {
 	cl := controlplanetest.Start(t, nil)
@@ -318,7 +318,7 @@ func TestStatefulSetRestoresPodIdentity(t *testing.T) {
 	})
 	controllertest.Until(t, "the SuccessfulUpdate event", 10*time.Second, func() bool {
 		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=id,reason=SuccessfulUpdate"})
-		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "update Pod id-0 in StatefulSet id successful"
+		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "Update Pod id-0 in StatefulSet id successful"
 	})
 }
 
