@@ -76,3 +76,32 @@ func TestClaimAdoptsAndReleases(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedDaemonSetIsLeftAlone: as kube's syncDaemonSet, a DaemonSet being deleted (its
+// pods going with --cascade=foreground, or orphaned) gets no pods, no revisions and no
+// status: the garbage collector's work is not undone.
+func TestDeletedDaemonSetIsLeftAlone(t *testing.T) {
+	now := metav1.Now()
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "u4", Generation: 3, DeletionTimestamp: &now,
+		Finalizers: []string{metav1.FinalizerDeleteDependents}},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
+	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	client := fake.NewClientset(ds, node)
+	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
+		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer()),
+		pods: corelisters.NewPodLister(controllertest.Indexer()), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
+	if _, err := c.sync(context.Background(), "ns/agent"); err != nil {
+		t.Fatal(err)
+	}
+	var writes []string
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource)
+		}
+	}
+	if len(writes) != 0 {
+		t.Errorf("writes for a DaemonSet being deleted: %v, want none", writes)
+	}
+}

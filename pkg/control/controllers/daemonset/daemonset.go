@@ -309,6 +309,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !found {
 		return 0, err
 	}
+	// As kube's syncDaemonSet: a DaemonSet being deleted is left to the garbage collector
+	// (pods made now would be orphaned or deleted again; its status cannot be known).
+	if cached.DeletionTimestamp != nil {
+		return 0, nil
+	}
 	ds := cached.DeepCopy()
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
