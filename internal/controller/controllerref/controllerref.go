@@ -20,8 +20,8 @@ import (
 type PatchFunc[T metav1.Object] func(ctx context.Context, obj T, patch []byte) error
 
 // Claim returns the objects owner controls among objs, adopting orphans that selector
-// matches (unless owner is being deleted) and releasing the ones it controls that selector
-// no longer matches. An object deleted meanwhile is skipped. finalizers are added on
+// matches and releasing the ones it controls that selector no longer matches (neither
+// while owner is being deleted). An object deleted meanwhile is skipped. finalizers are added on
 // adoption and removed on release (the Job's tracking finalizer), as the ref manager's.
 func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, ownerKind schema.GroupVersionKind, selector labels.Selector, objs []T, patch PatchFunc[T], finalizers ...string) ([]T, error) {
 	var owned []T
@@ -31,7 +31,7 @@ func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, ownerKind 
 		switch {
 		case ref != nil && ref.UID == owner.GetUID() && matches:
 			owned = append(owned, obj)
-		case ref != nil && ref.UID == owner.GetUID():
+		case ref != nil && ref.UID == owner.GetUID() && owner.GetDeletionTimestamp() == nil:
 			if err := apply(ctx, obj, releasePatch(owner.GetUID(), obj.GetUID(), finalizers), patch); err != nil {
 				return nil, fmt.Errorf("release %s: %w", obj.GetName(), err)
 			}

@@ -103,3 +103,32 @@ func TestControlled(t *testing.T) {
 		t.Errorf("Controlled = %v, want [a b]", got)
 	}
 }
+
+// TestClaimReleasesNothingWhileTheOwnerIsDeleted: as kube's ClaimObject, an owner being
+// deleted neither adopts nor releases; what it controls and still selects stays its own.
+func TestClaimReleasesNothingWhileTheOwnerIsDeleted(t *testing.T) {
+	now := metav1.Now()
+	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "owner-uid", DeletionTimestamp: &now}}
+	kind := corev1.SchemeGroupVersion.WithKind("Pod")
+	child := func(name, app string, controlled bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}}
+		if controlled {
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)}
+		}
+		return p
+	}
+	var patched []string
+	patch := func(_ context.Context, p *corev1.Pod, _ []byte) error {
+		patched = append(patched, p.Name)
+		return nil
+	}
+	owned, err := controllerref.Claim(context.Background(), owner, kind, labels.SelectorFromSet(labels.Set{"app": "x"}),
+		[]*corev1.Pod{child("kept", "x", true), child("unmatched", "y", true), child("orphan", "x", false)}, patch)
+	var names []string
+	for _, p := range owned {
+		names = append(names, p.Name)
+	}
+	if err != nil || len(names) != 1 || names[0] != "kept" || len(patched) != 0 {
+		t.Errorf("Claim = %v, %v, patched %v; want [kept] and no patch", names, err, patched)
+	}
+}

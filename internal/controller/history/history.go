@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
 	"github.com/minik8s/minik8s/internal/controller/templatehash"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -52,6 +54,12 @@ type Owner struct {
 	// as in kube's DaemonSet cleanupHistory (its StatefulSet truncateHistory leaves them out).
 	Live       map[string]bool
 	LiveCounts bool
+	// Selector, when set, claims revisions as kube's controllers do: orphans it matches are
+	// adopted; revisions the owner controls that it no longer matches are released
+	// (DaemonSet's ClaimControllerRevisions) or, with KeepUnmatched, only left out
+	// (StatefulSet's ListRevisions).
+	Selector      labels.Selector
+	KeepUnmatched bool
 }
 
 // NewOwner is the Owner of a DaemonSet: its template hashed with its collisionCount, as
@@ -65,10 +73,16 @@ func NewOwner(obj metav1.Object, kind schema.GroupVersionKind, template *corev1.
 
 // NewStatefulSetOwner is the Owner of a StatefulSet, whose revisions kube's statefulset
 // controller names otherwise (newRevision): by HashControllerRevision of the revision's
-// data with the collision count, 0 when the status has none.
+// data with the collision count, 0 when the status has none; and claims them by its
+// selector as its ListRevisions and adoptOrphanRevisions do.
 func NewStatefulSetOwner(set *appsv1.StatefulSet) (Owner, error) {
 	o, err := NewOwner(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"), &set.Spec.Template, nil, set.Spec.RevisionHistoryLimit)
+	if err != nil {
+		return o, err
+	}
 	o.Hash = hashData(o.Data, ptr.Deref(set.Status.CollisionCount, 0))
+	o.Selector, err = metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	o.KeepUnmatched = true
 	return o, err
 }
 
@@ -85,22 +99,18 @@ func hashData(data []byte, collisionCount int32) string {
 // returns the current revision and every revision of the owner, oldest first.
 func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters.ControllerRevisionLister, o Owner) (*appsv1.ControllerRevision, []*appsv1.ControllerRevision, error) {
 	ns := o.Object.GetNamespace()
-	all, err := lister.ControllerRevisions(ns).List(labels.Everything())
+	owned, err := claim(ctx, client, lister, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	var owned []*appsv1.ControllerRevision
 	var newest int64
 	var current *appsv1.ControllerRevision
-	for _, r := range all {
-		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == o.Object.GetUID() {
-			owned = append(owned, r)
-			newest = max(newest, r.Revision)
-			// The template's revision is the newest with its data, whatever its name, as
-			// kube's FindEqualRevisions and the daemonset's Match find it.
-			if bytes.Equal(r.Data.Raw, o.Data) && (current == nil || r.Revision > current.Revision) {
-				current = r
-			}
+	for _, r := range owned {
+		newest = max(newest, r.Revision)
+		// The template's revision is the newest with its data, whatever its name, as
+		// kube's FindEqualRevisions and the daemonset's Match find it.
+		if bytes.Equal(r.Data.Raw, o.Data) && (current == nil || r.Revision > current.Revision) {
+			current = r
 		}
 	}
 	switch {
@@ -169,6 +179,27 @@ func Ensure(ctx context.Context, client kubernetes.Interface, lister appslisters
 		owned = kept
 	}
 	return current, owned, nil
+}
+
+// claim returns the revisions the owner controls, adopting and releasing by o.Selector.
+func claim(ctx context.Context, client kubernetes.Interface, lister appslisters.ControllerRevisionLister, o Owner) ([]*appsv1.ControllerRevision, error) {
+	ns := o.Object.GetNamespace()
+	all, err := lister.ControllerRevisions(ns).List(labels.Everything())
+	if err != nil || o.Selector == nil {
+		return controllerref.Controlled(all, o.Object.GetUID()), err
+	}
+	var candidates []*appsv1.ControllerRevision
+	for _, r := range all {
+		ref := metav1.GetControllerOfNoCopy(r)
+		mine := ref != nil && ref.UID == o.Object.GetUID()
+		if ref == nil || mine && (!o.KeepUnmatched || o.Selector.Matches(labels.Set(r.Labels))) {
+			candidates = append(candidates, r)
+		}
+	}
+	return controllerref.Claim(ctx, o.Object, o.Kind, o.Selector, candidates, func(ctx context.Context, r *appsv1.ControllerRevision, patch []byte) error {
+		_, err := client.AppsV1().ControllerRevisions(ns).Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 }
 
 // Patch is the revision's data for template, byte for byte as kube's controllers write it

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -259,38 +258,31 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
-// adoptOrphans takes the pods without a controller that ds's selector matches, as kube's
-// ClaimPods (those of a DaemonSet deleted with --cascade=orphan and made again), and
-// returns pods with the adopted ones as the API now has them.
-func (c *Controller) adoptOrphans(ctx context.Context, ds *appsv1.DaemonSet, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || selector.Empty() {
-		return pods, nil
-	}
-	var orphans []*corev1.Pod
+// claimPods returns the pods ds controls, as kube's getDaemonPods (ClaimPods): it adopts
+// the orphans its selector matches (those of a DaemonSet deleted with --cascade=orphan and
+// made again), as the API now has them, and releases the pods it controls that its
+// selector no longer matches (a user relabelled one), which the sync then replaces.
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	var candidates []*corev1.Pod
 	for _, p := range pods {
-		if metav1.GetControllerOfNoCopy(p) == nil {
-			orphans = append(orphans, p)
+		if ref := metav1.GetControllerOfNoCopy(p); ref == nil || ref.UID == ds.UID {
+			candidates = append(candidates, p)
 		}
 	}
 	adopted := map[types.UID]*corev1.Pod{}
-	_, err = controllerref.Claim(ctx, ds, kind, selector, orphans, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	owned, err := controllerref.Claim(ctx, ds, kind, selector, candidates, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		updated, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			adopted[pod.UID] = updated
 		}
 		return err
 	})
-	if err != nil || len(adopted) == 0 {
-		return pods, err
-	}
-	out := slices.Clone(pods)
-	for i, p := range out {
+	for i, p := range owned {
 		if a := adopted[p.UID]; a != nil {
-			out[i] = a
+			owned[i] = a
 		}
 	}
-	return out, nil
+	return owned, err
 }
 
 // bumpCollisionCount renames ds's next revision after a hash collision, as kube's
@@ -317,16 +309,26 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !found {
 		return 0, err
 	}
+	// As kube's syncDaemonSet: a DaemonSet being deleted is left to the garbage collector
+	// (pods made now would be orphaned or deleted again; its status cannot be known).
+	if cached.DeletionTimestamp != nil {
+		return 0, nil
+	}
 	ds := cached.DeepCopy()
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
-	pods, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {
 		return 0, err
 	}
-	if pods, err = c.adoptOrphans(ctx, ds, pods); err != nil {
+	all, err := c.pods.Pods(cached.Namespace).List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	pods, err := c.claimPods(ctx, ds, selector, all)
+	if err != nil {
 		return 0, err
 	}
 	// As kube's cleanupHistory, the revisions of its pods (even ended ones being deleted)
@@ -335,11 +337,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	owner.Live, owner.LiveCounts = map[string]bool{}, true
+	owner.Live, owner.LiveCounts, owner.Selector = map[string]bool{}, true, selector
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
-			owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
-		}
+		owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
 	}
 	if _, _, err := history.Ensure(ctx, c.client, c.revisions, owner); errors.Is(err, history.ErrHashCollision) {
 		return 0, c.bumpCollisionCount(ctx, ds, err)
@@ -351,7 +351,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// has already ended): no replacement is started beside it, and the status counts it.
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID && (p.DeletionTimestamp == nil || !terminal(p)) {
+		if p.DeletionTimestamp == nil || !terminal(p) {
 			byNode[nodeOf(p)] = append(byNode[nodeOf(p)], p)
 		}
 	}

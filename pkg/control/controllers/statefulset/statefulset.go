@@ -103,21 +103,22 @@ func (c *Controller) Run(ctx context.Context) {
 	workloop.RunWorkers(ctx, 2, c.queue, c.log, c.sync, c.synced...)
 }
 
-// adoptOrphans takes the pods without a controller that are named as members of set and
-// that its selector matches, as kube's ClaimPods with isMemberOf: those of a set deleted
-// with --cascade=orphan and made again.
-func (c *Controller) adoptOrphans(ctx context.Context, set *appsv1.StatefulSet, all []*corev1.Pod) ([]*corev1.Pod, error) {
+// claimPods returns the pods set controls, as kube's getPodsForStatefulSet (ClaimPods with
+// isMemberOf): it adopts the orphans its selector matches that are named as its members
+// (those of a set deleted with --cascade=orphan and made again) and releases the pods it
+// controls that its selector no longer matches (a user relabelled one).
+func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, all []*corev1.Pod) ([]*corev1.Pod, error) {
 	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
 	if err != nil || selector.Empty() {
-		return nil, nil
+		return controllerref.Controlled(all, set.UID), nil
 	}
-	var orphans []*corev1.Pod
+	var candidates []*corev1.Pod
 	for _, p := range all {
-		if metav1.GetControllerOfNoCopy(p) == nil && ordinal(set, p) >= 0 {
-			orphans = append(orphans, p)
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.UID == set.UID || ref == nil && ordinal(set, p) >= 0 {
+			candidates = append(candidates, p)
 		}
 	}
-	return controllerref.Claim(ctx, set, kind, selector, orphans, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	return controllerref.Claim(ctx, set, kind, selector, candidates, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
@@ -183,17 +184,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	var owned []*corev1.Pod
-	for _, p := range all {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == set.UID {
-			owned = append(owned, p)
-		}
-	}
-	adopted, err := c.adoptOrphans(ctx, set, all)
+	owned, err := c.claimPods(ctx, set, all)
 	if err != nil {
 		return 0, err
 	}
-	owned = append(owned, adopted...)
 	update, revs, err := c.ensureRevision(ctx, set, owned)
 	if err != nil {
 		return 0, err
@@ -210,17 +204,20 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 			pods[i] = p
 		}
 	}
+	var manageErr error
 	if set.DeletionTimestamp == nil {
-		if err := c.manage(ctx, set, pods, current, update, now); err != nil {
-			return 0, err
-		}
+		manageErr = c.manage(ctx, set, pods, current, update, now)
 	}
+	// As kube's performUpdate, the status is written even when a step failed.
 	st := status(set, pods, current, update, now)
 	if !equality.Semantic.DeepEqual(st, cached.Status) {
 		set.Status = st
 		if _, err := c.client.AppsV1().StatefulSets(cached.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, err
+			return 0, errors.Join(manageErr, err)
 		}
+	}
+	if manageErr != nil {
+		return 0, manageErr
 	}
 	// A pod Ready but not yet available: look again when it becomes so.
 	return podready.NextAvailable(maps.Values(pods), set.Spec.MinReadySeconds, now), nil
@@ -413,7 +410,9 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, i i
 	}
 	created, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return nil // our cache is behind
+		// Our cache is behind, or the name is another's (a pod released or never ours):
+		// retry with back-off, without an Event, as kube's CreateStatefulPod.
+		return err
 	}
 	c.recordPodEvent(set, "create", name, err)
 	if err != nil {
@@ -442,10 +441,10 @@ func (c *Controller) createClaim(ctx context.Context, set *appsv1.StatefulSet, t
 	case apierrors.IsAlreadyExists(err):
 		return nil
 	case err != nil:
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim, pod, set.Name, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "Create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim, pod, set.Name, err)
 		return err
 	}
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "create Claim %s Pod %s in StatefulSet %s success", claim, pod, set.Name)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "SuccessfulCreate", "Create Claim %s Pod %s in StatefulSet %s success", claim, pod, set.Name)
 	return nil
 }
 
@@ -479,14 +478,14 @@ func (c *Controller) restoreIdentity(ctx context.Context, set *appsv1.StatefulSe
 }
 
 // recordPodEvent says what became of a verb (create, update, delete) on a pod, in kube's
-// words (its recordPodEvent).
+// words (its recordPodEvent, the verb title-cased in reason and message).
 func (c *Controller) recordPodEvent(set *appsv1.StatefulSet, verb, pod string, err error) {
-	reason := strings.ToUpper(verb[:1]) + verb[1:]
+	verb = strings.ToUpper(verb[:1]) + verb[1:]
 	if err != nil {
-		c.recorder.Eventf(set, corev1.EventTypeWarning, "Failed"+reason, "%s Pod %s in StatefulSet %s failed error: %v", verb, pod, set.Name, err)
+		c.recorder.Eventf(set, corev1.EventTypeWarning, "Failed"+verb, "%s Pod %s in StatefulSet %s failed error: %v", verb, pod, set.Name, err)
 		return
 	}
-	c.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+reason, "%s Pod %s in StatefulSet %s successful", verb, pod, set.Name)
+	c.recorder.Eventf(set, corev1.EventTypeNormal, "Successful"+verb, "%s Pod %s in StatefulSet %s successful", verb, pod, set.Name)
 }
 
 // ofRevision: pod was made from rev. Its label names the revision, as kube's StatefulSet

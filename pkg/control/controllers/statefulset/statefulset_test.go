@@ -302,7 +302,7 @@ func TestStatefulSetReplacesSucceededPod(t *testing.T) {
 }
 
 // TestStatefulSetRestoresPodIdentity: a pod whose statefulset.kubernetes.io/pod-name label
-// was taken away gets it back, with kube's Event "update Pod id-0 in StatefulSet id
+// was taken away gets it back, with kube's Event "Update Pod id-0 in StatefulSet id
 // successful" (its identityMatches and UpdateStatefulPod).
 func TestStatefulSetRestoresPodIdentity(t *testing.T) {
 	cl := controlplanetest.Start(t, nil)
@@ -318,13 +318,13 @@ func TestStatefulSetRestoresPodIdentity(t *testing.T) {
 	})
 	controllertest.Until(t, "the SuccessfulUpdate event", 10*time.Second, func() bool {
 		events, err := cl.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=id,reason=SuccessfulUpdate"})
-		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "update Pod id-0 in StatefulSet id successful"
+		return err == nil && len(events.Items) == 1 && events.Items[0].Message == "Update Pod id-0 in StatefulSet id successful"
 	})
 }
 
 // TestStatefulSetAdoptsOrphanedPods: deleted with --cascade=orphan and applied again (the
-// way to change a field that cannot be updated), a StatefulSet takes its running pods back
-// instead of waiting forever to create pods whose names are taken.
+// way to change a field that cannot be updated), a StatefulSet takes its running pods and
+// its revision back instead of waiting forever to create pods whose names are taken.
 func TestStatefulSetAdoptsOrphanedPods(t *testing.T) {
 	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
@@ -365,4 +365,54 @@ func TestStatefulSetAdoptsOrphanedPods(t *testing.T) {
 	}
 	controllertest.Eventually(t, "the same pods, controlled by the new set", 30*time.Second, uids, strings.Join(want, " "))
 	cl.MustKubectl(t, "", "rollout", "status", "sts/keep", "--timeout=60s")
+	// Its revision too is taken back, not made again (kube's adoptOrphanRevisions).
+	revisions := func() string {
+		list, err := cl.Client.AppsV1().ControllerRevisions("default").List(ctx, metav1.ListOptions{LabelSelector: "app=keep"})
+		if err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, r := range list.Items {
+			out = append(out, fmt.Sprintf("%d@%v", r.Revision, metav1.IsControlledBy(&r, set)))
+		}
+		return strings.Join(out, " ")
+	}
+	controllertest.Eventually(t, "the revision, controlled by the new set", 30*time.Second, revisions, "1@true")
+}
+
+// TestStatefulSetReleasesRelabelledPod follows kube's conformance test "should adopt
+// matching orphans and release non-matching pods": a pod relabelled out of the set's
+// selector is released (its controller reference removed, the set counts it no more and
+// cannot make its name again), and relabelled back it is adopted again.
+func TestStatefulSetReleasesRelabelledPod(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	startKubelet(t, cl.Client)
+	cl.MustKubectl(t, statefulSet("rel", 1), "apply", "-f", "-")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/rel", "--timeout=60s")
+	first, err := cl.Client.CoreV1().Pods("default").Get(ctx, "rel-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := func() string {
+		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "rel-0", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		set, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "rel", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		ref := "none"
+		if r := metav1.GetControllerOf(pod); r != nil {
+			ref = r.Kind + "/" + r.Name
+		}
+		return fmt.Sprintf("same pod %v, controller %s, set replicas %d", pod.UID == first.UID, ref, set.Status.Replicas)
+	}
+	cl.MustKubectl(t, "", "label", "pod", "rel-0", "app=debug", "--overwrite")
+	controllertest.Eventually(t, "the relabelled pod released", 30*time.Second, owner, "same pod true, controller none, set replicas 0")
+	cl.MustKubectl(t, "", "label", "pod", "rel-0", "app=rel", "--overwrite")
+	controllertest.Eventually(t, "the pod adopted again", 30*time.Second, owner, "same pod true, controller StatefulSet/rel, set replicas 1")
+	cl.MustKubectl(t, "", "rollout", "status", "sts/rel", "--timeout=60s")
 }
