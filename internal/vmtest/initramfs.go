@@ -6,11 +6,12 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -160,11 +161,7 @@ func (r *Initramfs) Busybox(src string) error {
 // Write writes the archive (uncompressed newc cpio: the kernel unpacks it fastest, which
 // matters without KVM). Parents come before their children.
 func (r *Initramfs) Write(w io.Writer) error {
-	names := make([]string, 0, len(r.entries))
-	for n := range r.entries {
-		names = append(names, n)
-	}
-	sort.Strings(names) // a parent sorts before its children
+	names := slices.Sorted(maps.Keys(r.entries)) // a parent sorts before its children
 	bw := bufio.NewWriterSize(w, 1<<20)
 	ino := uint32(1)
 	for _, n := range names {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -133,10 +134,7 @@ func (s *SystemdVM) initramfs(file string) (points []string, err error) {
 		fmt.Fprintf(&b, "insmod %s\n", dst)
 	}
 	b.WriteString("echo 'vmtest: mounting the root image'\nmkdir -p /newroot\nmount -t ext4 /dev/vda /newroot\n")
-	for p := range s.Shares {
-		points = append(points, p)
-	}
-	sort.Strings(points)
+	points = slices.Sorted(maps.Keys(s.Shares))
 	for i, p := range points {
 		opts := "trans=virtio,version=9p2000.L,msize=524288,cache=loose"
 		if !s.Shares[p].Writable {

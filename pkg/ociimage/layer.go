@@ -7,8 +7,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,11 +79,7 @@ func clean(name string) string {
 // tar returns the uncompressed layer: entries sorted by path, so parents come before
 // their children, all owned by root and stamped with Epoch.
 func (l *Layer) tar() ([]byte, error) {
-	names := make([]string, 0, len(l.entries))
-	for name := range l.entries {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(l.entries))
 
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

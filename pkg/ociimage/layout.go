@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"runtime"
-	"sort"
+	"slices"
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
@@ -110,12 +111,7 @@ func WriteLayout(w io.Writer, img Image) (ocispec.Descriptor, error) {
 	files := NewLayer()
 	files.File(ocispec.ImageLayoutFile, 0o644, layout)
 	files.File(ocispec.ImageIndexFile, 0o644, index)
-	digests := make([]digest.Digest, 0, len(blobs))
-	for d := range blobs {
-		digests = append(digests, d)
-	}
-	sort.Slice(digests, func(i, j int) bool { return digests[i] < digests[j] })
-	for _, d := range digests {
+	for _, d := range slices.Sorted(maps.Keys(blobs)) {
 		files.File(path.Join(ocispec.ImageBlobsDir, d.Algorithm().String(), d.Encoded()), 0o644, blobs[d])
 	}
 	archive, err := files.tar()

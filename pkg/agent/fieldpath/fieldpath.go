@@ -5,6 +5,7 @@ package fieldpath
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -54,11 +55,7 @@ func Value(pod *corev1.Pod, path string, addrs Addresses) (string, error) {
 // FormatMap writes labels or annotations as the kubelet does in a downwardAPI file:
 // key="value" lines (Go-quoted values), sorted by key.
 func FormatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	lines := make([]string, 0, len(keys))
 	for _, k := range keys {
 		lines = append(lines, fmt.Sprintf("%s=%q", k, m[k]))

@@ -6,7 +6,8 @@ package nodestatus
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/minik8s/minik8s/pkg/stats"
 	corev1 "k8s.io/api/core/v1"
@@ -21,11 +22,7 @@ var reservable = map[corev1.ResourceName]bool{
 // ParseReserved reads a --system-reserved or --kube-reserved value
 // (cpu=500m,memory=1Gi,ephemeral-storage=1Gi), naming the flag in its errors.
 func ParseReserved(flag string, m map[string]string) (corev1.ResourceList, error) {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(m))
 	list := corev1.ResourceList{}
 	for _, name := range names {
 		if !reservable[corev1.ResourceName(name)] {

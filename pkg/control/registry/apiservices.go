@@ -95,19 +95,9 @@ var apiServiceRules = Rules{
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return apiServiceStrategy.Validate(context.Background(), internalAPIService(obj))
 	},
-	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-		svc, was := internalAPIService(obj), internalAPIService(old)
-		// The generic store checks the metadata update itself, knowing a deletion may set
-		// deletionTimestamp; the strategy would refuse it.
-		was.DeletionTimestamp, was.DeletionGracePeriodSeconds = svc.DeletionTimestamp, svc.DeletionGracePeriodSeconds
-		return apiServiceStrategy.ValidateUpdate(context.Background(), svc, was)
-	},
+	ValidateUpdate: internalUpdateValidation(internalAPIService, apiServiceStrategy.ValidateUpdate),
 	SubresourceUpdates: map[string]SubresourceRules{
-		"status": {Validate: func(obj, old runtime.Object) field.ErrorList {
-			svc, was := internalAPIService(obj), internalAPIService(old)
-			was.DeletionTimestamp, was.DeletionGracePeriodSeconds = svc.DeletionTimestamp, svc.DeletionGracePeriodSeconds
-			return apiServiceStatusStrategy.ValidateUpdate(context.Background(), svc, was)
-		}},
+		"status": {Validate: internalUpdateValidation(internalAPIService, apiServiceStatusStrategy.ValidateUpdate)},
 	},
 	Table: &TableDef{
 		// kube-aggregator's columns.

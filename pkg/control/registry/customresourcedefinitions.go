@@ -8,6 +8,7 @@ import (
 	apiextensionsinstall "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdstrategy "k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -56,6 +57,21 @@ func mustConvert(scheme *runtime.Scheme, in, out any) {
 	}
 }
 
+// internalUpdateValidation runs an upstream strategy's ValidateUpdate on the internal
+// versions of obj and old. The generic store checks the metadata update itself, knowing a
+// deletion may set deletionTimestamp; the strategy would refuse it, so old takes obj's.
+func internalUpdateValidation[T interface {
+	runtime.Object
+	metav1.Object
+}](internal func(runtime.Object) T, validate func(context.Context, runtime.Object, runtime.Object) field.ErrorList) func(obj, old runtime.Object) field.ErrorList {
+	return func(obj, old runtime.Object) field.ErrorList {
+		now, was := internal(obj), internal(old)
+		was.SetDeletionTimestamp(now.GetDeletionTimestamp())
+		was.SetDeletionGracePeriodSeconds(now.GetDeletionGracePeriodSeconds())
+		return validate(context.Background(), now, was)
+	}
+}
+
 var customResourceDefinitionRules = Rules{
 	Default: func(obj runtime.Object) { crdScheme.Default(obj) },
 	PrepareCreate: func(obj runtime.Object) {
@@ -74,22 +90,12 @@ var customResourceDefinitionRules = Rules{
 	Validate: func(obj runtime.Object) field.ErrorList {
 		return crdStrategy.Validate(context.Background(), internalCRD(obj))
 	},
-	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-		crd, was := internalCRD(obj), internalCRD(old)
-		// The generic store checks the metadata update itself, knowing a deletion may set
-		// deletionTimestamp; the strategy would refuse it.
-		was.DeletionTimestamp, was.DeletionGracePeriodSeconds = crd.DeletionTimestamp, crd.DeletionGracePeriodSeconds
-		return crdStrategy.ValidateUpdate(context.Background(), crd, was)
-	},
+	ValidateUpdate: internalUpdateValidation(internalCRD, crdStrategy.ValidateUpdate),
 	Warnings: func(obj runtime.Object) []string {
 		return crdStrategy.WarningsOnCreate(context.Background(), internalCRD(obj))
 	},
 	SubresourceUpdates: map[string]SubresourceRules{
-		"status": {Validate: func(obj, old runtime.Object) field.ErrorList {
-			crd, was := internalCRD(obj), internalCRD(old)
-			was.DeletionTimestamp, was.DeletionGracePeriodSeconds = crd.DeletionTimestamp, crd.DeletionGracePeriodSeconds
-			return crdstrategy.NewStatusStrategy(crdScheme).ValidateUpdate(context.Background(), crd, was)
-		}},
+		"status": {Validate: internalUpdateValidation(internalCRD, crdstrategy.NewStatusStrategy(crdScheme).ValidateUpdate)},
 	},
 	// Generation is counted by the strategy's PrepareForCreate and PrepareForUpdate.
 	Table: createdAtTable,

@@ -263,28 +263,26 @@ func validateProjectedSource(p *corev1.ProjectedVolumeSource, path *field.Path) 
 		}
 		paths.Insert(file)
 	}
+	// A secret or a configMap source: named, its items valid, each item's path once.
+	keyed := func(name string, items []corev1.KeyToPath, path *field.Path) {
+		if name == "" {
+			errs = append(errs, field.Required(path.Child("name"), ""))
+		}
+		errs = append(errs, validateKeysToPaths(items, path.Child("items"))...)
+		for _, kp := range items {
+			once(kp.Path, name)
+		}
+	}
 	for i, src := range p.Sources {
 		srcPath := path.Child("sources").Index(i)
 		n := 0
 		if s := src.Secret; s != nil {
 			n++
-			if s.Name == "" {
-				errs = append(errs, field.Required(srcPath.Child("secret", "name"), ""))
-			}
-			errs = append(errs, validateKeysToPaths(s.Items, srcPath.Child("secret", "items"))...)
-			for _, kp := range s.Items {
-				once(kp.Path, s.Name)
-			}
+			keyed(s.Name, s.Items, srcPath.Child("secret"))
 		}
 		if c := src.ConfigMap; c != nil {
 			n++
-			if c.Name == "" {
-				errs = append(errs, field.Required(srcPath.Child("configMap", "name"), ""))
-			}
-			errs = append(errs, validateKeysToPaths(c.Items, srcPath.Child("configMap", "items"))...)
-			for _, kp := range c.Items {
-				once(kp.Path, c.Name)
-			}
+			keyed(c.Name, c.Items, srcPath.Child("configMap"))
 		}
 		if d := src.DownwardAPI; d != nil {
 			n++

@@ -88,6 +88,16 @@ func TestPodSpecValidation(t *testing.T) {
 			"spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes",
 			`spec.volumes[0].projected: Invalid value: "c": conflicting duplicate paths`,
 		}},
+		{"projected secret without a name, configMap on its path", func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{vol("proj", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{Items: []corev1.KeyToPath{{Key: "k", Path: "x"}, {Key: "l", Path: "/abs"}}}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "c"},
+					Items: []corev1.KeyToPath{{Key: "k", Path: "x"}}}}}}})}
+		}, []string{
+			"spec.volumes[0].projected.sources[0].secret.name: Required value",
+			`spec.volumes[0].projected.sources[0].secret.items[1].path: Invalid value: "/abs": must be a relative path`,
+			`spec.volumes[0].projected: Invalid value: "c": conflicting duplicate paths`,
+		}},
 		{"nfs relative path", func(s *corev1.PodSpec) {
 			s.Volumes = []corev1.Volume{vol("n", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "srv", Path: "x"}})}
 		}, []string{`spec.volumes[0].nfs.path: Invalid value: "x": must be an absolute path`}},

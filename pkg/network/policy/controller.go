@@ -637,18 +637,11 @@ func Cleanup(ctx context.Context) error {
 	if err := c.readKernel(ctx); err != nil {
 		return err
 	}
-	var stale []string
-	for ch := range c.chains {
-		stale = append(stale, ch)
-	}
+	stale := slices.Collect(maps.Keys(c.chains))
 	if len(stale) > 0 {
 		if err := restore(ctx, (&Ruleset{}).Restore(stale)); err != nil {
 			return err
 		}
 	}
-	var sets []string
-	for s := range c.setsNow {
-		sets = append(sets, s)
-	}
-	return ipset.Destroy(ctx, sets...)
+	return ipset.Destroy(ctx, slices.Collect(maps.Keys(c.setsNow))...)
 }

@@ -8,9 +8,11 @@
 package ipvs
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,19 +224,7 @@ func (st *state) orderedSets() []*ipset.Set {
 
 // sortedKeys lists virtual servers in a stable order (logs, tests, ipvsadm-like output).
 func sortedKeys[V any](m map[vsKey]V) []vsKey {
-	keys := make([]vsKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.IP != b.IP {
-			return a.IP < b.IP
-		}
-		if a.Port != b.Port {
-			return a.Port < b.Port
-		}
-		return a.Proto < b.Proto
+	return slices.SortedFunc(maps.Keys(m), func(a, b vsKey) int {
+		return cmp.Or(cmp.Compare(a.IP, b.IP), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Proto, b.Proto))
 	})
-	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -110,7 +111,7 @@ func (s *Speaker) Run(ctx context.Context) {
 		case <-tick.C:
 			next := s.liveNodes(ctx)
 			if elect = !mapsEqual(live, next); elect {
-				s.Log.Info("nodes answering for load balancer addresses changed", "live", keys(next))
+				s.Log.Info("nodes answering for load balancer addresses changed", "live", slices.Sorted(maps.Keys(next)))
 			}
 			live = next
 		}
@@ -243,13 +244,4 @@ func mapsEqual(a, b map[string]bool) bool {
 		}
 	}
 	return true
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

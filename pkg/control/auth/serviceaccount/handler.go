@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,7 +162,7 @@ func (t *Tokens) ServeDiscovery(jwksURI string) http.HandlerFunc {
 		"jwks_uri":                              jwksURI,
 		"response_types_supported":              []string{"id_token"},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": keys(algs),
+		"id_token_signing_alg_values_supported": slices.Sorted(maps.Keys(algs)),
 	}
 	body, _ := json.Marshal(doc) // plain maps and strings
 	return serveJSON("application/json", body)
@@ -192,15 +193,6 @@ func serveJSON(contentType string, body []byte) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(body)
 	}
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TokenPath splits /api/v1/namespaces/NS/serviceaccounts/NAME/token.

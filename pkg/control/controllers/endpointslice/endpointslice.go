@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -142,11 +144,7 @@ func (c *Controller) desired(svc *corev1.Service, pods []*corev1.Pod) []group {
 		}
 		g.endpoints = append(g.endpoints, c.endpoint(svc, pod))
 	}
-	keys := make([]string, 0, len(byPorts))
-	for k := range byPorts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(byPorts))
 	groups := make([]group, 0, len(keys))
 	for _, k := range keys {
 		g := byPorts[k]

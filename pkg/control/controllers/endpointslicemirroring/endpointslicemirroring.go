@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -265,11 +267,7 @@ func (c *Controller) reconcile(ctx context.Context, ep *corev1.Endpoints, existi
 		k := groupKey(s.AddressType, s.Ports)
 		byKey[k] = append(byKey[k], s)
 	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(groups))
 	var toCreate, toUpdate []*discoveryv1.EndpointSlice
 	for _, k := range keys {
 		g := groups[k]
