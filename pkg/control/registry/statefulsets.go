@@ -21,7 +21,11 @@ var statefulSetRules = Rules{
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateStatefulSet(obj.(*appsv1.StatefulSet)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		s, o := obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet)
-		errs := validateStatefulSet(s)
+		// As kube's ValidateStatefulSetUpdate: not the name again, and not the template's pod
+		// spec while the stored spec is itself invalid (stored before validation got stricter),
+		// so such a StatefulSet can still be scaled or freed of its finalizers.
+		storedValid := len(validateStatefulSetSpec(&o.Spec, true)) == 0
+		errs := validateStatefulSetSpec(&s.Spec, storedValid)
 		// Only these may change; the rest of the spec is fixed at creation.
 		fixed := o.Spec.DeepCopy()
 		fixed.Replicas, fixed.Ordinals, fixed.Template = s.Spec.Replicas, s.Spec.Ordinals, s.Spec.Template
@@ -81,8 +85,14 @@ func defaultStatefulSet(s *appsv1.StatefulSet) {
 }
 
 func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
-	errs := validateMeta(s, true, validation.NameIsDNSSubdomain)
-	spec, path := &s.Spec, field.NewPath("spec")
+	return append(validateMeta(s, true, validation.NameIsDNSSubdomain), validateStatefulSetSpec(&s.Spec, true)...)
+}
+
+// validateStatefulSetSpec is kube's ValidateStatefulSetSpec; without podSpec the template's
+// pod spec is not checked.
+func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, podSpec bool) field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("spec")
 	switch spec.PodManagementPolicy {
 	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
 	default:
@@ -117,7 +127,7 @@ func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 	if spec.Ordinals != nil {
 		errs = append(errs, validation.ValidateNonnegativeField(int64(spec.Ordinals.Start), path.Child("ordinals", "start"))...)
 	}
-	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset")...)
+	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset", podSpec)...)
 }
 
 // statefulSetPodTemplate is the template as kube's ValidateStatefulSetSpec validates it:

@@ -180,3 +180,34 @@ func TestDaemonSetRules(t *testing.T) {
 	ru.MaxSurge = &two
 	expectErrors(t, "surge and unavailable both set", daemonSetRules.Validate(d), "spec.updateStrategy.rollingUpdate.maxSurge: FieldValueInvalid")
 }
+
+// TestStatefulSetUpdateOfStoredInvalid: an update does not check again what kube's
+// ValidateStatefulSetUpdate tolerates in a StatefulSet stored before validation got
+// stricter: its name, and the pod spec of its template while the stored spec is itself
+// invalid (so it can still be scaled, or freed of its finalizers); the template's labels
+// and restart policy are still checked, and a valid stored template keeps the new one valid.
+func TestStatefulSetUpdateOfStoredInvalid(t *testing.T) {
+	valid := &appsv1.StatefulSet{ObjectMeta: objMeta("db"), Spec: appsv1.StatefulSetSpec{
+		ServiceName: "db",
+		Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:    template(map[string]string{"app": "db"}),
+	}}
+	if errs := createSteps(statefulSetRules, valid); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	stored := valid.DeepCopy()
+	stored.Name = "Db"
+	stored.Spec.Template.Spec.Containers[0].Image = ""
+	scaled := stored.DeepCopy()
+	scaled.Spec.Replicas = int32Ptr(0)
+	expectErrors(t, "scaling a stored invalid statefulset", updateSteps(statefulSetRules, scaled, stored))
+	imageless := valid.DeepCopy()
+	imageless.Spec.Template.Spec.Containers[0].Image = ""
+	expectErrors(t, "a valid template made invalid", updateSteps(statefulSetRules, imageless, valid),
+		"spec.template.spec.containers[0].image: FieldValueRequired")
+	unmatched := stored.DeepCopy()
+	unmatched.Spec.Template.Labels = map[string]string{"app": "other"}
+	unmatched.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	expectErrors(t, "a stored invalid template's labels and restart policy", updateSteps(statefulSetRules, unmatched, stored),
+		"spec.template.metadata.labels: FieldValueInvalid", "spec.template.spec.restartPolicy: FieldValueNotSupported")
+}
