@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/httpstream"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
@@ -38,7 +39,7 @@ var connectSubresources = map[string]string{
 	"log": "containerLogs", "exec": "exec", "attach": "attach", "portforward": "portForward",
 }
 
-// serveConnect proxies pods/{log,exec,attach,portforward} and nodes/NAME/proxy/... to the
+// serveConnect proxies pods/{log,exec,attach,portforward} and nodes/ID/proxy/... to the
 // node's API, and pods/ID/proxy/... and services/ID/proxy/... to the pod or a service
 // endpoint (connect_proxy.go), as kube-apiserver does; ok is false for any other path.
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) bool {
@@ -48,15 +49,16 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *reques
 	}
 	switch {
 	case ri.Resource == "nodes" && ri.Namespace == "" && ri.Subresource == "proxy" && ri.Name != "":
-		target, err := s.nodeURL(r.Context(), ri.Name)
-		if err == nil {
-			err = proxyableNodeHost(r.Context(), target.Hostname())
-		}
+		target, nodeAPI, err := s.nodeProxyLocation(r.Context(), ri.Name)
 		if err != nil {
 			writeError(w, err)
 			return true
 		}
-		s.proxyTo(w, r, target, "/"+strings.Join(ri.Parts[3:], "/"))
+		if nodeAPI {
+			s.proxyTo(w, r, target, "/"+strings.Join(ri.Parts[3:], "/"))
+		} else {
+			proxyToLocation(w, r, target, ri)
+		}
 		return true
 	case ri.Resource == "pods" && ri.Namespace != "" && len(ri.Parts) == 3 && ri.Name != "" && connectSubresources[ri.Subresource] != "":
 		s.proxyPodSubresource(w, r, ri.Namespace, ri.Name, ri.Subresource)
@@ -277,6 +279,31 @@ func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, p
 		return
 	}
 	s.proxyTo(w, r, target, path)
+}
+
+// nodeProxyLocation is where nodes/ID/proxy goes, as kube's node ResourceLocation: ID is
+// NAME, NAME:PORT or SCHEME:NAME:PORT; with no port or the node API's own it is the node
+// API (nodeAPI: through miniapi's client certificate, whatever scheme ID names), with
+// another it is that port and scheme on the node's host.
+func (s *Server) nodeProxyLocation(ctx context.Context, id string) (target *url.URL, nodeAPI bool, err error) {
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
+	if !ok {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", id))
+	}
+	target, err = s.nodeURL(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := proxyableNodeHost(ctx, target.Hostname()); err != nil {
+		return nil, false, err
+	}
+	if port == "" || port == target.Port() {
+		return target, true, nil
+	}
+	if scheme == "" {
+		scheme = "http" // as the upgrade-aware proxy reads a location without one
+	}
+	return &url.URL{Scheme: scheme, Host: net.JoinHostPort(target.Hostname(), port)}, false, nil
 }
 
 // proxyableNodeHost refuses, as kube-apiserver's nodes/proxy does (isProxyableHostname), a

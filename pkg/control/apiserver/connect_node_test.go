@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -126,5 +127,56 @@ func TestProxyableNodeHost(t *testing.T) {
 	}
 	if err := proxyableNodeHost(context.Background(), "node-1.invalid"); err == nil {
 		t.Error("a host name that does not resolve is proxyable")
+	}
+}
+
+// TestNodesProxyID: nodes/ID/proxy takes ID as NAME, NAME:PORT or SCHEME:NAME:PORT, as
+// kube's node ResourceLocation: no port or the node API's own goes to the node API (https,
+// miniapi's client certificate), another port to that port and scheme (http unless named)
+// on the node's host through the proxy transport; any other ID is kube's 400, and an
+// unknown node is named without the scheme and port.
+func TestNodesProxyID(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	if w := do(t, h, "POST", "/api/v1/nodes", n); w.Code != http.StatusCreated {
+		t.Fatalf("create node: %d %s", w.Code, w.Body)
+	}
+	decodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.200.0.11"}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	if w := do(t, h, "PUT", "/api/v1/nodes/node-1/status", n); w.Code != http.StatusOK {
+		t.Fatalf("node status: %d %s", w.Code, w.Body)
+	}
+	for id, want := range map[string]string{
+		"node-1":            "node API https://10.200.0.11:10250",
+		"node-1:10250":      "node API https://10.200.0.11:10250",
+		"http:node-1:10250": "node API https://10.200.0.11:10250",
+		"node-1:8080":       "proxy http://10.200.0.11:8080",
+		"http:node-1:8080":  "proxy http://10.200.0.11:8080",
+		"https:node-1:4194": "proxy https://10.200.0.11:4194",
+	} {
+		loc, nodeAPI, err := s.nodeProxyLocation(context.Background(), id)
+		got := fmt.Sprint(err)
+		if err == nil {
+			got = map[bool]string{true: "node API ", false: "proxy "}[nodeAPI] + loc.String()
+		}
+		if got != want {
+			t.Errorf("%s: %s; want %s", id, got, want)
+		}
+	}
+	for id, want := range map[string]string{
+		"ftp:node-1:21":   `400 invalid node request "ftp:node-1:21"`,
+		"a:node-1:80:1":   `400 invalid node request "a:node-1:80:1"`,
+		":8080":           `400 invalid node request ":8080"`,
+		"node-2:8080":     `404 nodes "node-2" not found`,
+		"https:node-2:80": `404 nodes "node-2" not found`,
+	} {
+		w := do(t, h, "GET", "/api/v1/nodes/"+id+"/proxy/healthz", nil)
+		var st metav1.Status
+		_ = json.Unmarshal(w.Body.Bytes(), &st)
+		if got := fmt.Sprintf("%d %s", w.Code, st.Message); got != want {
+			t.Errorf("nodes/%s/proxy: %s; want %s", id, got, want)
+		}
 	}
 }

@@ -27,9 +27,10 @@ var (
 	endpointsGVR      = corev1.SchemeGroupVersion.WithResource("endpoints")
 )
 
-// podTransport reaches pods (pods/proxy, services/proxy) from miniapi's own network, as
-// kube-apiserver's proxy transport does: https without verifying the pod's certificate,
-// and never through an HTTP proxy from the environment (pod IPs are reached directly).
+// podTransport reaches pods (pods/proxy, services/proxy), and nodes at a port other than
+// their API's (nodes/proxy), from miniapi's own network, as kube-apiserver's proxy
+// transport does: https without verifying the target's certificate, and never through an
+// HTTP proxy from the environment (pod IPs are reached directly).
 var podTransport = utilnet.SetTransportDefaults(&http.Transport{
 	Proxy:           func(*http.Request) (*url.URL, error) { return nil, nil },
 	TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
@@ -37,8 +38,7 @@ var podTransport = utilnet.SetTransportDefaults(&http.Transport{
 
 // proxyToPodOrService serves pods/ID/proxy/PATH and services/ID/proxy/PATH as
 // kube-apiserver's ProxyREST: ID is NAME, NAME:PORT or SCHEME:NAME:PORT, PATH and the query
-// go to the pod (or a ready endpoint of the service), any method, upgrades included, and
-// links in HTML answers are rewritten to stay under the proxy path.
+// go to the pod (or a ready endpoint of the service), as proxyToLocation sends them.
 func (s *Server) proxyToPodOrService(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) {
 	var loc *url.URL
 	var err error
@@ -51,8 +51,15 @@ func (s *Server) proxyToPodOrService(w http.ResponseWriter, r *http.Request, ri 
 		writeError(w, err)
 		return
 	}
+	proxyToLocation(w, r, loc, ri)
+}
+
+// proxyToLocation sends the request for .../proxy/PATH to PATH at loc through kube-apiserver's
+// proxy transport (podTransport), any method, upgrades included, rewriting links in HTML
+// answers to stay under the proxy path.
+func proxyToLocation(w http.ResponseWriter, r *http.Request, loc *url.URL, ri *request.RequestInfo) {
 	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, proxySubpath(ri))
-	r.Header.Del("Authorization") // the user's credentials are for miniapi, not for the pod
+	r.Header.Del("Authorization") // the user's credentials are for miniapi, not for the target
 	handler := proxy.NewUpgradeAwareHandler(loc, podTransport, true, false, restResponder{})
 	handler.ServeHTTP(w, r)
 }

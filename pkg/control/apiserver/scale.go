@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,7 @@ var scaleKind = &registry.Resource{
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
 	ctx := r.Context()
 	var change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)
+	var uid types.UID // a PUT's precondition
 	var warnings []string
 	switch info.Verb {
 	case "get":
@@ -38,6 +40,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return err
 		}
+		uid = scale.UID
 		change = func(runtime.Object, *autoscalingv1.Scale) (*autoscalingv1.Scale, error) { return scale, nil }
 	case "patch":
 		patchType, opts, err := patchOptions(r, res)
@@ -89,7 +92,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	scale, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, dry, change)
+	scale, err := s.objects.UpdateScale(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{DryRun: dry, UID: uid}, change)
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func TestVolumeRules(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: objMeta("data"), Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 	}}
-	expectErrors(t, "claim without a size", createSteps(persistentVolumeClaimRules, pvc), "spec.resources.requests[storage]: FieldValueRequired")
+	expectErrors(t, "claim without a size", createSteps(persistentVolumeClaimRules, pvc), "spec.resources[storage]: FieldValueRequired")
 	pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 	if errs := createSteps(persistentVolumeClaimRules, pvc); len(errs) > 0 || pvc.Status.Phase != corev1.ClaimPending {
 		t.Fatal(errs.ToAggregate(), pvc.Status.Phase)

@@ -177,6 +177,9 @@ type ScaleDef struct {
 	// without scale), for the managed fields of writes through scale; nil: spec.replicas in
 	// the resource's version.
 	ReplicasPaths managedfields.ResourcePathMappings
+	// UIDPrecondition refuses a Scale whose uid is not the object's (kube's built-in
+	// workloads; a custom resource's scale ignores it).
+	UIDPrecondition bool
 }
 
 // replicasScale is the ScaleDef of a workload scaled by its spec.replicas: fields gives
@@ -191,6 +194,7 @@ func replicasScale[T runtime.Object](fields func(obj T) (spec **int32, status in
 			spec, _, _ := fields(obj.(T))
 			*spec = &n
 		},
+		UIDPrecondition: true,
 	}
 }
 

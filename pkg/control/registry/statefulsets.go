@@ -7,7 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -21,7 +23,11 @@ var statefulSetRules = Rules{
 	Validate:      func(obj runtime.Object) field.ErrorList { return validateStatefulSet(obj.(*appsv1.StatefulSet)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		s, o := obj.(*appsv1.StatefulSet), old.(*appsv1.StatefulSet)
-		errs := validateStatefulSet(s)
+		// As kube's ValidateStatefulSetUpdate: not the name, serviceName and claim templates
+		// again (fixed at creation), and not the template's pod spec while the stored spec is itself invalid (stored before validation got stricter),
+		// so such a StatefulSet can still be scaled or freed of its finalizers.
+		storedValid := len(validateStatefulSetSpec(&o.Spec, false, true)) == 0
+		errs := validateStatefulSetSpec(&s.Spec, false, storedValid)
 		// Only these may change; the rest of the spec is fixed at creation.
 		fixed := o.Spec.DeepCopy()
 		fixed.Replicas, fixed.Ordinals, fixed.Template = s.Spec.Replicas, s.Spec.Ordinals, s.Spec.Template
@@ -81,8 +87,23 @@ func defaultStatefulSet(s *appsv1.StatefulSet) {
 }
 
 func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
-	errs := validateMeta(s, true, validation.NameIsDNSSubdomain)
-	spec, path := &s.Spec, field.NewPath("spec")
+	// A DNS label: it names the pods, and their hostnames.
+	return append(validateMeta(s, true, validation.NameIsDNSLabel), validateStatefulSetSpec(&s.Spec, true, true)...)
+}
+
+// validateStatefulSetSpec is kube's ValidateStatefulSetSpec; only on create are the
+// serviceName and claim templates checked, and without podSpec the template's pod spec is not.
+func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool) field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("spec")
+	if create {
+		if spec.ServiceName != "" {
+			errs = append(errs, invalidEach(path.Child("serviceName"), spec.ServiceName, utilvalidation.IsDNS1123Label(spec.ServiceName))...)
+		}
+		for i := range spec.VolumeClaimTemplates {
+			errs = append(errs, validateClaimSpec(&spec.VolumeClaimTemplates[i].Spec, path.Child("volumeClaimTemplates").Index(i).Child("spec"))...)
+		}
+	}
 	switch spec.PodManagementPolicy {
 	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
 	default:
@@ -98,6 +119,7 @@ func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 	case appsv1.RollingUpdateStatefulSetStrategyType:
 		if ru := spec.UpdateStrategy.RollingUpdate; ru != nil {
 			errs = append(errs, nonNegative(ru.Partition, us.Child("rollingUpdate", "partition"))...)
+			errs = append(errs, validateMaxUnavailable(ru.MaxUnavailable, us.Child("rollingUpdate", "maxUnavailable"))...)
 		}
 	default:
 		errs = append(errs, field.NotSupported(us.Child("type"), spec.UpdateStrategy.Type,
@@ -117,7 +139,7 @@ func validateStatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 	if spec.Ordinals != nil {
 		errs = append(errs, validation.ValidateNonnegativeField(int64(spec.Ordinals.Start), path.Child("ordinals", "start"))...)
 	}
-	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset")...)
+	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset", podSpec)...)
 }
 
 // statefulSetPodTemplate is the template as kube's ValidateStatefulSetSpec validates it:
@@ -146,4 +168,14 @@ func statefulSetPodTemplate(spec *appsv1.StatefulSetSpec) *corev1.PodTemplateSpe
 	}
 	t.Spec.Volumes = volumes
 	return t
+}
+
+// validateMaxUnavailable checks a StatefulSet's rollingUpdate.maxUnavailable: a count or
+// percentage, at most 100%, not 0.
+func validateMaxUnavailable(v *intstr.IntOrString, path *field.Path) field.ErrorList {
+	errs := validateIntOrPercent(v, path, true)
+	if v != nil && isZero(v) {
+		errs = append(errs, field.Invalid(path, v, "cannot be 0"))
+	}
+	return errs
 }

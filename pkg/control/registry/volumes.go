@@ -298,11 +298,11 @@ func defaultClaimSpec(s *corev1.PersistentVolumeClaimSpec) { defaultVolumeMode(&
 
 func validateClaimSpec(s *corev1.PersistentVolumeClaimSpec, spec *field.Path) field.ErrorList {
 	errs := validateAccessModes(s.AccessModes, spec.Child("accessModes"))
-	requests := spec.Child("resources", "requests")
+	storage := spec.Child("resources").Key(string(corev1.ResourceStorage)) // kube's path for the request
 	if q, ok := s.Resources.Requests[corev1.ResourceStorage]; !ok {
-		errs = append(errs, field.Required(requests.Key(string(corev1.ResourceStorage)), ""))
+		errs = append(errs, field.Required(storage, ""))
 	} else if q.Sign() <= 0 {
-		errs = append(errs, field.Invalid(requests.Key(string(corev1.ResourceStorage)), q.String(), "must be greater than zero"))
+		errs = append(errs, field.Invalid(storage, q.String(), "must be greater than zero"))
 	}
 	errs = append(errs, validateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
 	if c := s.StorageClassName; c != nil && *c != "" {

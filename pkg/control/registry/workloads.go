@@ -29,9 +29,7 @@ func defaultPodTemplate(t *corev1.PodTemplateSpec) {
 // validatePodTemplate checks a pod template: its metadata, its containers, and a restart
 // policy among those the workload allows.
 func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPolicies ...corev1.RestartPolicy) field.ErrorList {
-	meta := path.Child("metadata")
-	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
-	errs = append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
+	errs := validateTemplateMetadata(t, path)
 	spec := path.Child("spec")
 	errs = append(errs, validatePodSpec(&t.Spec, "", spec, sets.New[string]())...)
 	if len(t.Spec.EphemeralContainers) > 0 {
@@ -43,15 +41,27 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	return errs
 }
 
+// validateTemplateMetadata checks a pod template's labels and annotations.
+func validateTemplateMetadata(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	meta := path.Child("metadata")
+	errs := metav1validation.ValidateLabels(t.Labels, meta.Child("labels"))
+	return append(errs, validation.ValidateAnnotations(t.Annotations, meta.Child("annotations"))...)
+}
+
 // validateReplicatedTemplate checks the template of a kind that keeps pods running
 // (ReplicaSet, Deployment, StatefulSet, DaemonSet, ReplicationController): the selector
-// must select it, and its pods restart always and never time out.
-func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selector, path *field.Path) field.ErrorList {
+// must select it, and its pods restart always and never time out. Without podSpec its
+// pod spec is not checked, but its labels, annotations and restart policy are.
+func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selector, path *field.Path, podSpec bool) field.ErrorList {
 	var errs field.ErrorList
 	if !selector.Empty() && !selector.Matches(labels.Set(t.Labels)) {
 		errs = append(errs, field.Invalid(path.Child("metadata", "labels"), t.Labels, "`selector` does not match template `labels`"))
 	}
-	errs = append(errs, validatePodTemplate(t, path, corev1.RestartPolicyAlways)...)
+	if podSpec {
+		errs = append(errs, validatePodTemplate(t, path, corev1.RestartPolicyAlways)...)
+	} else if errs = append(errs, validateTemplateMetadata(t, path)...); t.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		errs = append(errs, field.NotSupported(path.Child("spec", "restartPolicy"), t.Spec.RestartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyAlways}))
+	}
 	if t.Spec.ActiveDeadlineSeconds != nil {
 		errs = append(errs, field.Forbidden(path.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
 	}
@@ -59,11 +69,12 @@ func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selec
 }
 
 // validateWorkloadSelector checks a required, non-empty label selector and the template it
-// must select. kind names the workload in the message about an empty selector.
-func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, spec *field.Path, kind string) field.ErrorList {
+// must select (its pod spec too if podSpec). kind names the workload in the message about
+// an empty selector.
+func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, spec *field.Path, kind string, podSpec bool) field.ErrorList {
 	path := spec.Child("selector")
 	if sel == nil {
-		return append(field.ErrorList{field.Required(path, "")}, validateReplicatedTemplate(t, labels.Nothing(), spec.Child("template"))...)
+		return append(field.ErrorList{field.Required(path, "")}, validateReplicatedTemplate(t, labels.Nothing(), spec.Child("template"), podSpec)...)
 	}
 	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path)
 	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
@@ -73,7 +84,7 @@ func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSp
 	if err != nil {
 		return append(errs, field.Invalid(path, sel, "invalid label selector"))
 	}
-	return append(errs, validateReplicatedTemplate(t, selector, spec.Child("template"))...)
+	return append(errs, validateReplicatedTemplate(t, selector, spec.Child("template"), podSpec)...)
 }
 
 // containerCells are the CONTAINERS and IMAGES columns of a workload.

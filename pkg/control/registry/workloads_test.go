@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -129,10 +130,12 @@ func TestReplicaSetValidation(t *testing.T) {
 
 func TestStatefulSetRules(t *testing.T) {
 	s := &appsv1.StatefulSet{ObjectMeta: objMeta("db"), Spec: appsv1.StatefulSetSpec{
-		ServiceName:          "db",
-		Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
-		Template:             template(map[string]string{"app": "db"}),
-		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}},
+		ServiceName: "db",
+		Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:    template(map[string]string{"app": "db"}),
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}},
 	}}
 	// The template mounts the claim template's volume, which only the pods get, and its
 	// hostname and subdomain are the controller's to set: kube validates the template
@@ -179,4 +182,75 @@ func TestDaemonSetRules(t *testing.T) {
 	two := intstr.FromInt32(2)
 	ru.MaxSurge = &two
 	expectErrors(t, "surge and unavailable both set", daemonSetRules.Validate(d), "spec.updateStrategy.rollingUpdate.maxSurge: FieldValueInvalid")
+}
+
+// TestStatefulSetUpdateOfStoredInvalid: an update does not check again what kube's
+// ValidateStatefulSetUpdate tolerates in a StatefulSet stored before validation got
+// stricter: its name, and the pod spec of its template while the stored spec is itself
+// invalid (so it can still be scaled, or freed of its finalizers); the template's labels
+// and restart policy are still checked, and a valid stored template keeps the new one valid.
+func TestStatefulSetUpdateOfStoredInvalid(t *testing.T) {
+	valid := &appsv1.StatefulSet{ObjectMeta: objMeta("db"), Spec: appsv1.StatefulSetSpec{
+		ServiceName: "db",
+		Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:    template(map[string]string{"app": "db"}),
+	}}
+	if errs := createSteps(statefulSetRules, valid); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	stored := valid.DeepCopy()
+	stored.Name = "Db"
+	stored.Spec.Template.Spec.Containers[0].Image = ""
+	scaled := stored.DeepCopy()
+	scaled.Spec.Replicas = int32Ptr(0)
+	expectErrors(t, "scaling a stored invalid statefulset", updateSteps(statefulSetRules, scaled, stored))
+	imageless := valid.DeepCopy()
+	imageless.Spec.Template.Spec.Containers[0].Image = ""
+	expectErrors(t, "a valid template made invalid", updateSteps(statefulSetRules, imageless, valid),
+		"spec.template.spec.containers[0].image: FieldValueRequired")
+	unmatched := stored.DeepCopy()
+	unmatched.Spec.Template.Labels = map[string]string{"app": "other"}
+	unmatched.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	expectErrors(t, "a stored invalid template's labels and restart policy", updateSteps(statefulSetRules, unmatched, stored),
+		"spec.template.metadata.labels: FieldValueInvalid", "spec.template.spec.restartPolicy: FieldValueNotSupported")
+}
+
+// TestStatefulSetCreateValidation: what kube's ValidateStatefulSet checks at creation, and
+// ValidateStatefulSetUpdate tolerates afterwards as immutable: a name that is a DNS label
+// (it names the pods and their hostnames), a serviceName that is one, claim templates that
+// are valid claims; and rollingUpdate.maxUnavailable, a positive count or percentage.
+func TestStatefulSetCreateValidation(t *testing.T) {
+	valid := &appsv1.StatefulSet{ObjectMeta: objMeta("db"), Spec: appsv1.StatefulSetSpec{
+		ServiceName: "db",
+		Selector:    &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:    template(map[string]string{"app": "db"}),
+	}}
+	bad := valid.DeepCopy()
+	bad.Name, bad.Spec.ServiceName = "db.v1", "db.v1"
+	bad.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	expectErrors(t, "a dotted name and serviceName, a claim template with no access mode or size", createSteps(statefulSetRules, bad),
+		"metadata.name: FieldValueInvalid", "spec.serviceName: FieldValueInvalid",
+		"spec.volumeClaimTemplates[0].spec.accessModes: FieldValueRequired", "spec.volumeClaimTemplates[0].spec.resources[storage]: FieldValueRequired")
+	for v, want := range map[string][]string{
+		"0":    {"spec.updateStrategy.rollingUpdate.maxUnavailable: FieldValueInvalid"},
+		"0%":   {"spec.updateStrategy.rollingUpdate.maxUnavailable: FieldValueInvalid"},
+		"101%": {"spec.updateStrategy.rollingUpdate.maxUnavailable: FieldValueInvalid"},
+		"-1":   {"spec.updateStrategy.rollingUpdate.maxUnavailable: FieldValueInvalid"},
+		"2":    nil, "50%": nil,
+	} {
+		s := valid.DeepCopy()
+		mu := intstr.Parse(v)
+		s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &mu}}
+		expectErrors(t, "maxUnavailable "+v, createSteps(statefulSetRules, s), want...)
+	}
+	if errs := createSteps(statefulSetRules, valid); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	stored := bad.DeepCopy()
+	stored.Spec.Replicas = int32Ptr(1)
+	statefulSetRules.Default(stored)
+	scaled := stored.DeepCopy()
+	scaled.Spec.Replicas = int32Ptr(3)
+	expectErrors(t, "scaling a statefulset stored with them", updateSteps(statefulSetRules, scaled, stored))
 }

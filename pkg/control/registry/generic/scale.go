@@ -2,6 +2,7 @@ package generic
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -22,15 +24,21 @@ func (s *Store) GetScale(ctx context.Context, res *registry.Resource, ns, name s
 }
 
 // UpdateScale sets spec.replicas to what change makes of the current Scale of parent, the
-// stored object. A resourceVersion left in the Scale must be the object's current one.
-func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, name string, dry bool, change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, error) {
-	obj, err := s.Update(ctx, res, ns, name, UpdateOptions{Subresource: "scale", DryRun: dry}, func(cur runtime.Object) (runtime.Object, error) {
+// stored object. A resourceVersion left in the Scale must be the object's current one; a
+// uid, that of the object (opts.UID, a PUT's, is checked by Update first).
+func (s *Store) UpdateScale(ctx context.Context, res *registry.Resource, ns, name string, opts UpdateOptions, change func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error)) (*autoscalingv1.Scale, error) {
+	opts.Subresource = "scale"
+	obj, err := s.Update(ctx, res, ns, name, opts, func(cur runtime.Object) (runtime.Object, error) {
 		scale, err := change(cur, toScale(res, cur))
 		if err != nil {
 			return nil, err
 		}
 		if errs := validation.ValidateNonnegativeField(int64(scale.Spec.Replicas), field.NewPath("spec", "replicas")); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name, errs)
+		}
+		if uid := MustMeta(cur).GetUID(); res.Rules.Scale.UIDPrecondition && scale.UID != "" && scale.UID != uid {
+			scales := schema.GroupResource{Group: res.Group, Resource: res.Resource + "/scale"}
+			return nil, apierrors.NewConflict(scales, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", scale.UID, uid))
 		}
 		res.Rules.Scale.SetReplicas(cur, scale.Spec.Replicas)
 		MustMeta(cur).SetResourceVersion(scale.ResourceVersion)
