@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,32 @@ spec:
     livenessProbe: {exec: {command: ["false"]}, periodSeconds: 1, failureThreshold: 1}
 `
 
+// restartAllPod's main exits 42 until its init container has run twice.
+const restartAllPod = `apiVersion: v1
+kind: Pod
+metadata: {name: restarted-all}
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: setup
+    image: localhost/minik8s/busybox:v1
+    imagePullPolicy: Never
+    command: [sh, -c, "echo run >> /data/runs"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  containers:
+  - name: main
+    image: localhost/minik8s/busybox:v1
+    imagePullPolicy: Never
+    command: [sh, -c, "if [ $(wc -l < /data/runs) -lt 2 ]; then exit 42; fi; sleep 3600"]
+    restartPolicy: Never
+    restartPolicyRules:
+    - action: RestartAllContainers
+      exitCodes: {operator: In, values: [42]}
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - {name: data, emptyDir: {}}
+`
+
 // TestContainerRestartRules: a container's restartPolicy and restartPolicyRules
 // (ContainerRestartRules, on in kube 1.35+) decide over the pod's restartPolicy: a Never
 // pod's container restarts after exit code 42, then stays terminated after 1 and the pod
@@ -114,5 +141,39 @@ func TestContainerRestartRules(t *testing.T) {
 	events := mustKubectl(t, l, "get", "events", "--field-selector", "involvedObject.name=unhealthy,reason=Killing", "-o", "jsonpath={.items[*].message}")
 	if events != "Stopping container app" {
 		t.Errorf("Killing events of the unhealthy pod %q, want the kubelet's %q", events, "Stopping container app")
+	}
+}
+
+// TestRestartAllContainers: a container exiting with a code its RestartAllContainers rule
+// matches (RestartAllContainersOnContainerExits, beta and on in kube 1.36) starts the whole
+// pod over in place: its init container runs again beside the same emptyDir, each container
+// counts a restart whose lastState is the kubelet's RestartingAllContainers, and the pod
+// runs with the AllContainersRestarting condition back to False.
+func TestRestartAllContainers(t *testing.T) {
+	l := upLab(t, "node-rall", 1)
+	applyYAML(t, l, restartAllPod)
+	var p corev1.Pod
+	waitFor(t, "restarted-all running again", 3*time.Minute, func() (bool, string) {
+		p = podNow(l, "restarted-all")
+		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		return p.Status.Phase == corev1.PodRunning && running, fmt.Sprintf("%s %+v %+v", p.Status.Phase, p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+	})
+	for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		last := cs.LastTerminationState.Terminated
+		if cs.RestartCount != 1 || last == nil || last.Reason != "RestartingAllContainers" || last.ExitCode != 137 {
+			t.Errorf("%s: restartCount %d, lastState %+v; want 1 and terminated RestartingAllContainers (137)", cs.Name, cs.RestartCount, cs.LastTerminationState)
+		}
+	}
+	if runs := strings.TrimSpace(mustKubectl(t, l, "exec", "restarted-all", "-c", "main", "--", "cat", "/data/runs")); runs != "run\nrun" {
+		t.Errorf("/data/runs %q, want two runs of the init container in the same pod", runs)
+	}
+	var cond *corev1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.AllContainersRestarting {
+			cond = &p.Status.Conditions[i]
+		}
+	}
+	if cond == nil || cond.Status != corev1.ConditionFalse {
+		t.Errorf("AllContainersRestarting %+v, want False", cond)
 	}
 }
