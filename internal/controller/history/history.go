@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -188,15 +189,10 @@ func claim(ctx context.Context, client kubernetes.Interface, lister appslisters.
 	if err != nil || o.Selector == nil {
 		return controllerref.Controlled(all, o.Object.GetUID()), err
 	}
-	var candidates []*appsv1.ControllerRevision
-	for _, r := range all {
-		ref := metav1.GetControllerOfNoCopy(r)
-		mine := ref != nil && ref.UID == o.Object.GetUID()
-		if ref == nil || mine && (!o.KeepUnmatched || o.Selector.Matches(labels.Set(r.Labels))) {
-			candidates = append(candidates, r)
-		}
+	if o.KeepUnmatched { // an unmatched revision is left out, so Claim neither releases nor adopts it
+		all = slices.DeleteFunc(all, func(r *appsv1.ControllerRevision) bool { return !o.Selector.Matches(labels.Set(r.Labels)) })
 	}
-	return controllerref.Claim(ctx, o.Object, o.Kind, o.Selector, candidates, func(ctx context.Context, r *appsv1.ControllerRevision, patch []byte) error {
+	return controllerref.Claim(ctx, o.Object, o.Kind, o.Selector, all, func(ctx context.Context, r *appsv1.ControllerRevision, patch []byte) error {
 		_, err := client.AppsV1().ControllerRevisions(ns).Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})

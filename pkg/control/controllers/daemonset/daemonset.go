@@ -263,14 +263,8 @@ func nodeOf(p *corev1.Pod) string {
 // made again), as the API now has them, and releases the pods it controls that its
 // selector no longer matches (a user relabelled one), which the sync then replaces.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	var candidates []*corev1.Pod
-	for _, p := range pods {
-		if ref := metav1.GetControllerOfNoCopy(p); ref == nil || ref.UID == ds.UID {
-			candidates = append(candidates, p)
-		}
-	}
 	adopted := map[types.UID]*corev1.Pod{}
-	owned, err := controllerref.Claim(ctx, ds, kind, selector, candidates, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	owned, err := controllerref.Claim(ctx, ds, kind, selector, pods, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		updated, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			adopted[pod.UID] = updated
