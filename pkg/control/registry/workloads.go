@@ -35,10 +35,15 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPol
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}
-	if !slices.Contains(restartPolicies, t.Spec.RestartPolicy) {
-		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), t.Spec.RestartPolicy, restartPolicies))
+	return append(errs, validateRestartPolicy(t, path, restartPolicies)...)
+}
+
+// validateRestartPolicy checks a pod template's restart policy is among those the workload allows.
+func validateRestartPolicy(t *corev1.PodTemplateSpec, path *field.Path, allowed []corev1.RestartPolicy) field.ErrorList {
+	if !slices.Contains(allowed, t.Spec.RestartPolicy) {
+		return field.ErrorList{field.NotSupported(path.Child("spec", "restartPolicy"), t.Spec.RestartPolicy, allowed)}
 	}
-	return errs
+	return nil
 }
 
 // validateTemplateMetadata checks a pod template's labels and annotations.
@@ -59,8 +64,9 @@ func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selec
 	}
 	if podSpec {
 		errs = append(errs, validatePodTemplate(t, path, corev1.RestartPolicyAlways)...)
-	} else if errs = append(errs, validateTemplateMetadata(t, path)...); t.Spec.RestartPolicy != corev1.RestartPolicyAlways {
-		errs = append(errs, field.NotSupported(path.Child("spec", "restartPolicy"), t.Spec.RestartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyAlways}))
+	} else {
+		errs = append(errs, validateTemplateMetadata(t, path)...)
+		errs = append(errs, validateRestartPolicy(t, path, []corev1.RestartPolicy{corev1.RestartPolicyAlways})...)
 	}
 	if t.Spec.ActiveDeadlineSeconds != nil {
 		errs = append(errs, field.Forbidden(path.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
