@@ -2,14 +2,16 @@
 // Services share, endpointslice (Services with a selector) and endpointslicemirroring
 // (Services without one, from their Endpoints): a queue of Service keys and the workers
 // that work it, the Service and EndpointSlice listers, and the slices one of them
-// manages, told apart by their managed-by label.
+// manages, told apart by their managed-by label, and the tracker of the slices it wrote.
 package serviceslices
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,7 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	endpointsliceutil "k8s.io/endpointslice/util"
 )
 
 // workers is how many Services a controller syncs at once, as kube-controller-manager's
@@ -36,7 +39,15 @@ type Base struct {
 	Log       *slog.Logger
 	managedBy string
 	synced    []cache.InformerSynced
+	// tracker remembers the generation of every slice this controller wrote or found
+	// current, so a sync against a cache that has not seen its writes yet is retried
+	// instead of writing a slice twice, and its own writes do not queue a sync again.
+	tracker *endpointsliceutil.EndpointSliceTracker
 }
+
+// ErrStaleCache retries a sync whose slice cache lags behind this controller's own writes
+// (kube's wording).
+var ErrStaleCache = errors.New("EndpointSlice informer cache is out of date")
 
 // New is a Base named queueName (in the workqueue metrics) whose slices carry the
 // managed-by label managedBy. Its workers start once the caches of services, slices and
@@ -44,8 +55,9 @@ type Base struct {
 func New(queueName, managedBy string, client kubernetes.Interface, services coreinformers.ServiceInformer,
 	slices discoveryinformers.EndpointSliceInformer, log *slog.Logger, others ...cache.SharedIndexInformer) *Base {
 	b := &Base{Client: client, Services: services.Lister(), Slices: slices.Lister(), Log: log, managedBy: managedBy,
-		Queue:  workloop.NewQueue[string](queueName),
-		synced: []cache.InformerSynced{services.Informer().HasSynced, slices.Informer().HasSynced}}
+		Queue:   workloop.NewQueue[string](queueName),
+		synced:  []cache.InformerSynced{services.Informer().HasSynced, slices.Informer().HasSynced},
+		tracker: endpointsliceutil.NewEndpointSliceTracker()}
 	for _, i := range others {
 		b.synced = append(b.synced, i.HasSynced)
 	}
@@ -69,17 +81,70 @@ func (b *Base) EnqueueService(s *discoveryv1.EndpointSlice) {
 	}
 }
 
+// WatchSlices queues the Service of a managed slice that changed in a way this controller
+// did not write, whose service-name label moved, or that someone else deleted (it is put
+// back), as kube's endpointslice controllers' slice handlers.
+func (b *Base) WatchSlices(slices cache.SharedIndexInformer) error {
+	_, err := slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if s := obj.(*discoveryv1.EndpointSlice); b.Manages(s) && b.tracker.ShouldSync(s) {
+				b.EnqueueService(s)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, cur := oldObj.(*discoveryv1.EndpointSlice), newObj.(*discoveryv1.EndpointSlice)
+			switch {
+			case old.Labels[discoveryv1.LabelServiceName] != cur.Labels[discoveryv1.LabelServiceName]:
+				b.EnqueueService(old)
+				b.EnqueueService(cur)
+			case b.Manages(old) != b.Manages(cur) || (b.Manages(cur) && b.tracker.ShouldSync(cur)):
+				b.EnqueueService(cur)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && b.Manages(s) && b.tracker.Has(s) && !b.tracker.HandleDeletion(s) {
+				b.EnqueueService(s)
+			}
+		},
+	})
+	return err
+}
+
+// CheckCache is ErrStaleCache when the slices listed for svc miss or predate a write of
+// this controller.
+func (b *Base) CheckCache(svc metav1.Object, existing []*discoveryv1.EndpointSlice) error {
+	if b.tracker.StaleSlices(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.GetNamespace(), Name: svc.GetName()}}, existing) {
+		return ErrStaleCache
+	}
+	return nil
+}
+
+// Forget drops what the tracker knows of the Service ns/name, once it has no slices to keep.
+func (b *Base) Forget(ns, name string) {
+	b.tracker.DeleteService(ns, name)
+}
+
+// Written records the generation of a slice this controller wrote (the API server's
+// answer) or found current, so that its own write's echo does not sync again.
+func (b *Base) Written(s *discoveryv1.EndpointSlice) {
+	b.tracker.Update(s)
+}
+
 // Existing is the slices this controller manages for the Service ns/name.
 func (b *Base) Existing(ns, name string) ([]*discoveryv1.EndpointSlice, error) {
 	return b.Slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
 		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: b.managedBy}))
 }
 
-// Delete deletes s; a slice already gone counts as deleted.
-func (b *Base) Delete(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	err := b.Client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+// DeleteSlices deletes slices, each expected gone by the tracker; a slice already gone
+// counts as deleted.
+func (b *Base) DeleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
+	for _, s := range slices {
+		err := b.Client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		b.tracker.ExpectDeletion(s)
 	}
-	return err
+	return nil
 }

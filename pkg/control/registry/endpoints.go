@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -157,6 +158,15 @@ func listWithMore(list []string, count int) string {
 }
 
 var endpointSliceRules = Rules{
+	// Anything but the metadata, or the labels, as kube's endpointslice strategy: the
+	// endpointslice controllers tell their own writes from others' by it.
+	GenerationChanged: func(obj, old runtime.Object) bool {
+		s, o := *obj.(*discoveryv1.EndpointSlice), *old.(*discoveryv1.EndpointSlice)
+		labelsChanged := !equality.Semantic.DeepEqual(s.Labels, o.Labels)
+		s.TypeMeta, o.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+		s.ObjectMeta, o.ObjectMeta = metav1.ObjectMeta{}, metav1.ObjectMeta{}
+		return labelsChanged || !equality.Semantic.DeepEqual(s, o)
+	},
 	Default: func(obj runtime.Object) {
 		s := obj.(*discoveryv1.EndpointSlice)
 		for i := range s.Ports {

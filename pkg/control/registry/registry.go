@@ -109,6 +109,9 @@ type Rules struct {
 	// as the strategies of Kubernetes' workloads, pods and PodDisruptionBudgets set it; other
 	// kinds (Services, ConfigMaps, ...) have none.
 	Generation bool
+	// GenerationChanged, for a kind with a generation but no spec, says whether an update
+	// changes what the object asks for (1 on create, then +1 each time it says so).
+	GenerationChanged func(obj, old runtime.Object) bool
 	// PrepareCreate clears what a client may not set on create (typically status).
 	PrepareCreate func(obj runtime.Object)
 	// GracefulDelete returns the grace period a deletion gives the object (requested is

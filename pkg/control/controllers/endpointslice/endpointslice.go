@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
@@ -71,14 +72,7 @@ func New(client kubernetes.Interface, services coreinformers.ServiceInformer, po
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onNode, UpdateFunc: c.onNodeUpdate, DeleteFunc: onNode}); err != nil {
 		return nil, err
 	}
-	// A slice changed or deleted by someone else is put back.
-	onSlice := func(obj any) {
-		if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && c.Manages(s) {
-			c.EnqueueService(s)
-		}
-	}
-	_, err := slices.Informer().AddEventHandler(workloop.OnEvery(onSlice))
-	return c, err
+	return c, c.WatchSlices(slices.Informer())
 }
 
 // Run works the queue until ctx ends.
@@ -102,6 +96,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		if err == nil { // deleted: what was known of it goes too
 			ns, name, _ := cache.SplitMetaNamespaceKey(key)
 			c.triggerTimes.DeleteService(ns, name)
+			c.Forget(ns, name)
 		}
 		return 0, err // its slices go with it: the Service owns them
 	}
@@ -110,7 +105,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	if !servicepods.Managed(svc) {
-		return 0, c.deleteSlices(ctx, existing)
+		c.Forget(svc.Namespace, svc.Name)
+		return 0, c.DeleteSlices(ctx, existing)
+	}
+	if err := c.CheckCache(svc, existing); err != nil {
+		return 0, err
 	}
 	pods, err := servicepods.Selected(c.pods, svc)
 	if err != nil {
@@ -212,6 +211,7 @@ func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups 
 			byPorts[k] = list[1:]
 			if sameContent(cur, want) {
 				si.Unchanged = append(si.Unchanged, cur)
+				c.Written(cur)
 				continue
 			}
 			updated := cur.DeepCopy()
@@ -220,18 +220,31 @@ func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups 
 		}
 	}
 	create, update, events := c.hints(svc, si)
-	err := c.write(ctx, svc.Namespace, create, update, triggerTime)
+	var leftover []*discoveryv1.EndpointSlice
+	for _, k := range slices.Sorted(maps.Keys(byPorts)) {
+		leftover = append(leftover, byPorts[k]...)
+	}
+	create, update, leftover = recycle(create, update, leftover)
+	err := c.write(ctx, svc, create, update, triggerTime)
 	for _, e := range events {
 		c.recorder.Event(svc, e.EventType, e.Reason, e.Message)
 	}
 	if err != nil {
 		return err
 	}
-	var leftover []*discoveryv1.EndpointSlice
-	for _, list := range byPorts {
-		leftover = append(leftover, list...)
+	return c.DeleteSlices(ctx, leftover)
+}
+
+// recycle turns a slice to create and one to delete into an update of the second, so a
+// Service whose ports change keeps its slice's name, as kube's reconciler does.
+func recycle(create, update, leftover []*discoveryv1.EndpointSlice) (_, _, _ []*discoveryv1.EndpointSlice) {
+	for len(create) > 0 && len(leftover) > 0 {
+		s, old := create[len(create)-1], leftover[0]
+		s.Name, s.ResourceVersion = old.Name, old.ResourceVersion
+		create, leftover = create[:len(create)-1], leftover[1:]
+		update = append(update, s)
 	}
-	return c.deleteSlices(ctx, leftover)
+	return create, update, leftover
 }
 
 func newSlice(svc *corev1.Service, ports []discoveryv1.EndpointPort, endpoints []discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
@@ -266,19 +279,30 @@ func sameContent(cur, want *discoveryv1.EndpointSlice) bool {
 }
 
 // write creates and updates slices, each with the time of the change behind the write.
-func (c *Controller) write(ctx context.Context, namespace string, create, update []*discoveryv1.EndpointSlice, triggerTime time.Time) error {
-	slices := c.Client.DiscoveryV1().EndpointSlices(namespace)
-	for _, s := range create {
-		servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
-		if _, err := slices.Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			return err
+// A Service being deleted gets no new slice (the garbage collector is deleting them), and
+// a namespace being deleted takes none, as kube's reconciler.
+func (c *Controller) write(ctx context.Context, svc *corev1.Service, create, update []*discoveryv1.EndpointSlice, triggerTime time.Time) error {
+	client := c.Client.DiscoveryV1().EndpointSlices(svc.Namespace)
+	if svc.DeletionTimestamp == nil {
+		for _, s := range create {
+			servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
+			created, err := client.Create(ctx, s, metav1.CreateOptions{})
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("failed to create EndpointSlice for Service %s/%s: %w", svc.Namespace, svc.Name, err)
+			}
+			c.Written(created)
 		}
 	}
 	for _, s := range update {
 		servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
-		if _, err := slices.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
-			return err
+		updated, err := client.Update(ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("failed to update %s EndpointSlice for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
 		}
+		c.Written(updated)
 	}
 	return nil
 }
@@ -299,13 +323,4 @@ func sliceLabels(svc *corev1.Service) map[string]string {
 	out[discoveryv1.LabelServiceName] = svc.Name
 	out[discoveryv1.LabelManagedBy] = ManagedBy
 	return out
-}
-
-func (c *Controller) deleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
-	for _, s := range slices {
-		if err := c.Delete(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -390,3 +390,74 @@ func TestEndpointSliceHints(t *testing.T) {
 		return fmt.Sprint(len(list.Items), " events")
 	}, "endpoint-slice-controller")
 }
+
+// A managed slice edited or deleted by someone else is put back; a Service whose target
+// port changes keeps its slice (rewritten in place, as kube's reconciler recycles it).
+func TestSlicesPutBackAndRecycled(t *testing.T) {
+	t.Parallel()
+	cl := controlplanetest.Shared(t)
+	ns, c, ctx := cl.Namespace, cl.Client, context.Background()
+	cl.CreateReadyNode(t, "node-p", 10, nil)
+	ports := []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}
+	if _, err := c.CoreV1().Services(ns).Create(ctx, service("web", false, ports...), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runPod(t, c, ns, "web", podSpec{name: "a", ip: "10.244.3.1", node: "node-p", ready: true, httpPort: 8080})
+	state := func() string { return strings.Join(slicesState(t, c, ns, "web"), "\n") }
+	names := func() string {
+		list, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web"})
+		if err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, s := range list.Items {
+			out = append(out, s.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	want := "http=8080|10.244.3.1:true/true/false@node-p/"
+	eventually(t, "slices of web", state, want)
+	name := names()
+
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := c.DiscoveryV1().EndpointSlices(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Endpoints[0].Addresses = []string{"10.244.3.99"}
+		_, err = c.DiscoveryV1().EndpointSlices(ns).Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a slice edited by someone else, put back", state, want)
+
+	if err := c.DiscoveryV1().EndpointSlices(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a slice deleted by someone else, put back", func() string {
+		if names() == name {
+			return "the deleted slice still listed"
+		}
+		return state()
+	}, want)
+
+	name = names()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc, err := c.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9090)
+		_, err = c.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "slices after the target port changed", state, "http=9090|10.244.3.1:true/true/false@node-p/")
+	if got := names(); got != name {
+		t.Errorf("slice after the target port changed: %q, want the same slice %q rewritten", got, name)
+	}
+}

@@ -8,7 +8,6 @@ package endpointslicemirroring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -48,10 +47,7 @@ const (
 type Controller struct {
 	*serviceslices.Base
 	endpoints corelisters.EndpointsLister
-	// tracker remembers the generations of the slices this controller wrote, so a sync
-	// against a cache that has not seen them yet is retried instead of writing twice.
-	tracker  *endpointsliceutil.EndpointSliceTracker
-	recorder record.EventRecorder
+	recorder  record.EventRecorder
 }
 
 // New wires the controller to the shared informers.
@@ -60,7 +56,6 @@ func New(client kubernetes.Interface, endpoints coreinformers.EndpointsInformer,
 	c := &Controller{
 		Base:      serviceslices.New("endpoint_slice_mirroring", ManagedBy, client, services, slices, log, endpoints.Informer()),
 		endpoints: endpoints.Lister(),
-		tracker:   endpointsliceutil.NewEndpointSliceTracker(),
 		recorder:  recorder,
 	}
 	enqueue := workloop.Enqueue(c.Queue)
@@ -104,30 +99,7 @@ func New(client kubernetes.Interface, endpoints coreinformers.EndpointsInformer,
 	if err != nil {
 		return nil, err
 	}
-	_, err = slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if s := obj.(*discoveryv1.EndpointSlice); c.Manages(s) && c.tracker.ShouldSync(s) {
-				c.EnqueueService(s)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			old, cur := oldObj.(*discoveryv1.EndpointSlice), newObj.(*discoveryv1.EndpointSlice)
-			switch {
-			case old.Labels[discoveryv1.LabelServiceName] != cur.Labels[discoveryv1.LabelServiceName]:
-				c.EnqueueService(old)
-				c.EnqueueService(cur)
-			case c.Manages(old) != c.Manages(cur) || (c.Manages(cur) && c.tracker.ShouldSync(cur)):
-				c.EnqueueService(cur)
-			}
-		},
-		// A slice deleted by someone else is put back.
-		DeleteFunc: func(obj any) {
-			if s, ok := workloop.Object[*discoveryv1.EndpointSlice](obj); ok && c.Manages(s) && c.tracker.Has(s) && !c.tracker.HandleDeletion(s) {
-				c.EnqueueService(s)
-			}
-		},
-	})
-	return c, err
+	return c, c.WatchSlices(slices.Informer())
 }
 
 // Run works the queue until ctx ends.
@@ -140,9 +112,6 @@ func shouldMirror(ep *corev1.Endpoints) bool {
 	_, leaderElection := ep.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
 	return ep.Labels[discoveryv1.LabelSkipMirror] != "true" && !leaderElection
 }
-
-// errStaleCache retries a sync whose slice cache lags behind this controller's own writes.
-var errStaleCache = errors.New("EndpointSlice informer cache is out of date")
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -166,11 +135,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	// No Endpoints, not to be mirrored, no Service, or a Service with a selector (whose
 	// slices the endpointslice controller writes): no mirrored slices.
 	if svc == nil || svc.Spec.Selector != nil {
-		c.tracker.DeleteService(ns, name)
-		return 0, c.deleteSlices(ctx, existing)
+		c.Forget(ns, name)
+		return 0, c.DeleteSlices(ctx, existing)
 	}
-	if c.tracker.StaleSlices(svc, existing) {
-		return 0, errStaleCache
+	if err := c.CheckCache(svc, existing); err != nil {
+		return 0, err
 	}
 	return 0, c.reconcile(ctx, ep, existing)
 }
@@ -281,8 +250,8 @@ func (c *Controller) reconcile(ctx context.Context, ep *corev1.Endpoints, existi
 		if !upToDate(cur[0], want, g.endpoints) {
 			want.Name, want.ResourceVersion = cur[0].Name, cur[0].ResourceVersion
 			toUpdate = append(toUpdate, want)
-		} else if !c.tracker.Has(cur[0]) {
-			c.tracker.Update(cur[0])
+		} else {
+			c.Written(cur[0])
 		}
 	}
 	var toDelete []*discoveryv1.EndpointSlice
@@ -373,7 +342,7 @@ func (c *Controller) write(ctx context.Context, ep *corev1.Endpoints, toCreate, 
 			if err != nil {
 				return fmt.Errorf("create EndpointSlice for Endpoints %s/%s: %w", ep.Namespace, ep.Name, err)
 			}
-			c.tracker.Update(created)
+			c.Written(created)
 		}
 	}
 	for _, s := range toUpdate {
@@ -381,17 +350,7 @@ func (c *Controller) write(ctx context.Context, ep *corev1.Endpoints, toCreate, 
 		if err != nil {
 			return fmt.Errorf("update EndpointSlice %s for Endpoints %s/%s: %w", s.Name, ep.Namespace, ep.Name, err)
 		}
-		c.tracker.Update(updated)
+		c.Written(updated)
 	}
-	return c.deleteSlices(ctx, toDelete)
-}
-
-func (c *Controller) deleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
-	for _, s := range slices {
-		if err := c.Delete(ctx, s); err != nil {
-			return err
-		}
-		c.tracker.ExpectDeletion(s)
-	}
-	return nil
+	return c.DeleteSlices(ctx, toDelete)
 }

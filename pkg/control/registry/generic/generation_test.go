@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -72,5 +73,50 @@ func TestGenerationOnlyForKindsThatTrackIt(t *testing.T) {
 	}
 	if g := updated.(*corev1.Service).Generation; g != 0 {
 		t.Errorf("service with a new port: generation %d, want none", g)
+	}
+}
+
+// An EndpointSlice has no spec, yet its generation counts changes to anything but its
+// metadata, and to its labels, as kube's endpointslice strategy: the endpointslice
+// controllers' trackers tell their own writes from others' by it.
+func TestEndpointSliceGeneration(t *testing.T) {
+	s, _ := newTestStore(t, Admission{})
+	ctx := t.Context()
+	slices, ok := s.reg.Lookup(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"))
+	if !ok {
+		t.Fatal("no endpointslices")
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", Generation: 9},
+		AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.5"}}}}
+	created, err := s.Create(ctx, slices, slice, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := created.(*discoveryv1.EndpointSlice).Generation; g != 1 {
+		t.Errorf("created slice: generation %d, want 1", g)
+	}
+	for _, step := range []struct {
+		what   string
+		change func(*discoveryv1.EndpointSlice)
+		want   int64
+	}{
+		{"an endpoint added", func(s *discoveryv1.EndpointSlice) {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.0.6"}})
+		}, 2},
+		{"a label added", func(s *discoveryv1.EndpointSlice) { s.Labels = map[string]string{"a": "b"} }, 3},
+		{"an annotation added", func(s *discoveryv1.EndpointSlice) { s.Annotations = map[string]string{"a": "b"} }, 3},
+		{"nothing changed", func(*discoveryv1.EndpointSlice) {}, 3},
+	} {
+		updated, err := s.Update(ctx, slices, "default", "web-1", UpdateOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+			s := cur.(*discoveryv1.EndpointSlice).DeepCopy()
+			step.change(s)
+			return s, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := updated.(*discoveryv1.EndpointSlice).Generation; g != step.want {
+			t.Errorf("slice after %s: generation %d, want %d", step.what, g, step.want)
+		}
 	}
 }

@@ -137,7 +137,7 @@ func (s *Store) Create(ctx context.Context, res *registry.Resource, obj runtime.
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetGeneration(0)
-	if res.Rules.Generation {
+	if res.Rules.Generation || res.Rules.GenerationChanged != nil {
 		m.SetGeneration(1)
 	}
 	if res.Rules.PrepareCreate != nil {

@@ -61,7 +61,7 @@ func prepareUpdate(res *registry.Resource, opts UpdateOptions, obj, old runtime.
 	if res.Rules.Default != nil {
 		res.Rules.Default(obj)
 	}
-	if res.Rules.Generation && specChanged(obj, old) {
+	if (res.Rules.Generation && specChanged(obj, old)) || (res.Rules.GenerationChanged != nil && res.Rules.GenerationChanged(obj, old)) {
 		m.Generation++
 	}
 	oldMeta := om
