@@ -144,7 +144,7 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	// pod before the kernel kills one (the kubelet's GetNodeAllocatableAbsolute).
 	a.podsCgroup = nodestatus.Allocatable(a.capacity, systemReserved, kubeReserved, nodestatus.HugePagesMemory(a.capacity))
 	a.allocatable = nodestatus.Allocatable(a.podsCgroup, nodestatus.EvictionReserved(a.capacity, hard))
-	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable })
+	a.volumes = volumes.New(cfg.PodsDir(), a.client, func() corev1.ResourceList { return a.allocatable }, clk)
 	// The node as the API has it now (labels, taints), as the kubelet's node informer.
 	a.nodeInformer = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()

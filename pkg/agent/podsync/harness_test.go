@@ -65,7 +65,7 @@ func (h *harness) newSyncer() *Syncer {
 	}
 	s := New(cfg, Deps{
 		Services: services, Client: h.Client, Recorder: h.Events, Runtime: h.Runtime, Network: h.Network, Clock: h.Clock, Log: slog.Default(),
-		Volumes:  volumes.New(filepath.Join(root, "pods"), h.Client, func() corev1.ResourceList { return nil }),
+		Volumes:  volumes.New(filepath.Join(root, "pods"), h.Client, func() corev1.ResourceList { return nil }, h.Clock),
 		Statuses: status.NewWriter(h.Client, func(*corev1.Pod) *corev1.Pod { return nil }),
 	})
 	if err := s.BindNodeNetNS(); err != nil {

@@ -120,10 +120,12 @@ func (s *Syncer) BindNodeNetNS() error { return s.hostNet.Bind() }
 // RunProbes runs the probe workers the syncs start until ctx ends, then stops them all.
 func (s *Syncer) RunProbes(ctx context.Context) { s.probes.Run(ctx) }
 
-// ForgetExpiredBackoffs drops crash-loop and pull back-offs that have expired (housekeeping).
+// ForgetExpiredBackoffs drops crash-loop, pull and volume set-up back-offs that have
+// expired (housekeeping).
 func (s *Syncer) ForgetExpiredBackoffs() {
 	s.backoff.GC()
 	s.images.ForgetExpiredBackoffs()
+	s.volumes.ForgetExpiredRetries()
 }
 
 // NewPodState is the state a pod's worker keeps, from the pod's last reported status;

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -37,7 +38,7 @@ func TestServiceAccountToken(t *testing.T) {
 			ExpirationTimestamp: metav1.NewTime(now.Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second))}
 		return true, req, nil
 	})
-	m := New(t.TempDir(), client, nil)
+	m := New(t.TempDir(), client, nil, clock.RealClock{})
 	m.tokens.now = func() time.Time { return now }
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-1"}, Spec: corev1.PodSpec{ServiceAccountName: "robot"}}
 	src := &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](1000), Audience: "vault"}
@@ -88,7 +89,7 @@ func TestTokenFileModeUnderFSGroupAndRunAsUser(t *testing.T) {
 		{"runasuser", &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}, 0o600, 1000, 0},
 		{"both", &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}, 0o640, 1000, 2000},
 	} {
-		m := New(t.TempDir(), client, nil)
+		m := New(t.TempDir(), client, nil, clock.RealClock{})
 		pod := volumePod(corev1.Volume{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			DefaultMode: ptr.To[int32](0o644),
 			Sources:     []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3600)}}},

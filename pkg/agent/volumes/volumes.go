@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -21,7 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/component-helpers/storage/ephemeral"
+	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/podrefs"
@@ -39,6 +42,9 @@ type Manager struct {
 	client      kubernetes.Interface
 	allocatable func() corev1.ResourceList
 	tokens      tokenCache
+	clock       clock.Clock
+	// retries spaces the set-ups of a volume that failed (per pod and volume).
+	retries *flowcontrol.Backoff
 
 	mu      sync.Mutex
 	mounted map[string]map[string]Volume // pod UID -> volume name -> the volume as set up
@@ -47,9 +53,20 @@ type Manager struct {
 // New makes a manager keeping pod volumes under podsDir (ROOT/pods), reading
 // ConfigMaps, Secrets and claims through client; allocatable is the node's, for
 // resourceFieldRefs of containers without limits.
-func New(podsDir string, client kubernetes.Interface, allocatable func() corev1.ResourceList) *Manager {
-	return &Manager{dir: podsDir, client: client, allocatable: allocatable, tokens: tokenCache{now: time.Now}}
+func New(podsDir string, client kubernetes.Interface, allocatable func() corev1.ResourceList, clk clock.Clock) *Manager {
+	retries := flowcontrol.NewBackOff(setUpRetryInitial, setUpRetryMax)
+	retries.Clock = clk
+	return &Manager{dir: podsDir, client: client, allocatable: allocatable, tokens: tokenCache{now: time.Now}, clock: clk, retries: retries}
 }
+
+// A volume whose set-up failed is tried again setUpRetryInitial later, doubling to
+// setUpRetryMax: the kubelet's reconciler retries a failed MountVolume so (its
+// exponentialbackoff), and so a pod whose ConfigMap is missing gets a FailedMount event
+// per try, not per sync.
+const (
+	setUpRetryInitial = 500 * time.Millisecond
+	setUpRetryMax     = 2*time.Minute + 2*time.Second
+)
 
 // PodDir is where everything of one pod lives on the node.
 func (m *Manager) PodDir(uid string) string { return filepath.Join(m.dir, uid) }
@@ -59,12 +76,21 @@ func (m *Manager) pluginDir(pod *corev1.Pod, plugin, name string) string {
 }
 
 // MountError says which volumes could not be set up, worded as the kubelet's
-// FailedMount events are.
-type MountError struct{ errs []error }
+// FailedMount events are, and which wait to be tried again after an earlier failure.
+type MountError struct {
+	errs    []error
+	backoff []string
+}
 
-func (e *MountError) Error() string { return errors.Join(e.errs...).Error() }
+func (e *MountError) Error() string {
+	errs := e.errs
+	if len(e.backoff) > 0 {
+		errs = append(slices.Clip(errs), fmt.Errorf("volumes %q wait to be set up again after a failure", e.backoff))
+	}
+	return errors.Join(errs...).Error()
+}
 
-// Unwrap gives each volume's failure, one FailedMount event each.
+// Unwrap gives each volume's failure of this set-up, one FailedMount event each.
 func (e *MountError) Unwrap() []error { return e.errs }
 
 // SetUp makes every volume of the pod ready, refreshing configMap, secret and
@@ -75,21 +101,27 @@ func (e *MountError) Unwrap() []error { return e.errs }
 func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume, error) {
 	vols := map[string]Volume{}
 	var errs []error
+	var backoff []string
 	m.mu.Lock()
 	mounted := m.mounted[string(pod.UID)]
 	m.mu.Unlock()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		old, ok := mounted[v.Name]
-		vol, err := m.setUp(ctx, pod, v, ok)
-		if err != nil {
+		retryKey := string(pod.UID) + "/" + v.Name
+		if m.retries.IsInBackOffSinceUpdate(retryKey, m.clock.Now()) {
+			backoff = append(backoff, v.Name)
+		} else if vol, err := m.setUp(ctx, pod, v, ok); err != nil {
+			m.retries.Next(retryKey, m.clock.Now())
 			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err))
-			if ok {
-				vols[v.Name] = old
-			}
+		} else {
+			m.retries.Reset(retryKey)
+			vols[v.Name] = vol
 			continue
 		}
-		vols[v.Name] = vol
+		if ok { // set up before: it keeps what it had
+			vols[v.Name] = old
+		}
 	}
 	m.mu.Lock()
 	if m.mounted == nil {
@@ -97,11 +129,14 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 	}
 	m.mounted[string(pod.UID)] = vols
 	m.mu.Unlock()
-	if len(errs) > 0 {
-		return vols, &MountError{errs}
+	if len(errs) > 0 || len(backoff) > 0 {
+		return vols, &MountError{errs: errs, backoff: backoff}
 	}
 	return vols, nil
 }
+
+// ForgetExpiredRetries drops the set-up back-offs that have long expired (housekeeping).
+func (m *Manager) ForgetExpiredRetries() { m.retries.GC() }
 
 // setUp sets up or refreshes one volume; mounted: it was set up at an earlier sync of
 // the pod (its ownership is not changed again).

@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/minik8s/minik8s/internal/testenv"
 	"github.com/moby/sys/mountinfo"
@@ -19,13 +21,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
 func testManager(t *testing.T, objects ...runtime.Object) (*Manager, string) {
 	t.Helper()
 	dir := t.TempDir()
-	return New(filepath.Join(dir, "pods"), fake.NewClientset(objects...), func() corev1.ResourceList { return nil }), dir
+	return New(filepath.Join(dir, "pods"), fake.NewClientset(objects...), func() corev1.ResourceList { return nil }, clocktesting.NewFakeClock(time.Now())), dir
 }
 
 // boundClaim is the claim default/data bound to the hostPath volume pv1 at host.
@@ -126,6 +129,49 @@ func TestSetUpFailuresAreWordedAsTheKubelet(t *testing.T) {
 	}
 	if _, ok := vols["optional"]; !ok || strings.Contains(err.Error(), `"optional"`) {
 		t.Error("a missing optional configMap must give an empty volume")
+	}
+}
+
+// TestFailedSetUpBacksOff: a volume whose set-up failed is tried again only after a
+// back-off, 0.5 s doubling to 2m2s, as the kubelet's volume reconciler retries a failed
+// MountVolume (pkg/util/goroutinemap/exponentialbackoff); meanwhile the pod waits with no
+// new failure to report, so its FailedMount events come as often as the tries.
+func TestFailedSetUpBacksOff(t *testing.T) {
+	m, _ := testManager(t)
+	clk := m.clock.(*clocktesting.FakeClock)
+	pod := volumePod(corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}})
+	setUp := func() (set bool, failures int) {
+		t.Helper()
+		vols, err := m.SetUp(context.Background(), pod)
+		mountErr := (*MountError)(nil)
+		if err != nil && !errors.As(err, &mountErr) {
+			t.Fatalf("SetUp: %v, want a MountError", err)
+		}
+		if mountErr != nil {
+			failures = len(mountErr.Unwrap())
+		}
+		_, set = vols["v"]
+		return set, failures
+	}
+	for i, step := range []struct {
+		wait     time.Duration
+		failures int // set-ups tried and failed: one FailedMount event each
+	}{{0, 1}, {0, 0}, {499 * time.Millisecond, 0}, {time.Millisecond, 1}, {999 * time.Millisecond, 0}, {time.Millisecond, 1}, {2 * time.Second, 1}} {
+		clk.Step(step.wait)
+		if set, failures := setUp(); set || failures != step.failures {
+			t.Errorf("set-up %d (%v later): volume set %v, %d failures; want unset, %d", i, step.wait, set, failures, step.failures)
+		}
+	}
+
+	if _, err := m.client.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if set, _ := setUp(); set {
+		t.Error("set up while its back-off (4 s) runs")
+	}
+	clk.Step(4 * time.Second)
+	if set, failures := setUp(); !set || failures != 0 {
+		t.Errorf("after the back-off: volume set %v, %d failures; want set", set, failures)
 	}
 }
 
