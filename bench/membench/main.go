@@ -533,19 +533,35 @@ func perProcess(procs []process, p peaks) string {
 // heapInUse is the API server's go_memstats_heap_inuse_bytes from its /metrics, in MiB
 // (kube-apiserver exports it too).
 func heapInUse(c *kubernetes.Clientset) (float64, error) {
+	lines, err := metricLines(c, "go_memstats_heap_inuse_bytes ")
+	if err != nil {
+		return 0, err
+	}
+	if len(lines) == 0 {
+		return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+	}
+	b, err := strconv.ParseFloat(strings.TrimPrefix(lines[0], "go_memstats_heap_inuse_bytes "), 64)
+	return b / (1 << 20), err
+}
+
+// metricLines are the lines of the API server's /metrics that start with one of prefixes.
+func metricLines(c *kubernetes.Clientset, prefixes ...string) ([]string, error) {
 	body, err := c.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
+		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
+	var lines []string
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
-			b, err := strconv.ParseFloat(v, 64)
-			return b / (1 << 20), err
+		for _, p := range prefixes {
+			if strings.HasPrefix(sc.Text(), p) {
+				lines = append(lines, sc.Text())
+				break
+			}
 		}
 	}
-	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+	return lines, sc.Err()
 }
 
 // phaseFile names a side's file of a phase, with a suffix when not empty.
@@ -570,11 +586,14 @@ func savePeak(c *kubernetes.Clientset, pid int, base string) {
 		fmt.Fprintln(os.Stderr, "membench:", err)
 		return
 	}
-	heap, _ := heapInUse(c)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s; Go heap in use %.1f MiB\n", time.Now().Format(time.RFC3339Nano), heap)
+	fmt.Fprintf(&b, "# %s\n", time.Now().Format(time.RFC3339Nano))
 	for _, m := range mappings {
 		fmt.Fprintf(&b, "%8.1f MiB  %s\n", m.MiB, m.Name)
+	}
+	// The Go runtime's share of the anonymous memory: heap in use, idle, stacks...
+	if metrics, err := metricLines(c, "go_memstats_", "go_goroutines "); err == nil {
+		b.WriteString(strings.Join(metrics, "\n") + "\n")
 	}
 	if err := os.WriteFile(base+".txt", []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "membench:", err)
