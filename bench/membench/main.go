@@ -79,7 +79,7 @@ func main() {
 	flag.IntVar(&cfg.listRounds, "list-rounds", 3, "typed LISTs of every pod")
 	flag.IntVar(&cfg.watchers, "watchers", 200, "watchers of the watch phase, each on a connection of its own")
 	flag.IntVar(&cfg.watchCreates, "watch-creates", 500, "pods created (16 clients) while the watchers watch")
-	flag.StringVar(&cfg.profileDir, "heap-profiles", "", "write miniapi's heap profile (/debug/pprof/heap, after a collection) at each phase's end into this directory")
+	flag.StringVar(&cfg.profileDir, "heap-profiles", "", "write miniapi's heap profile (/debug/pprof/heap, after a collection) at each phase's end into this directory, and at each phase's highest RSS its heap as of the last collection and its resident pages per mapping (*-at-peak.*)")
 	flag.DurationVar(&cfg.sampleEvery, "sample", 100*time.Millisecond, "how often RSS is sampled")
 	flag.DurationVar(&cfg.idle, "idle", 5*time.Second, "how long the idle phase samples, after the servers are ready")
 	flag.Parse()
@@ -257,7 +257,13 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 		return err
 	}
 	measure := func(name, unit string, do func() (float64, error)) error {
-		smp := startSampling(r.procs, cfg.sampleEvery)
+		var onPeak func()
+		if profileDir != "" {
+			onPeak = func() {
+				savePeak(admin[0], r.procs[0].pid, filepath.Join(profileDir, phaseFile(r.name, name, "at-peak")))
+			}
+		}
+		smp := startSampling(r.procs, cfg.sampleEvery, onPeak)
 		rate, err := do()
 		pk := smp.stop()
 		if err != nil {
@@ -272,7 +278,7 @@ func load(cfg config, s *apiproc.Server, r *sideResult, profileDir string) error
 		fmt.Printf("%-22s %8.1f %-10s peak RSS %5.0f MiB (anon %5.0f)%s; API server's Go heap in use %4.0f MiB; load %s\n",
 			name, rate, unit, pk.sumRSS, pk.sumAnon, perProcess(r.procs, pk), heap, benchapi.LoadAverage())
 		if profileDir != "" {
-			return saveHeapProfile(admin[0], filepath.Join(profileDir, fmt.Sprintf("%s-%s.pb.gz", r.name, strings.ReplaceAll(name, " ", "-"))))
+			return saveHeapProfile(admin[0], filepath.Join(profileDir, phaseFile(r.name, name, "")+".pb.gz"), true)
 		}
 		return nil
 	}
@@ -465,10 +471,17 @@ type sampling struct {
 	procs []process
 }
 
-func startSampling(procs []process, every time.Duration) *sampling {
+// peakStep is how much the side's RSS must rise above the last peak onPeak saw before
+// startSampling calls it again: a heap profile costs the server CPU.
+const peakStep = 4.0 // MiB
+
+// startSampling samples procs every interval; onPeak, when not nil, is called whenever
+// their summed RSS reaches a new high (by peakStep).
+func startSampling(procs []process, every time.Duration, onPeak func()) *sampling {
 	s := &sampling{done: make(chan struct{}), out: make(chan peaks), procs: procs}
 	go func() {
 		p := peaks{rss: map[string]float64{}, anon: map[string]float64{}}
+		var lastPeak float64
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -485,6 +498,10 @@ func startSampling(procs []process, every time.Duration) *sampling {
 				sumAnon += anon
 			}
 			p.sumRSS, p.sumAnon = max(p.sumRSS, sumRSS), max(p.sumAnon, sumAnon)
+			if onPeak != nil && sumRSS >= lastPeak+peakStep {
+				lastPeak = sumRSS
+				onPeak()
+			}
 			select {
 			case <-s.done:
 				s.out <- p
@@ -516,24 +533,80 @@ func perProcess(procs []process, p peaks) string {
 // heapInUse is the API server's go_memstats_heap_inuse_bytes from its /metrics, in MiB
 // (kube-apiserver exports it too).
 func heapInUse(c *kubernetes.Clientset) (float64, error) {
+	lines, err := metricLines(c, "go_memstats_heap_inuse_bytes ")
+	if err != nil {
+		return 0, err
+	}
+	if len(lines) == 0 {
+		return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+	}
+	b, err := strconv.ParseFloat(strings.TrimPrefix(lines[0], "go_memstats_heap_inuse_bytes "), 64)
+	return b / (1 << 20), err
+}
+
+// metricLines are the lines of the API server's /metrics that start with one of prefixes.
+func metricLines(c *kubernetes.Clientset, prefixes ...string) ([]string, error) {
 	body, err := c.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
+		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
+	var lines []string
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
-			b, err := strconv.ParseFloat(v, 64)
-			return b / (1 << 20), err
+		for _, p := range prefixes {
+			if strings.HasPrefix(sc.Text(), p) {
+				lines = append(lines, sc.Text())
+				break
+			}
 		}
 	}
-	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+	return lines, sc.Err()
 }
 
-// saveHeapProfile writes the server's live heap (gc=1: after a collection) to file.
-func saveHeapProfile(c *kubernetes.Clientset, file string) error {
-	body, err := c.RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(context.Background())
+// phaseFile names a side's file of a phase, with a suffix when not empty.
+func phaseFile(side, phase, suffix string) string {
+	name := side + "-" + strings.ReplaceAll(phase, " ", "-")
+	if suffix != "" {
+		name += "-" + suffix
+	}
+	return name
+}
+
+// savePeak writes, at a new high of the server's RSS, its heap profile as of its last
+// collection (base.pb.gz: what was live then; collecting now would hide the peak) and its
+// resident MiB per mapping (base.txt: anonymous memory, the binary, bolt's mmap). A
+// failure only loses the sample.
+func savePeak(c *kubernetes.Clientset, pid int, base string) {
+	if err := saveHeapProfile(c, base+".pb.gz", false); err != nil {
+		fmt.Fprintln(os.Stderr, "membench:", err)
+	}
+	mappings, err := proc.RSSByMapping(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "membench:", err)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n", time.Now().Format(time.RFC3339Nano))
+	for _, m := range mappings {
+		fmt.Fprintf(&b, "%8.1f MiB  %s\n", m.MiB, m.Name)
+	}
+	// The Go runtime's share of the anonymous memory: heap in use, idle, stacks...
+	if metrics, err := metricLines(c, "go_memstats_", "go_goroutines "); err == nil {
+		b.WriteString(strings.Join(metrics, "\n") + "\n")
+	}
+	if err := os.WriteFile(base+".txt", []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "membench:", err)
+	}
+}
+
+// saveHeapProfile writes the server's heap profile to file; collect: after a collection.
+func saveHeapProfile(c *kubernetes.Clientset, file string, collect bool) error {
+	req := c.RESTClient().Get().AbsPath("/debug/pprof/heap")
+	if collect {
+		req = req.Param("gc", "1")
+	}
+	body, err := req.DoRaw(context.Background())
 	if err != nil {
 		return fmt.Errorf("GET /debug/pprof/heap: %w", err)
 	}

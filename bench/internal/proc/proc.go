@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -160,4 +161,52 @@ func HostCPU() (time.Duration, int, error) {
 		}
 	}
 	return time.Duration(busy) * time.Second / clockTicks, cpus, nil
+}
+
+// Mapping is the resident memory of one kind of mapping of a process: a file's mappings of
+// one permission set ("r-xp /path/bin"), or "anonymous" for heap, stacks and the rest.
+type Mapping struct {
+	Name string
+	MiB  float64
+}
+
+// RSSByMapping sums the process's resident pages (/proc/PID/smaps) per kind of mapping,
+// largest first (then by name).
+func RSSByMapping(pid int) ([]Mapping, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, err
+	}
+	return sumSmaps(string(data)), nil
+}
+
+// sumSmaps sums the Rss lines of smaps text per mapping kind.
+func sumSmaps(smaps string) []Mapping {
+	kb := map[string]float64{}
+	name := "anonymous"
+	for _, line := range strings.Split(smaps, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			name = "anonymous"
+			if len(fields) >= 6 && strings.HasPrefix(fields[5], "/") {
+				name = fields[1] + " " + fields[5]
+			}
+			continue
+		}
+		if len(fields) == 3 && fields[0] == "Rss:" {
+			v, _ := strconv.ParseFloat(fields[1], 64)
+			kb[name] += v
+		}
+	}
+	var out []Mapping
+	for n, v := range kb {
+		out = append(out, Mapping{n, v / 1024})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].MiB != out[j].MiB {
+			return out[i].MiB > out[j].MiB
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }

@@ -27,3 +27,33 @@ func TestCPUTimesOfThisProcess(t *testing.T) {
 		t.Error("SelfAndChildren of no process: no error")
 	}
 }
+
+// TestSumSmaps: resident kB are summed per file and permissions, every mapping without a
+// file path (heap, stack, anonymous) as one, largest first (then by name).
+func TestSumSmaps(t *testing.T) {
+	smaps := `00400000-01000000 r-xp 00000000 08:01 42    /usr/bin/x
+Size:              12288 kB
+Rss:                2048 kB
+01000000-02000000 r--p 00c00000 08:01 42    /usr/bin/x
+Rss:                1024 kB
+02000000-02100000 rw-p 00000000 00:00 0
+Rss:                4096 kB
+7f0000000000-7f0000100000 r--s 00000000 08:01 43   /data/state.db
+Rss:                 512 kB
+7f0000100000-7f0000200000 r--s 00000000 08:01 43   /data/state.db
+Rss:                 512 kB
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0    [stack]
+Rss:                1024 kB
+VmFlags: rd wr mr mw me gd ac
+`
+	got := sumSmaps(smaps)
+	want := []Mapping{{"anonymous", 5}, {"r-xp /usr/bin/x", 2}, {"r--p /usr/bin/x", 1}, {"r--s /data/state.db", 1}}
+	if len(got) != len(want) {
+		t.Fatalf("sumSmaps = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("sumSmaps[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
