@@ -51,12 +51,12 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 	cur := history[0]
 	switch cur.State {
 	case runtime.StateRunning:
-		resizeRestart := needsResize(cur, spec) && resizeRestarts(cur, spec)
+		resizeRestart := resizeRestarts(st, pod, cur, spec)
 		if (cur.SpecHash == hash || cur.SpecHash == fingerprint(spec)) && !resizeRestart {
 			return 0, nil // a resize in place is resizePod's
 		}
 		if resizeRestart {
-			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s resize requires restart, will be restarted", spec.Name)
+			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s resize requires restart", spec.Name)
 		} else {
 			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
 		}
