@@ -148,7 +148,8 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}
 	count := st.restartCounts[spec.Name]
-	if restart {
+	removed := st.removed[spec.Name]
+	if restart || removed.uncounted {
 		count++
 	}
 	logPath := s.containerLogPath(pod, spec.Name, count)
@@ -196,6 +197,10 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
 	st.restartCounts[spec.Name] = count
+	if removed.uncounted { // counted now
+		removed.uncounted = false
+		st.removed[spec.Name] = removed
+	}
 	st.trace.Mark("create", s.clock.Now())
 	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
 	if err := s.rt.StartContainer(ctx, c.ID); err != nil {

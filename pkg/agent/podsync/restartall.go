@@ -30,7 +30,7 @@ func removedByRestartAll() *corev1.ContainerStateTerminated {
 func initRunningAgain(st *PodState, pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
 	for i, cs := range initStatuses {
 		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		if !isSidecar(&pod.Spec.InitContainers[i]) && st.restartedAll[cs.Name] && !done {
+		if !isSidecar(&pod.Spec.InitContainers[i]) && st.removedByRestartAll(cs.Name) && !done {
 			return true
 		}
 	}
@@ -85,14 +85,18 @@ func (s *Syncer) restartAll(ctx context.Context, st *PodState, apiPod, pod *core
 	if err := s.writeStatus(ctx, st, apiPod, ps); err != nil {
 		return nil, err
 	}
-	// A container that had a run (not waiting to start or restart) counts a restart.
+	// A container that had a run (not waiting to start or restart) counts a restart, its
+	// lastState saying why. One waiting to restart keeps its status (the kubelet's reason
+	// cache keeps why it waits) and counts the restart when it starts.
 	for _, cs := range slices.Concat(ps.InitContainerStatuses, ps.ContainerStatuses) {
-		if cs.State.Waiting == nil {
+		switch {
+		case cs.State.Waiting == nil:
 			st.restartCounts[cs.Name]++
-			st.restartedAll[cs.Name] = true
-			delete(st.previous, cs.Name)
+			st.removed[cs.Name] = removedRun{lastState: removedByRestartAll()}
+			delete(st.waiting, cs.Name)
+		case cs.LastTerminationState.Terminated != nil && len(containersNamed(all, cs.Name)) > 0:
+			st.removed[cs.Name] = removedRun{lastState: cs.LastTerminationState.Terminated, uncounted: true}
 		}
-		delete(st.waiting, cs.Name)
 	}
 	var targets, sources []runtime.Container
 	for _, specs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {

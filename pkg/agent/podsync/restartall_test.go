@@ -104,3 +104,39 @@ func TestRestartAllContainers(t *testing.T) {
 		t.Errorf("phase %s, want Running", got.Status.Phase)
 	}
 }
+
+// TestRestartAllContainersCrashLooping: a container waiting in CrashLoopBackOff when a
+// RestartAllContainers rule fires keeps what its status said, as the kubelet's
+// convertToAPIContainerStatuses carries it over a removed container that was waiting (its
+// reason cache still holds the back-off): waiting CrashLoopBackOff, its last crash as
+// lastState, the same restartCount; its next run counts one restart more (the kubelet
+// numbers it after the logs it kept) and keeps that lastState.
+func TestRestartAllContainersCrashLooping(t *testing.T) {
+	h := newHarness(t)
+	pod := withInit(agenttest.Pod("job", corev1.RestartPolicyAlways, "app", "loop"), "setup")
+	pod.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	pod, st := h.start(pod)
+	h.exitAndSync(st, pod, "setup", 0)
+	h.exitAndSync(st, pod, "loop", 1) // restarted at once
+	h.exitAndSync(st, pod, "loop", 1) // backs off
+	before := agenttest.ContainerStatus(h.apiPod(pod), "loop")
+	if w := before.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" || before.RestartCount != 1 ||
+		before.LastTerminationState.Terminated == nil || before.LastTerminationState.Terminated.ExitCode != 1 {
+		t.Fatalf("loop before the reset: %+v", before)
+	}
+
+	h.exitAndSync(st, pod, "app", 42)
+	got := agenttest.ContainerStatus(h.apiPod(pod), "loop")
+	if w := got.State.Waiting; w == nil || *w != *before.State.Waiting || got.RestartCount != 1 ||
+		got.LastTerminationState.Terminated == nil || *got.LastTerminationState.Terminated != *before.LastTerminationState.Terminated {
+		t.Errorf("loop after the reset: %+v\nwant as before: %+v", got, before)
+	}
+
+	h.exitAndSync(st, pod, "setup", 0)
+	got = agenttest.ContainerStatus(h.apiPod(pod), "loop")
+	if got.State.Running == nil || got.RestartCount != 2 ||
+		got.LastTerminationState.Terminated == nil || *got.LastTerminationState.Terminated != *before.LastTerminationState.Terminated {
+		t.Errorf("loop running again: %+v\nwant restartCount 2, lastState %+v", got, before.LastTerminationState.Terminated)
+	}
+}

@@ -51,12 +51,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 		if w, ok := st.waiting[spec.Name]; ok && (len(history) == 0 || history[0].State != runtime.StateExited || restarts(history[0].ExitCode)) {
 			waiting = &w
 		}
-		if prev, ok := st.previous[spec.Name]; ok && len(history) == 1 && history[0].ID != prev.ID {
-			history = append(history, prev)
-		}
 		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name], st.terminationLogs)
-		if st.restartedAll[spec.Name] && len(history) <= 1 && cs.LastTerminationState.Terminated == nil {
-			cs.LastTerminationState.Terminated = removedByRestartAll()
+		if cs.LastTerminationState.Terminated == nil {
+			cs.LastTerminationState.Terminated = st.carriedLastState(spec.Name, history)
 		}
 		var cur *runtime.Container
 		if len(history) > 0 {
