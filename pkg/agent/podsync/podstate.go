@@ -104,10 +104,3 @@ func (st *PodState) carriedLastState(name string, history []runtime.Container) *
 	}
 	return r.lastState.DeepCopy()
 }
-
-// removedByRestartAll: the container's last removal was a restart of all the pod's
-// containers.
-func (st *PodState) removedByRestartAll(name string) bool {
-	t := st.removed[name].lastState
-	return t != nil && t.Reason == status.RestartingAllContainers
-}

@@ -45,18 +45,36 @@ func TestRestartAllContainers(t *testing.T) {
 		t.Error("no Killing event")
 	}
 
-	// The status written before the reset: app exited 42, the pod restarting.
-	var restarting *corev1.PodStatus
+	// The status written before the reset: app exited 42, the pod restarting; the next,
+	// once the containers are gone: each waits, RestartingAllContainers.
+	var restarting, removed *corev1.PodStatus
 	for _, a := range h.Client.Actions()[updates:] {
 		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" {
-			if p := u.GetObject().(*corev1.Pod); ptr.Deref(condition(p.Status, corev1.AllContainersRestarting), corev1.PodCondition{}).Status == corev1.ConditionTrue {
-				restarting = &p.Status
+			p := u.GetObject().(*corev1.Pod)
+			if restarting != nil {
+				removed = &p.Status
 				break
+			}
+			if ptr.Deref(condition(p.Status, corev1.AllContainersRestarting), corev1.PodCondition{}).Status == corev1.ConditionTrue {
+				restarting = &p.Status
 			}
 		}
 	}
-	if restarting == nil {
-		t.Fatal("no status with AllContainersRestarting True")
+	if restarting == nil || removed == nil {
+		t.Fatalf("status while restarting %+v, once removed %+v", restarting, removed)
+	}
+	wantWaiting := corev1.ContainerStateWaiting{Reason: "RestartingAllContainers", Message: "The container is removed because RestartAllContainers in place"}
+	for _, cs := range append(removed.InitContainerStatuses, removed.ContainerStatuses...) {
+		if w := cs.State.Waiting; w == nil || *w != wantWaiting || cs.RestartCount != 1 {
+			t.Errorf("%s once removed: restarts %d, state %+v, want waiting %+v", cs.Name, cs.RestartCount, cs.State, wantWaiting)
+		}
+	}
+	if c := condition(*removed, corev1.AllContainersRestarting); c == nil || c.Status != corev1.ConditionFalse {
+		t.Errorf("AllContainersRestarting once removed: %+v, want False", c)
+	}
+	// Each container stopped, to run again (the kubelet's getPhase).
+	if removed.Phase != corev1.PodRunning {
+		t.Errorf("phase once removed %s, want Running", removed.Phase)
 	}
 	if c := condition(*restarting, corev1.AllContainersRestarting); c.Reason != "RestartAllContainersStarted" || c.Message != "container exited with restart policy rule" {
 		t.Errorf("AllContainersRestarting: %+v", c)
@@ -87,8 +105,12 @@ func TestRestartAllContainers(t *testing.T) {
 	if cs := initStatusOf(got, "setup"); cs.State.Running == nil {
 		t.Errorf("setup after the reset: %+v, want running", cs)
 	}
-	if cs := agenttest.ContainerStatus(got, "app"); cs.State.Waiting == nil {
-		t.Errorf("app after the reset: %+v, want waiting", cs)
+	// What waits for setup says so, as any container of a pod with init containers does
+	// before it is made (the kubelet's default waiting state).
+	for _, cs := range append([]corev1.ContainerStatus{initStatusOf(got, "log")}, got.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w == nil || w.Reason != "PodInitializing" {
+			t.Errorf("%s after the reset: %+v, want waiting PodInitializing", cs.Name, cs.State)
+		}
 	}
 
 	// The pod runs again in order, in the same sandbox.

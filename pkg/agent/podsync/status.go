@@ -81,7 +81,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	}
 	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting, st.terminationLogs)
 	uninitialized := incompleteInitContainers(pod, ps.InitContainerStatuses, ps.ContainerStatuses)
-	if len(uninitialized) > 0 { // what has not started yet waits for the init containers
+	// What a pod with init containers has not made yet waits for them (the kubelet's default
+	// waiting state), even once initialized.
+	if len(pod.Spec.InitContainers) > 0 {
 		for _, list := range [][]corev1.ContainerStatus{ps.InitContainerStatuses, ps.ContainerStatuses} {
 			for i := range list {
 				if w := list[i].State.Waiting; w != nil && w.Reason == reasonContainerCreating {
@@ -94,7 +96,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	switch {
 	case initFailed(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodFailed
-	case len(uninitialized) > 0, initRunningAgain(st, pod, ps.InitContainerStatuses):
+	case len(uninitialized) > 0, initPending(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodPending
 	}
 	ps.Reason, ps.Message = "", ""
