@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/starttrace"
-	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -23,6 +22,7 @@ type PodState struct {
 	restartCounts map[string]int32
 	// removed is what each container removed from the runtime (its pod's sandbox made anew,
 	// or all its containers restarted) leaves to its next run; a new removal replaces it.
+	// A minilet started anew takes it from the lastStates of the pod's status.
 	removed map[string]removedRun
 	// waiting says why a container is not running now (ErrImagePull,
 	// CrashLoopBackOff ...); a started container clears its entry.
@@ -77,7 +77,8 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {
 	}
 	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		st.restartCounts[cs.Name] = cs.RestartCount
-		if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == status.RestartingAllContainers {
+		// A lastState the runtime no longer has, the status carries (carriedLastState).
+		if t := cs.LastTerminationState.Terminated; t != nil {
 			st.removed[cs.Name] = removedRun{lastState: t.DeepCopy()}
 		}
 	}

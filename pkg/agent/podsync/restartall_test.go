@@ -135,20 +135,7 @@ func TestRestartAllContainers(t *testing.T) {
 // numbers it after the logs it kept) and keeps that lastState.
 func TestRestartAllContainersCrashLooping(t *testing.T) {
 	h := newHarness(t)
-	pod := withInit(agenttest.Pod("job", corev1.RestartPolicyAlways, "app", "loop"), "setup")
-	pod.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
-		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
-	pod, st := h.start(pod)
-	h.exitAndSync(st, pod, "setup", 0)
-	h.exitAndSync(st, pod, "loop", 1) // restarted at once
-	h.exitAndSync(st, pod, "loop", 1) // backs off
-	before := agenttest.ContainerStatus(h.apiPod(pod), "loop")
-	if w := before.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" || before.RestartCount != 1 ||
-		before.LastTerminationState.Terminated == nil || before.LastTerminationState.Terminated.ExitCode != 1 {
-		t.Fatalf("loop before the reset: %+v", before)
-	}
-
-	h.exitAndSync(st, pod, "app", 42)
+	pod, st, before := h.resetWhileCrashLooping()
 	got := agenttest.ContainerStatus(h.apiPod(pod), "loop")
 	if w := got.State.Waiting; w == nil || *w != *before.State.Waiting || got.RestartCount != 1 ||
 		got.LastTerminationState.Terminated == nil || *got.LastTerminationState.Terminated != *before.LastTerminationState.Terminated {
@@ -161,4 +148,39 @@ func TestRestartAllContainersCrashLooping(t *testing.T) {
 		got.LastTerminationState.Terminated == nil || *got.LastTerminationState.Terminated != *before.LastTerminationState.Terminated {
 		t.Errorf("loop running again: %+v\nwant restartCount 2, lastState %+v", got, before.LastTerminationState.Terminated)
 	}
+}
+
+// TestRestartAllContainersAdopted: a minilet started after a RestartAllContainers reset
+// reports the lastState of a container the reset removed from what the pod's status said,
+// as the kubelet carries it over from the pod's previous status.
+func TestRestartAllContainersAdopted(t *testing.T) {
+	h := newHarness(t)
+	pod, _, before := h.resetWhileCrashLooping()
+	h.syncer = h.newSyncer()
+	h.sync(newPodStateFromAPI(h, pod), pod)
+	got := agenttest.ContainerStatus(h.apiPod(pod), "loop")
+	if last := got.LastTerminationState.Terminated; last == nil || *last != *before.LastTerminationState.Terminated || got.RestartCount != 1 {
+		t.Errorf("loop adopted: restarts %d, lastState %+v, want 1 and %+v", got.RestartCount, last, before.LastTerminationState.Terminated)
+	}
+}
+
+// resetWhileCrashLooping runs a pod whose container loop waits in CrashLoopBackOff when
+// app exits with the code of its RestartAllContainers rule, while its init container
+// setup runs again; before is loop's status before the reset.
+func (h *harness) resetWhileCrashLooping() (pod *corev1.Pod, st *PodState, before corev1.ContainerStatus) {
+	h.t.Helper()
+	pod = withInit(agenttest.Pod("job", corev1.RestartPolicyAlways, "app", "loop"), "setup")
+	pod.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	pod, st = h.start(pod)
+	h.exitAndSync(st, pod, "setup", 0)
+	h.exitAndSync(st, pod, "loop", 1) // restarted at once
+	h.exitAndSync(st, pod, "loop", 1) // backs off
+	before = agenttest.ContainerStatus(h.apiPod(pod), "loop")
+	if w := before.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" || before.RestartCount != 1 ||
+		before.LastTerminationState.Terminated == nil || before.LastTerminationState.Terminated.ExitCode != 1 {
+		h.t.Fatalf("loop before the reset: %+v", before)
+	}
+	h.exitAndSync(st, pod, "app", 42)
+	return pod, st, before
 }
