@@ -51,12 +51,12 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 	cur := history[0]
 	switch cur.State {
 	case runtime.StateRunning:
-		resizeRestart := needsResize(cur, spec) && resizeRestarts(cur, spec)
+		resizeRestart := resizeRestarts(st, pod, cur, spec)
 		if (cur.SpecHash == hash || cur.SpecHash == fingerprint(spec)) && !resizeRestart {
 			return 0, nil // a resize in place is resizePod's
 		}
 		if resizeRestart {
-			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s resize requires restart, will be restarted", spec.Name)
+			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s resize requires restart", spec.Name)
 		} else {
 			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
 		}
@@ -148,7 +148,8 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}
 	count := st.restartCounts[spec.Name]
-	if restart {
+	removed := st.removed[spec.Name]
+	if restart || removed.uncounted {
 		count++
 	}
 	logPath := s.containerLogPath(pod, spec.Name, count)
@@ -196,6 +197,10 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateContainerError, err)
 	}
 	st.restartCounts[spec.Name] = count
+	if removed.uncounted { // counted now
+		removed.uncounted = false
+		st.removed[spec.Name] = removed
+	}
 	st.trace.Mark("create", s.clock.Now())
 	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
 	if err := s.rt.StartContainer(ctx, c.ID); err != nil {

@@ -95,6 +95,18 @@ func incompleteInitContainers(pod *corev1.Pod, initStatuses, statuses []corev1.C
 	return names
 }
 
+// initPending: a regular init container runs, or waits to run with no run before it, so
+// the pod is Pending though it may have been initialized before (all its containers
+// restarted): the kubelet's getPhase counts it a pending init container.
+func initPending(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
+	for i, cs := range initStatuses {
+		if !isSidecar(&pod.Spec.InitContainers[i]) && (cs.State.Running != nil || cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil) {
+			return true
+		}
+	}
+	return false
+}
+
 // initFailed: a regular init container failed and will not run again, so the pod has
 // failed (the kubelet's getPhase).
 func initFailed(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {

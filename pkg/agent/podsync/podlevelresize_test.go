@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -180,4 +182,40 @@ func TestPodLevelStatusWithoutPodLevelResources(t *testing.T) {
 		}
 		h.sync(st, pod)
 	}
+}
+
+// TestResizePodLevelRestartsInheritor: a container that sets no memory limit of its own
+// runs with its pod's pod-level one; a pod-level resize of that limit restarts it when its
+// memory resizePolicy says RestartContainer, as the kubelet's computePodResizeAction
+// compares the container's limits with the pod-level ones merged in (GetLimits), with the
+// kubelet's Killing message.
+func TestResizePodLevelRestartsInheritor(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("plr", corev1.RestartPolicyAlways, "c")
+	pod.Spec.Resources = ptr.To(guaranteed("100m", "64Mi"))
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	pod, st := h.start(pod)
+	h.Runtime.TakeCalls()
+	h.TakeEvents()
+
+	h.resizePodLevel(pod, guaranteed("100m", "128Mi"))
+	h.Clock.Step(time.Second) // the new run starts after the old
+	h.sync(st, pod)
+	h.wantCalls("of a pod-level memory resize", "stop c", "create c", "start c")
+	if ev := h.TakeEvents(); !slices.Contains(ev, "Normal Killing Container c resize requires restart") {
+		t.Errorf("events %q, want the kubelet's Killing event for the restart", ev)
+	}
+	if m := podMemoryLimit(t, cm.PodCgroup(h.syncer.cfg.CgroupRoot, pod)); m != "134217728" {
+		t.Errorf("pod cgroup memory limit %s, want 134217728", m)
+	}
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "c"); cs.RestartCount != 1 || cs.State.Running == nil {
+		t.Errorf("c after the resize: restarts %d, state %+v, want running again, 1 restart", cs.RestartCount, cs.State)
+	}
+	h.sync(st, pod)
+	h.wantCalls("of a sync after the restart")
+
+	// A CPU limit's resize keeps the container (its CPU policy is NotRequired).
+	h.resizePodLevel(pod, guaranteed("200m", "128Mi"))
+	h.sync(st, pod)
+	h.wantCalls("of a pod-level CPU resize", "resize c cpu=2/20000 memory=134217728")
 }

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/starttrace"
-	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
@@ -21,12 +20,10 @@ type PodState struct {
 	podIP         net.IP
 	startTime     metav1.Time
 	restartCounts map[string]int32
-	// previous is each container's last run before the pod's sandbox was made anew (those
-	// containers are removed): its lastState until the new one has ended a run itself.
-	previous map[string]runtime.Container
-	// restartedAll: the container was removed by a restart of all the pod's containers, so
-	// its lastState says so until its new run has ended too (restartall.go).
-	restartedAll map[string]bool
+	// removed is what each container removed from the runtime (its pod's sandbox made anew,
+	// or all its containers restarted) leaves to its next run; a new removal replaces it.
+	// A minilet started anew takes it from the lastStates of the pod's status.
+	removed map[string]removedRun
 	// waiting says why a container is not running now (ErrImagePull,
 	// CrashLoopBackOff ...); a started container clears its entry.
 	waiting map[string]corev1.ContainerStateWaiting
@@ -71,8 +68,7 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {
 		podIP:           net.ParseIP(pod.Status.PodIP),
 		startTime:       now,
 		restartCounts:   map[string]int32{},
-		previous:        map[string]runtime.Container{},
-		restartedAll:    map[string]bool{},
+		removed:         map[string]removedRun{},
 		waiting:         map[string]corev1.ContainerStateWaiting{},
 		terminationLogs: terminationLogs{},
 	}
@@ -81,9 +77,31 @@ func newPodState(pod *corev1.Pod, now metav1.Time) *PodState {
 	}
 	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		st.restartCounts[cs.Name] = cs.RestartCount
-		if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == status.RestartingAllContainers {
-			st.restartedAll[cs.Name] = true
+		// A lastState the runtime no longer has, the status carries (carriedLastState).
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			st.removed[cs.Name] = removedRun{lastState: t.DeepCopy()}
 		}
 	}
 	return st
+}
+
+// removedRun is what a container's removed run leaves to its next one, as the kubelet
+// carries it over from the pod's previous status (convertToAPIContainerStatuses).
+type removedRun struct {
+	// lastState is the next run's lastState until it has ended a run of its own.
+	lastState *corev1.ContainerStateTerminated
+	// uncounted: the container waited to restart when it was removed, so its next start
+	// still counts a restart (the kubelet numbers it after the logs it kept).
+	uncounted bool
+}
+
+// carriedLastState is the lastState a container whose runs are history (newest first)
+// carries from its removed run: while it has not had a run since, or while that run is
+// its only one and has not ended (its status then gives none).
+func (st *PodState) carriedLastState(name string, history []runtime.Container) *corev1.ContainerStateTerminated {
+	r, ok := st.removed[name]
+	if !ok || len(history) > 1 || len(history) == 1 && runtime.StatusID(history[0].ID) == r.lastState.ContainerID {
+		return nil
+	}
+	return r.lastState.DeepCopy()
 }

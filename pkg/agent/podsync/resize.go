@@ -43,19 +43,22 @@ func needsResize(c runtime.Container, spec *corev1.Container) bool {
 	return c.State == runtime.StateRunning && c.SpecHash == containerHash(spec) && c.Resources != recordedResources(spec)
 }
 
-// resizeRestarts: the resize from c's resources to spec's changes a resource whose
-// resizePolicy is RestartContainer.
-func resizeRestarts(c runtime.Container, spec *corev1.Container) bool {
+// resizeRestarts: c runs spec's container, and the resize changes a resource of it whose
+// resizePolicy is RestartContainer: a request or limit of its own, or a pod-level limit
+// it inherits (the kubelet's computePodResizeAction, on limits as GetLimits merges them).
+func resizeRestarts(st *PodState, pod *corev1.Pod, c runtime.Container, spec *corev1.Container) bool {
 	applied, ok := appliedResources(c)
-	if !ok {
+	if !ok || c.State != runtime.StateRunning || c.SpecHash != containerHash(spec) {
 		return false // nothing known to compare: apply in place
 	}
+	appliedLimits := cm.ContainerLimits(st.actuatedPodResources, &corev1.Container{Resources: applied})
+	limits := cm.ContainerLimits(pod.Spec.Resources, spec)
 	for _, p := range spec.ResizePolicy {
 		if p.RestartPolicy != corev1.RestartContainer {
 			continue
 		}
 		if !equality.Semantic.DeepEqual(applied.Requests[p.ResourceName], spec.Resources.Requests[p.ResourceName]) ||
-			!equality.Semantic.DeepEqual(applied.Limits[p.ResourceName], spec.Resources.Limits[p.ResourceName]) {
+			!equality.Semantic.DeepEqual(appliedLimits[p.ResourceName], limits[p.ResourceName]) {
 			return true
 		}
 	}
@@ -86,7 +89,7 @@ func (s *Syncer) resizePod(ctx context.Context, st *PodState, apiPod, pod *corev
 			continue
 		}
 		st.podCgroupOpen = true
-		if !own || !resizeRestarts(history[0], spec) {
+		if !resizeRestarts(st, pod, history[0], spec) {
 			resize, ids = append(resize, spec), append(ids, history[0].ID)
 		}
 	}

@@ -24,19 +24,6 @@ func removedByRestartAll() *corev1.ContainerStateTerminated {
 	return &corev1.ContainerStateTerminated{Reason: status.RestartingAllContainers, Message: messageRemovedByRestartAll, ExitCode: 137}
 }
 
-// initRunningAgain: a regular init container removed by a restart of all the pod's
-// containers has not succeeded again, so the pod is Pending, though still Initialized (the
-// kubelet's getPhase counts it pending).
-func initRunningAgain(st *PodState, pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
-	for i, cs := range initStatuses {
-		done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-		if !isSidecar(&pod.Spec.InitContainers[i]) && st.restartedAll[cs.Name] && !done {
-			return true
-		}
-	}
-	return false
-}
-
 // restartsAll: the run exited with a code a RestartAllContainers rule of c matches.
 func restartsAll(c *corev1.Container, run runtime.Container) bool {
 	return run.State == runtime.StateExited && status.RestartsAllContainers(c, run.ExitCode)
@@ -85,14 +72,20 @@ func (s *Syncer) restartAll(ctx context.Context, st *PodState, apiPod, pod *core
 	if err := s.writeStatus(ctx, st, apiPod, ps); err != nil {
 		return nil, err
 	}
-	// A container that had a run (not waiting to start or restart) counts a restart.
+	// A container that had a run (not waiting to start or restart) counts a restart, its
+	// lastState saying why. One waiting to restart keeps its status (the kubelet's reason
+	// cache keeps why it waits) and counts the restart when it starts.
+	reset := map[string]bool{}
 	for _, cs := range slices.Concat(ps.InitContainerStatuses, ps.ContainerStatuses) {
-		if cs.State.Waiting == nil {
+		switch {
+		case cs.State.Waiting == nil:
+			reset[cs.Name] = true
 			st.restartCounts[cs.Name]++
-			st.restartedAll[cs.Name] = true
-			delete(st.previous, cs.Name)
+			st.removed[cs.Name] = removedRun{lastState: removedByRestartAll()}
+			delete(st.waiting, cs.Name)
+		case cs.LastTerminationState.Terminated != nil && len(containersNamed(all, cs.Name)) > 0:
+			st.removed[cs.Name] = removedRun{lastState: cs.LastTerminationState.Terminated, uncounted: true}
 		}
-		delete(st.waiting, cs.Name)
 	}
 	var targets, sources []runtime.Container
 	for _, specs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
@@ -121,5 +114,15 @@ func (s *Syncer) restartAll(ctx context.Context, st *PodState, apiPod, pod *core
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
-	return all, nil
+	// The status once they are gone, as the kubelet's next sync writes it before it starts
+	// them again: each container reset waits, saying why (convertToAPIContainerStatuses).
+	ps = s.podStatus(st, pod, all, true)
+	for _, list := range [][]corev1.ContainerStatus{ps.InitContainerStatuses, ps.ContainerStatuses} {
+		for i := range list {
+			if reset[list[i].Name] {
+				list[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: status.RestartingAllContainers, Message: messageRemovedByRestartAll}}
+			}
+		}
+	}
+	return all, s.writeStatus(ctx, st, apiPod, ps)
 }

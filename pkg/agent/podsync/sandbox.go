@@ -62,7 +62,7 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 		for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 			if history := containersNamed(stopped, c.Name); len(history) > 0 && !done[c.Name] {
 				st.restartCounts[c.Name]++
-				st.previous[c.Name] = history[0]
+				st.removed[c.Name] = removedRun{lastState: terminatedState(&c, history[0], st.terminationLogs)}
 			}
 		}
 		// Stopped ephemeral containers and those done for good stay: they do not run again in

@@ -51,12 +51,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 		if w, ok := st.waiting[spec.Name]; ok && (len(history) == 0 || history[0].State != runtime.StateExited || restarts(history[0].ExitCode)) {
 			waiting = &w
 		}
-		if prev, ok := st.previous[spec.Name]; ok && len(history) == 1 && history[0].ID != prev.ID {
-			history = append(history, prev)
-		}
 		cs := containerStatus(spec, history, waiting, st.restartCounts[spec.Name], st.terminationLogs)
-		if st.restartedAll[spec.Name] && len(history) <= 1 && cs.LastTerminationState.Terminated == nil {
-			cs.LastTerminationState.Terminated = removedByRestartAll()
+		if cs.LastTerminationState.Terminated == nil {
+			cs.LastTerminationState.Terminated = st.carriedLastState(spec.Name, history)
 		}
 		var cur *runtime.Container
 		if len(history) > 0 {
@@ -84,7 +81,9 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	}
 	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting, st.terminationLogs)
 	uninitialized := incompleteInitContainers(pod, ps.InitContainerStatuses, ps.ContainerStatuses)
-	if len(uninitialized) > 0 { // what has not started yet waits for the init containers
+	// What a pod with init containers has not made yet waits for them (the kubelet's default
+	// waiting state), even once initialized.
+	if len(pod.Spec.InitContainers) > 0 {
 		for _, list := range [][]corev1.ContainerStatus{ps.InitContainerStatuses, ps.ContainerStatuses} {
 			for i := range list {
 				if w := list[i].State.Waiting; w != nil && w.Reason == reasonContainerCreating {
@@ -97,7 +96,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	switch {
 	case initFailed(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodFailed
-	case len(uninitialized) > 0, initRunningAgain(st, pod, ps.InitContainerStatuses):
+	case len(uninitialized) > 0, initPending(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodPending
 	}
 	ps.Reason, ps.Message = "", ""
