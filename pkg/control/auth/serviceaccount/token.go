@@ -33,9 +33,10 @@ type kubernetesClaims struct {
 	WarnAfter *jwt.NumericDate `json:"warnafter,omitempty"`
 }
 
+// ref names a bound object; a node that is gone is named without its uid.
 type ref struct {
 	Name string `json:"name"`
-	UID  string `json:"uid"`
+	UID  string `json:"uid,omitempty"`
 }
 
 // Objects is where tokens' service accounts and pods are looked up: the authenticator

@@ -278,6 +278,11 @@ func TestTokenRequest(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("token bound to %s names node %q, want %q", pod, got, want)
 		}
+		// kube-apiserver leaves an unknown uid out of the claim rather than writing "".
+		payload, _ := base64.RawURLEncoding.DecodeString(strings.Split(resp.Status.Token, ".")[1])
+		if strings.Contains(string(payload), `"uid":""`) {
+			t.Errorf("token bound to %s: claims %s hold an empty uid", pod, payload)
+		}
 	}
 }
 
