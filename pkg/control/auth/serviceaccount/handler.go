@@ -69,6 +69,12 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 	if err != nil {
 		return nil, err
 	}
+	// A request for an account that was re-created since its UID was read is refused
+	// (kube-apiserver's TokenRequestServiceAccountUIDValidation, on by default).
+	if req.UID != "" && req.UID != sa.UID {
+		return nil, apierrors.NewConflict(authnv1.SchemeGroupVersion.WithResource("TokenRequest").GroupResource(), name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
+	}
 	// Validated after the account is found, under no name, as kube-apiserver does.
 	expires := defaultExpiration
 	if s := req.Spec.ExpirationSeconds; s != nil {
@@ -143,7 +149,7 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 		return nil, err
 	}
 	out := req.DeepCopy()
-	out.Name, out.Namespace = name, namespace
+	out.Name, out.Namespace, out.UID = name, namespace, sa.UID
 	out.CreationTimestamp = metav1.NewTime(now)
 	if len(out.Spec.Audiences) == 0 {
 		out.Spec.Audiences = t.audiences

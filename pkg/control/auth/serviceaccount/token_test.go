@@ -224,6 +224,9 @@ func TestTokenRequest(t *testing.T) {
 	if err != nil || *resp.Spec.ExpirationSeconds != 3600 || resp.Spec.Audiences[0] != "https://issuer.example" || resp.Status.Token == "" {
 		t.Fatalf("defaults: %v %+v", err, resp)
 	}
+	if resp.UID != "sa-uid" { // kube-apiserver answers with the account's UID
+		t.Errorf("metadata.uid %q, want the service account's", resp.UID)
+	}
 	objs.secrets = map[string]*corev1.Secret{"apps/s": {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s", UID: "su"}}}
 	bind := func(kind, name string) *authnv1.TokenRequest {
 		return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: kind, APIVersion: "v1", Name: name}}}
@@ -248,6 +251,9 @@ func TestTokenRequest(t *testing.T) {
 		{"bound to a missing node", admin, "robot", bind("Node", "gone"), message(`nodes "gone" not found`)},
 		{"bound to a ConfigMap", admin, "robot", bind("ConfigMap", "c"), message("cannot bind token to object of type /v1, Kind=ConfigMap")},
 		{"no such account", admin, "ghost", &authnv1.TokenRequest{}, apierrors.IsNotFound},
+		{"another account's UID", admin, "robot", &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "old"}},
+			message(`Operation cannot be fulfilled on TokenRequest.authentication.k8s.io "robot": the UID in the token request (old) does not match the UID of the service account (sa-uid)`)},
+		{"the account's UID", admin, "robot", &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "sa-uid"}}, func(err error) bool { return err == nil }},
 		{"no such pod", admin, "robot", pod("gone", ""), apierrors.IsNotFound},
 		{"pod re-created", admin, "robot", pod("on-1", "old"), apierrors.IsConflict},
 		{"pod of another account", admin, "robot", pod("other", ""), apierrors.IsBadRequest},
