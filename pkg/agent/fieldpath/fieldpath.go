@@ -105,7 +105,7 @@ func resourceValue(pod *corev1.Pod, container string, ref *corev1.ResourceFieldS
 		}
 	}
 	if c == nil {
-		return "", fmt.Errorf("resourceFieldRef %s: no container %q in the pod", ref.Resource, container)
+		return "", fmt.Errorf("container %s not found", container) // kube's words
 	}
 	kind, name, ok := strings.Cut(ref.Resource, ".")
 	if !ok || (kind != "limits" && kind != "requests") {

@@ -76,3 +76,13 @@ func TestResourceValuePodLevelLimits(t *testing.T) {
 		t.Errorf("volume file of app's limits.cpu = %q, %v; want the node's 2000", got, err)
 	}
 }
+
+// TestResourceValueNoSuchContainer: kube's words (findContainerInPod), what a
+// downwardAPI volume's FailedMount event shows.
+func TestResourceValueNoSuchContainer(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	ref := &corev1.ResourceFieldSelector{ContainerName: "gone", Resource: "limits.cpu"}
+	if _, err := VolumeResourceValue(pod, ref, nil); err == nil || err.Error() != "container gone not found" {
+		t.Errorf("error %v, want kube's", err)
+	}
+}
