@@ -13,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minik8s/minik8s/pkg/agent/cm"
 )
 
 // Addresses are the pod's and its node's IPs, which only the node knows when a
@@ -72,10 +74,22 @@ func subscript(path, prefix string) (string, bool) {
 	return strings.CutSuffix(rest, "']")
 }
 
-// ResourceValue resolves a resourceFieldRef for the named container (the one asking,
-// when ref names none): its limit or request divided by the divisor, rounded up; a
-// limit the container does not set is the node's allocatable, as in the kubelet.
+// ResourceValue resolves an environment variable's resourceFieldRef for the named
+// container (the one asking, when ref names none): its limit or request divided by the
+// divisor, rounded up; a limit the container does not set is its pod's pod-level one,
+// else the node's allocatable, as the kubelet's defaultPodLimitsForDownwardAPI.
 func ResourceValue(pod *corev1.Pod, container string, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
+	return resourceValue(pod, container, ref, allocatable, true)
+}
+
+// VolumeResourceValue resolves a downwardAPI volume file's resourceFieldRef: as
+// ResourceValue, but a limit the container does not set is the node's allocatable even
+// when the pod sets a pod-level one, as the kubelet's downwardAPI volume (CollectData).
+func VolumeResourceValue(pod *corev1.Pod, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
+	return resourceValue(pod, "", ref, allocatable, false)
+}
+
+func resourceValue(pod *corev1.Pod, container string, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList, podLevel bool) (string, error) {
 	if ref.ContainerName != "" {
 		container = ref.ContainerName
 	}
@@ -91,14 +105,17 @@ func ResourceValue(pod *corev1.Pod, container string, ref *corev1.ResourceFieldS
 		}
 	}
 	if c == nil {
-		return "", fmt.Errorf("resourceFieldRef %s: no container %q in the pod", ref.Resource, container)
+		return "", fmt.Errorf("container %s not found", container) // kube's words
 	}
 	kind, name, ok := strings.Cut(ref.Resource, ".")
 	if !ok || (kind != "limits" && kind != "requests") {
 		return "", fmt.Errorf("unsupported resourceFieldRef %q", ref.Resource)
 	}
 	list := c.Resources.Requests
-	if kind == "limits" {
+	switch {
+	case kind == "limits" && podLevel:
+		list = cm.ContainerLimits(pod.Spec.Resources, c)
+	case kind == "limits":
 		list = c.Resources.Limits
 	}
 	q, set := list[corev1.ResourceName(name)]

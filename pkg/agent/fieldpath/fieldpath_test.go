@@ -50,3 +50,39 @@ func TestResourceValue(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceValuePodLevelLimits: for an environment variable a limit the container
+// does not set is the pod's pod-level one before the node's allocatable, as the
+// kubelet's defaultPodLimitsForDownwardAPI (PodLevelResources, on by default); a
+// downwardAPI volume's file is the node's allocatable still, as the kubelet's CollectData.
+func TestResourceValuePodLevelLimits(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+		Containers: []corev1.Container{{Name: "app"}, {Name: "capped", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	node := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	for _, tc := range []struct{ container, resource, divisor, want string }{
+		{"app", "limits.cpu", "1m", "500"},      // the pod's
+		{"app", "limits.memory", "1Mi", "1024"}, // the node's: the pod limits no memory
+		{"capped", "limits.cpu", "1m", "100"},   // the container's own
+	} {
+		ref := &corev1.ResourceFieldSelector{Resource: tc.resource, Divisor: resource.MustParse(tc.divisor)}
+		if got, err := ResourceValue(pod, tc.container, ref, node); err != nil || got != tc.want {
+			t.Errorf("%s %s = %q, %v; want %s", tc.container, tc.resource, got, err, tc.want)
+		}
+	}
+	ref := &corev1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu", Divisor: resource.MustParse("1m")}
+	if got, err := VolumeResourceValue(pod, ref, node); err != nil || got != "2000" {
+		t.Errorf("volume file of app's limits.cpu = %q, %v; want the node's 2000", got, err)
+	}
+}
+
+// TestResourceValueNoSuchContainer: kube's words (findContainerInPod), what a
+// downwardAPI volume's FailedMount event shows.
+func TestResourceValueNoSuchContainer(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	ref := &corev1.ResourceFieldSelector{ContainerName: "gone", Resource: "limits.cpu"}
+	if _, err := VolumeResourceValue(pod, ref, nil); err == nil || err.Error() != "container gone not found" {
+		t.Errorf("error %v, want kube's", err)
+	}
+}

@@ -76,7 +76,7 @@ func downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, d
 		case it.FieldRef != nil:
 			value, err = fieldpath.Value(pod, it.FieldRef.FieldPath, fieldpath.Addresses{})
 		case it.ResourceFieldRef != nil:
-			value, err = fieldpath.ResourceValue(pod, "", it.ResourceFieldRef, allocatable)
+			value, err = fieldpath.VolumeResourceValue(pod, it.ResourceFieldRef, allocatable)
 		default:
 			err = fmt.Errorf("downwardAPI item %s has neither fieldRef nor resourceFieldRef", it.Path)
 		}

@@ -397,7 +397,7 @@ func validateEnvValueFrom(ev *corev1.EnvVar, path *field.Path) field.ErrorList {
 	}
 	if from.ResourceFieldRef != nil {
 		sources++
-		errs = append(errs, validateEnvResourceFieldRef(from.ResourceFieldRef, path.Child("resourceFieldRef"))...)
+		errs = append(errs, validateResourceFieldRef(from.ResourceFieldRef, path.Child("resourceFieldRef"), false)...)
 	}
 	if from.ConfigMapKeyRef != nil {
 		sources++
@@ -466,12 +466,15 @@ func subscripted(fieldPath string) (name, key string, ok bool) {
 	return name, key, ok && name != ""
 }
 
-// validateEnvResourceFieldRef is kube's validateContainerResourceFieldSelector for an
-// environment variable: a supported resource and a divisor of its unit.
-func validateEnvResourceFieldRef(fs *corev1.ResourceFieldSelector, path *field.Path) field.ErrorList {
+// validateResourceFieldRef is kube's validateContainerResourceFieldSelector: a supported
+// resource and a divisor of its unit; a volume's (not an environment variable's, which is
+// its own container's) must name its container.
+func validateResourceFieldRef(fs *corev1.ResourceFieldSelector, path *field.Path, volume bool) field.ErrorList {
 	var errs field.ErrorList
 	hugepages := strings.HasPrefix(fs.Resource, "requests.hugepages-") || strings.HasPrefix(fs.Resource, "limits.hugepages-")
 	switch {
+	case volume && fs.ContainerName == "":
+		errs = append(errs, field.Required(path.Child("containerName"), ""))
 	case fs.Resource == "":
 		errs = append(errs, field.Required(path.Child("resource"), ""))
 	case !slices.Contains(envResourceFields, fs.Resource) && !hugepages:

@@ -228,8 +228,7 @@ func validateNoBacksteps(target string, p *field.Path) field.ErrorList {
 // volumeFieldPaths are the pod fields a downwardAPI volume file may hold, sorted.
 var volumeFieldPaths = []string{"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"}
 
-// validateDownwardAPIFile is kube's validateDownwardAPIVolumeFile, the container resources
-// of a resourceFieldRef aside.
+// validateDownwardAPIFile is kube's validateDownwardAPIVolumeFile.
 func validateDownwardAPIFile(file *corev1.DownwardAPIVolumeFile, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if file.Path == "" {
@@ -242,7 +241,9 @@ func validateDownwardAPIFile(file *corev1.DownwardAPIVolumeFile, path *field.Pat
 		if file.ResourceFieldRef != nil {
 			errs = append(errs, field.Invalid(path, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 		}
-	case file.ResourceFieldRef == nil:
+	case file.ResourceFieldRef != nil:
+		errs = append(errs, validateResourceFieldRef(file.ResourceFieldRef, path.Child("resourceFieldRef"), true)...)
+	default:
 		errs = append(errs, field.Required(path, "one of fieldRef and resourceFieldRef is required"))
 	}
 	return append(errs, validateFileMode(file.Mode, path.Child("mode"))...)

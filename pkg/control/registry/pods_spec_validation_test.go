@@ -79,6 +79,17 @@ func TestPodSpecValidation(t *testing.T) {
 			`spec.volumes[0].downwardAPI.fieldRef.fieldPath: Invalid value: "metadata.foo": error converting fieldPath: field label not supported: metadata.foo`,
 			"spec.volumes[0].downwardAPI: Required value: one of fieldRef and resourceFieldRef is required",
 		}},
+		{"downwardAPI resources without a container, unknown, divided wrong", func(s *corev1.PodSpec) {
+			s.Volumes = []corev1.Volume{vol("info", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "cpu", ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}},
+				{Path: "gpu", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.gpu"}},
+				{Path: "m", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.cpu", Divisor: resource.MustParse("3m")}},
+				{Path: "hp", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.hugepages-2Mi"}}}}})}
+		}, []string{
+			"spec.volumes[0].downwardAPI.resourceFieldRef.containerName: Required value",
+			`spec.volumes[0].downwardAPI.resourceFieldRef.resource: Unsupported value: "limits.gpu": supported values: "limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"`,
+			`spec.volumes[0].downwardAPI.resourceFieldRef.divisor: Invalid value: "limits.cpu": only divisor's values 1m and 1 are supported with the cpu resource`,
+		}},
 		{"projected token too short, paths twice", func(s *corev1.PodSpec) {
 			s.Volumes = []corev1.Volume{vol("proj", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: seconds(60)}},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	saadmission "github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -26,6 +27,11 @@ import (
 const (
 	defaultExpiration = time.Hour
 	minExpiration     = 10 * time.Minute
+	// A pod-bound token for the API of the kube-api-access volume's lifetime lives this
+	// long instead, stale (warnafter) after the lifetime asked for: kube-apiserver's
+	// --service-account-extend-token-expiration, on by default, so that clients which
+	// never reread their token keep working while the staleness shows.
+	extendedExpiration = 365 * 24 * time.Hour
 )
 
 // ServeTokenRequest answers POST .../namespaces/NS/serviceaccounts/NAME/token (already
@@ -62,6 +68,12 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 	sa, err := t.objects.ServiceAccount(ctx, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	// A request for an account that was re-created since its UID was read is refused
+	// (kube-apiserver's TokenRequestServiceAccountUIDValidation, on by default).
+	if req.UID != "" && req.UID != sa.UID {
+		return nil, apierrors.NewConflict(authnv1.SchemeGroupVersion.WithResource("TokenRequest").GroupResource(), name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
 	}
 	// Validated after the account is found, under no name, as kube-apiserver does.
 	expires := defaultExpiration
@@ -128,20 +140,35 @@ func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, nam
 				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", b.UID))
 		}
 	}
-	token, exp, err := t.Issue(issue)
+	if issue.Pod != nil && expires == saadmission.TokenExpirationSeconds*time.Second && t.forTheAPI(req.Spec.Audiences) {
+		issue.WarnAfter, issue.Expires = expires, extendedExpiration
+	}
+	now := t.now()
+	token, _, err := t.Issue(issue)
 	if err != nil {
 		return nil, err
 	}
 	out := req.DeepCopy()
-	out.Name, out.Namespace = name, namespace
-	out.CreationTimestamp = metav1.NewTime(t.now())
+	out.Name, out.Namespace, out.UID = name, namespace, sa.UID
+	out.CreationTimestamp = metav1.NewTime(now)
 	if len(out.Spec.Audiences) == 0 {
 		out.Spec.Audiences = t.audiences
 	}
 	secs := int64(expires / time.Second)
 	out.Spec.ExpirationSeconds = &secs
-	out.Status = authnv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
+	// The expiry asked for, even when the token's own is extended.
+	out.Status = authnv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(now.Add(expires))}
 	return out, nil
+}
+
+// forTheAPI: every audience asked for (none means the API's) is one of the API's own.
+func (t *Tokens) forTheAPI(audiences []string) bool {
+	for _, a := range audiences {
+		if !slices.Contains(t.audiences, a) {
+			return false
+		}
+	}
+	return true
 }
 
 // OIDC discovery paths.

@@ -33,9 +33,10 @@ type kubernetesClaims struct {
 	WarnAfter *jwt.NumericDate `json:"warnafter,omitempty"`
 }
 
+// ref names a bound object; a node that is gone is named without its uid.
 type ref struct {
 	Name string `json:"name"`
-	UID  string `json:"uid"`
+	UID  string `json:"uid,omitempty"`
 }
 
 // Objects is where tokens' service accounts and pods are looked up: the authenticator
@@ -115,6 +116,9 @@ type Request struct {
 	Node      *corev1.Node
 	Audiences []string
 	Expires   time.Duration
+	// WarnAfter, when set, is written into the token's kubernetes.io claims: past it
+	// the token is stale though it still works until Expires.
+	WarnAfter time.Duration
 }
 
 // Issue signs a token for r; it returns the token and its expiry.
@@ -145,6 +149,9 @@ func (t *Tokens) Issue(r Request) (string, time.Time, error) {
 		priv.Kubernetes.Secret = &ref{Name: r.Secret.Name, UID: string(r.Secret.UID)}
 	case r.Node != nil:
 		priv.Kubernetes.Node = &ref{Name: r.Node.Name, UID: string(r.Node.UID)}
+	}
+	if r.WarnAfter != 0 {
+		priv.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(r.WarnAfter))
 	}
 	token, err := jwt.Signed(t.signer).Claims(pub).Claims(aud).Claims(priv).Serialize()
 	if err != nil {

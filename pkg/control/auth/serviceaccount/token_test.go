@@ -224,6 +224,9 @@ func TestTokenRequest(t *testing.T) {
 	if err != nil || *resp.Spec.ExpirationSeconds != 3600 || resp.Spec.Audiences[0] != "https://issuer.example" || resp.Status.Token == "" {
 		t.Fatalf("defaults: %v %+v", err, resp)
 	}
+	if resp.UID != "sa-uid" { // kube-apiserver answers with the account's UID
+		t.Errorf("metadata.uid %q, want the service account's", resp.UID)
+	}
 	objs.secrets = map[string]*corev1.Secret{"apps/s": {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s", UID: "su"}}}
 	bind := func(kind, name string) *authnv1.TokenRequest {
 		return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: kind, APIVersion: "v1", Name: name}}}
@@ -248,6 +251,9 @@ func TestTokenRequest(t *testing.T) {
 		{"bound to a missing node", admin, "robot", bind("Node", "gone"), message(`nodes "gone" not found`)},
 		{"bound to a ConfigMap", admin, "robot", bind("ConfigMap", "c"), message("cannot bind token to object of type /v1, Kind=ConfigMap")},
 		{"no such account", admin, "ghost", &authnv1.TokenRequest{}, apierrors.IsNotFound},
+		{"another account's UID", admin, "robot", &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "old"}},
+			message(`Operation cannot be fulfilled on TokenRequest.authentication.k8s.io "robot": the UID in the token request (old) does not match the UID of the service account (sa-uid)`)},
+		{"the account's UID", admin, "robot", &authnv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "sa-uid"}}, func(err error) bool { return err == nil }},
 		{"no such pod", admin, "robot", pod("gone", ""), apierrors.IsNotFound},
 		{"pod re-created", admin, "robot", pod("on-1", "old"), apierrors.IsConflict},
 		{"pod of another account", admin, "robot", pod("other", ""), apierrors.IsBadRequest},
@@ -277,6 +283,73 @@ func TestTokenRequest(t *testing.T) {
 		got := append(u.Extra["authentication.kubernetes.io/node-name"], u.Extra["authentication.kubernetes.io/node-uid"]...)
 		if !slices.Equal(got, want) {
 			t.Errorf("token bound to %s names node %q, want %q", pod, got, want)
+		}
+		// kube-apiserver leaves an unknown uid out of the claim rather than writing "".
+		payload, _ := base64.RawURLEncoding.DecodeString(strings.Split(resp.Status.Token, ".")[1])
+		if strings.Contains(string(payload), `"uid":""`) {
+			t.Errorf("token bound to %s: claims %s hold an empty uid", pod, payload)
+		}
+	}
+}
+
+// TestTokenRequestExtendedExpiration: as kube-apiserver's --service-account-extend-token-expiration
+// (on by default), a pod-bound token for the API of the kube-api-access volume's 3607 s
+// lives a year, its kubernetes.io claims naming warnafter at the 3607 s the status
+// reports; any other duration, audience or binding is taken as asked.
+func TestTokenRequestExtendedExpiration(t *testing.T) {
+	key, err := EnsureSigningKey(filepath.Join(t.TempDir(), "sa.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "robot", UID: "sa-uid"}}
+	objs := &objects{sas: map[string]*corev1.ServiceAccount{"apps/robot": sa}, pods: map[string]*corev1.Pod{
+		"apps/web": {ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "u1"}, Spec: corev1.PodSpec{ServiceAccountName: "robot"}}}}
+	tokens, err := New("https://issuer.example", nil, key, nil, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	tokens.now = func() time.Time { return now }
+	admin := apiserver.User{Name: "admin", Groups: []string{"system:masters"}}
+	toPod := &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web"}
+	for _, tc := range []struct {
+		name      string
+		spec      authnv1.TokenRequestSpec
+		exp       int64
+		warnAfter int64
+	}{
+		{"kube-api-access", authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3607), BoundObjectRef: toPod}, 365 * 24 * 3600, 3607},
+		{"for the API by name", authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3607), BoundObjectRef: toPod, Audiences: []string{"https://issuer.example"}}, 365 * 24 * 3600, 3607},
+		{"another audience", authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3607), BoundObjectRef: toPod, Audiences: []string{"vault"}}, 3607, 0},
+		{"not bound to a pod", authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3607)}, 3607, 0},
+		{"another duration", authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600), BoundObjectRef: toPod}, 3600, 0},
+	} {
+		resp, err := tokens.tokenRequest(context.Background(), admin, "apps", "robot", &authnv1.TokenRequest{Spec: tc.spec})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := resp.Status.ExpirationTimestamp.Time; !got.Equal(now.Add(time.Duration(*tc.spec.ExpirationSeconds) * time.Second)) {
+			t.Errorf("%s: status.expirationTimestamp %v, want the %d s asked", tc.name, got, *tc.spec.ExpirationSeconds)
+		}
+		payload, err := base64.RawURLEncoding.DecodeString(strings.Split(resp.Status.Token, ".")[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims struct {
+			Exp        int64 `json:"exp"`
+			Kubernetes struct {
+				WarnAfter int64 `json:"warnafter"`
+			} `json:"kubernetes.io"`
+		}
+		if err := json.Unmarshal(payload, &claims); err != nil {
+			t.Fatal(err)
+		}
+		wantWarnAfter := int64(0)
+		if tc.warnAfter != 0 {
+			wantWarnAfter = now.Unix() + tc.warnAfter
+		}
+		if claims.Exp != now.Unix()+tc.exp || claims.Kubernetes.WarnAfter != wantWarnAfter {
+			t.Errorf("%s: exp %d warnafter %d, want %d and %d", tc.name, claims.Exp-now.Unix(), claims.Kubernetes.WarnAfter, tc.exp, wantWarnAfter)
 		}
 	}
 }
