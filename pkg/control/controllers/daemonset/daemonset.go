@@ -264,7 +264,7 @@ func nodeOf(p *corev1.Pod) string {
 // selector no longer matches (a user relabelled one), which the sync then replaces.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	adopted := map[types.UID]*corev1.Pod{}
-	owned, err := controllerref.Claim(ctx, ds, kind, selector, pods, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	owned, err := controllerref.Claim(ctx, ds, kind, c.client.AppsV1().DaemonSets(ds.Namespace).Get, selector, pods, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		updated, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			adopted[pod.UID] = updated
@@ -332,6 +332,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	owner.Live, owner.LiveCounts, owner.Selector = map[string]bool{}, true, selector
+	owner.Get = func(ctx context.Context, name string, opts metav1.GetOptions) (metav1.Object, error) {
+		return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, name, opts)
+	}
 	for _, p := range pods {
 		owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
 	}
