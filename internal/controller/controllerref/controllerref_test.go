@@ -2,6 +2,10 @@ package controllerref_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/controller/controllerref"
@@ -44,7 +48,7 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 		return err
 	}
 	sel := labels.SelectorFromSet(labels.Set{"app": "x"})
-	owned, err := controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{orphan, child}, patch)
+	owned, err := controllerref.Claim(ctx, owner, kind, cms.Get, sel, []*corev1.ConfigMap{orphan, child}, patch)
 	if err != nil || len(owned) != 1 || owned[0].Name != "orphan" {
 		t.Fatalf("Claim = %v, %v; want the orphan only", owned, err)
 	}
@@ -56,8 +60,8 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 	if len(got.OwnerReferences) != 0 {
 		t.Errorf("non-matching child not released: %v", got.OwnerReferences)
 	}
-	_, err = controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{stale}, patch)
-	if !apierrors.IsInvalid(err) {
+	_, err = controllerref.Claim(ctx, owner, kind, cms.Get, sel, []*corev1.ConfigMap{stale}, patch)
+	if msg := fmt.Sprint(err); !strings.Contains(msg, `ConfigMap "stale" is invalid: metadata.uid`) {
 		t.Fatalf("adopting a recreated namesake: err %v, want kube's 422 (a patch may not change the uid)", err)
 	}
 
@@ -69,7 +73,7 @@ func TestClaimAgainstMiniapi(t *testing.T) {
 	if _, err = cms.Patch(ctx, "child2", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/own","`+f+`"]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controllerref.Claim(ctx, owner, kind, sel, []*corev1.ConfigMap{orphan2, child2}, patch, f); err != nil {
+	if _, err := controllerref.Claim(ctx, owner, kind, cms.Get, sel, []*corev1.ConfigMap{orphan2, child2}, patch, f); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := cms.Get(ctx, "orphan2", metav1.GetOptions{}); len(got.Finalizers) != 1 || got.Finalizers[0] != f || metav1.GetControllerOf(got) == nil {
@@ -122,7 +126,11 @@ func TestClaimReleasesNothingWhileTheOwnerIsDeleted(t *testing.T) {
 		patched = append(patched, p.Name)
 		return nil
 	}
-	owned, err := controllerref.Claim(context.Background(), owner, kind, labels.SelectorFromSet(labels.Set{"app": "x"}),
+	get := func(context.Context, string, metav1.GetOptions) (*corev1.Pod, error) {
+		t.Error("an owner being deleted read again")
+		return owner, nil
+	}
+	owned, err := controllerref.Claim(context.Background(), owner, kind, get, labels.SelectorFromSet(labels.Set{"app": "x"}),
 		[]*corev1.Pod{child("kept", "x", true), child("unmatched", "y", true), child("orphan", "x", false)}, patch)
 	var names []string
 	for _, p := range owned {
@@ -130,5 +138,107 @@ func TestClaimReleasesNothingWhileTheOwnerIsDeleted(t *testing.T) {
 	}
 	if err != nil || len(names) != 1 || names[0] != "kept" || len(patched) != 0 {
 		t.Errorf("Claim = %v, %v, patched %v; want [kept] and no patch", names, err, patched)
+	}
+}
+
+// TestClaimRechecksTheOwnerBeforeAdopting: as kube's RecheckDeletionTimestamp, the owner
+// is read once from the API (past the cache) before the first adoption and only then; an
+// owner deleted or made again meanwhile adopts nothing, while releasing goes on.
+func TestClaimRechecksTheOwnerBeforeAdopting(t *testing.T) {
+	kind := corev1.SchemeGroupVersion.WithKind("Pod")
+	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "owner-uid"}}
+	child := func(name, app string, controlled bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{"app": app}}}
+		if controlled {
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)}
+		}
+		return p
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name    string
+		fresh   *corev1.Pod
+		getErr  error
+		objs    []*corev1.Pod
+		gets    int
+		owned   []string
+		patched []string
+		err     string
+	}{
+		{name: "nothing to adopt", objs: []*corev1.Pod{child("kept", "x", true), child("other", "y", false)},
+			owned: []string{"kept"}},
+		{name: "owner as cached", fresh: owner, objs: []*corev1.Pod{child("a", "x", false), child("b", "x", false)},
+			gets: 1, owned: []string{"a", "b"}, patched: []string{"a", "b"}},
+		{name: "owner just deleted", fresh: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "owner-uid", DeletionTimestamp: &now}},
+			objs: []*corev1.Pod{child("a", "x", false), child("unmatched", "y", true), child("b", "x", false)},
+			gets: 1, patched: []string{"unmatched"}, err: "can't adopt Pod ns/a (a): ns/owner has just been deleted at"},
+		{name: "owner made again", fresh: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "new-uid"}},
+			objs: []*corev1.Pod{child("a", "x", false)},
+			gets: 1, err: "can't adopt Pod ns/a (a): can't recheck DeletionTimestamp: original Pod ns/owner is gone: got uid new-uid, wanted owner-uid"},
+		{name: "owner gone", getErr: apierrors.NewNotFound(corev1.Resource("pods"), "owner"),
+			objs: []*corev1.Pod{child("a", "x", false)},
+			gets: 1, err: `can't adopt Pod ns/a (a): can't recheck DeletionTimestamp: pods "owner" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gets := 0
+			get := func(_ context.Context, name string, _ metav1.GetOptions) (*corev1.Pod, error) {
+				gets++
+				if name != owner.Name {
+					t.Errorf("got %q, want the owner", name)
+				}
+				return tc.fresh, tc.getErr
+			}
+			var patched []string
+			patch := func(_ context.Context, p *corev1.Pod, _ []byte) error {
+				patched = append(patched, p.Name)
+				return nil
+			}
+			owned, err := controllerref.Claim(context.Background(), owner, kind, get, labels.SelectorFromSet(labels.Set{"app": "x"}), tc.objs, patch)
+			var names []string
+			for _, p := range owned {
+				names = append(names, p.Name)
+			}
+			if gotErr := fmt.Sprint(err); tc.err == "" && err != nil || tc.err != "" && !strings.Contains(gotErr, tc.err) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+			if !slices.Equal(names, tc.owned) || !slices.Equal(patched, tc.patched) || gets != tc.gets {
+				t.Errorf("owned %v, patched %v, %d gets; want %v, %v, %d", names, patched, gets, tc.owned, tc.patched, tc.gets)
+			}
+		})
+	}
+}
+
+// TestClaimGoesOnPastAnError: as kube's ClaimPods, a failed adoption or release does not
+// stop the others; the errors come back together with what was claimed.
+func TestClaimGoesOnPastAnError(t *testing.T) {
+	kind := corev1.SchemeGroupVersion.WithKind("Pod")
+	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "owner-uid"}}
+	mk := func(name, app string, controlled bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{"app": app}}}
+		if controlled {
+			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)}
+		}
+		return p
+	}
+	get := func(context.Context, string, metav1.GetOptions) (*corev1.Pod, error) { return owner, nil }
+	var patched []string
+	patch := func(_ context.Context, p *corev1.Pod, _ []byte) error {
+		patched = append(patched, p.Name)
+		if strings.HasPrefix(p.Name, "bad") {
+			return errors.New("conflict on " + p.Name)
+		}
+		return nil
+	}
+	objs := []*corev1.Pod{mk("bad-adopt", "x", false), mk("bad-release", "y", true), mk("kept", "x", true), mk("adopted", "x", false)}
+	owned, err := controllerref.Claim(context.Background(), owner, kind, get, labels.SelectorFromSet(labels.Set{"app": "x"}), objs, patch)
+	var names []string
+	for _, p := range owned {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"kept", "adopted"}) || !slices.Equal(patched, []string{"bad-adopt", "bad-release", "adopted"}) {
+		t.Errorf("owned %v, patched %v; want [kept adopted], [bad-adopt bad-release adopted]", names, patched)
+	}
+	if msg := fmt.Sprint(err); !strings.Contains(msg, "conflict on bad-adopt") || !strings.Contains(msg, "conflict on bad-release") {
+		t.Errorf("err = %v, want both failures", err)
 	}
 }

@@ -61,6 +61,9 @@ type Owner struct {
 	// (StatefulSet's ListRevisions).
 	Selector      labels.Selector
 	KeepUnmatched bool
+	// Get reads the owner from the API, past the cache, before an orphan is adopted
+	// (kube's canAdoptFunc); needed with Selector.
+	Get controllerref.GetFunc[metav1.Object]
 }
 
 // NewOwner is the Owner of a DaemonSet: its template hashed with its collisionCount, as
@@ -192,7 +195,7 @@ func claim(ctx context.Context, client kubernetes.Interface, lister appslisters.
 	if o.KeepUnmatched { // an unmatched revision is left out, so Claim neither releases nor adopts it
 		all = slices.DeleteFunc(all, func(r *appsv1.ControllerRevision) bool { return !o.Selector.Matches(labels.Set(r.Labels)) })
 	}
-	return controllerref.Claim(ctx, o.Object, o.Kind, o.Selector, all, func(ctx context.Context, r *appsv1.ControllerRevision, patch []byte) error {
+	return controllerref.Claim(ctx, o.Object, o.Kind, o.Get, o.Selector, all, func(ctx context.Context, r *appsv1.ControllerRevision, patch []byte) error {
 		_, err := client.AppsV1().ControllerRevisions(ns).Patch(ctx, r.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})

@@ -104,7 +104,7 @@ func defaultDaemonSet(d *appsv1.DaemonSet) {
 func validateDaemonSet(d *appsv1.DaemonSet) field.ErrorList {
 	errs := validateMeta(d, true, validation.NameIsDNSSubdomain)
 	spec := field.NewPath("spec")
-	errs = append(errs, validateWorkloadSelector(d.Spec.Selector, &d.Spec.Template, spec, "daemonset", true)...)
+	errs = append(errs, validateWorkloadSelector(d.Spec.Selector, &d.Spec.Template, spec, "daemonset", "DaemonSet", true)...)
 	errs = append(errs, validation.ValidateNonnegativeField(int64(d.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	errs = append(errs, nonNegative(d.Spec.RevisionHistoryLimit, spec.Child("revisionHistoryLimit"))...)
 	us := spec.Child("updateStrategy")

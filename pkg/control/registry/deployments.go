@@ -72,7 +72,7 @@ func validateDeployment(d *appsv1.Deployment) field.ErrorList {
 	errs := validateMeta(d, true, validation.NameIsDNSSubdomain)
 	spec, s := field.NewPath("spec"), &d.Spec
 	errs = append(errs, nonNegative(s.Replicas, spec.Child("replicas"))...)
-	errs = append(errs, validateWorkloadSelector(s.Selector, &s.Template, spec, "deployment", true)...)
+	errs = append(errs, validateWorkloadSelector(s.Selector, &s.Template, spec, "deployment", "ReplicaSet", true)...)
 	errs = append(errs, validateDeploymentStrategy(&s.Strategy, spec.Child("strategy"))...)
 	errs = append(errs, validation.ValidateNonnegativeField(int64(s.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	errs = append(errs, nonNegative(s.RevisionHistoryLimit, spec.Child("revisionHistoryLimit"))...)

@@ -49,7 +49,7 @@ func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
 	errs = append(errs, nonNegative(rs.Spec.Replicas, spec.Child("replicas"))...)
 	errs = append(errs, validation.ValidateNonnegativeField(int64(rs.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
 	// Kubernetes' own message says "deployment" for ReplicaSets too.
-	return append(errs, validateWorkloadSelector(rs.Spec.Selector, &rs.Spec.Template, spec, "deployment", true)...)
+	return append(errs, validateWorkloadSelector(rs.Spec.Selector, &rs.Spec.Template, spec, "deployment", "ReplicaSet", true)...)
 }
 
 var replicationControllerRules = Rules{
@@ -105,7 +105,7 @@ func validateReplicationController(rc *corev1.ReplicationController) field.Error
 	if rc.Spec.Template == nil {
 		return append(errs, field.Required(spec.Child("template"), ""))
 	}
-	return append(errs, validateReplicatedTemplate(rc.Spec.Template, labels.SelectorFromSet(rc.Spec.Selector), spec.Child("template"), true)...)
+	return append(errs, validateReplicatedTemplate(rc.Spec.Template, labels.SelectorFromSet(rc.Spec.Selector), spec.Child("template"), "ReplicationController", true)...)
 }
 
 // replicaRow is what the ReplicaSet and ReplicationController tables show.

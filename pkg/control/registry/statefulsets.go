@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -107,8 +109,8 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool)
 	switch spec.PodManagementPolicy {
 	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
 	default:
-		errs = append(errs, field.NotSupported(path.Child("podManagementPolicy"), spec.PodManagementPolicy,
-			[]appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement}))
+		errs = append(errs, field.Invalid(path.Child("podManagementPolicy"), spec.PodManagementPolicy,
+			fmt.Sprintf("must be '%s' or '%s'", appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement)))
 	}
 	us := path.Child("updateStrategy")
 	switch spec.UpdateStrategy.Type {
@@ -122,8 +124,8 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool)
 			errs = append(errs, validateMaxUnavailable(ru.MaxUnavailable, us.Child("rollingUpdate", "maxUnavailable"))...)
 		}
 	default:
-		errs = append(errs, field.NotSupported(us.Child("type"), spec.UpdateStrategy.Type,
-			[]appsv1.StatefulSetUpdateStrategyType{appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType}))
+		errs = append(errs, field.Invalid(us, internalUpdateStrategy(spec.UpdateStrategy),
+			fmt.Sprintf("must be '%s' or '%s'", appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType)))
 	}
 	if p := spec.PersistentVolumeClaimRetentionPolicy; p != nil {
 		policies := []appsv1.PersistentVolumeClaimRetentionPolicyType{appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
@@ -139,7 +141,25 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool)
 	if spec.Ordinals != nil {
 		errs = append(errs, validation.ValidateNonnegativeField(int64(spec.Ordinals.Start), path.Child("ordinals", "start"))...)
 	}
-	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset", podSpec)...)
+	return append(errs, validateWorkloadSelector(spec.Selector, statefulSetPodTemplate(spec), path, "statefulset", "StatefulSet", podSpec)...)
+}
+
+// internalUpdateStrategy is strategy as kube's internal type holds it: kube reports an
+// unknown type with the whole strategy as its value, printed as that untagged struct
+// marshals ({"Type":...,"RollingUpdate":...}).
+func internalUpdateStrategy(strategy appsv1.StatefulSetUpdateStrategy) any {
+	type rollingUpdate struct {
+		Partition      int32
+		MaxUnavailable *intstr.IntOrString
+	}
+	out := struct {
+		Type          appsv1.StatefulSetUpdateStrategyType
+		RollingUpdate *rollingUpdate
+	}{Type: strategy.Type}
+	if ru := strategy.RollingUpdate; ru != nil {
+		out.RollingUpdate = &rollingUpdate{Partition: deref(ru.Partition), MaxUnavailable: ru.MaxUnavailable}
+	}
+	return out
 }
 
 // statefulSetPodTemplate is the template as kube's ValidateStatefulSetSpec validates it:

@@ -56,8 +56,9 @@ func validateTemplateMetadata(t *corev1.PodTemplateSpec, path *field.Path) field
 // validateReplicatedTemplate checks the template of a kind that keeps pods running
 // (ReplicaSet, Deployment, StatefulSet, DaemonSet, ReplicationController): the selector
 // must select it, and its pods restart always and never time out. Without podSpec its
-// pod spec is not checked, but its labels, annotations and restart policy are.
-func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selector, path *field.Path, podSpec bool) field.ErrorList {
+// pod spec is not checked, but its labels, annotations and restart policy are. kind names
+// the workload in the message about activeDeadlineSeconds, as kube's does.
+func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selector, path *field.Path, kind string, podSpec bool) field.ErrorList {
 	var errs field.ErrorList
 	if !selector.Empty() && !selector.Matches(labels.Set(t.Labels)) {
 		errs = append(errs, field.Invalid(path.Child("metadata", "labels"), t.Labels, "`selector` does not match template `labels`"))
@@ -69,18 +70,18 @@ func validateReplicatedTemplate(t *corev1.PodTemplateSpec, selector labels.Selec
 		errs = append(errs, validateRestartPolicy(t, path, []corev1.RestartPolicy{corev1.RestartPolicyAlways})...)
 	}
 	if t.Spec.ActiveDeadlineSeconds != nil {
-		errs = append(errs, field.Forbidden(path.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
+		errs = append(errs, field.Forbidden(path.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in "+kind+" is not Supported"))
 	}
 	return errs
 }
 
 // validateWorkloadSelector checks a required, non-empty label selector and the template it
 // must select (its pod spec too if podSpec). kind names the workload in the message about
-// an empty selector.
-func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, spec *field.Path, kind string, podSpec bool) field.ErrorList {
+// an empty selector, templateKind in the one about activeDeadlineSeconds.
+func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, spec *field.Path, kind, templateKind string, podSpec bool) field.ErrorList {
 	path := spec.Child("selector")
 	if sel == nil {
-		return append(field.ErrorList{field.Required(path, "")}, validateReplicatedTemplate(t, labels.Nothing(), spec.Child("template"), podSpec)...)
+		return append(field.ErrorList{field.Required(path, "")}, validateReplicatedTemplate(t, labels.Nothing(), spec.Child("template"), templateKind, podSpec)...)
 	}
 	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path)
 	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
@@ -90,7 +91,7 @@ func validateWorkloadSelector(sel *metav1.LabelSelector, t *corev1.PodTemplateSp
 	if err != nil {
 		return append(errs, field.Invalid(path, sel, "invalid label selector"))
 	}
-	return append(errs, validateReplicatedTemplate(t, selector, spec.Child("template"), podSpec)...)
+	return append(errs, validateReplicatedTemplate(t, selector, spec.Child("template"), templateKind, podSpec)...)
 }
 
 // containerCells are the CONTAINERS and IMAGES columns of a workload.

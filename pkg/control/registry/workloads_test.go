@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 func deployment(labels map[string]string) *appsv1.Deployment {
@@ -253,4 +256,62 @@ func TestStatefulSetCreateValidation(t *testing.T) {
 	scaled := stored.DeepCopy()
 	scaled.Spec.Replicas = int32Ptr(3)
 	expectErrors(t, "scaling a statefulset stored with them", updateSteps(statefulSetRules, scaled, stored))
+}
+
+// TestStatefulSetPolicyAndStrategyWording: an unknown podManagementPolicy or
+// updateStrategy type is Invalid, in the words of kube's ValidateStatefulSetSpec (the
+// strategy shown as kube's internal struct prints it).
+func TestStatefulSetPolicyAndStrategyWording(t *testing.T) {
+	s := &appsv1.StatefulSet{ObjectMeta: objMeta("db"), Spec: appsv1.StatefulSetSpec{
+		ServiceName:         "db",
+		Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:            template(map[string]string{"app": "db"}),
+		PodManagementPolicy: "Sometimes",
+		UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: "Never"},
+	}}
+	partition, unavailable := int32(2), intstr.FromString("50%")
+	withRolling := s.DeepCopy()
+	withRolling.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: &partition, MaxUnavailable: &unavailable}
+	for _, tc := range []struct {
+		set      *appsv1.StatefulSet
+		strategy string
+	}{
+		{s, `{"Type":"Never","RollingUpdate":null}`},
+		{withRolling, `{"Type":"Never","RollingUpdate":{"Partition":2,"MaxUnavailable":"50%"}}`},
+	} {
+		var got []string
+		for _, e := range createSteps(statefulSetRules, tc.set) {
+			got = append(got, e.Error())
+		}
+		want := []string{
+			`spec.podManagementPolicy: Invalid value: "Sometimes": must be 'OrderedReady' or 'Parallel'`,
+			`spec.updateStrategy: Invalid value: ` + tc.strategy + `: must be 'RollingUpdate' or 'OnDelete'`,
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("errors\n%q, want\n%q", got, want)
+		}
+	}
+}
+
+// TestActiveDeadlineForbiddenPerKind: a template with activeDeadlineSeconds is refused in
+// the words kube uses for each kind (a Deployment's as its ReplicaSets').
+func TestActiveDeadlineForbiddenPerKind(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	tmpl := template(map[string]string{"app": "x"})
+	tmpl.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
+	for _, tc := range []struct {
+		errs field.ErrorList
+		kind string
+	}{
+		{createSteps(replicaSetRules, &appsv1.ReplicaSet{ObjectMeta: objMeta("x"), Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: tmpl}}), "ReplicaSet"},
+		{createSteps(deploymentRules, &appsv1.Deployment{ObjectMeta: objMeta("x"), Spec: appsv1.DeploymentSpec{Selector: sel, Template: tmpl}}), "ReplicaSet"},
+		{createSteps(daemonSetRules, &appsv1.DaemonSet{ObjectMeta: objMeta("x"), Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}}), "DaemonSet"},
+		{createSteps(statefulSetRules, &appsv1.StatefulSet{ObjectMeta: objMeta("x"), Spec: appsv1.StatefulSetSpec{Selector: sel, Template: tmpl}}), "StatefulSet"},
+		{createSteps(replicationControllerRules, &corev1.ReplicationController{ObjectMeta: objMeta("x"), Spec: corev1.ReplicationControllerSpec{Selector: sel.MatchLabels, Template: &tmpl}}), "ReplicationController"},
+	} {
+		want := "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in " + tc.kind + " is not Supported"
+		if len(tc.errs) != 1 || tc.errs[0].Error() != want {
+			t.Errorf("errors %v, want [%s]", tc.errs.ToAggregate(), want)
+		}
+	}
 }

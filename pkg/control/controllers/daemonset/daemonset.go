@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -119,24 +120,85 @@ func New(client kubernetes.Interface, sets appsinformers.DaemonSetInformer, pods
 			c.queue.Add(key)
 		}
 	}
-	_, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { onPod(obj, true) },
 		UpdateFunc: func(_, obj any) { onPod(obj, false) },
 		DeleteFunc: func(obj any) { onPod(obj, false) },
+	}); err != nil {
+		return nil, err
+	}
+	_, err := revisions.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.addRevision, UpdateFunc: c.updateRevision, DeleteFunc: c.deleteRevision,
 	})
 	return c, err
 }
 
-// enqueueAdopters queues the DaemonSets whose selector matches an orphan pod: they adopt it.
-func (c *Controller) enqueueAdopters(pod *corev1.Pod) {
-	sets, err := c.sets.DaemonSets(pod.Namespace).List(labels.Everything())
+// addRevision, as kube's addHistory: an orphan syncs the DaemonSets that would adopt it;
+// one already being deleted is handled as deleted.
+func (c *Controller) addRevision(obj any) {
+	r := obj.(*appsv1.ControllerRevision)
+	if r.DeletionTimestamp != nil {
+		c.deleteRevision(r)
+		return
+	}
+	if metav1.GetControllerOf(r) == nil {
+		c.enqueueAdopters(r)
+	}
+}
+
+// updateRevision, as kube's updateHistory: the old and new controllers sync; an orphan
+// whose labels or controller changed syncs the DaemonSets that would adopt it.
+func (c *Controller) updateRevision(oldObj, curObj any) {
+	old, cur := oldObj.(*appsv1.ControllerRevision), curObj.(*appsv1.ControllerRevision)
+	if old.ResourceVersion == cur.ResourceVersion {
+		return // a resync
+	}
+	oldRef, curRef := metav1.GetControllerOf(old), metav1.GetControllerOf(cur)
+	refChanged := !equality.Semantic.DeepEqual(oldRef, curRef)
+	if refChanged && oldRef != nil {
+		c.enqueueController(cur.Namespace, oldRef)
+	}
+	switch {
+	case curRef != nil:
+		c.enqueueController(cur.Namespace, curRef)
+	case refChanged || !maps.Equal(old.Labels, cur.Labels):
+		c.enqueueAdopters(cur)
+	}
+}
+
+// deleteRevision, as kube's deleteHistory: the revision's controller syncs.
+func (c *Controller) deleteRevision(obj any) {
+	r, ok := workloop.Object[*appsv1.ControllerRevision](obj)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(r); ref != nil {
+		c.enqueueController(r.Namespace, ref)
+	}
+}
+
+// enqueueController queues the DaemonSet ref names, if it is the one in the cache (kube's
+// resolveControllerRef).
+func (c *Controller) enqueueController(namespace string, ref *metav1.OwnerReference) {
+	if ref.Kind != kind.Kind {
+		return
+	}
+	if ds, err := c.sets.DaemonSets(namespace).Get(ref.Name); err == nil && ds.UID == ref.UID {
+		c.queue.Add(namespace + "/" + ds.Name)
+	}
+}
+
+// enqueueAdopters queues the DaemonSets whose selector matches an orphan (pod or
+// revision): they adopt it.
+func (c *Controller) enqueueAdopters(orphan metav1.Object) {
+	sets, err := c.sets.DaemonSets(orphan.GetNamespace()).List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, ds := range sets {
 		selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err == nil && !selector.Empty() && selector.Matches(labels.Set(pod.Labels)) {
-			c.queue.Add(pod.Namespace + "/" + ds.Name)
+		if err == nil && !selector.Empty() && selector.Matches(labels.Set(orphan.GetLabels())) {
+			c.queue.Add(orphan.GetNamespace() + "/" + ds.Name)
 		}
 	}
 }
@@ -264,7 +326,7 @@ func nodeOf(p *corev1.Pod) string {
 // selector no longer matches (a user relabelled one), which the sync then replaces.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	adopted := map[types.UID]*corev1.Pod{}
-	owned, err := controllerref.Claim(ctx, ds, kind, selector, pods, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	owned, err := controllerref.Claim(ctx, ds, kind, c.client.AppsV1().DaemonSets(ds.Namespace).Get, selector, pods, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		updated, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			adopted[pod.UID] = updated
@@ -332,6 +394,9 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		return 0, err
 	}
 	owner.Live, owner.LiveCounts, owner.Selector = map[string]bool{}, true, selector
+	owner.Get = func(ctx context.Context, name string, opts metav1.GetOptions) (metav1.Object, error) {
+		return c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, name, opts)
+	}
 	for _, p := range pods {
 		owner.Live[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
 	}

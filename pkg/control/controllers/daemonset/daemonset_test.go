@@ -12,8 +12,10 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/controlplane/controlplanetest"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -328,4 +330,36 @@ func TestDaemonSetBacksOffFailedPods(t *testing.T) {
 	if !strings.Contains(events, "Found failed daemon pod default/agent-") || !strings.Contains(events, "on node node-a, will try to kill it") {
 		t.Errorf("FailedDaemonPod events: %q", events)
 	}
+}
+
+// TestDaemonSetAdoptsAnOrphanRevisionAtOnce: as kube's addHistory, an orphan
+// ControllerRevision its selector matches syncs the DaemonSet, which adopts it, though
+// nothing else about the DaemonSet changed.
+func TestDaemonSetAdoptsAnOrphanRevisionAtOnce(t *testing.T) {
+	cl := controlplanetest.Start(t, nil)
+	ctx := context.Background()
+	cl.MustKubectl(t, agent, "apply", "-f", "-")
+	controllertest.WaitFor(t, "the DaemonSet's status written", 15*time.Second, func() (bool, string) {
+		ds, err := cl.Client.AppsV1().DaemonSets("default").Get(ctx, "agent", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return ds.Status.ObservedGeneration == ds.Generation, fmt.Sprint(ds.Status)
+	})
+	time.Sleep(time.Second) // the syncs its own status write caused are over
+	orphan := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "agent-orphan", Labels: map[string]string{"app": "agent"}},
+		Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}, Revision: 1}
+	if _, err := cl.Client.AppsV1().ControllerRevisions("default").Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.Eventually(t, "the orphan revision's controller", 5*time.Second, func() string {
+		r, err := cl.Client.AppsV1().ControllerRevisions("default").Get(ctx, "agent-orphan", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if ref := metav1.GetControllerOf(r); ref != nil {
+			return ref.Kind + "/" + ref.Name
+		}
+		return "none"
+	}, "DaemonSet/agent")
 }

@@ -155,7 +155,7 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment,
 	if err != nil {
 		return nil, err
 	}
-	return controllerref.Claim(ctx, d, kind, selector, all, func(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) error {
+	return controllerref.Claim(ctx, d, kind, c.client.AppsV1().Deployments(d.Namespace).Get, selector, all, func(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) error {
 		_, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -182,9 +183,21 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !found {
 		return 0, err
 	}
+	again, err := c.trySync(ctx, shared)
+	// As kube's sync: a conflict is only retried; any other failure allows no disruption
+	// until a sync succeeds.
+	if err != nil && !apierrors.IsConflict(err) {
+		return 0, c.failSafe(ctx, shared, err)
+	}
+	return again, err
+}
+
+// trySync computes the budget's status from its pods and writes it.
+func (c *Controller) trySync(ctx context.Context, shared *policyv1.PodDisruptionBudget) (time.Duration, error) {
 	pdb := shared.DeepCopy()
 	pods, err := c.matchingPods(pdb)
 	if err != nil {
+		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
 		return 0, err
 	}
 	if len(pods) == 0 {
@@ -193,7 +206,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	expected, desired, unmanaged, err := c.expectations(pdb, pods)
 	if err != nil {
 		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
-		return 0, c.failSafe(ctx, shared, pdb, err)
+		return 0, err
 	}
 	if unmanaged {
 		c.recorder.Eventf(pdb, corev1.EventTypeWarning, "UnmanagedPods", "Pods selected by this PodDisruptionBudget (selector: %v) were found "+
@@ -223,9 +236,10 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 }
 
 // failSafe allows no disruption after a failed sync, saying why, and keeps the rest of the
-// status, its observedGeneration too, as Kubernetes' failSafe: the status was not computed
-// for the current spec.
-func (c *Controller) failSafe(ctx context.Context, shared, pdb *policyv1.PodDisruptionBudget, err error) error {
+// stored status, its observedGeneration too, as Kubernetes' failSafe: the status was not
+// computed for the current spec.
+func (c *Controller) failSafe(ctx context.Context, shared *policyv1.PodDisruptionBudget, err error) error {
+	pdb := shared.DeepCopy()
 	pdb.Status.DisruptionsAllowed = 0
 	apimeta.SetStatusCondition(&pdb.Status.Conditions, metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
 		Reason: policyv1.SyncFailedReason, Message: err.Error(), ObservedGeneration: pdb.Status.ObservedGeneration})
@@ -237,10 +251,7 @@ func (c *Controller) writeStatus(ctx context.Context, shared, pdb *policyv1.PodD
 		return nil
 	}
 	_, err := c.client.PolicyV1().PodDisruptionBudgets(pdb.Namespace).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("update status of poddisruptionbudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
-	}
-	return nil
+	return err // as it is: failSafe's condition says it, as kube's
 }
 
 func (c *Controller) matchingPods(pdb *policyv1.PodDisruptionBudget) ([]*corev1.Pod, error) {

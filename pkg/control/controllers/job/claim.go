@@ -21,7 +21,7 @@ func (c *Controller) claimPods(ctx context.Context, job *batchv1.Job, all []*cor
 	if err != nil {
 		return nil, fmt.Errorf("selector of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	owned, err := controllerref.Claim(ctx, job, jobKind, selector, all, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	owned, err := controllerref.Claim(ctx, job, jobKind, c.client.BatchV1().Jobs(job.Namespace).Get, selector, all, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	}, batchv1.JobTrackingFinalizer)

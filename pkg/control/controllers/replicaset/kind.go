@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/minik8s/minik8s/internal/controller/controllerref"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,8 @@ type kind struct {
 	informer     cache.SharedIndexInformer
 	get          func(ns, name string) (*appsv1.ReplicaSet, error)
 	list         func(ns string) ([]*appsv1.ReplicaSet, error)
-	object       func(set *appsv1.ReplicaSet) runtime.Object // what Events are about
+	fresh        func(ns string) controllerref.GetFunc[*appsv1.ReplicaSet] // from the API, past the cache
+	object       func(set *appsv1.ReplicaSet) runtime.Object               // what Events are about
 	updateStatus func(ctx context.Context, set *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error
 	// terminating: the status counts the pods being deleted (terminatingReplicas), which
 	// ReplicaSets have (for Deployments to sum) and ReplicationControllers do not.
@@ -42,6 +45,7 @@ func NewReplicaSet(client kubernetes.Interface, sets appsinformers.ReplicaSetInf
 		informer:    sets.Informer(),
 		get:         func(ns, name string) (*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).Get(name) },
 		list:        func(ns string) ([]*appsv1.ReplicaSet, error) { return lister.ReplicaSets(ns).List(labels.Everything()) },
+		fresh:       func(ns string) controllerref.GetFunc[*appsv1.ReplicaSet] { return client.AppsV1().ReplicaSets(ns).Get },
 		object:      func(set *appsv1.ReplicaSet) runtime.Object { return set },
 		updateStatus: func(ctx context.Context, set *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) error {
 			set = set.DeepCopy()
@@ -75,6 +79,15 @@ func NewReplicationController(client kubernetes.Interface, rcs coreinformers.Rep
 				sets[i] = rcAsReplicaSet(rc)
 			}
 			return sets, err
+		},
+		fresh: func(ns string) controllerref.GetFunc[*appsv1.ReplicaSet] {
+			return func(ctx context.Context, name string, opts metav1.GetOptions) (*appsv1.ReplicaSet, error) {
+				rc, err := client.CoreV1().ReplicationControllers(ns).Get(ctx, name, opts)
+				if err != nil {
+					return nil, err
+				}
+				return rcAsReplicaSet(rc), nil
+			}
 		},
 		object: func(set *appsv1.ReplicaSet) runtime.Object {
 			return &corev1.ReplicationController{TypeMeta: metav1.TypeMeta{Kind: "ReplicationController", APIVersion: "v1"}, ObjectMeta: set.ObjectMeta}

@@ -118,7 +118,7 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, all
 			candidates = append(candidates, p)
 		}
 	}
-	return controllerref.Claim(ctx, set, kind, selector, candidates, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	return controllerref.Claim(ctx, set, kind, c.client.AppsV1().StatefulSets(set.Namespace).Get, selector, candidates, func(ctx context.Context, pod *corev1.Pod, patch []byte) error {
 		_, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
@@ -137,6 +137,9 @@ func (c *Controller) ensureRevision(ctx context.Context, set *appsv1.StatefulSet
 		// As kube's truncateHistory, the current revision and those of its pods are kept,
 		// and do not count against revisionHistoryLimit.
 		owner.Live = map[string]bool{set.Status.CurrentRevision: true}
+		owner.Get = func(ctx context.Context, name string, opts metav1.GetOptions) (metav1.Object, error) {
+			return c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, name, opts)
+		}
 		for _, p := range owned {
 			owner.Live[p.Labels[history.HashLabel]] = true
 		}
