@@ -8,6 +8,7 @@ package serviceslices
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
@@ -134,6 +135,34 @@ func (b *Base) Written(s *discoveryv1.EndpointSlice) {
 func (b *Base) Existing(ns, name string) ([]*discoveryv1.EndpointSlice, error) {
 	return b.Slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
 		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: b.managedBy}))
+}
+
+// Write creates, updates and deletes the slices of owner (a Service or Endpoints, named
+// kind in errors), remembering each write in the tracker. An owner being deleted gets no
+// new slice (the garbage collector is deleting them) and a namespace being deleted stops
+// the writes, as kube's reconcilers.
+func (b *Base) Write(ctx context.Context, owner metav1.Object, kind string, create, update, remove []*discoveryv1.EndpointSlice) error {
+	client := b.Client.DiscoveryV1().EndpointSlices(owner.GetNamespace())
+	if owner.GetDeletionTimestamp() == nil {
+		for _, s := range create {
+			created, err := client.Create(ctx, s, metav1.CreateOptions{})
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("failed to create EndpointSlice for %s %s/%s: %w", kind, owner.GetNamespace(), owner.GetName(), err)
+			}
+			b.Written(created)
+		}
+	}
+	for _, s := range update {
+		updated, err := client.Update(ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("failed to update %s EndpointSlice for %s %s/%s: %w", s.Name, kind, owner.GetNamespace(), owner.GetName(), err)
+		}
+		b.Written(updated)
+	}
+	return b.DeleteSlices(ctx, remove)
 }
 
 // DeleteSlices deletes slices, each expected gone by the tracker; a slice already gone

@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
@@ -225,14 +224,14 @@ func (c *Controller) reconcile(ctx context.Context, svc *corev1.Service, groups 
 		leftover = append(leftover, byPorts[k]...)
 	}
 	create, update, leftover = recycle(create, update, leftover)
-	err := c.write(ctx, svc, create, update, triggerTime)
+	for _, s := range slices.Concat(create, update) { // the time of the change behind the write
+		servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
+	}
+	err := c.Write(ctx, svc, "Service", create, update, leftover)
 	for _, e := range events {
 		c.recorder.Event(svc, e.EventType, e.Reason, e.Message)
 	}
-	if err != nil {
-		return err
-	}
-	return c.DeleteSlices(ctx, leftover)
+	return err
 }
 
 // recycle turns a slice to create and one to delete into an update of the second, so a
@@ -276,35 +275,6 @@ func sameContent(cur, want *discoveryv1.EndpointSlice) bool {
 		}
 	}
 	return true
-}
-
-// write creates and updates slices, each with the time of the change behind the write.
-// A Service being deleted gets no new slice (the garbage collector is deleting them), and
-// a namespace being deleted takes none, as kube's reconciler.
-func (c *Controller) write(ctx context.Context, svc *corev1.Service, create, update []*discoveryv1.EndpointSlice, triggerTime time.Time) error {
-	client := c.Client.DiscoveryV1().EndpointSlices(svc.Namespace)
-	if svc.DeletionTimestamp == nil {
-		for _, s := range create {
-			servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
-			created, err := client.Create(ctx, s, metav1.CreateOptions{})
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("failed to create EndpointSlice for Service %s/%s: %w", svc.Namespace, svc.Name, err)
-			}
-			c.Written(created)
-		}
-	}
-	for _, s := range update {
-		servicepods.SetTriggerTime(&s.ObjectMeta, triggerTime)
-		updated, err := client.Update(ctx, s, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("failed to update %s EndpointSlice for Service %s/%s: %w", s.Name, svc.Namespace, svc.Name, err)
-		}
-		c.Written(updated)
-	}
-	return nil
 }
 
 // sliceLabels are the Service's labels but the reserved ones, the two that tie a slice to

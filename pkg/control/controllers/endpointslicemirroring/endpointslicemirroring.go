@@ -270,7 +270,7 @@ func (c *Controller) reconcile(ctx context.Context, ep *corev1.Endpoints, existi
 		}
 		kept = append(kept, s)
 	}
-	return c.write(ctx, ep, kept, toUpdate, toDelete)
+	return c.Write(ctx, ep, "Endpoints", kept, toUpdate, toDelete)
 }
 
 func indexOfType(slices []*discoveryv1.EndpointSlice, t discoveryv1.AddressType) int {
@@ -328,29 +328,4 @@ func upToDate(cur, want *discoveryv1.EndpointSlice, endpoints endpointsliceutil.
 	}
 	return equality.Semantic.DeepEqual(cur.Labels, want.Labels) && equality.Semantic.DeepEqual(cur.Annotations, want.Annotations) &&
 		equality.Semantic.DeepEqual(cur.OwnerReferences, want.OwnerReferences)
-}
-
-// write applies the changes, remembering each written slice's generation in the tracker.
-func (c *Controller) write(ctx context.Context, ep *corev1.Endpoints, toCreate, toUpdate, toDelete []*discoveryv1.EndpointSlice) error {
-	client := c.Client.DiscoveryV1().EndpointSlices(ep.Namespace)
-	if ep.DeletionTimestamp == nil {
-		for _, s := range toCreate {
-			created, err := client.Create(ctx, s, metav1.CreateOptions{})
-			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("create EndpointSlice for Endpoints %s/%s: %w", ep.Namespace, ep.Name, err)
-			}
-			c.Written(created)
-		}
-	}
-	for _, s := range toUpdate {
-		updated, err := client.Update(ctx, s, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("update EndpointSlice %s for Endpoints %s/%s: %w", s.Name, ep.Namespace, ep.Name, err)
-		}
-		c.Written(updated)
-	}
-	return c.DeleteSlices(ctx, toDelete)
 }
