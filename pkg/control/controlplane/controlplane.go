@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/trim"
+	"github.com/minik8s/minik8s/internal/eventsink"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/admission/webhook"
 	"github.com/minik8s/minik8s/pkg/control/allocator"
@@ -50,7 +51,6 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -605,7 +605,7 @@ func runComponents(ctx context.Context, running *sync.WaitGroup, factory informe
 		return err
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(eventsink.New(ctx, client.CoreV1()))
 	running.Go(func() { <-ctx.Done(); broadcaster.Shutdown() })
 	cc := &ControllerContext{Config: cfg, Client: client, Metadata: md, Informers: factory, Options: o, Log: log, RootCA: ca.CertPEM, CA: ca,
 		LegacyTokens: legacyTokens, broadcaster: broadcaster, running: running}
