@@ -38,9 +38,10 @@ func FinishedCondition(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 // Finished says whether the Job is Complete or Failed.
 func Finished(j *batchv1.Job) bool { return finishedCondition(j) != nil }
 
-// FinishTime is when the Job finished: the last transition of its finished condition.
+// FinishTime is when the Job finished: the last transition of its finished condition; not
+// known if that condition has no time (kube's jobFinishTime fails then).
 func FinishTime(j *batchv1.Job) (time.Time, bool) {
-	if c := finishedCondition(j); c != nil {
+	if c := finishedCondition(j); c != nil && !c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time, true
 	}
 	return time.Time{}, false

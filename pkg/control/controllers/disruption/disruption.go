@@ -254,10 +254,13 @@ func (c *Controller) writeStatus(ctx context.Context, shared, pdb *policyv1.PodD
 	return err // as it is: failSafe's condition says it, as kube's
 }
 
+// matchingPods are the pods the budget selects. As kube's getPodsForPdb, a selector that
+// does not convert (stored before validation refused it) is an error: the sync fails safe
+// rather than counting no pods.
 func (c *Controller) matchingPods(pdb *policyv1.PodDisruptionBudget) ([]*corev1.Pod, error) {
 	sel, err := selector(pdb)
 	if err != nil {
-		return nil, nil // validation refuses such selectors; nothing to count
+		return nil, err
 	}
 	return c.pods.Pods(pdb.Namespace).List(sel)
 }

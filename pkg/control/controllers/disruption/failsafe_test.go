@@ -77,3 +77,38 @@ func TestFailedStatusWriteFailsSafe(t *testing.T) {
 		})
 	}
 }
+
+// TestUnconvertibleSelectorFailsSafe: as kube's getPodsForPdb, a selector that does not
+// convert (one stored before validation) fails the sync rather than matching no pods, so
+// the budget allows no disruption with a SyncFailed condition and a NoPods warning.
+func TestUnconvertibleSelectorFailsSafe(t *testing.T) {
+	maxOne := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "budget", Generation: 1},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &maxOne, Selector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn}}}},
+	}
+	client := fake.NewClientset(pdb)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(100)
+	c, err := New(client, factory, recorder, clocktesting.NewFakeClock(pdb.CreationTimestamp.Time), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := controllertest.StartInformers(t, factory)
+	if _, err := c.sync(ctx, "ns/budget"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.PolicyV1().PodDisruptionBudgets("ns").Get(ctx, "budget", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := apimeta.FindStatusCondition(got.Status.Conditions, policyv1.DisruptionAllowedCondition)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != policyv1.SyncFailedReason || got.Status.DisruptionsAllowed != 0 {
+		t.Fatalf("status %+v, want disruptionsAllowed 0 and a SyncFailed condition", got.Status)
+	}
+	const want = "Warning NoPods Failed to get pods: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
+	if event := <-recorder.Events; event != want {
+		t.Errorf("event %q, want %q", event, want)
+	}
+}

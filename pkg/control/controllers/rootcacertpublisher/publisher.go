@@ -6,6 +6,7 @@ package rootcacertpublisher
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/pernamespace"
@@ -54,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: ns, Annotations: map[string]string{"kubernetes.io/description": description}},
+			ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: ns, Annotations: map[string]string{descriptionKey: description}},
 			Data:       map[string]string{DataKey: c.caPEM},
 		}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) { // there already, or the namespace is going
@@ -64,17 +65,26 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	case err != nil:
 		return 0, err
 	}
-	if cm.Data[DataKey] == c.caPEM && len(cm.Data) == 1 && len(cm.BinaryData) == 0 {
+	// As kube's syncNamespace: the data and the description annotation are put back; other
+	// annotations and binaryData are not looked at.
+	data := map[string]string{DataKey: c.caPEM}
+	if maps.Equal(cm.Data, data) && cm.Annotations[descriptionKey] != "" {
 		return 0, nil
 	}
 	fixed := cm.DeepCopy()
-	fixed.Data, fixed.BinaryData = map[string]string{DataKey: c.caPEM}, nil
+	fixed.Data = data
+	if fixed.Annotations == nil {
+		fixed.Annotations = map[string]string{}
+	}
+	fixed.Annotations[descriptionKey] = description
 	_, err = c.Client.CoreV1().ConfigMaps(ns).Update(ctx, fixed, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return 0, nil // the newer version is queued by its event
 	}
 	return 0, err
 }
+
+const descriptionKey = "kubernetes.io/description"
 
 const description = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. " +
 	"No other usage is guaranteed across distributions of Kubernetes clusters."

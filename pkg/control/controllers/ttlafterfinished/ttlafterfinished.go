@@ -64,10 +64,14 @@ func needsCleanup(j *batchv1.Job) bool {
 	return j.Spec.TTLSecondsAfterFinished != nil && j.DeletionTimestamp == nil && jobutil.Finished(j)
 }
 
-// left is how long the Job has to live; <= 0 once expired.
-func (c *Controller) left(j *batchv1.Job) time.Duration {
-	at, _ := jobutil.FinishTime(j)
-	return at.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second).Sub(c.clock.Now())
+// left is how long the Job has to live; <= 0 once expired. A Job whose finish time is not
+// known is an error, retried, as in kube's processTTL: it is never deleted at once.
+func (c *Controller) left(j *batchv1.Job) (time.Duration, error) {
+	at, ok := jobutil.FinishTime(j)
+	if !ok {
+		return 0, fmt.Errorf("unable to find the time when the Job %s/%s finished", j.Namespace, j.Name)
+	}
+	return at.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second).Sub(c.clock.Now()), nil
 }
 
 func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
@@ -75,8 +79,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !found || !needsCleanup(j) {
 		return 0, err
 	}
-	if left := c.left(j); left > 0 {
-		return left, nil
+	if left, err := c.left(j); err != nil || left > 0 {
+		return left, err
 	}
 	// The cache may be behind a change of the TTL: decide on the Job as it is now.
 	fresh, err := c.client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
@@ -89,8 +93,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	if !needsCleanup(fresh) {
 		return 0, nil
 	}
-	if left := c.left(fresh); left > 0 {
-		return left, nil
+	if left, err := c.left(fresh); err != nil || left > 0 {
+		return left, err
 	}
 	// Foreground, as Kubernetes does: the Job goes once its pods are gone.
 	err = c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{
