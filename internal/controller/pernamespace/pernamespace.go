@@ -63,3 +63,11 @@ func (b *Base) Active(ns string) (bool, error) {
 	}
 	return err == nil && namespace.Status.Phase == corev1.NamespaceActive, err
 }
+
+// CreateDone says whether a create that failed with err needs no retry: the object is
+// there already, or its namespace is gone or being deleted (kube's controllers skip
+// NamespaceTerminatingCause). Any other refusal, such as a quota's 403, is retried.
+func CreateDone(err error) bool {
+	return apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) ||
+		apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}

@@ -58,7 +58,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 			ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: ns, Annotations: map[string]string{descriptionKey: description}},
 			Data:       map[string]string{DataKey: c.caPEM},
 		}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) { // there already, or the namespace is going
+		if pernamespace.CreateDone(err) {
 			return 0, nil
 		}
 		return 0, err

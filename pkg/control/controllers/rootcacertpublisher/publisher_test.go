@@ -1,14 +1,19 @@
 package rootcacertpublisher
 
 import (
+	"errors"
 	"log/slog"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestEditedConfigMapIsPutBack: as kube's syncNamespace, an edited kube-root-ca.crt gets
@@ -53,6 +58,40 @@ func TestEditedConfigMapIsPutBack(t *testing.T) {
 			}
 			if string(got.BinaryData["extra"]) != "x" {
 				t.Errorf("binaryData %v, want it left alone", got.BinaryData)
+			}
+		})
+	}
+}
+
+// TestRefusedCreateIsRetried: a create refused by a quota fails the sync (retried with
+// back-off, as kube's); one refused because the namespace is terminating does not.
+func TestRefusedCreateIsRetried(t *testing.T) {
+	const ca = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
+	cms := schema.GroupResource{Resource: "configmaps"}
+	terminating := apierrors.NewForbidden(cms, Name, errors.New("namespace ns is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	for _, tc := range []struct {
+		name    string
+		refusal error
+		retried bool
+	}{
+		{"quota", apierrors.NewForbidden(cms, Name, errors.New("exceeded quota: q")), true},
+		{"namespace terminating", terminating, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+			client := fake.NewClientset(ns)
+			client.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tc.refusal
+			})
+			factory := informers.NewSharedInformerFactory(client, 0)
+			c, err := New(client, []byte(ca), factory.Core().V1().Namespaces(), factory.Core().V1().ConfigMaps(), slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.sync(controllertest.StartInformers(t, factory), "ns")
+			if retried := err != nil; retried != tc.retried {
+				t.Errorf("sync error %v, want retried %v", err, tc.retried)
 			}
 		})
 	}

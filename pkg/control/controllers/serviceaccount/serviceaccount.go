@@ -10,7 +10,6 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/pernamespace"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, ns string) (time.Duration, error)
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: ns}}
 	_, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) { // there already, or the namespace is going
+	if pernamespace.CreateDone(err) {
 		return 0, nil
 	}
 	return 0, err
