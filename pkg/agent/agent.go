@@ -44,7 +44,7 @@ import (
 )
 
 const (
-	// housekeepingPeriod: every pod is synced again and orphans are removed this often.
+	// housekeepingPeriod: workers of vanished pods are retired and orphans removed this often.
 	housekeepingPeriod = 10 * time.Second
 	// relistPeriod: container exits are noticed this fast (the kubelet's PLEG period).
 	relistPeriod = time.Second
@@ -259,9 +259,10 @@ func (a *Agent) runAPI(ctx context.Context) {
 // nodePods lists the pods this node runs (podsource.Sources.Pods).
 func (a *Agent) nodePods() []*corev1.Pod { return a.pods.Pods() }
 
-// runHousekeeping periodically syncs every pod again (so nothing depends on
-// an event arriving), retires workers of pods that vanished, removes
-// orphans and forgets expired back-offs; each pass proves the loop alive.
+// runHousekeeping periodically retires workers of pods that vanished, starts one for a
+// pod that has none, removes orphans and forgets expired back-offs; each pass proves the
+// loop alive. It syncs no pod that has a worker: each worker resyncs its pod itself
+// (podworkers), as the kubelet's HandlePodCleanups leaves that to the pod workers' queue.
 func (a *Agent) runHousekeeping(ctx context.Context) {
 	tick := a.clock.NewTicker(housekeepingPeriod)
 	defer tick.Stop()
@@ -276,7 +277,9 @@ func (a *Agent) runHousekeeping(ctx context.Context) {
 		present := map[string]bool{}
 		for _, pod := range a.nodePods() {
 			present[string(pod.UID)] = true
-			a.updatePod(pod)
+			if !a.workers.Known(pod.UID) {
+				a.updatePod(pod)
+			}
 		}
 		for uid := range workers {
 			if !present[string(uid)] {

@@ -143,10 +143,11 @@ func TestVolumes(t *testing.T) {
 		})
 	}
 
-	// An updated ConfigMap reaches the mounted file of the running container.
+	// An updated ConfigMap reaches the mounted file of the running container at the pod's
+	// next periodic sync, 60 to 90 s after its last one (the kubelet's resync).
 	mustKubectl(t, l, "patch", "configmap", "app-config", "--type=merge", "-p", `{"data":{"app.conf":"version=2"}}`)
 	start := time.Now()
-	waitFor(t, "the updated ConfigMap in the container", 60*time.Second, func() (bool, string) {
+	waitFor(t, "the updated ConfigMap in the container", 120*time.Second, func() (bool, string) {
 		got := exec("app", "cat", "/etc/app/app.conf")
 		return got == "version=2", got
 	})

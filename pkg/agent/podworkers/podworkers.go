@@ -1,6 +1,7 @@
 // Package podworkers runs one goroutine per pod, like the kubelet's pod workers: updates
 // for a pod coalesce, its goroutine always works on the newest version, a pod is never
-// worked on twice at once, and failing syncs retry 10 to 15 s later.
+// worked on twice at once, a pod is synced again 60 to 90 s after a sync that worked and
+// 10 to 15 s after one that failed.
 package podworkers
 
 import (
@@ -18,9 +19,13 @@ import (
 // A failing sync runs again errorRetryPeriod later, plus up to half of it at random, each
 // time: the kubelet's pod workers' backOffPeriod and workerBackOffPeriodJitterFactor. So a
 // pod waiting for a ConfigMap or Secret starts within 15 s of its creation, as there.
+// A sync that worked runs again resyncPeriod later, plus up to half of it: the kubelet's
+// resyncInterval (--sync-frequency, 1 min) and workerResyncIntervalJitterFactor.
 const (
 	errorRetryPeriod = 10 * time.Second
 	errorRetryJitter = 0.5
+	resyncPeriod     = time.Minute
+	resyncJitter     = 0.5
 )
 
 // Handler does the work for one pod, keeping what it knows of the pod in a state of
@@ -207,17 +212,32 @@ func (p *Workers[S]) run(ctx context.Context, uid types.UID, w *podWorker, st S)
 			after, err = p.handler.SyncPod(ctx, st, pod)
 			p.observe("sync", start, err)
 		}
-		if err != nil && ctx.Err() == nil {
-			p.log.Error("sync pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
-			if after == 0 {
-				after = wait.Jitter(errorRetryPeriod, errorRetryJitter)
-			}
-		}
 		timer.Stop()
-		if after > 0 {
-			timer.Reset(after)
+		if next := p.next(after, err, gone || pod.DeletionTimestamp != nil); next > 0 && ctx.Err() == nil {
+			if err != nil {
+				p.log.Error("sync pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			}
+			timer.Reset(next)
 		}
 	}
+}
+
+// next is when a pod is synced again by itself, as the kubelet's completeWork requeues it:
+// 10 to 15 s after a failed sync, 60 to 90 s after one that worked, or sooner when the
+// sync asked for it (after: a back-off or the active deadline ending). A termination that
+// worked is not repeated: the pod's deletion from the API comes next.
+func (p *Workers[S]) next(after time.Duration, err error, terminating bool) time.Duration {
+	var next time.Duration
+	switch {
+	case err != nil:
+		next = wait.Jitter(errorRetryPeriod, errorRetryJitter)
+	case !terminating:
+		next = wait.Jitter(resyncPeriod, resyncJitter)
+	}
+	if after > 0 && (next == 0 || after < next) {
+		next = after
+	}
+	return next
 }
 
 // retire forgets the worker of a pod that is gone for good (UIDs are never reused).

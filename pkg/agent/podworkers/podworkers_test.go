@@ -27,6 +27,7 @@ type recordingHandler struct {
 	syncs    atomic.Int32
 	lastSeen atomic.Value // resourceVersion of the last synced pod
 	failures atomic.Int32 // syncs to fail
+	after    atomic.Int64 // the duration every sync asks to be called again after
 	terminal chan string
 }
 
@@ -42,11 +43,12 @@ func (r *recordingHandler) SyncPod(_ context.Context, _ struct{}, pod *corev1.Po
 	defer r.enter(pod)()
 	r.syncs.Add(1)
 	r.lastSeen.Store(pod.ResourceVersion)
+	after := time.Duration(r.after.Load())
 	if r.failures.Load() > 0 {
 		r.failures.Add(-1)
-		return 0, errors.New("injected failure")
+		return after, errors.New("injected failure")
 	}
-	return 0, nil
+	return after, nil
 }
 
 func (r *recordingHandler) TerminatePod(_ context.Context, _ struct{}, pod *corev1.Pod, gone bool) error {
@@ -114,6 +116,47 @@ func TestPodWorkersRetryFailedSyncs(t *testing.T) {
 		}
 		clk.Step(errorRetryPeriod/2 + time.Millisecond)
 		waitFor(t, fmt.Sprintf("retry %d within %v", n-1, errorRetryPeriod*3/2), func() bool { return h.syncs.Load() == n })
+	}
+}
+
+// A pod is synced again by its worker alone, as the kubelet's completeWork requeues it: 60
+// to 90 s after a sync that worked (resyncInterval, jittered by half), 10 to 15 s after
+// one that failed, or at the duration a sync asked for (a back-off ending) when sooner.
+func TestPodWorkersResyncSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fail     bool
+		after    time.Duration
+		min, max time.Duration // the next sync comes no sooner than min, by max
+	}{
+		{name: "success", min: resyncPeriod, max: resyncPeriod * 3 / 2},
+		{name: "error", fail: true, min: errorRetryPeriod, max: errorRetryPeriod * 3 / 2},
+		{name: "success asking sooner", after: 5 * time.Second, min: 5 * time.Second, max: 5 * time.Second},
+		{name: "error asking sooner", fail: true, after: 3 * time.Second, min: 3 * time.Second, max: 3 * time.Second},
+		{name: "success asking later", after: 5 * time.Minute, min: resyncPeriod, max: resyncPeriod * 3 / 2},
+		{name: "error asking later", fail: true, after: 5 * time.Minute, min: errorRetryPeriod, max: errorRetryPeriod * 3 / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &recordingHandler{t: t, terminal: make(chan string, 1)}
+			h.after.Store(int64(tc.after))
+			if tc.fail {
+				h.failures.Store(1)
+			}
+			clk := clocktesting.NewFakeClock(time.Now())
+			w := New(clk, h, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
+			go w.Run(t.Context())
+			w.Update(testPod("web"))
+			waitFor(t, "the first sync", func() bool { return h.syncs.Load() == 1 })
+			waitFor(t, "the next sync's timer", clk.HasWaiters)
+			// The fake clock fires a due timer within Step and forgets it: one still
+			// waiting has not fired.
+			clk.Step(tc.min - time.Millisecond)
+			if !clk.HasWaiters() || h.syncs.Load() != 1 {
+				t.Fatalf("synced again before %v", tc.min)
+			}
+			clk.Step(tc.max - tc.min + time.Millisecond)
+			waitFor(t, fmt.Sprintf("the next sync by %v", tc.max), func() bool { return h.syncs.Load() == 2 })
+		})
 	}
 }
 
