@@ -105,9 +105,7 @@ func TestNetworkPolicyMatrix(t *testing.T) {
 		mustKubectl(t, l, "wait", "--for=condition=Ready", "pod", "--all", "-n", ns, "--timeout=180s")
 	}
 	var list corev1.PodList
-	if err := json.Unmarshal([]byte(mustKubectl(t, l, "get", "pods", "-A", "-l", "pod", "-o", "json")), &list); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &list, "get", "pods", "-A", "-l", "pod")
 	byKey := map[string]*matrixPod{}
 	for i := range list.Items {
 		p := &list.Items[i]

@@ -50,13 +50,9 @@ func TestExplainNamesTheSEPChains(t *testing.T) {
 	mustKubectl(t, l, "rollout", "status", "deployment/explained", "--timeout=120s")
 	waitReadyEndpoints(t, l, "explained", 2)
 	var svc corev1.Service
-	if err := json.Unmarshal([]byte(mustKubectl(t, l, "get", "service", "explained", "-o", "json")), &svc); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &svc, "get", "service", "explained")
 	var slices discoveryv1.EndpointSliceList
-	if err := json.Unmarshal([]byte(mustKubectl(t, l, "get", "endpointslices", "-l", "kubernetes.io/service-name=explained", "-o", "json")), &slices); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &slices, "get", "endpointslices", "-l", "kubernetes.io/service-name=explained")
 	var want []string
 	for _, s := range slices.Items {
 		for _, ep := range s.Endpoints {

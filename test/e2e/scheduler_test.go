@@ -86,9 +86,7 @@ func TestScheduler(t *testing.T) {
 
 	// Preemption: fill node-1's CPU with a low-priority pod, then ask for the same room.
 	var node corev1.Node
-	if err := json.Unmarshal([]byte(mustKubectl(t, l, "get", "node", "node-1", "-o", "json")), &node); err != nil {
-		t.Fatal(err)
-	}
+	kubectlJSON(t, l, &node, "get", "node", "node-1")
 	room := node.Status.Allocatable.Cpu().MilliValue() * 7 / 10
 	pod := func(name, class string, priority int) string {
 		return fmt.Sprintf(`apiVersion: v1

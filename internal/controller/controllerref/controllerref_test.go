@@ -108,19 +108,21 @@ func TestControlled(t *testing.T) {
 	}
 }
 
+// podOf is a pod of app in owner's namespace, controlled by owner when controlled.
+func podOf(owner *corev1.Pod, name, app string, controlled bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: name, UID: types.UID(name), Labels: map[string]string{"app": app}}}
+	if controlled {
+		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, corev1.SchemeGroupVersion.WithKind("Pod"))}
+	}
+	return p
+}
+
 // TestClaimReleasesNothingWhileTheOwnerIsDeleted: as kube's ClaimObject, an owner being
 // deleted neither adopts nor releases; what it controls and still selects stays its own.
 func TestClaimReleasesNothingWhileTheOwnerIsDeleted(t *testing.T) {
 	now := metav1.Now()
 	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "owner-uid", DeletionTimestamp: &now}}
 	kind := corev1.SchemeGroupVersion.WithKind("Pod")
-	child := func(name, app string, controlled bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}}
-		if controlled {
-			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)}
-		}
-		return p
-	}
 	var patched []string
 	patch := func(_ context.Context, p *corev1.Pod, _ []byte) error {
 		patched = append(patched, p.Name)
@@ -131,7 +133,7 @@ func TestClaimReleasesNothingWhileTheOwnerIsDeleted(t *testing.T) {
 		return owner, nil
 	}
 	owned, err := controllerref.Claim(context.Background(), owner, kind, get, labels.SelectorFromSet(labels.Set{"app": "x"}),
-		[]*corev1.Pod{child("kept", "x", true), child("unmatched", "y", true), child("orphan", "x", false)}, patch)
+		[]*corev1.Pod{podOf(owner, "kept", "x", true), podOf(owner, "unmatched", "y", true), podOf(owner, "orphan", "x", false)}, patch)
 	var names []string
 	for _, p := range owned {
 		names = append(names, p.Name)
@@ -147,13 +149,6 @@ func TestClaimReleasesNothingWhileTheOwnerIsDeleted(t *testing.T) {
 func TestClaimRechecksTheOwnerBeforeAdopting(t *testing.T) {
 	kind := corev1.SchemeGroupVersion.WithKind("Pod")
 	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "owner-uid"}}
-	child := func(name, app string, controlled bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{"app": app}}}
-		if controlled {
-			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)}
-		}
-		return p
-	}
 	now := metav1.Now()
 	for _, tc := range []struct {
 		name    string
@@ -165,18 +160,18 @@ func TestClaimRechecksTheOwnerBeforeAdopting(t *testing.T) {
 		patched []string
 		err     string
 	}{
-		{name: "nothing to adopt", objs: []*corev1.Pod{child("kept", "x", true), child("other", "y", false)},
+		{name: "nothing to adopt", objs: []*corev1.Pod{podOf(owner, "kept", "x", true), podOf(owner, "other", "y", false)},
 			owned: []string{"kept"}},
-		{name: "owner as cached", fresh: owner, objs: []*corev1.Pod{child("a", "x", false), child("b", "x", false)},
+		{name: "owner as cached", fresh: owner, objs: []*corev1.Pod{podOf(owner, "a", "x", false), podOf(owner, "b", "x", false)},
 			gets: 1, owned: []string{"a", "b"}, patched: []string{"a", "b"}},
 		{name: "owner just deleted", fresh: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "owner-uid", DeletionTimestamp: &now}},
-			objs: []*corev1.Pod{child("a", "x", false), child("unmatched", "y", true), child("b", "x", false)},
+			objs: []*corev1.Pod{podOf(owner, "a", "x", false), podOf(owner, "unmatched", "y", true), podOf(owner, "b", "x", false)},
 			gets: 1, patched: []string{"unmatched"}, err: "can't adopt Pod ns/a (a): ns/owner has just been deleted at"},
 		{name: "owner made again", fresh: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "new-uid"}},
-			objs: []*corev1.Pod{child("a", "x", false)},
+			objs: []*corev1.Pod{podOf(owner, "a", "x", false)},
 			gets: 1, err: "can't adopt Pod ns/a (a): can't recheck DeletionTimestamp: original Pod ns/owner is gone: got uid new-uid, wanted owner-uid"},
 		{name: "owner gone", getErr: apierrors.NewNotFound(corev1.Resource("pods"), "owner"),
-			objs: []*corev1.Pod{child("a", "x", false)},
+			objs: []*corev1.Pod{podOf(owner, "a", "x", false)},
 			gets: 1, err: `can't adopt Pod ns/a (a): can't recheck DeletionTimestamp: pods "owner" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,13 +208,6 @@ func TestClaimRechecksTheOwnerBeforeAdopting(t *testing.T) {
 func TestClaimGoesOnPastAnError(t *testing.T) {
 	kind := corev1.SchemeGroupVersion.WithKind("Pod")
 	owner := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "owner", UID: "owner-uid"}}
-	mk := func(name, app string, controlled bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{"app": app}}}
-		if controlled {
-			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, kind)}
-		}
-		return p
-	}
 	get := func(context.Context, string, metav1.GetOptions) (*corev1.Pod, error) { return owner, nil }
 	var patched []string
 	patch := func(_ context.Context, p *corev1.Pod, _ []byte) error {
@@ -229,7 +217,7 @@ func TestClaimGoesOnPastAnError(t *testing.T) {
 		}
 		return nil
 	}
-	objs := []*corev1.Pod{mk("bad-adopt", "x", false), mk("bad-release", "y", true), mk("kept", "x", true), mk("adopted", "x", false)}
+	objs := []*corev1.Pod{podOf(owner, "bad-adopt", "x", false), podOf(owner, "bad-release", "y", true), podOf(owner, "kept", "x", true), podOf(owner, "adopted", "x", false)}
 	owned, err := controllerref.Claim(context.Background(), owner, kind, get, labels.SelectorFromSet(labels.Set{"app": "x"}), objs, patch)
 	var names []string
 	for _, p := range owned {

@@ -70,6 +70,23 @@ func TestNodeURL(t *testing.T) {
 	}
 }
 
+// sendForStatus sends method url with header to a running server and reads the answer:
+// its code, its body and the Status in it.
+func sendForStatus(t *testing.T, method, url string, header http.Header) (int, []byte, metav1.Status) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	maps.Copy(req.Header, header)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var st metav1.Status
+	_ = json.Unmarshal(data, &st)
+	return resp.StatusCode, data, st
+}
+
 // TestNodesProxyRefusesNonGlobalAddress: nodes/proxy refuses a node whose address is not a
 // global unicast one (loopback here) with kube's 400 "address not allowed", upgrades too,
 // before dialing it (kube's node ResourceLocation, isProxyableHostname); a pod's log on the
@@ -80,18 +97,9 @@ func TestNodesProxyRefusesNonGlobalAddress(t *testing.T) {
 	srv := serverWithNode(t, fakeNodeRuntime{}, func(r *http.Request) { mu.Lock(); dialed = append(dialed, r.URL.Path); mu.Unlock() })
 	spdy := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"SPDY/3.1"}, "X-Stream-Protocol-Version": {"v4.channel.k8s.io"}}
 	for _, header := range []http.Header{nil, spdy} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/nodes/node-1/proxy/healthz", nil)
-		maps.Copy(req.Header, header)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var st metav1.Status
-		_ = json.Unmarshal(data, &st)
-		if resp.StatusCode != 400 || st.Reason != metav1.StatusReasonBadRequest || st.Message != "address not allowed" {
-			t.Errorf("nodes/proxy to a node on 127.0.0.1 (upgrade %q): %d %s; want 400 \"address not allowed\"", header.Get("Upgrade"), resp.StatusCode, data)
+		code, data, st := sendForStatus(t, http.MethodGet, srv.URL+"/api/v1/nodes/node-1/proxy/healthz", header)
+		if code != 400 || st.Reason != metav1.StatusReasonBadRequest || st.Message != "address not allowed" {
+			t.Errorf("nodes/proxy to a node on 127.0.0.1 (upgrade %q): %d %s; want 400 \"address not allowed\"", header.Get("Upgrade"), code, data)
 		}
 	}
 	mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -308,18 +307,9 @@ func TestUnreachableNode(t *testing.T) {
 			`Get "https://` + addr + `/containerLogs/default/a/c?follow=true&tailLines=2": ` + refused},
 		{"GET", "/api/v1/namespaces/default/pods/a/log", ws("binary.k8s.io"), 500, "", `Get "https://` + addr + `/containerLogs/default/a/c": ` + refused},
 	} {
-		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
-		maps.Copy(req.Header, tc.header)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var st metav1.Status
-		_ = json.Unmarshal(data, &st)
-		if resp.StatusCode != tc.code || int(st.Code) != tc.code || st.Reason != tc.reason || st.Message != tc.message {
-			t.Errorf("%s %s (upgrade %q): %d %s\nwant %d %q %q", tc.method, tc.path, tc.header.Get("Upgrade"), resp.StatusCode, data, tc.code, tc.reason, tc.message)
+		code, data, st := sendForStatus(t, tc.method, srv.URL+tc.path, tc.header)
+		if code != tc.code || int(st.Code) != tc.code || st.Reason != tc.reason || st.Message != tc.message {
+			t.Errorf("%s %s (upgrade %q): %d %s\nwant %d %q %q", tc.method, tc.path, tc.header.Get("Upgrade"), code, data, tc.code, tc.reason, tc.message)
 		}
 	}
 }

@@ -13,11 +13,7 @@ import (
 // strategicPatch sends what kubectl debug sends: a strategic merge patch of the pod.
 func strategicPatch(t *testing.T, h http.Handler, path, patch string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest("PATCH", path, strings.NewReader(patch))
-	req.Header.Set("Content-Type", "application/strategic-merge-patch+json")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w
+	return patchAs(h, "application/strategic-merge-patch+json", path, patch)
 }
 
 // Ephemeral containers come through pods/NAME/ephemeralcontainers only, are validated as

@@ -60,10 +60,7 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 		{"strategic patch that is no JSON", smp, "", `{`, 400, metav1.StatusReasonBadRequest, "unexpected end of JSON input", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest("PATCH", pod+tc.query, strings.NewReader(tc.patch))
-			req.Header.Set("Content-Type", tc.contentType)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, req)
+			w := patchAs(h, tc.contentType, pod+tc.query, tc.patch)
 			var st metav1.Status
 			if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Kind != "Status" {
 				t.Fatalf("%d %s: not a Status (%v)", w.Code, w.Body, err)

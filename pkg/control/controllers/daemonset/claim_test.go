@@ -10,22 +10,46 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
+// agentSet is the DaemonSet "agent" selecting app=agent, of one container.
+func agentSet(uid types.UID) *appsv1.DaemonSet {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: uid},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
+	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	return ds
+}
+
+// controllerWith is a Controller over the node n1 whose listers show ds, pods and revs and
+// whose client holds them.
+func controllerWith(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision) (*Controller, *fake.Clientset) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	objs := []runtime.Object{ds, node}
+	var podObjs, revObjs []any
+	for _, p := range pods {
+		objs, podObjs = append(objs, p), append(podObjs, p)
+	}
+	for _, r := range revs {
+		objs, revObjs = append(objs, r), append(revObjs, r)
+	}
+	client := fake.NewClientset(objs...)
+	return &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
+		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(revObjs...)),
+		pods: corelisters.NewPodLister(controllertest.Indexer(podObjs...)), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}, client
+}
+
 // TestClaimAdoptsAndReleases: as kube's getDaemonPods (ClaimPods) and controlledHistories
 // (ClaimControllerRevisions), a DaemonSet releases the pod and the revision it controls
 // that its selector no longer matches (a user relabelled them), starts a replacement on
 // the released pod's node, and adopts the orphaned revision it matches.
 func TestClaimAdoptsAndReleases(t *testing.T) {
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "u3"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
-	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
-	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	ds := agentSet("u3")
 	owner, err := history.NewOwner(ds, kind, &ds.Spec.Template, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +63,7 @@ func TestClaimAdoptsAndReleases(t *testing.T) {
 	relabelledRev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "agent-old", Namespace: "ns", UID: "r2",
 		Labels: map[string]string{"app": "debug"}, OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, kind)}},
 		Data: runtime.RawExtension{Raw: []byte(`{}`)}, Revision: 2}
-	client := fake.NewClientset(ds, node, relabelled, orphanRev, relabelledRev)
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(orphanRev, relabelledRev)),
-		pods: corelisters.NewPodLister(controllertest.Indexer(relabelled)), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
+	c, client := controllerWith(ds, []*corev1.Pod{relabelled}, []*appsv1.ControllerRevision{orphanRev, relabelledRev})
 	if _, err := c.sync(context.Background(), "ns/agent"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,16 +103,9 @@ func TestClaimAdoptsAndReleases(t *testing.T) {
 // status: the garbage collector's work is not undone.
 func TestDeletedDaemonSetIsLeftAlone(t *testing.T) {
 	now := metav1.Now()
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "u4", Generation: 3, DeletionTimestamp: &now,
-		Finalizers: []string{metav1.FinalizerDeleteDependents}},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
-	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
-	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	client := fake.NewClientset(ds, node)
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer()),
-		pods: corelisters.NewPodLister(controllertest.Indexer()), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
+	ds := agentSet("u4")
+	ds.Generation, ds.DeletionTimestamp, ds.Finalizers = 3, &now, []string{metav1.FinalizerDeleteDependents}
+	c, client := controllerWith(ds, nil, nil)
 	if _, err := c.sync(context.Background(), "ns/agent"); err != nil {
 		t.Fatal(err)
 	}

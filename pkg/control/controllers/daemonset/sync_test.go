@@ -6,16 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
 
@@ -24,21 +19,14 @@ import (
 // (which renames the revision) and the sync fails to be retried; no pod is labelled with
 // the other template's revision.
 func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "u1"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
-	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
-	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	ds := agentSet("u1")
 	owner, err := history.NewOwner(ds, kind, &ds.Spec.Template, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	squatter := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "agent-" + owner.Hash, Namespace: "ns"},
 		Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)}, Revision: 1}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	client := fake.NewClientset(ds, squatter, node)
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(squatter)),
-		pods: corelisters.NewPodLister(controllertest.Indexer()), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
+	c, client := controllerWith(ds, nil, []*appsv1.ControllerRevision{squatter})
 	if _, err := c.sync(context.Background(), "ns/agent"); err == nil {
 		t.Error("sync of a colliding revision name: no error, want one (retry with the new collisionCount)")
 	}
@@ -62,11 +50,7 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 // takes the orphans its selector matches back, as kube's ClaimPods, instead of starting a
 // second daemon pod beside each.
 func TestOrphanedPodsAreAdopted(t *testing.T) {
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "u2"},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}}}
-	ds.Spec.Template.Labels = map[string]string{"app": "agent"}
-	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	ds := agentSet("u2")
 	owner, err := history.NewOwner(ds, kind, &ds.Spec.Template, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -76,10 +60,7 @@ func TestOrphanedPodsAreAdopted(t *testing.T) {
 		Labels: map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: owner.Hash}},
 		Spec:   corev1.PodSpec{NodeName: "n1", Containers: ds.Spec.Template.Spec.Containers},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	client := fake.NewClientset(ds, node, orphan)
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer()),
-		pods: corelisters.NewPodLister(controllertest.Indexer(orphan)), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}
+	c, client := controllerWith(ds, []*corev1.Pod{orphan}, nil)
 	if _, err := c.sync(context.Background(), "ns/agent"); err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,19 @@ func startKubelet(t *testing.T, c kubernetes.Interface) *kubelet {
 	return k
 }
 
+// rolledOut starts a control plane with the Ready node-1 and its fake kubelet, applies
+// manifests in order and waits for the rollout of StatefulSet name.
+func rolledOut(t *testing.T, name string, manifests ...string) (*controlplanetest.Cluster, *kubelet) {
+	cl := controlplanetest.Start(t, nil)
+	cl.CreateReadyNode(t, "node-1", 20, nil)
+	k := startKubelet(t, cl.Client)
+	for _, m := range manifests {
+		cl.MustKubectl(t, m, "apply", "-f", "-")
+	}
+	cl.MustKubectl(t, "", "rollout", "status", "sts/"+name, "--timeout=60s")
+	return cl, k
+}
+
 // statefulSet is a StatefulSet of replicas pods, labelled app=<name>.
 func statefulSet(name string, replicas int) string {
 	return strings.ReplaceAll(fmt.Sprintf(`apiVersion: apps/v1
@@ -122,14 +135,9 @@ items:
 `
 
 func TestStatefulSetOrderedPodsClaimsAndPartition(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	cl.CreateReadyNode(t, "node-1", 20, nil)
-	k := startKubelet(t, cl.Client)
 	// The claims need volumes to bind to: the scheduler holds pods with unbound claims.
-	cl.MustKubectl(t, volumes, "apply", "-f", "-")
-	cl.MustKubectl(t, web, "apply", "-f", "-")
-	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
+	cl, k := rolledOut(t, "web", volumes, web)
 	k.mu.Lock()
 	events := strings.Join(k.events, " ")
 	web1ReadyBefore, web2ReadyBefore := strings.Join(k.readyAt["web-1"], ","), k.readyAt["web-2"]
@@ -247,13 +255,8 @@ spec:
 // with the set (kube's owner references; GA since v1.32). Retain, the default, keeps them
 // (TestStatefulSetOrderedPodsClaimsAndPartition).
 func TestStatefulSetClaimRetentionPolicy(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	cl.CreateReadyNode(t, "node-1", 20, nil)
-	startKubelet(t, cl.Client)
-	cl.MustKubectl(t, volumes, "apply", "-f", "-")
-	cl.MustKubectl(t, strings.Replace(web, "  replicas: 3\n", "  replicas: 2\n  persistentVolumeClaimRetentionPolicy: {whenScaled: Delete, whenDeleted: Delete}\n", 1), "apply", "-f", "-")
-	cl.MustKubectl(t, "", "rollout", "status", "sts/web", "--timeout=60s")
+	cl, _ := rolledOut(t, "web", volumes, strings.Replace(web, "  replicas: 3\n", "  replicas: 2\n  persistentVolumeClaimRetentionPolicy: {whenScaled: Delete, whenDeleted: Delete}\n", 1))
 	sts, err := cl.Client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -305,12 +308,8 @@ func TestStatefulSetReplacesSucceededPod(t *testing.T) {
 // was taken away gets it back, with kube's Event "Update Pod id-0 in StatefulSet id
 // successful" (its identityMatches and UpdateStatefulPod).
 func TestStatefulSetRestoresPodIdentity(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	cl.CreateReadyNode(t, "node-1", 20, nil)
-	startKubelet(t, cl.Client)
-	cl.MustKubectl(t, statefulSet("id", 1), "apply", "-f", "-")
-	cl.MustKubectl(t, "", "rollout", "status", "sts/id", "--timeout=60s")
+	cl, _ := rolledOut(t, "id", statefulSet("id", 1))
 	cl.MustKubectl(t, "", "label", "pod", "id-0", "statefulset.kubernetes.io/pod-name-", "apps.kubernetes.io/pod-index=7", "--overwrite")
 	controllertest.Until(t, "the pod's identity labels restored", 30*time.Second, func() bool {
 		pod, err := cl.Client.CoreV1().Pods("default").Get(ctx, "id-0", metav1.GetOptions{})
@@ -326,12 +325,8 @@ func TestStatefulSetRestoresPodIdentity(t *testing.T) {
 // way to change a field that cannot be updated), a StatefulSet takes its running pods and
 // its revision back instead of waiting forever to create pods whose names are taken.
 func TestStatefulSetAdoptsOrphanedPods(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	cl.CreateReadyNode(t, "node-1", 20, nil)
-	startKubelet(t, cl.Client)
-	cl.MustKubectl(t, statefulSet("keep", 2), "apply", "-f", "-")
-	cl.MustKubectl(t, "", "rollout", "status", "sts/keep", "--timeout=60s")
+	cl, _ := rolledOut(t, "keep", statefulSet("keep", 2))
 	uids := func() string {
 		var out []string
 		for _, name := range []string{"keep-0", "keep-1"} {
@@ -385,12 +380,8 @@ func TestStatefulSetAdoptsOrphanedPods(t *testing.T) {
 // selector is released (its controller reference removed, the set counts it no more and
 // cannot make its name again), and relabelled back it is adopted again.
 func TestStatefulSetReleasesRelabelledPod(t *testing.T) {
-	cl := controlplanetest.Start(t, nil)
 	ctx := context.Background()
-	cl.CreateReadyNode(t, "node-1", 20, nil)
-	startKubelet(t, cl.Client)
-	cl.MustKubectl(t, statefulSet("rel", 1), "apply", "-f", "-")
-	cl.MustKubectl(t, "", "rollout", "status", "sts/rel", "--timeout=60s")
+	cl, _ := rolledOut(t, "rel", statefulSet("rel", 1))
 	first, err := cl.Client.CoreV1().Pods("default").Get(ctx, "rel-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

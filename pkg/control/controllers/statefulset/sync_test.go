@@ -4,16 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/internal/controller/history"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
 
@@ -22,20 +17,15 @@ import (
 // collision count and creates the revision under the next name; status.collisionCount
 // records it. The set never takes the other template's revision as its update revision.
 func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
-	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"},
-		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	set.Spec.Template.Labels = map[string]string{"app": "web"}
-	set.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	set := webSet()
+	set.Spec.Replicas = ptr.To[int32](0)
 	owner, err := history.NewStatefulSetOwner(set)
 	if err != nil {
 		t.Fatal(err)
 	}
 	squatter := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "web-" + owner.Hash, Namespace: "ns"},
 		Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)}, Revision: 1}
-	client := fake.NewClientset(set, squatter)
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
-		sets: appslisters.NewStatefulSetLister(controllertest.Indexer(set)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(squatter)),
-		pods: corelisters.NewPodLister(controllertest.Indexer()), claims: corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer())}
+	c, client := controllerWith(set, nil, []*appsv1.ControllerRevision{squatter})
 	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -56,17 +46,11 @@ func TestRevisionNameCollisionBumpsCollisionCount(t *testing.T) {
 // matched by its selector gets the set as controller (and counts in its status) instead of
 // a create of the same name that fails forever.
 func TestOrphanedPodsAreAdopted(t *testing.T) {
-	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u2"},
-		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	set.Spec.Template.Labels = map[string]string{"app": "web"}
-	set.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+	set := webSet()
 	member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns", UID: "p0",
 		Labels: map[string]string{"app": "web", appsv1.StatefulSetPodNameLabel: "web-0"}}}
 	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "webserver", Namespace: "ns", UID: "p1", Labels: map[string]string{"app": "web"}}}
-	client := fake.NewClientset(set, member, stranger)
-	c := &Controller{client: client, recorder: record.NewFakeRecorder(10),
-		sets: appslisters.NewStatefulSetLister(controllertest.Indexer(set)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer()),
-		pods: corelisters.NewPodLister(controllertest.Indexer(member, stranger)), claims: corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer())}
+	c, client := controllerWith(set, []*corev1.Pod{member, stranger}, nil)
 	if _, err := c.sync(context.Background(), "ns/web"); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,14 @@ func (c *CycleState) Read(key string) (any, bool) {
 	return v, ok
 }
 
+// ReadAs is what a plugin wrote under key as its own type T, and whether it is one: the
+// getPreFilterState of each kube-scheduler plugin, written once.
+func ReadAs[T any](c *CycleState, key string) (T, bool) {
+	v, _ := c.Read(key)
+	t, ok := v.(T)
+	return t, ok
+}
+
 // Write stores a value under key.
 func (c *CycleState) Write(key string, v any) {
 	c.mu.Lock()

@@ -150,8 +150,7 @@ func matchesAll(terms []framework.AffinityTerm, pod *corev1.Pod, nsLabels labels
 }
 
 func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	v, _ := state.Read(filterKey)
-	s, ok := v.(*filterState)
+	s, ok := framework.ReadAs[*filterState](state, filterKey)
 	if !ok {
 		return nil
 	}
@@ -257,8 +256,7 @@ func (p *Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *f
 
 // Score sums the node's domains' scores (may be negative until normalized).
 func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
-	v, _ := state.Read(scoreKey)
-	s, ok := v.(*scoreState)
+	s, ok := framework.ReadAs[*scoreState](state, scoreKey)
 	if !ok {
 		return 0, nil
 	}

@@ -41,8 +41,7 @@ func (Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *fra
 }
 
 func (Plugin) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	v, _ := state.Read(filterKey)
-	req, ok := v.(nodeaffinity.RequiredNodeAffinity)
+	req, ok := framework.ReadAs[nodeaffinity.RequiredNodeAffinity](state, filterKey)
 	if !ok {
 		return nil
 	}
@@ -68,8 +67,7 @@ func (Plugin) PreScore(_ context.Context, state *framework.CycleState, pod *fram
 
 // Score sums the weights of the preferred terms the node matches.
 func (Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
-	v, _ := state.Read(scoreKey)
-	terms, ok := v.(*nodeaffinity.PreferredSchedulingTerms)
+	terms, ok := framework.ReadAs[*nodeaffinity.PreferredSchedulingTerms](state, scoreKey)
 	if !ok {
 		return 0, nil
 	}

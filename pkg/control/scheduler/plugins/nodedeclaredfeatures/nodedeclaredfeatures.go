@@ -43,8 +43,7 @@ func (Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *fra
 }
 
 func (Plugin) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	v, _ := state.Read(stateKey)
-	reqs, ok := v.(ndf.FeatureSet)
+	reqs, ok := framework.ReadAs[ndf.FeatureSet](state, stateKey)
 	if !ok {
 		return framework.AsStatus(fmt.Errorf("error reading %q from cycle-state", stateKey))
 	}

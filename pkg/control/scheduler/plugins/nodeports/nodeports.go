@@ -35,8 +35,7 @@ func (Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *fra
 }
 
 func (Plugin) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	v, _ := state.Read(stateKey)
-	ports, _ := v.([]framework.HostPort)
+	ports, _ := framework.ReadAs[[]framework.HostPort](state, stateKey)
 	for _, p := range ports {
 		if n.UsedPorts.Conflicts(p) {
 			return framework.NewStatus(framework.Unschedulable, ErrReason)

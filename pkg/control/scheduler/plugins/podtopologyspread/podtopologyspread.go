@@ -385,8 +385,7 @@ func (p *Plugin) PreFilter(_ context.Context, state *framework.CycleState, pod *
 }
 
 func (p *Plugin) Filter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	v, _ := state.Read(filterKey)
-	s, ok := v.(*filterState)
+	s, ok := framework.ReadAs[*filterState](state, filterKey)
 	if !ok {
 		return nil
 	}
@@ -586,8 +585,7 @@ func grow(counts []int64, n int) []int64 {
 // Score grows with the matching pods in the node's domains (normalized in reverse),
 // as PreScore computed it.
 func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) (int64, *framework.Status) {
-	v, _ := state.Read(scoreKey)
-	s, ok := v.(*scoreState)
+	s, ok := framework.ReadAs[*scoreState](state, scoreKey)
 	if !ok || n.Index >= len(s.raw) || s.raw[n.Index] < 0 {
 		return 0, nil
 	}
@@ -596,8 +594,7 @@ func (p *Plugin) Score(_ context.Context, state *framework.CycleState, _ *framew
 
 // NormalizeScore gives the emptiest domains 100 and ignored nodes 0.
 func (p *Plugin) NormalizeScore(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, scores []framework.NodeScore) *framework.Status {
-	v, _ := state.Read(scoreKey)
-	s, ok := v.(*scoreState)
+	s, ok := framework.ReadAs[*scoreState](state, scoreKey)
 	if !ok {
 		return nil
 	}

@@ -57,8 +57,7 @@ func (Plugin) Score(_ context.Context, state *framework.CycleState, _ *framework
 	if len(n.Taints) == 0 {
 		return 0, nil // most nodes: no read of the cycle's state
 	}
-	v, _ := state.Read(stateKey)
-	tols, _ := v.([]corev1.Toleration)
+	tols, _ := framework.ReadAs[[]corev1.Toleration](state, stateKey)
 	var count int64
 	for i := range n.Taints {
 		t := &n.Taints[i]

@@ -130,8 +130,7 @@ func (p *Plugin) PreFilter(_ context.Context, cs *framework.CycleState, pod *fra
 }
 
 func (p *Plugin) Filter(_ context.Context, cs *framework.CycleState, _ *framework.PodInfo, n *framework.NodeInfo) *framework.Status {
-	v, _ := cs.Read(stateKey)
-	st, _ := v.(*state)
+	st, _ := framework.ReadAs[*state](cs, stateKey)
 	if st == nil {
 		return nil
 	}
@@ -193,8 +192,7 @@ func allowedTopology(sc *storagev1.StorageClass, node *corev1.Node) bool {
 // PreBind writes the chosen node on the claims waiting for it and waits until the PV
 // controller (or a provisioner) has bound them all.
 func (p *Plugin) PreBind(ctx context.Context, cs *framework.CycleState, pod *framework.PodInfo, node string) *framework.Status {
-	v, _ := cs.Read(stateKey)
-	st, _ := v.(*state)
+	st, _ := framework.ReadAs[*state](cs, stateKey)
 	if st == nil || len(st.delayed) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
