@@ -179,9 +179,13 @@ func (s *server) exitHandler(w http.ResponseWriter, r *http.Request) {
 	s.requestExit(w, req)
 }
 
-// requestExit replies, flushes the reply, then asks main to exit.
+// requestExit replies, flushes the reply, then asks main to exit. The reply carries its
+// length: a flushed chunked reply still lacks its last chunk, which the handler writes only
+// on return, and main may exit before that.
 func (s *server) requestExit(w http.ResponseWriter, req shutdownRequest) {
-	fmt.Fprintf(w, "exiting with %d", req.code)
+	reply := fmt.Sprintf("exiting with %d", req.code)
+	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+	io.WriteString(w, reply)
 	http.NewResponseController(w).Flush()
 	select {
 	case s.exit <- req:

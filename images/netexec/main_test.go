@@ -118,6 +118,21 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
+// An /exit reply must be whole once flushed: main exits at once after the request, and a
+// chunked reply would lack its last chunk (the runtime test's wget then failed).
+func TestExitReplyIsWholeWhenFlushed(t *testing.T) {
+	_, srv := testServer(t)
+	resp, err := http.Get(srv.URL + "/exit?code=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 || string(body) != "exiting with 3" {
+		t.Errorf("/exit reply: length %d, transfer encoding %v, body %q; want exiting with 3 with its length", resp.ContentLength, resp.TransferEncoding, body)
+	}
+}
+
 func TestUpload(t *testing.T) {
 	s, srv := testServer(t)
 	var form bytes.Buffer
