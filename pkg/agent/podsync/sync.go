@@ -88,6 +88,12 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		failed := []error{err}
 		if mountErr := (*volumes.MountError)(nil); errors.As(err, &mountErr) {
 			failed = mountErr.Unwrap()
+			// A claim not usable yet: the kubelet's SyncPod reports what
+			// WaitForAttachAndMount returned at once, at each sync. (Its 2m3s timeout
+			// alone gives no event: wait.Interrupted holds for it.)
+			if notTaken := mountErr.Unprocessed(); notTaken != nil {
+				s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "Unable to attach or mount volumes: %v", notTaken)
+			}
 		}
 		for _, err := range failed { // one event per volume, as the kubelet's reconciler
 			s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())

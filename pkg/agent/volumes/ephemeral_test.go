@@ -11,7 +11,8 @@ import (
 
 // TestEphemeralVolumeIsItsPodsClaim: a generic ephemeral volume is mounted as the claim
 // POD-VOLUME once that claim is bound, only when the pod owns it (else the kubelet's
-// error), as the kubelet's desired state of the world takes it.
+// error for a volume it does not take), as the kubelet's desired state of the world
+// takes it.
 func TestEphemeralVolumeIsItsPodsClaim(t *testing.T) {
 	host := t.TempDir()
 	claim, volume := boundClaim(host)
@@ -19,9 +20,10 @@ func TestEphemeralVolumeIsItsPodsClaim(t *testing.T) {
 	pod := volumePod(corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}})
 
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 	m, _ := testManager(t, claim, volume)
 	_, err := m.SetUp(context.Background(), pod)
-	want := `MountVolume.SetUp failed for volume "scratch" : PVC default/web-scratch was not created for pod default/web (pod is not owner)`
+	want := `unmounted volumes=[scratch], unattached volumes=[], failed to process volumes=[scratch]: PVC default/web-scratch was not created for pod default/web (pod is not owner)`
 	if err == nil || err.Error() != want {
 		t.Errorf("a claim the pod does not own: %v, want %s", err, want)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -39,12 +38,8 @@ func TestFSGroupChangePolicy(t *testing.T) {
 		if err := os.Chown(file, -1, 0); err != nil {
 			t.Fatal(err)
 		}
-		m, _ := testManager(t,
-			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-				Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
-			&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
-				Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: local}}}},
-		)
+		claim, volume := boundTo(corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: local}})
+		m, _ := testManager(t, claim, volume)
 		pod := volumePod(corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
 		pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](4321), FSGroupChangePolicy: tc.policy}
 		if _, err := m.SetUp(context.Background(), pod); err != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,10 +77,12 @@ func (m *Manager) pluginDir(pod *corev1.Pod, plugin, name string) string {
 }
 
 // MountError says which volumes could not be set up, worded as the kubelet's
-// FailedMount events are, and which wait to be tried again after an earlier failure.
+// FailedMount events are, which wait to be tried again after an earlier failure, and
+// which the kubelet would not even take into its desired state (Unprocessed).
 type MountError struct {
-	errs    []error
-	backoff []string
+	errs        []error
+	backoff     []string
+	unprocessed error
 }
 
 func (e *MountError) Error() string {
@@ -87,11 +90,69 @@ func (e *MountError) Error() string {
 	if len(e.backoff) > 0 {
 		errs = append(slices.Clip(errs), fmt.Errorf("volumes %q wait to be set up again after a failure", e.backoff))
 	}
+	if e.unprocessed != nil {
+		errs = append(slices.Clip(errs), e.unprocessed)
+	}
 	return errors.Join(errs...).Error()
 }
 
 // Unwrap gives each volume's failure of this set-up, one FailedMount event each.
 func (e *MountError) Unwrap() []error { return e.errs }
+
+// Unprocessed is, when a claim of the pod could not be taken as a volume (not bound, say),
+// the error the kubelet's WaitForAttachAndMount returns at once for it (its desired state's
+// pod errors), worded as that function's: the pod's used volumes not set up, the volumes
+// needing an attach (none here: minilet attaches nothing), the used volumes not taken,
+// then the errors, sorted and joined by "; " as its verifyVolumesMountedFunc pops them.
+// Nil when there is none, or when every used volume is set up (one set up before keeps
+// what it had), as that function then returns nil.
+func (e *MountError) Unprocessed() error { return e.unprocessed }
+
+// unprocessedError builds MountError.Unprocessed from the claims' errors (by volume) and
+// the volumes set up. Only volumes some container mounts count, as the kubelet's
+// getExpectedVolumes has them; so does an error only of such a volume, since its
+// desired-state populator skips the others (processPodVolumes).
+func unprocessedError(pod *corev1.Pod, failed map[string]error, vols map[string]Volume) error {
+	used := usedVolumes(pod)
+	var unmounted, notTaken, errs []string
+	for _, name := range used {
+		if _, ok := vols[name]; !ok {
+			unmounted = append(unmounted, name)
+		}
+		if err, ok := failed[name]; ok {
+			notTaken = append(notTaken, name)
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) == 0 || len(unmounted) == 0 { // all set up: WaitForAttachAndMount succeeds
+		return nil
+	}
+	slices.Sort(errs)
+	return fmt.Errorf("unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v: %s",
+		unmounted, []string{}, notTaken, strings.Join(slices.Compact(errs), "; "))
+}
+
+// usedVolumes are the names of the pod's volumes its containers (init, app and
+// ephemeral) mount or use as devices, sorted.
+func usedVolumes(pod *corev1.Pod) []string {
+	var names []string
+	add := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
+		for _, m := range mounts {
+			names = append(names, m.Name)
+		}
+		for _, d := range devices {
+			names = append(names, d.Name)
+		}
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		add(c.VolumeMounts, c.VolumeDevices)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		add(c.VolumeMounts, c.VolumeDevices)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // SetUp makes every volume of the pod ready, refreshing configMap, secret and
 // downwardAPI contents that changed; it is called on every sync of the pod. The volumes
@@ -102,6 +163,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 	vols := map[string]Volume{}
 	var errs []error
 	var backoff []string
+	unprocessed := map[string]error{}
 	m.mu.Lock()
 	mounted := m.mounted[string(pod.UID)]
 	m.mu.Unlock()
@@ -111,7 +173,11 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 		retryKey := string(pod.UID) + "/" + v.Name
 		if m.retries.IsInBackOffSinceUpdate(retryKey, m.clock.Now()) {
 			backoff = append(backoff, v.Name)
-		} else if vol, err := m.setUp(ctx, pod, v, ok); err != nil {
+		} else if vol, err := m.setUp(ctx, pod, v, ok); errors.As(err, new(notProcessed)) {
+			// Not a failed mount: no MountVolume event, no back-off (the kubelet's
+			// populator tries the claim again at each of its loops).
+			unprocessed[v.Name] = err
+		} else if err != nil {
 			m.retries.Next(retryKey, m.clock.Now())
 			errs = append(errs, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err))
 		} else {
@@ -129,8 +195,11 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 	}
 	m.mounted[string(pod.UID)] = vols
 	m.mu.Unlock()
-	if len(errs) > 0 || len(backoff) > 0 {
-		return vols, &MountError{errs: errs, backoff: backoff}
+	// A claim not taken stops the pod only while a container needs it unmounted, as the
+	// kubelet waits only for those (unprocessedError).
+	notTaken := unprocessedError(pod, unprocessed, vols)
+	if len(errs) > 0 || len(backoff) > 0 || notTaken != nil {
+		return vols, &MountError{errs: errs, backoff: backoff, unprocessed: notTaken}
 	}
 	return vols, nil
 }
@@ -281,24 +350,11 @@ func (m *Manager) projectedFiles(ctx context.Context, pod *corev1.Pod, p *corev1
 
 // claimPath is the host path of the PersistentVolume a claim of the pod is bound to
 // (hostPath or local volumes: the storage of one node), and whether the kubelet manages
-// its ownership (local volumes; a hostPath is left as the host has it). The claim of an
-// ephemeral volume must be the pod's own.
+// its ownership (local volumes; a hostPath is left as the host has it).
 func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, claim string, ephemeralVolume bool) (path string, managed bool, err error) {
-	pvc, _, err := podrefs.Get(ctx, m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get, "persistentvolumeclaim", claim, false)
+	pv, err := m.claimVolume(ctx, pod, claim, ephemeralVolume)
 	if err != nil {
-		return "", false, err
-	}
-	if ephemeralVolume {
-		if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
-			return "", false, err
-		}
-	}
-	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
-		return "", false, fmt.Errorf("persistentvolumeclaim %q is not bound", claim)
-	}
-	pv, err := m.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		return "", false, fmt.Errorf("get persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
+		return "", false, notProcessed{err}
 	}
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -313,6 +369,55 @@ func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, claim string, 
 		return pv.Spec.Local.Path, true, nil
 	}
 	return "", false, fmt.Errorf("persistentvolume %q is neither hostPath nor local, the kinds minilet mounts", pv.Name)
+}
+
+// notProcessed is a volume the kubelet would not take into its desired state of the
+// world: its claim or the claim's volume is not usable yet. The kubelet reports it through
+// WaitForAttachAndMount's error, not as a failed mount (MountError.Unprocessed).
+type notProcessed struct{ error }
+
+func (e notProcessed) Unwrap() error { return e.error }
+
+// pvcProtectionFinalizer is the claim finalizer of the pvc-protection controller (also in
+// pkg/control/admission/storageprotection, which would bring the API server's registry
+// into minilet).
+const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+
+// claimVolume is the PersistentVolume a claim of the pod is bound to, checked and its
+// errors worded as the kubelet's desired-state populator does before it takes the volume
+// (createVolumeSpec, getPVCExtractPV, getPVSpec). The claim of an ephemeral volume must
+// be the pod's own.
+func (m *Manager) claimVolume(ctx context.Context, pod *corev1.Pod, claim string, ephemeralVolume bool) (*corev1.PersistentVolume, error) {
+	failed := func(format string, args ...any) error {
+		return fmt.Errorf("error processing PVC %s/%s: %s", pod.Namespace, claim, fmt.Sprintf(format, args...))
+	}
+	pvc, err := m.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return nil, failed("failed to fetch PVC from API server: %v", err)
+	case pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, pvcProtectionFinalizer):
+		return nil, failed("PVC is being deleted")
+	case pvc.Status.Phase != corev1.ClaimBound:
+		return nil, failed("PVC is not bound")
+	case pvc.Spec.VolumeName == "":
+		return nil, failed("PVC has empty pvc.Spec.VolumeName")
+	}
+	if ephemeralVolume {
+		if err := ephemeral.VolumeIsForPod(pod, pvc); err != nil {
+			return nil, err
+		}
+	}
+	name := pvc.Spec.VolumeName
+	pv, err := m.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return nil, failed("failed to fetch PV %s from API server: %v", name, err)
+	case pv.Spec.ClaimRef == nil:
+		return nil, failed("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", name)
+	case pv.Spec.ClaimRef.UID != pvc.UID:
+		return nil, failed("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", name, pv.Spec.ClaimRef.UID, pvc.UID)
+	}
+	return pv, nil
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -33,10 +33,16 @@ func testManager(t *testing.T, objects ...runtime.Object) (*Manager, string) {
 
 // boundClaim is the claim default/data bound to the hostPath volume pv1 at host.
 func boundClaim(host string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+	return boundTo(corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}})
+}
+
+// boundTo is the claim default/data bound to the volume pv1 of source, each naming the
+// other as the PV controller binds them.
+func boundTo(source corev1.PersistentVolumeSource) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume) {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", UID: "claim-uid"},
 			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
 		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
-			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}}}
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: source, ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "data", UID: "claim-uid"}}}
 }
 
 func volumePod(vols ...corev1.Volume) *corev1.Pod {
@@ -111,7 +117,6 @@ func TestSetUpFailuresAreWordedAsTheKubelet(t *testing.T) {
 		corev1.Volume{Name: "optional", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Optional: ptr.To(true)}}},
 		corev1.Volume{Name: "badkey", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Items: []corev1.KeyToPath{{Key: "zz", Path: "zz"}}}}},
 		corev1.Volume{Name: "nodir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/nonexistent/minik8s", Type: ptr.To(corev1.HostPathDirectory)}}},
-		corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "nope"}}},
 	)
 	vols, err := m.SetUp(context.Background(), pod)
 	if err == nil {
@@ -121,7 +126,6 @@ func TestSetUpFailuresAreWordedAsTheKubelet(t *testing.T) {
 		`MountVolume.SetUp failed for volume "missing" : configmap "nope" not found`,
 		`MountVolume.SetUp failed for volume "badkey" : configmap references non-existent config key: zz`,
 		`MountVolume.SetUp failed for volume "nodir" : hostPath type check failed: /nonexistent/minik8s is not a directory`,
-		`persistentvolumeclaim "nope" not found`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
