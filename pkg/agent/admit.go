@@ -25,6 +25,9 @@ type admittingWorkers struct{ a *Agent }
 func (w admittingWorkers) Update(pod *corev1.Pod) { w.a.updatePod(pod) }
 func (w admittingWorkers) Remove(uid types.UID)   { w.a.workers.Remove(uid) }
 
+// Reconcile stores a known pod's newest version; a pod new to the node goes through Update.
+func (w admittingWorkers) Reconcile(pod *corev1.Pod) bool { return w.a.workers.Reconcile(pod) }
+
 // updatePod hands pod to its worker, after the admitters for a pod new to the node.
 func (a *Agent) updatePod(pod *corev1.Pod) {
 	if !a.workers.Known(pod.UID) {

@@ -7,11 +7,13 @@ package podsource
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,13 +22,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 )
 
 // Workers run the pods the sources hear of (pkg/agent/podworkers).
 type Workers interface {
+	// Update hands a pod to its worker for a sync.
 	Update(pod *corev1.Pod)
+	// Reconcile hands a pod to its worker without a sync; false when it has none.
+	Reconcile(pod *corev1.Pod) bool
 	Remove(uid types.UID)
 }
 
@@ -99,8 +106,16 @@ func (s *Sources) Synced() bool { return s.synced.Load() }
 
 func (s *Sources) eventHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.podChanged(obj) },
-		UpdateFunc: func(_, obj any) { s.podChanged(obj) },
+		AddFunc: func(obj any) { s.podChanged(obj) },
+		UpdateFunc: func(old, obj any) {
+			was, ok1 := old.(*corev1.Pod)
+			pod, ok2 := obj.(*corev1.Pod)
+			if ok1 && ok2 && !differSemantically(was, pod) {
+				s.podReconciled(pod)
+				return
+			}
+			s.podChanged(obj)
+		},
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
@@ -131,6 +146,29 @@ func (s *Sources) podChanged(obj any) {
 		}
 	default:
 		s.cfg.Workers.Update(pod)
+	}
+}
+
+// differSemantically reports whether an update of a pod changes what the node runs, as the
+// kubelet's podsDifferSemantically: its spec, labels, annotations or deletion. Else only
+// its status changed (minilet's own writes coming back, other writers' conditions).
+func differSemantically(old, pod *corev1.Pod) bool {
+	return !apiequality.Semantic.DeepEqual(old.Spec, pod.Spec) ||
+		!maps.Equal(old.Labels, pod.Labels) || !maps.Equal(old.Annotations, pod.Annotations) ||
+		!old.DeletionTimestamp.Equal(pod.DeletionTimestamp) ||
+		!ptr.Equal(old.DeletionGracePeriodSeconds, pod.DeletionGracePeriodSeconds)
+}
+
+// podReconciled hands the workers a pod whose status alone changed without waking its
+// worker, as the kubelet's HandlePodReconcile: a sync comes only for a Ready condition out
+// of line with the pod's readiness gates. Its retry of pending resizes has no use here: a
+// deferred resize is retried on its pod's own timer (podsync's resizeRetry). A mirror's
+// status is the static pod's, which its worker writes: nothing to do.
+func (s *Sources) podReconciled(pod *corev1.Pod) {
+	switch {
+	case pod.Spec.NodeName != s.cfg.NodeName || staticpod.IsMirror(pod):
+	case status.NeedsReadinessSync(pod) || !s.cfg.Workers.Reconcile(pod):
+		s.cfg.Workers.Update(pod) // out of line, or no worker yet: as a new pod
 	}
 }
 

@@ -127,6 +127,19 @@ func (p *Workers[S]) Update(pod *corev1.Pod) {
 	poke(w.wake)
 }
 
+// Reconcile hands a pod's worker the newest version of a pod whose status alone changed,
+// without a sync: the next one (its timer, its containers' changes) writes the status
+// against it. It reports false when the pod has no worker (nothing stored).
+func (p *Workers[S]) Reconcile(pod *corev1.Pod) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.workers[pod.UID]
+	if ok && !w.gone {
+		w.pod = pod
+	}
+	return ok
+}
+
 // Remove tells a pod's worker that the API object is gone (or the static pod's file); the
 // worker tears the pod down and exits.
 func (p *Workers[S]) Remove(uid types.UID) {

@@ -241,3 +241,55 @@ func TestPodWorkersShortenedGracePeriodRestartsTermination(t *testing.T) {
 	}
 	close(g.release)
 }
+
+// blockingHandler's syncs tell which version of the pod they work on, then wait for
+// release.
+type blockingHandler struct {
+	started chan string // the resourceVersion of each sync's pod
+	release chan struct{}
+}
+
+func (b *blockingHandler) SyncPod(_ context.Context, _ struct{}, pod *corev1.Pod) (time.Duration, error) {
+	b.started <- pod.ResourceVersion
+	<-b.release
+	return 0, nil
+}
+
+func (b *blockingHandler) TerminatePod(context.Context, struct{}, *corev1.Pod, bool) error {
+	return nil
+}
+
+// A pod whose status alone changed reaches its worker without asking for a sync (the
+// kubelet's HandlePodReconcile updates its pod manager only): the next sync works on it.
+func TestPodWorkersReconcileStoresWithoutSync(t *testing.T) {
+	b := &blockingHandler{started: make(chan string, 1), release: make(chan struct{})}
+	w := New(clock.RealClock{}, b, func(string, time.Time, error) {}, func(*corev1.Pod) struct{} { return struct{}{} }, slog.Default())
+	go w.Run(t.Context())
+	defer close(b.release)
+	pod := testPod("web")
+	pod.ResourceVersion = "1"
+	w.Update(pod)
+	if rv := <-b.started; rv != "1" {
+		t.Fatalf("first sync of version %s", rv)
+	}
+
+	newer := pod.DeepCopy()
+	newer.ResourceVersion = "2"
+	if !w.Reconcile(newer) {
+		t.Fatal("Reconcile found no worker for a running pod")
+	}
+	w.mu.Lock()
+	pending := len(w.workers[pod.UID].wake)
+	w.mu.Unlock()
+	if pending != 0 {
+		t.Error("Reconcile asked for a sync")
+	}
+	w.Wake(pod.UID)
+	b.release <- struct{}{}
+	if rv := <-b.started; rv != "2" {
+		t.Errorf("the sync after a reconcile worked on version %s, want 2", rv)
+	}
+	if w.Reconcile(testPod("other")) || w.UIDs()[testPod("other").UID] {
+		t.Error("Reconcile of a pod without a worker started one")
+	}
+}

@@ -176,31 +176,7 @@ func containerNamed(containers []corev1.Container, name string) *corev1.Containe
 // generation (as the kubelet with PodObservedGenerationTracking, GA in 1.35); each keeps
 // its lastTransitionTime while its status stays the same.
 func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandboxReady bool, uninitialized []string, gates []corev1.PodReadinessGate) {
-	var unready []string
-	for _, cs := range s.ContainerStatuses {
-		if !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	for _, cs := range s.InitContainerStatuses { // sidecars count for readiness
-		if cs.State.Running != nil && !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	containersReady := corev1.PodCondition{Status: corev1.ConditionTrue}
-	switch { // a finished pod's reason has no message, as the kubelet's generateContainersReadyConditionForTerminalPhase
-	case s.Phase == corev1.PodSucceeded:
-		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
-	case s.Phase == corev1.PodFailed:
-		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodFailed"}
-	case len(unready) > 0:
-		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
-			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
-	}
-	ready := containersReady
-	if unmet := unmetReadinessGates(s, gates); ready.Status == corev1.ConditionTrue && len(unmet) > 0 {
-		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: strings.Join(unmet, ", ")}
-	}
+	ready, containersReady := readiness(s, gates)
 	sandbox := corev1.ConditionFalse
 	if sandboxReady {
 		sandbox = corev1.ConditionTrue
@@ -228,6 +204,49 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandb
 		c.ObservedGeneration = generation
 	}
 	s.Conditions = inKubeletOrder(s.Conditions)
+}
+
+// readiness is the Ready and ContainersReady conditions a status calls for, from its
+// containers' readiness and the pod's readiness gates (the kubelet's GeneratePodReadyCondition).
+func readiness(s *corev1.PodStatus, gates []corev1.PodReadinessGate) (ready, containersReady corev1.PodCondition) {
+	var unready []string
+	for _, cs := range s.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range s.InitContainerStatuses { // sidecars count for readiness
+		if cs.State.Running != nil && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	containersReady = corev1.PodCondition{Status: corev1.ConditionTrue}
+	switch { // a finished pod's reason has no message, as the kubelet's generateContainersReadyConditionForTerminalPhase
+	case s.Phase == corev1.PodSucceeded:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
+	case s.Phase == corev1.PodFailed:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodFailed"}
+	case len(unready) > 0:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+	}
+	ready = containersReady
+	if unmet := unmetReadinessGates(s, gates); ready.Status == corev1.ConditionTrue && len(unmet) > 0 {
+		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: strings.Join(unmet, ", ")}
+	}
+	return ready, containersReady
+}
+
+// NeedsReadinessSync reports whether a pod with readiness gates shows a Ready condition out
+// of line with its containers and gates (another controller set a gate's condition), as the
+// kubelet's NeedToReconcilePodReadiness: its worker then syncs to write Ready anew.
+func NeedsReadinessSync(pod *corev1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	cur := Condition(&pod.Status, corev1.PodReady)
+	want, _ := readiness(&pod.Status, pod.Spec.ReadinessGates)
+	return cur != nil && (cur.Status != want.Status || cur.Message != want.Message)
 }
 
 // unmetReadinessGates says, in the kubelet's words, which of the pod's readiness gates
