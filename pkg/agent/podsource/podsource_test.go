@@ -108,6 +108,7 @@ func TestReconcileSyncsWhenReadinessOutOfLine(t *testing.T) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionFalse})
 		}, true, []string{"update 2"}},
 		{"Ready in line", func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: time.Now()} }, true, []string{"reconcile 2"}},
+
 		{"no worker", func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: time.Now()} }, false, []string{"reconcile 2", "update 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +122,24 @@ func TestReconcileSyncsWhenReadinessOutOfLine(t *testing.T) {
 				t.Errorf("workers got %q, want %q", w.calls, tc.want)
 			}
 		})
+	}
+}
+
+// A Ready condition another writer turned False (the node lifecycle controller's
+// MarkPodsNotReady) while the containers are ready syncs the pod, so that minilet writes
+// Ready anew at once, as the kubelet's status manager reconciles such a status.
+func TestReconcileSyncsWhenReadyChangedByAnother(t *testing.T) {
+	old := boundPod()
+	old.Status = corev1.PodStatus{Phase: corev1.PodRunning,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}},
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	pod := old.DeepCopy()
+	pod.ResourceVersion = "2"
+	pod.Status.Conditions[0] = corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NodeNotReady"}
+	w := &recordingWorkers{known: true}
+	newSources(w).eventHandler().OnUpdate(old, pod)
+	if want := []string{"update 2"}; !slices.Equal(w.calls, want) {
+		t.Errorf("workers got %q, want %q", w.calls, want)
 	}
 }
 

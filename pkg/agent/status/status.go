@@ -237,13 +237,12 @@ func readiness(s *corev1.PodStatus, gates []corev1.PodReadinessGate) (ready, con
 	return ready, containersReady
 }
 
-// NeedsReadinessSync reports whether a pod with readiness gates shows a Ready condition out
-// of line with its containers and gates (another controller set a gate's condition), as the
-// kubelet's NeedToReconcilePodReadiness: its worker then syncs to write Ready anew.
+// NeedsReadinessSync reports whether a pod shows a Ready condition out of line with its
+// containers and readiness gates, so that its worker syncs to write Ready anew. For a gate
+// another controller set this is the kubelet's NeedToReconcilePodReadiness; for a Ready
+// another writer changed (the node lifecycle controller's MarkPodsNotReady) it stands for
+// the status manager's reconcile, which rewrites such a status within its 10 s syncPeriod.
 func NeedsReadinessSync(pod *corev1.Pod) bool {
-	if len(pod.Spec.ReadinessGates) == 0 {
-		return false
-	}
 	cur := Condition(&pod.Status, corev1.PodReady)
 	want, _ := readiness(&pod.Status, pod.Spec.ReadinessGates)
 	return cur != nil && (cur.Status != want.Status || cur.Message != want.Message)
