@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -32,7 +30,7 @@ type Config struct {
 // Relister relists the runtime.
 type Relister struct {
 	cfg  Config
-	last map[types.UID]string // fingerprint of each pod's containers at the last relist
+	last map[types.UID]map[string]runtime.State // each pod's containers' states at the last relist
 }
 
 // New makes a relister; Run starts it.
@@ -59,14 +57,21 @@ func (r *Relister) relist(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("relist containers: %w", err)
 	}
-	now := fingerprints(containers)
-	for uid, fp := range now {
-		if r.last[uid] != fp {
+	now := map[types.UID]map[string]runtime.State{}
+	for _, c := range containers {
+		uid := types.UID(c.PodUID)
+		if now[uid] == nil {
+			now[uid] = map[string]runtime.State{}
+		}
+		now[uid][c.ID] = c.State
+	}
+	for uid := range now {
+		if syncWorthy(r.last[uid], now[uid]) {
 			r.cfg.Wake(uid)
 		}
 	}
-	for uid := range r.last {
-		if _, ok := now[uid]; !ok {
+	for uid, was := range r.last {
+		if _, ok := now[uid]; !ok && syncWorthy(was, nil) {
 			r.cfg.Wake(uid)
 		}
 	}
@@ -82,17 +87,21 @@ func (r *Relister) relist(ctx context.Context) error {
 	return nil
 }
 
-// fingerprints sums up each pod's containers (id and state) so a change shows.
-func fingerprints(containers []runtime.Container) map[types.UID]string {
-	parts := map[types.UID][]string{}
-	for _, c := range containers {
-		uid := types.UID(c.PodUID)
-		parts[uid] = append(parts[uid], c.ID+"="+string(c.State))
+// syncWorthy tells whether a pod's containers changed in a way its worker must hear of: a
+// container new or in another state, or gone without having been seen exited. One that
+// exited before and is now removed (minilet's own clean-up of dead containers) is not, as
+// the kubelet's generic PLEG reports it as ContainerRemoved only, which isSyncPodWorthy
+// leaves out.
+func syncWorthy(was, now map[string]runtime.State) bool {
+	for id, state := range now {
+		if old, ok := was[id]; !ok || old != state {
+			return true
+		}
 	}
-	out := make(map[types.UID]string, len(parts))
-	for uid, p := range parts {
-		slices.Sort(p)
-		out[uid] = strings.Join(p, ",")
+	for id, state := range was {
+		if _, ok := now[id]; !ok && state != runtime.StateExited {
+			return true
+		}
 	}
-	return out
+	return false
 }
