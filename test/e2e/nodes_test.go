@@ -121,6 +121,14 @@ func appPods(t *testing.T, l *lab.Lab, app string) []corev1.Pod {
 	return list.Items
 }
 
+// getPod is the pod name as kubectl reads it now, failing t when it cannot be read.
+func getPod(t *testing.T, l *lab.Lab, name string) corev1.Pod {
+	t.Helper()
+	var p corev1.Pod
+	kubectlJSON(t, l, &p, "get", "pod", name)
+	return p
+}
+
 // podNow is the pod as kubectl reads it now: the zero Pod while it cannot be read (not yet
 // created, or gone), for conditions that waitFor polls.
 func podNow(l *lab.Lab, name string) corev1.Pod {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -59,7 +58,7 @@ func TestSimulatedReboot(t *testing.T) {
 	applyYAML(t, l, rebootWorkload)
 	pods := func() []corev1.Pod {
 		var list corev1.PodList
-		_ = json.Unmarshal([]byte(mustKubectl(t, l, "get", "pods", "-o", "json")), &list)
+		kubectlJSON(t, l, &list, "get", "pods")
 		return list.Items
 	}
 	allReady := func() (bool, string) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -35,13 +34,8 @@ spec:
 func TestInPlaceResize(t *testing.T) {
 	l := upLab(t, "e2e-rsz", 1)
 	applyYAML(t, l, resizePod)
-	pod := func() corev1.Pod {
-		var p corev1.Pod
-		_ = json.Unmarshal([]byte(mustKubectl(t, l, "get", "pod", "resized", "-o", "json")), &p)
-		return p
-	}
 	waitFor(t, "the pod Running", 60*time.Second, func() (bool, string) {
-		p := pod()
+		p := getPod(t, l, "resized")
 		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
 	})
 	mustKubectl(t, l, "patch", "pod", "resized", "--subresource=resize", "--type=strategic", "-p",
@@ -53,7 +47,7 @@ func TestInPlaceResize(t *testing.T) {
 	}
 	var p corev1.Pod
 	waitFor(t, "the resize reported", 60*time.Second, func() (bool, string) {
-		p = pod()
+		p = getPod(t, l, "resized")
 		if p.Status.ObservedGeneration != p.Generation {
 			return false, fmt.Sprintf("observedGeneration %d of %d", p.Status.ObservedGeneration, p.Generation)
 		}
@@ -120,21 +114,16 @@ spec:
 func TestInPlaceResizeInitContainer(t *testing.T) {
 	l := upLab(t, "e2e-irsz", 1)
 	applyYAML(t, l, initResizePod)
-	pod := func() corev1.Pod {
-		var p corev1.Pod
-		_ = json.Unmarshal([]byte(mustKubectl(t, l, "get", "pod", "init-resized", "-o", "json")), &p)
-		return p
-	}
 	var p corev1.Pod
 	waitFor(t, "the init container running", 60*time.Second, func() (bool, string) {
-		p = pod()
+		p = getPod(t, l, "init-resized")
 		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].State.Running != nil, fmt.Sprintf("%+v", p.Status.InitContainerStatuses)
 	})
 	started := p.Status.InitContainerStatuses[0].ContainerID
 	mustKubectl(t, l, "patch", "pod", "init-resized", "--subresource=resize", "--type=strategic", "-p",
 		`{"spec":{"initContainers":[{"name":"init","resources":{"limits":{"cpu":"200m","memory":"96Mi"},"requests":{"cpu":"200m","memory":"96Mi"}}}]}}`)
 	waitFor(t, "the resize reported", 60*time.Second, func() (bool, string) {
-		p = pod()
+		p = getPod(t, l, "init-resized")
 		cs := p.Status.InitContainerStatuses[0]
 		done := p.Status.ObservedGeneration == 2 && cs.Resources != nil && cs.Resources.Limits.Memory().String() == "96Mi"
 		return done, fmt.Sprintf("observedGeneration %d, %+v", p.Status.ObservedGeneration, cs.Resources)

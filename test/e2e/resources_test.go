@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,21 +68,16 @@ spec:
 func TestResources(t *testing.T) {
 	l := upLab(t, "e2e-res", 1)
 	applyYAML(t, l, resourcePods)
-	pod := func(name string) corev1.Pod {
-		var p corev1.Pod
-		_ = json.Unmarshal([]byte(mustKubectl(t, l, "get", "pod", name, "-o", "json")), &p)
-		return p
-	}
 	waitFor(t, "the guaranteed pod Running", 60*time.Second, func() (bool, string) {
-		p := pod("guaranteed")
+		p := getPod(t, l, "guaranteed")
 		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
 	})
 	for name, want := range map[string]corev1.PodQOSClass{"guaranteed": corev1.PodQOSGuaranteed, "hog": corev1.PodQOSBurstable, "besteffort": corev1.PodQOSBestEffort} {
-		if got := pod(name).Status.QOSClass; got != want {
+		if got := getPod(t, l, name).Status.QOSClass; got != want {
 			t.Errorf("qosClass of %s = %q, want %q", name, got, want)
 		}
 	}
-	p := pod("guaranteed")
+	p := getPod(t, l, "guaranteed")
 	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	dir := filepath.Join(cluster.CgroupRoot(l.Nodes[0]), "kubepods", "pod"+string(p.UID), id)
 	memory, cpu := cgroupLimits(t, dir)
@@ -99,7 +93,7 @@ func TestResources(t *testing.T) {
 	// read-only root, no capabilities, seccomp; a root image under runAsNonRoot is refused
 	// as the kubelet refuses it.
 	waitFor(t, "the secure pod Running", 60*time.Second, func() (bool, string) {
-		p := pod("secure")
+		p := getPod(t, l, "secure")
 		return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
 	})
 	if out := strings.Fields(mustKubectl(t, l, "exec", "secure", "--", "sh", "-c", "id -u; id -g; id -G | tr ' ' '\\n' | sort | tr '\\n' ,")); strings.Join(out, " ") != "1000 3000 2000,3000,4000," {
@@ -118,7 +112,7 @@ func TestResources(t *testing.T) {
 		t.Errorf("capabilities after dropping ALL: %q", out)
 	}
 	waitFor(t, "the nonroot pod refused", 60*time.Second, func() (bool, string) {
-		p := pod("nonroot")
+		p := getPod(t, l, "nonroot")
 		cs := p.Status.ContainerStatuses
 		if len(cs) == 0 || cs[0].State.Waiting == nil {
 			return false, fmt.Sprint(cs)
@@ -129,7 +123,7 @@ func TestResources(t *testing.T) {
 	})
 
 	waitFor(t, "the hog OOMKilled and restarted", 90*time.Second, func() (bool, string) {
-		cs := pod("hog").Status.ContainerStatuses
+		cs := getPod(t, l, "hog").Status.ContainerStatuses
 		if len(cs) == 0 || cs[0].LastTerminationState.Terminated == nil {
 			return false, fmt.Sprint(cs)
 		}

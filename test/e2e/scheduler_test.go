@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -59,15 +58,8 @@ func TestScheduler(t *testing.T) {
 	applyYAML(t, l, schedulerManifest)
 	waitRunningOn(t, l, "spread", "node-1,node-2", 120*time.Second)
 
-	pods := func(selector string) corev1.PodList {
-		var list corev1.PodList
-		if out, err := cluster.Kubectl(ctx, l, "get", "pods", "-l", selector, "-o", "json"); err == nil {
-			_ = json.Unmarshal([]byte(out), &list)
-		}
-		return list
-	}
 	pending := ""
-	for _, p := range pods("app=spread").Items {
+	for _, p := range appPods(t, l, "spread") {
 		if p.Spec.NodeName == "" {
 			pending = p.Name
 		}
@@ -117,8 +109,9 @@ spec:
 	}
 
 	// The other scheduler's pod: no node, no condition, no event from us.
-	p := pods("!app").Items
-	for _, x := range p {
+	var others corev1.PodList
+	kubectlJSON(t, l, &others, "get", "pods", "-l", "!app")
+	for _, x := range others.Items {
 		if x.Name == "elsewhere" && (x.Spec.NodeName != "" || len(x.Status.Conditions) != 0) {
 			t.Errorf("schedulerName=other was touched: node %q conditions %v", x.Spec.NodeName, x.Status.Conditions)
 		}

@@ -1,6 +1,6 @@
 // Package controllertest holds what the controllers' tests share: starting informers,
-// waiting for a controller to bring the cluster to a state, and playing the kubelet of the
-// pods it makes.
+// waiting for a controller to bring the cluster to a state, playing the kubelet of the pods
+// it makes, and listers for a sync tested without informers.
 package controllertest
 
 import (
@@ -10,11 +10,16 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/testenv"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 )
@@ -94,4 +99,26 @@ func Indexer(objects ...any) cache.Indexer {
 		_ = indexer.Add(o)
 	}
 	return indexer
+}
+
+// Workload is what the sync of a controller of pods and revisions (DaemonSet, StatefulSet)
+// sees when tested without informers: a client holding every object and listers of the
+// pods and revisions.
+type Workload struct {
+	Client    *fake.Clientset
+	Pods      corelisters.PodLister
+	Revisions appslisters.ControllerRevisionLister
+}
+
+// NewWorkload is a Workload whose client holds objs, pods and revs.
+func NewWorkload(objs []runtime.Object, pods []*corev1.Pod, revs []*appsv1.ControllerRevision) Workload {
+	var podObjs, revObjs []any
+	for _, p := range pods {
+		objs, podObjs = append(objs, p), append(podObjs, p)
+	}
+	for _, r := range revs {
+		objs, revObjs = append(objs, r), append(revObjs, r)
+	}
+	return Workload{Client: fake.NewClientset(objs...), Pods: corelisters.NewPodLister(Indexer(podObjs...)),
+		Revisions: appslisters.NewControllerRevisionLister(Indexer(revObjs...))}
 }

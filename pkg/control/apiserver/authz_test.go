@@ -38,10 +38,7 @@ func TestAuthorize(t *testing.T) {
 	if w.Code != http.StatusForbidden || reached {
 		t.Fatalf("refused request: %d, reached %v", w.Code, reached)
 	}
-	var st metav1.Status
-	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
-		t.Fatal(err)
-	}
+	st := responseStatus(t, w.Body.Bytes())
 	if want := `pods is forbidden: User "vera" cannot watch resource "pods" in API group "" in the namespace "team": no rule`; st.Message != want || st.Reason != metav1.StatusReasonForbidden {
 		t.Errorf("status %q (%s), want %q", st.Message, st.Reason, want)
 	}

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,9 +81,7 @@ func sendForStatus(t *testing.T, method, url string, header http.Header) (int, [
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	var st metav1.Status
-	_ = json.Unmarshal(data, &st)
-	return resp.StatusCode, data, st
+	return resp.StatusCode, data, responseStatus(t, data)
 }
 
 // TestNodesProxyRefusesNonGlobalAddress: nodes/proxy refuses a node whose address is not a
@@ -181,8 +178,7 @@ func TestNodesProxyID(t *testing.T) {
 		"https:node-2:80": `404 nodes "node-2" not found`,
 	} {
 		w := do(t, h, "GET", "/api/v1/nodes/"+id+"/proxy/healthz", nil)
-		var st metav1.Status
-		_ = json.Unmarshal(w.Body.Bytes(), &st)
+		st := responseStatus(t, w.Body.Bytes())
 		if got := fmt.Sprintf("%d %s", w.Code, st.Message); got != want {
 			t.Errorf("nodes/%s/proxy: %s; want %s", id, got, want)
 		}

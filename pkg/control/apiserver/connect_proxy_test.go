@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -110,8 +109,7 @@ func TestProxyErrorsAsKubeApiserver(t *testing.T) {
 	} {
 		w := httptest.NewRecorder()
 		restResponder{}.Error(w, httptest.NewRequest("GET", "/", nil), tc.err)
-		var st metav1.Status
-		_ = json.Unmarshal(w.Body.Bytes(), &st)
+		st := responseStatus(t, w.Body.Bytes())
 		if w.Code != tc.code || st.Message != tc.message || (tc.code == 500 && st.Reason != "") {
 			t.Errorf("%v: %d %s, want %d %q", tc.err, w.Code, w.Body, tc.code, tc.message)
 		}

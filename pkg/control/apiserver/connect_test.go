@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -113,8 +112,7 @@ func TestLogOptionsValidated(t *testing.T) {
 		{"absent", "tailLines=-1&limitBytes=-1", `PodLogOptions "absent" is invalid: [tailLines: Invalid value: -1: must be greater than or equal to 0, limitBytes: Invalid value: -1: must be greater than 0]`},
 	} {
 		w := do(t, h, "GET", "/api/v1/namespaces/default/pods/"+tc.pod+"/log?"+tc.query, nil)
-		var status metav1.Status
-		_ = json.Unmarshal(w.Body.Bytes(), &status)
+		status := responseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusUnprocessableEntity || status.Reason != metav1.StatusReasonInvalid || status.Message != tc.want {
 			t.Errorf("GET log?%s: %d %s\nwant 422 %q", tc.query, w.Code, w.Body, tc.want)
 		}
@@ -176,10 +174,9 @@ func TestNodeErrorIsAStatus(t *testing.T) {
 		w := httptest.NewRecorder()
 		writeError(w, nodeErr)
 		data := w.Body.Bytes()
-		var st metav1.Status
-		if err := json.Unmarshal(data, &st); err != nil || st.Reason != tc.wantReason || int(st.Code) != tc.code || w.Code != tc.code ||
+		if st := responseStatus(t, data); st.Reason != tc.wantReason || int(st.Code) != tc.code || w.Code != tc.code ||
 			!strings.Contains(st.Message, strings.TrimSpace(tc.body)) || w.Header().Get("Content-Type") != "application/json" {
-			t.Errorf("%d %q: %s (%v), want a %s Status carrying the text", tc.code, tc.body, data, err, tc.wantReason)
+			t.Errorf("%d %q: %s, want a %s Status carrying the text", tc.code, tc.body, data, tc.wantReason)
 		}
 	}
 }

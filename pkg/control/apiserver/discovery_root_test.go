@@ -62,8 +62,7 @@ func TestUnservedPathsAnswerNotFound(t *testing.T) {
 			t.Errorf("GET %s: %d %s", path, w.Code, w.Body)
 			continue
 		}
-		var st metav1.Status
-		decodeStrict(t, w.Body.Bytes(), &st)
+		st := responseStatus(t, w.Body.Bytes())
 		if st.Reason != metav1.StatusReasonNotFound || st.Message != "the server could not find the requested resource" {
 			t.Errorf("GET %s: %+v", path, st)
 		}

@@ -173,8 +173,7 @@ func TestEvictionRefusals(t *testing.T) {
 			t.Fatalf("budget status: %d %s", w.Code, w.Body)
 		}
 		w := do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
-		var st metav1.Status
-		decodeStrict(t, w.Body.Bytes(), &st)
+		st := responseStatus(t, w.Body.Bytes())
 		return w.Code, st
 	}
 	condition := func(reason, message string) []metav1.Condition {
@@ -209,8 +208,7 @@ func TestEvictionRefusals(t *testing.T) {
 		t.Fatalf("create second budget: %d %s", w.Code, w.Body)
 	}
 	w = do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
-	var st metav1.Status
-	decodeStrict(t, w.Body.Bytes(), &st)
+	st := responseStatus(t, w.Body.Bytes())
 	if w.Code != http.StatusInternalServerError || st.Message != "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support." {
 		t.Errorf("eviction under two budgets: %d %s", w.Code, w.Body)
 	}
@@ -242,8 +240,7 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	}
 	// kubectl tells a missing subresource from a missing pod by details with no name
 	// (kubectl debug dereferenced them: without details it panicked).
-	var st metav1.Status
-	decodeStrict(t, w.Body.Bytes(), &st)
+	st := responseStatus(t, w.Body.Bytes())
 	if st.Details == nil || st.Details.Name != "" {
 		t.Errorf("the 404 of an unserved subresource has details %+v, want present and nameless", st.Details)
 	}

@@ -58,10 +58,7 @@ func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := patchAs(h, tc.contentType, tc.path, tc.patch)
-			var st metav1.Status
-			if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Kind != "Status" {
-				t.Fatalf("%d %s: not a Status (%v)", w.Code, w.Body, err)
-			}
+			st := responseStatus(t, w.Body.Bytes())
 			if int32(w.Code) != tc.code || st.Code != tc.code || st.Reason != tc.reason || st.Message != tc.message {
 				t.Errorf("got %d %s %q\nwant %d %s %q", st.Code, st.Reason, st.Message, tc.code, tc.reason, tc.message)
 			}
@@ -141,8 +138,7 @@ func TestScaleOwnsReplicas(t *testing.T) {
 	}
 
 	w := patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy("1"))
-	var st metav1.Status
-	_ = json.Unmarshal(w.Body.Bytes(), &st)
+	st := responseStatus(t, w.Body.Bytes())
 	if want := `Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using apps/v1: .spec.replicas`; w.Code != http.StatusConflict || st.Message != want {
 		t.Errorf("apply of other replicas: %d %q\nwant 409 %q", w.Code, st.Message, want)
 	}
@@ -171,14 +167,8 @@ func TestApplyThroughScale(t *testing.T) {
 	if w := patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy); w.Code != http.StatusCreated {
 		t.Fatalf("apply creating web: %d %s", w.Code, w.Body)
 	}
-	status := func(w *httptest.ResponseRecorder) metav1.Status {
-		var st metav1.Status
-		_ = json.Unmarshal(w.Body.Bytes(), &st)
-		return st
-	}
-
 	w := patchAs(h, applyYAML, web+"/scale?fieldManager=hpa", scale)
-	if want := `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`; w.Code != http.StatusConflict || status(w).Message != want {
+	if want := `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`; w.Code != http.StatusConflict || responseStatus(t, w.Body.Bytes()).Message != want {
 		t.Errorf("unforced apply to scale: %d %s\nwant 409 %q", w.Code, w.Body, want)
 	}
 	w = patchAs(h, applyYAML, web+"/scale?fieldManager=hpa&force=true", scale)
@@ -200,8 +190,8 @@ func TestApplyThroughScale(t *testing.T) {
 	}
 
 	w = patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy)
-	if want := `Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas`; w.Code != http.StatusConflict || status(w).Message != want {
-		t.Errorf("apply of other replicas: %d %q\nwant 409 %q", w.Code, status(w).Message, want)
+	if want := `Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas`; w.Code != http.StatusConflict || responseStatus(t, w.Body.Bytes()).Message != want {
+		t.Errorf("apply of other replicas: %d %s\nwant 409 %q", w.Code, w.Body, want)
 	}
 	if w := patchAs(h, applyYAML, web+"/scale", scale); w.Code != http.StatusUnprocessableEntity {
 		t.Errorf("apply to scale without a field manager: %d %s", w.Code, w.Body)

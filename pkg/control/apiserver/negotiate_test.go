@@ -182,8 +182,7 @@ func TestNotAcceptable(t *testing.T) {
 			body = ownedPod("b")
 		}
 		w := do(t, withAccept(c.accept, h), c.method, c.path, body)
-		var status metav1.Status
-		decodeStrict(t, w.Body.Bytes(), &status)
+		status := responseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusNotAcceptable || status.Kind != "Status" || status.Code != http.StatusNotAcceptable || status.Reason != metav1.StatusReasonNotAcceptable {
 			t.Errorf("%s %s with Accept %q: %d %s, want a 406 Status", c.method, c.path, c.accept, w.Code, w.Body)
 		}
@@ -487,8 +486,7 @@ func TestYAMLResponses(t *testing.T) {
 		t.Errorf("JSON first of equal q: %q", w.Header().Get("Content-Type"))
 	}
 	w := do(t, withAccept("text/plain", h), "GET", "/api/v1/namespaces/default/pods/a", nil)
-	var status metav1.Status
-	decodeStrict(t, w.Body.Bytes(), &status)
+	status := responseStatus(t, w.Body.Bytes())
 	if want := "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"; w.Code != http.StatusNotAcceptable || status.Message != want {
 		t.Errorf("Accept text/plain: %d %q, want 406 %q", w.Code, status.Message, want)
 	}

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,10 +60,7 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := patchAs(h, tc.contentType, pod+tc.query, tc.patch)
-			var st metav1.Status
-			if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Kind != "Status" {
-				t.Fatalf("%d %s: not a Status (%v)", w.Code, w.Body, err)
-			}
+			st := responseStatus(t, w.Body.Bytes())
 			msgOK := st.Message == tc.message
 			if prefix, ok := strings.CutSuffix(tc.message, "..."); ok {
 				msgOK = strings.HasPrefix(st.Message, prefix)
@@ -107,8 +103,7 @@ func TestUnsupportedMediaTypesAsKubeAPIServer(t *testing.T) {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
-		var st metav1.Status
-		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != http.StatusUnsupportedMediaType ||
+		if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnsupportedMediaType ||
 			st.Reason != metav1.StatusReasonUnsupportedMediaType || st.Message != tc.want {
 			t.Errorf("%s %q: %d %s\nwant 415 %q", tc.method, tc.contentType, w.Code, w.Body, tc.want)
 		}

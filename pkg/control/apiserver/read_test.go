@@ -62,6 +62,18 @@ func decodeStrict(t *testing.T, body []byte, into any) {
 	}
 }
 
+// responseStatus is the Status an error response carries, failing t when the body is not
+// one: kube's responsewriters.ErrorNegotiated answers every API error with a v1 Status.
+func responseStatus(t *testing.T, body []byte) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	decodeStrict(t, body, &st)
+	if st.Kind != "Status" || st.APIVersion != "v1" {
+		t.Fatalf("not a Status: %s", body)
+	}
+	return st
+}
+
 // LIST and GET send the shared encodings of the objects in exactly the bytes encoding the
 // typed objects would give, and pages cover every object once.
 func TestListAndGetEncoding(t *testing.T) {
@@ -259,8 +271,7 @@ func TestListOfCompactedRevision(t *testing.T) {
 	expired := func(path, message string) metav1.Status {
 		t.Helper()
 		w := do(t, h, "GET", path, nil)
-		var status metav1.Status
-		decodeStrict(t, w.Body.Bytes(), &status)
+		status := responseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusGone || status.Reason != metav1.StatusReasonExpired || status.Message != message {
 			t.Fatalf("GET %s: %d %s %q, want 410 Expired %q", path, w.Code, status.Reason, status.Message, message)
 		}

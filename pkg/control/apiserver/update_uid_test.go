@@ -29,12 +29,12 @@ func TestUpdateOfAnotherUID(t *testing.T) {
 	cm.UID, cm.ResourceVersion = "other", "1" // a stale resourceVersion too: the uid is checked first
 	w = do(t, h, "PUT", cfg, &cm)
 	want := `Operation cannot be fulfilled on configmaps "cfg": StorageError: invalid object, Code: 4, Key: /registry/core/configmaps/default/cfg, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: ` + string(stored)
-	if st := responseStatus(w.Body); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+	if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
 		t.Errorf("PUT of another uid: %d %s\nwant 409 %q", w.Code, w.Body, want)
 	}
 	w = patchAs(h, "application/merge-patch+json", cfg, `{"metadata":{"uid":"other"}}`)
 	want = `ConfigMap "cfg" is invalid: metadata.uid: Invalid value: "other": field is immutable`
-	if st := responseStatus(w.Body); w.Code != http.StatusUnprocessableEntity || st.Message != want {
+	if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnprocessableEntity || st.Message != want {
 		t.Errorf("PATCH of another uid: %d %s\nwant 422 %q", w.Code, w.Body, want)
 	}
 	w = patchAs(h, "application/merge-patch+json", cfg, `{"metadata":{"uid":"`+string(stored)+`"},"data":{"x":"1"}}`)
@@ -75,12 +75,12 @@ func TestScaleOfAnotherUID(t *testing.T) {
 		scale.UID, scale.ResourceVersion, scale.Spec.Replicas = "other", "1", 2 // a stale resourceVersion too: the uid is checked first
 		w = do(t, h, "PUT", path, &scale)
 		want := fmt.Sprintf(`Operation cannot be fulfilled on %s "web": StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: %s`, tc.resource, tc.key, created.UID)
-		if st := responseStatus(w.Body); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+		if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
 			t.Errorf("PUT %s of another uid: %d %s\nwant 409 %q", path, w.Code, w.Body, want)
 		}
 		w = patchAs(h, "application/merge-patch+json", path, `{"metadata":{"uid":"other"},"spec":{"replicas":2}}`)
 		want = fmt.Sprintf(`Operation cannot be fulfilled on %s "web": Precondition failed: UID in precondition: other, UID in object meta: %s`, tc.scaleResource, created.UID)
-		if st := responseStatus(w.Body); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+		if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
 			t.Errorf("PATCH %s of another uid: %d %s\nwant 409 %q", path, w.Code, w.Body, want)
 		}
 		w = patchAs(h, "application/merge-patch+json", path, `{"metadata":{"uid":"other"},"spec":{"replicas":-1}}`)
@@ -92,10 +92,4 @@ func TestScaleOfAnotherUID(t *testing.T) {
 			t.Errorf("PATCH %s with the stored uid: %d %s", path, w.Code, w.Body)
 		}
 	}
-}
-
-func responseStatus(body interface{ Bytes() []byte }) metav1.Status {
-	var st metav1.Status
-	_ = json.Unmarshal(body.Bytes(), &st)
-	return st
 }

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -44,10 +43,7 @@ func TestWriteOptionsErrors(t *testing.T) {
 		} else {
 			w = do(t, h, tc.method, tc.path, tc.body)
 		}
-		var status metav1.Status
-		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil {
-			t.Fatalf("%s %s: %v\n%s", tc.method, tc.path, err, w.Body)
-		}
+		status := responseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusUnprocessableEntity || status.Reason != metav1.StatusReasonInvalid || status.Message != tc.want {
 			t.Errorf("%s %s: %d %s %q, want 422 Invalid %q", tc.method, tc.path, w.Code, status.Reason, status.Message, tc.want)
 		}

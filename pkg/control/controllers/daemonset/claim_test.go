@@ -30,18 +30,10 @@ func agentSet(uid types.UID) *appsv1.DaemonSet {
 // whose client holds them.
 func controllerWith(ds *appsv1.DaemonSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision) (*Controller, *fake.Clientset) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	objs := []runtime.Object{ds, node}
-	var podObjs, revObjs []any
-	for _, p := range pods {
-		objs, podObjs = append(objs, p), append(podObjs, p)
-	}
-	for _, r := range revs {
-		objs, revObjs = append(objs, r), append(revObjs, r)
-	}
-	client := fake.NewClientset(objs...)
-	return &Controller{client: client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
-		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(revObjs...)),
-		pods: corelisters.NewPodLister(controllertest.Indexer(podObjs...)), nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}, client
+	w := controllertest.NewWorkload([]runtime.Object{ds, node}, pods, revs)
+	return &Controller{client: w.Client, recorder: record.NewFakeRecorder(10), pending: map[string]int{},
+		sets: appslisters.NewDaemonSetLister(controllertest.Indexer(ds)), revisions: w.Revisions,
+		pods: w.Pods, nodes: corelisters.NewNodeLister(controllertest.Indexer(node))}, w.Client
 }
 
 // TestClaimAdoptsAndReleases: as kube's getDaemonPods (ClaimPods) and controlledHistories

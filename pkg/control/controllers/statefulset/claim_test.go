@@ -28,18 +28,10 @@ func webSet() *appsv1.StatefulSet {
 
 // controllerWith is a Controller whose listers show objs and whose client holds them.
 func controllerWith(set *appsv1.StatefulSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision) (*Controller, *fake.Clientset) {
-	objs := []runtime.Object{set}
-	var podObjs, revObjs []any
-	for _, p := range pods {
-		objs, podObjs = append(objs, p), append(podObjs, p)
-	}
-	for _, r := range revs {
-		objs, revObjs = append(objs, r), append(revObjs, r)
-	}
-	client := fake.NewClientset(objs...)
-	return &Controller{client: client, recorder: record.NewFakeRecorder(10),
-		sets: appslisters.NewStatefulSetLister(controllertest.Indexer(set)), revisions: appslisters.NewControllerRevisionLister(controllertest.Indexer(revObjs...)),
-		pods: corelisters.NewPodLister(controllertest.Indexer(podObjs...)), claims: corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer())}, client
+	w := controllertest.NewWorkload([]runtime.Object{set}, pods, revs)
+	return &Controller{client: w.Client, recorder: record.NewFakeRecorder(10),
+		sets: appslisters.NewStatefulSetLister(controllertest.Indexer(set)), revisions: w.Revisions,
+		pods: w.Pods, claims: corelisters.NewPersistentVolumeClaimLister(controllertest.Indexer())}, w.Client
 }
 
 // TestCreateOfATakenNameFails: a pod of the member's name that the set may not claim (its
