@@ -153,9 +153,12 @@ func TestRestartAllContainers(t *testing.T) {
 	l := upLab(t, "node-rall", 1)
 	applyYAML(t, l, restartAllPod)
 	var p corev1.Pod
+	// Running again, not the first run's Running: main exits 42 a moment after that is
+	// written, and the relist (every second) then starts the pod over.
 	waitFor(t, "restarted-all running again", 3*time.Minute, func() (bool, string) {
 		p = podNow(l, "restarted-all")
-		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil &&
+			p.Status.ContainerStatuses[0].RestartCount > 0
 		return p.Status.Phase == corev1.PodRunning && running, fmt.Sprintf("%s %+v %+v", p.Status.Phase, p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
 	})
 	for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
