@@ -161,7 +161,7 @@ func differSemantically(old, pod *corev1.Pod) bool {
 
 // podReconciled hands the workers a pod whose status alone changed without waking its
 // worker, as the kubelet's HandlePodReconcile: a sync comes only for a Ready condition out
-// of line with the pod's readiness gates. Its retry of pending resizes has no use here: a
+// of line with the pod's containers and readiness gates (status.NeedsReadinessSync). Its retry of pending resizes has no use here: a
 // deferred resize is retried on its pod's own timer (podsync's resizeRetry). A mirror's
 // status is the static pod's, which its worker writes: nothing to do.
 func (s *Sources) podReconciled(pod *corev1.Pod) {
