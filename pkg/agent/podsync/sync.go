@@ -99,7 +99,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 			s.podEvent(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		}
 	}
-	if err != nil && len(vols) < len(pod.Spec.Volumes) {
+	if err != nil && len(vols) < len(volumes.Used(pod)) {
 		errs = append(errs, fmt.Errorf("volumes of pod %s: %w", PodKey(pod), err))
 		status := s.podStatus(st, pod, all, false)
 		return 0, errors.Join(append(errs, s.writeStatus(ctx, st, pod, status))...)

@@ -849,6 +849,7 @@ func TestFailedMountIsOneEventPerVolume(t *testing.T) {
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late"}}}},
 		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "later"}}},
 	}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}, {Name: "sec", MountPath: "/sec"}}
 	pod = h.createPod(pod)
 	if _, err := h.syncer.SyncPod(h.ctx, newPodState(pod, apiTime(h.Clock.Now())), pod); err == nil {
 		t.Fatal("sync succeeded without the pod's ConfigMap and Secret")

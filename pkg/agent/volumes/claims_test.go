@@ -48,6 +48,7 @@ func TestClaimNotTakenIsWaitError(t *testing.T) {
 			objects = append(objects, claim)
 		}
 		pod := volumePod(corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+		pod.Spec.Containers[0].VolumeMounts = nil
 		m, _ := testManager(t, objects...)
 		if _, err := m.SetUp(context.Background(), pod); err != nil {
 			t.Errorf("%s, no container mounts it: %v", tc.name, err)

@@ -113,7 +113,7 @@ func (e *MountError) Unprocessed() error { return e.unprocessed }
 // getExpectedVolumes has them; so does an error only of such a volume, since its
 // desired-state populator skips the others (processPodVolumes).
 func unprocessedError(pod *corev1.Pod, failed map[string]error, vols map[string]Volume) error {
-	used := usedVolumes(pod)
+	used := Used(pod)
 	var unmounted, notTaken, errs []string
 	for _, name := range used {
 		if _, ok := vols[name]; !ok {
@@ -132,9 +132,9 @@ func unprocessedError(pod *corev1.Pod, failed map[string]error, vols map[string]
 		unmounted, []string{}, notTaken, strings.Join(slices.Compact(errs), "; "))
 }
 
-// usedVolumes are the names of the pod's volumes its containers (init, app and
-// ephemeral) mount or use as devices, sorted.
-func usedVolumes(pod *corev1.Pod) []string {
+// Used are the names of the pod's volumes its containers (init, app and ephemeral) mount
+// or use as devices, sorted: the kubelet's GetPodVolumeNames. Only these are set up.
+func Used(pod *corev1.Pod) []string {
 	var names []string
 	add := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
 		for _, m := range mounts {
@@ -154,7 +154,7 @@ func usedVolumes(pod *corev1.Pod) []string {
 	return slices.Compact(names)
 }
 
-// SetUp makes every volume of the pod ready, refreshing configMap, secret and
+// SetUp makes every volume of the pod its containers use (Used) ready, refreshing configMap, secret and
 // downwardAPI contents that changed; it is called on every sync of the pod. The volumes
 // it could set up are returned even when others failed (a *MountError), and so is one
 // set up before whose refresh failed (its ConfigMap deleted, say): it keeps what it
@@ -167,8 +167,12 @@ func (m *Manager) SetUp(ctx context.Context, pod *corev1.Pod) (map[string]Volume
 	m.mu.Lock()
 	mounted := m.mounted[string(pod.UID)]
 	m.mu.Unlock()
+	used := Used(pod)
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
+		if !slices.Contains(used, v.Name) { // the kubelet's populator ignores it (processPodVolumes)
+			continue
+		}
 		old, ok := mounted[v.Name]
 		retryKey := string(pod.UID) + "/" + v.Name
 		if m.retries.IsInBackOffSinceUpdate(retryKey, m.clock.Now()) {

@@ -45,10 +45,47 @@ func boundTo(source corev1.PersistentVolumeSource) (*corev1.PersistentVolumeClai
 			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: source, ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "data", UID: "claim-uid"}}}
 }
 
+// volumePod is the pod default/web whose one container mounts each of vols at /vol/NAME.
 func volumePod(vols ...corev1.Volume) *corev1.Pod {
+	app := corev1.Container{Name: "app"}
+	for _, v := range vols {
+		app.VolumeMounts = append(app.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: "/vol/" + v.Name})
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{Volumes: vols, Containers: []corev1.Container{{Name: "app"}}},
+		Spec:       corev1.PodSpec{Volumes: vols, Containers: []corev1.Container{app}},
+	}
+}
+
+// TestUnusedVolumesAreLeftAlone: a volume no container (init, app or ephemeral) mounts or
+// uses as a device is neither set up nor waited for, whatever its source, as the kubelet's
+// desired-state populator skips it (processPodVolumes: "Volume is not used in the pod,
+// ignore it"); it is set up once an ephemeral container mounts it.
+func TestUnusedVolumesAreLeftAlone(t *testing.T) {
+	m, root := testManager(t)
+	pod := volumePod()
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}}}},
+		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "missing"}}},
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/nonexistent/minik8s", Type: ptr.To(corev1.HostPathDirectory)}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	vols, err := m.SetUp(context.Background(), pod)
+	if err != nil || len(vols) != 0 {
+		t.Fatalf("SetUp of volumes nothing mounts: %v, %v; want none set up and no error", vols, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pods", "uid-1", "volumes")); !os.IsNotExist(err) {
+		t.Errorf("volume directories made for volumes nothing mounts: %v", err)
+	}
+
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}, {Name: "config", MountPath: "/config"}}}}}
+	vols, err = m.SetUp(context.Background(), pod)
+	if _, ok := vols["scratch"]; !ok || len(vols) != 1 {
+		t.Errorf("after a debug container mounts scratch and config: %v set up, want scratch", vols)
+	}
+	if err == nil || !strings.Contains(err.Error(), `volume "config" : configmap "missing" not found`) || strings.Contains(err.Error(), "creds") {
+		t.Errorf("after a debug container mounts config: %v, want only config's failure", err)
 	}
 }
 
