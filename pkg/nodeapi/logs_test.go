@@ -52,16 +52,6 @@ func TestPreviousIsTheLastTerminatedRun(t *testing.T) {
 			Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}
 	}
-	logs := func(pod *corev1.Pod, known []runtime.Container, previous bool) (int, string) {
-		s := New(Config{NodeName: "node-1"}, listOnly{containers: known}, fake.NewClientset(pod), func() error { return nil }, nil, nil)
-		r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/containerLogs/default/crasher/c?previous=%v", previous), nil)
-		r.SetPathValue("namespace", "default")
-		r.SetPathValue("pod", "crasher")
-		r.SetPathValue("container", "c")
-		w := httptest.NewRecorder()
-		s.serveLogs(w, r)
-		return w.Code, strings.TrimSpace(w.Body.String())
-	}
 	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 	for _, tc := range []struct {
@@ -73,14 +63,14 @@ func TestPreviousIsTheLastTerminatedRun(t *testing.T) {
 		{"in CrashLoopBackOff after the second run", status("id1", backOff), runs[:2], "run-1", "run-1"},
 		{"running its third run", status("id1", running), runs, "run-1", "run-2"},
 	} {
-		if code, out := logs(tc.pod, tc.runs, true); code != http.StatusOK || out != tc.previous {
+		if code, out := logsOfC(tc.pod, tc.runs, true); code != http.StatusOK || out != tc.previous {
 			t.Errorf("%s: --previous answered %d %q, want %q", tc.name, code, out, tc.previous)
 		}
-		if code, out := logs(tc.pod, tc.runs, false); code != http.StatusOK || out != tc.logs {
+		if code, out := logsOfC(tc.pod, tc.runs, false); code != http.StatusOK || out != tc.logs {
 			t.Errorf("%s: logs answered %d %q, want %q", tc.name, code, out, tc.logs)
 		}
 	}
-	code, out := logs(status("", running), runs[:1], true)
+	code, out := logsOfC(status("", running), runs[:1], true)
 	if code != http.StatusBadRequest || !strings.Contains(out, `previous terminated container "c" in pod "crasher" not found`) {
 		t.Errorf("--previous before any restart: %d %q, want 400 naming the container", code, out)
 	}
@@ -142,15 +132,42 @@ func TestLogsOfAContainerNotStarted(t *testing.T) {
 		{"image pull backing off", pod(waiting("ImagePullBackOff")), false, `container "c" in pod "new" is waiting to start: trying and failing to pull image`},
 		{"previous", pod(waiting("ContainerCreating")), true, `previous terminated container "c" in pod "new" not found`},
 	} {
-		s := New(Config{NodeName: "node-1"}, listOnly{}, fake.NewClientset(tc.pod), func() error { return nil }, nil, nil)
-		r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/containerLogs/default/new/c?previous=%v", tc.previous), nil)
-		r.SetPathValue("namespace", "default")
-		r.SetPathValue("pod", "new")
-		r.SetPathValue("container", "c")
-		w := httptest.NewRecorder()
-		s.serveLogs(w, r)
-		if got := strings.TrimSpace(w.Body.String()); w.Code != http.StatusBadRequest || got != tc.want {
-			t.Errorf("%s: %d %q, want 400 %q", tc.name, w.Code, got, tc.want)
+		if code, got := logsOfC(tc.pod, nil, tc.previous); code != http.StatusBadRequest || got != tc.want {
+			t.Errorf("%s: %d %q, want 400 %q", tc.name, code, got, tc.want)
+		}
+	}
+}
+
+// TestLogsOfARemovedContainer: the logs of a container whose status says it ran but which
+// the node has removed since (an evicted pod's) are answered as the kubelet's
+// GetContainerLogs answers when the runtime no longer knows the ID the status names: 400,
+// "unable to retrieve container logs for" that ID.
+func TestLogsOfARemovedContainer(t *testing.T) {
+	terminated := func(id string) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{ContainerID: id, ExitCode: 137}
+	}
+	for _, tc := range []struct {
+		name     string
+		status   corev1.ContainerStatus
+		previous bool
+		want     string
+	}{
+		{"terminated", corev1.ContainerStatus{Name: "c", ContainerID: "containerd://b", State: corev1.ContainerState{Terminated: terminated("containerd://b")}}, false,
+			"unable to retrieve container logs for containerd://b"},
+		{"running", corev1.ContainerStatus{Name: "c", ContainerID: "containerd://b", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, false,
+			"unable to retrieve container logs for containerd://b"},
+		{"backing off", corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: terminated("containerd://a")}}, false,
+			"unable to retrieve container logs for containerd://a"},
+		{"previous", corev1.ContainerStatus{Name: "c", ContainerID: "containerd://b", State: corev1.ContainerState{Terminated: terminated("containerd://b")},
+			LastTerminationState: corev1.ContainerState{Terminated: terminated("containerd://a")}}, true,
+			"unable to retrieve container logs for containerd://a"},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "evicted"},
+			Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: []corev1.ContainerStatus{tc.status}}}
+		if code, got := logsOfC(pod, nil, tc.previous); code != http.StatusBadRequest || got != tc.want {
+			t.Errorf("%s: %d %q, want 400 %q", tc.name, code, got, tc.want)
 		}
 	}
 }
@@ -172,4 +189,17 @@ func TestLogsTailParameter(t *testing.T) {
 			t.Errorf("%v: tail %d (%v), want %d", tc.query, o.read.Tail, err, tc.tail)
 		}
 	}
+}
+
+// logsOfC is the node API's answer to a request for the logs of container c of pod, on a
+// node whose runtime knows the containers known.
+func logsOfC(pod *corev1.Pod, known []runtime.Container, previous bool) (int, string) {
+	s := New(Config{NodeName: "node-1"}, listOnly{containers: known}, fake.NewClientset(pod), func() error { return nil }, nil, nil)
+	r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/containerLogs/%s/%s/c?previous=%v", pod.Namespace, pod.Name, previous), nil)
+	r.SetPathValue("namespace", pod.Namespace)
+	r.SetPathValue("pod", pod.Name)
+	r.SetPathValue("container", "c")
+	w := httptest.NewRecorder()
+	s.serveLogs(w, r)
+	return w.Code, strings.TrimSpace(w.Body.String())
 }

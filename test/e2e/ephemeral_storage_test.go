@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/lab/cluster"
 )
 
 // TestEphemeralStorageEviction: a pod writing past its containers' ephemeral-storage limits and a
@@ -67,6 +71,12 @@ spec:
 	if events != "Warning" {
 		t.Errorf("scratch-writer's Evicted events: %q", events)
 	}
+	// An evicted pod's exited containers go, and their writable layers with them (the
+	// kubelet's HandlePodReconcile): its logs are no more, in the kubelet's words.
+	waitFor(t, "layer-writer's container removed", 30*time.Second, func() (bool, string) {
+		out, err := cluster.Kubectl(context.Background(), l, "logs", "layer-writer")
+		return err != nil && strings.Contains(err.Error(), "unable to retrieve container logs for containerd://"), fmt.Sprintf("%q, %v", out, err)
+	})
 	if st := status("modest"); st.Phase != corev1.PodRunning {
 		t.Errorf("the pod within its limits: %s %s %s", st.Phase, st.Reason, st.Message)
 	}

@@ -27,7 +27,7 @@ import (
 )
 
 // Reason is the evicted pod's status.reason and its Event's reason, as the kubelet's.
-const Reason = "Evicted"
+const Reason = podsync.EvictedReason
 
 // The kubelet's eviction message fragments (pkg/kubelet/eviction/helpers.go), trailing
 // spaces included, and the annotations its Event carries.

@@ -117,3 +117,32 @@ func TestFinishedPodReleasedOnRetry(t *testing.T) {
 		t.Errorf("container status once released: %+v, want terminated with message goodbye", cs.State)
 	}
 }
+
+// TestEvictedPodFoundAfterRestartLosesItsContainers: a pod the API shows evicted, found by
+// a minilet that did not evict it (restarted since), is released and its exited
+// containers removed, as the kubelet's HandlePodReconcile does for PodIsEvicted; a pod
+// that simply finished keeps its container for its status and logs.
+func TestEvictedPodFoundAfterRestartLosesItsContainers(t *testing.T) {
+	for _, reason := range []string{EvictedReason, ""} {
+		t.Run("reason "+reason, func(t *testing.T) {
+			h := newHarness(t)
+			pod, _ := h.start(agenttest.Pod("hog", corev1.RestartPolicyAlways, "app"))
+			uid := string(pod.UID)
+			h.Runtime.Exit(uid, "app", 137)
+			ended := h.apiPod(pod)
+			ended.Status.Phase, ended.Status.Reason = corev1.PodFailed, reason
+			ended, err := h.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(h.ctx, ended, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.sync(newPodState(ended, apiTime(h.Clock.Now())), ended) // a new minilet's first sync
+			left := h.Runtime.Named(uid, "app")
+			if reason == EvictedReason && len(left) != 0 {
+				t.Errorf("the evicted pod's exited container is still there: %+v", left)
+			}
+			if reason == "" && len(left) != 1 {
+				t.Errorf("the failed pod's container is gone (%d left), want it kept", len(left))
+			}
+		})
+	}
+}

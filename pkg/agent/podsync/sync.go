@@ -34,7 +34,10 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 			ps = st.lastStatus.DeepCopy()
 		}
 		status.SetCondition(ps, corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse}, apiTime(s.clock.Now()))
-		return 0, s.writeStatus(ctx, st, pod, *ps)
+		if err := s.writeStatus(ctx, st, pod, *ps); err != nil {
+			return 0, err
+		}
+		return 0, s.removeIfEvicted(ctx, pod, *ps)
 	}
 	if e := s.endings.of(pod.UID); e != nil {
 		err := s.fail(ctx, st, pod, e.Ending)
@@ -209,7 +212,32 @@ func (s *Syncer) fail(ctx context.Context, st *PodState, pod *corev1.Pod, e Endi
 	if e.Condition != nil {
 		status.SetCondition(&ps, *e.Condition, apiTime(s.clock.Now()))
 	}
-	return s.writeStatus(ctx, st, pod, ps)
+	if err := s.writeStatus(ctx, st, pod, ps); err != nil {
+		return err
+	}
+	return s.removeIfEvicted(ctx, pod, ps)
+}
+
+// EvictedReason is the status.reason of a pod the node evicted (the kubelet's
+// eviction.Reason).
+const EvictedReason = "Evicted"
+
+// removeIfEvicted removes every exited container of a pod whose status says the node
+// evicted it, as the kubelet's HandlePodReconcile and container GC do (PodIsEvicted,
+// deleteContainersInPod with removeAll): their writable layers are what a disk-pressure
+// eviction frees. The status is written first, from the containers, and stays as it is:
+// a finished pod is not synced again. Other finished pods keep theirs until deleted.
+func (s *Syncer) removeIfEvicted(ctx context.Context, pod *corev1.Pod, ps corev1.PodStatus) error {
+	if ps.Phase != corev1.PodFailed || ps.Reason != EvictedReason {
+		return nil
+	}
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+	}
+	return s.removeContainers(ctx, slices.DeleteFunc(appContainersOf(all), func(c runtime.Container) bool {
+		return c.State != runtime.StateExited
+	}))
 }
 
 // rejectedStatus is the status of a pod the node refused at admission, as the kubelet's

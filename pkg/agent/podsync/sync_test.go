@@ -634,8 +634,8 @@ func TestActiveDeadlineFailsThePod(t *testing.T) {
 	if cs := agenttest.ContainerStatus(got, "app"); cs.State.Terminated == nil || cs.State.Terminated.Message != "stopped" {
 		t.Errorf("container state %+v, want terminated with message stopped", cs.State)
 	}
-	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") {
-		t.Errorf("calls %q: the container was not stopped", calls)
+	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") || slices.Contains(calls, "remove app") {
+		t.Errorf("calls %q: want the container stopped and kept (only an evicted pod's go)", calls)
 	}
 	if !hasEvent(h.TakeEvents(), "Normal DeadlineExceeded") {
 		t.Error("no DeadlineExceeded event")
@@ -672,6 +672,14 @@ func TestEndFailsARunningPod(t *testing.T) {
 	}
 	if calls := h.Runtime.TakeCalls(); !slices.Contains(calls, "stop app") || h.Runtime.StopGrace["app"] != time.Second {
 		t.Errorf("calls %q, grace %v: want app stopped within the ending's 1s", calls, h.Runtime.StopGrace["app"])
+	}
+	// Evicted, its exited container goes (HandlePodReconcile's deleteContainersInPod), after
+	// the status that was read from it.
+	if left := h.Runtime.Named(string(pod.UID), "app"); len(left) != 0 {
+		t.Errorf("the evicted pod's container is still there: %+v", left)
+	}
+	if cs := agenttest.ContainerStatus(got, "app"); cs.State.Terminated == nil {
+		t.Errorf("container state %+v, want terminated", cs.State)
 	}
 	h.sync(st, running) // the informer's copy still says Running
 	if calls := h.Runtime.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "start") || strings.HasPrefix(c, "sandbox") }) {
