@@ -88,6 +88,33 @@ func TestDecodeBodyJSONErrorsAndWarnings(t *testing.T) {
 	}
 }
 
+// A YAML body's duplicate keys are strict decoding errors too, found on the YAML itself
+// before the JSON it converts to drops them, and worded and split into warnings as
+// kube-apiserver does (apimachinery's json.Serializer.unmarshal: YAMLToJSONStrict first;
+// apiserver's handlers/rest.go: addStrictDecodingWarnings, parseYAMLWarnings; the cases
+// post-strict-validation-yaml and post-warn-validation-yaml of kube's
+// test/integration/apiserver/field_validation_test.go).
+func TestDecodeBodyYAMLDuplicateFields(t *testing.T) {
+	body := []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  name: q\nspec:\n  bogus: 1\n  containers:\n  - name: c\n    image: i\n    image: j\n")
+	var pod corev1.Pod
+	_, err := decodeBody(bodyRequest("application/yaml", body), &pod, podGVK, validationStrict)
+	want := `Pod in version "v1" cannot be handled as a Pod: strict decoding error: yaml: unmarshal errors:
+  line 5: key "name" already set in map
+  line 11: key "image" already set in map, unknown field "spec.bogus"`
+	if !apierrors.IsBadRequest(err) || err.Error() != want {
+		t.Errorf("Strict: got %v\nwant 400 %q", err, want)
+	}
+	warnings, err := decodeBody(bodyRequest("application/yaml", body), &pod, podGVK, validationWarn)
+	wantWarnings := []string{`line 5: key "name" already set in map`, `line 11: key "image" already set in map`, `unknown field "spec.bogus"`}
+	if err != nil || strings.Join(warnings, "|") != strings.Join(wantWarnings, "|") {
+		t.Errorf("Warn: got %v, warnings %q\nwant warnings %q", err, warnings, wantWarnings)
+	}
+	warnings, err = decodeBody(bodyRequest("application/yaml", body), &pod, podGVK, validationIgnore)
+	if err != nil || len(warnings) > 0 || pod.Name != "q" || pod.Spec.Containers[0].Image != "j" {
+		t.Errorf("Ignore: got %v, warnings %q, name %q; want the last of each duplicate, no warnings", err, warnings, pod.Name)
+	}
+}
+
 func TestDeleteOptionsFromAnyBody(t *testing.T) {
 	background := metav1.DeletePropagationBackground
 	sent := &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, PropagationPolicy: &background}

@@ -239,11 +239,7 @@ func strictWarnings(errs []error, directive fieldValidation) []string {
 	if directive != validationWarn {
 		return nil
 	}
-	var msgs []string
-	for _, e := range errs {
-		msgs = append(msgs, e.Error())
-	}
-	return msgs
+	return strictDecodingWarnings(errs)
 }
 
 // testsOfRootWithoutValue fails a patch that tests the whole document against a missing or
