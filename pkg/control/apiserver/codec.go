@@ -34,7 +34,11 @@ const MaxBodyBytes = 3 << 20
 // straight into obj). It refuses oversized bodies, media types we cannot decode, and a body
 // naming another kind. Unknown and duplicate JSON fields are handled per directive, returning
 // the warnings for Warn (protobuf has neither).
-func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation) (warnings []string, err error) {
+//
+// undeclared, when given, names the fields of the decoded object that its schema does not
+// declare (registry.Rules.UnknownFields: a custom resource's); they are strict decoding
+// errors after the decoding's own.
+func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation, undeclared ...func(runtime.Object) ([]string, error)) (warnings []string, err error) {
 	mediaType := "application/json"
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -73,7 +77,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 			}
 		}
 	}
-	warnings, err = decodeInto(data, obj, directive, yamlErr)
+	warnings, err = decodeInto(data, obj, directive, yamlErr, undeclared...)
 	if err != nil || len(warnings) > 0 {
 		// A body of another kind fails on its fields: say what is really wrong.
 		if !json.Valid(data) {
@@ -159,15 +163,29 @@ func cannotHandle(want schema.GroupVersionKind, err error) error {
 }
 
 // decodeInto decodes JSON into obj; unknown and duplicate fields are handled per directive,
-// after the strict errors found earlier (a YAML body's duplicate keys), returning the
-// warnings to send for Warn.
-func decodeInto(data []byte, obj runtime.Object, directive fieldValidation, earlier ...error) ([]string, error) {
+// after yamlErr (a YAML body's duplicate keys) and before the fields undeclared names,
+// returning the warnings to send for Warn.
+func decodeInto(data []byte, obj runtime.Object, directive fieldValidation, yamlErr error, undeclared ...func(runtime.Object) ([]string, error)) ([]string, error) {
 	strictErrs, err := kjson.UnmarshalStrict(data, obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if earlier := slices.DeleteFunc(earlier, func(e error) bool { return e == nil }); len(earlier) > 0 {
-		strictErrs = append(earlier, strictErrs...)
+	if _, ok := obj.(runtime.Unstructured); ok && directive != validationIgnore {
+		// An Unstructured decodes itself, out of the strict decoder's sight: its duplicate
+		// fields are found on a map, as apimachinery's json.Serializer finds them.
+		strictErrs, _ = kjson.UnmarshalStrict(data, &map[string]any{})
+	}
+	if yamlErr != nil {
+		strictErrs = append([]error{yamlErr}, strictErrs...)
+	}
+	for _, names := range undeclared {
+		msgs, err := names(obj)
+		if err != nil {
+			return nil, err
+		}
+		for _, msg := range msgs {
+			strictErrs = append(strictErrs, errors.New(msg))
+		}
 	}
 	if len(strictErrs) == 0 || directive == validationIgnore {
 		return nil, nil

@@ -10,7 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
 )
 
 func bodyRequest(contentType string, body []byte) *http.Request {
@@ -130,5 +134,59 @@ func TestDeleteOptionsFromAnyBody(t *testing.T) {
 	r := httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/default/pods/p?gracePeriodSeconds=3", nil)
 	if opts, err := deleteOptions(r); err != nil || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 3 {
 		t.Errorf("no body: got %+v, %v", opts, err)
+	}
+}
+
+// A custom resource's duplicate fields and the fields its schema does not declare are one
+// list of strict decoding errors, duplicates first, as kube-apiserver's (apimachinery's
+// json.Serializer.unmarshal strict-decodes an Unstructured through a map, then
+// apiextensions-apiserver's pruning adds the unknown fields; the cases crd-post-strict-validation
+// and crd-post-strict-validation-yaml of kube's test/integration/apiserver/field_validation_test.go).
+func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
+	res := &registry.Resource{
+		GroupVersionResource: schema.GroupVersionResource{Group: "ex.com", Version: "v1", Resource: "widgets"},
+		Kind:                 "Widget",
+		Namespaced:           true,
+		NewObject:            func() runtime.Object { return &unstructured.Unstructured{} },
+		Rules: registry.Rules{UnknownFields: func(obj runtime.Object) ([]string, error) {
+			if _, found, _ := unstructured.NestedFieldNoCopy(obj.(*unstructured.Unstructured).Object, "spec", "foo"); found {
+				return []string{`unknown field "spec.foo"`}, nil
+			}
+			return nil, nil
+		}},
+	}
+	jsonBody := `{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"size":2,"foo":1}}`
+	yamlBody := "apiVersion: ex.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 1\n  size: 2\n  foo: 1\n"
+	for _, tc := range []struct {
+		name, contentType, body string
+		directive               fieldValidation
+		wantErr                 string
+		wantWarnings            []string
+	}{
+		{"json strict", "application/json", jsonBody, validationStrict,
+			`Widget in version "v1" cannot be handled as a Widget: strict decoding error: duplicate field "spec.size", unknown field "spec.foo"`, nil},
+		{"yaml strict", "application/yaml", yamlBody, validationStrict,
+			"Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: yaml: unmarshal errors:\n  line 7: key \"size\" already set in map, unknown field \"spec.foo\"", nil},
+		{"json warn", "application/json", jsonBody, validationWarn, "", []string{`duplicate field "spec.size"`, `unknown field "spec.foo"`}},
+		{"yaml warn", "application/yaml", yamlBody, validationWarn, "", []string{`line 7: key "size" already set in map`, `unknown field "spec.foo"`}},
+		{"json ignore", "application/json", jsonBody, validationIgnore, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bodyRequest(tc.contentType, []byte(tc.body))
+			r.URL.RawQuery = "fieldValidation=" + string(tc.directive)
+			obj, warnings, err := (&Server{}).decodeRequest(r, res, requestInfo{Namespace: "default"})
+			if tc.wantErr != "" {
+				if !apierrors.IsBadRequest(err) || err.Error() != tc.wantErr {
+					t.Errorf("got %v\nwant 400 %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(warnings, "|") != strings.Join(tc.wantWarnings, "|") {
+				t.Fatalf("got %v, warnings %q\nwant warnings %q", err, warnings, tc.wantWarnings)
+			}
+			if size, _, _ := unstructured.NestedInt64(obj.(*unstructured.Unstructured).Object, "spec", "size"); size != 2 {
+				t.Errorf("spec.size %d, want the last of the duplicates, 2", size)
+			}
+		})
 	}
 }
