@@ -170,9 +170,10 @@ func decodeInto(data []byte, obj runtime.Object, directive fieldValidation, yaml
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if _, ok := obj.(runtime.Unstructured); ok && directive != validationIgnore {
-		// An Unstructured decodes itself, out of the strict decoder's sight: its duplicate
-		// fields are found on a map, as apimachinery's json.Serializer finds them.
+	if _, ok := obj.(json.Unmarshaler); ok && directive != validationIgnore {
+		// An object that decodes itself (an Unstructured, a custom resource) does it out of
+		// the strict decoder's sight: its duplicate fields are found on a map, as
+		// apimachinery's json.Serializer finds an Unstructured's.
 		strictErrs, _ = kjson.UnmarshalStrict(data, &map[string]any{})
 	}
 	if yamlErr != nil {

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 )
 
 func bodyRequest(contentType string, body []byte) *http.Request {
@@ -143,20 +143,34 @@ func TestDeleteOptionsFromAnyBody(t *testing.T) {
 // apiextensions-apiserver's pruning adds the unknown fields; the cases crd-post-strict-validation
 // and crd-post-strict-validation-yaml of kube's test/integration/apiserver/field_validation_test.go).
 func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
-	res := &registry.Resource{
-		GroupVersionResource: schema.GroupVersionResource{Group: "ex.com", Version: "v1", Resource: "widgets"},
-		Kind:                 "Widget",
-		Namespaced:           true,
-		NewObject:            func() runtime.Object { return &unstructured.Unstructured{} },
-		Rules: registry.Rules{UnknownFields: func(obj runtime.Object) ([]string, error) {
-			if _, found, _ := unstructured.NestedFieldNoCopy(obj.(*unstructured.Unstructured).Object, "spec", "foo"); found {
-				return []string{`unknown field "spec.foo"`}, nil
-			}
-			return nil, nil
-		}},
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: widgets.ex.com}
+spec:
+  group: ex.com
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+status:
+  acceptedNames: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+`), crd); err != nil {
+		t.Fatal(err)
 	}
-	jsonBody := `{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"size":2,"foo":1}}`
-	yamlBody := "apiVersion: ex.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 1\n  size: 2\n  foo: 1\n"
+	resources, err := apiextensions.Resources(crd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resources[0]
+	jsonBody := `{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","name":"w"},"spec":{"size":1,"size":2,"foo":1}}`
+	yamlBody := "apiVersion: ex.com/v1\nkind: Widget\nmetadata:\n  name: w\n  name: w\nspec:\n  size: 1\n  size: 2\n  foo: 1\n"
 	for _, tc := range []struct {
 		name, contentType, body string
 		directive               fieldValidation
@@ -164,11 +178,11 @@ func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
 		wantWarnings            []string
 	}{
 		{"json strict", "application/json", jsonBody, validationStrict,
-			`Widget in version "v1" cannot be handled as a Widget: strict decoding error: duplicate field "spec.size", unknown field "spec.foo"`, nil},
+			`Widget in version "v1" cannot be handled as a Widget: strict decoding error: duplicate field "metadata.name", duplicate field "spec.size", unknown field "spec.foo"`, nil},
 		{"yaml strict", "application/yaml", yamlBody, validationStrict,
-			"Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: yaml: unmarshal errors:\n  line 7: key \"size\" already set in map, unknown field \"spec.foo\"", nil},
-		{"json warn", "application/json", jsonBody, validationWarn, "", []string{`duplicate field "spec.size"`, `unknown field "spec.foo"`}},
-		{"yaml warn", "application/yaml", yamlBody, validationWarn, "", []string{`line 7: key "size" already set in map`, `unknown field "spec.foo"`}},
+			"Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: yaml: unmarshal errors:\n  line 5: key \"name\" already set in map\n  line 8: key \"size\" already set in map, unknown field \"spec.foo\"", nil},
+		{"json warn", "application/json", jsonBody, validationWarn, "", []string{`duplicate field "metadata.name"`, `duplicate field "spec.size"`, `unknown field "spec.foo"`}},
+		{"yaml warn", "application/yaml", yamlBody, validationWarn, "", []string{`line 5: key "name" already set in map`, `line 8: key "size" already set in map`, `unknown field "spec.foo"`}},
 		{"json ignore", "application/json", jsonBody, validationIgnore, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,8 +198,8 @@ func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
 			if err != nil || strings.Join(warnings, "|") != strings.Join(tc.wantWarnings, "|") {
 				t.Fatalf("got %v, warnings %q\nwant warnings %q", err, warnings, tc.wantWarnings)
 			}
-			if size, _, _ := unstructured.NestedInt64(obj.(*unstructured.Unstructured).Object, "spec", "size"); size != 2 {
-				t.Errorf("spec.size %d, want the last of the duplicates, 2", size)
+			if spec, _ := obj.(*apiextensions.Object).Spec.(map[string]any); spec["size"] != int64(2) {
+				t.Errorf("spec %v, want the last of the duplicates, size 2", spec)
 			}
 		})
 	}
