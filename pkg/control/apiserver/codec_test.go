@@ -12,9 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
+	"github.com/minik8s/minik8s/pkg/control/registry"
 )
 
 func bodyRequest(contentType string, body []byte) *http.Request {
@@ -142,7 +144,9 @@ func TestDeleteOptionsFromAnyBody(t *testing.T) {
 // json.Serializer.unmarshal strict-decodes an Unstructured through a map, then
 // apiextensions-apiserver's pruning adds the unknown fields; the cases crd-post-strict-validation
 // and crd-post-strict-validation-yaml of kube's test/integration/apiserver/field_validation_test.go).
-func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
+// widgetResource is the resource of a custom resource Widget whose spec declares size only.
+func widgetResource(t *testing.T) *registry.Resource {
+	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict([]byte(`
 metadata: {name: widgets.ex.com}
@@ -168,7 +172,11 @@ status:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := resources[0]
+	return resources[0]
+}
+
+func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
+	res := widgetResource(t)
 	jsonBody := `{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","name":"w"},"spec":{"size":1,"size":2,"foo":1}}`
 	yamlBody := "apiVersion: ex.com/v1\nkind: Widget\nmetadata:\n  name: w\n  name: w\nspec:\n  size: 1\n  size: 2\n  foo: 1\n"
 	for _, tc := range []struct {
@@ -200,6 +208,49 @@ status:
 			}
 			if spec, _ := obj.(*apiextensions.Object).Spec.(map[string]any); spec["size"] != int64(2) {
 				t.Errorf("spec %v, want the last of the duplicates, size 2", spec)
+			}
+		})
+	}
+}
+
+// A patched custom resource's undeclared fields are strict decoding errors of the patch,
+// after the patch's own duplicate fields: one 422 on "patch" under Strict, warnings in that
+// order under Warn, as kube-apiserver's jsonPatcher.applyPatchToCurrentObject gives them for
+// a custom resource (its decoder reports the pruned fields as strict errors; the cases
+// crd-merge-patch-strict-validation and crd-json-patch-strict-validation of kube's
+// test/integration/apiserver/field_validation_test.go).
+func TestApplyPatchCustomResourceStrictErrors(t *testing.T) {
+	res := widgetResource(t)
+	cur, _ := res.New()
+	if _, err := decodeInto([]byte(`{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"default"},"spec":{"size":1}}`), cur, validationStrict, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name         string
+		pt           types.PatchType
+		patch        string
+		directive    fieldValidation
+		wantErr      string
+		wantWarnings []string
+	}{
+		{"merge strict", types.MergePatchType, `{"spec":{"size":3,"size":4,"foo":1}}`, validationStrict,
+			`strict decoding error: duplicate field "spec.size", unknown field "spec.foo"`, nil},
+		{"json strict", types.JSONPatchType, `[{"op":"add","path":"/spec/foo","value":1}]`, validationStrict,
+			`strict decoding error: unknown field "spec.foo"`, nil},
+		{"merge warn", types.MergePatchType, `{"spec":{"size":3,"size":4,"foo":1}}`, validationWarn,
+			"", []string{`duplicate field "spec.size"`, `unknown field "spec.foo"`}},
+		{"merge ignore", types.MergePatchType, `{"spec":{"size":3,"size":4,"foo":1}}`, validationIgnore, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warnings, err := applyPatch(res, tc.pt, cur, []byte(tc.patch), tc.directive)
+			if tc.wantErr != "" {
+				if !apierrors.IsInvalid(err) || !strings.HasSuffix(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), ` "" is invalid: patch: Invalid value: `) {
+					t.Errorf("got %v\nwant 422 on patch ending %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(warnings, "|") != strings.Join(tc.wantWarnings, "|") {
+				t.Errorf("got %v, warnings %q\nwant warnings %q", err, warnings, tc.wantWarnings)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -57,23 +56,6 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 		return nil, nil, err
 	}
 	return obj, warnings, checkNames(res, obj, info)
-}
-
-// undeclaredFields handles per directive the fields of a patched obj that res's schema does
-// not declare, for the kinds that decode any field (registry.Rules.UnknownFields: custom
-// resources), as decodeInto handles a built-in kind's unknown fields.
-func undeclaredFields(res *registry.Resource, obj runtime.Object, directive fieldValidation) ([]string, error) {
-	if res.Rules.UnknownFields == nil {
-		return nil, nil
-	}
-	msgs, err := res.Rules.UnknownFields(obj)
-	if err != nil || directive == validationIgnore {
-		return nil, err
-	}
-	if len(msgs) > 0 && directive == validationStrict {
-		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
-	}
-	return msgs, nil
 }
 
 func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) error {
