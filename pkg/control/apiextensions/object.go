@@ -20,8 +20,8 @@ type Object struct {
 	Status            any `json:"status,omitempty"`
 	// Fields are the other top-level fields.
 	Fields map[string]any `json:"-"`
-	// unknownMetadata are the fields of the metadata decoded that ObjectMeta does not have
-	// (or has twice), as strict decoding errors: upstream reports them as unknown fields.
+	// unknownMetadata are the fields of the metadata decoded that ObjectMeta does not have,
+	// as strict decoding errors: upstream reports them as unknown fields.
 	unknownMetadata []string
 }
 
@@ -167,7 +167,8 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 // decodeMetadata decodes metadata as kube-apiserver does (case-sensitive), and says which
 // of its fields are unknown or repeated ("unknown field \"metadata.x\"").
 func decodeMetadata(data []byte, meta *metav1.ObjectMeta) ([]string, error) {
-	strictErrs, err := kjson.UnmarshalStrict(data, meta)
+	// Its duplicate fields are the body's, which the API server finds on the whole body.
+	strictErrs, err := kjson.UnmarshalStrict(data, meta, kjson.DisallowUnknownFields)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,11 @@ const MaxBodyBytes = 3 << 20
 // straight into obj). It refuses oversized bodies, media types we cannot decode, and a body
 // naming another kind. Unknown and duplicate JSON fields are handled per directive, returning
 // the warnings for Warn (protobuf has neither).
-func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation) (warnings []string, err error) {
+//
+// undeclared, when given, names the fields of the decoded object that its schema does not
+// declare (registry.Rules.UnknownFields: a custom resource's); they are strict decoding
+// errors after the decoding's own.
+func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKind, directive fieldValidation, undeclared ...func(runtime.Object) ([]string, error)) (warnings []string, err error) {
 	mediaType := "application/json"
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -51,6 +55,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	if err != nil {
 		return nil, err
 	}
+	var yamlErr error
 	defer func() {
 		if err == nil {
 			auditRequestObject(r.Context(), obj, want)
@@ -60,11 +65,19 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	case mediaType == runtime.ContentTypeProtobuf:
 		return nil, decodeProtobuf(data, obj, want)
 	case strings.HasSuffix(mediaType, "yaml"):
+		original := data
 		if data, err = yaml.YAMLToJSON(data); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: error converting YAML to JSON: %v", err))
 		}
+		// Duplicate keys, which the JSON no longer has, are strict errors too, before the
+		// JSON's own (apimachinery's json.Serializer.unmarshal).
+		if directive != validationIgnore {
+			if _, err := yaml.YAMLToJSONStrict(original); err != nil {
+				yamlErr = err
+			}
+		}
 	}
-	warnings, err = decodeInto(data, obj, directive)
+	warnings, err = decodeInto(data, obj, directive, yamlErr, undeclared...)
 	if err != nil || len(warnings) > 0 {
 		// A body of another kind fails on its fields: say what is really wrong.
 		if !json.Valid(data) {
@@ -150,23 +163,60 @@ func cannotHandle(want schema.GroupVersionKind, err error) error {
 }
 
 // decodeInto decodes JSON into obj; unknown and duplicate fields are handled per directive,
+// after yamlErr (a YAML body's duplicate keys) and before the fields undeclared names,
 // returning the warnings to send for Warn.
-func decodeInto(data []byte, obj runtime.Object, directive fieldValidation) ([]string, error) {
+func decodeInto(data []byte, obj runtime.Object, directive fieldValidation, yamlErr error, undeclared ...func(runtime.Object) ([]string, error)) ([]string, error) {
 	strictErrs, err := kjson.UnmarshalStrict(data, obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	if _, ok := obj.(json.Unmarshaler); ok && directive != validationIgnore {
+		// An object that decodes itself (an Unstructured, a custom resource) does it out of
+		// the strict decoder's sight: its duplicate fields are found on a map, as
+		// apimachinery's json.Serializer finds an Unstructured's.
+		strictErrs, _ = kjson.UnmarshalStrict(data, &map[string]any{})
+	}
+	if yamlErr != nil {
+		strictErrs = append([]error{yamlErr}, strictErrs...)
+	}
+	for _, names := range undeclared {
+		msgs, err := names(obj)
+		if err != nil {
+			return nil, err
+		}
+		for _, msg := range msgs {
+			strictErrs = append(strictErrs, errors.New(msg))
+		}
+	}
 	if len(strictErrs) == 0 || directive == validationIgnore {
 		return nil, nil
 	}
-	msgs := make([]string, len(strictErrs))
-	for i, e := range strictErrs {
-		msgs[i] = e.Error()
-	}
 	if directive == validationStrict {
-		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+		return nil, apierrors.NewBadRequest(runtime.NewStrictDecodingError(strictErrs).Error())
 	}
-	return msgs, nil
+	return strictDecodingWarnings(strictErrs), nil
+}
+
+// strictDecodingWarnings are strict decoding errors as kube-apiserver's warnings: one per
+// error, a YAML error's lines (one per duplicate key) each a warning of its own without the
+// error's prefix (apiserver's handlers/rest.go: addStrictDecodingWarnings, parseYAMLWarnings).
+func strictDecodingWarnings(errs []error) []string {
+	var msgs []string
+	for _, e := range errs {
+		msg := e.Error()
+		trimmed, ok := strings.CutPrefix(msg, "yaml: unmarshal errors:\n")
+		if !ok {
+			trimmed, ok = strings.CutPrefix(msg, "error converting YAML to JSON: yaml: unmarshal errors:\n")
+		}
+		if !ok {
+			msgs = append(msgs, msg)
+			continue
+		}
+		for line := range strings.SplitSeq(trimmed, "\n") {
+			msgs = append(msgs, strings.TrimSpace(line))
+		}
+	}
+	return msgs
 }
 
 // checkKind refuses a body whose apiVersion/kind name another type than want.

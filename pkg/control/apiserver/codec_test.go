@@ -8,9 +8,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/minik8s/minik8s/pkg/control/apiextensions"
+	"github.com/minik8s/minik8s/pkg/control/registry"
 )
 
 func bodyRequest(contentType string, body []byte) *http.Request {
@@ -88,6 +94,33 @@ func TestDecodeBodyJSONErrorsAndWarnings(t *testing.T) {
 	}
 }
 
+// A YAML body's duplicate keys are strict decoding errors too, found on the YAML itself
+// before the JSON it converts to drops them, and worded and split into warnings as
+// kube-apiserver does (apimachinery's json.Serializer.unmarshal: YAMLToJSONStrict first;
+// apiserver's handlers/rest.go: addStrictDecodingWarnings, parseYAMLWarnings; the cases
+// post-strict-validation-yaml and post-warn-validation-yaml of kube's
+// test/integration/apiserver/field_validation_test.go).
+func TestDecodeBodyYAMLDuplicateFields(t *testing.T) {
+	body := []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  name: q\nspec:\n  bogus: 1\n  containers:\n  - name: c\n    image: i\n    image: j\n")
+	var pod corev1.Pod
+	_, err := decodeBody(bodyRequest("application/yaml", body), &pod, podGVK, validationStrict)
+	want := `Pod in version "v1" cannot be handled as a Pod: strict decoding error: yaml: unmarshal errors:
+  line 5: key "name" already set in map
+  line 11: key "image" already set in map, unknown field "spec.bogus"`
+	if !apierrors.IsBadRequest(err) || err.Error() != want {
+		t.Errorf("Strict: got %v\nwant 400 %q", err, want)
+	}
+	warnings, err := decodeBody(bodyRequest("application/yaml", body), &pod, podGVK, validationWarn)
+	wantWarnings := []string{`line 5: key "name" already set in map`, `line 11: key "image" already set in map`, `unknown field "spec.bogus"`}
+	if err != nil || strings.Join(warnings, "|") != strings.Join(wantWarnings, "|") {
+		t.Errorf("Warn: got %v, warnings %q\nwant warnings %q", err, warnings, wantWarnings)
+	}
+	warnings, err = decodeBody(bodyRequest("application/yaml", body), &pod, podGVK, validationIgnore)
+	if err != nil || len(warnings) > 0 || pod.Name != "q" || pod.Spec.Containers[0].Image != "j" {
+		t.Errorf("Ignore: got %v, warnings %q, name %q; want the last of each duplicate, no warnings", err, warnings, pod.Name)
+	}
+}
+
 func TestDeleteOptionsFromAnyBody(t *testing.T) {
 	background := metav1.DeletePropagationBackground
 	sent := &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, PropagationPolicy: &background}
@@ -103,5 +136,122 @@ func TestDeleteOptionsFromAnyBody(t *testing.T) {
 	r := httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/default/pods/p?gracePeriodSeconds=3", nil)
 	if opts, err := deleteOptions(r); err != nil || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 3 {
 		t.Errorf("no body: got %+v, %v", opts, err)
+	}
+}
+
+// A custom resource's duplicate fields and the fields its schema does not declare are one
+// list of strict decoding errors, duplicates first, as kube-apiserver's (apimachinery's
+// json.Serializer.unmarshal strict-decodes an Unstructured through a map, then
+// apiextensions-apiserver's pruning adds the unknown fields; the cases crd-post-strict-validation
+// and crd-post-strict-validation-yaml of kube's test/integration/apiserver/field_validation_test.go).
+// widgetResource is the resource of a custom resource Widget whose spec declares size only.
+func widgetResource(t *testing.T) *registry.Resource {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(`
+metadata: {name: widgets.ex.com}
+spec:
+  group: ex.com
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+status:
+  acceptedNames: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+`), crd); err != nil {
+		t.Fatal(err)
+	}
+	resources, err := apiextensions.Resources(crd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resources[0]
+}
+
+func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
+	res := widgetResource(t)
+	jsonBody := `{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","name":"w"},"spec":{"size":1,"size":2,"foo":1}}`
+	yamlBody := "apiVersion: ex.com/v1\nkind: Widget\nmetadata:\n  name: w\n  name: w\nspec:\n  size: 1\n  size: 2\n  foo: 1\n"
+	for _, tc := range []struct {
+		name, contentType, body string
+		directive               fieldValidation
+		wantErr                 string
+		wantWarnings            []string
+	}{
+		{"json strict", "application/json", jsonBody, validationStrict,
+			`Widget in version "v1" cannot be handled as a Widget: strict decoding error: duplicate field "metadata.name", duplicate field "spec.size", unknown field "spec.foo"`, nil},
+		{"yaml strict", "application/yaml", yamlBody, validationStrict,
+			"Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: yaml: unmarshal errors:\n  line 5: key \"name\" already set in map\n  line 8: key \"size\" already set in map, unknown field \"spec.foo\"", nil},
+		{"json warn", "application/json", jsonBody, validationWarn, "", []string{`duplicate field "metadata.name"`, `duplicate field "spec.size"`, `unknown field "spec.foo"`}},
+		{"yaml warn", "application/yaml", yamlBody, validationWarn, "", []string{`line 5: key "name" already set in map`, `line 8: key "size" already set in map`, `unknown field "spec.foo"`}},
+		{"json ignore", "application/json", jsonBody, validationIgnore, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bodyRequest(tc.contentType, []byte(tc.body))
+			r.URL.RawQuery = "fieldValidation=" + string(tc.directive)
+			obj, warnings, err := (&Server{}).decodeRequest(r, res, requestInfo{Namespace: "default"})
+			if tc.wantErr != "" {
+				if !apierrors.IsBadRequest(err) || err.Error() != tc.wantErr {
+					t.Errorf("got %v\nwant 400 %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(warnings, "|") != strings.Join(tc.wantWarnings, "|") {
+				t.Fatalf("got %v, warnings %q\nwant warnings %q", err, warnings, tc.wantWarnings)
+			}
+			if spec, _ := obj.(*apiextensions.Object).Spec.(map[string]any); spec["size"] != int64(2) {
+				t.Errorf("spec %v, want the last of the duplicates, size 2", spec)
+			}
+		})
+	}
+}
+
+// A patched custom resource's undeclared fields are strict decoding errors of the patch,
+// after the patch's own duplicate fields: one 422 on "patch" under Strict, warnings in that
+// order under Warn, as kube-apiserver's jsonPatcher.applyPatchToCurrentObject gives them for
+// a custom resource (its decoder reports the pruned fields as strict errors; the cases
+// crd-merge-patch-strict-validation and crd-json-patch-strict-validation of kube's
+// test/integration/apiserver/field_validation_test.go).
+func TestApplyPatchCustomResourceStrictErrors(t *testing.T) {
+	res := widgetResource(t)
+	cur, _ := res.New()
+	if _, err := decodeInto([]byte(`{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"default"},"spec":{"size":1}}`), cur, validationStrict, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name         string
+		pt           types.PatchType
+		patch        string
+		directive    fieldValidation
+		wantErr      string
+		wantWarnings []string
+	}{
+		{"merge strict", types.MergePatchType, `{"spec":{"size":3,"size":4,"foo":1}}`, validationStrict,
+			`strict decoding error: duplicate field "spec.size", unknown field "spec.foo"`, nil},
+		{"json strict", types.JSONPatchType, `[{"op":"add","path":"/spec/foo","value":1}]`, validationStrict,
+			`strict decoding error: unknown field "spec.foo"`, nil},
+		{"merge warn", types.MergePatchType, `{"spec":{"size":3,"size":4,"foo":1}}`, validationWarn,
+			"", []string{`duplicate field "spec.size"`, `unknown field "spec.foo"`}},
+		{"merge ignore", types.MergePatchType, `{"spec":{"size":3,"size":4,"foo":1}}`, validationIgnore, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warnings, err := applyPatch(res, tc.pt, cur, []byte(tc.patch), tc.directive)
+			if tc.wantErr != "" {
+				if !apierrors.IsInvalid(err) || !strings.HasSuffix(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), ` "" is invalid: patch: Invalid value: `) {
+					t.Errorf("got %v\nwant 422 on patch ending %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(warnings, "|") != strings.Join(tc.wantWarnings, "|") {
+				t.Errorf("got %v, warnings %q\nwant warnings %q", err, warnings, tc.wantWarnings)
+			}
+		})
 	}
 }

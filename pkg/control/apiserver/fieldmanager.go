@@ -550,7 +550,7 @@ func decodeApplyConfiguration(r *http.Request, validation string) (patch *unstru
 			if validation == metav1.FieldValidationStrict {
 				return patch, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)), nil
 			}
-			warnings = append(warnings, err.Error())
+			warnings = append(warnings, strictDecodingWarnings([]error{err})...)
 		}
 	}
 	return patch, warnings, nil, nil

@@ -66,6 +66,20 @@ func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
 	}
 }
 
+// An apply's duplicate YAML keys under Warn are one Warning per key, the lines of the YAML
+// error without its prefix, as kube-apiserver gives them (handlers/patch.go: applyPatcher
+// then addStrictDecodingWarnings, handlers/rest.go: parseYAMLWarnings).
+func TestApplyDuplicateFieldWarnings(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	w := patchAs(h, applyYAML, "/api/v1/namespaces/default/configmaps/cfg?fieldManager=a&fieldValidation=Warn",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata:\n  x: \"1\"\n  x: \"2\"\n  z: \"1\"\n  z: \"2\"\n")
+	want := []string{`299 - "line 6: key \"x\" already set in map"`, `299 - "line 8: key \"z\" already set in map"`}
+	if got := w.Header().Values("Warning"); w.Code != http.StatusCreated || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %d, warnings %q\nwant 201, warnings %q", w.Code, got, want)
+	}
+}
+
 const applyYAML = "application/apply-patch+yaml"
 
 func patchAs(h http.Handler, contentType, path, patch string) *httptest.ResponseRecorder {

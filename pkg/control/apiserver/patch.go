@@ -45,11 +45,6 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 			return nil, err
 		}
 		warnings = strict
-		undeclared, err := undeclaredFields(res, out, directive)
-		if err != nil {
-			return nil, err
-		}
-		warnings = append(warnings, undeclared...)
 		takeManagedFieldsReset(r.Context(), out)
 		return out, checkNames(res, out, info)
 	})
@@ -159,6 +154,19 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		return nil, nil, invalidPatch(string(patched), err)
 	}
 	strictErrs = append(strictErrs, decodeStrict...)
+	if res.Rules.UnknownFields != nil {
+		// The fields a custom resource's schema does not declare are its decoder's strict
+		// errors in kube-apiserver, after the patch's own.
+		msgs, err := res.Rules.UnknownFields(out)
+		if err != nil {
+			return nil, nil, err
+		}
+		if checkStrict {
+			for _, msg := range msgs {
+				strictErrs = append(strictErrs, errors.New(msg))
+			}
+		}
+	}
 	if directive == validationStrict && len(strictErrs) > 0 {
 		return nil, nil, invalidPatch(string(patched), runtime.NewStrictDecodingError(strictErrs))
 	}
@@ -239,11 +247,7 @@ func strictWarnings(errs []error, directive fieldValidation) []string {
 	if directive != validationWarn {
 		return nil
 	}
-	var msgs []string
-	for _, e := range errs {
-		msgs = append(msgs, e.Error())
-	}
-	return msgs
+	return strictDecodingWarnings(errs)
 }
 
 // testsOfRootWithoutValue fails a patch that tests the whole document against a missing or

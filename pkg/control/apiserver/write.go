@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -48,33 +47,15 @@ func (s *Server) decodeRequest(r *http.Request, res *registry.Resource, info req
 	if err != nil {
 		return nil, nil, err
 	}
-	warnings, err := decodeBody(r, obj, res.GVK(), directive)
+	var undeclared []func(runtime.Object) ([]string, error)
+	if res.Rules.UnknownFields != nil {
+		undeclared = append(undeclared, res.Rules.UnknownFields)
+	}
+	warnings, err := decodeBody(r, obj, res.GVK(), directive, undeclared...)
 	if err != nil {
 		return nil, nil, err
 	}
-	undeclared, err := undeclaredFields(res, obj, directive)
-	if err != nil {
-		return nil, nil, cannotHandle(res.GVK(), err)
-	}
-	warnings = append(warnings, undeclared...)
 	return obj, warnings, checkNames(res, obj, info)
-}
-
-// undeclaredFields handles per directive the fields of a decoded obj that res's schema does
-// not declare, for the kinds that decode any field (registry.Rules.UnknownFields: custom
-// resources), as decodeInto handles a built-in kind's unknown fields.
-func undeclaredFields(res *registry.Resource, obj runtime.Object, directive fieldValidation) ([]string, error) {
-	if res.Rules.UnknownFields == nil {
-		return nil, nil
-	}
-	msgs, err := res.Rules.UnknownFields(obj)
-	if err != nil || directive == validationIgnore {
-		return nil, err
-	}
-	if len(msgs) > 0 && directive == validationStrict {
-		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
-	}
-	return msgs, nil
 }
 
 func checkNames(res *registry.Resource, obj runtime.Object, info requestInfo) error {
