@@ -139,11 +139,6 @@ func TestDeleteOptionsFromAnyBody(t *testing.T) {
 	}
 }
 
-// A custom resource's duplicate fields and the fields its schema does not declare are one
-// list of strict decoding errors, duplicates first, as kube-apiserver's (apimachinery's
-// json.Serializer.unmarshal strict-decodes an Unstructured through a map, then
-// apiextensions-apiserver's pruning adds the unknown fields; the cases crd-post-strict-validation
-// and crd-post-strict-validation-yaml of kube's test/integration/apiserver/field_validation_test.go).
 // widgetResource is the resource of a custom resource Widget whose spec declares size only.
 func widgetResource(t *testing.T) *registry.Resource {
 	t.Helper()
@@ -175,6 +170,11 @@ status:
 	return resources[0]
 }
 
+// A custom resource's duplicate fields and the fields its schema does not declare are one
+// list of strict decoding errors, duplicates first, as kube-apiserver's (apimachinery's
+// json.Serializer.unmarshal strict-decodes an Unstructured through a map, then
+// apiextensions-apiserver's pruning adds the unknown fields; the cases crd-post-strict-validation
+// and crd-post-strict-validation-yaml of kube's test/integration/apiserver/field_validation_test.go).
 func TestDecodeRequestCustomResourceStrictErrors(t *testing.T) {
 	res := widgetResource(t)
 	jsonBody := `{"apiVersion":"ex.com/v1","kind":"Widget","metadata":{"name":"w","name":"w"},"spec":{"size":1,"size":2,"foo":1}}`
