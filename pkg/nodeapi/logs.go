@@ -122,7 +122,7 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	if he, ok := err.(*httpError); ok && he.code == http.StatusNotFound && spec != nil {
 		// Not run here yet: the kubelet answers from the pod's status.
-		if id := loggedContainerID(spec, name, opts.previous); id != "" {
+		if id := containerwait.LoggedID(spec, name, opts.previous); id != "" {
 			// Its status names a run the node removed since (an evicted pod's): the
 			// kubelet's GetContainerLogs, when the runtime no longer knows that ID.
 			err = badRequest("unable to retrieve container logs for %s", id)
@@ -259,31 +259,6 @@ func (s *Server) lastTerminated(r *http.Request, list []runtime.Container, names
 
 func noPrevious(name, pod string) error {
 	return badRequest("previous terminated container %q in pod %q not found", name, pod)
-}
-
-// loggedContainerID is the ID of the run whose log the kubelet's
-// validateContainerLogStatus picks from the pod's status: the last terminated one for
-// previous, else the running or terminated one, else the last terminated; "" for none.
-func loggedContainerID(pod *corev1.Pod, name string, previous bool) string {
-	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
-	i := slices.IndexFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == name })
-	if i < 0 {
-		return ""
-	}
-	cs := statuses[i]
-	var last string
-	if t := cs.LastTerminationState.Terminated; t != nil {
-		last = t.ContainerID
-	}
-	switch {
-	case previous:
-		return last
-	case cs.State.Running != nil:
-		return cs.ContainerID
-	case cs.State.Terminated != nil && cs.State.Terminated.ContainerID != "":
-		return cs.State.Terminated.ContainerID
-	}
-	return last
 }
 
 // notStarted is the kubelet's validateContainerLogStatus for a container of pod that has

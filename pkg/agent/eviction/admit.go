@@ -8,6 +8,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/minik8s/minik8s/pkg/agent/podsync"
 	"github.com/minik8s/minik8s/pkg/qos"
 	"github.com/minik8s/minik8s/pkg/stats"
 )
@@ -56,5 +57,5 @@ func (a Admission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
 			return true, "", ""
 		}
 	}
-	return false, Reason, fmt.Sprintf(nodeConditionMessageFmt, under)
+	return false, podsync.EvictedReason, fmt.Sprintf(nodeConditionMessageFmt, under)
 }

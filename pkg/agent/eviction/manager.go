@@ -26,9 +26,6 @@ import (
 	"github.com/minik8s/minik8s/pkg/stats"
 )
 
-// Reason is the evicted pod's status.reason and its Event's reason, as the kubelet's.
-const Reason = podsync.EvictedReason
-
 // The kubelet's eviction message fragments (pkg/kubelet/eviction/helpers.go), trailing
 // spaces included, and the annotations its Event carries.
 const (
@@ -175,7 +172,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 	podStats := statsByUID(&snap.Summary)
 	for _, pod := range pods {
 		if msg := localStorageExceeded(pod, podStats[pod.UID]); msg != "" && !critical(pod) {
-			if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Grace: immediateGracePeriod}, nil) {
+			if m.evict(ctx, pod, podsync.Ending{Reason: podsync.EvictedReason, Message: msg, Grace: immediateGracePeriod}, nil) {
 				return pod
 			}
 		}
@@ -204,7 +201,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 		msg, annotations := pressureMessage(pod, podStats[pod.UID], c, resourceName)
 		cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: msg}
-		if m.evict(ctx, pod, podsync.Ending{Reason: Reason, Message: msg, Condition: cond, Grace: m.gracePeriod(pod, c.Threshold)}, annotations) {
+		if m.evict(ctx, pod, podsync.Ending{Reason: podsync.EvictedReason, Message: msg, Condition: cond, Grace: m.gracePeriod(pod, c.Threshold)}, annotations) {
 			return pod
 		}
 	}
@@ -213,7 +210,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 
 // evict records the Event and ends the pod; false when it could not.
 func (m *Manager) evict(ctx context.Context, pod *corev1.Pod, e podsync.Ending, annotations map[string]string) bool {
-	m.cfg.Recorder.AnnotatedEventf(pod, annotations, corev1.EventTypeWarning, Reason, "%s", e.Message)
+	m.cfg.Recorder.AnnotatedEventf(pod, annotations, corev1.EventTypeWarning, podsync.EvictedReason, "%s", e.Message)
 	if err := m.cfg.Evict(ctx, pod, e); err != nil {
 		m.cfg.Log.Error("evict pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return false

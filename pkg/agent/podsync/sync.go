@@ -218,8 +218,8 @@ func (s *Syncer) fail(ctx context.Context, st *PodState, pod *corev1.Pod, e Endi
 	return s.removeIfEvicted(ctx, pod, ps)
 }
 
-// EvictedReason is the status.reason of a pod the node evicted (the kubelet's
-// eviction.Reason).
+// EvictedReason is the status.reason of a pod the node evicted, and its Event's reason
+// (the kubelet's eviction.Reason).
 const EvictedReason = "Evicted"
 
 // removeIfEvicted removes every exited container of a pod whose status says the node
