@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -264,7 +266,7 @@ func validateWebhook(names sets.Set[string], p *field.Path, name string, rules [
 	timeout *int32, reviewVersions []string, cc admissionregistrationv1.WebhookClientConfig, nsSel, objSel *metav1.LabelSelector,
 	conditions []admissionregistrationv1.MatchCondition) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, invalidEach(p.Child("name"), name, utilvalidation.IsDNS1123Subdomain(name))...)
+	errs = append(errs, corevalidation.InvalidEach(p.Child("name"), name, utilvalidation.IsDNS1123Subdomain(name))...)
 	if len(strings.Split(name, ".")) < 3 {
 		errs = append(errs, field.Invalid(p.Child("name"), name, "should be a domain with at least three segments separated by dots"))
 	}
@@ -325,7 +327,7 @@ func validateReviewVersions(versions []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen, known := sets.New[string](), false
 	for i, v := range versions {
-		errs = append(errs, invalidEach(p.Index(i), v, utilvalidation.IsDNS1035Label(v))...)
+		errs = append(errs, corevalidation.InvalidEach(p.Index(i), v, utilvalidation.IsDNS1035Label(v))...)
 		if seen.Has(v) {
 			errs = append(errs, field.Invalid(p.Index(i), v, "duplicate version"))
 		}
@@ -436,7 +438,7 @@ func validateMatchConditions(conditions []admissionregistrationv1.MatchCondition
 		if c.Name == "" {
 			errs = append(errs, field.Required(cp.Child("name"), ""))
 		} else {
-			errs = append(errs, invalidEach(cp.Child("name"), c.Name, validation.NameIsDNSLabel(c.Name, false))...)
+			errs = append(errs, corevalidation.InvalidEach(cp.Child("name"), c.Name, validation.NameIsDNSLabel(c.Name, false))...)
 		}
 		if names.Has(c.Name) {
 			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
@@ -482,7 +484,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.
 func validateNamedRule(r admissionregistrationv1.NamedRuleWithOperations, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, n := range r.ResourceNames {
-		errs = append(errs, invalidEach(p.Child("resourceNames").Index(i), n, validation.NameIsDNSSubdomain(n, false))...)
+		errs = append(errs, corevalidation.InvalidEach(p.Child("resourceNames").Index(i), n, validation.NameIsDNSSubdomain(n, false))...)
 	}
 	return append(errs, validateRuleWithOperations(r.RuleWithOperations, p)...)
 }
@@ -516,7 +518,7 @@ func validateValidatingAdmissionPolicy(vap *admissionregistrationv1.ValidatingAd
 	keys := sets.New[string]()
 	for i, a := range s.AuditAnnotations {
 		ap := p.Child("auditAnnotations").Index(i)
-		errs = append(errs, invalidEach(ap.Child("key"), a.Key, utilvalidation.IsQualifiedName(vap.Name+"/"+a.Key))...)
+		errs = append(errs, corevalidation.InvalidEach(ap.Child("key"), a.Key, utilvalidation.IsQualifiedName(vap.Name+"/"+a.Key))...)
 		if keys.Has(a.Key) {
 			errs = append(errs, field.Duplicate(ap.Child("key"), a.Key))
 		}
@@ -587,7 +589,7 @@ func validatePolicyName(name string, p *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
-	return invalidEach(p, name, validation.NameIsDNSSubdomain(name, false))
+	return corevalidation.InvalidEach(p, name, validation.NameIsDNSSubdomain(name, false))
 }
 
 // validateParamRef: a binding's params by name or by selector, and what to do without one.

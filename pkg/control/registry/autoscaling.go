@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -129,7 +131,7 @@ func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 	if s.ScaleTargetRef.Name == "" {
 		errs = append(errs, field.Required(ref.Child("name"), ""))
 	} else {
-		errs = append(errs, invalidEach(ref.Child("name"), s.ScaleTargetRef.Name, path.IsValidPathSegmentName(s.ScaleTargetRef.Name))...)
+		errs = append(errs, corevalidation.InvalidEach(ref.Child("name"), s.ScaleTargetRef.Name, path.IsValidPathSegmentName(s.ScaleTargetRef.Name))...)
 	}
 	for i := range s.Metrics {
 		errs = append(errs, validateMetricSpec(&s.Metrics[i], spec.Child("metrics").Index(i))...)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +59,7 @@ func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
 }
 
 func validateConfigKey(key string, path *field.Path) field.ErrorList {
-	return invalidEach(path, key, utilvalidation.IsConfigMapKey(key))
+	return corevalidation.InvalidEach(path, key, utilvalidation.IsConfigMapKey(key))
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -210,9 +212,9 @@ var volumeAttachmentRules = Rules{
 func validateVolumeAttachment(a *storagev1.VolumeAttachment) field.ErrorList {
 	errs := validateMeta(a, false, validation.NameIsDNSSubdomain)
 	spec := field.NewPath("spec")
-	errs = append(errs, validateDriverName(a.Spec.Attacher, spec.Child("attacher"))...)
+	errs = append(errs, corevalidation.ValidateDriverName(a.Spec.Attacher, spec.Child("attacher"))...)
 	errs = append(errs, validateAttachmentSource(&a.Spec.Source, spec.Child("source"))...)
-	errs = append(errs, invalidEach(spec.Child("nodeName"), a.Spec.NodeName, validation.NameIsDNSSubdomain(a.Spec.NodeName, false))...)
+	errs = append(errs, corevalidation.InvalidEach(spec.Child("nodeName"), a.Spec.NodeName, validation.NameIsDNSSubdomain(a.Spec.NodeName, false))...)
 	status := field.NewPath("status")
 	size := 0
 	for k, v := range a.Status.AttachmentMetadata {
@@ -224,7 +226,7 @@ func validateVolumeAttachment(a *storagev1.VolumeAttachment) field.ErrorList {
 	errs = append(errs, validateVolumeError(a.Status.AttachError, status.Child("attachError"))...)
 	errs = append(errs, validateVolumeError(a.Status.DetachError, status.Child("detachError"))...)
 	if pv := a.Spec.Source.PersistentVolumeName; pv != nil {
-		errs = append(errs, invalidEach(field.NewPath("spec.source.persistentVolumeName"), *pv, validation.NameIsDNSSubdomain(*pv, false))...)
+		errs = append(errs, corevalidation.InvalidEach(field.NewPath("spec.source.persistentVolumeName"), *pv, validation.NameIsDNSSubdomain(*pv, false))...)
 	}
 	return errs
 }
@@ -259,12 +261,12 @@ func validateInlineVolumeSpec(s *corev1.PersistentVolumeSpec, path *field.Path) 
 	if s.CSI == nil {
 		errs = append(errs, field.Required(path.Child("csi"), "has to be specified in the context of inline volumes"))
 	} else {
-		errs = append(errs, validateDriverName(s.CSI.Driver, path.Child("csi", "driver"))...)
+		errs = append(errs, corevalidation.ValidateDriverName(s.CSI.Driver, path.Child("csi", "driver"))...)
 		if s.CSI.VolumeHandle == "" {
 			errs = append(errs, field.Required(path.Child("csi", "volumeHandle"), ""))
 		}
 	}
-	errs = append(errs, validateAccessModes(s.AccessModes, path.Child("accessModes"))...)
+	errs = append(errs, corevalidation.ValidateAccessModes(s.AccessModes, path.Child("accessModes"))...)
 	if p := s.PersistentVolumeReclaimPolicy; p != "" && p != corev1.PersistentVolumeReclaimRetain {
 		errs = append(errs, field.Forbidden(path.Child("persistentVolumeReclaimPolicy"), "may only be Retain in the context of inline volumes"))
 	}
@@ -338,7 +340,7 @@ func validateCSIStorageCapacity(c *storagev1.CSIStorageCapacity, allowInvalidLab
 	errs := validateMeta(c, true, validation.NameIsDNSSubdomain)
 	opts := metav1validation.LabelSelectorValidationOptions{AllowInvalidLabelValueInSelector: allowInvalidLabelValues}
 	errs = append(errs, metav1validation.ValidateLabelSelector(c.NodeTopology, opts, field.NewPath("nodeTopology"))...)
-	errs = append(errs, validateClassName(c.StorageClassName, field.NewPath("storageClassName"))...)
+	errs = append(errs, corevalidation.ValidateClassName(c.StorageClassName, field.NewPath("storageClassName"))...)
 	if c.Capacity != nil && c.Capacity.Sign() < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("capacity"), c.Capacity.String(), validation.IsNegativeErrorMsg))
 	}

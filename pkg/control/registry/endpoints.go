@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -61,10 +63,10 @@ func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
 				ap := path.Child(set.name).Index(j)
 				errs = append(errs, validateEndpointIP(a.IP, ap.Child("ip"))...)
 				if a.Hostname != "" {
-					errs = append(errs, invalidEach(ap.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
+					errs = append(errs, corevalidation.InvalidEach(ap.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
 				}
 				if a.NodeName != nil {
-					errs = append(errs, invalidEach(ap.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
+					errs = append(errs, corevalidation.InvalidEach(ap.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
 				}
 			}
 		}
@@ -110,11 +112,11 @@ func validatePortName(name string, required bool, path *field.Path) field.ErrorL
 		}
 		return nil
 	}
-	return invalidEach(path, name, utilvalidation.IsDNS1123Label(name))
+	return corevalidation.InvalidEach(path, name, utilvalidation.IsDNS1123Label(name))
 }
 
 func validatePort(port int32, path *field.Path) field.ErrorList {
-	return invalidEach(path, port, utilvalidation.IsValidPortNum(int(port)))
+	return corevalidation.InvalidEach(path, port, utilvalidation.IsValidPortNum(int(port)))
 }
 
 // endpointsText is the ENDPOINTS column: up to three address:port pairs, then "+ N more...".
@@ -240,7 +242,7 @@ func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {
 			errs = append(errs, validateSliceAddress(s.AddressType, a, ap.Index(j))...)
 		}
 		if e.Hostname != nil {
-			errs = append(errs, invalidEach(endpoints.Index(i).Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
+			errs = append(errs, corevalidation.InvalidEach(endpoints.Index(i).Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
 		}
 	}
 	ports := field.NewPath("ports")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -178,7 +180,7 @@ func validateEvent(e *corev1.Event, reporting string) field.ErrorList {
 		if e.ReportingController == "" {
 			errs = append(errs, field.Required(field.NewPath(reporting), ""))
 		}
-		errs = append(errs, invalidEach(field.NewPath(reporting), e.ReportingController, utilvalidation.IsQualifiedName(e.ReportingController))...)
+		errs = append(errs, corevalidation.InvalidEach(field.NewPath(reporting), e.ReportingController, utilvalidation.IsQualifiedName(e.ReportingController))...)
 		for _, f := range []struct {
 			name, value string
 			limit       int
@@ -193,7 +195,7 @@ func validateEvent(e *corev1.Event, reporting string) field.ErrorList {
 			}
 		}
 	}
-	return append(errs, invalidEach(field.NewPath("namespace"), e.Namespace, utilvalidation.IsDNS1123Subdomain(e.Namespace))...)
+	return append(errs, corevalidation.InvalidEach(field.NewPath("namespace"), e.Namespace, utilvalidation.IsDNS1123Subdomain(e.Namespace))...)
 }
 
 // validateNewEvent is what kube checks more of an event created through events.k8s.io: a

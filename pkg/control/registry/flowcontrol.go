@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3" // the annotation v1beta3 used, forbidden since
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -106,7 +108,7 @@ func validateFlowSchema(fs *flowcontrolv1.FlowSchema) field.ErrorList {
 	if pl := s.PriorityLevelConfiguration.Name; pl == "" {
 		errs = append(errs, field.Required(plPath, "must reference a priority level"))
 	} else {
-		errs = append(errs, invalidEach(plPath, pl, validation.NameIsDNSSubdomain(pl, false))...)
+		errs = append(errs, corevalidation.InvalidEach(plPath, pl, validation.NameIsDNSSubdomain(pl, false))...)
 	}
 	for i := range s.Rules {
 		errs = append(errs, validatePolicyRulesWithSubjects(&s.Rules[i], spec.Child("rules").Index(i))...)
@@ -207,12 +209,12 @@ func validateServiceAccountSubject(sa *flowcontrolv1.ServiceAccountSubject, path
 	case sa.Name == "":
 		errs = append(errs, field.Required(path.Child("name"), ""))
 	case sa.Name != flowcontrolv1.NameAll:
-		errs = append(errs, invalidEach(path.Child("name"), sa.Name, validation.ValidateServiceAccountName(sa.Name, false))...)
+		errs = append(errs, corevalidation.InvalidEach(path.Child("name"), sa.Name, validation.ValidateServiceAccountName(sa.Name, false))...)
 	}
 	if sa.Namespace == "" {
 		return append(errs, field.Required(path.Child("namespace"), "must specify namespace for service account"))
 	}
-	errs = append(errs, invalidEach(path.Child("namespace"), sa.Namespace, validation.ValidateNamespaceName(sa.Namespace, false))...)
+	errs = append(errs, corevalidation.InvalidEach(path.Child("namespace"), sa.Namespace, validation.ValidateNamespaceName(sa.Namespace, false))...)
 	return errs
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -178,7 +180,7 @@ func validateOnPodConditions(patterns []batchv1.PodFailurePolicyOnPodConditionsP
 		errs = append(errs, field.TooMany(path, n, maxOnPodConditions))
 	}
 	for i, p := range patterns {
-		errs = append(errs, invalidEach(path.Index(i).Child("type"), string(p.Type), utilvalidation.IsQualifiedName(string(p.Type)))...)
+		errs = append(errs, corevalidation.InvalidEach(path.Index(i).Child("type"), string(p.Type), utilvalidation.IsQualifiedName(string(p.Type)))...)
 		switch status := path.Index(i).Child("status"); {
 		case p.Status == "":
 			errs = append(errs, field.Required(status, fmt.Sprintf("valid values: %q", onPodConditionsStatuses)))

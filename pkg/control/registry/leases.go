@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -33,7 +35,7 @@ func validateLeaseSpec(s *coordinationv1.LeaseSpec) field.ErrorList {
 				errs = append(errs, field.NotSupported(path, *s.Strategy, strategies))
 			}
 		} else {
-			errs = append(errs, invalidEach(path, *s.Strategy, utilvalidation.IsQualifiedName(string(*s.Strategy)))...)
+			errs = append(errs, corevalidation.InvalidEach(path, *s.Strategy, utilvalidation.IsQualifiedName(string(*s.Strategy)))...)
 		}
 	}
 	if s.PreferredHolder != nil && *s.PreferredHolder != "" && (s.Strategy == nil || *s.Strategy == "") {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	networkingv1beta1 "k8s.io/api/networking/v1beta1"
@@ -130,7 +132,7 @@ func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, path *field
 		if port.EndPort != nil {
 			errs = append(errs, field.Invalid(path.Child("endPort"), *port.EndPort, "may not be specified when `port` is non-numeric"))
 		}
-		errs = append(errs, invalidEach(path.Child("port"), port.Port.StrVal, utilvalidation.IsValidPortName(port.Port.StrVal))...)
+		errs = append(errs, corevalidation.InvalidEach(path.Child("port"), port.Port.StrVal, utilvalidation.IsValidPortName(port.Port.StrVal))...)
 	}
 	return errs
 }
@@ -323,14 +325,14 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	}
 	for i, tls := range s.TLS {
 		for j, host := range tls.Hosts {
-			errs = append(errs, invalidEach(spec.Child("tls").Index(i).Child("hosts").Index(j), host, dnsNameCheck(host)(host))...)
+			errs = append(errs, corevalidation.InvalidEach(spec.Child("tls").Index(i).Child("hosts").Index(j), host, dnsNameCheck(host)(host))...)
 		}
 		if tls.SecretName != "" {
-			errs = append(errs, invalidEach(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, validation.NameIsDNSSubdomain(tls.SecretName, false))...)
+			errs = append(errs, corevalidation.InvalidEach(spec.Child("tls").Index(i).Child("secretName"), tls.SecretName, validation.NameIsDNSSubdomain(tls.SecretName, false))...)
 		}
 	}
 	if s.IngressClassName != nil {
-		errs = append(errs, invalidEach(spec.Child("ingressClassName"), *s.IngressClassName, validation.NameIsDNSSubdomain(*s.IngressClassName, false))...)
+		errs = append(errs, corevalidation.InvalidEach(spec.Child("ingressClassName"), *s.IngressClassName, validation.NameIsDNSSubdomain(*s.IngressClassName, false))...)
 	}
 	return errs
 }
@@ -348,7 +350,7 @@ func validateIngressHost(host string, path *field.Path) field.ErrorList {
 	if netutils.ParseIPSloppy(host) != nil {
 		errs = append(errs, field.Invalid(path, host, "must be a DNS name, not an IP address"))
 	}
-	return append(errs, invalidEach(path, host, dnsNameCheck(host)(host))...)
+	return append(errs, corevalidation.InvalidEach(path, host, dnsNameCheck(host)(host))...)
 }
 
 // The sequences and endings an Exact or Prefix path may not have, as kube refuses them.
@@ -399,14 +401,14 @@ func validateIngressBackend(b *networkingv1.IngressBackend, path *field.Path) fi
 			errs = append(errs, field.Required(sp.Child("name"), ""))
 		} else {
 			// A DNS label, as kube's RelaxedServiceNameValidation (on by default) has it.
-			errs = append(errs, invalidEach(sp.Child("name"), b.Service.Name, validation.NameIsDNSLabel(b.Service.Name, false))...)
+			errs = append(errs, corevalidation.InvalidEach(sp.Child("name"), b.Service.Name, validation.NameIsDNSLabel(b.Service.Name, false))...)
 		}
 		port := b.Service.Port
 		switch {
 		case port.Name != "" && port.Number != 0:
 			errs = append(errs, field.Invalid(path, "", "cannot set both port name & port number"))
 		case port.Name != "":
-			errs = append(errs, invalidEach(sp.Child("port", "name"), port.Name, utilvalidation.IsValidPortName(port.Name))...)
+			errs = append(errs, corevalidation.InvalidEach(sp.Child("port", "name"), port.Name, utilvalidation.IsValidPortName(port.Name))...)
 		case port.Number != 0:
 			errs = append(errs, validatePort(port.Number, sp.Child("port", "number"))...)
 		default:
@@ -423,13 +425,13 @@ func validateIngressBackend(b *networkingv1.IngressBackend, path *field.Path) fi
 func validateTypedReference(apiGroup *string, kind, name string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if apiGroup != nil {
-		errs = append(errs, invalidEach(path.Child("apiGroup"), *apiGroup, utilvalidation.IsDNS1123Subdomain(*apiGroup))...)
+		errs = append(errs, corevalidation.InvalidEach(path.Child("apiGroup"), *apiGroup, utilvalidation.IsDNS1123Subdomain(*apiGroup))...)
 	}
 	for _, f := range []struct{ name, value string }{{"kind", kind}, {"name", name}} {
 		if f.value == "" {
 			errs = append(errs, field.Required(path.Child(f.name), ""))
 		} else {
-			errs = append(errs, invalidEach(path.Child(f.name), f.value, content.IsPathSegmentName(f.value))...)
+			errs = append(errs, corevalidation.InvalidEach(path.Child(f.name), f.value, content.IsPathSegmentName(f.value))...)
 		}
 	}
 	return errs
@@ -495,7 +497,7 @@ func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 		if p.Namespace == nil {
 			errs = append(errs, field.Required(pp.Child("namespace"), "`parameters.scope` is set to 'Namespace'"))
 		} else {
-			errs = append(errs, invalidEach(pp.Child("namespace"), *p.Namespace, validation.ValidateNamespaceName(*p.Namespace, false))...)
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("namespace"), *p.Namespace, validation.ValidateNamespaceName(*p.Namespace, false))...)
 		}
 	case *p.Scope == networkingv1.IngressClassParametersReferenceScopeCluster:
 		if p.Namespace != nil {

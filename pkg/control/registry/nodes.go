@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	"github.com/minik8s/minik8s/internal/nodeaddr"
 	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
@@ -239,7 +241,7 @@ func validateNodeConfigSource(s *corev1.NodeConfigSource, inStatus bool, path *f
 			errs = append(errs, field.Required(p.Child(f.name), ""))
 			continue
 		}
-		errs = append(errs, invalidEach(p.Child(f.name), f.value, f.check(f.value))...)
+		errs = append(errs, corevalidation.InvalidEach(p.Child(f.name), f.value, f.check(f.value))...)
 	}
 	return errs
 }

@@ -2,9 +2,10 @@ package registry
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 
 	"github.com/minik8s/minik8s/pkg/poddefaults"
 	"github.com/minik8s/minik8s/pkg/qos"
@@ -61,7 +61,7 @@ var podRules = Rules{
 		if p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) != 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "nodeName"), "cannot be set until all schedulingGates have been cleared"))
 		}
-		return append(errs, validateProfileAnnotations(p.Annotations, &p.Spec, field.NewPath("spec"))...)
+		return append(errs, corevalidation.ValidateProfileAnnotations(p.Annotations, &p.Spec, field.NewPath("spec"))...)
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return validatePodUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
@@ -108,68 +108,21 @@ func validatePod(p *corev1.Pod) field.ErrorList {
 	errs := validation.ValidateObjectMeta(&p.ObjectMeta, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	spec := field.NewPath("spec")
 	names := sets.New[string]()
-	errs = append(errs, validatePodSpec(&p.Spec, p.Name, spec, names)...)
-	errs = append(errs, validateEphemeralContainers(&p.Spec, spec.Child("ephemeralContainers"), names)...)
+	errs = append(errs, corevalidation.ValidatePodSpec(&p.Spec, p.Name, spec, names)...)
+	errs = append(errs, corevalidation.ValidateEphemeralContainers(&p.Spec, spec.Child("ephemeralContainers"), names)...)
 	// kube refuses a padded image in a pod, not in a template (a template's " " may stand for
 	// an image a controller fills in).
 	for i := range p.Spec.Containers {
-		errs = append(errs, imageWithoutPadding(&p.Spec.Containers[i], spec.Child("containers").Index(i))...)
+		errs = append(errs, corevalidation.ImageWithoutPadding(&p.Spec.Containers[i], spec.Child("containers").Index(i))...)
 	}
 	for i := range p.Spec.InitContainers {
-		errs = append(errs, imageWithoutPadding(&p.Spec.InitContainers[i], spec.Child("initContainers").Index(i))...)
+		errs = append(errs, corevalidation.ImageWithoutPadding(&p.Spec.InitContainers[i], spec.Child("initContainers").Index(i))...)
 	}
 	switch p.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p.Spec.RestartPolicy,
 			[]corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
-	}
-	return errs
-}
-
-// validatePodSpec is kube's ValidatePodSpec, what a pod and a pod template share: the
-// containers (whose names go into names) and the pod-level fields. The restart policy
-// is the caller's: a workload allows fewer. podName is the pod's, "" for a template.
-func validatePodSpec(spec *corev1.PodSpec, podName string, path *field.Path, names sets.Set[string]) field.ErrorList {
-	errs := validateVolumes(spec.Volumes, podName, path.Child("volumes"))
-	errs = append(errs, validatePodSpecContainers(spec, path, names)...)
-	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
-	}
-	errs = append(errs, validatePodDNS(spec, path)...)
-	if sc := spec.SecurityContext; sc != nil {
-		errs = append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, path.Child("securityContext", "sysctls"))...)
-	}
-	return append(errs, validatePodSpecFields(spec, path)...)
-}
-
-// sysctlName is kube's sysctl name, dotted or slashed, of at most sysctlMaxLength.
-var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
-
-const sysctlMaxLength = 253
-
-// validateSysctls is kube's: names well formed and once each, none of a namespace the
-// pod shares with the node. Whether the node allows one is its kubelet's to say.
-func validateSysctls(sysctls []corev1.Sysctl, hostNet, hostIPC bool, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	names := sets.New[string]()
-	for i, s := range sysctls {
-		p := path.Index(i).Child("name")
-		switch {
-		case s.Name == "":
-			errs = append(errs, field.Required(p, ""))
-		case len(s.Name) > sysctlMaxLength || !sysctlName.MatchString(s.Name):
-			errs = append(errs, field.Invalid(p, s.Name, fmt.Sprintf("must have at most %d characters and match regex %s", sysctlMaxLength, sysctlName)))
-		case names.Has(s.Name):
-			errs = append(errs, field.Duplicate(p, s.Name))
-		}
-		switch ns, _, _ := utilsysctl.GetNamespace(s.Name); {
-		case hostNet && ns == utilsysctl.NetNamespace:
-			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
-		case hostIPC && ns == utilsysctl.IPCNamespace:
-			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostIPC' is true"))
-		}
-		names.Insert(s.Name)
 	}
 	return errs
 }

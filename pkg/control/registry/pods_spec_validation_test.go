@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,7 +169,7 @@ func TestPodSpecValidation(t *testing.T) {
 
 	// A volume of no source at all is defaulted to an emptyDir first, so only a direct
 	// call meets kube's "must specify a volume type".
-	if got := errorStrings(validateVolumes([]corev1.Volume{{Name: "v"}}, "", field.NewPath("spec", "volumes"))); !slices.Equal(got,
+	if got := errorStrings(corevalidation.ValidateVolumes([]corev1.Volume{{Name: "v"}}, "", field.NewPath("spec", "volumes"))); !slices.Equal(got,
 		[]string{"spec.volumes[0]: Required value: must specify a volume type"}) {
 		t.Errorf("a volume of no source: %q", got)
 	}

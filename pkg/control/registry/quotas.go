@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -94,7 +96,7 @@ func validateQuotaList(list corev1.ResourceList, path *field.Path) field.ErrorLi
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(list)) {
 		p, q := path.Key(string(name)), list[name]
-		if nameErrs := validateResourceName(name, p); len(nameErrs) > 0 {
+		if nameErrs := corevalidation.ValidateResourceName(name, p); len(nameErrs) > 0 {
 			errs = append(errs, nameErrs...)
 		} else if !strings.Contains(string(name), "/") && !resourcename.IsStandardQuota(name) {
 			errs = append(errs, field.Invalid(p, name, "must be a standard resource for quota"))
@@ -274,7 +276,7 @@ func validateLimitRange(lr *corev1.LimitRange) field.ErrorList {
 				names.Insert(name)
 			}
 		}
-		if item.Type == corev1.LimitTypePersistentVolumeClaim && !hasKey(item.Min, corev1.ResourceStorage) && !hasKey(item.Max, corev1.ResourceStorage) {
+		if item.Type == corev1.LimitTypePersistentVolumeClaim && !corevalidation.HasKey(item.Min, corev1.ResourceStorage) && !corevalidation.HasKey(item.Max, corev1.ResourceStorage) {
 			errs = append(errs, field.Required(path.Child("limits"), "either minimum or maximum storage value is required, but neither was provided"))
 		}
 		for _, name := range sets.List(names) {
@@ -334,7 +336,7 @@ func validateLimitRangeBounds(lists map[string]corev1.ResourceList, name corev1.
 // validateLimitType is kube's validateLimitRangeTypeName: a known type or a qualified one.
 func validateLimitType(t corev1.LimitType, path *field.Path) field.ErrorList {
 	if msgs := utilvalidation.IsQualifiedName(string(t)); len(msgs) > 0 {
-		return invalidEach(path, t, msgs)
+		return corevalidation.InvalidEach(path, t, msgs)
 	}
 	switch t {
 	case corev1.LimitTypePod, corev1.LimitTypeContainer, corev1.LimitTypePersistentVolumeClaim:
@@ -350,23 +352,7 @@ func validateLimitType(t corev1.LimitType, path *field.Path) field.ErrorList {
 // container can request; other types any standard or qualified resource.
 func validateLimitRangeResourceName(t corev1.LimitType, name corev1.ResourceName, path *field.Path) field.ErrorList {
 	if t == corev1.LimitTypePod || t == corev1.LimitTypeContainer {
-		return validateContainerResourceName(name, path)
+		return corevalidation.ValidateContainerResourceName(name, path)
 	}
-	return validateResourceName(name, path)
-}
-
-// validateResourceName is kube's: a qualified name, a known one when it has no domain.
-func validateResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
-	if msgs := utilvalidation.IsQualifiedName(string(name)); len(msgs) > 0 {
-		return invalidEach(path, name, msgs)
-	}
-	if !strings.Contains(string(name), "/") && !resourcename.IsStandard(name) {
-		return field.ErrorList{field.Invalid(path, name, "must be a standard resource type or fully qualified")}
-	}
-	return nil
-}
-
-func hasKey(list corev1.ResourceList, name corev1.ResourceName) bool {
-	_, ok := list[name]
-	return ok
+	return corevalidation.ValidateResourceName(name, path)
 }

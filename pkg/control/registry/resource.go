@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	"github.com/minik8s/minik8s/internal/resourcename"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -188,7 +190,7 @@ func validateDeviceClaim(claim *resourcev1.DeviceClaim, path *field.Path) field.
 }
 
 func validateDeviceRequest(r resourcev1.DeviceRequest, path *field.Path) field.ErrorList {
-	errs := dnsLabel(r.Name, path.Child("name"))
+	errs := corevalidation.DNSLabel(r.Name, path.Child("name"))
 	switch {
 	case r.Exactly == nil && len(r.FirstAvailable) == 0:
 		errs = append(errs, field.Required(path, "exactly one of `exactly` or `firstAvailable` is required"))
@@ -207,7 +209,7 @@ func validateDeviceRequest(r resourcev1.DeviceRequest, path *field.Path) field.E
 				errs = append(errs, field.Duplicate(p, s.Name))
 			}
 			subs[s.Name] = true
-			errs = append(errs, dnsLabel(s.Name, p.Child("name"))...)
+			errs = append(errs, corevalidation.DNSLabel(s.Name, p.Child("name"))...)
 			errs = append(errs, validateDeviceClassName(s.DeviceClassName, p.Child("deviceClassName"))...)
 			errs = append(errs, validateDeviceSelectors(s.Selectors, p.Child("selectors"))...)
 			errs = append(errs, validateAllocationMode(s.AllocationMode, s.Count, p)...)
@@ -220,7 +222,7 @@ func validateDeviceClassName(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
-	return invalidEach(path, name, utilvalidation.IsDNS1123Subdomain(name))
+	return corevalidation.InvalidEach(path, name, utilvalidation.IsDNS1123Subdomain(name))
 }
 
 func validateAllocationMode(mode resourcev1.DeviceAllocationMode, count int64, path *field.Path) field.ErrorList {
@@ -273,29 +275,12 @@ func validateDeviceConfigs(n int, config func(i int) resourcev1.DeviceConfigurat
 			errs = append(errs, field.Required(p.Child("opaque"), ""))
 			continue
 		}
-		errs = append(errs, validateDriverName(c.Opaque.Driver, p.Child("opaque", "driver"))...)
+		errs = append(errs, corevalidation.ValidateDriverName(c.Opaque.Driver, p.Child("opaque", "driver"))...)
 		if len(c.Opaque.Parameters.Raw) == 0 {
 			errs = append(errs, field.Required(p.Child("opaque", "parameters"), ""))
 		}
 	}
 	return errs
-}
-
-// validateDriverName is kube's (that of a CSI driver): a DNS subdomain of at most 63 characters.
-func validateDriverName(name string, path *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(path, "")}
-	}
-	var errs field.ErrorList
-	if len(name) > 63 {
-		errs = append(errs, field.TooLong(path, "", 63))
-	}
-	errs = append(errs, invalidEach(path, name, utilvalidation.IsDNS1123Subdomain(strings.ToLower(name)))...)
-	return errs
-}
-
-func dnsLabel(name string, path *field.Path) field.ErrorList {
-	return invalidEach(path, name, utilvalidation.IsDNS1123Label(name))
 }
 
 var resourceSliceRules = Rules{
@@ -339,7 +324,7 @@ var resourceSliceRules = Rules{
 
 func validateResourceSliceSpec(spec *resourcev1.ResourceSliceSpec) field.ErrorList {
 	path := field.NewPath("spec")
-	errs := validateDriverName(spec.Driver, path.Child("driver"))
+	errs := corevalidation.ValidateDriverName(spec.Driver, path.Child("driver"))
 	pool := path.Child("pool")
 	if spec.Pool.Name == "" {
 		errs = append(errs, field.Required(pool.Child("name"), ""))
@@ -348,7 +333,7 @@ func validateResourceSliceSpec(spec *resourcev1.ResourceSliceSpec) field.ErrorLi
 			errs = append(errs, field.TooLong(pool.Child("name"), "", resourcev1.PoolNameMaxLength))
 		}
 		for _, part := range strings.Split(spec.Pool.Name, "/") {
-			errs = append(errs, invalidEach(pool.Child("name"), part, utilvalidation.IsDNS1123Subdomain(part))...)
+			errs = append(errs, corevalidation.InvalidEach(pool.Child("name"), part, utilvalidation.IsDNS1123Subdomain(part))...)
 		}
 	}
 	if spec.Pool.ResourceSliceCount <= 0 {
@@ -364,7 +349,7 @@ func validateResourceSliceSpec(spec *resourcev1.ResourceSliceSpec) field.ErrorLi
 			errs = append(errs, field.Invalid(path.Child("nodeName"), "", "must be either unset or set to a non-empty string"))
 		} else {
 			set = append(set, "`nodeName`")
-			errs = append(errs, invalidEach(path.Child("nodeName"), *spec.NodeName, validation.NameIsDNSSubdomain(*spec.NodeName, false))...)
+			errs = append(errs, corevalidation.InvalidEach(path.Child("nodeName"), *spec.NodeName, validation.NameIsDNSSubdomain(*spec.NodeName, false))...)
 		}
 	}
 	if spec.NodeSelector != nil {
@@ -403,7 +388,7 @@ func validateResourceSliceSpec(spec *resourcev1.ResourceSliceSpec) field.ErrorLi
 			errs = append(errs, field.Duplicate(p, d.Name))
 		}
 		devices[d.Name] = true
-		errs = append(errs, dnsLabel(d.Name, p.Child("name"))...)
+		errs = append(errs, corevalidation.DNSLabel(d.Name, p.Child("name"))...)
 	}
 	return errs
 }

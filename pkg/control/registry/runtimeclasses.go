@@ -3,6 +3,8 @@ package registry
 import (
 	"fmt"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	nodev1 "k8s.io/api/node/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -38,7 +40,7 @@ var runtimeClassRules = Rules{
 
 func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
 	errs := validateMeta(rc, false, validation.NameIsDNSSubdomain)
-	errs = append(errs, invalidEach(field.NewPath("handler"), rc.Handler, utilvalidation.IsDNS1123Label(rc.Handler))...)
+	errs = append(errs, corevalidation.InvalidEach(field.NewPath("handler"), rc.Handler, utilvalidation.IsDNS1123Label(rc.Handler))...)
 	if rc.Overhead != nil {
 		errs = append(errs, validateResourceList(rc.Overhead.PodFixed, field.NewPath("overhead", "podFixed"))...)
 	}
@@ -90,7 +92,7 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 		case seen[d.Name]:
 			errs = append(errs, field.Duplicate(path.Child("name"), d.Name))
 		default:
-			errs = append(errs, invalidEach(path.Child("name"), d.Name, utilvalidation.IsDNS1123Subdomain(d.Name))...)
+			errs = append(errs, corevalidation.InvalidEach(path.Child("name"), d.Name, utilvalidation.IsDNS1123Subdomain(d.Name))...)
 		}
 		seen[d.Name] = true
 		if d.NodeID == "" {
@@ -99,7 +101,7 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("nodeID"), d.NodeID, fmt.Sprintf("must be %d characters or less", csiNodeIDMaxLength)))
 		}
 		for j, key := range d.TopologyKeys {
-			errs = append(errs, invalidEach(path.Child("topologyKeys").Index(j), key, utilvalidation.IsQualifiedName(key))...)
+			errs = append(errs, corevalidation.InvalidEach(path.Child("topologyKeys").Index(j), key, utilvalidation.IsQualifiedName(key))...)
 		}
 		if d.Allocatable != nil && d.Allocatable.Count != nil {
 			errs = append(errs, nonNegative(d.Allocatable.Count, path.Child("allocatable", "count"))...)

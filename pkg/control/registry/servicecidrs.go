@@ -3,6 +3,8 @@ package registry
 import (
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -134,7 +136,7 @@ func validateIPAddress(ip *networkingv1.IPAddress) field.ErrorList {
 		return append(errs, field.Required(path, ""))
 	}
 	if ref.Group != "" { // the core group, Services', is ""
-		errs = append(errs, invalidEach(path.Child("group"), ref.Group, utilvalidation.IsDNS1123Subdomain(ref.Group))...)
+		errs = append(errs, corevalidation.InvalidEach(path.Child("group"), ref.Group, utilvalidation.IsDNS1123Subdomain(ref.Group))...)
 	}
 	pathSegment := func(value, name string, required bool) {
 		if value == "" {
@@ -143,7 +145,7 @@ func validateIPAddress(ip *networkingv1.IPAddress) field.ErrorList {
 			}
 			return
 		}
-		errs = append(errs, invalidEach(path.Child(name), value, content.IsPathSegmentName(value))...)
+		errs = append(errs, corevalidation.InvalidEach(path.Child(name), value, content.IsPathSegmentName(value))...)
 	}
 	pathSegment(ref.Resource, "resource", true)
 	pathSegment(ref.Name, "name", true)

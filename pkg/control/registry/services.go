@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -293,7 +295,7 @@ func validateExternalName(svc *corev1.Service, spec *field.Path) field.ErrorList
 	if s.ExternalName == "" {
 		return append(errs, field.Required(spec.Child("externalName"), ""))
 	}
-	errs = append(errs, invalidEach(spec.Child("externalName"), s.ExternalName, utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")))...)
+	errs = append(errs, corevalidation.InvalidEach(spec.Child("externalName"), s.ExternalName, utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")))...)
 	return errs
 }
 
@@ -314,13 +316,13 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		case p.Name == "" && len(svc.Spec.Ports) > 1:
 			errs = append(errs, field.Required(pp.Child("name"), ""))
 		case p.Name != "":
-			errs = append(errs, invalidEach(pp.Child("name"), p.Name, utilvalidation.IsDNS1123Label(p.Name))...)
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("name"), p.Name, utilvalidation.IsDNS1123Label(p.Name))...)
 			if names.Has(p.Name) {
 				errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
 			}
 			names.Insert(p.Name)
 		}
-		errs = append(errs, invalidEach(pp.Child("port"), p.Port, utilvalidation.IsValidPortNum(int(p.Port)))...)
+		errs = append(errs, corevalidation.InvalidEach(pp.Child("port"), p.Port, utilvalidation.IsValidPortNum(int(p.Port)))...)
 		if !slices.Contains(serviceProtocols, p.Protocol) {
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, serviceProtocols))
 		}
@@ -330,9 +332,9 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 			seenPorts.Insert(key)
 		}
 		if p.TargetPort.Type == intstr.String {
-			errs = append(errs, invalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
 		} else {
-			errs = append(errs, invalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortNum(p.TargetPort.IntValue()))...)
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortNum(p.TargetPort.IntValue()))...)
 		}
 		if p.NodePort == 0 {
 			continue
@@ -341,7 +343,7 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 		case corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName:
 			errs = append(errs, field.Forbidden(pp.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", svc.Spec.Type)))
 		}
-		errs = append(errs, invalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
+		errs = append(errs, corevalidation.InvalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
 		key := portKey{p.NodePort, p.Protocol}
 		if seenNodePorts.Has(key) {
 			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))

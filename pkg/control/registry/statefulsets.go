@@ -3,6 +3,8 @@ package registry
 import (
 	"fmt"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -100,10 +102,10 @@ func validateStatefulSetSpec(spec *appsv1.StatefulSetSpec, create, podSpec bool)
 	path := field.NewPath("spec")
 	if create {
 		if spec.ServiceName != "" {
-			errs = append(errs, invalidEach(path.Child("serviceName"), spec.ServiceName, utilvalidation.IsDNS1123Label(spec.ServiceName))...)
+			errs = append(errs, corevalidation.InvalidEach(path.Child("serviceName"), spec.ServiceName, utilvalidation.IsDNS1123Label(spec.ServiceName))...)
 		}
 		for i := range spec.VolumeClaimTemplates {
-			errs = append(errs, validateClaimSpec(&spec.VolumeClaimTemplates[i].Spec, path.Child("volumeClaimTemplates").Index(i).Child("spec"))...)
+			errs = append(errs, corevalidation.ValidateClaimSpec(&spec.VolumeClaimTemplates[i].Spec, path.Child("volumeClaimTemplates").Index(i).Child("spec"))...)
 		}
 	}
 	switch spec.PodManagementPolicy {

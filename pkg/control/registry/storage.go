@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -117,7 +119,7 @@ func validateProvisioner(name string, path *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	lower := strings.ToLower(name) // kube checks, and names, the lowercase form
-	errs = append(errs, invalidEach(path, lower, utilvalidation.IsQualifiedName(lower))...)
+	errs = append(errs, corevalidation.InvalidEach(path, lower, utilvalidation.IsQualifiedName(lower))...)
 	return errs
 }
 

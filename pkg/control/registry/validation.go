@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	"k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -12,16 +14,6 @@ import (
 )
 
 // Checks and defaults many kinds share.
-
-// invalidEach is an Invalid error at path for each message a validator such as
-// utilvalidation.IsDNS1123Label gave about value.
-func invalidEach(path *field.Path, value any, msgs []string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range msgs {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
-}
 
 // validateMeta checks an object's metadata with the kind's rule for names.
 func validateMeta(obj runtime.Object, namespaced bool, name validation.ValidateNameFunc) field.ErrorList {
@@ -37,7 +29,7 @@ func validateIntOrPercent(v *intstr.IntOrString, path *field.Path, capped bool) 
 	var errs field.ErrorList
 	switch v.Type {
 	case intstr.String:
-		errs = append(errs, invalidEach(path, v, utilvalidation.IsValidPercent(v.StrVal))...)
+		errs = append(errs, corevalidation.InvalidEach(path, v, utilvalidation.IsValidPercent(v.StrVal))...)
 		if n, ok := percent(v); ok && capped && n > 100 {
 			errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -42,8 +44,6 @@ var nodeLabelsGoneGA = func() conversion.Equalities {
 	}
 	return eq
 }()
-
-var accessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
 
 var persistentVolumeRules = Rules{
 	Default: func(obj runtime.Object) {
@@ -122,7 +122,7 @@ var persistentVolumeRules = Rules{
 func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	errs := validateMeta(pv, false, validation.NameIsDNSSubdomain)
 	spec, s := field.NewPath("spec"), &pv.Spec
-	errs = append(errs, validateAccessModes(s.AccessModes, spec.Child("accessModes"))...)
+	errs = append(errs, corevalidation.ValidateAccessModes(s.AccessModes, spec.Child("accessModes"))...)
 	if len(s.Capacity) == 0 {
 		errs = append(errs, field.Required(spec.Child("capacity"), ""))
 	}
@@ -144,9 +144,9 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	if !slices.Contains(policies, s.PersistentVolumeReclaimPolicy) {
 		errs = append(errs, field.NotSupported(spec.Child("persistentVolumeReclaimPolicy"), s.PersistentVolumeReclaimPolicy, policies))
 	}
-	errs = append(errs, validateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
+	errs = append(errs, corevalidation.ValidateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
 	if s.StorageClassName != "" {
-		errs = append(errs, validateClassName(s.StorageClassName, spec.Child("storageClassName"))...)
+		errs = append(errs, corevalidation.ValidateClassName(s.StorageClassName, spec.Child("storageClassName"))...)
 	}
 	return errs
 }
@@ -175,11 +175,11 @@ var persistentVolumeClaimRules = Rules{
 	},
 	Validate: func(obj runtime.Object) field.ErrorList {
 		pvc := obj.(*corev1.PersistentVolumeClaim)
-		return append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), validateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
+		return append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), corevalidation.ValidateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		pvc, o := obj.(*corev1.PersistentVolumeClaim), old.(*corev1.PersistentVolumeClaim)
-		errs := append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), validateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
+		errs := append(validateMeta(pvc, true, validation.NameIsDNSSubdomain), corevalidation.ValidateClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
 		return append(errs, validateClaimSpecUpdate(pvc, o)...)
 	},
 	Table: &TableDef{
@@ -296,37 +296,6 @@ func internalClaimSpec(s *corev1.PersistentVolumeClaimSpec) any {
 // defaultClaimSpec defaults a claim, also one in a StatefulSet's volumeClaimTemplates.
 func defaultClaimSpec(s *corev1.PersistentVolumeClaimSpec) { defaultVolumeMode(&s.VolumeMode) }
 
-func validateClaimSpec(s *corev1.PersistentVolumeClaimSpec, spec *field.Path) field.ErrorList {
-	errs := validateAccessModes(s.AccessModes, spec.Child("accessModes"))
-	storage := spec.Child("resources").Key(string(corev1.ResourceStorage)) // kube's path for the request
-	if q, ok := s.Resources.Requests[corev1.ResourceStorage]; !ok {
-		errs = append(errs, field.Required(storage, ""))
-	} else if q.Sign() <= 0 {
-		errs = append(errs, field.Invalid(storage, q.String(), "must be greater than zero"))
-	}
-	errs = append(errs, validateVolumeMode(s.VolumeMode, spec.Child("volumeMode"))...)
-	if c := s.StorageClassName; c != nil && *c != "" {
-		errs = append(errs, validateClassName(*c, spec.Child("storageClassName"))...)
-	}
-	return errs
-}
-
-func validateAccessModes(modes []corev1.PersistentVolumeAccessMode, path *field.Path) field.ErrorList {
-	if len(modes) == 0 {
-		return field.ErrorList{field.Required(path, "")}
-	}
-	var errs field.ErrorList
-	for _, m := range modes {
-		if !slices.Contains(accessModes, m) {
-			errs = append(errs, field.NotSupported(path, m, accessModes))
-		}
-	}
-	if slices.Contains(modes, corev1.ReadWriteOncePod) && len(modes) > 1 {
-		errs = append(errs, field.Forbidden(path, "may not use ReadWriteOncePod with other access modes"))
-	}
-	return errs
-}
-
 func defaultVolumeMode(m **corev1.PersistentVolumeMode) {
 	if *m == nil {
 		fs := corev1.PersistentVolumeFilesystem
@@ -334,23 +303,11 @@ func defaultVolumeMode(m **corev1.PersistentVolumeMode) {
 	}
 }
 
-func validateVolumeMode(m *corev1.PersistentVolumeMode, path *field.Path) field.ErrorList {
-	modes := []corev1.PersistentVolumeMode{corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem}
-	if m != nil && !slices.Contains(modes, *m) {
-		return field.ErrorList{field.NotSupported(path, *m, modes)}
-	}
-	return nil
-}
-
-func validateClassName(name string, path *field.Path) field.ErrorList {
-	return invalidEach(path, name, validation.NameIsDNSSubdomain(name, false))
-}
-
 // accessModesText is the ACCESS MODES column: "RWO,ROX,RWX,RWOP" in this order.
 func accessModesText(modes []corev1.PersistentVolumeAccessMode) string {
 	short := map[corev1.PersistentVolumeAccessMode]string{corev1.ReadWriteOnce: "RWO", corev1.ReadOnlyMany: "ROX", corev1.ReadWriteMany: "RWX", corev1.ReadWriteOncePod: "RWOP"}
 	var out []string
-	for _, m := range accessModes {
+	for _, m := range corevalidation.AccessModes {
 		if slices.Contains(modes, m) {
 			out = append(out, short[m])
 		}

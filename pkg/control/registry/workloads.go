@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
 	"github.com/minik8s/minik8s/pkg/poddefaults"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -31,7 +33,7 @@ func defaultPodTemplate(t *corev1.PodTemplateSpec) {
 func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, restartPolicies ...corev1.RestartPolicy) field.ErrorList {
 	errs := validateTemplateMetadata(t, path)
 	spec := path.Child("spec")
-	errs = append(errs, validatePodSpec(&t.Spec, "", spec, sets.New[string]())...)
+	errs = append(errs, corevalidation.ValidatePodSpec(&t.Spec, "", spec, sets.New[string]())...)
 	if len(t.Spec.EphemeralContainers) > 0 {
 		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "ephemeral containers not allowed in pod template"))
 	}

@@ -1,4 +1,4 @@
-package registry
+package corevalidation
 
 import (
 	"fmt"
@@ -35,10 +35,10 @@ func validatePodDNS(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validatePodDNSConfig(spec.DNSConfig, spec.DNSPolicy, path.Child("dnsConfig"))...)
 	if spec.Hostname != "" {
-		errs = append(errs, invalidEach(path.Child("hostname"), spec.Hostname, utilvalidation.IsDNS1123Label(spec.Hostname))...)
+		errs = append(errs, InvalidEach(path.Child("hostname"), spec.Hostname, utilvalidation.IsDNS1123Label(spec.Hostname))...)
 	}
 	if spec.Subdomain != "" {
-		errs = append(errs, invalidEach(path.Child("subdomain"), spec.Subdomain, utilvalidation.IsDNS1123Label(spec.Subdomain))...)
+		errs = append(errs, InvalidEach(path.Child("subdomain"), spec.Subdomain, utilvalidation.IsDNS1123Label(spec.Subdomain))...)
 	}
 	return errs
 }
@@ -73,7 +73,7 @@ func validatePodDNSConfig(c *corev1.PodDNSConfig, policy corev1.DNSPolicy, path 
 			continue
 		}
 		search = strings.TrimSuffix(search, ".")
-		errs = append(errs, invalidEach(path.Child("searches").Index(i), search, utilvalidation.IsDNS1123SubdomainWithUnderscore(search))...)
+		errs = append(errs, InvalidEach(path.Child("searches").Index(i), search, utilvalidation.IsDNS1123SubdomainWithUnderscore(search))...)
 	}
 	for i, o := range c.Options {
 		if o.Name == "" {

@@ -1,4 +1,4 @@
-package registry
+package corevalidation
 
 import (
 	"fmt"
@@ -89,7 +89,7 @@ func validateNodeSelectorTerm(term corev1.NodeSelectorTerm, anyLabelValue bool, 
 			continue
 		}
 		for j, v := range req.Values {
-			errs = append(errs, invalidEach(p.Child("values").Index(j), v, validation.NameIsDNSSubdomain(v, false))...)
+			errs = append(errs, InvalidEach(p.Child("values").Index(j), v, validation.NameIsDNSSubdomain(v, false))...)
 		}
 	}
 	return errs
@@ -117,7 +117,7 @@ func validateNodeSelectorRequirement(req corev1.NodeSelectorRequirement, anyLabe
 	errs = append(errs, metav1validation.ValidateLabelName(req.Key, path.Child("key"))...)
 	if !anyLabelValue {
 		for i, v := range req.Values {
-			errs = append(errs, invalidEach(path.Child("values").Index(i), v, utilvalidation.IsValidLabelValue(v))...)
+			errs = append(errs, InvalidEach(path.Child("values").Index(i), v, utilvalidation.IsValidLabelValue(v))...)
 		}
 	}
 	return errs
@@ -148,7 +148,7 @@ func validatePodAffinityTerm(term corev1.PodAffinityTerm, path *field.Path) fiel
 	errs = append(errs, metav1validation.ValidateLabelSelector(term.NamespaceSelector, opts, path.Child("namespaceSelector"))...)
 	for _, ns := range term.Namespaces {
 		// kube names the field in the singular.
-		errs = append(errs, invalidEach(path.Child("namespace"), ns, validation.ValidateNamespaceName(ns, false))...)
+		errs = append(errs, InvalidEach(path.Child("namespace"), ns, validation.ValidateNamespaceName(ns, false))...)
 	}
 	errs = append(errs, validateMatchLabelKeys(path, term.MatchLabelKeys, term.MismatchLabelKeys, term.LabelSelector)...)
 	if term.TopologyKey == "" {

@@ -1,4 +1,4 @@
-package registry
+package corevalidation
 
 import (
 	"slices"
@@ -195,10 +195,10 @@ func (a profileAnnotation) mismatch(value, profileType string, localhost *string
 	return nil
 }
 
-// validateProfileAnnotations are kube's create-time checks validateSeccompAnnotationsAndFields
+// ValidateProfileAnnotations are kube's create-time checks validateSeccompAnnotationsAndFields
 // and validateAppArmorAnnotationsAndFieldsMatchOnCreate: where a deprecated annotation and
 // a field both give a profile, they agree.
-func validateProfileAnnotations(annotations map[string]string, spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+func ValidateProfileAnnotations(annotations map[string]string, spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	sc := spec.SecurityContext
 	if sc == nil {

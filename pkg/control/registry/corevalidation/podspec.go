@@ -1,4 +1,9 @@
-package registry
+// Package corevalidation is kube's pkg/apis/core/validation for what several kinds
+// share: a pod's spec (containers, volumes, scheduling constraints, OS fields, DNS,
+// sysctls), which a pod and every workload's template carry, a claim's spec, which a
+// claim, a StatefulSet's claim templates and an ephemeral volume carry, and the names of
+// resources and drivers. The registry applies it under each kind's own field paths.
+package corevalidation
 
 import (
 	"fmt"
@@ -18,14 +23,30 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
+// ValidatePodSpec is kube's ValidatePodSpec, what a pod and a pod template share: the
+// containers (whose names go into names) and the pod-level fields. The restart policy
+// is the caller's: a workload allows fewer. podName is the pod's, "" for a template.
+func ValidatePodSpec(spec *corev1.PodSpec, podName string, path *field.Path, names sets.Set[string]) field.ErrorList {
+	errs := ValidateVolumes(spec.Volumes, podName, path.Child("volumes"))
+	errs = append(errs, validatePodSpecContainers(spec, path, names)...)
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
+	}
+	errs = append(errs, validatePodDNS(spec, path)...)
+	if sc := spec.SecurityContext; sc != nil {
+		errs = append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, path.Child("securityContext", "sysctls"))...)
+	}
+	return append(errs, validatePodSpecFields(spec, path)...)
+}
+
 // The pod-level checks of kube's ValidatePodSpec (pkg/apis/core/validation/validation.go)
 // other than the containers' and the DNS ones, in kube's field paths and words.
 
 const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both inclusive"
 
-// validateVolumes is kube's ValidateVolumes: each volume named by a DNS label, once, and
+// ValidateVolumes is kube's ValidateVolumes: each volume named by a DNS label, once, and
 // of exactly one valid source. podName is the pod's, "" for a template.
-func validateVolumes(volumes []corev1.Volume, podName string, path *field.Path) field.ErrorList {
+func ValidateVolumes(volumes []corev1.Volume, podName string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := sets.New[string]()
 	for i, v := range volumes {
@@ -42,7 +63,7 @@ func validateVolumes(volumes []corev1.Volume, podName string, path *field.Path) 
 		if v.Name == "" {
 			errs = append(errs, field.Required(namePath, ""))
 		} else {
-			errs = append(errs, dnsLabel(v.Name, namePath)...)
+			errs = append(errs, DNSLabel(v.Name, namePath)...)
 		}
 		if names.Has(v.Name) {
 			errs = append(errs, field.Duplicate(namePath, v.Name))
@@ -139,12 +160,12 @@ func validateVolumeSource(s *corev1.VolumeSource, path *field.Path) field.ErrorL
 		errs = append(errs, validateProjectedSource(s.Projected, path.Child("projected"))...)
 	case "csi":
 		p := path.Child("csi")
-		errs = append(errs, validateDriverName(s.CSI.Driver, p.Child("driver"))...)
+		errs = append(errs, ValidateDriverName(s.CSI.Driver, p.Child("driver"))...)
 		if ref := s.CSI.NodePublishSecretRef; ref != nil {
 			if ref.Name == "" {
 				errs = append(errs, field.Required(p.Child("nodePublishSecretRef", "name"), ""))
 			} else {
-				errs = append(errs, invalidEach(p.Child("name"), ref.Name, utilvalidation.IsDNS1123Subdomain(ref.Name))...)
+				errs = append(errs, InvalidEach(p.Child("name"), ref.Name, utilvalidation.IsDNS1123Subdomain(ref.Name))...)
 			}
 		}
 	case "ephemeral":
@@ -152,7 +173,7 @@ func validateVolumeSource(s *corev1.VolumeSource, path *field.Path) field.ErrorL
 		if t := s.Ephemeral.VolumeClaimTemplate; t == nil {
 			errs = append(errs, field.Required(p, ""))
 		} else {
-			errs = append(errs, validateClaimSpec(&t.Spec, p.Child("spec"))...)
+			errs = append(errs, ValidateClaimSpec(&t.Spec, p.Child("spec"))...)
 		}
 	case "image":
 		if pp := s.Image.PullPolicy; pp != "" && pp != corev1.PullAlways && pp != corev1.PullIfNotPresent && pp != corev1.PullNever {
@@ -387,10 +408,10 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 	errs = append(errs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
 	errs = append(errs, validateHostUsers(spec, path)...)
 	if n := spec.ServiceAccountName; n != "" {
-		errs = append(errs, invalidEach(path.Child("serviceAccountName"), n, validation.ValidateServiceAccountName(n, false))...)
+		errs = append(errs, InvalidEach(path.Child("serviceAccountName"), n, validation.ValidateServiceAccountName(n, false))...)
 	}
 	if n := spec.NodeName; n != "" {
-		errs = append(errs, invalidEach(path.Child("nodeName"), n, validation.NameIsDNSSubdomain(n, false))...)
+		errs = append(errs, InvalidEach(path.Child("nodeName"), n, validation.NameIsDNSSubdomain(n, false))...)
 	}
 	if d := spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, utilvalidation.InclusiveRangeError(1, math.MaxInt32)))
@@ -400,14 +421,14 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 		p := path.Child("hostAliases").Index(i)
 		errs = append(errs, utilvalidation.IsValidIPForLegacyField(p.Child("ip"), a.IP, true, nil)...)
 		for j, h := range a.Hostnames {
-			errs = append(errs, invalidEach(p.Child("hostnames").Index(j), h, utilvalidation.IsDNS1123Subdomain(h))...)
+			errs = append(errs, InvalidEach(p.Child("hostnames").Index(j), h, utilvalidation.IsDNS1123Subdomain(h))...)
 		}
 	}
 	if n := spec.PriorityClassName; n != "" {
-		errs = append(errs, invalidEach(path.Child("priorityClassName"), n, validation.NameIsDNSSubdomain(n, false))...)
+		errs = append(errs, InvalidEach(path.Child("priorityClassName"), n, validation.NameIsDNSSubdomain(n, false))...)
 	}
 	if n := spec.RuntimeClassName; n != nil {
-		errs = append(errs, invalidEach(path.Child("runtimeClassName"), *n, validation.NameIsDNSSubdomain(*n, false))...)
+		errs = append(errs, InvalidEach(path.Child("runtimeClassName"), *n, validation.NameIsDNSSubdomain(*n, false))...)
 	}
 	switch p := spec.PreemptionPolicy; {
 	case p == nil, *p == corev1.PreemptLowerPriority, *p == corev1.PreemptNever:
@@ -453,21 +474,21 @@ func validatePodResourceConsistency(spec *corev1.PodSpec, path *field.Path) fiel
 	pod := &corev1.Pod{Spec: *spec}
 	requests := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
 	for _, name := range slices.Sorted(maps.Keys(requests)) {
-		if sum, set, ok := requests[name], spec.Resources.Requests[name], hasKey(spec.Resources.Requests, name); ok && sum.Cmp(set) > 0 {
+		if sum, set, ok := requests[name], spec.Resources.Requests[name], HasKey(spec.Resources.Requests, name); ok && sum.Cmp(set) > 0 {
 			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), set.String(),
 				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", sum.String())))
 		}
 	}
 	limits := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
 	for _, name := range slices.Sorted(maps.Keys(limits)) {
-		if sum, set, ok := limits[name], spec.Resources.Limits[name], hasKey(spec.Resources.Limits, name); ok && resourcename.IsHugePages(name) && sum.Cmp(set) > 0 {
+		if sum, set, ok := limits[name], spec.Resources.Limits[name], HasKey(spec.Resources.Limits, name); ok && resourcename.IsHugePages(name) && sum.Cmp(set) > 0 {
 			errs = append(errs, field.Invalid(path.Child("limits").Key(string(name)), set.String(),
 				fmt.Sprintf("must be greater than or equal to aggregate container limits of %s", sum.String())))
 		}
 	}
 	for i, c := range spec.Containers {
 		for _, name := range slices.Sorted(maps.Keys(c.Resources.Limits)) {
-			if limit, set, ok := c.Resources.Limits[name], spec.Resources.Limits[name], hasKey(spec.Resources.Limits, name); ok && limit.Cmp(set) > 0 {
+			if limit, set, ok := c.Resources.Limits[name], spec.Resources.Limits[name], HasKey(spec.Resources.Limits, name); ok && limit.Cmp(set) > 0 {
 				errs = append(errs, field.Invalid(path.Child("containers").Index(i).Key(string(name)).Child("limits"), limit.String(),
 					fmt.Sprintf("must be less than or equal to pod limits of %s", set.String())))
 			}
@@ -489,16 +510,16 @@ func validatePodSecurityContext(spec *corev1.PodSpec, path *field.Path) field.Er
 	}
 	var errs field.ErrorList
 	if g := sc.FSGroup; g != nil {
-		errs = append(errs, invalidEach(path.Child("fsGroup"), *g, utilvalidation.IsValidGroupID(*g))...)
+		errs = append(errs, InvalidEach(path.Child("fsGroup"), *g, utilvalidation.IsValidGroupID(*g))...)
 	}
 	if u := sc.RunAsUser; u != nil {
-		errs = append(errs, invalidEach(path.Child("runAsUser"), *u, utilvalidation.IsValidUserID(*u))...)
+		errs = append(errs, InvalidEach(path.Child("runAsUser"), *u, utilvalidation.IsValidUserID(*u))...)
 	}
 	if g := sc.RunAsGroup; g != nil {
-		errs = append(errs, invalidEach(path.Child("runAsGroup"), *g, utilvalidation.IsValidGroupID(*g))...)
+		errs = append(errs, InvalidEach(path.Child("runAsGroup"), *g, utilvalidation.IsValidGroupID(*g))...)
 	}
 	for i, g := range sc.SupplementalGroups {
-		errs = append(errs, invalidEach(path.Child("supplementalGroups").Index(i), g, utilvalidation.IsValidGroupID(g))...)
+		errs = append(errs, InvalidEach(path.Child("supplementalGroups").Index(i), g, utilvalidation.IsValidGroupID(g))...)
 	}
 	if s := spec.ShareProcessNamespace; s != nil && *s && spec.HostPID {
 		errs = append(errs, field.Invalid(path.Child("shareProcessNamespace"), *s, "ShareProcessNamespace and HostPID cannot both be enabled"))

@@ -1,4 +1,4 @@
-package registry
+package corevalidation
 
 import (
 	"fmt"
@@ -101,7 +101,7 @@ func (pod containersPod) validateContainer(c *corev1.Container, p *field.Path, n
 	if c.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
 	} else {
-		errs = append(errs, invalidEach(p.Child("name"), c.Name, utilvalidation.IsDNS1123Label(c.Name))...)
+		errs = append(errs, InvalidEach(p.Child("name"), c.Name, utilvalidation.IsDNS1123Label(c.Name))...)
 	}
 	if c.Name != "" && names.Has(c.Name) {
 		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
@@ -136,9 +136,9 @@ func (pod containersPod) validateContainer(c *corev1.Container, p *field.Path, n
 	return append(errs, validateSecurityContext(c.SecurityContext, pod.hostUsers, p.Child("securityContext"))...)
 }
 
-// imageWithoutPadding is kube's validateContainerOnlyForPod: a pod's image has no
+// ImageWithoutPadding is kube's validateContainerOnlyForPod: a pod's image has no
 // surrounding whitespace.
-func imageWithoutPadding(c *corev1.Container, p *field.Path) field.ErrorList {
+func ImageWithoutPadding(c *corev1.Container, p *field.Path) field.ErrorList {
 	if strings.TrimSpace(c.Image) != c.Image {
 		return field.ErrorList{field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace")}
 	}
@@ -215,7 +215,7 @@ func (pod containersPod) validateInitContainer(c *corev1.Container, p *field.Pat
 // validateContainerResources is kube's ValidateContainerResourceRequirements: the
 // resources of a container, or a pod's overhead as its limits.
 func validateContainerResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	return validateResourceRequirements(r, validateContainerResourceName, path)
+	return validateResourceRequirements(r, ValidateContainerResourceName, path)
 }
 
 // validateResourceRequirements is kube's: each name as validName says, quantities not
@@ -291,10 +291,10 @@ func isCPUOrMemory(name corev1.ResourceName) bool {
 	return name == corev1.ResourceCPU || name == corev1.ResourceMemory
 }
 
-// validateContainerResourceName is kube's: a resource name a container can ask for, the
+// ValidateContainerResourceName is kube's: a resource name a container can ask for, the
 // standard ones without a domain, a native or an extended one with a domain.
-func validateContainerResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
-	errs := validateResourceName(name, path)
+func ValidateContainerResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	errs := ValidateResourceName(name, path)
 	switch qualified := strings.Contains(string(name), "/"); {
 	case !qualified && !resourcename.IsStandardContainer(name):
 		errs = append(errs, field.Invalid(path, name, "must be a standard resource for containers"))
@@ -306,7 +306,7 @@ func validateContainerResourceName(name corev1.ResourceName, path *field.Path) f
 
 // validatePodResourceName is kube's: a resource name pod-level resources may hold.
 func validatePodResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
-	if errs := validateResourceName(name, path); len(errs) > 0 {
+	if errs := ValidateResourceName(name, path); len(errs) > 0 {
 		return errs
 	}
 	if isCPUOrMemory(name) || resourcename.IsHugePages(name) {
@@ -328,7 +328,7 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 		p := path.Index(i)
 		if port.Name != "" {
 			if msgs := utilvalidation.IsValidPortName(port.Name); len(msgs) != 0 {
-				errs = append(errs, invalidEach(p.Child("name"), port.Name, msgs)...)
+				errs = append(errs, InvalidEach(p.Child("name"), port.Name, msgs)...)
 			} else if names.Has(port.Name) {
 				errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
 			} else {
@@ -338,10 +338,10 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 		if port.ContainerPort == 0 {
 			errs = append(errs, field.Required(p.Child("containerPort"), ""))
 		} else {
-			errs = append(errs, invalidEach(p.Child("containerPort"), port.ContainerPort, utilvalidation.IsValidPortNum(int(port.ContainerPort)))...)
+			errs = append(errs, InvalidEach(p.Child("containerPort"), port.ContainerPort, utilvalidation.IsValidPortNum(int(port.ContainerPort)))...)
 		}
 		if port.HostPort != 0 {
-			errs = append(errs, invalidEach(p.Child("hostPort"), port.HostPort, utilvalidation.IsValidPortNum(int(port.HostPort)))...)
+			errs = append(errs, InvalidEach(p.Child("hostPort"), port.HostPort, utilvalidation.IsValidPortNum(int(port.HostPort)))...)
 		}
 		if port.Protocol == "" {
 			errs = append(errs, field.Required(p.Child("protocol"), ""))
@@ -377,7 +377,7 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 		if ev.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), ""))
 		} else {
-			errs = append(errs, invalidEach(p.Child("name"), ev.Name, utilvalidation.IsRelaxedEnvVarName(ev.Name))...)
+			errs = append(errs, InvalidEach(p.Child("name"), ev.Name, utilvalidation.IsRelaxedEnvVarName(ev.Name))...)
 		}
 		errs = append(errs, validateEnvValueFrom(&ev, p.Child("valueFrom"))...)
 	}
@@ -436,9 +436,9 @@ func validateFieldRef(fs *corev1.ObjectFieldSelector, allowed []string, path *fi
 	if name, key, ok := subscripted(fs.FieldPath); ok {
 		switch name {
 		case "metadata.annotations":
-			return invalidEach(path, strings.ToLower(key), utilvalidation.IsQualifiedName(strings.ToLower(key)))
+			return InvalidEach(path, strings.ToLower(key), utilvalidation.IsQualifiedName(strings.ToLower(key)))
 		case "metadata.labels":
-			return invalidEach(path, key, utilvalidation.IsQualifiedName(key))
+			return InvalidEach(path, key, utilvalidation.IsQualifiedName(key))
 		}
 		return field.ErrorList{field.Invalid(path.Child("fieldPath"), fs.FieldPath, "error converting fieldPath: field label does not support subscript: "+fs.FieldPath)}
 	}
@@ -509,12 +509,12 @@ func validateResourceFieldRef(fs *corev1.ResourceFieldSelector, path *field.Path
 func validateKeySelector(name, key string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if name != "" {
-		errs = append(errs, invalidEach(path.Child("name"), name, validation.NameIsDNSSubdomain(name, false))...)
+		errs = append(errs, InvalidEach(path.Child("name"), name, validation.NameIsDNSSubdomain(name, false))...)
 	}
 	if key == "" {
 		return append(errs, field.Required(path.Child("key"), ""))
 	}
-	return append(errs, invalidEach(path.Child("key"), key, utilvalidation.IsConfigMapKey(key))...)
+	return append(errs, InvalidEach(path.Child("key"), key, utilvalidation.IsConfigMapKey(key))...)
 }
 
 // validateFileKeyRef is kube's validateFileKeySelector (EnvFiles, beta in 1.35); that the
@@ -524,12 +524,12 @@ func validateFileKeyRef(s *corev1.FileKeySelector, path *field.Path) field.Error
 	if s.Key == "" {
 		errs = append(errs, field.Required(path.Child("key"), ""))
 	} else {
-		errs = append(errs, invalidEach(path.Child("key"), s.Key, utilvalidation.IsRelaxedEnvVarName(s.Key))...)
+		errs = append(errs, InvalidEach(path.Child("key"), s.Key, utilvalidation.IsRelaxedEnvVarName(s.Key))...)
 	}
 	if s.VolumeName == "" {
 		errs = append(errs, field.Required(path.Child("volumeName"), ""))
 	} else {
-		errs = append(errs, invalidEach(path.Child("volumeName"), s.VolumeName, utilvalidation.IsDNS1123Label(s.VolumeName))...)
+		errs = append(errs, InvalidEach(path.Child("volumeName"), s.VolumeName, utilvalidation.IsDNS1123Label(s.VolumeName))...)
 	}
 	if s.Path == "" {
 		errs = append(errs, field.Required(path.Child("path"), ""))
@@ -546,7 +546,7 @@ func validateEnvFrom(envFrom []corev1.EnvFromSource, path *field.Path) field.Err
 	for i, ef := range envFrom {
 		p := path.Index(i)
 		if ef.Prefix != "" {
-			errs = append(errs, invalidEach(p.Child("prefix"), ef.Prefix, utilvalidation.IsRelaxedEnvVarName(ef.Prefix))...)
+			errs = append(errs, InvalidEach(p.Child("prefix"), ef.Prefix, utilvalidation.IsRelaxedEnvVarName(ef.Prefix))...)
 		}
 		sources := 0
 		if ef.ConfigMapRef != nil {
@@ -572,7 +572,7 @@ func validateEnvSourceName(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path.Child("name"), "")}
 	}
-	return invalidEach(path.Child("name"), name, validation.NameIsDNSSubdomain(name, true))
+	return InvalidEach(path.Child("name"), name, validation.NameIsDNSSubdomain(name, true))
 }
 
 // noBacksteps is kube's validatePathNoBacksteps: no '..' element.
@@ -762,10 +762,10 @@ func validateSecurityContext(sc *corev1.SecurityContext, hostUsers bool, path *f
 	}
 	var errs field.ErrorList
 	if sc.RunAsUser != nil {
-		errs = append(errs, invalidEach(path.Child("runAsUser"), *sc.RunAsUser, utilvalidation.IsValidUserID(*sc.RunAsUser))...)
+		errs = append(errs, InvalidEach(path.Child("runAsUser"), *sc.RunAsUser, utilvalidation.IsValidUserID(*sc.RunAsUser))...)
 	}
 	if sc.RunAsGroup != nil {
-		errs = append(errs, invalidEach(path.Child("runAsGroup"), *sc.RunAsGroup, utilvalidation.IsValidGroupID(*sc.RunAsGroup))...)
+		errs = append(errs, InvalidEach(path.Child("runAsGroup"), *sc.RunAsGroup, utilvalidation.IsValidGroupID(*sc.RunAsGroup))...)
 	}
 	if pm := sc.ProcMount; pm != nil {
 		if *pm != corev1.DefaultProcMount && *pm != corev1.UnmaskedProcMount {
@@ -927,7 +927,7 @@ func validateHTTPGet(h *corev1.HTTPGetAction, path *field.Path) field.ErrorList 
 		errs = append(errs, field.NotSupported(path.Child("scheme"), h.Scheme, httpSchemes))
 	}
 	for _, header := range h.HTTPHeaders {
-		errs = append(errs, invalidEach(path.Child("httpHeaders"), header.Name, utilvalidation.IsHTTPHeaderName(header.Name))...)
+		errs = append(errs, InvalidEach(path.Child("httpHeaders"), header.Name, utilvalidation.IsHTTPHeaderName(header.Name))...)
 	}
 	return errs
 }
@@ -935,9 +935,9 @@ func validateHTTPGet(h *corev1.HTTPGetAction, path *field.Path) field.ErrorList 
 // validatePortNumOrName is kube's ValidatePortNumOrName.
 func validatePortNumOrName(port intstr.IntOrString, path *field.Path) field.ErrorList {
 	if port.Type == intstr.String {
-		return invalidEach(path, port.StrVal, utilvalidation.IsValidPortName(port.StrVal))
+		return InvalidEach(path, port.StrVal, utilvalidation.IsValidPortName(port.StrVal))
 	}
-	return invalidEach(path, port.IntValue(), utilvalidation.IsValidPortNum(port.IntValue()))
+	return InvalidEach(path, port.IntValue(), utilvalidation.IsValidPortNum(port.IntValue()))
 }
 
 var (
