@@ -1,7 +1,9 @@
 package crilog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,6 +103,21 @@ func Rotated(path string) ([]string, error) {
 	}
 	slices.SortFunc(matches, func(a, b string) int { return strings.Compare(rotationKey(a), rotationKey(b)) })
 	return matches, nil
+}
+
+// Remove removes the log at path and its rotated files; a log never written is no error.
+func Remove(path string) error {
+	rotated, err := Rotated(path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range append(rotated, path) {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove container log: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // rotationKey orders PATH.20061002-150405 before PATH.20061002-150405-1 before -2.

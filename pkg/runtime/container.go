@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+	"github.com/minik8s/minik8s/pkg/crilog"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -404,12 +405,18 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 }
 
 // RemoveContainer kills the container's task if it still runs, then deletes the task,
-// the container and its snapshot. Removing a container that does not exist does nothing.
+// the container and its snapshot, and its log with the log's rotated files, as the
+// kubelet's removeContainer removes the container's logs with it. Removing a container
+// that does not exist does nothing.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.nsContext(ctx)
 	c, found, err := r.loadContainer(ctx, id)
 	if !found {
 		return err
+	}
+	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+	if err != nil {
+		return fmt.Errorf("labels of container %s: %w", id, err)
 	}
 	task, err := c.Task(ctx, nil)
 	switch {
@@ -425,7 +432,11 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting container %s: %w", id, err)
 	}
-	return r.logs.removeLogPipes(id)
+	var logErr error
+	if path := info.Labels[LabelLogPath]; path != "" {
+		logErr = crilog.Remove(path)
+	}
+	return errors.Join(logErr, r.logs.removeLogPipes(id))
 }
 
 // UpdateContainerResources changes the CPU and memory of a running container in place,

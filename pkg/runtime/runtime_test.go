@@ -700,7 +700,7 @@ func TestPodNamespacesAndSeccomp(t *testing.T) {
 
 // TestLogsRotateAndOutliveTheRuntime: a container's output lands in a CRI log rotated at
 // its size limit; output written while no Runtime copies it is held by the shim and
-// copied by the next Runtime that attaches.
+// copied by the next Runtime that attaches; the log goes with the container.
 func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
@@ -764,6 +764,16 @@ func TestLogsRotateAndOutliveTheRuntime(t *testing.T) {
 	data, _ := os.ReadFile(logPath)
 	if !logHas(" stdout F during\n") || !logHas(" stderr F oops\n") || strings.Index(string(data), "during") > strings.Index(string(data), "after") {
 		t.Errorf("log after the restart:\n%s\nwant 'during' and 'oops' (held while nobody copied) before 'after'", data)
+	}
+
+	// Removed, the container takes its log and the log's rotated files with it, as the
+	// kubelet's removeContainerLog.
+	if err := rt2.RemoveContainer(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(logPath + "*")
+	if len(left) != 0 {
+		t.Errorf("log files left after the container was removed: %v", left)
 	}
 }
 
