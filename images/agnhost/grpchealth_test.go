@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,26 +16,7 @@ import (
 // --http-port, and again after /make-serving, as the GRPC probe conformance tests use it.
 func TestGRPCHealthChecking(t *testing.T) {
 	bin := buildAgnhost(t)
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	}
-	port, httpPort := free(), free()
-	server := exec.Command(bin, "grpc-health-checking", "--port", port, "--http-port", httpPort)
-	if err := server.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer server.Process.Kill()
-	conn, err := grpc.NewClient("127.0.0.1:"+port, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := healthpb.NewHealthClient(conn)
+	var client healthpb.HealthClient
 	status := func() healthpb.HealthCheckResponse_ServingStatus {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -47,6 +26,23 @@ func TestGRPCHealthChecking(t *testing.T) {
 		}
 		return resp.Status
 	}
+	ports := serveOnFreePorts(t, 2, func(ports []string) *exec.Cmd {
+		conn, err := grpc.NewClient("127.0.0.1:"+ports[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		client = healthpb.NewHealthClient(conn)
+		return exec.Command(bin, "grpc-health-checking", "--port", ports[0], "--http-port", ports[1])
+	}, func(ports []string) bool {
+		resp, err := http.Get("http://127.0.0.1:" + ports[1] + "/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return status() == healthpb.HealthCheckResponse_SERVING
+	})
+	httpPort := ports[1]
 	wait := func(want healthpb.HealthCheckResponse_ServingStatus) {
 		t.Helper()
 		var got healthpb.HealthCheckResponse_ServingStatus
@@ -57,16 +53,18 @@ func TestGRPCHealthChecking(t *testing.T) {
 		}
 		t.Fatalf("health %v, want %v", got, want)
 	}
-	wait(healthpb.HealthCheckResponse_SERVING)
-	for path, want := range map[string]healthpb.HealthCheckResponse_ServingStatus{
-		"/make-not-serving": healthpb.HealthCheckResponse_NOT_SERVING,
-		"/make-serving":     healthpb.HealthCheckResponse_SERVING,
+	for _, step := range []struct {
+		path string
+		want healthpb.HealthCheckResponse_ServingStatus
+	}{
+		{"/make-not-serving", healthpb.HealthCheckResponse_NOT_SERVING},
+		{"/make-serving", healthpb.HealthCheckResponse_SERVING},
 	} {
-		resp, err := http.Get("http://127.0.0.1:" + httpPort + path)
+		resp, err := http.Get("http://127.0.0.1:" + httpPort + step.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		wait(want)
+		wait(step.want)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/minik8s/minik8s/internal/syncbuf"
 )
 
 func buildAgnhost(t *testing.T) string {
@@ -23,6 +25,63 @@ func buildAgnhost(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// serveOnFreePorts starts command on n distinct loopback ports that were free and waits until
+// ready says it serves them. A port is free only when picked: another test may bind it before
+// the server does, and the server then exits, so an early exit picks new ports (three tries).
+func serveOnFreePorts(t *testing.T, n int, command func(ports []string) *exec.Cmd, ready func(ports []string) bool) []string {
+	t.Helper()
+	for try := 1; ; try++ {
+		ports := make([]string, n)
+		listeners := make([]net.Listener, n)
+		for i := range ports {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			listeners[i], ports[i] = l, fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+		}
+		for _, l := range listeners {
+			l.Close()
+		}
+		cmd := command(ports)
+		var stderr syncbuf.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		if serving(ready, ports, exited) {
+			return ports
+		}
+		select {
+		case <-exited:
+			if try == 3 {
+				t.Fatalf("%s exited before serving, three times; last: %s", cmd.Path, stderr.String())
+			}
+			t.Logf("%s exited before serving on %v, picking new ports: %s", cmd.Path, ports, stderr.String())
+		default:
+			t.Fatalf("%s does not serve on %v after 20s: %s", cmd.Path, ports, stderr.String())
+		}
+	}
+}
+
+// serving polls ready for up to 20s; false when the server exits or the time runs out.
+func serving(ready func(ports []string) bool, ports []string, exited <-chan struct{}) bool {
+	for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		if ready(ports) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestEntrypointTesterAndLogsGenerator: the lines the Containers and kubectl logs tests
@@ -66,29 +125,21 @@ func TestPorterTLS(t *testing.T) {
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("generate_cert: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	porter := exec.Command(bin, "porter")
-	porter.Env = append(os.Environ(), "SERVE_TLS_PORT_"+port+"=tls-ok", "CERT_FILE="+filepath.Join(dir, "cert.pem"), "KEY_FILE="+filepath.Join(dir, "key.pem"))
-	if err := porter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer porter.Process.Kill()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	var body []byte
-	for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(100 * time.Millisecond) {
-		resp, err := client.Get("https://127.0.0.1:" + port + "/")
+	serveOnFreePorts(t, 1, func(ports []string) *exec.Cmd {
+		porter := exec.Command(bin, "porter")
+		porter.Env = append(os.Environ(), "SERVE_TLS_PORT_"+ports[0]+"=tls-ok", "CERT_FILE="+filepath.Join(dir, "cert.pem"), "KEY_FILE="+filepath.Join(dir, "key.pem"))
+		return porter
+	}, func(ports []string) bool {
+		resp, err := client.Get("https://127.0.0.1:" + ports[0] + "/")
 		if err != nil {
-			continue
+			return false
 		}
+		defer resp.Body.Close()
 		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		break
-	}
+		return true
+	})
 	if string(body) != "tls-ok" {
 		t.Errorf("porter over TLS answered %q, want tls-ok", body)
 	}
