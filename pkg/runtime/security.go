@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -121,6 +124,10 @@ func checkNonRoot(runAsUser *int64, imageUser, pod, container string) error {
 	}
 	if uid == 0 {
 		return configError("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod, container)
+	}
+	if errs := validation.IsValidUserID(uid); len(errs) > 0 {
+		return configError("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): %s (pod: %q, container: %s)",
+			uid, math.MaxInt32, strings.Join(errs, "; "), pod, container)
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ func TestCheckNonRoot(t *testing.T) {
 		{nil, "root", "container has runAsNonRoot and image has non-numeric user (root), cannot verify user is non-root" + suffix},
 		{nil, "nobody", "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify user is non-root" + suffix},
 		{nil, "1000", ""},
+		{nil, "4294967295:0", "container has runAsNonRoot and image has an invalid user id (4294967295). (Must be 1-(2147483647)): must be between 0 and 2147483647, inclusive" + suffix},
+		{nil, "-5", "container has runAsNonRoot and image has an invalid user id (-5). (Must be 1-(2147483647)): must be between 0 and 2147483647, inclusive" + suffix},
 		{ptr.To[int64](0), "1000", "container's runAsUser breaks non-root policy" + suffix},
 		{ptr.To[int64](1000), "", ""},
 	} {
