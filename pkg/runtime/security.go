@@ -91,13 +91,19 @@ func (s Security) specOpts(imageUser, pod, name string) ([]oci.SpecOpts, error) 
 	return opts, nil
 }
 
-// user is the user the container runs as, chosen as containerd's CRI plugin does:
-// runAsUser (with runAsGroup), else the image's USER.
+// user is the user the container runs as, chosen as the kubelet and containerd's CRI
+// plugin choose it: runAsUser, else the image's USER without its group (the kubelet's
+// getImageUser passes on CRI's image status, a uid or a name), else root; then
+// ":runAsGroup" when set (CRI's GenerateUserString). The group of the image's USER is
+// never used: without runAsGroup the group is the user's in the image's /etc/passwd.
 func (s Security) user(imageUser string) string {
-	if s.RunAsUser == nil {
-		return imageUser
+	u, _, _ := strings.Cut(imageUser, ":")
+	if u == "" {
+		u = "0"
 	}
-	u := strconv.FormatInt(*s.RunAsUser, 10)
+	if s.RunAsUser != nil {
+		u = strconv.FormatInt(*s.RunAsUser, 10)
+	}
 	if s.RunAsGroup != nil {
 		u += ":" + strconv.FormatInt(*s.RunAsGroup, 10)
 	}

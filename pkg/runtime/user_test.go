@@ -56,7 +56,8 @@ func userImage(t *testing.T, name, user string) []byte {
 }
 
 // TestContainerUser: a container's user and groups are resolved as containerd's CRI plugin
-// does (the user from runAsUser/runAsGroup, else the image's USER, looked up in the image's
+// does behind the kubelet (the user from runAsUser, else the image's USER without its group,
+// else root; the group from runAsGroup, else the user's entry in the image's
 // /etc/passwd; supplementary groups from its /etc/group, then the pod's), and the image's
 // Entrypoint, Cmd, Env and WorkingDir apply.
 func TestContainerUser(t *testing.T) {
@@ -72,9 +73,14 @@ func TestContainerUser(t *testing.T) {
 		{"", runtime.Security{}, "user=0:0 groups=0 10"},
 		{"app", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
 		{"1000", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
-		{"app:staff", runtime.Security{}, "user=1000:50 groups=50 60"},
-		{"1001:60", runtime.Security{}, "user=1001:60 groups=60"},
-		{"1000:1001", runtime.Security{}, "user=1000:1001 groups=1001 50 60"},
+		// The kubelet passes the image's user without its group (getImageUser, from CRI's
+		// image status), so the group comes from the image's /etc/passwd, or runAsGroup.
+		{"app:staff", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
+		{"1001:60", runtime.Security{}, "user=1001:1001 groups=1001 60"},
+		{"1000:1001", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
+		{"app:staff", runtime.Security{RunAsGroup: ptr.To[int64](7)}, "user=1000:7 groups=7 50 60"},
+		// runAsGroup alone applies to the image's user, root when it has none.
+		{"", runtime.Security{RunAsGroup: ptr.To[int64](7)}, "user=0:7 groups=7 10"},
 		{"2000", runtime.Security{}, "user=2000:0 groups=0"},
 		{"app", runtime.Security{RunAsUser: ptr.To[int64](1001)}, "user=1001:1001 groups=1001 60"},
 		{"", runtime.Security{RunAsUser: ptr.To[int64](2000)}, "user=2000:0 groups=0"},
