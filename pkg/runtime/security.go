@@ -1,15 +1,19 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cap"
 	"github.com/containerd/containerd/v2/pkg/oci"
 )
 
@@ -53,14 +57,7 @@ func (s Security) specOpts(imageUser, pod, name string) ([]oci.SpecOpts, error) 
 	if s.Privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
 	} else {
-		if containsFold(s.DropCaps, "ALL") {
-			opts = append(opts, oci.WithCapabilities(nil))
-		} else if len(s.DropCaps) > 0 {
-			opts = append(opts, oci.WithDroppedCapabilities(capNames(s.DropCaps)))
-		}
-		if len(s.AddCaps) > 0 {
-			opts = append(opts, oci.WithAddedCapabilities(capNames(s.AddCaps)))
-		}
+		opts = append(opts, s.capabilityOpts())
 	}
 	if s.ReadOnlyRootFS {
 		opts = append(opts, oci.WithRootFSReadonly())
@@ -138,10 +135,38 @@ func checkNonRoot(runAsUser *int64, imageUser, pod, container string) error {
 	return nil
 }
 
+// capabilityOpts are the capabilities of an unprivileged container, applied in the order
+// of containerd's CRI plugin (internal/cri/opts WithCapabilities): add ALL (every
+// capability minilet holds, as containerd's cap.Current), drop ALL, the named additions,
+// then the named drops, so a capability both added and dropped is dropped.
+func (s Security) capabilityOpts() oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if containsFold(s.AddCaps, "ALL") {
+		opts = append(opts, func(ctx context.Context, c oci.Client, ctr *containers.Container, spec *oci.Spec) error {
+			all, err := allCaps()
+			if err != nil {
+				return fmt.Errorf("failed to get caps: %w", err)
+			}
+			return oci.WithCapabilities(all)(ctx, c, ctr, spec)
+		})
+	}
+	if containsFold(s.DropCaps, "ALL") {
+		opts = append(opts, oci.WithCapabilities(nil))
+	}
+	opts = append(opts, oci.WithAddedCapabilities(capNames(s.AddCaps)), oci.WithDroppedCapabilities(capNames(s.DropCaps)))
+	return oci.Compose(opts...)
+}
+
+// allCaps are the capabilities of minilet's process.
+var allCaps = sync.OnceValues(cap.Current)
+
 func capNames(caps []string) []string {
 	out := make([]string, 0, len(caps))
 	for _, c := range caps {
 		c = strings.ToUpper(c)
+		if c == "ALL" {
+			continue
+		}
 		if !strings.HasPrefix(c, "CAP_") {
 			c = "CAP_" + c
 		}

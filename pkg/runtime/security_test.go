@@ -1,10 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"k8s.io/utils/ptr"
 )
 
@@ -51,5 +56,42 @@ func TestMissingLocalhostSeccompProfile(t *testing.T) {
 	}
 	if cfgErr := (*ConfigError)(nil); errors.As(err, &cfgErr) {
 		t.Error("a missing profile is a *ConfigError; the kubelet reports CreateContainerError")
+	}
+}
+
+// TestCapabilities: capabilities add and drop as containerd's CRI plugin applies them
+// (internal/cri/opts WithCapabilities): add ALL (every capability), then drop ALL, then
+// the named additions, then the named drops, so a capability both added and dropped is
+// dropped.
+func TestCapabilities(t *testing.T) {
+	defaults := []string{"CAP_CHOWN", "CAP_KILL", "CAP_NET_RAW"}
+	for _, tc := range []struct {
+		add, drop []string
+		want      []string // in the bounding set
+		not       []string
+	}{
+		{nil, nil, defaults, []string{"CAP_NET_ADMIN"}},
+		{[]string{"NET_ADMIN"}, nil, []string{"CAP_CHOWN", "CAP_NET_ADMIN"}, nil},
+		{nil, []string{"ALL"}, nil, defaults},
+		{[]string{"NET_BIND_SERVICE"}, []string{"all"}, []string{"CAP_NET_BIND_SERVICE"}, defaults},
+		{[]string{"NET_ADMIN"}, []string{"NET_ADMIN", "KILL"}, []string{"CAP_CHOWN"}, []string{"CAP_NET_ADMIN", "CAP_KILL"}},
+		{[]string{"ALL"}, []string{"CHOWN"}, []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_KILL"}, []string{"CAP_CHOWN", "CAP_ALL"}},
+	} {
+		spec := &oci.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{
+			Bounding: slices.Clone(defaults), Effective: slices.Clone(defaults), Permitted: slices.Clone(defaults)}}}
+		if err := (Security{AddCaps: tc.add, DropCaps: tc.drop}).capabilityOpts()(context.Background(), nil, &containers.Container{}, spec); err != nil {
+			t.Fatal(err)
+		}
+		got := spec.Process.Capabilities
+		for _, c := range tc.want {
+			if !slices.Contains(got.Bounding, c) || !slices.Contains(got.Effective, c) {
+				t.Errorf("add %v drop %v: %v missing from %v", tc.add, tc.drop, c, got.Bounding)
+			}
+		}
+		for _, c := range tc.not {
+			if slices.Contains(got.Bounding, c) || slices.Contains(got.Effective, c) {
+				t.Errorf("add %v drop %v: %v present in %v", tc.add, tc.drop, c, got.Bounding)
+			}
+		}
 	}
 }
