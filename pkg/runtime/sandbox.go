@@ -43,6 +43,28 @@ type SandboxConfig struct {
 	Sysctls map[string]string
 }
 
+// sandboxSysctls are the sysctls of cfg's sandbox: the pod's, and, in a network namespace
+// of the pod's own, those containerd's CRI plugin adds with its defaults
+// (enable_unprivileged_ports, enable_unprivileged_icmp; internal/cri/server/podsandbox
+// sandbox_run_linux.go): every user may bind ports below 1024 and send ICMP echo
+// requests, unless the pod sets these sysctls itself.
+func sandboxSysctls(cfg SandboxConfig) map[string]string {
+	sysctls := maps.Clone(cfg.Sysctls)
+	if cfg.HostNetwork {
+		return sysctls
+	}
+	if sysctls == nil {
+		sysctls = map[string]string{}
+	}
+	if _, ok := sysctls["net.ipv4.ip_unprivileged_port_start"]; !ok {
+		sysctls["net.ipv4.ip_unprivileged_port_start"] = "0"
+	}
+	if _, ok := sysctls["net.ipv4.ping_group_range"]; !ok {
+		sysctls["net.ipv4.ping_group_range"] = "0 2147483647"
+	}
+	return sysctls
+}
+
 // Namespaces are the pod's choices of shared namespaces (hostIPC, hostPID,
 // shareProcessNamespace), applied to the sandbox and every container of the pod.
 type Namespaces struct {
@@ -96,12 +118,12 @@ func (r *Runtime) RunSandbox(ctx context.Context, cfg SandboxConfig) (Container,
 	if cfg.Namespaces.HostIPC {
 		spec = append(spec, oci.WithHostNamespace(specs.IPCNamespace))
 	}
-	if len(cfg.Sysctls) > 0 {
+	if sysctls := sandboxSysctls(cfg); len(sysctls) > 0 {
 		spec = append(spec, func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
 			if s.Linux == nil {
 				s.Linux = &specs.Linux{}
 			}
-			s.Linux.Sysctl = maps.Clone(cfg.Sysctls)
+			s.Linux.Sysctl = sysctls
 			return nil
 		})
 	}

@@ -1,12 +1,19 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/containerd/containerd/v2/contrib/seccomp"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cap"
 	"github.com/containerd/containerd/v2/pkg/oci"
 )
 
@@ -50,14 +57,7 @@ func (s Security) specOpts(imageUser, pod, name string) ([]oci.SpecOpts, error) 
 	if s.Privileged {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
 	} else {
-		if containsFold(s.DropCaps, "ALL") {
-			opts = append(opts, oci.WithCapabilities(nil))
-		} else if len(s.DropCaps) > 0 {
-			opts = append(opts, oci.WithDroppedCapabilities(capNames(s.DropCaps)))
-		}
-		if len(s.AddCaps) > 0 {
-			opts = append(opts, oci.WithAddedCapabilities(capNames(s.AddCaps)))
-		}
+		opts = append(opts, s.capabilityOpts())
 	}
 	if s.ReadOnlyRootFS {
 		opts = append(opts, oci.WithRootFSReadonly())
@@ -88,13 +88,19 @@ func (s Security) specOpts(imageUser, pod, name string) ([]oci.SpecOpts, error) 
 	return opts, nil
 }
 
-// user is the user the container runs as, chosen as containerd's CRI plugin does:
-// runAsUser (with runAsGroup), else the image's USER.
+// user is the user the container runs as, chosen as the kubelet and containerd's CRI
+// plugin choose it: runAsUser, else the image's USER without its group (the kubelet's
+// getImageUser passes on CRI's image status, a uid or a name), else root; then
+// ":runAsGroup" when set (CRI's GenerateUserString). The group of the image's USER is
+// never used: without runAsGroup the group is the user's in the image's /etc/passwd.
 func (s Security) user(imageUser string) string {
-	if s.RunAsUser == nil {
-		return imageUser
+	u, _, _ := strings.Cut(imageUser, ":")
+	if u == "" {
+		u = "0"
 	}
-	u := strconv.FormatInt(*s.RunAsUser, 10)
+	if s.RunAsUser != nil {
+		u = strconv.FormatInt(*s.RunAsUser, 10)
+	}
 	if s.RunAsGroup != nil {
 		u += ":" + strconv.FormatInt(*s.RunAsGroup, 10)
 	}
@@ -122,13 +128,45 @@ func checkNonRoot(runAsUser *int64, imageUser, pod, container string) error {
 	if uid == 0 {
 		return configError("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod, container)
 	}
+	if errs := validation.IsValidUserID(uid); len(errs) > 0 {
+		return configError("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): %s (pod: %q, container: %s)",
+			uid, math.MaxInt32, strings.Join(errs, "; "), pod, container)
+	}
 	return nil
 }
+
+// capabilityOpts are the capabilities of an unprivileged container, applied in the order
+// of containerd's CRI plugin (internal/cri/opts WithCapabilities): add ALL (every
+// capability minilet holds, as containerd's cap.Current), drop ALL, the named additions,
+// then the named drops, so a capability both added and dropped is dropped.
+func (s Security) capabilityOpts() oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if containsFold(s.AddCaps, "ALL") {
+		opts = append(opts, func(ctx context.Context, c oci.Client, ctr *containers.Container, spec *oci.Spec) error {
+			all, err := allCaps()
+			if err != nil {
+				return fmt.Errorf("failed to get caps: %w", err)
+			}
+			return oci.WithCapabilities(all)(ctx, c, ctr, spec)
+		})
+	}
+	if containsFold(s.DropCaps, "ALL") {
+		opts = append(opts, oci.WithCapabilities(nil))
+	}
+	opts = append(opts, oci.WithAddedCapabilities(capNames(s.AddCaps)), oci.WithDroppedCapabilities(capNames(s.DropCaps)))
+	return oci.Compose(opts...)
+}
+
+// allCaps are the capabilities of minilet's process.
+var allCaps = sync.OnceValues(cap.Current)
 
 func capNames(caps []string) []string {
 	out := make([]string, 0, len(caps))
 	for _, c := range caps {
 		c = strings.ToUpper(c)
+		if c == "ALL" {
+			continue
+		}
 		if !strings.HasPrefix(c, "CAP_") {
 			c = "CAP_" + c
 		}

@@ -1,10 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"k8s.io/utils/ptr"
 )
 
@@ -21,6 +26,8 @@ func TestCheckNonRoot(t *testing.T) {
 		{nil, "root", "container has runAsNonRoot and image has non-numeric user (root), cannot verify user is non-root" + suffix},
 		{nil, "nobody", "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify user is non-root" + suffix},
 		{nil, "1000", ""},
+		{nil, "4294967295:0", "container has runAsNonRoot and image has an invalid user id (4294967295). (Must be 1-(2147483647)): must be between 0 and 2147483647, inclusive" + suffix},
+		{nil, "-5", "container has runAsNonRoot and image has an invalid user id (-5). (Must be 1-(2147483647)): must be between 0 and 2147483647, inclusive" + suffix},
 		{ptr.To[int64](0), "1000", "container's runAsUser breaks non-root policy" + suffix},
 		{ptr.To[int64](1000), "", ""},
 	} {
@@ -49,5 +56,42 @@ func TestMissingLocalhostSeccompProfile(t *testing.T) {
 	}
 	if cfgErr := (*ConfigError)(nil); errors.As(err, &cfgErr) {
 		t.Error("a missing profile is a *ConfigError; the kubelet reports CreateContainerError")
+	}
+}
+
+// TestCapabilities: capabilities add and drop as containerd's CRI plugin applies them
+// (internal/cri/opts WithCapabilities): add ALL (every capability), then drop ALL, then
+// the named additions, then the named drops, so a capability both added and dropped is
+// dropped.
+func TestCapabilities(t *testing.T) {
+	defaults := []string{"CAP_CHOWN", "CAP_KILL", "CAP_NET_RAW"}
+	for _, tc := range []struct {
+		add, drop []string
+		want      []string // in the bounding set
+		not       []string
+	}{
+		{nil, nil, defaults, []string{"CAP_NET_ADMIN"}},
+		{[]string{"NET_ADMIN"}, nil, []string{"CAP_CHOWN", "CAP_NET_ADMIN"}, nil},
+		{nil, []string{"ALL"}, nil, defaults},
+		{[]string{"NET_BIND_SERVICE"}, []string{"all"}, []string{"CAP_NET_BIND_SERVICE"}, defaults},
+		{[]string{"NET_ADMIN"}, []string{"NET_ADMIN", "KILL"}, []string{"CAP_CHOWN"}, []string{"CAP_NET_ADMIN", "CAP_KILL"}},
+		{[]string{"ALL"}, []string{"CHOWN"}, []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_KILL"}, []string{"CAP_CHOWN", "CAP_ALL"}},
+	} {
+		spec := &oci.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{
+			Bounding: slices.Clone(defaults), Effective: slices.Clone(defaults), Permitted: slices.Clone(defaults)}}}
+		if err := (Security{AddCaps: tc.add, DropCaps: tc.drop}).capabilityOpts()(context.Background(), nil, &containers.Container{}, spec); err != nil {
+			t.Fatal(err)
+		}
+		got := spec.Process.Capabilities
+		for _, c := range tc.want {
+			if !slices.Contains(got.Bounding, c) || !slices.Contains(got.Effective, c) {
+				t.Errorf("add %v drop %v: %v missing from %v", tc.add, tc.drop, c, got.Bounding)
+			}
+		}
+		for _, c := range tc.not {
+			if slices.Contains(got.Bounding, c) || slices.Contains(got.Effective, c) {
+				t.Errorf("add %v drop %v: %v present in %v", tc.add, tc.drop, c, got.Bounding)
+			}
+		}
 	}
 }

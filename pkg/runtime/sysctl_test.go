@@ -42,3 +42,44 @@ func TestSandboxSysctls(t *testing.T) {
 		t.Error("the test's own net.ipv4.ip_local_port_range changed")
 	}
 }
+
+// TestSandboxUnprivilegedPortsAndICMP: as containerd's CRI plugin with its defaults
+// (enable_unprivileged_ports, enable_unprivileged_icmp), a sandbox in a network namespace
+// of its own lets every user bind low ports and ping, unless the pod sets those sysctls;
+// a hostNetwork sandbox leaves the node's namespace alone.
+func TestSandboxUnprivilegedPortsAndICMP(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	run := func(cfg runtime.SandboxConfig) string {
+		t.Helper()
+		cfg.PodUID, cfg.PodName = randomHex(16), "unpriv"
+		sandbox, err := e.rt.RunSandbox(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.rt.StopContainer(ctx, sandbox.ID, 0); e.rt.RemoveContainer(ctx, sandbox.ID) })
+		out, err := exec.Command("nsenter", "-t", fmt.Sprint(sandbox.PID), "-n", "cat",
+			"/proc/sys/net/ipv4/ip_unprivileged_port_start", "/proc/sys/net/ipv4/ping_group_range").CombinedOutput()
+		if err != nil {
+			t.Fatalf("nsenter: %v: %s", err, out)
+		}
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	if got, want := run(runtime.SandboxConfig{NetNSPath: newNetNS(t).path}), "0 0 2147483647"; got != want {
+		t.Errorf("pod network: ip_unprivileged_port_start, ping_group_range = %q, want %q", got, want)
+	}
+	if got, want := run(runtime.SandboxConfig{NetNSPath: newNetNS(t).path, Sysctls: map[string]string{
+		"net.ipv4.ip_unprivileged_port_start": "80", "net.ipv4.ping_group_range": "1 1"}}), "80 1 1"; got != want {
+		t.Errorf("pod's own sysctls: %q, want %q", got, want)
+	}
+	// A hostNetwork sandbox, in a namespace standing for the node's, keeps its values.
+	node := newNetNS(t)
+	before, err := exec.Command("ip", "netns", "exec", node.name, "cat",
+		"/proc/sys/net/ipv4/ip_unprivileged_port_start", "/proc/sys/net/ipv4/ping_group_range").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, before)
+	}
+	if got, want := run(runtime.SandboxConfig{NetNSPath: node.path, HostNetwork: true}), strings.Join(strings.Fields(string(before)), " "); got != want {
+		t.Errorf("hostNetwork sandbox: %q, want the node's %q", got, want)
+	}
+}

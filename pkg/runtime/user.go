@@ -80,6 +80,10 @@ func withUser(userstr string, supplemental []int64) oci.SpecOpts {
 		for _, g := range supplemental {
 			u.AdditionalGids = append(u.AdditionalGids, uint32(g))
 		}
+		// Sorted, each once, as containerd's CRI plugin merges them (mergeGids in
+		// internal/cri/opts/spec_opts.go); the kubelet reports them in this order.
+		slices.Sort(u.AdditionalGids)
+		u.AdditionalGids = slices.Compact(u.AdditionalGids)
 		if s.Process == nil {
 			s.Process = &specs.Process{}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,7 +57,8 @@ func userImage(t *testing.T, name, user string) []byte {
 }
 
 // TestContainerUser: a container's user and groups are resolved as containerd's CRI plugin
-// does (the user from runAsUser/runAsGroup, else the image's USER, looked up in the image's
+// does behind the kubelet (the user from runAsUser, else the image's USER without its group,
+// else root; the group from runAsGroup, else the user's entry in the image's
 // /etc/passwd; supplementary groups from its /etc/group, then the pod's), and the image's
 // Entrypoint, Cmd, Env and WorkingDir apply.
 func TestContainerUser(t *testing.T) {
@@ -72,14 +74,20 @@ func TestContainerUser(t *testing.T) {
 		{"", runtime.Security{}, "user=0:0 groups=0 10"},
 		{"app", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
 		{"1000", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
-		{"app:staff", runtime.Security{}, "user=1000:50 groups=50 60"},
-		{"1001:60", runtime.Security{}, "user=1001:60 groups=60"},
-		{"1000:1001", runtime.Security{}, "user=1000:1001 groups=1001 50 60"},
+		// The kubelet passes the image's user without its group (getImageUser, from CRI's
+		// image status), so the group comes from the image's /etc/passwd, or runAsGroup.
+		{"app:staff", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
+		{"1001:60", runtime.Security{}, "user=1001:1001 groups=1001 60"},
+		{"1000:1001", runtime.Security{}, "user=1000:1000 groups=1000 50 60"},
+		{"app:staff", runtime.Security{RunAsGroup: ptr.To[int64](7)}, "user=1000:7 groups=7 50 60"},
+		// runAsGroup alone applies to the image's user, root when it has none.
+		{"", runtime.Security{RunAsGroup: ptr.To[int64](7)}, "user=0:7 groups=7 10"},
 		{"2000", runtime.Security{}, "user=2000:0 groups=0"},
 		{"app", runtime.Security{RunAsUser: ptr.To[int64](1001)}, "user=1001:1001 groups=1001 60"},
 		{"", runtime.Security{RunAsUser: ptr.To[int64](2000)}, "user=2000:0 groups=0"},
 		{"", runtime.Security{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](7)}, "user=1000:7 groups=7 50 60"},
 		{"app", runtime.Security{SupplementalGroups: []int64{3000, 4000}}, "user=1000:1000 groups=1000 50 60 3000 4000"},
+		{"app", runtime.Security{SupplementalGroups: []int64{4000, 50, 3000}}, "user=1000:1000 groups=1000 50 60 3000 4000"},
 	} {
 		ref := "localhost/minik8s/user-test:v" + string(rune('a'+i))
 		if _, err := e.rt.ImportImage(ctx, bytes.NewReader(userImage(t, ref, tc.imageUser))); err != nil {
@@ -94,6 +102,11 @@ func TestContainerUser(t *testing.T) {
 			t.Fatalf("image user %q, %+v: %v", tc.imageUser, tc.security, err)
 		}
 		ids = append(ids, c.ID)
+		// containerd's CRI plugin merges the groups sorted and once each (mergeGids), as
+		// the kubelet reports them in status.containerStatuses[].user.
+		if u := runtime.ParseUser(c.User); u == nil || !slices.IsSorted(u.SupplementalGroups) || len(slices.Compact(slices.Clone(u.SupplementalGroups))) != len(u.SupplementalGroups) {
+			t.Errorf("image user %q, %+v: recorded groups %v, want them sorted, each once", tc.imageUser, tc.security, u)
+		}
 		if got := userString(runtime.ParseUser(c.User)); got != tc.want {
 			t.Errorf("image user %q, %+v: the container's recorded user %s, want what it runs as, %s", tc.imageUser, tc.security, got, tc.want)
 		}
@@ -133,9 +146,12 @@ func userString(u *runtime.User) string {
 	if u == nil {
 		return "none"
 	}
-	groups := make([]string, len(u.SupplementalGroups))
-	for i, g := range u.SupplementalGroups {
-		groups[i] = strconv.FormatInt(g, 10)
+	// As `id -G` prints them: the group first, then the others.
+	groups := []string{strconv.FormatInt(u.GID, 10)}
+	for _, g := range u.SupplementalGroups {
+		if g != u.GID {
+			groups = append(groups, strconv.FormatInt(g, 10))
+		}
 	}
 	return fmt.Sprintf("user=%d:%d groups=%s", u.UID, u.GID, strings.Join(groups, " "))
 }

@@ -202,14 +202,14 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		st.removed[spec.Name] = removed
 	}
 	st.trace.Mark("create", s.clock.Now())
-	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Created container: %s", spec.Name)
+	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventCreated, "Container created")
 	if err := s.rt.StartContainer(ctx, c.ID); err != nil {
 		// The container stays, exited with StartError: its restart backs off as a crash's.
 		return 0, s.containerFailed(st, pod, spec.Name, reasonRunContainerError, err)
 	}
 	delete(st.waiting, spec.Name)
 	st.trace.Mark("start", s.clock.Now())
-	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Started container %s", spec.Name)
+	s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventStarted, "Container started")
 	return 0, s.runPostStart(ctx, st, pod, spec, c.ID)
 }
 
