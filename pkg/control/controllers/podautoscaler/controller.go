@@ -148,6 +148,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, hpa *autoscaling
 	}
 	setCondition(hpa, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the HPA controller was able to get the target's current scale", c.clock.Now())
 	current := sc.Spec.Replicas
+	c.history.recordInitial(key, current, c.clock.Now())
 	minReplicas := ptr.Deref(hpa.Spec.MinReplicas, 1)
 	var desired int32
 	var reason string

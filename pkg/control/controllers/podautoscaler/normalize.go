@@ -36,6 +36,17 @@ func (h *history) forget(key string) {
 	delete(h.scaleDowns, key)
 }
 
+// recordInitial remembers the target's current replicas as the first recommendation of an
+// autoscaler that has none, as kube's recordInitialRecommendation: a fresh autoscaler then
+// scales down only once the stabilization window has passed since it first saw the target.
+func (h *history) recordInitial(key string, current int32, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recommendations[key] == nil {
+		h.recommendations[key] = []timestamped{{at: now, value: current}}
+	}
+}
+
 // limit is the outcome of normalizing: the replica count, and the AbleToScale and
 // ScalingLimited reasons that explain it.
 type limit struct {

@@ -161,3 +161,24 @@ func TestUnknownTargetKind(t *testing.T) {
 		t.Errorf("events: %q", events)
 	}
 }
+
+// A fresh autoscaler remembers the target's current replicas as its first recommendation
+// (kube's recordInitialRecommendation, called by reconcileAutoscaler right after getting
+// the scale), so idle pods do not scale the target down before the downscale stabilization
+// window has passed: AbleToScale says ScaleDownStabilized and the target keeps 2 replicas.
+func TestFreshAutoscalerStabilizesFirstDownscale(t *testing.T) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{Spec: autoscalingv2.HorizontalPodAutoscalerSpec{Metrics: []autoscalingv2.MetricSpec{cpuUtilization(50)}}}
+	got, events := reconcileOnce(t, hpa, []*corev1.Pod{pod("p0", corev1.PodRunning, corev1.ConditionTrue), pod("p1", corev1.PodRunning, corev1.ConditionTrue)},
+		fixedMetrics{corev1.ResourceCPU: {"p0": sample(0), "p1": sample(0)}})
+	if c := condition(got, autoscalingv2.AbleToScale); c.Reason != "ScaleDownStabilized" {
+		t.Errorf("AbleToScale: %+v", c)
+	}
+	if got.Status.DesiredReplicas != 2 {
+		t.Errorf("desiredReplicas %d, want 2", got.Status.DesiredReplicas)
+	}
+	for _, e := range events {
+		if strings.Contains(e, "SuccessfulRescale") {
+			t.Errorf("rescaled on the first reconcile: %s", e)
+		}
+	}
+}
