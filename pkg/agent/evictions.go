@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,14 +31,36 @@ func (a *Agent) newPressure() *stats.Pressure {
 }
 
 // newEvictionManager is the node's eviction manager on its thresholds, ending pods
-// through their workers and reclaiming disk through images' garbage collector.
+// through their workers and reclaiming disk from finished pods and unused images.
 func (a *Agent) newEvictionManager(images *imagegc.Collector) *eviction.Manager {
 	return eviction.New(eviction.Config{
 		Pressure: a.pressure, MaxPodGracePeriod: a.cfg.EvictionMaxPodGracePeriod,
 		Stats: a.stats, MemoryCgroup: cmp.Or(a.cfg.NodeCgroup, "/"), Pods: a.activePods, Evict: a.evictPod,
-		ReclaimDisk: func(ctx context.Context) (int64, error) { return images.GarbageCollect(ctx) },
+		ReclaimDisk: func(ctx context.Context) error { return a.reclaimDisk(ctx, images) },
 		Recorder:    a.recorder, Clock: a.clock, Log: a.log.With("component", "eviction"),
 	})
+}
+
+// reclaimDisk frees disk without ending a pod, as the kubelet's node-level reclaim for a
+// disk signal: the exited containers of finished pods first (DeleteAllUnusedContainers:
+// their writable layers and logs; their status stays as written), then every image no
+// container uses any more (DeleteUnusedImages).
+func (a *Agent) reclaimDisk(ctx context.Context, images *imagegc.Collector) error {
+	var errs []error
+	removed := 0
+	for _, pod := range a.nodePods() {
+		if pod.DeletionTimestamp != nil || !podsync.IsTerminal(pod.Status.Phase) {
+			continue // a deleted pod's containers go with it
+		}
+		n, err := a.sync.RemoveExitedContainers(ctx, pod)
+		removed += n
+		errs = append(errs, err)
+	}
+	if removed > 0 {
+		a.log.Info("removed the exited containers of finished pods to free disk space", "containers", removed)
+	}
+	_, err := images.DeleteUnused(ctx)
+	return errors.Join(append(errs, err)...)
 }
 
 // activePods are the node's pods that may still run: not finished, not being deleted.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +20,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/images"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
+	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/network"
 	"github.com/minik8s/minik8s/pkg/runtime"
+	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
 )
 
@@ -176,6 +182,8 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		return strings.Contains(string(data), "hello from web via 10.96.0.1:443 and tcp://10.96.0.20:8080")
 	})
 
+	testReclaimDisk(ctx, t, a, client, rt, root)
+
 	deleteAndWait(ctx, t, client, rt, pod)
 	if _, err := os.Stat(filepath.Join(cfg.netnsDir(), string(pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("pod netns left after deletion: %v", err)
@@ -183,6 +191,61 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	if _, err := os.Stat(allocation); err == nil {
 		t.Errorf("pod IP %s still allocated after deletion", podIP)
 	}
+}
+
+// testReclaimDisk: the disk reclaim the eviction manager runs before evicting (the
+// kubelet's DeleteAllUnusedContainers) removes a finished pod's exited container and its
+// log on the real runtime, keeps the pod's written status, and leaves running pods be.
+func testReclaimDisk(ctx context.Context, t *testing.T, a *Agent, client *fake.Clientset, rt *runtime.Runtime, root string) {
+	done := agenttest.Pod("done", corev1.RestartPolicyNever, "app")
+	done.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	done.Spec.Containers[0].Command = []string{"sh", "-c", "echo bye"}
+	if _, err := client.CoreV1().Pods(done.Namespace).Create(ctx, done, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod done Succeeded", func() bool {
+		got, err := client.CoreV1().Pods(done.Namespace).Get(ctx, done.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodSucceeded
+	})
+	appContainers := func(podUID types.UID) []runtime.Container {
+		all, err := rt.ListContainers(ctx, string(podUID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.DeleteFunc(all, func(c runtime.Container) bool { return c.Sandbox })
+	}
+	logFile := filepath.Join(root, "logs", "default_done_"+string(done.UID), "app", "0.log")
+	if len(appContainers(done.UID)) != 1 {
+		t.Fatalf("the finished pod has %d containers before the reclaim, want its one", len(appContainers(done.UID)))
+	}
+	if _, err := os.Stat(logFile); err != nil {
+		t.Fatalf("the finished pod's log before the reclaim: %v", err)
+	}
+	web, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := imagegc.New(rt, 100, 80, clock.RealClock{}, slog.Default(), pauseimage.Ref)
+	if err := a.reclaimDisk(ctx, images); err != nil {
+		t.Fatal(err)
+	}
+	if left := appContainers(done.UID); len(left) != 0 {
+		t.Errorf("the finished pod's containers after the reclaim: %+v", left)
+	}
+	if _, err := os.Stat(logFile); !os.IsNotExist(err) {
+		t.Errorf("the finished pod's log after the reclaim: %v, want it removed", err)
+	}
+	if left := appContainers(web.UID); len(left) != 1 || left[0].State != runtime.StateRunning {
+		t.Errorf("the running pod's containers after the reclaim: %+v", left)
+	}
+	got, err := client.CoreV1().Pods(done.Namespace).Get(ctx, done.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := agenttest.ContainerStatus(got, "app"); got.Status.Phase != corev1.PodSucceeded || cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+		t.Errorf("the finished pod's status after the reclaim: %s %+v, want it as written", got.Status.Phase, cs.State)
+	}
+	deleteAndWait(ctx, t, client, rt, got)
 }
 
 // testNodeNamespace makes the namespace playing the node, with lo up.

@@ -308,6 +308,18 @@ func (p *Pressure) Observe(s *statsapi.Summary, now time.Time) []Crossing {
 	return act
 }
 
+// MetAfterReclaim reports whether s meets a threshold, each with its minimum reclaim,
+// whatever its grace period: the kubelet's check after it reclaimed node-level resources
+// (reclaimNodeLevelResources), whose answer no says no pod need go. It records nothing.
+func (p *Pressure) MetAfterReclaim(s *statsapi.Summary) bool {
+	for _, t := range p.thresholds {
+		if _, met := crossing(s, t, true); met {
+			return true
+		}
+	}
+	return false
+}
+
 // Thresholds are the thresholds watched.
 func (p *Pressure) Thresholds() []Threshold { return p.thresholds }
 

@@ -160,3 +160,26 @@ func TestPressureMinimumReclaim(t *testing.T) {
 		t.Errorf("met again above the threshold once reclaimed: %+v", act)
 	}
 }
+
+// After a node-level reclaim a threshold counts as met until the signal is its minimum
+// reclaim above it, grace period or not, and the check changes no state.
+func TestPressureMetAfterReclaim(t *testing.T) {
+	th, err := ParseThresholdConfig(EvictionFlags{Hard: "memory.available<100Mi", Soft: "nodefs.available<10Gi",
+		SoftGracePeriod: "nodefs.available=1h", MinimumReclaim: "nodefs.available=5Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPressure(th, time.Minute)
+	disk := func(avail uint64) *statsapi.Summary { return summary(1<<30, 1<<30, avail, 100<<30, 32768, 100) }
+	for _, c := range []struct {
+		avail uint64
+		want  bool
+	}{{9 << 30, true}, {12 << 30, true}, {15<<30 + 1, false}} {
+		if got := p.MetAfterReclaim(disk(c.avail)); got != c.want {
+			t.Errorf("%d GiB available: met %v, want %v", c.avail>>30, got, c.want)
+		}
+	}
+	if under, _ := p.Under(DiskPressure, time.Now()); under {
+		t.Error("MetAfterReclaim put the node under pressure")
+	}
+}

@@ -68,9 +68,9 @@ type Config struct {
 	// Evict ends a pod as e says (reason Evicted) and returns once its containers have
 	// stopped.
 	Evict func(ctx context.Context, pod *corev1.Pod, e podsync.Ending) error
-	// ReclaimDisk frees what the node can without ending pods (unused images), tried
-	// before evicting for a disk signal, and says how much it freed; nil: nothing.
-	ReclaimDisk func(ctx context.Context) (freed int64, err error)
+	// ReclaimDisk frees what the node can without ending pods (finished pods' containers,
+	// unused images), tried before evicting for a disk signal; nil: nothing.
+	ReclaimDisk func(ctx context.Context) error
 	Recorder    record.EventRecorder
 	Clock       clock.WithTicker
 	Log         *slog.Logger
@@ -183,13 +183,14 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 	}
 	c := mostPressing(crossed)
 	if c.Condition == stats.DiskPressure && m.cfg.ReclaimDisk != nil {
-		// As the kubelet: node-level reclaim first. What it freed shows in the next sample,
-		// so the manager decides again then; with nothing freed, pods go now.
-		freed, err := m.cfg.ReclaimDisk(ctx)
-		if err != nil {
+		// As the kubelet's reclaimNodeLevelResources: node-level reclaim first, then a
+		// fresh sample; pods go now only if it still meets a threshold, minimum reclaim
+		// included.
+		if err := m.cfg.ReclaimDisk(ctx); err != nil {
 			m.cfg.Log.Warn("reclaim disk space before evicting", "err", err)
 		}
-		if freed > 0 {
+		m.cfg.Stats.Sample(ctx)
+		if after := m.cfg.Stats.Latest(); after != nil && !m.cfg.Pressure.MetAfterReclaim(&after.Summary) {
 			return nil
 		}
 	}

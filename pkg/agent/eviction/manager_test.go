@@ -178,7 +178,7 @@ type testManager struct {
 	evicted     []string
 	evictions   map[string]podsync.Ending
 	reclaimed   int
-	reclaimable int64 // what ReclaimDisk frees
+	reclaim     func() // what ReclaimDisk does besides counting (nil: nothing)
 	failing     map[string]bool
 }
 
@@ -206,7 +206,13 @@ func newTestManagerOn(th []stats.Threshold, pods []*corev1.Pod, summary statsapi
 		},
 		Recorder: tm.recorder, Clock: tm.clock, Log: slog.New(slog.DiscardHandler)}
 	if reclaim {
-		cfg.ReclaimDisk = func(context.Context) (int64, error) { tm.reclaimed++; return tm.reclaimable, nil }
+		cfg.ReclaimDisk = func(context.Context) error {
+			tm.reclaimed++
+			if tm.reclaim != nil {
+				tm.reclaim()
+			}
+			return nil
+		}
 	}
 	tm.Manager = New(cfg)
 	return tm
@@ -264,22 +270,33 @@ func TestSynchronizeEvictsOnePodAtATime(t *testing.T) {
 	}
 }
 
-// Disk pressure reclaims unused images first; only when there is nothing to reclaim are
-// pods evicted.
+// Disk pressure reclaims node-level resources first (finished pods' containers, unused
+// images) and looks again, as the kubelet's reclaimNodeLevelResources: when the fresh
+// sample meets no threshold, minimum reclaim included, nobody goes; otherwise a pod goes
+// in the same look.
 func TestSynchronizeReclaimsDiskFirst(t *testing.T) {
-	used, capacity := uint64(95*mi), uint64(100*mi)
-	avail := capacity - used
-	summary := statsapi.Summary{Node: statsapi.NodeStats{Fs: &statsapi.FsStats{AvailableBytes: &avail, CapacityBytes: &capacity}}}
-	writer := pod("writer", 0, 0, 0)
-	tm := newTestManager(t, "nodefs.available<10%", []*corev1.Pod{writer}, summary, true)
-	tm.reclaimable = 3 * mi
-	if got := tm.synchronize(t.Context()); got != nil || tm.reclaimed != 1 {
-		t.Errorf("evicted %v, reclaimed %d times: want the images reclaimed first", got, tm.reclaimed)
+	capacity := uint64(100 * mi)
+	summary := func(avail uint64) statsapi.Summary {
+		return statsapi.Summary{Node: statsapi.NodeStats{Fs: &statsapi.FsStats{AvailableBytes: &avail, CapacityBytes: &capacity}}}
 	}
-	tm.reclaimable = 0 // no unused image left: the pod goes
-	if got := tm.synchronize(t.Context()); got == nil || tm.reclaimed != 2 ||
+	writer := pod("writer", 0, 0, 0)
+	th, err := stats.ParseThresholdConfig(stats.EvictionFlags{Hard: "nodefs.available<10%", MinimumReclaim: "nodefs.available=5Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := newTestManagerOn(th, []*corev1.Pod{writer}, summary(5*mi), true)
+	sampled := 0
+	tm.stats.onSample = func() { sampled++ }
+	tm.reclaim = func() { tm.stats.snap.Summary = summary(16 * mi) } // 1Mi past the threshold and its reclaim
+	if got := tm.synchronize(t.Context()); got != nil || tm.reclaimed != 1 || sampled != 1 {
+		t.Errorf("evicted %v, reclaimed %d times, sampled %d times: want a reclaim and a fresh sample that spare the pod", got, tm.reclaimed, sampled)
+	}
+
+	tm = newTestManagerOn(th, []*corev1.Pod{writer}, summary(5*mi), true)
+	tm.reclaim = func() { tm.stats.snap.Summary = summary(12 * mi) } // above 10Mi, short of the 5Mi reclaim
+	if got := tm.synchronize(t.Context()); got == nil || tm.reclaimed != 1 ||
 		!strings.HasPrefix(tm.evictions["writer"].Message, "The node was low on resource: ephemeral-storage. Threshold quantity: 10Mi, available: 5Mi. ") {
-		t.Errorf("evicted %v after reclaiming nothing: %+v", got, tm.evictions)
+		t.Errorf("evicted %v after a reclaim short of the minimum: %+v", got, tm.evictions)
 	}
 }
 

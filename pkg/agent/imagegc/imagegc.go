@@ -1,12 +1,14 @@
 // Package imagegc frees the node's image filesystem as the kubelet's image garbage
 // collector does: when usage passes the high threshold, images no container uses are
-// removed, least recently used first, until usage is under the low threshold.
+// removed, least recently used first, until usage is under the low threshold; under disk
+// pressure, before pods are evicted, all of them.
 package imagegc
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -81,9 +83,32 @@ func (c *Collector) GarbageCollect(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	toFree := int64(used) - int64(capacity*uint64(c.lowPercent)/100)
-	images, err := c.rt.ListImages(ctx)
+	freed, eligible, err := c.free(ctx, inUse, toFree)
+	if err == nil && freed < toFree {
+		err = fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", toFree, eligible)
+	}
+	return freed, err
+}
+
+// DeleteUnused removes every image no container uses, whatever the thresholds, and
+// returns the bytes freed: the kubelet's DeleteUnusedImages, which its eviction manager
+// runs for a disk signal before it evicts pods. Pinned images and those younger than
+// MinAge stay.
+func (c *Collector) DeleteUnused(ctx context.Context) (int64, error) {
+	inUse, err := c.noteUse(ctx)
 	if err != nil {
 		return 0, err
+	}
+	freed, _, err := c.free(ctx, inUse, math.MaxInt64)
+	return freed, err
+}
+
+// free removes images neither in use, pinned nor younger than MinAge, least recently
+// used first, until toFree bytes are freed; eligible is what all of them held.
+func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int64) (freed, eligible int64, err error) {
+	images, err := c.rt.ListImages(ctx)
+	if err != nil {
+		return 0, 0, err
 	}
 	now := c.clock.Now()
 	c.mu.Lock()
@@ -102,7 +127,6 @@ func (c *Collector) GarbageCollect(ctx context.Context) (int64, error) {
 	slices.SortFunc(candidates, func(a, b runtime.Image) int { return lastUsed(a).Compare(lastUsed(b)) })
 	c.mu.Unlock()
 
-	var freed, eligible int64
 	for _, img := range candidates {
 		eligible += img.Size
 	}
@@ -110,19 +134,16 @@ func (c *Collector) GarbageCollect(ctx context.Context) (int64, error) {
 		if freed >= toFree {
 			break
 		}
-		c.log.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size, "usedPercent", used*100/capacity)
+		c.log.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size)
 		if err := c.rt.RemoveImage(ctx, img.Name); err != nil {
-			return freed, err
+			return freed, eligible, err
 		}
 		freed += img.Size
 		c.mu.Lock()
 		delete(c.lastUsed, img.Name)
 		c.mu.Unlock()
 	}
-	if freed < toFree {
-		return freed, fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", toFree, eligible)
-	}
-	return freed, nil
+	return freed, eligible, nil
 }
 
 // noteUse records the images containers use now and returns them.

@@ -96,3 +96,26 @@ func TestCheckThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteUnused: the eviction manager's reclaim (the kubelet's DeleteUnusedImages)
+// removes every image no container uses, whatever the thresholds, even with the
+// collector disabled; pinned, used and young images stay.
+func TestDeleteUnused(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	old := now.Add(-time.Hour)
+	rt := &fakeRuntime{
+		capacity: 1000, used: 100, // 10%: far under both thresholds
+		images: []runtime.Image{
+			{Name: "pause", Size: 30, CreatedAt: old},
+			{Name: "running", Size: 30, CreatedAt: old},
+			{Name: "a", Size: 20, CreatedAt: old},
+			{Name: "b", Size: 10, CreatedAt: old.Add(time.Minute)},
+			{Name: "just-pulled", Size: 10, CreatedAt: now},
+		},
+		containers: []runtime.Container{{Image: "running"}},
+	}
+	freed, err := New(rt, 100, 80, clocktesting.NewFakeClock(now), slog.Default(), "pause").DeleteUnused(context.Background())
+	if err != nil || freed != 30 || !slices.Equal(rt.removed, []string{"a", "b"}) {
+		t.Errorf("freed %d by removing %q (err %v), want 30 by a and b", freed, rt.removed, err)
+	}
+}

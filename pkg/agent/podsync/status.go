@@ -44,6 +44,13 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	ps.Resources = s.podLevelResourcesStatus(pod, previous)
 	statusOf := func(spec *corev1.Container, restarts restartCheck) corev1.ContainerStatus {
 		history := containersNamed(all, spec.Name)
+		// A finished pod's container removed since (disk reclaimed) keeps the state it
+		// ended in, as the kubelet keeps an old Terminated status the runtime no longer has.
+		if len(history) == 0 && IsTerminal(previous.Phase) {
+			if old := namedStatus(previous, spec.Name); old != nil && old.State.Terminated != nil {
+				return *old.DeepCopy()
+			}
+		}
 		// Why a container waits is told only of one that will run again: one that exited
 		// for good (a failed start under restartPolicy Never) stays terminated, as the
 		// kubelet reads its reason cache only for what ShouldContainerBeRestarted keeps.
@@ -99,6 +106,16 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	case len(uninitialized) > 0, initPending(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodPending
 	}
+	// A pod never leaves a terminal phase, as the kubelet's three-way merge of the phase it
+	// last wrote, the API's and the one computed.
+	if !IsTerminal(ps.Phase) {
+		for _, was := range []corev1.PodPhase{previous.Phase, pod.Status.Phase} {
+			if IsTerminal(was) {
+				ps.Phase = was
+				break
+			}
+		}
+	}
 	ps.Reason, ps.Message = "", ""
 	if st.lastStatus != nil {
 		// The pod as given may predate our last write (the informer lags):
@@ -115,6 +132,18 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 		status.SetCondition(&ps, cond, apiTime(s.clock.Now()))
 	}
 	return ps
+}
+
+// namedStatus is the status of the init or app container name in ps, nil when none.
+func namedStatus(ps corev1.PodStatus, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{ps.InitContainerStatuses, ps.ContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
 }
 
 // containerStatus reports one container from its runtime history (newest first).

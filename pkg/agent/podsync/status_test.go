@@ -333,3 +333,33 @@ func TestServiceInformerKeepsWhatEnvNeeds(t *testing.T) {
 		t.Errorf("the informer keeps\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestFinishedPodKeepsItsStatusWithoutContainers: a finished pod whose exited containers
+// the disk reclaim removed reports the phase and container states it ended with, whether
+// its worker last wrote them or only the API has them, as the kubelet keeps a terminal
+// phase and an old Terminated state the runtime no longer has.
+func TestFinishedPodKeepsItsStatusWithoutContainers(t *testing.T) {
+	h := newHarness(t)
+	pod, st := h.start(agenttest.Pod("done", corev1.RestartPolicyNever, "app"))
+	h.exitAndSync(st, pod, "app", 0)
+	finished := h.apiPod(pod)
+	if finished.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase %s after the container exited 0, want Succeeded", finished.Status.Phase)
+	}
+	if n, err := h.syncer.RemoveExitedContainers(h.ctx, finished); err != nil || n != 1 {
+		t.Fatalf("removed %d exited containers (%v), want the one", n, err)
+	}
+	for name, tc := range map[string]struct {
+		st  *PodState
+		pod *corev1.Pod
+	}{
+		"last written, the pod given older": {st, pod},
+		"the API's, nothing written":        {newPodState(finished, apiTime(h.Clock.Now())), finished},
+	} {
+		got := h.syncer.podStatus(tc.st, tc.pod, h.Runtime.Named(string(pod.UID), "app"), false)
+		cs := agenttest.ContainerStatus(&corev1.Pod{Status: got}, "app")
+		if got.Phase != corev1.PodSucceeded || cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+			t.Errorf("%s: status %s %+v without the container, want Succeeded, app Completed", name, got.Phase, cs.State)
+		}
+	}
+}

@@ -231,13 +231,23 @@ func (s *Syncer) removeIfEvicted(ctx context.Context, pod *corev1.Pod, ps corev1
 	if ps.Phase != corev1.PodFailed || ps.Reason != EvictedReason {
 		return nil
 	}
+	_, err := s.RemoveExitedContainers(ctx, pod)
+	return err
+}
+
+// RemoveExitedContainers removes the exited containers of a pod whose status is written
+// as finished, and says how many it removed: an evicted pod's (removeIfEvicted), and
+// those of every finished pod when the disk is short, as the kubelet's
+// DeleteAllUnusedContainers (its container GC with evictNonDeletedPods: a terminated
+// pod's runtime should be removed). The status stays as written, from the containers:
+// a finished pod is not synced again.
+func (s *Syncer) RemoveExitedContainers(ctx context.Context, pod *corev1.Pod) (int, error) {
 	all, err := s.rt.ListContainers(ctx, string(pod.UID))
 	if err != nil {
-		return fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
+		return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 	}
-	return s.removeContainers(ctx, slices.DeleteFunc(appContainersOf(all), func(c runtime.Container) bool {
-		return c.State != runtime.StateExited
-	}))
+	exited := slices.DeleteFunc(appContainersOf(all), func(c runtime.Container) bool { return c.State != runtime.StateExited })
+	return len(exited), s.removeContainers(ctx, exited)
 }
 
 // rejectedStatus is the status of a pod the node refused at admission, as the kubelet's
