@@ -172,14 +172,14 @@ func (f *fixedStats) Sample(context.Context) {
 // testManager evicts by recording; evictErr fails the pods it names.
 type testManager struct {
 	*Manager
-	clock       *clocktesting.FakeClock
-	stats       *fixedStats
-	recorder    *record.FakeRecorder
-	evicted     []string
-	evictions   map[string]podsync.Ending
-	reclaimed   int
-	reclaim     func() // what ReclaimDisk does besides counting (nil: nothing)
-	failing     map[string]bool
+	clock     *clocktesting.FakeClock
+	stats     *fixedStats
+	recorder  *record.FakeRecorder
+	evicted   []string
+	evictions map[string]podsync.Ending
+	reclaimed int
+	reclaim   func() // what ReclaimDisk does besides counting (nil: nothing)
+	failing   map[string]bool
 }
 
 func newTestManager(t *testing.T, thresholds string, pods []*corev1.Pod, summary statsapi.Summary, reclaim bool) *testManager {
