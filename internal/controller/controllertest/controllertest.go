@@ -12,8 +12,10 @@ import (
 	"github.com/minik8s/minik8s/internal/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // poll is how often a condition is looked at again.
@@ -89,6 +92,42 @@ func MarkReady(ctx context.Context, c kubernetes.Interface, pod *corev1.Pod) (ma
 		return err
 	})
 	return marked, err
+}
+
+// HoldTerminating deletes namespace's pod and keeps it terminating until release. The
+// pod is bound first, to an unschedulable node named after the namespace, as a running
+// pod is: one never scheduled is marked Failed by the pod GC's next look (every 20 s),
+// which ends its terminating. A finalizer keeps it; release drops it and force-deletes
+// the pod, as no kubelet will end it.
+func HoldTerminating(t testing.TB, c kubernetes.Interface, namespace, pod string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: namespace}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	if _, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}) })
+	pods := c.CoreV1().Pods(namespace)
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod}, Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const hold = `{"metadata":{"finalizers":["example.com/hold"]}}`
+	if _, err := pods.Patch(ctx, pod, types.MergePatchType, []byte(hold), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := pods.Patch(ctx, pod, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pods.Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Indexer is a lister's store holding objects, for a controller's sync tested without

@@ -291,9 +291,8 @@ func TestDeploymentTerminatingReplicas(t *testing.T) {
 	}
 	terminating("0")
 	pod := strings.TrimPrefix(strings.Fields(cl.MustKubectl(t, "", "get", "pods", "-l", "app=web", "-o", "name"))[0], "pod/")
-	cl.MustKubectl(t, "", "patch", "pod", pod, "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
-	cl.MustKubectl(t, "", "delete", "pod", pod, "--wait=false")
+	release := controllertest.HoldTerminating(t, cl.Client, cl.Namespace, pod)
 	terminating("1")
-	cl.MustKubectl(t, "", "patch", "pod", pod, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	release()
 	terminating("0")
 }

@@ -290,10 +290,9 @@ func TestReplicaSetTerminatingReplicas(t *testing.T) {
 	}
 	pods := waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 2)
 	terminating("0")
-	cl.MustKubectl(t, "", "patch", "pod", pods[0].Name, "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
-	cl.MustKubectl(t, "", "delete", "pod", pods[0].Name, "--wait=false")
+	release := controllertest.HoldTerminating(t, cl.Client, cl.Namespace, pods[0].Name)
 	waitOwned(t, cl.Client, cl.Namespace, string(rs.UID), 2)
 	terminating("1")
-	cl.MustKubectl(t, "", "patch", "pod", pods[0].Name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	release()
 	terminating("0")
 }
