@@ -62,9 +62,9 @@ type Controller struct {
 	log       *slog.Logger
 	health    map[string]*nodeHealth // by node name; only Run's goroutine touches it
 	// waiting is, by node, the pods whose eviction waits for a toleration's time to run
-	// out: kube's taint eviction queue, whose cancelled entries get an event. Only Run's
-	// goroutine touches it.
-	waiting map[string]map[types.NamespacedName]bool
+	// out, and when it runs out: kube's taint eviction queue, whose cancelled entries get an
+	// event. Only Run's goroutine touches it.
+	waiting map[string]map[types.NamespacedName]time.Time
 }
 
 // nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
@@ -86,7 +86,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
 		recorder: recorder, evictions: evictions, clock: clock.RealClock{}, opts: opts, log: log,
-		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]bool{},
+		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]time.Time{},
 	}
 }
 
@@ -321,11 +321,13 @@ func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) (
 	if err != nil {
 		return err
 	}
-	waiting := map[types.NamespacedName]bool{}
+	waiting := map[types.NamespacedName]time.Time{}
 	defer func() {
 		if err != nil { // the pods not looked at yet wait on
-			for key := range waited {
-				waiting[key] = true
+			for key, at := range waited {
+				if _, ok := waiting[key]; !ok {
+					waiting[key] = at
+				}
 			}
 		}
 		c.cancelled(waited, waiting, pods)
@@ -337,21 +339,31 @@ func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) (
 	c.waiting[n.Name] = waiting
 	for _, pod := range pods {
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		at, scheduled := waited[key]
 		if pod.DeletionTimestamp != nil {
-			if waited[key] {
-				waiting[key] = true // kube's queue keeps it until the pod is gone
+			if scheduled {
+				waiting[key] = at // kube's queue keeps it until the pod is gone
 			}
 			continue
 		}
-		deadline, forever := evictionTime(pod, noExecute)
-		if forever {
-			continue
+		switch tolerated, d := tolerationTime(pod, noExecute); {
+		case !tolerated:
+			// Evicted at once; what waited is cancelled, with its event, as kube does.
+		case d < 0:
+			continue // tolerated forever: nothing waits
+		default:
+			if !scheduled {
+				// The timer starts when the taint is seen on the pod's node and keeps its
+				// first deadline until cancelled (kube's processPodOnNode), whatever the
+				// taint's timeAdded says.
+				at = now.Add(d)
+			}
+			if now.Before(at) {
+				waiting[key] = at
+				continue
+			}
+			delete(waited, key) // its time ran out: evicted, not cancelled
 		}
-		if now.Before(deadline) {
-			waiting[key] = true
-			continue
-		}
-		delete(waited, key) // its time ran out: evicted, not cancelled
 		c.evictions.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
 		err = disruption.Mark(ctx, c.client, pod, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
 		if apierrors.IsNotFound(err) {
@@ -371,9 +383,9 @@ func (c *Controller) evict(ctx context.Context, n *corev1.Node, now time.Time) (
 // cancelled records, as kube's taint-eviction-controller, "Cancelling deletion of Pod" for
 // each pod whose eviction waited and waits no more: its node's taints went, it now
 // tolerates them forever, or it was deleted.
-func (c *Controller) cancelled(waited, waiting map[types.NamespacedName]bool, pods []*corev1.Pod) {
+func (c *Controller) cancelled(waited, waiting map[types.NamespacedName]time.Time, pods []*corev1.Pod) {
 	for key := range waited {
-		if waiting[key] {
+		if _, ok := waiting[key]; ok {
 			continue
 		}
 		var obj runtime.Object = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: key.Namespace, Name: key.Name}
@@ -386,35 +398,29 @@ func (c *Controller) cancelled(waited, waiting map[types.NamespacedName]bool, po
 	}
 }
 
-// evictionTime is when the pod must go: at once for a taint it does not tolerate, else when
-// the shortest tolerationSeconds among the taints runs out; forever when no toleration sets
-// one.
-func evictionTime(pod *corev1.Pod, taints []corev1.Taint) (time.Time, bool) {
-	var deadline time.Time
-	forever := true
+// tolerationTime is how long the pod may stay on a node with these NoExecute taints, as
+// kube's GetMatchingTolerations and getMinTolerationTime: not tolerated when a taint has no
+// toleration; else the shortest tolerationSeconds of the tolerations used (0 for one at or
+// below 0), or -1, forever, when none of them sets it.
+func tolerationTime(pod *corev1.Pod, taints []corev1.Taint) (tolerated bool, d time.Duration) {
+	d = -1
 	for i := range taints {
-		t := &taints[i]
 		var match *corev1.Toleration
 		for j := range pod.Spec.Tolerations {
-			if pod.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false) {
+			if pod.Spec.Tolerations[j].ToleratesTaint(klog.Background(), &taints[i], false) {
 				match = &pod.Spec.Tolerations[j]
 				break
 			}
 		}
 		if match == nil {
-			return time.Time{}, false
+			return false, 0
 		}
 		if match.TolerationSeconds == nil {
 			continue
 		}
-		added := time.Time{}
-		if t.TimeAdded != nil {
-			added = t.TimeAdded.Time
-		}
-		at := added.Add(time.Duration(max(*match.TolerationSeconds, 0)) * time.Second)
-		if forever || at.Before(deadline) {
-			deadline, forever = at, false
+		if s := time.Duration(max(*match.TolerationSeconds, 0)) * time.Second; d < 0 || s < d {
+			d = s
 		}
 	}
-	return deadline, forever
+	return true, d
 }

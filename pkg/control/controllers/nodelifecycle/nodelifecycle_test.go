@@ -280,3 +280,78 @@ func TestConditionsTaintNode(t *testing.T) {
 	update(func(n *corev1.Node) { n.Spec.Unschedulable = false }, false)
 	waitTaints("uncordoned: the admin's taint alone", "example.com/admin:NoSchedule")
 }
+
+// TestTolerationSecondsCountFromTaintSeen: a pod tolerating an admin's NoExecute taint for
+// 3 s stays 3 s from when the taint is seen, as kube's taint-eviction-controller starts its
+// timer then (processPodOnNode's now), never from the taint's timeAdded: kubectl taint sets
+// none, and a client may write any. A pod that does not tolerate the taint goes at once.
+func TestTolerationSecondsCountFromTaintSeen(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, time.Minute
+	})
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-t", 10, nil)
+	mk := func(name string, tolerations ...corev1.Toleration) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "node-t", Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+		if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("intolerant")
+	mk("three", corev1.Toleration{Key: "example.com/drain", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](3)})
+	deleting := func(name string) bool {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil)
+	}
+	for _, added := range []*metav1.Time{nil, ptr.To(metav1.NewTime(time.Now().Add(-time.Hour)))} {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-t", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Spec.Taints = []corev1.Taint{{Key: "example.com/drain", Value: "x", Effect: corev1.TaintEffectNoExecute, TimeAdded: added}}
+			_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tainted := time.Now()
+		if added == nil {
+			controllertest.WaitFor(t, "the pod not tolerating the taint evicted", 10*time.Second, func() (bool, string) {
+				return deleting("intolerant"), ""
+			})
+		}
+		time.Sleep(time.Until(tainted.Add(1500 * time.Millisecond)))
+		if deleting("three") {
+			t.Fatalf("timeAdded %v: the pod tolerating the taint for 3 s was evicted within 1.5 s of the taint", added)
+		}
+		if added == nil { // the taint goes: its eviction is cancelled, to start again with the next taint
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-t", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				n.Spec.Taints = nil
+				_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			controllertest.WaitFor(t, "the cancelled eviction's event", 10*time.Second, func() (bool, string) {
+				out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=three,reason=TaintManagerEviction",
+					"-o", "custom-columns=MESSAGE:.message", "--no-headers")
+				return strings.TrimSpace(out) == "Cancelling deletion of Pod default/three", out
+			})
+			continue
+		}
+		controllertest.WaitFor(t, "the pod tolerating 3 s evicted", 10*time.Second, func() (bool, string) {
+			return deleting("three"), ""
+		})
+		if d := time.Since(tainted); d < 3*time.Second {
+			t.Errorf("evicted %v after the taint, before its 3 s toleration ran out", d)
+		}
+	}
+}
