@@ -116,12 +116,34 @@ func (c *Controller) Run(ctx context.Context) {
 				delete(c.waiting, name)
 			}
 		}
+		wake, stop := c.nextDeadline()
 		select {
 		case <-ctx.Done():
+			stop()
 			return
 		case <-tick.C:
+		case <-wake:
+		}
+		stop()
+	}
+}
+
+// nextDeadline wakes Run when the first waiting eviction's time runs out, so a pod goes when
+// its tolerationSeconds end, as kube's timed queue fires, not at the next monitor period.
+func (c *Controller) nextDeadline() (<-chan time.Time, func()) {
+	var first time.Time
+	for _, waiting := range c.waiting {
+		for _, at := range waiting {
+			if first.IsZero() || at.Before(first) {
+				first = at
+			}
 		}
 	}
+	if first.IsZero() {
+		return nil, func() {}
+	}
+	t := c.clock.NewTimer(max(first.Sub(c.clock.Now()), 0))
+	return t.C(), func() { t.Stop() }
 }
 
 // lastProbe is when the controller last saw the node show life: its Ready heartbeat or its

@@ -355,3 +355,52 @@ func TestTolerationSecondsCountFromTaintSeen(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionWhenTolerationEnds: a pod tolerating a NoExecute taint for 1 s goes 1 s after
+// the controller saw the taint (when the pod not tolerating it went), as kube's timed queue
+// fires, not at the controller's next monitor period 4 s later.
+func TestEvictionWhenTolerationEnds(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 4*time.Second, time.Minute
+	})
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "node-w", 10, nil)
+	for name, seconds := range map[string]*int64{"intolerant": nil, "one": ptr.To[int64](1)} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "node-w", Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
+		if seconds != nil {
+			pod.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/drain", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}}
+		}
+		if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-w", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = []corev1.Taint{{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute}}
+		_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletedAt := func(name string) time.Time {
+		var at time.Time
+		controllertest.WaitFor(t, name+" evicted", 15*time.Second, func() (bool, string) {
+			p, err := cl.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil) {
+				at = time.Now()
+				return true, ""
+			}
+			return false, fmt.Sprint(err)
+		})
+		return at
+	}
+	seen := deletedAt("intolerant")
+	if d := deletedAt("one").Sub(seen); d > 2500*time.Millisecond {
+		t.Errorf("the pod tolerating 1 s went %v after the taint was seen, want about 1 s", d)
+	}
+}
