@@ -305,18 +305,7 @@ func TestTolerationSecondsCountFromTaintSeen(t *testing.T) {
 		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil)
 	}
 	for _, added := range []*metav1.Time{nil, ptr.To(metav1.NewTime(time.Now().Add(-time.Hour)))} {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-t", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			n.Spec.Taints = []corev1.Taint{{Key: "example.com/drain", Value: "x", Effect: corev1.TaintEffectNoExecute, TimeAdded: added}}
-			_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		setTaints(t, cl.Client, "node-t", corev1.Taint{Key: "example.com/drain", Value: "x", Effect: corev1.TaintEffectNoExecute, TimeAdded: added})
 		tainted := time.Now()
 		if added == nil {
 			controllertest.WaitFor(t, "the pod not tolerating the taint evicted", 10*time.Second, func() (bool, string) {
@@ -328,18 +317,7 @@ func TestTolerationSecondsCountFromTaintSeen(t *testing.T) {
 			t.Fatalf("timeAdded %v: the pod tolerating the taint for 3 s was evicted within 1.5 s of the taint", added)
 		}
 		if added == nil { // the taint goes: its eviction is cancelled, to start again with the next taint
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-t", metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				n.Spec.Taints = nil
-				_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			setTaints(t, cl.Client, "node-t")
 			controllertest.WaitFor(t, "the cancelled eviction's event", 10*time.Second, func() (bool, string) {
 				out := cl.MustKubectl(t, "", "get", "events", "--field-selector", "involvedObject.name=three,reason=TaintManagerEviction",
 					"-o", "custom-columns=MESSAGE:.message", "--no-headers")
@@ -375,18 +353,7 @@ func TestEvictionWhenTolerationEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-w", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Taints = []corev1.Taint{{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute}}
-		_, err = cl.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	setTaints(t, cl.Client, "node-w", corev1.Taint{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute})
 	deletedAt := func(name string) time.Time {
 		var at time.Time
 		controllertest.WaitFor(t, name+" evicted", 15*time.Second, func() (bool, string) {
@@ -402,5 +369,22 @@ func TestEvictionWhenTolerationEnds(t *testing.T) {
 	seen := deletedAt("intolerant")
 	if d := deletedAt("one").Sub(seen); d > 2500*time.Millisecond {
 		t.Errorf("the pod tolerating 1 s went %v after the taint was seen, want about 1 s", d)
+	}
+}
+
+// setTaints sets the node's taints, as kubectl taint does: with an update of the node.
+func setTaints(t *testing.T, client kubernetes.Interface, node string, taints ...corev1.Taint) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = taints
+		_, err = client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
