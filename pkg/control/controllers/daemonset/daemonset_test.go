@@ -158,6 +158,8 @@ func TestDaemonSetPodsStayOnUnreachableNode(t *testing.T) {
 	fakeKubelet(t, cl.Client)
 	cl.MustKubectl(t, agent, "apply", "-f", "-")
 	cl.CreateReadyNode(t, "node-a", 10, map[string]string{"role": "edge"})
+	cl.CreateReadyNode(t, "alive", 10, nil) // not all nodes down: node-a gets its NoExecute taint
+	cl.KeepNodeReady(t, "alive")
 	waitPlacement(t, cl.Client, "node-a")
 	controllertest.WaitFor(t, "node-a tainted unreachable", 15*time.Second, func() (bool, string) {
 		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})

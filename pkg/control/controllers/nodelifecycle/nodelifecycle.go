@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/disruption"
@@ -65,6 +66,10 @@ type Controller struct {
 	// out, and when it runs out: kube's taint eviction queue, whose cancelled entries get an
 	// event. Only Run's goroutine touches it.
 	waiting map[string]map[types.NamespacedName]time.Time
+	// zones pace the NoExecute tainting of each failure zone's nodes, and allDisrupted is
+	// kube's master disruption mode (zones.go). Only Run's goroutine touches them.
+	zones        map[string]*zone
+	allDisrupted bool
 }
 
 // nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
@@ -86,7 +91,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
 		recorder: recorder, evictions: evictions, clock: clock.RealClock{}, opts: opts, log: log,
-		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]time.Time{},
+		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]time.Time{}, zones: map[string]*zone{},
 	}
 }
 
@@ -100,6 +105,7 @@ func (c *Controller) Run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		nodes, _ := c.nodes.List(labels.Everything())
+		c.judgeZones(nodes, c.clock.Now())
 		seen := make(map[string]bool, len(nodes))
 		for _, n := range nodes {
 			seen[n.Name] = true
@@ -289,11 +295,14 @@ func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Ti
 	}
 	var taints []corev1.Taint
 	for _, t := range n.Spec.Taints {
-		if ownedTaintKeys[t.Key] && !wanted(t) {
-			continue // the node's state moved on
+		if ownedTaintKeys[t.Key] && (!wanted(t) || c.allDisrupted && readinessNoExecute(t)) {
+			continue // the node's state moved on, or every node is down (zones.go)
 		}
 		taints = append(taints, t)
 	}
+	// Turning not-ready into unreachable or back swaps the NoExecute taint at once; a node
+	// that had none waits for its zone's turn, as kube's zoneNoExecuteTainter.
+	swap := slices.ContainsFunc(n.Spec.Taints, readinessNoExecute)
 	added := metav1.NewTime(now)
 	for _, w := range want {
 		have := false
@@ -304,6 +313,9 @@ func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Ti
 			continue
 		}
 		if w.Effect == corev1.TaintEffectNoExecute {
+			if c.allDisrupted || !swap && !c.mayTaintNoExecute(n) {
+				continue
+			}
 			w.TimeAdded = &added
 		}
 		taints = append(taints, w)
@@ -315,6 +327,11 @@ func (c *Controller) syncTaints(ctx context.Context, n *corev1.Node, now time.Ti
 	node.Spec.Taints = taints
 	_, err := c.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 	return err
+}
+
+// readinessNoExecute says whether t is the not-ready or unreachable NoExecute taint.
+func readinessNoExecute(t corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoExecute && (t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable)
 }
 
 func sameTaints(a, b []corev1.Taint) bool {

@@ -20,16 +20,18 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestSilentNodeIsTaintedAndEvicted: a node that stops posting status becomes Unknown and
-// unreachable-tainted after the grace period; its pods go as their tolerations run out
-// (DefaultTolerationSeconds gave every pod 300 s unless it says otherwise); the taints go
-// when it posts Ready again.
+// TestSilentNodeIsTaintedAndEvicted: a node that stops posting status, beside one that is
+// alive, becomes Unknown and unreachable-tainted after the grace period; its pods go as their
+// tolerations run out (DefaultTolerationSeconds gave every pod 300 s unless it says
+// otherwise); the taints go when it posts Ready again.
 func TestSilentNodeIsTaintedAndEvicted(t *testing.T) {
 	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
 		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, 2*time.Second
 	})
 	ctx := context.Background()
 	cl.CreateReadyNode(t, "node-1", 10, nil)
+	cl.CreateReadyNode(t, "alive", 10, nil)
+	cl.KeepNodeReady(t, "alive")
 	mk := func(name string, tolerate *int64, forever bool) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "img"}}}}
@@ -386,5 +388,89 @@ func setTaints(t *testing.T, client kubernetes.Interface, node string, taints ..
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAllNodesDownIsMasterDisruption: as kube's node lifecycle controller, when no node is
+// Ready the fault is taken for the control plane's: a lone silent node gets the unreachable
+// NoSchedule taint but not the NoExecute one, so its pods stay ("Entering master disruption
+// mode"). Once another node is Ready again the silent one is tainted NoExecute and its pods
+// go as their tolerations run out.
+func TestAllNodesDownIsMasterDisruption(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, 2*time.Second
+	})
+	ctx := context.Background()
+	cl.CreateReadyNode(t, "lone", 10, nil)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "lone", Containers: []corev1.Container{{Name: "c", Image: "img"}},
+			Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](1)}}}}
+	if _, err := cl.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	taints := func() string {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, "lone", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, tn := range n.Spec.Taints {
+			out = append(out, tn.Key+":"+string(tn.Effect))
+		}
+		return strings.Join(out, ",")
+	}
+	controllertest.WaitFor(t, "the lone node tainted unreachable NoSchedule", 15*time.Second, func() (bool, string) {
+		got := taints()
+		return got == "node.kubernetes.io/unreachable:NoSchedule", got
+	})
+	time.Sleep(2 * time.Second) // ten monitor periods, twice the pod's toleration
+	if got := taints(); got != "node.kubernetes.io/unreachable:NoSchedule" {
+		t.Errorf("with no node Ready the lone node's taints are %s, want the NoSchedule one alone", got)
+	}
+	if p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "quick", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("with no node Ready the pod was evicted: %v", err)
+	}
+
+	cl.CreateReadyNode(t, "back", 10, nil)
+	cl.KeepNodeReady(t, "back")
+	waitUnreachable(t, cl.Client, "lone", 15*time.Second)
+	controllertest.WaitFor(t, "the pod evicted once a node is Ready", 15*time.Second, func() (bool, string) {
+		p, err := cl.Client.CoreV1().Pods("default").Get(ctx, "quick", metav1.GetOptions{})
+		return apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil), fmt.Sprint(err)
+	})
+}
+
+// TestNoExecuteTaintsPaced: as kube's zoneNoExecuteTainter (--node-eviction-rate 0.1, burst
+// 1), two nodes of a zone going silent together get their unreachable NoExecute taints 10 s
+// apart, so a zone losing nodes loses their pods gradually.
+func TestNoExecuteTaintsPaced(t *testing.T) {
+	cl := controlplanetest.Start(t, func(o *controlplane.Options) {
+		o.NodeMonitorPeriod, o.NodeMonitorGracePeriod = 200*time.Millisecond, 2*time.Second
+	})
+	ctx := context.Background()
+	for _, name := range []string{"alive", "x", "y"} {
+		cl.CreateReadyNode(t, name, 10, nil)
+	}
+	cl.KeepNodeReady(t, "alive")
+	waitUnreachable(t, cl.Client, "x", 15*time.Second)
+	waitUnreachable(t, cl.Client, "y", 25*time.Second)
+	var added []time.Time
+	for _, name := range []string{"x", "y"} {
+		n, err := cl.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range n.Spec.Taints {
+			if tn.Effect == corev1.TaintEffectNoExecute && tn.TimeAdded != nil {
+				added = append(added, tn.TimeAdded.Time)
+			}
+		}
+	}
+	if len(added) != 2 {
+		t.Fatalf("NoExecute taints with timeAdded: %v, want x's and y's", added)
+	}
+	if d := added[1].Sub(added[0]).Abs(); d < 9*time.Second {
+		t.Errorf("the two nodes' NoExecute taints came %v apart, want about 10 s (0.1 nodes a second)", d)
 	}
 }

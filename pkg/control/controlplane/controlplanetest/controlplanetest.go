@@ -20,6 +20,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,6 +184,38 @@ func (c *Cluster) CreateReadyNode(t testing.TB, name string, pods int64, labels 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// KeepNodeReady renews node's Lease every 300 ms until the test ends, as a minilet does, so
+// the node lifecycle controller sees it alive: a test silencing another node needs one, as
+// with no node Ready the controller takes every node's NoExecute taints away (kube's master
+// disruption mode).
+func (c *Cluster) KeepNodeReady(t testing.TB, node string) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	lease, err := c.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease, metav1.CreateOptions{})
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			if next, err := c.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+				lease = next
+			}
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
 }
 
 // CreateNamespace creates a namespace and waits until the serviceaccount controller (which
