@@ -373,8 +373,7 @@ func startNodeLifecycle(c *ControllerContext) (runner, error) {
 		MonitorPeriod: cmp.Or(c.Options.NodeMonitorPeriod, nodelifecycle.DefaultMonitorPeriod),
 		GracePeriod:   cmp.Or(c.Options.NodeMonitorGracePeriod, nodelifecycle.DefaultGracePeriod),
 	}
-	nl := nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), c.Recorder("taint-eviction-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
-	return nl, nil
+	return nodelifecycle.New(c.Client, c.Informers, c.Recorder("node-controller"), c.Recorder("taint-eviction-controller"), opts, c.Log.With("component", "node-lifecycle-controller"))
 }
 
 func startStatefulSet(c *ControllerContext) (runner, error) {

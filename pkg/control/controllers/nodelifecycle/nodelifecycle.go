@@ -18,6 +18,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/disruption"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -70,6 +71,8 @@ type Controller struct {
 	// kube's master disruption mode (zones.go). Only Run's goroutine touches them.
 	zones        map[string]*zone
 	allDisrupted bool
+	// taintsChanged wakes Run for a round when a node's taints change.
+	taintsChanged chan struct{}
 }
 
 // nodeHealth is what the controller last saw of a node's heartbeats and when it saw them
@@ -84,18 +87,33 @@ type nodeHealth struct {
 
 // New wires the controller to the shared informers.
 // recorder records the node controller's events, evictions the taint manager's.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder, evictions record.EventRecorder, opts Options, log *slog.Logger) *Controller {
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, recorder, evictions record.EventRecorder, opts Options, log *slog.Logger) (*Controller, error) {
 	nodes, pods := factory.Core().V1().Nodes(), factory.Core().V1().Pods()
 	leases := factory.Coordination().V1().Leases()
-	return &Controller{
+	c := &Controller{
 		client: client, nodes: nodes.Lister(), pods: pods.Lister(), leases: leases.Lister(),
 		synced:   []cache.InformerSynced{nodes.Informer().HasSynced, pods.Informer().HasSynced, leases.Informer().HasSynced},
 		recorder: recorder, evictions: evictions, clock: clock.RealClock{}, opts: opts, log: log,
 		health: map[string]*nodeHealth{}, waiting: map[string]map[types.NamespacedName]time.Time{}, zones: map[string]*zone{},
+		taintsChanged: make(chan struct{}, 1),
 	}
+	// As kube's taint-eviction-controller, a change of a node's taints (kubectl taint) is
+	// acted on at once, not at the next monitor period.
+	_, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
+		o, ok := old.(*corev1.Node)
+		n, ok2 := cur.(*corev1.Node)
+		if ok && ok2 && !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) {
+			select {
+			case c.taintsChanged <- struct{}{}:
+			default: // a round is already due
+			}
+		}
+	}})
+	return c, err
 }
 
-// Run checks every node each monitor period until ctx ends.
+// Run checks every node each monitor period, when a waiting eviction is due and when a
+// node's taints change, until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -129,6 +147,7 @@ func (c *Controller) Run(ctx context.Context) {
 			return
 		case <-tick.C:
 		case <-wake:
+		case <-c.taintsChanged:
 		}
 		stop()
 	}
