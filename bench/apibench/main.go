@@ -38,7 +38,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/etcdtest"
 	"github.com/prometheus/common/expfmt"
@@ -541,7 +541,7 @@ func handlerCreates(open func(name string) (store.Interface, error), d time.Dura
 		return result{}, err
 	}
 	defer st.Close()
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		return result{}, err
 	}

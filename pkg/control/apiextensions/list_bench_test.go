@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -44,7 +44,7 @@ func listServer(tb testing.TB, crd *apiextensionsv1.CustomResourceDefinition, ca
 	} else {
 		st = storetest.Bolt(tb)
 	}
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		tb.Fatal(err)
 	}

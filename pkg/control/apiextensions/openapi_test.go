@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/openapi"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	crdfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	crdinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
@@ -61,7 +61,7 @@ func established(i int) *apiextensionsv1.CustomResourceDefinition {
 // 50 others of one group version: its documents built, the v2 spec merged with the
 // built-in one, the group version's v3 documents merged.
 func BenchmarkOpenAPIRebuild(b *testing.B) {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/flowcontrol"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/registry/scheduling"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -45,12 +46,12 @@ func (s *Server) Bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, pc := range registry.SystemPriorityClasses() {
+	for _, pc := range scheduling.SystemPriorityClasses() {
 		if err := s.ensure(ctx, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), pc, nil); err != nil {
 			return err
 		}
 	}
-	levels, schemas := registry.BootstrapFlowControl()
+	levels, schemas := flowcontrol.BootstrapFlowControl()
 	for _, pl := range levels {
 		if err := s.ensure(apf, flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations"), pl, nil); err != nil {
 			return err

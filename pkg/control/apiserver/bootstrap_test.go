@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +28,7 @@ import (
 // newTestServer is a Server on a bbolt store of its own (no network: tests call it directly).
 func newTestServer(t testing.TB, st store.Interface, cidr string, advertise string, port int) *Server {
 	t.Helper()
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,7 @@ func TestManagerFromUserAgent(t *testing.T) {
 }
 
 func podFieldManagers(t testing.TB) (*fieldManagers, *registry.Resource) {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,7 +22,7 @@ import (
 // their seed corpora are under testdata/fuzz. Plain `go test` runs the seeds.
 
 var fuzzPods = func() *registry.Resource {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		panic(err)
 	}

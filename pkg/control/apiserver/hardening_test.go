@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +37,7 @@ var mutatingInFlight = regexp.MustCompile(`(?m)^apiserver_current_inflight_reque
 func hardenedServer(t *testing.T, limits Limits, headerTimeout time.Duration) string {
 	t.Helper()
 	st := storetest.Cached(t)
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -45,7 +46,7 @@ func TestWithResourceVersion(t *testing.T) {
 // do not; the entry goes once the bytes are collected. Its JSON is made from the stored
 // bytes each time: only where the resourceVersion goes is kept.
 func TestEncodingsShareByTheValuesBytes(t *testing.T) {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

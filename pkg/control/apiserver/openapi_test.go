@@ -13,7 +13,7 @@ import (
 	"testing"
 	"weak"
 
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -27,7 +27,7 @@ type openAPIFixture struct {
 }
 
 func newOpenAPIFixture(t *testing.T) *openAPIFixture {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

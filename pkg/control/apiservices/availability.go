@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/workloop"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/apiregistration"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -147,7 +147,7 @@ func (c *Availability) available(spec apiregistrationv1.APIServiceSpec) apiregis
 			return unavailable("MissingEndpoints", "endpointslices for service/%s in %q have no addresses with port name %q", ref.Name, ref.Namespace, portName)
 		}
 	}
-	return unavailable(registry.NotProxiedReason, "%s", registry.NotProxiedMessage(spec.Group, spec.Version))
+	return unavailable(apiregistration.NotProxiedReason, "%s", apiregistration.NotProxiedMessage(spec.Group, spec.Version))
 }
 
 // hasAvailableEndpoint is kube-aggregator's: a slice with a ready endpoint and the port.

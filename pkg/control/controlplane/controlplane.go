@@ -35,7 +35,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodeipam"
 	"github.com/minik8s/minik8s/pkg/control/controllers/serviceaccounttoken"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/scheduler"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/encryption"
@@ -401,7 +401,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics.MustRegister(st.Collectors()...)
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		return err
 	}

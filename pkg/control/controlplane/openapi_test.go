@@ -14,6 +14,7 @@ import (
 	"github.com/minik8s/minik8s/internal/testenv"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,7 +98,7 @@ spec:
 // validation, which it finds announced in /openapi/v3, and explains every served kind.
 func TestKubectlValidationAndExplain(t *testing.T) {
 	c := startCluster(t)
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +15,7 @@ import (
 
 func builtinDocs(t *testing.T) (*registry.Registry, *Documents) {
 	t.Helper()
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,23 +10,32 @@ import (
 // Columns many kinds' tables share.
 
 var (
-	nameColumn = column("Name", "string", metav1.ObjectMeta{}.SwaggerDoc()["name"], false)
-	ageColumn  = column("Age", "string", metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], false)
+	NameColumn = Column("Name", "string", metav1.ObjectMeta{}.SwaggerDoc()["name"], false)
+	AgeColumn  = Column("Age", "string", metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], false)
 )
 
-func integerColumn(name, desc string) metav1.TableColumnDefinition {
-	return column(name, "integer", desc, false)
+// IntegerColumn is a column of integers.
+func IntegerColumn(name, desc string) metav1.TableColumnDefinition {
+	return Column(name, "integer", desc, false)
 }
 
-// createdAtTable is what Kubernetes shows for kinds without their own columns (roles,
+// CreatedAtTable is what Kubernetes shows for kinds without their own columns (roles,
 // limit ranges): the name and the creation time.
-var createdAtTable = &TableDef{
+var CreatedAtTable = &TableDef{
 	Columns: []metav1.TableColumnDefinition{
-		nameColumn,
+		NameColumn,
 		{Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
 	},
 	Row: func(obj runtime.Object) []any {
-		m := metaOf(obj)
+		m := MetaOf(obj)
 		return []any{m.GetName(), m.GetCreationTimestamp().UTC().Format(time.RFC3339)}
 	},
+}
+
+// StringOr is *s, or otherwise when s is nil.
+func StringOr(s *string, otherwise string) string {
+	if s == nil {
+		return otherwise
+	}
+	return *s
 }

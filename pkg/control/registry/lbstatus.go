@@ -13,11 +13,11 @@ import (
 // The status subresources of Services and Ingresses validate the load balancer addresses a
 // controller writes, as kube's ValidateServiceStatusUpdate and ValidateIngressStatusUpdate.
 var (
-	serviceStatusUpdate = SubresourceRules{Validate: func(obj, old runtime.Object) field.ErrorList {
+	ServiceStatusUpdate = SubresourceRules{Validate: func(obj, old runtime.Object) field.ErrorList {
 		svc, o := obj.(*corev1.Service), old.(*corev1.Service)
 		return validateServiceLBStatus(&svc.Status.LoadBalancer, &o.Status.LoadBalancer, svc.Spec.Type)
 	}}
-	ingressStatusUpdate = SubresourceRules{Validate: func(obj, old runtime.Object) field.ErrorList {
+	IngressStatusUpdate = SubresourceRules{Validate: func(obj, old runtime.Object) field.ErrorList {
 		lb, o := obj.(*networkingv1.Ingress).Status.LoadBalancer, old.(*networkingv1.Ingress).Status.LoadBalancer
 		var oldIPs []string
 		for _, in := range o.Ingress {

@@ -6,9 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// metaOf returns the object's metadata; every registered kind has ObjectMeta, so a failure
+// MetaOf returns the object's metadata; every registered kind has ObjectMeta, so a failure
 // here is a programming error.
-func metaOf(obj runtime.Object) metav1.Object {
+func MetaOf(obj runtime.Object) metav1.Object {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		panic(err)

@@ -1,6 +1,9 @@
 // Package registry describes the API's resources: their group/version/kind, scope, names,
 // subresources and the per-kind rules (defaulting, validation, selectable fields, table
-// columns) that the REST layer applies. It knows nothing of HTTP or storage.
+// columns) that the REST layer applies, with the helpers the rules of several API groups
+// share (columns, metadata, pod template and load-balancer status validation). The rules
+// of each group live in a subpackage named after it (core, apps, batch, ...), as in
+// Kubernetes' pkg/registry; builtin assembles them. It knows nothing of HTTP or storage.
 package registry
 
 import (
@@ -8,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
@@ -157,9 +161,9 @@ type Rules struct {
 	StatusMetadata func(meta, old metav1.Object)
 }
 
-// statusKeepsAllMetadata is the StatusMetadata of kinds whose status strategy keeps all
+// StatusKeepsAllMetadata is the StatusMetadata of kinds whose status strategy keeps all
 // the stored metadata (flowcontrol's).
-func statusKeepsAllMetadata(meta, old metav1.Object) {
+func StatusKeepsAllMetadata(meta, old metav1.Object) {
 	*meta.(*metav1.ObjectMeta) = *old.(*metav1.ObjectMeta).DeepCopy()
 }
 
@@ -185,13 +189,13 @@ type ScaleDef struct {
 	UIDPrecondition bool
 }
 
-// replicasScale is the ScaleDef of a workload scaled by its spec.replicas: fields gives
+// ReplicasScale is the ScaleDef of a workload scaled by its spec.replicas: fields gives
 // the address of that field (to read or set), status.replicas and the selector.
-func replicasScale[T runtime.Object](fields func(obj T) (spec **int32, status int32, selector string)) *ScaleDef {
+func ReplicasScale[T runtime.Object](fields func(obj T) (spec **int32, status int32, selector string)) *ScaleDef {
 	return &ScaleDef{
 		Replicas: func(obj runtime.Object) (int32, int32, string) {
 			spec, status, selector := fields(obj.(T))
-			return deref(*spec), status, selector
+			return Deref(*spec), status, selector
 		},
 		SetReplicas: func(obj runtime.Object, n int32) {
 			spec, _, _ := fields(obj.(T))
@@ -330,4 +334,19 @@ func (reg *Registry) GroupVersions() []schema.GroupVersion {
 		}
 	}
 	return out
+}
+
+// NewResource describes a built-in resource: its group version, plural and kind, scope,
+// rules, short names, categories and subresources; the singular is the lower-cased kind.
+func NewResource(gv schema.GroupVersion, plural, kind string, namespaced bool, rules Rules, shortNames, categories []string, sub ...string) *Resource {
+	return &Resource{
+		GroupVersionResource: gv.WithResource(plural),
+		Kind:                 kind,
+		Singular:             strings.ToLower(kind),
+		Namespaced:           namespaced,
+		ShortNames:           shortNames,
+		Categories:           categories,
+		Subresources:         sub,
+		Rules:                rules,
+	}
 }

@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// podSpecWarnings names the parts of a pod spec minilet does not carry out yet, so a user
+// PodSpecWarnings names the parts of a pod spec minilet does not carry out yet, so a user
 // learns it at `kubectl apply` instead of finding out later. Remove a line here with the
 // change that implements it.
-func podSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
+func PodSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 	var out []string
 	warn := func(p *field.Path, what string) { out = append(out, fmt.Sprintf("%s: %s", p, what)) }
 	for i, v := range spec.Volumes {
@@ -22,7 +22,7 @@ func podSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 	return out
 }
 
-// templateWarnings is podSpecWarnings for a workload's pod template.
-func templateWarnings(t *corev1.PodTemplateSpec, path *field.Path) []string {
-	return podSpecWarnings(&t.Spec, path.Child("template", "spec"))
+// TemplateWarnings is PodSpecWarnings for a workload's pod template.
+func TemplateWarnings(t *corev1.PodTemplateSpec, path *field.Path) []string {
+	return PodSpecWarnings(&t.Spec, path.Child("template", "spec"))
 }

@@ -1,12 +1,15 @@
 package registry
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -15,14 +18,14 @@ import (
 
 // Checks and defaults many kinds share.
 
-// validateMeta checks an object's metadata with the kind's rule for names.
-func validateMeta(obj runtime.Object, namespaced bool, name validation.ValidateNameFunc) field.ErrorList {
-	return validation.ValidateObjectMetaAccessor(metaOf(obj), namespaced, name, field.NewPath("metadata"))
+// ValidateMeta checks an object's metadata with the kind's rule for names.
+func ValidateMeta(obj runtime.Object, namespaced bool, name validation.ValidateNameFunc) field.ErrorList {
+	return validation.ValidateObjectMetaAccessor(MetaOf(obj), namespaced, name, field.NewPath("metadata"))
 }
 
-// validateIntOrPercent checks a count or percentage such as maxUnavailable: non-negative,
+// ValidateIntOrPercent checks a count or percentage such as maxUnavailable: non-negative,
 // a percentage at most 100% when capped.
-func validateIntOrPercent(v *intstr.IntOrString, path *field.Path, capped bool) field.ErrorList {
+func ValidateIntOrPercent(v *intstr.IntOrString, path *field.Path, capped bool) field.ErrorList {
 	if v == nil {
 		return nil
 	}
@@ -49,8 +52,8 @@ func percent(v *intstr.IntOrString) (int, bool) {
 	return n, err == nil
 }
 
-// isZero tells whether a count or percentage is 0 or 0%.
-func isZero(v *intstr.IntOrString) bool {
+// IsZero tells whether a count or percentage is 0 or 0%.
+func IsZero(v *intstr.IntOrString) bool {
 	if v == nil {
 		return true
 	}
@@ -60,28 +63,76 @@ func isZero(v *intstr.IntOrString) bool {
 	return v.Type == intstr.Int && v.IntVal == 0
 }
 
-func nonNegative(v *int32, path *field.Path) field.ErrorList {
+// NonNegative refuses a negative *v.
+func NonNegative(v *int32, path *field.Path) field.ErrorList {
 	if v == nil {
 		return nil
 	}
 	return validation.ValidateNonnegativeField(int64(*v), path)
 }
 
-func immutable(newVal, oldVal any, path *field.Path) field.ErrorList {
+// Immutable refuses a change of a field that may not change.
+func Immutable(newVal, oldVal any, path *field.Path) field.ErrorList {
 	return validation.ValidateImmutableField(newVal, oldVal, path)
 }
 
-func int32Ptr(v int32) *int32 { return &v }
+// Int32Ptr returns a pointer to v.
+func Int32Ptr(v int32) *int32 { return &v }
 
-func defaultInt32(p **int32, v int32) {
+// DefaultInt32 sets *p to v if unset.
+func DefaultInt32(p **int32, v int32) {
 	if *p == nil {
-		*p = int32Ptr(v)
+		*p = Int32Ptr(v)
 	}
 }
 
-func deref(p *int32) int32 {
+// Deref is *p, 0 when p is nil.
+func Deref(p *int32) int32 {
 	if p == nil {
 		return 0
 	}
 	return *p
+}
+
+// ValidatePort checks a port number (1-65535).
+func ValidatePort(port int32, path *field.Path) field.ErrorList {
+	return corevalidation.InvalidEach(path, port, utilvalidation.IsValidPortNum(int(port)))
+}
+
+// ValidateResourceList checks resource names and that no quantity is negative.
+func ValidateResourceList(list corev1.ResourceList, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range list {
+		p := path.Key(string(name))
+		errs = append(errs, metav1validation.ValidateLabelName(string(name), p)...)
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	return errs
+}
+
+// ServiceProtocols are the protocols a Service, Endpoints or NetworkPolicy port may have.
+var ServiceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+
+// VolumeSources counts the volume sources set in a PersistentVolumeSource (all pointers).
+func VolumeSources(src *corev1.PersistentVolumeSource) int {
+	v, n := reflect.ValueOf(src).Elem(), 0
+	for i := range v.NumField() {
+		if !v.Field(i).IsNil() {
+			n++
+		}
+	}
+	return n
+}
+
+// DefaultClaimSpec defaults a claim, also one in a StatefulSet's volumeClaimTemplates.
+func DefaultClaimSpec(s *corev1.PersistentVolumeClaimSpec) { DefaultVolumeMode(&s.VolumeMode) }
+
+// DefaultVolumeMode defaults a volume mode to Filesystem.
+func DefaultVolumeMode(m **corev1.PersistentVolumeMode) {
+	if *m == nil {
+		fs := corev1.PersistentVolumeFilesystem
+		*m = &fs
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
@@ -24,7 +25,7 @@ import (
 // Attrs is a write of obj (old for updates and deletes) to the built-in resource gvr.
 func Attrs(t testing.TB, op generic.Operation, gvr schema.GroupVersionResource, sub string, obj, old runtime.Object) *generic.Attributes {
 	t.Helper()
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

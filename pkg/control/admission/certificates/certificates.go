@@ -16,7 +16,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/certificates"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -99,7 +99,7 @@ func (SubjectRestriction) Validate(_ context.Context, a *generic.Attributes) err
 	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
 		return nil
 	}
-	req, err := registry.ParseCSR(csr.Spec.Request)
+	req, err := certificates.ParseCSR(csr.Spec.Request)
 	if err != nil {
 		return admission.Forbidden(a, fmt.Errorf("failed to parse CSR: %v", err))
 	}

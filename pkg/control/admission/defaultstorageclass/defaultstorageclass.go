@@ -9,8 +9,8 @@ import (
 	"context"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
-	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/registry/storage"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -51,5 +51,5 @@ func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
 // Default is the class a claim without one gets: of those marked default, the newest
 // (then the first by name), as Kubernetes chooses since 1.26; nil when none is marked.
 func Default(classes []*storagev1.StorageClass) *storagev1.StorageClass {
-	return admission.NewestDefault(classes, registry.IsDefaultStorageClass)
+	return admission.NewestDefault(classes, storage.IsDefaultStorageClass)
 }

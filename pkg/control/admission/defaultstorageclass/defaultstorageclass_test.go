@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/storage"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -13,7 +13,7 @@ func class(name string, age time.Duration, def bool) *storagev1.StorageClass {
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name,
 		CreationTimestamp: metav1.NewTime(time.Unix(1_700_000_000, 0).Add(-age))}}
 	if def {
-		sc.Annotations = map[string]string{registry.IsDefaultStorageClassAnnotation: "true"}
+		sc.Annotations = map[string]string{storage.IsDefaultStorageClassAnnotation: "true"}
 	}
 	return sc
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -29,7 +29,7 @@ var priorityClasses = schedulingv1.SchemeGroupVersion.WithResource("priorityclas
 // moment ago) is found there; a missing one is refused with Kubernetes' message; before the
 // informers start the store answers, globalDefault included.
 func TestResolve(t *testing.T) {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestResolve(t *testing.T) {
 // A second globalDefault class is refused, as Kubernetes' Priority plugin refuses it, on
 // create and on an update that marks another class; the default itself may be updated.
 func TestValidateOneGlobalDefault(t *testing.T) {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

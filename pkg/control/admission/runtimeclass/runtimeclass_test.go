@@ -6,7 +6,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -20,7 +20,7 @@ import (
 // one the informer has not seen yet is found in the store, a class's overhead and
 // scheduling are given to the pod, and conflicts with what the pod says are refused.
 func TestAdmit(t *testing.T) {
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

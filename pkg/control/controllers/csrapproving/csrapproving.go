@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/csrqueue"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/certificates"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +73,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if csr == nil {
 		return 0, err
 	}
-	req, err := registry.ParseCSR(csr.Spec.Request)
+	req, err := certificates.ParseCSR(csr.Spec.Request)
 	if err != nil {
 		c.Log.Info("unable to parse csr", "csr", name, "err", err)
 		return 0, nil // validation let it in; nothing a retry would change
@@ -128,7 +128,7 @@ func (c *Controller) authorize(ctx context.Context, csr *certificatesv1.Certific
 
 func isNodeClientCert(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) bool {
 	return csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName &&
-		registry.ValidateKubeletClientCSR(req, csr.Spec.Usages) == nil
+		certificates.ValidateKubeletClientCSR(req, csr.Spec.Usages) == nil
 }
 
 // isSelfNodeClientCert: a node's request for its own name.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/csrqueue"
-	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/certificates"
 	"github.com/minik8s/minik8s/pkg/pki"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,8 +79,8 @@ func toSign(csr *certificatesv1.CertificateSigningRequest) bool {
 
 // checks are the signers this controller serves and what each accepts.
 var checks = map[string]func(req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) error{
-	certificatesv1.KubeAPIServerClientKubeletSignerName: registry.ValidateKubeletClientCSR,
-	certificatesv1.KubeletServingSignerName:             registry.ValidateKubeletServingCSR,
+	certificatesv1.KubeAPIServerClientKubeletSignerName: certificates.ValidateKubeletClientCSR,
+	certificatesv1.KubeletServingSignerName:             certificates.ValidateKubeletServingCSR,
 	certificatesv1.KubeAPIServerClientSignerName:        validAPIServerClientUsages,
 }
 
@@ -93,7 +93,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if !ours {
 		return 0, nil
 	}
-	req, err := registry.ParseCSR(csr.Spec.Request)
+	req, err := certificates.ParseCSR(csr.Spec.Request)
 	if err != nil {
 		return 0, fmt.Errorf("unable to parse csr %q: %w", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 func newTestStore(t *testing.T, admission Admission) (*Store, store.Interface) {
 	t.Helper()
 	st := storetest.Bolt(t)
-	reg, err := registry.Builtin()
+	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,114 @@
+// Package apps holds the rules of the apps/v1 kinds: Deployments, ReplicaSets,
+// StatefulSets, DaemonSets and ControllerRevisions, as Kubernetes' pkg/registry/apps has
+// them; what they share with the other workloads (a pod template, a selector, their
+// columns) is registry's.
+package apps
+
+import (
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var DeploymentRules = registry.Rules{
+	// kube's deployment status strategy keeps the labels.
+	StatusMetadata: func(meta, old metav1.Object) { meta.SetLabels(old.GetLabels()) },
+	Generation:     true,
+	Warnings: func(obj runtime.Object) []string {
+		return registry.TemplateWarnings(&obj.(*appsv1.Deployment).Spec.Template, field.NewPath("spec"))
+	},
+	Default:       func(obj runtime.Object) { defaultDeployment(obj.(*appsv1.Deployment)) },
+	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{} },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validateDeployment(obj.(*appsv1.Deployment)) },
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		d, o := obj.(*appsv1.Deployment), old.(*appsv1.Deployment)
+		return append(validateDeployment(d), registry.Immutable(d.Spec.Selector, o.Spec.Selector, field.NewPath("spec", "selector"))...)
+	},
+	Scale: registry.ReplicasScale(func(d *appsv1.Deployment) (**int32, int32, string) {
+		return &d.Spec.Replicas, d.Status.Replicas, registry.SelectorText(d.Spec.Selector)
+	}),
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			registry.NameColumn,
+			registry.Column("Ready", "string", "Number of the pod with ready state", false),
+			registry.Column("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"], false),
+			registry.Column("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"], false),
+			registry.AgeColumn, registry.ContainersColumn, registry.ImagesColumn,
+			registry.Column("Selector", "string", appsv1.DeploymentSpec{}.SwaggerDoc()["selector"], true),
+		},
+		Row: func(obj runtime.Object) []any {
+			d := obj.(*appsv1.Deployment)
+			names, images := registry.ContainerCells(&d.Spec.Template)
+			return []any{d.Name, registry.Ratio(d.Status.ReadyReplicas, registry.Deref(d.Spec.Replicas)), int64(d.Status.UpdatedReplicas),
+				int64(d.Status.AvailableReplicas), registry.Age(d.CreationTimestamp), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
+		},
+	},
+}
+
+// defaultDeployment is Kubernetes' apps/v1 defaulting.
+func defaultDeployment(d *appsv1.Deployment) {
+	s := &d.Spec
+	registry.DefaultInt32(&s.Replicas, 1)
+	if s.Strategy.Type == "" {
+		s.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if s.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if s.Strategy.RollingUpdate == nil {
+			s.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		quarter := intstr.FromString("25%")
+		if s.Strategy.RollingUpdate.MaxUnavailable == nil {
+			s.Strategy.RollingUpdate.MaxUnavailable = &quarter
+		}
+		if s.Strategy.RollingUpdate.MaxSurge == nil {
+			s.Strategy.RollingUpdate.MaxSurge = &quarter
+		}
+	}
+	registry.DefaultInt32(&s.RevisionHistoryLimit, 10)
+	registry.DefaultInt32(&s.ProgressDeadlineSeconds, 600)
+	registry.DefaultPodTemplate(&s.Template)
+}
+
+func validateDeployment(d *appsv1.Deployment) field.ErrorList {
+	errs := registry.ValidateMeta(d, true, validation.NameIsDNSSubdomain)
+	spec, s := field.NewPath("spec"), &d.Spec
+	errs = append(errs, registry.NonNegative(s.Replicas, spec.Child("replicas"))...)
+	errs = append(errs, registry.ValidateWorkloadSelector(s.Selector, &s.Template, spec, "deployment", "ReplicaSet", true)...)
+	errs = append(errs, validateDeploymentStrategy(&s.Strategy, spec.Child("strategy"))...)
+	errs = append(errs, validation.ValidateNonnegativeField(int64(s.MinReadySeconds), spec.Child("minReadySeconds"))...)
+	errs = append(errs, registry.NonNegative(s.RevisionHistoryLimit, spec.Child("revisionHistoryLimit"))...)
+	if p := s.ProgressDeadlineSeconds; p != nil {
+		errs = append(errs, registry.NonNegative(p, spec.Child("progressDeadlineSeconds"))...)
+		if *p <= s.MinReadySeconds {
+			errs = append(errs, field.Invalid(spec.Child("progressDeadlineSeconds"), *p, "must be greater than minReadySeconds"))
+		}
+	}
+	return errs
+}
+
+func validateDeploymentStrategy(s *appsv1.DeploymentStrategy, path *field.Path) field.ErrorList {
+	switch s.Type {
+	case appsv1.RecreateDeploymentStrategyType:
+		if s.RollingUpdate != nil {
+			return field.ErrorList{field.Forbidden(path.Child("rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'")}
+		}
+		return nil
+	case appsv1.RollingUpdateDeploymentStrategyType:
+		ru, p := s.RollingUpdate, path.Child("rollingUpdate")
+		if ru == nil {
+			return field.ErrorList{field.Required(p, "this should be defaulted and never be nil")}
+		}
+		errs := registry.ValidateIntOrPercent(ru.MaxUnavailable, p.Child("maxUnavailable"), true)
+		errs = append(errs, registry.ValidateIntOrPercent(ru.MaxSurge, p.Child("maxSurge"), false)...)
+		if registry.IsZero(ru.MaxUnavailable) && registry.IsZero(ru.MaxSurge) {
+			errs = append(errs, field.Invalid(p.Child("maxUnavailable"), ru.MaxUnavailable, "may not be 0 when `maxSurge` is 0"))
+		}
+		return errs
+	}
+	return field.ErrorList{field.NotSupported(path.Child("type"), s.Type,
+		[]appsv1.DeploymentStrategyType{appsv1.RecreateDeploymentStrategyType, appsv1.RollingUpdateDeploymentStrategyType})}
+}

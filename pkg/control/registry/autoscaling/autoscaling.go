@@ -1,0 +1,338 @@
+// Package autoscaling holds the rules of HorizontalPodAutoscalers, stored as autoscaling/v2
+// and also served as autoscaling/v1 by converting each read and write, as Kubernetes'
+// pkg/registry/autoscaling has them.
+package autoscaling
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// HorizontalPodAutoscalers are stored as autoscaling/v2, the version Kubernetes stores and
+// prefers; autoscaling/v1 (what kubectl autoscale up to 1.32 writes) is a view of it
+// (hpaconversion.go).
+
+// DefaultCPUUtilization is the target of an autoscaler that names no metric.
+const DefaultCPUUtilization = 80
+
+var HPARules = registry.Rules{
+	Default: func(obj runtime.Object) { DefaultHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler)) },
+	PrepareCreate: func(obj runtime.Object) {
+		obj.(*autoscalingv2.HorizontalPodAutoscaler).Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+	},
+	ValidateUpdate: func(obj, _ runtime.Object) field.ErrorList {
+		return validateHPA(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+	},
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			registry.NameColumn,
+			registry.Column("Reference", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["scaleTargetRef"], false),
+			registry.Column("Targets", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["metrics"], false),
+			// Strings, as kube's: MinPods may be "<unset>".
+			registry.Column("MinPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["minReplicas"], false),
+			registry.Column("MaxPods", "string", autoscalingv2.HorizontalPodAutoscalerSpec{}.SwaggerDoc()["maxReplicas"], false),
+			registry.Column("Replicas", "string", autoscalingv2.HorizontalPodAutoscalerStatus{}.SwaggerDoc()["currentReplicas"], false),
+			registry.AgeColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			h := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+			ref := h.Spec.ScaleTargetRef.Kind + "/" + h.Spec.ScaleTargetRef.Name
+			min := "<unset>"
+			if h.Spec.MinReplicas != nil {
+				min = fmt.Sprint(*h.Spec.MinReplicas)
+			}
+			return []any{h.Name, ref, hpaTargets(h.Spec.Metrics, h.Status.CurrentMetrics), min,
+				int64(h.Spec.MaxReplicas), int64(h.Status.CurrentReplicas), registry.Age(h.CreationTimestamp)}
+		},
+	},
+}
+
+// DefaultHPA is autoscaling/v2's defaulting: one replica at least, 80% of the CPU requested
+// when no metric is named, and the default scaling rules filled into a behavior given.
+func DefaultHPA(h *autoscalingv2.HorizontalPodAutoscaler) {
+	registry.DefaultInt32(&h.Spec.MinReplicas, 1)
+	if len(h.Spec.Metrics) == 0 {
+		h.Spec.Metrics = []autoscalingv2.MetricSpec{cpuMetric(DefaultCPUUtilization)}
+	}
+	if b := h.Spec.Behavior; b != nil {
+		b.ScaleUp = defaultScalingRules(b.ScaleUp, ScaleUpRules())
+		b.ScaleDown = defaultScalingRules(b.ScaleDown, ScaleDownRules())
+	}
+}
+
+// ScaleUpRules are the default rules for scaling up: no stabilization, at most 4 pods or
+// double the replicas every 15 seconds, whichever adds more.
+func ScaleUpRules() *autoscalingv2.HPAScalingRules {
+	return &autoscalingv2.HPAScalingRules{
+		StabilizationWindowSeconds: ptr.To[int32](0),
+		SelectPolicy:               ptr.To(autoscalingv2.MaxChangePolicySelect),
+		Policies: []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		},
+	}
+}
+
+// ScaleDownRules are the default rules for scaling down: the highest recommendation of the
+// last 5 minutes, then down to it at once.
+func ScaleDownRules() *autoscalingv2.HPAScalingRules {
+	return &autoscalingv2.HPAScalingRules{
+		StabilizationWindowSeconds: ptr.To[int32](300),
+		SelectPolicy:               ptr.To(autoscalingv2.MaxChangePolicySelect),
+		Policies:                   []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}},
+	}
+}
+
+func defaultScalingRules(r, def *autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalingRules {
+	if r == nil {
+		return def
+	}
+	if r.StabilizationWindowSeconds == nil {
+		r.StabilizationWindowSeconds = def.StabilizationWindowSeconds
+	}
+	if r.SelectPolicy == nil {
+		r.SelectPolicy = def.SelectPolicy
+	}
+	if len(r.Policies) == 0 {
+		r.Policies = def.Policies
+	}
+	return r
+}
+
+// validateHPA is Kubernetes' autoscaling validation, messages included.
+func validateHPA(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
+	errs := registry.ValidateMeta(h, true, validation.NameIsDNSSubdomain)
+	spec := field.NewPath("spec")
+	s := &h.Spec
+	if s.MinReplicas != nil && *s.MinReplicas < 1 {
+		errs = append(errs, field.Invalid(spec.Child("minReplicas"), *s.MinReplicas, "must be greater than or equal to 1"))
+	}
+	if s.MaxReplicas < 1 {
+		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), s.MaxReplicas, "must be greater than 0"))
+	}
+	if s.MinReplicas != nil && s.MaxReplicas < *s.MinReplicas {
+		errs = append(errs, field.Invalid(spec.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
+	}
+	ref := spec.Child("scaleTargetRef")
+	if s.ScaleTargetRef.Kind == "" {
+		errs = append(errs, field.Required(ref.Child("kind"), ""))
+	}
+	if s.ScaleTargetRef.Name == "" {
+		errs = append(errs, field.Required(ref.Child("name"), ""))
+	} else {
+		errs = append(errs, corevalidation.InvalidEach(ref.Child("name"), s.ScaleTargetRef.Name, path.IsValidPathSegmentName(s.ScaleTargetRef.Name))...)
+	}
+	for i := range s.Metrics {
+		errs = append(errs, validateMetricSpec(&s.Metrics[i], spec.Child("metrics").Index(i))...)
+	}
+	if b := s.Behavior; b != nil {
+		errs = append(errs, validateScalingRules(b.ScaleUp, spec.Child("behavior", "scaleUp"))...)
+		errs = append(errs, validateScalingRules(b.ScaleDown, spec.Child("behavior", "scaleDown"))...)
+	}
+	return errs
+}
+
+func validateMetricSpec(m *autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	set := 0
+	for _, given := range []bool{m.Object != nil, m.Pods != nil, m.Resource != nil, m.ContainerResource != nil, m.External != nil} {
+		if given {
+			set++
+		}
+	}
+	if set > 1 {
+		errs = append(errs, field.Forbidden(p, "must populate information for the given metric source (only)"))
+	}
+	switch m.Type {
+	case autoscalingv2.ResourceMetricSourceType:
+		if m.Resource == nil {
+			return append(errs, field.Required(p.Child("resource"), "must populate information for the given metric source"))
+		}
+		errs = append(errs, validateResourceTarget(m.Resource.Name, &m.Resource.Target, p.Child("resource"))...)
+	case autoscalingv2.ContainerResourceMetricSourceType:
+		if m.ContainerResource == nil {
+			return append(errs, field.Required(p.Child("containerResource"), "must populate information for the given metric source"))
+		}
+		if m.ContainerResource.Container == "" {
+			errs = append(errs, field.Required(p.Child("containerResource", "container"), "must populate container name"))
+		}
+		errs = append(errs, validateResourceTarget(m.ContainerResource.Name, &m.ContainerResource.Target, p.Child("containerResource"))...)
+	case autoscalingv2.PodsMetricSourceType:
+		if m.Pods == nil {
+			return append(errs, field.Required(p.Child("pods"), "must populate information for the given metric source"))
+		}
+		errs = append(errs, validateMetricName(m.Pods.Metric.Name, p.Child("pods", "metric", "name"))...)
+	case autoscalingv2.ObjectMetricSourceType:
+		if m.Object == nil {
+			return append(errs, field.Required(p.Child("object"), "must populate information for the given metric source"))
+		}
+		errs = append(errs, validateMetricName(m.Object.Metric.Name, p.Child("object", "metric", "name"))...)
+	case autoscalingv2.ExternalMetricSourceType:
+		if m.External == nil {
+			return append(errs, field.Required(p.Child("external"), "must populate information for the given metric source"))
+		}
+		errs = append(errs, validateMetricName(m.External.Metric.Name, p.Child("external", "metric", "name"))...)
+	case "":
+		errs = append(errs, field.Required(p.Child("type"), "must specify a metric source type"))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), m.Type, []string{"ContainerResource", "External", "Object", "Pods", "Resource"}))
+	}
+	return errs
+}
+
+func validateMetricName(name string, p *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "must specify a metric name")}
+	}
+	return nil
+}
+
+func validateResourceTarget(name corev1.ResourceName, t *autoscalingv2.MetricTarget, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "must specify a resource name"))
+	}
+	tp := p.Child("target")
+	switch t.Type {
+	case autoscalingv2.UtilizationMetricType:
+		if t.AverageUtilization == nil {
+			errs = append(errs, field.Required(tp.Child("averageUtilization"), "must set either a target raw value or a target utilization"))
+		} else if *t.AverageUtilization <= 0 {
+			errs = append(errs, field.Invalid(tp.Child("averageUtilization"), *t.AverageUtilization, "must be greater than 0"))
+		}
+	case autoscalingv2.AverageValueMetricType:
+		if t.AverageValue == nil {
+			errs = append(errs, field.Required(tp.Child("averageValue"), "must set either a target raw value or a target utilization"))
+		} else if t.AverageValue.Sign() <= 0 {
+			errs = append(errs, field.Invalid(tp.Child("averageValue"), t.AverageValue.String(), "must be positive"))
+		}
+	case "":
+		errs = append(errs, field.Required(tp.Child("type"), "must specify a metric target type"))
+	default:
+		errs = append(errs, field.NotSupported(tp.Child("type"), t.Type, []string{"AverageValue", "Utilization"}))
+	}
+	return errs
+}
+
+func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if w := r.StabilizationWindowSeconds; w != nil && (*w < 0 || *w > 3600) {
+		errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w, "must be less than or equal to 3600 and greater than or equal to 0"))
+	}
+	if sp := r.SelectPolicy; sp != nil {
+		switch *sp {
+		case autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect, autoscalingv2.DisabledPolicySelect:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("selectPolicy"), *sp, []string{"Disabled", "Max", "Min"}))
+		}
+	}
+	if len(r.Policies) == 0 {
+		errs = append(errs, field.Required(p.Child("policies"), "must specify at least one Policy"))
+	}
+	for i, pol := range r.Policies {
+		pp := p.Child("policies").Index(i)
+		if pol.Type != autoscalingv2.PodsScalingPolicy && pol.Type != autoscalingv2.PercentScalingPolicy {
+			errs = append(errs, field.NotSupported(pp.Child("type"), pol.Type, []string{"Percent", "Pods"}))
+		}
+		if pol.Value <= 0 {
+			errs = append(errs, field.Invalid(pp.Child("value"), pol.Value, "must be greater than zero"))
+		}
+		if pol.PeriodSeconds <= 0 || pol.PeriodSeconds > 1800 {
+			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds, "must be greater than zero and less than or equal to 1800"))
+		}
+	}
+	return errs
+}
+
+// hpaTargets is the TARGETS column: each metric as "name: current/target", two at most,
+// as kubectl shows them.
+func hpaTargets(specs []autoscalingv2.MetricSpec, statuses []autoscalingv2.MetricStatus) string {
+	if len(specs) == 0 {
+		return "<none>"
+	}
+	var list []string
+	for i, spec := range specs {
+		var st *autoscalingv2.MetricStatus
+		if i < len(statuses) {
+			st = &statuses[i]
+		}
+		list = append(list, metricTarget(spec, st))
+	}
+	if len(list) > 2 {
+		return strings.Join(list[:2], ", ") + fmt.Sprintf(" + %d more...", len(list)-2)
+	}
+	return strings.Join(list, ", ")
+}
+
+func metricTarget(spec autoscalingv2.MetricSpec, st *autoscalingv2.MetricStatus) string {
+	current := "<unknown>"
+	var name string
+	var target autoscalingv2.MetricTarget
+	var cur *autoscalingv2.MetricValueStatus
+	switch {
+	case spec.Resource != nil:
+		name, target = string(spec.Resource.Name), spec.Resource.Target
+		if st != nil && st.Resource != nil {
+			cur = &st.Resource.Current
+		}
+	case spec.ContainerResource != nil:
+		name, target = string(spec.ContainerResource.Name)+"/"+spec.ContainerResource.Container, spec.ContainerResource.Target
+		if st != nil && st.ContainerResource != nil {
+			cur = &st.ContainerResource.Current
+		}
+	case spec.Pods != nil:
+		name, target = spec.Pods.Metric.Name, spec.Pods.Target
+		if st != nil && st.Pods != nil {
+			cur = &st.Pods.Current
+		}
+	case spec.Object != nil:
+		name, target = spec.Object.Metric.Name, spec.Object.Target
+		if st != nil && st.Object != nil {
+			cur = &st.Object.Current
+		}
+	case spec.External != nil:
+		name, target = spec.External.Metric.Name, spec.External.Target
+		if st != nil && st.External != nil {
+			cur = &st.External.Current
+		}
+	default:
+		return "<unknown type>"
+	}
+	want := "<auto>"
+	switch {
+	case target.AverageUtilization != nil:
+		want = fmt.Sprintf("%d%%", *target.AverageUtilization)
+		if cur != nil && cur.AverageUtilization != nil {
+			current = fmt.Sprintf("%d%%", *cur.AverageUtilization)
+		}
+	case target.AverageValue != nil:
+		want = target.AverageValue.String()
+		if cur != nil && cur.AverageValue != nil {
+			current = cur.AverageValue.String()
+		}
+	case target.Value != nil:
+		want = target.Value.String()
+		if cur != nil && cur.Value != nil {
+			current = cur.Value.String()
+		}
+	}
+	return fmt.Sprintf("%s: %s/%s", name, current, want)
+}

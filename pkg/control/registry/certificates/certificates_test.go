@@ -1,0 +1,33 @@
+package certificates
+
+import (
+	"slices"
+	"testing"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestPreserveApprovalConditions: a status update keeps the stored Approved condition in
+// the place the update gives it, so a condition the update appends stays last (the CSR
+// conformance test reads it there); one added or removed is left for validation.
+func TestPreserveApprovalConditions(t *testing.T) {
+	cond := func(typ certificatesv1.RequestConditionType, msg string) certificatesv1.CertificateSigningRequestCondition {
+		return certificatesv1.CertificateSigningRequestCondition{Type: typ, Status: corev1.ConditionTrue, Message: msg}
+	}
+	csr := func(cs ...certificatesv1.CertificateSigningRequestCondition) *certificatesv1.CertificateSigningRequest {
+		return &certificatesv1.CertificateSigningRequest{Status: certificatesv1.CertificateSigningRequestStatus{Conditions: cs}}
+	}
+	old := csr(cond("ApprovalPatch", ""), cond(certificatesv1.CertificateApproved, "stored"))
+	updated := csr(cond("ApprovalPatch", ""), cond(certificatesv1.CertificateApproved, "changed"), cond("StatusUpdate", ""))
+	preserveConditions(updated, old, certificatesv1.CertificateApproved)
+	want := []certificatesv1.CertificateSigningRequestCondition{cond("ApprovalPatch", ""), cond(certificatesv1.CertificateApproved, "stored"), cond("StatusUpdate", "")}
+	if !slices.Equal(updated.Status.Conditions, want) {
+		t.Errorf("conditions %+v, want %+v", updated.Status.Conditions, want)
+	}
+	removed := csr(cond("StatusUpdate", ""))
+	preserveConditions(removed, old, certificatesv1.CertificateApproved)
+	if len(removed.Status.Conditions) != 1 {
+		t.Errorf("an update removing Approved got %+v back, want it left for validation", removed.Status.Conditions)
+	}
+}

@@ -1,0 +1,281 @@
+package core
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Limits of one EndpointSlice, as in Kubernetes.
+const (
+	maxSliceEndpoints = 1000
+	maxSliceAddresses = 100
+	maxSlicePorts     = 20000
+)
+
+var EndpointsRules = registry.Rules{
+	Default: func(obj runtime.Object) {
+		for _, ss := range obj.(*corev1.Endpoints).Subsets {
+			for i := range ss.Ports {
+				if ss.Ports[i].Protocol == "" {
+					ss.Ports[i].Protocol = corev1.ProtocolTCP
+				}
+			}
+		}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList { return validateEndpoints(obj.(*corev1.Endpoints)) },
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{registry.NameColumn, registry.Column("Endpoints", "string", corev1.Endpoints{}.SwaggerDoc()["subsets"], false), registry.AgeColumn},
+		Row: func(obj runtime.Object) []any {
+			ep := obj.(*corev1.Endpoints)
+			return []any{ep.Name, endpointsText(ep), registry.Age(ep.CreationTimestamp)}
+		},
+	},
+}
+
+func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
+	errs := registry.ValidateMeta(ep, true, validation.NameIsDNSSubdomain)
+	for i, ss := range ep.Subsets {
+		path := field.NewPath("subsets").Index(i)
+		if len(ss.Addresses) == 0 && len(ss.NotReadyAddresses) == 0 {
+			errs = append(errs, field.Required(path, "must specify `addresses` or `notReadyAddresses`"))
+		}
+		for _, set := range []struct {
+			name  string
+			addrs []corev1.EndpointAddress
+		}{{"addresses", ss.Addresses}, {"notReadyAddresses", ss.NotReadyAddresses}} {
+			for j, a := range set.addrs {
+				ap := path.Child(set.name).Index(j)
+				errs = append(errs, validateEndpointIP(a.IP, ap.Child("ip"))...)
+				if a.Hostname != "" {
+					errs = append(errs, corevalidation.InvalidEach(ap.Child("hostname"), a.Hostname, utilvalidation.IsDNS1123Label(a.Hostname))...)
+				}
+				if a.NodeName != nil {
+					errs = append(errs, corevalidation.InvalidEach(ap.Child("nodeName"), *a.NodeName, validation.NameIsDNSSubdomain(*a.NodeName, false))...)
+				}
+			}
+		}
+		for j, p := range ss.Ports {
+			pp := path.Child("ports").Index(j)
+			errs = append(errs, validatePortName(p.Name, len(ss.Ports) > 1, pp.Child("name"))...)
+			errs = append(errs, registry.ValidatePort(p.Port, pp.Child("port"))...)
+			if !slices.Contains(registry.ServiceProtocols, p.Protocol) {
+				errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, registry.ServiceProtocols))
+			}
+		}
+	}
+	return errs
+}
+
+// validateEndpointIP refuses what is not an IP or makes no sense as an endpoint: the
+// unspecified, loopback and link-local addresses, as Kubernetes does.
+func validateEndpointIP(ip string, path *field.Path) field.ErrorList {
+	if errs := utilvalidation.IsValidIP(path, ip); len(errs) > 0 {
+		return errs
+	}
+	addr := net.ParseIP(ip)
+	var msg string
+	switch {
+	case addr.IsUnspecified():
+		msg = fmt.Sprintf("may not be unspecified (%v)", ip)
+	case addr.IsLoopback():
+		msg = "may not be in the loopback range (127.0.0.0/8, ::1/128)"
+	case addr.IsLinkLocalUnicast():
+		msg = "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
+	case addr.IsLinkLocalMulticast():
+		msg = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"
+	default:
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, ip, msg)}
+}
+
+func validatePortName(name string, required bool, path *field.Path) field.ErrorList {
+	if name == "" {
+		if required {
+			return field.ErrorList{field.Required(path, "")}
+		}
+		return nil
+	}
+	return corevalidation.InvalidEach(path, name, utilvalidation.IsDNS1123Label(name))
+}
+
+// endpointsText is the ENDPOINTS column: up to three address:port pairs, then "+ N more...".
+func endpointsText(ep *corev1.Endpoints) string {
+	if len(ep.Subsets) == 0 {
+		return "<none>"
+	}
+	var list []string
+	count := 0
+	for _, ss := range ep.Subsets {
+		if len(ss.Ports) == 0 { // headless without ports
+			for _, a := range ss.Addresses {
+				list = append(list, a.IP)
+			}
+			count += len(ss.Addresses)
+			continue
+		}
+		for _, p := range ss.Ports {
+			for _, a := range ss.Addresses {
+				list = append(list, net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
+			}
+			count += len(ss.Addresses)
+		}
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	return listWithMore(list, count)
+}
+
+// listWithMore joins the first three items, "+ N more..." for the rest, "<unset>" for none.
+func listWithMore(list []string, count int) string {
+	const shown = 3
+	if len(list) > shown {
+		return fmt.Sprintf("%s + %d more...", strings.Join(list[:shown], ","), count-shown)
+	}
+	if len(list) == 0 {
+		return "<unset>"
+	}
+	return strings.Join(list, ",")
+}
+
+var EndpointSliceRules = registry.Rules{
+	// Anything but the metadata, or the labels, as kube's endpointslice strategy: the
+	// endpointslice controllers tell their own writes from others' by it.
+	GenerationChanged: func(obj, old runtime.Object) bool {
+		s, o := *obj.(*discoveryv1.EndpointSlice), *old.(*discoveryv1.EndpointSlice)
+		labelsChanged := !equality.Semantic.DeepEqual(s.Labels, o.Labels)
+		s.TypeMeta, o.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+		s.ObjectMeta, o.ObjectMeta = metav1.ObjectMeta{}, metav1.ObjectMeta{}
+		return labelsChanged || !equality.Semantic.DeepEqual(s, o)
+	},
+	Default: func(obj runtime.Object) {
+		s := obj.(*discoveryv1.EndpointSlice)
+		for i := range s.Ports {
+			p := &s.Ports[i]
+			if p.Name == nil {
+				empty := ""
+				p.Name = &empty
+			}
+			if p.Protocol == nil {
+				tcp := corev1.ProtocolTCP
+				p.Protocol = &tcp
+			}
+		}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateEndpointSlice(obj.(*discoveryv1.EndpointSlice))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		s, o := obj.(*discoveryv1.EndpointSlice), old.(*discoveryv1.EndpointSlice)
+		return append(validateEndpointSlice(s), registry.Immutable(s.AddressType, o.AddressType, field.NewPath("addressType"))...)
+	},
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			registry.NameColumn,
+			registry.Column("AddressType", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["addressType"], false),
+			registry.Column("Ports", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["ports"], false),
+			registry.Column("Endpoints", "string", discoveryv1.EndpointSlice{}.SwaggerDoc()["endpoints"], false),
+			registry.AgeColumn,
+		},
+		Row: func(obj runtime.Object) []any {
+			s := obj.(*discoveryv1.EndpointSlice)
+			var ports, addrs []string
+			for _, p := range s.Ports {
+				switch {
+				case p.Port != nil:
+					ports = append(ports, strconv.Itoa(int(*p.Port)))
+				case p.Name != nil:
+					ports = append(ports, *p.Name)
+				default:
+					ports = append(ports, "*")
+				}
+			}
+			for _, e := range s.Endpoints {
+				addrs = append(addrs, e.Addresses...)
+			}
+			return []any{s.Name, string(s.AddressType), listWithMore(ports, len(ports)), listWithMore(addrs, len(addrs)), registry.Age(s.CreationTimestamp)}
+		},
+	},
+}
+
+var addressTypes = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+
+func validateEndpointSlice(s *discoveryv1.EndpointSlice) field.ErrorList {
+	errs := registry.ValidateMeta(s, true, validation.NameIsDNSSubdomain)
+	if !slices.Contains(addressTypes, s.AddressType) {
+		errs = append(errs, field.NotSupported(field.NewPath("addressType"), s.AddressType, addressTypes))
+	}
+	endpoints := field.NewPath("endpoints")
+	if len(s.Endpoints) > maxSliceEndpoints {
+		errs = append(errs, field.TooMany(endpoints, len(s.Endpoints), maxSliceEndpoints))
+	}
+	for i, e := range s.Endpoints {
+		ap := endpoints.Index(i).Child("addresses")
+		switch {
+		case len(e.Addresses) == 0:
+			errs = append(errs, field.Required(ap, "must contain at least 1 address"))
+		case len(e.Addresses) > maxSliceAddresses:
+			errs = append(errs, field.TooMany(ap, len(e.Addresses), maxSliceAddresses))
+		}
+		for j, a := range e.Addresses {
+			errs = append(errs, validateSliceAddress(s.AddressType, a, ap.Index(j))...)
+		}
+		if e.Hostname != nil {
+			errs = append(errs, corevalidation.InvalidEach(endpoints.Index(i).Child("hostname"), *e.Hostname, utilvalidation.IsDNS1123Label(*e.Hostname))...)
+		}
+	}
+	ports := field.NewPath("ports")
+	if len(s.Ports) > maxSlicePorts {
+		errs = append(errs, field.TooMany(ports, len(s.Ports), maxSlicePorts))
+	}
+	names := sets.New[string]()
+	for i, p := range s.Ports {
+		pp := ports.Index(i)
+		if p.Name != nil {
+			errs = append(errs, validatePortName(*p.Name, false, pp.Child("name"))...)
+			if names.Has(*p.Name) {
+				errs = append(errs, field.Duplicate(pp.Child("name"), *p.Name))
+			}
+			names.Insert(*p.Name)
+		}
+		if p.Protocol != nil && !slices.Contains(registry.ServiceProtocols, *p.Protocol) {
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), *p.Protocol, registry.ServiceProtocols))
+		}
+		if p.Port != nil {
+			errs = append(errs, registry.ValidatePort(*p.Port, pp.Child("port"))...)
+		}
+	}
+	return errs
+}
+
+func validateSliceAddress(t discoveryv1.AddressType, a string, path *field.Path) field.ErrorList {
+	if t == discoveryv1.AddressTypeFQDN {
+		return utilvalidation.IsFullyQualifiedDomainName(path, a)
+	}
+	if errs := validateEndpointIP(a, path); len(errs) > 0 {
+		return errs
+	}
+	ip, _ := netip.ParseAddr(a)
+	if (t == discoveryv1.AddressTypeIPv4) != ip.Unmap().Is4() {
+		return field.ErrorList{field.Invalid(path, a, "must be an "+string(t)+" address")}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package core
+
+import (
+	"slices"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// NamespaceFinalizer is the finalizer the namespace controller removes once a namespace is empty.
+const NamespaceFinalizer corev1.FinalizerName = "kubernetes"
+
+var NamespaceRules = registry.Rules{
+	Default: func(obj runtime.Object) {
+		ns := obj.(*corev1.Namespace)
+		switch {
+		case ns.DeletionTimestamp != nil:
+			ns.Status.Phase = corev1.NamespaceTerminating
+		case ns.Status.Phase == "":
+			ns.Status.Phase = corev1.NamespaceActive
+		}
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		// Kubernetes labels every namespace with its own name so selectors can match it.
+		ns.Labels[corev1.LabelMetadataName] = ns.Name
+	},
+	PrepareCreate: func(obj runtime.Object) {
+		ns := obj.(*corev1.Namespace)
+		ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+		if !slices.Contains(ns.Spec.Finalizers, NamespaceFinalizer) {
+			ns.Spec.Finalizers = append(ns.Spec.Finalizers, NamespaceFinalizer)
+		}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		ns := obj.(*corev1.Namespace)
+		return validation.ValidateObjectMeta(&ns.ObjectMeta, false, validation.ValidateNamespaceName, field.NewPath("metadata"))
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
+	},
+	// kube's namespace status strategy keeps only the spec: labels and annotations change
+	// through status too.
+	Finalizing:         func(obj runtime.Object) bool { return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0 },
+	FinalizingConflict: "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			registry.Column("Name", "string", "Name of the namespace", false),
+			registry.Column("Status", "string", "The status of the namespace", false),
+			registry.Column("Age", "string", "Time since creation", false),
+		},
+		Row: func(obj runtime.Object) []any {
+			ns := obj.(*corev1.Namespace)
+			return []any{ns.Name, string(ns.Status.Phase), registry.Age(ns.CreationTimestamp)}
+		},
+	},
+}

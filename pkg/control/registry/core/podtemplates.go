@@ -1,0 +1,38 @@
+package core
+
+import (
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// PodTemplateRules: a PodTemplate is a stored pod template no controller acts on; it is
+// defaulted and validated as the templates of the workload kinds are, with any restart
+// policy a pod may have.
+var PodTemplateRules = registry.Rules{
+	Warnings: func(obj runtime.Object) []string {
+		return registry.TemplateWarnings(&obj.(*corev1.PodTemplate).Template, field.NewPath("template"))
+	},
+	Default: func(obj runtime.Object) { registry.DefaultPodTemplate(&obj.(*corev1.PodTemplate).Template) },
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return registry.ValidatePodTemplate(&obj.(*corev1.PodTemplate).Template, field.NewPath("template"),
+			corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)
+	},
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			registry.NameColumn,
+			// Shown without -o wide, as kube-apiserver shows them for a PodTemplate.
+			registry.Column("Containers", "string", registry.ContainersColumn.Description, false),
+			registry.Column("Images", "string", registry.ImagesColumn.Description, false),
+			registry.Column("Pod Labels", "string", "The labels for the pod template.", false),
+		},
+		Row: func(obj runtime.Object) []any {
+			pt := obj.(*corev1.PodTemplate)
+			names, images := registry.ContainerCells(&pt.Template)
+			return []any{pt.Name, names, images, labels.FormatLabels(pt.Template.Labels)}
+		},
+	},
+}

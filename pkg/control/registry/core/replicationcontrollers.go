@@ -1,0 +1,71 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var ReplicationControllerRules = registry.Rules{
+	Generation: true,
+	Warnings: func(obj runtime.Object) []string {
+		if t := obj.(*corev1.ReplicationController).Spec.Template; t != nil {
+			return registry.TemplateWarnings(t, field.NewPath("spec"))
+		}
+		return nil
+	},
+	Default: func(obj runtime.Object) { defaultReplicationController(obj.(*corev1.ReplicationController)) },
+	PrepareCreate: func(obj runtime.Object) {
+		obj.(*corev1.ReplicationController).Status = corev1.ReplicationControllerStatus{}
+	},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return validateReplicationController(obj.(*corev1.ReplicationController))
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"status.replicas": fmt.Sprint(obj.(*corev1.ReplicationController).Status.Replicas)}
+	},
+	Scale: registry.ReplicasScale(func(rc *corev1.ReplicationController) (**int32, int32, string) {
+		return &rc.Spec.Replicas, rc.Status.Replicas, labels.SelectorFromSet(rc.Spec.Selector).String()
+	}),
+	Table: registry.ReplicaTable(corev1.ReplicationControllerSpec{}.SwaggerDoc(), corev1.ReplicationControllerStatus{}.SwaggerDoc(), func(obj runtime.Object) registry.ReplicaRow {
+		rc := obj.(*corev1.ReplicationController)
+		return registry.ReplicaRow{Meta: rc.ObjectMeta, Desired: registry.Deref(rc.Spec.Replicas), Current: rc.Status.Replicas, Ready: rc.Status.ReadyReplicas, Template: rc.Spec.Template, Selector: labels.FormatLabels(rc.Spec.Selector)}
+	}),
+}
+
+// defaultReplicationController: an RC without a selector or labels takes its template's.
+func defaultReplicationController(rc *corev1.ReplicationController) {
+	if t := rc.Spec.Template; t != nil {
+		if len(rc.Spec.Selector) == 0 {
+			rc.Spec.Selector = maps.Clone(t.Labels)
+		}
+		if len(rc.Labels) == 0 {
+			rc.Labels = maps.Clone(t.Labels)
+		}
+		registry.DefaultPodTemplate(t)
+	}
+	registry.DefaultInt32(&rc.Spec.Replicas, 1)
+}
+
+func validateReplicationController(rc *corev1.ReplicationController) field.ErrorList {
+	errs := registry.ValidateMeta(rc, true, validation.NameIsDNSSubdomain)
+	spec := field.NewPath("spec")
+	errs = append(errs, registry.NonNegative(rc.Spec.Replicas, spec.Child("replicas"))...)
+	errs = append(errs, validation.ValidateNonnegativeField(int64(rc.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
+	if len(rc.Spec.Selector) == 0 {
+		errs = append(errs, field.Required(spec.Child("selector"), ""))
+	}
+	errs = append(errs, metav1validation.ValidateLabels(rc.Spec.Selector, spec.Child("selector"))...)
+	if rc.Spec.Template == nil {
+		return append(errs, field.Required(spec.Child("template"), ""))
+	}
+	return append(errs, registry.ValidateReplicatedTemplate(rc.Spec.Template, labels.SelectorFromSet(rc.Spec.Selector), spec.Child("template"), "ReplicationController", true)...)
+}

@@ -1,0 +1,496 @@
+package core
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/minik8s/minik8s/pkg/control/registry/corevalidation"
+
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// maxClientIPAffinitySeconds is the longest ClientIP session affinity Kubernetes allows.
+const maxClientIPAffinitySeconds = 86400
+
+var ServiceRules = registry.Rules{
+	PrepareCreate: func(obj runtime.Object) {
+		svc := obj.(*corev1.Service)
+		svc.Status = corev1.ServiceStatus{}
+		// A client that only knows clusterIP (the singular field) asks for clusterIPs too.
+		if svc.Spec.ClusterIP != "" && len(svc.Spec.ClusterIPs) == 0 {
+			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		}
+	},
+	PrepareUpdate: func(obj, old runtime.Object) { prepareServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service)) },
+	Default:       func(obj runtime.Object) { defaultService(obj.(*corev1.Service)) },
+	Validate:      func(obj runtime.Object) field.ErrorList { return validateService(obj.(*corev1.Service)) },
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		return validateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
+	},
+	SubresourceUpdates: map[string]registry.SubresourceRules{"status": registry.ServiceStatusUpdate},
+	Claim:              claimService,
+	Release:            releaseService,
+	Fields: func(obj runtime.Object) fields.Set {
+		svc := obj.(*corev1.Service)
+		return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
+	},
+	Table: &registry.TableDef{
+		Columns: []metav1.TableColumnDefinition{
+			registry.NameColumn,
+			registry.Column("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"], false),
+			registry.Column("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"], false),
+			registry.Column("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"], false),
+			registry.Column("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"], false),
+			registry.AgeColumn,
+			registry.Column("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"], true),
+		},
+		Row: func(obj runtime.Object) []any {
+			svc := obj.(*corev1.Service)
+			clusterIP := "<none>"
+			if len(svc.Spec.ClusterIPs) > 0 {
+				clusterIP = svc.Spec.ClusterIPs[0]
+			}
+			return []any{svc.Name, string(svc.Spec.Type), clusterIP, serviceExternalIP(svc), servicePorts(svc.Spec.Ports),
+				registry.Age(svc.CreationTimestamp), labels.FormatLabels(svc.Spec.Selector)}
+		},
+	},
+}
+
+// defaultService is Kubernetes' core/v1 Service defaulting. The IP family fields are set
+// when the cluster IP is allocated, since they depend on the cluster's range.
+func defaultService(svc *corev1.Service) {
+	s := &svc.Spec
+	if s.SessionAffinity == "" {
+		s.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	if s.SessionAffinity == corev1.ServiceAffinityNone {
+		s.SessionAffinityConfig = nil
+	}
+	if s.SessionAffinity == corev1.ServiceAffinityClientIP {
+		if s.SessionAffinityConfig == nil || s.SessionAffinityConfig.ClientIP == nil || s.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+			timeout := corev1.DefaultClientIPServiceAffinitySeconds
+			s.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+		}
+	}
+	if s.Type == "" {
+		s.Type = corev1.ServiceTypeClusterIP
+	}
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == (intstr.IntOrString{}) {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+	if externallyAccessible(svc) && s.ExternalTrafficPolicy == "" {
+		s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	if s.Type != corev1.ServiceTypeExternalName && s.InternalTrafficPolicy == nil {
+		cluster := corev1.ServiceInternalTrafficPolicyCluster
+		s.InternalTrafficPolicy = &cluster
+	}
+	if s.Type == corev1.ServiceTypeLoadBalancer && s.AllocateLoadBalancerNodePorts == nil {
+		t := true
+		s.AllocateLoadBalancerNodePorts = &t
+	}
+	if s.Type == corev1.ServiceTypeLoadBalancer {
+		for i, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" && in.IPMode == nil {
+				svc.Status.LoadBalancer.Ingress[i].IPMode = ptr.To(corev1.LoadBalancerIPModeVIP)
+			}
+		}
+	}
+}
+
+// prepareServiceUpdate keeps what was allocated for the Service when the client leaves it
+// out (so re-applying the YAML it was created from works), and drops what the new type no
+// longer needs when the client did not change it.
+func prepareServiceUpdate(svc, old *corev1.Service) {
+	dropTypeDependentFields(svc, old)
+	if needsClusterIP(old) && needsClusterIP(svc) {
+		if svc.Spec.ClusterIP == "" {
+			svc.Spec.ClusterIP = old.Spec.ClusterIP
+		}
+		if len(svc.Spec.ClusterIPs) == 0 {
+			svc.Spec.ClusterIPs = old.Spec.ClusterIPs
+		}
+		if svc.Spec.IPFamilyPolicy == nil {
+			svc.Spec.IPFamilyPolicy = old.Spec.IPFamilyPolicy
+		}
+		if len(svc.Spec.IPFamilies) == 0 && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+			svc.Spec.IPFamilies = old.Spec.IPFamilies
+		}
+	}
+	if len(svc.Spec.ClusterIPs) > 0 && svc.Spec.ClusterIP != svc.Spec.ClusterIPs[0] && slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+		// Only the singular field changed: the client means it for both.
+		svc.Spec.ClusterIPs = nil
+		if svc.Spec.ClusterIP != "" {
+			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		}
+	}
+	if needsNodePorts(old) && needsNodePorts(svc) {
+		used := sets.New[int32]()
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort != 0 {
+				used.Insert(p.NodePort)
+			}
+		}
+		byName := map[string]int32{}
+		for _, p := range old.Spec.Ports {
+			byName[p.Name] = p.NodePort
+		}
+		for i := range svc.Spec.Ports {
+			if p := &svc.Spec.Ports[i]; p.NodePort == 0 && !used.Has(byName[p.Name]) {
+				p.NodePort = byName[p.Name]
+			}
+		}
+	}
+	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort == 0 {
+		svc.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	}
+}
+
+// dropTypeDependentFields wipes on a type change what the new type does not use, where the
+// client left it as it was (so it was likely allocated or defaulted, not asked for).
+func dropTypeDependentFields(svc, old *corev1.Service) {
+	s, o := &svc.Spec, &old.Spec
+	if needsClusterIP(old) && !needsClusterIP(svc) {
+		if slices.Equal(s.ClusterIPs, o.ClusterIPs) && s.ClusterIP == o.ClusterIP {
+			s.ClusterIP, s.ClusterIPs = "", nil
+		}
+		if slices.Equal(s.IPFamilies, o.IPFamilies) {
+			s.IPFamilies = nil
+		}
+		if equality.Semantic.DeepEqual(s.IPFamilyPolicy, o.IPFamilyPolicy) {
+			s.IPFamilyPolicy = nil
+		}
+	}
+	if needsNodePorts(old) && !needsNodePorts(svc) && slices.Equal(nodePorts(svc), nodePorts(old)) {
+		for i := range s.Ports {
+			s.Ports[i].NodePort = 0
+		}
+	}
+	if needsHealthCheckPort(old) && !needsHealthCheckPort(svc) && s.HealthCheckNodePort == o.HealthCheckNodePort {
+		s.HealthCheckNodePort = 0
+	}
+	if o.Type == corev1.ServiceTypeLoadBalancer && s.Type != corev1.ServiceTypeLoadBalancer {
+		if equality.Semantic.DeepEqual(s.AllocateLoadBalancerNodePorts, o.AllocateLoadBalancerNodePorts) {
+			s.AllocateLoadBalancerNodePorts = nil
+		}
+		if equality.Semantic.DeepEqual(s.LoadBalancerClass, o.LoadBalancerClass) {
+			s.LoadBalancerClass = nil
+		}
+	}
+	if needsNodePorts(old) && !needsNodePorts(svc) && s.ExternalTrafficPolicy == o.ExternalTrafficPolicy {
+		s.ExternalTrafficPolicy = ""
+	}
+	if s.Type != corev1.ServiceTypeLoadBalancer {
+		svc.Status.LoadBalancer = corev1.LoadBalancerStatus{}
+	}
+}
+
+func needsClusterIP(svc *corev1.Service) bool { return svc.Spec.Type != corev1.ServiceTypeExternalName }
+
+func needsNodePorts(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
+// externallyAccessible: reachable from outside the cluster, through node ports or external IPs.
+func externallyAccessible(svc *corev1.Service) bool {
+	return needsNodePorts(svc) || svc.Spec.Type == corev1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0
+}
+
+func needsHealthCheckPort(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+func isHeadless(svc *corev1.Service) bool {
+	return svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.ClusterIPs) > 0 && svc.Spec.ClusterIPs[0] == corev1.ClusterIPNone
+}
+
+func nodePorts(svc *corev1.Service) []int32 {
+	var out []int32
+	for _, p := range svc.Spec.Ports {
+		out = append(out, p.NodePort)
+	}
+	return out
+}
+
+var serviceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName}
+
+func validateService(svc *corev1.Service) field.ErrorList {
+	// RelaxedServiceNameValidation (beta, on by default in v1.36): any DNS label.
+	errs := registry.ValidateMeta(svc, true, validation.NameIsDNSLabel)
+	s, spec := &svc.Spec, field.NewPath("spec")
+	if !slices.Contains(serviceTypes, s.Type) {
+		errs = append(errs, field.NotSupported(spec.Child("type"), s.Type, serviceTypes))
+	}
+	if s.Type == corev1.ServiceTypeExternalName {
+		errs = append(errs, validateExternalName(svc, spec)...)
+	} else if len(s.Ports) == 0 && !isHeadless(svc) {
+		errs = append(errs, field.Required(spec.Child("ports"), ""))
+	}
+	errs = append(errs, validateServicePorts(svc, spec.Child("ports"))...)
+	errs = append(errs, validateClusterIPs(svc, spec)...)
+	switch s.SessionAffinity {
+	case corev1.ServiceAffinityNone:
+		if s.SessionAffinityConfig != nil {
+			errs = append(errs, field.Forbidden(spec.Child("sessionAffinityConfig"), "must not be set when session affinity is None"))
+		}
+	case corev1.ServiceAffinityClientIP:
+		if c := s.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			if t := *c.ClientIP.TimeoutSeconds; t <= 0 || t > maxClientIPAffinitySeconds {
+				errs = append(errs, field.Invalid(spec.Child("sessionAffinityConfig", "clientIP", "timeoutSeconds"), t,
+					fmt.Sprintf("must be greater than 0 and less than %d", maxClientIPAffinitySeconds)))
+			}
+		}
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("sessionAffinity"), s.SessionAffinity,
+			[]corev1.ServiceAffinity{corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP}))
+	}
+	errs = append(errs, metav1validation.ValidateLabels(s.Selector, spec.Child("selector"))...)
+	for i, ip := range s.ExternalIPs {
+		errs = append(errs, utilvalidation.IsValidIP(spec.Child("externalIPs").Index(i), ip)...)
+	}
+	errs = append(errs, validateTrafficPolicies(svc, spec)...)
+	if s.Type != corev1.ServiceTypeLoadBalancer {
+		if len(s.LoadBalancerSourceRanges) > 0 {
+			errs = append(errs, field.Forbidden(spec.Child("loadBalancerSourceRanges"), "may only be used when `type` is 'LoadBalancer'"))
+		}
+		if s.AllocateLoadBalancerNodePorts != nil {
+			errs = append(errs, field.Forbidden(spec.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
+		}
+	}
+	return errs
+}
+
+func validateExternalName(svc *corev1.Service, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	s := &svc.Spec
+	if s.ClusterIP != "" || len(s.ClusterIPs) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("clusterIPs"), "may not be set for ExternalName services"))
+	}
+	if s.IPFamilyPolicy != nil {
+		errs = append(errs, field.Forbidden(spec.Child("ipFamilyPolicy"), "may not be set for ExternalName services"))
+	}
+	if len(s.IPFamilies) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("ipFamilies"), "may not be set for ExternalName services"))
+	}
+	if s.ExternalName == "" {
+		return append(errs, field.Required(spec.Child("externalName"), ""))
+	}
+	errs = append(errs, corevalidation.InvalidEach(spec.Child("externalName"), s.ExternalName, utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(s.ExternalName, ".")))...)
+	return errs
+}
+
+func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	// Ports, and node ports, are unique per protocol.
+	type portKey struct {
+		port     int32
+		protocol corev1.Protocol
+	}
+	seenPorts, seenNodePorts := sets.New[portKey](), sets.New[portKey]()
+	for i, p := range svc.Spec.Ports {
+		pp := path.Index(i)
+		switch {
+		case p.Name == "" && len(svc.Spec.Ports) > 1:
+			errs = append(errs, field.Required(pp.Child("name"), ""))
+		case p.Name != "":
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("name"), p.Name, utilvalidation.IsDNS1123Label(p.Name))...)
+			if names.Has(p.Name) {
+				errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
+			}
+			names.Insert(p.Name)
+		}
+		errs = append(errs, corevalidation.InvalidEach(pp.Child("port"), p.Port, utilvalidation.IsValidPortNum(int(p.Port)))...)
+		if !slices.Contains(registry.ServiceProtocols, p.Protocol) {
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, registry.ServiceProtocols))
+		}
+		if key := (portKey{p.Port, p.Protocol}); seenPorts.Has(key) {
+			errs = append(errs, field.Duplicate(pp, corev1.ServicePort{Port: p.Port, Protocol: p.Protocol}))
+		} else {
+			seenPorts.Insert(key)
+		}
+		if p.TargetPort.Type == intstr.String {
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortName(p.TargetPort.StrVal))...)
+		} else {
+			errs = append(errs, corevalidation.InvalidEach(pp.Child("targetPort"), p.TargetPort, utilvalidation.IsValidPortNum(p.TargetPort.IntValue()))...)
+		}
+		if p.NodePort == 0 {
+			continue
+		}
+		switch svc.Spec.Type {
+		case corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName:
+			errs = append(errs, field.Forbidden(pp.Child("nodePort"), fmt.Sprintf("may not be used when `type` is '%s'", svc.Spec.Type)))
+		}
+		errs = append(errs, corevalidation.InvalidEach(pp.Child("nodePort"), p.NodePort, utilvalidation.IsValidPortNum(int(p.NodePort)))...)
+		key := portKey{p.NodePort, p.Protocol}
+		if seenNodePorts.Has(key) {
+			errs = append(errs, field.Duplicate(pp.Child("nodePort"), p.NodePort))
+		}
+		seenNodePorts.Insert(key)
+	}
+	return errs
+}
+
+func validateClusterIPs(svc *corev1.Service, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	s := &svc.Spec
+	ipsPath := spec.Child("clusterIPs")
+	if len(s.ClusterIPs) > 0 && s.ClusterIP != s.ClusterIPs[0] {
+		errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "first value must match `clusterIP`"))
+	}
+	if len(s.ClusterIPs) > 2 {
+		errs = append(errs, field.Invalid(ipsPath, s.ClusterIPs, "may only hold up to 2 values"))
+	}
+	for i, ip := range s.ClusterIPs {
+		if ip == corev1.ClusterIPNone {
+			if i > 0 || len(s.ClusterIPs) > 1 {
+				errs = append(errs, field.Invalid(ipsPath.Index(i), ip, "'None' must be the first and only value"))
+			} else if needsNodePorts(svc) {
+				errs = append(errs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("may not be set to 'None' for %s services", s.Type)))
+			}
+			continue
+		}
+		errs = append(errs, utilvalidation.IsValidIP(ipsPath.Index(i), ip)...)
+	}
+	policies := []corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}
+	if p := s.IPFamilyPolicy; p != nil && !slices.Contains(policies, *p) {
+		errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, policies))
+	}
+	families := []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	for i, f := range s.IPFamilies {
+		fp := spec.Child("ipFamilies").Index(i)
+		switch {
+		case !slices.Contains(families, f):
+			errs = append(errs, field.NotSupported(fp, f, families))
+		case slices.Index(s.IPFamilies, f) < i:
+			errs = append(errs, field.Duplicate(fp, f))
+		case i < len(s.ClusterIPs) && s.ClusterIPs[i] != corev1.ClusterIPNone && familyOf(s.ClusterIPs[i]) != "" && familyOf(s.ClusterIPs[i]) != f:
+			errs = append(errs, field.Invalid(ipsPath.Index(i), s.ClusterIPs[i], fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", f, i)))
+		}
+	}
+	return errs
+}
+
+func validateTrafficPolicies(svc *corev1.Service, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	s := &svc.Spec
+	externalPolicies := []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal}
+	switch {
+	case !externallyAccessible(svc) && s.ExternalTrafficPolicy != "":
+		errs = append(errs, field.Invalid(spec.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, "may only be set for externally-accessible services"))
+	case externallyAccessible(svc) && !slices.Contains(externalPolicies, s.ExternalTrafficPolicy):
+		errs = append(errs, field.NotSupported(spec.Child("externalTrafficPolicy"), s.ExternalTrafficPolicy, externalPolicies))
+	}
+	if s.HealthCheckNodePort != 0 && !needsHealthCheckPort(svc) {
+		errs = append(errs, field.Invalid(spec.Child("healthCheckNodePort"), s.HealthCheckNodePort, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+	}
+	distributions := []string{corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone, corev1.ServiceTrafficDistributionPreferSameNode}
+	if d := s.TrafficDistribution; d != nil && !slices.Contains(distributions, *d) {
+		errs = append(errs, field.NotSupported(spec.Child("trafficDistribution"), *d, distributions))
+	}
+	internalPolicies := []corev1.ServiceInternalTrafficPolicy{corev1.ServiceInternalTrafficPolicyCluster, corev1.ServiceInternalTrafficPolicyLocal}
+	if p := s.InternalTrafficPolicy; p != nil && !slices.Contains(internalPolicies, *p) {
+		errs = append(errs, field.NotSupported(spec.Child("internalTrafficPolicy"), *p, internalPolicies))
+	} else if p == nil && needsClusterIP(svc) {
+		errs = append(errs, field.Required(spec.Child("internalTrafficPolicy"), ""))
+	}
+	return errs
+}
+
+// validateServiceUpdate: the health check node port stays while the Service needs one; the
+// cluster IP and IP family stay as allocated unless the Service becomes or stops being an
+// ExternalName.
+func validateServiceUpdate(svc, old *corev1.Service) field.ErrorList {
+	errs := validateService(svc)
+	if needsHealthCheckPort(old) && needsHealthCheckPort(svc) && svc.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable"))
+	}
+	if !needsClusterIP(svc) || !needsClusterIP(old) {
+		return errs
+	}
+	spec := field.NewPath("spec")
+	if len(old.Spec.ClusterIPs) > 0 && (len(svc.Spec.ClusterIPs) == 0 || svc.Spec.ClusterIPs[0] != old.Spec.ClusterIPs[0]) {
+		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), svc.Spec.ClusterIPs, "may not change once set"))
+	}
+	if len(old.Spec.IPFamilies) > 0 && len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] != old.Spec.IPFamilies[0] {
+		errs = append(errs, field.Invalid(spec.Child("ipFamilies").Index(0), svc.Spec.IPFamilies, "may not change once set"))
+	}
+	return errs
+}
+
+// familyOf is the family of an IP address, "" if it is not one.
+func familyOf(ip string) corev1.IPFamily {
+	addr, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return ""
+	case addr.Unmap().Is4():
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// serviceExternalIP is the EXTERNAL-IP column.
+func serviceExternalIP(svc *corev1.Service) string {
+	s := &svc.Spec
+	switch s.Type {
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
+		if len(s.ExternalIPs) > 0 {
+			return strings.Join(s.ExternalIPs, ",")
+		}
+		return "<none>"
+	case corev1.ServiceTypeLoadBalancer:
+		lb := sets.New[string]()
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				lb.Insert(in.IP)
+			} else if in.Hostname != "" {
+				lb.Insert(in.Hostname)
+			}
+		}
+		all := append(sets.List(lb), s.ExternalIPs...)
+		if len(all) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(all, ",")
+	case corev1.ServiceTypeExternalName:
+		return s.ExternalName
+	}
+	return "<unknown>"
+}
+
+// servicePorts is the PORT(S) column: "80/TCP,443:30443/TCP".
+func servicePorts(ports []corev1.ServicePort) string {
+	if len(ports) == 0 {
+		return "<none>"
+	}
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		if p.NodePort > 0 {
+			out[i] = fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol)
+		}
+	}
+	return strings.Join(out, ",")
+}

@@ -1,0 +1,193 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/registry/internal/registrytest"
+	"github.com/minik8s/minik8s/pkg/control/store/storetest"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func service(name string, ports ...corev1.ServicePort) *corev1.Service {
+	svc := &corev1.Service{ObjectMeta: registrytest.ObjMeta(name), Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: ports}}
+	svc.UID = types.UID("uid-" + name)
+	return svc
+}
+
+func TestServiceDefaults(t *testing.T) {
+	svc := service("web", corev1.ServicePort{Port: 80}, corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromString("dns")})
+	svc.Spec.Ports[0].Name = "http"
+	if errs := registrytest.CreateSteps(ServiceRules, svc); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	s := svc.Spec
+	if s.Type != corev1.ServiceTypeClusterIP || s.SessionAffinity != corev1.ServiceAffinityNone || *s.InternalTrafficPolicy != corev1.ServiceInternalTrafficPolicyCluster ||
+		s.ExternalTrafficPolicy != "" {
+		t.Errorf("service not defaulted: %+v", s)
+	}
+	if p := s.Ports[0]; p.Protocol != corev1.ProtocolTCP || p.TargetPort != intstr.FromInt32(80) {
+		t.Errorf("port 0 not defaulted: %+v", p)
+	}
+	if p := s.Ports[1]; p.TargetPort != intstr.FromString("dns") {
+		t.Errorf("a named target port was replaced: %+v", p)
+	}
+	np := service("np", corev1.ServicePort{Port: 80})
+	np.Spec.Type = corev1.ServiceTypeLoadBalancer
+	ServiceRules.Default(np)
+	if np.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster || !*np.Spec.AllocateLoadBalancerNodePorts {
+		t.Errorf("load balancer not defaulted: %+v", np.Spec)
+	}
+}
+
+func TestServiceValidation(t *testing.T) {
+	svc := service("web", corev1.ServicePort{Name: "a", Port: 70000}, corev1.ServicePort{Name: "a", Port: 80, NodePort: 30080})
+	errs := registrytest.CreateSteps(ServiceRules, svc)
+	registrytest.ExpectErrors(t, "bad ports", errs,
+		"spec.ports[0].port: FieldValueInvalid", "spec.ports[0].targetPort: FieldValueInvalid",
+		"spec.ports[1].name: FieldValueDuplicate", "spec.ports[1].nodePort: FieldValueForbidden")
+	registrytest.ExpectMessage(t, errs, "spec.ports[0].port", "must be between 1 and 65535, inclusive")
+
+	svc = service("two", corev1.ServicePort{Port: 80}, corev1.ServicePort{Port: 81})
+	registrytest.ExpectErrors(t, "unnamed ports", registrytest.CreateSteps(ServiceRules, svc), "spec.ports[0].name: FieldValueRequired", "spec.ports[1].name: FieldValueRequired")
+
+	svc = service("Web_1", corev1.ServicePort{Port: 80})
+	svc.Spec.ClusterIP = "300.1.1.1"
+	registrytest.ExpectErrors(t, "bad name and IP", registrytest.CreateSteps(ServiceRules, svc), "metadata.name: FieldValueInvalid", "spec.clusterIPs[0]: FieldValueInvalid")
+
+	svc = service("ext")
+	svc.Spec.Type, svc.Spec.ClusterIP = corev1.ServiceTypeExternalName, "10.96.0.9"
+	registrytest.ExpectErrors(t, "external name", registrytest.CreateSteps(ServiceRules, svc), "spec.clusterIPs: FieldValueForbidden", "spec.externalName: FieldValueRequired")
+
+	headless := service("db")
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	registrytest.ExpectErrors(t, "headless without ports", registrytest.CreateSteps(ServiceRules, headless))
+	registrytest.ExpectErrors(t, "no ports", registrytest.CreateSteps(ServiceRules, service("none")), "spec.ports: FieldValueRequired")
+}
+
+func newRanges(t *testing.T, cidr string) allocator.Ranges {
+	t.Helper()
+	ranges, err := allocator.NewRanges(storetest.Bolt(t), netip.MustParsePrefix(cidr), allocator.PortSpan{Base: 30000, Size: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ranges
+}
+
+// create runs the create steps and the claim, as the API server does before storing.
+func createService(t *testing.T, ranges allocator.Ranges, svc *corev1.Service) error {
+	t.Helper()
+	if errs := registrytest.CreateSteps(ServiceRules, svc); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	_, err := ServiceRules.Claim(context.Background(), ranges, svc, nil)
+	return err
+}
+
+func TestServiceClaims(t *testing.T) {
+	ctx := context.Background()
+	ranges := newRanges(t, "10.0.0.0/24")
+
+	web := service("web", corev1.ServicePort{Name: "dns-tcp", Port: 53}, corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}, corev1.ServicePort{Name: "http", Port: 80})
+	web.Spec.Type = corev1.ServiceTypeNodePort
+	if err := createService(t, ranges, web); err != nil {
+		t.Fatal(err)
+	}
+	s := web.Spec
+	if !netip.MustParsePrefix("10.0.0.0/24").Contains(netip.MustParseAddr(s.ClusterIP)) || len(s.ClusterIPs) != 1 || s.ClusterIPs[0] != s.ClusterIP ||
+		s.IPFamilies[0] != corev1.IPv4Protocol || *s.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
+		t.Errorf("cluster IP fields: %+v", s)
+	}
+	if p := s.Ports; p[0].NodePort == 0 || p[0].NodePort != p[1].NodePort || p[2].NodePort == 0 || p[2].NodePort == p[0].NodePort {
+		t.Errorf("node ports: 53/TCP and 53/UDP share one, 80 has its own: %+v", p)
+	}
+
+	taken := service("taken", corev1.ServicePort{Port: 80, NodePort: s.Ports[2].NodePort})
+	taken.Spec.Type, taken.Spec.ClusterIP = corev1.ServiceTypeNodePort, s.ClusterIP
+	err := createService(t, ranges, taken)
+	expectCause(t, err, "spec.clusterIPs", "provided IP is already allocated")
+	taken.Spec.ClusterIP, taken.Spec.ClusterIPs = "", nil
+	err = createService(t, ranges, taken)
+	expectCause(t, err, "spec.ports[0].nodePort", "provided port is already allocated")
+
+	headless := service("db", corev1.ServicePort{Port: 5432})
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
+	if err := createService(t, ranges, headless); err != nil || headless.Spec.ClusterIP != corev1.ClusterIPNone || len(holdsOf(headless).ips) != 0 {
+		t.Errorf("headless service: %v %+v", err, headless.Spec)
+	}
+	outside := service("outside", corev1.ServicePort{Port: 80})
+	outside.Spec.ClusterIP = "10.1.0.1"
+	expectCause(t, createService(t, ranges, outside), "spec.clusterIPs", "is not in the valid range")
+
+	// NodePort to ClusterIP: the node ports go, the cluster IP stays.
+	old := web.DeepCopy()
+	web.Spec.Type = corev1.ServiceTypeClusterIP
+	if errs := registrytest.UpdateSteps(ServiceRules, web, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if _, err := ServiceRules.Claim(ctx, ranges, web, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := ServiceRules.Release(ctx, ranges, web, old); err != nil {
+		t.Fatal(err)
+	}
+	if web.Spec.Ports[0].NodePort != 0 || web.Spec.ClusterIP != old.Spec.ClusterIP {
+		t.Errorf("after the type change: %+v", web.Spec)
+	}
+	if err := ranges.NodePorts.Allocate(ctx, int(old.Spec.Ports[2].NodePort), serviceOwner(service("next"))); err != nil {
+		t.Errorf("node port %d should be free after the type change: %v", old.Spec.Ports[2].NodePort, err)
+	}
+	// Deletion gives the cluster IP back.
+	if err := ServiceRules.Release(ctx, ranges, nil, web); err != nil {
+		t.Fatal(err)
+	}
+	if err := ranges.ServiceIPs.Allocate(ctx, netip.MustParseAddr(web.Spec.ClusterIP), serviceOwner(service("next"))); err != nil {
+		t.Errorf("cluster IP should be free after the delete: %v", err)
+	}
+}
+
+func TestServiceUpdateKeepsAllocatedValues(t *testing.T) {
+	ranges := newRanges(t, "10.0.0.0/24")
+	old := service("web", corev1.ServicePort{Name: "http", Port: 80})
+	old.Spec.Type = corev1.ServiceTypeNodePort
+	if err := createService(t, ranges, old); err != nil {
+		t.Fatal(err)
+	}
+	// The YAML it was created from, applied again: no cluster IP, no node port.
+	again := service("web", corev1.ServicePort{Name: "http", Port: 80})
+	again.Spec.Type = corev1.ServiceTypeNodePort
+	if errs := registrytest.UpdateSteps(ServiceRules, again, old); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	if again.Spec.ClusterIP != old.Spec.ClusterIP || again.Spec.Ports[0].NodePort != old.Spec.Ports[0].NodePort || len(again.Spec.IPFamilies) != 1 {
+		t.Errorf("allocated values not carried over: %+v", again.Spec)
+	}
+	moved := old.DeepCopy()
+	moved.Spec.ClusterIP, moved.Spec.ClusterIPs = "10.0.0.77", []string{"10.0.0.77"}
+	errs := registrytest.UpdateSteps(ServiceRules, moved, old)
+	registrytest.ExpectErrors(t, "moved cluster IP", errs, "spec.clusterIPs[0]: FieldValueInvalid")
+	registrytest.ExpectMessage(t, errs, "spec.clusterIPs[0]", "may not change once set")
+}
+
+// expectCause checks that err is a 422 with a cause on fieldPath saying msg.
+func expectCause(t *testing.T, err error, fieldPath, msg string) {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) || status.Status().Details == nil {
+		t.Errorf("want 422 on %s saying %q, got %v", fieldPath, msg, err)
+		return
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == fieldPath && strings.Contains(c.Message, msg) {
+			return
+		}
+	}
+	t.Errorf("no cause on %s saying %q in %v", fieldPath, msg, err)
+}

@@ -1,0 +1,29 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/registry/internal/registrytest"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestRuntimeClassRules(t *testing.T) {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc",
+		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}}
+	registrytest.ExpectErrors(t, "runtime class", registrytest.CreateSteps(RuntimeClassRules, rc))
+	if w := RuntimeClassRules.Warnings(rc); len(w) != 1 {
+		t.Errorf("a RuntimeClass minilet does not act on must be warned of: %v", w)
+	}
+	if row := RuntimeClassRules.Table.Row(rc); row[1] != "runsc" {
+		t.Errorf("runtime class row: %v", row)
+	}
+	bad := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Handler: "Not_A_Label",
+		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}}
+	registrytest.ExpectErrors(t, "bad runtime class", registrytest.CreateSteps(RuntimeClassRules, bad), "handler: FieldValueInvalid", "overhead.podFixed[cpu]: FieldValueInvalid")
+	changed := rc.DeepCopy()
+	changed.Handler = "kata"
+	registrytest.ExpectErrors(t, "changed handler", registrytest.UpdateSteps(RuntimeClassRules, changed, rc), "handler: FieldValueInvalid")
+}

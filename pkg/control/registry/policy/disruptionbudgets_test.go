@@ -1,0 +1,23 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/minik8s/minik8s/pkg/control/registry/internal/registrytest"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func TestPodDisruptionBudgetRules(t *testing.T) {
+	two, half := intstr.FromInt32(2), intstr.FromString("150%")
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: registrytest.ObjMeta("pdb"), Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &two, MaxUnavailable: &half}}
+	pdb.Status.DisruptionsAllowed = 4
+	registrytest.ExpectErrors(t, "both bounds", registrytest.CreateSteps(PodDisruptionBudgetRules, pdb), "spec: FieldValueInvalid", "spec.maxUnavailable: FieldValueInvalid")
+	if pdb.Status.DisruptionsAllowed != 0 {
+		t.Error("status must be reset on create")
+	}
+	pdb.Spec.MaxUnavailable = nil
+	if row := PodDisruptionBudgetRules.Table.Row(pdb); row[1] != "2" || row[2] != "N/A" {
+		t.Errorf("pdb row: %v", row)
+	}
+}
