@@ -13,18 +13,12 @@ import (
 // reasonPodInitializing is the waiting reason of containers held back by init containers.
 const reasonPodInitializing = "PodInitializing"
 
-// isSidecar: an init container with restartPolicy Always is a sidecar, started in order
-// with the others but kept running beside the app containers.
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 // initRestarts: a sidecar always runs again; a regular init container that succeeded
 // never does, and one that failed as its restart policy and rules, or else the pod's
 // restartPolicy, say (the kubelet's computeInitContainerActions).
 func initRestarts(pod *corev1.Pod, c *corev1.Container) restartCheck {
 	return func(exitCode int32) bool {
-		return isSidecar(c) || exitCode != 0 && status.ContainerShouldRestart(&pod.Spec, c, exitCode)
+		return status.IsSidecar(c) || exitCode != 0 && status.ContainerShouldRestart(&pod.Spec, c, exitCode)
 	}
 }
 
@@ -36,7 +30,7 @@ func (s *Syncer) syncInitContainers(ctx context.Context, st *PodState, pod *core
 	appsStarted := anyAppContainerRan(pod, all)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		sidecar := isSidecar(c)
+		sidecar := status.IsSidecar(c)
 		if !sidecar && appsStarted {
 			continue
 		}
@@ -82,7 +76,7 @@ func incompleteInitContainers(pod *corev1.Pod, initStatuses, statuses []corev1.C
 	}
 	var names []string
 	for i, cs := range initStatuses {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if status.IsSidecar(&pod.Spec.InitContainers[i]) {
 			if cs.State.Running == nil || cs.Started == nil || !*cs.Started {
 				names = append(names, cs.Name)
 			}
@@ -100,7 +94,7 @@ func incompleteInitContainers(pod *corev1.Pod, initStatuses, statuses []corev1.C
 // restarted): the kubelet's getPhase counts it a pending init container.
 func initPending(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
 	for i, cs := range initStatuses {
-		if !isSidecar(&pod.Spec.InitContainers[i]) && (cs.State.Running != nil || cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil) {
+		if !status.IsSidecar(&pod.Spec.InitContainers[i]) && (cs.State.Running != nil || cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil) {
 			return true
 		}
 	}
@@ -116,7 +110,7 @@ func initFailed(pod *corev1.Pod, initStatuses []corev1.ContainerStatus) bool {
 		if cs.State.Waiting != nil {
 			t = cs.LastTerminationState.Terminated
 		}
-		if !isSidecar(c) && t != nil && t.ExitCode != 0 && !status.RunsAgain(&pod.Spec, c, t) {
+		if !status.IsSidecar(c) && t != nil && t.ExitCode != 0 && !status.RunsAgain(&pod.Spec, c, t) {
 			return true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minik8s/minik8s/pkg/agent/cm"
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
@@ -216,7 +217,7 @@ func (s *Syncer) resizeEvents(st *PodState, pod *corev1.Pod) {
 func podContainerSpecs(pod *corev1.Pod) []*corev1.Container {
 	var out []*corev1.Container
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if status.IsSidecar(&pod.Spec.InitContainers[i]) {
 			out = append(out, &pod.Spec.InitContainers[i])
 		}
 	}

@@ -2,6 +2,8 @@ package podsync
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,7 +79,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]
 		cs := statusOf(spec, initRestarts(pod, spec))
-		if !isSidecar(spec) { // a regular init container is ready once it has succeeded
+		if !status.IsSidecar(spec) { // a regular init container is ready once it has succeeded
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		ps.InitContainerStatuses = append(ps.InitContainerStatuses, cs)
@@ -87,6 +89,11 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 		ps.ContainerStatuses = append(ps.ContainerStatuses, statusOf(&pod.Spec.Containers[i], appRestarts(pod, &pod.Spec.Containers[i])))
 	}
 	ps.EphemeralContainerStatuses = ephemeralStatuses(pod, all, st.waiting, st.terminationLogs)
+	// Sorted by name, init containers' kept in the spec's order, as the kubelet's
+	// convertToAPIContainerStatuses writes them.
+	byName := func(a, b corev1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(ps.ContainerStatuses, byName)
+	slices.SortFunc(ps.EphemeralContainerStatuses, byName)
 	uninitialized := incompleteInitContainers(pod, ps.InitContainerStatuses, ps.ContainerStatuses)
 	// What a pod with init containers has not made yet waits for them (the kubelet's default
 	// waiting state), even once initialized.
@@ -127,7 +134,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 		}
 	}
 	setResizeConditions(&ps, st.resizePending, st.resizeGeneration, st.resizeErr, apiTime(s.clock.Now()))
-	status.SetConditions(&ps, apiTime(s.clock.Now()), pod.Generation, sandboxReady, uninitialized, pod.Spec.ReadinessGates)
+	status.SetConditions(&ps, apiTime(s.clock.Now()), pod.Generation, sandboxReady, uninitialized, &pod.Spec)
 	if cond, ok := allContainersRestarting(pod, ps.Phase); ok {
 		status.SetCondition(&ps, cond, apiTime(s.clock.Now()))
 	}

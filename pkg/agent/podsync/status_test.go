@@ -363,3 +363,33 @@ func TestFinishedPodKeepsItsStatusWithoutContainers(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusesInTheKubeletsOrder: app and ephemeral containers' statuses come sorted by
+// name, init containers' in the spec's order, as the kubelet's convertToAPIContainerStatuses
+// writes them (so `containerStatuses[0]` and kubectl's STATUS column of a pod whose
+// containers differ read as on Kubernetes).
+func TestStatusesInTheKubeletsOrder(t *testing.T) {
+	h := newHarness(t)
+	pod := withInit(agenttest.Pod("web", corev1.RestartPolicyAlways, "zeta", "alpha", "mid"), "setup")
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: "b-init", Image: pod.Spec.InitContainers[0].Image})
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg2", Image: pod.Spec.Containers[0].Image}},
+		{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg1", Image: pod.Spec.Containers[0].Image}}}
+	pod, st := h.admit(pod)
+	ps := h.syncer.podStatus(st, pod, nil, false)
+	names := func(statuses []corev1.ContainerStatus) string {
+		var out []string
+		for _, cs := range statuses {
+			out = append(out, cs.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct{ what, got, want string }{
+		{"init containers", names(ps.InitContainerStatuses), "setup b-init"},
+		{"containers", names(ps.ContainerStatuses), "alpha mid zeta"},
+		{"ephemeral containers", names(ps.EphemeralContainerStatuses), "dbg1 dbg2"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s' statuses in order %q, want %q", tc.what, tc.got, tc.want)
+		}
+	}
+}

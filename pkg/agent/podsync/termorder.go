@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/agent/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
@@ -28,7 +29,7 @@ type stopped struct {
 // newTerminationOrder orders the running containers of pod; nil when pod has no
 // sidecars (nothing waits).
 func newTerminationOrder(c clock.Clock, pod *corev1.Pod, running []string) *terminationOrder {
-	if pod == nil || !slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return isSidecar(&c) }) {
+	if pod == nil || !slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return status.IsSidecar(&c) }) {
 		return nil
 	}
 	o := &terminationOrder{clock: c, stopped: map[string]*stopped{}, waitFor: map[string][]string{}}
@@ -43,7 +44,7 @@ func newTerminationOrder(c clock.Clock, pod *corev1.Pod, running []string) *term
 	}
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
-		if !isSidecar(c) {
+		if !status.IsSidecar(c) {
 			continue
 		}
 		o.waitFor[c.Name] = slices.Clone(outlast)

@@ -161,6 +161,12 @@ func matchingRestartRule(c *corev1.Container, exitCode int32) (corev1.ContainerR
 	return corev1.ContainerRestartRule{}, false
 }
 
+// IsSidecar: an init container with restartPolicy Always is a sidecar, started in order
+// with the others but kept running beside the app containers.
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
 // containerNamed is the container called name in containers; one not there (it cannot
 // be: statuses follow the spec) has no policy of its own.
 func containerNamed(containers []corev1.Container, name string) *corev1.Container {
@@ -172,11 +178,11 @@ func containerNamed(containers []corev1.Container, name string) *corev1.Containe
 	return &corev1.Container{Name: name}
 }
 
-// SetConditions sets the conditions the kubelet owns at now, each observed at the pod's
-// generation (as the kubelet with PodObservedGenerationTracking, GA in 1.35); each keeps
-// its lastTransitionTime while its status stays the same.
-func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandboxReady bool, uninitialized []string, gates []corev1.PodReadinessGate) {
-	ready, containersReady := readiness(s, gates)
+// SetConditions sets the conditions the kubelet owns for a pod of spec at now, each
+// observed at the pod's generation (as the kubelet with PodObservedGenerationTracking, GA
+// in 1.35); each keeps its lastTransitionTime while its status stays the same.
+func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandboxReady bool, uninitialized []string, spec *corev1.PodSpec) {
+	ready, containersReady := readiness(s, spec)
 	sandbox := corev1.ConditionFalse
 	if sandboxReady {
 		sandbox = corev1.ConditionTrue
@@ -206,32 +212,47 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandb
 	s.Conditions = inKubeletOrder(s.Conditions)
 }
 
-// readiness is the Ready and ContainersReady conditions a status calls for, from its
-// containers' readiness and the pod's readiness gates (the kubelet's GeneratePodReadyCondition).
-func readiness(s *corev1.PodStatus, gates []corev1.PodReadinessGate) (ready, containersReady corev1.PodCondition) {
-	var unready []string
-	for _, cs := range s.ContainerStatuses {
-		if !cs.Ready {
-			unready = append(unready, cs.Name)
+// readiness is the Ready and ContainersReady conditions a status of a pod of spec calls
+// for, from its containers' readiness and the pod's readiness gates (the kubelet's
+// GeneratePodReadyCondition): the sidecars and then the app containers count, each named
+// in the spec's order.
+func readiness(s *corev1.PodStatus, spec *corev1.PodSpec) (ready, containersReady corev1.PodCondition) {
+	var unknown, unready []string
+	count := func(c *corev1.Container, statuses []corev1.ContainerStatus) {
+		i := slices.IndexFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == c.Name })
+		switch {
+		case i < 0:
+			unknown = append(unknown, c.Name)
+		case !statuses[i].Ready:
+			unready = append(unready, c.Name)
 		}
 	}
-	for _, cs := range s.InitContainerStatuses { // sidecars count for readiness
-		if cs.State.Running != nil && !cs.Ready {
-			unready = append(unready, cs.Name)
+	for i := range spec.InitContainers {
+		if IsSidecar(&spec.InitContainers[i]) {
+			count(&spec.InitContainers[i], s.InitContainerStatuses)
 		}
+	}
+	for i := range spec.Containers {
+		count(&spec.Containers[i], s.ContainerStatuses)
+	}
+	var notReady []string
+	if len(unknown) > 0 {
+		notReady = append(notReady, fmt.Sprintf("containers with unknown status: [%s]", strings.Join(unknown, " ")))
+	}
+	if len(unready) > 0 {
+		notReady = append(notReady, fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " ")))
 	}
 	containersReady = corev1.PodCondition{Status: corev1.ConditionTrue}
 	switch { // a finished pod's reason has no message, as the kubelet's generateContainersReadyConditionForTerminalPhase
-	case s.Phase == corev1.PodSucceeded:
+	case s.Phase == corev1.PodSucceeded && len(unknown) == 0:
 		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodCompleted"}
 	case s.Phase == corev1.PodFailed:
 		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "PodFailed"}
-	case len(unready) > 0:
-		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
-			Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))}
+	case len(notReady) > 0:
+		containersReady = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: strings.Join(notReady, ", ")}
 	}
 	ready = containersReady
-	if unmet := unmetReadinessGates(s, gates); ready.Status == corev1.ConditionTrue && len(unmet) > 0 {
+	if unmet := unmetReadinessGates(s, spec.ReadinessGates); ready.Status == corev1.ConditionTrue && len(unmet) > 0 {
 		ready = corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: strings.Join(unmet, ", ")}
 	}
 	return ready, containersReady
@@ -244,7 +265,7 @@ func readiness(s *corev1.PodStatus, gates []corev1.PodReadinessGate) (ready, con
 // the status manager's reconcile, which rewrites such a status within its 10 s syncPeriod.
 func NeedsReadinessSync(pod *corev1.Pod) bool {
 	cur := Condition(&pod.Status, corev1.PodReady)
-	want, _ := readiness(&pod.Status, pod.Spec.ReadinessGates)
+	want, _ := readiness(&pod.Status, &pod.Spec)
 	return cur != nil && (cur.Status != want.Status || cur.Message != want.Message)
 }
 

@@ -135,7 +135,7 @@ func TestInitializedIsHonest(t *testing.T) {
 		{[]string{"setup", "migrate"}, corev1.ConditionFalse, "containers with incomplete status: [setup migrate]"},
 	} {
 		var s corev1.PodStatus
-		SetConditions(&s, now, 1, true, tc.uninitialized, nil)
+		SetConditions(&s, now, 1, true, tc.uninitialized, &corev1.PodSpec{})
 		c := Condition(&s, corev1.PodInitialized)
 		if c == nil || c.Status != tc.want || c.Message != tc.message {
 			t.Errorf("init containers %v: Initialized %+v, want %s %q", tc.uninitialized, c, tc.want, tc.message)
@@ -149,7 +149,7 @@ func TestReadinessGates(t *testing.T) {
 	now := metav1.Now()
 	gates := []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: "example.com/dns"}}
 	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: "example.com/dns", Status: corev1.ConditionFalse}}}
-	SetConditions(&s, now, 1, true, nil, gates)
+	SetConditions(&s, now, 1, true, nil, &corev1.PodSpec{ReadinessGates: gates})
 	ready := Condition(&s, corev1.PodReady)
 	want := `corresponding condition of pod readiness gate "example.com/lb" does not exist., the status of pod readiness gate "example.com/dns" is not "True", but False`
 	if ready.Status != corev1.ConditionFalse || ready.Reason != "ReadinessGatesNotReady" || ready.Message != want {
@@ -160,9 +160,34 @@ func TestReadinessGates(t *testing.T) {
 	}
 	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
 	Condition(&s, "example.com/dns").Status = corev1.ConditionTrue
-	SetConditions(&s, now, 1, true, nil, gates)
+	SetConditions(&s, now, 1, true, nil, &corev1.PodSpec{ReadinessGates: gates})
 	if c := Condition(&s, corev1.PodReady); c.Status != corev1.ConditionTrue {
 		t.Errorf("Ready with both gates True = %+v", c)
+	}
+}
+
+// TestUnreadyContainersAsTheKubeletNamesThem: ContainersReady and Ready name the sidecars,
+// then the app containers, each in the spec's order (the kubelet's
+// GenerateContainersReadyCondition), whatever order the statuses are in (the kubelet sorts
+// app containers' statuses by name); a regular init container never counts, running or
+// not, and a container without a status is named apart.
+func TestUnreadyContainersAsTheKubeletNamesThem(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	spec := &corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "setup"}, {Name: "side", RestartPolicy: &always}, {Name: "proxy", RestartPolicy: &always}},
+		Containers:     []corev1.Container{{Name: "zeta"}, {Name: "alpha"}, {Name: "mid"}},
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	s := corev1.PodStatus{Phase: corev1.PodRunning,
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup", State: running}, {Name: "side", State: waiting}, {Name: "proxy", State: running, Ready: true}},
+		ContainerStatuses:     []corev1.ContainerStatus{{Name: "alpha", State: running}, {Name: "zeta", State: waiting}}}
+	SetConditions(&s, metav1.Now(), 1, true, nil, spec)
+	want := "containers with unknown status: [mid], containers with unready status: [side zeta alpha]"
+	for _, typ := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
+		if c := Condition(&s, typ); c.Status != corev1.ConditionFalse || c.Reason != "ContainersNotReady" || c.Message != want {
+			t.Errorf("%s = %+v, want False ContainersNotReady %q", typ, c, want)
+		}
 	}
 }
 
@@ -174,7 +199,7 @@ func TestConditionOrder(t *testing.T) {
 	now := metav1.Now()
 	s := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}}
-	SetConditions(&s, now, 1, true, nil, nil)
+	SetConditions(&s, now, 1, true, nil, &corev1.PodSpec{})
 	s = WithTheirConditions(s, corev1.PodStatus{Conditions: []corev1.PodCondition{
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: "example.com/lb", Status: corev1.ConditionTrue}}})
 	var got []string
@@ -218,7 +243,7 @@ func TestConditionsOfAFinishedPod(t *testing.T) {
 		{corev1.PodSucceeded, "PodCompleted", "PodCompleted"},
 	} {
 		s := corev1.PodStatus{Phase: tc.phase, ContainerStatuses: []corev1.ContainerStatus{exited}}
-		SetConditions(&s, now, 1, false, nil, nil)
+		SetConditions(&s, now, 1, false, nil, &corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}})
 		for _, typ := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
 			if c := Condition(&s, typ); c.Status != corev1.ConditionFalse || c.Reason != tc.ready || c.Message != "" {
 				t.Errorf("%s pod: %s = %+v, want False %s without a message", tc.phase, typ, c, tc.ready)
@@ -234,7 +259,7 @@ func TestConditionsOfAFinishedPod(t *testing.T) {
 // PodScheduled, carries the pod's generation, as the kubelet's since 1.35.
 func TestConditionsObserveTheGeneration(t *testing.T) {
 	s := corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, ObservedGeneration: 1}}}
-	SetConditions(&s, metav1.Now(), 3, true, nil, nil)
+	SetConditions(&s, metav1.Now(), 3, true, nil, &corev1.PodSpec{})
 	for _, c := range s.Conditions {
 		if c.ObservedGeneration != 3 {
 			t.Errorf("condition %s observedGeneration %d, want 3", c.Type, c.ObservedGeneration)
