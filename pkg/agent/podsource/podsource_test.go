@@ -58,6 +58,7 @@ func TestUpdateSyncsOnlyOnSemanticChange(t *testing.T) {
 	}{
 		{"status only", func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodRunning
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true}}
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}, "reconcile 2"},
 		{"spec", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "img:2" }, "update 2"},

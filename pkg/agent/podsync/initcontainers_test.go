@@ -1,12 +1,16 @@
 package podsync
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/runtime"
 )
 
 func withInit(pod *corev1.Pod, names ...string) *corev1.Pod {
@@ -148,5 +152,37 @@ func TestContainerEventsPointAtTheirSpecList(t *testing.T) {
 		if got := containerRef(pod, name).FieldPath; got != want {
 			t.Errorf("%s: fieldPath %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestSidecarKeepsAFinishedPodRunningUntilStopped: once the app containers of a Never pod
+// have finished, the sync writes the pod Running while its sidecar still runs, stops the
+// sidecar and only then writes it Succeeded, as the kubelet's SyncPod (getPhase counts a
+// running sidecar; computePodActions kills the pod), so a Job with a sidecar completes
+// when its pod has stopped.
+func TestSidecarKeepsAFinishedPodRunningUntilStopped(t *testing.T) {
+	h := newHarness(t)
+	pod := withInit(agenttest.Pod("job", corev1.RestartPolicyNever, "app"), "proxy")
+	pod.Spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	pod, st := h.start(pod)
+	h.sync(st, pod)
+	var phases []corev1.PodPhase
+	h.Client.PrependReactor("update", "pods", func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+		if u, ok := action.(clienttesting.UpdateAction); ok && u.GetSubresource() == "status" {
+			phases = append(phases, u.GetObject().(*corev1.Pod).Status.Phase)
+		}
+		return false, nil, nil
+	})
+	h.exitAndSync(st, pod, "app", 0)
+	if !slices.Equal(phases, []corev1.PodPhase{corev1.PodRunning, corev1.PodSucceeded}) {
+		t.Errorf("phases written as the app finished: %v, want Running (the sidecar running), then Succeeded", phases)
+	}
+	for _, c := range h.Runtime.Named(string(pod.UID), "proxy") {
+		if c.State != runtime.StateExited {
+			t.Errorf("sidecar %s is %s after the pod finished, want exited", c.ID, c.State)
+		}
+	}
+	if got := h.apiPod(pod); got.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("phase %s, want Succeeded", got.Status.Phase)
 	}
 }

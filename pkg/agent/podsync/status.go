@@ -106,7 +106,7 @@ func (s *Syncer) podStatus(st *PodState, pod *corev1.Pod, all []runtime.Containe
 			}
 		}
 	}
-	ps.Phase = status.Phase(&pod.Spec, ps.ContainerStatuses, false)
+	ps.Phase = status.Phase(&pod.Spec, ps.InitContainerStatuses, ps.ContainerStatuses, false)
 	switch {
 	case initFailed(pod, ps.InitContainerStatuses):
 		ps.Phase = corev1.PodFailed

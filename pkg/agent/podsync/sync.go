@@ -163,7 +163,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 		st.trace.Running(s.log, PodKey(pod), s.clock.Now())
 	}
 	errs = append(errs, err)
-	if IsTerminal(status.Phase) && !st.released {
+	if (IsTerminal(status.Phase) || appsFinished(pod, status)) && !st.released {
 		err := s.releaseFinishedPod(ctx, st, pod, gracePeriod(pod))
 		if err == nil {
 			// Its sandbox gone, the pod is no longer ready to start containers: the kubelet
@@ -286,6 +286,16 @@ func (s *Syncer) releaseFinishedPod(ctx context.Context, st *PodState, pod *core
 	}
 	st.released = true
 	return nil
+}
+
+// appsFinished: none of the pod's app containers runs or will run again, so the pod is
+// released, its sidecars stopped with it, though a running sidecar keeps its phase Running
+// until then (the kubelet's computePodActions kills a pod with no container left to keep
+// or start, and getPhase counts its running sidecars).
+func appsFinished(pod *corev1.Pod, ps corev1.PodStatus) bool {
+	apps := pod.Spec
+	apps.InitContainers = nil
+	return IsTerminal(status.Phase(&apps, nil, ps.ContainerStatuses, false))
 }
 
 // writeReleasedStatus writes the status of a pod just released, whose sandbox is gone.

@@ -96,7 +96,7 @@ func (s *Syncer) stopAndReport(ctx context.Context, st *PodState, pod *corev1.Po
 	}
 	ps := s.podStatus(st, pod, all, false)
 	// Nothing restarts now, whatever the restart policy.
-	if ps.Phase = status.Phase(&pod.Spec, ps.ContainerStatuses, true); !IsTerminal(ps.Phase) {
+	if ps.Phase = status.Phase(&pod.Spec, ps.InitContainerStatuses, ps.ContainerStatuses, true); !IsTerminal(ps.Phase) {
 		ps.Phase = corev1.PodFailed
 	}
 	return s.writeStatus(ctx, st, pod, ps)

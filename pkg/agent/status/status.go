@@ -50,15 +50,38 @@ func inKubeletOrder(conds []corev1.PodCondition) []corev1.PodCondition {
 	return out
 }
 
-// Phase is the kubelet's getPhase (pkg/kubelet/kubelet_pods.go) for the app containers of
-// a pod with spec: once none runs, the pod runs on while one of them will restart, as
-// ContainerShouldRestart says of its exit code. terminal: the pod is being ended, so none
-// restarts whatever its policy.
-func Phase(spec *corev1.PodSpec, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
-	var running, waiting, stopped, stoppedForGood, succeeded int
-	for _, cs := range statuses {
+// Phase is the kubelet's getPhase (pkg/kubelet/kubelet_pods.go) for the sidecars and app
+// containers of a pod with spec (the regular init containers are the caller's: they keep
+// it Pending or fail it). A running sidecar counts as a running container, so a pod whose
+// app containers have finished runs on until its sidecars are stopped; a stopped or
+// restarting sidecar does not count. Once none runs, the pod runs on while an app container
+// will restart, as ContainerShouldRestart says of its exit code. terminal: the pod is being
+// ended, so none restarts whatever its policy. A container without a status keeps the pod
+// Pending.
+func Phase(spec *corev1.PodSpec, initStatuses, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
+	var unknown, running, waiting, stopped, stoppedForGood, succeeded int
+	for i := range spec.InitContainers {
+		if !IsSidecar(&spec.InitContainers[i]) {
+			continue
+		}
+		cs := named(initStatuses, spec.InitContainers[i].Name)
+		switch {
+		case cs == nil:
+			unknown++
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil:
+			waiting++
+		}
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		cs := named(statuses, c.Name)
 		var last *corev1.ContainerStateTerminated
 		switch {
+		case cs == nil:
+			unknown++
+			continue
 		case cs.State.Running != nil:
 			running++
 		case cs.State.Terminated != nil:
@@ -73,16 +96,18 @@ func Phase(spec *corev1.PodSpec, statuses []corev1.ContainerStatus, terminal boo
 		}
 		if last != nil {
 			stopped++
-			if !RunsAgain(spec, containerNamed(spec.Containers, cs.Name), last) {
+			if !RunsAgain(spec, c, last) {
 				stoppedForGood++
 			}
 		}
 	}
 	switch {
-	case waiting > 0 || len(statuses) == 0:
+	case waiting > 0 || unknown > 0:
 		return corev1.PodPending
 	case running > 0:
 		return corev1.PodRunning
+	case stopped == 0:
+		return corev1.PodPending
 	case !terminal && stopped != stoppedForGood:
 		return corev1.PodRunning // some restart
 	case stopped == succeeded:
@@ -90,6 +115,15 @@ func Phase(spec *corev1.PodSpec, statuses []corev1.ContainerStatus, terminal boo
 	default:
 		return corev1.PodFailed
 	}
+}
+
+// named is the status of the container called name in statuses, nil when it has none.
+func named(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	i := slices.IndexFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return &statuses[i]
 }
 
 // ContainerShouldRestart is the kubelet's (pkg/api/v1/pod/util.go, with ContainerRestartRules
@@ -167,17 +201,6 @@ func IsSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// containerNamed is the container called name in containers; one not there (it cannot
-// be: statuses follow the spec) has no policy of its own.
-func containerNamed(containers []corev1.Container, name string) *corev1.Container {
-	for i := range containers {
-		if containers[i].Name == name {
-			return &containers[i]
-		}
-	}
-	return &corev1.Container{Name: name}
-}
-
 // SetConditions sets the conditions the kubelet owns for a pod of spec at now, each
 // observed at the pod's generation (as the kubelet with PodObservedGenerationTracking, GA
 // in 1.35); each keeps its lastTransitionTime while its status stays the same.
@@ -219,11 +242,10 @@ func SetConditions(s *corev1.PodStatus, now metav1.Time, generation int64, sandb
 func readiness(s *corev1.PodStatus, spec *corev1.PodSpec) (ready, containersReady corev1.PodCondition) {
 	var unknown, unready []string
 	count := func(c *corev1.Container, statuses []corev1.ContainerStatus) {
-		i := slices.IndexFunc(statuses, func(cs corev1.ContainerStatus) bool { return cs.Name == c.Name })
-		switch {
-		case i < 0:
+		switch cs := named(statuses, c.Name); {
+		case cs == nil:
 			unknown = append(unknown, c.Name)
-		case !statuses[i].Ready:
+		case !cs.Ready:
 			unready = append(unready, c.Name)
 		}
 	}

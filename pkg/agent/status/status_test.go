@@ -64,7 +64,7 @@ func TestPodPhase(t *testing.T) {
 		{"never, removed by RestartAllContainers, ending", corev1.RestartPolicyNever, nil, []corev1.ContainerStatus{removed, removed}, true, corev1.PodFailed},
 		{"never, container always, ending", corev1.RestartPolicyNever, &always, []corev1.ContainerStatus{exited(0), exited(0)}, true, corev1.PodSucceeded},
 	} {
-		spec := corev1.PodSpec{RestartPolicy: tc.policy, Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}}
+		spec := corev1.PodSpec{RestartPolicy: tc.policy, Containers: []corev1.Container{{Name: "a"}, {Name: "b"}}[:len(tc.statuses)]}
 		if tc.a != nil {
 			spec.Containers[0] = *tc.a
 		}
@@ -72,7 +72,44 @@ func TestPodPhase(t *testing.T) {
 		for i := range statuses {
 			statuses[i].Name = spec.Containers[i].Name
 		}
-		if got := Phase(&spec, statuses, tc.terminal); got != tc.want {
+		if got := Phase(&spec, nil, statuses, tc.terminal); got != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPodPhaseCountsSidecars: a running sidecar keeps the pod Running after its app
+// containers have finished, until it is stopped too; a sidecar not started yet keeps it
+// Pending; a stopped or restarting one does not count; a container without a status keeps
+// the pod Pending (the kubelet's getPhase).
+func TestPodPhaseCountsSidecars(t *testing.T) {
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	exited := func(code int32) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}
+	}
+	restarting := corev1.ContainerStatus{Name: "side", State: waiting, LastTerminationState: exited(1)}
+	spec := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		InitContainers: []corev1.Container{{Name: "setup"}, {Name: "side", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+		Containers:     []corev1.Container{{Name: "app"}}}
+	setup := corev1.ContainerStatus{Name: "setup", State: exited(0)}
+	for _, tc := range []struct {
+		name     string
+		side     corev1.ContainerStatus
+		app      []corev1.ContainerStatus
+		terminal bool
+		want     corev1.PodPhase
+	}{
+		{"app done, sidecar running", corev1.ContainerStatus{Name: "side", State: running}, []corev1.ContainerStatus{{Name: "app", State: exited(0)}}, false, corev1.PodRunning},
+		{"app failed, sidecar running", corev1.ContainerStatus{Name: "side", State: running}, []corev1.ContainerStatus{{Name: "app", State: exited(1)}}, false, corev1.PodRunning},
+		{"app done, sidecar running, ending", corev1.ContainerStatus{Name: "side", State: running}, []corev1.ContainerStatus{{Name: "app", State: exited(0)}}, true, corev1.PodRunning},
+		{"app done, sidecar stopped", corev1.ContainerStatus{Name: "side", State: exited(143)}, []corev1.ContainerStatus{{Name: "app", State: exited(0)}}, false, corev1.PodSucceeded},
+		{"app failed, sidecar stopped", corev1.ContainerStatus{Name: "side", State: exited(0)}, []corev1.ContainerStatus{{Name: "app", State: exited(2)}}, false, corev1.PodFailed},
+		{"app done, sidecar restarting", restarting, []corev1.ContainerStatus{{Name: "app", State: exited(0)}}, false, corev1.PodSucceeded},
+		{"sidecar not started", corev1.ContainerStatus{Name: "side", State: waiting}, []corev1.ContainerStatus{{Name: "app", State: waiting}}, false, corev1.PodPending},
+		{"app without a status", corev1.ContainerStatus{Name: "side", State: running}, nil, false, corev1.PodPending},
+	} {
+		if got := Phase(spec, []corev1.ContainerStatus{setup, tc.side}, tc.app, tc.terminal); got != tc.want {
 			t.Errorf("%s: phase %s, want %s", tc.name, got, tc.want)
 		}
 	}
