@@ -46,7 +46,12 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 	hash := containerHash(spec)
 	history := containersNamed(all, spec.Name)
 	if len(history) == 0 {
-		return s.startContainer(ctx, st, pod, spec, sandbox, hash, false, "")
+		// A container the runtime has no trace of whose log is there ran before (it was
+		// removed behind minilet's back): its new run counts a restart and gets a log of its
+		// own, as the kubelet numbers a new container after the logs it finds
+		// (calcRestartCountByLogDir).
+		_, err := os.Stat(s.containerLogPath(pod, spec.Name, st.restartCounts[spec.Name]))
+		return s.startContainer(ctx, st, pod, spec, sandbox, hash, err == nil, "")
 	}
 	cur := history[0]
 	switch cur.State {

@@ -95,6 +95,28 @@ type removedRun struct {
 	uncounted bool
 }
 
+// vanishedMessage is the kubelet's word for a container that ran and is gone from the
+// runtime without having been seen to end (convertToAPIContainerStatuses).
+const vanishedMessage = "The container could not be located when the pod was deleted.  The container used to be Running"
+
+// noteVanished: a container the status last written had running, with no run before it,
+// that the runtime no longer has at all (removed behind minilet's back, or a runtime that
+// lost its state) ended as the kubelet infers it: its lastState is ContainerStatusUnknown
+// with exit code 137 (convertToAPIContainerStatuses). Its next start counts a restart
+// (syncContainer: its log is still there).
+func (st *PodState) noteVanished(pod *corev1.Pod, all []runtime.Container) {
+	if st.lastStatus == nil || pod.DeletionTimestamp != nil {
+		return
+	}
+	for _, cs := range slices.Concat(st.lastStatus.InitContainerStatuses, st.lastStatus.ContainerStatuses) {
+		if cs.State.Running == nil || cs.LastTerminationState.Terminated != nil || len(containersNamed(all, cs.Name)) > 0 {
+			continue
+		}
+		st.removed[cs.Name] = removedRun{lastState: &corev1.ContainerStateTerminated{
+			Reason: "ContainerStatusUnknown", Message: vanishedMessage, ExitCode: 137}}
+	}
+}
+
 // carriedLastState is the lastState a container whose runs are history (newest first)
 // carries from its removed run: while it has not had a run since, or while that run is
 // its only one and has not ended (its status then gives none).

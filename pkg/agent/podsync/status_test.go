@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -391,5 +392,51 @@ func TestStatusesInTheKubeletsOrder(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s' statuses in order %q, want %q", tc.what, tc.got, tc.want)
 		}
+	}
+}
+
+// TestVanishedContainerCountsARestart: a running container removed behind minilet's back
+// (`ctr container rm`, a runtime that lost its state) is started again as a restart, its
+// lastState what the kubelet's convertToAPIContainerStatuses infers (ContainerStatusUnknown,
+// exit code 137) and its log a new file, as the kubelet numbers it.
+func TestVanishedContainerCountsARestart(t *testing.T) {
+	h := newHarness(t)
+	pod, st := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	h.sync(st, pod)
+	gone := h.Runtime.Named(string(pod.UID), "app")[0]
+	if err := os.WriteFile(gone.LogPath, []byte("its run\n"), 0o640); err != nil { // as the runtime writes it
+		t.Fatal(err)
+	}
+	if err := h.Runtime.RemoveContainer(h.ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Step(time.Second)
+	h.sync(st, pod)
+	again := h.Runtime.Named(string(pod.UID), "app")
+	if len(again) != 1 || again[0].RestartCount != 1 || again[0].LogPath == gone.LogPath {
+		t.Fatalf("after the removal: %+v, want one new container, restart 1, a log of its own (the old one at %s)", again, gone.LogPath)
+	}
+	cs := h.apiPod(pod).Status.ContainerStatuses[0]
+	last := cs.LastTerminationState.Terminated
+	if cs.RestartCount != 1 || last == nil || last.Reason != "ContainerStatusUnknown" || last.ExitCode != 137 ||
+		last.Message != "The container could not be located when the pod was deleted.  The container used to be Running" {
+		t.Errorf("status %+v, want restartCount 1 and lastState ContainerStatusUnknown, exit code 137", cs)
+	}
+
+	// One removed, with the runs before it, while it waited to restart counts a restart too.
+	h.exitAndSync(st, pod, "app", 1) // restarted at once
+	h.exitAndSync(st, pod, "app", 1) // backing off
+	for _, c := range h.Runtime.Named(string(pod.UID), "app") {
+		if err := os.WriteFile(c.LogPath, []byte("its run\n"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Runtime.RemoveContainer(h.ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Clock.Step(time.Minute)
+	h.sync(st, pod)
+	if again := h.Runtime.Named(string(pod.UID), "app"); len(again) != 1 || again[0].RestartCount != 3 {
+		t.Errorf("after the removal of a container backing off: %+v, want one new container, restart 3", again)
 	}
 }

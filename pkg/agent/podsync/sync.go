@@ -70,6 +70,7 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 			}
 		}
 	}
+	st.noteVanished(pod, all)
 	var (
 		after time.Duration
 		errs  []error
