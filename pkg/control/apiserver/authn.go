@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -117,7 +118,7 @@ func Authenticate(h http.Handler, tokens Tokens, more ...TokenAuthenticator) htt
 				u, ok = bearer(r, auth, more)
 			}
 			if !ok {
-				writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+				responsewriters.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 				return
 			}
 		}
@@ -130,7 +131,7 @@ func Authenticate(h http.Handler, tokens Tokens, more ...TokenAuthenticator) htt
 			h.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+		responsewriters.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -59,7 +60,7 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 		}
 		if as, ok, err := impersonate(r.Context(), r, u, az); err != nil {
 			auditError(r.Context(), err)
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return
 		} else if ok {
 			u = as
@@ -68,7 +69,7 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 		}
 		a, err := Attributes(r, u)
 		if err != nil {
-			writeError(w, apierrors.NewBadRequest(err.Error()))
+			responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 			return
 		}
 		decision, reason, err := az.Authorize(r.Context(), a)
@@ -82,7 +83,7 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 		}
 		err = Forbidden(a, reason)
 		auditError(r.Context(), err)
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -233,13 +232,6 @@ func checkKind(tm metav1.TypeMeta, want schema.GroupVersionKind) error {
 	return nil
 }
 
-// writeJSON writes v as the response body.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the client going away mid-body is not ours to report
-}
-
 // encodeProtobuf is obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind. The
 // serializer encodes a typed object into one buffer of its size, from an allocator made for
 // this call only: that buffer is kept as written (memos hold it) rather than copied into a
@@ -307,24 +299,6 @@ func writeProtobufBytes(w http.ResponseWriter, code int, raw []byte) {
 	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
 	w.WriteHeader(code)
 	_, _ = w.Write(raw) // the client going away mid-body is not ours to report
-}
-
-// writeError writes err as a metav1.Status, the body every Kubernetes client understands.
-func writeError(w http.ResponseWriter, err error) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		status = apierrors.NewInternalError(err)
-	}
-	st := status.Status()
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	code := int(st.Code)
-	if code == 0 {
-		code = http.StatusInternalServerError
-	}
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 { // as kube-apiserver's error writer
-		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
-	}
-	writeJSON(w, code, st)
 }
 
 // unsupportedBody is kube-apiserver's 415 for a request body of a media type its codec for

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,7 +52,7 @@ func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *regi
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, table)
+		responsewriters.WriteJSON(w, http.StatusOK, table)
 		return nil
 	}
 	list, err := res.NewList()
@@ -65,6 +66,6 @@ func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *regi
 	if lm, err := meta.ListAccessor(list); err == nil {
 		lm.SetResourceVersion(listMeta.ResourceVersion)
 	}
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 	return nil
 }

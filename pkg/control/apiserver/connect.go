@@ -26,6 +26,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/containerwait"
 	"github.com/minik8s/minik8s/internal/nodeaddr"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 )
 
 var (
@@ -51,7 +52,7 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *reques
 	case ri.Resource == "nodes" && ri.Namespace == "" && ri.Subresource == "proxy" && ri.Name != "":
 		target, nodeAPI, err := s.nodeProxyLocation(r.Context(), ri.Name)
 		if err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return true
 		}
 		if nodeAPI {
@@ -74,19 +75,19 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 	pods, _ := s.reg.Lookup(podsGVR)
 	if sub == "log" {
 		if err := validLogOptions(name, r.URL.Query()); err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return
 		}
 	}
 	if options := connectOptions(sub, r.URL.Query()); options != nil {
 		if err := s.objects.AdmitConnect(r.Context(), pods, sub, ns, name, options); err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return
 		}
 	}
 	obj, err := s.objects.Get(r.Context(), pods, ns, name)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	pod := obj.(*corev1.Pod)
@@ -94,7 +95,7 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 	if sub != "portforward" {
 		container, err := podContainer(pod, r.URL.Query().Get("container"), sub, r.URL.Query().Get("previous") == "true")
 		if err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return
 		}
 		path += "/" + container
@@ -106,7 +107,7 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case pod.Spec.NodeName == "":
-		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
+		responsewriters.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
 		return
 	}
 	podQuery := r.URL.Query()
@@ -275,7 +276,7 @@ func podHasContainer(pod *corev1.Pod, name string) bool {
 func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, path string) {
 	target, err := s.nodeURL(r.Context(), nodeName)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	s.proxyTo(w, r, target, path)
@@ -330,7 +331,7 @@ func proxyableNodeHost(ctx context.Context, host string) error {
 // proxyTo sends the request to path on the node's API at target.
 func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL, path string) {
 	if s.nodeTransport == nil {
-		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+		responsewriters.WriteError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
 		return
 	}
 	target.Path, target.RawQuery = path, r.URL.RawQuery
@@ -347,7 +348,7 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL
 			if !errors.As(err, &fromNode) {
 				err = unreachableNode(r, target, err)
 			}
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 		},
 		ModifyResponse: nodeError,
 	}
@@ -361,7 +362,7 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL
 func unreachableNode(r *http.Request, target *url.URL, err error) error {
 	switch {
 	case httpstream.IsUpgradeRequest(r):
-		return unknownError(fmt.Errorf("error dialing backend: %w", err))
+		return responsewriters.UnknownError(fmt.Errorf("error dialing backend: %w", err))
 	case strings.HasPrefix(target.Path, "/containerLogs/"):
 		return logReadError(target, err)
 	}
@@ -371,7 +372,7 @@ func unreachableNode(r *http.Request, target *url.URL, err error) error {
 // logReadError is a failed GET of a log from the node as kube-apiserver's log streamer
 // reports it: the HTTP client's error, `Get "URL": ...`.
 func logReadError(target *url.URL, err error) error {
-	return unknownError(&url.Error{Op: "Get", URL: target.String(), Err: err})
+	return responsewriters.UnknownError(&url.Error{Op: "Get", URL: target.String(), Err: err})
 }
 
 // nodeError is the node API's plain-text error as a Status error with its text as the
@@ -417,7 +418,7 @@ func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error)
 	node := obj.(*corev1.Node)
 	host, err := nodeaddr.APIHostPort(node, s.nodeAddressTypes)
 	if err != nil {
-		return nil, unknownError(err)
+		return nil, responsewriters.UnknownError(err)
 	}
 	return &url.URL{Scheme: "https", Host: host}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) proxyToPodOrService(w http.ResponseWriter, r *http.Request, ri 
 		loc, err = s.serviceLocation(r.Context(), ri.Namespace, ri.Name)
 	}
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	proxyToLocation(w, r, loc, ri)

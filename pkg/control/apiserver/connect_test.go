@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -172,7 +173,7 @@ func TestNodeErrorIsAStatus(t *testing.T) {
 		}
 		// What the client gets: the proxy's ErrorHandler writes the error.
 		w := httptest.NewRecorder()
-		writeError(w, nodeErr)
+		responsewriters.WriteError(w, nodeErr)
 		data := w.Body.Bytes()
 		if st := responseStatus(t, data); st.Reason != tc.wantReason || int(st.Code) != tc.code || w.Code != tc.code ||
 			!strings.Contains(st.Message, strings.TrimSpace(tc.body)) || w.Header().Get("Content-Type") != "application/json" {

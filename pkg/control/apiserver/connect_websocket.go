@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	apiproxy "k8s.io/apiserver/pkg/util/proxy"
@@ -28,12 +29,12 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 		return false
 	}
 	if s.nodeTransport == nil {
-		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+		responsewriters.WriteError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
 		return true
 	}
 	target, err := s.nodeURL(r.Context(), nodeName)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return true
 	}
 	target.Path, target.RawQuery = path, r.URL.RawQuery
@@ -63,12 +64,12 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 func (s *Server) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeName string, target *url.URL) {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target.String(), nil)
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
+		responsewriters.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
 	resp, err := s.nodeTransport.RoundTrip(req)
 	if err != nil {
-		writeError(w, logReadError(target, err))
+		responsewriters.WriteError(w, logReadError(target, err))
 		return
 	}
 	defer resp.Body.Close()
@@ -76,7 +77,7 @@ func (s *Server) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeNa
 		if err = nodeError(resp); err == nil {
 			err = apierrors.NewInternalError(fmt.Errorf("node %s answered %s for the log", nodeName, resp.Status))
 		}
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	body := &errorAfterData{r: resp.Body}
@@ -127,7 +128,7 @@ type restResponder struct{}
 func (restResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		err = unknownError(err)
+		err = responsewriters.UnknownError(err)
 	}
-	writeError(w, err)
+	responsewriters.WriteError(w, err)
 }

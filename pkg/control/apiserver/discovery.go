@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,7 @@ func serveVersion(w http.ResponseWriter, _ *http.Request) {
 	if build, ok := debug.ReadBuildInfo(); ok {
 		stampBuild(&info, build.Settings)
 	}
-	writeJSON(w, http.StatusOK, info)
+	responsewriters.WriteJSON(w, http.StatusOK, info)
 }
 
 // stampBuild fills what kube-apiserver's build stamps through ldflags (gitCommit,
@@ -55,7 +56,7 @@ func (s *Server) serveLegacyVersions(w http.ResponseWriter, r *http.Request) {
 		s.serveAggregated(w, true)
 		return
 	}
-	writeJSON(w, http.StatusOK, metav1.APIVersions{
+	responsewriters.WriteJSON(w, http.StatusOK, metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -87,7 +88,7 @@ func (s *Server) serveGroups(w http.ResponseWriter, r *http.Request) {
 		s.serveAggregated(w, false)
 		return
 	}
-	writeJSON(w, http.StatusOK, metav1.APIGroupList{
+	responsewriters.WriteJSON(w, http.StatusOK, metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 		Groups:   s.apiGroups(),
 	})
@@ -97,11 +98,11 @@ func (s *Server) serveGroup(w http.ResponseWriter, _ *http.Request, name string)
 	for _, g := range s.apiGroups() {
 		if g.Name == name {
 			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-			writeJSON(w, http.StatusOK, g)
+			responsewriters.WriteJSON(w, http.StatusOK, g)
 			return
 		}
 	}
-	writeError(w, notServed())
+	responsewriters.WriteError(w, notServed())
 }
 
 // notServed is kube-apiserver's 404 for a path nothing serves (a group, version or
@@ -121,10 +122,10 @@ func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv sc
 		list.APIResources = append(list.APIResources, apiResources(res)...)
 	}
 	if list.APIResources == nil {
-		writeError(w, notServed())
+		responsewriters.WriteError(w, notServed())
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 }
 
 // apiResources is the discovery entry of a resource and of each of its subresources.

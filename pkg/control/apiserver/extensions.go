@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,7 +33,7 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request) bool {
 		case !found:
 			continue
 		case rest == "" || rest == "/":
-			writeJSON(w, http.StatusOK, metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+			responsewriters.WriteJSON(w, http.StatusOK, metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 				GroupVersion: e.GroupVersion.String(), APIResources: e.Resources})
 			return true
 		case strings.HasPrefix(rest, "/"):

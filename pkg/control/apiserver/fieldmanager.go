@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -301,7 +302,7 @@ func withFieldOwner(next http.Handler) http.Handler {
 		errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager"))
 		errs = append(errs, metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), q.Get("fieldValidation"))...)
 		if len(errs) > 0 {
-			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs))
+			responsewriters.WriteError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs))
 			return
 		}
 		if manager == "" {
@@ -405,7 +406,7 @@ func (f *fieldManagers) applyScale(res *registry.Resource, parent runtime.Object
 	handler := scaleHandler(res, parent)
 	entries, err := handler.ToSubresource()
 	if err != nil {
-		return nil, nil, unknownError(err)
+		return nil, nil, responsewriters.UnknownError(err)
 	}
 	cur.ManagedFields = entries
 	merged, err := f.scale.Apply(cur, patch, manager, force)
@@ -417,10 +418,10 @@ func (f *fieldManagers) applyScale(res *registry.Resource, parent runtime.Object
 	}
 	scale, ok := merged.(*autoscalingv1.Scale)
 	if !ok {
-		return nil, nil, unknownError(fmt.Errorf("server-side apply of a Scale made a %T", merged))
+		return nil, nil, responsewriters.UnknownError(fmt.Errorf("server-side apply of a Scale made a %T", merged))
 	}
 	if entries, err = handler.ToParent(scale.ManagedFields); err != nil {
-		return nil, nil, unknownError(err)
+		return nil, nil, responsewriters.UnknownError(err)
 	}
 	return scale, entries, nil
 }
@@ -564,5 +565,5 @@ func applyError(err error) error {
 	if strings.HasPrefix(err.Error(), "failed to create typed patch object") {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	return unknownError(err)
+	return responsewriters.UnknownError(err)
 }

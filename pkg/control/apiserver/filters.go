@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,7 +86,7 @@ func recoverPanics(next http.Handler, log *slog.Logger) http.Handler {
 			if tw.wroteHeader() {
 				panic(http.ErrAbortHandler)
 			}
-			writeError(w, apierrors.NewInternalError(errors.New("this request caused the API server to panic; look in its log for details")))
+			responsewriters.WriteError(w, apierrors.NewInternalError(errors.New("this request caused the API server to panic; look in its log for details")))
 		}()
 		next.ServeHTTP(tw, r)
 	})
@@ -219,7 +220,7 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 					panic(http.ErrAbortHandler)
 				}
 			}
-			writeError(w, timeoutError(ctx))
+			responsewriters.WriteError(w, timeoutError(ctx))
 		}
 	})
 }
@@ -297,7 +298,7 @@ func (d *deadlineWriter) WriteHeader(code int) {
 	d.begun = true
 	if timedOut(d.ctx) {
 		d.timedOut = true
-		writeError(d.ResponseWriter, timeoutError(d.ctx))
+		responsewriters.WriteError(d.ResponseWriter, timeoutError(d.ctx))
 		return
 	}
 	d.ResponseWriter.WriteHeader(code)
@@ -430,7 +431,7 @@ func (f *inFlight) limit(next http.Handler) http.Handler {
 			if r.ContentLength != 0 { // not worth reading: net/http would before answering
 				w.Header().Set("Connection", "close")
 			}
-			writeError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
+			responsewriters.WriteError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
 			return
 		}
 		defer release()

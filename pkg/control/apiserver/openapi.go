@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/munnerz/goautoneg"
@@ -215,7 +216,7 @@ func (h *OpenAPIDocuments) register(mux *http.ServeMux) {
 func (h *OpenAPIDocuments) whenBuilt(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := h.builtInHashes(); err != nil {
-			writeError(w, apierrors.NewInternalError(fmt.Errorf("the OpenAPI documents could not be built: %w", err)))
+			responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("the OpenAPI documents could not be built: %w", err)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -232,7 +233,7 @@ func (h *OpenAPIDocuments) serveRoot(w http.ResponseWriter, r *http.Request) {
 	for path, v := range h.custom {
 		if v.err != nil {
 			h.mu.RUnlock()
-			writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, v.err)))
+			responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, v.err)))
 			return
 		}
 		hashes[path] = v.hash
@@ -247,7 +248,7 @@ func (h *OpenAPIDocuments) serveRoot(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := json.Marshal(root)
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
+		responsewriters.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
 	w.Header().Set("Etag", strconv.Quote(hashOf(data)))
@@ -300,10 +301,10 @@ func (h *OpenAPIDocuments) serveGroupVersion(w http.ResponseWriter, r *http.Requ
 	switch {
 	case !ok:
 		// handler3 would answer an empty 200 for a group version it does not know.
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		responsewriters.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 		return
 	case err != nil:
-		writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
+		responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
 		return
 	}
 	hash := hashOf(data)
@@ -319,7 +320,7 @@ func (h *OpenAPIDocuments) serveGroupVersion(w http.ResponseWriter, r *http.Requ
 			}
 			if enc.subType != "json" {
 				if data, err = handler3.ToV3ProtoBinary(data); err != nil {
-					writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
+					responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
 					return
 				}
 			}

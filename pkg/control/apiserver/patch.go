@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -144,7 +145,7 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		if patched, err = jsonpatch.MergePatch(orig, patch); errors.Is(err, jsonpatch.ErrBadJSONPatch) {
 			return nil, nil, apierrors.NewBadRequest(err.Error())
 		} else if err != nil {
-			return nil, nil, unknownError(err)
+			return nil, nil, responsewriters.UnknownError(err)
 		}
 	default:
 		return nil, nil, negotiation.NewUnsupportedMediaTypeError(patchTypes(res))
@@ -209,7 +210,7 @@ func strategicMergePatch(cur runtime.Object, patch []byte, out runtime.Object, d
 	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
 		return nil, unprocessable(err)
 	case err != nil:
-		return nil, unknownError(err)
+		return nil, responsewriters.UnknownError(err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, out, checkStrict); err != nil {
 		strict, ok := runtime.AsStrictDecodingError(err)
@@ -234,12 +235,6 @@ func invalidPatch(value string, err error) error {
 // kind, reason or details (NewGenericServerResponse).
 func unprocessable(err error) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
-}
-
-// unknownError is the status kube-apiserver gives an error that is no status: 500, reason
-// empty, the error's text as message.
-func unknownError(err error) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
 }
 
 // strictWarnings are the strict decoding errors as Warning headers, under Warn only.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -27,7 +28,7 @@ func WithRequestInfo(next http.Handler) http.Handler {
 		}
 		info, err := requestInfos.NewRequestInfo(r)
 		if err != nil {
-			writeError(w, apierrors.NewBadRequest(err.Error()))
+			responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(request.WithRequestInfo(r.Context(), info)))

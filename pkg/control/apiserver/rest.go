@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,7 +44,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 			err = timeoutError(r.Context()) // what the client gets from withRequestTimeout
 		}
 		auditError(r.Context(), err)
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 	}
 }
 
@@ -120,9 +121,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 		if err != nil {
 			return err
 		}
-		writeJSON(w, code, table)
+		responsewriters.WriteJSON(w, code, table)
 	case asPartialMetadata:
-		writeJSON(w, code, partialMetadata(obj, rep))
+		responsewriters.WriteJSON(w, code, partialMetadata(obj, rep))
 	default:
 		if rep.protobuf {
 			if raw, ok := sharedProtobuf(r, res, obj); ok {
@@ -132,7 +133,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 			}
 			return nil
 		}
-		writeJSON(w, code, obj)
+		responsewriters.WriteJSON(w, code, obj)
 	}
 	return nil
 }

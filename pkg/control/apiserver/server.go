@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -176,7 +177,7 @@ func (s *Server) checkStore(r *http.Request) error {
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	ri, err := requestInfoOf(r)
 	if err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
+		responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
 	if s.serveConnect(w, r, ri) || s.serveExtension(w, r) {
@@ -203,7 +204,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	res, info, err := s.resolve(ri)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	s.metrics.observeResource(r, info)

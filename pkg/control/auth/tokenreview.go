@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -29,15 +30,15 @@ var trKind = authnv1.SchemeGroupVersion.WithKind("TokenReview")
 func (rv *Reviews) tokenReview(w http.ResponseWriter, r *http.Request, _ apiserver.User, _ string) {
 	var review authnv1.TokenReview
 	if err := apiserver.DecodeBody(r, &review, trKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if review.Spec.Token == "" {
-		apiserver.WriteError(w, apierrors.NewBadRequest("token is required for TokenReview in authentication"))
+		responsewriters.WriteError(w, apierrors.NewBadRequest("token is required for TokenReview in authentication"))
 		return
 	}
 	review.Status = rv.Tokens.review(r.Context(), review.Spec)
-	apiserver.WriteObject(w, http.StatusCreated, &review, trKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, trKind)
 }
 
 func (tr *TokenReviewer) review(ctx context.Context, spec authnv1.TokenReviewSpec) authnv1.TokenReviewStatus {

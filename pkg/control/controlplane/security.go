@@ -10,6 +10,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission/certificates"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -120,7 +121,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {
 			if r.Method == http.MethodPost {
 				if err := srv.AdmitNamespacedCreate(r.Context(), corev1.SchemeGroupVersion.WithResource("serviceaccounts"), "token", ns, name); err != nil {
-					apiserver.WriteError(w, err)
+					responsewriters.WriteError(w, err)
 					return
 				}
 			}
