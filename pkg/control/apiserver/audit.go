@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"gopkg.in/natefinch/lumberjack.v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,9 +106,9 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 	// WithAudit reads the user and the request info (WithRequestInfo's) from k8s.io/apiserver's context keys.
 	withUser := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		if u, ok := UserFrom(ctx); ok {
+		if u, ok := authn.UserFrom(ctx); ok {
 			ctx = request.WithUser(ctx, u.Info())
-		} else { // Authenticate let an anonymous request through: Kubernetes' anonymous user
+		} else { // authn.Authenticate let an anonymous request through: Kubernetes' anonymous user
 			ctx = request.WithUser(ctx, &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}})
 		}
 		audited.ServeHTTP(streamingWriter{w, ctx.Done()}, r.WithContext(ctx))
@@ -157,7 +158,7 @@ func auditAuthorization(ctx context.Context, d authorizer.Decision, reason strin
 }
 
 // auditImpersonation records who the request runs as.
-func auditImpersonation(ctx context.Context, as User) {
+func auditImpersonation(ctx context.Context, as authn.User) {
 	if auditing(ctx) {
 		audit.LogImpersonatedUser(ctx, as.Info(), "")
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -28,7 +29,7 @@ func TestAuthorize(t *testing.T) {
 		reached = false
 		r := httptest.NewRequest(method, url, nil)
 		if user != "" {
-			r = r.WithContext(WithUser(r.Context(), User{Name: user, Groups: []string{"g"}}))
+			r = r.WithContext(authn.WithUser(r.Context(), authn.User{Name: user, Groups: []string{"g"}}))
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
@@ -62,14 +63,14 @@ func TestAuthorize(t *testing.T) {
 	r.Header.Set("Impersonate-User", "vera")
 	r.Header.Add("Impersonate-Group", "team")
 	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "root"})))
+	h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "root"})))
 	if w.Code != http.StatusForbidden || asked.GetUser().GetName() != "vera" || len(asked.GetUser().GetGroups()) != 2 {
 		t.Errorf("root as vera: %d, asked as %+v", w.Code, asked.GetUser())
 	}
 	r = httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/team/pods", nil)
 	r.Header.Set("Impersonate-User", "root")
 	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "vera"})))
+	h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "vera"})))
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != http.StatusForbidden ||
 		st.Message != `users "root" is forbidden: User "vera" cannot impersonate resource "users" in API group "" at the cluster scope: no rule` {
 		t.Errorf("vera as root: %d %q", w.Code, st.Message)
@@ -77,11 +78,11 @@ func TestAuthorize(t *testing.T) {
 	r = httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
 	r.Header.Set("Impersonate-Group", "g")
 	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "root"})))
+	h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "root"})))
 	if w.Code != http.StatusBadRequest {
 		t.Errorf("a group without a user: %d, want 400", w.Code)
 	}
 	if w := do("", http.MethodGet, "/healthz"); !reached {
-		t.Errorf("anonymous public path (already limited by Authenticate) was not passed on: %d", w.Code)
+		t.Errorf("anonymous public path (already limited by authn.Authenticate) was not passed on: %d", w.Code)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,7 @@ func TestProxyAttributesAndSubpath(t *testing.T) {
 		{http.MethodPatch, "/api/v1/namespaces/default/pods/web/proxy/x", "patch", "pods", "web", "/x"},
 	} {
 		r := httptest.NewRequest(tc.method, tc.path, nil)
-		a, err := Attributes(r, User{Name: "vera"})
+		a, err := Attributes(r, authn.User{Name: "vera"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -26,7 +27,7 @@ import (
 // The filters around the resource handlers, outermost first, close to kube-apiserver's
 // order (DefaultBuildHandlerChain):
 //
-//	panic recovery → request timeout → [warm stacks] → authentication (Authenticate) →
+//	panic recovery → request timeout → [warm stacks] → authentication (authn.Authenticate) →
 //	authorization (Authorize; both wired by the caller) → max requests in flight →
 //	metrics → field owner → routes
 //
@@ -424,7 +425,7 @@ func (f *inFlight) limit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		u, _ := UserFrom(r.Context())
+		u, _ := authn.UserFrom(r.Context())
 		release, err := pool.Acquire(r.Context(), u.Name)
 		if err != nil {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
@@ -445,6 +446,6 @@ const retryAfterSeconds = 1
 // privileged tells whether the request's user is in system:masters, which kube-apiserver's
 // in-flight limits do not count.
 func privileged(r *http.Request) bool {
-	u, ok := UserFrom(r.Context())
+	u, ok := authn.UserFrom(r.Context())
 	return ok && slices.Contains(u.Groups, "system:masters")
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -151,7 +152,7 @@ func TestInFlightQueuesBursts(t *testing.T) {
 	limited := f.limit(h)
 	post := func(user string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/api/v1/namespaces/default/pods", nil)
-		r = r.WithContext(WithUser(r.Context(), User{Name: user}))
+		r = r.WithContext(authn.WithUser(r.Context(), authn.User{Name: user}))
 		w := httptest.NewRecorder()
 		limited.ServeHTTP(w, r)
 		return w

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
@@ -50,9 +51,9 @@ func hardenedServer(t *testing.T, limits Limits, headerTimeout time.Duration) st
 	if err := s.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	tokens := Tokens{"attacker": {Name: "attacker"}, "probe": {Name: "probe"}}
+	tokens := authn.Tokens{"attacker": {Name: "attacker"}, "probe": {Name: "probe"}}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := s.newHTTPServer(ctx, Authenticate(s.Handler(), tokens), headerTimeout)
+	srv := s.newHTTPServer(ctx, authn.Authenticate(s.Handler(), tokens), headerTimeout)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -71,7 +72,7 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 	// three), then not found by routing.
 	r := httptest.NewRequest("GET", "/apis/apps/v1/namespaces/x/deployments/web/scale/extra", nil)
 	ri, _ := requestInfos.NewRequestInfo(r)
-	if a, _ := Attributes(r, User{Name: "u"}); a.Subresource != "scale" || a.Name != "web" {
+	if a, _ := Attributes(r, authn.User{Name: "u"}); a.Subresource != "scale" || a.Name != "web" {
 		t.Errorf("deeper path authorized as %+v", a)
 	}
 	if _, _, err := s.resolve(ri); err == nil {
@@ -81,7 +82,7 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 	// routing lists: the name is the path's.
 	r = httptest.NewRequest("GET", "/api/v1/namespaces/x/pods?fieldSelector=metadata.name%3Dy", nil)
 	ri, _ = requestInfos.NewRequestInfo(r)
-	if a, _ := Attributes(r, User{Name: "u"}); a.Verb != "list" || a.Name != "y" {
+	if a, _ := Attributes(r, authn.User{Name: "u"}); a.Verb != "list" || a.Name != "y" {
 		t.Errorf("list by name authorized as %+v", a)
 	}
 	if info, ok := resourceRequest(ri); !ok || info.Verb != "list" || info.Name != "" {
@@ -103,7 +104,7 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 		})
 		asked = nil
 		r := httptest.NewRequest(c.method, c.path, nil)
-		r = r.WithContext(WithUser(r.Context(), User{Name: "u"}))
+		r = r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "u"}))
 		WithRequestInfo(Authorize(route, az)).ServeHTTP(httptest.NewRecorder(), r)
 		if asked == nil {
 			t.Fatalf("%s %s: not authorized", c.method, c.path)

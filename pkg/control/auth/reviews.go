@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -57,7 +58,7 @@ func (rv *Reviews) Extensions() []apiserver.Extension {
 // Match tells whether r is one of the reviews, and serves it.
 func (rv *Reviews) Match(w http.ResponseWriter, r *http.Request) bool {
 	p := strings.TrimSuffix(r.URL.Path, "/")
-	var serve func(http.ResponseWriter, *http.Request, apiserver.User, string)
+	var serve func(http.ResponseWriter, *http.Request, authn.User, string)
 	ns := ""
 	switch {
 	case p == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":
@@ -83,7 +84,7 @@ func (rv *Reviews) Match(w http.ResponseWriter, r *http.Request) bool {
 		responsewriters.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: p[strings.LastIndex(p, "/")+1:]}, r.Method))
 		return true
 	}
-	u, ok := apiserver.UserFrom(r.Context())
+	u, ok := authn.UserFrom(r.Context())
 	if !ok {
 		responsewriters.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return true
@@ -100,7 +101,7 @@ var (
 	ssrKind  = authnv1.SchemeGroupVersion.WithKind("SelfSubjectReview")
 )
 
-func (rv *Reviews) selfSubjectAccessReview(w http.ResponseWriter, r *http.Request, u apiserver.User, _ string) {
+func (rv *Reviews) selfSubjectAccessReview(w http.ResponseWriter, r *http.Request, u authn.User, _ string) {
 	var review authzv1.SelfSubjectAccessReview
 	if err := apiserver.DecodeBody(r, &review, ssarKind); err != nil {
 		responsewriters.WriteError(w, err)
@@ -114,7 +115,7 @@ func (rv *Reviews) selfSubjectAccessReview(w http.ResponseWriter, r *http.Reques
 	responsewriters.WriteObject(w, http.StatusCreated, &review, ssarKind)
 }
 
-func (rv *Reviews) subjectAccessReview(w http.ResponseWriter, r *http.Request, _ apiserver.User, _ string) {
+func (rv *Reviews) subjectAccessReview(w http.ResponseWriter, r *http.Request, _ authn.User, _ string) {
 	var review authzv1.SubjectAccessReview
 	if err := apiserver.DecodeBody(r, &review, sarKind); err != nil {
 		responsewriters.WriteError(w, err)
@@ -128,7 +129,7 @@ func (rv *Reviews) subjectAccessReview(w http.ResponseWriter, r *http.Request, _
 	responsewriters.WriteObject(w, http.StatusCreated, &review, sarKind)
 }
 
-func (rv *Reviews) localSubjectAccessReview(w http.ResponseWriter, r *http.Request, _ apiserver.User, ns string) {
+func (rv *Reviews) localSubjectAccessReview(w http.ResponseWriter, r *http.Request, _ authn.User, ns string) {
 	var review authzv1.LocalSubjectAccessReview
 	if err := apiserver.DecodeBody(r, &review, lsarKind); err != nil {
 		responsewriters.WriteError(w, err)
@@ -215,7 +216,7 @@ func (rv *Reviews) decide(ctx context.Context, u user.Info, res *authzv1.Resourc
 	return st
 }
 
-func (rv *Reviews) selfSubjectRulesReview(w http.ResponseWriter, r *http.Request, u apiserver.User, _ string) {
+func (rv *Reviews) selfSubjectRulesReview(w http.ResponseWriter, r *http.Request, u authn.User, _ string) {
 	var review authzv1.SelfSubjectRulesReview
 	if err := apiserver.DecodeBody(r, &review, ssrrKind); err != nil {
 		responsewriters.WriteError(w, err)
@@ -251,7 +252,7 @@ func rulesStatus(ctx context.Context, rules authorizer.RuleResolver, u user.Info
 	return st
 }
 
-func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u apiserver.User, _ string) {
+func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u authn.User, _ string) {
 	var review authnv1.SelfSubjectReview
 	if err := apiserver.DecodeBody(r, &review, ssrKind); err != nil {
 		responsewriters.WriteError(w, err)
@@ -262,7 +263,7 @@ func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u a
 }
 
 // userInfo is u as authentication.k8s.io's reviews show a user.
-func userInfo(u apiserver.User) authnv1.UserInfo {
+func userInfo(u authn.User) authnv1.UserInfo {
 	info := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
 	if len(u.Extra) > 0 {
 		info.Extra = map[string]authnv1.ExtraValue{}

@@ -30,6 +30,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/apiservices"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -468,9 +469,9 @@ func Run(ctx context.Context, o Options) error {
 	go func() { defer close(reconciled); srv.RunEndpointReconciler(reconcileCtx) }()
 	defer func() { stopReconciling(); <-reconciled }()
 
-	tokens := apiserver.Tokens{}
+	tokens := authn.Tokens{}
 	if o.TokenFile != "" {
-		if tokens, err = apiserver.LoadTokenFile(o.TokenFile); err != nil {
+		if tokens, err = authn.LoadTokenFile(o.TokenFile); err != nil {
 			return fmt.Errorf("--token-auth-file: %w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission/certificates"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
@@ -69,7 +70,7 @@ type guard struct {
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
 // (system:masters), which shared, the process's informers, read through.
-func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static apiserver.Tokens, ready *atomic.Bool) (*guard, error) {
+func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static authn.Tokens, ready *atomic.Bool) (*guard, error) {
 	api := srv.Handler()
 	sec := o.Security
 	authz, err := auth.New(sec.modes(), privileged, shared)
@@ -110,7 +111,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	}
 	g := &guard{ready: ready, authz: authz, tokens: tokens, bootstrap: auth.NewBootstrapTokens(privileged)}
 	reviews := &auth.Reviews{Authorizer: authz, Rules: authz.Rules, Tokens: &auth.TokenReviewer{APIAudiences: tokens.Audiences(),
-		Agnostic: []apiserver.TokenAuthenticator{static.Authenticate, g.bootstrap.Authenticate}, Bound: []apiserver.TokenAuthenticator{tokens.Authenticate}}}
+		Agnostic: []authn.TokenAuthenticator{static.Authenticate, g.bootstrap.Authenticate}, Bound: []authn.TokenAuthenticator{tokens.Authenticate}}}
 	for _, e := range reviews.Extensions() {
 		srv.AddExtension(e)
 	}
@@ -133,7 +134,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	if g.auditor, err = apiserver.NewAuditor(sec.Audit); err != nil {
 		return nil, err
 	}
-	g.handler = apiserver.Authenticate(g.auditor.Handler(apiserver.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
+	g.handler = authn.Authenticate(g.auditor.Handler(apiserver.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
 	return g, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	saadmission "github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -47,7 +48,7 @@ func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, names
 		responsewriters.WriteError(w, err)
 		return
 	}
-	u, _ := apiserver.UserFrom(r.Context())
+	u, _ := authn.UserFrom(r.Context())
 	resp, err := t.tokenRequest(r.Context(), u, namespace, name, &req)
 	if err != nil {
 		responsewriters.WriteError(w, err)
@@ -56,7 +57,7 @@ func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, names
 	responsewriters.WriteObject(w, http.StatusCreated, resp, authnv1.SchemeGroupVersion.WithKind("TokenRequest"))
 }
 
-func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+func (t *Tokens) tokenRequest(ctx context.Context, requester authn.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	invalid := func(name string, errs field.ErrorList) error {
 		return apierrors.NewInvalid(authnv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), name, errs)
 	}
