@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	var yamlErr error
 	defer func() {
 		if err == nil {
-			auditRequestObject(r.Context(), obj, want)
+			filters.AuditRequestObject(r.Context(), obj, want)
 		}
 	}()
 	switch {

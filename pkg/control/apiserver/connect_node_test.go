@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,7 @@ func TestNodeURL(t *testing.T) {
 				t.Fatalf("create node: %d %s", w.Code, w.Body)
 			}
 		}
-		decodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
+		apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
 		n.Status.Addresses, n.Status.DaemonEndpoints.KubeletEndpoint.Port = addrs, port
 		if w := do(t, h, "PUT", "/api/v1/nodes/node-1/status", n); w.Code != http.StatusOK {
 			t.Fatalf("node status: %d %s", w.Code, w.Body)
@@ -81,7 +82,7 @@ func sendForStatus(t *testing.T, method, url string, header http.Header) (int, [
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, responseStatus(t, data)
+	return resp.StatusCode, data, apitest.ResponseStatus(t, data)
 }
 
 // TestNodesProxyRefusesNonGlobalAddress: nodes/proxy refuses a node whose address is not a
@@ -147,7 +148,7 @@ func TestNodesProxyID(t *testing.T) {
 	if w := do(t, h, "POST", "/api/v1/nodes", n); w.Code != http.StatusCreated {
 		t.Fatalf("create node: %d %s", w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.200.0.11"}}
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
 	if w := do(t, h, "PUT", "/api/v1/nodes/node-1/status", n); w.Code != http.StatusOK {
@@ -178,7 +179,7 @@ func TestNodesProxyID(t *testing.T) {
 		"https:node-2:80": `404 nodes "node-2" not found`,
 	} {
 		w := do(t, h, "GET", "/api/v1/nodes/"+id+"/proxy/healthz", nil)
-		st := responseStatus(t, w.Body.Bytes())
+		st := apitest.ResponseStatus(t, w.Body.Bytes())
 		if got := fmt.Sprintf("%d %s", w.Code, st.Message); got != want {
 			t.Errorf("nodes/%s/proxy: %s; want %s", id, got, want)
 		}

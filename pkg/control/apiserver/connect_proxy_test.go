@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,14 +30,14 @@ func TestProxyAttributesAndSubpath(t *testing.T) {
 		{http.MethodPatch, "/api/v1/namespaces/default/pods/web/proxy/x", "patch", "pods", "web", "/x"},
 	} {
 		r := httptest.NewRequest(tc.method, tc.path, nil)
-		a, err := Attributes(r, authn.User{Name: "vera"})
+		a, err := filters.Attributes(r, authn.User{Name: "vera"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if a.Verb != tc.verb || a.Resource != tc.resource || a.Subresource != "proxy" || a.Name != tc.name || a.Namespace != "default" {
 			t.Errorf("%s %s: attributes %+v", tc.method, tc.path, a)
 		}
-		ri, err := requestInfoOf(r)
+		ri, err := filters.RequestInfoOf(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func TestProxyErrorsAsKubeApiserver(t *testing.T) {
 	} {
 		w := httptest.NewRecorder()
 		restResponder{}.Error(w, httptest.NewRequest("GET", "/", nil), tc.err)
-		st := responseStatus(t, w.Body.Bytes())
+		st := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != tc.code || st.Message != tc.message || (tc.code == 500 && st.Reason != "") {
 			t.Errorf("%v: %d %s, want %d %q", tc.err, w.Code, w.Body, tc.code, tc.message)
 		}

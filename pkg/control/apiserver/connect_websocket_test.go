@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -76,7 +77,7 @@ func serverWithNode(t *testing.T, rt nodeapi.Runtime, seen func(*http.Request)) 
 	if w := do(t, h, "POST", "/api/v1/nodes", n); w.Code != http.StatusCreated {
 		t.Fatalf("create node: %d %s", w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(nodePort)
 	if w := do(t, h, "PUT", "/api/v1/nodes/node-1/status", n); w.Code != http.StatusOK {

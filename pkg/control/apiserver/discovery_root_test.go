@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -28,12 +29,12 @@ func TestDiscoveryRootsWithTrailingSlash(t *testing.T) {
 		if w.Code != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", c.path, w.Code, w.Body)
 		}
-		decodeStrict(t, w.Body.Bytes(), want)
+		apitest.DecodeStrict(t, w.Body.Bytes(), want)
 		w = do(t, h, "GET", c.path+"/", nil)
 		if w.Code != http.StatusOK {
 			t.Fatalf("GET %s/: %d %s", c.path, w.Code, w.Body)
 		}
-		decodeStrict(t, w.Body.Bytes(), got)
+		apitest.DecodeStrict(t, w.Body.Bytes(), got)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("GET %s/ answered %+v, GET %s %+v", c.path, got, c.path, want)
 		}
@@ -62,7 +63,7 @@ func TestUnservedPathsAnswerNotFound(t *testing.T) {
 			t.Errorf("GET %s: %d %s", path, w.Code, w.Body)
 			continue
 		}
-		st := responseStatus(t, w.Body.Bytes())
+		st := apitest.ResponseStatus(t, w.Body.Bytes())
 		if st.Reason != metav1.StatusReasonNotFound || st.Message != "the server could not find the requested resource" {
 			t.Errorf("GET %s: %+v", path, st)
 		}
@@ -76,7 +77,7 @@ func TestVersionNamesEmulationAndMinCompatibility(t *testing.T) {
 	s, _ := newCachedServer(t)
 	w := do(t, s.Handler(), "GET", "/version", nil)
 	var info version.Info
-	decodeStrict(t, w.Body.Bytes(), &info)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &info)
 	if info.Major != "1" || info.EmulationMajor != info.Major || info.EmulationMinor != info.Minor ||
 		info.MinCompatibilityMajor != "1" || info.MinCompatibilityMinor == "" || info.MinCompatibilityMinor >= info.Minor {
 		t.Errorf("version: %#v", info)

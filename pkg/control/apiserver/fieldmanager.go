@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -537,9 +538,9 @@ func decodeApplyConfiguration(r *http.Request, validation string) (patch *unstru
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if auditing(r.Context()) {
+	if filters.Auditing(r.Context()) {
 		if asJSON, err := yaml.YAMLToJSON(data); err == nil { // the event is JSON: a YAML body would break it
-			auditRequestPatch(r.Context(), asJSON)
+			filters.AuditRequestPatch(r.Context(), asJSON)
 		}
 	}
 	patch = &unstructured.Unstructured{Object: map[string]any{}}

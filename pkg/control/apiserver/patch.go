@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -37,7 +38,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	auditRequestPatch(r.Context(), patch)
+	filters.AuditRequestPatch(r.Context(), patch)
 	var warnings []string
 	update := generic.UpdateOptions{Subresource: info.Subresource, DryRun: len(opts.DryRun) > 0}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, update, func(cur runtime.Object) (runtime.Object, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,10 +41,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		w = yw
 	}
 	if err := s.dispatch(w, r, res, info); err != nil {
-		if timeOutNow(r.Context()) {
-			err = timeoutError(r.Context()) // what the client gets from withRequestTimeout
+		if filters.TimeOutNow(r.Context()) {
+			err = filters.TimeoutError(r.Context()) // what the client gets from filters.WithRequestTimeout
 		}
-		auditError(r.Context(), err)
+		filters.AuditError(r.Context(), err)
 		responsewriters.WriteError(w, err)
 	}
 }
@@ -114,7 +115,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 	if err != nil {
 		return err
 	}
-	auditResponse(r.Context(), obj, res.GVK().GroupVersion())
+	filters.AuditResponse(r.Context(), obj, res.GVK().GroupVersion())
 	switch rep.as {
 	case asTable:
 		table, err := buildTable(r, res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -72,7 +73,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return err
 		}
-		auditRequestPatch(ctx, patch)
+		filters.AuditRequestPatch(ctx, patch)
 		change = func(_ runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			patched, _, err := applyPatch(scaleKind, patchType, cur, patch, validationIgnore)
 			if err != nil {

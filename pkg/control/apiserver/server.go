@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -48,8 +49,9 @@ type Config struct {
 	// MasterLeaseTTL is how long this server's address stays in the `kubernetes` Service's
 	// endpoints after its last renewal (0: DefaultMasterLeaseTTL; endpoints.go).
 	MasterLeaseTTL time.Duration
-	// Limits bound request time and requests in flight; the zero value gives DefaultLimits.
-	Limits Limits
+	// Limits bound request time and requests in flight; the zero value gives
+	// filters.DefaultLimits.
+	Limits filters.Limits
 	// Admission are the admission plugins beyond NamespaceLifecycle, which always runs first.
 	Admission generic.Admission
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
@@ -93,7 +95,7 @@ type Server struct {
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
 	extensions    []Extension
-	limits        Limits
+	limits        filters.Limits
 	openAPI       *OpenAPIDocuments
 
 	// nodeAddressTypes are the node address types tried in order to reach a node's API.
@@ -147,14 +149,14 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/apis/", s.serveAPI)
 	s.openAPI = newOpenAPIDocuments(cfg.Registry, cfg.Log)
 	s.openAPI.register(mux) // /openapi/v2, /openapi/v3/...
-	if cfg.Limits == (Limits{}) {
-		cfg.Limits = DefaultLimits
+	if cfg.Limits == (filters.Limits{}) {
+		cfg.Limits = filters.DefaultLimits
 	}
 	s.limits = cfg.Limits
 	h := s.metrics.instrument(withFieldOwner(mux))
-	inFlight := newInFlight(cfg.Limits)
-	inFlight.register(cfg.Metrics)
-	s.handler = WithRequestInfo(inFlight.limit(h)) // a no-op under newHTTPServer's: one parse
+	inFlight := filters.NewInFlight(cfg.Limits)
+	inFlight.Register(cfg.Metrics)
+	s.handler = filters.WithRequestInfo(inFlight.Limit(h)) // a no-op under newHTTPServer's: one parse
 	return s
 }
 
@@ -175,7 +177,7 @@ func (s *Server) checkStore(r *http.Request) error {
 
 // serveAPI routes /api/... and /apis/... to discovery or to a resource.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	ri, err := requestInfoOf(r)
+	ri, err := filters.RequestInfoOf(r)
 	if err != nil {
 		responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
@@ -275,10 +277,9 @@ const headerTimeout = 10 * time.Second
 
 // newHTTPServer is the HTTP server of h with the outer filters and the connection limits.
 func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
-	warm := onWarmStacks(h, time.Minute)
-	warm.stop = ctx.Done()
+	warm := filters.OnWarmStacks(h, time.Minute, ctx.Done())
 	return &http.Server{
-		Handler:           recoverPanics(WithRequestInfo(withRequestTimeout(warm, s.limits.RequestTimeout)), s.log),
+		Handler:           filters.RecoverPanics(filters.WithRequestInfo(filters.WithRequestTimeout(warm, s.limits.RequestTimeout)), s.log),
 		ReadHeaderTimeout: headerTimeout,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,

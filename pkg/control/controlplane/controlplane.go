@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiservices"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -90,8 +91,8 @@ type Options struct {
 	NodeCIDRMaskSize int
 	Security         Security
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
-	// (zero: apiserver.DefaultLimits).
-	Limits apiserver.Limits
+	// (zero: filters.DefaultLimits).
+	Limits filters.Limits
 	// KubeletPreferredAddressTypes are the node address types tried in order to reach a
 	// node's API (--kubelet-preferred-address-types; nil: nodeaddr.DefaultAPITypes).
 	KubeletPreferredAddressTypes []string
@@ -183,7 +184,7 @@ func (o *Options) Validate() error {
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
 	}
-	if o.Limits != (apiserver.Limits{}) {
+	if o.Limits != (filters.Limits{}) {
 		errs = append(errs, o.Limits.Validate())
 	}
 	return errors.Join(errs...)

@@ -11,6 +11,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/admission/certificates"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
@@ -33,7 +34,7 @@ type Security struct {
 	ServiceAccountIssuer string
 	APIAudiences         []string
 	// Audit is the audit log (--audit-log-path, --audit-policy-file, ...; off when either is "").
-	Audit apiserver.AuditOptions
+	Audit filters.AuditOptions
 }
 
 // DefaultIssuer is kube-apiserver's usual --service-account-issuer.
@@ -60,7 +61,7 @@ func (s *Security) modes() []string {
 // reviews are API server extensions it installs.
 type guard struct {
 	ready   *atomic.Bool // the caches are filled and the policy reconciled: /readyz's post-start hook
-	auditor *apiserver.Auditor
+	auditor *filters.Auditor
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
 	// bootstrap authenticates bootstrap tokens (node bootstrap)
@@ -131,10 +132,10 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 		}
 		api.ServeHTTP(w, r)
 	}))
-	if g.auditor, err = apiserver.NewAuditor(sec.Audit); err != nil {
+	if g.auditor, err = filters.NewAuditor(sec.Audit); err != nil {
 		return nil, err
 	}
-	g.handler = authn.Authenticate(g.auditor.Handler(apiserver.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
+	g.handler = authn.Authenticate(g.auditor.Handler(filters.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
 	return g, nil
 }
 

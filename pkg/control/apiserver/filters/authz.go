@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 
 // Attributes are what the authorizer is asked about the request r by u.
 func Attributes(r *http.Request, u authn.User) (authorizer.AttributesRecord, error) {
-	info, err := requestInfoOf(r) // what routing reads too
+	info, err := RequestInfoOf(r) // what routing reads too
 	if err != nil {
 		return authorizer.AttributesRecord{}, err
 	}
@@ -54,7 +54,7 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 			return
 		}
 		if as, ok, err := impersonate(r.Context(), r, u, az); err != nil {
-			auditError(r.Context(), err)
+			AuditError(r.Context(), err)
 			responsewriters.WriteError(w, err)
 			return
 		} else if ok {
@@ -77,7 +77,7 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 			reason = err.Error()
 		}
 		err = Forbidden(a, reason)
-		auditError(r.Context(), err)
+		AuditError(r.Context(), err)
 		responsewriters.WriteError(w, err)
 	})
 }

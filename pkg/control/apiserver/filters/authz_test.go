@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -39,7 +40,7 @@ func TestAuthorize(t *testing.T) {
 	if w.Code != http.StatusForbidden || reached {
 		t.Fatalf("refused request: %d, reached %v", w.Code, reached)
 	}
-	st := responseStatus(t, w.Body.Bytes())
+	st := apitest.ResponseStatus(t, w.Body.Bytes())
 	if want := `pods is forbidden: User "vera" cannot watch resource "pods" in API group "" in the namespace "team": no rule`; st.Message != want || st.Reason != metav1.StatusReasonForbidden {
 		t.Errorf("status %q (%s), want %q", st.Message, st.Reason, want)
 	}
