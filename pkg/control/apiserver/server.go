@@ -19,6 +19,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
+	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -96,7 +97,7 @@ type Server struct {
 	nodeTransport http.RoundTripper
 	extensions    []Extension
 	limits        filters.Limits
-	openAPI       *OpenAPIDocuments
+	openAPI       *openapi.Handler
 
 	// nodeAddressTypes are the node address types tried in order to reach a node's API.
 	nodeAddressTypes []corev1.NodeAddressType
@@ -147,8 +148,8 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/apis", s.serveGroups)
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
-	s.openAPI = newOpenAPIDocuments(cfg.Registry, cfg.Log)
-	s.openAPI.register(mux) // /openapi/v2, /openapi/v3/...
+	s.openAPI = openapi.NewHandler(cfg.Registry, KubernetesVersion, cfg.Log)
+	s.openAPI.Register(mux) // /openapi/v2, /openapi/v3/...
 	if cfg.Limits == (filters.Limits{}) {
 		cfg.Limits = filters.DefaultLimits
 	}
@@ -161,7 +162,7 @@ func New(cfg Config) *Server {
 }
 
 // OpenAPI returns the served OpenAPI documents, which custom resources' join.
-func (s *Server) OpenAPI() *OpenAPIDocuments { return s.openAPI }
+func (s *Server) OpenAPI() *openapi.Handler { return s.openAPI }
 
 // Handler returns the unauthenticated handler with the in-flight limits and authorization
 // (tests and the authenticating wrapper use it).
