@@ -47,7 +47,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 		}
 		mediaType = mt
 	}
-	if mediaType == runtime.ContentTypeProtobuf && isCustom(want) ||
+	if mediaType == runtime.ContentTypeProtobuf && registry.IsCustom(want) ||
 		mediaType != runtime.ContentTypeProtobuf && !strings.HasSuffix(mediaType, "json") && !strings.HasSuffix(mediaType, "yaml") {
 		return nil, unsupportedBody(want)
 	}
@@ -306,21 +306,16 @@ func writeProtobufBytes(w http.ResponseWriter, code int, raw []byte) {
 // kind does not decode, naming those it does: a custom resource's has no protobuf.
 func unsupportedBody(kind schema.GroupVersionKind) error {
 	accepted := []string{runtime.ContentTypeJSON, runtime.ContentTypeYAML, runtime.ContentTypeProtobuf}
-	if isCustom(kind) {
+	if registry.IsCustom(kind) {
 		accepted = accepted[:2]
 	}
 	return negotiation.NewUnsupportedMediaTypeError(accepted)
 }
 
-// isCustom tells a custom resource's kind, which the scheme of built-in kinds does not know.
-func isCustom(kind schema.GroupVersionKind) bool {
-	return !kind.Empty() && !scheme.Scheme.Recognizes(kind)
-}
-
 // patchTypes are the patch media types kube-apiserver takes for res, in its order: a custom
 // resource takes no strategic merge patch (apiextensions-apiserver's list).
 func patchTypes(res *registry.Resource) []string {
-	if isCustom(res.GVK()) {
+	if registry.IsCustom(res.GVK()) {
 		return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 	}
 	return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}

@@ -12,9 +12,6 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 )
 
-// computedVerbs are the verbs of a resource made at each read instead of stored.
-var computedVerbs = metav1.Verbs{"get", "list"}
-
 // serveComputed answers get and list of a computed resource (registry.Resource.Computed),
 // with the deprecation warning kube-apiserver sends for a deprecated kind.
 func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, rep representation) error {

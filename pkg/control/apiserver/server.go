@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/openapi"
@@ -96,6 +97,7 @@ type Server struct {
 	// nodeTransport reaches the nodes' API.
 	nodeTransport http.RoundTripper
 	extensions    []Extension
+	discovery     *discovery.Handler
 	limits        filters.Limits
 	openAPI       *openapi.Handler
 
@@ -121,7 +123,7 @@ func New(cfg Config) *Server {
 	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)
-	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
+	s.nodeTransport = cfg.NodeTransport
 	s.nodeAddressTypes = cfg.NodeAddressTypes
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
@@ -135,7 +137,7 @@ func New(cfg Config) *Server {
 	healthz.InstallHandler(mux, checks...)
 	healthz.InstallLivezHandler(mux, checks...)
 	healthz.InstallReadyzHandler(mux, append(checks, cfg.ReadyChecks...)...)
-	mux.HandleFunc("/version", serveVersion)
+	mux.HandleFunc("/version", discovery.ServeVersion)
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamMetrics}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -144,11 +146,15 @@ func New(cfg Config) *Server {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.HandleFunc("/api", s.serveLegacyVersions)
-	mux.HandleFunc("/apis", s.serveGroups)
+	s.discovery = discovery.New(cfg.Registry)
+	for _, e := range cfg.Extensions {
+		s.AddExtension(e)
+	}
+	mux.HandleFunc("/api", s.discovery.ServeLegacyVersions)
+	mux.HandleFunc("/apis", s.discovery.ServeGroups)
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
-	s.openAPI = openapi.NewHandler(cfg.Registry, KubernetesVersion, cfg.Log)
+	s.openAPI = openapi.NewHandler(cfg.Registry, discovery.KubernetesVersion, cfg.Log)
 	s.openAPI.Register(mux) // /openapi/v2, /openapi/v3/...
 	if cfg.Limits == (filters.Limits{}) {
 		cfg.Limits = filters.DefaultLimits
@@ -189,19 +195,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if !ri.IsResourceRequest { // discovery: /api/VERSION, /apis/GROUP, /apis/GROUP/VERSION
 		switch parts := strings.Split(strings.Trim(ri.Path, "/"), "/"); {
 		case len(parts) == 1 && parts[0] == "api": // /api/, served as /api (kube-apiserver does)
-			s.serveLegacyVersions(w, r)
+			s.discovery.ServeLegacyVersions(w, r)
 			return
 		case len(parts) == 1 && parts[0] == "apis": // /apis/
-			s.serveGroups(w, r)
+			s.discovery.ServeGroups(w, r)
 			return
 		case len(parts) == 2 && parts[0] == "api":
-			s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
+			s.discovery.ServeResourceList(w, r, schema.GroupVersion{Version: parts[1]})
 			return
 		case len(parts) == 2 && parts[0] == "apis":
-			s.serveGroup(w, r, parts[1])
+			s.discovery.ServeGroup(w, r, parts[1])
 			return
 		case len(parts) == 3 && parts[0] == "apis":
-			s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+			s.discovery.ServeResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
 			return
 		}
 	}
@@ -218,11 +224,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestInfo, error) {
 	info, ok := resourceRequest(ri)
 	if !ok {
-		return nil, info, notServed()
+		return nil, info, discovery.NotServed()
 	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
 	if !found {
-		return nil, info, notServed()
+		return nil, info, discovery.NotServed()
 	}
 	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
 		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec). Details
@@ -233,7 +239,7 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		return nil, info, notServed()
+		return nil, info, discovery.NotServed()
 	}
 	// A namespace's requests carry its name as their namespace, which is what they are
 	// authorized in (Kubernetes'); the object itself is cluster-scoped.

@@ -31,6 +31,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiservices"
 	"github.com/minik8s/minik8s/pkg/control/auth"
@@ -710,7 +711,7 @@ func loopbackConfig(ca *pki.CA, server, component, user string, groups []string)
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: pair.CertPEM, KeyData: pair.KeyPEM},
 		QPS:             2000,
 		Burst:           4000,
-		UserAgent:       fmt.Sprintf("%s/%s (%s/%s) minik8s", component, apiserver.KubernetesVersion, goruntime.GOOS, goruntime.GOARCH),
+		UserAgent:       fmt.Sprintf("%s/%s (%s/%s) minik8s", component, discovery.KubernetesVersion, goruntime.GOOS, goruntime.GOARCH),
 	}, nil
 }
 
