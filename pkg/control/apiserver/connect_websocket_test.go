@@ -71,7 +71,7 @@ func serverWithNode(t *testing.T, rt nodeapi.Runtime, seen func(*http.Request)) 
 	nodePort, _ := strconv.Atoi(port)
 
 	s, _ := newCachedServer(t)
-	s.nodeTransport = node.Client().Transport
+	s.connect.NodeTransport = node.Client().Transport
 	h := s.Handler()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	if w := do(t, h, "POST", "/api/v1/nodes", n); w.Code != http.StatusCreated {

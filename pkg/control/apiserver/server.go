@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/connect"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
@@ -94,15 +95,12 @@ type Server struct {
 	// advertise is where the `kubernetes` Service's endpoints point.
 	advertise netip.AddrPort
 	leaseTTL  time.Duration
-	// nodeTransport reaches the nodes' API.
-	nodeTransport http.RoundTripper
-	extensions    []Extension
-	discovery     *discovery.Handler
-	limits        filters.Limits
-	openAPI       *openapi.Handler
-
-	// nodeAddressTypes are the node address types tried in order to reach a node's API.
-	nodeAddressTypes []corev1.NodeAddressType
+	// connect serves the subresources that reach pods, nodes and services (exec, logs, proxy).
+	connect    *connect.Handler
+	extensions []Extension
+	discovery  *discovery.Handler
+	limits     filters.Limits
+	openAPI    *openapi.Handler
 }
 
 // New builds the server.
@@ -123,8 +121,8 @@ func New(cfg Config) *Server {
 	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)
-	s.nodeTransport = cfg.NodeTransport
-	s.nodeAddressTypes = cfg.NodeAddressTypes
+	s.connect = &connect.Handler{Store: cfg.Store, Objects: s.objects, Registry: cfg.Registry,
+		NodeTransport: cfg.NodeTransport, NodeAddressTypes: cfg.NodeAddressTypes, Log: cfg.Log}
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
 		s.leaseTTL = DefaultMasterLeaseTTL
@@ -189,7 +187,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	if s.serveConnect(w, r, ri) || s.serveExtension(w, r) {
+	if s.connect.Serve(w, r, ri) || s.serveExtension(w, r) {
 		return
 	}
 	if !ri.IsResourceRequest { // discovery: /api/VERSION, /apis/GROUP, /apis/GROUP/VERSION
