@@ -142,8 +142,8 @@ const (
 	validationStrict fieldValidation = "Strict"
 )
 
-// parseFieldValidation is the request's directive, Warn when it names none (withFieldOwner
-// has refused any other value).
+// parseFieldValidation is the request's directive, Warn when it names none
+// (fieldmanager.WithFieldOwner has refused any other value).
 func parseFieldValidation(r *http.Request) fieldValidation {
 	if v := fieldValidation(r.URL.Query().Get("fieldValidation")); v != "" {
 		return v

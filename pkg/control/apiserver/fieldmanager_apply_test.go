@@ -143,12 +143,12 @@ func TestScaleOwnsReplicas(t *testing.T) {
 	if err := json.Unmarshal(do(t, h, "GET", web, nil).Body.Bytes(), &d); err != nil {
 		t.Fatal(err)
 	}
-	scaler := managerEntry(&d, "scaler")
+	scaler := apitest.ManagerEntry(&d, "scaler")
 	if scaler == nil || scaler.Operation != metav1.ManagedFieldsOperationUpdate || scaler.Subresource != "scale" || scaler.APIVersion != "apps/v1" ||
 		string(scaler.FieldsV1.Raw) != `{"f:spec":{"f:replicas":{}}}` {
 		t.Errorf("the scaler should own spec.replicas through scale: %+v", d.ManagedFields)
 	}
-	if applier := managerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
+	if applier := apitest.ManagerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
 		t.Errorf("the applier should have lost spec.replicas: %+v", d.ManagedFields)
 	}
 
@@ -157,15 +157,6 @@ func TestScaleOwnsReplicas(t *testing.T) {
 	if want := `Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using apps/v1: .spec.replicas`; w.Code != http.StatusConflict || st.Message != want {
 		t.Errorf("apply of other replicas: %d %q\nwant 409 %q", w.Code, st.Message, want)
 	}
-}
-
-func managerEntry(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
-	for _, m := range obj.GetManagedFields() {
-		if m.Manager == manager {
-			return &m
-		}
-	}
-	return nil
 }
 
 // Server-side apply through the scale subresource, as kube-apiserver serves it (its patch
@@ -195,12 +186,12 @@ func TestApplyThroughScale(t *testing.T) {
 	if err := json.Unmarshal(do(t, h, "GET", web, nil).Body.Bytes(), &d); err != nil {
 		t.Fatal(err)
 	}
-	hpa := managerEntry(&d, "hpa")
+	hpa := apitest.ManagerEntry(&d, "hpa")
 	if *d.Spec.Replicas != 3 || hpa == nil || hpa.Operation != metav1.ManagedFieldsOperationApply || hpa.Subresource != "scale" ||
 		hpa.APIVersion != "apps/v1" || string(hpa.FieldsV1.Raw) != `{"f:spec":{"f:replicas":{}}}` {
 		t.Errorf("the scale's applier should own spec.replicas: replicas %d, %+v", *d.Spec.Replicas, d.ManagedFields)
 	}
-	if applier := managerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
+	if applier := apitest.ManagerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
 		t.Errorf("the parent's applier should have lost spec.replicas: %+v", d.ManagedFields)
 	}
 

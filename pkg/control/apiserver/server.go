@@ -19,6 +19,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/connect"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/openapi"
@@ -86,7 +87,7 @@ type Server struct {
 	reg       *registry.Registry
 	log       *slog.Logger
 	metrics   *metrics
-	fields    *fieldManagers
+	fields    *fieldmanager.Managers
 	handler   http.Handler
 	ranges    allocator.Ranges
 	// protobufKinds are the resources that may answer in protobuf, protobufLists those
@@ -114,7 +115,7 @@ func New(cfg Config) *Server {
 	if cfg.Ranges.ServiceIPs == nil {
 		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
 	}
-	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
+	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: fieldmanager.New(cfg.Registry, cfg.Log)}
 	admission := cfg.Admission
 	s.lifecycle = generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)
 	admission.Mutating = append([]generic.MutatingAdmission{s.lifecycle}, admission.Mutating...)
@@ -158,7 +159,7 @@ func New(cfg Config) *Server {
 		cfg.Limits = filters.DefaultLimits
 	}
 	s.limits = cfg.Limits
-	h := s.metrics.instrument(withFieldOwner(mux))
+	h := s.metrics.instrument(fieldmanager.WithFieldOwner(mux))
 	inFlight := filters.NewInFlight(cfg.Limits)
 	inFlight.Register(cfg.Metrics)
 	s.handler = filters.WithRequestInfo(inFlight.Limit(h)) // a no-op under newHTTPServer's: one parse

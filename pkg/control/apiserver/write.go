@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,7 +102,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry, UID: mustMeta(body).GetUID()}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(runtime.Object) (runtime.Object, error) {
 		obj := body.DeepCopyObject()
-		takeManagedFieldsReset(r.Context(), obj)
+		fieldmanager.TakeManagedFieldsReset(r.Context(), obj)
 		return obj, nil
 	})
 	if err != nil {

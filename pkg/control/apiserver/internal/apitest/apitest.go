@@ -1,5 +1,5 @@
 // Package apitest holds what the tests of the REST layer's packages share: reading the
-// answers the server writes.
+// answers the server writes and the managed fields it records.
 package apitest
 
 import (
@@ -28,4 +28,14 @@ func ResponseStatus(t *testing.T, body []byte) metav1.Status {
 		t.Fatalf("not a Status: %s", body)
 	}
 	return st
+}
+
+// ManagerEntry is the managed fields entry of manager in obj, nil if it has none.
+func ManagerEntry(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == manager {
+			return &m
+		}
+	}
+	return nil
 }
