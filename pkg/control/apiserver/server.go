@@ -1,6 +1,9 @@
 // Package apiserver serves the Kubernetes REST API over the store: discovery, CRUD, patch,
 // watch and server-side tables for the resources of the registry, on TLS with x509 client
-// authentication, so kubectl and client-go work unmodified.
+// authentication, so kubectl and client-go work unmodified. It routes requests and holds the
+// resource handlers; the filters around them (filters, authn), discovery, the connect
+// subresources (connect) and managed fields (fieldmanager) are its subpackages, as in
+// k8s.io/apiserver.
 package apiserver
 
 import (
