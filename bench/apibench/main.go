@@ -37,6 +37,7 @@ import (
 	"github.com/minik8s/minik8s/internal/freeport"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -59,7 +60,7 @@ type config struct {
 	memProfile string
 	pprofAddr  string
 	authzModes []string
-	audit      apiserver.AuditOptions
+	audit      filters.AuditOptions
 }
 
 func main() {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/nodeaddr"
 	"github.com/minik8s/minik8s/pkg/clusterdefaults"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
@@ -87,13 +87,13 @@ func newCommand() *cobra.Command {
 	f.IntVar(&o.Security.Audit.MaxSize, "audit-log-maxsize", 0, "megabytes the audit log may reach before it is rotated (0: no limit)")
 	f.IntVar(&o.Security.Audit.MaxBackups, "audit-log-maxbackup", 0, "rotated audit log files kept (0: all)")
 	f.IntVar(&o.Security.Audit.MaxAge, "audit-log-maxage", 0, "days a rotated audit log file is kept (0: no limit)")
-	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", apiserver.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
-	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", apiserver.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart); more wait in their user's queue, 429 when it is full; 0: no limit")
+	f.DurationVar(&o.Limits.RequestTimeout, "request-timeout", filters.DefaultLimits.RequestTimeout, "how long a request that is not a watch or a stream may take before it gets 504")
+	f.IntVar(&o.Limits.MaxRequestsInflight, "max-requests-inflight", filters.DefaultLimits.MaxRequestsInflight, "read requests served at once (watches and streams apart); more wait in their user's queue, 429 when it is full; 0: no limit")
 	f.StringVar(&o.EtcdCAFile, "etcd-cafile", "", "CA that verifies the etcd members (TLS to etcd; with --store etcd://...)")
 	f.StringVar(&o.EtcdCertFile, "etcd-certfile", "", "client certificate miniapi shows etcd")
 	f.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "its private key")
 	f.BoolVar(&o.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (non-resource paths: cluster-admin reads them, as kube-apiserver's)")
-	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", apiserver.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
+	f.IntVar(&o.Limits.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", filters.DefaultLimits.MaxMutatingRequestsInflight, "write requests served at once; more wait in their user's queue, 429 when it is full; 0: no limit")
 	f.StringSliceVar(&o.KubeletPreferredAddressTypes, "kubelet-preferred-address-types", defaultNodeAddressTypes(),
 		"List of the preferred NodeAddressTypes to use for node API (kubelet) connections (kubeadm's order; kube-apiserver's own default puts Hostname first)")
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (GOMEMLIMIT, which overrides it): the collector runs more often as memory nears it; it grows to twice the live heap when that is more (about 15 KiB a stored pod); 0: no limit")

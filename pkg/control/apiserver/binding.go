@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net/http"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -23,7 +24,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, res *regis
 	if err := s.objects.Bind(r.Context(), res, info.Namespace, info.Name, &b, dry); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, successStatus(http.StatusCreated))
+	responsewriters.WriteJSON(w, http.StatusCreated, successStatus(http.StatusCreated))
 	return nil
 }
 
@@ -44,7 +45,7 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, res *regi
 	if err := s.objects.Evict(r.Context(), res, info.Namespace, info.Name, &ev, dry); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, successStatus(http.StatusCreated))
+	responsewriters.WriteJSON(w, http.StatusCreated, successStatus(http.StatusCreated))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
 	"github.com/minik8s/minik8s/pkg/control/registry/flowcontrol"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/registry/scheduling"
@@ -74,7 +75,7 @@ const apfConfigProducer = "api-priority-and-fairness-config-producer-v1"
 
 // writingAs is ctx for writes the server makes itself, recorded as manager's Updates.
 func writingAs(ctx context.Context, manager string) context.Context {
-	return context.WithValue(ctx, fieldOwnerKey{}, &fieldOwner{manager: manager})
+	return fieldmanager.WithOwner(ctx, &fieldmanager.Owner{Manager: manager})
 }
 
 // defaultServiceCIDR is the ServiceCIDR of the API server's Service range, as

@@ -9,9 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +47,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 		}
 		mediaType = mt
 	}
-	if mediaType == runtime.ContentTypeProtobuf && isCustom(want) ||
+	if mediaType == runtime.ContentTypeProtobuf && registry.IsCustom(want) ||
 		mediaType != runtime.ContentTypeProtobuf && !strings.HasSuffix(mediaType, "json") && !strings.HasSuffix(mediaType, "yaml") {
 		return nil, unsupportedBody(want)
 	}
@@ -58,7 +58,7 @@ func decodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	var yamlErr error
 	defer func() {
 		if err == nil {
-			auditRequestObject(r.Context(), obj, want)
+			filters.AuditRequestObject(r.Context(), obj, want)
 		}
 	}()
 	switch {
@@ -142,8 +142,8 @@ const (
 	validationStrict fieldValidation = "Strict"
 )
 
-// parseFieldValidation is the request's directive, Warn when it names none (withFieldOwner
-// has refused any other value).
+// parseFieldValidation is the request's directive, Warn when it names none
+// (fieldmanager.WithFieldOwner has refused any other value).
 func parseFieldValidation(r *http.Request) fieldValidation {
 	if v := fieldValidation(r.URL.Query().Get("fieldValidation")); v != "" {
 		return v
@@ -233,13 +233,6 @@ func checkKind(tm metav1.TypeMeta, want schema.GroupVersionKind) error {
 	return nil
 }
 
-// writeJSON writes v as the response body.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the client going away mid-body is not ours to report
-}
-
 // encodeProtobuf is obj as Kubernetes protobuf: the "k8s\x00" envelope naming its kind. The
 // serializer encodes a typed object into one buffer of its size, from an allocator made for
 // this call only: that buffer is kept as written (memos hold it) rather than copied into a
@@ -309,43 +302,20 @@ func writeProtobufBytes(w http.ResponseWriter, code int, raw []byte) {
 	_, _ = w.Write(raw) // the client going away mid-body is not ours to report
 }
 
-// writeError writes err as a metav1.Status, the body every Kubernetes client understands.
-func writeError(w http.ResponseWriter, err error) {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		status = apierrors.NewInternalError(err)
-	}
-	st := status.Status()
-	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-	code := int(st.Code)
-	if code == 0 {
-		code = http.StatusInternalServerError
-	}
-	if st.Details != nil && st.Details.RetryAfterSeconds > 0 { // as kube-apiserver's error writer
-		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
-	}
-	writeJSON(w, code, st)
-}
-
 // unsupportedBody is kube-apiserver's 415 for a request body of a media type its codec for
 // kind does not decode, naming those it does: a custom resource's has no protobuf.
 func unsupportedBody(kind schema.GroupVersionKind) error {
 	accepted := []string{runtime.ContentTypeJSON, runtime.ContentTypeYAML, runtime.ContentTypeProtobuf}
-	if isCustom(kind) {
+	if registry.IsCustom(kind) {
 		accepted = accepted[:2]
 	}
 	return negotiation.NewUnsupportedMediaTypeError(accepted)
 }
 
-// isCustom tells a custom resource's kind, which the scheme of built-in kinds does not know.
-func isCustom(kind schema.GroupVersionKind) bool {
-	return !kind.Empty() && !scheme.Scheme.Recognizes(kind)
-}
-
 // patchTypes are the patch media types kube-apiserver takes for res, in its order: a custom
 // resource takes no strategic merge patch (apiextensions-apiserver's list).
 func patchTypes(res *registry.Resource) []string {
-	if isCustom(res.GVK()) {
+	if registry.IsCustom(res.GVK()) {
 		return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 	}
 	return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}

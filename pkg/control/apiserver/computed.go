@@ -4,15 +4,13 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
 )
-
-// computedVerbs are the verbs of a resource made at each read instead of stored.
-var computedVerbs = metav1.Verbs{"get", "list"}
 
 // serveComputed answers get and list of a computed resource (registry.Resource.Computed),
 // with the deprecation warning kube-apiserver sends for a deprecated kind.
@@ -51,7 +49,7 @@ func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *regi
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, table)
+		responsewriters.WriteJSON(w, http.StatusOK, table)
 		return nil
 	}
 	list, err := res.NewList()
@@ -65,6 +63,6 @@ func (s *Server) serveComputed(w http.ResponseWriter, r *http.Request, res *regi
 	if lm, err := meta.ListAccessor(list); err == nil {
 		lm.SetResourceVersion(listMeta.ResourceVersion)
 	}
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 	return nil
 }

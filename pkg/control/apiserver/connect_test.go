@@ -2,72 +2,17 @@ package apiserver
 
 import (
 	"io"
+	"maps"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// The container checks kube-apiserver makes before it proxies logs and exec to the node.
-func TestPodContainer(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}, {Name: "sidecar"}}},
-		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
-			{Name: "sidecar", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
-			{Name: "crasher", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
-				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}},
-			{Name: "puller", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}},
-		}}}
-	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "crasher"}, corev1.Container{Name: "puller"}, corev1.Container{Name: "new"})
-	pod.Spec.InitContainers = []corev1.Container{{Name: "setup"}}
-	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger"}}}
-	for _, tc := range []struct {
-		name, sub string
-		previous  bool
-		want      string // container, or the start of the error
-	}{
-		{"app", "log", false, "app"},
-		// Every container is named, init and ephemeral ones too, as kube's validateContainer.
-		{"", "log", false, "a container name must be specified for pod web, choose one of: [setup app sidecar crasher puller new debugger]"},
-		{"", "exec", false, "a container name must be specified for pod web, choose one of: [setup app sidecar crasher puller new debugger]"},
-		{"db", "log", false, "container db is not valid for pod web"},
-		{"sidecar", "log", false, `container "sidecar" in pod "web" is waiting to start: ContainerCreating`},
-		{"sidecar", "log", true, "sidecar"},
-		// A crash-looping container's last run has logs (the kubelet's rule). Exec and
-		// attach go to the node, which answers for what runs (kube-apiserver checks no
-		// status: kubectl says "unable to upgrade connection: container not found").
-		{"crasher", "log", false, "crasher"},
-		{"crasher", "exec", false, "crasher"},
-		{"sidecar", "attach", false, "sidecar"},
-		{"puller", "log", false, `container "puller" in pod "web" is waiting to start: trying and failing to pull image`},
-		{"new", "log", false, "new"}, // no status yet: the node answers
-	} {
-		got, err := podContainer(pod, tc.name, tc.sub, tc.previous)
-		if err != nil {
-			if !apierrors.IsBadRequest(err) || !strings.HasPrefix(err.Error(), tc.want) {
-				t.Errorf("%s of container %q: error %v, want 400 %q", tc.sub, tc.name, err, tc.want)
-			}
-			continue
-		}
-		if got != tc.want {
-			t.Errorf("container %q: got %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-// A pod without containers (only ephemeral ones could be) has none to choose from.
-func TestPodContainerWithoutContainers(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	_, err := podContainer(pod, "", "log", false)
-	if want := "a container name must be specified for pod web"; !apierrors.IsBadRequest(err) || err.Error() != want {
-		t.Errorf("got %v, want 400 %q", err, want)
-	}
-}
 
 // The logs of a pod not yet scheduled are empty (kube-apiserver's LogLocation has no
 // location for it, a null stream answered 204 No Content: kubectl logs prints nothing and
@@ -112,7 +57,7 @@ func TestLogOptionsValidated(t *testing.T) {
 		{"absent", "tailLines=-1&limitBytes=-1", `PodLogOptions "absent" is invalid: [tailLines: Invalid value: -1: must be greater than or equal to 0, limitBytes: Invalid value: -1: must be greater than 0]`},
 	} {
 		w := do(t, h, "GET", "/api/v1/namespaces/default/pods/"+tc.pod+"/log?"+tc.query, nil)
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusUnprocessableEntity || status.Reason != metav1.StatusReasonInvalid || status.Message != tc.want {
 			t.Errorf("GET log?%s: %d %s\nwant 422 %q", tc.query, w.Code, w.Body, tc.want)
 		}
@@ -137,46 +82,99 @@ func TestConnectWithoutNodeEndpoint(t *testing.T) {
 	}
 }
 
-// The node API's plain-text errors reach the client as a Status with their text, as
-// kube-apiserver hands on the kubelet's.
-func TestNodeErrorIsAStatus(t *testing.T) {
-	for _, tc := range []struct {
-		code        int
-		contentType string
-		body        string
-		wantReason  metav1.StatusReason // "" : passed on as it is
-		upgrade     bool                // an exec or attach over SPDY
+// sendForStatus sends method url with header to a running server and reads the answer:
+// its code, its body and the Status in it.
+func sendForStatus(t *testing.T, method, url string, header http.Header) (int, []byte, metav1.Status) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	maps.Copy(req.Header, header)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, apitest.ResponseStatus(t, data)
+}
+
+// TestNodesProxyRefusesNonGlobalAddress: nodes/proxy refuses a node whose address is not a
+// global unicast one (loopback here) with kube's 400 "address not allowed", upgrades too,
+// before dialing it (kube's node ResourceLocation, isProxyableHostname); a pod's log on the
+// same node is still read, as kube checks nodes/proxy alone.
+func TestNodesProxyRefusesNonGlobalAddress(t *testing.T) {
+	var mu sync.Mutex
+	var dialed []string
+	srv := serverWithNode(t, fakeNodeRuntime{}, func(r *http.Request) { mu.Lock(); dialed = append(dialed, r.URL.Path); mu.Unlock() })
+	spdy := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"SPDY/3.1"}, "X-Stream-Protocol-Version": {"v4.channel.k8s.io"}}
+	for _, header := range []http.Header{nil, spdy} {
+		code, data, st := sendForStatus(t, http.MethodGet, srv.URL+"/api/v1/nodes/node-1/proxy/healthz", header)
+		if code != 400 || st.Reason != metav1.StatusReasonBadRequest || st.Message != "address not allowed" {
+			t.Errorf("nodes/proxy to a node on 127.0.0.1 (upgrade %q): %d %s; want 400 \"address not allowed\"", header.Get("Upgrade"), code, data)
+		}
+	}
+	mu.Lock()
+	if len(dialed) != 0 {
+		t.Errorf("the node was dialed for %v", dialed)
+	}
+	mu.Unlock()
+	resp, err := http.Get(srv.URL + "/api/v1/namespaces/default/pods/a/log?previous=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(dialed, []string{"/containerLogs/default/a/c"}) {
+		t.Errorf("log of a pod on a node at 127.0.0.1: the node was dialed for %v; want its log", dialed)
+	}
+}
+
+// What cannot be proxied says why: a pod without an IP, a bad ID, a service port that
+// does not exist, a service without endpoints.
+func TestProxyRefusals(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	runningPod(t, h, "web", true) // no IP in its status
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "echo"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	// As kube-apiserver's ResourceLocation, which reads the Service's Endpoints: none (an
+	// ExternalName Service, one without selector) is the Endpoints' NotFound; an Endpoints
+	// without subsets names the service; one with addresses but none ready for the port
+	// names the ID as written.
+	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.test"}}
+	notReady := svc.DeepCopy()
+	notReady.Name = "nr"
+	for _, o := range []struct {
+		path string
+		obj  any
 	}{
-		{http.StatusBadRequest, "text/plain; charset=utf-8", "previous terminated container \"b\" in pod \"logger\" not found\n", metav1.StatusReasonBadRequest, false},
-		{http.StatusNotFound, "text/plain; charset=utf-8", "container \"x\" not found in pod default/p\n", metav1.StatusReasonNotFound, false},
-		{http.StatusInternalServerError, "text/plain", "log of container c: disk gone", metav1.StatusReasonInternalError, false},
-		{http.StatusOK, "text/plain", "a log line\n", "", false},
-		{http.StatusBadRequest, "application/json", `{"kind":"Status"}`, "", false},
-		// A refused upgrade passes as it is, as kube-apiserver's upgrade-aware proxy passes
-		// the kubelet's: kubectl prints "unable to upgrade connection: container not found".
-		{http.StatusInternalServerError, "text/plain; charset=utf-8", "container not found (\"c\")\n", "", true},
+		{"services", svc}, {"services", ext}, {"services", notReady},
+		{"endpoints", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "echo"}}},
+		{"endpoints", &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "nr"}, Subsets: []corev1.EndpointSubset{{
+			NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.244.0.9"}}, Ports: []corev1.EndpointPort{{Name: "http", Port: 8080}}}}}},
 	} {
-		req := httptest.NewRequest(http.MethodPost, "/exec/default/p/c", nil)
-		if tc.upgrade {
-			req.Header.Set("Connection", "Upgrade")
-			req.Header.Set("Upgrade", "SPDY/3.1")
+		if w := do(t, h, "POST", "/api/v1/namespaces/default/"+o.path, o.obj); w.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", o.path, w.Code, w.Body)
 		}
-		resp := &http.Response{StatusCode: tc.code, Header: http.Header{"Content-Type": {tc.contentType}}, Body: io.NopCloser(strings.NewReader(tc.body)), Request: req}
-		nodeErr := nodeError(resp)
-		if tc.wantReason == "" {
-			data, _ := io.ReadAll(resp.Body)
-			if nodeErr != nil || string(data) != tc.body {
-				t.Errorf("%d %s: %v, body %s; want it passed on as it is", tc.code, tc.contentType, nodeErr, data)
-			}
-			continue
-		}
-		// What the client gets: the proxy's ErrorHandler writes the error.
-		w := httptest.NewRecorder()
-		writeError(w, nodeErr)
-		data := w.Body.Bytes()
-		if st := responseStatus(t, data); st.Reason != tc.wantReason || int(st.Code) != tc.code || w.Code != tc.code ||
-			!strings.Contains(st.Message, strings.TrimSpace(tc.body)) || w.Header().Get("Content-Type") != "application/json" {
-			t.Errorf("%d %q: %s, want a %s Status carrying the text", tc.code, tc.body, data, tc.wantReason)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"pods/web/proxy/", http.StatusBadRequest, "pod web has no IP address yet (phase Running)"},
+		{"pods/web:http/proxy/", http.StatusBadRequest, `invalid pod request \"web:http\": the port of a pod is a number`},
+		{"pods/ftp:web:80/proxy/", http.StatusBadRequest, `invalid pod request \"ftp:web:80\"`},
+		{"services/echo:81/proxy/", http.StatusServiceUnavailable, `no service port 81 found for service \"echo\"`},
+		{"services/echo:80/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"echo\"`},
+		{"services/gone/proxy/", http.StatusNotFound, `services \"gone\" not found`},
+		{"services/ext/proxy/", http.StatusNotFound, `endpoints \"ext\" not found`},
+		{"services/nr:80/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"nr:80\"`},
+		{"services/https:nr:http/proxy/", http.StatusServiceUnavailable, `no endpoints available for service \"https:nr:http\"`},
+	} {
+		w := do(t, h, "GET", "/api/v1/namespaces/default/"+tc.path, nil)
+		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("GET %s: %d %s, want %d %s", tc.path, w.Code, w.Body, tc.code, tc.want)
 		}
 	}
 }

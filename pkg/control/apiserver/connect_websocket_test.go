@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	"github.com/minik8s/minik8s/pkg/crilog"
 	"github.com/minik8s/minik8s/pkg/nodeapi"
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -70,13 +71,13 @@ func serverWithNode(t *testing.T, rt nodeapi.Runtime, seen func(*http.Request)) 
 	nodePort, _ := strconv.Atoi(port)
 
 	s, _ := newCachedServer(t)
-	s.nodeTransport = node.Client().Transport
+	s.connect.NodeTransport = node.Client().Transport
 	h := s.Handler()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	if w := do(t, h, "POST", "/api/v1/nodes", n); w.Code != http.StatusCreated {
 		t.Fatalf("create node: %d %s", w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/nodes/node-1", nil).Body.Bytes(), n)
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(nodePort)
 	if w := do(t, h, "PUT", "/api/v1/nodes/node-1/status", n); w.Code != http.StatusOK {

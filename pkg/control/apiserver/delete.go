@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -71,6 +72,6 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 	lm, _ := meta.ListAccessor(list)
 	lm.SetResourceVersion(strconv.FormatInt(rev, 10))
 	list.GetObjectKind().SetGroupVersionKind(res.GroupVersion().WithKind(res.Kind + "List"))
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 	return nil
 }

@@ -3,9 +3,9 @@ package apiserver
 import (
 	"net/http"
 	"reflect"
-	"runtime/debug"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -28,12 +28,12 @@ func TestDiscoveryRootsWithTrailingSlash(t *testing.T) {
 		if w.Code != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", c.path, w.Code, w.Body)
 		}
-		decodeStrict(t, w.Body.Bytes(), want)
+		apitest.DecodeStrict(t, w.Body.Bytes(), want)
 		w = do(t, h, "GET", c.path+"/", nil)
 		if w.Code != http.StatusOK {
 			t.Fatalf("GET %s/: %d %s", c.path, w.Code, w.Body)
 		}
-		decodeStrict(t, w.Body.Bytes(), got)
+		apitest.DecodeStrict(t, w.Body.Bytes(), got)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("GET %s/ answered %+v, GET %s %+v", c.path, got, c.path, want)
 		}
@@ -62,7 +62,7 @@ func TestUnservedPathsAnswerNotFound(t *testing.T) {
 			t.Errorf("GET %s: %d %s", path, w.Code, w.Body)
 			continue
 		}
-		st := responseStatus(t, w.Body.Bytes())
+		st := apitest.ResponseStatus(t, w.Body.Bytes())
 		if st.Reason != metav1.StatusReasonNotFound || st.Message != "the server could not find the requested resource" {
 			t.Errorf("GET %s: %+v", path, st)
 		}
@@ -76,34 +76,9 @@ func TestVersionNamesEmulationAndMinCompatibility(t *testing.T) {
 	s, _ := newCachedServer(t)
 	w := do(t, s.Handler(), "GET", "/version", nil)
 	var info version.Info
-	decodeStrict(t, w.Body.Bytes(), &info)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &info)
 	if info.Major != "1" || info.EmulationMajor != info.Major || info.EmulationMinor != info.Minor ||
 		info.MinCompatibilityMajor != "1" || info.MinCompatibilityMinor == "" || info.MinCompatibilityMinor >= info.Minor {
 		t.Errorf("version: %#v", info)
-	}
-}
-
-// TestVersionCarriesTheBuildsCommit: kubectl version -o yaml shows the commit, tree state and
-// date of the build as kube-apiserver's (stamped there by ldflags, here by go build's VCS
-// settings); a binary built without them (go test's) leaves the fields empty.
-func TestVersionCarriesTheBuildsCommit(t *testing.T) {
-	var info version.Info
-	stampBuild(&info, []debug.BuildSetting{
-		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "e48c52a0123456789abcdef0123456789abcdef0"},
-		{Key: "vcs.time", Value: "2026-11-30T12:34:56Z"}, {Key: "vcs.modified", Value: "true"},
-	})
-	want := version.Info{GitCommit: "e48c52a0123456789abcdef0123456789abcdef0", GitTreeState: "dirty", BuildDate: "2026-11-30T12:34:56Z"}
-	if info != want {
-		t.Errorf("stamped %#v, want %#v", info, want)
-	}
-	info = version.Info{}
-	stampBuild(&info, []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}})
-	if info.GitCommit != "abc" || info.GitTreeState != "clean" {
-		t.Errorf("clean tree: %#v", info)
-	}
-	info = version.Info{}
-	stampBuild(&info, nil)
-	if info != (version.Info{}) {
-		t.Errorf("no VCS settings: %#v", info)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -24,7 +25,7 @@ func TestEphemeralContainersSubresource(t *testing.T) {
 	const sub = "/api/v1/namespaces/default/pods/a/ephemeralcontainers"
 
 	var list metav1.APIResourceList
-	decodeStrict(t, do(t, h, "GET", "/api/v1", nil).Body.Bytes(), &list)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1", nil).Body.Bytes(), &list)
 	found := false
 	for _, r := range list.APIResources {
 		if r.Name == "pods/ephemeralcontainers" {
@@ -49,7 +50,7 @@ func TestEphemeralContainersSubresource(t *testing.T) {
 		t.Fatalf("add an ephemeral container: %d %s", w.Code, w.Body)
 	}
 	var pod corev1.Pod
-	decodeStrict(t, do(t, h, "GET", sub, nil).Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", sub, nil).Body.Bytes(), &pod)
 	if len(pod.Spec.EphemeralContainers) != 1 || pod.Spec.EphemeralContainers[0].TargetContainerName != "c" ||
 		pod.Spec.EphemeralContainers[0].TerminationMessagePolicy != corev1.TerminationMessageReadFile {
 		t.Fatalf("the pod's ephemeral containers (defaulted): %+v", pod.Spec.EphemeralContainers)
@@ -60,7 +61,7 @@ func TestEphemeralContainersSubresource(t *testing.T) {
 
 	// Only spec.ephemeralContainers changes through the subresource.
 	w = strategicPatch(t, h, sub, `{"metadata":{"labels":{"app":"other"}},"spec":{"activeDeadlineSeconds":5}}`)
-	decodeStrict(t, w.Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &pod)
 	if w.Code != http.StatusOK || pod.Labels["app"] != "web" || pod.Spec.ActiveDeadlineSeconds != nil {
 		t.Errorf("a patch of other fields through the subresource: %d, labels %v, activeDeadlineSeconds %v", w.Code, pod.Labels, pod.Spec.ActiveDeadlineSeconds)
 	}
@@ -93,7 +94,7 @@ func TestEphemeralContainersSubresource(t *testing.T) {
 	if w := strategicPatch(t, h, sub, `{"spec":{"ephemeralContainers":[{"name":"d2","image":"busybox"}]}}`); w.Code != http.StatusOK {
 		t.Fatalf("a second ephemeral container: %d %s", w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
 	if len(pod.Spec.EphemeralContainers) != 2 {
 		t.Errorf("ephemeral containers after the second: %+v", pod.Spec.EphemeralContainers)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ func runningPod(t *testing.T, h http.Handler, name string, ready bool) {
 	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", pod); w.Code != http.StatusCreated {
 		t.Fatalf("create %s: %d %s", name, w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/"+name, nil).Body.Bytes(), pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/"+name, nil).Body.Bytes(), pod)
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
@@ -43,14 +44,14 @@ func podState(t *testing.T, h http.Handler, name string) (exists, deleting bool)
 		return false, false
 	}
 	var pod corev1.Pod
-	decodeStrict(t, w.Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &pod)
 	return true, pod.DeletionTimestamp != nil
 }
 
 func budgetStatus(t *testing.T, h http.Handler) policyv1.PodDisruptionBudgetStatus {
 	t.Helper()
 	var pdb policyv1.PodDisruptionBudget
-	decodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), &pdb)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), &pdb)
 	return pdb.Status
 }
 
@@ -80,7 +81,7 @@ func TestEviction(t *testing.T) {
 	}
 	// It was told why, as kube-apiserver's eviction does (a Job's podFailurePolicy reads it).
 	var evicted corev1.Pod
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/free", nil).Body.Bytes(), &evicted)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/free", nil).Body.Bytes(), &evicted)
 	if i := slices.IndexFunc(evicted.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }); i < 0 ||
 		evicted.Status.Conditions[i].Status != corev1.ConditionTrue || evicted.Status.Conditions[i].Reason != "EvictionByEvictionAPI" ||
 		evicted.Status.Conditions[i].Message != "Eviction API: evicting" {
@@ -100,7 +101,7 @@ func TestEviction(t *testing.T) {
 	}
 
 	// What the disruption controller would write: 2 healthy, 1 needed, 1 disruption allowed.
-	decodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), pdb)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), pdb)
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2}
 	if w := do(t, h, "PUT", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web/status", pdb); w.Code != http.StatusOK {
 		t.Fatalf("budget status: %d %s", w.Code, w.Body)
@@ -111,7 +112,7 @@ func TestEviction(t *testing.T) {
 	if _, deleting := podState(t, h, "web-1"); deleting || budgetStatus(t, h).DisruptionsAllowed != 1 {
 		t.Fatal("a dry-run eviction deleted the pod or spent the budget")
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/web-1", nil).Body.Bytes(), &evicted)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/web-1", nil).Body.Bytes(), &evicted)
 	if slices.ContainsFunc(evicted.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.DisruptionTarget }) {
 		t.Error("a dry-run eviction marked the pod")
 	}
@@ -166,14 +167,14 @@ func TestEvictionRefusals(t *testing.T) {
 	}
 	refusal := func(status policyv1.PodDisruptionBudgetStatus) (int, metav1.Status) {
 		t.Helper()
-		decodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), pdb)
+		apitest.DecodeStrict(t, do(t, h, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web", nil).Body.Bytes(), pdb)
 		status.ObservedGeneration = pdb.Generation
 		pdb.Status = status
 		if w := do(t, h, "PUT", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web/status", pdb); w.Code != http.StatusOK {
 			t.Fatalf("budget status: %d %s", w.Code, w.Body)
 		}
 		w := do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
-		st := responseStatus(t, w.Body.Bytes())
+		st := apitest.ResponseStatus(t, w.Body.Bytes())
 		return w.Code, st
 	}
 	condition := func(reason, message string) []metav1.Condition {
@@ -208,7 +209,7 @@ func TestEvictionRefusals(t *testing.T) {
 		t.Fatalf("create second budget: %d %s", w.Code, w.Body)
 	}
 	w = do(t, h, "POST", "/api/v1/namespaces/default/pods/web-1/eviction", eviction("web-1"))
-	st := responseStatus(t, w.Body.Bytes())
+	st := apitest.ResponseStatus(t, w.Body.Bytes())
 	if w.Code != http.StatusInternalServerError || st.Message != "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support." {
 		t.Errorf("eviction under two budgets: %d %s", w.Code, w.Body)
 	}
@@ -223,7 +224,7 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	s, _ := newCachedServer(t)
 	h := s.Handler()
 	var list metav1.APIResourceList
-	decodeStrict(t, do(t, h, "GET", "/api/v1", nil).Body.Bytes(), &list)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1", nil).Body.Bytes(), &list)
 	found := false
 	for _, r := range list.APIResources {
 		if r.Name == "pods/eviction" {
@@ -240,7 +241,7 @@ func TestEvictionDiscoveryAndUnservedSubresources(t *testing.T) {
 	}
 	// kubectl tells a missing subresource from a missing pod by details with no name
 	// (kubectl debug dereferenced them: without details it panicked).
-	st := responseStatus(t, w.Body.Bytes())
+	st := apitest.ResponseStatus(t, w.Body.Bytes())
 	if st.Details == nil || st.Details.Name != "" {
 		t.Errorf("the 404 of an unserved subresource has details %+v, want present and nameless", st.Details)
 	}

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -20,7 +20,10 @@ type Extension struct {
 
 // AddExtension serves e beside those of Config.Extensions, for groups whose handler needs
 // what is made after the server (the authorizer's reviews); call it before serving.
-func (s *Server) AddExtension(e Extension) { s.extensions = append(s.extensions, e) }
+func (s *Server) AddExtension(e Extension) {
+	s.extensions = append(s.extensions, e)
+	s.discovery.AddGroupVersion(e.GroupVersion, e.Resources)
+}
 
 // serveExtension hands /apis/GROUP/VERSION[/...] of an extension to it; ok is false for
 // any other path.
@@ -32,7 +35,7 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request) bool {
 		case !found:
 			continue
 		case rest == "" || rest == "/":
-			writeJSON(w, http.StatusOK, metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+			responsewriters.WriteJSON(w, http.StatusOK, metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 				GroupVersion: e.GroupVersion.String(), APIResources: e.Resources})
 			return true
 		case strings.HasPrefix(rest, "/"):
@@ -41,32 +44,4 @@ func (s *Server) serveExtension(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// extensionGroups are the extensions' entries of /apis.
-func (s *Server) extensionGroups() []metav1.APIGroup {
-	var out []metav1.APIGroup
-	for _, e := range s.extensions {
-		v := metav1.GroupVersionForDiscovery{GroupVersion: e.GroupVersion.String(), Version: e.GroupVersion.Version}
-		out = append(out, metav1.APIGroup{Name: e.GroupVersion.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
-	}
-	return out
-}
-
-// extensionDiscovery are the extensions' entries of aggregated discovery.
-func (s *Server) extensionDiscovery() []apidiscoveryv2.APIGroupDiscovery {
-	var out []apidiscoveryv2.APIGroupDiscovery
-	for _, e := range s.extensions {
-		v := apidiscoveryv2.APIVersionDiscovery{Version: e.GroupVersion.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
-		for _, r := range e.Resources {
-			scope := apidiscoveryv2.ScopeCluster
-			if r.Namespaced {
-				scope = apidiscoveryv2.ScopeNamespace
-			}
-			v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: r.Name, Scope: scope, Verbs: r.Verbs,
-				ResponseKind: &metav1.GroupVersionKind{Group: e.GroupVersion.Group, Version: e.GroupVersion.Version, Kind: r.Kind}})
-		}
-		out = append(out, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: e.GroupVersion.Group}, Versions: []apidiscoveryv2.APIVersionDiscovery{v}})
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +59,7 @@ func TestApplyErrorsAsKubeAPIServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := patchAs(h, tc.contentType, tc.path, tc.patch)
-			st := responseStatus(t, w.Body.Bytes())
+			st := apitest.ResponseStatus(t, w.Body.Bytes())
 			if int32(w.Code) != tc.code || st.Code != tc.code || st.Reason != tc.reason || st.Message != tc.message {
 				t.Errorf("got %d %s %q\nwant %d %s %q", st.Code, st.Reason, st.Message, tc.code, tc.reason, tc.message)
 			}
@@ -142,29 +143,20 @@ func TestScaleOwnsReplicas(t *testing.T) {
 	if err := json.Unmarshal(do(t, h, "GET", web, nil).Body.Bytes(), &d); err != nil {
 		t.Fatal(err)
 	}
-	scaler := managerEntry(&d, "scaler")
+	scaler := apitest.ManagerEntry(&d, "scaler")
 	if scaler == nil || scaler.Operation != metav1.ManagedFieldsOperationUpdate || scaler.Subresource != "scale" || scaler.APIVersion != "apps/v1" ||
 		string(scaler.FieldsV1.Raw) != `{"f:spec":{"f:replicas":{}}}` {
 		t.Errorf("the scaler should own spec.replicas through scale: %+v", d.ManagedFields)
 	}
-	if applier := managerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
+	if applier := apitest.ManagerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
 		t.Errorf("the applier should have lost spec.replicas: %+v", d.ManagedFields)
 	}
 
 	w := patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy("1"))
-	st := responseStatus(t, w.Body.Bytes())
+	st := apitest.ResponseStatus(t, w.Body.Bytes())
 	if want := `Apply failed with 1 conflict: conflict with "scaler" with subresource "scale" using apps/v1: .spec.replicas`; w.Code != http.StatusConflict || st.Message != want {
 		t.Errorf("apply of other replicas: %d %q\nwant 409 %q", w.Code, st.Message, want)
 	}
-}
-
-func managerEntry(obj metav1.Object, manager string) *metav1.ManagedFieldsEntry {
-	for _, m := range obj.GetManagedFields() {
-		if m.Manager == manager {
-			return &m
-		}
-	}
-	return nil
 }
 
 // Server-side apply through the scale subresource, as kube-apiserver serves it (its patch
@@ -182,7 +174,7 @@ func TestApplyThroughScale(t *testing.T) {
 		t.Fatalf("apply creating web: %d %s", w.Code, w.Body)
 	}
 	w := patchAs(h, applyYAML, web+"/scale?fieldManager=hpa", scale)
-	if want := `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`; w.Code != http.StatusConflict || responseStatus(t, w.Body.Bytes()).Message != want {
+	if want := `Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas`; w.Code != http.StatusConflict || apitest.ResponseStatus(t, w.Body.Bytes()).Message != want {
 		t.Errorf("unforced apply to scale: %d %s\nwant 409 %q", w.Code, w.Body, want)
 	}
 	w = patchAs(h, applyYAML, web+"/scale?fieldManager=hpa&force=true", scale)
@@ -194,17 +186,17 @@ func TestApplyThroughScale(t *testing.T) {
 	if err := json.Unmarshal(do(t, h, "GET", web, nil).Body.Bytes(), &d); err != nil {
 		t.Fatal(err)
 	}
-	hpa := managerEntry(&d, "hpa")
+	hpa := apitest.ManagerEntry(&d, "hpa")
 	if *d.Spec.Replicas != 3 || hpa == nil || hpa.Operation != metav1.ManagedFieldsOperationApply || hpa.Subresource != "scale" ||
 		hpa.APIVersion != "apps/v1" || string(hpa.FieldsV1.Raw) != `{"f:spec":{"f:replicas":{}}}` {
 		t.Errorf("the scale's applier should own spec.replicas: replicas %d, %+v", *d.Spec.Replicas, d.ManagedFields)
 	}
-	if applier := managerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
+	if applier := apitest.ManagerEntry(&d, "kubectl"); applier == nil || strings.Contains(string(applier.FieldsV1.Raw), "f:replicas") {
 		t.Errorf("the parent's applier should have lost spec.replicas: %+v", d.ManagedFields)
 	}
 
 	w = patchAs(h, applyYAML, web+"?fieldManager=kubectl", deploy)
-	if want := `Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas`; w.Code != http.StatusConflict || responseStatus(t, w.Body.Bytes()).Message != want {
+	if want := `Apply failed with 1 conflict: conflict with "hpa" with subresource "scale": .spec.replicas`; w.Code != http.StatusConflict || apitest.ResponseStatus(t, w.Body.Bytes()).Message != want {
 		t.Errorf("apply of other replicas: %d %s\nwant 409 %q", w.Code, w.Body, want)
 	}
 	if w := patchAs(h, applyYAML, web+"/scale", scale); w.Code != http.StatusUnprocessableEntity {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	corev1 "k8s.io/api/core/v1"
@@ -116,7 +117,7 @@ func FuzzRequestPath(f *testing.F) {
 		if err != nil {
 			return // not a request a server could receive
 		}
-		ri, err := requestInfos.NewRequestInfo(r)
+		ri, err := filters.RequestInfoOf(r)
 		if err != nil {
 			return // a 400 (/api/v1/watch)
 		}
@@ -124,6 +125,6 @@ func FuzzRequestPath(f *testing.F) {
 		if ok && (info.Resource == "" || info.Verb == "" && (method == "GET" || method == "POST")) {
 			t.Fatalf("%s %s parsed as %+v", method, u, info)
 		}
-		longRunning(r)
+		filters.LongRunning(r)
 	})
 }

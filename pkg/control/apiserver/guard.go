@@ -10,7 +10,7 @@ import (
 )
 
 // WriteGuard checks an object about to be stored (old is nil on create) against the
-// requesting user (UserFrom(ctx)): RBAC's escalation check.
+// requesting user (authn.UserFrom(ctx)): RBAC's escalation check.
 type WriteGuard func(ctx context.Context, gr schema.GroupResource, obj, old runtime.Object) error
 
 // SetWriteGuard installs g as a validating admission plugin of every create and update;

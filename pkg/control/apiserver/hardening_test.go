@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +36,7 @@ import (
 // mutatingInFlight reads the server's count of writes holding a seat from /metrics.
 var mutatingInFlight = regexp.MustCompile(`(?m)^apiserver_current_inflight_requests\{request_kind="mutating"\} (\d+)$`)
 
-func hardenedServer(t *testing.T, limits Limits, headerTimeout time.Duration) string {
+func hardenedServer(t *testing.T, limits filters.Limits, headerTimeout time.Duration) string {
 	t.Helper()
 	st := storetest.Cached(t)
 	reg, err := builtin.Registry()
@@ -50,9 +52,9 @@ func hardenedServer(t *testing.T, limits Limits, headerTimeout time.Duration) st
 	if err := s.Bootstrap(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	tokens := Tokens{"attacker": {Name: "attacker"}, "probe": {Name: "probe"}}
+	tokens := authn.Tokens{"attacker": {Name: "attacker"}, "probe": {Name: "probe"}}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := s.newHTTPServer(ctx, Authenticate(s.Handler(), tokens), headerTimeout)
+	srv := s.newHTTPServer(ctx, authn.Authenticate(s.Handler(), tokens), headerTimeout)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func residentBytes() uint64 {
 // answering another client, with bounded memory.
 func TestBadClientsCannotTakeTheServerDown(t *testing.T) {
 	const requestTimeout, headerTimeout = 3 * time.Second, 3 * time.Second
-	base := hardenedServer(t, Limits{RequestTimeout: requestTimeout, MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, headerTimeout)
+	base := hardenedServer(t, filters.Limits{RequestTimeout: requestTimeout, MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, headerTimeout)
 	transport := &http.Transport{MaxIdleConnsPerHost: 100}
 	t.Cleanup(transport.CloseIdleConnections)
 	attacker := client{base: base, token: "attacker", http: &http.Client{Transport: transport, Timeout: 30 * time.Second}}
@@ -366,11 +368,11 @@ func TestBadClientsCannotTakeTheServerDown(t *testing.T) {
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 // Clients trickling a request body a byte at a time are cut (their connection closed, as a
-// read timeout of net/http's does) once bodyTimeout has passed since their headers, not
+// read timeout of net/http's does) once filters.BodyTimeout has passed since their headers, not
 // held for the whole request timeout (60 s here); a client whose body arrives in time is
 // served.
 func TestSlowBodiesAreCut(t *testing.T) {
-	base := hardenedServer(t, Limits{RequestTimeout: time.Minute, MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, headerTimeout)
+	base := hardenedServer(t, filters.Limits{RequestTimeout: time.Minute, MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, headerTimeout)
 	addr := strings.TrimPrefix(base, "http://")
 	const clients = 50
 	held := make(chan time.Duration, clients)
@@ -386,9 +388,9 @@ func TestSlowBodiesAreCut(t *testing.T) {
 			start := time.Now()
 			fmt.Fprintf(conn, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer attacker\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
 			answered := make(chan struct{})
-			go func() { // one byte every 200 ms, until the server answers or 2*bodyTimeout
+			go func() { // one byte every 200 ms, until the server answers or 2*filters.BodyTimeout
 				defer conn.Close()
-				for range 10 * int(bodyTimeout/time.Second) {
+				for range 10 * int(filters.BodyTimeout/time.Second) {
 					select {
 					case <-answered:
 						return
@@ -399,7 +401,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 					}
 				}
 			}()
-			_ = conn.SetReadDeadline(time.Now().Add(2 * bodyTimeout))
+			_ = conn.SetReadDeadline(time.Now().Add(2 * filters.BodyTimeout))
 			answer, _ := io.ReadAll(conn) // the answer, then the close; or the deadline
 			close(answered)
 			if bytes.HasPrefix(answer, []byte("HTTP/1.1 2")) {
@@ -417,7 +419,7 @@ func TestSlowBodiesAreCut(t *testing.T) {
 	for range clients {
 		longest = max(longest, <-held)
 	}
-	if longest < bodyTimeout-time.Second || longest > bodyTimeout+5*time.Second {
-		t.Fatalf("slow-body connections held up to %s, want about bodyTimeout (%s)", longest, bodyTimeout)
+	if longest < filters.BodyTimeout-time.Second || longest > filters.BodyTimeout+5*time.Second {
+		t.Fatalf("slow-body connections held up to %s, want about filters.BodyTimeout (%s)", longest, filters.BodyTimeout)
 	}
 }

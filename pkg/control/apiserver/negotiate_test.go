@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +54,7 @@ func ownedPod(name string) *corev1.Pod {
 func checkPartial(t *testing.T, body []byte, pod *corev1.Pod, version string) {
 	t.Helper()
 	var got metav1.PartialObjectMetadata
-	decodeStrict(t, body, &got) // a spec or status would be an unknown field
+	apitest.DecodeStrict(t, body, &got) // a spec or status would be an unknown field
 	want := meta.AsPartialObjectMetadata(pod)
 	want.TypeMeta = metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + version}
 	if !reflect.DeepEqual(&got, want) {
@@ -71,7 +72,7 @@ func TestPartialObjectMetadataGetAndList(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		w := do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod(name))
 		var pod corev1.Pod
-		decodeStrict(t, w.Body.Bytes(), &pod)
+		apitest.DecodeStrict(t, w.Body.Bytes(), &pod)
 		pods = append(pods, &pod)
 	}
 
@@ -88,7 +89,7 @@ func TestPartialObjectMetadataGetAndList(t *testing.T) {
 
 	w := do(t, withAccept(metadataListAccept, h), "GET", "/api/v1/namespaces/default/pods", nil)
 	var list metav1.PartialObjectMetadataList
-	decodeStrict(t, w.Body.Bytes(), &list)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &list)
 	if w.Code != http.StatusOK || list.Kind != "PartialObjectMetadataList" || list.APIVersion != "meta.k8s.io/v1" || list.ResourceVersion == "" || len(list.Items) != 2 {
 		t.Fatalf("LIST as PartialObjectMetadataList: %d %s", w.Code, w.Body)
 	}
@@ -107,7 +108,7 @@ func TestPartialObjectMetadataGetAndList(t *testing.T) {
 	pw := httptest.NewRecorder()
 	h.ServeHTTP(pw, patch)
 	var patched metav1.PartialObjectMetadata
-	decodeStrict(t, pw.Body.Bytes(), &patched)
+	apitest.DecodeStrict(t, pw.Body.Bytes(), &patched)
 	if pw.Code != http.StatusOK || patched.Kind != "PartialObjectMetadata" || patched.Labels["tier"] != "front" || patched.ResourceVersion == pods[1].ResourceVersion {
 		t.Fatalf("PATCH answered as PartialObjectMetadata: %d %s", pw.Code, pw.Body)
 	}
@@ -132,7 +133,7 @@ func TestPartialObjectMetadataWatch(t *testing.T) {
 	t.Cleanup(srv.Close)
 	w := do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a"))
 	var pod corev1.Pod
-	decodeStrict(t, w.Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &pod)
 
 	events := watchLines(t, srv, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan")
 	typ, obj := nextEvent(t, events)
@@ -151,7 +152,7 @@ func TestPartialObjectMetadataWatch(t *testing.T) {
 	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/a", &pod); w.Code != http.StatusOK {
 		t.Fatalf("update: %d %s", w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
 	typ, obj = nextEvent(t, events)
 	raw, _ = json.Marshal(obj)
 	if typ != "MODIFIED" {
@@ -182,7 +183,7 @@ func TestNotAcceptable(t *testing.T) {
 			body = ownedPod("b")
 		}
 		w := do(t, withAccept(c.accept, h), c.method, c.path, body)
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusNotAcceptable || status.Kind != "Status" || status.Code != http.StatusNotAcceptable || status.Reason != metav1.StatusReasonNotAcceptable {
 			t.Errorf("%s %s with Accept %q: %d %s, want a 406 Status", c.method, c.path, c.accept, w.Code, w.Body)
 		}
@@ -219,7 +220,7 @@ func TestProtobufResponses(t *testing.T) {
 	}
 	pod := fromProtobuf(created, "create")
 	var asJSON corev1.Pod
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &asJSON)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &asJSON)
 	if !equality.Semantic.DeepEqual(pod, &asJSON) || pod.UID == "" || pod.ResourceVersion == "" {
 		t.Fatalf("protobuf and JSON disagree:\n got %+v\nwant %+v", pod, &asJSON)
 	}
@@ -268,7 +269,7 @@ func checkProtobufList(t *testing.T, h http.Handler, path string) {
 		t.Fatalf("LIST %s: %v", path, err)
 	}
 	var want corev1.PodList
-	decodeStrict(t, do(t, h, "GET", path, nil).Body.Bytes(), &want)
+	apitest.DecodeStrict(t, do(t, h, "GET", path, nil).Body.Bytes(), &want)
 	// TypeMeta is the envelope's in protobuf, and an item's message has none.
 	want.TypeMeta, got.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
 	for i := range want.Items {
@@ -371,7 +372,7 @@ func TestProtobufWatch(t *testing.T) {
 	srv := httptest.NewServer(withAccept(clientGoAccept, h))
 	t.Cleanup(srv.Close)
 	var pod corev1.Pod
-	decodeStrict(t, do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a")).Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, do(t, h, "POST", "/api/v1/namespaces/default/pods", ownedPod("a")).Body.Bytes(), &pod)
 	pod.TypeMeta = metav1.TypeMeta{} // client-go's decoder clears it, as for every typed object
 
 	events := protobufWatch(t, srv, "/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan")
@@ -385,7 +386,7 @@ func TestProtobufWatch(t *testing.T) {
 	if w := do(t, h, "PUT", "/api/v1/namespaces/default/pods/a", &pod); w.Code != http.StatusOK {
 		t.Fatalf("update: %d %s", w.Code, w.Body)
 	}
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), &pod)
 	pod.TypeMeta = metav1.TypeMeta{}
 	if ev := nextTyped(t, events); ev.Type != watch.Modified || !equality.Semantic.DeepEqual(ev.Object, &pod) {
 		t.Fatalf("update event %s %+v, want MODIFIED %+v", ev.Type, ev.Object, &pod)
@@ -486,7 +487,7 @@ func TestYAMLResponses(t *testing.T) {
 		t.Errorf("JSON first of equal q: %q", w.Header().Get("Content-Type"))
 	}
 	w := do(t, withAccept("text/plain", h), "GET", "/api/v1/namespaces/default/pods/a", nil)
-	status := responseStatus(t, w.Body.Bytes())
+	status := apitest.ResponseStatus(t, w.Body.Bytes())
 	if want := "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"; w.Code != http.StatusNotAcceptable || status.Message != want {
 		t.Errorf("Accept text/plain: %d %q, want 406 %q", w.Code, status.Message, want)
 	}

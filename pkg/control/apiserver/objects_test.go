@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -130,7 +131,7 @@ func TestWritesDeriveTheProtobufOfTheirWatchEvent(t *testing.T) {
 	mustCode(t, do(t, h, "POST", "/api/v1/namespaces/default/pods", pod), http.StatusCreated)
 	check("create", pods, "a", true)
 
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), pod)
 	pod.Labels["tier"] = "front"
 	mustCode(t, do(t, h, "PUT", "/api/v1/namespaces/default/pods/a", pod), http.StatusOK)
 	check("update", pods, "a", true)
@@ -139,7 +140,7 @@ func TestWritesDeriveTheProtobufOfTheirWatchEvent(t *testing.T) {
 	mustCode(t, do(t, h, "POST", "/api/v1/namespaces/default/pods/a/binding", binding), http.StatusCreated)
 	check("binding", pods, "a", true)
 
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), pod)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/a", nil).Body.Bytes(), pod)
 	pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
 	mustCode(t, do(t, h, "PUT", "/api/v1/namespaces/default/pods/a/status", pod), http.StatusOK)
 	check("status update", pods, "a", true)
@@ -171,7 +172,7 @@ func TestWritesDeriveTheProtobufOfTheirWatchEvent(t *testing.T) {
 		t.Fatalf("protobuf create: %d %v", resp.Code, err)
 	}
 	var asJSON corev1.Pod
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/c", nil).Body.Bytes(), &asJSON)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods/c", nil).Body.Bytes(), &asJSON)
 	if !equality.Semantic.DeepEqual(&viaHTTP, &asJSON) {
 		t.Fatalf("the protobuf response to a create is not the stored pod:\n got %+v\nwant %+v", &viaHTTP, &asJSON)
 	}

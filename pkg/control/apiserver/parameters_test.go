@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -35,7 +36,7 @@ func TestListParameterErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := do(t, h, "GET", tc.path+"?"+q.Encode(), nil)
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusBadRequest || status.Reason != metav1.StatusReasonBadRequest || status.Message != tc.want {
 			t.Errorf("%s?%s: %d %s %q, want 400 BadRequest %q", tc.path, tc.query, w.Code, status.Reason, status.Message, tc.want)
 		}
@@ -87,7 +88,7 @@ func TestDeleteOptionsErrors(t *testing.T) {
 		{"?gracePeriodSeconds=x", nil, http.StatusBadRequest, `strconv.ParseInt: parsing "x": invalid syntax`},
 	} {
 		w := do(t, h, "DELETE", path+tc.query, tc.body)
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != tc.code || status.Message != tc.want {
 			t.Errorf("%s %v: %d %q, want %d %q", tc.query, tc.body, w.Code, status.Message, tc.code, tc.want)
 		}
@@ -109,7 +110,7 @@ func TestDryRunErrors(t *testing.T) {
 	} {
 		w := do(t, h, tc.method, tc.path+"?dryRun=Bogus", cm)
 		want := tc.options + `.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"`
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusUnprocessableEntity || status.Message != want {
 			t.Errorf("%s dryRun=Bogus: %d %q, want 422 %q", tc.method, w.Code, status.Message, want)
 		}
@@ -137,7 +138,7 @@ func TestResourceVersionNotANumber(t *testing.T) {
 			{"/api/v1/namespaces/default/pods?limit=1&resourceVersion=", http.StatusBadRequest, metav1.StatusReasonBadRequest, "invalid resource version: " + invalid},
 		} {
 			w := do(t, h, "GET", tc.path+rv, nil)
-			status := responseStatus(t, w.Body.Bytes())
+			status := apitest.ResponseStatus(t, w.Body.Bytes())
 			if w.Code != tc.code || int(status.Code) != tc.code || status.Reason != tc.reason || status.Message != tc.want {
 				t.Errorf("%s%s: %d %d %q %q, want %d %q %q", tc.path, rv, w.Code, status.Code, status.Reason, status.Message, tc.code, tc.reason, tc.want)
 			}
@@ -157,7 +158,7 @@ func TestRequestBodyTooLarge(t *testing.T) {
 		{"PUT", "/api/v1/namespaces/default/configmaps/c"},
 	} {
 		w := do(t, h, tc.method, tc.path, big)
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		const want = "Request entity too large: limit is 3145728"
 		if w.Code != http.StatusRequestEntityTooLarge || status.Reason != metav1.StatusReasonRequestEntityTooLarge || status.Message != want {
 			t.Errorf("%s of a 3 MiB ConfigMap: %d %s %q, want 413 RequestEntityTooLarge %q", tc.method, w.Code, status.Reason, status.Message, want)

@@ -7,10 +7,14 @@ import (
 	"net/http"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +25,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/client-go/kubernetes/scheme"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 )
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo) error {
@@ -36,7 +41,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	if err != nil {
 		return err
 	}
-	auditRequestPatch(r.Context(), patch)
+	filters.AuditRequestPatch(r.Context(), patch)
 	var warnings []string
 	update := generic.UpdateOptions{Subresource: info.Subresource, DryRun: len(opts.DryRun) > 0}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, update, func(cur runtime.Object) (runtime.Object, error) {
@@ -45,7 +50,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 			return nil, err
 		}
 		warnings = strict
-		takeManagedFieldsReset(r.Context(), out)
+		fieldmanager.TakeManagedFieldsReset(r.Context(), out)
 		return out, checkNames(res, out, info)
 	})
 	if err != nil {
@@ -53,6 +58,105 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, res *registr
 	}
 	setWarnings(w, res, info.Subresource, obj, warnings)
 	return s.respond(w, r, res, http.StatusOK, obj)
+}
+
+// serveApply is server-side apply (PATCH application/apply-patch+yaml): the applied
+// configuration is merged into the stored object by field ownership, conflicting with other
+// managers' fields unless forced; an object that does not exist yet is created.
+func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, opts metav1.PatchOptions) error {
+	m, err := s.fields.Manager(res, info.Subresource)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err))
+	}
+	if m == nil {
+		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
+	}
+	patch, warnings, refused, err := decodeApplyConfiguration(r, opts.FieldValidation)
+	if err != nil {
+		return err
+	}
+	owner := &fieldmanager.Owner{Manager: opts.FieldManager, Apply: true}
+	ctx := fieldmanager.WithOwner(r.Context(), owner)
+	force := opts.Force != nil && *opts.Force
+	dry := len(opts.DryRun) > 0
+	apply := func(live runtime.Object) (runtime.Object, error) {
+		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
+		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
+			err = fieldmanager.ApplyError(err)
+		}
+		if err == nil {
+			err = refused
+		}
+		if err != nil {
+			return nil, err
+		}
+		owner.Applied = mustMeta(merged).GetManagedFields()
+		if name := mustMeta(merged).GetName(); name != info.Name { // an empty one too, unlike checkNames
+			return nil, nameMismatch(name, info.Name)
+		}
+		return merged, checkNames(res, merged, info)
+	}
+	// Apply to a missing object creates it; one that appears meanwhile is applied to.
+	for range 2 {
+		obj, err := s.objects.Update(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}, apply)
+		if err == nil {
+			setWarnings(w, res, info.Subresource, obj, warnings)
+			return s.respond(w, r, res, http.StatusOK, obj)
+		}
+		if !apierrors.IsNotFound(err) || info.Subresource != "" {
+			return err
+		}
+		empty, err := res.New()
+		if err == nil {
+			obj, err = apply(empty)
+		}
+		if err == nil && mustMeta(obj).GetUID() != "" {
+			err = apierrors.NewConflict(res.GroupResource(), info.Name,
+				fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", mustMeta(obj).GetUID()))
+		}
+		if err == nil {
+			setRequester(ctx, res, obj)
+			obj, err = s.objects.Create(ctx, res, obj, generic.CreateOptions{DryRun: dry})
+		}
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		setWarnings(w, res, info.Subresource, obj, warnings)
+		return s.respond(w, r, res, http.StatusCreated, obj)
+	}
+	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))
+}
+
+// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields are
+// warnings or, under ?fieldValidation=Strict, refused: the error the apply returns once the
+// field manager merged it, as kube-apiserver checks them after the merge (a conflict comes
+// first). Its kind and its fields are the field manager's to check.
+func decodeApplyConfiguration(r *http.Request, validation string) (patch *unstructured.Unstructured, warnings []string, refused, err error) {
+	data, err := readRaw(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if filters.Auditing(r.Context()) {
+		if asJSON, err := yaml.YAMLToJSON(data); err == nil { // the event is JSON: a YAML body would break it
+			filters.AuditRequestPatch(r.Context(), asJSON)
+		}
+	}
+	patch = &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
+		return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if validation != metav1.FieldValidationIgnore {
+		if err := yaml.UnmarshalStrict(data, &map[string]any{}); err != nil {
+			if validation == metav1.FieldValidationStrict {
+				return patch, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)), nil
+			}
+			warnings = append(warnings, strictDecodingWarnings([]error{err})...)
+		}
+	}
+	return patch, warnings, nil, nil
 }
 
 // patchOptions are a PATCH's patch type and options, refused as kube-apiserver refuses them.
@@ -144,7 +248,7 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		if patched, err = jsonpatch.MergePatch(orig, patch); errors.Is(err, jsonpatch.ErrBadJSONPatch) {
 			return nil, nil, apierrors.NewBadRequest(err.Error())
 		} else if err != nil {
-			return nil, nil, unknownError(err)
+			return nil, nil, responsewriters.UnknownError(err)
 		}
 	default:
 		return nil, nil, negotiation.NewUnsupportedMediaTypeError(patchTypes(res))
@@ -209,7 +313,7 @@ func strategicMergePatch(cur runtime.Object, patch []byte, out runtime.Object, d
 	case errors.Is(err, mergepatch.ErrNoListOfLists), errors.Is(err, mergepatch.ErrPatchContentNotMatchRetainKeys):
 		return nil, unprocessable(err)
 	case err != nil:
-		return nil, unknownError(err)
+		return nil, responsewriters.UnknownError(err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, out, checkStrict); err != nil {
 		strict, ok := runtime.AsStrictDecodingError(err)
@@ -234,12 +338,6 @@ func invalidPatch(value string, err error) error {
 // kind, reason or details (NewGenericServerResponse).
 func unprocessable(err error) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
-}
-
-// unknownError is the status kube-apiserver gives an error that is no status: 500, reason
-// empty, the error's text as message.
-func unknownError(err error) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
 }
 
 // strictWarnings are the strict decoding errors as Warning headers, under Warn only.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -60,7 +61,7 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := patchAs(h, tc.contentType, pod+tc.query, tc.patch)
-			st := responseStatus(t, w.Body.Bytes())
+			st := apitest.ResponseStatus(t, w.Body.Bytes())
 			msgOK := st.Message == tc.message
 			if prefix, ok := strings.CutSuffix(tc.message, "..."); ok {
 				msgOK = strings.HasPrefix(st.Message, prefix)
@@ -103,7 +104,7 @@ func TestUnsupportedMediaTypesAsKubeAPIServer(t *testing.T) {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
-		if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnsupportedMediaType ||
+		if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnsupportedMediaType ||
 			st.Reason != metav1.StatusReasonUnsupportedMediaType || st.Message != tc.want {
 			t.Errorf("%s %q: %d %s\nwant 415 %q", tc.method, tc.contentType, w.Code, w.Body, tc.want)
 		}

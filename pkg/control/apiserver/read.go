@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -127,7 +128,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *registry
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, table)
+		responsewriters.WriteJSON(w, http.StatusOK, table)
 		return nil
 	case asPartialMetadataList:
 		partial := func(item *storedObject) ([3][]byte, error) {

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kjson "sigs.k8s.io/json"
 )
 
 // newCachedServer is a Server reading through the watch cache, as miniapi's is.
@@ -53,27 +53,6 @@ func podNamed(name, app string) *corev1.Pod {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 }
 
-// decodeStrict decodes a response body, failing on fields the type does not have.
-func decodeStrict(t *testing.T, body []byte, into any) {
-	t.Helper()
-	strict, err := kjson.UnmarshalStrict(body, into)
-	if err != nil || len(strict) > 0 {
-		t.Fatalf("decode %T: %v %v\n%s", into, err, strict, body)
-	}
-}
-
-// responseStatus is the Status an error response carries, failing t when the body is not
-// one: kube's responsewriters.ErrorNegotiated answers every API error with a v1 Status.
-func responseStatus(t *testing.T, body []byte) metav1.Status {
-	t.Helper()
-	var st metav1.Status
-	decodeStrict(t, body, &st)
-	if st.Kind != "Status" || st.APIVersion != "v1" {
-		t.Fatalf("not a Status: %s", body)
-	}
-	return st
-}
-
 // LIST and GET send the shared encodings of the objects in exactly the bytes encoding the
 // typed objects would give, and pages cover every object once.
 func TestListAndGetEncoding(t *testing.T) {
@@ -90,7 +69,7 @@ func TestListAndGetEncoding(t *testing.T) {
 
 	w := do(t, h, "GET", "/api/v1/namespaces/default/pods", nil)
 	var list corev1.PodList
-	decodeStrict(t, w.Body.Bytes(), &list)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &list)
 	if list.Kind != "PodList" || list.APIVersion != "v1" || list.ResourceVersion == "" || len(list.Items) != len(names) {
 		t.Fatalf("list: kind %q apiVersion %q resourceVersion %q, %d items", list.Kind, list.APIVersion, list.ResourceVersion, len(list.Items))
 	}
@@ -111,7 +90,7 @@ func TestListAndGetEncoding(t *testing.T) {
 
 	g1 := do(t, h, "GET", "/api/v1/namespaces/default/pods/p3", nil)
 	var pod corev1.Pod
-	decodeStrict(t, g1.Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, g1.Body.Bytes(), &pod)
 	if pod.Name != "p3" || pod.Kind != "Pod" || pod.ResourceVersion != list.Items[3].ResourceVersion {
 		t.Fatalf("get p3: %s/%s %s at %s, listed at %s", pod.APIVersion, pod.Kind, pod.Name, pod.ResourceVersion, list.Items[3].ResourceVersion)
 	}
@@ -124,7 +103,7 @@ func TestListAndGetEncoding(t *testing.T) {
 	for page := 0; ; page++ {
 		w := do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=3&continue="+url.QueryEscape(next), nil)
 		var l corev1.PodList
-		decodeStrict(t, w.Body.Bytes(), &l)
+		apitest.DecodeStrict(t, w.Body.Bytes(), &l)
 		// remainingItemCount: what the pages after this one hold (the chunking conformance
 		// test sums it), absent on the last page.
 		switch left := len(names) - len(paged) - len(l.Items); {
@@ -146,7 +125,7 @@ func TestListAndGetEncoding(t *testing.T) {
 
 	w = do(t, h, "GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Da", nil)
 	var selected corev1.PodList
-	decodeStrict(t, w.Body.Bytes(), &selected)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &selected)
 	if len(selected.Items) != 4 || selected.Items[1].Name != "p2" {
 		t.Fatalf("labelSelector app=a listed %d pods", len(selected.Items))
 	}
@@ -217,7 +196,7 @@ func TestWatchSelectorsAndExpiry(t *testing.T) {
 	h := s.Handler()
 	w := do(t, h, "POST", "/api/v1/namespaces/default/pods", podNamed("web", "a"))
 	var pod corev1.Pod
-	decodeStrict(t, w.Body.Bytes(), &pod)
+	apitest.DecodeStrict(t, w.Body.Bytes(), &pod)
 
 	events := watchLines(t, srv, "/api/v1/namespaces/default/pods?watch=1&labelSelector=app%3Da&resourceVersion="+pod.ResourceVersion)
 	pod.Labels["app"] = "b"
@@ -257,7 +236,7 @@ func TestListOfCompactedRevision(t *testing.T) {
 		}
 	}
 	var first corev1.PodList
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=1", nil).Body.Bytes(), &first)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=1", nil).Body.Bytes(), &first)
 	if first.Continue == "" {
 		t.Fatal("a list of 3 pods with limit 1 has no continue token")
 	}
@@ -271,7 +250,7 @@ func TestListOfCompactedRevision(t *testing.T) {
 	expired := func(path, message string) metav1.Status {
 		t.Helper()
 		w := do(t, h, "GET", path, nil)
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusGone || status.Reason != metav1.StatusReasonExpired || status.Message != message {
 			t.Fatalf("GET %s: %d %s %q, want 410 Expired %q", path, w.Code, status.Reason, status.Message, message)
 		}
@@ -287,7 +266,7 @@ func TestListOfCompactedRevision(t *testing.T) {
 	var rest []string
 	for next := status.Continue; next != ""; {
 		var page corev1.PodList
-		decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=2&continue="+url.QueryEscape(next), nil).Body.Bytes(), &page)
+		apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods?limit=2&continue="+url.QueryEscape(next), nil).Body.Bytes(), &page)
 		for _, p := range page.Items {
 			rest = append(rest, p.Name)
 		}
@@ -299,7 +278,7 @@ func TestListOfCompactedRevision(t *testing.T) {
 		t.Errorf("pages from the 410's token: %v, want [p1 p2 p3]", rest)
 	}
 	var fresh corev1.PodList
-	decodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods", nil).Body.Bytes(), &fresh)
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1/namespaces/default/pods", nil).Body.Bytes(), &fresh)
 	if len(fresh.Items) != 4 {
 		t.Errorf("a new list after compaction: %d pods, want 4", len(fresh.Items))
 	}

@@ -6,12 +6,14 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/store/storetest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// TestRoutingAndAuthorizationAgree feeds odd paths through WithRequestInfo and Authorize to
+// TestRoutingAndAuthorizationAgree feeds odd paths through filters.WithRequestInfo and filters.Authorize to
 // what routing does with them: the object routing resolves is the one authorized, with the
 // same verb, because both read the one RequestInfo.
 func TestRoutingAndAuthorizationAgree(t *testing.T) {
@@ -70,8 +72,8 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 	// Deeper than RESOURCE/NAME/SUBRESOURCE: authorized as Kubernetes does (it reads the first
 	// three), then not found by routing.
 	r := httptest.NewRequest("GET", "/apis/apps/v1/namespaces/x/deployments/web/scale/extra", nil)
-	ri, _ := requestInfos.NewRequestInfo(r)
-	if a, _ := Attributes(r, User{Name: "u"}); a.Subresource != "scale" || a.Name != "web" {
+	ri, _ := filters.RequestInfoOf(r)
+	if a, _ := filters.Attributes(r, authn.User{Name: "u"}); a.Subresource != "scale" || a.Name != "web" {
 		t.Errorf("deeper path authorized as %+v", a)
 	}
 	if _, _, err := s.resolve(ri); err == nil {
@@ -80,8 +82,8 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 	// A list's metadata.name field selector is authorized as that name (Kubernetes'), while
 	// routing lists: the name is the path's.
 	r = httptest.NewRequest("GET", "/api/v1/namespaces/x/pods?fieldSelector=metadata.name%3Dy", nil)
-	ri, _ = requestInfos.NewRequestInfo(r)
-	if a, _ := Attributes(r, User{Name: "u"}); a.Verb != "list" || a.Name != "y" {
+	ri, _ = filters.RequestInfoOf(r)
+	if a, _ := filters.Attributes(r, authn.User{Name: "u"}); a.Verb != "list" || a.Name != "y" {
 		t.Errorf("list by name authorized as %+v", a)
 	}
 	if info, ok := resourceRequest(ri); !ok || info.Verb != "list" || info.Name != "" {
@@ -91,7 +93,7 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 		var routed *requestInfo
 		served := false
 		route := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-			ri, err := requestInfoOf(r) // as serveAPI: the RequestInfo authorization read
+			ri, err := filters.RequestInfoOf(r) // as serveAPI: the RequestInfo authorization read
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.method, c.path, err)
 			}
@@ -103,8 +105,8 @@ func TestRoutingAndAuthorizationAgree(t *testing.T) {
 		})
 		asked = nil
 		r := httptest.NewRequest(c.method, c.path, nil)
-		r = r.WithContext(WithUser(r.Context(), User{Name: "u"}))
-		WithRequestInfo(Authorize(route, az)).ServeHTTP(httptest.NewRecorder(), r)
+		r = r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "u"}))
+		filters.WithRequestInfo(filters.Authorize(route, az)).ServeHTTP(httptest.NewRecorder(), r)
 		if asked == nil {
 			t.Fatalf("%s %s: not authorized", c.method, c.path)
 		}

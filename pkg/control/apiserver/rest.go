@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,11 +41,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, res *regi
 		w = yw
 	}
 	if err := s.dispatch(w, r, res, info); err != nil {
-		if timeOutNow(r.Context()) {
-			err = timeoutError(r.Context()) // what the client gets from withRequestTimeout
+		if filters.TimeOutNow(r.Context()) {
+			err = filters.TimeoutError(r.Context()) // what the client gets from filters.WithRequestTimeout
 		}
-		auditError(r.Context(), err)
-		writeError(w, err)
+		filters.AuditError(r.Context(), err)
+		responsewriters.WriteError(w, err)
 	}
 }
 
@@ -113,16 +115,16 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 	if err != nil {
 		return err
 	}
-	auditResponse(r.Context(), obj, res.GVK().GroupVersion())
+	filters.AuditResponse(r.Context(), obj, res.GVK().GroupVersion())
 	switch rep.as {
 	case asTable:
 		table, err := buildTable(r, res, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: mustMeta(obj).GetResourceVersion()})
 		if err != nil {
 			return err
 		}
-		writeJSON(w, code, table)
+		responsewriters.WriteJSON(w, code, table)
 	case asPartialMetadata:
-		writeJSON(w, code, partialMetadata(obj, rep))
+		responsewriters.WriteJSON(w, code, partialMetadata(obj, rep))
 	default:
 		if rep.protobuf {
 			if raw, ok := sharedProtobuf(r, res, obj); ok {
@@ -132,7 +134,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, res *registry.R
 			}
 			return nil
 		}
-		writeJSON(w, code, obj)
+		responsewriters.WriteJSON(w, code, obj)
 	}
 	return nil
 }

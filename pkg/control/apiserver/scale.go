@@ -1,10 +1,11 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -53,17 +54,17 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 				return err
 			}
 			warnings = strict
-			owner := &fieldOwner{manager: opts.FieldManager, apply: true}
-			ctx = context.WithValue(ctx, fieldOwnerKey{}, owner)
+			owner := &fieldmanager.Owner{Manager: opts.FieldManager, Apply: true}
+			ctx = fieldmanager.WithOwner(ctx, owner)
 			change = func(parent runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
-				scale, applied, err := s.fields.applyScale(res, parent, cur, patch.DeepCopy(), opts.FieldManager, opts.Force != nil && *opts.Force)
+				scale, applied, err := s.fields.ApplyScale(res, parent, cur, patch.DeepCopy(), opts.FieldManager, opts.Force != nil && *opts.Force)
 				if err == nil {
 					err = refused
 				}
 				if err != nil {
 					return nil, err
 				}
-				owner.applied = applied
+				owner.Applied = applied
 				return scale, checkScaleNames(scale, info)
 			}
 			break
@@ -72,7 +73,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, res *registr
 		if err != nil {
 			return err
 		}
-		auditRequestPatch(ctx, patch)
+		filters.AuditRequestPatch(ctx, patch)
 		change = func(_ runtime.Object, cur *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
 			patched, _, err := applyPatch(scaleKind, patchType, cur, patch, validationIgnore)
 			if err != nil {

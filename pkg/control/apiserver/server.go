@@ -1,6 +1,9 @@
 // Package apiserver serves the Kubernetes REST API over the store: discovery, CRUD, patch,
 // watch and server-side tables for the resources of the registry, on TLS with x509 client
-// authentication, so kubectl and client-go work unmodified.
+// authentication, so kubectl and client-go work unmodified. It routes requests and holds the
+// resource handlers; the filters around them (filters, authn), discovery, the connect
+// subresources (connect) and managed fields (fieldmanager) are its subpackages, as in
+// k8s.io/apiserver.
 package apiserver
 
 import (
@@ -17,6 +20,12 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/control/allocator"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/connect"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
+	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	"github.com/minik8s/minik8s/pkg/control/store"
@@ -47,8 +56,9 @@ type Config struct {
 	// MasterLeaseTTL is how long this server's address stays in the `kubernetes` Service's
 	// endpoints after its last renewal (0: DefaultMasterLeaseTTL; endpoints.go).
 	MasterLeaseTTL time.Duration
-	// Limits bound request time and requests in flight; the zero value gives DefaultLimits.
-	Limits Limits
+	// Limits bound request time and requests in flight; the zero value gives
+	// filters.DefaultLimits.
+	Limits filters.Limits
 	// Admission are the admission plugins beyond NamespaceLifecycle, which always runs first.
 	Admission generic.Admission
 	// NodeTransport carries proxied requests to the nodes' API (pods/log, exec, ...) with
@@ -80,7 +90,7 @@ type Server struct {
 	reg       *registry.Registry
 	log       *slog.Logger
 	metrics   *metrics
-	fields    *fieldManagers
+	fields    *fieldmanager.Managers
 	handler   http.Handler
 	ranges    allocator.Ranges
 	// protobufKinds are the resources that may answer in protobuf, protobufLists those
@@ -89,14 +99,12 @@ type Server struct {
 	// advertise is where the `kubernetes` Service's endpoints point.
 	advertise netip.AddrPort
 	leaseTTL  time.Duration
-	// nodeTransport reaches the nodes' API.
-	nodeTransport http.RoundTripper
-	extensions    []Extension
-	limits        Limits
-	openAPI       *OpenAPIDocuments
-
-	// nodeAddressTypes are the node address types tried in order to reach a node's API.
-	nodeAddressTypes []corev1.NodeAddressType
+	// connect serves the subresources that reach pods, nodes and services (exec, logs, proxy).
+	connect    *connect.Handler
+	extensions []Extension
+	discovery  *discovery.Handler
+	limits     filters.Limits
+	openAPI    *openapi.Handler
 }
 
 // New builds the server.
@@ -110,15 +118,15 @@ func New(cfg Config) *Server {
 	if cfg.Ranges.ServiceIPs == nil {
 		cfg.Ranges, _ = allocator.NewRanges(cfg.Store, allocator.DefaultServiceRange, allocator.DefaultNodePorts) // the defaults are valid
 	}
-	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: newFieldManagers(cfg.Registry, cfg.Log)}
+	s := &Server{store: cfg.Store, reg: cfg.Registry, log: cfg.Log, metrics: newMetrics(cfg.Metrics), fields: fieldmanager.New(cfg.Registry, cfg.Log)}
 	admission := cfg.Admission
 	s.lifecycle = generic.NewNamespaceLifecycle(cfg.Store, cfg.Registry)
 	admission.Mutating = append([]generic.MutatingAdmission{s.lifecycle}, admission.Mutating...)
 	s.objects = generic.New(generic.Config{Store: cfg.Store, Registry: cfg.Registry, Ranges: cfg.Ranges,
 		Admission: admission, Fields: s.fields, Stored: s.encodings.written, Log: cfg.Log})
 	s.protobufKinds, s.protobufLists = protobufResources(cfg.Registry)
-	s.nodeTransport, s.extensions = cfg.NodeTransport, cfg.Extensions
-	s.nodeAddressTypes = cfg.NodeAddressTypes
+	s.connect = &connect.Handler{Store: cfg.Store, Objects: s.objects, Registry: cfg.Registry,
+		NodeTransport: cfg.NodeTransport, NodeAddressTypes: cfg.NodeAddressTypes, Log: cfg.Log}
 	s.ranges, s.advertise = cfg.Ranges, netip.AddrPortFrom(cfg.AdvertiseAddress, uint16(cfg.SecurePort))
 	if s.leaseTTL = cfg.MasterLeaseTTL; s.leaseTTL <= 0 {
 		s.leaseTTL = DefaultMasterLeaseTTL
@@ -131,7 +139,7 @@ func New(cfg Config) *Server {
 	healthz.InstallHandler(mux, checks...)
 	healthz.InstallLivezHandler(mux, checks...)
 	healthz.InstallReadyzHandler(mux, append(checks, cfg.ReadyChecks...)...)
-	mux.HandleFunc("/version", serveVersion)
+	mux.HandleFunc("/version", discovery.ServeVersion)
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{cfg.Metrics, upstreamMetrics}, promhttp.HandlerOpts{}))
 	if cfg.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -140,25 +148,29 @@ func New(cfg Config) *Server {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.HandleFunc("/api", s.serveLegacyVersions)
-	mux.HandleFunc("/apis", s.serveGroups)
+	s.discovery = discovery.New(cfg.Registry)
+	for _, e := range cfg.Extensions {
+		s.AddExtension(e)
+	}
+	mux.HandleFunc("/api", s.discovery.ServeLegacyVersions)
+	mux.HandleFunc("/apis", s.discovery.ServeGroups)
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
-	s.openAPI = newOpenAPIDocuments(cfg.Registry, cfg.Log)
-	s.openAPI.register(mux) // /openapi/v2, /openapi/v3/...
-	if cfg.Limits == (Limits{}) {
-		cfg.Limits = DefaultLimits
+	s.openAPI = openapi.NewHandler(cfg.Registry, discovery.KubernetesVersion, cfg.Log)
+	s.openAPI.Register(mux) // /openapi/v2, /openapi/v3/...
+	if cfg.Limits == (filters.Limits{}) {
+		cfg.Limits = filters.DefaultLimits
 	}
 	s.limits = cfg.Limits
-	h := s.metrics.instrument(withFieldOwner(mux))
-	inFlight := newInFlight(cfg.Limits)
-	inFlight.register(cfg.Metrics)
-	s.handler = WithRequestInfo(inFlight.limit(h)) // a no-op under newHTTPServer's: one parse
+	h := s.metrics.instrument(fieldmanager.WithFieldOwner(mux))
+	inFlight := filters.NewInFlight(cfg.Limits)
+	inFlight.Register(cfg.Metrics)
+	s.handler = filters.WithRequestInfo(inFlight.Limit(h)) // a no-op under newHTTPServer's: one parse
 	return s
 }
 
 // OpenAPI returns the served OpenAPI documents, which custom resources' join.
-func (s *Server) OpenAPI() *OpenAPIDocuments { return s.openAPI }
+func (s *Server) OpenAPI() *openapi.Handler { return s.openAPI }
 
 // Handler returns the unauthenticated handler with the in-flight limits and authorization
 // (tests and the authenticating wrapper use it).
@@ -174,36 +186,36 @@ func (s *Server) checkStore(r *http.Request) error {
 
 // serveAPI routes /api/... and /apis/... to discovery or to a resource.
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	ri, err := requestInfoOf(r)
+	ri, err := filters.RequestInfoOf(r)
 	if err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
+		responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	if s.serveConnect(w, r, ri) || s.serveExtension(w, r) {
+	if s.connect.Serve(w, r, ri) || s.serveExtension(w, r) {
 		return
 	}
 	if !ri.IsResourceRequest { // discovery: /api/VERSION, /apis/GROUP, /apis/GROUP/VERSION
 		switch parts := strings.Split(strings.Trim(ri.Path, "/"), "/"); {
 		case len(parts) == 1 && parts[0] == "api": // /api/, served as /api (kube-apiserver does)
-			s.serveLegacyVersions(w, r)
+			s.discovery.ServeLegacyVersions(w, r)
 			return
 		case len(parts) == 1 && parts[0] == "apis": // /apis/
-			s.serveGroups(w, r)
+			s.discovery.ServeGroups(w, r)
 			return
 		case len(parts) == 2 && parts[0] == "api":
-			s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
+			s.discovery.ServeResourceList(w, r, schema.GroupVersion{Version: parts[1]})
 			return
 		case len(parts) == 2 && parts[0] == "apis":
-			s.serveGroup(w, r, parts[1])
+			s.discovery.ServeGroup(w, r, parts[1])
 			return
 		case len(parts) == 3 && parts[0] == "apis":
-			s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+			s.discovery.ServeResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
 			return
 		}
 	}
 	res, info, err := s.resolve(ri)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	s.metrics.observeResource(r, info)
@@ -214,11 +226,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestInfo, error) {
 	info, ok := resourceRequest(ri)
 	if !ok {
-		return nil, info, notServed()
+		return nil, info, discovery.NotServed()
 	}
 	res, found := s.reg.Lookup(info.GroupVersion.WithResource(info.Resource))
 	if !found {
-		return nil, info, notServed()
+		return nil, info, discovery.NotServed()
 	}
 	if info.Subresource != "" && !res.HasSubresource(info.Subresource) {
 		// Not "pods NAME not found": the pod may well exist (kubectl logs, exec). Details
@@ -229,7 +241,7 @@ func (s *Server) resolve(ri *request.RequestInfo) (*registry.Resource, requestIn
 			Message: fmt.Sprintf("the server could not find the requested resource: miniapi does not serve %s/%s", info.Resource, info.Subresource)}}
 	}
 	if !res.Namespaced && info.Namespace != "" && info.Resource != "namespaces" {
-		return nil, info, notServed()
+		return nil, info, discovery.NotServed()
 	}
 	// A namespace's requests carry its name as their namespace, which is what they are
 	// authorized in (Kubernetes'); the object itself is cluster-scoped.
@@ -274,10 +286,9 @@ const headerTimeout = 10 * time.Second
 
 // newHTTPServer is the HTTP server of h with the outer filters and the connection limits.
 func (s *Server) newHTTPServer(ctx context.Context, h http.Handler, headerTimeout time.Duration) *http.Server {
-	warm := onWarmStacks(h, time.Minute)
-	warm.stop = ctx.Done()
+	warm := filters.OnWarmStacks(h, time.Minute, ctx.Done())
 	return &http.Server{
-		Handler:           recoverPanics(WithRequestInfo(withRequestTimeout(warm, s.limits.RequestTimeout)), s.log),
+		Handler:           filters.RecoverPanics(filters.WithRequestInfo(filters.WithRequestTimeout(warm, s.limits.RequestTimeout)), s.log),
 		ReadHeaderTimeout: headerTimeout,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       90 * time.Second,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,12 +30,12 @@ func TestUpdateOfAnotherUID(t *testing.T) {
 	cm.UID, cm.ResourceVersion = "other", "1" // a stale resourceVersion too: the uid is checked first
 	w = do(t, h, "PUT", cfg, &cm)
 	want := `Operation cannot be fulfilled on configmaps "cfg": StorageError: invalid object, Code: 4, Key: /registry/core/configmaps/default/cfg, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: ` + string(stored)
-	if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+	if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
 		t.Errorf("PUT of another uid: %d %s\nwant 409 %q", w.Code, w.Body, want)
 	}
 	w = patchAs(h, "application/merge-patch+json", cfg, `{"metadata":{"uid":"other"}}`)
 	want = `ConfigMap "cfg" is invalid: metadata.uid: Invalid value: "other": field is immutable`
-	if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnprocessableEntity || st.Message != want {
+	if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnprocessableEntity || st.Message != want {
 		t.Errorf("PATCH of another uid: %d %s\nwant 422 %q", w.Code, w.Body, want)
 	}
 	w = patchAs(h, "application/merge-patch+json", cfg, `{"metadata":{"uid":"`+string(stored)+`"},"data":{"x":"1"}}`)
@@ -71,16 +72,16 @@ func TestScaleOfAnotherUID(t *testing.T) {
 		}
 		path := tc.collection + "/web/scale"
 		var scale autoscalingv1.Scale
-		decodeStrict(t, do(t, h, "GET", path, nil).Body.Bytes(), &scale)
+		apitest.DecodeStrict(t, do(t, h, "GET", path, nil).Body.Bytes(), &scale)
 		scale.UID, scale.ResourceVersion, scale.Spec.Replicas = "other", "1", 2 // a stale resourceVersion too: the uid is checked first
 		w = do(t, h, "PUT", path, &scale)
 		want := fmt.Sprintf(`Operation cannot be fulfilled on %s "web": StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: %s`, tc.resource, tc.key, created.UID)
-		if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+		if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
 			t.Errorf("PUT %s of another uid: %d %s\nwant 409 %q", path, w.Code, w.Body, want)
 		}
 		w = patchAs(h, "application/merge-patch+json", path, `{"metadata":{"uid":"other"},"spec":{"replicas":2}}`)
 		want = fmt.Sprintf(`Operation cannot be fulfilled on %s "web": Precondition failed: UID in precondition: other, UID in object meta: %s`, tc.scaleResource, created.UID)
-		if st := responseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
+		if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusConflict || st.Reason != metav1.StatusReasonConflict || st.Message != want {
 			t.Errorf("PATCH %s of another uid: %d %s\nwant 409 %q", path, w.Code, w.Body, want)
 		}
 		w = patchAs(h, "application/merge-patch+json", path, `{"metadata":{"uid":"other"},"spec":{"replicas":-1}}`)

@@ -11,7 +11,8 @@ import (
 )
 
 // Handlers of resources that are not stored (access reviews, token requests) live
-// outside this package; these let them read and answer requests as the stored ones do.
+// outside this package; DecodeBody lets them read requests as the stored ones do (and
+// package responsewriters answer them).
 
 // DecodeBody decodes a request body of kind want (JSON, YAML or protobuf) into obj. It
 // first refuses with 406, as kube-apiserver does, a request that accepts only a Table or
@@ -23,15 +24,6 @@ func DecodeBody(r *http.Request, obj runtime.Object, want schema.GroupVersionKin
 	_, err := decodeBody(r, obj, want, validationIgnore)
 	return err
 }
-
-// WriteObject answers obj as JSON with its apiVersion and kind set.
-func WriteObject(w http.ResponseWriter, code int, obj runtime.Object, gvk schema.GroupVersionKind) {
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	writeJSON(w, code, obj)
-}
-
-// WriteError answers err as a metav1.Status.
-func WriteError(w http.ResponseWriter, err error) { writeError(w, err) }
 
 // onlyViews tells whether an Accept header names views (as=Table...) and nothing that is
 // the object itself.

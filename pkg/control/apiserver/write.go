@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,7 +36,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, res *regist
 // (a CSR's spec.username and groups).
 func setRequester(ctx context.Context, res *registry.Resource, obj runtime.Object) {
 	if res.Rules.Requester != nil {
-		u, _ := UserFrom(ctx)
+		u, _ := authn.UserFrom(ctx)
 		res.Rules.Requester(obj, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
 	}
 }
@@ -100,7 +102,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, res *regist
 	opts := generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry, UID: mustMeta(body).GetUID()}
 	obj, err := s.objects.Update(r.Context(), res, info.Namespace, info.Name, opts, func(runtime.Object) (runtime.Object, error) {
 		obj := body.DeepCopyObject()
-		takeManagedFieldsReset(r.Context(), obj)
+		fieldmanager.TakeManagedFieldsReset(r.Context(), obj)
 		return obj, nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -43,7 +44,7 @@ func TestWriteOptionsErrors(t *testing.T) {
 		} else {
 			w = do(t, h, tc.method, tc.path, tc.body)
 		}
-		status := responseStatus(t, w.Body.Bytes())
+		status := apitest.ResponseStatus(t, w.Body.Bytes())
 		if w.Code != http.StatusUnprocessableEntity || status.Reason != metav1.StatusReasonInvalid || status.Message != tc.want {
 			t.Errorf("%s %s: %d %s %q, want 422 Invalid %q", tc.method, tc.path, w.Code, status.Reason, status.Message, tc.want)
 		}

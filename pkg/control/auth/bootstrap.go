@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/bootstraptoken"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,27 +49,27 @@ func (b *BootstrapTokens) Start(ctx context.Context) error {
 	return nil
 }
 
-// Authenticate is an apiserver.TokenAuthenticator: a token not of the bootstrap form, or
+// Authenticate is an authn.TokenAuthenticator: a token not of the bootstrap form, or
 // with no Secret, is not recognised; one whose Secret refuses it is an error.
-func (b *BootstrapTokens) Authenticate(_ context.Context, token string) (apiserver.User, bool, error) {
+func (b *BootstrapTokens) Authenticate(_ context.Context, token string) (authn.User, bool, error) {
 	id, secret, err := bootstraptokens.ParseToken(token)
 	if err != nil {
-		return apiserver.User{}, false, nil
+		return authn.User{}, false, nil
 	}
 	s, err := b.secrets.Get(bootstrapapi.BootstrapTokenSecretPrefix + id)
 	if apierrors.IsNotFound(err) {
-		return apiserver.User{}, false, nil
+		return authn.User{}, false, nil
 	}
 	if err != nil {
-		return apiserver.User{}, false, err
+		return authn.User{}, false, err
 	}
 	return userOfBootstrapSecret(s, id, secret, b.now())
 }
 
 // userOfBootstrapSecret checks a token against its Secret in kube-apiserver's order.
-func userOfBootstrapSecret(s *corev1.Secret, id, secret string, now time.Time) (apiserver.User, bool, error) {
-	refuse := func(format string, a ...any) (apiserver.User, bool, error) {
-		return apiserver.User{}, false, fmt.Errorf("bootstrap secret %s/%s matching bearer token "+format, append([]any{s.Namespace, s.Name}, a...)...)
+func userOfBootstrapSecret(s *corev1.Secret, id, secret string, now time.Time) (authn.User, bool, error) {
+	refuse := func(format string, a ...any) (authn.User, bool, error) {
+		return authn.User{}, false, fmt.Errorf("bootstrap secret %s/%s matching bearer token "+format, append([]any{s.Namespace, s.Name}, a...)...)
 	}
 	if s.DeletionTimestamp != nil {
 		return refuse("is deleted and awaiting removal")
@@ -94,5 +94,5 @@ func userOfBootstrapSecret(s *corev1.Secret, id, secret string, now time.Time) (
 	if err != nil {
 		return refuse("has invalid value for key %s: %v", bootstrapapi.BootstrapTokenExtraGroupsKey, err)
 	}
-	return apiserver.User{Name: bootstrapapi.BootstrapUserPrefix + id, Groups: groups}, true, nil
+	return authn.User{Name: bootstrapapi.BootstrapUserPrefix + id, Groups: groups}, true, nil
 }

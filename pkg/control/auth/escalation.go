@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +39,7 @@ func (e *Escalation) Check(ctx context.Context, gr schema.GroupResource, obj, ol
 	if gr.Group != rbacGroup {
 		return nil
 	}
-	u, ok := apiserver.UserFrom(ctx)
+	u, ok := authn.UserFrom(ctx)
 	if !ok || slices.Contains(u.Groups, user.SystemPrivilegedGroup) {
 		return nil
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +22,7 @@ func TestEscalation(t *testing.T) {
 		binder)
 	e := NewEscalation(r, r)
 	as := func(name string, groups ...string) context.Context {
-		return apiserver.WithUser(context.Background(), apiserver.User{Name: name, Groups: append(groups, "system:authenticated")})
+		return authn.WithUser(context.Background(), authn.User{Name: name, Groups: append(groups, "system:authenticated")})
 	}
 	role := func(ns string, rules ...rbacv1.PolicyRule) *rbacv1.Role {
 		return &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"}, Rules: rules}
@@ -76,7 +76,7 @@ func TestEscalation(t *testing.T) {
 func TestEscalationMessageCompacted(t *testing.T) {
 	r := rbacFrom(t)
 	e := NewEscalation(r, r)
-	ctx := apiserver.WithUser(context.Background(), apiserver.User{Name: "eve", Groups: []string{"system:authenticated"}})
+	ctx := authn.WithUser(context.Background(), authn.User{Name: "eve", Groups: []string{"system:authenticated"}})
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "r"}, Rules: []rbacv1.PolicyRule{
 		{Verbs: []string{"get", "list"}, APIGroups: []string{"apps", ""}, Resources: []string{"pods", "deployments"}},
 		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"s1"}},

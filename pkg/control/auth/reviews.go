@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +41,7 @@ func (rv *Reviews) Extensions() []apiserver.Extension {
 	}
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rv.Match(w, r) {
-			apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)) // as for any path the server does not know
+			responsewriters.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path)) // as for any path the server does not know
 		}
 	})
 	return []apiserver.Extension{
@@ -56,7 +58,7 @@ func (rv *Reviews) Extensions() []apiserver.Extension {
 // Match tells whether r is one of the reviews, and serves it.
 func (rv *Reviews) Match(w http.ResponseWriter, r *http.Request) bool {
 	p := strings.TrimSuffix(r.URL.Path, "/")
-	var serve func(http.ResponseWriter, *http.Request, apiserver.User, string)
+	var serve func(http.ResponseWriter, *http.Request, authn.User, string)
 	ns := ""
 	switch {
 	case p == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":
@@ -79,12 +81,12 @@ func (rv *Reviews) Match(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if r.Method != http.MethodPost {
-		apiserver.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: p[strings.LastIndex(p, "/")+1:]}, r.Method))
+		responsewriters.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: p[strings.LastIndex(p, "/")+1:]}, r.Method))
 		return true
 	}
-	u, ok := apiserver.UserFrom(r.Context())
+	u, ok := authn.UserFrom(r.Context())
 	if !ok {
-		apiserver.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
+		responsewriters.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return true
 	}
 	serve(w, r, u, ns)
@@ -99,38 +101,38 @@ var (
 	ssrKind  = authnv1.SchemeGroupVersion.WithKind("SelfSubjectReview")
 )
 
-func (rv *Reviews) selfSubjectAccessReview(w http.ResponseWriter, r *http.Request, u apiserver.User, _ string) {
+func (rv *Reviews) selfSubjectAccessReview(w http.ResponseWriter, r *http.Request, u authn.User, _ string) {
 	var review authzv1.SelfSubjectAccessReview
 	if err := apiserver.DecodeBody(r, &review, ssarKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if errs := validateSpec(review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes, field.NewPath("spec")); len(errs) > 0 {
-		apiserver.WriteError(w, apierrors.NewInvalid(ssarKind.GroupKind(), "", errs))
+		responsewriters.WriteError(w, apierrors.NewInvalid(ssarKind.GroupKind(), "", errs))
 		return
 	}
 	review.Status = rv.decide(r.Context(), u.Info(), review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
-	apiserver.WriteObject(w, http.StatusCreated, &review, ssarKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, ssarKind)
 }
 
-func (rv *Reviews) subjectAccessReview(w http.ResponseWriter, r *http.Request, _ apiserver.User, _ string) {
+func (rv *Reviews) subjectAccessReview(w http.ResponseWriter, r *http.Request, _ authn.User, _ string) {
 	var review authzv1.SubjectAccessReview
 	if err := apiserver.DecodeBody(r, &review, sarKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if errs := validateSAR(&review.Spec, ""); len(errs) > 0 {
-		apiserver.WriteError(w, apierrors.NewInvalid(sarKind.GroupKind(), "", errs))
+		responsewriters.WriteError(w, apierrors.NewInvalid(sarKind.GroupKind(), "", errs))
 		return
 	}
 	review.Status = rv.decide(r.Context(), subjectOf(&review.Spec), review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes)
-	apiserver.WriteObject(w, http.StatusCreated, &review, sarKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, sarKind)
 }
 
-func (rv *Reviews) localSubjectAccessReview(w http.ResponseWriter, r *http.Request, _ apiserver.User, ns string) {
+func (rv *Reviews) localSubjectAccessReview(w http.ResponseWriter, r *http.Request, _ authn.User, ns string) {
 	var review authzv1.LocalSubjectAccessReview
 	if err := apiserver.DecodeBody(r, &review, lsarKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if review.Namespace == "" {
@@ -141,11 +143,11 @@ func (rv *Reviews) localSubjectAccessReview(w http.ResponseWriter, r *http.Reque
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), review.Namespace, "must match the namespace of the request"))
 	}
 	if len(errs) > 0 {
-		apiserver.WriteError(w, apierrors.NewInvalid(lsarKind.GroupKind(), "", errs))
+		responsewriters.WriteError(w, apierrors.NewInvalid(lsarKind.GroupKind(), "", errs))
 		return
 	}
 	review.Status = rv.decide(r.Context(), subjectOf(&review.Spec), review.Spec.ResourceAttributes, nil)
-	apiserver.WriteObject(w, http.StatusCreated, &review, lsarKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, lsarKind)
 }
 
 func subjectOf(spec *authzv1.SubjectAccessReviewSpec) user.Info {
@@ -214,18 +216,18 @@ func (rv *Reviews) decide(ctx context.Context, u user.Info, res *authzv1.Resourc
 	return st
 }
 
-func (rv *Reviews) selfSubjectRulesReview(w http.ResponseWriter, r *http.Request, u apiserver.User, _ string) {
+func (rv *Reviews) selfSubjectRulesReview(w http.ResponseWriter, r *http.Request, u authn.User, _ string) {
 	var review authzv1.SelfSubjectRulesReview
 	if err := apiserver.DecodeBody(r, &review, ssrrKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if review.Spec.Namespace == "" {
-		apiserver.WriteError(w, apierrors.NewBadRequest("no namespace on request"))
+		responsewriters.WriteError(w, apierrors.NewBadRequest("no namespace on request"))
 		return
 	}
 	review.Status = rulesStatus(r.Context(), rv.Rules, u.Info(), review.Spec.Namespace)
-	apiserver.WriteObject(w, http.StatusCreated, &review, ssrrKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, ssrrKind)
 }
 
 // rulesStatus lists what u may do in namespace as its RBAC rules say (system:masters's
@@ -250,18 +252,18 @@ func rulesStatus(ctx context.Context, rules authorizer.RuleResolver, u user.Info
 	return st
 }
 
-func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u apiserver.User, _ string) {
+func (rv *Reviews) selfSubjectReview(w http.ResponseWriter, r *http.Request, u authn.User, _ string) {
 	var review authnv1.SelfSubjectReview
 	if err := apiserver.DecodeBody(r, &review, ssrKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	review.Status.UserInfo = userInfo(u)
-	apiserver.WriteObject(w, http.StatusCreated, &review, ssrKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, ssrKind)
 }
 
 // userInfo is u as authentication.k8s.io's reviews show a user.
-func userInfo(u apiserver.User) authnv1.UserInfo {
+func userInfo(u authn.User) authnv1.UserInfo {
 	info := authnv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
 	if len(u.Extra) > 0 {
 		info.Extra = map[string]authnv1.ExtraValue{}

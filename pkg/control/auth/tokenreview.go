@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -20,24 +22,24 @@ import (
 // its audiences the review asks for (the API's when it asks for none).
 type TokenReviewer struct {
 	APIAudiences []string
-	Agnostic     []apiserver.TokenAuthenticator // tokens without audiences
-	Bound        []apiserver.TokenAuthenticator // tokens that name theirs (ctx's audiences)
+	Agnostic     []authn.TokenAuthenticator // tokens without audiences
+	Bound        []authn.TokenAuthenticator // tokens that name theirs (ctx's audiences)
 }
 
 var trKind = authnv1.SchemeGroupVersion.WithKind("TokenReview")
 
-func (rv *Reviews) tokenReview(w http.ResponseWriter, r *http.Request, _ apiserver.User, _ string) {
+func (rv *Reviews) tokenReview(w http.ResponseWriter, r *http.Request, _ authn.User, _ string) {
 	var review authnv1.TokenReview
 	if err := apiserver.DecodeBody(r, &review, trKind); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	if review.Spec.Token == "" {
-		apiserver.WriteError(w, apierrors.NewBadRequest("token is required for TokenReview in authentication"))
+		responsewriters.WriteError(w, apierrors.NewBadRequest("token is required for TokenReview in authentication"))
 		return
 	}
 	review.Status = rv.Tokens.review(r.Context(), review.Spec)
-	apiserver.WriteObject(w, http.StatusCreated, &review, trKind)
+	responsewriters.WriteObject(w, http.StatusCreated, &review, trKind)
 }
 
 func (tr *TokenReviewer) review(ctx context.Context, spec authnv1.TokenReviewSpec) authnv1.TokenReviewStatus {
@@ -84,7 +86,7 @@ func (tr *TokenReviewer) review(ctx context.Context, spec authnv1.TokenReviewSpe
 
 // authenticated is the status of a token that names u, with the group every
 // authenticated user is in, as the API's own authentication adds it.
-func authenticated(u apiserver.User, audiences []string) authnv1.TokenReviewStatus {
+func authenticated(u authn.User, audiences []string) authnv1.TokenReviewStatus {
 	if !slices.Contains(u.Groups, user.AllAuthenticated) {
 		u.Groups = append(slices.Clone(u.Groups), user.AllAuthenticated)
 	}

@@ -30,6 +30,9 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/allocator"
 	"github.com/minik8s/minik8s/pkg/control/apiextensions"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiservices"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/controllers/loadbalancer"
@@ -89,8 +92,8 @@ type Options struct {
 	NodeCIDRMaskSize int
 	Security         Security
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
-	// (zero: apiserver.DefaultLimits).
-	Limits apiserver.Limits
+	// (zero: filters.DefaultLimits).
+	Limits filters.Limits
 	// KubeletPreferredAddressTypes are the node address types tried in order to reach a
 	// node's API (--kubelet-preferred-address-types; nil: nodeaddr.DefaultAPITypes).
 	KubeletPreferredAddressTypes []string
@@ -182,7 +185,7 @@ func (o *Options) Validate() error {
 	if o.WatchHistory < 0 {
 		errs = append(errs, fmt.Errorf("watch history %d must not be negative", o.WatchHistory))
 	}
-	if o.Limits != (apiserver.Limits{}) {
+	if o.Limits != (filters.Limits{}) {
 		errs = append(errs, o.Limits.Validate())
 	}
 	return errors.Join(errs...)
@@ -468,9 +471,9 @@ func Run(ctx context.Context, o Options) error {
 	go func() { defer close(reconciled); srv.RunEndpointReconciler(reconcileCtx) }()
 	defer func() { stopReconciling(); <-reconciled }()
 
-	tokens := apiserver.Tokens{}
+	tokens := authn.Tokens{}
 	if o.TokenFile != "" {
-		if tokens, err = apiserver.LoadTokenFile(o.TokenFile); err != nil {
+		if tokens, err = authn.LoadTokenFile(o.TokenFile); err != nil {
 			return fmt.Errorf("--token-auth-file: %w", err)
 		}
 	}
@@ -708,7 +711,7 @@ func loopbackConfig(ca *pki.CA, server, component, user string, groups []string)
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM, CertData: pair.CertPEM, KeyData: pair.KeyPEM},
 		QPS:             2000,
 		Burst:           4000,
-		UserAgent:       fmt.Sprintf("%s/%s (%s/%s) minik8s", component, apiserver.KubernetesVersion, goruntime.GOOS, goruntime.GOARCH),
+		UserAgent:       fmt.Sprintf("%s/%s (%s/%s) minik8s", component, discovery.KubernetesVersion, goruntime.GOOS, goruntime.GOARCH),
 	}, nil
 }
 

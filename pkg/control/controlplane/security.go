@@ -10,6 +10,9 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/control/admission/certificates"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/auth/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -31,7 +34,7 @@ type Security struct {
 	ServiceAccountIssuer string
 	APIAudiences         []string
 	// Audit is the audit log (--audit-log-path, --audit-policy-file, ...; off when either is "").
-	Audit apiserver.AuditOptions
+	Audit filters.AuditOptions
 }
 
 // DefaultIssuer is kube-apiserver's usual --service-account-issuer.
@@ -58,7 +61,7 @@ func (s *Security) modes() []string {
 // reviews are API server extensions it installs.
 type guard struct {
 	ready   *atomic.Bool // the caches are filled and the policy reconciled: /readyz's post-start hook
-	auditor *apiserver.Auditor
+	auditor *filters.Auditor
 	authz   *auth.Authorizers
 	tokens  *serviceaccount.Tokens
 	// bootstrap authenticates bootstrap tokens (node bootstrap)
@@ -68,7 +71,7 @@ type guard struct {
 
 // newGuard builds the chain; privileged is the API server's own loopback identity
 // (system:masters), which shared, the process's informers, read through.
-func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static apiserver.Tokens, ready *atomic.Bool) (*guard, error) {
+func newGuard(o Options, privileged kubernetes.Interface, shared informers.SharedInformerFactory, srv *apiserver.Server, static authn.Tokens, ready *atomic.Bool) (*guard, error) {
 	api := srv.Handler()
 	sec := o.Security
 	authz, err := auth.New(sec.modes(), privileged, shared)
@@ -109,7 +112,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 	}
 	g := &guard{ready: ready, authz: authz, tokens: tokens, bootstrap: auth.NewBootstrapTokens(privileged)}
 	reviews := &auth.Reviews{Authorizer: authz, Rules: authz.Rules, Tokens: &auth.TokenReviewer{APIAudiences: tokens.Audiences(),
-		Agnostic: []apiserver.TokenAuthenticator{static.Authenticate, g.bootstrap.Authenticate}, Bound: []apiserver.TokenAuthenticator{tokens.Authenticate}}}
+		Agnostic: []authn.TokenAuthenticator{static.Authenticate, g.bootstrap.Authenticate}, Bound: []authn.TokenAuthenticator{tokens.Authenticate}}}
 	for _, e := range reviews.Extensions() {
 		srv.AddExtension(e)
 	}
@@ -120,7 +123,7 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 		if ns, name, ok := serviceaccount.TokenPath(r.URL.Path); ok {
 			if r.Method == http.MethodPost {
 				if err := srv.AdmitNamespacedCreate(r.Context(), corev1.SchemeGroupVersion.WithResource("serviceaccounts"), "token", ns, name); err != nil {
-					apiserver.WriteError(w, err)
+					responsewriters.WriteError(w, err)
 					return
 				}
 			}
@@ -129,10 +132,10 @@ func newGuard(o Options, privileged kubernetes.Interface, shared informers.Share
 		}
 		api.ServeHTTP(w, r)
 	}))
-	if g.auditor, err = apiserver.NewAuditor(sec.Audit); err != nil {
+	if g.auditor, err = filters.NewAuditor(sec.Audit); err != nil {
 		return nil, err
 	}
-	g.handler = apiserver.Authenticate(g.auditor.Handler(apiserver.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
+	g.handler = authn.Authenticate(g.auditor.Handler(filters.Authorize(routes, authz)), static, g.bootstrap.Authenticate, tokens.Authenticate)
 	return g, nil
 }
 

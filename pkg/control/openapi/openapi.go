@@ -1,8 +1,9 @@
 // Package openapi describes the served API in OpenAPI v2 and v3 (what kubectl explain and
-// kubectl's validation read) and gives server-side apply its type converter. Both come from
-// the definitions openapi-gen generates out of k8s.io/api and apimachinery
-// (zz_generated.openapi.go; regenerate with hack/update-openapi.sh), never from hand-written
-// schemas.
+// kubectl's validation read), serves those documents with the custom resources' (Handler:
+// /openapi/v2 and /openapi/v3), and gives server-side apply its type converter. The
+// documents and the converter come from the definitions openapi-gen generates out of
+// k8s.io/api and apimachinery (zz_generated.openapi.go; regenerate with
+// hack/update-openapi.sh), never from hand-written schemas.
 package openapi
 
 import (

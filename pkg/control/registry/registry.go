@@ -26,6 +26,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
+// IsCustom tells a custom resource's kind, which the scheme of built-in kinds does not know.
+func IsCustom(kind schema.GroupVersionKind) bool {
+	return !kind.Empty() && !scheme.Scheme.Recognizes(kind)
+}
+
 // Resource is one REST resource (e.g. core/v1 pods).
 type Resource struct {
 	schema.GroupVersionResource

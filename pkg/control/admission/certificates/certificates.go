@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/registry/certificates"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -114,7 +114,7 @@ func (SubjectRestriction) Validate(_ context.Context, a *generic.Attributes) err
 // authorizedForSigner asks az whether the requesting user may verb the signer named, or
 // failing that every signer of its domain (`kubernetes.io/*`), as kube-apiserver does.
 func authorizedForSigner(ctx context.Context, az authorizer.Authorizer, verb, signerName string) bool {
-	u, ok := apiserver.UserFrom(ctx)
+	u, ok := authn.UserFrom(ctx)
 	if !ok {
 		return false
 	}

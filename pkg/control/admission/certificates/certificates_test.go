@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,7 +40,7 @@ func csr(signer string, cert []byte) *certificatesv1.CertificateSigningRequest {
 		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: signer}, Status: certificatesv1.CertificateSigningRequestStatus{Certificate: cert}}
 }
 
-var cora = apiserver.WithUser(context.Background(), apiserver.User{Name: "cora", Groups: []string{"system:authenticated"}})
+var cora = authn.WithUser(context.Background(), authn.User{Name: "cora", Groups: []string{"system:authenticated"}})
 
 func TestApproval(t *testing.T) {
 	for _, tc := range []struct {

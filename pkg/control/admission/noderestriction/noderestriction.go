@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -46,7 +46,7 @@ type Plugin struct {
 func New(client kubernetes.Interface) *Plugin { return &Plugin{client: client} }
 
 // NodeName is the node a user is, as Kubernetes' node identifier reads it.
-func NodeName(u apiserver.User) (string, bool) {
+func NodeName(u authn.User) (string, bool) {
 	name, ok := strings.CutPrefix(u.Name, nodeUserPrefix)
 	if !ok || !slices.Contains(u.Groups, nodesGroup) {
 		return "", false
@@ -56,7 +56,7 @@ func NodeName(u apiserver.User) (string, bool) {
 
 // Admit checks the writes of nodes; other users' writes pass.
 func (p *Plugin) Admit(ctx context.Context, a *generic.Attributes) error {
-	u, _ := apiserver.UserFrom(ctx)
+	u, _ := authn.UserFrom(ctx)
 	node, isNode := NodeName(u)
 	if !isNode {
 		return nil

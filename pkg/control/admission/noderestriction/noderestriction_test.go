@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/admission/admissiontest"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +21,7 @@ import (
 var (
 	podsGVR  = corev1.SchemeGroupVersion.WithResource("pods")
 	nodesGVR = corev1.SchemeGroupVersion.WithResource("nodes")
-	node1    = apiserver.User{Name: "system:node:node-1", Groups: []string{"system:nodes", "system:authenticated"}}
+	node1    = authn.User{Name: "system:node:node-1", Groups: []string{"system:nodes", "system:authenticated"}}
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -79,7 +79,7 @@ func TestNodeWrites(t *testing.T) {
 		{"its status", generic.Update, "nodes", "status", node("node-1", nil), node("node-1", nil), ""},
 	} {
 		a := admissiontest.Attrs(t, tc.op, corev1.SchemeGroupVersion.WithResource(tc.gvr), tc.sub, tc.obj, tc.old)
-		err := p.Admit(apiserver.WithUser(context.Background(), node1), a)
+		err := p.Admit(authn.WithUser(context.Background(), node1), a)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -109,7 +109,7 @@ func TestNodeLeases(t *testing.T) {
 		{"a lease elsewhere", generic.Create, lease("kube-system", "node-1"), nil, `can only access leases in the "kube-node-lease" system namespace`},
 	} {
 		a := admissiontest.Attrs(t, tc.op, coordinationv1.SchemeGroupVersion.WithResource("leases"), "", tc.obj, tc.old)
-		err := p.Admit(apiserver.WithUser(context.Background(), node1), a)
+		err := p.Admit(authn.WithUser(context.Background(), node1), a)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -118,14 +118,14 @@ func TestNodeLeases(t *testing.T) {
 
 func TestOtherUsersPass(t *testing.T) {
 	p := New(fake.NewClientset())
-	for _, u := range []apiserver.User{{Name: "admin", Groups: []string{"system:masters"}}, {Name: "system:node:node-1"} /* not in system:nodes */} {
+	for _, u := range []authn.User{{Name: "admin", Groups: []string{"system:masters"}}, {Name: "system:node:node-1"} /* not in system:nodes */} {
 		a := admissiontest.Attrs(t, generic.Create, podsGVR, "", pod("o", "node-2", false), nil)
-		if err := p.Admit(apiserver.WithUser(context.Background(), u), a); err != nil {
+		if err := p.Admit(authn.WithUser(context.Background(), u), a); err != nil {
 			t.Errorf("%s: %v", u.Name, err)
 		}
 	}
 	a := admissiontest.Attrs(t, generic.Create, nodesGVR, "", node("x", nil), nil)
-	if err := p.Admit(apiserver.WithUser(context.Background(), apiserver.User{Name: "system:node:", Groups: []string{"system:nodes"}}), a); err == nil ||
+	if err := p.Admit(authn.WithUser(context.Background(), authn.User{Name: "system:node:", Groups: []string{"system:nodes"}}), a); err == nil ||
 		!strings.Contains(err.Error(), `could not determine node from user "system:node:"`) {
 		t.Errorf("nameless node: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"errors"
 
 	"github.com/minik8s/minik8s/pkg/control/admission"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +76,7 @@ func (p *Plugin) Validate(ctx context.Context, a *generic.Attributes) error {
 	if err != nil || !ready {
 		return err
 	}
-	user, _ := apiserver.UserFrom(ctx)
+	user, _ := authn.UserFrom(ctx)
 	result := p.delegate.Validate(ctx, &api.AttributesRecord{
 		Name: a.Name, Namespace: a.Namespace, Kind: a.Resource.GVK(), Resource: a.Resource.GroupVersionResource,
 		Subresource: a.Subresource, Operation: admissionv1.Operation(a.Operation),

@@ -11,7 +11,7 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +35,7 @@ func Attributes(ctx context.Context, a *generic.Attributes) (admission.Attribute
 	}
 	op, options := operation(a)
 	var info user.Info = &user.DefaultInfo{}
-	if u, ok := apiserver.UserFrom(ctx); ok {
+	if u, ok := authn.UserFrom(ctx); ok {
 		info = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 	}
 	rec := admission.NewAttributesRecord(a.Object, a.OldObject, kind, a.Namespace, a.Name, a.Resource.GroupVersionResource,

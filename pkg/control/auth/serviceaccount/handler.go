@@ -13,6 +13,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	saadmission "github.com/minik8s/minik8s/pkg/control/admission/serviceaccount"
 	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/auth"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,24 +40,24 @@ const (
 // authenticated and authorized): a token for the account, bound to a pod if asked.
 func (t *Tokens) ServeTokenRequest(w http.ResponseWriter, r *http.Request, namespace, name string) {
 	if r.Method != http.MethodPost {
-		apiserver.WriteError(w, apierrors.NewMethodNotSupported(corev1.Resource("serviceaccounts/token"), r.Method))
+		responsewriters.WriteError(w, apierrors.NewMethodNotSupported(corev1.Resource("serviceaccounts/token"), r.Method))
 		return
 	}
 	var req authnv1.TokenRequest
 	if err := apiserver.DecodeBody(r, &req, authnv1.SchemeGroupVersion.WithKind("TokenRequest")); err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
-	u, _ := apiserver.UserFrom(r.Context())
+	u, _ := authn.UserFrom(r.Context())
 	resp, err := t.tokenRequest(r.Context(), u, namespace, name, &req)
 	if err != nil {
-		apiserver.WriteError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
-	apiserver.WriteObject(w, http.StatusCreated, resp, authnv1.SchemeGroupVersion.WithKind("TokenRequest"))
+	responsewriters.WriteObject(w, http.StatusCreated, resp, authnv1.SchemeGroupVersion.WithKind("TokenRequest"))
 }
 
-func (t *Tokens) tokenRequest(ctx context.Context, requester apiserver.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+func (t *Tokens) tokenRequest(ctx context.Context, requester authn.User, namespace, name string, req *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
 	invalid := func(name string, errs field.ErrorList) error {
 		return apierrors.NewInvalid(authnv1.SchemeGroupVersion.WithKind("TokenRequest").GroupKind(), name, errs)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	corev1 "k8s.io/api/core/v1"
 	saauth "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/warning"
@@ -49,42 +49,42 @@ func (t *Tokens) IssueLegacy(sa *corev1.ServiceAccount, secretName string) (stri
 // authenticateLegacy checks a legacy token (its signature verified) against its Secret
 // and account, with kube-apiserver's legacy validator's checks and wording, and dates its
 // Secret's last-used label.
-func (t *Tokens) authenticateLegacy(ctx context.Context, token string, pub jwt.Claims, priv legacyClaims) (apiserver.User, bool, error) {
+func (t *Tokens) authenticateLegacy(ctx context.Context, token string, pub jwt.Claims, priv legacyClaims) (authn.User, bool, error) {
 	switch {
 	case pub.Subject == "":
-		return apiserver.User{}, false, errors.New("sub claim is missing")
+		return authn.User{}, false, errors.New("sub claim is missing")
 	case priv.Namespace == "":
-		return apiserver.User{}, false, errors.New("namespace claim is missing")
+		return authn.User{}, false, errors.New("namespace claim is missing")
 	case priv.SecretName == "":
-		return apiserver.User{}, false, errors.New("secretName claim is missing")
+		return authn.User{}, false, errors.New("secretName claim is missing")
 	case priv.ServiceAccountName == "":
-		return apiserver.User{}, false, errors.New("serviceAccountName claim is missing")
+		return authn.User{}, false, errors.New("serviceAccountName claim is missing")
 	case priv.ServiceAccountUID == "":
-		return apiserver.User{}, false, errors.New("serviceAccountUID claim is missing")
+		return authn.User{}, false, errors.New("serviceAccountUID claim is missing")
 	}
 	ns, name, err := saauth.SplitUsername(pub.Subject)
 	if err != nil || ns != priv.Namespace || name != priv.ServiceAccountName {
-		return apiserver.User{}, false, errors.New("sub claim is invalid")
+		return authn.User{}, false, errors.New("sub claim is invalid")
 	}
 	secret, err := t.objects.Secret(ctx, ns, priv.SecretName)
 	if err != nil || secret.DeletionTimestamp != nil {
-		return apiserver.User{}, false, errors.New("Token has been invalidated")
+		return authn.User{}, false, errors.New("Token has been invalidated")
 	}
 	if subtle.ConstantTimeCompare(secret.Data[corev1.ServiceAccountTokenKey], []byte(token)) == 0 {
-		return apiserver.User{}, false, errors.New("Token does not match server's copy")
+		return authn.User{}, false, errors.New("Token does not match server's copy")
 	}
 	sa, err := t.objects.ServiceAccount(ctx, ns, name)
 	switch {
 	case err != nil:
-		return apiserver.User{}, false, err
+		return authn.User{}, false, err
 	case sa.DeletionTimestamp != nil:
-		return apiserver.User{}, false, fmt.Errorf("ServiceAccount %s/%s has been deleted", ns, name)
+		return authn.User{}, false, fmt.Errorf("ServiceAccount %s/%s has been deleted", ns, name)
 	case string(sa.UID) != priv.ServiceAccountUID:
-		return apiserver.User{}, false, fmt.Errorf("ServiceAccount UID (%s) does not match claim (%s)", sa.UID, priv.ServiceAccountUID)
+		return authn.User{}, false, fmt.Errorf("ServiceAccount UID (%s) does not match claim (%s)", sa.UID, priv.ServiceAccountUID)
 	}
 	t.markUsed(ctx, secret)
 	if secret.Labels[InvalidSinceLabelKey] != "" {
-		return apiserver.User{}, false, fmt.Errorf("the token in secret %s/%s for service account %s/%s has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the '%s' label from the secret to temporarily allow use of this token",
+		return authn.User{}, false, fmt.Errorf("the token in secret %s/%s for service account %s/%s has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the '%s' label from the secret to temporarily allow use of this token",
 			ns, secret.Name, ns, name, InvalidSinceLabelKey)
 	}
 	for _, ref := range sa.Secrets {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -173,9 +173,9 @@ const leeway = time.Minute
 // issuer, not a JWT), err rejects ours that are expired, for another audience (the API's,
 // or those authenticator.WithAudiences put in ctx), or whose service account or pod no
 // longer exists.
-func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User, bool, error) {
+func (t *Tokens) Authenticate(ctx context.Context, token string) (authn.User, bool, error) {
 	if strings.Count(token, ".") != 2 {
-		return apiserver.User{}, false, nil
+		return authn.User{}, false, nil
 	}
 	algs := make([]jose.SignatureAlgorithm, 0, len(t.verify))
 	for _, k := range t.verify {
@@ -183,11 +183,11 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 	}
 	tok, err := jwt.ParseSigned(token, algs)
 	if err != nil || len(tok.Headers) == 0 {
-		return apiserver.User{}, false, nil
+		return authn.User{}, false, nil
 	}
 	var unverified jwt.Claims
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil || (unverified.Issuer != t.issuer && unverified.Issuer != LegacyIssuer) {
-		return apiserver.User{}, false, nil
+		return authn.User{}, false, nil
 	}
 	legacy := unverified.Issuer == LegacyIssuer
 	var pub jwt.Claims
@@ -208,36 +208,36 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 		}
 	}
 	if !verified {
-		return apiserver.User{}, false, errInvalid
+		return authn.User{}, false, errInvalid
 	}
 	if legacy { // no audience of its own: the API's, which a TokenReview may not want
 		if wanted, ok := authenticator.AudiencesFrom(ctx); ok && len(authenticator.Audiences(t.audiences).Intersect(wanted)) == 0 {
-			return apiserver.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", t.audiences, []string(wanted))
+			return authn.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", t.audiences, []string(wanted))
 		}
 		return t.authenticateLegacy(ctx, token, pub, legacyPriv)
 	}
 	switch err := pub.ValidateWithLeeway(jwt.Expected{Issuer: t.issuer, Time: t.now()}, leeway); {
 	case err == nil:
 	case errors.Is(err, jwt.ErrExpired):
-		return apiserver.User{}, false, errors.New("service account token has expired")
+		return authn.User{}, false, errors.New("service account token has expired")
 	case errors.Is(err, jwt.ErrNotValidYet):
-		return apiserver.User{}, false, errors.New("service account token is not valid yet")
+		return authn.User{}, false, errors.New("service account token is not valid yet")
 	case errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return apiserver.User{}, false, errors.New("service account token is issued in the future")
+		return authn.User{}, false, errors.New("service account token is issued in the future")
 	default:
-		return apiserver.User{}, false, fmt.Errorf("service account token claims could not be validated: %w", err)
+		return authn.User{}, false, fmt.Errorf("service account token claims could not be validated: %w", err)
 	}
 	audiences := t.audiences
 	if wanted, ok := authenticator.AudiencesFrom(ctx); ok && len(wanted) > 0 { // a TokenReview's
 		audiences = wanted
 	}
 	if !slices.ContainsFunc(audiences, func(a string) bool { return pub.Audience.Contains(a) }) {
-		return apiserver.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", []string(pub.Audience), audiences)
+		return authn.User{}, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", []string(pub.Audience), audiences)
 	}
 	k := priv.Kubernetes
 	ns, name, err := saauth.SplitUsername(pub.Subject)
 	if err != nil || ns != k.Namespace || name != k.SvcAcct.Name {
-		return apiserver.User{}, false, fmt.Errorf("%w: subject %q does not match its claims", errInvalid, pub.Subject)
+		return authn.User{}, false, fmt.Errorf("%w: subject %q does not match its claims", errInvalid, pub.Subject)
 	}
 	// kube-apiserver's bound token validator, with its wording: what a TokenReview shows.
 	deletedBefore := t.now().Add(-leeway)
@@ -247,17 +247,17 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 	sa, err := t.objects.ServiceAccount(ctx, ns, name)
 	switch {
 	case err != nil:
-		return apiserver.User{}, false, err
+		return authn.User{}, false, err
 	case string(sa.UID) != k.SvcAcct.UID:
-		return apiserver.User{}, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, k.SvcAcct.UID)
+		return authn.User{}, false, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, k.SvcAcct.UID)
 	case gone(sa):
-		return apiserver.User{}, false, fmt.Errorf("service account %s/%s has been deleted", ns, name)
+		return authn.User{}, false, fmt.Errorf("service account %s/%s has been deleted", ns, name)
 	}
 	info := saauth.ServiceAccountInfo{Name: name, Namespace: ns, UID: k.SvcAcct.UID, CredentialID: "JTI=" + pub.ID}
 	if k.Secret != nil {
 		secret, err := t.objects.Secret(ctx, ns, k.Secret.Name)
 		if err := checkBound("secret", secret, err, k.Secret.UID, gone); err != nil {
-			return apiserver.User{}, false, err
+			return authn.User{}, false, err
 		}
 	}
 	if k.Pod != nil {
@@ -267,7 +267,7 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 			return d != nil && t.now().After(d.Add(deletedPodGrace))
 		}
 		if err := checkBound("pod", pod, err, k.Pod.UID, stopped); err != nil {
-			return apiserver.User{}, false, err
+			return authn.User{}, false, err
 		}
 		info.PodName, info.PodUID = k.Pod.Name, k.Pod.UID
 	}
@@ -275,7 +275,7 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (apiserver.User
 		if k.Pod == nil { // bound to the node itself
 			node, err := t.objects.Node(ctx, k.Node.Name)
 			if err := checkBound("node", node, err, k.Node.UID, gone); err != nil {
-				return apiserver.User{}, false, err
+				return authn.User{}, false, err
 			}
 		}
 		info.NodeName, info.NodeUID = k.Node.Name, k.Node.UID
@@ -301,9 +301,9 @@ func checkBound(kind string, obj metav1.Object, err error, claimUID string, dele
 }
 
 // accountUser is the user a service account token authenticates as.
-func accountUser(info saauth.ServiceAccountInfo) apiserver.User {
+func accountUser(info saauth.ServiceAccountInfo) authn.User {
 	u := info.UserInfo()
-	return apiserver.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
+	return authn.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
 }
 
 // deletedPodGrace is how long a terminating pod's tokens still work (its containers may

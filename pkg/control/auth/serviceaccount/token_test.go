@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/apiserver"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -215,8 +215,8 @@ func TestTokenRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	admin := apiserver.User{Name: "admin", Groups: []string{"system:masters"}}
-	node1 := apiserver.User{Name: "system:node:node-1", Groups: []string{"system:nodes"}}
+	admin := authn.User{Name: "admin", Groups: []string{"system:masters"}}
+	node1 := authn.User{Name: "system:node:node-1", Groups: []string{"system:nodes"}}
 	pod := func(name, uid string) *authnv1.TokenRequest {
 		return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: name, UID: types.UID(uid)}}}
 	}
@@ -236,7 +236,7 @@ func TestTokenRequest(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		user  apiserver.User
+		user  authn.User
 		sa    string
 		req   *authnv1.TokenRequest
 		check func(error) bool
@@ -310,7 +310,7 @@ func TestTokenRequestExtendedExpiration(t *testing.T) {
 	}
 	now := time.Unix(1_800_000_000, 0)
 	tokens.now = func() time.Time { return now }
-	admin := apiserver.User{Name: "admin", Groups: []string{"system:masters"}}
+	admin := authn.User{Name: "admin", Groups: []string{"system:masters"}}
 	toPod := &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web"}
 	for _, tc := range []struct {
 		name      string

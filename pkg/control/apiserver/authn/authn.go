@@ -1,4 +1,7 @@
-package apiserver
+// Package authn tells who sent a request: the User a verified client certificate or a
+// bearer token names (Authenticate), carried in the request's context (UserFrom), as
+// k8s.io/apiserver's x509 and token authenticators and the user of its request context.
+package authn
 
 import (
 	"context"
@@ -12,7 +15,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // publicPaths are what an anonymous client may read.
@@ -27,8 +32,14 @@ type User struct {
 	Extra map[string][]string
 }
 
-// allAuthenticated is the group every authenticated user is in, as in Kubernetes.
-const allAuthenticated = "system:authenticated"
+// AllAuthenticated is the group every authenticated user is in, as in Kubernetes; an
+// impersonated user is put in it too.
+const AllAuthenticated = "system:authenticated"
+
+// Info is u as k8s.io/apiserver's authorizers see users.
+func (u User) Info() user.Info {
+	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+}
 
 type userKey struct{}
 
@@ -117,12 +128,12 @@ func Authenticate(h http.Handler, tokens Tokens, more ...TokenAuthenticator) htt
 				u, ok = bearer(r, auth, more)
 			}
 			if !ok {
-				writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+				responsewriters.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 				return
 			}
 		}
 		if ok {
-			u.Groups = append(append([]string(nil), u.Groups...), allAuthenticated)
+			u.Groups = append(append([]string(nil), u.Groups...), AllAuthenticated)
 			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
 			return
 		}
@@ -130,7 +141,7 @@ func Authenticate(h http.Handler, tokens Tokens, more ...TokenAuthenticator) htt
 			h.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
+		responsewriters.WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 	})
 }
 

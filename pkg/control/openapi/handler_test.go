@@ -1,4 +1,4 @@
-package apiserver
+package openapi
 
 import (
 	"crypto/sha512"
@@ -22,7 +22,7 @@ import (
 // openAPIFixture serves the OpenAPI documents of the built-in registry through a mux.
 type openAPIFixture struct {
 	t   *testing.T
-	h   *OpenAPIDocuments
+	h   *Handler
 	mux *http.ServeMux
 }
 
@@ -31,8 +31,8 @@ func newOpenAPIFixture(t *testing.T) *openAPIFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &openAPIFixture{t: t, h: newOpenAPIDocuments(reg, slog.New(slog.DiscardHandler)), mux: http.NewServeMux()}
-	f.h.register(f.mux)
+	f := &openAPIFixture{t: t, h: NewHandler(reg, "v1.32.0", slog.New(slog.DiscardHandler)), mux: http.NewServeMux()}
+	f.h.Register(f.mux)
 	return f
 }
 

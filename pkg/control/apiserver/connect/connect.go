@@ -1,10 +1,15 @@
-package apiserver
+// Package connect serves the subresources that connect a client to what runs rather than
+// to a stored object: pods/{log,exec,attach,portforward} and nodes/ID/proxy through the
+// node's API, pods/ID/proxy and services/ID/proxy to the pod or a service endpoint, as
+// kube-apiserver's pod, node and service REST (pkg/registry/core/*/rest) and its proxies.
+package connect
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -26,6 +31,10 @@ import (
 
 	"github.com/minik8s/minik8s/internal/containerwait"
 	"github.com/minik8s/minik8s/internal/nodeaddr"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	"github.com/minik8s/minik8s/pkg/control/store"
 )
 
 var (
@@ -39,54 +48,71 @@ var connectSubresources = map[string]string{
 	"log": "containerLogs", "exec": "exec", "attach": "attach", "portforward": "portForward",
 }
 
-// serveConnect proxies pods/{log,exec,attach,portforward} and nodes/ID/proxy/... to the
+// Handler serves the connect subresources; its fields are set before it serves.
+type Handler struct {
+	// Store is read for a service's EndpointSlices.
+	Store store.Interface
+	// Objects reads the pods, nodes, services and endpoints connected to, and admits
+	// CONNECTs (exec, attach, portforward).
+	Objects  *generic.Store
+	Registry *registry.Registry
+	// NodeTransport carries requests to the nodes' API with miniapi's kubelet-client
+	// certificate; nil answers them 503.
+	NodeTransport http.RoundTripper
+	// NodeAddressTypes are the node address types tried in order to reach a node's API;
+	// nil: nodeaddr.DefaultAPITypes.
+	NodeAddressTypes []corev1.NodeAddressType
+	Log              *slog.Logger
+}
+
+// Serve proxies pods/{log,exec,attach,portforward} and nodes/ID/proxy/... to the
 // node's API, and pods/ID/proxy/... and services/ID/proxy/... to the pod or a service
 // endpoint (connect_proxy.go), as kube-apiserver does; ok is false for any other path.
-func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) bool {
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) bool {
 	// Not the deprecated /watch/ and /proxy/ verb paths, which kube-apiserver does not connect either.
 	if !ri.IsResourceRequest || ri.APIPrefix != "api" || ri.APIVersion != "v1" || ri.Verb == "watch" || ri.Verb == "proxy" {
 		return false
 	}
 	switch {
 	case ri.Resource == "nodes" && ri.Namespace == "" && ri.Subresource == "proxy" && ri.Name != "":
-		target, nodeAPI, err := s.nodeProxyLocation(r.Context(), ri.Name)
+		target, nodeAPI, err := h.nodeProxyLocation(r.Context(), ri.Name)
 		if err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return true
 		}
 		if nodeAPI {
-			s.proxyTo(w, r, target, "/"+strings.Join(ri.Parts[3:], "/"))
+			h.proxyTo(w, r, target, "/"+strings.Join(ri.Parts[3:], "/"))
 		} else {
 			proxyToLocation(w, r, target, ri)
 		}
 		return true
 	case ri.Resource == "pods" && ri.Namespace != "" && len(ri.Parts) == 3 && ri.Name != "" && connectSubresources[ri.Subresource] != "":
-		s.proxyPodSubresource(w, r, ri.Namespace, ri.Name, ri.Subresource)
+		h.proxyPodSubresource(w, r, ri.Namespace, ri.Name, ri.Subresource)
 		return true
 	case (ri.Resource == "pods" || ri.Resource == "services") && ri.Namespace != "" && ri.Subresource == "proxy" && ri.Name != "":
-		s.proxyToPodOrService(w, r, ri)
+		h.proxyToPodOrService(w, r, ri)
 		return true
 	}
 	return false
 }
 
-func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns, name, sub string) {
-	pods, _ := s.reg.Lookup(podsGVR)
+func (h *Handler) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns, name, sub string) {
+	pods, _ := h.Registry.Lookup(podsGVR)
 	if sub == "log" {
 		if err := validLogOptions(name, r.URL.Query()); err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return
 		}
 	}
 	if options := connectOptions(sub, r.URL.Query()); options != nil {
-		if err := s.objects.AdmitConnect(r.Context(), pods, sub, ns, name, options); err != nil {
-			writeError(w, err)
+		if err := h.Objects.AdmitConnect(r.Context(), pods, sub, ns, name, options); err != nil {
+			responsewriters.WriteError(w, err)
 			return
 		}
 	}
-	obj, err := s.objects.Get(r.Context(), pods, ns, name)
+	obj, err := h.Objects.Get(r.Context(), pods, ns, name)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	pod := obj.(*corev1.Pod)
@@ -94,7 +120,7 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 	if sub != "portforward" {
 		container, err := podContainer(pod, r.URL.Query().Get("container"), sub, r.URL.Query().Get("previous") == "true")
 		if err != nil {
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 			return
 		}
 		path += "/" + container
@@ -106,7 +132,7 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case pod.Spec.NodeName == "":
-		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
+		responsewriters.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", name)))
 		return
 	}
 	podQuery := r.URL.Query()
@@ -116,10 +142,10 @@ func (s *Server) proxyPodSubresource(w http.ResponseWriter, r *http.Request, ns,
 	case "log":
 		r.URL.RawQuery = logQuery(podQuery).Encode()
 	}
-	if s.serveWebSocket(w, r, pod.Spec.NodeName, sub, path, podQuery) {
+	if h.serveWebSocket(w, r, pod.Spec.NodeName, sub, path, podQuery) {
 		return
 	}
-	s.proxyToNode(w, r, pod.Spec.NodeName, path)
+	h.proxyToNode(w, r, pod.Spec.NodeName, path)
 }
 
 // connectOptions are the options of a CONNECT (exec, attach, portforward), read from its
@@ -272,25 +298,25 @@ func podHasContainer(pod *corev1.Pod, name string) bool {
 
 // proxyToNode sends the request to path on the node's API (nodeURL), upgrades (SPDY,
 // WebSocket) included.
-func (s *Server) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, path string) {
-	target, err := s.nodeURL(r.Context(), nodeName)
+func (h *Handler) proxyToNode(w http.ResponseWriter, r *http.Request, nodeName, path string) {
+	target, err := h.nodeURL(r.Context(), nodeName)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
-	s.proxyTo(w, r, target, path)
+	h.proxyTo(w, r, target, path)
 }
 
 // nodeProxyLocation is where nodes/ID/proxy goes, as kube's node ResourceLocation: ID is
 // NAME, NAME:PORT or SCHEME:NAME:PORT; with no port or the node API's own it is the node
 // API (nodeAPI: through miniapi's client certificate, whatever scheme ID names), with
 // another it is that port and scheme on the node's host.
-func (s *Server) nodeProxyLocation(ctx context.Context, id string) (target *url.URL, nodeAPI bool, err error) {
+func (h *Handler) nodeProxyLocation(ctx context.Context, id string) (target *url.URL, nodeAPI bool, err error) {
 	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
 	if !ok {
 		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid node request %q", id))
 	}
-	target, err = s.nodeURL(ctx, name)
+	target, err = h.nodeURL(ctx, name)
 	if err != nil {
 		return nil, false, err
 	}
@@ -328,9 +354,9 @@ func proxyableNodeHost(ctx context.Context, host string) error {
 }
 
 // proxyTo sends the request to path on the node's API at target.
-func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL, path string) {
-	if s.nodeTransport == nil {
-		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+func (h *Handler) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL, path string) {
+	if h.NodeTransport == nil {
+		responsewriters.WriteError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
 		return
 	}
 	target.Path, target.RawQuery = path, r.URL.RawQuery
@@ -340,14 +366,14 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL
 			pr.Out.Host = target.Host
 			pr.Out.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
 		},
-		Transport:     s.nodeTransport,
+		Transport:     h.NodeTransport,
 		FlushInterval: -1, // follows and streams go through at once
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var fromNode apierrors.APIStatus
 			if !errors.As(err, &fromNode) {
 				err = unreachableNode(r, target, err)
 			}
-			writeError(w, err)
+			responsewriters.WriteError(w, err)
 		},
 		ModifyResponse: nodeError,
 	}
@@ -361,7 +387,7 @@ func (s *Server) proxyTo(w http.ResponseWriter, r *http.Request, target *url.URL
 func unreachableNode(r *http.Request, target *url.URL, err error) error {
 	switch {
 	case httpstream.IsUpgradeRequest(r):
-		return unknownError(fmt.Errorf("error dialing backend: %w", err))
+		return responsewriters.UnknownError(fmt.Errorf("error dialing backend: %w", err))
 	case strings.HasPrefix(target.Path, "/containerLogs/"):
 		return logReadError(target, err)
 	}
@@ -371,7 +397,7 @@ func unreachableNode(r *http.Request, target *url.URL, err error) error {
 // logReadError is a failed GET of a log from the node as kube-apiserver's log streamer
 // reports it: the HTTP client's error, `Get "URL": ...`.
 func logReadError(target *url.URL, err error) error {
-	return unknownError(&url.Error{Op: "Get", URL: target.String(), Err: err})
+	return responsewriters.UnknownError(&url.Error{Op: "Get", URL: target.String(), Err: err})
 }
 
 // nodeError is the node API's plain-text error as a Status error with its text as the
@@ -408,16 +434,16 @@ func nodeError(resp *http.Response) error {
 
 // nodeURL is where the node's API answers, as kube's NodeConnectionInfoGetter finds it: at
 // its address of the first preferred type it has and its daemonEndpoints port.
-func (s *Server) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {
-	nodes, _ := s.reg.Lookup(nodesGVR)
-	obj, err := s.objects.Get(ctx, nodes, "", nodeName)
+func (h *Handler) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) {
+	nodes, _ := h.Registry.Lookup(nodesGVR)
+	obj, err := h.Objects.Get(ctx, nodes, "", nodeName)
 	if err != nil {
 		return nil, err
 	}
 	node := obj.(*corev1.Node)
-	host, err := nodeaddr.APIHostPort(node, s.nodeAddressTypes)
+	host, err := nodeaddr.APIHostPort(node, h.NodeAddressTypes)
 	if err != nil {
-		return nil, unknownError(err)
+		return nil, responsewriters.UnknownError(err)
 	}
 	return &url.URL{Scheme: "https", Host: host}, nil
 }

@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -18,7 +19,7 @@ import (
 // kube-apiserver does: the real user must be allowed the verb "impersonate" on each
 // users / groups / serviceaccounts / uids / userextras asked for; the request then runs
 // as the impersonated user. ok is false when r has no such headers.
-func impersonate(ctx context.Context, r *http.Request, real User, az authorizer.Authorizer) (User, bool, error) {
+func impersonate(ctx context.Context, r *http.Request, real authn.User, az authorizer.Authorizer) (authn.User, bool, error) {
 	name := r.Header.Get(authnv1.ImpersonateUserHeader)
 	groups := r.Header.Values(authnv1.ImpersonateGroupHeader)
 	uid := r.Header.Get(authnv1.ImpersonateUIDHeader)
@@ -27,16 +28,16 @@ func impersonate(ctx context.Context, r *http.Request, real User, az authorizer.
 		if key, ok := strings.CutPrefix(h, authnv1.ImpersonateUserExtraHeaderPrefix); ok {
 			k, err := url.PathUnescape(strings.ToLower(key))
 			if err != nil {
-				return User{}, true, apierrors.NewBadRequest(fmt.Sprintf("malformed %s header %q", authnv1.ImpersonateUserExtraHeaderPrefix, h))
+				return authn.User{}, true, apierrors.NewBadRequest(fmt.Sprintf("malformed %s header %q", authnv1.ImpersonateUserExtraHeaderPrefix, h))
 			}
 			extra[k] = v
 		}
 	}
 	if name == "" {
 		if len(groups) > 0 || uid != "" || len(extra) > 0 {
-			return User{}, true, apierrors.NewBadRequest("requested impersonation of groups, uid or extra without impersonating a user")
+			return authn.User{}, true, apierrors.NewBadRequest("requested impersonation of groups, uid or extra without impersonating a user")
 		}
-		return User{}, false, nil
+		return authn.User{}, false, nil
 	}
 	check := func(group, resource, subresource, namespace, obj string) error {
 		a := authorizer.AttributesRecord{User: real.Info(), Verb: "impersonate", APIGroup: group, Resource: resource,
@@ -46,7 +47,7 @@ func impersonate(ctx context.Context, r *http.Request, real User, az authorizer.
 		}
 		return nil
 	}
-	u := User{Name: name, UID: uid, Groups: groups}
+	u := authn.User{Name: name, UID: uid, Groups: groups}
 	var errs []error
 	if ns, sa, err := serviceaccount.SplitUsername(name); err == nil {
 		errs = append(errs, check("", "serviceaccounts", "", ns, sa))
@@ -69,14 +70,14 @@ func impersonate(ctx context.Context, r *http.Request, real User, az authorizer.
 	}
 	for _, err := range errs {
 		if err != nil {
-			return User{}, true, err
+			return authn.User{}, true, err
 		}
 	}
 	if len(extra) > 0 {
 		u.Extra = extra
 	}
-	if !slices.Contains(u.Groups, allAuthenticated) {
-		u.Groups = append(u.Groups, allAuthenticated)
+	if !slices.Contains(u.Groups, authn.AllAuthenticated) {
+		u.Groups = append(u.Groups, authn.AllAuthenticated)
 	}
 	for h := range r.Header {
 		if strings.HasPrefix(h, "Impersonate-") {

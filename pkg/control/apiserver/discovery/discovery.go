@@ -1,4 +1,8 @@
-package apiserver
+// Package discovery serves what clients learn the API from: /version, and the groups,
+// versions and resources served, in legacy discovery (/api, /apis, /apis/GROUP and each
+// version's resource list) and aggregated discovery v2, as k8s.io/apiserver's
+// pkg/endpoints/discovery.
+package discovery
 
 import (
 	"net/http"
@@ -6,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +22,8 @@ import (
 // KubernetesVersion is the Kubernetes API level miniapi reports on /version.
 const KubernetesVersion = "v1.32.0"
 
-func serveVersion(w http.ResponseWriter, _ *http.Request) {
+// ServeVersion answers /version.
+func ServeVersion(w http.ResponseWriter, _ *http.Request) {
 	// As kube-apiserver's effective version: it emulates the API level it serves, and is
 	// compatible with the minor before it.
 	v := utilversion.MustParseSemantic(KubernetesVersion)
@@ -31,7 +37,7 @@ func serveVersion(w http.ResponseWriter, _ *http.Request) {
 	if build, ok := debug.ReadBuildInfo(); ok {
 		stampBuild(&info, build.Settings)
 	}
-	writeJSON(w, http.StatusOK, info)
+	responsewriters.WriteJSON(w, http.StatusOK, info)
 }
 
 // stampBuild fills what kube-apiserver's build stamps through ldflags (gitCommit,
@@ -50,12 +56,36 @@ func stampBuild(info *version.Info, settings []debug.BuildSetting) {
 	}
 }
 
-func (s *Server) serveLegacyVersions(w http.ResponseWriter, r *http.Request) {
+// Handler serves the discovery documents of the registry's resources and of the group
+// versions served beside them (AddGroupVersion).
+type Handler struct {
+	reg *registry.Registry
+	// extra are the group versions served outside the registry.
+	extra []extraGroupVersion
+}
+
+// extraGroupVersion is a group version served outside the registry, with its resources.
+type extraGroupVersion struct {
+	gv        schema.GroupVersion
+	resources []metav1.APIResource
+}
+
+// New is the discovery of reg's resources.
+func New(reg *registry.Registry) *Handler { return &Handler{reg: reg} }
+
+// AddGroupVersion lists gv and its resources, served outside the registry (the API
+// server's extensions), after the registry's groups; call it before serving.
+func (d *Handler) AddGroupVersion(gv schema.GroupVersion, resources []metav1.APIResource) {
+	d.extra = append(d.extra, extraGroupVersion{gv: gv, resources: resources})
+}
+
+// ServeLegacyVersions answers /api: the legacy group's versions, or its aggregated discovery.
+func (d *Handler) ServeLegacyVersions(w http.ResponseWriter, r *http.Request) {
 	if wantsAggregated(r) {
-		s.serveAggregated(w, true)
+		d.serveAggregated(w, true)
 		return
 	}
-	writeJSON(w, http.StatusOK, metav1.APIVersions{
+	responsewriters.WriteJSON(w, http.StatusOK, metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
@@ -64,10 +94,10 @@ func (s *Server) serveLegacyVersions(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) apiGroups() []metav1.APIGroup {
+func (d *Handler) apiGroups() []metav1.APIGroup {
 	var groups []metav1.APIGroup
 	index := map[string]int{}
-	for _, gv := range s.reg.GroupVersions() {
+	for _, gv := range d.reg.GroupVersions() {
 		if gv.Group == "" {
 			continue
 		}
@@ -79,53 +109,69 @@ func (s *Server) apiGroups() []metav1.APIGroup {
 		index[gv.Group] = len(groups)
 		groups = append(groups, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
 	}
-	return append(groups, s.extensionGroups()...)
+	return append(groups, d.extraGroups()...)
 }
 
-func (s *Server) serveGroups(w http.ResponseWriter, r *http.Request) {
+// extraGroups are the entries of /apis of the group versions served outside the registry.
+func (d *Handler) extraGroups() []metav1.APIGroup {
+	var out []metav1.APIGroup
+	for _, e := range d.extra {
+		v := metav1.GroupVersionForDiscovery{GroupVersion: e.gv.String(), Version: e.gv.Version}
+		out = append(out, metav1.APIGroup{Name: e.gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
+	return out
+}
+
+// ServeGroups answers /apis: the named groups, or their aggregated discovery.
+func (d *Handler) ServeGroups(w http.ResponseWriter, r *http.Request) {
 	if wantsAggregated(r) {
-		s.serveAggregated(w, false)
+		d.serveAggregated(w, false)
 		return
 	}
-	writeJSON(w, http.StatusOK, metav1.APIGroupList{
+	responsewriters.WriteJSON(w, http.StatusOK, metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-		Groups:   s.apiGroups(),
+		Groups:   d.apiGroups(),
 	})
 }
 
-func (s *Server) serveGroup(w http.ResponseWriter, _ *http.Request, name string) {
-	for _, g := range s.apiGroups() {
+// ServeGroup answers /apis/GROUP.
+func (d *Handler) ServeGroup(w http.ResponseWriter, _ *http.Request, name string) {
+	for _, g := range d.apiGroups() {
 		if g.Name == name {
 			g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-			writeJSON(w, http.StatusOK, g)
+			responsewriters.WriteJSON(w, http.StatusOK, g)
 			return
 		}
 	}
-	writeError(w, notServed())
+	responsewriters.WriteError(w, NotServed())
 }
 
-// notServed is kube-apiserver's 404 for a path nothing serves (a group, version or
+// NotServed is kube-apiserver's 404 for a path nothing serves (a group, version or
 // resource it does not have): go-restful's answer for a route its group version lacks, and
 // what client-go makes of the plain "404 page not found" of the others. kubectl prints
 // `Error from server (NotFound): the server could not find the requested resource`.
-func notServed() *apierrors.StatusError {
+func NotServed() *apierrors.StatusError {
 	return apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 }
 
-func (s *Server) serveResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
+// ServeResourceList answers /api/VERSION and /apis/GROUP/VERSION: the version's resources.
+func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
 	list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
-	for _, res := range s.reg.Resources() {
+	for _, res := range d.reg.Resources() {
 		if res.GroupVersion() != gv {
 			continue
 		}
 		list.APIResources = append(list.APIResources, apiResources(res)...)
 	}
 	if list.APIResources == nil {
-		writeError(w, notServed())
+		responsewriters.WriteError(w, NotServed())
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	responsewriters.WriteJSON(w, http.StatusOK, list)
 }
+
+// computedVerbs are the verbs of a resource made at each read instead of stored.
+var computedVerbs = metav1.Verbs{"get", "list"}
 
 // apiResources is the discovery entry of a resource and of each of its subresources.
 func apiResources(res *registry.Resource) []metav1.APIResource {
@@ -139,7 +185,7 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 		out[0].Verbs = computedVerbs
 	case res.Terminating:
 		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "watch"}
-	case isCustom(res.GVK()):
+	case registry.IsCustom(res.GVK()):
 		// apiextensions-apiserver's discovery controller lists them in this order.
 		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 	}

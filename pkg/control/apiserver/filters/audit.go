@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
 	"gopkg.in/natefinch/lumberjack.v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,9 +106,9 @@ func (a *Auditor) Handler(next http.Handler) http.Handler {
 	// WithAudit reads the user and the request info (WithRequestInfo's) from k8s.io/apiserver's context keys.
 	withUser := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		if u, ok := UserFrom(ctx); ok {
+		if u, ok := authn.UserFrom(ctx); ok {
 			ctx = request.WithUser(ctx, u.Info())
-		} else { // Authenticate let an anonymous request through: Kubernetes' anonymous user
+		} else { // authn.Authenticate let an anonymous request through: Kubernetes' anonymous user
 			ctx = request.WithUser(ctx, &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}})
 		}
 		audited.ServeHTTP(streamingWriter{w, ctx.Done()}, r.WithContext(ctx))
@@ -141,12 +142,12 @@ func (s streamingWriter) CloseNotify() <-chan bool {
 
 func (s streamingWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// auditing tells whether the request's audit event records anything.
-func auditing(ctx context.Context) bool { return audit.AuditContextFrom(ctx).Enabled() }
+// Auditing tells whether the request's audit event records anything.
+func Auditing(ctx context.Context) bool { return audit.AuditContextFrom(ctx).Enabled() }
 
 // auditAuthorization records the authorization decision as kube-apiserver's annotations.
 func auditAuthorization(ctx context.Context, d authorizer.Decision, reason string) {
-	if !auditing(ctx) {
+	if !Auditing(ctx) {
 		return
 	}
 	decision := "forbid"
@@ -157,8 +158,8 @@ func auditAuthorization(ctx context.Context, d authorizer.Decision, reason strin
 }
 
 // auditImpersonation records who the request runs as.
-func auditImpersonation(ctx context.Context, as User) {
-	if auditing(ctx) {
+func auditImpersonation(ctx context.Context, as authn.User) {
+	if Auditing(ctx) {
 		audit.LogImpersonatedUser(ctx, as.Info(), "")
 	}
 }
@@ -166,10 +167,10 @@ func auditImpersonation(ctx context.Context, as User) {
 // auditCodecs encode the objects of Request and RequestResponse events.
 var auditCodecs = scheme.Codecs.WithoutConversion()
 
-// auditRequestObject records a decoded request body (and the object's name and uid, at
+// AuditRequestObject records a decoded request body (and the object's name and uid, at
 // Metadata level too, as kube-apiserver does).
-func auditRequestObject(ctx context.Context, obj runtime.Object, gvk schema.GroupVersionKind) {
-	if !auditing(ctx) {
+func AuditRequestObject(ctx context.Context, obj runtime.Object, gvk schema.GroupVersionKind) {
+	if !Auditing(ctx) {
 		return
 	}
 	if gvk.Empty() {
@@ -178,23 +179,23 @@ func auditRequestObject(ctx context.Context, obj runtime.Object, gvk schema.Grou
 	audit.LogRequestObject(ctx, obj, gvk.GroupVersion(), gvk.GroupVersion().WithResource(""), "", auditCodecs)
 }
 
-// auditRequestPatch records a patch body.
-func auditRequestPatch(ctx context.Context, patch []byte) {
-	if auditing(ctx) {
+// AuditRequestPatch records a patch body.
+func AuditRequestPatch(ctx context.Context, patch []byte) {
+	if Auditing(ctx) {
 		audit.LogRequestPatch(ctx, patch)
 	}
 }
 
-// auditResponse records the object answered (RequestResponse level).
-func auditResponse(ctx context.Context, obj runtime.Object, gv schema.GroupVersion) {
-	if auditing(ctx) {
+// AuditResponse records the object answered (RequestResponse level).
+func AuditResponse(ctx context.Context, obj runtime.Object, gv schema.GroupVersion) {
+	if Auditing(ctx) {
 		audit.LogResponseObject(ctx, obj, gv, auditCodecs)
 	}
 }
 
-// auditError records the Status an error is answered with.
-func auditError(ctx context.Context, err error) {
-	if !auditing(ctx) {
+// AuditError records the Status an error is answered with.
+func AuditError(ctx context.Context, err error) {
+	if !Auditing(ctx) {
 		return
 	}
 	var status apierrors.APIStatus

@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"net/http"
@@ -10,9 +10,9 @@ import (
 )
 
 func TestWarmStacksReuseWorkers(t *testing.T) {
-	h := onWarmStacks(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := OnWarmStacks(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
-	}), time.Minute)
+	}), time.Minute, nil)
 	const requests = 20
 	for range requests {
 		rec := httptest.NewRecorder()
@@ -32,10 +32,10 @@ func TestWarmStacksServeConcurrentRequests(t *testing.T) {
 	var arrived sync.WaitGroup
 	arrived.Add(requests)
 	release := make(chan struct{})
-	h := onWarmStacks(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := OnWarmStacks(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived.Done()
 		<-release // every request holds its worker until all have one
-	}), time.Minute)
+	}), time.Minute, nil)
 	var served sync.WaitGroup
 	for range requests {
 		served.Go(func() { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) })
@@ -61,7 +61,7 @@ func TestWarmStacksRaisePanicsInTheCaller(t *testing.T) {
 		{"an aborted response", http.ErrAbortHandler, func(v any) bool { return v == http.ErrAbortHandler }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := onWarmStacks(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(tc.value) }), time.Minute)
+			h := OnWarmStacks(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(tc.value) }), time.Minute, nil)
 			defer func() {
 				if v := recover(); !tc.check(v) {
 					t.Errorf("caller got panic %v, want %v (with the worker's stack for a bug)", v, tc.value)

@@ -1,4 +1,8 @@
-package apiserver
+// Package filters holds the HTTP filters around the REST handlers, as k8s.io/apiserver's
+// pkg/endpoints/filters and pkg/server/filters: the request info every later step reads,
+// authorization (with impersonation), the audit log, panic recovery, the request timeout,
+// the in-flight limits and warm stacks. Authentication is package authn's.
+package filters
 
 import (
 	"bufio"
@@ -16,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/seats"
 	"github.com/minik8s/minik8s/pkg/control/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +31,12 @@ import (
 // The filters around the resource handlers, outermost first, close to kube-apiserver's
 // order (DefaultBuildHandlerChain):
 //
-//	panic recovery → request timeout → [warm stacks] → authentication (Authenticate) →
+//	panic recovery → request timeout → [warm stacks] → authentication (authn.Authenticate) →
 //	authorization (Authorize; both wired by the caller) → max requests in flight →
 //	metrics → field owner → routes
 //
-// ListenAndServeTLS puts the first two around the handler it is given; Handler holds the rest.
+// The API server's ListenAndServeTLS puts the first two around the handler it is given;
+// its Handler holds the rest.
 
 // Limits bound what clients can make the server do.
 type Limits struct {
@@ -63,10 +70,10 @@ func (l Limits) Validate() error {
 	return errors.Join(errs...)
 }
 
-// recoverPanics answers a request whose handler panicked with 500 and a Status, and logs the
+// RecoverPanics answers a request whose handler panicked with 500 and a Status, and logs the
 // panic with its stack at error level. A response already begun cannot be turned into an
 // error: its connection is dropped instead (http.ErrAbortHandler), as net/http does.
-func recoverPanics(next http.Handler, log *slog.Logger) http.Handler {
+func RecoverPanics(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tw := &trackingWriter{ResponseWriter: w}
 		defer func() {
@@ -85,7 +92,7 @@ func recoverPanics(next http.Handler, log *slog.Logger) http.Handler {
 			if tw.wroteHeader() {
 				panic(http.ErrAbortHandler)
 			}
-			writeError(w, apierrors.NewInternalError(errors.New("this request caused the API server to panic; look in its log for details")))
+			responsewriters.WriteError(w, apierrors.NewInternalError(errors.New("this request caused the API server to panic; look in its log for details")))
 		}()
 		next.ServeHTTP(tw, r)
 	})
@@ -145,13 +152,13 @@ func (t *trackingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(t.ResponseWriter).Hijack()
 }
 
-// withRequestTimeout ends requests that are not long-running after timeout (or the
+// WithRequestTimeout ends requests that are not long-running after timeout (or the
 // request's shorter ?timeout=) with 504, as kube-apiserver's timeout filter does: the
 // handler's context is cancelled and a body it is still reading is cut off; what it writes
 // afterwards is dropped. A response already begun has its connection dropped.
-func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
+func WithRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if longRunning(r) {
+		if LongRunning(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -168,12 +175,12 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 		// which net/http reads after it to reuse the connection.
 		// (A second later than the context: a handler still reading when the request times
 		// out gets the timeout, not a read error of its own.) A body must have arrived
-		// within bodyTimeout, so a client trickling it does not hold its connection for the
+		// within BodyTimeout, so a client trickling it does not hold its connection for the
 		// whole request timeout; once it has, the request's own deadline is back.
 		rc := http.NewResponseController(w)
 		deadline := time.Now().Add(d + time.Second)
-		if r.ContentLength != 0 && bodyTimeout < d+time.Second {
-			_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		if r.ContentLength != 0 && BodyTimeout < d+time.Second {
+			_ = rc.SetReadDeadline(time.Now().Add(BodyTimeout))
 			r.Body = &bodyRead{ReadCloser: r.Body, done: func() { _ = rc.SetReadDeadline(deadline) }}
 		} else {
 			_ = rc.SetReadDeadline(deadline)
@@ -219,7 +226,7 @@ func withRequestTimeout(next http.Handler, timeout time.Duration) http.Handler {
 					panic(http.ErrAbortHandler)
 				}
 			}
-			writeError(w, timeoutError(ctx))
+			responsewriters.WriteError(w, TimeoutError(ctx))
 		}
 	})
 }
@@ -230,11 +237,11 @@ func timedOut(ctx context.Context) bool {
 	return g != nil && g.TimedOut()
 }
 
-// timeOutNow marks the request of ctx timed out once its deadline has passed, unless one of
+// TimeOutNow marks the request of ctx timed out once its deadline has passed, unless one of
 // its writes is being committed, and tells whether it timed out: a handler that met the
 // deadline before the timeout filter did (a 500 "context deadline exceeded" of its own)
 // answers the filter's 504 instead, as kube-apiserver's handlers do.
-func timeOutNow(ctx context.Context) bool {
+func TimeOutNow(ctx context.Context) bool {
 	g := store.CommitGuardFrom(ctx)
 	if g == nil {
 		return false
@@ -245,9 +252,10 @@ func timeOutNow(ctx context.Context) bool {
 	return g.TimeOut()
 }
 
-// bodyTimeout bounds how long a client may take to send a request's body once its headers
-// are in (a slow-loris client trickling the body), as headerTimeout bounds the headers.
-const bodyTimeout = 10 * time.Second
+// BodyTimeout bounds how long a client may take to send a request's body once its headers
+// are in (a slow-loris client trickling the body), as the server's header timeout bounds
+// the headers.
+const BodyTimeout = 10 * time.Second
 
 // bodyRead calls done once its body has been read to the end.
 type bodyRead struct {
@@ -264,18 +272,18 @@ func (b *bodyRead) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// timeoutError is the 504 a request that ran past its deadline is answered with.
-func timeoutError(ctx context.Context) error {
+// TimeoutError is the 504 a request that ran past its deadline is answered with.
+func TimeoutError(ctx context.Context) error {
 	return apierrors.NewTimeoutError("request did not complete within requested timeout - "+ctx.Err().Error(), 0)
 }
 
 // answerTimedOut makes a handler that answers after its request timed out (when
-// withRequestTimeout has sent the client its 504 and drops what the handler writes) answer
+// WithRequestTimeout has sent the client its 504 and drops what the handler writes) answer
 // that 504 instead, so that the filters between the two (the audit log) record the code
 // the client saw, as kube-apiserver's handlers answer a timed-out request with 504.
 func answerTimedOut(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if longRunning(r) {
+		if LongRunning(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -297,7 +305,7 @@ func (d *deadlineWriter) WriteHeader(code int) {
 	d.begun = true
 	if timedOut(d.ctx) {
 		d.timedOut = true
-		writeError(d.ResponseWriter, timeoutError(d.ctx))
+		responsewriters.WriteError(d.ResponseWriter, TimeoutError(d.ctx))
 		return
 	}
 	d.ResponseWriter.WriteHeader(code)
@@ -376,15 +384,16 @@ func (t *timeoutWriter) timeOut() (begun bool) {
 	return t.begun
 }
 
-// inFlight bounds the requests that are not long-running being served at once, reads and
+// InFlight bounds the requests that are not long-running being served at once, reads and
 // writes apart; a request that finds its kind's seats taken waits its turn in its user's
 // queue (package seats).
-type inFlight struct {
+type InFlight struct {
 	readonly, mutating *seats.Pool // nil: no limit
 }
 
-func newInFlight(l Limits) *inFlight {
-	f := &inFlight{}
+// NewInFlight is the in-flight limits of l (none where l's is 0).
+func NewInFlight(l Limits) *InFlight {
+	f := &InFlight{}
 	if l.MaxRequestsInflight > 0 {
 		f.readonly = seats.New(l.MaxRequestsInflight)
 	}
@@ -394,9 +403,9 @@ func newInFlight(l Limits) *inFlight {
 	return f
 }
 
-// register exports the seats taken and the requests waiting, by kind, under
+// Register exports the seats taken and the requests waiting, by kind, under
 // kube-apiserver's metric names.
-func (f *inFlight) register(reg prometheus.Registerer) {
+func (f *InFlight) Register(reg prometheus.Registerer) {
 	for kind, pool := range map[string]*seats.Pool{"readOnly": f.readonly, "mutating": f.mutating} {
 		if pool == nil {
 			continue
@@ -410,27 +419,27 @@ func (f *inFlight) register(reg prometheus.Registerer) {
 	}
 }
 
-// limit serves a request once it has a seat, and refuses it with 429 and Retry-After when
+// Limit serves a request once it has a seat, and refuses it with 429 and Retry-After when
 // its user's queue is full or it waited too long, as kube-apiserver's priority and
 // fairness filter does.
-func (f *inFlight) limit(next http.Handler) http.Handler {
+func (f *InFlight) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pool := f.readonly
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			pool = f.mutating
 		}
-		if pool == nil || longRunning(r) || privileged(r) {
+		if pool == nil || LongRunning(r) || privileged(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		u, _ := UserFrom(r.Context())
+		u, _ := authn.UserFrom(r.Context())
 		release, err := pool.Acquire(r.Context(), u.Name)
 		if err != nil {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 			if r.ContentLength != 0 { // not worth reading: net/http would before answering
 				w.Header().Set("Connection", "close")
 			}
-			writeError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
+			responsewriters.WriteError(w, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfterSeconds))
 			return
 		}
 		defer release()
@@ -444,6 +453,6 @@ const retryAfterSeconds = 1
 // privileged tells whether the request's user is in system:masters, which kube-apiserver's
 // in-flight limits do not count.
 func privileged(r *http.Request) bool {
-	u, ok := UserFrom(r.Context())
+	u, ok := authn.UserFrom(r.Context())
 	return ok && slices.Contains(u.Groups, "system:masters")
 }

@@ -1,21 +1,22 @@
-package apiserver
+package filters
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // Attributes are what the authorizer is asked about the request r by u.
-func Attributes(r *http.Request, u User) (authorizer.AttributesRecord, error) {
-	info, err := requestInfoOf(r) // what routing reads too
+func Attributes(r *http.Request, u authn.User) (authorizer.AttributesRecord, error) {
+	info, err := RequestInfoOf(r) // what routing reads too
 	if err != nil {
 		return authorizer.AttributesRecord{}, err
 	}
@@ -41,34 +42,29 @@ func Attributes(r *http.Request, u User) (authorizer.AttributesRecord, error) {
 	return a, nil
 }
 
-// Info is u as k8s.io/apiserver's authorizers see users.
-func (u User) Info() user.Info {
-	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
-}
-
 // Authorize wraps h: an authenticated request impersonating someone (Impersonate-*
 // headers) becomes theirs if its user may impersonate them; then it must be allowed by az,
 // else it gets 403 Forbidden with kube-apiserver's message. Anonymous requests have already been limited to
-// the public paths by Authenticate.
+// the public paths by authn.Authenticate.
 func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, ok := UserFrom(r.Context())
+		u, ok := authn.UserFrom(r.Context())
 		if !ok {
 			h.ServeHTTP(w, r)
 			return
 		}
 		if as, ok, err := impersonate(r.Context(), r, u, az); err != nil {
-			auditError(r.Context(), err)
-			writeError(w, err)
+			AuditError(r.Context(), err)
+			responsewriters.WriteError(w, err)
 			return
 		} else if ok {
 			u = as
-			r = r.WithContext(WithUser(r.Context(), u))
+			r = r.WithContext(authn.WithUser(r.Context(), u))
 			auditImpersonation(r.Context(), u)
 		}
 		a, err := Attributes(r, u)
 		if err != nil {
-			writeError(w, apierrors.NewBadRequest(err.Error()))
+			responsewriters.WriteError(w, apierrors.NewBadRequest(err.Error()))
 			return
 		}
 		decision, reason, err := az.Authorize(r.Context(), a)
@@ -81,8 +77,8 @@ func Authorize(h http.Handler, az authorizer.Authorizer) http.Handler {
 			reason = err.Error()
 		}
 		err = Forbidden(a, reason)
-		auditError(r.Context(), err)
-		writeError(w, err)
+		AuditError(r.Context(), err)
+		responsewriters.WriteError(w, err)
 	})
 }
 

@@ -1,4 +1,4 @@
-package apiserver
+package openapi
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/minik8s/minik8s/pkg/control/openapi"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/munnerz/goautoneg"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
@@ -27,7 +27,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
-// OpenAPIDocuments serves the OpenAPI documents of the registry's built-in resources and
+// Handler serves the OpenAPI documents of the registry's built-in resources and
 // those of custom resources, set as their CustomResourceDefinitions change: /openapi/v2
 // (JSON or the protobuf kubectl asks for first, through kube-openapi's handler) and
 // /openapi/v3, whose root lists each group version's document with the hash of its JSON,
@@ -40,16 +40,17 @@ import (
 // process's life), so the root never builds again; a group version's document is built and
 // encoded when a client (kubectl) asks for it. kube-openapi's handler3 would keep every
 // document and its JSON for the process's life (~16 MB).
-type OpenAPIDocuments struct {
-	reg *registry.Registry // the built-in resources
-	log *slog.Logger
+type Handler struct {
+	reg     *registry.Registry // the built-in resources
+	version string             // the Kubernetes version the documents describe (Build's)
+	log     *slog.Logger
 	// builtInHashes are the hashes of the built-in group versions' v3 JSON, by path,
 	// computed on the first call; an error says why the documents cannot be built.
 	builtInHashes func() (map[string]string, error)
 	hashedAt      time.Time // when builtInHashes built them: their Last-Modified
 
 	buildMu sync.Mutex
-	built   *openapi.Documents // kept for a while after a build, for the requests that follow
+	built   *Documents // kept for a while after a build, for the requests that follow
 	drop    *time.Timer
 
 	v2 *handler.OpenAPIService
@@ -76,11 +77,12 @@ type customV3 struct {
 	modified time.Time
 }
 
-// newOpenAPIDocuments describes the resources reg holds now, its built-in ones: those of
-// custom resources added later come through SetCustomResourcesV2 and SetGroupVersionV3.
-func newOpenAPIDocuments(reg *registry.Registry, log *slog.Logger) *OpenAPIDocuments {
+// NewHandler describes the resources reg holds now, its built-in ones, at Kubernetes version
+// version: those of custom resources added later come through SetCustomResourcesV2 and
+// SetGroupVersionV3.
+func NewHandler(reg *registry.Registry, version string, log *slog.Logger) *Handler {
 	builtIn, err := registry.New(reg.Resources()...)
-	h := &OpenAPIDocuments{reg: builtIn, log: log, builtIn: map[string]bool{}, custom: map[string]customV3{}, encodedV2: -1}
+	h := &Handler{reg: builtIn, version: version, log: log, builtIn: map[string]bool{}, custom: map[string]customV3{}, encodedV2: -1}
 	h.builtInHashes = sync.OnceValues(func() (map[string]string, error) {
 		if err != nil {
 			return nil, err
@@ -93,13 +95,13 @@ func newOpenAPIDocuments(reg *registry.Registry, log *slog.Logger) *OpenAPIDocum
 	})
 	h.v2 = handler.NewOpenAPIServiceLazy(cached.Func(h.v2Spec))
 	for _, gv := range reg.GroupVersions() {
-		h.builtIn[openapi.V3Path(gv)] = true
+		h.builtIn[V3Path(gv)] = true
 	}
 	return h
 }
 
 // hashBuiltIn builds the documents and hashes each group version's v3 JSON.
-func (h *OpenAPIDocuments) hashBuiltIn() (map[string]string, error) {
+func (h *Handler) hashBuiltIn() (map[string]string, error) {
 	docs, err := h.documents()
 	if err != nil {
 		return nil, err
@@ -128,11 +130,11 @@ func hashOf(data []byte) string { return fmt.Sprintf("%X", sha512.Sum512(data)) 
 const keepBuilt = 10 * time.Second
 
 // documents are the built-in documents, built unless they were used within keepBuilt.
-func (h *OpenAPIDocuments) documents() (*openapi.Documents, error) {
+func (h *Handler) documents() (*Documents, error) {
 	h.buildMu.Lock()
 	defer h.buildMu.Unlock()
 	if h.built == nil {
-		docs, err := openapi.Build(h.reg, KubernetesVersion)
+		docs, err := Build(h.reg, h.version)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +154,7 @@ func (h *OpenAPIDocuments) documents() (*openapi.Documents, error) {
 // definitions win); its etag counts their changes. kube-openapi's handler asks for it on
 // every request, to compare its etag, and encodes what it gets only when that etag is new:
 // the spec is built and handed over only then, nil otherwise.
-func (h *OpenAPIDocuments) v2Spec() (*spec.Swagger, string, error) {
+func (h *Handler) v2Spec() (*spec.Swagger, string, error) {
 	h.encodedMu.Lock()
 	defer h.encodedMu.Unlock()
 	etag := strconv.Itoa(h.customV2Changes)
@@ -173,7 +175,7 @@ func (h *OpenAPIDocuments) v2Spec() (*spec.Swagger, string, error) {
 
 // SetCustomResourcesV2 serves in /openapi/v2 the built-in spec merged with the custom
 // resources' specs, merged when the spec is next asked for.
-func (h *OpenAPIDocuments) SetCustomResourcesV2(specs []*spec.Swagger) {
+func (h *Handler) SetCustomResourcesV2(specs []*spec.Swagger) {
 	h.encodedMu.Lock()
 	defer h.encodedMu.Unlock()
 	h.customV2 = specs
@@ -183,8 +185,8 @@ func (h *OpenAPIDocuments) SetCustomResourcesV2(specs []*spec.Swagger) {
 // SetGroupVersionV3 serves doc as /openapi/v3/apis/GROUP/VERSION, or takes that document
 // away when doc is nil. A built-in group version is never replaced. doc is kept, not
 // changed: it is encoded now for its hash, and again when asked for.
-func (h *OpenAPIDocuments) SetGroupVersionV3(gv schema.GroupVersion, doc *spec3.OpenAPI) {
-	path := openapi.V3Path(gv)
+func (h *Handler) SetGroupVersionV3(gv schema.GroupVersion, doc *spec3.OpenAPI) {
+	path := V3Path(gv)
 	if h.builtIn[path] {
 		return
 	}
@@ -202,8 +204,8 @@ func (h *OpenAPIDocuments) SetGroupVersionV3(gv schema.GroupVersion, doc *spec3.
 	h.custom[path] = v
 }
 
-// register serves /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/GROUP/VERSION} on mux.
-func (h *OpenAPIDocuments) register(mux *http.ServeMux) {
+// Register serves /openapi/v2, /openapi/v3 and /openapi/v3/{api/v1,apis/GROUP/VERSION} on mux.
+func (h *Handler) Register(mux *http.ServeMux) {
 	v2 := http.NewServeMux()
 	h.v2.RegisterOpenAPIVersionedService("/openapi/v2", v2)
 	mux.Handle("/openapi/v2", h.whenBuilt(v2))
@@ -212,10 +214,10 @@ func (h *OpenAPIDocuments) register(mux *http.ServeMux) {
 }
 
 // whenBuilt serves with next if the built-in documents can be built, or says why not.
-func (h *OpenAPIDocuments) whenBuilt(next http.Handler) http.Handler {
+func (h *Handler) whenBuilt(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := h.builtInHashes(); err != nil {
-			writeError(w, apierrors.NewInternalError(fmt.Errorf("the OpenAPI documents could not be built: %w", err)))
+			responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("the OpenAPI documents could not be built: %w", err)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -224,7 +226,7 @@ func (h *OpenAPIDocuments) whenBuilt(next http.Handler) http.Handler {
 
 // serveRoot lists each group version's document at its URL with the hash of its JSON, as
 // handler3.OpenAPIService.HandleDiscovery does.
-func (h *OpenAPIDocuments) serveRoot(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request) {
 	builtIn, _ := h.builtInHashes() // whenBuilt has seen no error
 	hashes := maps.Clone(builtIn)
 	modified := h.hashedAt
@@ -232,7 +234,7 @@ func (h *OpenAPIDocuments) serveRoot(w http.ResponseWriter, r *http.Request) {
 	for path, v := range h.custom {
 		if v.err != nil {
 			h.mu.RUnlock()
-			writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, v.err)))
+			responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, v.err)))
 			return
 		}
 		hashes[path] = v.hash
@@ -247,7 +249,7 @@ func (h *OpenAPIDocuments) serveRoot(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := json.Marshal(root)
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
+		responsewriters.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
 	w.Header().Set("Etag", strconv.Quote(hashOf(data)))
@@ -263,7 +265,7 @@ func groupVersionURL(path, hash string) string {
 }
 
 // groupVersionJSON is the JSON of the group version's document at path, false if none is served.
-func (h *OpenAPIDocuments) groupVersionJSON(path string) ([]byte, time.Time, bool, error) {
+func (h *Handler) groupVersionJSON(path string) ([]byte, time.Time, bool, error) {
 	h.mu.RLock()
 	v, custom := h.custom[path]
 	h.mu.RUnlock()
@@ -294,16 +296,16 @@ var v3Encodings = []struct{ subType, contentType string }{
 // HandleGroupVersion does: in the encoding the Accept header asks for (406 for none), with
 // its hash as the Etag, cacheable for a year when asked for by its hash and redirected to
 // the current hash when asked for by another.
-func (h *OpenAPIDocuments) serveGroupVersion(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveGroupVersion(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/openapi/v3/")
 	data, modified, ok, err := h.groupVersionJSON(path)
 	switch {
 	case !ok:
 		// handler3 would answer an empty 200 for a group version it does not know.
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		responsewriters.WriteError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 		return
 	case err != nil:
-		writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
+		responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
 		return
 	}
 	hash := hashOf(data)
@@ -319,7 +321,7 @@ func (h *OpenAPIDocuments) serveGroupVersion(w http.ResponseWriter, r *http.Requ
 			}
 			if enc.subType != "json" {
 				if data, err = handler3.ToV3ProtoBinary(data); err != nil {
-					writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
+					responsewriters.WriteError(w, apierrors.NewInternalError(fmt.Errorf("encoding the OpenAPI v3 document of %s: %w", path, err)))
 					return
 				}
 			}

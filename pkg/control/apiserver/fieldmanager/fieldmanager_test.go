@@ -1,4 +1,4 @@
-package apiserver
+package fieldmanager
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/builtin"
+	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,13 +33,13 @@ func TestManagerFromUserAgent(t *testing.T) {
 	}
 }
 
-func podFieldManagers(t testing.TB) (*fieldManagers, *registry.Resource) {
+func podFieldManagers(t testing.TB) (*Managers, *registry.Resource) {
 	reg, err := builtin.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
 	pods, _ := reg.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
-	f := newFieldManagers(reg, slog.Default())
+	f := New(reg, slog.Default())
 	if len(f.unavailable) > 0 {
 		t.Fatal(f.unavailable)
 	}
@@ -53,7 +55,7 @@ func trackedPod() *corev1.Pod {
 }
 
 func withOwner(manager string) context.Context {
-	return context.WithValue(context.Background(), fieldOwnerKey{}, &fieldOwner{manager: manager})
+	return WithOwner(context.Background(), &Owner{Manager: manager})
 }
 
 // Writes through the main resource own spec and metadata, never status; writes through
@@ -68,7 +70,7 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	withStatus := created.DeepCopy()
 	withStatus.Status.Message = "running"
 	updated := f.Track(withOwner("kubelet"), pods, "status", created, withStatus).(*corev1.Pod)
-	entry := managerEntry(updated, "kubelet")
+	entry := apitest.ManagerEntry(updated, "kubelet")
 	if entry == nil || entry.Subresource != "status" || !strings.Contains(string(entry.FieldsV1.Raw), "f:message") || strings.Contains(string(entry.FieldsV1.Raw), "f:spec") {
 		t.Errorf("status update: %+v", updated.ManagedFields)
 	}
@@ -77,13 +79,13 @@ func TestTrackOwnsWhatEachWriteChanged(t *testing.T) {
 	relabelled.Labels["tier"] = "web"
 	relabelled.Status.Reason = "ignored through the main resource"
 	updated = f.Track(withOwner("labeller"), pods, "", updated, relabelled).(*corev1.Pod)
-	if entry := managerEntry(updated, "labeller"); entry == nil || !strings.Contains(string(entry.FieldsV1.Raw), "f:tier") || strings.Contains(string(entry.FieldsV1.Raw), "f:status") {
+	if entry := apitest.ManagerEntry(updated, "labeller"); entry == nil || !strings.Contains(string(entry.FieldsV1.Raw), "f:tier") || strings.Contains(string(entry.FieldsV1.Raw), "f:status") {
 		t.Errorf("main resource update: %+v", updated.ManagedFields)
 	}
 
 	// Without a request's field owner (the server's own writes) nothing is recorded.
-	if internal := f.Track(context.Background(), pods, "", nil, trackedPod()); mustMeta(internal).GetManagedFields() != nil {
-		t.Errorf("internal write got managedFields: %+v", mustMeta(internal).GetManagedFields())
+	if internal := f.Track(context.Background(), pods, "", nil, trackedPod()); generic.MustMeta(internal).GetManagedFields() != nil {
+		t.Errorf("internal write got managedFields: %+v", generic.MustMeta(internal).GetManagedFields())
 	}
 }
 
@@ -96,7 +98,7 @@ func TestTrackKeepsStoredEntriesWhenAWriteCarriesNone(t *testing.T) {
 	fromCache.ManagedFields = nil
 	fromCache.Status.Message = "scheduled"
 	updated := f.Track(withOwner("scheduler"), pods, "status", created, fromCache).(*corev1.Pod)
-	if managerEntry(updated, "creator") == nil || managerEntry(updated, "scheduler") == nil {
+	if apitest.ManagerEntry(updated, "creator") == nil || apitest.ManagerEntry(updated, "scheduler") == nil {
 		t.Errorf("want the creator's and the scheduler's entries, got %+v", updated.ManagedFields)
 	}
 }
@@ -153,7 +155,7 @@ func TestGoTypesTrackAsTheValidatingConverter(t *testing.T) {
 			fast.Track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod),
 			validating.Track(withOwner("kubelet"), pods, "status", fastCreated, changed.DeepCopy()).(*corev1.Pod))
 	}
-	if len(mustMeta(fast.Track(withOwner("creator"), pods, "", nil, rich.DeepCopy())).GetManagedFields()) != 1 {
+	if len(generic.MustMeta(fast.Track(withOwner("creator"), pods, "", nil, rich.DeepCopy())).GetManagedFields()) != 1 {
 		t.Error("the rich pod's create recorded no managed fields")
 	}
 }

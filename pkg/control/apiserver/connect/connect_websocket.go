@@ -1,4 +1,4 @@
-package apiserver
+package connect
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	apiproxy "k8s.io/apiserver/pkg/util/proxy"
@@ -20,38 +21,38 @@ import (
 // (TunnelingHandler), and a log is read from the node and written to the WebSocket
 // (logOverWebSocket). ok is false for requests left to the plain proxy (SPDY, older
 // WebSocket protocols, plain logs).
-func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName, sub, path string, podQuery url.Values) bool {
+func (h *Handler) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName, sub, path string, podQuery url.Values) bool {
 	translate := (sub == "exec" || sub == "attach") && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r)
 	tunnel := sub == "portforward" && wsstream.IsWebSocketRequestWithTunnelingProtocol(r)
 	logs := sub == "log" && wsstream.IsWebSocketRequest(r)
 	if !translate && !tunnel && !logs {
 		return false
 	}
-	if s.nodeTransport == nil {
-		writeError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
+	if h.NodeTransport == nil {
+		responsewriters.WriteError(w, apierrors.NewServiceUnavailable("miniapi has no client certificate for the node API"))
 		return true
 	}
-	target, err := s.nodeURL(r.Context(), nodeName)
+	target, err := h.nodeURL(r.Context(), nodeName)
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return true
 	}
 	target.Path, target.RawQuery = path, r.URL.RawQuery
 	if logs {
-		s.logOverWebSocket(w, r, nodeName, target)
+		h.logOverWebSocket(w, r, nodeName, target)
 		return true
 	}
 	w = hijacker(w) // the WebSocket servers assert http.Hijacker instead of unwrapping
 	if translate {
 		on := func(name string) bool { v := podQuery.Get(name); return v == "true" || v == "1" }
 		opts := apiproxy.Options{Stdin: on("stdin"), Stdout: on("stdout"), Stderr: on("stderr"), Tty: on("tty")}
-		apiproxy.NewStreamTranslatorHandler(target, s.nodeTransport, 0, opts).ServeHTTP(w, r)
+		apiproxy.NewStreamTranslatorHandler(target, h.NodeTransport, 0, opts).ServeHTTP(w, r)
 		return true
 	}
 	r.Header.Del("Authorization") // the node trusts miniapi's certificate, not the user's token
 	// The tunnelling writer hands over its connection without a bufio.ReadWriter, which
 	// only apimachinery's upgrade-aware proxy (kube-apiserver's) expects.
-	upgrade := utilproxy.NewUpgradeAwareHandler(target, s.nodeTransport, false, true, restResponder{})
+	upgrade := utilproxy.NewUpgradeAwareHandler(target, h.NodeTransport, false, true, restResponder{})
 	apiproxy.NewTunnelingHandler(upgrade).ServeHTTP(w, r)
 	return true
 }
@@ -60,15 +61,15 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request, nodeName
 // request asks for (binary.k8s.io, base64.binary.k8s.io or none), as kube-apiserver's
 // StreamObject does: the node API serves logs over plain HTTP only. A node error is
 // answered before the upgrade, as for a plain GET.
-func (s *Server) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeName string, target *url.URL) {
+func (h *Handler) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeName string, target *url.URL) {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target.String(), nil)
 	if err != nil {
-		writeError(w, apierrors.NewInternalError(err))
+		responsewriters.WriteError(w, apierrors.NewInternalError(err))
 		return
 	}
-	resp, err := s.nodeTransport.RoundTrip(req)
+	resp, err := h.NodeTransport.RoundTrip(req)
 	if err != nil {
-		writeError(w, logReadError(target, err))
+		responsewriters.WriteError(w, logReadError(target, err))
 		return
 	}
 	defer resp.Body.Close()
@@ -76,12 +77,12 @@ func (s *Server) logOverWebSocket(w http.ResponseWriter, r *http.Request, nodeNa
 		if err = nodeError(resp); err == nil {
 			err = apierrors.NewInternalError(fmt.Errorf("node %s answered %s for the log", nodeName, resp.Status))
 		}
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	body := &errorAfterData{r: resp.Body}
 	if err := wsstream.NewReader(body, true, wsstream.NewDefaultReaderProtocols()).Copy(hijacker(w), r); err != nil {
-		s.log.Debug("log over WebSocket ended", "node", nodeName, "err", err)
+		h.Log.Debug("log over WebSocket ended", "node", nodeName, "err", err)
 	}
 }
 
@@ -127,7 +128,7 @@ type restResponder struct{}
 func (restResponder) Error(w http.ResponseWriter, _ *http.Request, err error) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		err = unknownError(err)
+		err = responsewriters.UnknownError(err)
 	}
-	writeError(w, err)
+	responsewriters.WriteError(w, err)
 }

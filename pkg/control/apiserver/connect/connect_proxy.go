@@ -1,4 +1,4 @@
-package apiserver
+package connect
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
 )
 
@@ -39,16 +40,16 @@ var podTransport = utilnet.SetTransportDefaults(&http.Transport{
 // proxyToPodOrService serves pods/ID/proxy/PATH and services/ID/proxy/PATH as
 // kube-apiserver's ProxyREST: ID is NAME, NAME:PORT or SCHEME:NAME:PORT, PATH and the query
 // go to the pod (or a ready endpoint of the service), as proxyToLocation sends them.
-func (s *Server) proxyToPodOrService(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) {
+func (h *Handler) proxyToPodOrService(w http.ResponseWriter, r *http.Request, ri *request.RequestInfo) {
 	var loc *url.URL
 	var err error
 	if ri.Resource == "pods" {
-		loc, err = s.podLocation(r.Context(), ri.Namespace, ri.Name)
+		loc, err = h.podLocation(r.Context(), ri.Namespace, ri.Name)
 	} else {
-		loc, err = s.serviceLocation(r.Context(), ri.Namespace, ri.Name)
+		loc, err = h.serviceLocation(r.Context(), ri.Namespace, ri.Name)
 	}
 	if err != nil {
-		writeError(w, err)
+		responsewriters.WriteError(w, err)
 		return
 	}
 	proxyToLocation(w, r, loc, ri)
@@ -79,13 +80,13 @@ func proxySubpath(ri *request.RequestInfo) string {
 
 // podLocation is the pod's IP and the port id names, or its first container port (kube's
 // pod ResourceLocation).
-func (s *Server) podLocation(ctx context.Context, ns, id string) (*url.URL, error) {
+func (h *Handler) podLocation(ctx context.Context, ns, id string) (*url.URL, error) {
 	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid pod request %q", id))
 	}
-	pods, _ := s.reg.Lookup(podsGVR)
-	obj, err := s.objects.Get(ctx, pods, ns, name)
+	pods, _ := h.Registry.Lookup(podsGVR)
+	obj, err := h.Objects.Get(ctx, pods, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +125,13 @@ func (s *Server) podLocation(ctx context.Context, ns, id string) (*url.URL, erro
 // only endpoints that are the pods they name count. Its refusals are kube's, which reads
 // the Service's Endpoints: none is their NotFound (ExternalName, no selector), none with
 // an address names the service, none ready for the port names id as written.
-func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, error) {
+func (h *Handler) serviceLocation(ctx context.Context, ns, id string) (*url.URL, error) {
 	scheme, name, portName, ok := utilnet.SplitSchemeNamePort(id)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", id))
 	}
-	services, _ := s.reg.Lookup(servicesGVR)
-	obj, err := s.objects.Get(ctx, services, ns, name)
+	services, _ := h.Registry.Lookup(servicesGVR)
+	obj, err := h.Objects.Get(ctx, services, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +147,8 @@ func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, 
 			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no service port %d found for service %q", number, name))
 		}
 	}
-	endpoints, _ := s.reg.Lookup(endpointsGVR)
-	epObj, err := s.objects.Get(ctx, endpoints, ns, name)
+	endpoints, _ := h.Registry.Lookup(endpointsGVR)
+	epObj, err := h.Objects.Get(ctx, endpoints, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, 
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
 	}
 	var candidates []string
-	serviceSlices, err := s.endpointSlices(ctx, ns, name)
+	serviceSlices, err := h.endpointSlices(ctx, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, 
 				continue
 			}
 			for _, ep := range slice.Endpoints {
-				if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && len(ep.Addresses) > 0 && s.isPodAddress(ctx, ns, ep) {
+				if (ep.Conditions.Ready == nil || *ep.Conditions.Ready) && len(ep.Addresses) > 0 && h.isPodAddress(ctx, ns, ep) {
 					candidates = append(candidates, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))))
 				}
 			}
@@ -181,9 +182,9 @@ func (s *Server) serviceLocation(ctx context.Context, ns, id string) (*url.URL, 
 }
 
 // endpointSlices are the service's slices (label kubernetes.io/service-name).
-func (s *Server) endpointSlices(ctx context.Context, ns, service string) ([]*discoveryv1.EndpointSlice, error) {
-	res, _ := s.reg.Lookup(endpointSlicesGVR)
-	kvs, _, err := s.store.List(ctx, generic.ListPrefix(res, ns))
+func (h *Handler) endpointSlices(ctx context.Context, ns, service string) ([]*discoveryv1.EndpointSlice, error) {
+	res, _ := h.Registry.Lookup(endpointSlicesGVR)
+	kvs, _, err := h.Store.List(ctx, generic.ListPrefix(res, ns))
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +203,12 @@ func (s *Server) endpointSlices(ctx context.Context, ns, service string) ([]*dis
 
 // isPodAddress tells whether the endpoint is a pod of the namespace that has its address:
 // kube-apiserver proxies only to pods, not to any address an EndpointSlice's writer names.
-func (s *Server) isPodAddress(ctx context.Context, ns string, ep discoveryv1.Endpoint) bool {
+func (h *Handler) isPodAddress(ctx context.Context, ns string, ep discoveryv1.Endpoint) bool {
 	if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" || ep.TargetRef.Namespace != ns {
 		return false
 	}
-	pods, _ := s.reg.Lookup(podsGVR)
-	obj, err := s.objects.Get(ctx, pods, ns, ep.TargetRef.Name)
+	pods, _ := h.Registry.Lookup(podsGVR)
+	obj, err := h.Objects.Get(ctx, pods, ns, ep.TargetRef.Name)
 	if err != nil {
 		return false
 	}

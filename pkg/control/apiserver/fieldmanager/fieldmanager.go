@@ -1,4 +1,9 @@
-package apiserver
+// Package fieldmanager keeps metadata.managedFields, who set which field of an object, and
+// runs the merges of server-side apply, with apimachinery's managedfields, as
+// k8s.io/apiserver's pkg/endpoints/handlers/fieldmanager: a field manager per resource and
+// status subresource and one for the scale subresources, and who a write request writes as
+// (Owner), which the write path reads when it records the write (Track).
+package fieldmanager
 
 import (
 	"context"
@@ -11,6 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/openapi"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
@@ -28,15 +34,14 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
-	"sigs.k8s.io/yaml"
 )
 
-// fieldManagers keep metadata.managedFields (who set which field) and run server-side apply,
+// Managers keep metadata.managedFields (who set which field) and run server-side apply,
 // with apimachinery's managedfields: one field manager per resource and per status
 // subresource. A built-in kind's works on the type converter built from the generated
 // OpenAPI definitions; a custom resource's on the one its resource brings (from its
 // CustomResourceDefinition's schema).
-type fieldManagers struct {
+type Managers struct {
 	types     *goTypes
 	convertor versionConvertor
 	log       *slog.Logger
@@ -67,11 +72,11 @@ type customManager struct {
 	err     error
 }
 
-// newFieldManagers builds the field managers of reg's built-in resources; a resource whose
+// New builds the field managers of reg's built-in resources; a resource whose
 // kind has no generated definition is served without managed fields, and logged.
-func newFieldManagers(reg *registry.Registry, log *slog.Logger) *fieldManagers {
+func New(reg *registry.Registry, log *slog.Logger) *Managers {
 	tc, tcErr := openapi.TypeConverter()
-	f := &fieldManagers{
+	f := &Managers{
 		types:     &goTypes{TypeConverter: tc, kinds: map[schema.GroupVersionKind]*typed.TypedValue{}},
 		convertor: newVersionConvertor(reg), log: log,
 		builtin: map[fieldManagerKey]*managedfields.FieldManager{}, unavailable: map[schema.GroupVersionResource]error{},
@@ -100,7 +105,7 @@ func newFieldManagers(reg *registry.Registry, log *slog.Logger) *fieldManagers {
 
 // addScale builds the field manager of the scale subresources, as kube-apiserver's for the
 // kind autoscaling/v1 Scale.
-func (f *fieldManagers) addScale() error {
+func (f *Managers) addScale() error {
 	gvk := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 	if err := f.types.learn(&autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}}); err != nil {
 		return err
@@ -110,7 +115,7 @@ func (f *fieldManagers) addScale() error {
 	return err
 }
 
-func (f *fieldManagers) add(res *registry.Resource) error {
+func (f *Managers) add(res *registry.Resource) error {
 	obj, err := res.New()
 	if err != nil {
 		return err
@@ -139,7 +144,7 @@ func managesFields(res *registry.Resource, subresource string) bool {
 }
 
 // newManager builds the field manager of a resource or of its status subresource.
-func (f *fieldManagers) newManager(tc managedfields.TypeConverter, res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
+func (f *Managers) newManager(tc managedfields.TypeConverter, res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
 	build := managedfields.NewDefaultFieldManager
 	if res.TypeConverter != nil {
 		build = managedfields.NewDefaultCRDFieldManager // as apiextensions-apiserver builds it
@@ -147,9 +152,9 @@ func (f *fieldManagers) newManager(tc managedfields.TypeConverter, res *registry
 	return build(tc, f.convertor, registryDefaulter{res}, resourceCreater{res}, res.GVK(), res.GroupVersion(), subresource, resetFields(res, subresource))
 }
 
-// manager is the field manager of a resource or of its status subresource: nil for the
+// Manager is the field manager of a resource or of its status subresource: nil for the
 // subresources not tracked, an error for a resource whose type converter could not be built.
-func (f *fieldManagers) manager(res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
+func (f *Managers) Manager(res *registry.Resource, subresource string) (*managedfields.FieldManager, error) {
 	key := fieldManagerKey{res.GroupVersionResource, subresource}
 	if res.TypeConverter == nil {
 		return f.builtin[key], f.unavailable[res.GroupVersionResource]
@@ -252,24 +257,29 @@ func (d registryDefaulter) Default(obj runtime.Object) {
 
 type fieldOwnerKey struct{}
 
-// fieldOwner is who a write request writes as.
-type fieldOwner struct {
-	manager string
-	// apply marks server-side apply; applied holds the managed fields its merge computed,
+// WithOwner is ctx for a write by o, which Track records as o's.
+func WithOwner(ctx context.Context, o *Owner) context.Context {
+	return context.WithValue(ctx, fieldOwnerKey{}, o)
+}
+
+// Owner is who a write request writes as.
+type Owner struct {
+	Manager string
+	// Apply marks server-side apply; Applied holds the managed fields its merge computed,
 	// which the write keeps even where it takes the rest of the metadata from the stored
 	// object (the status subresource).
-	apply   bool
-	applied []metav1.ManagedFieldsEntry
+	Apply   bool
+	Applied []metav1.ManagedFieldsEntry
 	// reset marks a write of managedFields [{}], which clears them.
 	reset bool
 }
 
-// takeManagedFieldsReset takes managedFields [{}], kube's way to clear them, off an object a
+// TakeManagedFieldsReset takes managedFields [{}], kube's way to clear them, off an object a
 // request writes, for Track to clear them: the write's validation, which runs before Track
 // here (after the field manager in Kubernetes), refuses the empty entry.
-func takeManagedFieldsReset(ctx context.Context, obj runtime.Object) {
-	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)
-	m := objectMeta(obj)
+func TakeManagedFieldsReset(ctx context.Context, obj runtime.Object) {
+	owner, ok := ctx.Value(fieldOwnerKey{}).(*Owner)
+	m := generic.ObjectMeta(obj)
 	if !ok || m == nil {
 		return
 	}
@@ -279,10 +289,10 @@ func takeManagedFieldsReset(ctx context.Context, obj runtime.Object) {
 	}
 }
 
-// withFieldOwner tells the write path who a POST, PUT or PATCH writes as: ?fieldManager=, or
+// WithFieldOwner tells the write path who a POST, PUT or PATCH writes as: ?fieldManager=, or
 // else the program name of the User-Agent, as in Kubernetes. It refuses a fieldManager or a
 // fieldValidation kube-apiserver's CreateOptions, UpdateOptions or PatchOptions refuse.
-func withFieldOwner(next http.Handler) http.Handler {
+func WithFieldOwner(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var options string
 		switch r.Method {
@@ -301,13 +311,13 @@ func withFieldOwner(next http.Handler) http.Handler {
 		errs := metav1validation.ValidateFieldManager(manager, field.NewPath("fieldManager"))
 		errs = append(errs, metav1validation.ValidateFieldValidation(field.NewPath("fieldValidation"), q.Get("fieldValidation"))...)
 		if len(errs) > 0 {
-			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs))
+			responsewriters.WriteError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: options}, "", errs))
 			return
 		}
 		if manager == "" {
 			manager = managerFromUserAgent(r.UserAgent())
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fieldOwnerKey{}, &fieldOwner{manager: manager})))
+		next.ServeHTTP(w, r.WithContext(WithOwner(r.Context(), &Owner{Manager: manager})))
 	})
 }
 
@@ -332,22 +342,22 @@ func managerFromUserAgent(ua string) string {
 // what server-side apply merged. live is the stored object, nil on create. Writes the server
 // makes on its own (deletion) and subresources without a field manager (binding)
 // leave managedFields as they are.
-func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
-	owner, ok := ctx.Value(fieldOwnerKey{}).(*fieldOwner)
+func (f *Managers) Track(ctx context.Context, res *registry.Resource, subresource string, live, obj runtime.Object) runtime.Object {
+	owner, ok := ctx.Value(fieldOwnerKey{}).(*Owner)
 	if !ok {
 		return obj
 	}
-	if owner.apply {
-		objectMeta(obj).ManagedFields = owner.applied
+	if owner.Apply {
+		generic.ObjectMeta(obj).ManagedFields = owner.Applied
 		if live != nil {
 			keepTimestampsOfNoOp(live, obj)
 		}
 		return obj
 	}
 	if subresource == "scale" && f.scale != nil && live != nil {
-		return f.trackScale(res, owner.manager, live, obj)
+		return f.trackScale(res, owner.Manager, live, obj)
 	}
-	m, _ := f.manager(res, subresource) // an error was logged as the manager was built
+	m, _ := f.Manager(res, subresource) // an error was logged as the manager was built
 	if m == nil {
 		return obj
 	}
@@ -359,16 +369,16 @@ func (f *fieldManagers) Track(ctx context.Context, res *registry.Resource, subre
 		live = empty
 	}
 	if owner.reset {
-		objectMeta(obj).ManagedFields = []metav1.ManagedFieldsEntry{{}}
+		generic.ObjectMeta(obj).ManagedFields = []metav1.ManagedFieldsEntry{{}}
 	}
-	return m.UpdateNoErrors(live, obj, owner.manager)
+	return m.UpdateNoErrors(live, obj, owner.Manager)
 }
 
 // trackScale records a write through the scale subresource as kube-apiserver does: the
 // object's entries are seen as its Scale's, the Scale's field manager records the write, and
 // the result is mapped back, so that the writer owns spec.replicas (with subresource scale)
 // and its previous owner loses it.
-func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live, obj runtime.Object) runtime.Object {
+func (f *Managers) trackScale(res *registry.Resource, manager string, live, obj runtime.Object) runtime.Object {
 	handler := scaleHandler(res, live)
 	entries, err := handler.ToSubresource()
 	if err != nil {
@@ -377,8 +387,8 @@ func (f *fieldManagers) trackScale(res *registry.Resource, manager string, live,
 	before, after := scaleOf(res, live), scaleOf(res, obj)
 	before.ManagedFields = entries
 	scale := f.scale.UpdateNoErrors(before, after, manager)
-	if entries, err = handler.ToParent(objectMeta(scale).ManagedFields); err == nil {
-		objectMeta(obj).ManagedFields = entries
+	if entries, err = handler.ToParent(generic.ObjectMeta(scale).ManagedFields); err == nil {
+		generic.ObjectMeta(obj).ManagedFields = entries
 	}
 	return obj
 }
@@ -391,43 +401,43 @@ func scaleHandler(res *registry.Resource, parent runtime.Object) *managedfields.
 	if replicas == nil {
 		replicas = managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie("spec", "replicas")}
 	}
-	return managedfields.NewScaleHandler(objectMeta(parent).ManagedFields, gv, replicas)
+	return managedfields.NewScaleHandler(generic.ObjectMeta(parent).ManagedFields, gv, replicas)
 }
 
-// applyScale is server-side apply through the scale subresource, as kube-apiserver's patch
+// ApplyScale is server-side apply through the scale subresource, as kube-apiserver's patch
 // handler runs it on the Scale that parent's scale REST makes: the Scale's field manager
 // merges the applied configuration into cur, with parent's entries seen as the Scale's. It
 // returns the merged Scale and parent's entries after the apply.
-func (f *fieldManagers) applyScale(res *registry.Resource, parent runtime.Object, cur *autoscalingv1.Scale, patch *unstructured.Unstructured, manager string, force bool) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error) {
+func (f *Managers) ApplyScale(res *registry.Resource, parent runtime.Object, cur *autoscalingv1.Scale, patch *unstructured.Unstructured, manager string, force bool) (*autoscalingv1.Scale, []metav1.ManagedFieldsEntry, error) {
 	if f.scale == nil {
 		return nil, nil, apierrors.NewInternalError(errors.New("server-side apply of scale subresources is unavailable"))
 	}
 	handler := scaleHandler(res, parent)
 	entries, err := handler.ToSubresource()
 	if err != nil {
-		return nil, nil, unknownError(err)
+		return nil, nil, responsewriters.UnknownError(err)
 	}
 	cur.ManagedFields = entries
 	merged, err := f.scale.Apply(cur, patch, manager, force)
 	if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
-		err = applyError(err)
+		err = ApplyError(err)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	scale, ok := merged.(*autoscalingv1.Scale)
 	if !ok {
-		return nil, nil, unknownError(fmt.Errorf("server-side apply of a Scale made a %T", merged))
+		return nil, nil, responsewriters.UnknownError(fmt.Errorf("server-side apply of a Scale made a %T", merged))
 	}
 	if entries, err = handler.ToParent(scale.ManagedFields); err != nil {
-		return nil, nil, unknownError(err)
+		return nil, nil, responsewriters.UnknownError(err)
 	}
 	return scale, entries, nil
 }
 
 // scaleOf is the part of obj's Scale its field manager compares: metadata and spec.replicas.
 func scaleOf(res *registry.Resource, obj runtime.Object) *autoscalingv1.Scale {
-	m := objectMeta(obj)
+	m := generic.ObjectMeta(obj)
 	replicas, _, _ := res.Rules.Scale.Replicas(obj)
 	return &autoscalingv1.Scale{
 		TypeMeta:   metav1.TypeMeta{APIVersion: autoscalingv1.SchemeGroupVersion.String(), Kind: "Scale"},
@@ -439,7 +449,7 @@ func scaleOf(res *registry.Resource, obj runtime.Object) *autoscalingv1.Scale {
 // keepTimestampsOfNoOp keeps the stored managedFields when an apply changed nothing but their
 // timestamps, so that re-applying the same configuration writes nothing, as in Kubernetes.
 func keepTimestampsOfNoOp(live, obj runtime.Object) {
-	lm, om := objectMeta(live), objectMeta(obj)
+	lm, om := generic.ObjectMeta(live), generic.ObjectMeta(obj)
 	if len(lm.ManagedFields) != len(om.ManagedFields) {
 		return
 	}
@@ -457,112 +467,13 @@ func keepTimestampsOfNoOp(live, obj runtime.Object) {
 	}
 }
 
-// serveApply is server-side apply (PATCH application/apply-patch+yaml): the applied
-// configuration is merged into the stored object by field ownership, conflicting with other
-// managers' fields unless forced; an object that does not exist yet is created.
-func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, res *registry.Resource, info requestInfo, opts metav1.PatchOptions) error {
-	m, err := s.fields.manager(res, info.Subresource)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("server-side apply of %s is unavailable: %w", res.Resource, err))
-	}
-	if m == nil {
-		return apierrors.NewMethodNotSupported(res.GroupResource(), "apply to "+info.Subresource)
-	}
-	patch, warnings, refused, err := decodeApplyConfiguration(r, opts.FieldValidation)
-	if err != nil {
-		return err
-	}
-	owner := &fieldOwner{manager: opts.FieldManager, apply: true}
-	ctx := context.WithValue(r.Context(), fieldOwnerKey{}, owner)
-	force := opts.Force != nil && *opts.Force
-	dry := len(opts.DryRun) > 0
-	apply := func(live runtime.Object) (runtime.Object, error) {
-		merged, err := m.Apply(live, patch.DeepCopy(), opts.FieldManager, force)
-		if status := apierrors.APIStatus(nil); err != nil && !errors.As(err, &status) {
-			err = applyError(err)
-		}
-		if err == nil {
-			err = refused
-		}
-		if err != nil {
-			return nil, err
-		}
-		owner.applied = mustMeta(merged).GetManagedFields()
-		if name := mustMeta(merged).GetName(); name != info.Name { // an empty one too, unlike checkNames
-			return nil, nameMismatch(name, info.Name)
-		}
-		return merged, checkNames(res, merged, info)
-	}
-	// Apply to a missing object creates it; one that appears meanwhile is applied to.
-	for range 2 {
-		obj, err := s.objects.Update(ctx, res, info.Namespace, info.Name, generic.UpdateOptions{Subresource: info.Subresource, DryRun: dry}, apply)
-		if err == nil {
-			setWarnings(w, res, info.Subresource, obj, warnings)
-			return s.respond(w, r, res, http.StatusOK, obj)
-		}
-		if !apierrors.IsNotFound(err) || info.Subresource != "" {
-			return err
-		}
-		empty, err := res.New()
-		if err == nil {
-			obj, err = apply(empty)
-		}
-		if err == nil && mustMeta(obj).GetUID() != "" {
-			err = apierrors.NewConflict(res.GroupResource(), info.Name,
-				fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", mustMeta(obj).GetUID()))
-		}
-		if err == nil {
-			setRequester(ctx, res, obj)
-			obj, err = s.objects.Create(ctx, res, obj, generic.CreateOptions{DryRun: dry})
-		}
-		if apierrors.IsAlreadyExists(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		setWarnings(w, res, info.Subresource, obj, warnings)
-		return s.respond(w, r, res, http.StatusCreated, obj)
-	}
-	return apierrors.NewConflict(res.GroupResource(), info.Name, errors.New("the object was created and deleted concurrently; apply again"))
-}
-
-// decodeApplyConfiguration reads an apply configuration (YAML or JSON); duplicate fields are
-// warnings or, under ?fieldValidation=Strict, refused: the error the apply returns once the
-// field manager merged it, as kube-apiserver checks them after the merge (a conflict comes
-// first). Its kind and its fields are the field manager's to check.
-func decodeApplyConfiguration(r *http.Request, validation string) (patch *unstructured.Unstructured, warnings []string, refused, err error) {
-	data, err := readRaw(r)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if auditing(r.Context()) {
-		if asJSON, err := yaml.YAMLToJSON(data); err == nil { // the event is JSON: a YAML body would break it
-			auditRequestPatch(r.Context(), asJSON)
-		}
-	}
-	patch = &unstructured.Unstructured{Object: map[string]any{}}
-	if err := yaml.Unmarshal(data, &patch.Object); err != nil {
-		return nil, nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
-	}
-	if validation != metav1.FieldValidationIgnore {
-		if err := yaml.UnmarshalStrict(data, &map[string]any{}); err != nil {
-			if validation == metav1.FieldValidationStrict {
-				return patch, nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding YAML: %v", err)), nil
-			}
-			warnings = append(warnings, strictDecodingWarnings([]error{err})...)
-		}
-	}
-	return patch, warnings, nil, nil
-}
-
-// applyError words the field manager's plain errors. One that the applied configuration
+// ApplyError words the field manager's plain errors. One that the applied configuration
 // does not fit its schema (an unknown field, a wrong type) is the client's: a 400 with
 // kube's text, where kube-apiserver 1.36 answers a reasonless 500 (kubernetes#139253,
 // whose fix makes it this 400). The rest are kube's 500.
-func applyError(err error) error {
+func ApplyError(err error) error {
 	if strings.HasPrefix(err.Error(), "failed to create typed patch object") {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	return unknownError(err)
+	return responsewriters.UnknownError(err)
 }

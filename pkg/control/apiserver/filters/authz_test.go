@@ -1,4 +1,4 @@
-package apiserver
+package filters
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/apiserver/authn"
+	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -28,7 +30,7 @@ func TestAuthorize(t *testing.T) {
 		reached = false
 		r := httptest.NewRequest(method, url, nil)
 		if user != "" {
-			r = r.WithContext(WithUser(r.Context(), User{Name: user, Groups: []string{"g"}}))
+			r = r.WithContext(authn.WithUser(r.Context(), authn.User{Name: user, Groups: []string{"g"}}))
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
@@ -38,7 +40,7 @@ func TestAuthorize(t *testing.T) {
 	if w.Code != http.StatusForbidden || reached {
 		t.Fatalf("refused request: %d, reached %v", w.Code, reached)
 	}
-	st := responseStatus(t, w.Body.Bytes())
+	st := apitest.ResponseStatus(t, w.Body.Bytes())
 	if want := `pods is forbidden: User "vera" cannot watch resource "pods" in API group "" in the namespace "team": no rule`; st.Message != want || st.Reason != metav1.StatusReasonForbidden {
 		t.Errorf("status %q (%s), want %q", st.Message, st.Reason, want)
 	}
@@ -62,14 +64,14 @@ func TestAuthorize(t *testing.T) {
 	r.Header.Set("Impersonate-User", "vera")
 	r.Header.Add("Impersonate-Group", "team")
 	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "root"})))
+	h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "root"})))
 	if w.Code != http.StatusForbidden || asked.GetUser().GetName() != "vera" || len(asked.GetUser().GetGroups()) != 2 {
 		t.Errorf("root as vera: %d, asked as %+v", w.Code, asked.GetUser())
 	}
 	r = httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/team/pods", nil)
 	r.Header.Set("Impersonate-User", "root")
 	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "vera"})))
+	h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "vera"})))
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || w.Code != http.StatusForbidden ||
 		st.Message != `users "root" is forbidden: User "vera" cannot impersonate resource "users" in API group "" at the cluster scope: no rule` {
 		t.Errorf("vera as root: %d %q", w.Code, st.Message)
@@ -77,11 +79,11 @@ func TestAuthorize(t *testing.T) {
 	r = httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
 	r.Header.Set("Impersonate-Group", "g")
 	w = httptest.NewRecorder()
-	h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "root"})))
+	h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), authn.User{Name: "root"})))
 	if w.Code != http.StatusBadRequest {
 		t.Errorf("a group without a user: %d, want 400", w.Code)
 	}
 	if w := do("", http.MethodGet, "/healthz"); !reached {
-		t.Errorf("anonymous public path (already limited by Authenticate) was not passed on: %d", w.Code)
+		t.Errorf("anonymous public path (already limited by authn.Authenticate) was not passed on: %d", w.Code)
 	}
 }

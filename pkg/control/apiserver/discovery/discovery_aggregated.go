@@ -1,4 +1,4 @@
-package apiserver
+package discovery
 
 import (
 	"encoding/json"
@@ -27,15 +27,15 @@ func wantsAggregated(r *http.Request) bool {
 }
 
 // serveAggregated answers /api (legacy: true) or /apis with an APIGroupDiscoveryList.
-func (s *Server) serveAggregated(w http.ResponseWriter, legacy bool) {
+func (d *Handler) serveAggregated(w http.ResponseWriter, legacy bool) {
 	list := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	index := map[string]int{}
-	for _, gv := range s.reg.GroupVersions() {
+	for _, gv := range d.reg.GroupVersions() {
 		if (gv.Group == "") != legacy {
 			continue
 		}
 		version := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
-		for _, res := range s.reg.Resources() {
+		for _, res := range d.reg.Resources() {
 			if res.GroupVersion() == gv {
 				version.Resources = append(version.Resources, resourceDiscovery(res))
 			}
@@ -49,7 +49,7 @@ func (s *Server) serveAggregated(w http.ResponseWriter, legacy bool) {
 		list.Items[i].Versions = append(list.Items[i].Versions, version)
 	}
 	if !legacy {
-		list.Items = append(list.Items, s.extensionDiscovery()...)
+		list.Items = append(list.Items, d.extraDiscovery()...)
 	}
 	w.Header().Set("Content-Type", aggregatedMediaType)
 	w.WriteHeader(http.StatusOK)
@@ -78,6 +78,25 @@ func resourceDiscovery(res *registry.Resource) apidiscoveryv2.APIResourceDiscove
 		out.Subresources = append(out.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 			Subresource: strings.TrimPrefix(sub.Name, main.Name+"/"), ResponseKind: kind, Verbs: sub.Verbs,
 		})
+	}
+	return out
+}
+
+// extraDiscovery are the aggregated discovery entries of the group versions served outside
+// the registry.
+func (d *Handler) extraDiscovery() []apidiscoveryv2.APIGroupDiscovery {
+	var out []apidiscoveryv2.APIGroupDiscovery
+	for _, e := range d.extra {
+		v := apidiscoveryv2.APIVersionDiscovery{Version: e.gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+		for _, r := range e.resources {
+			scope := apidiscoveryv2.ScopeCluster
+			if r.Namespaced {
+				scope = apidiscoveryv2.ScopeNamespace
+			}
+			v.Resources = append(v.Resources, apidiscoveryv2.APIResourceDiscovery{Resource: r.Name, Scope: scope, Verbs: r.Verbs,
+				ResponseKind: &metav1.GroupVersionKind{Group: e.gv.Group, Version: e.gv.Version, Kind: r.Kind}})
+		}
+		out = append(out, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: e.gv.Group}, Versions: []apidiscoveryv2.APIVersionDiscovery{v}})
 	}
 	return out
 }
