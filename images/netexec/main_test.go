@@ -85,12 +85,14 @@ func TestHTTP(t *testing.T) {
 			t.Errorf("GET %s = %d %q, want %d %q", tc.path, resp.StatusCode, body, tc.code, tc.body)
 		}
 	}
+	// The reply is flushed before the exit is asked for (requestExit), so the client may
+	// read it first.
 	select {
 	case req := <-s.exit:
 		if req != (shutdownRequest{code: 4, timeout: 2 * time.Second}) {
 			t.Errorf("exit requested with %+v, want code 4, timeout 2s", req)
 		}
-	default:
+	case <-time.After(5 * time.Second):
 		t.Error("/exit did not request an exit")
 	}
 	if _, body := get(t, srv.URL+"/clientip"); !strings.HasPrefix(body, "127.0.0.1:") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -211,6 +212,15 @@ func startControllers(ctx context.Context, c *ControllerContext, enabled map[str
 			continue
 		}
 		r, err := ctrl.start(c)
+		if err != nil && ctx.Err() != nil {
+			// Shutting down: the informers stopped under the start, so its handlers could not
+			// be added. A controller made anyway runs on the ended ctx, which only shuts its
+			// queue down, so no goroutine of it outlives miniapi's Run.
+			if made(r) {
+				c.running.Go(func() { r.Run(ctx) })
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("start %s controller: %w", ctrl.name, err)
 		}
@@ -218,6 +228,20 @@ func startControllers(ctx context.Context, c *ControllerContext, enabled map[str
 		c.running.Go(func() { r.Run(ctx) })
 	}
 	return nil
+}
+
+// made: a start that failed returned its controller all the same (a New that failed after
+// making its queue returns it with the error), not nil nor a nil pointer in the interface.
+func made(r runner) bool {
+	if r == nil {
+		return false
+	}
+	v := reflect.ValueOf(r)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Interface, reflect.Map, reflect.Slice, reflect.Chan:
+		return !v.IsNil()
+	}
+	return true
 }
 
 func startNamespace(c *ControllerContext) (runner, error) {
