@@ -217,6 +217,43 @@ func TestWorkerHoldsAfterKill(t *testing.T) {
 	}
 }
 
+// TestStartupWorkerStopsOnceStarted: a startup worker whose result flips to success stops
+// probing, as the kubelet's (onHold once a startup result is set; a started container's
+// startup probe is not run again), so a later failure of the startup command cannot kill
+// a container that has started.
+func TestStartupWorkerStopsOnceStarted(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	results := []Result{Failure, Success, Failure, Failure, Failure, Failure}
+	runs := 0
+	var flips []string
+	w := &Worker{Kind: Startup, Probe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 3}, Clock: clk,
+		Run: func(context.Context) (Result, string) { runs++; return results[min(runs, len(results))-1], "" },
+		Report: func(_ Result, _ string, current Result, changed bool) {
+			if changed {
+				flips = append(flips, current.String())
+			}
+		}}
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { w.Loop(ctx); close(done) }()
+	for range 8 {
+		for !clk.HasWaiters() {
+			select {
+			case <-done:
+			case <-time.After(time.Millisecond):
+				continue
+			}
+			break
+		}
+		clk.Step(time.Second)
+	}
+	cancel()
+	<-done
+	if runs != 2 || strings.Join(flips, " ") != "success" {
+		t.Errorf("startup worker probed %d times and flipped %v, want 2 probes and one flip to success", runs, flips)
+	}
+}
+
 func TestExecHandler(t *testing.T) {
 	run := func(code int, out string, err error, wait bool) Execer {
 		return func(ctx context.Context, cmd []string, w io.Writer) (int, error) {

@@ -30,7 +30,8 @@ type Runner func(ctx context.Context) (Result, string)
 // unknown. Report gets every attempt's result and output and whether the flipped result
 // changed, with the flipped result. A liveness or startup worker whose result flips to
 // failure stops (the kubelet's onHold): the container is killed, and its next instance
-// gets a new worker.
+// gets a new worker. A startup worker also stops once it flips to success: a started
+// container's startup probe is not run again, so it cannot fail it later.
 type Worker struct {
 	Kind   Kind
 	Probe  *corev1.Probe
@@ -105,6 +106,7 @@ func (w *Worker) Step(ctx context.Context) {
 		w.failures = 0
 		if w.result != Success && w.successes >= successThreshold {
 			w.result, changed = Success, true
+			w.onHold = w.Kind == Startup // started: the kubelet does not run its startup probe again
 		}
 	case Failure:
 		w.failures++
