@@ -11,10 +11,14 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 )
 
+// sandboxChanged is the event of a pod whose sandbox is made anew, in the kubelet's words
+// (SyncPod): Normal, and the same whatever changed.
+const sandboxChanged = "Normal SandboxChanged Pod sandbox changed, it will be killed and re-created."
+
 // TestNewSandboxSkipsSucceededContainers: a pod started over in a new sandbox does not run
 // again the containers that already succeeded under restartPolicy OnFailure (the pod's, or
 // the container's own), as the kubelet's computePodActions leaves them out; the others run
-// again in the new sandbox.
+// again in the new sandbox, and the pod's events say the sandbox changed.
 func TestNewSandboxSkipsSucceededContainers(t *testing.T) {
 	h := newHarness(t)
 	pod := agenttest.Pod("web", corev1.RestartPolicyOnFailure, "done", "work", "always")
@@ -28,8 +32,12 @@ func TestNewSandboxSkipsSucceededContainers(t *testing.T) {
 	h.Runtime.TakeCalls()
 
 	h.Clock.Step(time.Second)
+	h.TakeEvents()
 	h.Runtime.Exit(uid, "sandbox", 137)
 	h.sync(st, pod)
+	if events := h.TakeEvents(); !slices.Contains(events, sandboxChanged) {
+		t.Errorf("events after the sandbox died: %q, want %q", events, sandboxChanged)
+	}
 	calls := h.Runtime.TakeCalls()
 	if slices.Contains(calls, "start done") || !slices.Contains(calls, "start work") || !slices.Contains(calls, "start always") {
 		t.Errorf("calls after the sandbox died: %q, want work and always started again, not done", calls)
@@ -48,7 +56,7 @@ func TestNewSandboxSkipsSucceededContainers(t *testing.T) {
 
 // TestNewSandboxNotMadeUnderRestartNever: under restartPolicy Never a pod whose sandbox
 // died is not started over: its containers are stopped and it fails, as the kubelet does
-// (no sandbox re-created once a container ran).
+// (no sandbox re-created once a container ran, so no SandboxChanged event).
 func TestNewSandboxNotMadeUnderRestartNever(t *testing.T) {
 	h := newHarness(t)
 	pod, st := h.start(agenttest.Pod("job", corev1.RestartPolicyNever, "done", "work"))
@@ -57,8 +65,12 @@ func TestNewSandboxNotMadeUnderRestartNever(t *testing.T) {
 	h.Runtime.TakeCalls()
 
 	h.Clock.Step(time.Second)
+	h.TakeEvents()
 	h.Runtime.Exit(uid, "sandbox", 137)
 	h.sync(st, pod)
+	if events := h.TakeEvents(); hasEvent(events, "Normal SandboxChanged") {
+		t.Errorf("events after the sandbox died: %q, want no SandboxChanged", events)
+	}
 	if calls := h.Runtime.TakeCalls(); slices.ContainsFunc(calls, func(c string) bool { return c == "sandbox job" || c == "start done" || c == "start work" }) || !slices.Contains(calls, "stop work") {
 		t.Errorf("calls after the sandbox died: %q, want work stopped and nothing started", calls)
 	}

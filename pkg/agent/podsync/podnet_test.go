@@ -3,6 +3,7 @@ package podsync
 import (
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,8 +71,8 @@ func TestCNICheckOnSync(t *testing.T) {
 	h.Network.CheckErr = errors.New("eth0 has no address")
 	h.Clock.Step(netCheckPeriod + time.Second)
 	h.sync(st, pod)
-	if !hasEvent(h.TakeEvents(), "Warning SandboxChanged") {
-		t.Error("no SandboxChanged event after a failed CHECK")
+	if !slices.Contains(h.TakeEvents(), sandboxChanged) {
+		t.Errorf("no event %q after a failed CHECK", sandboxChanged)
 	}
 	if after := h.Runtime.Named(string(pod.UID), "app"); len(after) != 1 || len(before) != 1 || after[0].ID == before[0].ID {
 		t.Errorf("pod not started over after a failed CHECK: before %+v after %+v", before, after)

@@ -39,7 +39,6 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 			return &sandboxes[0], nil
 		}
 		s.log.Warn("pod network is broken; starting the pod over", "pod", PodKey(pod), "err", err)
-		s.podEvent(pod, corev1.EventTypeWarning, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created: %v", err)
 	}
 	apps := appContainersOf(all)
 	grace := gracePeriod(pod)
@@ -47,6 +46,11 @@ func (s *Syncer) ensureSandbox(ctx context.Context, st *PodState, pod *corev1.Po
 	if len(sandboxes) > 0 && len(apps) > 0 && (pod.Spec.RestartPolicy == corev1.RestartPolicyNever || len(done) == len(pod.Spec.Containers)) {
 		s.log.Info("sandbox of pod is gone and none of its containers runs again; stopping them", "pod", PodKey(pod))
 		return nil, s.stopContainers(ctx, pod, apps, grace)
+	}
+	if len(sandboxes) > 0 {
+		// Whatever changed (the sandbox stopped, has no address, or its network broke), in
+		// the kubelet's words (SyncPod); the log says what.
+		s.podEvent(pod, corev1.EventTypeNormal, eventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 	}
 	if len(all) > 0 {
 		s.log.Info("sandbox of pod is gone or has no address; starting the pod over", "pod", PodKey(pod))
