@@ -127,6 +127,9 @@ func setUpNodeNetwork(cfg agent.Config, log *slog.Logger) (*nodenet.Node, *netwo
 		return nil, nil, err
 	}
 	log.Info("pod network", "mode", mode, "podCIDR", cfg.PodCIDR, "cniConfig", cni.ConfPath(), "mtu", mtu)
+	if cni.Ready() != nil {
+		log.Warn("no CNI configuration yet: the node stays NotReady and runs only hostNetwork pods until one is written", "dir", cfg.CNINetConfDir())
+	}
 	return nodeNet, cni, nil
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/agent/hostnetwork"
 	"github.com/minik8s/minik8s/pkg/agent/imagegc"
 	"github.com/minik8s/minik8s/pkg/network"
+	"github.com/minik8s/minik8s/pkg/network/cniconf"
 	"github.com/minik8s/minik8s/pkg/runtime"
 	"github.com/minik8s/minik8s/pkg/runtime/pauseimage"
 	"github.com/minik8s/minik8s/pkg/runtime/runtimetest"
@@ -76,9 +77,12 @@ func (n nodeNetwork) TearDown(ctx context.Context, id, netnsPath string, pod net
 
 // TestIntegrationPodOnContainerdAndCNI runs one pod through the real runtime
 // (a private containerd) and the real CNI plugins, in a node namespace the
-// test makes, with the fake clientset feeding the pod: it starts, serves
-// HTTP on its pod IP, logs to its log file (with the Services' variables in
-// its env), and is torn down on deletion.
+// test makes, with the fake clientset feeding the pod. The node's network is the
+// operator's (--cni-config=file), not written yet: the node is NotReady as the kubelet
+// says it, the pod waits with a NetworkNotReady event while a hostNetwork pod runs; once
+// the configuration is written the node turns Ready and the pod starts, serves HTTP on
+// its pod IP, logs to its log file (with the Services' variables in its env), and is
+// torn down on deletion.
 func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	testenv.RequireFile(t, filepath.Join(cniBinDir, "bridge"), "CNI plugins: Debian's containernetworking-plugins")
 	address := runtimetest.StartContainerd(t) // skips when not root or containerd is missing
@@ -115,8 +119,8 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 			t.Errorf("remove test cgroups: %v", err)
 		}
 	})
-	cni, err := network.NewCNI(network.Config{PluginDirs: []string{cniBinDir}, BridgeName: cfg.CNIBridge, PodCIDR: cfg.PodCIDR,
-		CacheDir: cfg.CNICacheDir(), IPAMDataDir: cfg.CNINetworksDir(), ConfDir: cfg.CNINetConfDir()})
+	cni, err := network.NewCNI(network.Config{Source: network.ConfigFile, PluginDirs: []string{cniBinDir},
+		CacheDir: cfg.CNICacheDir(), ConfDir: cfg.CNINetConfDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +136,8 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err := New(cfg, Dependencies{Client: client, Recorder: record.NewFakeRecorder(1000), Runtime: rt, Network: nodeNetwork{cni, nodeNS}})
+	recorder := record.NewFakeRecorder(1000)
+	a, err := New(cfg, Dependencies{Client: client, Recorder: recorder, Runtime: rt, Network: nodeNetwork{cni, nodeNS}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +158,17 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	if _, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	awaitCNIConfig(ctx, t, client, recorder, cfg)
+	raw, err := cniconf.Generate(cniconf.Params{BridgeName: cfg.CNIBridge, PodCIDR: cfg.PodCIDR, IPAMDataDir: cfg.CNINetworksDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cniconf.Write(cfg.CNINetConfDir(), raw); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node Ready once its network is configured", func() bool {
+		return nodeReady(ctx, client).Status == corev1.ConditionTrue
+	})
 	var podIP string
 	waitFor(t, "pod Running", func() bool {
 		got, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -191,6 +207,56 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 	if _, err := os.Stat(allocation); err == nil {
 		t.Errorf("pod IP %s still allocated after deletion", podIP)
 	}
+}
+
+// networkNotReady is how the kubelet reports a runtime whose pod network has no CNI
+// configuration yet (containerd's CRI's condition).
+const networkNotReady = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+
+// awaitCNIConfig: with no CNI configuration yet, the node is NotReady saying why, and the
+// pod "web" waits, ContainerCreating, with the kubelet's NetworkNotReady event.
+func awaitCNIConfig(ctx context.Context, t *testing.T, client *fake.Clientset, recorder *record.FakeRecorder, cfg Config) {
+	waitFor(t, "node NotReady without a CNI configuration", func() bool {
+		c := nodeReady(ctx, client)
+		return c.Status == corev1.ConditionFalse && c.Reason == "KubeletNotReady" && c.Message == networkNotReady
+	})
+	const event = "Warning NetworkNotReady network is not ready: " + networkNotReady
+	var seen []string
+	waitFor(t, "the pod's NetworkNotReady event", func() bool {
+		for {
+			select {
+			case e := <-recorder.Events:
+				seen = append(seen, e)
+				continue
+			default:
+			}
+			return slices.Contains(seen, event)
+		}
+	})
+	got, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := agenttest.ContainerStatus(got, "app"); got.Status.Phase != corev1.PodPending || cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("pod without a pod network: %s %+v, want Pending, ContainerCreating", got.Status.Phase, cs.State)
+	}
+	if entries, _ := os.ReadDir(cfg.netnsDir()); len(entries) != 0 {
+		t.Errorf("network namespaces made without a pod network: %v", entries)
+	}
+}
+
+// nodeReady is the test node's Ready condition (empty while it has none).
+func nodeReady(ctx context.Context, client *fake.Clientset) corev1.NodeCondition {
+	node, err := client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+	if err != nil {
+		return corev1.NodeCondition{}
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
 }
 
 // testReclaimDisk: the disk reclaim the eviction manager runs before evicting (the

@@ -27,7 +27,8 @@ func (a *Agent) newNodeStatus() *nodestatus.Manager {
 		Event: func(eventType, reason, message string) { a.nodeEvent(eventType, reason, "%s", message) }})
 }
 
-// runtimeStatus returns the runtime's version, or why the node cannot run pods.
+// runtimeStatus returns the runtime's version, or why the node cannot run pods: the runtime
+// is down or not ready, or the pod network is not (no CNI installed yet).
 func (a *Agent) runtimeStatus(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, runtimeTimeout)
 	defer cancel()
@@ -38,7 +39,7 @@ func (a *Agent) runtimeStatus(ctx context.Context) (string, error) {
 	if !a.pauseImageReady.Load() {
 		return version, errors.New("container runtime is not ready: pause image is not imported yet")
 	}
-	return version, nil
+	return version, a.sync.NetworkReady()
 }
 
 // listImages lists the runtime's images for the node's status.images.

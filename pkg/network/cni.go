@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
@@ -64,9 +65,19 @@ type PortMapping struct {
 	HostIP        string `json:"hostIP,omitempty"`
 }
 
+// ErrNotInitialized: the operator's network (--cni-config=file) has no configuration yet,
+// in containerd's CRI's words while no CNI is installed.
+var ErrNotInitialized = errors.New("cni plugin not initialized")
+
 // CNI wires pod sandboxes into the node's network through libcni.
 type CNI struct {
-	lib      *libcni.CNIConfig
+	lib *libcni.CNIConfig
+	// awaitedIn is the --cni-config=file directory whose configuration Ready still waits
+	// for ("" once there is one, or when generated).
+	awaitedIn  string
+	pluginDirs []string
+
+	mu       sync.Mutex
 	list     *libcni.NetworkConfigList
 	confPath string
 }
@@ -101,25 +112,72 @@ func NewCNI(cfg Config) (*CNI, error) {
 			return nil, err
 		}
 	case ConfigFile:
-		list, path, err := cniconf.Load(cfg.ConfDir)
-		if err != nil {
+		// None yet is a node waiting for its CNI to be installed (as by a DaemonSet),
+		// not ready until then; a broken one is a mistake to name now.
+		c.pluginDirs = cfg.PluginDirs
+		if err := c.load(cfg.ConfDir); errors.Is(err, cniconf.ErrNoConfig) {
+			c.awaitedIn = cfg.ConfDir
+		} else if err != nil {
 			return nil, err
 		}
-		if err := checkPlugins(cfg.PluginDirs, cniconf.PluginTypes(list)); err != nil {
-			return nil, fmt.Errorf("CNI configuration %s: %w", path, err)
-		}
-		c.list, c.confPath = list, path
 	default:
 		return nil, fmt.Errorf("CNI configuration source %q: want %q or %q", cfg.Source, ConfigAuto, ConfigFile)
 	}
 	return c, nil
 }
 
-// ConfPath is the conflist the network runs from.
-func (c *CNI) ConfPath() string { return c.confPath }
+// load reads the operator's configuration from dir, every plugin it names present.
+func (c *CNI) load(dir string) error {
+	list, path, err := cniconf.Load(dir)
+	if err != nil {
+		return err
+	}
+	if err := checkPlugins(c.pluginDirs, cniconf.PluginTypes(list)); err != nil {
+		return fmt.Errorf("CNI configuration %s: %w", path, err)
+	}
+	c.list, c.confPath = list, path
+	return nil
+}
+
+// Ready says whether pods can be set up: nil once the network has its configuration. While
+// an operator's is awaited, each call looks for it again (the node status loop calls it
+// every few seconds, as the kubelet asks the runtime): ErrNotInitialized while there is
+// none, or what is wrong with the one there.
+func (c *CNI) Ready() error {
+	_, err := c.network()
+	return err
+}
+
+// network is the configuration pods are set up with, or why there is none yet.
+func (c *CNI) network() (*libcni.NetworkConfigList, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.list == nil {
+		if err := c.load(c.awaitedIn); errors.Is(err, cniconf.ErrNoConfig) {
+			return nil, ErrNotInitialized
+		} else if err != nil {
+			return nil, err
+		}
+		c.awaitedIn = ""
+	}
+	return c.list, nil
+}
+
+// ConfPath is the conflist the network runs from ("" while it is awaited).
+func (c *CNI) ConfPath() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.confPath
+}
 
 // Name is the network's name (host-local keeps its allocations under IPAMDataDir/Name).
-func (c *CNI) Name() string { return c.list.Name }
+func (c *CNI) Name() string {
+	list, err := c.network()
+	if err != nil {
+		return ""
+	}
+	return list.Name
+}
 
 func checkPlugins(dirs, types []string) error {
 	var missing []string
@@ -164,6 +222,10 @@ func runtimeConf(id, netnsPath string, pod PodRef) *libcni.RuntimeConf {
 // (eth0 on the bridge, lo up, hostPorts and traffic shaping from opts) and returns the pod's IP. On failure it
 // releases whatever the plugins had already set up.
 func (c *CNI) SetUp(ctx context.Context, id, netnsPath string, pod PodRef, opts PodOptions) (net.IP, error) {
+	list, err := c.network()
+	if err != nil {
+		return nil, fmt.Errorf("set up network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
+	}
 	rt := runtimeConf(id, netnsPath, pod)
 	rt.CapabilityArgs = map[string]any{}
 	if len(opts.Ports) > 0 {
@@ -177,7 +239,7 @@ func (c *CNI) SetUp(ctx context.Context, id, netnsPath string, pod PodRef, opts 
 	if opts.Bandwidth != nil {
 		rt.CapabilityArgs["bandwidth"] = opts.Bandwidth
 	}
-	res, err := c.lib.AddNetworkList(ctx, c.list, rt)
+	res, err := c.lib.AddNetworkList(ctx, list, rt)
 	if err == nil {
 		var ip net.IP
 		if ip, err = podIP(res); err == nil {
@@ -185,7 +247,7 @@ func (c *CNI) SetUp(ctx context.Context, id, netnsPath string, pod PodRef, opts 
 		}
 	}
 	err = fmt.Errorf("set up network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
-	if delErr := c.lib.DelNetworkList(context.WithoutCancel(ctx), c.list, rt); delErr != nil {
+	if delErr := c.lib.DelNetworkList(context.WithoutCancel(ctx), list, rt); delErr != nil {
 		err = errors.Join(err, fmt.Errorf("undo partial set-up: %w", delErr))
 	}
 	return nil, err
@@ -208,15 +270,19 @@ func podIP(res types.Result) (net.IP, error) {
 // TearDown detaches the sandbox from the node network and frees its IP. It succeeds when the
 // sandbox was already torn down or its network namespace is gone.
 func (c *CNI) TearDown(ctx context.Context, id, netnsPath string, pod PodRef) error {
+	list, err := c.network()
+	if err != nil {
+		return fmt.Errorf("tear down network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
+	}
 	rt := runtimeConf(id, netnsPath, pod)
 	// portmap removes its rules from the mappings given at ADD, which libcni cached.
-	if _, cached, err := c.lib.GetNetworkListCachedConfig(c.list, rt); err == nil && cached != nil {
+	if _, cached, err := c.lib.GetNetworkListCachedConfig(list, rt); err == nil && cached != nil {
 		rt = cached
 	}
 	if !IsNetNS(netnsPath) { // gone, or a stale file after a reboot
 		rt.NetNS = "" // the spec lets DEL go without a namespace: plugins then only free state
 	}
-	if err := c.lib.DelNetworkList(ctx, c.list, rt); err != nil {
+	if err := c.lib.DelNetworkList(ctx, list, rt); err != nil {
 		return fmt.Errorf("tear down network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
 	}
 	return nil
@@ -226,14 +292,18 @@ func (c *CNI) TearDown(ctx context.Context, id, netnsPath string, pod PodRef) er
 // the pod's interface, address and routes, the bridge, hostPort rules, shaping). A network
 // whose cniVersion predates CHECK, or that disables it, passes.
 func (c *CNI) Check(ctx context.Context, id, netnsPath string, pod PodRef) error {
-	if ok, _ := cniversion.GreaterThanOrEqualTo(c.list.CNIVersion, "0.4.0"); !ok || c.list.DisableCheck {
+	list, err := c.network()
+	if err != nil {
+		return fmt.Errorf("check network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
+	}
+	if ok, _ := cniversion.GreaterThanOrEqualTo(list.CNIVersion, "0.4.0"); !ok || list.DisableCheck {
 		return nil
 	}
 	rt := runtimeConf(id, netnsPath, pod)
-	if _, cached, err := c.lib.GetNetworkListCachedConfig(c.list, rt); err == nil && cached != nil {
+	if _, cached, err := c.lib.GetNetworkListCachedConfig(list, rt); err == nil && cached != nil {
 		rt = cached // with the capability arguments of ADD, which portmap and bandwidth check
 	}
-	if err := c.lib.CheckNetworkList(ctx, c.checkList(rt), rt); err != nil {
+	if err := c.lib.CheckNetworkList(ctx, checkList(list, rt), rt); err != nil {
 		return fmt.Errorf("check network of pod %s/%s (sandbox %s): %w", pod.Namespace, pod.Name, id, err)
 	}
 	return nil
@@ -243,11 +313,11 @@ func (c *CNI) Check(ctx context.Context, id, netnsPath string, pod PodRef) error
 // minilet runs with (Debian's 1.1.x): portmap checks an IPv6 DNAT chain even for an
 // IPv4-only pod ("could not check ipv6 dnat") wherever ip6tables exists, and bandwidth
 // dereferences a nil limit for a pod without one.
-func (c *CNI) checkList(rt *libcni.RuntimeConf) *libcni.NetworkConfigList {
+func checkList(network *libcni.NetworkConfigList, rt *libcni.RuntimeConf) *libcni.NetworkConfigList {
 	_, shaped := rt.CapabilityArgs["bandwidth"]
-	list := *c.list
+	list := *network
 	list.Plugins = nil
-	for _, p := range c.list.Plugins {
+	for _, p := range network.Plugins {
 		if p.Network.Type != "portmap" && (p.Network.Type != "bandwidth" || shaped) {
 			list.Plugins = append(list.Plugins, p)
 		}

@@ -60,9 +60,6 @@ func TestNewCNIRejectsBadConfig(t *testing.T) {
 	// An operator's conflist is used as is; a plugin it names must be there.
 	opDir := t.TempDir()
 	file := Config{Source: ConfigFile, ConfDir: opDir, PluginDirs: []string{debianCNIDir}, CacheDir: filepath.Join(empty, "cache")}
-	if _, err := NewCNI(file); err == nil || !strings.Contains(err.Error(), opDir) {
-		t.Errorf("empty --cni-conf-dir: err = %v, want one naming %s", err, opDir)
-	}
 	conf := `{"cniVersion":"1.0.0","name":"ops","plugins":[{"type":"bridge","bridge":"br-ops","ipam":{"type":"host-local","subnet":"10.9.0.0/24"}},{"type":"no-such-plugin"}]}`
 	if err := os.WriteFile(filepath.Join(opDir, "50-ops.conflist"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -78,8 +75,44 @@ func TestNewCNIRejectsBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("operator conflist: %v", err)
 	}
-	if cni.Name() != "ops" || cni.ConfPath() != filepath.Join(opDir, "50-ops.conflist") {
-		t.Errorf("operator conflist: network %q from %s", cni.Name(), cni.ConfPath())
+	if cni.Name() != "ops" || cni.ConfPath() != filepath.Join(opDir, "50-ops.conflist") || cni.Ready() != nil {
+		t.Errorf("operator conflist: network %q from %s, ready: %v", cni.Name(), cni.ConfPath(), cni.Ready())
+	}
+}
+
+// TestFileConfigAwaited: with --cni-config=file and no configuration yet, the network is not
+// ready ("cni plugin not initialized", as containerd's CRI says until a CNI is installed) and
+// sets up no pod; a configuration written later is taken up by the next Ready, once every
+// plugin it names is there (a DaemonSet installing a CNI writes both).
+func TestFileConfigAwaited(t *testing.T) {
+	opDir := t.TempDir()
+	file := Config{Source: ConfigFile, ConfDir: opDir, PluginDirs: []string{debianCNIDir}, CacheDir: filepath.Join(t.TempDir(), "cache")}
+	cni, err := NewCNI(file)
+	if err != nil {
+		t.Fatalf("empty --cni-conf-dir: %v, want a network waiting for its configuration", err)
+	}
+	if err := cni.Ready(); !errors.Is(err, ErrNotInitialized) || err.Error() != "cni plugin not initialized" {
+		t.Errorf("ready with no configuration: %v, want %v", err, ErrNotInitialized)
+	}
+	if _, err := cni.SetUp(context.Background(), "sb", "/nonexistent", PodRef{Namespace: "default", Name: "p", UID: "u"}, PodOptions{}); !errors.Is(err, ErrNotInitialized) {
+		t.Errorf("SetUp with no configuration: %v, want %v", err, ErrNotInitialized)
+	}
+	conf := `{"cniVersion":"1.0.0","name":"late","plugins":[{"type":"bridge","bridge":"br-late","ipam":{"type":"host-local","subnet":"10.9.0.0/24"}},{"type":"no-such-plugin"}]}`
+	if err := os.WriteFile(filepath.Join(opDir, "10-late.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cni.Ready(); err == nil || !strings.Contains(err.Error(), `"no-such-plugin"`) || !strings.Contains(err.Error(), "10-late.conflist") {
+		t.Errorf("ready with a plugin missing: %v, want an error naming the plugin and the file", err)
+	}
+	conf = strings.Replace(conf, `,{"type":"no-such-plugin"}`, "", 1)
+	if err := os.WriteFile(filepath.Join(opDir, "10-late.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cni.Ready(); err != nil {
+		t.Fatalf("ready once configured: %v", err)
+	}
+	if cni.Name() != "late" || cni.ConfPath() != filepath.Join(opDir, "10-late.conflist") {
+		t.Errorf("network %q from %s, want late from 10-late.conflist", cni.Name(), cni.ConfPath())
 	}
 }
 

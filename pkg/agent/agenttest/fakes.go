@@ -286,11 +286,12 @@ type Network struct {
 	attached map[string]string // sandbox id -> netns path
 	nextIP   int
 	SetUpErr error
-	// TearDownErr fails CNI DEL, CheckErr CNI CHECK, while set.
-	TearDownErr, CheckErr error
-	Checks                int
-	Calls                 []string
-	NodeIsHost            bool
+	// TearDownErr fails CNI DEL, CheckErr CNI CHECK, ReadyErr says the network is not
+	// ready, while set.
+	TearDownErr, CheckErr, ReadyErr error
+	Checks                          int
+	Calls                           []string
+	NodeIsHost                      bool
 }
 
 // NewNetwork is a network with no pod attached.
@@ -317,6 +318,12 @@ func (n *Network) BindNodeNetNS(dir, name string) (string, bool, error) {
 	n.Mu.Lock()
 	defer n.Mu.Unlock()
 	return path, n.NodeIsHost, os.WriteFile(path, nil, 0o444)
+}
+
+func (n *Network) Ready() error {
+	n.Mu.Lock()
+	defer n.Mu.Unlock()
+	return n.ReadyErr
 }
 
 func (n *Network) Check(_ context.Context, id, _ string, _ network.PodRef) error {

@@ -9,13 +9,14 @@ import (
 
 // Event reasons, as the kubelet spells them (pkg/kubelet/events).
 const (
-	eventFailed         = "Failed"
-	eventCreated        = "Created"
-	eventStarted        = "Started"
-	eventKilling        = "Killing"
-	eventBackOff        = "BackOff"
-	eventFailedSandbox  = "FailedCreatePodSandBox"
-	eventSandboxChanged = "SandboxChanged"
+	eventFailed          = "Failed"
+	eventCreated         = "Created"
+	eventStarted         = "Started"
+	eventKilling         = "Killing"
+	eventBackOff         = "BackOff"
+	eventFailedSandbox   = "FailedCreatePodSandBox"
+	eventSandboxChanged  = "SandboxChanged"
+	eventNetworkNotReady = "NetworkNotReady"
 )
 
 // containerRef points an event at one container of a pod, like the kubelet's

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/network"
 )
 
 // TestFailedCNIDelIsRetried: a pod whose CNI DEL fails keeps its sandbox and its API object
@@ -146,4 +148,48 @@ func TestEvictedPodFoundAfterRestartLosesItsContainers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNetworkNotReadyHoldsPods: while the pod network is not ready (no CNI installed yet),
+// only hostNetwork pods start, as the kubelet's syncPod: another pod stays
+// ContainerCreating with the kubelet's NetworkNotReady event and no sandbox, and starts
+// once the network is ready.
+func TestNetworkNotReadyHoldsPods(t *testing.T) {
+	h := newHarness(t)
+	h.Network.ReadyErr = network.ErrNotInitialized
+	const want = "Warning NetworkNotReady network is not ready: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+	if err := h.syncer.NetworkReady(); err == nil || "Warning NetworkNotReady network is not ready: "+err.Error() != want {
+		t.Errorf("NetworkReady = %v, want the runtime's NetworkReady=false condition", err)
+	}
+
+	onHost := agenttest.Pod("on-host", corev1.RestartPolicyAlways, "app")
+	onHost.Spec.HostNetwork = true
+	onHost, hostSt := h.start(onHost)
+	if cs := agenttest.ContainerStatus(h.apiPod(onHost), "app"); cs.State.Running == nil {
+		t.Errorf("hostNetwork pod while the network is not ready: %+v, want running", cs.State)
+	}
+
+	pod, st := h.admit(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	h.TakeEvents()
+	h.Runtime.TakeCalls()
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil || !strings.Contains(err.Error(), "network is not ready") {
+		t.Errorf("sync while the network is not ready: %v, want network is not ready", err)
+	}
+	if events := h.TakeEvents(); !slices.Contains(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+	if calls := h.Runtime.TakeCalls(); len(calls) != 0 {
+		t.Errorf("runtime calls while the network is not ready: %q, want none", calls)
+	}
+	got := h.apiPod(pod)
+	if cs := agenttest.ContainerStatus(got, "app"); got.Status.Phase != corev1.PodPending || cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("pod while the network is not ready: %s %+v, want Pending and ContainerCreating", got.Status.Phase, cs.State)
+	}
+
+	h.Network.ReadyErr = nil
+	h.sync(st, pod)
+	if cs := agenttest.ContainerStatus(h.apiPod(pod), "app"); cs.State.Running == nil {
+		t.Errorf("pod once the network is ready: %+v, want running", cs.State)
+	}
+	h.sync(hostSt, onHost)
 }

@@ -52,4 +52,6 @@ type Network interface {
 	// Check is CNI CHECK: is the sandbox's network still as SetUp left it?
 	Check(ctx context.Context, id, netnsPath string, pod network.PodRef) error
 	TearDown(ctx context.Context, id, netnsPath string, pod network.PodRef) error
+	// Ready is nil once pods can be set up (an operator's CNI may not be installed yet).
+	Ready() error
 }

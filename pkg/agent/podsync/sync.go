@@ -81,6 +81,11 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 	if st.lastStatus == nil && len(all) == 0 {
 		errs = append(errs, s.writeStatus(ctx, st, apiPod, s.podStatus(st, pod, all, false)))
 	}
+	// As the kubelet's syncPod: while the network is not ready only hostNetwork pods start.
+	if err := s.NetworkReady(); err != nil && !pod.Spec.HostNetwork {
+		s.podEvent(pod, corev1.EventTypeWarning, eventNetworkNotReady, "network is not ready: %v", err)
+		return 0, errors.Join(append(errs, fmt.Errorf("network is not ready: %w", err))...)
+	}
 	// Volumes first, as the kubelet waits for them before the sandbox: a pod whose
 	// ConfigMap is missing stays ContainerCreating, with FailedMount events. A volume set
 	// up before whose refresh failed is still there (the kubelet keeps it mounted): the

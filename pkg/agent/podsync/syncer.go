@@ -6,6 +6,7 @@ package podsync
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,6 +117,16 @@ func newBackoff(clk clock.Clock) *flowcontrol.Backoff {
 // BindNodeNetNS binds minilet's network namespace where hostNetwork pods join it, at
 // every start before any pod is synced (hostnetwork.Node.Bind).
 func (s *Syncer) BindNodeNetNS() error { return s.hostNet.Bind() }
+
+// NetworkReady is nil once pods can be set up, else the runtime's NetworkReady=false
+// condition as the kubelet reports it (node Ready's message, the NetworkNotReady event),
+// in containerd's CRI's words.
+func (s *Syncer) NetworkReady() error {
+	if err := s.net.Ready(); err != nil {
+		return fmt.Errorf("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: %w", err)
+	}
+	return nil
+}
 
 // RunProbes runs the probe workers the syncs start until ctx ends, then stops them all.
 func (s *Syncer) RunProbes(ctx context.Context) { s.probes.Run(ctx) }

@@ -128,16 +128,19 @@ func Write(dir string, raw []byte) (string, error) {
 	return path, nil
 }
 
+// ErrNoConfig: the configuration directory holds no network yet.
+var ErrNoConfig = errors.New("no CNI configuration")
+
 // Load reads the operator's network from dir as the kubelet's CNI and containerd pick it:
 // the first file in name order ending in .conflist, .conf or .json; a single-plugin .conf
-// becomes a list of one.
+// becomes a list of one. A dir without one is ErrNoConfig.
 func Load(dir string) (*libcni.NetworkConfigList, string, error) {
 	files, err := libcni.ConfFiles(dir, []string{".conflist", ".conf", ".json"})
 	if err != nil {
 		return nil, "", fmt.Errorf("read CNI configuration directory %s: %w", dir, err)
 	}
 	if len(files) == 0 {
-		return nil, "", fmt.Errorf("no CNI configuration (*.conflist, *.conf, *.json) in %s (--cni-conf-dir)", dir)
+		return nil, "", fmt.Errorf("%w (*.conflist, *.conf, *.json) in %s (--cni-conf-dir)", ErrNoConfig, dir)
 	}
 	path := files[0] // ConfFiles sorts by name
 	var list *libcni.NetworkConfigList
