@@ -248,7 +248,7 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 	}
 	hookCtx, cancel := context.WithTimeout(ctx, postStartTimeout)
 	defer cancel()
-	err := lifecycle.Run(hookCtx, s.execInID(id), pod, c, st.podIP.String(), c.Lifecycle.PostStart)
+	err := lifecycle.Run(hookCtx, s.execInID(id), pod, c, st.podIP.String(), c.Lifecycle.PostStart, s.hookEvents(pod))
 	if err == nil {
 		return nil
 	}

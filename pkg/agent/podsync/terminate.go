@@ -345,7 +345,7 @@ func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Con
 	start := s.clock.Now()
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop); err != nil {
+	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop, s.hookEvents(pod)); err != nil {
 		// As the kubelet: the hook's words go to the log, not to the event, where they
 		// could show secrets.
 		s.log.Warn("preStop hook failed", "pod", PodKey(pod), "container", c.Name, "err", err)
