@@ -241,7 +241,8 @@ func (s *Syncer) podLogDir(namespace, name, uid string) string {
 const postStartTimeout = 2 * time.Minute
 
 // runPostStart runs the container's postStart hook, if any; on failure the container is
-// killed, as the kubelet does, and its restart policy decides what comes next.
+// killed (its preStop hook first), as the kubelet's startContainer does, and its restart
+// policy decides what comes next.
 func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod, c *corev1.Container, id string) error {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return nil
@@ -258,7 +259,10 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 	// reason cache has it.
 	st.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonPostStartHookError, Message: err.Error()}
 	s.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "FailedPostStartHook")
-	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, gracePeriod(pod))
+	// The kill is the kubelet's killContainer: the preStop hook first, within the pod's
+	// grace period, then SIGTERM with what is left of it.
+	grace := s.runPreStop(ctx, pod, runtime.Container{ID: id, Name: c.Name}, gracePeriod(pod))
+	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, grace)
 	if kill != nil {
 		return fmt.Errorf("%w; killing the container: %v", err, kill)
 	}

@@ -102,3 +102,34 @@ func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 		t.Errorf("after a good hook: %+v", cs)
 	}
 }
+
+// TestFailedPostStartHookRunsPreStop: the kill after a failed postStart hook is the
+// kubelet's killContainer: the container's preStop hook runs first, then SIGTERM with
+// the pod's grace period.
+func TestFailedPostStartHookRunsPreStop(t *testing.T) {
+	h := newHarness(t)
+	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) {
+		if cmd[0] == "setup" {
+			return 3, "no config"
+		}
+		return 0, ""
+	}
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}},
+		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}},
+	}
+	pod, st := h.admit(pod)
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync with a failing postStart hook reported no error")
+	}
+	calls := h.Runtime.TakeCalls()
+	hook, preStop, stop := slices.Index(calls, "exec app setup"), slices.Index(calls, "exec app drain"), slices.Index(calls, "stop app")
+	if hook < 0 || preStop < hook || stop < preStop {
+		t.Errorf("calls %q: want the postStart hook, the preStop hook, then the kill", calls)
+	}
+	if g := h.Runtime.StopGrace["app"]; g != 20*time.Second {
+		t.Errorf("SIGTERM grace %s, want the pod's 20 s", g)
+	}
+}
