@@ -65,7 +65,10 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 		} else {
 			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
 		}
-		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, gracePeriod(pod)); err != nil { // nil: the event is above
+		// The kubelet's killContainer: the preStop hook first, then SIGTERM with what is
+		// left of the grace period.
+		grace := s.runPreStop(ctx, pod, cur, gracePeriod(pod))
+		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, grace); err != nil { // nil: the event is above
 			return 0, err
 		}
 		return s.startContainer(ctx, st, pod, spec, sandbox, hash, true, "")

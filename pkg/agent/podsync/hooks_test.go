@@ -133,3 +133,31 @@ func TestFailedPostStartHookRunsPreStop(t *testing.T) {
 		t.Errorf("SIGTERM grace %s, want the pod's 20 s", g)
 	}
 }
+
+// TestChangedSpecRunsPreStop: a container restarted for a changed spec is killed as the
+// kubelet's killContainer kills it: its preStop hook first, then SIGTERM with what is left
+// of the pod's grace period.
+func TestChangedSpecRunsPreStop(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}}}
+	pod, st := h.start(pod)
+	h.Runtime.TakeCalls()
+
+	changed := h.apiPod(pod)
+	changed.Spec.Containers[0].Image = "localhost/minik8s/netexec:v1"
+	if _, err := h.Client.CoreV1().Pods(pod.Namespace).Update(h.ctx, changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Clock.Step(time.Second)
+	h.sync(st, pod)
+	calls := h.Runtime.TakeCalls()
+	preStop, stop := slices.Index(calls, "exec app drain"), slices.Index(calls, "stop app")
+	if preStop < 0 || stop < preStop {
+		t.Errorf("calls %q: want the preStop hook, then the stop", calls)
+	}
+	if g := h.Runtime.StopGrace["app"]; g != 20*time.Second {
+		t.Errorf("SIGTERM grace %s, want the pod's 20 s", g)
+	}
+}
