@@ -67,7 +67,7 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 		}
 		// The kubelet's killContainer: the preStop hook first, then SIGTERM with what is
 		// left of the grace period.
-		grace := s.runPreStop(ctx, pod, cur, gracePeriod(pod))
+		grace := s.runPreStop(ctx, pod, cur, killGrace(pod))
 		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, grace); err != nil { // nil: the event is above
 			return 0, err
 		}
@@ -264,7 +264,7 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 	s.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "FailedPostStartHook")
 	// The kill is the kubelet's killContainer: the preStop hook first, within the pod's
 	// grace period, then SIGTERM with what is left of it.
-	grace := s.runPreStop(ctx, pod, runtime.Container{ID: id, Name: c.Name}, gracePeriod(pod))
+	grace := s.runPreStop(ctx, pod, runtime.Container{ID: id, Name: c.Name}, killGrace(pod))
 	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, grace)
 	if kill != nil {
 		return fmt.Errorf("%w; killing the container: %v", err, kill)

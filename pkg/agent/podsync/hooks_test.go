@@ -161,3 +161,34 @@ func TestChangedSpecRunsPreStop(t *testing.T) {
 		t.Errorf("SIGTERM grace %s, want the pod's 20 s", g)
 	}
 }
+
+// TestNoPreStopWithoutGrace: a pod whose terminationGracePeriodSeconds is 0 gets no
+// preStop hook when a container of it is killed (here after a failed postStart hook),
+// as the kubelet's killContainer runs it only with grace left; SIGTERM still gets the
+// kubelet's floor of 2 s.
+func TestNoPreStopWithoutGrace(t *testing.T) {
+	h := newHarness(t)
+	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) {
+		if cmd[0] == "setup" {
+			return 3, "no config"
+		}
+		return 0, ""
+	}
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}},
+		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}},
+	}
+	pod, st := h.admit(pod)
+	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+		t.Fatal("sync with a failing postStart hook reported no error")
+	}
+	calls := h.Runtime.TakeCalls()
+	if slices.Contains(calls, "exec app drain") || !slices.Contains(calls, "stop app") {
+		t.Errorf("calls %q: want the stop without the preStop hook", calls)
+	}
+	if g := h.Runtime.StopGrace["app"]; g != 2*time.Second {
+		t.Errorf("SIGTERM grace %s, want the kubelet's floor of 2 s", g)
+	}
+}
