@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/agent/podsync"
 )
@@ -84,6 +85,26 @@ func (osAdmission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
 		return false, "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"
 	}
 	return true, "", ""
+}
+
+// groupsPolicyAdmission refuses a pod asking for supplementalGroupsPolicy Strict unless the
+// node's status.features says it supports it, as the kubelet's predicate admission
+// (rejectPodAdmissionBasedOnSupplementalGroupsPolicy) does after the OS checks. minilet's
+// node does not: it always adds the groups the image lists for the user, which would
+// silently be Merge.
+type groupsPolicyAdmission struct {
+	Node func(fresh bool) *corev1.Node
+}
+
+func (g groupsPolicyAdmission) Admit(pod *corev1.Pod) (ok bool, reason, message string) {
+	sc := pod.Spec.SecurityContext
+	if sc == nil || sc.SupplementalGroupsPolicy == nil || *sc.SupplementalGroupsPolicy != corev1.SupplementalGroupsPolicyStrict {
+		return true, "", ""
+	}
+	if node := g.Node(false); node != nil && node.Status.Features != nil && ptr.Deref(node.Status.Features.SupplementalGroupsPolicy, false) {
+		return true, "", ""
+	}
+	return false, "SupplementalGroupsPolicyNotSupported", "SupplementalGroupsPolicy=Strict is not supported in this node"
 }
 
 // nodeForAdmission is the node the admitters match pods against: as the node informer has

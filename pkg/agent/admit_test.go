@@ -253,3 +253,40 @@ func (h *harness) wantRejected(pod *corev1.Pod, reason, message string) {
 		t.Errorf("%s: event %q", pod.Name, ev)
 	}
 }
+
+// The admitters run in the kubelet's order: eviction first, then sysctls. A BestEffort pod
+// with a forbidden sysctl on a node under MemoryPressure is Evicted, not SysctlForbidden.
+func TestAdmitEvictionBeforeSysctls(t *testing.T) {
+	h := newHarness(t)
+	available, workingSet := uint64(50<<20), uint64(900<<20) // below the default 100Mi
+	h.agent.pressure.Observe(&statsapi.Summary{Node: statsapi.NodeStats{
+		Memory: &statsapi.MemoryStats{AvailableBytes: &available, WorkingSetBytes: &workingSet}}}, h.Clock.Now())
+	pod := agenttest.Pod("tuned", corev1.RestartPolicyAlways, "app")
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
+	pod = h.createPod(pod)
+	h.agent.admit(pod)
+	h.sync(pod)
+	if got := agenttest.GetPod(h.ctx, t, h.Client, pod); got.Status.Reason != "Evicted" {
+		t.Errorf("status %s %s %q, want Evicted as the kubelet's eviction admit handler, its first", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+}
+
+// A pod asking for supplementalGroupsPolicy Strict on a node whose status does not say it
+// supports it (minilet's: the image's groups are always added) is rejected as the kubelet's
+// predicate admission does: Failed, SupplementalGroupsPolicyNotSupported, and a Warning
+// Event. Merge is admitted.
+func TestAdmitRejectsStrictSupplementalGroups(t *testing.T) {
+	h := newHarness(t)
+	strict := agenttest.Pod("strict", corev1.RestartPolicyAlways, "app")
+	strict.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroupsPolicy: ptr.To(corev1.SupplementalGroupsPolicyStrict)}
+	h.wantRejected(strict, "SupplementalGroupsPolicyNotSupported", "SupplementalGroupsPolicy=Strict is not supported in this node")
+
+	merge := agenttest.Pod("merge", corev1.RestartPolicyAlways, "app")
+	merge.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroupsPolicy: ptr.To(corev1.SupplementalGroupsPolicyMerge)}
+	merge = h.createPod(merge)
+	h.agent.admit(merge)
+	h.sync(merge)
+	if got := agenttest.GetPod(h.ctx, t, h.Client, merge); got.Status.Phase == corev1.PodFailed {
+		t.Errorf("Merge pod rejected: %s %q", got.Status.Reason, got.Status.Message)
+	}
+}

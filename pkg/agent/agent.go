@@ -120,9 +120,11 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 		return nil, err
 	}
 	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
-	// In the order of the kubelet's predicate admission: OS, resources, node affinity,
-	// host ports, NoExecute taints; then, as the kubelet's last handler, declared features.
-	a.admitters = []admitter{sysctls, eviction.Admission{Pressure: a.pressure, Now: clk.Now}, osAdmission{}, fit,
+	// In the kubelet's order: eviction, sysctls, then its predicate admission (OS,
+	// supplemental groups policy, resources, node affinity, host ports, NoExecute taints),
+	// then, as the kubelet's last handler, declared features.
+	a.admitters = []admitter{eviction.Admission{Pressure: a.pressure, Now: clk.Now}, sysctls, osAdmission{},
+		groupsPolicyAdmission{Node: a.nodeForAdmission}, fit,
 		nodematch.Affinity{Node: a.nodeForAdmission}, hostport.Admission{Others: a.admittedPods}, nodematch.Taints{Node: a.nodeForAdmission},
 		nodefeatures.Admission{}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its

@@ -5,6 +5,8 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/minik8s/minik8s/pkg/probe"
 )
@@ -22,9 +25,13 @@ import (
 // hookOutputMax is how much of a hook's output an event quotes.
 const hookOutputMax = 1 << 10
 
-// Run runs handler h of container c: a command in it through exec, an HTTP GET against
-// the pod at podIP, or a sleep. The error is the message the kubelet puts in its event.
-func Run(ctx context.Context, exec probe.Execer, pod *corev1.Pod, c *corev1.Container, podIP string, h *corev1.LifecycleHandler) error {
+// Eventf records an event about the pod (the kubelet's LifecycleHTTPFallback warning).
+type Eventf func(eventType, reason, format string, args ...any)
+
+// Run runs handler h of container c, as the kubelet's handlerRunner.Run: a command in it
+// through exec, an HTTP GET against the pod at podIP, or a sleep. The error is the
+// kubelet's message for the failure (a failed postStart's waiting message).
+func Run(ctx context.Context, exec probe.Execer, pod *corev1.Pod, c *corev1.Container, podIP string, h *corev1.LifecycleHandler, event Eventf) error {
 	switch {
 	case h.Exec != nil:
 		var out strings.Builder
@@ -38,7 +45,7 @@ func Run(ctx context.Context, exec probe.Execer, pod *corev1.Pod, c *corev1.Cont
 		}
 		return nil
 	case h.HTTPGet != nil:
-		if err := hookHTTPGet(ctx, h.HTTPGet, c, podIP); err != nil {
+		if err := hookHTTPGet(ctx, h.HTTPGet, c, podIP, event); err != nil {
 			return fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podDesc(pod), err)
 		}
 		return nil
@@ -52,50 +59,144 @@ func Run(ctx context.Context, exec probe.Execer, pod *corev1.Pod, c *corev1.Cont
 	return fmt.Errorf("lifecycle hook for Container %q in Pod %q has no handler", c.Name, podDesc(pod))
 }
 
-// hookHTTPGet sends the hook's GET; as in the kubelet, only a failed request fails the
-// hook, whatever the status code.
-func hookHTTPGet(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string) error {
-	port := g.Port.IntValue()
-	if port == 0 {
-		for _, p := range c.Ports {
-			if p.Name == g.Port.StrVal {
-				port = int(p.ContainerPort)
+// userAgent is what the kubelet's hook requests send unless the hook sets its own:
+// "kube-lifecycle/" and the kubelet's major.minor version (the probes' is kube-probe/).
+const userAgent = "kube-lifecycle/1.32"
+
+// hookClient is the kubelet's insecureContainerLifecycleHTTPClient: no proxy, no TLS
+// verification (a pod's certificate is rarely one the node trusts), redirects followed
+// only within the same host. It carries no credentials.
+var hookClient = &http.Client{
+	Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+		DisableKeepAlives: true,
+	},
+	CheckRedirect: sameHostRedirects,
+}
+
+// sameHostRedirects is the kubelet's httpprobe.RedirectChecker(false): a redirect to
+// another host is not followed (its response is the answer), at most 10 are.
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// hookHTTPGet sends the hook's GET, as the kubelet's runHTTPHandler; as there, only a
+// failed request fails the hook, whatever the status code. An HTTPS hook answered in
+// plain HTTP is sent again over HTTP, and event reports it when that succeeds.
+func hookHTTPGet(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string, event Eventf) error {
+	req, err := hookRequest(ctx, g, c, podIP)
+	if err != nil {
+		return err
+	}
+	resp, err := hookClient.Do(req)
+	discard(resp)
+	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		retry := req.Clone(ctx)
+		retry.URL.Scheme = "http"
+		retry.Header.Del("Authorization") // not sent in clear text
+		resp, retryErr := hookClient.Do(retry)
+		discard(resp)
+		if retryErr == nil {
+			err = nil
+			if event != nil {
+				event(corev1.EventTypeWarning, "LifecycleHTTPFallback", "request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", retry.URL.Host)
 			}
 		}
 	}
-	if port <= 0 || port > 65535 {
-		return fmt.Errorf("invalid port %q", g.Port.String())
+	return err
+}
+
+// hookRequest builds the hook's request as the kubelet's NewRequestForHTTPGetAction:
+// scheme http and the pod IP unless set, the port by number or container port name,
+// the hook's headers with a Host header as the request's host, and the kubelet's
+// User-Agent and Accept */* unless the hook sets them (an empty Accept sends none).
+func hookRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string) (*http.Request, error) {
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
 	}
 	host := g.Host
 	if host == "" {
 		host = podIP
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path)
+	port, err := containerPort(g.Port, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	u, err := url.Parse(g.Path)
+	if err != nil { // passed along as it is, as the kubelet does
+		u = &url.URL{Path: g.Path}
+	}
+	u.Scheme, u.Host = scheme, net.JoinHostPort(host, strconv.Itoa(port))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	header := http.Header{}
 	for _, h := range g.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
+		header.Add(h.Name, h.Value)
 	}
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}).Do(req)
-	if err != nil {
-		return err
+	if _, ok := header["User-Agent"]; !ok {
+		header.Set("User-Agent", userAgent)
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return resp.Body.Close()
+	if _, ok := header["Accept"]; !ok {
+		header.Set("Accept", "*/*")
+	} else if header.Get("Accept") == "" {
+		header.Del("Accept")
+	}
+	req.Header = header
+	req.Host = header.Get("Host") // net/http sends req.Host, never a Host header
+	return req, nil
 }
+
+// containerPort is the kubelet's probe.ResolveContainerPort: a number, or the name of
+// one of the container's ports, or a number written as a string; its errors are
+// the kubelet's words.
+func containerPort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	port := -1
+	switch p.Type {
+	case intstr.Int:
+		port = p.IntValue()
+	case intstr.String:
+		found := false
+		for _, cp := range c.Ports {
+			if cp.Name == p.StrVal {
+				port, found = int(cp.ContainerPort), true
+				break
+			}
+		}
+		if !found {
+			var err error
+			if port, err = strconv.Atoi(p.StrVal); err != nil {
+				return port, err
+			}
+		}
+	}
+	if port > 0 && port < 65536 {
+		return port, nil
+	}
+	return port, fmt.Errorf("invalid port number: %v", port)
+}
+
+// discard reads what is left of a small response body and closes it.
+func discard(resp *http.Response) {
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength <= maxBody {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	}
+}
+
+// maxBody is how much of a hook's response the kubelet reads before closing it.
+const maxBody = 10 << 10
 
 // podDesc names a pod as the kubelet's messages do: name_namespace(uid).
 func podDesc(pod *corev1.Pod) string {

@@ -65,7 +65,10 @@ func (s *Syncer) syncContainer(ctx context.Context, st *PodState, pod *corev1.Po
 		} else {
 			s.ContainerEvent(pod, spec.Name, corev1.EventTypeNormal, eventKilling, "Container %s definition changed, will be restarted", spec.Name)
 		}
-		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, gracePeriod(pod)); err != nil { // nil: the event is above
+		// The kubelet's killContainer: the preStop hook first, then SIGTERM with what is
+		// left of the grace period.
+		grace := s.runPreStop(ctx, pod, cur, killGrace(pod))
+		if err := s.stopContainers(ctx, nil, []runtime.Container{cur}, grace); err != nil { // nil: the event is above
 			return 0, err
 		}
 		return s.startContainer(ctx, st, pod, spec, sandbox, hash, true, "")
@@ -241,14 +244,15 @@ func (s *Syncer) podLogDir(namespace, name, uid string) string {
 const postStartTimeout = 2 * time.Minute
 
 // runPostStart runs the container's postStart hook, if any; on failure the container is
-// killed, as the kubelet does, and its restart policy decides what comes next.
+// killed (its preStop hook first), as the kubelet's startContainer does, and its restart
+// policy decides what comes next.
 func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod, c *corev1.Container, id string) error {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return nil
 	}
 	hookCtx, cancel := context.WithTimeout(ctx, postStartTimeout)
 	defer cancel()
-	err := lifecycle.Run(hookCtx, s.execInID(id), pod, c, st.podIP.String(), c.Lifecycle.PostStart)
+	err := lifecycle.Run(hookCtx, s.execInID(id), pod, c, st.podIP.String(), c.Lifecycle.PostStart, s.hookEvents(pod))
 	if err == nil {
 		return nil
 	}
@@ -258,7 +262,10 @@ func (s *Syncer) runPostStart(ctx context.Context, st *PodState, pod *corev1.Pod
 	// reason cache has it.
 	st.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonPostStartHookError, Message: err.Error()}
 	s.ContainerEvent(pod, c.Name, corev1.EventTypeNormal, eventKilling, "FailedPostStartHook")
-	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, gracePeriod(pod))
+	// The kill is the kubelet's killContainer: the preStop hook first, within the pod's
+	// grace period, then SIGTERM with what is left of it.
+	grace := s.runPreStop(ctx, pod, runtime.Container{ID: id, Name: c.Name}, killGrace(pod))
+	kill := s.rt.StopContainer(context.WithoutCancel(ctx), id, grace)
 	if kill != nil {
 		return fmt.Errorf("%w; killing the container: %v", err, kill)
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minik8s/minik8s/pkg/agent/lifecycle"
 )
 
 // Event reasons, as the kubelet spells them (pkg/kubelet/events).
@@ -49,6 +51,14 @@ func (s *Syncer) ContainerEvent(pod *corev1.Pod, container, eventType, reason, f
 // podEvent records an event about a pod.
 func (s *Syncer) podEvent(pod *corev1.Pod, eventType, reason, format string, args ...any) {
 	s.recorder.Eventf(pod, eventType, reason, format, args...)
+}
+
+// hookEvents records a lifecycle hook's events about pod, as the kubelet's handler runner
+// does on the pod itself (LifecycleHTTPFallback).
+func (s *Syncer) hookEvents(pod *corev1.Pod) lifecycle.Eventf {
+	return func(eventType, reason, format string, args ...any) {
+		s.podEvent(pod, eventType, reason, format, args...)
+	}
 }
 
 // PodKey names a pod in messages and logs: namespace/name.

@@ -20,7 +20,7 @@ func (s *Syncer) Exec(containerID string) probe.Execer { return s.execIn(contain
 
 // Kill stops a container that failed its liveness or startup probe, after its preStop hook.
 func (s *Syncer) Kill(ctx context.Context, pod *corev1.Pod, container, containerID string, grace *int64) error {
-	g := gracePeriod(pod)
+	g := killGrace(pod)
 	if grace != nil {
 		g = time.Duration(*grace) * time.Second
 	}

@@ -132,14 +132,21 @@ const (
 // gracePeriod is how long a pod's containers get between SIGTERM and SIGKILL:
 // the deletion's grace period if the pod is being deleted, else the spec's.
 func gracePeriod(pod *corev1.Pod) time.Duration {
-	grace := defaultGracePeriod
+	return max(killGrace(pod), minGracePeriod)
+}
+
+// killGrace is the grace period a container killed on its own (a failed postStart
+// hook, a changed spec, a failed probe) starts from, as the kubelet's
+// setTerminationGracePeriod: the deletion's, else the spec's, before the 2 s floor. At 0
+// the kubelet's killContainer runs no preStop hook.
+func killGrace(pod *corev1.Pod) time.Duration {
 	switch {
 	case pod.DeletionGracePeriodSeconds != nil:
-		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
-		grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
 	}
-	return max(grace, minGracePeriod)
+	return defaultGracePeriod
 }
 
 // stopContainers stops the running containers among cs in parallel, each
@@ -336,8 +343,12 @@ func terminationMessage(spec *corev1.Container, c runtime.Container, kept termin
 }
 
 // runPreStop runs the container's preStop hook within grace and returns what is left
-// of grace for SIGTERM (at least the kubelet's floor of 2 s).
+// of grace for SIGTERM (at least the kubelet's floor of 2 s). As the kubelet's
+// killContainer, no hook runs without grace: a grace of 0 gets just the floor.
 func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Container, grace time.Duration) time.Duration {
+	if grace <= 0 {
+		return minGracePeriod
+	}
 	c := specOf(pod, rc.Name)
 	if c == nil || c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
 		return grace
@@ -345,7 +356,7 @@ func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Con
 	start := s.clock.Now()
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop); err != nil {
+	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop, s.hookEvents(pod)); err != nil {
 		// As the kubelet: the hook's words go to the log, not to the event, where they
 		// could show secrets.
 		s.log.Warn("preStop hook failed", "pod", PodKey(pod), "container", c.Name, "err", err)

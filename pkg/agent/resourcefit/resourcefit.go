@@ -7,8 +7,10 @@ package resourcefit
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/minik8s/minik8s/pkg/control/scheduler/framework"
 )
@@ -35,10 +37,11 @@ func (a Admission) Admit(pod *corev1.Pod) (ok bool, reason, msg string) {
 		return requested > 0 && requested > node.Allocatable.Get(name)-node.Requested.Get(name)
 	}
 	// An extended resource the node does not know is not checked: the kubelet leaves it
-	// to cluster-level resources and DRA (removeMissingExtendedResources).
+	// to cluster-level resources and DRA (removeMissingExtendedResources). Any other, huge
+	// pages of a size the node lacks among them, is, against a capacity of 0.
 	var extended []corev1.ResourceName
 	for name := range want.Scalar {
-		if _, known := node.Allocatable.Scalar[name]; known {
+		if _, known := node.Allocatable.Scalar[name]; known || !isExtendedResource(name) {
 			extended = append(extended, name)
 		}
 	}
@@ -53,6 +56,17 @@ func (a Admission) Admit(pod *corev1.Pod) (ok bool, reason, msg string) {
 		}
 	}
 	return true, "", ""
+}
+
+// isExtendedResource is the kubelet's v1helper.IsExtendedResourceName: a name outside the
+// kubernetes.io/ namespace with a domain (example.com/gpu), not a native resource such
+// as cpu or hugepages-2Mi, and one a quota could name as "requests.<name>".
+func isExtendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
 // message is the kubelet's InsufficientResourceError text: CPU in millicores, the rest in

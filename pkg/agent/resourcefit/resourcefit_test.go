@@ -47,3 +47,26 @@ func TestAdmission(t *testing.T) {
 		t.Errorf("a fourth pod on a node of three: admitted %v (%q: %q)", ok, reason, msg)
 	}
 }
+
+// TestAdmissionOfResourcesTheNodeLacks: only an extended resource the node does not
+// list is left unchecked (the kubelet's removeMissingExtendedResources); huge pages it lacks
+// (a native resource) count as a capacity of 0, as the kubelet's fit check.
+func TestAdmissionOfResourcesTheNodeLacks(t *testing.T) {
+	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+		corev1.ResourcePods: resource.MustParse("10")}
+	a := Admission{Allocatable: func() corev1.ResourceList { return allocatable }, Others: func() []*corev1.Pod { return nil }}
+	for _, tc := range []struct {
+		name        corev1.ResourceName
+		reason, msg string
+	}{
+		{"hugepages-2Mi", "OutOfhugepages-2Mi", "Node didn't have enough resource: hugepages-2Mi, requested: 4194304, used: 0, capacity: 0"},
+		{"example.com/fpga", "", ""},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Mi"), tc.name: resource.MustParse("4Mi")}}}}}}
+		ok, reason, msg := a.Admit(pod)
+		if ok != (tc.reason == "") || reason != tc.reason || msg != tc.msg {
+			t.Errorf("%s on a node without it: admitted %v (%q: %q), want reason %q: %q", tc.name, ok, reason, msg, tc.reason, tc.msg)
+		}
+	}
+}
