@@ -63,13 +63,19 @@ func HTTP(ctx context.Context, u *url.URL, headers []corev1.HTTPHeader) (Result,
 
 // probeHeader is the request's header as the kubelet builds it, and the Host the probe asks for.
 func probeHeader(headers []corev1.HTTPHeader) (http.Header, string) {
+	h := RequestHeader(headers, userAgent)
+	host := h.Get("Host")
+	h.Del("Host")
+	h.Set("Connection", "close") // what net/http sends with keep-alives off
+	return h, host
+}
+
+// RequestHeader is the header of a probe's or hook's GET as the kubelet's
+// NewRequestForHTTPGetAction builds it: the handler's headers (Host among them), then
+// userAgent and Accept */* unless they set their own (an empty Accept sends none).
+func RequestHeader(headers []corev1.HTTPHeader, userAgent string) http.Header {
 	h := http.Header{}
-	host := ""
 	for _, kv := range headers {
-		if http.CanonicalHeaderKey(kv.Name) == "Host" {
-			host = kv.Value
-			continue
-		}
 		h.Add(kv.Name, kv.Value)
 	}
 	if _, ok := h["User-Agent"]; !ok {
@@ -78,10 +84,9 @@ func probeHeader(headers []corev1.HTTPHeader) (http.Header, string) {
 	if _, ok := h["Accept"]; !ok {
 		h.Set("Accept", "*/*")
 	} else if h.Get("Accept") == "" {
-		h.Del("Accept") // an empty Accept header is the probe's way of sending none
+		h.Del("Accept")
 	}
-	h.Set("Connection", "close") // what net/http sends with keep-alives off
-	return h, host
+	return h
 }
 
 func isRedirect(code int) bool {

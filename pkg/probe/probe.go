@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,9 +51,9 @@ func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string
 	defer cancel()
 	switch h := p.ProbeHandler; {
 	case h.HTTPGet != nil:
-		port, err := resolvePort(h.HTTPGet.Port, c)
+		port, err := ResolveContainerPort(h.HTTPGet.Port, c)
 		if err != nil {
-			return Failure, err.Error()
+			return Unknown, err.Error()
 		}
 		host := h.HTTPGet.Host
 		if host == "" {
@@ -72,9 +73,9 @@ func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string
 		}
 		return HTTP(ctx, u, h.HTTPGet.HTTPHeaders)
 	case h.TCPSocket != nil:
-		port, err := resolvePort(h.TCPSocket.Port, c)
+		port, err := ResolveContainerPort(h.TCPSocket.Port, c)
 		if err != nil {
-			return Failure, err.Error()
+			return Unknown, err.Error()
 		}
 		host := h.TCPSocket.Host
 		if host == "" {
@@ -93,20 +94,24 @@ func Run(ctx context.Context, p *corev1.Probe, c *corev1.Container, podIP string
 	return Unknown, "the probe has no handler"
 }
 
-// resolvePort is a port number, or a container port's number by its name.
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		if p.IntVal < 1 || p.IntVal > 65535 {
-			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)
+// ResolveContainerPort is the kubelet's (pkg/probe): a port number, or the number of the
+// container port with that name, or a name that is a number; it must be 1-65535.
+func ResolveContainerPort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	port := p.IntValue()
+	if p.Type == intstr.String {
+		i := slices.IndexFunc(c.Ports, func(cp corev1.ContainerPort) bool { return cp.Name == p.StrVal })
+		if i >= 0 {
+			port = int(c.Ports[i].ContainerPort)
+		} else if n, err := strconv.Atoi(p.StrVal); err != nil {
+			return -1, err
+		} else {
+			port = n
 		}
-		return int(p.IntVal), nil
 	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
+	if port < 1 || port > 65535 {
+		return port, fmt.Errorf("invalid port number: %v", port)
 	}
-	return 0, fmt.Errorf("couldn't find port: %s in %s", p.StrVal, c.Name)
+	return port, nil
 }
 
 // probeDialer opens every probe's connection. Unlike the kubelet's it sets no SO_LINGER of

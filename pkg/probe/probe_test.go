@@ -69,8 +69,10 @@ func TestHTTPHandler(t *testing.T) {
 	if r, out := Run(context.Background(), p, c, "127.0.0.1", nil); r != Success {
 		t.Errorf("Run httpGet by port name = %v %q", r, out)
 	}
+	// A port name the container lacks is an error, not a failure (the kubelet's
+	// ResolveContainerPort tries it as a number last).
 	p.HTTPGet.Port = intstr.FromString("nope")
-	if r, out := Run(context.Background(), p, c, "127.0.0.1", nil); r != Failure || !strings.Contains(out, "couldn't find port: nope") {
+	if r, out := Run(context.Background(), p, c, "127.0.0.1", nil); r != Unknown || out != `strconv.Atoi: parsing "nope": invalid syntax` {
 		t.Errorf("unknown port name = %v %q", r, out)
 	}
 }
@@ -337,5 +339,33 @@ func TestWorkerGrid(t *testing.T) {
 	// The second probe ran 1.5 s: the tick 1 s after it was missed, the next is 2 s after it.
 	if d := got[2].Sub(got[1]); d != 2*time.Second {
 		t.Errorf("the probe after a slow one came %v after it, want 2s", d)
+	}
+}
+
+// TestResolveContainerPort: a port by name, or a number written as a string; an unknown
+// name fails with the kubelet's words.
+func TestResolveContainerPort(t *testing.T) {
+	c := &corev1.Container{Name: "c", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}
+	for _, tc := range []struct {
+		port intstr.IntOrString
+		want int
+		err  string
+	}{
+		{intstr.FromInt32(8080), 8080, ""},
+		{intstr.FromString("http"), 80, ""},
+		{intstr.FromString("8081"), 8081, ""},
+		{intstr.FromString("metrics"), 0, `strconv.Atoi: parsing "metrics": invalid syntax`},
+		{intstr.FromInt32(70000), 0, "invalid port number: 70000"},
+	} {
+		port, err := ResolveContainerPort(tc.port, c)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("port %s: error %v, want %q", tc.port.String(), err, tc.err)
+			}
+			continue
+		}
+		if err != nil || port != tc.want {
+			t.Errorf("port %s: %d, %v; want %d", tc.port.String(), port, err, tc.want)
+		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/minik8s/minik8s/pkg/probe"
 )
@@ -125,7 +124,7 @@ func hookRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Contain
 	if host == "" {
 		host = podIP
 	}
-	port, err := containerPort(g.Port, c)
+	port, err := probe.ResolveContainerPort(g.Port, c)
 	if err != nil {
 		return nil, err
 	}
@@ -138,50 +137,10 @@ func hookRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Contain
 	if err != nil {
 		return nil, err
 	}
-	header := http.Header{}
-	for _, h := range g.HTTPHeaders {
-		header.Add(h.Name, h.Value)
-	}
-	if _, ok := header["User-Agent"]; !ok {
-		header.Set("User-Agent", userAgent)
-	}
-	if _, ok := header["Accept"]; !ok {
-		header.Set("Accept", "*/*")
-	} else if header.Get("Accept") == "" {
-		header.Del("Accept")
-	}
+	header := probe.RequestHeader(g.HTTPHeaders, userAgent)
 	req.Header = header
 	req.Host = header.Get("Host") // net/http sends req.Host, never a Host header
 	return req, nil
-}
-
-// containerPort is the kubelet's probe.ResolveContainerPort: a number, or the name of
-// one of the container's ports, or a number written as a string; its errors are
-// the kubelet's words.
-func containerPort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	port := -1
-	switch p.Type {
-	case intstr.Int:
-		port = p.IntValue()
-	case intstr.String:
-		found := false
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				port, found = int(cp.ContainerPort), true
-				break
-			}
-		}
-		if !found {
-			var err error
-			if port, err = strconv.Atoi(p.StrVal); err != nil {
-				return port, err
-			}
-		}
-	}
-	if port > 0 && port < 65536 {
-		return port, nil
-	}
-	return port, fmt.Errorf("invalid port number: %v", port)
 }
 
 // discard reads what is left of a small response body and closes it.

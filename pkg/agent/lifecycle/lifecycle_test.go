@@ -87,30 +87,3 @@ func TestHTTPSHookFallsBackToHTTP(t *testing.T) {
 		t.Errorf("the retry over HTTP sent Authorization %q, want none", auth)
 	}
 }
-
-// TestHTTPHookPort: a port by name, or a number written as a string; an unknown name
-// fails with the kubelet's words.
-func TestHTTPHookPort(t *testing.T) {
-	for _, tc := range []struct {
-		port intstr.IntOrString
-		want int
-		err  string
-	}{
-		{intstr.FromInt32(8080), 8080, ""},
-		{intstr.FromString("http"), 80, ""},
-		{intstr.FromString("8081"), 8081, ""},
-		{intstr.FromString("metrics"), 0, `strconv.Atoi: parsing "metrics": invalid syntax`},
-		{intstr.FromInt32(70000), 0, "invalid port number: 70000"},
-	} {
-		port, err := containerPort(tc.port, testContainer)
-		if tc.err != "" {
-			if err == nil || err.Error() != tc.err {
-				t.Errorf("port %s: error %v, want %q", tc.port.String(), err, tc.err)
-			}
-			continue
-		}
-		if err != nil || port != tc.want {
-			t.Errorf("port %s: %d, %v; want %d", tc.port.String(), port, err, tc.want)
-		}
-	}
-}
