@@ -183,6 +183,26 @@ func TestWorkerTiming(t *testing.T) {
 	}
 }
 
+// runPeriods runs w's loop for n one-second periods of clk (w's), or until it stops.
+func runPeriods(w *Worker, clk *clocktesting.FakeClock, n int) {
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { w.Loop(ctx); close(done) }()
+	for range n {
+		for !clk.HasWaiters() {
+			select {
+			case <-done:
+			case <-time.After(time.Millisecond):
+				continue
+			}
+			break
+		}
+		clk.Step(time.Second)
+	}
+	cancel()
+	<-done
+}
+
 // TestWorkerHoldsAfterKill: a liveness or startup worker that flips to failure stops
 // probing (the kubelet's onHold: the container is being killed; its next instance gets a
 // new worker), so "Liveness probe failed" is not repeated through the kill's grace period.
@@ -193,22 +213,7 @@ func TestWorkerHoldsAfterKill(t *testing.T) {
 		runs := 0
 		w := &Worker{Kind: kind, Probe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 2}, Clock: clk,
 			Run: func(context.Context) (Result, string) { runs++; return Failure, "" }}
-		done := make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { w.Loop(ctx); close(done) }()
-		for range 6 {
-			for !clk.HasWaiters() {
-				select {
-				case <-done:
-				case <-time.After(time.Millisecond):
-					continue
-				}
-				break
-			}
-			clk.Step(time.Second)
-		}
-		cancel()
-		<-done
+		runPeriods(w, clk, 6)
 		want := 2
 		if kind == Readiness {
 			want = 5
@@ -235,22 +240,7 @@ func TestStartupWorkerStopsOnceStarted(t *testing.T) {
 				flips = append(flips, current.String())
 			}
 		}}
-	done := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { w.Loop(ctx); close(done) }()
-	for range 8 {
-		for !clk.HasWaiters() {
-			select {
-			case <-done:
-			case <-time.After(time.Millisecond):
-				continue
-			}
-			break
-		}
-		clk.Step(time.Second)
-	}
-	cancel()
-	<-done
+	runPeriods(w, clk, 8)
 	if runs != 2 || strings.Join(flips, " ") != "success" {
 		t.Errorf("startup worker probed %d times and flipped %v, want 2 probes and one flip to success", runs, flips)
 	}

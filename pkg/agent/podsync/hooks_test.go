@@ -103,37 +103,6 @@ func TestFailedPostStartHookKillsTheContainer(t *testing.T) {
 	}
 }
 
-// TestFailedPostStartHookRunsPreStop: the kill after a failed postStart hook is the
-// kubelet's killContainer: the container's preStop hook runs first, then SIGTERM with
-// the pod's grace period.
-func TestFailedPostStartHookRunsPreStop(t *testing.T) {
-	h := newHarness(t)
-	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) {
-		if cmd[0] == "setup" {
-			return 3, "no config"
-		}
-		return 0, ""
-	}
-	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
-	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
-		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}},
-		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}},
-	}
-	pod, st := h.admit(pod)
-	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
-		t.Fatal("sync with a failing postStart hook reported no error")
-	}
-	calls := h.Runtime.TakeCalls()
-	hook, preStop, stop := slices.Index(calls, "exec app setup"), slices.Index(calls, "exec app drain"), slices.Index(calls, "stop app")
-	if hook < 0 || preStop < hook || stop < preStop {
-		t.Errorf("calls %q: want the postStart hook, the preStop hook, then the kill", calls)
-	}
-	if g := h.Runtime.StopGrace["app"]; g != 20*time.Second {
-		t.Errorf("SIGTERM grace %s, want the pod's 20 s", g)
-	}
-}
-
 // TestChangedSpecRunsPreStop: a container restarted for a changed spec is killed as the
 // kubelet's killContainer kills it: its preStop hook first, then SIGTERM with what is left
 // of the pod's grace period.
@@ -162,33 +131,40 @@ func TestChangedSpecRunsPreStop(t *testing.T) {
 	}
 }
 
-// TestNoPreStopWithoutGrace: a pod whose terminationGracePeriodSeconds is 0 gets no
-// preStop hook when a container of it is killed (here after a failed postStart hook),
-// as the kubelet's killContainer runs it only with grace left; SIGTERM still gets the
-// kubelet's floor of 2 s.
-func TestNoPreStopWithoutGrace(t *testing.T) {
-	h := newHarness(t)
-	h.Runtime.ExecFn = func(container string, cmd []string) (int, string) {
-		if cmd[0] == "setup" {
-			return 3, "no config"
+// TestFailedPostStartHookKill: the kill after a failed postStart hook is the kubelet's
+// killContainer: the container's preStop hook first, then SIGTERM with the pod's grace
+// period; with terminationGracePeriodSeconds 0 no preStop hook (it runs only with grace
+// left) and SIGTERM gets the kubelet's floor of 2 s.
+func TestFailedPostStartHookKill(t *testing.T) {
+	for _, tc := range []struct {
+		grace     int64
+		preStop   bool
+		stopGrace time.Duration
+	}{{20, true, 20 * time.Second}, {0, false, 2 * time.Second}} {
+		h := newHarness(t)
+		h.Runtime.ExecFn = func(container string, cmd []string) (int, string) {
+			if cmd[0] == "setup" {
+				return 3, "no config"
+			}
+			return 0, ""
 		}
-		return 0, ""
-	}
-	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
-	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
-		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}},
-		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}},
-	}
-	pod, st := h.admit(pod)
-	if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
-		t.Fatal("sync with a failing postStart hook reported no error")
-	}
-	calls := h.Runtime.TakeCalls()
-	if slices.Contains(calls, "exec app drain") || !slices.Contains(calls, "stop app") {
-		t.Errorf("calls %q: want the stop without the preStop hook", calls)
-	}
-	if g := h.Runtime.StopGrace["app"]; g != 2*time.Second {
-		t.Errorf("SIGTERM grace %s, want the kubelet's floor of 2 s", g)
+		pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To(tc.grace)
+		pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
+			PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}},
+			PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"drain"}}},
+		}
+		pod, st := h.admit(pod)
+		if _, err := h.syncer.SyncPod(h.ctx, st, h.apiPod(pod)); err == nil {
+			t.Fatal("sync with a failing postStart hook reported no error")
+		}
+		calls := h.Runtime.TakeCalls()
+		hook, preStop, stop := slices.Index(calls, "exec app setup"), slices.Index(calls, "exec app drain"), slices.Index(calls, "stop app")
+		if hook < 0 || stop < hook || (preStop >= 0) != tc.preStop || (tc.preStop && (preStop < hook || stop < preStop)) {
+			t.Errorf("grace %d: calls %q, want the postStart hook, the preStop hook (%v), then the kill", tc.grace, calls, tc.preStop)
+		}
+		if g := h.Runtime.StopGrace["app"]; g != tc.stopGrace {
+			t.Errorf("grace %d: SIGTERM grace %s, want %s", tc.grace, g, tc.stopGrace)
+		}
 	}
 }
