@@ -79,26 +79,20 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	return 0, err
 }
 
-// Aggregate is the rules role gets: those of every other ClusterRole one of its selectors
-// matches, in name order, each rule once.
+// Aggregate is the rules role gets, as kube's syncClusterRole orders them: selector by
+// selector, the rules of every other ClusterRole the selector matches in name order, each
+// rule once (so `kubectl get clusterrole -o yaml` lists them as Kubernetes does).
 func Aggregate(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) []rbacv1.PolicyRule {
-	var selectors []labels.Selector
+	sorted := append([]*rbacv1.ClusterRole(nil), all...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var rules []rbacv1.PolicyRule
 	for _, s := range role.AggregationRule.ClusterRoleSelectors {
 		sel, err := metav1.LabelSelectorAsSelector(&s)
 		if err != nil {
 			continue // validation refuses such selectors; an old one selects nothing
 		}
-		selectors = append(selectors, sel)
-	}
-	sorted := append([]*rbacv1.ClusterRole(nil), all...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var rules []rbacv1.PolicyRule
-	for _, other := range sorted {
-		if other.Name == role.Name {
-			continue
-		}
-		for _, sel := range selectors {
-			if !sel.Matches(labels.Set(other.Labels)) {
+		for _, other := range sorted {
+			if other.Name == role.Name || !sel.Matches(labels.Set(other.Labels)) {
 				continue
 			}
 			for _, r := range other.Rules {
@@ -106,7 +100,6 @@ func Aggregate(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) []rbacv1.Pol
 					rules = append(rules, r)
 				}
 			}
-			break
 		}
 	}
 	return rules

@@ -3,6 +3,7 @@ package clusterroleaggregation
 import (
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
@@ -40,5 +41,28 @@ func TestSyncFillsAggregatedRoleAndSkipsTheRest(t *testing.T) {
 		if len(got.Rules) != want || got.Rules[0].Resources[0] != "pods" {
 			t.Errorf("%s's rules: %+v, want %d: the reader's", name, got.Rules, want)
 		}
+	}
+}
+
+// TestAggregateOrdersRulesBySelector: as kube's syncClusterRole, the rules come selector by
+// selector (each selector's roles in name order), so a role matched by the first selector
+// comes before one matched only by the second whatever their names; a rule comes once.
+func TestAggregateOrdersRulesBySelector(t *testing.T) {
+	rule := func(resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{resource}}
+	}
+	agg := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{
+		ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"first": "true"}}, {MatchLabels: map[string]string{"second": "true"}}}}}
+	all := []*rbacv1.ClusterRole{agg,
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"second": "true"}}, Rules: []rbacv1.PolicyRule{rule("pods")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "z", Labels: map[string]string{"first": "true"}}, Rules: []rbacv1.PolicyRule{rule("secrets")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "y", Labels: map[string]string{"first": "true", "second": "true"}}, Rules: []rbacv1.PolicyRule{rule("nodes")}},
+	}
+	var got []string
+	for _, r := range Aggregate(agg, all) {
+		got = append(got, r.Resources[0])
+	}
+	if want := []string{"nodes", "secrets", "pods"}; !slices.Equal(got, want) {
+		t.Errorf("aggregated rules' resources: %v, want %v", got, want)
 	}
 }
