@@ -90,7 +90,11 @@ type Options struct {
 	// clusterdefaults').
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
-	Security         Security
+	// TerminatedPodGCThreshold is --terminated-pod-gc-threshold: how many finished pods the
+	// pod GC keeps before deleting the oldest (0: no limit, as kube-controller-manager's;
+	// the flag's default is podgc.DefaultTerminatedPodThreshold).
+	TerminatedPodGCThreshold int
+	Security                 Security
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
 	// (zero: filters.DefaultLimits).
 	Limits filters.Limits
