@@ -1,8 +1,9 @@
 // Package nodeipam gives every Node a pod CIDR of its own from --cluster-cidr, as
 // kube-controller-manager's node IPAM controller (range allocator) does: subnets of
 // --node-cidr-mask-size bits, never overlapping, the taken ones read back from the Nodes
-// at start so restarts keep them. A node that already has one keeps it; an exhausted range
-// gives the node a CIDRNotAvailable Event. minilet started without --pod-cidr waits for it.
+// at start so restarts keep them, and none overlapping --service-cluster-ip-range. A node
+// that already has one keeps it, a node being deleted gets none; an exhausted range gives
+// the node a CIDRNotAvailable Event. minilet started without --pod-cidr waits for it.
 package nodeipam
 
 import (
@@ -34,6 +35,16 @@ const EventSource = "cidrAllocator"
 type Ranges struct {
 	cluster netip.Prefix
 	bits    int
+	// services is --service-cluster-ip-range: no node gets a subnet overlapping it.
+	services netip.Prefix
+}
+
+// WithoutServices keeps the subnets that overlap the Services' cluster IP range from
+// nodes, as kube's range allocator (filterOutServiceRange) does when the two overlap:
+// pods there would take addresses Services answer on.
+func (r Ranges) WithoutServices(serviceCIDR netip.Prefix) Ranges {
+	r.services = serviceCIDR.Masked()
+	return r
 }
 
 // ParseRanges reads --cluster-cidr and --node-cidr-mask-size.
@@ -106,6 +117,9 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	if node.DeletionTimestamp != nil {
+		return 0, nil // as kube's syncNode: a node on its way out gets nothing
+	}
 	if node.Spec.PodCIDR != "" {
 		if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err == nil {
 			c.used[p.Masked()] = name // set by minilet's --pod-cidr, or by us earlier
@@ -119,7 +133,7 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 			c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
 			return 0, fmt.Errorf("no pod CIDR left in %s for node %s", c.ranges.cluster, name)
 		}
-		if c.used.FreeFor(p, name) {
+		if c.used.FreeFor(p, name) && !(c.ranges.services.IsValid() && c.ranges.services.Overlaps(p)) {
 			free = p
 			break
 		}
