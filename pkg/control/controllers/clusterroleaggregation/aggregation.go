@@ -13,9 +13,9 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
@@ -70,13 +70,23 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if equality.Semantic.DeepEqual(rules, role.Rules) {
 		return 0, nil
 	}
-	updated := role.DeepCopy()
-	updated.Rules = rules
-	_, err = c.client.RbacV1().ClusterRoles().Update(ctx, updated, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return 0, nil // a newer version is on its way to the cache and will be queued
+	return 0, c.apply(ctx, role.Name, rules)
+}
+
+// FieldManager is the manager of the aggregated rules, kube's.
+const FieldManager = "clusterrole-aggregation-controller"
+
+// apply writes the rules by a forced server-side apply, as kube's applyClusterRoles: the
+// role's managedFields then show this controller as the rules' owner.
+func (c *Controller) apply(ctx context.Context, name string, rules []rbacv1.PolicyRule) error {
+	config := rbacv1ac.ClusterRole(name)
+	for _, r := range rules {
+		rule := rbacv1ac.PolicyRule()
+		rule.Verbs, rule.APIGroups, rule.Resources, rule.ResourceNames, rule.NonResourceURLs = r.Verbs, r.APIGroups, r.Resources, r.ResourceNames, r.NonResourceURLs
+		config.WithRules(rule)
 	}
-	return 0, err
+	_, err := c.client.RbacV1().ClusterRoles().Apply(ctx, config, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
 }
 
 // Aggregate is the rules role gets, as kube's syncClusterRole orders them: selector by
