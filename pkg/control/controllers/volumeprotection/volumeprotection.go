@@ -91,7 +91,7 @@ func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
 		return 0, err
 	}
 	if inUse(cached, pvc) {
-		return 0, nil // the pod's end brings the claim back
+		return 0, nil // the pod's deletion brings the claim back
 	}
 	// The cache may lag a pod just created: ask the API before letting the claim go.
 	live, err := c.client.CoreV1().Pods(pvc.Namespace).List(ctx, metav1.ListOptions{})
