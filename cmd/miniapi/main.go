@@ -17,6 +17,7 @@ import (
 	"github.com/minik8s/minik8s/pkg/control/controllers/csrsigning"
 	"github.com/minik8s/minik8s/pkg/control/controllers/nodelifecycle"
 	"github.com/minik8s/minik8s/pkg/control/controllers/podautoscaler"
+	"github.com/minik8s/minik8s/pkg/control/controllers/podgc"
 	"github.com/minik8s/minik8s/pkg/control/controlplane"
 	"github.com/minik8s/minik8s/pkg/daemon"
 	"github.com/minik8s/minik8s/pkg/pki"
@@ -71,6 +72,7 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", csrsigning.DefaultDuration, "the longest certificate the csrsigning controller issues (kubelet client and serving, API client certificates); a CSR's spec.expirationSeconds may ask for less")
 	f.StringVar(&o.ClusterCIDR, "cluster-cidr", clusterdefaults.ClusterCIDR, "CIDR of the cluster's pods; each node's podCIDR is cut from it")
 	f.IntVar(&o.NodeCIDRMaskSize, "node-cidr-mask-size", clusterdefaults.NodeCIDRMaskSize, "prefix length of each node's podCIDR")
+	f.IntVar(&o.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold, "finished pods (Succeeded or Failed) kept before the pod garbage collector deletes the oldest, evicted ones first (0: no limit)")
 	f.StringVar(&o.LoadBalancerIPPool, "loadbalancer-ip-pool", "", "addresses for type=LoadBalancer Services: a CIDR or FIRST-LAST (empty: they stay pending)")
 	f.StringVar(&o.SchedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file: profiles by schedulerName, plugins enabled/disabled and weighted, plugin args (empty: kube-scheduler's default profile)")
 	f.BoolVar(&o.LeaderElection.Enabled, "leader-elect", true, "run the controllers and the scheduler only while this miniapi holds their Lease (several miniapi on one etcd)")

@@ -355,7 +355,7 @@ func startTTLAfterFinished(c *ControllerContext) (runner, error) {
 }
 
 func startPodGC(c *ControllerContext) (runner, error) {
-	return podgc.New(c.Client, c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(), clock.RealClock{}, c.Log.With("component", podgc.Name)), nil
+	return podgc.New(c.Client, c.Informers.Core().V1().Pods(), c.Informers.Core().V1().Nodes(), c.Options.TerminatedPodGCThreshold, clock.RealClock{}, c.Log.With("component", podgc.Name)), nil
 }
 
 func startDisruption(c *ControllerContext) (runner, error) {

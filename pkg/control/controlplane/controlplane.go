@@ -90,7 +90,11 @@ type Options struct {
 	// clusterdefaults').
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
-	Security         Security
+	// TerminatedPodGCThreshold is --terminated-pod-gc-threshold: how many finished pods the
+	// pod GC keeps before deleting the oldest (0: no limit, as kube-controller-manager's;
+	// the flag's default is podgc.DefaultTerminatedPodThreshold).
+	TerminatedPodGCThreshold int
+	Security                 Security
 	// Limits: --request-timeout, --max-requests-inflight, --max-mutating-requests-inflight
 	// (zero: filters.DefaultLimits).
 	Limits filters.Limits
@@ -716,9 +720,13 @@ func loopbackConfig(ca *pki.CA, server, component, user string, groups []string)
 }
 
 // nodeRanges are the node IPAM ranges the options give, with the defaults (clusterdefaults)
-// filled in.
+// filled in, the Services' range kept from nodes.
 func (o *Options) nodeRanges() (nodeipam.Ranges, error) {
-	return nodeipam.ParseRanges(cmp.Or(o.ClusterCIDR, clusterdefaults.ClusterCIDR), cmp.Or(o.NodeCIDRMaskSize, clusterdefaults.NodeCIDRMaskSize))
+	ranges, err := nodeipam.ParseRanges(cmp.Or(o.ClusterCIDR, clusterdefaults.ClusterCIDR), cmp.Or(o.NodeCIDRMaskSize, clusterdefaults.NodeCIDRMaskSize))
+	if services, perr := netip.ParsePrefix(o.ServiceRange); err == nil && perr == nil {
+		ranges = ranges.WithoutServices(services) // a bad one is refused with the options
+	}
+	return ranges, err
 }
 
 // nodeAddressTypes are --kubelet-preferred-address-types as types, unchecked as

@@ -13,9 +13,9 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
@@ -70,35 +70,39 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if equality.Semantic.DeepEqual(rules, role.Rules) {
 		return 0, nil
 	}
-	updated := role.DeepCopy()
-	updated.Rules = rules
-	_, err = c.client.RbacV1().ClusterRoles().Update(ctx, updated, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return 0, nil // a newer version is on its way to the cache and will be queued
-	}
-	return 0, err
+	return 0, c.apply(ctx, role.Name, rules)
 }
 
-// Aggregate is the rules role gets: those of every other ClusterRole one of its selectors
-// matches, in name order, each rule once.
+// FieldManager is the manager of the aggregated rules, kube's.
+const FieldManager = "clusterrole-aggregation-controller"
+
+// apply writes the rules by a forced server-side apply, as kube's applyClusterRoles: the
+// role's managedFields then show this controller as the rules' owner.
+func (c *Controller) apply(ctx context.Context, name string, rules []rbacv1.PolicyRule) error {
+	config := rbacv1ac.ClusterRole(name)
+	for _, r := range rules {
+		rule := rbacv1ac.PolicyRule()
+		rule.Verbs, rule.APIGroups, rule.Resources, rule.ResourceNames, rule.NonResourceURLs = r.Verbs, r.APIGroups, r.Resources, r.ResourceNames, r.NonResourceURLs
+		config.WithRules(rule)
+	}
+	_, err := c.client.RbacV1().ClusterRoles().Apply(ctx, config, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
+}
+
+// Aggregate is the rules role gets, as kube's syncClusterRole orders them: selector by
+// selector, the rules of every other ClusterRole the selector matches in name order, each
+// rule once (so `kubectl get clusterrole -o yaml` lists them as Kubernetes does).
 func Aggregate(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) []rbacv1.PolicyRule {
-	var selectors []labels.Selector
+	sorted := append([]*rbacv1.ClusterRole(nil), all...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var rules []rbacv1.PolicyRule
 	for _, s := range role.AggregationRule.ClusterRoleSelectors {
 		sel, err := metav1.LabelSelectorAsSelector(&s)
 		if err != nil {
 			continue // validation refuses such selectors; an old one selects nothing
 		}
-		selectors = append(selectors, sel)
-	}
-	sorted := append([]*rbacv1.ClusterRole(nil), all...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var rules []rbacv1.PolicyRule
-	for _, other := range sorted {
-		if other.Name == role.Name {
-			continue
-		}
-		for _, sel := range selectors {
-			if !sel.Matches(labels.Set(other.Labels)) {
+		for _, other := range sorted {
+			if other.Name == role.Name || !sel.Matches(labels.Set(other.Labels)) {
 				continue
 			}
 			for _, r := range other.Rules {
@@ -106,7 +110,6 @@ func Aggregate(role *rbacv1.ClusterRole, all []*rbacv1.ClusterRole) []rbacv1.Pol
 					rules = append(rules, r)
 				}
 			}
-			break
 		}
 	}
 	return rules

@@ -1,6 +1,7 @@
 // Package csrcleaner deletes CertificateSigningRequests that have served their purpose,
-// as kube-controller-manager's csrcleaner does every hour: approved, denied or failed
-// ones after an hour, pending ones after a day, and any whose certificate has expired.
+// as kube-controller-manager's csrcleaner does every hour: issued, denied or failed ones
+// after an hour, pending ones and approved ones still without a certificate after a day,
+// and any whose certificate has expired.
 package csrcleaner
 
 import (
@@ -26,8 +27,8 @@ const Name = "csrcleaner"
 
 const (
 	pollingInterval   = time.Hour
-	decidedExpiration = time.Hour      // approved, denied or failed
-	pendingExpiration = 24 * time.Hour // neither
+	decidedExpiration = time.Hour      // issued, denied or failed
+	pendingExpiration = 24 * time.Hour // neither, or approved and not issued yet
 )
 
 // Controller deletes old CSRs.
@@ -75,18 +76,33 @@ func (c *Controller) expired(csr *certificatesv1.CertificateSigningRequest) stri
 	if cert := firstCertificate(csr.Status.Certificate); cert != nil && now.After(cert.NotAfter) {
 		return "certificate expired"
 	}
+	// Every condition is weighed, as kube's handle: an approved request whose signer then
+	// failed goes an hour after the failure.
+	decided := false
 	for _, cond := range csr.Status.Conditions {
+		limit, why := decidedExpiration, string(cond.Type)+" more than an hour ago"
 		switch cond.Type {
-		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
-			at := cond.LastUpdateTime.Time
-			if at.IsZero() {
-				at = csr.CreationTimestamp.Time
+		case certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+		case certificatesv1.CertificateApproved:
+			// One its signer has not issued yet waits as long as a pending one, as
+			// kube's isApprovedUnissuedPastDeadline.
+			if len(csr.Status.Certificate) == 0 {
+				limit, why = pendingExpiration, "approved more than a day ago and not issued"
 			}
-			if now.Sub(at) > decidedExpiration {
-				return string(cond.Type) + " more than an hour ago"
-			}
-			return ""
+		default:
+			continue
 		}
+		decided = true
+		at := cond.LastUpdateTime.Time
+		if at.IsZero() {
+			at = csr.CreationTimestamp.Time
+		}
+		if now.Sub(at) > limit {
+			return why
+		}
+	}
+	if decided {
+		return ""
 	}
 	if now.Sub(csr.CreationTimestamp.Time) > pendingExpiration {
 		return "pending for more than a day"

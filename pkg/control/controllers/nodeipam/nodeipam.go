@@ -1,8 +1,10 @@
 // Package nodeipam gives every Node a pod CIDR of its own from --cluster-cidr, as
 // kube-controller-manager's node IPAM controller (range allocator) does: subnets of
 // --node-cidr-mask-size bits, never overlapping, the taken ones read back from the Nodes
-// at start so restarts keep them. A node that already has one keeps it; an exhausted range
-// gives the node a CIDRNotAvailable Event. minilet started without --pod-cidr waits for it.
+// at start so restarts keep them, and none overlapping --service-cluster-ip-range. A node
+// that already has one keeps it, a node being deleted gets none; an exhausted range gives
+// the node a CIDRNotAvailable Event, and a pod CIDR that cannot be written a
+// CIDRAssignmentFailed one. minilet started without --pod-cidr waits for it.
 package nodeipam
 
 import (
@@ -17,23 +19,37 @@ import (
 	"github.com/minik8s/minik8s/internal/controller/workloop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	nodeutil "k8s.io/component-helpers/node/util"
 )
 
 // EventSource is the source of its Events, as kube-controller-manager's range allocator's.
 const EventSource = "cidrAllocator"
 
+// cidrUpdateRetries is how many times a node's pod CIDR is written before giving up, kube's.
+const cidrUpdateRetries = 3
+
 // Ranges are the cluster CIDR cut into node subnets.
 type Ranges struct {
 	cluster netip.Prefix
 	bits    int
+	// services is --service-cluster-ip-range: no node gets a subnet overlapping it.
+	services netip.Prefix
+}
+
+// WithoutServices keeps the subnets that overlap the Services' cluster IP range from
+// nodes, as kube's range allocator (filterOutServiceRange) does when the two overlap:
+// pods there would take addresses Services answer on.
+func (r Ranges) WithoutServices(serviceCIDR netip.Prefix) Ranges {
+	r.services = serviceCIDR.Masked()
+	return r
 }
 
 // ParseRanges reads --cluster-cidr and --node-cidr-mask-size.
@@ -106,6 +122,9 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	if node.DeletionTimestamp != nil {
+		return 0, nil // as kube's syncNode: a node on its way out gets nothing
+	}
 	if node.Spec.PodCIDR != "" {
 		if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err == nil {
 			c.used[p.Masked()] = name // set by minilet's --pod-cidr, or by us earlier
@@ -119,14 +138,20 @@ func (c *Controller) sync(ctx context.Context, name string) (time.Duration, erro
 			c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
 			return 0, fmt.Errorf("no pod CIDR left in %s for node %s", c.ranges.cluster, name)
 		}
-		if c.used.FreeFor(p, name) {
+		if c.used.FreeFor(p, name) && !(c.ranges.services.IsValid() && c.ranges.services.Overlaps(p)) {
 			free = p
 			break
 		}
 	}
-	updated := node.DeepCopy()
-	updated.Spec.PodCIDR, updated.Spec.PodCIDRs = free.String(), []string{free.String()}
-	if _, err := c.client.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	// As kube's updateCIDRsAllocation: a patch (no conflict with the node's status writes),
+	// tried a few times, then an Event on the node saying it got none.
+	for try := 0; try < cidrUpdateRetries; try++ {
+		if err = nodeutil.PatchNodeCIDRs(ctx, c.client, types.NodeName(name), []string{free.String()}); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		c.recorder.Eventf(node, corev1.EventTypeNormal, "CIDRAssignmentFailed", "Node %s status is now: CIDRAssignmentFailed", name)
 		return 0, err
 	}
 	c.used[free] = name

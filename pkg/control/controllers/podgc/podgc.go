@@ -4,7 +4,8 @@
 // condition DeletionByPodGC and force-deleted once the node has stayed missing for the
 // quarantine (40 s); a terminating pod on a NotReady node tainted
 // node.kubernetes.io/out-of-service, and a terminating pod never scheduled, are marked
-// Failed and force-deleted. It looks every 20 s, as kube's.
+// Failed and force-deleted; finished pods above --terminated-pod-gc-threshold (12500) are
+// deleted, evicted ones first, then the oldest. It looks every 20 s, as kube's.
 package podgc
 
 import (
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/minik8s/minik8s/internal/controller/nodeready"
@@ -31,6 +33,10 @@ import (
 // Name is the controller's name, as kube-controller-manager's --controllers knows it.
 const Name = "pod-garbage-collector"
 
+// DefaultTerminatedPodThreshold is kube-controller-manager's --terminated-pod-gc-threshold
+// default: how many finished pods may be kept before the oldest are deleted.
+const DefaultTerminatedPodThreshold = 12500
+
 const (
 	checkPeriod    = 20 * time.Second // kube's gcCheckPeriod
 	quarantineTime = 40 * time.Second // how long a missing node may take to show up
@@ -44,15 +50,18 @@ type Controller struct {
 	synced []cache.InformerSynced
 	clock  clock.Clock
 	log    *slog.Logger
+	// terminatedThreshold is how many finished pods are kept (0 or less: all).
+	terminatedThreshold int
 	// missing holds when each node named by a pod was first found missing.
 	missing map[string]time.Time
 }
 
-// New wires the collector to the shared pod and node informers.
-func New(client kubernetes.Interface, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer, clk clock.Clock, log *slog.Logger) *Controller {
+// New wires the collector to the shared pod and node informers; it keeps at most
+// terminatedThreshold finished pods (0 or less: no limit, as kube's).
+func New(client kubernetes.Interface, pods coreinformers.PodInformer, nodes coreinformers.NodeInformer, terminatedThreshold int, clk clock.Clock, log *slog.Logger) *Controller {
 	return &Controller{client: client, pods: pods.Lister(), nodes: nodes.Lister(),
 		synced: []cache.InformerSynced{pods.Informer().HasSynced, nodes.Informer().HasSynced},
-		clock:  clk, log: log, missing: map[string]time.Time{}}
+		clock:  clk, log: log, terminatedThreshold: terminatedThreshold, missing: map[string]time.Time{}}
 }
 
 // Run collects every 20 s until ctx ends.
@@ -68,12 +77,47 @@ func (c *Controller) gc(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	if c.terminatedThreshold > 0 {
+		c.gcTerminated(ctx, pods)
+	}
 	c.gcTerminating(ctx, pods)
 	c.gcOrphaned(ctx, pods)
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil && pod.Spec.NodeName == "" {
 			c.markFailedAndDelete(ctx, pod, nil, "unscheduled terminating")
 		}
+	}
+}
+
+// gcTerminated deletes the finished pods above the threshold, evicted ones first (they
+// matter least to the controllers that made them), then the oldest, as kube's gcTerminated.
+func (c *Controller) gcTerminated(ctx context.Context, pods []*corev1.Pod) {
+	var finished []*corev1.Pod
+	for _, pod := range pods {
+		if phase := pod.Status.Phase; phase != corev1.PodPending && phase != corev1.PodRunning && phase != corev1.PodUnknown {
+			finished = append(finished, pod)
+		}
+	}
+	excess := len(finished) - c.terminatedThreshold
+	if excess <= 0 {
+		return
+	}
+	c.log.Info("garbage collecting finished pods", "count", excess, "threshold", c.terminatedThreshold)
+	evicted := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" }
+	slices.SortFunc(finished, func(a, b *corev1.Pod) int {
+		if ea, eb := evicted(a), evicted(b); ea != eb {
+			if ea {
+				return -1
+			}
+			return 1
+		}
+		if byAge := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); byAge != 0 {
+			return byAge
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for _, pod := range finished[:excess] {
+		c.markFailedAndDelete(ctx, pod, nil, "terminated pods above the threshold")
 	}
 }
 

@@ -50,7 +50,7 @@ func TestGC(t *testing.T) {
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(time.Now())
-	c := New(client, f.Core().V1().Pods(), f.Core().V1().Nodes(), clk, slog.New(slog.DiscardHandler))
+	c := New(client, f.Core().V1().Pods(), f.Core().V1().Nodes(), 0, clk, slog.New(slog.DiscardHandler))
 	f.Start(ctx.Done())
 	f.WaitForCacheSync(ctx.Done())
 	defer func() { cancel(); f.Shutdown() }()
@@ -102,5 +102,36 @@ func TestGC(t *testing.T) {
 	}
 	if deleted["shutdown"] == nil || deleted["shutdown"].Status.Phase != corev1.PodFailed {
 		t.Errorf("the out-of-service node's pod when deleted: %+v, want phase Failed", deleted["shutdown"])
+	}
+}
+
+// TestGCTerminated: as kube's gcTerminated, past the threshold the finished pods go, the
+// evicted ones first, then the oldest (by creation, then name); pods still running and
+// pods under the threshold stay.
+func TestGCTerminated(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	base := time.Now().Add(-time.Hour)
+	finished := func(name string, phase corev1.PodPhase, reason string, age int) runtime.Object {
+		p := pod(name, "up", false)
+		p.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(-age) * time.Minute))
+		p.Status.Phase, p.Status.Reason = phase, reason
+		return p
+	}
+	client := fake.NewClientset(node("up", true),
+		finished("old-running", corev1.PodRunning, "", 50),
+		finished("oldest", corev1.PodSucceeded, "", 40), finished("older-b", corev1.PodFailed, "", 30),
+		finished("older-a", corev1.PodFailed, "", 30), finished("new", corev1.PodSucceeded, "", 1),
+		finished("evicted", corev1.PodFailed, "Evicted", 0))
+	f := informers.NewSharedInformerFactory(client, 0)
+	c := New(client, f.Core().V1().Pods(), f.Core().V1().Nodes(), 2, clocktesting.NewFakeClock(time.Now()), slog.New(slog.DiscardHandler))
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	defer func() { cancel(); f.Shutdown() }()
+	c.gc(ctx)
+	for name, want := range map[string]bool{"old-running": true, "evicted": false, "oldest": false, "older-a": false, "older-b": true, "new": true} {
+		_, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if got := !apierrors.IsNotFound(err); got != want {
+			t.Errorf("pod %s kept: %v, want %v", name, got, want)
+		}
 	}
 }

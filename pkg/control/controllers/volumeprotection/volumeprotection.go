@@ -1,9 +1,11 @@
 // Package volumeprotection is kube-controller-manager's pvc-protection and pv-protection
 // controllers: a PersistentVolumeClaim being deleted keeps its kubernetes.io/pvc-protection
-// finalizer while a pod that has not finished uses it (checked against the API, not only
-// the cache, before letting go), and a PersistentVolume keeps kubernetes.io/pv-protection
-// while it is Bound. The finalizers come from the StorageObjectInUseProtection admission
-// plugin (pkg/control/admission/storageprotection).
+// finalizer while a pod scheduled to a node names it, finished or not, as long as the pod
+// exists (checked against the API, not only the cache, before letting go), and a
+// PersistentVolume keeps kubernetes.io/pv-protection while it is Bound. The finalizers come
+// from the StorageObjectInUseProtection admission plugin
+// (pkg/control/admission/storageprotection); a claim or volume not being deleted that lacks
+// its finalizer gets it back from these controllers, as kube's.
 package volumeprotection
 
 import (
@@ -32,7 +34,8 @@ const (
 	PVName  = "pv-protection"
 )
 
-// Claims removes the claims' finalizer once no unfinished pod uses the claim.
+// Claims removes the claims' finalizer once no pod uses the claim, and adds it back to a
+// claim not being deleted.
 type Claims struct {
 	client kubernetes.Interface
 	pvcs   corelisters.PersistentVolumeClaimLister
@@ -48,14 +51,14 @@ func NewClaims(client kubernetes.Interface, pvcs coreinformers.PersistentVolumeC
 		synced: []cache.InformerSynced{pvcs.Informer().HasSynced, pods.Informer().HasSynced},
 		queue:  workloop.NewQueue[string](PVCName)}
 	enqueue := func(obj any) {
-		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.DeletionTimestamp != nil {
+		if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && (pvc.DeletionTimestamp != nil || !slices.Contains(pvc.Finalizers, storageprotection.PVCFinalizer)) {
 			c.queue.Add(pvc.Namespace + "/" + pvc.Name)
 		}
 	}
 	if _, err := pvcs.Informer().AddEventHandler(workloop.OnAddOrUpdate(enqueue)); err != nil {
 		return nil, err
 	}
-	// A pod that finishes or goes may free its claims.
+	// A pod that goes may free its claims.
 	podChanged := func(obj any) {
 		if pod, ok := workloop.Object[*corev1.Pod](obj); ok {
 			for _, name := range claimNames(pod) {
@@ -77,15 +80,18 @@ func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
 	if !found {
 		return 0, err
 	}
-	if pvc.DeletionTimestamp == nil || !slices.Contains(pvc.Finalizers, storageprotection.PVCFinalizer) {
+	if pvc.DeletionTimestamp == nil {
+		return 0, c.addClaimFinalizer(ctx, pvc)
+	}
+	if !slices.Contains(pvc.Finalizers, storageprotection.PVCFinalizer) {
 		return 0, nil
 	}
 	cached, err := c.pods.Pods(pvc.Namespace).List(labels.Everything())
 	if err != nil {
 		return 0, err
 	}
-	if inUse(cached, pvc.Name) {
-		return 0, nil // the pod's end brings the claim back
+	if inUse(cached, pvc) {
+		return 0, nil // the pod's deletion brings the claim back
 	}
 	// The cache may lag a pod just created: ask the API before letting the claim go.
 	live, err := c.client.CoreV1().Pods(pvc.Namespace).List(ctx, metav1.ListOptions{})
@@ -96,7 +102,7 @@ func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
 	for i := range live.Items {
 		pods[i] = &live.Items[i]
 	}
-	if inUse(pods, pvc.Name) {
+	if inUse(pods, pvc) {
 		return 0, nil
 	}
 	pvc = pvc.DeepCopy()
@@ -108,13 +114,44 @@ func (c *Claims) sync(ctx context.Context, key string) (time.Duration, error) {
 	return 0, err
 }
 
-// inUse tells whether a pod that has not finished uses the claim.
-func inUse(pods []*corev1.Pod, claim string) bool {
-	for _, pod := range pods {
-		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if slices.Contains(claimNames(pod), claim) {
+// addClaimFinalizer puts the finalizer back on a claim not being deleted that lacks it (one
+// made before the admission plugin, or whose finalizer was edited away), as kube's
+// pvc-protection addFinalizer.
+func (c *Claims) addClaimFinalizer(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	if slices.Contains(pvc.Finalizers, storageprotection.PVCFinalizer) {
+		return nil
+	}
+	pvc = pvc.DeepCopy()
+	pvc.Finalizers = append(pvc.Finalizers, storageprotection.PVCFinalizer)
+	_, err := c.client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Update(ctx, pvc, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// inUse tells whether one of pods keeps pvc from being deleted.
+func inUse(pods []*corev1.Pod, pvc *corev1.PersistentVolumeClaim) bool {
+	return slices.ContainsFunc(pods, func(pod *corev1.Pod) bool { return usesClaim(pod, pvc) })
+}
+
+// usesClaim mirrors kube's podUsesPVCForDeletion: only a pod scheduled to a node counts
+// (the kubelet never starts a pod whose claim is being deleted, so an unscheduled one
+// does not hold the claim), and it counts while it exists, finished or not. A generic
+// ephemeral volume's claim counts only if it is that pod's (the pod controls it) and the
+// pod is not shut down (deleted with no grace period), which breaks a pod finalizer
+// waiting on the claim.
+func usesClaim(pod *corev1.Pod, pvc *corev1.PersistentVolumeClaim) bool {
+	if pod.Spec.NodeName == "" || pod.Namespace != pvc.Namespace {
+		return false
+	}
+	shutDown := pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
+	for i, v := range pod.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name:
+			return true
+		case v.Ephemeral != nil && !shutDown && ephemeral.VolumeClaimName(pod, &pod.Spec.Volumes[i]) == pvc.Name &&
+			ephemeral.VolumeIsForPod(pod, pvc) == nil:
 			return true
 		}
 	}
@@ -135,7 +172,8 @@ func claimNames(pod *corev1.Pod) []string {
 	return out
 }
 
-// Volumes removes the volumes' finalizer once a volume being deleted is not Bound.
+// Volumes removes the volumes' finalizer once a volume being deleted is not Bound, and
+// adds it back to a volume not being deleted.
 type Volumes struct {
 	client kubernetes.Interface
 	pvs    corelisters.PersistentVolumeLister
@@ -149,7 +187,7 @@ func NewVolumes(client kubernetes.Interface, pvs coreinformers.PersistentVolumeI
 	c := &Volumes{client: client, pvs: pvs.Lister(), log: log, synced: []cache.InformerSynced{pvs.Informer().HasSynced},
 		queue: workloop.NewQueue[string](PVName)}
 	enqueue := func(obj any) {
-		if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.DeletionTimestamp != nil {
+		if pv, ok := obj.(*corev1.PersistentVolume); ok && (pv.DeletionTimestamp != nil || !slices.Contains(pv.Finalizers, storageprotection.PVFinalizer)) {
 			c.queue.Add(pv.Name)
 		}
 	}
@@ -167,11 +205,18 @@ func (c *Volumes) sync(ctx context.Context, name string) (time.Duration, error) 
 	if !found {
 		return 0, err
 	}
-	if pv.DeletionTimestamp == nil || !slices.Contains(pv.Finalizers, storageprotection.PVFinalizer) || pv.Status.Phase == corev1.VolumeBound {
+	has := slices.Contains(pv.Finalizers, storageprotection.PVFinalizer)
+	pv = pv.DeepCopy()
+	switch {
+	case pv.DeletionTimestamp == nil && !has:
+		// As kube's pv-protection addFinalizer: a volume made before the admission plugin,
+		// or whose finalizer was edited away, gets it back.
+		pv.Finalizers = append(pv.Finalizers, storageprotection.PVFinalizer)
+	case pv.DeletionTimestamp != nil && has && pv.Status.Phase != corev1.VolumeBound:
+		pv.Finalizers = slices.DeleteFunc(pv.Finalizers, func(f string) bool { return f == storageprotection.PVFinalizer })
+	default:
 		return 0, nil
 	}
-	pv = pv.DeepCopy()
-	pv.Finalizers = slices.DeleteFunc(pv.Finalizers, func(f string) bool { return f == storageprotection.PVFinalizer })
 	_, err = c.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return 0, nil
