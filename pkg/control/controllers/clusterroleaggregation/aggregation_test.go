@@ -1,7 +1,7 @@
 package clusterroleaggregation
 
 import (
-	"io"
+	"context"
 	"log/slog"
 	"slices"
 	"testing"
@@ -15,9 +15,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// TestSyncFillsAggregatedRoleAndSkipsTheRest: a sync writes the matched roles' rules into an
-// aggregated role; a role gone or without an aggregationRule is nothing to do.
-func TestSyncFillsAggregatedRoleAndSkipsTheRest(t *testing.T) {
+// aggregatedRoleFixture is a controller, its informers started, over role "agg" that
+// aggregates the roles labelled to-agg, and one of them, "reader", which may get pods.
+func aggregatedRoleFixture(t *testing.T) (*fake.Clientset, *Controller, context.Context) {
 	read := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}
 	cs := fake.NewClientset(
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{
@@ -25,11 +25,17 @@ func TestSyncFillsAggregatedRoleAndSkipsTheRest(t *testing.T) {
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader", Labels: map[string]string{"to-agg": "true"}}, Rules: []rbacv1.PolicyRule{read}},
 	)
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	c, err := New(cs, factory.Rbac().V1().ClusterRoles(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := New(cs, factory.Rbac().V1().ClusterRoles(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := controllertest.StartInformers(t, factory)
+	return cs, c, controllertest.StartInformers(t, factory)
+}
+
+// TestSyncFillsAggregatedRoleAndSkipsTheRest: a sync writes the matched roles' rules into an
+// aggregated role; a role gone or without an aggregationRule is nothing to do.
+func TestSyncFillsAggregatedRoleAndSkipsTheRest(t *testing.T) {
+	cs, c, ctx := aggregatedRoleFixture(t)
 	for _, name := range []string{"agg", "reader", "gone"} {
 		if _, err := c.sync(ctx, name); err != nil {
 			t.Errorf("sync(%s): %v", name, err)
@@ -73,18 +79,7 @@ func TestAggregateOrdersRulesBySelector(t *testing.T) {
 // the field manager "clusterrole-aggregation-controller", as kube's applyClusterRoles, so
 // the role's managedFields name that manager as the rules' owner.
 func TestSyncAppliesAsKube(t *testing.T) {
-	read := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}
-	cs := fake.NewClientset(
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{
-			ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"to-agg": "true"}}}}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader", Labels: map[string]string{"to-agg": "true"}}, Rules: []rbacv1.PolicyRule{read}},
-	)
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	c, err := New(cs, factory.Rbac().V1().ClusterRoles(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := controllertest.StartInformers(t, factory)
+	cs, c, ctx := aggregatedRoleFixture(t)
 	cs.ClearActions()
 	if _, err := c.sync(ctx, "agg"); err != nil {
 		t.Fatal(err)

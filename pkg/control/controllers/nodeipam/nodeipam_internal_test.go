@@ -15,13 +15,27 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/minik8s/minik8s/internal/controller/controllertest"
 )
+
+// startController is a controller over client's nodes handing out ranges, its informer
+// synced and the subnets in use read.
+func startController(t *testing.T, client *fake.Clientset, ranges Ranges, recorder record.EventRecorder) (*Controller, context.Context) {
+	f := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(client, f.Core().V1().Nodes(), ranges, recorder, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := controllertest.StartInformers(t, f)
+	c.loadUsed()
+	return c, ctx
+}
 
 // TestServiceRangeAndDeletingNodes: as kube's range allocator, the subnets that overlap
 // the Services' range are never handed out (filterOutServiceRange), and a node being
 // deleted gets no subnet (syncNode).
 func TestServiceRangeAndDeletingNodes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
 	ranges, err := ParseRanges("10.0.0.0/24", 26)
 	if err != nil {
 		t.Fatal(err)
@@ -30,15 +44,7 @@ func TestServiceRangeAndDeletingNodes(t *testing.T) {
 	now := metav1.Now()
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "going", DeletionTimestamp: &now, Finalizers: []string{"example.com/hold"}}})
-	f := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, f.Core().V1().Nodes(), ranges, record.NewFakeRecorder(10), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
-	defer func() { cancel(); f.Shutdown() }()
-	c.loadUsed()
+	c, ctx := startController(t, client, ranges, record.NewFakeRecorder(10))
 	for name, want := range map[string]string{"going": "", "a": "10.0.0.128/26"} {
 		if _, err := c.sync(ctx, name); err != nil {
 			t.Fatalf("sync %s: %v", name, err)
@@ -57,7 +63,6 @@ func TestServiceRangeAndDeletingNodes(t *testing.T) {
 // cannot be written after a few tries gets the Event CIDRAssignmentFailed, and the subnet
 // stays free for the next try.
 func TestAssignmentFailedEvent(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
 	ranges, err := ParseRanges("10.0.0.0/24", 26)
 	if err != nil {
 		t.Fatal(err)
@@ -68,16 +73,8 @@ func TestAssignmentFailedEvent(t *testing.T) {
 	}
 	client.PrependReactor("update", "nodes", refuse)
 	client.PrependReactor("patch", "nodes", refuse)
-	f := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(10)
-	c, err := New(client, f.Core().V1().Nodes(), ranges, recorder, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
-	defer func() { cancel(); f.Shutdown() }()
-	c.loadUsed()
+	c, ctx := startController(t, client, ranges, recorder)
 	if _, err := c.sync(ctx, "a"); err == nil {
 		t.Error("sync of a node whose pod CIDR could not be written: no error")
 	}
