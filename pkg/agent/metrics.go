@@ -3,6 +3,7 @@ package agent
 import (
 	"time"
 
+	"github.com/minik8s/minik8s/pkg/probe"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
@@ -57,19 +58,32 @@ func (m *metrics) observeSync(operation string, start time.Time, err error) {
 	}
 }
 
-// probeObserver records the attempts of one probe worker (a single goroutine): its series
-// are looked up once (per result) rather than at every probe, which hashed five label
-// values twice per probe.
-func (m *metrics) probeObserver(kind string, pod *corev1.Pod, container string) func(result string, took time.Duration) {
+// probeObserver records the attempts of one probe worker (a single goroutine) as the
+// kubelet's worker does: successful (warnings too) and failed ones counted, only the
+// successful ones timed, and a probe that could not run not counted at all. Its series
+// are looked up once rather than at every probe, which hashed five label values twice per
+// probe.
+func (m *metrics) probeObserver(kind string, pod *corev1.Pod, container string) func(result probe.Result, took time.Duration) {
 	duration := m.probeTime.WithLabelValues(kind, container, pod.Name, pod.Namespace)
 	counters := map[string]prometheus.Counter{}
-	return func(result string, took time.Duration) {
-		c, ok := counters[result]
+	return func(result probe.Result, took time.Duration) {
+		var label string
+		switch result {
+		case probe.Success, probe.Warning:
+			label = "successful"
+		case probe.Failure:
+			label = "failed"
+		default:
+			return
+		}
+		c, ok := counters[label]
 		if !ok {
-			c = m.probes.WithLabelValues(kind, result, container, pod.Name, pod.Namespace)
-			counters[result] = c
+			c = m.probes.WithLabelValues(kind, label, container, pod.Name, pod.Namespace)
+			counters[label] = c
 		}
 		c.Inc()
-		duration.Observe(took.Seconds())
+		if label == "successful" {
+			duration.Observe(took.Seconds())
+		}
 	}
 }

@@ -24,8 +24,8 @@ const maxRedirects = 10
 // HTTP is the httpGet handler, as the kubelet's: a GET with the kubelet's User-Agent and
 // Accept (unless the probe sets its own), the probe's headers (Host among them), no
 // compression, no proxy, no TLS verification, a connection of its own closed after the
-// response (keep-alives off); success for 200-399; redirects to the same host followed
-// (at most 10), to another host not followed (the redirect's status decides). It speaks
+// response (keep-alives off); success for 200-299; redirects to the same host followed
+// (at most 10), to another host not followed: a final 3xx is a warning. It speaks
 // that one HTTP/1.1 exchange on the probe's own goroutine with net/http's request and
 // response code rather than through an http.Transport, whose per-connection goroutines,
 // dial queue and channels cost minilet more than the connection itself; the messages
@@ -54,8 +54,11 @@ func HTTP(ctx context.Context, u *url.URL, headers []corev1.HTTPHeader) (Result,
 				continue
 			}
 		}
-		if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			return Success, body
+		}
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			return Warning, "Probe terminated redirects, Response body: " + body
 		}
 		return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 	}

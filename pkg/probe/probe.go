@@ -27,10 +27,13 @@ const (
 	Unknown Result = iota
 	Success
 	Failure
+	// Warning is a success with something to say: an HTTP probe that ended on a redirect
+	// it did not follow (the kubelet's probe.Warning).
+	Warning
 )
 
 func (r Result) String() string {
-	return [...]string{"unknown", "success", "failure"}[r]
+	return [...]string{"unknown", "success", "failure", "warning"}[r]
 }
 
 // userAgent is what the kubelet sends, so probed servers cannot tell the difference.

@@ -47,7 +47,7 @@ func TestHTTPHandler(t *testing.T) {
 		{"/ok", Success, "fine"},
 		{"/bad", Failure, "HTTP probe failed with statuscode: 500"},
 		{"/same", Failure, "HTTP probe failed with statuscode: 500"}, // same host: followed
-		{"/away", Success, "Found"},                                  // another host: not followed, success
+		{"/away", Warning, "Probe terminated redirects, Response body: <a href=\"http://elsewhere.invalid/x\">Found</a>"}, // another host: not followed, a warning
 	} {
 		r, out := HTTP(context.Background(), u.JoinPath(tc.path), []corev1.HTTPHeader{{Name: "Host", Value: "probe.example"}})
 		if r != tc.want || !strings.Contains(out, tc.out) {
@@ -116,9 +116,10 @@ func TestTCPAndGRPCHandlers(t *testing.T) {
 }
 
 // TestWorkerThresholds drives a worker step by step: failureThreshold failures in a row flip
-// it to failure, successThreshold successes back; a readiness worker starts at failure.
+// it to failure, successThreshold successes back (a warning is a success, as the kubelet
+// counts it); a readiness worker starts at failure.
 func TestWorkerThresholds(t *testing.T) {
-	results := []Result{Success, Failure, Failure, Success, Failure, Failure, Failure, Success, Success}
+	results := []Result{Success, Failure, Failure, Success, Failure, Failure, Failure, Success, Warning}
 	i := 0
 	var flips []string
 	w := &Worker{Kind: Readiness, Probe: &corev1.Probe{FailureThreshold: 3, SuccessThreshold: 2}, Clock: clocktesting.NewFakeClock(time.Now()),
@@ -133,7 +134,7 @@ func TestWorkerThresholds(t *testing.T) {
 		w.Step(context.Background())
 	}
 	// 1 success (needs 2), 2 failures (already failure), success+failure reset,
-	// 3 failures at step 7 (already failure: no flip), 2 successes at steps 8-9: flip.
+	// 3 failures at step 7 (already failure: no flip), a success and a warning at steps 8-9: flip.
 	if strings.Join(flips, " ") != "9:success" {
 		t.Errorf("flips %v", flips)
 	}

@@ -101,7 +101,7 @@ func (w *Worker) Step(ctx context.Context) {
 	successThreshold, failureThreshold := max(w.Probe.SuccessThreshold, 1), max(w.Probe.FailureThreshold, 1)
 	changed := false
 	switch r {
-	case Success:
+	case Success, Warning:
 		w.successes++
 		w.failures = 0
 		if w.result != Success && w.successes >= successThreshold {

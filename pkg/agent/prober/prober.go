@@ -33,7 +33,7 @@ type Events interface {
 }
 
 // Observer returns the function that records how one probe of a container went.
-type Observer func(kind string, pod *corev1.Pod, container string) func(result string, took time.Duration)
+type Observer func(kind string, pod *corev1.Pod, container string) func(result probe.Result, took time.Duration)
 
 // Config is what a Manager runs on.
 type Config struct {
@@ -160,7 +160,7 @@ func (m *Manager) start(k key, pod *corev1.Pod, c *corev1.Container, pr *corev1.
 		Run: func(ctx context.Context) (probe.Result, string) {
 			start := clk.Now()
 			r, out := probe.Run(ctx, pr, container, podIP, exec)
-			observe(r.String(), clk.Since(start))
+			observe(r, clk.Since(start))
 			return r, out
 		},
 		Report: func(r probe.Result, output string, current probe.Result, changed bool) {
@@ -183,6 +183,8 @@ func (m *Manager) report(ctx context.Context, k key, pod *corev1.Pod, c *corev1.
 		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", k.kind, output)
 	case probe.Unknown: // the probe could not run (the kubelet's prober error)
 		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in unknown state: %s", k.kind, output)
+	case probe.Warning:
+		m.cfg.Events.ContainerEvent(pod, c.Name, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", k.kind, output)
 	}
 	if !changed {
 		return

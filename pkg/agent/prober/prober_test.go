@@ -125,3 +125,20 @@ func TestProbeErrorEvent(t *testing.T) {
 		t.Errorf("events %q, want %q", events, want)
 	}
 }
+
+// TestProbeWarningEvent: an HTTP probe that ends on a redirect it does not follow succeeds
+// with a Warning ProbeWarning "Readiness probe warning: ...", as the kubelet's prober.
+func TestProbeWarningEvent(t *testing.T) {
+	var events recordedEvents
+	m := New(Config{Events: &events, Wake: func(types.UID) {}})
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	k := key{pod.UID, "app", probe.Readiness}
+	m.report(t.Context(), k, pod, &pod.Spec.Containers[0], &corev1.Probe{}, "c1", probe.Warning, "Probe terminated redirects, Response body: moved", probe.Success, true)
+	want := []string{"app Warning ProbeWarning: Readiness probe warning: Probe terminated redirects, Response body: moved"}
+	if !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+	if !m.Ready(pod.UID, &corev1.Container{Name: "app", ReadinessProbe: &corev1.Probe{}}) {
+		t.Error("a probe with a warning left the container unready")
+	}
+}
