@@ -130,7 +130,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		return after, err
 	}
 	st.trace.Mark("image", s.clock.Now())
-	env, err := s.containerEnv(ctx, pod, spec, st.podIP.String())
+	env, err := s.containerEnv(ctx, pod, spec, st.podIP.String(), st.volumes)
 	if err != nil {
 		return 0, s.containerFailed(st, pod, spec.Name, reasonCreateConfigError, err)
 	}

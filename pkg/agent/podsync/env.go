@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -13,17 +14,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/minik8s/minik8s/pkg/agent/envfile"
 	"github.com/minik8s/minik8s/pkg/agent/fieldpath"
 	"github.com/minik8s/minik8s/pkg/agent/podrefs"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
 )
 
 // containerEnv is a container's environment as the kubelet makes it: the Services'
 // variables (serviceEnv), then envFrom sources in order, then env (later names win); values from the downward API, ConfigMaps, Secrets
-// and resources resolved; $(VAR) references to earlier variables expanded. A missing
-// source that is not optional is an error, reported as CreateContainerConfigError with
-// the kubelet's message.
-func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP string) ([]string, error) {
+// and resources resolved, as are env files in the pod's volumes (vols); $(VAR) references
+// to earlier variables expanded. A missing source that is not optional is an error,
+// reported as CreateContainerConfigError with the kubelet's message.
+func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP string, vols map[string]volumes.Volume) ([]string, error) {
 	vars := map[string]string{}
 	var order []string
 	set := func(name, value string) {
@@ -58,7 +61,7 @@ func (s *Syncer) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	for _, e := range c.Env {
 		value := expand(e.Value, vars)
 		if e.ValueFrom != nil {
-			v, ok, err := s.envValueFrom(ctx, pod, c, e.ValueFrom, addrs)
+			v, ok, err := s.envValueFrom(ctx, pod, c, e.ValueFrom, addrs, vols)
 			if err != nil {
 				return nil, err
 			}
@@ -168,7 +171,7 @@ func (s *Syncer) envFromSource(ctx context.Context, ns string, from corev1.EnvFr
 }
 
 // envValueFrom resolves one env valueFrom; ok is false for a missing optional key.
-func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, addrs fieldpath.Addresses) (string, bool, error) {
+func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, addrs fieldpath.Addresses, vols map[string]volumes.Volume) (string, bool, error) {
 	switch {
 	case from.FieldRef != nil:
 		v, err := fieldpath.Value(pod, from.FieldRef.FieldPath, addrs)
@@ -202,8 +205,34 @@ func (s *Syncer) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 			return "", false, nil
 		}
 		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
+	case from.FileKeyRef != nil:
+		return s.envFileValue(pod, from.FileKeyRef, vols)
 	}
 	return "", false, fmt.Errorf("env valueFrom names no source")
+}
+
+// envFileValue is a fileKeyRef's value as the kubelet's makeEnvironmentVariables reads
+// it: from the env file the pod wrote into one of its volumes (an init container,
+// typically); an empty or missing key is no variable if optional, else an error. Why a
+// file could not be read or parsed goes to the log: the pod's status says only
+// "couldn't parse env file", as the kubelet's does.
+func (s *Syncer) envFileValue(pod *corev1.Pod, ref *corev1.FileKeySelector, vols map[string]volumes.Volume) (string, bool, error) {
+	vol, ok := vols[ref.VolumeName]
+	if !ok {
+		return "", false, fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", ref.VolumeName)
+	}
+	v, err := envfile.Lookup(vol.Path, ref.Path, ref.Key)
+	if err != nil {
+		s.log.Error("Failed to parse env file", "pod", PodKey(pod), "err", err)
+		return "", false, errors.New("couldn't parse env file")
+	}
+	if v != "" {
+		return v, true, nil
+	}
+	if isTrue(ref.Optional) {
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("environment variable key %q not found in file %q", ref.Key, filepath.Join(vol.Path, ref.Path))
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

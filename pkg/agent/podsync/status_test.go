@@ -2,7 +2,9 @@ package podsync
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
 	"github.com/minik8s/minik8s/pkg/agent/staticpod"
+	"github.com/minik8s/minik8s/pkg/agent/volumes"
 	"github.com/minik8s/minik8s/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +68,7 @@ func TestContainerEnv(t *testing.T) {
 		{Name: "URL", Value: "http://$(POD_IP):8080/$(MODE)?x=$$(MODE)&y=$(NOPE)"},
 		{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Key: "k", Optional: ptr.To(true)}}},
 	}
-	env, err := h.syncer.containerEnv(ctx, pod, c, "10.244.1.5")
+	env, err := h.syncer.containerEnv(ctx, pod, c, "10.244.1.5", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +88,50 @@ func TestContainerEnv(t *testing.T) {
 		{corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "k"}}, "couldn't find key k in Secret default/creds"},
 	} {
 		c.EnvFrom, c.Env = nil, []corev1.EnvVar{{Name: "X", ValueFrom: &tc.from}}
-		if _, err := h.syncer.containerEnv(ctx, pod, c, ""); err == nil || err.Error() != tc.want {
+		if _, err := h.syncer.containerEnv(ctx, pod, c, "", nil); err == nil || err.Error() != tc.want {
 			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestFileKeyRefEnv: a variable from an env file in one of the pod's volumes, as the
+// kubelet's EnvFiles: the value as written, an optional missing key no variable, and the
+// kubelet's errors for a missing key, an unknown volume and a file it cannot parse.
+func TestFileKeyRefEnv(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.env"), []byte("BAD\nDB_ADDR='db:5432'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ok.env"), []byte("DB_ADDR='db:5432'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vols := map[string]volumes.Volume{"config": {Path: dir}}
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	c := &pod.Spec.Containers[0]
+	ref := func(volume, path, key string, optional bool) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: volume, Path: path, Key: key, Optional: ptr.To(optional)}}
+	}
+	c.Env = []corev1.EnvVar{{Name: "DB", ValueFrom: ref("config", "ok.env", "DB_ADDR", false)}, {Name: "OPT", ValueFrom: ref("config", "ok.env", "NOPE", true)}}
+	env, err := h.syncer.containerEnv(h.ctx, pod, c, "", vols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(env, "DB=db:5432") || slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "OPT=") }) {
+		t.Errorf("env %q, want DB=db:5432 and no OPT", env)
+	}
+	for _, tc := range []struct {
+		from *corev1.EnvVarSource
+		want string
+	}{
+		{ref("config", "ok.env", "NOPE", false), fmt.Sprintf("environment variable key %q not found in file %q", "NOPE", filepath.Join(dir, "ok.env"))},
+		{ref("other", "ok.env", "DB_ADDR", false), `cannot find the volume "other" referenced by FileKeyRef`},
+		{ref("config", "config.env", "DB_ADDR", false), "couldn't parse env file"},
+		{ref("config", "missing.env", "DB_ADDR", true), "couldn't parse env file"},
+	} {
+		c.Env = []corev1.EnvVar{{Name: "X", ValueFrom: tc.from}}
+		if _, err := h.syncer.containerEnv(h.ctx, pod, c, "", vols); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: err = %v, want %q", *tc.from.FileKeyRef, err, tc.want)
 		}
 	}
 }
@@ -116,7 +161,7 @@ func TestServiceEnv(t *testing.T) {
 	pod.Namespace = "shop"
 	c := &pod.Spec.Containers[0]
 	c.Env = []corev1.EnvVar{{Name: "FOOSERVICE_SERVICE_PORT", Value: "mine"}, {Name: "DNS", Value: "$(DNS_X_SERVICE_HOST)"}}
-	env, err := h.syncer.containerEnv(ctx, pod, c, "")
+	env, err := h.syncer.containerEnv(ctx, pod, c, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +183,7 @@ func TestServiceEnv(t *testing.T) {
 	}
 	pod.Spec.EnableServiceLinks = ptr.To(false)
 	c.Env = nil
-	env, err = h.syncer.containerEnv(ctx, pod, c, "")
+	env, err = h.syncer.containerEnv(ctx, pod, c, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +216,11 @@ func TestServiceEnvWithoutTheAPI(t *testing.T) {
 	})
 	h.syncer = h.newSyncer()
 	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
-	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], ""); err == nil || err.Error() != "services have not yet been read at least once, cannot construct envvars" {
+	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], "", nil); err == nil || err.Error() != "services have not yet been read at least once, cannot construct envvars" {
 		t.Errorf("an API pod's env without the API: %v, want the kubelet's error", err)
 	}
 	pod.Annotations = map[string]string{staticpod.AnnotationSource: "file"}
-	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], ""); err != nil {
+	if _, err := h.syncer.containerEnv(h.ctx, pod, &pod.Spec.Containers[0], "", nil); err != nil {
 		t.Errorf("a static pod's env without the API: %v", err)
 	}
 }
