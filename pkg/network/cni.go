@@ -72,14 +72,16 @@ var ErrNotInitialized = errors.New("cni plugin not initialized")
 // CNI wires pod sandboxes into the node's network through libcni.
 type CNI struct {
 	lib *libcni.CNIConfig
-	// awaitedIn is the --cni-config=file directory whose configuration Ready still waits
-	// for ("" once there is one, or when generated).
-	awaitedIn  string
-	pluginDirs []string
+	// operatorDir is the --cni-config=file directory the network is read from, again
+	// whenever its first configuration file changes ("" when generated).
+	operatorDir string
+	pluginDirs  []string
 
 	mu       sync.Mutex
 	list     *libcni.NetworkConfigList
+	loadErr  error // why the operator's configuration could not be used (list is nil)
 	confPath string
+	loaded   cniconf.File // the operator's file list and loadErr come from
 }
 
 // NewCNI checks cfg and prepares the network configuration: generated from the pod CIDR and
@@ -114,10 +116,9 @@ func NewCNI(cfg Config) (*CNI, error) {
 	case ConfigFile:
 		// None yet is a node waiting for its CNI to be installed (as by a DaemonSet),
 		// not ready until then; a broken one is a mistake to name now.
-		c.pluginDirs = cfg.PluginDirs
-		if err := c.load(cfg.ConfDir); errors.Is(err, cniconf.ErrNoConfig) {
-			c.awaitedIn = cfg.ConfDir
-		} else if err != nil {
+		c.operatorDir, c.pluginDirs = cfg.ConfDir, cfg.PluginDirs
+		c.loadErr = ErrNotInitialized // what an empty directory (the zero File) gives
+		if _, err := c.network(); err != nil && !errors.Is(err, ErrNotInitialized) {
 			return nil, err
 		}
 	default:
@@ -126,41 +127,49 @@ func NewCNI(cfg Config) (*CNI, error) {
 	return c, nil
 }
 
-// load reads the operator's configuration from dir, every plugin it names present.
-func (c *CNI) load(dir string) error {
-	list, path, err := cniconf.Load(dir)
-	if err != nil {
-		return err
-	}
-	if err := checkPlugins(c.pluginDirs, cniconf.PluginTypes(list)); err != nil {
-		return fmt.Errorf("CNI configuration %s: %w", path, err)
-	}
-	c.list, c.confPath = list, path
-	return nil
-}
-
-// Ready says whether pods can be set up: nil once the network has its configuration. While
-// an operator's is awaited, each call looks for it again (the node status loop calls it
-// every few seconds, as the kubelet asks the runtime): ErrNotInitialized while there is
-// none, or what is wrong with the one there.
+// Ready says whether pods can be set up: nil while the network has a usable configuration.
+// The operator's (--cni-config=file) is read again whenever the directory's first
+// configuration file is another or has changed, as containerd's CRI watches the
+// directory: ErrNotInitialized while there is none (a node whose CNI a DaemonSet has not
+// installed yet), or what is wrong with the one there. The node status loop calls it
+// every few seconds, as the kubelet asks the runtime.
 func (c *CNI) Ready() error {
 	_, err := c.network()
 	return err
 }
 
-// network is the configuration pods are set up with, or why there is none yet.
+// network is the configuration pods are set up with, or why there is none.
 func (c *CNI) network() (*libcni.NetworkConfigList, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.list == nil {
-		if err := c.load(c.awaitedIn); errors.Is(err, cniconf.ErrNoConfig) {
-			return nil, ErrNotInitialized
-		} else if err != nil {
-			return nil, err
-		}
-		c.awaitedIn = ""
+	if c.operatorDir == "" {
+		return c.list, nil
 	}
-	return c.list, nil
+	first, err := cniconf.First(c.operatorDir)
+	if err != nil && !errors.Is(err, cniconf.ErrNoConfig) {
+		return nil, err
+	}
+	if first != c.loaded {
+		c.loaded = first
+		c.list, c.confPath, c.loadErr = c.load(first)
+	}
+	return c.list, c.loadErr
+}
+
+// load reads the operator's configuration from file (none: not initialized), every
+// plugin it names present.
+func (c *CNI) load(file cniconf.File) (*libcni.NetworkConfigList, string, error) {
+	if file.Path == "" {
+		return nil, "", ErrNotInitialized
+	}
+	list, err := cniconf.LoadFile(file.Path)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkPlugins(c.pluginDirs, cniconf.PluginTypes(list)); err != nil {
+		return nil, "", fmt.Errorf("CNI configuration %s: %w", file.Path, err)
+	}
+	return list, file.Path, nil
 }
 
 // ConfPath is the conflist the network runs from ("" while it is awaited).

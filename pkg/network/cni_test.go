@@ -114,6 +114,37 @@ func TestFileConfigAwaited(t *testing.T) {
 	if cni.Name() != "late" || cni.ConfPath() != filepath.Join(opDir, "10-late.conflist") {
 		t.Errorf("network %q from %s, want late from 10-late.conflist", cni.Name(), cni.ConfPath())
 	}
+	// The directory is read again as containerd watches it: a file first in name order
+	// takes over, a broken one makes the network not ready, removing it gives the other
+	// back, and an empty directory is no network again.
+	early := filepath.Join(opDir, "05-early.conflist")
+	if err := os.WriteFile(early, []byte(strings.Replace(conf, `"late"`, `"early"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cni.Ready(); err != nil || cni.Name() != "early" || cni.ConfPath() != early {
+		t.Errorf("after 05-early.conflist was written: ready %v, network %q from %s; want early", err, cni.Name(), cni.ConfPath())
+	}
+	if err := os.WriteFile(early, []byte(`{"cniVersion":"1.0.0","name":"early","plugins":[{"type":"no-such-plugin"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cni.Ready(); err == nil || !strings.Contains(err.Error(), `"no-such-plugin"`) {
+		t.Errorf("after 05-early.conflist names a missing plugin: ready %v, want an error naming it", err)
+	}
+	if _, err := cni.SetUp(context.Background(), "sb", "/nonexistent", PodRef{Namespace: "default", Name: "p", UID: "u"}, PodOptions{}); err == nil || !strings.Contains(err.Error(), `"no-such-plugin"`) {
+		t.Errorf("SetUp with a broken configuration: %v, want its error", err)
+	}
+	if err := os.Remove(early); err != nil {
+		t.Fatal(err)
+	}
+	if err := cni.Ready(); err != nil || cni.Name() != "late" {
+		t.Errorf("after 05-early.conflist was removed: ready %v, network %q; want late again", err, cni.Name())
+	}
+	if err := os.Remove(filepath.Join(opDir, "10-late.conflist")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cni.Ready(); !errors.Is(err, ErrNotInitialized) || cni.ConfPath() != "" {
+		t.Errorf("after the last configuration was removed: ready %v from %q, want %v", err, cni.ConfPath(), ErrNotInitialized)
+	}
 }
 
 // TestPodNetwork plays a node inside a namespace of its own: two pods on its bridge reach

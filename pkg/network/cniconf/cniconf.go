@@ -131,19 +131,35 @@ func Write(dir string, raw []byte) (string, error) {
 // ErrNoConfig: the configuration directory holds no network yet.
 var ErrNoConfig = errors.New("no CNI configuration")
 
-// Load reads the operator's network from dir as the kubelet's CNI and containerd pick it:
-// the first file in name order ending in .conflist, .conf or .json; a single-plugin .conf
-// becomes a list of one. A dir without one is ErrNoConfig.
-func Load(dir string) (*libcni.NetworkConfigList, string, error) {
+// File is the configuration file a network is read from, as it was when looked at: a
+// change of its size or modification time is a new configuration.
+type File struct {
+	Path             string
+	Size, ModifiedNs int64
+}
+
+// First is the file the operator's network is read from, as the kubelet's CNI and
+// containerd pick it: the first in name order ending in .conflist, .conf or .json. A dir
+// without one is ErrNoConfig.
+func First(dir string) (File, error) {
 	files, err := libcni.ConfFiles(dir, []string{".conflist", ".conf", ".json"})
 	if err != nil {
-		return nil, "", fmt.Errorf("read CNI configuration directory %s: %w", dir, err)
+		return File{}, fmt.Errorf("read CNI configuration directory %s: %w", dir, err)
 	}
 	if len(files) == 0 {
-		return nil, "", fmt.Errorf("%w (*.conflist, *.conf, *.json) in %s (--cni-conf-dir)", ErrNoConfig, dir)
+		return File{}, fmt.Errorf("%w (*.conflist, *.conf, *.json) in %s (--cni-conf-dir)", ErrNoConfig, dir)
 	}
-	path := files[0] // ConfFiles sorts by name
+	info, err := os.Stat(files[0]) // ConfFiles sorts by name
+	if err != nil {
+		return File{}, fmt.Errorf("CNI configuration %s: %w", files[0], err)
+	}
+	return File{Path: files[0], Size: info.Size(), ModifiedNs: info.ModTime().UnixNano()}, nil
+}
+
+// LoadFile reads a network from path; a single-plugin .conf becomes a list of one.
+func LoadFile(path string) (*libcni.NetworkConfigList, error) {
 	var list *libcni.NetworkConfigList
+	var err error
 	if strings.HasSuffix(path, ".conflist") {
 		list, err = libcni.ConfListFromFile(path)
 	} else {
@@ -153,12 +169,12 @@ func Load(dir string) (*libcni.NetworkConfigList, string, error) {
 		}
 	}
 	if err != nil {
-		return nil, path, fmt.Errorf("CNI configuration %s: %w", path, err)
+		return nil, fmt.Errorf("CNI configuration %s: %w", path, err)
 	}
 	if len(list.Plugins) == 0 {
-		return nil, path, fmt.Errorf("CNI configuration %s lists no plugins", path)
+		return nil, fmt.Errorf("CNI configuration %s lists no plugins", path)
 	}
-	return list, path, nil
+	return list, nil
 }
 
 // PluginTypes are the plugin binaries a network list runs (its IPAM plugins included).

@@ -1,6 +1,7 @@
 package cniconf
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ func TestGenerate(t *testing.T) {
 	}
 }
 
-func TestLoadPicksTheFirstFile(t *testing.T) {
+func TestFirstFileLoaded(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -56,16 +57,26 @@ func TestLoadPicksTheFirstFile(t *testing.T) {
 	}
 	write("20-b.conflist", `{"cniVersion":"1.0.0","name":"b","plugins":[{"type":"bridge"}]}`)
 	write("10-a.conf", `{"cniVersion":"0.4.0","name":"a","type":"ptp","ipam":{"type":"host-local"}}`)
-	list, path, err := Load(dir)
+	first, err := First(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if list.Name != "a" || filepath.Base(path) != "10-a.conf" || strings.Join(PluginTypes(list), ",") != "ptp,host-local" {
-		t.Errorf("loaded %s from %s (%v)", list.Name, path, PluginTypes(list))
+	list, err := LoadFile(first.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.Name != "a" || filepath.Base(first.Path) != "10-a.conf" || strings.Join(PluginTypes(list), ",") != "ptp,host-local" {
+		t.Errorf("loaded %s from %s (%v)", list.Name, first.Path, PluginTypes(list))
 	}
 	write("05-broken.conflist", `{"name":`)
-	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "05-broken.conflist") {
+	if first, err = First(dir); err != nil || filepath.Base(first.Path) != "05-broken.conflist" {
+		t.Fatalf("first file %+v, %v; want 05-broken.conflist", first, err)
+	}
+	if _, err := LoadFile(first.Path); err == nil || !strings.Contains(err.Error(), "05-broken.conflist") {
 		t.Errorf("broken first file: %v, want an error naming it", err)
+	}
+	if _, err := First(t.TempDir()); !errors.Is(err, ErrNoConfig) {
+		t.Errorf("empty directory: %v, want %v", err, ErrNoConfig)
 	}
 }
 
