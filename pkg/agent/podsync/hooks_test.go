@@ -168,3 +168,19 @@ func TestFailedPostStartHookKill(t *testing.T) {
 		}
 	}
 }
+
+// TestPreStopHookFindsThePodInTheRuntime: the pod address an HTTP preStop hook goes to
+// comes from the runtime's sandbox, as the kubelet's runHTTPHandler gets it, so a pod whose
+// API status has no address yet (killed right after its first start) still gets its hook.
+func TestPreStopHookFindsThePodInTheRuntime(t *testing.T) {
+	h := newHarness(t)
+	pod, _ := h.start(agenttest.Pod("web", corev1.RestartPolicyAlways, "app"))
+	want := h.apiPod(pod).Status.PodIP
+	if want == "" {
+		t.Fatal("the started pod has no address")
+	}
+	pod.Status.PodIP, pod.Status.PodIPs = "", nil
+	if got := h.syncer.runtimePodIP(h.ctx, pod); got != want {
+		t.Errorf("hook address %q, want the sandbox's %q", got, want)
+	}
+}

@@ -342,6 +342,19 @@ func terminationMessage(spec *corev1.Container, c runtime.Container, kept termin
 	return string(out[max(0, len(out)-fallbackLogBytes):])
 }
 
+// runtimePodIP is the pod's address as the kubelet's HTTP hooks find it: from the
+// runtime's newest sandbox, not the API's status, which a pod killed soon after its first
+// start (a failed postStart hook) does not have yet.
+func (s *Syncer) runtimePodIP(ctx context.Context, pod *corev1.Pod) string {
+	all, err := s.rt.ListContainers(ctx, string(pod.UID))
+	if sandboxes := sandboxesOf(all); err == nil && len(sandboxes) > 0 {
+		if ip := sandboxIP(sandboxes[0], s.cfg.NodeIP); ip != nil {
+			return ip.String()
+		}
+	}
+	return pod.Status.PodIP
+}
+
 // runPreStop runs the container's preStop hook within grace and returns what is left
 // of grace for SIGTERM (at least the kubelet's floor of 2 s). As the kubelet's
 // killContainer, no hook runs without grace: a grace of 0 gets just the floor.
@@ -356,7 +369,7 @@ func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Con
 	start := s.clock.Now()
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, pod.Status.PodIP, c.Lifecycle.PreStop, s.hookEvents(pod)); err != nil {
+	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, s.runtimePodIP(ctx, pod), c.Lifecycle.PreStop, s.hookEvents(pod)); err != nil {
 		// As the kubelet: the hook's words go to the log, not to the event, where they
 		// could show secrets.
 		s.log.Warn("preStop hook failed", "pod", PodKey(pod), "container", c.Name, "err", err)
