@@ -13,6 +13,7 @@ import (
 
 	"github.com/minik8s/minik8s/internal/controller/controllertest"
 	"github.com/minik8s/minik8s/pkg/agent/agenttest"
+	"github.com/minik8s/minik8s/pkg/agent/apparmor"
 )
 
 // Under MemoryPressure a new BestEffort pod is rejected as the kubelet rejects it: its
@@ -288,5 +289,23 @@ func TestAdmitRejectsStrictSupplementalGroups(t *testing.T) {
 	h.sync(merge)
 	if got := agenttest.GetPod(h.ctx, t, h.Client, merge); got.Status.Phase == corev1.PodFailed {
 		t.Errorf("Merge pod rejected: %s %q", got.Status.Reason, got.Status.Message)
+	}
+}
+
+// A pod asking for an AppArmor profile goes through the kubelet's AppArmor admission: on a
+// host without AppArmor (this one, as CI's) it is rejected, on one with AppArmor admitted.
+func TestAdmitAppArmorAsTheHostAllows(t *testing.T) {
+	h := newHarness(t)
+	pod := agenttest.Pod("confined", corev1.RestartPolicyAlways, "app")
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
+	if !apparmor.HostEnabled() {
+		h.wantRejected(pod, "AppArmor", "Cannot enforce AppArmor: AppArmor is not enabled on the host")
+		return
+	}
+	pod = h.createPod(pod)
+	h.agent.admit(pod)
+	h.sync(pod)
+	if got := agenttest.GetPod(h.ctx, t, h.Client, pod); got.Status.Phase == corev1.PodFailed {
+		t.Errorf("rejected on a host with AppArmor: %s %q", got.Status.Reason, got.Status.Message)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/minik8s/minik8s/pkg/agent/apparmor"
 	"github.com/minik8s/minik8s/pkg/agent/cm"
 	"github.com/minik8s/minik8s/pkg/agent/dns"
 	"github.com/minik8s/minik8s/pkg/agent/eviction"
@@ -122,11 +123,11 @@ func New(cfg Config, deps Dependencies) (*Agent, error) {
 	fit := resourcefit.Admission{Allocatable: func() corev1.ResourceList { return a.allocatable }, Others: a.admittedPods}
 	// In the kubelet's order: eviction, sysctls, then its predicate admission (OS,
 	// supplemental groups policy, resources, node affinity, host ports, NoExecute taints),
-	// then, as the kubelet's last handler, declared features.
+	// AppArmor, then, as the kubelet's last handler, declared features.
 	a.admitters = []admitter{eviction.Admission{Pressure: a.pressure, Now: clk.Now}, sysctls, osAdmission{},
 		groupsPolicyAdmission{Node: a.nodeForAdmission}, fit,
 		nodematch.Affinity{Node: a.nodeForAdmission}, hostport.Admission{Others: a.admittedPods}, nodematch.Taints{Node: a.nodeForAdmission},
-		nodefeatures.Admission{}}
+		apparmor.Admission{Enabled: apparmor.HostEnabled}, nodefeatures.Admission{}}
 	// The node's resources are measured once, before any pod is synced; minilet lowers its
 	// own OOM score first, as the kubelet's server does before it makes the kubelet.
 	floor, err := cm.ProtectSelf()
