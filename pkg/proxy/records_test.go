@@ -143,3 +143,33 @@ func TestRecordsOwnTheirStrings(t *testing.T) {
 		t.Errorf("record %+v: want the Service's cluster IP and port name, not its strings", r)
 	}
 }
+
+// The proxy is IPv4: as kube-proxy's IPv4 proxier (GetClusterIPByFamily, MapIPsByIPFamily,
+// MapCIDRsByIPFamily) it reads a Service's IPv4 cluster IP and addresses only, so an IPv6
+// external IP does not become a rule iptables-restore refuses. A load balancer address of
+// ipMode Proxy is the load balancer's, not the nodes' (IsVIPMode), and a zero source range
+// allows everyone (IsZeroCIDR): no firewall.
+func TestServiceRecordReadsIPv4VIPAddressesOnly(t *testing.T) {
+	svc := testService("dual", "fd00::10")
+	svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+	svc.Spec.ClusterIPs = []string{"fd00::10", "10.96.0.10"}
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+	svc.Spec.ExternalIPs = []string{"2001:db8::1", "192.0.2.1"}
+	svc.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "0.0.0.0/0"}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{
+		{IP: "2001:db8::2", IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)},
+		{IP: "10.200.0.1", IPMode: ptr.To(corev1.LoadBalancerIPModeProxy)},
+		{IP: "10.200.0.2", IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)},
+		{IP: "10.200.0.3"},
+	}
+	r := ServiceRecordOf(svc)
+	if got := fmt.Sprintf("%s %v %v %v", r.ClusterIP, r.ExternalIPs, r.LoadBalancerIPs, r.SourceRanges); got != "10.96.0.10 [192.0.2.1] [10.200.0.2 10.200.0.3] []" {
+		t.Errorf("cluster IP, external IPs, load balancer IPs, source ranges: %s, want 10.96.0.10 [192.0.2.1] [10.200.0.2 10.200.0.3] []", got)
+	}
+	v6 := testService("v6", "fd00::11")
+	v6.Spec.ClusterIPs = []string{"fd00::11"}
+	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	if r := ServiceRecordOf(v6); proxied(r) {
+		t.Errorf("an IPv6-only Service is proxied (cluster IP %q)", r.ClusterIP)
+	}
+}

@@ -251,8 +251,9 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 	return sp
 }
 
-// sourceRanges are a LoadBalancer Service's allowed client CIDRs: the spec field, or when it
-// is empty the older annotation, as kube-proxy reads them; malformed ones are left out.
+// sourceRanges are a LoadBalancer Service's allowed client IPv4 CIDRs: the spec field, or
+// when it is empty the older annotation; malformed ones are left out. A zero one
+// (0.0.0.0/0) allows everyone: none, no firewall, as kube-proxy's IsZeroCIDR.
 func sourceRanges(svc *corev1.Service) []string {
 	ranges := svc.Spec.LoadBalancerSourceRanges
 	if len(ranges) == 0 {
@@ -263,6 +264,9 @@ func sourceRanges(svc *corev1.Service) []string {
 	var out []string
 	for _, r := range ranges {
 		if _, cidr, err := net.ParseCIDR(strings.TrimSpace(r)); err == nil && cidr.IP.To4() != nil {
+			if ones, _ := cidr.Mask.Size(); ones == 0 {
+				return nil
+			}
 			out = append(out, cidr.String())
 		}
 	}
