@@ -36,7 +36,10 @@ type ServicePort struct {
 	AffinitySeconds int32
 	ExternalLocal   bool // externalTrafficPolicy: Local
 	InternalLocal   bool // internalTrafficPolicy: Local
-	Endpoints       []Endpoint
+	// HealthCheckNodePort is the Service's spec.healthCheckNodePort (LoadBalancer with
+	// externalTrafficPolicy Local), 0 otherwise.
+	HealthCheckNodePort int32
+	Endpoints           []Endpoint
 }
 
 // Endpoint is one address:port a service port may send to.
@@ -201,7 +204,7 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 		ExternalIPs:     svc.ExternalIPs,
 		ExternalLocal:   svc.ExternalPolicyLocal && externallyReachable(svc),
 		InternalLocal:   svc.InternalPolicyLocal,
-		AffinitySeconds: svc.AffinitySeconds,
+		AffinitySeconds: svc.AffinitySeconds, HealthCheckNodePort: svc.HealthCheckNodePort,
 	}
 	if svc.Type == corev1.ServiceTypeLoadBalancer {
 		sp.LoadBalancerIPs = svc.LoadBalancerIPs

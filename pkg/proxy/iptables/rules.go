@@ -233,6 +233,10 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 			filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, allEPs)), "-m addrtype --dst-type LOCAL", m, "-j", refusal(sp, allEPs))
 		}
 	}
+	if sp.HealthCheckNodePort != 0 {
+		// Accepted whether this node has endpoints or not: a 503 is the load balancer's answer.
+		filter.add(kubeNodePorts, comment(sp.Name+" health check node port"), fmt.Sprintf("-m tcp -p tcp --dport %d", sp.HealthCheckNodePort), "-j ACCEPT")
+	}
 
 	// KUBE-SVC: masquerade what does not come from a pod, then pick an endpoint.
 	if usesCluster && len(allEPs) > 0 {

@@ -282,3 +282,17 @@ func TestRulesOfInternalLocalUseNoClusterChain(t *testing.T) {
 		}
 	}
 }
+
+// A LoadBalancer with externalTrafficPolicy Local: its health check node port is accepted
+// in the filter table's KUBE-NODEPORTS whether this node has endpoints or not, as
+// kube-proxy writes it, so a host firewall's INPUT policy does not hide it from the load
+// balancer.
+func TestRulesAcceptHealthCheckNodePort(t *testing.T) {
+	lb := proxy.ServicePort{Name: "default/lb:http", Protocol: corev1.ProtocolUDP, ClusterIP: "10.96.0.11", Port: 53, NodePort: 30081,
+		LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true, HealthCheckNodePort: 32000}
+	rs := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{lb})
+	want := "-A KUBE-NODEPORTS " + comment("default/lb:http health check node port") + " -m tcp -p tcp --dport 32000 -j ACCEPT\n"
+	if got := string(rs.filter.chains[kubeNodePorts].text); got != want {
+		t.Errorf("filter KUBE-NODEPORTS:\n%s\nwant\n%s", got, want)
+	}
+}
