@@ -296,3 +296,23 @@ func TestRulesAcceptHealthCheckNodePort(t *testing.T) {
 		t.Errorf("filter KUBE-NODEPORTS:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Cluster IP traffic from outside the pods is masqueraded in the chain the cluster IP jumps
+// to, as kube-proxy's internalTrafficChain: KUBE-SVL under internalTrafficPolicy Local
+// (first, before the endpoints), and not in KUBE-SVC, which then serves only external
+// traffic (already masqueraded by KUBE-EXT).
+func TestRulesMasqueradeInTheClusterIPsChain(t *testing.T) {
+	local := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true, Local: true}
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	sp := proxy.ServicePort{Name: "default/itp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
+		InternalLocal: true, Endpoints: []proxy.Endpoint{local, remote}}
+	rs := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{sp})
+	masq := "-m tcp -p tcp -d 10.96.0.10/32 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ"
+	svl := string(rs.nat.chains[svlChain(&sp)].text)
+	if want := "-A " + svlChain(&sp) + " " + comment("default/itp cluster IP") + " " + masq + "\n"; !strings.HasPrefix(svl, want) {
+		t.Errorf("%s does not start with\n  %s\n%s", svlChain(&sp), want, svl)
+	}
+	if svc := string(rs.nat.chains[svcChain(&sp)].text); strings.Contains(svc, "KUBE-MARK-MASQ") {
+		t.Errorf("%s masquerades, kube-proxy's does not:\n%s", svcChain(&sp), svc)
+	}
+}
