@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 )
@@ -178,6 +179,13 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	}}
 	// The health check node ports of LoadBalancers with externalTrafficPolicy Local.
 	hc := healthcheck.New(o.HostnameOverride, func() bool { return h.healthy(time.Now()) }, log)
+	hc.Event = func(svc types.NamespacedName, note string) {
+		go func() { // not in the sync's way
+			if err := recordServiceHealthcheckFailure(ctx, client, svc, note); err != nil {
+				log.Warn("could not record the FailedToStartServiceHealthcheck event", "service", svc, "err", err)
+			}
+		}()
+	}
 	defer hc.Close()
 	var lastFull time.Time
 	var pendingSince time.Time
