@@ -62,7 +62,7 @@ type SliceRecordPort struct {
 	Port     int32
 }
 
-// SliceRecordEndpoint is one endpoint, its conditions as the API defaults them.
+// SliceRecordEndpoint is one endpoint, its conditions as kube-proxy defaults them.
 type SliceRecordEndpoint struct {
 	IP                          string // the first address; "" when it has none
 	NodeName                    string
@@ -190,9 +190,9 @@ func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
 	if len(s.Endpoints) > 0 {
 		r.Endpoints = make([]SliceRecordEndpoint, len(s.Endpoints))
 		for i, ep := range s.Endpoints {
-			ready := ptr.Deref(ep.Conditions.Ready, true)
-			e := SliceRecordEndpoint{NodeName: intern(ptr.Deref(ep.NodeName, "")), Ready: ready,
-				Serving: ptr.Deref(ep.Conditions.Serving, ready), Terminating: ptr.Deref(ep.Conditions.Terminating, false)}
+			// Unset conditions as kube-proxy reads them: ready and serving true, terminating false.
+			e := SliceRecordEndpoint{NodeName: intern(ptr.Deref(ep.NodeName, "")), Ready: ptr.Deref(ep.Conditions.Ready, true),
+				Serving: ptr.Deref(ep.Conditions.Serving, true), Terminating: ptr.Deref(ep.Conditions.Terminating, false)}
 			if len(ep.Addresses) > 0 {
 				e.IP = ep.Addresses[0]
 			}

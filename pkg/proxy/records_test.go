@@ -173,3 +173,22 @@ func TestServiceRecordReadsIPv4VIPAddressesOnly(t *testing.T) {
 		t.Errorf("an IPv6-only Service is proxied (cluster IP %q)", r.ClusterIP)
 	}
 }
+
+// Endpoint conditions as kube-proxy's EndpointSliceCache reads them (addEndpoints): serving
+// unset is true, whatever ready says; an address in two slices (a pod moving between
+// slices, or a new pod given a terminating one's address) is the one that is not
+// terminating.
+func TestEndpointConditionsAsKubeProxyReadsThem(t *testing.T) {
+	svc := testService("web", "10.96.0.1")
+	a, b := testSlice("web", "10.244.0.5"), testSlice("web", "10.244.0.7")
+	a.Name, b.Name = "web-a", "web-b"
+	a.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(false), Terminating: ptr.To(true)}
+	a.Endpoints = append(a.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.0.7"},
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}})
+	sp := servicePort(svc, &svc.Spec.Ports[0], []*discoveryv1.EndpointSlice{a, b}, "node-1")
+	want := []Endpoint{{IP: "10.244.0.5", Port: 8080, Serving: true, Terminating: true, Local: true},
+		{IP: "10.244.0.7", Port: 8080, Ready: true, Serving: true, Local: true}}
+	if !reflect.DeepEqual(sp.Endpoints, want) {
+		t.Errorf("endpoints\n%#v\nwant\n%#v", sp.Endpoints, want)
+	}
+}

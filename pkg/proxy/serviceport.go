@@ -214,7 +214,7 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 		ip   string
 		port int32
 	}
-	seen := map[ipPort]bool{}
+	seen := map[ipPort]int{} // index in eps
 	var eps []hintedEndpoint
 	for _, s := range slices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
@@ -235,9 +235,14 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 			}
 			e := Endpoint{IP: ep.IP, Port: *port, Ready: ep.Ready, Serving: ep.Serving, Terminating: ep.Terminating,
 				Local: ep.NodeName == nodeName && nodeName != ""}
-			if k := (ipPort{e.IP, e.Port}); !seen[k] { // the same endpoint in two slices (mid-update) counts once
-				seen[k] = true
+			// The same address in two slices (mid-update, or a new pod given a terminating
+			// one's address) counts once: the one not terminating, as kube-proxy's addEndpoints.
+			k := ipPort{e.IP, e.Port}
+			if i, ok := seen[k]; !ok {
+				seen[k] = len(eps)
 				eps = append(eps, hintedEndpoint{e, ep.Hints})
+			} else if !e.Terminating {
+				eps[i] = hintedEndpoint{e, ep.Hints}
 			}
 		}
 	}
