@@ -192,3 +192,19 @@ func TestEndpointConditionsAsKubeProxyReadsThem(t *testing.T) {
 		t.Errorf("endpoints\n%#v\nwant\n%#v", sp.Endpoints, want)
 	}
 }
+
+// externalTrafficPolicy Local applies to a port that external traffic reaches (a node
+// port, an external or load balancer IP), as kube-proxy's UsesLocalEndpoints: a
+// LoadBalancer without node ports waiting for its address has none, and no KUBE-SVL.
+func TestExternalPolicyNeedsAnExternalAddress(t *testing.T) {
+	svc := testService("web", "10.96.0.1")
+	svc.Spec.Type, svc.Spec.ExternalTrafficPolicy = corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal
+	slices := []*discoveryv1.EndpointSlice{testSlice("web", "10.244.0.5")}
+	if sp := servicePort(svc, &svc.Spec.Ports[0], slices, "node-1"); sp.ExternalLocal {
+		t.Errorf("a port without node port or address has the Local external policy")
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.200.0.1"}}
+	if sp := servicePort(svc, &svc.Spec.Ports[0], slices, "node-1"); !sp.ExternalLocal {
+		t.Errorf("a port with a load balancer IP lacks the Local external policy")
+	}
+}

@@ -202,7 +202,6 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 	sp := ServicePort{
 		Name: name, Protocol: p.Protocol, ClusterIP: svc.ClusterIP, Port: p.Port, NodePort: p.NodePort,
 		ExternalIPs:     svc.ExternalIPs,
-		ExternalLocal:   svc.ExternalPolicyLocal && externallyReachable(svc),
 		InternalLocal:   svc.InternalPolicyLocal,
 		AffinitySeconds: svc.AffinitySeconds, HealthCheckNodePort: svc.HealthCheckNodePort,
 	}
@@ -210,6 +209,9 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 		sp.LoadBalancerIPs = svc.LoadBalancerIPs
 		sp.SourceRanges = svc.SourceRanges
 	}
+	// externalTrafficPolicy applies to what external traffic reaches (kube-proxy's
+	// UsesLocalEndpoints): a LoadBalancer without node ports has nothing until its address.
+	sp.ExternalLocal = svc.ExternalPolicyLocal && (sp.NodePort != 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0)
 	type ipPort struct {
 		ip   string
 		port int32
@@ -279,10 +281,4 @@ func sourceRanges(svc *corev1.Service) []string {
 		}
 	}
 	return out
-}
-
-// externallyReachable: NodePort and LoadBalancer Services, or any with external IPs, are
-// what externalTrafficPolicy applies to.
-func externallyReachable(svc *ServiceRecord) bool {
-	return svc.Type == corev1.ServiceTypeNodePort || svc.Type == corev1.ServiceTypeLoadBalancer || len(svc.ExternalIPs) > 0
 }
