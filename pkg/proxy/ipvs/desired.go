@@ -203,6 +203,9 @@ func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart
 			}
 		}
 	}
+	if sp.HealthCheckNodePort != 0 { // accepted by filter KUBE-NODE-PORT, as kube-proxy
+		entry(ipset.HealthCheckNodePort, fmt.Sprint(sp.HealthCheckNodePort))
+	}
 	// Hairpin: an endpoint on this node reaching its own service through the virtual
 	// address must be masqueraded, or it answers itself directly.
 	for _, e := range sp.Endpoints {

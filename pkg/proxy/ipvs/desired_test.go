@@ -19,7 +19,7 @@ import (
 func ports() []proxy.ServicePort {
 	return []proxy.ServicePort{
 		{Name: "default/web:http", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
-			ExternalIPs: []string{"192.0.2.7"}, LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true,
+			ExternalIPs: []string{"192.0.2.7"}, LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true, HealthCheckNodePort: 32000,
 			Endpoints: []proxy.Endpoint{
 				{IP: "10.244.1.2", Port: 8080, Ready: true, Serving: true, Local: true},
 				{IP: "10.244.2.2", Port: 8080, Ready: true, Serving: true},
@@ -85,16 +85,17 @@ func TestDesiredVirtualServers(t *testing.T) {
 func TestDesiredSets(t *testing.T) {
 	st := desiredState(Config{}, ports(), []net.IP{net.ParseIP("10.200.0.11")})
 	want := map[string][]string{
-		ipset.ClusterIP:         {"10.96.0.10,tcp:80", "10.96.0.53,udp:53"},
-		ipset.ExternalIPLocal:   {"192.0.2.7,tcp:80"},
-		ipset.ExternalIP:        nil,
-		ipset.LoadBalancer:      {"10.200.0.200,tcp:80"},
-		ipset.LoadBalancerLocal: {"10.200.0.200,tcp:80"},
-		ipset.NodePortTCP:       {"30080"},
-		ipset.NodePortLocalTCP:  {"30080"},
-		ipset.NodePortUDP:       nil,
-		ipset.LoopBack:          {"10.244.1.2,tcp:8080,10.244.1.2"},
-		ipset.IPVSIPs:           {"10.96.0.10", "10.96.0.53", "192.0.2.7", "10.200.0.200"},
+		ipset.ClusterIP:           {"10.96.0.10,tcp:80", "10.96.0.53,udp:53"},
+		ipset.ExternalIPLocal:     {"192.0.2.7,tcp:80"},
+		ipset.ExternalIP:          nil,
+		ipset.LoadBalancer:        {"10.200.0.200,tcp:80"},
+		ipset.LoadBalancerLocal:   {"10.200.0.200,tcp:80"},
+		ipset.NodePortTCP:         {"30080"},
+		ipset.NodePortLocalTCP:    {"30080"},
+		ipset.NodePortUDP:         nil,
+		ipset.HealthCheckNodePort: {"32000"},
+		ipset.LoopBack:            {"10.244.1.2,tcp:8080,10.244.1.2"},
+		ipset.IPVSIPs:             {"10.96.0.10", "10.96.0.53", "192.0.2.7", "10.200.0.200"},
 	}
 	for name, entries := range want {
 		got := st.sets[name].Entries
