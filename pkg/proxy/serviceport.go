@@ -77,6 +77,17 @@ func (sp *ServicePort) Usable(local bool) []Endpoint {
 	return pick(func(e Endpoint) bool { return e.Serving && e.Terminating })
 }
 
+// NoLocalEndpoints says which of sp's Local traffic policies find no usable endpoint on
+// this node while the Service has some elsewhere (the cluster IP, or external traffic,
+// is then dropped here): what kube-proxy counts in
+// kubeproxy_sync_proxy_rules_no_local_endpoints_total.
+func (sp *ServicePort) NoLocalEndpoints() (internal, external bool) {
+	if !sp.InternalLocal && !sp.ExternalLocal || len(sp.Usable(false)) == 0 || len(sp.Usable(true)) > 0 {
+		return false, false
+	}
+	return sp.InternalLocal, sp.ExternalLocal
+}
+
 // Snapshot reads every Service with a cluster IP and its EndpointSlices into service ports,
 // sorted by name. nodeName says which endpoints are local.
 func Snapshot(services corelisters.ServiceLister, slices discoverylisters.EndpointSliceLister, nodeName string) ([]ServicePort, error) {

@@ -77,6 +77,9 @@ type SyncResult struct {
 	// BuildDuration is reading the listers and laying out the rules; RestoreDuration the
 	// iptables-restore run, RestoreCPU its user+system CPU time (apart from other load).
 	BuildDuration, RestoreDuration, RestoreCPU time.Duration
+	// NoLocalInternal, NoLocalExternal: service ports whose Local traffic policy finds no
+	// endpoint here but some elsewhere (proxy.ServicePort.NoLocalEndpoints).
+	NoLocalInternal, NoLocalExternal int
 }
 
 // Proxier keeps the kernel's rules equal to the Services and EndpointSlices it reads.
@@ -204,6 +207,7 @@ func (p *Proxier) cleanConntrack(ports []proxy.ServicePort) {
 func (p *Proxier) finish(res SyncResult, start time.Time, built time.Duration) SyncResult {
 	res.FilterRules, res.NATRules = p.builder.totalRules(0), p.builder.totalRules(1)
 	res.ServicePorts = len(p.builder.ports)
+	res.NoLocalInternal, res.NoLocalExternal = p.builder.noLocal[0], p.builder.noLocal[1]
 	res.BuildDuration = built
 	res.Duration = time.Since(start)
 	return res

@@ -316,3 +316,28 @@ func TestRulesMasqueradeInTheClusterIPsChain(t *testing.T) {
 		t.Errorf("%s masquerades, kube-proxy's does not:\n%s", svcChain(&sp), svc)
 	}
 }
+
+// The service ports whose Local traffic policy finds no endpoint on this node while the
+// Service has some elsewhere, by policy, as kube-proxy counts them for
+// kubeproxy_sync_proxy_rules_no_local_endpoints_total: after a layout and after updates.
+func TestBuilderCountsNoLocalEndpoints(t *testing.T) {
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	local := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true, Local: true}
+	itp := proxy.ServicePort{Name: "default/itp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, InternalLocal: true,
+		Endpoints: []proxy.Endpoint{remote}}
+	etp := proxy.ServicePort{Name: "default/etp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.11", Port: 80, NodePort: 30080, ExternalLocal: true,
+		Endpoints: []proxy.Endpoint{remote}}
+	none := proxy.ServicePort{Name: "default/none", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.12", Port: 80, NodePort: 30081,
+		InternalLocal: true, ExternalLocal: true} // no endpoints anywhere: REJECT, not counted
+	b := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
+	b.build([]proxy.ServicePort{etp, itp, none})
+	if b.noLocal != [2]int{1, 1} {
+		t.Errorf("counted (internal, external) %v, want [1 1]", b.noLocal)
+	}
+	etpHere := etp
+	etpHere.Endpoints = []proxy.Endpoint{local, remote}
+	b.update([]proxy.Change{{Before: []proxy.ServicePort{etp}, After: []proxy.ServicePort{etpHere}}, {Before: []proxy.ServicePort{itp}}})
+	if b.noLocal != [2]int{0, 0} {
+		t.Errorf("after a local endpoint came and a Service went: %v, want [0 0]", b.noLocal)
+	}
+}
