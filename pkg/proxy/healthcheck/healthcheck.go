@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -102,7 +103,7 @@ func (s *Server) Sync(src proxy.Source) error {
 	return nil
 }
 
-// localReady counts the addresses of nsn's ready endpoints on this node (an address
+// localReady counts the addresses of nsn's ready IPv4 endpoints on this node (an address
 // counts once whatever its ports, as kube-proxy's LocalReadyEndpoints). Terminating
 // endpoints do not count, even serving: a node with only those fails the check.
 func (s *Server) localReady(src proxy.Source, nsn types.NamespacedName) (int, error) {
@@ -112,6 +113,9 @@ func (s *Server) localReady(src proxy.Source, nsn types.NamespacedName) (int, er
 	}
 	ips := map[string]bool{}
 	for _, sl := range list {
+		if sl.AddressType != discoveryv1.AddressTypeIPv4 { // another family's, as the IPv4 proxier's
+			continue
+		}
 		for _, ep := range sl.Endpoints {
 			if ep.Ready && ep.NodeName == s.node && ep.IP != "" {
 				ips[ep.IP] = true

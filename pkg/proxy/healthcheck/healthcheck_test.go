@@ -106,6 +106,10 @@ func TestHealthCheckNodePorts(t *testing.T) {
 	_ = f.slices.Add(slice("web", "web-a", ep{"10.244.1.5", "node-1", true, false}, ep{"10.244.1.6", "node-1", true, false},
 		ep{"10.244.2.5", "node-2", true, false}, ep{"10.244.1.7", "node-1", false, false}, ep{"10.244.1.8", "node-1", false, true}))
 	_ = f.slices.Add(slice("web", "web-b", ep{"10.244.1.5", "node-1", true, false}))
+	// An IPv6 slice is another family's proxier's, as with kube-proxy's IPv4 one: not counted.
+	v6 := slice("web", "web-v6", ep{"fd00::5", "node-1", true, false})
+	v6.AddressType = discoveryv1.AddressTypeIPv6
+	_ = f.slices.Add(v6)
 	if err := s.Sync(f.src()); err != nil {
 		t.Fatal(err)
 	}
