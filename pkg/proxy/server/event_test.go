@@ -45,7 +45,8 @@ func TestStartingEvent(t *testing.T) {
 // TestServiceHealthcheckEvent: a health check node port that cannot be opened is kube-proxy's
 // Warning Event regarding the Service (by kind, namespace and name, no UID) in its
 // namespace, reason FailedToStartServiceHealthcheck, action Listen, from kube-proxy on this
-// host: `kubectl describe service` lists it.
+// host: `kubectl events --for service/NAME` lists it (`kubectl describe`, which asks for
+// the UID, does not, as with kube-proxy's).
 func TestServiceHealthcheckEvent(t *testing.T) {
 	api := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
 	client, err := apiclient.New(api.Config)
