@@ -2,7 +2,9 @@ package ipvs
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,6 +292,24 @@ func TestDesiredLocalPolicyWithoutLocalEndpoints(t *testing.T) {
 		}
 		if _, ok := vs.Dests[remote.String()]; !ok || len(vs.Dests) != 1 {
 			t.Errorf("%s real servers %v, want %s", k, vs.Dests, remote)
+		}
+	}
+}
+
+// loadBalancerSourceRanges fill kube-proxy's sets: the load balancer IP and port in
+// KUBE-LOAD-BALANCER-FW (filter KUBE-PROXY-FIREWALL sends it to KUBE-SOURCE-RANGES-FIREWALL,
+// which drops it), each allowed range beside it in KUBE-LOAD-BALANCER-SOURCE-CIDR (which
+// returns first), a host range as ipset save prints it, without /32.
+func TestDesiredSourceRangeSets(t *testing.T) {
+	sp := ports()[0]
+	sp.SourceRanges = []string{"192.168.0.0/16", "198.51.100.7/32"}
+	st := desiredState(Config{}, []proxy.ServicePort{sp}, nil)
+	for name, want := range map[string][]string{
+		ipset.LoadBalancerFW:         {"10.200.0.200,tcp:80"},
+		ipset.LoadBalancerSourceCIDR: {"10.200.0.200,tcp:80,192.168.0.0/16", "10.200.0.200,tcp:80,198.51.100.7"},
+	} {
+		if got := slices.Sorted(maps.Keys(st.sets[name].Entries)); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
 }
