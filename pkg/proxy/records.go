@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"unique"
@@ -61,7 +62,7 @@ type SliceRecordPort struct {
 	Port     int32
 }
 
-// SliceRecordEndpoint is one endpoint, its conditions as the API defaults them.
+// SliceRecordEndpoint is one endpoint, its conditions as kube-proxy defaults them.
 type SliceRecordEndpoint struct {
 	IP                          string // the first address; "" when it has none
 	NodeName                    string
@@ -101,7 +102,7 @@ func Compact(obj any) (any, error) {
 // ServiceRecordOf is svc's record.
 func ServiceRecordOf(svc *corev1.Service) *ServiceRecord {
 	r := &ServiceRecord{Namespace: intern(svc.Namespace), Name: svc.Name, ResourceVersion: svc.ResourceVersion,
-		Type: canonical(svc.Spec.Type, corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName), ClusterIP: svc.Spec.ClusterIP, ExternalIPs: svc.Spec.ExternalIPs,
+		Type: canonical(svc.Spec.Type, corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName), ClusterIP: clusterIPv4(svc), ExternalIPs: ipv4s(svc.Spec.ExternalIPs),
 		SourceRanges:        sourceRanges(svc),
 		ExternalPolicyLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		InternalPolicyLocal: ptr.Deref(svc.Spec.InternalTrafficPolicy, corev1.ServiceInternalTrafficPolicyCluster) == corev1.ServiceInternalTrafficPolicyLocal,
@@ -125,11 +126,54 @@ func ServiceRecordOf(svc *corev1.Service) *ServiceRecord {
 		}
 	}
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		if ing.IP != "" {
+		// An address of ipMode Proxy is the load balancer's own: it sends to the node
+		// ports, and the nodes must not capture it (kube-proxy's IsVIPMode).
+		if isIPv4(ing.IP) && ptr.Deref(ing.IPMode, corev1.LoadBalancerIPModeVIP) == corev1.LoadBalancerIPModeVIP {
 			r.LoadBalancerIPs = append(r.LoadBalancerIPs, ing.IP)
 		}
 	}
 	return r
+}
+
+// The proxy is IPv4 only, as kube-proxy's IPv4 proxier: it reads a Service's IPv4 cluster
+// IP and addresses, so an IPv6 one does not become a rule iptables-restore refuses.
+
+// clusterIPv4 is svc's IPv4 cluster IP (of spec.clusterIPs, a dual-stack Service's may be
+// second), "None" for a headless Service, or "" when it has none (kube-proxy's
+// GetClusterIPByFamily).
+func clusterIPv4(svc *corev1.Service) string {
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return corev1.ClusterIPNone
+	}
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, ip := range ips {
+		if isIPv4(ip) {
+			return ip
+		}
+	}
+	return ""
+}
+
+// ipv4s are the IPv4 addresses of ips (ips itself when all are).
+func ipv4s(ips []string) []string {
+	if !slices.ContainsFunc(ips, func(ip string) bool { return !isIPv4(ip) }) {
+		return ips
+	}
+	var out []string
+	for _, ip := range ips {
+		if isIPv4(ip) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+func isIPv4(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.Is4()
 }
 
 // SliceRecordOf is s's record.
@@ -146,9 +190,9 @@ func SliceRecordOf(s *discoveryv1.EndpointSlice) *SliceRecord {
 	if len(s.Endpoints) > 0 {
 		r.Endpoints = make([]SliceRecordEndpoint, len(s.Endpoints))
 		for i, ep := range s.Endpoints {
-			ready := ptr.Deref(ep.Conditions.Ready, true)
-			e := SliceRecordEndpoint{NodeName: intern(ptr.Deref(ep.NodeName, "")), Ready: ready,
-				Serving: ptr.Deref(ep.Conditions.Serving, ready), Terminating: ptr.Deref(ep.Conditions.Terminating, false)}
+			// Unset conditions as kube-proxy reads them: ready and serving true, terminating false.
+			e := SliceRecordEndpoint{NodeName: intern(ptr.Deref(ep.NodeName, "")), Ready: ptr.Deref(ep.Conditions.Ready, true),
+				Serving: ptr.Deref(ep.Conditions.Serving, true), Terminating: ptr.Deref(ep.Conditions.Terminating, false)}
 			if len(ep.Addresses) > 0 {
 				e.IP = ep.Addresses[0]
 			}

@@ -143,3 +143,68 @@ func TestRecordsOwnTheirStrings(t *testing.T) {
 		t.Errorf("record %+v: want the Service's cluster IP and port name, not its strings", r)
 	}
 }
+
+// The proxy is IPv4: as kube-proxy's IPv4 proxier (GetClusterIPByFamily, MapIPsByIPFamily,
+// MapCIDRsByIPFamily) it reads a Service's IPv4 cluster IP and addresses only, so an IPv6
+// external IP does not become a rule iptables-restore refuses. A load balancer address of
+// ipMode Proxy is the load balancer's, not the nodes' (IsVIPMode), and a zero source range
+// allows everyone (IsZeroCIDR): no firewall.
+func TestServiceRecordReadsIPv4VIPAddressesOnly(t *testing.T) {
+	svc := testService("dual", "fd00::10")
+	svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+	svc.Spec.ClusterIPs = []string{"fd00::10", "10.96.0.10"}
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+	svc.Spec.ExternalIPs = []string{"2001:db8::1", "192.0.2.1"}
+	svc.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "0.0.0.0/0"}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{
+		{IP: "2001:db8::2", IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)},
+		{IP: "10.200.0.1", IPMode: ptr.To(corev1.LoadBalancerIPModeProxy)},
+		{IP: "10.200.0.2", IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)},
+		{IP: "10.200.0.3"},
+	}
+	r := ServiceRecordOf(svc)
+	if got := fmt.Sprintf("%s %v %v %v", r.ClusterIP, r.ExternalIPs, r.LoadBalancerIPs, r.SourceRanges); got != "10.96.0.10 [192.0.2.1] [10.200.0.2 10.200.0.3] []" {
+		t.Errorf("cluster IP, external IPs, load balancer IPs, source ranges: %s, want 10.96.0.10 [192.0.2.1] [10.200.0.2 10.200.0.3] []", got)
+	}
+	v6 := testService("v6", "fd00::11")
+	v6.Spec.ClusterIPs = []string{"fd00::11"}
+	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	if r := ServiceRecordOf(v6); proxied(r) {
+		t.Errorf("an IPv6-only Service is proxied (cluster IP %q)", r.ClusterIP)
+	}
+}
+
+// Endpoint conditions as kube-proxy's EndpointSliceCache reads them (addEndpoints): serving
+// unset is true, whatever ready says; an address in two slices (a pod moving between
+// slices, or a new pod given a terminating one's address) is the one that is not
+// terminating.
+func TestEndpointConditionsAsKubeProxyReadsThem(t *testing.T) {
+	svc := testService("web", "10.96.0.1")
+	a, b := testSlice("web", "10.244.0.5"), testSlice("web", "10.244.0.7")
+	a.Name, b.Name = "web-a", "web-b"
+	a.Endpoints[0].Conditions = discoveryv1.EndpointConditions{Ready: ptr.To(false), Terminating: ptr.To(true)}
+	a.Endpoints = append(a.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.244.0.7"},
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}})
+	sp := servicePort(svc, &svc.Spec.Ports[0], []*discoveryv1.EndpointSlice{a, b}, "node-1")
+	want := []Endpoint{{IP: "10.244.0.5", Port: 8080, Serving: true, Terminating: true, Local: true},
+		{IP: "10.244.0.7", Port: 8080, Ready: true, Serving: true, Local: true}}
+	if !reflect.DeepEqual(sp.Endpoints, want) {
+		t.Errorf("endpoints\n%#v\nwant\n%#v", sp.Endpoints, want)
+	}
+}
+
+// externalTrafficPolicy Local applies to a port that external traffic reaches (a node
+// port, an external or load balancer IP), as kube-proxy's UsesLocalEndpoints: a
+// LoadBalancer without node ports waiting for its address has none, and no KUBE-SVL.
+func TestExternalPolicyNeedsAnExternalAddress(t *testing.T) {
+	svc := testService("web", "10.96.0.1")
+	svc.Spec.Type, svc.Spec.ExternalTrafficPolicy = corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal
+	slices := []*discoveryv1.EndpointSlice{testSlice("web", "10.244.0.5")}
+	if sp := servicePort(svc, &svc.Spec.Ports[0], slices, "node-1"); sp.ExternalLocal {
+		t.Errorf("a port without node port or address has the Local external policy")
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.200.0.1"}}
+	if sp := servicePort(svc, &svc.Spec.Ports[0], slices, "node-1"); !sp.ExternalLocal {
+		t.Errorf("a port with a load balancer IP lacks the Local external policy")
+	}
+}

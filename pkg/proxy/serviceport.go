@@ -36,7 +36,10 @@ type ServicePort struct {
 	AffinitySeconds int32
 	ExternalLocal   bool // externalTrafficPolicy: Local
 	InternalLocal   bool // internalTrafficPolicy: Local
-	Endpoints       []Endpoint
+	// HealthCheckNodePort is the Service's spec.healthCheckNodePort (LoadBalancer with
+	// externalTrafficPolicy Local), 0 otherwise.
+	HealthCheckNodePort int32
+	Endpoints           []Endpoint
 }
 
 // Endpoint is one address:port a service port may send to.
@@ -72,6 +75,17 @@ func (sp *ServicePort) Usable(local bool) []Endpoint {
 		return ready
 	}
 	return pick(func(e Endpoint) bool { return e.Serving && e.Terminating })
+}
+
+// NoLocalEndpoints says which of sp's Local traffic policies find no usable endpoint on
+// this node while the Service has some elsewhere (the cluster IP, or external traffic,
+// is then dropped here): what kube-proxy counts in
+// kubeproxy_sync_proxy_rules_no_local_endpoints_total.
+func (sp *ServicePort) NoLocalEndpoints() (internal, external bool) {
+	if !sp.InternalLocal && !sp.ExternalLocal || len(sp.Usable(false)) == 0 || len(sp.Usable(true)) > 0 {
+		return false, false
+	}
+	return sp.InternalLocal, sp.ExternalLocal
 }
 
 // Snapshot reads every Service with a cluster IP and its EndpointSlices into service ports,
@@ -199,19 +213,21 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 	sp := ServicePort{
 		Name: name, Protocol: p.Protocol, ClusterIP: svc.ClusterIP, Port: p.Port, NodePort: p.NodePort,
 		ExternalIPs:     svc.ExternalIPs,
-		ExternalLocal:   svc.ExternalPolicyLocal && externallyReachable(svc),
 		InternalLocal:   svc.InternalPolicyLocal,
-		AffinitySeconds: svc.AffinitySeconds,
+		AffinitySeconds: svc.AffinitySeconds, HealthCheckNodePort: svc.HealthCheckNodePort,
 	}
 	if svc.Type == corev1.ServiceTypeLoadBalancer {
 		sp.LoadBalancerIPs = svc.LoadBalancerIPs
 		sp.SourceRanges = svc.SourceRanges
 	}
+	// externalTrafficPolicy applies to what external traffic reaches (kube-proxy's
+	// UsesLocalEndpoints): a LoadBalancer without node ports has nothing until its address.
+	sp.ExternalLocal = svc.ExternalPolicyLocal && (sp.NodePort != 0 || len(sp.ExternalIPs) > 0 || len(sp.LoadBalancerIPs) > 0)
 	type ipPort struct {
 		ip   string
 		port int32
 	}
-	seen := map[ipPort]bool{}
+	seen := map[ipPort]int{} // index in eps
 	var eps []hintedEndpoint
 	for _, s := range slices {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
@@ -232,9 +248,14 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 			}
 			e := Endpoint{IP: ep.IP, Port: *port, Ready: ep.Ready, Serving: ep.Serving, Terminating: ep.Terminating,
 				Local: ep.NodeName == nodeName && nodeName != ""}
-			if k := (ipPort{e.IP, e.Port}); !seen[k] { // the same endpoint in two slices (mid-update) counts once
-				seen[k] = true
+			// The same address in two slices (mid-update, or a new pod given a terminating
+			// one's address) counts once: the one not terminating, as kube-proxy's addEndpoints.
+			k := ipPort{e.IP, e.Port}
+			if i, ok := seen[k]; !ok {
+				seen[k] = len(eps)
 				eps = append(eps, hintedEndpoint{e, ep.Hints})
+			} else if !e.Terminating {
+				eps[i] = hintedEndpoint{e, ep.Hints}
 			}
 		}
 	}
@@ -251,8 +272,9 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 	return sp
 }
 
-// sourceRanges are a LoadBalancer Service's allowed client CIDRs: the spec field, or when it
-// is empty the older annotation, as kube-proxy reads them; malformed ones are left out.
+// sourceRanges are a LoadBalancer Service's allowed client IPv4 CIDRs: the spec field, or
+// when it is empty the older annotation; malformed ones are left out. A zero one
+// (0.0.0.0/0) allows everyone: none, no firewall, as kube-proxy's IsZeroCIDR.
 func sourceRanges(svc *corev1.Service) []string {
 	ranges := svc.Spec.LoadBalancerSourceRanges
 	if len(ranges) == 0 {
@@ -263,14 +285,11 @@ func sourceRanges(svc *corev1.Service) []string {
 	var out []string
 	for _, r := range ranges {
 		if _, cidr, err := net.ParseCIDR(strings.TrimSpace(r)); err == nil && cidr.IP.To4() != nil {
+			if ones, _ := cidr.Mask.Size(); ones == 0 {
+				return nil
+			}
 			out = append(out, cidr.String())
 		}
 	}
 	return out
-}
-
-// externallyReachable: NodePort and LoadBalancer Services, or any with external IPs, are
-// what externalTrafficPolicy applies to.
-func externallyReachable(svc *ServiceRecord) bool {
-	return svc.Type == corev1.ServiceTypeNodePort || svc.Type == corev1.ServiceTypeLoadBalancer || len(svc.ExternalIPs) > 0
 }

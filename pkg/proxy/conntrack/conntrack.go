@@ -5,8 +5,9 @@
 // that NATed the first of them, so a client whose endpoint went away keeps sending to it,
 // and a client that sent before the Service had any endpoint keeps an entry that NATs to
 // nothing. Both are entries addressed to a UDP service port that has serving endpoints,
-// whose reply source (the endpoint the flow was sent to, or the service address itself
-// when it was not NATed) is none of them; those are deleted, through netlink.
+// whose reply source address and port (the endpoint the flow was sent to, or the service
+// address itself when it was not NATed) are none of theirs; those are deleted, through
+// netlink, as kube-proxy's CleanStaleEntries (an endpoint whose port changed is another).
 package conntrack
 
 import (
@@ -21,15 +22,15 @@ import (
 // Stale matches the stale UDP flows of a snapshot's service ports.
 type Stale struct {
 	// byFrontend: cluster, external and load balancer IP:port -> the serving endpoints.
-	byFrontend map[netip.AddrPort]map[netip.Addr]bool
+	byFrontend map[netip.AddrPort]map[netip.AddrPort]bool
 	// byNodePort: a node port (on any address) -> the serving endpoints.
-	byNodePort map[uint16]map[netip.Addr]bool
+	byNodePort map[uint16]map[netip.AddrPort]bool
 }
 
 // NewStale reads which endpoints each UDP service port may send to. Service ports without
 // serving endpoints are left alone: nothing better exists for their flows.
 func NewStale(ports []proxy.ServicePort) *Stale {
-	s := &Stale{byFrontend: map[netip.AddrPort]map[netip.Addr]bool{}, byNodePort: map[uint16]map[netip.Addr]bool{}}
+	s := &Stale{byFrontend: map[netip.AddrPort]map[netip.AddrPort]bool{}, byNodePort: map[uint16]map[netip.AddrPort]bool{}}
 	for i := range ports {
 		sp := &ports[i]
 		if sp.Protocol != corev1.ProtocolUDP {
@@ -37,10 +38,10 @@ func NewStale(ports []proxy.ServicePort) *Stale {
 		}
 		// Serving ones, whatever the traffic policies: a change of policy should not cut
 		// flows to an endpoint that still serves, as with TCP.
-		eps := map[netip.Addr]bool{}
+		eps := map[netip.AddrPort]bool{}
 		for _, e := range sp.Endpoints {
 			if a, err := netip.ParseAddr(e.IP); err == nil && e.Serving {
-				eps[a] = true
+				eps[netip.AddrPortFrom(a, uint16(e.Port))] = true
 			}
 		}
 		if len(eps) == 0 {
@@ -71,11 +72,11 @@ func (s *Stale) MatchConntrackFlow(f *netlink.ConntrackFlow) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
-	dst, replySrc = dst.Unmap(), replySrc.Unmap()
-	if eps, ok := s.byFrontend[netip.AddrPortFrom(dst, f.Forward.DstPort)]; ok && !eps[replySrc] {
+	reply := netip.AddrPortFrom(replySrc.Unmap(), f.Reverse.SrcPort)
+	if eps, ok := s.byFrontend[netip.AddrPortFrom(dst.Unmap(), f.Forward.DstPort)]; ok && !eps[reply] {
 		return true
 	}
-	if eps, ok := s.byNodePort[f.Forward.DstPort]; ok && !eps[replySrc] {
+	if eps, ok := s.byNodePort[f.Forward.DstPort]; ok && !eps[reply] {
 		return true
 	}
 	return false

@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func flow(proto uint8, dst string, dport uint16, replySrc string) *netlink.ConntrackFlow {
+func flow(proto uint8, dst string, dport uint16, replySrc string, replyPort uint16) *netlink.ConntrackFlow {
 	f := &netlink.ConntrackFlow{}
 	f.Forward.Protocol, f.Forward.SrcIP, f.Forward.DstIP, f.Forward.DstPort = proto, net.ParseIP("10.200.0.99"), net.ParseIP(dst), dport
-	f.Reverse.Protocol, f.Reverse.SrcIP = proto, net.ParseIP(replySrc)
+	f.Reverse.Protocol, f.Reverse.SrcIP, f.Reverse.SrcPort = proto, net.ParseIP(replySrc), replyPort
 	return f
 }
 
@@ -37,17 +37,19 @@ func TestStaleUDPFlows(t *testing.T) {
 		f     *netlink.ConntrackFlow
 		stale bool
 	}{
-		{"to a serving endpoint", flow(17, "10.96.0.10", 53, "10.244.1.2"), false},
-		{"to a terminating endpoint that still serves", flow(17, "10.96.0.10", 53, "10.244.2.2"), false},
-		{"to an endpoint that is gone", flow(17, "10.96.0.10", 53, "10.244.9.9"), true},
-		{"to an endpoint that does not serve", flow(17, "10.96.0.10", 53, "10.244.3.3"), true},
-		{"never NATed (sent before there was an endpoint)", flow(17, "10.96.0.10", 53, "10.96.0.10"), true},
-		{"load balancer IP to a gone endpoint", flow(17, "10.200.0.200", 53, "10.244.9.9"), true},
-		{"node port on any address to a gone endpoint", flow(17, "10.200.0.11", 30053, "10.244.9.9"), true},
-		{"node port to a serving endpoint", flow(17, "10.200.0.11", 30053, "10.244.1.2"), false},
-		{"another port of the cluster IP", flow(17, "10.96.0.10", 54, "10.244.9.9"), false},
-		{"a UDP service without endpoints", flow(17, "10.96.0.11", 53, "10.96.0.11"), false},
-		{"TCP", flow(6, "10.96.0.12", 80, "10.244.9.9"), false},
+		{"to a serving endpoint", flow(17, "10.96.0.10", 53, "10.244.1.2", 5353), false},
+		{"to a serving endpoint's address on the port it had before (targetPort changed)", flow(17, "10.96.0.10", 53, "10.244.1.2", 53), true},
+		{"node port to a serving endpoint's address on another port", flow(17, "10.200.0.11", 30053, "10.244.1.2", 53), true},
+		{"to a terminating endpoint that still serves", flow(17, "10.96.0.10", 53, "10.244.2.2", 5353), false},
+		{"to an endpoint that is gone", flow(17, "10.96.0.10", 53, "10.244.9.9", 5353), true},
+		{"to an endpoint that does not serve", flow(17, "10.96.0.10", 53, "10.244.3.3", 5353), true},
+		{"never NATed (sent before there was an endpoint)", flow(17, "10.96.0.10", 53, "10.96.0.10", 53), true},
+		{"load balancer IP to a gone endpoint", flow(17, "10.200.0.200", 53, "10.244.9.9", 5353), true},
+		{"node port on any address to a gone endpoint", flow(17, "10.200.0.11", 30053, "10.244.9.9", 5353), true},
+		{"node port to a serving endpoint", flow(17, "10.200.0.11", 30053, "10.244.1.2", 5353), false},
+		{"another port of the cluster IP", flow(17, "10.96.0.10", 54, "10.244.9.9", 5353), false},
+		{"a UDP service without endpoints", flow(17, "10.96.0.11", 53, "10.96.0.11", 53), false},
+		{"TCP", flow(6, "10.96.0.12", 80, "10.244.9.9", 80), false},
 	} {
 		if got := s.MatchConntrackFlow(c.f); got != c.stale {
 			t.Errorf("%s: stale = %v, want %v", c.name, got, c.stale)

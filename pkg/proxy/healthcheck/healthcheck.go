@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/pkg/proxy"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -25,9 +26,13 @@ type Server struct {
 	healthy func() bool                        // the proxy's own health (/healthz): serviceProxyHealthy
 	listen  func(string) (net.Listener, error) // net.Listen("tcp4", addr); tests replace it
 	log     *slog.Logger
+	// Event, when set, reports a port that cannot be opened (miniproxy: kube-proxy's
+	// Warning Event FailedToStartServiceHealthcheck on the Service), once until it opens.
+	Event func(svc types.NamespacedName, note string)
 
 	mu       sync.RWMutex
 	services map[types.NamespacedName]*instance
+	failed   map[types.NamespacedName]uint16 // ports reported as not opened
 }
 
 type instance struct {
@@ -38,7 +43,7 @@ type instance struct {
 
 // New is a server for node; healthy is the proxy's health.
 func New(node string, healthy func() bool, log *slog.Logger) *Server {
-	return &Server{node: node, healthy: healthy, log: log, services: map[types.NamespacedName]*instance{},
+	return &Server{node: node, healthy: healthy, log: log, services: map[types.NamespacedName]*instance{}, failed: map[types.NamespacedName]uint16{},
 		listen: func(addr string) (net.Listener, error) { return net.Listen("tcp4", addr) }}
 }
 
@@ -65,6 +70,11 @@ func (s *Server) Sync(src proxy.Source) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for nsn, port := range s.failed {
+		if want[nsn] != port {
+			delete(s.failed, nsn)
+		}
+	}
 	for nsn, inst := range s.services {
 		if port, ok := want[nsn]; !ok || port != inst.port {
 			s.log.Info("closing healthcheck", "service", nsn, "port", inst.port)
@@ -77,10 +87,15 @@ func (s *Server) Sync(src proxy.Source) error {
 		if inst == nil {
 			var err error
 			if inst, err = s.open(nsn, port); err != nil {
-				// As kube-proxy: logged, tried again at the next sync.
+				// As kube-proxy: logged, reported, tried again at the next sync.
 				s.log.Error("failed to start healthcheck", "node", s.node, "service", nsn, "port", port, "err", err)
+				if s.Event != nil && s.failed[nsn] != port {
+					s.Event(nsn, fmt.Sprintf("node %s failed to start healthcheck %q on port %d: %v", s.node, nsn.String(), port, err))
+				}
+				s.failed[nsn] = port
 				continue
 			}
+			delete(s.failed, nsn)
 			s.services[nsn] = inst
 		}
 		inst.endpoints = counts[nsn]
@@ -88,7 +103,7 @@ func (s *Server) Sync(src proxy.Source) error {
 	return nil
 }
 
-// localReady counts the addresses of nsn's ready endpoints on this node (an address
+// localReady counts the addresses of nsn's ready IPv4 endpoints on this node (an address
 // counts once whatever its ports, as kube-proxy's LocalReadyEndpoints). Terminating
 // endpoints do not count, even serving: a node with only those fails the check.
 func (s *Server) localReady(src proxy.Source, nsn types.NamespacedName) (int, error) {
@@ -98,6 +113,9 @@ func (s *Server) localReady(src proxy.Source, nsn types.NamespacedName) (int, er
 	}
 	ips := map[string]bool{}
 	for _, sl := range list {
+		if sl.AddressType != discoveryv1.AddressTypeIPv4 { // another family's, as the IPv4 proxier's
+			continue
+		}
 		for _, ep := range sl.Endpoints {
 			if ep.Ready && ep.NodeName == s.node && ep.IP != "" {
 				ips[ep.IP] = true

@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -104,6 +106,10 @@ func TestHealthCheckNodePorts(t *testing.T) {
 	_ = f.slices.Add(slice("web", "web-a", ep{"10.244.1.5", "node-1", true, false}, ep{"10.244.1.6", "node-1", true, false},
 		ep{"10.244.2.5", "node-2", true, false}, ep{"10.244.1.7", "node-1", false, false}, ep{"10.244.1.8", "node-1", false, true}))
 	_ = f.slices.Add(slice("web", "web-b", ep{"10.244.1.5", "node-1", true, false}))
+	// An IPv6 slice is another family's proxier's, as with kube-proxy's IPv4 one: not counted.
+	v6 := slice("web", "web-v6", ep{"fd00::5", "node-1", true, false})
+	v6.AddressType = discoveryv1.AddressTypeIPv6
+	_ = f.slices.Add(v6)
 	if err := s.Sync(f.src()); err != nil {
 		t.Fatal(err)
 	}
@@ -140,5 +146,41 @@ func TestHealthCheckNodePorts(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + addr + "/"); err == nil {
 		t.Errorf("port %s still answers after the Service stopped needing it", addr)
+	}
+}
+
+// A port that cannot be opened is reported as kube-proxy's FailedToStartServiceHealthcheck
+// Event says it, once until the port opens (kube-proxy's recorder folds repeats into one
+// Event's series), and tried again at each sync.
+func TestHealthCheckPortFailureReported(t *testing.T) {
+	f := newFixture()
+	s := f.server(t, func() bool { return true })
+	listen := s.listen
+	var taken atomic.Bool
+	taken.Store(true)
+	s.listen = func(addr string) (net.Listener, error) {
+		if taken.Load() {
+			return nil, errors.New("listen tcp4 " + addr + ": bind: address already in use")
+		}
+		return listen(addr)
+	}
+	var reported []string
+	s.Event = func(nsn types.NamespacedName, note string) { reported = append(reported, nsn.String()+": "+note) }
+	_ = f.svcs.Add(lb("web", corev1.ServiceExternalTrafficPolicyLocal, 31000))
+	for range 2 {
+		if err := s.Sync(f.src()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `ns/web: node node-1 failed to start healthcheck "ns/web" on port 31000: listen tcp4 0.0.0.0:31000: bind: address already in use`
+	if len(reported) != 1 || reported[0] != want {
+		t.Errorf("reported %q, want once %q", reported, want)
+	}
+	taken.Store(false)
+	if err := s.Sync(f.src()); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := get(t, f.addrs[31000]); code != 503 {
+		t.Errorf("the port, free again, answers %d; want 503 (no endpoints)", code)
 	}
 }

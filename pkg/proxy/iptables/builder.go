@@ -25,6 +25,19 @@ type builder struct {
 	cfg   Config
 	ports []fragment // sorted by key: the order of the ports' lines in the top-level chains
 	rules [2]int     // filter, nat: rules in the tables now, for the metrics
+	// noLocal: ports whose internal, external traffic policy is Local with no endpoint here
+	// but some elsewhere (proxy.ServicePort.NoLocalEndpoints), for the metrics.
+	noLocal [2]int
+}
+
+// countNoLocal adds sp's NoLocalEndpoints to b.noLocal, times sign.
+func (b *builder) countNoLocal(sp *proxy.ServicePort, sign int) {
+	internal, external := sp.NoLocalEndpoints()
+	for i, no := range [2]bool{internal, external} {
+		if no {
+			b.noLocal[i] += sign
+		}
+	}
 }
 
 type portKey struct {
@@ -169,6 +182,7 @@ var fixed = func() [2]*table {
 // build lays out every port (sorted by name and protocol, as a snapshot is) anew.
 func (b *builder) build(ports []proxy.ServicePort) ruleSet {
 	b.ports = make([]fragment, 0, len(ports))
+	b.noLocal = [2]int{}
 	out := [2]*table{newTable("filter"), newTable("nat")}
 	dirty := [2]map[string]bool{{}, {}}
 	for ti := range out {
@@ -195,6 +209,7 @@ func (b *builder) build(ports []proxy.ServicePort) ruleSet {
 		}
 		f, own := b.layout(sp)
 		b.ports = append(b.ports, f)
+		b.countNoLocal(sp, 1)
 		for ti := range out {
 			b.rules[ti] += f.rules(ti)
 		}
@@ -223,6 +238,7 @@ func (b *builder) update(changes []proxy.Change) (rs ruleSet, stale [2][]string)
 				continue
 			}
 			before[k] = f
+			b.countNoLocal(&ch.Before[i], -1)
 			for ti := range out {
 				b.rules[ti] -= f.rules(ti)
 			}
@@ -240,6 +256,7 @@ func (b *builder) update(changes []proxy.Change) (rs ruleSet, stale [2][]string)
 			}
 			f, own := b.layout(sp)
 			b.insert(f)
+			b.countNoLocal(sp, 1)
 			prev, had := before[k]
 			delete(before, k)
 			for ti := range out {

@@ -25,6 +25,11 @@ import (
 // serviceChain matches the per-service chains a sync may leave stale.
 var serviceChain = regexp.MustCompile(`^KUBE-(SVC|SEP|EXT|SVL|FW)-[A-Z2-7]{16}$`)
 
+// canaryTables hold the empty chain KUBE-PROXY-CANARY, made by a full sync: gone from
+// one, that table was wiped behind our back (kube-proxy's iptables Monitor watches the
+// same three).
+var canaryTables = []string{"mangle", "nat", "filter"}
+
 // jump is a rule in a built-in chain that sends traffic into ours.
 type jump struct {
 	table, chain, comment string
@@ -77,6 +82,9 @@ type SyncResult struct {
 	// BuildDuration is reading the listers and laying out the rules; RestoreDuration the
 	// iptables-restore run, RestoreCPU its user+system CPU time (apart from other load).
 	BuildDuration, RestoreDuration, RestoreCPU time.Duration
+	// NoLocalInternal, NoLocalExternal: service ports whose Local traffic policy finds no
+	// endpoint here but some elsewhere (proxy.ServicePort.NoLocalEndpoints).
+	NoLocalInternal, NoLocalExternal int
 }
 
 // Proxier keeps the kernel's rules equal to the Services and EndpointSlices it reads.
@@ -204,6 +212,7 @@ func (p *Proxier) cleanConntrack(ports []proxy.ServicePort) {
 func (p *Proxier) finish(res SyncResult, start time.Time, built time.Duration) SyncResult {
 	res.FilterRules, res.NATRules = p.builder.totalRules(0), p.builder.totalRules(1)
 	res.ServicePorts = len(p.builder.ports)
+	res.NoLocalInternal, res.NoLocalExternal = p.builder.noLocal[0], p.builder.noLocal[1]
 	res.BuildDuration = built
 	res.Duration = time.Since(start)
 	return res
@@ -213,11 +222,13 @@ func (p *Proxier) finish(res SyncResult, start time.Time, built time.Duration) S
 // built-in chains, on a full sync; saved is what the tables hold now, so a sync where all
 // of it is in place runs no extra command.
 func (p *Proxier) ensureBase(saved map[string]*savedTable) error {
-	if ok, err := p.ipt.ChainExists("mangle", kubeProxyCanary); err != nil {
-		return fmt.Errorf("iptables: %w", err)
-	} else if !ok {
-		if err := p.ipt.NewChain("mangle", kubeProxyCanary); err != nil {
-			return fmt.Errorf("create canary chain: %w", err)
+	for _, table := range canaryTables {
+		if ok, err := p.ipt.ChainExists(table, kubeProxyCanary); err != nil {
+			return fmt.Errorf("iptables: %w", err)
+		} else if !ok {
+			if err := p.ipt.NewChain(table, kubeProxyCanary); err != nil {
+				return fmt.Errorf("create canary chain in %s: %w", table, err)
+			}
 		}
 	}
 	for _, j := range jumps {
@@ -338,10 +349,12 @@ func (p *Proxier) write(ctx context.Context, rs ruleSet, stale [2][]string, full
 	counted := &countingWriter{w: stdin}
 	buf := bufio.NewWriterSize(counted, 64<<10)
 	if !full {
-		// The canary, checked inside the same restore: when someone flushed the tables it
-		// is gone, listing it fails the whole restore, and the sync is redone in full.
-		buf.WriteString("*mangle\n-S " + kubeProxyCanary + "\nCOMMIT\n")
-		res.RestoreLines += 3
+		// The canaries, checked inside the same restore: when someone wiped a table its
+		// canary is gone, listing it fails the whole restore, and the sync is redone in full.
+		for _, table := range canaryTables {
+			buf.WriteString("*" + table + "\n-S " + kubeProxyCanary + "\nCOMMIT\n")
+			res.RestoreLines += 3
+		}
 	}
 	for _, tp := range plan {
 		res.ChainsWritten += len(tp.write)

@@ -215,6 +215,23 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 	if _, err := tn.dial("10.96.0.50:80"); err != nil {
 		t.Errorf("after an external flush and resync: %v", err)
 	}
+	// Only the nat table wiped (a firewall reload), no Service changed: as kube-proxy's
+	// canaries in mangle, nat and filter, the next periodic sync notices and is full.
+	err = network.InNetNS(tn.node, func() error {
+		for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "nat", "-X"}} {
+			if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync(true)
+	if _, err := tn.dial("10.96.0.50:80"); err != nil {
+		t.Errorf("after the nat table was wiped and a resync: %v", err)
+	}
 
 	// A deleted service's chains go.
 	if err := cl.Client.CoreV1().Services("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {

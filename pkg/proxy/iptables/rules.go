@@ -233,14 +233,22 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 			filter.add(kubeExternalServices, comment(sp.Name+" "+noEndpoints(sp, allEPs)), "-m addrtype --dst-type LOCAL", m, "-j", refusal(sp, allEPs))
 		}
 	}
+	if sp.HealthCheckNodePort != 0 {
+		// Accepted whether this node has endpoints or not: a 503 is the load balancer's answer.
+		filter.add(kubeNodePorts, comment(sp.Name+" health check node port"), fmt.Sprintf("-m tcp -p tcp --dport %d", sp.HealthCheckNodePort), "-j ACCEPT")
+	}
 
-	// KUBE-SVC: masquerade what does not come from a pod, then pick an endpoint.
-	if usesCluster && len(allEPs) > 0 {
+	// The chain the cluster IP jumps to (KUBE-SVC, or KUBE-SVL under internalTrafficPolicy
+	// Local) first masquerades cluster IP traffic that does not come from a pod, as
+	// kube-proxy's internalTrafficChain; then KUBE-SVC and KUBE-SVL pick an endpoint.
+	if len(clusterEPs) > 0 {
 		if cfg.MasqueradeAll {
-			nat.add(svc, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "-j", kubeMarkMasq)
+			nat.add(clusterTarget, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "-j", kubeMarkMasq)
 		} else if cfg.ClusterCIDR != "" {
-			nat.add(svc, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "! -s "+cfg.ClusterCIDR, "-j", kubeMarkMasq)
+			nat.add(clusterTarget, comment(sp.Name+" cluster IP"), match(sp.ClusterIP, sp.Port), "! -s "+cfg.ClusterCIDR, "-j", kubeMarkMasq)
 		}
+	}
+	if usesCluster && len(allEPs) > 0 {
 		addBalancing(nat, sp, svc, allEPs)
 	}
 	if sp.InternalLocal || sp.ExternalLocal {

@@ -282,3 +282,62 @@ func TestRulesOfInternalLocalUseNoClusterChain(t *testing.T) {
 		}
 	}
 }
+
+// A LoadBalancer with externalTrafficPolicy Local: its health check node port is accepted
+// in the filter table's KUBE-NODEPORTS whether this node has endpoints or not, as
+// kube-proxy writes it, so a host firewall's INPUT policy does not hide it from the load
+// balancer.
+func TestRulesAcceptHealthCheckNodePort(t *testing.T) {
+	lb := proxy.ServicePort{Name: "default/lb:http", Protocol: corev1.ProtocolUDP, ClusterIP: "10.96.0.11", Port: 53, NodePort: 30081,
+		LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true, HealthCheckNodePort: 32000}
+	rs := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{lb})
+	want := "-A KUBE-NODEPORTS " + comment("default/lb:http health check node port") + " -m tcp -p tcp --dport 32000 -j ACCEPT\n"
+	if got := string(rs.filter.chains[kubeNodePorts].text); got != want {
+		t.Errorf("filter KUBE-NODEPORTS:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Cluster IP traffic from outside the pods is masqueraded in the chain the cluster IP jumps
+// to, as kube-proxy's internalTrafficChain: KUBE-SVL under internalTrafficPolicy Local
+// (first, before the endpoints), and not in KUBE-SVC, which then serves only external
+// traffic (already masqueraded by KUBE-EXT).
+func TestRulesMasqueradeInTheClusterIPsChain(t *testing.T) {
+	local := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true, Local: true}
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	sp := proxy.ServicePort{Name: "default/itp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
+		InternalLocal: true, Endpoints: []proxy.Endpoint{local, remote}}
+	rs := buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{sp})
+	masq := "-m tcp -p tcp -d 10.96.0.10/32 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ"
+	svl := string(rs.nat.chains[svlChain(&sp)].text)
+	if want := "-A " + svlChain(&sp) + " " + comment("default/itp cluster IP") + " " + masq + "\n"; !strings.HasPrefix(svl, want) {
+		t.Errorf("%s does not start with\n  %s\n%s", svlChain(&sp), want, svl)
+	}
+	if svc := string(rs.nat.chains[svcChain(&sp)].text); strings.Contains(svc, "KUBE-MARK-MASQ") {
+		t.Errorf("%s masquerades, kube-proxy's does not:\n%s", svcChain(&sp), svc)
+	}
+}
+
+// The service ports whose Local traffic policy finds no endpoint on this node while the
+// Service has some elsewhere, by policy, as kube-proxy counts them for
+// kubeproxy_sync_proxy_rules_no_local_endpoints_total: after a layout and after updates.
+func TestBuilderCountsNoLocalEndpoints(t *testing.T) {
+	remote := proxy.Endpoint{IP: "10.244.2.5", Port: 8080, Ready: true, Serving: true}
+	local := proxy.Endpoint{IP: "10.244.1.5", Port: 8080, Ready: true, Serving: true, Local: true}
+	itp := proxy.ServicePort{Name: "default/itp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, InternalLocal: true,
+		Endpoints: []proxy.Endpoint{remote}}
+	etp := proxy.ServicePort{Name: "default/etp", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.11", Port: 80, NodePort: 30080, ExternalLocal: true,
+		Endpoints: []proxy.Endpoint{remote}}
+	none := proxy.ServicePort{Name: "default/none", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.12", Port: 80, NodePort: 30081,
+		InternalLocal: true, ExternalLocal: true} // no endpoints anywhere: REJECT, not counted
+	b := &builder{cfg: Config{ClusterCIDR: "10.244.0.0/16"}}
+	b.build([]proxy.ServicePort{etp, itp, none})
+	if b.noLocal != [2]int{1, 1} {
+		t.Errorf("counted (internal, external) %v, want [1 1]", b.noLocal)
+	}
+	etpHere := etp
+	etpHere.Endpoints = []proxy.Endpoint{local, remote}
+	b.update([]proxy.Change{{Before: []proxy.ServicePort{etp}, After: []proxy.ServicePort{etpHere}}, {Before: []proxy.ServicePort{itp}}})
+	if b.noLocal != [2]int{0, 0} {
+		t.Errorf("after a local endpoint came and a Service went: %v, want [0 0]", b.noLocal)
+	}
+}

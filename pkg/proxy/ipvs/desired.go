@@ -179,6 +179,15 @@ func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart
 		if sp.ExternalLocal {
 			entry(ipset.LoadBalancerLocal, ipset.IPPort(ip, proto4set, sp.Port))
 		}
+		// loadBalancerSourceRanges, as kube-proxy's syncService: filter
+		// KUBE-SOURCE-RANGES-FIREWALL drops what comes from outside them.
+		if len(sp.SourceRanges) > 0 {
+			entry(ipset.LoadBalancerFW, ipset.IPPort(ip, proto4set, sp.Port))
+			for _, cidr := range sp.SourceRanges {
+				// A host range as ipset save prints it, so a full sync reads back what it wrote.
+				entry(ipset.LoadBalancerSourceCIDR, ipset.IPPort(ip, proto4set, sp.Port)+","+strings.TrimSuffix(cidr, "/32"))
+			}
+		}
 	}
 	if sp.NodePort != 0 {
 		for _, ip := range nodeIPs {
@@ -202,6 +211,9 @@ func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart
 				}
 			}
 		}
+	}
+	if sp.HealthCheckNodePort != 0 { // accepted by filter KUBE-NODE-PORT, as kube-proxy
+		entry(ipset.HealthCheckNodePort, fmt.Sprint(sp.HealthCheckNodePort))
 	}
 	// Hairpin: an endpoint on this node reaching its own service through the virtual
 	// address must be masqueraded, or it answers itself directly.

@@ -2,7 +2,9 @@ package ipvs
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,7 @@ import (
 func ports() []proxy.ServicePort {
 	return []proxy.ServicePort{
 		{Name: "default/web:http", Protocol: corev1.ProtocolTCP, ClusterIP: "10.96.0.10", Port: 80, NodePort: 30080,
-			ExternalIPs: []string{"192.0.2.7"}, LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true,
+			ExternalIPs: []string{"192.0.2.7"}, LoadBalancerIPs: []string{"10.200.0.200"}, ExternalLocal: true, HealthCheckNodePort: 32000,
 			Endpoints: []proxy.Endpoint{
 				{IP: "10.244.1.2", Port: 8080, Ready: true, Serving: true, Local: true},
 				{IP: "10.244.2.2", Port: 8080, Ready: true, Serving: true},
@@ -85,16 +87,17 @@ func TestDesiredVirtualServers(t *testing.T) {
 func TestDesiredSets(t *testing.T) {
 	st := desiredState(Config{}, ports(), []net.IP{net.ParseIP("10.200.0.11")})
 	want := map[string][]string{
-		ipset.ClusterIP:         {"10.96.0.10,tcp:80", "10.96.0.53,udp:53"},
-		ipset.ExternalIPLocal:   {"192.0.2.7,tcp:80"},
-		ipset.ExternalIP:        nil,
-		ipset.LoadBalancer:      {"10.200.0.200,tcp:80"},
-		ipset.LoadBalancerLocal: {"10.200.0.200,tcp:80"},
-		ipset.NodePortTCP:       {"30080"},
-		ipset.NodePortLocalTCP:  {"30080"},
-		ipset.NodePortUDP:       nil,
-		ipset.LoopBack:          {"10.244.1.2,tcp:8080,10.244.1.2"},
-		ipset.IPVSIPs:           {"10.96.0.10", "10.96.0.53", "192.0.2.7", "10.200.0.200"},
+		ipset.ClusterIP:           {"10.96.0.10,tcp:80", "10.96.0.53,udp:53"},
+		ipset.ExternalIPLocal:     {"192.0.2.7,tcp:80"},
+		ipset.ExternalIP:          nil,
+		ipset.LoadBalancer:        {"10.200.0.200,tcp:80"},
+		ipset.LoadBalancerLocal:   {"10.200.0.200,tcp:80"},
+		ipset.NodePortTCP:         {"30080"},
+		ipset.NodePortLocalTCP:    {"30080"},
+		ipset.NodePortUDP:         nil,
+		ipset.HealthCheckNodePort: {"32000"},
+		ipset.LoopBack:            {"10.244.1.2,tcp:8080,10.244.1.2"},
+		ipset.IPVSIPs:             {"10.96.0.10", "10.96.0.53", "192.0.2.7", "10.200.0.200"},
 	}
 	for name, entries := range want {
 		got := st.sets[name].Entries
@@ -289,6 +292,24 @@ func TestDesiredLocalPolicyWithoutLocalEndpoints(t *testing.T) {
 		}
 		if _, ok := vs.Dests[remote.String()]; !ok || len(vs.Dests) != 1 {
 			t.Errorf("%s real servers %v, want %s", k, vs.Dests, remote)
+		}
+	}
+}
+
+// loadBalancerSourceRanges fill kube-proxy's sets: the load balancer IP and port in
+// KUBE-LOAD-BALANCER-FW (filter KUBE-PROXY-FIREWALL sends it to KUBE-SOURCE-RANGES-FIREWALL,
+// which drops it), each allowed range beside it in KUBE-LOAD-BALANCER-SOURCE-CIDR (which
+// returns first), a host range as ipset save prints it, without /32.
+func TestDesiredSourceRangeSets(t *testing.T) {
+	sp := ports()[0]
+	sp.SourceRanges = []string{"192.168.0.0/16", "198.51.100.7/32"}
+	st := desiredState(Config{}, []proxy.ServicePort{sp}, nil)
+	for name, want := range map[string][]string{
+		ipset.LoadBalancerFW:         {"10.200.0.200,tcp:80"},
+		ipset.LoadBalancerSourceCIDR: {"10.200.0.200,tcp:80,192.168.0.0/16", "10.200.0.200,tcp:80,198.51.100.7"},
+	} {
+		if got := slices.Sorted(maps.Keys(st.sets[name].Entries)); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
 }

@@ -47,6 +47,16 @@ type SyncResult struct {
 	// ConntrackTime is deleting stale UDP flows (ConntrackDeleted of them), after the rest.
 	ConntrackTime    time.Duration
 	ConntrackDeleted uint
+	// NoLocalInternal, NoLocalExternal: service ports whose Local traffic policy finds no
+	// endpoint here but some elsewhere (proxy.ServicePort.NoLocalEndpoints).
+	NoLocalInternal, NoLocalExternal int
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Proxier keeps IPVS, kube-ipvs0, the ip sets and the rules equal to the Services and
@@ -251,6 +261,11 @@ func (p *Proxier) sync(ctx context.Context, start time.Time) (SyncResult, error)
 	res.Wanted = time.Since(t0)
 	st := t.st
 	res.ServicePorts = len(t.ports)
+	for _, tp := range t.ports {
+		internal, external := tp.sp.NoLocalEndpoints()
+		res.NoLocalInternal += btoi(internal)
+		res.NoLocalExternal += btoi(external)
+	}
 	res.VirtualServers = len(st.services)
 	for _, vs := range st.services {
 		res.RealServers += len(vs.Dests)

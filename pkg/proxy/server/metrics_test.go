@@ -72,3 +72,36 @@ func TestMetricsAddressPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestNoLocalEndpointsAndQueuedMetrics: kube-proxy's
+// kubeproxy_sync_proxy_rules_no_local_endpoints_total{traffic_policy} is the last sync's
+// count, and kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds when a change last
+// asked for a sync.
+func TestNoLocalEndpointsAndQueuedMetrics(t *testing.T) {
+	m := newMetrics()
+	before := float64(time.Now().Unix())
+	m.queued()
+	m.synced(syncResult{noLocalInternal: 2, noLocalExternal: 1}, nil, time.Time{})
+	families, err := m.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "traffic_policy" {
+					name += "/" + l.GetValue()
+				}
+			}
+			got[name] = s.GetGauge().GetValue()
+		}
+	}
+	if got["kubeproxy_sync_proxy_rules_no_local_endpoints_total/internal"] != 2 || got["kubeproxy_sync_proxy_rules_no_local_endpoints_total/external"] != 1 {
+		t.Errorf("no local endpoints: %v", got)
+	}
+	if q := got["kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"]; q < before {
+		t.Errorf("last queued %v, want at least %v", q, before)
+	}
+}

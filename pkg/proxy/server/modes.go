@@ -41,7 +41,10 @@ type syncResult struct {
 	full                  bool
 	duration              time.Duration
 	filterRules, natRules int
-	log                   []any // mode-specific figures for the debug log
+	// service ports whose Local internal or external traffic policy finds no endpoint here
+	// but some elsewhere
+	noLocalInternal, noLocalExternal int
+	log                              []any // mode-specific figures for the debug log
 }
 
 // proxier is a mode's proxier as the server drives it.
@@ -112,6 +115,7 @@ type iptablesMode struct{ *iptables.Proxier }
 func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
 	res, err := m.Proxier.Sync(ctx)
 	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+		noLocalInternal: res.NoLocalInternal, noLocalExternal: res.NoLocalExternal,
 		log: []any{"servicePorts", res.ServicePorts, "chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes}}, err
 }
 
@@ -120,6 +124,7 @@ type ipvsMode struct{ *ipvs.Proxier }
 func (m ipvsMode) Sync(ctx context.Context) (syncResult, error) {
 	res, err := m.Proxier.Sync(ctx)
 	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+		noLocalInternal: res.NoLocalInternal, noLocalExternal: res.NoLocalExternal,
 		log: []any{"servicePorts", res.ServicePorts, "virtualServers", res.VirtualServers, "realServers", res.RealServers,
 			"ipvsCalls", res.IPVSCalls, "ipsetLines", res.SetLines, "rulesWritten", res.RulesWritten}}, err
 }

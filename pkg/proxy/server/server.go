@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 )
@@ -178,6 +179,13 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	}}
 	// The health check node ports of LoadBalancers with externalTrafficPolicy Local.
 	hc := healthcheck.New(o.HostnameOverride, func() bool { return h.healthy(time.Now()) }, log)
+	hc.Event = func(svc types.NamespacedName, note string) {
+		go func() { // not in the sync's way
+			if err := recordServiceHealthcheckFailure(ctx, client, svc, note); err != nil {
+				log.Warn("could not record the FailedToStartServiceHealthcheck event", "service", svc, "err", err)
+			}
+		}()
+	}
 	defer hc.Close()
 	var lastFull time.Time
 	var pendingSince time.Time
@@ -228,6 +236,7 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 			}
 			mu.Unlock()
 			h.queued(time.Now())
+			m.queued()
 			r.Run()
 			if speaker != nil {
 				speaker.Changed()
@@ -243,6 +252,7 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 			zone = n.Labels[corev1.LabelTopologyZone]
 		}
 		if proxier.SetZone(zone) {
+			m.queued()
 			r.Run()
 		}
 	}
@@ -441,8 +451,9 @@ type metrics struct {
 	registry                                *prometheus.Registry
 	duration, fullDuration, partialDuration *prometheus.HistogramVec
 	programming                             *prometheus.HistogramVec
-	lastTimestamp                           *prometheus.GaugeVec
+	lastTimestamp, lastQueued               *prometheus.GaugeVec
 	rules                                   *prometheus.GaugeVec
+	noLocalEndpoints                        *prometheus.GaugeVec // by traffic_policy
 	restoreFailures                         *prometheus.CounterVec
 	serviceChanges, endpointChanges         prometheus.Counter
 	healthzTotal, livezTotal                *prometheus.CounterVec // answers of /healthz and /livez by code
@@ -466,6 +477,10 @@ func newMetrics() *metrics {
 			Help: "In Cluster Network Programming Latency in seconds", Buckets: buckets}, family),
 		lastTimestamp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
 			Help: "The last time proxy rules were successfully synced"}, family),
+		lastQueued: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+			Help: "The last time a sync of proxy rules was queued"}, family),
+		noLocalEndpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
+			Help: "Number of services with a Local traffic policy and no endpoints"}, []string{"traffic_policy", "ip_family"}),
 		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_iptables_total",
 			Help: "Total number of iptables rules owned by kube-proxy"}, []string{"table", "ip_family"}),
 		serviceChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_total",
@@ -480,7 +495,7 @@ func newMetrics() *metrics {
 			Help: "Cumulative proxy livez HTTP status"}, []string{"code"}),
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.duration, m.fullDuration, m.partialDuration, m.programming, m.lastTimestamp, m.rules,
+		m.duration, m.fullDuration, m.partialDuration, m.programming, m.lastTimestamp, m.lastQueued, m.noLocalEndpoints, m.rules,
 		m.serviceChanges, m.endpointChanges, m.restoreFailures, m.healthzTotal, m.livezTotal)
 	return m
 }
@@ -501,10 +516,15 @@ func (m *metrics) synced(res syncResult, err error, since time.Time) {
 	m.lastTimestamp.WithLabelValues(ipFamily).SetToCurrentTime()
 	m.rules.WithLabelValues("filter", ipFamily).Set(float64(res.filterRules))
 	m.rules.WithLabelValues("nat", ipFamily).Set(float64(res.natRules))
+	m.noLocalEndpoints.WithLabelValues("internal", ipFamily).Set(float64(res.noLocalInternal))
+	m.noLocalEndpoints.WithLabelValues("external", ipFamily).Set(float64(res.noLocalExternal))
 	if !since.IsZero() {
 		m.programming.WithLabelValues(ipFamily).Observe(time.Since(since).Seconds())
 	}
 }
+
+// queued records that a change asked for a sync, as kube-proxy's Sync.
+func (m *metrics) queued() { m.lastQueued.WithLabelValues(ipFamily).SetToCurrentTime() }
 
 // handler serves the metrics address as kube-proxy's: /metrics, /healthz (the generic
 // "ok" of a server with no checks), /proxyMode (mode) and, with profiling, /debug/pprof.
