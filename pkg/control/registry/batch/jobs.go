@@ -139,6 +139,9 @@ func defaultJob(j *batchv1.Job) {
 		}
 		s.PodReplacementPolicy = &policy
 	}
+	if s.ManualSelector == nil {
+		s.ManualSelector = ptr.To(false)
+	}
 	registry.DefaultPodTemplate(&s.Template)
 }
 

@@ -26,7 +26,9 @@ func TestJobDefaultsAndGeneratedSelector(t *testing.T) {
 		t.Fatal(errs.ToAggregate())
 	}
 	s := j.Spec
-	if *s.Completions != 1 || *s.Parallelism != 1 || *s.BackoffLimit != 6 || *s.CompletionMode != batchv1.NonIndexedCompletion || *s.Suspend {
+	if *s.Completions != 1 || *s.Parallelism != 1 || *s.BackoffLimit != 6 || *s.CompletionMode != batchv1.NonIndexedCompletion || *s.Suspend ||
+		s.ManualSelector == nil || *s.ManualSelector { // SetDefaults_Job sets manualSelector: false
+
 		t.Errorf("job spec not defaulted: %+v", s)
 	}
 	if s.Selector.MatchLabels[batchv1.ControllerUidLabel] != "0a1b" || len(s.Selector.MatchLabels) != 1 {
