@@ -54,7 +54,12 @@ func TestJobValidation(t *testing.T) {
 	j = job()
 	manual := true
 	j.Spec.ManualSelector = &manual
-	registrytest.ExpectErrors(t, "manual selector left out", registrytest.CreateSteps(JobRules, j), "spec.selector: FieldValueRequired")
+	j.Spec.Parallelism = registry.Int32Ptr(-1)
+	// kube-apiserver v1.36.3's answer, in its order (ValidateJob: the spec, then its selector).
+	registrytest.ExpectMessages(t, "manual selector left out", registrytest.CreateSteps(JobRules, j),
+		"spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+		"spec.selector: Required value",
+		"spec.template.metadata.labels: Invalid value: {\"run\":\"pi\"}: `selector` does not match template `labels`")
 
 	old := job()
 	if errs := registrytest.CreateSteps(JobRules, old); len(errs) > 0 {
@@ -65,6 +70,14 @@ func TestJobValidation(t *testing.T) {
 	errs = registrytest.UpdateSteps(JobRules, changed, old)
 	registrytest.ExpectErrors(t, "new template", errs, "spec.template: FieldValueInvalid")
 	registrytest.ExpectMessage(t, errs, "spec.template", "field is immutable")
+
+	changed = old.DeepCopy()
+	changed.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+	labels := `{"batch.kubernetes.io/controller-uid":"0a1b","batch.kubernetes.io/job-name":"pi","controller-uid":"0a1b","job-name":"pi","run":"pi"}`
+	registrytest.ExpectMessages(t, "new selector", registrytest.UpdateSteps(JobRules, changed, old),
+		"spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\"}}: `selector` not auto-generated",
+		"spec.template.metadata.labels: Invalid value: "+labels+": `selector` does not match template `labels`",
+		"spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\"}}: field is immutable")
 }
 
 // As Kubernetes 1.36: a suspended Job that has not started may change its pods' scheduling
