@@ -61,8 +61,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	if err != nil {
 		return err
 	}
-	// kube-apiserver routes POST to a collection only, PUT and PATCH to an object only.
-	if info.Subresource == "" && (info.Verb == "create" && info.Name != "" || (info.Verb == "update" || info.Verb == "patch") && info.Name == "") {
+	// kube-apiserver routes POST to a collection only, PUT and PATCH to an object only,
+	// DELETE of a collection only where its REST has DeleteCollection.
+	if info.Subresource == "" && (info.Verb == "create" && info.Name != "" || (info.Verb == "update" || info.Verb == "patch") && info.Name == "" ||
+		info.Verb == "deletecollection" && res.Rules.NoDeleteCollection) {
 		return methodNotAllowed()
 	}
 	if res.Computed != nil {
