@@ -3,6 +3,8 @@ package apiserver
 import (
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/internal/apitest"
@@ -80,5 +82,27 @@ func TestVersionNamesEmulationAndMinCompatibility(t *testing.T) {
 	if info.Major != "1" || info.EmulationMajor != info.Major || info.EmulationMinor != info.Minor ||
 		info.MinCompatibilityMajor != "1" || info.MinCompatibilityMinor == "" || info.MinCompatibilityMinor >= info.Minor {
 		t.Errorf("version: %#v", info)
+	}
+}
+
+// Namespaces have no deletecollection in kube-apiserver (its namespace REST has no
+// DeleteCollection): discovery does not list it and DELETE of the collection is its 405,
+// not the deletion of every namespace.
+func TestNamespacesHaveNoDeleteCollection(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	var list metav1.APIResourceList
+	apitest.DecodeStrict(t, do(t, h, "GET", "/api/v1", nil).Body.Bytes(), &list)
+	for _, r := range list.APIResources {
+		if r.Name == "namespaces" && !slices.Equal(r.Verbs, []string{"create", "delete", "get", "list", "patch", "update", "watch"}) {
+			t.Errorf("namespaces verbs %v, want kube's", r.Verbs)
+		}
+	}
+	w := do(t, h, "DELETE", "/api/v1/namespaces", nil)
+	if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusMethodNotAllowed || st.Message != "the server does not allow this method on the requested resource" {
+		t.Errorf("DELETE /api/v1/namespaces: %d %s, want kube's 405", w.Code, w.Body)
+	}
+	if w := do(t, h, "GET", "/api/v1/namespaces/default", nil); w.Code != http.StatusOK || strings.Contains(w.Body.String(), "deletionTimestamp") {
+		t.Errorf("namespace default after the refused delete: %d %s", w.Code, w.Body)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"strconv"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
@@ -231,7 +234,7 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		if err = testsOfRootWithoutValue(p); err == nil {
 			opts := jsonpatch.NewApplyOptions()
 			opts.AccumulatedCopySizeLimit = MaxBodyBytes
-			patched, err = p.ApplyWithOptions(orig, opts)
+			patched, err = applyJSONPatch(p, orig, opts)
 		}
 		if tooLarge := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &tooLarge) {
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
@@ -351,6 +354,60 @@ func strictWarnings(errs []error, directive fieldValidation) []string {
 // testsOfRootWithoutValue fails a patch that tests the whole document against a missing or
 // null value: the object is never null, so the test fails, and json-patch itself would
 // panic on it (found by FuzzPatch).
+// applyJSONPatch applies p as kube's json-patch (v4) does, where a replace of a key an
+// existing object lacks sets it; v5 refuses that as missing. Only a patch v5 refuses so is
+// applied again, one operation at a time, such a replace becoming an add.
+func applyJSONPatch(p jsonpatch.Patch, doc []byte, opts *jsonpatch.ApplyOptions) ([]byte, error) {
+	patched, err := p.ApplyWithOptions(doc, opts)
+	if err == nil || !errors.Is(err, jsonpatch.ErrMissing) {
+		return patched, err
+	}
+	for _, op := range p {
+		next, err := jsonpatch.Patch{op}.ApplyWithOptions(doc, opts)
+		if err != nil && op.Kind() == "replace" && errors.Is(err, jsonpatch.ErrMissing) && parentIsObject(doc, op) {
+			add := maps.Clone(op)
+			kind := json.RawMessage(`"add"`)
+			add["op"] = &kind
+			next, err = jsonpatch.Patch{add}.ApplyWithOptions(doc, opts)
+		}
+		if err != nil {
+			return nil, err
+		}
+		doc = next
+	}
+	return doc, nil
+}
+
+// parentIsObject tells whether the operation's path names a member of a JSON object of doc.
+func parentIsObject(doc []byte, op jsonpatch.Operation) bool {
+	path, err := op.Path()
+	i := strings.LastIndex(path, "/")
+	if err != nil || i < 0 {
+		return false
+	}
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return false
+	}
+	for _, token := range strings.Split(path[:i], "/")[1:] {
+		token = strings.NewReplacer("~1", "/", "~0", "~").Replace(token)
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[token]
+		case []any:
+			n, err := strconv.Atoi(token)
+			if err != nil || n < 0 || n >= len(c) {
+				return false
+			}
+			v = c[n]
+		default:
+			return false
+		}
+	}
+	_, ok := v.(map[string]any)
+	return ok
+}
+
 func testsOfRootWithoutValue(p jsonpatch.Patch) error {
 	for _, op := range p {
 		if path, err := op.Path(); err == nil && op.Kind() == "test" && path == "" && op["value"] == nil {

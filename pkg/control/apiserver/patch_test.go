@@ -37,7 +37,8 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 		causeField                      string
 	}{
 		{"json patch test fails", jsonPatch, "", `[{"op":"test","path":"/metadata/name","value":"b"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
-		{"json patch replaces a missing key", jsonPatch, "", `[{"op":"replace","path":"/metadata/labels/nope","value":"x"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
+		{"json patch replaces a key of a missing object", jsonPatch, "", `[{"op":"replace","path":"/metadata/annotations/nope","value":"x"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
+		{"json patch replaces a missing array index", jsonPatch, "", `[{"op":"replace","path":"/spec/containers/1","value":{}}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch removes a missing path", jsonPatch, "", `[{"op":"remove","path":"/nope/x"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch of an unknown operation", jsonPatch, "", `[{"op":"bogus","path":"/spec"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch that is no list", jsonPatch, "", `{"a":1}`, 400, metav1.StatusReasonBadRequest, "error decoding patch: json: cannot unmarshal object into Go value of type []...", ""},
@@ -74,6 +75,12 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 				t.Errorf("details: %+v, want one FieldValueInvalid cause on %s", st.Details, tc.causeField)
 			}
 		})
+	}
+	// kube's json-patch (v4) replaces a key an object lacks by setting it: kube-apiserver
+	// v1.36.3 patches the pod, in the same order as the other operations.
+	patch := `[{"op":"replace","path":"/metadata/labels/nope","value":"x"},{"op":"test","path":"/metadata/labels/nope","value":"x"},{"op":"add","path":"/metadata/labels/b","value":"y"}]`
+	if w := patchAs(h, jsonPatch, pod, patch); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"labels":{"app":"web","b":"y","nope":"x"}`) {
+		t.Errorf("json patch replacing a missing label: %d %s", w.Code, w.Body)
 	}
 }
 

@@ -61,6 +61,12 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 	if err != nil {
 		return err
 	}
+	// kube-apiserver routes POST to a collection only, PUT and PATCH to an object only,
+	// DELETE of a collection only where its REST has DeleteCollection.
+	if info.Subresource == "" && (info.Verb == "create" && info.Name != "" || (info.Verb == "update" || info.Verb == "patch") && info.Name == "" ||
+		info.Verb == "deletecollection" && res.Rules.NoDeleteCollection) {
+		return methodNotAllowed()
+	}
 	if res.Computed != nil {
 		return s.serveComputed(w, r, res, info, rep)
 	}
@@ -71,7 +77,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 		}
 		// Not passed on: DELETE or POST of pods/x/status would delete or create the pod.
 		if !slices.Contains(verbs, info.Verb) {
-			return apierrors.NewMethodNotSupported(res.GroupResource(), info.Verb)
+			return methodNotAllowed()
 		}
 	}
 	switch info.Subresource {
@@ -104,6 +110,12 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, res *registry.
 		return s.serveDeleteCollection(w, r, res, info)
 	}
 	return apierrors.NewMethodNotSupported(res.GroupResource(), r.Method)
+}
+
+// methodNotAllowed is kube-apiserver's answer to a method a path has no route for: the
+// generic 405 Status (its message, no kind), not NewMethodNotSupported's.
+func methodNotAllowed() error {
+	return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
 }
 
 // respond writes one object in the representation the client asked for.

@@ -118,6 +118,9 @@ type Rules struct {
 	// as the strategies of Kubernetes' workloads, pods and PodDisruptionBudgets set it; other
 	// kinds (Services, ConfigMaps, ...) have none.
 	Generation bool
+	// NoDeleteCollection: the kind cannot be deleted as a collection (namespaces, whose
+	// REST in kube-apiserver has no DeleteCollection): discovery lists no deletecollection.
+	NoDeleteCollection bool
 	// GenerationChanged, for a kind with a generation but no spec, says whether an update
 	// changes what the object asks for (1 on create, then +1 each time it says so).
 	GenerationChanged func(obj, old runtime.Object) bool

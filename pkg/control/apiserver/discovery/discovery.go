@@ -188,6 +188,8 @@ func apiResources(res *registry.Resource) []metav1.APIResource {
 	case registry.IsCustom(res.GVK()):
 		// apiextensions-apiserver's discovery controller lists them in this order.
 		out[0].Verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+	case res.Rules.NoDeleteCollection:
+		out[0].Verbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
 	}
 	for _, sub := range res.Subresources {
 		entry := metav1.APIResource{Name: res.Resource + "/" + sub, Namespaced: res.Namespaced, Kind: res.Kind}

@@ -139,24 +139,29 @@ func defaultJob(j *batchv1.Job) {
 		}
 		s.PodReplacementPolicy = &policy
 	}
+	if s.ManualSelector == nil {
+		s.ManualSelector = ptr.To(false)
+	}
 	registry.DefaultPodTemplate(&s.Template)
 }
 
 func validateJob(j *batchv1.Job) field.ErrorList {
+	// in kube's order (ValidateJob, ValidateJobSpec): the generated selector, the spec, then the selector
 	errs := registry.ValidateMeta(j, true, validation.NameIsDNSSubdomain)
 	spec := field.NewPath("spec")
-	if j.Spec.Selector == nil {
-		errs = append(errs, field.Required(spec.Child("selector"), ""))
-	} else {
-		errs = append(errs, metav1validation.ValidateLabelSelector(j.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
-		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && !sel.Matches(labels.Set(j.Spec.Template.Labels)) {
-			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), j.Spec.Template.Labels, "`selector` does not match template `labels`"))
-		}
-	}
 	if j.Spec.ManualSelector == nil || !*j.Spec.ManualSelector {
 		errs = append(errs, validateGeneratedSelector(j, spec)...)
 	}
 	errs = append(errs, validateJobSpec(&j.Spec, spec)...)
+	if j.Spec.Selector == nil {
+		errs = append(errs, field.Required(spec.Child("selector"), ""))
+	} else {
+		errs = append(errs, metav1validation.ValidateLabelSelector(j.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
+	}
+	// a missing selector selects nothing, so it too does not match
+	if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && !sel.Matches(labels.Set(j.Spec.Template.Labels)) {
+		errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), j.Spec.Template.Labels, "`selector` does not match template `labels`"))
+	}
 	if c := j.Spec.Completions; c != nil && *c > 0 && j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
 		// the pods' hostnames are <job>-<index>
 		if hostname := fmt.Sprintf("%s-%d", j.Name, *c-1); len(utilvalidation.IsDNS1123Label(hostname)) > 0 {

@@ -26,7 +26,9 @@ func TestJobDefaultsAndGeneratedSelector(t *testing.T) {
 		t.Fatal(errs.ToAggregate())
 	}
 	s := j.Spec
-	if *s.Completions != 1 || *s.Parallelism != 1 || *s.BackoffLimit != 6 || *s.CompletionMode != batchv1.NonIndexedCompletion || *s.Suspend {
+	if *s.Completions != 1 || *s.Parallelism != 1 || *s.BackoffLimit != 6 || *s.CompletionMode != batchv1.NonIndexedCompletion || *s.Suspend ||
+		s.ManualSelector == nil || *s.ManualSelector { // SetDefaults_Job sets manualSelector: false
+
 		t.Errorf("job spec not defaulted: %+v", s)
 	}
 	if s.Selector.MatchLabels[batchv1.ControllerUidLabel] != "0a1b" || len(s.Selector.MatchLabels) != 1 {
@@ -52,7 +54,12 @@ func TestJobValidation(t *testing.T) {
 	j = job()
 	manual := true
 	j.Spec.ManualSelector = &manual
-	registrytest.ExpectErrors(t, "manual selector left out", registrytest.CreateSteps(JobRules, j), "spec.selector: FieldValueRequired")
+	j.Spec.Parallelism = registry.Int32Ptr(-1)
+	// kube-apiserver v1.36.3's answer, in its order (ValidateJob: the spec, then its selector).
+	registrytest.ExpectMessages(t, "manual selector left out", registrytest.CreateSteps(JobRules, j),
+		"spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+		"spec.selector: Required value",
+		"spec.template.metadata.labels: Invalid value: {\"run\":\"pi\"}: `selector` does not match template `labels`")
 
 	old := job()
 	if errs := registrytest.CreateSteps(JobRules, old); len(errs) > 0 {
@@ -63,6 +70,14 @@ func TestJobValidation(t *testing.T) {
 	errs = registrytest.UpdateSteps(JobRules, changed, old)
 	registrytest.ExpectErrors(t, "new template", errs, "spec.template: FieldValueInvalid")
 	registrytest.ExpectMessage(t, errs, "spec.template", "field is immutable")
+
+	changed = old.DeepCopy()
+	changed.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+	labels := `{"batch.kubernetes.io/controller-uid":"0a1b","batch.kubernetes.io/job-name":"pi","controller-uid":"0a1b","job-name":"pi","run":"pi"}`
+	registrytest.ExpectMessages(t, "new selector", registrytest.UpdateSteps(JobRules, changed, old),
+		"spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\"}}: `selector` not auto-generated",
+		"spec.template.metadata.labels: Invalid value: "+labels+": `selector` does not match template `labels`",
+		"spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\"}}: field is immutable")
 }
 
 // As Kubernetes 1.36: a suspended Job that has not started may change its pods' scheduling

@@ -16,6 +16,7 @@ import (
 const NamespaceFinalizer corev1.FinalizerName = "kubernetes"
 
 var NamespaceRules = registry.Rules{
+	NoDeleteCollection: true,
 	Default: func(obj runtime.Object) {
 		ns := obj.(*corev1.Namespace)
 		switch {

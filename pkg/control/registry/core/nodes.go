@@ -124,7 +124,7 @@ func validateNodeUpdate(n, old *corev1.Node) field.ErrorList {
 	seen := map[corev1.NodeAddress]bool{}
 	for i, a := range n.Status.Addresses {
 		if seen[a] {
-			errs = append(errs, field.Duplicate(field.NewPath("status", "addresses").Index(i), a))
+			errs = append(errs, field.Duplicate(field.NewPath("status", "addresses").Index(i), internalNodeAddress{a.Type, a.Address}))
 		}
 		seen[a] = true
 	}
@@ -179,7 +179,7 @@ func validateTaints(taints []corev1.Taint, path *field.Path) field.ErrorList {
 		}
 		k := keyEffect{t.Key, t.Effect}
 		if seen[k] {
-			dup := field.Duplicate(p, t)
+			dup := field.Duplicate(p, internalTaint{t.Key, t.Value, t.Effect, t.TimeAdded})
 			dup.Detail = "taints must be unique by key and effect pair"
 			errs = append(errs, dup)
 			continue
@@ -284,4 +284,18 @@ func boolText(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// internalNodeAddress and internalTaint are kube's internal core types, the values its
+// duplicate errors show: without JSON tags, a struct prints its Go field names.
+type internalNodeAddress struct {
+	Type    corev1.NodeAddressType
+	Address string
+}
+
+type internalTaint struct {
+	Key       string
+	Value     string
+	Effect    corev1.TaintEffect
+	TimeAdded *metav1.Time
 }

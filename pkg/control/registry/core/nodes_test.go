@@ -46,7 +46,7 @@ func TestNodeValidation(t *testing.T) {
 	expectInvalid("bad node", err,
 		`metadata.taints[0].key: Invalid value: "bad key": name part must consist of alphanumeric characters`,
 		`metadata.taints[1].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
-		`metadata.taints[3]: Duplicate value: {"key":"gpu","value":"other","effect":"NoSchedule"}: taints must be unique by key and effect pair`,
+		`metadata.taints[3]: Duplicate value: {"Key":"gpu","Value":"other","Effect":"NoSchedule","TimeAdded":null}: taints must be unique by key and effect pair`,
 		`status.capacity.pods: Invalid value: "1500m": must be an integer`,
 		`status.capacity.cpu: Invalid value: "-1": must be greater than or equal to 0`,
 		`spec.podCIDRs: Invalid value: ["10.1.0.0/24","10.2.0.0/24"]: may specify no more than one CIDR for each IP family`)
@@ -94,7 +94,7 @@ func TestNodeValidation(t *testing.T) {
 	// The status subresource checks the status and keeps the spec.
 	patch := `{"spec":{"unschedulable":true},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.9"},{"type":"InternalIP","address":"10.0.0.9"}]}}`
 	_, err = nodes.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
-	expectInvalid("duplicate address", err, `status.addresses[1]: Duplicate value: {"type":"InternalIP","address":"10.0.0.9"}`)
+	expectInvalid("duplicate address", err, `status.addresses[1]: Duplicate value: {"Type":"InternalIP","Address":"10.0.0.9"}`)
 	patch = `{"spec":{"unschedulable":true},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.10"}]}}`
 	if node, err = nodes.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)

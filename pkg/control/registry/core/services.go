@@ -326,7 +326,7 @@ func validateServicePorts(svc *corev1.Service, path *field.Path) field.ErrorList
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, registry.ServiceProtocols))
 		}
 		if key := (portKey{p.Port, p.Protocol}); seenPorts.Has(key) {
-			errs = append(errs, field.Duplicate(pp, corev1.ServicePort{Port: p.Port, Protocol: p.Protocol}))
+			errs = append(errs, field.Duplicate(pp, internalServicePort{Port: p.Port, Protocol: p.Protocol}))
 		} else {
 			seenPorts.Insert(key)
 		}
@@ -493,4 +493,15 @@ func servicePorts(ports []corev1.ServicePort) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// internalServicePort is kube's internal core.ServicePort, the value its duplicate-port
+// error shows: without JSON tags, a struct prints its Go field names.
+type internalServicePort struct {
+	Name        string
+	Protocol    corev1.Protocol
+	AppProtocol *string
+	Port        int32
+	TargetPort  intstr.IntOrString
+	NodePort    int32
 }

@@ -14,6 +14,8 @@ func TestServiceValidationAsKubernetes(t *testing.T) {
 	svc := service("dup", corev1.ServicePort{Name: "a", Port: 80}, corev1.ServicePort{Name: "b", Port: 80}, corev1.ServicePort{Name: "c", Port: 80, Protocol: corev1.ProtocolUDP})
 	errs := registrytest.CreateSteps(ServiceRules, svc)
 	registrytest.ExpectErrors(t, "duplicate port", errs, "spec.ports[1]: FieldValueDuplicate")
+	// kube shows its internal ServicePort, which has no JSON tags (kube-apiserver v1.36.3's answer).
+	registrytest.ExpectMessage(t, errs, "spec.ports[1]", `Duplicate value: {"Name":"","Protocol":"TCP","AppProtocol":null,"Port":80,"TargetPort":0,"NodePort":0}`)
 
 	// RelaxedServiceNameValidation (beta, on in v1.36): a DNS label, so it may start with a digit.
 	registrytest.ExpectErrors(t, "name starting with a digit", registrytest.CreateSteps(ServiceRules, service("1web", corev1.ServicePort{Port: 80})))

@@ -34,6 +34,8 @@ func SystemPriorityClasses() []*schedulingv1.PriorityClass {
 }
 
 var PriorityClassRules = registry.Rules{
+	// generation 1 on create, never bumped, as kube's priorityClassStrategy.PrepareForCreate
+	PrepareCreate: func(obj runtime.Object) { obj.(*schedulingv1.PriorityClass).Generation = 1 },
 	Default: func(obj runtime.Object) {
 		pc := obj.(*schedulingv1.PriorityClass)
 		if pc.PreemptionPolicy == nil {

@@ -20,8 +20,8 @@ func TestPriorityClassRules(t *testing.T) {
 	pc = &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "huge"}, Value: 2000000000}
 	registrytest.ExpectErrors(t, "above user range", registrytest.CreateSteps(PriorityClassRules, pc), "value: FieldValueForbidden")
 	pc = &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
-	if errs := registrytest.CreateSteps(PriorityClassRules, pc); len(errs) > 0 || *pc.PreemptionPolicy != corev1.PreemptLowerPriority {
-		t.Errorf("user class: %v %v", errs.ToAggregate(), pc.PreemptionPolicy)
+	if errs := registrytest.CreateSteps(PriorityClassRules, pc); len(errs) > 0 || *pc.PreemptionPolicy != corev1.PreemptLowerPriority || pc.Generation != 1 {
+		t.Errorf("user class: %v %v generation %d", errs.ToAggregate(), pc.PreemptionPolicy, pc.Generation)
 	}
 	changed := pc.DeepCopy()
 	changed.Value = 2000
