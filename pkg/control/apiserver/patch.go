@@ -351,9 +351,6 @@ func strictWarnings(errs []error, directive fieldValidation) []string {
 	return strictDecodingWarnings(errs)
 }
 
-// testsOfRootWithoutValue fails a patch that tests the whole document against a missing or
-// null value: the object is never null, so the test fails, and json-patch itself would
-// panic on it (found by FuzzPatch).
 // applyJSONPatch applies p as kube's json-patch (v4) does, where a replace of a key an
 // existing object lacks sets it; v5 refuses that as missing. Only a patch v5 refuses so is
 // applied again, one operation at a time, such a replace becoming an add.
@@ -408,6 +405,9 @@ func parentIsObject(doc []byte, op jsonpatch.Operation) bool {
 	return ok
 }
 
+// testsOfRootWithoutValue fails a patch that tests the whole document against a missing or
+// null value: the object is never null, so the test fails, and json-patch itself would
+// panic on it (found by FuzzPatch).
 func testsOfRootWithoutValue(p jsonpatch.Patch) error {
 	for _, op := range p {
 		if path, err := op.Path(); err == nil && op.Kind() == "test" && path == "" && op["value"] == nil {
