@@ -2,6 +2,7 @@ package imagegc
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -67,8 +68,12 @@ func TestGarbageCollect(t *testing.T) {
 	rt.containers = []runtime.Container{{Image: "running"}}
 	clk.Step(time.Minute)
 	freed, err := c.GarbageCollect(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "Attempted to free 150 bytes, but only found 60 bytes eligible to free") {
-		t.Errorf("err = %v; want the kubelet's message about too little to free", err)
+	want := "Insufficient free disk space on the node's image filesystem (95% of 1000 B used). " +
+		"Failed to free sufficient space by deleting unused images (freed 60 bytes). " +
+		"Investigate disk usage, as it could be used by active images, logs, volumes, or other data."
+	var insufficient *InsufficientSpaceError
+	if err == nil || err.Error() != want || !errors.As(err, &insufficient) {
+		t.Errorf("err = %v; want the kubelet's FreeDiskSpaceFailed message %q", err, want)
 	}
 	// used-recently (no container now) goes; pause is pinned, running in use, just-pulled too young.
 	if freed != 60 || !slices.Equal(rt.removed, []string{"used-recently"}) {
