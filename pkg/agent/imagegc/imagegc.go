@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -133,7 +134,7 @@ func (c *Collector) DeleteUnused(ctx context.Context) (int64, error) {
 }
 
 // free removes images neither in use, pinned nor younger than MinAge, least recently
-// used first, until toFree bytes are freed.
+// used first, until toFree bytes are freed. An error names the images that failed to go.
 func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int64) (freed int64, err error) {
 	images, err := c.rt.ListImages(ctx)
 	if err != nil {
@@ -156,18 +157,24 @@ func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int6
 	slices.SortFunc(candidates, func(a, b runtime.Image) int { return lastUsed(a).Compare(lastUsed(b)) })
 	c.mu.Unlock()
 
+	// An image that fails to go does not stop the others (the kubelet's freeSpace).
+	var failures []error
 	for _, img := range candidates {
 		if freed >= toFree {
 			break
 		}
 		c.log.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size)
 		if err := c.rt.RemoveImage(ctx, img.Name); err != nil {
-			return freed, err
+			failures = append(failures, err)
+			continue
 		}
 		freed += img.Size
 		c.mu.Lock()
 		delete(c.lastUsed, img.Name)
 		c.mu.Unlock()
+	}
+	if len(failures) > 0 {
+		return freed, fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", toFree, freed, utilerrors.NewAggregate(failures))
 	}
 	return freed, nil
 }
