@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
 
 	"github.com/minik8s/minik8s/pkg/runtime"
@@ -79,15 +80,44 @@ func (c *Collector) GarbageCollect(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if capacity == 0 || used*100 < uint64(c.highPercent)*capacity {
+	if capacity == 0 {
 		return 0, nil
 	}
-	toFree := int64(used) - int64(capacity*uint64(c.lowPercent)/100)
-	freed, eligible, err := c.free(ctx, inUse, toFree)
+	// The kubelet's arithmetic: usage rounded up, freeing down to the low threshold.
+	available := int64(capacity) - min(int64(used), int64(capacity))
+	usagePercent := 100 - int(available*100/int64(capacity))
+	if usagePercent < c.highPercent {
+		return 0, nil
+	}
+	toFree := int64(capacity)*int64(100-c.lowPercent)/100 - available
+	freed, err := c.free(ctx, inUse, toFree)
 	if err == nil && freed < toFree {
-		err = fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", toFree, eligible)
+		err = &InsufficientSpaceError{Message: fmt.Sprintf("Insufficient free disk space on the node's image filesystem (%d%% of %s used). "+
+			"Failed to free sufficient space by deleting unused images (freed %d bytes). "+
+			"Investigate disk usage, as it could be used by active images, logs, volumes, or other data.",
+			usagePercent, formatSize(int64(capacity)), freed)}
 	}
 	return freed, err
+}
+
+// InsufficientSpaceError says a collection freed less than it had to, in the words of
+// the kubelet's FreeDiskSpaceFailed event.
+type InsufficientSpaceError struct{ Message string }
+
+func (e *InsufficientSpaceError) Error() string { return e.Message }
+
+// formatSize writes a size as the kubelet's image GC messages do (binary units, one
+// decimal).
+func formatSize(size int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	if size < 1024 {
+		return fmt.Sprintf("%d B", size)
+	}
+	f, i := float64(size)/1024, 0
+	for ; f >= 1024 && i < len(units)-1; i++ {
+		f /= 1024
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
 }
 
 // DeleteUnused removes every image no container uses, whatever the thresholds, and
@@ -99,16 +129,16 @@ func (c *Collector) DeleteUnused(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	freed, _, err := c.free(ctx, inUse, math.MaxInt64)
+	freed, err := c.free(ctx, inUse, math.MaxInt64)
 	return freed, err
 }
 
 // free removes images neither in use, pinned nor younger than MinAge, least recently
-// used first, until toFree bytes are freed; eligible is what all of them held.
-func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int64) (freed, eligible int64, err error) {
+// used first, until toFree bytes are freed. An error names the images that failed to go.
+func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int64) (freed int64, err error) {
 	images, err := c.rt.ListImages(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	now := c.clock.Now()
 	c.mu.Lock()
@@ -127,23 +157,26 @@ func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int6
 	slices.SortFunc(candidates, func(a, b runtime.Image) int { return lastUsed(a).Compare(lastUsed(b)) })
 	c.mu.Unlock()
 
-	for _, img := range candidates {
-		eligible += img.Size
-	}
+	// An image that fails to go does not stop the others (the kubelet's freeSpace).
+	var failures []error
 	for _, img := range candidates {
 		if freed >= toFree {
 			break
 		}
 		c.log.Info("removing unused image to free disk space", "image", img.Name, "bytes", img.Size)
 		if err := c.rt.RemoveImage(ctx, img.Name); err != nil {
-			return freed, eligible, err
+			failures = append(failures, err)
+			continue
 		}
 		freed += img.Size
 		c.mu.Lock()
 		delete(c.lastUsed, img.Name)
 		c.mu.Unlock()
 	}
-	return freed, eligible, nil
+	if len(failures) > 0 {
+		return freed, fmt.Errorf("wanted to free %d bytes, but freed %d bytes space with errors in image deletion: %w", toFree, freed, utilerrors.NewAggregate(failures))
+	}
+	return freed, nil
 }
 
 // noteUse records the images containers use now and returns them.

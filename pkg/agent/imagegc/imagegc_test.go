@@ -2,6 +2,7 @@ package imagegc
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ type fakeRuntime struct {
 	containers     []runtime.Container
 	used, capacity uint64
 	removed        []string
+	busy           map[string]bool // images whose removal fails
 }
 
 func (f *fakeRuntime) ListImages(context.Context) ([]runtime.Image, error) { return f.images, nil }
@@ -28,6 +30,9 @@ func (f *fakeRuntime) ImageFsUsage(context.Context) (uint64, uint64, error) {
 	return f.used, f.capacity, nil
 }
 func (f *fakeRuntime) RemoveImage(_ context.Context, name string) error {
+	if f.busy[name] {
+		return errors.New("image " + name + " is busy")
+	}
 	f.removed = append(f.removed, name)
 	for _, img := range f.images {
 		if img.Name == name {
@@ -67,8 +72,12 @@ func TestGarbageCollect(t *testing.T) {
 	rt.containers = []runtime.Container{{Image: "running"}}
 	clk.Step(time.Minute)
 	freed, err := c.GarbageCollect(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "Attempted to free 150 bytes, but only found 60 bytes eligible to free") {
-		t.Errorf("err = %v; want the kubelet's message about too little to free", err)
+	want := "Insufficient free disk space on the node's image filesystem (95% of 1000 B used). " +
+		"Failed to free sufficient space by deleting unused images (freed 60 bytes). " +
+		"Investigate disk usage, as it could be used by active images, logs, volumes, or other data."
+	var insufficient *InsufficientSpaceError
+	if err == nil || err.Error() != want || !errors.As(err, &insufficient) {
+		t.Errorf("err = %v; want the kubelet's FreeDiskSpaceFailed message %q", err, want)
 	}
 	// used-recently (no container now) goes; pause is pinned, running in use, just-pulled too young.
 	if freed != 60 || !slices.Equal(rt.removed, []string{"used-recently"}) {
@@ -117,5 +126,30 @@ func TestDeleteUnused(t *testing.T) {
 	freed, err := New(rt, 100, 80, clocktesting.NewFakeClock(now), slog.Default(), "pause").DeleteUnused(context.Background())
 	if err != nil || freed != 30 || !slices.Equal(rt.removed, []string{"a", "b"}) {
 		t.Errorf("freed %d by removing %q (err %v), want 30 by a and b", freed, rt.removed, err)
+	}
+}
+
+// TestRemovalFailureGoesOn: an image that fails to be removed does not stop the pass; the
+// next ones go, and the pass reports what it freed with the failures, in the words of the
+// kubelet's freeSpace.
+func TestRemovalFailureGoesOn(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	old := now.Add(-time.Hour)
+	rt := &fakeRuntime{
+		capacity: 1000, used: 900, // free 100 bytes
+		images: []runtime.Image{
+			{Name: "a", Size: 60, CreatedAt: old},
+			{Name: "b", Size: 60, CreatedAt: old.Add(time.Minute)},
+			{Name: "c", Size: 60, CreatedAt: old.Add(2 * time.Minute)},
+		},
+		busy: map[string]bool{"a": true},
+	}
+	freed, err := New(rt, 85, 80, clocktesting.NewFakeClock(now), slog.Default()).GarbageCollect(context.Background())
+	want := "wanted to free 100 bytes, but freed 120 bytes space with errors in image deletion: image a is busy"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+	if freed != 120 || !slices.Equal(rt.removed, []string{"b", "c"}) {
+		t.Errorf("freed %d by removing %q, want 120 by b and c", freed, rt.removed)
 	}
 }
