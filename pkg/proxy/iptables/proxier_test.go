@@ -199,35 +199,30 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 		t.Errorf("ClientIP affinity: answers %v, want one endpoint", pinned)
 	}
 
-	// Someone flushes the tables: the canary notices, the next sync is full and repairs.
-	err = network.InNetNS(tn.node, func() error {
-		for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "mangle", "-F"}, {"-t", "mangle", "-X"}} {
-			if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
-				return fmt.Errorf("%v: %s", err, out)
+	// wipe runs iptables commands in the node, as someone else would.
+	wipe := func(commands ...[]string) {
+		t.Helper()
+		err := network.InNetNS(tn.node, func() error {
+			for _, args := range commands {
+				if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+					return fmt.Errorf("%v: %s", err, out)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	// Someone flushes the tables: the canary notices, the next sync is full and repairs.
+	wipe([]string{"-t", "nat", "-F"}, []string{"-t", "mangle", "-F"}, []string{"-t", "mangle", "-X"})
 	sync(true)
 	if _, err := tn.dial("10.96.0.50:80"); err != nil {
 		t.Errorf("after an external flush and resync: %v", err)
 	}
 	// Only the nat table wiped (a firewall reload), no Service changed: as kube-proxy's
 	// canaries in mangle, nat and filter, the next periodic sync notices and is full.
-	err = network.InNetNS(tn.node, func() error {
-		for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "nat", "-X"}} {
-			if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
-				return fmt.Errorf("%v: %s", err, out)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wipe([]string{"-t", "nat", "-F"}, []string{"-t", "nat", "-X"})
 	sync(true)
 	if _, err := tn.dial("10.96.0.50:80"); err != nil {
 		t.Errorf("after the nat table was wiped and a resync: %v", err)
