@@ -344,7 +344,8 @@ func terminationMessage(spec *corev1.Container, c runtime.Container, kept termin
 
 // runtimePodIP is the pod's address as the kubelet's HTTP hooks find it: from the
 // runtime's newest sandbox, not the API's status, which a pod killed soon after its first
-// start (a failed postStart hook) does not have yet.
+// start (a failed postStart hook) does not have yet. Only an HTTP hook without a host
+// needs it, as only that one makes the kubelet ask the runtime.
 func (s *Syncer) runtimePodIP(ctx context.Context, pod *corev1.Pod) string {
 	all, err := s.rt.ListContainers(ctx, string(pod.UID))
 	if sandboxes := sandboxesOf(all); err == nil && len(sandboxes) > 0 {
@@ -369,7 +370,11 @@ func (s *Syncer) runPreStop(ctx context.Context, pod *corev1.Pod, rc runtime.Con
 	start := s.clock.Now()
 	hookCtx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, s.runtimePodIP(ctx, pod), c.Lifecycle.PreStop, s.hookEvents(pod)); err != nil {
+	podIP := pod.Status.PodIP
+	if get := c.Lifecycle.PreStop.HTTPGet; get != nil && get.Host == "" {
+		podIP = s.runtimePodIP(hookCtx, pod)
+	}
+	if err := lifecycle.Run(hookCtx, s.execInID(rc.ID), pod, c, podIP, c.Lifecycle.PreStop, s.hookEvents(pod)); err != nil {
 		// As the kubelet: the hook's words go to the log, not to the event, where they
 		// could show secrets.
 		s.log.Warn("preStop hook failed", "pod", PodKey(pod), "container", c.Name, "err", err)
