@@ -111,34 +111,33 @@ func (r *recordedEvents) ContainerEvent(_ *corev1.Pod, container, eventType, rea
 	*r = append(*r, fmt.Sprintf("%s %s %s: %s", container, eventType, reason, fmt.Sprintf(format, args...)))
 }
 
-// TestProbeErrorEvent: a probe that could not run (an exec probe whose command the runtime
-// could not start) is a Warning Unhealthy "Liveness probe errored and resulted in unknown
-// state: ...", as the kubelet's prober words it, and counts neither way.
-func TestProbeErrorEvent(t *testing.T) {
-	var events recordedEvents
-	m := New(Config{Events: &events, Wake: func(types.UID) {}})
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
-	k := key{pod.UID, "app", probe.Liveness}
-	m.report(t.Context(), k, pod, &pod.Spec.Containers[0], &corev1.Probe{}, "c1", probe.Unknown, "container not running", probe.Success, false)
-	want := []string{"app Warning Unhealthy: Liveness probe errored and resulted in unknown state: container not running"}
-	if !slices.Equal(events, want) {
-		t.Errorf("events %q, want %q", events, want)
-	}
-}
-
-// TestProbeWarningEvent: an HTTP probe that ends on a redirect it does not follow succeeds
-// with a Warning ProbeWarning "Readiness probe warning: ...", as the kubelet's prober.
-func TestProbeWarningEvent(t *testing.T) {
-	var events recordedEvents
-	m := New(Config{Events: &events, Wake: func(types.UID) {}})
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
-	k := key{pod.UID, "app", probe.Readiness}
-	m.report(t.Context(), k, pod, &pod.Spec.Containers[0], &corev1.Probe{}, "c1", probe.Warning, "Probe terminated redirects, Response body: moved", probe.Success, true)
-	want := []string{"app Warning ProbeWarning: Readiness probe warning: Probe terminated redirects, Response body: moved"}
-	if !slices.Equal(events, want) {
-		t.Errorf("events %q, want %q", events, want)
-	}
-	if !m.Ready(pod.UID, &corev1.Container{Name: "app", ReadinessProbe: &corev1.Probe{}}) {
-		t.Error("a probe with a warning left the container unready")
+// TestProbeResultEvents: the events of a probe that neither plainly succeeds nor fails, as
+// the kubelet's prober words them: one that could not run (an exec probe whose command
+// the runtime could not start) is a Warning Unhealthy "Liveness probe errored and resulted
+// in unknown state: ..." and counts neither way; an HTTP probe that ends on a redirect it
+// does not follow succeeds with a Warning ProbeWarning "Readiness probe warning: ...".
+func TestProbeResultEvents(t *testing.T) {
+	for _, tc := range []struct {
+		kind            probe.Kind
+		result, current probe.Result
+		changed         bool // the probe's result flipped (a readiness probe's first success)
+		output, event   string
+	}{
+		{probe.Liveness, probe.Unknown, probe.Success, false, "container not running",
+			"app Warning Unhealthy: Liveness probe errored and resulted in unknown state: container not running"},
+		{probe.Readiness, probe.Warning, probe.Success, true, "Probe terminated redirects, Response body: moved",
+			"app Warning ProbeWarning: Readiness probe warning: Probe terminated redirects, Response body: moved"},
+	} {
+		var events recordedEvents
+		m := New(Config{Events: &events, Wake: func(types.UID) {}})
+		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+		k := key{pod.UID, "app", tc.kind}
+		m.report(t.Context(), k, pod, &pod.Spec.Containers[0], &corev1.Probe{}, "c1", tc.result, tc.output, tc.current, tc.changed)
+		if want := []string{tc.event}; !slices.Equal(events, want) {
+			t.Errorf("%v: events %q, want %q", tc.result, events, want)
+		}
+		if tc.result == probe.Warning && !m.Ready(pod.UID, &corev1.Container{Name: "app", ReadinessProbe: &corev1.Probe{}}) {
+			t.Error("a probe with a warning left the container unready")
+		}
 	}
 }

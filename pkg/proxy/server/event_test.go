@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -17,26 +18,11 @@ import (
 // type Normal, reason Starting, action StartKubeProxy, no note, from kube-proxy on this
 // host: `kubectl events --for node/NAME` lists it by kind and name.
 func TestStartingEvent(t *testing.T) {
-	api := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
-	client, err := apiclient.New(api.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := recordStarting(t.Context(), client, "node-1"); err != nil {
-		t.Fatal(err)
-	}
-	events, err := api.Client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(),
-		metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.apiVersion=v1,involvedObject.name=node-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostname, _ := os.Hostname()
-	if len(events.Items) != 1 {
-		t.Fatalf("events of node-1: %+v; want one", events.Items)
-	}
-	e := events.Items[0]
-	if e.Type != corev1.EventTypeNormal || e.Reason != "Starting" || e.Action != "StartKubeProxy" || e.Message != "" ||
-		e.ReportingController != "kube-proxy" || e.ReportingInstance != "kube-proxy-"+hostname || e.EventTime.IsZero() ||
+	e := recordedEvent(t, "involvedObject.kind=Node,involvedObject.apiVersion=v1,involvedObject.name=node-1",
+		func(ctx context.Context, client *apiclient.Client) error {
+			return recordStarting(ctx, client, "node-1")
+		})
+	if e.Type != corev1.EventTypeNormal || e.Reason != "Starting" || e.Action != "StartKubeProxy" || e.Message != "" || e.EventTime.IsZero() ||
 		e.InvolvedObject != (corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-1"}) {
 		t.Errorf("event %+v; want kube-proxy's Starting event", e)
 	}
@@ -48,28 +34,39 @@ func TestStartingEvent(t *testing.T) {
 // host: `kubectl events --for service/NAME` lists it (`kubectl describe`, which asks for
 // the UID, does not, as with kube-proxy's).
 func TestServiceHealthcheckEvent(t *testing.T) {
+	note := `node node-1 failed to start healthcheck "default/web" on port 31000: listen tcp4 0.0.0.0:31000: bind: address already in use`
+	e := recordedEvent(t, "involvedObject.kind=Service,involvedObject.name=web", func(ctx context.Context, client *apiclient.Client) error {
+		return recordServiceHealthcheckFailure(ctx, client, types.NamespacedName{Namespace: "default", Name: "web"}, note)
+	})
+	if e.Type != corev1.EventTypeWarning || e.Reason != "FailedToStartServiceHealthcheck" || e.Action != "Listen" || e.Message != note ||
+		e.InvolvedObject != (corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: "default", Name: "web"}) {
+		t.Errorf("event %+v; want kube-proxy's FailedToStartServiceHealthcheck event", e)
+	}
+}
+
+// recordedEvent runs record against a real API and returns the one Event in default
+// that selector finds, checked to come from kube-proxy on this host.
+func recordedEvent(t *testing.T, selector string, record func(context.Context, *apiclient.Client) error) corev1.Event {
+	t.Helper()
 	api := controlplanetest.Start(t, func(o *controlplane.Options) { o.Controllers = []string{"serviceaccount"} })
 	client, err := apiclient.New(api.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	note := `node node-1 failed to start healthcheck "default/web" on port 31000: listen tcp4 0.0.0.0:31000: bind: address already in use`
-	if err := recordServiceHealthcheckFailure(t.Context(), client, types.NamespacedName{Namespace: "default", Name: "web"}, note); err != nil {
+	if err := record(t.Context(), client); err != nil {
 		t.Fatal(err)
 	}
-	events, err := api.Client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(),
-		metav1.ListOptions{FieldSelector: "involvedObject.kind=Service,involvedObject.name=web"})
+	events, err := api.Client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{FieldSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostname, _ := os.Hostname()
 	if len(events.Items) != 1 {
-		t.Fatalf("events of service web: %+v; want one", events.Items)
+		t.Fatalf("events %s: %+v; want one", selector, events.Items)
 	}
 	e := events.Items[0]
-	if e.Type != corev1.EventTypeWarning || e.Reason != "FailedToStartServiceHealthcheck" || e.Action != "Listen" || e.Message != note ||
-		e.ReportingController != "kube-proxy" || e.ReportingInstance != "kube-proxy-"+hostname ||
-		e.InvolvedObject != (corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: "default", Name: "web"}) {
-		t.Errorf("event %+v; want kube-proxy's FailedToStartServiceHealthcheck event", e)
+	hostname, _ := os.Hostname()
+	if e.ReportingController != "kube-proxy" || e.ReportingInstance != "kube-proxy-"+hostname {
+		t.Errorf("event reported by %s %s, want kube-proxy kube-proxy-%s", e.ReportingController, e.ReportingInstance, hostname)
 	}
+	return e
 }
