@@ -54,23 +54,24 @@ func (sn *Snapshotter) takeMarks() map[nsName][]string {
 // Forget drops the memory of the last snapshot: the next one reads everything anew.
 func (sn *Snapshotter) Forget() { sn.last = nil }
 
-// Ready says Changes can be used: a Snapshot was taken, so there is a before, and this
-// node's zone is still the one it was read against.
+// Ready says Changes can be used: a Snapshot was taken, so there is a before, and what
+// it knew of this node is still true.
 func (sn *Snapshotter) Ready() bool {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	return sn.last != nil && sn.zone == sn.nextZone
+	return sn.last != nil && sn.node == sn.nextNode
 }
 
-// SetZone says this node's topology.kubernetes.io/zone label (kube-proxy's
-// OnTopologyChange). A new zone changes which endpoints every Service's topology hints
-// leave to this node: Ready says no until a Snapshot has read everything against it. It
-// may be called while a sync runs. changed: zone differs from the one set before.
-func (sn *Snapshotter) SetZone(zone string) (changed bool) {
+// SetNode says what the service ports read of this node's Node (kube-proxy's
+// OnTopologyChange and its NodeManager). A new zone changes which endpoints every
+// Service's topology hints leave to this node, a new address which source ranges let the
+// node in: Ready says no until a Snapshot has read everything against it. It may be called
+// while a sync runs. changed: n differs from the one set before.
+func (sn *Snapshotter) SetNode(n NodeFacts) (changed bool) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	changed = zone != sn.nextZone
-	sn.nextZone = zone
+	changed = n != sn.nextNode
+	sn.nextNode = n
 	return changed
 }
 

@@ -22,7 +22,7 @@ import (
 // proxy reads their records.
 func servicePort(svc *corev1.Service, p *corev1.ServicePort, slices []*discoveryv1.EndpointSlice, nodeName string) ServicePort {
 	return portOf(ServiceRecordOf(svc), &ServiceRecordPort{Name: p.Name, Protocol: orTCP(p.Protocol), Port: p.Port, NodePort: p.NodePort},
-		sliceRecords(slices), nodeName, "")
+		sliceRecords(slices), nodeName, NodeFacts{})
 }
 
 // Records on indexers holding Compact's records read as Listers on the API objects do:
@@ -206,5 +206,29 @@ func TestExternalPolicyNeedsAnExternalAddress(t *testing.T) {
 	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.200.0.1"}}
 	if sp := servicePort(svc, &svc.Spec.Ports[0], slices, "node-1"); !sp.ExternalLocal {
 		t.Errorf("a port with a load balancer IP lacks the Local external policy")
+	}
+}
+
+// AllowFromNode is set when a source range holds the node's address, as kube-proxy's
+// cidr.Contains(nodeIP), and only for a LoadBalancer with ranges.
+func TestAllowFromNodeWhenARangeHoldsTheNode(t *testing.T) {
+	svc := testService("lb", "10.96.0.10")
+	svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+	svc.Spec.LoadBalancerSourceRanges = []string{"192.168.0.0/16", "10.1.0.0/24"}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.200.0.2"}}
+	r := ServiceRecordOf(svc)
+	for _, tc := range []struct {
+		nodeIP string
+		want   bool
+	}{{"10.1.0.7", true}, {"192.168.3.4", true}, {"10.1.1.7", false}, {"", false}} {
+		sp := portOf(r, &r.Ports[0], nil, "node-1", NodeFacts{IP: tc.nodeIP})
+		if sp.AllowFromNode != tc.want {
+			t.Errorf("node %q: AllowFromNode %v, want %v", tc.nodeIP, sp.AllowFromNode, tc.want)
+		}
+	}
+	svc.Spec.LoadBalancerSourceRanges = nil
+	r = ServiceRecordOf(svc)
+	if sp := portOf(r, &r.Ports[0], nil, "node-1", NodeFacts{IP: "10.1.0.7"}); sp.AllowFromNode {
+		t.Error("AllowFromNode without source ranges")
 	}
 }

@@ -32,6 +32,10 @@ type ServicePort struct {
 	// SourceRanges are the CIDRs allowed to reach the load balancer IPs
 	// (spec.loadBalancerSourceRanges); empty allows everyone.
 	SourceRanges []string
+	// AllowFromNode: a source range holds this node's address, so the node may reach the
+	// load balancer IPs too, from which its packets to them come when the address is a
+	// local one (kube-proxy's allowFromNode).
+	AllowFromNode bool
 	// AffinitySeconds > 0 pins a client IP to one endpoint that long (ClientIP affinity).
 	AffinitySeconds int32
 	ExternalLocal   bool // externalTrafficPolicy: Local
@@ -109,11 +113,19 @@ type Snapshotter struct {
 	Slices   discoverylisters.EndpointSliceLister
 	NodeName string
 	last     map[nsName]snapshotEntry
-	zone     string // the zone the last snapshot was read against
+	node     NodeFacts // what the last snapshot was read against
 
 	mu       sync.Mutex
 	marks    map[nsName][]string // Services marked since the last Snapshot or Changes: slice names the events gave
-	nextZone string              // SetZone's
+	nextNode NodeFacts           // SetNode's
+}
+
+// NodeFacts are what the service ports depend on of this node's Node object.
+type NodeFacts struct {
+	Zone string // the topology.kubernetes.io/zone label, which topology hints are read against
+	// IP is the node's IPv4 address (its first InternalIP, else ExternalIP, as kube-proxy's
+	// node IP), which loadBalancerSourceRanges may hold; "" when it has none.
+	IP string
 }
 
 type nsName struct{ namespace, name string }
@@ -141,7 +153,7 @@ func (sn *Snapshotter) source() Source {
 func (sn *Snapshotter) Snapshot() ([]ServicePort, error) {
 	sn.takeMarks() // all of it is read now
 	sn.mu.Lock()
-	sn.zone = sn.nextZone
+	sn.node = sn.nextNode
 	sn.mu.Unlock()
 	src := sn.source()
 	svcs, err := src.Services()
@@ -192,7 +204,7 @@ func proxied(svc *ServiceRecord) bool {
 // ports appends e's service ports, read from its Service and slices (sorted by name), to out.
 func (sn *Snapshotter) ports(out []ServicePort, e snapshotEntry) []ServicePort {
 	for i := range e.svc.Ports {
-		out = append(out, portOf(e.svc, &e.svc.Ports[i], e.slices, sn.NodeName, sn.zone))
+		out = append(out, portOf(e.svc, &e.svc.Ports[i], e.slices, sn.NodeName, sn.node))
 	}
 	return out
 }
@@ -204,8 +216,8 @@ func sortSlices(list []*SliceRecord) {
 }
 
 // portOf is service port p of svc with the endpoints of slices, svc's (sorted by name), as
-// the node nodeName in zone sees them.
-func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nodeName, zone string) ServicePort {
+// the node nodeName, whose Node says node, sees them.
+func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nodeName string, node NodeFacts) ServicePort {
 	name := svc.Namespace + "/" + svc.Name
 	if p.Name != "" {
 		name += ":" + p.Name
@@ -219,6 +231,7 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 	if svc.Type == corev1.ServiceTypeLoadBalancer {
 		sp.LoadBalancerIPs = svc.LoadBalancerIPs
 		sp.SourceRanges = svc.SourceRanges
+		sp.AllowFromNode = anyHolds(sp.SourceRanges, node.IP)
 	}
 	// externalTrafficPolicy applies to what external traffic reaches (kube-proxy's
 	// UsesLocalEndpoints): a LoadBalancer without node ports has nothing until its address.
@@ -260,7 +273,7 @@ func portOf(svc *ServiceRecord, p *ServiceRecordPort, slices []*SliceRecord, nod
 		}
 	}
 	if len(eps) > 0 {
-		sp.Endpoints = applyTopology(eps, nodeName, zone)
+		sp.Endpoints = applyTopology(eps, nodeName, node.Zone)
 	}
 	sort.Slice(sp.Endpoints, func(i, j int) bool {
 		a, b := sp.Endpoints[i], sp.Endpoints[j]
@@ -292,4 +305,13 @@ func sourceRanges(svc *corev1.Service) []string {
 		}
 	}
 	return out
+}
+
+// anyHolds: one of cidrs (as sourceRanges keeps them) holds ip.
+func anyHolds(cidrs []string, ip string) bool {
+	addr := net.ParseIP(ip)
+	return addr != nil && slices.ContainsFunc(cidrs, func(c string) bool {
+		_, n, err := net.ParseCIDR(c)
+		return err == nil && n.Contains(addr)
+	})
 }

@@ -100,7 +100,7 @@ func TestTopologyCategorizesEndpoints(t *testing.T) {
 			if node == "" {
 				node = "node-1"
 			}
-			sp := portOf(svc, &svc.Ports[0], []*SliceRecord{s}, node, tc.zone)
+			sp := portOf(svc, &svc.Ports[0], []*SliceRecord{s}, node, NodeFacts{Zone: tc.zone})
 			if got := ips(sp.Usable(false)); got != tc.cluster {
 				t.Errorf("cluster endpoints: got %q, want %q", got, tc.cluster)
 			}
@@ -118,14 +118,14 @@ func TestTopologyTerminatingFallback(t *testing.T) {
 		Ports:     []SliceRecordPort{{Protocol: corev1.ProtocolTCP, Port: 80}},
 		Endpoints: []SliceRecordEndpoint{{IP: "10.1.2.3", NodeName: "node-2", Serving: true, Terminating: true, Hints: &EndpointHints{Zones: []string{"zone-b"}}}}}
 	svc := &ServiceRecord{Namespace: "ns", Name: "web", ClusterIP: "10.96.0.10", Ports: []ServiceRecordPort{{Protocol: corev1.ProtocolTCP, Port: 80}}}
-	sp := portOf(svc, &svc.Ports[0], []*SliceRecord{s}, "node-1", "zone-a")
+	sp := portOf(svc, &svc.Ports[0], []*SliceRecord{s}, "node-1", NodeFacts{Zone: "zone-a"})
 	if got := ips(sp.Usable(false)); got != "10.1.2.3" {
 		t.Errorf("cluster endpoints: got %q", got)
 	}
 }
 
 // The hints come from the EndpointSlice's through its record, and the node's zone from
-// SetZone: a new zone needs a full snapshot (Ready says no), which reads against it.
+// SetNode: a new zone needs a full snapshot (Ready says no), which reads against it.
 func TestSnapshotReadsHintsAgainstTheZone(t *testing.T) {
 	svcIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	sliceIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
@@ -151,8 +151,8 @@ func TestSnapshotReadsHintsAgainstTheZone(t *testing.T) {
 	if got := cluster(); got != "10.244.1.5 10.244.2.5" {
 		t.Errorf("without a zone: %q", got)
 	}
-	if !sn.SetZone("b") || sn.SetZone("b") {
-		t.Error("SetZone says a change only when the zone is new")
+	if !sn.SetNode(NodeFacts{Zone: "b"}) || sn.SetNode(NodeFacts{Zone: "b"}) {
+		t.Error("SetNode says a change only when the zone is new")
 	}
 	if sn.Ready() {
 		t.Error("Ready after the zone changed: a partial sync would keep the old zone's endpoints")

@@ -129,9 +129,9 @@ func NewOn(cfg Config, src proxy.Source, nodeName string, log *slog.Logger) (*Pr
 // asking for the sync the event needs.
 func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
-// SetZone says this node's zone label, which topology hints are read against: a new one
-// makes the next Sync a full one.
-func (p *Proxier) SetZone(zone string) (changed bool) { return p.snap.SetZone(zone) }
+// SetNode says what the service ports read of this node's Node (its zone label and
+// address): a change makes the next Sync a full one.
+func (p *Proxier) SetNode(n proxy.NodeFacts) (changed bool) { return p.snap.SetNode(n) }
 
 // nftBacked says whether iptables-restore is iptables-nft ("iptables v1.8.9 (nf_tables)").
 func nftBacked() bool {

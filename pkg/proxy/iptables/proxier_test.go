@@ -374,7 +374,7 @@ func TestLoadBalancerSourceRangesAgainstTheKernel(t *testing.T) {
 
 	// A range without this client: dropped (a timeout, not a refusal).
 	svc.Spec.LoadBalancerSourceRanges = []string{"10.50.0.0/16"}
-	if _, err := cl.Client.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+	if svc, err = cl.Client.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sync()
@@ -387,6 +387,22 @@ func TestLoadBalancerSourceRangesAgainstTheKernel(t *testing.T) {
 	// The cluster IP is not filtered.
 	if got, err := tn.dial(net.JoinHostPort(svc.Spec.ClusterIP, "80")); err != nil || got != "ep2" {
 		t.Errorf("cluster IP of a firewalled service: %q %v", got, err)
+	}
+
+	// The load balancer IP as a local address of the node (as a VIP often is): the node's
+	// connections to it come from it, so only kube-proxy's allowFromNode rule lets them in
+	// when the ranges hold the node's address.
+	nettest.Run(t, "ip", "-n", filepath.Base(tn.node), "addr", "add", "10.200.0.200/32", "dev", "lo")
+	svc.Spec.LoadBalancerSourceRanges = []string{"10.99.0.0/16"}
+	if _, err := cl.Client.CoreV1().Services("default").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !p.SetNode(proxy.NodeFacts{IP: "10.99.1.1"}) {
+		t.Error("SetNode with a new address says nothing changed")
+	}
+	sync()
+	if got, err := tn.dial("10.200.0.200:80"); err != nil || got != "ep2" {
+		t.Errorf("from the node to its local load balancer IP, node in the ranges: %q %v, want ep2", got, err)
 	}
 
 	// A full resync adds no second copy of the jumps into our chains.

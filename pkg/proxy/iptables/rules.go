@@ -222,6 +222,13 @@ func addServicePort(cfg Config, filter, nat *table, sp *proxy.ServicePort) {
 		for _, cidr := range sp.SourceRanges {
 			nat.add(lbTarget, comment(sp.Name+" loadbalancer IP"), "-s "+cidr, "-j", ext)
 		}
+		// A node asking for a load balancer IP that is a local address of its own sends
+		// from that address: let it in when the ranges let the node in.
+		if sp.AllowFromNode {
+			for _, ip := range sp.LoadBalancerIPs {
+				nat.add(lbTarget, comment(sp.Name+" loadbalancer IP"), "-s "+ip, "-j", ext)
+			}
+		}
 		nat.add(lbTarget, comment("other traffic to "+sp.Name+" will be dropped by KUBE-PROXY-FIREWALL"))
 	}
 	if sp.NodePort != 0 {

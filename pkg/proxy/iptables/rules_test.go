@@ -87,7 +87,9 @@ func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
 		LoadBalancerIPs: []string{"10.200.0.200"}, SourceRanges: []string{"192.168.0.0/16", "10.1.0.0/24"}, Endpoints: []proxy.Endpoint{ep}}
 	open := lb
 	open.Name, open.ClusterIP, open.LoadBalancerIPs, open.SourceRanges = "default/open:http", "10.96.0.21", []string{"10.200.0.201"}, nil
-	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{lb, open}))
+	fromNode := lb
+	fromNode.Name, fromNode.ClusterIP, fromNode.LoadBalancerIPs, fromNode.AllowFromNode = "default/fromnode:http", "10.96.0.22", []string{"10.200.0.202"}, true
+	out := render(buildRules(Config{ClusterCIDR: "10.244.0.0/16"}, []proxy.ServicePort{lb, open, fromNode}))
 	fw, ext := fwChain(&lb), extChain(&lb)
 	if !strings.HasPrefix(fw, "KUBE-FW-") || len(fw) != len("KUBE-FW-")+16 {
 		t.Fatalf("firewall chain name %q", fw)
@@ -100,6 +102,9 @@ func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
 		"-A KUBE-PROXY-FIREWALL " + comment("default/lb:http traffic not accepted by "+fw) + " -m tcp -p tcp -d 10.200.0.200/32 --dport 80 -j DROP",
 		// Without ranges the load balancer IP goes straight to KUBE-EXT.
 		"-A KUBE-SERVICES " + comment("default/open:http loadbalancer IP") + " -m tcp -p tcp -d 10.200.0.201/32 --dport 80 -j " + extChain(&open),
+		// The node in the ranges: its packets from the load balancer IP, after the ranges.
+		"-A " + fwChain(&fromNode) + " " + comment("default/fromnode:http loadbalancer IP") + " -s 10.1.0.0/24 -j " + extChain(&fromNode) + "\n" +
+			"-A " + fwChain(&fromNode) + " " + comment("default/fromnode:http loadbalancer IP") + " -s 10.200.0.202 -j " + extChain(&fromNode) + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rules lack %q:\n%s", want, out)
@@ -107,6 +112,9 @@ func TestRulesForLoadBalancerSourceRanges(t *testing.T) {
 	}
 	if strings.Contains(out, fwChain(&open)) {
 		t.Errorf("a service without source ranges got a firewall chain")
+	}
+	if strings.Contains(out, "-s 10.200.0.200") {
+		t.Errorf("the load balancer IP is let in as a source though the node is not in the ranges:\n%s", out)
 	}
 	// The node port is not filtered: kube-proxy applies the ranges to the load balancer IPs.
 	if !strings.Contains(out, "-A KUBE-NODEPORTS "+comment("default/lb:http")+" -m tcp -p tcp --dport 30090 -j "+ext) {

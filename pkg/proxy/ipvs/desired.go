@@ -187,6 +187,12 @@ func computePort(sched string, sp *proxy.ServicePort, nodeIPs []net.IP) portPart
 				// A host range as ipset save prints it, so a full sync reads back what it wrote.
 				entry(ipset.LoadBalancerSourceCIDR, ipset.IPPort(ip, proto4set, sp.Port)+","+strings.TrimSuffix(cidr, "/32"))
 			}
+			// The node's own connections to the address (bound to kube-ipvs0) come from it:
+			// let them in when the ranges let the node in (kube-proxy's allowFromNode);
+			// otherwise filter KUBE-IPVS-OUT-FILTER drops them (buildRules).
+			if sp.AllowFromNode {
+				entry(ipset.LoadBalancerSourceIP, ipset.IPPortIP(ip, proto4set, sp.Port, ip))
+			}
 		}
 	}
 	if sp.NodePort != 0 {

@@ -312,4 +312,20 @@ func TestDesiredSourceRangeSets(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
+	// The node outside the ranges: its own connections to the address are dropped on
+	// their way out, as kube-proxy's KUBE-IPVS-OUT-FILTER.
+	drop := "-A KUBE-IPVS-OUT-FILTER -s 10.200.0.200 -m ipvs --vaddr 10.200.0.200 --vproto tcp --vport 80 -j DROP\n"
+	if text := buildRules(Config{}, st.sets).restore(); !strings.Contains(text, drop) {
+		t.Errorf("rules lack %q:\n%s", drop, text)
+	}
+	// The node in the ranges: let in from the address itself, and no drop.
+	sp.AllowFromNode = true
+	st = desiredState(Config{}, []proxy.ServicePort{sp}, nil)
+	if got := slices.Sorted(maps.Keys(st.sets[ipset.LoadBalancerSourceIP].Entries)); !slices.Equal(got, []string{"10.200.0.200,tcp:80,10.200.0.200"}) {
+		t.Errorf("%s: %v, want the load balancer IP as a source", ipset.LoadBalancerSourceIP, got)
+	}
+	if text := buildRules(Config{}, st.sets).restore(); strings.Contains(text, "KUBE-IPVS-OUT-FILTER -s") ||
+		!strings.Contains(text, "--match-set "+ipset.LoadBalancerSourceIP+" dst,dst,src -j RETURN") {
+		t.Errorf("node in the ranges: want the source IP set's RETURN and no drop:\n%s", text)
+	}
 }

@@ -181,9 +181,9 @@ func (p *Proxier) ForceFull() {
 // asking for the sync the event needs.
 func (p *Proxier) Changed(obj any) { p.snap.Mark(obj) }
 
-// SetZone says this node's zone label, which topology hints are read against: a new one
-// makes the next Sync a full one.
-func (p *Proxier) SetZone(zone string) (changed bool) { return p.snap.SetZone(zone) }
+// SetNode says what the service ports read of this node's Node (its zone label and
+// address): a change makes the next Sync a full one.
+func (p *Proxier) SetNode(n proxy.NodeFacts) (changed bool) { return p.snap.SetNode(n) }
 
 // Sync programs the kernel for the current Services and EndpointSlices: on a full sync all
 // of them; otherwise only the Services named by Changed since the last sync.
@@ -335,7 +335,7 @@ func (p *Proxier) sync(ctx context.Context, start time.Time) (SyncResult, error)
 	t0 = time.Now()
 	r := buildRules(p.cfg, st.sets)
 	res.NATRules, res.FilterRules = count(r.nat), count(r.filter)
-	// The rules are constant in size: rewritten whole when they change, and on a full sync,
+	// The rules are few: rewritten whole when they change, and on a full sync,
 	// which also puts back any jump from the built-in chains someone removed.
 	if text := r.restore(); full || text != p.rules {
 		var missing []jump

@@ -2,6 +2,8 @@ package ipvs
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
@@ -94,8 +96,9 @@ func setComment(s *ipset.Set) []string {
 
 func matchSet(name, match string) []string { return []string{"-m", "set", "--match-set", name, match} }
 
-// buildRules writes kube-proxy's constant IPVS-mode rules; which of them appear depends only
-// on which sets have entries, so their number does not grow with the Services.
+// buildRules writes kube-proxy's IPVS-mode rules; which of them appear depends only on
+// which sets have entries, so their number does not grow with the Services (but for the
+// node's drops of firewalled load balancers).
 func buildRules(cfg Config, sets map[string]*ipset.Set) *rules {
 	r := &rules{nat: map[string][]string{}, filter: map[string][]string{}}
 	nonEmpty := func(n string) bool { return len(sets[n].Entries) > 0 }
@@ -155,6 +158,17 @@ func buildRules(cfg Config, sets map[string]*ipset.Set) *rules {
 	r.add(tablesFilter, kubeNodePort, append(append(setComment(sets[ipset.HealthCheckNodePort]), matchSet(ipset.HealthCheckNodePort, "dst")...), "-j", "ACCEPT")...)
 	if nonEmpty(ipset.LoadBalancerFW) {
 		r.add(tablesFilter, kubeSourceRangesFirewall, "-j", "DROP")
+	}
+	// IPVS takes the node's own connections to a virtual address on their way out, before
+	// the INPUT firewall: those to a firewalled load balancer the node may not reach are
+	// dropped there (kube-proxy's lbNoNodeAccessIPPortProtocolEntries, kubernetes#119656).
+	// These rules are the only ones that grow with the Services.
+	for _, e := range slices.Sorted(maps.Keys(sets[ipset.LoadBalancerFW].Entries)) {
+		ip, protoPort, _ := strings.Cut(e, ",")
+		proto, port, _ := strings.Cut(protoPort, ":")
+		if !sets[ipset.LoadBalancerSourceIP].Entries[e+","+ip] {
+			r.add(tablesFilter, kubeIPVSOutFilter, "-s", ip, "-m", "ipvs", "--vaddr", ip, "--vproto", proto, "--vport", port, "-j", "DROP")
+		}
 	}
 	// Only the service ports answer on a virtual address (kubernetes#72236).
 	for _, s := range []string{ipset.LoadBalancer, ipset.ClusterIP, ipset.ExternalIP, ipset.ExternalIPLocal} {

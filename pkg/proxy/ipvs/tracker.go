@@ -218,8 +218,8 @@ func (t *tracker) setChanges() string {
 // samePort says whether two service ports want the same state: every field compared.
 func samePort(a, b *proxy.ServicePort) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && a.ClusterIP == b.ClusterIP && a.Port == b.Port &&
-		a.NodePort == b.NodePort && a.AffinitySeconds == b.AffinitySeconds &&
-		a.ExternalLocal == b.ExternalLocal && a.InternalLocal == b.InternalLocal &&
+		a.NodePort == b.NodePort && a.AffinitySeconds == b.AffinitySeconds && a.HealthCheckNodePort == b.HealthCheckNodePort &&
+		a.ExternalLocal == b.ExternalLocal && a.InternalLocal == b.InternalLocal && a.AllowFromNode == b.AllowFromNode &&
 		slices.Equal(a.ExternalIPs, b.ExternalIPs) && slices.Equal(a.LoadBalancerIPs, b.LoadBalancerIPs) &&
 		slices.Equal(a.SourceRanges, b.SourceRanges) && slices.Equal(a.Endpoints, b.Endpoints)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -154,6 +155,31 @@ func writeChanges(t *testing.T, tr *tracker, kernel *state) {
 			kernel.sets[f[1]].Add(f[2])
 		} else {
 			delete(kernel.sets[f[1]].Entries, f[2])
+		}
+	}
+}
+
+// samePort compares every field of a service port: one it left out would keep a changed
+// port's old share of the state (a new health check node port, say) until a full sync.
+func TestSamePortComparesEveryField(t *testing.T) {
+	a := ports()[0]
+	for i := range reflect.TypeFor[proxy.ServicePort]().NumField() {
+		b := a
+		f := reflect.ValueOf(&b).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Int32:
+			f.SetInt(f.Int() + 1)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		case reflect.Slice:
+			f.Set(reflect.Append(f, reflect.New(f.Type().Elem()).Elem()))
+		default:
+			t.Fatalf("field %s: kind %s not handled by this test", reflect.TypeFor[proxy.ServicePort]().Field(i).Name, f.Kind())
+		}
+		if samePort(&a, &b) {
+			t.Errorf("samePort ignores a change of %s", reflect.TypeFor[proxy.ServicePort]().Field(i).Name)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/minik8s/minik8s/internal/vmtest"
+	"github.com/minik8s/minik8s/pkg/proxy"
 	"github.com/minik8s/minik8s/pkg/proxy/ipset"
 	libipvs "github.com/moby/ipvs"
 	"github.com/vishvananda/netlink"
@@ -38,7 +39,7 @@ var vmModules = []string{
 	"crc32c_generic", // libcrc32c's soft dependency (an alias the .modinfo names)
 	"ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_lc", "ip_vs_sh", "dummy", "veth",
 	"nf_conntrack", "nf_conntrack_netlink", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat",
-	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT",
+	"xt_comment", "xt_set", "xt_addrtype", "xt_mark", "xt_conntrack", "xt_MASQUERADE", "ipt_REJECT", "xt_ipvs",
 	"xt_statistic", "xt_nat", "xt_recent", "xt_tcpudp", // the iptables mode, the benchmark's baseline
 	"ip_set_hash_ip", "ip_set_hash_ipport", "ip_set_hash_ipportip", "ip_set_hash_ipportnet", "ip_set_bitmap_port",
 }
@@ -276,6 +277,33 @@ func TestIPVSInVM(t *testing.T) {
 	checkBound(t, "10.96.0.53")
 	checkSet(t, ipset.ClusterIP, "10.96.0.53,udp:53")
 	checkSet(t, ipset.NodePortTCP)
+
+	// loadBalancerSourceRanges as the node sees them: its connections to a load balancer IP
+	// (on kube-ipvs0, so they leave from it) are dropped in KUBE-IPVS-OUT-FILTER, unless a
+	// range holds the node's address, whose KUBE-LOAD-BALANCER-SOURCE-IP entry lets them
+	// in (kube-proxy's allowFromNode).
+	lb := service("lb", "10.96.0.20", corev1.ProtocolTCP, 80, 0, 0)
+	lb.Spec.Type = corev1.ServiceTypeLoadBalancer
+	lb.Spec.LoadBalancerSourceRanges = []string{"10.0.2.0/24"}
+	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.200.0.200"}}
+	for _, o := range []struct {
+		store cache.Indexer
+		obj   any
+	}{{svcs, lb}, {slices, slice("lb", corev1.ProtocolTCP, 8080, b1)}} {
+		must(t, o.store.Add(o.obj))
+		p.Changed(o.obj)
+	}
+	sync(p, false)
+	if c, err := net.DialTimeout("tcp", "10.200.0.200:80", 2*time.Second); err == nil {
+		c.Close()
+		t.Error("the node reached a load balancer IP whose source ranges do not hold it")
+	}
+	p.SetNode(proxy.NodeFacts{IP: "10.0.2.1"})
+	sync(p, true)
+	checkSet(t, ipset.LoadBalancerSourceIP, "10.200.0.200,tcp:80,10.200.0.200")
+	if got := answers(t, "10.200.0.200:80", 1); !got["b1"] {
+		t.Errorf("the node in the source ranges reached %v through the load balancer IP, want b1", got)
+	}
 
 	// --cleanup: nothing of ours is left.
 	must(t, Cleanup(ctx))

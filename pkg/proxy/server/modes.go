@@ -54,9 +54,9 @@ type proxier interface {
 	// Changed is told every Service and EndpointSlice event (old and new object of an
 	// update) before the sync it asks for.
 	Changed(obj any)
-	// SetZone is told this node's topology.kubernetes.io/zone label whenever it is read;
+	// SetNode is told what the service ports read of this node's Node whenever it is read;
 	// changed: it differs from the one before, so a sync is due.
-	SetZone(zone string) (changed bool)
+	SetNode(n proxy.NodeFacts) (changed bool)
 }
 
 func newProxier(o Options, src proxy.Source, log *slog.Logger) (proxier, error) {

@@ -243,15 +243,16 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 			}
 		}
 	}
-	// This node's zone label, which the topology hints of EndpointSlices are read against:
-	// a change rewrites every Service; the Node's other updates (its status, every few
-	// seconds) ask for nothing (kube-proxy's NodeTopologyConfig).
+	// This node's zone label, which the topology hints of EndpointSlices are read against,
+	// and its address, which loadBalancerSourceRanges are: a change rewrites every Service;
+	// the Node's other updates (its status, every few seconds) ask for nothing (kube-proxy's
+	// NodeTopologyConfig).
 	onNode := func(obj any) {
-		zone := ""
+		var facts proxy.NodeFacts
 		if n, ok := obj.(*corev1.Node); ok {
-			zone = n.Labels[corev1.LabelTopologyZone]
+			facts = proxy.NodeFacts{Zone: n.Labels[corev1.LabelTopologyZone], IP: nodeIPv4(n)}
 		}
-		if proxier.SetZone(zone) {
+		if proxier.SetNode(facts) {
 			m.queued()
 			r.Run()
 		}
@@ -316,19 +317,34 @@ func Run(ctx context.Context, client *apiclient.Client, o Options, log *slog.Log
 	}
 }
 
-// nodeInformer watches the Node name alone, keeping only its labels (its zone) and what
-// says whether it is eligible for load balancers' traffic (deletion, taints).
+// nodeInformer watches the Node name alone, keeping only its labels (its zone), its
+// addresses and what says whether it is eligible for load balancers' traffic (deletion,
+// taints).
 func nodeInformer(client *apiclient.Client, name string) cache.SharedIndexInformer {
 	lw := cache.NewListWatchFromClient(client.Core, "nodes", metav1.NamespaceAll, fields.OneTermEqualSelector("metadata.name", name))
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
 	utilruntime.Must(inf.SetTransform(func(obj any) (any, error) {
 		if n, ok := obj.(*corev1.Node); ok {
 			return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, ResourceVersion: n.ResourceVersion, Labels: n.Labels,
-				DeletionTimestamp: n.DeletionTimestamp}, Spec: corev1.NodeSpec{Taints: n.Spec.Taints}}, nil
+				DeletionTimestamp: n.DeletionTimestamp}, Spec: corev1.NodeSpec{Taints: n.Spec.Taints},
+				Status: corev1.NodeStatus{Addresses: n.Status.Addresses}}, nil
 		}
 		return obj, nil
 	}))
 	return inf
+}
+
+// nodeIPv4 is the node's address the IPv4 proxier knows it by, as kube-proxy's node IP
+// (GetNodeHostIPs): its first IPv4 InternalIP, else its first IPv4 ExternalIP; "" if none.
+func nodeIPv4(n *corev1.Node) string {
+	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+		for _, a := range n.Status.Addresses {
+			if ip := net.ParseIP(a.Address); a.Type == t && ip != nil && ip.To4() != nil {
+				return ip.String()
+			}
+		}
+	}
+	return ""
 }
 
 func serve(ctx context.Context, l net.Listener, h http.Handler) error {
