@@ -71,7 +71,10 @@ const routeLocalnet = "/proc/sys/net/ipv4/conf/all/route_localnet"
 
 // SyncResult says what one sync did, for metrics and logs.
 type SyncResult struct {
-	Full          bool
+	Full bool
+	// PartialFailed: a partial sync failed first, and this is the full one that followed
+	// (kube-proxy's partial restore failures).
+	PartialFailed bool
 	Duration      time.Duration
 	FilterRules   int
 	NATRules      int
@@ -153,12 +156,14 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start := time.Now()
+	partialFailed := false
 	if !p.needFull && p.snap.Ready() {
 		res, err := p.partial(ctx, start)
 		if err == nil {
 			return res, nil
 		}
 		p.log.Warn("partial sync failed (the canary chain is gone when someone flushed the tables), doing a full one", "err", err)
+		partialFailed = true
 	}
 	p.needFull = true
 	// A full sync reads and lays out everything anew, trusting no memory of earlier ones.
@@ -166,11 +171,12 @@ func (p *Proxier) Sync(ctx context.Context) (SyncResult, error) {
 	p.builder = &builder{cfg: p.cfg}
 	ports, err := p.snap.Snapshot()
 	if err != nil {
-		return SyncResult{}, err
+		return SyncResult{PartialFailed: partialFailed}, err
 	}
 	rs := p.builder.build(ports)
 	built := time.Since(start)
 	res, err := p.write(ctx, rs, [2][]string{}, true)
+	res.PartialFailed = partialFailed
 	if err != nil {
 		return res, err
 	}

@@ -223,7 +223,9 @@ func TestProxierAgainstTheKernel(t *testing.T) {
 	// Only the nat table wiped (a firewall reload), no Service changed: as kube-proxy's
 	// canaries in mangle, nat and filter, the next periodic sync notices and is full.
 	wipe([]string{"-t", "nat", "-F"}, []string{"-t", "nat", "-X"})
-	sync(true)
+	if res := sync(true); !res.PartialFailed {
+		t.Error("the full sync after the failed partial one does not say a partial one failed")
+	}
 	if _, err := tn.dial("10.96.0.50:80"); err != nil {
 		t.Errorf("after the nat table was wiped and a resync: %v", err)
 	}

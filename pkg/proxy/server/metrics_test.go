@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestSyncMetricsCarryIPFamily: the sync metrics carry kube-proxy's ip_family label
@@ -15,6 +17,7 @@ func TestSyncMetricsCarryIPFamily(t *testing.T) {
 	m.synced(syncResult{full: true, duration: time.Second, filterRules: 3, natRules: 9}, nil, time.Now().Add(-time.Second))
 	m.synced(syncResult{duration: time.Millisecond}, nil, time.Time{})
 	m.synced(syncResult{}, errors.New("iptables-restore failed"), time.Time{})
+	m.synced(syncResult{full: true, partialFailed: true}, nil, time.Time{})
 	m.serviceChanges.Inc()
 	m.endpointChanges.Inc()
 	families, err := m.registry.Gather()
@@ -22,15 +25,16 @@ func TestSyncMetricsCarryIPFamily(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{ // name: labelled with ip_family
-		"kubeproxy_sync_proxy_rules_duration_seconds":                true,
-		"kubeproxy_sync_full_proxy_rules_duration_seconds":           true,
-		"kubeproxy_sync_partial_proxy_rules_duration_seconds":        true,
-		"kubeproxy_network_programming_duration_seconds":             true,
-		"kubeproxy_sync_proxy_rules_last_timestamp_seconds":          true,
-		"kubeproxy_sync_proxy_rules_iptables_total":                  true,
-		"kubeproxy_sync_proxy_rules_iptables_restore_failures_total": true,
-		"kubeproxy_sync_proxy_rules_service_changes_total":           false,
-		"kubeproxy_sync_proxy_rules_endpoint_changes_total":          false,
+		"kubeproxy_sync_proxy_rules_duration_seconds":                        true,
+		"kubeproxy_sync_full_proxy_rules_duration_seconds":                   true,
+		"kubeproxy_sync_partial_proxy_rules_duration_seconds":                true,
+		"kubeproxy_network_programming_duration_seconds":                     true,
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds":                  true,
+		"kubeproxy_sync_proxy_rules_iptables_total":                          true,
+		"kubeproxy_sync_proxy_rules_iptables_restore_failures_total":         true,
+		"kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total": true,
+		"kubeproxy_sync_proxy_rules_service_changes_total":                   false,
+		"kubeproxy_sync_proxy_rules_endpoint_changes_total":                  false,
 	}
 	seen := map[string]bool{}
 	for _, f := range families {
@@ -55,6 +59,14 @@ func TestSyncMetricsCarryIPFamily(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("no %s", name)
 		}
+	}
+	// A partial sync that failed counts as a restore failure too, as in kube-proxy, where
+	// it is one.
+	if n := testutil.ToFloat64(m.restoreFailures); n != 2 {
+		t.Errorf("restore failures %v, want 2 (a failed sync, a failed partial one)", n)
+	}
+	if n := testutil.ToFloat64(m.partialRestoreFailures); n != 1 {
+		t.Errorf("partial restore failures %v, want 1", n)
 	}
 }
 

@@ -39,6 +39,7 @@ func fullSyncPeriod(o Options) time.Duration {
 // syncResult is what the server needs from one sync of either mode.
 type syncResult struct {
 	full                  bool
+	partialFailed         bool // a partial sync failed, and this one is the full one after it
 	duration              time.Duration
 	filterRules, natRules int
 	// service ports whose Local internal or external traffic policy finds no endpoint here
@@ -114,7 +115,7 @@ type iptablesMode struct{ *iptables.Proxier }
 
 func (m iptablesMode) Sync(ctx context.Context) (syncResult, error) {
 	res, err := m.Proxier.Sync(ctx)
-	return syncResult{full: res.Full, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
+	return syncResult{full: res.Full, partialFailed: res.PartialFailed, duration: res.Duration, filterRules: res.FilterRules, natRules: res.NATRules,
 		noLocalInternal: res.NoLocalInternal, noLocalExternal: res.NoLocalExternal,
 		log: []any{"servicePorts", res.ServicePorts, "chainsWritten", res.ChainsWritten, "bytes", res.RestoreBytes}}, err
 }

@@ -471,6 +471,7 @@ type metrics struct {
 	rules                                   *prometheus.GaugeVec
 	noLocalEndpoints                        *prometheus.GaugeVec // by traffic_policy
 	restoreFailures                         *prometheus.CounterVec
+	partialRestoreFailures                  *prometheus.CounterVec // iptables partial syncs that fell back to a full one
 	serviceChanges, endpointChanges         prometheus.Counter
 	healthzTotal, livezTotal                *prometheus.CounterVec // answers of /healthz and /livez by code
 }
@@ -505,6 +506,8 @@ func newMetrics() *metrics {
 			Help: "Cumulative proxy rules Endpoint changes"}),
 		restoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 			Help: "Cumulative proxy iptables restore failures"}, family),
+		partialRestoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
+			Help: "Cumulative proxy iptables partial restore failures"}, family),
 		healthzTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_healthz_total",
 			Help: "Cumulative proxy healthz HTTP status"}, []string{"code"}),
 		livezTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_livez_total",
@@ -512,13 +515,17 @@ func newMetrics() *metrics {
 	}
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.duration, m.fullDuration, m.partialDuration, m.programming, m.lastTimestamp, m.lastQueued, m.noLocalEndpoints, m.rules,
-		m.serviceChanges, m.endpointChanges, m.restoreFailures, m.healthzTotal, m.livezTotal)
+		m.serviceChanges, m.endpointChanges, m.restoreFailures, m.partialRestoreFailures, m.healthzTotal, m.livezTotal)
 	return m
 }
 
 // synced records one sync: its result, or its failure; since is when the oldest change
 // it wrote was noticed (zero: none).
 func (m *metrics) synced(res syncResult, err error, since time.Time) {
+	if res.partialFailed {
+		m.restoreFailures.WithLabelValues(ipFamily).Inc()
+		m.partialRestoreFailures.WithLabelValues(ipFamily).Inc()
+	}
 	if err != nil {
 		m.restoreFailures.WithLabelValues(ipFamily).Inc()
 		return
