@@ -73,9 +73,13 @@ var NodeRules = registry.Rules{
 		Row: func(obj runtime.Object) []any {
 			n := obj.(*corev1.Node)
 			info := n.Status.NodeInfo
+			kernel := cmp.Or(info.KernelVersion, "<unknown>")
+			if info.Architecture != "" {
+				kernel += " (" + info.Architecture + ")"
+			}
 			return []any{n.Name, NodeStatusText(n), nodeRoles(n), registry.Age(n.CreationTimestamp), info.KubeletVersion,
 				cmp.Or(nodeaddr.Of(n, corev1.NodeInternalIP), "<none>"), cmp.Or(nodeaddr.Of(n, corev1.NodeExternalIP), "<none>"),
-				info.OSImage, info.KernelVersion, info.ContainerRuntimeVersion}
+				cmp.Or(info.OSImage, "<unknown>"), kernel, cmp.Or(info.ContainerRuntimeVersion, "<unknown>")}
 		},
 	},
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,5 +51,19 @@ func TestTableColumnsAsKube(t *testing.T) {
 		if row := tc.table.Row(tc.obj); len(row) != len(tc.table.Columns) {
 			t.Errorf("%s: %d cells for %d columns: %v", tc.kind, len(row), len(tc.table.Columns), row)
 		}
+	}
+}
+
+// The -o wide cells of a node as kube v1.36's printNode writes them: "<unknown>" for what
+// the node has not reported, its architecture after the kernel version.
+func TestNodeWideCells(t *testing.T) {
+	n := &corev1.Node{}
+	n.Name = "n1"
+	if got := fmt.Sprint(NodeRules.Table.Row(n)[7:]); got != "[<unknown> <unknown> <unknown>]" {
+		t.Errorf("a node that reported nothing: %s", got)
+	}
+	n.Status.NodeInfo = corev1.NodeSystemInfo{OSImage: "Debian GNU/Linux 12 (bookworm)", KernelVersion: "6.1.0", Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.1.4"}
+	if got := fmt.Sprint(NodeRules.Table.Row(n)[7:]); got != "[Debian GNU/Linux 12 (bookworm) 6.1.0 (amd64) containerd://2.1.4]" {
+		t.Errorf("a reported node: %s", got)
 	}
 }
