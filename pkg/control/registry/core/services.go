@@ -43,6 +43,7 @@ var ServiceRules = registry.Rules{
 		return validateServiceUpdate(obj.(*corev1.Service), old.(*corev1.Service))
 	},
 	SubresourceUpdates: map[string]registry.SubresourceRules{"status": registry.ServiceStatusUpdate},
+	Warnings:           func(obj runtime.Object) []string { return serviceWarnings(obj.(*corev1.Service)) },
 	Claim:              claimService,
 	Release:            releaseService,
 	Fields: func(obj runtime.Object) fields.Set {
@@ -504,4 +505,54 @@ type internalServicePort struct {
 	Port        int32
 	TargetPort  intstr.IntOrString
 	NodePort    int32
+}
+
+// serviceWarnings are kube-apiserver's warnings on a Service's create and update
+// (pkg/api/service's GetWarningsForService), in its order and words: fields a Service of
+// its kind ignores, deprecated ones, and addresses written in non-standard forms.
+func serviceWarnings(svc *corev1.Service) []string {
+	var out []string
+	spec := field.NewPath("spec")
+	if _, ok := svc.Annotations[corev1.DeprecatedAnnotationTopologyAwareHints]; ok {
+		out = append(out, fmt.Sprintf("annotation %s is deprecated, please use %s instead", corev1.DeprecatedAnnotationTopologyAwareHints, corev1.AnnotationTopologyMode))
+	}
+	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		for i, ip := range svc.Spec.ClusterIPs {
+			out = append(out, utilvalidation.GetWarningsForIP(spec.Child("clusterIPs").Index(i), ip)...)
+		}
+	}
+	headless := svc.Spec.Type == corev1.ServiceTypeClusterIP && svc.Spec.ClusterIP == corev1.ClusterIPNone
+	if headless {
+		if svc.Spec.LoadBalancerIP != "" {
+			out = append(out, "spec.loadBalancerIP is ignored for headless services")
+		}
+		if len(svc.Spec.ExternalIPs) > 0 {
+			out = append(out, "spec.externalIPs is ignored for headless services")
+		}
+		if svc.Spec.SessionAffinity != corev1.ServiceAffinityNone {
+			out = append(out, "spec.SessionAffinity is ignored for headless services")
+		}
+	}
+	for i, ip := range svc.Spec.ExternalIPs {
+		out = append(out, utilvalidation.GetWarningsForIP(spec.Child("externalIPs").Index(i), ip)...)
+	}
+	if len(svc.Spec.ExternalIPs) > 0 && !headless && svc.Spec.Type != corev1.ServiceTypeExternalName {
+		out = append(out, "spec.externalIPs is deprecated and may no longer be implemented in some clusters")
+	}
+	if svc.Spec.LoadBalancerIP != "" {
+		out = append(out, utilvalidation.GetWarningsForIP(spec.Child("loadBalancerIP"), svc.Spec.LoadBalancerIP)...)
+	}
+	for i, cidr := range svc.Spec.LoadBalancerSourceRanges {
+		out = append(out, utilvalidation.GetWarningsForCIDR(spec.Child("loadBalancerSourceRanges").Index(i), cidr)...)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName && len(svc.Spec.ExternalIPs) > 0 {
+		out = append(out, fmt.Sprintf("spec.externalIPs is ignored when spec.type is %q", corev1.ServiceTypeExternalName))
+	}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ExternalName != "" {
+		out = append(out, fmt.Sprintf("spec.externalName is ignored when spec.type is not %q", corev1.ServiceTypeExternalName))
+	}
+	if d := svc.Spec.TrafficDistribution; d != nil && *d == corev1.ServiceTrafficDistributionPreferClose {
+		out = append(out, fmt.Sprintf("spec.trafficDistribution: %q is deprecated; use %q", corev1.ServiceTrafficDistributionPreferClose, corev1.ServiceTrafficDistributionPreferSameZone))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 func service(name string, ports ...corev1.ServicePort) *corev1.Service {
@@ -190,4 +192,45 @@ func expectCause(t *testing.T, err error, fieldPath, msg string) {
 		}
 	}
 	t.Errorf("no cause on %s saying %q in %v", fieldPath, msg, err)
+}
+
+// The warnings kube-apiserver sends on a Service's create and update
+// (pkg/api/service/warnings.go), in its order and words.
+func TestServiceWarningsAsKubernetes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Service)
+		want []string
+	}{
+		{"plain", func(*corev1.Service) {}, nil},
+		{"external IPs", func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"192.0.2.9"} },
+			[]string{"spec.externalIPs is deprecated and may no longer be implemented in some clusters"}},
+		{"headless", func(s *corev1.Service) {
+			s.Spec.ClusterIP, s.Spec.LoadBalancerIP, s.Spec.ExternalIPs, s.Spec.SessionAffinity = corev1.ClusterIPNone, "192.0.2.8", []string{"192.0.2.9"}, corev1.ServiceAffinityClientIP
+		}, []string{"spec.loadBalancerIP is ignored for headless services", "spec.externalIPs is ignored for headless services",
+			"spec.SessionAffinity is ignored for headless services"}},
+		{"addresses with leading zeros", func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalIPs, s.Spec.LoadBalancerSourceRanges = corev1.ServiceTypeLoadBalancer, []string{"192.0.2.09"}, []string{"10.0.0.1/8"}
+		}, []string{
+			`spec.externalIPs[0]: non-standard IP address "192.0.2.09" is invalid: use "192.0.2.9"`,
+			"spec.externalIPs is deprecated and may no longer be implemented in some clusters",
+			`spec.loadBalancerSourceRanges[0]: CIDR value "10.0.0.1/8" is ambiguous in this context (should be "10.0.0.0/8" or "10.0.0.1/32"?)`}},
+		{"external name", func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalName, s.Spec.ExternalIPs, s.Spec.Selector = corev1.ServiceTypeExternalName, "example.com", []string{"192.0.2.9"}, nil
+		}, []string{`spec.externalIPs is ignored when spec.type is "ExternalName"`}},
+		{"external name of a ClusterIP", func(s *corev1.Service) { s.Spec.ExternalName = "example.com" },
+			[]string{`spec.externalName is ignored when spec.type is not "ExternalName"`}},
+		{"topology", func(s *corev1.Service) {
+			s.Annotations = map[string]string{corev1.DeprecatedAnnotationTopologyAwareHints: "auto"}
+			s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+		}, []string{"annotation service.kubernetes.io/topology-aware-hints is deprecated, please use service.kubernetes.io/topology-mode instead",
+			`spec.trafficDistribution: "PreferClose" is deprecated; use "PreferSameZone"`}},
+	} {
+		svc := service("web", corev1.ServicePort{Port: 80})
+		tc.edit(svc)
+		ServiceRules.Default(svc)
+		if got := ServiceRules.Warnings(svc); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: warnings\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
 }
