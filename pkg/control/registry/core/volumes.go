@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
+	"k8s.io/utils/ptr"
 )
 
 // betaStorageClassAnnotation is the storage class annotation older clients still set.
@@ -55,6 +56,9 @@ var PersistentVolumeRules = registry.Rules{
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 		}
 		registry.DefaultVolumeMode(&pv.Spec.VolumeMode)
+		if hp := pv.Spec.HostPath; hp != nil && hp.Type == nil {
+			hp.Type = ptr.To(corev1.HostPathUnset)
+		}
 	},
 	PrepareCreate: func(obj runtime.Object) {
 		now := metav1.Now()

@@ -144,3 +144,14 @@ func TestPersistentVolumeUpdates(t *testing.T) {
 	registrytest.ExpectMessage(t, errs, "nodeAffinity", "field is immutable, except for updating from beta label to GA")
 	registrytest.ExpectMessage(t, errs, "spec.volumeAttributesClassName", "update from non-nil value to nil is forbidden")
 }
+
+// A hostPath volume's type defaults to "" (HostPathUnset) as kube's v1 defaults set it,
+// so `kubectl describe pv` shows an empty HostPathType, not <none>.
+func TestPersistentVolumeHostPathTypeDefaulted(t *testing.T) {
+	pv := &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/pv"}}}}
+	PersistentVolumeRules.Default(pv)
+	if typ := pv.Spec.HostPath.Type; typ == nil || *typ != corev1.HostPathUnset {
+		t.Errorf("hostPath type %v, want a pointer to \"\"", typ)
+	}
+}
