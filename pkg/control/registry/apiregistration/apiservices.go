@@ -123,7 +123,7 @@ var APIServiceRules = registry.Rules{
 					continue
 				}
 				available = string(c.Status)
-				if c.Reason != "" {
+				if c.Status != apiregistrationv1.ConditionTrue && c.Reason != "" {
 					available += " (" + c.Reason + ")"
 				}
 			}
