@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+
+	apidiscovery "github.com/minik8s/minik8s/pkg/control/apiserver/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -30,41 +32,6 @@ import (
 	aggregatorinformers "k8s.io/kube-aggregator/pkg/client/informers/externalversions"
 	"k8s.io/kube-aggregator/pkg/controllers/autoregister"
 )
-
-// priority orders a group among groups and a version within its group in discovery.
-type priority struct{ group, version int32 }
-
-// priorities are kube-apiserver's (cmd/kube-apiserver/app/aggregator.go and
-// pkg/controlplane/apiserver/aggregator.go), for the group versions miniapi serves, and
-// metrics-server's own APIService's for metrics.k8s.io, which miniapi serves itself. As
-// upstream, a served group version without one gets no APIService.
-var priorities = map[schema.GroupVersion]priority{
-	{Group: "", Version: "v1"}:                             {18000, 1},
-	{Group: "apps", Version: "v1"}:                         {17800, 15},
-	{Group: "events.k8s.io", Version: "v1"}:                {17750, 15},
-	{Group: "authentication.k8s.io", Version: "v1"}:        {17700, 15},
-	{Group: "authorization.k8s.io", Version: "v1"}:         {17600, 15},
-	{Group: "autoscaling", Version: "v1"}:                  {17500, 15},
-	{Group: "autoscaling", Version: "v2"}:                  {17500, 30},
-	{Group: "batch", Version: "v1"}:                        {17400, 15},
-	{Group: "certificates.k8s.io", Version: "v1"}:          {17300, 15},
-	{Group: "networking.k8s.io", Version: "v1"}:            {17200, 15},
-	{Group: "policy", Version: "v1"}:                       {17100, 15},
-	{Group: "rbac.authorization.k8s.io", Version: "v1"}:    {17000, 15},
-	{Group: "storage.k8s.io", Version: "v1"}:               {16800, 15},
-	{Group: "apiextensions.k8s.io", Version: "v1"}:         {16700, 15},
-	{Group: "admissionregistration.k8s.io", Version: "v1"}: {16700, 15},
-	{Group: "scheduling.k8s.io", Version: "v1"}:            {16600, 15},
-	{Group: "coordination.k8s.io", Version: "v1"}:          {16500, 15},
-	{Group: "node.k8s.io", Version: "v1"}:                  {16300, 15},
-	{Group: "discovery.k8s.io", Version: "v1"}:             {16200, 15},
-	{Group: "resource.k8s.io", Version: "v1"}:              {16200, 21},
-	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
-	{Group: "metrics.k8s.io", Version: "v1beta1"}:          {100, 100},
-}
-
-// crdPriority is what kube-apiserver's crdregistration gives custom resources' versions.
-var crdPriority = priority{group: 1000, version: 100}
 
 // Start registers the group versions the API server lists in discovery, then keeps them
 // and those of CustomResourceDefinitions until ctx ends, and keeps the availability of
@@ -111,7 +78,7 @@ func Start(ctx context.Context, cfg *rest.Config, shared informers.SharedInforme
 		for _, g := range groups.Groups {
 			for _, v := range g.Versions {
 				gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
-				if p, ok := priorities[gv]; ok {
+				if p, ok := apidiscovery.BuiltinPriorities[gv]; ok {
 					reg.AddAPIServiceToSyncOnStart(local(gv, p))
 				}
 			}
@@ -126,11 +93,11 @@ func Start(ctx context.Context, cfg *rest.Config, shared informers.SharedInforme
 }
 
 // local is the APIService of a group version the API server serves itself.
-func local(gv schema.GroupVersion, p priority) *apiregistrationv1.APIService {
+func local(gv schema.GroupVersion, p apidiscovery.Priority) *apiregistrationv1.APIService {
 	return &apiregistrationv1.APIService{
 		ObjectMeta: metav1.ObjectMeta{Name: gv.Version + "." + gv.Group},
 		Spec: apiregistrationv1.APIServiceSpec{Group: gv.Group, Version: gv.Version,
-			GroupPriorityMinimum: p.group, VersionPriority: p.version},
+			GroupPriorityMinimum: p.Group, VersionPriority: p.Version},
 	}
 }
 
@@ -146,7 +113,7 @@ func registerCRDs(informer cache.SharedIndexInformer, lister crdlisters.CustomRe
 		for _, crd := range all {
 			for _, v := range crd.Spec.Versions {
 				if crd.Spec.Group == gv.Group && v.Name == gv.Version && v.Served {
-					reg.AddAPIServiceToSync(local(gv, crdPriority))
+					reg.AddAPIServiceToSync(local(gv, apidiscovery.CustomResourcePriority))
 					return
 				}
 			}

@@ -5,9 +5,11 @@
 package discovery
 
 import (
+	"cmp"
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
@@ -109,7 +111,9 @@ func (d *Handler) apiGroups() []metav1.APIGroup {
 		index[gv.Group] = len(groups)
 		groups = append(groups, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
 	}
-	return append(groups, d.extraGroups()...)
+	groups = append(groups, d.extraGroups()...)
+	slices.SortStableFunc(groups, func(a, b metav1.APIGroup) int { return compareGroups(a.Name, b.Name) })
+	return groups
 }
 
 // extraGroups are the entries of /apis of the group versions served outside the registry.
@@ -157,7 +161,7 @@ func NotServed() *apierrors.StatusError {
 // ServeResourceList answers /api/VERSION and /apis/GROUP/VERSION: the version's resources.
 func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv schema.GroupVersion) {
 	list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
-	for _, res := range d.reg.Resources() {
+	for _, res := range sortedResources(d.reg) {
 		if res.GroupVersion() != gv {
 			continue
 		}
@@ -168,6 +172,14 @@ func (d *Handler) ServeResourceList(w http.ResponseWriter, _ *http.Request, gv s
 		return
 	}
 	responsewriters.WriteJSON(w, http.StatusOK, list)
+}
+
+// sortedResources are reg's resources by name, the order kube-apiserver lists a version's
+// resources in (its installer sorts their paths).
+func sortedResources(reg *registry.Registry) []*registry.Resource {
+	return slices.SortedStableFunc(slices.Values(reg.Resources()), func(a, b *registry.Resource) int {
+		return cmp.Compare(a.Resource, b.Resource)
+	})
 }
 
 // computedVerbs are the verbs of a resource made at each read instead of stored.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
@@ -30,12 +31,13 @@ func wantsAggregated(r *http.Request) bool {
 func (d *Handler) serveAggregated(w http.ResponseWriter, legacy bool) {
 	list := apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	index := map[string]int{}
+	resources := sortedResources(d.reg)
 	for _, gv := range d.reg.GroupVersions() {
 		if (gv.Group == "") != legacy {
 			continue
 		}
 		version := apidiscoveryv2.APIVersionDiscovery{Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
-		for _, res := range d.reg.Resources() {
+		for _, res := range resources {
 			if res.GroupVersion() == gv {
 				version.Resources = append(version.Resources, resourceDiscovery(res))
 			}
@@ -50,6 +52,7 @@ func (d *Handler) serveAggregated(w http.ResponseWriter, legacy bool) {
 	}
 	if !legacy {
 		list.Items = append(list.Items, d.extraDiscovery()...)
+		slices.SortStableFunc(list.Items, func(a, b apidiscoveryv2.APIGroupDiscovery) int { return compareGroups(a.Name, b.Name) })
 	}
 	w.Header().Set("Content-Type", aggregatedMediaType)
 	w.WriteHeader(http.StatusOK)

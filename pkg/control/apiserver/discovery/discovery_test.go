@@ -1,9 +1,20 @@
 package discovery
 
 import (
+	"encoding/json"
+	"net/http/httptest"
 	"runtime/debug"
+	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/registry"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -29,5 +40,75 @@ func TestVersionCarriesTheBuildsCommit(t *testing.T) {
 	stampBuild(&info, nil)
 	if info != (version.Info{}) {
 		t.Errorf("no VCS settings: %#v", info)
+	}
+}
+
+// Groups come in kube-aggregator's order (priority, then name; custom resources' groups at
+// 1000, metrics.k8s.io last) and a version's resources by name, as kube-apiserver lists
+// them: what orders `kubectl get all` and `kubectl api-resources`.
+func TestDiscoveryOrderAsKubeAPIServer(t *testing.T) {
+	reg, err := registry.New(
+		registry.NewResource(batchv1.SchemeGroupVersion, "jobs", "Job", true, registry.Rules{}, nil, []string{"all"}, "status"),
+		registry.NewResource(batchv1.SchemeGroupVersion, "cronjobs", "CronJob", true, registry.Rules{}, []string{"cj"}, []string{"all"}, "status"),
+		registry.NewResource(autoscalingv2.SchemeGroupVersion, "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, registry.Rules{}, nil, []string{"all"}, "status"),
+		registry.NewResource(appsv1.SchemeGroupVersion, "deployments", "Deployment", true, registry.Rules{}, nil, []string{"all"}),
+		registry.NewResource(corev1.SchemeGroupVersion, "pods", "Pod", true, registry.Rules{}, nil, []string{"all"}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(reg)
+	d.AddGroupVersion(schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}, []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "PodMetrics"}})
+	d.AddGroupVersion(schema.GroupVersion{Group: "example.com", Version: "v1"}, []metav1.APIResource{{Name: "widgets", Namespaced: true, Kind: "Widget"}})
+	d.AddGroupVersion(schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, []metav1.APIResource{{Name: "selfsubjectaccessreviews", Kind: "SelfSubjectAccessReview"}})
+	want := "apps authorization.k8s.io autoscaling batch example.com metrics.k8s.io"
+
+	rec := httptest.NewRecorder()
+	d.ServeGroups(rec, httptest.NewRequest("GET", "/apis", nil))
+	var groups metav1.APIGroupList
+	if err := json.Unmarshal(rec.Body.Bytes(), &groups); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range groups.Groups {
+		names = append(names, g.Name)
+	}
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("/apis groups: %s, want %s", got, want)
+	}
+
+	rec = httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/apis", nil)
+	req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+	d.ServeGroups(rec, req)
+	var agg apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(rec.Body.Bytes(), &agg); err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, g := range agg.Items {
+		names = append(names, g.Name)
+		if g.Name == "batch" {
+			if r := g.Versions[0].Resources; len(r) != 2 || r[0].Resource != "cronjobs" || r[1].Resource != "jobs" {
+				t.Errorf("aggregated batch/v1 resources: %+v, want cronjobs then jobs", r)
+			}
+		}
+	}
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("aggregated /apis groups: %s, want %s", got, want)
+	}
+
+	rec = httptest.NewRecorder()
+	d.ServeResourceList(rec, httptest.NewRequest("GET", "/apis/batch/v1", nil), batchv1.SchemeGroupVersion)
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, r := range list.APIResources {
+		names = append(names, r.Name)
+	}
+	if got := strings.Join(names, " "); got != "cronjobs cronjobs/status jobs jobs/status" {
+		t.Errorf("/apis/batch/v1 resources: %s", got)
 	}
 }
