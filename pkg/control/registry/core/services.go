@@ -234,7 +234,8 @@ func nodePorts(svc *corev1.Service) []int32 {
 	return out
 }
 
-var serviceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeExternalName}
+// serviceTypes in the sorted order kube names them in its error (sets.List).
+var serviceTypes = []corev1.ServiceType{corev1.ServiceTypeClusterIP, corev1.ServiceTypeExternalName, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort}
 
 func validateService(svc *corev1.Service) field.ErrorList {
 	// RelaxedServiceNameValidation (beta, on by default in v1.36): any DNS label.

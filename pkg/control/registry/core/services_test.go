@@ -72,6 +72,11 @@ func TestServiceValidation(t *testing.T) {
 	headless.Spec.ClusterIP = corev1.ClusterIPNone
 	registrytest.ExpectErrors(t, "headless without ports", registrytest.CreateSteps(ServiceRules, headless))
 	registrytest.ExpectErrors(t, "no ports", registrytest.CreateSteps(ServiceRules, service("none")), "spec.ports: FieldValueRequired")
+
+	bogus := service("bogus", corev1.ServicePort{Port: 80})
+	bogus.Spec.Type = "Bogus"
+	registrytest.ExpectMessage(t, registrytest.CreateSteps(ServiceRules, bogus), "spec.type",
+		`Unsupported value: "Bogus": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`)
 }
 
 func newRanges(t *testing.T, cidr string) allocator.Ranges {
