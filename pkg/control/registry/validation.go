@@ -112,8 +112,9 @@ func ValidateResourceList(list corev1.ResourceList, path *field.Path) field.Erro
 	return errs
 }
 
-// ServiceProtocols are the protocols a Service, Endpoints or NetworkPolicy port may have.
-var ServiceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+// ServiceProtocols are the protocols a Service, Endpoints or EndpointSlice port may have,
+// sorted as kube's errors name them (sets.List).
+var ServiceProtocols = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
 
 // VolumeSources counts the volume sources set in a PersistentVolumeSource (all pointers).
 func VolumeSources(src *corev1.PersistentVolumeSource) int {

@@ -256,12 +256,12 @@ func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
 }
 
 var (
-	failurePolicies = []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Ignore, admissionregistrationv1.Fail}
-	matchPolicies   = []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Exact, admissionregistrationv1.Equivalent}
+	failurePolicies = []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Fail, admissionregistrationv1.Ignore}
+	matchPolicies   = []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Equivalent, admissionregistrationv1.Exact}
 	sideEffects     = []admissionregistrationv1.SideEffectClass{admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.SideEffectClassNoneOnDryRun}
-	operations      = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll, admissionregistrationv1.Create,
-		admissionregistrationv1.Update, admissionregistrationv1.Delete, admissionregistrationv1.Connect}
-	scopes = []admissionregistrationv1.ScopeType{admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope, admissionregistrationv1.AllScopes}
+	operations      = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll, admissionregistrationv1.Connect,
+		admissionregistrationv1.Create, admissionregistrationv1.Delete, admissionregistrationv1.Update}
+	scopes = []admissionregistrationv1.ScopeType{admissionregistrationv1.AllScopes, admissionregistrationv1.ClusterScope, admissionregistrationv1.NamespacedScope}
 )
 
 // validateWebhook checks one webhook of a configuration, as Kubernetes' validateValidatingWebhook

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minik8s/minik8s/pkg/control/registry/internal/registrytest"
+
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,5 +192,26 @@ func TestAdmissionPolicyTables(t *testing.T) {
 		if n := len(c.rules.Table.Columns); n != len(c.want) {
 			t.Errorf("%T has %d columns, want %d", c.obj, n, len(c.want))
 		}
+	}
+}
+
+// Unsupported enum values name the supported ones sorted, as kube's errors do.
+func TestWebhookEnumErrorsSorted(t *testing.T) {
+	url, bogus := "https://127.0.0.1:8443/validate", "Bogus"
+	none := admissionregistrationv1.SideEffectClassNone
+	c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "check"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "check.pods.example.com", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+			SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			FailurePolicy: (*admissionregistrationv1.FailurePolicyType)(&bogus), MatchPolicy: (*admissionregistrationv1.MatchPolicyType)(&bogus),
+			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"Bogus"},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: (*admissionregistrationv1.ScopeType)(&bogus)}}}}}}
+	errs := ValidatingWebhookConfigurationRules.Validate(c)
+	for path, want := range map[string]string{
+		"webhooks[0].rules[0].operations[0]": `supported values: "*", "CONNECT", "CREATE", "DELETE", "UPDATE"`,
+		"webhooks[0].rules[0].scope":         `supported values: "*", "Cluster", "Namespaced"`,
+		"webhooks[0].failurePolicy":          `supported values: "Fail", "Ignore"`,
+		"webhooks[0].matchPolicy":            `supported values: "Equivalent", "Exact"`,
+	} {
+		registrytest.ExpectMessage(t, errs, path, want)
 	}
 }

@@ -265,7 +265,7 @@ func validateService(svc *corev1.Service) field.ErrorList {
 		}
 	default:
 		errs = append(errs, field.NotSupported(spec.Child("sessionAffinity"), s.SessionAffinity,
-			[]corev1.ServiceAffinity{corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP}))
+			[]corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}))
 	}
 	errs = append(errs, metav1validation.ValidateLabels(s.Selector, spec.Child("selector"))...)
 	for i, ip := range s.ExternalIPs {
@@ -375,7 +375,7 @@ func validateClusterIPs(svc *corev1.Service, spec *field.Path) field.ErrorList {
 		}
 		errs = append(errs, utilvalidation.IsValidIP(ipsPath.Index(i), ip)...)
 	}
-	policies := []corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}
+	policies := []corev1.IPFamilyPolicy{corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack, corev1.IPFamilyPolicySingleStack}
 	if p := s.IPFamilyPolicy; p != nil && !slices.Contains(policies, *p) {
 		errs = append(errs, field.NotSupported(spec.Child("ipFamilyPolicy"), *p, policies))
 	}

@@ -77,6 +77,12 @@ func TestServiceValidation(t *testing.T) {
 	bogus.Spec.Type = "Bogus"
 	registrytest.ExpectMessage(t, registrytest.CreateSteps(ServiceRules, bogus), "spec.type",
 		`Unsupported value: "Bogus": supported values: "ClusterIP", "ExternalName", "LoadBalancer", "NodePort"`)
+	bogus = service("bogus", corev1.ServicePort{Port: 80, Protocol: "Bogus"})
+	bogus.Spec.SessionAffinity, bogus.Spec.IPFamilyPolicy = "Bogus", ptr.To[corev1.IPFamilyPolicy]("Bogus")
+	errs = registrytest.CreateSteps(ServiceRules, bogus)
+	registrytest.ExpectMessage(t, errs, "spec.ports[0].protocol", `supported values: "SCTP", "TCP", "UDP"`)
+	registrytest.ExpectMessage(t, errs, "spec.sessionAffinity", `supported values: "ClientIP", "None"`)
+	registrytest.ExpectMessage(t, errs, "spec.ipFamilyPolicy", `supported values: "PreferDualStack", "RequireDualStack", "SingleStack"`)
 }
 
 func newRanges(t *testing.T, cidr string) allocator.Ranges {

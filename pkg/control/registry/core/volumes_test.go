@@ -155,3 +155,11 @@ func TestPersistentVolumeHostPathTypeDefaulted(t *testing.T) {
 		t.Errorf("hostPath type %v, want a pointer to \"\"", typ)
 	}
 }
+
+func TestAccessModeErrorSorted(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{"Bogus"},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	registrytest.ExpectMessage(t, registrytest.CreateSteps(PersistentVolumeClaimRules, pvc), "spec.accessModes",
+		`supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"`)
+}

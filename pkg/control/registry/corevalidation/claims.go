@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// AccessModes are the access modes in the order kubectl's columns abbreviate them
+// (RWO,ROX,RWX,RWOP).
 var AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
 
 func ValidateClaimSpec(s *corev1.PersistentVolumeClaimSpec, spec *field.Path) field.ErrorList {
@@ -32,7 +34,7 @@ func ValidateAccessModes(modes []corev1.PersistentVolumeAccessMode, path *field.
 	var errs field.ErrorList
 	for _, m := range modes {
 		if !slices.Contains(AccessModes, m) {
-			errs = append(errs, field.NotSupported(path, m, AccessModes))
+			errs = append(errs, field.NotSupported(path, m, slices.Sorted(slices.Values(AccessModes)))) // kube names them sorted
 		}
 	}
 	if slices.Contains(modes, corev1.ReadWriteOncePod) && len(modes) > 1 {

@@ -117,7 +117,7 @@ func validateNetworkPolicy(np *networkingv1.NetworkPolicy) field.ErrorList {
 func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if pr := port.Protocol; pr != nil && *pr != corev1.ProtocolTCP && *pr != corev1.ProtocolUDP && *pr != corev1.ProtocolSCTP {
-		errs = append(errs, field.NotSupported(path.Child("protocol"), *pr, registry.ServiceProtocols))
+		errs = append(errs, field.NotSupported(path.Child("protocol"), *pr, []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}))
 	}
 	switch {
 	case port.Port == nil:

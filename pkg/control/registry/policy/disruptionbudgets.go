@@ -48,7 +48,7 @@ func validatePodDisruptionBudget(pdb *policyv1.PodDisruptionBudget) field.ErrorL
 	if s.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, spec.Child("selector"))...)
 	}
-	policies := []policyv1.UnhealthyPodEvictionPolicyType{policyv1.IfHealthyBudget, policyv1.AlwaysAllow}
+	policies := []policyv1.UnhealthyPodEvictionPolicyType{policyv1.AlwaysAllow, policyv1.IfHealthyBudget} // sorted, as kube names them
 	if p := s.UnhealthyPodEvictionPolicy; p != nil && *p != policies[0] && *p != policies[1] {
 		errs = append(errs, field.NotSupported(spec.Child("unhealthyPodEvictionPolicy"), *p, policies))
 	}

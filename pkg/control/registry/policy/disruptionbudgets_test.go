@@ -21,3 +21,9 @@ func TestPodDisruptionBudgetRules(t *testing.T) {
 		t.Errorf("pdb row: %v", row)
 	}
 }
+
+func TestUnhealthyPodEvictionPolicyErrorSorted(t *testing.T) {
+	one, bogus := intstr.FromInt32(1), policyv1.UnhealthyPodEvictionPolicyType("Bogus")
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: registrytest.ObjMeta("pdb"), Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, UnhealthyPodEvictionPolicy: &bogus}}
+	registrytest.ExpectMessage(t, registrytest.CreateSteps(PodDisruptionBudgetRules, pdb), "spec.unhealthyPodEvictionPolicy", `supported values: "AlwaysAllow", "IfHealthyBudget"`)
+}
