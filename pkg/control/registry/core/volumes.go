@@ -127,6 +127,9 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 	errs := registry.ValidateMeta(pv, false, validation.NameIsDNSSubdomain)
 	spec, s := field.NewPath("spec"), &pv.Spec
 	errs = append(errs, corevalidation.ValidateAccessModes(s.AccessModes, spec.Child("accessModes"))...)
+	if s.HostPath != nil {
+		errs = append(errs, corevalidation.ValidateHostPathSource(s.HostPath, spec.Child("hostPath"))...)
+	}
 	if len(s.Capacity) == 0 {
 		errs = append(errs, field.Required(spec.Child("capacity"), ""))
 	}

@@ -163,3 +163,15 @@ func TestAccessModeErrorSorted(t *testing.T) {
 	registrytest.ExpectMessage(t, registrytest.CreateSteps(PersistentVolumeClaimRules, pvc), "spec.accessModes",
 		`supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"`)
 }
+
+// A PersistentVolume's hostPath is checked as a pod's: kube's validateHostPathVolumeSource.
+func TestPersistentVolumeHostPathValidated(t *testing.T) {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/../etc",
+			Type: ptr.To[corev1.HostPathType]("Bogus")}}}}
+	errs := registrytest.CreateSteps(PersistentVolumeRules, pv)
+	registrytest.ExpectMessage(t, errs, "spec.hostPath.type", `supported values: "", "BlockDevice", "CharDevice", "Directory"`)
+	registrytest.ExpectMessage(t, errs, "spec.hostPath.path", "must not contain '..'")
+}

@@ -119,7 +119,7 @@ func validateVolumeSource(s *corev1.VolumeSource, path *field.Path) field.ErrorL
 			errs = append(errs, field.Forbidden(path.Child("emptyDir", "sizeLimit"), "SizeLimit field must be a valid resource quantity"))
 		}
 	case "hostPath":
-		errs = append(errs, validateHostPathSource(s.HostPath, path.Child("hostPath"))...)
+		errs = append(errs, ValidateHostPathSource(s.HostPath, path.Child("hostPath"))...)
 	case "secret":
 		p := path.Child("secret")
 		if s.Secret.SecretName == "" {
@@ -188,7 +188,8 @@ func validateVolumeSource(s *corev1.VolumeSource, path *field.Path) field.ErrorL
 var hostPathTypes = []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathBlockDev, corev1.HostPathCharDev,
 	corev1.HostPathDirectory, corev1.HostPathDirectoryOrCreate, corev1.HostPathFile, corev1.HostPathFileOrCreate, corev1.HostPathSocket}
 
-func validateHostPathSource(h *corev1.HostPathVolumeSource, path *field.Path) field.ErrorList {
+// ValidateHostPathSource checks a pod volume's or PersistentVolume's hostPath as kube does.
+func ValidateHostPathSource(h *corev1.HostPathVolumeSource, path *field.Path) field.ErrorList {
 	if h.Path == "" {
 		return field.ErrorList{field.Required(path.Child("path"), "")}
 	}
