@@ -16,8 +16,9 @@ const (
 )
 
 // HostsFile is pod's /etc/hosts: localhost, the pod's own addresses under its hostname
-// (and its fully qualified name when it has a subdomain), then its hostAliases. A
-// hostNetwork pod gets the node's hosts file (nodeHosts) instead of the first two parts.
+// (and its fully qualified name when it has a subdomain and no hostnameOverride), then its
+// hostAliases. A hostNetwork pod gets the node's hosts file (nodeHosts) instead of the
+// first two parts.
 func (c *Configurer) HostsFile(pod *corev1.Pod, hostname string, podIPs []string, nodeHosts string) ([]byte, error) {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
@@ -36,7 +37,7 @@ func (c *Configurer) HostsFile(pod *corev1.Pod, hostname string, podIPs []string
 		b.WriteString("fe00::1\tip6-allnodes\n")
 		b.WriteString("fe00::2\tip6-allrouters\n")
 		for _, ip := range podIPs {
-			if sub := pod.Spec.Subdomain; sub != "" && c.ClusterDomain != "" {
+			if sub := subdomain(pod); sub != "" && c.ClusterDomain != "" {
 				fmt.Fprintf(&b, "%s\t%s.%s.%s.svc.%s\t%s\n", ip, hostname, sub, pod.Namespace, c.ClusterDomain, hostname)
 			} else {
 				fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
@@ -50,4 +51,14 @@ func (c *Configurer) HostsFile(pod *corev1.Pod, hostname string, podIPs []string
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// subdomain is the pod's spec.subdomain, none with a spec.hostnameOverride: the kubelet's
+// GeneratePodHostNameAndDomain gives an overridden hostname no domain, so neither the hosts
+// file nor the kernel's hostname names the pod by its fully qualified name.
+func subdomain(pod *corev1.Pod) string {
+	if pod.Spec.HostnameOverride != nil {
+		return ""
+	}
+	return pod.Spec.Subdomain
 }

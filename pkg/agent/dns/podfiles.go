@@ -92,12 +92,14 @@ func RemovePodFiles(podDir string) error {
 
 // KernelHostname is the hostname of a pod's sandbox (its UTS namespace and /etc/hostname),
 // as the kubelet's GetNodenameForKernel: the pod's hostname, or with setHostnameAsFQDN and
-// a subdomain its fully qualified name, which the kernel takes up to 64 characters.
+// a subdomain (and no hostnameOverride) its fully qualified name, which the kernel takes
+// up to 64 characters.
 func (c *Configurer) KernelHostname(pod *corev1.Pod, hostname string) (string, error) {
-	if pod.Spec.Subdomain == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+	sub := subdomain(pod)
+	if sub == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
 		return hostname, nil
 	}
-	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, c.ClusterDomain)
+	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, sub, pod.Namespace, c.ClusterDomain)
 	const maxLen = 64
 	if len(fqdn) > maxLen {
 		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)", fqdn, maxLen, len(fqdn))

@@ -74,8 +74,9 @@ func TestPodMounts(t *testing.T) {
 	}
 }
 
-// TestKernelHostname: with setHostnameAsFQDN and a subdomain the sandbox's hostname is the
-// pod's fully qualified name, refused past 64 characters, as the kubelet's.
+// TestKernelHostname: with setHostnameAsFQDN and a subdomain (and no hostnameOverride) the
+// sandbox's hostname is the pod's fully qualified name, refused past 64 characters, as the
+// kubelet's.
 func TestKernelHostname(t *testing.T) {
 	c := &Configurer{ClusterDomain: "cluster.local"}
 	yes := true
@@ -91,6 +92,12 @@ func TestKernelHostname(t *testing.T) {
 	if h, err := c.KernelHostname(pod, "web"); err != nil || h != "web" {
 		t.Errorf("setHostnameAsFQDN without a subdomain: %q %v", h, err)
 	}
+	// An overridden hostname has no domain (the API refuses it with setHostnameAsFQDN).
+	pod.Spec.Subdomain, pod.Spec.HostnameOverride = "sub", new("over")
+	if h, err := c.KernelHostname(pod, "over"); err != nil || h != "over" {
+		t.Errorf("setHostnameAsFQDN with hostnameOverride: %q %v", h, err)
+	}
+	pod.Spec.HostnameOverride = nil
 	pod.Spec.Subdomain = strings.Repeat("s", 40)
 	want := "failed to construct FQDN from pod hostname and cluster domain, FQDN web." + pod.Spec.Subdomain + ".shop.svc.cluster.local is too long (64 characters is the max, 67 characters requested)"
 	if _, err := c.KernelHostname(pod, "web"); err == nil || err.Error() != want {

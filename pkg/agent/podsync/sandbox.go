@@ -225,11 +225,15 @@ func hostPorts(pod *corev1.Pod) []network.PortMapping {
 // podDir is the pod's directory (its volumes, DNS files and container records).
 func (s *Syncer) podDir(pod *corev1.Pod) string { return filepath.Join(s.cfg.PodsDir, string(pod.UID)) }
 
-// podHostname is spec.hostname, else the pod's name, cut to a DNS label as the kubelet does.
+// podHostname is spec.hostnameOverride, else spec.hostname, else the pod's name, cut to a
+// DNS label as the kubelet's GeneratePodHostNameAndDomain does.
 func podHostname(pod *corev1.Pod) string {
 	name := pod.Spec.Hostname
 	if name == "" {
 		name = pod.Name
+	}
+	if o := pod.Spec.HostnameOverride; o != nil {
+		name = *o
 	}
 	return truncateHostname(name)
 }

@@ -4,17 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"strconv"
-	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/fieldmanager"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/filters"
 	"github.com/minik8s/minik8s/pkg/control/apiserver/responsewriters"
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/control/registry/generic"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -181,6 +178,11 @@ func patchOptions(r *http.Request, res *registry.Resource) (types.PatchType, met
 // maxJSONPatchOperations is the most operations a JSON patch may have, as in kube-apiserver.
 const maxJSONPatchOperations = 10000
 
+// kube-apiserver applies JSON and merge patches with json-patch v4, whose copy operations
+// may add at most AccumulatedCopySizeLimit bytes, a process-wide setting it makes 3 MiB
+// (JSONPatchMaxCopyBytes) as it starts.
+func init() { jsonpatch.AccumulatedCopySizeLimit = 3 << 20 }
+
 // applyPatch applies a JSON, merge or strategic-merge patch to cur and decodes the result
 // into a new object of res, with the statuses kube-apiserver's patch handler gives
 // (apiserver/pkg/endpoints/handlers/patch.go): a patch that does not decode is 400; a JSON
@@ -188,8 +190,8 @@ const maxJSONPatchOperations = 10000
 // an object of the kind is 422 on the field "patch"; strategic-merge errors keep kube's
 // codes (400 for a malformed directive, 422 for lists of lists, 500 for the rest). Unknown
 // and duplicate fields are warnings under Warn and a 422 under Strict. A JSON patch may have
-// at most maxJSONPatchOperations operations and its copies may add at most MaxBodyBytes to
-// the object, so a small patch cannot amplify itself into gigabytes.
+// at most maxJSONPatchOperations operations (else 413) and its copies may add at most 3 MiB
+// to the object (else 422), so a small patch cannot amplify itself into gigabytes.
 func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, patch []byte, directive fieldValidation) (runtime.Object, []string, error) {
 	out, err := res.New()
 	if err != nil {
@@ -221,23 +223,13 @@ func applyPatch(res *registry.Resource, pt types.PatchType, cur runtime.Object, 
 		}
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
-			// kube's json-patch (v4) decodes any list of objects and refuses a bad
-			// operation only as it applies it; v5 refuses it here.
-			if uerr := json.Unmarshal(patch, &jsonpatch.Patch{}); uerr != nil {
-				return nil, nil, apierrors.NewBadRequest(uerr.Error())
-			}
-			return nil, nil, unprocessable(err)
+			return nil, nil, apierrors.NewBadRequest(err.Error())
 		}
 		if len(p) > maxJSONPatchOperations {
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
-		if err = testsOfRootWithoutValue(p); err == nil {
-			opts := jsonpatch.NewApplyOptions()
-			opts.AccumulatedCopySizeLimit = MaxBodyBytes
-			patched, err = applyJSONPatch(p, orig, opts)
-		}
-		if tooLarge := (*jsonpatch.AccumulatedCopySizeError)(nil); errors.As(err, &tooLarge) {
-			return nil, nil, apierrors.NewRequestEntityTooLargeError(tooLarge.Error())
+		if err = rootWithoutValue(p); err == nil {
+			patched, err = p.Apply(orig)
 		}
 		if err != nil {
 			return nil, nil, unprocessable(err)
@@ -351,67 +343,13 @@ func strictWarnings(errs []error, directive fieldValidation) []string {
 	return strictDecodingWarnings(errs)
 }
 
-// applyJSONPatch applies p as kube's json-patch (v4) does, where a replace of a key an
-// existing object lacks sets it; v5 refuses that as missing. Only a patch v5 refuses so is
-// applied again, one operation at a time, such a replace becoming an add.
-func applyJSONPatch(p jsonpatch.Patch, doc []byte, opts *jsonpatch.ApplyOptions) ([]byte, error) {
-	patched, err := p.ApplyWithOptions(doc, opts)
-	if err == nil || !errors.Is(err, jsonpatch.ErrMissing) {
-		return patched, err
-	}
+// rootWithoutValue fails a patch that tests or replaces the whole document without a
+// value (or with null): json-patch v4 dereferences the missing value (kube-apiserver answers
+// with a 500 from the recovered panic); the object is never null, so the operation fails.
+func rootWithoutValue(p jsonpatch.Patch) error {
 	for _, op := range p {
-		next, err := jsonpatch.Patch{op}.ApplyWithOptions(doc, opts)
-		if err != nil && op.Kind() == "replace" && errors.Is(err, jsonpatch.ErrMissing) && parentIsObject(doc, op) {
-			add := maps.Clone(op)
-			kind := json.RawMessage(`"add"`)
-			add["op"] = &kind
-			next, err = jsonpatch.Patch{add}.ApplyWithOptions(doc, opts)
-		}
-		if err != nil {
-			return nil, err
-		}
-		doc = next
-	}
-	return doc, nil
-}
-
-// parentIsObject tells whether the operation's path names a member of a JSON object of doc.
-func parentIsObject(doc []byte, op jsonpatch.Operation) bool {
-	path, err := op.Path()
-	i := strings.LastIndex(path, "/")
-	if err != nil || i < 0 {
-		return false
-	}
-	var v any
-	if json.Unmarshal(doc, &v) != nil {
-		return false
-	}
-	for _, token := range strings.Split(path[:i], "/")[1:] {
-		token = strings.NewReplacer("~1", "/", "~0", "~").Replace(token)
-		switch c := v.(type) {
-		case map[string]any:
-			v = c[token]
-		case []any:
-			n, err := strconv.Atoi(token)
-			if err != nil || n < 0 || n >= len(c) {
-				return false
-			}
-			v = c[n]
-		default:
-			return false
-		}
-	}
-	_, ok := v.(map[string]any)
-	return ok
-}
-
-// testsOfRootWithoutValue fails a patch that tests the whole document against a missing or
-// null value: the object is never null, so the test fails, and json-patch itself would
-// panic on it (found by FuzzPatch).
-func testsOfRootWithoutValue(p jsonpatch.Patch) error {
-	for _, op := range p {
-		if path, err := op.Path(); err == nil && op.Kind() == "test" && path == "" && op["value"] == nil {
-			return fmt.Errorf("testing value %s failed: %w", path, jsonpatch.ErrTestFailed)
+		if path, err := op.Path(); err == nil && path == "" && (op.Kind() == "test" || op.Kind() == "replace") && op["value"] == nil {
+			return fmt.Errorf("%s operation of the whole document without a value: %w", op.Kind(), jsonpatch.ErrMissing)
 		}
 	}
 	return nil

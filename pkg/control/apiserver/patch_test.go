@@ -40,20 +40,23 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 		{"json patch replaces a key of a missing object", jsonPatch, "", `[{"op":"replace","path":"/metadata/annotations/nope","value":"x"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch replaces a missing array index", jsonPatch, "", `[{"op":"replace","path":"/spec/containers/1","value":{}}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch removes a missing path", jsonPatch, "", `[{"op":"remove","path":"/nope/x"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
+		{"json patch replacing the whole object without a value", jsonPatch, "", `[{"op":"replace","path":""}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch of an unknown operation", jsonPatch, "", `[{"op":"bogus","path":"/spec"}]`, 422, metav1.StatusReasonInvalid, rejected, ""},
 		{"json patch that is no list", jsonPatch, "", `{"a":1}`, 400, metav1.StatusReasonBadRequest, "error decoding patch: json: cannot unmarshal object into Go value of type []...", ""},
 		{"json patch that is no list, unvalidated", jsonPatch, "?fieldValidation=Ignore", `{"a":1}`, 400, metav1.StatusReasonBadRequest, "json: cannot unmarshal object into Go value of type jsonpatch.Patch", ""},
 		{"json patch that is no JSON, unvalidated", jsonPatch, "?fieldValidation=Ignore", `[`, 400, metav1.StatusReasonBadRequest, "unexpected end of JSON input", ""},
 		{"json patch of a duplicate field, strictly", jsonPatch, "?fieldValidation=Strict", `[{"op":"add","op":"add","path":"/metadata/labels/x","value":"y"}]`, 422, metav1.StatusReasonInvalid,
-			` "" is invalid: patch: Invalid value: "{\"kind\":\"Pod\",...`, "patch"},
+			` "" is invalid: patch: Invalid value: "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",...`, "patch"},
 		{"json patch giving a wrong type", jsonPatch, "", `[{"op":"replace","path":"/spec/containers","value":"x"}]`, 422, metav1.StatusReasonInvalid,
-			` "" is invalid: patch: Invalid value: "{\"kind\":\"Pod\",...`, "patch"},
+			` "" is invalid: patch: Invalid value: "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",...`, "patch"},
 		{"merge patch that is no JSON", mergePatch, "", `{`, 400, metav1.StatusReasonBadRequest, "error decoding patch: unexpected end of JSON input", ""},
 		{"merge patch that is no JSON, unvalidated", mergePatch, "?fieldValidation=Ignore", `{`, 400, metav1.StatusReasonBadRequest, "Invalid JSON Patch", ""},
+		{"merge patch of null", mergePatch, "", `null`, 400, metav1.StatusReasonBadRequest, "Invalid JSON Patch", ""},
+		{"merge patch of a number, unvalidated", mergePatch, "?fieldValidation=Ignore", `5`, 400, metav1.StatusReasonBadRequest, "Invalid JSON Patch", ""},
 		{"merge patch giving a wrong type", mergePatch, "", `{"spec":{"containers":"x"}}`, 422, metav1.StatusReasonInvalid,
-			` "" is invalid: patch: Invalid value: "{\"kind\":\"Pod\",...`, "patch"},
+			` "" is invalid: patch: Invalid value: "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",...`, "patch"},
 		{"merge patch of an unknown field, strictly", mergePatch, "?fieldValidation=Strict", `{"spec":{"foo":1}}`, 422, metav1.StatusReasonInvalid,
-			` "" is invalid: patch: Invalid value: "{\"kind\":\"Pod\",...`, "patch"},
+			` "" is invalid: patch: Invalid value: "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",...`, "patch"},
 		{"strategic patch of an unknown field, strictly", smp, "?fieldValidation=Strict", `{"spec":{"foo":1}}`, 422, metav1.StatusReasonInvalid,
 			` "" is invalid: patch: Invalid value: "map[spec:map[foo:1]]": strict decoding error: unknown field "spec.foo"`, "patch"},
 		{"strategic patch of a bad retainKeys", smp, "", `{"spec":{"$retainKeys":"x"}}`, 400, metav1.StatusReasonBadRequest, "invalid patch format of retainKeys", ""},
@@ -76,10 +79,14 @@ func TestPatchErrorsAsKubeAPIServer(t *testing.T) {
 			}
 		})
 	}
+	// json-patch v4 adds (or replaces) without a value as null: the label becomes "".
+	if w := patchAs(h, jsonPatch, pod, `[{"op":"add","path":"/metadata/labels/x"}]`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"labels":{"app":"web","x":""}`) {
+		t.Errorf("json patch adding without a value: %d %s", w.Code, w.Body)
+	}
 	// kube's json-patch (v4) replaces a key an object lacks by setting it: kube-apiserver
 	// v1.36.3 patches the pod, in the same order as the other operations.
 	patch := `[{"op":"replace","path":"/metadata/labels/nope","value":"x"},{"op":"test","path":"/metadata/labels/nope","value":"x"},{"op":"add","path":"/metadata/labels/b","value":"y"}]`
-	if w := patchAs(h, jsonPatch, pod, patch); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"labels":{"app":"web","b":"y","nope":"x"}`) {
+	if w := patchAs(h, jsonPatch, pod, patch); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"labels":{"app":"web","b":"y","nope":"x","x":""}`) {
 		t.Errorf("json patch replacing a missing label: %d %s", w.Code, w.Body)
 	}
 }
@@ -115,5 +122,35 @@ func TestUnsupportedMediaTypesAsKubeAPIServer(t *testing.T) {
 			st.Reason != metav1.StatusReasonUnsupportedMediaType || st.Message != tc.want {
 			t.Errorf("%s %q: %d %s\nwant 415 %q", tc.method, tc.contentType, w.Code, w.Body, tc.want)
 		}
+	}
+}
+
+// A JSON patch's copies may add at most 3 MiB to the object, json-patch v4's limit as
+// kube-apiserver sets it (JSONPatchMaxCopyBytes); past it the patch does not apply: kube's
+// 422 of any such patch, not a 413.
+func TestJSONPatchCopyLimit(t *testing.T) {
+	s, _ := newCachedServer(t)
+	h := s.Handler()
+	p := podNamed("a", "web")
+	p.Annotations = map[string]string{"big": strings.Repeat("x", 64<<10)}
+	if w := do(t, h, "POST", "/api/v1/namespaces/default/pods", p); w.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	// Copies of 64 KiB, then of /z doubled n times: 64 KiB << n added in all.
+	doubling := func(n int) string {
+		ops := []string{`{"op":"add","path":"/z","value":[]}`, `{"op":"copy","from":"/metadata/annotations/big","path":"/z/-"}`}
+		for range n {
+			ops = append(ops, `{"op":"copy","from":"/z","path":"/z/-"}`)
+		}
+		return "[" + strings.Join(ops, ",") + "]"
+	}
+	const pod = "/api/v1/namespaces/default/pods/a?fieldValidation=Ignore"
+	if w := patchAs(h, "application/json-patch+json", pod, doubling(5)); w.Code != http.StatusOK {
+		t.Errorf("copies adding 2 MiB: %d %.300s", w.Code, w.Body)
+	}
+	w := patchAs(h, "application/json-patch+json", pod, doubling(6))
+	if st := apitest.ResponseStatus(t, w.Body.Bytes()); w.Code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid ||
+		st.Message != "the server rejected our request due to an error in our request" {
+		t.Errorf("copies adding 4 MiB: %d %+v, want kube's 422", w.Code, st)
 	}
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,74 @@ func TestPodDNSValidation(t *testing.T) {
 				errs = append(errs, strings.Replace(e.Error(), "spec.template.spec.", "spec.", 1))
 			}
 			check("deployment", errs)
+		})
+	}
+}
+
+// TestPodHostnameOverrideValidation: kube's validatePodHostName, with its exact errors, on
+// a pod and on a workload's template alike: spec.hostnameOverride is a DNS subdomain of at
+// most 64 characters, not with setHostnameAsFQDN or hostNetwork; like the rest of a pod's
+// spec it may not change.
+func TestPodHostnameOverrideValidation(t *testing.T) {
+	subdomainMsg := "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+	for name, tc := range map[string]struct {
+		spec func(*corev1.PodSpec)
+		want []string
+	}{
+		"a subdomain, with hostname and subdomain": {spec: func(s *corev1.PodSpec) {
+			s.HostnameOverride, s.Hostname, s.Subdomain, s.SetHostnameAsFQDN = new("my.host-1"), "h", "sub", new(false)
+		}},
+		"64 characters": {spec: func(s *corev1.PodSpec) { s.HostnameOverride = new(strings.Repeat("a", 64)) }},
+		"65 characters": {spec: func(s *corev1.PodSpec) { s.HostnameOverride = new(strings.Repeat("a", 65)) },
+			want: []string{"spec.hostnameOverride: Too long: may not be more than 64 bytes"}},
+		"empty": {spec: func(s *corev1.PodSpec) { s.HostnameOverride = new("") },
+			want: []string{`spec.hostnameOverride: Invalid value: "": ` + subdomainMsg}},
+		"not a subdomain": {spec: func(s *corev1.PodSpec) { s.HostnameOverride = new("Not_RFC1123") },
+			want: []string{`spec.hostnameOverride: Invalid value: "Not_RFC1123": ` + subdomainMsg}},
+		"with setHostnameAsFQDN": {spec: func(s *corev1.PodSpec) {
+			s.HostnameOverride, s.Subdomain, s.SetHostnameAsFQDN = new("h"), "sub", new(true)
+		}, want: []string{"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true"}},
+		"everything wrong": {spec: func(s *corev1.PodSpec) {
+			s.HostnameOverride, s.SetHostnameAsFQDN, s.HostNetwork = new(strings.Repeat("A", 65)), new(true), true
+			s.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+		}, want: []string{
+			"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+			"spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+			"spec.hostnameOverride: Too long: may not be more than 64 bytes",
+			`spec.hostnameOverride: Invalid value: "` + strings.Repeat("A", 65) + `": ` + subdomainMsg,
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst,
+					Containers: []corev1.Container{defaulted(corev1.Container{Name: "c", Image: "busybox"})}}}
+			tc.spec(&p.Spec)
+			var errs []string
+			for _, e := range validatePod(p) {
+				errs = append(errs, e.Error())
+			}
+			if !slices.Equal(errs, tc.want) {
+				t.Errorf("pod:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
+			}
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"},
+				Spec: appsv1.DeploymentSpec{Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}}, Spec: p.Spec}}}
+			errs = nil
+			for _, e := range apps.DeploymentRules.Validate(d) {
+				errs = append(errs, strings.Replace(e.Error(), "spec.template.spec.", "spec.", 1))
+			}
+			if !slices.Equal(errs, tc.want) {
+				t.Errorf("deployment:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if len(tc.want) != 0 {
+				return
+			}
+			changed := p.DeepCopy()
+			changed.Spec.HostnameOverride = new("other")
+			if errs := validatePodUpdate(changed, p); len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "spec: Forbidden: pod updates may not change fields other than") {
+				t.Errorf("hostnameOverride changed: %v", errs)
+			}
 		})
 	}
 }

@@ -43,6 +43,28 @@ func validatePodDNS(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateHostnameOverride is kube's validatePodHostName: an override of the pod's
+// hostname is a DNS subdomain of at most 64 characters (the kernel's limit), and neither
+// a fully qualified hostname nor the node's, which it would contradict, goes with it.
+func validateHostnameOverride(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
+	h := spec.HostnameOverride
+	if h == nil {
+		return nil
+	}
+	path = path.Child("hostnameOverride")
+	var errs field.ErrorList
+	if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(path, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(path, "may not be specified when hostNetwork is true"))
+	}
+	if len(*h) > 64 {
+		errs = append(errs, field.TooLong(path, "", 64))
+	}
+	return append(errs, InvalidEach(path, *h, utilvalidation.IsDNS1123Subdomain(*h))...)
+}
+
 func validatePodDNSConfig(c *corev1.PodDNSConfig, policy corev1.DNSPolicy, path *field.Path) field.ErrorList {
 	if policy == corev1.DNSNone {
 		if c == nil {

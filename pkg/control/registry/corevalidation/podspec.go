@@ -408,6 +408,7 @@ func validatePodSpecFields(spec *corev1.PodSpec, path *field.Path) field.ErrorLi
 	}
 	errs = append(errs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
 	errs = append(errs, validateHostUsers(spec, path)...)
+	errs = append(errs, validateHostnameOverride(spec, path)...)
 	if n := spec.ServiceAccountName; n != "" {
 		errs = append(errs, InvalidEach(path.Child("serviceAccountName"), n, validation.ValidateServiceAccountName(n, false))...)
 	}
