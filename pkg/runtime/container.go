@@ -29,12 +29,15 @@ type ContainerConfig struct {
 	Name   string
 	Image  string
 	// Command replaces the image's Entrypoint and Args its Cmd, as in Kubernetes.
-	Command    []string
-	Args       []string
-	Env        []string // NAME=value, over the image's environment
-	WorkingDir string   // default: the image's
-	SandboxID  string   // the pod's pause container, whose namespaces the container joins
-	LogPath    string   // receives stdout and stderr; "" discards them
+	Command []string
+	Args    []string
+	Env     []string // NAME=value, over the image's environment
+	// Hostname is the pod's, which the container finds in $HOSTNAME unless Env sets it,
+	// as containerd's CRI sets it.
+	Hostname   string
+	WorkingDir string // default: the image's
+	SandboxID  string // the pod's pause container, whose namespaces the container joins
+	LogPath    string // receives stdout and stderr; "" discards them
 	// TerminationLog is the host file the container writes its termination message to
 	// (mounted by the caller); recorded for the caller to read after the exit.
 	TerminationLog string
@@ -157,6 +160,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	spec := []oci.SpecOpts{
 		withImageProcess(imgSpec.Config),
 		oci.WithProcessArgs(args...),
+		oci.WithEnv([]string{"HOSTNAME=" + cfg.Hostname}),
 		oci.WithEnv(cfg.Env),
 		inShimOf(cfg.SandboxID),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: nsPath(sandbox.PID, "uts")}),

@@ -349,6 +349,29 @@ func TestCommandEnvAndStop(t *testing.T) {
 		t.Errorf("log = %q, want the greeting and the pod host name", logs)
 	}
 
+	// $HOSTNAME is the pod's unless the container sets its own, as containerd's CRI sets it.
+	for _, tc := range []struct{ env, want string }{{"", "HOSTNAME=jobs"}, {"HOSTNAME=mine", "HOSTNAME=mine"}} {
+		cfg := runtime.ContainerConfig{Name: "env" + tc.env[:min(len(tc.env), 1)], Image: images.BusyboxRef, Command: []string{"env"}, Hostname: "jobs",
+			SandboxID: sandbox.ID, LogPath: filepath.Join(e.logsDir, podUID, "env"+tc.env+".log")}
+		if tc.env != "" {
+			cfg.Env = []string{tc.env}
+		}
+		c, err := e.rt.CreateContainer(ctx, cfg)
+		if err == nil {
+			err = e.rt.StartContainer(ctx, c.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, e, c.ID, runtime.StateExited)
+		if logs, _ := os.ReadFile(cfg.LogPath); strings.Count(string(logs), "HOSTNAME=") != 1 || !strings.Contains(string(logs), tc.want) {
+			t.Errorf("env with %q: %q, want one %s", tc.env, logs, tc.want)
+		}
+		if err := e.rt.RemoveContainer(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// The netexec image carries the busybox tools tests run inside pods.
 	tools := run("tools", images.NetexecRef, []string{"sh", "-c", "for t in wget nc ls cat sleep; do command -v $t || exit 1; done"}, nil, nil)
 	if tools = waitState(t, e, tools.ID, runtime.StateExited); tools.ExitCode != 0 {

@@ -179,6 +179,7 @@ func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.P
 		Command:        expandAll(spec.Command, env),
 		Args:           expandAll(spec.Args, env),
 		Env:            env,
+		Hostname:       kernelHostname,
 		WorkingDir:     spec.WorkingDir,
 		SandboxID:      sandbox.ID,
 		LogPath:        logPath,
