@@ -67,8 +67,12 @@ func (r *Runtime) mountImage(ctx context.Context, sandboxID, ref string) (string
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return "", "", err
 	}
-	if mounted, err := mountinfo.Mounted(target); err != nil || mounted {
-		return target, img.Name(), err
+	mounted, err := mountinfo.Mounted(target)
+	if err != nil {
+		return "", "", err
+	}
+	if mounted { // for another container of the sandbox
+		return target, img.Name(), nil
 	}
 	diffIDs, err := img.RootFS(ctx)
 	if err != nil {
