@@ -45,6 +45,7 @@ func run(ctx context.Context, cfg agent.Config, client, eventClient kubernetes.I
 	}
 	defer rt.Close()
 	rt.SetLogConfig(cfg.LogConfig())
+	rt.SetImageVolumeDir(cfg.ImageVolumesDir())
 	if err := rt.AttachLogs(ctx); err != nil { // the output of containers a former minilet started
 		return err
 	}

@@ -163,13 +163,14 @@ func (c Config) Validate() error {
 func (c Config) ServesNodeAPI() bool { return c.TLSCertFile != "" || c.RotateServerCertificates }
 
 // The layout below RootDir (docs/contracts.md).
-func (c Config) netnsDir() string       { return filepath.Join(c.RootDir, "netns") }
-func (c Config) logsDir() string        { return filepath.Join(c.RootDir, "logs") }
-func (c Config) PodsDir() string        { return filepath.Join(c.RootDir, "pods") }
-func (c Config) fifoDir() string        { return filepath.Join(c.RootDir, "fifo") }
-func (c Config) seccompDir() string     { return filepath.Join(c.RootDir, "seccomp") }
-func (c Config) CNICacheDir() string    { return filepath.Join(c.RootDir, "cni", "cache") }
-func (c Config) CNINetworksDir() string { return filepath.Join(c.RootDir, "cni", "networks") }
+func (c Config) netnsDir() string        { return filepath.Join(c.RootDir, "netns") }
+func (c Config) logsDir() string         { return filepath.Join(c.RootDir, "logs") }
+func (c Config) PodsDir() string         { return filepath.Join(c.RootDir, "pods") }
+func (c Config) fifoDir() string         { return filepath.Join(c.RootDir, "fifo") }
+func (c Config) ImageVolumesDir() string { return filepath.Join(c.RootDir, "image-volumes") }
+func (c Config) seccompDir() string      { return filepath.Join(c.RootDir, "seccomp") }
+func (c Config) CNICacheDir() string     { return filepath.Join(c.RootDir, "cni", "cache") }
+func (c Config) CNINetworksDir() string  { return filepath.Join(c.RootDir, "cni", "networks") }
 
 // CNINetConfDir is where the conflist is written (auto) or read (file).
 func (c Config) CNINetConfDir() string {

@@ -114,6 +114,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		CgroupRoot: testenv.CgroupRoot(t), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5,
 	}
 	rt.SetLogConfig(cfg.LogConfig())
+	rt.SetImageVolumeDir(cfg.ImageVolumesDir())
 	t.Cleanup(func() {
 		if err := cm.RemoveRoot(cfg.CgroupRoot); err != nil {
 			t.Errorf("remove test cgroups: %v", err)
@@ -192,6 +193,7 @@ func TestIntegrationPodOnContainerdAndCNI(t *testing.T) {
 		return err == nil && strings.Contains(reply, "ok")
 	})
 	testHostNetworkPod(ctx, t, client, rt, nodeNS)
+	testImageVolumePod(ctx, t, client, rt, cfg)
 	logFile := filepath.Join(root, "logs", "default_web_"+string(pod.UID), "app", "0.log")
 	waitFor(t, "the container's log", func() bool {
 		data, _ := os.ReadFile(logFile)
@@ -415,6 +417,38 @@ func testHostNetworkPod(ctx context.Context, t *testing.T, client *fake.Clientse
 	deleteAndWait(ctx, t, client, rt, pod)
 	if err := network.InNetNS(nodeNS, func() error { _, err := netlink.LinkByName("cni0"); return err }); err != nil {
 		t.Errorf("the node's bridge is gone after the hostNetwork pod: %v", err)
+	}
+}
+
+// testImageVolumePod: a pod's image volume gives its container the image's files,
+// read-only, whole or a directory of them (subPath); the pod's deletion leaves no mount
+// or directory of it.
+func testImageVolumePod(ctx context.Context, t *testing.T, client *fake.Clientset, rt *runtime.Runtime, cfg Config) {
+	t.Helper()
+	pod := agenttest.Pod("img", corev1.RestartPolicyAlways, "app")
+	pod.Spec.HostNetwork = true
+	pod.Spec.Volumes = []corev1.Volume{{Name: "img", VolumeSource: corev1.VolumeSource{
+		Image: &corev1.ImageVolumeSource{Reference: images.BusyboxRef, PullPolicy: corev1.PullNever}}}}
+	c := &pod.Spec.Containers[0]
+	c.ImagePullPolicy = corev1.PullNever
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "img", MountPath: "/img"}, {Name: "img", MountPath: "/img-etc", SubPath: "etc"}}
+	c.Command = []string{"sh", "-c", "test -x /img/bin/sh && cat /img-etc/passwd && if touch /img/x; then echo WRITABLE; fi; exec sleep 3600"}
+	created, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(cfg.logsDir(), "default_img_"+string(created.UID), "app", "0.log")
+	var logs []byte
+	waitFor(t, "the image volume's files in the container", func() bool {
+		logs, _ = os.ReadFile(logFile)
+		return strings.Contains(string(logs), "root:x:0:0") && strings.Contains(string(logs), "Read-only file system")
+	})
+	if strings.Contains(string(logs), "WRITABLE") {
+		t.Errorf("the image volume is writable: %q", logs)
+	}
+	deleteAndWait(ctx, t, client, rt, pod)
+	if entries, err := os.ReadDir(cfg.ImageVolumesDir()); err != nil || len(entries) != 0 {
+		t.Errorf("left in %s after the pod: %v (%v)", cfg.ImageVolumesDir(), entries, err)
 	}
 }
 

@@ -94,6 +94,9 @@ func volume(v *corev1.Volume) {
 	if *src == (corev1.VolumeSource{}) {
 		src.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
+	if src.Image != nil && src.Image.PullPolicy == "" { // as a container's imagePullPolicy
+		src.Image.PullPolicy = pullPolicy(src.Image.Reference)
+	}
 	if src.HostPath != nil && src.HostPath.Type == nil {
 		t := corev1.HostPathUnset
 		src.HostPath.Type = &t

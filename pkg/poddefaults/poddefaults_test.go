@@ -51,6 +51,9 @@ func TestSpecDefaults(t *testing.T) {
 				{Path: "n", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 			{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}}},
+			{Name: "i", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox:1"}}},
+			{Name: "l", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}}},
+			{Name: "n", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox", PullPolicy: corev1.PullNever}}},
 		},
 	}}
 	Pod(pod)
@@ -82,6 +85,10 @@ func TestSpecDefaults(t *testing.T) {
 	if *v[3].HostPath.Type != corev1.HostPathUnset || v[4].DownwardAPI.Items[0].FieldRef.APIVersion != "v1" ||
 		*v[5].Projected.Sources[0].ServiceAccountToken.ExpirationSeconds != 3600 {
 		t.Errorf("volumes: %+v", v)
+	}
+	if v[6].Image.PullPolicy != corev1.PullIfNotPresent || v[7].Image.PullPolicy != corev1.PullAlways || v[8].Image.PullPolicy != corev1.PullNever {
+		t.Errorf("image volume pull policies %q, %q, %q: want IfNotPresent for a tag, Always for latest, a given one kept",
+			v[6].Image.PullPolicy, v[7].Image.PullPolicy, v[8].Image.PullPolicy)
 	}
 }
 

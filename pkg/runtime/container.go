@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,6 +102,9 @@ type Mount struct {
 	HostPath, ContainerPath string
 	ReadOnly                bool
 	Propagation             string // rprivate (default), rslave or rshared
+	// Image, instead of HostPath, mounts the files of an image (present on the node),
+	// read-only, as CRI's image mounts: ImageSubPath, if set, is a directory in it.
+	Image, ImageSubPath string
 }
 
 // ociMounts are the bind mounts of ms in the runtime spec's terms.
@@ -192,9 +196,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 	if cfg.TTY {
 		spec = append(spec, oci.WithTTY)
 	}
-	spec = append(spec, cgroupfsOpts(unifiedCgroups(), cfg.Security.Privileged, cfg.Mounts)...)
-	if len(cfg.Mounts) > 0 {
-		spec = append(spec, oci.WithMounts(ociMounts(cfg.Mounts)))
+	mounts, imageVolumes, err := r.imageMounts(ctx, sandbox.ID, cfg.Mounts)
+	if err != nil {
+		return Container{}, fmt.Errorf("container %s: %w", cfg.Name, err)
+	}
+	spec = append(spec, cgroupfsOpts(unifiedCgroups(), cfg.Security.Privileged, mounts)...)
+	if len(mounts) > 0 {
+		spec = append(spec, oci.WithMounts(ociMounts(mounts)))
 	}
 	id := newContainerID(sandbox.PodUID, cfg.Name)
 	spec = append(spec, cfg.Linux.specOpts(id)...)
@@ -213,6 +221,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, cfg ContainerConfig) (Con
 		LabelSpecHash:       cfg.SpecHash,
 		LabelRestartCount:   strconv.Itoa(int(cfg.RestartCount)),
 		LabelImageRef:       imageRef(img),
+		LabelImageVolumes:   strings.Join(imageVolumes, ","),
 		LabelNetNS:          sandbox.NetNSPath,
 		LabelHostNetwork:    strconv.FormatBool(sandbox.HostNetwork),
 		LabelLogPath:        cfg.LogPath,
@@ -409,8 +418,9 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 }
 
 // RemoveContainer kills the container's task if it still runs, then deletes the task,
-// the container and its snapshot, and its log with the log's rotated files, as the
-// kubelet's removeContainer removes the container's logs with it. Removing a container
+// the container and its snapshot (a sandbox's image volumes with it), and its log with
+// the log's rotated files, as the kubelet's removeContainer removes the container's logs
+// with it. Removing a container
 // that does not exist does nothing.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	ctx = r.nsContext(ctx)
@@ -432,6 +442,12 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 		}
 	case !errdefs.IsNotFound(err):
 		return fmt.Errorf("task of container %s: %w", id, err)
+	}
+	// A sandbox's image volumes go first: it is kept, to try again, while they cannot.
+	if info.Labels[LabelSandbox] == "true" {
+		if err := r.releaseImageMounts(ctx, id); err != nil {
+			return err
+		}
 	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting container %s: %w", id, err)

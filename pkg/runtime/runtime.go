@@ -28,6 +28,8 @@ type Runtime struct {
 	address   string
 	namespace string
 	logs      *containerLogs
+	// imageVolumeDir holds the image volumes' mounts, a directory per sandbox.
+	imageVolumeDir string
 }
 
 // New connects to the containerd socket at address and checks that it answers.
@@ -52,7 +54,8 @@ func New(ctx context.Context, address, namespace string) (*Runtime, error) {
 		return nil, fmt.Errorf("containerd at %s is not reachable: %w", address, err)
 	}
 	logs := &containerLogs{cfg: DefaultLogConfig(filepath.Join(os.TempDir(), "minik8s-fifo", namespace)), copied: map[string]*copied{}}
-	return &Runtime{client: client, address: address, namespace: namespace, logs: logs}, nil
+	imageVolumes := filepath.Join(os.TempDir(), "minik8s-image-volumes", namespace)
+	return &Runtime{client: client, address: address, namespace: namespace, logs: logs, imageVolumeDir: imageVolumes}, nil
 }
 
 // SetLogConfig sets where the pipes of containers started from now on are, and how

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -280,7 +281,7 @@ func TestPodLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again != server {
+	if !reflect.DeepEqual(again, server) {
 		t.Errorf("after reconnecting: %+v\nbefore: %+v", again, server)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/api/services/tasks/v1"
@@ -39,6 +40,8 @@ const (
 	// LabelImageRef: the image the container was made from, as CRI's imageRef names it
 	// (repository@digest), for the status' imageID.
 	LabelImageRef = labelPrefix + "image-ref"
+	// LabelImageVolumes: the images the container mounts as image volumes, comma-separated.
+	LabelImageVolumes = labelPrefix + "image-volumes"
 	// LabelPodIP: on a sandbox, the address its network set-up gave the pod, which CRI's
 	// sandbox status reports (a restarted minilet adopts the pod with it).
 	LabelPodIP = labelPrefix + "pod-ip"
@@ -79,7 +82,8 @@ type Container struct {
 	PodName      string
 	Name         string // container name in the pod spec; "sandbox" for the pause container
 	Image        string
-	ImageRef     string // repository@digest of the image it was made from
+	ImageRef     string   // repository@digest of the image it was made from
+	ImageVolumes []string // the images it mounts as image volumes
 	SpecHash     string
 	RestartCount int32 // of an app container: its restartCount when made
 	Sandbox      bool
@@ -278,6 +282,9 @@ func fromLabels(info containers.Container) Container {
 		OOMKilled:      l[LabelOOMKilled] == "true",
 		StartError:     l[LabelStartError],
 		User:           l[LabelUser],
+	}
+	if v := l[LabelImageVolumes]; v != "" {
+		out.ImageVolumes = strings.Split(v, ",")
 	}
 	if code, err := strconv.ParseInt(l[LabelExitCode], 10, 32); err == nil {
 		out.ExitCode = int32(code)

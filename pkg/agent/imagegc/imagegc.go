@@ -179,7 +179,7 @@ func (c *Collector) free(ctx context.Context, inUse map[string]bool, toFree int6
 	return freed, nil
 }
 
-// noteUse records the images containers use now and returns them.
+// noteUse records the images containers use now, their image volumes' too, and returns them.
 func (c *Collector) noteUse(ctx context.Context) (map[string]bool, error) {
 	containers, err := c.rt.ListContainers(ctx, "")
 	if err != nil {
@@ -190,8 +190,11 @@ func (c *Collector) noteUse(ctx context.Context) (map[string]bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ctr := range containers {
-		inUse[ctr.Image] = true
-		c.lastUsed[ctr.Image] = now
+		// So are the images it mounts as image volumes (the kubelet's handleImageVolumes).
+		for _, img := range append([]string{ctr.Image}, ctr.ImageVolumes...) {
+			inUse[img] = true
+			c.lastUsed[img] = now
+		}
 	}
 	return inUse, nil
 }

@@ -129,6 +129,26 @@ func TestDeleteUnused(t *testing.T) {
 	}
 }
 
+// TestImageVolumesAreInUse: an image a container mounts as an image volume is in use as
+// the container's own image is (the kubelet's handleImageVolumes), so it stays.
+func TestImageVolumesAreInUse(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	old := now.Add(-time.Hour)
+	rt := &fakeRuntime{
+		capacity: 1000, used: 100,
+		images: []runtime.Image{
+			{Name: "running", Size: 30, CreatedAt: old},
+			{Name: "volume", Size: 30, CreatedAt: old},
+			{Name: "unused", Size: 20, CreatedAt: old},
+		},
+		containers: []runtime.Container{{Image: "running", ImageVolumes: []string{"volume"}}},
+	}
+	freed, err := New(rt, 100, 80, clocktesting.NewFakeClock(now), slog.Default()).DeleteUnused(context.Background())
+	if err != nil || freed != 20 || !slices.Equal(rt.removed, []string{"unused"}) {
+		t.Errorf("freed %d by removing %q (err %v), want 20 by unused alone", freed, rt.removed, err)
+	}
+}
+
 // TestRemovalFailureGoesOn: an image that fails to be removed does not stop the pass; the
 // next ones go, and the pass reports what it freed with the failures, in the words of the
 // kubelet's freeSpace.

@@ -87,39 +87,52 @@ func New(cfg Config) *Manager { return &Manager{cfg: cfg, failed: map[string]pul
 // container's waiting state), in the words and events of the kubelet's image manager
 // (pkg/kubelet/images/image_manager.go, v1.36).
 func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, ref *corev1.ObjectReference) (waiting *corev1.ContainerStateWaiting, retry time.Duration, err error) {
+	return m.ensure(ctx, pod, c.Image, c.ImagePullPolicy, "container "+c.Name, ref)
+}
+
+// EnsureVolumeImage makes an image volume's image present according to its pullPolicy,
+// as EnsureImage a container's: the kubelet pulls it with the same image manager, its
+// events on ref (the pod), and a failure is the waiting state of the containers that
+// mount the volume.
+func (m *Manager) EnsureVolumeImage(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, ref *corev1.ObjectReference) (waiting *corev1.ContainerStateWaiting, retry time.Duration, err error) {
+	return m.ensure(ctx, pod, v.Image.Reference, v.Image.PullPolicy, "image volume "+v.Name, ref)
+}
+
+// ensure makes image present as policy says; of is what needs it, for errors.
+func (m *Manager) ensure(ctx context.Context, pod *corev1.Pod, image string, policy corev1.PullPolicy, of string, ref *corev1.ObjectReference) (waiting *corev1.ContainerStateWaiting, retry time.Duration, err error) {
 	// The kubelet's applyDefaultImageTag, with its parsers.ParseImageName.
-	if _, err := reference.ParseNormalizedNamed(c.Image); err != nil {
-		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", c.Image, c.Image, err)
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: %v", image, image, err)
 		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
 		return &corev1.ContainerStateWaiting{Reason: ReasonInvalidImageName, Message: msg}, 0,
-			fmt.Errorf("container %s of pod %s: %s", c.Name, podKey(pod), msg)
+			fmt.Errorf("%s of pod %s: %s", of, podKey(pod), msg)
 	}
-	if c.ImagePullPolicy != corev1.PullAlways {
-		present, err := m.cfg.Runtime.HasImage(ctx, c.Image)
+	if policy != corev1.PullAlways {
+		present, err := m.cfg.Runtime.HasImage(ctx, image)
 		if err != nil {
-			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
 			m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventInspectFailed, "%s", msg)
 			return &corev1.ContainerStateWaiting{Reason: ReasonImageInspectError, Message: msg}, 0,
-				fmt.Errorf("container %s of pod %s: %s", c.Name, podKey(pod), msg)
+				fmt.Errorf("%s of pod %s: %s", of, podKey(pod), msg)
 		}
 		switch {
 		case present:
 			// The words of a kubelet with KubeletEnsureSecretPulledImages (on by default
 			// since 1.35).
-			m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine and can be accessed by the pod", c.Image)
+			m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulled, "Container image %q already present on machine and can be accessed by the pod", image)
 			return nil, 0, nil
-		case c.ImagePullPolicy == corev1.PullNever:
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		case policy == corev1.PullNever:
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 			m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventErrImageNeverPull, "%s", msg)
 			return &corev1.ContainerStateWaiting{Reason: ReasonErrImageNeverPull, Message: msg}, 0,
-				fmt.Errorf("container %s of pod %s: %s", c.Name, podKey(pod), msg)
+				fmt.Errorf("%s of pod %s: %s", of, podKey(pod), msg)
 		}
 	}
 
-	key := "pull/" + string(pod.UID) + "/" + c.Image
+	key := "pull/" + string(pod.UID) + "/" + image
 	now := m.cfg.Clock.Now()
 	if m.cfg.Backoff.IsInBackOffSinceUpdate(key, now) {
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		msg := fmt.Sprintf("Back-off pulling image %q", image)
 		m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventBackOff, "%s", msg)
 		retry = m.cfg.Backoff.Get(key)
 		m.mu.Lock()
@@ -135,25 +148,25 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	delete(m.failed, key)
 	m.mu.Unlock()
 
-	m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulling, "Pulling image %q", c.Image)
+	m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulling, "Pulling image %q", image)
 	start := m.cfg.Clock.Now()
-	size, err := m.cfg.Runtime.PullImage(ctx, c.Image, m.pullOptions(ctx, pod))
+	size, err := m.cfg.Runtime.PullImage(ctx, image, m.pullOptions(ctx, pod))
 	if err != nil {
 		now := m.cfg.Clock.Now()
 		m.cfg.Backoff.Next(key, now)
 		// The kubelet has the error through the CRI, as containerd's CRI plugin
 		// returns it: a gRPC status.
 		msg := errgrpc.ToGRPC(err).Error()
-		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", c.Image, msg)
+		m.cfg.Recorder.Eventf(ref, corev1.EventTypeWarning, eventFailed, "Failed to pull image %q: %s", image, msg)
 		m.mu.Lock()
 		m.failed[key] = pullFailure{at: now, msg: ReasonErrImagePull + ": " + msg}
 		m.mu.Unlock()
 		return &corev1.ContainerStateWaiting{Reason: ReasonErrImagePull, Message: msg}, m.cfg.Backoff.Get(key),
-			fmt.Errorf("pull image %q for container %s of pod %s: %w", c.Image, c.Name, podKey(pod), err)
+			fmt.Errorf("pull image %q for %s of pod %s: %w", image, of, podKey(pod), err)
 	}
 	// Pulls are not queued here, so the time including waiting is the pull's.
 	took := m.cfg.Clock.Since(start).Truncate(time.Millisecond)
-	m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, size)
+	m.cfg.Recorder.Eventf(ref, corev1.EventTypeNormal, eventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", image, took, took, size)
 	return nil, 0, nil
 }
 

@@ -161,6 +161,40 @@ func TestInvalidImageName(t *testing.T) {
 	}
 }
 
+// TestVolumeImage: an image volume's image is made present by its pullPolicy as a
+// container's by its imagePullPolicy, in the same words, and shares the pod's back-off
+// of that image with the containers (the kubelet's EnsureImageExists for both).
+func TestVolumeImage(t *testing.T) {
+	env := agenttest.NewEnv()
+	m := newManager(env)
+	pod := agenttest.Pod("web", corev1.RestartPolicyAlways, "app")
+	vol := &corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: corev1.PullNever}}}
+	const never = `Container image "` + image + `" is not present with pull policy of Never`
+	waiting, _, err := m.EnsureVolumeImage(t.Context(), pod, vol, &corev1.ObjectReference{})
+	if waitingReason(waiting) != images.ReasonErrImageNeverPull || waiting.Message != never || err == nil || !strings.Contains(err.Error(), "image volume data") {
+		t.Errorf("missing with Never: waiting %+v, err %v; want ErrImageNeverPull %q", waiting, err, never)
+	}
+	if events := env.TakeEvents(); !slices.Equal(events, []string{"Warning ErrImageNeverPull " + never}) {
+		t.Errorf("events %q", events)
+	}
+
+	vol.Image.PullPolicy = corev1.PullIfNotPresent
+	env.Runtime.PullErr = errors.New("no such registry")
+	if waiting, _, _ := m.EnsureVolumeImage(t.Context(), pod, vol, &corev1.ObjectReference{}); waitingReason(waiting) != images.ReasonErrImagePull {
+		t.Errorf("failed pull: waiting %+v, want ErrImagePull", waiting)
+	}
+	c := &pod.Spec.Containers[0]
+	c.Image = image
+	if waiting, _, _ := m.EnsureImage(t.Context(), pod, c, &corev1.ObjectReference{}); waitingReason(waiting) != images.ReasonImagePullBackOff {
+		t.Errorf("a container of the pod with the image: waiting %+v, want the volume's ImagePullBackOff", waiting)
+	}
+
+	env.Runtime.Images[image] = true
+	if waiting, retry, err := m.EnsureVolumeImage(t.Context(), pod, vol, &corev1.ObjectReference{}); waiting != nil || retry != 0 || err != nil {
+		t.Errorf("present: waiting %+v, retry %v, err %v", waiting, retry, err)
+	}
+}
+
 func waitingReason(w *corev1.ContainerStateWaiting) string {
 	if w == nil {
 		return ""

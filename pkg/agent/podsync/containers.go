@@ -114,11 +114,16 @@ func crashBackoffKey(pod *corev1.Pod, name, hash string) string {
 	return string(pod.UID) + "/" + name + "/" + hash
 }
 
-// startContainer pulls the image if needed, then creates and starts the
+// startContainer pulls the image if needed (its image volumes' were by the sync), then creates and starts the
 // container in the sandbox. restart counts it as a restart of an earlier one;
 // pidTarget, when set, is the container whose PID namespace it joins.
 func (s *Syncer) startContainer(ctx context.Context, st *PodState, pod *corev1.Pod, spec *corev1.Container, sandbox *runtime.Container, hash string, restart bool, pidTarget string) (time.Duration, error) {
 	st.trace.Mark("containerPrep", s.clock.Now())
+	// The kubelet fails a container on its image volumes before it pulls its image.
+	if pull := s.imageVolumesWaiting(st, pod, spec); pull != nil {
+		st.waiting[spec.Name] = *pull.waiting
+		return pull.retry, pull.err
+	}
 	waiting, after, err := s.images.EnsureImage(ctx, pod, spec, containerRef(pod, spec.Name))
 	if waiting != nil {
 		st.waiting[spec.Name] = *waiting

@@ -32,6 +32,13 @@ func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
 	case slices.ContainsFunc(pod.Spec.EphemeralContainers, func(c corev1.EphemeralContainer) bool { return c.Name == name }):
 		list = "ephemeralContainers"
 	}
+	ref := podObjectRef(pod)
+	ref.FieldPath = fmt.Sprintf("spec.%s{%s}", list, name)
+	return ref
+}
+
+// podObjectRef points an event at a pod, as the kubelet's ref.GetReference of it.
+func podObjectRef(pod *corev1.Pod) *corev1.ObjectReference {
 	return &corev1.ObjectReference{
 		Kind:            "Pod",
 		APIVersion:      "v1",
@@ -39,7 +46,6 @@ func containerRef(pod *corev1.Pod, name string) *corev1.ObjectReference {
 		Name:            pod.Name,
 		UID:             pod.UID,
 		ResourceVersion: pod.ResourceVersion,
-		FieldPath:       fmt.Sprintf("spec.%s{%s}", list, name),
 	}
 }
 

@@ -38,6 +38,8 @@ type PodState struct {
 	terminated bool
 	// volumes are the pod's volumes as the last sync set them up.
 	volumes map[string]volumes.Volume
+	// imagePulls are how the last sync made its image volumes' images present, by volume.
+	imagePulls map[string]imagePull
 	// netChecked is when CNI CHECK last found the sandbox's network intact.
 	netChecked time.Time
 	// trace times a new pod's start (nil for a pod that already ran: adopted after a restart).

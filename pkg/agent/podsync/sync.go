@@ -124,6 +124,9 @@ func (s *Syncer) SyncPod(ctx context.Context, st *PodState, pod *corev1.Pod) (ti
 				return 0, fmt.Errorf("list containers of pod %s: %w", PodKey(pod), err)
 			}
 		}
+		// Their images are made present before any container starts, as the kubelet's
+		// SyncPod does once it has the sandbox.
+		st.imagePulls = s.pullImageVolumes(ctx, pod)
 		if restartAllTriggered(pod, all) {
 			if all, err = s.restartAll(ctx, st, apiPod, pod, all); err != nil {
 				return 0, errors.Join(append(errs, err)...)

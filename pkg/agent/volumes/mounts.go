@@ -30,8 +30,15 @@ func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mou
 		if vm.SubPathExpr != "" {
 			return nil, fmt.Errorf("volumeMount %q of container %s: subPathExpr not expanded", vm.Name, c.Name)
 		}
-		source := v.Path
-		if vm.SubPath != "" {
+		source, imageSubPath := v.Path, ""
+		switch {
+		case vm.SubPath != "" && v.Image != "":
+			// The runtime finds it in the image, as CRI's image mounts (kubelet 1.33+).
+			if err := checkSubPath(vm.SubPath); err != nil {
+				return nil, err
+			}
+			imageSubPath = vm.SubPath
+		case vm.SubPath != "":
 			var err error
 			if source, err = subPath(v.Path, vm.SubPath, vm.Name, c.Name); err != nil {
 				return nil, err
@@ -49,7 +56,8 @@ func ContainerMounts(c *corev1.Container, vols map[string]Volume) ([]runtime.Mou
 		if err := recursiveReadOnly(vm); err != nil {
 			return nil, fmt.Errorf("failed to resolve recursive read-only mode: %w", err)
 		}
-		out = append(out, runtime.Mount{HostPath: source, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly || v.ReadOnly, Propagation: propagation})
+		out = append(out, runtime.Mount{HostPath: source, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly || v.ReadOnly, Propagation: propagation,
+			Image: v.Image, ImageSubPath: imageSubPath})
 	}
 	return out, nil
 }
@@ -83,11 +91,8 @@ func recursiveReadOnly(vm corev1.VolumeMount) error {
 // that resolves out of the volume is refused: the kubelet's SafeMakeDir and
 // PrepareSafeSubpath.
 func subPath(base, sub, mount, container string) (string, error) {
-	if filepath.IsAbs(sub) {
-		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
-	}
-	if slices.Contains(strings.Split(sub, "/"), "..") {
-		return "", fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+	if err := checkSubPath(sub); err != nil {
+		return "", err
 	}
 	path := filepath.Join(base, sub)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
@@ -103,6 +108,18 @@ func subPath(base, sub, mount, container string) (string, error) {
 		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", mount, container)
 	}
 	return resolved, nil
+}
+
+// checkSubPath refuses a subPath that is absolute or goes up, as the kubelet's makeMounts
+// does for every volume.
+func checkSubPath(sub string) error {
+	if filepath.IsAbs(sub) {
+		return fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
+	}
+	if slices.Contains(strings.Split(sub, "/"), "..") {
+		return fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+	}
+	return nil
 }
 
 // makeSubPath makes the missing directories of sub in the volume at base with the

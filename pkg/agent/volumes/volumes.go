@@ -2,7 +2,7 @@
 // ROOT/pods/UID/volumes/kubernetes.io~PLUGIN/NAME as the kubelet does (emptyDir,
 // configMap, secret, downwardAPI, projected; hostPath, and persistentVolumeClaims and
 // generic ephemeral volumes bound to hostPath or local volumes, are the host's own
-// paths), keeps configMap, secret and downward API files up to date, turns volumeMounts
+// paths; image volumes are the runtime's to mount), keeps configMap, secret and downward API files up to date, turns volumeMounts
 // into container mounts and removes everything with the pod.
 package volumes
 
@@ -34,7 +34,10 @@ import (
 // Volume is a pod volume set up on the node.
 type Volume struct {
 	Path     string // on the host
-	ReadOnly bool   // configMap, secret, downwardAPI and projected volumes are read-only
+	ReadOnly bool   // configMap, secret, downwardAPI, projected and image volumes are read-only
+	// Image is an image volume's image, which the runtime mounts (no Path), as the
+	// kubelet leaves image volumes to CRI.
+	Image string
 }
 
 // Manager sets up and tears down the volumes of one node's pods.
@@ -271,8 +274,10 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, 
 			}
 		}
 		return Volume{Path: path, ReadOnly: readOnly}, nil
+	case s.Image != nil: // pulled by the pod's sync, mounted by the runtime
+		return Volume{Image: s.Image.Reference, ReadOnly: true}, nil
 	}
-	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, ephemeral)")
+	return Volume{}, errors.New("minilet does not support this volume type (supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, ephemeral, image)")
 }
 
 // writeFiles writes a volume's files atomically in an emptyDir of its own, as the

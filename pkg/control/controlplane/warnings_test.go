@@ -14,7 +14,7 @@ kind: Pod
 metadata: {name: ambitious}
 spec:
   initContainers: [{name: setup, image: localhost/minik8s/busybox:v1}]
-  volumes: [{name: data, nfs: {server: nfs.example, path: /}}]
+  volumes: [{name: data, nfs: {server: nfs.example, path: /}}, {name: img, image: {reference: localhost/minik8s/busybox:v1}}]
   containers:
   - name: app
     image: localhost/minik8s/netexec:v1
@@ -23,7 +23,7 @@ spec:
     resources: {limits: {memory: 64Mi, ephemeral-storage: 1Gi}}
 `
 	out := c.mustKubectl(t, pod, "apply", "-f", "-")
-	for _, done := range []string{"livenessProbe", "readinessProbe", "initContainers", "limits.ephemeral-storage", "limits.memory"} {
+	for _, done := range []string{"livenessProbe", "readinessProbe", "initContainers", "limits.ephemeral-storage", "limits.memory", "volumes[1]"} {
 		if strings.Contains(out, done) {
 			t.Errorf("%s (minilet runs those) got a warning:\n%s", done, out)
 		}

@@ -15,7 +15,7 @@ func PodSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 	warn := func(p *field.Path, what string) { out = append(out, fmt.Sprintf("%s: %s", p, what)) }
 	for i, v := range spec.Volumes {
 		if s := v.VolumeSource; s.EmptyDir == nil && s.HostPath == nil && s.ConfigMap == nil && s.Secret == nil &&
-			s.DownwardAPI == nil && s.Projected == nil && s.PersistentVolumeClaim == nil && s.Ephemeral == nil {
+			s.DownwardAPI == nil && s.Projected == nil && s.PersistentVolumeClaim == nil && s.Ephemeral == nil && s.Image == nil {
 			warn(path.Child("volumes").Index(i), fmt.Sprintf("volume %q is of a type minilet does not mount; the pod will not start", v.Name))
 		}
 	}
