@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -108,5 +109,24 @@ func TestPodTemplateWarningsAsKubernetes(t *testing.T) {
 	}
 	if got := PodTemplateRules.Warnings(tmpl); !slices.Equal(got, want) {
 		t.Errorf("warnings\n%q\nwant\n%q", got, want)
+	}
+}
+
+// kube-apiserver v1.36's warnings on a claim (GetWarningsForPersistentVolumeClaim) and a
+// TLS secret without a matching key pair (warningsForSecret).
+func TestClaimAndSecretWarningsAsKubernetes(t *testing.T) {
+	pvc := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1500m")}}}}
+	pvc.Annotations = map[string]string{corev1.BetaStorageClassAnnotation: "x"}
+	want := []string{
+		`metadata.annotations[volume.beta.kubernetes.io/storage-class]: deprecated since v1.8; use "storageClassName" attribute instead`,
+		`spec.resources.requests[storage]: fractional byte value "1500m" is invalid, must be an integer`,
+	}
+	if got := PersistentVolumeClaimRules.Warnings(pvc); !slices.Equal(got, want) {
+		t.Errorf("claim warnings\n%q\nwant\n%q", got, want)
+	}
+	secret := &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: nil, corev1.TLSPrivateKeyKey: nil}}
+	if got, want := SecretRules.Warnings(secret), []string{"tls: failed to find any PEM data in certificate input"}; !slices.Equal(got, want) {
+		t.Errorf("secret warnings %q, want %q", got, want)
 	}
 }
