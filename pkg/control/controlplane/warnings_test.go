@@ -6,7 +6,8 @@ import (
 )
 
 // TestUnimplementedFieldsWarn: a pod (or a workload's template) asking for what minilet does
-// not do yet is accepted with kubectl showing a Warning that names the field.
+// not do yet is accepted with kubectl showing a Warning that names the field; kube's own
+// warnings (here a duplicate host alias) come after.
 func TestUnimplementedFieldsWarn(t *testing.T) {
 	c := startCluster(t)
 	pod := `apiVersion: v1
@@ -15,6 +16,7 @@ metadata: {name: ambitious}
 spec:
   initContainers: [{name: setup, image: localhost/minik8s/busybox:v1}]
   volumes: [{name: data, nfs: {server: nfs.example, path: /}}, {name: img, image: {reference: localhost/minik8s/busybox:v1}}]
+  hostAliases: [{ip: 10.0.0.1, hostnames: [a]}, {ip: 10.0.0.1, hostnames: [b]}]
   containers:
   - name: app
     image: localhost/minik8s/netexec:v1
@@ -30,6 +32,7 @@ spec:
 	}
 	for _, want := range []string{
 		`Warning: spec.volumes[0]: volume "data" is of a type minilet does not mount`,
+		`Warning: spec.hostAliases[1].ip: duplicate ip "10.0.0.1"`,
 		"pod/ambitious created",
 	} {
 		if !strings.Contains(out, want) {
@@ -40,7 +43,8 @@ spec:
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ambitious}\nspec:\n  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n    spec:",
 		"\n  ", "\n      ").Replace(pod)
 	out = c.mustKubectl(t, deploy, "apply", "-f", "-")
-	if !strings.Contains(out, "Warning: spec.template.spec.volumes[0]: volume \"data\" is of a type minilet does not mount") {
+	if !strings.Contains(out, "Warning: spec.template.spec.volumes[0]: volume \"data\" is of a type minilet does not mount") ||
+		!strings.Contains(out, `Warning: spec.template.spec.hostAliases[1].ip: duplicate ip "10.0.0.1"`) {
 		t.Errorf("a Deployment's template gets no warning:\n%s", out)
 	}
 	if out := c.mustKubectl(t, "", "run", "plain", "--image=localhost/minik8s/netexec:v1"); strings.Contains(out, "Warning") {

@@ -22,7 +22,8 @@ func PodSpecWarnings(spec *corev1.PodSpec, path *field.Path) []string {
 	return out
 }
 
-// TemplateWarnings is PodSpecWarnings for a workload's pod template.
+// TemplateWarnings is PodSpecWarnings for a workload's pod template, then kube's warnings
+// on the template.
 func TemplateWarnings(t *corev1.PodTemplateSpec, path *field.Path) []string {
-	return PodSpecWarnings(&t.Spec, path.Child("template", "spec"))
+	return append(PodSpecWarnings(&t.Spec, path.Child("template", "spec")), PodTemplateWarnings(t, path.Child("template"))...)
 }

@@ -19,7 +19,8 @@ var DeploymentRules = registry.Rules{
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetLabels(old.GetLabels()) },
 	Generation:     true,
 	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*appsv1.Deployment).Spec.Template, field.NewPath("spec"))
+		d := obj.(*appsv1.Deployment)
+		return append(registry.WorkloadNameWarnings(d.Name), registry.TemplateWarnings(&d.Spec.Template, field.NewPath("spec"))...)
 	},
 	Default:       func(obj runtime.Object) { defaultDeployment(obj.(*appsv1.Deployment)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.Deployment).Status = appsv1.DeploymentStatus{} },

@@ -12,7 +12,8 @@ import (
 var ReplicaSetRules = registry.Rules{
 	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*appsv1.ReplicaSet).Spec.Template, field.NewPath("spec"))
+		rs := obj.(*appsv1.ReplicaSet)
+		return append(registry.WorkloadNameWarnings(rs.Name), registry.TemplateWarnings(&rs.Spec.Template, field.NewPath("spec"))...)
 	},
 	Default: func(obj runtime.Object) {
 		rs := obj.(*appsv1.ReplicaSet)

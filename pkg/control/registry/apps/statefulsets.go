@@ -21,7 +21,15 @@ import (
 var StatefulSetRules = registry.Rules{
 	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*appsv1.StatefulSet).Spec.Template, field.NewPath("spec"))
+		s := obj.(*appsv1.StatefulSet)
+		out := registry.TemplateWarnings(&s.Spec.Template, field.NewPath("spec"))
+		for i, pvc := range s.Spec.VolumeClaimTemplates {
+			out = append(out, registry.PVCSpecWarnings(field.NewPath("spec", "volumeClaimTemplates").Index(i), pvc.Spec)...)
+		}
+		if l := s.Spec.RevisionHistoryLimit; l != nil && *l < 0 {
+			out = append(out, "spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended")
+		}
+		return out
 	},
 	Default:       func(obj runtime.Object) { defaultStatefulSet(obj.(*appsv1.StatefulSet)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*appsv1.StatefulSet).Status = appsv1.StatefulSetStatus{} },

@@ -38,7 +38,8 @@ var JobRules = registry.Rules{
 	Generation:              true,
 	OrphanDependentsWarning: "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning",
 	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*batchv1.Job).Spec.Template, field.NewPath("spec"))
+		j := obj.(*batchv1.Job)
+		return append(registry.WorkloadNameWarnings(j.Name), jobSpecWarnings(&j.Spec, field.NewPath("spec"))...)
 	},
 	// Defaulting copies the template's labels to the Job, so the selector is generated first.
 	PrepareCreate: func(obj runtime.Object) {
@@ -323,7 +324,13 @@ func jobDuration(j *batchv1.Job) string {
 var CronJobRules = registry.Rules{
 	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template, field.NewPath("spec", "jobTemplate", "spec"))
+		cj := obj.(*batchv1.CronJob)
+		out := append(registry.WorkloadNameWarnings(cj.Name), jobSpecWarnings(&cj.Spec.JobTemplate.Spec, field.NewPath("spec", "jobTemplate", "spec"))...)
+		// validation refuses TZ in a new schedule; kube warns of an old one on update, under that field name
+		if strings.Contains(cj.Spec.Schedule, "TZ") {
+			out = append(out, "cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")
+		}
+		return out
 	},
 	Default:       func(obj runtime.Object) { defaultCronJob(obj.(*batchv1.CronJob)) },
 	PrepareCreate: func(obj runtime.Object) { obj.(*batchv1.CronJob).Status = batchv1.CronJobStatus{} },
@@ -454,4 +461,15 @@ func validateTimeZone(tz *string, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path, *tz, err.Error()))
 	}
 	return errs
+}
+
+// jobSpecWarnings is kube's WarningsForJobSpec: an Indexed Job too big to track its
+// failed indexes, then the pod template's warnings.
+func jobSpecWarnings(spec *batchv1.JobSpec, path *field.Path) []string {
+	var out []string
+	if spec.CompletionMode != nil && *spec.CompletionMode == batchv1.IndexedCompletion &&
+		ptr.Deref(spec.Completions, 0) > 100_000 && ptr.Deref(spec.Parallelism, 0) > 10_000 {
+		out = append(out, fmt.Sprintf("%s: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail", path))
+	}
+	return append(out, registry.TemplateWarnings(&spec.Template, path)...)
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -247,4 +248,33 @@ func TestCronJobRules(t *testing.T) {
 	c.Name = "a-name-that-is-longer-than-fifty-two-characters-for-sure"
 	registrytest.ExpectErrors(t, "bad cronjob", CronJobRules.Validate(c),
 		"spec.schedule: FieldValueInvalid", "spec.timeZone: FieldValueInvalid", "metadata.name: FieldValueInvalid")
+}
+
+// The warnings kube-apiserver v1.36 sends for jobs and cron jobs (WarningsForJobSpec and
+// the cron job strategy's), in its order.
+func TestJobWarningsAsKubernetes(t *testing.T) {
+	j := job()
+	j.Name = "pw.job"
+	j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](100_001), ptr.To[int32](10_001)
+	j.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{}}
+	want := []string{
+		"metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]",
+		"spec: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail",
+		`spec.template.spec.imagePullSecrets[0].name: invalid empty name ""`,
+	}
+	if got := JobRules.Warnings(j); !slices.Equal(got, want) {
+		t.Errorf("job warnings\n%q\nwant\n%q", got, want)
+	}
+
+	c := cronJob()
+	c.Spec.Schedule = "CRON_TZ=UTC 0 3 * * *"
+	c.Spec.JobTemplate.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{}}
+	want = []string{
+		`spec.jobTemplate.spec.template.spec.imagePullSecrets[0].name: invalid empty name ""`,
+		"cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details",
+	}
+	if got := CronJobRules.Warnings(c); !slices.Equal(got, want) {
+		t.Errorf("cron job warnings\n%q\nwant\n%q", got, want)
+	}
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"reflect"
 
@@ -88,6 +89,15 @@ func frozen(immutable *bool, fields []frozenField) field.ErrorList {
 }
 
 var SecretRules = registry.Rules{
+	// kube's warningsForSecret: a TLS secret whose key does not match its certificate
+	Warnings: func(obj runtime.Object) []string {
+		if s := obj.(*corev1.Secret); s.Type == corev1.SecretTypeTLS {
+			if _, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]); err != nil {
+				return []string{err.Error()}
+			}
+		}
+		return nil
+	},
 	Default:  func(obj runtime.Object) { defaultSecret(obj.(*corev1.Secret)) },
 	Validate: func(obj runtime.Object) field.ErrorList { return validateSecret(obj.(*corev1.Secret)) },
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {

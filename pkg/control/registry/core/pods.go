@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/minik8s/minik8s/pkg/control/registry"
 	"github.com/minik8s/minik8s/pkg/poddefaults"
@@ -35,15 +36,21 @@ var PodRules = registry.Rules{
 	// kube's pod status strategy keeps the owners: old kubelets corrupted them.
 	StatusMetadata: func(meta, old metav1.Object) { meta.SetOwnerReferences(old.GetOwnerReferences()) },
 	Warnings: func(obj runtime.Object) []string {
-		return registry.PodSpecWarnings(&obj.(*corev1.Pod).Spec, field.NewPath("spec"))
+		pod := obj.(*corev1.Pod)
+		return append(registry.PodSpecWarnings(&pod.Spec, field.NewPath("spec")), registry.PodWarnings(pod)...)
 	},
-	Default: func(obj runtime.Object) { poddefaults.Pod(obj.(*corev1.Pod)) },
+	Default: func(obj runtime.Object) {
+		pod := obj.(*corev1.Pod)
+		poddefaults.Pod(pod)
+		clampGracePeriod(pod)
+	},
 	// The priority is the Priority admission plugin's to set (it refuses a pod whose
 	// priority differs from its class's); Default gives 0 to a pod that got none.
 	DefaultRequest: func(obj runtime.Object) {
 		pod := obj.(*corev1.Pod)
 		priority := pod.Spec.Priority
 		poddefaults.Pod(pod)
+		clampGracePeriod(pod)
 		pod.Spec.Priority = priority
 	},
 	PrepareCreate: func(obj runtime.Object) {
@@ -450,4 +457,12 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// clampGracePeriod makes a negative terminationGracePeriodSeconds 1, as kube's conversion
+// of a Pod does (a pod template keeps it, with a warning).
+func clampGracePeriod(pod *corev1.Pod) {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+	}
 }

@@ -14,7 +14,8 @@ import (
 // policy a pod may have.
 var PodTemplateRules = registry.Rules{
 	Warnings: func(obj runtime.Object) []string {
-		return registry.TemplateWarnings(&obj.(*corev1.PodTemplate).Template, field.NewPath("template"))
+		t := &obj.(*corev1.PodTemplate).Template
+		return append(registry.PodSpecWarnings(&t.Spec, field.NewPath("template", "spec")), registry.PodTemplateWarnings(t, field.NewPath("template"))...)
 	},
 	Default: func(obj runtime.Object) { registry.DefaultPodTemplate(&obj.(*corev1.PodTemplate).Template) },
 	Validate: func(obj runtime.Object) field.ErrorList {

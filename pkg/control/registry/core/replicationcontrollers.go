@@ -17,10 +17,12 @@ import (
 var ReplicationControllerRules = registry.Rules{
 	Generation: true,
 	Warnings: func(obj runtime.Object) []string {
-		if t := obj.(*corev1.ReplicationController).Spec.Template; t != nil {
-			return registry.TemplateWarnings(t, field.NewPath("spec"))
+		rc := obj.(*corev1.ReplicationController)
+		out := registry.WorkloadNameWarnings(rc.Name)
+		if t := rc.Spec.Template; t != nil {
+			out = append(out, registry.TemplateWarnings(t, field.NewPath("spec"))...)
 		}
-		return nil
+		return out
 	},
 	Default: func(obj runtime.Object) { defaultReplicationController(obj.(*corev1.ReplicationController)) },
 	PrepareCreate: func(obj runtime.Object) {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -159,6 +160,16 @@ func validatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 }
 
 var PersistentVolumeClaimRules = registry.Rules{
+	// kube's GetWarningsForPersistentVolumeClaim
+	Warnings: func(obj runtime.Object) []string {
+		pvc := obj.(*corev1.PersistentVolumeClaim)
+		var out []string
+		if _, ok := pvc.Annotations[corev1.BetaStorageClassAnnotation]; ok {
+			out = append(out, fmt.Sprintf(`%s: deprecated since v1.8; use "storageClassName" attribute instead`,
+				field.NewPath("metadata", "annotations").Key(corev1.BetaStorageClassAnnotation)))
+		}
+		return append(out, registry.PVCSpecWarnings(field.NewPath("spec"), pvc.Spec)...)
+	},
 	Default: func(obj runtime.Object) {
 		pvc := obj.(*corev1.PersistentVolumeClaim)
 		if pvc.Status.Phase == "" {

@@ -29,9 +29,6 @@ import (
 func ValidatePodSpec(spec *corev1.PodSpec, podName string, path *field.Path, names sets.Set[string]) field.ErrorList {
 	errs := ValidateVolumes(spec.Volumes, podName, path.Child("volumes"))
 	errs = append(errs, validatePodSpecContainers(spec, path, names)...)
-	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be >= 0"))
-	}
 	errs = append(errs, validatePodDNS(spec, path)...)
 	if sc := spec.SecurityContext; sc != nil {
 		errs = append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, path.Child("securityContext", "sysctls"))...)
